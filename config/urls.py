@@ -1,0 +1,21 @@
+"""Top-level URLs: one prefix per app for pages, one per app under /api/ for REST."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from pooling import views as pooling_views
+
+urlpatterns = [
+    path("", pooling_views.home, name="home"),
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("pooling/", include("pooling.urls")),
+    path("annotation/", include("annotation.urls")),
+    path("metrics/", include("metrics.urls")),
+    path("api/pooling/", include("pooling.api_urls")),
+    path("api/annotation/", include("annotation.api_urls")),
+    path("api/metrics/", include("metrics.api_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]

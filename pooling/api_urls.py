@@ -1,0 +1,3 @@
+"""REST endpoints of the pooling app."""
+
+urlpatterns: list = []

@@ -1,0 +1,170 @@
+"""State of the pooling app: registered inputs, word lists, pools and progress records.
+
+Large data stays in files: a collection is registered (path, size, hash, line count),
+never copied into the database; a run is normalised once into a Parquet file under
+``settings.CACHE_DIR``. The database holds what people browse and what the other
+apps point at: query sets and their queries, pools and their provenance.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Collection(models.Model):
+    """A passage collection file (``pid<TAB>passage`` lines, optionally gzipped)."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    path = models.CharField(max_length=1000)
+    size = models.BigIntegerField(help_text="File size in bytes when registered.")
+    sha256 = models.CharField(max_length=64)
+    passages = models.BigIntegerField(help_text="Number of passages (lines).")
+    docid_index = models.CharField(max_length=1000, help_text="Parquet file listing every docid, in file order.")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class QuerySet(models.Model):
+    """A named set of queries: imported from a file, made by a pool, or exported by annotation."""
+
+    class Origin(models.TextChoices):
+        IMPORTED = "imported", "Imported file"
+        POOL = "pool", "Pool"
+        ANNOTATION = "annotation", "Annotation export"
+
+    name = models.SlugField(max_length=100, unique=True)
+    origin = models.CharField(max_length=20, choices=Origin.choices, default=Origin.IMPORTED)
+    source = models.CharField(max_length=1000, blank=True, help_text="File path or object it was made from.")
+    sha256 = models.CharField(max_length=64, blank=True)
+    description = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Query(models.Model):
+    query_set = models.ForeignKey(QuerySet, on_delete=models.CASCADE, related_name="queries")
+    qid = models.CharField(max_length=100)
+    text = models.TextField()
+    position = models.PositiveIntegerField(help_text="Order in the source file.")
+
+    class Meta:
+        ordering = ["query_set", "position"]
+        constraints = [models.UniqueConstraint(fields=["query_set", "qid"], name="unique_qid_per_query_set")]
+
+    def __str__(self) -> str:
+        return f"{self.qid}: {self.text}"
+
+
+class Run(models.Model):
+    """A TREC run file of one ranker over one collection."""
+
+    class Order(models.TextChoices):
+        SCORE = "score", "By score, ties by docid descending (trec_eval)"
+        FILE = "file", "As in the file"
+
+    name = models.SlugField(max_length=100, unique=True)
+    collection = models.ForeignKey(Collection, on_delete=models.PROTECT, related_name="runs")
+    path = models.CharField(max_length=1000)
+    sha256 = models.CharField(max_length=64)
+    order = models.CharField(max_length=10, choices=Order.choices, default=Order.SCORE)
+    queries = models.PositiveIntegerField()
+    rows = models.BigIntegerField()
+    reordered_ties = models.PositiveIntegerField(
+        default=0, help_text="Queries whose file order differed from score order only because of tied scores."
+    )
+    data = models.CharField(max_length=1000, help_text="Normalised Parquet file: qid, docid, rank, score.")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WordList(models.Model):
+    """A gender word list (``word,f|m``), registered by content so results name what they used."""
+
+    name = models.CharField(max_length=200)
+    sha256 = models.CharField(max_length=64, unique=True)
+    words = models.JSONField(help_text="{word: 'f' | 'm'}")
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Pool(models.Model):
+    """The union of the top ``depth`` queries of every run's female- and male-leaning list."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    source = models.ForeignKey(QuerySet, on_delete=models.PROTECT, related_name="pools_from")
+    queries = models.OneToOneField(
+        QuerySet, on_delete=models.PROTECT, related_name="pool", help_text="The pooled queries as a query set."
+    )
+    runs = models.ManyToManyField(Run, related_name="pools")
+    wordlist = models.ForeignKey(WordList, on_delete=models.PROTECT)
+    rank_cutoff = models.PositiveIntegerField()
+    depth = models.PositiveIntegerField()
+    magnitude = models.CharField(max_length=10)
+    tokenizer = models.CharField(max_length=20)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PoolEntry(models.Model):
+    """Provenance of one pooled query in one run: its RaB and where each list put it."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="entries")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_entries")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    rank_bias = models.FloatField(null=True, help_text="RaB@cutoff; null when the run lacks the query.")
+    female_position = models.PositiveIntegerField(null=True, help_text="1-based position in the female list if selected.")
+    male_position = models.PositiveIntegerField(null=True, help_text="1-based position in the male list if selected.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["pool", "query", "run"], name="unique_pool_entry")]
+
+
+class Job(models.Model):
+    """Progress record of long work (imports, pooling, publishing, reports), for pages to poll."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    kind = models.CharField(max_length=50)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    description = models.CharField(max_length=500, blank=True)
+    total = models.BigIntegerField(null=True)
+    done = models.BigIntegerField(default=0)
+    message = models.TextField(blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    @property
+    def fraction(self) -> float | None:
+        if not self.total:
+            return None
+        return min(1.0, self.done / self.total)
