@@ -1,0 +1,80 @@
+"""Shared fixtures: reference data, a real browser, small files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REFERENCE_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "reference"
+# Playwright's sync API runs an event loop in this thread; Django must still allow ORM calls.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture
+def reference_dir() -> Path:
+    """The studies' reference data beside the checkout; tests that need it skip without it."""
+    if not REFERENCE_DIR.is_dir():
+        pytest.skip(f"reference data not found at {REFERENCE_DIR}")
+    return REFERENCE_DIR
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache_dir(settings, tmp_path_factory):
+    """Every test writes caches and exports under its own temporary directory."""
+    settings.CACHE_DIR = tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's chromium driven by Playwright (no browser download: ``executable_path``)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, live_server):
+    """A fresh browser page; ``page.base_url`` is the live server's address."""
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def login(page, django_user_model):
+    """Log a user in through the real login form; returns a function ``login(username, password)``."""
+
+    def _login(username: str, password: str = "pw-secret-123") -> None:
+        if not django_user_model.objects.filter(username=username).exists():
+            django_user_model.objects.create_user(username=username, password=password)
+        page.goto("/accounts/login/")
+        page.get_by_label("Username").fill(username)
+        page.get_by_label("Password").fill(password)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_load_state()
+
+    return _login
