@@ -134,7 +134,9 @@ class PoolEntry(models.Model):
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_entries")
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     rank_bias = models.FloatField(null=True, help_text="RaB@cutoff; null when the run lacks the query.")
-    female_position = models.PositiveIntegerField(null=True, help_text="1-based position in the female list if selected.")
+    female_position = models.PositiveIntegerField(
+        null=True, help_text="1-based position in the female list if selected."
+    )
     male_position = models.PositiveIntegerField(null=True, help_text="1-based position in the male list if selected.")
 
     class Meta:

@@ -1,0 +1,64 @@
+"""Rank bias of a run, per query: RaB@t and ARaB@t (Rekabsaz & Schedl, SIGIR 2020).
+
+For a query with ranked documents d_1..d_n and gender magnitudes mag_f, mag_m:
+
+- RaB@t  = mean over r ≤ min(t, n) of (mag_m(d_r) − mag_f(d_r)); positive leans male;
+- ARaB@t = mean of RaB@1 … RaB@min(t, n).
+
+Computed for all queries and cutoffs at once from a dense [queries × ranks] matrix and
+cumulative sums: no Python loop per query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import polars as pl
+
+
+def rank_matrix(run: pl.DataFrame, values: pl.DataFrame, depth: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Per-rank values of a run as a dense matrix.
+
+    ``run`` has ``qid, docid, rank``; ``values`` has ``docid`` and one float column
+    ``value``. Returns ``(qids, matrix [queries × depth], n)`` where ``n`` is each
+    query's number of documents within ``depth``; cells past ``n`` are 0. Documents
+    missing from ``values`` count as 0.
+    """
+    top = run.filter(pl.col("rank") <= depth).join(values, on="docid", how="left")
+    qids = top["qid"].unique(maintain_order=True)
+    index = qids.to_frame().with_row_index("row")
+    top = top.join(index, on="qid", how="left")
+    matrix = np.zeros((len(qids), depth), dtype=np.float64)
+    rows = top["row"].to_numpy()
+    cols = top["rank"].to_numpy().astype(np.int64) - 1
+    matrix[rows, cols] = top["value"].fill_null(0.0).to_numpy()
+    n = np.bincount(rows, minlength=len(qids))
+    return qids.to_list(), matrix, n
+
+
+def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]) -> pd.DataFrame:
+    """RaB@t and ARaB@t for every query of ``run``.
+
+    ``magnitudes`` has ``docid`` and float columns ``f`` and ``m`` (one magnitude variant).
+    Returns a frame indexed by ``qid`` with columns ``RaB@t`` and ``ARaB@t`` per cutoff,
+    and ``n`` (documents the run has for the query).
+    """
+    if not cutoffs or min(cutoffs) < 1:
+        raise ValueError("cutoffs must be positive integers")
+    depth = max(cutoffs)
+    values = magnitudes.select("docid", (pl.col("m") - pl.col("f")).cast(pl.Float64).alias("value"))
+    qids, matrix, n = rank_matrix(run, values, depth)
+    ranks = np.arange(1, depth + 1)
+    rab_at = np.cumsum(matrix, axis=1) / ranks  # RaB@r for r = 1..depth, assuming r ≤ n
+    arab_sum = np.cumsum(rab_at, axis=1)
+    columns = {}
+    rows = np.arange(len(qids))
+    for t in cutoffs:
+        k = np.minimum(t, n)  # ≥ 1 for every query present in the run
+        columns[f"RaB@{t}"] = rab_at[rows, k - 1]
+        columns[f"ARaB@{t}"] = arab_sum[rows, k - 1] / k
+    table = pd.DataFrame(columns, index=pd.Index(qids, name="qid"))
+    table["n"] = np.minimum(n, depth) if len(n) else n
+    return table

@@ -1,0 +1,168 @@
+"""Synthetic collections, query sets and TREC runs shaped like MS MARCO.
+
+Used by the demo and the benchmarks: the product must run without the real 3 GB
+collection. Passages are drawn from a neutral vocabulary with a small share of gender
+words (and some trailing punctuation, so the ``words`` and ``whitespace`` tokenizers
+differ as they do on real text); queries lean female, male or neither so that pooling
+has something to find.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .wordlists import DEFAULT_FEMALE, DEFAULT_MALE
+
+NEUTRAL = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "a",
+    "for",
+    "that",
+    "on",
+    "with",
+    "as",
+    "by",
+    "are",
+    "be",
+    "this",
+    "from",
+    "it",
+    "or",
+    "an",
+    "at",
+    "which",
+    "can",
+    "was",
+    "have",
+    "not",
+    "your",
+    "you",
+    "more",
+    "also",
+    "used",
+    "water",
+    "body",
+    "cell",
+    "energy",
+    "time",
+    "system",
+    "process",
+    "data",
+    "price",
+    "cost",
+    "year",
+    "day",
+    "number",
+    "city",
+    "state",
+    "country",
+    "plant",
+    "food",
+    "blood",
+    "heart",
+    "market",
+    "light",
+    "power",
+    "oil",
+    "tax",
+    "law",
+    "court",
+    "school",
+    "study",
+    "test",
+    "rate",
+    "level",
+    "area",
+    "music",
+    "film",
+    "game",
+    "team",
+]
+
+_PUNCT = np.array(["", "", "", "", ",", ".", "'s"])
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    passages: int = 1_000_000
+    queries: int = 3_750
+    runs: int = 7
+    depth: int = 100
+    words_per_passage: int = 56
+    gender_rate: float = 0.02
+    seed: int = 13
+
+
+def _passage_texts(rng: np.random.Generator, n: int, length: int, gender_rate: float) -> Iterator[str]:
+    """Yield ``n`` passages; every passage leans female, male or neither by a random amount."""
+    female = np.array(DEFAULT_FEMALE + [w.capitalize() for w in DEFAULT_FEMALE[:8]])
+    male = np.array(DEFAULT_MALE + [w.capitalize() for w in DEFAULT_MALE[:8]])
+    neutral = np.array(NEUTRAL)
+    block = 10_000
+    for start in range(0, n, block):
+        size = min(block, n - start)
+        words = neutral[rng.integers(0, len(neutral), (size, length))]
+        lean = rng.choice([-1.0, 0.0, 1.0], size=size, p=[0.3, 0.4, 0.3])
+        is_gendered = rng.random((size, length)) < gender_rate * (1 + 2 * np.abs(lean))[:, None]
+        to_male = rng.random((size, length)) < (0.5 + 0.4 * lean)[:, None]
+        words = np.where(is_gendered & to_male, male[rng.integers(0, len(male), (size, length))], words)
+        words = np.where(is_gendered & ~to_male, female[rng.integers(0, len(female), (size, length))], words)
+        punct = _PUNCT[rng.integers(0, len(_PUNCT), (size, length))]
+        words = np.char.add(words, punct)
+        for row in words:
+            yield " ".join(row)
+
+
+def write_collection(path: Path, spec: SyntheticSpec) -> Path:
+    """Write ``pid<TAB>passage`` lines (pids 0..n-1, like MS MARCO); ``.gz`` compresses."""
+    rng = np.random.default_rng(spec.seed)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8", newline="\n") as out:
+        buffer = []
+        for pid, text in enumerate(_passage_texts(rng, spec.passages, spec.words_per_passage, spec.gender_rate)):
+            buffer.append(f"{pid}\t{text}\n")
+            if len(buffer) == 10_000:
+                out.write("".join(buffer))
+                buffer.clear()
+        out.write("".join(buffer))
+    return path
+
+
+def write_queries(path: Path, spec: SyntheticSpec) -> Path:
+    """Write ``qid<TAB>query`` lines with MS MARCO-like integer qids."""
+    rng = np.random.default_rng(spec.seed + 1)
+    qids = np.sort(rng.choice(1_100_000, size=spec.queries, replace=False))
+    neutral = np.array(NEUTRAL)
+    with open(path, "w", encoding="utf-8") as out:
+        for qid in qids:
+            words = neutral[rng.integers(0, len(neutral), rng.integers(3, 8))]
+            out.write(f"{qid}\twhat is {' '.join(words)}\n")
+    return path
+
+
+def write_runs(directory: Path, queries_path: Path, spec: SyntheticSpec) -> list[Path]:
+    """Write ``spec.runs`` TREC run files ranking ``spec.depth`` random passages per query."""
+    qids = [line.split("\t", 1)[0] for line in queries_path.read_text(encoding="utf-8").splitlines()]
+    paths = []
+    for r in range(spec.runs):
+        rng = np.random.default_rng(spec.seed + 100 + r)
+        path = directory / f"run{r + 1}.trec"
+        with open(path, "w", encoding="utf-8") as out:
+            for qid in qids:
+                docs = rng.choice(spec.passages, size=min(spec.depth, spec.passages), replace=False)
+                scores = np.sort(rng.random(len(docs)))[::-1] * 30
+                out.write(
+                    "".join(f"{qid} Q0 {d} {i + 1} {s:.4f} run{r + 1}\n" for i, (d, s) in enumerate(zip(docs, scores)))
+                )
+        paths.append(path)
+    return paths
