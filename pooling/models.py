@@ -142,6 +142,9 @@ class PoolEntry(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["pool", "query", "run"], name="unique_pool_entry")]
 
+    def __str__(self) -> str:
+        return f"{self.pool_id}/{self.query_id}/{self.run_id}: {self.rank_bias}"
+
 
 class Job(models.Model):
     """Progress record of long work (imports, pooling, publishing, reports), for pages to poll."""
@@ -164,6 +167,9 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} ({self.status})"
 
     @property
     def fraction(self) -> float | None:

@@ -162,7 +162,10 @@ def write_runs(directory: Path, queries_path: Path, spec: SyntheticSpec) -> list
                 docs = rng.choice(spec.passages, size=min(spec.depth, spec.passages), replace=False)
                 scores = np.sort(rng.random(len(docs)))[::-1] * 30
                 out.write(
-                    "".join(f"{qid} Q0 {d} {i + 1} {s:.4f} run{r + 1}\n" for i, (d, s) in enumerate(zip(docs, scores)))
+                    "".join(
+                        f"{qid} Q0 {d} {i + 1} {s:.4f} run{r + 1}\n"
+                        for i, (d, s) in enumerate(zip(docs, scores, strict=True))
+                    )
                 )
         paths.append(path)
     return paths
