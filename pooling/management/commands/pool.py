@@ -1,0 +1,80 @@
+from dataclasses import asdict
+
+from django.core.management.base import BaseCommand, CommandError
+
+from pooling import services
+from pooling.jobs import create_job
+from pooling.magnitudes import MAGNITUDES
+from pooling.management.errors import command_errors
+from pooling.models import QuerySet, Run
+from pooling.tasks import build_pool_task
+from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
+from pooling.wordlists import load_wordlist
+
+
+class Command(BaseCommand):
+    help = (
+        "Pool the most gender-biased queries: per run, RaB@cutoff of every query of the query set "
+        "the run contains; a female-leaning list (most negative first) and a male-leaning list "
+        "(most positive first); the union of the top --depth of every list. Stored as a pool and "
+        "as a query set of the same name."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", required=True, help="name of the new pool (and of its query set)")
+        parser.add_argument("--queries", required=True, help="name of the query set to pool from")
+        parser.add_argument("--runs", required=True, help="comma-separated run names")
+        parser.add_argument("--rank-cutoff", type=int, default=10, help="t of RaB@t (default 10)")
+        parser.add_argument(
+            "--depth", type=int, default=500, help="queries taken from the top of each list (default 500)"
+        )
+        parser.add_argument(
+            "--magnitude", choices=MAGNITUDES, default="tf", help="gender magnitude (default tf = ln(1+count))"
+        )
+        parser.add_argument(
+            "--tokenizer",
+            choices=TOKENIZERS,
+            default=DEFAULT_TOKENIZER,
+            help="words (default) or whitespace (the reference code's split)",
+        )
+        parser.add_argument("--wordlist", help="'word,f|m' file (default: the 32+32 definitional words)")
+        parser.add_argument("--out", help="also write the pooled queries as 'qid<TAB>query' lines to this file")
+        parser.add_argument(
+            "--background", action="store_true", help="queue as a Celery task and return (needs CELERY_BROKER_URL)"
+        )
+
+    def handle(self, **o):
+        try:
+            query_set = QuerySet.objects.get(name=o["queries"])
+        except QuerySet.DoesNotExist:
+            raise CommandError(f"no query set named {o['queries']!r}") from None
+        names = [n.strip() for n in o["runs"].split(",") if n.strip()]
+        runs = {r.name: r for r in Run.objects.filter(name__in=names).select_related("collection")}
+        unknown = [n for n in names if n not in runs]
+        if unknown:
+            raise CommandError(f"unknown run(s): {', '.join(unknown)}")
+        settings = services.PoolSettings(o["rank_cutoff"], o["depth"], o["magnitude"], o["tokenizer"])
+        with command_errors():
+            settings.validate()
+            words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
+            if o["background"]:
+                job = create_job("pool", f"Pool {o['name']}")
+                build_pool_task.delay(
+                    job.pk, o["name"], query_set.pk, [runs[n].pk for n in names], asdict(settings), o["wordlist"] or ""
+                )
+                self.stdout.write(f"Queued as job {job.pk}; follow it at /pooling/jobs/{job.pk}/")
+                return
+            pool = services.build_pool(
+                o["name"], query_set, [runs[n] for n in names], settings, words, bar=o["verbosity"] > 0
+            )
+        summary = services.pool_summary(pool)
+        self.stdout.write(
+            self.style.SUCCESS(f"Pool {pool.name!r}: {summary['size']:,} unique queries from {2 * len(names)} lists")
+        )
+        for row in summary["per_list"]:
+            self.stdout.write(
+                f"  {row['run']:<20} female {row['female']:>5}  male {row['male']:>5}  only in this run {row['only_here']:>5}"
+            )
+        if o["out"]:
+            written = services.write_query_file(pool.queries, o["out"])
+            self.stdout.write(f"Wrote {written:,} queries to {o['out']}")

@@ -1,0 +1,64 @@
+"""Progress of long work, shown in two places at once.
+
+A terminal user sees a tqdm bar; a page polls the :class:`~pooling.models.Job` row.
+Job rows are written outside any surrounding transaction's work (each update is its own
+short write, throttled to a few per second), so a poller sees them while work goes on.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tqdm import tqdm
+
+
+class Progress:
+    """Report ``done`` out of ``total`` units to a tqdm bar and/or a Job row."""
+
+    def __init__(
+        self,
+        description: str,
+        total: int | None = None,
+        unit: str = "it",
+        job=None,
+        bar: bool = True,
+        unit_scale: bool = False,
+    ) -> None:
+        self.description = description
+        self.total = total
+        self.job = job
+        self._done = 0
+        self._last_saved = 0.0
+        self._bar = tqdm(total=total, desc=description, unit=unit, unit_scale=unit_scale, leave=False) if bar else None
+        if job is not None:
+            job.description = description[:500]
+            job.total = total
+            job.done = 0
+            job.status = job.Status.RUNNING
+            job.save(update_fields=["description", "total", "done", "status", "updated"])
+
+    def update_to(self, done: int) -> None:
+        """Set the absolute amount done (readers report byte positions)."""
+        if self._bar is not None:
+            self._bar.update(done - self._done)
+        self._done = done
+        if self.job is not None and time.monotonic() - self._last_saved > 0.5:
+            self._last_saved = time.monotonic()
+            self.job.done = done
+            self.job.save(update_fields=["done", "updated"])
+
+    def advance(self, amount: int = 1) -> None:
+        self.update_to(self._done + amount)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        if self.job is not None:
+            self.job.done = self.total if self.total is not None else self._done
+            self.job.save(update_fields=["done", "updated"])
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

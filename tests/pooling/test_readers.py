@@ -1,0 +1,160 @@
+"""Readers: valid input parses; every kind of bad input names file, line and problem."""
+
+import gzip
+
+import polars as pl
+import pytest
+
+from pooling.readers import InputError, Skipped, read_queries, read_run, scan_collection
+
+
+def write(tmp_path, name, content: str | bytes):
+    path = tmp_path / name
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return path
+
+
+# --- collections ---------------------------------------------------------------------------
+
+
+def test_collection_splits_on_first_tab_and_lists_docids(tmp_path):
+    path = write(tmp_path, "c.tsv", "0\tHe said\tsomething\n1\tShe laughed\n\n7\tThe end\n")
+    scan = scan_collection(path)
+    assert scan.docids.to_list() == ["0", "1", "7"]
+    assert scan.passages == 3
+    assert scan.size == path.stat().st_size
+
+
+def test_collection_gzip_is_read_by_content(tmp_path):
+    path = write(tmp_path, "c.data", gzip.compress(b"a\tone\nb\ttwo\n"))
+    assert scan_collection(path).docids.to_list() == ["a", "b"]
+
+
+def test_collection_line_without_tab(tmp_path):
+    path = write(tmp_path, "c.tsv", "0\tok\n1 no tab here\n")
+    with pytest.raises(InputError) as err:
+        scan_collection(path)
+    assert str(err.value) == f"{path}:2: no tab between passage id and text"
+
+
+def test_collection_invalid_utf8_names_the_line(tmp_path):
+    path = write(tmp_path, "c.tsv", b"0\tok\n1\tfine\n2\tbad \xff byte\n")
+    with pytest.raises(InputError, match=r"c\.tsv:3: invalid UTF-8 \(byte 0xff\)"):
+        scan_collection(path)
+
+
+def test_collection_duplicate_pid(tmp_path):
+    path = write(tmp_path, "c.tsv", "0\ta\n1\tb\n0\tc\n")
+    with pytest.raises(InputError, match=r"c\.tsv:3: passage id '0' repeats \(first on line 1\)"):
+        scan_collection(path)
+
+
+def test_collection_errors_across_block_boundaries_keep_file_line_numbers(tmp_path, monkeypatch):
+    import pooling.readers as readers
+
+    monkeypatch.setattr(readers, "BLOCK_SIZE", 16)
+    lines = "".join(f"{i}\tpassage number {i}\n" for i in range(50)) + "50 missing tab\n"
+    path = write(tmp_path, "c.tsv", lines)
+    with pytest.raises(InputError, match=r":51: no tab"):
+        scan_collection(path)
+
+
+def test_collection_skip_bad_lines_reports_them(tmp_path):
+    path = write(tmp_path, "c.tsv", "0\ta\nbroken\n2\tc\n")
+    skipped = Skipped()
+    scan = scan_collection(path, skipped=skipped)
+    assert scan.docids.to_list() == ["0", "2"]
+    assert [e.line for e in skipped.errors] == [2]
+
+
+# --- queries -------------------------------------------------------------------------------
+
+
+def test_queries_in_file_order(tmp_path):
+    path = write(tmp_path, "q.tsv", "5\twhat is a synapse\n3\twho is she\n")
+    assert read_queries(path) == [("5", "what is a synapse"), ("3", "who is she")]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("1\tok\n2 no tab\n", ":2: no tab between query id and query text"),
+        ("1\tok\n\tempty id\n", ":2: empty query id"),
+        ("1\tok\n2\t  \n", ":2: query '2' has no text"),
+        ("1\tok\n2\tfine\n1\tagain\n", ":3: query id '1' repeats (first on line 1)"),
+    ],
+)
+def test_queries_bad_lines(tmp_path, content, message):
+    path = write(tmp_path, "q.tsv", content)
+    with pytest.raises(InputError) as err:
+        read_queries(path)
+    assert str(err.value) == f"{path}{message}"
+
+
+# --- runs ----------------------------------------------------------------------------------
+
+
+def test_run_any_whitespace_and_score_order(tmp_path):
+    path = write(tmp_path, "r.trec", "1 Q0 a 1 1.5 x\n1\tQ0\tb\t2\t3.0\tx\n2  Q0  c  1  0.1  x\n")
+    frame = read_run(path).frame
+    assert frame.rows() == [("1", "b", 1, 3.0), ("1", "a", 2, 1.5), ("2", "c", 1, 0.1)]
+
+
+def test_run_ties_broken_by_docid_descending_like_trec_eval(tmp_path):
+    # Tied scores: the file lists doc10 first; trec_eval puts the larger docid string first.
+    path = write(tmp_path, "r.trec", "1 Q0 doc10 1 2.0 x\n1 Q0 doc9 2 2.0 x\n1 Q0 doc1 3 1.0 x\n2 Q0 z 1 1 x\n")
+    table = read_run(path)
+    assert table.frame.filter(pl.col("qid") == "1")["docid"].to_list() == ["doc9", "doc10", "doc1"]
+    assert table.reordered_ties == 1
+    assert table.reordered_rows == 2
+
+
+def test_run_file_order_keeps_the_file(tmp_path):
+    path = write(tmp_path, "r.trec", "1 Q0 low 1 1.0 x\n1 Q0 high 2 9.0 x\n")
+    assert read_run(path, order="file").frame["docid"].to_list() == ["low", "high"]
+    assert read_run(path, order="score").frame["docid"].to_list() == ["high", "low"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("1 Q0 a 1 1.0 x\n1 Q0 b 2 1.0\n", ":2: expected 6 columns (qid Q0 docid rank score tag), found 5"),
+        ("1 Q0 a 1 1.0 x\n1 Q0 b 2 high x\n", ":2: score 'high' is not a number"),
+        ("1 Q0 a 1 1.0 x\n1 Q0 a 2 0.5 x\n", ":2: docid 'a' appears twice for query '1'"),
+        (
+            "1 Q0 a 1 1.0 x\n2 Q0 b 1 1.0 x\n1 Q0 c 2 0.5 x\n",
+            ":3: lines of query '1' are split into separate blocks (it began on line 1)",
+        ),
+    ],
+)
+def test_run_bad_lines(tmp_path, content, message):
+    path = write(tmp_path, "r.trec", content)
+    with pytest.raises(InputError) as err:
+        read_run(path)
+    assert str(err.value) == f"{path}{message}"
+
+
+def test_run_invalid_utf8(tmp_path):
+    path = write(tmp_path, "r.trec", b"1 Q0 a 1 1.0 x\n1 Q0 \xc3\x28 2 0.5 x\n")
+    with pytest.raises(InputError, match=r"r\.trec:2: invalid UTF-8"):
+        read_run(path)
+
+
+def test_run_docid_not_in_collection(tmp_path):
+    path = write(tmp_path, "r.trec", "1 Q0 a 1 1.0 x\n1 Q0 ghost 2 0.5 x\n")
+    with pytest.raises(InputError, match=r"r\.trec:2: docid 'ghost' is not in the collection"):
+        read_run(path, known_docids=pl.Series(["a", "b"]))
+
+
+def test_run_skip_bad_lines_keeps_the_rest_and_counts(tmp_path):
+    path = write(tmp_path, "r.trec", "1 Q0 a 1 1.0 x\n1 Q0 b 2 oops x\n1 Q0 c 3 0.2 x\n1 Q0 ghost 4 0.1 x\n")
+    skipped = Skipped()
+    table = read_run(path, known_docids=pl.Series(["a", "b", "c"]), skipped=skipped)
+    assert table.frame["docid"].to_list() == ["a", "c"]
+    assert table.frame["rank"].to_list() == [1, 2]
+    assert sorted(e.line for e in skipped.errors) == [2, 4]
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_run(tmp_path / "absent.trec")
