@@ -1,3 +1,14 @@
 """REST endpoints of the pooling app."""
 
-urlpatterns: list = []
+from rest_framework.routers import DefaultRouter
+
+from . import api
+
+router = DefaultRouter()
+router.register("collections", api.CollectionViewSet)
+router.register("query-sets", api.QuerySetViewSet)
+router.register("runs", api.RunViewSet)
+router.register("pools", api.PoolViewSet)
+router.register("jobs", api.JobViewSet)
+
+urlpatterns = router.urls

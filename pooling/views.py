@@ -1,10 +1,21 @@
 """Pages of the pooling app: thin shells over services and models."""
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from __future__ import annotations
 
+import csv
+from dataclasses import asdict
+
+from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from . import services
+from .forms import PoolForm
+from .jobs import create_job
 from .models import Collection, Job, Pool, QuerySet, Run
+from .tasks import build_pool_task
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -13,9 +24,68 @@ def home(request: HttpRequest) -> HttpResponse:
         "collections": Collection.objects.all(),
         "query_sets": QuerySet.objects.all(),
         "runs": Run.objects.select_related("collection"),
-        "pools": Pool.objects.all(),
+        "pools": Pool.objects.select_related("queries"),
     }
     return render(request, "home.html", context)
+
+
+@login_required
+def pool_detail(request: HttpRequest, name: str) -> HttpResponse:
+    pool = get_object_or_404(Pool, name=name)
+    runs, rows = services.pool_table(pool)
+    summary = services.pool_summary(pool)
+    overlap = [
+        {"run": run, "cells": list(zip(summary["runs"], values, strict=True))}
+        for run, values in zip(summary["runs"], summary["overlap"], strict=True)
+    ]
+    for row in rows:
+        row["rab_list"] = [row["rab"].get(run) for run in runs]
+    return render(
+        request,
+        "pooling/pool_detail.html",
+        {"pool": pool, "runs": runs, "rows": rows, "summary": summary, "overlap": overlap},
+    )
+
+
+@login_required
+def pool_download(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
+    """The pooled queries: ``tsv`` is ``qid<TAB>query``; ``csv`` adds each run's RaB and the lists."""
+    if fmt not in ("tsv", "csv"):
+        raise Http404("download formats: tsv, csv")
+    pool = get_object_or_404(Pool, name=name)
+    runs, rows = services.pool_table(pool)
+    if fmt == "tsv":
+        body = "".join(f"{r['qid']}\t{' '.join(r['query'].split())}\n" for r in rows)
+        response = HttpResponse(body, content_type="text/tab-separated-values; charset=utf-8")
+    else:
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        writer = csv.writer(response)
+        writer.writerow(["qid", "query", *[f"RaB@{pool.rank_cutoff}:{run}" for run in runs], "lists"])
+        for r in rows:
+            writer.writerow([r["qid"], r["query"], *[r["rab"].get(run, "") for run in runs], " ".join(r["lists"])])
+    response["Content-Disposition"] = f'attachment; filename="{pool.name}.{fmt}"'
+    return response
+
+
+@staff_member_required
+def pool_create(request: HttpRequest) -> HttpResponse:
+    """Form to build a pool; the work runs as a Celery task (inline without a broker)."""
+    form = PoolForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        settings = services.PoolSettings(data["rank_cutoff"], data["depth"], data["magnitude"], data["tokenizer"])
+        job = create_job("pool", f"Pool {data['name']}")
+        run_ids = [run.pk for run in data["runs"]]
+        transaction.on_commit(
+            lambda: build_pool_task.delay(job.pk, data["name"], data["queries"].pk, run_ids, asdict(settings))
+        )
+        return redirect("pooling:job-detail", pk=job.pk)
+    return render(request, "pooling/pool_form.html", {"form": form})
+
+
+@login_required
+def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    return render(request, "pooling/job_detail.html", {"job": get_object_or_404(Job, pk=pk)})
 
 
 @login_required
@@ -27,6 +97,7 @@ def job_progress(request: HttpRequest, pk: int) -> JsonResponse:
             "id": job.pk,
             "kind": job.kind,
             "status": job.status,
+            "description": job.description,
             "done": job.done,
             "total": job.total,
             "fraction": job.fraction,

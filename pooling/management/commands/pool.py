@@ -62,7 +62,9 @@ class Command(BaseCommand):
                 build_pool_task.delay(
                     job.pk, o["name"], query_set.pk, [runs[n].pk for n in names], asdict(settings), o["wordlist"] or ""
                 )
-                self.stdout.write(f"Queued as job {job.pk}; follow it at /pooling/jobs/{job.pk}/")
+                self.stdout.write(
+                    f"Queued as job {job.pk}; follow it at /pooling/jobs/{job.pk}/ (JSON: /pooling/jobs/{job.pk}/progress.json)"
+                )
                 return
             pool = services.build_pool(
                 o["name"], query_set, [runs[n] for n in names], settings, words, bar=o["verbosity"] > 0

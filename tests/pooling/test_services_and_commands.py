@@ -1,0 +1,117 @@
+"""Imports are idempotent and all-or-nothing; pools store their provenance."""
+
+import math
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from pooling.models import Collection, Pool, PoolEntry, Query, QuerySet, Run
+
+
+def run(*args, **kwargs) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO(), verbosity=0, **kwargs)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_imports_are_idempotent(world):
+    assert "Already imported (unchanged)" in run("import_collection", str(world["collection"]), name="tiny")
+    assert "Already imported (unchanged)" in run("import_queries", str(world["queries"]), name="q")
+    assert "Already imported (unchanged)" in run("import_run", str(world["run_a"]), name="a", collection="tiny")
+    assert Collection.objects.count() == 1
+    assert Query.objects.filter(query_set__name="q").count() == 3
+    assert Run.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_same_name_different_content_is_refused(world, tmp_path):
+    other = tmp_path / "other.tsv"
+    other.write_text("x\tsomething else\n")
+    with pytest.raises(CommandError, match="already exists with different content"):
+        run("import_collection", str(other), name="tiny")
+
+
+@pytest.mark.django_db
+def test_bad_query_file_leaves_nothing_behind(tmp_path):
+    path = tmp_path / "q.tsv"
+    path.write_text("1\tok\n2\tfine\n1\tduplicate\n")
+    with pytest.raises(CommandError, match=r"q\.tsv:3: query id '1' repeats"):
+        run("import_queries", str(path), name="broken")
+    assert not QuerySet.objects.filter(name="broken").exists()
+    assert not Query.objects.exists()
+
+
+@pytest.mark.django_db
+def test_run_with_unknown_docid_names_line_and_leaves_nothing(world, tmp_path):
+    path = tmp_path / "bad.trec"
+    path.write_text("1 Q0 d1 1 2 t\n1 Q0 d99 2 1 t\n")
+    with pytest.raises(CommandError, match=r"bad\.trec:2: docid 'd99' is not in the collection"):
+        run("import_run", str(path), name="bad", collection="tiny")
+    assert not Run.objects.filter(name="bad").exists()
+    out = StringIO()
+    err = StringIO()
+    call_command("import_run", str(path), name="bad", collection="tiny", skip_bad_lines=True, stdout=out, stderr=err)
+    assert "skipped 1 bad line(s)" in err.getvalue()
+    assert Run.objects.get(name="bad").rows == 1
+
+
+@pytest.mark.django_db
+def test_unknown_collection(world):
+    with pytest.raises(CommandError, match="no collection named 'nope'"):
+        run("import_run", str(world["run_a"]), name="c", collection="nope")
+
+
+@pytest.mark.django_db
+def test_pool_by_hand_with_provenance(world, tmp_path):
+    # TF magnitudes, words tokenizer, RaB@2 (m - f per doc: d1 = -ln4, d2 = ln4, d3 = 0, d4 = 0):
+    #   run a: q1 = (-ln4 + 0)/2, q2 = 0, q3 = (ln4 - ln4)/2 = 0
+    #   run b: q1 = (0 - ln4)/2, q2 = ln4 (one document), q3 = 0
+    out_file = tmp_path / "pool.tsv"
+    out = run("pool", name="p", queries="q", runs="a,b", rank_cutoff=2, depth=1, out=str(out_file))
+    pool = Pool.objects.get(name="p")
+    half_ln4 = math.log(4) / 2
+    entries = {(e.query.qid, e.run.name): e for e in PoolEntry.objects.filter(pool=pool).select_related("query", "run")}
+    assert entries[("1", "a")].rank_bias == pytest.approx(-half_ln4)
+    assert entries[("2", "b")].rank_bias == pytest.approx(math.log(4))
+    # Lists (depth 1): a female -> q1; a male -> max(0, 0, 0) ties -> smallest qid among RaB 0 = q2;
+    # b female -> q1; b male -> q2.
+    assert entries[("1", "a")].female_position == 1
+    assert entries[("2", "a")].male_position == 1
+    assert entries[("2", "b")].male_position == 1
+    assert sorted(pool.queries.queries.values_list("qid", flat=True)) == ["1", "2"]
+    assert out_file.read_text() == "1\twho is she\n2\twhat is a synapse\n"
+    assert "2 unique queries from 4 lists" in out
+
+
+@pytest.mark.django_db
+def test_pool_whitespace_tokenizer_differs(world):
+    run("pool", name="pw", queries="q", runs="a", rank_cutoff=2, depth=5, tokenizer="whitespace", magnitude="bool")
+    entry = PoolEntry.objects.get(pool__name="pw", query__qid="1", run__name="a")
+    # "She and her sister" -> whitespace tokens she/and/her/sister: bool f = 1; RaB@2 = (-1 + 0) / 2.
+    assert entry.rank_bias == pytest.approx(-0.5)
+
+
+@pytest.mark.django_db
+def test_pool_errors(world):
+    with pytest.raises(CommandError, match="unknown run"):
+        run("pool", name="x", queries="q", runs="a,zzz")
+    with pytest.raises(CommandError, match="no query set named"):
+        run("pool", name="x", queries="none", runs="a")
+    run("pool", name="x", queries="q", runs="a", depth=1)
+    with pytest.raises(CommandError, match="already exists"):
+        run("pool", name="x", queries="q", runs="a", depth=1)
+
+
+@pytest.mark.django_db
+def test_counts_are_cached_between_pools(world, settings):
+    from pathlib import Path
+
+    run("pool", name="p1", queries="q", runs="a,b", depth=1)
+    caches = list(Path(settings.CACHE_DIR, "counts").glob("*.parquet"))
+    assert len(caches) == 1
+    Path(world["collection"]).write_text("corrupted")  # a second pool must not need the file again
+    run("pool", name="p2", queries="q", runs="a,b", depth=2)
+    assert Pool.objects.count() == 2
