@@ -5,6 +5,11 @@ document.querySelectorAll("table.sortable").forEach((table) => {
     button.className = "sort";
     button.type = "button";
     button.textContent = th.textContent;
+    const arrow = document.createElement("span");
+    arrow.setAttribute("aria-hidden", "true");
+    arrow.className = "sort-arrow";
+    arrow.textContent = " \u2195";
+    button.appendChild(arrow);
     th.textContent = "";
     th.appendChild(button);
     th.setAttribute("aria-sort", "none");
