@@ -5,7 +5,8 @@ tokens that are male words, and all tokens (the length, which TExFAIR needs). Th
 magnitude variants of the SIGIR 2020 paper derive from the counts:
 
 - ``tc``: the count itself;
-- ``tf``: ``ln(1 + count)``, the reference code's TF magnitude;
+- ``tf``: ``ln(1 + count)``, the reference code's TF magnitude (computed as ``log(1 + x)``, not
+  ``log1p``, so that values equal the reference code's to the last bit);
 - ``bool``: 1 if any word of the group occurs, else 0.
 
 :func:`document_counts` streams the collection once, in large blocks parsed by polars
@@ -16,13 +17,15 @@ in the size of the collection.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from .readers import block_lines, iter_blocks, parse_passages
+from .readers import iter_blocks, parse_passages
 from .tokenize import TOKENIZERS
 from .wordlists import WordList
 
@@ -90,20 +93,24 @@ def document_counts(
         wanted = pl.Series("docid", docids, dtype=pl.String).unique()
         if not len(wanted):
             return pl.DataFrame(schema=COUNT_SCHEMA)
+
+    def count_block(lines: pl.DataFrame) -> pl.DataFrame:
+        passages = parse_passages(path, lines, wanted=wanted)
+        return count_frame(passages, wordlist, tokenizer)
+
+    # Blocks are counted on a second thread while the next is read (polars releases the
+    # GIL); at most two blocks wait, so memory stays flat.
     parts = []
-    remaining = len(wanted) if wanted is not None else None
-    for first_line, text, position in iter_blocks(path):
-        passages = parse_passages(path, block_lines(first_line, text))
-        if wanted is not None:
-            passages = passages.filter(pl.col("docid").is_in(wanted.implode()))
-        if len(passages):
-            parts.append(count_frame(passages, wordlist, tokenizer))
-            if remaining is not None:
-                remaining -= len(passages)
-        if progress:
-            progress(position)
-        if remaining is not None and remaining <= 0:
-            break
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pending: deque = deque()
+        for lines, position in iter_blocks(path):
+            pending.append(pool.submit(count_block, lines))
+            if len(pending) > 2:
+                parts.append(pending.popleft().result())
+            if progress:
+                progress(position)
+        parts.extend(future.result() for future in pending)
+    parts = [part for part in parts if len(part)]
     if not parts:
         return pl.DataFrame(schema=COUNT_SCHEMA)
     return pl.concat(parts)
@@ -117,11 +124,11 @@ def magnitude(counts: np.ndarray | pl.Series | pl.Expr, variant: str):
         if variant == "tc":
             return counts.cast(pl.Float64)
         if variant == "tf":
-            return counts.cast(pl.Float64).log1p()
+            return (counts.cast(pl.Float64) + 1.0).log()
         return (counts > 0).cast(pl.Float64)
     counts = np.asarray(counts, dtype=np.float64)
     if variant == "tc":
         return counts
     if variant == "tf":
-        return np.log1p(counts)
+        return np.log(1.0 + counts)
     return (counts > 0).astype(np.float64)

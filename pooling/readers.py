@@ -95,12 +95,14 @@ def open_text(path: str | Path) -> Iterator[Iterator[str]]:
     yield iter(text.splitlines())
 
 
-def iter_blocks(path: str | Path, block_size: int = BLOCK_SIZE) -> Iterator[tuple[int, str, int]]:
-    """Yield ``(first_line_number, text, bytes_read)`` for blocks of whole lines.
+def iter_blocks(path: str | Path, block_size: int | None = None) -> Iterator[tuple[pl.DataFrame, int]]:
+    """Yield ``(lines, bytes_read)`` for blocks of whole lines of a (possibly gzipped) file.
 
+    ``lines`` is a frame ``line: int64, text: str`` with file-wide 1-based line numbers;
     ``bytes_read`` is the (compressed) position in the file, for progress bars.
     """
     path = Path(path)
+    block_size = block_size or BLOCK_SIZE
     with open(path, "rb") as raw:
         gzipped = raw.read(2) == _GZIP_MAGIC
         raw.seek(0)
@@ -117,42 +119,52 @@ def iter_blocks(path: str | Path, block_size: int = BLOCK_SIZE) -> Iterator[tupl
                 rest = data
                 continue
             block, rest = data[:cut], data[cut:]
-            text = _decode(path, block, line)
-            if line == 1:
-                text = text.removeprefix("\ufeff")
-            yield line, text, raw.tell()
+            yield lines_frame(path, block, line), raw.tell()
             line += block.count(b"\n")
         if rest:
-            yield line, _decode(path, rest, line), raw.tell()
+            yield lines_frame(path, rest, line), raw.tell()
 
 
-def block_lines(first_line: int, text: str) -> pl.DataFrame:
-    """A block of text as a frame ``line: int64, text: str`` (line numbers 1-based, file-wide)."""
-    if text.endswith("\n"):
-        text = text[:-1]
-    lines = pl.Series("text", [text]).str.split("\n").explode()
-    lines = lines.str.strip_suffix("\r")
-    return pl.DataFrame({"line": pl.int_range(first_line, first_line + len(lines), eager=True), "text": lines})
+def lines_frame(path: Path, data: bytes, first_line: int) -> pl.DataFrame:
+    """Bytes of whole lines as a frame ``line: int64, text: str``, validating UTF-8 in Rust.
+
+    Line endings (``\\n`` or ``\\r\\n``) are dropped; on invalid UTF-8 the slow path
+    finds the line to name.
+    """
+    if not data:
+        return pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
+    try:
+        lines = pl.read_lines(data, name="text")
+    except pl.exceptions.ComputeError:
+        _decode(path, data, first_line)  # raises InputError naming the line
+        raise
+    if first_line == 1 and data.startswith(b"\xef\xbb\xbf"):
+        lines = lines.with_columns(pl.col("text").str.strip_prefix("\ufeff"))
+    return lines.with_row_index("line", offset=first_line).with_columns(pl.col("line").cast(pl.Int64))
 
 
 # --- collections -------------------------------------------------------------------------
 
 
-def parse_passages(path: Path, lines: pl.DataFrame, skipped: Skipped | None = None) -> pl.DataFrame:
-    """Split ``pid<TAB>passage`` lines on the first tab: frame ``line, docid, text``."""
-    lines = lines.filter(pl.col("text") != "")
-    frame = lines.select(
-        "line",
-        pl.col("text").str.extract(r"^([^\t]*)\t", 1).alias("docid"),
-        pl.col("text").str.replace(r"^[^\t]*\t", "").alias("text"),
-    )
-    bad = frame.filter(pl.col("docid").is_null() | (pl.col("docid").str.strip_chars() == ""))
-    for line, docid in bad.select("line", "docid").iter_rows():
-        problem = "no tab between passage id and text" if docid is None else "empty passage id"
+def parse_passages(
+    path: Path, lines: pl.DataFrame, skipped: Skipped | None = None, wanted: pl.Series | None = None
+) -> pl.DataFrame:
+    """Split ``pid<TAB>passage`` lines on the first tab: frame ``line, docid, text``.
+
+    With ``wanted``, only those docids are kept, before the texts are cut out.
+    """
+    tab = pl.col("text").str.find("\t", literal=True)
+    frame = lines.filter(pl.col("text") != "").with_columns(tab.alias("tab"))
+    frame = frame.with_columns(pl.col("text").str.slice(0, pl.col("tab")).alias("docid"))
+    bad = frame.filter(pl.col("tab").is_null() | (pl.col("docid").str.strip_chars() == ""))
+    for line, position in bad.select("line", "tab").iter_rows():
+        problem = "no tab between passage id and text" if position is None else "empty passage id"
         _raise_or_skip(InputError(path, line, problem), skipped)
     if len(bad):
-        frame = frame.filter(pl.col("docid").is_not_null() & (pl.col("docid").str.strip_chars() != ""))
-    return frame
+        frame = frame.filter(pl.col("tab").is_not_null() & (pl.col("docid").str.strip_chars() != ""))
+    if wanted is not None:
+        frame = frame.filter(pl.col("docid").is_in(wanted.implode()))
+    return frame.select("line", "docid", pl.col("text").str.slice(pl.col("tab") + 1).alias("text"))
 
 
 @dataclass
@@ -185,8 +197,8 @@ def scan_collection(
         for chunk in iter(lambda: raw.read(BLOCK_SIZE), b""):
             digest.update(chunk)
     parts: list[pl.DataFrame] = []
-    for first_line, text, position in iter_blocks(path):
-        frame = parse_passages(path, block_lines(first_line, text), skipped)
+    for lines, position in iter_blocks(path):
+        frame = parse_passages(path, lines, skipped)
         parts.append(frame.select("line", "docid"))
         if progress:
             progress(position)
@@ -269,7 +281,7 @@ def read_run(
     path = Path(path)
     with open_binary(path) as stream:
         data = stream.read()
-    lines = block_lines(1, _decode(path, data, 1).removeprefix("\ufeff"))
+    lines = lines_frame(path, data, 1)
     lines = lines.filter(pl.col("text").str.strip_chars() != "")
     if not len(lines):
         raise InputError(path, None, "the run is empty")

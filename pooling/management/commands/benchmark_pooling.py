@@ -1,0 +1,102 @@
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
+
+
+class Command(BaseCommand):
+    help = (
+        "Benchmark pooling on synthetic MS MARCO-shaped data (7 runs x 3,750 queries x 100 documents): "
+        "this project's import + pool against the reference notebooks' approach (a Counter per "
+        "document, dictionaries of tuples, a Python loop per run), each in a fresh process, "
+        "printing seconds, passages per second and peak memory side by side."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--passages", default="1000000,3000000", help="collection sizes, comma-separated (default 1M and 3M)"
+        )
+        parser.add_argument(
+            "--naive-up-to",
+            type=int,
+            default=1_000_000,
+            help="run the naive approach only up to this size (it needs ~1 GB per 1M passages)",
+        )
+        parser.add_argument("--queries", type=int, default=3750)
+        parser.add_argument("--runs", type=int, default=7)
+        parser.add_argument("--depth", type=int, default=100, help="documents per query in each run")
+        parser.add_argument("--workdir", default=None, help="where synthetic data is kept (default: VAR_DIR/bench)")
+
+    def handle(self, **o):
+        workdir = Path(o["workdir"] or Path(settings.VAR_DIR) / "bench")
+        rows = []
+        for size in [int(s) for s in o["passages"].split(",")]:
+            spec = SyntheticSpec(passages=size, queries=o["queries"], runs=o["runs"], depth=o["depth"])
+            files = self._data(workdir / f"{size}", spec)
+            args = [str(files["collection"]), str(files["queries"]), "10", "500", *map(str, files["runs"])]
+            engine = self._child("engine", args)
+            row = {"passages": size, "engine": engine}
+            if size <= o["naive_up_to"]:
+                naive = self._child("naive", args)
+                row["naive"] = naive
+                same = naive["qids"] == engine["qids"]
+                row["same_pool"] = same
+            rows.append(row)
+            self._print(row)
+        self.stdout.write("\n" + self._markdown(rows, o))
+
+    def _data(self, directory: Path, spec: SyntheticSpec) -> dict:
+        directory.mkdir(parents=True, exist_ok=True)
+        collection = directory / "collection.tsv"
+        queries = directory / "queries.tsv"
+        if not collection.exists():
+            self.stdout.write(f"Writing a synthetic collection of {spec.passages:,} passages to {directory} …")
+            t = time.perf_counter()
+            write_collection(collection, spec)
+            write_queries(queries, spec)
+            write_runs(directory, queries, spec)
+            self.stdout.write(f"  done in {time.perf_counter() - t:.0f} s")
+        return {"collection": collection, "queries": queries, "runs": sorted(directory.glob("run*.trec"))}
+
+    def _child(self, mode: str, args: list[str]) -> dict:
+        out = subprocess.run(
+            [sys.executable, "-m", "pooling.benchmark", mode, *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=settings.BASE_DIR,
+        )
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    def _print(self, row: dict) -> None:
+        e = row["engine"]
+        self.stdout.write(
+            f"{row['passages']:>10,} passages  engine {e['seconds']:7.1f} s  {e['peak_mb']:7.0f} MB  "
+            f"({', '.join(f'{k} {v:.1f} s' for k, v in e['phases'].items())})"
+        )
+        if "naive" in row:
+            n = row["naive"]
+            self.stdout.write(
+                f"{'':>20}  naive  {n['seconds']:7.1f} s  {n['peak_mb']:7.0f} MB  "
+                f"speed-up {n['seconds'] / e['seconds']:.1f}x  same pool: {row['same_pool']} ({e['pooled']:,} queries)"
+            )
+
+    def _markdown(self, rows: list[dict], o: dict) -> str:
+        lines = [
+            "| passages | approach | total s | passages/s | peak MB | pooled queries |",
+            "| ---: | --- | ---: | ---: | ---: | ---: |",
+        ]
+        for row in rows:
+            for name in ("engine", "naive"):
+                if name in row:
+                    r = row[name]
+                    lines.append(
+                        f"| {row['passages']:,} | {name} | {r['seconds']:.1f} | {row['passages'] / r['seconds']:,.0f} | {r['peak_mb']:,.0f} | {r['pooled']:,} |"
+                    )
+        return "\n".join(lines)
