@@ -37,7 +37,8 @@ def naive_pool(
             math.log(1 + sum(counter[w] for w in female)),
             math.log(1 + sum(counter[w] for w in male)),
         )
-    qids = {line.split("\t", 1)[0] for line in open(queries, encoding="utf-8")}
+    with open(queries, encoding="utf-8") as f:
+        qids = {line.split("\t", 1)[0] for line in f}
     pooled: set[str] = set()
     for run in runs:
         ranking: dict[str, list[str]] = {}
