@@ -139,14 +139,23 @@ def write_collection(path: Path, spec: SyntheticSpec) -> Path:
 
 
 def write_queries(path: Path, spec: SyntheticSpec) -> Path:
-    """Write ``qid<TAB>query`` lines with MS MARCO-like integer qids."""
+    """Write ``qid<TAB>query`` lines with MS MARCO-like integer qids.
+
+    About a quarter of the queries name a female word, a quarter a male word, a few both;
+    the rest are neutral, so that annotation has every category to find.
+    """
     rng = np.random.default_rng(spec.seed + 1)
     qids = np.sort(rng.choice(1_100_000, size=spec.queries, replace=False))
-    neutral = np.array(NEUTRAL)
+    neutral = np.array(NEUTRAL[20:])
+    kinds = rng.choice(["n", "f", "m", "o"], size=spec.queries, p=[0.45, 0.25, 0.25, 0.05])
     with open(path, "w", encoding="utf-8") as out:
-        for qid in qids:
-            words = neutral[rng.integers(0, len(neutral), rng.integers(3, 8))]
-            out.write(f"{qid}\twhat is {' '.join(words)}\n")
+        for qid, kind in zip(qids, kinds, strict=True):
+            words = list(neutral[rng.integers(0, len(neutral), rng.integers(2, 5))])
+            if kind in ("f", "o"):
+                words.insert(1, str(rng.choice(DEFAULT_FEMALE)))
+            if kind in ("m", "o"):
+                words.append(str(rng.choice(DEFAULT_MALE)))
+            out.write(f"{qid}\twhat is the {' '.join(words)}\n")
     return path
 
 
