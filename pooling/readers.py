@@ -10,15 +10,19 @@ errors are located exactly (line numbers count every line of the file, blank one
 from __future__ import annotations
 
 import gzip
+import hashlib
+import io
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 import polars as pl
 
-BLOCK_SIZE = 32 * 1024 * 1024
+BLOCK_SIZE = 8 * 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -95,18 +99,38 @@ def open_text(path: str | Path) -> Iterator[Iterator[str]]:
     yield iter(text.splitlines())
 
 
-def iter_blocks(path: str | Path, block_size: int | None = None) -> Iterator[tuple[pl.DataFrame, int]]:
+class _HashingReader(io.RawIOBase):
+    """A read-only stream that hashes the raw bytes passing through it."""
+
+    def __init__(self, raw: BinaryIO, digest) -> None:
+        self.raw, self.digest, self.position = raw, digest, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self.raw.readinto(buffer)
+        if n:
+            self.digest.update(memoryview(buffer)[:n])
+            self.position += n
+        return n or 0
+
+
+def iter_blocks(path: str | Path, block_size: int | None = None, digest=None) -> Iterator[tuple[pl.DataFrame, int]]:
     """Yield ``(lines, bytes_read)`` for blocks of whole lines of a (possibly gzipped) file.
 
     ``lines`` is a frame ``line: int64, text: str`` with file-wide 1-based line numbers;
-    ``bytes_read`` is the (compressed) position in the file, for progress bars.
+    ``bytes_read`` is the (compressed) position in the file, for progress bars. A hashlib
+    ``digest`` is fed the file's raw bytes on the way, saving a second pass.
     """
     path = Path(path)
     block_size = block_size or BLOCK_SIZE
-    with open(path, "rb") as raw:
-        gzipped = raw.read(2) == _GZIP_MAGIC
-        raw.seek(0)
-        stream: BinaryIO = gzip.GzipFile(fileobj=raw) if gzipped else raw  # type: ignore[assignment]
+    with open(path, "rb") as file:
+        gzipped = file.read(2) == _GZIP_MAGIC
+        file.seek(0)
+        raw = _HashingReader(file, digest or hashlib.sha256())
+        buffered = io.BufferedReader(raw, buffer_size=1024 * 1024)
+        stream: BinaryIO = gzip.GzipFile(fileobj=buffered) if gzipped else buffered  # type: ignore[assignment]
         line = 1
         rest = b""
         while True:
@@ -119,10 +143,10 @@ def iter_blocks(path: str | Path, block_size: int | None = None) -> Iterator[tup
                 rest = data
                 continue
             block, rest = data[:cut], data[cut:]
-            yield lines_frame(path, block, line), raw.tell()
+            yield lines_frame(path, block, line), raw.position
             line += block.count(b"\n")
         if rest:
-            yield lines_frame(path, rest, line), raw.tell()
+            yield lines_frame(path, rest, line), raw.position
 
 
 def lines_frame(path: Path, data: bytes, first_line: int) -> pl.DataFrame:
@@ -171,7 +195,6 @@ def parse_passages(
 class CollectionScan:
     """What registering a collection learns in one pass."""
 
-    docids: pl.Series
     passages: int
     size: int
     sha256: str
@@ -179,37 +202,66 @@ class CollectionScan:
 
 def scan_collection(
     path: str | Path,
+    index_path: str | Path | None = None,
     progress: Callable[[int], None] | None = None,
     skipped: Skipped | None = None,
 ) -> CollectionScan:
-    """Validate a collection and list its docids in one streaming pass.
+    """Validate a collection, hash it and (with ``index_path``) index its docids, in one pass.
 
-    Hashes the raw bytes, checks every line is ``pid<TAB>passage`` in UTF-8 and that no
-    pid repeats. ``progress`` receives the number of (compressed) bytes read so far.
+    Checks every line is ``pid<TAB>passage`` in UTF-8 and that no pid repeats. Memory
+    stays flat: docids stream into the Parquet index block by block, and repeats are
+    found from 8-byte hashes (confirmed exactly before an error is raised).
+    ``progress`` receives the number of (compressed) bytes read so far.
     """
-    import hashlib
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     path = Path(path)
     if not path.is_file():
         raise InputError(path, None, "no such file")
     digest = hashlib.sha256()
-    with open(path, "rb") as raw:
-        for chunk in iter(lambda: raw.read(BLOCK_SIZE), b""):
-            digest.update(chunk)
-    parts: list[pl.DataFrame] = []
-    for lines, position in iter_blocks(path):
-        frame = parse_passages(path, lines, skipped)
-        parts.append(frame.select("line", "docid"))
-        if progress:
-            progress(position)
-    index = pl.concat(parts) if parts else pl.DataFrame(schema={"line": pl.Int64, "docid": pl.String})
-    dupes = index.filter(pl.col("docid").is_duplicated())
-    if len(dupes):
-        first = dupes.group_by("docid", maintain_order=True).agg(pl.col("line").sort()).row(0)
-        raise InputError(path, first[1][1], f"passage id {first[0]!r} repeats (first on line {first[1][0]})")
-    if not len(index):
-        raise InputError(path, None, "no passages")
-    return CollectionScan(index["docid"], len(index), path.stat().st_size, digest.hexdigest())
+    hashes: list[np.ndarray] = []
+    writer = None
+    tmp = Path(f"{index_path}.tmp") if index_path else None
+    try:
+        for lines, position in iter_blocks(path, digest=digest):
+            docids = parse_passages(path, lines, skipped)["docid"]
+            hashes.append(docids.hash(seed=0).to_numpy())
+            if tmp is not None:
+                table = pa.table({"docid": docids.to_arrow().cast(pa.large_string())})
+                writer = writer or pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table)
+            if progress:
+                progress(position)
+        passages = sum(len(h) for h in hashes)
+        if not passages:
+            raise InputError(path, None, "no passages")
+        every = np.sort(np.concatenate(hashes))
+        repeated = every[1:][every[1:] == every[:-1]]
+        if len(repeated):
+            _raise_repeated_docid(path, set(repeated.tolist()), skipped)
+        if writer is not None:
+            writer.close()
+            writer = None
+            os.replace(tmp, index_path)
+    finally:
+        if writer is not None:
+            writer.close()
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    return CollectionScan(passages, path.stat().st_size, digest.hexdigest())
+
+
+def _raise_repeated_docid(path: Path, candidates: set[int], skipped: Skipped | None) -> None:
+    """Second pass over the lines whose docid hash repeats: name the first real repeat."""
+    seen: dict[str, int] = {}
+    for lines, _ in iter_blocks(path):
+        frame = parse_passages(path, lines, skipped=Skipped())
+        frame = frame.filter(pl.col("docid").hash(seed=0).is_in(list(candidates)))
+        for line, docid in frame.select("line", "docid").iter_rows():
+            if docid in seen:
+                raise InputError(path, line, f"passage id {docid!r} repeats (first on line {seen[docid]})")
+            seen[docid] = line
 
 
 # --- queries -----------------------------------------------------------------------------

@@ -85,16 +85,16 @@ def import_collection(
     """
     path = Path(path).resolve()
     skipped = Skipped() if skip_bad_lines else None
+    staging = _cache_dir("collections") / f".staging-{os.getpid()}-{path.name}.parquet"
     with _byte_progress(path, f"Scanning {path.name}", job, bar) as progress:
-        scan = scan_collection(path, progress=progress.update_to, skipped=skipped)
+        scan = scan_collection(path, index_path=staging, progress=progress.update_to, skipped=skipped)
+    index_path = _cache_dir("collections") / f"{scan.sha256}.parquet"
+    os.replace(staging, index_path)
     existing = Collection.objects.filter(name=name).first()
     if existing is not None:
         if existing.sha256 == scan.sha256:
             return ImportResult(existing, False, skipped or Skipped())
         raise ServiceError(f"a collection named {name!r} already exists with different content ({existing.path})")
-    index_path = _cache_dir("collections") / f"{scan.sha256}.parquet"
-    if not index_path.exists():
-        write_parquet_atomic(scan.docids.to_frame("docid"), index_path)
     with transaction.atomic():
         collection = Collection.objects.create(
             name=name,
@@ -111,12 +111,12 @@ def collection_docids(collection: Collection) -> pl.Series:
     """Every docid of the collection, from its index (rebuilt if the cache was cleared)."""
     index_path = Path(collection.docid_index)
     if not index_path.exists():
-        scan = scan_collection(collection.path)
-        if scan.sha256 != collection.sha256:
-            raise ServiceError(f"collection {collection.name!r}: {collection.path} changed since it was imported")
         index_path.parent.mkdir(parents=True, exist_ok=True)
-        write_parquet_atomic(scan.docids.to_frame("docid"), index_path)
-    return pl.read_parquet(index_path)["docid"]
+        scan = scan_collection(collection.path, index_path=index_path)
+        if scan.sha256 != collection.sha256:
+            index_path.unlink()
+            raise ServiceError(f"collection {collection.name!r}: {collection.path} changed since it was imported")
+    return pl.read_parquet(index_path)["docid"].cast(pl.String)
 
 
 def import_queries(path: str | Path, name: str, *, skip_bad_lines: bool = False) -> ImportResult:

@@ -1,11 +1,16 @@
 """Readers: valid input parses; every kind of bad input names file, line and problem."""
 
 import gzip
+import hashlib
 
 import polars as pl
 import pytest
 
 from pooling.readers import InputError, Skipped, read_queries, read_run, scan_collection
+
+
+def docids(tmp_path) -> list[str]:
+    return pl.read_parquet(tmp_path / "index.parquet")["docid"].to_list()
 
 
 def write(tmp_path, name, content: str | bytes):
@@ -19,15 +24,18 @@ def write(tmp_path, name, content: str | bytes):
 
 def test_collection_splits_on_first_tab_and_lists_docids(tmp_path):
     path = write(tmp_path, "c.tsv", "0\tHe said\tsomething\n1\tShe laughed\n\n7\tThe end\n")
-    scan = scan_collection(path)
-    assert scan.docids.to_list() == ["0", "1", "7"]
+    scan = scan_collection(path, index_path=tmp_path / "index.parquet")
+    assert docids(tmp_path) == ["0", "1", "7"]
+    assert scan.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert scan.passages == 3
     assert scan.size == path.stat().st_size
 
 
 def test_collection_gzip_is_read_by_content(tmp_path):
     path = write(tmp_path, "c.data", gzip.compress(b"a\tone\nb\ttwo\n"))
-    assert scan_collection(path).docids.to_list() == ["a", "b"]
+    scan = scan_collection(path, index_path=tmp_path / "index.parquet")
+    assert docids(tmp_path) == ["a", "b"]
+    assert scan.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()  # of the file as stored
 
 
 def test_collection_line_without_tab(tmp_path):
@@ -46,7 +54,9 @@ def test_collection_invalid_utf8_names_the_line(tmp_path):
 def test_collection_duplicate_pid(tmp_path):
     path = write(tmp_path, "c.tsv", "0\ta\n1\tb\n0\tc\n")
     with pytest.raises(InputError, match=r"c\.tsv:3: passage id '0' repeats \(first on line 1\)"):
-        scan_collection(path)
+        scan_collection(path, index_path=tmp_path / "index.parquet")
+    assert not (tmp_path / "index.parquet").exists()
+    assert list(tmp_path.glob("*.tmp")) == []
 
 
 def test_collection_errors_across_block_boundaries_keep_file_line_numbers(tmp_path, monkeypatch):
@@ -62,8 +72,8 @@ def test_collection_errors_across_block_boundaries_keep_file_line_numbers(tmp_pa
 def test_collection_skip_bad_lines_reports_them(tmp_path):
     path = write(tmp_path, "c.tsv", "0\ta\nbroken\n2\tc\n")
     skipped = Skipped()
-    scan = scan_collection(path, skipped=skipped)
-    assert scan.docids.to_list() == ["0", "2"]
+    scan_collection(path, index_path=tmp_path / "index.parquet", skipped=skipped)
+    assert docids(tmp_path) == ["0", "2"]
     assert [e.line for e in skipped.errors] == [2]
 
 

@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,14 +40,12 @@ class Command(BaseCommand):
         for size in [int(s) for s in o["passages"].split(",")]:
             spec = SyntheticSpec(passages=size, queries=o["queries"], runs=o["runs"], depth=o["depth"])
             files = self._data(workdir / f"{size}", spec)
-            args = [str(files["collection"]), str(files["queries"]), "10", "500", *map(str, files["runs"])]
-            engine = self._child("engine", args)
-            row = {"passages": size, "engine": engine}
+            with tempfile.TemporaryDirectory(prefix="bench-") as work:
+                args = [work, str(files["collection"]), str(files["queries"]), "10", "500", *map(str, files["runs"])]
+                row = {"passages": size, "import": self._child("import", args), "pool": self._child("pool", args)}
             if size <= o["naive_up_to"]:
-                naive = self._child("naive", args)
-                row["naive"] = naive
-                same = naive["qids"] == engine["qids"]
-                row["same_pool"] = same
+                row["naive"] = self._child("naive", args)
+                row["same_pool"] = row["naive"]["qids"] == row["pool"]["qids"]
             rows.append(row)
             self._print(row)
         self.stdout.write("\n" + self._markdown(rows, o))
@@ -75,28 +74,33 @@ class Command(BaseCommand):
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     def _print(self, row: dict) -> None:
-        e = row["engine"]
+        i, p = row["import"], row["pool"]
         self.stdout.write(
-            f"{row['passages']:>10,} passages  engine {e['seconds']:7.1f} s  {e['peak_mb']:7.0f} MB  "
-            f"({', '.join(f'{k} {v:.1f} s' for k, v in e['phases'].items())})"
+            f"{row['passages']:>10,} passages  import {i['seconds']:6.1f} s {i['peak_mb']:6.0f} MB "
+            f"({', '.join(f'{k} {v:.1f} s' for k, v in i['phases'].items())})\n"
+            f"{'':>20}  pool   {p['seconds']:6.1f} s {p['peak_mb']:6.0f} MB  ({p['pooled']:,} queries)"
         )
         if "naive" in row:
             n = row["naive"]
             self.stdout.write(
-                f"{'':>20}  naive  {n['seconds']:7.1f} s  {n['peak_mb']:7.0f} MB  "
-                f"speed-up {n['seconds'] / e['seconds']:.1f}x  same pool: {row['same_pool']} ({e['pooled']:,} queries)"
+                f"{'':>20}  naive  {n['seconds']:6.1f} s {n['peak_mb']:6.0f} MB  "
+                f"pool {n['seconds'] / p['seconds']:.1f}x faster, import + pool {n['seconds'] / (i['seconds'] + p['seconds']):.1f}x; "
+                f"same pool: {row['same_pool']}"
             )
 
     def _markdown(self, rows: list[dict], o: dict) -> str:
         lines = [
-            "| passages | approach | total s | passages/s | peak MB | pooled queries |",
+            "| passages | step | seconds | peak MB | pooled queries | naive ÷ this |",
             "| ---: | --- | ---: | ---: | ---: | ---: |",
         ]
         for row in rows:
-            for name in ("engine", "naive"):
-                if name in row:
-                    r = row[name]
+            naive = row.get("naive")
+            for step in ("import", "pool", "naive"):
+                if step in row:
+                    r = row[step]
+                    ratio = f"{naive['seconds'] / r['seconds']:.1f}x" if naive and step != "naive" else ""
+                    pooled = f"{r['pooled']:,}" if step != "import" else ""
                     lines.append(
-                        f"| {row['passages']:,} | {name} | {r['seconds']:.1f} | {row['passages'] / r['seconds']:,.0f} | {r['peak_mb']:,.0f} | {r['pooled']:,} |"
+                        f"| {row['passages']:,} | {step} | {r['seconds']:.1f} | {r['peak_mb']:,.0f} | {pooled} | {ratio} |"
                     )
         return "\n".join(lines)
