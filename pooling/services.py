@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import transaction
 
 from . import magnitudes as mag
+from .db import insert_rows
 from .models import Collection, Job, Pool, PoolEntry, Query, QuerySet, Run, WordList
 from .pool import FEMALE_LIST, MALE_LIST, pool_queries, sort_qids
 from .progress import Progress
@@ -148,9 +149,10 @@ def create_query_set(
     if QuerySet.objects.filter(name=name).exists():
         raise ServiceError(f"a query set named {name!r} already exists")
     query_set = QuerySet.objects.create(name=name, origin=origin, source=source, sha256=sha256, description=description)
-    Query.objects.bulk_create(
-        [Query(query_set=query_set, qid=qid, text=text, position=i) for i, (qid, text) in enumerate(queries)],
-        batch_size=2000,
+    insert_rows(
+        Query,
+        ["query_set_id", "qid", "text", "position"],
+        ((query_set.pk, qid, text, i) for i, (qid, text) in enumerate(queries)),
     )
     return query_set
 
@@ -338,20 +340,22 @@ def build_pool(
         positions = {(row.run, row.list, row.qid): row.position for row in result.selections.itertuples(index=False)}
         entries = []
         for run in runs:
-            values = rank_bias[run.name]
+            values = rank_bias[run.name].to_dict()
             for qid in result.qids:
                 value = values.get(qid)
                 entries.append(
-                    PoolEntry(
-                        pool=pool,
-                        query_id=query_ids[qid],
-                        run=run,
-                        rank_bias=None if value is None else float(value),
-                        female_position=positions.get((run.name, FEMALE_LIST, qid)),
-                        male_position=positions.get((run.name, MALE_LIST, qid)),
+                    (
+                        pool.pk,
+                        query_ids[qid],
+                        run.pk,
+                        None if value is None else float(value),
+                        positions.get((run.name, FEMALE_LIST, qid)),
+                        positions.get((run.name, MALE_LIST, qid)),
                     )
                 )
-        PoolEntry.objects.bulk_create(entries, batch_size=5000)
+        insert_rows(
+            PoolEntry, ["pool_id", "query_id", "run_id", "rank_bias", "female_position", "male_position"], entries
+        )
     return pool
 
 

@@ -1,0 +1,24 @@
+"""Bulk inserts of plain rows, for the few tables that take tens of thousands at once.
+
+``bulk_create`` builds a model instance and compiles SQL per row, which costs about
+50 µs a row; pooling MS MARCO writes ~27,000 provenance rows. ``insert_rows`` sends the
+same INSERT through the DB-API's ``executemany`` (pipelined by psycopg 3), inside the
+caller's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from django.db import connection
+from django.db.models import Model
+
+
+def insert_rows(model: type[Model], columns: Sequence[str], rows: Iterable[Sequence]) -> None:
+    """INSERT ``rows`` (tuples in ``columns`` order; column names as in the database)."""
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    names = ", ".join(quote(c) for c in columns)
+    placeholders = ", ".join(["%s"] * len(columns))
+    with connection.cursor() as cursor:
+        cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({placeholders})", list(rows))
