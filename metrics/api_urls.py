@@ -1,5 +1,10 @@
 """REST endpoints of the metrics app."""
 
-from django.urls import path  # noqa: F401
+from rest_framework.routers import DefaultRouter
 
-urlpatterns: list = []
+from . import api
+
+router = DefaultRouter()
+router.register("reports", api.ReportViewSet, basename="report")
+
+urlpatterns = router.urls

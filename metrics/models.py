@@ -1,1 +1,89 @@
-"""Models of the metrics app."""
+"""State of the metrics app: bias reports and their results.
+
+A :class:`Report` records everything needed to compute it again — query set, runs, both word
+lists (by content), tokenizer, cutoffs, τ, background, baseline, bootstrap settings and the
+software version — and its results: one :class:`Result` row per (run, metric, variant,
+cutoff). Per-query values are many (runs × queries × 28 numbers), so they live in a Parquet
+file under ``settings.CACHE_DIR`` (``run, qid, metric, variant, cutoff, value``).
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from pooling.models import QuerySet, Run, WordList
+
+COLLECTION_BACKGROUND = "collection"
+
+
+class Report(models.Model):
+    name = models.SlugField(max_length=100, unique=True)
+    query_set = models.ForeignKey(QuerySet, on_delete=models.PROTECT, related_name="reports")
+    runs = models.ManyToManyField(Run, related_name="reports")
+    run_order = models.JSONField(default=list, help_text="Run names in the order they were given.")
+    wordlist = models.ForeignKey(
+        WordList, on_delete=models.PROTECT, related_name="+", help_text="Definitional list (RaB, ARaB)."
+    )
+    representative_wordlist = models.ForeignKey(
+        WordList, on_delete=models.PROTECT, related_name="+", help_text="Representative list (NFaiRR, TExFAIR)."
+    )
+    tokenizer = models.CharField(max_length=20)
+    cutoffs = models.JSONField(help_text="Sorted list of rank cutoffs.")
+    threshold = models.FloatField(default=1, help_text="τ of NFaiRR: at most this many list words is neutral.")
+    background_run = models.ForeignKey(
+        Run,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="NFaiRR's background; empty means the whole collection.",
+    )
+    baseline = models.ForeignKey(
+        Run,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Run the others are tested against.",
+    )
+    bootstrap_samples = models.PositiveIntegerField(default=1000)
+    seed = models.IntegerField(default=0)
+    software_version = models.CharField(max_length=100)
+    per_query = models.CharField(max_length=1000, help_text="Parquet file of per-query values.")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def background(self) -> str:
+        return self.background_run.name if self.background_run_id else COLLECTION_BACKGROUND
+
+
+class Result(models.Model):
+    """A model's value of one metric: the mean over the queries it contains, with its uncertainty."""
+
+    report = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="results")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+")
+    metric = models.CharField(max_length=20)
+    variant = models.CharField(max_length=100)
+    cutoff = models.PositiveIntegerField()
+    value = models.FloatField(null=True)
+    queries = models.PositiveIntegerField()
+    ci_low = models.FloatField(null=True)
+    ci_high = models.FloatField(null=True)
+    p_value = models.FloatField(null=True, help_text="Bonferroni-corrected paired t-test against the baseline.")
+
+    class Meta:
+        ordering = ["report", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["report", "run", "metric", "variant", "cutoff"], name="unique_report_result"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.report_id}/{self.run_id} {self.metric}[{self.variant}]@{self.cutoff} = {self.value}"

@@ -107,6 +107,15 @@ def engine_pool(work: Path, cutoff: int, depth: int) -> list[str]:
     return sorted(pool.queries.queries.values_list("qid", flat=True), key=int)
 
 
+def peak_memory_mb() -> float:
+    """This process's peak resident memory (VmHWM): unlike ``ru_maxrss``, not inherited across fork."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _main(argv: list[str]) -> None:
     mode, work, collection, queries, cutoff, depth, *runs = argv
     from pooling.wordlists import default_wordlist
@@ -123,7 +132,7 @@ def _main(argv: list[str]) -> None:
     else:
         qids = engine_pool(Path(work), int(cutoff), int(depth))
     seconds = time.perf_counter() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_memory_mb()
     print(json.dumps({"seconds": seconds, "peak_mb": peak_mb, "pooled": len(qids), "qids": qids, "phases": phases}))
 
 

@@ -1,0 +1,314 @@
+"""Gender-bias metrics of rankings: RaB, ARaB, NFaiRR and TExFAIR, for every query at once.
+
+Pure module (numpy, pandas, polars; no Django) so that notebooks and tests use exactly the
+code the reports use. Every metric is computed from a dense ``[queries × depth]`` matrix of
+per-rank values and cumulative sums along the ranks: one pass per run, no Python loop per
+query (see ``docs/metrics.md``, "Benchmark").
+
+Inputs
+------
+- ``run``: polars frame ``qid, docid, rank`` (``pooling.readers.read_run``: ranks 1..n per
+  query), already limited to the queries of interest. The documents ranked ≤ the largest cutoff
+  are taken and re-numbered 1, 2, … in rank order (closing gaps left by removed rows).
+- ``counts``: polars frame ``docid, f, m, length`` (``pooling.magnitudes.document_counts``):
+  tokens that are female words, male words, and all tokens, under one word list and tokenizer.
+
+Definitions (``k`` a cutoff, ``n`` the documents the run has for the query, w_r = 1/log2(r+1))
+-----------------------------------------------------------------------------------------------
+- **RaB@t / ARaB@t** (Rekabsaz & Schedl, SIGIR 2020): delegated to
+  :func:`pooling.rank_bias.rank_bias_table` so the project has one implementation.
+- **NFaiRR@k** (Rekabsaz, Kopeinik & Schedl, SIGIR 2021): a document is neutral (ω = 1) when
+  f + m ≤ τ, else ω = 1 − Σ_g |M_g/(f+m) − ½|. FaiRR@k = Σ_{r ≤ min(k,n)} ω(d_r)·w_r.
+  IFaiRR@k with the collection as background (default) = Σ_{r ≤ k} w_r, since the collection
+  always has k neutral documents; with a background run, the best reordering of the union of
+  that run's documents for the query (top :data:`BACKGROUND_DEPTH`) *and the evaluated run's
+  own top documents*: the union guarantees NFaiRR ≤ 1 (the reference code used the
+  background alone and could exceed 1). NFaiRR = FaiRR / IFaiRR; when IFaiRR = 0 (only
+  one-sided candidates) NFaiRR is undefined (NaN) and the query is left out of the mean.
+- **TExFAIR@k** (Abolghasemi et al., ECIR 2024): TE_G = Σ_{r ≤ min(k,n)} (count_G(d_r)/|d_r|)·w_r;
+  p(G) = TE_G / (TE_f + TE_m); TED = Σ_G |p(G) − ½|; RBDF = Σ_{r ≤ min(k,n)} 1[f+m > 0]·w_r ÷
+  Σ_{r ≤ min(k,n)} w_r. Variant ``rbdf``: 1 − TED·RBDF (the paper's); ``plain``: 1 − TED.
+  No word of the list in the top k → TED = 0 and TExFAIR = 1.
+
+A document missing from ``counts`` (not in the collection) is treated as a document with no
+gendered word and length 0: magnitude 0 for RaB, neutral (ω = 1) for NFaiRR — the reference
+code's intent, though it crashed there — and no exposure for TExFAIR. Runs imported through
+``pooling`` are validated against their collection, so this only happens in pure use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from pooling.magnitudes import magnitude
+from pooling.rank_bias import rank_bias_table
+
+METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
+RANK_BIAS_VARIANTS = ("tf", "bool")
+TEXFAIR_VARIANTS = ("rbdf", "plain")
+COLLECTION_BACKGROUND = "collection"
+#: Documents of a background run taken per query (the reference code read the top 200).
+BACKGROUND_DEPTH = 200
+DEFAULT_THRESHOLD = 1
+
+
+def validate_cutoffs(cutoffs: Sequence[int]) -> list[int]:
+    """Sorted distinct positive cutoffs, or ``ValueError``."""
+    values = sorted({int(c) for c in cutoffs})
+    if not values or values[0] < 1:
+        raise ValueError("cutoffs must be positive integers")
+    return values
+
+
+def discounts(depth: int) -> np.ndarray:
+    """Position weights w_r = 1/log2(r + 1) for r = 1..depth (the DCG discount)."""
+    return 1.0 / np.log2(np.arange(2, depth + 2, dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class RankedCounts:
+    """Counts of a run's top documents as ``[queries × depth]`` matrices (0 past rank n)."""
+
+    qids: list[str]
+    n: np.ndarray  # documents per query within depth
+    f: np.ndarray
+    m: np.ndarray
+    length: np.ndarray
+    found: np.ndarray  # bool: the document has counts (is in the collection)
+
+    @property
+    def depth(self) -> int:
+        return self.f.shape[1]
+
+    def at(self, matrix: np.ndarray, cutoff: int) -> np.ndarray:
+        """Column ``min(cutoff, depth)`` of a cumulative matrix, i.e. the value at rank min(k, n)."""
+        return matrix[:, min(cutoff, self.depth) - 1]
+
+
+def _renumber(run: pl.DataFrame, depth: int) -> pl.DataFrame:
+    """The documents ranked ≤ ``depth``, numbered 1, 2, … in rank order within each query.
+
+    Filtering first keeps the work proportional to queries × depth, not to the run's full
+    length (runs are often 1,000 deep); renumbering closes gaps left by removed rows.
+    """
+    top = run.select("qid", "docid", "rank").filter(pl.col("rank") <= depth)
+    return top.with_columns(pl.col("rank").rank("ordinal").over("qid").cast(pl.Int64))
+
+
+def _qid_index(qids: pl.Series) -> pl.DataFrame:
+    return qids.to_frame("qid").with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+
+
+def _dense(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    matrix = np.zeros(shape, dtype=values.dtype if values.dtype == np.bool_ else np.float64)
+    matrix[rows, cols] = values
+    return matrix
+
+
+def ranked_counts(run: pl.DataFrame, counts: pl.DataFrame, depth: int) -> RankedCounts:
+    """Join the top ``depth`` documents of every query with their counts, as dense matrices."""
+    top = _renumber(run, depth)
+    qids = top["qid"].unique(maintain_order=True)
+    top = top.join(_qid_index(qids), on="qid", how="left")
+    top = top.join(
+        counts.select("docid", "f", "m", "length").with_columns(pl.lit(True).alias("found")), on="docid", how="left"
+    )
+    rows = top["row"].to_numpy()
+    cols = top["rank"].to_numpy() - 1
+    shape = (len(qids), depth)
+
+    def column(name: str) -> np.ndarray:
+        return _dense(rows, cols, top[name].fill_null(0).cast(pl.Float64).to_numpy(), shape)
+
+    found = _dense(rows, cols, top["found"].fill_null(False).to_numpy(), shape)
+    n = np.bincount(rows, minlength=len(qids)) if len(rows) else np.zeros(0, dtype=np.int64)
+    return RankedCounts(qids.to_list(), n, column("f"), column("m"), column("length"), found)
+
+
+# --- RaB / ARaB ------------------------------------------------------------------------
+
+
+def rank_bias(run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int], variant: str) -> pd.DataFrame:
+    """RaB@t and ARaB@t per query with ``tf`` (ln(1+count)) or ``bool`` magnitudes.
+
+    Thin adapter: magnitudes from :func:`pooling.magnitudes.magnitude`, the metric from
+    :func:`pooling.rank_bias.rank_bias_table` (one implementation of each definition).
+    """
+    magnitudes = counts.select(
+        "docid", magnitude(pl.col("f"), variant).alias("f"), magnitude(pl.col("m"), variant).alias("m")
+    )
+    return rank_bias_table(_renumber(run, max(cutoffs)), magnitudes, list(cutoffs))
+
+
+# --- NFaiRR ----------------------------------------------------------------------------
+
+
+def neutrality(f: np.ndarray, m: np.ndarray, threshold: float = DEFAULT_THRESHOLD) -> np.ndarray:
+    """ω of documents with ``f`` female and ``m`` male word counts.
+
+    1 when f + m ≤ τ (too few gendered words to lean either way), else
+    1 − |f/(f+m) − ½| − |m/(f+m) − ½|: 1 for a balanced document, 0 for a one-sided one.
+    """
+    f = np.asarray(f, dtype=np.float64)
+    m = np.asarray(m, dtype=np.float64)
+    total = f + m
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lean = np.abs(f / total - 0.5) + np.abs(m / total - 0.5)
+    return np.where(total > threshold, 1.0 - lean, 1.0)
+
+
+def _background_ideal(
+    ranked: RankedCounts,
+    run: pl.DataFrame,
+    background: pl.DataFrame,
+    counts: pl.DataFrame,
+    threshold: float,
+) -> np.ndarray:
+    """``[queries × depth]`` ω of the best reordering of background ∪ the run's own documents."""
+    depth = ranked.depth
+    own = _renumber(run, depth).select("qid", "docid")
+    qids = pl.Series("qid", ranked.qids, dtype=pl.String)
+    theirs = _renumber(background, BACKGROUND_DEPTH).select("qid", "docid").join(qids.to_frame(), on="qid", how="semi")
+    pool = pl.concat([own, theirs]).unique(["qid", "docid"])
+    pool = pool.join(counts.select("docid", "f", "m"), on="docid", how="left").with_columns(
+        pl.col("f").fill_null(0), pl.col("m").fill_null(0)
+    )
+    omega = neutrality(pool["f"].to_numpy(), pool["m"].to_numpy(), threshold)
+    pool = pool.with_columns(pl.Series("omega", omega))
+    best = pool.with_columns(pl.col("omega").rank("ordinal", descending=True).over("qid").cast(pl.Int64).alias("rank"))
+    best = best.filter(pl.col("rank") <= depth).join(_qid_index(qids), on="qid", how="left")
+    return _dense(best["row"].to_numpy(), best["rank"].to_numpy() - 1, best["omega"].to_numpy(), (len(qids), depth))
+
+
+def nfairr(
+    run: pl.DataFrame,
+    counts: pl.DataFrame,
+    cutoffs: Sequence[int],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    background: pl.DataFrame | None = None,
+) -> pd.DataFrame:
+    """FaiRR@k and NFaiRR@k per query (columns ``FaiRR@k``, ``NFaiRR@k``, and ``n``).
+
+    ``counts`` are of the *representative* word list. ``background=None`` normalises by the
+    collection (IFaiRR@k = Σ_{r ≤ k} w_r); a background run normalises by the best ordering of
+    its documents plus the run's own (so NFaiRR ≤ 1).
+    """
+    cutoffs = validate_cutoffs(cutoffs)
+    ranked = ranked_counts(run, counts, max(cutoffs))
+    w = discounts(ranked.depth)
+    omega = neutrality(ranked.f, ranked.m, threshold)
+    omega[np.arange(ranked.depth)[None, :] >= ranked.n[:, None]] = 0.0  # past the end of the list
+    fairr = np.cumsum(omega * w, axis=1)
+    if background is None:
+        ideal = np.broadcast_to(np.cumsum(w), fairr.shape)
+    else:
+        ideal = np.cumsum(_background_ideal(ranked, run, background, counts, threshold) * w, axis=1)
+    columns = {}
+    for k in cutoffs:
+        columns[f"FaiRR@{k}"] = ranked.at(fairr, k)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # IFaiRR = 0 (a background run offering only one-sided documents): undefined, NaN,
+            # so the query drops out of the model's mean and its query count.
+            columns[f"NFaiRR@{k}"] = ranked.at(fairr, k) / ranked.at(ideal, k)
+    table = pd.DataFrame(columns, index=pd.Index(ranked.qids, name="qid"))
+    table["n"] = ranked.n
+    return table
+
+
+# --- TExFAIR ---------------------------------------------------------------------------
+
+
+def texfair(run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int]) -> pd.DataFrame:
+    """TED@k, RBDF@k and TExFAIR@k (``rbdf``) / TExFAIR-plain@k (``plain``) per query.
+
+    ``counts`` are of the representative word list; ``length`` (tokens) normalises the term
+    frequencies (Σ_{t ∈ V_G} tf(t, d)/|d| = count_G(d)/|d|).
+    """
+    cutoffs = validate_cutoffs(cutoffs)
+    ranked = ranked_counts(run, counts, max(cutoffs))
+    w = discounts(ranked.depth)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share_f = np.where(ranked.length > 0, ranked.f / ranked.length, 0.0)
+        share_m = np.where(ranked.length > 0, ranked.m / ranked.length, 0.0)
+    exposure_f = np.cumsum(share_f * w, axis=1)
+    exposure_m = np.cumsum(share_m * w, axis=1)
+    gendered = np.cumsum(((ranked.f + ranked.m) > 0) * w, axis=1)
+    position = np.cumsum(w)
+    rows = np.arange(len(ranked.qids))
+    columns = {}
+    for k in cutoffs:
+        te_f, te_m = ranked.at(exposure_f, k), ranked.at(exposure_m, k)
+        total = te_f + te_m
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_f = np.where(total > 0, te_f / total, 0.5)
+        ted = 2.0 * np.abs(p_f - 0.5)  # |p_f − ½| + |p_m − ½| with p_m = 1 − p_f
+        last = np.minimum(k, ranked.n) - 1
+        rbdf = ranked.at(gendered, k) / position[last] if len(rows) else np.zeros(0)
+        columns[f"TED@{k}"] = ted
+        columns[f"RBDF@{k}"] = rbdf
+        columns[f"TExFAIR@{k}"] = 1.0 - ted * rbdf
+        columns[f"TExFAIR-plain@{k}"] = 1.0 - ted
+    table = pd.DataFrame(columns, index=pd.Index(ranked.qids, name="qid"))
+    table["n"] = ranked.n
+    return table
+
+
+# --- everything for one run ----------------------------------------------------------------
+
+
+def evaluate_run(
+    run: pl.DataFrame,
+    counts: pl.DataFrame,
+    representative_counts: pl.DataFrame,
+    cutoffs: Sequence[int],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    background: pl.DataFrame | None = None,
+    background_name: str = COLLECTION_BACKGROUND,
+) -> pd.DataFrame:
+    """All metrics of one run, long format: ``qid, metric, variant, cutoff, value``.
+
+    ``counts`` (the definitional list) feed RaB/ARaB; ``representative_counts`` feed NFaiRR
+    and TExFAIR. NFaiRR's variant is the background's name.
+    """
+    cutoffs = validate_cutoffs(cutoffs)
+    parts = []
+    for variant in RANK_BIAS_VARIANTS:
+        table = rank_bias(run, counts, cutoffs, variant)
+        for metric in ("RaB", "ARaB"):
+            parts.append(_long(table, metric, variant, cutoffs, metric))
+    fair = nfairr(run, representative_counts, cutoffs, threshold=threshold, background=background)
+    parts.append(_long(fair, "NFaiRR", background_name, cutoffs, "NFaiRR"))
+    exposure = texfair(run, representative_counts, cutoffs)
+    parts.append(_long(exposure, "TExFAIR", "rbdf", cutoffs, "TExFAIR"))
+    parts.append(_long(exposure, "TExFAIR", "plain", cutoffs, "TExFAIR-plain"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _long(table: pd.DataFrame, metric: str, variant: str, cutoffs: Sequence[int], prefix: str) -> pd.DataFrame:
+    frames = [
+        pd.DataFrame(
+            {
+                "qid": table.index.to_numpy(dtype=object),
+                "metric": metric,
+                "variant": variant,
+                "cutoff": k,
+                "value": table[f"{prefix}@{k}"].to_numpy(dtype=np.float64),
+            }
+        )
+        for k in cutoffs
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def model_means(per_query: pd.DataFrame) -> pd.DataFrame:
+    """A model's value per (run, metric, variant, cutoff): the mean over its queries, and how many."""
+    keys = ["run", "metric", "variant", "cutoff"]
+    grouped = per_query.groupby(keys, sort=False)["value"]
+    return grouped.agg(value="mean", queries="count").reset_index()

@@ -1,0 +1,105 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from metrics import plots, services
+from metrics.core import COLLECTION_BACKGROUND
+from pooling.management.errors import command_errors
+from pooling.models import QuerySet, Run
+from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
+from pooling.wordlists import load_wordlist
+
+
+class Command(BaseCommand):
+    help = (
+        "Measure the gender bias of runs over a query set: RaB and ARaB (TF and Boolean magnitudes, "
+        "definitional word list), NFaiRR and TExFAIR (representative word list) at every cutoff. "
+        "A model's value is the mean over the query-set queries its run contains. Stores a report "
+        "(see /metrics/) and prints a table like Table 3 of Rekabsaz & Schedl (SIGIR 2020)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--queries", required=True, help="name of the query set")
+        parser.add_argument("--runs", required=True, help="comma-separated run names")
+        parser.add_argument("--cutoffs", default="5,10,20,30", help="comma-separated rank cutoffs (default 5,10,20,30)")
+        parser.add_argument("--wordlist", help="'word,f|m' file for RaB/ARaB (default: the 32+32 definitional words)")
+        parser.add_argument(
+            "--representative-wordlist",
+            help="'word,f|m' file for NFaiRR/TExFAIR (default: the built-in representative list of SIGIR 2021)",
+        )
+        parser.add_argument(
+            "--tokenizer",
+            choices=TOKENIZERS,
+            default=DEFAULT_TOKENIZER,
+            help="words (default) or whitespace (the reference code's text.lower().split(' '))",
+        )
+        parser.add_argument(
+            "--threshold",
+            type=float,
+            default=1,
+            help="NFaiRR's τ: documents with at most τ list words are neutral (default 1)",
+        )
+        parser.add_argument(
+            "--background",
+            default=COLLECTION_BACKGROUND,
+            help="NFaiRR's ideal ranking: 'collection' (default) or the name of a background run",
+        )
+        parser.add_argument("--baseline", help="run to test the others against (paired t-test, Bonferroni)")
+        parser.add_argument(
+            "--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)"
+        )
+        parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+        parser.add_argument("--name", help="name of the stored report (default: derived from the query set and runs)")
+        parser.add_argument("--out", help="write the results as CSV: run,metric,variant,cutoff,value,queries")
+        parser.add_argument("--per-query", help="write per-query values as CSV: run,qid,metric,variant,cutoff,value")
+        parser.add_argument("--plot", help="write a PNG of every metric against the cutoff")
+
+    def handle(self, **o):
+        try:
+            query_set = QuerySet.objects.get(name=o["queries"])
+        except QuerySet.DoesNotExist:
+            raise CommandError(f"no query set named {o['queries']!r}") from None
+        names = list(dict.fromkeys(n.strip() for n in o["runs"].split(",") if n.strip()))
+        if not names:
+            raise CommandError("give at least one run with --runs")
+        wanted = [*names, *([o["baseline"]] if o["baseline"] else [])]
+        if o["background"] != COLLECTION_BACKGROUND:
+            wanted.append(o["background"])
+        runs = {r.name: r for r in Run.objects.filter(name__in=wanted).select_related("collection")}
+        unknown = [n for n in dict.fromkeys(wanted) if n not in runs]
+        if unknown:
+            raise CommandError(f"unknown run(s): {', '.join(unknown)}")
+        with command_errors():
+            cutoffs = services.parse_cutoffs(o["cutoffs"])
+            report_settings = services.ReportSettings(
+                cutoffs, o["tokenizer"], o["threshold"], o["bootstrap"], o["seed"]
+            )
+            report_settings.validate()
+            words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
+            representative = load_wordlist(o["representative_wordlist"]) if o["representative_wordlist"] else None
+            name = o["name"] or services.default_report_name(query_set, names)
+            report = services.build_report(
+                name,
+                query_set,
+                [runs[n] for n in names],
+                report_settings,
+                wordlist=words,
+                representative=representative,
+                background=runs.get(o["background"]),
+                baseline=runs.get(o["baseline"]) if o["baseline"] else None,
+                bar=o["verbosity"] > 0,
+            )
+        summary = services.report_summary(report)
+        self.stdout.write(services.terminal_table(summary))
+        if report.baseline_id:
+            self.stdout.write(f"\n* p < 0.05 against {report.baseline.name} (paired t-test, Bonferroni-corrected)")
+        self.stdout.write(self.style.SUCCESS(f"\nReport {report.name!r} stored; see /metrics/{report.name}/"))
+        if o["out"]:
+            Path(o["out"]).write_text(services.results_csv(summary), encoding="utf-8")
+            self.stdout.write(f"Wrote results to {o['out']}")
+        if o["per_query"]:
+            Path(o["per_query"]).write_text(services.per_query_csv(services.report_per_query(report)), encoding="utf-8")
+            self.stdout.write(f"Wrote per-query values to {o['per_query']}")
+        if o["plot"]:
+            Path(o["plot"]).write_bytes(plots.cutoff_figure(summary))
+            self.stdout.write(f"Wrote the plot to {o['plot']}")

@@ -1,0 +1,88 @@
+"""Figures of a report, drawn with matplotlib's object API on the Agg canvas.
+
+Never ``pyplot``: its global state is not safe in a server process serving several
+requests at once. Each function builds its own :class:`~matplotlib.figure.Figure` and
+returns PNG bytes.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from .core import METRICS
+
+_NOTES = {
+    "RaB": "positive: towards male",
+    "ARaB": "positive: towards male",
+    "NFaiRR": "1: fair",
+    "TExFAIR": "1: fair",
+}
+
+
+def _png(figure: Figure) -> bytes:
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
+    return buffer.getvalue()
+
+
+def _panels(summary: pd.DataFrame) -> list[tuple[str, str]]:
+    pairs = dict.fromkeys(zip(summary["metric"], summary["variant"], strict=True))
+    return sorted(
+        pairs, key=lambda mv: (METRICS.index(mv[0]) if mv[0] in METRICS else 99, mv[1] not in ("tf", "rbdf"), mv[1])
+    )
+
+
+def cutoff_figure(summary: pd.DataFrame) -> bytes:
+    """Bias of every run against the cutoff, one panel per metric and variant (cf. Figure 1 of
+    Rekabsaz & Schedl 2020), with the bootstrap 95% CI as a band."""
+    panels = _panels(summary) if len(summary) else []
+    columns = min(3, max(1, len(panels)))
+    rows = max(1, -(-len(panels) // columns))
+    figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
+    runs = list(dict.fromkeys(summary["run"])) if len(summary) else []
+    for i, (metric, variant) in enumerate(panels):
+        axes = figure.add_subplot(rows, columns, i + 1)
+        data = summary[(summary["metric"] == metric) & (summary["variant"] == variant)]
+        for run in runs:
+            line = data[data["run"] == run].sort_values("cutoff")
+            if not len(line):
+                continue
+            axes.plot(line["cutoff"], line["value"], marker="o", label=run)
+            low, high = line["ci_low"].astype(float), line["ci_high"].astype(float)
+            if low.notna().all() and high.notna().all():
+                axes.fill_between(line["cutoff"], low, high, alpha=0.15)
+        if metric in ("RaB", "ARaB"):
+            axes.axhline(0.0, color="0.6", linewidth=0.8)
+        axes.set_title(f"{metric} [{variant}]")
+        axes.set_xlabel("cutoff")
+        axes.set_ylabel(_NOTES.get(metric, metric), fontsize="small")
+        axes.set_xticks(sorted(data["cutoff"].unique()))
+    if panels:
+        handles, labels = figure.axes[0].get_legend_handles_labels()
+        figure.legend(handles, labels, loc="outside lower center", ncols=min(len(runs), 6))
+    return _png(figure)
+
+
+def distribution_figure(per_query: pd.DataFrame, cutoff: int) -> bytes:
+    """Per-query distribution of every metric at one cutoff: a box plot per run and panel."""
+    data = per_query[per_query["cutoff"] == cutoff]
+    panels = _panels(data) if len(data) else []
+    columns = min(3, max(1, len(panels)))
+    rows = max(1, -(-len(panels) // columns))
+    runs = list(dict.fromkeys(per_query["run"])) if len(per_query) else []
+    figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
+    for i, (metric, variant) in enumerate(panels):
+        axes = figure.add_subplot(rows, columns, i + 1)
+        panel = data[(data["metric"] == metric) & (data["variant"] == variant)]
+        values = [panel.loc[panel["run"] == run, "value"].dropna().to_numpy() for run in runs]
+        axes.boxplot(values, tick_labels=runs, showmeans=True, flierprops={"markersize": 2})
+        if metric in ("RaB", "ARaB"):
+            axes.axhline(0.0, color="0.6", linewidth=0.8)
+        axes.set_title(f"{metric}@{cutoff} [{variant}]")
+        axes.tick_params(axis="x", labelrotation=30, labelsize="small")
+    return _png(figure)

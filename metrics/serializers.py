@@ -1,0 +1,42 @@
+"""REST representations of reports (read-only), results nested."""
+
+from rest_framework import serializers
+
+from .models import Report, Result
+
+
+class ResultSerializer(serializers.ModelSerializer):
+    run = serializers.CharField(source="run.name")
+
+    class Meta:
+        model = Result
+        fields = ["run", "metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"]
+
+
+class ReportListSerializer(serializers.ModelSerializer):
+    query_set = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    runs = serializers.ListField(source="run_order", child=serializers.CharField(), read_only=True)
+    background = serializers.CharField(read_only=True)
+    baseline = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = Report
+        fields = ["id", "name", "query_set", "runs", "cutoffs", "tokenizer", "background", "baseline", "created"]
+
+
+class ReportSerializer(ReportListSerializer):
+    wordlist = serializers.CharField(source="wordlist.name", read_only=True)
+    representative_wordlist = serializers.CharField(source="representative_wordlist.name", read_only=True)
+    results = ResultSerializer(many=True, read_only=True)
+
+    class Meta(ReportListSerializer.Meta):
+        fields = [
+            *ReportListSerializer.Meta.fields,
+            "wordlist",
+            "representative_wordlist",
+            "threshold",
+            "bootstrap_samples",
+            "seed",
+            "software_version",
+            "results",
+        ]

@@ -1,0 +1,49 @@
+"""Celery tasks of the metrics app: thin shells over services, reporting through a pooling Job.
+
+Without a broker (``CELERY_TASK_ALWAYS_EAGER``) the task runs inline.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.urls import reverse
+
+from pooling.jobs import job_status
+from pooling.models import Job, QuerySet, Run
+from pooling.readers import InputError
+from pooling.services import ServiceError
+
+from . import services
+
+
+@shared_task
+def build_report_task(
+    job_id: int,
+    name: str,
+    query_set_id: int,
+    run_ids: list[int],
+    settings: dict,
+    background_id: int | None = None,
+    baseline_id: int | None = None,
+) -> str:
+    job = Job.objects.get(pk=job_id)
+    with job_status(job):
+        runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
+        settings = {**settings, "cutoffs": tuple(settings.get("cutoffs", services.DEFAULT_CUTOFFS))}
+        try:
+            report = services.build_report(
+                name,
+                QuerySet.objects.get(pk=query_set_id),
+                runs,
+                services.ReportSettings(**settings),
+                background=Run.objects.get(pk=background_id) if background_id else None,
+                baseline=Run.objects.get(pk=baseline_id) if baseline_id else None,
+                job=job,
+                bar=False,
+            )
+        except (InputError, ServiceError) as exc:
+            job.message = str(exc)
+            raise
+        job.result = {"report": report.name, "url": reverse("metrics:report-detail", args=[report.name])}
+        job.message = f"Report {report.name} built"
+    return report.name

@@ -1,0 +1,40 @@
+"""A small world for report tests: a collection, a query set, three runs."""
+
+import pytest
+from django.core.management import call_command
+
+PASSAGES = {
+    "d1": "She and her sister",  # definitional f = 3; representative f = 3
+    "d2": "He met his father",  # m = 3
+    "d3": "nothing gendered here",
+    "d4": "the man and the woman",  # f = 1, m = 1
+}
+QUERIES = {"1": "who is she", "2": "what is a synapse", "3": "who is he"}
+RUN_A = {"1": ["d1", "d3"], "2": ["d3", "d4"], "3": ["d2", "d1"]}
+RUN_B = {"1": ["d3", "d1"], "2": ["d2"], "4": ["d4"]}  # lacks query 3; query 4 is not in the set
+RUN_C = {"1": ["d4", "d3"], "2": ["d4", "d3"], "3": ["d3", "d4"]}
+
+
+def write_run(path, rankings):
+    lines = [
+        f"{qid} Q0 {doc} {rank} {10 - rank} tag\n"
+        for qid, docs in rankings.items()
+        for rank, doc in enumerate(docs, start=1)
+    ]
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.fixture
+def world(db, tmp_path):
+    collection = tmp_path / "collection.tsv"
+    collection.write_text("".join(f"{pid}\t{text}\n" for pid, text in PASSAGES.items()))
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("".join(f"{qid}\t{text}\n" for qid, text in QUERIES.items()))
+    call_command("import_collection", str(collection), name="tiny", verbosity=0)
+    call_command("import_queries", str(queries), name="q", verbosity=0)
+    for name, rankings in (("a", RUN_A), ("b", RUN_B), ("c", RUN_C)):
+        call_command(
+            "import_run", str(write_run(tmp_path / f"{name}.trec", rankings)), name=name, collection="tiny", verbosity=0
+        )
+    return tmp_path
