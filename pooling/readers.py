@@ -315,6 +315,37 @@ class RunTable:
         return self.frame["qid"].n_unique()
 
 
+def _parse_run_block(
+    path: Path, lines: pl.DataFrame, known: pl.DataFrame | None, skipped: Skipped | None
+) -> pl.DataFrame:
+    """Validate one block of run lines; keep ``line, qid, docid, score`` (the text is dropped)."""
+    lines = lines.filter(pl.col("text").str.strip_chars() != "")
+    fields = lines.select("line", pl.col("text").str.extract_groups(_RUN_LINE).alias("f")).unnest("f")
+    fields.columns = ["line", "qid", "q0", "docid", "rank", "score", "tag"]
+    bad = fields.filter(pl.col("qid").is_null())
+    for (line,) in bad.select("line").iter_rows():
+        found = len(lines.filter(pl.col("line") == line)["text"][0].split())
+        _raise_or_skip(
+            InputError(path, line, f"expected 6 columns (qid Q0 docid rank score tag), found {found}"), skipped
+        )
+    fields = fields.filter(pl.col("qid").is_not_null())
+
+    fields = fields.with_columns(pl.col("score").cast(pl.Float64, strict=False).alias("score_value"))
+    bad = fields.filter(pl.col("score_value").is_null() | pl.col("score_value").is_nan())
+    for line, score in bad.select("line", "score").iter_rows():
+        _raise_or_skip(InputError(path, line, f"score {score!r} is not a number"), skipped)
+    fields = fields.filter(pl.col("score_value").is_not_null() & pl.col("score_value").is_not_nan())
+    fields = fields.select("line", "qid", "docid", pl.col("score_value").alias("score"))
+
+    if known is not None:
+        unknown = fields.join(known, on="docid", how="anti").sort("line")
+        for line, docid in unknown.select("line", "docid").iter_rows():
+            _raise_or_skip(InputError(path, line, f"docid {docid!r} is not in the collection"), skipped)
+        if len(unknown):
+            fields = fields.join(known, on="docid", how="semi", maintain_order="left")
+    return fields
+
+
 def read_run(
     path: str | Path,
     order: str = "score",
@@ -331,35 +362,13 @@ def read_run(
     if order not in RUN_ORDERS:
         raise ValueError(f"order must be one of {RUN_ORDERS}, got {order!r}")
     path = Path(path)
-    with open_binary(path) as stream:
-        data = stream.read()
-    lines = lines_frame(path, data, 1)
-    lines = lines.filter(pl.col("text").str.strip_chars() != "")
-    if not len(lines):
+    if not path.is_file():
+        raise InputError(path, None, "no such file")
+    known = known_docids.cast(pl.String).to_frame("docid") if known_docids is not None else None
+    parts = [_parse_run_block(path, lines, known, skipped) for lines, _ in iter_blocks(path)]
+    fields = pl.concat(parts) if parts else pl.DataFrame()
+    if not len(fields):
         raise InputError(path, None, "the run is empty")
-
-    fields = lines.select("line", pl.col("text").str.extract_groups(_RUN_LINE).alias("f")).unnest("f")
-    fields.columns = ["line", "qid", "q0", "docid", "rank", "score", "tag"]
-    bad = fields.filter(pl.col("qid").is_null())
-    for (line,) in bad.select("line").iter_rows():
-        found = len(lines.filter(pl.col("line") == line)["text"][0].split())
-        _raise_or_skip(
-            InputError(path, line, f"expected 6 columns (qid Q0 docid rank score tag), found {found}"), skipped
-        )
-    fields = fields.filter(pl.col("qid").is_not_null())
-
-    fields = fields.with_columns(pl.col("score").cast(pl.Float64, strict=False).alias("score_value"))
-    bad = fields.filter(pl.col("score_value").is_null() | pl.col("score_value").is_nan())
-    for line, score in bad.select("line", "score").iter_rows():
-        _raise_or_skip(InputError(path, line, f"score {score!r} is not a number"), skipped)
-    fields = fields.filter(pl.col("score_value").is_not_null() & pl.col("score_value").is_not_nan())
-
-    if known_docids is not None:
-        unknown = fields.join(known_docids.to_frame("docid"), on="docid", how="anti").sort("line")
-        for line, docid in unknown.select("line", "docid").iter_rows():
-            _raise_or_skip(InputError(path, line, f"docid {docid!r} is not in the collection"), skipped)
-        if len(unknown):
-            fields = fields.join(known_docids.to_frame("docid"), on="docid", how="semi")
 
     duplicate = fields.filter(pl.col("line") != pl.col("line").min().over("qid", "docid")).sort("line")
     for line, qid, docid in duplicate.select("line", "qid", "docid").iter_rows():
@@ -375,9 +384,9 @@ def read_run(
             path, line, f"lines of query {qid!r} are split into separate blocks (it began on line {first})"
         )
 
-    frame = blocks.select(
-        "qid", "docid", pl.col("score_value").alias("score"), pl.col("block"), pl.col("line")
-    ).with_columns(pl.int_range(pl.len()).over("qid").alias("file_position"))
+    frame = blocks.select("qid", "docid", "score", "block", "line").with_columns(
+        pl.int_range(pl.len()).over("qid").alias("file_position")
+    )
     stable = frame.sort(["block", "score", "file_position"], descending=[False, True, False])
     trec = frame.sort(["block", "score", "docid"], descending=[False, True, True])
     changed = (stable["line"] != trec["line"]).to_frame("changed").with_columns(trec["qid"])
