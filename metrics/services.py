@@ -27,7 +27,7 @@ from django.db import transaction
 from pooling.models import Job, QuerySet, Run
 from pooling.services import (
     ServiceError,
-    _cache_dir,
+    cache_dir,
     document_counts_for,
     register_wordlist,
     run_frame,
@@ -226,7 +226,7 @@ def build_report(
         job=job,
         bar=bar,
     )
-    path = _cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}.parquet"
+    path = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}.parquet"
     write_parquet_atomic(pl.from_pandas(computed.per_query[PER_QUERY_COLUMNS]), path)
     by_name = {run.name: run for run in computed.runs}
     try:

@@ -36,7 +36,8 @@ class ServiceError(Exception):
     """A request that cannot be carried out as asked (the message says why)."""
 
 
-def _cache_dir(*parts: str) -> Path:
+def cache_dir(*parts: str) -> Path:
+    """A folder under ``settings.CACHE_DIR`` for derived files, created on first use."""
     path = Path(settings.CACHE_DIR).joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -86,10 +87,10 @@ def import_collection(
     """
     path = Path(path).resolve()
     skipped = Skipped() if skip_bad_lines else None
-    staging = _cache_dir("collections") / f".staging-{os.getpid()}-{path.name}.parquet"
+    staging = cache_dir("collections") / f".staging-{os.getpid()}-{path.name}.parquet"
     with _byte_progress(path, f"Scanning {path.name}", job, bar) as progress:
         scan = scan_collection(path, index_path=staging, progress=progress.update_to, skipped=skipped)
-    index_path = _cache_dir("collections") / f"{scan.sha256}.parquet"
+    index_path = cache_dir("collections") / f"{scan.sha256}.parquet"
     os.replace(staging, index_path)
     existing = Collection.objects.filter(name=name).first()
     if existing is not None:
@@ -175,7 +176,7 @@ def import_run(
         raise ServiceError(f"a run named {name!r} already exists with different content, order or collection")
     skipped = Skipped() if skip_bad_lines else None
     table = read_run(path, order=order, known_docids=collection_docids(collection), skipped=skipped)
-    data_path = _cache_dir("runs") / f"{sha}-{order}-{collection.sha256[:16]}.parquet"
+    data_path = cache_dir("runs") / f"{sha}-{order}-{collection.sha256[:16]}.parquet"
     write_parquet_atomic(table.frame, data_path)
     with transaction.atomic():
         run = Run.objects.create(
@@ -234,7 +235,7 @@ def document_counts_for(
     if tokenizer not in TOKENIZERS:
         raise ServiceError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
     wanted = pl.Series("docid", docids, dtype=pl.String).unique()
-    cache = _cache_dir("counts") / f"{collection.sha256[:20]}-{wordlist.sha256[:20]}-{tokenizer}.parquet"
+    cache = cache_dir("counts") / f"{collection.sha256[:20]}-{wordlist.sha256[:20]}-{tokenizer}.parquet"
     cached = pl.read_parquet(cache) if cache.exists() else pl.DataFrame(schema=mag.COUNT_SCHEMA)
     missing = wanted.to_frame().join(cached.select("docid"), on="docid", how="anti")["docid"]
     if len(missing):
