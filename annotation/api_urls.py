@@ -1,5 +1,14 @@
 """REST endpoints of the annotation app."""
 
-from django.urls import path  # noqa: F401
+from rest_framework.routers import DefaultRouter
 
-urlpatterns: list = []
+from . import api
+
+router = DefaultRouter()
+router.register("batches", api.BatchViewSet)
+router.register("hits", api.HitViewSet)
+router.register("assignments", api.AssignmentViewSet, basename="assignment")
+router.register("judgments", api.JudgmentViewSet, basename="judgment")
+router.register("exports", api.ExportViewSet)
+
+urlpatterns = router.urls

@@ -1,9 +1,20 @@
 """Pages of the annotation app."""
 
 from django.urls import path
-from django.views.generic import TemplateView
+
+from . import views
 
 app_name = "annotation"
 urlpatterns = [
-    path("", TemplateView.as_view(template_name="base.html"), name="batch-list"),  # placeholder
+    path("", views.batch_list, name="batch-list"),
+    path("next/", views.next_hit, name="next"),
+    path("assignments/<int:pk>/", views.assignment_page, name="assignment"),
+    path("batches/<slug:name>/", views.batch_detail, name="batch-detail"),
+    path("batches/<slug:name>/publish/", views.batch_publish, name="batch-publish"),
+    path("batches/<slug:name>/sync/", views.batch_sync, name="batch-sync"),
+    path("batches/<slug:name>/escalate/", views.batch_escalate, name="batch-escalate"),
+    path("batches/<slug:name>/cancel/", views.batch_cancel, name="batch-cancel"),
+    path("batches/<slug:name>/agreement/", views.batch_agreement, name="batch-agreement"),
+    path("batches/<slug:name>/queries/<str:qid>/", views.batch_query, name="batch-query"),
+    path("batches/<slug:name>/hits/<int:position>/preview/", views.hit_preview, name="hit-preview"),
 ]

@@ -1,0 +1,93 @@
+"""Admin of the annotation app.
+
+Worker identities (real MTurk worker ids and which account is which annotator) are
+visible to superusers only; everyone else sees pseudonyms.
+"""
+
+from django.contrib import admin
+
+from .models import Assignment, Batch, BatchQuery, Escalation, Export, Hit, Judgment, Worker, WorkerIdentity
+
+
+class HitInline(admin.TabularInline):
+    model = Hit
+    fields = ["position", "provider_id", "status", "max_assignments"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+
+@admin.register(Batch)
+class BatchAdmin(admin.ModelAdmin):
+    list_display = ["name", "provider", "status", "assignments_per_query", "queries_per_hit", "reward", "created"]
+    list_filter = ["provider", "status"]
+    search_fields = ["name"]
+    readonly_fields = ["hit_type_id", "cost", "created", "published"]
+    inlines = [HitInline]
+
+
+@admin.register(BatchQuery)
+class BatchQueryAdmin(admin.ModelAdmin):
+    list_display = ["qid", "text", "batch", "is_gold", "gold_label"]
+    list_filter = ["batch", "is_gold"]
+    search_fields = ["qid", "text"]
+
+
+@admin.register(Hit)
+class HitAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "provider_id", "status", "max_assignments"]
+    list_filter = ["batch", "status"]
+    readonly_fields = ["unique_token", "provider_id"]
+
+
+class JudgmentInline(admin.TabularInline):
+    model = Judgment
+    fields = ["batch_query", "label", "invalid_reason"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ["provider_assignment_id", "hit", "worker", "status", "valid", "gold_passed", "submitted_at"]
+    list_filter = ["status", "valid", "gold_passed", "hit__batch"]
+    search_fields = ["provider_assignment_id", "worker__pseudonym"]
+    readonly_fields = ["raw_answer"]
+    inlines = [JudgmentInline]
+
+
+@admin.register(Worker)
+class WorkerAdmin(admin.ModelAdmin):
+    list_display = ["pseudonym", "provider", "blocked", "created"]
+    list_filter = ["provider", "blocked"]
+    search_fields = ["pseudonym"]
+    exclude = ["identity"]
+
+
+@admin.register(WorkerIdentity)
+class WorkerIdentityAdmin(admin.ModelAdmin):
+    """Restricted: who is behind a pseudonym."""
+
+    list_display = ["provider", "external_id", "user", "worker"]
+    search_fields = ["external_id", "worker__pseudonym"]
+
+    def has_module_permission(self, request):
+        return request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_add_permission(self, request):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+
+admin.site.register(Escalation)
+admin.site.register(Export)

@@ -1,0 +1,140 @@
+"""What an MTurk annotation batch costs, in exact decimal dollars.
+
+Amazon Mechanical Turk charges requesters a commission on top of the worker
+reward: 20% of the reward, or 40% for HITs with 10 or more assignments, and at
+least $0.01 per assignment. The commission is computed per assignment, so it is
+rounded to the cent per assignment here (ROUND_HALF_UP) before multiplying --
+multiplying first and rounding the batch total would under- or over-state the
+bill by up to half a cent per assignment.
+
+Money is ``Decimal`` throughout: binary floats cannot represent $0.07 exactly
+and budget checks must not drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+
+CENT = Decimal("0.01")
+MIN_FEE = Decimal("0.01")
+BASE_FEE_RATE = Decimal("0.20")
+LARGE_HIT_FEE_RATE = Decimal("0.40")
+#: HITs with this many assignments or more pay the higher commission.
+LARGE_HIT_ASSIGNMENTS = 10
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Cost of a set of assignments that all pay the same reward at the same commission rate."""
+
+    per_assignment_reward: Decimal
+    per_assignment_fee: Decimal
+    rewards: Decimal
+    fees: Decimal
+    total: Decimal
+    fee_rate: Decimal
+    assignments_total: int
+
+
+def _money(value: Decimal | int | str) -> Decimal:
+    """A reward as a Decimal; floats are refused because they are not exact amounts."""
+    if isinstance(value, (bool, float)):
+        raise TypeError("pass money as Decimal, int or str, not float")
+    amount = Decimal(value)
+    if not amount.is_finite() or amount <= 0:
+        raise ValueError(f"reward must be a positive amount, got {value!r}")
+    if amount != amount.quantize(CENT):
+        raise ValueError(f"reward must be whole cents, got {value!r}")
+    return amount
+
+
+def fee_rate(assignments_per_hit: int) -> Decimal:
+    """MTurk's commission rate for a HIT with this many assignments."""
+    return LARGE_HIT_FEE_RATE if assignments_per_hit >= LARGE_HIT_ASSIGNMENTS else BASE_FEE_RATE
+
+
+def assignment_fee(reward: Decimal, rate: Decimal) -> Decimal:
+    """Commission on one assignment: ``reward × rate`` rounded half-up to the cent, at least $0.01."""
+    return max(MIN_FEE, (reward * rate).quantize(CENT, rounding=ROUND_HALF_UP))
+
+
+def _cost(reward: Decimal, rate: Decimal, assignments_total: int) -> Cost:
+    fee = assignment_fee(reward, rate)
+    rewards = reward * assignments_total
+    fees = fee * assignments_total
+    return Cost(
+        per_assignment_reward=reward,
+        per_assignment_fee=fee,
+        rewards=rewards,
+        fees=fees,
+        total=rewards + fees,
+        fee_rate=rate,
+        assignments_total=assignments_total,
+    )
+
+
+def batch_cost(reward: Decimal, assignments: int, hits: int) -> Cost:
+    """Cost of ``hits`` HITs with ``assignments`` assignments each, every assignment paying ``reward``.
+
+    >>> batch_cost(Decimal("0.05"), 3, 100).total
+    Decimal('6.00')
+    """
+    amount = _money(reward)
+    if assignments < 1:
+        raise ValueError("a HIT needs at least one assignment")
+    if hits < 0:
+        raise ValueError("hits cannot be negative")
+    return _cost(amount, fee_rate(assignments), assignments * hits)
+
+
+def extra_assignments_cost(
+    reward: Decimal,
+    extra_per_hit: Mapping[str, int] | int,
+    assignments_per_hit: int,
+) -> Cost:
+    """Cost of escalation: extra assignments added to existing HITs (``CreateAdditionalAssignmentsForHIT``).
+
+    ``extra_per_hit`` maps HIT ids to the number of assignments to add, or is
+    the total number of extra assignments when the split is not known yet.
+    ``assignments_per_hit`` is how many assignments the HITs were created with.
+
+    Fee rate choice: MTurk refuses to extend a HIT created with fewer than 10
+    assignments to 10 or more (``InvalidMaximumAssignmentsIncrease``), so the
+    40% rate can never be triggered by escalation; it applies only to HITs that
+    were created with 10 or more assignments. Extra assignments are therefore
+    charged at the rate of the original HIT, and an extension that would cross
+    the 10-assignment line raises ``ValueError`` -- escalate such items in a
+    new HIT instead. With a bare total we cannot see the per-HIT split, so we
+    only refuse the case where any extension crosses the line (HITs of 9).
+    """
+    amount = _money(reward)
+    if assignments_per_hit < 1:
+        raise ValueError("a HIT needs at least one assignment")
+    rate = fee_rate(assignments_per_hit)
+    crosses = assignments_per_hit < LARGE_HIT_ASSIGNMENTS
+
+    if isinstance(extra_per_hit, Mapping):
+        negative = sorted(hit for hit, extra in extra_per_hit.items() if extra < 0)
+        if negative:
+            raise ValueError(f"negative extra assignments for HIT(s): {', '.join(map(str, negative))}")
+        if crosses:
+            over = sorted(
+                str(hit) for hit, extra in extra_per_hit.items() if assignments_per_hit + extra >= LARGE_HIT_ASSIGNMENTS
+            )
+            if over:
+                raise ValueError(
+                    f"MTurk cannot extend a HIT of {assignments_per_hit} assignments to {LARGE_HIT_ASSIGNMENTS} or more "
+                    f"(HIT(s) {', '.join(over)}); publish a new HIT instead"
+                )
+        total = sum(int(extra) for extra in extra_per_hit.values())
+    else:
+        total = int(extra_per_hit)
+        if total < 0:
+            raise ValueError("extra assignments cannot be negative")
+        if crosses and total > 0 and assignments_per_hit + 1 >= LARGE_HIT_ASSIGNMENTS:
+            raise ValueError(
+                f"MTurk cannot extend a HIT of {assignments_per_hit} assignments to {LARGE_HIT_ASSIGNMENTS} or more"
+            )
+    return _cost(amount, rate, total)

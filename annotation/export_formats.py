@@ -1,0 +1,249 @@
+"""Files an exported gender query set is published as: TSV, CSV, JSON Lines and a Markdown dataset card.
+
+Every writer is atomic: it writes a temporary file in the target directory and
+``os.replace``-s it over the target, so a reader (or a download view) never
+sees half a file and a crash leaves the previous export intact.
+
+Rows are mappings with at least ``qid``, ``query`` and ``label``; the JSON
+Lines export keeps every other key too (votes, method, agreement, ...).
+
+TSV and CSV cells are protected against spreadsheet formula injection (OWASP
+"CSV injection"): query text comes from a public search log and gets opened
+in Excel/LibreOffice by annotators and readers. JSON Lines is for programs and
+keeps the text unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import datetime as dt
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, is_dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import IO, Any
+
+from annotation.aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS
+
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+#: Agreement facts a dataset card shows, in order, with their headings.
+AGREEMENT_FACTS = (
+    ("method", "Aggregation method"),
+    ("krippendorff_alpha", "Krippendorff's alpha (nominal)"),
+    ("alpha_ci", "95% bootstrap interval"),
+    ("percent_agreement", "Percent agreement"),
+    ("fleiss_kappa", "Fleiss' kappa"),
+)
+
+
+def neutralise_formula(text: str) -> str:
+    """Prefix ``'`` to a cell that a spreadsheet would treat as a formula (starts with = + - @ tab or CR)."""
+    text = str(text)
+    return "'" + text if text.startswith(FORMULA_PREFIXES) else text
+
+
+def _single_line(text: Any) -> str:
+    """Tabs and line breaks become spaces so one row stays one line with the right number of fields."""
+    return " ".join(str(text).replace("\r\n", " ").replace("\r", " ").replace("\n", " ").split("\t"))
+
+
+def _label(value: Any) -> str:
+    """A label letter from a letter or a category slug; anything else is an error, not a silent blank."""
+    label = str(value)
+    label = CATEGORY_SLUGS.get(label, label)
+    if label not in LABELS:
+        raise ValueError(f"unknown label {value!r}; expected one of {', '.join(LABELS)}")
+    return label
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[IO[str]], None], newline: str | None = None) -> Path:
+    """Call ``write(handle)`` on a temporary file beside ``path``, then move it into place.
+
+    The temporary file is removed if ``write`` raises. The result is readable
+    by others (0644) like a normally created file, not 0600 as mkstemp makes it.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    return target
+
+
+def write_tsv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
+    """``qid<TAB>query`` per line, no header: the TREC/MS MARCO query-file format ranking tools read."""
+
+    def write(handle: IO[str]) -> None:
+        for row in rows:
+            qid = neutralise_formula(_single_line(row["qid"]))
+            query = neutralise_formula(_single_line(row["query"]))
+            handle.write(f"{qid}\t{query}\n")
+
+    return atomic_write(path, write, newline="")
+
+
+def write_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
+    """``qid,query,label`` with a header, quoted by the csv module where needed (commas, quotes, newlines).
+
+    Unlike the published reference file, queries containing commas are quoted,
+    so any CSV reader splits the fields correctly.
+    """
+
+    def write(handle: IO[str]) -> None:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["qid", "query", "label"])
+        for row in rows:
+            writer.writerow(
+                [neutralise_formula(str(row["qid"])), neutralise_formula(str(row["query"])), _label(row["label"])]
+            )
+
+    return atomic_write(path, write, newline="")
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON values: Decimal and numpy numbers to numbers, dates to ISO text, NaN to null."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Decimal):
+        return str(value) if value.is_finite() else None
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(asdict(value))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item):
+        return _jsonable(item())
+    tolist = getattr(value, "tolist", None)  # numpy arrays
+    if callable(tolist):
+        return _jsonable(tolist())
+    return str(value)
+
+
+def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
+    """One JSON object per line with every key of the row; text is not neutralised (this is for programs).
+
+    Decimal amounts become strings (exact), NaN becomes ``null`` so every line is valid JSON.
+    """
+
+    def write(handle: IO[str]) -> None:
+        for row in rows:
+            handle.write(json.dumps(_jsonable(dict(row)), ensure_ascii=False, allow_nan=False))
+            handle.write("\n")
+
+    return atomic_write(path, write, newline="")
+
+
+def _cell(value: Any) -> str:
+    """A value fit for a Markdown table cell: no pipes or line breaks, numbers rounded for reading."""
+    if value is None:
+        text = "–"
+    elif isinstance(value, float):
+        text = "–" if not math.isfinite(value) else f"{value:.3f}"
+    elif isinstance(value, Decimal):
+        text = f"{value}"
+    elif isinstance(value, (list, tuple)):
+        text = ", ".join(_cell(v) for v in value)
+    else:
+        text = str(value)
+    return _single_line(text).replace("|", "\\|")
+
+
+def _table(pairs: Iterable[tuple[Any, Any]], headers: tuple[str, str] = ("", "")) -> list[str]:
+    lines = [f"| {headers[0]} | {headers[1]} |", "| --- | --- |"]
+    lines += [f"| {_cell(key)} | {_cell(value)} |" for key, value in pairs]
+    return lines
+
+
+def _items(value: Any) -> list[tuple[Any, Any]]:
+    if is_dataclass(value) and not isinstance(value, type):
+        value = asdict(value)
+    if isinstance(value, Mapping):
+        return list(value.items())
+    return [("value", value)]
+
+
+def dataset_card(facts: Mapping[str, Any]) -> str:
+    """Render a Markdown dataset card from a plain dict of facts.
+
+    Recognised keys (all optional): ``title``, ``description``, ``counts``
+    (label -> number of queries), ``method`` (aggregation), ``krippendorff_alpha``,
+    ``alpha_ci`` ([low, high]), ``per_category_alpha``, ``percent_agreement``,
+    ``fleiss_kappa``, ``batch`` (settings dict), ``dates`` (dict), ``cost``
+    (dict or :class:`annotation.costs.Cost`), ``files`` (list of file names),
+    ``citation``. Any other key is listed under "Other facts", so the caller
+    never loses information by passing more than the card knows about.
+    """
+    known = {"title", "description", "counts", "per_category_alpha", "batch", "dates", "cost", "files", "citation"}
+    known |= {key for key, _ in AGREEMENT_FACTS}
+    lines = [f"# {_single_line(facts.get('title') or 'Gender-annotated query set')}", ""]
+    if facts.get("description"):
+        lines += [str(facts["description"]).strip(), ""]
+
+    counts = facts.get("counts")
+    if counts is not None:
+        counts = {CATEGORY_SLUGS.get(str(k), str(k)): v for k, v in dict(counts).items()}
+        total = sum(int(v) for v in counts.values())
+        lines += ["## Queries per category", "", "| Category | Label | Queries | Share |", "| --- | --- | --- | --- |"]
+        ordered = [label for label in LABELS if label in counts] + [k for k in counts if k not in LABELS]
+        for label in ordered:
+            n = int(counts[label])
+            share = f"{100 * n / total:.1f}%" if total else "–"
+            lines.append(f"| {_cell(LABEL_NAMES.get(label, label))} | {_cell(label)} | {n} | {share} |")
+        lines += [f"| **Total** | | {total} | |", ""]
+
+    agreement = [(heading, facts[key]) for key, heading in AGREEMENT_FACTS if key in facts]
+    if agreement:
+        lines += ["## Agreement", "", *_table(agreement, ("Measure", "Value")), ""]
+    if facts.get("per_category_alpha"):
+        per_category = [
+            (LABEL_NAMES.get(str(label), str(label)), value)
+            for label, value in dict(facts["per_category_alpha"]).items()
+        ]
+        lines += ["Alpha of each category against the rest:", "", *_table(per_category, ("Category", "Alpha")), ""]
+
+    sections = (
+        ("batch", "Batch settings", ("Setting", "Value")),
+        ("dates", "Dates", ("Event", "Date")),
+        ("cost", "Cost (USD)", ("Item", "Amount")),
+    )
+    for key, heading, headers in sections:
+        if facts.get(key) is not None:
+            lines += [f"## {heading}", "", *_table(_items(facts[key]), headers), ""]
+
+    if facts.get("files"):
+        lines += ["## Files", "", *[f"- `{_single_line(name)}`" for name in facts["files"]], ""]
+
+    other = [(k, v) for k, v in facts.items() if k not in known]
+    if other:
+        lines += ["## Other facts", "", *_table(other, ("Fact", "Value")), ""]
+    if facts.get("citation"):
+        lines += ["## Citation", "", "```", str(facts["citation"]).strip(), "```", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def write_dataset_card(card: str, path: str | os.PathLike) -> Path:
+    """Write a rendered card (see :func:`dataset_card`) atomically."""
+    return atomic_write(path, lambda handle: handle.write(card), newline="")

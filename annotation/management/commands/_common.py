@@ -1,0 +1,87 @@
+"""Helpers shared by the annotation commands (the leading underscore hides this from ``manage.py help``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from decimal import Decimal, InvalidOperation
+
+from django.core.management.base import CommandError
+
+from annotation.models import Batch
+from annotation.mturk import MTurkError
+from annotation.services import ServiceError
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(text: str) -> dt.timedelta:
+    """``90`` or ``90s``, ``30m``, ``12h``, ``7d`` -> timedelta (for argparse ``type=``)."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 45s, 30m, 12h, 7d)")
+    return dt.timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
+
+
+def money(text: str) -> Decimal:
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        raise ValueError(f"not an amount of dollars: {text!r}") from None
+
+
+def qualifications(values: list[str] | None) -> dict:
+    """``locale=US,GB``, ``approval-rate=95``, ``approved-hits=1000``, ``masters`` -> the batch's settings."""
+    result: dict = {}
+    for value in values or []:
+        key, _, arg = value.partition("=")
+        key = key.strip().lower()
+        try:
+            if key == "locale":
+                result["locales"] = [c.strip().upper() for c in arg.split(",") if c.strip()]
+                if not result["locales"]:
+                    raise ValueError
+            elif key == "approval-rate":
+                result["min_approval_rate"] = int(arg)
+                if not 0 <= result["min_approval_rate"] <= 100:
+                    raise ValueError
+            elif key == "approved-hits":
+                result["min_approved_hits"] = int(arg)
+                if result["min_approved_hits"] < 0:
+                    raise ValueError
+            elif key == "masters" and not arg:
+                result["masters"] = True
+            else:
+                raise CommandError(
+                    f"unknown --qualification {value!r}; use locale=US,GB, approval-rate=95, approved-hits=1000 or masters"
+                )
+        except ValueError:
+            raise CommandError(f"bad value in --qualification {value!r}") from None
+    return result
+
+
+def get_batch(name: str) -> Batch:
+    try:
+        return Batch.objects.get(name=name)
+    except Batch.DoesNotExist:
+        known = ", ".join(Batch.objects.values_list("name", flat=True)[:10]) or "none yet"
+        raise CommandError(f"no batch named {name!r} (batches: {known})") from None
+
+
+@contextmanager
+def command_errors() -> Iterator[None]:
+    """Service and provider errors become clean command-line errors (no traceback)."""
+    try:
+        yield
+    except (ServiceError, MTurkError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+
+
+def format_cost(cost: dict) -> str:
+    return (
+        f"{cost['assignments_total']} assignments × (${cost['per_assignment_reward']} reward + "
+        f"${cost['per_assignment_fee']} fee) = ${cost['total']}"
+    )

@@ -1,0 +1,44 @@
+import json
+
+from django.core.management.base import BaseCommand
+
+from annotation import services
+from annotation.aggregation import LABEL_NAMES
+
+from ._common import command_errors, get_batch
+
+
+def _number(value, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+class Command(BaseCommand):
+    help = (
+        "Inter-annotator agreement of a batch: Krippendorff's alpha (with a bootstrap interval), "
+        "per-category alpha, percent agreement, Fleiss' kappa, labels and set-aside queries."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="batch name")
+        parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
+        parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0 = none)")
+
+    def handle(self, name, bootstrap, **o):
+        batch = get_batch(name)
+        with command_errors():
+            report = services.agreement(batch, bootstrap=bootstrap)
+        if o["json"]:
+            self.stdout.write(json.dumps(report, ensure_ascii=False, sort_keys=True))
+            return
+        low, high = report["alpha_ci"]
+        self.stdout.write(
+            f"{report['queries']} queries, {report['judgments']} judgments by {report['workers']} workers"
+        )
+        self.stdout.write(
+            f"Krippendorff's alpha {_number(report['krippendorff_alpha'])} (95% CI {_number(low)}–{_number(high)}), "
+            f"percent agreement {_number(report['percent_agreement'])}, Fleiss' kappa {_number(report['fleiss_kappa'])}"
+        )
+        for label, count in report["labels"].items():
+            alpha = report["per_category_alpha"].get(label)
+            self.stdout.write(f"  {LABEL_NAMES[label]:<28} {count:>6} queries   alpha {_number(alpha)}")
+        self.stdout.write(f"Set aside (disputed or too few votes): {len(report['set_aside'])}")

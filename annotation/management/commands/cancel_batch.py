@@ -1,0 +1,21 @@
+from django.core.management.base import BaseCommand
+
+from annotation import services
+
+from ._common import command_errors, get_batch
+
+
+class Command(BaseCommand):
+    help = (
+        "Cancel a batch: withdraw its open HITs from the provider. Answers already submitted stay "
+        "recorded and can still be synced and paid."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="batch name")
+
+    def handle(self, name, **o):
+        batch = get_batch(name)
+        with command_errors():
+            expired = services.cancel_batch(batch)
+        self.stdout.write(self.style.SUCCESS(f"Batch {batch.name!r} cancelled; {expired} HIT(s) withdrawn."))

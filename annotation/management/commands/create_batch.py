@@ -1,0 +1,77 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation import services
+from annotation.models import Provider
+from pooling.models import Pool, QuerySet
+
+from ._common import command_errors, duration, format_cost, money, qualifications
+
+
+class Command(BaseCommand):
+    help = (
+        "Create an annotation batch: snapshot the queries of a pool or query set, group them into HITs "
+        "and print the cost. Nothing is sent to a provider until publish_batch."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", required=True, help="name of the new batch (a slug)")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--pool", help="annotate the queries of this pool")
+        source.add_argument("--queries", help="annotate the queries of this query set")
+        parser.add_argument("--provider", choices=Provider.values, default=Provider.LOCAL, help="local or mturk")
+        parser.add_argument("--assignments", type=int, default=3, help="workers per query (default 3)")
+        parser.add_argument("--queries-per-hit", type=int, default=10, help="queries on one HIT page (default 10)")
+        parser.add_argument("--reward", type=money, default="0.05", help="USD per assignment (default 0.05)")
+        parser.add_argument("--lifetime", type=duration, default="7d", help="how long HITs are offered (default 7d)")
+        parser.add_argument(
+            "--assignment-duration", type=duration, default="30m", help="time a worker has for a HIT (default 30m)"
+        )
+        parser.add_argument(
+            "--auto-approve", type=duration, default="3d", help="MTurk approves submitted work after this (default 3d)"
+        )
+        parser.add_argument(
+            "--qualification",
+            action="append",
+            metavar="SPEC",
+            help="MTurk worker requirement, repeatable: locale=US,GB | approval-rate=95 | approved-hits=1000 | masters",
+        )
+        parser.add_argument("--gold", metavar="FILE", help="gold questions: qid<TAB>query<TAB>label (n/f/m/o)")
+        parser.add_argument("--gold-per-hit", type=int, default=0, help="gold questions mixed into each HIT")
+        parser.add_argument("--seed", type=int, default=0, help="seed of the query shuffle (default 0)")
+
+    def handle(self, **o):
+        pool = query_set = None
+        if o["pool"]:
+            pool = Pool.objects.filter(name=o["pool"]).first()
+            if pool is None:
+                raise CommandError(f"no pool named {o['pool']!r}")
+        else:
+            query_set = QuerySet.objects.filter(name=o["queries"]).first()
+            if query_set is None:
+                raise CommandError(f"no query set named {o['queries']!r}")
+        if o["gold_per_hit"] and not o["gold"]:
+            raise CommandError("--gold-per-hit needs --gold FILE")
+        settings = services.BatchSettings(
+            provider=o["provider"],
+            assignments_per_query=o["assignments"],
+            queries_per_hit=o["queries_per_hit"],
+            reward=o["reward"],
+            lifetime=o["lifetime"],
+            assignment_duration=o["assignment_duration"],
+            auto_approval_delay=o["auto_approve"],
+            qualifications=qualifications(o["qualification"]),
+            gold_per_hit=o["gold_per_hit"] if o["gold"] else 0,
+            seed=o["seed"],
+        )
+        with command_errors():
+            gold = services.read_gold_file(o["gold"]) if o["gold"] else []
+            batch = services.create_batch(o["name"], settings, query_set=query_set, pool=pool, gold=gold)
+        progress = services.batch_progress(batch)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Batch {batch.name!r}: {progress['queries']} queries in {progress['hits']} HITs "
+                f"of {batch.queries_per_hit}, {batch.assignments_per_query} assignments each ({batch.provider})"
+            )
+        )
+        self.stdout.write(f"Cost: {format_cost(batch.cost)}")
+        self.stdout.write(f"Publish it with: manage.py publish_batch {batch.name}")

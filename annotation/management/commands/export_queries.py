@@ -1,0 +1,38 @@
+from django.core.management.base import BaseCommand
+
+from annotation import services
+from annotation.aggregation import CATEGORY_SLUGS
+
+from ._common import command_errors, get_batch
+
+
+class Command(BaseCommand):
+    help = (
+        "Write a batch's queries of one category (majority vote; disputed queries are never written as "
+        "labelled) with a dataset card beside the file. tsv: qid<TAB>query; csv: qid,query,label; "
+        "jsonl: adds pseudonymous votes, method and agreement. --as also registers them as a query set."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="batch name")
+        parser.add_argument("--category", required=True, choices=[*CATEGORY_SLUGS, "all"], help="which queries")
+        parser.add_argument("--out", required=True, help="file to write")
+        parser.add_argument("--format", choices=["tsv", "csv", "jsonl"], default=None, help="default: from --out")
+        parser.add_argument("--as", dest="as_query_set", metavar="QSET", help="register as a query set of this name")
+
+    def handle(self, name, category, out, as_query_set, **o):
+        batch = get_batch(name)
+        fmt = o["format"] or (
+            out.rsplit(".", 1)[-1].lower() if out.rsplit(".", 1)[-1].lower() in ("csv", "jsonl") else "tsv"
+        )
+        with command_errors():
+            export = services.export_queries(batch, category, out, fmt, as_query_set=as_query_set)
+        set_aside = export.counts.get("set_aside", 0)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Wrote {export.queries} {category} queries to {export.path} ({fmt}); card: {export.card_path}"
+            )
+        )
+        self.stdout.write(f"{set_aside} queries set aside (disputed or too few votes).")
+        if export.query_set is not None:
+            self.stdout.write(f"Registered as query set {export.query_set.name!r}.")

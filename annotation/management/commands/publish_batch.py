@@ -1,0 +1,30 @@
+from django.core.management.base import BaseCommand
+
+from annotation import services
+
+from ._common import command_errors, format_cost, get_batch
+
+
+class Command(BaseCommand):
+    help = (
+        "Publish a batch's HITs to its provider. Safe to re-run after an interruption: HITs already "
+        "published are skipped and no HIT is ever created twice."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="batch name")
+        parser.add_argument(
+            "--background", action="store_true", help="queue as a Celery task and return (needs CELERY_BROKER_URL)"
+        )
+
+    def handle(self, name, background, **o):
+        batch = get_batch(name)
+        self.stdout.write(f"Cost: {format_cost(batch.cost)}")
+        with command_errors():
+            if background:
+                job = services.start_publish(batch)
+                self.stdout.write(f"Queued as job {job.pk}; follow it at /pooling/jobs/{job.pk}/")
+                return
+            published = services.publish_batch(batch, bar=o["verbosity"] > 0)
+        total = batch.hits.count()
+        self.stdout.write(self.style.SUCCESS(f"Published {published} HIT(s) now; {total} of {total} are published."))

@@ -1,0 +1,31 @@
+from django.core.management.base import BaseCommand
+
+from annotation import services
+
+from ._common import command_errors, get_batch
+
+
+class Command(BaseCommand):
+    help = (
+        "Fetch the batch's submitted assignments, store each once, check the answers and review them: "
+        "approve valid work, reject only work that failed the gold questions (with feedback)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="batch name")
+        parser.add_argument(
+            "--approve-all", action="store_true", help="approve every submitted assignment, even failed gold"
+        )
+
+    def handle(self, name, approve_all, **o):
+        batch = get_batch(name)
+        with command_errors():
+            result = services.sync_batch(batch, approve_all=approve_all, bar=o["verbosity"] > 0)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"{result.new} new assignment(s) ({result.invalid} with invalid answers), {result.updated} updated; "
+                f"approved {result.approved}, rejected {result.rejected}, left for review {result.kept}"
+            )
+        )
+        if result.completed:
+            self.stdout.write(f"Batch {batch.name!r} is complete.")

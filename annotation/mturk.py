@@ -1,0 +1,538 @@
+"""A small, explicit client layer for Amazon Mechanical Turk (or any server speaking its API).
+
+Pure Python on purpose (no Django import): the Django services build on these names, and
+the tests drive them with botocore's ``Stubber`` against the real MTurk API model.
+
+What this layer adds to a bare boto3 client, and why:
+
+* **Retries** are botocore's ``standard`` mode (throttling and 5xx answers are retried with
+  backoff). A retried *create* can therefore meet its own earlier success: MTurk then
+  answers ``AWS.MechanicalTurk.HitAlreadyExists`` (CreateHIT*) or "The idempotency token
+  "…" has already been processed." (SendBonus, CreateAdditionalAssignmentsForHIT,
+  UpdateExpirationForHIT). Those are successes here, never a reason to create again.
+* **A client-side rate limit** on every call, so a large batch does not spend its time
+  being throttled.
+* **Idempotent review**: approving an approved assignment (or rejecting a rejected one)
+  returns ``False`` instead of failing, so a sync that was interrupted can simply run again.
+* **One exception type**, :class:`MTurkError`, with a message fit to show a user.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+
+REGION = "us-east-1"
+SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
+LIVE_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
+SANDBOX_SUBMIT_URL = "https://workersandbox.mturk.com/mturk/externalSubmit"
+LIVE_SUBMIT_URL = "https://www.mturk.com/mturk/externalSubmit"
+
+# System qualification types (the same ids in the sandbox and in production, except Masters).
+LOCALE_QUALIFICATION = "00000000000000000071"
+PERCENT_APPROVED_QUALIFICATION = "000000000000000000L0"
+NUMBER_APPROVED_QUALIFICATION = "00000000000000000040"
+MASTERS_QUALIFICATION_LIVE = "2F1QJWKUDD8XADTFD2Q0G6UTO95ALH"
+MASTERS_QUALIFICATION_SANDBOX = "2ARFPLSP75KLA8M8DH1HTEQVJT3SY6"
+
+HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
+ASSIGNMENT_STATUSES = ("Submitted", "Approved", "Rejected")
+
+#: Any moment in the past: UpdateExpirationForHIT then expires the HIT at once.
+_PAST = dt.datetime(2015, 1, 1, tzinfo=dt.UTC)
+_CENT = Decimal("0.01")
+
+
+class MTurkError(Exception):
+    """A failed MTurk request, with a message fit to show a user.
+
+    ``operation`` is the API operation (e.g. ``"ApproveAssignment"``), ``code`` botocore's
+    error code (``"RequestError"``, ``"ServiceFault"``, ``"ThrottlingException"``…),
+    ``turk_code`` MTurk's own ``TurkErrorCode`` when it sent one, and ``detail`` the
+    server's message. The botocore exception is kept as ``__cause__``.
+    """
+
+    def __init__(
+        self, message: str, *, operation: str = "", code: str = "", turk_code: str = "", detail: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.code = code
+        self.turk_code = turk_code
+        self.detail = detail
+
+    @classmethod
+    def from_botocore(cls, exc: Exception, operation: str) -> MTurkError:
+        if isinstance(exc, ClientError):
+            code, turk_code, detail = _error_parts(exc)
+            shown = turk_code or code or "error"
+            message = f"MTurk refused {operation}: {detail or 'no message'} [{shown}]"
+            if code in _THROTTLING_CODES:
+                message += " (still throttled after botocore's retries; lower the call rate or try again later)"
+            return cls(message, operation=operation, code=code, turk_code=turk_code, detail=detail)
+        if isinstance(exc, NoCredentialsError):
+            message = (
+                f"MTurk {operation} needs AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                "(or AWS_PROFILE) for the requester account"
+            )
+            return cls(message, operation=operation, code="NoCredentials")
+        if isinstance(exc, EndpointConnectionError):
+            return cls(f"could not reach MTurk for {operation}: {exc}", operation=operation, code="Connection")
+        return cls(f"MTurk {operation} failed: {exc}", operation=operation, code=type(exc).__name__)
+
+
+_THROTTLING_CODES = {"ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded"}
+
+
+def _error_parts(exc: ClientError) -> tuple[str, str, str]:
+    """(code, TurkErrorCode, message) from however botocore surfaced the error.
+
+    MTurk's RequestError/ServiceFault shapes carry ``Message`` and ``TurkErrorCode``;
+    botocore puts those modeled fields at the top level of ``exc.response``, next to
+    ``Error: {Code, Message}``. Other servers (or older parsers) may put the Turk code
+    inside ``Error`` or use it as the code itself, so all three places are looked at.
+    """
+    response = exc.response or {}
+    error = response.get("Error") or {}
+    code = str(error.get("Code") or "")
+    turk_code = str(response.get("TurkErrorCode") or error.get("TurkErrorCode") or "")
+    if not turk_code and code.startswith("AWS.MechanicalTurk."):
+        turk_code = code
+    detail = str(error.get("Message") or response.get("Message") or "")
+    return code, turk_code, detail
+
+
+def make_client(endpoint_url: str | None = None, live: bool = False, max_attempts: int = 8):
+    """A boto3 MTurk client: ``endpoint_url`` if given, else the sandbox unless ``live``.
+
+    The sandbox is the default so that nothing costs money by accident. Credentials come
+    from boto3's usual chain (environment, shared files, roles). Retries use botocore's
+    ``standard`` mode, which retries throttling errors and 5xx answers with backoff.
+    botocore's ``max_attempts`` counts the retries *after* the first request, so the
+    default 8 allows up to 9 requests (the config then shows ``total_max_attempts: 9``).
+    """
+    endpoint = endpoint_url or (LIVE_ENDPOINT if live else SANDBOX_ENDPOINT)
+    config = Config(
+        region_name=REGION,
+        retries={"mode": "standard", "max_attempts": max_attempts},
+        connect_timeout=10,
+        read_timeout=60,
+    )
+    return boto3.session.Session().client("mturk", endpoint_url=endpoint, region_name=REGION, config=config)
+
+
+def submit_url(endpoint_url: str | None = None, live: bool = False, override: str | None = None) -> str:
+    """Where the HIT page's form posts its answers (MTurk's ``externalSubmit``).
+
+    AWS's own endpoints map to the worker site of the same world (sandbox or live). For
+    any other, MTurk-compatible server the form posts to ``<endpoint>/mturk/externalSubmit``
+    unless ``override`` names the address.
+    """
+    if override:
+        return override
+    endpoint = (endpoint_url or "").rstrip("/")
+    if not endpoint:
+        return LIVE_SUBMIT_URL if live else SANDBOX_SUBMIT_URL
+    if endpoint == SANDBOX_ENDPOINT:
+        return SANDBOX_SUBMIT_URL
+    if endpoint == LIVE_ENDPOINT:
+        return LIVE_SUBMIT_URL
+    return f"{endpoint}/mturk/externalSubmit"
+
+
+def qualification_requirements(
+    *,
+    live: bool,
+    locales: list[str] | None = None,
+    min_approval_rate: int | None = None,
+    min_approved_hits: int | None = None,
+    masters: bool = False,
+) -> list[dict]:
+    """QualificationRequirements for CreateHITType, from a batch's simple settings.
+
+    ``locales`` are ISO 3166 country codes, optionally with a subdivision (``"US"``,
+    ``"US-NY"``). Masters has a different id in the sandbox than in production, hence ``live``.
+    """
+    requirements: list[dict] = []
+    if locales:
+        requirements.append(
+            {
+                "QualificationTypeId": LOCALE_QUALIFICATION,
+                "Comparator": "In",
+                "LocaleValues": [_locale(value) for value in locales],
+                "ActionsGuarded": "Accept",
+            }
+        )
+    if min_approval_rate is not None:
+        if not 0 <= int(min_approval_rate) <= 100:
+            raise ValueError(f"min_approval_rate must be a percentage (0-100), not {min_approval_rate!r}")
+        requirements.append(_at_least(PERCENT_APPROVED_QUALIFICATION, int(min_approval_rate)))
+    if min_approved_hits is not None:
+        if int(min_approved_hits) < 0:
+            raise ValueError(f"min_approved_hits cannot be negative ({min_approved_hits!r})")
+        requirements.append(_at_least(NUMBER_APPROVED_QUALIFICATION, int(min_approved_hits)))
+    if masters:
+        requirements.append(
+            {
+                "QualificationTypeId": MASTERS_QUALIFICATION_LIVE if live else MASTERS_QUALIFICATION_SANDBOX,
+                "Comparator": "Exists",
+                "ActionsGuarded": "Accept",
+            }
+        )
+    return requirements
+
+
+def _at_least(type_id: str, value: int) -> dict:
+    return {
+        "QualificationTypeId": type_id,
+        "Comparator": "GreaterThanOrEqualTo",
+        "IntegerValues": [value],
+        "ActionsGuarded": "Accept",
+    }
+
+
+def _locale(value: str) -> dict[str, str]:
+    match = re.fullmatch(r"([A-Za-z]{2})(?:-([A-Za-z0-9]{1,3}))?", value.strip())
+    if not match:
+        raise ValueError(f"locale {value!r} is not an ISO 3166 country code like 'US' or 'US-NY'")
+    locale = {"Country": match[1].upper()}
+    if match[2]:
+        locale["Subdivision"] = match[2].upper()
+    return locale
+
+
+def _money(amount: Decimal | str | int, what: str) -> str:
+    """MTurk wants amounts as strings with at most two decimals; refuse anything else."""
+    try:
+        value = Decimal(str(amount))
+    except InvalidOperation:
+        raise ValueError(f"{what} {amount!r} is not an amount of money") from None
+    if not value.is_finite() or value < 0:
+        raise ValueError(f"{what} must be a non-negative amount, not {amount!r}")
+    if value != value.quantize(_CENT):
+        raise ValueError(f"{what} {amount!r} has fractions of a cent; MTurk pays whole cents")
+    return str(value.quantize(_CENT))
+
+
+_FEEDBACK_LIMIT = 1024
+_FEEDBACK_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def _feedback(text: str) -> str:
+    """RequesterFeedback as MTurk accepts it: at most 1024 characters, no ASCII 0-8, 11, 12, 14-31.
+
+    It is a note to a person, so it is cleaned and shortened rather than letting one long
+    gold-failure message make the whole review fail.
+    """
+    text = _FEEDBACK_FORBIDDEN.sub(" ", text)
+    return text if len(text) <= _FEEDBACK_LIMIT else text[: _FEEDBACK_LIMIT - 1] + "…"
+
+
+def _is_duplicate_request(error: MTurkError, token: str | None = None) -> bool:
+    """True when MTurk says this very request (same idempotency token) was already done.
+
+    The real answer is a RequestError whose message reads
+    ``The idempotency token "<token>" has already been processed.``; a TurkErrorCode
+    naming a duplicate is accepted too, for other servers.
+    """
+    turk = error.turk_code.lower()
+    if any(word in turk for word in ("alreadyexists", "duplicate", "alreadyprocessed")):
+        return True
+    message = error.detail.lower()
+    if "has already been processed" in message:
+        return token is None or token.lower() in message or "idempotency token" not in message
+    return False
+
+
+_ID = re.compile(r"(?<![A-Za-z0-9])[A-Z0-9]{30}(?![A-Za-z0-9])")
+_LABELLED_ID = re.compile(r"(?i:\bHIT\s*Id\b)\s*[:=]?\s*[\"']?([A-Z0-9]{10,64})(?![A-Za-z0-9])")
+
+
+def _existing_hit_id(message: str, *, exclude: Iterable[str]) -> str | None:
+    """The HIT id in a HitAlreadyExists message, if exactly one can be told apart.
+
+    MTurk documents only that the message *contains* the HITId. Ours are 30 upper-case
+    letters and digits; the HIT type id (same form) and the request token are ruled out,
+    and a labelled ``HITId: …`` wins. Anything ambiguous gives ``None``.
+    """
+    excluded = {value for value in exclude if value}
+    labelled = {m for m in _LABELLED_ID.findall(message) if m not in excluded}
+    if len(labelled) == 1:
+        return labelled.pop()
+    candidates = {m for m in _ID.findall(message) if m not in excluded}
+    return candidates.pop() if len(candidates) == 1 else None
+
+
+class RateLimiter:
+    """Spaces calls at least ``1 / max_calls_per_second`` apart (thread-safe).
+
+    ``sleep`` and ``clock`` are injectable so tests run on a fake clock.
+    """
+
+    def __init__(
+        self,
+        max_calls_per_second: float | None,
+        *,
+        sleep: Callable[[float], Any] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_calls_per_second is not None and max_calls_per_second < 0:
+            raise ValueError("max_calls_per_second cannot be negative")
+        self.interval = 1.0 / max_calls_per_second if max_calls_per_second else 0.0
+        self._sleep = sleep
+        self._clock = clock
+        self._next: float | None = None
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        with self._lock:
+            now = self._clock()
+            if self._next is not None and now < self._next:
+                self._sleep(self._next - now)
+                now = self._next
+            self._next = now + self.interval
+
+
+class MTurk:
+    """The requester operations this project needs, each small and explicit.
+
+    Every call goes through the rate limiter; every botocore failure becomes an
+    :class:`MTurkError` (the original is its ``__cause__``).
+    """
+
+    def __init__(
+        self,
+        client,
+        *,
+        max_calls_per_second: float | None = 5.0,
+        sleep: Callable[[float], Any] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.limiter = RateLimiter(max_calls_per_second, sleep=sleep, clock=clock)
+
+    def _call(self, method: str, **params: Any) -> dict:
+        self.limiter.wait()
+        operation = self.client.meta.method_to_api_mapping.get(method, method)
+        try:
+            return getattr(self.client, method)(**params)
+        except (ClientError, BotoCoreError) as exc:
+            raise MTurkError.from_botocore(exc, operation) from exc
+
+    # -- account ---------------------------------------------------------------------
+
+    def account_balance(self) -> Decimal:
+        """The requester's available balance in USD (the sandbox always says 10000.00)."""
+        return Decimal(self._call("get_account_balance")["AvailableBalance"])
+
+    # -- HITs ------------------------------------------------------------------------
+
+    def create_hit_type(
+        self,
+        *,
+        title: str,
+        description: str,
+        keywords: str | Iterable[str],
+        reward: Decimal,
+        assignment_duration_seconds: int,
+        auto_approval_delay_seconds: int,
+        qualification_requirements: list[dict],
+    ) -> str:
+        """Register (or find: MTurk returns the same id for the same settings) a HIT type."""
+        if not isinstance(keywords, str):
+            keywords = ", ".join(keywords)
+        params: dict[str, Any] = {
+            "Title": title,
+            "Description": description,
+            "Keywords": keywords,
+            "Reward": _money(reward, "reward"),
+            "AssignmentDurationInSeconds": int(assignment_duration_seconds),
+            "AutoApprovalDelayInSeconds": int(auto_approval_delay_seconds),
+        }
+        if qualification_requirements:
+            params["QualificationRequirements"] = list(qualification_requirements)
+        return self._call("create_hit_type", **params)["HITTypeId"]
+
+    def create_hit(
+        self,
+        *,
+        hit_type_id: str,
+        question: str,
+        lifetime_seconds: int,
+        max_assignments: int,
+        unique_request_token: str,
+        requester_annotation: str,
+    ) -> str:
+        """Create one HIT; safe to repeat with the same ``unique_request_token`` (for 24 h).
+
+        If MTurk already created a HIT for this token (a botocore retry after a lost
+        answer, or a re-run of an interrupted publish) it answers HitAlreadyExists with the
+        HIT id in the message: that id is returned. If the id cannot be read, this raises
+        :class:`MTurkError` and never creates another HIT.
+        """
+        try:
+            response = self._call(
+                "create_hit_with_hit_type",
+                HITTypeId=hit_type_id,
+                Question=question,
+                LifetimeInSeconds=int(lifetime_seconds),
+                MaxAssignments=int(max_assignments),
+                UniqueRequestToken=unique_request_token,
+                RequesterAnnotation=requester_annotation,
+            )
+        except MTurkError as error:
+            already = error.turk_code.lower() == HIT_ALREADY_EXISTS.lower()
+            if not (already or _is_duplicate_request(error, unique_request_token)):
+                raise
+            hit_id = _existing_hit_id(error.detail, exclude=(hit_type_id, unique_request_token))
+            if hit_id is None:
+                raise MTurkError(
+                    f"MTurk already created a HIT for request token {unique_request_token!r}, but its id "
+                    f"could not be read from the answer ({error.detail!r}). No second HIT was created; find "
+                    f"the HIT by its annotation {requester_annotation!r} and record its id by hand.",
+                    operation=error.operation,
+                    code=error.code,
+                    turk_code=error.turk_code,
+                    detail=error.detail,
+                ) from error
+            return hit_id
+        return response["HIT"]["HITId"]
+
+    def get_hit(self, hit_id: str) -> dict:
+        return self._call("get_hit", HITId=hit_id)["HIT"]
+
+    def expire_hit(self, hit_id: str) -> None:
+        """Stop offering a HIT now (workers who accepted it can still submit)."""
+        self._update_expiration(hit_id, _PAST)
+
+    def extend_hit(self, hit_id: str, expire_at: dt.datetime) -> None:
+        """Offer a HIT until ``expire_at`` (timezone-aware; also re-opens an expired HIT)."""
+        if expire_at.tzinfo is None or expire_at.utcoffset() is None:
+            raise ValueError("expire_at must be timezone-aware (a naive time would be read as UTC)")
+        self._update_expiration(hit_id, expire_at)
+
+    def _update_expiration(self, hit_id: str, expire_at: dt.datetime) -> None:
+        # A retried update can meet its own success: MTurk derives an idempotency token from
+        # the HIT and time and answers 'The idempotency token "…" has already been processed.'
+        try:
+            self._call("update_expiration_for_hit", HITId=hit_id, ExpireAt=expire_at)
+        except MTurkError as error:
+            if not ("has already been processed" in error.detail.lower() and hit_id in error.detail):
+                raise
+
+    def add_assignments(self, hit_id: str, count: int, unique_request_token: str) -> None:
+        """Ask ``count`` more workers; a repeat with the same token is a success, not a second extension."""
+        try:
+            self._call(
+                "create_additional_assignments_for_hit",
+                HITId=hit_id,
+                NumberOfAdditionalAssignments=int(count),
+                UniqueRequestToken=unique_request_token,
+            )
+        except MTurkError as error:
+            if not _is_duplicate_request(error, unique_request_token):
+                raise
+
+    # -- assignments -----------------------------------------------------------------
+
+    def iter_assignments(self, hit_id: str, statuses: Iterable[str] = ASSIGNMENT_STATUSES) -> Iterator[dict]:
+        """Every assignment of a HIT in ``statuses``, following NextToken to the end.
+
+        Pages may be shorter than MaxResults and still have a NextToken, so only a missing
+        token ends the listing. A token the server already gave is an error, not a loop.
+        """
+        params: dict[str, Any] = {"HITId": hit_id, "MaxResults": 100, "AssignmentStatuses": list(statuses)}
+        seen: set[str] = set()
+        while True:
+            page = self._call("list_assignments_for_hit", **params)
+            yield from page.get("Assignments", [])
+            token = page.get("NextToken")
+            if not token:
+                return
+            if token in seen:
+                raise MTurkError(
+                    f"MTurk repeated a NextToken while listing assignments of HIT {hit_id}",
+                    operation="ListAssignmentsForHIT",
+                )
+            seen.add(token)
+            params["NextToken"] = token
+
+    def approve(self, assignment_id: str, feedback: str | None = None) -> bool:
+        """Approve (and pay) a submitted assignment; ``False`` if it was already approved."""
+        params: dict[str, Any] = {"AssignmentId": assignment_id}
+        if feedback:
+            params["RequesterFeedback"] = _feedback(feedback)
+        return self._review("approve_assignment", params, done_status="Approved")
+
+    def reject(self, assignment_id: str, feedback: str) -> bool:
+        """Reject a submitted assignment (workers see ``feedback``); ``False`` if already rejected."""
+        if not feedback or not feedback.strip():
+            raise ValueError("MTurk requires feedback to reject an assignment, and workers deserve a reason")
+        params = {"AssignmentId": assignment_id, "RequesterFeedback": _feedback(feedback)}
+        return self._review("reject_assignment", params, done_status="Rejected")
+
+    def _review(self, method: str, params: dict[str, Any], *, done_status: str) -> bool:
+        """Approve or reject, tolerating only "it already is".
+
+        MTurk answers a RequestError "This operation can be called with a status of:
+        Submitted" for any assignment not in Submitted status, which does not say what
+        the status is: it may be already approved, rejected, or (right after submission)
+        not yet visible ("… status of: null"). So the assignment is looked up, and only
+        ``done_status`` counts as success; anything else is raised.
+        """
+        try:
+            self._call(method, **params)
+        except MTurkError as error:
+            if "can be called with a status of" not in error.detail.lower():
+                raise
+            status = self._assignment_status(params["AssignmentId"])
+            if status != done_status:
+                raise MTurkError(
+                    f"{error} (the assignment is {status or 'in an unknown state'}, not {done_status})",
+                    operation=error.operation,
+                    code=error.code,
+                    turk_code=error.turk_code,
+                    detail=error.detail,
+                ) from error
+            return False
+        return True
+
+    def _assignment_status(self, assignment_id: str) -> str | None:
+        try:
+            return self._call("get_assignment", AssignmentId=assignment_id)["Assignment"].get("AssignmentStatus")
+        except MTurkError:
+            return None
+
+    # -- workers ---------------------------------------------------------------------
+
+    def send_bonus(
+        self, *, worker_id: str, assignment_id: str, amount: Decimal, reason: str, unique_request_token: str
+    ) -> None:
+        """Pay a bonus once: a repeat with the same token is a success, not a second payment."""
+        try:
+            self._call(
+                "send_bonus",
+                WorkerId=worker_id,
+                AssignmentId=assignment_id,
+                BonusAmount=_money(amount, "bonus"),
+                Reason=reason,
+                UniqueRequestToken=unique_request_token,
+            )
+        except MTurkError as error:
+            if not _is_duplicate_request(error, unique_request_token):
+                raise
+
+    def block_worker(self, worker_id: str, reason: str) -> None:
+        """Keep a worker from all of this requester's HITs (MTurk shows them ``reason``)."""
+        self._call("create_worker_block", WorkerId=worker_id, Reason=reason)

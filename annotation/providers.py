@@ -1,0 +1,218 @@
+"""Crowd providers: where HITs are published and where answers come from.
+
+The services speak to one small interface, :class:`CrowdProvider`, so the batch life
+cycle (publish, sync, review, escalate, cancel) is written once. Providers register
+under the name stored in ``Batch.provider``; adding Prolific later means writing one
+class and decorating it with ``@register("prolific")``.
+
+A provider only talks to the outside world. It never writes to the database: the
+services record what it returns, in their own transactions, in an order that makes
+re-running after an interruption safe.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+
+if TYPE_CHECKING:
+    from .models import Assignment, Batch, Hit
+
+
+@dataclass(frozen=True)
+class RemoteAssignment:
+    """An assignment as the provider reports it."""
+
+    assignment_id: str
+    worker_id: str
+    status: str  # "submitted", "approved" or "rejected"
+    raw_answer: str
+    answers: dict[str, str] = field(default_factory=dict)
+    submitted_at: dt.datetime | None = None
+    accepted_at: dt.datetime | None = None
+
+
+class CrowdProvider(ABC):
+    """What the services need from a crowd platform."""
+
+    name: str = ""
+    #: True when answers arrive through this site (the local provider) rather than by polling.
+    answers_on_site: bool = False
+
+    def form_action(self) -> str:
+        """Where the HIT page posts its answers when rendered for this provider (``""``: our own view)."""
+        return ""
+
+    @abstractmethod
+    def prepare(self, batch: Batch) -> str:
+        """Make the batch ready to receive HITs (e.g. create the MTurk HIT type); returns its id or ``""``."""
+
+    @abstractmethod
+    def publish_hit(self, hit: Hit, question_html: str) -> str:
+        """Create the HIT and return the provider's id for it; must be idempotent on ``hit.unique_token``."""
+
+    @abstractmethod
+    def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
+        """Every submitted, approved or rejected assignment of the HIT."""
+
+    @abstractmethod
+    def approve(self, assignment: Assignment, feedback: str = "") -> bool:
+        """Approve; ``False`` when it already was."""
+
+    @abstractmethod
+    def reject(self, assignment: Assignment, feedback: str) -> bool:
+        """Reject with feedback to the worker; ``False`` when it already was."""
+
+    @abstractmethod
+    def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
+        """Ask ``count`` more workers to do the HIT (idempotent on ``unique_token``)."""
+
+    @abstractmethod
+    def expire(self, hit: Hit) -> None:
+        """Stop the HIT from being offered to more workers."""
+
+
+_REGISTRY: dict[str, Callable[..., CrowdProvider]] = {}
+
+
+def register(name: str) -> Callable[[type[CrowdProvider]], type[CrowdProvider]]:
+    """Class decorator: make a provider available as ``get_provider(name)``."""
+
+    def decorator(cls: type[CrowdProvider]) -> type[CrowdProvider]:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorator
+
+
+def get_provider(name: str, **kwargs: Any) -> CrowdProvider:
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown crowd provider {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    return factory(**kwargs)
+
+
+def provider_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+@register("local")
+class LocalProvider(CrowdProvider):
+    """In-house annotators working on this site: nothing to call, answers are stored as they come."""
+
+    answers_on_site = True
+
+    def prepare(self, batch: Batch) -> str:
+        return ""
+
+    def publish_hit(self, hit: Hit, question_html: str) -> str:
+        return f"local-{hit.unique_token}"
+
+    def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
+        return iter(())
+
+    def approve(self, assignment: Assignment, feedback: str = "") -> bool:
+        return assignment.status != assignment.Status.APPROVED
+
+    def reject(self, assignment: Assignment, feedback: str) -> bool:
+        return assignment.status != assignment.Status.REJECTED
+
+    def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
+        """Nothing to do: the next-HIT page hands out up to ``hit.max_assignments``."""
+
+    def expire(self, hit: Hit) -> None:
+        """Nothing to do: the next-HIT page only offers HITs of published batches."""
+
+
+_MTURK_STATUSES = {"Submitted": "submitted", "Approved": "approved", "Rejected": "rejected"}
+
+
+@register("mturk")
+class MTurkProvider(CrowdProvider):
+    """Amazon Mechanical Turk (or any server speaking its API), through :class:`annotation.mturk.MTurk`."""
+
+    def __init__(self, mturk=None) -> None:
+        if mturk is None:
+            from .mturk import MTurk, make_client
+
+            client = make_client(endpoint_url=settings.MTURK_ENDPOINT_URL or None, live=settings.MTURK_LIVE)
+            mturk = MTurk(client, max_calls_per_second=settings.MTURK_MAX_CALLS_PER_SECOND)
+        self.mturk = mturk
+
+    def form_action(self) -> str:
+        """MTurk's ``externalSubmit`` address of the right site (sandbox, production or the configured server)."""
+        from .mturk import submit_url
+
+        return submit_url(settings.MTURK_ENDPOINT_URL or None, settings.MTURK_LIVE)
+
+    def prepare(self, batch: Batch) -> str:
+        from .mturk import qualification_requirements
+
+        q = batch.qualifications or {}
+        requirements = qualification_requirements(
+            live=settings.MTURK_LIVE,
+            locales=q.get("locales") or None,
+            min_approval_rate=q.get("min_approval_rate"),
+            min_approved_hits=q.get("min_approved_hits"),
+            masters=bool(q.get("masters")),
+        )
+        return self.mturk.create_hit_type(
+            title=batch.title,
+            description=batch.description,
+            keywords=batch.keywords,
+            reward=Decimal(batch.reward),
+            assignment_duration_seconds=int(batch.assignment_duration.total_seconds()),
+            auto_approval_delay_seconds=int(batch.auto_approval_delay.total_seconds()),
+            qualification_requirements=requirements,
+        )
+
+    def publish_hit(self, hit: Hit, question_html: str) -> str:
+        from .question_xml import html_question
+
+        return self.mturk.create_hit(
+            hit_type_id=hit.batch.hit_type_id,
+            question=html_question(question_html),
+            lifetime_seconds=int(hit.batch.lifetime.total_seconds()),
+            max_assignments=hit.max_assignments,
+            unique_request_token=hit.unique_token,
+            requester_annotation=f"{hit.batch.name} HIT {hit.position}"[:255],
+        )
+
+    def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
+        from .question_xml import parse_answers
+
+        for item in self.mturk.iter_assignments(hit.provider_id):
+            raw = item.get("Answer", "")
+            try:
+                answers = parse_answers(raw) if raw else {}
+            except ValueError:
+                answers = {}  # recorded as invalid judgments by the services, never guessed
+            yield RemoteAssignment(
+                assignment_id=item["AssignmentId"],
+                worker_id=item["WorkerId"],
+                status=_MTURK_STATUSES.get(item.get("AssignmentStatus", ""), "submitted"),
+                raw_answer=raw,
+                answers=answers,
+                submitted_at=item.get("SubmitTime"),
+                accepted_at=item.get("AcceptTime"),
+            )
+
+    def approve(self, assignment: Assignment, feedback: str = "") -> bool:
+        return self.mturk.approve(assignment.provider_assignment_id, feedback=feedback or None)
+
+    def reject(self, assignment: Assignment, feedback: str) -> bool:
+        return self.mturk.reject(assignment.provider_assignment_id, feedback)
+
+    def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
+        self.mturk.add_assignments(hit.provider_id, count, unique_token)
+
+    def expire(self, hit: Hit) -> None:
+        self.mturk.expire_hit(hit.provider_id)

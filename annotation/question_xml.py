@@ -1,0 +1,134 @@
+"""MTurk's question and answer XML: HTMLQuestion out, QuestionFormAnswers in.
+
+Pure Python (no Django import). The HIT page carries user data (query text), so building
+the XML must survive anything in it: a literal ``]]>`` would end a CDATA section early,
+XML parsers turn a carriage return into a line feed, and some control characters cannot
+appear in XML at all. Each is handled here rather than left to surprise a worker or MTurk.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from xml.sax.saxutils import escape
+
+HTML_QUESTION_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd"
+ANSWERS_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2005-10-01/QuestionFormAnswers.xsd"
+
+#: MTurk refuses question XML larger than 64 kB (65,535 bytes), whitespace included.
+MAX_QUESTION_BYTES = 65535
+
+# Characters XML 1.0 does not allow anywhere, not even as character references.
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_DOCTYPE = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
+
+
+def _check_xml_chars(text: str, what: str) -> None:
+    bad = _NOT_XML.search(text)
+    if bad:
+        raise ValueError(
+            f"{what} contains the character U+{ord(bad.group()):04X} at position {bad.start()}, "
+            "which XML cannot carry; remove it from the data"
+        )
+
+
+def _cdata(text: str) -> str:
+    """``text`` as CDATA that an XML parser gives back exactly.
+
+    ``]]>`` is split across two sections; ``\\r`` (which parsers would normalise to
+    ``\\n`` even inside CDATA) is written as the reference ``&#13;`` between sections.
+    """
+    body = text.replace("]]>", "]]]]><![CDATA[>").replace("\r", "]]>&#13;<![CDATA[")
+    return f"<![CDATA[{body}]]>"
+
+
+def html_question(html: str, frame_height: int = 0) -> str:
+    """The HTMLQuestion XML for a HIT whose page is ``html`` (a full HTML document).
+
+    ``frame_height`` is the iframe height in pixels; 0 lets MTurk use the whole window.
+    Raises ValueError for characters XML cannot carry and for pages over MTurk's 64 kB.
+    """
+    if not isinstance(html, str):
+        raise TypeError("html must be a str")
+    if int(frame_height) < 0:
+        raise ValueError("frame_height cannot be negative")
+    _check_xml_chars(html, "the HIT page")
+    xml = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<HTMLQuestion xmlns="{HTML_QUESTION_NS}">'
+        f"<HTMLContent>{_cdata(html)}</HTMLContent>"
+        f"<FrameHeight>{int(frame_height)}</FrameHeight>"
+        "</HTMLQuestion>"
+    )
+    size = len(xml.encode("utf-8"))
+    if size > MAX_QUESTION_BYTES:
+        raise ValueError(
+            f"the HIT's question XML is {size} bytes; MTurk accepts at most {MAX_QUESTION_BYTES} "
+            "(put fewer queries in each HIT)"
+        )
+    return xml
+
+
+def parse_answers(xml: str | bytes) -> dict[str, str]:
+    """{QuestionIdentifier: FreeText} from an assignment's QuestionFormAnswers XML.
+
+    Values are returned exactly as submitted (not stripped); the caller validates them.
+    An answer without FreeText gives its SelectionIdentifier(s) joined by ``|`` (how
+    MTurk joins multi-valued form fields), or ``""``. Raises ValueError with a clear
+    message for malformed XML, an unexpected root element, an answer without an
+    identifier, or an identifier answered twice. DTDs are refused (never needed, and the
+    only way to smuggle entity expansion into the parser).
+    """
+    text = xml.decode("utf-8", errors="replace") if isinstance(xml, bytes) else xml
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("the answer XML is empty")
+    if _DOCTYPE.search(text):
+        raise ValueError("the answer XML contains a DTD, which MTurk never sends; refusing to parse it")
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise ValueError(f"malformed QuestionFormAnswers XML: {exc}") from None
+    namespace, _, name = root.tag[1:].partition("}") if root.tag.startswith("{") else ("", "", root.tag)
+    if name != "QuestionFormAnswers" or namespace not in (ANSWERS_NS, ""):
+        raise ValueError(f"expected a QuestionFormAnswers document, got <{root.tag}>")
+    ns = f"{{{namespace}}}" if namespace else ""
+
+    answers: dict[str, str] = {}
+    for number, answer in enumerate(root.findall(f"{ns}Answer"), start=1):
+        identifier = answer.findtext(f"{ns}QuestionIdentifier")
+        if not identifier:
+            raise ValueError(f"answer {number} has no QuestionIdentifier")
+        if identifier in answers:
+            raise ValueError(f"question {identifier!r} is answered more than once")
+        free_text = answer.find(f"{ns}FreeText")
+        if free_text is not None:
+            answers[identifier] = free_text.text or ""
+        else:
+            answers[identifier] = "|".join(e.text or "" for e in answer.findall(f"{ns}SelectionIdentifier"))
+    return answers
+
+
+def build_answers_xml(answers: dict[str, str]) -> str:
+    """QuestionFormAnswers XML as MTurk returns it, for tests and MTurk-compatible fake servers.
+
+    ``parse_answers(build_answers_xml(d)) == d`` for any strings XML can carry.
+    """
+    parts = ['<?xml version="1.0" encoding="UTF-8" standalone="no"?>', f'<QuestionFormAnswers xmlns="{ANSWERS_NS}">']
+    for identifier, value in answers.items():
+        if not identifier:
+            raise ValueError("a QuestionIdentifier cannot be empty")
+        _check_xml_chars(identifier, f"question identifier {identifier!r}")
+        _check_xml_chars(value, f"the answer to {identifier!r}")
+        parts.append(
+            "<Answer>"
+            f"<QuestionIdentifier>{_text(identifier)}</QuestionIdentifier>"
+            f"<FreeText>{_text(value)}</FreeText>"
+            "</Answer>"
+        )
+    parts.append("</QuestionFormAnswers>")
+    return "\n".join(parts)
+
+
+def _text(value: str) -> str:
+    """Escaped element text; ``\\r`` as a reference so parsers keep it."""
+    return escape(value, {"\r": "&#13;"})

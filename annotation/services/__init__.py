@@ -1,0 +1,65 @@
+"""Services of the annotation app: everything that changes its state.
+
+Views, serializers, management commands and Celery tasks call these functions and
+nothing else that writes. They are grouped by stage of a batch's life:
+
+- :mod:`.batches` -- create a batch (snapshot queries and settings, group them into HITs,
+  estimate the cost), cancel it, report its progress;
+- :mod:`.publishing` -- render the HIT page and publish HITs, safe to re-run;
+- :mod:`.answers` -- check an answer, record it once, review it (approve or reject);
+- :mod:`.sync` -- fetch assignments from the provider, record and review them;
+- :mod:`.local` -- in-house annotators: accounts, handing out HITs, submitting answers;
+- :mod:`.escalation` -- more assignments for HITs with disputed queries;
+- :mod:`.results` -- judgments as a frame, agreement, per-query votes, exports;
+- :mod:`.background` -- the same work as Celery tasks with a progress record.
+"""
+
+from .answers import check_answers, record_answers, review_assignment
+from .background import start_escalate, start_publish, start_sync
+from .batches import (
+    BatchSettings,
+    GoldQuery,
+    ServiceError,
+    batch_progress,
+    cancel_batch,
+    create_batch,
+    read_gold_file,
+)
+from .escalation import EscalationPlan, escalate_batch, plan_escalation
+from .local import ANNOTATORS_GROUP, create_annotator, is_annotator, next_assignment, submit_local_assignment
+from .publishing import hit_page_context, publish_batch, render_hit_html
+from .results import agreement, export_queries, judgments_frame, query_results
+from .sync import SyncResult, sync_batch
+
+__all__ = [
+    "ANNOTATORS_GROUP",
+    "BatchSettings",
+    "EscalationPlan",
+    "GoldQuery",
+    "ServiceError",
+    "SyncResult",
+    "agreement",
+    "batch_progress",
+    "cancel_batch",
+    "check_answers",
+    "create_annotator",
+    "create_batch",
+    "escalate_batch",
+    "export_queries",
+    "hit_page_context",
+    "is_annotator",
+    "judgments_frame",
+    "next_assignment",
+    "plan_escalation",
+    "publish_batch",
+    "query_results",
+    "read_gold_file",
+    "record_answers",
+    "render_hit_html",
+    "review_assignment",
+    "start_escalate",
+    "start_publish",
+    "start_sync",
+    "submit_local_assignment",
+    "sync_batch",
+]

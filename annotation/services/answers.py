@@ -1,0 +1,135 @@
+"""Checking, recording and reviewing one worker's answers to one HIT.
+
+The same code handles an MTurk assignment fetched by ``sync_batch`` and a form posted by
+an in-house annotator, so both are held to the same rules: every query of the HIT gets
+one ``Judgment``; an answer that is missing or not one of the four categories is kept as
+an invalid judgment with its reason and is never guessed; gold questions are scored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+
+from ..aggregation import LABEL_NAMES, LABELS
+from ..models import Assignment, BatchQuery, HitQuery, Judgment
+from ..providers import CrowdProvider
+
+
+@dataclass
+class AnswerCheck:
+    """Per query of the HIT: ``(batch_query, label or None, invalid reason)``; gold scored."""
+
+    judgments: list[tuple[BatchQuery, str | None, str]] = field(default_factory=list)
+    gold_correct: int = 0
+    gold_total: int = 0
+    gold_passed: bool | None = None
+    first_gold_miss: tuple[BatchQuery, str | None] | None = None
+
+    @property
+    def valid(self) -> bool:
+        return all(label is not None for _, label, _ in self.judgments)
+
+    @property
+    def invalid_count(self) -> int:
+        return sum(label is None for _, label, _ in self.judgments)
+
+
+def check_answers(
+    hit_queries: Sequence[HitQuery], answers: Mapping[str, str], gold_pass_fraction: float
+) -> AnswerCheck:
+    """Read ``q-<position>`` fields: one of n/f/m/o is a label, anything else an invalid judgment."""
+    check = AnswerCheck()
+    for hq in hit_queries:
+        raw = answers.get(hq.field_name)
+        value = (raw or "").strip().lower()
+        if not value:
+            label, reason = None, "missing answer"
+        elif value not in LABELS:
+            label, reason = None, f"unknown category {raw!r}"[:200]
+        else:
+            label, reason = value, ""
+        check.judgments.append((hq.batch_query, label, reason))
+        if hq.batch_query.is_gold:
+            check.gold_total += 1
+            if label == hq.batch_query.gold_label:
+                check.gold_correct += 1
+            elif check.first_gold_miss is None:
+                check.first_gold_miss = (hq.batch_query, label)
+    if check.gold_total and check.invalid_count < len(check.judgments):
+        # Gold is scored only when the answer could be read at all: an empty or unreadable
+        # answer is kept for a person to look at, never held against the worker automatically.
+        needed = math.ceil(gold_pass_fraction * check.gold_total - 1e-9)
+        check.gold_passed = check.gold_correct >= needed
+    return check
+
+
+def gold_feedback(check: AnswerCheck) -> str:
+    """What a rejected worker is told: how many check questions were wrong, and one of them."""
+    missed = check.gold_total - check.gold_correct
+    text = f"{missed} of the {check.gold_total} check question(s) with a known answer were answered wrongly"
+    if check.first_gold_miss is not None:
+        bq, given = check.first_gold_miss
+        answer = LABEL_NAMES.get(given, "nothing") if given else "nothing"
+        text += f', e.g. "{bq.text[:100]}" is {LABEL_NAMES[bq.gold_label]}, you answered {answer}'
+    return text + "."
+
+
+@transaction.atomic
+def record_answers(
+    assignment: Assignment,
+    answers: Mapping[str, str],
+    raw_answer: str,
+    *,
+    status: str = Assignment.Status.SUBMITTED,
+    submitted_at: dt.datetime | None = None,
+) -> AnswerCheck:
+    """Store the judgments of a not-yet-answered assignment and score its gold questions."""
+    hit_queries = list(assignment.hit.hit_queries.select_related("batch_query").order_by("position"))
+    check = check_answers(hit_queries, answers, assignment.hit.batch.gold_pass_fraction)
+    Judgment.objects.bulk_create(
+        [
+            Judgment(assignment=assignment, batch_query=bq, label=label, invalid_reason=reason)
+            for bq, label, reason in check.judgments
+        ]
+    )
+    assignment.status = status
+    assignment.submitted_at = submitted_at or timezone.now()
+    assignment.raw_answer = raw_answer
+    assignment.valid = check.valid
+    assignment.gold_correct = check.gold_correct if check.gold_total else None
+    assignment.gold_total = check.gold_total or None
+    assignment.gold_passed = check.gold_passed
+    if check.gold_passed is False:
+        assignment.feedback = gold_feedback(check)
+    assignment.save()
+    return check
+
+
+def review_assignment(assignment: Assignment, provider: CrowdProvider, *, approve_all: bool = False) -> str:
+    """Approve or reject a submitted assignment; returns ``approved``, ``rejected`` or ``kept``.
+
+    Failing the gold questions is the only reason to reject (with feedback saying why);
+    an assignment with unreadable answers but no failed gold is kept for a person to look
+    at -- MTurk approves it after the auto-approval delay anyway. ``approve_all``
+    approves everything, e.g. to pay a batch whose gold turned out to be ambiguous.
+    A provider saying it was already approved or rejected is not an error.
+    """
+    if assignment.status != Assignment.Status.SUBMITTED:
+        return "kept"
+    if assignment.gold_passed is False and not approve_all:
+        provider.reject(assignment, assignment.feedback)
+        outcome = Assignment.Status.REJECTED
+    elif assignment.valid or approve_all:
+        provider.approve(assignment)
+        outcome = Assignment.Status.APPROVED
+    else:
+        return "kept"
+    Assignment.objects.filter(pk=assignment.pk).update(status=outcome, reviewed_at=timezone.now())
+    assignment.status = outcome
+    return str(outcome)

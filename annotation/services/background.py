@@ -1,0 +1,37 @@
+"""Publishing, syncing and escalating as Celery tasks, followed through a ``pooling.models.Job``.
+
+The task is queued with ``delay_on_commit``: it starts only once the caller's transaction
+has committed (so the worker sees the batch and the job), and runs in-process when no
+broker is configured (``CELERY_TASK_ALWAYS_EAGER``).
+"""
+
+from __future__ import annotations
+
+from pooling.jobs import create_job
+from pooling.models import Job
+
+from ..models import Batch
+
+
+def start_publish(batch: Batch) -> Job:
+    from ..tasks import publish_batch_task
+
+    job = create_job("annotation.publish", f"Publish {batch.name}")
+    publish_batch_task.delay_on_commit(job.pk, batch.pk)
+    return job
+
+
+def start_sync(batch: Batch, *, approve_all: bool = False) -> Job:
+    from ..tasks import sync_batch_task
+
+    job = create_job("annotation.sync", f"Sync {batch.name}")
+    sync_batch_task.delay_on_commit(job.pk, batch.pk, approve_all)
+    return job
+
+
+def start_escalate(batch: Batch, *, max_assignments: int) -> Job:
+    from ..tasks import escalate_batch_task
+
+    job = create_job("annotation.escalate", f"Escalate {batch.name}")
+    escalate_batch_task.delay_on_commit(job.pk, batch.pk, max_assignments)
+    return job

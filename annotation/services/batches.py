@@ -1,0 +1,259 @@
+"""Creating, cancelling and following a batch."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from django.db import transaction
+from django.db.models import Count, Q
+
+from pooling.models import Pool, QuerySet
+
+from ..aggregation import CATEGORY_SLUGS, LABELS
+from ..costs import Cost, batch_cost
+from ..models import Assignment, Batch, BatchQuery, Hit, HitQuery, Judgment, Provider
+from ..providers import CrowdProvider, get_provider
+
+#: MTurk's limits on the durations a HIT type and a HIT accept (seconds).
+MIN_LIFETIME = 30
+MAX_LIFETIME = 365 * 24 * 3600
+MAX_AUTO_APPROVAL_DELAY = 30 * 24 * 3600
+QUALIFICATION_KEYS = {"locales", "min_approval_rate", "min_approved_hits", "masters"}
+
+
+class ServiceError(Exception):
+    """A request that cannot be carried out as asked (the message says why)."""
+
+
+@dataclass(frozen=True)
+class GoldQuery:
+    """A query whose label is known, mixed into HITs to catch careless work."""
+
+    qid: str
+    text: str
+    label: str
+
+
+@dataclass
+class BatchSettings:
+    provider: str = Provider.LOCAL
+    assignments_per_query: int = 3
+    queries_per_hit: int = 10
+    reward: Decimal = Decimal("0.05")
+    lifetime: dt.timedelta = dt.timedelta(days=7)
+    assignment_duration: dt.timedelta = dt.timedelta(minutes=30)
+    auto_approval_delay: dt.timedelta = dt.timedelta(days=3)
+    qualifications: dict = field(default_factory=dict)
+    gold_per_hit: int = 0
+    gold_pass_fraction: float = 1.0
+    seed: int = 0
+
+    def validate(self) -> None:
+        """Refuse settings MTurk would refuse, before anything is created or paid for."""
+        if self.provider not in Provider.values:
+            raise ServiceError(f"unknown provider {self.provider!r}; choose one of {', '.join(Provider.values)}")
+        if self.assignments_per_query < 1:
+            raise ServiceError("--assignments must be at least 1")
+        if not 1 <= self.queries_per_hit <= 100:
+            raise ServiceError("--queries-per-hit must be between 1 and 100")
+        try:
+            reward = Decimal(self.reward)
+        except (InvalidOperation, TypeError):
+            raise ServiceError(f"reward {self.reward!r} is not an amount of dollars") from None
+        if not reward.is_finite() or reward < Decimal("0.01") or reward != reward.quantize(Decimal("0.01")):
+            raise ServiceError(f"reward must be whole cents, at least 0.01 (got {self.reward})")
+        for name, value, low, high in (
+            ("lifetime", self.lifetime, MIN_LIFETIME, MAX_LIFETIME),
+            ("assignment duration", self.assignment_duration, MIN_LIFETIME, MAX_LIFETIME),
+            ("auto-approval delay", self.auto_approval_delay, 0, MAX_AUTO_APPROVAL_DELAY),
+        ):
+            if not low <= value.total_seconds() <= high:
+                raise ServiceError(f"{name} must be between {low} s and {high} s (got {value})")
+        unknown = set(self.qualifications) - QUALIFICATION_KEYS
+        if unknown:
+            raise ServiceError(f"unknown qualification setting(s): {', '.join(sorted(unknown))}")
+        if self.qualifications and self.provider != Provider.MTURK:
+            raise ServiceError("qualifications only apply to the mturk provider")
+        if self.gold_per_hit < 0:
+            raise ServiceError("--gold-per-hit cannot be negative")
+        if not 0 < self.gold_pass_fraction <= 1:
+            raise ServiceError("the gold pass fraction must be in (0, 1]")
+
+
+def read_gold_file(path: str | Path) -> list[GoldQuery]:
+    """Read ``qid<TAB>query<TAB>label`` lines; label is n/f/m/o or a category name (non-gendered, ...)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ServiceError(f"gold file {path} not found")
+    gold, seen = [], set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3:
+            raise ServiceError(f"{path}:{number}: expected qid<TAB>query<TAB>label")
+        qid, text, label = (p.strip() for p in parts)
+        label = CATEGORY_SLUGS.get(label.lower(), label.lower())
+        if label not in LABELS:
+            raise ServiceError(f"{path}:{number}: unknown label {parts[2]!r}; use n, f, m, o or a category name")
+        if not qid or not text:
+            raise ServiceError(f"{path}:{number}: empty qid or query")
+        if qid in seen:
+            raise ServiceError(f"{path}:{number}: qid {qid} repeated")
+        seen.add(qid)
+        gold.append(GoldQuery(qid, text, label))
+    return gold
+
+
+def _unique_token(batch: Batch, position: int, qids: Sequence[str]) -> str:
+    """Deterministic per HIT, different for every batch ever made (name + creation time are in the hash).
+
+    MTurk remembers a UniqueRequestToken for 24 hours: a retried CreateHIT with the same
+    token returns the HIT it already created instead of making a second one.
+    """
+    digest = hashlib.sha256(f"{batch.name}|{batch.created.isoformat()}|{position}|{','.join(qids)}".encode())
+    return f"{batch.pk}-{position}-{digest.hexdigest()[:12]}"
+
+
+def cost_as_dict(cost: Cost, hits: int) -> dict[str, str | int]:
+    return {key: str(value) if isinstance(value, Decimal) else value for key, value in asdict(cost).items()} | {
+        "hits": hits
+    }
+
+
+@transaction.atomic
+def create_batch(
+    name: str,
+    settings: BatchSettings,
+    *,
+    query_set: QuerySet | None = None,
+    pool: Pool | None = None,
+    gold: Sequence[GoldQuery] = (),
+) -> Batch:
+    """Snapshot the queries and settings, group the queries into HITs and record the cost estimate.
+
+    Queries are shuffled (seeded) before grouping so that one HIT does not hold a run of
+    similar queries; ``gold_per_hit`` gold questions are then placed at random positions
+    of every HIT, cycling through ``gold``. Nothing is sent to a provider yet.
+    """
+    settings.validate()
+    if Batch.objects.filter(name=name).exists():
+        raise ServiceError(f"a batch named {name!r} already exists")
+    if pool is not None:
+        if query_set is not None and query_set != pool.queries:
+            raise ServiceError(f"pool {pool.name!r} was not made from query set {query_set.name!r}")
+        query_set = pool.queries
+    if query_set is None:
+        raise ServiceError("a batch needs a query set or a pool")
+    queries = list(query_set.queries.order_by("position"))
+    if not queries:
+        raise ServiceError(f"query set {query_set.name!r} has no queries")
+    if settings.gold_per_hit and len(gold) < settings.gold_per_hit:
+        raise ServiceError(f"{settings.gold_per_hit} gold questions per HIT need at least as many gold queries")
+    clashes = {g.qid for g in gold} & {q.qid for q in queries}
+    if clashes:
+        raise ServiceError(f"gold qid(s) also in the query set: {', '.join(sorted(clashes)[:5])}")
+
+    batch = Batch.objects.create(
+        name=name,
+        query_set=query_set,
+        pool=pool,
+        provider=settings.provider,
+        assignments_per_query=settings.assignments_per_query,
+        queries_per_hit=settings.queries_per_hit,
+        reward=Decimal(settings.reward),
+        lifetime=settings.lifetime,
+        assignment_duration=settings.assignment_duration,
+        auto_approval_delay=settings.auto_approval_delay,
+        qualifications=settings.qualifications,
+        gold_per_hit=settings.gold_per_hit,
+        gold_pass_fraction=settings.gold_pass_fraction,
+    )
+    batch_queries = BatchQuery.objects.bulk_create(
+        [BatchQuery(batch=batch, query=q, qid=q.qid, text=q.text, position=i) for i, q in enumerate(queries)],
+        batch_size=2000,
+    )
+    gold_queries = BatchQuery.objects.bulk_create(
+        [
+            BatchQuery(batch=batch, qid=g.qid, text=g.text, position=i, is_gold=True, gold_label=g.label)
+            for i, g in enumerate(gold)
+        ]
+    )
+    rng = random.Random(settings.seed)
+    order = batch_queries[:]
+    rng.shuffle(order)
+    gold_cycle = gold_queries[:]
+    rng.shuffle(gold_cycle)
+    next_gold = 0
+    hit_queries: list[HitQuery] = []
+    size = settings.queries_per_hit
+    for number, start in enumerate(range(0, len(order), size), start=1):
+        members = order[start : start + size]
+        for _ in range(settings.gold_per_hit if gold_cycle else 0):
+            members.insert(rng.randrange(len(members) + 1), gold_cycle[next_gold % len(gold_cycle)])
+            next_gold += 1
+        hit = Hit.objects.create(
+            batch=batch,
+            position=number,
+            unique_token=_unique_token(batch, number, [m.qid for m in members]),
+            max_assignments=settings.assignments_per_query,
+        )
+        hit_queries += [HitQuery(hit=hit, batch_query=bq, position=i) for i, bq in enumerate(members, start=1)]
+    HitQuery.objects.bulk_create(hit_queries, batch_size=2000)
+    hits = -(-len(order) // size)
+    batch.cost = cost_as_dict(batch_cost(batch.reward, settings.assignments_per_query, hits), hits)
+    batch.save(update_fields=["cost"])
+    return batch
+
+
+def cancel_batch(batch: Batch, provider: CrowdProvider | None = None) -> int:
+    """Withdraw every open HIT and mark the batch cancelled; returns the HITs expired. Safe to re-run.
+
+    Answers already given stay recorded (and can still be synced and reviewed: workers
+    who submitted must still be paid).
+    """
+    if batch.status == Batch.Status.COMPLETED:
+        raise ServiceError(f"batch {batch.name!r} is completed; nothing to cancel")
+    provider = provider or get_provider(batch.provider)
+    expired = 0
+    for hit in batch.hits.filter(status=Hit.Status.OPEN).exclude(provider_id=None):
+        provider.expire(hit)
+        Hit.objects.filter(pk=hit.pk).update(status=Hit.Status.EXPIRED)
+        expired += 1
+    Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.CANCELLED)
+    batch.status = Batch.Status.CANCELLED
+    return expired
+
+
+def batch_progress(batch: Batch) -> dict[str, int | float | None]:
+    """Counts for the batch page, the API and the commands."""
+    hits = batch.hits.aggregate(
+        total=Count("pk"),
+        published=Count("pk", filter=~Q(provider_id=None)),
+    )
+    expected = sum(batch.hits.values_list("max_assignments", flat=True))
+    by_status = dict(
+        Assignment.objects.filter(hit__batch=batch).values_list("status").annotate(n=Count("pk")).order_by()
+    )
+    judgments = Judgment.objects.filter(batch_query__batch=batch)
+    done = by_status.get(Assignment.Status.SUBMITTED, 0) + by_status.get(Assignment.Status.APPROVED, 0)
+    return {
+        "hits": hits["total"],
+        "hits_published": hits["published"],
+        "assignments_expected": expected,
+        "assigned": by_status.get(Assignment.Status.ASSIGNED, 0),
+        "submitted": by_status.get(Assignment.Status.SUBMITTED, 0),
+        "approved": by_status.get(Assignment.Status.APPROVED, 0),
+        "rejected": by_status.get(Assignment.Status.REJECTED, 0),
+        "judgments": judgments.count(),
+        "invalid_judgments": judgments.filter(label=None).count(),
+        "fraction": min(1.0, done / expected) if expected else None,
+        "queries": batch.queries.filter(is_gold=False).count(),
+        "gold_queries": batch.queries.filter(is_gold=True).count(),
+    }

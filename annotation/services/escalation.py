@@ -1,0 +1,125 @@
+"""More assignments for HITs whose queries are disputed.
+
+A query is disputed when its finished HIT left no strict majority (a 1-1-1 split, or a
+tie after invalid answers). Its HIT gets one more assignment per round -- one vote
+breaks a tie at the top -- until the query has a majority or the HIT reaches the cap.
+On MTurk this is CreateAdditionalAssignmentsForHIT, so the HIT's other queries get a
+vote more too. ``plan_escalation`` shows the plan and its cost before anything is paid.
+
+Each extension is recorded (committed) before the provider is called and carries a
+deterministic request token, so an interrupted run is finished by the next one rather
+than repeated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Count, Q
+
+from ..costs import Cost, extra_assignments_cost
+from ..models import Assignment, Batch, Escalation, Hit, Provider
+from ..providers import CrowdProvider, get_provider
+from .batches import ServiceError
+from .results import majority
+
+DEFAULT_MAX_ASSIGNMENTS = 7
+
+
+@dataclass
+class EscalationPlan:
+    batch: Batch
+    hits: list[tuple[Hit, list[str]]] = field(default_factory=list)
+    at_cap: list[str] = field(default_factory=list)
+    cost: Cost | None = None
+
+    @property
+    def extra_assignments(self) -> int:
+        return len(self.hits)
+
+    @property
+    def disputed(self) -> int:
+        return sum(len(qids) for _, qids in self.hits) + len(self.at_cap)
+
+
+def _finished_hits(batch: Batch) -> list[Hit]:
+    """HITs whose every place has a submitted or approved answer."""
+    done = Q(assignments__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED])
+    return [
+        hit
+        for hit in batch.hits.exclude(provider_id=None).annotate(answered=Count("assignments", filter=done))
+        if hit.answered >= hit.max_assignments
+    ]
+
+
+def plan_escalation(batch: Batch, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS) -> EscalationPlan:
+    """Which HITs get one more assignment, which disputed queries are already at the cap, and the cost."""
+    if max_assignments < batch.assignments_per_query:
+        raise ServiceError(
+            f"the cap ({max_assignments}) is below the batch's {batch.assignments_per_query} assignments"
+        )
+    if batch.provider == Provider.MTURK and batch.assignments_per_query < 10 <= max_assignments:
+        raise ServiceError("MTurk cannot extend a HIT created with fewer than 10 assignments to 10 or more")
+    votes = majority(batch)
+    resolved = set(votes.index[~votes["disputed"]]) if len(votes) else set()
+    plan = EscalationPlan(batch)
+    for hit in _finished_hits(batch):
+        qids = list(
+            hit.hit_queries.filter(batch_query__is_gold=False)
+            .exclude(batch_query__qid__in=resolved)
+            .order_by("position")
+            .values_list("batch_query__qid", flat=True)
+        )
+        if not qids:
+            continue
+        if hit.max_assignments >= max_assignments:
+            plan.at_cap += qids
+        else:
+            plan.hits.append((hit, qids))
+    if plan.hits:
+        try:
+            if batch.provider == Provider.MTURK:
+                plan.cost = extra_assignments_cost(
+                    batch.reward, {hit.provider_id: 1 for hit, _ in plan.hits}, batch.assignments_per_query
+                )
+            else:
+                plan.cost = extra_assignments_cost(batch.reward, len(plan.hits), 1)
+        except ValueError as exc:
+            raise ServiceError(str(exc)) from None
+    return plan
+
+
+def escalate_batch(
+    batch: Batch, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS, provider: CrowdProvider | None = None
+) -> list[Escalation]:
+    """Apply the plan: finish interrupted extensions first, then add one assignment per planned HIT."""
+    if batch.status not in (Batch.Status.PUBLISHED, Batch.Status.COMPLETED):
+        raise ServiceError(f"batch {batch.name!r} is {batch.status}; only published batches can be escalated")
+    provider = provider or get_provider(batch.provider)
+    applied = []
+    for escalation in batch.escalations.filter(applied=False).select_related("hit"):
+        provider.add_assignments(escalation.hit, escalation.added, escalation.unique_token)
+        Escalation.objects.filter(pk=escalation.pk).update(applied=True)
+        applied.append(escalation)
+    plan = plan_escalation(batch, max_assignments)
+    per_assignment = plan.cost.total / plan.cost.assignments_total if plan.cost else Decimal("0")
+    for hit, qids in plan.hits:
+        with transaction.atomic():
+            escalation = Escalation.objects.create(
+                batch=batch,
+                hit=hit,
+                added=1,
+                assignments_before=hit.max_assignments,
+                disputed=qids,
+                cost=per_assignment,
+            )
+            Hit.objects.filter(pk=hit.pk).update(max_assignments=hit.max_assignments + 1)
+        provider.add_assignments(hit, 1, escalation.unique_token)
+        Escalation.objects.filter(pk=escalation.pk).update(applied=True)
+        applied.append(escalation)
+    if applied and batch.status == Batch.Status.COMPLETED:
+        Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.PUBLISHED)
+        batch.status = Batch.Status.PUBLISHED
+    return applied

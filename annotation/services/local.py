@@ -1,0 +1,153 @@
+"""In-house annotators: accounts, handing out HITs, submitting answers.
+
+An annotator is a user in the ``annotators`` group (made by ``create_annotator`` or in
+the admin; there is no sign-up). They ask for their next HIT and get, in this order,
+the HIT they were already given and have not submitted, or a new one: the first HIT of
+the oldest published local batch that still needs answers and that they have not done.
+``Assignment`` is unique on (hit, worker), so nobody is ever shown a HIT twice.
+
+Handing out is concurrency-safe. On PostgreSQL the candidate HIT row is locked
+(``SELECT ... FOR UPDATE SKIP LOCKED``) and its free places counted again under the lock,
+so two annotators asking at once never overfill a HIT; on SQLite the project's IMMEDIATE
+transactions serialise the two requests instead.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from ..models import Assignment, Batch, Hit, Provider, Worker
+from ..pseudonyms import worker_for
+from .answers import AnswerCheck, record_answers
+from .batches import ServiceError
+
+ANNOTATORS_GROUP = "annotators"
+#: How many locked candidates to try before giving up on a busy moment.
+_CANDIDATES = 20
+
+
+def create_annotator(username: str, password: str | None = None, email: str = ""):
+    """Create (or reuse) a user, put them in the annotators group and give them a worker pseudonym."""
+    user_model = get_user_model()
+    with transaction.atomic():
+        user, created = user_model.objects.get_or_create(username=username, defaults={"email": email})
+        if created or password:
+            if password:
+                user.set_password(password)
+            else:
+                user.set_unusable_password()
+            user.save()
+        group, _ = Group.objects.get_or_create(name=ANNOTATORS_GROUP)
+        user.groups.add(group)
+    local_worker(user)
+    return user
+
+
+def is_annotator(user) -> bool:
+    return bool(user.is_authenticated and user.groups.filter(name=ANNOTATORS_GROUP).exists())
+
+
+def local_worker(user) -> Worker:
+    """The pseudonymous worker of a local account (keyed by the user id, which never changes)."""
+    return worker_for(Provider.LOCAL, str(user.pk), user=user)
+
+
+def _release_abandoned() -> None:
+    """Free places held longer than the batch's assignment duration, as MTurk does."""
+    now = timezone.now()
+    for batch in Batch.objects.filter(provider=Provider.LOCAL, status=Batch.Status.PUBLISHED):
+        Assignment.objects.filter(
+            hit__batch=batch, status=Assignment.Status.ASSIGNED, accepted_at__lt=now - batch.assignment_duration
+        ).delete()
+
+
+def _taken(hit_ref) -> Subquery:
+    """Places of a HIT held by anyone: handed out, submitted or approved (rejected ones are free again)."""
+    return Coalesce(
+        Subquery(
+            Assignment.objects.filter(hit=hit_ref)
+            .exclude(status=Assignment.Status.REJECTED)
+            .order_by()
+            .values("hit")
+            .annotate(n=Count("pk"))
+            .values("n")
+        ),
+        0,
+    )
+
+
+def next_assignment(user, batch: Batch | None = None) -> Assignment | None:
+    """The annotator's unfinished assignment, else a newly claimed one; ``None`` when nothing is left.
+
+    ``batch`` limits both to one batch (the simulation uses it; the site offers every batch).
+    """
+    if not is_annotator(user):
+        raise ServiceError("only annotators are given HITs")
+    worker = local_worker(user)
+    if worker.blocked:
+        return None
+    _release_abandoned()
+    in_batch = Q(hit__batch=batch) if batch is not None else Q()
+    current = (
+        Assignment.objects.filter(
+            in_batch,
+            worker=worker,
+            status=Assignment.Status.ASSIGNED,
+            hit__batch__status=Batch.Status.PUBLISHED,
+        )
+        .select_related("hit__batch")
+        .order_by("accepted_at")
+        .first()
+    )
+    if current is not None:
+        return current
+    candidates = (
+        Hit.objects.filter(
+            batch__provider=Provider.LOCAL,
+            batch__status=Batch.Status.PUBLISHED,
+            status=Hit.Status.OPEN,
+        )
+        .filter(Q(batch=batch) if batch is not None else Q())
+        .exclude(assignments__worker=worker)
+        .annotate(taken=_taken(OuterRef("pk")))
+        .filter(taken__lt=F("max_assignments"))
+        .order_by("batch__created", "batch__pk", "position")
+    )
+    try:
+        with transaction.atomic():
+            for hit in candidates.select_for_update(skip_locked=True, of=("self",))[:_CANDIDATES]:
+                # Count again under the lock: the count above may predate another claim's commit.
+                held = Assignment.objects.filter(hit=hit).exclude(status=Assignment.Status.REJECTED).count()
+                if held >= hit.max_assignments:
+                    continue
+                return Assignment.objects.create(
+                    hit=hit,
+                    worker=worker,
+                    provider_assignment_id=f"local-{uuid.uuid4().hex}",
+                    accepted_at=timezone.now(),
+                )
+    except IntegrityError:
+        # The same annotator claimed this HIT in another tab at the same moment.
+        return next_assignment(user, batch)
+    return None
+
+
+def submit_local_assignment(assignment: Assignment, answers: Mapping[str, str]) -> AnswerCheck:
+    """Record an annotator's answers to a HIT they were given (once: a second submit is refused)."""
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update().select_related("hit__batch").get(pk=assignment.pk)
+        if locked.status != Assignment.Status.ASSIGNED:
+            raise ServiceError("this HIT was already submitted")
+        if locked.hit.batch.status != Batch.Status.PUBLISHED:
+            raise ServiceError("this batch is no longer open")
+        raw = json.dumps(dict(answers), sort_keys=True)
+        return record_answers(locked, answers, raw)

@@ -1,0 +1,126 @@
+"""The HIT page and publishing HITs to a provider.
+
+Publishing is written to survive being interrupted anywhere and run again:
+
+1. every ``Hit`` row (with its deterministic ``unique_token``) was committed when the
+   batch was created, i.e. before any call to the provider;
+2. the HIT type id is saved as soon as the provider returns it (MTurk returns the same id
+   for the same settings, so repeating the call is harmless);
+3. each HIT is created with its ``unique_token`` as MTurk's UniqueRequestToken and its id
+   saved right after, in its own short write. A re-run skips HITs that have an id and
+   retries the others with the same token: if MTurk created the HIT before the
+   interruption it answers HitAlreadyExists and ``annotation.mturk`` returns the existing
+   id, so no HIT is created twice and none is left unrecorded.
+
+Call ``publish_batch`` outside a transaction, so each saved id is committed at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from pooling.models import Job
+from pooling.progress import Progress
+
+from ..models import Batch, Hit
+from ..providers import CrowdProvider, get_provider
+from .batches import ServiceError
+
+#: The four categories as workers see them, with examples like the SIGIR 2020 paper's Table 2.
+CATEGORIES: list[dict[str, Any]] = [
+    {
+        "value": "n",
+        "key": "1",
+        "name": "Non-gendered",
+        "definition": "The query does not refer to any gender: it could be about anyone, or about no person at all.",
+        "examples": ["what is a synapse", "how long to boil an egg", "symptoms of the flu"],
+    },
+    {
+        "value": "f",
+        "key": "2",
+        "name": "Female",
+        "definition": "The query is about women or girls, or about something that concerns only females.",
+        "examples": ["how long is a pregnancy", "who was the first queen of england", "what is a midwife"],
+    },
+    {
+        "value": "m",
+        "key": "3",
+        "name": "Male",
+        "definition": "The query is about men or boys, or about something that concerns only males.",
+        "examples": ["what age do men go bald", "who was the first king of france", "what does a prostate do"],
+    },
+    {
+        "value": "o",
+        "key": "4",
+        "name": "Other or multiple genders",
+        "definition": "The query refers to more than one gender, or to a gender other than female or male.",
+        "examples": ["do boys or girls learn faster", "what does non-binary mean", "average height of men and women"],
+    },
+]
+
+
+def hit_page_context(
+    hit: Hit,
+    *,
+    mode: str,
+    action: str,
+    answers: dict[str, str] | None = None,
+    errors: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """What ``annotation/hit.html`` needs, for either provider (``mode`` is ``local`` or ``mturk``)."""
+    answers = answers or {}
+    errors = errors or {}
+    queries = [
+        {
+            "field": hq.field_name,
+            "position": hq.position,
+            "text": hq.batch_query.text,
+            "selected": answers.get(hq.field_name, ""),
+            "error": errors.get(hq.field_name, ""),
+        }
+        for hq in hit.hit_queries.select_related("batch_query").order_by("position")
+    ]
+    return {
+        "mode": mode,
+        "action": action,
+        "hit": hit,
+        "title": hit.batch.title,
+        "queries": queries,
+        "categories": CATEGORIES,
+        "errors": errors,
+    }
+
+
+def render_hit_html(hit: Hit, *, mode: str, action: str) -> str:
+    """The self-contained HIT page (inline CSS and JS, no external assets), e.g. for MTurk's HTMLQuestion."""
+    return render_to_string("annotation/hit.html", hit_page_context(hit, mode=mode, action=action))
+
+
+def publish_batch(
+    batch: Batch, provider: CrowdProvider | None = None, *, job: Job | None = None, bar: bool = False
+) -> int:
+    """Put every not-yet-published HIT of the batch on the provider; returns how many were published now."""
+    if batch.status in (Batch.Status.CANCELLED, Batch.Status.COMPLETED):
+        raise ServiceError(f"batch {batch.name!r} is {batch.status}; it cannot be published")
+    provider = provider or get_provider(batch.provider)
+    if not batch.hit_type_id:
+        hit_type_id = provider.prepare(batch)
+        if hit_type_id:
+            Batch.objects.filter(pk=batch.pk).update(hit_type_id=hit_type_id)
+            batch.hit_type_id = hit_type_id
+    pending = list(batch.hits.filter(provider_id=None).select_related("batch").order_by("position"))
+    action = provider.form_action()
+    with Progress(f"Publishing {batch.name}", total=len(pending), unit="HIT", job=job, bar=bar) as progress:
+        for hit in pending:
+            html = "" if provider.answers_on_site else render_hit_html(hit, mode=provider.name, action=action)
+            provider_id = provider.publish_hit(hit, html)
+            Hit.objects.filter(pk=hit.pk).update(provider_id=provider_id, status=Hit.Status.OPEN)
+            progress.advance()
+    if batch.status == Batch.Status.DRAFT:
+        batch.status = Batch.Status.PUBLISHED
+        batch.published = timezone.now()
+        batch.save(update_fields=["status", "published"])
+    return len(pending)

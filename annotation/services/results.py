@@ -1,0 +1,274 @@
+"""What a batch's answers add up to: judgments, labels, agreement, and exported query sets.
+
+Only usable judgments count: a label (not an invalid answer) to a real query (not a gold
+question) in an assignment that was not rejected and did not fail its gold questions.
+Workers appear under their pseudonyms only.
+
+Labels come from majority vote as in Rekabsaz & Schedl (SIGIR 2020): a label needs a
+strict plurality of at least ``MIN_VOTES`` votes; ties and queries with too few votes are
+set aside, never exported as labelled. Dawid-Skene is computed alongside to point at the
+queries worth a second look.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from django.db import transaction
+from django.utils import timezone
+
+from pooling import services as pooling_services
+from pooling.models import QuerySet
+
+from ..aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS, compare_methods, dawid_skene, majority_vote
+from ..agreement import agreement_report
+from ..export_formats import dataset_card, write_csv, write_dataset_card, write_jsonl, write_tsv
+from ..models import Assignment, Batch, Export, Judgment
+from .batches import ServiceError, batch_progress
+
+#: A single vote is one opinion, not agreement; a label needs at least this many votes.
+MIN_VOTES = 2
+WRITERS = {"tsv": write_tsv, "csv": write_csv, "jsonl": write_jsonl}
+CITATION = (
+    "Navid Rekabsaz and Markus Schedl. 2020. Do Neural Ranking Models Intensify Gender Bias? "
+    "In Proceedings of SIGIR 2020, 2065-2068. https://doi.org/10.1145/3397271.3401280"
+)
+
+
+def usable_judgments(batch: Batch):
+    return Judgment.objects.filter(
+        batch_query__batch=batch,
+        batch_query__is_gold=False,
+        label__isnull=False,
+        assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
+    ).exclude(assignment__gold_passed=False)
+
+
+def judgments_frame(batch: Batch) -> pd.DataFrame:
+    """One row per usable judgment: ``item`` (qid), ``worker`` (pseudonym), ``label``."""
+    rows = usable_judgments(batch).values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
+    return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
+
+
+def min_votes(batch: Batch) -> int:
+    return min(MIN_VOTES, batch.assignments_per_query)
+
+
+def majority(batch: Batch) -> pd.DataFrame:
+    """Majority vote per judged query; ``label`` is None (and ``disputed`` True) for ties and too few votes."""
+    frame = judgments_frame(batch)
+    if frame.empty:
+        return majority_vote(pd.DataFrame({"item": [], "worker": [], "label": []}, dtype=object))
+    votes = majority_vote(frame)
+    votes["too_few_votes"] = votes["votes"] < min_votes(batch)
+    votes.loc[votes["too_few_votes"], "label"] = None
+    votes["disputed"] = votes["disputed"] | votes["too_few_votes"]
+    return votes
+
+
+def query_results(batch: Batch) -> list[dict[str, Any]]:
+    """Per query of the batch (gold excluded, batch order): label, pseudonymous votes, Dawid-Skene's view."""
+    votes = majority(batch)
+    frame = judgments_frame(batch)
+    ds_labels: dict[str, str] = {}
+    ds_posterior: dict[str, float] = {}
+    if not frame.empty:
+        ds = dawid_skene(frame)
+        ds_labels = ds.labels.dropna().to_dict()
+        ds_posterior = ds.posteriors.max(axis=1).to_dict()
+    by_item: dict[str, list[dict[str, str]]] = {}
+    for item, worker, label in frame.itertuples(index=False):
+        by_item.setdefault(item, []).append({"worker": worker, "label": label})
+    invalid: dict[str, int] = {}
+    for qid in Judgment.objects.filter(batch_query__batch=batch, label=None).values_list("batch_query__qid", flat=True):
+        invalid[qid] = invalid.get(qid, 0) + 1
+    results = []
+    for qid, text in batch.queries.filter(is_gold=False).order_by("position").values_list("qid", "text"):
+        row = votes.loc[qid] if qid in votes.index else None
+        label = row["label"] if row is not None else None
+        results.append(
+            {
+                "qid": qid,
+                "query": text,
+                "label": label if isinstance(label, str) else None,
+                "disputed": bool(row["disputed"]) if row is not None else False,
+                "too_few_votes": bool(row["too_few_votes"]) if row is not None else True,
+                "votes": sorted(by_item.get(qid, []), key=lambda v: v["worker"]),
+                "counts": {lab: int(row[lab]) if row is not None else 0 for lab in LABELS},
+                "invalid": invalid.get(qid, 0),
+                "dawid_skene": ds_labels.get(qid),
+                "ds_posterior": ds_posterior.get(qid),
+            }
+        )
+    return results
+
+
+def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """The agreement report of :mod:`annotation.agreement` plus what the batch's records add.
+
+    Keys added: ``batch``, ``provider``, ``set_aside`` (qids without a majority, including
+    too few votes), ``method_disagreements`` (majority vs. Dawid-Skene), ``progress``.
+    """
+    frame = judgments_frame(batch)
+    if frame.empty:
+        report: dict[str, Any] = {
+            "krippendorff_alpha": None,
+            "alpha_ci": [None, None],
+            "per_category_alpha": dict.fromkeys(LABELS),
+            "percent_agreement": None,
+            "fleiss_kappa": None,
+            "queries": 0,
+            "judgments": 0,
+            "workers": 0,
+            "judgments_per_query": {},
+            "labels": dict.fromkeys(LABELS, 0),
+            "disputed": [],
+            "per_worker": [],
+            "confusion": {"labels": list(LABELS), "matrix": [[0] * len(LABELS) for _ in LABELS]},
+        }
+        disagreements: list[dict[str, Any]] = []
+    else:
+        report = agreement_report(frame, bootstrap=bootstrap, seed=seed)
+        compared = compare_methods(majority_vote(frame), dawid_skene(frame))
+        disagreements = [
+            {
+                "qid": str(qid),
+                "majority": row["majority"] if isinstance(row["majority"], str) else None,
+                "dawid_skene": row["dawid_skene"] if isinstance(row["dawid_skene"], str) else None,
+                "ds_posterior": None if pd.isna(row["ds_posterior"]) else float(row["ds_posterior"]),
+            }
+            for qid, row in compared.iterrows()
+        ]
+    votes = majority(batch)
+    labelled = votes["label"].dropna().value_counts()
+    report["labels"] = {label: int(labelled.get(label, 0)) for label in LABELS}
+    report["set_aside"] = sorted(str(q) for q in votes.index[votes["disputed"]])
+    report["batch"] = batch.name
+    report["provider"] = batch.provider
+    report["method_disagreements"] = disagreements
+    report["progress"] = batch_progress(batch)
+    return report
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def card_path_for(path: Path) -> Path:
+    """The dataset card sits beside the export: ``queries.tsv`` -> ``queries.tsv.md``."""
+    return path.with_name(path.name + ".md")
+
+
+def export_queries(
+    batch: Batch,
+    category: str,
+    path: str | Path,
+    fmt: str = "tsv",
+    as_query_set: str | None = None,
+) -> Export:
+    """Write the queries labelled ``category`` (or ``all`` labelled queries) with a dataset card beside them.
+
+    ``tsv`` is ``qid<TAB>query`` (what rankers read), ``csv`` is ``qid,query,label`` with
+    n/f/m/o, ``jsonl`` adds every pseudonymous vote, the method and the agreement share.
+    Disputed queries and queries with too few votes are never written as labelled.
+    ``as_query_set`` also registers the exported queries as a pooling query set
+    (origin "annotation"), e.g. to measure the runs' bias on the non-gendered ones.
+    """
+    category = category.lower()
+    if category != "all" and category not in CATEGORY_SLUGS:
+        raise ServiceError(f"unknown category {category!r}; choose {', '.join([*CATEGORY_SLUGS, 'all'])}")
+    if fmt not in WRITERS:
+        raise ServiceError(f"unknown format {fmt!r}; choose {', '.join(WRITERS)}")
+    if as_query_set and QuerySet.objects.filter(name=as_query_set).exists():
+        raise ServiceError(f"a query set named {as_query_set!r} already exists")
+    path = Path(path)
+    wanted = set(LABELS) if category == "all" else {CATEGORY_SLUGS[category]}
+    results = query_results(batch)
+    labelled = [r for r in results if r["label"] is not None]
+    rows = [
+        {
+            "qid": r["qid"],
+            "query": r["query"],
+            "label": r["label"],
+            "method": "majority",
+            "votes": r["votes"],
+            "agreement": round(r["counts"][r["label"]] / len(r["votes"]), 4),
+            "dawid_skene": r["dawid_skene"],
+        }
+        for r in labelled
+        if r["label"] in wanted
+    ]
+    report = agreement(batch)
+    progress = report["progress"]
+    counts = {label: sum(r["label"] == label for r in labelled) for label in LABELS}
+    facts: dict[str, Any] = {
+        "title": f"{batch.name}: {'all labelled' if category == 'all' else LABEL_NAMES[CATEGORY_SLUGS[category]]} queries",
+        "description": (
+            f"Queries of batch {batch.name!r} labelled by crowd workers ({batch.get_provider_display()}) as "
+            "Non-gendered, Female, Male or Other or multiple genders, aggregated by majority vote "
+            f"(strict plurality of at least {min_votes(batch)} votes). Disputed queries and queries with "
+            "too few votes are set aside. This file holds "
+            f"{len(rows)} {'labelled' if category == 'all' else category} queries."
+        ),
+        "counts": counts,
+        "method": "majority vote (ties set aside)",
+        "krippendorff_alpha": report["krippendorff_alpha"],
+        "alpha_ci": report["alpha_ci"],
+        "per_category_alpha": report["per_category_alpha"],
+        "percent_agreement": report["percent_agreement"],
+        "fleiss_kappa": report["fleiss_kappa"],
+        "batch": {
+            "name": batch.name,
+            "source": batch.pool.name if batch.pool else batch.query_set.name,
+            "provider": batch.provider,
+            "assignments per query": batch.assignments_per_query,
+            "queries per HIT": batch.queries_per_hit,
+            "reward (USD)": batch.reward,
+            "gold questions per HIT": batch.gold_per_hit,
+            "qualifications": ", ".join(f"{k}={v}" for k, v in sorted(batch.qualifications.items())) or "none",
+        },
+        "dates": {
+            "created": batch.created.date().isoformat(),
+            "published": batch.published.date().isoformat() if batch.published else None,
+            "exported": timezone.now().date().isoformat(),
+        },
+        "cost": batch.cost or None,
+        "files": [path.name],
+        "queries in batch": len(results),
+        "exported queries": len(rows),
+        "set aside (disputed or too few votes)": len(results) - len(labelled),
+        "workers (pseudonymous)": report["workers"],
+        "usable judgments": report["judgments"],
+        "invalid judgments": progress["invalid_judgments"],
+        "rejected assignments": progress["rejected"],
+        "answered assignments": f"{progress['submitted'] + progress['approved']} of {progress['assignments_expected']}",
+        "citation": CITATION,
+    }
+    WRITERS[fmt](rows, path)
+    card = dataset_card(facts)
+    card_path = write_dataset_card(card, card_path_for(path))
+    with transaction.atomic():
+        query_set = None
+        if as_query_set:
+            query_set = pooling_services.create_query_set(
+                as_query_set,
+                [(r["qid"], r["query"]) for r in rows],
+                origin=QuerySet.Origin.ANNOTATION,
+                source=str(path.resolve()),
+                sha256=_sha256(path),
+                description=f"{category} queries of annotation batch {batch.name}",
+            )
+        return Export.objects.create(
+            batch=batch,
+            path=str(path.resolve()),
+            card_path=str(card_path.resolve()),
+            format=fmt,
+            category=category,
+            queries=len(rows),
+            counts=counts | {"set_aside": len(results) - len(labelled)},
+            card=card,
+            query_set=query_set,
+        )

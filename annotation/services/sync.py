@@ -1,0 +1,107 @@
+"""Fetching assignments from the provider, recording each once, reviewing them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q
+
+from pooling.models import Job
+from pooling.progress import Progress
+
+from ..models import Assignment, Batch, Hit
+from ..providers import CrowdProvider, RemoteAssignment, get_provider
+from ..pseudonyms import worker_for
+from .answers import record_answers, review_assignment
+from .batches import ServiceError
+
+
+@dataclass
+class SyncResult:
+    new: int = 0
+    updated: int = 0
+    invalid: int = 0
+    approved: int = 0
+    rejected: int = 0
+    kept: int = 0
+    completed: bool = False
+
+
+def _record_remote(hit: Hit, remote: RemoteAssignment, provider_name: str) -> tuple[Assignment, bool]:
+    """Store a fetched assignment unless it is already stored; returns it and whether it was new."""
+    existing = Assignment.objects.filter(provider_assignment_id=remote.assignment_id).first()
+    if existing is not None:
+        return existing, False
+    worker = worker_for(provider_name, remote.worker_id)
+    try:
+        with transaction.atomic():
+            assignment = Assignment.objects.create(
+                hit=hit,
+                provider_assignment_id=remote.assignment_id,
+                worker=worker,
+                accepted_at=remote.accepted_at,
+            )
+            record_answers(
+                assignment, remote.answers, remote.raw_answer, status=remote.status, submitted_at=remote.submitted_at
+            )
+    except IntegrityError:
+        # A concurrent sync stored it first.
+        return Assignment.objects.get(provider_assignment_id=remote.assignment_id), False
+    return assignment, True
+
+
+def sync_batch(
+    batch: Batch,
+    provider: CrowdProvider | None = None,
+    *,
+    approve_all: bool = False,
+    job: Job | None = None,
+    bar: bool = False,
+) -> SyncResult:
+    """Fetch every HIT's assignments, store new ones, follow status changes, review the submitted.
+
+    Safe to run any number of times: an assignment is stored once (its provider id is
+    unique) and an assignment already approved or rejected is not reviewed again.
+    """
+    if batch.status == Batch.Status.DRAFT:
+        raise ServiceError(f"batch {batch.name!r} is not published yet")
+    provider = provider or get_provider(batch.provider)
+    result = SyncResult()
+    hits = list(batch.hits.exclude(provider_id=None).select_related("batch").order_by("position"))
+    with Progress(f"Syncing {batch.name}", total=len(hits), unit="HIT", job=job, bar=bar) as progress:
+        for hit in hits:
+            for remote in provider.fetch_assignments(hit):
+                assignment, created = _record_remote(hit, remote, provider.name)
+                if created:
+                    result.new += 1
+                    result.invalid += assignment.valid is False
+                elif assignment.status == Assignment.Status.SUBMITTED and remote.status != assignment.status:
+                    # Reviewed elsewhere (the requester website) or auto-approved by MTurk.
+                    Assignment.objects.filter(pk=assignment.pk).update(status=remote.status)
+                    result.updated += 1
+            progress.advance()
+    submitted = Assignment.objects.filter(hit__batch=batch, status=Assignment.Status.SUBMITTED).select_related(
+        "hit__batch"
+    )
+    for assignment in submitted:
+        outcome = review_assignment(assignment, provider, approve_all=approve_all)
+        setattr(result, outcome, getattr(result, outcome) + 1)
+    result.completed = _complete_if_done(batch)
+    return result
+
+
+def _complete_if_done(batch: Batch) -> bool:
+    """A published batch is completed once every HIT has all its assignments approved."""
+    if batch.status != Batch.Status.PUBLISHED:
+        return batch.status == Batch.Status.COMPLETED
+    short = (
+        batch.hits.annotate(approved=Count("assignments", filter=Q(assignments__status=Assignment.Status.APPROVED)))
+        .exclude(approved__gte=F("max_assignments"))
+        .exists()
+    )
+    if short or not batch.hits.exists():
+        return False
+    Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.COMPLETED)
+    batch.status = Batch.Status.COMPLETED
+    return True

@@ -1,0 +1,64 @@
+"""A small world for annotation tests: a query set, researchers and annotators."""
+
+from decimal import Decimal
+
+import pytest
+
+from annotation import services
+from pooling.models import QuerySet
+from pooling.services import create_query_set
+
+#: Queries with an obvious category, so simulated or scripted answers have a truth to aim at.
+QUERIES = [
+    ("101", "what is a synapse", "n"),
+    ("102", "what age do girls start puberty", "f"),
+    ("103", "what age do men go bald", "m"),
+    ("104", "do boys or girls learn faster", "o"),
+    ("105", "how to boil an egg", "n"),
+    ("106", "how tall is the average woman", "f"),
+]
+TRUTH = {qid: label for qid, _, label in QUERIES}
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def query_set(db) -> QuerySet:
+    return create_query_set("gq", [(qid, text) for qid, text, _ in QUERIES], origin=QuerySet.Origin.IMPORTED)
+
+
+@pytest.fixture
+def researcher(django_user_model):
+    return django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
+
+
+@pytest.fixture
+def annotators(db):
+    return [services.create_annotator(name, password="pw-secret-123") for name in ("ann-a", "ann-b", "ann-c")]
+
+
+def make_batch(query_set, name="b1", **settings):
+    options = {"provider": "local", "assignments_per_query": 2, "queries_per_hit": 3, "reward": Decimal("0.05")}
+    options.update(settings)
+    return services.create_batch(name, services.BatchSettings(**options), query_set=query_set)
+
+
+@pytest.fixture
+def local_batch(query_set):
+    """Published local batch: 6 queries in 2 HITs of 3, 2 annotators per HIT."""
+    batch = make_batch(query_set)
+    services.publish_batch(batch)
+    batch.refresh_from_db()
+    return batch
+
+
+def answers_for(assignment, truth=TRUTH, override=None):
+    """Answers of a HIT as the form posts them: q-<position> -> label."""
+    override = override or {}
+    return {
+        hq.field_name: override.get(hq.batch_query.qid, truth.get(hq.batch_query.qid, hq.batch_query.gold_label))
+        for hq in assignment.hit.hit_queries.select_related("batch_query")
+    }

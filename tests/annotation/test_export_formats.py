@@ -1,0 +1,184 @@
+"""Export writers: formula neutralising, round trips through real parsers, atomic replacement."""
+
+from __future__ import annotations
+
+import csv
+import json
+from decimal import Decimal
+
+import numpy as np
+import pytest
+
+from annotation.costs import batch_cost
+from annotation.export_formats import (
+    dataset_card,
+    neutralise_formula,
+    write_csv,
+    write_dataset_card,
+    write_jsonl,
+    write_tsv,
+)
+
+TRICKY_ROWS = [
+    {"qid": "1", "query": "what is a nurse, and what does she do", "label": "f"},
+    {"qid": "2", "query": 'he said "hello", then left', "label": "m"},
+    {"qid": "3", "query": "tab\there and\nnewline", "label": "n"},
+    {"qid": "4", "query": '=HYPERLINK("http://x")', "label": "o"},
+    {"qid": "5", "query": "-1 degrees celsius", "label": "n"},
+    {"qid": "6", "query": "@mention of a king", "label": "m"},
+    {"qid": "7", "query": "café ünïcode", "label": "n"},
+]
+
+
+def only_file(directory):
+    """Every entry in the directory: an atomic writer must leave exactly its target behind."""
+    return sorted(p.name for p in directory.iterdir())
+
+
+@pytest.mark.parametrize("cell", ["=1+2", "+1", "-1", "@SUM(A1)", "\tx", "\rx"])
+def test_formula_cells_get_a_quote_prefix(cell):
+    assert neutralise_formula(cell) == "'" + cell
+
+
+@pytest.mark.parametrize("cell", ["what is 1+1", "a=b", "", "'quoted", " =1", "him-her"])
+def test_harmless_cells_are_unchanged(cell):
+    assert neutralise_formula(cell) == cell
+
+
+def test_tsv_round_trip(tmp_path):
+    path = tmp_path / "queries.tsv"
+    write_tsv(TRICKY_ROWS, path)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert lines[-1] == "" and len(lines) == len(TRICKY_ROWS) + 1, "one line per row, newline-terminated"
+    parsed = [line.split("\t") for line in lines[:-1]]
+    assert all(len(fields) == 2 for fields in parsed)
+    queries = dict(parsed)
+    assert queries["1"] == "what is a nurse, and what does she do"
+    assert queries["2"] == 'he said "hello", then left'
+    assert queries["3"] == "tab here and newline"
+    assert queries["4"] == '\'=HYPERLINK("http://x")'
+    assert queries["5"] == "'-1 degrees celsius"
+    assert queries["6"] == "'@mention of a king"
+    assert queries["7"] == "café ünïcode"
+    assert only_file(tmp_path) == ["queries.tsv"]
+
+
+def test_csv_round_trip(tmp_path):
+    path = tmp_path / "queries.csv"
+    write_csv(TRICKY_ROWS, path)
+    with path.open(encoding="utf-8", newline="") as handle:
+        parsed = list(csv.reader(handle))
+    assert parsed[0] == ["qid", "query", "label"]
+    body = {qid: (query, label) for qid, query, label in parsed[1:]}
+    assert len(body) == len(TRICKY_ROWS)
+    for row in TRICKY_ROWS:
+        query, label = body[row["qid"]]
+        assert label == row["label"]
+        assert query == neutralise_formula(row["query"])
+    assert body["3"][0] == "tab\there and\nnewline", "the csv module quotes line breaks instead of losing them"
+    assert body["4"][0].startswith("'=")
+    assert only_file(tmp_path) == ["queries.csv"]
+
+
+def test_csv_accepts_category_slugs_and_rejects_unknown_labels(tmp_path):
+    path = tmp_path / "q.csv"
+    write_csv([{"qid": "1", "query": "a", "label": "female"}], path)
+    assert path.read_text(encoding="utf-8").splitlines()[1] == "1,a,f"
+    with pytest.raises(ValueError, match="'x'"):
+        write_csv([{"qid": "1", "query": "a", "label": "x"}], tmp_path / "bad.csv")
+    assert only_file(tmp_path) == ["q.csv"], "a failed export leaves neither a partial file nor a temp file"
+
+
+def test_reference_queries_round_trip_through_csv(tmp_path, reference_dir):
+    rows = []
+    for line in (reference_dir / "queries_gender_annotated.csv").read_text(encoding="utf-8").splitlines():
+        qid, rest = line.split(",", 1)
+        query, label = rest.rsplit(",", 1)
+        rows.append({"qid": qid, "query": query, "label": label})
+    assert any("," in row["query"] for row in rows), "the reference file has queries with commas"
+    path = tmp_path / "reference.csv"
+    write_csv(rows, path)
+    with path.open(encoding="utf-8", newline="") as handle:
+        parsed = list(csv.DictReader(handle))
+    assert parsed == [{k: neutralise_formula(v) for k, v in row.items()} for row in rows]
+
+
+def test_jsonl_keeps_every_key_and_raw_text(tmp_path):
+    rows = [
+        {
+            "qid": "4",
+            "query": "=cmd|' /C calc'!A0",
+            "label": "o",
+            "votes": {"n": 1, "f": 0, "m": 0, "o": 2},
+            "method": "majority",
+            "agreement": np.float64(0.5),
+            "judgments": np.int64(3),
+            "posterior": float("nan"),
+            "reward": Decimal("0.05"),
+        },
+        {"qid": "5", "query": "tab\tand\nnewline", "label": "n"},
+    ]
+    path = tmp_path / "q.jsonl"
+    write_jsonl(rows, path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2
+    first, second = (json.loads(line) for line in lines)
+    assert first["query"] == "=cmd|' /C calc'!A0", "JSON Lines is for programs: no neutralising"
+    assert first["votes"] == {"n": 1, "f": 0, "m": 0, "o": 2}
+    assert first["method"] == "majority" and first["agreement"] == 0.5 and first["judgments"] == 3
+    assert first["posterior"] is None
+    assert first["reward"] == "0.05"
+    assert second["query"] == "tab\tand\nnewline"
+
+
+def test_atomic_write_replaces_and_keeps_old_file_on_failure(tmp_path):
+    path = tmp_path / "q.tsv"
+    write_tsv([{"qid": "1", "query": "old", "label": "n"}], path)
+    write_tsv([{"qid": "2", "query": "new", "label": "n"}], path)
+    assert path.read_text(encoding="utf-8") == "2\tnew\n"
+
+    def broken_rows():
+        yield {"qid": "3", "query": "partial", "label": "n"}
+        raise RuntimeError("database went away")
+
+    with pytest.raises(RuntimeError):
+        write_tsv(broken_rows(), path)
+    assert path.read_text(encoding="utf-8") == "2\tnew\n"
+    assert only_file(tmp_path) == ["q.tsv"]
+
+
+def test_dataset_card_renders_the_facts(tmp_path):
+    cost = batch_cost(Decimal("0.05"), assignments=3, hits=100)
+    facts = {
+        "title": "QS1 gender queries",
+        "counts": {"n": 1765, "f": 742, "m": 1202, "o": 41},
+        "method": "majority vote",
+        "krippendorff_alpha": 0.7123,
+        "alpha_ci": [0.70, 0.73],
+        "fleiss_kappa": None,
+        "batch": {"reward": Decimal("0.05"), "assignments_per_hit": 3},
+        "dates": {"published": "2024-03-01", "completed": "2024-03-04"},
+        "cost": cost,
+        "note": "pipes | must not break tables",
+    }
+    card = dataset_card(facts)
+    assert card.startswith("# QS1 gender queries\n")
+    assert "| Female | f | 742 | 19.8% |" in card  # 742 / 3750
+    assert "| **Total** | | 3750 | |" in card
+    assert "0.712" in card and "0.700, 0.730" in card
+    assert "| Fleiss' kappa | – |" in card
+    assert "| assignments_per_hit | 3 |" in card
+    assert "| completed | 2024-03-04 |" in card
+    assert "| total | 18.00 |" in card
+    assert "pipes \\| must not break tables" in card
+
+    path = tmp_path / "README.md"
+    write_dataset_card(card, path)
+    assert path.read_text(encoding="utf-8") == card
+    assert only_file(tmp_path) == ["README.md"]
+
+
+def test_dataset_card_omits_sections_without_facts():
+    card = dataset_card({"counts": {"n": 1, "f": 1, "m": 0, "o": 0}})
+    assert "## Queries per category" in card
+    assert "## Agreement" not in card and "## Cost" not in card

@@ -1,0 +1,179 @@
+"""In-house annotators through the site: handing out HITs, answering, privacy, concurrency rules."""
+
+import datetime as dt
+import re
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation import services
+from annotation.models import Assignment, Judgment
+
+from .conftest import TRUTH, answers_for
+
+
+def _follow_next(client):
+    """GET /annotation/next/ and return the assignment it redirects to (None for the done page)."""
+    response = client.get(reverse("annotation:next"))
+    if response.status_code == 200:
+        assert b"No more HITs" in response.content
+        return None
+    assert response.status_code == 302
+    pk = int(response.url.rstrip("/").rsplit("/", 1)[1])
+    return Assignment.objects.get(pk=pk)
+
+
+def _answer(client, assignment, **override):
+    data = answers_for(assignment, override=override)
+    return client.post(reverse("annotation:assignment", args=[assignment.pk]), data)
+
+
+def test_two_annotators_share_a_batch_without_seeing_a_hit_twice(local_batch, annotators, client):
+    seen: dict[str, list[int]] = {}
+    for user in annotators[:2]:
+        client.force_login(user)
+        while (assignment := _follow_next(client)) is not None:
+            page = client.get(reverse("annotation:assignment", args=[assignment.pk]))
+            assert page.status_code == 200
+            for hq in assignment.hit.hit_queries.select_related("batch_query"):
+                assert hq.batch_query.text.encode() in page.content
+            response = _answer(client, assignment)
+            assert response.status_code == 302 and response.url == reverse("annotation:next")
+            seen.setdefault(user.username, []).append(assignment.hit_id)
+    # Each annotator did each of the 2 HITs exactly once; each HIT got its 2 assignments.
+    assert {name: sorted(hits) for name, hits in seen.items()} == {
+        "ann-a": sorted(local_batch.hits.values_list("pk", flat=True)),
+        "ann-b": sorted(local_batch.hits.values_list("pk", flat=True)),
+    }
+    # The third annotator finds nothing left: every HIT has its assignments.
+    client.force_login(annotators[2])
+    assert _follow_next(client) is None
+    assert Judgment.objects.filter(assignment__hit__batch=local_batch).count() == 2 * 6
+    assert set(Judgment.objects.values_list("batch_query__qid", "label")) == set(TRUTH.items())
+
+
+def test_next_returns_the_unfinished_hit_first(local_batch, annotators, client):
+    client.force_login(annotators[0])
+    first = _follow_next(client)
+    assert _follow_next(client) == first  # asking again does not hand out a second HIT
+    assert Assignment.objects.filter(worker__identity__user=annotators[0]).count() == 1
+
+
+def test_an_annotator_never_sees_another_annotators_assignment(local_batch, annotators, client):
+    client.force_login(annotators[0])
+    theirs = _follow_next(client)
+    _answer(client, theirs)
+    client.force_login(annotators[1])
+    assert client.get(reverse("annotation:assignment", args=[theirs.pk])).status_code == 404
+    assert client.post(reverse("annotation:assignment", args=[theirs.pk]), answers_for(theirs)).status_code == 404
+    # Their own HIT page shows no one else's answers: nothing is pre-selected.
+    mine = _follow_next(client)
+    page = client.get(reverse("annotation:assignment", args=[mine.pk])).content.decode()
+    assert " checked" not in page
+    # The API shows annotators their own assignments only.
+    data = client.get("/api/annotation/assignments/").json()
+    assert [row["id"] for row in data["results"]] == [mine.pk]
+    assert client.get(f"/api/annotation/assignments/{theirs.pk}/").status_code == 404
+    assert client.get("/api/annotation/judgments/").json()["count"] == 0
+
+
+def test_missing_answers_are_refused_and_the_page_shown_again(local_batch, annotators, client):
+    client.force_login(annotators[0])
+    assignment = _follow_next(client)
+    data = answers_for(assignment)
+    data.pop("q-2")
+    data["q-3"] = "x"
+    response = client.post(reverse("annotation:assignment", args=[assignment.pk]), data)
+    assert response.status_code == 400
+    content = response.content.decode()
+    assert 'role="alert"' in content
+    assert "Please choose a category for this query." in content
+    assert "Please choose one of the four categories." in content
+    # The valid answer is kept on the page shown again; the wrong ones are not.
+    assert re.search(rf'name="q-1" value="{data["q-1"]}"[^>]*checked', content)
+    assert not re.search(r'name="q-[23]"[^>]*checked', content)
+    assignment.refresh_from_db()
+    assert assignment.status == Assignment.Status.ASSIGNED
+    assert not Judgment.objects.exists()
+
+
+def test_a_hit_cannot_be_submitted_twice(local_batch, annotators, client):
+    client.force_login(annotators[0])
+    assignment = _follow_next(client)
+    _answer(client, assignment)
+    response = client.post(reverse("annotation:assignment", args=[assignment.pk]), answers_for(assignment))
+    assert response.status_code == 302
+    assert Judgment.objects.filter(assignment=assignment).count() == 3
+    with pytest.raises(services.ServiceError, match="already submitted"):
+        services.submit_local_assignment(assignment, answers_for(assignment))
+
+
+def test_only_annotators_get_hits(local_batch, researcher, client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("visitor", password="pw-secret-123"))
+    assert client.get(reverse("annotation:next")).status_code == 403
+    assert b"not an annotator account" in client.get(reverse("annotation:batch-list")).content
+    client.logout()
+    assert client.get(reverse("annotation:next")).status_code == 302  # to the login page
+
+
+def test_abandoned_hits_are_handed_to_someone_else(local_batch, annotators):
+    a, b, c = annotators
+    first = services.next_assignment(a)
+    services.next_assignment(b)  # HIT 1 is now full (2 places)
+    assert services.next_assignment(c).hit != first.hit
+    Assignment.objects.filter(pk=first.pk).update(accepted_at=timezone.now() - dt.timedelta(hours=1))
+    # The stale hand-out is released; its place goes back to the queue (a takes it again afresh).
+    again = services.next_assignment(a)
+    assert again.hit == first.hit and again.pk != first.pk
+    assert not Assignment.objects.filter(pk=first.pk).exists()
+    c_hits = set(Assignment.objects.filter(worker__identity__user=c).values_list("hit", flat=True))
+    assert first.hit_id not in c_hits
+
+
+def test_blocked_annotators_get_nothing(local_batch, annotators):
+    worker = services.local.local_worker(annotators[0])
+    worker.blocked = True
+    worker.save()
+    assert services.next_assignment(annotators[0]) is None
+
+
+def test_local_sync_reviews_submitted_work(local_batch, annotators):
+    for user in annotators[:2]:
+        while (assignment := services.next_assignment(user)) is not None:
+            services.submit_local_assignment(assignment, answers_for(assignment))
+    result = services.sync_batch(local_batch)
+    assert (result.approved, result.rejected, result.kept) == (4, 0, 0)
+    assert result.completed
+    local_batch.refresh_from_db()
+    assert local_batch.status == "completed"
+    assert services.next_assignment(annotators[2]) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_requests_never_overfill_a_hit(query_set):
+    """Six annotators ask at the same moment for the one HIT with two places."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    from .conftest import make_batch
+
+    if connection.vendor == "sqlite":
+        # The SQLite test database is in memory with a shared cache, whose table locks ignore
+        # the busy timeout; the real file database (WAL, IMMEDIATE) queues writers instead.
+        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
+    batch = make_batch(query_set, queries_per_hit=6, assignments_per_query=2)
+    services.publish_batch(batch)
+    users = [services.create_annotator(f"racer-{i}") for i in range(6)]
+
+    def claim(user):
+        try:
+            return services.next_assignment(user)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        claimed = [a for a in pool.map(claim, users) if a is not None]
+    assert len(claimed) == 2
+    assert Assignment.objects.filter(hit__batch=batch).count() == 2

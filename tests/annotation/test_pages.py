@@ -1,0 +1,86 @@
+"""Researcher pages: batch list, detail, agreement with drill-down, escalation plan, actions as jobs."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from annotation import services
+from annotation.models import Batch
+from pooling.models import Job
+
+from .conftest import answers_for, make_batch
+
+
+@pytest.fixture
+def disputed(local_batch, annotators):
+    """104 gets one Other and one Female vote: disputed."""
+    for user, override in zip(annotators[:2], [{}, {"104": "f"}], strict=True):
+        while (assignment := services.next_assignment(user, local_batch)) is not None:
+            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+    return local_batch
+
+
+def test_pages_are_for_staff(disputed, annotators, client):
+    client.force_login(annotators[0])
+    for name in ("annotation:batch-detail", "annotation:batch-agreement", "annotation:batch-escalate"):
+        response = client.get(reverse(name, args=["b1"]))
+        assert response.status_code == 302 and "/admin/login/" in response.url
+
+
+def test_batch_list_and_detail(disputed, researcher, client):
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:batch-list")).content.decode()
+    assert reverse("annotation:batch-detail", args=["b1"]) in page
+    page = client.get(reverse("annotation:batch-detail", args=["b1"])).content.decode()
+    assert "$0.24" in page and "4 / 4" in page
+    assert 'id="hits"' in page and page.count("preview</a>") == 2
+
+
+def test_agreement_page_drills_down_to_pseudonymous_votes(disputed, researcher, annotators, client):
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:batch-agreement", args=["b1"])).content.decode()
+    assert 'id="set-aside-count">1<' in page
+    link = reverse("annotation:batch-query", args=["b1", "104"])
+    assert link in page
+    detail = client.get(link).content.decode()
+    assert "do boys or girls learn faster" in detail and "disputed" in detail
+    for user in annotators[:2]:
+        assert services.local.local_worker(user).pseudonym in detail
+        assert user.username not in detail
+    assert "Other or multiple genders" in detail and "Female" in detail
+
+
+def test_escalation_page_shows_the_cost_before_anything_happens(
+    disputed, researcher, client, django_capture_on_commit_callbacks
+):
+    client.force_login(researcher)
+    url = reverse("annotation:batch-escalate", args=["b1"])
+    page = client.get(url + "?max_assignments=3").content.decode()
+    assert "Total extra cost" in page and "$0.06" in page
+    assert disputed.hits.filter(max_assignments=3).count() == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"max_assignments": "3", "confirm": "on"})
+    job = Job.objects.get(pk=int(response.url.rstrip("/").rsplit("/", 1)[1]))
+    assert job.status == Job.Status.DONE and job.result["extra_assignments"] == 1
+    assert disputed.hits.filter(max_assignments=3).count() == 1
+
+
+def test_publish_and_cancel_buttons(query_set, researcher, client, django_capture_on_commit_callbacks):
+    batch = make_batch(query_set, name="draft")
+    client.force_login(researcher)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("annotation:batch-publish", args=["draft"]))
+    batch.refresh_from_db()
+    assert batch.status == Batch.Status.PUBLISHED
+    client.post(reverse("annotation:batch-cancel", args=["draft"]))
+    batch.refresh_from_db()
+    assert batch.status == Batch.Status.CANCELLED
+
+
+def test_hit_preview_is_the_self_contained_page(local_batch, researcher, client):
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:hit-preview", args=["b1", 1])).content.decode()
+    assert "<fieldset" in page and 'name="assignmentId"' in page
+    assert not re.search(r'(src|href)="(https?:)?//', page) and "<script src" not in page  # nothing external
+    assert "csrfmiddlewaretoken" not in page

@@ -1,0 +1,389 @@
+"""MTurk through the services, with botocore's Stubber on a real client (no network).
+
+Publishing: HIT type then HITs with deterministic tokens; an interruption after MTurk
+created a HIT but before we recorded it is repaired by re-running (HitAlreadyExists gives
+the id back, no second HIT). Syncing: pagination, answer parsing, invalid answers, gold
+failure -> rejection with feedback, already approved assignments.
+"""
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+from botocore.stub import ANY, Stubber
+
+from annotation import services
+from annotation.models import Assignment, Batch, Hit, Judgment, Worker, WorkerIdentity
+from annotation.mturk import MTurk, make_client
+from annotation.providers import MTurkProvider
+from annotation.question_xml import build_answers_xml
+
+from .conftest import TRUTH
+
+HIT_TYPE = "3HITTYPE0000000000000000000001"
+HIT_IDS = ["3HIT00000000000000000000000001", "3HIT00000000000000000000000002"]
+T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def stubbed(monkeypatch):
+    """A real MTurk client (sandbox endpoint, fake credentials) whose answers the test scripts."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    client = make_client()
+    with Stubber(client) as stubber:
+        yield stubber, MTurkProvider(MTurk(client, max_calls_per_second=None))
+        stubber.assert_no_pending_responses()
+
+
+@pytest.fixture
+def mturk_batch(query_set, tmp_path):
+    gold = tmp_path / "gold.tsv"
+    gold.write_text("g1\tis my mother at home\tf\n")
+    return services.create_batch(
+        "mt",
+        services.BatchSettings(
+            provider="mturk",
+            assignments_per_query=2,
+            queries_per_hit=3,
+            reward=Decimal("0.10"),
+            qualifications={"locales": ["US"], "min_approval_rate": 95},
+            gold_per_hit=1,
+        ),
+        query_set=query_set,
+        gold=services.read_gold_file(gold),
+    )
+
+
+def _expect_hit_type(stubber):
+    stubber.add_response(
+        "create_hit_type",
+        {"HITTypeId": HIT_TYPE},
+        {
+            "Title": ANY,
+            "Description": ANY,
+            "Keywords": ANY,
+            "Reward": "0.10",
+            "AssignmentDurationInSeconds": 1800,
+            "AutoApprovalDelayInSeconds": 3 * 86400,
+            "QualificationRequirements": [
+                {
+                    "QualificationTypeId": "00000000000000000071",
+                    "Comparator": "In",
+                    "LocaleValues": [{"Country": "US"}],
+                    "ActionsGuarded": "Accept",
+                },
+                {
+                    "QualificationTypeId": "000000000000000000L0",
+                    "Comparator": "GreaterThanOrEqualTo",
+                    "IntegerValues": [95],
+                    "ActionsGuarded": "Accept",
+                },
+            ],
+        },
+    )
+
+
+def _create_params(hit: Hit) -> dict:
+    return {
+        "HITTypeId": HIT_TYPE,
+        "Question": ANY,
+        "LifetimeInSeconds": 7 * 86400,
+        "MaxAssignments": 2,
+        "UniqueRequestToken": hit.unique_token,
+        "RequesterAnnotation": f"mt HIT {hit.position}",
+    }
+
+
+def _expect_create(stubber, hit: Hit, hit_id: str):
+    stubber.add_response("create_hit_with_hit_type", {"HIT": {"HITId": hit_id}}, _create_params(hit))
+
+
+def _publish(mturk_batch, stubbed):
+    stubber, provider = stubbed
+    _expect_hit_type(stubber)
+    for hit, hit_id in zip(mturk_batch.hits.order_by("position"), HIT_IDS, strict=True):
+        _expect_create(stubber, hit, hit_id)
+    assert services.publish_batch(mturk_batch, provider) == 2
+
+
+def test_publish_creates_a_hit_type_then_one_hit_per_local_hit(mturk_batch, stubbed):
+    captured = []
+    original = MTurkProvider.publish_hit
+
+    def spy(self, hit, html):
+        captured.append(html)
+        return original(self, hit, html)
+
+    MTurkProvider.publish_hit = spy
+    try:
+        _publish(mturk_batch, stubbed)
+    finally:
+        MTurkProvider.publish_hit = original
+    mturk_batch.refresh_from_db()
+    assert mturk_batch.status == Batch.Status.PUBLISHED and mturk_batch.hit_type_id == HIT_TYPE
+    assert list(mturk_batch.hits.order_by("position").values_list("provider_id", flat=True)) == HIT_IDS
+    # The HIT page posts to the sandbox's externalSubmit with the assignment id, and is self-contained.
+    page = captured[0]
+    assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in page
+    assert 'name="assignmentId"' in page and "csrfmiddlewaretoken" not in page
+    assert page.count("<fieldset") == 4  # 3 queries and 1 gold question
+
+
+def test_interrupted_publish_is_finished_by_running_again_without_a_second_hit(mturk_batch, stubbed):
+    """MTurk created HIT 2, then the process died before its id was saved."""
+    stubber, provider = stubbed
+    hits = list(mturk_batch.hits.order_by("position"))
+    _expect_hit_type(stubber)
+    _expect_create(stubber, hits[0], HIT_IDS[0])
+    _expect_create(stubber, hits[1], HIT_IDS[1])
+    original = MTurkProvider.publish_hit
+    calls = []
+
+    def dies_after_second_call(self, hit, html):
+        hit_id = original(self, hit, html)
+        calls.append(hit_id)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # after MTurk answered, before the id is recorded
+        return hit_id
+
+    MTurkProvider.publish_hit = dies_after_second_call
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            services.publish_batch(mturk_batch, provider)
+    finally:
+        MTurkProvider.publish_hit = original
+    assert list(Hit.objects.filter(batch=mturk_batch).order_by("position").values_list("provider_id", flat=True)) == [
+        HIT_IDS[0],
+        None,
+    ]
+
+    # Re-run: the HIT type is not created again; HIT 1 is skipped; HIT 2 is requested with
+    # the same token and MTurk answers HitAlreadyExists naming the HIT it made.
+    stubber.add_client_error(
+        "create_hit_with_hit_type",
+        service_error_code="RequestError",
+        service_message=f"The HIT with ID {HIT_IDS[1]} already exists.",
+        modeled_fields={
+            "Message": f"The HIT with ID {HIT_IDS[1]} already exists.",
+            "TurkErrorCode": "AWS.MechanicalTurk.HitAlreadyExists",
+        },
+        expected_params=_create_params(hits[1]),
+    )
+    batch = Batch.objects.get(pk=mturk_batch.pk)
+    assert services.publish_batch(batch, provider) == 1
+    assert list(batch.hits.order_by("position").values_list("provider_id", flat=True)) == HIT_IDS
+    assert batch.status == Batch.Status.PUBLISHED
+    # A third run has nothing to do and calls nothing.
+    assert services.publish_batch(batch, provider) == 0
+
+
+def _assignment(number: int, hit_id: str, worker: str, answers: dict[str, str], status="Submitted") -> dict:
+    return {
+        "AssignmentId": f"3ASSIGNMENT{number:019d}",
+        "WorkerId": worker,
+        "HITId": hit_id,
+        "AssignmentStatus": status,
+        "AcceptTime": T0,
+        "SubmitTime": T0 + dt.timedelta(minutes=number),
+        "Answer": build_answers_xml(answers),
+    }
+
+
+def _truthful(hit: Hit, **override) -> dict[str, str]:
+    answers = {}
+    for hq in hit.hit_queries.select_related("batch_query"):
+        bq = hq.batch_query
+        answers[hq.field_name] = override.get(bq.qid, bq.gold_label if bq.is_gold else TRUTH[bq.qid])
+    answers["assignmentId"] = "ignored"
+    return answers
+
+
+def test_sync_pages_parses_validates_and_reviews(mturk_batch, stubbed):
+    stubber, provider = stubbed
+    _publish(mturk_batch, stubbed)
+    hit1, hit2 = mturk_batch.hits.order_by("position")
+    missing = _truthful(hit1)
+    missing.pop("q-2")
+    unknown = _truthful(hit2)
+    unknown["q-1"] = "maybe"
+    assignments_1 = [
+        _assignment(1, HIT_IDS[0], "AWORKER1", _truthful(hit1)),  # valid, passes gold
+        _assignment(2, HIT_IDS[0], "AWORKER2", missing),  # one answer missing: kept for review
+    ]
+    assignments_2 = [
+        _assignment(3, HIT_IDS[1], "AWORKER1", _truthful(hit2, g1="m")),  # fails gold: rejected
+        _assignment(4, HIT_IDS[1], "AWORKER3", unknown),  # unknown category, gold fine
+    ]
+    # HIT 1 comes in two pages, the first one short but with a NextToken.
+    params = {"HITId": HIT_IDS[0], "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]}
+    stubber.add_response(
+        "list_assignments_for_hit", {"Assignments": assignments_1[:1], "NextToken": "page-2", "NumResults": 1}, params
+    )
+    stubber.add_response(
+        "list_assignments_for_hit",
+        {"Assignments": assignments_1[1:], "NumResults": 1},
+        params | {"NextToken": "page-2"},
+    )
+    stubber.add_response(
+        "list_assignments_for_hit",
+        {"Assignments": assignments_2, "NumResults": 2},
+        params | {"HITId": HIT_IDS[1]},
+    )
+    stubber.add_response("approve_assignment", {}, {"AssignmentId": assignments_1[0]["AssignmentId"]})
+    stubber.add_response(
+        "reject_assignment", {}, {"AssignmentId": assignments_2[0]["AssignmentId"], "RequesterFeedback": ANY}
+    )
+    result = services.sync_batch(mturk_batch, provider)
+    assert (result.new, result.invalid, result.approved, result.rejected, result.kept) == (4, 2, 1, 1, 2)
+
+    stored = {a.provider_assignment_id: a for a in Assignment.objects.all()}
+    assert len(stored) == 4
+    first, second = (stored[a["AssignmentId"]] for a in assignments_1)
+    gold_failed, bad_category = (stored[a["AssignmentId"]] for a in assignments_2)
+    assert first.status == "approved" and first.valid and first.gold_passed
+    assert second.status == "submitted" and second.valid is False
+    assert Judgment.objects.get(assignment=second, label=None).invalid_reason == "missing answer"
+    assert gold_failed.status == "rejected" and gold_failed.gold_passed is False
+    assert "is my mother at home" in gold_failed.feedback and "you answered Male" in gold_failed.feedback
+    assert Judgment.objects.get(assignment=bad_category, label=None).invalid_reason == "unknown category 'maybe'"
+    assert bad_category.status == "submitted"
+    assert "<QuestionFormAnswers" in first.raw_answer
+
+    # Workers are pseudonymous: MTurk ids live only in WorkerIdentity.
+    assert Worker.objects.count() == 3
+    assert set(WorkerIdentity.objects.values_list("external_id", flat=True)) == {"AWORKER1", "AWORKER2", "AWORKER3"}
+    assert not any(w.startswith("A") for w in Worker.objects.values_list("pseudonym", flat=True))
+    assert first.worker == gold_failed.worker  # the same MTurk worker is one worker across HITs
+
+
+def test_sync_stores_each_assignment_once_and_tolerates_already_approved(mturk_batch, stubbed):
+    stubber, provider = stubbed
+    _publish(mturk_batch, stubbed)
+    hit1, _ = mturk_batch.hits.order_by("position")
+    params = {"HITId": HIT_IDS[0], "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]}
+    only = _assignment(1, HIT_IDS[0], "AWORKER1", _truthful(hit1))
+    for sync_round in range(2):
+        stubber.add_response("list_assignments_for_hit", {"Assignments": [only], "NumResults": 1}, params)
+        stubber.add_response(
+            "list_assignments_for_hit", {"Assignments": [], "NumResults": 0}, params | {"HITId": HIT_IDS[1]}
+        )
+        if sync_round == 0:
+            # Someone approved it on the requester website meanwhile: MTurk refuses, the
+            # assignment turns out to be Approved, which is what we wanted.
+            stubber.add_client_error(
+                "approve_assignment",
+                service_error_code="RequestError",
+                service_message="This operation can be called with a status of: Submitted",
+                modeled_fields={"Message": "This operation can be called with a status of: Submitted"},
+                expected_params={"AssignmentId": only["AssignmentId"]},
+            )
+            stubber.add_response(
+                "get_assignment",
+                {"Assignment": only | {"AssignmentStatus": "Approved"}},
+                {"AssignmentId": only["AssignmentId"]},
+            )
+    first = services.sync_batch(mturk_batch, provider)
+    assert (first.new, first.approved) == (1, 1)
+    second = services.sync_batch(mturk_batch, provider)  # nothing new, nothing reviewed again
+    assert (second.new, second.approved, second.rejected) == (0, 0, 0)
+    assert Assignment.objects.get().status == "approved"
+    assert Judgment.objects.count() == 4
+
+
+def test_approve_all_approves_failed_gold(mturk_batch, stubbed):
+    stubber, provider = stubbed
+    _publish(mturk_batch, stubbed)
+    hit1, _ = mturk_batch.hits.order_by("position")
+    params = {"HITId": HIT_IDS[0], "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]}
+    failed = _assignment(1, HIT_IDS[0], "AWORKER1", _truthful(hit1, g1="n"))
+    stubber.add_response("list_assignments_for_hit", {"Assignments": [failed], "NumResults": 1}, params)
+    stubber.add_response(
+        "list_assignments_for_hit", {"Assignments": [], "NumResults": 0}, params | {"HITId": HIT_IDS[1]}
+    )
+    stubber.add_response("approve_assignment", {}, {"AssignmentId": failed["AssignmentId"]})
+    result = services.sync_batch(mturk_batch, provider, approve_all=True)
+    assert (result.approved, result.rejected) == (1, 0)
+
+
+def test_escalation_on_mturk_adds_assignments_with_a_deterministic_token(mturk_batch, stubbed):
+    stubber, provider = stubbed
+    _publish(mturk_batch, stubbed)
+    hit1 = mturk_batch.hits.get(position=1)
+    params = {"HITId": HIT_IDS[0], "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]}
+    # HIT 1: two workers disagree on its first query; HIT 2 gets no answers.
+    first_qid = hit1.hit_queries.exclude(batch_query__is_gold=True).order_by("position")[0].batch_query.qid
+    other = "o" if TRUTH[first_qid] != "o" else "n"
+    answers = [
+        _assignment(1, HIT_IDS[0], "AWORKER1", _truthful(hit1)),
+        _assignment(2, HIT_IDS[0], "AWORKER2", _truthful(hit1, **{first_qid: other})),
+    ]
+    stubber.add_response("list_assignments_for_hit", {"Assignments": answers, "NumResults": 2}, params)
+    stubber.add_response(
+        "list_assignments_for_hit", {"Assignments": [], "NumResults": 0}, params | {"HITId": HIT_IDS[1]}
+    )
+    for a in answers:
+        stubber.add_response("approve_assignment", {}, {"AssignmentId": a["AssignmentId"]})
+    services.sync_batch(mturk_batch, provider)
+
+    plan = services.plan_escalation(mturk_batch, max_assignments=3)
+    assert [(hit.pk, qids) for hit, qids in plan.hits] == [(hit1.pk, [first_qid])]
+    assert plan.cost.total == Decimal("0.12")  # $0.10 reward + $0.02 fee
+    stubber.add_response(
+        "create_additional_assignments_for_hit",
+        {},
+        {"HITId": HIT_IDS[0], "NumberOfAdditionalAssignments": 1, "UniqueRequestToken": ANY},
+    )
+    escalations = services.escalate_batch(mturk_batch, max_assignments=3, provider=provider)
+    assert len(escalations) == 1 and escalations[0].applied is False  # object as created; row is applied
+    assert mturk_batch.escalations.get().applied
+    hit1.refresh_from_db()
+    assert hit1.max_assignments == 3
+    with pytest.raises(services.ServiceError, match="fewer than 10"):
+        services.plan_escalation(mturk_batch, max_assignments=10)
+
+
+def test_cancel_expires_every_open_hit(mturk_batch, stubbed):
+    stubber, provider = stubbed
+    _publish(mturk_batch, stubbed)
+    for hit_id in HIT_IDS:
+        stubber.add_response("update_expiration_for_hit", {}, {"HITId": hit_id, "ExpireAt": ANY})
+    assert services.cancel_batch(mturk_batch, provider) == 2
+    assert set(mturk_batch.hits.values_list("status", flat=True)) == {"expired"}
+
+
+def test_unreadable_answer_xml_is_recorded_as_invalid_never_guessed(mturk_batch, stubbed):
+    stubber, provider = stubbed
+    _publish(mturk_batch, stubbed)
+    params = {"HITId": HIT_IDS[0], "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]}
+    broken = _assignment(1, HIT_IDS[0], "AWORKER1", {}) | {"Answer": "<QuestionFormAnswers><Answer>"}
+    stubber.add_response("list_assignments_for_hit", {"Assignments": [broken], "NumResults": 1}, params)
+    stubber.add_response(
+        "list_assignments_for_hit", {"Assignments": [], "NumResults": 0}, params | {"HITId": HIT_IDS[1]}
+    )
+    result = services.sync_batch(mturk_batch, provider)
+    assert (result.new, result.invalid, result.kept) == (1, 1, 1)
+    assignment = Assignment.objects.get()
+    assert assignment.raw_answer == "<QuestionFormAnswers><Answer>"
+    assert set(assignment.judgments.values_list("label", "invalid_reason")) == {(None, "missing answer")}
+
+
+def test_mturk_admin_balance_and_block_worker_by_pseudonym(db, stubbed, monkeypatch):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from annotation.pseudonyms import worker_for
+
+    stubber, provider = stubbed
+    monkeypatch.setattr("annotation.services.mturk_admin.default_mturk", lambda: provider.mturk)
+    out = StringIO()
+    stubber.add_response("get_account_balance", {"AvailableBalance": "10000.00"}, {})
+    call_command("mturk_admin", "balance", stdout=out)
+    assert "Available balance: $10000.00" in out.getvalue()
+    worker = worker_for("mturk", "AWORKER9")
+    stubber.add_response("create_worker_block", {}, {"WorkerId": "AWORKER9", "Reason": "copied answers"})
+    call_command("mturk_admin", "block-worker", worker.pseudonym, "--reason", "copied answers", stdout=out)
+    worker.refresh_from_db()
+    assert worker.blocked

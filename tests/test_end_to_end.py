@@ -1,0 +1,40 @@
+"""The researcher's whole path, as ``bin/demo`` runs it: pool -> annotate -> export -> measure."""
+
+import csv
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from pooling.models import Pool, QuerySet
+
+
+@pytest.mark.django_db
+def test_demo_runs_the_whole_path(settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+    out = StringIO()
+    call_command("demo", passages=3000, queries=200, stdout=out)
+    demo = Path(tmp_path) / "demo"
+
+    pool = Pool.objects.get(name="demo-pool")
+    assert pool.runs.count() == 3
+    pooled = pool.queries.queries.count()
+    assert 0 < pooled <= 200
+
+    exported = QuerySet.objects.get(name="demo-non-gendered")
+    exported_qids = set(exported.queries.values_list("qid", flat=True))
+    assert exported_qids and exported_qids <= set(pool.queries.queries.values_list("qid", flat=True))
+    lines = (demo / "non-gendered.tsv").read_text().splitlines()
+    assert {line.split("\t")[0] for line in lines} == exported_qids
+
+    with open(demo / "bias.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert set(rows[0]) == {"run", "metric", "variant", "cutoff", "value", "queries"}
+    assert {r["run"] for r in rows} == {"ranker-a", "ranker-b", "ranker-c"}
+    assert {r["metric"] for r in rows} >= {"RaB", "ARaB", "NFaiRR", "TExFAIR"}
+    assert (demo / "bias.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # Running it again changes nothing and does not fail.
+    call_command("demo", passages=3000, queries=200, stdout=StringIO())
+    assert Pool.objects.count() == 1
