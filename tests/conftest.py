@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-REFERENCE_DIR = Path(os.environ.get("REFERENCE_DIR") or Path(__file__).resolve().parent.parent.parent / "shared" / "reference")
+REFERENCE_DIR = Path(
+    os.environ.get("REFERENCE_DIR") or Path(__file__).resolve().parent.parent.parent / "shared" / "reference"
+)
 # Playwright's sync API runs an event loop in this thread; Django must still allow ORM calls.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
