@@ -34,8 +34,13 @@ def pool_detail(request: HttpRequest, name: str) -> HttpResponse:
     pool = get_object_or_404(Pool, name=name)
     runs, rows = services.pool_table(pool)
     summary = services.pool_summary(pool)
-    overlap = [
-        {"run": run, "cells": list(zip(summary["runs"], values, strict=True))}
+    overlap = [  # shade at most half-strength so the dark figures stay readable
+        {
+            "run": run,
+            "cells": [
+                (other, value, round(value / 2, 2)) for other, value in zip(summary["runs"], values, strict=True)
+            ],
+        }
         for run, values in zip(summary["runs"], summary["overlap"], strict=True)
     ]
     for row in rows:
