@@ -126,8 +126,9 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     ]
     matrix = report["confusion"]["matrix"]
     peak = max((max(row) for row in matrix), default=0) or 1
+    # Shades at most half-strength, so the dark figures on them stay readable.
     confusion = [
-        {"name": LABEL_NAMES[label], "cells": [{"value": v, "shade": round(0.5 * v / peak, 2)}  # at most half: dark text stays readable for v in row]}
+        {"name": LABEL_NAMES[label], "cells": [{"value": v, "shade": round(0.5 * v / peak, 2)} for v in row]}
         for label, row in zip(report["confusion"]["labels"], matrix, strict=True)
     ]
     set_aside = [r for r in query_results(batch) if r["label"] is None and r["votes"]]
