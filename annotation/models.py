@@ -217,6 +217,7 @@ class Assignment(models.Model):
         SUBMITTED = "submitted"
         APPROVED = "approved"
         REJECTED = "rejected"
+        ABANDONED = "abandoned", "Time ran out before it was submitted"
 
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="assignments")
     provider_assignment_id = models.CharField(max_length=100, unique=True)

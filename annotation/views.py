@@ -189,7 +189,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         pk=pk,
         worker__identity__user=request.user,
     )
-    if assignment.status != Assignment.Status.ASSIGNED:
+    if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
         messages.info(request, "You already submitted that HIT.")
         return redirect("annotation:next")
     hit = assignment.hit

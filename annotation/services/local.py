@@ -4,7 +4,8 @@ An annotator is a user in the ``annotators`` group (made by ``create_annotator``
 the admin; there is no sign-up). They ask for their next HIT and get, in this order,
 the HIT they were already given and have not submitted, or a new one: the first HIT of
 the oldest published local batch that still needs answers and that they have not done.
-``Assignment`` is unique on (hit, worker), so nobody is ever shown a HIT twice.
+``Assignment`` is unique on (hit, worker), so nobody is ever shown a HIT twice: a hand-out
+whose time ran out is marked abandoned (its place goes back to the queue), not deleted.
 
 Handing out is concurrency-safe. On PostgreSQL the candidate HIT row is locked
 (``SELECT ... FOR UPDATE SKIP LOCKED``) and its free places counted again under the lock,
@@ -61,21 +62,29 @@ def local_worker(user) -> Worker:
     return worker_for(Provider.LOCAL, str(user.pk), user=user)
 
 
+#: Assignments that no longer hold a place of their HIT.
+_FREED = (Assignment.Status.REJECTED, Assignment.Status.ABANDONED)
+
+
 def _release_abandoned() -> None:
     """Free places held longer than the batch's assignment duration, as MTurk does."""
     now = timezone.now()
     for batch in Batch.objects.filter(provider=Provider.LOCAL, status=Batch.Status.PUBLISHED):
         Assignment.objects.filter(
             hit__batch=batch, status=Assignment.Status.ASSIGNED, accepted_at__lt=now - batch.assignment_duration
-        ).delete()
+        ).update(status=Assignment.Status.ABANDONED)
+
+
+def _held(hit: Hit) -> int:
+    return Assignment.objects.filter(hit=hit).exclude(status__in=_FREED).count()
 
 
 def _taken(hit_ref) -> Subquery:
-    """Places of a HIT held by anyone: handed out, submitted or approved (rejected ones are free again)."""
+    """Places of a HIT held by anyone: handed out, submitted or approved (rejected and abandoned ones are free again)."""
     return Coalesce(
         Subquery(
             Assignment.objects.filter(hit=hit_ref)
-            .exclude(status=Assignment.Status.REJECTED)
+            .exclude(status__in=_FREED)
             .order_by()
             .values("hit")
             .annotate(n=Count("pk"))
@@ -126,8 +135,7 @@ def next_assignment(user, batch: Batch | None = None) -> Assignment | None:
         with transaction.atomic():
             for hit in candidates.select_for_update(skip_locked=True, of=("self",))[:_CANDIDATES]:
                 # Count again under the lock: the count above may predate another claim's commit.
-                held = Assignment.objects.filter(hit=hit).exclude(status=Assignment.Status.REJECTED).count()
-                if held >= hit.max_assignments:
+                if _held(hit) >= hit.max_assignments:
                     continue
                 return Assignment.objects.create(
                     hit=hit,
@@ -142,10 +150,20 @@ def next_assignment(user, batch: Batch | None = None) -> Assignment | None:
 
 
 def submit_local_assignment(assignment: Assignment, answers: Mapping[str, str]) -> AnswerCheck:
-    """Record an annotator's answers to a HIT they were given (once: a second submit is refused)."""
+    """Record an annotator's answers to a HIT they were given (once: a second submit is refused).
+
+    Answers that arrive after the time ran out are still taken while the HIT has a free
+    place; otherwise the annotator is told that they were not recorded.
+    """
     with transaction.atomic():
         locked = Assignment.objects.select_for_update().select_related("hit__batch").get(pk=assignment.pk)
-        if locked.status != Assignment.Status.ASSIGNED:
+        if locked.status == Assignment.Status.ABANDONED:
+            if _held(locked.hit) >= locked.hit.max_assignments:
+                raise ServiceError(
+                    "the time for this HIT ran out and others have taken its places; your answers were not recorded"
+                )
+            locked.status = Assignment.Status.ASSIGNED
+        elif locked.status != Assignment.Status.ASSIGNED:
             raise ServiceError("this HIT was already submitted")
         if locked.hit.batch.status != Batch.Status.PUBLISHED:
             raise ServiceError("this batch is no longer open")

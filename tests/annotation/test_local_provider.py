@@ -121,14 +121,39 @@ def test_abandoned_hits_are_handed_to_someone_else(local_batch, annotators):
     a, b, c = annotators
     first = services.next_assignment(a)
     services.next_assignment(b)  # HIT 1 is now full (2 places)
-    assert services.next_assignment(c).hit != first.hit
+    c_current = services.next_assignment(c)
+    assert c_current.hit != first.hit
     Assignment.objects.filter(pk=first.pk).update(accepted_at=timezone.now() - dt.timedelta(hours=1))
-    # The stale hand-out is released; its place goes back to the queue (a takes it again afresh).
+    # The stale hand-out is marked abandoned and its place goes back to the queue, but never
+    # to the annotator who held it: a HIT is not shown to the same person twice.
     again = services.next_assignment(a)
-    assert again.hit == first.hit and again.pk != first.pk
-    assert not Assignment.objects.filter(pk=first.pk).exists()
-    c_hits = set(Assignment.objects.filter(worker__identity__user=c).values_list("hit", flat=True))
-    assert first.hit_id not in c_hits
+    assert again is None or again.hit != first.hit
+    first.refresh_from_db()
+    assert first.status == Assignment.Status.ABANDONED
+    services.submit_local_assignment(c_current, answers_for(c_current))
+    taker = services.next_assignment(c)
+    assert taker.hit == first.hit
+
+
+def test_late_answers_count_while_a_place_is_free(local_batch, annotators):
+    a, b, _ = annotators
+    first = services.next_assignment(a)
+    Assignment.objects.filter(pk=first.pk).update(accepted_at=timezone.now() - dt.timedelta(hours=1))
+    services.next_assignment(b)  # releases a's place; b takes the other place of HIT 1 or another HIT
+    services.submit_local_assignment(first, answers_for(first))
+    first.refresh_from_db()
+    assert first.status == Assignment.Status.SUBMITTED
+
+
+def test_late_answers_are_refused_once_the_places_are_taken(local_batch, annotators):
+    a, b, c = annotators
+    first = services.next_assignment(a)
+    Assignment.objects.filter(pk=first.pk).update(accepted_at=timezone.now() - dt.timedelta(hours=1))
+    services.next_assignment(b)
+    services.next_assignment(c)  # the freed place and the second place of HIT 1 are now held
+    assert Assignment.objects.filter(hit=first.hit).exclude(pk=first.pk).count() == 2
+    with pytest.raises(services.ServiceError, match="your answers were not recorded"):
+        services.submit_local_assignment(first, answers_for(first))
 
 
 def test_blocked_annotators_get_nothing(local_batch, annotators):
