@@ -8,13 +8,14 @@ the provider work as background jobs and read agreement and disputed votes.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
+
+from pooling.permissions import researcher_required
 
 from . import services
 from .aggregation import LABEL_NAMES, LABELS
@@ -33,7 +34,7 @@ def batch_list(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/batch_list.html", {"batches": batches})
 
 
-@staff_member_required
+@researcher_required
 def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
     hits = batch.hits.order_by("position").prefetch_related("assignments")
@@ -60,20 +61,20 @@ def _start(request: HttpRequest, name: str, start) -> HttpResponse:
     return redirect("pooling:job-detail", pk=job.pk)
 
 
-@staff_member_required
+@researcher_required
 @require_POST
 def batch_publish(request: HttpRequest, name: str) -> HttpResponse:
     return _start(request, name, services.start_publish)
 
 
-@staff_member_required
+@researcher_required
 @require_POST
 def batch_sync(request: HttpRequest, name: str) -> HttpResponse:
     approve_all = request.POST.get("approve_all") == "on"
     return _start(request, name, lambda batch: services.start_sync(batch, approve_all=approve_all))
 
 
-@staff_member_required
+@researcher_required
 @require_POST
 def batch_cancel(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
@@ -86,7 +87,7 @@ def batch_cancel(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("annotation:batch-detail", name=batch.name)
 
 
-@staff_member_required
+@researcher_required
 def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
     """Show which HITs would get one more assignment and what it costs; start it on confirmation."""
     batch = get_object_or_404(Batch, name=name)
@@ -106,7 +107,7 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "annotation/batch_escalate.html", {"batch": batch, "plan": plan, "form": form})
 
 
-@staff_member_required
+@researcher_required
 def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
     report = services.agreement(batch, bootstrap=500)
@@ -147,7 +148,7 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     )
 
 
-@staff_member_required
+@researcher_required
 def batch_query(request: HttpRequest, name: str, qid: str) -> HttpResponse:
     """Every pseudonymous vote on one query, with what majority vote and Dawid-Skene made of them."""
     batch = get_object_or_404(Batch, name=name)
@@ -163,7 +164,7 @@ def batch_query(request: HttpRequest, name: str, qid: str) -> HttpResponse:
     )
 
 
-@staff_member_required
+@researcher_required
 def hit_preview(request: HttpRequest, name: str, position: int) -> HttpResponse:
     """The HIT page exactly as MTurk workers get it (submit disabled: no assignment id)."""
     hit = get_object_or_404(Hit, batch__name=name, position=position)

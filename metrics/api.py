@@ -1,7 +1,7 @@
 """REST endpoints of the metrics app: reports with their results (read-only)."""
 
 from django.db.models import Prefetch
-from rest_framework import viewsets
+from rest_framework import permissions, viewsets
 
 from .models import Report, Result
 from .serializers import ReportListSerializer, ReportSerializer
@@ -11,6 +11,7 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
     """Bias reports; the detail view nests every result (run, metric, variant, cutoff, value, CI, p)."""
 
     lookup_field = "name"
+    permission_classes = [permissions.IsAdminUser]  # reports reveal the crowd's labels: researchers only
 
     def get_queryset(self):
         queryset = Report.objects.select_related("query_set", "baseline", "background_run")

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from django.contrib.admin.views.decorators import staff_member_required
-from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from pooling.jobs import create_job
+from pooling.permissions import researcher_required
 from pooling.services import ServiceError
 
 from . import plots, services
@@ -20,13 +19,13 @@ from .models import Report
 from .tasks import build_report_task
 
 
-@login_required
+@researcher_required
 def report_list(request: HttpRequest) -> HttpResponse:
     reports = Report.objects.select_related("query_set").prefetch_related("runs")
     return render(request, "metrics/report_list.html", {"reports": reports, "form": ReportForm()})
 
 
-@login_required
+@researcher_required
 def report_detail(request: HttpRequest, name: str) -> HttpResponse:
     report = get_object_or_404(
         Report.objects.select_related("query_set", "wordlist", "representative_wordlist"), name=name
@@ -42,7 +41,7 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "metrics/report_detail.html", context)
 
 
-@login_required
+@researcher_required
 def report_csv(request: HttpRequest, name: str) -> HttpResponse:
     report = get_object_or_404(Report, name=name)
     response = HttpResponse(
@@ -52,7 +51,7 @@ def report_csv(request: HttpRequest, name: str) -> HttpResponse:
     return response
 
 
-@login_required
+@researcher_required
 def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
     report = get_object_or_404(Report, name=name)
     try:
@@ -64,7 +63,7 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
     return response
 
 
-@login_required
+@researcher_required
 def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
     """``cutoffs``: every metric against the cutoff; ``distribution``: per-query box plots at ``?cutoff=``."""
     report = get_object_or_404(Report, name=name)
@@ -87,7 +86,7 @@ def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
     return response
 
 
-@staff_member_required
+@researcher_required
 @require_POST
 def report_create(request: HttpRequest) -> HttpResponse:
     """Build a report as a Celery task (inline without a broker), then follow its job."""

@@ -1,7 +1,11 @@
-"""REST endpoints of the pooling app: read-only views of what was imported and pooled."""
+"""REST endpoints of the pooling app: read-only views of what was imported and pooled.
+
+Staff only: query sets include annotation exports (the crowd's labels) and pools the
+rankers' gender lists, neither of which an annotator may see.
+"""
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import viewsets
+from rest_framework import permissions, viewsets
 from rest_framework.decorators import action
 
 from .models import Collection, Job, Pool, QuerySet, Run
@@ -16,13 +20,17 @@ from .serializers import (
 )
 
 
-class CollectionViewSet(viewsets.ReadOnlyModelViewSet):
+class StaffReadOnly(viewsets.ReadOnlyModelViewSet):
+    permission_classes = [permissions.IsAdminUser]
+
+
+class CollectionViewSet(StaffReadOnly):
     queryset = Collection.objects.all()
     serializer_class = CollectionSerializer
     lookup_field = "name"
 
 
-class QuerySetViewSet(viewsets.ReadOnlyModelViewSet):
+class QuerySetViewSet(StaffReadOnly):
     queryset = QuerySet.objects.all()
     serializer_class = QuerySetSerializer
     lookup_field = "name"
@@ -36,13 +44,13 @@ class QuerySetViewSet(viewsets.ReadOnlyModelViewSet):
         return self.get_paginated_response(QuerySerializer(page, many=True).data)
 
 
-class RunViewSet(viewsets.ReadOnlyModelViewSet):
+class RunViewSet(StaffReadOnly):
     queryset = Run.objects.select_related("collection")
     serializer_class = RunSerializer
     lookup_field = "name"
 
 
-class PoolViewSet(viewsets.ReadOnlyModelViewSet):
+class PoolViewSet(StaffReadOnly):
     queryset = Pool.objects.select_related("source", "queries", "wordlist").prefetch_related("runs")
     serializer_class = PoolSerializer
     lookup_field = "name"
@@ -56,6 +64,6 @@ class PoolViewSet(viewsets.ReadOnlyModelViewSet):
         return self.get_paginated_response(PoolEntrySerializer(page, many=True).data)
 
 
-class JobViewSet(viewsets.ReadOnlyModelViewSet):
+class JobViewSet(StaffReadOnly):
     queryset = Job.objects.all()
     serializer_class = JobSerializer

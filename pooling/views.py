@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 from dataclasses import asdict
 
-from django.contrib.admin.views.decorators import staff_member_required
-from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -15,11 +13,18 @@ from . import services
 from .forms import PoolForm
 from .jobs import create_job
 from .models import Collection, Job, Pool, QuerySet, Run
+from .permissions import researcher_required
 from .tasks import build_pool_task
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    """Overview: what is registered, and where to go next."""
+    """Researchers get the overview; annotators and visitors a page pointing to their work.
+
+    Pools, query sets and reports reveal the crowd's labels and the rankers' lists, so
+    everything but the annotation pages is for staff (researchers) only.
+    """
+    if not request.user.is_staff:
+        return render(request, "welcome.html")
     context = {
         "collections": Collection.objects.all(),
         "query_sets": QuerySet.objects.all(),
@@ -29,7 +34,7 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "home.html", context)
 
 
-@login_required
+@researcher_required
 def pool_detail(request: HttpRequest, name: str) -> HttpResponse:
     pool = get_object_or_404(Pool, name=name)
     runs, rows = services.pool_table(pool)
@@ -52,7 +57,7 @@ def pool_detail(request: HttpRequest, name: str) -> HttpResponse:
     )
 
 
-@login_required
+@researcher_required
 def pool_download(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
     """The pooled queries: ``tsv`` is ``qid<TAB>query``; ``csv`` adds each run's RaB and the lists."""
     if fmt not in ("tsv", "csv"):
@@ -72,7 +77,7 @@ def pool_download(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
     return response
 
 
-@staff_member_required
+@researcher_required
 def pool_create(request: HttpRequest) -> HttpResponse:
     """Form to build a pool; the work runs as a Celery task (inline without a broker)."""
     form = PoolForm(request.POST or None)
@@ -88,12 +93,12 @@ def pool_create(request: HttpRequest) -> HttpResponse:
     return render(request, "pooling/pool_form.html", {"form": form})
 
 
-@login_required
+@researcher_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "pooling/job_detail.html", {"job": get_object_or_404(Job, pk=pk)})
 
 
-@login_required
+@researcher_required
 def job_progress(request: HttpRequest, pk: int) -> JsonResponse:
     """Progress record of a long job, polled by pages."""
     job = get_object_or_404(Job, pk=pk)

@@ -25,7 +25,10 @@ def test_pages_are_for_staff(disputed, annotators, client):
     client.force_login(annotators[0])
     for name in ("annotation:batch-detail", "annotation:batch-agreement", "annotation:batch-escalate"):
         response = client.get(reverse(name, args=["b1"]))
-        assert response.status_code == 302 and "/admin/login/" in response.url
+        assert response.status_code == 403
+    for path in ("/", "/api/pooling/query-sets/", "/api/pooling/pools/", "/metrics/", "/api/metrics/reports/"):
+        response = client.get(path)
+        assert response.status_code == 403 or b"next task" in response.content, path
 
 
 def test_batch_list_and_detail(disputed, researcher, client):

@@ -22,7 +22,7 @@ def report(world):
 
 @pytest.fixture
 def user_client(client, django_user_model):
-    client.force_login(django_user_model.objects.create_user("ana", password="pw-secret-123"))
+    client.force_login(django_user_model.objects.create_user("ana", password="pw-secret-123", is_staff=True))
     return client
 
 
@@ -30,6 +30,14 @@ def test_pages_need_login(client, report):
     response = client.get(reverse("metrics:report-list"))
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     assert client.get("/api/metrics/reports/").status_code in (401, 403)
+
+
+def test_pages_are_for_researchers(client, report, django_user_model):
+    # Reports reveal which queries the crowd called non-gendered: not for annotators.
+    client.force_login(django_user_model.objects.create_user("annotator", password="pw-secret-123"))
+    assert client.get(reverse("metrics:report-list")).status_code == 403
+    assert client.get(reverse("metrics:report-detail", args=["rep"])).status_code == 403
+    assert client.get("/api/metrics/reports/").status_code == 403
 
 
 def test_report_list_and_detail(user_client, report):
