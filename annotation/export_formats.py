@@ -86,12 +86,17 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[str]], None], newl
 
 
 def write_tsv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
-    """``qid<TAB>query`` per line, no header: the TREC/MS MARCO query-file format ranking tools read."""
+    """``qid<TAB>query`` per line, no header: the TREC/MS MARCO query-file format ranking tools read.
+
+    The text is kept verbatim (only tabs and line breaks become spaces): rankers re-run on
+    this file must see the queries as the crowd saw them, so "-ve blood type" stays as it
+    is. Spreadsheet formulas are neutralised in the CSV export, the one meant for people.
+    """
 
     def write(handle: IO[str]) -> None:
         for row in rows:
-            qid = neutralise_formula(_single_line(row["qid"]))
-            query = neutralise_formula(_single_line(row["query"]))
+            qid = _single_line(row["qid"])
+            query = _single_line(row["query"])
             handle.write(f"{qid}\t{query}\n")
 
     return atomic_write(path, write, newline="")

@@ -89,6 +89,16 @@ def _decode(path: Path, data: bytes, first_line: int) -> str:
         raise InputError(path, line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines as the other readers count them: split on ``\\n`` only (``str.splitlines`` also
+    splits on U+2028, U+0085 and other characters that occur inside real queries), with a
+    trailing ``\\r`` dropped."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
 @contextmanager
 def open_text(path: str | Path) -> Iterator[Iterator[str]]:
     """Lines of a small text file, decoded strictly as UTF-8, without line endings."""
@@ -96,7 +106,7 @@ def open_text(path: str | Path) -> Iterator[Iterator[str]]:
     with open_binary(path) as stream:
         data = stream.read()
     text = _decode(path, data, 1).removeprefix("\ufeff")
-    yield iter(text.splitlines())
+    yield iter(split_lines(text))
 
 
 class _HashingReader(io.RawIOBase):

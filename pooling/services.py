@@ -194,14 +194,25 @@ def import_run(
 
 
 def run_frame(run: Run) -> pl.DataFrame:
-    """The normalised run (``qid, docid, rank, score``), re-read from its file if the cache is gone."""
+    """The normalised run (``qid, docid, rank, score``).
+
+    If the cached file is gone it is rebuilt from the run file, exactly as imported: the
+    file must still have the imported content, lines are checked against the collection
+    and bad ones skipped as ``--skip-bad-lines`` did, and the row count must match.
+    """
     data = Path(run.data)
-    if not data.exists():
-        table = read_run(run.path, order=run.order)
-        data.parent.mkdir(parents=True, exist_ok=True)
-        write_parquet_atomic(table.frame, data)
-        return table.frame
-    return pl.read_parquet(data)
+    if data.exists():
+        return pl.read_parquet(data)
+    if not Path(run.path).is_file() or file_sha256(run.path) != run.sha256:
+        raise ServiceError(
+            f"run {run.name!r}: its cache is gone and {run.path} is missing or changed since it was imported"
+        )
+    table = read_run(run.path, order=run.order, known_docids=collection_docids(run.collection), skipped=Skipped())
+    if len(table.frame) != run.rows:
+        raise ServiceError(f"run {run.name!r}: rebuilding its cache gave {len(table.frame)} rows, not {run.rows}")
+    data.parent.mkdir(parents=True, exist_ok=True)
+    write_parquet_atomic(table.frame, data)
+    return table.frame
 
 
 # --- word lists and counts -------------------------------------------------------------

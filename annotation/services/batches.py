@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 
 from pooling.models import Pool, QuerySet
+from pooling.readers import InputError, open_text
 
 from ..aggregation import CATEGORY_SLUGS, LABELS
 from ..costs import Cost, batch_cost
@@ -92,7 +93,12 @@ def read_gold_file(path: str | Path) -> list[GoldQuery]:
     if not path.is_file():
         raise ServiceError(f"gold file {path} not found")
     gold, seen = [], set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        with open_text(path) as file_lines:
+            lines = list(file_lines)
+    except InputError as exc:
+        raise ServiceError(str(exc)) from None
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         parts = line.split("\t")

@@ -85,7 +85,7 @@ def test_export_as_query_set(annotated, tmp_path):
     assert not (tmp_path / "m.tsv").exists()
 
 
-def test_formula_like_queries_are_neutralised_in_tsv(query_set, tmp_path, annotators):
+def test_formula_like_queries_neutralised_in_csv_verbatim_in_tsv(query_set, tmp_path, annotators):
     query_set.queries.filter(qid="101").update(text="=HYPERLINK(1)")
     from .conftest import make_batch
 
@@ -93,7 +93,9 @@ def test_formula_like_queries_are_neutralised_in_tsv(query_set, tmp_path, annota
     services.publish_batch(batch)
     _annotate(batch, annotators[:2])
     services.export_queries(batch, "non-gendered", tmp_path / "ng.tsv")
-    assert (tmp_path / "ng.tsv").read_text().splitlines()[0] == "101\t'=HYPERLINK(1)"
+    assert (tmp_path / "ng.tsv").read_text().splitlines()[0] == "101\t=HYPERLINK(1)"
+    services.export_queries(batch, "non-gendered", tmp_path / "ng.csv", fmt="csv")
+    assert (tmp_path / "ng.csv").read_text().splitlines()[1] == "101,'=HYPERLINK(1),n"
 
 
 def test_unknown_category_or_format(annotated, tmp_path):

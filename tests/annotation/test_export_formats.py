@@ -56,9 +56,10 @@ def test_tsv_round_trip(tmp_path):
     assert queries["1"] == "what is a nurse, and what does she do"
     assert queries["2"] == 'he said "hello", then left'
     assert queries["3"] == "tab here and newline"
-    assert queries["4"] == '\'=HYPERLINK("http://x")'
-    assert queries["5"] == "'-1 degrees celsius"
-    assert queries["6"] == "'@mention of a king"
+    # Verbatim: rankers read this file (formulas are neutralised in the CSV, for people).
+    assert queries["4"] == '=HYPERLINK("http://x")'
+    assert queries["5"] == "-1 degrees celsius"
+    assert queries["6"] == "@mention of a king"
     assert queries["7"] == "café ünïcode"
     assert only_file(tmp_path) == ["queries.tsv"]
 

@@ -168,3 +168,13 @@ def test_run_skip_bad_lines_keeps_the_rest_and_counts(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         read_run(tmp_path / "absent.trec")
+
+
+def test_queries_split_on_newlines_only(tmp_path):
+    # U+2028 and U+0085 occur inside real query text; str.splitlines would break the line there.
+    path = write(tmp_path, "q.tsv", "1\tline\u2028separator inside\r\n2\tnext\x85line\n3 no tab\n")
+    with pytest.raises(InputError) as err:
+        read_queries(path)
+    assert err.value.line == 3
+    skipped = Skipped()
+    assert read_queries(path, skipped=skipped) == [("1", "line\u2028separator inside"), ("2", "next\x85line")]

@@ -115,3 +115,22 @@ def test_counts_are_cached_between_pools(world, settings):
     Path(world["collection"]).write_text("corrupted")  # a second pool must not need the file again
     run("pool", name="p2", queries="q", runs="a,b", depth=2)
     assert Pool.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_run_cache_is_rebuilt_as_imported(world, tmp_path):
+    from pathlib import Path
+
+    from pooling.services import run_frame
+
+    path = tmp_path / "skip.trec"
+    path.write_text("1 Q0 d1 1 2 t\n1 Q0 d99 2 1 t\n1 Q0 d2 3 0.5 t\n")
+    run("import_run", str(path), name="skip", collection="tiny", skip_bad_lines=True)
+    imported = Run.objects.get(name="skip")
+    before = run_frame(imported)
+    Path(imported.data).unlink()
+    assert run_frame(imported).equals(before)  # d99 is skipped again, not brought back
+    Path(imported.data).unlink()
+    path.write_text("1 Q0 d1 1 2 t\n")
+    with pytest.raises(Exception, match="missing or changed since it was imported"):
+        run_frame(imported)
