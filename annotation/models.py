@@ -170,6 +170,9 @@ class Hit(models.Model):
     position = models.PositiveIntegerField(help_text="1-based order within the batch.")
     # NULL, not "", until published: "not on the provider yet" must not collide in the unique constraint.
     provider_id = models.CharField(max_length=100, null=True, blank=True, help_text="e.g. the MTurk HITId.")  # noqa: DJ001
+    publish_attempted = models.DateTimeField(
+        null=True, blank=True, help_text="When creating it on the provider was last tried (set before the call)."
+    )
     unique_token = models.CharField(max_length=64, unique=True, help_text="MTurk UniqueRequestToken.")
     max_assignments = models.PositiveSmallIntegerField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)

@@ -444,6 +444,35 @@ class MTurk:
             if not _is_duplicate_request(error, unique_request_token):
                 raise
 
+    def iter_hits(self) -> Iterator[dict]:
+        """Every HIT of the requester (ListHITs), following NextToken to the end."""
+        params: dict[str, Any] = {"MaxResults": 100}
+        seen: set[str] = set()
+        while True:
+            page = self._call("list_hits", **params)
+            yield from page.get("HITs", [])
+            token = page.get("NextToken")
+            if not token:
+                return
+            if token in seen:
+                raise MTurkError("MTurk repeated a NextToken while listing HITs", operation="ListHITs")
+            seen.add(token)
+            params["NextToken"] = token
+
+    def find_hit(self, *, requester_annotation: str, hit_type_id: str | None = None) -> str | None:
+        """The id of the HIT created with ``requester_annotation`` (and HIT type), or ``None``.
+
+        For HITs whose creation may have succeeded more than 24 hours ago without its id
+        being recorded: MTurk forgets a UniqueRequestToken after 24 hours, so only a lookup
+        can tell whether to create the HIT again.
+        """
+        for hit in self.iter_hits():
+            if hit.get("RequesterAnnotation") == requester_annotation and (
+                hit_type_id is None or hit.get("HITTypeId") == hit_type_id
+            ):
+                return hit["HITId"]
+        return None
+
     # -- assignments -----------------------------------------------------------------
 
     def iter_assignments(self, hit_id: str, statuses: Iterable[str] = ASSIGNMENT_STATUSES) -> Iterator[dict]:

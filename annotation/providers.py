@@ -57,6 +57,13 @@ class CrowdProvider(ABC):
     def publish_hit(self, hit: Hit, question_html: str) -> str:
         """Create the HIT and return the provider's id for it; must be idempotent on ``hit.unique_token``."""
 
+    #: How long the provider remembers ``unique_token``: past it, a retry could duplicate a HIT.
+    token_memory: dt.timedelta | None = None
+
+    def find_hit(self, hit: Hit) -> str | None:
+        """The provider's id of ``hit`` if it exists there (looked up, not created), else ``None``."""
+        return None
+
     @abstractmethod
     def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
         """Every submitted, approved or rejected assignment of the HIT."""
@@ -139,6 +146,9 @@ _MTURK_STATUSES = {"Submitted": "submitted", "Approved": "approved", "Rejected":
 class MTurkProvider(CrowdProvider):
     """Amazon Mechanical Turk (or any server speaking its API), through :class:`annotation.mturk.MTurk`."""
 
+    #: MTurk keeps a UniqueRequestToken for 24 hours; an hour's margin.
+    token_memory = dt.timedelta(hours=23)
+
     def __init__(self, mturk=None) -> None:
         if mturk is None:
             from .mturk import MTurk, make_client
@@ -183,8 +193,16 @@ class MTurkProvider(CrowdProvider):
             lifetime_seconds=int(hit.batch.lifetime.total_seconds()),
             max_assignments=hit.max_assignments,
             unique_request_token=hit.unique_token,
-            requester_annotation=f"{hit.batch.name} HIT {hit.position}"[:255],
+            requester_annotation=self._annotation(hit),
         )
+
+    def find_hit(self, hit: Hit) -> str | None:
+        return self.mturk.find_hit(requester_annotation=self._annotation(hit), hit_type_id=hit.batch.hit_type_id)
+
+    @staticmethod
+    def _annotation(hit: Hit) -> str:
+        """``RequesterAnnotation`` naming the local HIT: how a HIT is found again on MTurk."""
+        return f"{hit.batch.name} HIT {hit.position}"[:255]
 
     def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
         from .question_xml import parse_answers

@@ -47,6 +47,10 @@ class Progress:
             self.job.done = done
             self.job.save(update_fields=["done", "updated"])
 
+    @property
+    def done(self) -> int:
+        return self._done
+
     def advance(self, amount: int = 1) -> None:
         self.update_to(self._done + amount)
 

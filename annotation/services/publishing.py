@@ -10,7 +10,10 @@ Publishing is written to survive being interrupted anywhere and run again:
    saved right after, in its own short write. A re-run skips HITs that have an id and
    retries the others with the same token: if MTurk created the HIT before the
    interruption it answers HitAlreadyExists and ``annotation.mturk`` returns the existing
-   id, so no HIT is created twice and none is left unrecorded.
+   id, so no HIT is created twice and none is left unrecorded;
+4. MTurk forgets a token after 24 hours, so the time of every attempt is saved before the
+   call: a HIT whose last attempt is older than the provider's ``token_memory`` is first
+   looked up on the provider (by its RequesterAnnotation) and only created if not found.
 
 Call ``publish_batch`` outside a transaction, so each saved id is committed at once.
 """
@@ -99,6 +102,14 @@ def render_hit_html(hit: Hit, *, mode: str, action: str) -> str:
     return render_to_string("annotation/hit.html", hit_page_context(hit, mode=mode, action=action))
 
 
+def _recover(provider: CrowdProvider, hit: Hit) -> str | None:
+    """The id of a HIT an earlier attempt may have created after the provider forgot its token."""
+    memory = provider.token_memory
+    if hit.publish_attempted is None or memory is None or timezone.now() - hit.publish_attempted < memory:
+        return None  # never tried, or the token still protects a retry
+    return provider.find_hit(hit)
+
+
 def publish_batch(
     batch: Batch, provider: CrowdProvider | None = None, *, job: Job | None = None, bar: bool = False
 ) -> int:
@@ -115,8 +126,15 @@ def publish_batch(
     action = provider.form_action()
     with Progress(f"Publishing {batch.name}", total=len(pending), unit="HIT", job=job, bar=bar) as progress:
         for hit in pending:
-            html = "" if provider.answers_on_site else render_hit_html(hit, mode=provider.name, action=action)
-            provider_id = provider.publish_hit(hit, html)
+            if Batch.objects.filter(pk=batch.pk, status=Batch.Status.CANCELLED).exists():
+                raise ServiceError(
+                    f"batch {batch.name!r} was cancelled while publishing; {progress.done} HIT(s) went out"
+                )
+            provider_id = _recover(provider, hit)
+            if provider_id is None:
+                Hit.objects.filter(pk=hit.pk).update(publish_attempted=timezone.now())
+                html = "" if provider.answers_on_site else render_hit_html(hit, mode=provider.name, action=action)
+                provider_id = provider.publish_hit(hit, html)
             Hit.objects.filter(pk=hit.pk).update(provider_id=provider_id, status=Hit.Status.OPEN)
             progress.advance()
     if batch.status == Batch.Status.DRAFT:

@@ -179,6 +179,54 @@ def test_interrupted_publish_is_finished_by_running_again_without_a_second_hit(m
     assert services.publish_batch(batch, provider) == 0
 
 
+def _hit_listing(hit: Hit, hit_id: str) -> dict:
+    return {
+        "HITId": hit_id,
+        "HITTypeId": HIT_TYPE,
+        "RequesterAnnotation": f"{hit.batch.name} HIT {hit.position}",
+        "CreationTime": T0,
+    }
+
+
+def test_after_mturk_forgot_the_token_a_lost_hit_is_found_not_created_again(mturk_batch, stubbed):
+    """An attempt 2 days ago may have created HIT 2; MTurk no longer knows its token."""
+    stubber, provider = stubbed
+    hits = list(mturk_batch.hits.order_by("position"))
+    Batch.objects.filter(pk=mturk_batch.pk).update(hit_type_id=HIT_TYPE, status=Batch.Status.PUBLISHED)
+    Hit.objects.filter(pk=hits[0].pk).update(provider_id=HIT_IDS[0], status=Hit.Status.OPEN)
+    two_days_ago = dt.datetime.now(dt.UTC) - dt.timedelta(days=2)
+    Hit.objects.filter(pk=hits[1].pk).update(publish_attempted=two_days_ago)
+    # ListHITs over two short pages finds it: no CreateHITWithHITType call is expected.
+    stubber.add_response(
+        "list_hits",
+        {"HITs": [_hit_listing(hits[0], HIT_IDS[0])], "NextToken": "p2", "NumResults": 1},
+        {"MaxResults": 100},
+    )
+    stubber.add_response(
+        "list_hits",
+        {"HITs": [_hit_listing(hits[1], HIT_IDS[1])], "NumResults": 1},
+        {"MaxResults": 100, "NextToken": "p2"},
+    )
+    batch = Batch.objects.get(pk=mturk_batch.pk)
+    assert services.publish_batch(batch, provider) == 1
+    assert list(batch.hits.order_by("position").values_list("provider_id", flat=True)) == HIT_IDS
+
+
+def test_after_mturk_forgot_the_token_a_hit_not_found_is_created(mturk_batch, stubbed):
+    stubber, provider = stubbed
+    hits = list(mturk_batch.hits.order_by("position"))
+    Batch.objects.filter(pk=mturk_batch.pk).update(hit_type_id=HIT_TYPE, status=Batch.Status.PUBLISHED)
+    Hit.objects.filter(pk=hits[0].pk).update(provider_id=HIT_IDS[0], status=Hit.Status.OPEN)
+    Hit.objects.filter(pk=hits[1].pk).update(publish_attempted=dt.datetime.now(dt.UTC) - dt.timedelta(days=2))
+    stubber.add_response(
+        "list_hits", {"HITs": [_hit_listing(hits[0], HIT_IDS[0])], "NumResults": 1}, {"MaxResults": 100}
+    )
+    _expect_create(stubber, hits[1], HIT_IDS[1])
+    batch = Batch.objects.get(pk=mturk_batch.pk)
+    assert services.publish_batch(batch, provider) == 1
+    assert batch.hits.get(position=2).provider_id == HIT_IDS[1]
+
+
 def _assignment(number: int, hit_id: str, worker: str, answers: dict[str, str], status="Submitted") -> dict:
     return {
         "AssignmentId": f"3ASSIGNMENT{number:019d}",
