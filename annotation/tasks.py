@@ -41,11 +41,13 @@ def sync_batch_task(job_id: int, batch_id: int, approve_all: bool = False) -> di
 
 
 @shared_task
-def escalate_batch_task(job_id: int, batch_id: int, max_assignments: int) -> int:
+def escalate_batch_task(
+    job_id: int, batch_id: int, max_assignments: int, confirmed_hits: list[int] | None = None
+) -> int:
     job = Job.objects.get(pk=job_id)
     with job_status(job):
         batch = Batch.objects.get(pk=batch_id)
-        added = len(services.escalate_batch(batch, max_assignments))
+        added = len(services.escalate_batch(batch, max_assignments, confirmed_hits=confirmed_hits))
         job.result = {"batch": batch.name, "extra_assignments": added, "url": _batch_url(batch)}
         job.message = f"Added {added} assignment(s)"
     return added

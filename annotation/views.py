@@ -103,7 +103,11 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
         messages.error(request, str(exc))
         return redirect("annotation:batch-detail", name=batch.name)
     if form.is_bound and form.is_valid():
-        return _start(request, name, lambda b: services.start_escalate(b, max_assignments=cap))
+        # Only what the page showed (and its cost) is paid for, whatever was synced since.
+        confirmed = [int(pk) for pk in request.POST.get("hits", "").split(",") if pk.isdigit()]
+        return _start(
+            request, name, lambda b: services.start_escalate(b, max_assignments=cap, confirmed_hits=confirmed)
+        )
     return render(request, "annotation/batch_escalate.html", {"batch": batch, "plan": plan, "form": form})
 
 

@@ -29,9 +29,9 @@ def start_sync(batch: Batch, *, approve_all: bool = False) -> Job:
     return job
 
 
-def start_escalate(batch: Batch, *, max_assignments: int) -> Job:
+def start_escalate(batch: Batch, *, max_assignments: int, confirmed_hits: list[int] | None = None) -> Job:
     from ..tasks import escalate_batch_task
 
     job = create_job("annotation.escalate", f"Escalate {batch.name}")
-    escalate_batch_task.delay_on_commit(job.pk, batch.pk, max_assignments)
+    escalate_batch_task.delay_on_commit(job.pk, batch.pk, max_assignments, confirmed_hits)
     return job

@@ -13,6 +13,7 @@ than repeated.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -92,9 +93,18 @@ def plan_escalation(batch: Batch, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS
 
 
 def escalate_batch(
-    batch: Batch, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS, provider: CrowdProvider | None = None
+    batch: Batch,
+    max_assignments: int = DEFAULT_MAX_ASSIGNMENTS,
+    provider: CrowdProvider | None = None,
+    *,
+    confirmed_hits: Collection[int] | None = None,
 ) -> list[Escalation]:
-    """Apply the plan: finish interrupted extensions first, then add one assignment per planned HIT."""
+    """Apply the plan: finish interrupted extensions first, then add one assignment per planned HIT.
+
+    ``confirmed_hits`` (HIT ids) is the plan whose cost a person saw and accepted: the
+    plan is made again now and only its HITs that were confirmed are extended, so answers
+    synced in between can shrink what is paid for but never grow it.
+    """
     if batch.status not in (Batch.Status.PUBLISHED, Batch.Status.COMPLETED):
         raise ServiceError(f"batch {batch.name!r} is {batch.status}; only published batches can be escalated")
     provider = provider or get_provider(batch.provider)
@@ -104,6 +114,8 @@ def escalate_batch(
         Escalation.objects.filter(pk=escalation.pk).update(applied=True)
         applied.append(escalation)
     plan = plan_escalation(batch, max_assignments)
+    if confirmed_hits is not None:
+        plan.hits = [(hit, qids) for hit, qids in plan.hits if hit.pk in set(confirmed_hits)]
     per_assignment = plan.cost.total / plan.cost.assignments_total if plan.cost else Decimal("0")
     for hit, qids in plan.hits:
         with transaction.atomic():

@@ -62,8 +62,14 @@ def test_escalation_page_shows_the_cost_before_anything_happens(
     page = client.get(url + "?max_assignments=3").content.decode()
     assert "Total extra cost" in page and "$0.06" in page
     assert disputed.hits.filter(max_assignments=3).count() == 0
+    confirmed = re.search(r'name="hits" value="([\d,]*)"', page).group(1)
+    assert confirmed
+    # A confirmation naming no HITs pays for nothing, whatever the plan is now.
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(url, {"max_assignments": "3", "confirm": "on"})
+        client.post(url, {"max_assignments": "3", "confirm": "on", "hits": ""})
+    assert disputed.hits.filter(max_assignments=3).count() == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"max_assignments": "3", "confirm": "on", "hits": confirmed})
     job = Job.objects.get(pk=int(response.url.rstrip("/").rsplit("/", 1)[1]))
     assert job.status == Job.Status.DONE and job.result["extra_assignments"] == 1
     assert disputed.hits.filter(max_assignments=3).count() == 1

@@ -45,5 +45,6 @@ class Command(BaseCommand):
                 if answer.strip().lower() not in ("y", "yes"):
                     self.stdout.write("Nothing done.")
                     return
-            escalations = services.escalate_batch(batch, max_assignments)
+            confirmed = {hit.pk for hit, _ in plan.hits}
+            escalations = services.escalate_batch(batch, max_assignments, confirmed_hits=confirmed)
         self.stdout.write(self.style.SUCCESS(f"Added {sum(e.added for e in escalations)} assignment(s)."))
