@@ -33,7 +33,8 @@ class RemoteAssignment:
     worker_id: str
     status: str  # "submitted", "approved" or "rejected"
     raw_answer: str
-    answers: dict[str, str] = field(default_factory=dict)
+    #: ``None`` when ``raw_answer`` could not be read at all (every judgment is then invalid).
+    answers: dict[str, str] | None = field(default_factory=dict)
     submitted_at: dt.datetime | None = None
     accepted_at: dt.datetime | None = None
 
@@ -212,7 +213,7 @@ class MTurkProvider(CrowdProvider):
             try:
                 answers = parse_answers(raw) if raw else {}
             except ValueError:
-                answers = {}  # recorded as invalid judgments by the services, never guessed
+                answers = None  # recorded as invalid ("unreadable answer"), never guessed
             yield RemoteAssignment(
                 assignment_id=item["AssignmentId"],
                 worker_id=item["WorkerId"],

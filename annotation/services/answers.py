@@ -41,15 +41,20 @@ class AnswerCheck:
 
 
 def check_answers(
-    hit_queries: Sequence[HitQuery], answers: Mapping[str, str], gold_pass_fraction: float
+    hit_queries: Sequence[HitQuery], answers: Mapping[str, str] | None, gold_pass_fraction: float
 ) -> AnswerCheck:
-    """Read ``q-<position>`` fields: one of n/f/m/o is a label, anything else an invalid judgment."""
+    """Read ``q-<position>`` fields: one of n/f/m/o is a label, anything else an invalid judgment.
+
+    ``answers=None`` means the provider's answer document could not be read at all.
+    """
     check = AnswerCheck()
+    missing = "unreadable answer" if answers is None else "missing answer"
+    answers = answers or {}
     for hq in hit_queries:
         raw = answers.get(hq.field_name)
         value = (raw or "").strip().lower()
         if not value:
-            label, reason = None, "missing answer"
+            label, reason = None, missing
         elif value not in LABELS:
             label, reason = None, f"unknown category {raw!r}"[:200]
         else:
@@ -83,7 +88,7 @@ def gold_feedback(check: AnswerCheck) -> str:
 @transaction.atomic
 def record_answers(
     assignment: Assignment,
-    answers: Mapping[str, str],
+    answers: Mapping[str, str] | None,
     raw_answer: str,
     *,
     status: str = Assignment.Status.SUBMITTED,

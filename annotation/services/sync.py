@@ -46,8 +46,15 @@ def _record_remote(hit: Hit, remote: RemoteAssignment, provider_name: str) -> tu
                 assignment, remote.answers, remote.raw_answer, status=remote.status, submitted_at=remote.submitted_at
             )
     except IntegrityError:
-        # A concurrent sync stored it first.
-        return Assignment.objects.get(provider_assignment_id=remote.assignment_id), False
+        # A concurrent sync stored it first -- or the provider reports a second assignment of
+        # the same worker on this HIT, which the (hit, worker) constraint refuses to store.
+        stored = Assignment.objects.filter(provider_assignment_id=remote.assignment_id).first()
+        if stored is None:
+            raise ServiceError(
+                f"{remote.assignment_id}: worker {worker.pseudonym} already has an assignment on HIT "
+                f"{hit.provider_id}; not stored twice"
+            ) from None
+        return stored, False
     return assignment, True
 
 

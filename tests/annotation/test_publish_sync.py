@@ -414,7 +414,7 @@ def test_unreadable_answer_xml_is_recorded_as_invalid_never_guessed(mturk_batch,
     assert (result.new, result.invalid, result.kept) == (1, 1, 1)
     assignment = Assignment.objects.get()
     assert assignment.raw_answer == "<QuestionFormAnswers><Answer>"
-    assert set(assignment.judgments.values_list("label", "invalid_reason")) == {(None, "missing answer")}
+    assert set(assignment.judgments.values_list("label", "invalid_reason")) == {(None, "unreadable answer")}
 
 
 def test_mturk_admin_balance_and_block_worker_by_pseudonym(db, stubbed, monkeypatch):

@@ -27,4 +27,5 @@ class Command(BaseCommand):
                 return
             published = services.publish_batch(batch, bar=o["verbosity"] > 0)
         total = batch.hits.count()
-        self.stdout.write(self.style.SUCCESS(f"Published {published} HIT(s) now; {total} of {total} are published."))
+        out = batch.hits.exclude(provider_id=None).count()
+        self.stdout.write(self.style.SUCCESS(f"Published {published} HIT(s) now; {out} of {total} are published."))
