@@ -7,28 +7,27 @@ sees half a file and a crash leaves the previous export intact.
 Rows are mappings with at least ``qid``, ``query`` and ``label``; the JSON
 Lines export keeps every other key too (votes, method, agreement, ...).
 
-TSV and CSV cells are protected against spreadsheet formula injection (OWASP
-"CSV injection"): query text comes from a public search log and gets opened
-in Excel/LibreOffice by annotators and readers. JSON Lines is for programs and
-keeps the text unchanged.
+CSV cells are protected against spreadsheet formula injection (OWASP "CSV
+injection"): query text comes from a public search log and gets opened in
+Excel/LibreOffice by annotators and readers. TSV (read by rankers) and JSON
+Lines (read by programs) keep the text unchanged.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import datetime as dt
 import json
 import math
 import os
-import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, is_dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
 from annotation.aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS
+from pooling.files import atomic_write
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
@@ -60,29 +59,6 @@ def _label(value: Any) -> str:
     if label not in LABELS:
         raise ValueError(f"unknown label {value!r}; expected one of {', '.join(LABELS)}")
     return label
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[IO[str]], None], newline: str | None = None) -> Path:
-    """Call ``write(handle)`` on a temporary file beside ``path``, then move it into place.
-
-    The temporary file is removed if ``write`` raises. The result is readable
-    by others (0644) like a normally created file, not 0600 as mkstemp makes it.
-    """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-    return target
 
 
 def write_tsv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:

@@ -22,11 +22,11 @@ Rules
 from __future__ import annotations
 
 import gzip
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from pooling.files import atomic_path
 
 #: (female, male) pairs swapped in both directions.
 PAIRS: tuple[tuple[str, str], ...] = (
@@ -174,27 +174,20 @@ def write_counterfactual(
     interruption never leaves half a collection. ``progress`` receives input bytes read.
     """
     source, destination = Path(source), Path(destination)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=destination.parent, prefix=f".{destination.name}.", suffix=".tmp")
     lines = 0
-    try:
-        raw, stream = _open_input(source)
-        with raw, stream, os.fdopen(fd, "wb") as handle:
-            out = gzip.GzipFile(fileobj=handle, mode="wb") if destination.name.endswith(".gz") else handle
-            try:
-                for data in stream:
-                    # Decoding strictly keeps the bytes: "\n" and "\r\n" stay in the line.
-                    out.write(swapper.line(data.decode("utf-8")).encode("utf-8"))
-                    lines += 1
-                    if progress and lines % 10_000 == 0:
-                        progress(raw.tell())
-            finally:
-                if out is not handle:
-                    out.close()
-        if progress:
-            progress(source.stat().st_size)
-        os.replace(tmp, destination)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    raw, stream = _open_input(source)
+    with atomic_path(destination) as tmp, raw, stream, open(tmp, "wb") as handle:
+        out = gzip.GzipFile(fileobj=handle, mode="wb") if destination.name.endswith(".gz") else handle
+        try:
+            for data in stream:
+                # Decoding strictly keeps the bytes: "\n" and "\r\n" stay in the line.
+                out.write(swapper.line(data.decode("utf-8")).encode("utf-8"))
+                lines += 1
+                if progress and lines % 10_000 == 0:
+                    progress(raw.tell())
+        finally:
+            if out is not handle:
+                out.close()
+    if progress:
+        progress(source.stat().st_size)
     return lines

@@ -9,10 +9,10 @@ errors are located exactly (line numbers count every line of the file, blank one
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +21,8 @@ from typing import BinaryIO
 
 import numpy as np
 import polars as pl
+
+from .files import atomic_path
 
 BLOCK_SIZE = 8 * 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -231,18 +233,21 @@ def scan_collection(
         raise InputError(path, None, "no such file")
     digest = hashlib.sha256()
     hashes: list[np.ndarray] = []
-    writer = None
-    tmp = Path(f"{index_path}.tmp") if index_path else None
-    try:
-        for lines, position in iter_blocks(path, digest=digest):
-            docids = parse_passages(path, lines, skipped)["docid"]
-            hashes.append(docids.hash(seed=0).to_numpy())
-            if tmp is not None:
-                table = pa.table({"docid": docids.to_arrow().cast(pa.large_string())})
-                writer = writer or pq.ParquetWriter(tmp, table.schema)
-                writer.write_table(table)
-            if progress:
-                progress(position)
+    with atomic_path(index_path) if index_path else contextlib.nullcontext() as tmp:
+        writer = None
+        try:
+            for lines, position in iter_blocks(path, digest=digest):
+                docids = parse_passages(path, lines, skipped)["docid"]
+                hashes.append(docids.hash(seed=0).to_numpy())
+                if tmp is not None:
+                    table = pa.table({"docid": docids.to_arrow().cast(pa.large_string())})
+                    writer = writer or pq.ParquetWriter(tmp, table.schema)
+                    writer.write_table(table)
+                if progress:
+                    progress(position)
+        finally:
+            if writer is not None:
+                writer.close()
         passages = sum(len(h) for h in hashes)
         if not passages:
             raise InputError(path, None, "no passages")
@@ -250,15 +255,6 @@ def scan_collection(
         repeated = every[1:][every[1:] == every[:-1]]
         if len(repeated):
             _raise_repeated_docid(path, set(repeated.tolist()), skipped)
-        if writer is not None:
-            writer.close()
-            writer = None
-            os.replace(tmp, index_path)
-    finally:
-        if writer is not None:
-            writer.close()
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
     return CollectionScan(passages, path.stat().st_size, digest.hexdigest())
 
 

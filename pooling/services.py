@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from django.db import transaction
 
 from . import magnitudes as mag
 from .db import insert_rows
+from .files import atomic_path, atomic_write
 from .models import Collection, Job, Pool, PoolEntry, Query, QuerySet, Run, WordList
 from .pool import FEMALE_LIST, MALE_LIST, pool_queries, sort_qids
 from .progress import Progress
@@ -44,15 +44,9 @@ def cache_dir(*parts: str) -> Path:
 
 
 def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> None:
-    """Write to a temporary file beside ``path``, then rename: readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    """Write a Parquet file that readers never see half-written."""
+    with atomic_path(path) as tmp:
         frame.write_parquet(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def file_sha256(path: str | Path) -> str:
@@ -373,17 +367,13 @@ def build_pool(
 
 def write_query_file(query_set: QuerySet, path: str | Path) -> int:
     """Write ``qid<TAB>query`` lines atomically; returns the number written."""
-    path = Path(path)
     rows = list(query_set.queries.order_by("position").values_list("qid", "text"))
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            for qid, text in rows:
-                out.write(f"{qid}\t{' '.join(text.split())}\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    def write(out) -> None:
+        for qid, text in rows:
+            out.write(f"{qid}\t{' '.join(text.split())}\n")
+
+    atomic_write(path, write, newline="\n")
     return len(rows)
 
 

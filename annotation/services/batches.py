@@ -15,6 +15,7 @@ from django.db.models import Count, Q
 
 from pooling.models import Pool, QuerySet
 from pooling.readers import InputError, open_text
+from pooling.services import ServiceError
 
 from ..aggregation import CATEGORY_SLUGS, LABELS
 from ..costs import Cost, batch_cost
@@ -26,10 +27,6 @@ MIN_LIFETIME = 30
 MAX_LIFETIME = 365 * 24 * 3600
 MAX_AUTO_APPROVAL_DELAY = 30 * 24 * 3600
 QUALIFICATION_KEYS = {"locales", "min_approval_rate", "min_approved_hits", "masters"}
-
-
-class ServiceError(Exception):
-    """A request that cannot be carried out as asked (the message says why)."""
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ from ..services import ServiceError
 
 
 @contextmanager
-def command_errors() -> Iterator[None]:
+def command_errors(*also: type[Exception]) -> Iterator[None]:
+    """Bad input, refused requests (and the ``also`` exception types) become ``CommandError``."""
     try:
         yield
-    except (InputError, ServiceError) as exc:
+    except (InputError, ServiceError, *also) as exc:
         raise CommandError(str(exc)) from None
 
 

@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 
 from annotation.models import Batch
 from annotation.mturk import MTurkError
-from annotation.services import ServiceError
+from pooling.management.errors import command_errors as base_command_errors
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -74,10 +74,8 @@ def get_batch(name: str) -> Batch:
 @contextmanager
 def command_errors() -> Iterator[None]:
     """Service and provider errors become clean command-line errors (no traceback)."""
-    try:
+    with base_command_errors(MTurkError, ValueError):
         yield
-    except (ServiceError, MTurkError, ValueError) as exc:
-        raise CommandError(str(exc)) from None
 
 
 def format_cost(cost: dict) -> str:
