@@ -305,10 +305,3 @@ def _long(table: pd.DataFrame, metric: str, variant: str, cutoffs: Sequence[int]
         for k in cutoffs
     ]
     return pd.concat(frames, ignore_index=True)
-
-
-def model_means(per_query: pd.DataFrame) -> pd.DataFrame:
-    """A model's value per (run, metric, variant, cutoff): the mean over its queries, and how many."""
-    keys = ["run", "metric", "variant", "cutoff"]
-    grouped = per_query.groupby(keys, sort=False)["value"]
-    return grouped.agg(value="mean", queries="count").reset_index()

@@ -15,7 +15,7 @@ import subprocess
 import tomllib
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import polars as pl
 from django.conf import settings
 from django.db import transaction
 
+from pooling.jobs import create_job
 from pooling.models import Job, QuerySet, Run
 from pooling.services import (
     ServiceError,
@@ -279,6 +280,31 @@ def _finite(value) -> float | None:
 
 
 # --- reading reports back -------------------------------------------------------------------
+
+
+def start_report(
+    name: str,
+    query_set: QuerySet,
+    runs: Sequence[Run],
+    report_settings: ReportSettings,
+    *,
+    background: Run | None = None,
+    baseline: Run | None = None,
+) -> Job:
+    """Build a report as a Celery task once the caller's transaction commits; returns its Job."""
+    from .tasks import build_report_task
+
+    job = create_job("report", f"Report {name}")
+    build_report_task.delay_on_commit(
+        job.pk,
+        name,
+        query_set.pk,
+        [run.pk for run in runs],
+        asdict(report_settings),
+        background.pk if background else None,
+        baseline.pk if baseline else None,
+    )
+    return job
 
 
 def report_summary(report: Report) -> pd.DataFrame:

@@ -10,8 +10,6 @@ from django.urls import reverse
 
 from pooling.jobs import job_status
 from pooling.models import Job, QuerySet, Run
-from pooling.readers import InputError
-from pooling.services import ServiceError
 
 from . import services
 
@@ -30,20 +28,16 @@ def build_report_task(
     with job_status(job):
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
         settings = {**settings, "cutoffs": tuple(settings.get("cutoffs", services.DEFAULT_CUTOFFS))}
-        try:
-            report = services.build_report(
-                name,
-                QuerySet.objects.get(pk=query_set_id),
-                runs,
-                services.ReportSettings(**settings),
-                background=Run.objects.get(pk=background_id) if background_id else None,
-                baseline=Run.objects.get(pk=baseline_id) if baseline_id else None,
-                job=job,
-                bar=False,
-            )
-        except (InputError, ServiceError) as exc:
-            job.message = str(exc)
-            raise
+        report = services.build_report(
+            name,
+            QuerySet.objects.get(pk=query_set_id),
+            runs,
+            services.ReportSettings(**settings),
+            background=Run.objects.get(pk=background_id) if background_id else None,
+            baseline=Run.objects.get(pk=baseline_id) if baseline_id else None,
+            job=job,
+            bar=False,
+        )
         job.result = {"report": report.name, "url": reverse("metrics:report-detail", args=[report.name])}
         job.message = f"Report {report.name} built"
     return report.name

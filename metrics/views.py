@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from pooling.jobs import create_job
 from pooling.permissions import researcher_required
 from pooling.services import ServiceError
 
 from . import plots, services
 from .forms import ReportForm
 from .models import Report
-from .tasks import build_report_task
 
 
 @researcher_required
@@ -95,14 +90,12 @@ def report_create(request: HttpRequest) -> HttpResponse:
         reports = Report.objects.select_related("query_set").prefetch_related("runs")
         return render(request, "metrics/report_list.html", {"reports": reports, "form": form}, status=400)
     data = form.cleaned_data
-    report_settings = services.ReportSettings(cutoffs=data["cutoffs"], tokenizer=data["tokenizer"])
-    job = create_job("report", f"Report {data['name']}")
-    run_ids = [run.pk for run in data["runs"]]
-    background_id = data["background"].pk if data["background"] else None
-    baseline_id = data["baseline"].pk if data["baseline"] else None
-    transaction.on_commit(
-        lambda: build_report_task.delay(
-            job.pk, data["name"], data["queries"].pk, run_ids, asdict(report_settings), background_id, baseline_id
-        )
+    job = services.start_report(
+        data["name"],
+        data["queries"],
+        list(data["runs"]),
+        services.ReportSettings(cutoffs=data["cutoffs"], tokenizer=data["tokenizer"]),
+        background=data["background"],
+        baseline=data["baseline"],
     )
     return redirect("pooling:job-detail", pk=job.pk)

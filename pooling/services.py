@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import polars as pl
@@ -22,6 +22,7 @@ from django.db import transaction
 from . import magnitudes as mag
 from .db import insert_rows
 from .files import atomic_path, atomic_write
+from .jobs import create_job
 from .models import Collection, Job, Pool, PoolEntry, Query, QuerySet, Run, WordList
 from .pool import FEMALE_LIST, MALE_LIST, pool_queries, sort_qids
 from .progress import Progress
@@ -363,6 +364,23 @@ def build_pool(
             PoolEntry, ["pool_id", "query_id", "run_id", "rank_bias", "female_position", "male_position"], entries
         )
     return pool
+
+
+def start_pool(
+    name: str,
+    query_set: QuerySet,
+    runs: Sequence[Run],
+    pool_settings: PoolSettings,
+    wordlist_path: str = "",
+) -> Job:
+    """Build a pool as a Celery task once the caller's transaction commits; returns its Job."""
+    from .tasks import build_pool_task
+
+    job = create_job("pool", f"Pool {name}")
+    build_pool_task.delay_on_commit(
+        job.pk, name, query_set.pk, [run.pk for run in runs], asdict(pool_settings), wordlist_path
+    )
+    return job
 
 
 def write_query_file(query_set: QuerySet, path: str | Path) -> int:

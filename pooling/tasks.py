@@ -8,7 +8,6 @@ from django.urls import reverse
 from . import services
 from .jobs import job_status
 from .models import Job, QuerySet, Run
-from .readers import InputError
 from .wordlists import load_wordlist
 
 
@@ -20,19 +19,15 @@ def build_pool_task(
     with job_status(job):
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
         words = load_wordlist(wordlist_path) if wordlist_path else None
-        try:
-            pool = services.build_pool(
-                name,
-                QuerySet.objects.get(pk=query_set_id),
-                runs,
-                services.PoolSettings(**settings),
-                words,
-                job=job,
-                bar=False,
-            )
-        except (InputError, services.ServiceError) as exc:
-            job.message = str(exc)
-            raise
+        pool = services.build_pool(
+            name,
+            QuerySet.objects.get(pk=query_set_id),
+            runs,
+            services.PoolSettings(**settings),
+            words,
+            job=job,
+            bar=False,
+        )
         job.result = {"pool": pool.name, "url": reverse("pooling:pool-detail", args=[pool.name])}
         job.message = f"Pooled {pool.queries.queries.count()} queries"
     return pool.name

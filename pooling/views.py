@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import csv
-from dataclasses import asdict
 
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from . import services
 from .forms import PoolForm
-from .jobs import create_job
 from .models import Collection, Job, Pool, QuerySet, Run
 from .permissions import researcher_required
-from .tasks import build_pool_task
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -84,11 +80,7 @@ def pool_create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         settings = services.PoolSettings(data["rank_cutoff"], data["depth"], data["magnitude"], data["tokenizer"])
-        job = create_job("pool", f"Pool {data['name']}")
-        run_ids = [run.pk for run in data["runs"]]
-        transaction.on_commit(
-            lambda: build_pool_task.delay(job.pk, data["name"], data["queries"].pk, run_ids, asdict(settings))
-        )
+        job = services.start_pool(data["name"], data["queries"], list(data["runs"]), settings)
         return redirect("pooling:job-detail", pk=job.pk)
     return render(request, "pooling/pool_form.html", {"form": form})
 

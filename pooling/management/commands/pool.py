@@ -1,13 +1,9 @@
-from dataclasses import asdict
-
 from django.core.management.base import BaseCommand, CommandError
 
 from pooling import services
-from pooling.jobs import create_job
 from pooling.magnitudes import MAGNITUDES
 from pooling.management.errors import command_errors
 from pooling.models import QuerySet, Run
-from pooling.tasks import build_pool_task
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
 
@@ -58,10 +54,7 @@ class Command(BaseCommand):
             settings.validate()
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
             if o["background"]:
-                job = create_job("pool", f"Pool {o['name']}")
-                build_pool_task.delay(
-                    job.pk, o["name"], query_set.pk, [runs[n].pk for n in names], asdict(settings), o["wordlist"] or ""
-                )
+                job = services.start_pool(o["name"], query_set, [runs[n] for n in names], settings, o["wordlist"] or "")
                 self.stdout.write(
                     f"Queued as job {job.pk}; follow it at /pooling/jobs/{job.pk}/ (JSON: /pooling/jobs/{job.pk}/progress.json)"
                 )
