@@ -3,6 +3,7 @@
 import gzip
 import hashlib
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -178,3 +179,23 @@ def test_queries_split_on_newlines_only(tmp_path):
     assert err.value.line == 3
     skipped = Skipped()
     assert read_queries(path, skipped=skipped) == [("1", "line\u2028separator inside"), ("2", "next\x85line")]
+
+
+def test_score_order_equals_a_full_sort_on_many_ties(tmp_path):
+    # The reader sorts only tie groups by docid; a plain full sort must give the same ranking.
+    rng = np.random.default_rng(7)
+    rows = [
+        (f"q{q}", f"d{d}", float(rng.integers(0, 4)))
+        for q in range(40)
+        for d in rng.choice(1000, size=int(rng.integers(1, 30)), replace=False)
+    ]
+    path = write(tmp_path, "r.trec", "".join(f"{q} Q0 {d} 0 {s} t\n" for q, d, s in rows))
+    got = read_run(path).frame
+    expected = (
+        pl.DataFrame(rows, schema=["qid", "docid", "score"], orient="row")
+        .with_columns(pl.int_range(pl.len()).alias("order"))
+        .with_columns(pl.col("order").min().over("qid").alias("first"))
+        .sort(["first", "score", "docid"], descending=[False, True, True])
+    )
+    assert got["docid"].to_list() == expected["docid"].to_list()
+    assert got["qid"].to_list() == expected["qid"].to_list()
