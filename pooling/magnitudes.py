@@ -17,9 +17,7 @@ in the size of the collection.
 from __future__ import annotations
 
 import re
-from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -94,23 +92,15 @@ def document_counts(
         if not len(wanted):
             return pl.DataFrame(schema=COUNT_SCHEMA)
 
-    def count_block(lines: pl.DataFrame) -> pl.DataFrame:
-        passages = parse_passages(path, lines, wanted=wanted)
-        return count_frame(passages, wordlist, tokenizer)
-
-    # Blocks are counted on a second thread while the next is read (polars releases the
-    # GIL); at most two blocks wait, so memory stays flat.
+    # One block at a time: memory stays flat in the size of the collection. (Counting on a
+    # second thread was ~15% faster but its memory grew with the number of blocks.)
     parts = []
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        pending: deque = deque()
-        for lines, position in iter_blocks(path):
-            pending.append(pool.submit(count_block, lines))
-            if len(pending) > 2:
-                parts.append(pending.popleft().result())
-            if progress:
-                progress(position)
-        parts.extend(future.result() for future in pending)
-    parts = [part for part in parts if len(part)]
+    for lines, position in iter_blocks(path):
+        counted = count_frame(parse_passages(path, lines, wanted=wanted), wordlist, tokenizer)
+        if len(counted):
+            parts.append(counted)
+        if progress:
+            progress(position)
     if not parts:
         return pl.DataFrame(schema=COUNT_SCHEMA)
     return pl.concat(parts)

@@ -24,7 +24,7 @@ import polars as pl
 
 from .files import atomic_path
 
-BLOCK_SIZE = 8 * 1024 * 1024
+BLOCK_SIZE = 16 * 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
