@@ -114,7 +114,7 @@ def open_text(path: str | Path) -> Iterator[Iterator[str]]:
 class _HashingReader(io.RawIOBase):
     """A read-only stream that hashes the raw bytes passing through it."""
 
-    def __init__(self, raw: BinaryIO, digest) -> None:
+    def __init__(self, raw: BinaryIO, digest=None) -> None:
         self.raw, self.digest, self.position = raw, digest, 0
 
     def readable(self) -> bool:
@@ -123,7 +123,8 @@ class _HashingReader(io.RawIOBase):
     def readinto(self, buffer) -> int:
         n = self.raw.readinto(buffer)
         if n:
-            self.digest.update(memoryview(buffer)[:n])
+            if self.digest is not None:
+                self.digest.update(memoryview(buffer)[:n])
             self.position += n
         return n or 0
 
@@ -140,7 +141,7 @@ def iter_blocks(path: str | Path, block_size: int | None = None, digest=None) ->
     with open(path, "rb") as file:
         gzipped = file.read(2) == _GZIP_MAGIC
         file.seek(0)
-        raw = _HashingReader(file, digest or hashlib.sha256())
+        raw = _HashingReader(file, digest)
         buffered = io.BufferedReader(raw, buffer_size=1024 * 1024)
         stream: BinaryIO = gzip.GzipFile(fileobj=buffered) if gzipped else buffered  # type: ignore[assignment]
         line = 1
@@ -189,15 +190,16 @@ def parse_passages(
 
     With ``wanted``, only those docids are kept, before the texts are cut out.
     """
-    tab = pl.col("text").str.find("\t", literal=True)
-    frame = lines.filter(pl.col("text") != "").with_columns(tab.alias("tab"))
-    frame = frame.with_columns(pl.col("text").str.slice(0, pl.col("tab")).alias("docid"))
-    bad = frame.filter(pl.col("tab").is_null() | (pl.col("docid").str.strip_chars() == ""))
+    frame = lines.select("line", "text", pl.col("text").str.find("\t", literal=True).alias("tab"))
+    empty_id = pl.col("text").str.contains(r"^\s*\t")
+    bad = frame.filter(pl.col("tab").is_null() & (pl.col("text") != "") | empty_id)
     for line, position in bad.select("line", "tab").iter_rows():
         problem = "no tab between passage id and text" if position is None else "empty passage id"
         _raise_or_skip(InputError(path, line, problem), skipped)
+    frame = frame.filter(pl.col("tab").is_not_null())
     if len(bad):
-        frame = frame.filter(pl.col("tab").is_not_null() & (pl.col("docid").str.strip_chars() != ""))
+        frame = frame.filter(~empty_id)
+    frame = frame.with_columns(pl.col("text").str.slice(0, pl.col("tab")).alias("docid"))
     if wanted is not None:
         frame = frame.filter(pl.col("docid").is_in(wanted.implode()))
     return frame.select("line", "docid", pl.col("text").str.slice(pl.col("tab") + 1).alias("text"))
