@@ -162,7 +162,9 @@ class MTurkProvider(CrowdProvider):
         """MTurk's ``externalSubmit`` address of the right site (sandbox, production or the configured server)."""
         from .mturk import submit_url
 
-        return submit_url(settings.MTURK_ENDPOINT_URL or None, settings.MTURK_LIVE)
+        return submit_url(
+            settings.MTURK_ENDPOINT_URL or None, settings.MTURK_LIVE, override=settings.MTURK_SUBMIT_URL or None
+        )
 
     def prepare(self, batch: Batch) -> str:
         from .mturk import qualification_requirements

@@ -138,6 +138,8 @@ SPECTACULAR_SETTINGS = {
 #: Any MTurk-compatible server; empty means AWS's sandbox, or production with MTURK_LIVE=1.
 MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")
 MTURK_LIVE = _env_bool("MTURK_LIVE")
+#: Where HIT forms post answers; empty means the worker site matching the endpoint.
+MTURK_SUBMIT_URL = os.environ.get("MTURK_SUBMIT_URL", "")
 #: Client-side ceiling on MTurk calls per second (MTurk throttles bursts).
 MTURK_MAX_CALLS_PER_SECOND = float(os.environ.get("MTURK_MAX_CALLS_PER_SECOND", "5"))
 #: Key for worker pseudonyms (HMAC); defaults to one derived from SECRET_KEY.

@@ -11,11 +11,19 @@ from pooling.jobs import create_job
 from pooling.models import Job
 
 from ..models import Batch
+from .batches import ServiceError
+
+
+def _require_status(batch: Batch, *allowed: str) -> None:
+    """Refuse at once (a message on the page) rather than queue a job that can only fail."""
+    if batch.status not in allowed:
+        raise ServiceError(f"batch {batch.name!r} is {batch.status}")
 
 
 def start_publish(batch: Batch) -> Job:
     from ..tasks import publish_batch_task
 
+    _require_status(batch, Batch.Status.DRAFT, Batch.Status.PUBLISHED)
     job = create_job("annotation.publish", f"Publish {batch.name}")
     publish_batch_task.delay_on_commit(job.pk, batch.pk)
     return job
@@ -24,6 +32,7 @@ def start_publish(batch: Batch) -> Job:
 def start_sync(batch: Batch, *, approve_all: bool = False) -> Job:
     from ..tasks import sync_batch_task
 
+    _require_status(batch, Batch.Status.PUBLISHED, Batch.Status.COMPLETED, Batch.Status.CANCELLED)
     job = create_job("annotation.sync", f"Sync {batch.name}")
     sync_batch_task.delay_on_commit(job.pk, batch.pk, approve_all)
     return job
@@ -32,6 +41,7 @@ def start_sync(batch: Batch, *, approve_all: bool = False) -> Job:
 def start_escalate(batch: Batch, *, max_assignments: int, confirmed_hits: list[int] | None = None) -> Job:
     from ..tasks import escalate_batch_task
 
+    _require_status(batch, Batch.Status.PUBLISHED, Batch.Status.COMPLETED)
     job = create_job("annotation.escalate", f"Escalate {batch.name}")
     escalate_batch_task.delay_on_commit(job.pk, batch.pk, max_assignments, confirmed_hits)
     return job

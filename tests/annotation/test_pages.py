@@ -93,3 +93,12 @@ def test_hit_preview_is_the_self_contained_page(local_batch, researcher, client)
     assert "<fieldset" in page and 'name="assignmentId"' in page
     assert not re.search(r'(src|href)="(https?:)?//', page) and "<script src" not in page  # nothing external
     assert "csrfmiddlewaretoken" not in page
+
+
+def test_actions_on_a_cancelled_batch_are_refused_on_the_page(query_set, researcher, client):
+    batch = make_batch(query_set, name="gone")
+    services.cancel_batch(batch)
+    client.force_login(researcher)
+    response = client.post(reverse("annotation:batch-publish", args=["gone"]), follow=True)
+    assert b"is cancelled" in response.content
+    assert not Job.objects.exists()

@@ -435,3 +435,12 @@ def test_mturk_admin_balance_and_block_worker_by_pseudonym(db, stubbed, monkeypa
     call_command("mturk_admin", "block-worker", worker.pseudonym, "--reason", "copied answers", stdout=out)
     worker.refresh_from_db()
     assert worker.blocked
+
+
+def test_hit_forms_post_to_the_configured_submit_url(settings, stubbed):
+    _, provider = stubbed
+    assert provider.form_action() == "https://workersandbox.mturk.com/mturk/externalSubmit"
+    settings.MTURK_ENDPOINT_URL = "http://127.0.0.1:5000"
+    assert provider.form_action() == "http://127.0.0.1:5000/mturk/externalSubmit"
+    settings.MTURK_SUBMIT_URL = "http://127.0.0.1:5001/submit"
+    assert provider.form_action() == "http://127.0.0.1:5001/submit"
