@@ -1,0 +1,35 @@
+"""A researcher builds a report from the page and reads it in a real browser."""
+
+import pytest
+from django.urls import reverse
+
+from metrics.models import Report
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_build_a_report_from_the_page_and_see_its_plots(world, page, login, django_user_model):
+    django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
+    login("researcher")
+    page.goto(reverse("metrics:report-list"))
+    page.get_by_label("Name").fill("from-the-page")
+    page.get_by_label("Query set").select_option(label="q")
+    page.get_by_label("a", exact=True).check()
+    page.get_by_label("c", exact=True).check()
+    page.get_by_label("Cutoffs").fill("1,2")
+    page.get_by_role("button", name="Build report").click()
+
+    # The job page polls until the (eager) task is done and links to the report.
+    page.get_by_role("link", name="Open the result").click()
+    assert Report.objects.filter(name="from-the-page").exists()
+    assert "from-the-page" in page.get_by_role("heading", level=1).inner_text()
+    images = page.locator("img")
+    assert images.count() >= 2
+    for i in range(images.count()):
+        image = images.nth(i)
+        image.scroll_into_view_if_needed()
+        page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download results (CSV)").click()
+    header = open(download.value.path(), encoding="utf-8").readline().strip()
+    assert header == "run,metric,variant,cutoff,value,queries"
