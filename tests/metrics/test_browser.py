@@ -31,5 +31,5 @@ def test_build_a_report_from_the_page_and_see_its_plots(world, page, login, djan
         page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
     with page.expect_download() as download:
         page.get_by_role("link", name="Download results (CSV)").click()
-    header = open(download.value.path(), encoding="utf-8").readline().strip()
+    header = download.value.path().read_text(encoding="utf-8").splitlines()[0]
     assert header == "run,metric,variant,cutoff,value,queries"
