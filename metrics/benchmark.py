@@ -8,8 +8,10 @@ queries × ``docs`` documents each. Runs are generated one at a time and only th
 is timed (``seconds``); generation is reported apart (``setup``).
 
 Modes:
-- ``naive``: the SIGIR 2020 notebooks' approach — dictionaries ``docid → (mag_f, mag_m)`` and
-  ``qid → [docids]``, a Python loop per run, query, magnitude and cutoff;
+- ``notebook``: the SIGIR 2020 notebook's algorithm step for step (``np.mean`` over list
+  prefixes per query and cutoff; ARaB recomputes every prefix);
+- ``naive``: a lean pure-Python loop — dictionaries ``docid → (mag_f, mag_m)`` and
+  ``qid → [docids]``, a running sum per query and cutoff;
 - ``vector``: RaB/ARaB (TF and Boolean) through :mod:`metrics.core`;
 - ``full``: every metric (RaB, ARaB, NFaiRR, TExFAIR) through :func:`metrics.core.evaluate_run`,
   plus the means with bootstrap CIs (:func:`metrics.significance.summarise`).
@@ -83,6 +85,61 @@ def naive(queries: int, docs: int, runs: int, collection: int, seed: int) -> dic
             for t in CUTOFFS:
                 results[f"{r}|RaB|{variant}|{t}"] = sum(rab_values[t]) / len(rab_values[t])
                 results[f"{r}|ARaB|{variant}|{t}"] = sum(arab_values[t]) / len(arab_values[t])
+        seconds += time.perf_counter() - t0
+        del ranking
+    return {"seconds": seconds, "setup": setup, "results": results}
+
+
+def notebook(queries: int, docs: int, runs: int, collection: int, seed: int) -> dict:
+    """The SIGIR 2020 notebook's algorithm as published (our own code, same steps).
+
+    Per query a list of per-document tuples (bias, female, male); RaB@t takes ``np.mean``
+    of each component over the list's first t entries; ARaB@t calls RaB@1 … RaB@min(t, n)
+    and averages them -- so ARaB@30 recomputes 30 prefix means per query. (The notebook's
+    bias component is female − male; we store male − female, the sign this project uses.)
+    """
+    counts = synthetic_counts(collection, seed)
+    setup = time.perf_counter()
+    per_document = {
+        variant: {
+            str(d): (
+                (math.log(1 + m) - math.log(1 + f), math.log(1 + f), math.log(1 + m))
+                if variant == "tf"
+                else (float(m > 0) - float(f > 0), float(f > 0), float(m > 0))
+            )
+            for d, (f, m) in enumerate(zip(counts["f"].tolist(), counts["m"].tolist(), strict=True))
+        }
+        for variant in ("tf", "bool")
+    }
+    setup = time.perf_counter() - setup
+
+    def rank_bias_at(bias_list: list, at_rank: int) -> tuple[float, float, float]:
+        top = bias_list[:at_rank]
+        return (
+            float(np.mean([x[0] for x in top])),
+            float(np.mean([x[1] for x in top])),
+            float(np.mean([x[2] for x in top])),
+        )
+
+    def average_rank_bias_at(bias_list: list, at_rank: int) -> float:
+        values = [rank_bias_at(bias_list, t + 1)[0] for t in range(at_rank) if len(bias_list) >= t + 1]
+        return float(np.mean(values))
+
+    seconds = 0.0
+    results = {}
+    for r in range(runs):
+        t0 = time.perf_counter()
+        matrix = synthetic_run(queries, docs, collection, seed, r)
+        ranking = {str(q): [str(d) for d in row] for q, row in enumerate(matrix.tolist())}
+        setup += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for variant in ("tf", "bool"):
+            lists = {qid: [per_document[variant][d] for d in documents] for qid, documents in ranking.items()}
+            for t in CUTOFFS:
+                rab = [rank_bias_at(bias_list, t)[0] for bias_list in lists.values()]
+                arab = [average_rank_bias_at(bias_list, t) for bias_list in lists.values()]
+                results[f"{r}|RaB|{variant}|{t}"] = float(np.mean(rab))
+                results[f"{r}|ARaB|{variant}|{t}"] = float(np.mean(arab))
         seconds += time.perf_counter() - t0
         del ranking
     return {"seconds": seconds, "setup": setup, "results": results}
@@ -169,6 +226,8 @@ def main(argv: list[str]) -> None:
     mode, queries, docs, runs, collection, seed = argv[0], *map(int, argv[1:6])
     if mode == "naive":
         out = naive(queries, docs, runs, collection, seed)
+    elif mode == "notebook":
+        out = notebook(queries, docs, runs, collection, seed)
     elif mode in ("vector", "full"):
         out = vector(queries, docs, runs, collection, seed, full=mode == "full")
     else:
