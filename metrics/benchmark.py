@@ -49,6 +49,12 @@ def synthetic_run(queries: int, docs: int, collection: int, seed: int, run: int)
     return np.random.default_rng([seed, run]).integers(0, collection, size=(queries, docs))
 
 
+def _ranking(queries: int, docs: int, collection: int, seed: int, run: int) -> dict[str, list[str]]:
+    """One run as the notebooks held it: ``qid → [docid, ...]`` in rank order."""
+    matrix = synthetic_run(queries, docs, collection, seed, run)
+    return {str(q): [str(d) for d in row] for q, row in enumerate(matrix.tolist())}
+
+
 def naive(queries: int, docs: int, runs: int, collection: int, seed: int) -> dict:
     counts = synthetic_counts(collection, seed)
     setup = time.perf_counter()
@@ -64,8 +70,7 @@ def naive(queries: int, docs: int, runs: int, collection: int, seed: int) -> dic
     results = {}
     for r in range(runs):
         t0 = time.perf_counter()
-        matrix = synthetic_run(queries, docs, collection, seed, r)
-        ranking = {str(q): [str(d) for d in row] for q, row in enumerate(matrix.tolist())}
+        ranking = _ranking(queries, docs, collection, seed, r)
         setup += time.perf_counter() - t0
         t0 = time.perf_counter()
         for variant in ("tf", "bool"):
@@ -129,8 +134,7 @@ def notebook(queries: int, docs: int, runs: int, collection: int, seed: int) -> 
     results = {}
     for r in range(runs):
         t0 = time.perf_counter()
-        matrix = synthetic_run(queries, docs, collection, seed, r)
-        ranking = {str(q): [str(d) for d in row] for q, row in enumerate(matrix.tolist())}
+        ranking = _ranking(queries, docs, collection, seed, r)
         setup += time.perf_counter() - t0
         t0 = time.perf_counter()
         for variant in ("tf", "bool"):
