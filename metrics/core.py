@@ -46,7 +46,7 @@ import pandas as pd
 import polars as pl
 
 from pooling.magnitudes import magnitude
-from pooling.rank_bias import rank_bias_table
+from pooling.rank_bias import rank_bias_table, rank_matrices
 
 METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
 RANK_BIAS_VARIANTS = ("tf", "bool")
@@ -112,22 +112,9 @@ def _dense(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[
 
 def ranked_counts(run: pl.DataFrame, counts: pl.DataFrame, depth: int) -> RankedCounts:
     """Join the top ``depth`` documents of every query with their counts, as dense matrices."""
-    top = _renumber(run, depth)
-    qids = top["qid"].unique(maintain_order=True)
-    top = top.join(_qid_index(qids), on="qid", how="left")
-    top = top.join(
-        counts.select("docid", "f", "m", "length").with_columns(pl.lit(True).alias("found")), on="docid", how="left"
-    )
-    rows = top["row"].to_numpy()
-    cols = top["rank"].to_numpy() - 1
-    shape = (len(qids), depth)
-
-    def column(name: str) -> np.ndarray:
-        return _dense(rows, cols, top[name].fill_null(0).cast(pl.Float64).to_numpy(), shape)
-
-    found = _dense(rows, cols, top["found"].fill_null(False).to_numpy(), shape)
-    n = np.bincount(rows, minlength=len(qids)) if len(rows) else np.zeros(0, dtype=np.int64)
-    return RankedCounts(qids.to_list(), n, column("f"), column("m"), column("length"), found)
+    values = counts.select("docid", "f", "m", "length").with_columns(pl.lit(True).alias("found"))
+    qids, matrices, n = rank_matrices(_renumber(run, depth), values, depth)
+    return RankedCounts(qids, n, matrices["f"], matrices["m"], matrices["length"], matrices["found"])
 
 
 # --- RaB / ARaB ------------------------------------------------------------------------

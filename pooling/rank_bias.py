@@ -18,24 +18,36 @@ import pandas as pd
 import polars as pl
 
 
-def rank_matrix(run: pl.DataFrame, values: pl.DataFrame, depth: int) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Per-rank values of a run as a dense matrix.
+def rank_matrices(
+    run: pl.DataFrame, values: pl.DataFrame, depth: int
+) -> tuple[list[str], dict[str, np.ndarray], np.ndarray]:
+    """Per-rank values of a run as dense ``[queries × depth]`` matrices.
 
-    ``run`` has ``qid, docid, rank``; ``values`` has ``docid`` and one float column
-    ``value``. Returns ``(qids, matrix [queries × depth], n)`` where ``n`` is each
-    query's number of documents within ``depth``; cells past ``n`` are 0. Documents
-    missing from ``values`` count as 0.
+    ``run`` has ``qid, docid, rank`` (ranks 1..n per query); ``values`` has ``docid`` and
+    the columns to spread, one matrix each. Returns ``(qids, matrices, n)`` where ``n`` is
+    each query's number of documents within ``depth``. Cells past ``n``, and documents
+    missing from ``values``, are 0 (``False`` for boolean columns).
     """
-    top = run.filter(pl.col("rank") <= depth).join(values, on="docid", how="left")
+    top = run.select("qid", "docid", "rank").filter(pl.col("rank") <= depth)
     qids = top["qid"].unique(maintain_order=True)
-    index = qids.to_frame().with_row_index("row")
-    top = top.join(index, on="qid", how="left")
-    matrix = np.zeros((len(qids), depth), dtype=np.float64)
-    rows = top["row"].to_numpy()
+    top = top.join(qids.to_frame().with_row_index("row"), on="qid", how="left")
+    top = top.join(values, on="docid", how="left")
+    rows = top["row"].to_numpy().astype(np.int64)
     cols = top["rank"].to_numpy().astype(np.int64) - 1
-    matrix[rows, cols] = top["value"].fill_null(0.0).to_numpy()
+    matrices = {}
+    for name in values.columns:
+        if name == "docid":
+            continue
+        column = top[name]
+        if column.dtype == pl.Boolean:
+            data, dtype = column.fill_null(False).to_numpy(), np.bool_
+        else:
+            data, dtype = column.fill_null(0).cast(pl.Float64).to_numpy(), np.float64
+        matrix = np.zeros((len(qids), depth), dtype=dtype)
+        matrix[rows, cols] = data
+        matrices[name] = matrix
     n = np.bincount(rows, minlength=len(qids))
-    return qids.to_list(), matrix, n
+    return qids.to_list(), matrices, n
 
 
 def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]) -> pd.DataFrame:
@@ -49,7 +61,8 @@ def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequen
         raise ValueError("cutoffs must be positive integers")
     depth = max(cutoffs)
     values = magnitudes.select("docid", (pl.col("m") - pl.col("f")).cast(pl.Float64).alias("value"))
-    qids, matrix, n = rank_matrix(run, values, depth)
+    qids, matrices, n = rank_matrices(run, values, depth)
+    matrix = matrices["value"]
     ranks = np.arange(1, depth + 1)
     rab_at = np.cumsum(matrix, axis=1) / ranks  # RaB@r for r = 1..depth, assuming r ≤ n
     arab_sum = np.cumsum(rab_at, axis=1)
