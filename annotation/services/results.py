@@ -16,6 +16,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from django.db import transaction
 from django.utils import timezone
@@ -110,7 +111,9 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
     """The agreement report of :mod:`annotation.agreement` plus what the batch's records add.
 
     Keys added: ``batch``, ``provider``, ``set_aside`` (qids without a majority, including
-    too few votes), ``method_disagreements`` (majority vs. Dawid-Skene), ``progress``.
+    too few votes), ``method_disagreements`` (majority vs. Dawid-Skene), ``worker_confusion``
+    (Dawid-Skene's estimate per worker: rows the true label, columns the label given, and
+    the estimated accuracy), ``progress``.
     """
     frame = judgments_frame(batch)
     if frame.empty:
@@ -130,9 +133,20 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
             "confusion": {"labels": list(LABELS), "matrix": [[0] * len(LABELS) for _ in LABELS]},
         }
         disagreements: list[dict[str, Any]] = []
+        worker_confusion: list[dict[str, Any]] = []
     else:
         report = agreement_report(frame, bootstrap=bootstrap, seed=seed)
-        compared = compare_methods(majority_vote(frame), dawid_skene(frame))
+        estimate = dawid_skene(frame)
+        compared = compare_methods(majority_vote(frame), estimate)
+        worker_confusion = [
+            {
+                "worker": str(worker),
+                "accuracy": float((estimate.priors * pd.Series(np.diag(matrix.to_numpy()), index=matrix.index)).sum()),
+                "labels": [str(label) for label in matrix.columns],
+                "matrix": [[round(float(v), 4) for v in row] for row in matrix.to_numpy()],
+            }
+            for worker, matrix in sorted(estimate.confusion.items())
+        ]
         disagreements = [
             {
                 "qid": str(qid),
@@ -146,6 +160,7 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
     labelled = votes["label"].dropna().value_counts()
     report["labels"] = {label: int(labelled.get(label, 0)) for label in LABELS}
     report["set_aside"] = sorted(str(q) for q in votes.index[votes["disputed"]])
+    report["worker_confusion"] = worker_confusion
     report["batch"] = batch.name
     report["provider"] = batch.provider
     report["method_disagreements"] = disagreements

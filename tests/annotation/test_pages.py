@@ -102,3 +102,17 @@ def test_actions_on_a_cancelled_batch_are_refused_on_the_page(query_set, researc
     response = client.post(reverse("annotation:batch-publish", args=["gone"]), follow=True)
     assert b"is cancelled" in response.content
     assert not Job.objects.exists()
+
+
+def test_agreement_shows_each_workers_estimated_confusion(disputed, researcher, client):
+    report = services.agreement(disputed, bootstrap=0)
+    assert len(report["worker_confusion"]) == 2
+    for worker in report["worker_confusion"]:
+        assert worker["labels"] == ["n", "f", "m", "o"]
+        for row in worker["matrix"]:
+            assert sum(row) == pytest.approx(1.0, abs=1e-3)  # shares of the true category's row
+        assert 0.0 <= worker["accuracy"] <= 1.0
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:batch-agreement", args=["b1"])).content.decode()
+    assert 'id="worker-confusion"' in page
+    assert page.count('class="card worker-confusion"') == 2
