@@ -5,15 +5,14 @@ exports, and can start publishing, syncing and exports. Annotators reach only th
 assignments and judgments. Workers are named by pseudonym everywhere.
 """
 
-from pathlib import Path
-
-from django.conf import settings
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
+
+from pooling.services import cache_dir
 
 from . import services
 from .models import Assignment, Batch, Export, Hit, Judgment
@@ -80,7 +79,7 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
         params = ExportRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        path = Path(settings.CACHE_DIR) / "exports" / batch.name / f"{data['category']}.{data['format']}"
+        path = cache_dir("exports", batch.name) / f"{data['category']}.{data['format']}"
         try:
             export = services.export_queries(
                 batch, data["category"], path, data["format"], as_query_set=data.get("as_query_set") or None

@@ -32,6 +32,7 @@ from pooling.services import (
     document_counts_for,
     register_wordlist,
     run_frame,
+    validate_name,
     write_parquet_atomic,
 )
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
@@ -212,6 +213,7 @@ def build_report(
     bar: bool = True,
 ) -> Report:
     """Compute and store a report named ``name`` (results, per-query file, provenance)."""
+    validate_name(name, "report")
     if Report.objects.filter(name=name).exists():
         raise ServiceError(f"a report named {name!r} already exists; choose another --name")
     words = wordlist or default_wordlist()

@@ -15,6 +15,23 @@ from pathlib import Path
 from typing import IO
 
 
+def check_writable(path: str | os.PathLike) -> Path:
+    """Fail early, naming the path, when ``path`` cannot be written: its folder must exist.
+
+    Folders are never created on the fly, so a typo in an output path is an error rather
+    than a new folder somewhere. Commands call this before long work, not after it.
+    """
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot write {target}: the folder {folder} does not exist")
+    if target.is_dir():
+        raise IsADirectoryError(f"cannot write {target}: it is a folder")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"cannot write {target}: the folder {folder} is not writable")
+    return target
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """A temporary path beside ``path`` to write to; moved over ``path`` if the block succeeds.
@@ -23,7 +40,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     ``mkstemp`` makes it. The temporary file is removed if the block raises.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    check_writable(target)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     os.close(fd)
     tmp = Path(tmp_name)

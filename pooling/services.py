@@ -17,6 +17,8 @@ from pathlib import Path
 
 import polars as pl
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
 from django.db import transaction
 
 from . import magnitudes as mag
@@ -35,6 +37,17 @@ from .wordlists import default_wordlist, wordlist_from_mapping
 
 class ServiceError(Exception):
     """A request that cannot be carried out as asked (the message says why)."""
+
+
+def validate_name(name: str, what: str) -> str:
+    """Names appear in URLs and file names: letters, digits, hyphens and underscores only."""
+    try:
+        validate_slug(name)
+    except ValidationError:
+        raise ServiceError(
+            f"{what} name {name!r} is not usable: use letters, digits, hyphens and underscores (e.g. msmarco-dev)"
+        ) from None
+    return name
 
 
 def cache_dir(*parts: str) -> Path:
@@ -80,6 +93,7 @@ def import_collection(
     Importing the same file under the same name again changes nothing; the same name
     for different content is refused.
     """
+    validate_name(name, "collection")
     path = Path(path).resolve()
     skipped = Skipped() if skip_bad_lines else None
     staging = cache_dir("collections") / f".staging-{os.getpid()}-{path.name}.parquet"
@@ -118,6 +132,7 @@ def collection_docids(collection: Collection) -> pl.Series:
 
 def import_queries(path: str | Path, name: str, *, skip_bad_lines: bool = False) -> ImportResult:
     """Register a query set from a ``qid<TAB>query`` file (idempotent, all or nothing)."""
+    validate_name(name, "query set")
     path = Path(path).resolve()
     skipped = Skipped() if skip_bad_lines else None
     queries = read_queries(path, skipped=skipped)
@@ -142,6 +157,7 @@ def create_query_set(
     description: str = "",
 ) -> QuerySet:
     """Create a query set with its queries (callers hold the transaction)."""
+    validate_name(name, "query set")
     if QuerySet.objects.filter(name=name).exists():
         raise ServiceError(f"a query set named {name!r} already exists")
     query_set = QuerySet.objects.create(name=name, origin=origin, source=source, sha256=sha256, description=description)
@@ -162,6 +178,7 @@ def import_run(
     skip_bad_lines: bool = False,
 ) -> ImportResult:
     """Register a TREC run over ``collection``, normalised into a Parquet file."""
+    validate_name(name, "run")
     path = Path(path).resolve()
     sha = file_sha256(path)
     existing = Run.objects.filter(name=name).first()
@@ -298,6 +315,7 @@ def build_pool(
     the pool, with provenance per (query, run).
     """
     pool_settings.validate()
+    validate_name(name, "pool")
     if not runs:
         raise ServiceError("give at least one run")
     if Pool.objects.filter(name=name).exists() or QuerySet.objects.filter(name=name).exists():

@@ -15,7 +15,7 @@ from django.db.models import Count, Q
 
 from pooling.models import Pool, QuerySet
 from pooling.readers import InputError, open_text
-from pooling.services import ServiceError
+from pooling.services import ServiceError, validate_name
 
 from ..aggregation import CATEGORY_SLUGS, LABELS
 from ..costs import Cost, batch_cost
@@ -146,6 +146,7 @@ def create_batch(
     of every HIT, cycling through ``gold``. Nothing is sent to a provider yet.
     """
     settings.validate()
+    validate_name(name, "batch")
     if Batch.objects.filter(name=name).exists():
         raise ServiceError(f"a batch named {name!r} already exists")
     if pool is not None:

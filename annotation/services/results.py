@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from pooling import services as pooling_services
+from pooling.files import check_writable
 from pooling.models import QuerySet
 
 from ..aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS, compare_methods, dawid_skene, majority_vote
@@ -199,7 +200,7 @@ def export_queries(
         raise ServiceError(f"unknown format {fmt!r}; choose {', '.join(WRITERS)}")
     if as_query_set and QuerySet.objects.filter(name=as_query_set).exists():
         raise ServiceError(f"a query set named {as_query_set!r} already exists")
-    path = Path(path)
+    path = check_writable(path)
     wanted = set(LABELS) if category == "all" else {CATEGORY_SLUGS[category]}
     results = query_results(batch)
     labelled = [r for r in results if r["label"] is not None]

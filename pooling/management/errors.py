@@ -11,10 +11,10 @@ from ..services import ServiceError
 
 @contextmanager
 def command_errors(*also: type[Exception]) -> Iterator[None]:
-    """Bad input, refused requests (and the ``also`` exception types) become ``CommandError``."""
+    """Bad input, refused requests, unwritable files (and ``also``) become ``CommandError``."""
     try:
         yield
-    except (InputError, ServiceError, *also) as exc:
+    except (InputError, ServiceError, OSError, *also) as exc:
         raise CommandError(str(exc)) from None
 
 

@@ -122,11 +122,15 @@ def test_bias_report_command_writes_csv_table_and_plot(world, tmp_path):
         ({"queries": "q", "runs": "a", "cutoffs": "5,x"}, "bad cutoff 'x'"),
         ({"queries": "q", "runs": "a", "cutoffs": "0"}, "bad cutoff '0'"),
         ({"queries": "q", "runs": "a", "background": "zz"}, "unknown run"),
+        ({"queries": "q", "runs": "a", "name": "x/y z"}, "use letters, digits, hyphens and underscores"),
+        ({"queries": "q", "runs": "a", "out": "/nonexistent-folder/bias.csv"}, "folder /nonexistent-folder does not"),
+        ({"queries": "q", "runs": "a", "plot": "/nonexistent-folder/bias.png"}, "folder /nonexistent-folder does not"),
     ],
 )
 def test_bias_report_errors(world, options, message):
     with pytest.raises(CommandError, match=message):
         call_command("bias_report", verbosity=0, **options)
+    assert not Report.objects.exists()  # refused before any work, nothing stored
 
 
 @pytest.mark.django_db

@@ -134,3 +134,20 @@ def test_run_cache_is_rebuilt_as_imported(world, tmp_path):
     path.write_text("1 Q0 d1 1 2 t\n")
     with pytest.raises(Exception, match="missing or changed since it was imported"):
         run_frame(imported)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["p q", "a/b", "dev!", ""])
+def test_names_must_be_usable_in_urls(world, name):
+    with pytest.raises(CommandError, match="use letters, digits, hyphens and underscores"):
+        run("pool", name=name, queries="q", runs="a", depth=1)
+    with pytest.raises(CommandError, match="use letters, digits, hyphens and underscores"):
+        run("import_queries", str(world["queries"]), name=name)
+    assert not Pool.objects.exists()
+
+
+@pytest.mark.django_db
+def test_unwritable_out_fails_before_the_pool_is_built(world, tmp_path):
+    with pytest.raises(CommandError, match=r"the folder .*missing does not exist"):
+        run("pool", name="p", queries="q", runs="a", depth=1, out=str(tmp_path / "missing" / "pool.tsv"))
+    assert not Pool.objects.exists() and not (tmp_path / "missing").exists()

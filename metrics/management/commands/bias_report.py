@@ -1,9 +1,8 @@
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics import plots, services
 from metrics.core import COLLECTION_BACKGROUND
+from pooling.files import atomic_path, atomic_write, check_writable
 from pooling.management.errors import command_errors
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
@@ -70,6 +69,9 @@ class Command(BaseCommand):
         if unknown:
             raise CommandError(f"unknown run(s): {', '.join(unknown)}")
         with command_errors():
+            for option in ("out", "per_query", "plot"):  # before the work, not after it
+                if o[option]:
+                    check_writable(o[option])
             cutoffs = services.parse_cutoffs(o["cutoffs"])
             report_settings = services.ReportSettings(
                 cutoffs, o["tokenizer"], o["threshold"], o["bootstrap"], o["seed"]
@@ -94,12 +96,15 @@ class Command(BaseCommand):
         if report.baseline_id:
             self.stdout.write(f"\n* p < 0.05 against {report.baseline.name} (paired t-test, Bonferroni-corrected)")
         self.stdout.write(self.style.SUCCESS(f"\nReport {report.name!r} stored; see /metrics/{report.name}/"))
-        if o["out"]:
-            Path(o["out"]).write_text(services.results_csv(summary), encoding="utf-8")
-            self.stdout.write(f"Wrote results to {o['out']}")
-        if o["per_query"]:
-            Path(o["per_query"]).write_text(services.per_query_csv(services.report_per_query(report)), encoding="utf-8")
-            self.stdout.write(f"Wrote per-query values to {o['per_query']}")
-        if o["plot"]:
-            Path(o["plot"]).write_bytes(plots.cutoff_figure(summary))
-            self.stdout.write(f"Wrote the plot to {o['plot']}")
+        with command_errors():
+            if o["out"]:
+                atomic_write(o["out"], lambda f: f.write(services.results_csv(summary)), newline="")
+                self.stdout.write(f"Wrote results to {o['out']}")
+            if o["per_query"]:
+                per_query = services.per_query_csv(services.report_per_query(report))
+                atomic_write(o["per_query"], lambda f: f.write(per_query), newline="")
+                self.stdout.write(f"Wrote per-query values to {o['per_query']}")
+            if o["plot"]:
+                with atomic_path(o["plot"]) as tmp:
+                    tmp.write_bytes(plots.cutoff_figure(summary))
+                self.stdout.write(f"Wrote the plot to {o['plot']}")

@@ -5,6 +5,7 @@ from tqdm import tqdm
 
 from metrics.counterfactual import HER_CHOICES, Swapper, swap_table, write_counterfactual
 from metrics.services import default_representative_wordlist
+from pooling.files import check_writable
 from pooling.management.errors import command_errors
 from pooling.models import Collection
 from pooling.wordlists import load_wordlist
@@ -37,6 +38,7 @@ class Command(BaseCommand):
         if out.resolve() == Path(collection.path).resolve():
             raise CommandError("--out must not be the collection itself")
         with command_errors():
+            check_writable(out)
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else default_representative_wordlist()
         swapper = Swapper(swap_table(words.words.items(), her=o["her"]))
         source = Path(collection.path)

@@ -1,6 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics.rbo import DEFAULT_DEPTH, DEFAULT_P, crbo
+from pooling.files import atomic_write, check_writable
+from pooling.management.errors import command_errors
 from pooling.models import Run
 from pooling.services import run_frame
 
@@ -33,6 +35,9 @@ class Command(BaseCommand):
                 runs[option] = Run.objects.get(name=o[option])
             except Run.DoesNotExist:
                 raise CommandError(f"unknown run {o[option]!r}") from None
+        if o["per_query"]:
+            with command_errors():
+                check_writable(o["per_query"])
         try:
             mean, queries, per_query = crbo(
                 run_frame(runs["run"]), run_frame(runs["counterfactual_run"]), p=o["p"], depth=o["depth"]
@@ -43,5 +48,6 @@ class Command(BaseCommand):
             raise CommandError("the two runs have no query in common")
         self.stdout.write(f"CRBO@{o['depth']} (p={o['p']}): {mean:.4f} over {queries} queries")
         if o["per_query"]:
-            per_query.rename("rbo").to_csv(o["per_query"], index_label="qid")
+            csv = per_query.rename("rbo").to_csv(index_label="qid")
+            atomic_write(o["per_query"], lambda f: f.write(csv), newline="")
             self.stdout.write(f"Wrote per-query RBO to {o['per_query']}")

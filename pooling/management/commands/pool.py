@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from pooling import services
+from pooling.files import check_writable
 from pooling.magnitudes import MAGNITUDES
 from pooling.management.errors import command_errors
 from pooling.models import QuerySet, Run
@@ -52,6 +53,8 @@ class Command(BaseCommand):
         settings = services.PoolSettings(o["rank_cutoff"], o["depth"], o["magnitude"], o["tokenizer"])
         with command_errors():
             settings.validate()
+            if o["out"]:
+                check_writable(o["out"])  # before the work, not after it
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
             if o["background"]:
                 job = services.start_pool(o["name"], query_set, [runs[n] for n in names], settings, o["wordlist"] or "")
