@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import time
 
 import krippendorff
 import numpy as np
@@ -162,7 +161,8 @@ def test_per_category_alpha_hand_example():
     rows = [("a", "w1", "o"), ("a", "w2", "o"), ("b", "w1", "n"), ("b", "w2", "f"), ("c", "w1", "n"), ("c", "w2", "n")]
     result = per_category_alpha(judgments(rows))
     assert result["o"] == pytest.approx(1.0)
-    assert result["n"] < 1.0
+    # n-vs-rest: units (R,R), (N,R), (N,N); D_o = 2/6, D_e = 2·3·3/(6·5): alpha = 1 - (1/3)/(3/5) = 4/9.
+    assert result["n"] == pytest.approx(4 / 9, abs=1e-12)
     assert math.isnan(result["m"]), "nobody used m: alpha of m-vs-rest is undefined"
 
 
@@ -249,16 +249,17 @@ def test_bootstrap_resample_equals_alpha_of_the_duplicated_items():
     assert float(weighted) == pytest.approx(expected, abs=1e-12)
 
 
-def test_bootstrap_is_fast_for_a_full_query_set():
+def test_bootstrap_on_a_full_sized_random_crowd_brackets_chance_agreement():
+    # Speed is measured by benchmarks, not here; this checks the fast path at full size.
     rng = np.random.default_rng(0)
     items = np.repeat([f"q{i}" for i in range(4000)], 3)
     workers = rng.integers(0, 300, size=len(items))
     workers = [f"w{w}-{k % 3}" for k, w in enumerate(workers)]  # distinct workers within an item
     frame = judgments(zip(items, workers, rng.choice(LABELS, size=len(items)), strict=True))
-    start = time.perf_counter()
     low, high = bootstrap_alpha(frame, n=1000, seed=0)
-    assert time.perf_counter() - start < 2.0
-    assert low <= high
+    alpha = krippendorff_alpha(frame)
+    assert abs(alpha) < 0.05  # random labels: agreement at chance level
+    assert low < alpha < high and low < 0 < high
 
 
 # --- per worker, confusion, report ---------------------------------------------------------------

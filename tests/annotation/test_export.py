@@ -48,7 +48,9 @@ def test_agreement_report(annotated):
     assert report["queries"] == 6 and report["judgments"] == 12 and report["workers"] == 2
     assert report["disputed"] == ["104"] and report["set_aside"] == ["104"]
     assert report["labels"] == {"n": 2, "f": 2, "m": 1, "o": 0}
-    assert 0 < report["krippendorff_alpha"] < 1
+    # Nominal alpha by hand: 12 pairable values, 5 agreeing pairs (Σ o_cc = 10), label totals
+    # n 4, f 5, m 2, o 1 (Σ n_c² = 46): alpha = 1 - (12 - 1)(12 - 10) / (12² - 46) = 76/98.
+    assert report["krippendorff_alpha"] == pytest.approx(76 / 98, abs=1e-9)
     json.dumps(report, allow_nan=False)  # JSON-safe
 
 

@@ -121,7 +121,7 @@ def test_rank_bias_through_pooling_with_tf_and_bool():
     assert set(long.loc[long["metric"] == "TExFAIR", "variant"]) == {"rbdf", "plain"}
 
 
-def test_rows_are_taken_in_rank_order_and_gaps_closed():
+def test_rows_are_taken_in_rank_order_and_renumbered():
     # rows out of order; rank 2 was removed (e.g. a filtered document): c, a behave like ranks 1, 2
     frame = pl.DataFrame({"qid": ["1", "1", "1"], "docid": ["b", "a", "c"], "rank": [4, 3, 1]})
     table = core.nfairr(frame, COUNTS, [2, 3])
@@ -129,7 +129,7 @@ def test_rows_are_taken_in_rank_order_and_gaps_closed():
     assert table.loc["1", "n"] == 2  # b (rank 4) is beyond the largest cutoff
 
 
-def test_a_query_missing_from_the_run_is_not_counted():
+def test_means_count_only_the_queries_a_run_has():
     long = core.evaluate_run(run_frame({"1": ["a"], "2": ["c"]}), COUNTS, COUNTS, [1])
     long.insert(0, "run", "r")
     means = summarise(long, samples=10)

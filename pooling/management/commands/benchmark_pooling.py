@@ -27,11 +27,14 @@ class Command(BaseCommand):
             "--naive-up-to",
             type=int,
             default=1_000_000,
-            help="run the naive approach only up to this size (it needs ~1 GB per 1M passages)",
+            help="run the naive approach only up to this size (it needs ~5 GB per 1M passages)",
         )
         parser.add_argument("--queries", type=int, default=3750)
         parser.add_argument("--runs", type=int, default=7)
         parser.add_argument("--depth", type=int, default=100, help="documents per query in each run")
+        parser.add_argument(
+            "--pool-depth", type=int, default=500, help="queries taken from the top of each list (default 500)"
+        )
         parser.add_argument("--workdir", default=None, help="where synthetic data is kept (default: VAR_DIR/bench)")
 
     def handle(self, **o):
@@ -41,7 +44,14 @@ class Command(BaseCommand):
             spec = SyntheticSpec(passages=size, queries=o["queries"], runs=o["runs"], depth=o["depth"])
             files = self._data(workdir / f"{size}", spec)
             with tempfile.TemporaryDirectory(prefix="bench-") as work:
-                args = [work, str(files["collection"]), str(files["queries"]), "10", "500", *map(str, files["runs"])]
+                args = [
+                    work,
+                    str(files["collection"]),
+                    str(files["queries"]),
+                    "10",
+                    str(o["pool_depth"]),
+                    *map(str, files["runs"]),
+                ]
                 row = {"passages": size, "import": self._child("import", args), "pool": self._child("pool", args)}
             row["grep"] = self._grep(files["collection"])
             if size <= o["naive_up_to"]:
