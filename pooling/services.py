@@ -263,6 +263,10 @@ def document_counts_for(
     missing = wanted.to_frame().join(cached.select("docid"), on="docid", how="anti")["docid"]
     if len(missing):
         path = Path(collection.path)
+        if not path.is_file() or path.stat().st_size != collection.size:
+            raise ServiceError(
+                f"collection {collection.name!r}: {path} is missing or changed since it was imported; import it again"
+            )
         with _byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
             fresh = mag.document_counts(path, missing, wordlist, tokenizer, progress=progress.update_to)
         cached = pl.concat([cached, fresh])

@@ -151,3 +151,13 @@ def test_unwritable_out_fails_before_the_pool_is_built(world, tmp_path):
     with pytest.raises(CommandError, match=r"the folder .*missing does not exist"):
         run("pool", name="p", queries="q", runs="a", depth=1, out=str(tmp_path / "missing" / "pool.tsv"))
     assert not Pool.objects.exists() and not (tmp_path / "missing").exists()
+
+
+@pytest.mark.django_db
+def test_a_collection_changed_after_import_is_not_counted(world):
+    from pathlib import Path
+
+    Path(world["collection"]).write_text("d1\tsomething else entirely, and longer than before\n")
+    with pytest.raises(CommandError, match="missing or changed since it was imported"):
+        run("pool", name="p", queries="q", runs="a", depth=1)
+    assert not Pool.objects.exists()
