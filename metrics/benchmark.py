@@ -1,7 +1,7 @@
 """Benchmark of the metrics: the reference notebooks' loops against the vectorised core.
 
 Run as ``python manage.py benchmark_metrics``; every mode runs in a fresh process
-(``python -m metrics.benchmark MODE ...``) so that its peak memory (``ru_maxrss``) is its own.
+(``python -m metrics.benchmark MODE ...``) so that its peak memory (``VmHWM``) is its own.
 Data are synthetic and identical across modes (same seed): a collection of ``collection``
 documents with gender counts drawn directly (no text), and ``runs`` runs of ``queries``
 queries × ``docs`` documents each. Runs are generated one at a time and only the computation
@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import json
 import math
-import resource
 import sys
 import time
 
 import numpy as np
+
+from pooling.benchmark import peak_memory_mb
 
 CUTOFFS = (5, 10, 20, 30)
 
@@ -210,22 +211,6 @@ def vector(queries: int, docs: int, runs: int, collection: int, seed: int, full:
     return {"seconds": seconds, "setup": setup, "results": results}
 
 
-def peak_mb() -> float:
-    """Peak resident memory of this process in MB.
-
-    ``VmHWM`` of the new address space; ``ru_maxrss`` would inherit the parent's peak across
-    ``exec`` on Linux and so report the Django command's memory instead of ours.
-    """
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def main(argv: list[str]) -> None:
     mode, queries, docs, runs, collection, seed = argv[0], *map(int, argv[1:6])
     if mode == "naive":
@@ -236,7 +221,7 @@ def main(argv: list[str]) -> None:
         out = vector(queries, docs, runs, collection, seed, full=mode == "full")
     else:
         raise SystemExit(f"unknown mode {mode!r}")
-    out["peak_mb"] = peak_mb()
+    out["peak_mb"] = peak_memory_mb()
     json.dump(out, sys.stdout)
 
 

@@ -1,8 +1,8 @@
 """Benchmark of pooling: this project's engine against the reference notebooks' approach.
 
 Run as ``python manage.py benchmark_pooling``; every measurement runs in a fresh
-process (``python -m pooling.benchmark naive|engine ...``) so that its peak memory
-(``ru_maxrss``) is its own.
+process (``python -m pooling.benchmark naive|import|pool ...``) so that its peak memory
+(``VmHWM``) is its own.
 
 The straightforward approach, as in the SIGIR 2020 notebooks: read the whole collection
 into a ``Counter`` per document (``text.lower().split(" ")``), keep dictionaries of

@@ -112,7 +112,7 @@ def open_text(path: str | Path) -> Iterator[Iterator[str]]:
 
 
 class _HashingReader(io.RawIOBase):
-    """A read-only stream that hashes the raw bytes passing through it."""
+    """A read-only stream that counts (and, given a digest, hashes) the raw bytes passing through it."""
 
     def __init__(self, raw: BinaryIO, digest=None) -> None:
         self.raw, self.digest, self.position = raw, digest, 0

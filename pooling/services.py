@@ -417,22 +417,28 @@ def write_query_file(query_set: QuerySet, path: str | Path) -> int:
     return len(rows)
 
 
-def pool_summary(pool: Pool) -> dict:
-    """Size, per-list counts and pairwise overlap between runs' selections (Jaccard)."""
-    entries = pl.DataFrame(
-        list(pool.entries.values_list("run__name", "query__qid", "rank_bias", "female_position", "male_position")),
-        schema=["run", "qid", "rab", "female", "male"],
-        orient="row",
-    )
+def pool_table(pool: Pool) -> tuple[list[str], list[dict]]:
+    """Rows for the pool page and download: one per pooled query, with its RaB per run and
+    where each run's lists put it (``selected``: run → (female position, male position))."""
     runs = [run.name for run in pool.runs.order_by("name")]
-    selected = {
-        run: set(
-            entries.filter((pl.col("run") == run) & (pl.col("female").is_not_null() | pl.col("male").is_not_null()))[
-                "qid"
-            ]
-        )
-        for run in runs
-    }
+    rows: dict[str, dict] = {}
+    for qid, text, run, rab, female, male in pool.entries.values_list(
+        "query__qid", "query__text", "run__name", "rank_bias", "female_position", "male_position"
+    ):
+        row = rows.setdefault(qid, {"qid": qid, "query": text, "rab": {}, "selected": {}, "lists": []})
+        row["rab"][run] = rab
+        if female or male:
+            row["selected"][run] = (female, male)
+        if female:
+            row["lists"].append(f"{run}:female#{female}")
+        if male:
+            row["lists"].append(f"{run}:male#{male}")
+    return runs, [rows[qid] for qid in sort_qids(rows)]
+
+
+def summarise_pool(runs: list[str], rows: list[dict]) -> dict:
+    """Size, per-list counts and pairwise overlap (Jaccard) between runs' selections, from ``pool_table``."""
+    selected = {run: {row["qid"] for row in rows if run in row["selected"]} for run in runs}
     overlap = [
         [
             len(selected[a] & selected[b]) / len(selected[a] | selected[b]) if selected[a] | selected[b] else 0.0
@@ -443,26 +449,10 @@ def pool_summary(pool: Pool) -> dict:
     per_list = [
         {
             "run": run,
-            "female": entries.filter((pl.col("run") == run) & pl.col("female").is_not_null()).height,
-            "male": entries.filter((pl.col("run") == run) & pl.col("male").is_not_null()).height,
+            "female": sum(1 for row in rows if row["selected"].get(run, (None, None))[0]),
+            "male": sum(1 for row in rows if row["selected"].get(run, (None, None))[1]),
             "only_here": len(selected[run] - set().union(*(selected[o] for o in runs if o != run))),
         }
         for run in runs
     ]
-    return {"size": pool.queries.queries.count(), "runs": runs, "per_list": per_list, "overlap": overlap}
-
-
-def pool_table(pool: Pool) -> tuple[list[str], list[dict]]:
-    """Rows for the pool page and download: one per pooled query, with its RaB per run."""
-    runs = [run.name for run in pool.runs.order_by("name")]
-    rows: dict[str, dict] = {}
-    for qid, text, run, rab, female, male in pool.entries.values_list(
-        "query__qid", "query__text", "run__name", "rank_bias", "female_position", "male_position"
-    ):
-        row = rows.setdefault(qid, {"qid": qid, "query": text, "rab": {}, "lists": []})
-        row["rab"][run] = rab
-        if female:
-            row["lists"].append(f"{run}:female#{female}")
-        if male:
-            row["lists"].append(f"{run}:male#{male}")
-    return runs, [rows[qid] for qid in sort_qids(rows)]
+    return {"size": len(rows), "runs": runs, "per_list": per_list, "overlap": overlap}

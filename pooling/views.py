@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
@@ -11,6 +12,7 @@ from . import services
 from .forms import PoolForm
 from .models import Collection, Job, Pool, QuerySet, Run
 from .permissions import researcher_required
+from .serializers import JobSerializer
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -23,9 +25,9 @@ def home(request: HttpRequest) -> HttpResponse:
         return render(request, "welcome.html")
     context = {
         "collections": Collection.objects.all(),
-        "query_sets": QuerySet.objects.all(),
+        "query_sets": QuerySet.objects.annotate(size=Count("queries")),
         "runs": Run.objects.select_related("collection"),
-        "pools": Pool.objects.select_related("queries"),
+        "pools": Pool.objects.annotate(size=Count("queries__queries")),
     }
     return render(request, "home.html", context)
 
@@ -34,7 +36,7 @@ def home(request: HttpRequest) -> HttpResponse:
 def pool_detail(request: HttpRequest, name: str) -> HttpResponse:
     pool = get_object_or_404(Pool, name=name)
     runs, rows = services.pool_table(pool)
-    summary = services.pool_summary(pool)
+    summary = services.summarise_pool(runs, rows)
     overlap = [  # shade at most half-strength so the dark figures stay readable
         {
             "run": run,
@@ -92,18 +94,5 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def job_progress(request: HttpRequest, pk: int) -> JsonResponse:
-    """Progress record of a long job, polled by pages."""
-    job = get_object_or_404(Job, pk=pk)
-    return JsonResponse(
-        {
-            "id": job.pk,
-            "kind": job.kind,
-            "status": job.status,
-            "description": job.description,
-            "done": job.done,
-            "total": job.total,
-            "fraction": job.fraction,
-            "message": job.message,
-            "result": job.result,
-        }
-    )
+    """Progress record of a long job, polled by pages (the REST API's representation)."""
+    return JsonResponse(JobSerializer(get_object_or_404(Job, pk=pk)).data)

@@ -65,7 +65,7 @@ class Command(BaseCommand):
             pool = services.build_pool(
                 o["name"], query_set, [runs[n] for n in names], settings, words, bar=o["verbosity"] > 0
             )
-        summary = services.pool_summary(pool)
+        summary = services.summarise_pool(*services.pool_table(pool))
         self.stdout.write(
             self.style.SUCCESS(f"Pool {pool.name!r}: {summary['size']:,} unique queries from {2 * len(names)} lists")
         )
