@@ -26,7 +26,14 @@ from .batches import (
     read_gold_file,
 )
 from .escalation import EscalationPlan, escalate_batch, plan_escalation
-from .local import ANNOTATORS_GROUP, create_annotator, is_annotator, next_assignment, submit_local_assignment
+from .local import (
+    ANNOTATORS_GROUP,
+    create_annotator,
+    is_annotator,
+    next_assignment,
+    submit_local_assignment,
+    validate_username,
+)
 from .publishing import hit_page_context, publish_batch, render_hit_html
 from .results import agreement, export_queries, judgments_frame, query_results
 from .sync import SyncResult, sync_batch
@@ -62,4 +69,5 @@ __all__ = [
     "start_sync",
     "submit_local_assignment",
     "sync_batch",
+    "validate_username",
 ]

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
@@ -36,8 +37,18 @@ ANNOTATORS_GROUP = "annotators"
 _CANDIDATES = 20
 
 
+def validate_username(username: str) -> str:
+    """Django's rule for usernames (letters, digits and @.+-_), as a ServiceError naming the value."""
+    try:
+        get_user_model().username_validator(username)
+    except ValidationError:
+        raise ServiceError(f"username {username!r} is not usable: use letters, digits and @ . + - _") from None
+    return username
+
+
 def create_annotator(username: str, password: str | None = None, email: str = ""):
     """Create (or reuse) a user, put them in the annotators group and give them a worker pseudonym."""
+    validate_username(username)
     user_model = get_user_model()
     with transaction.atomic():
         user, created = user_model.objects.get_or_create(username=username, defaults={"email": email})

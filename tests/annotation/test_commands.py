@@ -135,3 +135,18 @@ def test_create_annotator(db, django_user_model):
     user = django_user_model.objects.get(username="alice")
     assert user.check_password("pw-secret-123") and user.groups.filter(name="annotators").exists()
     assert user.annotation_identity.worker.pseudonym.startswith("w-")
+
+
+def test_create_annotator_refuses_bad_usernames_and_needs_a_terminal_for_the_prompt(db, monkeypatch):
+    with pytest.raises(CommandError, match="username 'bad name!' is not usable"):
+        run("create_annotator", "bad name!", "--password", "pw-secret-123")
+
+    def no_terminal(prompt=""):
+        raise EOFError
+
+    monkeypatch.setattr("getpass.getpass", no_terminal)
+    with pytest.raises(CommandError, match="no terminal to ask for a password"):
+        run("create_annotator", "alice")
+    from django.contrib.auth import get_user_model
+
+    assert not get_user_model().objects.filter(username__in=["alice", "bad name!"]).exists()

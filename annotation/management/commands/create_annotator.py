@@ -4,6 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation import services
 
+from ._common import command_errors
+
 
 class Command(BaseCommand):
     help = (
@@ -18,9 +20,16 @@ class Command(BaseCommand):
         parser.add_argument("--no-password", action="store_true", help="unusable password (set it later in the admin)")
 
     def handle(self, username, email, password, no_password, **o):
+        with command_errors():
+            services.validate_username(username)  # before asking for a password
         if not password and not no_password:
-            password = getpass.getpass(f"Password for {username}: ")
-            if not password or password != getpass.getpass("Again: "):
+            try:
+                password = getpass.getpass(f"Password for {username}: ")
+                again = getpass.getpass("Again: ")
+            except EOFError:
+                raise CommandError("no terminal to ask for a password: give --password or --no-password") from None
+            if not password or password != again:
                 raise CommandError("passwords are empty or differ")
-        user = services.create_annotator(username, password=password or None, email=email)
+        with command_errors():
+            user = services.create_annotator(username, password=password or None, email=email)
         self.stdout.write(self.style.SUCCESS(f"Annotator {user.username!r} can log in and go to /annotation/next/."))
