@@ -13,6 +13,7 @@ import contextlib
 import gzip
 import hashlib
 import io
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -76,10 +77,21 @@ def open_binary(path: str | Path) -> Iterator[BinaryIO]:
         gzipped = raw.read(2) == _GZIP_MAGIC
         raw.seek(0)
         if gzipped:
-            with gzip.GzipFile(fileobj=raw) as unzipped:
+            with _gzip_errors(path), gzip.GzipFile(fileobj=raw) as unzipped:
                 yield unzipped  # type: ignore[misc]
         else:
             yield raw
+
+
+@contextmanager
+def _gzip_errors(path: Path) -> Iterator[None]:
+    """A truncated or corrupt gzip stream becomes ``path: problem`` instead of a traceback."""
+    try:
+        yield
+    except EOFError:
+        raise InputError(path, None, "the gzip file is truncated (it ends before its last block)") from None
+    except (gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(path, None, f"the gzip file is corrupt ({exc})") from None
 
 
 def _decode(path: Path, data: bytes, first_line: int) -> str:
@@ -147,7 +159,8 @@ def iter_blocks(path: str | Path, block_size: int | None = None, digest=None) ->
         line = 1
         rest = b""
         while True:
-            chunk = stream.read(block_size)
+            with _gzip_errors(path):
+                chunk = stream.read(block_size)
             if not chunk:
                 break
             data = rest + chunk
@@ -188,7 +201,9 @@ def parse_passages(
 ) -> pl.DataFrame:
     """Split ``pid<TAB>passage`` lines on the first tab: frame ``line, docid, text``.
 
-    With ``wanted``, only those docids are kept, before the texts are cut out.
+    Whitespace around a passage id is stripped (``" c1 "`` is ``c1``), as run and query
+    readers do: runs are split on whitespace, so an id kept with its spaces could never
+    be matched. With ``wanted``, only those docids are kept, before the texts are cut out.
     """
     frame = lines.select("line", "text", pl.col("text").str.find("\t", literal=True).alias("tab"))
     empty_id = pl.col("text").str.contains(r"^\s*\t")
@@ -199,7 +214,7 @@ def parse_passages(
     frame = frame.filter(pl.col("tab").is_not_null())
     if len(bad):
         frame = frame.filter(~empty_id)
-    frame = frame.with_columns(pl.col("text").str.slice(0, pl.col("tab")).alias("docid"))
+    frame = frame.with_columns(pl.col("text").str.slice(0, pl.col("tab")).str.strip_chars().alias("docid"))
     if wanted is not None:
         frame = frame.filter(pl.col("docid").is_in(wanted.implode()))
     return frame.select("line", "docid", pl.col("text").str.slice(pl.col("tab") + 1).alias("text"))
@@ -307,20 +322,54 @@ def read_queries(path: str | Path, skipped: Skipped | None = None) -> list[tuple
 # --- runs --------------------------------------------------------------------------------
 
 RUN_ORDERS = ("score", "file")
-_RUN_LINE = r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$"
+#: ``trec``: ``qid Q0 docid rank score tag``; ``msmarco``: ``qid docid rank`` (MS MARCO's
+#: run format, no score: documents are ordered by rank); ``auto``: decided by the column
+#: count of the first non-blank line.
+RUN_FORMATS = ("auto", "trec", "msmarco")
+_RUN_LINES = {
+    "trec": (r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$", ["qid", "q0", "docid", "rank", "score", "tag"]),
+    "msmarco": (r"^\s*(\S+)\s+(\S+)\s+(\S+)\s*$", ["qid", "docid", "rank"]),
+}
+_RUN_EXPECTED = {"trec": "6 columns (qid Q0 docid rank score tag)", "msmarco": "3 columns (qid docid rank)"}
 
 
 @dataclass
 class RunTable:
-    """A validated run: ``frame`` has ``qid, docid, rank (1-based), score``, grouped by query."""
+    """A validated run: ``frame`` has ``qid, docid, rank (1-based), score``, grouped by query.
+
+    ``interleaved_queries`` counts the queries whose lines came in more than one block;
+    they are gathered (each at its first appearance), as trec_eval does. ``format`` is the
+    format read (``trec`` or ``msmarco``); an MS MARCO run has no score, so ``score`` is
+    minus the file's rank (higher is better, and the score order is the rank order).
+    """
 
     frame: pl.DataFrame
     reordered_ties: int
     reordered_rows: int
+    interleaved_queries: int = 0
+    format: str = "trec"
 
     @property
     def queries(self) -> int:
         return self.frame["qid"].n_unique()
+
+
+def detect_run_format(path: str | Path) -> str:
+    """``trec`` or ``msmarco`` from the column count of the first non-blank line."""
+    path = Path(path)
+    for lines, _ in iter_blocks(path, block_size=64 * 1024):
+        for line, text in lines.iter_rows():
+            columns = len(text.split())
+            if columns == 0:
+                continue
+            if columns == 6:
+                return "trec"
+            if columns == 3:
+                return "msmarco"
+            raise InputError(
+                path, line, f"found {columns} columns: expected 6 (qid Q0 docid rank score tag) or 3 (qid docid rank)"
+            )
+    raise InputError(path, None, "the run is empty")
 
 
 def _score_orders(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -371,25 +420,41 @@ def _repeated_pairs(fields: pl.DataFrame) -> pl.DataFrame:
 
 
 def _parse_run_block(
-    path: Path, lines: pl.DataFrame, known: pl.DataFrame | None, skipped: Skipped | None
+    path: Path, lines: pl.DataFrame, known: pl.DataFrame | None, skipped: Skipped | None, run_format: str = "trec"
 ) -> pl.DataFrame:
-    """Validate one block of run lines; keep ``line, qid, docid, score`` (the text is dropped)."""
+    """Validate one block of run lines; keep ``line, qid, docid, score`` (the text is dropped).
+
+    Ranks must be integers and scores finite numbers (trec_eval reads them with ``atoi``
+    and ``atof``, which would silently turn ``1.5`` into 1 and ``inf`` into a score).
+    """
+    pattern, columns = _RUN_LINES[run_format]
     lines = lines.filter(pl.col("text").str.strip_chars() != "")
-    fields = lines.select("line", pl.col("text").str.extract_groups(_RUN_LINE).alias("f")).unnest("f")
-    fields.columns = ["line", "qid", "q0", "docid", "rank", "score", "tag"]
+    fields = lines.select("line", pl.col("text").str.extract_groups(pattern).alias("f")).unnest("f")
+    fields.columns = ["line", *columns]
     bad = fields.filter(pl.col("qid").is_null())
     for (line,) in bad.select("line").iter_rows():
         found = len(lines.filter(pl.col("line") == line)["text"][0].split())
-        _raise_or_skip(
-            InputError(path, line, f"expected 6 columns (qid Q0 docid rank score tag), found {found}"), skipped
-        )
+        _raise_or_skip(InputError(path, line, f"expected {_RUN_EXPECTED[run_format]}, found {found}"), skipped)
     fields = fields.filter(pl.col("qid").is_not_null())
 
-    fields = fields.with_columns(pl.col("score").cast(pl.Float64, strict=False).alias("score_value"))
-    bad = fields.filter(pl.col("score_value").is_null() | pl.col("score_value").is_nan())
-    for line, score in bad.select("line", "score").iter_rows():
-        _raise_or_skip(InputError(path, line, f"score {score!r} is not a number"), skipped)
-    fields = fields.filter(pl.col("score_value").is_not_null() & pl.col("score_value").is_not_nan())
+    rank_value = pl.col("rank").cast(pl.Int64, strict=False)
+    bad = fields.filter(rank_value.is_null())
+    for line, rank in bad.select("line", "rank").iter_rows():
+        _raise_or_skip(InputError(path, line, f"rank {rank!r} is not an integer"), skipped)
+    if len(bad):
+        fields = fields.filter(rank_value.is_not_null())
+
+    if run_format == "msmarco":
+        fields = fields.with_columns((-rank_value).cast(pl.Float64).alias("score_value"))
+    else:
+        fields = fields.with_columns(pl.col("score").cast(pl.Float64, strict=False).alias("score_value"))
+        unusable = pl.col("score_value").is_null() | ~pl.col("score_value").is_finite()
+        bad = fields.filter(unusable)
+        for line, score, value in bad.select("line", "score", "score_value").iter_rows():
+            problem = "is not a number" if value is None or value != value else "is not finite"
+            _raise_or_skip(InputError(path, line, f"score {score!r} {problem}"), skipped)
+        if len(bad):
+            fields = fields.filter(~unusable)
     fields = fields.select("line", "qid", "docid", pl.col("score_value").alias("score"))
 
     if known is not None:
@@ -406,9 +471,13 @@ def read_run(
     order: str = "score",
     known_docids: pl.Series | None = None,
     skipped: Skipped | None = None,
+    run_format: str = "auto",
 ) -> RunTable:
-    """Read a TREC run (``qid Q0 docid rank score tag``, any whitespace).
+    """Read a TREC run (``qid Q0 docid rank score tag``) or an MS MARCO run (``qid docid
+    rank``), any whitespace; ``run_format`` is one of :data:`RUN_FORMATS`.
 
+    A query's lines may be interleaved with other queries' (trec_eval accepts this):
+    they are gathered at the query's first appearance, keeping their file order.
     ``order="score"`` ranks by score descending, ties by docid descending (trec_eval's
     rule); ``order="file"`` keeps the file's order, as the reference notebooks did.
     ``reordered_ties`` counts the queries whose order the tie rule changed relative to
@@ -416,11 +485,15 @@ def read_run(
     """
     if order not in RUN_ORDERS:
         raise ValueError(f"order must be one of {RUN_ORDERS}, got {order!r}")
+    if run_format not in RUN_FORMATS:
+        raise ValueError(f"run_format must be one of {RUN_FORMATS}, got {run_format!r}")
     path = Path(path)
     if not path.is_file():
         raise InputError(path, None, "no such file")
+    if run_format == "auto":
+        run_format = detect_run_format(path)
     known = known_docids.cast(pl.String).to_frame("docid") if known_docids is not None else None
-    parts = [_parse_run_block(path, lines, known, skipped) for lines, _ in iter_blocks(path)]
+    parts = [_parse_run_block(path, lines, known, skipped, run_format) for lines, _ in iter_blocks(path)]
     fields = pl.concat(parts) if parts else pl.DataFrame()
     if not len(fields):
         raise InputError(path, None, "the run is empty")
@@ -432,13 +505,13 @@ def read_run(
         fields = fields.join(duplicate.select("line"), on="line", how="anti", maintain_order="left")
 
     blocks = fields.with_columns((pl.col("qid") != pl.col("qid").shift(1)).fill_null(True).cum_sum().alias("block"))
-    if blocks["block"].max() != blocks["qid"].n_unique():  # some query's lines come in two blocks
-        split = blocks.filter(pl.col("block") != pl.col("block").min().over("qid")).sort("line")
-        line, qid = split.select("line", "qid").row(0)
-        first = blocks.filter(pl.col("qid") == qid)["line"].min()
-        raise InputError(
-            path, line, f"lines of query {qid!r} are split into separate blocks (it began on line {first})"
+    interleaved = 0
+    if blocks["block"].max() != blocks["qid"].n_unique():  # some query's lines come in several blocks
+        interleaved = int(
+            blocks.group_by("qid").agg(pl.col("block").n_unique().alias("n")).filter(pl.col("n") > 1).height
         )
+        # Gather each query at its first block; "line" keeps the file order within it.
+        blocks = blocks.with_columns(pl.col("block").min().over("qid")).sort("block", "line")
 
     # Within a block, "line" is the file order: sorts on (block, score, line) keep it for ties.
     frame = blocks.select("qid", "docid", "score", "block", "line")
@@ -448,4 +521,4 @@ def read_run(
     reordered_ties = int(np.unique(frame["block"].to_numpy()[trec[changed]]).size)
     chosen = frame[trec] if order == "score" else frame
     out = chosen.select("qid", "docid", pl.Series("rank", _ranks(chosen["block"].to_numpy())), "score")
-    return RunTable(out, reordered_ties, reordered_rows)
+    return RunTable(out, reordered_ties, reordered_rows, interleaved, run_format)
