@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -29,7 +29,7 @@ from .models import Collection, Job, Pool, PoolEntry, Query, QuerySet, Run, Word
 from .pool import FEMALE_LIST, MALE_LIST, pool_queries, sort_qids
 from .progress import Progress
 from .rank_bias import rank_bias_table
-from .readers import Skipped, read_queries, read_run, scan_collection
+from .readers import InputError, Skipped, read_queries, read_run, scan_collection
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from .wordlists import WordList as Words
 from .wordlists import default_wordlist, wordlist_from_mapping
@@ -55,6 +55,35 @@ def cache_dir(*parts: str) -> Path:
     path = Path(settings.CACHE_DIR).joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+STAGING_PREFIX = ".staging-"
+
+
+def staging_path(folder: str, name: str) -> Path:
+    """Where an import writes a derived file before it knows the file's final name.
+
+    One place for every staging file: ``<CACHE_DIR>/<folder>/.staging-<pid>-<name>``. The
+    import that writes it moves it into place or removes it (also on failure); staging
+    files left by a killed process (``kill -9``) are removed by the next call, which
+    recognises them by a process id that no longer runs.
+    """
+    folder_path = cache_dir(folder)
+    for stale in folder_path.glob(f"{STAGING_PREFIX}*"):
+        pid = stale.name.removeprefix(STAGING_PREFIX).partition("-")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
+            stale.unlink(missing_ok=True)
+    return folder_path / f"{STAGING_PREFIX}{os.getpid()}-{name}"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
 
 
 def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> None:
@@ -83,6 +112,8 @@ class ImportResult:
     obj: object
     created: bool
     skipped: Skipped
+    #: What the import did that the user should know (e.g. interleaved query blocks gathered).
+    notes: list[str] = field(default_factory=list)
 
 
 def import_collection(
@@ -91,21 +122,27 @@ def import_collection(
     """Register a passage collection (the text stays in its file).
 
     Importing the same file under the same name again changes nothing; the same name
-    for different content is refused.
+    for different content is refused, and leaves no docid index behind. The index is
+    written to a staging file and moved into place only once the import is accepted.
     """
     validate_name(name, "collection")
     path = Path(path).resolve()
+    if not path.is_file():
+        raise InputError(path, None, "no such file")
     skipped = Skipped() if skip_bad_lines else None
-    staging = cache_dir("collections") / f".staging-{os.getpid()}-{path.name}.parquet"
-    with _byte_progress(path, f"Scanning {path.name}", job, bar) as progress:
-        scan = scan_collection(path, index_path=staging, progress=progress.update_to, skipped=skipped)
-    index_path = cache_dir("collections") / f"{scan.sha256}.parquet"
-    os.replace(staging, index_path)
-    existing = Collection.objects.filter(name=name).first()
+    staging = staging_path("collections", f"{path.name}.parquet")
+    try:
+        with _byte_progress(path, f"Scanning {path.name}", job, bar) as progress:
+            scan = scan_collection(path, index_path=staging, progress=progress.update_to, skipped=skipped)
+        existing = Collection.objects.filter(name=name).first()
+        if existing is not None and existing.sha256 != scan.sha256:
+            raise ServiceError(f"a collection named {name!r} already exists with different content ({existing.path})")
+        index_path = cache_dir("collections") / f"{scan.sha256}.parquet"
+        os.replace(staging, index_path)
+    finally:
+        staging.unlink(missing_ok=True)
     if existing is not None:
-        if existing.sha256 == scan.sha256:
-            return ImportResult(existing, False, skipped or Skipped())
-        raise ServiceError(f"a collection named {name!r} already exists with different content ({existing.path})")
+        return ImportResult(existing, False, skipped or Skipped())
     with transaction.atomic():
         collection = Collection.objects.create(
             name=name,
@@ -176,8 +213,13 @@ def import_run(
     *,
     order: str = Run.Order.SCORE,
     skip_bad_lines: bool = False,
+    run_format: str = "auto",
 ) -> ImportResult:
-    """Register a TREC run over ``collection``, normalised into a Parquet file."""
+    """Register a run over ``collection``, normalised into a Parquet file.
+
+    ``run_format`` is ``trec`` (6 columns), ``msmarco`` (``qid docid rank``) or ``auto``
+    (detected from the first line); the normalised file is the same either way.
+    """
     validate_name(name, "run")
     path = Path(path).resolve()
     sha = file_sha256(path)
@@ -187,7 +229,15 @@ def import_run(
             return ImportResult(existing, False, Skipped())
         raise ServiceError(f"a run named {name!r} already exists with different content, order or collection")
     skipped = Skipped() if skip_bad_lines else None
-    table = read_run(path, order=order, known_docids=collection_docids(collection), skipped=skipped)
+    table = read_run(
+        path, order=order, known_docids=collection_docids(collection), skipped=skipped, run_format=run_format
+    )
+    notes = [f"format: {'MS MARCO (qid docid rank; ordered by rank)' if table.format == 'msmarco' else 'TREC'}"]
+    if table.interleaved_queries:
+        notes.append(
+            f"{table.interleaved_queries:,} queries had their lines in several blocks; "
+            "they were gathered at each query's first appearance, as trec_eval does"
+        )
     data_path = cache_dir("runs") / f"{sha}-{order}-{collection.sha256[:16]}.parquet"
     write_parquet_atomic(table.frame, data_path)
     with transaction.atomic():
@@ -202,7 +252,7 @@ def import_run(
             reordered_ties=table.reordered_ties,
             data=str(data_path),
         )
-    return ImportResult(run, True, skipped or Skipped())
+    return ImportResult(run, True, skipped or Skipped(), notes)
 
 
 def run_frame(run: Run) -> pl.DataFrame:
