@@ -79,11 +79,14 @@ def document_counts(
     wordlist: WordList,
     tokenizer: str,
     progress: Callable[[int], None] | None = None,
+    byte_range: tuple[int, int] | None = None,
 ) -> pl.DataFrame:
     """Counts ``docid, f, m, length`` for the requested documents found in the collection.
 
     One streaming pass; ``docids=None`` means every document. ``progress`` receives the
-    number of (compressed) bytes read so far.
+    number of (compressed) bytes read so far. ``byte_range`` (from
+    :func:`pooling.readers.byte_ranges`) counts one chunk of the file, for workers
+    splitting the scan; the chunks' counts concatenated equal the whole file's.
     """
     path = Path(collection_path)
     wanted = None
@@ -95,7 +98,7 @@ def document_counts(
     # One block at a time: memory stays flat in the size of the collection. (Counting on a
     # second thread was ~15% faster but its memory grew with the number of blocks.)
     parts = []
-    for lines, position in iter_blocks(path):
+    for lines, position in iter_blocks(path, byte_range=byte_range):
         counted = count_frame(parse_passages(path, lines, wanted=wanted), wordlist, tokenizer)
         if len(counted):
             parts.append(counted)

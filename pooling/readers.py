@@ -141,26 +141,70 @@ class _HashingReader(io.RawIOBase):
         return n or 0
 
 
-def iter_blocks(path: str | Path, block_size: int | None = None, digest=None) -> Iterator[tuple[pl.DataFrame, int]]:
+def is_gzipped(path: str | Path) -> bool:
+    with open(path, "rb") as file:
+        return file.read(2) == _GZIP_MAGIC
+
+
+def byte_ranges(path: str | Path, chunks: int) -> list[tuple[int, int]]:
+    """Split a file into at most ``chunks`` byte ranges ``[start, end)`` that begin at line starts.
+
+    Each boundary is moved forward to just after the next newline, so every line falls in
+    exactly one range. A gzipped file cannot be entered in the middle: it is one range.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    if chunks < 1:
+        raise ValueError("chunks must be at least 1")
+    if is_gzipped(path) or chunks == 1 or size == 0:
+        return [(0, size)]
+    starts = [0]
+    with open(path, "rb") as file:
+        for i in range(1, chunks):
+            file.seek(max(size * i // chunks - 1, 0))
+            file.readline()  # to just after the newline at or after the target
+            boundary = file.tell()
+            if starts[-1] < boundary < size:
+                starts.append(boundary)
+    return list(zip(starts, [*starts[1:], size], strict=True))
+
+
+def iter_blocks(
+    path: str | Path,
+    block_size: int | None = None,
+    digest=None,
+    byte_range: tuple[int, int] | None = None,
+) -> Iterator[tuple[pl.DataFrame, int]]:
     """Yield ``(lines, bytes_read)`` for blocks of whole lines of a (possibly gzipped) file.
 
     ``lines`` is a frame ``line: int64, text: str`` with file-wide 1-based line numbers;
     ``bytes_read`` is the (compressed) position in the file, for progress bars. A hashlib
     ``digest`` is fed the file's raw bytes on the way, saving a second pass.
+    ``byte_range`` (from :func:`byte_ranges`, plain files only) reads just that range; its
+    line numbers then count from the range's first line, as 1.
     """
     path = Path(path)
     block_size = block_size or BLOCK_SIZE
     with open(path, "rb") as file:
         gzipped = file.read(2) == _GZIP_MAGIC
-        file.seek(0)
+        start, end = byte_range or (0, None)
+        if gzipped and byte_range not in (None, (0, path.stat().st_size)):
+            raise ValueError(f"{path}: a gzipped file cannot be read from the middle")
+        file.seek(start)
+        remaining = None if end is None else end - start
         raw = _HashingReader(file, digest)
         buffered = io.BufferedReader(raw, buffer_size=1024 * 1024)
         stream: BinaryIO = gzip.GzipFile(fileobj=buffered) if gzipped else buffered  # type: ignore[assignment]
         line = 1
         rest = b""
         while True:
+            size = block_size if remaining is None or gzipped else min(block_size, remaining)
+            if size == 0:
+                break
             with _gzip_errors(path):
-                chunk = stream.read(block_size)
+                chunk = stream.read(size)
+            if remaining is not None:
+                remaining -= len(chunk)
             if not chunk:
                 break
             data = rest + chunk

@@ -25,11 +25,11 @@ from . import magnitudes as mag
 from .db import insert_rows
 from .files import atomic_path, atomic_write
 from .jobs import create_job
-from .models import Collection, Job, Pool, PoolEntry, Query, QuerySet, Run, WordList
+from .models import Collection, Job, Pool, PoolEntry, Query, QuerySet, Run, ScanChunk, WordList
 from .pool import FEMALE_LIST, MALE_LIST, pool_queries, sort_qids
 from .progress import Progress
 from .rank_bias import rank_bias_table
-from .readers import InputError, Skipped, read_queries, read_run, scan_collection
+from .readers import InputError, Skipped, byte_ranges, read_queries, read_run, scan_collection
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from .wordlists import WordList as Words
 from .wordlists import default_wordlist, wordlist_from_mapping
@@ -322,6 +322,81 @@ def document_counts_for(
         cached = pl.concat([cached, fresh])
         write_parquet_atomic(cached, cache)
     return cached.join(wanted.to_frame(), on="docid", how="semi")
+
+
+def _check_unchanged(collection: Collection) -> Path:
+    path = Path(collection.path)
+    if not path.is_file() or path.stat().st_size != collection.size:
+        raise ServiceError(
+            f"collection {collection.name!r}: {path} is missing or changed since it was imported; import it again"
+        )
+    return path
+
+
+def document_counts_chunked(
+    collection: Collection,
+    docids: Iterable[str] | pl.Series,
+    wordlist: Words,
+    tokenizer: str = DEFAULT_TOKENIZER,
+    *,
+    chunks: int = 2,
+) -> pl.DataFrame:
+    """Counts ``docid, f, m, length`` for ``docids``, the collection scan split over Celery workers.
+
+    The file is cut into ``chunks`` byte ranges at line starts (a gzipped file cannot be
+    split: it is one chunk), each counted by a ``count_scan_chunk_task``, and the chunks'
+    counts concatenated (every line is in exactly one chunk, so this equals one pass).
+    Each chunk is a :class:`ScanChunk` row: calling again after a lost worker counts only
+    the chunks still pending, and a done chunk is never counted twice.
+    """
+    from celery import group
+
+    from .tasks import count_scan_chunk_task
+
+    if tokenizer not in TOKENIZERS:
+        raise ServiceError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
+    path = _check_unchanged(collection)
+    wanted = pl.Series("docid", docids, dtype=pl.String).unique().sort()
+    ranges = byte_ranges(path, chunks)
+    wanted_sha = hashlib.sha256("\n".join(wanted.to_list()).encode()).hexdigest()
+    key = f"{collection.sha256[:16]}-{wordlist.sha256[:16]}-{tokenizer}-{wanted_sha[:16]}-{len(ranges)}"
+    wanted_path = cache_dir("scans", key) / "docids.parquet"
+    if not wanted_path.exists():
+        write_parquet_atomic(wanted.to_frame(), wanted_path)
+    record = register_wordlist(wordlist)
+    with transaction.atomic():
+        for index, (start, end) in enumerate(ranges):
+            ScanChunk.objects.get_or_create(key=key, index=index, defaults={"start": start, "end": end})
+    pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
+    if pending:
+        signatures = [count_scan_chunk_task.s(pk, collection.pk, record.pk, tokenizer) for pk in pending]
+        group(signatures).apply_async().get()
+    done = list(ScanChunk.objects.filter(key=key).order_by("index"))
+    unfinished = [chunk.index for chunk in done if chunk.status != ScanChunk.Status.DONE]
+    if unfinished:
+        raise ServiceError(f"chunks {unfinished} of the scan are not done; run again to count them")
+    return pl.concat([pl.read_parquet(chunk.result) for chunk in done])
+
+
+def count_scan_chunk(chunk_id: int, collection_id: int, wordlist_id: int, tokenizer: str) -> None:
+    """Count one chunk of a split scan (the body of ``count_scan_chunk_task``).
+
+    Idempotent: a done chunk is left alone; otherwise the counts file is written
+    atomically first and the chunk marked done after, so a worker lost in between leaves
+    the chunk pending (to be redone) rather than done without its file.
+    """
+    chunk = ScanChunk.objects.get(pk=chunk_id)
+    if chunk.status == ScanChunk.Status.DONE and Path(chunk.result).exists():
+        return
+    collection = Collection.objects.get(pk=collection_id)
+    path = _check_unchanged(collection)
+    folder = cache_dir("scans", chunk.key)
+    wanted = pl.read_parquet(folder / "docids.parquet")["docid"]
+    words = wordlist_of(WordList.objects.get(pk=wordlist_id))
+    counts = mag.document_counts(path, wanted, words, tokenizer, byte_range=(chunk.start, chunk.end))
+    result = folder / f"chunk-{chunk.index}.parquet"
+    write_parquet_atomic(counts, result)
+    ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.DONE, result=str(result))
 
 
 def magnitudes_frame(counts: pl.DataFrame, variant: str) -> pl.DataFrame:

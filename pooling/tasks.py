@@ -31,3 +31,10 @@ def build_pool_task(
         job.result = {"pool": pool.name, "url": reverse("pooling:pool-detail", args=[pool.name])}
         job.message = f"Pooled {pool.queries.queries.count()} queries"
     return pool.name
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def count_scan_chunk_task(chunk_id: int, collection_id: int, wordlist_id: int, tokenizer: str) -> int:
+    """One chunk of a split collection scan; acknowledged late, so a lost worker's chunk is redelivered."""
+    services.count_scan_chunk(chunk_id, collection_id, wordlist_id, tokenizer)
+    return chunk_id
