@@ -340,6 +340,7 @@ def document_counts_chunked(
     tokenizer: str = DEFAULT_TOKENIZER,
     *,
     chunks: int = 2,
+    timeout: float = 3600.0,
 ) -> pl.DataFrame:
     """Counts ``docid, f, m, length`` for ``docids``, the collection scan split over Celery workers.
 
@@ -347,7 +348,9 @@ def document_counts_chunked(
     split: it is one chunk), each counted by a ``count_scan_chunk_task``, and the chunks'
     counts concatenated (every line is in exactly one chunk, so this equals one pass).
     Each chunk is a :class:`ScanChunk` row: calling again after a lost worker counts only
-    the chunks still pending, and a done chunk is never counted twice.
+    the chunks still pending, and a done chunk is never counted twice. Completion is read
+    from those rows (the project keeps no Celery result backend), waiting up to ``timeout``
+    seconds.
     """
     from celery import group
 
@@ -369,13 +372,23 @@ def document_counts_chunked(
             ScanChunk.objects.get_or_create(key=key, index=index, defaults={"start": start, "end": end})
     pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
     if pending:
-        signatures = [count_scan_chunk_task.s(pk, collection.pk, record.pk, tokenizer) for pk in pending]
-        group(signatures).apply_async().get()
+        group(count_scan_chunk_task.s(pk, collection.pk, record.pk, tokenizer) for pk in pending).apply_async()
+        _wait_for_chunks(key, timeout)
     done = list(ScanChunk.objects.filter(key=key).order_by("index"))
     unfinished = [chunk.index for chunk in done if chunk.status != ScanChunk.Status.DONE]
     if unfinished:
         raise ServiceError(f"chunks {unfinished} of the scan are not done; run again to count them")
     return pl.concat([pl.read_parquet(chunk.result) for chunk in done])
+
+
+def _wait_for_chunks(key: str, timeout: float) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).exists():
+        if time.monotonic() > deadline:
+            return  # the caller reports the unfinished chunks
+        time.sleep(0.1)
 
 
 def count_scan_chunk(chunk_id: int, collection_id: int, wordlist_id: int, tokenizer: str) -> None:
