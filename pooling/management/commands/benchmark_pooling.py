@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,7 @@ class Command(BaseCommand):
                     *map(str, files["runs"]),
                 ]
                 row = {"passages": size, "import": self._child("import", args), "pool": self._child("pool", args)}
+                row["startup"] = self._startup(Path(work))
             row["grep"] = self._grep(files["collection"])
             if size <= o["naive_up_to"]:
                 row["naive"] = self._child("naive", args)
@@ -84,6 +86,22 @@ class Command(BaseCommand):
         )
         return json.loads(out.stdout.strip().splitlines()[-1])
 
+    def _startup(self, work: Path) -> float:
+        """Seconds for a small command as a user runs it: ``manage.py import_queries`` on a
+        10-line file, in a fresh process, against the database the import step created."""
+        queries = work / "ten-queries.tsv"
+        queries.write_text("".join(f"s{i}\tstart-up query {i}\n" for i in range(10)))
+        env = dict(os.environ, VAR_DIR=str(work), DATABASE_URL=f"sqlite:///{work / 'db.sqlite3'}")
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "manage.py", "import_queries", str(queries), "--name", "startup", "-v", "0"],
+            check=True,
+            capture_output=True,
+            cwd=settings.BASE_DIR,
+            env=env,
+        )
+        return time.perf_counter() - start
+
     def _grep(self, path: Path) -> float:
         """Seconds for ``grep -c ''`` over the collection: the practical floor of any pass over it."""
         start = time.perf_counter()
@@ -96,7 +114,8 @@ class Command(BaseCommand):
             f"{row['passages']:>10,} passages  import {i['seconds']:6.1f} s {i['peak_mb']:6.0f} MB "
             f"({', '.join(f'{k} {v:.1f} s' for k, v in i['phases'].items())})\n"
             f"{'':>20}  pool   {p['seconds']:6.1f} s {p['peak_mb']:6.0f} MB  ({p['pooled']:,} queries)\n"
-            f"{'':>20}  floor  {row['grep']:6.2f} s  (grep -c over the collection, from the page cache)"
+            f"{'':>20}  floor  {row['grep']:6.2f} s  (grep -c over the collection, from the page cache)\n"
+            f"{'':>20}  start-up {row['startup']:4.2f} s  (manage.py import_queries on a 10-line file, a fresh process)"
         )
         if "naive" in row:
             n = row["naive"]
