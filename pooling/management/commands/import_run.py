@@ -16,7 +16,8 @@ class Command(BaseCommand):
         "descending (trec_eval's rule); --order file keeps the file's order as the reference "
         "notebooks did. A query's lines may be interleaved with other queries' (trec_eval accepts "
         "this); they are gathered and the summary says so. Several files in one command share "
-        "the start-up and the collection's docid index."
+        "the start-up; each file is its own all-or-nothing import, so after an error, run the "
+        "same command again: the runs already imported are left unchanged."
     )
 
     def add_arguments(self, parser):
