@@ -230,3 +230,28 @@ def test_several_runs_in_one_command_msmarco_format_and_interleaved_note(world, 
         run("import_run", str(bm25), str(dense), name="x", collection="tiny")
     with pytest.raises(CommandError, match=r"bm25\.tsv:1: expected 6 columns"):
         run("import_run", str(bm25), name="forced", collection="tiny", run_format="trec")
+
+
+@pytest.mark.django_db
+def test_first_pool_from_files_in_one_command_equals_pool_by_names(files, tmp_path):
+    args = {"rank_cutoff": 2, "depth": 1}
+    run(
+        "pool",
+        name="from-files",
+        queries=str(files["queries"]),
+        runs=f"{files['run_a']},{files['run_b']}",
+        collection=str(files["collection"]),
+        **args,
+    )
+    assert sorted(Run.objects.values_list("name", flat=True)) == ["a", "b"]
+    assert Collection.objects.get().name == "collection"
+    # Again by the names the files were registered under: nothing re-imported, same pool.
+    run("pool", name="by-names", queries="queries", runs="a,b", **args)
+    assert Run.objects.count() == 2 and QuerySet.objects.filter(origin=QuerySet.Origin.IMPORTED).count() == 1
+    pooled = {
+        name: sorted(Pool.objects.get(name=name).queries.queries.values_list("qid", flat=True))
+        for name in ("from-files", "by-names")
+    }
+    assert pooled["from-files"] == pooled["by-names"] and pooled["by-names"]
+    with pytest.raises(CommandError, match="give --collection"):
+        run("pool", name="nope", queries="queries", runs=str(files["run_a"]))

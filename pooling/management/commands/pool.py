@@ -1,10 +1,13 @@
+from pathlib import Path
+
 from django.core.management.base import BaseCommand, CommandError
 
 from pooling import services
 from pooling.files import check_writable
 from pooling.magnitudes import MAGNITUDES
+from pooling.management.commands.import_run import run_name
 from pooling.management.errors import command_errors
-from pooling.models import QuerySet, Run
+from pooling.models import Collection, QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
 
@@ -14,13 +17,19 @@ class Command(BaseCommand):
         "Pool the most gender-biased queries: per run, RaB@cutoff of every query of the query set "
         "the run contains; a female-leaning list (most negative first) and a male-leaning list "
         "(most positive first); the union of the top --depth of every list. Stored as a pool and "
-        "as a query set of the same name."
+        "as a query set of the same name. For a first pool in one process, give files instead of "
+        "names: --queries queries.tsv, --runs bm25.trec,bert.tsv with --collection collection.tsv; "
+        "each is registered first (as import_queries/import_run/import_collection would, named after "
+        "its file, unchanged if already imported)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--name", required=True, help="name of the new pool (and of its query set)")
-        parser.add_argument("--queries", required=True, help="name of the query set to pool from")
-        parser.add_argument("--runs", required=True, help="comma-separated run names")
+        parser.add_argument("--queries", required=True, help="name (or file) of the query set to pool from")
+        parser.add_argument("--runs", required=True, help="comma-separated run names (or run files)")
+        parser.add_argument(
+            "--collection", help="collection name (or file) the run files rank; needed only when --runs has files"
+        )
         parser.add_argument("--rank-cutoff", type=int, default=10, help="t of RaB@t (default 10)")
         parser.add_argument(
             "--depth", type=int, default=500, help="queries taken from the top of each list (default 500)"
@@ -41,6 +50,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, **o):
+        with command_errors():
+            self._register_files(o)
         try:
             query_set = QuerySet.objects.get(name=o["queries"])
         except QuerySet.DoesNotExist:
@@ -76,3 +87,30 @@ class Command(BaseCommand):
         if o["out"]:
             written = services.write_query_file(pool.queries, o["out"])
             self.stdout.write(f"Wrote {written:,} queries to {o['out']}")
+
+    def _register_files(self, o: dict) -> None:
+        """Register the files given instead of names (idempotent) and put their names in ``o``."""
+        if _is_file(o["queries"]):
+            o["queries"] = services.import_queries(o["queries"], run_name(o["queries"])).obj.name
+        entries = [n.strip() for n in o["runs"].split(",") if n.strip()]
+        files = [e for e in entries if _is_file(e)]
+        if not files:
+            return
+        if not o["collection"]:
+            raise CommandError("--runs names files: give --collection (the collection's name or file)")
+        if _is_file(o["collection"]):
+            path = o["collection"]
+            collection = services.import_collection(path, run_name(path), bar=o["verbosity"] > 0).obj
+        else:
+            try:
+                collection = Collection.objects.get(name=o["collection"])
+            except Collection.DoesNotExist:
+                raise CommandError(f"no collection named {o['collection']!r}") from None
+        for path in files:
+            services.import_run(path, run_name(path), collection)
+        o["runs"] = ",".join(run_name(e) if _is_file(e) else e for e in entries)
+
+
+def _is_file(value: str | None) -> bool:
+    """A value names a file (rather than a registered name) when it has a suffix and exists."""
+    return bool(value) and bool(Path(value).suffix) and Path(value).is_file()
