@@ -335,7 +335,7 @@ def _check_unchanged(collection: Collection) -> Path:
 
 def document_counts_chunked(
     collection: Collection,
-    docids: Iterable[str] | pl.Series,
+    docids: Iterable[str] | pl.Series | None,
     wordlist: Words,
     tokenizer: str = DEFAULT_TOKENIZER,
     *,
@@ -350,7 +350,7 @@ def document_counts_chunked(
     Each chunk is a :class:`ScanChunk` row: calling again after a lost worker counts only
     the chunks still pending, and a done chunk is never counted twice. Completion is read
     from those rows (the project keeps no Celery result backend), waiting up to ``timeout``
-    seconds.
+    seconds. ``docids=None`` counts every passage (no id filter per block).
     """
     from celery import group
 
@@ -359,12 +359,15 @@ def document_counts_chunked(
     if tokenizer not in TOKENIZERS:
         raise ServiceError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
     path = _check_unchanged(collection)
-    wanted = pl.Series("docid", docids, dtype=pl.String).unique().sort()
     ranges = byte_ranges(path, chunks)
-    wanted_sha = hashlib.sha256("\n".join(wanted.to_list()).encode()).hexdigest()
+    if docids is None:
+        wanted_sha = "all"
+    else:
+        wanted = pl.Series("docid", docids, dtype=pl.String).unique().sort()
+        wanted_sha = hashlib.sha256("\n".join(wanted.to_list()).encode()).hexdigest()
     key = f"{collection.sha256[:16]}-{wordlist.sha256[:16]}-{tokenizer}-{wanted_sha[:16]}-{len(ranges)}"
     wanted_path = cache_dir("scans", key) / "docids.parquet"
-    if not wanted_path.exists():
+    if docids is not None and not wanted_path.exists():
         write_parquet_atomic(wanted.to_frame(), wanted_path)
     record = register_wordlist(wordlist)
     with transaction.atomic():
@@ -404,7 +407,8 @@ def count_scan_chunk(chunk_id: int, collection_id: int, wordlist_id: int, tokeni
     collection = Collection.objects.get(pk=collection_id)
     path = _check_unchanged(collection)
     folder = cache_dir("scans", chunk.key)
-    wanted = pl.read_parquet(folder / "docids.parquet")["docid"]
+    wanted_path = folder / "docids.parquet"  # absent: every passage
+    wanted = pl.read_parquet(wanted_path)["docid"] if wanted_path.exists() else None
     words = wordlist_of(WordList.objects.get(pk=wordlist_id))
     counts = mag.document_counts(path, wanted, words, tokenizer, byte_range=(chunk.start, chunk.end))
     result = folder / f"chunk-{chunk.index}.parquet"

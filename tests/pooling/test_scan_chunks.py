@@ -60,6 +60,8 @@ def test_chunked_counts_equal_single_pass(tmp_path, chunks):
     assert len(single) == 1000
     assert chunked.equals(single)
     assert ScanChunk.objects.filter(status=ScanChunk.Status.DONE).count() == chunks
+    every = services.document_counts_chunked(collection, None, words, "words", chunks=chunks).sort("docid")
+    assert every.equals(document_counts(path, None, words, "words").sort("docid")) and len(every) == 3000
 
 
 @pytest.mark.django_db
