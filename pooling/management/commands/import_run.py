@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.cli import command_errors, report_import
 from pooling import services
-from pooling.management.errors import command_errors, report_import
 from pooling.models import Collection, Run
 from pooling.readers import RUN_FORMATS
 
