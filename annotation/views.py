@@ -217,3 +217,60 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         )
         return render(request, "annotation/hit.html", context, status=400)
     return render(request, "annotation/hit.html", services.hit_page_context(hit, mode="local", action=action))
+
+
+#: Session key listing the assignments this browser was given from Prolific (no account needed).
+PROLIFIC_SESSION_KEY = "prolific_assignments"
+
+
+def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
+    """Where the Prolific study URL leads: hand the participant a HIT and remember it in their session."""
+    from .services import prolific
+
+    batch = get_object_or_404(Batch, name=name, provider="prolific")
+    try:
+        assignment = prolific.arrive(
+            batch,
+            request.GET.get("PROLIFIC_PID", ""),
+            request.GET.get("STUDY_ID", ""),
+            request.GET.get("SESSION_ID", ""),
+        )
+    except services.ServiceError as exc:
+        return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=400)
+    if assignment is None:
+        message = "All places of this study are taken. Please return the study on Prolific; you will not be penalised."
+        return render(request, "annotation/no_more_hits.html", {"message": message}, status=200)
+    allowed = set(request.session.get(PROLIFIC_SESSION_KEY, []))
+    request.session[PROLIFIC_SESSION_KEY] = sorted(allowed | {assignment.pk})
+    return redirect("annotation:prolific-hit", pk=assignment.pk)
+
+
+def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
+    """The shared HIT page for a Prolific participant; after submitting, back to Prolific with the code."""
+    from .services import prolific
+
+    if pk not in request.session.get(PROLIFIC_SESSION_KEY, []):
+        raise PermissionDenied("Open this study from Prolific.")
+    assignment = get_object_or_404(Assignment.objects.select_related("hit__batch"), pk=pk)
+    hit = assignment.hit
+    if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
+        return redirect(prolific.completion_url(hit.batch))
+    hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
+    action = reverse("annotation:prolific-hit", args=[assignment.pk])
+    if request.method == "POST":
+        form = HitAnswerForm(hit_queries, request.POST)
+        if form.is_valid():
+            try:
+                services.submit_local_assignment(assignment, form.cleaned_data)
+            except services.ServiceError as exc:
+                return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=409)
+            return redirect(prolific.completion_url(hit.batch))
+        context = services.hit_page_context(
+            hit,
+            mode="prolific",
+            action=action,
+            answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
+            errors=form.field_errors(),
+        )
+        return render(request, "annotation/hit.html", context, status=400)
+    return render(request, "annotation/hit.html", services.hit_page_context(hit, mode="prolific", action=action))

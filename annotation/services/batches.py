@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from django.conf import settings as django_settings
 from django.db import transaction
 from django.db.models import Count, Q
 
@@ -18,7 +19,7 @@ from pooling.readers import InputError, open_text
 from pooling.services import ServiceError, validate_name
 
 from ..aggregation import CATEGORY_SLUGS, LABELS
-from ..costs import Cost, batch_cost
+from ..costs import Cost, provider_cost
 from ..models import Assignment, Batch, BatchQuery, Hit, HitQuery, Judgment, Provider
 from ..providers import CrowdProvider, get_provider
 
@@ -51,6 +52,8 @@ class BatchSettings:
     gold_per_hit: int = 0
     gold_pass_fraction: float = 1.0
     seed: int = 0
+    #: Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.
+    provider_options: dict = field(default_factory=dict)
 
     def validate(self) -> None:
         """Refuse settings MTurk would refuse, before anything is created or paid for."""
@@ -78,6 +81,12 @@ class BatchSettings:
             raise ServiceError(f"unknown qualification setting(s): {', '.join(sorted(unknown))}")
         if self.qualifications and self.provider != Provider.MTURK:
             raise ServiceError("qualifications only apply to the mturk provider")
+        if self.provider_options:
+            if self.provider != Provider.PROLIFIC:
+                raise ServiceError("Prolific options only apply to the prolific provider")
+            from .prolific import validate_options
+
+            validate_options(self.provider_options)
         if self.gold_per_hit < 0:
             raise ServiceError("--gold-per-hit cannot be negative")
         if not 0 < self.gold_pass_fraction <= 1:
@@ -178,6 +187,7 @@ def create_batch(
         qualifications=settings.qualifications,
         gold_per_hit=settings.gold_per_hit,
         gold_pass_fraction=settings.gold_pass_fraction,
+        provider_options=settings.provider_options,
     )
     batch_queries = BatchQuery.objects.bulk_create(
         [BatchQuery(batch=batch, query=q, qid=q.qid, text=q.text, position=i) for i, q in enumerate(queries)],
@@ -211,7 +221,15 @@ def create_batch(
         hit_queries += [HitQuery(hit=hit, batch_query=bq, position=i) for i, bq in enumerate(members, start=1)]
     HitQuery.objects.bulk_create(hit_queries, batch_size=2000)
     hits = -(-len(order) // size)
-    batch.cost = cost_as_dict(batch_cost(batch.reward, settings.assignments_per_query, hits), hits)
+    cost = provider_cost(
+        settings.provider,
+        batch.reward,
+        settings.assignments_per_query,
+        hits,
+        masters=bool(settings.qualifications.get("masters")),
+        prolific_fee_rate=Decimal(django_settings.PROLIFIC_FEE_RATE),
+    )
+    batch.cost = cost_as_dict(cost, hits)
     batch.save(update_fields=["cost"])
     return batch
 

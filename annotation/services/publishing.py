@@ -11,7 +11,11 @@ Publishing is written to survive being interrupted anywhere and run again:
    retries the others with the same token: if MTurk created the HIT before the
    interruption it answers HitAlreadyExists and ``annotation.mturk`` returns the existing
    id, so no HIT is created twice and none is left unrecorded;
-4. MTurk forgets a token after 24 hours, so the time of every attempt is saved before the
+4. before ``provider.prepare`` (which creates e.g. the Prolific study) the time is saved
+   in ``Batch.prepare_attempted``; a provider without request tokens looks its object up
+   when an earlier attempt exists; ``provider.launch`` then opens the batch to workers
+   and checks the remote status first, so repeating it is harmless;
+5. MTurk forgets a token after 24 hours, so the time of every attempt is saved before the
    call: a HIT whose last attempt is older than the provider's ``token_memory`` is first
    looked up on the provider (by its RequesterAnnotation) and only created if not found.
 
@@ -118,6 +122,9 @@ def publish_batch(
         raise ServiceError(f"batch {batch.name!r} is {batch.status}; it cannot be published")
     provider = provider or get_provider(batch.provider)
     if not batch.hit_type_id:
+        # The intent is committed before the call; ``batch`` keeps the previous time, which
+        # tells the provider whether an earlier attempt may have succeeded unseen.
+        Batch.objects.filter(pk=batch.pk).update(prepare_attempted=timezone.now())
         hit_type_id = provider.prepare(batch)
         if hit_type_id:
             Batch.objects.filter(pk=batch.pk).update(hit_type_id=hit_type_id)
@@ -137,6 +144,7 @@ def publish_batch(
                 provider_id = provider.publish_hit(hit, html)
             Hit.objects.filter(pk=hit.pk).update(provider_id=provider_id, status=Hit.Status.OPEN)
             progress.advance()
+    provider.launch(batch)
     if batch.status == Batch.Status.DRAFT:
         batch.status = Batch.Status.PUBLISHED
         batch.published = timezone.now()

@@ -22,7 +22,7 @@ def test_end_to_end_from_a_query_set_to_an_exported_non_gendered_set(query_set, 
         "--assignments", "3", "--queries-per-hit", "2", "--reward", "0.05",
     )  # fmt: skip
     assert "6 queries in 3 HITs" in out
-    assert "9 assignments × ($0.05 reward + $0.01 fee) = $0.54" in out
+    assert "9 assignments × ($0.05 reward + $0.00 fee) = $0.45" in out
 
     assert "Published 3 HIT(s)" in run("publish_batch", "e2e")
     out = run("simulate_annotations", "e2e", "--accuracy", "1", "--annotators", "3")

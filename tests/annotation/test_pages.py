@@ -36,7 +36,7 @@ def test_batch_list_and_detail(disputed, researcher, client):
     page = client.get(reverse("annotation:batch-list")).content.decode()
     assert reverse("annotation:batch-detail", args=["b1"]) in page
     page = client.get(reverse("annotation:batch-detail", args=["b1"])).content.decode()
-    assert "$0.24" in page and "4 / 4" in page
+    assert "$0.20" in page and "4 / 4" in page
     assert 'id="hits"' in page and page.count("preview</a>") == 2
 
 

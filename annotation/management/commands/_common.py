@@ -12,6 +12,7 @@ from django.core.management.base import CommandError
 
 from annotation.models import Batch
 from annotation.mturk import MTurkError
+from annotation.prolific import ProlificError
 from pooling.management.errors import command_errors as base_command_errors
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
@@ -74,7 +75,7 @@ def get_batch(name: str) -> Batch:
 @contextmanager
 def command_errors() -> Iterator[None]:
     """Service and provider errors become clean command-line errors (no traceback)."""
-    with base_command_errors(MTurkError, ValueError):
+    with base_command_errors(MTurkError, ProlificError, ValueError):
         yield
 
 
@@ -83,3 +84,12 @@ def format_cost(cost: dict) -> str:
         f"{cost['assignments_total']} assignments × (${cost['per_assignment_reward']} reward + "
         f"${cost['per_assignment_fee']} fee) = ${cost['total']}"
     )
+
+
+def prolific_filter(text: str) -> dict:
+    """``FILTER_ID=v1,v2`` -> one of Prolific's eligibility filters (selected values)."""
+    key, _, values = text.partition("=")
+    chosen = [v.strip() for v in values.split(",") if v.strip()]
+    if not key.strip() or not chosen:
+        raise ValueError(f"not a filter: {text!r} (use FILTER_ID=value1,value2, e.g. current-country-of-residence=1,2)")
+    return {"filter_id": key.strip(), "selected_values": chosen}
