@@ -7,6 +7,7 @@ sets ``DATABASE_URL=postgres://...`` and ``CELERY_BROKER_URL=redis://...``.
 """
 
 import os
+from decimal import Decimal
 from pathlib import Path
 
 import dj_database_url
@@ -152,7 +153,7 @@ PROLIFIC_PROJECT_ID = os.environ.get("PROLIFIC_PROJECT_ID", "")
 #: Where participants go after submitting; the study's completion code is appended.
 PROLIFIC_COMPLETION_URL = os.environ.get("PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete?cc=")
 #: Prolific's platform fee on rewards and bonuses (33.3% for academic accounts, 42.8% otherwise).
-PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.333")
+PROLIFIC_FEE_RATE = Decimal(os.environ.get("PROLIFIC_FEE_RATE", "0.333"))
 #: This site's public base URL: the study URL participants open is built from it.
 SITE_URL = os.environ.get("SITE_URL", "http://localhost:8000")
 

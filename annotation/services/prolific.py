@@ -119,6 +119,15 @@ def study_fields(batch: Batch, provider: CrowdProvider) -> dict:
     """The body of ``POST /studies/`` for the batch (a draft; published by ``launch``)."""
     from ..prolific import cents
 
+    if not settings.PROLIFIC_PROJECT_ID:
+        raise ServiceError("PROLIFIC_PROJECT_ID is not set: the id of the Prolific project that holds the studies")
+    if settings.PROLIFIC_API_URL.startswith("https://api.prolific.com") and not settings.SITE_URL.startswith(
+        "https://"
+    ):
+        raise ServiceError(
+            f"SITE_URL is {settings.SITE_URL!r}: participants on Prolific need this site's public https address"
+        )
+
     options = batch.provider_options
     minutes = int(options.get("estimated_minutes", 10))
     groups = exclusion_groups(batch, provider)

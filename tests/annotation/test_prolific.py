@@ -57,7 +57,7 @@ def make_prolific_batch(query_set, name="pro", **options):
         gold_per_hit=1,
         provider_options={"estimated_minutes": 4, "bonus": "0.25", **options},
     )
-    gold = [services.GoldQuery("g1", "what age do men go bald", "m")]
+    gold = [services.GoldQuery("g1", "who was the first king of france", "m")]
     return services.create_batch(name, settings, query_set=query_set, gold=gold)
 
 
@@ -163,7 +163,7 @@ def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
     assert statuses == {"PID1": "APPROVED", "PID2": "REJECTED", "PID3": "RETURNED", "PID4": "APPROVED"}
     category, message = server.submissions[p2.session]["rejection"]
     assert category == "FAILED_CHECK" and len(message) >= 100
-    assert '"what age do men go bald" is Male, you answered Female' in message
+    assert '"who was the first king of france" is Male, you answered Female' in message
     assert p3.assignment.status == Assignment.Status.ABANDONED
     # The bonus was paid once to each approved participant.
     assert sorted((pid, amount) for _, pid, amount in server.payments) == [
@@ -297,3 +297,39 @@ def client_class():
     from django.test import Client
 
     return Client
+
+
+def test_publishing_needs_a_project_and_a_public_site_url(server, provider, batch, settings):
+    settings.PROLIFIC_PROJECT_ID = ""
+    with pytest.raises(services.ServiceError, match="PROLIFIC_PROJECT_ID"):
+        services.publish_batch(batch, provider)
+    settings.PROLIFIC_PROJECT_ID = PROJECT
+    settings.PROLIFIC_API_URL = "https://api.prolific.com/api/v1/"
+    with pytest.raises(services.ServiceError, match="public https address"):
+        services.publish_batch(batch, provider)
+    assert not server.studies
+
+
+def test_create_batch_command_takes_the_prolific_options(query_set, tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    gold = tmp_path / "gold.tsv"
+    gold.write_text("g1\twho was the first king of france\tmale\n")
+    out = StringIO()
+    call_command(
+        "create_batch", "--name", "cmd", "--queries", "gq", "--provider", "prolific", "--assignments", "2",
+        "--queries-per-hit", "3", "--reward", "0.90", "--gold", str(gold), "--gold-per-hit", "1",
+        "--estimated-minutes", "5", "--device", "desktop", "--device", "tablet", "--bonus", "0.20",
+        "--filter", "current-country-of-residence=1,2",
+        stdout=out,
+    )  # fmt: skip
+    batch = Batch.objects.get(name="cmd")
+    assert batch.provider_options == {
+        "estimated_minutes": 5,
+        "devices": ["desktop", "tablet"],
+        "filters": [{"filter_id": "current-country-of-residence", "selected_values": ["1", "2"]}],
+        "bonus": "0.20",
+    }
+    assert "4 assignments × ($0.90 reward + $0.30 fee) = $4.80" in out.getvalue()
