@@ -333,3 +333,34 @@ def test_create_batch_command_takes_the_prolific_options(query_set, tmp_path):
         "bonus": "0.20",
     }
     assert "4 assignments × ($0.90 reward + $0.30 fee) = $4.80" in out.getvalue()
+
+
+def test_publish_command_shows_prolifics_price_and_admin_command_settles_bonuses(server, batch, client_class):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    server.faults["create_study"] = []
+    out = StringIO()
+    call_command("publish_batch", batch.name, stdout=out, verbosity=0)
+    text = out.getvalue()
+    assert "Cost: 4 assignments × ($0.90 reward + $0.30 fee) = $4.80" in text
+    assert "Prolific's own price (fees and VAT of your account): $4.80" in text
+    batch.refresh_from_db()
+    assert server.studies[batch.hit_type_id]["status"] == "ACTIVE"
+
+    p1 = Participant(server, batch.hit_type_id, "PID1", client_class)
+    p1.answer()
+    p1.complete()
+    server.faults["pay_bonuses"] = ["lose_response"]
+    out = StringIO()
+    call_command("sync_batch", batch.name, stdout=out, verbosity=0)
+    assert "1 bonus payment(s) lost their answer" in out.getvalue()
+    out = StringIO()
+    call_command("prolific_admin", "confirm-bonuses", batch.name, "--paid", stdout=out)
+    assert "1 bonus payment(s) recorded as paid." in out.getvalue()
+
+    worker = p1.assignment.worker
+    call_command("prolific_admin", "block", worker.pseudonym, stdout=StringIO())
+    group = next(g for g in server.groups.values() if g["name"] == "blocked participants")
+    assert group["participants"] == {"PID1"}

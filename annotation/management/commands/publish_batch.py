@@ -1,6 +1,8 @@
 from django.core.management.base import BaseCommand
 
 from annotation import services
+from annotation.models import Provider
+from annotation.services.prolific import quote
 
 from ._common import command_errors, format_cost, get_batch
 
@@ -20,6 +22,9 @@ class Command(BaseCommand):
     def handle(self, name, background, **o):
         batch = get_batch(name)
         self.stdout.write(f"Cost: {format_cost(batch.cost)}")
+        if batch.provider == Provider.PROLIFIC and not batch.hit_type_id:
+            with command_errors():
+                self.stdout.write(f"Prolific's own price (fees and VAT of your account): ${quote(batch):.2f}")
         with command_errors():
             if background:
                 job = services.start_publish(batch)
