@@ -38,6 +38,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from pooling.models import Job
+from pooling.progress import Progress
+
 from ..models import Assignment, Batch, Bonus, Provider, Worker, WorkerIdentity
 from ..providers import CrowdProvider, get_provider
 from ..pseudonyms import worker_for
@@ -50,10 +53,11 @@ HOLDS_PLACE = {"RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY A
 FREED_REMOTELY = {"RETURNED", "TIMED-OUT"}
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 OPTION_KEYS = {"estimated_minutes", "devices", "filters", "bonus", "exclude_batches", "completion_code"}
-#: Added to every rejection message so the participant understands it (Prolific wants 100+ characters).
+CONTACT = " If you think this is a mistake, please message us through Prolific."
+#: Added to rejections for the answers given, so the participant understands them (Prolific wants 100+ characters).
 REJECTION_CONTEXT = (
     " The study asked you to label search queries; some had a known answer, used to check that the"
-    " instructions were followed. If you think this is a mistake, please message us through Prolific."
+    " instructions were followed." + CONTACT
 )
 NO_WORK_MESSAGE = (
     "We received your completion on Prolific, but no answers to the queries of this study were recorded"
@@ -240,7 +244,7 @@ def rejection_for(assignment: Assignment, feedback: str) -> tuple[str, str]:
         category = "FAILED_CHECK"
         text = feedback or "Too many of the check questions with a known answer were answered wrongly."
     elif assignment.submitted_at is None:
-        category, text = "NO_DATA", NO_WORK_MESSAGE
+        return "NO_DATA", NO_WORK_MESSAGE + CONTACT
     else:
         category = "LOW_EFFORT"
         text = feedback or "Some queries were left without a usable answer."
@@ -259,7 +263,12 @@ def _review(assignment: Assignment, provider: CrowdProvider, approve_all: bool) 
 
 
 def sync_prolific(
-    batch: Batch, provider: CrowdProvider | None = None, *, approve_all: bool = False
+    batch: Batch,
+    provider: CrowdProvider | None = None,
+    *,
+    approve_all: bool = False,
+    job: Job | None = None,
+    bar: bool = False,
 ) -> ProlificSyncResult:
     """Read every submission of the study, review those awaiting review, pay bonuses, refill places.
 
@@ -275,38 +284,44 @@ def sync_prolific(
         a.provider_assignment_id: a
         for a in Assignment.objects.filter(hit__batch=batch).select_related("hit__batch", "worker__identity")
     }
-    for sub in submissions:
-        assignment = assignments.get(sub.id)
-        if sub.status in FREED_REMOTELY:
-            if assignment is not None and assignment.status == Assignment.Status.ASSIGNED:
-                Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.ABANDONED)
-                result.freed += 1
-        elif sub.status == "AWAITING REVIEW":
-            if assignment is None or assignment.status in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
-                # Completed on Prolific without answers recorded here: nothing to pay for.
-                provider.client.reject(sub.id, "NO_DATA", NO_WORK_MESSAGE + REJECTION_CONTEXT)
-                if assignment is not None:
-                    Assignment.objects.filter(pk=assignment.pk).update(
-                        status=Assignment.Status.REJECTED, reviewed_at=timezone.now()
-                    )
-                result.rejected += 1
-            elif assignment.status == Assignment.Status.SUBMITTED:
-                outcome = _review(assignment, provider, approve_all)
-                setattr(result, outcome, getattr(result, outcome) + 1)
-        elif (
-            sub.status in ("APPROVED", "REJECTED")
-            and assignment is not None
-            and assignment.status == Assignment.Status.SUBMITTED
-        ):
-            # Reviewed on Prolific's website.
-            Assignment.objects.filter(pk=assignment.pk).update(status=sub.status.lower())
-            result.updated += 1
+    with Progress(f"Syncing {batch.name}", total=len(submissions), unit="submission", job=job, bar=bar) as progress:
+        for sub in submissions:
+            _reconcile(sub, assignments.get(sub.id), provider, approve_all, result)
+            progress.advance()
     result.bonuses_paid, result.bonuses_unconfirmed = pay_bonuses(batch, provider)
     result.places = ensure_places(batch, provider, submissions)
     from .sync import _complete_if_done
 
     result.completed = _complete_if_done(batch)
     return result
+
+
+def _reconcile(sub, assignment: Assignment | None, provider: CrowdProvider, approve_all: bool, result) -> None:
+    """Bring one submission and the work done on the site into agreement."""
+    if sub.status in FREED_REMOTELY:
+        if assignment is not None and assignment.status == Assignment.Status.ASSIGNED:
+            Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.ABANDONED)
+            result.freed += 1
+    elif sub.status == "AWAITING REVIEW":
+        if assignment is None or assignment.status in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
+            # Completed on Prolific without answers recorded here: nothing to pay for.
+            provider.client.reject(sub.id, "NO_DATA", NO_WORK_MESSAGE + CONTACT)
+            if assignment is not None:
+                Assignment.objects.filter(pk=assignment.pk).update(
+                    status=Assignment.Status.REJECTED, reviewed_at=timezone.now()
+                )
+            result.rejected += 1
+        elif assignment.status == Assignment.Status.SUBMITTED:
+            outcome = _review(assignment, provider, approve_all)
+            setattr(result, outcome, getattr(result, outcome) + 1)
+    elif (
+        sub.status in ("APPROVED", "REJECTED")
+        and assignment is not None
+        and assignment.status == Assignment.Status.SUBMITTED
+    ):
+        # Reviewed on Prolific's website.
+        Assignment.objects.filter(pk=assignment.pk).update(status=sub.status.lower())
+        result.updated += 1
 
 
 def ensure_places(batch: Batch, provider: CrowdProvider, submissions=None) -> int:

@@ -79,7 +79,7 @@ def sync_batch(
     if batch.provider == Provider.PROLIFIC:
         from .prolific import sync_prolific
 
-        found = sync_prolific(batch, provider, approve_all=approve_all)
+        found = sync_prolific(batch, provider, approve_all=approve_all, job=job, bar=bar)
         return SyncResult(
             updated=found.updated + found.freed,
             approved=found.approved,
