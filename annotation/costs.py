@@ -102,12 +102,15 @@ def extra_assignments_cost(
     reward: Decimal,
     extra_per_hit: Mapping[str, int] | int,
     assignments_per_hit: int,
+    *,
+    masters: bool = False,
 ) -> Cost:
     """Cost of escalation: extra assignments added to existing HITs (``CreateAdditionalAssignmentsForHIT``).
 
     ``extra_per_hit`` maps HIT ids to the number of assignments to add, or is
     the total number of extra assignments when the split is not known yet.
-    ``assignments_per_hit`` is how many assignments the HITs were created with.
+    ``assignments_per_hit`` is how many assignments the HITs were created with;
+    ``masters`` adds the Masters surcharge.
 
     Fee rate choice: MTurk refuses to extend a HIT created with fewer than 10
     assignments to 10 or more (``InvalidMaximumAssignmentsIncrease``), so the
@@ -121,7 +124,7 @@ def extra_assignments_cost(
     amount = _money(reward)
     if assignments_per_hit < 1:
         raise ValueError("a HIT needs at least one assignment")
-    rate = fee_rate(assignments_per_hit)
+    rate = fee_rate(assignments_per_hit) + (MASTERS_FEE_RATE if masters else 0)
     crosses = assignments_per_hit < LARGE_HIT_ASSIGNMENTS
 
     if isinstance(extra_per_hit, Mapping):

@@ -144,3 +144,9 @@ def test_prolific_fee_is_its_platform_rate_on_the_reward():
 def test_unknown_provider_has_no_prices():
     with pytest.raises(ValueError, match="no prices"):
         provider_cost("crowdflower", D("0.05"), 1, 1)
+
+
+def test_extra_assignments_with_masters_pay_the_surcharge_too():
+    # $0.40 × (20% + 5%) = $0.10 per extra assignment; 3 of them.
+    cost = extra_assignments_cost(D("0.40"), {"HIT1": 2, "HIT2": 1}, assignments_per_hit=3, masters=True)
+    assert (cost.per_assignment_fee, cost.total) == (D("0.10"), D("1.50"))
