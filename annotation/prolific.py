@@ -21,9 +21,12 @@ source CLI (prolific-oss/cli). Not confirmed there, and handled defensively:
   on a short page, so an offset-paged answer without links is read in full too;
 - filtering a project's studies by ``internal_name`` (the client lists the project's
   studies and matches the name itself);
-- the filter ids for participant groups (``participant_group_blocklist``) and whether a
-  second ``pay`` of the same bulk bonus is refused (the reference warns it may pay
-  twice, so the product never sends it twice);
+- adding members with ``POST /participant-groups/{id}/participants/``; groups belong to
+  a workspace (``workspace_id``; the group's ``project_id`` is documented as deprecated)
+  and are blocked with the ``participant_group_blocklist`` filter (used so by several
+  public integrations, not found in the reference itself);
+- whether a second ``pay`` of the same bulk bonus is refused (the reference warns it may
+  pay twice, so the product never sends it twice);
 - the currency: rewards and bonuses are sent in the *account's* currency (cents), which
   the product assumes to be USD like the batch's reward.
 """
@@ -250,15 +253,17 @@ class Prolific:
         self.request("POST", f"bulk-bonus-payments/{bulk_id}/pay/", {}, repeatable=False)
 
     # -- participant groups -------------------------------------------------------------
-    def find_group(self, project_id: str, name: str) -> dict | None:
-        for group in self.pages(f"participant-groups/?project_id={urllib.parse.quote(project_id)}"):
+    def find_group(self, workspace_id: str, name: str) -> dict | None:
+        for group in self.pages(f"participant-groups/?workspace_id={urllib.parse.quote(workspace_id)}"):
             if group.get("name") == name:
                 return group
         return None
 
-    def create_group(self, project_id: str, name: str) -> dict:
-        """Groups are found again by name before being created, so a lost answer costs a lookup."""
-        return self.request("POST", "participant-groups/", {"project_id": project_id, "name": name}, repeatable=False)
+    def create_group(self, workspace_id: str, name: str) -> dict:
+        """A participant group of the workspace; callers look it up by name first (see ``find_group``)."""
+        return self.request(
+            "POST", "participant-groups/", {"workspace_id": workspace_id, "name": name}, repeatable=False
+        )
 
     def add_to_group(self, group_id: str, participant_ids: list[str]) -> None:
         """Adding a participant who is already a member changes nothing, so this is repeatable."""

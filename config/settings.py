@@ -148,8 +148,9 @@ MTURK_MAX_CALLS_PER_SECOND = float(os.environ.get("MTURK_MAX_CALLS_PER_SECOND", 
 #: Prolific's API (or any server speaking it); the token is sent as ``Authorization: Token ...``.
 PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
 PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")
-#: The Prolific project that holds the studies (and the participant groups) of this site.
+#: The Prolific project that holds the studies of this site, and its workspace (participant groups).
 PROLIFIC_PROJECT_ID = os.environ.get("PROLIFIC_PROJECT_ID", "")
+PROLIFIC_WORKSPACE_ID = os.environ.get("PROLIFIC_WORKSPACE_ID", "")
 #: Where participants go after submitting; the study's completion code is appended.
 PROLIFIC_COMPLETION_URL = os.environ.get("PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete?cc=")
 #: Prolific's platform fee on rewards and bonuses (33.3% for academic accounts, 42.8% otherwise).

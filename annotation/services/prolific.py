@@ -163,10 +163,12 @@ BLOCKED_GROUP = "blocked participants"
 
 
 def _group(provider: CrowdProvider, name: str) -> str:
-    """The id of the project's group called ``name``; created when missing (looked up first)."""
-    project = settings.PROLIFIC_PROJECT_ID
-    found = provider.client.find_group(project, name)
-    return found["id"] if found else provider.client.create_group(project, name)["id"]
+    """The id of the workspace's group called ``name``; created when missing (looked up first)."""
+    workspace = settings.PROLIFIC_WORKSPACE_ID
+    if not workspace:
+        raise ServiceError("PROLIFIC_WORKSPACE_ID is not set: participant groups belong to a Prolific workspace")
+    found = provider.client.find_group(workspace, name)
+    return found["id"] if found else provider.client.create_group(workspace, name)["id"]
 
 
 def exclusion_groups(batch: Batch, provider: CrowdProvider) -> list[str]:

@@ -200,12 +200,14 @@ class FakeProlific:
         return 200, {"total_cost": int((Decimal(body["reward"]) + fee) * body["total_available_places"])}
 
     def list_groups(self, args, query, body):
-        project = query.get("project_id", [""])[0]
-        items = [g for g in self.groups.values() if g["project_id"] == project]
+        workspace = query.get("workspace_id", [""])[0]
+        items = [g for g in self.groups.values() if g["workspace_id"] == workspace]
         return 200, self._page(items, query, self.base + "/api/v1/participant-groups/")
 
     def create_group(self, args, query, body):
-        group = {"id": _id(), "project_id": body["project_id"], "name": body["name"], "participants": set()}
+        if not body.get("workspace_id") or not body.get("name"):
+            return 400, {"error": {"detail": "name and workspace_id are required"}}
+        group = {"id": _id(), "workspace_id": body["workspace_id"], "name": body["name"], "participants": set()}
         self.groups[group["id"]] = group
         return 201, {k: v for k, v in group.items() if k != "participants"}
 

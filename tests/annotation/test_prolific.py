@@ -32,6 +32,7 @@ def server(settings):
     settings.PROLIFIC_API_URL = f"{url}/api/v1/"
     settings.PROLIFIC_API_TOKEN = TOKEN
     settings.PROLIFIC_PROJECT_ID = PROJECT
+    settings.PROLIFIC_WORKSPACE_ID = "workspace-1"
     settings.PROLIFIC_COMPLETION_URL = f"{url}/submissions/complete?cc="
     settings.SITE_URL = "http://testserver"
     yield fake
