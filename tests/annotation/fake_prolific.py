@@ -7,7 +7,7 @@ rejection needs a category and a message of 100 characters or more; returned, ti
 and rejected submissions free their place; paying a bulk bonus twice pays twice).
 
 Faults can be scripted per route name: ``throttle`` answers 429 with ``Retry-After: 0``,
-``error`` answers 502 without doing anything, ``lose_response`` carries the request out
+``throttle:7`` with ``Retry-After: 7``, ``error`` answers 502 without doing anything, ``lose_response`` carries the request out
 and then drops the connection without an answer.
 
 Participants: :meth:`FakeProlific.start` gives a participant a place (``ACTIVE``) and the
@@ -224,8 +224,9 @@ class FakeProlific:
         if name != "complete" and token != f"Token {TOKEN}":
             return 401, {"error": {"detail": "Invalid token."}}, {}
         fault = self.faults[name].pop(0) if self.faults[name] else None
-        if fault == "throttle":
-            return 429, {"error": {"detail": "Request was throttled."}}, {"Retry-After": "0"}
+        if fault and fault.startswith("throttle"):  # "throttle" or "throttle:<seconds>"
+            wait = fault.partition(":")[2] or "0"
+            return 429, {"error": {"detail": "Request was throttled."}}, {"Retry-After": wait}
         if fault == "error":
             return 502, {"error": {"detail": "Bad gateway"}}, {}
         status, answer = getattr(self, name)(args, query, body)

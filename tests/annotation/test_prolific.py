@@ -365,3 +365,16 @@ def test_publish_command_shows_prolifics_price_and_admin_command_settles_bonuses
     call_command("prolific_admin", "block", worker.pseudonym, stdout=StringIO())
     group = next(g for g in server.groups.values() if g["name"] == "blocked participants")
     assert group["participants"] == {"PID1"}
+
+
+def test_the_client_honours_retry_after_backs_off_and_gives_up(server, settings):
+    sleeps = []
+    client = Prolific(settings.PROLIFIC_API_URL, TOKEN, sleep=sleeps.append, max_attempts=4)
+    server.studies["s1"] = {"id": "s1", "status": "ACTIVE", "total_available_places": 3}
+    server.faults["get_study"] = ["throttle:7", "error", "error"]
+    assert client.get_study("s1")["status"] == "ACTIVE"
+    assert sleeps == [7.0, 1.0, 2.0]  # Retry-After, then 0.5 s × 2^(attempt - 1) after attempts 2 and 3
+
+    server.faults["get_study"] = ["error"] * 4
+    with pytest.raises(ProlificError, match="HTTP 502 after 4 attempts"):
+        client.get_study("s1")
