@@ -28,6 +28,7 @@ Idempotence protocol (Prolific takes no request token):
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -290,6 +291,7 @@ def sync_prolific(
         for sub in submissions:
             _reconcile(sub, assignments.get(sub.id), provider, approve_all, result)
             progress.advance()
+    result.freed += _free_unknown_sessions(batch, {sub.id for sub in submissions})
     result.bonuses_paid, result.bonuses_unconfirmed = pay_bonuses(batch, provider)
     result.places = ensure_places(batch, provider, submissions)
     from .sync import _complete_if_done
@@ -324,6 +326,25 @@ def _reconcile(sub, assignment: Assignment | None, provider: CrowdProvider, appr
         # Reviewed on Prolific's website.
         Assignment.objects.filter(pk=assignment.pk).update(status=sub.status.lower())
         result.updated += 1
+
+
+#: How long a hand-out may wait for its session to appear in the study's submissions.
+UNKNOWN_SESSION_GRACE = dt.timedelta(minutes=10)
+
+
+def _free_unknown_sessions(batch: Batch, known: set[str]) -> int:
+    """Free places held by sessions Prolific does not know (a forged or mistyped study link).
+
+    The arrival page cannot tell a real session id from a made-up one without a call to
+    Prolific per visitor, so places are claimed at once and checked here: a hand-out whose
+    session is not among the study's submissions after a grace period is abandoned.
+    """
+    stale = Assignment.objects.filter(
+        hit__batch=batch,
+        status=Assignment.Status.ASSIGNED,
+        accepted_at__lt=timezone.now() - UNKNOWN_SESSION_GRACE,
+    ).exclude(provider_assignment_id__in=known)
+    return stale.update(status=Assignment.Status.ABANDONED)
 
 
 def ensure_places(batch: Batch, provider: CrowdProvider, submissions=None) -> int:

@@ -378,3 +378,24 @@ def test_the_client_honours_retry_after_backs_off_and_gives_up(server, settings)
     server.faults["get_study"] = ["error"] * 4
     with pytest.raises(ProlificError, match="HTTP 502 after 4 attempts"):
         client.get_study("s1")
+
+
+def test_places_taken_with_a_made_up_session_are_freed_at_the_next_sync(server, provider, batch, client_class):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    _publish(batch, provider)
+    path = reverse("annotation:prolific-start", args=[batch.name])
+    forged = client_class().get(
+        path, {"PROLIFIC_PID": "NOBODY", "STUDY_ID": batch.hit_type_id, "SESSION_ID": "made-up"}
+    )
+    assert forged.status_code == 302
+    real = Participant(server, batch.hit_type_id, "PID1", client_class)
+    services.sync_batch(batch, provider)
+    # Within the grace period nothing is freed: a session may just be arriving.
+    assert Assignment.objects.get(provider_assignment_id="made-up").status == Assignment.Status.ASSIGNED
+    Assignment.objects.update(accepted_at=timezone.now() - dt.timedelta(minutes=11))
+    assert services.sync_batch(batch, provider).prolific.freed == 1
+    assert Assignment.objects.get(provider_assignment_id="made-up").status == Assignment.Status.ABANDONED
+    assert real.assignment.status == Assignment.Status.ASSIGNED  # Prolific knows this one
