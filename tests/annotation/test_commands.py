@@ -120,7 +120,7 @@ def test_escalate_shows_the_cost_and_asks_first(query_set, monkeypatch):
     run("simulate_annotations", "esc", "--accuracy", "0", "--annotators", "2", "--seed", "3")
     monkeypatch.setattr("builtins.input", lambda prompt: "n")
     out = run("escalate_batch", "esc", "--max-assignments", "3")
-    assert "Extra cost: 1 assignment(s) = $0.05 rewards + $0.01 fees = $0.06" in out
+    assert "Extra cost: 1 assignment(s) = $0.05 rewards + $0.00 fees = $0.05" in out  # in-house: no fee
     assert "Nothing done." in out
     assert Batch.objects.get(name="esc").hits.get().max_assignments == 2
     out = run("escalate_batch", "esc", "--max-assignments", "3", "--yes")
