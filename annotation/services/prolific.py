@@ -34,13 +34,13 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 
+from core.models import Job
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from pooling.models import Job
-from pooling.progress import Progress
+from core.progress import Progress
 
 from ..models import Assignment, Batch, Bonus, Provider, Worker, WorkerIdentity
 from ..providers import CrowdProvider, get_provider
