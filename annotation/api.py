@@ -12,7 +12,8 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from pooling.services import cache_dir
+from core.errors import ServiceError
+from core.storage import cache_dir
 
 from . import services
 from .models import Assignment, Batch, Export, Hit, Judgment
@@ -30,7 +31,7 @@ from .serializers import (
 
 
 def _job_response(job) -> Response:
-    data = {"job": job.pk, "url": reverse("pooling:job-progress", args=[job.pk])}
+    data = {"job": job.pk, "url": reverse("core:job-progress", args=[job.pk])}
     return Response(JobStartedSerializer(data).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -84,7 +85,7 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
             export = services.export_queries(
                 batch, data["category"], path, data["format"], as_query_set=data.get("as_query_set") or None
             )
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             raise ValidationError({"detail": str(exc)}) from None
         return Response(ExportSerializer(export).data, status=status.HTTP_201_CREATED)
 

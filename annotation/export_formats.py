@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from annotation.aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS
-from pooling.files import atomic_write
+from core.files import atomic_write
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 

@@ -7,8 +7,8 @@ from dataclasses import asdict
 from celery import shared_task
 from django.urls import reverse
 
-from pooling.jobs import job_status
-from pooling.models import Job
+from core.jobs import job_status
+from core.models import Job
 
 from . import services
 from .models import Batch

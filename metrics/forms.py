@@ -2,8 +2,8 @@
 
 from django import forms
 
+from core.errors import ServiceError
 from pooling.models import QuerySet, Run
-from pooling.services import ServiceError
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from .services import parse_cutoffs

@@ -8,8 +8,9 @@ from __future__ import annotations
 from celery import shared_task
 from django.urls import reverse
 
-from pooling.jobs import job_status
-from pooling.models import Job, QuerySet, Run
+from core.jobs import job_status
+from core.models import Job
+from pooling.models import QuerySet, Run
 
 from . import services
 

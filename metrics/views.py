@@ -6,8 +6,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from pooling.permissions import researcher_required
-from pooling.services import ServiceError
+from core.errors import ServiceError
+from core.permissions import researcher_required
 
 from . import plots, services
 from .forms import ReportForm
@@ -98,4 +98,4 @@ def report_create(request: HttpRequest) -> HttpResponse:
         background=data["background"],
         baseline=data["baseline"],
     )
-    return redirect("pooling:job-detail", pk=job.pk)
+    return redirect("core:job-detail", pk=job.pk)

@@ -1,10 +1,9 @@
 from django.contrib import admin
 
-from .models import Collection, Job, Pool, QuerySet, Run, WordList
+from .models import Collection, Pool, QuerySet, Run, WordList
 
 admin.site.register(Collection)
 admin.site.register(QuerySet)
 admin.site.register(Run)
 admin.site.register(WordList)
 admin.site.register(Pool)
-admin.site.register(Job)

@@ -8,10 +8,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, viewsets
 from rest_framework.decorators import action
 
-from .models import Collection, Job, Pool, QuerySet, Run
+from .models import Collection, Pool, QuerySet, Run
 from .serializers import (
     CollectionSerializer,
-    JobSerializer,
     PoolEntrySerializer,
     PoolSerializer,
     QuerySerializer,
@@ -62,8 +61,3 @@ class PoolViewSet(StaffReadOnly):
         entries = self.get_object().entries.select_related("query", "run").order_by("query__position", "run__name")
         page = self.paginate_queryset(entries)
         return self.get_paginated_response(PoolEntrySerializer(page, many=True).data)
-
-
-class JobViewSet(StaffReadOnly):
-    queryset = Job.objects.all()
-    serializer_class = JobSerializer

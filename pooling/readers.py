@@ -22,24 +22,11 @@ from typing import BinaryIO
 import numpy as np
 import polars as pl
 
-from .files import atomic_path
+from core.errors import InputError
+from core.files import atomic_path
 
 BLOCK_SIZE = 16 * 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
-
-
-class InputError(ValueError):
-    """Bad input: ``str()`` reads ``path:line: problem`` (or ``path: problem`` for the whole file)."""
-
-    def __init__(self, path: str | Path, line: int | None, problem: str) -> None:
-        self.path = str(path)
-        self.line = line
-        self.problem = problem
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.problem}"
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from .models import Collection, Job, Pool, PoolEntry, Query, QuerySet, Run
+from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run
 
 
 class CollectionSerializer(serializers.ModelSerializer):
@@ -63,24 +63,4 @@ class PoolSerializer(serializers.ModelSerializer):
             "magnitude",
             "tokenizer",
             "created",
-        ]
-
-
-class JobSerializer(serializers.ModelSerializer):
-    fraction = serializers.FloatField(read_only=True, allow_null=True)
-
-    class Meta:
-        model = Job
-        fields = [
-            "id",
-            "kind",
-            "status",
-            "description",
-            "done",
-            "total",
-            "fraction",
-            "message",
-            "result",
-            "created",
-            "updated",
         ]

@@ -9,66 +9,31 @@ import of the same file reuses them.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import polars as pl
-from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_slug
 from django.db import transaction
 
+from core.db import insert_rows
+from core.errors import ServiceError
+from core.files import atomic_write, file_sha256, write_parquet_atomic
+from core.jobs import create_job
+from core.models import Job
+from core.names import validate_name
+from core.progress import Progress
+from core.storage import cache_dir
+
 from . import magnitudes as mag
-from .db import insert_rows
-from .files import atomic_path, atomic_write
-from .jobs import create_job
-from .models import Collection, Job, Pool, PoolEntry, Query, QuerySet, Run, WordList
+from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run, WordList
 from .pool import FEMALE_LIST, MALE_LIST, pool_queries, sort_qids
-from .progress import Progress
 from .rank_bias import rank_bias_table
 from .readers import Skipped, read_queries, read_run, scan_collection
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from .wordlists import WordList as Words
 from .wordlists import default_wordlist, wordlist_from_mapping
-
-
-class ServiceError(Exception):
-    """A request that cannot be carried out as asked (the message says why)."""
-
-
-def validate_name(name: str, what: str) -> str:
-    """Names appear in URLs and file names: letters, digits, hyphens and underscores only."""
-    try:
-        validate_slug(name)
-    except ValidationError:
-        raise ServiceError(
-            f"{what} name {name!r} is not usable: use letters, digits, hyphens and underscores (e.g. msmarco-dev)"
-        ) from None
-    return name
-
-
-def cache_dir(*parts: str) -> Path:
-    """A folder under ``settings.CACHE_DIR`` for derived files, created on first use."""
-    path = Path(settings.CACHE_DIR).joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> None:
-    """Write a Parquet file that readers never see half-written."""
-    with atomic_path(path) as tmp:
-        frame.write_parquet(tmp)
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(8 * 1024 * 1024), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _byte_progress(path: Path, description: str, job: Job | None, bar: bool) -> Progress:

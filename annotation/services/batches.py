@@ -13,9 +13,10 @@ from pathlib import Path
 from django.db import transaction
 from django.db.models import Count, Q
 
+from core.errors import InputError, ServiceError
+from core.names import validate_name
 from pooling.models import Pool, QuerySet
-from pooling.readers import InputError, open_text
-from pooling.services import ServiceError, validate_name
+from pooling.readers import open_text
 
 from ..aggregation import CATEGORY_SLUGS, LABELS
 from ..costs import Cost, batch_cost

@@ -25,12 +25,12 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from pooling.models import Job
-from pooling.progress import Progress
+from core.errors import ServiceError
+from core.models import Job
+from core.progress import Progress
 
 from ..models import Batch, Hit
 from ..providers import CrowdProvider, get_provider
-from .batches import ServiceError
 
 #: The four categories as workers see them, with examples like the SIGIR 2020 paper's Table 2.
 CATEGORIES: list[dict[str, Any]] = [

@@ -21,15 +21,16 @@ import pandas as pd
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import ServiceError
+from core.files import check_writable
 from pooling import services as pooling_services
-from pooling.files import check_writable
 from pooling.models import QuerySet
 
 from ..aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS, compare_methods, dawid_skene, majority_vote
 from ..agreement import agreement_report
 from ..export_formats import dataset_card, write_csv, write_dataset_card, write_jsonl, write_tsv
 from ..models import Assignment, Batch, Export, Judgment
-from .batches import ServiceError, batch_progress
+from .batches import batch_progress
 
 #: A single vote is one opinion, not agreement; a label needs at least this many votes.
 MIN_VOTES = 2

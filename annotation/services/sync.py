@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q
 
-from pooling.models import Job
-from pooling.progress import Progress
+from core.errors import ServiceError
+from core.models import Job
+from core.progress import Progress
 
 from ..models import Assignment, Batch, Hit
 from ..providers import CrowdProvider, RemoteAssignment, get_provider
 from ..pseudonyms import worker_for
 from .answers import record_answers, review_assignment
-from .batches import ServiceError
 
 
 @dataclass

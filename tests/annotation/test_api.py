@@ -3,7 +3,8 @@
 import pytest
 
 from annotation import services
-from pooling.models import Job, QuerySet
+from core.models import Job
+from pooling.models import QuerySet
 
 from .conftest import answers_for, make_batch
 

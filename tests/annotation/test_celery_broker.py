@@ -9,7 +9,7 @@ from django.db import transaction
 from annotation import services
 from annotation.models import Batch
 from config.celery import app
-from pooling.models import Job
+from core.models import Job
 
 
 @pytest.mark.broker

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Batch
-from pooling.models import Job
+from core.models import Job
 
 from .conftest import answers_for, make_batch
 

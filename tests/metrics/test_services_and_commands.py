@@ -8,6 +8,7 @@ import math
 import pytest
 from django.core.management import CommandError, call_command
 
+from core.errors import ServiceError
 from metrics import services
 from metrics.models import Report, Result
 from pooling.models import QuerySet, Run
@@ -52,10 +53,10 @@ def test_build_report_stores_means_over_the_queries_each_run_contains(world):
 
 @pytest.mark.django_db
 def test_report_errors(world):
-    with pytest.raises(services.ServiceError, match="cutoffs"):
+    with pytest.raises(ServiceError, match="cutoffs"):
         build(report_settings=services.ReportSettings(cutoffs=(0,)))
     build("taken", runs=("a",), report_settings=services.ReportSettings(cutoffs=(1,), bootstrap_samples=10))
-    with pytest.raises(services.ServiceError, match="already exists"):
+    with pytest.raises(ServiceError, match="already exists"):
         build("taken", runs=("a",))
     assert Report.objects.count() == 1
 

@@ -7,7 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pooling.readers import InputError, Skipped, read_queries, read_run, scan_collection
+from core.errors import InputError
+from pooling.readers import Skipped, read_queries, read_run, scan_collection
 
 
 def docids(tmp_path) -> list[str]:

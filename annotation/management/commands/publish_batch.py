@@ -23,7 +23,7 @@ class Command(BaseCommand):
         with command_errors():
             if background:
                 job = services.start_publish(batch)
-                self.stdout.write(f"Queued as job {job.pk}; follow it at /pooling/jobs/{job.pk}/")
+                self.stdout.write(f"Queued as job {job.pk}; follow it at /jobs/{job.pk}/")
                 return
             published = services.publish_batch(batch, bar=o["verbosity"] > 0)
         total = batch.hits.count()

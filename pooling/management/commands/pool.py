@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from core.cli import command_errors
+from core.files import check_writable
 from pooling import services
-from pooling.files import check_writable
 from pooling.magnitudes import MAGNITUDES
-from pooling.management.errors import command_errors
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
@@ -59,7 +59,7 @@ class Command(BaseCommand):
             if o["background"]:
                 job = services.start_pool(o["name"], query_set, [runs[n] for n in names], settings, o["wordlist"] or "")
                 self.stdout.write(
-                    f"Queued as job {job.pk}; follow it at /pooling/jobs/{job.pk}/ (JSON: /pooling/jobs/{job.pk}/progress.json)"
+                    f"Queued as job {job.pk}; follow it at /jobs/{job.pk}/ (JSON: /jobs/{job.pk}/progress.json)"
                 )
                 return
             pool = services.build_pool(

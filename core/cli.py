@@ -5,8 +5,7 @@ from contextlib import contextmanager
 
 from django.core.management.base import CommandError
 
-from ..readers import InputError
-from ..services import ServiceError
+from .errors import InputError, ServiceError
 
 
 @contextmanager
