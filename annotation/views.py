@@ -15,11 +15,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from annotation.labels import LABEL_NAMES, LABELS
 from core.errors import ServiceError
 from core.permissions import researcher_required
 
 from . import services
-from .aggregation import LABEL_NAMES, LABELS
 from .forms import EscalateForm, HitAnswerForm
 from .models import Assignment, Batch, Hit
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS

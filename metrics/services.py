@@ -18,9 +18,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-import polars as pl
 from django.conf import settings
 from django.db import transaction
 
@@ -36,12 +35,15 @@ from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import WordList as Words
 from pooling.wordlists import default_wordlist, load_wordlist
 
-from . import core, significance
+from .defaults import BACKGROUND_DEPTH, DEFAULT_CUTOFFS, DEFAULT_SAMPLES, DEFAULT_SEED, DEFAULT_THRESHOLD, METRICS
 from .models import COLLECTION_BACKGROUND, Report, Result
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 CSV_HEADER = ["run", "metric", "variant", "cutoff", "value", "queries"]
 PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
-DEFAULT_CUTOFFS = (5, 10, 20, 30)
 REPRESENTATIVE_WORDLIST = Path(__file__).resolve().parent / "data" / "wordlist_gender_representative.txt"
 
 
@@ -71,11 +73,13 @@ def software_version() -> str:
 class ReportSettings:
     cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
     tokenizer: str = DEFAULT_TOKENIZER
-    threshold: float = core.DEFAULT_THRESHOLD
-    bootstrap_samples: int = significance.DEFAULT_SAMPLES
-    seed: int = significance.DEFAULT_SEED
+    threshold: float = DEFAULT_THRESHOLD
+    bootstrap_samples: int = DEFAULT_SAMPLES
+    seed: int = DEFAULT_SEED
 
     def validate(self) -> None:
+        from . import core
+
         try:
             core.validate_cutoffs(self.cutoffs)
         except (TypeError, ValueError):
@@ -125,6 +129,11 @@ def compute_report(
     bar: bool = True,
 ) -> Computed:
     """Every metric of every run over the queries of ``query_set`` it contains (no writes)."""
+    import pandas as pd
+    import polars as pl
+
+    from . import core, significance
+
     report_settings.validate()
     runs = list(runs)
     if not runs:
@@ -148,7 +157,7 @@ def compute_report(
         frames[run.name] = frame
     background_frame = None
     if background is not None:
-        background_frame = run_frame(background).filter(pl.col("rank") <= core.BACKGROUND_DEPTH)
+        background_frame = run_frame(background).filter(pl.col("rank") <= BACKGROUND_DEPTH)
         background_frame = background_frame.join(qids, on="qid", how="semi")
     docs = [frame["docid"] for frame in frames.values()]
     if background_frame is not None:
@@ -189,7 +198,7 @@ def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
     runs = list(dict.fromkeys(summary["run"]))
     order = summary.assign(
         _run=summary["run"].map(runs.index),
-        _metric=summary["metric"].map(core.METRICS.index),
+        _metric=summary["metric"].map(METRICS.index),
         _variant=summary["variant"].map(lambda v: (-1, "") if v in ("tf", "rbdf") else (0, v)),
     )
     order = order.sort_values(["_run", "_metric", "_variant", "cutoff"], kind="stable")
@@ -210,6 +219,10 @@ def build_report(
     bar: bool = True,
 ) -> Report:
     """Compute and store a report named ``name`` (results, per-query file, provenance)."""
+    import polars as pl
+
+    from . import core
+
     validate_name(name, "report")
     if Report.objects.filter(name=name).exists():
         raise ServiceError(f"a report named {name!r} already exists; choose another --name")
@@ -273,6 +286,8 @@ def build_report(
 
 
 def _finite(value) -> float | None:
+    import pandas as pd
+
     if value is None or pd.isna(value):
         return None
     return float(value)
@@ -308,6 +323,8 @@ def start_report(
 
 def report_summary(report: Report) -> pd.DataFrame:
     """The report's results as a frame (``run, metric, variant, cutoff, value, queries, ci_low, ci_high, p_value``)."""
+    import pandas as pd
+
     rows = report.results.select_related("run").values_list(
         "run__name", "metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"
     )
@@ -319,6 +336,8 @@ def report_summary(report: Report) -> pd.DataFrame:
 
 def report_per_query(report: Report) -> pd.DataFrame:
     """Per-query values (``run, qid, metric, variant, cutoff, value``); ServiceError if the file is gone."""
+    import polars as pl
+
     path = Path(report.per_query)
     if not path.exists():
         raise ServiceError(f"the per-query file of report {report.name!r} is missing ({path}); build the report again")
@@ -327,6 +346,8 @@ def report_per_query(report: Report) -> pd.DataFrame:
 
 def results_csv(summary: pd.DataFrame) -> str:
     """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision)."""
+    import pandas as pd
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_HEADER)
@@ -350,6 +371,8 @@ def columns_of(summary: pd.DataFrame) -> list[tuple[str, str, int]]:
 def terminal_table(summary: pd.DataFrame, alpha: float = 0.05) -> str:
     """A plain-text table like Table 3 of the SIGIR 2020 paper: one block per metric and variant,
     rows = runs, columns = cutoffs; ``*`` marks p < alpha against the baseline (Bonferroni)."""
+    import pandas as pd
+
     if not len(summary):
         return "(no results)"
     runs = list(dict.fromkeys(summary["run"]))

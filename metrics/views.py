@@ -9,7 +9,6 @@ from django.views.decorators.http import require_POST
 from core.errors import ServiceError
 from core.permissions import researcher_required
 
-from . import plots, services
 from .forms import ReportForm
 from .models import Report
 
@@ -22,6 +21,8 @@ def report_list(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def report_detail(request: HttpRequest, name: str) -> HttpResponse:
+    from . import services
+
     report = get_object_or_404(
         Report.objects.select_related("query_set", "wordlist", "representative_wordlist"), name=name
     )
@@ -38,6 +39,8 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 def report_csv(request: HttpRequest, name: str) -> HttpResponse:
+    from . import services
+
     report = get_object_or_404(Report, name=name)
     response = HttpResponse(
         services.results_csv(services.report_summary(report)), content_type="text/csv; charset=utf-8"
@@ -48,6 +51,8 @@ def report_csv(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
+    from . import services
+
     report = get_object_or_404(Report, name=name)
     try:
         body = services.per_query_csv(services.report_per_query(report))
@@ -61,6 +66,8 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
 @researcher_required
 def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
     """``cutoffs``: every metric against the cutoff; ``distribution``: per-query box plots at ``?cutoff=``."""
+    from . import plots, services
+
     report = get_object_or_404(Report, name=name)
     if kind == "cutoffs":
         png = plots.cutoff_figure(services.report_summary(report))
@@ -85,6 +92,8 @@ def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
 @require_POST
 def report_create(request: HttpRequest) -> HttpResponse:
     """Build a report as a Celery task (inline without a broker), then follow its job."""
+    from . import services
+
     form = ReportForm(request.POST)
     if not form.is_valid():
         reports = Report.objects.select_related("query_set").prefetch_related("runs")

@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from .analysis import MAGNITUDES
 from .readers import iter_blocks, parse_passages
 from .tokenize import TOKENIZERS
 from .wordlists import WordList
 
-MAGNITUDES = ("tc", "tf", "bool")
 COUNT_SCHEMA = {"docid": pl.String, "f": pl.Int64, "m": pl.Int64, "length": pl.Int64}
 
 
@@ -122,3 +122,11 @@ def magnitude(counts: np.ndarray | pl.Series | pl.Expr, variant: str):
     if variant == "tf":
         return np.log(1.0 + counts)
     return (counts > 0).astype(np.float64)
+
+
+def magnitudes_frame(counts: pl.DataFrame, variant: str) -> pl.DataFrame:
+    """Counts ``docid, f, m, ...`` as magnitudes ``docid, f, m`` of one variant: the one
+    counts -> magnitudes step, used by pooling and by every metric."""
+    return counts.select(
+        "docid", magnitude(pl.col("f"), variant).alias("f"), magnitude(pl.col("m"), variant).alias("m")
+    )

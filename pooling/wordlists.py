@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import InputError
-
-from .readers import open_text
+from core.textfiles import open_text
 
 FEMALE = "f"
 MALE = "m"
