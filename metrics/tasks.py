@@ -5,9 +5,9 @@ Without a broker (``CELERY_TASK_ALWAYS_EAGER``) the task runs inline.
 
 from __future__ import annotations
 
-from celery import shared_task
 from django.urls import reverse
 
+from config.celery import app
 from core.jobs import job_status
 from core.models import Job
 from pooling.models import QuerySet, Run
@@ -16,7 +16,7 @@ from . import services
 from .defaults import DEFAULT_CUTOFFS
 
 
-@shared_task
+@app.task
 def build_report_task(
     job_id: int,
     name: str,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from celery import shared_task
 from django.urls import reverse
 
+from config.celery import app
 from core.jobs import job_status
 from core.models import Job
 
@@ -13,7 +13,7 @@ from .models import QuerySet, Run
 from .wordlists import load_wordlist
 
 
-@shared_task
+@app.task
 def build_pool_task(
     job_id: int, name: str, query_set_id: int, run_ids: list[int], settings: dict, wordlist_path: str = ""
 ) -> str:

@@ -1,11 +1,10 @@
-from django.core.management.base import BaseCommand
-
 from annotation import services
+from core.cli import ProjectCommand
 
 from ._common import command_errors, format_cost, get_batch
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Publish a batch's HITs to its provider. Safe to re-run after an interruption: HITs already "
         "published are skipped and no HIT is ever created twice."

@@ -1,6 +1,6 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from core.cli import command_errors
+from core.cli import ProjectCommand, command_errors
 from core.files import atomic_path, atomic_write, check_writable
 from metrics import plots, services
 from metrics.core import COLLECTION_BACKGROUND
@@ -9,7 +9,7 @@ from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Measure the gender bias of runs over a query set: RaB and ARaB (TF and Boolean magnitudes, "
         "definitional word list), NFaiRR and TExFAIR (representative word list) at every cutoff. "

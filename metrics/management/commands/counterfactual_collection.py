@@ -1,9 +1,9 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from tqdm import tqdm
 
-from core.cli import command_errors
+from core.cli import ProjectCommand, command_errors
 from core.files import check_writable
 from metrics.counterfactual import HER_CHOICES, Swapper, swap_table, write_counterfactual
 from metrics.services import default_representative_wordlist
@@ -11,7 +11,7 @@ from pooling.models import Collection
 from pooling.wordlists import load_wordlist
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Write the counterfactual of a registered collection: every gendered word swapped for its "
         "counterpart (he<->she, himself<->herself, man<->woman, ...; his/him -> her, hers -> his, her -> his "

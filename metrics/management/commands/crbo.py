@@ -1,13 +1,13 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from core.cli import command_errors
+from core.cli import ProjectCommand, command_errors
 from core.files import atomic_write, check_writable
 from metrics.rbo import DEFAULT_DEPTH, DEFAULT_P, crbo
 from pooling.models import Run
 from pooling.services import run_frame
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Counterfactual RBO (Abolghasemi et al., ECIR 2024): the mean RBO_ext (Webber et al. 2010, "
         "Eq. 32) between a ranker's run on the collection and its run on the counterfactual collection "

@@ -1,11 +1,12 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from core.cli import ProjectCommand
 from metrics.preference import VERSIONS, split_versions, variant_preference
 from pooling.models import Run
 from pooling.services import run_frame
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Paired-variant preference (Sundararaman & Subramanian 2022): for a run over documents given in "
         "male, female and neutral versions (docids '<doc><sep><version>', e.g. 123-m, 123-f, 123-n), the "

@@ -1,11 +1,11 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from core.cli import command_errors, report_import
+from core.cli import ProjectCommand, command_errors, report_import
 from pooling import services
 from pooling.models import Collection, Run
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Register a TREC run ('qid Q0 docid rank score tag', any whitespace) over an imported "
         "collection. Documents are ranked by score descending, ties by docid descending "

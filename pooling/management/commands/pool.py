@@ -1,6 +1,6 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from core.cli import command_errors
+from core.cli import ProjectCommand, command_errors
 from core.files import check_writable
 from pooling import services
 from pooling.analysis import MAGNITUDES
@@ -9,7 +9,7 @@ from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Pool the most gender-biased queries: per run, RaB@cutoff of every query of the query set "
         "the run contains; a female-leaning list (most negative first) and a male-leaning list "
