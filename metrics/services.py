@@ -32,8 +32,7 @@ from core.storage import cache_dir
 from pooling.models import QuerySet, Run
 from pooling.services import document_counts_for, register_wordlist, run_frame
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
-from pooling.wordlists import WordList as Words
-from pooling.wordlists import default_wordlist, load_wordlist
+from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
 from .defaults import BACKGROUND_DEPTH, DEFAULT_CUTOFFS, DEFAULT_SAMPLES, DEFAULT_SEED, DEFAULT_THRESHOLD, METRICS
 from .models import COLLECTION_BACKGROUND, Report, Result
@@ -47,7 +46,7 @@ PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
 REPRESENTATIVE_WORDLIST = Path(__file__).resolve().parent / "data" / "wordlist_gender_representative.txt"
 
 
-def default_representative_wordlist() -> Words:
+def default_representative_wordlist() -> GenderWords:
     """The 163 + 163 gender-representative words and names of Rekabsaz, Kopeinik & Schedl (SIGIR 2021)."""
     return load_wordlist(REPRESENTATIVE_WORDLIST, name="representative-163+163")
 
@@ -121,8 +120,8 @@ def compute_report(
     runs: Sequence[Run],
     report_settings: ReportSettings = ReportSettings(),
     *,
-    wordlist: Words | None = None,
-    representative: Words | None = None,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
     background: Run | None = None,
     baseline: Run | None = None,
     job: Job | None = None,
@@ -211,8 +210,8 @@ def build_report(
     runs: Sequence[Run],
     report_settings: ReportSettings = ReportSettings(),
     *,
-    wordlist: Words | None = None,
-    representative: Words | None = None,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
     background: Run | None = None,
     baseline: Run | None = None,
     job: Job | None = None,
@@ -225,7 +224,7 @@ def build_report(
 
     validate_name(name, "report")
     if Report.objects.filter(name=name).exists():
-        raise ServiceError(f"a report named {name!r} already exists; choose another --name")
+        raise ServiceError(f"a report named {name!r} already exists; choose another name")
     words = wordlist or default_wordlist()
     representative = representative or default_representative_wordlist()
     computed = compute_report(

@@ -30,8 +30,7 @@ from .analysis import check_at_least_one, check_magnitude, check_same_collection
 from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run, WordList
 from .queryfiles import write_queries
 from .tokenize import DEFAULT_TOKENIZER
-from .wordlists import WordList as Words
-from .wordlists import default_wordlist, wordlist_from_mapping
+from .wordlists import GenderWords, default_wordlist, wordlist_from_mapping
 
 if TYPE_CHECKING:
     import polars as pl
@@ -210,21 +209,21 @@ def run_frame(run: Run) -> pl.DataFrame:
 # --- word lists and counts -------------------------------------------------------------
 
 
-def register_wordlist(words: Words | None = None) -> WordList:
+def register_wordlist(words: GenderWords | None = None) -> WordList:
     """The stored record of a word list (default: the 32 + 32 definitional words)."""
     words = words or default_wordlist()
     record, _ = WordList.objects.get_or_create(sha256=words.sha256, defaults={"name": words.name, "words": words.words})
     return record
 
 
-def wordlist_of(record: WordList) -> Words:
+def wordlist_of(record: WordList) -> GenderWords:
     return wordlist_from_mapping(record.words, record.name)
 
 
 def document_counts_for(
     collection: Collection,
     docids: Iterable[str] | pl.Series,
-    wordlist: Words,
+    wordlist: GenderWords,
     tokenizer: str = DEFAULT_TOKENIZER,
     *,
     job: Job | None = None,
@@ -279,7 +278,7 @@ def build_pool(
     query_set: QuerySet,
     runs: Sequence[Run],
     pool_settings: PoolSettings = PoolSettings(),
-    wordlist: Words | None = None,
+    wordlist: GenderWords | None = None,
     *,
     job: Job | None = None,
     bar: bool = True,

@@ -58,9 +58,9 @@ class BatchSettings:
         if self.provider not in Provider.values:
             raise ServiceError(f"unknown provider {self.provider!r}; choose one of {', '.join(Provider.values)}")
         if self.assignments_per_query < 1:
-            raise ServiceError("--assignments must be at least 1")
+            raise ServiceError("assignments per HIT must be at least 1")
         if not 1 <= self.queries_per_hit <= 100:
-            raise ServiceError("--queries-per-hit must be between 1 and 100")
+            raise ServiceError("queries per HIT must be between 1 and 100")
         try:
             reward = Decimal(self.reward)
         except (InvalidOperation, TypeError):
@@ -80,7 +80,7 @@ class BatchSettings:
         if self.qualifications and self.provider != Provider.MTURK:
             raise ServiceError("qualifications only apply to the mturk provider")
         if self.gold_per_hit < 0:
-            raise ServiceError("--gold-per-hit cannot be negative")
+            raise ServiceError("gold queries per HIT cannot be negative")
         if not 0 < self.gold_pass_fraction <= 1:
             raise ServiceError("the gold pass fraction must be in (0, 1]")
 

@@ -13,14 +13,14 @@ class Command(ProjectCommand):
     def add_arguments(self, parser):
         parser.add_argument("name", help="batch name")
         parser.add_argument(
-            "--background", action="store_true", help="queue as a Celery task and return (needs CELERY_BROKER_URL)"
+            "--queue", action="store_true", help="queue as a Celery task and return at once (needs CELERY_BROKER_URL)"
         )
 
-    def handle(self, name, background, **o):
+    def handle(self, name, queue, **o):
         batch = get_batch(name)
         self.stdout.write(f"Cost: {format_cost(batch.cost)}")
         with command_errors():
-            if background:
+            if queue:
                 job = services.start_publish(batch)
                 self.stdout.write(f"Queued as job {job.pk}; follow it at /jobs/{job.pk}/")
                 return

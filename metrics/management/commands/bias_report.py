@@ -1,6 +1,6 @@
 from django.core.management.base import CommandError
 
-from core.cli import ProjectCommand, command_errors
+from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import atomic_path, atomic_write, check_writable
 from metrics import plots, services
 from metrics.core import COLLECTION_BACKGROUND
@@ -54,20 +54,14 @@ class Command(ProjectCommand):
         parser.add_argument("--plot", help="write a PNG of every metric against the cutoff")
 
     def handle(self, **o):
-        try:
-            query_set = QuerySet.objects.get(name=o["queries"])
-        except QuerySet.DoesNotExist:
-            raise CommandError(f"no query set named {o['queries']!r}") from None
-        names = list(dict.fromkeys(n.strip() for n in o["runs"].split(",") if n.strip()))
+        query_set = get_named(QuerySet, o["queries"], "query set")
+        names = name_list(o["runs"])
         if not names:
             raise CommandError("give at least one run with --runs")
         wanted = [*names, *([o["baseline"]] if o["baseline"] else [])]
         if o["background"] != COLLECTION_BACKGROUND:
             wanted.append(o["background"])
-        runs = {r.name: r for r in Run.objects.filter(name__in=wanted).select_related("collection")}
-        unknown = [n for n in dict.fromkeys(wanted) if n not in runs]
-        if unknown:
-            raise CommandError(f"unknown run(s): {', '.join(unknown)}")
+        runs = {run.name: run for run in get_named_list(Run, wanted, "run")}
         with command_errors():
             for option in ("out", "per_query", "plot"):  # before the work, not after it
                 if o[option]:

@@ -1,6 +1,6 @@
 from django.core.management.base import CommandError
 
-from core.cli import ProjectCommand, command_errors
+from core.cli import ProjectCommand, command_errors, get_named_list
 from core.files import atomic_write, check_writable
 from metrics.rbo import DEFAULT_DEPTH, DEFAULT_P, crbo
 from pooling.models import Run
@@ -29,12 +29,8 @@ class Command(ProjectCommand):
         parser.add_argument("--per-query", help="also write qid,rbo lines to this CSV file")
 
     def handle(self, **o):
-        runs = {}
-        for option in ("run", "counterfactual_run"):
-            try:
-                runs[option] = Run.objects.get(name=o[option])
-            except Run.DoesNotExist:
-                raise CommandError(f"unknown run {o[option]!r}") from None
+        run, counterfactual = get_named_list(Run, [o["run"], o["counterfactual_run"]], "run")
+        runs = {"run": run, "counterfactual_run": counterfactual}
         if o["per_query"]:
             with command_errors():
                 check_writable(o["per_query"])

@@ -1,6 +1,4 @@
-from django.core.management.base import CommandError
-
-from core.cli import ProjectCommand, command_errors, report_import
+from core.cli import ProjectCommand, command_errors, get_named, report_import
 from pooling import services
 from pooling.models import Collection, Run
 
@@ -22,10 +20,7 @@ class Command(ProjectCommand):
         parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines and report them")
 
     def handle(self, path, name, collection, order, skip_bad_lines, **options):
-        try:
-            collection_obj = Collection.objects.get(name=collection)
-        except Collection.DoesNotExist:
-            raise CommandError(f"no collection named {collection!r}; import it first with import_collection") from None
+        collection_obj = get_named(Collection, collection, "collection")
         with command_errors():
             result = services.import_run(path, name, collection_obj, order=order, skip_bad_lines=skip_bad_lines)
         run = result.obj
