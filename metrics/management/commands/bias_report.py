@@ -2,7 +2,7 @@ from django.core.management.base import CommandError
 
 from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import atomic_path, atomic_write, check_writable
-from metrics import plots, services
+from metrics import formatting, plots, selectors, services
 from metrics.core import COLLECTION_BACKGROUND
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
@@ -73,7 +73,7 @@ class Command(ProjectCommand):
             report_settings.validate()
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
             representative = load_wordlist(o["representative_wordlist"]) if o["representative_wordlist"] else None
-            name = o["name"] or services.default_report_name(query_set, names)
+            name = o["name"] or selectors.default_report_name(query_set, names)
             report = services.build_report(
                 name,
                 query_set,
@@ -85,17 +85,17 @@ class Command(ProjectCommand):
                 baseline=runs.get(o["baseline"]) if o["baseline"] else None,
                 bar=o["verbosity"] > 0,
             )
-        summary = services.report_summary(report)
-        self.stdout.write(services.terminal_table(summary))
+        summary = selectors.report_summary(report)
+        self.stdout.write(formatting.terminal_table(summary))
         if report.baseline_id:
             self.stdout.write(f"\n* p < 0.05 against {report.baseline.name} (paired t-test, Bonferroni-corrected)")
         self.stdout.write(self.style.SUCCESS(f"\nReport {report.name!r} stored; see /metrics/{report.name}/"))
         with command_errors():
             if o["out"]:
-                atomic_write(o["out"], lambda f: f.write(services.results_csv(summary)), newline="")
+                atomic_write(o["out"], lambda f: f.write(formatting.results_csv(summary)), newline="")
                 self.stdout.write(f"Wrote results to {o['out']}")
             if o["per_query"]:
-                per_query = services.per_query_csv(services.report_per_query(report))
+                per_query = formatting.per_query_csv(selectors.report_per_query(report))
                 atomic_write(o["per_query"], lambda f: f.write(per_query), newline="")
                 self.stdout.write(f"Wrote per-query values to {o['per_query']}")
             if o["plot"]:
