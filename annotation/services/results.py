@@ -12,7 +12,6 @@ queries worth a second look.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,7 @@ from django.utils import timezone
 
 from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 from core.errors import ServiceError
-from core.files import check_writable
+from core.files import check_writable, file_sha256
 from pooling import services as pooling_services
 from pooling.models import QuerySet
 
@@ -185,10 +184,6 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
     return report
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def card_path_for(path: Path) -> Path:
     """The dataset card sits beside the export: ``queries.tsv`` -> ``queries.tsv.md``."""
     return path.with_name(path.name + ".md")
@@ -290,7 +285,7 @@ def export_queries(
                 [(r["qid"], r["query"]) for r in rows],
                 origin=QuerySet.Origin.ANNOTATION,
                 source=str(path.resolve()),
-                sha256=_sha256(path),
+                sha256=file_sha256(path),
                 description=f"{category} queries of annotation batch {batch.name}",
             )
         return Export.objects.create(
