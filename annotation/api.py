@@ -5,13 +5,15 @@ exports, and can start publishing, syncing and exports. Annotators reach only th
 assignments and judgments. Workers are named by pseudonym everywhere.
 """
 
-from core.storage import cache_dir
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
+
+from core.errors import ServiceError
+from core.storage import cache_dir
 
 from . import services
 from .models import Assignment, Batch, Export, Hit, Judgment
@@ -83,7 +85,7 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
             export = services.export_queries(
                 batch, data["category"], path, data["format"], as_query_set=data.get("as_query_set") or None
             )
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             raise ValidationError({"detail": str(exc)}) from None
         return Response(ExportSerializer(export).data, status=status.HTTP_201_CREATED)
 

@@ -21,12 +21,7 @@ from django.db.models import Q
 
 from pooling.models import Pool, Query, QuerySet
 
-LABEL_CHOICES = [
-    ("n", "Non-gendered"),
-    ("f", "Female"),
-    ("m", "Male"),
-    ("o", "Other or multiple genders"),
-]
+from .labels import LABEL_CHOICES
 
 
 class Provider(models.TextChoices):

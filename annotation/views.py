@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.labels import LABEL_NAMES, LABELS
+from core.errors import ServiceError
 from core.permissions import researcher_required
 
 from . import services
@@ -55,7 +56,7 @@ def _start(request: HttpRequest, name: str, start) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
     try:
         job = start(batch)
-    except services.ServiceError as exc:
+    except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:batch-detail", name=batch.name)
     return redirect("core:job-detail", pk=job.pk)
@@ -80,7 +81,7 @@ def batch_cancel(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
     try:
         expired = services.cancel_batch(batch)
-    except services.ServiceError as exc:
+    except ServiceError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Batch cancelled; {expired} HIT(s) withdrawn.")
@@ -99,7 +100,7 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
         cap = int(request.GET["max_assignments"])
     try:
         plan = services.plan_escalation(batch, cap)
-    except services.ServiceError as exc:
+    except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:batch-detail", name=batch.name)
     if form.is_bound and form.is_valid():
@@ -205,7 +206,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         if form.is_valid():
             try:
                 services.submit_local_assignment(assignment, form.cleaned_data)
-            except services.ServiceError as exc:
+            except ServiceError as exc:
                 messages.error(request, str(exc))
             return redirect("annotation:next")
         context = services.hit_page_context(
@@ -235,7 +236,7 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
             request.GET.get("STUDY_ID", ""),
             request.GET.get("SESSION_ID", ""),
         )
-    except services.ServiceError as exc:
+    except ServiceError as exc:
         return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=400)
     if assignment is None:
         message = "All places of this study are taken. Please return the study on Prolific; you will not be penalised."
@@ -262,7 +263,7 @@ def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
         if form.is_valid():
             try:
                 services.submit_local_assignment(assignment, form.cleaned_data)
-            except services.ServiceError as exc:
+            except ServiceError as exc:
                 return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=409)
             return redirect(prolific.completion_url(hit.batch))
         context = services.hit_page_context(

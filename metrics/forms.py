@@ -1,8 +1,8 @@
 """Forms of the metrics pages."""
 
-from core.errors import ServiceError
 from django import forms
 
+from core.errors import ServiceError
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 

@@ -4,8 +4,6 @@ Staff only: query sets include annotation exports (the crowd's labels) and pools
 rankers' gender lists, neither of which an annotator may see.
 """
 
-from core.models import Job
-from core.serializers import JobSerializer
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, viewsets
 from rest_framework.decorators import action
@@ -63,8 +61,3 @@ class PoolViewSet(StaffReadOnly):
         entries = self.get_object().entries.select_related("query", "run").order_by("query__position", "run__name")
         page = self.paginate_queryset(entries)
         return self.get_paginated_response(PoolEntrySerializer(page, many=True).data)
-
-
-class JobViewSet(StaffReadOnly):
-    queryset = Job.objects.all()
-    serializer_class = JobSerializer

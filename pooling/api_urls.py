@@ -9,6 +9,5 @@ router.register("collections", api.CollectionViewSet)
 router.register("query-sets", api.QuerySetViewSet)
 router.register("runs", api.RunViewSet)
 router.register("pools", api.PoolViewSet)
-router.register("jobs", api.JobViewSet)
 
 urlpatterns = router.urls

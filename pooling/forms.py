@@ -2,8 +2,7 @@
 
 from django import forms
 
-from pooling.analysis import MAGNITUDES
-
+from .analysis import MAGNITUDES
 from .models import QuerySet, Run
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from celery import shared_task
-from core.models import Job
 from django.urls import reverse
 
+from config.celery import app
 from core.jobs import job_status
+from core.models import Job
 
 from . import services
 from .models import QuerySet, Run
 from .wordlists import load_wordlist
 
 
-@shared_task
+@app.task
 def build_pool_task(
     job_id: int, name: str, query_set_id: int, run_ids: list[int], settings: dict, wordlist_path: str = ""
 ) -> str:

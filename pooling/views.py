@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import csv
 
-from core.models import Job
-from core.serializers import JobSerializer
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from core.permissions import researcher_required
@@ -15,6 +13,7 @@ from core.permissions import researcher_required
 from . import services
 from .forms import PoolForm
 from .models import Collection, Pool, QuerySet, Run
+from .queryfiles import query_lines
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -65,7 +64,7 @@ def pool_download(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
     pool = get_object_or_404(Pool, name=name)
     runs, rows = services.pool_table(pool)
     if fmt == "tsv":
-        body = "".join(f"{r['qid']}\t{' '.join(r['query'].split())}\n" for r in rows)
+        body = "".join(query_lines((r["qid"], r["query"]) for r in rows))
         response = HttpResponse(body, content_type="text/tab-separated-values; charset=utf-8")
     else:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
@@ -87,14 +86,3 @@ def pool_create(request: HttpRequest) -> HttpResponse:
         job = services.start_pool(data["name"], data["queries"], list(data["runs"]), settings)
         return redirect("core:job-detail", pk=job.pk)
     return render(request, "pooling/pool_form.html", {"form": form})
-
-
-@researcher_required
-def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    return render(request, "core/job_detail.html", {"job": get_object_or_404(Job, pk=pk)})
-
-
-@researcher_required
-def job_progress(request: HttpRequest, pk: int) -> JsonResponse:
-    """Progress record of a long job, polled by pages (the REST API's representation)."""
-    return JsonResponse(JobSerializer(get_object_or_404(Job, pk=pk)).data)

@@ -19,7 +19,6 @@ from .background import start_escalate, start_publish, start_sync
 from .batches import (
     BatchSettings,
     GoldQuery,
-    ServiceError,
     batch_progress,
     cancel_batch,
     create_batch,

@@ -10,14 +10,14 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from core.errors import InputError, ServiceError
-from core.names import validate_name
-from core.textfiles import open_text
 from django.conf import settings as django_settings
 from django.db import transaction
 from django.db.models import Count, Q
 
 from annotation.labels import CATEGORY_SLUGS, LABELS
+from core.errors import InputError, ServiceError
+from core.names import validate_name
+from core.textfiles import open_text
 from pooling.models import Pool, QuerySet
 
 from ..costs import Cost, provider_cost
@@ -61,9 +61,9 @@ class BatchSettings:
         if self.provider not in Provider.values:
             raise ServiceError(f"unknown provider {self.provider!r}; choose one of {', '.join(Provider.values)}")
         if self.assignments_per_query < 1:
-            raise ServiceError("--assignments must be at least 1")
+            raise ServiceError("assignments per HIT must be at least 1")
         if not 1 <= self.queries_per_hit <= 100:
-            raise ServiceError("--queries-per-hit must be between 1 and 100")
+            raise ServiceError("queries per HIT must be between 1 and 100")
         try:
             reward = Decimal(self.reward)
         except (InvalidOperation, TypeError):
@@ -89,7 +89,7 @@ class BatchSettings:
 
             validate_options(self.provider_options)
         if self.gold_per_hit < 0:
-            raise ServiceError("--gold-per-hit cannot be negative")
+            raise ServiceError("gold queries per HIT cannot be negative")
         if not 0 < self.gold_pass_fraction <= 1:
             raise ServiceError("the gold pass fraction must be in (0, 1]")
 

@@ -21,10 +21,11 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q
 
+from core.errors import ServiceError
+
 from ..costs import Cost, extra_assignments_cost, provider_cost
 from ..models import Assignment, Batch, Escalation, Hit, Provider
 from ..providers import CrowdProvider, get_provider
-from .batches import ServiceError
 from .results import majority
 
 DEFAULT_MAX_ASSIGNMENTS = 7

@@ -27,10 +27,11 @@ from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from core.errors import ServiceError
+
 from ..models import Assignment, Batch, Hit, Provider, Worker
 from ..pseudonyms import worker_for
 from .answers import AnswerCheck, record_answers
-from .batches import ServiceError
 
 ANNOTATORS_GROUP = "annotators"
 #: How many locked candidates to try before giving up on a busy moment.

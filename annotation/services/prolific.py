@@ -34,19 +34,19 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 
-from core.models import Job
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from core.errors import ServiceError
+from core.models import Job
 from core.progress import Progress
 
 from ..models import Assignment, Batch, Bonus, Provider, Worker, WorkerIdentity
 from ..providers import CrowdProvider, get_provider
 from ..pseudonyms import worker_for
 from .answers import review_assignment
-from .batches import ServiceError
 from .local import _FREED, _release_abandoned, claim_hit
 
 #: What Prolific calls a place still held by a participant.

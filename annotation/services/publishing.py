@@ -26,46 +26,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.models import Job
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from core.errors import ServiceError
+from core.models import Job
 from core.progress import Progress
 
+from ..labels import VOCABULARY
 from ..models import Batch, Hit
 from ..providers import CrowdProvider, get_provider
-from .batches import ServiceError
 
-#: The four categories as workers see them, with examples like the SIGIR 2020 paper's Table 2.
+#: The four categories as workers see them (the template's shape of :data:`annotation.labels.VOCABULARY`).
 CATEGORIES: list[dict[str, Any]] = [
     {
-        "value": "n",
-        "key": "1",
-        "name": "Non-gendered",
-        "definition": "The query does not refer to any gender: it could be about anyone, or about no person at all.",
-        "examples": ["what is a synapse", "how long to boil an egg", "symptoms of the flu"],
-    },
-    {
-        "value": "f",
-        "key": "2",
-        "name": "Female",
-        "definition": "The query is about women or girls, or about something that concerns only females.",
-        "examples": ["how long is a pregnancy", "who was the first queen of england", "what is a midwife"],
-    },
-    {
-        "value": "m",
-        "key": "3",
-        "name": "Male",
-        "definition": "The query is about men or boys, or about something that concerns only males.",
-        "examples": ["what age do men go bald", "who was the first king of france", "what does a prostate do"],
-    },
-    {
-        "value": "o",
-        "key": "4",
-        "name": "Other or multiple genders",
-        "definition": "The query refers to more than one gender, or to a gender other than female or male.",
-        "examples": ["do boys or girls learn faster", "what does non-binary mean", "average height of men and women"],
-    },
+        "value": label.code,
+        "key": label.key,
+        "name": label.name,
+        "definition": label.definition,
+        "examples": label.examples,
+    }
+    for label in VOCABULARY
 ]
 
 

@@ -13,11 +13,11 @@ import random
 from dataclasses import dataclass
 
 from annotation.labels import LABELS
+from core.errors import ServiceError
 from pooling.tokenize import tokenize
 from pooling.wordlists import default_wordlist
 
 from ..models import Batch, Provider
-from .batches import ServiceError
 from .local import create_annotator, next_assignment, submit_local_assignment
 
 

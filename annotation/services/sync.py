@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.models import Job
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q
 
+from core.errors import ServiceError
+from core.models import Job
 from core.progress import Progress
 
 from ..models import Assignment, Batch, Hit, Provider
 from ..providers import CrowdProvider, RemoteAssignment, get_provider
 from ..pseudonyms import worker_for
 from .answers import record_answers, review_assignment
-from .batches import ServiceError
 
 
 @dataclass

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 
 from annotation.aggregation import DawidSkeneResult, compare_methods, dawid_skene, majority_vote, validate_judgments
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 
 
 def judgments(rows: list[tuple[str, str, str]]) -> pd.DataFrame:

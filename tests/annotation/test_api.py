@@ -1,9 +1,9 @@
 """REST API: staff see batches and everything; annotators only their own work; schema builds."""
 
 import pytest
-from core.models import Job
 
 from annotation import services
+from core.models import Job
 from pooling.models import QuerySet
 
 from .conftest import answers_for, make_batch

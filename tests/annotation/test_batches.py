@@ -7,6 +7,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Batch, BatchQuery, Hit, HitQuery
+from core.errors import ServiceError
 
 from .conftest import QUERIES, make_batch
 
@@ -71,7 +72,7 @@ def test_gold_questions_are_mixed_into_every_hit(query_set, tmp_path):
 def test_bad_gold_files_are_refused_with_the_line(tmp_path, line, message):
     path = tmp_path / "gold.tsv"
     path.write_text(line + "\n")
-    with pytest.raises(services.ServiceError, match=message):
+    with pytest.raises(ServiceError, match=message):
         services.read_gold_file(path)
 
 
@@ -89,14 +90,14 @@ def test_bad_gold_files_are_refused_with_the_line(tmp_path, line, message):
     ],
 )
 def test_invalid_settings_are_refused_before_anything_is_created(query_set, options, message):
-    with pytest.raises(services.ServiceError, match=message):
+    with pytest.raises(ServiceError, match=message):
         make_batch(query_set, **options)
     assert not Batch.objects.exists()
 
 
 def test_batch_names_are_unique(query_set):
     make_batch(query_set)
-    with pytest.raises(services.ServiceError, match="already exists"):
+    with pytest.raises(ServiceError, match="already exists"):
         make_batch(query_set)
 
 
@@ -111,5 +112,5 @@ def test_publish_local_batch_and_cancel(local_batch):
     local_batch.refresh_from_db()
     assert local_batch.status == Batch.Status.CANCELLED
     assert set(local_batch.hits.values_list("status", flat=True)) == {Hit.Status.EXPIRED}
-    with pytest.raises(services.ServiceError, match="cannot be published"):
+    with pytest.raises(ServiceError, match="cannot be published"):
         services.publish_batch(local_batch)

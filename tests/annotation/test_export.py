@@ -7,6 +7,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Export
+from core.errors import ServiceError
 from pooling.models import QuerySet
 
 from .conftest import TRUTH, answers_for
@@ -82,7 +83,7 @@ def test_export_as_query_set(annotated, tmp_path):
         ("101", "what is a synapse"),
         ("105", "how to boil an egg"),
     ]
-    with pytest.raises(services.ServiceError, match="already exists"):
+    with pytest.raises(ServiceError, match="already exists"):
         services.export_queries(annotated, "male", tmp_path / "m.tsv", as_query_set="ng")
     assert not (tmp_path / "m.tsv").exists()
 
@@ -101,9 +102,9 @@ def test_formula_like_queries_neutralised_in_csv_verbatim_in_tsv(query_set, tmp_
 
 
 def test_unknown_category_or_format(annotated, tmp_path):
-    with pytest.raises(services.ServiceError, match="unknown category"):
+    with pytest.raises(ServiceError, match="unknown category"):
         services.export_queries(annotated, "neutral", tmp_path / "x.tsv")
-    with pytest.raises(services.ServiceError, match="unknown format"):
+    with pytest.raises(ServiceError, match="unknown format"):
         services.export_queries(annotated, "male", tmp_path / "x.xlsx", "xlsx")
 
 

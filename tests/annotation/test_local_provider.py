@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import Assignment, Judgment
+from core.errors import ServiceError
 
 from .conftest import TRUTH, answers_for
 
@@ -105,7 +106,7 @@ def test_a_hit_cannot_be_submitted_twice(local_batch, annotators, client):
     response = client.post(reverse("annotation:assignment", args=[assignment.pk]), answers_for(assignment))
     assert response.status_code == 302
     assert Judgment.objects.filter(assignment=assignment).count() == 3
-    with pytest.raises(services.ServiceError, match="already submitted"):
+    with pytest.raises(ServiceError, match="already submitted"):
         services.submit_local_assignment(assignment, answers_for(assignment))
 
 
@@ -152,7 +153,7 @@ def test_late_answers_are_refused_once_the_places_are_taken(local_batch, annotat
     services.next_assignment(b)
     services.next_assignment(c)  # the freed place and the second place of HIT 1 are now held
     assert Assignment.objects.filter(hit=first.hit).exclude(pk=first.pk).count() == 2
-    with pytest.raises(services.ServiceError, match="your answers were not recorded"):
+    with pytest.raises(ServiceError, match="your answers were not recorded"):
         services.submit_local_assignment(first, answers_for(first))
 
 

@@ -18,6 +18,7 @@ from annotation.models import Assignment, Batch, Bonus, Judgment, Worker
 from annotation.prolific import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.providers import ProlificProvider
 from annotation.services import prolific as prolific_services
+from core.errors import ServiceError
 
 from .conftest import answers_for
 from .fake_prolific import TOKEN, FakeProlific, serve
@@ -302,11 +303,11 @@ def client_class():
 
 def test_publishing_needs_a_project_and_a_public_site_url(server, provider, batch, settings):
     settings.PROLIFIC_PROJECT_ID = ""
-    with pytest.raises(services.ServiceError, match="PROLIFIC_PROJECT_ID"):
+    with pytest.raises(ServiceError, match="PROLIFIC_PROJECT_ID"):
         services.publish_batch(batch, provider)
     settings.PROLIFIC_PROJECT_ID = PROJECT
     settings.PROLIFIC_API_URL = "https://api.prolific.com/api/v1/"
-    with pytest.raises(services.ServiceError, match="public https address"):
+    with pytest.raises(ServiceError, match="public https address"):
         services.publish_batch(batch, provider)
     assert not server.studies
 

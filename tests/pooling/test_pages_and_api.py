@@ -1,10 +1,10 @@
 """Pool page, downloads, the pool form running as a task, progress JSON and the REST API."""
 
 import pytest
-from core.models import Job
 from django.core.management import call_command
 from django.urls import reverse
 
+from core.models import Job
 from pooling.models import Pool
 
 

@@ -14,6 +14,7 @@ from annotation.models import Batch
 from annotation.mturk import MTurkError
 from annotation.prolific import ProlificError
 from core.cli import command_errors as base_command_errors
+from core.cli import get_named
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -65,11 +66,7 @@ def qualifications(values: list[str] | None) -> dict:
 
 
 def get_batch(name: str) -> Batch:
-    try:
-        return Batch.objects.get(name=name)
-    except Batch.DoesNotExist:
-        known = ", ".join(Batch.objects.values_list("name", flat=True)[:10]) or "none yet"
-        raise CommandError(f"no batch named {name!r} (batches: {known})") from None
+    return get_named(Batch, name, "batch")
 
 
 @contextmanager

@@ -1,13 +1,14 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation import services
 from annotation.models import Provider
+from core.cli import ProjectCommand
 from pooling.models import Pool, QuerySet
 
 from ._common import command_errors, duration, format_cost, money, prolific_filter, qualifications
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Create an annotation batch: snapshot the queries of a pool or query set, group them into HITs "
         "and print the cost. Nothing is sent to a provider until publish_batch."

@@ -1,11 +1,10 @@
-from django.core.management.base import BaseCommand
-
 from annotation import services
+from core.cli import ProjectCommand
 
 from ._common import command_errors, get_batch
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Fetch the batch's submitted assignments, store each once, check the answers and review them: "
         "approve valid work, reject only work that failed the gold questions (with feedback). "

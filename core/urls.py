@@ -1,0 +1,11 @@
+"""Pages of the shared app."""
+
+from django.urls import path
+
+from . import views
+
+app_name = "core"
+urlpatterns = [
+    path("<int:pk>/", views.job_detail, name="job-detail"),
+    path("<int:pk>/progress.json", views.job_progress, name="job-progress"),
+]
