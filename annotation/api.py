@@ -100,6 +100,8 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     """Staff see every assignment; an annotator sees only their own."""
 
     serializer_class = AssignmentSerializer
+    #: For the schema: the queryset depends on the requester, its model does not.
+    queryset = Assignment.objects.none()
 
     def get_queryset(self):
         queryset = Assignment.objects.select_related("hit__batch", "worker").prefetch_related("judgments__batch_query")
@@ -112,6 +114,8 @@ class JudgmentViewSet(viewsets.ReadOnlyModelViewSet):
     """Staff see every judgment; an annotator sees only their own."""
 
     serializer_class = JudgmentSerializer
+    #: For the schema: the queryset depends on the requester, its model does not.
+    queryset = Judgment.objects.none()
 
     def get_queryset(self):
         queryset = Judgment.objects.select_related("batch_query", "assignment__worker", "assignment__hit__batch")
