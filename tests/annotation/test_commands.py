@@ -150,3 +150,28 @@ def test_create_annotator_refuses_bad_usernames_and_needs_a_terminal_for_the_pro
     from django.contrib.auth import get_user_model
 
     assert not get_user_model().objects.filter(username__in=["alice", "bad name!"]).exists()
+
+
+def test_create_annotator_never_takes_over_an_account(db, django_user_model):
+    """An existing staff account is refused; an existing annotator needs --reset-password."""
+    staff = django_user_model.objects.create_superuser("demo", "demo@example.org", "old-secret-pw-1")
+    with pytest.raises(CommandError, match="'demo' is a staff account"):
+        run("create_annotator", "demo", "--password", "new-secret-pw-1", "--reset-password")
+    staff.refresh_from_db()
+    assert staff.check_password("old-secret-pw-1") and not staff.groups.exists()
+
+    run("create_annotator", "bob", "--password", "pw-secret-123")
+    with pytest.raises(CommandError, match="'bob' already exists"):
+        run("create_annotator", "bob", "--password", "other-secret-456")
+    assert django_user_model.objects.get(username="bob").check_password("pw-secret-123")
+    assert "new password" in run("create_annotator", "bob", "--password", "other-secret-456", "--reset-password")
+    assert django_user_model.objects.get(username="bob").check_password("other-secret-456")
+
+
+@pytest.mark.parametrize(
+    ("password", "complaint"), [("x", "too short"), ("password123", "too common"), ("8437261950", "entirely numeric")]
+)
+def test_create_annotator_applies_the_password_validators(db, django_user_model, password, complaint):
+    with pytest.raises(CommandError, match=complaint):
+        run("create_annotator", "carol", "--password", password)
+    assert not django_user_model.objects.filter(username="carol").exists()
