@@ -7,15 +7,14 @@ sees half a file and a crash leaves the previous export intact.
 Rows are mappings with at least ``qid``, ``query`` and ``label``; the JSON
 Lines export keeps every other key too (votes, method, agreement, ...).
 
-CSV cells are protected against spreadsheet formula injection (OWASP "CSV
-injection"): query text comes from a public search log and gets opened in
-Excel/LibreOffice by annotators and readers. TSV (read by rankers) and JSON
-Lines (read by programs) keep the text unchanged.
+The CSV goes through :mod:`core.spreadsheet`, which neutralises spreadsheet formulas:
+query text comes from a public search log and gets opened in Excel/LibreOffice by
+annotators and readers. TSV (read by rankers) and JSON Lines (read by programs) keep the
+text unchanged.
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import json
 import math
@@ -28,9 +27,8 @@ from typing import IO, Any
 
 from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 from core.files import atomic_write
+from core.spreadsheet import write_csv as write_csv_rows
 from pooling.queryfiles import single_line, write_queries
-
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 #: Agreement facts a dataset card shows, in order, with their headings.
 AGREEMENT_FACTS = (
@@ -40,12 +38,6 @@ AGREEMENT_FACTS = (
     ("percent_agreement", "Percent agreement"),
     ("fleiss_kappa", "Fleiss' kappa"),
 )
-
-
-def neutralise_formula(text: str) -> str:
-    """Prefix ``'`` to a cell that a spreadsheet would treat as a formula (starts with = + - @ tab or CR)."""
-    text = str(text)
-    return "'" + text if text.startswith(FORMULA_PREFIXES) else text
 
 
 def _label(value: Any) -> str:
@@ -77,12 +69,9 @@ def write_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Pat
     """
 
     def write(handle: IO[str]) -> None:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["qid", "query", "label"])
-        for row in rows:
-            writer.writerow(
-                [neutralise_formula(str(row["qid"])), neutralise_formula(str(row["query"])), _label(row["label"])]
-            )
+        write_csv_rows(
+            handle, ["qid", "query", "label"], ([str(r["qid"]), str(r["query"]), _label(r["label"])] for r in rows)
+        )
 
     return atomic_write(path, write, newline="")
 

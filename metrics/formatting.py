@@ -6,10 +6,9 @@ Pure (no Django): takes the frames that :mod:`metrics.selectors` and
 
 from __future__ import annotations
 
-import csv
-import io
-
 import pandas as pd
+
+from core.spreadsheet import csv_text
 
 from .defaults import METRICS
 
@@ -33,19 +32,19 @@ def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
 
 def results_csv(summary: pd.DataFrame) -> str:
     """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
-    for row in summary.itertuples(index=False):
-        value = "" if row.value is None or pd.isna(row.value) else repr(float(row.value))
-        writer.writerow([row.run, row.metric, row.variant, int(row.cutoff), value, int(row.queries)])
-    return out.getvalue()
+    rows = summary[CSV_HEADER].itertuples(index=False, name=None)
+    return csv_text(
+        CSV_HEADER,
+        (
+            [run, metric, variant, int(cutoff), value, int(queries)]
+            for run, metric, variant, cutoff, value, queries in rows
+        ),
+    )
 
 
 def per_query_csv(per_query: pd.DataFrame) -> str:
-    out = io.StringIO()
-    per_query[PER_QUERY_COLUMNS].to_csv(out, index=False, lineterminator="\n")
-    return out.getvalue()
+    """One row per run, query, metric, variant and cutoff (qids and run names neutralised)."""
+    return csv_text(PER_QUERY_COLUMNS, per_query[PER_QUERY_COLUMNS].itertuples(index=False, name=None))
 
 
 def columns_of(summary: pd.DataFrame) -> list[tuple[str, str, int]]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import csv
-
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from core.permissions import researcher_required
+from core.spreadsheet import write_csv
 
 from . import services
 from .forms import PoolForm
@@ -68,10 +67,12 @@ def pool_download(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
         response = HttpResponse(body, content_type="text/tab-separated-values; charset=utf-8")
     else:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
-        writer = csv.writer(response)
-        writer.writerow(["qid", "query", *[f"RaB@{pool.rank_cutoff}:{run}" for run in runs], "lists"])
-        for r in rows:
-            writer.writerow([r["qid"], r["query"], *[r["rab"].get(run, "") for run in runs], " ".join(r["lists"])])
+        header = ["qid", "query", *[f"RaB@{pool.rank_cutoff}:{run}" for run in runs], "lists"]
+        write_csv(
+            response,
+            header,
+            ([r["qid"], r["query"], *[r["rab"].get(run) for run in runs], " ".join(r["lists"])] for r in rows),
+        )
     response["Content-Disposition"] = f'attachment; filename="{pool.name}.{fmt}"'
     return response
 

@@ -2,6 +2,7 @@ from django.core.management.base import CommandError
 
 from core.cli import ProjectCommand, command_errors, get_named_list
 from core.files import atomic_write, check_writable
+from core.spreadsheet import write_csv
 from metrics.rbo import DEFAULT_DEPTH, DEFAULT_P, crbo
 from pooling.models import Run
 from pooling.services import run_frame
@@ -44,6 +45,6 @@ class Command(ProjectCommand):
             raise CommandError("the two runs have no query in common")
         self.stdout.write(f"CRBO@{o['depth']} (p={o['p']}): {mean:.4f} over {queries} queries")
         if o["per_query"]:
-            csv = per_query.rename("rbo").to_csv(index_label="qid")
-            atomic_write(o["per_query"], lambda f: f.write(csv), newline="")
+            rows = per_query.items()
+            atomic_write(o["per_query"], lambda f: write_csv(f, ["qid", "rbo"], rows), newline="")
             self.stdout.write(f"Wrote per-query RBO to {o['per_query']}")
