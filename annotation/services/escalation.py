@@ -26,6 +26,7 @@ from core.errors import ServiceError
 from ..costs import Cost, extra_assignments_cost, provider_cost
 from ..models import Assignment, Batch, Escalation, Hit, Provider
 from ..providers import CrowdProvider, get_provider
+from .locking import one_per_batch
 from .results import majority
 
 DEFAULT_MAX_ASSIGNMENTS = 7
@@ -103,6 +104,7 @@ def plan_escalation(batch: Batch, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS
     return plan
 
 
+@one_per_batch("An escalation")
 def escalate_batch(
     batch: Batch,
     max_assignments: int = DEFAULT_MAX_ASSIGNMENTS,

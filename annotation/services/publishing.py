@@ -36,6 +36,7 @@ from core.progress import Progress
 from ..labels import VOCABULARY
 from ..models import Batch, Hit
 from ..providers import CrowdProvider, get_provider
+from .locking import one_per_batch
 
 #: The four categories as workers see them (the template's shape of :data:`annotation.labels.VOCABULARY`).
 CATEGORIES: list[dict[str, Any]] = [
@@ -95,6 +96,7 @@ def _recover(provider: CrowdProvider, hit: Hit) -> str | None:
     return provider.find_hit(hit)
 
 
+@one_per_batch("Publishing")
 def publish_batch(
     batch: Batch, provider: CrowdProvider | None = None, *, job: Job | None = None, bar: bool = False
 ) -> int:

@@ -15,6 +15,7 @@ from ..models import Assignment, Batch, Hit, Provider
 from ..providers import CrowdProvider, RemoteAssignment, get_provider
 from ..pseudonyms import worker_for
 from .answers import record_answers, review_assignment
+from .locking import one_per_batch
 
 
 @dataclass
@@ -60,6 +61,7 @@ def _record_remote(hit: Hit, remote: RemoteAssignment, provider_name: str) -> tu
     return assignment, True
 
 
+@one_per_batch("A sync")
 def sync_batch(
     batch: Batch,
     provider: CrowdProvider | None = None,
