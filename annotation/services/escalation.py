@@ -26,6 +26,7 @@ from ..costs import Cost, extra_assignments_cost
 from ..models import Assignment, Batch, Escalation, Hit, Provider
 from ..providers import CrowdProvider, get_provider
 from .results import majority
+from .statuses import settle_hit_statuses
 
 DEFAULT_MAX_ASSIGNMENTS = 7
 
@@ -132,6 +133,7 @@ def escalate_batch(
         provider.add_assignments(hit, 1, escalation.unique_token)
         Escalation.objects.filter(pk=escalation.pk).update(applied=True)
         applied.append(escalation)
+    settle_hit_statuses(batch)
     if applied and batch.status == Batch.Status.COMPLETED:
         Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.PUBLISHED)
         batch.status = Batch.Status.PUBLISHED

@@ -32,6 +32,7 @@ from core.errors import ServiceError
 from ..models import Assignment, Batch, Hit, Provider, Worker
 from ..pseudonyms import worker_for
 from .answers import AnswerCheck, record_answers
+from .statuses import settle_hit_statuses
 
 ANNOTATORS_GROUP = "annotators"
 #: How many locked candidates to try before giving up on a busy moment.
@@ -180,4 +181,6 @@ def submit_local_assignment(assignment: Assignment, answers: Mapping[str, str]) 
         if locked.hit.batch.status != Batch.Status.PUBLISHED:
             raise ServiceError("this batch is no longer open")
         raw = json.dumps(dict(answers), sort_keys=True)
-        return record_answers(locked, answers, raw)
+        check = record_answers(locked, answers, raw)
+        settle_hit_statuses(locked.hit.batch)
+        return check

@@ -15,6 +15,7 @@ from ..models import Assignment, Batch, Hit
 from ..providers import CrowdProvider, RemoteAssignment, get_provider
 from ..pseudonyms import worker_for
 from .answers import record_answers, review_assignment
+from .statuses import settle_hit_statuses
 
 
 @dataclass
@@ -94,6 +95,7 @@ def sync_batch(
     for assignment in submitted:
         outcome = review_assignment(assignment, provider, approve_all=approve_all)
         setattr(result, outcome, getattr(result, outcome) + 1)
+    settle_hit_statuses(batch)
     result.completed = _complete_if_done(batch)
     return result
 
