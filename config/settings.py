@@ -108,6 +108,12 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 
+# --- Imports from the site ---------------------------------------------------------------
+#: Folders whose files researchers may register by path (os.pathsep-separated); empty: none.
+IMPORT_ROOTS = [p for p in os.environ.get("IMPORT_ROOTS", "").split(os.pathsep) if p]
+#: Largest file accepted as an upload (bytes); larger ones are registered by path instead.
+IMPORT_UPLOAD_MAX_BYTES = int(os.environ.get("IMPORT_UPLOAD_MAX_BYTES", str(2 * 1024**3)))
+
 # --- Celery ---------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL

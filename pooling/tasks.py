@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from celery import shared_task
 from django.urls import reverse
 
+from core.errors import InputError, ServiceError
 from core.jobs import job_status
 from core.models import Job
 
@@ -33,3 +36,25 @@ def build_pool_task(
         job.result = {"pool": pool.name, "url": reverse("pooling:pool-detail", args=[pool.name])}
         job.message = f"Pooled {pool.queries.queries.count()} queries"
     return pool.name
+
+
+@shared_task
+def import_task(job_id: int, kind: str, path: str, name: str, options: dict, uploaded: bool) -> str | None:
+    """Import one file; bad input or a refused request fails the job (no retry can fix it)."""
+    job = Job.objects.get(pk=job_id)
+    keep = False
+    try:
+        with job_status(job):
+            result = services.import_file(kind, path, name, options, job=job, bar=False)
+            keep = result.created
+            what = services.IMPORT_KINDS[kind]
+            job.message = f"{'Imported' if result.created else 'Already imported (unchanged)'}: {what} {name}"
+            if result.skipped:
+                job.message += f"; {len(result.skipped)} bad line(s) skipped, first: {result.skipped.errors[0]}"
+            job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}"}
+    except (InputError, ServiceError, OSError):
+        return None  # recorded on the job for the page and the API
+    finally:
+        if uploaded and not keep:
+            Path(path).unlink(missing_ok=True)
+    return name

@@ -7,12 +7,16 @@ import csv
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
+from core.errors import ServiceError
+from core.models import Job
 from core.permissions import researcher_required
+from core.uploads import discard_uploads, use_staging_uploads
 
 from . import services
-from .forms import PoolForm
-from .models import Collection, Pool, QuerySet, Run
+from .forms import ImportForm, PoolForm
+from .models import Collection, Pool, QuerySet, Run, WordList
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -28,6 +32,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "query_sets": QuerySet.objects.annotate(size=Count("queries")),
         "runs": Run.objects.select_related("collection"),
         "pools": Pool.objects.annotate(size=Count("queries__queries")),
+        "wordlists": WordList.objects.order_by("name"),
     }
     return render(request, "home.html", context)
 
@@ -85,3 +90,41 @@ def pool_create(request: HttpRequest) -> HttpResponse:
         job = services.start_pool(data["name"], data["queries"], list(data["runs"]), settings)
         return redirect("core:job-detail", pk=job.pk)
     return render(request, "pooling/pool_form.html", {"form": form})
+
+
+@researcher_required
+def import_index(request: HttpRequest) -> HttpResponse:
+    """The four imports, and the latest import jobs with their outcome."""
+    jobs = Job.objects.filter(kind="import").order_by("-pk")[:10]
+    return render(request, "pooling/import_index.html", {"kinds": services.IMPORT_KINDS, "jobs": jobs})
+
+
+@csrf_exempt  # checked below, once the upload handlers are set (Django's rule for custom handlers)
+def import_create(request: HttpRequest, kind: str) -> HttpResponse:
+    """Upload a file (streamed into the staging folder) or register a path; the import runs as a job."""
+    if kind not in services.IMPORT_KINDS:
+        raise Http404("import kinds: " + ", ".join(services.IMPORT_KINDS))
+    use_staging_uploads(request)
+    try:
+        return _import_create(request, kind)
+    finally:
+        discard_uploads(request.FILES)
+
+
+@researcher_required
+@csrf_protect
+def _import_create(request: HttpRequest, kind: str) -> HttpResponse:
+    if request.method == "POST":
+        form = ImportForm(kind, request.POST, request.FILES, too_large=getattr(request, "upload_too_large", None))
+        if form.is_valid():
+            try:
+                job = form.start()
+            except ServiceError as exc:
+                form.add_error(None, str(exc))
+            else:
+                return redirect("core:job-detail", pk=job.pk)
+    else:
+        form = ImportForm(kind)
+    what = services.IMPORT_KINDS[kind]
+    status = 400 if form.is_bound else 200
+    return render(request, "pooling/import_form.html", {"form": form, "kind": kind, "what": what}, status=status)
