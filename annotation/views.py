@@ -10,18 +10,21 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ServiceError
 from core.permissions import researcher_required
+from core.uploads import discard_uploads, use_staging_uploads
 
 from . import services
 from .aggregation import LABEL_NAMES, LABELS
-from .forms import EscalateForm, HitAnswerForm
-from .models import Assignment, Batch, Hit
+from .downloads import export_file_response
+from .forms import BatchForm, EscalateForm, ExportForm, HitAnswerForm
+from .models import Assignment, Batch, Export, Hit
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from .services.results import query_results
 
@@ -35,6 +38,45 @@ def batch_list(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/batch_list.html", {"batches": batches})
 
 
+@csrf_exempt  # checked below, once the upload handlers are set (Django's rule for custom handlers)
+def batch_create(request: HttpRequest) -> HttpResponse:
+    """A new batch from a pool or a query set, with the cost estimated live before confirming."""
+    use_staging_uploads(request)
+    try:
+        return _batch_create(request)
+    finally:
+        discard_uploads(request.FILES)
+
+
+@researcher_required
+@csrf_protect
+def _batch_create(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        form = BatchForm(request.POST, request.FILES)
+        if getattr(request, "upload_too_large", None):
+            form.add_error("gold", "the gold file is larger than the upload limit")
+        if form.is_valid():
+            try:
+                batch = form.create()
+            except ServiceError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Batch {batch.name} created: publish it when ready.")
+                return redirect("annotation:batch-detail", name=batch.name)
+        return render(request, "annotation/batch_form.html", {"form": form}, status=400)
+    initial = {key: request.GET[key] for key in ("pool", "queries") if request.GET.get(key)}
+    return render(request, "annotation/batch_form.html", {"form": BatchForm(initial=initial)})
+
+
+@researcher_required
+@require_GET
+def batch_estimate(request: HttpRequest) -> HttpResponse:
+    """The live cost estimate of the batch form (htmx swaps it in as the fields change)."""
+    form = BatchForm(request.GET, estimate_only=True)
+    estimate = form.estimate() if form.is_valid() else None
+    return render(request, "annotation/_batch_estimate.html", {"form": form, "estimate": estimate})
+
+
 @researcher_required
 def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
@@ -46,7 +88,8 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "batch": batch,
             "progress": services.batch_progress(batch),
             "hits": hits,
-            "exports": batch.exports.all(),
+            "exports": batch.exports.select_related("query_set"),
+            "export_form": ExportForm(),
             "escalations": batch.escalations.select_related("hit"),
         },
     )
@@ -110,6 +153,34 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
             request, name, lambda b: services.start_escalate(b, max_assignments=cap, confirmed_hits=confirmed)
         )
     return render(request, "annotation/batch_escalate.html", {"batch": batch, "plan": plan, "form": form})
+
+
+@researcher_required
+@require_POST
+def batch_export(request: HttpRequest, name: str) -> HttpResponse:
+    """Export labelled queries, then hand the file straight to the browser."""
+    batch = get_object_or_404(Batch, name=name)
+    form = ExportForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        return redirect("annotation:batch-detail", name=batch.name)
+    data = form.cleaned_data
+    try:
+        export = services.export_for_download(
+            batch, data["category"], data["format"], as_query_set=data["as_query_set"] or None
+        )
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect("annotation:batch-detail", name=batch.name)
+    messages.success(request, f"Exported {export.queries} {export.category} queries.")
+    return redirect("annotation:export-download", pk=export.pk, part="file")
+
+
+@researcher_required
+def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
+    if part not in ("file", "card"):
+        raise Http404("parts: file, card")
+    return export_file_response(get_object_or_404(Export.objects.select_related("batch"), pk=pk), part)
 
 
 @researcher_required

@@ -22,6 +22,7 @@ from .batches import (
     batch_progress,
     cancel_batch,
     create_batch,
+    estimate_cost,
     read_gold_file,
 )
 from .escalation import EscalationPlan, escalate_batch, plan_escalation
@@ -34,7 +35,7 @@ from .local import (
     validate_username,
 )
 from .publishing import hit_page_context, publish_batch, render_hit_html
-from .results import agreement, export_queries, judgments_frame, query_results
+from .results import agreement, export_for_download, export_queries, judgments_frame, query_results
 from .sync import SyncResult, sync_batch
 
 __all__ = [
@@ -51,6 +52,8 @@ __all__ = [
     "create_annotator",
     "create_batch",
     "escalate_batch",
+    "estimate_cost",
+    "export_for_download",
     "export_queries",
     "hit_page_context",
     "is_annotator",

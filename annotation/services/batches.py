@@ -131,6 +131,14 @@ def cost_as_dict(cost: Cost, hits: int) -> dict[str, str | int]:
     }
 
 
+def estimate_cost(settings: BatchSettings, queries: int) -> dict[str, str | int]:
+    """The cost :func:`create_batch` records for ``queries`` queries, before anything is created
+    (the batch form's live estimate). Refuses the settings ``create_batch`` would refuse."""
+    settings.validate()
+    hits = -(-queries // settings.queries_per_hit)
+    return cost_as_dict(batch_cost(Decimal(settings.reward), settings.assignments_per_query, hits), hits)
+
+
 @transaction.atomic
 def create_batch(
     name: str,
@@ -211,8 +219,7 @@ def create_batch(
         )
         hit_queries += [HitQuery(hit=hit, batch_query=bq, position=i) for i, bq in enumerate(members, start=1)]
     HitQuery.objects.bulk_create(hit_queries, batch_size=2000)
-    hits = -(-len(order) // size)
-    batch.cost = cost_as_dict(batch_cost(batch.reward, settings.assignments_per_query, hits), hits)
+    batch.cost = estimate_cost(settings, len(order))
     batch.save(update_fields=["cost"])
     return batch
 
