@@ -12,6 +12,7 @@ urlpatterns = [
     path("batches/new/", views.batch_create, name="batch-create"),
     path("batches/new/estimate/", views.batch_estimate, name="batch-estimate"),
     path("batches/<slug:name>/", views.batch_detail, name="batch-detail"),
+    path("batches/<slug:name>/live/", views.batch_live, name="batch-live"),
     path("batches/<slug:name>/publish/", views.batch_publish, name="batch-publish"),
     path("batches/<slug:name>/sync/", views.batch_sync, name="batch-sync"),
     path("batches/<slug:name>/escalate/", views.batch_escalate, name="batch-escalate"),

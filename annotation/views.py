@@ -87,12 +87,25 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
         {
             "batch": batch,
             "progress": services.batch_progress(batch),
+            "agreement": services.agreement(batch, bootstrap=0),
             "hits": hits,
             "exports": batch.exports.select_related("query_set"),
             "export_form": ExportForm(),
             "escalations": batch.escalations.select_related("hit"),
         },
     )
+
+
+@researcher_required
+def batch_live(request: HttpRequest, name: str) -> HttpResponse:
+    """The batch page's live part (htmx polls it while the batch is published)."""
+    batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
+    context = {
+        "batch": batch,
+        "progress": services.batch_progress(batch),
+        "agreement": services.agreement(batch, bootstrap=0),
+    }
+    return render(request, "annotation/_batch_live.html", context)
 
 
 def _start(request: HttpRequest, name: str, start) -> HttpResponse:
@@ -279,6 +292,13 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                 services.submit_local_assignment(assignment, form.cleaned_data)
             except ServiceError as exc:
                 messages.error(request, str(exc))
+            else:
+                count = services.answered_count(request.user)
+                messages.success(
+                    request,
+                    f"Thank you: your answers to HIT {hit.position} of {hit.batch.name} were recorded. "
+                    f"You have submitted {count} HIT{'s' if count != 1 else ''}.",
+                )
             return redirect("annotation:next")
         context = services.hit_page_context(
             hit,
@@ -287,5 +307,8 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
             answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
             errors=form.field_errors(),
         )
+        context["answered_count"] = services.answered_count(request.user)
         return render(request, "annotation/hit.html", context, status=400)
-    return render(request, "annotation/hit.html", services.hit_page_context(hit, mode="local", action=action))
+    context = services.hit_page_context(hit, mode="local", action=action)
+    context["answered_count"] = services.answered_count(request.user)
+    return render(request, "annotation/hit.html", context)

@@ -28,6 +28,7 @@ from .batches import (
 from .escalation import EscalationPlan, escalate_batch, plan_escalation
 from .local import (
     ANNOTATORS_GROUP,
+    answered_count,
     create_annotator,
     is_annotator,
     next_assignment,
@@ -46,6 +47,7 @@ __all__ = [
     "ServiceError",
     "SyncResult",
     "agreement",
+    "answered_count",
     "batch_progress",
     "cancel_batch",
     "check_answers",

@@ -162,6 +162,12 @@ def next_assignment(user, batch: Batch | None = None) -> Assignment | None:
     return None
 
 
+def answered_count(user) -> int:
+    """How many HITs the annotator has submitted (whatever their review), for their own page."""
+    done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+    return Assignment.objects.filter(worker__identity__user=user, status__in=done).count()
+
+
 def submit_local_assignment(assignment: Assignment, answers: Mapping[str, str]) -> AnswerCheck:
     """Record an annotator's answers to a HIT they were given (once: a second submit is refused).
 
