@@ -68,7 +68,9 @@ class BatchForm(forms.Form):
     )
     provider = forms.ChoiceField(choices=Provider.choices, initial=Provider.LOCAL)
     assignments_per_query = forms.IntegerField(min_value=1, max_value=50, initial=3, help_text="Workers per query.")
-    queries_per_hit = forms.IntegerField(min_value=1, max_value=100, initial=10, help_text="Queries on one HIT page.")
+    queries_per_hit = forms.IntegerField(
+        min_value=1, max_value=100, initial=10, label="Queries per HIT", help_text="Queries on one HIT page."
+    )
     reward = forms.DecimalField(
         min_value=Decimal("0.01"), decimal_places=2, initial=Decimal("0.05"), help_text="USD per assignment."
     )
