@@ -8,7 +8,7 @@ from core.uploads import check_import_path, keep_upload, upload_too_large_messag
 
 from . import services
 from .magnitudes import MAGNITUDES
-from .models import Collection, QuerySet, Run
+from .models import Collection, QuerySet, Run, WordList
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 
@@ -20,6 +20,12 @@ class PoolForm(forms.Form):
     depth = forms.IntegerField(min_value=1, initial=500, help_text="Queries taken from the top of each list.")
     magnitude = forms.ChoiceField(choices=[(m, m) for m in MAGNITUDES], initial="tf")
     tokenizer = forms.ChoiceField(choices=[(t, t) for t in TOKENIZERS], initial=DEFAULT_TOKENIZER)
+    wordlist = forms.ModelChoiceField(
+        WordList.objects.order_by("name"),
+        required=False,
+        label="Word list",
+        empty_label="built-in: the 32 + 32 words of SIGIR 2020",
+    )
 
 
 class ImportForm(forms.Form):

@@ -412,13 +412,25 @@ def start_pool(
     runs: Sequence[Run],
     pool_settings: PoolSettings,
     wordlist_path: str = "",
+    *,
+    wordlist: WordList | None = None,
 ) -> Job:
-    """Build a pool as a Celery task once the caller's transaction commits; returns its Job."""
+    """Build a pool as a Celery task once the caller's transaction commits; returns its Job.
+
+    The word list is a file (``wordlist_path``, the command's ``--wordlist``) or an
+    imported one (``wordlist``, the pool form's choice); neither means the built-in list.
+    """
     from .tasks import build_pool_task
 
     job = create_job("pool", f"Pool {name}")
     build_pool_task.delay_on_commit(
-        job.pk, name, query_set.pk, [run.pk for run in runs], asdict(pool_settings), wordlist_path
+        job.pk,
+        name,
+        query_set.pk,
+        [run.pk for run in runs],
+        asdict(pool_settings),
+        wordlist_path,
+        wordlist.pk if wordlist is not None else None,
     )
     return job
 

@@ -12,18 +12,26 @@ from core.jobs import job_status
 from core.models import Job
 
 from . import services
-from .models import QuerySet, Run
+from .models import QuerySet, Run, WordList
 from .wordlists import load_wordlist
 
 
 @shared_task
 def build_pool_task(
-    job_id: int, name: str, query_set_id: int, run_ids: list[int], settings: dict, wordlist_path: str = ""
+    job_id: int,
+    name: str,
+    query_set_id: int,
+    run_ids: list[int],
+    settings: dict,
+    wordlist_path: str = "",
+    wordlist_id: int | None = None,
 ) -> str:
     job = Job.objects.get(pk=job_id)
     with job_status(job):
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
         words = load_wordlist(wordlist_path) if wordlist_path else None
+        if wordlist_id is not None:
+            words = services.wordlist_of(WordList.objects.get(pk=wordlist_id))
         pool = services.build_pool(
             name,
             QuerySet.objects.get(pk=query_set_id),

@@ -87,7 +87,9 @@ def pool_create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         settings = services.PoolSettings(data["rank_cutoff"], data["depth"], data["magnitude"], data["tokenizer"])
-        job = services.start_pool(data["name"], data["queries"], list(data["runs"]), settings)
+        job = services.start_pool(
+            data["name"], data["queries"], list(data["runs"]), settings, wordlist=data["wordlist"]
+        )
         return redirect("core:job-detail", pk=job.pk)
     return render(request, "pooling/pool_form.html", {"form": form})
 

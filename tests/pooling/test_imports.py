@@ -1,6 +1,7 @@
 """Imports from the site and the API: uploads streamed to staging, paths only inside IMPORT_ROOTS, jobs."""
 
 import gzip
+import math
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,41 @@ def test_api_import_refuses_annotators_and_keeps_no_upload(client, django_user_m
     )
     assert response.status_code == 403
     assert _staging_files() == [] and not QuerySet.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_imported_word_list_can_be_chosen_for_a_pool(
+    post, client, researcher, world, django_capture_on_commit_callbacks
+):
+    """With only "she" and "he" as gender words, d4 ("the man and the woman") counts as neutral,
+    so the pool's RaB differs from the built-in list's exactly where d4 is ranked."""
+    client.force_login(researcher)
+    post("wordlist", name="she-he", file=_upload("words.csv", b"she,f\nhe,m\n"))
+    record = WordList.objects.get(name="she-he")
+    for name, wordlist in (("builtin", ""), ("custom", record.name)):
+        with django_capture_on_commit_callbacks(execute=True):
+            client.post(
+                reverse("pooling:pool-create"),
+                {
+                    "name": name,
+                    "queries": "q",
+                    "runs": ["a", "b"],
+                    "rank_cutoff": 2,
+                    "depth": 3,
+                    "magnitude": "tf",
+                    "tokenizer": "words",
+                    "wordlist": record.pk if wordlist else "",
+                },
+            )
+    from pooling.models import Pool
+
+    builtin, custom = Pool.objects.get(name="builtin"), Pool.objects.get(name="custom")
+    assert custom.wordlist == record and builtin.wordlist != record
+
+    def rab(pool, qid, run):
+        return pool.entries.get(query__qid=qid, run__name=run).rank_bias
+
+    # RaB@2 = mean of tf(m) - tf(f), tf = ln(1 + count). Query 2 in run b ranks only d2
+    # ("He met his father"): 3 male words of the built-in list, 1 ("he") of the she/he list.
+    assert rab(builtin, "2", "b") == pytest.approx(math.log(1 + 3))
+    assert rab(custom, "2", "b") == pytest.approx(math.log(1 + 1))
