@@ -183,7 +183,11 @@ def review_agreement(path: Path) -> None:
     assert page.locator("#batch-status").inner_text() == "completed"
     assert set(page.locator("#hits tbody tr td:nth-child(3)").all_inner_texts()) == {"All assignments in"}
     page.get_by_role("link", name="Agreement and disputed queries").click()
-    path.researcher_pages.append(page.url)
+    path.researcher_pages += [
+        page.url,
+        "/annotation/batches/sigir-local/queries/2/",
+        "/annotation/batches/sigir-local/escalate/",
+    ]
     assert page.locator("#alpha").inner_text() == "1.000"
     path.shot("5-agreement")
 
@@ -270,3 +274,8 @@ def test_the_researchers_path_from_an_empty_site(
         width = page.evaluate("document.scrollingElement.scrollWidth")
         assert width <= PHONE["width"], f"{url} scrolls sideways at 390 px ({width} px wide)"
         assert page.get_by_role("button", name="Log out").is_visible(), f"{url}: Log out is off-screen"
+
+    # Dark colours when the system asks for them.
+    page.emulate_media(color_scheme="dark")
+    page.goto("/")
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(20, 24, 29)"

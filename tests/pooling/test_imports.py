@@ -187,8 +187,7 @@ def test_api_import_refuses_annotators_and_keeps_no_upload(client, django_user_m
 def test_an_imported_word_list_can_be_chosen_for_a_pool(
     post, client, researcher, world, django_capture_on_commit_callbacks
 ):
-    """With only "she" and "he" as gender words, d4 ("the man and the woman") counts as neutral,
-    so the pool's RaB differs from the built-in list's exactly where d4 is ranked."""
+    """The pool counts the words of the chosen list, not the built-in ones."""
     client.force_login(researcher)
     post("wordlist", name="she-he", file=_upload("words.csv", b"she,f\nhe,m\n"))
     record = WordList.objects.get(name="she-he")
