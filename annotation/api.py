@@ -89,7 +89,8 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
         return super().finalize_response(request, response, *args, **kwargs)
 
     def _form(self, request, **kwargs) -> BatchForm:
-        form = BatchForm(request.data, request.FILES, **kwargs)
+        data, files = request.data, request.FILES  # parse the body first: it sets upload_too_large
+        form = BatchForm(data, files, too_large=getattr(request._request, "upload_too_large", None), **kwargs)
         if not form.is_valid():
             raise _form_errors(form)
         return form

@@ -8,6 +8,7 @@ from decimal import Decimal
 from django import forms
 
 from core.errors import ServiceError
+from core.uploads import upload_too_large_message
 from pooling.models import Pool, QuerySet
 
 from . import services
@@ -81,8 +82,9 @@ class BatchForm(forms.Form):
     min_approved_hits = forms.IntegerField(required=False, min_value=0, help_text="MTurk only.")
     masters = forms.BooleanField(required=False, help_text="MTurk only: Masters workers.")
 
-    def __init__(self, *args, estimate_only: bool = False, **kwargs) -> None:
+    def __init__(self, *args, estimate_only: bool = False, too_large: str | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.too_large = too_large  # the gold file went over IMPORT_UPLOAD_MAX_BYTES and was dropped
         if estimate_only:  # the live estimate: no name yet, and no file travels with it
             del self.fields["name"], self.fields["gold"]
 
@@ -98,7 +100,9 @@ class BatchForm(forms.Form):
             self.add_error("queries", "choose a pool or a query set, not both")
         elif not data.get("pool") and not data.get("queries") and not self.has_error("pool"):
             self.add_error("pool", "choose the pool (or the query set) to annotate")
-        if data.get("gold_per_hit") and not data.get("gold") and "gold" in self.fields:
+        if self.too_large and "gold" in self.fields:
+            self.add_error("gold", upload_too_large_message())
+        elif data.get("gold_per_hit") and not data.get("gold") and "gold" in self.fields:
             self.add_error("gold", "gold questions per HIT need a gold file")
         if self.errors:
             return data

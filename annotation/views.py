@@ -52,9 +52,8 @@ def batch_create(request: HttpRequest) -> HttpResponse:
 @csrf_protect
 def _batch_create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
-        form = BatchForm(request.POST, request.FILES)
-        if getattr(request, "upload_too_large", None):
-            form.add_error("gold", "the gold file is larger than the upload limit")
+        files = request.FILES  # parsing the body sets upload_too_large
+        form = BatchForm(request.POST, files, too_large=getattr(request, "upload_too_large", None))
         if form.is_valid():
             try:
                 batch = form.create()

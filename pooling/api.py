@@ -108,8 +108,9 @@ class ImportView(APIView):
     def post(self, request, kind: str):
         if kind not in services.IMPORT_KINDS:
             raise ValidationError({"kind": f"choose one of {', '.join(services.IMPORT_KINDS)}"})
+        data, files = request.data, request.FILES  # parse the body first: it sets upload_too_large
         too_large = getattr(request._request, "upload_too_large", None)
-        form = ImportForm(kind, request.data, request.FILES, too_large=too_large)
+        form = ImportForm(kind, data, files, too_large=too_large)
         if not form.is_valid():
             raise ValidationError(
                 {field: [e["message"] for e in errors] for field, errors in form.errors.get_json_data().items()}

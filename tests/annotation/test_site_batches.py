@@ -161,3 +161,16 @@ def test_the_admin_shows_batches_but_cannot_add_change_or_delete_them(local_batc
         assert admin_client.get(f"/admin/annotation/{model}/add/").status_code == 403
     local_batch.refresh_from_db()
     assert local_batch.name == "b1"
+
+
+def test_a_gold_file_over_the_upload_limit_is_refused_on_its_field(query_set, researcher, client, settings):
+    settings.IMPORT_UPLOAD_MAX_BYTES = 5
+    client.force_login(researcher)
+    gold = {"gold": SimpleUploadedFile("gold.tsv", b"g1\twho is she\tf\n"), "gold_per_hit": 1}
+    response = client.post(reverse("annotation:batch-create"), {**FORM, "name": "web", "queries": "gq", **gold})
+    assert response.status_code == 400
+    assert "larger than the upload limit (5 bytes" in response.context["form"].errors["gold"][0]
+    gold = {"gold": SimpleUploadedFile("gold.tsv", b"g1\twho is she\tf\n"), "gold_per_hit": 1}
+    response = client.post("/api/annotation/batches/", {**FORM, "name": "web", "queries": "gq", **gold})
+    assert response.status_code == 400 and "larger than the upload limit" in response.json()["gold"][0]
+    assert not Batch.objects.exists()

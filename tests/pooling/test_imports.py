@@ -218,3 +218,15 @@ def test_an_imported_word_list_can_be_chosen_for_a_pool(
     # ("He met his father"): 3 male words of the built-in list, 1 ("he") of the she/he list.
     assert rab(builtin, "2", "b") == pytest.approx(math.log(1 + 3))
     assert rab(custom, "2", "b") == pytest.approx(math.log(1 + 1))
+
+
+@pytest.mark.django_db
+def test_api_refuses_an_upload_over_the_limit_as_json_naming_the_field(client, researcher, files, settings):
+    settings.IMPORT_UPLOAD_MAX_BYTES = 10
+    client.force_login(researcher)
+    response = client.post(
+        "/api/pooling/imports/queries/", {"name": "q", "file": _upload("q.tsv", files["queries"].read_bytes())}
+    )
+    assert response.status_code == 400
+    assert "larger than the upload limit" in response.json()["file"][0]
+    assert _staging_files() == [] and not Job.objects.exists()
