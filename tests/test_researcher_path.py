@@ -40,8 +40,12 @@ RUNS = {
     "bm25": {"1": ["d1", "d3"], "2": ["d3", "d4"], "3": ["d2", "d1"]},
     "bert": {"1": ["d3", "d1"], "2": ["d2"], "3": ["d4", "d3"]},
 }
-#: What the annotators answer per query (both agree, so every query gets a majority label).
-ANSWERS = {"who is she": "Female", "what is a synapse": "Non-gendered", "who is he": "Male"}
+#: What the annotators answer per query: they disagree on "who is she", which is then
+#: disputed (set aside; a step settling it belongs after ``review_agreement``).
+ANSWERS = {
+    "alice": {"who is she": "Female", "what is a synapse": "Non-gendered", "who is he": "Male"},
+    "bob": {"who is she": "Other or multiple genders", "what is a synapse": "Non-gendered", "who is he": "Male"},
+}
 
 
 @dataclass
@@ -141,6 +145,9 @@ def publish(path: Path) -> None:
     assert page.locator("#batch-status").inner_text() == "published"
     for name in ("alice", "bob"):
         annotation_services.create_annotator(name, password=PASSWORD)
+    # The published batch's page polls every 2 s; the test database (SQLite in memory) does
+    # not take concurrent writers, so the researcher waits elsewhere while annotators answer.
+    page.goto("/")
 
 
 def annotators_answer(path: Path) -> None:
@@ -163,11 +170,14 @@ def annotators_answer(path: Path) -> None:
                 phone.screenshot(path=str(SCREENSHOTS / "4-annotator-phone.png"))
             for i in range(legends.count()):
                 fieldset = phone.locator("fieldset.query").nth(i)
-                fieldset.get_by_label(ANSWERS[legends.nth(i).inner_text()], exact=True).check()
+                fieldset.get_by_label(ANSWERS[name][legends.nth(i).inner_text()], exact=True).check()
             phone.get_by_role("button", name="Submit").click()
             confirmation = phone.get_by_role("status").first.inner_text()
             assert f"You have submitted {done + 1} HIT" in confirmation
         assert "No more HITs" in phone.content()
+        for url in ("/", "/annotation/"):  # the annotator's other pages fit the phone too
+            phone.goto(url)
+            assert phone.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"]
         context.close()
     assert set(Hit.objects.filter(batch__name="sigir-local").values_list("status", flat=True)) == {"complete"}
 
@@ -176,7 +186,9 @@ def review_agreement(path: Path) -> None:
     page = path.page
     path.visit("/annotation/batches/sigir-local/")
     assert page.locator("#answered").inner_text() == "4 / 4"
-    assert page.locator("#alpha-so-far").inner_text() == "1.000"
+    # Krippendorff's nominal alpha by hand: 6 labels (N 2, F 1, M 2, O 1), one disagreeing
+    # pair (F vs O): D_o = 2/6, D_e = 1 - (2*1 + 2*1)/(6*5) = 26/30, alpha = 1 - (1/3)/(26/30).
+    assert page.locator("#alpha-so-far").inner_text() == f"{1 - (1 / 3) / (26 / 30):.3f}" == "0.615"
     page.get_by_label("approve everything").check()
     page.get_by_role("button", name="Sync and review").click()
     path.follow_job()
@@ -188,7 +200,9 @@ def review_agreement(path: Path) -> None:
         "/annotation/batches/sigir-local/queries/2/",
         "/annotation/batches/sigir-local/escalate/",
     ]
-    assert page.locator("#alpha").inner_text() == "1.000"
+    assert page.locator("#alpha").inner_text() == "0.615"
+    assert page.locator("#set-aside-count").inner_text() == "1"
+    assert page.get_by_role("link", name="1", exact=True).first.is_visible()  # the disputed query
     path.shot("5-agreement")
 
 
