@@ -50,6 +50,8 @@ def build_pool_task(
 def import_task(job_id: int, kind: str, path: str, name: str, options: dict, uploaded: bool) -> str | None:
     """Import one file; bad input or a refused request fails the job (no retry can fix it)."""
     job = Job.objects.get(pk=job_id)
+    job.result = {"form": reverse("pooling:import-create", args=[kind])}  # where to try again if it fails
+    job.save(update_fields=["result"])
     keep = False
     try:
         with job_status(job):

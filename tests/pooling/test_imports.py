@@ -81,6 +81,8 @@ def test_a_bad_line_fails_the_job_naming_file_and_line_and_the_upload_is_removed
     job = Job.objects.get()
     assert job.status == Job.Status.FAILED
     assert "queries.tsv:2:" in job.message
+    page = client.get(reverse("core:job-detail", args=[job.pk])).content.decode()
+    assert f'href="{reverse("pooling:import-create", args=["queries"])}">Try again<' in page
     assert not QuerySet.objects.exists()
     assert list((Path(settings.CACHE_DIR) / "uploads").iterdir()) == []
 
