@@ -13,8 +13,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
+from core.api import StagedUploadsMixin, form_errors
 from core.errors import ServiceError
-from core.uploads import discard_uploads, use_staging_uploads
 
 from . import services
 from .downloads import export_file_response
@@ -31,12 +31,6 @@ from .serializers import (
     JobStartedSerializer,
     JudgmentSerializer,
 )
-
-
-def _form_errors(form) -> ValidationError:
-    return ValidationError(
-        {field: [e["message"] for e in errors] for field, errors in form.errors.get_json_data().items()}
-    )
 
 
 class BatchRequestSerializer(serializers.Serializer):
@@ -73,26 +67,18 @@ def _job_response(job) -> Response:
     return Response(JobStartedSerializer(data).data, status=status.HTTP_202_ACCEPTED)
 
 
-class BatchViewSet(viewsets.ReadOnlyModelViewSet):
+class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     queryset = Batch.objects.select_related("query_set", "pool")
     serializer_class = BatchSerializer
     permission_classes = [permissions.IsAdminUser]
     lookup_field = "name"
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
-    def initialize_request(self, request, *args, **kwargs):
-        use_staging_uploads(request)  # a gold file streams into the staging folder, as on the page
-        return super().initialize_request(request, *args, **kwargs)
-
-    def finalize_response(self, request, response, *args, **kwargs):
-        discard_uploads(request._request.FILES if hasattr(request._request, "_files") else {})
-        return super().finalize_response(request, response, *args, **kwargs)
-
     def _form(self, request, **kwargs) -> BatchForm:
         data, files = request.data, request.FILES  # parse the body first: it sets upload_too_large
         form = BatchForm(data, files, too_large=getattr(request._request, "upload_too_large", None), **kwargs)
         if not form.is_valid():
-            raise _form_errors(form)
+            raise form_errors(form)
         return form
 
     @extend_schema(request={"multipart/form-data": BatchRequestSerializer}, responses={201: BatchSerializer})

@@ -13,12 +13,11 @@ from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ServiceError
 from core.permissions import researcher_required
-from core.uploads import discard_uploads, use_staging_uploads
+from core.uploads import staged_uploads
 
 from . import services
 from .aggregation import LABEL_NAMES, LABELS
@@ -38,19 +37,10 @@ def batch_list(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/batch_list.html", {"batches": batches})
 
 
-@csrf_exempt  # checked below, once the upload handlers are set (Django's rule for custom handlers)
+@researcher_required
+@staged_uploads
 def batch_create(request: HttpRequest) -> HttpResponse:
     """A new batch from a pool or a query set, with the cost estimated live before confirming."""
-    use_staging_uploads(request)
-    try:
-        return _batch_create(request)
-    finally:
-        discard_uploads(request.FILES)
-
-
-@researcher_required
-@csrf_protect
-def _batch_create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         files = request.FILES  # parsing the body sets upload_too_large
         form = BatchForm(request.POST, files, too_large=getattr(request, "upload_too_large", None))

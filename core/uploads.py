@@ -17,11 +17,13 @@ from __future__ import annotations
 import os
 import re
 import uuid
+from functools import wraps
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from .errors import ServiceError
 from .storage import cache_dir, staging_path
@@ -80,6 +82,29 @@ class StagingUploadHandler(FileUploadHandler):
 def use_staging_uploads(request) -> None:
     """Route the uploads of ``request`` to the staging folder (call before reading its body)."""
     request.upload_handlers = [StagingUploadHandler(request)]
+
+
+def staged_uploads(view):
+    """Decorate a page view so its uploads stream into the staging folder (see the module docstring).
+
+    Django reads a POST body (and so the uploads) in its CSRF check, before the view could
+    change the upload handlers; so the check is moved inside, after the handlers are set
+    (Django's documented pattern). Uploads the view did not keep are removed afterwards.
+    Put access checks (``researcher_required``) outside this decorator: they then run
+    before the body is read.
+    """
+    protected = csrf_protect(view)
+
+    @wraps(view)
+    @csrf_exempt
+    def wrapper(request, *args, **kwargs):
+        use_staging_uploads(request)
+        try:
+            return protected(request, *args, **kwargs)
+        finally:
+            discard_uploads(request.FILES)
+
+    return wrapper
 
 
 def upload_too_large_message() -> str:

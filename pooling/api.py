@@ -1,4 +1,4 @@
-"""REST endpoints of the pooling app: read-only views of what was imported and pooled.
+"""REST endpoints of the pooling app: what was imported and pooled (read-only), and imports.
 
 Staff only: query sets include annotation exports (the crowd's labels) and pools the
 rankers' gender lists, neither of which an annotator may see.
@@ -13,9 +13,9 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import StagedUploadsMixin, form_errors
 from core.errors import ServiceError
 from core.serializers import JobSerializer
-from core.uploads import discard_uploads, use_staging_uploads
 
 from . import services
 from .forms import ImportForm
@@ -85,7 +85,7 @@ class ImportRequestSerializer(serializers.Serializer):
     skip_bad_lines = serializers.BooleanField(required=False)
 
 
-class ImportView(APIView):
+class ImportView(StagedUploadsMixin, APIView):
     """``POST /api/pooling/imports/<kind>/``: import a collection, query set, run or word list.
 
     The upload streams into the staging folder (as on the page); the import runs as a job
@@ -96,14 +96,6 @@ class ImportView(APIView):
     permission_classes = [permissions.IsAdminUser]
     parser_classes = [MultiPartParser, FormParser, JSONParser]
 
-    def initialize_request(self, request, *args, **kwargs):
-        use_staging_uploads(request)
-        return super().initialize_request(request, *args, **kwargs)
-
-    def finalize_response(self, request, response, *args, **kwargs):
-        discard_uploads(request._request.FILES if hasattr(request._request, "_files") else {})
-        return super().finalize_response(request, response, *args, **kwargs)
-
     @extend_schema(request={"multipart/form-data": ImportRequestSerializer}, responses={202: JobSerializer})
     def post(self, request, kind: str):
         if kind not in services.IMPORT_KINDS:
@@ -112,9 +104,7 @@ class ImportView(APIView):
         too_large = getattr(request._request, "upload_too_large", None)
         form = ImportForm(kind, data, files, too_large=too_large)
         if not form.is_valid():
-            raise ValidationError(
-                {field: [e["message"] for e in errors] for field, errors in form.errors.get_json_data().items()}
-            )
+            raise form_errors(form)
         try:
             job = form.start()
         except ServiceError as exc:

@@ -7,12 +7,11 @@ import csv
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from core.errors import ServiceError
 from core.models import Job
 from core.permissions import researcher_required
-from core.uploads import discard_uploads, use_staging_uploads
+from core.uploads import staged_uploads
 
 from . import services
 from .forms import ImportForm, PoolForm
@@ -101,21 +100,12 @@ def import_index(request: HttpRequest) -> HttpResponse:
     return render(request, "pooling/import_index.html", {"kinds": services.IMPORT_KINDS, "jobs": jobs})
 
 
-@csrf_exempt  # checked below, once the upload handlers are set (Django's rule for custom handlers)
+@researcher_required
+@staged_uploads
 def import_create(request: HttpRequest, kind: str) -> HttpResponse:
     """Upload a file (streamed into the staging folder) or register a path; the import runs as a job."""
     if kind not in services.IMPORT_KINDS:
         raise Http404("import kinds: " + ", ".join(services.IMPORT_KINDS))
-    use_staging_uploads(request)
-    try:
-        return _import_create(request, kind)
-    finally:
-        discard_uploads(request.FILES)
-
-
-@researcher_required
-@csrf_protect
-def _import_create(request: HttpRequest, kind: str) -> HttpResponse:
     if request.method == "POST":
         form = ImportForm(kind, request.POST, request.FILES, too_large=getattr(request, "upload_too_large", None))
         if form.is_valid():

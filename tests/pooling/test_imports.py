@@ -232,3 +232,17 @@ def test_api_refuses_an_upload_over_the_limit_as_json_naming_the_field(client, r
     assert response.status_code == 400
     assert "larger than the upload limit" in response.json()["file"][0]
     assert _staging_files() == [] and not Job.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_import_form_still_checks_csrf(researcher, files):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(researcher)
+    response = client.post(
+        reverse("pooling:import-create", args=["queries"]),
+        {"name": "q", "file": _upload("queries.tsv", files["queries"].read_bytes())},
+    )
+    assert response.status_code == 403 and b"CSRF" in response.content
+    assert not Job.objects.exists() and _staging_files() == []
