@@ -246,3 +246,10 @@ def test_the_import_form_still_checks_csrf(researcher, files):
     )
     assert response.status_code == 403 and b"CSRF" in response.content
     assert not Job.objects.exists() and _staging_files() == []
+
+
+@pytest.mark.django_db
+def test_the_run_form_says_to_import_a_collection_first(client, researcher):
+    client.force_login(researcher)
+    html = client.get(reverse("pooling:import-create", args=["run"])).content.decode()
+    assert "import the collection</a> first" in html
