@@ -136,7 +136,10 @@ def check_import_path(value: str, field: str = "path") -> Path:
         raise ServiceError(f"{field}: registering files on the server is off; set IMPORT_ROOTS to allow folders")
     if not value or not os.path.isabs(value):
         raise ServiceError(f"{field}: give an absolute path on the server")
-    path = Path(value).resolve()
+    try:
+        path = Path(value).resolve()
+    except (ValueError, OSError, RuntimeError) as exc:  # an embedded NUL byte, a symbolic link loop
+        raise ServiceError(f"{field}: {value!r} is not a usable path ({exc})") from None
     if not any(path.is_relative_to(root) for root in roots):
         allowed = ", ".join(str(root) for root in roots)
         raise ServiceError(f"{field}: {value} is outside the folders allowed for imports ({allowed})")

@@ -172,6 +172,10 @@ def test_api_import_by_upload_and_by_path_returns_the_job(
     )
     assert response.status_code == 400
     assert "outside the folders allowed" in response.json()["path"][0]
+    response = client.post(
+        "/api/pooling/imports/queries/", {"name": "q2", "path": "/tmp/a\u0000b"}, content_type="application/json"
+    )
+    assert response.status_code == 400 and response.json()["path"] == ["Null characters are not allowed."]
     assert client.post("/api/pooling/imports/nonsense/", {"name": "x"}).status_code == 400
 
 
@@ -253,3 +257,21 @@ def test_the_run_form_says_to_import_a_collection_first(client, researcher):
     client.force_login(researcher)
     html = client.get(reverse("pooling:import-create", args=["run"])).content.decode()
     assert "import the collection</a> first" in html
+
+
+def test_check_import_path_refuses_unusable_paths_naming_the_field(settings, tmp_path):
+    from core.errors import ServiceError
+    from core.uploads import check_import_path
+
+    settings.IMPORT_ROOTS = [str(tmp_path)]
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    for value, problem in (
+        ("relative/file.tsv", "give an absolute path"),
+        (str(tmp_path / "missing.tsv"), "is not a file"),
+        (str(tmp_path), "is not a file"),
+        (str(tmp_path / "a\x00b"), "not a usable path"),
+        (str(loop), "not a usable path"),
+    ):
+        with pytest.raises(ServiceError, match=f"^collection_path: .*{problem}"):
+            check_import_path(value, "collection_path")
