@@ -7,6 +7,7 @@ from . import views
 app_name = "annotation"
 urlpatterns = [
     path("", views.batch_list, name="batch-list"),
+    path("live/", views.batch_list_live, name="batch-list-live"),
     path("next/", views.next_hit, name="next"),
     path("assignments/<int:pk>/", views.assignment_page, name="assignment"),
     path("batches/new/", views.batch_create, name="batch-create"),

@@ -33,8 +33,18 @@ def batch_list(request: HttpRequest) -> HttpResponse:
     """Researchers see every batch; annotators see where to start."""
     if not request.user.is_staff:
         return render(request, "annotation/annotator_home.html", {"annotator": services.is_annotator(request.user)})
+    return render(request, "annotation/batch_list.html", _batch_table())
+
+
+def _batch_table() -> dict:
     batches = [(batch, services.batch_progress(batch)) for batch in Batch.objects.select_related("query_set", "pool")]
-    return render(request, "annotation/batch_list.html", {"batches": batches})
+    return {"batches": batches, "any_published": any(b.status == Batch.Status.PUBLISHED for b, _ in batches)}
+
+
+@researcher_required
+def batch_list_live(request: HttpRequest) -> HttpResponse:
+    """The batch list's table (htmx polls it while a batch is published)."""
+    return render(request, "annotation/_batch_table.html", _batch_table())
 
 
 @researcher_required

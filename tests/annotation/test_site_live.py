@@ -79,3 +79,17 @@ def test_the_annotator_gets_a_confirmation_and_their_own_count_after_each_submis
         in html
     )
     assert 'id="my-count">You have submitted 1 HIT<' in html
+
+
+def test_the_batch_list_polls_while_a_batch_is_published(local_batch, researcher, client):
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:batch-list")).content.decode()
+    assert POLL in page and reverse("annotation:batch-list-live") in page
+    services.cancel_batch(local_batch)
+    table = client.get(reverse("annotation:batch-list-live")).content.decode()
+    assert "cancelled" in table and POLL not in table
+
+
+def test_the_batch_list_table_is_for_researchers_only(local_batch, annotators, client):
+    client.force_login(annotators[0])
+    assert client.get(reverse("annotation:batch-list-live")).status_code == 403
