@@ -9,7 +9,18 @@ visible to superusers only; everyone else sees pseudonyms.
 
 from django.contrib import admin
 
-from .models import Assignment, Batch, BatchQuery, Escalation, Export, Hit, Judgment, Worker, WorkerIdentity
+from .models import (
+    Assignment,
+    Batch,
+    BatchQuery,
+    Bonus,
+    Escalation,
+    Export,
+    Hit,
+    Judgment,
+    Worker,
+    WorkerIdentity,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -39,7 +50,7 @@ class BatchAdmin(ReadOnlyAdmin):
     list_display = ["name", "provider", "status", "assignments_per_query", "queries_per_hit", "reward", "created"]
     list_filter = ["provider", "status"]
     search_fields = ["name"]
-    readonly_fields = ["hit_type_id", "cost", "created", "published"]
+    readonly_fields = ["hit_type_id", "prepare_attempted", "cost", "created", "published"]
     inlines = [HitInline]
 
 
@@ -107,3 +118,15 @@ class WorkerIdentityAdmin(admin.ModelAdmin):
 
 admin.site.register(Escalation, ReadOnlyAdmin)
 admin.site.register(Export, ReadOnlyAdmin)
+
+
+@admin.register(Bonus)
+class BonusAdmin(admin.ModelAdmin):
+    """Bonuses owed to Prolific participants: read-only, they are paid by sync_batch (docs/prolific.md)."""
+
+    list_display = ["assignment", "amount", "bulk_id", "pay_attempted", "paid"]
+    list_filter = ["paid", "assignment__hit__batch"]
+    readonly_fields = ["assignment", "amount", "bulk_id", "pay_attempted", "paid", "created"]
+
+    def has_add_permission(self, request) -> bool:
+        return False

@@ -26,8 +26,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
-from annotation.aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 from core.files import atomic_write
+from pooling.queryfiles import single_line, write_queries
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
@@ -47,11 +48,6 @@ def neutralise_formula(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_PREFIXES) else text
 
 
-def _single_line(text: Any) -> str:
-    """Tabs and line breaks become spaces so one row stays one line with the right number of fields."""
-    return " ".join(str(text).replace("\r\n", " ").replace("\r", " ").replace("\n", " ").split("\t"))
-
-
 def _label(value: Any) -> str:
     """A label letter from a letter or a category slug; anything else is an error, not a silent blank."""
     label = str(value)
@@ -69,13 +65,8 @@ def write_tsv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Pat
     is. Spreadsheet formulas are neutralised in the CSV export, the one meant for people.
     """
 
-    def write(handle: IO[str]) -> None:
-        for row in rows:
-            qid = _single_line(row["qid"])
-            query = _single_line(row["query"])
-            handle.write(f"{qid}\t{query}\n")
-
-    return atomic_write(path, write, newline="")
+    write_queries(((row["qid"], row["query"]) for row in rows), path)
+    return Path(path)
 
 
 def write_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
@@ -149,7 +140,7 @@ def _cell(value: Any) -> str:
         text = ", ".join(_cell(v) for v in value)
     else:
         text = str(value)
-    return _single_line(text).replace("|", "\\|")
+    return single_line(text).replace("|", "\\|")
 
 
 def _table(pairs: Iterable[tuple[Any, Any]], headers: tuple[str, str] = ("", "")) -> list[str]:
@@ -179,7 +170,7 @@ def dataset_card(facts: Mapping[str, Any]) -> str:
     """
     known = {"title", "description", "counts", "per_category_alpha", "batch", "dates", "cost", "files", "citation"}
     known |= {key for key, _ in AGREEMENT_FACTS}
-    lines = [f"# {_single_line(facts.get('title') or 'Gender-annotated query set')}", ""]
+    lines = [f"# {single_line(facts.get('title') or 'Gender-annotated query set')}", ""]
     if facts.get("description"):
         lines += [str(facts["description"]).strip(), ""]
 
@@ -215,7 +206,7 @@ def dataset_card(facts: Mapping[str, Any]) -> str:
             lines += [f"## {heading}", "", *_table(_items(facts[key]), headers), ""]
 
     if facts.get("files"):
-        lines += ["## Files", "", *[f"- `{_single_line(name)}`" for name in facts["files"]], ""]
+        lines += ["## Files", "", *[f"- `{single_line(name)}`" for name in facts["files"]], ""]
 
     other = [(k, v) for k, v in facts.items() if k not in known]
     if other:

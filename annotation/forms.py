@@ -7,12 +7,13 @@ from decimal import Decimal
 
 from django import forms
 
+from annotation.labels import LABEL_CHOICES
 from core.errors import ServiceError
 from core.uploads import upload_too_large_message
 from pooling.models import Pool, QuerySet
 
 from . import services
-from .models import LABEL_CHOICES, Batch, HitQuery, Provider
+from .models import Batch, HitQuery, Provider
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
 
 

@@ -21,17 +21,13 @@ from django.db.models import Q
 
 from pooling.models import Pool, Query, QuerySet
 
-LABEL_CHOICES = [
-    ("n", "Non-gendered"),
-    ("f", "Female"),
-    ("m", "Male"),
-    ("o", "Other or multiple genders"),
-]
+from .labels import LABEL_CHOICES
 
 
 class Provider(models.TextChoices):
     LOCAL = "local", "In-house annotators (this site)"
     MTURK = "mturk", "Amazon Mechanical Turk"
+    PROLIFIC = "prolific", "Prolific"
 
 
 class WorkerIdentity(models.Model):
@@ -109,7 +105,15 @@ class Batch(models.Model):
     )
     keywords = models.CharField(max_length=200, default="categorization, gender, search queries")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
-    hit_type_id = models.CharField(max_length=100, blank=True)
+    hit_type_id = models.CharField(max_length=100, blank=True, help_text="MTurk HIT type id, or the Prolific study id.")
+    prepare_attempted = models.DateTimeField(
+        null=True, blank=True, help_text="When preparing it on the provider (e.g. creating the study) was last tried."
+    )
+    provider_options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.",
+    )
     cost = models.JSONField(default=dict, blank=True, help_text="Cost estimate when created (strings of USD).")
     created = models.DateTimeField(auto_now_add=True)
     published = models.DateTimeField(null=True, blank=True)
@@ -268,6 +272,28 @@ class Judgment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.batch_query.qid}: {self.label or self.invalid_reason}"
+
+
+class Bonus(models.Model):
+    """A bonus owed to a Prolific participant for approved work, recorded before it is paid.
+
+    ``bulk_id`` is saved when Prolific has set the payment up and ``pay_attempted`` just
+    before the (non-idempotent) pay call: a bonus with ``pay_attempted`` but not ``paid``
+    is never paid again automatically (see ``annotation.services.prolific``).
+    """
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.PROTECT, related_name="bonus")
+    amount = models.DecimalField(max_digits=8, decimal_places=2)
+    bulk_id = models.CharField(max_length=100, blank=True)
+    pay_attempted = models.DateTimeField(null=True, blank=True)
+    paid = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created", "pk"]
+
+    def __str__(self) -> str:
+        return f"bonus {self.amount} for {self.assignment}"
 
 
 class Escalation(models.Model):

@@ -15,12 +15,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.labels import LABEL_NAMES, LABELS
 from core.errors import ServiceError
 from core.permissions import researcher_required
 from core.uploads import staged_uploads
 
 from . import services
-from .aggregation import LABEL_NAMES, LABELS
 from .downloads import export_file_response
 from .forms import BatchForm, EscalateForm, ExportForm, HitAnswerForm
 from .models import Assignment, Batch, Export, Hit
@@ -311,3 +311,60 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
     context = services.hit_page_context(hit, mode="local", action=action)
     context["answered_count"] = services.answered_count(request.user)
     return render(request, "annotation/hit.html", context)
+
+
+#: Session key listing the assignments this browser was given from Prolific (no account needed).
+PROLIFIC_SESSION_KEY = "prolific_assignments"
+
+
+def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
+    """Where the Prolific study URL leads: hand the participant a HIT and remember it in their session."""
+    from .services import prolific
+
+    batch = get_object_or_404(Batch, name=name, provider="prolific")
+    try:
+        assignment = prolific.arrive(
+            batch,
+            request.GET.get("PROLIFIC_PID", ""),
+            request.GET.get("STUDY_ID", ""),
+            request.GET.get("SESSION_ID", ""),
+        )
+    except ServiceError as exc:
+        return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=400)
+    if assignment is None:
+        message = "All places of this study are taken. Please return the study on Prolific; you will not be penalised."
+        return render(request, "annotation/no_more_hits.html", {"message": message}, status=200)
+    allowed = set(request.session.get(PROLIFIC_SESSION_KEY, []))
+    request.session[PROLIFIC_SESSION_KEY] = sorted(allowed | {assignment.pk})
+    return redirect("annotation:prolific-hit", pk=assignment.pk)
+
+
+def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
+    """The shared HIT page for a Prolific participant; after submitting, back to Prolific with the code."""
+    from .services import prolific
+
+    if pk not in request.session.get(PROLIFIC_SESSION_KEY, []):
+        raise PermissionDenied("Open this study from Prolific.")
+    assignment = get_object_or_404(Assignment.objects.select_related("hit__batch"), pk=pk)
+    hit = assignment.hit
+    if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
+        return redirect(prolific.completion_url(hit.batch))
+    hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
+    action = reverse("annotation:prolific-hit", args=[assignment.pk])
+    if request.method == "POST":
+        form = HitAnswerForm(hit_queries, request.POST)
+        if form.is_valid():
+            try:
+                services.submit_local_assignment(assignment, form.cleaned_data)
+            except ServiceError as exc:
+                return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=409)
+            return redirect(prolific.completion_url(hit.batch))
+        context = services.hit_page_context(
+            hit,
+            mode="prolific",
+            action=action,
+            answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
+            errors=form.field_errors(),
+        )
+        return render(request, "annotation/hit.html", context, status=400)
+    return render(request, "annotation/hit.html", services.hit_page_context(hit, mode="prolific", action=action))

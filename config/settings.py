@@ -7,6 +7,7 @@ sets ``DATABASE_URL=postgres://...`` and ``CELERY_BROKER_URL=redis://...``.
 """
 
 import os
+from decimal import Decimal
 from pathlib import Path
 
 import dj_database_url
@@ -149,6 +150,21 @@ MTURK_LIVE = _env_bool("MTURK_LIVE")
 MTURK_SUBMIT_URL = os.environ.get("MTURK_SUBMIT_URL", "")
 #: Client-side ceiling on MTurk calls per second (MTurk throttles bursts).
 MTURK_MAX_CALLS_PER_SECOND = float(os.environ.get("MTURK_MAX_CALLS_PER_SECOND", "5"))
+
+# --- Prolific -------------------------------------------------------------------------
+#: Prolific's API (or any server speaking it); the token is sent as ``Authorization: Token ...``.
+PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
+PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")
+#: The Prolific project that holds the studies of this site, and its workspace (participant groups).
+PROLIFIC_PROJECT_ID = os.environ.get("PROLIFIC_PROJECT_ID", "")
+PROLIFIC_WORKSPACE_ID = os.environ.get("PROLIFIC_WORKSPACE_ID", "")
+#: Where participants go after submitting; the study's completion code is appended.
+PROLIFIC_COMPLETION_URL = os.environ.get("PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete?cc=")
+#: Prolific's platform fee on rewards and bonuses (33.3% for academic accounts, 42.8% otherwise).
+PROLIFIC_FEE_RATE = Decimal(os.environ.get("PROLIFIC_FEE_RATE", "0.333"))
+#: This site's public base URL: the study URL participants open is built from it.
+SITE_URL = os.environ.get("SITE_URL", "http://localhost:8000")
+
 #: Key for worker pseudonyms (HMAC); defaults to one derived from SECRET_KEY.
 WORKER_PSEUDONYM_KEY = os.environ.get("WORKER_PSEUDONYM_KEY", SECRET_KEY)
 

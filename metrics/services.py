@@ -9,8 +9,6 @@ union of the documents of every run (top max-cutoff) and of the background run.
 
 from __future__ import annotations
 
-import csv
-import io
 import subprocess
 import tomllib
 import uuid
@@ -18,9 +16,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-import polars as pl
 from django.conf import settings
 from django.db import transaction
 
@@ -33,19 +30,19 @@ from core.storage import cache_dir
 from pooling.models import QuerySet, Run
 from pooling.services import document_counts_for, register_wordlist, run_frame
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
-from pooling.wordlists import WordList as Words
-from pooling.wordlists import default_wordlist, load_wordlist
+from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
-from . import core, significance
+from .defaults import BACKGROUND_DEPTH, DEFAULT_CUTOFFS, DEFAULT_SAMPLES, DEFAULT_SEED, DEFAULT_THRESHOLD
 from .models import COLLECTION_BACKGROUND, Report, Result
 
-CSV_HEADER = ["run", "metric", "variant", "cutoff", "value", "queries"]
-PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
-DEFAULT_CUTOFFS = (5, 10, 20, 30)
+if TYPE_CHECKING:
+    import pandas as pd
+
+
 REPRESENTATIVE_WORDLIST = Path(__file__).resolve().parent / "data" / "wordlist_gender_representative.txt"
 
 
-def default_representative_wordlist() -> Words:
+def default_representative_wordlist() -> GenderWords:
     """The 163 + 163 gender-representative words and names of Rekabsaz, Kopeinik & Schedl (SIGIR 2021)."""
     return load_wordlist(REPRESENTATIVE_WORDLIST, name="representative-163+163")
 
@@ -71,11 +68,13 @@ def software_version() -> str:
 class ReportSettings:
     cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
     tokenizer: str = DEFAULT_TOKENIZER
-    threshold: float = core.DEFAULT_THRESHOLD
-    bootstrap_samples: int = significance.DEFAULT_SAMPLES
-    seed: int = significance.DEFAULT_SEED
+    threshold: float = DEFAULT_THRESHOLD
+    bootstrap_samples: int = DEFAULT_SAMPLES
+    seed: int = DEFAULT_SEED
 
     def validate(self) -> None:
+        from . import core
+
         try:
             core.validate_cutoffs(self.cutoffs)
         except (TypeError, ValueError):
@@ -117,14 +116,19 @@ def compute_report(
     runs: Sequence[Run],
     report_settings: ReportSettings = ReportSettings(),
     *,
-    wordlist: Words | None = None,
-    representative: Words | None = None,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
     background: Run | None = None,
     baseline: Run | None = None,
     job: Job | None = None,
     bar: bool = True,
 ) -> Computed:
     """Every metric of every run over the queries of ``query_set`` it contains (no writes)."""
+    import pandas as pd
+    import polars as pl
+
+    from . import core, significance
+
     report_settings.validate()
     runs = list(runs)
     if not runs:
@@ -148,7 +152,7 @@ def compute_report(
         frames[run.name] = frame
     background_frame = None
     if background is not None:
-        background_frame = run_frame(background).filter(pl.col("rank") <= core.BACKGROUND_DEPTH)
+        background_frame = run_frame(background).filter(pl.col("rank") <= BACKGROUND_DEPTH)
         background_frame = background_frame.join(qids, on="qid", how="semi")
     docs = [frame["docid"] for frame in frames.values()]
     if background_frame is not None:
@@ -179,21 +183,9 @@ def compute_report(
         samples=report_settings.bootstrap_samples,
         seed=report_settings.seed,
     )
+    from .formatting import order_summary
+
     return Computed(per_query, order_summary(summary), runs)
-
-
-def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
-    """Rows in the order of the paper's tables: run, then metric (RaB, ARaB, NFaiRR, TExFAIR), variant, cutoff."""
-    if not len(summary):
-        return summary
-    runs = list(dict.fromkeys(summary["run"]))
-    order = summary.assign(
-        _run=summary["run"].map(runs.index),
-        _metric=summary["metric"].map(core.METRICS.index),
-        _variant=summary["variant"].map(lambda v: (-1, "") if v in ("tf", "rbdf") else (0, v)),
-    )
-    order = order.sort_values(["_run", "_metric", "_variant", "cutoff"], kind="stable")
-    return order.drop(columns=["_run", "_metric", "_variant"]).reset_index(drop=True)
 
 
 def build_report(
@@ -202,17 +194,21 @@ def build_report(
     runs: Sequence[Run],
     report_settings: ReportSettings = ReportSettings(),
     *,
-    wordlist: Words | None = None,
-    representative: Words | None = None,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
     background: Run | None = None,
     baseline: Run | None = None,
     job: Job | None = None,
     bar: bool = True,
 ) -> Report:
     """Compute and store a report named ``name`` (results, per-query file, provenance)."""
+    import polars as pl
+
+    from . import core
+
     validate_name(name, "report")
     if Report.objects.filter(name=name).exists():
-        raise ServiceError(f"a report named {name!r} already exists; choose another --name")
+        raise ServiceError(f"a report named {name!r} already exists; choose another name")
     words = wordlist or default_wordlist()
     representative = representative or default_representative_wordlist()
     computed = compute_report(
@@ -227,6 +223,8 @@ def build_report(
         bar=bar,
     )
     path = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}.parquet"
+    from .formatting import PER_QUERY_COLUMNS
+
     write_parquet_atomic(pl.from_pandas(computed.per_query[PER_QUERY_COLUMNS]), path)
     by_name = {run.name: run for run in computed.runs}
     try:
@@ -273,12 +271,11 @@ def build_report(
 
 
 def _finite(value) -> float | None:
+    import pandas as pd
+
     if value is None or pd.isna(value):
         return None
     return float(value)
-
-
-# --- reading reports back -------------------------------------------------------------------
 
 
 def start_report(
@@ -304,87 +301,3 @@ def start_report(
         baseline.pk if baseline else None,
     )
     return job
-
-
-def report_summary(report: Report) -> pd.DataFrame:
-    """The report's results as a frame (``run, metric, variant, cutoff, value, queries, ci_low, ci_high, p_value``)."""
-    rows = report.results.select_related("run").values_list(
-        "run__name", "metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"
-    )
-    frame = pd.DataFrame(
-        list(rows), columns=["run", "metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"]
-    )
-    return order_summary(frame)
-
-
-def report_per_query(report: Report) -> pd.DataFrame:
-    """Per-query values (``run, qid, metric, variant, cutoff, value``); ServiceError if the file is gone."""
-    path = Path(report.per_query)
-    if not path.exists():
-        raise ServiceError(f"the per-query file of report {report.name!r} is missing ({path}); build the report again")
-    return pl.read_parquet(path).to_pandas()
-
-
-def results_csv(summary: pd.DataFrame) -> str:
-    """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
-    for row in summary.itertuples(index=False):
-        value = "" if row.value is None or pd.isna(row.value) else repr(float(row.value))
-        writer.writerow([row.run, row.metric, row.variant, int(row.cutoff), value, int(row.queries)])
-    return out.getvalue()
-
-
-def per_query_csv(per_query: pd.DataFrame) -> str:
-    out = io.StringIO()
-    per_query[PER_QUERY_COLUMNS].to_csv(out, index=False, lineterminator="\n")
-    return out.getvalue()
-
-
-def columns_of(summary: pd.DataFrame) -> list[tuple[str, str, int]]:
-    """(metric, variant, cutoff) columns of a results table, in the paper's order."""
-    return list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
-
-
-def terminal_table(summary: pd.DataFrame, alpha: float = 0.05) -> str:
-    """A plain-text table like Table 3 of the SIGIR 2020 paper: one block per metric and variant,
-    rows = runs, columns = cutoffs; ``*`` marks p < alpha against the baseline (Bonferroni)."""
-    if not len(summary):
-        return "(no results)"
-    runs = list(dict.fromkeys(summary["run"]))
-    width = max(12, *(len(r) for r in runs)) + 2
-    lookup = {(r.run, r.metric, r.variant, r.cutoff): r for r in summary.itertuples(index=False)}
-    blocks = []
-    groups = list(dict.fromkeys((m, v) for m, v, _ in columns_of(summary)))
-    for metric, variant in groups:
-        cutoffs = sorted({c for m, v, c in columns_of(summary) if (m, v) == (metric, variant)})
-        title = f"{metric} [{variant}]"
-        header = f"{title:<{width}}" + "".join(f"{'@' + str(c):>11}" for c in cutoffs) + f"{'queries':>9}"
-        lines = [header, "-" * len(header)]
-        for run in runs:
-            cells = []
-            queries = ""
-            for c in cutoffs:
-                row = lookup.get((run, metric, variant, c))
-                if row is None or row.value is None or pd.isna(row.value):
-                    cells.append(f"{'–':>11}")
-                    continue
-                mark = "*" if row.p_value is not None and not pd.isna(row.p_value) and row.p_value < alpha else " "
-                cells.append(f"{row.value:>10.4f}{mark}")
-                queries = str(row.queries)
-            lines.append(f"{run:<{width}}" + "".join(cells) + f"{queries:>9}")
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
-
-
-def default_report_name(query_set: QuerySet, run_names: Sequence[str]) -> str:
-    """``<query set>-<runs>`` (shortened), with ``-2``, ``-3``… if taken."""
-    from django.utils.text import slugify
-
-    base = slugify(f"{query_set.name}-{'-'.join(run_names)}")[:80].strip("-") or "report"
-    name, i = base, 1
-    while Report.objects.filter(name=name).exists():
-        i += 1
-        name = f"{base}-{i}"
-    return name

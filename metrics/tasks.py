@@ -5,17 +5,18 @@ Without a broker (``CELERY_TASK_ALWAYS_EAGER``) the task runs inline.
 
 from __future__ import annotations
 
-from celery import shared_task
 from django.urls import reverse
 
+from config.celery import app
 from core.jobs import job_status
 from core.models import Job
 from pooling.models import QuerySet, Run
 
 from . import services
+from .defaults import DEFAULT_CUTOFFS
 
 
-@shared_task
+@app.task
 def build_report_task(
     job_id: int,
     name: str,
@@ -28,7 +29,7 @@ def build_report_task(
     job = Job.objects.get(pk=job_id)
     with job_status(job):
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
-        settings = {**settings, "cutoffs": tuple(settings.get("cutoffs", services.DEFAULT_CUTOFFS))}
+        settings = {**settings, "cutoffs": tuple(settings.get("cutoffs", DEFAULT_CUTOFFS))}
         report = services.build_report(
             name,
             QuerySet.objects.get(pk=query_set_id),

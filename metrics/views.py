@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 from core.errors import ServiceError
 from core.permissions import researcher_required
 
-from . import plots, services
+from . import selectors
 from .forms import ReportForm
 from .models import Report
 
@@ -22,11 +22,13 @@ def report_list(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def report_detail(request: HttpRequest, name: str) -> HttpResponse:
+    from . import formatting
+
     report = get_object_or_404(
         Report.objects.select_related("query_set", "wordlist", "representative_wordlist"), name=name
     )
-    summary = services.report_summary(report)
-    columns = services.columns_of(summary)
+    summary = selectors.report_summary(report)
+    columns = formatting.columns_of(summary)
     lookup = {(r.run, r.metric, r.variant, r.cutoff): r for r in summary.itertuples(index=False)}
     rows = [
         {"run": run, "cells": [lookup.get((run, *column)) for column in columns]}
@@ -38,9 +40,11 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 def report_csv(request: HttpRequest, name: str) -> HttpResponse:
+    from . import formatting
+
     report = get_object_or_404(Report, name=name)
     response = HttpResponse(
-        services.results_csv(services.report_summary(report)), content_type="text/csv; charset=utf-8"
+        formatting.results_csv(selectors.report_summary(report)), content_type="text/csv; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="{report.name}.csv"'
     return response
@@ -48,9 +52,11 @@ def report_csv(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
+    from . import formatting
+
     report = get_object_or_404(Report, name=name)
     try:
-        body = services.per_query_csv(services.report_per_query(report))
+        body = formatting.per_query_csv(selectors.report_per_query(report))
     except ServiceError as exc:
         raise Http404(str(exc)) from None
     response = HttpResponse(body, content_type="text/csv; charset=utf-8")
@@ -61,13 +67,15 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
 @researcher_required
 def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
     """``cutoffs``: every metric against the cutoff; ``distribution``: per-query box plots at ``?cutoff=``."""
+    from . import plots
+
     report = get_object_or_404(Report, name=name)
     if kind == "cutoffs":
-        png = plots.cutoff_figure(services.report_summary(report))
+        png = plots.cutoff_figure(selectors.report_summary(report))
     elif kind == "distribution":
         try:
             cutoff = int(request.GET.get("cutoff", max(report.cutoffs)))
-            per_query = services.report_per_query(report)
+            per_query = selectors.report_per_query(report)
         except (ValueError, ServiceError) as exc:
             raise Http404(str(exc)) from None
         if cutoff not in report.cutoffs:
@@ -85,6 +93,8 @@ def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
 @require_POST
 def report_create(request: HttpRequest) -> HttpResponse:
     """Build a report as a Celery task (inline without a broker), then follow its job."""
+    from . import services
+
     form = ReportForm(request.POST)
     if not form.is_valid():
         reports = Report.objects.select_related("query_set").prefetch_related("runs")

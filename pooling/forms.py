@@ -7,7 +7,7 @@ from core.models import Job
 from core.uploads import check_import_path, keep_upload, upload_too_large_message
 
 from . import services
-from .magnitudes import MAGNITUDES
+from .analysis import MAGNITUDES
 from .models import Collection, QuerySet, Run, WordList
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from celery import shared_task
 from django.urls import reverse
 
+from config.celery import app
 from core.errors import InputError, ServiceError
 from core.jobs import job_status
 from core.models import Job
@@ -16,7 +16,7 @@ from .models import QuerySet, Run, WordList
 from .wordlists import load_wordlist
 
 
-@shared_task
+@app.task
 def build_pool_task(
     job_id: int,
     name: str,
@@ -46,7 +46,7 @@ def build_pool_task(
     return pool.name
 
 
-@shared_task
+@app.task
 def import_task(job_id: int, kind: str, path: str, name: str, options: dict, uploaded: bool) -> str | None:
     """Import one file; bad input or a refused request fails the job (no retry can fix it)."""
     job = Job.objects.get(pk=job_id)

@@ -16,6 +16,7 @@ from core.uploads import staged_uploads
 from . import services
 from .forms import ImportForm, PoolForm
 from .models import Collection, Pool, QuerySet, Run, WordList
+from .queryfiles import query_lines
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -67,7 +68,7 @@ def pool_download(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
     pool = get_object_or_404(Pool, name=name)
     runs, rows = services.pool_table(pool)
     if fmt == "tsv":
-        body = "".join(f"{r['qid']}\t{' '.join(r['query'].split())}\n" for r in rows)
+        body = "".join(query_lines((r["qid"], r["query"]) for r in rows))
         response = HttpResponse(body, content_type="text/tab-separated-values; charset=utf-8")
     else:
         response = HttpResponse(content_type="text/csv; charset=utf-8")

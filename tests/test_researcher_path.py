@@ -124,17 +124,21 @@ def create_batch(path: Path) -> None:
     page.get_by_label("Assignments per query").fill("2")
     page.get_by_label("Queries per hit").fill("2")
     page.get_by_label("Reward").fill("0.10")
-    # 3 queries, 2 per HIT: 2 HITs x 2 assignments = 4 x ($0.10 + $0.02 MTurk fee) = $0.48, live.
-    page.locator("#estimate-total").filter(has_text="$0.48").wait_for()
+    # 3 queries, 2 per HIT: 2 HITs x 2 assignments = 4 x $0.10 (in-house: no fee) = $0.40, live.
+    page.locator("#estimate-total").filter(has_text="$0.40").wait_for()
     assert "2 HITs" in page.locator("#estimate-total").inner_text()
     page.get_by_label("Assignments per query").fill("3")
+    page.locator("#estimate-total").filter(has_text="$0.60").wait_for()
+    # On MTurk the 20% fee is added: 6 x ($0.10 + $0.02) = $0.72.
+    page.get_by_label("Provider").select_option("mturk")
     page.locator("#estimate-total").filter(has_text="$0.72").wait_for()
+    page.get_by_label("Provider").select_option("local")
     page.get_by_label("Assignments per query").fill("2")
-    page.locator("#estimate-total").filter(has_text="$0.48").wait_for()
+    page.locator("#estimate-total").filter(has_text="$0.40").wait_for()
     page.get_by_role("button", name="Create the batch").scroll_into_view_if_needed()
     path.shot("3-new-batch")
     page.get_by_role("button", name="Create the batch").click()
-    assert Batch.objects.get(name="sigir-local").cost["total"] == "0.48"
+    assert Batch.objects.get(name="sigir-local").cost["total"] == "0.40"
 
 
 def publish(path: Path) -> None:

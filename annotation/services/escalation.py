@@ -17,12 +17,13 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q
 
 from core.errors import ServiceError
 
-from ..costs import Cost, extra_assignments_cost
+from ..costs import Cost, extra_assignments_cost, provider_cost
 from ..models import Assignment, Batch, Escalation, Hit, Provider
 from ..providers import CrowdProvider, get_provider
 from .results import majority
@@ -85,10 +86,19 @@ def plan_escalation(batch: Batch, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS
         try:
             if batch.provider == Provider.MTURK:
                 plan.cost = extra_assignments_cost(
-                    batch.reward, {hit.provider_id: 1 for hit, _ in plan.hits}, batch.assignments_per_query
+                    batch.reward,
+                    {hit.provider_id: 1 for hit, _ in plan.hits},
+                    batch.assignments_per_query,
+                    masters=bool((batch.qualifications or {}).get("masters")),
                 )
             else:
-                plan.cost = extra_assignments_cost(batch.reward, len(plan.hits), 1)
+                plan.cost = provider_cost(
+                    batch.provider,
+                    batch.reward,
+                    1,
+                    len(plan.hits),
+                    prolific_fee_rate=Decimal(settings.PROLIFIC_FEE_RATE),
+                )
         except ValueError as exc:
             raise ServiceError(str(exc)) from None
     return plan

@@ -75,6 +75,8 @@ def local_worker(user) -> Worker:
     return worker_for(Provider.LOCAL, str(user.pk), user=user)
 
 
+#: Providers whose workers answer on this site (and are handed HITs by ``claim_hit``).
+ON_SITE = (Provider.LOCAL, Provider.PROLIFIC)
 #: Assignments that no longer hold a place of their HIT.
 _FREED = (Assignment.Status.REJECTED, Assignment.Status.ABANDONED)
 
@@ -82,7 +84,7 @@ _FREED = (Assignment.Status.REJECTED, Assignment.Status.ABANDONED)
 def _release_abandoned() -> None:
     """Free places held longer than the batch's assignment duration, as MTurk does."""
     now = timezone.now()
-    for batch in Batch.objects.filter(provider=Provider.LOCAL, status=Batch.Status.PUBLISHED):
+    for batch in Batch.objects.filter(provider__in=ON_SITE, status=Batch.Status.PUBLISHED):
         Assignment.objects.filter(
             hit__batch=batch, status=Assignment.Status.ASSIGNED, accepted_at__lt=now - batch.assignment_duration
         ).update(status=Assignment.Status.ABANDONED)
@@ -132,33 +134,38 @@ def next_assignment(user, batch: Batch | None = None) -> Assignment | None:
     )
     if current is not None:
         return current
+    local_batches = Batch.objects.filter(provider=Provider.LOCAL, **({"pk": batch.pk} if batch else {}))
+    try:
+        return claim_hit(worker, local_batches, f"local-{uuid.uuid4().hex}")
+    except IntegrityError:
+        # The same annotator claimed this HIT in another tab at the same moment.
+        return next_assignment(user, batch)
+
+
+def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignment | None:
+    """Give ``worker`` a place on the first open HIT of ``batches`` that has one and that they have not done.
+
+    The one hand-out of the site, for in-house annotators and Prolific participants alike.
+    Raises ``IntegrityError`` when the same worker claimed the same HIT at the same moment.
+    """
     candidates = (
-        Hit.objects.filter(
-            batch__provider=Provider.LOCAL,
-            batch__status=Batch.Status.PUBLISHED,
-            status=Hit.Status.OPEN,
-        )
-        .filter(Q(batch=batch) if batch is not None else Q())
+        Hit.objects.filter(batch__in=batches, batch__status=Batch.Status.PUBLISHED, status=Hit.Status.OPEN)
         .exclude(assignments__worker=worker)
         .annotate(taken=_taken(OuterRef("pk")))
         .filter(taken__lt=F("max_assignments"))
         .order_by("batch__created", "batch__pk", "position")
     )
-    try:
-        with transaction.atomic():
-            for hit in candidates.select_for_update(skip_locked=True, of=("self",))[:_CANDIDATES]:
-                # Count again under the lock: the count above may predate another claim's commit.
-                if _held(hit) >= hit.max_assignments:
-                    continue
-                return Assignment.objects.create(
-                    hit=hit,
-                    worker=worker,
-                    provider_assignment_id=f"local-{uuid.uuid4().hex}",
-                    accepted_at=timezone.now(),
-                )
-    except IntegrityError:
-        # The same annotator claimed this HIT in another tab at the same moment.
-        return next_assignment(user, batch)
+    with transaction.atomic():
+        for hit in candidates.select_for_update(skip_locked=True, of=("self",))[:_CANDIDATES]:
+            # Count again under the lock: the count above may predate another claim's commit.
+            if _held(hit) >= hit.max_assignments:
+                continue
+            return Assignment.objects.create(
+                hit=hit,
+                worker=worker,
+                provider_assignment_id=provider_assignment_id,
+                accepted_at=timezone.now(),
+            )
     return None
 
 

@@ -12,26 +12,26 @@ queries worth a second look.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 from core.errors import ServiceError
-from core.files import check_writable
+from core.files import check_writable, file_sha256
 from core.storage import cache_dir
 from pooling import services as pooling_services
 from pooling.models import QuerySet
 
-from ..aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS, compare_methods, dawid_skene, majority_vote
-from ..agreement import agreement_report
 from ..export_formats import dataset_card, write_csv, write_dataset_card, write_jsonl, write_tsv
 from ..models import Assignment, Batch, Export, Judgment
 from .batches import batch_progress
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 #: A single vote is one opinion, not agreement; a label needs at least this many votes.
 MIN_VOTES = 2
@@ -53,6 +53,8 @@ def usable_judgments(batch: Batch):
 
 def judgments_frame(batch: Batch) -> pd.DataFrame:
     """One row per usable judgment: ``item`` (qid), ``worker`` (pseudonym), ``label``."""
+    import pandas as pd
+
     rows = usable_judgments(batch).values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
     return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
 
@@ -63,6 +65,10 @@ def min_votes(batch: Batch) -> int:
 
 def majority(batch: Batch) -> pd.DataFrame:
     """Majority vote per judged query; ``label`` is None (and ``disputed`` True) for ties and too few votes."""
+    import pandas as pd
+
+    from ..aggregation import majority_vote
+
     frame = judgments_frame(batch)
     if frame.empty:
         return majority_vote(pd.DataFrame({"item": [], "worker": [], "label": []}, dtype=object))
@@ -75,6 +81,8 @@ def majority(batch: Batch) -> pd.DataFrame:
 
 def query_results(batch: Batch) -> list[dict[str, Any]]:
     """Per query of the batch (gold excluded, batch order): label, pseudonymous votes, Dawid-Skene's view."""
+    from ..aggregation import dawid_skene
+
     votes = majority(batch)
     frame = judgments_frame(batch)
     ds_labels: dict[str, str] = {}
@@ -118,6 +126,12 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
     (Dawid-Skene's estimate per worker: rows the true label, columns the label given, and
     the estimated accuracy), ``progress``.
     """
+    import numpy as np
+    import pandas as pd
+
+    from ..aggregation import compare_methods, dawid_skene, majority_vote
+    from ..agreement import agreement_report
+
     frame = judgments_frame(batch)
     if frame.empty:
         report: dict[str, Any] = {
@@ -169,10 +183,6 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
     report["method_disagreements"] = disagreements
     report["progress"] = batch_progress(batch)
     return report
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def card_path_for(path: Path) -> Path:
@@ -276,7 +286,7 @@ def export_queries(
                 [(r["qid"], r["query"]) for r in rows],
                 origin=QuerySet.Origin.ANNOTATION,
                 source=str(path.resolve()),
-                sha256=_sha256(path),
+                sha256=file_sha256(path),
                 description=f"{category} queries of annotation batch {batch.name}",
             )
         return Export.objects.create(

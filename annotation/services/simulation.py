@@ -12,11 +12,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from annotation.labels import LABELS
 from core.errors import ServiceError
 from pooling.tokenize import tokenize
 from pooling.wordlists import default_wordlist
 
-from ..aggregation import LABELS
 from ..models import Batch, Provider
 from .local import create_annotator, next_assignment, submit_local_assignment
 

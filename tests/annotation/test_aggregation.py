@@ -6,16 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.aggregation import (
-    CATEGORY_SLUGS,
-    LABEL_NAMES,
-    LABELS,
-    DawidSkeneResult,
-    compare_methods,
-    dawid_skene,
-    majority_vote,
-    validate_judgments,
-)
+from annotation.aggregation import DawidSkeneResult, compare_methods, dawid_skene, majority_vote, validate_judgments
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 
 
 def judgments(rows: list[tuple[str, str, str]]) -> pd.DataFrame:

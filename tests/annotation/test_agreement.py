@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.aggregation import LABELS, label_counts, majority_vote
+from annotation.aggregation import label_counts, majority_vote
 from annotation.agreement import (
     _alpha_from_sums,
     _alpha_parts,
@@ -27,6 +27,7 @@ from annotation.agreement import (
     reliability_matrix,
     worker_agreement,
 )
+from annotation.labels import LABELS
 
 nan = np.nan
 

@@ -21,7 +21,7 @@ def test_staff_see_batches_progress_hits_and_agreement(answered, researcher, cli
     client.force_login(researcher)
     batches = client.get("/api/annotation/batches/").json()["results"]
     assert [b["name"] for b in batches] == ["b1"]
-    assert batches[0]["cost"]["total"] == "0.24"
+    assert batches[0]["cost"]["total"] == "0.20"
     progress = client.get("/api/annotation/batches/b1/progress/").json()
     assert (progress["submitted"], progress["hits"], progress["judgments"]) == (4, 2, 12)
     hits = client.get("/api/annotation/batches/b1/hits/").json()["results"]

@@ -22,7 +22,7 @@ def test_end_to_end_from_a_query_set_to_an_exported_non_gendered_set(query_set, 
         "--assignments", "3", "--queries-per-hit", "2", "--reward", "0.05",
     )  # fmt: skip
     assert "6 queries in 3 HITs" in out
-    assert "9 assignments × ($0.05 reward + $0.01 fee) = $0.54" in out
+    assert "9 assignments × ($0.05 reward + $0.00 fee) = $0.45" in out
 
     assert "Published 3 HIT(s)" in run("publish_batch", "e2e")
     out = run("simulate_annotations", "e2e", "--accuracy", "1", "--annotators", "3")
@@ -120,7 +120,7 @@ def test_escalate_shows_the_cost_and_asks_first(query_set, monkeypatch):
     run("simulate_annotations", "esc", "--accuracy", "0", "--annotators", "2", "--seed", "3")
     monkeypatch.setattr("builtins.input", lambda prompt: "n")
     out = run("escalate_batch", "esc", "--max-assignments", "3")
-    assert "Extra cost: 1 assignment(s) = $0.05 rewards + $0.01 fees = $0.06" in out
+    assert "Extra cost: 1 assignment(s) = $0.05 rewards + $0.00 fees = $0.05" in out  # in-house: no fee
     assert "Nothing done." in out
     assert Batch.objects.get(name="esc").hits.get().max_assignments == 2
     out = run("escalate_batch", "esc", "--max-assignments", "3", "--yes")

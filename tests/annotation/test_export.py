@@ -113,6 +113,7 @@ def test_escalation_adds_an_assignment_to_hits_with_disputed_queries(annotated, 
     hit_104 = annotated.hits.get(hit_queries__batch_query__qid="104")
     assert [(hit, qids) for hit, qids in plan.hits] == [(hit_104, ["104"])]
     assert plan.cost.assignments_total == 1
+    assert plan.cost.total == annotated.reward  # in-house: the reward only, no crowd fee
     escalations = services.escalate_batch(annotated, max_assignments=3)
     assert [e.hit for e in escalations] == [hit_104]
     hit_104.refresh_from_db()

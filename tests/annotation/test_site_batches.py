@@ -15,19 +15,24 @@ FORM = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 4, "
 
 def test_the_estimate_is_what_create_batch_records(query_set, researcher, client):
     client.force_login(researcher)
-    # 6 queries, 4 per HIT: 2 HITs x 3 assignments = 6 x ($0.10 + 20% fee $0.02) = $0.72
+    # 6 queries, 4 per HIT: 2 HITs x 3 assignments = 6 x $0.10 (in-house: no provider fee) = $0.60
     html = client.get(reverse("annotation:batch-estimate"), {**FORM, "queries": "gq"}).content.decode()
+    assert "<strong>$0.60</strong> for 2 HITs" in html
+    # On MTurk: 2 x 3 x ($0.10 + 20% fee $0.02) = $0.72
+    html = client.get(
+        reverse("annotation:batch-estimate"), {**FORM, "queries": "gq", "provider": "mturk"}
+    ).content.decode()
     assert "<strong>$0.72</strong> for 2 HITs" in html
     # 10 assignments per HIT pay MTurk's 40% fee: 1 HIT x 10 x ($0.10 + $0.04) = $1.40
     html = client.get(
         reverse("annotation:batch-estimate"),
-        {**FORM, "queries": "gq", "assignments_per_query": 10, "queries_per_hit": 6},
+        {**FORM, "queries": "gq", "assignments_per_query": 10, "queries_per_hit": 6, "provider": "mturk"},
     ).content.decode()
     assert "<strong>$1.40</strong> for 1 HIT " in html
     response = client.post(reverse("annotation:batch-create"), {**FORM, "name": "web", "queries": "gq"})
     assert response.status_code == 302 and response.url == reverse("annotation:batch-detail", args=["web"])
     batch = Batch.objects.get(name="web")
-    assert batch.cost["total"] == "0.72" and batch.hits.count() == 2 and batch.status == Batch.Status.DRAFT
+    assert batch.cost["total"] == "0.60" and batch.hits.count() == 2 and batch.status == Batch.Status.DRAFT
 
 
 def test_the_estimate_explains_what_is_missing(query_set, researcher, client):
@@ -93,11 +98,11 @@ def test_api_creates_a_batch_and_estimates_its_cost(query_set, researcher, clien
     estimate = client.post(
         "/api/annotation/batches/estimate/", {**FORM, "queries": "gq"}, content_type="application/json"
     )
-    assert estimate.status_code == 200 and estimate.json()["total"] == "0.72" and estimate.json()["hits"] == 2
+    assert estimate.status_code == 200 and estimate.json()["total"] == "0.60" and estimate.json()["hits"] == 2
     response = client.post(
         "/api/annotation/batches/", {**FORM, "name": "api", "queries": "gq"}, content_type="application/json"
     )
-    assert response.status_code == 201 and response.json()["cost"]["total"] == "0.72"
+    assert response.status_code == 201 and response.json()["cost"]["total"] == "0.60"
     again = client.post(
         "/api/annotation/batches/", {**FORM, "name": "api", "queries": "gq"}, content_type="application/json"
     )

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core.errors import ServiceError
-from metrics import services
+from metrics import selectors, services
 from metrics.models import Report, Result
 from pooling.models import QuerySet, Run
 
@@ -46,7 +46,7 @@ def test_build_report_stores_means_over_the_queries_each_run_contains(world):
     # q1: d3 (neutral), d1 (one-sided) → 1/ideal; q2: d2 only (one-sided) → 0
     assert nfairr.value == pytest.approx((1 / ideal + 0) / 2, abs=1e-9)
     assert Result.objects.filter(report=report).count() == 2 * (2 * 2 * 2 + 2 + 2 * 2)
-    per_query = services.report_per_query(report)
+    per_query = selectors.report_per_query(report)
     assert set(per_query.columns) == {"run", "qid", "metric", "variant", "cutoff", "value"}
     assert set(per_query.loc[per_query["run"] == "b", "qid"]) == {"1", "2"}
 

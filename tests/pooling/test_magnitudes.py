@@ -9,9 +9,9 @@ import pytest
 from core.errors import InputError
 from pooling.magnitudes import count_frame, document_counts, magnitude
 from pooling.tokenize import tokenize
-from pooling.wordlists import WordList, default_wordlist, load_wordlist
+from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
-WORDS = WordList(frozenset({"she", "her", "woman"}), frozenset({"he", "his", "man"}), name="tiny")
+WORDS = GenderWords(frozenset({"she", "her", "woman"}), frozenset({"he", "his", "man"}), name="tiny")
 
 TRICKY = [
     "He said she was his sister.",

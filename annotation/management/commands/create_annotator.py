@@ -1,13 +1,14 @@
 import getpass
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation import services
+from core.cli import ProjectCommand
 
 from ._common import command_errors
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Create an in-house annotator account (there is no sign-up): a user in the 'annotators' group "
         "with a worker pseudonym. Asks for a password unless --password or --no-password is given."

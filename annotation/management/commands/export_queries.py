@@ -1,12 +1,11 @@
-from django.core.management.base import BaseCommand
-
 from annotation import services
-from annotation.aggregation import CATEGORY_SLUGS
+from annotation.labels import CATEGORY_SLUGS
+from core.cli import ProjectCommand
 
 from ._common import command_errors, get_batch
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Write a batch's queries of one category (majority vote; disputed queries are never written as "
         "labelled) with a dataset card beside the file. tsv: qid<TAB>query; csv: qid,query,label; "

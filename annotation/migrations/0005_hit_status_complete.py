@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0003_hit_publish_attempted'),
+        ('annotation', '0004_prolific'),
     ]
 
     operations = [
