@@ -82,6 +82,24 @@ class BatchForm(forms.Form):
     min_approval_rate = forms.IntegerField(required=False, min_value=0, max_value=100, help_text="MTurk only (%).")
     min_approved_hits = forms.IntegerField(required=False, min_value=0, help_text="MTurk only.")
     masters = forms.BooleanField(required=False, help_text="MTurk only: Masters workers.")
+    estimated_minutes = forms.IntegerField(
+        required=False, min_value=1, max_value=24 * 60, help_text="Prolific only: minutes one HIT takes (default 10)."
+    )
+    devices = forms.MultipleChoiceField(
+        required=False,
+        choices=[(d, d) for d in ("desktop", "tablet", "mobile")],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Prolific only: devices participants may use (none ticked: any).",
+    )
+    bonus = forms.DecimalField(
+        required=False, min_value=Decimal("0"), decimal_places=2, help_text="Prolific only: USD on top of the reward."
+    )
+    exclude_batches = forms.ModelMultipleChoiceField(
+        Batch.objects.filter(provider=Provider.PROLIFIC),
+        to_field_name="name",
+        required=False,
+        help_text="Prolific only: exclude everyone who took part in these batches.",
+    )
 
     def __init__(self, *args, estimate_only: bool = False, too_large: str | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -127,7 +145,14 @@ class BatchForm(forms.Form):
             qualifications["min_approved_hits"] = data["min_approved_hits"]
         if data.get("masters"):
             qualifications["masters"] = True
+        options = {
+            "estimated_minutes": data.get("estimated_minutes"),
+            "devices": data.get("devices") or None,
+            "bonus": str(data["bonus"]) if data.get("bonus") is not None else None,
+            "exclude_batches": [b.name for b in data.get("exclude_batches") or []] or None,
+        }
         return services.BatchSettings(
+            provider_options={key: value for key, value in options.items() if value is not None},
             provider=data["provider"],
             assignments_per_query=data["assignments_per_query"],
             queries_per_hit=data["queries_per_hit"],
