@@ -1,6 +1,9 @@
-"""Admin of the annotation app.
+"""Admin of the annotation app: read-only views of what the services made.
 
-Worker identities (real MTurk worker ids and which account is which annotator) are
+Batches, their queries, HITs, assignments, judgments, escalations and exports are created
+and changed only by the services (the batch page, the API, the commands), which check
+what the admin's generic forms cannot (a batch that a provider would refuse, a HIT
+without its queries); so the admin shows them and changes nothing. Worker identities (real MTurk worker ids and which account is which annotator) are
 visible to superusers only; everyone else sees pseudonyms.
 """
 
@@ -20,6 +23,19 @@ from .models import (
 )
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """View only: no add, change or delete (see the module docstring)."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 class HitInline(admin.TabularInline):
     model = Hit
     fields = ["position", "provider_id", "status", "max_assignments"]
@@ -30,7 +46,7 @@ class HitInline(admin.TabularInline):
 
 
 @admin.register(Batch)
-class BatchAdmin(admin.ModelAdmin):
+class BatchAdmin(ReadOnlyAdmin):
     list_display = ["name", "provider", "status", "assignments_per_query", "queries_per_hit", "reward", "created"]
     list_filter = ["provider", "status"]
     search_fields = ["name"]
@@ -39,14 +55,14 @@ class BatchAdmin(admin.ModelAdmin):
 
 
 @admin.register(BatchQuery)
-class BatchQueryAdmin(admin.ModelAdmin):
+class BatchQueryAdmin(ReadOnlyAdmin):
     list_display = ["qid", "text", "batch", "is_gold", "gold_label"]
     list_filter = ["batch", "is_gold"]
     search_fields = ["qid", "text"]
 
 
 @admin.register(Hit)
-class HitAdmin(admin.ModelAdmin):
+class HitAdmin(ReadOnlyAdmin):
     list_display = ["__str__", "provider_id", "status", "max_assignments"]
     list_filter = ["batch", "status"]
     readonly_fields = ["unique_token", "provider_id"]
@@ -61,7 +77,7 @@ class JudgmentInline(admin.TabularInline):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(ReadOnlyAdmin):
     list_display = ["provider_assignment_id", "hit", "worker", "status", "valid", "gold_passed", "submitted_at"]
     list_filter = ["status", "valid", "gold_passed", "hit__batch"]
     search_fields = ["provider_assignment_id", "worker__pseudonym"]
@@ -100,8 +116,8 @@ class WorkerIdentityAdmin(admin.ModelAdmin):
         return request.user.is_superuser
 
 
-admin.site.register(Escalation)
-admin.site.register(Export)
+admin.site.register(Escalation, ReadOnlyAdmin)
+admin.site.register(Export, ReadOnlyAdmin)
 
 
 @admin.register(Bonus)

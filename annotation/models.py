@@ -168,6 +168,7 @@ class Hit(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "Not yet on the provider"
         OPEN = "open"
+        COMPLETE = "complete", "All assignments in"
         EXPIRED = "expired"
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="hits")

@@ -3,6 +3,7 @@
 Workers appear by pseudonym only; a serializer never reaches ``WorkerIdentity``.
 """
 
+from django.urls import reverse
 from rest_framework import serializers
 
 from .models import Assignment, Batch, Export, Hit, Judgment
@@ -105,8 +106,18 @@ class AssignmentSerializer(serializers.ModelSerializer):
 
 
 class ExportSerializer(serializers.ModelSerializer):
+    """An export, with the API addresses that return its file and its dataset card (never a server path)."""
+
     batch = serializers.SlugRelatedField(slug_field="name", read_only=True)
     query_set = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    download = serializers.SerializerMethodField()
+    card_download = serializers.SerializerMethodField()
+
+    def get_download(self, export) -> str:
+        return reverse("export-download", args=[export.pk])
+
+    def get_card_download(self, export) -> str:
+        return reverse("export-download", args=[export.pk]) + "?part=card"
 
     class Meta:
         model = Export
@@ -118,8 +129,8 @@ class ExportSerializer(serializers.ModelSerializer):
             "method",
             "queries",
             "counts",
-            "path",
-            "card_path",
+            "download",
+            "card_download",
             "query_set",
             "created",
         ]

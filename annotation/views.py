@@ -10,18 +10,20 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from annotation.labels import LABEL_NAMES, LABELS
 from core.errors import ServiceError
 from core.permissions import researcher_required
+from core.uploads import staged_uploads
 
 from . import services
-from .forms import EscalateForm, HitAnswerForm
-from .models import Assignment, Batch, Hit
+from .downloads import export_file_response
+from .forms import BatchForm, EscalateForm, ExportForm, HitAnswerForm
+from .models import Assignment, Batch, Export, Hit
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from .services.results import query_results
 
@@ -31,8 +33,47 @@ def batch_list(request: HttpRequest) -> HttpResponse:
     """Researchers see every batch; annotators see where to start."""
     if not request.user.is_staff:
         return render(request, "annotation/annotator_home.html", {"annotator": services.is_annotator(request.user)})
+    return render(request, "annotation/batch_list.html", _batch_table())
+
+
+def _batch_table() -> dict:
     batches = [(batch, services.batch_progress(batch)) for batch in Batch.objects.select_related("query_set", "pool")]
-    return render(request, "annotation/batch_list.html", {"batches": batches})
+    return {"batches": batches, "any_published": any(b.status == Batch.Status.PUBLISHED for b, _ in batches)}
+
+
+@researcher_required
+def batch_list_live(request: HttpRequest) -> HttpResponse:
+    """The batch list's table (htmx polls it while a batch is published)."""
+    return render(request, "annotation/_batch_table.html", _batch_table())
+
+
+@researcher_required
+@staged_uploads
+def batch_create(request: HttpRequest) -> HttpResponse:
+    """A new batch from a pool or a query set, with the cost estimated live before confirming."""
+    if request.method == "POST":
+        files = request.FILES  # parsing the body sets upload_too_large
+        form = BatchForm(request.POST, files, too_large=getattr(request, "upload_too_large", None))
+        if form.is_valid():
+            try:
+                batch = form.create()
+            except ServiceError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Batch {batch.name} created: publish it when ready.")
+                return redirect("annotation:batch-detail", name=batch.name)
+        return render(request, "annotation/batch_form.html", {"form": form}, status=400)
+    initial = {key: request.GET[key] for key in ("pool", "queries") if request.GET.get(key)}
+    return render(request, "annotation/batch_form.html", {"form": BatchForm(initial=initial)})
+
+
+@researcher_required
+@require_GET
+def batch_estimate(request: HttpRequest) -> HttpResponse:
+    """The live cost estimate of the batch form (htmx swaps it in as the fields change)."""
+    form = BatchForm(request.GET, estimate_only=True)
+    estimate = form.estimate() if form.is_valid() else None
+    return render(request, "annotation/_batch_estimate.html", {"form": form, "estimate": estimate})
 
 
 @researcher_required
@@ -45,11 +86,25 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
         {
             "batch": batch,
             "progress": services.batch_progress(batch),
+            "agreement": services.agreement(batch, bootstrap=0),
             "hits": hits,
-            "exports": batch.exports.all(),
+            "exports": batch.exports.select_related("query_set"),
+            "export_form": ExportForm(),
             "escalations": batch.escalations.select_related("hit"),
         },
     )
+
+
+@researcher_required
+def batch_live(request: HttpRequest, name: str) -> HttpResponse:
+    """The batch page's live part (htmx polls it while the batch is published)."""
+    batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
+    context = {
+        "batch": batch,
+        "progress": services.batch_progress(batch),
+        "agreement": services.agreement(batch, bootstrap=0),
+    }
+    return render(request, "annotation/_batch_live.html", context)
 
 
 def _start(request: HttpRequest, name: str, start) -> HttpResponse:
@@ -110,6 +165,34 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
             request, name, lambda b: services.start_escalate(b, max_assignments=cap, confirmed_hits=confirmed)
         )
     return render(request, "annotation/batch_escalate.html", {"batch": batch, "plan": plan, "form": form})
+
+
+@researcher_required
+@require_POST
+def batch_export(request: HttpRequest, name: str) -> HttpResponse:
+    """Export labelled queries, then hand the file straight to the browser."""
+    batch = get_object_or_404(Batch, name=name)
+    form = ExportForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        return redirect("annotation:batch-detail", name=batch.name)
+    data = form.cleaned_data
+    try:
+        export = services.export_for_download(
+            batch, data["category"], data["format"], as_query_set=data["as_query_set"] or None
+        )
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect("annotation:batch-detail", name=batch.name)
+    messages.success(request, f"Exported {export.queries} {export.category} queries.")
+    return redirect("annotation:export-download", pk=export.pk, part="file")
+
+
+@researcher_required
+def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
+    if part not in ("file", "card"):
+        raise Http404("parts: file, card")
+    return export_file_response(get_object_or_404(Export.objects.select_related("batch"), pk=pk), part)
 
 
 @researcher_required
@@ -208,6 +291,13 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                 services.submit_local_assignment(assignment, form.cleaned_data)
             except ServiceError as exc:
                 messages.error(request, str(exc))
+            else:
+                count = services.answered_count(request.user)
+                messages.success(
+                    request,
+                    f"Thank you: your answers to HIT {hit.position} of {hit.batch.name} were recorded. "
+                    f"You have submitted {count} HIT{'s' if count != 1 else ''}.",
+                )
             return redirect("annotation:next")
         context = services.hit_page_context(
             hit,
@@ -216,8 +306,11 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
             answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
             errors=form.field_errors(),
         )
+        context["answered_count"] = services.answered_count(request.user)
         return render(request, "annotation/hit.html", context, status=400)
-    return render(request, "annotation/hit.html", services.hit_page_context(hit, mode="local", action=action))
+    context = services.hit_page_context(hit, mode="local", action=action)
+    context["answered_count"] = services.answered_count(request.user)
+    return render(request, "annotation/hit.html", context)
 
 
 #: Session key listing the assignments this browser was given from Prolific (no account needed).

@@ -93,6 +93,14 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_paths(name: str) -> list[Path]:
+    """Folders separated by the platform's path separator (``:`` on Linux), like ``PATH``."""
+    value = _raw(name)
+    if value is None:
+        return []
+    return [Path(item).expanduser() for item in value.split(os.pathsep) if item.strip()]
+
+
 def env_path(name: str, default: Path) -> Path:
     value = _raw(name)
     return default if value is None else Path(value).expanduser()

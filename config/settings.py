@@ -17,7 +17,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_choice, env_decimal, env_float, env_int, env_list, env_path, env_str
+from .env import env_bool, env_choice, env_decimal, env_float, env_int, env_list, env_path, env_paths, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("VAR_DIR", BASE_DIR / "var")
@@ -174,6 +174,12 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
+
+# --- Imports from the site ---------------------------------------------------------------
+#: Folders whose files researchers may register by path (os.pathsep-separated); empty: none.
+IMPORT_ROOTS = env_paths("IMPORT_ROOTS")
+#: Largest file accepted as an upload (bytes); larger ones are registered by path instead.
+IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 2 * 1024**3, minimum=1)
 
 # --- Celery ---------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")

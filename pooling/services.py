@@ -30,7 +30,7 @@ from .analysis import check_at_least_one, check_magnitude, check_same_collection
 from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run, WordList
 from .queryfiles import write_queries
 from .tokenize import DEFAULT_TOKENIZER
-from .wordlists import GenderWords, default_wordlist, wordlist_from_mapping
+from .wordlists import GenderWords, default_wordlist, load_wordlist, wordlist_from_mapping
 
 if TYPE_CHECKING:
     import polars as pl
@@ -206,6 +206,59 @@ def run_frame(run: Run) -> pl.DataFrame:
     return table.frame
 
 
+def import_wordlist(path: str | Path, name: str) -> ImportResult:
+    """Register a ``word,f|m`` word list under ``name`` (the same content twice changes nothing)."""
+    validate_name(name, "word list")
+    words = load_wordlist(Path(path).resolve(), name)
+    existing = WordList.objects.filter(sha256=words.sha256).first()
+    if existing is not None:
+        return ImportResult(existing, False, Skipped())
+    return ImportResult(register_wordlist(words), True, Skipped())
+
+
+#: What the site and the API can import, and what each is called in messages.
+IMPORT_KINDS = {"collection": "collection", "queries": "query set", "run": "run", "wordlist": "word list"}
+
+
+def import_file(
+    kind: str, path: str | Path, name: str, options: dict, *, job: Job | None = None, bar: bool = True
+) -> ImportResult:
+    """One entry point for the four imports (``options``: ``skip_bad_lines``, and for runs
+    ``collection`` and ``order``), as pages, the API and their background task call them."""
+    skip = bool(options.get("skip_bad_lines"))
+    if kind == "collection":
+        return import_collection(path, name, skip_bad_lines=skip, job=job, bar=bar)
+    if kind == "queries":
+        return import_queries(path, name, skip_bad_lines=skip)
+    if kind == "run":
+        collection = Collection.objects.filter(name=options.get("collection", "")).first()
+        if collection is None:
+            raise ServiceError(f"collection: no collection named {options.get('collection')!r}; import it first")
+        return import_run(path, name, collection, order=options.get("order", Run.Order.SCORE), skip_bad_lines=skip)
+    if kind == "wordlist":
+        return import_wordlist(path, name)
+    raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
+
+
+def start_import(
+    kind: str, path: str | Path, name: str, options: dict, *, uploaded: bool = False, file_name: str = ""
+) -> Job:
+    """Import a file as a Celery task once the caller's transaction commits; returns its Job.
+
+    ``uploaded``: the file was uploaded for this import (under ``uploads/``); it is removed
+    if the import fails or finds the same content already imported, and kept otherwise
+    (a collection stays in its file). ``file_name``: the name the uploader gave the file.
+    """
+    if kind not in IMPORT_KINDS:
+        raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
+    validate_name(name, IMPORT_KINDS[kind])
+    from .tasks import import_task
+
+    job = create_job("import", f"Import {IMPORT_KINDS[kind]} {name} from {file_name or Path(path).name}")
+    import_task.delay_on_commit(job.pk, kind, str(path), name, dict(options), uploaded)
+    return job
+
+
 # --- word lists and counts -------------------------------------------------------------
 
 
@@ -367,13 +420,25 @@ def start_pool(
     runs: Sequence[Run],
     pool_settings: PoolSettings,
     wordlist_path: str = "",
+    *,
+    wordlist: WordList | None = None,
 ) -> Job:
-    """Build a pool as a Celery task once the caller's transaction commits; returns its Job."""
+    """Build a pool as a Celery task once the caller's transaction commits; returns its Job.
+
+    The word list is a file (``wordlist_path``, the command's ``--wordlist``) or an
+    imported one (``wordlist``, the pool form's choice); neither means the built-in list.
+    """
     from .tasks import build_pool_task
 
     job = create_job("pool", f"Pool {name}")
     build_pool_task.delay_on_commit(
-        job.pk, name, query_set.pk, [run.pk for run in runs], asdict(pool_settings), wordlist_path
+        job.pk,
+        name,
+        query_set.pk,
+        [run.pk for run in runs],
+        asdict(pool_settings),
+        wordlist_path,
+        wordlist.pk if wordlist is not None else None,
     )
     return job
 

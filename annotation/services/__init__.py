@@ -22,11 +22,13 @@ from .batches import (
     batch_progress,
     cancel_batch,
     create_batch,
+    estimate_cost,
     read_gold_file,
 )
 from .escalation import EscalationPlan, escalate_batch, plan_escalation
 from .local import (
     ANNOTATORS_GROUP,
+    answered_count,
     create_annotator,
     is_annotator,
     next_assignment,
@@ -34,7 +36,7 @@ from .local import (
     validate_username,
 )
 from .publishing import hit_page_context, publish_batch, render_hit_html
-from .results import agreement, export_queries, judgments_frame, query_results
+from .results import agreement, export_for_download, export_queries, judgments_frame, query_results
 from .sync import SyncResult, sync_batch
 
 __all__ = [
@@ -45,12 +47,15 @@ __all__ = [
     "ServiceError",
     "SyncResult",
     "agreement",
+    "answered_count",
     "batch_progress",
     "cancel_batch",
     "check_answers",
     "create_annotator",
     "create_batch",
     "escalate_batch",
+    "estimate_cost",
+    "export_for_download",
     "export_queries",
     "hit_page_context",
     "is_annotator",

@@ -140,6 +140,22 @@ def cost_as_dict(cost: Cost, hits: int) -> dict[str, str | int]:
     }
 
 
+def estimate_cost(settings: BatchSettings, queries: int) -> dict[str, str | int]:
+    """The cost :func:`create_batch` records for ``queries`` queries, before anything is created
+    (the batch form's live estimate). Refuses the settings ``create_batch`` would refuse."""
+    settings.validate()
+    hits = -(-queries // settings.queries_per_hit)
+    cost = provider_cost(
+        settings.provider,
+        Decimal(settings.reward),
+        settings.assignments_per_query,
+        hits,
+        masters=bool(settings.qualifications.get("masters")),
+        prolific_fee_rate=Decimal(django_settings.PROLIFIC_FEE_RATE),
+    )
+    return cost_as_dict(cost, hits)
+
+
 @transaction.atomic
 def create_batch(
     name: str,
@@ -221,16 +237,7 @@ def create_batch(
         )
         hit_queries += [HitQuery(hit=hit, batch_query=bq, position=i) for i, bq in enumerate(members, start=1)]
     HitQuery.objects.bulk_create(hit_queries, batch_size=2000)
-    hits = -(-len(order) // size)
-    cost = provider_cost(
-        settings.provider,
-        batch.reward,
-        settings.assignments_per_query,
-        hits,
-        masters=bool(settings.qualifications.get("masters")),
-        prolific_fee_rate=Decimal(django_settings.PROLIFIC_FEE_RATE),
-    )
-    batch.cost = cost_as_dict(cost, hits)
+    batch.cost = estimate_cost(settings, len(order))
     batch.save(update_fields=["cost"])
     return batch
 

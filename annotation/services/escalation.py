@@ -28,6 +28,7 @@ from ..models import Assignment, Batch, Escalation, Hit, Provider
 from ..providers import CrowdProvider, get_provider
 from .locking import one_per_batch
 from .results import majority
+from .statuses import settle_hit_statuses
 
 DEFAULT_MAX_ASSIGNMENTS = 7
 
@@ -144,6 +145,7 @@ def escalate_batch(
         provider.add_assignments(hit, 1, escalation.unique_token)
         Escalation.objects.filter(pk=escalation.pk).update(applied=True)
         applied.append(escalation)
+    settle_hit_statuses(batch)
     if applied and batch.status == Batch.Status.COMPLETED:
         Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.PUBLISHED)
         batch.status = Batch.Status.PUBLISHED

@@ -32,6 +32,7 @@ from core.errors import ServiceError
 from ..models import Assignment, Batch, Hit, Provider, Worker
 from ..pseudonyms import worker_for
 from .answers import AnswerCheck, record_answers
+from .statuses import settle_hit_statuses
 
 ANNOTATORS_GROUP = "annotators"
 #: How many locked candidates to try before giving up on a busy moment.
@@ -197,6 +198,12 @@ def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignmen
     return None
 
 
+def answered_count(user) -> int:
+    """How many HITs the annotator has submitted (whatever their review), for their own page."""
+    done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+    return Assignment.objects.filter(worker__identity__user=user, status__in=done).count()
+
+
 def submit_local_assignment(assignment: Assignment, answers: Mapping[str, str]) -> AnswerCheck:
     """Record an annotator's answers to a HIT they were given (once: a second submit is refused).
 
@@ -216,4 +223,6 @@ def submit_local_assignment(assignment: Assignment, answers: Mapping[str, str]) 
         if locked.hit.batch.status != Batch.Status.PUBLISHED:
             raise ServiceError("this batch is no longer open")
         raw = json.dumps(dict(answers), sort_keys=True)
-        return record_answers(locked, answers, raw)
+        check = record_answers(locked, answers, raw)
+        settle_hit_statuses(locked.hit.batch)
+        return check

@@ -21,6 +21,7 @@ from django.utils import timezone
 from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 from core.errors import ServiceError
 from core.files import check_writable, file_sha256
+from core.storage import cache_dir
 from pooling import services as pooling_services
 from pooling.models import QuerySet
 
@@ -299,3 +300,14 @@ def export_queries(
             card=card,
             query_set=query_set,
         )
+
+
+def export_for_download(batch: Batch, category: str, fmt: str = "tsv", as_query_set: str | None = None) -> Export:
+    """Export into the site's own folder (``exports/<batch>/``) for download over HTTP.
+
+    Every export gets its own file name (category, time), so an earlier export's download
+    still returns what was exported then.
+    """
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%S%f")
+    path = cache_dir("exports", batch.name) / f"{batch.name}-{category.lower()}-{stamp}.{fmt}"
+    return export_queries(batch, category, path, fmt, as_query_set=as_query_set)

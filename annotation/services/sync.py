@@ -16,6 +16,7 @@ from ..providers import CrowdProvider, RemoteAssignment, get_provider
 from ..pseudonyms import worker_for
 from .answers import record_answers, review_assignment
 from .locking import one_per_batch
+from .statuses import settle_hit_statuses
 
 
 @dataclass
@@ -82,6 +83,7 @@ def sync_batch(
         from .prolific import sync_prolific
 
         found = sync_prolific(batch, provider, approve_all=approve_all, job=job, bar=bar)
+        settle_hit_statuses(batch)  # rejected and returned submissions free their places
         return SyncResult(
             updated=found.updated + found.freed,
             approved=found.approved,
@@ -110,6 +112,7 @@ def sync_batch(
     for assignment in submitted:
         outcome = review_assignment(assignment, provider, approve_all=approve_all)
         setattr(result, outcome, getattr(result, outcome) + 1)
+    settle_hit_statuses(batch)
     result.completed = _complete_if_done(batch)
     return result
 

@@ -58,7 +58,13 @@ def test_export_through_the_api(answered, researcher, client, settings):
     assert response.status_code == 201, response.content
     data = response.json()
     assert data["queries"] == 2 and data["query_set"] == "ng-api"
-    assert data["path"].startswith(str(settings.CACHE_DIR))
+    assert "path" not in data and "card_path" not in data  # the file comes over HTTP, not as a server path
+    download = client.get(data["download"])
+    assert download["Content-Disposition"] == 'attachment; filename="b1-non-gendered.csv"'
+    rows = b"".join(download.streaming_content).decode().splitlines()
+    assert sorted(rows[1:]) == ["101,what is a synapse,n", "105,how to boil an egg,n"]
+    card = b"".join(client.get(data["card_download"]).streaming_content).decode()
+    assert "b1: Non-gendered queries" in card
     assert QuerySet.objects.get(name="ng-api").queries.count() == 2
     bad = client.post("/api/annotation/batches/b1/export/", {"category": "neutral"}, content_type="application/json")
     assert bad.status_code == 400
