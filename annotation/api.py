@@ -18,6 +18,8 @@ from core.storage import cache_dir
 from . import services
 from .models import Assignment, Batch, Export, Hit, Judgment
 from .serializers import (
+    AdjudicateRequestSerializer,
+    AdjudicationSerializer,
     AgreementSerializer,
     AssignmentSerializer,
     BatchProgressSerializer,
@@ -71,6 +73,20 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
     def sync(self, request, name=None):
         """Fetch and review assignments as a background job; poll the returned URL."""
         return _job_response(services.start_sync(self.get_object()))
+
+    @extend_schema(request=AdjudicateRequestSerializer, responses={200: AdjudicationSerializer})
+    @action(detail=True, methods=["post"])
+    def adjudicate(self, request, name=None):
+        """Settle one query's label with a reason (recorded with who and when); repeating it is harmless."""
+        batch = self.get_object()
+        params = AdjudicateRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        try:
+            adjudication = services.adjudicate(batch, data["qid"], data["label"], data["reason"], request.user)
+        except ServiceError as exc:
+            raise ValidationError({"detail": str(exc)}) from None
+        return Response(AdjudicationSerializer(adjudication).data)
 
     @extend_schema(request=ExportRequestSerializer, responses={201: ExportSerializer})
     @action(detail=True, methods=["post"])

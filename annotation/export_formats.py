@@ -20,13 +20,13 @@ import datetime as dt
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
-from annotation.aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 from core.files import atomic_write
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -78,19 +78,32 @@ def write_tsv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Pat
     return atomic_write(path, write, newline="")
 
 
-def write_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
-    """``qid,query,label`` with a header, quoted by the csv module where needed (commas, quotes, newlines).
+def write_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike, extra: Sequence[str] = ()) -> Path:
+    """``qid,query,label`` (then the ``extra`` columns) with a header, quoted by the csv module where needed.
 
     Unlike the published reference file, queries containing commas are quoted,
-    so any CSV reader splits the fields correctly.
+    so any CSV reader splits the fields correctly. Extra columns (e.g. ``adjudicated``,
+    ``ds_posterior``) are written as ``true``/``false``, numbers, or empty for None.
     """
+
+    def extra_cell(value: Any) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return neutralise_formula(str(value))
 
     def write(handle: IO[str]) -> None:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["qid", "query", "label"])
+        writer.writerow(["qid", "query", "label", *extra])
         for row in rows:
             writer.writerow(
-                [neutralise_formula(str(row["qid"])), neutralise_formula(str(row["query"])), _label(row["label"])]
+                [
+                    neutralise_formula(str(row["qid"])),
+                    neutralise_formula(str(row["query"])),
+                    _label(row["label"]),
+                    *(extra_cell(row.get(column)) for column in extra),
+                ]
             )
 
     return atomic_write(path, write, newline="")

@@ -41,3 +41,15 @@ class EscalateForm(forms.Form):
         label="Cap on assignments per HIT",
     )
     confirm = forms.BooleanField(required=True, label="I accept the extra cost shown above")
+
+
+class AdjudicateForm(forms.Form):
+    """A researcher's ruling on a disputed query: the label and why."""
+
+    label = forms.ChoiceField(choices=LABEL_CHOICES, widget=forms.RadioSelect, label="Label")
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        max_length=2000,
+        label="Reason",
+        help_text="Recorded with your name and the time; shown to whoever reads the export.",
+    )

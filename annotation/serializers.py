@@ -5,6 +5,7 @@ Workers appear by pseudonym only; a serializer never reaches ``WorkerIdentity``.
 
 from rest_framework import serializers
 
+from .labels import CATEGORY_SLUGS, LABELS
 from .models import Assignment, Batch, Export, Hit, Judgment
 
 
@@ -129,6 +130,20 @@ class ExportRequestSerializer(serializers.Serializer):
     category = serializers.ChoiceField(choices=["non-gendered", "female", "male", "other", "all"])
     format = serializers.ChoiceField(choices=["tsv", "csv", "jsonl"], default="tsv")
     as_query_set = serializers.SlugField(required=False, allow_blank=True)
+
+
+class AdjudicateRequestSerializer(serializers.Serializer):
+    qid = serializers.CharField(max_length=100)
+    label = serializers.ChoiceField(choices=[*LABELS, *CATEGORY_SLUGS])
+    reason = serializers.CharField(max_length=2000)
+
+
+class AdjudicationSerializer(serializers.Serializer):
+    qid = serializers.CharField(source="batch_query.qid")
+    label = serializers.CharField()
+    reason = serializers.CharField()
+    decided_by = serializers.CharField(source="decided_by.username")
+    decided_at = serializers.DateTimeField()
 
 
 class AgreementSerializer(serializers.Serializer):

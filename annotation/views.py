@@ -19,8 +19,8 @@ from core.errors import ServiceError
 from core.permissions import researcher_required
 
 from . import services
-from .aggregation import LABEL_NAMES, LABELS
-from .forms import EscalateForm, HitAnswerForm
+from .forms import AdjudicateForm, EscalateForm, HitAnswerForm
+from .labels import LABEL_NAMES, LABELS
 from .models import Assignment, Batch, Hit
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from .services.results import query_results
@@ -155,17 +155,33 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 def batch_query(request: HttpRequest, name: str, qid: str) -> HttpResponse:
-    """Every pseudonymous vote on one query, with what majority vote and Dawid-Skene made of them."""
+    """Every pseudonymous vote on one query, what majority vote and Dawid-Skene made of them,
+    and the form a researcher settles it with (POST: adjudicate, then back here)."""
     batch = get_object_or_404(Batch, name=name)
     result = next((r for r in query_results(batch) if r["qid"] == qid), None)
     if result is None:
         raise Http404("no such query in this batch")
+    initial = (
+        {"label": result["adjudication"]["label"], "reason": result["adjudication"]["reason"]}
+        if (result["adjudication"])
+        else None
+    )
+    form = AdjudicateForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.adjudicate(batch, qid, form.cleaned_data["label"], form.cleaned_data["reason"], request.user)
+        except ServiceError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Query {qid} adjudicated as {LABEL_NAMES[form.cleaned_data['label']]}.")
+            return redirect("annotation:batch-query", name=batch.name, qid=qid)
     for vote in result["votes"]:
         vote["name"] = LABEL_NAMES[vote["label"]]
     return render(
         request,
         "annotation/batch_query.html",
-        {"batch": batch, "result": result, "label_names": LABEL_NAMES},
+        {"batch": batch, "result": result, "label_names": LABEL_NAMES, "form": form},
+        status=400 if form.is_bound and not form.is_valid() else 200,
     )
 
 

@@ -10,10 +10,12 @@ nothing else that writes. They are grouped by stage of a batch's life:
 - :mod:`.sync` -- fetch assignments from the provider, record and review them;
 - :mod:`.local` -- in-house annotators: accounts, handing out HITs, submitting answers;
 - :mod:`.escalation` -- more assignments for HITs with disputed queries;
+- :mod:`.adjudication` -- a researcher settles a query's label, with a reason;
 - :mod:`.results` -- judgments as a frame, agreement, per-query votes, exports;
 - :mod:`.background` -- the same work as Celery tasks with a progress record.
 """
 
+from .adjudication import adjudicate
 from .answers import check_answers, record_answers, review_assignment
 from .background import start_escalate, start_publish, start_sync
 from .batches import (
@@ -44,6 +46,7 @@ __all__ = [
     "GoldQuery",
     "ServiceError",
     "SyncResult",
+    "adjudicate",
     "agreement",
     "batch_progress",
     "cancel_batch",
