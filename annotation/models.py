@@ -97,6 +97,10 @@ class Batch(models.Model):
     gold_pass_fraction = models.FloatField(
         default=1.0, help_text="Share of a HIT's gold questions a worker must get right."
     )
+    gold_feedback = models.BooleanField(
+        default=True,
+        help_text="Tell a worker who fails the gold questions which ones and their right answers.",
+    )
     title = models.CharField(max_length=200, default="Is this search query about a gender?")
     description = models.CharField(
         max_length=500,

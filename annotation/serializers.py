@@ -30,6 +30,7 @@ class BatchSerializer(serializers.ModelSerializer):
             "auto_approval_delay",
             "qualifications",
             "gold_per_hit",
+            "gold_feedback",
             "hit_type_id",
             "cost",
             "created",

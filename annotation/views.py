@@ -48,6 +48,9 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "hits": hits,
             "exports": batch.exports.all(),
             "escalations": batch.escalations.select_related("hit"),
+            "failed_gold": Assignment.objects.filter(hit__batch=batch, gold_passed=False)
+            .select_related("hit", "worker")
+            .order_by("hit__position", "pk"),
         },
     )
 
@@ -221,9 +224,16 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                services.submit_local_assignment(assignment, form.cleaned_data)
+                check = services.submit_local_assignment(assignment, form.cleaned_data)
             except ServiceError as exc:
                 messages.error(request, str(exc))
+            else:
+                if check.gold_passed is False:
+                    # Shown on the annotator's home page (the HIT page is self-contained and shows
+                    # no messages), from where "Start annotating" continues with the next HIT.
+                    assignment.refresh_from_db(fields=["feedback"])
+                    messages.warning(request, f"This HIT will not count: {assignment.feedback}")
+                    return redirect("annotation:batch-list")
             return redirect("annotation:next")
         context = services.hit_page_context(
             hit,

@@ -51,6 +51,7 @@ class BatchSettings:
     qualifications: dict = field(default_factory=dict)
     gold_per_hit: int = 0
     gold_pass_fraction: float = 1.0
+    gold_feedback: bool = True
     seed: int = 0
 
     def validate(self) -> None:
@@ -179,6 +180,7 @@ def create_batch(
         qualifications=settings.qualifications,
         gold_per_hit=settings.gold_per_hit,
         gold_pass_fraction=settings.gold_pass_fraction,
+        gold_feedback=settings.gold_feedback,
     )
     batch_queries = BatchQuery.objects.bulk_create(
         [BatchQuery(batch=batch, query=q, qid=q.qid, text=q.text, position=i) for i, q in enumerate(queries)],

@@ -37,6 +37,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--gold", metavar="FILE", help="gold questions: qid<TAB>query<TAB>label (n/f/m/o)")
         parser.add_argument("--gold-per-hit", type=int, default=0, help="gold questions mixed into each HIT")
+        parser.add_argument(
+            "--no-gold-feedback",
+            dest="gold_feedback",
+            action="store_false",
+            help="do not tell workers which gold questions they got wrong (only how many)",
+        )
         parser.add_argument("--seed", type=int, default=0, help="seed of the query shuffle (default 0)")
 
     def handle(self, **o):
@@ -61,6 +67,7 @@ class Command(BaseCommand):
             auto_approval_delay=o["auto_approve"],
             qualifications=qualifications(o["qualification"]),
             gold_per_hit=o["gold_per_hit"] if o["gold"] else 0,
+            gold_feedback=o["gold_feedback"],
             seed=o["seed"],
         )
         with command_errors():
