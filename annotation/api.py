@@ -29,6 +29,7 @@ from .serializers import (
     HitSerializer,
     JobStartedSerializer,
     JudgmentSerializer,
+    WorkerQualitySerializer,
 )
 
 
@@ -54,6 +55,12 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
     def agreement(self, request, name=None):
         """Krippendorff's alpha and the rest of the agreement report (pseudonymous per-worker rows)."""
         return Response(services.agreement(self.get_object(), bootstrap=200))
+
+    @extend_schema(responses=WorkerQualitySerializer(many=True))
+    @action(detail=True)
+    def workers(self, request, name=None):
+        """Per worker (pseudonym): gold accuracy, agreement, Dawid-Skene accuracy, seconds per query."""
+        return Response(WorkerQualitySerializer(services.worker_quality(self.get_object()), many=True).data)
 
     @extend_schema(responses=HitSerializer(many=True))
     @action(detail=True)

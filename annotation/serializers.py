@@ -170,3 +170,19 @@ class AgreementSerializer(serializers.Serializer):
 class JobStartedSerializer(serializers.Serializer):
     job = serializers.IntegerField()
     url = serializers.CharField()
+
+
+class WorkerQualitySerializer(serializers.Serializer):
+    """One worker's quality in a batch (see ``annotation.services.quality``)."""
+
+    worker = serializers.CharField(help_text="pseudonym")
+    blocked = serializers.BooleanField()
+    assignments = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    gold_correct = serializers.IntegerField()
+    gold_total = serializers.IntegerField()
+    gold_accuracy = serializers.FloatField(allow_null=True)
+    agreement = serializers.FloatField(allow_null=True, help_text="share agreeing with the majority")
+    compared = serializers.IntegerField()
+    ds_accuracy = serializers.FloatField(allow_null=True)
+    seconds_per_query = serializers.FloatField(allow_null=True)

@@ -152,6 +152,7 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "confusion": confusion,
             "label_names": [LABEL_NAMES[label] for label in LABELS],
             "set_aside": set_aside,
+            "worker_quality": services.worker_quality(batch),
         },
     )
 

@@ -1,28 +1,11 @@
 """A worker who fails gold questions is told which ones; the batch page shows why their answers do not count."""
 
-import pytest
 from django.core.management import call_command
 
 from annotation import services
 from annotation.models import Assignment, Batch
 
 from .conftest import answers_for, make_batch
-
-
-@pytest.fixture
-def gold_batch(query_set, tmp_path):
-    """6 queries in 2 HITs of 3, plus 2 gold questions per HIT (both gold queries in every HIT)."""
-    gold_file = tmp_path / "gold.tsv"
-    gold_file.write_text("g1\twhat is a mother\tf\ng2\twhat is a father\tm\n")
-    batch = services.create_batch(
-        "gold",
-        services.BatchSettings(queries_per_hit=3, assignments_per_query=2, gold_per_hit=2, gold_pass_fraction=1.0),
-        query_set=query_set,
-        gold=services.read_gold_file(gold_file),
-    )
-    services.publish_batch(batch)
-    batch.refresh_from_db()
-    return batch
 
 
 def test_feedback_names_every_wrong_gold_answer(gold_batch, annotators):
