@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .labels import LABELS
+from .labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS  # noqa: F401  (one definition, re-exported)
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("item", "worker", "label")
 

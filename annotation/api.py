@@ -21,6 +21,8 @@ from .downloads import export_file_response
 from .forms import BatchForm
 from .models import Assignment, Batch, Export, Hit, Judgment
 from .serializers import (
+    AdjudicateRequestSerializer,
+    AdjudicationSerializer,
     AgreementSerializer,
     AssignmentSerializer,
     BatchProgressSerializer,
@@ -30,6 +32,7 @@ from .serializers import (
     HitSerializer,
     JobStartedSerializer,
     JudgmentSerializer,
+    WorkerQualitySerializer,
 )
 
 
@@ -109,6 +112,12 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         """Krippendorff's alpha and the rest of the agreement report (pseudonymous per-worker rows)."""
         return Response(services.agreement(self.get_object(), bootstrap=200))
 
+    @extend_schema(responses=WorkerQualitySerializer(many=True))
+    @action(detail=True)
+    def workers(self, request, name=None):
+        """Per worker (pseudonym): gold accuracy, agreement, Dawid-Skene accuracy, seconds per query."""
+        return Response(WorkerQualitySerializer(services.worker_quality(self.get_object()), many=True).data)
+
     @extend_schema(responses=HitSerializer(many=True))
     @action(detail=True)
     def hits(self, request, name=None):
@@ -127,6 +136,20 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     def sync(self, request, name=None):
         """Fetch and review assignments as a background job; poll the returned URL."""
         return _job_response(services.start_sync(self.get_object()))
+
+    @extend_schema(request=AdjudicateRequestSerializer, responses={200: AdjudicationSerializer})
+    @action(detail=True, methods=["post"])
+    def adjudicate(self, request, name=None):
+        """Settle one query's label with a reason (recorded with who and when); repeating it is harmless."""
+        batch = self.get_object()
+        params = AdjudicateRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        try:
+            adjudication = services.adjudicate(batch, data["qid"], data["label"], data["reason"], request.user)
+        except ServiceError as exc:
+            raise ValidationError({"detail": str(exc)}) from None
+        return Response(AdjudicationSerializer(adjudication).data)
 
     @extend_schema(request=ExportRequestSerializer, responses={201: ExportSerializer})
     @action(detail=True, methods=["post"])

@@ -19,7 +19,7 @@ import datetime as dt
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -61,16 +61,20 @@ def write_tsv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Pat
     return Path(path)
 
 
-def write_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
-    """``qid,query,label`` with a header, quoted by the csv module where needed (commas, quotes, newlines).
+def write_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike, extra: Sequence[str] = ()) -> Path:
+    """``qid,query,label`` (then the ``extra`` columns) with a header, quoted by the csv module where needed.
 
     Unlike the published reference file, queries containing commas are quoted,
-    so any CSV reader splits the fields correctly.
+    so any CSV reader splits the fields correctly. Extra columns (e.g. ``adjudicated``,
+    ``ds_posterior``) are written as ``true``/``false``, numbers, or empty for None.
     """
 
     def write(handle: IO[str]) -> None:
+        header = ["qid", "query", "label", *extra]
         write_csv_rows(
-            handle, ["qid", "query", "label"], ([str(r["qid"]), str(r["query"]), _label(r["label"])] for r in rows)
+            handle,
+            header,
+            ([str(r["qid"]), str(r["query"]), _label(r["label"]), *(r.get(column) for column in extra)] for r in rows),
         )
 
     return atomic_write(path, write, newline="")

@@ -206,3 +206,15 @@ class ExportForm(forms.Form):
     as_query_set = forms.SlugField(
         required=False, label="Also register as query set", help_text="e.g. to measure the runs' bias on it"
     )
+
+
+class AdjudicateForm(forms.Form):
+    """A researcher's ruling on a disputed query: the label and why."""
+
+    label = forms.ChoiceField(choices=LABEL_CHOICES, widget=forms.RadioSelect, label="Label")
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        max_length=2000,
+        label="Reason",
+        help_text="Recorded with your name and the time; shown to whoever reads the export.",
+    )

@@ -98,6 +98,10 @@ class Batch(models.Model):
     gold_pass_fraction = models.FloatField(
         default=1.0, help_text="Share of a HIT's gold questions a worker must get right."
     )
+    gold_feedback = models.BooleanField(
+        default=True,
+        help_text="Tell a worker who fails the gold questions which ones and their right answers.",
+    )
     title = models.CharField(max_length=200, default="Is this search query about a gender?")
     description = models.CharField(
         max_length=500,
@@ -348,3 +352,23 @@ class Export(models.Model):
 
     def __str__(self) -> str:
         return f"{self.batch.name}: {self.category} → {self.path}"
+
+
+class Adjudication(models.Model):
+    """A researcher's ruling on one query of a batch: it replaces the crowd's vote in exports.
+
+    One per query (a second ruling updates the first, keeping who and when of the latest),
+    so the label used is never ambiguous. Exports mark adjudicated labels as such.
+    """
+
+    batch_query = models.OneToOneField(BatchQuery, on_delete=models.CASCADE, related_name="adjudication")
+    label = models.CharField(max_length=1, choices=LABEL_CHOICES)
+    reason = models.TextField(help_text="Why the researcher settled on this label.")
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    decided_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["batch_query"]
+
+    def __str__(self) -> str:
+        return f"{self.batch_query.qid}: {self.label} (adjudicated)"

@@ -6,6 +6,7 @@ Workers appear by pseudonym only; a serializer never reaches ``WorkerIdentity``.
 from django.urls import reverse
 from rest_framework import serializers
 
+from .labels import CATEGORY_SLUGS, LABELS
 from .models import Assignment, Batch, Export, Hit, Judgment
 
 
@@ -30,6 +31,7 @@ class BatchSerializer(serializers.ModelSerializer):
             "auto_approval_delay",
             "qualifications",
             "gold_per_hit",
+            "gold_feedback",
             "hit_type_id",
             "cost",
             "created",
@@ -142,6 +144,20 @@ class ExportRequestSerializer(serializers.Serializer):
     as_query_set = serializers.SlugField(required=False, allow_blank=True)
 
 
+class AdjudicateRequestSerializer(serializers.Serializer):
+    qid = serializers.CharField(max_length=100)
+    label = serializers.ChoiceField(choices=[*LABELS, *CATEGORY_SLUGS])
+    reason = serializers.CharField(max_length=2000)
+
+
+class AdjudicationSerializer(serializers.Serializer):
+    qid = serializers.CharField(source="batch_query.qid")
+    label = serializers.CharField()
+    reason = serializers.CharField()
+    decided_by = serializers.CharField(source="decided_by.username")
+    decided_at = serializers.DateTimeField()
+
+
 class AgreementSerializer(serializers.Serializer):
     """The agreement report (see ``annotation.agreement.agreement_report``), documented for the schema."""
 
@@ -165,3 +181,19 @@ class AgreementSerializer(serializers.Serializer):
 class JobStartedSerializer(serializers.Serializer):
     job = serializers.IntegerField()
     url = serializers.CharField()
+
+
+class WorkerQualitySerializer(serializers.Serializer):
+    """One worker's quality in a batch (see ``annotation.services.quality``)."""
+
+    worker = serializers.CharField(help_text="pseudonym")
+    blocked = serializers.BooleanField()
+    assignments = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    gold_correct = serializers.IntegerField()
+    gold_total = serializers.IntegerField()
+    gold_accuracy = serializers.FloatField(allow_null=True)
+    agreement = serializers.FloatField(allow_null=True, help_text="share agreeing with the majority")
+    compared = serializers.IntegerField()
+    ds_accuracy = serializers.FloatField(allow_null=True)
+    seconds_per_query = serializers.FloatField(allow_null=True)

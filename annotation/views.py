@@ -22,7 +22,7 @@ from core.uploads import staged_uploads
 
 from . import services
 from .downloads import export_file_response
-from .forms import BatchForm, EscalateForm, ExportForm, HitAnswerForm
+from .forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm, HitAnswerForm
 from .models import Assignment, Batch, Export, Hit
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from .services.results import query_results
@@ -91,7 +91,17 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "exports": batch.exports.select_related("query_set"),
             "export_form": ExportForm(),
             "escalations": batch.escalations.select_related("hit"),
+            "failed_gold": _failed_gold(batch),
         },
+    )
+
+
+def _failed_gold(batch: Batch):
+    """Work that failed the gold questions, with the reason the worker was given."""
+    return (
+        Assignment.objects.filter(hit__batch=batch, gold_passed=False)
+        .select_related("hit", "worker")
+        .order_by("hit__position", "pk")
     )
 
 
@@ -103,6 +113,7 @@ def batch_live(request: HttpRequest, name: str) -> HttpResponse:
         "batch": batch,
         "progress": services.batch_progress(batch),
         "agreement": services.agreement(batch, bootstrap=0),
+        "failed_gold": _failed_gold(batch),
     }
     return render(request, "annotation/_batch_live.html", context)
 
@@ -232,23 +243,40 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "confusion": confusion,
             "label_names": [LABEL_NAMES[label] for label in LABELS],
             "set_aside": set_aside,
+            "worker_quality": services.worker_quality(batch),
         },
     )
 
 
 @researcher_required
 def batch_query(request: HttpRequest, name: str, qid: str) -> HttpResponse:
-    """Every pseudonymous vote on one query, with what majority vote and Dawid-Skene made of them."""
+    """Every pseudonymous vote on one query, what majority vote and Dawid-Skene made of them,
+    and the form a researcher settles it with (POST: adjudicate, then back here)."""
     batch = get_object_or_404(Batch, name=name)
     result = next((r for r in query_results(batch) if r["qid"] == qid), None)
     if result is None:
         raise Http404("no such query in this batch")
+    initial = (
+        {"label": result["adjudication"]["label"], "reason": result["adjudication"]["reason"]}
+        if (result["adjudication"])
+        else None
+    )
+    form = AdjudicateForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.adjudicate(batch, qid, form.cleaned_data["label"], form.cleaned_data["reason"], request.user)
+        except ServiceError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Query {qid} adjudicated as {LABEL_NAMES[form.cleaned_data['label']]}.")
+            return redirect("annotation:batch-query", name=batch.name, qid=qid)
     for vote in result["votes"]:
         vote["name"] = LABEL_NAMES[vote["label"]]
     return render(
         request,
         "annotation/batch_query.html",
-        {"batch": batch, "result": result, "label_names": LABEL_NAMES},
+        {"batch": batch, "result": result, "label_names": LABEL_NAMES, "form": form},
+        status=400 if form.is_bound and not form.is_valid() else 200,
     )
 
 
@@ -288,10 +316,16 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                services.submit_local_assignment(assignment, form.cleaned_data)
+                check = services.submit_local_assignment(assignment, form.cleaned_data)
             except ServiceError as exc:
                 messages.error(request, str(exc))
             else:
+                if check.gold_passed is False:
+                    # Shown on the annotator's home page (the HIT page is self-contained and shows
+                    # no messages), from where "Start annotating" continues with the next HIT.
+                    assignment.refresh_from_db(fields=["feedback"])
+                    messages.warning(request, f"This HIT will not count: {assignment.feedback}")
+                    return redirect("annotation:batch-list")
                 count = services.answered_count(request.user)
                 messages.success(
                     request,

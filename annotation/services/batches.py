@@ -52,6 +52,7 @@ class BatchSettings:
     qualifications: dict = field(default_factory=dict)
     gold_per_hit: int = 0
     gold_pass_fraction: float = 1.0
+    gold_feedback: bool = True
     seed: int = 0
     #: Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.
     provider_options: dict = field(default_factory=dict)
@@ -205,6 +206,7 @@ def create_batch(
         gold_per_hit=settings.gold_per_hit,
         gold_pass_fraction=settings.gold_pass_fraction,
         provider_options=settings.provider_options,
+        gold_feedback=settings.gold_feedback,
     )
     batch_queries = BatchQuery.objects.bulk_create(
         [BatchQuery(batch=batch, query=q, qid=q.qid, text=q.text, position=i) for i, q in enumerate(queries)],

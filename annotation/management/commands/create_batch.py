@@ -40,6 +40,12 @@ class Command(ProjectCommand):
         )
         parser.add_argument("--gold", metavar="FILE", help="gold questions: qid<TAB>query<TAB>label (n/f/m/o)")
         parser.add_argument("--gold-per-hit", type=int, default=0, help="gold questions mixed into each HIT")
+        parser.add_argument(
+            "--no-gold-feedback",
+            dest="gold_feedback",
+            action="store_false",
+            help="do not tell workers which gold questions they got wrong (only how many)",
+        )
         parser.add_argument("--seed", type=int, default=0, help="seed of the query shuffle (default 0)")
         prolific = parser.add_argument_group("Prolific (with --provider prolific)")
         prolific.add_argument(
@@ -85,6 +91,7 @@ class Command(ProjectCommand):
             auto_approval_delay=o["auto_approve"],
             qualifications=qualifications(o["qualification"]),
             gold_per_hit=o["gold_per_hit"] if o["gold"] else 0,
+            gold_feedback=o["gold_feedback"],
             seed=o["seed"],
             provider_options=prolific_options(o),
         )

@@ -7,8 +7,9 @@ from ._common import command_errors, get_batch
 
 class Command(ProjectCommand):
     help = (
-        "Write a batch's queries of one category (majority vote; disputed queries are never written as "
-        "labelled) with a dataset card beside the file. tsv: qid<TAB>query; csv: qid,query,label; "
+        "Write a batch's queries of one category (majority vote, or a researcher's adjudication; disputed "
+        "queries are otherwise never written as labelled) with a dataset card beside the file. tsv: qid<TAB>query; "
+        "csv: qid,query,label,adjudicated,ds_posterior; "
         "jsonl: adds pseudonymous votes, method and agreement. --as also registers them as a query set."
     )
 
