@@ -2,17 +2,19 @@
 
 Upload a collection, queries and two runs; pool them; create a batch from the pool with
 its live cost estimate; publish it to in-house annotators; annotators log in (on a
-phone-sized screen) and answer; review agreement; download the export; build a report
+phone-sized screen) and answer; review agreement; settle the disputed query; download the
+export; build a report
 from the exported query set. Every researcher page is checked at 390 px wide (no sideways
 scroll), and screenshots of the main steps go to ``docs/screenshots/`` (shown in README).
 
 The path is a list of steps sharing one :class:`Path` state, so a step can be inserted
-(e.g. settling a disputed query once adjudication exists: after ``review_agreement``).
+where it belongs.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path as FilePath
@@ -41,7 +43,7 @@ RUNS = {
     "bert": {"1": ["d3", "d1"], "2": ["d2"], "3": ["d4", "d3"]},
 }
 #: What the annotators answer per query: they disagree on "who is she", which is then
-#: disputed (set aside; a step settling it belongs after ``review_agreement``).
+#: disputed (set aside) until the researcher settles it (``settle_disputed_query``).
 ANSWERS = {
     "alice": {"who is she": "Female", "what is a synapse": "Non-gendered", "who is he": "Male"},
     "bob": {"who is she": "Other or multiple genders", "what is a synapse": "Non-gendered", "who is he": "Male"},
@@ -210,6 +212,21 @@ def review_agreement(path: Path) -> None:
     path.shot("5-agreement")
 
 
+def settle_disputed_query(path: Path) -> None:
+    """The researcher opens the disputed query, reads its votes and settles it with a reason."""
+    page = path.page
+    page.get_by_role("link", name="1", exact=True).first.click()
+    path.researcher_pages.append(page.url)
+    assert page.locator("#majority").inner_text() == "disputed"
+    page.get_by_role("radio", name="Female", exact=True).check()
+    page.get_by_label("Reason").fill("asks about a woman")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Adjudicate").click()
+    assert "Query 1 adjudicated as Female." in page.locator(".messages").inner_text()
+    assert "asks about a woman" in page.locator("#adjudication").inner_text()
+    path.shot("5b-adjudication")
+
+
 def download_export(path: Path) -> None:
     page = path.page
     path.visit("/annotation/batches/sigir-local/")
@@ -223,7 +240,15 @@ def download_export(path: Path) -> None:
     page.goto("/annotation/batches/sigir-local/")
     with page.expect_download() as card:
         page.get_by_role("link", name="dataset card").click()
-    assert "Non-gendered" in card.value.path().read_text(encoding="utf-8")
+    card_text = card.value.path().read_text(encoding="utf-8")
+    assert "Non-gendered" in card_text
+    with page.expect_download() as female:  # the settled query is exported with its ruling
+        page.get_by_label("Category").select_option("female")
+        page.get_by_label("Format").select_option("jsonl")
+        page.get_by_label("Also register as query set").fill("")
+        page.get_by_role("button", name="Export and download").click()
+    rows = [json.loads(line) for line in female.value.path().read_text(encoding="utf-8").splitlines()]
+    assert [(r["qid"], r["label"], r["adjudicated"]) for r in rows] == [("1", "f", True)]
 
 
 def build_report(path: Path) -> None:
@@ -241,7 +266,7 @@ def build_report(path: Path) -> None:
     path.shot("6-report")
 
 
-#: The path in order; insert a step where it belongs (e.g. adjudication after review_agreement).
+#: The path in order; insert a step where it belongs.
 STEPS: list[Callable[[Path], None]] = [
     upload_inputs,
     build_pool,
@@ -249,6 +274,7 @@ STEPS: list[Callable[[Path], None]] = [
     publish,
     annotators_answer,
     review_agreement,
+    settle_disputed_query,
     download_export,
     build_report,
 ]
