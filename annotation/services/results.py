@@ -134,6 +134,7 @@ def query_results(batch: Batch) -> list[dict[str, Any]]:
                 "adjudication": (
                     {
                         "label": ruling.label,
+                        "label_name": LABEL_NAMES[ruling.label],
                         "reason": ruling.reason,
                         "by": ruling.decided_by.get_username(),
                         "at": ruling.decided_at.isoformat(),
