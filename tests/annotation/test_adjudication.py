@@ -82,7 +82,9 @@ def test_query_page_adjudicates_and_shows_the_ruling(disputed, researcher, annot
     response = client.post("/annotation/batches/b1/queries/104/", {"label": "o", "reason": "both genders"})
     assert response.status_code == 302
     page = client.get("/annotation/batches/b1/queries/104/").content.decode()
-    assert "Adjudicated as <strong>Other or multiple genders</strong> (o) by researcher" in page and "both genders" in page
+    assert (
+        "Adjudicated as <strong>Other or multiple genders</strong> (o) by researcher" in page and "both genders" in page
+    )
 
 
 def test_api_adjudicate_action(disputed, researcher, annotators, client):

@@ -33,7 +33,9 @@ def test_researcher_adjudicates_a_disputed_query_and_the_export_marks_it(
 
     assert "Query 104 adjudicated as Other or multiple genders." in page.locator(".messages").inner_text()
     ruling = page.locator("#adjudication").inner_text()
-    assert "Adjudicated as Other or multiple genders (o) by researcher" in ruling and "compares boys and girls" in ruling
+    assert (
+        "Adjudicated as Other or multiple genders (o) by researcher" in ruling and "compares boys and girls" in ruling
+    )
     assert Adjudication.objects.get().decided_by == researcher
 
     services.export_queries(local_batch, "all", tmp_path / "all.jsonl", "jsonl")
