@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from .readers import iter_blocks, parse_passages
-from .tokenize import TOKENIZERS
+from .tokenize import TOKENIZERS, non_word_character, word_character
 from .wordlists import WordList
 
 MAGNITUDES = ("tc", "tf", "bool")
@@ -41,8 +41,9 @@ def count_expressions(wordlist: WordList, tokenizer: str) -> list[pl.Expr]:
 
     ``whitespace``: every single space is doubled and the text padded with spaces, so each
     token sits between its own two spaces and `` word `` matches exactly the tokens equal
-    to ``word`` (the Rust regex engine has no look-around). ``words``: ``\\b`` is Unicode
-    aware, like Python's ``\\w``.
+    to ``word`` (the Rust regex engine has no look-around). ``words``: the same trick, with
+    every run of non-word characters (:func:`pooling.tokenize.non_word_character`, the one
+    definition both engines use) replaced by two spaces.
     """
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
@@ -57,13 +58,14 @@ def count_expressions(wordlist: WordList, tokenizer: str) -> list[pl.Expr]:
 
         length = (text.str.count_matches(" ", literal=True) + 1).cast(pl.Int64)
     else:
+        separated = pl.lit(" ") + text.str.replace_all(non_word_character() + "+", "  ") + pl.lit(" ")
 
         def count(words: frozenset[str]) -> pl.Expr:
             if not words:
                 return pl.lit(0, dtype=pl.Int64)
-            return text.str.count_matches(rf"\b(?:{_alternation(words)})\b").cast(pl.Int64)
+            return separated.str.count_matches(f" (?:{_alternation(words)}) ").cast(pl.Int64)
 
-        length = text.str.count_matches(r"\w+").cast(pl.Int64)
+        length = text.str.count_matches(word_character() + "+").cast(pl.Int64)
     return [count(wordlist.female).alias("f"), count(wordlist.male).alias("m"), length.alias("length")]
 
 
