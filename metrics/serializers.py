@@ -35,6 +35,7 @@ class ReportSerializer(ReportListSerializer):
             "wordlist",
             "representative_wordlist",
             "threshold",
+            "nfairr_normaliser",
             "bootstrap_samples",
             "seed",
             "software_version",

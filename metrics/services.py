@@ -44,6 +44,7 @@ from .models import COLLECTION_BACKGROUND, Report, Result
 
 CSV_HEADER = ["run", "metric", "variant", "cutoff", "value", "queries"]
 PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
+PER_QUERY_CSV_COLUMNS = [*PER_QUERY_COLUMNS, "mean", "ci_low", "ci_high", "p_value"]
 DEFAULT_CUTOFFS = (5, 10, 20, 30)
 REPRESENTATIVE_WORDLIST = Path(__file__).resolve().parent / "data" / "wordlist_gender_representative.txt"
 
@@ -77,6 +78,7 @@ class ReportSettings:
     threshold: float = core.DEFAULT_THRESHOLD
     bootstrap_samples: int = significance.DEFAULT_SAMPLES
     seed: int = significance.DEFAULT_SEED
+    nfairr_normaliser: str = core.DEFAULT_NORMALISER
 
     def validate(self) -> None:
         try:
@@ -89,6 +91,10 @@ class ReportSettings:
             raise ServiceError("the NFaiRR threshold must not be negative")
         if self.bootstrap_samples < 1:
             raise ServiceError("bootstrap samples must be at least 1")
+        if self.nfairr_normaliser not in core.NORMALISERS:
+            raise ServiceError(
+                f"unknown NFaiRR normaliser {self.nfairr_normaliser!r}; choose one of {', '.join(core.NORMALISERS)}"
+            )
 
 
 @dataclass
@@ -172,6 +178,8 @@ def compute_report(
             threshold=report_settings.threshold,
             background=background_frame,
             background_name=background.name if background else COLLECTION_BACKGROUND,
+            comparison=list(frames.values()),
+            normaliser=report_settings.nfairr_normaliser,
         )
         values.insert(0, "run", name)
         parts.append(values)
@@ -244,6 +252,7 @@ def build_report(
                 cutoffs=core.validate_cutoffs(report_settings.cutoffs),
                 threshold=report_settings.threshold,
                 background_run=background,
+                nfairr_normaliser=report_settings.nfairr_normaliser,
                 baseline=baseline,
                 bootstrap_samples=report_settings.bootstrap_samples,
                 seed=report_settings.seed,
@@ -339,9 +348,19 @@ def results_csv(summary: pd.DataFrame) -> str:
     return out.getvalue()
 
 
-def per_query_csv(per_query: pd.DataFrame) -> str:
+def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame) -> str:
+    """Per-query values with the figures the report shows for the run beside each:
+    ``run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value`` (the run's mean over its
+    queries, its bootstrap 95% CI and its Bonferroni-corrected p against the baseline; empty
+    where undefined), so the file alone is enough to redraw the report's table."""
+    shown = summary[["run", "metric", "variant", "cutoff", "value", "ci_low", "ci_high", "p_value"]].rename(
+        columns={"value": "mean"}
+    )
+    shown = shown.astype({"cutoff": "int64"})
+    frame = per_query[PER_QUERY_COLUMNS].astype({"cutoff": "int64"})
+    frame = frame.merge(shown, on=["run", "metric", "variant", "cutoff"], how="left")
     out = io.StringIO()
-    per_query[PER_QUERY_COLUMNS].to_csv(out, index=False, lineterminator="\n")
+    frame[PER_QUERY_CSV_COLUMNS].to_csv(out, index=False, lineterminator="\n")
     return out.getvalue()
 
 

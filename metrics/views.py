@@ -50,7 +50,7 @@ def report_csv(request: HttpRequest, name: str) -> HttpResponse:
 def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
     report = get_object_or_404(Report, name=name)
     try:
-        body = services.per_query_csv(services.report_per_query(report))
+        body = services.per_query_csv(services.report_per_query(report), services.report_summary(report))
     except ServiceError as exc:
         raise Http404(str(exc)) from None
     response = HttpResponse(body, content_type="text/csv; charset=utf-8")

@@ -53,7 +53,7 @@ def test_downloads(user_client, report):
     assert csv_response.content.decode().splitlines()[0] == "run,metric,variant,cutoff,value,queries"
     assert "attachment" in csv_response["Content-Disposition"]
     per_query = user_client.get(reverse("metrics:report-per-query", args=["rep"])).content.decode()
-    assert per_query.startswith("run,qid,metric,variant,cutoff,value")
+    assert per_query.startswith("run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value")
     for kind in ("cutoffs", "distribution"):
         png = user_client.get(reverse("metrics:report-plot", args=["rep", kind]))
         assert png["Content-Type"] == "image/png" and png.content[:4] == b"\x89PNG"

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics import plots, services
-from metrics.core import COLLECTION_BACKGROUND
+from metrics.core import COLLECTION_BACKGROUND, DEFAULT_NORMALISER, NORMALISERS
 from pooling.files import atomic_path, atomic_write, check_writable
 from pooling.management.errors import command_errors
 from pooling.models import QuerySet, Run
@@ -43,6 +43,14 @@ class Command(BaseCommand):
             default=COLLECTION_BACKGROUND,
             help="NFaiRR's ideal ranking: 'collection' (default) or the name of a background run",
         )
+        parser.add_argument(
+            "--nfairr-normaliser",
+            choices=NORMALISERS,
+            default=DEFAULT_NORMALISER,
+            help="with --background RUN: 'comparison' (default; the background plus every run given, "
+            "one denominator for all, monotone and <= 1) or 'exact' (the background alone, the "
+            "original definition; values above 1 are reported as such)",
+        )
         parser.add_argument("--baseline", help="run to test the others against (paired t-test, Bonferroni)")
         parser.add_argument(
             "--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)"
@@ -50,7 +58,10 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
         parser.add_argument("--name", help="name of the stored report (default: derived from the query set and runs)")
         parser.add_argument("--out", help="write the results as CSV: run,metric,variant,cutoff,value,queries")
-        parser.add_argument("--per-query", help="write per-query values as CSV: run,qid,metric,variant,cutoff,value")
+        parser.add_argument(
+            "--per-query",
+            help="write per-query values as CSV: run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value",
+        )
         parser.add_argument("--plot", help="write a PNG of every metric against the cutoff")
 
     def handle(self, **o):
@@ -74,7 +85,7 @@ class Command(BaseCommand):
                     check_writable(o[option])
             cutoffs = services.parse_cutoffs(o["cutoffs"])
             report_settings = services.ReportSettings(
-                cutoffs, o["tokenizer"], o["threshold"], o["bootstrap"], o["seed"]
+                cutoffs, o["tokenizer"], o["threshold"], o["bootstrap"], o["seed"], o["nfairr_normaliser"]
             )
             report_settings.validate()
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
@@ -92,6 +103,7 @@ class Command(BaseCommand):
                 bar=o["verbosity"] > 0,
             )
         summary = services.report_summary(report)
+        self.stdout.write(f"NFaiRR normalised {report.nfairr_normalisation}.\n")
         self.stdout.write(services.terminal_table(summary))
         if report.baseline_id:
             self.stdout.write(f"\n* p < 0.05 against {report.baseline.name} (paired t-test, Bonferroni-corrected)")
@@ -101,7 +113,7 @@ class Command(BaseCommand):
                 atomic_write(o["out"], lambda f: f.write(services.results_csv(summary)), newline="")
                 self.stdout.write(f"Wrote results to {o['out']}")
             if o["per_query"]:
-                per_query = services.per_query_csv(services.report_per_query(report))
+                per_query = services.per_query_csv(services.report_per_query(report), summary)
                 atomic_write(o["per_query"], lambda f: f.write(per_query), newline="")
                 self.stdout.write(f"Wrote per-query values to {o['per_query']}")
             if o["plot"]:
