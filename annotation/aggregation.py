@@ -289,15 +289,16 @@ def wawa(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFram
     """Worker Agreement With Aggregate (Wawa; crowd-kit's ``Wawa``), one row per item.
 
     1. Majority vote (:func:`majority_vote`); 2. a worker's *skill* is the share of their
-    labels on undisputed items that equal the majority label (a worker with no such label
-    gets the mean skill of the others); 3. each item's label is the label with the largest
+    labels on undisputed items with at least two votes that equal the majority label (a
+    worker with no such label gets the mean skill of the others); 3. each item's label is the label with the largest
     sum of its voters' skills. Columns: ``label`` (``None`` when the top weights tie to 12
     decimals, ``disputed`` True), ``confidence`` (the winning label's share of the item's
     total weight) and ``disputed``.
     """
     frame = validate_judgments(judgments, labels)
     majority = majority_vote(frame, labels)
-    reference = majority.loc[~majority["disputed"].astype(bool), "label"]
+    # A single vote is its own majority: only items with two or more votes measure a skill.
+    reference = majority.loc[~majority["disputed"].astype(bool) & (majority["votes"] >= 2), "label"]
     truth = frame["item"].map(reference)
     compared = truth.notna()
     agreed = pd.Series(np.where(compared, frame["label"] == truth, np.nan), index=frame.index)

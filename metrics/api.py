@@ -2,6 +2,11 @@
 
 from django.db.models import Prefetch
 from rest_framework import permissions, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from pooling.services import ServiceError
 
 from .models import Report, Result
 from .serializers import ReportListSerializer, ReportSerializer
@@ -24,3 +29,49 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self):
         return ReportSerializer if self.action == "retrieve" else ReportListSerializer
+
+
+class LabelSensitivityView(APIView):
+    """Label sensitivity of a batch (``?batch=&runs=a,b&cutoffs=5,10,20&threshold=0.9&background=&bootstrap=``).
+
+    Computed on request, not stored: ``rows`` (aggregation, disputed, run, metric, variant,
+    cutoff, value, ci_low, ci_high, n_queries), ``rankings`` (Kendall's tau against
+    majority/drop and the swapped pairs), ``set_sizes`` (non-gendered queries per
+    aggregation/policy). Bad parameters: 400 with ``detail``; an unknown batch: 404.
+    """
+
+    permission_classes = [permissions.IsAdminUser]
+
+    def get(self, request: Request) -> Response:
+        import math
+
+        from .forms import LabelSensitivityForm
+        from .views import run_label_sensitivity
+
+        form = LabelSensitivityForm(request.query_params)
+        if not form.is_valid():
+            detail = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
+            return Response({"detail": detail, "errors": form.errors}, status=400)
+        try:
+            result = run_label_sensitivity(form.cleaned_data)
+        except ServiceError as exc:
+            return Response({"detail": str(exc)}, status=400)
+
+        def plain(records):
+            return [
+                {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+                for row in records
+            ]
+
+        return Response(
+            {
+                "batch": result.batch,
+                "runs": result.runs,
+                "cutoffs": result.cutoffs,
+                "threshold": result.threshold,
+                "nfairr_normalisation": result.nfairr_normalisation,
+                "set_sizes": {f"{a}/{d}": n for (a, d), n in result.set_sizes.items()},
+                "rows": plain(result.table.to_dict("records")),
+                "rankings": plain(result.rankings.to_dict("records")),
+            }
+        )

@@ -33,3 +33,46 @@ class ReportForm(forms.Form):
         if Report.objects.filter(name=name).exists():
             raise forms.ValidationError("a report with this name exists")
         return name
+
+
+class LabelSensitivityForm(forms.Form):
+    """What the label-sensitivity page and API take (as GET parameters: the result is computed, not stored)."""
+
+    batch = forms.SlugField(max_length=100, help_text="Name of the annotation batch.")
+    runs = forms.CharField(help_text="Comma-separated run names.")
+    cutoffs = forms.CharField(initial="5,10,20", required=False, help_text="Comma-separated rank cutoffs.")
+    threshold = forms.FloatField(
+        initial=0.9, required=False, min_value=0, max_value=1, help_text="'confident': least label confidence."
+    )
+    background = forms.ModelChoiceField(
+        Run.objects.all(), to_field_name="name", required=False, empty_label="the collection", label="NFaiRR background"
+    )
+    bootstrap = forms.IntegerField(initial=1000, required=False, min_value=1, max_value=2000)
+    plot_cutoff = forms.IntegerField(required=False, min_value=1)
+
+    def clean_cutoffs(self):
+        try:
+            return parse_cutoffs(self.cleaned_data["cutoffs"] or "5,10,20")
+        except ServiceError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_runs(self):
+        names = list(dict.fromkeys(n.strip() for n in self.cleaned_data["runs"].split(",") if n.strip()))
+        runs = {run.name: run for run in Run.objects.filter(name__in=names)}
+        unknown = [n for n in names if n not in runs]
+        if unknown:
+            raise forms.ValidationError(f"unknown run(s): {', '.join(unknown)}")
+        if not names:
+            raise forms.ValidationError("give at least one run")
+        return [runs[n] for n in names]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("threshold") is None:
+            data["threshold"] = 0.9
+        if not data.get("bootstrap"):
+            data["bootstrap"] = 1000
+        cutoffs = data.get("cutoffs")
+        if cutoffs and data.get("plot_cutoff") not in (None, *cutoffs):
+            self.add_error("plot_cutoff", "the plot cutoff must be one of the cutoffs")
+        return data

@@ -39,7 +39,7 @@ from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import WordList as Words
 from pooling.wordlists import default_wordlist, load_wordlist
 
-from . import core, significance
+from . import core, sensitivity, significance
 from .models import COLLECTION_BACKGROUND, Report, Result
 
 CSV_HEADER = ["run", "metric", "variant", "cutoff", "value", "queries"]
@@ -140,6 +140,45 @@ def compute_report(
         raise ServiceError("give at least one run")
     if baseline is not None and baseline not in runs:
         runs.append(baseline)
+    qids = list(query_set.queries.values_list("qid", flat=True))
+    per_query = per_query_values(
+        qids,
+        runs,
+        report_settings,
+        wordlist=wordlist,
+        representative=representative,
+        background=background,
+        job=job,
+        bar=bar,
+        source=repr(query_set.name),
+    )
+    summary = significance.summarise(
+        per_query,
+        baseline=baseline.name if baseline else None,
+        samples=report_settings.bootstrap_samples,
+        seed=report_settings.seed,
+    )
+    return Computed(per_query, order_summary(summary), runs)
+
+
+def per_query_values(
+    qids: Sequence[str],
+    runs: Sequence[Run],
+    report_settings: ReportSettings,
+    *,
+    wordlist: Words | None = None,
+    representative: Words | None = None,
+    background: Run | None = None,
+    job: Job | None = None,
+    bar: bool = True,
+    source: str = "the query set",
+) -> pd.DataFrame:
+    """Long frame ``run, qid, metric, variant, cutoff, value`` of every run over the ``qids`` it contains.
+
+    A query's values depend on the runs, the background and the settings, never on which
+    other queries are asked for, so any subset of this frame is what a report on that subset
+    would compute (label sensitivity relies on it).
+    """
     collections = {run.collection_id for run in runs} | ({background.collection_id} if background else set())
     if len(collections) != 1:
         raise ServiceError("all runs of a report (and its background run) must rank the same collection")
@@ -147,13 +186,13 @@ def compute_report(
     representative = representative or default_representative_wordlist()
     cutoffs = core.validate_cutoffs(report_settings.cutoffs)
     depth = max(cutoffs)
-    qids = pl.Series("qid", list(query_set.queries.values_list("qid", flat=True)), dtype=pl.String).to_frame()
+    qids = pl.Series("qid", list(qids), dtype=pl.String).to_frame()
 
     frames = {}
     for run in runs:
         frame = run_frame(run).filter(pl.col("rank") <= depth).join(qids, on="qid", how="semi")
         if not len(frame):
-            raise ServiceError(f"run {run.name!r} contains none of the queries of {query_set.name!r}")
+            raise ServiceError(f"run {run.name!r} contains none of the queries of {source}")
         frames[run.name] = frame
     background_frame = None
     if background is not None:
@@ -183,14 +222,7 @@ def compute_report(
         )
         values.insert(0, "run", name)
         parts.append(values)
-    per_query = pd.concat(parts, ignore_index=True)
-    summary = significance.summarise(
-        per_query,
-        baseline=baseline.name if baseline else None,
-        samples=report_settings.bootstrap_samples,
-        seed=report_settings.seed,
-    )
-    return Computed(per_query, order_summary(summary), runs)
+    return pd.concat(parts, ignore_index=True)
 
 
 def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
@@ -410,3 +442,163 @@ def default_report_name(query_set: QuerySet, run_names: Sequence[str]) -> str:
         i += 1
         name = f"{base}-{i}"
     return name
+
+
+# --- label sensitivity ---------------------------------------------------------------------
+
+
+@dataclass
+class LabelSensitivity:
+    """What :func:`label_sensitivity` found: the table, the ranking changes, and the set sizes."""
+
+    batch: str
+    runs: list[str]
+    cutoffs: list[int]
+    threshold: float
+    table: pd.DataFrame
+    rankings: pd.DataFrame
+    set_sizes: dict[tuple[str, str], int]
+    nfairr_normalisation: str
+
+
+def label_sensitivity(
+    batch,
+    runs: Sequence[Run],
+    report_settings: ReportSettings = ReportSettings(),
+    *,
+    threshold: float = sensitivity.DEFAULT_THRESHOLD,
+    wordlist: Words | None = None,
+    representative: Words | None = None,
+    background: Run | None = None,
+    job: Job | None = None,
+    bar: bool = True,
+) -> LabelSensitivity:
+    """Bias of ``runs`` on the non-gendered set of ``batch`` under every aggregation × disputed policy.
+
+    Labels: majority vote with the export's rule (strict plurality of at least
+    ``min_votes`` votes), Dawid-Skene seeded with the batch's gold questions, Wawa;
+    adjudications through :func:`annotation.selectors.adjudicated_labels`. The per-query values
+    are computed once over every candidate query (:func:`per_query_values`), then each set is
+    summarised as a report would be, so majority/drop equals ``bias_report`` on the exported
+    non-gendered set with the same settings.
+    """
+    from annotation import selectors
+    from annotation.services.results import judgments_frame, min_votes
+
+    report_settings.validate()
+    if not 0 <= threshold <= 1:
+        raise ServiceError(f"the confidence threshold must be between 0 and 1, got {threshold}")
+    runs = list(runs)
+    if not runs:
+        raise ServiceError("give at least one run")
+    judgments = judgments_frame(batch)
+    if judgments.empty:
+        raise ServiceError(f"batch {batch.name!r} has no usable judgments yet")
+    labels = sensitivity.aggregated_labels(
+        judgments,
+        min_votes=min_votes(batch),
+        gold_judgments=selectors.gold_judgments(batch),
+        gold=selectors.gold_labels(batch),
+    )
+    sets = sensitivity.non_gendered_sets(labels, adjudicated=selectors.adjudicated_labels(batch), threshold=threshold)
+    candidates = sorted(set().union(*sets.values()))
+    if not candidates:
+        raise ServiceError(f"no query of batch {batch.name!r} is labelled non-gendered under any aggregation")
+    per_query = per_query_values(
+        candidates,
+        runs,
+        report_settings,
+        wordlist=wordlist,
+        representative=representative,
+        background=background,
+        job=job,
+        bar=bar,
+        source=f"the non-gendered queries of batch {batch.name!r}",
+    )
+    table = sensitivity.sensitivity_table(
+        per_query, sets, samples=report_settings.bootstrap_samples, seed=report_settings.seed
+    )
+    table = _order_sensitivity(table, [run.name for run in runs])
+    if background is None:
+        normalisation = "by the collection"
+    elif report_settings.nfairr_normaliser == "exact":
+        normalisation = f"by {background.name} alone (exact original definition)"
+    else:
+        normalisation = f"by {background.name} together with every run given"
+    return LabelSensitivity(
+        batch=batch.name,
+        runs=[run.name for run in runs],
+        cutoffs=core.validate_cutoffs(report_settings.cutoffs),
+        threshold=threshold,
+        table=table,
+        rankings=sensitivity.ranking_changes(table),
+        set_sizes={key: len(qids) for key, qids in sets.items()},
+        nfairr_normalisation=normalisation,
+    )
+
+
+def _order_sensitivity(table: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
+    if not len(table):
+        return table
+    order = table.assign(
+        _a=table["aggregation"].map(sensitivity.AGGREGATIONS.index),
+        _d=table["disputed"].map(sensitivity.DISPUTED_POLICIES.index),
+        _run=table["run"].map(runs.index),
+        _metric=table["metric"].map(core.METRICS.index),
+        _variant=table["variant"].map(lambda v: (-1, "") if v in ("tf", "rbdf") else (0, v)),
+    )
+    order = order.sort_values(["_a", "_d", "_run", "_metric", "_variant", "cutoff"], kind="stable")
+    return order.drop(columns=["_a", "_d", "_run", "_metric", "_variant"]).reset_index(drop=True)
+
+
+def sensitivity_csv(table: pd.DataFrame) -> str:
+    """CSV with the header of :data:`metrics.sensitivity.CSV_COLUMNS` (values in full precision)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(sensitivity.CSV_COLUMNS)
+    for row in table[sensitivity.CSV_COLUMNS].itertuples(index=False):
+        cells = []
+        for column, cell in zip(sensitivity.CSV_COLUMNS, row, strict=True):
+            if column in ("value", "ci_low", "ci_high"):
+                cells.append("" if cell is None or pd.isna(cell) else repr(float(cell)))
+            else:
+                cells.append(cell)
+        writer.writerow(cells)
+    return out.getvalue()
+
+
+def rankings_csv(rankings: pd.DataFrame) -> str:
+    """CSV of :func:`metrics.sensitivity.ranking_changes` (τ empty where undefined)."""
+    out = io.StringIO()
+    frame = rankings.copy()
+    frame["kendall_tau"] = [("" if pd.isna(t) else repr(float(t))) for t in frame["kendall_tau"]]
+    frame.to_csv(out, index=False, lineterminator="\n")
+    return out.getvalue()
+
+
+def rankings_text(result: LabelSensitivity) -> str:
+    """Plain-text summary: per configuration, metric and cutoff, τ against majority/drop and the swaps."""
+    lines = [
+        f"Label sensitivity of batch {result.batch!r}: runs {', '.join(result.runs)}; NFaiRR normalised "
+        f"{result.nfairr_normalisation}; confident = confidence >= {result.threshold}.",
+        "Non-gendered queries per aggregation / disputed policy:",
+    ]
+    for (aggregation, policy), size in result.set_sizes.items():
+        lines.append(f"  {aggregation:<12} {policy:<12} {size:>6}")
+    changed = result.rankings[
+        (result.rankings["swapped"] != "")
+        & ~(
+            (result.rankings["aggregation"] == sensitivity.BASELINE[0])
+            & (result.rankings["disputed"] == sensitivity.BASELINE[1])
+        )
+    ]
+    if changed.empty:
+        lines.append("The ranking of the runs is the same as with majority/drop for every metric and cutoff.")
+    else:
+        lines.append("Rankings that change against majority/drop (Kendall's tau; pairs that swap):")
+        for row in changed.itertuples(index=False):
+            tau = "–" if pd.isna(row.kendall_tau) else f"{row.kendall_tau:+.3f}"
+            lines.append(
+                f"  {row.aggregation}/{row.disputed} {row.metric}[{row.variant}]@{row.cutoff}: tau {tau}; {row.swapped}"
+            )
+    return "\n".join(lines)

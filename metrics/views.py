@@ -10,7 +10,7 @@ from pooling.permissions import researcher_required
 from pooling.services import ServiceError
 
 from . import plots, services
-from .forms import ReportForm
+from .forms import LabelSensitivityForm, ReportForm
 from .models import Report
 
 
@@ -99,3 +99,48 @@ def report_create(request: HttpRequest) -> HttpResponse:
         baseline=data["baseline"],
     )
     return redirect("pooling:job-detail", pk=job.pk)
+
+
+def run_label_sensitivity(data: dict) -> services.LabelSensitivity:
+    """Compute label sensitivity from a valid :class:`LabelSensitivityForm` (page and API share it)."""
+    from annotation.models import Batch
+
+    batch = get_object_or_404(Batch, name=data["batch"])
+    report_settings = services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"])
+    return services.label_sensitivity(
+        batch, data["runs"], report_settings, threshold=data["threshold"], background=data["background"], bar=False
+    )
+
+
+@researcher_required
+def label_sensitivity(request: HttpRequest) -> HttpResponse:
+    """How the aggregation and the handling of disputed queries move the runs' bias (computed on request)."""
+    import base64
+
+    form = LabelSensitivityForm(request.GET or None)
+    context: dict = {"form": form}
+    status = 200
+    if request.GET:
+        if form.is_valid():
+            try:
+                result = run_label_sensitivity(form.cleaned_data)
+            except ServiceError as exc:
+                form.add_error(None, str(exc))
+                status = 400
+            else:
+                cutoff = form.cleaned_data["plot_cutoff"] or max(result.cutoffs)
+                png = plots.sensitivity_figure(result.table, cutoff)
+                changed = result.rankings[result.rankings["swapped"] != ""]
+                context |= {
+                    "result": result,
+                    "rows": result.table.to_dict("records"),
+                    "changed": changed.to_dict("records"),
+                    "set_sizes": [
+                        {"aggregation": a, "disputed": d, "size": n} for (a, d), n in result.set_sizes.items()
+                    ],
+                    "plot_cutoff": cutoff,
+                    "plot": base64.b64encode(png).decode("ascii"),
+                }
+        else:
+            status = 400
+    return render(request, "metrics/label_sensitivity.html", context, status=status)
