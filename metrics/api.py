@@ -1,6 +1,7 @@
 """REST endpoints of the metrics app: reports with their results (read-only)."""
 
 from django.db.models import Prefetch
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -9,7 +10,7 @@ from rest_framework.views import APIView
 from pooling.services import ServiceError
 
 from .models import Report, Result
-from .serializers import ReportListSerializer, ReportSerializer
+from .serializers import LabelSensitivitySerializer, ReportListSerializer, ReportSerializer
 
 
 class ReportViewSet(viewsets.ReadOnlyModelViewSet):
@@ -42,6 +43,17 @@ class LabelSensitivityView(APIView):
 
     permission_classes = [permissions.IsAdminUser]
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("batch", str, required=True),
+            OpenApiParameter("runs", str, required=True, description="comma-separated run names"),
+            OpenApiParameter("cutoffs", str, description="comma-separated cutoffs (default 5,10,20)"),
+            OpenApiParameter("threshold", float, description="least confidence for 'confident' (default 0.9)"),
+            OpenApiParameter("background", str, description="NFaiRR background run (default: the collection)"),
+            OpenApiParameter("bootstrap", int, description="bootstrap resamples, at most 2000 (default 1000)"),
+        ],
+        responses=LabelSensitivitySerializer,
+    )
     def get(self, request: Request) -> Response:
         import math
 

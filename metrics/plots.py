@@ -118,8 +118,14 @@ def sensitivity_figure(table: pd.DataFrame, cutoff: int) -> bytes:
         if metric in ("RaB", "ARaB"):
             axes.axhline(0.0, color="0.6", linewidth=0.8)
         axes.set_title(f"{metric}@{cutoff} [{variant}]")
-        axes.set_xticks(range(len(configurations)), [f"{a}/{d}" for a, d in configurations])
-        axes.tick_params(axis="x", labelrotation=60, labelsize="x-small")
+        axes.set_xticks(
+            range(len(configurations)),
+            [f"{a}/{d}" for a, d in configurations],
+            rotation=60,
+            ha="right",
+            rotation_mode="anchor",
+            fontsize="x-small",
+        )
         axes.set_ylabel(_NOTES.get(metric, metric), fontsize="small")
     if panels:
         handles, labels = figure.axes[0].get_legend_handles_labels()
