@@ -18,7 +18,19 @@ class ReportForm(forms.Form):
     background = forms.ModelChoiceField(
         Run.objects.all(), to_field_name="name", required=False, empty_label="the collection", label="NFaiRR background"
     )
+    nfairr_normaliser = forms.ChoiceField(
+        choices=[
+            ("comparison", "background + every run of the report (monotone, ≤ 1)"),
+            ("exact", "background alone (original definition; may exceed 1)"),
+        ],
+        initial="comparison",
+        required=False,
+        label="NFaiRR normaliser (with a background run)",
+    )
     baseline = forms.ModelChoiceField(Run.objects.all(), to_field_name="name", required=False, empty_label="none")
+
+    def clean_nfairr_normaliser(self):
+        return self.cleaned_data["nfairr_normaliser"] or "comparison"
 
     def clean_cutoffs(self):
         try:

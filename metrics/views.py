@@ -94,7 +94,9 @@ def report_create(request: HttpRequest) -> HttpResponse:
         data["name"],
         data["queries"],
         list(data["runs"]),
-        services.ReportSettings(cutoffs=data["cutoffs"], tokenizer=data["tokenizer"]),
+        services.ReportSettings(
+            cutoffs=data["cutoffs"], tokenizer=data["tokenizer"], nfairr_normaliser=data["nfairr_normaliser"]
+        ),
         background=data["background"],
         baseline=data["baseline"],
     )

@@ -87,5 +87,13 @@ def test_staff_form_builds_a_report_through_the_task(
     assert job.status == Job.Status.DONE, job.message
     assert Report.objects.get(name="from-form").cutoffs == [1, 2]
     assert job.result["url"] == reverse("metrics:report-detail", args=["from-form"])
+    assert Report.objects.get(name="from-form").nfairr_normaliser == "comparison"
+    exact = {**data, "name": "exact-form", "background": "c", "nfairr_normaliser": "exact"}
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("metrics:report-create"), exact)
+    report = Report.objects.get(name="exact-form")
+    assert report.nfairr_normaliser == "exact"
+    assert report.results.filter(metric="NFaiRR", variant="c:exact").exists()
+    assert "by c alone" in client.get(reverse("metrics:report-detail", args=["exact-form"])).content.decode()
     bad = client.post(reverse("metrics:report-create"), {**data, "name": "x", "cutoffs": "a"})
     assert bad.status_code == 400 and "bad cutoff" in bad.content.decode()
