@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from pooling.services import ServiceError
 
+from . import services
 from .models import Report, Result
 from .serializers import LabelSensitivitySerializer, ReportListSerializer, ReportSerializer
 
@@ -55,8 +56,6 @@ class LabelSensitivityView(APIView):
         responses=LabelSensitivitySerializer,
     )
     def get(self, request: Request) -> Response:
-        import math
-
         from .forms import LabelSensitivityForm
         from .views import run_label_sensitivity
 
@@ -68,22 +67,4 @@ class LabelSensitivityView(APIView):
             result = run_label_sensitivity(form.cleaned_data)
         except ServiceError as exc:
             return Response({"detail": str(exc)}, status=400)
-
-        def plain(records):
-            return [
-                {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
-                for row in records
-            ]
-
-        return Response(
-            {
-                "batch": result.batch,
-                "runs": result.runs,
-                "cutoffs": result.cutoffs,
-                "threshold": result.threshold,
-                "nfairr_normalisation": result.nfairr_normalisation,
-                "set_sizes": {f"{a}/{d}": n for (a, d), n in result.set_sizes.items()},
-                "rows": plain(result.table.to_dict("records")),
-                "rankings": plain(result.rankings.to_dict("records")),
-            }
-        )
+        return Response(services.sensitivity_result(result))

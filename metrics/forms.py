@@ -48,7 +48,7 @@ class ReportForm(forms.Form):
 
 
 class LabelSensitivityForm(forms.Form):
-    """What the label-sensitivity page and API take (as GET parameters: the result is computed, not stored)."""
+    """What the label-sensitivity page (POST: starts a job) and API (GET parameters: computed on request) take."""
 
     batch = forms.SlugField(max_length=100, help_text="Name of the annotation batch.")
     runs = forms.CharField(help_text="Comma-separated run names.")
@@ -60,7 +60,6 @@ class LabelSensitivityForm(forms.Form):
         Run.objects.all(), to_field_name="name", required=False, empty_label="the collection", label="NFaiRR background"
     )
     bootstrap = forms.IntegerField(initial=1000, required=False, min_value=1, max_value=2000)
-    plot_cutoff = forms.IntegerField(required=False, min_value=1)
 
     def clean_cutoffs(self):
         try:
@@ -84,7 +83,4 @@ class LabelSensitivityForm(forms.Form):
             data["threshold"] = 0.9
         if not data.get("bootstrap"):
             data["bootstrap"] = 1000
-        cutoffs = data.get("cutoffs")
-        if cutoffs and data.get("plot_cutoff") not in (None, *cutoffs):
-            self.add_error("plot_cutoff", "the plot cutoff must be one of the cutoffs")
         return data

@@ -602,3 +602,51 @@ def rankings_text(result: LabelSensitivity) -> str:
                 f"  {row.aggregation}/{row.disputed} {row.metric}[{row.variant}]@{row.cutoff}: tau {tau}; {row.swapped}"
             )
     return "\n".join(lines)
+
+
+def sensitivity_result(result: LabelSensitivity) -> dict:
+    """JSON-safe form of a :class:`LabelSensitivity` (NaN as ``None``): what the API returns and
+    what a label-sensitivity job keeps as its result for the page."""
+    import math
+
+    def plain(records):
+        return [
+            {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+            for row in records
+        ]
+
+    return {
+        "batch": result.batch,
+        "runs": result.runs,
+        "cutoffs": result.cutoffs,
+        "threshold": result.threshold,
+        "nfairr_normalisation": result.nfairr_normalisation,
+        "set_sizes": {f"{a}/{d}": n for (a, d), n in result.set_sizes.items()},
+        "rows": plain(result.table.to_dict("records")),
+        "rankings": plain(result.rankings.to_dict("records")),
+    }
+
+
+def start_label_sensitivity(
+    batch,
+    runs: Sequence[Run],
+    report_settings: ReportSettings,
+    *,
+    threshold: float = sensitivity.DEFAULT_THRESHOLD,
+    background: Run | None = None,
+) -> Job:
+    """Compute label sensitivity as a Celery task once the caller's transaction commits; returns its Job
+    (whose result holds :func:`sensitivity_result` and the page's URL)."""
+    from .tasks import label_sensitivity_task
+
+    report_settings.validate()
+    job = create_job("label-sensitivity", f"Label sensitivity of {batch.name}")
+    label_sensitivity_task.delay_on_commit(
+        job.pk,
+        batch.pk,
+        [run.pk for run in runs],
+        asdict(report_settings),
+        threshold,
+        background.pk if background else None,
+    )
+    return job

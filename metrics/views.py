@@ -104,7 +104,7 @@ def report_create(request: HttpRequest) -> HttpResponse:
 
 
 def run_label_sensitivity(data: dict) -> services.LabelSensitivity:
-    """Compute label sensitivity from a valid :class:`LabelSensitivityForm` (page and API share it)."""
+    """Compute label sensitivity from a valid :class:`LabelSensitivityForm` (the API computes on request)."""
     from annotation.models import Batch
 
     batch = get_object_or_404(Batch, name=data["batch"])
@@ -116,33 +116,58 @@ def run_label_sensitivity(data: dict) -> services.LabelSensitivity:
 
 @researcher_required
 def label_sensitivity(request: HttpRequest) -> HttpResponse:
-    """How the aggregation and the handling of disputed queries move the runs' bias (computed on request)."""
+    """How the aggregation and the handling of disputed queries move the runs' bias.
+
+    POST starts the computation as a Celery task (inline without a broker) and follows its job;
+    ``?job=<id>`` shows a finished job's result with its plot (``&cutoff=`` picks the plot's cutoff).
+    """
     import base64
 
-    form = LabelSensitivityForm(request.GET or None)
-    context: dict = {"form": form}
-    status = 200
-    if request.GET:
+    import pandas as pd
+
+    from annotation.models import Batch
+    from pooling.models import Job
+
+    if request.method == "POST":
+        form = LabelSensitivityForm(request.POST)
         if form.is_valid():
-            try:
-                result = run_label_sensitivity(form.cleaned_data)
-            except ServiceError as exc:
-                form.add_error(None, str(exc))
-                status = 400
+            data = form.cleaned_data
+            batch = Batch.objects.filter(name=data["batch"]).first()
+            if batch is None:
+                form.add_error("batch", f"no batch named {data['batch']!r}")
             else:
-                cutoff = form.cleaned_data["plot_cutoff"] or max(result.cutoffs)
-                png = plots.sensitivity_figure(result.table, cutoff)
-                changed = result.rankings[result.rankings["swapped"] != ""]
-                context |= {
-                    "result": result,
-                    "rows": result.table.to_dict("records"),
-                    "changed": changed.to_dict("records"),
-                    "set_sizes": [
-                        {"aggregation": a, "disputed": d, "size": n} for (a, d), n in result.set_sizes.items()
-                    ],
-                    "plot_cutoff": cutoff,
-                    "plot": base64.b64encode(png).decode("ascii"),
-                }
-        else:
-            status = 400
-    return render(request, "metrics/label_sensitivity.html", context, status=status)
+                try:
+                    job = services.start_label_sensitivity(
+                        batch,
+                        data["runs"],
+                        services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"]),
+                        threshold=data["threshold"],
+                        background=data["background"],
+                    )
+                except ServiceError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    return redirect("pooling:job-detail", pk=job.pk)
+        return render(request, "metrics/label_sensitivity.html", {"form": form}, status=400)
+    context: dict = {"form": LabelSensitivityForm(initial=request.GET.dict() or None)}
+    if "job" in request.GET:
+        job = get_object_or_404(Job, pk=request.GET["job"], kind="label-sensitivity")
+        if job.status != Job.Status.DONE:
+            return redirect("pooling:job-detail", pk=job.pk)
+        result = job.result
+        table = pd.DataFrame(result["rows"]).astype({"value": float, "ci_low": float, "ci_high": float})
+        try:
+            cutoff = int(request.GET.get("cutoff", max(result["cutoffs"])))
+        except ValueError:
+            raise Http404("cutoff must be an integer") from None
+        if cutoff not in result["cutoffs"]:
+            raise Http404(f"the result has no cutoff {cutoff}")
+        context |= {
+            "job": job,
+            "result": result,
+            "changed": [r for r in result["rankings"] if r["swapped"]],
+            "set_sizes": [{"configuration": key, "size": size} for key, size in result["set_sizes"].items()],
+            "plot_cutoff": cutoff,
+            "plot": base64.b64encode(plots.sensitivity_figure(table, cutoff)).decode("ascii"),
+        }
+    return render(request, "metrics/label_sensitivity.html", context)

@@ -14,7 +14,7 @@ from django.urls import reverse
 from annotation import services as annotation_services
 from metrics import sensitivity, services
 from metrics.models import Result
-from pooling.models import QuerySet, Run
+from pooling.models import Job, QuerySet, Run
 
 
 def frame(rows):
@@ -166,20 +166,46 @@ def test_label_sensitivity_command_errors(batch, tmp_path):
 
 
 @pytest.mark.django_db
-def test_label_sensitivity_page_and_api(batch, client, django_user_model):
+def test_label_sensitivity_page_runs_a_job_and_shows_table_and_plot(
+    batch, client, django_user_model, django_capture_on_commit_callbacks
+):
     staff = django_user_model.objects.create_user("boss", password="pw-secret-123", is_staff=True)
     plain = django_user_model.objects.create_user("someone", password="pw-secret-123")
     url = reverse("metrics:label-sensitivity")
+    data = {"batch": "sens", "runs": "a,b", "cutoffs": "1,2", "bootstrap": "20", "threshold": "0.9"}
+    client.force_login(plain)
+    assert client.get(url).status_code in (302, 403)
+    assert client.post(url, data).status_code in (302, 403)
+    assert not Job.objects.exists()
+    client.force_login(staff)
+    assert client.get(url).status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, data)
+    job = Job.objects.get(kind="label-sensitivity")
+    assert response.status_code == 302 and response["Location"] == reverse("pooling:job-detail", args=[job.pk])
+    assert job.status == Job.Status.DONE, job.message
+    assert job.result["url"] == f"{url}?job={job.pk}"
+    assert job.result["set_sizes"]["majority/drop"] == 2
+    page = client.get(job.result["url"])
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert "data:image/png;base64," in body and "majority/drop" in body and "Kendall" in body
+    assert client.get(job.result["url"] + "&cutoff=1").status_code == 200
+    assert client.get(job.result["url"] + "&cutoff=7").status_code == 404
+    bad = client.post(url, {**data, "runs": "zz"})
+    assert bad.status_code == 400 and "unknown run(s): zz" in bad.content.decode()
+    assert client.post(url, {**data, "batch": "nope"}).status_code == 400
+
+
+@pytest.mark.django_db
+def test_label_sensitivity_api(batch, client, django_user_model):
+    staff = django_user_model.objects.create_user("boss", password="pw-secret-123", is_staff=True)
+    plain = django_user_model.objects.create_user("someone", password="pw-secret-123")
     api = reverse("metrics-api-label-sensitivity")
     params = {"batch": "sens", "runs": "a,b", "cutoffs": "1,2", "bootstrap": "20"}
     client.force_login(plain)
-    assert client.get(url, params).status_code in (302, 403)
     assert client.get(api, params).status_code == 403
     client.force_login(staff)
-    page = client.get(url, params)
-    assert page.status_code == 200
-    body = page.content.decode()
-    assert "data:image/png;base64," in body and "majority" in body and "Kendall" in body
     data = client.get(api, params).json()
     assert data["batch"] == "sens" and data["runs"] == ["a", "b"]
     assert {"aggregation", "disputed", "run", "metric", "cutoff", "value", "ci_low", "ci_high", "n_queries"} <= set(
@@ -188,5 +214,6 @@ def test_label_sensitivity_page_and_api(batch, client, django_user_model):
     assert data["set_sizes"]["majority/drop"] == 2
     bad = client.get(api, {"batch": "sens", "runs": "zz"})
     assert bad.status_code == 400 and "zz" in bad.json()["detail"]
-    assert client.get(api, {"batch": "nope", "runs": "a"}).status_code == 404
+    missing = client.get(api, {"batch": "nope", "runs": "a"})
+    assert missing.status_code == 404 and "detail" in missing.json()
     assert np.isfinite([r["value"] for r in data["rows"] if r["metric"] == "RaB"]).all()
