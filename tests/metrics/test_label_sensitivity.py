@@ -217,3 +217,26 @@ def test_label_sensitivity_api(batch, client, django_user_model):
     missing = client.get(api, {"batch": "nope", "runs": "a"})
     assert missing.status_code == 404 and "detail" in missing.json()
     assert np.isfinite([r["value"] for r in data["rows"] if r["metric"] == "RaB"]).all()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django_user_model):
+    django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
+    login("researcher")
+    page.goto(reverse("metrics:report-list"))
+    page.get_by_role("link", name="label sensitivity").click()
+    page.get_by_label("Batch").fill("sens")
+    page.get_by_label("Runs").fill("a,b,c")
+    page.get_by_label("Cutoffs").fill("1,2")
+    page.get_by_label("Bootstrap").fill("20")
+    page.get_by_role("button", name="Compute").click()
+
+    # The job page polls until the (eager) task is done and links to the result.
+    page.get_by_role("link", name="Open the result").click()
+    assert "majority/drop" in page.locator("#set-sizes").inner_text()
+    image = page.locator("img[alt^='Bias of every run']")
+    image.scroll_into_view_if_needed()
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+    page.get_by_role("link", name="@1").click()
+    assert "At cutoff 1" in page.get_by_role("heading", name="At cutoff 1").inner_text()
