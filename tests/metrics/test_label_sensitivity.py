@@ -99,13 +99,17 @@ def batch(world, settings):
 
 
 @pytest.mark.django_db
-def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path):
+@pytest.mark.parametrize("background", [None, "c"])
+def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, background):
     annotation_services.export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
     assert set(QuerySet.objects.get(name="ng").queries.values_list("qid", flat=True)) == {"1", "2"}
     runs = [Run.objects.get(name=n) for n in ("a", "b", "c")]
+    background = Run.objects.get(name=background) if background else None
     report_settings = services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=200, seed=3)
-    report = services.build_report("ng-report", QuerySet.objects.get(name="ng"), runs, report_settings, bar=False)
-    result = services.label_sensitivity(batch, runs, report_settings, bar=False)
+    report = services.build_report(
+        "ng-report", QuerySet.objects.get(name="ng"), runs, report_settings, background=background, bar=False
+    )
+    result = services.label_sensitivity(batch, runs, report_settings, background=background, bar=False)
     table = result.table
     base = table[(table["aggregation"] == "majority") & (table["disputed"] == "drop")]
     stored = {
