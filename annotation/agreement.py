@@ -26,7 +26,8 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
-from annotation.aggregation import LABELS, label_counts, majority_vote, validate_judgments
+from annotation.aggregation import label_counts, majority_vote, validate_judgments
+from annotation.labels import LABELS
 
 
 def reliability_matrix(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> tuple[np.ndarray, list, list]:

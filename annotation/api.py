@@ -5,14 +5,13 @@ exports, and can start publishing, syncing and exports. Annotators reach only th
 assignments and judgments. Workers are named by pseudonym everywhere.
 """
 
+from core.storage import cache_dir
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
-
-from pooling.services import cache_dir
 
 from . import services
 from .models import Assignment, Batch, Export, Hit, Judgment
@@ -30,7 +29,7 @@ from .serializers import (
 
 
 def _job_response(job) -> Response:
-    data = {"job": job.pk, "url": reverse("pooling:job-progress", args=[job.pk])}
+    data = {"job": job.pk, "url": reverse("core:job-progress", args=[job.pk])}
     return Response(JobStartedSerializer(data).data, status=status.HTTP_202_ACCEPTED)
 
 

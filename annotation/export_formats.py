@@ -26,8 +26,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
-from annotation.aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS
-from pooling.files import atomic_write
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
+from core.files import atomic_write
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 

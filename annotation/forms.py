@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 from django import forms
 
-from .models import LABEL_CHOICES, HitQuery
+from annotation.labels import LABEL_CHOICES
+
+from .models import HitQuery
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from celery import shared_task
+from core.models import Job
 from django.urls import reverse
 
-from pooling.jobs import job_status
-from pooling.models import Job
+from core.jobs import job_status
 
 from . import services
 from .models import Batch

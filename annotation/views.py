@@ -15,10 +15,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from pooling.permissions import researcher_required
+from annotation.labels import LABEL_NAMES, LABELS
+from core.permissions import researcher_required
 
 from . import services
-from .aggregation import LABEL_NAMES, LABELS
 from .forms import EscalateForm, HitAnswerForm
 from .models import Assignment, Batch, Hit
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
@@ -58,7 +58,7 @@ def _start(request: HttpRequest, name: str, start) -> HttpResponse:
     except services.ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:batch-detail", name=batch.name)
-    return redirect("pooling:job-detail", pk=job.pk)
+    return redirect("core:job-detail", pk=job.pk)
 
 
 @researcher_required

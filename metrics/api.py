@@ -1,13 +1,12 @@
 """REST endpoints of the metrics app: reports with their results (read-only)."""
 
+from core.errors import ServiceError
 from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
-
-from pooling.services import ServiceError
 
 from . import services
 from .models import Report, Result

@@ -25,8 +25,7 @@ import sys
 import time
 
 import numpy as np
-
-from pooling.benchmark import peak_memory_mb
+from core.benchmark import peak_memory_mb
 
 CUTOFFS = (5, 10, 20, 30)
 

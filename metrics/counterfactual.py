@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from pooling.files import atomic_path
+from core.files import atomic_path
 
 #: (female, male) pairs swapped in both directions.
 PAIRS: tuple[tuple[str, str], ...] = (

@@ -1,9 +1,9 @@
 """Forms of the metrics pages."""
 
+from core.errors import ServiceError
 from django import forms
 
 from pooling.models import QuerySet, Run
-from pooling.services import ServiceError
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from .services import parse_cutoffs

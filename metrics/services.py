@@ -21,20 +21,17 @@ from pathlib import Path
 
 import pandas as pd
 import polars as pl
+from core.errors import ServiceError
+from core.models import Job
+from core.names import validate_name
+from core.storage import cache_dir
 from django.conf import settings
 from django.db import transaction
 
-from pooling.jobs import create_job
-from pooling.models import Job, QuerySet, Run
-from pooling.services import (
-    ServiceError,
-    cache_dir,
-    document_counts_for,
-    register_wordlist,
-    run_frame,
-    validate_name,
-    write_parquet_atomic,
-)
+from core.files import write_parquet_atomic
+from core.jobs import create_job
+from pooling.models import QuerySet, Run
+from pooling.services import document_counts_for, register_wordlist, run_frame
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import WordList as Words
 from pooling.wordlists import default_wordlist, load_wordlist

@@ -6,10 +6,11 @@ Without a broker (``CELERY_TASK_ALWAYS_EAGER``) the task runs inline.
 from __future__ import annotations
 
 from celery import shared_task
+from core.models import Job
 from django.urls import reverse
 
-from pooling.jobs import job_status
-from pooling.models import Job, QuerySet, Run
+from core.jobs import job_status
+from pooling.models import QuerySet, Run
 
 from . import services
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from core.errors import ServiceError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from pooling.permissions import researcher_required
-from pooling.services import ServiceError
+from core.permissions import researcher_required
 
 from . import plots, services
 from .forms import LabelSensitivityForm, ReportForm
@@ -100,7 +100,7 @@ def report_create(request: HttpRequest) -> HttpResponse:
         background=data["background"],
         baseline=data["baseline"],
     )
-    return redirect("pooling:job-detail", pk=job.pk)
+    return redirect("core:job-detail", pk=job.pk)
 
 
 def run_label_sensitivity(data: dict) -> services.LabelSensitivity:
@@ -124,9 +124,9 @@ def label_sensitivity(request: HttpRequest) -> HttpResponse:
     import base64
 
     import pandas as pd
+    from core.models import Job
 
     from annotation.models import Batch
-    from pooling.models import Job
 
     if request.method == "POST":
         form = LabelSensitivityForm(request.POST)
@@ -147,13 +147,13 @@ def label_sensitivity(request: HttpRequest) -> HttpResponse:
                 except ServiceError as exc:
                     form.add_error(None, str(exc))
                 else:
-                    return redirect("pooling:job-detail", pk=job.pk)
+                    return redirect("core:job-detail", pk=job.pk)
         return render(request, "metrics/label_sensitivity.html", {"form": form}, status=400)
     context: dict = {"form": LabelSensitivityForm(initial=request.GET.dict() or None)}
     if "job" in request.GET:
         job = get_object_or_404(Job, pk=request.GET["job"], kind="label-sensitivity")
         if job.status != Job.Status.DONE:
-            return redirect("pooling:job-detail", pk=job.pk)
+            return redirect("core:job-detail", pk=job.pk)
         result = job.result
         table = pd.DataFrame(result["rows"]).astype({"value": float, "ci_low": float, "ci_high": float})
         try:

@@ -1,6 +1,7 @@
+from core.models import Job
 from django.contrib import admin
 
-from .models import Collection, Job, Pool, QuerySet, Run, WordList
+from .models import Collection, Pool, QuerySet, Run, WordList
 
 admin.site.register(Collection)
 admin.site.register(QuerySet)

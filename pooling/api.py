@@ -4,14 +4,15 @@ Staff only: query sets include annotation exports (the crowd's labels) and pools
 rankers' gender lists, neither of which an annotator may see.
 """
 
+from core.models import Job
+from core.serializers import JobSerializer
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, viewsets
 from rest_framework.decorators import action
 
-from .models import Collection, Job, Pool, QuerySet, Run
+from .models import Collection, Pool, QuerySet, Run
 from .serializers import (
     CollectionSerializer,
-    JobSerializer,
     PoolEntrySerializer,
     PoolSerializer,
     QuerySerializer,

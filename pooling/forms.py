@@ -2,7 +2,8 @@
 
 from django import forms
 
-from .magnitudes import MAGNITUDES
+from pooling.analysis import MAGNITUDES
+
 from .models import QuerySet, Run
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 

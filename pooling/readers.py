@@ -22,7 +22,7 @@ from typing import BinaryIO
 import numpy as np
 import polars as pl
 
-from .files import atomic_path
+from core.files import atomic_path
 
 BLOCK_SIZE = 16 * 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"

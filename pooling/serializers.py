@@ -1,8 +1,9 @@
 """REST representations of the pooling app's records (read-only)."""
 
+from core.models import Job
 from rest_framework import serializers
 
-from .models import Collection, Job, Pool, PoolEntry, Query, QuerySet, Run
+from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run
 
 
 class CollectionSerializer(serializers.ModelSerializer):

@@ -16,20 +16,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import polars as pl
+from core.errors import Skipped
+from core.models import Job
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
 
+from core.db import insert_rows
+from core.files import atomic_path, atomic_write
+from core.jobs import create_job
+from core.progress import Progress
+from pooling.queryfiles import read_queries
+
 from . import magnitudes as mag
-from .db import insert_rows
-from .files import atomic_path, atomic_write
-from .jobs import create_job
-from .models import Collection, Job, Pool, PoolEntry, Query, QuerySet, Run, WordList
+from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run, WordList
 from .pool import FEMALE_LIST, MALE_LIST, pool_queries, sort_qids
-from .progress import Progress
 from .rank_bias import rank_bias_table
-from .readers import Skipped, read_queries, read_run, scan_collection
+from .readers import read_run, scan_collection
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from .wordlists import WordList as Words
 from .wordlists import default_wordlist, wordlist_from_mapping

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from celery import shared_task
+from core.models import Job
 from django.urls import reverse
 
+from core.jobs import job_status
+
 from . import services
-from .jobs import job_status
-from .models import Job, QuerySet, Run
+from .models import QuerySet, Run
 from .wordlists import load_wordlist
 
 

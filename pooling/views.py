@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import csv
 
+from core.models import Job
+from core.serializers import JobSerializer
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from core.permissions import researcher_required
+
 from . import services
 from .forms import PoolForm
-from .models import Collection, Job, Pool, QuerySet, Run
-from .permissions import researcher_required
-from .serializers import JobSerializer
+from .models import Collection, Pool, QuerySet, Run
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -83,13 +85,13 @@ def pool_create(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         settings = services.PoolSettings(data["rank_cutoff"], data["depth"], data["magnitude"], data["tokenizer"])
         job = services.start_pool(data["name"], data["queries"], list(data["runs"]), settings)
-        return redirect("pooling:job-detail", pk=job.pk)
+        return redirect("core:job-detail", pk=job.pk)
     return render(request, "pooling/pool_form.html", {"form": form})
 
 
 @researcher_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    return render(request, "pooling/job_detail.html", {"job": get_object_or_404(Job, pk=pk)})
+    return render(request, "core/job_detail.html", {"job": get_object_or_404(Job, pk=pk)})
 
 
 @researcher_required

@@ -11,7 +11,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .readers import InputError, open_text
+from core.errors import InputError
+from core.textfiles import open_text
 
 FEMALE = "f"
 MALE = "m"

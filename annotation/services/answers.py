@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from ..aggregation import LABEL_NAMES, LABELS
+from annotation.labels import LABEL_NAMES, LABELS
+
 from ..models import Assignment, BatchQuery, HitQuery, Judgment
 from ..providers import CrowdProvider
 

@@ -7,8 +7,9 @@ broker is configured (``CELERY_TASK_ALWAYS_EAGER``).
 
 from __future__ import annotations
 
-from pooling.jobs import create_job
-from pooling.models import Job
+from core.models import Job
+
+from core.jobs import create_job
 
 from ..models import Batch
 from .batches import ServiceError

@@ -10,14 +10,15 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from core.errors import InputError, ServiceError
+from core.names import validate_name
+from core.textfiles import open_text
 from django.db import transaction
 from django.db.models import Count, Q
 
+from annotation.labels import CATEGORY_SLUGS, LABELS
 from pooling.models import Pool, QuerySet
-from pooling.readers import InputError, open_text
-from pooling.services import ServiceError, validate_name
 
-from ..aggregation import CATEGORY_SLUGS, LABELS
 from ..costs import Cost, batch_cost
 from ..models import Assignment, Batch, BatchQuery, Hit, HitQuery, Judgment, Provider
 from ..providers import CrowdProvider, get_provider

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.models import Job
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from pooling.models import Job
-from pooling.progress import Progress
+from core.progress import Progress
 
 from ..models import Batch, Hit
 from ..providers import CrowdProvider, get_provider

@@ -21,11 +21,12 @@ import pandas as pd
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
+from core.files import check_writable
 from pooling import services as pooling_services
-from pooling.files import check_writable
 from pooling.models import QuerySet
 
-from ..aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS, compare_methods, dawid_skene, majority_vote
+from ..aggregation import compare_methods, dawid_skene, majority_vote
 from ..agreement import agreement_report
 from ..export_formats import dataset_card, write_csv, write_dataset_card, write_jsonl, write_tsv
 from ..models import Assignment, Batch, Export, Judgment

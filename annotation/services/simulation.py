@@ -12,10 +12,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from annotation.labels import LABELS
 from pooling.tokenize import tokenize
 from pooling.wordlists import default_wordlist
 
-from ..aggregation import LABELS
 from ..models import Batch, Provider
 from .batches import ServiceError
 from .local import create_annotator, next_assignment, submit_local_assignment

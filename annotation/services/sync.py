@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.models import Job
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q
 
-from pooling.models import Job
-from pooling.progress import Progress
+from core.progress import Progress
 
 from ..models import Assignment, Batch, Hit
 from ..providers import CrowdProvider, RemoteAssignment, get_provider

@@ -5,11 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 
 from annotation.aggregation import (
-    CATEGORY_SLUGS,
-    LABEL_NAMES,
-    LABELS,
     DawidSkeneResult,
     compare_methods,
     dawid_skene,

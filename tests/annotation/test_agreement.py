@@ -10,8 +10,9 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
+from annotation.labels import LABELS
 
-from annotation.aggregation import LABELS, label_counts, majority_vote
+from annotation.aggregation import label_counts, majority_vote
 from annotation.agreement import (
     _alpha_from_sums,
     _alpha_parts,

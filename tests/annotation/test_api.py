@@ -1,9 +1,10 @@
 """REST API: staff see batches and everything; annotators only their own work; schema builds."""
 
 import pytest
+from core.models import Job
 
 from annotation import services
-from pooling.models import Job, QuerySet
+from pooling.models import QuerySet
 
 from .conftest import answers_for, make_batch
 

@@ -3,11 +3,11 @@
 import re
 
 import pytest
+from core.models import Job
 from django.urls import reverse
 
 from annotation import services
 from annotation.models import Batch
-from pooling.models import Job
 
 from .conftest import answers_for, make_batch
 

@@ -8,13 +8,14 @@ from decimal import Decimal
 import numpy as np
 import pandas as pd
 import pytest
+from core.models import Job
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation import services as annotation_services
 from metrics import sensitivity, services
 from metrics.models import Result
-from pooling.models import Job, QuerySet, Run
+from pooling.models import QuerySet, Run
 
 
 def frame(rows):
@@ -186,7 +187,7 @@ def test_label_sensitivity_page_runs_a_job_and_shows_table_and_plot(
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(url, data)
     job = Job.objects.get(kind="label-sensitivity")
-    assert response.status_code == 302 and response["Location"] == reverse("pooling:job-detail", args=[job.pk])
+    assert response.status_code == 302 and response["Location"] == reverse("core:job-detail", args=[job.pk])
     assert job.status == Job.Status.DONE, job.message
     assert job.result["url"] == f"{url}?job={job.pk}"
     assert job.result["set_sizes"]["majority/drop"] == 2

@@ -1,11 +1,12 @@
 """Report pages, downloads, the build form (through the Celery task, eager) and the REST API."""
 
 import pytest
+from core.models import Job
 from django.urls import reverse
 
 from metrics import services
 from metrics.models import Report
-from pooling.models import Job, QuerySet, Run
+from pooling.models import QuerySet, Run
 
 
 @pytest.fixture
@@ -83,7 +84,7 @@ def test_staff_form_builds_a_report_through_the_task(
         response = client.post(reverse("metrics:report-create"), data)
     assert response.status_code == 302
     job = Job.objects.get(kind="report")
-    assert response["Location"] == reverse("pooling:job-detail", args=[job.pk])
+    assert response["Location"] == reverse("core:job-detail", args=[job.pk])
     assert job.status == Job.Status.DONE, job.message
     assert Report.objects.get(name="from-form").cutoffs == [1, 2]
     assert job.result["url"] == reverse("metrics:report-detail", args=["from-form"])

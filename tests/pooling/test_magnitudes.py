@@ -5,11 +5,11 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from core.errors import InputError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pooling.magnitudes import count_frame, document_counts, magnitude
-from pooling.readers import InputError
 from pooling.tokenize import tokenize
 from pooling.wordlists import WordList, default_wordlist, load_wordlist
 

@@ -1,10 +1,11 @@
 """Pool page, downloads, the pool form running as a task, progress JSON and the REST API."""
 
 import pytest
+from core.models import Job
 from django.core.management import call_command
 from django.urls import reverse
 
-from pooling.models import Job, Pool
+from pooling.models import Pool
 
 
 @pytest.fixture
@@ -57,8 +58,8 @@ def test_pool_form_runs_the_task_and_records_progress(client, admin_user, world,
             },
         )
     job = Job.objects.get()
-    assert response.status_code == 302 and response.url == reverse("pooling:job-detail", args=[job.pk])
-    progress = client.get(reverse("pooling:job-progress", args=[job.pk])).json()
+    assert response.status_code == 302 and response.url == reverse("core:job-detail", args=[job.pk])
+    progress = client.get(reverse("core:job-progress", args=[job.pk])).json()
     assert progress["status"] == "done"
     assert progress["result"]["url"] == reverse("pooling:pool-detail", args=["web"])
     assert Pool.objects.filter(name="web").exists()

@@ -6,8 +6,10 @@ import hashlib
 import numpy as np
 import polars as pl
 import pytest
+from core.errors import InputError, Skipped
+from pooling.queryfiles import read_queries
 
-from pooling.readers import InputError, Skipped, read_queries, read_run, scan_collection
+from pooling.readers import read_run, scan_collection
 
 
 def docids(tmp_path) -> list[str]:

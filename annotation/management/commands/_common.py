@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 
 from annotation.models import Batch
 from annotation.mturk import MTurkError
-from pooling.management.errors import command_errors as base_command_errors
+from core.cli import command_errors as base_command_errors
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

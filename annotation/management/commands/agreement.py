@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand
 
 from annotation import services
-from annotation.aggregation import LABEL_NAMES
+from annotation.labels import LABEL_NAMES
 
 from ._common import command_errors, get_batch
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from annotation import services
-from annotation.aggregation import CATEGORY_SLUGS
+from annotation.labels import CATEGORY_SLUGS
 
 from ._common import command_errors, get_batch
 

@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from core.cli import command_errors
+from core.files import atomic_path, atomic_write, check_writable
 from metrics import plots, services
 from metrics.core import COLLECTION_BACKGROUND, DEFAULT_NORMALISER, NORMALISERS
-from pooling.files import atomic_path, atomic_write, check_writable
-from pooling.management.errors import command_errors
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist

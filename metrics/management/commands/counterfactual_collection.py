@@ -3,10 +3,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from core.cli import command_errors
+from core.files import check_writable
 from metrics.counterfactual import HER_CHOICES, Swapper, swap_table, write_counterfactual
 from metrics.services import default_representative_wordlist
-from pooling.files import check_writable
-from pooling.management.errors import command_errors
 from pooling.models import Collection
 from pooling.wordlists import load_wordlist
 

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from core.cli import command_errors
+from core.files import atomic_write, check_writable
 from metrics.rbo import DEFAULT_DEPTH, DEFAULT_P, crbo
-from pooling.files import atomic_write, check_writable
-from pooling.management.errors import command_errors
 from pooling.models import Run
 from pooling.services import run_frame
 

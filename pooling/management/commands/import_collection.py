@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
+from core.cli import command_errors, report_import
 from pooling import services
-from pooling.management.errors import command_errors, report_import
 
 
 class Command(BaseCommand):

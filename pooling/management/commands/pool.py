@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from core.cli import command_errors
+from core.files import check_writable
 from pooling import services
-from pooling.files import check_writable
-from pooling.magnitudes import MAGNITUDES
-from pooling.management.errors import command_errors
+from pooling.analysis import MAGNITUDES
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
