@@ -37,14 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-LABELS: tuple[str, ...] = ("n", "f", "m", "o")
-LABEL_NAMES: dict[str, str] = {
-    "n": "Non-gendered",
-    "f": "Female",
-    "m": "Male",
-    "o": "Other or multiple genders",
-}
-CATEGORY_SLUGS: dict[str, str] = {"non-gendered": "n", "female": "f", "male": "m", "other": "o"}
+from .labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS  # noqa: F401  (one definition, re-exported)
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("item", "worker", "label")
 

@@ -1,6 +1,6 @@
-"""Selectors: read-only queries over a batch's records, for services of other apps.
+"""Reads of annotation state that other apps rely on (no writes, no heavy imports at module level).
 
-Pure reads, no writes: what label sensitivity (``metrics``) needs to know about a batch
+Pure reads: what label sensitivity (``metrics``) and the exports need to know about a batch
 beyond its usable judgments (``annotation.services.results.judgments_frame``).
 """
 
@@ -8,20 +8,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .models import Assignment, Batch, Judgment
+from .models import Adjudication, Assignment, Batch, Judgment
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
 def adjudicated_labels(batch: Batch) -> dict[str, str]:
-    """qid → the label a researcher decided for a disputed query of ``batch``.
+    """``qid -> label`` of every query of ``batch`` a researcher has settled (see :class:`Adjudication`).
 
-    Empty for now: the adjudication model (a researcher's label and reason for a disputed
-    query) is being built alongside and will feed this function; label sensitivity's
-    ``adjudicated`` policy reads adjudications through it alone.
+    Label sensitivity's ``adjudicated`` policy reads adjudications through this function alone.
     """
-    return {}
+    return dict(
+        Adjudication.objects.filter(batch_query__batch=batch)
+        .order_by("batch_query__position")
+        .values_list("batch_query__qid", "label")
+    )
 
 
 def gold_labels(batch: Batch) -> dict[str, str]:

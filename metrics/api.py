@@ -1,6 +1,5 @@
 """REST endpoints of the metrics app: reports with their results (read-only)."""
 
-from core.errors import ServiceError
 from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, viewsets
@@ -8,7 +7,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import services
+from core.errors import ServiceError
+
 from .models import Report, Result
 from .serializers import LabelSensitivitySerializer, ReportListSerializer, ReportSerializer
 
@@ -55,6 +55,7 @@ class LabelSensitivityView(APIView):
         responses=LabelSensitivitySerializer,
     )
     def get(self, request: Request) -> Response:
+        from .formatting import sensitivity_result
         from .forms import LabelSensitivityForm
         from .views import run_label_sensitivity
 
@@ -66,4 +67,4 @@ class LabelSensitivityView(APIView):
             result = run_label_sensitivity(form.cleaned_data)
         except ServiceError as exc:
             return Response({"detail": str(exc)}, status=400)
-        return Response(services.sensitivity_result(result))
+        return Response(sensitivity_result(result))

@@ -53,19 +53,14 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from pooling.magnitudes import magnitude
+from pooling.magnitudes import magnitudes_frame
 from pooling.rank_bias import rank_bias_table, rank_matrices
 
-METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
+from .defaults import BACKGROUND_DEPTH, DEFAULT_NORMALISER, DEFAULT_THRESHOLD, NORMALISERS
+
 RANK_BIAS_VARIANTS = ("tf", "bool")
 TEXFAIR_VARIANTS = ("rbdf", "plain")
 COLLECTION_BACKGROUND = "collection"
-#: Documents of a background run taken per query (the reference code read the top 200).
-BACKGROUND_DEPTH = 200
-DEFAULT_THRESHOLD = 1
-#: NFaiRR normalisers with a background run (see the module docstring).
-NORMALISERS = ("comparison", "exact")
-DEFAULT_NORMALISER = "comparison"
 
 
 def validate_cutoffs(cutoffs: Sequence[int]) -> list[int]:
@@ -137,10 +132,7 @@ def rank_bias(run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int], v
     Thin adapter: magnitudes from :func:`pooling.magnitudes.magnitude`, the metric from
     :func:`pooling.rank_bias.rank_bias_table` (one implementation of each definition).
     """
-    magnitudes = counts.select(
-        "docid", magnitude(pl.col("f"), variant).alias("f"), magnitude(pl.col("m"), variant).alias("m")
-    )
-    return rank_bias_table(_renumber(run, max(cutoffs)), magnitudes, list(cutoffs))
+    return rank_bias_table(_renumber(run, max(cutoffs)), magnitudes_frame(counts, variant), list(cutoffs))
 
 
 # --- NFaiRR ----------------------------------------------------------------------------

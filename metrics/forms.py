@@ -1,11 +1,12 @@
 """Forms of the metrics pages."""
 
-from core.errors import ServiceError
 from django import forms
 
+from core.errors import ServiceError
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
+from .defaults import CONFIDENCE_THRESHOLD, DEFAULT_SAMPLES
 from .services import parse_cutoffs
 
 
@@ -54,12 +55,16 @@ class LabelSensitivityForm(forms.Form):
     runs = forms.CharField(help_text="Comma-separated run names.")
     cutoffs = forms.CharField(initial="5,10,20", required=False, help_text="Comma-separated rank cutoffs.")
     threshold = forms.FloatField(
-        initial=0.9, required=False, min_value=0, max_value=1, help_text="'confident': least label confidence."
+        initial=CONFIDENCE_THRESHOLD,
+        required=False,
+        min_value=0,
+        max_value=1,
+        help_text="'confident': least label confidence.",
     )
     background = forms.ModelChoiceField(
         Run.objects.all(), to_field_name="name", required=False, empty_label="the collection", label="NFaiRR background"
     )
-    bootstrap = forms.IntegerField(initial=1000, required=False, min_value=1, max_value=2000)
+    bootstrap = forms.IntegerField(initial=DEFAULT_SAMPLES, required=False, min_value=1, max_value=2000)
 
     def clean_cutoffs(self):
         try:
@@ -80,7 +85,7 @@ class LabelSensitivityForm(forms.Form):
     def clean(self):
         data = super().clean()
         if data.get("threshold") is None:
-            data["threshold"] = 0.9
+            data["threshold"] = CONFIDENCE_THRESHOLD
         if not data.get("bootstrap"):
-            data["bootstrap"] = 1000
+            data["bootstrap"] = DEFAULT_SAMPLES
         return data

@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from metrics.defaults import METRICS
+from .defaults import METRICS
 
 _NOTES = {
     "RaB": "positive: towards male",

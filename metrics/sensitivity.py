@@ -40,11 +40,10 @@ import pandas as pd
 from annotation.aggregation import dawid_skene, majority_vote, wawa
 
 from . import significance
+from .defaults import AGGREGATIONS, CONFIDENCE_THRESHOLD, DEFAULT_SAMPLES, DEFAULT_SEED, DISPUTED_POLICIES
 
-AGGREGATIONS = ("majority", "dawid-skene", "wawa")
-DISPUTED_POLICIES = ("drop", "aggregation", "adjudicated", "confident")
 BASELINE = ("majority", "drop")
-DEFAULT_THRESHOLD = 0.9
+DEFAULT_THRESHOLD = CONFIDENCE_THRESHOLD
 NON_GENDERED = "n"
 CSV_COLUMNS = [
     "aggregation",
@@ -125,8 +124,8 @@ def sensitivity_table(
     per_query: pd.DataFrame,
     sets: Mapping[tuple[str, str], Sequence[str]],
     *,
-    samples: int = significance.DEFAULT_SAMPLES,
-    seed: int = significance.DEFAULT_SEED,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
     """Rows ``aggregation, disputed, run, metric, variant, cutoff, value, ci_low, ci_high, n_queries``.
 

@@ -1,4 +1,4 @@
-"""Services of the metrics app: building bias reports and reading them back.
+"""Services of the metrics app: building bias reports, and label sensitivity.
 
 Heavy work (reading runs, counting words, computing metrics, bootstrapping) happens before
 the transaction opens; the report and its result rows are written in one transaction, and
@@ -9,8 +9,6 @@ union of the documents of every run (top max-cutoff) and of the background run.
 
 from __future__ import annotations
 
-import csv
-import io
 import subprocess
 import tomllib
 import uuid
@@ -18,35 +16,42 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-import polars as pl
-from core.errors import ServiceError
-from core.models import Job
-from core.names import validate_name
-from core.storage import cache_dir
 from django.conf import settings
 from django.db import transaction
 
+from core.errors import ServiceError
 from core.files import write_parquet_atomic
 from core.jobs import create_job
+from core.models import Job
+from core.names import validate_name
+from core.storage import cache_dir
 from pooling.models import QuerySet, Run
 from pooling.services import document_counts_for, register_wordlist, run_frame
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
-from pooling.wordlists import WordList as Words
-from pooling.wordlists import default_wordlist, load_wordlist
+from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
-from . import core, sensitivity, significance
+from .defaults import (
+    BACKGROUND_DEPTH,
+    CONFIDENCE_THRESHOLD,
+    DEFAULT_CUTOFFS,
+    DEFAULT_NORMALISER,
+    DEFAULT_SAMPLES,
+    DEFAULT_SEED,
+    DEFAULT_THRESHOLD,
+    NORMALISERS,
+)
 from .models import COLLECTION_BACKGROUND, Report, Result
 
-CSV_HEADER = ["run", "metric", "variant", "cutoff", "value", "queries"]
-PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
-PER_QUERY_CSV_COLUMNS = [*PER_QUERY_COLUMNS, "mean", "ci_low", "ci_high", "p_value"]
-DEFAULT_CUTOFFS = (5, 10, 20, 30)
+if TYPE_CHECKING:
+    import pandas as pd
+
+
 REPRESENTATIVE_WORDLIST = Path(__file__).resolve().parent / "data" / "wordlist_gender_representative.txt"
 
 
-def default_representative_wordlist() -> Words:
+def default_representative_wordlist() -> GenderWords:
     """The 163 + 163 gender-representative words and names of Rekabsaz, Kopeinik & Schedl (SIGIR 2021)."""
     return load_wordlist(REPRESENTATIVE_WORDLIST, name="representative-163+163")
 
@@ -72,12 +77,14 @@ def software_version() -> str:
 class ReportSettings:
     cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
     tokenizer: str = DEFAULT_TOKENIZER
-    threshold: float = core.DEFAULT_THRESHOLD
-    bootstrap_samples: int = significance.DEFAULT_SAMPLES
-    seed: int = significance.DEFAULT_SEED
-    nfairr_normaliser: str = core.DEFAULT_NORMALISER
+    threshold: float = DEFAULT_THRESHOLD
+    bootstrap_samples: int = DEFAULT_SAMPLES
+    seed: int = DEFAULT_SEED
+    nfairr_normaliser: str = DEFAULT_NORMALISER
 
     def validate(self) -> None:
+        from . import core
+
         try:
             core.validate_cutoffs(self.cutoffs)
         except (TypeError, ValueError):
@@ -88,9 +95,9 @@ class ReportSettings:
             raise ServiceError("the NFaiRR threshold must not be negative")
         if self.bootstrap_samples < 1:
             raise ServiceError("bootstrap samples must be at least 1")
-        if self.nfairr_normaliser not in core.NORMALISERS:
+        if self.nfairr_normaliser not in NORMALISERS:
             raise ServiceError(
-                f"unknown NFaiRR normaliser {self.nfairr_normaliser!r}; choose one of {', '.join(core.NORMALISERS)}"
+                f"unknown NFaiRR normaliser {self.nfairr_normaliser!r}; choose one of {', '.join(NORMALISERS)}"
             )
 
 
@@ -123,14 +130,17 @@ def compute_report(
     runs: Sequence[Run],
     report_settings: ReportSettings = ReportSettings(),
     *,
-    wordlist: Words | None = None,
-    representative: Words | None = None,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
     background: Run | None = None,
     baseline: Run | None = None,
     job: Job | None = None,
     bar: bool = True,
 ) -> Computed:
     """Every metric of every run over the queries of ``query_set`` it contains (no writes)."""
+    from . import significance
+    from .formatting import order_summary
+
     report_settings.validate()
     runs = list(runs)
     if not runs:
@@ -163,8 +173,8 @@ def per_query_values(
     runs: Sequence[Run],
     report_settings: ReportSettings,
     *,
-    wordlist: Words | None = None,
-    representative: Words | None = None,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
     background: Run | None = None,
     job: Job | None = None,
     bar: bool = True,
@@ -176,6 +186,11 @@ def per_query_values(
     other queries are asked for, so any subset of this frame is what a report on that subset
     would compute (label sensitivity relies on it).
     """
+    import pandas as pd
+    import polars as pl
+
+    from . import core
+
     collections = {run.collection_id for run in runs} | ({background.collection_id} if background else set())
     if len(collections) != 1:
         raise ServiceError("all runs of a report (and its background run) must rank the same collection")
@@ -193,7 +208,7 @@ def per_query_values(
         frames[run.name] = frame
     background_frame = None
     if background is not None:
-        background_frame = run_frame(background).filter(pl.col("rank") <= core.BACKGROUND_DEPTH)
+        background_frame = run_frame(background).filter(pl.col("rank") <= BACKGROUND_DEPTH)
         background_frame = background_frame.join(qids, on="qid", how="semi")
     docs = [frame["docid"] for frame in frames.values()]
     if background_frame is not None:
@@ -222,37 +237,27 @@ def per_query_values(
     return pd.concat(parts, ignore_index=True)
 
 
-def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
-    """Rows in the order of the paper's tables: run, then metric (RaB, ARaB, NFaiRR, TExFAIR), variant, cutoff."""
-    if not len(summary):
-        return summary
-    runs = list(dict.fromkeys(summary["run"]))
-    order = summary.assign(
-        _run=summary["run"].map(runs.index),
-        _metric=summary["metric"].map(core.METRICS.index),
-        _variant=summary["variant"].map(lambda v: (-1, "") if v in ("tf", "rbdf") else (0, v)),
-    )
-    order = order.sort_values(["_run", "_metric", "_variant", "cutoff"], kind="stable")
-    return order.drop(columns=["_run", "_metric", "_variant"]).reset_index(drop=True)
-
-
 def build_report(
     name: str,
     query_set: QuerySet,
     runs: Sequence[Run],
     report_settings: ReportSettings = ReportSettings(),
     *,
-    wordlist: Words | None = None,
-    representative: Words | None = None,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
     background: Run | None = None,
     baseline: Run | None = None,
     job: Job | None = None,
     bar: bool = True,
 ) -> Report:
     """Compute and store a report named ``name`` (results, per-query file, provenance)."""
+    import polars as pl
+
+    from . import core
+
     validate_name(name, "report")
     if Report.objects.filter(name=name).exists():
-        raise ServiceError(f"a report named {name!r} already exists; choose another --name")
+        raise ServiceError(f"a report named {name!r} already exists; choose another name")
     words = wordlist or default_wordlist()
     representative = representative or default_representative_wordlist()
     computed = compute_report(
@@ -267,6 +272,8 @@ def build_report(
         bar=bar,
     )
     path = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}.parquet"
+    from .formatting import PER_QUERY_COLUMNS
+
     write_parquet_atomic(pl.from_pandas(computed.per_query[PER_QUERY_COLUMNS]), path)
     by_name = {run.name: run for run in computed.runs}
     try:
@@ -314,12 +321,11 @@ def build_report(
 
 
 def _finite(value) -> float | None:
+    import pandas as pd
+
     if value is None or pd.isna(value):
         return None
     return float(value)
-
-
-# --- reading reports back -------------------------------------------------------------------
 
 
 def start_report(
@@ -347,100 +353,6 @@ def start_report(
     return job
 
 
-def report_summary(report: Report) -> pd.DataFrame:
-    """The report's results as a frame (``run, metric, variant, cutoff, value, queries, ci_low, ci_high, p_value``)."""
-    rows = report.results.select_related("run").values_list(
-        "run__name", "metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"
-    )
-    frame = pd.DataFrame(
-        list(rows), columns=["run", "metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"]
-    )
-    return order_summary(frame)
-
-
-def report_per_query(report: Report) -> pd.DataFrame:
-    """Per-query values (``run, qid, metric, variant, cutoff, value``); ServiceError if the file is gone."""
-    path = Path(report.per_query)
-    if not path.exists():
-        raise ServiceError(f"the per-query file of report {report.name!r} is missing ({path}); build the report again")
-    return pl.read_parquet(path).to_pandas()
-
-
-def results_csv(summary: pd.DataFrame) -> str:
-    """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
-    for row in summary.itertuples(index=False):
-        value = "" if row.value is None or pd.isna(row.value) else repr(float(row.value))
-        writer.writerow([row.run, row.metric, row.variant, int(row.cutoff), value, int(row.queries)])
-    return out.getvalue()
-
-
-def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame) -> str:
-    """Per-query values with the figures the report shows for the run beside each:
-    ``run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value`` (the run's mean over its
-    queries, its bootstrap 95% CI and its Bonferroni-corrected p against the baseline; empty
-    where undefined), so the file alone is enough to redraw the report's table."""
-    shown = summary[["run", "metric", "variant", "cutoff", "value", "ci_low", "ci_high", "p_value"]].rename(
-        columns={"value": "mean"}
-    )
-    shown = shown.astype({"cutoff": "int64"})
-    frame = per_query[PER_QUERY_COLUMNS].astype({"cutoff": "int64"})
-    frame = frame.merge(shown, on=["run", "metric", "variant", "cutoff"], how="left")
-    out = io.StringIO()
-    frame[PER_QUERY_CSV_COLUMNS].to_csv(out, index=False, lineterminator="\n")
-    return out.getvalue()
-
-
-def columns_of(summary: pd.DataFrame) -> list[tuple[str, str, int]]:
-    """(metric, variant, cutoff) columns of a results table, in the paper's order."""
-    return list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
-
-
-def terminal_table(summary: pd.DataFrame, alpha: float = 0.05) -> str:
-    """A plain-text table like Table 3 of the SIGIR 2020 paper: one block per metric and variant,
-    rows = runs, columns = cutoffs; ``*`` marks p < alpha against the baseline (Bonferroni)."""
-    if not len(summary):
-        return "(no results)"
-    runs = list(dict.fromkeys(summary["run"]))
-    width = max(12, *(len(r) for r in runs)) + 2
-    lookup = {(r.run, r.metric, r.variant, r.cutoff): r for r in summary.itertuples(index=False)}
-    blocks = []
-    groups = list(dict.fromkeys((m, v) for m, v, _ in columns_of(summary)))
-    for metric, variant in groups:
-        cutoffs = sorted({c for m, v, c in columns_of(summary) if (m, v) == (metric, variant)})
-        title = f"{metric} [{variant}]"
-        header = f"{title:<{width}}" + "".join(f"{'@' + str(c):>11}" for c in cutoffs) + f"{'queries':>9}"
-        lines = [header, "-" * len(header)]
-        for run in runs:
-            cells = []
-            queries = ""
-            for c in cutoffs:
-                row = lookup.get((run, metric, variant, c))
-                if row is None or row.value is None or pd.isna(row.value):
-                    cells.append(f"{'–':>11}")
-                    continue
-                mark = "*" if row.p_value is not None and not pd.isna(row.p_value) and row.p_value < alpha else " "
-                cells.append(f"{row.value:>10.4f}{mark}")
-                queries = str(row.queries)
-            lines.append(f"{run:<{width}}" + "".join(cells) + f"{queries:>9}")
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
-
-
-def default_report_name(query_set: QuerySet, run_names: Sequence[str]) -> str:
-    """``<query set>-<runs>`` (shortened), with ``-2``, ``-3``… if taken."""
-    from django.utils.text import slugify
-
-    base = slugify(f"{query_set.name}-{'-'.join(run_names)}")[:80].strip("-") or "report"
-    name, i = base, 1
-    while Report.objects.filter(name=name).exists():
-        i += 1
-        name = f"{base}-{i}"
-    return name
-
-
 # --- label sensitivity ---------------------------------------------------------------------
 
 
@@ -463,9 +375,9 @@ def label_sensitivity(
     runs: Sequence[Run],
     report_settings: ReportSettings = ReportSettings(),
     *,
-    threshold: float = sensitivity.DEFAULT_THRESHOLD,
-    wordlist: Words | None = None,
-    representative: Words | None = None,
+    threshold: float = CONFIDENCE_THRESHOLD,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
     background: Run | None = None,
     job: Job | None = None,
     bar: bool = True,
@@ -477,10 +389,14 @@ def label_sensitivity(
     adjudications through :func:`annotation.selectors.adjudicated_labels`. The per-query values
     are computed once over every candidate query (:func:`per_query_values`), then each set is
     summarised as a report would be, so majority/drop equals ``bias_report`` on the exported
-    non-gendered set with the same settings.
+    non-gendered set with the same settings (when no query is adjudicated: the export applies
+    rulings first).
     """
     from annotation import selectors
     from annotation.services.results import judgments_frame, min_votes
+
+    from . import core, sensitivity
+    from .formatting import order_sensitivity
 
     report_settings.validate()
     if not 0 <= threshold <= 1:
@@ -515,7 +431,7 @@ def label_sensitivity(
     table = sensitivity.sensitivity_table(
         per_query, sets, samples=report_settings.bootstrap_samples, seed=report_settings.seed
     )
-    table = _order_sensitivity(table, [run.name for run in runs])
+    table = order_sensitivity(table, [run.name for run in runs])
     if background is None:
         normalisation = "by the collection"
     elif report_settings.nfairr_normaliser == "exact":
@@ -534,102 +450,12 @@ def label_sensitivity(
     )
 
 
-def _order_sensitivity(table: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
-    if not len(table):
-        return table
-    order = table.assign(
-        _a=table["aggregation"].map(sensitivity.AGGREGATIONS.index),
-        _d=table["disputed"].map(sensitivity.DISPUTED_POLICIES.index),
-        _run=table["run"].map(runs.index),
-        _metric=table["metric"].map(core.METRICS.index),
-        _variant=table["variant"].map(lambda v: (-1, "") if v in ("tf", "rbdf") else (0, v)),
-    )
-    order = order.sort_values(["_a", "_d", "_run", "_metric", "_variant", "cutoff"], kind="stable")
-    return order.drop(columns=["_a", "_d", "_run", "_metric", "_variant"]).reset_index(drop=True)
-
-
-def sensitivity_csv(table: pd.DataFrame) -> str:
-    """CSV with the header of :data:`metrics.sensitivity.CSV_COLUMNS` (values in full precision)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(sensitivity.CSV_COLUMNS)
-    for row in table[sensitivity.CSV_COLUMNS].itertuples(index=False):
-        cells = []
-        for column, cell in zip(sensitivity.CSV_COLUMNS, row, strict=True):
-            if column in ("value", "ci_low", "ci_high"):
-                cells.append("" if cell is None or pd.isna(cell) else repr(float(cell)))
-            else:
-                cells.append(cell)
-        writer.writerow(cells)
-    return out.getvalue()
-
-
-def rankings_csv(rankings: pd.DataFrame) -> str:
-    """CSV of :func:`metrics.sensitivity.ranking_changes` (τ empty where undefined)."""
-    out = io.StringIO()
-    frame = rankings.copy()
-    frame["kendall_tau"] = [("" if pd.isna(t) else repr(float(t))) for t in frame["kendall_tau"]]
-    frame.to_csv(out, index=False, lineterminator="\n")
-    return out.getvalue()
-
-
-def rankings_text(result: LabelSensitivity) -> str:
-    """Plain-text summary: per configuration, metric and cutoff, τ against majority/drop and the swaps."""
-    lines = [
-        f"Label sensitivity of batch {result.batch!r}: runs {', '.join(result.runs)}; NFaiRR normalised "
-        f"{result.nfairr_normalisation}; confident = confidence >= {result.threshold}.",
-        "Non-gendered queries per aggregation / disputed policy:",
-    ]
-    for (aggregation, policy), size in result.set_sizes.items():
-        lines.append(f"  {aggregation:<12} {policy:<12} {size:>6}")
-    changed = result.rankings[
-        (result.rankings["swapped"] != "")
-        & ~(
-            (result.rankings["aggregation"] == sensitivity.BASELINE[0])
-            & (result.rankings["disputed"] == sensitivity.BASELINE[1])
-        )
-    ]
-    if changed.empty:
-        lines.append("The ranking of the runs is the same as with majority/drop for every metric and cutoff.")
-    else:
-        lines.append("Rankings that change against majority/drop (Kendall's tau; pairs that swap):")
-        for row in changed.itertuples(index=False):
-            tau = "–" if pd.isna(row.kendall_tau) else f"{row.kendall_tau:+.3f}"
-            lines.append(
-                f"  {row.aggregation}/{row.disputed} {row.metric}[{row.variant}]@{row.cutoff}: tau {tau}; {row.swapped}"
-            )
-    return "\n".join(lines)
-
-
-def sensitivity_result(result: LabelSensitivity) -> dict:
-    """JSON-safe form of a :class:`LabelSensitivity` (NaN as ``None``): what the API returns and
-    what a label-sensitivity job keeps as its result for the page."""
-    import math
-
-    def plain(records):
-        return [
-            {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
-            for row in records
-        ]
-
-    return {
-        "batch": result.batch,
-        "runs": result.runs,
-        "cutoffs": result.cutoffs,
-        "threshold": result.threshold,
-        "nfairr_normalisation": result.nfairr_normalisation,
-        "set_sizes": {f"{a}/{d}": n for (a, d), n in result.set_sizes.items()},
-        "rows": plain(result.table.to_dict("records")),
-        "rankings": plain(result.rankings.to_dict("records")),
-    }
-
-
 def start_label_sensitivity(
     batch,
     runs: Sequence[Run],
     report_settings: ReportSettings,
     *,
-    threshold: float = sensitivity.DEFAULT_THRESHOLD,
+    threshold: float = CONFIDENCE_THRESHOLD,
     background: Run | None = None,
 ) -> Job:
     """Compute label sensitivity as a Celery task once the caller's transaction commits; returns its Job

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from core.errors import ServiceError
+from typing import TYPE_CHECKING
+
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from core.errors import ServiceError
 from core.permissions import researcher_required
 
-from . import plots, services
+from . import selectors
 from .forms import LabelSensitivityForm, ReportForm
 from .models import Report
+
+if TYPE_CHECKING:
+    from .services import LabelSensitivity
 
 
 @researcher_required
@@ -22,11 +27,13 @@ def report_list(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def report_detail(request: HttpRequest, name: str) -> HttpResponse:
+    from . import formatting
+
     report = get_object_or_404(
         Report.objects.select_related("query_set", "wordlist", "representative_wordlist"), name=name
     )
-    summary = services.report_summary(report)
-    columns = services.columns_of(summary)
+    summary = selectors.report_summary(report)
+    columns = formatting.columns_of(summary)
     lookup = {(r.run, r.metric, r.variant, r.cutoff): r for r in summary.itertuples(index=False)}
     rows = [
         {"run": run, "cells": [lookup.get((run, *column)) for column in columns]}
@@ -38,9 +45,11 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 def report_csv(request: HttpRequest, name: str) -> HttpResponse:
+    from . import formatting
+
     report = get_object_or_404(Report, name=name)
     response = HttpResponse(
-        services.results_csv(services.report_summary(report)), content_type="text/csv; charset=utf-8"
+        formatting.results_csv(selectors.report_summary(report)), content_type="text/csv; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="{report.name}.csv"'
     return response
@@ -48,9 +57,11 @@ def report_csv(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
+    from . import formatting
+
     report = get_object_or_404(Report, name=name)
     try:
-        body = services.per_query_csv(services.report_per_query(report), services.report_summary(report))
+        body = formatting.per_query_csv(selectors.report_per_query(report), selectors.report_summary(report))
     except ServiceError as exc:
         raise Http404(str(exc)) from None
     response = HttpResponse(body, content_type="text/csv; charset=utf-8")
@@ -61,13 +72,15 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
 @researcher_required
 def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
     """``cutoffs``: every metric against the cutoff; ``distribution``: per-query box plots at ``?cutoff=``."""
+    from . import plots
+
     report = get_object_or_404(Report, name=name)
     if kind == "cutoffs":
-        png = plots.cutoff_figure(services.report_summary(report))
+        png = plots.cutoff_figure(selectors.report_summary(report))
     elif kind == "distribution":
         try:
             cutoff = int(request.GET.get("cutoff", max(report.cutoffs)))
-            per_query = services.report_per_query(report)
+            per_query = selectors.report_per_query(report)
         except (ValueError, ServiceError) as exc:
             raise Http404(str(exc)) from None
         if cutoff not in report.cutoffs:
@@ -85,6 +98,8 @@ def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
 @require_POST
 def report_create(request: HttpRequest) -> HttpResponse:
     """Build a report as a Celery task (inline without a broker), then follow its job."""
+    from . import services
+
     form = ReportForm(request.POST)
     if not form.is_valid():
         reports = Report.objects.select_related("query_set").prefetch_related("runs")
@@ -103,9 +118,11 @@ def report_create(request: HttpRequest) -> HttpResponse:
     return redirect("core:job-detail", pk=job.pk)
 
 
-def run_label_sensitivity(data: dict) -> services.LabelSensitivity:
+def run_label_sensitivity(data: dict) -> LabelSensitivity:
     """Compute label sensitivity from a valid :class:`LabelSensitivityForm` (the API computes on request)."""
     from annotation.models import Batch
+
+    from . import services
 
     batch = get_object_or_404(Batch, name=data["batch"])
     report_settings = services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"])
@@ -124,9 +141,11 @@ def label_sensitivity(request: HttpRequest) -> HttpResponse:
     import base64
 
     import pandas as pd
-    from core.models import Job
 
     from annotation.models import Batch
+    from core.models import Job
+
+    from . import plots, services
 
     if request.method == "POST":
         form = LabelSensitivityForm(request.POST)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-import resource
 import sys
 import time
 from collections import Counter
 from pathlib import Path
+
+from core.benchmark import peak_memory_mb
 
 
 def naive_pool(
@@ -105,15 +106,6 @@ def engine_pool(work: Path, cutoff: int, depth: int) -> list[str]:
         bar=False,
     )
     return sorted(pool.queries.queries.values_list("qid", flat=True), key=int)
-
-
-def peak_memory_mb() -> float:
-    """This process's peak resident memory (VmHWM): unlike ``ru_maxrss``, not inherited across fork."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _main(argv: list[str]) -> None:

@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from .analysis import MAGNITUDES
 from .readers import iter_blocks, parse_passages
 from .tokenize import TOKENIZERS, non_word_character, word_character
-from .wordlists import WordList
+from .wordlists import GenderWords
 
-MAGNITUDES = ("tc", "tf", "bool")
 COUNT_SCHEMA = {"docid": pl.String, "f": pl.Int64, "m": pl.Int64, "length": pl.Int64}
 
 
@@ -36,7 +36,7 @@ def _alternation(words: Iterable[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w)))
 
 
-def count_expressions(wordlist: WordList, tokenizer: str) -> list[pl.Expr]:
+def count_expressions(wordlist: GenderWords, tokenizer: str) -> list[pl.Expr]:
     """Polars expressions over a lower-cased ``text`` column giving ``f``, ``m``, ``length``.
 
     ``whitespace``: every single space is doubled and the text padded with spaces, so each
@@ -75,7 +75,7 @@ def separated_words(text: pl.Expr) -> pl.Expr:
     return pl.lit(" ") + text.str.replace_all(non_word_character() + "+", "  ") + pl.lit(" ")
 
 
-def count_frame(passages: pl.DataFrame, wordlist: WordList, tokenizer: str) -> pl.DataFrame:
+def count_frame(passages: pl.DataFrame, wordlist: GenderWords, tokenizer: str) -> pl.DataFrame:
     """Counts for a frame with ``docid`` and ``text`` columns (texts as in the collection)."""
     lowered = passages.select("docid", pl.col("text").str.to_lowercase())
     if tokenizer == "words":  # once, not once per word group
@@ -86,7 +86,7 @@ def count_frame(passages: pl.DataFrame, wordlist: WordList, tokenizer: str) -> p
 def document_counts(
     collection_path: str | Path,
     docids: Iterable[str] | pl.Series | None,
-    wordlist: WordList,
+    wordlist: GenderWords,
     tokenizer: str,
     progress: Callable[[int], None] | None = None,
 ) -> pl.DataFrame:
@@ -132,3 +132,11 @@ def magnitude(counts: np.ndarray | pl.Series | pl.Expr, variant: str):
     if variant == "tf":
         return np.log(1.0 + counts)
     return (counts > 0).astype(np.float64)
+
+
+def magnitudes_frame(counts: pl.DataFrame, variant: str) -> pl.DataFrame:
+    """Counts ``docid, f, m, ...`` as magnitudes ``docid, f, m`` of one variant: the one
+    counts -> magnitudes step, used by pooling and by every metric."""
+    return counts.select(
+        "docid", magnitude(pl.col("f"), variant).alias("f"), magnitude(pl.col("m"), variant).alias("m")
+    )

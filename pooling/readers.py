@@ -14,101 +14,18 @@ import gzip
 import hashlib
 import io
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 import polars as pl
 
+from core.errors import InputError, Skipped, raise_or_skip
 from core.files import atomic_path
+from core.textfiles import GZIP_MAGIC, decode_utf8
 
 BLOCK_SIZE = 16 * 1024 * 1024
-_GZIP_MAGIC = b"\x1f\x8b"
-
-
-class InputError(ValueError):
-    """Bad input: ``str()`` reads ``path:line: problem`` (or ``path: problem`` for the whole file)."""
-
-    def __init__(self, path: str | Path, line: int | None, problem: str) -> None:
-        self.path = str(path)
-        self.line = line
-        self.problem = problem
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.problem}"
-
-
-@dataclass
-class Skipped:
-    """Bad lines passed over when the caller asked to skip them (``--skip-bad-lines``)."""
-
-    errors: list[InputError] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.errors)
-
-    def add(self, error: InputError) -> None:
-        self.errors.append(error)
-
-    def summary(self, limit: int = 5) -> str:
-        shown = "\n".join(f"  {e}" for e in self.errors[:limit])
-        more = f"\n  … and {len(self.errors) - limit} more" if len(self.errors) > limit else ""
-        return f"skipped {len(self.errors)} bad line(s):\n{shown}{more}"
-
-
-def _raise_or_skip(error: InputError, skipped: Skipped | None) -> None:
-    if skipped is None:
-        raise error
-    skipped.add(error)
-
-
-@contextmanager
-def open_binary(path: str | Path) -> Iterator[BinaryIO]:
-    """Open a file for reading bytes, transparently un-gzipping it."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, None, "no such file")
-    with open(path, "rb") as raw:
-        gzipped = raw.read(2) == _GZIP_MAGIC
-        raw.seek(0)
-        if gzipped:
-            with gzip.GzipFile(fileobj=raw) as unzipped:
-                yield unzipped  # type: ignore[misc]
-        else:
-            yield raw
-
-
-def _decode(path: Path, data: bytes, first_line: int) -> str:
-    """Decode strict UTF-8, turning a decoding error into the line that holds it."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = first_line + data.count(b"\n", 0, exc.start)
-        raise InputError(path, line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as the other readers count them: split on ``\\n`` only (``str.splitlines`` also
-    splits on U+2028, U+0085 and other characters that occur inside real queries), with a
-    trailing ``\\r`` dropped."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
-
-
-@contextmanager
-def open_text(path: str | Path) -> Iterator[Iterator[str]]:
-    """Lines of a small text file, decoded strictly as UTF-8, without line endings."""
-    path = Path(path)
-    with open_binary(path) as stream:
-        data = stream.read()
-    text = _decode(path, data, 1).removeprefix("\ufeff")
-    yield iter(split_lines(text))
 
 
 class _HashingReader(io.RawIOBase):
@@ -139,7 +56,7 @@ def iter_blocks(path: str | Path, block_size: int | None = None, digest=None) ->
     path = Path(path)
     block_size = block_size or BLOCK_SIZE
     with open(path, "rb") as file:
-        gzipped = file.read(2) == _GZIP_MAGIC
+        gzipped = file.read(2) == GZIP_MAGIC
         file.seek(0)
         raw = _HashingReader(file, digest)
         buffered = io.BufferedReader(raw, buffer_size=1024 * 1024)
@@ -173,7 +90,7 @@ def lines_frame(path: Path, data: bytes, first_line: int) -> pl.DataFrame:
     try:
         lines = pl.read_lines(data, name="text")
     except pl.exceptions.ComputeError:
-        _decode(path, data, first_line)  # raises InputError naming the line
+        decode_utf8(path, data, first_line)  # raises InputError naming the line
         raise
     if first_line == 1 and data.startswith(b"\xef\xbb\xbf"):
         lines = lines.with_columns(pl.col("text").str.strip_prefix("\ufeff"))
@@ -195,7 +112,7 @@ def parse_passages(
     bad = frame.filter(pl.col("tab").is_null() & (pl.col("text") != "") | empty_id)
     for line, position in bad.select("line", "tab").iter_rows():
         problem = "no tab between passage id and text" if position is None else "empty passage id"
-        _raise_or_skip(InputError(path, line, problem), skipped)
+        raise_or_skip(InputError(path, line, problem), skipped)
     frame = frame.filter(pl.col("tab").is_not_null())
     if len(bad):
         frame = frame.filter(~empty_id)
@@ -275,35 +192,6 @@ def _raise_repeated_docid(path: Path, candidates: set[int], skipped: Skipped | N
 # --- queries -----------------------------------------------------------------------------
 
 
-def read_queries(path: str | Path, skipped: Skipped | None = None) -> list[tuple[str, str]]:
-    """Read ``qid<TAB>query`` lines (split on the first tab), in file order."""
-    path = Path(path)
-    queries: list[tuple[str, str]] = []
-    seen: dict[str, int] = {}
-    with open_text(path) as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            qid, tab, text = line.partition("\t")
-            qid, text = qid.strip(), text.strip()
-            if not tab:
-                _raise_or_skip(InputError(path, number, "no tab between query id and query text"), skipped)
-            elif not qid:
-                _raise_or_skip(InputError(path, number, "empty query id"), skipped)
-            elif not text:
-                _raise_or_skip(InputError(path, number, f"query {qid!r} has no text"), skipped)
-            elif qid in seen:
-                _raise_or_skip(
-                    InputError(path, number, f"query id {qid!r} repeats (first on line {seen[qid]})"), skipped
-                )
-            else:
-                seen[qid] = number
-                queries.append((qid, text))
-    if not queries:
-        raise InputError(path, None, "no queries")
-    return queries
-
-
 # --- runs --------------------------------------------------------------------------------
 
 RUN_ORDERS = ("score", "file")
@@ -380,7 +268,7 @@ def _parse_run_block(
     bad = fields.filter(pl.col("qid").is_null())
     for (line,) in bad.select("line").iter_rows():
         found = len(lines.filter(pl.col("line") == line)["text"][0].split())
-        _raise_or_skip(
+        raise_or_skip(
             InputError(path, line, f"expected 6 columns (qid Q0 docid rank score tag), found {found}"), skipped
         )
     fields = fields.filter(pl.col("qid").is_not_null())
@@ -388,14 +276,14 @@ def _parse_run_block(
     fields = fields.with_columns(pl.col("score").cast(pl.Float64, strict=False).alias("score_value"))
     bad = fields.filter(pl.col("score_value").is_null() | pl.col("score_value").is_nan())
     for line, score in bad.select("line", "score").iter_rows():
-        _raise_or_skip(InputError(path, line, f"score {score!r} is not a number"), skipped)
+        raise_or_skip(InputError(path, line, f"score {score!r} is not a number"), skipped)
     fields = fields.filter(pl.col("score_value").is_not_null() & pl.col("score_value").is_not_nan())
     fields = fields.select("line", "qid", "docid", pl.col("score_value").alias("score"))
 
     if known is not None:
         unknown = fields.join(known, on="docid", how="anti").sort("line")
         for line, docid in unknown.select("line", "docid").iter_rows():
-            _raise_or_skip(InputError(path, line, f"docid {docid!r} is not in the collection"), skipped)
+            raise_or_skip(InputError(path, line, f"docid {docid!r} is not in the collection"), skipped)
         if len(unknown):
             fields = fields.join(known, on="docid", how="semi", maintain_order="left")
     return fields
@@ -427,7 +315,7 @@ def read_run(
 
     duplicate = _repeated_pairs(fields)
     for line, qid, docid in duplicate.select("line", "qid", "docid").iter_rows():
-        _raise_or_skip(InputError(path, line, f"docid {docid!r} appears twice for query {qid!r}"), skipped)
+        raise_or_skip(InputError(path, line, f"docid {docid!r} appears twice for query {qid!r}"), skipped)
     if len(duplicate):
         fields = fields.join(duplicate.select("line"), on="line", how="anti", maintain_order="left")
 

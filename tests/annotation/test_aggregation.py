@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 
 from annotation.aggregation import (
     DawidSkeneResult,
@@ -15,6 +14,7 @@ from annotation.aggregation import (
     validate_judgments,
     wawa,
 )
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 
 
 def judgments(rows: list[tuple[str, str, str]]) -> pd.DataFrame:

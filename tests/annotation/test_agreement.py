@@ -10,7 +10,6 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
-from annotation.labels import LABELS
 
 from annotation.aggregation import label_counts, majority_vote
 from annotation.agreement import (
@@ -30,6 +29,7 @@ from annotation.agreement import (
     reliability_matrix,
     worker_agreement,
 )
+from annotation.labels import LABELS
 
 nan = np.nan
 

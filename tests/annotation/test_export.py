@@ -7,6 +7,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Export
+from core.errors import ServiceError
 from pooling.models import QuerySet
 
 from .conftest import TRUTH, answers_for
@@ -82,7 +83,7 @@ def test_export_as_query_set(annotated, tmp_path):
         ("101", "what is a synapse"),
         ("105", "how to boil an egg"),
     ]
-    with pytest.raises(services.ServiceError, match="already exists"):
+    with pytest.raises(ServiceError, match="already exists"):
         services.export_queries(annotated, "male", tmp_path / "m.tsv", as_query_set="ng")
     assert not (tmp_path / "m.tsv").exists()
 
@@ -97,13 +98,13 @@ def test_formula_like_queries_neutralised_in_csv_verbatim_in_tsv(query_set, tmp_
     services.export_queries(batch, "non-gendered", tmp_path / "ng.tsv")
     assert (tmp_path / "ng.tsv").read_text().splitlines()[0] == "101\t=HYPERLINK(1)"
     services.export_queries(batch, "non-gendered", tmp_path / "ng.csv", fmt="csv")
-    assert (tmp_path / "ng.csv").read_text().splitlines()[1] == "101,'=HYPERLINK(1),n"
+    assert (tmp_path / "ng.csv").read_text().splitlines()[1].startswith("101,'=HYPERLINK(1),n,false,")
 
 
 def test_unknown_category_or_format(annotated, tmp_path):
-    with pytest.raises(services.ServiceError, match="unknown category"):
+    with pytest.raises(ServiceError, match="unknown category"):
         services.export_queries(annotated, "neutral", tmp_path / "x.tsv")
-    with pytest.raises(services.ServiceError, match="unknown format"):
+    with pytest.raises(ServiceError, match="unknown format"):
         services.export_queries(annotated, "male", tmp_path / "x.xlsx", "xlsx")
 
 
@@ -112,6 +113,7 @@ def test_escalation_adds_an_assignment_to_hits_with_disputed_queries(annotated, 
     hit_104 = annotated.hits.get(hit_queries__batch_query__qid="104")
     assert [(hit, qids) for hit, qids in plan.hits] == [(hit_104, ["104"])]
     assert plan.cost.assignments_total == 1
+    assert plan.cost.total == annotated.reward  # in-house: the reward only, no crowd fee
     escalations = services.escalate_batch(annotated, max_assignments=3)
     assert [e.hit for e in escalations] == [hit_104]
     hit_104.refresh_from_db()

@@ -8,11 +8,11 @@ from decimal import Decimal
 import numpy as np
 import pandas as pd
 import pytest
-from core.models import Job
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation import services as annotation_services
+from core.models import Job
 from metrics import sensitivity, services
 from metrics.models import Result
 from pooling.models import QuerySet, Run
@@ -129,6 +129,42 @@ def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, b
     confident = table[(table["aggregation"] == "majority") & (table["disputed"] == "confident")]
     assert set(confident["n_queries"]) == {1}
     assert set(result.rankings.columns) >= {"kendall_tau", "swapped"}
+
+
+@pytest.mark.django_db
+def test_adjudicated_policy_reads_the_researchers_rulings(batch, django_user_model):
+    """The selector is real now (annotation.selectors.adjudicated_labels): a ruling that the
+    disputed query 3 is non-gendered adds it under ``adjudicated`` for every aggregation; a
+    ruling on an undisputed query does not change any set (the policy settles disputes only)."""
+    runs = [Run.objects.get(name=n) for n in ("a", "b")]
+    report_settings = services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=20)
+    before = services.label_sensitivity(batch, runs, report_settings, bar=False)
+    assert before.set_sizes[("majority", "adjudicated")] == 2
+    researcher = django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True)
+    annotation_services.adjudicate(batch, "3", "n", "asks about no one in particular", researcher)
+    annotation_services.adjudicate(batch, "1", "f", "a ruling on an undisputed query", researcher)
+    after = services.label_sensitivity(batch, runs, report_settings, bar=False)
+    for aggregation in sensitivity.AGGREGATIONS:
+        assert after.set_sizes[(aggregation, "adjudicated")] == after.set_sizes[(aggregation, "drop")] + 1
+    assert after.set_sizes[("majority", "drop")] == before.set_sizes[("majority", "drop")] == 2
+    table = after.table
+    adjudicated = table[
+        (table["aggregation"] == "majority") & (table["disputed"] == "adjudicated") & (table["run"] == "a")
+    ]
+    assert set(adjudicated["n_queries"]) == {3}  # run a ranks all three queries
+
+
+def test_sensitivity_csvs_go_through_the_spreadsheet_writer():
+    """Run names a spreadsheet would evaluate are neutralised; values stay numbers, NaN is empty."""
+    from metrics.formatting import rankings_csv, sensitivity_csv
+
+    table = pd.DataFrame(
+        [("majority", "drop", "=evil()", "RaB", "tf", 10, -0.25, -0.5, float("nan"), 3)],
+        columns=sensitivity.CSV_COLUMNS,
+    )
+    assert sensitivity_csv(table).splitlines()[1] == "majority,drop,'=evil(),RaB,tf,10,-0.25,-0.5,,3"
+    rankings = sensitivity.ranking_changes(table)
+    assert rankings_csv(rankings).splitlines()[1] == "majority,drop,RaB,tf,10,1,,"
 
 
 @pytest.mark.django_db

@@ -1,9 +1,9 @@
 """Report pages, downloads, the build form (through the Celery task, eager) and the REST API."""
 
 import pytest
-from core.models import Job
 from django.urls import reverse
 
+from core.models import Job
 from metrics import services
 from metrics.models import Report
 from pooling.models import QuerySet, Run

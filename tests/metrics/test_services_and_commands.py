@@ -8,7 +8,8 @@ import math
 import pytest
 from django.core.management import CommandError, call_command
 
-from metrics import services
+from core.errors import ServiceError
+from metrics import formatting, selectors, services
 from metrics.models import Report, Result
 from pooling.models import QuerySet, Run
 
@@ -45,17 +46,17 @@ def test_build_report_stores_means_over_the_queries_each_run_contains(world):
     # q1: d3 (neutral), d1 (one-sided) → 1/ideal; q2: d2 only (one-sided) → 0
     assert nfairr.value == pytest.approx((1 / ideal + 0) / 2, abs=1e-9)
     assert Result.objects.filter(report=report).count() == 2 * (2 * 2 * 2 + 2 + 2 * 2)
-    per_query = services.report_per_query(report)
+    per_query = selectors.report_per_query(report)
     assert set(per_query.columns) == {"run", "qid", "metric", "variant", "cutoff", "value"}
     assert set(per_query.loc[per_query["run"] == "b", "qid"]) == {"1", "2"}
 
 
 @pytest.mark.django_db
 def test_report_errors(world):
-    with pytest.raises(services.ServiceError, match="cutoffs"):
+    with pytest.raises(ServiceError, match="cutoffs"):
         build(report_settings=services.ReportSettings(cutoffs=(0,)))
     build("taken", runs=("a",), report_settings=services.ReportSettings(cutoffs=(1,), bootstrap_samples=10))
-    with pytest.raises(services.ServiceError, match="already exists"):
+    with pytest.raises(ServiceError, match="already exists"):
         build("taken", runs=("a",))
     assert Report.objects.count() == 1
 
@@ -88,7 +89,7 @@ def test_per_query_csv_carries_the_reports_cis_and_p_values(world):
     )
     rows = list(
         csv.DictReader(
-            io.StringIO(services.per_query_csv(services.report_per_query(report), services.report_summary(report)))
+            io.StringIO(formatting.per_query_csv(selectors.report_per_query(report), selectors.report_summary(report)))
         )
     )
     assert list(rows[0]) == [

@@ -5,15 +5,15 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from core.errors import InputError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.errors import InputError
 from pooling.magnitudes import count_frame, document_counts, magnitude
 from pooling.tokenize import tokenize
-from pooling.wordlists import WordList, default_wordlist, load_wordlist
+from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
-WORDS = WordList(frozenset({"she", "her", "woman"}), frozenset({"he", "his", "man"}), name="tiny")
+WORDS = GenderWords(frozenset({"she", "her", "woman"}), frozenset({"he", "his", "man"}), name="tiny")
 
 TRICKY = [
     "He said she was his sister.",
@@ -100,7 +100,7 @@ def test_wordlist_errors_name_the_line(tmp_path):
 
 # --- one definition of the `words` tokenizer in both engines, over fuzzed Unicode text ---------
 
-FUZZ_WORDS = WordList(
+FUZZ_WORDS = GenderWords(
     frozenset({"she", "her", "i\u0307", "café", "ünïcode"}), frozenset({"he", "his", "σας", "e\u0301"}), name="fuzz"
 )
 _PIECES = [

@@ -1,9 +1,8 @@
 import json
 
-from django.core.management.base import BaseCommand
-
 from annotation import services
 from annotation.labels import LABEL_NAMES
+from core.cli import ProjectCommand
 
 from ._common import command_errors, get_batch
 
@@ -12,7 +11,7 @@ def _number(value, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Inter-annotator agreement of a batch: Krippendorff's alpha (with a bootstrap interval), "
         "per-category alpha, percent agreement, Fleiss' kappa, labels and set-aside queries."

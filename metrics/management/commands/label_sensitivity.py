@@ -1,15 +1,17 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from core.cli import command_errors
+from annotation.models import Batch
+from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import atomic_path, atomic_write, check_writable
-from metrics import plots, sensitivity, services
-from metrics.core import COLLECTION_BACKGROUND, DEFAULT_NORMALISER, NORMALISERS
+from metrics import services
+from metrics.defaults import CONFIDENCE_THRESHOLD, DEFAULT_NORMALISER, DEFAULT_SAMPLES, DEFAULT_SEED, NORMALISERS
+from metrics.models import COLLECTION_BACKGROUND
 from pooling.models import Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "How labelling choices move the bias results: for each aggregation (majority, Dawid-Skene "
         "seeded with gold, Wawa) x each policy for disputed queries (drop, aggregation, adjudicated, "
@@ -33,9 +35,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--threshold",
             type=float,
-            default=sensitivity.DEFAULT_THRESHOLD,
+            default=CONFIDENCE_THRESHOLD,
             help="'confident' keeps labels whose confidence (vote share, posterior, Wawa weight share) "
-            f"is at least this (default {sensitivity.DEFAULT_THRESHOLD})",
+            f"is at least this (default {CONFIDENCE_THRESHOLD})",
         )
         parser.add_argument("--wordlist", help="'word,f|m' file for RaB/ARaB (default: the 32+32 definitional words)")
         parser.add_argument("--representative-wordlist", help="'word,f|m' file for NFaiRR/TExFAIR")
@@ -45,21 +47,20 @@ class Command(BaseCommand):
             "--background", default=COLLECTION_BACKGROUND, help="NFaiRR's background: 'collection' or a run"
         )
         parser.add_argument("--nfairr-normaliser", choices=NORMALISERS, default=DEFAULT_NORMALISER)
-        parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
-        parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+        parser.add_argument(
+            "--bootstrap", type=int, default=DEFAULT_SAMPLES, help=f"bootstrap resamples (default {DEFAULT_SAMPLES})"
+        )
+        parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
 
     def handle(self, **o):
-        from annotation.management.commands._common import get_batch
+        from metrics import formatting, plots
 
-        batch = get_batch(o["batch"])
-        names = list(dict.fromkeys(n.strip() for n in o["runs"].split(",") if n.strip()))
+        batch = get_named(Batch, o["batch"], "batch")
+        names = name_list(o["runs"])
         if not names:
             raise CommandError("give at least one run with --runs")
         wanted = [*names, *([o["background"]] if o["background"] != COLLECTION_BACKGROUND else [])]
-        runs = {r.name: r for r in Run.objects.filter(name__in=wanted).select_related("collection")}
-        unknown = [n for n in dict.fromkeys(wanted) if n not in runs]
-        if unknown:
-            raise CommandError(f"unknown run(s): {', '.join(unknown)}")
+        runs = {run.name: run for run in get_named_list(Run, wanted, "run")}
         with command_errors():
             for option in ("out", "rankings", "plot"):
                 if o[option]:
@@ -80,13 +81,13 @@ class Command(BaseCommand):
                 background=runs.get(o["background"]),
                 bar=o["verbosity"] > 0,
             )
-            atomic_write(o["out"], lambda f: f.write(services.sensitivity_csv(result.table)), newline="")
+            atomic_write(o["out"], lambda f: f.write(formatting.sensitivity_csv(result.table)), newline="")
             if o["rankings"]:
-                atomic_write(o["rankings"], lambda f: f.write(services.rankings_csv(result.rankings)), newline="")
+                atomic_write(o["rankings"], lambda f: f.write(formatting.rankings_csv(result.rankings)), newline="")
             if o["plot"]:
                 with atomic_path(o["plot"]) as tmp:
                     tmp.write_bytes(plots.sensitivity_figure(result.table, o["plot_cutoff"] or max(cutoffs)))
-        self.stdout.write(services.rankings_text(result))
+        self.stdout.write(formatting.rankings_text(result))
         self.stdout.write(self.style.SUCCESS(f"Wrote {len(result.table)} rows to {o['out']}"))
         if o["rankings"]:
             self.stdout.write(f"Wrote the ranking changes to {o['rankings']}")

@@ -1,11 +1,9 @@
-from django.core.management.base import BaseCommand, CommandError
-
-from core.cli import command_errors, report_import
+from core.cli import ProjectCommand, command_errors, get_named, report_import
 from pooling import services
 from pooling.models import Collection, Run
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Register a TREC run ('qid Q0 docid rank score tag', any whitespace) over an imported "
         "collection. Documents are ranked by score descending, ties by docid descending "
@@ -22,10 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines and report them")
 
     def handle(self, path, name, collection, order, skip_bad_lines, **options):
-        try:
-            collection_obj = Collection.objects.get(name=collection)
-        except Collection.DoesNotExist:
-            raise CommandError(f"no collection named {collection!r}; import it first with import_collection") from None
+        collection_obj = get_named(Collection, collection, "collection")
         with command_errors():
             result = services.import_run(path, name, collection_obj, order=order, skip_bad_lines=skip_bad_lines)
         run = result.obj
