@@ -165,6 +165,10 @@ class AgreementSerializer(serializers.Serializer):
     krippendorff_alpha = serializers.FloatField(allow_null=True)
     alpha_ci = serializers.ListField(child=serializers.FloatField(allow_null=True))
     per_category_alpha = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    gwet_ac1 = serializers.FloatField(
+        allow_null=True, help_text="Gwet's AC1 (beside alpha; robust to rare categories)."
+    )
+    per_category_ac1 = serializers.DictField(child=serializers.FloatField(allow_null=True))
     percent_agreement = serializers.FloatField(allow_null=True)
     fleiss_kappa = serializers.FloatField(allow_null=True)
     queries = serializers.IntegerField()

@@ -221,7 +221,12 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
         for label in LABELS
     ]
     category_alpha = [
-        {"name": LABEL_NAMES[label], "alpha": value, "percent": max(0.0, value or 0.0) * 100}
+        {
+            "name": LABEL_NAMES[label],
+            "alpha": value,
+            "ac1": report["per_category_ac1"].get(label),
+            "percent": max(0.0, value or 0.0) * 100,
+        }
         for label, value in report["per_category_alpha"].items()
     ]
     matrix = report["confusion"]["matrix"]

@@ -13,6 +13,15 @@ DEFAULT_CUTOFFS = (5, 10, 20, 30)
 BACKGROUND_DEPTH = 200
 #: NFaiRR's τ: a document with at most this many representative words is neutral.
 DEFAULT_THRESHOLD = 1
+#: NFaiRR normalisers with a background run (see :mod:`metrics.core`'s docstring): the
+#: background plus every compared run (default), or the background alone as the reference code.
+NORMALISERS = ("comparison", "exact")
+DEFAULT_NORMALISER = "comparison"
 #: Bootstrap resamples and seed for confidence intervals.
 DEFAULT_SAMPLES = 1000
 DEFAULT_SEED = 0
+#: Label sensitivity: the aggregations, the policies for disputed queries, and the least
+#: confidence of a label under the ``confident`` policy (see :mod:`metrics.sensitivity`).
+AGGREGATIONS = ("majority", "dawid-skene", "wawa")
+DISPUTED_POLICIES = ("drop", "aggregation", "adjudicated", "confident")
+CONFIDENCE_THRESHOLD = 0.9

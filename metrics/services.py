@@ -1,4 +1,4 @@
-"""Services of the metrics app: building bias reports and reading them back.
+"""Services of the metrics app: building bias reports, and label sensitivity.
 
 Heavy work (reading runs, counting words, computing metrics, bootstrapping) happens before
 the transaction opens; the report and its result rows are written in one transaction, and
@@ -32,7 +32,16 @@ from pooling.services import document_counts_for, register_wordlist, run_frame
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
-from .defaults import BACKGROUND_DEPTH, DEFAULT_CUTOFFS, DEFAULT_SAMPLES, DEFAULT_SEED, DEFAULT_THRESHOLD
+from .defaults import (
+    BACKGROUND_DEPTH,
+    CONFIDENCE_THRESHOLD,
+    DEFAULT_CUTOFFS,
+    DEFAULT_NORMALISER,
+    DEFAULT_SAMPLES,
+    DEFAULT_SEED,
+    DEFAULT_THRESHOLD,
+    NORMALISERS,
+)
 from .models import COLLECTION_BACKGROUND, Report, Result
 
 if TYPE_CHECKING:
@@ -71,6 +80,7 @@ class ReportSettings:
     threshold: float = DEFAULT_THRESHOLD
     bootstrap_samples: int = DEFAULT_SAMPLES
     seed: int = DEFAULT_SEED
+    nfairr_normaliser: str = DEFAULT_NORMALISER
 
     def validate(self) -> None:
         from . import core
@@ -85,6 +95,10 @@ class ReportSettings:
             raise ServiceError("the NFaiRR threshold must not be negative")
         if self.bootstrap_samples < 1:
             raise ServiceError("bootstrap samples must be at least 1")
+        if self.nfairr_normaliser not in NORMALISERS:
+            raise ServiceError(
+                f"unknown NFaiRR normaliser {self.nfairr_normaliser!r}; choose one of {', '.join(NORMALISERS)}"
+            )
 
 
 @dataclass
@@ -124,10 +138,8 @@ def compute_report(
     bar: bool = True,
 ) -> Computed:
     """Every metric of every run over the queries of ``query_set`` it contains (no writes)."""
-    import pandas as pd
-    import polars as pl
-
-    from . import core, significance
+    from . import significance
+    from .formatting import order_summary
 
     report_settings.validate()
     runs = list(runs)
@@ -135,6 +147,50 @@ def compute_report(
         raise ServiceError("give at least one run")
     if baseline is not None and baseline not in runs:
         runs.append(baseline)
+    qids = list(query_set.queries.values_list("qid", flat=True))
+    per_query = per_query_values(
+        qids,
+        runs,
+        report_settings,
+        wordlist=wordlist,
+        representative=representative,
+        background=background,
+        job=job,
+        bar=bar,
+        source=repr(query_set.name),
+    )
+    summary = significance.summarise(
+        per_query,
+        baseline=baseline.name if baseline else None,
+        samples=report_settings.bootstrap_samples,
+        seed=report_settings.seed,
+    )
+    return Computed(per_query, order_summary(summary), runs)
+
+
+def per_query_values(
+    qids: Sequence[str],
+    runs: Sequence[Run],
+    report_settings: ReportSettings,
+    *,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
+    background: Run | None = None,
+    job: Job | None = None,
+    bar: bool = True,
+    source: str = "the query set",
+) -> pd.DataFrame:
+    """Long frame ``run, qid, metric, variant, cutoff, value`` of every run over the ``qids`` it contains.
+
+    A query's values depend on the runs, the background and the settings, never on which
+    other queries are asked for, so any subset of this frame is what a report on that subset
+    would compute (label sensitivity relies on it).
+    """
+    import pandas as pd
+    import polars as pl
+
+    from . import core
+
     collections = {run.collection_id for run in runs} | ({background.collection_id} if background else set())
     if len(collections) != 1:
         raise ServiceError("all runs of a report (and its background run) must rank the same collection")
@@ -142,13 +198,13 @@ def compute_report(
     representative = representative or default_representative_wordlist()
     cutoffs = core.validate_cutoffs(report_settings.cutoffs)
     depth = max(cutoffs)
-    qids = pl.Series("qid", list(query_set.queries.values_list("qid", flat=True)), dtype=pl.String).to_frame()
+    qids = pl.Series("qid", list(qids), dtype=pl.String).to_frame()
 
     frames = {}
     for run in runs:
         frame = run_frame(run).filter(pl.col("rank") <= depth).join(qids, on="qid", how="semi")
         if not len(frame):
-            raise ServiceError(f"run {run.name!r} contains none of the queries of {query_set.name!r}")
+            raise ServiceError(f"run {run.name!r} contains none of the queries of {source}")
         frames[run.name] = frame
     background_frame = None
     if background is not None:
@@ -173,19 +229,12 @@ def compute_report(
             threshold=report_settings.threshold,
             background=background_frame,
             background_name=background.name if background else COLLECTION_BACKGROUND,
+            comparison=list(frames.values()),
+            normaliser=report_settings.nfairr_normaliser,
         )
         values.insert(0, "run", name)
         parts.append(values)
-    per_query = pd.concat(parts, ignore_index=True)
-    summary = significance.summarise(
-        per_query,
-        baseline=baseline.name if baseline else None,
-        samples=report_settings.bootstrap_samples,
-        seed=report_settings.seed,
-    )
-    from .formatting import order_summary
-
-    return Computed(per_query, order_summary(summary), runs)
+    return pd.concat(parts, ignore_index=True)
 
 
 def build_report(
@@ -239,6 +288,7 @@ def build_report(
                 cutoffs=core.validate_cutoffs(report_settings.cutoffs),
                 threshold=report_settings.threshold,
                 background_run=background,
+                nfairr_normaliser=report_settings.nfairr_normaliser,
                 baseline=baseline,
                 bootstrap_samples=report_settings.bootstrap_samples,
                 seed=report_settings.seed,
@@ -299,5 +349,127 @@ def start_report(
         asdict(report_settings),
         background.pk if background else None,
         baseline.pk if baseline else None,
+    )
+    return job
+
+
+# --- label sensitivity ---------------------------------------------------------------------
+
+
+@dataclass
+class LabelSensitivity:
+    """What :func:`label_sensitivity` found: the table, the ranking changes, and the set sizes."""
+
+    batch: str
+    runs: list[str]
+    cutoffs: list[int]
+    threshold: float
+    table: pd.DataFrame
+    rankings: pd.DataFrame
+    set_sizes: dict[tuple[str, str], int]
+    nfairr_normalisation: str
+
+
+def label_sensitivity(
+    batch,
+    runs: Sequence[Run],
+    report_settings: ReportSettings = ReportSettings(),
+    *,
+    threshold: float = CONFIDENCE_THRESHOLD,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
+    background: Run | None = None,
+    job: Job | None = None,
+    bar: bool = True,
+) -> LabelSensitivity:
+    """Bias of ``runs`` on the non-gendered set of ``batch`` under every aggregation × disputed policy.
+
+    Labels: majority vote with the export's rule (strict plurality of at least
+    ``min_votes`` votes), Dawid-Skene seeded with the batch's gold questions, Wawa;
+    adjudications through :func:`annotation.selectors.adjudicated_labels`. The per-query values
+    are computed once over every candidate query (:func:`per_query_values`), then each set is
+    summarised as a report would be, so majority/drop equals ``bias_report`` on the exported
+    non-gendered set with the same settings (when no query is adjudicated: the export applies
+    rulings first).
+    """
+    from annotation import selectors
+    from annotation.services.results import judgments_frame, min_votes
+
+    from . import core, sensitivity
+    from .formatting import order_sensitivity
+
+    report_settings.validate()
+    if not 0 <= threshold <= 1:
+        raise ServiceError(f"the confidence threshold must be between 0 and 1, got {threshold}")
+    runs = list(runs)
+    if not runs:
+        raise ServiceError("give at least one run")
+    judgments = judgments_frame(batch)
+    if judgments.empty:
+        raise ServiceError(f"batch {batch.name!r} has no usable judgments yet")
+    labels = sensitivity.aggregated_labels(
+        judgments,
+        min_votes=min_votes(batch),
+        gold_judgments=selectors.gold_judgments(batch),
+        gold=selectors.gold_labels(batch),
+    )
+    sets = sensitivity.non_gendered_sets(labels, adjudicated=selectors.adjudicated_labels(batch), threshold=threshold)
+    candidates = sorted(set().union(*sets.values()))
+    if not candidates:
+        raise ServiceError(f"no query of batch {batch.name!r} is labelled non-gendered under any aggregation")
+    per_query = per_query_values(
+        candidates,
+        runs,
+        report_settings,
+        wordlist=wordlist,
+        representative=representative,
+        background=background,
+        job=job,
+        bar=bar,
+        source=f"the non-gendered queries of batch {batch.name!r}",
+    )
+    table = sensitivity.sensitivity_table(
+        per_query, sets, samples=report_settings.bootstrap_samples, seed=report_settings.seed
+    )
+    table = order_sensitivity(table, [run.name for run in runs])
+    if background is None:
+        normalisation = "by the collection"
+    elif report_settings.nfairr_normaliser == "exact":
+        normalisation = f"by {background.name} alone (exact original definition)"
+    else:
+        normalisation = f"by {background.name} together with every run given"
+    return LabelSensitivity(
+        batch=batch.name,
+        runs=[run.name for run in runs],
+        cutoffs=core.validate_cutoffs(report_settings.cutoffs),
+        threshold=threshold,
+        table=table,
+        rankings=sensitivity.ranking_changes(table),
+        set_sizes={key: len(qids) for key, qids in sets.items()},
+        nfairr_normalisation=normalisation,
+    )
+
+
+def start_label_sensitivity(
+    batch,
+    runs: Sequence[Run],
+    report_settings: ReportSettings,
+    *,
+    threshold: float = CONFIDENCE_THRESHOLD,
+    background: Run | None = None,
+) -> Job:
+    """Compute label sensitivity as a Celery task once the caller's transaction commits; returns its Job
+    (whose result holds :func:`sensitivity_result` and the page's URL)."""
+    from .tasks import label_sensitivity_task
+
+    report_settings.validate()
+    job = create_job("label-sensitivity", f"Label sensitivity of {batch.name}")
+    label_sensitivity_task.delay_on_commit(
+        job.pk,
+        batch.pk,
+        [run.pk for run in runs],
+        asdict(report_settings),
+        threshold,
+        background.pk if background else None,
     )
     return job

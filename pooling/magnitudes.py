@@ -25,7 +25,7 @@ import polars as pl
 
 from .analysis import MAGNITUDES
 from .readers import iter_blocks, parse_passages
-from .tokenize import TOKENIZERS
+from .tokenize import TOKENIZERS, non_word_character, word_character
 from .wordlists import GenderWords
 
 COUNT_SCHEMA = {"docid": pl.String, "f": pl.Int64, "m": pl.Int64, "length": pl.Int64}
@@ -41,8 +41,8 @@ def count_expressions(wordlist: GenderWords, tokenizer: str) -> list[pl.Expr]:
 
     ``whitespace``: every single space is doubled and the text padded with spaces, so each
     token sits between its own two spaces and `` word `` matches exactly the tokens equal
-    to ``word`` (the Rust regex engine has no look-around). ``words``: ``\\b`` is Unicode
-    aware, like Python's ``\\w``.
+    to ``word`` (the Rust regex engine has no look-around). ``words``: the same trick on the
+    ``separated`` column (:func:`separated_words`), which :func:`count_frame` adds once.
     """
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
@@ -57,19 +57,29 @@ def count_expressions(wordlist: GenderWords, tokenizer: str) -> list[pl.Expr]:
 
         length = (text.str.count_matches(" ", literal=True) + 1).cast(pl.Int64)
     else:
+        separated = pl.col("separated")
 
         def count(words: frozenset[str]) -> pl.Expr:
             if not words:
                 return pl.lit(0, dtype=pl.Int64)
-            return text.str.count_matches(rf"\b(?:{_alternation(words)})\b").cast(pl.Int64)
+            return separated.str.count_matches(f" (?:{_alternation(words)}) ").cast(pl.Int64)
 
-        length = text.str.count_matches(r"\w+").cast(pl.Int64)
+        length = text.str.count_matches(word_character() + "+").cast(pl.Int64)
     return [count(wordlist.female).alias("f"), count(wordlist.male).alias("m"), length.alias("length")]
+
+
+def separated_words(text: pl.Expr) -> pl.Expr:
+    """``text`` with every run of non-word characters (:func:`pooling.tokenize.non_word_character`,
+    the one definition both engines use) replaced by two spaces, and padded by one on each side:
+    every ``words`` token then sits between its own two spaces."""
+    return pl.lit(" ") + text.str.replace_all(non_word_character() + "+", "  ") + pl.lit(" ")
 
 
 def count_frame(passages: pl.DataFrame, wordlist: GenderWords, tokenizer: str) -> pl.DataFrame:
     """Counts for a frame with ``docid`` and ``text`` columns (texts as in the collection)."""
     lowered = passages.select("docid", pl.col("text").str.to_lowercase())
+    if tokenizer == "words":  # once, not once per word group
+        lowered = lowered.with_columns(separated_words(pl.col("text")).alias("separated"))
     return lowered.select("docid", *count_expressions(wordlist, tokenizer))
 
 

@@ -3,7 +3,8 @@
 - gold accuracy: right gold answers / gold questions answered, over every scored
   assignment (failed ones included: that is what the number is for);
 - agreement: the per-worker agreement of :mod:`annotation.agreement` (``rate``: share of
-  the worker's judgments that match the item's majority, on undisputed items);
+  the worker's judgments that match the majority of the *other* workers on the item,
+  leaving the worker's own vote out; items where the others tie are skipped);
 - Dawid-Skene accuracy: the estimated probability that the worker's label is the true
   one (prior-weighted diagonal of their confusion matrix);
 - seconds per query: median over the worker's submitted assignments of

@@ -175,6 +175,8 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
             "krippendorff_alpha": None,
             "alpha_ci": [None, None],
             "per_category_alpha": dict.fromkeys(LABELS),
+            "gwet_ac1": None,
+            "per_category_ac1": dict.fromkeys(LABELS),
             "percent_agreement": None,
             "fleiss_kappa": None,
             "queries": 0,

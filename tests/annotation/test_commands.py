@@ -34,6 +34,9 @@ def test_end_to_end_from_a_query_set_to_an_exported_non_gendered_set(query_set, 
     assert (report["queries"], report["judgments"], report["workers"]) == (6, 18, 3)
     assert report["labels"] == {"n": 2, "f": 2, "m": 1, "o": 1}
     assert report["disputed"] == []
+    assert report["gwet_ac1"] == 1.0 and report["per_category_ac1"]["o"] == 1.0
+    # leave-one-out: each worker's 6 labels meet the other two workers' (unanimous) majority
+    assert [(w["compared"], w["agreed"]) for w in report["per_worker"]] == [(6, 6)] * 3
 
     out = run("export_queries", "e2e", "--category", "non-gendered", "--out", str(tmp_path / "ng.tsv"), "--as", "ng")
     assert "Wrote 2 non-gendered queries" in out

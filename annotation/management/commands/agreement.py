@@ -35,9 +35,13 @@ class Command(ProjectCommand):
         )
         self.stdout.write(
             f"Krippendorff's alpha {_number(report['krippendorff_alpha'])} (95% CI {_number(low)}–{_number(high)}), "
-            f"percent agreement {_number(report['percent_agreement'])}, Fleiss' kappa {_number(report['fleiss_kappa'])}"
+            f"percent agreement {_number(report['percent_agreement'])}, Fleiss' kappa {_number(report['fleiss_kappa'])}, "
+            f"Gwet's AC1 {_number(report['gwet_ac1'])}"
         )
         for label, count in report["labels"].items():
             alpha = report["per_category_alpha"].get(label)
-            self.stdout.write(f"  {LABEL_NAMES[label]:<28} {count:>6} queries   alpha {_number(alpha)}")
+            ac1 = report["per_category_ac1"].get(label)
+            self.stdout.write(
+                f"  {LABEL_NAMES[label]:<28} {count:>6} queries   alpha {_number(alpha)}   AC1 {_number(ac1)}"
+            )
         self.stdout.write(f"Set aside (disputed or too few votes): {len(report['set_aside'])}")

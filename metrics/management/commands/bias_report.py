@@ -4,6 +4,7 @@ from core.cli import ProjectCommand, command_errors, get_named, get_named_list, 
 from core.files import atomic_path, atomic_write, check_writable
 from metrics import formatting, plots, selectors, services
 from metrics.core import COLLECTION_BACKGROUND
+from metrics.defaults import DEFAULT_NORMALISER, NORMALISERS
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
@@ -43,6 +44,14 @@ class Command(ProjectCommand):
             default=COLLECTION_BACKGROUND,
             help="NFaiRR's ideal ranking: 'collection' (default) or the name of a background run",
         )
+        parser.add_argument(
+            "--nfairr-normaliser",
+            choices=NORMALISERS,
+            default=DEFAULT_NORMALISER,
+            help="with --background RUN: 'comparison' (default; the background plus every run given, "
+            "one denominator for all, monotone and <= 1) or 'exact' (the background alone, the "
+            "original definition; values above 1 are reported as such)",
+        )
         parser.add_argument("--baseline", help="run to test the others against (paired t-test, Bonferroni)")
         parser.add_argument(
             "--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)"
@@ -50,7 +59,10 @@ class Command(ProjectCommand):
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
         parser.add_argument("--name", help="name of the stored report (default: derived from the query set and runs)")
         parser.add_argument("--out", help="write the results as CSV: run,metric,variant,cutoff,value,queries")
-        parser.add_argument("--per-query", help="write per-query values as CSV: run,qid,metric,variant,cutoff,value")
+        parser.add_argument(
+            "--per-query",
+            help="write per-query values as CSV: run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value",
+        )
         parser.add_argument("--plot", help="write a PNG of every metric against the cutoff")
 
     def handle(self, **o):
@@ -68,7 +80,7 @@ class Command(ProjectCommand):
                     check_writable(o[option])
             cutoffs = services.parse_cutoffs(o["cutoffs"])
             report_settings = services.ReportSettings(
-                cutoffs, o["tokenizer"], o["threshold"], o["bootstrap"], o["seed"]
+                cutoffs, o["tokenizer"], o["threshold"], o["bootstrap"], o["seed"], o["nfairr_normaliser"]
             )
             report_settings.validate()
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
@@ -86,6 +98,7 @@ class Command(ProjectCommand):
                 bar=o["verbosity"] > 0,
             )
         summary = selectors.report_summary(report)
+        self.stdout.write(f"NFaiRR normalised {report.nfairr_normalisation}.\n")
         self.stdout.write(formatting.terminal_table(summary))
         if report.baseline_id:
             self.stdout.write(f"\n* p < 0.05 against {report.baseline.name} (paired t-test, Bonferroni-corrected)")
@@ -95,7 +108,7 @@ class Command(ProjectCommand):
                 atomic_write(o["out"], lambda f: f.write(formatting.results_csv(summary)), newline="")
                 self.stdout.write(f"Wrote results to {o['out']}")
             if o["per_query"]:
-                per_query = formatting.per_query_csv(selectors.report_per_query(report))
+                per_query = formatting.per_query_csv(selectors.report_per_query(report), summary)
                 atomic_write(o["per_query"], lambda f: f.write(per_query), newline="")
                 self.stdout.write(f"Wrote per-query values to {o['per_query']}")
             if o["plot"]:
