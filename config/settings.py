@@ -166,7 +166,7 @@ STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
 #: Until ``collectstatic`` fills STATIC_ROOT, files are served from the apps (finders): the
 #: folder's absence is expected, not worth a warning at every start.
-warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
 #: Serve static files straight from the apps in development; production runs collectstatic.
 WHITENOISE_USE_FINDERS = True
 STATICFILES_DIRS = [BASE_DIR / "static"]

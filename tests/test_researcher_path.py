@@ -5,7 +5,8 @@ its live cost estimate; publish it to in-house annotators; annotators log in (on
 phone-sized screen) and answer; review agreement; settle the disputed query; download the
 export; build a report
 from the exported query set. Every researcher page is checked at 390 px wide (no sideways
-scroll), and screenshots of the main steps go to ``docs/screenshots/`` (shown in README).
+scroll), and screenshots of the main steps are taken (written to ``docs/screenshots/``,
+shown in README, when ``UPDATE_SCREENSHOTS=1``).
 
 The path is a list of steps sharing one :class:`Path` state, so a step can be inserted
 where it belongs.
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path as FilePath
@@ -26,7 +29,13 @@ from annotation.models import Batch, Hit
 from metrics.models import Report
 from pooling.models import Collection, Pool, QuerySet, Run
 
-SCREENSHOTS = FilePath(__file__).resolve().parent.parent / "docs" / "screenshots"
+#: README's screenshots are refreshed only on request (``UPDATE_SCREENSHOTS=1``): they hold
+#: times and pseudonyms, so every run would otherwise change the committed files.
+SCREENSHOTS = (
+    FilePath(__file__).resolve().parent.parent / "docs" / "screenshots"
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1"
+    else FilePath(tempfile.gettempdir()) / "genderbias-screenshots"
+)
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 960, "height": 600}
 PASSWORD = "pw-secret-123"
