@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from django.conf import settings
 from django.db import transaction
@@ -101,13 +101,27 @@ class ReportSettings:
             )
 
 
+class ReportInputs(TypedDict, total=False):
+    """What a report may take besides its query set, runs and settings (one definition for
+    :func:`compute_report` and :func:`build_report`)."""
+
+    wordlist: GenderWords | None  #: gender-definitional words for RaB/ARaB (default: the 32+32)
+    representative: GenderWords | None  #: representative words for NFaiRR/TExFAIR (default: 163+163)
+    background: Run | None  #: NFaiRR's background run (default: the collection)
+    baseline: Run | None  #: run the others are tested against
+    job: Job | None  #: progress record to update
+    bar: bool  #: a terminal progress bar
+
+
 @dataclass
 class Computed:
-    """What a report computes, before anything is stored."""
+    """What a report computes, before anything is stored: values and the inputs they came from."""
 
     per_query: pd.DataFrame
     summary: pd.DataFrame
     runs: list[Run] = field(default_factory=list)
+    wordlist: GenderWords | None = None
+    representative: GenderWords | None = None
 
 
 def parse_cutoffs(text: str) -> tuple[int, ...]:
@@ -129,13 +143,7 @@ def compute_report(
     query_set: QuerySet,
     runs: Sequence[Run],
     report_settings: ReportSettings = ReportSettings(),
-    *,
-    wordlist: GenderWords | None = None,
-    representative: GenderWords | None = None,
-    background: Run | None = None,
-    baseline: Run | None = None,
-    job: Job | None = None,
-    bar: bool = True,
+    **inputs: Unpack[ReportInputs],
 ) -> Computed:
     """Every metric of every run over the queries of ``query_set`` it contains (no writes)."""
     from . import significance
@@ -145,18 +153,21 @@ def compute_report(
     runs = list(runs)
     if not runs:
         raise ServiceError("give at least one run")
+    baseline = inputs.get("baseline")
     if baseline is not None and baseline not in runs:
         runs.append(baseline)
     qids = list(query_set.queries.values_list("qid", flat=True))
+    words = inputs.get("wordlist") or default_wordlist()
+    representative = inputs.get("representative") or default_representative_wordlist()
     per_query = per_query_values(
         qids,
         runs,
         report_settings,
-        wordlist=wordlist,
+        wordlist=words,
         representative=representative,
-        background=background,
-        job=job,
-        bar=bar,
+        background=inputs.get("background"),
+        job=inputs.get("job"),
+        bar=inputs.get("bar", True),
         source=repr(query_set.name),
     )
     summary = significance.summarise(
@@ -165,7 +176,7 @@ def compute_report(
         samples=report_settings.bootstrap_samples,
         seed=report_settings.seed,
     )
-    return Computed(per_query, order_summary(summary), runs)
+    return Computed(per_query, order_summary(summary), runs, words, representative)
 
 
 def per_query_values(
@@ -242,15 +253,9 @@ def build_report(
     query_set: QuerySet,
     runs: Sequence[Run],
     report_settings: ReportSettings = ReportSettings(),
-    *,
-    wordlist: GenderWords | None = None,
-    representative: GenderWords | None = None,
-    background: Run | None = None,
-    baseline: Run | None = None,
-    job: Job | None = None,
-    bar: bool = True,
+    **inputs: Unpack[ReportInputs],
 ) -> Report:
-    """Compute and store a report named ``name`` (results, per-query file, provenance)."""
+    """Compute (:func:`compute_report`) and store a report named ``name``: results, per-query file, provenance."""
     import polars as pl
 
     from . import core
@@ -258,19 +263,8 @@ def build_report(
     validate_name(name, "report")
     if Report.objects.filter(name=name).exists():
         raise ServiceError(f"a report named {name!r} already exists; choose another name")
-    words = wordlist or default_wordlist()
-    representative = representative or default_representative_wordlist()
-    computed = compute_report(
-        query_set,
-        runs,
-        report_settings,
-        wordlist=words,
-        representative=representative,
-        background=background,
-        baseline=baseline,
-        job=job,
-        bar=bar,
-    )
+    computed = compute_report(query_set, runs, report_settings, **inputs)
+    background, baseline = inputs.get("background"), inputs.get("baseline")
     path = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}.parquet"
     from .formatting import PER_QUERY_COLUMNS
 
@@ -282,8 +276,8 @@ def build_report(
                 name=name,
                 query_set=query_set,
                 run_order=[run.name for run in computed.runs],
-                wordlist=register_wordlist(words),
-                representative_wordlist=register_wordlist(representative),
+                wordlist=register_wordlist(computed.wordlist),
+                representative_wordlist=register_wordlist(computed.representative),
                 tokenizer=report_settings.tokenizer,
                 cutoffs=core.validate_cutoffs(report_settings.cutoffs),
                 threshold=report_settings.threshold,
