@@ -27,8 +27,9 @@ from core.jobs import create_job
 from core.models import Job
 from core.names import validate_name
 from core.storage import cache_dir
+from pooling.analysis import check_same_collection
 from pooling.models import QuerySet, Run
-from pooling.services import document_counts_for, register_wordlist, run_frame
+from pooling.services import document_counts_for, register_wordlist, run_frame, top_rankings
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
@@ -202,21 +203,14 @@ def per_query_values(
 
     from . import core
 
-    collections = {run.collection_id for run in runs} | ({background.collection_id} if background else set())
-    if len(collections) != 1:
-        raise ServiceError("all runs of a report (and its background run) must rank the same collection")
+    check_same_collection([*runs, *([background] if background else [])], "a report (and its background run)")
     words = wordlist or default_wordlist()
     representative = representative or default_representative_wordlist()
     cutoffs = core.validate_cutoffs(report_settings.cutoffs)
     depth = max(cutoffs)
     qids = pl.Series("qid", list(qids), dtype=pl.String).to_frame()
 
-    frames = {}
-    for run in runs:
-        frame = run_frame(run).filter(pl.col("rank") <= depth).join(qids, on="qid", how="semi")
-        if not len(frame):
-            raise ServiceError(f"run {run.name!r} contains none of the queries of {source}")
-        frames[run.name] = frame
+    frames = top_rankings(runs, qids["qid"], depth, source)
     background_frame = None
     if background is not None:
         background_frame = run_frame(background).filter(pl.col("rank") <= BACKGROUND_DEPTH)

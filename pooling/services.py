@@ -206,6 +206,23 @@ def run_frame(run: Run) -> pl.DataFrame:
     return table.frame
 
 
+def top_rankings(runs: Sequence[Run], qids, depth: int, source: str) -> dict:
+    """Each run's rankings down to ``depth`` for the ``qids`` (a polars Series), by run name.
+
+    The check pools and reports share: a run that holds none of the queries is an error
+    naming the run and ``source`` (the query set), never an empty column of results.
+    """
+    import polars as pl
+
+    frames = {}
+    for run in runs:
+        frame = run_frame(run).filter(pl.col("rank") <= depth).join(qids.to_frame(), on="qid", how="semi")
+        if not len(frame):
+            raise ServiceError(f"run {run.name!r} contains none of the queries of {source}")
+        frames[run.name] = frame
+    return frames
+
+
 def import_wordlist(path: str | Path, name: str) -> ImportResult:
     """Register a ``word,f|m`` word list under ``name`` (the same content twice changes nothing)."""
     validate_name(name, "word list")
@@ -357,12 +374,7 @@ def build_pool(
     texts = dict(query_set.queries.values_list("qid", "text"))
     qids = pl.Series("qid", list(texts), dtype=pl.String)
 
-    frames = {}
-    for run in runs:
-        frame = run_frame(run).filter(pl.col("rank") <= pool_settings.rank_cutoff)
-        frames[run.name] = frame.join(qids.to_frame(), on="qid", how="semi")
-        if not len(frames[run.name]):
-            raise ServiceError(f"run {run.name!r} contains none of the queries of {query_set.name!r}")
+    frames = top_rankings(runs, qids, pool_settings.rank_cutoff, repr(query_set.name))
     docids = pl.concat([f["docid"] for f in frames.values()]).unique()
     counts = document_counts_for(runs[0].collection, docids, words, pool_settings.tokenizer, job=job, bar=bar)
     magnitudes = mag.magnitudes_frame(counts, pool_settings.magnitude)
