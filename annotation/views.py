@@ -209,7 +209,8 @@ def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
 @researcher_required
 def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
-    report = services.agreement(batch, bootstrap=500)
+    answers = services.BatchAnswers(batch)
+    report = services.agreement(batch, bootstrap=500, answers=answers)
     labelled_total = sum(report["labels"].values()) or 1
     label_bars = [
         {
@@ -236,7 +237,7 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
         {"name": LABEL_NAMES[label], "cells": [{"value": v, "shade": round(0.5 * v / peak, 2)} for v in row]}
         for label, row in zip(report["confusion"]["labels"], matrix, strict=True)
     ]
-    set_aside = [r for r in query_results(batch) if r["label"] is None and r["votes"]]
+    set_aside = [r for r in query_results(batch, answers) if r["label"] is None and r["votes"]]
     return render(
         request,
         "annotation/batch_agreement.html",

@@ -40,11 +40,12 @@ from .local import (
 )
 from .publishing import hit_page_context, publish_batch, render_hit_html
 from .quality import worker_quality
-from .results import agreement, export_for_download, export_queries, judgments_frame, query_results
+from .results import BatchAnswers, agreement, export_for_download, export_queries, judgments_frame, query_results
 from .sync import SyncResult, sync_batch
 
 __all__ = [
     "ANNOTATORS_GROUP",
+    "BatchAnswers",
     "BatchSettings",
     "EscalationPlan",
     "GoldQuery",

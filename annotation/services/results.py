@@ -16,6 +16,7 @@ the rule is "adjudication first, else majority vote"; such labels are exported w
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,42 +72,64 @@ def min_votes(batch: Batch) -> int:
     return min(MIN_VOTES, batch.assignments_per_query)
 
 
+class BatchAnswers:
+    """A batch's usable judgments read once, and what is computed from them, each at most once.
+
+    A page or an export needs the judgments frame, the majority votes and Dawid-Skene's
+    estimate several times over; reading them through one ``BatchAnswers`` makes that one
+    query and one Dawid-Skene fit per request instead of one per use.
+    """
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+        self.frame = judgments_frame(batch)
+
+    @cached_property
+    def votes(self) -> pd.DataFrame:
+        """Majority vote per judged query; ``label`` is None (``disputed`` True) for ties and too few votes."""
+        import pandas as pd
+
+        from ..aggregation import majority_vote
+
+        if self.frame.empty:
+            return majority_vote(pd.DataFrame({"item": [], "worker": [], "label": []}, dtype=object))
+        votes = majority_vote(self.frame)
+        votes["too_few_votes"] = votes["votes"] < min_votes(self.batch)
+        votes.loc[votes["too_few_votes"], "label"] = None
+        votes["disputed"] = votes["disputed"] | votes["too_few_votes"]
+        return votes
+
+    @cached_property
+    def dawid_skene(self):
+        """Dawid-Skene's estimate (:class:`annotation.aggregation.DawidSkene`), None without judgments."""
+        from ..aggregation import dawid_skene
+
+        return None if self.frame.empty else dawid_skene(self.frame)
+
+
 def majority(batch: Batch) -> pd.DataFrame:
     """Majority vote per judged query; ``label`` is None (and ``disputed`` True) for ties and too few votes."""
-    import pandas as pd
-
-    from ..aggregation import majority_vote
-
-    frame = judgments_frame(batch)
-    if frame.empty:
-        return majority_vote(pd.DataFrame({"item": [], "worker": [], "label": []}, dtype=object))
-    votes = majority_vote(frame)
-    votes["too_few_votes"] = votes["votes"] < min_votes(batch)
-    votes.loc[votes["too_few_votes"], "label"] = None
-    votes["disputed"] = votes["disputed"] | votes["too_few_votes"]
-    return votes
+    return BatchAnswers(batch).votes
 
 
-def query_results(batch: Batch) -> list[dict[str, Any]]:
+def query_results(batch: Batch, answers: BatchAnswers | None = None) -> list[dict[str, Any]]:
     """Per query of the batch (gold excluded, batch order): label, pseudonymous votes, Dawid-Skene's view.
 
     ``label`` is the adjudicated label where a researcher settled the query (``adjudicated``
     true, ``crowd_label`` keeps the majority's), else the majority's. ``ds_posteriors`` maps
     every label to Dawid-Skene's posterior probability; ``ds_posterior`` is the largest.
     """
-    from ..aggregation import dawid_skene
-
-    votes = majority(batch)
+    answers = answers or BatchAnswers(batch)
+    votes = answers.votes
     rulings = {
         a.batch_query.qid: a
         for a in Adjudication.objects.filter(batch_query__batch=batch).select_related("batch_query", "decided_by")
     }
-    frame = judgments_frame(batch)
+    frame = answers.frame
     ds_labels: dict[str, str] = {}
     ds_posterior: dict[str, float] = {}
     ds_posteriors: dict[str, dict[str, float]] = {}
-    if not frame.empty:
-        ds = dawid_skene(frame)
+    if (ds := answers.dawid_skene) is not None:
         ds_labels = ds.labels.dropna().to_dict()
         ds_posterior = ds.posteriors.max(axis=1).to_dict()
         ds_posteriors = {
@@ -155,7 +178,9 @@ def query_results(batch: Batch) -> list[dict[str, Any]]:
     return results
 
 
-def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str, Any]:
+def agreement(
+    batch: Batch, *, bootstrap: int = 1000, seed: int = 0, answers: BatchAnswers | None = None
+) -> dict[str, Any]:
     """The agreement report of :mod:`annotation.agreement` plus what the batch's records add.
 
     Keys added: ``batch``, ``provider``, ``set_aside`` (qids without a majority, including
@@ -166,10 +191,11 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
     import numpy as np
     import pandas as pd
 
-    from ..aggregation import compare_methods, dawid_skene, majority_vote
+    from ..aggregation import compare_methods, majority_vote
     from ..agreement import agreement_report
 
-    frame = judgments_frame(batch)
+    answers = answers or BatchAnswers(batch)
+    frame = answers.frame
     if frame.empty:
         report: dict[str, Any] = {
             "krippendorff_alpha": None,
@@ -192,7 +218,7 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
         worker_confusion: list[dict[str, Any]] = []
     else:
         report = agreement_report(frame, bootstrap=bootstrap, seed=seed)
-        estimate = dawid_skene(frame)
+        estimate = answers.dawid_skene
         compared = compare_methods(majority_vote(frame), estimate)
         worker_confusion = [
             {
@@ -212,7 +238,7 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
             }
             for qid, row in compared.iterrows()
         ]
-    votes = majority(batch)
+    votes = answers.votes
     labelled = votes["label"].dropna().value_counts()
     report["labels"] = {label: int(labelled.get(label, 0)) for label in LABELS}
     report["set_aside"] = sorted(str(q) for q in votes.index[votes["disputed"]])
@@ -254,7 +280,8 @@ def export_queries(
         raise ServiceError(f"a query set named {as_query_set!r} already exists")
     path = check_writable(path)
     wanted = set(LABELS) if category == "all" else {CATEGORY_SLUGS[category]}
-    results = query_results(batch)
+    answers = BatchAnswers(batch)  # one read of the judgments, one Dawid-Skene fit
+    results = query_results(batch, answers)
     labelled = [r for r in results if r["label"] is not None]
     rows = [
         {
@@ -271,7 +298,7 @@ def export_queries(
         for r in labelled
         if r["label"] in wanted
     ]
-    report = agreement(batch)
+    report = agreement(batch, answers=answers)
     progress = report["progress"]
     counts = {label: sum(r["label"] == label for r in labelled) for label in LABELS}
     facts: dict[str, Any] = {

@@ -127,3 +127,27 @@ def test_escalation_adds_an_assignment_to_hits_with_disputed_queries(annotated, 
     assert results["104"]["label"] == "o"
     # Nothing is disputed any more; at the cap nothing more would be added anyway.
     assert services.plan_escalation(annotated, max_assignments=3).hits == []
+
+
+def test_an_export_reads_the_judgments_once_and_fits_dawid_skene_once(annotated, tmp_path, monkeypatch):
+    """Labels, agreement and the card come from one read of the judgments and one Dawid-Skene fit."""
+    from annotation import aggregation
+    from annotation.services import results
+
+    calls = {"frame": 0, "dawid_skene": 0}
+    real_frame, real_ds = results.judgments_frame, aggregation.dawid_skene
+
+    def counting_frame(batch):
+        calls["frame"] += 1
+        return real_frame(batch)
+
+    def counting_ds(frame, **kwargs):
+        calls["dawid_skene"] += 1
+        return real_ds(frame, **kwargs)
+
+    monkeypatch.setattr(results, "judgments_frame", counting_frame)
+    monkeypatch.setattr(aggregation, "dawid_skene", counting_ds)
+    services.export_queries(annotated, "all", tmp_path / "all.jsonl", "jsonl")
+    assert calls == {"frame": 1, "dawid_skene": 1}
+    rows = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()]
+    assert rows and all(0 < row["ds_posterior"] <= 1 for row in rows)
