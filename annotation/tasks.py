@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from celery import shared_task
-from core.models import Job
 from django.urls import reverse
 
+from config.celery import app
 from core.jobs import job_status
+from core.models import Job
 
 from . import services
 from .models import Batch
@@ -18,7 +18,7 @@ def _batch_url(batch: Batch) -> str:
     return reverse("annotation:batch-detail", args=[batch.name])
 
 
-@shared_task
+@app.task
 def publish_batch_task(job_id: int, batch_id: int) -> int:
     job = Job.objects.get(pk=job_id)
     with job_status(job):
@@ -29,7 +29,7 @@ def publish_batch_task(job_id: int, batch_id: int) -> int:
     return published
 
 
-@shared_task
+@app.task
 def sync_batch_task(job_id: int, batch_id: int, approve_all: bool = False) -> dict:
     job = Job.objects.get(pk=job_id)
     with job_status(job):
@@ -40,7 +40,7 @@ def sync_batch_task(job_id: int, batch_id: int, approve_all: bool = False) -> di
     return result
 
 
-@shared_task
+@app.task
 def escalate_batch_task(
     job_id: int, batch_id: int, max_assignments: int, confirmed_hits: list[int] | None = None
 ) -> int:

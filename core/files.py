@@ -2,12 +2,13 @@
 
 Write a temporary file beside the target, then ``os.replace`` it over the target: a
 reader never sees half a file, and an interruption leaves the previous version (or
-nothing) in place. Pure module (no Django).
+nothing) in place. Also the one streaming file hash. Pure module (no Django).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -59,4 +60,20 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[str]], None], newl
         write(handle)
         handle.flush()
         os.fsync(handle.fileno())
+    return Path(path)
+
+
+def file_sha256(path: str | os.PathLike, block_size: int = 8 * 1024 * 1024) -> str:
+    """SHA-256 of a file's bytes, read in blocks (flat memory whatever the file's size)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(block_size), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_parquet_atomic(frame, path: str | os.PathLike) -> Path:
+    """Write a polars frame as a Parquet file that readers never see half-written."""
+    with atomic_path(path) as tmp:
+        frame.write_parquet(tmp)
     return Path(path)

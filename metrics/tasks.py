@@ -5,17 +5,18 @@ Without a broker (``CELERY_TASK_ALWAYS_EAGER``) the task runs inline.
 
 from __future__ import annotations
 
-from celery import shared_task
-from core.models import Job
 from django.urls import reverse
 
+from config.celery import app
 from core.jobs import job_status
+from core.models import Job
 from pooling.models import QuerySet, Run
 
 from . import services
+from .defaults import DEFAULT_CUTOFFS
 
 
-@shared_task
+@app.task
 def build_report_task(
     job_id: int,
     name: str,
@@ -28,7 +29,7 @@ def build_report_task(
     job = Job.objects.get(pk=job_id)
     with job_status(job):
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
-        settings = {**settings, "cutoffs": tuple(settings.get("cutoffs", services.DEFAULT_CUTOFFS))}
+        settings = {**settings, "cutoffs": tuple(settings.get("cutoffs", DEFAULT_CUTOFFS))}
         report = services.build_report(
             name,
             QuerySet.objects.get(pk=query_set_id),
@@ -42,3 +43,34 @@ def build_report_task(
         job.result = {"report": report.name, "url": reverse("metrics:report-detail", args=[report.name])}
         job.message = f"Report {report.name} built"
     return report.name
+
+
+@app.task
+def label_sensitivity_task(
+    job_id: int,
+    batch_id: int,
+    run_ids: list[int],
+    settings: dict,
+    threshold: float,
+    background_id: int | None = None,
+) -> int:
+    from annotation.models import Batch
+
+    from .formatting import sensitivity_result
+
+    job = Job.objects.get(pk=job_id)
+    with job_status(job):
+        runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
+        settings = {**settings, "cutoffs": tuple(settings.get("cutoffs", DEFAULT_CUTOFFS))}
+        result = services.label_sensitivity(
+            Batch.objects.get(pk=batch_id),
+            runs,
+            services.ReportSettings(**settings),
+            threshold=threshold,
+            background=Run.objects.get(pk=background_id) if background_id else None,
+            job=job,
+            bar=False,
+        )
+        job.result = sensitivity_result(result) | {"url": reverse("metrics:label-sensitivity") + f"?job={job.pk}"}
+        job.message = f"Label sensitivity of {result.batch}: {len(result.table)} values"
+    return job.pk

@@ -1,4 +1,3 @@
-from core.models import Job
 from django.contrib import admin
 
 from .models import Collection, Pool, QuerySet, Run, WordList
@@ -8,4 +7,3 @@ admin.site.register(QuerySet)
 admin.site.register(Run)
 admin.site.register(WordList)
 admin.site.register(Pool)
-admin.site.register(Job)

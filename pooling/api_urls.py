@@ -1,5 +1,6 @@
 """REST endpoints of the pooling app."""
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from . import api
@@ -9,6 +10,8 @@ router.register("collections", api.CollectionViewSet)
 router.register("query-sets", api.QuerySetViewSet)
 router.register("runs", api.RunViewSet)
 router.register("pools", api.PoolViewSet)
-router.register("jobs", api.JobViewSet)
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("imports/<str:kind>/", api.ImportView.as_view(), name="import"),
+    *router.urls,
+]

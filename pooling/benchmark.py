@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-import resource
 import sys
 import time
 from collections import Counter
 from pathlib import Path
+
+from core.benchmark import peak_memory_mb
 
 
 def naive_pool(
@@ -129,15 +130,6 @@ def engine_first_pool(
         verbosity=0,
     )
     return sorted(Pool.objects.get(name="first").queries.queries.values_list("qid", flat=True), key=int)
-
-
-def peak_memory_mb() -> float:
-    """This process's peak resident memory (VmHWM): unlike ``ru_maxrss``, not inherited across fork."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _main(argv: list[str]) -> None:

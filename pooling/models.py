@@ -1,4 +1,4 @@
-"""State of the pooling app: registered inputs, word lists, pools and progress records.
+"""State of the pooling app: registered inputs, word lists and pools.
 
 Large data stays in files: a collection is registered (path, size, hash, line count),
 never copied into the database; a run is normalised once into a Parquet file under
@@ -144,38 +144,6 @@ class PoolEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pool_id}/{self.query_id}/{self.run_id}: {self.rank_bias}"
-
-
-class Job(models.Model):
-    """Progress record of long work (imports, pooling, publishing, reports), for pages to poll."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
-
-    kind = models.CharField(max_length=50)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    description = models.CharField(max_length=500, blank=True)
-    total = models.BigIntegerField(null=True)
-    done = models.BigIntegerField(default=0)
-    message = models.TextField(blank=True)
-    result = models.JSONField(default=dict, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["-created"]
-
-    def __str__(self) -> str:
-        return f"{self.kind} #{self.pk} ({self.status})"
-
-    @property
-    def fraction(self) -> float | None:
-        if not self.total:
-            return None
-        return min(1.0, self.done / self.total)
 
 
 class ScanChunk(models.Model):

@@ -13,114 +13,19 @@ import contextlib
 import gzip
 import hashlib
 import io
-import zlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 import polars as pl
 
+from core.errors import InputError, Skipped, raise_or_skip
 from core.files import atomic_path
+from core.textfiles import GZIP_MAGIC, decode_utf8, gzip_errors
 
 BLOCK_SIZE = 16 * 1024 * 1024
-_GZIP_MAGIC = b"\x1f\x8b"
-
-
-class InputError(ValueError):
-    """Bad input: ``str()`` reads ``path:line: problem`` (or ``path: problem`` for the whole file)."""
-
-    def __init__(self, path: str | Path, line: int | None, problem: str) -> None:
-        self.path = str(path)
-        self.line = line
-        self.problem = problem
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.problem}"
-
-
-@dataclass
-class Skipped:
-    """Bad lines passed over when the caller asked to skip them (``--skip-bad-lines``)."""
-
-    errors: list[InputError] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.errors)
-
-    def add(self, error: InputError) -> None:
-        self.errors.append(error)
-
-    def summary(self, limit: int = 5) -> str:
-        shown = "\n".join(f"  {e}" for e in self.errors[:limit])
-        more = f"\n  … and {len(self.errors) - limit} more" if len(self.errors) > limit else ""
-        return f"skipped {len(self.errors)} bad line(s):\n{shown}{more}"
-
-
-def _raise_or_skip(error: InputError, skipped: Skipped | None) -> None:
-    if skipped is None:
-        raise error
-    skipped.add(error)
-
-
-@contextmanager
-def open_binary(path: str | Path) -> Iterator[BinaryIO]:
-    """Open a file for reading bytes, transparently un-gzipping it."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, None, "no such file")
-    with open(path, "rb") as raw:
-        gzipped = raw.read(2) == _GZIP_MAGIC
-        raw.seek(0)
-        if gzipped:
-            with _gzip_errors(path), gzip.GzipFile(fileobj=raw) as unzipped:
-                yield unzipped  # type: ignore[misc]
-        else:
-            yield raw
-
-
-@contextmanager
-def _gzip_errors(path: Path) -> Iterator[None]:
-    """A truncated or corrupt gzip stream becomes ``path: problem`` instead of a traceback."""
-    try:
-        yield
-    except EOFError:
-        raise InputError(path, None, "the gzip file is truncated (it ends before its last block)") from None
-    except (gzip.BadGzipFile, zlib.error) as exc:
-        raise InputError(path, None, f"the gzip file is corrupt ({exc})") from None
-
-
-def _decode(path: Path, data: bytes, first_line: int) -> str:
-    """Decode strict UTF-8, turning a decoding error into the line that holds it."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = first_line + data.count(b"\n", 0, exc.start)
-        raise InputError(path, line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as the other readers count them: split on ``\\n`` only (``str.splitlines`` also
-    splits on U+2028, U+0085 and other characters that occur inside real queries), with a
-    trailing ``\\r`` dropped."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
-
-
-@contextmanager
-def open_text(path: str | Path) -> Iterator[Iterator[str]]:
-    """Lines of a small text file, decoded strictly as UTF-8, without line endings."""
-    path = Path(path)
-    with open_binary(path) as stream:
-        data = stream.read()
-    text = _decode(path, data, 1).removeprefix("\ufeff")
-    yield iter(split_lines(text))
 
 
 class _HashingReader(io.RawIOBase):
@@ -143,7 +48,7 @@ class _HashingReader(io.RawIOBase):
 
 def is_gzipped(path: str | Path) -> bool:
     with open(path, "rb") as file:
-        return file.read(2) == _GZIP_MAGIC
+        return file.read(2) == GZIP_MAGIC
 
 
 def byte_ranges(path: str | Path, chunks: int) -> list[tuple[int, int]]:
@@ -186,7 +91,7 @@ def iter_blocks(
     path = Path(path)
     block_size = block_size or BLOCK_SIZE
     with open(path, "rb") as file:
-        gzipped = file.read(2) == _GZIP_MAGIC
+        gzipped = file.read(2) == GZIP_MAGIC
         start, end = byte_range or (0, None)
         if gzipped and byte_range not in (None, (0, path.stat().st_size)):
             raise ValueError(f"{path}: a gzipped file cannot be read from the middle")
@@ -201,7 +106,7 @@ def iter_blocks(
             size = block_size if remaining is None or gzipped else min(block_size, remaining)
             if size == 0:
                 break
-            with _gzip_errors(path):
+            with gzip_errors(path):
                 chunk = stream.read(size)
             if remaining is not None:
                 remaining -= len(chunk)
@@ -230,7 +135,7 @@ def lines_frame(path: Path, data: bytes, first_line: int) -> pl.DataFrame:
     try:
         lines = pl.read_lines(data, name="text")
     except pl.exceptions.ComputeError:
-        _decode(path, data, first_line)  # raises InputError naming the line
+        decode_utf8(path, data, first_line)  # raises InputError naming the line
         raise
     if first_line == 1 and data.startswith(b"\xef\xbb\xbf"):
         lines = lines.with_columns(pl.col("text").str.strip_prefix("\ufeff"))
@@ -254,7 +159,7 @@ def parse_passages(
     bad = frame.filter(pl.col("tab").is_null() & (pl.col("text") != "") | empty_id)
     for line, position in bad.select("line", "tab").iter_rows():
         problem = "no tab between passage id and text" if position is None else "empty passage id"
-        _raise_or_skip(InputError(path, line, problem), skipped)
+        raise_or_skip(InputError(path, line, problem), skipped)
     frame = frame.filter(pl.col("tab").is_not_null())
     if len(bad):
         frame = frame.filter(~empty_id)
@@ -332,35 +237,6 @@ def _raise_repeated_docid(path: Path, candidates: set[int], skipped: Skipped | N
 
 
 # --- queries -----------------------------------------------------------------------------
-
-
-def read_queries(path: str | Path, skipped: Skipped | None = None) -> list[tuple[str, str]]:
-    """Read ``qid<TAB>query`` lines (split on the first tab), in file order."""
-    path = Path(path)
-    queries: list[tuple[str, str]] = []
-    seen: dict[str, int] = {}
-    with open_text(path) as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            qid, tab, text = line.partition("\t")
-            qid, text = qid.strip(), text.strip()
-            if not tab:
-                _raise_or_skip(InputError(path, number, "no tab between query id and query text"), skipped)
-            elif not qid:
-                _raise_or_skip(InputError(path, number, "empty query id"), skipped)
-            elif not text:
-                _raise_or_skip(InputError(path, number, f"query {qid!r} has no text"), skipped)
-            elif qid in seen:
-                _raise_or_skip(
-                    InputError(path, number, f"query id {qid!r} repeats (first on line {seen[qid]})"), skipped
-                )
-            else:
-                seen[qid] = number
-                queries.append((qid, text))
-    if not queries:
-        raise InputError(path, None, "no queries")
-    return queries
 
 
 # --- runs --------------------------------------------------------------------------------
@@ -478,13 +354,13 @@ def _parse_run_block(
     bad = fields.filter(pl.col("qid").is_null())
     for (line,) in bad.select("line").iter_rows():
         found = len(lines.filter(pl.col("line") == line)["text"][0].split())
-        _raise_or_skip(InputError(path, line, f"expected {_RUN_EXPECTED[run_format]}, found {found}"), skipped)
+        raise_or_skip(InputError(path, line, f"expected {_RUN_EXPECTED[run_format]}, found {found}"), skipped)
     fields = fields.filter(pl.col("qid").is_not_null())
 
     rank_value = pl.col("rank").cast(pl.Int64, strict=False)
     bad = fields.filter(rank_value.is_null())
     for line, rank in bad.select("line", "rank").iter_rows():
-        _raise_or_skip(InputError(path, line, f"rank {rank!r} is not an integer"), skipped)
+        raise_or_skip(InputError(path, line, f"rank {rank!r} is not an integer"), skipped)
     if len(bad):
         fields = fields.filter(rank_value.is_not_null())
 
@@ -496,7 +372,7 @@ def _parse_run_block(
         bad = fields.filter(unusable)
         for line, score, value in bad.select("line", "score", "score_value").iter_rows():
             problem = "is not a number" if value is None or value != value else "is not finite"
-            _raise_or_skip(InputError(path, line, f"score {score!r} {problem}"), skipped)
+            raise_or_skip(InputError(path, line, f"score {score!r} {problem}"), skipped)
         if len(bad):
             fields = fields.filter(~unusable)
     fields = fields.select("line", "qid", "docid", pl.col("score_value").alias("score"))
@@ -504,7 +380,7 @@ def _parse_run_block(
     if known is not None:
         unknown = fields.join(known, on="docid", how="anti").sort("line")
         for line, docid in unknown.select("line", "docid").iter_rows():
-            _raise_or_skip(InputError(path, line, f"docid {docid!r} is not in the collection"), skipped)
+            raise_or_skip(InputError(path, line, f"docid {docid!r} is not in the collection"), skipped)
         if len(unknown):
             fields = fields.join(known, on="docid", how="semi", maintain_order="left")
     return fields
@@ -544,7 +420,7 @@ def read_run(
 
     duplicate = _repeated_pairs(fields)
     for line, qid, docid in duplicate.select("line", "qid", "docid").iter_rows():
-        _raise_or_skip(InputError(path, line, f"docid {docid!r} appears twice for query {qid!r}"), skipped)
+        raise_or_skip(InputError(path, line, f"docid {docid!r} appears twice for query {qid!r}"), skipped)
     if len(duplicate):
         fields = fields.join(duplicate.select("line"), on="line", how="anti", maintain_order="left")
 

@@ -1,6 +1,5 @@
 """REST representations of the pooling app's records (read-only)."""
 
-from core.models import Job
 from rest_framework import serializers
 
 from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run
@@ -64,24 +63,4 @@ class PoolSerializer(serializers.ModelSerializer):
             "magnitude",
             "tokenizer",
             "created",
-        ]
-
-
-class JobSerializer(serializers.ModelSerializer):
-    fraction = serializers.FloatField(read_only=True, allow_null=True)
-
-    class Meta:
-        model = Job
-        fields = [
-            "id",
-            "kind",
-            "status",
-            "description",
-            "done",
-            "total",
-            "fraction",
-            "message",
-            "result",
-            "created",
-            "updated",
         ]

@@ -2,25 +2,36 @@
 
 from __future__ import annotations
 
-from celery import shared_task
-from core.models import Job
+from pathlib import Path
+
 from django.urls import reverse
 
+from config.celery import app
+from core.errors import InputError, ServiceError
 from core.jobs import job_status
+from core.models import Job
 
 from . import services
-from .models import QuerySet, Run
+from .models import QuerySet, Run, WordList
 from .wordlists import load_wordlist
 
 
-@shared_task
+@app.task
 def build_pool_task(
-    job_id: int, name: str, query_set_id: int, run_ids: list[int], settings: dict, wordlist_path: str = ""
+    job_id: int,
+    name: str,
+    query_set_id: int,
+    run_ids: list[int],
+    settings: dict,
+    wordlist_path: str = "",
+    wordlist_id: int | None = None,
 ) -> str:
     job = Job.objects.get(pk=job_id)
     with job_status(job):
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
         words = load_wordlist(wordlist_path) if wordlist_path else None
+        if wordlist_id is not None:
+            words = services.wordlist_of(WordList.objects.get(pk=wordlist_id))
         pool = services.build_pool(
             name,
             QuerySet.objects.get(pk=query_set_id),
@@ -35,8 +46,32 @@ def build_pool_task(
     return pool.name
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
+@app.task(acks_late=True, reject_on_worker_lost=True)
 def count_scan_chunk_task(chunk_id: int, collection_id: int, wordlist_id: int, tokenizer: str) -> int:
     """One chunk of a split collection scan; acknowledged late, so a lost worker's chunk is redelivered."""
     services.count_scan_chunk(chunk_id, collection_id, wordlist_id, tokenizer)
     return chunk_id
+
+
+@app.task
+def import_task(job_id: int, kind: str, path: str, name: str, options: dict, uploaded: bool) -> str | None:
+    """Import one file; bad input or a refused request fails the job (no retry can fix it)."""
+    job = Job.objects.get(pk=job_id)
+    job.result = {"form": reverse("pooling:import-create", args=[kind])}  # where to try again if it fails
+    job.save(update_fields=["result"])
+    keep = False
+    try:
+        with job_status(job):
+            result = services.import_file(kind, path, name, options, job=job, bar=False)
+            keep = result.created
+            what = services.IMPORT_KINDS[kind]
+            job.message = f"{'Imported' if result.created else 'Already imported (unchanged)'}: {what} {name}"
+            if result.skipped:
+                job.message += f"; {len(result.skipped)} bad line(s) skipped, first: {result.skipped.errors[0]}"
+            job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}"}
+    except (InputError, ServiceError, OSError):
+        return None  # recorded on the job for the page and the API
+    finally:
+        if uploaded and not keep:
+            Path(path).unlink(missing_ok=True)
+    return name

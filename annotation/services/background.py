@@ -7,12 +7,11 @@ broker is configured (``CELERY_TASK_ALWAYS_EAGER``).
 
 from __future__ import annotations
 
+from core.errors import ServiceError
+from core.jobs import create_job
 from core.models import Job
 
-from core.jobs import create_job
-
 from ..models import Batch
-from .batches import ServiceError
 
 
 def _require_status(batch: Batch, *allowed: str) -> None:

@@ -13,9 +13,10 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import ServiceError
+
 from ..models import Assignment, Batch, Escalation, Hit, Provider, Worker
 from ..providers import MTurkProvider
-from .batches import ServiceError
 
 
 def default_mturk():

@@ -7,6 +7,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Batch, BatchQuery, Hit, HitQuery
+from core.errors import ServiceError
 
 from .conftest import QUERIES, make_batch
 
@@ -32,9 +33,9 @@ def test_create_batch_snapshots_queries_and_groups_them_into_hits(query_set):
 
 def test_cost_is_computed_when_the_batch_is_created(query_set):
     batch = make_batch(query_set, queries_per_hit=4, assignments_per_query=3, reward=Decimal("0.10"))
-    # 2 HITs × 3 assignments = 6 × ($0.10 + $0.02 fee)
+    # 2 HITs × 3 assignments = 6 × $0.10, and no crowd fee for in-house annotators
     assert batch.cost["assignments_total"] == 6
-    assert batch.cost["total"] == "0.72"
+    assert batch.cost["total"] == "0.60" and batch.cost["fees"] == "0.00"
     assert batch.cost["hits"] == 2
 
 
@@ -71,7 +72,7 @@ def test_gold_questions_are_mixed_into_every_hit(query_set, tmp_path):
 def test_bad_gold_files_are_refused_with_the_line(tmp_path, line, message):
     path = tmp_path / "gold.tsv"
     path.write_text(line + "\n")
-    with pytest.raises(services.ServiceError, match=message):
+    with pytest.raises(ServiceError, match=message):
         services.read_gold_file(path)
 
 
@@ -83,18 +84,20 @@ def test_bad_gold_files_are_refused_with_the_line(tmp_path, line, message):
         ({"queries_per_hit": 0}, "between 1 and 100"),
         ({"lifetime": dt.timedelta(seconds=5)}, "lifetime"),
         ({"qualifications": {"locales": ["US"]}}, "only apply to the mturk"),
-        ({"provider": "prolific"}, "unknown provider"),
+        ({"provider": "crowdflower"}, "unknown provider"),
+        ({"provider_options": {"bonus": "0.10"}}, "only apply to the prolific"),
+        ({"provider": "prolific", "provider_options": {"devices": ["watch"]}}, "unknown device"),
     ],
 )
 def test_invalid_settings_are_refused_before_anything_is_created(query_set, options, message):
-    with pytest.raises(services.ServiceError, match=message):
+    with pytest.raises(ServiceError, match=message):
         make_batch(query_set, **options)
     assert not Batch.objects.exists()
 
 
 def test_batch_names_are_unique(query_set):
     make_batch(query_set)
-    with pytest.raises(services.ServiceError, match="already exists"):
+    with pytest.raises(ServiceError, match="already exists"):
         make_batch(query_set)
 
 
@@ -109,5 +112,5 @@ def test_publish_local_batch_and_cancel(local_batch):
     local_batch.refresh_from_db()
     assert local_batch.status == Batch.Status.CANCELLED
     assert set(local_batch.hits.values_list("status", flat=True)) == {Hit.Status.EXPIRED}
-    with pytest.raises(services.ServiceError, match="cannot be published"):
+    with pytest.raises(ServiceError, match="cannot be published"):
         services.publish_batch(local_batch)

@@ -4,12 +4,12 @@ import time
 
 import pytest
 from celery.contrib.testing.worker import start_worker
-from core.models import Job
 from django.db import transaction
 
 from annotation import services
 from annotation.models import Batch
 from config.celery import app
+from core.models import Job
 
 
 @pytest.mark.broker

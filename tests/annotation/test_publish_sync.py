@@ -17,6 +17,7 @@ from annotation.models import Assignment, Batch, Hit, Judgment, Worker, WorkerId
 from annotation.mturk import MTurk, make_client
 from annotation.providers import MTurkProvider
 from annotation.question_xml import build_answers_xml
+from core.errors import ServiceError
 
 from .conftest import TRUTH
 
@@ -388,7 +389,7 @@ def test_escalation_on_mturk_adds_assignments_with_a_deterministic_token(mturk_b
     assert mturk_batch.escalations.get().applied
     hit1.refresh_from_db()
     assert hit1.max_assignments == 3
-    with pytest.raises(services.ServiceError, match="fewer than 10"):
+    with pytest.raises(ServiceError, match="fewer than 10"):
         services.plan_escalation(mturk_batch, max_assignments=10)
 
 

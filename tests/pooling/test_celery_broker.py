@@ -4,10 +4,10 @@ import time
 
 import pytest
 from celery.contrib.testing.worker import start_worker
-from core.models import Job
 
 from config.celery import app
 from core.jobs import create_job
+from core.models import Job
 from pooling.models import Pool, QuerySet, Run
 from pooling.tasks import build_pool_task
 

@@ -6,9 +6,9 @@ import hashlib
 import numpy as np
 import polars as pl
 import pytest
+
 from core.errors import InputError, Skipped
 from pooling.queryfiles import read_queries
-
 from pooling.readers import parse_passages, read_run, scan_collection
 
 

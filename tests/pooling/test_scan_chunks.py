@@ -77,13 +77,15 @@ def test_a_lost_chunk_is_redone_and_a_done_chunk_not_counted_twice(tmp_path, mon
     lost = ScanChunk.objects.get(index=1)
     ScanChunk.objects.filter(pk=lost.pk).update(status=ScanChunk.Status.PENDING, result="")
     counted = []
-    real = services.mag.document_counts
+    from pooling import magnitudes
+
+    real = magnitudes.document_counts
 
     def spy(*args, **kwargs):
         counted.append(kwargs["byte_range"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(services.mag, "document_counts", spy)
+    monkeypatch.setattr(magnitudes, "document_counts", spy)
     again = services.document_counts_chunked(collection, docids, words, "words", chunks=3)
     assert counted == [(lost.start, lost.end)]
     assert again.sort("docid").equals(first.sort("docid"))

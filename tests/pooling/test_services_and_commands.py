@@ -2,6 +2,7 @@
 
 import gzip
 import math
+import os
 from io import StringIO
 
 import pytest
@@ -204,11 +205,11 @@ def test_stale_staging_files_of_killed_imports_are_removed(world, tmp_path):
 
     dead = subprocess.Popen(["true"])  # a process id that has certainly ended
     dead.wait()
-    stale = cache_dir("collections") / f".staging-{dead.pid}-collection.tsv.parquet"
+    stale = cache_dir("staging") / f"{dead.pid}-collection-collection.tsv.parquet"
     stale.write_bytes(b"half an index")
-    mine = staging_path("collections", "next.parquet")
+    mine = staging_path("collection-next.parquet")
     assert not stale.exists()
-    assert mine.parent == stale.parent and mine.name.startswith(".staging-")
+    assert mine.parent == stale.parent and mine.name.startswith(f"{os.getpid()}-")
 
 
 @pytest.mark.django_db

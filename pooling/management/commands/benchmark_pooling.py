@@ -7,12 +7,12 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
 
+from core.cli import ProjectCommand
 from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Benchmark pooling on synthetic MS MARCO-shaped data (7 runs x 3,750 queries x 100 documents): "
         "this project's import + pool against the reference notebooks' approach (a Counter per "

@@ -1,14 +1,14 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from core.cli import command_errors, report_import
+from core.cli import ProjectCommand, command_errors, get_named, report_import
 from pooling import services
 from pooling.models import Collection, Run
 from pooling.readers import RUN_FORMATS
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Register one or more runs over an imported collection: TREC runs ('qid Q0 docid rank "
         "score tag') or MS MARCO runs ('qid docid rank'), any whitespace, detected from the first "
@@ -39,10 +39,7 @@ class Command(BaseCommand):
     def handle(self, paths, name, collection, order, run_format, skip_bad_lines, **options):
         if name and len(paths) > 1:
             raise CommandError("--name names one run; with several files each run is named after its file")
-        try:
-            collection_obj = Collection.objects.get(name=collection)
-        except Collection.DoesNotExist:
-            raise CommandError(f"no collection named {collection!r}; import it first with import_collection") from None
+        collection_obj = get_named(Collection, collection, "collection")
         names = [name] if name else [run_name(path) for path in paths]
         with command_errors():
             for n in names:

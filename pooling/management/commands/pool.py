@@ -1,8 +1,8 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from core.cli import command_errors
+from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import check_writable
 from pooling import services
 from pooling.analysis import MAGNITUDES
@@ -12,7 +12,7 @@ from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Pool the most gender-biased queries: per run, RaB@cutoff of every query of the query set "
         "the run contains; a female-leaning list (most negative first) and a male-leaning list "
@@ -46,39 +46,30 @@ class Command(BaseCommand):
         parser.add_argument("--wordlist", help="'word,f|m' file (default: the 32+32 definitional words)")
         parser.add_argument("--out", help="also write the pooled queries as 'qid<TAB>query' lines to this file")
         parser.add_argument(
-            "--background", action="store_true", help="queue as a Celery task and return (needs CELERY_BROKER_URL)"
+            "--queue", action="store_true", help="queue as a Celery task and return at once (needs CELERY_BROKER_URL)"
         )
 
     def handle(self, **o):
         with command_errors():
             self._register_files(o)
-        try:
-            query_set = QuerySet.objects.get(name=o["queries"])
-        except QuerySet.DoesNotExist:
-            raise CommandError(f"no query set named {o['queries']!r}") from None
-        names = [n.strip() for n in o["runs"].split(",") if n.strip()]
-        runs = {r.name: r for r in Run.objects.filter(name__in=names).select_related("collection")}
-        unknown = [n for n in names if n not in runs]
-        if unknown:
-            raise CommandError(f"unknown run(s): {', '.join(unknown)}")
+        query_set = get_named(QuerySet, o["queries"], "query set")
+        runs = get_named_list(Run, name_list(o["runs"]), "run")
         settings = services.PoolSettings(o["rank_cutoff"], o["depth"], o["magnitude"], o["tokenizer"])
         with command_errors():
             settings.validate()
             if o["out"]:
                 check_writable(o["out"])  # before the work, not after it
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
-            if o["background"]:
-                job = services.start_pool(o["name"], query_set, [runs[n] for n in names], settings, o["wordlist"] or "")
+            if o["queue"]:
+                job = services.start_pool(o["name"], query_set, runs, settings, o["wordlist"] or "")
                 self.stdout.write(
-                    f"Queued as job {job.pk}; follow it at /pooling/jobs/{job.pk}/ (JSON: /pooling/jobs/{job.pk}/progress.json)"
+                    f"Queued as job {job.pk}; follow it at /jobs/{job.pk}/ (JSON: /jobs/{job.pk}/progress.json)"
                 )
                 return
-            pool = services.build_pool(
-                o["name"], query_set, [runs[n] for n in names], settings, words, bar=o["verbosity"] > 0
-            )
+            pool = services.build_pool(o["name"], query_set, runs, settings, words, bar=o["verbosity"] > 0)
         summary = services.summarise_pool(*services.pool_table(pool))
         self.stdout.write(
-            self.style.SUCCESS(f"Pool {pool.name!r}: {summary['size']:,} unique queries from {2 * len(names)} lists")
+            self.style.SUCCESS(f"Pool {pool.name!r}: {summary['size']:,} unique queries from {2 * len(runs)} lists")
         )
         for row in summary["per_list"]:
             self.stdout.write(
@@ -102,10 +93,7 @@ class Command(BaseCommand):
             path = o["collection"]
             collection = services.import_collection(path, run_name(path), bar=o["verbosity"] > 0).obj
         else:
-            try:
-                collection = Collection.objects.get(name=o["collection"])
-            except Collection.DoesNotExist:
-                raise CommandError(f"no collection named {o['collection']!r}") from None
+            collection = get_named(Collection, o["collection"], "collection")
         for path in files:
             services.import_run(path, run_name(path), collection)
         o["runs"] = ",".join(run_name(e) if _is_file(e) else e for e in entries)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('pooling', '0001_initial'),
+        ('pooling', '0002_move_job_to_core'),
     ]
 
     operations = [

@@ -1,0 +1,10 @@
+"""REST endpoints of the shared app."""
+
+from rest_framework.routers import SimpleRouter
+
+from . import api
+
+router = SimpleRouter()
+router.register("jobs", api.JobViewSet)
+
+urlpatterns = router.urls
