@@ -252,7 +252,8 @@ def agreement_report(
     """Everything the annotation dashboard and the dataset card show, as plain JSON-serialisable values.
 
     Undefined statistics are ``None`` (never NaN, which is not valid JSON).
-    ``bootstrap=0`` skips the confidence interval (``alpha_ci`` is then ``[None, None]``).
+    ``bootstrap=0`` skips the confidence interval (``alpha_ci`` is then ``[None, None]``);
+    ``bootstrap_resamples`` says how many resamples the interval rests on.
     """
     frame = validate_judgments(judgments, labels)
     majority = majority_vote(frame, labels)
@@ -266,6 +267,7 @@ def agreement_report(
     return {
         "krippendorff_alpha": _plain(krippendorff_alpha(frame, labels)),
         "alpha_ci": [_plain(low), _plain(high)],
+        "bootstrap_resamples": bootstrap,
         "per_category_alpha": {label: _plain(value) for label, value in per_category_alpha(frame, labels).items()},
         "percent_agreement": _plain(percent_agreement(frame, labels)),
         "fleiss_kappa": _plain(fleiss_kappa(frame, labels)),

@@ -209,7 +209,7 @@ def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
 @researcher_required
 def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
-    report = services.agreement(batch, bootstrap=500)
+    report = services.agreement(batch)
     labelled_total = sum(report["labels"].values()) or 1
     label_bars = [
         {

@@ -154,8 +154,12 @@ def query_results(batch: Batch) -> list[dict[str, Any]]:
     return results
 
 
-def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str, Any]:
+def agreement(batch: Batch, *, bootstrap: int | None = None, seed: int = 0) -> dict[str, Any]:
     """The agreement report of :mod:`annotation.agreement` plus what the batch's records add.
+
+    ``bootstrap`` resamples give alpha's 95% CI: by default ``settings.AGREEMENT_BOOTSTRAP_RESAMPLES``,
+    the one number behind every interval shown (command, data card, page, API), so the
+    same batch shows the same interval everywhere; 0 skips it (pages that show no CI).
 
     Keys added: ``batch``, ``provider``, ``set_aside`` (qids without a majority, including
     too few votes), ``method_disagreements`` (majority vs. Dawid-Skene), ``worker_confusion``
@@ -164,15 +168,19 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
     """
     import numpy as np
     import pandas as pd
+    from django.conf import settings
 
     from ..aggregation import compare_methods, dawid_skene, majority_vote
     from ..agreement import agreement_report
 
+    if bootstrap is None:
+        bootstrap = settings.AGREEMENT_BOOTSTRAP_RESAMPLES
     frame = judgments_frame(batch)
     if frame.empty:
         report: dict[str, Any] = {
             "krippendorff_alpha": None,
             "alpha_ci": [None, None],
+            "bootstrap_resamples": 0,
             "per_category_alpha": dict.fromkeys(LABELS),
             "percent_agreement": None,
             "fleiss_kappa": None,
@@ -288,6 +296,7 @@ def export_queries(
         ),
         "krippendorff_alpha": report["krippendorff_alpha"],
         "alpha_ci": report["alpha_ci"],
+        "bootstrap_resamples": report["bootstrap_resamples"],
         "per_category_alpha": report["per_category_alpha"],
         "percent_agreement": report["percent_agreement"],
         "fleiss_kappa": report["fleiss_kappa"],
