@@ -1,10 +1,29 @@
-"""REST endpoints of the metrics app: reports with their results (read-only)."""
+"""REST endpoints of the metrics app: reports with their results, and building one as a job."""
 
 from django.db.models import Prefetch
-from rest_framework import permissions, viewsets
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, serializers, viewsets
 
+from core.api import form_data, form_errors
+from core.serializers import JobSerializer
+from pooling.api import job_started
+from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
+
+from .forms import ReportForm
 from .models import Report, Result
 from .serializers import ReportListSerializer, ReportSerializer
+
+
+class ReportRequestSerializer(serializers.Serializer):
+    """What building a report takes (the report list's form)."""
+
+    name = serializers.SlugField()
+    queries = serializers.CharField(help_text="The query set's name.")
+    runs = serializers.ListField(child=serializers.CharField(), help_text="Names of the runs to measure.")
+    cutoffs = serializers.CharField(default="5,10,20,30", help_text="Comma-separated rank cutoffs.")
+    tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
+    background = serializers.CharField(required=False, help_text="NFaiRR background run (default: the collection).")
+    baseline = serializers.CharField(required=False, help_text="Run the others are tested against.")
 
 
 class ReportViewSet(viewsets.ReadOnlyModelViewSet):
@@ -24,3 +43,11 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self):
         return ReportSerializer if self.action == "retrieve" else ReportListSerializer
+
+    @extend_schema(request=ReportRequestSerializer, responses={202: JobSerializer})
+    def create(self, request):
+        """Build a report as a background job (the report form's rules); poll ``/api/jobs/<id>/``."""
+        form = ReportForm(form_data(request, ReportRequestSerializer))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())

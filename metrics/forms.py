@@ -3,6 +3,7 @@
 from django import forms
 
 from core.errors import ServiceError
+from core.models import Job
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
@@ -25,6 +26,20 @@ class ReportForm(forms.Form):
             return parse_cutoffs(self.cleaned_data["cutoffs"])
         except ServiceError as exc:
             raise forms.ValidationError(str(exc)) from None
+
+    def start(self) -> Job:
+        """Build the report as a background job (page and API alike)."""
+        from . import services
+
+        data = self.cleaned_data
+        return services.start_report(
+            data["name"],
+            data["queries"],
+            list(data["runs"]),
+            services.ReportSettings(cutoffs=data["cutoffs"], tokenizer=data["tokenizer"]),
+            background=data["background"],
+            baseline=data["baseline"],
+        )
 
     def clean_name(self):
         from .models import Report

@@ -93,19 +93,8 @@ def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
 @require_POST
 def report_create(request: HttpRequest) -> HttpResponse:
     """Build a report as a Celery task (inline without a broker), then follow its job."""
-    from . import services
-
     form = ReportForm(request.POST)
     if not form.is_valid():
         reports = Report.objects.select_related("query_set").prefetch_related("runs")
         return render(request, "metrics/report_list.html", {"reports": reports, "form": form}, status=400)
-    data = form.cleaned_data
-    job = services.start_report(
-        data["name"],
-        data["queries"],
-        list(data["runs"]),
-        services.ReportSettings(cutoffs=data["cutoffs"], tokenizer=data["tokenizer"]),
-        background=data["background"],
-        baseline=data["baseline"],
-    )
-    return redirect("core:job-detail", pk=job.pk)
+    return redirect("core:job-detail", pk=form.start().pk)

@@ -13,12 +13,12 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.api import StagedUploadsMixin, form_errors
-from core.errors import ServiceError
+from core.api import StagedUploadsMixin, form_data, form_errors
 from core.serializers import JobSerializer
 
 from . import services
-from .forms import ImportForm
+from .analysis import MAGNITUDES
+from .forms import ImportForm, PoolForm
 from .models import Collection, Pool, QuerySet, Run
 from .serializers import (
     CollectionSerializer,
@@ -28,6 +28,7 @@ from .serializers import (
     QuerySetSerializer,
     RunSerializer,
 )
+from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 
 class StaffReadOnly(viewsets.ReadOnlyModelViewSet):
@@ -47,7 +48,7 @@ class QuerySetViewSet(StaffReadOnly):
 
     @extend_schema(responses=QuerySerializer(many=True))
     @action(detail=True)
-    def queries(self, request, name=None):
+    def queries(self, request, name=None, format=None):
         """The queries of the set, in file order (paginated)."""
         queries = self.get_object().queries.order_by("position")
         page = self.paginate_queryset(queries)
@@ -60,14 +61,42 @@ class RunViewSet(StaffReadOnly):
     lookup_field = "name"
 
 
+class PoolRequestSerializer(serializers.Serializer):
+    """What building a pool takes (the pool page's form)."""
+
+    name = serializers.SlugField(help_text="Name of the pool and of its query set.")
+    queries = serializers.CharField(help_text="The query set's name.")
+    runs = serializers.ListField(child=serializers.CharField(), help_text="Names of the runs to pool.")
+    rank_cutoff = serializers.IntegerField(min_value=1, default=10, help_text="t of RaB@t.")
+    depth = serializers.IntegerField(min_value=1, default=500, help_text="Queries taken from the top of each list.")
+    magnitude = serializers.ChoiceField(choices=list(MAGNITUDES), default="tf")
+    tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
+    wordlist = serializers.CharField(required=False, help_text="An imported word list's name (default: built-in).")
+
+
+def job_started(job) -> Response:
+    """202 with the job's record; ``Location`` is where to poll it."""
+    response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+    response["Location"] = reverse("job-detail", args=[job.pk])
+    return response
+
+
 class PoolViewSet(StaffReadOnly):
     queryset = Pool.objects.select_related("source", "queries", "wordlist").prefetch_related("runs")
     serializer_class = PoolSerializer
     lookup_field = "name"
 
+    @extend_schema(request=PoolRequestSerializer, responses={202: JobSerializer})
+    def create(self, request):
+        """Build a pool as a background job (the pool page's rules); poll ``/api/jobs/<id>/``."""
+        form = PoolForm(form_data(request, PoolRequestSerializer))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())
+
     @extend_schema(responses=PoolEntrySerializer(many=True))
     @action(detail=True)
-    def entries(self, request, name=None):
+    def entries(self, request, name=None, format=None):
         """Provenance: per pooled query and run, its RaB and its positions in the two lists."""
         entries = self.get_object().entries.select_related("query", "run").order_by("query__position", "run__name")
         page = self.paginate_queryset(entries)
@@ -105,10 +134,4 @@ class ImportView(StagedUploadsMixin, APIView):
         form = ImportForm(kind, data, files, too_large=too_large)
         if not form.is_valid():
             raise form_errors(form)
-        try:
-            job = form.start()
-        except ServiceError as exc:
-            raise ValidationError({"detail": str(exc)}) from None
-        response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-        response["Location"] = reverse("job-detail", args=[job.pk])
-        return response
+        return job_started(form.start())

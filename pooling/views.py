@@ -86,12 +86,7 @@ def pool_create(request: HttpRequest) -> HttpResponse:
     """Form to build a pool; the work runs as a Celery task (inline without a broker)."""
     form = PoolForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        settings = services.PoolSettings(data["rank_cutoff"], data["depth"], data["magnitude"], data["tokenizer"])
-        job = services.start_pool(
-            data["name"], data["queries"], list(data["runs"]), settings, wordlist=data["wordlist"]
-        )
-        return redirect("core:job-detail", pk=job.pk)
+        return redirect("core:job-detail", pk=form.start().pk)
     return render(request, "pooling/pool_form.html", {"form": form})
 
 

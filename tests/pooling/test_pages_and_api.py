@@ -5,7 +5,8 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from core.models import Job
-from pooling.models import Pool
+from pooling import services
+from pooling.models import Pool, Run
 
 
 @pytest.fixture
@@ -68,19 +69,14 @@ def test_pool_form_runs_the_task_and_records_progress(client, admin_user, world,
 @pytest.mark.django_db
 def test_failed_job_keeps_the_message(client, admin_user, pool, django_capture_on_commit_callbacks):
     client.force_login(admin_user)
+    form = {"name": "p", "queries": "q", "runs": ["a"], "rank_cutoff": 2, "depth": 1, "magnitude": "tf"}
+    refused = client.post(reverse("pooling:pool-create"), {**form, "tokenizer": "words"})
+    assert refused.status_code == 200 and "a pool or query set with this name exists" in refused.content.decode()
+    assert not Job.objects.exists()  # a taken name is refused on the form, before any job
+    # A pool whose name was taken after the form was checked fails in the task, with the reason.
+    settings = services.PoolSettings(2, 1, "tf", "words")
     with pytest.raises(Exception, match="already exists"), django_capture_on_commit_callbacks(execute=True):
-        client.post(
-            reverse("pooling:pool-create"),
-            {
-                "name": "p",
-                "queries": "q",
-                "runs": ["a"],
-                "rank_cutoff": 2,
-                "depth": 1,
-                "magnitude": "tf",
-                "tokenizer": "words",
-            },
-        )
+        services.start_pool("p", pool.queries, [Run.objects.get(name="a")], settings)
     job = Job.objects.get()
     assert job.status == Job.Status.FAILED and "already exists" in job.message
 
@@ -117,3 +113,28 @@ def test_csv_download_neutralises_formulas_and_tsv_keeps_text(client, admin_user
     assert rab == "" or float(rab) == float(rab)  # numbers stay numbers, never quoted with '
     tsv = client.get(reverse("pooling:pool-download", args=["p", "tsv"])).content.decode()
     assert f"1\t{formula}\n" in tsv
+
+
+def test_api_builds_a_pool_as_a_job_with_the_forms_rules(
+    client, django_user_model, world, django_capture_on_commit_callbacks
+):
+    from core.models import Job
+    from pooling.models import Pool
+
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    body = {"name": "api-pool", "queries": "q", "runs": ["a", "b"], "rank_cutoff": 2, "depth": 2}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/api/pooling/pools/", body, content_type="application/json")
+    assert response.status_code == 202, response.content
+    job = Job.objects.get(pk=response.json()["id"])
+    assert response["Location"] == f"/api/jobs/{job.pk}/"
+    assert job.kind == "pool" and job.status == Job.Status.DONE, job.message
+    assert sorted(Pool.objects.get(name="api-pool").runs.values_list("name", flat=True)) == ["a", "b"]
+
+    taken = client.post("/api/pooling/pools/", body, content_type="application/json")
+    assert taken.status_code == 400 and taken.json() == {"name": ["a pool or query set with this name exists"]}
+    for change, field in (({"runs": ["zz"]}, "runs"), ({"depth": 0}, "depth"), ({"queries": "nope"}, "queries")):
+        refused = client.post("/api/pooling/pools/", {**body, "name": "p2", **change}, content_type="application/json")
+        assert refused.status_code == 400 and list(refused.json()) == [field], refused.json()
+    assert client.post("/api/pooling/pools/", [1], content_type="application/json").status_code == 400
+    assert Job.objects.filter(kind="pool").count() == 1
