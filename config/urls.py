@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import urls as auth_urls
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from pooling import views as pooling_views
 
@@ -28,5 +28,7 @@ urlpatterns = [
     path("api/annotation/", include("annotation.api_urls")),
     path("api/metrics/", include("metrics.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    # Swagger UI and ReDoc load their scripts from drf-spectacular-sidecar's static files.
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
 ]
