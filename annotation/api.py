@@ -13,7 +13,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from core.api import ErrorSerializer, StagedUploadsMixin, form_errors
+from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors
 from core.errors import StateError
 
 from . import services
@@ -100,7 +100,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     def _form(self, request, **kwargs) -> BatchForm:
-        data, files = request.data, request.FILES  # parse the body first: it sets upload_too_large
+        data, files = body_object(request), request.FILES  # parse the body first: it sets upload_too_large
         form = BatchForm(data, files, too_large=getattr(request._request, "upload_too_large", None), **kwargs)
         if not form.is_valid():
             raise form_errors(form)

@@ -37,6 +37,14 @@ class StagedUploadsMixin:
         return super().finalize_response(request, response, *args, **kwargs)
 
 
+def body_object(request) -> dict:
+    """The request's body as a mapping (a form post, or a JSON object); a JSON list, number or
+    string is refused with a 400, as a form cannot read it."""
+    if not isinstance(request.data, dict):
+        raise ValidationError({"detail": "send a JSON object or a form, not a JSON list or value"})
+    return request.data
+
+
 def form_data(request, serializer_class: type[serializers.Serializer]) -> dict:
     """The request's body, checked by the serializer that documents it (its defaults filled
     in), as the data of the page's form, which then applies the page's rules."""

@@ -13,7 +13,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.api import StagedUploadsMixin, form_data, form_errors
+from core.api import StagedUploadsMixin, body_object, form_data, form_errors
 from core.serializers import JobSerializer
 
 from . import services
@@ -129,7 +129,7 @@ class ImportView(StagedUploadsMixin, APIView):
     def post(self, request, kind: str):
         if kind not in services.IMPORT_KINDS:
             raise ValidationError({"kind": f"choose one of {', '.join(services.IMPORT_KINDS)}"})
-        data, files = request.data, request.FILES  # parse the body first: it sets upload_too_large
+        data, files = body_object(request), request.FILES  # parse the body first: it sets upload_too_large
         too_large = getattr(request._request, "upload_too_large", None)
         form = ImportForm(kind, data, files, too_large=too_large)
         if not form.is_valid():

@@ -142,3 +142,12 @@ def test_a_researcher_token_opens_the_api_and_basic_auth_is_gone(local_batch, re
         call_command("api_token", annotators[0].username)
     with pytest.raises(CommandError, match="no account named 'ghost'"):
         call_command("api_token", "ghost")
+
+
+@pytest.mark.parametrize(
+    "url", ["/api/annotation/batches/", "/api/annotation/batches/estimate/", "/api/pooling/imports/queries/"]
+)
+def test_a_json_list_body_is_a_400_not_a_500(local_batch, staff, url):
+    """Found by schemathesis: the forms behind these endpoints cannot read a JSON list."""
+    response = _post(staff, url, "[null, null]")
+    assert response.status_code == 400 and "JSON object" in response.json()["detail"]
