@@ -27,6 +27,22 @@ def test_pool_page_shows_size_lists_overlap_and_queries(client, admin_user, pool
 
 
 @pytest.mark.django_db
+def test_pool_page_searches_and_pages_its_queries_on_the_server(client, admin_user, pool, settings, monkeypatch):
+    monkeypatch.setattr("core.paging.ROWS_PER_PAGE", 1)
+    client.force_login(admin_user)
+    url = reverse("pooling:pool-detail", args=["p"])
+    first = client.get(url).content.decode()
+    assert "who is she" in first and "what is a synapse" not in first and "page 1 of 2" in first
+    assert 'href="?page=2" rel="next"' in first
+    second = client.get(url + "?page=2").content.decode()
+    assert "what is a synapse" in second and "who is she" not in second
+    found = client.get(url + "?q=SYNAPSE").content.decode()
+    assert "what is a synapse" in found and "who is she" not in found and "1 of 2 rows match" in found
+    assert "No query matches." in client.get(url + "?q=zebra").content.decode()
+    assert "who is she" in client.get(url + "?page=abc").content.decode()  # a bad page number shows page 1
+
+
+@pytest.mark.django_db
 def test_pool_page_needs_login(client, pool):
     response = client.get(reverse("pooling:pool-detail", args=["p"]))
     assert response.status_code == 302
