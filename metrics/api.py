@@ -3,13 +3,15 @@
 from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, viewsets
+from rest_framework.views import APIView
 
 from core.api import form_data, form_errors
 from core.serializers import JobSerializer
 from pooling.api import job_started
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
-from .forms import ReportForm
+from .defaults import CRBO_DEPTH, CRBO_P, VARIANT_VERSIONS
+from .forms import CrboForm, PreferenceForm, ReportForm
 from .models import Report, Result
 from .serializers import ReportListSerializer, ReportSerializer
 
@@ -48,6 +50,49 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
     def create(self, request):
         """Build a report as a background job (the report form's rules); poll ``/api/jobs/<id>/``."""
         form = ReportForm(form_data(request, ReportRequestSerializer))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())
+
+
+class CrboRequestSerializer(serializers.Serializer):
+    """What measuring CRBO takes (the CRBO page's form)."""
+
+    run = serializers.CharField(help_text="The ranker's run on the collection.")
+    counterfactual_run = serializers.CharField(help_text="The same ranker's run on the counterfactual collection.")
+    depth = serializers.IntegerField(min_value=1, max_value=10000, default=CRBO_DEPTH)
+    p = serializers.FloatField(min_value=0.0, max_value=1.0, default=CRBO_P, help_text="RBO persistence, in (0, 1).")
+
+
+class PreferenceRequestSerializer(serializers.Serializer):
+    """What measuring variant preference takes (the preference page's form)."""
+
+    run = serializers.CharField()
+    separator = serializers.CharField(max_length=5, default="-", trim_whitespace=False)
+    versions = serializers.CharField(default=",".join(VARIANT_VERSIONS), help_text="Comma-separated suffixes.")
+
+
+class CrboView(APIView):
+    """``POST /api/metrics/crbo/``: measure CRBO as a job; its ``result`` holds the mean and per-query RBO."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=CrboRequestSerializer, responses={202: JobSerializer})
+    def post(self, request, format=None):
+        form = CrboForm(form_data(request, CrboRequestSerializer))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())
+
+
+class PreferenceView(APIView):
+    """``POST /api/metrics/preference/``: measure variant preference as a job; ``result`` holds the wins."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=PreferenceRequestSerializer, responses={202: JobSerializer})
+    def post(self, request, format=None):
+        form = PreferenceForm(form_data(request, PreferenceRequestSerializer))
         if not form.is_valid():
             raise form_errors(form)
         return job_started(form.start())

@@ -1,5 +1,6 @@
 """REST endpoints of the metrics app."""
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from . import api
@@ -7,4 +8,8 @@ from . import api
 router = DefaultRouter()
 router.register("reports", api.ReportViewSet, basename="report")
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("crbo/", api.CrboView.as_view(), name="crbo"),
+    path("preference/", api.PreferenceView.as_view(), name="preference"),
+    *router.urls,
+]

@@ -16,3 +16,8 @@ DEFAULT_THRESHOLD = 1
 #: Bootstrap resamples and seed for confidence intervals.
 DEFAULT_SAMPLES = 1000
 DEFAULT_SEED = 0
+#: CRBO (Abolghasemi et al., ECIR 2024): RBO's persistence p and the ranks compared.
+CRBO_P = 0.9
+CRBO_DEPTH = 10
+#: Paired-variant preference: the version suffixes of a document's docids (male, female, neutral).
+VARIANT_VERSIONS = ("m", "f", "n")

@@ -7,6 +7,7 @@ from core.models import Job
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
+from .defaults import CRBO_DEPTH, CRBO_P, VARIANT_VERSIONS
 from .services import parse_cutoffs
 
 
@@ -45,6 +46,55 @@ class ReportForm(forms.Form):
         from .models import Report
 
         name = self.cleaned_data["name"]
+        if name in ("new", "crbo", "preference"):
+            raise forms.ValidationError(f"{name!r} names a page of the reports; choose another name")
         if Report.objects.filter(name=name).exists():
             raise forms.ValidationError("a report with this name exists")
         return name
+
+
+class CrboForm(forms.Form):
+    """CRBO of a run against the same ranker's run on the counterfactual collection."""
+
+    run = forms.ModelChoiceField(
+        Run.objects.all(), to_field_name="name", help_text="The ranker's run on the collection."
+    )
+    counterfactual_run = forms.ModelChoiceField(
+        Run.objects.all(), to_field_name="name", help_text="The same ranker's run on the counterfactual collection."
+    )
+    depth = forms.IntegerField(min_value=1, max_value=10000, initial=CRBO_DEPTH, help_text="Ranks compared.")
+    p = forms.FloatField(min_value=0.0, max_value=1.0, initial=CRBO_P, help_text="RBO persistence, in (0, 1).")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("p") is not None and not 0.0 < data["p"] < 1.0:
+            self.add_error("p", "p must lie strictly between 0 and 1")
+        if data.get("run") and data.get("run") == data.get("counterfactual_run"):
+            self.add_error("counterfactual_run", "choose the counterfactual run, not the run itself")
+        return data
+
+    def start(self) -> Job:
+        from .swaps import start_crbo
+
+        data = self.cleaned_data
+        return start_crbo(data["run"], data["counterfactual_run"], depth=data["depth"], p=data["p"])
+
+
+class PreferenceForm(forms.Form):
+    """Paired-variant preference of a run over male, female and neutral document versions."""
+
+    run = forms.ModelChoiceField(Run.objects.all(), to_field_name="name")
+    separator = forms.CharField(max_length=5, initial="-", strip=False, help_text="Before the version suffix.")
+    versions = forms.CharField(initial=",".join(VARIANT_VERSIONS), help_text="Comma-separated version suffixes.")
+
+    def clean_versions(self):
+        versions = [v.strip() for v in self.cleaned_data["versions"].split(",") if v.strip()]
+        if len(set(versions)) < 2:
+            raise forms.ValidationError("give at least two version suffixes (e.g. m,f,n)")
+        return list(dict.fromkeys(versions))
+
+    def start(self) -> Job:
+        from .swaps import start_preference
+
+        data = self.cleaned_data
+        return start_preference(data["run"], separator=data["separator"], versions=data["versions"])

@@ -43,3 +43,25 @@ def build_report_task(
         job.result = {"report": report.name, "url": reverse("metrics:report-detail", args=[report.name])}
         job.message = f"Report {report.name} built"
     return report.name
+
+
+@app.task
+def crbo_task(job_id: int, run_id: int, counterfactual_run_id: int, depth: int, p: float) -> None:
+    from .swaps import crbo_summary
+
+    job = Job.objects.get(pk=job_id)
+    with job_status(job):
+        summary = crbo_summary(Run.objects.get(pk=run_id), Run.objects.get(pk=counterfactual_run_id), depth=depth, p=p)
+        job.result = {**summary, "url": reverse("metrics:crbo-detail", args=[job.pk])}
+        job.message = f"CRBO@{depth} {summary['crbo']:.4f} over {summary['queries']} queries"
+
+
+@app.task
+def preference_task(job_id: int, run_id: int, separator: str, versions: list[str]) -> None:
+    from .swaps import preference_summary
+
+    job = Job.objects.get(pk=job_id)
+    with job_status(job):
+        summary = preference_summary(Run.objects.get(pk=run_id), separator=separator, versions=versions)
+        job.result = {**summary, "url": reverse("metrics:preference-detail", args=[job.pk])}
+        job.message = f"{summary['cases']} cases, {summary['decided']} decided"

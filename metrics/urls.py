@@ -8,6 +8,14 @@ app_name = "metrics"
 urlpatterns = [
     path("", views.report_list, name="report-list"),
     path("new/", views.report_create, name="report-create"),
+    # Gender-swap measures (before the report routes: a report may not be named crbo).
+    path("crbo/", views.crbo_list, name="crbo"),
+    path("crbo/<int:pk>/", views.crbo_detail, name="crbo-detail"),
+    path("crbo/<int:pk>/rbo.png", views.crbo_plot, name="crbo-plot"),
+    path("crbo/<int:pk>/per-query.csv", views.crbo_csv, name="crbo-csv"),
+    path("preference/", views.preference_list, name="preference"),
+    path("preference/<int:pk>/", views.preference_detail, name="preference-detail"),
+    path("preference/<int:pk>/wins.png", views.preference_plot, name="preference-plot"),
     path("<slug:name>/", views.report_detail, name="report-detail"),
     path("<slug:name>/results.csv", views.report_csv, name="report-csv"),
     path("<slug:name>/per-query.csv", views.report_per_query_csv, name="report-per-query"),
