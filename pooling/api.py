@@ -4,8 +4,9 @@ Staff only: query sets include annotation exports (the crowd's labels) and pools
 rankers' gender lists, neither of which an annotator may see.
 """
 
+from django.db.models import Q
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -30,6 +31,19 @@ from .serializers import (
 )
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
+#: ``?q=``: the API's counterpart of the pages' search box.
+SEARCH = OpenApiParameter("q", str, description="Keep rows whose qid or query text contains this (any case).")
+
+
+def _search(queryset, request, *fields: str):
+    text = request.query_params.get("q", "").strip()[:200]
+    if not text:
+        return queryset
+    condition = Q()
+    for field in fields:
+        condition |= Q(**{f"{field}__icontains": text})
+    return queryset.filter(condition)
+
 
 class StaffReadOnly(viewsets.ReadOnlyModelViewSet):
     permission_classes = [permissions.IsAdminUser]
@@ -46,11 +60,11 @@ class QuerySetViewSet(StaffReadOnly):
     serializer_class = QuerySetSerializer
     lookup_field = "name"
 
-    @extend_schema(responses=QuerySerializer(many=True))
+    @extend_schema(parameters=[SEARCH], responses=QuerySerializer(many=True))
     @action(detail=True)
     def queries(self, request, name=None, format=None):
-        """The queries of the set, in file order (paginated)."""
-        queries = self.get_object().queries.order_by("position")
+        """The queries of the set, in file order (paginated; ``?q=`` searches qid and text)."""
+        queries = _search(self.get_object().queries.order_by("position"), request, "qid", "text")
         page = self.paginate_queryset(queries)
         return self.get_paginated_response(QuerySerializer(page, many=True).data)
 
@@ -94,11 +108,13 @@ class PoolViewSet(StaffReadOnly):
             raise form_errors(form)
         return job_started(form.start())
 
-    @extend_schema(responses=PoolEntrySerializer(many=True))
+    @extend_schema(parameters=[SEARCH], responses=PoolEntrySerializer(many=True))
     @action(detail=True)
     def entries(self, request, name=None, format=None):
-        """Provenance: per pooled query and run, its RaB and its positions in the two lists."""
+        """Provenance: per pooled query and run, its RaB and its positions in the two lists
+        (paginated; ``?q=`` searches the query's qid and text)."""
         entries = self.get_object().entries.select_related("query", "run").order_by("query__position", "run__name")
+        entries = _search(entries, request, "query__qid", "query__text")
         page = self.paginate_queryset(entries)
         return self.get_paginated_response(PoolEntrySerializer(page, many=True).data)
 

@@ -108,6 +108,10 @@ def test_api(client, admin_user, pool):
     queries = client.get("/api/pooling/query-sets/q/queries/").json()["results"]
     assert [q["qid"] for q in queries] == ["1", "2", "3"]
     assert client.get("/api/schema/").status_code == 200
+    # ?q= filters as the pages' search box does: qid or text, any case.
+    synapse = client.get("/api/pooling/pools/p/entries/?q=SYNAPSE").json()["results"]
+    assert {(e["qid"], e["run"]) for e in synapse} == {("2", "a"), ("2", "b")}
+    assert [q["qid"] for q in client.get("/api/pooling/query-sets/q/queries/?q=3").json()["results"]] == ["3"]
 
 
 @pytest.mark.django_db
