@@ -32,3 +32,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
 ]
+
+#: Under /api/, unknown paths and server errors answer JSON (core.views), as the endpoints do.
+handler404 = "core.views.not_found"
+handler500 = "core.views.server_error"

@@ -101,6 +101,8 @@ def test_every_error_is_json_with_a_4xx(local_batch, staff, client, annotators):
         (_post(staff, "/api/annotation/batches/b1/adjudicate/", "[1, 2"), 400),
         (_post(staff, "/api/annotation/batches/b1/escalate/", "[1, 2]"), 400),
         (staff.delete("/api/annotation/batches/b1/"), 405),
+        (staff.get("/api/annotation/no-such-endpoint/"), 404),
+        (staff.get("/api/annotation/batches/b1/progress/extra/"), 404),
         (Client().get("/api/annotation/batches/"), 403),
     ]
     annotator = Client()
@@ -111,6 +113,8 @@ def test_every_error_is_json_with_a_4xx(local_batch, staff, client, annotators):
         assert response["Content-Type"] == "application/json"
         body = response.json()
         assert isinstance(body, dict) and body, body
+    page = staff.get("/annotation/no-such-page/")
+    assert page.status_code == 404 and page["Content-Type"].startswith("text/html")  # pages stay pages
 
 
 def test_a_researcher_token_opens_the_api_and_basic_auth_is_gone(local_batch, researcher, annotators):
