@@ -10,8 +10,9 @@ from core.serializers import JobSerializer
 from pooling.api import job_started
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
+from .counterfactual import HER_CHOICES
 from .defaults import CRBO_DEPTH, CRBO_P, VARIANT_VERSIONS
-from .forms import CrboForm, PreferenceForm, ReportForm
+from .forms import CounterfactualForm, CrboForm, PreferenceForm, ReportForm
 from .models import Report, Result
 from .serializers import ReportListSerializer, ReportSerializer
 
@@ -93,6 +94,28 @@ class PreferenceView(APIView):
     @extend_schema(request=PreferenceRequestSerializer, responses={202: JobSerializer})
     def post(self, request, format=None):
         form = PreferenceForm(form_data(request, PreferenceRequestSerializer))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())
+
+
+class CounterfactualRequestSerializer(serializers.Serializer):
+    """What writing a counterfactual collection takes (the CRBO page's second form)."""
+
+    collection = serializers.CharField(help_text="The registered collection to swap.")
+    name = serializers.SlugField(help_text="Name of the counterfactual collection.")
+    wordlist = serializers.CharField(required=False, help_text="Word list whose first names are swapped.")
+    her = serializers.ChoiceField(choices=list(HER_CHOICES), default="his")
+
+
+class CounterfactualView(APIView):
+    """``POST /api/metrics/counterfactual-collections/``: write and register a counterfactual collection as a job."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=CounterfactualRequestSerializer, responses={202: JobSerializer})
+    def post(self, request, format=None):
+        form = CounterfactualForm(form_data(request, CounterfactualRequestSerializer))
         if not form.is_valid():
             raise form_errors(form)
         return job_started(form.start())

@@ -11,5 +11,6 @@ router.register("reports", api.ReportViewSet, basename="report")
 urlpatterns = [
     path("crbo/", api.CrboView.as_view(), name="crbo"),
     path("preference/", api.PreferenceView.as_view(), name="preference"),
+    path("counterfactual-collections/", api.CounterfactualView.as_view(), name="counterfactual"),
     *router.urls,
 ]

@@ -4,9 +4,10 @@ from django import forms
 
 from core.errors import ServiceError
 from core.models import Job
-from pooling.models import QuerySet, Run
+from pooling.models import Collection, QuerySet, Run, WordList
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
+from .counterfactual import HER_CHOICES
 from .defaults import CRBO_DEPTH, CRBO_P, VARIANT_VERSIONS
 from .services import parse_cutoffs
 
@@ -98,3 +99,32 @@ class PreferenceForm(forms.Form):
 
         data = self.cleaned_data
         return start_preference(data["run"], separator=data["separator"], versions=data["versions"])
+
+
+class CounterfactualForm(forms.Form):
+    """A counterfactual collection: every gendered word and first name swapped, registered under a new name."""
+
+    collection = forms.ModelChoiceField(Collection.objects.all(), to_field_name="name")
+    name = forms.SlugField(max_length=100, help_text="Name of the counterfactual collection (e.g. msmarco-cf).")
+    wordlist = forms.ModelChoiceField(
+        WordList.objects.order_by("name"),
+        required=False,
+        to_field_name="name",
+        empty_label="built-in representative list",
+        help_text="Whose first names are swapped.",
+    )
+    her = forms.ChoiceField(choices=[(c, c) for c in HER_CHOICES], initial="his", help_text="What 'her' becomes.")
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if Collection.objects.filter(name=name).exists():
+            raise forms.ValidationError("a collection with this name exists")
+        return name
+
+    def start(self) -> Job:
+        from .swaps import start_counterfactual_collection
+
+        data = self.cleaned_data
+        return start_counterfactual_collection(
+            data["collection"], data["name"], wordlist=data["wordlist"], her=data["her"]
+        )

@@ -10,6 +10,7 @@ urlpatterns = [
     path("new/", views.report_create, name="report-create"),
     # Gender-swap measures (before the report routes: a report may not be named crbo).
     path("crbo/", views.crbo_list, name="crbo"),
+    path("crbo/counterfactual/", views.counterfactual_create, name="counterfactual-create"),
     path("crbo/<int:pk>/", views.crbo_detail, name="crbo-detail"),
     path("crbo/<int:pk>/rbo.png", views.crbo_plot, name="crbo-plot"),
     path("crbo/<int:pk>/per-query.csv", views.crbo_csv, name="crbo-csv"),

@@ -12,7 +12,7 @@ from core.paging import table_page
 from core.permissions import researcher_required
 
 from . import selectors
-from .forms import CrboForm, PreferenceForm, ReportForm
+from .forms import CounterfactualForm, CrboForm, PreferenceForm, ReportForm
 from .models import Report
 
 
@@ -102,7 +102,7 @@ def report_create(request: HttpRequest) -> HttpResponse:
     return redirect("core:job-detail", pk=form.start().pk)
 
 
-def _swap_page(request: HttpRequest, form_class, kind: str, template: str) -> HttpResponse:
+def _swap_page(request: HttpRequest, form_class, kind: str, template: str, **extra) -> HttpResponse:
     """The form of a gender-swap measure and the measurements made so far; a valid POST
     starts one as a job and follows it."""
     form = form_class(request.POST or None)
@@ -110,7 +110,7 @@ def _swap_page(request: HttpRequest, form_class, kind: str, template: str) -> Ht
         return redirect("core:job-detail", pk=form.start().pk)
     jobs = Job.objects.filter(kind=kind).order_by("-created")[:50]
     status = 400 if request.method == "POST" else 200
-    return render(request, template, {"form": form, "jobs": jobs}, status=status)
+    return render(request, template, {"form": form, "jobs": jobs, **extra}, status=status)
 
 
 def _measurement(kind: str, pk: int) -> Job:
@@ -122,7 +122,28 @@ def _measurement(kind: str, pk: int) -> Job:
 def crbo_list(request: HttpRequest) -> HttpResponse:
     from .swaps import CRBO_KIND
 
-    return _swap_page(request, CrboForm, CRBO_KIND, "metrics/crbo_list.html")
+    return _swap_page(request, CrboForm, CRBO_KIND, "metrics/crbo_list.html", **_counterfactual_context())
+
+
+def _counterfactual_context(form: CounterfactualForm | None = None) -> dict:
+    from .swaps import COUNTERFACTUAL_KIND
+
+    jobs = Job.objects.filter(kind=COUNTERFACTUAL_KIND).order_by("-created")[:20]
+    return {"counterfactual_form": form or CounterfactualForm(), "counterfactual_jobs": jobs}
+
+
+@researcher_required
+@require_POST
+def counterfactual_create(request: HttpRequest) -> HttpResponse:
+    """Write a counterfactual collection as a job (the CRBO page's second form)."""
+    form = CounterfactualForm(request.POST)
+    if form.is_valid():
+        return redirect("core:job-detail", pk=form.start().pk)
+    from .swaps import CRBO_KIND
+
+    jobs = Job.objects.filter(kind=CRBO_KIND).order_by("-created")[:50]
+    context = {"form": CrboForm(), "jobs": jobs, **_counterfactual_context(form)}
+    return render(request, "metrics/crbo_list.html", context, status=400)
 
 
 @researcher_required

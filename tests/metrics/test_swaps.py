@@ -101,3 +101,30 @@ def test_swap_pages_are_for_researchers(client, django_user_model, world):
     for url in ("/metrics/crbo/", "/metrics/preference/"):
         assert client.get(url).status_code in (302, 403)
     assert client.post("/api/metrics/crbo/", {}, content_type="application/json").status_code == 403
+
+
+def test_counterfactual_collection_is_written_and_registered_as_a_job(staff, world, django_capture_on_commit_callbacks):
+    import gzip
+    from pathlib import Path
+
+    from pooling.models import Collection
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post("/metrics/crbo/counterfactual/", {"collection": "tiny", "name": "tiny-cf", "her": "his"})
+    job = Job.objects.get(kind="metrics.counterfactual")
+    assert response.status_code == 302 and job.status == Job.Status.DONE, job.message
+    swapped = Collection.objects.get(name="tiny-cf")
+    assert job.result == {"collection": "tiny-cf", "passages": 4, "url": "/metrics/crbo/"}
+    lines = gzip.decompress(Path(swapped.path).read_bytes()).decode().splitlines()
+    assert lines[:2] == ["d1\tHe and his brother", "d2\tShe met her mother"]
+    assert "tiny-cf" in staff.get("/metrics/crbo/").content.decode()
+
+    again = staff.post("/metrics/crbo/counterfactual/", {"collection": "tiny", "name": "tiny-cf", "her": "his"})
+    assert again.status_code == 400 and "a collection with this name exists" in again.content.decode()
+    api = staff.post(
+        "/api/metrics/counterfactual-collections/",
+        {"collection": "tiny", "name": "tiny-cf"},
+        content_type="application/json",
+    )
+    assert api.status_code == 400 and api.json() == {"name": ["a collection with this name exists"]}
+    assert Job.objects.filter(kind="metrics.counterfactual").count() == 1
