@@ -212,6 +212,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Pools, annotation batches, judgments, agreement, exports and bias reports.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its viewers are for researchers, like the endpoints they describe.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAdminUser"],
     # Swagger UI and ReDoc from vendored files (drf-spectacular-sidecar), never a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -34,3 +34,11 @@ def test_api_viewers_load_vendored_scripts(admin_client, url):
     scripts = re.findall(r'<script[^>]+src="([^"]+)"', page)
     assert scripts and all(src.startswith("/static/drf_spectacular_sidecar/") for src in scripts), scripts
     assert "cdn" not in page.lower()
+
+
+@pytest.mark.django_db
+def test_schema_and_viewers_are_for_researchers(client, django_user_model):
+    for url in ("/api/schema/", "/api/docs/", "/api/redoc/"):
+        assert client.get(url).status_code == 403
+    client.force_login(django_user_model.objects.create_user("ann", password="pw-secret-123"))
+    assert client.get("/api/schema/").status_code == 403
