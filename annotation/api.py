@@ -6,7 +6,7 @@ assignments and judgments. Workers are named by pseudonym everywhere.
 """
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -19,6 +19,7 @@ from core.errors import StateError
 from . import services
 from .downloads import export_file_response
 from .forms import BatchForm
+from .labels import LABELS
 from .models import Assignment, Batch, Export, Hit, Judgment
 from .serializers import (
     AdjudicateRequestSerializer,
@@ -81,6 +82,30 @@ class EscalationStartedSerializer(JobStartedSerializer):
     cost = serializers.CharField(allow_null=True, help_text="Extra cost (USD) of the new assignments.")
 
 
+class QueryResultSerializer(serializers.Serializer):
+    """One query's outcome in a batch (the agreement page's per-query rows)."""
+
+    qid = serializers.CharField()
+    query = serializers.CharField()
+    label = serializers.CharField(allow_null=True, help_text="Adjudicated, else the majority; null: set aside.")
+    crowd_label = serializers.CharField(allow_null=True)
+    adjudicated = serializers.BooleanField()
+    disputed = serializers.BooleanField()
+    too_few_votes = serializers.BooleanField()
+    counts = serializers.DictField(child=serializers.IntegerField())
+    dawid_skene = serializers.CharField(allow_null=True)
+    ds_posterior = serializers.FloatField(allow_null=True)
+
+
+#: Filters of the per-query rows: ``?q=`` (qid or text) and ``?label=`` (a label, or ``none``: set aside).
+QUERY_FILTERS = [
+    OpenApiParameter("q", str, description="Keep queries whose qid or text contains this (any case)."),
+    OpenApiParameter(
+        "label", str, enum=[*LABELS, "none"], description="Keep queries with this label; none: set aside."
+    ),
+]
+
+
 class CancelledSerializer(serializers.Serializer):
     batch = serializers.CharField()
     status = serializers.CharField()
@@ -129,6 +154,23 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     def agreement(self, request, name=None, format=None):
         """Krippendorff's alpha and the rest of the agreement report (pseudonymous per-worker rows)."""
         return Response(services.agreement(self.get_object()))
+
+    @extend_schema(parameters=QUERY_FILTERS, responses=QueryResultSerializer(many=True))
+    @action(detail=True)
+    def queries(self, request, name=None, format=None):
+        """Per query: label, vote counts, Dawid-Skene's label (paginated; filter with ``q`` and ``label``)."""
+        label = request.query_params.get("label")
+        if label is not None and label not in (*LABELS, "none"):
+            raise ValidationError({"label": f"choose one of {', '.join((*LABELS, 'none'))}"})
+        text = request.query_params.get("q", "").strip().casefold()
+        rows = [
+            row
+            for row in services.query_results(self.get_object())
+            if (not text or text in f"{row['qid']} {row['query']}".casefold())
+            and (label is None or row["label"] == (None if label == "none" else label))
+        ]
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(QueryResultSerializer(page, many=True).data)
 
     @extend_schema(responses=WorkerQualitySerializer(many=True))
     @action(detail=True)

@@ -28,3 +28,16 @@ def test_set_aside_table_pages_and_searches(split, researcher, client, monkeypat
     assert "how to boil an egg" in second and "what is a synapse" not in second
     found = client.get(url + "?q=egg").content.decode()
     assert "how to boil an egg" in found and "1 of 2 rows match" in found
+
+
+def test_the_api_filters_per_query_rows_the_same_way(split, researcher, client):
+    client.force_login(researcher)
+    url = "/api/annotation/batches/b1/queries/"
+    every = client.get(url).json()
+    assert every["count"] == 6
+    set_aside = client.get(url + "?label=none").json()["results"]
+    assert [r["qid"] for r in set_aside] == ["101", "105"] and set_aside[0]["counts"]["n"] == 1
+    assert [r["qid"] for r in client.get(url + "?label=f").json()["results"]] == ["102", "106"]
+    assert [r["qid"] for r in client.get(url + "?q=EGG").json()["results"]] == ["105"]
+    bad = client.get(url + "?label=x")
+    assert bad.status_code == 400 and list(bad.json()) == ["label"]
