@@ -6,6 +6,7 @@ from django.contrib.auth import urls as auth_urls
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from core import views as core_views
 from pooling import views as pooling_views
 
 #: Log in and out and change a password always; reset a forgotten one only with a mail server.
@@ -18,6 +19,7 @@ account_urls = [
 urlpatterns = [
     path("", pooling_views.home, name="home"),
     path("admin/", admin.site.urls),
+    path("accounts/api-token/", core_views.api_token_page, name="api-token"),
     path("accounts/", include(account_urls)),
     path("jobs/", include("core.urls")),
     path("pooling/", include("pooling.urls")),

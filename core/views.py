@@ -54,3 +54,12 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Server error; the site's log has the details."}, status=500)
     return page_server_error(request)
+
+
+@researcher_required
+def api_token_page(request: HttpRequest) -> HttpResponse:
+    """A researcher's API token, shown to its owner; POST replaces it (the old one stops working)."""
+    from .api_tokens import api_token
+
+    key = api_token(request.user, renew=request.method == "POST")
+    return render(request, "core/api_token.html", {"key": key, "renewed": request.method == "POST"})
