@@ -299,7 +299,8 @@ def agreement_report(
     """Everything the annotation dashboard and the dataset card show, as plain JSON-serialisable values.
 
     Undefined statistics are ``None`` (never NaN, which is not valid JSON).
-    ``bootstrap=0`` skips the confidence interval (``alpha_ci`` is then ``[None, None]``).
+    ``bootstrap=0`` skips the confidence interval (``alpha_ci`` is then ``[None, None]``);
+    ``bootstrap_resamples`` says how many resamples the interval rests on.
     """
     frame = validate_judgments(judgments, labels)
     majority = majority_vote(frame, labels)
@@ -313,6 +314,7 @@ def agreement_report(
     return {
         "krippendorff_alpha": _plain(krippendorff_alpha(frame, labels)),
         "alpha_ci": [_plain(low), _plain(high)],
+        "bootstrap_resamples": bootstrap,
         "per_category_alpha": {label: _plain(value) for label, value in per_category_alpha(frame, labels).items()},
         "gwet_ac1": _plain(gwet_ac1(frame, labels)),
         "per_category_ac1": {label: _plain(value) for label, value in per_category_ac1(frame, labels).items()},

@@ -6,19 +6,20 @@ assignments and judgments. Workers are named by pseudonym everywhere.
 """
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from core.api import StagedUploadsMixin, form_errors
-from core.errors import ServiceError
+from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors
+from core.errors import StateError
 
 from . import services
 from .downloads import export_file_response
 from .forms import BatchForm
+from .labels import LABELS
 from .models import Assignment, Batch, Export, Hit, Judgment
 from .serializers import (
     AdjudicateRequestSerializer,
@@ -34,6 +35,7 @@ from .serializers import (
     JudgmentSerializer,
     WorkerQualitySerializer,
 )
+from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
 
 
 class BatchRequestSerializer(serializers.Serializer):
@@ -65,6 +67,51 @@ class CostEstimateSerializer(serializers.Serializer):
     fee_rate = serializers.CharField()
 
 
+class SyncRequestSerializer(serializers.Serializer):
+    approve_all = serializers.BooleanField(default=False, help_text="Approve every submitted answer unreviewed.")
+
+
+class EscalateRequestSerializer(serializers.Serializer):
+    max_assignments = serializers.IntegerField(
+        min_value=1, max_value=50, default=DEFAULT_MAX_ASSIGNMENTS, help_text="Cap on assignments per HIT."
+    )
+
+
+class EscalationStartedSerializer(JobStartedSerializer):
+    hits = serializers.ListField(child=serializers.IntegerField(), help_text="Positions of the HITs escalated.")
+    cost = serializers.CharField(allow_null=True, help_text="Extra cost (USD) of the new assignments.")
+
+
+class QueryResultSerializer(serializers.Serializer):
+    """One query's outcome in a batch (the agreement page's per-query rows)."""
+
+    qid = serializers.CharField()
+    query = serializers.CharField()
+    label = serializers.CharField(allow_null=True, help_text="Adjudicated, else the majority; null: set aside.")
+    crowd_label = serializers.CharField(allow_null=True)
+    adjudicated = serializers.BooleanField()
+    disputed = serializers.BooleanField()
+    too_few_votes = serializers.BooleanField()
+    counts = serializers.DictField(child=serializers.IntegerField())
+    dawid_skene = serializers.CharField(allow_null=True)
+    ds_posterior = serializers.FloatField(allow_null=True)
+
+
+#: Filters of the per-query rows: ``?q=`` (qid or text) and ``?label=`` (a label, or ``none``: set aside).
+QUERY_FILTERS = [
+    OpenApiParameter("q", str, description="Keep queries whose qid or text contains this (any case)."),
+    OpenApiParameter(
+        "label", str, enum=[*LABELS, "none"], description="Keep queries with this label; none: set aside."
+    ),
+]
+
+
+class CancelledSerializer(serializers.Serializer):
+    batch = serializers.CharField()
+    status = serializers.CharField()
+    expired_hits = serializers.IntegerField()
+
+
 def _job_response(job) -> Response:
     data = {"job": job.pk, "url": reverse("core:job-progress", args=[job.pk])}
     return Response(JobStartedSerializer(data).data, status=status.HTTP_202_ACCEPTED)
@@ -78,7 +125,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     def _form(self, request, **kwargs) -> BatchForm:
-        data, files = request.data, request.FILES  # parse the body first: it sets upload_too_large
+        data, files = body_object(request), request.FILES  # parse the body first: it sets upload_too_large
         form = BatchForm(data, files, too_large=getattr(request._request, "upload_too_large", None), **kwargs)
         if not form.is_valid():
             raise form_errors(form)
@@ -87,84 +134,131 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(request={"multipart/form-data": BatchRequestSerializer}, responses={201: BatchSerializer})
     def create(self, request):
         """Create a batch from a pool or a query set (the batch page's rules); nothing is published yet."""
-        form = self._form(request)
-        try:
-            batch = form.create()
-        except ServiceError as exc:
-            raise ValidationError({"detail": str(exc)}) from None
+        batch = self._form(request).create()
         return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=BatchRequestSerializer, responses=CostEstimateSerializer)
     @action(detail=False, methods=["post"])
-    def estimate(self, request):
+    def estimate(self, request, format=None):
         """What a batch with these settings would cost (``name`` and ``gold`` not needed)."""
         return Response(self._form(request, estimate_only=True).estimate())
 
     @extend_schema(responses=BatchProgressSerializer)
     @action(detail=True)
-    def progress(self, request, name=None):
+    def progress(self, request, name=None, format=None):
         """HITs published, assignments handed out, submitted, approved and rejected, judgments."""
         return Response(BatchProgressSerializer(services.batch_progress(self.get_object())).data)
 
     @extend_schema(responses=AgreementSerializer)
     @action(detail=True)
-    def agreement(self, request, name=None):
+    def agreement(self, request, name=None, format=None):
         """Krippendorff's alpha and the rest of the agreement report (pseudonymous per-worker rows)."""
-        return Response(services.agreement(self.get_object(), bootstrap=200))
+        return Response(services.agreement(self.get_object()))
+
+    @extend_schema(parameters=QUERY_FILTERS, responses=QueryResultSerializer(many=True))
+    @action(detail=True)
+    def queries(self, request, name=None, format=None):
+        """Per query: label, vote counts, Dawid-Skene's label (paginated; filter with ``q`` and ``label``)."""
+        label = request.query_params.get("label")
+        if label is not None and label not in (*LABELS, "none"):
+            raise ValidationError({"label": f"choose one of {', '.join((*LABELS, 'none'))}"})
+        text = request.query_params.get("q", "").strip().casefold()
+        rows = [
+            row
+            for row in services.query_results(self.get_object())
+            if (not text or text in f"{row['qid']} {row['query']}".casefold())
+            and (label is None or row["label"] == (None if label == "none" else label))
+        ]
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(QueryResultSerializer(page, many=True).data)
 
     @extend_schema(responses=WorkerQualitySerializer(many=True))
     @action(detail=True)
-    def workers(self, request, name=None):
+    def workers(self, request, name=None, format=None):
         """Per worker (pseudonym): gold accuracy, agreement, Dawid-Skene accuracy, seconds per query."""
         return Response(WorkerQualitySerializer(services.worker_quality(self.get_object()), many=True).data)
 
     @extend_schema(responses=HitSerializer(many=True))
     @action(detail=True)
-    def hits(self, request, name=None):
+    def hits(self, request, name=None, format=None):
         hits = self.get_object().hits.order_by("position").prefetch_related("hit_queries__batch_query")
         page = self.paginate_queryset(hits)
         return self.get_paginated_response(HitSerializer(page, many=True).data)
 
-    @extend_schema(request=None, responses={202: JobStartedSerializer})
+    @extend_schema(request=None, responses={202: JobStartedSerializer, 409: ErrorSerializer})
     @action(detail=True, methods=["post"])
-    def publish(self, request, name=None):
-        """Publish the batch's HITs as a background job; poll the returned URL."""
+    def publish(self, request, name=None, format=None):
+        """Publish the batch's HITs as a background job; poll the returned URL (409 unless draft or published)."""
         return _job_response(services.start_publish(self.get_object()))
 
-    @extend_schema(request=None, responses={202: JobStartedSerializer})
+    @extend_schema(request=SyncRequestSerializer, responses={202: JobStartedSerializer, 409: ErrorSerializer})
     @action(detail=True, methods=["post"])
-    def sync(self, request, name=None):
-        """Fetch and review assignments as a background job; poll the returned URL."""
-        return _job_response(services.start_sync(self.get_object()))
+    def sync(self, request, name=None, format=None):
+        """Fetch and review assignments as a background job; poll the returned URL (409 while a draft)."""
+        params = SyncRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        return _job_response(services.start_sync(self.get_object(), approve_all=params.validated_data["approve_all"]))
+
+    @extend_schema(
+        request=EscalateRequestSerializer, responses={202: EscalationStartedSerializer, 409: ErrorSerializer}
+    )
+    @action(detail=True, methods=["post"])
+    def escalate(self, request, name=None, format=None):
+        """One more assignment for each finished HIT with a disputed query, up to the cap, as a job.
+
+        Only the HITs planned now (listed in the answer with the cost) are escalated, whatever
+        is synced meanwhile, as on the page. 409 unless the batch is published or completed,
+        or when no HIT needs another assignment.
+        """
+        batch = self.get_object()
+        params = EscalateRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        cap = params.validated_data["max_assignments"]
+        plan = services.plan_escalation(batch, cap)
+        if not plan.hits:
+            raise StateError(f"batch {batch.name!r} has no finished HIT with a disputed query below the cap")
+        confirmed = [hit.pk for hit, _ in plan.hits]
+        job = services.start_escalate(batch, max_assignments=cap, confirmed_hits=confirmed)
+        data = {
+            "job": job.pk,
+            "url": reverse("core:job-progress", args=[job.pk]),
+            "hits": [hit.position for hit, _ in plan.hits],
+            "cost": str(plan.cost.total) if plan.cost else None,
+        }
+        return Response(EscalationStartedSerializer(data).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={200: CancelledSerializer, 409: ErrorSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, name=None, format=None):
+        """Withdraw every open HIT and mark the batch cancelled (409 once completed); repeating it is harmless."""
+        batch = self.get_object()
+        expired = services.cancel_batch(batch)
+        return Response(
+            CancelledSerializer({"batch": batch.name, "status": batch.status, "expired_hits": expired}).data
+        )
 
     @extend_schema(request=AdjudicateRequestSerializer, responses={200: AdjudicationSerializer})
     @action(detail=True, methods=["post"])
-    def adjudicate(self, request, name=None):
+    def adjudicate(self, request, name=None, format=None):
         """Settle one query's label with a reason (recorded with who and when); repeating it is harmless."""
         batch = self.get_object()
         params = AdjudicateRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        try:
-            adjudication = services.adjudicate(batch, data["qid"], data["label"], data["reason"], request.user)
-        except ServiceError as exc:
-            raise ValidationError({"detail": str(exc)}) from None
+        adjudication = services.adjudicate(batch, data["qid"], data["label"], data["reason"], request.user)
         return Response(AdjudicationSerializer(adjudication).data)
 
     @extend_schema(request=ExportRequestSerializer, responses={201: ExportSerializer})
     @action(detail=True, methods=["post"])
-    def export(self, request, name=None):
+    def export(self, request, name=None, format=None):
         """Export the labelled queries of one category; ``download`` in the answer returns the file."""
         batch = self.get_object()
         params = ExportRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        try:
-            export = services.export_for_download(
-                batch, data["category"], data["format"], as_query_set=data.get("as_query_set") or None
-            )
-        except ServiceError as exc:
-            raise ValidationError({"detail": str(exc)}) from None
+        export = services.export_for_download(
+            batch, data["category"], data["format"], as_query_set=data.get("as_query_set") or None
+        )
         return Response(ExportSerializer(export).data, status=status.HTTP_201_CREATED)
 
 
@@ -212,7 +306,7 @@ class ExportViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(responses={(200, "application/octet-stream"): bytes})
     @action(detail=True)
-    def download(self, request, pk=None):
+    def download(self, request, pk=None, format=None):
         """The exported file (``?part=card``: its dataset card), streamed as an attachment."""
         part = request.query_params.get("part", "file")
         if part not in ("file", "card"):

@@ -35,6 +35,7 @@ AGREEMENT_FACTS = (
     ("method", "Aggregation method"),
     ("krippendorff_alpha", "Krippendorff's alpha (nominal)"),
     ("alpha_ci", "95% bootstrap interval"),
+    ("bootstrap_resamples", "Bootstrap resamples behind the interval"),
     ("percent_agreement", "Percent agreement"),
     ("fleiss_kappa", "Fleiss' kappa"),
 )

@@ -164,6 +164,7 @@ class AgreementSerializer(serializers.Serializer):
     batch = serializers.CharField()
     krippendorff_alpha = serializers.FloatField(allow_null=True)
     alpha_ci = serializers.ListField(child=serializers.FloatField(allow_null=True))
+    bootstrap_resamples = serializers.IntegerField(help_text="Bootstrap resamples behind alpha_ci (0: none).")
     per_category_alpha = serializers.DictField(child=serializers.FloatField(allow_null=True))
     gwet_ac1 = serializers.FloatField(
         allow_null=True, help_text="Gwet's AC1 (beside alpha; robust to rare categories)."

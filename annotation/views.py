@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.labels import LABEL_NAMES, LABELS
 from core.errors import ServiceError
+from core.paging import table_page
 from core.permissions import researcher_required
 from core.uploads import staged_uploads
 
@@ -210,7 +211,7 @@ def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
 def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
     answers = services.BatchAnswers(batch)
-    report = services.agreement(batch, bootstrap=500, answers=answers)
+    report = services.agreement(batch, answers=answers)
     labelled_total = sum(report["labels"].values()) or 1
     label_bars = [
         {
@@ -237,7 +238,11 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
         {"name": LABEL_NAMES[label], "cells": [{"value": v, "shade": round(0.5 * v / peak, 2)} for v in row]}
         for label, row in zip(report["confusion"]["labels"], matrix, strict=True)
     ]
-    set_aside = [r for r in query_results(batch, answers) if r["label"] is None and r["votes"]]
+    set_aside = table_page(
+        request,
+        [r for r in query_results(batch, answers) if r["label"] is None and r["votes"]],
+        lambda r: f"{r['qid']} {r['query']}",
+    )
     return render(
         request,
         "annotation/batch_agreement.html",

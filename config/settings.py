@@ -70,7 +70,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "axes",
     "core",
     "pooling",
@@ -191,11 +193,15 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
 
 # --- REST framework -------------------------------------------------------------------
+#: Sessions for the site's own pages, tokens (``manage.py api_token``, or the account
+#: page) for scripts. No Basic auth: a password on every request, and through
+#: django-axes' backend, which needs the request DRF's Basic auth does not pass.
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
     ],
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -206,7 +212,18 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Pools, annotation batches, judgments, agreement, exports and bias reports.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its viewers are for researchers, like the endpoints they describe.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAdminUser"],
+    # Swagger UI and ReDoc from vendored files (drf-spectacular-sidecar), never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
+
+# --- Agreement ------------------------------------------------------------------------
+#: Bootstrap resamples behind every 95% CI of Krippendorff's alpha (command, data card,
+#: page, API), shown beside the interval; 0 skips the interval.
+AGREEMENT_BOOTSTRAP_RESAMPLES = env_int("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, minimum=0)
 
 # --- Mechanical Turk ------------------------------------------------------------------
 #: Any MTurk-compatible server; empty means AWS's sandbox, or production with MTURK_LIVE=1.

@@ -4,8 +4,9 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import urls as auth_urls
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from core import views as core_views
 from pooling import views as pooling_views
 
 #: Log in and out and change a password always; reset a forgotten one only with a mail server.
@@ -18,6 +19,7 @@ account_urls = [
 urlpatterns = [
     path("", pooling_views.home, name="home"),
     path("admin/", admin.site.urls),
+    path("accounts/api-token/", core_views.api_token_page, name="api-token"),
     path("accounts/", include(account_urls)),
     path("jobs/", include("core.urls")),
     path("pooling/", include("pooling.urls")),
@@ -28,5 +30,11 @@ urlpatterns = [
     path("api/annotation/", include("annotation.api_urls")),
     path("api/metrics/", include("metrics.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    # Swagger UI and ReDoc load their scripts from drf-spectacular-sidecar's static files.
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
 ]
+
+#: Under /api/, unknown paths and server errors answer JSON (core.views), as the endpoints do.
+handler404 = "core.views.not_found"
+handler500 = "core.views.server_error"

@@ -1,9 +1,14 @@
 """REST endpoints of the shared app: progress records of long work (researchers only),
-and what the apps' endpoints share: uploads into the staging folder, form errors as JSON."""
+and what the apps' endpoints share: uploads into the staging folder, form errors as JSON,
+and the one exception handler that turns every refusal into JSON with a 4xx status."""
 
-from rest_framework import permissions, viewsets
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import exceptions, permissions, serializers, viewsets
 from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
 
+from .errors import InputError, ServiceError, StateError
 from .models import Job
 from .serializers import JobSerializer
 from .uploads import discard_uploads, use_staging_uploads
@@ -32,6 +37,58 @@ class StagedUploadsMixin:
         return super().finalize_response(request, response, *args, **kwargs)
 
 
+def body_object(request) -> dict:
+    """The request's body as a mapping (a form post, or a JSON object); a JSON list, number or
+    string is refused with a 400, as a form cannot read it."""
+    if not isinstance(request.data, dict):
+        raise ValidationError({"detail": "send a JSON object or a form, not a JSON list or value"})
+    return request.data
+
+
+def form_data(request, serializer_class: type[serializers.Serializer]) -> dict:
+    """The request's body, checked by the serializer that documents it (its defaults filled
+    in), as the data of the page's form, which then applies the page's rules."""
+    params = serializer_class(data=request.data)
+    params.is_valid(raise_exception=True)
+    return params.validated_data
+
+
 def form_errors(form) -> ValidationError:
     """A Django form's errors as the API's 400 answer: ``{field: [message, ...]}``."""
     return ValidationError({field: [e["message"] for e in errs] for field, errs in form.errors.get_json_data().items()})
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of a refusal (field errors come as ``{field: [message, ...]}`` instead)."""
+
+    detail = serializers.CharField()
+
+
+class Conflict(exceptions.APIException):
+    status_code = 409
+    default_detail = "The object's state refuses this action."
+    default_code = "conflict"
+
+
+def exception_handler(exc, context) -> Response | None:
+    """``REST_FRAMEWORK["EXCEPTION_HANDLER"]``: every refusal is JSON with a 4xx and a message.
+
+    DRF already answers its own exceptions, ``Http404`` and ``PermissionDenied``; this adds
+    the project's two error types and Django's model validation, which would otherwise
+    escape as 500s: :class:`~core.errors.ServiceError` (a taken name, an empty selection)
+    and :class:`~core.errors.InputError` (a file's content, named with its line) are 400s;
+    a :class:`~core.errors.StateError` (the object's state refuses the action, such as
+    publishing a completed batch) is a 409. The body is always ``{"detail": message}`` or,
+    for field errors, ``{field: [message, ...]}``.
+    Anything else stays a 500: a bug, not a refusal.
+    """
+    if isinstance(exc, StateError):
+        exc = Conflict(str(exc))
+    elif isinstance(exc, (ServiceError, InputError)):
+        exc = ValidationError({"detail": str(exc)})
+    elif isinstance(exc, DjangoValidationError):
+        exc = ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
+    response = drf_exception_handler(exc, context)
+    if response is not None and isinstance(response.data, list):
+        response.data = {"detail": response.data}
+    return response

@@ -34,6 +34,12 @@ class ServiceError(Exception):
     """A request that cannot be carried out as asked (the message says why)."""
 
 
+class StateError(ServiceError):
+    """A :class:`ServiceError` because of the object's current state (publishing a completed
+    batch): the API answers 409 Conflict rather than 400, as retrying the same request
+    cannot succeed until the state changes."""
+
+
 @dataclass
 class Skipped:
     """Bad lines passed over when the caller asked to skip them (``--skip-bad-lines``)."""

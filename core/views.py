@@ -36,3 +36,30 @@ def job_progress_fragment(request: HttpRequest, pk: int) -> HttpResponse:
 def job_progress(request: HttpRequest, pk: int) -> JsonResponse:
     """Progress record of a long job, polled by pages (the REST API's representation)."""
     return JsonResponse(JobSerializer(get_object_or_404(Job, pk=pk)).data)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler404``: under ``/api/`` a path no endpoint answers is JSON too, like every API error."""
+    from django.views.defaults import page_not_found
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: a bug is still a 500, but an API client gets JSON it can parse."""
+    from django.views.defaults import server_error as page_server_error
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Server error; the site's log has the details."}, status=500)
+    return page_server_error(request)
+
+
+@researcher_required
+def api_token_page(request: HttpRequest) -> HttpResponse:
+    """A researcher's API token, shown to its owner; POST replaces it (the old one stops working)."""
+    from .api_tokens import api_token
+
+    key = api_token(request.user, renew=request.method == "POST")
+    return render(request, "core/api_token.html", {"key": key, "renewed": request.method == "POST"})

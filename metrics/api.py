@@ -1,16 +1,35 @@
-"""REST endpoints of the metrics app: reports with their results (read-only)."""
+"""REST endpoints of the metrics app: reports with their results, and building one as a job."""
 
 from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import permissions, viewsets
+from rest_framework import permissions, serializers, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import form_data, form_errors
 from core.errors import ServiceError
+from core.serializers import JobSerializer
+from pooling.api import job_started
+from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
+from .counterfactual import HER_CHOICES
+from .defaults import CRBO_DEPTH, CRBO_P, VARIANT_VERSIONS
+from .forms import CounterfactualForm, CrboForm, PreferenceForm, ReportForm
 from .models import Report, Result
 from .serializers import LabelSensitivitySerializer, ReportListSerializer, ReportSerializer
+
+
+class ReportRequestSerializer(serializers.Serializer):
+    """What building a report takes (the report list's form)."""
+
+    name = serializers.SlugField()
+    queries = serializers.CharField(help_text="The query set's name.")
+    runs = serializers.ListField(child=serializers.CharField(), help_text="Names of the runs to measure.")
+    cutoffs = serializers.CharField(default="5,10,20,30", help_text="Comma-separated rank cutoffs.")
+    tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
+    background = serializers.CharField(required=False, help_text="NFaiRR background run (default: the collection).")
+    baseline = serializers.CharField(required=False, help_text="Run the others are tested against.")
 
 
 class ReportViewSet(viewsets.ReadOnlyModelViewSet):
@@ -30,6 +49,14 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self):
         return ReportSerializer if self.action == "retrieve" else ReportListSerializer
+
+    @extend_schema(request=ReportRequestSerializer, responses={202: JobSerializer})
+    def create(self, request):
+        """Build a report as a background job (the report form's rules); poll ``/api/jobs/<id>/``."""
+        form = ReportForm(form_data(request, ReportRequestSerializer))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())
 
 
 class LabelSensitivityView(APIView):
@@ -68,3 +95,68 @@ class LabelSensitivityView(APIView):
         except ServiceError as exc:
             return Response({"detail": str(exc)}, status=400)
         return Response(sensitivity_result(result))
+
+
+class CrboRequestSerializer(serializers.Serializer):
+    """What measuring CRBO takes (the CRBO page's form)."""
+
+    run = serializers.CharField(help_text="The ranker's run on the collection.")
+    counterfactual_run = serializers.CharField(help_text="The same ranker's run on the counterfactual collection.")
+    depth = serializers.IntegerField(min_value=1, max_value=10000, default=CRBO_DEPTH)
+    p = serializers.FloatField(min_value=0.0, max_value=1.0, default=CRBO_P, help_text="RBO persistence, in (0, 1).")
+
+
+class PreferenceRequestSerializer(serializers.Serializer):
+    """What measuring variant preference takes (the preference page's form)."""
+
+    run = serializers.CharField()
+    separator = serializers.CharField(max_length=5, default="-", trim_whitespace=False)
+    versions = serializers.CharField(default=",".join(VARIANT_VERSIONS), help_text="Comma-separated suffixes.")
+
+
+class CrboView(APIView):
+    """``POST /api/metrics/crbo/``: measure CRBO as a job; its ``result`` holds the mean and per-query RBO."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=CrboRequestSerializer, responses={202: JobSerializer})
+    def post(self, request, format=None):
+        form = CrboForm(form_data(request, CrboRequestSerializer))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())
+
+
+class PreferenceView(APIView):
+    """``POST /api/metrics/preference/``: measure variant preference as a job; ``result`` holds the wins."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=PreferenceRequestSerializer, responses={202: JobSerializer})
+    def post(self, request, format=None):
+        form = PreferenceForm(form_data(request, PreferenceRequestSerializer))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())
+
+
+class CounterfactualRequestSerializer(serializers.Serializer):
+    """What writing a counterfactual collection takes (the CRBO page's second form)."""
+
+    collection = serializers.CharField(help_text="The registered collection to swap.")
+    name = serializers.SlugField(help_text="Name of the counterfactual collection.")
+    wordlist = serializers.CharField(required=False, help_text="Word list whose first names are swapped.")
+    her = serializers.ChoiceField(choices=list(HER_CHOICES), default="his")
+
+
+class CounterfactualView(APIView):
+    """``POST /api/metrics/counterfactual-collections/``: write and register a counterfactual collection as a job."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=CounterfactualRequestSerializer, responses={202: JobSerializer})
+    def post(self, request, format=None):
+        form = CounterfactualForm(form_data(request, CounterfactualRequestSerializer))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())

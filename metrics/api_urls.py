@@ -10,5 +10,8 @@ router.register("reports", api.ReportViewSet, basename="report")
 
 urlpatterns = [
     path("label-sensitivity/", api.LabelSensitivityView.as_view(), name="metrics-api-label-sensitivity"),
+    path("crbo/", api.CrboView.as_view(), name="crbo"),
+    path("preference/", api.PreferenceView.as_view(), name="preference"),
+    path("counterfactual-collections/", api.CounterfactualView.as_view(), name="counterfactual"),
     *router.urls,
 ]

@@ -25,3 +25,8 @@ DEFAULT_SEED = 0
 AGGREGATIONS = ("majority", "dawid-skene", "wawa")
 DISPUTED_POLICIES = ("drop", "aggregation", "adjudicated", "confident")
 CONFIDENCE_THRESHOLD = 0.9
+#: CRBO (Abolghasemi et al., ECIR 2024): RBO's persistence p and the ranks compared.
+CRBO_P = 0.9
+CRBO_DEPTH = 10
+#: Paired-variant preference: the version suffixes of a document's docids (male, female, neutral).
+VARIANT_VERSIONS = ("m", "f", "n")

@@ -3,10 +3,12 @@
 from django import forms
 
 from core.errors import ServiceError
-from pooling.models import QuerySet, Run
+from core.models import Job
+from pooling.models import Collection, QuerySet, Run, WordList
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
-from .defaults import CONFIDENCE_THRESHOLD, DEFAULT_SAMPLES
+from .counterfactual import HER_CHOICES
+from .defaults import CONFIDENCE_THRESHOLD, CRBO_DEPTH, CRBO_P, DEFAULT_SAMPLES, VARIANT_VERSIONS
 from .services import parse_cutoffs
 
 
@@ -39,10 +41,28 @@ class ReportForm(forms.Form):
         except ServiceError as exc:
             raise forms.ValidationError(str(exc)) from None
 
+    def start(self) -> Job:
+        """Build the report as a background job (page and API alike)."""
+        from . import services
+
+        data = self.cleaned_data
+        return services.start_report(
+            data["name"],
+            data["queries"],
+            list(data["runs"]),
+            services.ReportSettings(
+                cutoffs=data["cutoffs"], tokenizer=data["tokenizer"], nfairr_normaliser=data["nfairr_normaliser"]
+            ),
+            background=data["background"],
+            baseline=data["baseline"],
+        )
+
     def clean_name(self):
         from .models import Report
 
         name = self.cleaned_data["name"]
+        if name in ("new", "crbo", "preference", "label-sensitivity"):
+            raise forms.ValidationError(f"{name!r} names a page of the reports; choose another name")
         if Report.objects.filter(name=name).exists():
             raise forms.ValidationError("a report with this name exists")
         return name
@@ -89,3 +109,79 @@ class LabelSensitivityForm(forms.Form):
         if not data.get("bootstrap"):
             data["bootstrap"] = DEFAULT_SAMPLES
         return data
+
+
+class CrboForm(forms.Form):
+    """CRBO of a run against the same ranker's run on the counterfactual collection."""
+
+    run = forms.ModelChoiceField(
+        Run.objects.all(), to_field_name="name", help_text="The ranker's run on the collection."
+    )
+    counterfactual_run = forms.ModelChoiceField(
+        Run.objects.all(), to_field_name="name", help_text="The same ranker's run on the counterfactual collection."
+    )
+    depth = forms.IntegerField(min_value=1, max_value=10000, initial=CRBO_DEPTH, help_text="Ranks compared.")
+    p = forms.FloatField(min_value=0.0, max_value=1.0, initial=CRBO_P, help_text="RBO persistence, in (0, 1).")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("p") is not None and not 0.0 < data["p"] < 1.0:
+            self.add_error("p", "p must lie strictly between 0 and 1")
+        if data.get("run") and data.get("run") == data.get("counterfactual_run"):
+            self.add_error("counterfactual_run", "choose the counterfactual run, not the run itself")
+        return data
+
+    def start(self) -> Job:
+        from .swaps import start_crbo
+
+        data = self.cleaned_data
+        return start_crbo(data["run"], data["counterfactual_run"], depth=data["depth"], p=data["p"])
+
+
+class PreferenceForm(forms.Form):
+    """Paired-variant preference of a run over male, female and neutral document versions."""
+
+    run = forms.ModelChoiceField(Run.objects.all(), to_field_name="name")
+    separator = forms.CharField(max_length=5, initial="-", strip=False, help_text="Before the version suffix.")
+    versions = forms.CharField(initial=",".join(VARIANT_VERSIONS), help_text="Comma-separated version suffixes.")
+
+    def clean_versions(self):
+        versions = [v.strip() for v in self.cleaned_data["versions"].split(",") if v.strip()]
+        if len(set(versions)) < 2:
+            raise forms.ValidationError("give at least two version suffixes (e.g. m,f,n)")
+        return list(dict.fromkeys(versions))
+
+    def start(self) -> Job:
+        from .swaps import start_preference
+
+        data = self.cleaned_data
+        return start_preference(data["run"], separator=data["separator"], versions=data["versions"])
+
+
+class CounterfactualForm(forms.Form):
+    """A counterfactual collection: every gendered word and first name swapped, registered under a new name."""
+
+    collection = forms.ModelChoiceField(Collection.objects.all(), to_field_name="name")
+    name = forms.SlugField(max_length=100, help_text="Name of the counterfactual collection (e.g. msmarco-cf).")
+    wordlist = forms.ModelChoiceField(
+        WordList.objects.order_by("name"),
+        required=False,
+        to_field_name="name",
+        empty_label="built-in representative list",
+        help_text="Whose first names are swapped.",
+    )
+    her = forms.ChoiceField(choices=[(c, c) for c in HER_CHOICES], initial="his", help_text="What 'her' becomes.")
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if Collection.objects.filter(name=name).exists():
+            raise forms.ValidationError("a collection with this name exists")
+        return name
+
+    def start(self) -> Job:
+        from .swaps import start_counterfactual_collection
+
+        data = self.cleaned_data
+        return start_counterfactual_collection(
+            data["collection"], data["name"], wordlist=data["wordlist"], her=data["her"]
+        )

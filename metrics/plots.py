@@ -131,3 +131,34 @@ def sensitivity_figure(table: pd.DataFrame, cutoff: int) -> bytes:
         handles, labels = figure.axes[0].get_legend_handles_labels()
         figure.legend(handles, labels, loc="outside lower center", ncols=min(len(runs), 6))
     return _png(figure)
+
+
+def crbo_figure(values: list[float], depth: int) -> bytes:
+    """Per-query RBO between a run and its counterfactual run: a histogram, with the mean
+    (CRBO) marked; 1 means swapping genders left the top ``depth`` unchanged."""
+    figure = Figure(figsize=(6.0, 3.4), layout="constrained")
+    axes = figure.add_subplot()
+    if values:
+        axes.hist(values, bins=20, range=(0.0, 1.0), color="#4c72b0")
+        mean = sum(values) / len(values)
+        axes.axvline(mean, color="#c44e52", linewidth=1.5, label=f"CRBO {mean:.3f}")
+        axes.legend(loc="upper left")
+    axes.set_xlim(0.0, 1.0)
+    axes.set_xlabel(f"RBO@{depth} of a query (1: unchanged by the swap)")
+    axes.set_ylabel("queries")
+    return _png(figure)
+
+
+def preference_figure(fractions: dict[str, float | None]) -> bytes:
+    """Share of the decided cases each version won; an even split is drawn as a line."""
+    figure = Figure(figsize=(5.0, 3.2), layout="constrained")
+    axes = figure.add_subplot()
+    versions = list(fractions)
+    axes.bar(versions, [fractions[v] or 0.0 for v in versions], color="#4c72b0")
+    if versions:
+        axes.axhline(1 / len(versions), color="0.5", linewidth=0.8, linestyle="--", label="no preference")
+        axes.legend(loc="upper right")
+    axes.set_ylim(0.0, 1.0)
+    axes.set_xlabel("version scored highest")
+    axes.set_ylabel("share of decided cases")
+    return _png(figure)

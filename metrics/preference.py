@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-VERSIONS = ("m", "f", "n")
+from .defaults import VARIANT_VERSIONS
+
+VERSIONS = VARIANT_VERSIONS
 
 
 @dataclass

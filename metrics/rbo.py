@@ -23,8 +23,10 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-DEFAULT_P = 0.9
-DEFAULT_DEPTH = 10
+from .defaults import CRBO_DEPTH, CRBO_P
+
+DEFAULT_P = CRBO_P
+DEFAULT_DEPTH = CRBO_DEPTH
 
 
 def _check(p: float, depth: int) -> None:

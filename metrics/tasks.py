@@ -74,3 +74,46 @@ def label_sensitivity_task(
         job.result = sensitivity_result(result) | {"url": reverse("metrics:label-sensitivity") + f"?job={job.pk}"}
         job.message = f"Label sensitivity of {result.batch}: {len(result.table)} values"
     return job.pk
+
+
+@app.task
+def crbo_task(job_id: int, run_id: int, counterfactual_run_id: int, depth: int, p: float) -> None:
+    from .swaps import crbo_summary
+
+    job = Job.objects.get(pk=job_id)
+    with job_status(job):
+        summary = crbo_summary(Run.objects.get(pk=run_id), Run.objects.get(pk=counterfactual_run_id), depth=depth, p=p)
+        job.result = {**summary, "url": reverse("metrics:crbo-detail", args=[job.pk])}
+        job.message = f"CRBO@{depth} {summary['crbo']:.4f} over {summary['queries']} queries"
+
+
+@app.task
+def preference_task(job_id: int, run_id: int, separator: str, versions: list[str]) -> None:
+    from .swaps import preference_summary
+
+    job = Job.objects.get(pk=job_id)
+    with job_status(job):
+        summary = preference_summary(Run.objects.get(pk=run_id), separator=separator, versions=versions)
+        job.result = {**summary, "url": reverse("metrics:preference-detail", args=[job.pk])}
+        job.message = f"{summary['cases']} cases, {summary['decided']} decided"
+
+
+@app.task
+def counterfactual_collection_task(
+    job_id: int, collection_id: int, name: str, wordlist_id: int | None, her: str
+) -> None:
+    from pooling.models import Collection, WordList
+
+    from .swaps import write_counterfactual_collection
+
+    job = Job.objects.get(pk=job_id)
+    with job_status(job):
+        wordlist = WordList.objects.get(pk=wordlist_id) if wordlist_id else None
+        collection = write_counterfactual_collection(
+            Collection.objects.get(pk=collection_id), name, wordlist=wordlist, her=her, job=job
+        )
+        job.result = {"collection": collection.name, "passages": collection.passages, "url": reverse("metrics:crbo")}
+        job.message = (
+            f"Counterfactual collection {collection.name} ({collection.passages} passages) registered: "
+            "run the ranker on it, import that run, then measure CRBO"
+        )

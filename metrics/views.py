@@ -9,10 +9,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from core.errors import ServiceError
+from core.models import Job
+from core.paging import table_page
 from core.permissions import researcher_required
 
 from . import selectors
-from .forms import LabelSensitivityForm, ReportForm
+from .forms import CounterfactualForm, CrboForm, LabelSensitivityForm, PreferenceForm, ReportForm
 from .models import Report
 
 if TYPE_CHECKING:
@@ -98,24 +100,11 @@ def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
 @require_POST
 def report_create(request: HttpRequest) -> HttpResponse:
     """Build a report as a Celery task (inline without a broker), then follow its job."""
-    from . import services
-
     form = ReportForm(request.POST)
     if not form.is_valid():
         reports = Report.objects.select_related("query_set").prefetch_related("runs")
         return render(request, "metrics/report_list.html", {"reports": reports, "form": form}, status=400)
-    data = form.cleaned_data
-    job = services.start_report(
-        data["name"],
-        data["queries"],
-        list(data["runs"]),
-        services.ReportSettings(
-            cutoffs=data["cutoffs"], tokenizer=data["tokenizer"], nfairr_normaliser=data["nfairr_normaliser"]
-        ),
-        background=data["background"],
-        baseline=data["baseline"],
-    )
-    return redirect("core:job-detail", pk=job.pk)
+    return redirect("core:job-detail", pk=form.start().pk)
 
 
 def run_label_sensitivity(data: dict) -> LabelSensitivity:
@@ -190,3 +179,103 @@ def label_sensitivity(request: HttpRequest) -> HttpResponse:
             "plot": base64.b64encode(plots.sensitivity_figure(table, cutoff)).decode("ascii"),
         }
     return render(request, "metrics/label_sensitivity.html", context)
+
+
+def _swap_page(request: HttpRequest, form_class, kind: str, template: str, **extra) -> HttpResponse:
+    """The form of a gender-swap measure and the measurements made so far; a valid POST
+    starts one as a job and follows it."""
+    form = form_class(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        return redirect("core:job-detail", pk=form.start().pk)
+    jobs = Job.objects.filter(kind=kind).order_by("-created")[:50]
+    status = 400 if request.method == "POST" else 200
+    return render(request, template, {"form": form, "jobs": jobs, **extra}, status=status)
+
+
+def _measurement(kind: str, pk: int) -> Job:
+    """A finished measurement of ``kind`` (404 for another kind, or one not done yet)."""
+    return get_object_or_404(Job, pk=pk, kind=kind, status=Job.Status.DONE)
+
+
+@researcher_required
+def crbo_list(request: HttpRequest) -> HttpResponse:
+    from .swaps import CRBO_KIND
+
+    return _swap_page(request, CrboForm, CRBO_KIND, "metrics/crbo_list.html", **_counterfactual_context())
+
+
+def _counterfactual_context(form: CounterfactualForm | None = None) -> dict:
+    from .swaps import COUNTERFACTUAL_KIND
+
+    jobs = Job.objects.filter(kind=COUNTERFACTUAL_KIND).order_by("-created")[:20]
+    return {"counterfactual_form": form or CounterfactualForm(), "counterfactual_jobs": jobs}
+
+
+@researcher_required
+@require_POST
+def counterfactual_create(request: HttpRequest) -> HttpResponse:
+    """Write a counterfactual collection as a job (the CRBO page's second form)."""
+    form = CounterfactualForm(request.POST)
+    if form.is_valid():
+        return redirect("core:job-detail", pk=form.start().pk)
+    from .swaps import CRBO_KIND
+
+    jobs = Job.objects.filter(kind=CRBO_KIND).order_by("-created")[:50]
+    context = {"form": CrboForm(), "jobs": jobs, **_counterfactual_context(form)}
+    return render(request, "metrics/crbo_list.html", context, status=400)
+
+
+@researcher_required
+def crbo_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    from .swaps import CRBO_KIND
+
+    job = _measurement(CRBO_KIND, pk)
+    table = table_page(request, job.result["per_query"], lambda row: row[0])
+    return render(request, "metrics/crbo_detail.html", {"job": job, "result": job.result, "table": table})
+
+
+@researcher_required
+def crbo_plot(request: HttpRequest, pk: int) -> HttpResponse:
+    from . import plots
+    from .swaps import CRBO_KIND
+
+    job = _measurement(CRBO_KIND, pk)
+    png = plots.crbo_figure([value for _, value in job.result["per_query"]], job.result["depth"])
+    return HttpResponse(png, content_type="image/png")
+
+
+@researcher_required
+def crbo_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    from core.spreadsheet import csv_text
+
+    from .swaps import CRBO_KIND
+
+    job = _measurement(CRBO_KIND, pk)
+    response = HttpResponse(csv_text(["qid", "rbo"], job.result["per_query"]), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="crbo-{job.pk}.csv"'
+    return response
+
+
+@researcher_required
+def preference_list(request: HttpRequest) -> HttpResponse:
+    from .swaps import PREFERENCE_KIND
+
+    return _swap_page(request, PreferenceForm, PREFERENCE_KIND, "metrics/preference_list.html")
+
+
+@researcher_required
+def preference_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    from .swaps import PREFERENCE_KIND
+
+    job = _measurement(PREFERENCE_KIND, pk)
+    return render(request, "metrics/preference_detail.html", {"job": job, "result": job.result})
+
+
+@researcher_required
+def preference_plot(request: HttpRequest, pk: int) -> HttpResponse:
+    from . import plots
+    from .swaps import PREFERENCE_KIND
+
+    job = _measurement(PREFERENCE_KIND, pk)
+    fractions = {version: won["fraction"] for version, won in job.result["wins"].items()}
+    return HttpResponse(plots.preference_figure(fractions), content_type="image/png")

@@ -4,8 +4,9 @@ Staff only: query sets include annotation exports (the crowd's labels) and pools
 rankers' gender lists, neither of which an annotator may see.
 """
 
+from django.db.models import Q
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -13,12 +14,12 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.api import StagedUploadsMixin, form_errors
-from core.errors import ServiceError
+from core.api import StagedUploadsMixin, body_object, form_data, form_errors
 from core.serializers import JobSerializer
 
 from . import services
-from .forms import ImportForm
+from .analysis import MAGNITUDES
+from .forms import ImportForm, PoolForm
 from .models import Collection, Pool, QuerySet, Run
 from .serializers import (
     CollectionSerializer,
@@ -28,6 +29,20 @@ from .serializers import (
     QuerySetSerializer,
     RunSerializer,
 )
+from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
+
+#: ``?q=``: the API's counterpart of the pages' search box.
+SEARCH = OpenApiParameter("q", str, description="Keep rows whose qid or query text contains this (any case).")
+
+
+def _search(queryset, request, *fields: str):
+    text = request.query_params.get("q", "").strip()[:200]
+    if not text:
+        return queryset
+    condition = Q()
+    for field in fields:
+        condition |= Q(**{f"{field}__icontains": text})
+    return queryset.filter(condition)
 
 
 class StaffReadOnly(viewsets.ReadOnlyModelViewSet):
@@ -45,11 +60,11 @@ class QuerySetViewSet(StaffReadOnly):
     serializer_class = QuerySetSerializer
     lookup_field = "name"
 
-    @extend_schema(responses=QuerySerializer(many=True))
+    @extend_schema(parameters=[SEARCH], responses=QuerySerializer(many=True))
     @action(detail=True)
-    def queries(self, request, name=None):
-        """The queries of the set, in file order (paginated)."""
-        queries = self.get_object().queries.order_by("position")
+    def queries(self, request, name=None, format=None):
+        """The queries of the set, in file order (paginated; ``?q=`` searches qid and text)."""
+        queries = _search(self.get_object().queries.order_by("position"), request, "qid", "text")
         page = self.paginate_queryset(queries)
         return self.get_paginated_response(QuerySerializer(page, many=True).data)
 
@@ -60,16 +75,46 @@ class RunViewSet(StaffReadOnly):
     lookup_field = "name"
 
 
+class PoolRequestSerializer(serializers.Serializer):
+    """What building a pool takes (the pool page's form)."""
+
+    name = serializers.SlugField(help_text="Name of the pool and of its query set.")
+    queries = serializers.CharField(help_text="The query set's name.")
+    runs = serializers.ListField(child=serializers.CharField(), help_text="Names of the runs to pool.")
+    rank_cutoff = serializers.IntegerField(min_value=1, default=10, help_text="t of RaB@t.")
+    depth = serializers.IntegerField(min_value=1, default=500, help_text="Queries taken from the top of each list.")
+    magnitude = serializers.ChoiceField(choices=list(MAGNITUDES), default="tf")
+    tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
+    wordlist = serializers.CharField(required=False, help_text="An imported word list's name (default: built-in).")
+
+
+def job_started(job) -> Response:
+    """202 with the job's record; ``Location`` is where to poll it."""
+    response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+    response["Location"] = reverse("job-detail", args=[job.pk])
+    return response
+
+
 class PoolViewSet(StaffReadOnly):
     queryset = Pool.objects.select_related("source", "queries", "wordlist").prefetch_related("runs")
     serializer_class = PoolSerializer
     lookup_field = "name"
 
-    @extend_schema(responses=PoolEntrySerializer(many=True))
+    @extend_schema(request=PoolRequestSerializer, responses={202: JobSerializer})
+    def create(self, request):
+        """Build a pool as a background job (the pool page's rules); poll ``/api/jobs/<id>/``."""
+        form = PoolForm(form_data(request, PoolRequestSerializer))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())
+
+    @extend_schema(parameters=[SEARCH], responses=PoolEntrySerializer(many=True))
     @action(detail=True)
-    def entries(self, request, name=None):
-        """Provenance: per pooled query and run, its RaB and its positions in the two lists."""
+    def entries(self, request, name=None, format=None):
+        """Provenance: per pooled query and run, its RaB and its positions in the two lists
+        (paginated; ``?q=`` searches the query's qid and text)."""
         entries = self.get_object().entries.select_related("query", "run").order_by("query__position", "run__name")
+        entries = _search(entries, request, "query__qid", "query__text")
         page = self.paginate_queryset(entries)
         return self.get_paginated_response(PoolEntrySerializer(page, many=True).data)
 
@@ -100,15 +145,9 @@ class ImportView(StagedUploadsMixin, APIView):
     def post(self, request, kind: str):
         if kind not in services.IMPORT_KINDS:
             raise ValidationError({"kind": f"choose one of {', '.join(services.IMPORT_KINDS)}"})
-        data, files = request.data, request.FILES  # parse the body first: it sets upload_too_large
+        data, files = body_object(request), request.FILES  # parse the body first: it sets upload_too_large
         too_large = getattr(request._request, "upload_too_large", None)
         form = ImportForm(kind, data, files, too_large=too_large)
         if not form.is_valid():
             raise form_errors(form)
-        try:
-            job = form.start()
-        except ServiceError as exc:
-            raise ValidationError({"detail": str(exc)}) from None
-        response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-        response["Location"] = reverse("job-detail", args=[job.pk])
-        return response
+        return job_started(form.start())

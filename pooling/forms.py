@@ -27,6 +27,22 @@ class PoolForm(forms.Form):
         empty_label="built-in: the 32 + 32 words of SIGIR 2020",
     )
 
+    def clean_name(self):
+        from .models import Pool
+
+        name = self.cleaned_data["name"]
+        if Pool.objects.filter(name=name).exists() or QuerySet.objects.filter(name=name).exists():
+            raise forms.ValidationError("a pool or query set with this name exists")
+        return name
+
+    def start(self) -> Job:
+        """Build the pool as a background job (page and API alike)."""
+        data = self.cleaned_data
+        pool_settings = services.PoolSettings(data["rank_cutoff"], data["depth"], data["magnitude"], data["tokenizer"])
+        return services.start_pool(
+            data["name"], data["queries"], list(data["runs"]), pool_settings, wordlist=data["wordlist"]
+        )
+
 
 class ImportForm(forms.Form):
     """Import one file, uploaded or registered by its path on the server (pages and API alike).

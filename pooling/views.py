@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from core.errors import ServiceError
 from core.models import Job
+from core.paging import table_page
 from core.permissions import researcher_required
 from core.spreadsheet import write_csv
 from core.uploads import staged_uploads
@@ -50,12 +51,13 @@ def pool_detail(request: HttpRequest, name: str) -> HttpResponse:
         }
         for run, values in zip(summary["runs"], summary["overlap"], strict=True)
     ]
-    for row in rows:
+    table = table_page(request, rows, lambda row: f"{row['qid']} {row['query']}")
+    for row in table.rows:
         row["rab_list"] = [row["rab"].get(run) for run in runs]
     return render(
         request,
         "pooling/pool_detail.html",
-        {"pool": pool, "runs": runs, "rows": rows, "summary": summary, "overlap": overlap},
+        {"pool": pool, "runs": runs, "table": table, "summary": summary, "overlap": overlap},
     )
 
 
@@ -86,12 +88,7 @@ def pool_create(request: HttpRequest) -> HttpResponse:
     """Form to build a pool; the work runs as a Celery task (inline without a broker)."""
     form = PoolForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        settings = services.PoolSettings(data["rank_cutoff"], data["depth"], data["magnitude"], data["tokenizer"])
-        job = services.start_pool(
-            data["name"], data["queries"], list(data["runs"]), settings, wordlist=data["wordlist"]
-        )
-        return redirect("core:job-detail", pk=job.pk)
+        return redirect("core:job-detail", pk=form.start().pk)
     return render(request, "pooling/pool_form.html", {"form": form})
 
 

@@ -7,7 +7,7 @@ broker is configured (``CELERY_TASK_ALWAYS_EAGER``).
 
 from __future__ import annotations
 
-from core.errors import ServiceError
+from core.errors import StateError
 from core.jobs import create_job
 from core.models import Job
 
@@ -17,7 +17,7 @@ from ..models import Batch
 def _require_status(batch: Batch, *allowed: str) -> None:
     """Refuse at once (a message on the page) rather than queue a job that can only fail."""
     if batch.status not in allowed:
-        raise ServiceError(f"batch {batch.name!r} is {batch.status}")
+        raise StateError(f"batch {batch.name!r} is {batch.status}")
 
 
 def start_publish(batch: Batch) -> Job:

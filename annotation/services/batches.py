@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 
 from annotation.labels import CATEGORY_SLUGS, LABELS
-from core.errors import InputError, ServiceError
+from core.errors import InputError, ServiceError, StateError
 from core.names import validate_name
 from core.textfiles import open_text
 from pooling.models import Pool, QuerySet
@@ -251,7 +251,7 @@ def cancel_batch(batch: Batch, provider: CrowdProvider | None = None) -> int:
     who submitted must still be paid).
     """
     if batch.status == Batch.Status.COMPLETED:
-        raise ServiceError(f"batch {batch.name!r} is completed; nothing to cancel")
+        raise StateError(f"batch {batch.name!r} is completed; nothing to cancel")
     provider = provider or get_provider(batch.provider)
     expired = 0
     for hit in batch.hits.filter(status=Hit.Status.OPEN).exclude(provider_id=None):

@@ -179,9 +179,13 @@ def query_results(batch: Batch, answers: BatchAnswers | None = None) -> list[dic
 
 
 def agreement(
-    batch: Batch, *, bootstrap: int = 1000, seed: int = 0, answers: BatchAnswers | None = None
+    batch: Batch, *, bootstrap: int | None = None, seed: int = 0, answers: BatchAnswers | None = None
 ) -> dict[str, Any]:
     """The agreement report of :mod:`annotation.agreement` plus what the batch's records add.
+
+    ``bootstrap`` resamples give alpha's 95% CI: by default ``settings.AGREEMENT_BOOTSTRAP_RESAMPLES``,
+    the one number behind every interval shown (command, data card, page, API), so the
+    same batch shows the same interval everywhere; 0 skips it (pages that show no CI).
 
     Keys added: ``batch``, ``provider``, ``set_aside`` (qids without a majority, including
     too few votes), ``method_disagreements`` (majority vs. Dawid-Skene), ``worker_confusion``
@@ -190,16 +194,20 @@ def agreement(
     """
     import numpy as np
     import pandas as pd
+    from django.conf import settings
 
     from ..aggregation import compare_methods, majority_vote
     from ..agreement import agreement_report
 
+    if bootstrap is None:
+        bootstrap = settings.AGREEMENT_BOOTSTRAP_RESAMPLES
     answers = answers or BatchAnswers(batch)
     frame = answers.frame
     if frame.empty:
         report: dict[str, Any] = {
             "krippendorff_alpha": None,
             "alpha_ci": [None, None],
+            "bootstrap_resamples": 0,
             "per_category_alpha": dict.fromkeys(LABELS),
             "gwet_ac1": None,
             "per_category_ac1": dict.fromkeys(LABELS),
@@ -318,6 +326,7 @@ def export_queries(
         ),
         "krippendorff_alpha": report["krippendorff_alpha"],
         "alpha_ci": report["alpha_ci"],
+        "bootstrap_resamples": report["bootstrap_resamples"],
         "per_category_alpha": report["per_category_alpha"],
         "percent_agreement": report["percent_agreement"],
         "fleiss_kappa": report["fleiss_kappa"],

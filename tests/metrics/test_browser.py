@@ -33,3 +33,27 @@ def test_build_a_report_from_the_page_and_see_its_plots(world, page, login, djan
         page.get_by_role("link", name="Download results (CSV)").click()
     header = download.value.path().read_text(encoding="utf-8").splitlines()[0]
     assert header == "run,metric,variant,cutoff,value,queries"
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_measure_crbo_from_the_navigation_and_search_its_queries(world, page, login, django_user_model):
+    django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
+    login("researcher")
+    page.goto(reverse("metrics:report-list"))
+    page.get_by_role("navigation").get_by_role("link", name="CRBO").click()
+    form = page.locator("#crbo-form")
+    form.get_by_label("Run:", exact=True).select_option(label="a")
+    form.get_by_label("Counterfactual run").select_option(label="c")
+    page.get_by_role("button", name="Measure").click()
+
+    page.get_by_role("link", name="Open the result").click()
+    # RBO per query 0.45, 0.90 and 0 (worked in tests/metrics/test_swaps.py): mean 0.45.
+    assert page.locator("#crbo-value").inner_text() == "0.4500"
+    image = page.locator("img")
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+    assert page.locator("#crbo-per-query tbody tr").count() == 3
+    page.get_by_label("Search qids").fill("2")
+    page.get_by_role("button", name="Search").click()
+    assert page.locator("#crbo-per-query tbody tr").count() == 1
+    assert "1 of 3 rows match" in page.locator(".pager").inner_text()

@@ -98,3 +98,18 @@ def test_staff_form_builds_a_report_through_the_task(
     assert "by c alone" in client.get(reverse("metrics:report-detail", args=["exact-form"])).content.decode()
     bad = client.post(reverse("metrics:report-create"), {**data, "name": "x", "cutoffs": "a"})
     assert bad.status_code == 400 and "bad cutoff" in bad.content.decode()
+
+
+def test_api_builds_a_report_as_a_job_with_the_forms_rules(user_client, world, django_capture_on_commit_callbacks):
+    body = {"name": "api-rep", "queries": "q", "runs": ["a", "b"], "cutoffs": "2,1", "tokenizer": "words"}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = user_client.post("/api/metrics/reports/", body, content_type="application/json")
+    assert response.status_code == 202, response.content
+    job = Job.objects.get(pk=response.json()["id"])
+    assert job.kind == "report" and job.status == Job.Status.DONE, job.message
+    assert Report.objects.get(name="api-rep").cutoffs == [1, 2]
+    bad = user_client.post(
+        "/api/metrics/reports/", {**body, "name": "api-rep", "cutoffs": "a"}, content_type="application/json"
+    )
+    assert bad.status_code == 400 and set(bad.json()) == {"name", "cutoffs"}
+    assert Job.objects.filter(kind="report").count() == 1

@@ -5,7 +5,8 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from core.models import Job
-from pooling.models import Pool
+from pooling import services
+from pooling.models import Pool, Run
 
 
 @pytest.fixture
@@ -23,6 +24,22 @@ def test_pool_page_shows_size_lists_overlap_and_queries(client, admin_user, pool
     assert 'id="pool-size">2<' in html
     assert "who is she" in html and "what is a synapse" in html
     assert "Overlap between runs" in html
+
+
+@pytest.mark.django_db
+def test_pool_page_searches_and_pages_its_queries_on_the_server(client, admin_user, pool, settings, monkeypatch):
+    monkeypatch.setattr("core.paging.ROWS_PER_PAGE", 1)
+    client.force_login(admin_user)
+    url = reverse("pooling:pool-detail", args=["p"])
+    first = client.get(url).content.decode()
+    assert "who is she" in first and "what is a synapse" not in first and "page 1 of 2" in first
+    assert 'href="?page=2" rel="next"' in first
+    second = client.get(url + "?page=2").content.decode()
+    assert "what is a synapse" in second and "who is she" not in second
+    found = client.get(url + "?q=SYNAPSE").content.decode()
+    assert "what is a synapse" in found and "who is she" not in found and "1 of 2 rows match" in found
+    assert "No query matches." in client.get(url + "?q=zebra").content.decode()
+    assert "who is she" in client.get(url + "?page=abc").content.decode()  # a bad page number shows page 1
 
 
 @pytest.mark.django_db
@@ -68,19 +85,14 @@ def test_pool_form_runs_the_task_and_records_progress(client, admin_user, world,
 @pytest.mark.django_db
 def test_failed_job_keeps_the_message(client, admin_user, pool, django_capture_on_commit_callbacks):
     client.force_login(admin_user)
+    form = {"name": "p", "queries": "q", "runs": ["a"], "rank_cutoff": 2, "depth": 1, "magnitude": "tf"}
+    refused = client.post(reverse("pooling:pool-create"), {**form, "tokenizer": "words"})
+    assert refused.status_code == 200 and "a pool or query set with this name exists" in refused.content.decode()
+    assert not Job.objects.exists()  # a taken name is refused on the form, before any job
+    # A pool whose name was taken after the form was checked fails in the task, with the reason.
+    settings = services.PoolSettings(2, 1, "tf", "words")
     with pytest.raises(Exception, match="already exists"), django_capture_on_commit_callbacks(execute=True):
-        client.post(
-            reverse("pooling:pool-create"),
-            {
-                "name": "p",
-                "queries": "q",
-                "runs": ["a"],
-                "rank_cutoff": 2,
-                "depth": 1,
-                "magnitude": "tf",
-                "tokenizer": "words",
-            },
-        )
+        services.start_pool("p", pool.queries, [Run.objects.get(name="a")], settings)
     job = Job.objects.get()
     assert job.status == Job.Status.FAILED and "already exists" in job.message
 
@@ -96,6 +108,10 @@ def test_api(client, admin_user, pool):
     queries = client.get("/api/pooling/query-sets/q/queries/").json()["results"]
     assert [q["qid"] for q in queries] == ["1", "2", "3"]
     assert client.get("/api/schema/").status_code == 200
+    # ?q= filters as the pages' search box does: qid or text, any case.
+    synapse = client.get("/api/pooling/pools/p/entries/?q=SYNAPSE").json()["results"]
+    assert {(e["qid"], e["run"]) for e in synapse} == {("2", "a"), ("2", "b")}
+    assert [q["qid"] for q in client.get("/api/pooling/query-sets/q/queries/?q=3").json()["results"]] == ["3"]
 
 
 @pytest.mark.django_db
@@ -117,3 +133,28 @@ def test_csv_download_neutralises_formulas_and_tsv_keeps_text(client, admin_user
     assert rab == "" or float(rab) == float(rab)  # numbers stay numbers, never quoted with '
     tsv = client.get(reverse("pooling:pool-download", args=["p", "tsv"])).content.decode()
     assert f"1\t{formula}\n" in tsv
+
+
+def test_api_builds_a_pool_as_a_job_with_the_forms_rules(
+    client, django_user_model, world, django_capture_on_commit_callbacks
+):
+    from core.models import Job
+    from pooling.models import Pool
+
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    body = {"name": "api-pool", "queries": "q", "runs": ["a", "b"], "rank_cutoff": 2, "depth": 2}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/api/pooling/pools/", body, content_type="application/json")
+    assert response.status_code == 202, response.content
+    job = Job.objects.get(pk=response.json()["id"])
+    assert response["Location"] == f"/api/jobs/{job.pk}/"
+    assert job.kind == "pool" and job.status == Job.Status.DONE, job.message
+    assert sorted(Pool.objects.get(name="api-pool").runs.values_list("name", flat=True)) == ["a", "b"]
+
+    taken = client.post("/api/pooling/pools/", body, content_type="application/json")
+    assert taken.status_code == 400 and taken.json() == {"name": ["a pool or query set with this name exists"]}
+    for change, field in (({"runs": ["zz"]}, "runs"), ({"depth": 0}, "depth"), ({"queries": "nope"}, "queries")):
+        refused = client.post("/api/pooling/pools/", {**body, "name": "p2", **change}, content_type="application/json")
+        assert refused.status_code == 400 and list(refused.json()) == [field], refused.json()
+    assert client.post("/api/pooling/pools/", [1], content_type="application/json").status_code == 400
+    assert Job.objects.filter(kind="pool").count() == 1

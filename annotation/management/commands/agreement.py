@@ -20,7 +20,12 @@ class Command(ProjectCommand):
     def add_arguments(self, parser):
         parser.add_argument("name", help="batch name")
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
-        parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0 = none)")
+        parser.add_argument(
+            "--bootstrap",
+            type=int,
+            default=None,
+            help="bootstrap resamples for alpha's 95%% CI (0 = none; default AGREEMENT_BOOTSTRAP_RESAMPLES, 1000)",
+        )
 
     def handle(self, name, bootstrap, **o):
         batch = get_batch(name)
@@ -34,7 +39,8 @@ class Command(ProjectCommand):
             f"{report['queries']} queries, {report['judgments']} judgments by {report['workers']} workers"
         )
         self.stdout.write(
-            f"Krippendorff's alpha {_number(report['krippendorff_alpha'])} (95% CI {_number(low)}–{_number(high)}), "
+            f"Krippendorff's alpha {_number(report['krippendorff_alpha'])} (95% CI {_number(low)}–{_number(high)}, "
+            f"{report['bootstrap_resamples']} bootstrap resamples), "
             f"percent agreement {_number(report['percent_agreement'])}, Fleiss' kappa {_number(report['fleiss_kappa'])}, "
             f"Gwet's AC1 {_number(report['gwet_ac1'])}"
         )

@@ -1,11 +1,9 @@
-from django.core.management.base import CommandError
-
 from core.cli import ProjectCommand, command_errors, get_named_list
 from core.files import atomic_write, check_writable
 from core.spreadsheet import write_csv
-from metrics.rbo import DEFAULT_DEPTH, DEFAULT_P, crbo
+from metrics.rbo import DEFAULT_DEPTH, DEFAULT_P
+from metrics.swaps import crbo_summary
 from pooling.models import Run
-from pooling.services import run_frame
 
 
 class Command(ProjectCommand):
@@ -31,20 +29,12 @@ class Command(ProjectCommand):
 
     def handle(self, **o):
         run, counterfactual = get_named_list(Run, [o["run"], o["counterfactual_run"]], "run")
-        runs = {"run": run, "counterfactual_run": counterfactual}
-        if o["per_query"]:
-            with command_errors():
+        with command_errors():
+            if o["per_query"]:
                 check_writable(o["per_query"])
-        try:
-            mean, queries, per_query = crbo(
-                run_frame(runs["run"]), run_frame(runs["counterfactual_run"]), p=o["p"], depth=o["depth"]
-            )
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
-        if not queries:
-            raise CommandError("the two runs have no query in common")
-        self.stdout.write(f"CRBO@{o['depth']} (p={o['p']}): {mean:.4f} over {queries} queries")
+            summary = crbo_summary(run, counterfactual, depth=o["depth"], p=o["p"])
+        self.stdout.write(f"CRBO@{o['depth']} (p={o['p']}): {summary['crbo']:.4f} over {summary['queries']} queries")
         if o["per_query"]:
-            rows = per_query.items()
+            rows = summary["per_query"]
             atomic_write(o["per_query"], lambda f: write_csv(f, ["qid", "rbo"], rows), newline="")
             self.stdout.write(f"Wrote per-query RBO to {o['per_query']}")

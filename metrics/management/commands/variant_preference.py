@@ -1,9 +1,7 @@
-from django.core.management.base import CommandError
-
-from core.cli import ProjectCommand, get_named
-from metrics.preference import VERSIONS, split_versions, variant_preference
+from core.cli import ProjectCommand, command_errors, get_named, name_list
+from metrics.preference import VERSIONS
+from metrics.swaps import preference_summary
 from pooling.models import Run
-from pooling.services import run_frame
 
 
 class Command(ProjectCommand):
@@ -21,13 +19,12 @@ class Command(ProjectCommand):
 
     def handle(self, **o):
         run = get_named(Run, o["run"], "run")
-        versions = [v.strip() for v in o["versions"].split(",") if v.strip()]
-        scores = split_versions(run_frame(run), o["separator"], versions)
-        if not len(scores):
-            raise CommandError(f"no docid of {run.name!r} ends in {o['separator']}<{'|'.join(versions)}>")
-        result = variant_preference(scores, versions)
+        with command_errors():
+            result = preference_summary(run, separator=o["separator"], versions=name_list(o["versions"]))
         self.stdout.write(
-            f"{result.cases} cases: {result.decided} decided, {result.ties} tied, {result.incomplete} incomplete"
+            f"{result['cases']} cases: {result['decided']} decided, {result['ties']} tied, "
+            f"{result['incomplete']} incomplete"
         )
-        for version in versions:
-            self.stdout.write(f"  {version}: {result.wins[version]:>6}  {result.fraction(version):.3f}")
+        for version, won in result["wins"].items():
+            fraction = "nan" if won["fraction"] is None else f"{won['fraction']:.3f}"
+            self.stdout.write(f"  {version}: {won['wins']:>6}  {fraction}")

@@ -1,0 +1,130 @@
+"""CRBO and variant-preference pages and API: measured as jobs, shown with tables and plots;
+the per-query table pages and searches on the server."""
+
+import pytest
+from django.core.management import call_command
+
+from core.models import Job
+
+from .conftest import write_run
+
+P = 0.9
+# The CRBO of run a against run c over their queries 1, 2, 3 (worked in test_services_and_commands):
+Q1 = (1 - P) / P * (1 / 2 * P**2) + 1 / 2 * P**2  # [d1,d3] vs [d4,d3]
+Q2 = (1 - P) / P * (2 / 2 * P**2) + 2 / 2 * P**2  # [d3,d4] vs [d4,d3]
+Q3 = 0.0  # [d2,d1] vs [d3,d4]
+#: Versions of two documents; query 2 lacks y-n, so (2, y) is incomplete.
+VARIANT_RUN = {"1": ["x-f", "x-m", "x-n", "y-m", "y-f", "y-n"], "2": ["x-f", "x-n", "x-m", "y-f", "y-m"]}
+
+
+@pytest.fixture
+def staff(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    return client
+
+
+@pytest.fixture
+def variants(world, tmp_path):
+    docs = tmp_path / "variants.tsv"
+    docs.write_text("".join(f"{d}-{v}\tpassage\n" for d in "xy" for v in "mfn"))
+    call_command("import_collection", str(docs), name="variants", verbosity=0)
+    run = write_run(tmp_path / "v.trec", VARIANT_RUN)
+    call_command("import_run", str(run), name="v", collection="variants", verbosity=0)
+
+
+def test_crbo_page_measures_as_a_job_and_shows_table_and_plot(staff, world, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post("/metrics/crbo/", {"run": "a", "counterfactual_run": "c", "depth": 10, "p": P})
+    job = Job.objects.get(kind="metrics.crbo")
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
+    assert job.status == Job.Status.DONE, job.message
+    assert job.result["crbo"] == pytest.approx((Q1 + Q2 + Q3) / 3) and job.result["queries"] == 3
+    assert job.result["url"] == f"/metrics/crbo/{job.pk}/"
+
+    page = staff.get(f"/metrics/crbo/{job.pk}/").content.decode()
+    assert f"{(Q1 + Q2 + Q3) / 3:.4f}" in page and f"/metrics/crbo/{job.pk}/rbo.png" in page
+    assert f'<td>2</td><td class="num">{Q2:.4f}</td>' in page
+    searched = staff.get(f"/metrics/crbo/{job.pk}/?q=3").content.decode()
+    assert "1 of 3 rows match" in searched and "<td>1</td>" not in searched
+    plot = staff.get(f"/metrics/crbo/{job.pk}/rbo.png")
+    assert plot["Content-Type"] == "image/png" and plot.content.startswith(b"\x89PNG")
+    csv = staff.get(f"/metrics/crbo/{job.pk}/per-query.csv").content.decode().splitlines()
+    assert csv[0] == "qid,rbo" and len(csv) == 4
+    assert f"/metrics/crbo/{job.pk}/" in staff.get("/metrics/crbo/").content.decode()
+
+
+def test_crbo_form_refuses_the_same_run_twice_and_p_of_one(staff, world):
+    response = staff.post("/metrics/crbo/", {"run": "a", "counterfactual_run": "a", "depth": 10, "p": 1})
+    text = response.content.decode()
+    assert response.status_code == 400 and "not the run itself" in text and "strictly between 0 and 1" in text
+    assert not Job.objects.exists()
+
+
+def test_preference_page_counts_wins_ties_and_incomplete(staff, variants, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        staff.post("/metrics/preference/", {"run": "v", "separator": "-", "versions": "m,f,n"})
+    job = Job.objects.get(kind="metrics.preference")
+    assert job.status == Job.Status.DONE, job.message
+    result = job.result
+    # (1,x): f; (1,y): m; (2,x): f; (2,y): lacks n.
+    assert (result["cases"], result["decided"], result["ties"], result["incomplete"]) == (4, 3, 0, 1)
+    assert result["wins"] == {
+        "m": {"wins": 1, "fraction": pytest.approx(1 / 3)},
+        "f": {"wins": 2, "fraction": pytest.approx(2 / 3)},
+        "n": {"wins": 0, "fraction": 0.0},
+    }
+    page = staff.get(f"/metrics/preference/{job.pk}/").content.decode()
+    assert '<td>f</td><td class="num">2</td><td class="num">0.667</td>' in page
+    assert staff.get(f"/metrics/preference/{job.pk}/wins.png").content.startswith(b"\x89PNG")
+
+
+def test_swap_measures_through_the_api(staff, variants, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        crbo = staff.post(
+            "/api/metrics/crbo/", {"run": "a", "counterfactual_run": "c"}, content_type="application/json"
+        )
+        preference = staff.post("/api/metrics/preference/", {"run": "v"}, content_type="application/json")
+    assert crbo.status_code == 202 and preference.status_code == 202
+    assert staff.get(f"/api/jobs/{crbo.json()['id']}/").json()["result"]["crbo"] == pytest.approx((Q1 + Q2 + Q3) / 3)
+    assert staff.get(f"/api/jobs/{preference.json()['id']}/").json()["result"]["decided"] == 3
+    bad = staff.post("/api/metrics/crbo/", {"run": "a", "counterfactual_run": "zz"}, content_type="application/json")
+    assert bad.status_code == 400 and list(bad.json()) == ["counterfactual_run"]
+    # Run a has no versioned docids: the job fails and says why.
+    with pytest.raises(Exception, match="no docid"), django_capture_on_commit_callbacks(execute=True):
+        staff.post("/api/metrics/preference/", {"run": "a"}, content_type="application/json")
+    failed = Job.objects.filter(kind="metrics.preference").latest("pk")
+    assert failed.status == Job.Status.FAILED and "no docid of run 'a' ends in -<m|f|n>" in failed.message
+
+
+def test_swap_pages_are_for_researchers(client, django_user_model, world):
+    client.force_login(django_user_model.objects.create_user("ann", password="pw-secret-123"))
+    for url in ("/metrics/crbo/", "/metrics/preference/"):
+        assert client.get(url).status_code in (302, 403)
+    assert client.post("/api/metrics/crbo/", {}, content_type="application/json").status_code == 403
+
+
+def test_counterfactual_collection_is_written_and_registered_as_a_job(staff, world, django_capture_on_commit_callbacks):
+    import gzip
+    from pathlib import Path
+
+    from pooling.models import Collection
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post("/metrics/crbo/counterfactual/", {"collection": "tiny", "name": "tiny-cf", "her": "his"})
+    job = Job.objects.get(kind="metrics.counterfactual")
+    assert response.status_code == 302 and job.status == Job.Status.DONE, job.message
+    swapped = Collection.objects.get(name="tiny-cf")
+    assert job.result == {"collection": "tiny-cf", "passages": 4, "url": "/metrics/crbo/"}
+    lines = gzip.decompress(Path(swapped.path).read_bytes()).decode().splitlines()
+    assert lines[:2] == ["d1\tHe and his brother", "d2\tShe met her mother"]
+    assert "tiny-cf" in staff.get("/metrics/crbo/").content.decode()
+
+    again = staff.post("/metrics/crbo/counterfactual/", {"collection": "tiny", "name": "tiny-cf", "her": "his"})
+    assert again.status_code == 400 and "a collection with this name exists" in again.content.decode()
+    api = staff.post(
+        "/api/metrics/counterfactual-collections/",
+        {"collection": "tiny", "name": "tiny-cf"},
+        content_type="application/json",
+    )
+    assert api.status_code == 400 and api.json() == {"name": ["a collection with this name exists"]}
+    assert Job.objects.filter(kind="metrics.counterfactual").count() == 1
