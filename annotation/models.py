@@ -102,6 +102,31 @@ class Batch(models.Model):
         default=True,
         help_text="Tell a worker who fails the gold questions which ones and their right answers.",
     )
+    # Quality thresholds applied at every sync (annotation.services.thresholds); None: not applied.
+    warn_gold_accuracy = models.FloatField(null=True, blank=True, help_text="Flag workers below this gold accuracy.")
+    block_gold_accuracy = models.FloatField(null=True, blank=True, help_text="Block workers below this gold accuracy.")
+    warn_agreement = models.FloatField(
+        null=True, blank=True, help_text="Flag workers who agree with the others' majority less often than this."
+    )
+    block_agreement = models.FloatField(
+        null=True, blank=True, help_text="Block workers who agree with the others' majority less often than this."
+    )
+    min_answers_judged = models.PositiveSmallIntegerField(
+        default=10, help_text="Gold answers (or compared judgments) a worker needs before a threshold applies."
+    )
+    extra_budget = models.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="USD that re-offers and escalations may add to the estimate; None: no limit.",
+    )
+    escalate_until = models.CharField(
+        max_length=30,
+        blank=True,
+        help_text='Escalate at every sync until "majority" or "posterior:P" is reached ("": only by hand).',
+    )
+    escalation_cap = models.PositiveSmallIntegerField(default=7, help_text="Most assignments a HIT is escalated to.")
     title = models.CharField(max_length=200, default="Is this search query about a gender?")
     description = models.CharField(
         max_length=500,
@@ -325,6 +350,62 @@ class Escalation(models.Model):
     @property
     def unique_token(self) -> str:
         return f"{self.hit.unique_token[:40]}-esc{self.pk}"
+
+
+class Reoffer(models.Model):
+    """A rejected assignment's place offered again on MTurk (CreateAdditionalAssignmentsForHIT).
+
+    Local and Prolific places reopen by themselves when work is rejected or returned; on
+    MTurk a rejected assignment's place is gone, so it is added back. Recorded (committed)
+    before the provider is asked, one per rejected assignment, with a deterministic request
+    token: a retry finishes an interrupted re-offer and never adds a second place.
+    ``Hit.max_assignments`` stays the number of answers wanted.
+    """
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="reoffers")
+    hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="reoffers")
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="reoffer")
+    cost = models.DecimalField(max_digits=10, decimal_places=2)
+    applied = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["batch", "created", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.hit}: place of {self.assignment.provider_assignment_id} offered again"
+
+    @property
+    def unique_token(self) -> str:
+        return f"{self.hit.unique_token[:40]}-re{self.pk}"
+
+
+class WorkerFlag(models.Model):
+    """A worker of a batch below a quality threshold: flagged (warn) or blocked, with the reason.
+
+    Written by the sync (``annotation.services.thresholds``). A block is recorded before the
+    provider is asked and ``provider_blocked`` set after it answered, so a later sync never
+    calls the provider's block a second time.
+    """
+
+    class Level(models.TextChoices):
+        WARN = "warn", "Flagged"
+        BLOCK = "block", "Blocked"
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="worker_flags")
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="flags")
+    level = models.CharField(max_length=5, choices=Level.choices)
+    reason = models.CharField(max_length=300)
+    provider_blocked = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["batch", "worker"]
+        constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_flag_per_worker_and_batch")]
+
+    def __str__(self) -> str:
+        return f"{self.worker} in {self.batch}: {self.level} ({self.reason})"
 
 
 class Export(models.Model):

@@ -197,3 +197,5 @@ class WorkerQualitySerializer(serializers.Serializer):
     compared = serializers.IntegerField()
     ds_accuracy = serializers.FloatField(allow_null=True)
     seconds_per_query = serializers.FloatField(allow_null=True)
+    flag = serializers.CharField(allow_null=True, help_text='"warn" or "block" by the batch\'s thresholds, or null')
+    flag_reason = serializers.CharField(allow_blank=True)

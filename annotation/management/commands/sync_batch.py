@@ -27,6 +27,21 @@ class Command(ProjectCommand):
                 f"approved {result.approved}, rejected {result.rejected}, left for review {result.kept}"
             )
         )
+        if result.reoffered or result.reoffer_over_budget:
+            self.stdout.write(f"Rejected places offered again: {result.reoffered}")
+        if result.reoffer_over_budget:
+            self.stdout.write(
+                self.style.WARNING(
+                    f"{result.reoffer_over_budget} rejected place(s) not offered again: the batch's budget is spent "
+                    "(raise it with escalate_batch --budget)"
+                )
+            )
+        if result.flagged:
+            self.stdout.write(f"Flagged by the batch's thresholds: {', '.join(result.flagged)}")
+        if result.blocked:
+            self.stdout.write(self.style.WARNING(f"Blocked by the batch's thresholds: {', '.join(result.blocked)}"))
+        if result.escalated:
+            self.stdout.write(f"Escalation round: {result.escalated} assignment(s) added")
         if result.prolific is not None:
             p = result.prolific
             self.stdout.write(
