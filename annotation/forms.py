@@ -27,17 +27,30 @@ class HitAnswerForm(forms.Form):
     def __init__(self, hit_queries: Sequence[HitQuery], *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         for hq in hit_queries:
-            self.fields[hq.field_name] = forms.ChoiceField(
-                choices=LABEL_CHOICES,
-                label=hq.batch_query.text,
-                error_messages={
-                    "required": "Please choose a category for this query.",
-                    "invalid_choice": "Please choose one of the four categories.",
-                },
-            )
+            self.fields[hq.field_name] = self.category_field(hq.batch_query.text)
+
+    @staticmethod
+    def category_field(text: str) -> forms.ChoiceField:
+        return forms.ChoiceField(
+            choices=LABEL_CHOICES,
+            label=text,
+            error_messages={
+                "required": "Please choose a category for this query.",
+                "invalid_choice": "Please choose one of the four categories.",
+            },
+        )
 
     def field_errors(self) -> dict[str, str]:
         return {name: " ".join(errors) for name, errors in self.errors.items()}
+
+
+class TrainingAnswerForm(HitAnswerForm):
+    """The qualification step's page: the same check, over the batch's training queries."""
+
+    def __init__(self, training_queries, *args, **kwargs) -> None:
+        forms.Form.__init__(self, *args, **kwargs)
+        for q in training_queries:
+            self.fields[q.field_name] = self.category_field(q.text)
 
 
 class EscalateForm(forms.Form):

@@ -127,6 +127,9 @@ class Batch(models.Model):
         help_text='Escalate at every sync until "majority" or "posterior:P" is reached ("": only by hand).',
     )
     escalation_cap = models.PositiveSmallIntegerField(default=7, help_text="Most assignments a HIT is escalated to.")
+    training_pass_fraction = models.FloatField(
+        default=0.8, help_text="Share of the training queries a worker must get right before their first HIT."
+    )
     title = models.CharField(max_length=200, default="Is this search query about a gender?")
     description = models.CharField(
         max_length=500,
@@ -350,6 +353,54 @@ class Escalation(models.Model):
     @property
     def unique_token(self) -> str:
         return f"{self.hit.unique_token[:40]}-esc{self.pk}"
+
+
+class TrainingQuery(models.Model):
+    """A query of the batch's qualification step: a known label, shown before a worker's first HIT."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="training_queries")
+    position = models.PositiveSmallIntegerField(help_text="1-based; the form field is q-<position>.")
+    qid = models.CharField(max_length=100)
+    text = models.TextField()
+    label = models.CharField(max_length=1, choices=LABEL_CHOICES)
+
+    class Meta:
+        ordering = ["batch", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "position"], name="unique_training_position"),
+            models.UniqueConstraint(fields=["batch", "qid"], name="unique_training_qid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.batch.name} training {self.position}: {self.text}"
+
+    @property
+    def field_name(self) -> str:
+        return f"q-{self.position}"
+
+
+class Qualification(models.Model):
+    """A worker's one attempt at a batch's training queries: passed or not, and what they were told.
+
+    One per (batch, worker): a second submission of the training page changes nothing, so a
+    worker who failed is not given the batch's HITs, and a retry never records twice.
+    """
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="qualifications_taken")
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="qualifications")
+    correct = models.PositiveSmallIntegerField()
+    total = models.PositiveSmallIntegerField()
+    passed = models.BooleanField()
+    answers = models.JSONField(default=dict, help_text="q-<position> -> label, as posted.")
+    feedback = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["batch", "created"]
+        constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_qualification_per_worker")]
+
+    def __str__(self) -> str:
+        return f"{self.worker} on {self.batch.name}: {self.correct}/{self.total}"
 
 
 class Reoffer(models.Model):

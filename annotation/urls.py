@@ -10,6 +10,7 @@ urlpatterns = [
     path("live/", views.batch_list_live, name="batch-list-live"),
     path("next/", views.next_hit, name="next"),
     path("assignments/<int:pk>/", views.assignment_page, name="assignment"),
+    path("batches/<slug:name>/training/", views.training_page, name="training"),
     path("batches/new/", views.batch_create, name="batch-create"),
     path("batches/new/estimate/", views.batch_estimate, name="batch-estimate"),
     path("prolific/<slug:name>/", views.prolific_start, name="prolific-start"),

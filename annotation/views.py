@@ -22,10 +22,13 @@ from core.uploads import staged_uploads
 
 from . import services
 from .downloads import export_file_response
-from .forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm, HitAnswerForm
-from .models import Assignment, Batch, Export, Hit
+from .forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm, HitAnswerForm, TrainingAnswerForm
+from .models import Assignment, Batch, Export, Hit, Provider
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
+from .services.local import local_worker
+from .services.publishing import CATEGORIES
 from .services.results import query_results
+from .services.training import submit_training, training_due
 
 
 @login_required
@@ -292,10 +295,54 @@ def next_hit(request: HttpRequest) -> HttpResponse:
     """Send an annotator to the HIT they are on, or to a new one."""
     if not services.is_annotator(request.user):
         raise PermissionDenied("Only annotators are given HITs.")
+    due = training_due(Batch.objects.filter(provider=Provider.LOCAL), local_worker(request.user))
+    if due is not None:
+        return redirect("annotation:training", name=due.name)
     assignment = services.next_assignment(request.user)
     if assignment is None:
         return render(request, "annotation/no_more_hits.html", status=200)
     return redirect("annotation:assignment", pk=assignment.pk)
+
+
+@login_required
+def training_page(request: HttpRequest, name: str) -> HttpResponse:
+    """The batch's qualification step for an in-house annotator: the shared HIT page, then the result."""
+    if not services.is_annotator(request.user):
+        raise PermissionDenied("Only annotators take the training.")
+    batch = get_object_or_404(Batch, name=name, provider=Provider.LOCAL, status=Batch.Status.PUBLISHED)
+    queries = list(batch.training_queries.order_by("position"))
+    if not queries:
+        raise Http404("This batch has no training step.")
+    worker = local_worker(request.user)
+    taken = batch.qualifications_taken.filter(worker=worker).first()
+    if taken is not None:
+        return render(request, "annotation/training_result.html", {"batch": batch, "result": taken})
+    form = TrainingAnswerForm(queries, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        result = submit_training(batch, worker, form.cleaned_data)
+        return render(request, "annotation/training_result.html", {"batch": batch, "result": result})
+    answers = {k: v for k, v in request.POST.items() if k.startswith("q-")}
+    errors = form.field_errors() if request.method == "POST" else {}
+    context = {
+        "mode": "local",
+        "action": reverse("annotation:training", args=[batch.name]),
+        "hit": {"position": "training", "batch": batch},
+        "title": f"Training for {batch.title}",
+        "queries": [
+            {
+                "field": q.field_name,
+                "position": q.position,
+                "text": q.text,
+                "selected": answers.get(q.field_name, ""),
+                "error": errors.get(q.field_name, ""),
+            }
+            for q in queries
+        ],
+        "categories": CATEGORIES,
+        "errors": errors,
+        "answered_count": services.answered_count(request.user),
+    }
+    return render(request, "annotation/hit.html", context, status=400 if errors else 200)
 
 
 @login_required

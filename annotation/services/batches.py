@@ -64,6 +64,8 @@ class BatchSettings:
     min_answers_judged: int = 10
     #: USD re-offers and escalations may add to the estimate (annotation.services.budget); None: no limit.
     extra_budget: Decimal | None = None
+    #: Share of the training queries (create_batch's ``training``) a worker must get right first.
+    training_pass_fraction: float = 0.8
 
     def validate(self) -> None:
         """Refuse settings MTurk would refuse, before anything is created or paid for."""
@@ -178,12 +180,14 @@ def create_batch(
     query_set: QuerySet | None = None,
     pool: Pool | None = None,
     gold: Sequence[GoldQuery] = (),
+    training: Sequence[GoldQuery] = (),
 ) -> Batch:
     """Snapshot the queries and settings, group the queries into HITs and record the cost estimate.
 
     Queries are shuffled (seeded) before grouping so that one HIT does not hold a run of
     similar queries; ``gold_per_hit`` gold questions are then placed at random positions
-    of every HIT, cycling through ``gold``. Nothing is sent to a provider yet.
+    of every HIT, cycling through ``gold``. ``training`` queries (known labels) make the
+    qualification step (:mod:`.training`). Nothing is sent to a provider yet.
     """
     settings.validate()
     validate_name(name, "batch")
@@ -258,6 +262,10 @@ def create_batch(
         )
         hit_queries += [HitQuery(hit=hit, batch_query=bq, position=i) for i, bq in enumerate(members, start=1)]
     HitQuery.objects.bulk_create(hit_queries, batch_size=2000)
+    if training:
+        from .training import add_training
+
+        add_training(batch, training, settings.training_pass_fraction)
     batch.cost = estimate_cost(settings, len(order))
     batch.save(update_fields=["cost"])
     return batch
