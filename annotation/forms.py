@@ -60,6 +60,13 @@ class EscalateForm(forms.Form):
         initial=DEFAULT_MAX_ASSIGNMENTS,
         label="Cap on assignments per HIT",
     )
+    until = forms.CharField(
+        max_length=30,
+        required=False,
+        initial="majority",
+        label="Settled when",
+        help_text="majority, or posterior:P for a Dawid-Skene posterior of at least P (e.g. posterior:0.9)",
+    )
     confirm = forms.BooleanField(required=True, label="I accept the extra cost shown above")
 
 

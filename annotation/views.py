@@ -162,13 +162,13 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
     """Show which HITs would get one more assignment and what it costs; start it on confirmation."""
     batch = get_object_or_404(Batch, name=name)
     form = EscalateForm(request.POST or None)
-    cap = DEFAULT_MAX_ASSIGNMENTS
+    cap, until = DEFAULT_MAX_ASSIGNMENTS, request.GET.get("until", "majority")
     if form.is_bound and form.is_valid():
-        cap = form.cleaned_data["max_assignments"]
+        cap, until = form.cleaned_data["max_assignments"], form.cleaned_data["until"] or "majority"
     elif request.GET.get("max_assignments", "").isdigit():
         cap = int(request.GET["max_assignments"])
     try:
-        plan = services.plan_escalation(batch, cap)
+        plan = services.plan_escalation(batch, cap, until)
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:batch-detail", name=batch.name)
@@ -176,8 +176,12 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
         # Only what the page showed (and its cost) is paid for, whatever was synced since.
         confirmed = [int(pk) for pk in request.POST.get("hits", "").split(",") if pk.isdigit()]
         return _start(
-            request, name, lambda b: services.start_escalate(b, max_assignments=cap, confirmed_hits=confirmed)
+            request,
+            name,
+            lambda b: services.start_escalate(b, max_assignments=cap, confirmed_hits=confirmed, until=until),
         )
+    if not form.is_bound:
+        form = EscalateForm(initial={"max_assignments": cap, "until": until})
     return render(request, "annotation/batch_escalate.html", {"batch": batch, "plan": plan, "form": form})
 
 
