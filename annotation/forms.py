@@ -121,6 +121,28 @@ class BatchForm(forms.Form):
         help_text="Prolific only: exclude everyone who took part in these batches.",
     )
 
+    warn_gold_accuracy = forms.FloatField(
+        required=False, min_value=0, max_value=1, help_text="Flag workers below this share of gold answers right."
+    )
+    block_gold_accuracy = forms.FloatField(
+        required=False, min_value=0, max_value=1, help_text="Block workers below this share (applied at every sync)."
+    )
+    warn_agreement = forms.FloatField(
+        required=False, min_value=0, max_value=1, help_text="Flag workers agreeing with the majority less often."
+    )
+    block_agreement = forms.FloatField(
+        required=False, min_value=0, max_value=1, help_text="Block workers agreeing with the majority less often."
+    )
+    min_answers_judged = forms.IntegerField(
+        required=False, min_value=1, initial=10, help_text="Answers a worker needs before a threshold applies."
+    )
+    extra_budget = forms.DecimalField(
+        required=False,
+        min_value=Decimal("0"),
+        decimal_places=2,
+        help_text="USD re-offered places and escalations may add to the estimate (empty: no limit).",
+    )
+
     def __init__(self, *args, estimate_only: bool = False, too_large: str | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.too_large = too_large  # the gold file went over IMPORT_UPLOAD_MAX_BYTES and was dropped
@@ -179,6 +201,12 @@ class BatchForm(forms.Form):
             reward=data["reward"],
             qualifications=qualifications,
             gold_per_hit=data.get("gold_per_hit") or 0,
+            warn_gold_accuracy=data.get("warn_gold_accuracy"),
+            block_gold_accuracy=data.get("block_gold_accuracy"),
+            warn_agreement=data.get("warn_agreement"),
+            block_agreement=data.get("block_agreement"),
+            min_answers_judged=data.get("min_answers_judged") or 10,
+            extra_budget=data.get("extra_budget"),
         )
 
     def _read_gold(self) -> list[services.GoldQuery]:

@@ -193,3 +193,30 @@ def test_escalate_command_sets_budget_and_auto(query_set, annotators, capsys):
     call_command("escalate_batch", batch.name, "--stop-auto")
     batch.refresh_from_db()
     assert batch.escalate_until == ""
+
+
+def test_form_and_api_take_thresholds_and_budget(query_set, researcher, client):
+    client.force_login(researcher)
+    form = {"provider": "local", "assignments_per_query": 2, "queries_per_hit": 3, "reward": "0.10", "gold_per_hit": 0}
+    thresholds = {"block_gold_accuracy": 0.6, "warn_agreement": 0.7, "min_answers_judged": 4, "extra_budget": "1.50"}
+    response = client.post(
+        "/api/annotation/batches/",
+        {**form, **thresholds, "name": "api-th", "queries": "gq"},
+        content_type="application/json",
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert (body["block_gold_accuracy"], body["warn_agreement"], body["min_answers_judged"]) == (0.6, 0.7, 4)
+    assert body["extra_budget"] == "1.50" and body["warn_gold_accuracy"] is None
+    page = client.post(
+        "/annotation/batches/new/",
+        {**form, "warn_agreement": "0.5", "block_agreement": "0.6", "name": "page-th", "queries": "gq"},
+    )
+    assert page.status_code == 400 and "above the warn one" in page.content.decode()
+    assert not Batch.objects.filter(name="page-th").exists()
+    out_of_range = client.post(
+        "/api/annotation/batches/",
+        {**form, "block_gold_accuracy": 1.5, "name": "api-bad", "queries": "gq"},
+        content_type="application/json",
+    )
+    assert out_of_range.status_code == 400 and "block_gold_accuracy" in out_of_range.json()
