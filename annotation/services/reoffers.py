@@ -21,6 +21,8 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 
+from core.errors import ServiceError
+
 from ..models import Assignment, Batch, Provider, Reoffer
 from ..providers import CrowdProvider
 from .budget import affordable, extra_assignment_price
@@ -32,6 +34,8 @@ class ReofferResult:
     cost: Decimal = Decimal("0")
     #: Rejected places left without a new one because the budget ran out.
     over_budget: int = 0
+    #: Why no place could be added at all (e.g. MTurk cannot extend a HIT past 9 to 10), or "".
+    refused: str = ""
 
 
 def rejected_without_reoffer(batch: Batch):
@@ -54,9 +58,15 @@ def reoffer_rejected(batch: Batch, provider: CrowdProvider) -> ReofferResult:
         Reoffer.objects.filter(pk=reoffer.pk).update(applied=True)
         result.offered += 1
     waiting = list(rejected_without_reoffer(batch))
+    if not waiting:
+        return result
+    try:
+        price = extra_assignment_price(batch)
+    except ServiceError as exc:  # the rest of the sync goes on; the command says why
+        result.refused = str(exc)
+        return result
     paid_for = affordable(batch, len(waiting))
     result.over_budget = len(waiting) - paid_for
-    price = extra_assignment_price(batch) if waiting else Decimal("0")
     for assignment in waiting[:paid_for]:
         try:
             with transaction.atomic():

@@ -33,6 +33,7 @@ class SyncResult:
     #: MTurk: rejected places offered again, and those the budget left out.
     reoffered: int = 0
     reoffer_over_budget: int = 0
+    reoffer_refused: str = ""
     #: Pseudonyms newly flagged or blocked by the batch's thresholds.
     flagged: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
@@ -141,6 +142,7 @@ def _close_the_loop(batch: Batch, provider: CrowdProvider, result: SyncResult) -
 
     offered = reoffer_rejected(batch, provider)
     result.reoffered, result.reoffer_over_budget = offered.offered, offered.over_budget
+    result.reoffer_refused = offered.refused
     judged = apply_thresholds(batch, provider)
     result.flagged, result.blocked = judged.flagged, judged.blocked
     if batch.escalate_until and batch.status in (Batch.Status.PUBLISHED, Batch.Status.COMPLETED):

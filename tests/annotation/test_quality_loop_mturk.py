@@ -151,3 +151,21 @@ def test_reoffers_stop_at_the_budget_and_say_so(server, gold_mturk_batch):  # no
     assert sum(h["MaxAssignments"] for h in fake.hits.values()) == 5
     assert services.plan_escalation(batch).budget_left == Decimal("0.08")
     assert Assignment.objects.filter(status="rejected", reoffer__isnull=True).count() == 1
+
+
+def test_a_rejected_place_mturk_cannot_add_is_reported_and_the_sync_goes_on(server, query_set):  # noqa: F811
+    fake, _ = server
+    batch = services.create_batch(
+        "nine",
+        services.BatchSettings(provider="mturk", assignments_per_query=9, queries_per_hit=6, gold_per_hit=1),
+        query_set=query_set,
+        gold=[services.GoldQuery("g1", "what is a mother", "f")],
+    )
+    (hit,) = _publish(batch)
+    fake.submit(hit.provider_id, "CARELESS", _answers(hit, {"g1": "m"}))
+
+    result = services.sync_batch(batch)
+
+    assert result.rejected == 1 and result.reoffered == 0
+    assert "cannot extend a HIT of 9 assignments to 10" in result.reoffer_refused
+    assert "CreateAdditionalAssignmentsForHIT" not in fake.calls and not Reoffer.objects.exists()

@@ -46,7 +46,9 @@ def test_annotator_takes_the_training_first_and_is_told_what_was_wrong(training_
     result = client.post(first["Location"], {"q-1": "f", "q-2": "m", "q-3": "n", "q-4": "n"})
     body = result.content.decode()
     assert result.status_code == 200 and "3 of 4" in body and "You passed" in body
-    assert '&quot;do sisters or brothers argue more&quot; is Other or multiple genders, you answered Non-gendered' in body
+    assert (
+        "&quot;do sisters or brothers argue more&quot; is Other or multiple genders, you answered Non-gendered" in body
+    )
     assert client.get("/annotation/next/")["Location"].startswith("/annotation/assignments/")
 
 

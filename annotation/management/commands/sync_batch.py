@@ -36,6 +36,8 @@ class Command(ProjectCommand):
                     "(raise it with escalate_batch --budget)"
                 )
             )
+        if result.reoffer_refused:
+            self.stdout.write(self.style.WARNING(f"Rejected places not offered again: {result.reoffer_refused}"))
         if result.flagged:
             self.stdout.write(f"Flagged by the batch's thresholds: {', '.join(result.flagged)}")
         if result.blocked:
