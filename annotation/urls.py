@@ -15,6 +15,7 @@ urlpatterns = [
     path("batches/new/estimate/", views.batch_estimate, name="batch-estimate"),
     path("prolific/<slug:name>/", views.prolific_start, name="prolific-start"),
     path("prolific/hits/<int:pk>/", views.prolific_hit, name="prolific-hit"),
+    path("prolific/<slug:name>/training/", views.prolific_training, name="prolific-training"),
     path("batches/<slug:name>/", views.batch_detail, name="batch-detail"),
     path("batches/<slug:name>/live/", views.batch_live, name="batch-live"),
     path("batches/<slug:name>/publish/", views.batch_publish, name="batch-publish"),

@@ -24,11 +24,12 @@ from . import services
 from .downloads import export_file_response
 from .forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm, HitAnswerForm, TrainingAnswerForm
 from .models import Assignment, Batch, Export, Hit, Provider
+from .pseudonyms import worker_for
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from .services.local import local_worker
 from .services.publishing import CATEGORIES
 from .services.results import query_results
-from .services.training import submit_training, training_due
+from .services.training import qualification_of, submit_training, training_due
 
 
 @login_required
@@ -314,22 +315,26 @@ def training_page(request: HttpRequest, name: str) -> HttpResponse:
     if not services.is_annotator(request.user):
         raise PermissionDenied("Only annotators take the training.")
     batch = get_object_or_404(Batch, name=name, provider=Provider.LOCAL, status=Batch.Status.PUBLISHED)
+    return _training(request, batch, local_worker(request.user), mode="local", continue_url=reverse("annotation:next"))
+
+
+def _training(request: HttpRequest, batch: Batch, worker, *, mode: str, continue_url: str) -> HttpResponse:
+    """The training queries on the shared HIT page; once answered (or if already), the result."""
     queries = list(batch.training_queries.order_by("position"))
     if not queries:
         raise Http404("This batch has no training step.")
-    worker = local_worker(request.user)
-    taken = batch.qualifications_taken.filter(worker=worker).first()
-    if taken is not None:
-        return render(request, "annotation/training_result.html", {"batch": batch, "result": taken})
+    result = qualification_of(batch, worker)
     form = TrainingAnswerForm(queries, request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    if result is None and request.method == "POST" and form.is_valid():
         result = submit_training(batch, worker, form.cleaned_data)
-        return render(request, "annotation/training_result.html", {"batch": batch, "result": result})
+    if result is not None:
+        context = {"batch": batch, "result": result, "continue_url": continue_url, "mode": mode}
+        return render(request, "annotation/training_result.html", context)
     answers = {k: v for k, v in request.POST.items() if k.startswith("q-")}
     errors = form.field_errors() if request.method == "POST" else {}
     context = {
-        "mode": "local",
-        "action": reverse("annotation:training", args=[batch.name]),
+        "mode": mode,
+        "action": request.path,
         "hit": {"position": "training", "batch": batch},
         "title": f"Training for {batch.title}",
         "queries": [
@@ -344,8 +349,9 @@ def training_page(request: HttpRequest, name: str) -> HttpResponse:
         ],
         "categories": CATEGORIES,
         "errors": errors,
-        "answered_count": services.answered_count(request.user),
     }
+    if mode == "local":
+        context["answered_count"] = services.answered_count(request.user)
     return render(request, "annotation/hit.html", context, status=400 if errors else 200)
 
 
@@ -400,6 +406,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
 
 #: Session key listing the assignments this browser was given from Prolific (no account needed).
 PROLIFIC_SESSION_KEY = "prolific_assignments"
+PROLIFIC_TRAINING_KEY = "prolific_training"
 
 
 def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
@@ -407,6 +414,17 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     from .services import prolific
 
     batch = get_object_or_404(Batch, name=name, provider="prolific")
+    link = [request.GET.get(key, "") for key in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")]
+    if batch.training_queries.exists():
+        try:
+            prolific.check_link(batch, *link)
+        except ServiceError as exc:
+            return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=400)
+        taken = qualification_of(batch, worker_for(Provider.PROLIFIC, link[0]))
+        if taken is None or not taken.passed:
+            # The training page knows the participant by this browser's session only.
+            request.session[PROLIFIC_TRAINING_KEY] = {"batch": batch.name, "link": link}
+            return redirect("annotation:prolific-training", name=batch.name)
     try:
         assignment = prolific.arrive(
             batch,
@@ -422,6 +440,23 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     allowed = set(request.session.get(PROLIFIC_SESSION_KEY, []))
     request.session[PROLIFIC_SESSION_KEY] = sorted(allowed | {assignment.pk})
     return redirect("annotation:prolific-hit", pk=assignment.pk)
+
+
+def prolific_training(request: HttpRequest, name: str) -> HttpResponse:
+    """The qualification step for a Prolific participant who followed the study link in this browser."""
+    from urllib.parse import urlencode
+
+    started = request.session.get(PROLIFIC_TRAINING_KEY) or {}
+    if started.get("batch") != name:
+        raise PermissionDenied("Open this study from Prolific.")
+    batch = get_object_or_404(Batch, name=name, provider=Provider.PROLIFIC, status=Batch.Status.PUBLISHED)
+    link = started["link"]
+    back = (
+        reverse("annotation:prolific-start", args=[batch.name])
+        + "?"
+        + urlencode(dict(zip(("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"), link, strict=True)))
+    )
+    return _training(request, batch, worker_for(Provider.PROLIFIC, link[0]), mode="prolific", continue_url=back)
 
 
 def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:

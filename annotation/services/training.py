@@ -8,8 +8,9 @@ the right one. Only a worker who got at least ``Batch.training_pass_fraction`` r
 handed the batch's HITs (:func:`qualified_batches`); one who failed is not, and cannot
 simply try again: a second submission returns the first result.
 
-Prolific participants and MTurk workers: see docs/quality.md (MTurk maps this to a
-qualification type with a test; neither is built yet).
+Prolific participants take it on the site too, when they first follow the study link
+(``views.prolific_start``); one who fails is asked to return the study. MTurk: see
+docs/quality.md (a qualification type with a test; not built).
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ def add_training(batch: Batch, queries: Sequence[GoldQuery], pass_fraction: floa
     """Give a new batch its training queries (``create_batch`` calls this in its transaction)."""
     if not queries:
         return
-    if batch.provider != Provider.LOCAL:
+    if batch.provider not in (Provider.LOCAL, Provider.PROLIFIC):
         raise ServiceError(
-            "the training step runs for in-house annotators (local provider) only; "
-            "see docs/quality.md for MTurk and Prolific"
+            "the training step runs on this site, for in-house annotators and Prolific participants; "
+            "see docs/quality.md for MTurk"
         )
     if not 0 < pass_fraction <= 1:
         raise ServiceError("the training pass fraction must be in (0, 1]")
@@ -108,3 +109,8 @@ def submit_training(batch: Batch, worker: Worker, answers: Mapping[str, str]) ->
             )
     except IntegrityError:  # the same form posted twice at once: the first one counts
         return Qualification.objects.get(batch=batch, worker=worker)
+
+
+def qualification_of(batch: Batch, worker: Worker) -> Qualification | None:
+    """The worker's attempt at the batch's training, if any."""
+    return Qualification.objects.filter(batch=batch, worker=worker).first()
