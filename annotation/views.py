@@ -25,6 +25,7 @@ from .downloads import export_file_response
 from .forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm, HitAnswerForm, TrainingAnswerForm
 from .models import Assignment, Batch, Export, Hit, Provider
 from .pseudonyms import worker_for
+from .services.budget import extra_spent
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from .services.local import local_worker
 from .services.publishing import CATEGORIES
@@ -96,6 +97,8 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "export_form": ExportForm(),
             "escalations": batch.escalations.select_related("hit"),
             "failed_gold": _failed_gold(batch),
+            "extra_spent": extra_spent(batch),
+            "flags": batch.worker_flags.count(),
         },
     )
 

@@ -40,7 +40,7 @@ def extra_spent(batch: Batch) -> Decimal:
     """USD recorded for escalations and re-offers of the batch so far (applied or about to be)."""
     escalated = batch.escalations.aggregate(total=Sum("cost"))["total"] or Decimal("0")
     reoffered = batch.reoffers.aggregate(total=Sum("cost"))["total"] or Decimal("0")
-    return escalated + reoffered
+    return (Decimal(escalated) + Decimal(reoffered)).quantize(Decimal("0.01"))
 
 
 def budget_left(batch: Batch) -> Decimal | None:

@@ -220,3 +220,12 @@ def test_form_and_api_take_thresholds_and_budget(query_set, researcher, client):
         content_type="application/json",
     )
     assert out_of_range.status_code == 400 and "block_gold_accuracy" in out_of_range.json()
+
+
+def test_batch_page_shows_thresholds_and_the_budget_used(query_set, annotators, researcher, client):
+    batch = _tied_batch(query_set, annotators, block_gold_accuracy=0.5, extra_budget=Decimal("1.00"))
+    services.escalate_batch(batch)  # two HITs, 0.05 each
+    client.force_login(researcher)
+    page = client.get(f"/annotation/batches/{batch.name}/").content.decode()
+    assert "block below 0.5" in page and "after 10 answers (0 workers flagged or blocked" in page
+    assert "$0.10 of $1.00 used" in page

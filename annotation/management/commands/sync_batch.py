@@ -8,7 +8,9 @@ class Command(ProjectCommand):
     help = (
         "Fetch the batch's submitted assignments, store each once, check the answers and review them: "
         "approve valid work, reject only work that failed the gold questions (with feedback). "
-        "Prolific: reads every submission of the study, reviews, pays bonuses and refills places."
+        "Prolific: reads every submission of the study, reviews, pays bonuses and refills places. "
+        "Then, for every provider: rejected MTurk places are offered again (within the batch's budget), "
+        "the batch's warn/block thresholds are applied, and with escalate_batch --auto one escalation round runs."
     )
 
     def add_arguments(self, parser):
