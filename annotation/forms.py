@@ -27,17 +27,30 @@ class HitAnswerForm(forms.Form):
     def __init__(self, hit_queries: Sequence[HitQuery], *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         for hq in hit_queries:
-            self.fields[hq.field_name] = forms.ChoiceField(
-                choices=LABEL_CHOICES,
-                label=hq.batch_query.text,
-                error_messages={
-                    "required": "Please choose a category for this query.",
-                    "invalid_choice": "Please choose one of the four categories.",
-                },
-            )
+            self.fields[hq.field_name] = self.category_field(hq.batch_query.text)
+
+    @staticmethod
+    def category_field(text: str) -> forms.ChoiceField:
+        return forms.ChoiceField(
+            choices=LABEL_CHOICES,
+            label=text,
+            error_messages={
+                "required": "Please choose a category for this query.",
+                "invalid_choice": "Please choose one of the four categories.",
+            },
+        )
 
     def field_errors(self) -> dict[str, str]:
         return {name: " ".join(errors) for name, errors in self.errors.items()}
+
+
+class TrainingAnswerForm(HitAnswerForm):
+    """The qualification step's page: the same check, over the batch's training queries."""
+
+    def __init__(self, training_queries, *args, **kwargs) -> None:
+        forms.Form.__init__(self, *args, **kwargs)
+        for q in training_queries:
+            self.fields[q.field_name] = self.category_field(q.text)
 
 
 class EscalateForm(forms.Form):
@@ -46,6 +59,13 @@ class EscalateForm(forms.Form):
         max_value=50,
         initial=DEFAULT_MAX_ASSIGNMENTS,
         label="Cap on assignments per HIT",
+    )
+    until = forms.CharField(
+        max_length=30,
+        required=False,
+        initial="majority",
+        label="Settled when",
+        help_text="majority, or posterior:P for a Dawid-Skene posterior of at least P (e.g. posterior:0.9)",
     )
     confirm = forms.BooleanField(required=True, label="I accept the extra cost shown above")
 
@@ -99,6 +119,28 @@ class BatchForm(forms.Form):
         to_field_name="name",
         required=False,
         help_text="Prolific only: exclude everyone who took part in these batches.",
+    )
+
+    warn_gold_accuracy = forms.FloatField(
+        required=False, min_value=0, max_value=1, help_text="Flag workers below this share of gold answers right."
+    )
+    block_gold_accuracy = forms.FloatField(
+        required=False, min_value=0, max_value=1, help_text="Block workers below this share (applied at every sync)."
+    )
+    warn_agreement = forms.FloatField(
+        required=False, min_value=0, max_value=1, help_text="Flag workers agreeing with the majority less often."
+    )
+    block_agreement = forms.FloatField(
+        required=False, min_value=0, max_value=1, help_text="Block workers agreeing with the majority less often."
+    )
+    min_answers_judged = forms.IntegerField(
+        required=False, min_value=1, initial=10, help_text="Answers a worker needs before a threshold applies."
+    )
+    extra_budget = forms.DecimalField(
+        required=False,
+        min_value=Decimal("0"),
+        decimal_places=2,
+        help_text="USD re-offered places and escalations may add to the estimate (empty: no limit).",
     )
 
     def __init__(self, *args, estimate_only: bool = False, too_large: str | None = None, **kwargs) -> None:
@@ -159,6 +201,12 @@ class BatchForm(forms.Form):
             reward=data["reward"],
             qualifications=qualifications,
             gold_per_hit=data.get("gold_per_hit") or 0,
+            warn_gold_accuracy=data.get("warn_gold_accuracy"),
+            block_gold_accuracy=data.get("block_gold_accuracy"),
+            warn_agreement=data.get("warn_agreement"),
+            block_agreement=data.get("block_agreement"),
+            min_answers_judged=data.get("min_answers_judged") or 10,
+            extra_budget=data.get("extra_budget"),
         )
 
     def _read_gold(self) -> list[services.GoldQuery]:

@@ -102,6 +102,34 @@ class Batch(models.Model):
         default=True,
         help_text="Tell a worker who fails the gold questions which ones and their right answers.",
     )
+    # Quality thresholds applied at every sync (annotation.services.thresholds); None: not applied.
+    warn_gold_accuracy = models.FloatField(null=True, blank=True, help_text="Flag workers below this gold accuracy.")
+    block_gold_accuracy = models.FloatField(null=True, blank=True, help_text="Block workers below this gold accuracy.")
+    warn_agreement = models.FloatField(
+        null=True, blank=True, help_text="Flag workers who agree with the others' majority less often than this."
+    )
+    block_agreement = models.FloatField(
+        null=True, blank=True, help_text="Block workers who agree with the others' majority less often than this."
+    )
+    min_answers_judged = models.PositiveSmallIntegerField(
+        default=10, help_text="Gold answers (or compared judgments) a worker needs before a threshold applies."
+    )
+    extra_budget = models.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="USD that re-offers and escalations may add to the estimate; None: no limit.",
+    )
+    escalate_until = models.CharField(
+        max_length=30,
+        blank=True,
+        help_text='Escalate at every sync until "majority" or "posterior:P" is reached ("": only by hand).',
+    )
+    escalation_cap = models.PositiveSmallIntegerField(default=7, help_text="Most assignments a HIT is escalated to.")
+    training_pass_fraction = models.FloatField(
+        default=0.8, help_text="Share of the training queries a worker must get right before their first HIT."
+    )
     title = models.CharField(max_length=200, default="Is this search query about a gender?")
     description = models.CharField(
         max_length=500,
@@ -325,6 +353,110 @@ class Escalation(models.Model):
     @property
     def unique_token(self) -> str:
         return f"{self.hit.unique_token[:40]}-esc{self.pk}"
+
+
+class TrainingQuery(models.Model):
+    """A query of the batch's qualification step: a known label, shown before a worker's first HIT."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="training_queries")
+    position = models.PositiveSmallIntegerField(help_text="1-based; the form field is q-<position>.")
+    qid = models.CharField(max_length=100)
+    text = models.TextField()
+    label = models.CharField(max_length=1, choices=LABEL_CHOICES)
+
+    class Meta:
+        ordering = ["batch", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "position"], name="unique_training_position"),
+            models.UniqueConstraint(fields=["batch", "qid"], name="unique_training_qid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.batch.name} training {self.position}: {self.text}"
+
+    @property
+    def field_name(self) -> str:
+        return f"q-{self.position}"
+
+
+class Qualification(models.Model):
+    """A worker's one attempt at a batch's training queries: passed or not, and what they were told.
+
+    One per (batch, worker): a second submission of the training page changes nothing, so a
+    worker who failed is not given the batch's HITs, and a retry never records twice.
+    """
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="qualifications_taken")
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="qualifications")
+    correct = models.PositiveSmallIntegerField()
+    total = models.PositiveSmallIntegerField()
+    passed = models.BooleanField()
+    answers = models.JSONField(default=dict, help_text="q-<position> -> label, as posted.")
+    feedback = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["batch", "created"]
+        constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_qualification_per_worker")]
+
+    def __str__(self) -> str:
+        return f"{self.worker} on {self.batch.name}: {self.correct}/{self.total}"
+
+
+class Reoffer(models.Model):
+    """A rejected assignment's place offered again on MTurk (CreateAdditionalAssignmentsForHIT).
+
+    Local and Prolific places reopen by themselves when work is rejected or returned; on
+    MTurk a rejected assignment's place is gone, so it is added back. Recorded (committed)
+    before the provider is asked, one per rejected assignment, with a deterministic request
+    token: a retry finishes an interrupted re-offer and never adds a second place.
+    ``Hit.max_assignments`` stays the number of answers wanted.
+    """
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="reoffers")
+    hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="reoffers")
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="reoffer")
+    cost = models.DecimalField(max_digits=10, decimal_places=2)
+    applied = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["batch", "created", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.hit}: place of {self.assignment.provider_assignment_id} offered again"
+
+    @property
+    def unique_token(self) -> str:
+        return f"{self.hit.unique_token[:40]}-re{self.pk}"
+
+
+class WorkerFlag(models.Model):
+    """A worker of a batch below a quality threshold: flagged (warn) or blocked, with the reason.
+
+    Written by the sync (``annotation.services.thresholds``). A block is recorded before the
+    provider is asked and ``provider_blocked`` set after it answered, so a later sync never
+    calls the provider's block a second time.
+    """
+
+    class Level(models.TextChoices):
+        WARN = "warn", "Flagged"
+        BLOCK = "block", "Blocked"
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="worker_flags")
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="flags")
+    level = models.CharField(max_length=5, choices=Level.choices)
+    reason = models.CharField(max_length=300)
+    provider_blocked = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["batch", "worker"]
+        constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_flag_per_worker_and_batch")]
+
+    def __str__(self) -> str:
+        return f"{self.worker} in {self.batch}: {self.level} ({self.reason})"
 
 
 class Export(models.Model):

@@ -89,6 +89,13 @@ class CrowdProvider(ABC):
     def expire(self, hit: Hit) -> None:
         """Stop the HIT from being offered to more workers."""
 
+    #: True when :meth:`block_worker` asks the platform to block (a call worth recording once).
+    blocks_remotely: bool = False
+
+    def block_worker(self, external_id: str, reason: str) -> None:
+        """Keep the worker from this requester's work on the platform; here ``Worker.blocked`` does it."""
+        return None
+
 
 _REGISTRY: dict[str, Callable[..., CrowdProvider]] = {}
 
@@ -242,6 +249,12 @@ class MTurkProvider(CrowdProvider):
     def expire(self, hit: Hit) -> None:
         self.mturk.expire_hit(hit.provider_id)
 
+    blocks_remotely = True
+
+    def block_worker(self, external_id: str, reason: str) -> None:
+        """CreateWorkerBlock: the worker sees none of this requester's HITs (and ``reason``)."""
+        self.mturk.block_worker(external_id, reason)
+
 
 @register("prolific")
 class ProlificProvider(CrowdProvider):
@@ -338,3 +351,11 @@ class ProlificProvider(CrowdProvider):
             return
         self._transition(study_id, "STOP", when=("ACTIVE", "PAUSED"))
         self._stopped.add(study_id)
+
+    blocks_remotely = True
+
+    def block_worker(self, external_id: str, reason: str) -> None:
+        """Add the participant to the workspace's blocked group, which every study of this site excludes."""
+        from .services.prolific import BLOCKED_GROUP, _group
+
+        self.client.add_to_group(_group(self, BLOCKED_GROUP), [external_id])

@@ -32,6 +32,14 @@ class BatchSerializer(serializers.ModelSerializer):
             "qualifications",
             "gold_per_hit",
             "gold_feedback",
+            "warn_gold_accuracy",
+            "block_gold_accuracy",
+            "warn_agreement",
+            "block_agreement",
+            "min_answers_judged",
+            "extra_budget",
+            "escalate_until",
+            "escalation_cap",
             "hit_type_id",
             "cost",
             "created",
@@ -202,3 +210,5 @@ class WorkerQualitySerializer(serializers.Serializer):
     compared = serializers.IntegerField()
     ds_accuracy = serializers.FloatField(allow_null=True)
     seconds_per_query = serializers.FloatField(allow_null=True)
+    flag = serializers.CharField(allow_null=True, help_text='"warn" or "block" by the batch\'s thresholds, or null')
+    flag_reason = serializers.CharField(allow_blank=True)

@@ -42,12 +42,12 @@ def sync_batch_task(job_id: int, batch_id: int, approve_all: bool = False) -> di
 
 @app.task
 def escalate_batch_task(
-    job_id: int, batch_id: int, max_assignments: int, confirmed_hits: list[int] | None = None
+    job_id: int, batch_id: int, max_assignments: int, confirmed_hits: list[int] | None = None, until: str = "majority"
 ) -> int:
     job = Job.objects.get(pk=job_id)
     with job_status(job):
         batch = Batch.objects.get(pk=batch_id)
-        added = len(services.escalate_batch(batch, max_assignments, confirmed_hits=confirmed_hits))
+        added = len(services.escalate_batch(batch, max_assignments, confirmed_hits=confirmed_hits, until=until))
         job.result = {"batch": batch.name, "extra_assignments": added, "url": _batch_url(batch)}
         job.message = f"Added {added} assignment(s)"
     return added

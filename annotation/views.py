@@ -23,10 +23,15 @@ from core.uploads import staged_uploads
 
 from . import services
 from .downloads import export_file_response
-from .forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm, HitAnswerForm
-from .models import Assignment, Batch, Export, Hit
+from .forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm, HitAnswerForm, TrainingAnswerForm
+from .models import Assignment, Batch, Export, Hit, Provider
+from .pseudonyms import worker_for
+from .services.budget import extra_spent
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
+from .services.local import local_worker
+from .services.publishing import CATEGORIES
 from .services.results import query_results
+from .services.training import qualification_of, submit_training, training_due
 
 
 @login_required
@@ -93,6 +98,8 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "export_form": ExportForm(),
             "escalations": batch.escalations.select_related("hit"),
             "failed_gold": _failed_gold(batch),
+            "extra_spent": extra_spent(batch),
+            "flags": batch.worker_flags.count(),
         },
     )
 
@@ -160,13 +167,13 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
     """Show which HITs would get one more assignment and what it costs; start it on confirmation."""
     batch = get_object_or_404(Batch, name=name)
     form = EscalateForm(request.POST or None)
-    cap = DEFAULT_MAX_ASSIGNMENTS
+    cap, until = DEFAULT_MAX_ASSIGNMENTS, request.GET.get("until", "majority")
     if form.is_bound and form.is_valid():
-        cap = form.cleaned_data["max_assignments"]
+        cap, until = form.cleaned_data["max_assignments"], form.cleaned_data["until"] or "majority"
     elif request.GET.get("max_assignments", "").isdigit():
         cap = int(request.GET["max_assignments"])
     try:
-        plan = services.plan_escalation(batch, cap)
+        plan = services.plan_escalation(batch, cap, until)
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:batch-detail", name=batch.name)
@@ -174,8 +181,12 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
         # Only what the page showed (and its cost) is paid for, whatever was synced since.
         confirmed = [int(pk) for pk in request.POST.get("hits", "").split(",") if pk.isdigit()]
         return _start(
-            request, name, lambda b: services.start_escalate(b, max_assignments=cap, confirmed_hits=confirmed)
+            request,
+            name,
+            lambda b: services.start_escalate(b, max_assignments=cap, confirmed_hits=confirmed, until=until),
         )
+    if not form.is_bound:
+        form = EscalateForm(initial={"max_assignments": cap, "until": until})
     return render(request, "annotation/batch_escalate.html", {"batch": batch, "plan": plan, "form": form})
 
 
@@ -303,10 +314,59 @@ def next_hit(request: HttpRequest) -> HttpResponse:
     """Send an annotator to the HIT they are on, or to a new one."""
     if not services.is_annotator(request.user):
         raise PermissionDenied("Only annotators are given HITs.")
+    due = training_due(Batch.objects.filter(provider=Provider.LOCAL), local_worker(request.user))
+    if due is not None:
+        return redirect("annotation:training", name=due.name)
     assignment = services.next_assignment(request.user)
     if assignment is None:
         return render(request, "annotation/no_more_hits.html", status=200)
     return redirect("annotation:assignment", pk=assignment.pk)
+
+
+@login_required
+def training_page(request: HttpRequest, name: str) -> HttpResponse:
+    """The batch's qualification step for an in-house annotator: the shared HIT page, then the result."""
+    if not services.is_annotator(request.user):
+        raise PermissionDenied("Only annotators take the training.")
+    batch = get_object_or_404(Batch, name=name, provider=Provider.LOCAL, status=Batch.Status.PUBLISHED)
+    return _training(request, batch, local_worker(request.user), mode="local", continue_url=reverse("annotation:next"))
+
+
+def _training(request: HttpRequest, batch: Batch, worker, *, mode: str, continue_url: str) -> HttpResponse:
+    """The training queries on the shared HIT page; once answered (or if already), the result."""
+    queries = list(batch.training_queries.order_by("position"))
+    if not queries:
+        raise Http404("This batch has no training step.")
+    result = qualification_of(batch, worker)
+    form = TrainingAnswerForm(queries, request.POST or None)
+    if result is None and request.method == "POST" and form.is_valid():
+        result = submit_training(batch, worker, form.cleaned_data)
+    if result is not None:
+        context = {"batch": batch, "result": result, "continue_url": continue_url, "mode": mode}
+        return render(request, "annotation/training_result.html", context)
+    answers = {k: v for k, v in request.POST.items() if k.startswith("q-")}
+    errors = form.field_errors() if request.method == "POST" else {}
+    context = {
+        "mode": mode,
+        "action": request.path,
+        "hit": {"position": "training", "batch": batch},
+        "title": f"Training for {batch.title}",
+        "queries": [
+            {
+                "field": q.field_name,
+                "position": q.position,
+                "text": q.text,
+                "selected": answers.get(q.field_name, ""),
+                "error": errors.get(q.field_name, ""),
+            }
+            for q in queries
+        ],
+        "categories": CATEGORIES,
+        "errors": errors,
+    }
+    if mode == "local":
+        context["answered_count"] = services.answered_count(request.user)
+    return render(request, "annotation/hit.html", context, status=400 if errors else 200)
 
 
 @login_required
@@ -360,6 +420,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
 
 #: Session key listing the assignments this browser was given from Prolific (no account needed).
 PROLIFIC_SESSION_KEY = "prolific_assignments"
+PROLIFIC_TRAINING_KEY = "prolific_training"
 
 
 def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
@@ -367,6 +428,17 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     from .services import prolific
 
     batch = get_object_or_404(Batch, name=name, provider="prolific")
+    link = [request.GET.get(key, "") for key in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")]
+    if batch.training_queries.exists():
+        try:
+            prolific.check_link(batch, *link)
+        except ServiceError as exc:
+            return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=400)
+        taken = qualification_of(batch, worker_for(Provider.PROLIFIC, link[0]))
+        if taken is None or not taken.passed:
+            # The training page knows the participant by this browser's session only.
+            request.session[PROLIFIC_TRAINING_KEY] = {"batch": batch.name, "link": link}
+            return redirect("annotation:prolific-training", name=batch.name)
     try:
         assignment = prolific.arrive(
             batch,
@@ -382,6 +454,23 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     allowed = set(request.session.get(PROLIFIC_SESSION_KEY, []))
     request.session[PROLIFIC_SESSION_KEY] = sorted(allowed | {assignment.pk})
     return redirect("annotation:prolific-hit", pk=assignment.pk)
+
+
+def prolific_training(request: HttpRequest, name: str) -> HttpResponse:
+    """The qualification step for a Prolific participant who followed the study link in this browser."""
+    from urllib.parse import urlencode
+
+    started = request.session.get(PROLIFIC_TRAINING_KEY) or {}
+    if started.get("batch") != name:
+        raise PermissionDenied("Open this study from Prolific.")
+    batch = get_object_or_404(Batch, name=name, provider=Provider.PROLIFIC, status=Batch.Status.PUBLISHED)
+    link = started["link"]
+    back = (
+        reverse("annotation:prolific-start", args=[batch.name])
+        + "?"
+        + urlencode(dict(zip(("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"), link, strict=True)))
+    )
+    return _training(request, batch, worker_for(Provider.PROLIFIC, link[0]), mode="prolific", continue_url=back)
 
 
 def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:

@@ -26,14 +26,14 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .errors import ServiceError
+from .errors import StateError
 from .models import Lease
 
 DEFAULT_TTL = timedelta(hours=6)
 _held = threading.local()
 
 
-class LeaseHeld(ServiceError):
+class LeaseHeld(StateError):
     """The work is already being done elsewhere."""
 
 

@@ -9,7 +9,11 @@ nothing else that writes. They are grouped by stage of a batch's life:
 - :mod:`.answers` -- check an answer, record it once, review it (approve or reject);
 - :mod:`.sync` -- fetch assignments from the provider, record and review them;
 - :mod:`.local` -- in-house annotators: accounts, handing out HITs, submitting answers;
-- :mod:`.escalation` -- more assignments for HITs with disputed queries;
+- :mod:`.escalation` -- more assignments for HITs with disputed queries, by hand or round by
+  round at sync (to a majority or a Dawid-Skene posterior), within the budget;
+- :mod:`.reoffers` -- rejected MTurk places offered again; :mod:`.budget` -- what extras may spend;
+- :mod:`.thresholds` -- warn and block workers below the batch's thresholds, at sync;
+- :mod:`.training` -- the qualification step before a worker's first HIT of a batch;
 - :mod:`.adjudication` -- a researcher settles a query's label, with a reason;
 - :mod:`.quality` -- each worker's gold accuracy, agreement, Dawid-Skene accuracy and speed;
 - :mod:`.results` -- judgments as a frame, agreement, per-query votes, exports;

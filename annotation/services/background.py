@@ -38,10 +38,12 @@ def start_sync(batch: Batch, *, approve_all: bool = False) -> Job:
     return job
 
 
-def start_escalate(batch: Batch, *, max_assignments: int, confirmed_hits: list[int] | None = None) -> Job:
+def start_escalate(
+    batch: Batch, *, max_assignments: int, confirmed_hits: list[int] | None = None, until: str = "majority"
+) -> Job:
     from ..tasks import escalate_batch_task
 
     _require_status(batch, Batch.Status.PUBLISHED, Batch.Status.COMPLETED)
     job = create_job("annotation.escalate", f"Escalate {batch.name}")
-    escalate_batch_task.delay_on_commit(job.pk, batch.pk, max_assignments, confirmed_hits)
+    escalate_batch_task.delay_on_commit(job.pk, batch.pk, max_assignments, confirmed_hits, until)
     return job

@@ -56,6 +56,16 @@ class BatchSettings:
     seed: int = 0
     #: Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.
     provider_options: dict = field(default_factory=dict)
+    #: Quality thresholds applied at every sync (see annotation.services.thresholds); None: off.
+    warn_gold_accuracy: float | None = None
+    block_gold_accuracy: float | None = None
+    warn_agreement: float | None = None
+    block_agreement: float | None = None
+    min_answers_judged: int = 10
+    #: USD re-offers and escalations may add to the estimate (annotation.services.budget); None: no limit.
+    extra_budget: Decimal | None = None
+    #: Share of the training queries (create_batch's ``training``) a worker must get right first.
+    training_pass_fraction: float = 0.8
 
     def validate(self) -> None:
         """Refuse settings MTurk would refuse, before anything is created or paid for."""
@@ -93,6 +103,11 @@ class BatchSettings:
             raise ServiceError("gold queries per HIT cannot be negative")
         if not 0 < self.gold_pass_fraction <= 1:
             raise ServiceError("the gold pass fraction must be in (0, 1]")
+        from .thresholds import THRESHOLD_FIELDS, validate_thresholds
+
+        validate_thresholds({name: getattr(self, name) for name in (*THRESHOLD_FIELDS, "min_answers_judged")})
+        if self.extra_budget is not None and Decimal(self.extra_budget) < 0:
+            raise ServiceError("the extra budget cannot be negative")
 
 
 def read_gold_file(path: str | Path) -> list[GoldQuery]:
@@ -165,12 +180,14 @@ def create_batch(
     query_set: QuerySet | None = None,
     pool: Pool | None = None,
     gold: Sequence[GoldQuery] = (),
+    training: Sequence[GoldQuery] = (),
 ) -> Batch:
     """Snapshot the queries and settings, group the queries into HITs and record the cost estimate.
 
     Queries are shuffled (seeded) before grouping so that one HIT does not hold a run of
     similar queries; ``gold_per_hit`` gold questions are then placed at random positions
-    of every HIT, cycling through ``gold``. Nothing is sent to a provider yet.
+    of every HIT, cycling through ``gold``. ``training`` queries (known labels) make the
+    qualification step (:mod:`.training`). Nothing is sent to a provider yet.
     """
     settings.validate()
     validate_name(name, "batch")
@@ -207,6 +224,12 @@ def create_batch(
         gold_pass_fraction=settings.gold_pass_fraction,
         provider_options=settings.provider_options,
         gold_feedback=settings.gold_feedback,
+        warn_gold_accuracy=settings.warn_gold_accuracy,
+        block_gold_accuracy=settings.block_gold_accuracy,
+        warn_agreement=settings.warn_agreement,
+        block_agreement=settings.block_agreement,
+        min_answers_judged=settings.min_answers_judged,
+        extra_budget=settings.extra_budget,
     )
     batch_queries = BatchQuery.objects.bulk_create(
         [BatchQuery(batch=batch, query=q, qid=q.qid, text=q.text, position=i) for i, q in enumerate(queries)],
@@ -239,6 +262,10 @@ def create_batch(
         )
         hit_queries += [HitQuery(hit=hit, batch_query=bq, position=i) for i, bq in enumerate(members, start=1)]
     HitQuery.objects.bulk_create(hit_queries, batch_size=2000)
+    if training:
+        from .training import add_training
+
+        add_training(batch, training, settings.training_pass_fraction)
     batch.cost = estimate_cost(settings, len(order))
     batch.save(update_fields=["cost"])
     return batch

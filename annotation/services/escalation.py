@@ -9,6 +9,15 @@ vote more too. ``plan_escalation`` shows the plan and its cost before anything i
 Each extension is recorded (committed) before the provider is called and carries a
 deterministic request token, so an interrupted run is finished by the next one rather
 than repeated.
+
+Adaptive escalation: ``until`` says when a query is settled -- ``"majority"`` (a strict
+majority, the default) or ``"posterior:P"`` (Dawid-Skene's largest posterior for the
+query reaches P, e.g. 0.9). ``Batch.extra_budget`` caps what escalations (with re-offers,
+:mod:`.budget`) may add: the plan keeps the HITs it can pay for, in batch order, and says
+how many it left out. With ``Batch.escalate_until`` set (``escalate_batch --auto``),
+every sync runs one round by itself (:func:`escalation_round`): one more assignment for
+each finished HIT with an unsettled query, until it is settled, the HIT reaches
+``Batch.escalation_cap`` or the budget is spent.
 """
 
 from __future__ import annotations
@@ -26,11 +35,43 @@ from core.errors import ServiceError
 from ..costs import Cost, extra_assignments_cost, provider_cost
 from ..models import Assignment, Batch, Escalation, Hit, Provider
 from ..providers import CrowdProvider, get_provider
+from .budget import affordable, budget_left
 from .locking import one_per_batch
 from .results import majority
 from .statuses import settle_hit_statuses
 
 DEFAULT_MAX_ASSIGNMENTS = 7
+
+
+UNTIL_CHOICES = "majority or posterior:P (0.5 < P < 1)"
+
+
+def parse_until(text: str) -> float | None:
+    """``"majority"`` -> ``None``; ``"posterior:0.9"`` -> ``0.9``; anything else is refused."""
+    text = (text or "majority").strip().lower()
+    if text == "majority":
+        return None
+    kind, _, value = text.partition(":")
+    try:
+        target = float(value)
+    except ValueError:
+        target = -1.0
+    if kind != "posterior" or not 0.5 < target < 1:
+        raise ServiceError(f"--until {text!r}: expected {UNTIL_CHOICES}")
+    return target
+
+
+def settled_queries(batch: Batch, until: str = "majority") -> set[str]:
+    """qids that need no more votes: a strict majority, or a Dawid-Skene posterior of at least P."""
+    target = parse_until(until)
+    votes = majority(batch)
+    if target is None or not len(votes):
+        return set(votes.index[~votes["disputed"]]) if len(votes) else set()
+    from ..aggregation import dawid_skene
+    from .results import judgments_frame
+
+    posteriors = dawid_skene(judgments_frame(batch)).posteriors.max(axis=1)
+    return {str(qid) for qid, p in posteriors.items() if p >= target}
 
 
 @dataclass
@@ -39,6 +80,11 @@ class EscalationPlan:
     hits: list[tuple[Hit, list[str]]] = field(default_factory=list)
     at_cap: list[str] = field(default_factory=list)
     cost: Cost | None = None
+    until: str = "majority"
+    #: HITs left out of this round because the budget does not pay for them.
+    over_budget: list[tuple[Hit, list[str]]] = field(default_factory=list)
+    #: What the budget still allows before this round (``None``: no budget).
+    budget_left: Decimal | None = None
 
     @property
     def extra_assignments(self) -> int:
@@ -59,17 +105,19 @@ def _finished_hits(batch: Batch) -> list[Hit]:
     ]
 
 
-def plan_escalation(batch: Batch, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS) -> EscalationPlan:
-    """Which HITs get one more assignment, which disputed queries are already at the cap, and the cost."""
+def plan_escalation(
+    batch: Batch, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS, until: str = "majority"
+) -> EscalationPlan:
+    """Which HITs get one more assignment, which unsettled queries are already at the cap, the cost
+    and what the budget leaves out."""
     if max_assignments < batch.assignments_per_query:
         raise ServiceError(
             f"the cap ({max_assignments}) is below the batch's {batch.assignments_per_query} assignments"
         )
     if batch.provider == Provider.MTURK and batch.assignments_per_query < 10 <= max_assignments:
         raise ServiceError("MTurk cannot extend a HIT created with fewer than 10 assignments to 10 or more")
-    votes = majority(batch)
-    resolved = set(votes.index[~votes["disputed"]]) if len(votes) else set()
-    plan = EscalationPlan(batch)
+    resolved = settled_queries(batch, until)
+    plan = EscalationPlan(batch, until=until, budget_left=budget_left(batch))
     for hit in _finished_hits(batch):
         qids = list(
             hit.hit_queries.filter(batch_query__is_gold=False)
@@ -83,6 +131,8 @@ def plan_escalation(batch: Batch, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS
             plan.at_cap += qids
         else:
             plan.hits.append((hit, qids))
+    paid_for = affordable(batch, len(plan.hits)) if plan.hits else 0
+    plan.hits, plan.over_budget = plan.hits[:paid_for], plan.hits[paid_for:]
     if plan.hits:
         try:
             if batch.provider == Provider.MTURK:
@@ -112,6 +162,19 @@ def escalate_batch(
     provider: CrowdProvider | None = None,
     *,
     confirmed_hits: Collection[int] | None = None,
+    until: str = "majority",
+) -> list[Escalation]:
+    """One round of escalation (see :func:`escalation_round`), holding the batch's lease."""
+    return escalation_round(batch, max_assignments, provider, confirmed_hits=confirmed_hits, until=until)
+
+
+def escalation_round(
+    batch: Batch,
+    max_assignments: int = DEFAULT_MAX_ASSIGNMENTS,
+    provider: CrowdProvider | None = None,
+    *,
+    confirmed_hits: Collection[int] | None = None,
+    until: str = "majority",
 ) -> list[Escalation]:
     """Apply the plan: finish interrupted extensions first, then add one assignment per planned HIT.
 
@@ -127,7 +190,7 @@ def escalate_batch(
         provider.add_assignments(escalation.hit, escalation.added, escalation.unique_token)
         Escalation.objects.filter(pk=escalation.pk).update(applied=True)
         applied.append(escalation)
-    plan = plan_escalation(batch, max_assignments)
+    plan = plan_escalation(batch, max_assignments, until)
     if confirmed_hits is not None:
         plan.hits = [(hit, qids) for hit, qids in plan.hits if hit.pk in set(confirmed_hits)]
     per_assignment = plan.cost.total / plan.cost.assignments_total if plan.cost else Decimal("0")
@@ -150,3 +213,24 @@ def escalate_batch(
         Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.PUBLISHED)
         batch.status = Batch.Status.PUBLISHED
     return applied
+
+
+def set_auto_escalation(batch: Batch, until: str | None, *, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS) -> None:
+    """Let every sync escalate round by round until ``until`` (``None`` stops it), up to ``max_assignments``.
+
+    Refused without a budget (``Batch.extra_budget``, :func:`.budget.set_extra_budget`): automatic
+    escalation never spends without a limit someone chose.
+    """
+    fields: dict[str, object] = {"escalate_until": ""}
+    if until is not None:
+        parse_until(until)
+        if max_assignments < batch.assignments_per_query:
+            raise ServiceError(
+                f"the cap ({max_assignments}) is below the batch's {batch.assignments_per_query} assignments"
+            )
+        if batch.extra_budget is None:
+            raise ServiceError("automatic escalation needs a budget (--budget USD)")
+        fields = {"escalate_until": until, "escalation_cap": max_assignments}
+    Batch.objects.filter(pk=batch.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(batch, name, value)

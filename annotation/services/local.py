@@ -166,8 +166,10 @@ def next_assignment(user, batch: Batch | None = None) -> Assignment | None:
         )
         if current is not None:
             return current
+        from .training import qualified_batches
+
         local_batches = Batch.objects.filter(provider=Provider.LOCAL, **({"pk": batch.pk} if batch else {}))
-        return claim_hit(worker, local_batches, f"local-{uuid.uuid4().hex}")
+        return claim_hit(worker, qualified_batches(local_batches, worker), f"local-{uuid.uuid4().hex}")
 
 
 def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignment | None:

@@ -207,12 +207,8 @@ def block_participant(worker: Worker, provider: CrowdProvider | None = None) -> 
 
 
 # -- participants on the site -----------------------------------------------------------------
-def arrive(batch: Batch, participant_id: str, study_id: str, session_id: str) -> Assignment | None:
-    """The assignment of this Prolific session: the one already given, or a newly claimed HIT.
-
-    ``None`` when no HIT group has a free place for this participant (they are asked to
-    return the study). Raises ``ServiceError`` for parameters that do not belong to the batch.
-    """
+def check_link(batch: Batch, participant_id: str, study_id: str, session_id: str) -> None:
+    """Refuse a study link whose parameters do not belong to this published Prolific batch."""
     if batch.provider != Provider.PROLIFIC:
         raise ServiceError("this batch does not run on Prolific")
     if not all(_ID.match(v or "") for v in (participant_id, study_id, session_id)):
@@ -221,6 +217,15 @@ def arrive(batch: Batch, participant_id: str, study_id: str, session_id: str) ->
         raise ServiceError("this link belongs to another Prolific study")
     if batch.status != Batch.Status.PUBLISHED:
         raise ServiceError("this study is closed")
+
+
+def arrive(batch: Batch, participant_id: str, study_id: str, session_id: str) -> Assignment | None:
+    """The assignment of this Prolific session: the one already given, or a newly claimed HIT.
+
+    ``None`` when no HIT group has a free place for this participant (they are asked to
+    return the study). Raises ``ServiceError`` for parameters that do not belong to the batch.
+    """
+    check_link(batch, participant_id, study_id, session_id)
     existing = Assignment.objects.filter(provider_assignment_id=session_id).select_related("worker__identity").first()
     if existing is not None:
         if existing.worker.identity.external_id != participant_id:
@@ -231,7 +236,9 @@ def arrive(batch: Batch, participant_id: str, study_id: str, session_id: str) ->
         return None
     _release_abandoned()
     try:
-        return claim_hit(worker, Batch.objects.filter(pk=batch.pk), session_id)
+        from .training import qualified_batches
+
+        return claim_hit(worker, qualified_batches(Batch.objects.filter(pk=batch.pk), worker), session_id)
     except IntegrityError:
         return Assignment.objects.filter(provider_assignment_id=session_id).first()
 

@@ -10,6 +10,9 @@
 - seconds per query: median over the worker's submitted assignments of
   (submitted - accepted) / queries on the HIT, gold included.
 
+Each row also carries the worker's flag in this batch, if the batch's thresholds gave
+one (``flag``: "warn" or "block", ``flag_reason``; see :mod:`.thresholds`).
+
 Workers appear by pseudonym only. Read-only: nothing here changes state.
 """
 
@@ -54,6 +57,7 @@ def worker_quality(batch: Batch) -> list[dict[str, Any]]:
         row["gold_total"] += a.gold_total or 0
         if a.accepted_at and a.queries:
             row["_seconds"].append((a.submitted_at - a.accepted_at).total_seconds() / a.queries)
+    flags = {f.worker.pseudonym: f for f in batch.worker_flags.select_related("worker")}
     result = []
     for pseudonym in sorted(rows):
         row = rows[pseudonym]
@@ -65,6 +69,8 @@ def worker_quality(batch: Batch) -> list[dict[str, Any]]:
             "compared": agreed.get("compared", 0),
             "ds_accuracy": ds_accuracy.get(pseudonym),
             "seconds_per_query": statistics.median(seconds) if seconds else None,
+            "flag": flags[pseudonym].level if pseudonym in flags else None,
+            "flag_reason": flags[pseudonym].reason if pseudonym in flags else "",
         }
         result.append(row)
     return result

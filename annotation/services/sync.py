@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q
@@ -30,6 +30,15 @@ class SyncResult:
     completed: bool = False
     #: Prolific only: submissions read, places freed, bonuses paid or unconfirmed, study places.
     prolific: object | None = None
+    #: MTurk: rejected places offered again, and those the budget left out.
+    reoffered: int = 0
+    reoffer_over_budget: int = 0
+    reoffer_refused: str = ""
+    #: Pseudonyms newly flagged or blocked by the batch's thresholds.
+    flagged: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    #: Assignments added by this sync's automatic escalation round (``Batch.escalate_until``).
+    escalated: int = 0
 
 
 def _record_remote(hit: Hit, remote: RemoteAssignment, provider_name: str) -> tuple[Assignment, bool]:
@@ -84,7 +93,7 @@ def sync_batch(
 
         found = sync_prolific(batch, provider, approve_all=approve_all, job=job, bar=bar)
         settle_hit_statuses(batch)  # rejected and returned submissions free their places
-        return SyncResult(
+        result = SyncResult(
             updated=found.updated + found.freed,
             approved=found.approved,
             rejected=found.rejected,
@@ -92,6 +101,9 @@ def sync_batch(
             completed=found.completed,
             prolific=found,
         )
+        _close_the_loop(batch, provider, result)
+        result.completed = batch.status == Batch.Status.COMPLETED  # an escalation round reopens it
+        return result
     result = SyncResult()
     hits = list(batch.hits.exclude(provider_id=None).select_related("batch").order_by("position"))
     with Progress(f"Syncing {batch.name}", total=len(hits), unit="HIT", job=job, bar=bar) as progress:
@@ -112,9 +124,30 @@ def sync_batch(
     for assignment in submitted:
         outcome = review_assignment(assignment, provider, approve_all=approve_all)
         setattr(result, outcome, getattr(result, outcome) + 1)
+    _close_the_loop(batch, provider, result)
     settle_hit_statuses(batch)
     result.completed = _complete_if_done(batch)
     return result
+
+
+def _close_the_loop(batch: Batch, provider: CrowdProvider, result: SyncResult) -> None:
+    """After the review: offer rejected places again, apply the thresholds, run an escalation round.
+
+    Each step is idempotent on its own (see :mod:`.reoffers`, :mod:`.thresholds`,
+    :mod:`.escalation`), so a sync interrupted anywhere is finished by the next.
+    """
+    from .escalation import escalation_round
+    from .reoffers import reoffer_rejected
+    from .thresholds import apply_thresholds
+
+    offered = reoffer_rejected(batch, provider)
+    result.reoffered, result.reoffer_over_budget = offered.offered, offered.over_budget
+    result.reoffer_refused = offered.refused
+    judged = apply_thresholds(batch, provider)
+    result.flagged, result.blocked = judged.flagged, judged.blocked
+    if batch.escalate_until and batch.status in (Batch.Status.PUBLISHED, Batch.Status.COMPLETED):
+        escalations = escalation_round(batch, batch.escalation_cap, provider, until=batch.escalate_until)
+        result.escalated = sum(e.added for e in escalations)
 
 
 def _complete_if_done(batch: Batch) -> bool:

@@ -3,7 +3,8 @@
 It lets the tests drive the product exactly as it runs against MTurk: a real boto3 client
 pointed at ``MTURK_ENDPOINT_URL``, real HTTP, botocore's own request signing, retries and
 error parsing. Only the operations the product uses are implemented. Faults can be
-scripted per operation: ``throttle`` answers ThrottlingException, ``lose_response``
+scripted per operation: ``throttle`` answers ThrottlingException, ``refuse`` a RequestError
+(not retried), ``lose_response``
 carries out the request and then answers 500 as if the response had been lost on the way.
 """
 
@@ -33,9 +34,18 @@ class FakeMTurk:
     calls: list[str] = field(default_factory=list)
     faults: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     page_size: int = 2
+    #: CreateWorkerBlock calls: (WorkerId, Reason), repeats included.
+    blocks: list[tuple[str, str]] = field(default_factory=list)
+    #: Idempotency tokens of CreateAdditionalAssignmentsForHIT already processed.
+    extension_tokens: set[str] = field(default_factory=set)
 
     # -- what workers do ------------------------------------------------------------
     def submit(self, hit_id: str, worker_id: str, answer_xml: str) -> str:
+        """A worker accepts and submits; like MTurk, only while the HIT has a place left
+        (a rejected assignment keeps its place: only an extension adds one)."""
+        taken = sum(1 for a in self.assignments.values() if a["HITId"] == hit_id)
+        if taken >= self.hits[hit_id]["MaxAssignments"]:
+            raise LookupError(f"HIT {hit_id} has no assignment left")
         assignment_id = _id()
         self.assignments[assignment_id] = {
             "AssignmentId": assignment_id,
@@ -54,6 +64,8 @@ class FakeMTurk:
         fault = self.faults[operation].pop(0) if self.faults[operation] else None
         if fault == "throttle":
             return 400, {"__type": "ThrottlingException", "message": "Rate exceeded"}
+        if fault == "refuse":  # refused outright: not retried, nothing done
+            return 400, {"__type": "RequestError", "Message": "the request was refused (scripted fault)"}
         status, answer = getattr(self, operation)(body)
         if fault == "lose_response":
             return 500, {"__type": "ServiceFault", "Message": "the response was lost"}
@@ -123,6 +135,27 @@ class FakeMTurk:
 
     def RejectAssignment(self, body):
         return self._review(body, "Rejected")
+
+    def CreateAdditionalAssignmentsForHIT(self, body):
+        token = body.get("UniqueRequestToken")
+        if token and token in self.extension_tokens:
+            return 400, {
+                "__type": "RequestError",
+                "Message": f'The idempotency token "{token}" has already been processed.',
+            }
+        hit = self.hits.get(body["HITId"])
+        if hit is None:
+            return 400, {"__type": "RequestError", "Message": "Hit does not exist."}
+        if hit["MaxAssignments"] < 10 <= hit["MaxAssignments"] + body["NumberOfAdditionalAssignments"]:
+            return 400, {"__type": "RequestError", "Message": "InvalidMaximumAssignmentsIncrease"}
+        hit["MaxAssignments"] += body["NumberOfAdditionalAssignments"]
+        if token:
+            self.extension_tokens.add(token)
+        return 200, {}
+
+    def CreateWorkerBlock(self, body):
+        self.blocks.append((body["WorkerId"], body["Reason"]))
+        return 200, {}
 
     def GetAssignment(self, body):
         assignment = self.assignments[body["AssignmentId"]]

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from annotation import services
@@ -73,6 +74,24 @@ def test_escalation_page_shows_the_cost_before_anything_happens(
     job = Job.objects.get(pk=int(response.url.rstrip("/").rsplit("/", 1)[1]))
     assert job.status == Job.Status.DONE and job.result["extra_assignments"] == 1
     assert disputed.hits.filter(max_assignments=3).count() == 1
+
+
+def test_escalation_page_shows_the_budget_and_takes_a_posterior_target(disputed, researcher, client):
+    from decimal import Decimal
+
+    from annotation.services.budget import set_extra_budget
+
+    set_extra_budget(disputed, Decimal("0.05"))
+    client.force_login(researcher)
+    url = reverse("annotation:batch-escalate", args=["b1"])
+    page = client.get(url + "?max_assignments=3").content.decode()
+    assert "Budget left for extra assignments: $0.05 of $0.05" in page
+    refused = client.get(url + "?until=posterior:2")
+    assert refused.status_code == 302  # back to the batch with the message
+    messages = [str(m) for m in get_messages(refused.wsgi_request)]
+    assert any("majority or posterior:P" in m for m in messages)
+    page = client.get(url + "?max_assignments=3&until=posterior:0.6").content.decode()
+    assert "settled when: posterior:0.6" in page
 
 
 def test_publish_and_cancel_buttons(query_set, researcher, client, django_capture_on_commit_callbacks):

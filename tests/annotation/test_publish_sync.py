@@ -284,6 +284,12 @@ def test_sync_pages_parses_validates_and_reviews(mturk_batch, stubbed):
     stubber.add_response(
         "reject_assignment", {}, {"AssignmentId": assignments_2[0]["AssignmentId"], "RequesterFeedback": ANY}
     )
+    # the rejected place is offered again (annotation.services.reoffers), once, with its own token
+    stubber.add_response(
+        "create_additional_assignments_for_hit",
+        {},
+        {"HITId": HIT_IDS[1], "NumberOfAdditionalAssignments": 1, "UniqueRequestToken": ANY},
+    )
     result = services.sync_batch(mturk_batch, provider)
     assert (result.new, result.invalid, result.approved, result.rejected, result.kept) == (4, 2, 1, 1, 2)
 

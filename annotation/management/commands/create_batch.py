@@ -47,6 +47,38 @@ class Command(ProjectCommand):
             help="do not tell workers which gold questions they got wrong (only how many)",
         )
         parser.add_argument("--seed", type=int, default=0, help="seed of the query shuffle (default 0)")
+        parser.add_argument(
+            "--training",
+            metavar="FILE",
+            help="qualification step (in-house annotators): qid<TAB>query<TAB>label queries with feedback, "
+            "answered before a worker's first HIT of the batch",
+        )
+        parser.add_argument(
+            "--training-pass",
+            type=float,
+            default=0.8,
+            metavar="SHARE",
+            help="share of the training queries to get right to be given HITs (default 0.8)",
+        )
+        quality = parser.add_argument_group("quality thresholds, applied at every sync_batch (shares in [0, 1])")
+        for option, what in (
+            ("--warn-gold", "flag workers whose gold accuracy is below this"),
+            ("--block-gold", "block workers whose gold accuracy is below this"),
+            ("--warn-agreement", "flag workers agreeing with the majority less often than this"),
+            ("--block-agreement", "block workers agreeing with the majority less often than this"),
+        ):
+            quality.add_argument(option, type=float, metavar="SHARE", help=what)
+        quality.add_argument(
+            "--min-answers",
+            type=int,
+            default=10,
+            help="gold answers or compared judgments a worker needs before a threshold applies (default 10)",
+        )
+        parser.add_argument(
+            "--budget",
+            type=money,
+            help="USD that re-offered places and escalations may add to the estimate (default: no limit)",
+        )
         prolific = parser.add_argument_group("Prolific (with --provider prolific)")
         prolific.add_argument(
             "--estimated-minutes", type=int, help="minutes one HIT group takes, shown to participants (default 10)"
@@ -94,10 +126,20 @@ class Command(ProjectCommand):
             gold_feedback=o["gold_feedback"],
             seed=o["seed"],
             provider_options=prolific_options(o),
+            warn_gold_accuracy=o["warn_gold"],
+            block_gold_accuracy=o["block_gold"],
+            warn_agreement=o["warn_agreement"],
+            block_agreement=o["block_agreement"],
+            min_answers_judged=o["min_answers"],
+            extra_budget=o["budget"],
+            training_pass_fraction=o["training_pass"],
         )
         with command_errors():
             gold = services.read_gold_file(o["gold"]) if o["gold"] else []
-            batch = services.create_batch(o["name"], settings, query_set=query_set, pool=pool, gold=gold)
+            training = services.read_gold_file(o["training"]) if o["training"] else []
+            batch = services.create_batch(
+                o["name"], settings, query_set=query_set, pool=pool, gold=gold, training=training
+            )
         progress = services.batch_progress(batch)
         self.stdout.write(
             self.style.SUCCESS(

@@ -8,7 +8,9 @@ class Command(ProjectCommand):
     help = (
         "Fetch the batch's submitted assignments, store each once, check the answers and review them: "
         "approve valid work, reject only work that failed the gold questions (with feedback). "
-        "Prolific: reads every submission of the study, reviews, pays bonuses and refills places."
+        "Prolific: reads every submission of the study, reviews, pays bonuses and refills places. "
+        "Then, for every provider: rejected MTurk places are offered again (within the batch's budget), "
+        "the batch's warn/block thresholds are applied, and with escalate_batch --auto one escalation round runs."
     )
 
     def add_arguments(self, parser):
@@ -27,6 +29,23 @@ class Command(ProjectCommand):
                 f"approved {result.approved}, rejected {result.rejected}, left for review {result.kept}"
             )
         )
+        if result.reoffered or result.reoffer_over_budget:
+            self.stdout.write(f"Rejected places offered again: {result.reoffered}")
+        if result.reoffer_over_budget:
+            self.stdout.write(
+                self.style.WARNING(
+                    f"{result.reoffer_over_budget} rejected place(s) not offered again: the batch's budget is spent "
+                    "(raise it with escalate_batch --budget)"
+                )
+            )
+        if result.reoffer_refused:
+            self.stdout.write(self.style.WARNING(f"Rejected places not offered again: {result.reoffer_refused}"))
+        if result.flagged:
+            self.stdout.write(f"Flagged by the batch's thresholds: {', '.join(result.flagged)}")
+        if result.blocked:
+            self.stdout.write(self.style.WARNING(f"Blocked by the batch's thresholds: {', '.join(result.blocked)}"))
+        if result.escalated:
+            self.stdout.write(f"Escalation round: {result.escalated} assignment(s) added")
         if result.prolific is not None:
             p = result.prolific
             self.stdout.write(

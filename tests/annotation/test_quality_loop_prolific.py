@@ -1,0 +1,83 @@
+"""Block thresholds and the training step on Prolific, over the Prolific-compatible server: a
+participant below the block threshold is put in the workspace's blocked group once and gets no
+more HITs here; a participant takes the training on the site before their first HIT."""
+
+import re
+
+from annotation import services
+from annotation.models import Batch, WorkerFlag
+from annotation.services import prolific as prolific_services
+
+from .test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401  (fixtures)
+
+
+def test_participant_below_the_block_threshold_joins_the_blocked_group_once(
+    server,  # noqa: F811
+    provider,  # noqa: F811
+    batch,  # noqa: F811
+    client_class,  # noqa: F811
+):
+    Batch.objects.filter(pk=batch.pk).update(block_gold_accuracy=0.5, min_answers_judged=1)
+    batch.refresh_from_db()
+    _publish(batch, provider)
+    good = Participant(server, batch.hit_type_id, "PIDGOOD", client_class)
+    careless = Participant(server, batch.hit_type_id, "PIDCARELESS", client_class)
+    good.answer()
+    good.complete()
+    careless.answer(override={"g1": "f"})  # the check question is Male
+    careless.complete()
+
+    result = services.sync_batch(batch, provider)
+
+    flag = WorkerFlag.objects.get()
+    assert result.blocked == [flag.worker.pseudonym] and flag.provider_blocked
+    assert flag.reason == "gold accuracy 0.00 < 0.50 over 1 answers"
+    (group,) = [g for g in server.groups.values() if g["name"] == prolific_services.BLOCKED_GROUP]
+    assert group["participants"] == {"PIDCARELESS"}
+    adds = server.calls.count("add_participants")
+    services.sync_batch(batch, provider)
+    assert server.calls.count("add_participants") == adds  # never asked twice
+
+    # Back through the study link, the blocked participant is given nothing.
+    assert prolific_services.arrive(batch, "PIDCARELESS", batch.hit_type_id, "another-session") is None
+    assert prolific_services.arrive(batch, "PIDNEW", batch.hit_type_id, "new-session") is not None  # the freed place
+
+
+def test_participants_take_the_training_on_the_site_first(server, provider, query_set, client_class):  # noqa: F811
+    from decimal import Decimal
+
+    trained = services.create_batch(
+        "pro-trained",
+        services.BatchSettings(
+            provider="prolific",
+            assignments_per_query=2,
+            queries_per_hit=3,
+            reward=Decimal("0.90"),
+            provider_options={"estimated_minutes": 4},
+            training_pass_fraction=1.0,
+        ),
+        query_set=query_set,
+        training=[services.GoldQuery("t1", "what is a mother", "f"), services.GoldQuery("t2", "how to boil rice", "n")],
+    )
+    _publish(trained, provider)
+    keen = Participant(server, trained.hit_type_id, "PIDKEEN", client_class)
+    assert keen.arrival["Location"] == f"/annotation/prolific/{trained.name}/training/"
+    training = keen.browser.get(keen.arrival["Location"]).content.decode()
+    assert "what is a mother" in training and 'name="q-2"' in training
+    passed = keen.browser.post(keen.arrival["Location"], {"q-1": "f", "q-2": "n"}).content.decode()
+    assert "2 of 2" in passed and "You passed" in passed
+    onward = re.search(r'href="([^"]*prolific/pro-trained/\?[^"]*)"', passed).group(1).replace("&amp;", "&")
+    hit = keen.browser.get(onward)
+    assert hit.status_code == 302 and "/annotation/prolific/hits/" in hit["Location"]
+
+    hasty = Participant(server, trained.hit_type_id, "PIDHASTY", client_class)
+    failed = hasty.browser.post(hasty.arrival["Location"], {"q-1": "m", "q-2": "n"}).content.decode()
+    assert "1 of 2" in failed and "Please return the study on Prolific" in failed and "Start annotating" not in failed
+    assert prolific_services.arrive(trained, "PIDHASTY", trained.hit_type_id, hasty.session) is None
+    # Following the link again shows the result, not a HIT.
+    again = hasty.browser.get(
+        f"/annotation/prolific/{trained.name}/?PROLIFIC_PID=PIDHASTY&STUDY_ID={trained.hit_type_id}&SESSION_ID={hasty.session}"
+    )
+    assert again["Location"].endswith("/training/")
+    # A browser that did not follow the study link is refused.
+    assert client_class().get(f"/annotation/prolific/{trained.name}/training/").status_code == 403

@@ -1,0 +1,95 @@
+"""The qualification step for in-house annotators: training queries with feedback before the
+first HIT of a batch; a worker below the pass fraction is not given the batch's HITs."""
+
+import pytest
+
+from annotation import services
+from annotation.models import Qualification
+from annotation.services.local import local_worker
+from annotation.services.training import submit_training
+from core.errors import ServiceError
+
+TRAINING = [
+    services.GoldQuery("t1", "what is a mother", "f"),
+    services.GoldQuery("t2", "what is a father", "m"),
+    services.GoldQuery("t3", "how to boil rice", "n"),
+    services.GoldQuery("t4", "do sisters or brothers argue more", "o"),
+]
+
+
+@pytest.fixture
+def training_batch(query_set):
+    batch = services.create_batch(
+        "trained",
+        services.BatchSettings(assignments_per_query=2, queries_per_hit=3, training_pass_fraction=0.75),
+        query_set=query_set,
+        training=TRAINING,
+    )
+    services.publish_batch(batch)
+    batch.refresh_from_db()
+    return batch
+
+
+def _login(client, user):
+    client.force_login(user)
+    return client
+
+
+def test_annotator_takes_the_training_first_and_is_told_what_was_wrong(training_batch, annotators, client):
+    _login(client, annotators[0])
+    first = client.get("/annotation/next/")
+    assert first.status_code == 302 and first["Location"] == "/annotation/batches/trained/training/"
+    page = client.get(first["Location"]).content.decode()
+    assert "what is a mother" in page and 'name="q-4"' in page
+
+    # 3 of 4 right: exactly the pass fraction of 0.75.
+    result = client.post(first["Location"], {"q-1": "f", "q-2": "m", "q-3": "n", "q-4": "n"})
+    body = result.content.decode()
+    assert result.status_code == 200 and "3 of 4" in body and "You passed" in body
+    assert (
+        "&quot;do sisters or brothers argue more&quot; is Other or multiple genders, you answered Non-gendered" in body
+    )
+    assert client.get("/annotation/next/")["Location"].startswith("/annotation/assignments/")
+
+
+def test_a_worker_who_fails_gets_no_hits_of_the_batch_and_cannot_retry(training_batch, annotators, client):
+    _login(client, annotators[1])
+    url = "/annotation/batches/trained/training/"
+    failed = client.post(url, {"q-1": "m", "q-2": "f", "q-3": "n", "q-4": "o"})
+    assert "2 of 4" in failed.content.decode() and "will not be given to you" in failed.content.decode()
+    # A second try changes nothing: the first result stands.
+    again = client.post(url, {"q-1": "f", "q-2": "m", "q-3": "n", "q-4": "o"})
+    assert "2 of 4" in again.content.decode()
+    assert Qualification.objects.get().passed is False
+    assert services.next_assignment(annotators[1], training_batch) is None
+    assert client.get("/annotation/next/").status_code == 200  # "No more HITs", not the training again
+
+
+def test_training_page_checks_every_answer_and_the_service_scores_once(training_batch, annotators, client):
+    _login(client, annotators[2])
+    missing = client.post("/annotation/batches/trained/training/", {"q-1": "f"})
+    assert missing.status_code == 400 and "Please choose a category" in missing.content.decode()
+    assert not Qualification.objects.exists()
+    worker = local_worker(annotators[2])
+    result = submit_training(training_batch, worker, {"q-1": "f", "q-2": "m", "q-3": "n", "q-4": "o"})
+    assert (result.correct, result.total, result.passed, result.feedback) == (4, 4, True, "4 of 4 right.")
+    assert submit_training(training_batch, worker, {"q-1": "n", "q-2": "n", "q-3": "n", "q-4": "n"}).pk == result.pk
+
+
+def test_batches_without_training_are_unchanged_and_researchers_cannot_take_it(
+    local_batch, annotators, researcher, client
+):
+    _login(client, annotators[0])
+    assert client.get("/annotation/next/")["Location"].startswith("/annotation/assignments/")
+    assert client.get(f"/annotation/batches/{local_batch.name}/training/").status_code == 404
+    _login(client, researcher)
+    assert client.get(f"/annotation/batches/{local_batch.name}/training/").status_code == 403
+
+
+def test_training_is_refused_where_it_does_not_run(query_set):
+    with pytest.raises(ServiceError, match=r"see docs/quality\.md for MTurk"):
+        services.create_batch("mt2", services.BatchSettings(provider="mturk"), query_set=query_set, training=TRAINING)
+    with pytest.raises(ServiceError, match="also asked in the batch"):
+        services.create_batch(
+            "clash", services.BatchSettings(), query_set=query_set, training=[services.GoldQuery("101", "x", "n")]
+        )
