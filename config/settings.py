@@ -76,7 +76,15 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 
 _SQLITE_DEFAULT = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
-DATABASES = {"default": dj_database_url.parse(os.environ.get("DATABASE_URL", _SQLITE_DEFAULT), conn_max_age=0)}
+# A connection broken by a database restart is noticed before use and replaced
+# (CONN_HEALTH_CHECKS), so the site and the workers recover without being restarted.
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", _SQLITE_DEFAULT),
+        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
+        conn_health_checks=True,
+    )
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the site read while a command writes; IMMEDIATE takes the write lock at
     # BEGIN so two writers queue on the busy timeout instead of failing mid-transaction.
@@ -112,8 +120,25 @@ LOGOUT_REDIRECT_URL = "/"
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
+# At-least-once delivery (core.tasks makes a second delivery harmless): a message is
+# acknowledged after its task ran; a worker process killed mid-task puts it back at once;
+# Redis hands an unacknowledged message out again after the visibility timeout; a worker
+# reserves one message at a time.
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A broker blip does not cancel running jobs; if their acknowledgement is lost, the
+# redelivery finds the job done and does nothing.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+#: A running job's worker stamps Job.heartbeat this often (seconds) ...
+JOB_HEARTBEAT_SECONDS = float(os.environ.get("JOB_HEARTBEAT_SECONDS", "10"))
+#: ... and is taken for gone when it has not for this long: another delivery may take the job over.
+JOB_LEASE_SECONDS = float(os.environ.get("JOB_LEASE_SECONDS", "60"))
+#: The sweeper sends a pending job again when no broker holds its message this long after it was sent.
+JOB_SWEEP_AFTER_SECONDS = float(os.environ.get("JOB_SWEEP_AFTER_SECONDS", "120"))
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
 

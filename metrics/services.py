@@ -26,10 +26,10 @@ from django.db import transaction
 
 from core.errors import ServiceError
 from core.files import write_parquet_atomic
-from core.jobs import create_job
 from core.models import Job
 from core.names import validate_name
 from core.storage import cache_dir
+from core.tasks import start_job
 from pooling.models import QuerySet, Run
 from pooling.services import document_counts_for, register_wordlist, run_frame
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
@@ -293,9 +293,10 @@ def start_report(
     """Build a report as a Celery task once the caller's transaction commits; returns its Job."""
     from .tasks import build_report_task
 
-    job = create_job("report", f"Report {name}")
-    build_report_task.delay_on_commit(
-        job.pk,
+    return start_job(
+        build_report_task,
+        "report",
+        f"Report {name}",
         name,
         query_set.pk,
         [run.pk for run in runs],
@@ -303,7 +304,6 @@ def start_report(
         background.pk if background else None,
         baseline.pk if baseline else None,
     )
-    return job
 
 
 def report_summary(report: Report) -> pd.DataFrame:

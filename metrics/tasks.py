@@ -1,23 +1,23 @@
-"""Celery tasks of the metrics app: thin shells over services, reporting through a pooling Job.
+"""Celery tasks of the metrics app: thin shells over services, run as Jobs (:mod:`core.tasks`).
 
 Without a broker (``CELERY_TASK_ALWAYS_EAGER``) the task runs inline.
 """
 
 from __future__ import annotations
 
-from celery import shared_task
 from django.urls import reverse
 
-from core.jobs import job_status
 from core.models import Job
+from core.tasks import job_task
 from pooling.models import QuerySet, Run
 
 from . import services
+from .models import Report
 
 
-@shared_task
+@job_task
 def build_report_task(
-    job_id: int,
+    job: Job,
     name: str,
     query_set_id: int,
     run_ids: list[int],
@@ -25,8 +25,9 @@ def build_report_task(
     background_id: int | None = None,
     baseline_id: int | None = None,
 ) -> str:
-    job = Job.objects.get(pk=job_id)
-    with job_status(job):
+    # A redelivery after a crash may find the report committed by the delivery that died.
+    report = Report.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
+    if report is None:
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
         settings = {**settings, "cutoffs": tuple(settings.get("cutoffs", services.DEFAULT_CUTOFFS))}
         report = services.build_report(
@@ -39,6 +40,6 @@ def build_report_task(
             job=job,
             bar=False,
         )
-        job.result = {"report": report.name, "url": reverse("metrics:report-detail", args=[report.name])}
-        job.message = f"Report {report.name} built"
+    job.result = {"report": report.name, "url": reverse("metrics:report-detail", args=[report.name])}
+    job.message = f"Report {report.name} built"
     return report.name

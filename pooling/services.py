@@ -20,11 +20,11 @@ from django.db import transaction
 from core.db import insert_rows
 from core.errors import ServiceError
 from core.files import atomic_write, file_sha256, write_parquet_atomic
-from core.jobs import create_job
 from core.models import Job
 from core.names import validate_name
 from core.progress import Progress
 from core.storage import cache_dir
+from core.tasks import start_job
 
 from . import magnitudes as mag
 from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run, WordList
@@ -363,11 +363,16 @@ def start_pool(
     """Build a pool as a Celery task once the caller's transaction commits; returns its Job."""
     from .tasks import build_pool_task
 
-    job = create_job("pool", f"Pool {name}")
-    build_pool_task.delay_on_commit(
-        job.pk, name, query_set.pk, [run.pk for run in runs], asdict(pool_settings), wordlist_path
+    return start_job(
+        build_pool_task,
+        "pool",
+        f"Pool {name}",
+        name,
+        query_set.pk,
+        [run.pk for run in runs],
+        asdict(pool_settings),
+        wordlist_path,
     )
-    return job
 
 
 def write_query_file(query_set: QuerySet, path: str | Path) -> int:

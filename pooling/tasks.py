@@ -1,24 +1,24 @@
-"""Celery tasks of the pooling app: thin shells over services, reporting through a Job."""
+"""Celery tasks of the pooling app: thin shells over services, run as Jobs (:mod:`core.tasks`)."""
 
 from __future__ import annotations
 
-from celery import shared_task
 from django.urls import reverse
 
-from core.jobs import job_status
 from core.models import Job
+from core.tasks import job_task
 
 from . import services
-from .models import QuerySet, Run
+from .models import Pool, QuerySet, Run
 from .wordlists import load_wordlist
 
 
-@shared_task
+@job_task
 def build_pool_task(
-    job_id: int, name: str, query_set_id: int, run_ids: list[int], settings: dict, wordlist_path: str = ""
+    job: Job, name: str, query_set_id: int, run_ids: list[int], settings: dict, wordlist_path: str = ""
 ) -> str:
-    job = Job.objects.get(pk=job_id)
-    with job_status(job):
+    # A redelivery after a crash may find the pool committed by the delivery that died.
+    pool = Pool.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
+    if pool is None:
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
         words = load_wordlist(wordlist_path) if wordlist_path else None
         pool = services.build_pool(
@@ -30,6 +30,6 @@ def build_pool_task(
             job=job,
             bar=False,
         )
-        job.result = {"pool": pool.name, "url": reverse("pooling:pool-detail", args=[pool.name])}
-        job.message = f"Pooled {pool.queries.queries.count()} queries"
+    job.result = {"pool": pool.name, "url": reverse("pooling:pool-detail", args=[pool.name])}
+    job.message = f"Pooled {pool.queries.queries.count()} queries"
     return pool.name
