@@ -156,8 +156,8 @@ def celery_worker(name: str, env: dict[str, str], log: Path) -> Process:
 
 
 def gunicorn(port: int, env: dict[str, str], log: Path, workers: int = 2, threads: int = 4) -> Process:
-    args = [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}"]
-    args += ["--workers", str(workers), "--threads", str(threads), "--worker-class", "gthread", "--timeout", "60"]
+    args = [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn", "config.wsgi"]
+    args += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads)]
     return Process(args, env, log, "gunicorn")
 
 
