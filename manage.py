@@ -7,7 +7,13 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
+
+    try:  # a misconfigured environment is the operator's to fix: say what, without a traceback
+        __import__(os.environ["DJANGO_SETTINGS_MODULE"])
+    except ImproperlyConfigured as error:
+        sys.exit(f"configuration error: {error}")
 
     execute_from_command_line(sys.argv)
 

@@ -1,12 +1,39 @@
-"""Admin of the annotation app.
+"""Admin of the annotation app: read-only views of what the services made.
 
-Worker identities (real MTurk worker ids and which account is which annotator) are
+Batches, their queries, HITs, assignments, judgments, escalations and exports are created
+and changed only by the services (the batch page, the API, the commands), which check
+what the admin's generic forms cannot (a batch that a provider would refuse, a HIT
+without its queries); so the admin shows them and changes nothing. Worker identities (real MTurk worker ids and which account is which annotator) are
 visible to superusers only; everyone else sees pseudonyms.
 """
 
 from django.contrib import admin
 
-from .models import Assignment, Batch, BatchQuery, Escalation, Export, Hit, Judgment, Worker, WorkerIdentity
+from .models import (
+    Assignment,
+    Batch,
+    BatchQuery,
+    Bonus,
+    Escalation,
+    Export,
+    Hit,
+    Judgment,
+    Worker,
+    WorkerIdentity,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """View only: no add, change or delete (see the module docstring)."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 class HitInline(admin.TabularInline):
@@ -19,23 +46,23 @@ class HitInline(admin.TabularInline):
 
 
 @admin.register(Batch)
-class BatchAdmin(admin.ModelAdmin):
+class BatchAdmin(ReadOnlyAdmin):
     list_display = ["name", "provider", "status", "assignments_per_query", "queries_per_hit", "reward", "created"]
     list_filter = ["provider", "status"]
     search_fields = ["name"]
-    readonly_fields = ["hit_type_id", "cost", "created", "published"]
+    readonly_fields = ["hit_type_id", "prepare_attempted", "cost", "created", "published"]
     inlines = [HitInline]
 
 
 @admin.register(BatchQuery)
-class BatchQueryAdmin(admin.ModelAdmin):
+class BatchQueryAdmin(ReadOnlyAdmin):
     list_display = ["qid", "text", "batch", "is_gold", "gold_label"]
     list_filter = ["batch", "is_gold"]
     search_fields = ["qid", "text"]
 
 
 @admin.register(Hit)
-class HitAdmin(admin.ModelAdmin):
+class HitAdmin(ReadOnlyAdmin):
     list_display = ["__str__", "provider_id", "status", "max_assignments"]
     list_filter = ["batch", "status"]
     readonly_fields = ["unique_token", "provider_id"]
@@ -50,7 +77,7 @@ class JudgmentInline(admin.TabularInline):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(ReadOnlyAdmin):
     list_display = ["provider_assignment_id", "hit", "worker", "status", "valid", "gold_passed", "submitted_at"]
     list_filter = ["status", "valid", "gold_passed", "hit__batch"]
     search_fields = ["provider_assignment_id", "worker__pseudonym"]
@@ -89,5 +116,17 @@ class WorkerIdentityAdmin(admin.ModelAdmin):
         return request.user.is_superuser
 
 
-admin.site.register(Escalation)
-admin.site.register(Export)
+admin.site.register(Escalation, ReadOnlyAdmin)
+admin.site.register(Export, ReadOnlyAdmin)
+
+
+@admin.register(Bonus)
+class BonusAdmin(admin.ModelAdmin):
+    """Bonuses owed to Prolific participants: read-only, they are paid by sync_batch (docs/prolific.md)."""
+
+    list_display = ["assignment", "amount", "bulk_id", "pay_attempted", "paid"]
+    list_filter = ["paid", "assignment__hit__batch"]
+    readonly_fields = ["assignment", "amount", "bulk_id", "pay_attempted", "paid", "created"]
+
+    def has_add_permission(self, request) -> bool:
+        return False

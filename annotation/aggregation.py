@@ -8,7 +8,7 @@ A judgments frame has one row per (item, worker) answer with the columns
 ``item`` (the query id, a string), ``worker`` (the worker id, a string) and
 ``label`` (one of :data:`LABELS`).
 
-Two aggregators are offered, as in the crowd-sourcing literature the project
+Three aggregators are offered, as in the crowd-sourcing literature the project
 follows (Rekabsaz & Schedl, SIGIR 2020, used majority vote):
 
 * :func:`majority_vote` -- a label wins only with a *strict* plurality; ties are
@@ -16,25 +16,28 @@ follows (Rekabsaz & Schedl, SIGIR 2020, used majority vote):
   to more workers (escalation) or to an expert.
 * :func:`dawid_skene` -- Dawid & Skene (1979) EM, which learns one confusion
   matrix per worker and therefore down-weights spammers and systematically
-  biased workers instead of counting every vote the same.
+  biased workers instead of counting every vote the same. It can be seeded with
+  gold items, whose true labels are fixed, and gives every label its posterior.
+* :func:`wawa` -- "worker agreement with aggregate" (the Toloka/crowd-kit
+  heuristic): a vote weighted by how often its worker agrees with majority vote.
+
+Each gives every labelled item a *confidence* in ``[0, 1]``: the winning label's vote
+share (majority), its posterior (Dawid-Skene) or its weight share (Wawa); label
+sensitivity keeps "confident labels only" above a threshold of it.
+
+(crowd-kit implements these too, but pulls in transformers, nltk and scikit-learn; the
+definitions are short, so they are written out here, vectorised.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-LABELS: tuple[str, ...] = ("n", "f", "m", "o")
-LABEL_NAMES: dict[str, str] = {
-    "n": "Non-gendered",
-    "f": "Female",
-    "m": "Male",
-    "o": "Other or multiple genders",
-}
-CATEGORY_SLUGS: dict[str, str] = {"non-gendered": "n", "female": "f", "male": "m", "other": "o"}
+from .labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS  # noqa: F401  (one definition, re-exported)
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("item", "worker", "label")
 
@@ -131,6 +134,14 @@ class DawidSkeneResult:
     iterations: int
     converged: bool
 
+    def label_table(self) -> pd.DataFrame:
+        """One row per item: ``label`` and ``posterior`` (Dawid-Skene's probability of that
+        label), the confidence each exported label carries."""
+        posterior = self.posteriors.max(axis=1) if len(self.posteriors) else pd.Series(dtype=float)
+        table = pd.DataFrame({"label": self.labels.astype(object), "posterior": posterior.astype(float)})
+        table.index.name = "item"
+        return table
+
 
 def _m_step(
     posteriors: np.ndarray,
@@ -180,6 +191,7 @@ def dawid_skene(
     labels: Sequence[str] = LABELS,
     max_iter: int = 100,
     tol: float = 1e-6,
+    gold: Mapping[str, str] | None = None,
 ) -> DawidSkeneResult:
     """Dawid & Skene (1979) EM aggregation of categorical crowd labels.
 
@@ -191,11 +203,20 @@ def dawid_skene(
 
     Works on the judgment list (sparse) instead of a dense items × workers ×
     labels tensor: the cost is linear in the number of judgments.
+
+    ``gold`` (item → known label) seeds the model: those items' posteriors are fixed
+    to their known label in every round, so the workers' answers on them estimate
+    the confusion matrices against the truth rather than against the crowd
+    (semi-supervised EM). Gold items keep posterior 1 for their label.
     """
     if max_iter < 1:
         raise ValueError("max_iter must be at least 1")
     labels = tuple(labels)
     frame = validate_judgments(judgments, labels)
+    gold = {str(item): str(label) for item, label in (gold or {}).items()}
+    unknown = sorted(set(gold.values()) - set(labels))
+    if unknown:
+        raise ValueError(f"unknown gold label(s) {', '.join(map(repr, unknown))}; expected one of {', '.join(labels)}")
     items, item_idx = np.unique(frame["item"].to_numpy(dtype=str), return_inverse=True)
     workers, worker_idx = np.unique(frame["worker"].to_numpy(dtype=str), return_inverse=True)
     label_idx = pd.Categorical(frame["label"], categories=list(labels)).codes.astype(np.int64)
@@ -217,6 +238,10 @@ def dawid_skene(
     posteriors = np.zeros((n_items, n_labels))
     np.add.at(posteriors, (item_idx, label_idx), 1.0)
     posteriors /= posteriors.sum(axis=1, keepdims=True)
+    gold_rows = np.array([i for i, item in enumerate(items) if item in gold], dtype=np.int64)
+    gold_onehot = np.zeros((len(gold_rows), n_labels))
+    gold_onehot[np.arange(len(gold_rows)), [labels.index(gold[items[i]]) for i in gold_rows]] = 1.0
+    posteriors[gold_rows] = gold_onehot
 
     previous = -np.inf
     converged = False
@@ -224,6 +249,7 @@ def dawid_skene(
     for iterations in range(1, max_iter + 1):  # noqa: B007 -- the count is reported
         priors, confusion = _m_step(posteriors, item_idx, worker_idx, label_idx, n_workers, DS_SMOOTHING)
         posteriors, log_likelihood = _e_step(priors, confusion, item_idx, worker_idx, label_idx, n_items)
+        posteriors[gold_rows] = gold_onehot
         if abs(log_likelihood - previous) <= tol * max(1.0, abs(log_likelihood)):
             converged = True
             break
@@ -249,6 +275,47 @@ def dawid_skene(
         priors=pd.Series(priors, index=list(labels), name="prior"),
         iterations=iterations,
         converged=converged,
+    )
+
+
+def wawa(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
+    """Worker Agreement With Aggregate (Wawa; crowd-kit's ``Wawa``), one row per item.
+
+    1. Majority vote (:func:`majority_vote`); 2. a worker's *skill* is the share of their
+    labels on undisputed items with at least two votes that equal the majority label (a
+    worker with no such label gets the mean skill of the others); 3. each item's label is the label with the largest
+    sum of its voters' skills. Columns: ``label`` (``None`` when the top weights tie to 12
+    decimals, ``disputed`` True), ``confidence`` (the winning label's share of the item's
+    total weight) and ``disputed``.
+    """
+    frame = validate_judgments(judgments, labels)
+    majority = majority_vote(frame, labels)
+    # A single vote is its own majority: only items with two or more votes measure a skill.
+    reference = majority.loc[~majority["disputed"].astype(bool) & (majority["votes"] >= 2), "label"]
+    truth = frame["item"].map(reference)
+    compared = truth.notna()
+    agreed = pd.Series(np.where(compared, frame["label"] == truth, np.nan), index=frame.index)
+    skill = agreed.groupby(frame["worker"]).mean()
+    skill = skill.fillna(skill.mean() if skill.notna().any() else 1.0)
+    items, item_idx = np.unique(frame["item"].to_numpy(dtype=str), return_inverse=True)
+    label_idx = pd.Categorical(frame["label"], categories=list(labels)).codes.astype(np.int64)
+    weights = np.zeros((len(items), len(labels)))
+    np.add.at(weights, (item_idx, label_idx), frame["worker"].map(skill).to_numpy(dtype=float))
+    top = weights.max(axis=1) if len(items) else np.zeros(0)
+    tied = (np.round(weights, 12) == np.round(top, 12)[:, None]).sum(axis=1) > 1
+    total = weights.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        confidence = np.where(total > 0, top / total, np.nan)
+    winner = np.asarray(labels, dtype=object)[weights.argmax(axis=1)] if len(items) else np.zeros(0, dtype=object)
+    disputed = tied | (total <= 0)
+    index = pd.Index(items.astype(object), name="item")
+    return pd.DataFrame(
+        {
+            "label": pd.Series(np.where(disputed, None, winner), index=index, dtype=object),
+            "confidence": confidence,
+            "disputed": disputed,
+        },
+        index=index,
     )
 
 

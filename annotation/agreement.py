@@ -26,7 +26,8 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
-from annotation.aggregation import LABELS, label_counts, majority_vote, validate_judgments
+from annotation.aggregation import label_counts, majority_vote, validate_judgments
+from annotation.labels import LABELS
 
 
 def reliability_matrix(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> tuple[np.ndarray, list, list]:
@@ -193,27 +194,74 @@ def bootstrap_alpha(
     return (float(low), float(high))
 
 
-def worker_agreement(judgments: pd.DataFrame, majority: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
-    """Per worker: how often their label equals the item's majority label.
+def worker_agreement(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
+    """Per worker: how often their label equals the majority of the *other* workers on the item.
 
-    Columns: ``judgments`` (all of the worker's judgments), ``compared``
-    (judgments on items with an undisputed majority and at least two votes),
-    ``agreed`` and ``rate`` (``agreed / compared``, ``nan`` when nothing was
-    compared). Disputed items have no majority to agree with, and on an item
-    with a single vote the worker *is* the majority, so both are excluded.
-    A low rate flags a spammer or a worker who misunderstood the categories.
+    Leave-one-out: the worker's own vote is removed before the majority is taken, so a
+    worker cannot agree with themselves. Counting the own vote flattered exactly the
+    workers the figure is meant to flag: with three votes per item an always-"n" spammer
+    is part of every majority it helps to form (0.667 instead of 0.444 left out in the
+    issue's example), and a uniform-random worker scored 0.346 instead of 0.167.
+
+    Columns: ``judgments`` (all of the worker's judgments), ``compared`` (judgments on
+    items where the other workers' labels have a strict plurality; items where the others
+    tie, or where nobody else voted, are skipped), ``agreed`` and ``rate``
+    (``agreed / compared``, ``nan`` when nothing was compared).
     """
     frame = validate_judgments(judgments, labels)
-    reference = majority.loc[~majority["disputed"].astype(bool) & (majority["votes"] >= 2), "label"]
-    truth = frame["item"].map(reference)
-    comparable = truth.notna()
-    agreed = comparable & (frame["label"] == truth)
+    counts = label_counts(frame, labels)
+    label_idx = pd.Categorical(frame["label"], categories=list(labels)).codes.astype(np.int64)
+    others = counts.loc[frame["item"]].to_numpy().copy()
+    others[np.arange(len(frame)), label_idx] -= 1  # leave the worker's own vote out
+    top = others.max(axis=1) if len(others) else np.zeros(0, dtype=np.int64)
+    comparable = (top > 0) & ((others == top[:, None]).sum(axis=1) == 1)
+    agreed = comparable & (others.argmax(axis=1) == label_idx) if len(others) else comparable
     grouped = pd.DataFrame(
         {"worker": frame["worker"], "compared": comparable.astype(int), "agreed": agreed.astype(int)}
     ).groupby("worker", sort=True)
     table = grouped.agg(judgments=("compared", "size"), compared=("compared", "sum"), agreed=("agreed", "sum"))
     table["rate"] = table["agreed"] / table["compared"].where(table["compared"] > 0)
     return table.astype({"judgments": int, "compared": int, "agreed": int, "rate": float})
+
+
+def gwet_ac1_from_counts(counts: np.ndarray) -> float:
+    """Gwet's AC1 (Gwet 2008, multiple raters, nominal) from an items × labels count table.
+
+    p_a = mean over items with r_i ≥ 2 ratings of Σ_k r_ik (r_ik − 1) / (r_i (r_i − 1));
+    π_k = mean over items with r_i ≥ 1 of r_ik / r_i; p_e = Σ_k π_k (1 − π_k) / (Q − 1) with
+    Q labels; AC1 = (p_a − p_e) / (1 − p_e). Beside α because α (and κ) collapse when one
+    category is rare or dominant — the prevalence paradox — while AC1's chance term
+    shrinks there. ``nan`` when no item has two ratings or Q < 2.
+    """
+    counts = np.asarray(counts, dtype=float)
+    if counts.ndim != 2 or counts.shape[1] < 2:
+        return math.nan
+    rated = counts[counts.sum(axis=1) >= 1]
+    pairable = rated[rated.sum(axis=1) >= 2]
+    if len(pairable) == 0:
+        return math.nan
+    r = pairable.sum(axis=1)
+    p_a = ((pairable * (pairable - 1)).sum(axis=1) / (r * (r - 1))).mean()
+    pi = (rated / rated.sum(axis=1, keepdims=True)).mean(axis=0)
+    p_e = (pi * (1.0 - pi)).sum() / (counts.shape[1] - 1)
+    if math.isclose(p_e, 1.0):
+        return math.nan
+    return float((p_a - p_e) / (1.0 - p_e))
+
+
+def gwet_ac1(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> float:
+    """Gwet's AC1 over all labels (see :func:`gwet_ac1_from_counts`)."""
+    return gwet_ac1_from_counts(label_counts(judgments, labels).to_numpy())
+
+
+def per_category_ac1(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> dict[str, float]:
+    """Binary AC1 of each label against all others, beside :func:`per_category_alpha`."""
+    counts = label_counts(judgments, labels).to_numpy()
+    total = counts.sum(axis=1)
+    return {
+        label: gwet_ac1_from_counts(np.column_stack([counts[:, i], total - counts[:, i]]))
+        for i, label in enumerate(labels)
+    }
 
 
 def annotator_confusion(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
@@ -259,13 +307,15 @@ def agreement_report(
         low, high = bootstrap_alpha(frame, n=bootstrap, seed=seed, labels=labels)
     else:
         low, high = math.nan, math.nan
-    workers = worker_agreement(frame, majority, labels)
+    workers = worker_agreement(frame, labels)
     confusion = annotator_confusion(frame, labels)
     majority_labels = majority["label"].dropna().value_counts()
     return {
         "krippendorff_alpha": _plain(krippendorff_alpha(frame, labels)),
         "alpha_ci": [_plain(low), _plain(high)],
         "per_category_alpha": {label: _plain(value) for label, value in per_category_alpha(frame, labels).items()},
+        "gwet_ac1": _plain(gwet_ac1(frame, labels)),
+        "per_category_ac1": {label: _plain(value) for label, value in per_category_ac1(frame, labels).items()},
         "percent_agreement": _plain(percent_agreement(frame, labels)),
         "fleiss_kappa": _plain(fleiss_kappa(frame, labels)),
         "queries": len(majority),

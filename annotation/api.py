@@ -7,17 +7,22 @@ assignments and judgments. Workers are named by pseudonym everywhere.
 
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
-from rest_framework import permissions, status, viewsets
+from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
+from core.api import StagedUploadsMixin, form_errors
 from core.errors import ServiceError
-from core.storage import cache_dir
 
 from . import services
+from .downloads import export_file_response
+from .forms import BatchForm
 from .models import Assignment, Batch, Export, Hit, Judgment
 from .serializers import (
+    AdjudicateRequestSerializer,
+    AdjudicationSerializer,
     AgreementSerializer,
     AssignmentSerializer,
     BatchProgressSerializer,
@@ -27,7 +32,37 @@ from .serializers import (
     HitSerializer,
     JobStartedSerializer,
     JudgmentSerializer,
+    WorkerQualitySerializer,
 )
+
+
+class BatchRequestSerializer(serializers.Serializer):
+    """What creating a batch takes (the batch page's form; ``pool`` or ``queries``, not both)."""
+
+    name = serializers.SlugField()
+    pool = serializers.CharField(required=False)
+    queries = serializers.CharField(required=False, help_text="A query set's name.")
+    provider = serializers.ChoiceField(choices=["local", "mturk"], default="local")
+    assignments_per_query = serializers.IntegerField(default=3)
+    queries_per_hit = serializers.IntegerField(default=10)
+    reward = serializers.DecimalField(max_digits=8, decimal_places=2, default="0.05")
+    gold = serializers.FileField(required=False, help_text="qid<TAB>query<TAB>label lines (multipart).")
+    gold_per_hit = serializers.IntegerField(default=0)
+    locales = serializers.CharField(required=False)
+    min_approval_rate = serializers.IntegerField(required=False)
+    min_approved_hits = serializers.IntegerField(required=False)
+    masters = serializers.BooleanField(required=False)
+
+
+class CostEstimateSerializer(serializers.Serializer):
+    hits = serializers.IntegerField()
+    assignments_total = serializers.IntegerField()
+    per_assignment_reward = serializers.CharField()
+    per_assignment_fee = serializers.CharField()
+    rewards = serializers.CharField()
+    fees = serializers.CharField()
+    total = serializers.CharField()
+    fee_rate = serializers.CharField()
 
 
 def _job_response(job) -> Response:
@@ -35,11 +70,35 @@ def _job_response(job) -> Response:
     return Response(JobStartedSerializer(data).data, status=status.HTTP_202_ACCEPTED)
 
 
-class BatchViewSet(viewsets.ReadOnlyModelViewSet):
+class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     queryset = Batch.objects.select_related("query_set", "pool")
     serializer_class = BatchSerializer
     permission_classes = [permissions.IsAdminUser]
     lookup_field = "name"
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    def _form(self, request, **kwargs) -> BatchForm:
+        data, files = request.data, request.FILES  # parse the body first: it sets upload_too_large
+        form = BatchForm(data, files, too_large=getattr(request._request, "upload_too_large", None), **kwargs)
+        if not form.is_valid():
+            raise form_errors(form)
+        return form
+
+    @extend_schema(request={"multipart/form-data": BatchRequestSerializer}, responses={201: BatchSerializer})
+    def create(self, request):
+        """Create a batch from a pool or a query set (the batch page's rules); nothing is published yet."""
+        form = self._form(request)
+        try:
+            batch = form.create()
+        except ServiceError as exc:
+            raise ValidationError({"detail": str(exc)}) from None
+        return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=BatchRequestSerializer, responses=CostEstimateSerializer)
+    @action(detail=False, methods=["post"])
+    def estimate(self, request):
+        """What a batch with these settings would cost (``name`` and ``gold`` not needed)."""
+        return Response(self._form(request, estimate_only=True).estimate())
 
     @extend_schema(responses=BatchProgressSerializer)
     @action(detail=True)
@@ -52,6 +111,12 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
     def agreement(self, request, name=None):
         """Krippendorff's alpha and the rest of the agreement report (pseudonymous per-worker rows)."""
         return Response(services.agreement(self.get_object(), bootstrap=200))
+
+    @extend_schema(responses=WorkerQualitySerializer(many=True))
+    @action(detail=True)
+    def workers(self, request, name=None):
+        """Per worker (pseudonym): gold accuracy, agreement, Dawid-Skene accuracy, seconds per query."""
+        return Response(WorkerQualitySerializer(services.worker_quality(self.get_object()), many=True).data)
 
     @extend_schema(responses=HitSerializer(many=True))
     @action(detail=True)
@@ -72,18 +137,31 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
         """Fetch and review assignments as a background job; poll the returned URL."""
         return _job_response(services.start_sync(self.get_object()))
 
+    @extend_schema(request=AdjudicateRequestSerializer, responses={200: AdjudicationSerializer})
+    @action(detail=True, methods=["post"])
+    def adjudicate(self, request, name=None):
+        """Settle one query's label with a reason (recorded with who and when); repeating it is harmless."""
+        batch = self.get_object()
+        params = AdjudicateRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        try:
+            adjudication = services.adjudicate(batch, data["qid"], data["label"], data["reason"], request.user)
+        except ServiceError as exc:
+            raise ValidationError({"detail": str(exc)}) from None
+        return Response(AdjudicationSerializer(adjudication).data)
+
     @extend_schema(request=ExportRequestSerializer, responses={201: ExportSerializer})
     @action(detail=True, methods=["post"])
     def export(self, request, name=None):
-        """Write the labelled queries of one category under the site's export directory."""
+        """Export the labelled queries of one category; ``download`` in the answer returns the file."""
         batch = self.get_object()
         params = ExportRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        path = cache_dir("exports", batch.name) / f"{data['category']}.{data['format']}"
         try:
-            export = services.export_queries(
-                batch, data["category"], path, data["format"], as_query_set=data.get("as_query_set") or None
+            export = services.export_for_download(
+                batch, data["category"], data["format"], as_query_set=data.get("as_query_set") or None
             )
         except ServiceError as exc:
             raise ValidationError({"detail": str(exc)}) from None
@@ -100,6 +178,8 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     """Staff see every assignment; an annotator sees only their own."""
 
     serializer_class = AssignmentSerializer
+    #: For the schema: the queryset depends on the requester, its model does not.
+    queryset = Assignment.objects.none()
 
     def get_queryset(self):
         queryset = Assignment.objects.select_related("hit__batch", "worker").prefetch_related("judgments__batch_query")
@@ -112,6 +192,8 @@ class JudgmentViewSet(viewsets.ReadOnlyModelViewSet):
     """Staff see every judgment; an annotator sees only their own."""
 
     serializer_class = JudgmentSerializer
+    #: For the schema: the queryset depends on the requester, its model does not.
+    queryset = Judgment.objects.none()
 
     def get_queryset(self):
         queryset = Judgment.objects.select_related("batch_query", "assignment__worker", "assignment__hit__batch")
@@ -127,3 +209,12 @@ class ExportViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Export.objects.select_related("batch", "query_set")
     serializer_class = ExportSerializer
     permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(responses={(200, "application/octet-stream"): bytes})
+    @action(detail=True)
+    def download(self, request, pk=None):
+        """The exported file (``?part=card``: its dataset card), streamed as an attachment."""
+        part = request.query_params.get("part", "file")
+        if part not in ("file", "card"):
+            raise ValidationError({"part": "choose file or card"})
+        return export_file_response(self.get_object(), part)

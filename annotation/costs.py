@@ -1,4 +1,11 @@
-"""What an MTurk annotation batch costs, in exact decimal dollars.
+"""What an annotation batch costs, in exact decimal dollars, by provider.
+
+- ``local`` (in-house annotators): the rewards only; no crowd platform takes a fee.
+- ``mturk``: the commission below, plus the Masters surcharge of 5% of the reward when
+  Masters are required (MTurk's pricing page: "an additional 5% of the reward").
+- ``prolific``: Prolific's platform fee on the reward (33.3% for academic and
+  non-profit accounts, 42.8% otherwise, per prolific.com/pricing; VAT where it applies
+  comes on top and is in Prolific's own cost calculator, ``services.prolific.quote``).
 
 Amazon Mechanical Turk charges requesters a commission on top of the worker
 reward: 20% of the reward, or 40% for HITs with 10 or more assignments, and at
@@ -23,6 +30,8 @@ BASE_FEE_RATE = Decimal("0.20")
 LARGE_HIT_FEE_RATE = Decimal("0.40")
 #: HITs with this many assignments or more pay the higher commission.
 LARGE_HIT_ASSIGNMENTS = 10
+MASTERS_FEE_RATE = Decimal("0.05")
+PROLIFIC_ACADEMIC_FEE_RATE = Decimal("0.333")
 
 
 @dataclass(frozen=True)
@@ -55,13 +64,13 @@ def fee_rate(assignments_per_hit: int) -> Decimal:
     return LARGE_HIT_FEE_RATE if assignments_per_hit >= LARGE_HIT_ASSIGNMENTS else BASE_FEE_RATE
 
 
-def assignment_fee(reward: Decimal, rate: Decimal) -> Decimal:
-    """Commission on one assignment: ``reward × rate`` rounded half-up to the cent, at least $0.01."""
-    return max(MIN_FEE, (reward * rate).quantize(CENT, rounding=ROUND_HALF_UP))
+def assignment_fee(reward: Decimal, rate: Decimal, minimum: Decimal = MIN_FEE) -> Decimal:
+    """Commission on one assignment: ``reward × rate`` rounded half-up to the cent, at least ``minimum``."""
+    return max(minimum, (reward * rate).quantize(CENT, rounding=ROUND_HALF_UP))
 
 
-def _cost(reward: Decimal, rate: Decimal, assignments_total: int) -> Cost:
-    fee = assignment_fee(reward, rate)
+def _cost(reward: Decimal, rate: Decimal, assignments_total: int, minimum: Decimal = MIN_FEE) -> Cost:
+    fee = assignment_fee(reward, rate, minimum)
     rewards = reward * assignments_total
     fees = fee * assignments_total
     return Cost(
@@ -79,7 +88,7 @@ def batch_cost(reward: Decimal, assignments: int, hits: int) -> Cost:
     """Cost of ``hits`` HITs with ``assignments`` assignments each, every assignment paying ``reward``.
 
     >>> batch_cost(Decimal("0.05"), 3, 100).total
-    Decimal('6.00')
+    Decimal('18.00')
     """
     amount = _money(reward)
     if assignments < 1:
@@ -93,12 +102,15 @@ def extra_assignments_cost(
     reward: Decimal,
     extra_per_hit: Mapping[str, int] | int,
     assignments_per_hit: int,
+    *,
+    masters: bool = False,
 ) -> Cost:
     """Cost of escalation: extra assignments added to existing HITs (``CreateAdditionalAssignmentsForHIT``).
 
     ``extra_per_hit`` maps HIT ids to the number of assignments to add, or is
     the total number of extra assignments when the split is not known yet.
-    ``assignments_per_hit`` is how many assignments the HITs were created with.
+    ``assignments_per_hit`` is how many assignments the HITs were created with;
+    ``masters`` adds the Masters surcharge.
 
     Fee rate choice: MTurk refuses to extend a HIT created with fewer than 10
     assignments to 10 or more (``InvalidMaximumAssignmentsIncrease``), so the
@@ -112,7 +124,7 @@ def extra_assignments_cost(
     amount = _money(reward)
     if assignments_per_hit < 1:
         raise ValueError("a HIT needs at least one assignment")
-    rate = fee_rate(assignments_per_hit)
+    rate = fee_rate(assignments_per_hit) + (MASTERS_FEE_RATE if masters else 0)
     crosses = assignments_per_hit < LARGE_HIT_ASSIGNMENTS
 
     if isinstance(extra_per_hit, Mapping):
@@ -138,3 +150,36 @@ def extra_assignments_cost(
                 f"MTurk cannot extend a HIT of {assignments_per_hit} assignments to {LARGE_HIT_ASSIGNMENTS} or more"
             )
     return _cost(amount, rate, total)
+
+
+def provider_cost(
+    provider: str,
+    reward: Decimal,
+    assignments: int,
+    hits: int,
+    *,
+    masters: bool = False,
+    prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE,
+) -> Cost:
+    """Cost of a batch of ``hits`` HIT groups × ``assignments`` on ``provider`` (see the module docstring).
+
+    >>> provider_cost("local", Decimal("0.05"), 3, 100).total
+    Decimal('15.00')
+    >>> provider_cost("mturk", Decimal("1.00"), 3, 1, masters=True).per_assignment_fee
+    Decimal('0.25')
+    >>> provider_cost("prolific", Decimal("1.50"), 3, 1).per_assignment_fee
+    Decimal('0.50')
+    """
+    amount = _money(reward)
+    if assignments < 1:
+        raise ValueError("a HIT needs at least one assignment")
+    if hits < 0:
+        raise ValueError("hits cannot be negative")
+    total = assignments * hits
+    if provider == "local":
+        return _cost(amount, Decimal("0"), total, minimum=Decimal("0.00"))
+    if provider == "mturk":
+        return _cost(amount, fee_rate(assignments) + (MASTERS_FEE_RATE if masters else 0), total)
+    if provider == "prolific":
+        return _cost(amount, Decimal(prolific_fee_rate), total, minimum=Decimal("0.00"))
+    raise ValueError(f"no prices known for provider {provider!r}")

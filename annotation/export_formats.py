@@ -7,29 +7,28 @@ sees half a file and a crash leaves the previous export intact.
 Rows are mappings with at least ``qid``, ``query`` and ``label``; the JSON
 Lines export keeps every other key too (votes, method, agreement, ...).
 
-CSV cells are protected against spreadsheet formula injection (OWASP "CSV
-injection"): query text comes from a public search log and gets opened in
-Excel/LibreOffice by annotators and readers. TSV (read by rankers) and JSON
-Lines (read by programs) keep the text unchanged.
+The CSV goes through :mod:`core.spreadsheet`, which neutralises spreadsheet formulas:
+query text comes from a public search log and gets opened in Excel/LibreOffice by
+annotators and readers. TSV (read by rankers) and JSON Lines (read by programs) keep the
+text unchanged.
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
-from annotation.aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 from core.files import atomic_write
-
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+from core.spreadsheet import write_csv as write_csv_rows
+from pooling.queryfiles import single_line, write_queries
 
 #: Agreement facts a dataset card shows, in order, with their headings.
 AGREEMENT_FACTS = (
@@ -39,17 +38,6 @@ AGREEMENT_FACTS = (
     ("percent_agreement", "Percent agreement"),
     ("fleiss_kappa", "Fleiss' kappa"),
 )
-
-
-def neutralise_formula(text: str) -> str:
-    """Prefix ``'`` to a cell that a spreadsheet would treat as a formula (starts with = + - @ tab or CR)."""
-    text = str(text)
-    return "'" + text if text.startswith(FORMULA_PREFIXES) else text
-
-
-def _single_line(text: Any) -> str:
-    """Tabs and line breaks become spaces so one row stays one line with the right number of fields."""
-    return " ".join(str(text).replace("\r\n", " ").replace("\r", " ").replace("\n", " ").split("\t"))
 
 
 def _label(value: Any) -> str:
@@ -69,29 +57,25 @@ def write_tsv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Pat
     is. Spreadsheet formulas are neutralised in the CSV export, the one meant for people.
     """
 
-    def write(handle: IO[str]) -> None:
-        for row in rows:
-            qid = _single_line(row["qid"])
-            query = _single_line(row["query"])
-            handle.write(f"{qid}\t{query}\n")
-
-    return atomic_write(path, write, newline="")
+    write_queries(((row["qid"], row["query"]) for row in rows), path)
+    return Path(path)
 
 
-def write_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
-    """``qid,query,label`` with a header, quoted by the csv module where needed (commas, quotes, newlines).
+def write_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike, extra: Sequence[str] = ()) -> Path:
+    """``qid,query,label`` (then the ``extra`` columns) with a header, quoted by the csv module where needed.
 
     Unlike the published reference file, queries containing commas are quoted,
-    so any CSV reader splits the fields correctly.
+    so any CSV reader splits the fields correctly. Extra columns (e.g. ``adjudicated``,
+    ``ds_posterior``) are written as ``true``/``false``, numbers, or empty for None.
     """
 
     def write(handle: IO[str]) -> None:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["qid", "query", "label"])
-        for row in rows:
-            writer.writerow(
-                [neutralise_formula(str(row["qid"])), neutralise_formula(str(row["query"])), _label(row["label"])]
-            )
+        header = ["qid", "query", "label", *extra]
+        write_csv_rows(
+            handle,
+            header,
+            ([str(r["qid"]), str(r["query"]), _label(r["label"]), *(r.get(column) for column in extra)] for r in rows),
+        )
 
     return atomic_write(path, write, newline="")
 
@@ -149,7 +133,7 @@ def _cell(value: Any) -> str:
         text = ", ".join(_cell(v) for v in value)
     else:
         text = str(value)
-    return _single_line(text).replace("|", "\\|")
+    return single_line(text).replace("|", "\\|")
 
 
 def _table(pairs: Iterable[tuple[Any, Any]], headers: tuple[str, str] = ("", "")) -> list[str]:
@@ -179,7 +163,7 @@ def dataset_card(facts: Mapping[str, Any]) -> str:
     """
     known = {"title", "description", "counts", "per_category_alpha", "batch", "dates", "cost", "files", "citation"}
     known |= {key for key, _ in AGREEMENT_FACTS}
-    lines = [f"# {_single_line(facts.get('title') or 'Gender-annotated query set')}", ""]
+    lines = [f"# {single_line(facts.get('title') or 'Gender-annotated query set')}", ""]
     if facts.get("description"):
         lines += [str(facts["description"]).strip(), ""]
 
@@ -215,7 +199,7 @@ def dataset_card(facts: Mapping[str, Any]) -> str:
             lines += [f"## {heading}", "", *_table(_items(facts[key]), headers), ""]
 
     if facts.get("files"):
-        lines += ["## Files", "", *[f"- `{_single_line(name)}`" for name in facts["files"]], ""]
+        lines += ["## Files", "", *[f"- `{single_line(name)}`" for name in facts["files"]], ""]
 
     other = [(k, v) for k, v in facts.items() if k not in known]
     if other:

@@ -21,17 +21,13 @@ from django.db.models import Q
 
 from pooling.models import Pool, Query, QuerySet
 
-LABEL_CHOICES = [
-    ("n", "Non-gendered"),
-    ("f", "Female"),
-    ("m", "Male"),
-    ("o", "Other or multiple genders"),
-]
+from .labels import LABEL_CHOICES
 
 
 class Provider(models.TextChoices):
     LOCAL = "local", "In-house annotators (this site)"
     MTURK = "mturk", "Amazon Mechanical Turk"
+    PROLIFIC = "prolific", "Prolific"
 
 
 class WorkerIdentity(models.Model):
@@ -102,6 +98,10 @@ class Batch(models.Model):
     gold_pass_fraction = models.FloatField(
         default=1.0, help_text="Share of a HIT's gold questions a worker must get right."
     )
+    gold_feedback = models.BooleanField(
+        default=True,
+        help_text="Tell a worker who fails the gold questions which ones and their right answers.",
+    )
     title = models.CharField(max_length=200, default="Is this search query about a gender?")
     description = models.CharField(
         max_length=500,
@@ -109,7 +109,15 @@ class Batch(models.Model):
     )
     keywords = models.CharField(max_length=200, default="categorization, gender, search queries")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
-    hit_type_id = models.CharField(max_length=100, blank=True)
+    hit_type_id = models.CharField(max_length=100, blank=True, help_text="MTurk HIT type id, or the Prolific study id.")
+    prepare_attempted = models.DateTimeField(
+        null=True, blank=True, help_text="When preparing it on the provider (e.g. creating the study) was last tried."
+    )
+    provider_options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.",
+    )
     cost = models.JSONField(default=dict, blank=True, help_text="Cost estimate when created (strings of USD).")
     created = models.DateTimeField(auto_now_add=True)
     published = models.DateTimeField(null=True, blank=True)
@@ -164,6 +172,7 @@ class Hit(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "Not yet on the provider"
         OPEN = "open"
+        COMPLETE = "complete", "All assignments in"
         EXPIRED = "expired"
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="hits")
@@ -269,6 +278,28 @@ class Judgment(models.Model):
         return f"{self.batch_query.qid}: {self.label or self.invalid_reason}"
 
 
+class Bonus(models.Model):
+    """A bonus owed to a Prolific participant for approved work, recorded before it is paid.
+
+    ``bulk_id`` is saved when Prolific has set the payment up and ``pay_attempted`` just
+    before the (non-idempotent) pay call: a bonus with ``pay_attempted`` but not ``paid``
+    is never paid again automatically (see ``annotation.services.prolific``).
+    """
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.PROTECT, related_name="bonus")
+    amount = models.DecimalField(max_digits=8, decimal_places=2)
+    bulk_id = models.CharField(max_length=100, blank=True)
+    pay_attempted = models.DateTimeField(null=True, blank=True)
+    paid = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created", "pk"]
+
+    def __str__(self) -> str:
+        return f"bonus {self.amount} for {self.assignment}"
+
+
 class Escalation(models.Model):
     """Extra assignments requested for a HIT with disputed queries.
 
@@ -321,3 +352,23 @@ class Export(models.Model):
 
     def __str__(self) -> str:
         return f"{self.batch.name}: {self.category} → {self.path}"
+
+
+class Adjudication(models.Model):
+    """A researcher's ruling on one query of a batch: it replaces the crowd's vote in exports.
+
+    One per query (a second ruling updates the first, keeping who and when of the latest),
+    so the label used is never ambiguous. Exports mark adjudicated labels as such.
+    """
+
+    batch_query = models.OneToOneField(BatchQuery, on_delete=models.CASCADE, related_name="adjudication")
+    label = models.CharField(max_length=1, choices=LABEL_CHOICES)
+    reason = models.TextField(help_text="Why the researcher settled on this label.")
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    decided_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["batch_query"]
+
+    def __str__(self) -> str:
+        return f"{self.batch_query.qid}: {self.label} (adjudicated)"

@@ -54,6 +54,10 @@ class CrowdProvider(ABC):
     def prepare(self, batch: Batch) -> str:
         """Make the batch ready to receive HITs (e.g. create the MTurk HIT type); returns its id or ``""``."""
 
+    def launch(self, batch: Batch) -> None:
+        """Open the batch to workers once all its HITs are published (e.g. publish the Prolific study)."""
+        return None
+
     @abstractmethod
     def publish_hit(self, hit: Hit, question_html: str) -> str:
         """Create the HIT and return the provider's id for it; must be idempotent on ``hit.unique_token``."""
@@ -237,3 +241,100 @@ class MTurkProvider(CrowdProvider):
 
     def expire(self, hit: Hit) -> None:
         self.mturk.expire_hit(hit.provider_id)
+
+
+@register("prolific")
+class ProlificProvider(CrowdProvider):
+    """Prolific: one study per batch; participants do their HIT groups on this site.
+
+    The study's URL brings a participant to ``annotation:prolific-start`` with their
+    Prolific id, the study id and their session id; the site hands them a HIT through
+    the same hand-out as in-house annotators and, once they submit, sends them back to
+    Prolific with the completion code. Answers are therefore stored as they come
+    (``answers_on_site``); ``annotation.services.prolific`` reconciles the study's
+    submissions with them when the batch is synced.
+    """
+
+    answers_on_site = True
+
+    def __init__(self, client=None) -> None:
+        if client is None:
+            from .prolific import Prolific
+
+            client = Prolific(settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN)
+        self.client = client
+        self._stopped: set[str] = set()
+
+    @staticmethod
+    def internal_name(batch: Batch) -> str:
+        """How the study is found again on Prolific: unique per batch ever made on this site."""
+        return f"{batch.name} ({batch.pk}, {batch.created:%Y%m%dT%H%M%S})"
+
+    def prepare(self, batch: Batch) -> str:
+        """Create the batch's study (as a draft) and return its id; publish_batch saves it at once.
+
+        ``batch.prepare_attempted`` is the time of an earlier attempt (publish_batch records
+        it before calling): after one, the study is first looked up by its internal name,
+        because a lost answer to ``POST /studies/`` may hide a study that exists.
+        """
+        from .services.prolific import study_fields
+
+        project = settings.PROLIFIC_PROJECT_ID
+        if batch.prepare_attempted is not None:
+            found = self.client.find_study(project, self.internal_name(batch))
+            if found is not None:
+                return found["id"]
+        return self.client.create_study(study_fields(batch, self))["id"]
+
+    def launch(self, batch: Batch) -> None:
+        """Publish the study unless it already is (a repeated publish after a lost answer is skipped)."""
+        self._transition(batch.hit_type_id, "PUBLISH", when=("UNPUBLISHED",))
+
+    def _transition(self, study_id: str, action: str, *, when: tuple[str, ...]) -> None:
+        """Transition the study if its status is one of ``when``; after a lost answer, look again."""
+        from .prolific import ProlificUnknownOutcome
+
+        for _ in range(3):
+            if self.client.get_study(study_id).get("status") not in when:
+                return
+            try:
+                self.client.transition_study(study_id, action)
+                return
+            except ProlificUnknownOutcome:
+                continue  # it may have happened: the status says
+
+    def publish_hit(self, hit: Hit, question_html: str) -> str:
+        return f"prolific-{hit.unique_token}"
+
+    def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
+        return iter(())  # answers arrive on the site; submissions are reconciled per study
+
+    def approve(self, assignment: Assignment, feedback: str = "") -> bool:
+        self.client.approve(assignment.provider_assignment_id)
+        return True
+
+    def reject(self, assignment: Assignment, feedback: str) -> bool:
+        from .services.prolific import rejection_for
+
+        category, message = rejection_for(assignment, feedback)
+        self.client.reject(assignment.provider_assignment_id, category, message)
+        return True
+
+    def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
+        """Make sure the study has places for every free place of the batch's HITs.
+
+        Callers raise ``hit.max_assignments`` first (as escalation does); the study's place
+        count is then set to a total computed from the state, not increased by ``count``,
+        so a repeated call (same ``unique_token`` or not) never adds places twice.
+        """
+        from .services.prolific import ensure_places
+
+        ensure_places(hit.batch, self)
+
+    def expire(self, hit: Hit) -> None:
+        """Stop the study (once per batch, and only if it is running)."""
+        study_id = hit.batch.hit_type_id
+        if not study_id or study_id in self._stopped:
+            return
+        self._transition(study_id, "STOP", when=("ACTIVE", "PAUSED"))
+        self._stopped.add(study_id)

@@ -3,8 +3,10 @@
 Workers appear by pseudonym only; a serializer never reaches ``WorkerIdentity``.
 """
 
+from django.urls import reverse
 from rest_framework import serializers
 
+from .labels import CATEGORY_SLUGS, LABELS
 from .models import Assignment, Batch, Export, Hit, Judgment
 
 
@@ -29,6 +31,7 @@ class BatchSerializer(serializers.ModelSerializer):
             "auto_approval_delay",
             "qualifications",
             "gold_per_hit",
+            "gold_feedback",
             "hit_type_id",
             "cost",
             "created",
@@ -105,8 +108,18 @@ class AssignmentSerializer(serializers.ModelSerializer):
 
 
 class ExportSerializer(serializers.ModelSerializer):
+    """An export, with the API addresses that return its file and its dataset card (never a server path)."""
+
     batch = serializers.SlugRelatedField(slug_field="name", read_only=True)
     query_set = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    download = serializers.SerializerMethodField()
+    card_download = serializers.SerializerMethodField()
+
+    def get_download(self, export) -> str:
+        return reverse("export-download", args=[export.pk])
+
+    def get_card_download(self, export) -> str:
+        return reverse("export-download", args=[export.pk]) + "?part=card"
 
     class Meta:
         model = Export
@@ -118,8 +131,8 @@ class ExportSerializer(serializers.ModelSerializer):
             "method",
             "queries",
             "counts",
-            "path",
-            "card_path",
+            "download",
+            "card_download",
             "query_set",
             "created",
         ]
@@ -131,6 +144,20 @@ class ExportRequestSerializer(serializers.Serializer):
     as_query_set = serializers.SlugField(required=False, allow_blank=True)
 
 
+class AdjudicateRequestSerializer(serializers.Serializer):
+    qid = serializers.CharField(max_length=100)
+    label = serializers.ChoiceField(choices=[*LABELS, *CATEGORY_SLUGS])
+    reason = serializers.CharField(max_length=2000)
+
+
+class AdjudicationSerializer(serializers.Serializer):
+    qid = serializers.CharField(source="batch_query.qid")
+    label = serializers.CharField()
+    reason = serializers.CharField()
+    decided_by = serializers.CharField(source="decided_by.username")
+    decided_at = serializers.DateTimeField()
+
+
 class AgreementSerializer(serializers.Serializer):
     """The agreement report (see ``annotation.agreement.agreement_report``), documented for the schema."""
 
@@ -138,6 +165,10 @@ class AgreementSerializer(serializers.Serializer):
     krippendorff_alpha = serializers.FloatField(allow_null=True)
     alpha_ci = serializers.ListField(child=serializers.FloatField(allow_null=True))
     per_category_alpha = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    gwet_ac1 = serializers.FloatField(
+        allow_null=True, help_text="Gwet's AC1 (beside alpha; robust to rare categories)."
+    )
+    per_category_ac1 = serializers.DictField(child=serializers.FloatField(allow_null=True))
     percent_agreement = serializers.FloatField(allow_null=True)
     fleiss_kappa = serializers.FloatField(allow_null=True)
     queries = serializers.IntegerField()
@@ -154,3 +185,19 @@ class AgreementSerializer(serializers.Serializer):
 class JobStartedSerializer(serializers.Serializer):
     job = serializers.IntegerField()
     url = serializers.CharField()
+
+
+class WorkerQualitySerializer(serializers.Serializer):
+    """One worker's quality in a batch (see ``annotation.services.quality``)."""
+
+    worker = serializers.CharField(help_text="pseudonym")
+    blocked = serializers.BooleanField()
+    assignments = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    gold_correct = serializers.IntegerField()
+    gold_total = serializers.IntegerField()
+    gold_accuracy = serializers.FloatField(allow_null=True)
+    agreement = serializers.FloatField(allow_null=True, help_text="share agreeing with the majority")
+    compared = serializers.IntegerField()
+    ds_accuracy = serializers.FloatField(allow_null=True)
+    seconds_per_query = serializers.FloatField(allow_null=True)

@@ -10,18 +10,20 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
+from annotation.labels import LABEL_NAMES, LABELS
 from core.errors import ServiceError
 from core.permissions import researcher_required
+from core.uploads import staged_uploads
 
 from . import services
-from .aggregation import LABEL_NAMES, LABELS
-from .forms import EscalateForm, HitAnswerForm
-from .models import Assignment, Batch, Hit
+from .downloads import export_file_response
+from .forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm, HitAnswerForm
+from .models import Assignment, Batch, Export, Hit
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from .services.results import query_results
 
@@ -31,8 +33,47 @@ def batch_list(request: HttpRequest) -> HttpResponse:
     """Researchers see every batch; annotators see where to start."""
     if not request.user.is_staff:
         return render(request, "annotation/annotator_home.html", {"annotator": services.is_annotator(request.user)})
+    return render(request, "annotation/batch_list.html", _batch_table())
+
+
+def _batch_table() -> dict:
     batches = [(batch, services.batch_progress(batch)) for batch in Batch.objects.select_related("query_set", "pool")]
-    return render(request, "annotation/batch_list.html", {"batches": batches})
+    return {"batches": batches, "any_published": any(b.status == Batch.Status.PUBLISHED for b, _ in batches)}
+
+
+@researcher_required
+def batch_list_live(request: HttpRequest) -> HttpResponse:
+    """The batch list's table (htmx polls it while a batch is published)."""
+    return render(request, "annotation/_batch_table.html", _batch_table())
+
+
+@researcher_required
+@staged_uploads
+def batch_create(request: HttpRequest) -> HttpResponse:
+    """A new batch from a pool or a query set, with the cost estimated live before confirming."""
+    if request.method == "POST":
+        files = request.FILES  # parsing the body sets upload_too_large
+        form = BatchForm(request.POST, files, too_large=getattr(request, "upload_too_large", None))
+        if form.is_valid():
+            try:
+                batch = form.create()
+            except ServiceError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Batch {batch.name} created: publish it when ready.")
+                return redirect("annotation:batch-detail", name=batch.name)
+        return render(request, "annotation/batch_form.html", {"form": form}, status=400)
+    initial = {key: request.GET[key] for key in ("pool", "queries") if request.GET.get(key)}
+    return render(request, "annotation/batch_form.html", {"form": BatchForm(initial=initial)})
+
+
+@researcher_required
+@require_GET
+def batch_estimate(request: HttpRequest) -> HttpResponse:
+    """The live cost estimate of the batch form (htmx swaps it in as the fields change)."""
+    form = BatchForm(request.GET, estimate_only=True)
+    estimate = form.estimate() if form.is_valid() else None
+    return render(request, "annotation/_batch_estimate.html", {"form": form, "estimate": estimate})
 
 
 @researcher_required
@@ -45,11 +86,36 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
         {
             "batch": batch,
             "progress": services.batch_progress(batch),
+            "agreement": services.agreement(batch, bootstrap=0),
             "hits": hits,
-            "exports": batch.exports.all(),
+            "exports": batch.exports.select_related("query_set"),
+            "export_form": ExportForm(),
             "escalations": batch.escalations.select_related("hit"),
+            "failed_gold": _failed_gold(batch),
         },
     )
+
+
+def _failed_gold(batch: Batch):
+    """Work that failed the gold questions, with the reason the worker was given."""
+    return (
+        Assignment.objects.filter(hit__batch=batch, gold_passed=False)
+        .select_related("hit", "worker")
+        .order_by("hit__position", "pk")
+    )
+
+
+@researcher_required
+def batch_live(request: HttpRequest, name: str) -> HttpResponse:
+    """The batch page's live part (htmx polls it while the batch is published)."""
+    batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
+    context = {
+        "batch": batch,
+        "progress": services.batch_progress(batch),
+        "agreement": services.agreement(batch, bootstrap=0),
+        "failed_gold": _failed_gold(batch),
+    }
+    return render(request, "annotation/_batch_live.html", context)
 
 
 def _start(request: HttpRequest, name: str, start) -> HttpResponse:
@@ -113,9 +179,38 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @researcher_required
+@require_POST
+def batch_export(request: HttpRequest, name: str) -> HttpResponse:
+    """Export labelled queries, then hand the file straight to the browser."""
+    batch = get_object_or_404(Batch, name=name)
+    form = ExportForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        return redirect("annotation:batch-detail", name=batch.name)
+    data = form.cleaned_data
+    try:
+        export = services.export_for_download(
+            batch, data["category"], data["format"], as_query_set=data["as_query_set"] or None
+        )
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect("annotation:batch-detail", name=batch.name)
+    messages.success(request, f"Exported {export.queries} {export.category} queries.")
+    return redirect("annotation:export-download", pk=export.pk, part="file")
+
+
+@researcher_required
+def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
+    if part not in ("file", "card"):
+        raise Http404("parts: file, card")
+    return export_file_response(get_object_or_404(Export.objects.select_related("batch"), pk=pk), part)
+
+
+@researcher_required
 def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
-    report = services.agreement(batch, bootstrap=500)
+    answers = services.BatchAnswers(batch)
+    report = services.agreement(batch, bootstrap=500, answers=answers)
     labelled_total = sum(report["labels"].values()) or 1
     label_bars = [
         {
@@ -127,7 +222,12 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
         for label in LABELS
     ]
     category_alpha = [
-        {"name": LABEL_NAMES[label], "alpha": value, "percent": max(0.0, value or 0.0) * 100}
+        {
+            "name": LABEL_NAMES[label],
+            "alpha": value,
+            "ac1": report["per_category_ac1"].get(label),
+            "percent": max(0.0, value or 0.0) * 100,
+        }
         for label, value in report["per_category_alpha"].items()
     ]
     matrix = report["confusion"]["matrix"]
@@ -137,7 +237,7 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
         {"name": LABEL_NAMES[label], "cells": [{"value": v, "shade": round(0.5 * v / peak, 2)} for v in row]}
         for label, row in zip(report["confusion"]["labels"], matrix, strict=True)
     ]
-    set_aside = [r for r in query_results(batch) if r["label"] is None and r["votes"]]
+    set_aside = [r for r in query_results(batch, answers) if r["label"] is None and r["votes"]]
     return render(
         request,
         "annotation/batch_agreement.html",
@@ -149,23 +249,40 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "confusion": confusion,
             "label_names": [LABEL_NAMES[label] for label in LABELS],
             "set_aside": set_aside,
+            "worker_quality": services.worker_quality(batch),
         },
     )
 
 
 @researcher_required
 def batch_query(request: HttpRequest, name: str, qid: str) -> HttpResponse:
-    """Every pseudonymous vote on one query, with what majority vote and Dawid-Skene made of them."""
+    """Every pseudonymous vote on one query, what majority vote and Dawid-Skene made of them,
+    and the form a researcher settles it with (POST: adjudicate, then back here)."""
     batch = get_object_or_404(Batch, name=name)
     result = next((r for r in query_results(batch) if r["qid"] == qid), None)
     if result is None:
         raise Http404("no such query in this batch")
+    initial = (
+        {"label": result["adjudication"]["label"], "reason": result["adjudication"]["reason"]}
+        if (result["adjudication"])
+        else None
+    )
+    form = AdjudicateForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.adjudicate(batch, qid, form.cleaned_data["label"], form.cleaned_data["reason"], request.user)
+        except ServiceError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Query {qid} adjudicated as {LABEL_NAMES[form.cleaned_data['label']]}.")
+            return redirect("annotation:batch-query", name=batch.name, qid=qid)
     for vote in result["votes"]:
         vote["name"] = LABEL_NAMES[vote["label"]]
     return render(
         request,
         "annotation/batch_query.html",
-        {"batch": batch, "result": result, "label_names": LABEL_NAMES},
+        {"batch": batch, "result": result, "label_names": LABEL_NAMES, "form": form},
+        status=400 if form.is_bound and not form.is_valid() else 200,
     )
 
 
@@ -205,9 +322,22 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                services.submit_local_assignment(assignment, form.cleaned_data)
+                check = services.submit_local_assignment(assignment, form.cleaned_data)
             except ServiceError as exc:
                 messages.error(request, str(exc))
+            else:
+                if check.gold_passed is False:
+                    # Shown on the annotator's home page (the HIT page is self-contained and shows
+                    # no messages), from where "Start annotating" continues with the next HIT.
+                    assignment.refresh_from_db(fields=["feedback"])
+                    messages.warning(request, f"This HIT will not count: {assignment.feedback}")
+                    return redirect("annotation:batch-list")
+                count = services.answered_count(request.user)
+                messages.success(
+                    request,
+                    f"Thank you: your answers to HIT {hit.position} of {hit.batch.name} were recorded. "
+                    f"You have submitted {count} HIT{'s' if count != 1 else ''}.",
+                )
             return redirect("annotation:next")
         context = services.hit_page_context(
             hit,
@@ -216,5 +346,65 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
             answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
             errors=form.field_errors(),
         )
+        context["answered_count"] = services.answered_count(request.user)
         return render(request, "annotation/hit.html", context, status=400)
-    return render(request, "annotation/hit.html", services.hit_page_context(hit, mode="local", action=action))
+    context = services.hit_page_context(hit, mode="local", action=action)
+    context["answered_count"] = services.answered_count(request.user)
+    return render(request, "annotation/hit.html", context)
+
+
+#: Session key listing the assignments this browser was given from Prolific (no account needed).
+PROLIFIC_SESSION_KEY = "prolific_assignments"
+
+
+def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
+    """Where the Prolific study URL leads: hand the participant a HIT and remember it in their session."""
+    from .services import prolific
+
+    batch = get_object_or_404(Batch, name=name, provider="prolific")
+    try:
+        assignment = prolific.arrive(
+            batch,
+            request.GET.get("PROLIFIC_PID", ""),
+            request.GET.get("STUDY_ID", ""),
+            request.GET.get("SESSION_ID", ""),
+        )
+    except ServiceError as exc:
+        return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=400)
+    if assignment is None:
+        message = "All places of this study are taken. Please return the study on Prolific; you will not be penalised."
+        return render(request, "annotation/no_more_hits.html", {"message": message}, status=200)
+    allowed = set(request.session.get(PROLIFIC_SESSION_KEY, []))
+    request.session[PROLIFIC_SESSION_KEY] = sorted(allowed | {assignment.pk})
+    return redirect("annotation:prolific-hit", pk=assignment.pk)
+
+
+def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
+    """The shared HIT page for a Prolific participant; after submitting, back to Prolific with the code."""
+    from .services import prolific
+
+    if pk not in request.session.get(PROLIFIC_SESSION_KEY, []):
+        raise PermissionDenied("Open this study from Prolific.")
+    assignment = get_object_or_404(Assignment.objects.select_related("hit__batch"), pk=pk)
+    hit = assignment.hit
+    if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
+        return redirect(prolific.completion_url(hit.batch))
+    hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
+    action = reverse("annotation:prolific-hit", args=[assignment.pk])
+    if request.method == "POST":
+        form = HitAnswerForm(hit_queries, request.POST)
+        if form.is_valid():
+            try:
+                services.submit_local_assignment(assignment, form.cleaned_data)
+            except ServiceError as exc:
+                return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=409)
+            return redirect(prolific.completion_url(hit.batch))
+        context = services.hit_page_context(
+            hit,
+            mode="prolific",
+            action=action,
+            answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
+            errors=form.field_errors(),
+        )
+        return render(request, "annotation/hit.html", context, status=400)
+    return render(request, "annotation/hit.html", services.hit_page_context(hit, mode="prolific", action=action))

@@ -1,5 +1,7 @@
-"""Project settings package: settings, URLs, WSGI and the Celery app."""
+"""Project settings package: settings, URLs, WSGI and the Celery app.
 
-from .celery import app as celery_app
-
-__all__ = ("celery_app",)
+The Celery app (:mod:`config.celery`) is not imported here: it costs ~0.2 s, which
+every command and web worker would pay. Task modules import it (``from config.celery
+import app``), so it loads exactly when a task is defined, sent or run, and
+``celery -A config worker`` finds it as ``config.celery``.
+"""

@@ -1,34 +1,66 @@
-"""Settings, read from the environment.
+"""Settings, read from the environment with types (:mod:`config.env`).
 
-Nothing needs configuring to run: without ``DATABASE_URL`` the project uses an
-SQLite file under ``var/`` (WAL, IMMEDIATE transactions, a busy timeout), and
-without ``CELERY_BROKER_URL`` Celery tasks run eagerly in-process. Production
-sets ``DATABASE_URL=postgres://...`` and ``CELERY_BROKER_URL=redis://...``.
+Secure by default: debug is on only with ``DJANGO_DEBUG=1`` (``bin/demo`` sets it), and
+with debug off start-up stops unless ``DJANGO_SECRET_KEY`` and a separate
+``WORKER_PSEUDONYM_KEY`` are set; HTTPS redirects, HSTS and secure cookies are then on,
+each relaxable for a TLS-terminating proxy. A malformed value stops start-up with a
+message naming the variable. Nothing is created at import time.
+
+Without ``DATABASE_URL`` the project uses an SQLite file under ``var/`` (WAL, IMMEDIATE
+transactions, a busy timeout), and without ``CELERY_BROKER_URL`` Celery tasks run eagerly
+in-process. Production sets ``DATABASE_URL=postgres://...`` and ``CELERY_BROKER_URL=redis://...``.
 """
 
-import os
+import warnings
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from .env import env_bool, env_choice, env_decimal, env_float, env_int, env_list, env_path, env_paths, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+VAR_DIR = env_path("VAR_DIR", BASE_DIR / "var")
 
 #: Where derived artefacts live: collection docid indexes, magnitude caches, exports, plots.
 CACHE_DIR = VAR_DIR / "cache"
 
+DEBUG = env_bool("DJANGO_DEBUG", False)
+_DEVELOPMENT_KEY = "dev-only-insecure-key-change-me-in-production"
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", _DEVELOPMENT_KEY if DEBUG else "")
+#: Key of the HMAC pseudonyms workers appear under in pages and exports. Set it once and keep
+#: it (a new key gives everyone new pseudonyms); it must differ from SECRET_KEY, which is
+#: rotated for other reasons and must not let anyone who knows it recompute pseudonyms.
+WORKER_PSEUDONYM_KEY = env_str("WORKER_PSEUDONYM_KEY", "dev-only-pseudonym-key" if DEBUG else "")
+if not DEBUG:
+    missing = [
+        name
+        for name, value in (("DJANGO_SECRET_KEY", SECRET_KEY), ("WORKER_PSEUDONYM_KEY", WORKER_PSEUDONYM_KEY))
+        if not value
+    ]
+    if missing:
+        raise ImproperlyConfigured(
+            f"{' and '.join(missing)} must be set when DJANGO_DEBUG is off (production). "
+            "Generate each with: python -c 'import secrets; print(secrets.token_urlsafe(50))'. "
+            "For a local try-out, run bin/demo or set DJANGO_DEBUG=1."
+        )
+    if WORKER_PSEUDONYM_KEY == SECRET_KEY:
+        raise ImproperlyConfigured("WORKER_PSEUDONYM_KEY must differ from DJANGO_SECRET_KEY")
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
-def _env_bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-DEBUG = _env_bool("DJANGO_DEBUG", True)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me-in-production")
-ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
+# --- HTTPS and cookies (on whenever debug is off; each relaxable) ------------------------------
+#: Behind a TLS-terminating proxy that sets X-Forwarded-Proto, trust it to mark requests secure.
+if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", not DEBUG)
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -39,6 +71,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "axes",
     "core",
     "pooling",
     "annotation",
@@ -54,6 +87,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a lock-out into the "locked out" response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -80,12 +115,14 @@ _SQLITE_DEFAULT = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
 # (CONN_HEALTH_CHECKS), so the site and the workers recover without being restarted.
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", _SQLITE_DEFAULT),
-        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
+        env_str("DATABASE_URL", _SQLITE_DEFAULT),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
         conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    #: Django's backend, creating the database's folder when it first opens the file (core.sqlite).
+    DATABASES["default"]["ENGINE"] = "core.sqlite"
     # WAL lets the site read while a command writes; IMMEDIATE takes the write lock at
     # BEGIN so two writers queue on the busy timeout instead of failing mid-transaction.
     DATABASES["default"]["OPTIONS"] = {
@@ -97,7 +134,35 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# --- Mail (password reset) -----------------------------------------------------------------
+#: Password reset by e-mail exists only when a mail server is configured: without one the
+#: reset pages are not served (a reset that silently never arrives is worse than none), and
+#: the login page says to ask the researcher instead.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+PASSWORD_RESET_BY_EMAIL = bool(EMAIL_HOST)
+if PASSWORD_RESET_BY_EMAIL:
+    EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1)
+    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+    DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", f"genderbias@{EMAIL_HOST}")
+
+# --- Login throttling (django-axes) -----------------------------------------------------
+#: After this many wrong passwords for one username from one address, that pair is locked
+#: out for AXES_COOLOFF_TIME hours (the admin can unlock it earlier).
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 1.0, minimum=0.01)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -107,7 +172,9 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+#: Until ``collectstatic`` fills STATIC_ROOT, files are served from the apps (finders): the
+#: folder's absence is expected, not worth a warning at every start.
+warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
 #: Serve static files straight from the apps in development; production runs collectstatic.
 WHITENOISE_USE_FINDERS = True
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -116,8 +183,14 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 
+# --- Imports from the site ---------------------------------------------------------------
+#: Folders whose files researchers may register by path (os.pathsep-separated); empty: none.
+IMPORT_ROOTS = env_paths("IMPORT_ROOTS")
+#: Largest file accepted as an upload (bytes); larger ones are registered by path instead.
+IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 2 * 1024**3, minimum=1)
+
 # --- Celery ---------------------------------------------------------------------------
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 # At-least-once delivery (core.tasks makes a second delivery harmless): a message is
@@ -127,18 +200,18 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # A broker blip does not cancel running jobs; if their acknowledgement is lost, the
 # redelivery finds the job done and does nothing.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 #: A running job's worker stamps Job.heartbeat this often (seconds) ...
-JOB_HEARTBEAT_SECONDS = float(os.environ.get("JOB_HEARTBEAT_SECONDS", "10"))
+JOB_HEARTBEAT_SECONDS = env_float("JOB_HEARTBEAT_SECONDS", 10, minimum=0.1)
 #: ... and is taken for gone when it has not for this long: another delivery may take the job over.
-JOB_LEASE_SECONDS = float(os.environ.get("JOB_LEASE_SECONDS", "60"))
+JOB_LEASE_SECONDS = env_float("JOB_LEASE_SECONDS", 60, minimum=0.1)
 #: The sweeper sends a pending job again when no broker holds its message this long after it was sent.
-JOB_SWEEP_AFTER_SECONDS = float(os.environ.get("JOB_SWEEP_AFTER_SECONDS", "120"))
+JOB_SWEEP_AFTER_SECONDS = env_float("JOB_SWEEP_AFTER_SECONDS", 120, minimum=0.1)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
 
@@ -162,18 +235,34 @@ SPECTACULAR_SETTINGS = {
 
 # --- Mechanical Turk ------------------------------------------------------------------
 #: Any MTurk-compatible server; empty means AWS's sandbox, or production with MTURK_LIVE=1.
-MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")
-MTURK_LIVE = _env_bool("MTURK_LIVE")
+MTURK_ENDPOINT_URL = env_str("MTURK_ENDPOINT_URL", "")
+MTURK_LIVE = env_bool("MTURK_LIVE", False)
 #: Where HIT forms post answers; empty means the worker site matching the endpoint.
-MTURK_SUBMIT_URL = os.environ.get("MTURK_SUBMIT_URL", "")
+MTURK_SUBMIT_URL = env_str("MTURK_SUBMIT_URL", "")
 #: Client-side ceiling on MTurk calls per second (MTurk throttles bursts).
-MTURK_MAX_CALLS_PER_SECOND = float(os.environ.get("MTURK_MAX_CALLS_PER_SECOND", "5"))
-#: Key for worker pseudonyms (HMAC); defaults to one derived from SECRET_KEY.
-WORKER_PSEUDONYM_KEY = os.environ.get("WORKER_PSEUDONYM_KEY", SECRET_KEY)
+MTURK_MAX_CALLS_PER_SECOND = env_float("MTURK_MAX_CALLS_PER_SECOND", 5.0, minimum=0.01)
+
+# --- Prolific -------------------------------------------------------------------------
+#: Prolific's API (or any server speaking it); the token is sent as ``Authorization: Token ...``.
+PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
+PROLIFIC_API_TOKEN = env_str("PROLIFIC_API_TOKEN", "")
+#: The Prolific project that holds the studies of this site, and its workspace (participant groups).
+PROLIFIC_PROJECT_ID = env_str("PROLIFIC_PROJECT_ID", "")
+PROLIFIC_WORKSPACE_ID = env_str("PROLIFIC_WORKSPACE_ID", "")
+#: Where participants go after submitting; the study's completion code is appended.
+PROLIFIC_COMPLETION_URL = env_str("PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete?cc=")
+#: Prolific's platform fee on rewards and bonuses (33.3% for academic accounts, 42.8% otherwise).
+PROLIFIC_FEE_RATE = env_decimal("PROLIFIC_FEE_RATE", "0.333")
+#: This site's public base URL: the study URL participants open is built from it.
+SITE_URL = env_str("SITE_URL", "http://localhost:8000")
+
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "root": {
+        "handlers": ["console"],
+        "level": env_choice("LOG_LEVEL", "WARNING", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
+    },
 }

@@ -1,15 +1,24 @@
 """Top-level URLs: one prefix per app for pages, one per app under /api/ for REST."""
 
+from django.conf import settings
 from django.contrib import admin
+from django.contrib.auth import urls as auth_urls
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from pooling import views as pooling_views
 
+#: Log in and out and change a password always; reset a forgotten one only with a mail server.
+account_urls = [
+    pattern
+    for pattern in auth_urls.urlpatterns
+    if settings.PASSWORD_RESET_BY_EMAIL or not pattern.name.startswith("password_reset")
+]
+
 urlpatterns = [
     path("", pooling_views.home, name="home"),
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/", include(account_urls)),
     path("jobs/", include("core.urls")),
     path("pooling/", include("pooling.urls")),
     path("annotation/", include("annotation.urls")),

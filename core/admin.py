@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Job
+from .models import Job, Lease
 
 
 @admin.register(Job)
@@ -9,6 +9,19 @@ class JobAdmin(admin.ModelAdmin):
 
     list_display = ["pk", "kind", "status", "description", "created"]
     list_filter = ["kind", "status"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Lease)
+class LeaseAdmin(admin.ModelAdmin):
+    """Who is publishing or syncing what. Deleting a lease frees it for a holder that is gone."""
+
+    list_display = ["key", "purpose", "hostname", "pid", "acquired", "expires"]
 
     def has_add_permission(self, request) -> bool:
         return False

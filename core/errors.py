@@ -12,6 +12,7 @@ them as form errors; the API returns them as JSON with a 4xx status.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -31,3 +32,28 @@ class InputError(ValueError):
 
 class ServiceError(Exception):
     """A request that cannot be carried out as asked (the message says why)."""
+
+
+@dataclass
+class Skipped:
+    """Bad lines passed over when the caller asked to skip them (``--skip-bad-lines``)."""
+
+    errors: list[InputError] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.errors)
+
+    def add(self, error: InputError) -> None:
+        self.errors.append(error)
+
+    def summary(self, limit: int = 5) -> str:
+        shown = "\n".join(f"  {e}" for e in self.errors[:limit])
+        more = f"\n  … and {len(self.errors) - limit} more" if len(self.errors) > limit else ""
+        return f"skipped {len(self.errors)} bad line(s):\n{shown}{more}"
+
+
+def raise_or_skip(error: InputError, skipped: Skipped | None) -> None:
+    """Raise ``error``, or record it when the caller asked to skip bad lines."""
+    if skipped is None:
+        raise error
+    skipped.add(error)

@@ -50,3 +50,18 @@ class Job(models.Model):
         if not self.total:
             return None
         return min(1.0, self.done / self.total)
+
+
+class Lease(models.Model):
+    """A named exclusive right to do some work, held by one process at a time (see ``core.leases``)."""
+
+    key = models.CharField(max_length=200, primary_key=True)
+    owner = models.CharField(max_length=32, help_text="Random token of the holder; release and takeover compare it.")
+    purpose = models.CharField(max_length=200)
+    hostname = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    acquired = models.DateTimeField()
+    expires = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.purpose}, {self.hostname}:{self.pid})"

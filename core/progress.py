@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import time
 
-from tqdm import tqdm
-
 
 class Progress:
     """Report ``done`` out of ``total`` units to a tqdm bar and/or a Job row."""
@@ -29,7 +27,11 @@ class Progress:
         self.job = job
         self._done = 0
         self._last_saved = 0.0
-        self._bar = tqdm(total=total, desc=description, unit=unit, unit_scale=unit_scale, leave=False) if bar else None
+        self._bar = None
+        if bar:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=description, unit=unit, unit_scale=unit_scale, leave=False)
         if job is not None:
             job.description = description[:500]
             job.total = total

@@ -30,13 +30,16 @@ def staging_path(name: str) -> Path:
     """A path in the staging folder for a file being built; the caller moves or removes it.
 
     The process id is part of the name, so two processes never share a staging file and
-    :func:`clean_staging` can tell a live process's file from a dead one's.
+    :func:`clean_staging` can tell a live process's file from a dead one's. Files left by
+    processes that no longer run (a ``kill -9`` during an import) are removed here, so the
+    next import cleans up after a killed one.
     """
+    clean_staging(max_age=None)
     return cache_dir("staging") / f"{os.getpid()}-{name}"
 
 
-def clean_staging(max_age: float = STALE_STAGING_SECONDS) -> int:
-    """Remove staging files whose process is gone or that are older than ``max_age``; returns how many."""
+def clean_staging(max_age: float | None = STALE_STAGING_SECONDS) -> int:
+    """Remove staging files whose process is gone (or, with ``max_age``, that are older); returns how many."""
     folder = Path(settings.CACHE_DIR) / "staging"
     if not folder.is_dir():
         return 0
@@ -45,7 +48,7 @@ def clean_staging(max_age: float = STALE_STAGING_SECONDS) -> int:
     for path in folder.iterdir():
         pid = path.name.split("-", 1)[0]
         alive = pid.isdigit() and _process_alive(int(pid))
-        if not alive or now - path.stat().st_mtime > max_age:
+        if not alive or (max_age is not None and now - path.stat().st_mtime > max_age):
             path.unlink(missing_ok=True)
             removed += 1
     return removed

@@ -153,8 +153,15 @@ def _release(job_id: int, me: str) -> None:
         connection.close()
 
 
-def run_job(task: Task, work: Callable[..., Any], job_id: int, args: tuple) -> Any:
-    """Claim the Job, do ``work(job, *args)`` with a heartbeat, record done or failed."""
+def run_job(
+    task: Task, work: Callable[..., Any], job_id: int, args: tuple, failures: tuple[type[Exception], ...] = ()
+) -> Any:
+    """Claim the Job, do ``work(job, *args)`` with a heartbeat, record done or failed.
+
+    An exception in ``failures`` fails the Job and ends the task quietly (no retry could
+    fix it, and eagerly the request that started it must not break); any other error
+    fails the Job and is raised.
+    """
     me = worker_identity()
     job = _claim(job_id, me)
     if job is None:
@@ -175,6 +182,9 @@ def run_job(task: Task, work: Callable[..., Any], job_id: int, args: tuple) -> A
         logger.warning("job %s: database connection lost (%s); retrying", job_id, exc)
         _release(job_id, me)
         raise task.retry(exc=exc, countdown=settings.JOB_HEARTBEAT_SECONDS, max_retries=DATABASE_RETRIES) from exc
+    except failures as exc:
+        _finish(job, Job.Status.FAILED, str(exc))
+        return None
     except Exception as exc:
         _finish(job, Job.Status.FAILED, str(exc))
         raise
@@ -185,18 +195,23 @@ def run_job(task: Task, work: Callable[..., Any], job_id: int, args: tuple) -> A
     return result
 
 
-def job_task(work: Callable[..., Any]) -> Task:
+def job_task(work: Callable[..., Any] | None = None, *, failures: tuple[type[Exception], ...] = ()) -> Any:
     """Make ``work(job, *args)`` a Celery task called as ``task(job_id, *args)`` (see the module's protocol).
 
-    ``work`` fills ``job.result`` and ``job.message``; its arguments must be JSON values.
-    Start it with :func:`start_job`, never with ``delay``: the Job must record the task.
+    ``@job_task`` or ``@job_task(failures=(InputError, ...))``: ``failures`` are the errors
+    that fail the Job without raising (see :func:`run_job`). ``work`` fills ``job.result``
+    and ``job.message``; its arguments must be JSON values. Start it with
+    :func:`start_job`, never with ``delay``: the Job must record the task.
     """
 
-    def task(self: Task, job_id: int, *args: Any) -> Any:
-        return run_job(self, work, job_id, args)
+    def wrap(work: Callable[..., Any]) -> Task:
+        def task(self: Task, job_id: int, *args: Any) -> Any:
+            return run_job(self, work, job_id, args, failures)
 
-    task.__doc__ = work.__doc__
-    return shared_task(bind=True, name=f"{work.__module__}.{work.__name__}")(task)
+        task.__doc__ = work.__doc__
+        return shared_task(bind=True, name=f"{work.__module__}.{work.__name__}")(task)
+
+    return wrap(work) if work is not None else wrap
 
 
 def start_job(task: Task, kind: str, description: str, *args: Any) -> Job:

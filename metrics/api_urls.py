@@ -1,5 +1,6 @@
 """REST endpoints of the metrics app."""
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from . import api
@@ -7,4 +8,7 @@ from . import api
 router = DefaultRouter()
 router.register("reports", api.ReportViewSet, basename="report")
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("label-sensitivity/", api.LabelSensitivityView.as_view(), name="metrics-api-label-sensitivity"),
+    *router.urls,
+]

@@ -25,6 +25,7 @@ import sys
 import time
 
 import numpy as np
+
 from core.benchmark import peak_memory_mb
 
 CUTOFFS = (5, 10, 20, 30)

@@ -20,11 +20,19 @@ Definitions (``k`` a cutoff, ``n`` the documents the run has for the query, w_r 
 - **NFaiRR@k** (Rekabsaz, Kopeinik & Schedl, SIGIR 2021): a document is neutral (ω = 1) when
   f + m ≤ τ, else ω = 1 − Σ_g |M_g/(f+m) − ½|. FaiRR@k = Σ_{r ≤ min(k,n)} ω(d_r)·w_r.
   IFaiRR@k with the collection as background (default) = Σ_{r ≤ k} w_r, since the collection
-  always has k neutral documents; with a background run, the best reordering of the union of
-  that run's documents for the query (top :data:`BACKGROUND_DEPTH`) *and the evaluated run's
-  own top documents*: the union guarantees NFaiRR ≤ 1 (the reference code used the
-  background alone and could exceed 1). NFaiRR = FaiRR / IFaiRR; when IFaiRR = 0 (only
-  one-sided candidates) NFaiRR is undefined (NaN) and the query is left out of the mean.
+  always has k neutral documents. With a background run, IFaiRR@k is the best reordering (ω
+  descending) of a candidate set per query, chosen by the *normaliser*:
+
+  * ``comparison`` (default): the background run's top :data:`BACKGROUND_DEPTH` documents
+    together with the top documents of *every run of the comparison* (the runs of one report).
+    The denominator is the same for every run compared, so a fairer document never lowers a
+    run's score (NFaiRR is monotone in FaiRR), runs and their paired t-tests share one scale,
+    and NFaiRR ≤ 1 because every run's own documents are candidates.
+  * ``exact``: the background alone, as the reference code (CPJKU) did; values above 1 are
+    possible and reported as such. A query the background lacks has IFaiRR = 0.
+
+  NFaiRR = FaiRR / IFaiRR; when IFaiRR = 0 (only one-sided candidates, or none) NFaiRR is
+  undefined (NaN) and the query is left out of the mean.
 - **TExFAIR@k** (Abolghasemi et al., ECIR 2024): TE_G = Σ_{r ≤ min(k,n)} (count_G(d_r)/|d_r|)·w_r;
   p(G) = TE_G / (TE_f + TE_m); TED = Σ_G |p(G) − ½|; RBDF = Σ_{r ≤ min(k,n)} 1[f+m > 0]·w_r ÷
   Σ_{r ≤ min(k,n)} w_r. Variant ``rbdf``: 1 − TED·RBDF (the paper's); ``plain``: 1 − TED.
@@ -45,16 +53,14 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from pooling.magnitudes import magnitude
+from pooling.magnitudes import magnitudes_frame
 from pooling.rank_bias import rank_bias_table, rank_matrices
 
-METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
+from .defaults import BACKGROUND_DEPTH, DEFAULT_NORMALISER, DEFAULT_THRESHOLD, NORMALISERS
+
 RANK_BIAS_VARIANTS = ("tf", "bool")
 TEXFAIR_VARIANTS = ("rbdf", "plain")
 COLLECTION_BACKGROUND = "collection"
-#: Documents of a background run taken per query (the reference code read the top 200).
-BACKGROUND_DEPTH = 200
-DEFAULT_THRESHOLD = 1
 
 
 def validate_cutoffs(cutoffs: Sequence[int]) -> list[int]:
@@ -126,10 +132,7 @@ def rank_bias(run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int], v
     Thin adapter: magnitudes from :func:`pooling.magnitudes.magnitude`, the metric from
     :func:`pooling.rank_bias.rank_bias_table` (one implementation of each definition).
     """
-    magnitudes = counts.select(
-        "docid", magnitude(pl.col("f"), variant).alias("f"), magnitude(pl.col("m"), variant).alias("m")
-    )
-    return rank_bias_table(_renumber(run, max(cutoffs)), magnitudes, list(cutoffs))
+    return rank_bias_table(_renumber(run, max(cutoffs)), magnitudes_frame(counts, variant), list(cutoffs))
 
 
 # --- NFaiRR ----------------------------------------------------------------------------
@@ -151,17 +154,17 @@ def neutrality(f: np.ndarray, m: np.ndarray, threshold: float = DEFAULT_THRESHOL
 
 def _background_ideal(
     ranked: RankedCounts,
-    run: pl.DataFrame,
+    compared: Sequence[pl.DataFrame],
     background: pl.DataFrame,
     counts: pl.DataFrame,
     threshold: float,
 ) -> np.ndarray:
-    """``[queries × depth]`` ω of the best reordering of background ∪ the run's own documents."""
+    """``[queries × depth]`` ω of the best reordering of the background ∪ the ``compared`` runs' top documents."""
     depth = ranked.depth
-    own = _renumber(run, depth).select("qid", "docid")
     qids = pl.Series("qid", ranked.qids, dtype=pl.String)
-    theirs = _renumber(background, BACKGROUND_DEPTH).select("qid", "docid").join(qids.to_frame(), on="qid", how="semi")
-    pool = pl.concat([own, theirs]).unique(["qid", "docid"])
+    candidates = [_renumber(frame, depth).select("qid", "docid") for frame in compared]
+    candidates.append(_renumber(background, BACKGROUND_DEPTH).select("qid", "docid"))
+    pool = pl.concat(candidates).join(qids.to_frame(), on="qid", how="semi").unique(["qid", "docid"])
     pool = pool.join(counts.select("docid", "f", "m"), on="docid", how="left").with_columns(
         pl.col("f").fill_null(0), pl.col("m").fill_null(0)
     )
@@ -179,14 +182,20 @@ def nfairr(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     background: pl.DataFrame | None = None,
+    comparison: Sequence[pl.DataFrame] = (),
+    normaliser: str = DEFAULT_NORMALISER,
 ) -> pd.DataFrame:
     """FaiRR@k and NFaiRR@k per query (columns ``FaiRR@k``, ``NFaiRR@k``, and ``n``).
 
     ``counts`` are of the *representative* word list. ``background=None`` normalises by the
-    collection (IFaiRR@k = Σ_{r ≤ k} w_r); a background run normalises by the best ordering of
-    its documents plus the run's own (so NFaiRR ≤ 1).
+    collection (IFaiRR@k = Σ_{r ≤ k} w_r). With a background run, ``normaliser="comparison"``
+    normalises by the best ordering of the background's documents plus those of every run in
+    ``comparison`` (pass all runs being compared; ``run`` itself is always included, so
+    NFaiRR ≤ 1), and ``"exact"`` by the background alone (the original definition).
     """
     cutoffs = validate_cutoffs(cutoffs)
+    if normaliser not in NORMALISERS:
+        raise ValueError(f"unknown NFaiRR normaliser {normaliser!r}; choose one of {', '.join(NORMALISERS)}")
     ranked = ranked_counts(run, counts, max(cutoffs))
     w = discounts(ranked.depth)
     omega = neutrality(ranked.f, ranked.m, threshold)
@@ -195,14 +204,16 @@ def nfairr(
     if background is None:
         ideal = np.broadcast_to(np.cumsum(w), fairr.shape)
     else:
-        ideal = np.cumsum(_background_ideal(ranked, run, background, counts, threshold) * w, axis=1)
+        compared = [run, *comparison] if normaliser == "comparison" else []
+        ideal = np.cumsum(_background_ideal(ranked, compared, background, counts, threshold) * w, axis=1)
     columns = {}
     for k in cutoffs:
         columns[f"FaiRR@{k}"] = ranked.at(fairr, k)
         with np.errstate(invalid="ignore", divide="ignore"):
             # IFaiRR = 0 (a background run offering only one-sided documents): undefined, NaN,
             # so the query drops out of the model's mean and its query count.
-            columns[f"NFaiRR@{k}"] = ranked.at(fairr, k) / ranked.at(ideal, k)
+            denominator = ranked.at(ideal, k)
+            columns[f"NFaiRR@{k}"] = np.where(denominator > 0, ranked.at(fairr, k) / denominator, np.nan)
     table = pd.DataFrame(columns, index=pd.Index(ranked.qids, name="qid"))
     table["n"] = ranked.n
     return table
@@ -258,11 +269,14 @@ def evaluate_run(
     threshold: float = DEFAULT_THRESHOLD,
     background: pl.DataFrame | None = None,
     background_name: str = COLLECTION_BACKGROUND,
+    comparison: Sequence[pl.DataFrame] = (),
+    normaliser: str = DEFAULT_NORMALISER,
 ) -> pd.DataFrame:
     """All metrics of one run, long format: ``qid, metric, variant, cutoff, value``.
 
     ``counts`` (the definitional list) feed RaB/ARaB; ``representative_counts`` feed NFaiRR
-    and TExFAIR. NFaiRR's variant is the background's name.
+    and TExFAIR. NFaiRR's variant is :func:`nfairr_variant`; ``comparison`` and ``normaliser``
+    as in :func:`nfairr`.
     """
     cutoffs = validate_cutoffs(cutoffs)
     parts = []
@@ -270,12 +284,31 @@ def evaluate_run(
         table = rank_bias(run, counts, cutoffs, variant)
         for metric in ("RaB", "ARaB"):
             parts.append(_long(table, metric, variant, cutoffs, metric))
-    fair = nfairr(run, representative_counts, cutoffs, threshold=threshold, background=background)
-    parts.append(_long(fair, "NFaiRR", background_name, cutoffs, "NFaiRR"))
+    fair = nfairr(
+        run,
+        representative_counts,
+        cutoffs,
+        threshold=threshold,
+        background=background,
+        comparison=comparison,
+        normaliser=normaliser,
+    )
+    variant = nfairr_variant(background_name if background is not None else COLLECTION_BACKGROUND, normaliser)
+    parts.append(_long(fair, "NFaiRR", variant, cutoffs, "NFaiRR"))
     exposure = texfair(run, representative_counts, cutoffs)
     parts.append(_long(exposure, "TExFAIR", "rbdf", cutoffs, "TExFAIR"))
     parts.append(_long(exposure, "TExFAIR", "plain", cutoffs, "TExFAIR-plain"))
     return pd.concat(parts, ignore_index=True)
+
+
+def nfairr_variant(background_name: str, normaliser: str = DEFAULT_NORMALISER) -> str:
+    """NFaiRR's variant label: the background's name, ``:exact`` appended for the original normaliser.
+
+    The collection background has one (fixed) normaliser, so it is always ``collection``.
+    """
+    if background_name == COLLECTION_BACKGROUND or normaliser == DEFAULT_NORMALISER:
+        return background_name
+    return f"{background_name}:{normaliser}"
 
 
 def _long(table: pd.DataFrame, metric: str, variant: str, cutoffs: Sequence[int], prefix: str) -> pd.DataFrame:

@@ -100,7 +100,7 @@ HER_CHOICES = ("his", "him")
 def swap_table(names: Iterable[tuple[str, str]] = (), her: str = "his") -> dict[str, str]:
     """Lower-case word → lower-case replacement, for pairs, pronouns and ``(word, gender)`` names.
 
-    ``names`` are ``(word, 'f'|'m')`` entries (e.g. ``WordList.words.items()``); words already
+    ``names`` are ``(word, 'f'|'m')`` entries (e.g. ``GenderWords.words.items()``); words already
     covered by the fixed tables are ignored, the rest are paired across genders.
     """
     if her not in HER_CHOICES:

@@ -38,6 +38,12 @@ class Report(models.Model):
         related_name="+",
         help_text="NFaiRR's background; empty means the whole collection.",
     )
+    nfairr_normaliser = models.CharField(
+        max_length=20,
+        default="comparison",
+        help_text="With a background run: 'comparison' (background + every run of the report, one "
+        "denominator for all) or 'exact' (background alone, the original definition; may exceed 1).",
+    )
     baseline = models.ForeignKey(
         Run,
         on_delete=models.PROTECT,
@@ -61,6 +67,15 @@ class Report(models.Model):
     @property
     def background(self) -> str:
         return self.background_run.name if self.background_run_id else COLLECTION_BACKGROUND
+
+    @property
+    def nfairr_normalisation(self) -> str:
+        """How NFaiRR was normalised, in words, for the report page."""
+        if not self.background_run_id:
+            return "by the collection (Σ w_r over the cutoff)"
+        if self.nfairr_normaliser == "exact":
+            return f"by {self.background_run.name} alone (exact original definition; values above 1 possible)"
+        return f"by {self.background_run.name} together with every run of this report (one denominator per query)"
 
 
 class Result(models.Model):

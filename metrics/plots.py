@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .core import METRICS
+from .defaults import METRICS
 
 _NOTES = {
     "RaB": "positive: towards male",
@@ -85,4 +85,49 @@ def distribution_figure(per_query: pd.DataFrame, cutoff: int) -> bytes:
             axes.axhline(0.0, color="0.6", linewidth=0.8)
         axes.set_title(f"{metric}@{cutoff} [{variant}]")
         axes.tick_params(axis="x", labelrotation=30, labelsize="small")
+    return _png(figure)
+
+
+def sensitivity_figure(table: pd.DataFrame, cutoff: int) -> bytes:
+    """Label sensitivity at one cutoff: one panel per metric and variant, one point per
+    (aggregation, disputed policy) and run, with its bootstrap 95% CI as an error bar; the
+    majority/drop configuration (the SIGIR 2020 choice) is first and shaded."""
+    data = table[table["cutoff"] == cutoff] if len(table) else table
+    panels = _panels(data) if len(data) else []
+    configurations = list(dict.fromkeys(zip(data["aggregation"], data["disputed"], strict=True))) if len(data) else []
+    runs = list(dict.fromkeys(data["run"])) if len(data) else []
+    columns = min(2, max(1, len(panels)))
+    rows = max(1, -(-len(panels) // columns))
+    figure = Figure(figsize=(6.4 * columns, 3.6 * rows), layout="constrained")
+    positions = {configuration: i for i, configuration in enumerate(configurations)}
+    width = 0.8 / max(1, len(runs))
+    for p, (metric, variant) in enumerate(panels):
+        axes = figure.add_subplot(rows, columns, p + 1)
+        panel = data[(data["metric"] == metric) & (data["variant"] == variant)]
+        axes.axvspan(-0.5, 0.5, color="0.92")
+        for r, run in enumerate(runs):
+            points = panel[panel["run"] == run]
+            x = [
+                positions[(a, d)] - 0.4 + width * (r + 0.5)
+                for a, d in zip(points["aggregation"], points["disputed"], strict=True)
+            ]
+            values = points["value"].astype(float).to_numpy()
+            low = values - points["ci_low"].astype(float).to_numpy()
+            high = points["ci_high"].astype(float).to_numpy() - values
+            axes.errorbar(x, values, yerr=[low, high], fmt="o", markersize=3, capsize=2, label=run)
+        if metric in ("RaB", "ARaB"):
+            axes.axhline(0.0, color="0.6", linewidth=0.8)
+        axes.set_title(f"{metric}@{cutoff} [{variant}]")
+        axes.set_xticks(
+            range(len(configurations)),
+            [f"{a}/{d}" for a, d in configurations],
+            rotation=60,
+            ha="right",
+            rotation_mode="anchor",
+            fontsize="x-small",
+        )
+        axes.set_ylabel(_NOTES.get(metric, metric), fontsize="small")
+    if panels:
+        handles, labels = figure.axes[0].get_legend_handles_labels()
+        figure.legend(handles, labels, loc="outside lower center", ncols=min(len(runs), 6))
     return _png(figure)

@@ -35,8 +35,44 @@ class ReportSerializer(ReportListSerializer):
             "wordlist",
             "representative_wordlist",
             "threshold",
+            "nfairr_normaliser",
             "bootstrap_samples",
             "seed",
             "software_version",
             "results",
         ]
+
+
+class SensitivityRowSerializer(serializers.Serializer):
+    aggregation = serializers.CharField()
+    disputed = serializers.CharField()
+    run = serializers.CharField()
+    metric = serializers.CharField()
+    variant = serializers.CharField()
+    cutoff = serializers.IntegerField()
+    value = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    n_queries = serializers.IntegerField()
+
+
+class RankingChangeSerializer(serializers.Serializer):
+    aggregation = serializers.CharField()
+    disputed = serializers.CharField()
+    metric = serializers.CharField()
+    variant = serializers.CharField()
+    cutoff = serializers.IntegerField()
+    runs = serializers.IntegerField()
+    kendall_tau = serializers.FloatField(allow_null=True, help_text="Against majority/drop; null when undefined.")
+    swapped = serializers.CharField(help_text="Pairs of runs whose order is reversed, '; '-separated.")
+
+
+class LabelSensitivitySerializer(serializers.Serializer):
+    batch = serializers.CharField()
+    runs = serializers.ListField(child=serializers.CharField())
+    cutoffs = serializers.ListField(child=serializers.IntegerField())
+    threshold = serializers.FloatField()
+    nfairr_normalisation = serializers.CharField()
+    set_sizes = serializers.DictField(child=serializers.IntegerField(), help_text="'aggregation/policy' -> queries.")
+    rows = SensitivityRowSerializer(many=True)
+    rankings = RankingChangeSerializer(many=True)

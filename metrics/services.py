@@ -1,4 +1,4 @@
-"""Services of the metrics app: building bias reports and reading them back.
+"""Services of the metrics app: building bias reports, and label sensitivity.
 
 Heavy work (reading runs, counting words, computing metrics, bootstrapping) happens before
 the transaction opens; the report and its result rows are written in one transaction, and
@@ -9,8 +9,6 @@ union of the documents of every run (top max-cutoff) and of the background run.
 
 from __future__ import annotations
 
-import csv
-import io
 import subprocess
 import tomllib
 import uuid
@@ -18,9 +16,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
-import pandas as pd
-import polars as pl
 from django.conf import settings
 from django.db import transaction
 
@@ -30,22 +27,32 @@ from core.models import Job
 from core.names import validate_name
 from core.storage import cache_dir
 from core.tasks import start_job
+from pooling.analysis import check_same_collection
 from pooling.models import QuerySet, Run
-from pooling.services import document_counts_for, register_wordlist, run_frame
+from pooling.services import document_counts_for, register_wordlist, run_frame, top_rankings
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
-from pooling.wordlists import WordList as Words
-from pooling.wordlists import default_wordlist, load_wordlist
+from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
-from . import core, significance
+from .defaults import (
+    BACKGROUND_DEPTH,
+    CONFIDENCE_THRESHOLD,
+    DEFAULT_CUTOFFS,
+    DEFAULT_NORMALISER,
+    DEFAULT_SAMPLES,
+    DEFAULT_SEED,
+    DEFAULT_THRESHOLD,
+    NORMALISERS,
+)
 from .models import COLLECTION_BACKGROUND, Report, Result
 
-CSV_HEADER = ["run", "metric", "variant", "cutoff", "value", "queries"]
-PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
-DEFAULT_CUTOFFS = (5, 10, 20, 30)
+if TYPE_CHECKING:
+    import pandas as pd
+
+
 REPRESENTATIVE_WORDLIST = Path(__file__).resolve().parent / "data" / "wordlist_gender_representative.txt"
 
 
-def default_representative_wordlist() -> Words:
+def default_representative_wordlist() -> GenderWords:
     """The 163 + 163 gender-representative words and names of Rekabsaz, Kopeinik & Schedl (SIGIR 2021)."""
     return load_wordlist(REPRESENTATIVE_WORDLIST, name="representative-163+163")
 
@@ -71,11 +78,14 @@ def software_version() -> str:
 class ReportSettings:
     cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
     tokenizer: str = DEFAULT_TOKENIZER
-    threshold: float = core.DEFAULT_THRESHOLD
-    bootstrap_samples: int = significance.DEFAULT_SAMPLES
-    seed: int = significance.DEFAULT_SEED
+    threshold: float = DEFAULT_THRESHOLD
+    bootstrap_samples: int = DEFAULT_SAMPLES
+    seed: int = DEFAULT_SEED
+    nfairr_normaliser: str = DEFAULT_NORMALISER
 
     def validate(self) -> None:
+        from . import core
+
         try:
             core.validate_cutoffs(self.cutoffs)
         except (TypeError, ValueError):
@@ -86,15 +96,33 @@ class ReportSettings:
             raise ServiceError("the NFaiRR threshold must not be negative")
         if self.bootstrap_samples < 1:
             raise ServiceError("bootstrap samples must be at least 1")
+        if self.nfairr_normaliser not in NORMALISERS:
+            raise ServiceError(
+                f"unknown NFaiRR normaliser {self.nfairr_normaliser!r}; choose one of {', '.join(NORMALISERS)}"
+            )
+
+
+class ReportInputs(TypedDict, total=False):
+    """What a report may take besides its query set, runs and settings (one definition for
+    :func:`compute_report` and :func:`build_report`)."""
+
+    wordlist: GenderWords | None  #: gender-definitional words for RaB/ARaB (default: the 32+32)
+    representative: GenderWords | None  #: representative words for NFaiRR/TExFAIR (default: 163+163)
+    background: Run | None  #: NFaiRR's background run (default: the collection)
+    baseline: Run | None  #: run the others are tested against
+    job: Job | None  #: progress record to update
+    bar: bool  #: a terminal progress bar
 
 
 @dataclass
 class Computed:
-    """What a report computes, before anything is stored."""
+    """What a report computes, before anything is stored: values and the inputs they came from."""
 
     per_query: pd.DataFrame
     summary: pd.DataFrame
     runs: list[Run] = field(default_factory=list)
+    wordlist: GenderWords | None = None
+    representative: GenderWords | None = None
 
 
 def parse_cutoffs(text: str) -> tuple[int, ...]:
@@ -116,39 +144,76 @@ def compute_report(
     query_set: QuerySet,
     runs: Sequence[Run],
     report_settings: ReportSettings = ReportSettings(),
-    *,
-    wordlist: Words | None = None,
-    representative: Words | None = None,
-    background: Run | None = None,
-    baseline: Run | None = None,
-    job: Job | None = None,
-    bar: bool = True,
+    **inputs: Unpack[ReportInputs],
 ) -> Computed:
     """Every metric of every run over the queries of ``query_set`` it contains (no writes)."""
+    from . import significance
+    from .formatting import order_summary
+
     report_settings.validate()
     runs = list(runs)
     if not runs:
         raise ServiceError("give at least one run")
+    baseline = inputs.get("baseline")
     if baseline is not None and baseline not in runs:
         runs.append(baseline)
-    collections = {run.collection_id for run in runs} | ({background.collection_id} if background else set())
-    if len(collections) != 1:
-        raise ServiceError("all runs of a report (and its background run) must rank the same collection")
+    qids = list(query_set.queries.values_list("qid", flat=True))
+    words = inputs.get("wordlist") or default_wordlist()
+    representative = inputs.get("representative") or default_representative_wordlist()
+    per_query = per_query_values(
+        qids,
+        runs,
+        report_settings,
+        wordlist=words,
+        representative=representative,
+        background=inputs.get("background"),
+        job=inputs.get("job"),
+        bar=inputs.get("bar", True),
+        source=repr(query_set.name),
+    )
+    summary = significance.summarise(
+        per_query,
+        baseline=baseline.name if baseline else None,
+        samples=report_settings.bootstrap_samples,
+        seed=report_settings.seed,
+    )
+    return Computed(per_query, order_summary(summary), runs, words, representative)
+
+
+def per_query_values(
+    qids: Sequence[str],
+    runs: Sequence[Run],
+    report_settings: ReportSettings,
+    *,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
+    background: Run | None = None,
+    job: Job | None = None,
+    bar: bool = True,
+    source: str = "the query set",
+) -> pd.DataFrame:
+    """Long frame ``run, qid, metric, variant, cutoff, value`` of every run over the ``qids`` it contains.
+
+    A query's values depend on the runs, the background and the settings, never on which
+    other queries are asked for, so any subset of this frame is what a report on that subset
+    would compute (label sensitivity relies on it).
+    """
+    import pandas as pd
+    import polars as pl
+
+    from . import core
+
+    check_same_collection([*runs, *([background] if background else [])], "a report (and its background run)")
     words = wordlist or default_wordlist()
     representative = representative or default_representative_wordlist()
     cutoffs = core.validate_cutoffs(report_settings.cutoffs)
     depth = max(cutoffs)
-    qids = pl.Series("qid", list(query_set.queries.values_list("qid", flat=True)), dtype=pl.String).to_frame()
+    qids = pl.Series("qid", list(qids), dtype=pl.String).to_frame()
 
-    frames = {}
-    for run in runs:
-        frame = run_frame(run).filter(pl.col("rank") <= depth).join(qids, on="qid", how="semi")
-        if not len(frame):
-            raise ServiceError(f"run {run.name!r} contains none of the queries of {query_set.name!r}")
-        frames[run.name] = frame
+    frames = top_rankings(runs, qids["qid"], depth, source)
     background_frame = None
     if background is not None:
-        background_frame = run_frame(background).filter(pl.col("rank") <= core.BACKGROUND_DEPTH)
+        background_frame = run_frame(background).filter(pl.col("rank") <= BACKGROUND_DEPTH)
         background_frame = background_frame.join(qids, on="qid", how="semi")
     docs = [frame["docid"] for frame in frames.values()]
     if background_frame is not None:
@@ -169,31 +234,12 @@ def compute_report(
             threshold=report_settings.threshold,
             background=background_frame,
             background_name=background.name if background else COLLECTION_BACKGROUND,
+            comparison=list(frames.values()),
+            normaliser=report_settings.nfairr_normaliser,
         )
         values.insert(0, "run", name)
         parts.append(values)
-    per_query = pd.concat(parts, ignore_index=True)
-    summary = significance.summarise(
-        per_query,
-        baseline=baseline.name if baseline else None,
-        samples=report_settings.bootstrap_samples,
-        seed=report_settings.seed,
-    )
-    return Computed(per_query, order_summary(summary), runs)
-
-
-def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
-    """Rows in the order of the paper's tables: run, then metric (RaB, ARaB, NFaiRR, TExFAIR), variant, cutoff."""
-    if not len(summary):
-        return summary
-    runs = list(dict.fromkeys(summary["run"]))
-    order = summary.assign(
-        _run=summary["run"].map(runs.index),
-        _metric=summary["metric"].map(core.METRICS.index),
-        _variant=summary["variant"].map(lambda v: (-1, "") if v in ("tf", "rbdf") else (0, v)),
-    )
-    order = order.sort_values(["_run", "_metric", "_variant", "cutoff"], kind="stable")
-    return order.drop(columns=["_run", "_metric", "_variant"]).reset_index(drop=True)
+    return pd.concat(parts, ignore_index=True)
 
 
 def build_report(
@@ -201,32 +247,21 @@ def build_report(
     query_set: QuerySet,
     runs: Sequence[Run],
     report_settings: ReportSettings = ReportSettings(),
-    *,
-    wordlist: Words | None = None,
-    representative: Words | None = None,
-    background: Run | None = None,
-    baseline: Run | None = None,
-    job: Job | None = None,
-    bar: bool = True,
+    **inputs: Unpack[ReportInputs],
 ) -> Report:
-    """Compute and store a report named ``name`` (results, per-query file, provenance)."""
+    """Compute (:func:`compute_report`) and store a report named ``name``: results, per-query file, provenance."""
+    import polars as pl
+
+    from . import core
+
     validate_name(name, "report")
     if Report.objects.filter(name=name).exists():
-        raise ServiceError(f"a report named {name!r} already exists; choose another --name")
-    words = wordlist or default_wordlist()
-    representative = representative or default_representative_wordlist()
-    computed = compute_report(
-        query_set,
-        runs,
-        report_settings,
-        wordlist=words,
-        representative=representative,
-        background=background,
-        baseline=baseline,
-        job=job,
-        bar=bar,
-    )
+        raise ServiceError(f"a report named {name!r} already exists; choose another name")
+    computed = compute_report(query_set, runs, report_settings, **inputs)
+    background, baseline = inputs.get("background"), inputs.get("baseline")
     path = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}.parquet"
+    from .formatting import PER_QUERY_COLUMNS
+
     write_parquet_atomic(pl.from_pandas(computed.per_query[PER_QUERY_COLUMNS]), path)
     by_name = {run.name: run for run in computed.runs}
     try:
@@ -235,12 +270,13 @@ def build_report(
                 name=name,
                 query_set=query_set,
                 run_order=[run.name for run in computed.runs],
-                wordlist=register_wordlist(words),
-                representative_wordlist=register_wordlist(representative),
+                wordlist=register_wordlist(computed.wordlist),
+                representative_wordlist=register_wordlist(computed.representative),
                 tokenizer=report_settings.tokenizer,
                 cutoffs=core.validate_cutoffs(report_settings.cutoffs),
                 threshold=report_settings.threshold,
                 background_run=background,
+                nfairr_normaliser=report_settings.nfairr_normaliser,
                 baseline=baseline,
                 bootstrap_samples=report_settings.bootstrap_samples,
                 seed=report_settings.seed,
@@ -273,12 +309,11 @@ def build_report(
 
 
 def _finite(value) -> float | None:
+    import pandas as pd
+
     if value is None or pd.isna(value):
         return None
     return float(value)
-
-
-# --- reading reports back -------------------------------------------------------------------
 
 
 def start_report(
@@ -306,85 +341,123 @@ def start_report(
     )
 
 
-def report_summary(report: Report) -> pd.DataFrame:
-    """The report's results as a frame (``run, metric, variant, cutoff, value, queries, ci_low, ci_high, p_value``)."""
-    rows = report.results.select_related("run").values_list(
-        "run__name", "metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"
+# --- label sensitivity ---------------------------------------------------------------------
+
+
+@dataclass
+class LabelSensitivity:
+    """What :func:`label_sensitivity` found: the table, the ranking changes, and the set sizes."""
+
+    batch: str
+    runs: list[str]
+    cutoffs: list[int]
+    threshold: float
+    table: pd.DataFrame
+    rankings: pd.DataFrame
+    set_sizes: dict[tuple[str, str], int]
+    nfairr_normalisation: str
+
+
+def label_sensitivity(
+    batch,
+    runs: Sequence[Run],
+    report_settings: ReportSettings = ReportSettings(),
+    *,
+    threshold: float = CONFIDENCE_THRESHOLD,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
+    background: Run | None = None,
+    job: Job | None = None,
+    bar: bool = True,
+) -> LabelSensitivity:
+    """Bias of ``runs`` on the non-gendered set of ``batch`` under every aggregation × disputed policy.
+
+    Labels: majority vote with the export's rule (strict plurality of at least
+    ``min_votes`` votes), Dawid-Skene seeded with the batch's gold questions, Wawa;
+    adjudications through :func:`annotation.selectors.adjudicated_labels`. The per-query values
+    are computed once over every candidate query (:func:`per_query_values`), then each set is
+    summarised as a report would be, so majority/drop equals ``bias_report`` on the exported
+    non-gendered set with the same settings (when no query is adjudicated: the export applies
+    rulings first).
+    """
+    from annotation import selectors
+    from annotation.services.results import judgments_frame, min_votes
+
+    from . import core, sensitivity
+    from .formatting import order_sensitivity
+
+    report_settings.validate()
+    if not 0 <= threshold <= 1:
+        raise ServiceError(f"the confidence threshold must be between 0 and 1, got {threshold}")
+    runs = list(runs)
+    if not runs:
+        raise ServiceError("give at least one run")
+    judgments = judgments_frame(batch)
+    if judgments.empty:
+        raise ServiceError(f"batch {batch.name!r} has no usable judgments yet")
+    labels = sensitivity.aggregated_labels(
+        judgments,
+        min_votes=min_votes(batch),
+        gold_judgments=selectors.gold_judgments(batch),
+        gold=selectors.gold_labels(batch),
     )
-    frame = pd.DataFrame(
-        list(rows), columns=["run", "metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"]
+    sets = sensitivity.non_gendered_sets(labels, adjudicated=selectors.adjudicated_labels(batch), threshold=threshold)
+    candidates = sorted(set().union(*sets.values()))
+    if not candidates:
+        raise ServiceError(f"no query of batch {batch.name!r} is labelled non-gendered under any aggregation")
+    per_query = per_query_values(
+        candidates,
+        runs,
+        report_settings,
+        wordlist=wordlist,
+        representative=representative,
+        background=background,
+        job=job,
+        bar=bar,
+        source=f"the non-gendered queries of batch {batch.name!r}",
     )
-    return order_summary(frame)
+    table = sensitivity.sensitivity_table(
+        per_query, sets, samples=report_settings.bootstrap_samples, seed=report_settings.seed
+    )
+    table = order_sensitivity(table, [run.name for run in runs])
+    if background is None:
+        normalisation = "by the collection"
+    elif report_settings.nfairr_normaliser == "exact":
+        normalisation = f"by {background.name} alone (exact original definition)"
+    else:
+        normalisation = f"by {background.name} together with every run given"
+    return LabelSensitivity(
+        batch=batch.name,
+        runs=[run.name for run in runs],
+        cutoffs=core.validate_cutoffs(report_settings.cutoffs),
+        threshold=threshold,
+        table=table,
+        rankings=sensitivity.ranking_changes(table),
+        set_sizes={key: len(qids) for key, qids in sets.items()},
+        nfairr_normalisation=normalisation,
+    )
 
 
-def report_per_query(report: Report) -> pd.DataFrame:
-    """Per-query values (``run, qid, metric, variant, cutoff, value``); ServiceError if the file is gone."""
-    path = Path(report.per_query)
-    if not path.exists():
-        raise ServiceError(f"the per-query file of report {report.name!r} is missing ({path}); build the report again")
-    return pl.read_parquet(path).to_pandas()
+def start_label_sensitivity(
+    batch,
+    runs: Sequence[Run],
+    report_settings: ReportSettings,
+    *,
+    threshold: float = CONFIDENCE_THRESHOLD,
+    background: Run | None = None,
+) -> Job:
+    """Compute label sensitivity as a Celery task once the caller's transaction commits; returns its Job
+    (whose result holds :func:`sensitivity_result` and the page's URL)."""
+    from .tasks import label_sensitivity_task
 
-
-def results_csv(summary: pd.DataFrame) -> str:
-    """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
-    for row in summary.itertuples(index=False):
-        value = "" if row.value is None or pd.isna(row.value) else repr(float(row.value))
-        writer.writerow([row.run, row.metric, row.variant, int(row.cutoff), value, int(row.queries)])
-    return out.getvalue()
-
-
-def per_query_csv(per_query: pd.DataFrame) -> str:
-    out = io.StringIO()
-    per_query[PER_QUERY_COLUMNS].to_csv(out, index=False, lineterminator="\n")
-    return out.getvalue()
-
-
-def columns_of(summary: pd.DataFrame) -> list[tuple[str, str, int]]:
-    """(metric, variant, cutoff) columns of a results table, in the paper's order."""
-    return list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
-
-
-def terminal_table(summary: pd.DataFrame, alpha: float = 0.05) -> str:
-    """A plain-text table like Table 3 of the SIGIR 2020 paper: one block per metric and variant,
-    rows = runs, columns = cutoffs; ``*`` marks p < alpha against the baseline (Bonferroni)."""
-    if not len(summary):
-        return "(no results)"
-    runs = list(dict.fromkeys(summary["run"]))
-    width = max(12, *(len(r) for r in runs)) + 2
-    lookup = {(r.run, r.metric, r.variant, r.cutoff): r for r in summary.itertuples(index=False)}
-    blocks = []
-    groups = list(dict.fromkeys((m, v) for m, v, _ in columns_of(summary)))
-    for metric, variant in groups:
-        cutoffs = sorted({c for m, v, c in columns_of(summary) if (m, v) == (metric, variant)})
-        title = f"{metric} [{variant}]"
-        header = f"{title:<{width}}" + "".join(f"{'@' + str(c):>11}" for c in cutoffs) + f"{'queries':>9}"
-        lines = [header, "-" * len(header)]
-        for run in runs:
-            cells = []
-            queries = ""
-            for c in cutoffs:
-                row = lookup.get((run, metric, variant, c))
-                if row is None or row.value is None or pd.isna(row.value):
-                    cells.append(f"{'–':>11}")
-                    continue
-                mark = "*" if row.p_value is not None and not pd.isna(row.p_value) and row.p_value < alpha else " "
-                cells.append(f"{row.value:>10.4f}{mark}")
-                queries = str(row.queries)
-            lines.append(f"{run:<{width}}" + "".join(cells) + f"{queries:>9}")
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
-
-
-def default_report_name(query_set: QuerySet, run_names: Sequence[str]) -> str:
-    """``<query set>-<runs>`` (shortened), with ``-2``, ``-3``… if taken."""
-    from django.utils.text import slugify
-
-    base = slugify(f"{query_set.name}-{'-'.join(run_names)}")[:80].strip("-") or "report"
-    name, i = base, 1
-    while Report.objects.filter(name=name).exists():
-        i += 1
-        name = f"{base}-{i}"
-    return name
+    report_settings.validate()
+    return start_job(
+        label_sensitivity_task,
+        "label-sensitivity",
+        f"Label sensitivity of {batch.name}",
+        batch.pk,
+        [run.pk for run in runs],
+        asdict(report_settings),
+        threshold,
+        background.pk if background else None,
+    )

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-DEFAULT_SAMPLES = 1000
-DEFAULT_SEED = 0
+from .defaults import DEFAULT_SAMPLES, DEFAULT_SEED
+
 LEVEL = 0.95
 
 

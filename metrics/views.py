@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -9,9 +11,12 @@ from django.views.decorators.http import require_POST
 from core.errors import ServiceError
 from core.permissions import researcher_required
 
-from . import plots, services
-from .forms import ReportForm
+from . import selectors
+from .forms import LabelSensitivityForm, ReportForm
 from .models import Report
+
+if TYPE_CHECKING:
+    from .services import LabelSensitivity
 
 
 @researcher_required
@@ -22,11 +27,13 @@ def report_list(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def report_detail(request: HttpRequest, name: str) -> HttpResponse:
+    from . import formatting
+
     report = get_object_or_404(
         Report.objects.select_related("query_set", "wordlist", "representative_wordlist"), name=name
     )
-    summary = services.report_summary(report)
-    columns = services.columns_of(summary)
+    summary = selectors.report_summary(report)
+    columns = formatting.columns_of(summary)
     lookup = {(r.run, r.metric, r.variant, r.cutoff): r for r in summary.itertuples(index=False)}
     rows = [
         {"run": run, "cells": [lookup.get((run, *column)) for column in columns]}
@@ -38,9 +45,11 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 def report_csv(request: HttpRequest, name: str) -> HttpResponse:
+    from . import formatting
+
     report = get_object_or_404(Report, name=name)
     response = HttpResponse(
-        services.results_csv(services.report_summary(report)), content_type="text/csv; charset=utf-8"
+        formatting.results_csv(selectors.report_summary(report)), content_type="text/csv; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="{report.name}.csv"'
     return response
@@ -48,9 +57,11 @@ def report_csv(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
+    from . import formatting
+
     report = get_object_or_404(Report, name=name)
     try:
-        body = services.per_query_csv(services.report_per_query(report))
+        body = formatting.per_query_csv(selectors.report_per_query(report), selectors.report_summary(report))
     except ServiceError as exc:
         raise Http404(str(exc)) from None
     response = HttpResponse(body, content_type="text/csv; charset=utf-8")
@@ -61,13 +72,15 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
 @researcher_required
 def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
     """``cutoffs``: every metric against the cutoff; ``distribution``: per-query box plots at ``?cutoff=``."""
+    from . import plots
+
     report = get_object_or_404(Report, name=name)
     if kind == "cutoffs":
-        png = plots.cutoff_figure(services.report_summary(report))
+        png = plots.cutoff_figure(selectors.report_summary(report))
     elif kind == "distribution":
         try:
             cutoff = int(request.GET.get("cutoff", max(report.cutoffs)))
-            per_query = services.report_per_query(report)
+            per_query = selectors.report_per_query(report)
         except (ValueError, ServiceError) as exc:
             raise Http404(str(exc)) from None
         if cutoff not in report.cutoffs:
@@ -85,6 +98,8 @@ def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
 @require_POST
 def report_create(request: HttpRequest) -> HttpResponse:
     """Build a report as a Celery task (inline without a broker), then follow its job."""
+    from . import services
+
     form = ReportForm(request.POST)
     if not form.is_valid():
         reports = Report.objects.select_related("query_set").prefetch_related("runs")
@@ -94,8 +109,84 @@ def report_create(request: HttpRequest) -> HttpResponse:
         data["name"],
         data["queries"],
         list(data["runs"]),
-        services.ReportSettings(cutoffs=data["cutoffs"], tokenizer=data["tokenizer"]),
+        services.ReportSettings(
+            cutoffs=data["cutoffs"], tokenizer=data["tokenizer"], nfairr_normaliser=data["nfairr_normaliser"]
+        ),
         background=data["background"],
         baseline=data["baseline"],
     )
     return redirect("core:job-detail", pk=job.pk)
+
+
+def run_label_sensitivity(data: dict) -> LabelSensitivity:
+    """Compute label sensitivity from a valid :class:`LabelSensitivityForm` (the API computes on request)."""
+    from annotation.models import Batch
+
+    from . import services
+
+    batch = get_object_or_404(Batch, name=data["batch"])
+    report_settings = services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"])
+    return services.label_sensitivity(
+        batch, data["runs"], report_settings, threshold=data["threshold"], background=data["background"], bar=False
+    )
+
+
+@researcher_required
+def label_sensitivity(request: HttpRequest) -> HttpResponse:
+    """How the aggregation and the handling of disputed queries move the runs' bias.
+
+    POST starts the computation as a Celery task (inline without a broker) and follows its job;
+    ``?job=<id>`` shows a finished job's result with its plot (``&cutoff=`` picks the plot's cutoff).
+    """
+    import base64
+
+    import pandas as pd
+
+    from annotation.models import Batch
+    from core.models import Job
+
+    from . import plots, services
+
+    if request.method == "POST":
+        form = LabelSensitivityForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            batch = Batch.objects.filter(name=data["batch"]).first()
+            if batch is None:
+                form.add_error("batch", f"no batch named {data['batch']!r}")
+            else:
+                try:
+                    job = services.start_label_sensitivity(
+                        batch,
+                        data["runs"],
+                        services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"]),
+                        threshold=data["threshold"],
+                        background=data["background"],
+                    )
+                except ServiceError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    return redirect("core:job-detail", pk=job.pk)
+        return render(request, "metrics/label_sensitivity.html", {"form": form}, status=400)
+    context: dict = {"form": LabelSensitivityForm(initial=request.GET.dict() or None)}
+    if "job" in request.GET:
+        job = get_object_or_404(Job, pk=request.GET["job"], kind="label-sensitivity")
+        if job.status != Job.Status.DONE:
+            return redirect("core:job-detail", pk=job.pk)
+        result = job.result
+        table = pd.DataFrame(result["rows"]).astype({"value": float, "ci_low": float, "ci_high": float})
+        try:
+            cutoff = int(request.GET.get("cutoff", max(result["cutoffs"])))
+        except ValueError:
+            raise Http404("cutoff must be an integer") from None
+        if cutoff not in result["cutoffs"]:
+            raise Http404(f"the result has no cutoff {cutoff}")
+        context |= {
+            "job": job,
+            "result": result,
+            "changed": [r for r in result["rankings"] if r["swapped"]],
+            "set_sizes": [{"configuration": key, "size": size} for key, size in result["set_sizes"].items()],
+            "plot_cutoff": cutoff,
+            "plot": base64.b64encode(plots.sensitivity_figure(table, cutoff)).decode("ascii"),
+        }
+    return render(request, "metrics/label_sensitivity.html", context)

@@ -1,5 +1,6 @@
 """REST endpoints of the pooling app."""
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from . import api
@@ -10,4 +11,7 @@ router.register("query-sets", api.QuerySetViewSet)
 router.register("runs", api.RunViewSet)
 router.register("pools", api.PoolViewSet)
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("imports/<str:kind>/", api.ImportView.as_view(), name="import"),
+    *router.urls,
+]

@@ -108,6 +108,30 @@ def engine_pool(work: Path, cutoff: int, depth: int) -> list[str]:
     return sorted(pool.queries.queries.values_list("qid", flat=True), key=int)
 
 
+def engine_first_pool(
+    work: Path, collection: Path, queries: Path, runs: list[Path], cutoff: int, depth: int
+) -> list[str]:
+    """A first pool in one command: ``pool`` given the files, registering them in the same process."""
+    _django(work)
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from pooling.models import Pool
+
+    call_command(
+        "pool",
+        name="first",
+        queries=str(queries),
+        runs=",".join(str(r) for r in runs),
+        collection=str(collection),
+        rank_cutoff=cutoff,
+        depth=depth,
+        tokenizer="whitespace",
+        verbosity=0,
+    )
+    return sorted(Pool.objects.get(name="first").queries.queries.values_list("qid", flat=True), key=int)
+
+
 def _main(argv: list[str]) -> None:
     mode, work, collection, queries, cutoff, depth, *runs = argv
     from pooling.wordlists import default_wordlist
@@ -118,6 +142,10 @@ def _main(argv: list[str]) -> None:
     if mode == "naive":
         qids = naive_pool(
             Path(collection), Path(queries), [Path(r) for r in runs], default_wordlist().words, int(cutoff), int(depth)
+        )
+    elif mode == "first":
+        qids = engine_first_pool(
+            Path(work), Path(collection), Path(queries), [Path(r) for r in runs], int(cutoff), int(depth)
         )
     elif mode == "import":
         phases = engine_import(Path(work), Path(collection), Path(queries), [Path(r) for r in runs])

@@ -2,8 +2,13 @@
 
 from django import forms
 
-from .magnitudes import MAGNITUDES
-from .models import QuerySet, Run
+from core.errors import ServiceError
+from core.models import Job
+from core.uploads import check_import_path, keep_upload, upload_too_large_message
+
+from . import services
+from .analysis import MAGNITUDES
+from .models import Collection, QuerySet, Run, WordList
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 
@@ -15,3 +20,72 @@ class PoolForm(forms.Form):
     depth = forms.IntegerField(min_value=1, initial=500, help_text="Queries taken from the top of each list.")
     magnitude = forms.ChoiceField(choices=[(m, m) for m in MAGNITUDES], initial="tf")
     tokenizer = forms.ChoiceField(choices=[(t, t) for t in TOKENIZERS], initial=DEFAULT_TOKENIZER)
+    wordlist = forms.ModelChoiceField(
+        WordList.objects.order_by("name"),
+        required=False,
+        label="Word list",
+        empty_label="built-in: the 32 + 32 words of SIGIR 2020",
+    )
+
+
+class ImportForm(forms.Form):
+    """Import one file, uploaded or registered by its path on the server (pages and API alike).
+
+    Exactly one of ``file`` and ``path`` is given; a path must lie inside ``IMPORT_ROOTS``.
+    """
+
+    name = forms.SlugField(max_length=100, help_text="Letters, digits, hyphens and underscores (e.g. msmarco-dev).")
+    file = forms.FileField(required=False, help_text="Upload a file (.gz accepted).")
+    path = forms.CharField(
+        required=False, max_length=1000, help_text="Or the absolute path of a file on the server, for large files."
+    )
+    collection = forms.ModelChoiceField(
+        Collection.objects.all(), to_field_name="name", required=False, help_text="The collection the run ranks."
+    )
+    order = forms.ChoiceField(choices=Run.Order.choices, initial=Run.Order.SCORE, required=False)
+    skip_bad_lines = forms.BooleanField(required=False, help_text="Skip malformed lines and report them.")
+
+    def __init__(self, kind: str, *args, too_large: str | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.kind = kind
+        self.too_large = too_large
+        if kind != "run":
+            del self.fields["collection"], self.fields["order"]
+        if kind == "wordlist":
+            del self.fields["skip_bad_lines"]
+            self.fields["file"].help_text = "Upload a word,f|m file (one word a line; .gz accepted)."
+
+    def clean(self):
+        data = super().clean()
+        if self.too_large:
+            self.add_error(self.too_large if self.too_large in self.fields else "file", upload_too_large_message())
+            return data
+        if data.get("file") and data.get("path"):
+            self.add_error("path", "give a file or a path on the server, not both")
+        elif not data.get("file") and not data.get("path"):
+            self.add_error("file", "upload a file or give a path on the server")
+        elif data.get("path"):
+            try:
+                data["path"] = check_import_path(data["path"], "path")
+            except ServiceError as exc:
+                self.add_error("path", str(exc).removeprefix("path: "))
+        if self.kind == "run" and not data.get("collection") and "collection" not in self.errors:
+            self.add_error("collection", "choose the collection the run ranks")
+        return data
+
+    def start(self) -> Job:
+        """Start the import as a background job (an upload is kept for as long as the import needs it)."""
+        data = self.cleaned_data
+        options = {"skip_bad_lines": data.get("skip_bad_lines", False)}
+        if self.kind == "run":
+            options |= {"collection": data["collection"].name, "order": data.get("order") or Run.Order.SCORE}
+        if data.get("file"):
+            path = keep_upload(data["file"])
+            try:
+                return services.start_import(
+                    self.kind, path, data["name"], options, uploaded=True, file_name=data["file"].name
+                )
+            except ServiceError:
+                path.unlink(missing_ok=True)
+                raise
+        return services.start_import(self.kind, data["path"], data["name"], options)

@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from .analysis import MAGNITUDES
 from .readers import iter_blocks, parse_passages
-from .tokenize import TOKENIZERS
-from .wordlists import WordList
+from .tokenize import TOKENIZERS, non_word_character, word_character
+from .wordlists import GenderWords
 
-MAGNITUDES = ("tc", "tf", "bool")
 COUNT_SCHEMA = {"docid": pl.String, "f": pl.Int64, "m": pl.Int64, "length": pl.Int64}
 
 
@@ -36,13 +36,13 @@ def _alternation(words: Iterable[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w)))
 
 
-def count_expressions(wordlist: WordList, tokenizer: str) -> list[pl.Expr]:
+def count_expressions(wordlist: GenderWords, tokenizer: str) -> list[pl.Expr]:
     """Polars expressions over a lower-cased ``text`` column giving ``f``, ``m``, ``length``.
 
     ``whitespace``: every single space is doubled and the text padded with spaces, so each
     token sits between its own two spaces and `` word `` matches exactly the tokens equal
-    to ``word`` (the Rust regex engine has no look-around). ``words``: ``\\b`` is Unicode
-    aware, like Python's ``\\w``.
+    to ``word`` (the Rust regex engine has no look-around). ``words``: the same trick on the
+    ``separated`` column (:func:`separated_words`), which :func:`count_frame` adds once.
     """
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
@@ -57,33 +57,46 @@ def count_expressions(wordlist: WordList, tokenizer: str) -> list[pl.Expr]:
 
         length = (text.str.count_matches(" ", literal=True) + 1).cast(pl.Int64)
     else:
+        separated = pl.col("separated")
 
         def count(words: frozenset[str]) -> pl.Expr:
             if not words:
                 return pl.lit(0, dtype=pl.Int64)
-            return text.str.count_matches(rf"\b(?:{_alternation(words)})\b").cast(pl.Int64)
+            return separated.str.count_matches(f" (?:{_alternation(words)}) ").cast(pl.Int64)
 
-        length = text.str.count_matches(r"\w+").cast(pl.Int64)
+        length = text.str.count_matches(word_character() + "+").cast(pl.Int64)
     return [count(wordlist.female).alias("f"), count(wordlist.male).alias("m"), length.alias("length")]
 
 
-def count_frame(passages: pl.DataFrame, wordlist: WordList, tokenizer: str) -> pl.DataFrame:
+def separated_words(text: pl.Expr) -> pl.Expr:
+    """``text`` with every run of non-word characters (:func:`pooling.tokenize.non_word_character`,
+    the one definition both engines use) replaced by two spaces, and padded by one on each side:
+    every ``words`` token then sits between its own two spaces."""
+    return pl.lit(" ") + text.str.replace_all(non_word_character() + "+", "  ") + pl.lit(" ")
+
+
+def count_frame(passages: pl.DataFrame, wordlist: GenderWords, tokenizer: str) -> pl.DataFrame:
     """Counts for a frame with ``docid`` and ``text`` columns (texts as in the collection)."""
     lowered = passages.select("docid", pl.col("text").str.to_lowercase())
+    if tokenizer == "words":  # once, not once per word group
+        lowered = lowered.with_columns(separated_words(pl.col("text")).alias("separated"))
     return lowered.select("docid", *count_expressions(wordlist, tokenizer))
 
 
 def document_counts(
     collection_path: str | Path,
     docids: Iterable[str] | pl.Series | None,
-    wordlist: WordList,
+    wordlist: GenderWords,
     tokenizer: str,
     progress: Callable[[int], None] | None = None,
+    byte_range: tuple[int, int] | None = None,
 ) -> pl.DataFrame:
     """Counts ``docid, f, m, length`` for the requested documents found in the collection.
 
     One streaming pass; ``docids=None`` means every document. ``progress`` receives the
-    number of (compressed) bytes read so far.
+    number of (compressed) bytes read so far. ``byte_range`` (from
+    :func:`pooling.readers.byte_ranges`) counts one chunk of the file, for workers
+    splitting the scan; the chunks' counts concatenated equal the whole file's.
     """
     path = Path(collection_path)
     wanted = None
@@ -95,7 +108,7 @@ def document_counts(
     # One block at a time: memory stays flat in the size of the collection. (Counting on a
     # second thread was ~15% faster but its memory grew with the number of blocks.)
     parts = []
-    for lines, position in iter_blocks(path):
+    for lines, position in iter_blocks(path, byte_range=byte_range):
         counted = count_frame(parse_passages(path, lines, wanted=wanted), wordlist, tokenizer)
         if len(counted):
             parts.append(counted)
@@ -122,3 +135,11 @@ def magnitude(counts: np.ndarray | pl.Series | pl.Expr, variant: str):
     if variant == "tf":
         return np.log(1.0 + counts)
     return (counts > 0).astype(np.float64)
+
+
+def magnitudes_frame(counts: pl.DataFrame, variant: str) -> pl.DataFrame:
+    """Counts ``docid, f, m, ...`` as magnitudes ``docid, f, m`` of one variant: the one
+    counts -> magnitudes step, used by pooling and by every metric."""
+    return counts.select(
+        "docid", magnitude(pl.col("f"), variant).alias("f"), magnitude(pl.col("m"), variant).alias("m")
+    )

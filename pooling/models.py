@@ -144,3 +144,32 @@ class PoolEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pool_id}/{self.query_id}/{self.run_id}: {self.rank_bias}"
+
+
+class ScanChunk(models.Model):
+    """One byte range of a collection scan split over Celery workers.
+
+    A scan (``key``: collection content, word list, tokenizer and the docids asked for)
+    is cut into chunks; a worker marks its chunk done only after its counts file is in
+    place, so a chunk whose worker was lost stays pending and is counted again by the
+    next attempt, while a done chunk is never counted twice.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DONE = "done"
+
+    key = models.CharField(max_length=200)
+    index = models.PositiveIntegerField()
+    start = models.BigIntegerField()
+    end = models.BigIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    result = models.CharField(max_length=1000, blank=True, help_text="Parquet file of the chunk's counts.")
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["key", "index"], name="unique_scan_chunk")]
+        ordering = ["key", "index"]
+
+    def __str__(self) -> str:
+        return f"{self.key} #{self.index} ({self.status})"

@@ -14,88 +14,18 @@ import gzip
 import hashlib
 import io
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 import polars as pl
 
-from core.errors import InputError
+from core.errors import InputError, Skipped, raise_or_skip
 from core.files import atomic_path
+from core.textfiles import GZIP_MAGIC, decode_utf8, gzip_errors
 
 BLOCK_SIZE = 16 * 1024 * 1024
-_GZIP_MAGIC = b"\x1f\x8b"
-
-
-@dataclass
-class Skipped:
-    """Bad lines passed over when the caller asked to skip them (``--skip-bad-lines``)."""
-
-    errors: list[InputError] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.errors)
-
-    def add(self, error: InputError) -> None:
-        self.errors.append(error)
-
-    def summary(self, limit: int = 5) -> str:
-        shown = "\n".join(f"  {e}" for e in self.errors[:limit])
-        more = f"\n  … and {len(self.errors) - limit} more" if len(self.errors) > limit else ""
-        return f"skipped {len(self.errors)} bad line(s):\n{shown}{more}"
-
-
-def _raise_or_skip(error: InputError, skipped: Skipped | None) -> None:
-    if skipped is None:
-        raise error
-    skipped.add(error)
-
-
-@contextmanager
-def open_binary(path: str | Path) -> Iterator[BinaryIO]:
-    """Open a file for reading bytes, transparently un-gzipping it."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, None, "no such file")
-    with open(path, "rb") as raw:
-        gzipped = raw.read(2) == _GZIP_MAGIC
-        raw.seek(0)
-        if gzipped:
-            with gzip.GzipFile(fileobj=raw) as unzipped:
-                yield unzipped  # type: ignore[misc]
-        else:
-            yield raw
-
-
-def _decode(path: Path, data: bytes, first_line: int) -> str:
-    """Decode strict UTF-8, turning a decoding error into the line that holds it."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = first_line + data.count(b"\n", 0, exc.start)
-        raise InputError(path, line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as the other readers count them: split on ``\\n`` only (``str.splitlines`` also
-    splits on U+2028, U+0085 and other characters that occur inside real queries), with a
-    trailing ``\\r`` dropped."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
-
-
-@contextmanager
-def open_text(path: str | Path) -> Iterator[Iterator[str]]:
-    """Lines of a small text file, decoded strictly as UTF-8, without line endings."""
-    path = Path(path)
-    with open_binary(path) as stream:
-        data = stream.read()
-    text = _decode(path, data, 1).removeprefix("\ufeff")
-    yield iter(split_lines(text))
 
 
 class _HashingReader(io.RawIOBase):
@@ -116,25 +46,70 @@ class _HashingReader(io.RawIOBase):
         return n or 0
 
 
-def iter_blocks(path: str | Path, block_size: int | None = None, digest=None) -> Iterator[tuple[pl.DataFrame, int]]:
+def is_gzipped(path: str | Path) -> bool:
+    with open(path, "rb") as file:
+        return file.read(2) == GZIP_MAGIC
+
+
+def byte_ranges(path: str | Path, chunks: int) -> list[tuple[int, int]]:
+    """Split a file into at most ``chunks`` byte ranges ``[start, end)`` that begin at line starts.
+
+    Each boundary is moved forward to just after the next newline, so every line falls in
+    exactly one range. A gzipped file cannot be entered in the middle: it is one range.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    if chunks < 1:
+        raise ValueError("chunks must be at least 1")
+    if is_gzipped(path) or chunks == 1 or size == 0:
+        return [(0, size)]
+    starts = [0]
+    with open(path, "rb") as file:
+        for i in range(1, chunks):
+            file.seek(max(size * i // chunks - 1, 0))
+            file.readline()  # to just after the newline at or after the target
+            boundary = file.tell()
+            if starts[-1] < boundary < size:
+                starts.append(boundary)
+    return list(zip(starts, [*starts[1:], size], strict=True))
+
+
+def iter_blocks(
+    path: str | Path,
+    block_size: int | None = None,
+    digest=None,
+    byte_range: tuple[int, int] | None = None,
+) -> Iterator[tuple[pl.DataFrame, int]]:
     """Yield ``(lines, bytes_read)`` for blocks of whole lines of a (possibly gzipped) file.
 
     ``lines`` is a frame ``line: int64, text: str`` with file-wide 1-based line numbers;
     ``bytes_read`` is the (compressed) position in the file, for progress bars. A hashlib
     ``digest`` is fed the file's raw bytes on the way, saving a second pass.
+    ``byte_range`` (from :func:`byte_ranges`, plain files only) reads just that range; its
+    line numbers then count from the range's first line, as 1.
     """
     path = Path(path)
     block_size = block_size or BLOCK_SIZE
     with open(path, "rb") as file:
-        gzipped = file.read(2) == _GZIP_MAGIC
-        file.seek(0)
+        gzipped = file.read(2) == GZIP_MAGIC
+        start, end = byte_range or (0, None)
+        if gzipped and byte_range not in (None, (0, path.stat().st_size)):
+            raise ValueError(f"{path}: a gzipped file cannot be read from the middle")
+        file.seek(start)
+        remaining = None if end is None else end - start
         raw = _HashingReader(file, digest)
         buffered = io.BufferedReader(raw, buffer_size=1024 * 1024)
         stream: BinaryIO = gzip.GzipFile(fileobj=buffered) if gzipped else buffered  # type: ignore[assignment]
         line = 1
         rest = b""
         while True:
-            chunk = stream.read(block_size)
+            size = block_size if remaining is None or gzipped else min(block_size, remaining)
+            if size == 0:
+                break
+            with gzip_errors(path):
+                chunk = stream.read(size)
+            if remaining is not None:
+                remaining -= len(chunk)
             if not chunk:
                 break
             data = rest + chunk
@@ -160,7 +135,7 @@ def lines_frame(path: Path, data: bytes, first_line: int) -> pl.DataFrame:
     try:
         lines = pl.read_lines(data, name="text")
     except pl.exceptions.ComputeError:
-        _decode(path, data, first_line)  # raises InputError naming the line
+        decode_utf8(path, data, first_line)  # raises InputError naming the line
         raise
     if first_line == 1 and data.startswith(b"\xef\xbb\xbf"):
         lines = lines.with_columns(pl.col("text").str.strip_prefix("\ufeff"))
@@ -175,18 +150,20 @@ def parse_passages(
 ) -> pl.DataFrame:
     """Split ``pid<TAB>passage`` lines on the first tab: frame ``line, docid, text``.
 
-    With ``wanted``, only those docids are kept, before the texts are cut out.
+    Whitespace around a passage id is stripped (``" c1 "`` is ``c1``), as run and query
+    readers do: runs are split on whitespace, so an id kept with its spaces could never
+    be matched. With ``wanted``, only those docids are kept, before the texts are cut out.
     """
     frame = lines.select("line", "text", pl.col("text").str.find("\t", literal=True).alias("tab"))
     empty_id = pl.col("text").str.contains(r"^\s*\t")
     bad = frame.filter(pl.col("tab").is_null() & (pl.col("text") != "") | empty_id)
     for line, position in bad.select("line", "tab").iter_rows():
         problem = "no tab between passage id and text" if position is None else "empty passage id"
-        _raise_or_skip(InputError(path, line, problem), skipped)
+        raise_or_skip(InputError(path, line, problem), skipped)
     frame = frame.filter(pl.col("tab").is_not_null())
     if len(bad):
         frame = frame.filter(~empty_id)
-    frame = frame.with_columns(pl.col("text").str.slice(0, pl.col("tab")).alias("docid"))
+    frame = frame.with_columns(pl.col("text").str.slice(0, pl.col("tab")).str.strip_chars().alias("docid"))
     if wanted is not None:
         frame = frame.filter(pl.col("docid").is_in(wanted.implode()))
     return frame.select("line", "docid", pl.col("text").str.slice(pl.col("tab") + 1).alias("text"))
@@ -262,52 +239,57 @@ def _raise_repeated_docid(path: Path, candidates: set[int], skipped: Skipped | N
 # --- queries -----------------------------------------------------------------------------
 
 
-def read_queries(path: str | Path, skipped: Skipped | None = None) -> list[tuple[str, str]]:
-    """Read ``qid<TAB>query`` lines (split on the first tab), in file order."""
-    path = Path(path)
-    queries: list[tuple[str, str]] = []
-    seen: dict[str, int] = {}
-    with open_text(path) as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            qid, tab, text = line.partition("\t")
-            qid, text = qid.strip(), text.strip()
-            if not tab:
-                _raise_or_skip(InputError(path, number, "no tab between query id and query text"), skipped)
-            elif not qid:
-                _raise_or_skip(InputError(path, number, "empty query id"), skipped)
-            elif not text:
-                _raise_or_skip(InputError(path, number, f"query {qid!r} has no text"), skipped)
-            elif qid in seen:
-                _raise_or_skip(
-                    InputError(path, number, f"query id {qid!r} repeats (first on line {seen[qid]})"), skipped
-                )
-            else:
-                seen[qid] = number
-                queries.append((qid, text))
-    if not queries:
-        raise InputError(path, None, "no queries")
-    return queries
-
-
 # --- runs --------------------------------------------------------------------------------
 
 RUN_ORDERS = ("score", "file")
-_RUN_LINE = r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$"
+#: ``trec``: ``qid Q0 docid rank score tag``; ``msmarco``: ``qid docid rank`` (MS MARCO's
+#: run format, no score: documents are ordered by rank); ``auto``: decided by the column
+#: count of the first non-blank line.
+RUN_FORMATS = ("auto", "trec", "msmarco")
+_RUN_LINES = {
+    "trec": (r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$", ["qid", "q0", "docid", "rank", "score", "tag"]),
+    "msmarco": (r"^\s*(\S+)\s+(\S+)\s+(\S+)\s*$", ["qid", "docid", "rank"]),
+}
+_RUN_EXPECTED = {"trec": "6 columns (qid Q0 docid rank score tag)", "msmarco": "3 columns (qid docid rank)"}
 
 
 @dataclass
 class RunTable:
-    """A validated run: ``frame`` has ``qid, docid, rank (1-based), score``, grouped by query."""
+    """A validated run: ``frame`` has ``qid, docid, rank (1-based), score``, grouped by query.
+
+    ``interleaved_queries`` counts the queries whose lines came in more than one block;
+    they are gathered (each at its first appearance), as trec_eval does. ``format`` is the
+    format read (``trec`` or ``msmarco``); an MS MARCO run has no score, so ``score`` is
+    minus the file's rank (higher is better, and the score order is the rank order).
+    """
 
     frame: pl.DataFrame
     reordered_ties: int
     reordered_rows: int
+    interleaved_queries: int = 0
+    format: str = "trec"
 
     @property
     def queries(self) -> int:
         return self.frame["qid"].n_unique()
+
+
+def detect_run_format(path: str | Path) -> str:
+    """``trec`` or ``msmarco`` from the column count of the first non-blank line."""
+    path = Path(path)
+    for lines, _ in iter_blocks(path, block_size=64 * 1024):
+        for line, text in lines.iter_rows():
+            columns = len(text.split())
+            if columns == 0:
+                continue
+            if columns == 6:
+                return "trec"
+            if columns == 3:
+                return "msmarco"
+            raise InputError(
+                path, line, f"found {columns} columns: expected 6 (qid Q0 docid rank score tag) or 3 (qid docid rank)"
+            )
+    raise InputError(path, None, "the run is empty")
 
 
 def _score_orders(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -358,31 +340,47 @@ def _repeated_pairs(fields: pl.DataFrame) -> pl.DataFrame:
 
 
 def _parse_run_block(
-    path: Path, lines: pl.DataFrame, known: pl.DataFrame | None, skipped: Skipped | None
+    path: Path, lines: pl.DataFrame, known: pl.DataFrame | None, skipped: Skipped | None, run_format: str = "trec"
 ) -> pl.DataFrame:
-    """Validate one block of run lines; keep ``line, qid, docid, score`` (the text is dropped)."""
+    """Validate one block of run lines; keep ``line, qid, docid, score`` (the text is dropped).
+
+    Ranks must be integers and scores finite numbers (trec_eval reads them with ``atoi``
+    and ``atof``, which would silently turn ``1.5`` into 1 and ``inf`` into a score).
+    """
+    pattern, columns = _RUN_LINES[run_format]
     lines = lines.filter(pl.col("text").str.strip_chars() != "")
-    fields = lines.select("line", pl.col("text").str.extract_groups(_RUN_LINE).alias("f")).unnest("f")
-    fields.columns = ["line", "qid", "q0", "docid", "rank", "score", "tag"]
+    fields = lines.select("line", pl.col("text").str.extract_groups(pattern).alias("f")).unnest("f")
+    fields.columns = ["line", *columns]
     bad = fields.filter(pl.col("qid").is_null())
     for (line,) in bad.select("line").iter_rows():
         found = len(lines.filter(pl.col("line") == line)["text"][0].split())
-        _raise_or_skip(
-            InputError(path, line, f"expected 6 columns (qid Q0 docid rank score tag), found {found}"), skipped
-        )
+        raise_or_skip(InputError(path, line, f"expected {_RUN_EXPECTED[run_format]}, found {found}"), skipped)
     fields = fields.filter(pl.col("qid").is_not_null())
 
-    fields = fields.with_columns(pl.col("score").cast(pl.Float64, strict=False).alias("score_value"))
-    bad = fields.filter(pl.col("score_value").is_null() | pl.col("score_value").is_nan())
-    for line, score in bad.select("line", "score").iter_rows():
-        _raise_or_skip(InputError(path, line, f"score {score!r} is not a number"), skipped)
-    fields = fields.filter(pl.col("score_value").is_not_null() & pl.col("score_value").is_not_nan())
+    rank_value = pl.col("rank").cast(pl.Int64, strict=False)
+    bad = fields.filter(rank_value.is_null())
+    for line, rank in bad.select("line", "rank").iter_rows():
+        raise_or_skip(InputError(path, line, f"rank {rank!r} is not an integer"), skipped)
+    if len(bad):
+        fields = fields.filter(rank_value.is_not_null())
+
+    if run_format == "msmarco":
+        fields = fields.with_columns((-rank_value).cast(pl.Float64).alias("score_value"))
+    else:
+        fields = fields.with_columns(pl.col("score").cast(pl.Float64, strict=False).alias("score_value"))
+        unusable = pl.col("score_value").is_null() | ~pl.col("score_value").is_finite()
+        bad = fields.filter(unusable)
+        for line, score, value in bad.select("line", "score", "score_value").iter_rows():
+            problem = "is not a number" if value is None or value != value else "is not finite"
+            raise_or_skip(InputError(path, line, f"score {score!r} {problem}"), skipped)
+        if len(bad):
+            fields = fields.filter(~unusable)
     fields = fields.select("line", "qid", "docid", pl.col("score_value").alias("score"))
 
     if known is not None:
         unknown = fields.join(known, on="docid", how="anti").sort("line")
         for line, docid in unknown.select("line", "docid").iter_rows():
-            _raise_or_skip(InputError(path, line, f"docid {docid!r} is not in the collection"), skipped)
+            raise_or_skip(InputError(path, line, f"docid {docid!r} is not in the collection"), skipped)
         if len(unknown):
             fields = fields.join(known, on="docid", how="semi", maintain_order="left")
     return fields
@@ -393,9 +391,13 @@ def read_run(
     order: str = "score",
     known_docids: pl.Series | None = None,
     skipped: Skipped | None = None,
+    run_format: str = "auto",
 ) -> RunTable:
-    """Read a TREC run (``qid Q0 docid rank score tag``, any whitespace).
+    """Read a TREC run (``qid Q0 docid rank score tag``) or an MS MARCO run (``qid docid
+    rank``), any whitespace; ``run_format`` is one of :data:`RUN_FORMATS`.
 
+    A query's lines may be interleaved with other queries' (trec_eval accepts this):
+    they are gathered at the query's first appearance, keeping their file order.
     ``order="score"`` ranks by score descending, ties by docid descending (trec_eval's
     rule); ``order="file"`` keeps the file's order, as the reference notebooks did.
     ``reordered_ties`` counts the queries whose order the tie rule changed relative to
@@ -403,29 +405,33 @@ def read_run(
     """
     if order not in RUN_ORDERS:
         raise ValueError(f"order must be one of {RUN_ORDERS}, got {order!r}")
+    if run_format not in RUN_FORMATS:
+        raise ValueError(f"run_format must be one of {RUN_FORMATS}, got {run_format!r}")
     path = Path(path)
     if not path.is_file():
         raise InputError(path, None, "no such file")
+    if run_format == "auto":
+        run_format = detect_run_format(path)
     known = known_docids.cast(pl.String).to_frame("docid") if known_docids is not None else None
-    parts = [_parse_run_block(path, lines, known, skipped) for lines, _ in iter_blocks(path)]
+    parts = [_parse_run_block(path, lines, known, skipped, run_format) for lines, _ in iter_blocks(path)]
     fields = pl.concat(parts) if parts else pl.DataFrame()
     if not len(fields):
         raise InputError(path, None, "the run is empty")
 
     duplicate = _repeated_pairs(fields)
     for line, qid, docid in duplicate.select("line", "qid", "docid").iter_rows():
-        _raise_or_skip(InputError(path, line, f"docid {docid!r} appears twice for query {qid!r}"), skipped)
+        raise_or_skip(InputError(path, line, f"docid {docid!r} appears twice for query {qid!r}"), skipped)
     if len(duplicate):
         fields = fields.join(duplicate.select("line"), on="line", how="anti", maintain_order="left")
 
     blocks = fields.with_columns((pl.col("qid") != pl.col("qid").shift(1)).fill_null(True).cum_sum().alias("block"))
-    if blocks["block"].max() != blocks["qid"].n_unique():  # some query's lines come in two blocks
-        split = blocks.filter(pl.col("block") != pl.col("block").min().over("qid")).sort("line")
-        line, qid = split.select("line", "qid").row(0)
-        first = blocks.filter(pl.col("qid") == qid)["line"].min()
-        raise InputError(
-            path, line, f"lines of query {qid!r} are split into separate blocks (it began on line {first})"
+    interleaved = 0
+    if blocks["block"].max() != blocks["qid"].n_unique():  # some query's lines come in several blocks
+        interleaved = int(
+            blocks.group_by("qid").agg(pl.col("block").n_unique().alias("n")).filter(pl.col("n") > 1).height
         )
+        # Gather each query at its first block; "line" keeps the file order within it.
+        blocks = blocks.with_columns(pl.col("block").min().over("qid")).sort("block", "line")
 
     # Within a block, "line" is the file order: sorts on (block, score, line) keep it for ties.
     frame = blocks.select("qid", "docid", "score", "block", "line")
@@ -435,4 +441,4 @@ def read_run(
     reordered_ties = int(np.unique(frame["block"].to_numpy()[trec[changed]]).size)
     chosen = frame[trec] if order == "score" else frame
     out = chosen.select("qid", "docid", pl.Series("rank", _ranks(chosen["block"].to_numpy())), "score")
-    return RunTable(out, reordered_ties, reordered_rows)
+    return RunTable(out, reordered_ties, reordered_rows, interleaved, run_format)

@@ -9,31 +9,32 @@ import of the same file reuses them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
 from django.db import transaction
 
 from core.db import insert_rows
-from core.errors import ServiceError
-from core.files import atomic_write, file_sha256, write_parquet_atomic
+from core.errors import InputError, ServiceError, Skipped
+from core.files import file_sha256, write_parquet_atomic
 from core.models import Job
 from core.names import validate_name
 from core.progress import Progress
-from core.storage import cache_dir
+from core.storage import cache_dir, staging_path
 from core.tasks import start_job
 
-from . import magnitudes as mag
-from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run, WordList
-from .pool import FEMALE_LIST, MALE_LIST, pool_queries, sort_qids
-from .rank_bias import rank_bias_table
-from .readers import Skipped, read_queries, read_run, scan_collection
+from .analysis import check_at_least_one, check_magnitude, check_same_collection, check_tokenizer
+from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run, ScanChunk, WordList
+from .queryfiles import write_queries
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
-from .wordlists import WordList as Words
-from .wordlists import default_wordlist, wordlist_from_mapping
+from .wordlists import GenderWords, default_wordlist, load_wordlist, wordlist_from_mapping
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def _byte_progress(path: Path, description: str, job: Job | None, bar: bool) -> Progress:
@@ -48,6 +49,8 @@ class ImportResult:
     obj: object
     created: bool
     skipped: Skipped
+    #: What the import did that the user should know (e.g. interleaved query blocks gathered).
+    notes: list[str] = field(default_factory=list)
 
 
 def import_collection(
@@ -56,21 +59,29 @@ def import_collection(
     """Register a passage collection (the text stays in its file).
 
     Importing the same file under the same name again changes nothing; the same name
-    for different content is refused.
+    for different content is refused, and leaves no docid index behind. The index is
+    written to a staging file and moved into place only once the import is accepted.
     """
+    from .readers import scan_collection
+
     validate_name(name, "collection")
     path = Path(path).resolve()
+    if not path.is_file():
+        raise InputError(path, None, "no such file")
     skipped = Skipped() if skip_bad_lines else None
-    staging = cache_dir("collections") / f".staging-{os.getpid()}-{path.name}.parquet"
-    with _byte_progress(path, f"Scanning {path.name}", job, bar) as progress:
-        scan = scan_collection(path, index_path=staging, progress=progress.update_to, skipped=skipped)
-    index_path = cache_dir("collections") / f"{scan.sha256}.parquet"
-    os.replace(staging, index_path)
-    existing = Collection.objects.filter(name=name).first()
+    staging = staging_path(f"collection-{path.name}.parquet")
+    try:
+        with _byte_progress(path, f"Scanning {path.name}", job, bar) as progress:
+            scan = scan_collection(path, index_path=staging, progress=progress.update_to, skipped=skipped)
+        existing = Collection.objects.filter(name=name).first()
+        if existing is not None and existing.sha256 != scan.sha256:
+            raise ServiceError(f"a collection named {name!r} already exists with different content ({existing.path})")
+        index_path = cache_dir("collections") / f"{scan.sha256}.parquet"
+        os.replace(staging, index_path)
+    finally:
+        staging.unlink(missing_ok=True)
     if existing is not None:
-        if existing.sha256 == scan.sha256:
-            return ImportResult(existing, False, skipped or Skipped())
-        raise ServiceError(f"a collection named {name!r} already exists with different content ({existing.path})")
+        return ImportResult(existing, False, skipped or Skipped())
     with transaction.atomic():
         collection = Collection.objects.create(
             name=name,
@@ -85,6 +96,10 @@ def import_collection(
 
 def collection_docids(collection: Collection) -> pl.Series:
     """Every docid of the collection, from its index (rebuilt if the cache was cleared)."""
+    import polars as pl
+
+    from .readers import scan_collection
+
     index_path = Path(collection.docid_index)
     if not index_path.exists():
         index_path.parent.mkdir(parents=True, exist_ok=True)
@@ -97,6 +112,8 @@ def collection_docids(collection: Collection) -> pl.Series:
 
 def import_queries(path: str | Path, name: str, *, skip_bad_lines: bool = False) -> ImportResult:
     """Register a query set from a ``qid<TAB>query`` file (idempotent, all or nothing)."""
+    from .queryfiles import read_queries
+
     validate_name(name, "query set")
     path = Path(path).resolve()
     skipped = Skipped() if skip_bad_lines else None
@@ -141,8 +158,15 @@ def import_run(
     *,
     order: str = Run.Order.SCORE,
     skip_bad_lines: bool = False,
+    run_format: str = "auto",
 ) -> ImportResult:
-    """Register a TREC run over ``collection``, normalised into a Parquet file."""
+    """Register a run over ``collection``, normalised into a Parquet file.
+
+    ``run_format`` is ``trec`` (6 columns), ``msmarco`` (``qid docid rank``) or ``auto``
+    (detected from the first line); the normalised file is the same either way.
+    """
+    from .readers import read_run
+
     validate_name(name, "run")
     path = Path(path).resolve()
     sha = file_sha256(path)
@@ -152,7 +176,15 @@ def import_run(
             return ImportResult(existing, False, Skipped())
         raise ServiceError(f"a run named {name!r} already exists with different content, order or collection")
     skipped = Skipped() if skip_bad_lines else None
-    table = read_run(path, order=order, known_docids=collection_docids(collection), skipped=skipped)
+    table = read_run(
+        path, order=order, known_docids=collection_docids(collection), skipped=skipped, run_format=run_format
+    )
+    notes = [f"format: {'MS MARCO (qid docid rank; ordered by rank)' if table.format == 'msmarco' else 'TREC'}"]
+    if table.interleaved_queries:
+        notes.append(
+            f"{table.interleaved_queries:,} queries had their lines in several blocks; "
+            "they were gathered at each query's first appearance, as trec_eval does"
+        )
     data_path = cache_dir("runs") / f"{sha}-{order}-{collection.sha256[:16]}.parquet"
     write_parquet_atomic(table.frame, data_path)
     with transaction.atomic():
@@ -167,7 +199,7 @@ def import_run(
             reordered_ties=table.reordered_ties,
             data=str(data_path),
         )
-    return ImportResult(run, True, skipped or Skipped())
+    return ImportResult(run, True, skipped or Skipped(), notes)
 
 
 def run_frame(run: Run) -> pl.DataFrame:
@@ -177,6 +209,10 @@ def run_frame(run: Run) -> pl.DataFrame:
     file must still have the imported content, lines are checked against the collection
     and bad ones skipped as ``--skip-bad-lines`` did, and the row count must match.
     """
+    import polars as pl
+
+    from .readers import read_run
+
     data = Path(run.data)
     if data.exists():
         return pl.read_parquet(data)
@@ -192,24 +228,101 @@ def run_frame(run: Run) -> pl.DataFrame:
     return table.frame
 
 
+def top_rankings(runs: Sequence[Run], qids, depth: int, source: str) -> dict:
+    """Each run's rankings down to ``depth`` for the ``qids`` (a polars Series), by run name.
+
+    The check pools and reports share: a run that holds none of the queries is an error
+    naming the run and ``source`` (the query set), never an empty column of results.
+    """
+    import polars as pl
+
+    frames = {}
+    for run in runs:
+        frame = run_frame(run).filter(pl.col("rank") <= depth).join(qids.to_frame(), on="qid", how="semi")
+        if not len(frame):
+            raise ServiceError(f"run {run.name!r} contains none of the queries of {source}")
+        frames[run.name] = frame
+    return frames
+
+
+def import_wordlist(path: str | Path, name: str) -> ImportResult:
+    """Register a ``word,f|m`` word list under ``name`` (the same content twice changes nothing)."""
+    validate_name(name, "word list")
+    words = load_wordlist(Path(path).resolve(), name)
+    existing = WordList.objects.filter(sha256=words.sha256).first()
+    if existing is not None:
+        return ImportResult(existing, False, Skipped())
+    return ImportResult(register_wordlist(words), True, Skipped())
+
+
+#: What the site and the API can import, and what each is called in messages.
+IMPORT_KINDS = {"collection": "collection", "queries": "query set", "run": "run", "wordlist": "word list"}
+
+
+def import_file(
+    kind: str, path: str | Path, name: str, options: dict, *, job: Job | None = None, bar: bool = True
+) -> ImportResult:
+    """One entry point for the four imports (``options``: ``skip_bad_lines``, and for runs
+    ``collection`` and ``order``), as pages, the API and their background task call them."""
+    skip = bool(options.get("skip_bad_lines"))
+    if kind == "collection":
+        return import_collection(path, name, skip_bad_lines=skip, job=job, bar=bar)
+    if kind == "queries":
+        return import_queries(path, name, skip_bad_lines=skip)
+    if kind == "run":
+        collection = Collection.objects.filter(name=options.get("collection", "")).first()
+        if collection is None:
+            raise ServiceError(f"collection: no collection named {options.get('collection')!r}; import it first")
+        return import_run(path, name, collection, order=options.get("order", Run.Order.SCORE), skip_bad_lines=skip)
+    if kind == "wordlist":
+        return import_wordlist(path, name)
+    raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
+
+
+def start_import(
+    kind: str, path: str | Path, name: str, options: dict, *, uploaded: bool = False, file_name: str = ""
+) -> Job:
+    """Import a file as a Celery task once the caller's transaction commits; returns its Job.
+
+    ``uploaded``: the file was uploaded for this import (under ``uploads/``); it is removed
+    if the import fails or finds the same content already imported, and kept otherwise
+    (a collection stays in its file). ``file_name``: the name the uploader gave the file.
+    """
+    if kind not in IMPORT_KINDS:
+        raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
+    validate_name(name, IMPORT_KINDS[kind])
+    from .tasks import import_task
+
+    return start_job(
+        import_task,
+        "import",
+        f"Import {IMPORT_KINDS[kind]} {name} from {file_name or Path(path).name}",
+        kind,
+        str(path),
+        name,
+        dict(options),
+        uploaded,
+    )
+
+
 # --- word lists and counts -------------------------------------------------------------
 
 
-def register_wordlist(words: Words | None = None) -> WordList:
+def register_wordlist(words: GenderWords | None = None) -> WordList:
     """The stored record of a word list (default: the 32 + 32 definitional words)."""
     words = words or default_wordlist()
     record, _ = WordList.objects.get_or_create(sha256=words.sha256, defaults={"name": words.name, "words": words.words})
     return record
 
 
-def wordlist_of(record: WordList) -> Words:
+def wordlist_of(record: WordList) -> GenderWords:
     return wordlist_from_mapping(record.words, record.name)
 
 
 def document_counts_for(
     collection: Collection,
     docids: Iterable[str] | pl.Series,
-    wordlist: Words,
+    wordlist: GenderWords,
     tokenizer: str = DEFAULT_TOKENIZER,
     *,
     job: Job | None = None,
@@ -220,8 +333,11 @@ def document_counts_for(
     The cache is per (collection content, word list content, tokenizer) and grows with
     the documents analyses ask for.
     """
-    if tokenizer not in TOKENIZERS:
-        raise ServiceError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
+    import polars as pl
+
+    from . import magnitudes as mag
+
+    check_tokenizer(tokenizer)
     wanted = pl.Series("docid", docids, dtype=pl.String).unique()
     cache = cache_dir("counts") / f"{collection.sha256[:20]}-{wordlist.sha256[:20]}-{tokenizer}.parquet"
     cached = pl.read_parquet(cache) if cache.exists() else pl.DataFrame(schema=mag.COUNT_SCHEMA)
@@ -239,11 +355,102 @@ def document_counts_for(
     return cached.join(wanted.to_frame(), on="docid", how="semi")
 
 
-def magnitudes_frame(counts: pl.DataFrame, variant: str) -> pl.DataFrame:
-    """``docid, f, m`` as magnitudes of one variant (``tc``, ``tf``, ``bool``)."""
-    return counts.select(
-        "docid", mag.magnitude(pl.col("f"), variant).alias("f"), mag.magnitude(pl.col("m"), variant).alias("m")
-    )
+def _check_unchanged(collection: Collection) -> Path:
+    path = Path(collection.path)
+    if not path.is_file() or path.stat().st_size != collection.size:
+        raise ServiceError(
+            f"collection {collection.name!r}: {path} is missing or changed since it was imported; import it again"
+        )
+    return path
+
+
+def document_counts_chunked(
+    collection: Collection,
+    docids: Iterable[str] | pl.Series | None,
+    wordlist: GenderWords,
+    tokenizer: str = DEFAULT_TOKENIZER,
+    *,
+    chunks: int = 2,
+    timeout: float = 3600.0,
+) -> pl.DataFrame:
+    """Counts ``docid, f, m, length`` for ``docids``, the collection scan split over Celery workers.
+
+    The file is cut into ``chunks`` byte ranges at line starts (a gzipped file cannot be
+    split: it is one chunk), each counted by a ``count_scan_chunk_task``, and the chunks'
+    counts concatenated (every line is in exactly one chunk, so this equals one pass).
+    Each chunk is a :class:`ScanChunk` row: calling again after a lost worker counts only
+    the chunks still pending, and a done chunk is never counted twice. Completion is read
+    from those rows (the project keeps no Celery result backend), waiting up to ``timeout``
+    seconds. ``docids=None`` counts every passage (no id filter per block).
+    """
+    import polars as pl
+    from celery import group
+
+    from .readers import byte_ranges
+    from .tasks import count_scan_chunk_task
+
+    if tokenizer not in TOKENIZERS:
+        raise ServiceError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
+    path = _check_unchanged(collection)
+    ranges = byte_ranges(path, chunks)
+    if docids is None:
+        wanted_sha = "all"
+    else:
+        wanted = pl.Series("docid", docids, dtype=pl.String).unique().sort()
+        wanted_sha = hashlib.sha256("\n".join(wanted.to_list()).encode()).hexdigest()
+    key = f"{collection.sha256[:16]}-{wordlist.sha256[:16]}-{tokenizer}-{wanted_sha[:16]}-{len(ranges)}"
+    wanted_path = cache_dir("scans", key) / "docids.parquet"
+    if docids is not None and not wanted_path.exists():
+        write_parquet_atomic(wanted.to_frame(), wanted_path)
+    record = register_wordlist(wordlist)
+    with transaction.atomic():
+        for index, (start, end) in enumerate(ranges):
+            ScanChunk.objects.get_or_create(key=key, index=index, defaults={"start": start, "end": end})
+    pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
+    if pending:
+        group(count_scan_chunk_task.s(pk, collection.pk, record.pk, tokenizer) for pk in pending).apply_async()
+        _wait_for_chunks(key, timeout)
+    done = list(ScanChunk.objects.filter(key=key).order_by("index"))
+    unfinished = [chunk.index for chunk in done if chunk.status != ScanChunk.Status.DONE]
+    if unfinished:
+        raise ServiceError(f"chunks {unfinished} of the scan are not done; run again to count them")
+    return pl.concat([pl.read_parquet(chunk.result) for chunk in done])
+
+
+def _wait_for_chunks(key: str, timeout: float) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).exists():
+        if time.monotonic() > deadline:
+            return  # the caller reports the unfinished chunks
+        time.sleep(0.1)
+
+
+def count_scan_chunk(chunk_id: int, collection_id: int, wordlist_id: int, tokenizer: str) -> None:
+    """Count one chunk of a split scan (the body of ``count_scan_chunk_task``).
+
+    Idempotent: a done chunk is left alone; otherwise the counts file is written
+    atomically first and the chunk marked done after, so a worker lost in between leaves
+    the chunk pending (to be redone) rather than done without its file.
+    """
+    import polars as pl
+
+    from . import magnitudes as mag
+
+    chunk = ScanChunk.objects.get(pk=chunk_id)
+    if chunk.status == ScanChunk.Status.DONE and Path(chunk.result).exists():
+        return
+    collection = Collection.objects.get(pk=collection_id)
+    path = _check_unchanged(collection)
+    folder = cache_dir("scans", chunk.key)
+    wanted_path = folder / "docids.parquet"  # absent: every passage
+    wanted = pl.read_parquet(wanted_path)["docid"] if wanted_path.exists() else None
+    words = wordlist_of(WordList.objects.get(pk=wordlist_id))
+    counts = mag.document_counts(path, wanted, words, tokenizer, byte_range=(chunk.start, chunk.end))
+    result = folder / f"chunk-{chunk.index}.parquet"
+    write_parquet_atomic(counts, result)
+    ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.DONE, result=str(result))
 
 
 # --- pools -----------------------------------------------------------------------------
@@ -257,14 +464,10 @@ class PoolSettings:
     tokenizer: str = DEFAULT_TOKENIZER
 
     def validate(self) -> None:
-        if self.rank_cutoff < 1:
-            raise ServiceError("--rank-cutoff must be at least 1")
-        if self.depth < 1:
-            raise ServiceError("--depth must be at least 1")
-        if self.magnitude not in mag.MAGNITUDES:
-            raise ServiceError(f"unknown magnitude {self.magnitude!r}; choose one of {', '.join(mag.MAGNITUDES)}")
-        if self.tokenizer not in TOKENIZERS:
-            raise ServiceError(f"unknown tokenizer {self.tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
+        check_at_least_one(self.rank_cutoff, "rank cutoff")
+        check_at_least_one(self.depth, "pool depth")
+        check_magnitude(self.magnitude)
+        check_tokenizer(self.tokenizer)
 
 
 def build_pool(
@@ -272,7 +475,7 @@ def build_pool(
     query_set: QuerySet,
     runs: Sequence[Run],
     pool_settings: PoolSettings = PoolSettings(),
-    wordlist: Words | None = None,
+    wordlist: GenderWords | None = None,
     *,
     job: Job | None = None,
     bar: bool = True,
@@ -283,28 +486,25 @@ def build_pool(
     two lists, and their union; stores the pooled queries as a new query set named like
     the pool, with provenance per (query, run).
     """
+    import polars as pl
+
+    from . import magnitudes as mag
+    from .pool import FEMALE_LIST, MALE_LIST, pool_queries
+    from .rank_bias import rank_bias_table
+
     pool_settings.validate()
     validate_name(name, "pool")
-    if not runs:
-        raise ServiceError("give at least one run")
+    check_same_collection(runs, "a pool")
     if Pool.objects.filter(name=name).exists() or QuerySet.objects.filter(name=name).exists():
-        raise ServiceError(f"a pool or query set named {name!r} already exists; choose another --name")
-    collections = {run.collection_id for run in runs}
-    if len(collections) != 1:
-        raise ServiceError("all runs of a pool must rank the same collection")
+        raise ServiceError(f"a pool or query set named {name!r} already exists; choose another name")
     words = wordlist or default_wordlist()
     texts = dict(query_set.queries.values_list("qid", "text"))
     qids = pl.Series("qid", list(texts), dtype=pl.String)
 
-    frames = {}
-    for run in runs:
-        frame = run_frame(run).filter(pl.col("rank") <= pool_settings.rank_cutoff)
-        frames[run.name] = frame.join(qids.to_frame(), on="qid", how="semi")
-        if not len(frames[run.name]):
-            raise ServiceError(f"run {run.name!r} contains none of the queries of {query_set.name!r}")
+    frames = top_rankings(runs, qids, pool_settings.rank_cutoff, repr(query_set.name))
     docids = pl.concat([f["docid"] for f in frames.values()]).unique()
     counts = document_counts_for(runs[0].collection, docids, words, pool_settings.tokenizer, job=job, bar=bar)
-    magnitudes = magnitudes_frame(counts, pool_settings.magnitude)
+    magnitudes = mag.magnitudes_frame(counts, pool_settings.magnitude)
     column = f"RaB@{pool_settings.rank_cutoff}"
     rank_bias = {
         name: rank_bias_table(frame, magnitudes, [pool_settings.rank_cutoff])[column] for name, frame in frames.items()
@@ -359,8 +559,14 @@ def start_pool(
     runs: Sequence[Run],
     pool_settings: PoolSettings,
     wordlist_path: str = "",
+    *,
+    wordlist: WordList | None = None,
 ) -> Job:
-    """Build a pool as a Celery task once the caller's transaction commits; returns its Job."""
+    """Build a pool as a Celery task once the caller's transaction commits; returns its Job.
+
+    The word list is a file (``wordlist_path``, the command's ``--wordlist``) or an
+    imported one (``wordlist``, the pool form's choice); neither means the built-in list.
+    """
     from .tasks import build_pool_task
 
     return start_job(
@@ -372,24 +578,20 @@ def start_pool(
         [run.pk for run in runs],
         asdict(pool_settings),
         wordlist_path,
+        wordlist.pk if wordlist is not None else None,
     )
 
 
 def write_query_file(query_set: QuerySet, path: str | Path) -> int:
-    """Write ``qid<TAB>query`` lines atomically; returns the number written."""
-    rows = list(query_set.queries.order_by("position").values_list("qid", "text"))
-
-    def write(out) -> None:
-        for qid, text in rows:
-            out.write(f"{qid}\t{' '.join(text.split())}\n")
-
-    atomic_write(path, write, newline="\n")
-    return len(rows)
+    """Write the query set as a query file atomically; returns the number written."""
+    return write_queries(query_set.queries.order_by("position").values_list("qid", "text"), path)
 
 
 def pool_table(pool: Pool) -> tuple[list[str], list[dict]]:
     """Rows for the pool page and download: one per pooled query, with its RaB per run and
     where each run's lists put it (``selected``: run → (female position, male position))."""
+    from .pool import sort_qids
+
     runs = [run.name for run in pool.runs.order_by("name")]
     rows: dict[str, dict] = {}
     for qid, text, run, rab, female, male in pool.entries.values_list(

@@ -1,19 +1,58 @@
-"""Tokenizers, defined once in plain Python; the fast engine in ``magnitudes`` must agree.
+"""Tokenizers, defined once here; the fast engine in ``magnitudes`` uses the same definitions.
 
 - ``whitespace``: ``text.lower().split(" ")`` exactly as the SIGIR 2020 reference code,
   so ``"he,"`` and ``"She."`` are not the words ``he`` and ``she``, and empty strings
   between double spaces count as tokens (they affect document length).
-- ``words`` (the default): lower-cased runs of ``\\w`` characters, which also counts
-  ``"he,"`` and ``"She."``.
+- ``words`` (the default): lower-cased maximal runs of *word characters*, which also
+  counts ``"he,"`` and ``"She."``. A word character is one of the Unicode general
+  categories in :data:`WORD_CATEGORIES`: letters, combining marks, numbers and connector
+  punctuation (``_``).
+
+Invariant: :data:`WORD_CHARACTER` is the one definition of a word character, an explicit
+class of code points written with ``\\UXXXXXXXX`` escapes that Python's ``re`` and the Rust
+regex engine of polars read identically. ``\\w`` is not used anywhere: the two engines
+disagree on it (Python's leaves combining marks out, Rust's follows UTS #18 and takes
+them in, so ``"İ".lower()`` = ``"i\\u0307"`` was two tokens in one engine and one in the
+other), and each follows its own Unicode version. Marks belong to the letter they modify
+(``"café"`` in decomposed form is one word), so they are word characters here.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from functools import cache
 
 TOKENIZERS = ("words", "whitespace")
 DEFAULT_TOKENIZER = "words"
-_WORD = re.compile(r"\w+")
+#: Unicode general categories of word characters (letters, marks, numbers, connector punctuation).
+WORD_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc"})
+
+
+@cache
+def word_character() -> str:
+    """The regex class ``[...]`` of every code point in :data:`WORD_CATEGORIES` (Python's Unicode
+    database), as ranges of ``\\UXXXXXXXX`` escapes; both engines compile it to the same set."""
+    codes = range(0x110000)
+    inside = [unicodedata.category(chr(cp)) in WORD_CATEGORIES and not 0xD800 <= cp <= 0xDFFF for cp in codes]
+    ranges, start = [], None
+    for cp, member in enumerate([*inside, False]):
+        if member and start is None:
+            start = cp
+        elif not member and start is not None:
+            ranges.append(rf"\U{start:08X}" if start == cp - 1 else rf"\U{start:08X}-\U{cp - 1:08X}")
+            start = None
+    return "[" + "".join(ranges) + "]"
+
+
+def non_word_character() -> str:
+    """The complement of :func:`word_character`: ``[^...]``."""
+    return "[^" + word_character()[1:]
+
+
+@cache
+def _word_run() -> re.Pattern[str]:
+    return re.compile(word_character() + "+")
 
 
 def tokenize(text: str, tokenizer: str = DEFAULT_TOKENIZER) -> list[str]:
@@ -21,5 +60,5 @@ def tokenize(text: str, tokenizer: str = DEFAULT_TOKENIZER) -> list[str]:
     if tokenizer == "whitespace":
         return text.lower().split(" ")
     if tokenizer == "words":
-        return _WORD.findall(text.lower())
+        return _word_run().findall(text.lower())
     raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")

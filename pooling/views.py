@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import csv
-
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from core.errors import ServiceError
+from core.models import Job
 from core.permissions import researcher_required
+from core.spreadsheet import write_csv
+from core.uploads import staged_uploads
 
 from . import services
-from .forms import PoolForm
-from .models import Collection, Pool, QuerySet, Run
+from .forms import ImportForm, PoolForm
+from .models import Collection, Pool, QuerySet, Run, WordList
+from .queryfiles import query_lines
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -28,6 +31,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "query_sets": QuerySet.objects.annotate(size=Count("queries")),
         "runs": Run.objects.select_related("collection"),
         "pools": Pool.objects.annotate(size=Count("queries__queries")),
+        "wordlists": WordList.objects.order_by("name"),
     }
     return render(request, "home.html", context)
 
@@ -63,14 +67,16 @@ def pool_download(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
     pool = get_object_or_404(Pool, name=name)
     runs, rows = services.pool_table(pool)
     if fmt == "tsv":
-        body = "".join(f"{r['qid']}\t{' '.join(r['query'].split())}\n" for r in rows)
+        body = "".join(query_lines((r["qid"], r["query"]) for r in rows))
         response = HttpResponse(body, content_type="text/tab-separated-values; charset=utf-8")
     else:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
-        writer = csv.writer(response)
-        writer.writerow(["qid", "query", *[f"RaB@{pool.rank_cutoff}:{run}" for run in runs], "lists"])
-        for r in rows:
-            writer.writerow([r["qid"], r["query"], *[r["rab"].get(run, "") for run in runs], " ".join(r["lists"])])
+        header = ["qid", "query", *[f"RaB@{pool.rank_cutoff}:{run}" for run in runs], "lists"]
+        write_csv(
+            response,
+            header,
+            ([r["qid"], r["query"], *[r["rab"].get(run) for run in runs], " ".join(r["lists"])] for r in rows),
+        )
     response["Content-Disposition"] = f'attachment; filename="{pool.name}.{fmt}"'
     return response
 
@@ -82,6 +88,37 @@ def pool_create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         settings = services.PoolSettings(data["rank_cutoff"], data["depth"], data["magnitude"], data["tokenizer"])
-        job = services.start_pool(data["name"], data["queries"], list(data["runs"]), settings)
+        job = services.start_pool(
+            data["name"], data["queries"], list(data["runs"]), settings, wordlist=data["wordlist"]
+        )
         return redirect("core:job-detail", pk=job.pk)
     return render(request, "pooling/pool_form.html", {"form": form})
+
+
+@researcher_required
+def import_index(request: HttpRequest) -> HttpResponse:
+    """The four imports, and the latest import jobs with their outcome."""
+    jobs = Job.objects.filter(kind="import").order_by("-pk")[:10]
+    return render(request, "pooling/import_index.html", {"kinds": services.IMPORT_KINDS, "jobs": jobs})
+
+
+@researcher_required
+@staged_uploads
+def import_create(request: HttpRequest, kind: str) -> HttpResponse:
+    """Upload a file (streamed into the staging folder) or register a path; the import runs as a job."""
+    if kind not in services.IMPORT_KINDS:
+        raise Http404("import kinds: " + ", ".join(services.IMPORT_KINDS))
+    if request.method == "POST":
+        form = ImportForm(kind, request.POST, request.FILES, too_large=getattr(request, "upload_too_large", None))
+        if form.is_valid():
+            try:
+                job = form.start()
+            except ServiceError as exc:
+                form.add_error(None, str(exc))
+            else:
+                return redirect("core:job-detail", pk=job.pk)
+    else:
+        form = ImportForm(kind)
+    what = services.IMPORT_KINDS[kind]
+    status = 400 if form.is_bound else 200
+    return render(request, "pooling/import_form.html", {"form": form, "kind": kind, "what": what}, status=status)

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import InputError
-
-from .readers import open_text
+from core.textfiles import open_text
 
 FEMALE = "f"
 MALE = "m"
@@ -89,7 +88,7 @@ DEFAULT_MALE = [
 
 
 @dataclass(frozen=True)
-class WordList:
+class GenderWords:
     """Two disjoint sets of lower-case words; ``name`` says where they came from."""
 
     female: frozenset[str]
@@ -114,21 +113,21 @@ class WordList:
         return len(self.words)
 
 
-def default_wordlist() -> WordList:
+def default_wordlist() -> GenderWords:
     """The 32 + 32 gender-definitional words of the SIGIR 2020 study."""
-    return WordList(frozenset(DEFAULT_FEMALE), frozenset(DEFAULT_MALE), name="genderspecific-32+32")
+    return GenderWords(frozenset(DEFAULT_FEMALE), frozenset(DEFAULT_MALE), name="genderspecific-32+32")
 
 
-def wordlist_from_mapping(words: dict[str, str], name: str) -> WordList:
+def wordlist_from_mapping(words: dict[str, str], name: str) -> GenderWords:
     """Rebuild a word list stored as ``{word: 'f' | 'm'}``."""
-    return WordList(
+    return GenderWords(
         frozenset(w for w, g in words.items() if g == FEMALE),
         frozenset(w for w, g in words.items() if g == MALE),
         name=name,
     )
 
 
-def load_wordlist(path: str | Path, name: str | None = None) -> WordList:
+def load_wordlist(path: str | Path, name: str | None = None) -> GenderWords:
     """Read a ``word,f|m`` file. Words are lower-cased; a repeated word must keep its gender."""
     path = Path(path)
     words: dict[str, str] = {}

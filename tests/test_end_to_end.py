@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from annotation.models import Batch, Hit
 from pooling.models import Pool, QuerySet
 
 
@@ -22,6 +23,12 @@ def test_demo_runs_the_whole_path(settings, tmp_path):
     # Every run ranks all 200 queries; its female list (100 most negative) and male list
     # (100 most positive) are complementary, so depth 100 pools every query.
     assert pool.queries.queries.count() == 200
+
+    # The demo batch and its HITs agree: a completed batch lists no open HIT.
+    batch = Batch.objects.get(name="demo-batch")
+    hit_statuses = set(batch.hits.values_list("status", flat=True))
+    assert batch.status != Batch.Status.COMPLETED or hit_statuses == {Hit.Status.COMPLETE}
+    assert Hit.Status.OPEN not in hit_statuses  # every HIT got all its simulated answers
 
     exported = QuerySet.objects.get(name="demo-non-gendered")
     exported_qids = set(exported.queries.values_list("qid", flat=True))

@@ -10,10 +10,13 @@ nothing else that writes. They are grouped by stage of a batch's life:
 - :mod:`.sync` -- fetch assignments from the provider, record and review them;
 - :mod:`.local` -- in-house annotators: accounts, handing out HITs, submitting answers;
 - :mod:`.escalation` -- more assignments for HITs with disputed queries;
+- :mod:`.adjudication` -- a researcher settles a query's label, with a reason;
+- :mod:`.quality` -- each worker's gold accuracy, agreement, Dawid-Skene accuracy and speed;
 - :mod:`.results` -- judgments as a frame, agreement, per-query votes, exports;
 - :mod:`.background` -- the same work as Celery tasks with a progress record.
 """
 
+from .adjudication import adjudicate
 from .answers import check_answers, record_answers, review_assignment
 from .background import start_escalate, start_publish, start_sync
 from .batches import (
@@ -22,11 +25,13 @@ from .batches import (
     batch_progress,
     cancel_batch,
     create_batch,
+    estimate_cost,
     read_gold_file,
 )
 from .escalation import EscalationPlan, escalate_batch, plan_escalation
 from .local import (
     ANNOTATORS_GROUP,
+    answered_count,
     create_annotator,
     is_annotator,
     next_assignment,
@@ -34,23 +39,29 @@ from .local import (
     validate_username,
 )
 from .publishing import hit_page_context, publish_batch, render_hit_html
-from .results import agreement, export_queries, judgments_frame, query_results
+from .quality import worker_quality
+from .results import BatchAnswers, agreement, export_for_download, export_queries, judgments_frame, query_results
 from .sync import SyncResult, sync_batch
 
 __all__ = [
     "ANNOTATORS_GROUP",
+    "BatchAnswers",
     "BatchSettings",
     "EscalationPlan",
     "GoldQuery",
     "ServiceError",
     "SyncResult",
+    "adjudicate",
     "agreement",
+    "answered_count",
     "batch_progress",
     "cancel_batch",
     "check_answers",
     "create_annotator",
     "create_batch",
     "escalate_batch",
+    "estimate_cost",
+    "export_for_download",
     "export_queries",
     "hit_page_context",
     "is_annotator",
@@ -69,4 +80,5 @@ __all__ = [
     "submit_local_assignment",
     "sync_batch",
     "validate_username",
+    "worker_quality",
 ]

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from ..aggregation import LABEL_NAMES, LABELS
+from annotation.labels import LABEL_NAMES, LABELS
+
 from ..models import Assignment, BatchQuery, HitQuery, Judgment
 from ..providers import CrowdProvider
 
@@ -29,7 +30,7 @@ class AnswerCheck:
     gold_correct: int = 0
     gold_total: int = 0
     gold_passed: bool | None = None
-    first_gold_miss: tuple[BatchQuery, str | None] | None = None
+    gold_misses: list[tuple[BatchQuery, str | None]] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -64,8 +65,8 @@ def check_answers(
             check.gold_total += 1
             if label == hq.batch_query.gold_label:
                 check.gold_correct += 1
-            elif check.first_gold_miss is None:
-                check.first_gold_miss = (hq.batch_query, label)
+            else:
+                check.gold_misses.append((hq.batch_query, label))
     if check.gold_total and check.invalid_count < len(check.judgments):
         # Gold is scored only when the answer could be read at all: an empty or unreadable
         # answer is kept for a person to look at, never held against the worker automatically.
@@ -74,15 +75,23 @@ def check_answers(
     return check
 
 
-def gold_feedback(check: AnswerCheck) -> str:
-    """What a rejected worker is told: how many check questions were wrong, and one of them."""
+#: At most this many wrong gold answers are spelled out in one message (MTurk caps feedback length).
+FEEDBACK_MISSES = 5
+
+
+def gold_feedback(check: AnswerCheck, *, name_questions: bool = True) -> str:
+    """What a worker who failed the gold questions is told: how many were wrong and, unless
+    the batch switched it off (``Batch.gold_feedback``), which ones and their right answers,
+    so they can do better on the next HIT instead of being rejected silently."""
     missed = check.gold_total - check.gold_correct
     text = f"{missed} of the {check.gold_total} check question(s) with a known answer were answered wrongly"
-    if check.first_gold_miss is not None:
-        bq, given = check.first_gold_miss
-        answer = LABEL_NAMES.get(given, "nothing") if given else "nothing"
-        text += f', e.g. "{bq.text[:100]}" is {LABEL_NAMES[bq.gold_label]}, you answered {answer}'
-    return text + "."
+    if not name_questions or not check.gold_misses:
+        return text + "."
+    details = []
+    for bq, given in check.gold_misses[:FEEDBACK_MISSES]:
+        answer = LABEL_NAMES[given] if given else "nothing"
+        details.append(f'"{bq.text[:100]}" is {LABEL_NAMES[bq.gold_label]}, you answered {answer}')
+    return text + ": " + "; ".join(details) + "."
 
 
 @transaction.atomic
@@ -111,7 +120,7 @@ def record_answers(
     assignment.gold_total = check.gold_total or None
     assignment.gold_passed = check.gold_passed
     if check.gold_passed is False:
-        assignment.feedback = gold_feedback(check)
+        assignment.feedback = gold_feedback(check, name_questions=assignment.hit.batch.gold_feedback)
     assignment.save()
     return check
 

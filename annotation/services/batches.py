@@ -10,16 +10,17 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from django.conf import settings as django_settings
 from django.db import transaction
 from django.db.models import Count, Q
 
+from annotation.labels import CATEGORY_SLUGS, LABELS
 from core.errors import InputError, ServiceError
 from core.names import validate_name
+from core.textfiles import open_text
 from pooling.models import Pool, QuerySet
-from pooling.readers import open_text
 
-from ..aggregation import CATEGORY_SLUGS, LABELS
-from ..costs import Cost, batch_cost
+from ..costs import Cost, provider_cost
 from ..models import Assignment, Batch, BatchQuery, Hit, HitQuery, Judgment, Provider
 from ..providers import CrowdProvider, get_provider
 
@@ -51,16 +52,19 @@ class BatchSettings:
     qualifications: dict = field(default_factory=dict)
     gold_per_hit: int = 0
     gold_pass_fraction: float = 1.0
+    gold_feedback: bool = True
     seed: int = 0
+    #: Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.
+    provider_options: dict = field(default_factory=dict)
 
     def validate(self) -> None:
         """Refuse settings MTurk would refuse, before anything is created or paid for."""
         if self.provider not in Provider.values:
             raise ServiceError(f"unknown provider {self.provider!r}; choose one of {', '.join(Provider.values)}")
         if self.assignments_per_query < 1:
-            raise ServiceError("--assignments must be at least 1")
+            raise ServiceError("assignments per HIT must be at least 1")
         if not 1 <= self.queries_per_hit <= 100:
-            raise ServiceError("--queries-per-hit must be between 1 and 100")
+            raise ServiceError("queries per HIT must be between 1 and 100")
         try:
             reward = Decimal(self.reward)
         except (InvalidOperation, TypeError):
@@ -79,8 +83,14 @@ class BatchSettings:
             raise ServiceError(f"unknown qualification setting(s): {', '.join(sorted(unknown))}")
         if self.qualifications and self.provider != Provider.MTURK:
             raise ServiceError("qualifications only apply to the mturk provider")
+        if self.provider_options:
+            if self.provider != Provider.PROLIFIC:
+                raise ServiceError("Prolific options only apply to the prolific provider")
+            from .prolific import validate_options
+
+            validate_options(self.provider_options)
         if self.gold_per_hit < 0:
-            raise ServiceError("--gold-per-hit cannot be negative")
+            raise ServiceError("gold queries per HIT cannot be negative")
         if not 0 < self.gold_pass_fraction <= 1:
             raise ServiceError("the gold pass fraction must be in (0, 1]")
 
@@ -131,6 +141,22 @@ def cost_as_dict(cost: Cost, hits: int) -> dict[str, str | int]:
     }
 
 
+def estimate_cost(settings: BatchSettings, queries: int) -> dict[str, str | int]:
+    """The cost :func:`create_batch` records for ``queries`` queries, before anything is created
+    (the batch form's live estimate). Refuses the settings ``create_batch`` would refuse."""
+    settings.validate()
+    hits = -(-queries // settings.queries_per_hit)
+    cost = provider_cost(
+        settings.provider,
+        Decimal(settings.reward),
+        settings.assignments_per_query,
+        hits,
+        masters=bool(settings.qualifications.get("masters")),
+        prolific_fee_rate=Decimal(django_settings.PROLIFIC_FEE_RATE),
+    )
+    return cost_as_dict(cost, hits)
+
+
 @transaction.atomic
 def create_batch(
     name: str,
@@ -179,6 +205,8 @@ def create_batch(
         qualifications=settings.qualifications,
         gold_per_hit=settings.gold_per_hit,
         gold_pass_fraction=settings.gold_pass_fraction,
+        provider_options=settings.provider_options,
+        gold_feedback=settings.gold_feedback,
     )
     batch_queries = BatchQuery.objects.bulk_create(
         [BatchQuery(batch=batch, query=q, qid=q.qid, text=q.text, position=i) for i, q in enumerate(queries)],
@@ -211,8 +239,7 @@ def create_batch(
         )
         hit_queries += [HitQuery(hit=hit, batch_query=bq, position=i) for i, bq in enumerate(members, start=1)]
     HitQuery.objects.bulk_create(hit_queries, batch_size=2000)
-    hits = -(-len(order) // size)
-    batch.cost = cost_as_dict(batch_cost(batch.reward, settings.assignments_per_query, hits), hits)
+    batch.cost = estimate_cost(settings, len(order))
     batch.save(update_fields=["cost"])
     return batch
 

@@ -17,15 +17,18 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q
 
 from core.errors import ServiceError
 
-from ..costs import Cost, extra_assignments_cost
+from ..costs import Cost, extra_assignments_cost, provider_cost
 from ..models import Assignment, Batch, Escalation, Hit, Provider
 from ..providers import CrowdProvider, get_provider
+from .locking import one_per_batch
 from .results import majority
+from .statuses import settle_hit_statuses
 
 DEFAULT_MAX_ASSIGNMENTS = 7
 
@@ -84,15 +87,25 @@ def plan_escalation(batch: Batch, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS
         try:
             if batch.provider == Provider.MTURK:
                 plan.cost = extra_assignments_cost(
-                    batch.reward, {hit.provider_id: 1 for hit, _ in plan.hits}, batch.assignments_per_query
+                    batch.reward,
+                    {hit.provider_id: 1 for hit, _ in plan.hits},
+                    batch.assignments_per_query,
+                    masters=bool((batch.qualifications or {}).get("masters")),
                 )
             else:
-                plan.cost = extra_assignments_cost(batch.reward, len(plan.hits), 1)
+                plan.cost = provider_cost(
+                    batch.provider,
+                    batch.reward,
+                    1,
+                    len(plan.hits),
+                    prolific_fee_rate=Decimal(settings.PROLIFIC_FEE_RATE),
+                )
         except ValueError as exc:
             raise ServiceError(str(exc)) from None
     return plan
 
 
+@one_per_batch("An escalation")
 def escalate_batch(
     batch: Batch,
     max_assignments: int = DEFAULT_MAX_ASSIGNMENTS,
@@ -132,6 +145,7 @@ def escalate_batch(
         provider.add_assignments(hit, 1, escalation.unique_token)
         Escalation.objects.filter(pk=escalation.pk).update(applied=True)
         applied.append(escalation)
+    settle_hit_statuses(batch)
     if applied and batch.status == Batch.Status.COMPLETED:
         Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.PUBLISHED)
         batch.status = Batch.Status.PUBLISHED

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -32,6 +32,7 @@ from core.errors import ServiceError
 from ..models import Assignment, Batch, Hit, Provider, Worker
 from ..pseudonyms import worker_for
 from .answers import AnswerCheck, record_answers
+from .statuses import settle_hit_statuses
 
 ANNOTATORS_GROUP = "annotators"
 #: How many locked candidates to try before giving up on a busy moment.
@@ -47,22 +48,50 @@ def validate_username(username: str) -> str:
     return username
 
 
-def create_annotator(username: str, password: str | None = None, email: str = ""):
-    """Create (or reuse) a user, put them in the annotators group and give them a worker pseudonym."""
+def create_annotator(
+    username: str, password: str | None = None, email: str = "", *, reset_password: bool = False, reuse: bool = False
+):
+    """Create an annotator: a user in the annotators group with a worker pseudonym.
+
+    An existing account is never taken over by accident: it is refused unless
+    ``reset_password`` (set the given password on an existing annotator) or ``reuse``
+    (return an existing annotator unchanged, for the simulation's re-runs) is asked for, and
+    a staff or superuser account is refused always (annotators see only their own work;
+    the researcher's account stays separate). Passwords go through the site's validators.
+    """
     validate_username(username)
     user_model = get_user_model()
     with transaction.atomic():
-        user, created = user_model.objects.get_or_create(username=username, defaults={"email": email})
-        if created or password:
-            if password:
-                user.set_password(password)
-            else:
-                user.set_unusable_password()
-            user.save()
+        user = user_model.objects.select_for_update().filter(username=username).first()
+        if user is not None:
+            if user.is_staff or user.is_superuser:
+                raise ServiceError(f"{username!r} is a staff account: an annotator needs an account of their own")
+            if not (reset_password or reuse):
+                raise ServiceError(f"user {username!r} already exists; ask for a password reset to change theirs")
+            if reuse and not reset_password:
+                password = None
+        else:
+            user = user_model(username=username, email=email)
+        if password:
+            validate_new_password(password, user)
+            user.set_password(password)
+        elif user.pk is None:
+            user.set_unusable_password()
+        user.save()
         group, _ = Group.objects.get_or_create(name=ANNOTATORS_GROUP)
         user.groups.add(group)
     local_worker(user)
     return user
+
+
+def validate_new_password(password: str, user) -> None:
+    """The site's password validators, as one ServiceError listing every complaint."""
+    from django.contrib.auth.password_validation import validate_password
+
+    try:
+        validate_password(password, user)
+    except ValidationError as error:
+        raise ServiceError("password refused: " + " ".join(error.messages)) from None
 
 
 def is_annotator(user) -> bool:
@@ -74,6 +103,8 @@ def local_worker(user) -> Worker:
     return worker_for(Provider.LOCAL, str(user.pk), user=user)
 
 
+#: Providers whose workers answer on this site (and are handed HITs by ``claim_hit``).
+ON_SITE = (Provider.LOCAL, Provider.PROLIFIC)
 #: Assignments that no longer hold a place of their HIT.
 _FREED = (Assignment.Status.REJECTED, Assignment.Status.ABANDONED)
 
@@ -81,7 +112,7 @@ _FREED = (Assignment.Status.REJECTED, Assignment.Status.ABANDONED)
 def _release_abandoned() -> None:
     """Free places held longer than the batch's assignment duration, as MTurk does."""
     now = timezone.now()
-    for batch in Batch.objects.filter(provider=Provider.LOCAL, status=Batch.Status.PUBLISHED):
+    for batch in Batch.objects.filter(provider__in=ON_SITE, status=Batch.Status.PUBLISHED):
         Assignment.objects.filter(
             hit__batch=batch, status=Assignment.Status.ASSIGNED, accepted_at__lt=now - batch.assignment_duration
         ).update(status=Assignment.Status.ABANDONED)
@@ -118,47 +149,59 @@ def next_assignment(user, batch: Batch | None = None) -> Assignment | None:
         return None
     _release_abandoned()
     in_batch = Q(hit__batch=batch) if batch is not None else Q()
-    current = (
-        Assignment.objects.filter(
-            in_batch,
-            worker=worker,
-            status=Assignment.Status.ASSIGNED,
-            hit__batch__status=Batch.Status.PUBLISHED,
+    with transaction.atomic():
+        # One open assignment per annotator across tabs and devices: requests of one worker
+        # queue on their row, so the second sees the assignment the first was given.
+        list(Worker.objects.select_for_update().filter(pk=worker.pk).values_list("pk"))
+        current = (
+            Assignment.objects.filter(
+                in_batch,
+                worker=worker,
+                status=Assignment.Status.ASSIGNED,
+                hit__batch__status=Batch.Status.PUBLISHED,
+            )
+            .select_related("hit__batch")
+            .order_by("accepted_at")
+            .first()
         )
-        .select_related("hit__batch")
-        .order_by("accepted_at")
-        .first()
-    )
-    if current is not None:
-        return current
+        if current is not None:
+            return current
+        local_batches = Batch.objects.filter(provider=Provider.LOCAL, **({"pk": batch.pk} if batch else {}))
+        return claim_hit(worker, local_batches, f"local-{uuid.uuid4().hex}")
+
+
+def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignment | None:
+    """Give ``worker`` a place on the first open HIT of ``batches`` that has one and that they have not done.
+
+    The one hand-out of the site, for in-house annotators and Prolific participants alike.
+    Callers hold the worker's row lock (``next_assignment``) or key the claim by a
+    provider id (Prolific), so one worker never claims twice at once.
+    """
     candidates = (
-        Hit.objects.filter(
-            batch__provider=Provider.LOCAL,
-            batch__status=Batch.Status.PUBLISHED,
-            status=Hit.Status.OPEN,
-        )
-        .filter(Q(batch=batch) if batch is not None else Q())
+        Hit.objects.filter(batch__in=batches, batch__status=Batch.Status.PUBLISHED, status=Hit.Status.OPEN)
         .exclude(assignments__worker=worker)
         .annotate(taken=_taken(OuterRef("pk")))
         .filter(taken__lt=F("max_assignments"))
         .order_by("batch__created", "batch__pk", "position")
     )
-    try:
-        with transaction.atomic():
-            for hit in candidates.select_for_update(skip_locked=True, of=("self",))[:_CANDIDATES]:
-                # Count again under the lock: the count above may predate another claim's commit.
-                if _held(hit) >= hit.max_assignments:
-                    continue
-                return Assignment.objects.create(
-                    hit=hit,
-                    worker=worker,
-                    provider_assignment_id=f"local-{uuid.uuid4().hex}",
-                    accepted_at=timezone.now(),
-                )
-    except IntegrityError:
-        # The same annotator claimed this HIT in another tab at the same moment.
-        return next_assignment(user, batch)
+    with transaction.atomic():
+        for hit in candidates.select_for_update(skip_locked=True, of=("self",))[:_CANDIDATES]:
+            # Count again under the lock: the count above may predate another claim's commit.
+            if _held(hit) >= hit.max_assignments:
+                continue
+            return Assignment.objects.create(
+                hit=hit,
+                worker=worker,
+                provider_assignment_id=provider_assignment_id,
+                accepted_at=timezone.now(),
+            )
     return None
+
+
+def answered_count(user) -> int:
+    """How many HITs the annotator has submitted (whatever their review), for their own page."""
+    done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+    return Assignment.objects.filter(worker__identity__user=user, status__in=done).count()
 
 
 def submit_local_assignment(assignment: Assignment, answers: Mapping[str, str]) -> AnswerCheck:
@@ -180,4 +223,6 @@ def submit_local_assignment(assignment: Assignment, answers: Mapping[str, str]) 
         if locked.hit.batch.status != Batch.Status.PUBLISHED:
             raise ServiceError("this batch is no longer open")
         raw = json.dumps(dict(answers), sort_keys=True)
-        return record_answers(locked, answers, raw)
+        check = record_answers(locked, answers, raw)
+        settle_hit_statuses(locked.hit.batch)
+        return check

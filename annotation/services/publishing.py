@@ -11,7 +11,11 @@ Publishing is written to survive being interrupted anywhere and run again:
    retries the others with the same token: if MTurk created the HIT before the
    interruption it answers HitAlreadyExists and ``annotation.mturk`` returns the existing
    id, so no HIT is created twice and none is left unrecorded;
-4. MTurk forgets a token after 24 hours, so the time of every attempt is saved before the
+4. before ``provider.prepare`` (which creates e.g. the Prolific study) the time is saved
+   in ``Batch.prepare_attempted``; a provider without request tokens looks its object up
+   when an earlier attempt exists; ``provider.launch`` then opens the batch to workers
+   and checks the remote status first, so repeating it is harmless;
+5. MTurk forgets a token after 24 hours, so the time of every attempt is saved before the
    call: a HIT whose last attempt is older than the provider's ``token_memory`` is first
    looked up on the provider (by its RequesterAnnotation) and only created if not found.
 
@@ -29,39 +33,21 @@ from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
 
+from ..labels import VOCABULARY
 from ..models import Batch, Hit
 from ..providers import CrowdProvider, get_provider
+from .locking import one_per_batch
 
-#: The four categories as workers see them, with examples like the SIGIR 2020 paper's Table 2.
+#: The four categories as workers see them (the template's shape of :data:`annotation.labels.VOCABULARY`).
 CATEGORIES: list[dict[str, Any]] = [
     {
-        "value": "n",
-        "key": "1",
-        "name": "Non-gendered",
-        "definition": "The query does not refer to any gender: it could be about anyone, or about no person at all.",
-        "examples": ["what is a synapse", "how long to boil an egg", "symptoms of the flu"],
-    },
-    {
-        "value": "f",
-        "key": "2",
-        "name": "Female",
-        "definition": "The query is about women or girls, or about something that concerns only females.",
-        "examples": ["how long is a pregnancy", "who was the first queen of england", "what is a midwife"],
-    },
-    {
-        "value": "m",
-        "key": "3",
-        "name": "Male",
-        "definition": "The query is about men or boys, or about something that concerns only males.",
-        "examples": ["what age do men go bald", "who was the first king of france", "what does a prostate do"],
-    },
-    {
-        "value": "o",
-        "key": "4",
-        "name": "Other or multiple genders",
-        "definition": "The query refers to more than one gender, or to a gender other than female or male.",
-        "examples": ["do boys or girls learn faster", "what does non-binary mean", "average height of men and women"],
-    },
+        "value": label.code,
+        "key": label.key,
+        "name": label.name,
+        "definition": label.definition,
+        "examples": label.examples,
+    }
+    for label in VOCABULARY
 ]
 
 
@@ -110,6 +96,7 @@ def _recover(provider: CrowdProvider, hit: Hit) -> str | None:
     return provider.find_hit(hit)
 
 
+@one_per_batch("Publishing")
 def publish_batch(
     batch: Batch, provider: CrowdProvider | None = None, *, job: Job | None = None, bar: bool = False
 ) -> int:
@@ -118,6 +105,9 @@ def publish_batch(
         raise ServiceError(f"batch {batch.name!r} is {batch.status}; it cannot be published")
     provider = provider or get_provider(batch.provider)
     if not batch.hit_type_id:
+        # The intent is committed before the call; ``batch`` keeps the previous time, which
+        # tells the provider whether an earlier attempt may have succeeded unseen.
+        Batch.objects.filter(pk=batch.pk).update(prepare_attempted=timezone.now())
         hit_type_id = provider.prepare(batch)
         if hit_type_id:
             Batch.objects.filter(pk=batch.pk).update(hit_type_id=hit_type_id)
@@ -137,6 +127,7 @@ def publish_batch(
                 provider_id = provider.publish_hit(hit, html)
             Hit.objects.filter(pk=hit.pk).update(provider_id=provider_id, status=Hit.Status.OPEN)
             progress.advance()
+    provider.launch(batch)
     if batch.status == Batch.Status.DRAFT:
         batch.status = Batch.Status.PUBLISHED
         batch.published = timezone.now()

@@ -7,34 +7,44 @@ Workers appear under their pseudonyms only.
 Labels come from majority vote as in Rekabsaz & Schedl (SIGIR 2020): a label needs a
 strict plurality of at least ``MIN_VOTES`` votes; ties and queries with too few votes are
 set aside, never exported as labelled. Dawid-Skene is computed alongside to point at the
-queries worth a second look.
+queries worth a second look, and every exported label carries its Dawid-Skene posterior.
+
+A researcher's ruling (:class:`~annotation.models.Adjudication`) overrides the crowd:
+the rule is "adjudication first, else majority vote"; such labels are exported with
+``adjudicated`` true and counted on the dataset card.
 """
 
 from __future__ import annotations
 
-import hashlib
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 from core.errors import ServiceError
-from core.files import check_writable
+from core.files import check_writable, file_sha256
+from core.storage import cache_dir
 from pooling import services as pooling_services
 from pooling.models import QuerySet
 
-from ..aggregation import CATEGORY_SLUGS, LABEL_NAMES, LABELS, compare_methods, dawid_skene, majority_vote
-from ..agreement import agreement_report
 from ..export_formats import dataset_card, write_csv, write_dataset_card, write_jsonl, write_tsv
-from ..models import Assignment, Batch, Export, Judgment
+from ..models import Adjudication, Assignment, Batch, Export, Judgment
 from .batches import batch_progress
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 #: A single vote is one opinion, not agreement; a label needs at least this many votes.
 MIN_VOTES = 2
-WRITERS = {"tsv": write_tsv, "csv": write_csv, "jsonl": write_jsonl}
+WRITERS = {
+    "tsv": write_tsv,
+    "csv": lambda rows, path: write_csv(rows, path, extra=("adjudicated", "ds_posterior")),
+    "jsonl": write_jsonl,
+}
 CITATION = (
     "Navid Rekabsaz and Markus Schedl. 2020. Do Neural Ranking Models Intensify Gender Bias? "
     "In Proceedings of SIGIR 2020, 2065-2068. https://doi.org/10.1145/3397271.3401280"
@@ -52,6 +62,8 @@ def usable_judgments(batch: Batch):
 
 def judgments_frame(batch: Batch) -> pd.DataFrame:
     """One row per usable judgment: ``item`` (qid), ``worker`` (pseudonym), ``label``."""
+    import pandas as pd
+
     rows = usable_judgments(batch).values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
     return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
 
@@ -60,28 +72,69 @@ def min_votes(batch: Batch) -> int:
     return min(MIN_VOTES, batch.assignments_per_query)
 
 
+class BatchAnswers:
+    """A batch's usable judgments read once, and what is computed from them, each at most once.
+
+    A page or an export needs the judgments frame, the majority votes and Dawid-Skene's
+    estimate several times over; reading them through one ``BatchAnswers`` makes that one
+    query and one Dawid-Skene fit per request instead of one per use.
+    """
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+        self.frame = judgments_frame(batch)
+
+    @cached_property
+    def votes(self) -> pd.DataFrame:
+        """Majority vote per judged query; ``label`` is None (``disputed`` True) for ties and too few votes."""
+        import pandas as pd
+
+        from ..aggregation import majority_vote
+
+        if self.frame.empty:
+            return majority_vote(pd.DataFrame({"item": [], "worker": [], "label": []}, dtype=object))
+        votes = majority_vote(self.frame)
+        votes["too_few_votes"] = votes["votes"] < min_votes(self.batch)
+        votes.loc[votes["too_few_votes"], "label"] = None
+        votes["disputed"] = votes["disputed"] | votes["too_few_votes"]
+        return votes
+
+    @cached_property
+    def dawid_skene(self):
+        """Dawid-Skene's estimate (:class:`annotation.aggregation.DawidSkene`), None without judgments."""
+        from ..aggregation import dawid_skene
+
+        return None if self.frame.empty else dawid_skene(self.frame)
+
+
 def majority(batch: Batch) -> pd.DataFrame:
     """Majority vote per judged query; ``label`` is None (and ``disputed`` True) for ties and too few votes."""
-    frame = judgments_frame(batch)
-    if frame.empty:
-        return majority_vote(pd.DataFrame({"item": [], "worker": [], "label": []}, dtype=object))
-    votes = majority_vote(frame)
-    votes["too_few_votes"] = votes["votes"] < min_votes(batch)
-    votes.loc[votes["too_few_votes"], "label"] = None
-    votes["disputed"] = votes["disputed"] | votes["too_few_votes"]
-    return votes
+    return BatchAnswers(batch).votes
 
 
-def query_results(batch: Batch) -> list[dict[str, Any]]:
-    """Per query of the batch (gold excluded, batch order): label, pseudonymous votes, Dawid-Skene's view."""
-    votes = majority(batch)
-    frame = judgments_frame(batch)
+def query_results(batch: Batch, answers: BatchAnswers | None = None) -> list[dict[str, Any]]:
+    """Per query of the batch (gold excluded, batch order): label, pseudonymous votes, Dawid-Skene's view.
+
+    ``label`` is the adjudicated label where a researcher settled the query (``adjudicated``
+    true, ``crowd_label`` keeps the majority's), else the majority's. ``ds_posteriors`` maps
+    every label to Dawid-Skene's posterior probability; ``ds_posterior`` is the largest.
+    """
+    answers = answers or BatchAnswers(batch)
+    votes = answers.votes
+    rulings = {
+        a.batch_query.qid: a
+        for a in Adjudication.objects.filter(batch_query__batch=batch).select_related("batch_query", "decided_by")
+    }
+    frame = answers.frame
     ds_labels: dict[str, str] = {}
     ds_posterior: dict[str, float] = {}
-    if not frame.empty:
-        ds = dawid_skene(frame)
+    ds_posteriors: dict[str, dict[str, float]] = {}
+    if (ds := answers.dawid_skene) is not None:
         ds_labels = ds.labels.dropna().to_dict()
         ds_posterior = ds.posteriors.max(axis=1).to_dict()
+        ds_posteriors = {
+            item: {str(label): round(float(p), 6) for label, p in row.items()} for item, row in ds.posteriors.iterrows()
+        }
     by_item: dict[str, list[dict[str, str]]] = {}
     for item, worker, label in frame.itertuples(index=False):
         by_item.setdefault(item, []).append({"worker": worker, "label": label})
@@ -91,12 +144,27 @@ def query_results(batch: Batch) -> list[dict[str, Any]]:
     results = []
     for qid, text in batch.queries.filter(is_gold=False).order_by("position").values_list("qid", "text"):
         row = votes.loc[qid] if qid in votes.index else None
-        label = row["label"] if row is not None else None
+        crowd_label = row["label"] if row is not None else None
+        crowd_label = crowd_label if isinstance(crowd_label, str) else None
+        ruling = rulings.get(qid)
         results.append(
             {
                 "qid": qid,
                 "query": text,
-                "label": label if isinstance(label, str) else None,
+                "label": ruling.label if ruling else crowd_label,
+                "crowd_label": crowd_label,
+                "adjudicated": ruling is not None,
+                "adjudication": (
+                    {
+                        "label": ruling.label,
+                        "label_name": LABEL_NAMES[ruling.label],
+                        "reason": ruling.reason,
+                        "by": ruling.decided_by.get_username(),
+                        "at": ruling.decided_at.isoformat(),
+                    }
+                    if ruling
+                    else None
+                ),
                 "disputed": bool(row["disputed"]) if row is not None else False,
                 "too_few_votes": bool(row["too_few_votes"]) if row is not None else True,
                 "votes": sorted(by_item.get(qid, []), key=lambda v: v["worker"]),
@@ -104,12 +172,15 @@ def query_results(batch: Batch) -> list[dict[str, Any]]:
                 "invalid": invalid.get(qid, 0),
                 "dawid_skene": ds_labels.get(qid),
                 "ds_posterior": ds_posterior.get(qid),
+                "ds_posteriors": ds_posteriors.get(qid),
             }
         )
     return results
 
 
-def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str, Any]:
+def agreement(
+    batch: Batch, *, bootstrap: int = 1000, seed: int = 0, answers: BatchAnswers | None = None
+) -> dict[str, Any]:
     """The agreement report of :mod:`annotation.agreement` plus what the batch's records add.
 
     Keys added: ``batch``, ``provider``, ``set_aside`` (qids without a majority, including
@@ -117,12 +188,21 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
     (Dawid-Skene's estimate per worker: rows the true label, columns the label given, and
     the estimated accuracy), ``progress``.
     """
-    frame = judgments_frame(batch)
+    import numpy as np
+    import pandas as pd
+
+    from ..aggregation import compare_methods, majority_vote
+    from ..agreement import agreement_report
+
+    answers = answers or BatchAnswers(batch)
+    frame = answers.frame
     if frame.empty:
         report: dict[str, Any] = {
             "krippendorff_alpha": None,
             "alpha_ci": [None, None],
             "per_category_alpha": dict.fromkeys(LABELS),
+            "gwet_ac1": None,
+            "per_category_ac1": dict.fromkeys(LABELS),
             "percent_agreement": None,
             "fleiss_kappa": None,
             "queries": 0,
@@ -138,7 +218,7 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
         worker_confusion: list[dict[str, Any]] = []
     else:
         report = agreement_report(frame, bootstrap=bootstrap, seed=seed)
-        estimate = dawid_skene(frame)
+        estimate = answers.dawid_skene
         compared = compare_methods(majority_vote(frame), estimate)
         worker_confusion = [
             {
@@ -158,7 +238,7 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
             }
             for qid, row in compared.iterrows()
         ]
-    votes = majority(batch)
+    votes = answers.votes
     labelled = votes["label"].dropna().value_counts()
     report["labels"] = {label: int(labelled.get(label, 0)) for label in LABELS}
     report["set_aside"] = sorted(str(q) for q in votes.index[votes["disputed"]])
@@ -168,10 +248,6 @@ def agreement(batch: Batch, *, bootstrap: int = 1000, seed: int = 0) -> dict[str
     report["method_disagreements"] = disagreements
     report["progress"] = batch_progress(batch)
     return report
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def card_path_for(path: Path) -> Path:
@@ -188,9 +264,10 @@ def export_queries(
 ) -> Export:
     """Write the queries labelled ``category`` (or ``all`` labelled queries) with a dataset card beside them.
 
-    ``tsv`` is ``qid<TAB>query`` (what rankers read), ``csv`` is ``qid,query,label`` with
-    n/f/m/o, ``jsonl`` adds every pseudonymous vote, the method and the agreement share.
-    Disputed queries and queries with too few votes are never written as labelled.
+    ``tsv`` is ``qid<TAB>query`` (what rankers read), ``csv`` is
+    ``qid,query,label,adjudicated,ds_posterior`` with n/f/m/o, ``jsonl`` adds every
+    pseudonymous vote, the method and the agreement share. Disputed queries and queries
+    with too few votes are never written as labelled unless a researcher adjudicated them.
     ``as_query_set`` also registers the exported queries as a pooling query set
     (origin "annotation"), e.g. to measure the runs' bias on the non-gendered ones.
     """
@@ -203,22 +280,25 @@ def export_queries(
         raise ServiceError(f"a query set named {as_query_set!r} already exists")
     path = check_writable(path)
     wanted = set(LABELS) if category == "all" else {CATEGORY_SLUGS[category]}
-    results = query_results(batch)
+    answers = BatchAnswers(batch)  # one read of the judgments, one Dawid-Skene fit
+    results = query_results(batch, answers)
     labelled = [r for r in results if r["label"] is not None]
     rows = [
         {
             "qid": r["qid"],
             "query": r["query"],
             "label": r["label"],
-            "method": "majority",
+            "method": "adjudication" if r["adjudicated"] else "majority",
+            "adjudicated": r["adjudicated"],
             "votes": r["votes"],
-            "agreement": round(r["counts"][r["label"]] / len(r["votes"]), 4),
+            "agreement": round(r["counts"][r["label"]] / len(r["votes"]), 4) if r["votes"] else None,
             "dawid_skene": r["dawid_skene"],
+            "ds_posterior": (r["ds_posteriors"] or {}).get(r["label"]),
         }
         for r in labelled
         if r["label"] in wanted
     ]
-    report = agreement(batch)
+    report = agreement(batch, answers=answers)
     progress = report["progress"]
     counts = {label: sum(r["label"] == label for r in labelled) for label in LABELS}
     facts: dict[str, Any] = {
@@ -232,6 +312,10 @@ def export_queries(
         ),
         "counts": counts,
         "method": "majority vote (ties set aside)",
+        "adjudicated labels": (
+            f"{sum(r['adjudicated'] for r in labelled)} of {len(labelled)} labelled queries were settled by a "
+            "researcher (rule: a researcher's adjudication replaces the majority vote; marked adjudicated in the file)"
+        ),
         "krippendorff_alpha": report["krippendorff_alpha"],
         "alpha_ci": report["alpha_ci"],
         "per_category_alpha": report["per_category_alpha"],
@@ -275,7 +359,7 @@ def export_queries(
                 [(r["qid"], r["query"]) for r in rows],
                 origin=QuerySet.Origin.ANNOTATION,
                 source=str(path.resolve()),
-                sha256=_sha256(path),
+                sha256=file_sha256(path),
                 description=f"{category} queries of annotation batch {batch.name}",
             )
         return Export.objects.create(
@@ -289,3 +373,14 @@ def export_queries(
             card=card,
             query_set=query_set,
         )
+
+
+def export_for_download(batch: Batch, category: str, fmt: str = "tsv", as_query_set: str | None = None) -> Export:
+    """Export into the site's own folder (``exports/<batch>/``) for download over HTTP.
+
+    Every export gets its own file name (category, time), so an earlier export's download
+    still returns what was exported then.
+    """
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%S%f")
+    path = cache_dir("exports", batch.name) / f"{batch.name}-{category.lower()}-{stamp}.{fmt}"
+    return export_queries(batch, category, path, fmt, as_query_set=as_query_set)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from annotation.labels import LABELS
 from core.errors import ServiceError
 from pooling.tokenize import tokenize
 from pooling.wordlists import default_wordlist
 
-from ..aggregation import LABELS
 from ..models import Batch, Provider
 from .local import create_annotator, next_assignment, submit_local_assignment
 
@@ -49,7 +49,7 @@ def simulate_local_annotations(
     if not 0 <= accuracy <= 1:
         raise ServiceError("accuracy must be between 0 and 1")
     rng = random.Random(seed)
-    users = [create_annotator(f"{prefix}-{i}") for i in range(1, annotators + 1)]
+    users = [create_annotator(f"{prefix}-{i}", reuse=True) for i in range(1, annotators + 1)]
     active = list(users)
     assignments = judgments = 0
     while active:

@@ -11,10 +11,12 @@ from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
 
-from ..models import Assignment, Batch, Hit
+from ..models import Assignment, Batch, Hit, Provider
 from ..providers import CrowdProvider, RemoteAssignment, get_provider
 from ..pseudonyms import worker_for
 from .answers import record_answers, review_assignment
+from .locking import one_per_batch
+from .statuses import settle_hit_statuses
 
 
 @dataclass
@@ -26,6 +28,8 @@ class SyncResult:
     rejected: int = 0
     kept: int = 0
     completed: bool = False
+    #: Prolific only: submissions read, places freed, bonuses paid or unconfirmed, study places.
+    prolific: object | None = None
 
 
 def _record_remote(hit: Hit, remote: RemoteAssignment, provider_name: str) -> tuple[Assignment, bool]:
@@ -58,6 +62,7 @@ def _record_remote(hit: Hit, remote: RemoteAssignment, provider_name: str) -> tu
     return assignment, True
 
 
+@one_per_batch("A sync")
 def sync_batch(
     batch: Batch,
     provider: CrowdProvider | None = None,
@@ -74,6 +79,19 @@ def sync_batch(
     if batch.status == Batch.Status.DRAFT:
         raise ServiceError(f"batch {batch.name!r} is not published yet")
     provider = provider or get_provider(batch.provider)
+    if batch.provider == Provider.PROLIFIC:
+        from .prolific import sync_prolific
+
+        found = sync_prolific(batch, provider, approve_all=approve_all, job=job, bar=bar)
+        settle_hit_statuses(batch)  # rejected and returned submissions free their places
+        return SyncResult(
+            updated=found.updated + found.freed,
+            approved=found.approved,
+            rejected=found.rejected,
+            kept=found.kept,
+            completed=found.completed,
+            prolific=found,
+        )
     result = SyncResult()
     hits = list(batch.hits.exclude(provider_id=None).select_related("batch").order_by("position"))
     with Progress(f"Syncing {batch.name}", total=len(hits), unit="HIT", job=job, bar=bar) as progress:
@@ -94,6 +112,7 @@ def sync_batch(
     for assignment in submitted:
         outcome = review_assignment(assignment, provider, approve_all=approve_all)
         setattr(result, outcome, getattr(result, outcome) + 1)
+    settle_hit_statuses(batch)
     result.completed = _complete_if_done(batch)
     return result
 

@@ -55,6 +55,22 @@ def local_batch(query_set):
     return batch
 
 
+@pytest.fixture
+def gold_batch(query_set, tmp_path):
+    """6 queries in 2 HITs of 3, plus 2 gold questions per HIT (both gold queries in every HIT)."""
+    gold_file = tmp_path / "gold.tsv"
+    gold_file.write_text("g1\twhat is a mother\tf\ng2\twhat is a father\tm\n")
+    batch = services.create_batch(
+        "gold",
+        services.BatchSettings(queries_per_hit=3, assignments_per_query=2, gold_per_hit=2, gold_pass_fraction=1.0),
+        query_set=query_set,
+        gold=services.read_gold_file(gold_file),
+    )
+    services.publish_batch(batch)
+    batch.refresh_from_db()
+    return batch
+
+
 def answers_for(assignment, truth=TRUTH, override=None):
     """Answers of a HIT as the form posts them: q-<position> -> label."""
     override = override or {}

@@ -7,15 +7,14 @@ import pandas as pd
 import pytest
 
 from annotation.aggregation import (
-    CATEGORY_SLUGS,
-    LABEL_NAMES,
-    LABELS,
     DawidSkeneResult,
     compare_methods,
     dawid_skene,
     majority_vote,
     validate_judgments,
+    wawa,
 )
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 
 
 def judgments(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
@@ -241,3 +240,49 @@ def test_dawid_skene_beats_majority_vote_on_a_crowd_with_spammers(reference_dir)
     diff = compare_methods(majority, ds)
     differs = majority["label"].isna() | (majority["label"] != ds.labels.reindex(majority.index))
     assert set(diff.index) == set(majority.index[differs])
+
+
+# --- seeded Dawid-Skene, posteriors, Wawa --------------------------------------------------------
+
+
+def _frame(rows):
+    return pd.DataFrame(rows, columns=["item", "worker", "label"])
+
+
+def test_seeded_dawid_skene_learns_a_worker_who_swaps_labels_from_gold():
+    # A answers "f" where the truth (gold, via B) is "m"; on x0..x2 only A answered "f".
+    rows = [(f"g{i}", "A", "f") for i in range(4)] + [(f"g{i}", "B", "m") for i in range(4)]
+    rows += [(f"x{i}", "A", "f") for i in range(3)]
+    unseeded = dawid_skene(_frame(rows))
+    assert set(unseeded.labels) == {"f"}  # without gold, A and B look alike and "f" wins
+    seeded = dawid_skene(_frame(rows), gold={f"g{i}": "m" for i in range(4)})
+    table = seeded.label_table()
+    assert (table.loc[[f"g{i}" for i in range(4)], "posterior"] == 1.0).all()  # gold labels fixed
+    assert (table.loc[[f"g{i}" for i in range(4)], "label"] == "m").all()
+    # A's "f" now reads as evidence of "m"
+    assert (table.loc[["x0", "x1", "x2"], "label"] == "m").all()
+    assert (table.loc[["x0", "x1", "x2"], "posterior"] > 0.99).all()
+    assert seeded.confusion["A"].loc["m", "f"] > 0.99
+
+
+def test_seeded_dawid_skene_rejects_unknown_gold_labels():
+    with pytest.raises(ValueError, match="gold label"):
+        dawid_skene(_frame([("a", "1", "n")]), gold={"a": "x"})
+
+
+def test_label_table_carries_each_labels_posterior():
+    table = dawid_skene(_frame([("a", "1", "n"), ("a", "2", "n"), ("b", "1", "f")])).label_table()
+    assert list(table.columns) == ["label", "posterior"]
+    assert ((table["posterior"] > 0.5) & (table["posterior"] <= 1.0)).all()
+
+
+def test_wawa_by_hand():
+    rows = [("a", "1", "n"), ("a", "2", "n"), ("a", "3", "f"), ("b", "1", "f"), ("b", "2", "f"), ("b", "3", "f")]
+    rows += [("c", "1", "m"), ("c", "2", "f"), ("d", "3", "o"), ("d", "1", "n")]
+    table = wawa(_frame(rows))
+    # Majority: a n, b f (c, d tied). Skills: 1 → 2/2, 2 → 2/2, 3 → 1/2.
+    assert table.loc["a", "label"] == "n" and table.loc["a", "confidence"] == pytest.approx(2 / 2.5)
+    assert table.loc["b", "label"] == "f" and table.loc["b", "confidence"] == pytest.approx(1.0)
+    assert table.loc["c", "label"] is None and bool(table.loc["c", "disputed"])  # 1 vs 1: still a tie
+    # d: worker 1 (skill 1) says n, worker 3 (skill 1/2) says o -> n with 1/1.5
+    assert table.loc["d", "label"] == "n" and table.loc["d", "confidence"] == pytest.approx(1 / 1.5)

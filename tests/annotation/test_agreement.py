@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.aggregation import LABELS, label_counts, majority_vote
+from annotation.aggregation import label_counts, majority_vote
 from annotation.agreement import (
     _alpha_from_sums,
     _alpha_parts,
@@ -20,13 +20,16 @@ from annotation.agreement import (
     bootstrap_alpha,
     fleiss_kappa,
     fleiss_kappa_from_counts,
+    gwet_ac1,
     krippendorff_alpha,
     nominal_alpha_from_counts,
+    per_category_ac1,
     per_category_alpha,
     percent_agreement,
     reliability_matrix,
     worker_agreement,
 )
+from annotation.labels import LABELS
 
 nan = np.nan
 
@@ -265,26 +268,66 @@ def test_bootstrap_on_a_full_sized_random_crowd_brackets_chance_agreement():
 # --- per worker, confusion, report ---------------------------------------------------------------
 
 
-def test_worker_agreement_hand_computed():
+def test_worker_agreement_leaves_the_workers_own_vote_out():
     rows = [
-        ("a", "good", "n"),
-        ("a", "ok", "n"),
-        ("a", "bad", "f"),  # majority n
-        ("b", "good", "m"),
-        ("b", "ok", "f"),
-        ("b", "bad", "f"),  # majority f
-        ("c", "good", "o"),
-        ("c", "bad", "n"),  # 1-1: disputed, excluded
-        ("d", "ok", "m"),  # single vote, excluded
+        ("A", "s", "n"),
+        ("A", "x", "n"),
+        ("A", "y", "f"),
+        ("B", "s", "n"),
+        ("B", "x", "f"),
+        ("B", "y", "f"),
+        ("C", "s", "n"),
+        ("C", "x", "n"),
+        ("C", "y", "n"),
+        ("D", "s", "n"),
+        ("D", "x", "f"),
+        ("D", "y", "m"),
+        ("E", "x", "m"),  # nobody else voted: skipped
     ]
+    table = worker_agreement(judgments(rows))
+    # s (always "n"): A others n-f tie (skip), B others f-f (disagree), C n-n (agree), D f-m tie (skip).
+    # Counting s's own vote would give 2/3 (A's majority n includes s's vote).
+    assert table.loc["s", ["judgments", "compared", "agreed"]].tolist() == [4, 2, 1]
+    assert table.loc["s", "rate"] == pytest.approx(0.5)
+    # x: A others n-f tie, B n-f tie, C n-n agree, D n-m tie, E nobody else.
+    assert table.loc["x", ["judgments", "compared", "agreed"]].tolist() == [5, 1, 1]
+    # y: A others n-n (disagree), B n-f tie, C agree, D n-f tie.
+    assert table.loc["y", ["judgments", "compared", "agreed"]].tolist() == [4, 2, 1]
+
+
+def test_worker_agreement_of_a_spammer_in_a_reliable_crowd():
+    # Two perfect workers and one always-"n" spammer on 9 items, 3 of them truly "n".
+    truth = ["n"] * 3 + ["f"] * 3 + ["m"] * 3
+    rows = [(str(i), w, label) for i, label in enumerate(truth) for w in ("g1", "g2")]
+    rows += [(str(i), "spam", "n") for i in range(9)]
+    table = worker_agreement(judgments(rows))
+    assert table.loc["spam", "rate"] == pytest.approx(3 / 9)
+    # g1's others are g2 and spam: on the 6 non-"n" items they tie (skipped); on the "n" ones both say n.
+    assert table.loc["g1", ["compared", "agreed"]].tolist() == [3, 3]
+
+
+def test_gwet_ac1_hand_computed():
+    # A: n n f; B: f f; C: n n n; D: m (one rating: in the prevalences, not in p_a).
+    rows = [("A", "1", "n"), ("A", "2", "n"), ("A", "3", "f"), ("B", "1", "f"), ("B", "2", "f")]
+    rows += [("C", "1", "n"), ("C", "2", "n"), ("C", "3", "n"), ("D", "1", "m")]
     frame = judgments(rows)
-    table = worker_agreement(frame, majority_vote(frame))
-    assert list(table.index) == ["bad", "good", "ok"]
-    assert table.loc["good", ["judgments", "compared", "agreed"]].tolist() == [3, 2, 1]
-    assert table.loc["ok", ["judgments", "compared", "agreed"]].tolist() == [3, 2, 2]
-    assert table.loc["bad", ["judgments", "compared", "agreed"]].tolist() == [3, 2, 1]
-    assert table.loc["ok", "rate"] == pytest.approx(1.0)
-    assert table.loc["good", "rate"] == pytest.approx(0.5)
+    # p_a = (1/3 + 1 + 1)/3 = 7/9; pi = (5/12, 1/3, 1/4, 0); p_e = (35 + 32 + 27)/144/3 = 47/216.
+    assert gwet_ac1(frame) == pytest.approx((7 / 9 - 47 / 216) / (1 - 47 / 216))
+    assert gwet_ac1(frame) == pytest.approx(121 / 169)
+    per_category = per_category_ac1(frame)
+    # "n" against the rest: p_a = 7/9, pi_n = 5/12, p_e = 2 * 5/12 * 7/12 = 35/72.
+    assert per_category["n"] == pytest.approx(21 / 37)
+    report = agreement_report(frame, bootstrap=0)
+    assert report["gwet_ac1"] == pytest.approx(121 / 169)
+    assert report["per_category_ac1"]["n"] == pytest.approx(21 / 37)
+
+
+def test_gwet_ac1_stays_high_where_alpha_collapses_on_a_rare_category():
+    # 20 items all "n" by both raters, one item n/o: alpha for "o" is at or below 0, AC1 stays near 1.
+    rows = [(str(i), w, "n") for i in range(20) for w in ("1", "2")] + [("x", "1", "n"), ("x", "2", "o")]
+    frame = judgments(rows)
+    assert per_category_alpha(frame)["o"] <= 0
+    assert per_category_ac1(frame)["o"] > 0.9
 
 
 def test_annotator_confusion_hand_computed():

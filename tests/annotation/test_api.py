@@ -21,7 +21,7 @@ def test_staff_see_batches_progress_hits_and_agreement(answered, researcher, cli
     client.force_login(researcher)
     batches = client.get("/api/annotation/batches/").json()["results"]
     assert [b["name"] for b in batches] == ["b1"]
-    assert batches[0]["cost"]["total"] == "0.24"
+    assert batches[0]["cost"]["total"] == "0.20"
     progress = client.get("/api/annotation/batches/b1/progress/").json()
     assert (progress["submitted"], progress["hits"], progress["judgments"]) == (4, 2, 12)
     hits = client.get("/api/annotation/batches/b1/hits/").json()["results"]
@@ -58,7 +58,15 @@ def test_export_through_the_api(answered, researcher, client, settings):
     assert response.status_code == 201, response.content
     data = response.json()
     assert data["queries"] == 2 and data["query_set"] == "ng-api"
-    assert data["path"].startswith(str(settings.CACHE_DIR))
+    assert "path" not in data and "card_path" not in data  # the file comes over HTTP, not as a server path
+    download = client.get(data["download"])
+    assert download["Content-Disposition"] == 'attachment; filename="b1-non-gendered.csv"'
+    rows = b"".join(download.streaming_content).decode().splitlines()
+    assert rows[0] == "qid,query,label,adjudicated,ds_posterior"
+    assert sorted(row.rsplit(",", 2)[0] for row in rows[1:]) == ["101,what is a synapse,n", "105,how to boil an egg,n"]
+    assert all(row.split(",")[3] == "false" and 0.5 < float(row.split(",")[4]) <= 1 for row in rows[1:])
+    card = b"".join(client.get(data["card_download"]).streaming_content).decode()
+    assert "b1: Non-gendered queries" in card
     assert QuerySet.objects.get(name="ng-api").queries.count() == 2
     bad = client.post("/api/annotation/batches/b1/export/", {"category": "neutral"}, content_type="application/json")
     assert bad.status_code == 400

@@ -33,9 +33,9 @@ def test_create_batch_snapshots_queries_and_groups_them_into_hits(query_set):
 
 def test_cost_is_computed_when_the_batch_is_created(query_set):
     batch = make_batch(query_set, queries_per_hit=4, assignments_per_query=3, reward=Decimal("0.10"))
-    # 2 HITs × 3 assignments = 6 × ($0.10 + $0.02 fee)
+    # 2 HITs × 3 assignments = 6 × $0.10, and no crowd fee for in-house annotators
     assert batch.cost["assignments_total"] == 6
-    assert batch.cost["total"] == "0.72"
+    assert batch.cost["total"] == "0.60" and batch.cost["fees"] == "0.00"
     assert batch.cost["hits"] == 2
 
 
@@ -84,7 +84,9 @@ def test_bad_gold_files_are_refused_with_the_line(tmp_path, line, message):
         ({"queries_per_hit": 0}, "between 1 and 100"),
         ({"lifetime": dt.timedelta(seconds=5)}, "lifetime"),
         ({"qualifications": {"locales": ["US"]}}, "only apply to the mturk"),
-        ({"provider": "prolific"}, "unknown provider"),
+        ({"provider": "crowdflower"}, "unknown provider"),
+        ({"provider_options": {"bonus": "0.10"}}, "only apply to the prolific"),
+        ({"provider": "prolific", "provider_options": {"devices": ["watch"]}}, "unknown device"),
     ],
 )
 def test_invalid_settings_are_refused_before_anything_is_created(query_set, options, message):

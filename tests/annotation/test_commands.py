@@ -22,7 +22,7 @@ def test_end_to_end_from_a_query_set_to_an_exported_non_gendered_set(query_set, 
         "--assignments", "3", "--queries-per-hit", "2", "--reward", "0.05",
     )  # fmt: skip
     assert "6 queries in 3 HITs" in out
-    assert "9 assignments × ($0.05 reward + $0.01 fee) = $0.54" in out
+    assert "9 assignments × ($0.05 reward + $0.00 fee) = $0.45" in out
 
     assert "Published 3 HIT(s)" in run("publish_batch", "e2e")
     out = run("simulate_annotations", "e2e", "--accuracy", "1", "--annotators", "3")
@@ -34,6 +34,9 @@ def test_end_to_end_from_a_query_set_to_an_exported_non_gendered_set(query_set, 
     assert (report["queries"], report["judgments"], report["workers"]) == (6, 18, 3)
     assert report["labels"] == {"n": 2, "f": 2, "m": 1, "o": 1}
     assert report["disputed"] == []
+    assert report["gwet_ac1"] == 1.0 and report["per_category_ac1"]["o"] == 1.0
+    # leave-one-out: each worker's 6 labels meet the other two workers' (unanimous) majority
+    assert [(w["compared"], w["agreed"]) for w in report["per_worker"]] == [(6, 6)] * 3
 
     out = run("export_queries", "e2e", "--category", "non-gendered", "--out", str(tmp_path / "ng.tsv"), "--as", "ng")
     assert "Wrote 2 non-gendered queries" in out
@@ -120,7 +123,7 @@ def test_escalate_shows_the_cost_and_asks_first(query_set, monkeypatch):
     run("simulate_annotations", "esc", "--accuracy", "0", "--annotators", "2", "--seed", "3")
     monkeypatch.setattr("builtins.input", lambda prompt: "n")
     out = run("escalate_batch", "esc", "--max-assignments", "3")
-    assert "Extra cost: 1 assignment(s) = $0.05 rewards + $0.01 fees = $0.06" in out
+    assert "Extra cost: 1 assignment(s) = $0.05 rewards + $0.00 fees = $0.05" in out  # in-house: no fee
     assert "Nothing done." in out
     assert Batch.objects.get(name="esc").hits.get().max_assignments == 2
     out = run("escalate_batch", "esc", "--max-assignments", "3", "--yes")
@@ -150,3 +153,28 @@ def test_create_annotator_refuses_bad_usernames_and_needs_a_terminal_for_the_pro
     from django.contrib.auth import get_user_model
 
     assert not get_user_model().objects.filter(username__in=["alice", "bad name!"]).exists()
+
+
+def test_create_annotator_never_takes_over_an_account(db, django_user_model):
+    """An existing staff account is refused; an existing annotator needs --reset-password."""
+    staff = django_user_model.objects.create_superuser("demo", "demo@example.org", "old-secret-pw-1")
+    with pytest.raises(CommandError, match="'demo' is a staff account"):
+        run("create_annotator", "demo", "--password", "new-secret-pw-1", "--reset-password")
+    staff.refresh_from_db()
+    assert staff.check_password("old-secret-pw-1") and not staff.groups.exists()
+
+    run("create_annotator", "bob", "--password", "pw-secret-123")
+    with pytest.raises(CommandError, match="'bob' already exists"):
+        run("create_annotator", "bob", "--password", "other-secret-456")
+    assert django_user_model.objects.get(username="bob").check_password("pw-secret-123")
+    assert "new password" in run("create_annotator", "bob", "--password", "other-secret-456", "--reset-password")
+    assert django_user_model.objects.get(username="bob").check_password("other-secret-456")
+
+
+@pytest.mark.parametrize(
+    ("password", "complaint"), [("x", "too short"), ("password123", "too common"), ("8437261950", "entirely numeric")]
+)
+def test_create_annotator_applies_the_password_validators(db, django_user_model, password, complaint):
+    with pytest.raises(CommandError, match=complaint):
+        run("create_annotator", "carol", "--password", password)
+    assert not django_user_model.objects.filter(username="carol").exists()

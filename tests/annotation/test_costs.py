@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from annotation.costs import Cost, batch_cost, extra_assignments_cost
+from annotation.costs import Cost, batch_cost, extra_assignments_cost, provider_cost
 
 D = Decimal
 
@@ -111,3 +111,42 @@ def test_negative_extra_assignments_are_refused():
         extra_assignments_cost(D("0.05"), {"HIT1": -1}, assignments_per_hit=3)
     with pytest.raises(ValueError):
         extra_assignments_cost(D("0.05"), -2, assignments_per_hit=3)
+
+
+# -- costs by provider ----------------------------------------------------------------------
+def test_a_local_batch_pays_rewards_only():
+    cost = provider_cost("local", D("0.05"), assignments=3, hits=100)
+    assert (cost.per_assignment_fee, cost.fees, cost.total) == (D("0.00"), D("0.00"), D("15.00"))
+
+
+def test_masters_add_five_percent_of_the_reward_to_the_mturk_commission():
+    # $0.50 × (20% + 5%) = $0.125 -> $0.13 per assignment (half-up); 30 assignments.
+    cost = provider_cost("mturk", D("0.50"), assignments=3, hits=10, masters=True)
+    assert cost.per_assignment_fee == D("0.13")
+    assert cost.fee_rate == D("0.25")
+    assert cost.total == D("18.90")
+    # With 10+ assignments: 40% + 5% of $1.00.
+    assert provider_cost("mturk", D("1.00"), 10, 1, masters=True).per_assignment_fee == D("0.45")
+    # Without Masters it is the plain commission.
+    assert provider_cost("mturk", D("0.50"), 3, 10) == batch_cost(D("0.50"), 3, 10)
+
+
+def test_prolific_fee_is_its_platform_rate_on_the_reward():
+    # Academic rate 33.3%: $0.90 × 0.333 = $0.2997 -> $0.30; 2 groups × 3 places.
+    cost = provider_cost("prolific", D("0.90"), assignments=3, hits=2)
+    assert (cost.per_assignment_fee, cost.total) == (D("0.30"), D("7.20"))
+    # Corporate rate 42.8%: $1.00 -> $0.43 (half-up from 0.428).
+    assert provider_cost("prolific", D("1.00"), 1, 1, prolific_fee_rate=D("0.428")).per_assignment_fee == D("0.43")
+    # No $0.01 minimum as on MTurk: $0.01 × 0.333 rounds to $0.00.
+    assert provider_cost("prolific", D("0.01"), 1, 1).per_assignment_fee == D("0.00")
+
+
+def test_unknown_provider_has_no_prices():
+    with pytest.raises(ValueError, match="no prices"):
+        provider_cost("crowdflower", D("0.05"), 1, 1)
+
+
+def test_extra_assignments_with_masters_pay_the_surcharge_too():
+    # $0.40 × (20% + 5%) = $0.10 per extra assignment; 3 of them.
+    cost = extra_assignments_cost(D("0.40"), {"HIT1": 2, "HIT2": 1}, assignments_per_hit=3, masters=True)
+    assert (cost.per_assignment_fee, cost.total) == (D("0.10"), D("1.50"))

@@ -98,7 +98,7 @@ def test_formula_like_queries_neutralised_in_csv_verbatim_in_tsv(query_set, tmp_
     services.export_queries(batch, "non-gendered", tmp_path / "ng.tsv")
     assert (tmp_path / "ng.tsv").read_text().splitlines()[0] == "101\t=HYPERLINK(1)"
     services.export_queries(batch, "non-gendered", tmp_path / "ng.csv", fmt="csv")
-    assert (tmp_path / "ng.csv").read_text().splitlines()[1] == "101,'=HYPERLINK(1),n"
+    assert (tmp_path / "ng.csv").read_text().splitlines()[1].startswith("101,'=HYPERLINK(1),n,false,")
 
 
 def test_unknown_category_or_format(annotated, tmp_path):
@@ -113,6 +113,7 @@ def test_escalation_adds_an_assignment_to_hits_with_disputed_queries(annotated, 
     hit_104 = annotated.hits.get(hit_queries__batch_query__qid="104")
     assert [(hit, qids) for hit, qids in plan.hits] == [(hit_104, ["104"])]
     assert plan.cost.assignments_total == 1
+    assert plan.cost.total == annotated.reward  # in-house: the reward only, no crowd fee
     escalations = services.escalate_batch(annotated, max_assignments=3)
     assert [e.hit for e in escalations] == [hit_104]
     hit_104.refresh_from_db()
@@ -126,3 +127,27 @@ def test_escalation_adds_an_assignment_to_hits_with_disputed_queries(annotated, 
     assert results["104"]["label"] == "o"
     # Nothing is disputed any more; at the cap nothing more would be added anyway.
     assert services.plan_escalation(annotated, max_assignments=3).hits == []
+
+
+def test_an_export_reads_the_judgments_once_and_fits_dawid_skene_once(annotated, tmp_path, monkeypatch):
+    """Labels, agreement and the card come from one read of the judgments and one Dawid-Skene fit."""
+    from annotation import aggregation
+    from annotation.services import results
+
+    calls = {"frame": 0, "dawid_skene": 0}
+    real_frame, real_ds = results.judgments_frame, aggregation.dawid_skene
+
+    def counting_frame(batch):
+        calls["frame"] += 1
+        return real_frame(batch)
+
+    def counting_ds(frame, **kwargs):
+        calls["dawid_skene"] += 1
+        return real_ds(frame, **kwargs)
+
+    monkeypatch.setattr(results, "judgments_frame", counting_frame)
+    monkeypatch.setattr(aggregation, "dawid_skene", counting_ds)
+    services.export_queries(annotated, "all", tmp_path / "all.jsonl", "jsonl")
+    assert calls == {"frame": 1, "dawid_skene": 1}
+    rows = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()]
+    assert rows and all(0 < row["ds_posterior"] <= 1 for row in rows)

@@ -12,12 +12,12 @@ import pytest
 from annotation.costs import batch_cost
 from annotation.export_formats import (
     dataset_card,
-    neutralise_formula,
     write_csv,
     write_dataset_card,
     write_jsonl,
     write_tsv,
 )
+from core.spreadsheet import neutralise_formula
 
 TRICKY_ROWS = [
     {"qid": "1", "query": "what is a nurse, and what does she do", "label": "f"},

@@ -203,3 +203,47 @@ def test_concurrent_requests_never_overfill_a_hit(query_set):
         claimed = [a for a in pool.map(claim, users) if a is not None]
     assert len(claimed) == 2
     assert Assignment.objects.filter(hit__batch=batch).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_annotator_in_many_tabs_holds_one_assignment(query_set):
+    """Four tabs of one annotator ask at once, with two HITs free: all get the same assignment."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    from .conftest import make_batch
+
+    if connection.vendor == "sqlite":
+        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
+    batch = make_batch(query_set, queries_per_hit=2, assignments_per_query=2)
+    services.publish_batch(batch)
+    assert batch.hits.count() >= 2
+    user = services.create_annotator("many-tabs")
+
+    def claim(_):
+        try:
+            return services.next_assignment(user).pk
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        claimed = set(pool.map(claim, range(4)))
+    assert len(claimed) == 1
+    assert Assignment.objects.filter(hit__batch=batch, worker__identity__user=user).count() == 1
+
+
+@pytest.mark.django_db
+def test_one_publish_sync_or_escalation_per_batch_at_a_time(local_batch, annotators):
+    """While one process syncs a batch, a second sync, publish or escalation is refused, not run twice."""
+    from annotation.services.locking import batch_key
+    from core.leases import LeaseHeld, acquire, release
+
+    other_process = acquire(batch_key(local_batch), "A sync of batch 'b1'")  # as another process would
+    for action in (services.sync_batch, services.publish_batch, services.escalate_batch):
+        with pytest.raises(LeaseHeld, match="A sync of batch 'b1' is already under way"):
+            action(local_batch)
+    release(batch_key(local_batch), other_process)
+    assignment = services.next_assignment(annotators[0])
+    services.submit_local_assignment(assignment, answers_for(assignment))
+    assert services.sync_batch(local_batch).approved == 1  # free again once the first has finished

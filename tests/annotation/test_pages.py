@@ -36,7 +36,7 @@ def test_batch_list_and_detail(disputed, researcher, client):
     page = client.get(reverse("annotation:batch-list")).content.decode()
     assert reverse("annotation:batch-detail", args=["b1"]) in page
     page = client.get(reverse("annotation:batch-detail", args=["b1"])).content.decode()
-    assert "$0.24" in page and "4 / 4" in page
+    assert "$0.20" in page and "4 / 4" in page
     assert 'id="hits"' in page and page.count("preview</a>") == 2
 
 
@@ -60,7 +60,7 @@ def test_escalation_page_shows_the_cost_before_anything_happens(
     client.force_login(researcher)
     url = reverse("annotation:batch-escalate", args=["b1"])
     page = client.get(url + "?max_assignments=3").content.decode()
-    assert "Total extra cost" in page and "$0.06" in page
+    assert "Total extra cost" in page and "$0.05" in page  # in-house: the reward only
     assert disputed.hits.filter(max_assignments=3).count() == 0
     confirmed = re.search(r'name="hits" value="([\d,]*)"', page).group(1)
     assert confirmed

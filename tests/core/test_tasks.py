@@ -186,3 +186,22 @@ def test_a_job_whose_message_cannot_be_sent_stays_pending_for_the_sweeper(
     settings.JOB_SWEEP_AFTER_SECONDS = 0
     with pytest.raises(Exception, match="the broker cannot be reached"):
         call_command("sweep_jobs", verbosity=0)
+
+
+def test_an_expected_failure_fails_the_job_without_raising(db, tmp_path):
+    """import_task is a job_task(failures=(InputError, ServiceError, OSError)): bad input fails the Job
+    quietly (the page shows it; eagerly, the request that started it must not break), and an
+    uploaded file that was not imported is removed."""
+    from pooling.tasks import import_task
+
+    upload = tmp_path / "queries.tsv"
+    upload.write_text("1\twho is she\nnot a query line\n")
+    job = Job.objects.create(kind="import", task=import_task.name, arguments=[])
+
+    import_task.apply((job.pk, "queries", str(upload), "q1", {}, True))
+
+    job.refresh_from_db()
+    assert job.status == "failed"
+    assert "queries.tsv" in job.message and ":2" in job.message  # the file and the line
+    assert not upload.exists()
+    assert not QuerySet.objects.filter(name="q1").exists()

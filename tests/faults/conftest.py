@@ -26,7 +26,7 @@ from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.pooling.conftest import files, world  # noqa: F401  (the pool world, for the pool task)
 
-from .providers import PROVIDER_SERVERS
+from .providers import HIT_SERVERS, PROVIDER_SERVERS
 from .servers import Postgres, Process, Redis, celery_worker, database_url, redis_port, wait_until
 
 #: Short job timings for the tests (the defaults are 10 s heartbeat, 60 s lease).
@@ -108,9 +108,17 @@ def start_workers(process_env, tmp_path, redis):
         worker.stop()
 
 
-@pytest.fixture(params=sorted(PROVIDER_SERVERS))
+@pytest.fixture(params=HIT_SERVERS)
 def provider_server(request):
-    """Each provider's compatible test server in turn (see providers.py)."""
+    """Each HIT-making provider's compatible test server in turn (see providers.py)."""
+    server = PROVIDER_SERVERS[request.param]()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=sorted(PROVIDER_SERVERS))
+def any_provider_server(request):
+    """Every provider's compatible test server in turn, Prolific included (see providers.py)."""
     server = PROVIDER_SERVERS[request.param]()
     yield server
     server.stop()
@@ -120,14 +128,18 @@ def provider_server(request):
 def make_batches(transactional_db):
     """``make_batches(provider, n, hits)``: n batches of ``hits`` one-query HITs each, not published."""
 
-    def make(provider: str, n: int, hits: int, assignments: int = 1):
+    def make(provider: str, n: int, hits: int, assignments: int = 1, options: dict | None = None):
         texts = [(f"{b}-{i}", f"query {b} {i}") for b in range(n) for i in range(hits)]
         query_sets = [
             create_query_set(f"qs-{b}", [t for t in texts if t[0].startswith(f"{b}-")], origin=QuerySet.Origin.IMPORTED)
             for b in range(n)
         ]
         settings = services.BatchSettings(
-            provider=provider, assignments_per_query=assignments, queries_per_hit=1, reward=Decimal("0.05")
+            provider=provider,
+            assignments_per_query=assignments,
+            queries_per_hit=1,
+            reward=Decimal("0.05"),
+            provider_options=options or {},
         )
         return [services.create_batch(f"batch-{b}", settings, query_set=qs) for b, qs in enumerate(query_sets)]
 
@@ -135,9 +147,9 @@ def make_batches(transactional_db):
 
 
 def assert_one_hit_per_group(server, batches) -> None:
-    """Every local HIT is recorded with a HIT of the provider, made for it, and no group has two."""
-    on_server = server.hits()
-    expected = {server.group_of(hit): hit.provider_id for batch in batches for hit in batch.hits.all()}
+    """Every local group (HIT, or a Prolific batch) is recorded with one remote object, made for it, and no group has two."""
+    on_server = server.made()
+    expected = server.recorded(batches)
     made = sorted(on_server.values())
     assert len(made) == len(set(made)), f"a group has more than one HIT: {made}"
     assert set(made) == set(expected), "the server's HITs are not one per local HIT"

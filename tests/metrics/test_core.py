@@ -70,6 +70,65 @@ def test_nfairr_background_includes_the_runs_own_documents_so_never_exceeds_one(
     assert table.loc["1", "NFaiRR@2"] == pytest.approx(1.0, abs=1e-12)
 
 
+# The issue's example: a background of 10 documents of neutrality 0.5 (1 f + 3 m words each);
+# X2 differs from X1 only by a fully neutral document "z" (outside the background) at rank 10.
+HALF = pl.DataFrame(
+    {
+        "docid": [f"h{i}" for i in range(10)] + ["z"],
+        "f": [1] * 10 + [0],
+        "m": [3] * 10 + [0],
+        "length": [10] * 11,
+    }
+)
+BACKGROUND_HALF = run_frame({"1": [f"h{i}" for i in range(10)]})
+X1 = run_frame({"1": [f"h{i}" for i in range(10)]})
+X2 = run_frame({"1": [f"h{i}" for i in range(9)] + ["z"]})
+S10 = sum(W)
+
+
+def test_issue_example_fairrs():
+    half = 0.5 * S10
+    assert half == pytest.approx(2.2718, abs=1e-4)
+    assert 0.5 * S10 + 0.5 * W[9] == pytest.approx(2.4163, abs=1e-4)
+    x1 = core.nfairr(X1, HALF, [10], background=BACKGROUND_HALF)
+    assert x1.loc["1", "FaiRR@10"] == pytest.approx(0.5 * S10, abs=1e-12)
+
+
+def test_nfairr_per_run_normaliser_was_not_monotone():
+    # Without the other run of the comparison, X2's own neutral document raises its ideal: 0.872 < 1.
+    alone = core.nfairr(X2, HALF, [10], background=BACKGROUND_HALF)
+    assert alone.loc["1", "NFaiRR@10"] == pytest.approx(0.872, abs=1e-3)
+
+
+def test_nfairr_comparison_normaliser_is_monotone_and_at_most_one():
+    comparison = [X1, X2]
+    x1 = core.nfairr(X1, HALF, [10], background=BACKGROUND_HALF, comparison=comparison)
+    x2 = core.nfairr(X2, HALF, [10], background=BACKGROUND_HALF, comparison=comparison)
+    ideal = 1.0 * W[0] + 0.5 * (S10 - W[0])  # z first, then nine of the ω = 0.5 documents
+    assert x1.loc["1", "NFaiRR@10"] == pytest.approx(0.5 * S10 / ideal, abs=1e-12)
+    assert x2.loc["1", "NFaiRR@10"] == pytest.approx((0.5 * S10 + 0.5 * W[9]) / ideal, abs=1e-12)
+    assert x1.loc["1", "NFaiRR@10"] < x2.loc["1", "NFaiRR@10"] <= 1.0
+
+
+def test_nfairr_exact_normaliser_is_the_original_definition():
+    x1 = core.nfairr(X1, HALF, [10], background=BACKGROUND_HALF, normaliser="exact")
+    x2 = core.nfairr(X2, HALF, [10], background=BACKGROUND_HALF, normaliser="exact", comparison=[X1])
+    assert x1.loc["1", "NFaiRR@10"] == pytest.approx(1.0, abs=1e-12)
+    # The background alone is the denominator (comparison ignored): above 1, reported as such.
+    assert x2.loc["1", "NFaiRR@10"] == pytest.approx((0.5 * S10 + 0.5 * W[9]) / (0.5 * S10), abs=1e-12)
+    # A query the background lacks: IFaiRR = 0, undefined.
+    lacking = core.nfairr(run_frame({"2": ["z"]}), HALF, [1], background=BACKGROUND_HALF, normaliser="exact")
+    assert math.isnan(lacking.loc["2", "NFaiRR@1"])
+
+
+def test_nfairr_variant_names_the_normaliser():
+    assert core.nfairr_variant("collection", "exact") == "collection"
+    assert core.nfairr_variant("bm25", "comparison") == "bm25"
+    assert core.nfairr_variant("bm25", "exact") == "bm25:exact"
+    with pytest.raises(ValueError, match="normaliser"):
+        core.nfairr(X1, HALF, [10], background=BACKGROUND_HALF, normaliser="own")
+
+
 def test_nfairr_undefined_when_every_candidate_is_one_sided():
     table = core.nfairr(run_frame({"1": ["a"]}), COUNTS, [1], background=run_frame({"1": ["b"]}))
     assert math.isnan(table.loc["1", "NFaiRR@1"])

@@ -54,7 +54,7 @@ def test_downloads(user_client, report):
     assert csv_response.content.decode().splitlines()[0] == "run,metric,variant,cutoff,value,queries"
     assert "attachment" in csv_response["Content-Disposition"]
     per_query = user_client.get(reverse("metrics:report-per-query", args=["rep"])).content.decode()
-    assert per_query.startswith("run,qid,metric,variant,cutoff,value")
+    assert per_query.startswith("run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value")
     for kind in ("cutoffs", "distribution"):
         png = user_client.get(reverse("metrics:report-plot", args=["rep", kind]))
         assert png["Content-Type"] == "image/png" and png.content[:4] == b"\x89PNG"
@@ -88,5 +88,13 @@ def test_staff_form_builds_a_report_through_the_task(
     assert job.status == Job.Status.DONE, job.message
     assert Report.objects.get(name="from-form").cutoffs == [1, 2]
     assert job.result["url"] == reverse("metrics:report-detail", args=["from-form"])
+    assert Report.objects.get(name="from-form").nfairr_normaliser == "comparison"
+    exact = {**data, "name": "exact-form", "background": "c", "nfairr_normaliser": "exact"}
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("metrics:report-create"), exact)
+    report = Report.objects.get(name="exact-form")
+    assert report.nfairr_normaliser == "exact"
+    assert report.results.filter(metric="NFaiRR", variant="c:exact").exists()
+    assert "by c alone" in client.get(reverse("metrics:report-detail", args=["exact-form"])).content.decode()
     bad = client.post(reverse("metrics:report-create"), {**data, "name": "x", "cutoffs": "a"})
     assert bad.status_code == 400 and "bad cutoff" in bad.content.decode()

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core.errors import ServiceError
-from metrics import services
+from metrics import formatting, selectors, services
 from metrics.models import Report, Result
 from pooling.models import QuerySet, Run
 
@@ -46,7 +46,7 @@ def test_build_report_stores_means_over_the_queries_each_run_contains(world):
     # q1: d3 (neutral), d1 (one-sided) → 1/ideal; q2: d2 only (one-sided) → 0
     assert nfairr.value == pytest.approx((1 / ideal + 0) / 2, abs=1e-9)
     assert Result.objects.filter(report=report).count() == 2 * (2 * 2 * 2 + 2 + 2 * 2)
-    per_query = services.report_per_query(report)
+    per_query = selectors.report_per_query(report)
     assert set(per_query.columns) == {"run", "qid", "metric", "variant", "cutoff", "value"}
     assert set(per_query.loc[per_query["run"] == "b", "qid"]) == {"1", "2"}
 
@@ -76,6 +76,61 @@ def test_baseline_is_tested_and_background_run_used(world):
     assert all(0 <= r.p_value <= 1 for r in tested)
     # with the background run, NFaiRR never exceeds 1
     assert all(r.value <= 1 + 1e-12 for r in Result.objects.filter(report=report, metric="NFaiRR"))
+    assert report.nfairr_normaliser == "comparison"
+    assert "together with every run" in report.nfairr_normalisation
+
+
+@pytest.mark.django_db
+def test_per_query_csv_carries_the_reports_cis_and_p_values(world):
+    report = build(
+        runs=("a", "c"),
+        baseline=Run.objects.get(name="a"),
+        report_settings=services.ReportSettings(cutoffs=(2,), bootstrap_samples=20),
+    )
+    rows = list(
+        csv.DictReader(
+            io.StringIO(formatting.per_query_csv(selectors.report_per_query(report), selectors.report_summary(report)))
+        )
+    )
+    assert list(rows[0]) == [
+        "run",
+        "qid",
+        "metric",
+        "variant",
+        "cutoff",
+        "value",
+        "mean",
+        "ci_low",
+        "ci_high",
+        "p_value",
+    ]
+    for row in rows:
+        result = value(report, row["run"], row["metric"], row["variant"], int(row["cutoff"]))
+        assert float(row["mean"]) == pytest.approx(result.value, abs=1e-12)
+        assert float(row["ci_low"]) == pytest.approx(result.ci_low, abs=1e-12)
+        assert float(row["ci_high"]) == pytest.approx(result.ci_high, abs=1e-12)
+        assert row["p_value"] == ("" if result.p_value is None else row["p_value"])
+        if result.p_value is not None:
+            assert float(row["p_value"]) == pytest.approx(result.p_value, abs=1e-12)
+    assert any(row["p_value"] for row in rows if row["run"] == "c")
+
+
+@pytest.mark.django_db
+def test_exact_nfairr_normaliser_is_the_background_alone(world, tmp_path):
+    # Background c: q1 {d4, d3}, q2 {d4, d3}, q3 {d3, d4}: every query's ideal is two neutral documents.
+    report = build(
+        "exact",
+        runs=("a",),
+        background=Run.objects.get(name="c"),
+        report_settings=services.ReportSettings(cutoffs=(2,), bootstrap_samples=10, nfairr_normaliser="exact"),
+    )
+    assert report.nfairr_normaliser == "exact"
+    ideal = 1 + 1 / log2(3)
+    # a: q1 d1 (one-sided), d3 → 1/log2(3); q2 d3, d4 → ideal; q3 d2, d1 → 0
+    result = value(report, "a", "NFaiRR", "c:exact", 2)
+    assert result.value == pytest.approx((1 / log2(3) / ideal + 1 + 0) / 3, abs=1e-12)
+    with pytest.raises(services.ServiceError, match="normaliser"):
+        build("bad", runs=("a",), report_settings=services.ReportSettings(cutoffs=(2,), nfairr_normaliser="own"))
 
 
 @pytest.mark.django_db
@@ -109,7 +164,7 @@ def test_bias_report_command_writes_csv_table_and_plot(world, tmp_path):
         ("TExFAIR", "plain"),
     }
     assert {r["cutoff"] for r in rows} == {"1", "2"}
-    assert per_query.read_text().startswith("run,qid,metric,variant,cutoff,value\n")
+    assert per_query.read_text().startswith("run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value\n")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert Report.objects.get().name == "q-a-b"
 

@@ -20,6 +20,10 @@ def test_benchmark_pooling_engine_and_naive_give_the_same_pool(tmp_path):
     )
     text = out.getvalue()
     assert "same pool: True" in text
+    startup = [line for line in text.splitlines() if "start-up" in line]
+    assert startup and "manage.py import_queries on a 10-line file" in startup[0]
+    assert "first pool in one command (pool given the files)" in text
+    assert float(startup[0].split("start-up")[1].split("s")[0]) > 0
     pooled = [line for line in text.splitlines() if line.startswith("| 3,000 | pool |")]
     assert pooled and 5 < int(pooled[0].split("|")[5].replace(",", "")) <= 20
 

@@ -5,13 +5,15 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.errors import InputError
 from pooling.magnitudes import count_frame, document_counts, magnitude
 from pooling.tokenize import tokenize
-from pooling.wordlists import WordList, default_wordlist, load_wordlist
+from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
-WORDS = WordList(frozenset({"she", "her", "woman"}), frozenset({"he", "his", "man"}), name="tiny")
+WORDS = GenderWords(frozenset({"she", "her", "woman"}), frozenset({"he", "his", "man"}), name="tiny")
 
 TRICKY = [
     "He said she was his sister.",
@@ -94,3 +96,59 @@ def test_wordlist_errors_name_the_line(tmp_path):
     path.write_text("she,f\nshe,m\n")
     with pytest.raises(InputError, match=r"w\.txt:2: 'she' is listed as both f and m"):
         load_wordlist(path)
+
+
+# --- one definition of the `words` tokenizer in both engines, over fuzzed Unicode text ---------
+
+FUZZ_WORDS = GenderWords(
+    frozenset({"she", "her", "i\u0307", "café", "ünïcode"}), frozenset({"he", "his", "σας", "e\u0301"}), name="fuzz"
+)
+_PIECES = [
+    "he",
+    "She",
+    "HIS",
+    "İ",  # lower-cases to i + U+0307 COMBINING DOT ABOVE
+    "cafe\u0301",  # decomposed é
+    "e\u0301",
+    "\u0301",
+    "ΣΑΣ",
+    "_",
+    "\u200d",  # zero width joiner
+    "‿",  # connector punctuation other than "_"
+    "²",
+    " ",
+    "  ",
+    "\t",
+    ",",
+    "-",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=3)), max_size=12).map("".join),
+        min_size=1,
+        max_size=20,
+    )
+)
+@pytest.mark.parametrize("tokenizer", ["words", "whitespace"])
+def test_engine_equals_the_definition_on_fuzzed_unicode(tokenizer, texts):
+    # Texts without newlines or NULs (the collection format has one passage per line).
+    texts = [t.replace("\n", " ").replace("\r", " ").replace("\x00", " ") for t in texts]
+    frame = pl.DataFrame({"docid": [str(i) for i in range(len(texts))], "text": texts})
+    got = count_frame(frame, FUZZ_WORDS, tokenizer).select("f", "m", "length").rows()
+    expected = []
+    for text in texts:
+        tokens = tokenize(text, tokenizer)
+        expected.append(
+            (sum(t in FUZZ_WORDS.female for t in tokens), sum(t in FUZZ_WORDS.male for t in tokens), len(tokens))
+        )
+    assert got == expected
+
+
+def test_combining_marks_belong_to_their_word():
+    assert tokenize("İstanbul café") == ["i\u0307stanbul", "café"]
+    assert tokenize("cafe\u0301 he") == ["cafe\u0301", "he"]
+    frame = pl.DataFrame({"docid": ["d"], "text": ["İ HE"]})
+    assert count_frame(frame, FUZZ_WORDS, "words").row(0) == ("d", 1, 1, 2)

@@ -96,3 +96,24 @@ def test_api(client, admin_user, pool):
     queries = client.get("/api/pooling/query-sets/q/queries/").json()["results"]
     assert [q["qid"] for q in queries] == ["1", "2", "3"]
     assert client.get("/api/schema/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_csv_download_neutralises_formulas_and_tsv_keeps_text(client, admin_user, pool):
+    """A search-log query such as ``=HYPERLINK(...)`` is text in the CSV for people, verbatim in the TSV."""
+    import csv
+    import io
+
+    from pooling.models import Query
+
+    formula = '=HYPERLINK("http://evil.example","click")'
+    Query.objects.filter(qid="1").update(text=formula)
+    client.force_login(admin_user)
+    body = client.get(reverse("pooling:pool-download", args=["p", "csv"])).content.decode()
+    rows = {row["qid"]: row for row in csv.DictReader(io.StringIO(body))}
+    assert rows["1"]["query"] == "'" + formula
+    assert all(not value.startswith("=") for row in rows.values() for value in row.values())
+    rab = rows["1"]["RaB@2:a"]
+    assert rab == "" or float(rab) == float(rab)  # numbers stay numbers, never quoted with '
+    tsv = client.get(reverse("pooling:pool-download", args=["p", "tsv"])).content.decode()
+    assert f"1\t{formula}\n" in tsv

@@ -84,3 +84,21 @@ def test_pool_ties_numeric_not_lexicographic():
 def test_pool_depth_must_be_positive():
     with pytest.raises(ValueError):
         pool_queries({"r": pd.Series({"1": 0.0})}, depth=0)
+
+
+def test_rab_equal_to_12_decimals_is_a_tie_broken_by_qid():
+    # 0.1 + 0.2 and 0.3 differ in their last bit only; -(0.1 + 0.2) and -0.3 likewise.
+    noisy, exact = 0.1 + 0.2, 0.3
+    assert noisy != exact and round(noisy, 12) == round(exact, 12)
+    run = pd.Series({"10": noisy, "9": exact, "2": -noisy, "3": -exact, "1": 0.0})
+    result = pool_queries({"r": run}, depth=1)
+    sel = result.selections
+    assert sel[sel.list == "male"].qid.tolist() == ["9"]  # not "10", whose bits are larger
+    assert sel[sel.list == "female"].qid.tolist() == ["2"]  # -0.30000000000000004 is no more female than -0.3
+    assert result.qids == ["2", "9"]
+
+
+def test_values_differing_beyond_noise_are_not_ties():
+    run = pd.Series({"1": 0.3, "2": 0.3 + 1e-9})
+    result = pool_queries({"r": run}, depth=1)
+    assert result.selections[result.selections.list == "male"].qid.tolist() == ["2"]

@@ -7,8 +7,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from core.errors import InputError
-from pooling.readers import Skipped, read_queries, read_run, scan_collection
+from core.errors import InputError, Skipped
+from pooling.queryfiles import read_queries
+from pooling.readers import parse_passages, read_run, scan_collection
 
 
 def docids(tmp_path) -> list[str]:
@@ -133,10 +134,11 @@ def test_run_file_order_keeps_the_file(tmp_path):
         ("1 Q0 a 1 1.0 x\n1 Q0 b 2 1.0\n", ":2: expected 6 columns (qid Q0 docid rank score tag), found 5"),
         ("1 Q0 a 1 1.0 x\n1 Q0 b 2 high x\n", ":2: score 'high' is not a number"),
         ("1 Q0 a 1 1.0 x\n1 Q0 a 2 0.5 x\n", ":2: docid 'a' appears twice for query '1'"),
-        (
-            "1 Q0 a 1 1.0 x\n2 Q0 b 1 1.0 x\n1 Q0 c 2 0.5 x\n",
-            ":3: lines of query '1' are split into separate blocks (it began on line 1)",
-        ),
+        ("1 Q0 a 1 1.0 x\n1 Q0 b 2.5 0.5 x\n", ":2: rank '2.5' is not an integer"),
+        ("1 Q0 a 1 1.0 x\n1 Q0 b 2 inf x\n", ":2: score 'inf' is not finite"),
+        ("1 Q0 a 1 1.0 x\n1 Q0 b 2 -Infinity x\n", ":2: score '-Infinity' is not finite"),
+        ("1 Q0 a 1 nan x\n", ":1: score 'nan' is not a number"),
+        ("1 Q0 a 1 1.0\n", ":1: found 5 columns: expected 6 (qid Q0 docid rank score tag) or 3 (qid docid rank)"),
     ],
 )
 def test_run_bad_lines(tmp_path, content, message):
@@ -200,3 +202,78 @@ def test_score_order_equals_a_full_sort_on_many_ties(tmp_path):
     )
     assert got["docid"].to_list() == expected["docid"].to_list()
     assert got["qid"].to_list() == expected["qid"].to_list()
+
+
+def test_run_interleaved_query_blocks_are_gathered_like_trec_eval(tmp_path):
+    # Query 1's lines come in two blocks around query 2's: accepted, gathered at query 1's place.
+    path = write(tmp_path, "r.trec", "1 Q0 a 1 1.0 x\n2 Q0 b 1 1.0 x\n1 Q0 c 2 2.0 x\n2 Q0 d 2 0.5 x\n3 Q0 e 1 1 x\n")
+    table = read_run(path)
+    assert table.frame.rows() == [
+        ("1", "c", 1, 2.0),
+        ("1", "a", 2, 1.0),
+        ("2", "b", 1, 1.0),
+        ("2", "d", 2, 0.5),
+        ("3", "e", 1, 1.0),
+    ]
+    assert table.interleaved_queries == 2
+    assert read_run(path, order="file").frame["docid"].to_list() == ["a", "c", "b", "d", "e"]
+    contiguous = write(tmp_path, "s.trec", "1 Q0 a 1 1.0 x\n1 Q0 c 2 2.0 x\n2 Q0 b 1 1.0 x\n")
+    assert read_run(contiguous).interleaved_queries == 0
+
+
+def test_msmarco_run_format_detected_and_ordered_by_rank(tmp_path):
+    path = write(tmp_path, "r.tsv", "1\tb\t2\n1\ta\t1\n2\tc\t1\n")
+    table = read_run(path)
+    assert table.format == "msmarco"
+    assert table.frame.rows() == [("1", "a", 1, -1.0), ("1", "b", 2, -2.0), ("2", "c", 1, -1.0)]
+    assert read_run(path, order="file").frame["docid"].to_list() == ["b", "a", "c"]
+    assert read_run(path, run_format="msmarco").frame.equals(table.frame)
+
+
+def test_run_format_chosen_explicitly_names_the_bad_line(tmp_path):
+    path = write(tmp_path, "r.tsv", "1\ta\t1\n1\tb\ttwo\n1 b\n")
+    with pytest.raises(InputError) as err:
+        read_run(path, run_format="msmarco")
+    assert str(err.value) == f"{path}:3: expected 3 columns (qid docid rank), found 2"
+    with pytest.raises(InputError) as err:
+        read_run(path, run_format="trec")
+    assert str(err.value) == f"{path}:1: expected 6 columns (qid Q0 docid rank score tag), found 3"
+    skipped = Skipped()
+    read_run(path, run_format="msmarco", skipped=skipped)
+    assert [str(e) for e in skipped.errors] == [
+        f"{path}:3: expected 3 columns (qid docid rank), found 2",
+        f"{path}:2: rank 'two' is not an integer",
+    ]
+
+
+@pytest.mark.parametrize("reader", ["collection", "queries", "run"])
+def test_truncated_or_corrupt_gzip_is_a_clear_error(tmp_path, reader):
+    content = {
+        "collection": "".join(f"p{i}\tpassage number {i} with some words\n" for i in range(5000)),
+        "queries": "".join(f"q{i}\tquery {i}\n" for i in range(5000)),
+        "run": "".join(f"q{i // 100} Q0 d{i} {i % 100 + 1} {1 / (i + 1)} t\n" for i in range(5000)),
+    }[reader]
+    read = {"collection": scan_collection, "queries": read_queries, "run": read_run}[reader]
+    whole = gzip.compress(content.encode())
+    truncated = tmp_path / "truncated.gz"
+    truncated.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(InputError) as err:
+        read(truncated)
+    assert str(err.value) == f"{truncated}: the gzip file is truncated (it ends before its last block)"
+    corrupt = tmp_path / "corrupt.gz"
+    corrupt.write_bytes(whole[:20] + bytes(b ^ 0xFF for b in whole[20:60]) + whole[60:])
+    with pytest.raises(InputError) as err:
+        read(corrupt)
+    assert str(err.value).startswith(f"{corrupt}: the gzip file is corrupt (")
+
+
+def test_passage_ids_are_stripped_of_surrounding_whitespace(tmp_path):
+    path = write(tmp_path, "c.tsv", " c1 \tfirst passage\nc2\t second\n")
+    frame = parse_passages(path, pl.DataFrame({"line": [1, 2], "text": [" c1 \tfirst passage", "c2\t second"]}))
+    assert frame["docid"].to_list() == ["c1", "c2"]
+    index = tmp_path / "index.parquet"
+    assert scan_collection(path, index_path=index).passages == 2
+    assert pl.read_parquet(index)["docid"].to_list() == ["c1", "c2"]
+    repeated = write(tmp_path, "r.tsv", "c1\tfirst\n c1\tagain\n")
+    with pytest.raises(InputError, match=r"r\.tsv:2: passage id 'c1' repeats \(first on line 1\)"):
+        scan_collection(repeated)

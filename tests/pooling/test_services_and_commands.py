@@ -1,6 +1,8 @@
 """Imports are idempotent and all-or-nothing; pools store their provenance."""
 
+import gzip
 import math
+import os
 from io import StringIO
 
 import pytest
@@ -161,3 +163,96 @@ def test_a_collection_changed_after_import_is_not_counted(world):
     with pytest.raises(CommandError, match="missing or changed since it was imported"):
         run("pool", name="p", queries="q", runs="a", depth=1)
     assert not Pool.objects.exists()
+
+
+def _cache_files(folder: str) -> list[str]:
+    from core.storage import cache_dir
+
+    return sorted(p.name for p in cache_dir(folder).iterdir())
+
+
+@pytest.mark.django_db
+def test_collection_name_clash_leaves_no_index_or_staging_file(world, tmp_path):
+    before = _cache_files("collections")
+    other = tmp_path / "other.tsv"
+    other.write_text("x\tsomething else\n")
+    with pytest.raises(CommandError, match="already exists with different content"):
+        run("import_collection", str(other), name="tiny")
+    assert _cache_files("collections") == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("command", ["import_collection", "import_queries", "import_run"])
+def test_truncated_gzip_fails_cleanly_in_every_importer(world, tmp_path, command):
+    source = {"import_collection": "collection", "import_queries": "queries", "import_run": "run_a"}[command]
+    whole = gzip.compress(world[source].read_bytes() * 200)
+    path = tmp_path / "cut.gz"
+    path.write_bytes(whole[: len(whole) - 12])
+    before = (Collection.objects.count(), QuerySet.objects.count(), Run.objects.count(), _cache_files("collections"))
+    extra = {"collection": "tiny"} if command == "import_run" else {}
+    with pytest.raises(CommandError) as err:
+        run(command, str(path), name="cut", **extra)
+    assert str(err.value) == f"{path}: the gzip file is truncated (it ends before its last block)"
+    after = (Collection.objects.count(), QuerySet.objects.count(), Run.objects.count(), _cache_files("collections"))
+    assert after == before
+
+
+@pytest.mark.django_db
+def test_stale_staging_files_of_killed_imports_are_removed(world, tmp_path):
+    import subprocess
+
+    from core.storage import cache_dir, staging_path
+
+    dead = subprocess.Popen(["true"])  # a process id that has certainly ended
+    dead.wait()
+    stale = cache_dir("staging") / f"{dead.pid}-collection-collection.tsv.parquet"
+    stale.write_bytes(b"half an index")
+    mine = staging_path("collection-next.parquet")
+    assert not stale.exists()
+    assert mine.parent == stale.parent and mine.name.startswith(f"{os.getpid()}-")
+
+
+@pytest.mark.django_db
+def test_several_runs_in_one_command_msmarco_format_and_interleaved_note(world, tmp_path):
+    bm25 = tmp_path / "bm25.tsv"
+    bm25.write_text("1\td3\t2\n1\td1\t1\n2\td2\t1\n")
+    dense = tmp_path / "dense.trec.gz"
+    dense.write_bytes(gzip.compress(b"1 Q0 d1 1 2 t\n2 Q0 d2 1 2 t\n1 Q0 d3 2 1 t\n"))
+    out = run("import_run", str(bm25), str(dense), collection="tiny")
+    assert "run 'bm25': 2 queries, 3 rows" in out
+    assert "format: MS MARCO (qid docid rank; ordered by rank)" in out
+    assert "run 'dense': 2 queries, 3 rows" in out
+    assert "1 queries had their lines in several blocks" in out
+    from pooling.services import run_frame
+
+    assert run_frame(Run.objects.get(name="bm25"))["docid"].to_list() == ["d1", "d3", "d2"]
+    assert run_frame(Run.objects.get(name="dense"))["docid"].to_list() == ["d1", "d3", "d2"]
+    with pytest.raises(CommandError, match="--name names one run"):
+        run("import_run", str(bm25), str(dense), name="x", collection="tiny")
+    with pytest.raises(CommandError, match=r"bm25\.tsv:1: expected 6 columns"):
+        run("import_run", str(bm25), name="forced", collection="tiny", run_format="trec")
+
+
+@pytest.mark.django_db
+def test_first_pool_from_files_in_one_command_equals_pool_by_names(files, tmp_path):
+    args = {"rank_cutoff": 2, "depth": 1}
+    run(
+        "pool",
+        name="from-files",
+        queries=str(files["queries"]),
+        runs=f"{files['run_a']},{files['run_b']}",
+        collection=str(files["collection"]),
+        **args,
+    )
+    assert sorted(Run.objects.values_list("name", flat=True)) == ["a", "b"]
+    assert Collection.objects.get().name == "collection"
+    # Again by the names the files were registered under: nothing re-imported, same pool.
+    run("pool", name="by-names", queries="queries", runs="a,b", **args)
+    assert Run.objects.count() == 2 and QuerySet.objects.filter(origin=QuerySet.Origin.IMPORTED).count() == 1
+    pooled = {
+        name: sorted(Pool.objects.get(name=name).queries.queries.values_list("qid", flat=True))
+        for name in ("from-files", "by-names")
+    }
+    assert pooled["from-files"] == pooled["by-names"] and pooled["by-names"]
+    with pytest.raises(CommandError, match="give --collection"):
+        run("pool", name="nope", queries="queries", runs=str(files["run_a"]))

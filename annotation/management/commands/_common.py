@@ -12,7 +12,9 @@ from django.core.management.base import CommandError
 
 from annotation.models import Batch
 from annotation.mturk import MTurkError
+from annotation.prolific import ProlificError
 from core.cli import command_errors as base_command_errors
+from core.cli import get_named
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -64,17 +66,13 @@ def qualifications(values: list[str] | None) -> dict:
 
 
 def get_batch(name: str) -> Batch:
-    try:
-        return Batch.objects.get(name=name)
-    except Batch.DoesNotExist:
-        known = ", ".join(Batch.objects.values_list("name", flat=True)[:10]) or "none yet"
-        raise CommandError(f"no batch named {name!r} (batches: {known})") from None
+    return get_named(Batch, name, "batch")
 
 
 @contextmanager
 def command_errors() -> Iterator[None]:
     """Service and provider errors become clean command-line errors (no traceback)."""
-    with base_command_errors(MTurkError, ValueError):
+    with base_command_errors(MTurkError, ProlificError, ValueError):
         yield
 
 
@@ -83,3 +81,12 @@ def format_cost(cost: dict) -> str:
         f"{cost['assignments_total']} assignments × (${cost['per_assignment_reward']} reward + "
         f"${cost['per_assignment_fee']} fee) = ${cost['total']}"
     )
+
+
+def prolific_filter(text: str) -> dict:
+    """``FILTER_ID=v1,v2`` -> one of Prolific's eligibility filters (selected values)."""
+    key, _, values = text.partition("=")
+    chosen = [v.strip() for v in values.split(",") if v.strip()]
+    if not key.strip() or not chosen:
+        raise ValueError(f"not a filter: {text!r} (use FILTER_ID=value1,value2, e.g. current-country-of-residence=1,2)")
+    return {"filter_id": key.strip(), "selected_values": chosen}

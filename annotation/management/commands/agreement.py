@@ -1,9 +1,8 @@
 import json
 
-from django.core.management.base import BaseCommand
-
 from annotation import services
-from annotation.aggregation import LABEL_NAMES
+from annotation.labels import LABEL_NAMES
+from core.cli import ProjectCommand
 
 from ._common import command_errors, get_batch
 
@@ -12,7 +11,7 @@ def _number(value, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Inter-annotator agreement of a batch: Krippendorff's alpha (with a bootstrap interval), "
         "per-category alpha, percent agreement, Fleiss' kappa, labels and set-aside queries."
@@ -36,9 +35,13 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             f"Krippendorff's alpha {_number(report['krippendorff_alpha'])} (95% CI {_number(low)}–{_number(high)}), "
-            f"percent agreement {_number(report['percent_agreement'])}, Fleiss' kappa {_number(report['fleiss_kappa'])}"
+            f"percent agreement {_number(report['percent_agreement'])}, Fleiss' kappa {_number(report['fleiss_kappa'])}, "
+            f"Gwet's AC1 {_number(report['gwet_ac1'])}"
         )
         for label, count in report["labels"].items():
             alpha = report["per_category_alpha"].get(label)
-            self.stdout.write(f"  {LABEL_NAMES[label]:<28} {count:>6} queries   alpha {_number(alpha)}")
+            ac1 = report["per_category_ac1"].get(label)
+            self.stdout.write(
+                f"  {LABEL_NAMES[label]:<28} {count:>6} queries   alpha {_number(alpha)}   AC1 {_number(ac1)}"
+            )
         self.stdout.write(f"Set aside (disputed or too few votes): {len(report['set_aside'])}")

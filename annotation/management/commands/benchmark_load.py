@@ -11,13 +11,13 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import connection
 
 from annotation import services
 from annotation.load import LoadResult, format_table, run_annotators, step_rows
 from annotation.models import Assignment, Batch, Judgment
-from core.cli import command_errors
+from core.cli import ProjectCommand, command_errors
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 
@@ -43,7 +43,7 @@ def _answers(port: int) -> bool:
         site.close()
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Load benchmark of the in-house annotation site: N virtual annotators at once, for D seconds, against "
         "gunicorn on the configured database (DATABASE_URL). Each logs in through the login form, asks for its "

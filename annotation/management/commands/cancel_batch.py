@@ -1,11 +1,10 @@
-from django.core.management.base import BaseCommand
-
 from annotation import services
+from core.cli import ProjectCommand
 
 from ._common import command_errors, get_batch
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Cancel a batch: withdraw its open HITs from the provider. Answers already submitted stay "
         "recorded and can still be synced and paid."

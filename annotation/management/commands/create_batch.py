@@ -1,13 +1,14 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation import services
 from annotation.models import Provider
+from core.cli import ProjectCommand
 from pooling.models import Pool, QuerySet
 
-from ._common import command_errors, duration, format_cost, money, qualifications
+from ._common import command_errors, duration, format_cost, money, prolific_filter, qualifications
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Create an annotation batch: snapshot the queries of a pool or query set, group them into HITs "
         "and print the cost. Nothing is sent to a provider until publish_batch."
@@ -18,7 +19,9 @@ class Command(BaseCommand):
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--pool", help="annotate the queries of this pool")
         source.add_argument("--queries", help="annotate the queries of this query set")
-        parser.add_argument("--provider", choices=Provider.values, default=Provider.LOCAL, help="local or mturk")
+        parser.add_argument(
+            "--provider", choices=Provider.values, default=Provider.LOCAL, help="local, mturk or prolific"
+        )
         parser.add_argument("--assignments", type=int, default=3, help="workers per query (default 3)")
         parser.add_argument("--queries-per-hit", type=int, default=10, help="queries on one HIT page (default 10)")
         parser.add_argument("--reward", type=money, default="0.05", help="USD per assignment (default 0.05)")
@@ -37,7 +40,34 @@ class Command(BaseCommand):
         )
         parser.add_argument("--gold", metavar="FILE", help="gold questions: qid<TAB>query<TAB>label (n/f/m/o)")
         parser.add_argument("--gold-per-hit", type=int, default=0, help="gold questions mixed into each HIT")
+        parser.add_argument(
+            "--no-gold-feedback",
+            dest="gold_feedback",
+            action="store_false",
+            help="do not tell workers which gold questions they got wrong (only how many)",
+        )
         parser.add_argument("--seed", type=int, default=0, help="seed of the query shuffle (default 0)")
+        prolific = parser.add_argument_group("Prolific (with --provider prolific)")
+        prolific.add_argument(
+            "--estimated-minutes", type=int, help="minutes one HIT group takes, shown to participants (default 10)"
+        )
+        prolific.add_argument(
+            "--device", action="append", choices=["desktop", "tablet", "mobile"], help="allowed device, repeatable"
+        )
+        prolific.add_argument(
+            "--filter",
+            action="append",
+            type=prolific_filter,
+            metavar="ID=VALUES",
+            help="eligibility filter, repeatable: FILTER_ID=value1,value2 (Prolific's filter ids and values)",
+        )
+        prolific.add_argument("--bonus", type=money, help="USD paid on top of the reward for approved work")
+        prolific.add_argument(
+            "--exclude-batch",
+            action="append",
+            metavar="BATCH",
+            help="exclude everyone who took part in this earlier Prolific batch, repeatable",
+        )
 
     def handle(self, **o):
         pool = query_set = None
@@ -61,7 +91,9 @@ class Command(BaseCommand):
             auto_approval_delay=o["auto_approve"],
             qualifications=qualifications(o["qualification"]),
             gold_per_hit=o["gold_per_hit"] if o["gold"] else 0,
+            gold_feedback=o["gold_feedback"],
             seed=o["seed"],
+            provider_options=prolific_options(o),
         )
         with command_errors():
             gold = services.read_gold_file(o["gold"]) if o["gold"] else []
@@ -75,3 +107,15 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"Cost: {format_cost(batch.cost)}")
         self.stdout.write(f"Publish it with: manage.py publish_batch {batch.name}")
+
+
+def prolific_options(o: dict) -> dict:
+    """The Prolific options given on the command line (only those given)."""
+    options = {
+        "estimated_minutes": o["estimated_minutes"],
+        "devices": o["device"],
+        "filters": o["filter"],
+        "bonus": str(o["bonus"]) if o["bonus"] is not None else None,
+        "exclude_batches": o["exclude_batch"],
+    }
+    return {key: value for key, value in options.items() if value is not None}

@@ -1,12 +1,11 @@
-from django.core.management.base import BaseCommand
-
 from annotation import services
 from annotation.services.escalation import DEFAULT_MAX_ASSIGNMENTS
+from core.cli import ProjectCommand
 
 from ._common import command_errors, get_batch
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Give HITs with disputed queries (no majority) one more assignment each, up to a cap. "
         "Shows the plan and its extra cost first and asks for confirmation (or pass --yes). "

@@ -1,15 +1,15 @@
-from django.core.management.base import BaseCommand
-
 from annotation import services
-from annotation.aggregation import CATEGORY_SLUGS
+from annotation.labels import CATEGORY_SLUGS
+from core.cli import ProjectCommand
 
 from ._common import command_errors, get_batch
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
-        "Write a batch's queries of one category (majority vote; disputed queries are never written as "
-        "labelled) with a dataset card beside the file. tsv: qid<TAB>query; csv: qid,query,label; "
+        "Write a batch's queries of one category (majority vote, or a researcher's adjudication; disputed "
+        "queries are otherwise never written as labelled) with a dataset card beside the file. tsv: qid<TAB>query; "
+        "csv: qid,query,label,adjudicated,ds_posterior; "
         "jsonl: adds pseudonymous votes, method and agreement. --as also registers them as a query set."
     )
 

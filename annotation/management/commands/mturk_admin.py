@@ -1,13 +1,14 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.utils import timezone
 
 from annotation.models import Assignment, Worker
 from annotation.services import mturk_admin
+from core.cli import ProjectCommand
 
 from ._common import command_errors, duration, get_batch, money
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "MTurk requester chores. Subcommands: balance; expire BATCH --hit N; extend BATCH --hit N --by 2d; "
         "add-assignments BATCH --hit N --count K; bonus ASSIGNMENT_ID --amount 0.50 --reason TEXT; "

@@ -1,11 +1,12 @@
-from django.core.management.base import BaseCommand
-
 from annotation import services
+from annotation.models import Provider
+from annotation.services.prolific import quote
+from core.cli import ProjectCommand
 
 from ._common import command_errors, format_cost, get_batch
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Publish a batch's HITs to its provider. Safe to re-run after an interruption: HITs already "
         "published are skipped and no HIT is ever created twice."
@@ -14,14 +15,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("name", help="batch name")
         parser.add_argument(
-            "--background", action="store_true", help="queue as a Celery task and return (needs CELERY_BROKER_URL)"
+            "--queue", action="store_true", help="queue as a Celery task and return at once (needs CELERY_BROKER_URL)"
         )
 
-    def handle(self, name, background, **o):
+    def handle(self, name, queue, **o):
         batch = get_batch(name)
         self.stdout.write(f"Cost: {format_cost(batch.cost)}")
+        if batch.provider == Provider.PROLIFIC and not batch.hit_type_id:
+            with command_errors():
+                self.stdout.write(f"Prolific's own price (fees and VAT of your account): ${quote(batch):.2f}")
         with command_errors():
-            if background:
+            if queue:
                 job = services.start_publish(batch)
                 self.stdout.write(f"Queued as job {job.pk}; follow it at /jobs/{job.pk}/")
                 return

@@ -1,12 +1,11 @@
-from django.core.management.base import BaseCommand
-
 from annotation import services
 from annotation.services.simulation import simulate_local_annotations
+from core.cli import ProjectCommand
 
 from ._common import command_errors, get_batch
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Let simulated in-house annotators answer every HIT of a published local batch, through the same "
         "services as the site, then review the answers (sync_batch). Seeded: the same run gives the same labels."

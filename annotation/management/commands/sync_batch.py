@@ -1,14 +1,14 @@
-from django.core.management.base import BaseCommand
-
 from annotation import services
+from core.cli import ProjectCommand
 
 from ._common import command_errors, get_batch
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Fetch the batch's submitted assignments, store each once, check the answers and review them: "
-        "approve valid work, reject only work that failed the gold questions (with feedback)."
+        "approve valid work, reject only work that failed the gold questions (with feedback). "
+        "Prolific: reads every submission of the study, reviews, pays bonuses and refills places."
     )
 
     def add_arguments(self, parser):
@@ -27,5 +27,18 @@ class Command(BaseCommand):
                 f"approved {result.approved}, rejected {result.rejected}, left for review {result.kept}"
             )
         )
+        if result.prolific is not None:
+            p = result.prolific
+            self.stdout.write(
+                f"Prolific: {p.submissions} submission(s), {p.freed} returned or timed out (places freed), "
+                f"{p.bonuses_paid} bonus(es) paid, study places now {p.places}"
+            )
+            if p.bonuses_unconfirmed:
+                self.stdout.write(
+                    self.style.WARNING(
+                        f"{p.bonuses_unconfirmed} bonus payment(s) lost their answer: check them on Prolific; "
+                        "they are never paid twice automatically (see docs/prolific.md)"
+                    )
+                )
         if result.completed:
             self.stdout.write(f"Batch {batch.name!r} is complete.")

@@ -5,15 +5,15 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
 
+from core.cli import ProjectCommand
 from pooling.models import Collection, Pool, QuerySet, Run
 from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
 
 RUNS = ("ranker-a", "ranker-b", "ranker-c")
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Run the whole path on a small synthetic collection: import, pool, annotate with simulated "
         "in-house annotators, review agreement, export the non-gendered queries and measure the "

@@ -1,11 +1,12 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import RedisError
 
+from core.cli import ProjectCommand
 from core.sweeper import sweep_jobs
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Send again the background jobs the database records as waiting but no broker holds (pending, their "
         "message lost or never sent) and those whose worker died (running, no heartbeat for JOB_LEASE_SECONDS). "

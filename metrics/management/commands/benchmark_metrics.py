@@ -3,7 +3,9 @@ import subprocess
 import sys
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+
+from core.cli import ProjectCommand
 
 MODES = {
     "notebook": "the notebook's algorithm, RaB+ARaB (tf, bool)",
@@ -13,7 +15,7 @@ MODES = {
 }
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Benchmark the metrics on synthetic runs and counts: the reference notebooks' Python loops "
         "against the vectorised core for RaB and ARaB (TF and Boolean) at 5/10/20/30, and the whole set "

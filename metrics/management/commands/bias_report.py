@@ -1,15 +1,16 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from core.cli import command_errors
+from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import atomic_path, atomic_write, check_writable
-from metrics import plots, services
+from metrics import formatting, plots, selectors, services
 from metrics.core import COLLECTION_BACKGROUND
+from metrics.defaults import DEFAULT_NORMALISER, NORMALISERS
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Measure the gender bias of runs over a query set: RaB and ARaB (TF and Boolean magnitudes, "
         "definitional word list), NFaiRR and TExFAIR (representative word list) at every cutoff. "
@@ -43,6 +44,14 @@ class Command(BaseCommand):
             default=COLLECTION_BACKGROUND,
             help="NFaiRR's ideal ranking: 'collection' (default) or the name of a background run",
         )
+        parser.add_argument(
+            "--nfairr-normaliser",
+            choices=NORMALISERS,
+            default=DEFAULT_NORMALISER,
+            help="with --background RUN: 'comparison' (default; the background plus every run given, "
+            "one denominator for all, monotone and <= 1) or 'exact' (the background alone, the "
+            "original definition; values above 1 are reported as such)",
+        )
         parser.add_argument("--baseline", help="run to test the others against (paired t-test, Bonferroni)")
         parser.add_argument(
             "--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)"
@@ -50,36 +59,33 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
         parser.add_argument("--name", help="name of the stored report (default: derived from the query set and runs)")
         parser.add_argument("--out", help="write the results as CSV: run,metric,variant,cutoff,value,queries")
-        parser.add_argument("--per-query", help="write per-query values as CSV: run,qid,metric,variant,cutoff,value")
+        parser.add_argument(
+            "--per-query",
+            help="write per-query values as CSV: run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value",
+        )
         parser.add_argument("--plot", help="write a PNG of every metric against the cutoff")
 
     def handle(self, **o):
-        try:
-            query_set = QuerySet.objects.get(name=o["queries"])
-        except QuerySet.DoesNotExist:
-            raise CommandError(f"no query set named {o['queries']!r}") from None
-        names = list(dict.fromkeys(n.strip() for n in o["runs"].split(",") if n.strip()))
+        query_set = get_named(QuerySet, o["queries"], "query set")
+        names = name_list(o["runs"])
         if not names:
             raise CommandError("give at least one run with --runs")
         wanted = [*names, *([o["baseline"]] if o["baseline"] else [])]
         if o["background"] != COLLECTION_BACKGROUND:
             wanted.append(o["background"])
-        runs = {r.name: r for r in Run.objects.filter(name__in=wanted).select_related("collection")}
-        unknown = [n for n in dict.fromkeys(wanted) if n not in runs]
-        if unknown:
-            raise CommandError(f"unknown run(s): {', '.join(unknown)}")
+        runs = {run.name: run for run in get_named_list(Run, wanted, "run")}
         with command_errors():
             for option in ("out", "per_query", "plot"):  # before the work, not after it
                 if o[option]:
                     check_writable(o[option])
             cutoffs = services.parse_cutoffs(o["cutoffs"])
             report_settings = services.ReportSettings(
-                cutoffs, o["tokenizer"], o["threshold"], o["bootstrap"], o["seed"]
+                cutoffs, o["tokenizer"], o["threshold"], o["bootstrap"], o["seed"], o["nfairr_normaliser"]
             )
             report_settings.validate()
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
             representative = load_wordlist(o["representative_wordlist"]) if o["representative_wordlist"] else None
-            name = o["name"] or services.default_report_name(query_set, names)
+            name = o["name"] or selectors.default_report_name(query_set, names)
             report = services.build_report(
                 name,
                 query_set,
@@ -91,17 +97,18 @@ class Command(BaseCommand):
                 baseline=runs.get(o["baseline"]) if o["baseline"] else None,
                 bar=o["verbosity"] > 0,
             )
-        summary = services.report_summary(report)
-        self.stdout.write(services.terminal_table(summary))
+        summary = selectors.report_summary(report)
+        self.stdout.write(f"NFaiRR normalised {report.nfairr_normalisation}.\n")
+        self.stdout.write(formatting.terminal_table(summary))
         if report.baseline_id:
             self.stdout.write(f"\n* p < 0.05 against {report.baseline.name} (paired t-test, Bonferroni-corrected)")
         self.stdout.write(self.style.SUCCESS(f"\nReport {report.name!r} stored; see /metrics/{report.name}/"))
         with command_errors():
             if o["out"]:
-                atomic_write(o["out"], lambda f: f.write(services.results_csv(summary)), newline="")
+                atomic_write(o["out"], lambda f: f.write(formatting.results_csv(summary)), newline="")
                 self.stdout.write(f"Wrote results to {o['out']}")
             if o["per_query"]:
-                per_query = services.per_query_csv(services.report_per_query(report))
+                per_query = formatting.per_query_csv(selectors.report_per_query(report), summary)
                 atomic_write(o["per_query"], lambda f: f.write(per_query), newline="")
                 self.stdout.write(f"Wrote per-query values to {o['per_query']}")
             if o["plot"]:

@@ -1,9 +1,9 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from tqdm import tqdm
 
-from core.cli import command_errors
+from core.cli import ProjectCommand, command_errors, get_named
 from core.files import check_writable
 from metrics.counterfactual import HER_CHOICES, Swapper, swap_table, write_counterfactual
 from metrics.services import default_representative_wordlist
@@ -11,7 +11,7 @@ from pooling.models import Collection
 from pooling.wordlists import load_wordlist
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Write the counterfactual of a registered collection: every gendered word swapped for its "
         "counterpart (he<->she, himself<->herself, man<->woman, ...; his/him -> her, hers -> his, her -> his "
@@ -30,10 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--her", choices=HER_CHOICES, default="his", help="what 'her' becomes (default his)")
 
     def handle(self, **o):
-        try:
-            collection = Collection.objects.get(name=o["collection"])
-        except Collection.DoesNotExist:
-            raise CommandError(f"no collection named {o['collection']!r}") from None
+        collection = get_named(Collection, o["collection"], "collection")
         out = Path(o["out"])
         if out.resolve() == Path(collection.path).resolve():
             raise CommandError("--out must not be the collection itself")

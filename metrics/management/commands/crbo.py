@@ -1,13 +1,14 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from core.cli import command_errors
+from core.cli import ProjectCommand, command_errors, get_named_list
 from core.files import atomic_write, check_writable
+from core.spreadsheet import write_csv
 from metrics.rbo import DEFAULT_DEPTH, DEFAULT_P, crbo
 from pooling.models import Run
 from pooling.services import run_frame
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Counterfactual RBO (Abolghasemi et al., ECIR 2024): the mean RBO_ext (Webber et al. 2010, "
         "Eq. 32) between a ranker's run on the collection and its run on the counterfactual collection "
@@ -29,12 +30,8 @@ class Command(BaseCommand):
         parser.add_argument("--per-query", help="also write qid,rbo lines to this CSV file")
 
     def handle(self, **o):
-        runs = {}
-        for option in ("run", "counterfactual_run"):
-            try:
-                runs[option] = Run.objects.get(name=o[option])
-            except Run.DoesNotExist:
-                raise CommandError(f"unknown run {o[option]!r}") from None
+        run, counterfactual = get_named_list(Run, [o["run"], o["counterfactual_run"]], "run")
+        runs = {"run": run, "counterfactual_run": counterfactual}
         if o["per_query"]:
             with command_errors():
                 check_writable(o["per_query"])
@@ -48,6 +45,6 @@ class Command(BaseCommand):
             raise CommandError("the two runs have no query in common")
         self.stdout.write(f"CRBO@{o['depth']} (p={o['p']}): {mean:.4f} over {queries} queries")
         if o["per_query"]:
-            csv = per_query.rename("rbo").to_csv(index_label="qid")
-            atomic_write(o["per_query"], lambda f: f.write(csv), newline="")
+            rows = per_query.items()
+            atomic_write(o["per_query"], lambda f: write_csv(f, ["qid", "rbo"], rows), newline="")
             self.stdout.write(f"Wrote per-query RBO to {o['per_query']}")

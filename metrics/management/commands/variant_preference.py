@@ -1,11 +1,12 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from core.cli import ProjectCommand, get_named
 from metrics.preference import VERSIONS, split_versions, variant_preference
 from pooling.models import Run
 from pooling.services import run_frame
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Paired-variant preference (Sundararaman & Subramanian 2022): for a run over documents given in "
         "male, female and neutral versions (docids '<doc><sep><version>', e.g. 123-m, 123-f, 123-n), the "
@@ -19,10 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--versions", default=",".join(VERSIONS), help="version suffixes (default m,f,n)")
 
     def handle(self, **o):
-        try:
-            run = Run.objects.get(name=o["run"])
-        except Run.DoesNotExist:
-            raise CommandError(f"unknown run {o['run']!r}") from None
+        run = get_named(Run, o["run"], "run")
         versions = [v.strip() for v in o["versions"].split(",") if v.strip()]
         scores = split_versions(run_frame(run), o["separator"], versions)
         if not len(scores):

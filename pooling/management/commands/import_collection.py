@@ -1,10 +1,8 @@
-from django.core.management.base import BaseCommand
-
-from core.cli import command_errors, report_import
+from core.cli import ProjectCommand, command_errors, report_import
 from pooling import services
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Register a passage collection: a file of 'pid<TAB>passage' lines (gzip accepted), "
         "e.g. MS MARCO's collection.tsv. The text stays in the file; one streaming pass checks "

@@ -1,10 +1,8 @@
-from django.core.management.base import BaseCommand
-
-from core.cli import command_errors, report_import
+from core.cli import ProjectCommand, command_errors, report_import
 from pooling import services
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Register a query set from a file of 'qid<TAB>query' lines. Importing the same file again changes nothing."
 
     def add_arguments(self, parser):

@@ -1,37 +1,69 @@
-from django.core.management.base import BaseCommand, CommandError
+from pathlib import Path
 
-from core.cli import command_errors, report_import
+from django.core.management.base import CommandError
+
+from core.cli import ProjectCommand, command_errors, get_named, report_import
 from pooling import services
 from pooling.models import Collection, Run
+from pooling.readers import RUN_FORMATS
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
-        "Register a TREC run ('qid Q0 docid rank score tag', any whitespace) over an imported "
-        "collection. Documents are ranked by score descending, ties by docid descending "
-        "(trec_eval's rule); --order file keeps the file's order as the reference notebooks did."
+        "Register one or more runs over an imported collection: TREC runs ('qid Q0 docid rank "
+        "score tag') or MS MARCO runs ('qid docid rank'), any whitespace, detected from the first "
+        "line or chosen with --format. Documents are ranked by score descending, ties by docid "
+        "descending (trec_eval's rule); --order file keeps the file's order as the reference "
+        "notebooks did. A query's lines may be interleaved with other queries' (trec_eval accepts "
+        "this); they are gathered and the summary says so. Several files in one command share "
+        "the start-up; each file is its own all-or-nothing import, so after an error, run the "
+        "same command again: the runs already imported are left unchanged."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("path", help="TREC run file (gzip accepted)")
-        parser.add_argument("--name", required=True, help="name to refer to the run by (e.g. bm25)")
-        parser.add_argument("--collection", required=True, help="name of the imported collection the run ranks")
+        parser.add_argument("paths", nargs="+", metavar="path", help="run file(s) (gzip accepted)")
+        parser.add_argument(
+            "--name",
+            help="name to refer to the run by (e.g. bm25); with several files, each is named after its file "
+            "(bm25.trec -> bm25)",
+        )
+        parser.add_argument("--collection", required=True, help="name of the imported collection the runs rank")
         parser.add_argument(
             "--order", choices=[o.value for o in Run.Order], default=Run.Order.SCORE, help="rank order (default: score)"
         )
+        parser.add_argument(
+            "--format", dest="run_format", choices=RUN_FORMATS, default="auto", help="run format (default: auto)"
+        )
         parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines and report them")
 
-    def handle(self, path, name, collection, order, skip_bad_lines, **options):
-        try:
-            collection_obj = Collection.objects.get(name=collection)
-        except Collection.DoesNotExist:
-            raise CommandError(f"no collection named {collection!r}; import it first with import_collection") from None
+    def handle(self, paths, name, collection, order, run_format, skip_bad_lines, **options):
+        if name and len(paths) > 1:
+            raise CommandError("--name names one run; with several files each run is named after its file")
+        collection_obj = get_named(Collection, collection, "collection")
+        names = [name] if name else [run_name(path) for path in paths]
         with command_errors():
-            result = services.import_run(path, name, collection_obj, order=order, skip_bad_lines=skip_bad_lines)
-        run = result.obj
-        report_import(self, result, f"run {run.name!r}: {run.queries:,} queries, {run.rows:,} rows")
-        if run.reordered_ties:
-            how = "ranked by docid descending" if run.order == Run.Order.SCORE else "kept in file order (--order file)"
-            self.stdout.write(
-                f"Tied scores: {run.reordered_ties:,} queries had ties that the file ordered differently; {how}."
-            )
+            for n in names:
+                services.validate_name(n, "run")
+        for path, run_name_ in zip(paths, names, strict=True):
+            with command_errors():
+                result = services.import_run(
+                    path, run_name_, collection_obj, order=order, skip_bad_lines=skip_bad_lines, run_format=run_format
+                )
+            run = result.obj
+            report_import(self, result, f"run {run.name!r}: {run.queries:,} queries, {run.rows:,} rows")
+            for note in result.notes:
+                self.stdout.write(f"  {note}")
+            if run.reordered_ties:
+                how = (
+                    "ranked by docid descending"
+                    if run.order == Run.Order.SCORE
+                    else "kept in file order (--order file)"
+                )
+                self.stdout.write(
+                    f"Tied scores: {run.reordered_ties:,} queries had ties that the file ordered differently; {how}."
+                )
+
+
+def run_name(path: str) -> str:
+    """A run's default name: its file name without suffixes (``bm25.trec.gz`` -> ``bm25``)."""
+    return Path(path).name.split(".")[0]

@@ -1,26 +1,35 @@
-from django.core.management.base import BaseCommand, CommandError
+from pathlib import Path
 
-from core.cli import command_errors
+from django.core.management.base import CommandError
+
+from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import check_writable
 from pooling import services
-from pooling.magnitudes import MAGNITUDES
-from pooling.models import QuerySet, Run
+from pooling.analysis import MAGNITUDES
+from pooling.management.commands.import_run import run_name
+from pooling.models import Collection, QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Pool the most gender-biased queries: per run, RaB@cutoff of every query of the query set "
         "the run contains; a female-leaning list (most negative first) and a male-leaning list "
         "(most positive first); the union of the top --depth of every list. Stored as a pool and "
-        "as a query set of the same name."
+        "as a query set of the same name. For a first pool in one process, give files instead of "
+        "names: --queries queries.tsv, --runs bm25.trec,bert.tsv with --collection collection.tsv; "
+        "each is registered first (as import_queries/import_run/import_collection would, named after "
+        "its file, unchanged if already imported)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--name", required=True, help="name of the new pool (and of its query set)")
-        parser.add_argument("--queries", required=True, help="name of the query set to pool from")
-        parser.add_argument("--runs", required=True, help="comma-separated run names")
+        parser.add_argument("--queries", required=True, help="name (or file) of the query set to pool from")
+        parser.add_argument("--runs", required=True, help="comma-separated run names (or run files)")
+        parser.add_argument(
+            "--collection", help="collection name (or file) the run files rank; needed only when --runs has files"
+        )
         parser.add_argument("--rank-cutoff", type=int, default=10, help="t of RaB@t (default 10)")
         parser.add_argument(
             "--depth", type=int, default=500, help="queries taken from the top of each list (default 500)"
@@ -37,37 +46,30 @@ class Command(BaseCommand):
         parser.add_argument("--wordlist", help="'word,f|m' file (default: the 32+32 definitional words)")
         parser.add_argument("--out", help="also write the pooled queries as 'qid<TAB>query' lines to this file")
         parser.add_argument(
-            "--background", action="store_true", help="queue as a Celery task and return (needs CELERY_BROKER_URL)"
+            "--queue", action="store_true", help="queue as a Celery task and return at once (needs CELERY_BROKER_URL)"
         )
 
     def handle(self, **o):
-        try:
-            query_set = QuerySet.objects.get(name=o["queries"])
-        except QuerySet.DoesNotExist:
-            raise CommandError(f"no query set named {o['queries']!r}") from None
-        names = [n.strip() for n in o["runs"].split(",") if n.strip()]
-        runs = {r.name: r for r in Run.objects.filter(name__in=names).select_related("collection")}
-        unknown = [n for n in names if n not in runs]
-        if unknown:
-            raise CommandError(f"unknown run(s): {', '.join(unknown)}")
+        with command_errors():
+            self._register_files(o)
+        query_set = get_named(QuerySet, o["queries"], "query set")
+        runs = get_named_list(Run, name_list(o["runs"]), "run")
         settings = services.PoolSettings(o["rank_cutoff"], o["depth"], o["magnitude"], o["tokenizer"])
         with command_errors():
             settings.validate()
             if o["out"]:
                 check_writable(o["out"])  # before the work, not after it
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
-            if o["background"]:
-                job = services.start_pool(o["name"], query_set, [runs[n] for n in names], settings, o["wordlist"] or "")
+            if o["queue"]:
+                job = services.start_pool(o["name"], query_set, runs, settings, o["wordlist"] or "")
                 self.stdout.write(
                     f"Queued as job {job.pk}; follow it at /jobs/{job.pk}/ (JSON: /jobs/{job.pk}/progress.json)"
                 )
                 return
-            pool = services.build_pool(
-                o["name"], query_set, [runs[n] for n in names], settings, words, bar=o["verbosity"] > 0
-            )
+            pool = services.build_pool(o["name"], query_set, runs, settings, words, bar=o["verbosity"] > 0)
         summary = services.summarise_pool(*services.pool_table(pool))
         self.stdout.write(
-            self.style.SUCCESS(f"Pool {pool.name!r}: {summary['size']:,} unique queries from {2 * len(names)} lists")
+            self.style.SUCCESS(f"Pool {pool.name!r}: {summary['size']:,} unique queries from {2 * len(runs)} lists")
         )
         for row in summary["per_list"]:
             self.stdout.write(
@@ -76,3 +78,27 @@ class Command(BaseCommand):
         if o["out"]:
             written = services.write_query_file(pool.queries, o["out"])
             self.stdout.write(f"Wrote {written:,} queries to {o['out']}")
+
+    def _register_files(self, o: dict) -> None:
+        """Register the files given instead of names (idempotent) and put their names in ``o``."""
+        if _is_file(o["queries"]):
+            o["queries"] = services.import_queries(o["queries"], run_name(o["queries"])).obj.name
+        entries = [n.strip() for n in o["runs"].split(",") if n.strip()]
+        files = [e for e in entries if _is_file(e)]
+        if not files:
+            return
+        if not o["collection"]:
+            raise CommandError("--runs names files: give --collection (the collection's name or file)")
+        if _is_file(o["collection"]):
+            path = o["collection"]
+            collection = services.import_collection(path, run_name(path), bar=o["verbosity"] > 0).obj
+        else:
+            collection = get_named(Collection, o["collection"], "collection")
+        for path in files:
+            services.import_run(path, run_name(path), collection)
+        o["runs"] = ",".join(run_name(e) if _is_file(e) else e for e in entries)
+
+
+def _is_file(value: str | None) -> bool:
+    """A value names a file (rather than a registered name) when it has a suffix and exists."""
+    return bool(value) and bool(Path(value).suffix) and Path(value).is_file()

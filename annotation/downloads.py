@@ -1,0 +1,28 @@
+"""Exports handed to a browser or an API client: the file or its dataset card, streamed.
+
+The response names the file by batch, category and format (never the server's path), and
+streams it in blocks (``FileResponse``) so a large export never sits in memory.
+"""
+
+from __future__ import annotations
+
+from django.http import FileResponse, Http404
+
+from .models import Export
+
+CONTENT_TYPES = {"tsv": "text/tab-separated-values", "csv": "text/csv", "jsonl": "application/x-ndjson"}
+
+
+def export_file_response(export: Export, part: str) -> FileResponse:
+    """The export's file or its dataset card, streamed as an attachment (pages and API)."""
+    if part == "card":
+        path, filename = export.card_path, f"{export.batch.name}-{export.category}.{export.format}.md"
+        content_type = "text/markdown; charset=utf-8"
+    else:
+        path, filename = export.path, f"{export.batch.name}-{export.category}.{export.format}"
+        content_type = CONTENT_TYPES[export.format] + "; charset=utf-8"
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (FileResponse closes it)
+    except FileNotFoundError:
+        raise Http404("the exported file is gone from the server; export again") from None
+    return FileResponse(handle, as_attachment=True, filename=filename, content_type=content_type)

@@ -1,0 +1,298 @@
+"""A small client for Prolific's public REST API (v1), over the standard library.
+
+No maintained Python client exists, so the few calls the product needs are made here
+directly: studies (create, find by internal name, publish, stop, add places), their
+submissions (every page; approve or reject), bulk bonuses, participant groups and the
+cost calculator. Every request carries ``Authorization: Token <token>``.
+
+Retries. A 429 or a 5xx answer, and a connection that breaks before an answer arrives,
+are retried with exponential back-off (``Retry-After`` is honoured when given), up to
+``max_attempts``. Only calls that are safe to repeat are retried blindly: reads, the
+submission transitions (documented as idempotent) and PATCHing a study's absolute place
+count. Creating a study, transitioning it and paying a bulk bonus are *not* safe to repeat -- Prolific takes no request token --
+so those raise :class:`ProlificUnknownOutcome` after a lost answer, and the services
+record the intent before the call and look the result up before any second attempt
+(see ``annotation.services.prolific``).
+
+Written from Prolific's API reference (docs.prolific.com/api-reference) and its open
+source CLI (prolific-oss/cli). Not confirmed there, and handled defensively:
+
+- the shape of list pages: ``results`` plus ``_links.next.href``; the client also stops
+  on a short page, so an offset-paged answer without links is read in full too;
+- filtering a project's studies by ``internal_name`` (the client lists the project's
+  studies and matches the name itself);
+- adding members with ``POST /participant-groups/{id}/participants/``; groups belong to
+  a workspace (``workspace_id``; the group's ``project_id`` is documented as deprecated)
+  and are blocked with the ``participant_group_blocklist`` filter (used so by several
+  public integrations, not found in the reference itself);
+- whether a second ``pay`` of the same bulk bonus is refused (the reference warns it may
+  pay twice, so the product never sends it twice);
+- the currency: rewards and bonuses are sent in the *account's* currency (cents), which
+  the product assumes to be USD like the batch's reward.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+#: Documented rejection categories of ``POST /submissions/{id}/transition/``.
+REJECTION_CATEGORIES = frozenset(
+    {
+        "TOO_QUICKLY",
+        "TOO_SLOWLY",
+        "FAILED_INSTRUCTIONS",
+        "INCOMP_LONGITUDINAL",
+        "FAILED_CHECK",
+        "LOW_EFFORT",
+        "MALINGERING",
+        "NO_CODE",
+        "BAD_CODE",
+        "NO_DATA",
+        "UNSUPP_DEVICE",
+        "OTHER",
+    }
+)
+#: Prolific refuses rejection messages shorter than this.
+MIN_REJECTION_MESSAGE = 100
+DEVICES = ("desktop", "tablet", "mobile")
+PAGE_SIZE = 200
+
+
+class ProlificError(Exception):
+    """Prolific answered with an error (4xx other than 429), or kept failing."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ProlificUnknownOutcome(ProlificError):
+    """A call that is not safe to repeat lost its answer: it may or may not have happened."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One participant's session of a study (its id is the ``SESSION_ID`` of the study URL)."""
+
+    id: str
+    participant_id: str
+    status: str
+    started_at: str | None = None
+    completed_at: str | None = None
+
+
+def cents(amount: Decimal) -> int:
+    """Dollars as whole cents (Prolific takes rewards and bonuses in the account currency's minor unit)."""
+    value = Decimal(amount) * 100
+    if value != value.to_integral_value():
+        raise ValueError(f"{amount} is not a whole number of cents")
+    return int(value)
+
+
+class Prolific:
+    """Prolific's API at ``base_url`` with ``token``; ``sleep`` is injectable so back-off is testable."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        max_attempts: int = 6,
+        base_delay: float = 0.5,
+        max_delay: float = 30.0,
+        timeout: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not token:
+            raise ProlificError("PROLIFIC_API_TOKEN is not set: create a token in Prolific's settings (API tokens)")
+        self.base_url = base_url.rstrip("/") + "/"
+        self.token = token
+        self.max_attempts = max_attempts
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.timeout = timeout
+        self.sleep = sleep
+
+    # -- transport --------------------------------------------------------------------
+    def request(self, method: str, path: str, body: Any = None, *, repeatable: bool = True) -> Any:
+        """Send one call; retry 429, 5xx and broken connections when ``repeatable``.
+
+        A call that is not ``repeatable`` is still retried on 429 and 503 with Retry-After
+        (the server refused it before doing anything), but a 5xx or a broken connection
+        raises :class:`ProlificUnknownOutcome`: it may have been carried out.
+        """
+        url = path if path.startswith("http") else urllib.parse.urljoin(self.base_url, path.lstrip("/"))
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        for attempt in range(1, self.max_attempts + 1):
+            req = urllib.request.Request(url, data=data, method=method, headers=headers)
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as response:
+                    raw = response.read()
+                return json.loads(raw) if raw.strip() else {}
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+                text = exc.read().decode("utf-8", "replace")
+                retry_after = _retry_after(exc.headers.get("Retry-After"))
+                throttled = status == 429 or (status == 503 and retry_after is not None)
+                if not (throttled or status >= 500):
+                    raise ProlificError(f"{method} {path}: HTTP {status}: {_detail(text)}", status) from None
+                if status >= 500 and not throttled and not repeatable:
+                    raise ProlificUnknownOutcome(
+                        f"{method} {path}: HTTP {status}; it may have been done", status
+                    ) from None
+                error: ProlificError = ProlificError(f"{method} {path}: HTTP {status} after {attempt} attempts", status)
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
+                if not repeatable:
+                    raise ProlificUnknownOutcome(f"{method} {path}: no answer ({exc}); it may have been done") from None
+                retry_after = None
+                error = ProlificError(f"{method} {path}: no answer after {attempt} attempts ({exc})")
+            if attempt == self.max_attempts:
+                raise error
+            delay = retry_after if retry_after is not None else self.base_delay * 2 ** (attempt - 1)
+            self.sleep(min(delay, self.max_delay))
+        raise AssertionError("unreachable")
+
+    def pages(self, path: str) -> Iterator[dict]:
+        """Every item of a list endpoint, following ``_links.next`` or offsets until a short page."""
+        separator = "&" if "?" in path else "?"
+        offset = 0
+        url: str | None = f"{path}{separator}limit={PAGE_SIZE}&offset=0"
+        while url:
+            page = self.request("GET", url)
+            results = page.get("results", []) if isinstance(page, dict) else page
+            yield from results
+            link = ((page.get("_links") or {}).get("next") or {}).get("href") if isinstance(page, dict) else None
+            if link:
+                url = link
+            elif len(results) >= PAGE_SIZE:
+                offset += len(results)
+                url = f"{path}{separator}limit={PAGE_SIZE}&offset={offset}"
+            else:
+                url = None
+
+    # -- studies ------------------------------------------------------------------------
+    def create_study(self, fields: dict) -> dict:
+        """``POST /studies/``: a draft study. Not repeatable: a lost answer means "look it up"."""
+        return self.request("POST", "studies/", fields, repeatable=False)
+
+    def find_study(self, project_id: str, internal_name: str) -> dict | None:
+        """The project's study with this internal name (how a study is found again), or ``None``."""
+        for study in self.pages(f"projects/{project_id}/studies/"):
+            if study.get("internal_name") == internal_name:
+                return study
+        return None
+
+    def get_study(self, study_id: str) -> dict:
+        return self.request("GET", f"studies/{study_id}/")
+
+    def transition_study(self, study_id: str, action: str) -> dict:
+        """``PUBLISH``, ``PAUSE``, ``START`` or ``STOP``; callers check the status first, and again
+        after a lost answer (Prolific refuses a transition that was already made)."""
+        return self.request("POST", f"studies/{study_id}/transition/", {"action": action}, repeatable=False)
+
+    def set_places(self, study_id: str, total_available_places: int) -> dict:
+        """Set the study's place count (absolute, so repeating it is harmless)."""
+        return self.request("PATCH", f"studies/{study_id}/", {"total_available_places": total_available_places})
+
+    def study_cost(self, reward: Decimal, places: int) -> Decimal:
+        """Prolific's own price (fees and VAT included) of ``places`` at ``reward`` dollars each."""
+        answer = self.request(
+            "POST", "study-cost-calculator/", {"reward": cents(reward), "total_available_places": places}
+        )
+        return Decimal(str(answer["total_cost"])) / 100
+
+    # -- submissions --------------------------------------------------------------------
+    def submissions(self, study_id: str) -> Iterator[Submission]:
+        for item in self.pages(f"studies/{study_id}/submissions/"):
+            yield Submission(
+                id=item["id"],
+                participant_id=item.get("participant_id") or item.get("participant", ""),
+                status=item.get("status", ""),
+                started_at=item.get("started_at"),
+                completed_at=item.get("completed_at"),
+            )
+
+    def approve(self, submission_id: str) -> dict:
+        return self.request("POST", f"submissions/{submission_id}/transition/", {"action": "APPROVE"})
+
+    def reject(self, submission_id: str, category: str, message: str) -> dict:
+        if category not in REJECTION_CATEGORIES:
+            raise ValueError(f"unknown rejection category {category!r}")
+        if len(message) < MIN_REJECTION_MESSAGE:
+            raise ValueError(f"a rejection message needs at least {MIN_REJECTION_MESSAGE} characters")
+        return self.request(
+            "POST",
+            f"submissions/{submission_id}/transition/",
+            {"action": "REJECT", "rejection_category": category, "message": message},
+        )
+
+    # -- bonuses ------------------------------------------------------------------------
+    def set_up_bonuses(self, study_id: str, amounts: dict[str, Decimal]) -> str:
+        """Prepare (not pay) bonuses, participant id -> dollars; returns the bulk payment id.
+
+        Setting up pays nothing, so a lost answer is simply set up again.
+        """
+        csv = "".join(f"{pid},{Decimal(amount):.2f}\n" for pid, amount in sorted(amounts.items()))
+        answer = self.request("POST", "submissions/bonus-payments/", {"study_id": study_id, "csv_bonuses": csv})
+        return answer["id"]
+
+    def pay_bonuses(self, bulk_id: str) -> None:
+        """Pay a bulk bonus. Documented as not idempotent: never sent twice for one id."""
+        self.request("POST", f"bulk-bonus-payments/{bulk_id}/pay/", {}, repeatable=False)
+
+    # -- participant groups -------------------------------------------------------------
+    def find_group(self, workspace_id: str, name: str) -> dict | None:
+        for group in self.pages(f"participant-groups/?workspace_id={urllib.parse.quote(workspace_id)}"):
+            if group.get("name") == name:
+                return group
+        return None
+
+    def create_group(self, workspace_id: str, name: str) -> dict:
+        """A participant group of the workspace; callers look it up by name first (see ``find_group``)."""
+        return self.request(
+            "POST", "participant-groups/", {"workspace_id": workspace_id, "name": name}, repeatable=False
+        )
+
+    def add_to_group(self, group_id: str, participant_ids: list[str]) -> None:
+        """Adding a participant who is already a member changes nothing, so this is repeatable."""
+        if participant_ids:
+            self.request(
+                "POST", f"participant-groups/{group_id}/participants/", {"participant_ids": sorted(participant_ids)}
+            )
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (a number or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+def _detail(text: str) -> str:
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text[:300]
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            return str(error.get("detail") or error.get("title") or error)[:300]
+    return str(body)[:300]

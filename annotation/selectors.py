@@ -1,0 +1,46 @@
+"""Reads of annotation state that other apps rely on (no writes, no heavy imports at module level).
+
+Pure reads: what label sensitivity (``metrics``) and the exports need to know about a batch
+beyond its usable judgments (``annotation.services.results.judgments_frame``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .models import Adjudication, Assignment, Batch, Judgment
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def adjudicated_labels(batch: Batch) -> dict[str, str]:
+    """``qid -> label`` of every query of ``batch`` a researcher has settled (see :class:`Adjudication`).
+
+    Label sensitivity's ``adjudicated`` policy reads adjudications through this function alone.
+    """
+    return dict(
+        Adjudication.objects.filter(batch_query__batch=batch)
+        .order_by("batch_query__position")
+        .values_list("batch_query__qid", "label")
+    )
+
+
+def gold_labels(batch: Batch) -> dict[str, str]:
+    """qid → known label of the batch's gold questions."""
+    return dict(batch.queries.filter(is_gold=True).values_list("qid", "gold_label"))
+
+
+def gold_judgments(batch: Batch) -> pd.DataFrame:
+    """Answers to the batch's gold questions (``item``, ``worker`` pseudonym, ``label``), from
+    assignments that were submitted or approved — including those that failed their gold
+    questions: a wrong answer on a gold item is exactly what seeds a worker's confusion matrix."""
+    import pandas as pd
+
+    rows = Judgment.objects.filter(
+        batch_query__batch=batch,
+        batch_query__is_gold=True,
+        label__isnull=False,
+        assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
+    ).values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
+    return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)

@@ -1,0 +1,30 @@
+"""HIT statuses that agree with their assignments, and so with their batch's status.
+
+Invariant: a published HIT is ``complete`` exactly when its answered (submitted or
+approved) assignments reach ``max_assignments``, and ``open`` otherwise; a batch is
+``completed`` only when every HIT has all its assignments approved, so a completed
+batch never shows an open HIT. Pending (unpublished) and expired HITs keep their
+status. Every service that changes what a HIT has answered calls
+:func:`settle_hit_statuses` in the same transaction.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, F, Q
+
+from ..models import Assignment, Batch, Hit
+
+ANSWERED = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED)
+
+
+def settle_hit_statuses(batch: Batch) -> int:
+    """Mark the batch's full HITs complete and reopen those that lost an answer; returns HITs changed."""
+    live = batch.hits.filter(status__in=[Hit.Status.OPEN, Hit.Status.COMPLETE])
+    full = list(
+        live.annotate(answered=Count("assignments", filter=Q(assignments__status__in=ANSWERED)))
+        .filter(answered__gte=F("max_assignments"))
+        .values_list("pk", flat=True)
+    )
+    changed = Hit.objects.filter(pk__in=full, status=Hit.Status.OPEN).update(status=Hit.Status.COMPLETE)
+    changed += live.filter(status=Hit.Status.COMPLETE).exclude(pk__in=full).update(status=Hit.Status.OPEN)
+    return changed

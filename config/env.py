@@ -1,0 +1,115 @@
+"""Typed reading of environment variables for the settings.
+
+Invariant: a variable that is set but malformed stops start-up with a message naming the
+variable and what it expected; only an unset (or empty) variable takes the default. A
+typo such as ``DJANGO_DEBUG=ture`` is an error here, never a silent ``False`` (the
+common ``value in {"1", "true", ...}`` idiom, and django-environ's ``bool``, read it as
+false). Standard library only: the settings module imports it first thing.
+"""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _raw(name: str) -> str | None:
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return None
+    return value.strip()
+
+
+def _bad(name: str, value: str, expected: str) -> ImproperlyConfigured:
+    return ImproperlyConfigured(f"environment variable {name}={value!r}: expected {expected}")
+
+
+def env_str(name: str, default: str = "") -> str:
+    value = _raw(name)
+    return default if value is None else value
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = _raw(name)
+    if value is None:
+        return default
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise _bad(name, value, "a boolean: 1/0, true/false, yes/no or on/off")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise _bad(name, value, "a whole number") from None
+    if minimum is not None and number < minimum:
+        raise _bad(name, value, f"a whole number of at least {minimum}")
+    return number
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise _bad(name, value, "a number") from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise _bad(name, value, "a finite number")
+    if minimum is not None and number < minimum:
+        raise _bad(name, value, f"a number of at least {minimum}")
+    return number
+
+
+def env_decimal(name: str, default: str) -> Decimal:
+    value = _raw(name) or default
+    try:
+        number = Decimal(value)
+    except InvalidOperation:
+        raise _bad(name, value, "a decimal number such as 0.333") from None
+    if not number.is_finite() or number < 0:
+        raise _bad(name, value, "a non-negative decimal number")
+    return number
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """Comma-separated values (``a,b,c``); empty items are dropped."""
+    value = _raw(name)
+    if value is None:
+        return list(default)
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_paths(name: str) -> list[Path]:
+    """Folders separated by the platform's path separator (``:`` on Linux), like ``PATH``."""
+    value = _raw(name)
+    if value is None:
+        return []
+    return [Path(item).expanduser() for item in value.split(os.pathsep) if item.strip()]
+
+
+def env_path(name: str, default: Path) -> Path:
+    value = _raw(name)
+    return default if value is None else Path(value).expanduser()
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = _raw(name)
+    if value is None:
+        return default
+    if value not in choices:
+        raise _bad(name, value, f"one of {', '.join(choices)}")
+    return value

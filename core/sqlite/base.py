@@ -1,0 +1,19 @@
+"""Django's SQLite backend, creating the database's folder when it first opens the file.
+
+Settings must not create folders at import time (a typo in ``VAR_DIR`` would silently
+make a new tree, and read-only processes would fail to start), yet a fresh checkout should
+run ``manage.py migrate`` without a manual ``mkdir``. The folder is made here, where the
+database file is actually opened, and nowhere else.
+"""
+
+from pathlib import Path
+
+from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
+
+
+class DatabaseWrapper(SQLiteDatabaseWrapper):
+    def get_new_connection(self, conn_params):
+        name = str(conn_params.get("database", ""))
+        if name and name != ":memory:" and not name.startswith("file:"):
+            Path(name).parent.mkdir(parents=True, exist_ok=True)
+        return super().get_new_connection(conn_params)

@@ -1,0 +1,156 @@
+"""Files that reach the site for import: uploaded through a form, or a path on the server.
+
+Invariant: an uploaded file is written chunk by chunk straight into the staging folder
+(:func:`core.storage.staging_path`), never held in memory nor in a second temporary
+copy, and never exceeds ``settings.IMPORT_UPLOAD_MAX_BYTES``: the upload stops at the
+first chunk past the limit and its partial file is removed. A staged file is then moved
+(one rename, same file system) to the ``uploads`` folder, where it stays for as long as
+what was imported from it refers to it (a collection is registered, never copied).
+
+A path on the server is accepted only inside one of ``settings.IMPORT_ROOTS`` (after
+resolving symbolic links and ``..``), so a researcher cannot make the site read any
+file its process can read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from functools import wraps
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+
+from .errors import ServiceError
+from .storage import cache_dir, staging_path
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_filename(name: str) -> str:
+    """The last component of a client-given file name, reduced to safe characters (``.gz`` kept)."""
+    base = _UNSAFE.sub("_", Path(name or "upload").name).lstrip(".")
+    return base[-120:] or "upload"
+
+
+class StagedUpload(UploadedFile):
+    """An uploaded file already complete in the staging folder (``staged_path``)."""
+
+    def __init__(self, staged_path: Path, name: str, size: int, content_type: str | None) -> None:
+        # Closed by the file object's owner (Django closes request files after the response).
+        super().__init__(open(staged_path, "rb"), name=name, content_type=content_type, size=size)  # noqa: SIM115
+        self.staged_path = staged_path
+
+
+class StagingUploadHandler(FileUploadHandler):
+    """Streams every uploaded file into the staging folder, refusing files over the limit.
+
+    A file over the limit sets ``request.upload_too_large`` to the form field's name and
+    is dropped; the view reports it on that field.
+    """
+
+    def new_file(self, field_name, file_name, content_type, content_length, charset=None, content_type_extra=None):
+        super().new_file(field_name, file_name, content_type, content_length, charset, content_type_extra)
+        self.path = staging_path(f"upload-{uuid.uuid4().hex}-{safe_filename(file_name)}")
+        self.out = open(self.path, "wb")  # noqa: SIM115 (closed in file_complete or on abort)
+        self.written = 0
+
+    def receive_data_chunk(self, raw_data, start):
+        self.written += len(raw_data)
+        if self.written > settings.IMPORT_UPLOAD_MAX_BYTES:
+            self.out.close()
+            self.path.unlink(missing_ok=True)
+            self.request.upload_too_large = self.field_name
+            raise StopUpload(connection_reset=False)
+        self.out.write(raw_data)
+        return None
+
+    def file_complete(self, file_size):
+        self.out.close()
+        return StagedUpload(self.path, self.file_name, file_size, self.content_type)
+
+    def upload_interrupted(self):
+        if getattr(self, "out", None) is not None:
+            self.out.close()
+            self.path.unlink(missing_ok=True)
+
+
+def use_staging_uploads(request) -> None:
+    """Route the uploads of ``request`` to the staging folder (call before reading its body)."""
+    request.upload_handlers = [StagingUploadHandler(request)]
+
+
+def staged_uploads(view):
+    """Decorate a page view so its uploads stream into the staging folder (see the module docstring).
+
+    Django reads a POST body (and so the uploads) in its CSRF check, before the view could
+    change the upload handlers; so the check is moved inside, after the handlers are set
+    (Django's documented pattern). Uploads the view did not keep are removed afterwards.
+    Put access checks (``researcher_required``) outside this decorator: they then run
+    before the body is read.
+    """
+    protected = csrf_protect(view)
+
+    @wraps(view)
+    @csrf_exempt
+    def wrapper(request, *args, **kwargs):
+        use_staging_uploads(request)
+        try:
+            return protected(request, *args, **kwargs)
+        finally:
+            discard_uploads(request.FILES)
+
+    return wrapper
+
+
+def upload_too_large_message() -> str:
+    limit = settings.IMPORT_UPLOAD_MAX_BYTES
+    return (
+        f"the file is larger than the upload limit ({limit:,} bytes, setting IMPORT_UPLOAD_MAX_BYTES); "
+        "register a path on the server instead"
+    )
+
+
+def keep_upload(upload: UploadedFile) -> Path:
+    """Move a staged upload out of the staging folder into ``uploads/`` and return its new path."""
+    if not isinstance(upload, StagedUpload):
+        raise TypeError("uploads must come through StagingUploadHandler (core.uploads.use_staging_uploads)")
+    upload.close()
+    target = cache_dir("uploads") / f"{uuid.uuid4().hex[:12]}-{safe_filename(upload.name)}"
+    os.replace(upload.staged_path, target)
+    return target
+
+
+def check_import_path(value: str, field: str = "path") -> Path:
+    """The file ``value`` names, if it lies inside one of ``settings.IMPORT_ROOTS``.
+
+    Raises :class:`ServiceError` naming ``field`` otherwise: no roots configured, a path
+    outside them (also through a symbolic link), or no such file.
+    """
+    roots = [Path(root).resolve() for root in settings.IMPORT_ROOTS]
+    if not roots:
+        raise ServiceError(f"{field}: registering files on the server is off; set IMPORT_ROOTS to allow folders")
+    if not value or not os.path.isabs(value):
+        raise ServiceError(f"{field}: give an absolute path on the server")
+    try:
+        path = Path(value).resolve()
+    except (ValueError, OSError, RuntimeError) as exc:  # an embedded NUL byte, a symbolic link loop
+        raise ServiceError(f"{field}: {value!r} is not a usable path ({exc})") from None
+    if not any(path.is_relative_to(root) for root in roots):
+        allowed = ", ".join(str(root) for root in roots)
+        raise ServiceError(f"{field}: {value} is outside the folders allowed for imports ({allowed})")
+    if not path.is_file():
+        raise ServiceError(f"{field}: {value} is not a file")
+    return path
+
+
+def discard_uploads(files) -> None:
+    """Remove the staged files of a request that were not kept (invalid form, refused request)."""
+    for upload in files.values():
+        if isinstance(upload, StagedUpload):
+            upload.close()
+            upload.staged_path.unlink(missing_ok=True)

@@ -1,0 +1,27 @@
+"""The metrics' names and default parameters, light enough for forms and settings objects.
+
+The computing modules (:mod:`metrics.core`, :mod:`metrics.significance`) take their
+defaults from here, so a page, the API and a command start from the same values
+without loading numpy, pandas or scipy.
+"""
+
+#: Metrics in the order of the papers' tables.
+METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
+#: Rank cutoffs of the SIGIR 2020 tables.
+DEFAULT_CUTOFFS = (5, 10, 20, 30)
+#: How deep a background run is read for NFaiRR's ideal ranking.
+BACKGROUND_DEPTH = 200
+#: NFaiRR's τ: a document with at most this many representative words is neutral.
+DEFAULT_THRESHOLD = 1
+#: NFaiRR normalisers with a background run (see :mod:`metrics.core`'s docstring): the
+#: background plus every compared run (default), or the background alone as the reference code.
+NORMALISERS = ("comparison", "exact")
+DEFAULT_NORMALISER = "comparison"
+#: Bootstrap resamples and seed for confidence intervals.
+DEFAULT_SAMPLES = 1000
+DEFAULT_SEED = 0
+#: Label sensitivity: the aggregations, the policies for disputed queries, and the least
+#: confidence of a label under the ``confident`` policy (see :mod:`metrics.sensitivity`).
+AGGREGATIONS = ("majority", "dawid-skene", "wawa")
+DISPUTED_POLICIES = ("drop", "aggregation", "adjudicated", "confident")
+CONFIDENCE_THRESHOLD = 0.9

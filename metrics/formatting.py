@@ -1,0 +1,189 @@
+"""Reports as people read them: CSV files, the terminal table, the paper's row order.
+
+Pure (no Django): takes the frames that :mod:`metrics.selectors` and
+:func:`metrics.services.compute_report` return, and the result of
+:func:`metrics.services.label_sensitivity`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from core.spreadsheet import csv_text
+
+from .defaults import AGGREGATIONS, DISPUTED_POLICIES, METRICS
+
+if TYPE_CHECKING:
+    from .services import LabelSensitivity
+
+CSV_HEADER = ["run", "metric", "variant", "cutoff", "value", "queries"]
+PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
+#: What the per-query CSV adds to each value: the figures the report shows for its run.
+SUMMARY_COLUMNS = ["mean", "ci_low", "ci_high", "p_value"]
+PER_QUERY_CSV_COLUMNS = [*PER_QUERY_COLUMNS, *SUMMARY_COLUMNS]
+
+
+def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the order of the paper's tables: run, then metric (RaB, ARaB, NFaiRR, TExFAIR), variant, cutoff."""
+    if not len(summary):
+        return summary
+    runs = list(dict.fromkeys(summary["run"]))
+    order = summary.assign(
+        _run=summary["run"].map(runs.index),
+        _metric=summary["metric"].map(METRICS.index),
+        _variant=summary["variant"].map(lambda v: (-1, "") if v in ("tf", "rbdf") else (0, v)),
+    )
+    order = order.sort_values(["_run", "_metric", "_variant", "cutoff"], kind="stable")
+    return order.drop(columns=["_run", "_metric", "_variant"]).reset_index(drop=True)
+
+
+def results_csv(summary: pd.DataFrame) -> str:
+    """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision)."""
+    rows = summary[CSV_HEADER].itertuples(index=False, name=None)
+    return csv_text(
+        CSV_HEADER,
+        (
+            [run, metric, variant, int(cutoff), value, int(queries)]
+            for run, metric, variant, cutoff, value, queries in rows
+        ),
+    )
+
+
+def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None) -> str:
+    """One row per run, query, metric, variant and cutoff (qids and run names neutralised).
+
+    With the report's ``summary`` (:func:`metrics.selectors.report_summary`), each row also
+    carries the figures the report shows for its run: ``mean`` (over the run's queries), its
+    bootstrap 95% CI ``ci_low, ci_high`` and ``p_value`` (Bonferroni-corrected, against the
+    baseline), empty where undefined, so the file alone is enough to redraw the report's table.
+    """
+    if summary is None:
+        return csv_text(PER_QUERY_COLUMNS, per_query[PER_QUERY_COLUMNS].itertuples(index=False, name=None))
+    shown = summary[["run", "metric", "variant", "cutoff", "value", "ci_low", "ci_high", "p_value"]].rename(
+        columns={"value": "mean"}
+    )
+    shown = shown.astype({"cutoff": "int64"})
+    frame = per_query[PER_QUERY_COLUMNS].astype({"cutoff": "int64"})
+    frame = frame.merge(shown, on=["run", "metric", "variant", "cutoff"], how="left")
+    return csv_text(PER_QUERY_CSV_COLUMNS, frame[PER_QUERY_CSV_COLUMNS].itertuples(index=False, name=None))
+
+
+def columns_of(summary: pd.DataFrame) -> list[tuple[str, str, int]]:
+    """(metric, variant, cutoff) columns of a results table, in the paper's order."""
+    return list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
+
+
+def terminal_table(summary: pd.DataFrame, alpha: float = 0.05) -> str:
+    """A plain-text table like Table 3 of the SIGIR 2020 paper: one block per metric and variant,
+    rows = runs, columns = cutoffs; ``*`` marks p < alpha against the baseline (Bonferroni)."""
+    if not len(summary):
+        return "(no results)"
+    runs = list(dict.fromkeys(summary["run"]))
+    width = max(12, *(len(r) for r in runs)) + 2
+    lookup = {(r.run, r.metric, r.variant, r.cutoff): r for r in summary.itertuples(index=False)}
+    blocks = []
+    groups = list(dict.fromkeys((m, v) for m, v, _ in columns_of(summary)))
+    for metric, variant in groups:
+        cutoffs = sorted({c for m, v, c in columns_of(summary) if (m, v) == (metric, variant)})
+        title = f"{metric} [{variant}]"
+        header = f"{title:<{width}}" + "".join(f"{'@' + str(c):>11}" for c in cutoffs) + f"{'queries':>9}"
+        lines = [header, "-" * len(header)]
+        for run in runs:
+            cells = []
+            queries = ""
+            for c in cutoffs:
+                row = lookup.get((run, metric, variant, c))
+                if row is None or row.value is None or pd.isna(row.value):
+                    cells.append(f"{'–':>11}")
+                    continue
+                mark = "*" if row.p_value is not None and not pd.isna(row.p_value) and row.p_value < alpha else " "
+                cells.append(f"{row.value:>10.4f}{mark}")
+                queries = str(row.queries)
+            lines.append(f"{run:<{width}}" + "".join(cells) + f"{queries:>9}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+# --- label sensitivity ---------------------------------------------------------------------
+
+
+def order_sensitivity(table: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
+    """Label-sensitivity rows by aggregation, disputed policy, run (as given), then the paper's order."""
+    if not len(table):
+        return table
+    order = table.assign(
+        _a=table["aggregation"].map(AGGREGATIONS.index),
+        _d=table["disputed"].map(DISPUTED_POLICIES.index),
+        _run=table["run"].map(runs.index),
+        _metric=table["metric"].map(METRICS.index),
+        _variant=table["variant"].map(lambda v: (-1, "") if v in ("tf", "rbdf") else (0, v)),
+    )
+    order = order.sort_values(["_a", "_d", "_run", "_metric", "_variant", "cutoff"], kind="stable")
+    return order.drop(columns=["_a", "_d", "_run", "_metric", "_variant"]).reset_index(drop=True)
+
+
+def sensitivity_csv(table: pd.DataFrame) -> str:
+    """CSV with the header of :data:`metrics.sensitivity.CSV_COLUMNS` (values in full precision,
+    empty where undefined; run names neutralised)."""
+    from .sensitivity import CSV_COLUMNS
+
+    rows = table[CSV_COLUMNS].itertuples(index=False, name=None)
+    return csv_text(CSV_COLUMNS, ([*row[:5], int(row[5]), *row[6:9], int(row[9])] for row in rows))
+
+
+def rankings_csv(rankings: pd.DataFrame) -> str:
+    """CSV of :func:`metrics.sensitivity.ranking_changes` (τ empty where undefined)."""
+    columns = list(rankings.columns)
+    return csv_text(columns, rankings.itertuples(index=False, name=None))
+
+
+def rankings_text(result: LabelSensitivity) -> str:
+    """Plain-text summary: per configuration, metric and cutoff, τ against majority/drop and the swaps."""
+    from .sensitivity import BASELINE
+
+    lines = [
+        f"Label sensitivity of batch {result.batch!r}: runs {', '.join(result.runs)}; NFaiRR normalised "
+        f"{result.nfairr_normalisation}; confident = confidence >= {result.threshold}.",
+        "Non-gendered queries per aggregation / disputed policy:",
+    ]
+    for (aggregation, policy), size in result.set_sizes.items():
+        lines.append(f"  {aggregation:<12} {policy:<12} {size:>6}")
+    changed = result.rankings[
+        (result.rankings["swapped"] != "")
+        & ~((result.rankings["aggregation"] == BASELINE[0]) & (result.rankings["disputed"] == BASELINE[1]))
+    ]
+    if changed.empty:
+        lines.append("The ranking of the runs is the same as with majority/drop for every metric and cutoff.")
+    else:
+        lines.append("Rankings that change against majority/drop (Kendall's tau; pairs that swap):")
+        for row in changed.itertuples(index=False):
+            tau = "–" if pd.isna(row.kendall_tau) else f"{row.kendall_tau:+.3f}"
+            lines.append(
+                f"  {row.aggregation}/{row.disputed} {row.metric}[{row.variant}]@{row.cutoff}: tau {tau}; {row.swapped}"
+            )
+    return "\n".join(lines)
+
+
+def sensitivity_result(result: LabelSensitivity) -> dict:
+    """JSON-safe form of a :class:`~metrics.services.LabelSensitivity` (NaN as ``None``): what the
+    API returns and what a label-sensitivity job keeps as its result for the page."""
+
+    def plain(records):
+        return [
+            {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+            for row in records
+        ]
+
+    return {
+        "batch": result.batch,
+        "runs": result.runs,
+        "cutoffs": result.cutoffs,
+        "threshold": result.threshold,
+        "nfairr_normalisation": result.nfairr_normalisation,
+        "set_sizes": {f"{a}/{d}": n for (a, d), n in result.set_sizes.items()},
+        "rows": plain(result.table.to_dict("records")),
+        "rankings": plain(result.rankings.to_dict("records")),
+    }

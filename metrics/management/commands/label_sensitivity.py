@@ -1,0 +1,95 @@
+from django.core.management.base import CommandError
+
+from annotation.models import Batch
+from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
+from core.files import atomic_path, atomic_write, check_writable
+from metrics import services
+from metrics.defaults import CONFIDENCE_THRESHOLD, DEFAULT_NORMALISER, DEFAULT_SAMPLES, DEFAULT_SEED, NORMALISERS
+from metrics.models import COLLECTION_BACKGROUND
+from pooling.models import Run
+from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
+from pooling.wordlists import load_wordlist
+
+
+class Command(ProjectCommand):
+    help = (
+        "How labelling choices move the bias results: for each aggregation (majority, Dawid-Skene "
+        "seeded with gold, Wawa) x each policy for disputed queries (drop, aggregation, adjudicated, "
+        "confident), build the batch's non-gendered query set and measure RaB/ARaB (tf, bool), NFaiRR "
+        "and TExFAIR of every run with bootstrap CIs; then say, per metric and cutoff, whether the "
+        "ranking of the runs changes against majority/drop (Kendall's tau) and which pairs swap."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("batch", help="name of the annotation batch")
+        parser.add_argument("--runs", required=True, help="comma-separated run names")
+        parser.add_argument("--cutoffs", default="5,10,20", help="comma-separated rank cutoffs (default 5,10,20)")
+        parser.add_argument(
+            "--out",
+            required=True,
+            help="CSV: aggregation,disputed,run,metric,variant,cutoff,value,ci_low,ci_high,n_queries",
+        )
+        parser.add_argument("--rankings", help="also write the ranking changes as CSV (tau and swapped pairs)")
+        parser.add_argument("--plot", help="PNG of every configuration at --plot-cutoff (default: the largest)")
+        parser.add_argument("--plot-cutoff", type=int, help="cutoff of the plot")
+        parser.add_argument(
+            "--threshold",
+            type=float,
+            default=CONFIDENCE_THRESHOLD,
+            help="'confident' keeps labels whose confidence (vote share, posterior, Wawa weight share) "
+            f"is at least this (default {CONFIDENCE_THRESHOLD})",
+        )
+        parser.add_argument("--wordlist", help="'word,f|m' file for RaB/ARaB (default: the 32+32 definitional words)")
+        parser.add_argument("--representative-wordlist", help="'word,f|m' file for NFaiRR/TExFAIR")
+        parser.add_argument("--tokenizer", choices=TOKENIZERS, default=DEFAULT_TOKENIZER)
+        parser.add_argument("--nfairr-threshold", type=float, default=1, help="NFaiRR's tau (default 1)")
+        parser.add_argument(
+            "--background", default=COLLECTION_BACKGROUND, help="NFaiRR's background: 'collection' or a run"
+        )
+        parser.add_argument("--nfairr-normaliser", choices=NORMALISERS, default=DEFAULT_NORMALISER)
+        parser.add_argument(
+            "--bootstrap", type=int, default=DEFAULT_SAMPLES, help=f"bootstrap resamples (default {DEFAULT_SAMPLES})"
+        )
+        parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
+
+    def handle(self, **o):
+        from metrics import formatting, plots
+
+        batch = get_named(Batch, o["batch"], "batch")
+        names = name_list(o["runs"])
+        if not names:
+            raise CommandError("give at least one run with --runs")
+        wanted = [*names, *([o["background"]] if o["background"] != COLLECTION_BACKGROUND else [])]
+        runs = {run.name: run for run in get_named_list(Run, wanted, "run")}
+        with command_errors():
+            for option in ("out", "rankings", "plot"):
+                if o[option]:
+                    check_writable(o[option])
+            cutoffs = services.parse_cutoffs(o["cutoffs"])
+            if o["plot_cutoff"] is not None and o["plot_cutoff"] not in cutoffs:
+                raise CommandError(f"--plot-cutoff {o['plot_cutoff']} is not one of --cutoffs {o['cutoffs']}")
+            report_settings = services.ReportSettings(
+                cutoffs, o["tokenizer"], o["nfairr_threshold"], o["bootstrap"], o["seed"], o["nfairr_normaliser"]
+            )
+            result = services.label_sensitivity(
+                batch,
+                [runs[n] for n in names],
+                report_settings,
+                threshold=o["threshold"],
+                wordlist=load_wordlist(o["wordlist"]) if o["wordlist"] else None,
+                representative=load_wordlist(o["representative_wordlist"]) if o["representative_wordlist"] else None,
+                background=runs.get(o["background"]),
+                bar=o["verbosity"] > 0,
+            )
+            atomic_write(o["out"], lambda f: f.write(formatting.sensitivity_csv(result.table)), newline="")
+            if o["rankings"]:
+                atomic_write(o["rankings"], lambda f: f.write(formatting.rankings_csv(result.rankings)), newline="")
+            if o["plot"]:
+                with atomic_path(o["plot"]) as tmp:
+                    tmp.write_bytes(plots.sensitivity_figure(result.table, o["plot_cutoff"] or max(cutoffs)))
+        self.stdout.write(formatting.rankings_text(result))
+        self.stdout.write(self.style.SUCCESS(f"Wrote {len(result.table)} rows to {o['out']}"))
+        if o["rankings"]:
+            self.stdout.write(f"Wrote the ranking changes to {o['rankings']}")
+        if o["plot"]:
+            self.stdout.write(f"Wrote the plot to {o['plot']}")

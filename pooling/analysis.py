@@ -1,0 +1,76 @@
+"""The choices an analysis is made with, and the one set of checks shared by pools and reports.
+
+Pools (:mod:`pooling.services`) and reports (:mod:`metrics.services`) both take a
+tokenizer, a magnitude, rank cutoffs and a set of runs over one collection; they check
+them here, so a page, the API and a command get the same message. Messages name the
+setting as a person sees it on a page ("rank cutoff"), never a command-line flag.
+Light and pure: forms import the choices from here without loading numpy or polars.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from core.errors import ServiceError
+
+from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
+
+#: Gender magnitude of a document: term count, ``ln(1 + count)`` (the reference's), or any-occurrence.
+MAGNITUDES = ("tc", "tf", "bool")
+DEFAULT_MAGNITUDE = "tf"
+
+__all__ = [
+    "DEFAULT_MAGNITUDE",
+    "DEFAULT_TOKENIZER",
+    "MAGNITUDES",
+    "TOKENIZERS",
+    "check_at_least_one",
+    "check_cutoffs",
+    "check_magnitude",
+    "check_same_collection",
+    "check_tokenizer",
+]
+
+
+class _RankingRun(Protocol):
+    name: str
+    collection_id: int
+
+
+def check_tokenizer(tokenizer: str) -> str:
+    if tokenizer not in TOKENIZERS:
+        raise ServiceError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
+    return tokenizer
+
+
+def check_magnitude(magnitude: str) -> str:
+    if magnitude not in MAGNITUDES:
+        raise ServiceError(f"unknown magnitude {magnitude!r}; choose one of {', '.join(MAGNITUDES)}")
+    return magnitude
+
+
+def check_at_least_one(value: int, what: str) -> int:
+    """``what`` (e.g. "rank cutoff", "pool depth") must be a whole number of at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ServiceError(f"{what} must be a whole number of at least 1, got {value!r}")
+    return value
+
+
+def check_cutoffs(cutoffs: Iterable[int]) -> tuple[int, ...]:
+    """Rank cutoffs: positive whole numbers, returned sorted without repeats."""
+    values = list(cutoffs)
+    if not values:
+        raise ServiceError("give at least one cutoff, e.g. 5,10,20,30")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ServiceError(f"cutoffs must be positive whole numbers, got {values}")
+    return tuple(sorted(set(values)))
+
+
+def check_same_collection(runs: Sequence[_RankingRun], what: str) -> None:
+    """Runs compared together must rank one collection; ``what`` names the comparison ("a pool")."""
+    if not runs:
+        raise ServiceError("give at least one run")
+    if len({run.collection_id for run in runs}) != 1:
+        raise ServiceError(f"all runs of {what} must rank the same collection")

@@ -1,0 +1,152 @@
+"""Benchmark: the collection scan split over real Celery workers, 1 vs 2 (and more).
+
+Starts its own ``redis-server`` (loopback, no persistence) and ``celery worker``
+processes (concurrency 1 each) sharing a SQLite database in the work folder; the
+measuring process runs as a subprocess so that it sees the broker settings. Every
+worker count must give the counts of one in-process pass. Pure orchestration: imports
+no Django at module level.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def _env(work: Path, broker: str) -> dict:
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        VAR_DIR=str(work),
+        DATABASE_URL=f"sqlite:///{work / 'db.sqlite3'}",
+        CELERY_BROKER_URL=broker,
+    )
+    return env
+
+
+def run_scan_benchmark(work: Path, passages: int, workers: list[int], redis_port: int) -> Iterator[str]:
+    from .synthetic import SyntheticSpec, write_collection
+
+    work = work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    collection = work / f"collection-{passages}.tsv"
+    if not collection.exists():
+        yield f"Writing {passages:,} synthetic passages to {collection} …"
+        write_collection(collection, SyntheticSpec(passages=passages))
+    broker = f"redis://127.0.0.1:{redis_port}/0"
+    redis = subprocess.Popen(
+        ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(0.5)
+        env = _env(work, broker)
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, check=True)
+        results = {}
+        for n in [0, *workers]:  # 0: one in-process pass, the reference counts
+            procs = [
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "config",
+                        "worker",
+                        "-c",
+                        "1",
+                        "-n",
+                        f"scan{i}@%h",
+                        "-l",
+                        "WARNING",
+                    ],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                for i in range(n)
+            ]
+            try:
+                _wait_until_ready(env, n)
+                out = subprocess.run(
+                    [sys.executable, "-m", "pooling.scan_benchmark", str(work), str(collection), str(n)],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+            finally:
+                for proc in procs:
+                    proc.terminate()
+                for proc in procs:
+                    proc.wait(timeout=60)
+            results[n] = json.loads(out.strip().splitlines()[-1])
+        single = results[0]
+        yield f"{'approach':<28}{'seconds':>9}{'speed-up':>10}  same counts"
+        yield f"{'one pass, in process':<28}{single['seconds']:>9.1f}{1:>9.2f}x  (reference)"
+        for n in workers:
+            r = results[n]
+            same = "yes" if r["digest"] == single["digest"] else "NO"
+            label = f"{n} worker(s), {r['chunks']} chunk(s)"
+            yield f"{label:<28}{r['seconds']:>9.1f}{single['seconds'] / r['seconds']:>9.2f}x  {same}"
+    finally:
+        redis.terminate()
+        redis.wait(timeout=30)
+
+
+def _wait_until_ready(env: dict, workers: int, timeout: float = 120.0) -> None:
+    """Block until ``workers`` workers answer a ping, so start-up is not timed."""
+    deadline = time.monotonic() + timeout
+    while workers and time.monotonic() < deadline:
+        replies = subprocess.run(
+            [sys.executable, "-m", "celery", "-A", "config", "inspect", "ping", "--timeout", "1", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+        ).stdout
+        if replies.count("pong") >= workers:
+            return
+    if workers:
+        raise RuntimeError(f"{workers} Celery worker(s) did not start within {timeout:.0f} s")
+
+
+def _measure(work: Path, collection_path: Path, workers: int) -> dict:
+    """In the subprocess: import the collection once, then count every passage."""
+    import hashlib
+
+    import django
+
+    django.setup()
+    import polars as pl
+
+    from . import magnitudes as mag
+    from . import services
+    from .models import ScanChunk
+    from .wordlists import default_wordlist
+
+    result = services.import_collection(collection_path, "scan-bench", bar=False)
+    collection = result.obj
+    words = default_wordlist()
+    ScanChunk.objects.all().delete()  # cold: every chunk counted again
+    start = time.perf_counter()
+    if workers == 0:
+        counts = mag.document_counts(collection_path, None, words, "whitespace")
+        chunks = 1
+    else:
+        counts = services.document_counts_chunked(collection, None, words, "whitespace", chunks=workers)
+        chunks = ScanChunk.objects.count()
+    seconds = time.perf_counter() - start
+    ordered = counts.sort("docid")
+    digest = hashlib.sha256(ordered.write_csv().encode()).hexdigest()
+    assert isinstance(ordered, pl.DataFrame)
+    return {"seconds": seconds, "chunks": chunks, "digest": digest, "rows": len(counts)}
+
+
+if __name__ == "__main__":
+    work_arg, collection_arg, workers_arg = sys.argv[1:]
+    print(json.dumps(_measure(Path(work_arg), Path(collection_arg), int(workers_arg))))

@@ -1,0 +1,283 @@
+"""A small Prolific-compatible server on loopback, written from Prolific's API reference.
+
+It lets the tests drive the product as it runs against Prolific: real HTTP, the
+``Authorization: Token`` header, JSON bodies, paged lists with ``_links.next``. Only the
+endpoints the product uses are implemented, with the rules the reference states (a
+rejection needs a category and a message of 100 characters or more; returned, timed-out
+and rejected submissions free their place; paying a bulk bonus twice pays twice).
+
+Faults can be scripted per route name: ``throttle`` answers 429 with ``Retry-After: 0``,
+``throttle:7`` with ``Retry-After: 7``, ``error`` answers 502 without doing anything, ``lose_response`` carries the request out
+and then drops the connection without an answer.
+
+Participants: :meth:`FakeProlific.start` gives a participant a place (``ACTIVE``) and the
+study URL with the ``{{%PROLIFIC_PID%}}``-style placeholders filled in, as Prolific
+does; the participant's browser (the test) then follows it to the site; a GET of
+``/submissions/complete?cc=CODE`` (the completion URL) marks that participant's session
+``AWAITING REVIEW`` when the code is the study's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlencode, urlparse
+
+TOKEN = "test-token"
+FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
+
+
+def _id() -> str:
+    return uuid.uuid4().hex[:24]
+
+
+@dataclass
+class FakeProlific:
+    studies: dict[str, dict] = field(default_factory=dict)
+    submissions: dict[str, dict] = field(default_factory=dict)
+    bulk_bonuses: dict[str, dict] = field(default_factory=dict)
+    payments: list[tuple[str, str, Decimal]] = field(default_factory=list)  # (study, participant, amount)
+    groups: dict[str, dict] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+    faults: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    page_size: int = 2
+    completed_by: list[str] = field(default_factory=list)
+    base: str = ""
+
+    # -- what participants do ----------------------------------------------------------
+    def start(self, study_id: str, participant_id: str) -> tuple[str, str]:
+        """Take a place in the study: returns (session id, the study URL the participant is sent to)."""
+        study = self.studies[study_id]
+        if study["status"] != "ACTIVE":
+            raise AssertionError(f"study {study_id} is {study['status']}")
+        if self._taken(study_id) >= study["total_available_places"]:
+            raise AssertionError("no place left")
+        session = _id()
+        self.submissions[session] = {
+            "id": session,
+            "study_id": study_id,
+            "participant_id": participant_id,
+            "status": "ACTIVE",
+            "started_at": "2026-11-22T10:00:00Z",
+        }
+        url = study["external_study_url"]
+        for placeholder, value in (
+            ("{{%PROLIFIC_PID%}}", participant_id),
+            ("{{%STUDY_ID%}}", study_id),
+            ("{{%SESSION_ID%}}", session),
+        ):
+            url = url.replace(placeholder, value)
+        return session, url
+
+    def set_status(self, session: str, status: str) -> None:
+        self.submissions[session]["status"] = status
+
+    def _taken(self, study_id: str) -> int:
+        return sum(1 for s in self.submissions.values() if s["study_id"] == study_id and s["status"] not in FREES_PLACE)
+
+    # -- routing ------------------------------------------------------------------------
+    ROUTES = [
+        ("GET", r"submissions/complete", "complete"),
+        ("POST", r"api/v1/studies", "create_study"),
+        ("GET", r"api/v1/projects/(?P<project>[^/]+)/studies", "list_studies"),
+        ("GET", r"api/v1/studies/(?P<study>[^/]+)", "get_study"),
+        ("PATCH", r"api/v1/studies/(?P<study>[^/]+)", "update_study"),
+        ("POST", r"api/v1/studies/(?P<study>[^/]+)/transition", "transition_study"),
+        ("GET", r"api/v1/studies/(?P<study>[^/]+)/submissions", "list_submissions"),
+        ("POST", r"api/v1/submissions/(?P<submission>[^/]+)/transition", "transition_submission"),
+        ("POST", r"api/v1/submissions/bonus-payments", "set_up_bonuses"),
+        ("POST", r"api/v1/bulk-bonus-payments/(?P<bulk>[^/]+)/pay", "pay_bonuses"),
+        ("POST", r"api/v1/study-cost-calculator", "cost"),
+        ("GET", r"api/v1/participant-groups", "list_groups"),
+        ("POST", r"api/v1/participant-groups", "create_group"),
+        ("POST", r"api/v1/participant-groups/(?P<group>[^/]+)/participants", "add_participants"),
+    ]
+
+    def route(self, method: str, path: str) -> tuple[str, dict] | None:
+        path = path.strip("/")
+        for verb, pattern, name in self.ROUTES:
+            match = re.fullmatch(pattern, path)
+            if verb == method and match:
+                return name, match.groupdict()
+        return None
+
+    def _page(self, items: list[dict], query: dict, base: str) -> dict:
+        limit = min(int(query.get("limit", ["100"])[0]), self.page_size)
+        offset = int(query.get("offset", ["0"])[0])
+        page = {"results": items[offset : offset + limit], "meta": {"count": len(items)}, "_links": {"next": None}}
+        if offset + limit < len(items):
+            rest = {k: v[0] for k, v in query.items() if k not in ("limit", "offset")}
+            page["_links"]["next"] = {"href": f"{base}?{urlencode({**rest, 'limit': limit, 'offset': offset + limit})}"}
+        return page
+
+    # -- endpoints ------------------------------------------------------------------------
+    def complete(self, args, query, body):
+        code = query.get("cc", [""])[0]
+        self.completed_by.append(code)
+        return 200, {"completed": code}
+
+    def create_study(self, args, query, body):
+        missing = [
+            k
+            for k in ("name", "internal_name", "description", "external_study_url", "completion_codes", "reward")
+            if k not in body
+        ]
+        missing += [k for k in ("total_available_places", "estimated_completion_time") if k not in body]
+        if missing:
+            return 400, {"error": {"detail": {k: ["This field is required."] for k in missing}}}
+        study = dict(body, id=_id(), status="UNPUBLISHED")
+        self.studies[study["id"]] = study
+        return 201, study
+
+    def list_studies(self, args, query, body):
+        items = [s for s in self.studies.values() if s.get("project") == args["project"]]
+        return 200, self._page(items, query, self.base + f"/api/v1/projects/{args['project']}/studies/")
+
+    def get_study(self, args, query, body):
+        study = self.studies.get(args["study"])
+        return (200, study) if study else (404, {"error": {"detail": "Not found."}})
+
+    def update_study(self, args, query, body):
+        study = self.studies[args["study"]]
+        study.update(body)
+        return 200, study
+
+    def transition_study(self, args, query, body):
+        study = self.studies[args["study"]]
+        allowed = {"PUBLISH": {"UNPUBLISHED"}, "STOP": {"ACTIVE", "PAUSED"}, "PAUSE": {"ACTIVE"}, "START": {"PAUSED"}}
+        action = body.get("action")
+        if study["status"] not in allowed.get(action, set()):
+            return 400, {"error": {"detail": f"cannot {action} a study that is {study['status']}"}}
+        study["status"] = {"PUBLISH": "ACTIVE", "STOP": "COMPLETED", "PAUSE": "PAUSED", "START": "ACTIVE"}[action]
+        return 200, study
+
+    def list_submissions(self, args, query, body):
+        items = [s for s in self.submissions.values() if s["study_id"] == args["study"]]
+        return 200, self._page(items, query, self.base + f"/api/v1/studies/{args['study']}/submissions/")
+
+    def transition_submission(self, args, query, body):
+        submission = self.submissions.get(args["submission"])
+        if submission is None:
+            return 404, {"error": {"detail": "Not found."}}
+        action = body.get("action")
+        target = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}.get(action)
+        if target is None:
+            return 400, {"error": {"detail": f"unknown action {action}"}}
+        if submission["status"] == target:
+            return 200, submission  # documented: the same request twice is ignored
+        if submission["status"] != "AWAITING REVIEW":
+            return 400, {"error": {"detail": f"cannot {action} a submission that is {submission['status']}"}}
+        if action == "REJECT":
+            if len(body.get("message", "")) < 100 or not body.get("rejection_category"):
+                return 400, {"error": {"detail": "message (100+ characters) and rejection_category are required"}}
+            submission["rejection"] = (body["rejection_category"], body["message"])
+        submission["status"] = target
+        return 200, submission
+
+    def set_up_bonuses(self, args, query, body):
+        rows = [line.split(",") for line in body["csv_bonuses"].strip().splitlines()]
+        bulk = {"id": _id(), "study": body["study_id"], "rows": [(pid, Decimal(amount)) for pid, amount in rows]}
+        self.bulk_bonuses[bulk["id"]] = bulk
+        return 201, {"id": bulk["id"], "amount": str(sum(a for _, a in bulk["rows"]))}
+
+    def pay_bonuses(self, args, query, body):
+        bulk = self.bulk_bonuses.get(args["bulk"])
+        if bulk is None:
+            return 404, {"error": {"detail": "Not found."}}
+        # Not idempotent, as the reference warns: paying the same bulk twice pays twice.
+        self.payments += [(bulk["study"], pid, amount) for pid, amount in bulk["rows"]]
+        return 202, {}
+
+    def cost(self, args, query, body):
+        # A third of the reward as fee, rounded to the cent per place (an academic account, no VAT).
+        fee = (Decimal(body["reward"]) / 3).quantize(Decimal("1"))
+        return 200, {"total_cost": int((Decimal(body["reward"]) + fee) * body["total_available_places"])}
+
+    def list_groups(self, args, query, body):
+        workspace = query.get("workspace_id", [""])[0]
+        items = [g for g in self.groups.values() if g["workspace_id"] == workspace]
+        return 200, self._page(items, query, self.base + "/api/v1/participant-groups/")
+
+    def create_group(self, args, query, body):
+        if not body.get("workspace_id") or not body.get("name"):
+            return 400, {"error": {"detail": "name and workspace_id are required"}}
+        group = {"id": _id(), "workspace_id": body["workspace_id"], "name": body["name"], "participants": set()}
+        self.groups[group["id"]] = group
+        return 201, {k: v for k, v in group.items() if k != "participants"}
+
+    def add_participants(self, args, query, body):
+        self.groups[args["group"]]["participants"].update(body["participant_ids"])
+        return 200, {}
+
+    def handle(self, method: str, path: str, query: dict, body: dict, token: str) -> tuple[int, dict, dict]:
+        found = self.route(method, path)
+        if found is None:
+            return 404, {"error": {"detail": f"no route {method} {path}"}}, {}
+        name, args = found
+        self.calls.append(name)
+        if name != "complete" and token != f"Token {TOKEN}":
+            return 401, {"error": {"detail": "Invalid token."}}, {}
+        fault = self.faults[name].pop(0) if self.faults[name] else None
+        if fault and fault.startswith("throttle"):  # "throttle" or "throttle:<seconds>"
+            wait = fault.partition(":")[2] or "0"
+            return 429, {"error": {"detail": "Request was throttled."}}, {"Retry-After": wait}
+        if fault == "error":
+            return 502, {"error": {"detail": "Bad gateway"}}, {}
+        status, answer = getattr(self, name)(args, query, body)
+        if fault == "lose_response":
+            return -1, {}, {}
+        return status, answer, {}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def _serve(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        body = json.loads(raw) if raw else {}
+        url = urlparse(self.path)
+        with self.server.lock:
+            status, answer, headers = self.server.fake.handle(
+                self.command, url.path, parse_qs(url.query), body, self.headers.get("Authorization", "")
+            )
+        if status == -1:  # the change is made; the answer never arrives
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        data = json.dumps(answer, default=str).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PATCH = _serve
+
+    def log_message(self, *args):  # keep test output quiet
+        pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, fake: FakeProlific) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake = fake
+        self.lock = threading.Lock()
+
+
+def serve(fake: FakeProlific) -> tuple[str, _Server]:
+    """Start serving ``fake`` on a free loopback port; returns its base URL and the server."""
+    server = _Server(fake)
+    fake.base = f"http://127.0.0.1:{server.server_address[1]}"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return fake.base, server

@@ -1,0 +1,402 @@
+"""The Prolific path over real HTTP against a Prolific-compatible server (tests/annotation/fake_prolific.py).
+
+Participants take places on the server, follow the study URL to the site's real pages
+(Django's test client), answer the shared HIT page and are sent to the completion URL.
+The server throttles, fails and loses answers; the product must still end with one
+study, each judgment stored once, every valid piece of work approved once and every
+bonus paid once.
+"""
+
+from decimal import Decimal
+from urllib.parse import urlsplit
+
+import pytest
+from django.urls import reverse
+
+from annotation import services
+from annotation.models import Assignment, Batch, Bonus, Judgment, Worker
+from annotation.prolific import Prolific, ProlificError, ProlificUnknownOutcome
+from annotation.providers import ProlificProvider
+from annotation.services import prolific as prolific_services
+from core.errors import ServiceError
+
+from .conftest import answers_for
+from .fake_prolific import TOKEN, FakeProlific, serve
+
+PROJECT = "project-1"
+
+
+@pytest.fixture
+def server(settings):
+    fake = FakeProlific()
+    url, http = serve(fake)
+    settings.PROLIFIC_API_URL = f"{url}/api/v1/"
+    settings.PROLIFIC_API_TOKEN = TOKEN
+    settings.PROLIFIC_PROJECT_ID = PROJECT
+    settings.PROLIFIC_WORKSPACE_ID = "workspace-1"
+    settings.PROLIFIC_COMPLETION_URL = f"{url}/submissions/complete?cc="
+    settings.SITE_URL = "http://testserver"
+    yield fake
+    http.shutdown()
+
+
+@pytest.fixture
+def sleeps():
+    return []
+
+
+@pytest.fixture
+def provider(server, sleeps, settings):
+    return ProlificProvider(Prolific(settings.PROLIFIC_API_URL, TOKEN, sleep=sleeps.append))
+
+
+def make_prolific_batch(query_set, name="pro", **options):
+    settings = services.BatchSettings(
+        provider="prolific",
+        assignments_per_query=2,
+        queries_per_hit=3,
+        reward=Decimal("0.90"),
+        gold_per_hit=1,
+        provider_options={"estimated_minutes": 4, "bonus": "0.25", **options},
+    )
+    gold = [services.GoldQuery("g1", "who was the first king of france", "m")]
+    return services.create_batch(name, settings, query_set=query_set, gold=gold)
+
+
+@pytest.fixture
+def batch(query_set):
+    return make_prolific_batch(query_set)
+
+
+def _publish(batch, provider):
+    services.publish_batch(batch, provider)
+    batch.refresh_from_db()
+    return batch
+
+
+class Participant:
+    """A Prolific participant with their own browser (Django test client)."""
+
+    def __init__(self, fake: FakeProlific, study_id: str, pid: str, client_class) -> None:
+        self.fake, self.pid = fake, pid
+        self.session, url = fake.start(study_id, pid)
+        self.browser = client_class()
+        parts = urlsplit(url)
+        self.arrival = self.browser.get(f"{parts.path}?{parts.query}")
+
+    @property
+    def assignment(self) -> Assignment:
+        return Assignment.objects.get(provider_assignment_id=self.session)
+
+    def answer(self, override=None):
+        """Answer the HIT page as the form posts it; returns the response."""
+        page = self.arrival["Location"]
+        assert self.browser.get(page).status_code == 200
+        return self.browser.post(page, answers_for(self.assignment, override=override))
+
+    def complete(self):
+        """Back on Prolific with the code: the submission awaits review."""
+        self.fake.set_status(self.session, "AWAITING REVIEW")
+
+
+def test_publishing_makes_one_study_despite_throttling_and_a_lost_answer(server, provider, batch, sleeps):
+    server.faults["create_study"] = ["throttle", "lose_response"]
+    server.faults["transition_study"] = ["lose_response"]
+
+    with pytest.raises(ProlificUnknownOutcome):
+        services.publish_batch(batch, provider)
+    batch.refresh_from_db()
+    assert batch.hit_type_id == "" and batch.prepare_attempted is not None
+    assert len(server.studies) == 1  # made, but its answer was lost
+
+    _publish(batch, provider)
+
+    assert len(server.studies) == 1
+    study = server.studies[batch.hit_type_id]
+    assert study["status"] == "ACTIVE"  # the lost PUBLISH answer was checked, not repeated blindly
+    assert server.calls.count("transition_study") == 1
+    assert sleeps[0] == 0  # Retry-After: 0 honoured on the 429
+    assert study["internal_name"] == provider.internal_name(batch)
+    assert study["external_study_url"] == (
+        "http://testserver/annotation/prolific/pro/"
+        "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
+    assert study["prolific_id_option"] == "url_parameters"
+    assert study["completion_codes"][0]["code"] == prolific_services.completion_code(batch)
+    # 6 queries in 2 groups of 3 (+1 gold each), 2 participants per group; $0.90 in cents.
+    assert (study["total_available_places"], study["reward"], study["estimated_completion_time"]) == (4, 90, 4)
+    assert study["project"] == PROJECT and study["device_compatibility"] == ["desktop"]
+    assert batch.status == Batch.Status.PUBLISHED
+
+    _publish(batch, provider)  # once more: nothing new
+    assert len(server.studies) == 1 and server.calls.count("transition_study") == 1
+
+
+def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
+    server, provider, batch, client_class, sleeps
+):
+    _publish(batch, provider)
+    study_id = batch.hit_type_id
+    p1, p2, p3, p4 = (Participant(server, study_id, f"PID{i}", client_class) for i in range(1, 5))
+    assert all(p.arrival.status_code == 302 for p in (p1, p2, p3, p4))
+    # Same hand-out as in-house annotators: groups in order, each to two different people.
+    assert [p.assignment.hit.position for p in (p1, p2, p3, p4)] == [1, 1, 2, 2]
+
+    done = p1.answer()
+    assert done.status_code == 302
+    assert done["Location"] == f"{server.base}/submissions/complete?cc={prolific_services.completion_code(batch)}"
+    p1.complete()
+    p2.answer(override={"g1": "f"})  # fails the check question
+    p2.complete()
+    server.set_status(p3.session, "RETURNED")  # gives up before answering
+    p4.answer()
+    p4.complete()
+    # A second submit of the same page is not stored twice: the participant goes back to the code.
+    again = p1.browser.post(p1.arrival["Location"], answers_for(p1.assignment))
+    assert again.status_code == 302 and "cc=" in again["Location"]
+
+    server.faults["list_submissions"] = ["throttle", "error"]
+    server.faults["transition_submission"] = ["lose_response"]
+    result = services.sync_batch(batch, provider)
+
+    found = result.prolific
+    assert (found.submissions, found.approved, found.rejected, found.freed) == (4, 2, 1, 1)
+    statuses = {s["participant_id"]: s["status"] for s in server.submissions.values()}
+    assert statuses == {"PID1": "APPROVED", "PID2": "REJECTED", "PID3": "RETURNED", "PID4": "APPROVED"}
+    category, message = server.submissions[p2.session]["rejection"]
+    assert category == "FAILED_CHECK" and len(message) >= 100
+    assert '"who was the first king of france" is Male, you answered Female' in message
+    assert p3.assignment.status == Assignment.Status.ABANDONED
+    # The bonus was paid once to each approved participant.
+    assert sorted((pid, amount) for _, pid, amount in server.payments) == [
+        ("PID1", Decimal("0.25")),
+        ("PID4", Decimal("0.25")),
+    ]
+    assert 0.5 in sleeps  # the 502 was retried after a back-off
+
+    # The freed places (rejected, returned) are taken by newcomers; one completes without answering.
+    p5 = Participant(server, study_id, "PID5", client_class)
+    p6 = Participant(server, study_id, "PID6", client_class)
+    assert {p5.assignment.hit.position, p6.assignment.hit.position} == {1, 2}
+    p5.complete()
+    p6.answer()
+    p6.complete()
+    second = services.sync_batch(batch, provider).prolific
+    assert (second.approved, second.rejected) == (1, 1)
+    assert server.submissions[p5.session]["rejection"][0] == "NO_DATA"
+    assert p5.assignment.status == Assignment.Status.REJECTED
+
+    # The group P5 left unfinished gets a place again, and P7 finishes the batch.
+    assert server.studies[study_id]["total_available_places"] >= 5
+    p7 = Participant(server, study_id, "PID7", client_class)
+    assert p7.assignment.hit == p5.assignment.hit
+    p7.answer()
+    p7.complete()
+    third = services.sync_batch(batch, provider)
+    assert third.completed and Batch.objects.get(pk=batch.pk).status == Batch.Status.COMPLETED
+
+    judgments = Judgment.objects.filter(assignment__hit__batch=batch).count()
+    assert judgments == 5 * 4  # five answered pages of 4 queries, each stored once
+    payments = len(server.payments)
+    assert payments == 4
+    services.sync_batch(batch, provider)
+    assert Judgment.objects.filter(assignment__hit__batch=batch).count() == judgments
+    assert len(server.payments) == payments
+
+
+def test_a_bonus_whose_payment_lost_its_answer_is_never_paid_twice(server, provider, batch, client_class):
+    _publish(batch, provider)
+    p1 = Participant(server, batch.hit_type_id, "PID1", client_class)
+    p1.answer()
+    p1.complete()
+    server.faults["pay_bonuses"] = ["lose_response"]
+
+    first = services.sync_batch(batch, provider).prolific
+    assert (first.bonuses_paid, first.bonuses_unconfirmed) == (0, 1)
+    assert len(server.payments) == 1  # Prolific did pay
+
+    second = services.sync_batch(batch, provider).prolific
+    assert second.bonuses_unconfirmed == 1
+    assert len(server.payments) == 1  # not paid a second time
+    assert server.calls.count("pay_bonuses") == 1
+
+    assert prolific_services.confirm_bonuses(batch, paid=True) == 1
+    assert Bonus.objects.get().paid
+    assert services.sync_batch(batch, provider).prolific.bonuses_unconfirmed == 0
+
+
+def test_escalation_adds_places_once_whatever_the_retries(server, provider, batch):
+    _publish(batch, provider)
+    hit = batch.hits.get(position=1)
+    hit.max_assignments = 3
+    hit.save()
+    server.faults["update_study"] = ["lose_response"]
+    provider.add_assignments(hit, 1, "token-1")
+    provider.add_assignments(hit, 1, "token-1")
+    assert server.studies[batch.hit_type_id]["total_available_places"] == 5
+
+
+def test_the_arrival_page_refuses_links_of_other_studies_and_other_browsers(server, provider, batch, client_class):
+    _publish(batch, provider)
+    path = reverse("annotation:prolific-start", args=[batch.name])
+    wrong = client_class().get(path, {"PROLIFIC_PID": "PID9", "STUDY_ID": "another", "SESSION_ID": "s9"})
+    assert wrong.status_code == 400 and b"another Prolific study" in wrong.content
+    missing = client_class().get(path, {"STUDY_ID": batch.hit_type_id})
+    assert missing.status_code == 400 and b"incomplete" in missing.content
+
+    p1 = Participant(server, batch.hit_type_id, "PID1", client_class)
+    stranger = client_class()
+    assert stranger.get(p1.arrival["Location"]).status_code == 403
+    # Coming back with the same session (e.g. a reload) gives the same HIT, not a second one.
+    again = p1.browser.get(f"{path}?PROLIFIC_PID=PID1&STUDY_ID={batch.hit_type_id}&SESSION_ID={p1.session}")
+    assert again["Location"] == p1.arrival["Location"]
+    assert Assignment.objects.filter(worker__identity__external_id="PID1").count() == 1
+
+
+def test_participant_groups_block_and_exclude_earlier_participants(server, provider, query_set, client_class):
+    first = _publish(make_prolific_batch(query_set, "first"), provider)
+    p1 = Participant(server, first.hit_type_id, "PID1", client_class)
+    Participant(server, first.hit_type_id, "PID2", client_class)
+    prolific_services.block_participant(Worker.objects.get(identity__external_id="PID2"), provider)
+    assert Worker.objects.get(identity__external_id="PID2").blocked
+
+    second = _publish(make_prolific_batch(query_set, "second", exclude_batches=["first"]), provider)
+    groups = {g["name"]: g for g in server.groups.values()}
+    assert groups["blocked participants"]["participants"] == {"PID2"}
+    assert groups["took part before second"]["participants"] == {"PID1", "PID2"}
+    blocklist = server.studies[second.hit_type_id]["filters"]
+    assert blocklist == [
+        {
+            "filter_id": "participant_group_blocklist",
+            "selected_values": [groups["blocked participants"]["id"], groups["took part before second"]["id"]],
+        }
+    ]
+    assert p1.assignment.hit.batch == first
+
+
+def test_cancelling_stops_the_study_once(server, provider, batch):
+    _publish(batch, provider)
+    services.cancel_batch(batch, provider)
+    assert server.studies[batch.hit_type_id]["status"] == "COMPLETED"
+    assert server.calls.count("transition_study") == 2  # publish, stop (once for two HIT groups)
+
+
+def test_a_wrong_token_is_a_clear_error(server, settings, batch):
+    bad = ProlificProvider(Prolific(settings.PROLIFIC_API_URL, "wrong", sleep=lambda s: None))
+    with pytest.raises(ProlificError, match="HTTP 401"):
+        services.publish_batch(batch, bad)
+
+
+def test_the_cost_calculator_and_the_documented_rate(server, provider, batch):
+    # Created with the documented academic rate: 4 places × ($0.90 + $0.30).
+    assert batch.cost["total"] == "4.80" and batch.cost["fee_rate"] == "0.333"
+    # Prolific's own calculator (the test server charges a third, rounded per place).
+    assert prolific_services.quote(batch, provider) == Decimal("4.80")
+
+
+@pytest.fixture
+def client_class():
+    from django.test import Client
+
+    return Client
+
+
+def test_publishing_needs_a_project_and_a_public_site_url(server, provider, batch, settings):
+    settings.PROLIFIC_PROJECT_ID = ""
+    with pytest.raises(ServiceError, match="PROLIFIC_PROJECT_ID"):
+        services.publish_batch(batch, provider)
+    settings.PROLIFIC_PROJECT_ID = PROJECT
+    settings.PROLIFIC_API_URL = "https://api.prolific.com/api/v1/"
+    with pytest.raises(ServiceError, match="public https address"):
+        services.publish_batch(batch, provider)
+    assert not server.studies
+
+
+def test_create_batch_command_takes_the_prolific_options(query_set, tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    gold = tmp_path / "gold.tsv"
+    gold.write_text("g1\twho was the first king of france\tmale\n")
+    out = StringIO()
+    call_command(
+        "create_batch", "--name", "cmd", "--queries", "gq", "--provider", "prolific", "--assignments", "2",
+        "--queries-per-hit", "3", "--reward", "0.90", "--gold", str(gold), "--gold-per-hit", "1",
+        "--estimated-minutes", "5", "--device", "desktop", "--device", "tablet", "--bonus", "0.20",
+        "--filter", "current-country-of-residence=1,2",
+        stdout=out,
+    )  # fmt: skip
+    batch = Batch.objects.get(name="cmd")
+    assert batch.provider_options == {
+        "estimated_minutes": 5,
+        "devices": ["desktop", "tablet"],
+        "filters": [{"filter_id": "current-country-of-residence", "selected_values": ["1", "2"]}],
+        "bonus": "0.20",
+    }
+    assert "4 assignments × ($0.90 reward + $0.30 fee) = $4.80" in out.getvalue()
+
+
+def test_publish_command_shows_prolifics_price_and_admin_command_settles_bonuses(server, batch, client_class):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    server.faults["create_study"] = []
+    out = StringIO()
+    call_command("publish_batch", batch.name, stdout=out, verbosity=0)
+    text = out.getvalue()
+    assert "Cost: 4 assignments × ($0.90 reward + $0.30 fee) = $4.80" in text
+    assert "Prolific's own price (fees and VAT of your account): $4.80" in text
+    batch.refresh_from_db()
+    assert server.studies[batch.hit_type_id]["status"] == "ACTIVE"
+
+    p1 = Participant(server, batch.hit_type_id, "PID1", client_class)
+    p1.answer()
+    p1.complete()
+    server.faults["pay_bonuses"] = ["lose_response"]
+    out = StringIO()
+    call_command("sync_batch", batch.name, stdout=out, verbosity=0)
+    assert "1 bonus payment(s) lost their answer" in out.getvalue()
+    out = StringIO()
+    call_command("prolific_admin", "confirm-bonuses", batch.name, "--paid", stdout=out)
+    assert "1 bonus payment(s) recorded as paid." in out.getvalue()
+
+    worker = p1.assignment.worker
+    call_command("prolific_admin", "block", worker.pseudonym, stdout=StringIO())
+    group = next(g for g in server.groups.values() if g["name"] == "blocked participants")
+    assert group["participants"] == {"PID1"}
+
+
+def test_the_client_honours_retry_after_backs_off_and_gives_up(server, settings):
+    sleeps = []
+    client = Prolific(settings.PROLIFIC_API_URL, TOKEN, sleep=sleeps.append, max_attempts=4)
+    server.studies["s1"] = {"id": "s1", "status": "ACTIVE", "total_available_places": 3}
+    server.faults["get_study"] = ["throttle:7", "error", "error"]
+    assert client.get_study("s1")["status"] == "ACTIVE"
+    assert sleeps == [7.0, 1.0, 2.0]  # Retry-After, then 0.5 s × 2^(attempt - 1) after attempts 2 and 3
+
+    server.faults["get_study"] = ["error"] * 4
+    with pytest.raises(ProlificError, match="HTTP 502 after 4 attempts"):
+        client.get_study("s1")
+
+
+def test_places_taken_with_a_made_up_session_are_freed_at_the_next_sync(server, provider, batch, client_class):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    _publish(batch, provider)
+    path = reverse("annotation:prolific-start", args=[batch.name])
+    forged = client_class().get(
+        path, {"PROLIFIC_PID": "NOBODY", "STUDY_ID": batch.hit_type_id, "SESSION_ID": "made-up"}
+    )
+    assert forged.status_code == 302
+    real = Participant(server, batch.hit_type_id, "PID1", client_class)
+    services.sync_batch(batch, provider)
+    # Within the grace period nothing is freed: a session may just be arriving.
+    assert Assignment.objects.get(provider_assignment_id="made-up").status == Assignment.Status.ASSIGNED
+    Assignment.objects.update(accepted_at=timezone.now() - dt.timedelta(minutes=11))
+    assert services.sync_batch(batch, provider).prolific.freed == 1
+    assert Assignment.objects.get(provider_assignment_id="made-up").status == Assignment.Status.ABANDONED
+    assert real.assignment.status == Assignment.Status.ASSIGNED  # Prolific knows this one

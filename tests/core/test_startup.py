@@ -1,0 +1,54 @@
+"""Start-up stays light: loading the apps and the URLconf imports no heavy library.
+
+Heavy libraries are imported where they are used (services' functions, pure modules),
+so web workers, Celery workers and commands start as fast as Django itself. This is a
+module-presence check in a fresh interpreter, not a timing.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ["scipy", "matplotlib", "polars", "pyarrow", "boto3", "botocore", "pandas", "numpy", "krippendorff", "tqdm"]
+
+PROBE = """
+import importlib, json, os, sys
+import django
+django.setup()
+from django.urls import get_resolver
+
+def walk(patterns):
+    for p in patterns:
+        if hasattr(p, "url_patterns"):
+            walk(p.url_patterns)
+        else:
+            p.callback
+walk(get_resolver().url_patterns)
+for app in ("core", "pooling", "annotation", "metrics"):
+    for module in ("admin", "api", "serializers", "forms", "views", "models", "services", "selectors"):
+        try:
+            importlib.import_module(f"{app}.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{app}.{module}":
+                raise
+print(json.dumps(sorted(m for m in HEAVY if m in sys.modules)))
+"""
+
+
+def test_loading_apps_and_urls_imports_no_heavy_library():
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(ROOT)}
+    probe = f"HEAVY = {HEAVY!r}\n" + PROBE
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_every_system_check_passes_including_the_ones_commands_leave_out(capsys):
+    """Commands skip the web checks (core.cli.ProjectCommand); the suite runs them all."""
+    call_command("check", fail_level="WARNING")
+    assert "no issues" in capsys.readouterr().out

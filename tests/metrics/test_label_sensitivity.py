@@ -1,0 +1,283 @@
+"""Label sensitivity: label sets by hand, ranking changes by hand, and majority/drop == bias_report."""
+
+import csv
+import io
+import math
+from decimal import Decimal
+
+import numpy as np
+import pandas as pd
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from annotation import services as annotation_services
+from core.models import Job
+from metrics import sensitivity, services
+from metrics.models import Result
+from pooling.models import QuerySet, Run
+
+
+def frame(rows):
+    return pd.DataFrame(rows, columns=["item", "worker", "label"])
+
+
+# Items: A n n n (unanimous); B n n f (2/3); C n f (tie, disputed); D f f m; E n (one vote: too few).
+ROWS = [("A", w, "n") for w in "123"] + [("B", "1", "n"), ("B", "2", "n"), ("B", "3", "f")]
+ROWS += [("C", "1", "n"), ("C", "2", "f"), ("D", "1", "f"), ("D", "2", "f"), ("D", "3", "m"), ("E", "3", "n")]
+
+
+def test_non_gendered_sets_by_hand():
+    labels = sensitivity.aggregated_labels(frame(ROWS), min_votes=2)
+    assert list(labels["majority"].index[labels["majority"]["disputed"]]) == ["C", "E"]
+    sets = sensitivity.non_gendered_sets(labels, adjudicated={"C": "n", "D": "n"}, threshold=0.9)
+    assert sets[("majority", "drop")] == ["A", "B"]
+    assert sets[("majority", "aggregation")] == ["A", "B"]  # majority has no label for disputed queries
+    # C is disputed and adjudicated n; D is not disputed, so its adjudication is not used.
+    assert sets[("majority", "adjudicated")] == ["A", "B", "C"]
+    assert sets[("majority", "confident")] == ["A"]  # vote shares: A 1, B 2/3
+    # Wawa: skills 1 → 1 (A, B, D agree), 2 → 1, 3 → 1/3 (A agrees; B, D not). C: n (1) vs f (1) ties;
+    # E: worker 3 alone says n (weight 1/3, share 1).
+    wawa = labels["wawa"]
+    assert wawa.loc["C", "label"] is None
+    assert wawa.loc["B", "confidence"] == pytest.approx(2 / (2 + 1 / 3))
+    assert sets[("wawa", "drop")] == ["A", "B"]
+    assert sets[("wawa", "aggregation")] == ["A", "B", "E"]
+    assert sets[("wawa", "confident")] == ["A", "E"]
+    # Dawid-Skene labels every item; E's single "n" makes it n.
+    assert labels["dawid-skene"].loc["E", "label"] == "n"
+    assert "E" in sets[("dawid-skene", "aggregation")] and "E" not in sets[("dawid-skene", "drop")]
+    with pytest.raises(ValueError, match="threshold"):
+        sensitivity.non_gendered_sets(labels, threshold=1.5)
+
+
+def test_ranking_changes_by_hand():
+    rows = []
+    for aggregation, policy, values in [
+        ("majority", "drop", {"a": 0.1, "b": 0.2, "c": 0.3}),
+        ("wawa", "drop", {"a": 0.1, "b": 0.2, "c": 0.3}),
+        ("wawa", "confident", {"a": 0.3, "b": 0.2, "c": 0.1}),
+        ("dawid-skene", "drop", {"a": 0.2, "b": 0.1, "c": 0.3}),
+    ]:
+        for run, value in values.items():
+            rows.append((aggregation, policy, run, "RaB", "tf", 10, value, value, value, 5))
+    table = pd.DataFrame(rows, columns=sensitivity.CSV_COLUMNS)
+    changes = sensitivity.ranking_changes(table).set_index(["aggregation", "disputed"])
+    assert changes.loc[("wawa", "drop"), "kendall_tau"] == pytest.approx(1.0)
+    assert changes.loc[("wawa", "drop"), "swapped"] == ""
+    assert changes.loc[("wawa", "confident"), "kendall_tau"] == pytest.approx(-1.0)
+    assert changes.loc[("wawa", "confident"), "swapped"] == "a<b → b<a; a<c → c<a; b<c → c<b"
+    # one discordant pair of three: tau = (2 - 1) / 3
+    assert changes.loc[("dawid-skene", "drop"), "kendall_tau"] == pytest.approx(1 / 3)
+    assert changes.loc[("dawid-skene", "drop"), "swapped"] == "a<b → b<a"
+
+
+# --- a batch over the metrics world (queries 1, 2, 3; runs a, b, c) -------------------------------
+
+# Answers of three annotators: q1 n n f (majority n), q2 n n n, q3 n f m (disputed).
+ANSWERS = {"ann-a": {"1": "n", "2": "n", "3": "n"}, "ann-b": {"1": "n", "2": "n", "3": "f"}}
+ANSWERS["ann-c"] = {"1": "f", "2": "n", "3": "m"}
+
+
+@pytest.fixture
+def batch(world, settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    options = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 3, "reward": Decimal("0.05")}
+    batch = annotation_services.create_batch(
+        "sens", annotation_services.BatchSettings(**options), query_set=QuerySet.objects.get(name="q")
+    )
+    annotation_services.publish_batch(batch)
+    for name, answers in ANSWERS.items():
+        user = annotation_services.create_annotator(name, password="pw-secret-123")
+        while (assignment := annotation_services.next_assignment(user, batch)) is not None:
+            fields = {
+                hq.field_name: answers[hq.batch_query.qid]
+                for hq in assignment.hit.hit_queries.select_related("batch_query")
+            }
+            annotation_services.submit_local_assignment(assignment, fields)
+    batch.refresh_from_db()
+    return batch
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("background", [None, "c"])
+def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, background):
+    annotation_services.export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
+    assert set(QuerySet.objects.get(name="ng").queries.values_list("qid", flat=True)) == {"1", "2"}
+    runs = [Run.objects.get(name=n) for n in ("a", "b", "c")]
+    background = Run.objects.get(name=background) if background else None
+    report_settings = services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=200, seed=3)
+    report = services.build_report(
+        "ng-report", QuerySet.objects.get(name="ng"), runs, report_settings, background=background, bar=False
+    )
+    result = services.label_sensitivity(batch, runs, report_settings, background=background, bar=False)
+    table = result.table
+    base = table[(table["aggregation"] == "majority") & (table["disputed"] == "drop")]
+    stored = {
+        (r.run.name, r.metric, r.variant, r.cutoff): r
+        for r in Result.objects.filter(report=report).select_related("run")
+    }
+    assert len(base) == len(stored) == 3 * 14
+    for row in base.itertuples(index=False):
+        expected = stored[(row.run, row.metric, row.variant, row.cutoff)]
+        assert row.value == expected.value or (math.isnan(row.value) and expected.value is None)
+        assert row.ci_low == expected.ci_low and row.ci_high == expected.ci_high
+        assert row.n_queries == expected.queries
+    # Dawid-Skene labels the disputed query 3 as well; "aggregation" adds it only if that label is n.
+    assert result.set_sizes[("majority", "drop")] == 2
+    assert result.set_sizes[("majority", "confident")] == 1  # only q2 is unanimous
+    confident = table[(table["aggregation"] == "majority") & (table["disputed"] == "confident")]
+    assert set(confident["n_queries"]) == {1}
+    assert set(result.rankings.columns) >= {"kendall_tau", "swapped"}
+
+
+@pytest.mark.django_db
+def test_adjudicated_policy_reads_the_researchers_rulings(batch, django_user_model):
+    """The selector is real now (annotation.selectors.adjudicated_labels): a ruling that the
+    disputed query 3 is non-gendered adds it under ``adjudicated`` for every aggregation; a
+    ruling on an undisputed query does not change any set (the policy settles disputes only)."""
+    runs = [Run.objects.get(name=n) for n in ("a", "b")]
+    report_settings = services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=20)
+    before = services.label_sensitivity(batch, runs, report_settings, bar=False)
+    assert before.set_sizes[("majority", "adjudicated")] == 2
+    researcher = django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True)
+    annotation_services.adjudicate(batch, "3", "n", "asks about no one in particular", researcher)
+    annotation_services.adjudicate(batch, "1", "f", "a ruling on an undisputed query", researcher)
+    after = services.label_sensitivity(batch, runs, report_settings, bar=False)
+    for aggregation in sensitivity.AGGREGATIONS:
+        assert after.set_sizes[(aggregation, "adjudicated")] == after.set_sizes[(aggregation, "drop")] + 1
+    assert after.set_sizes[("majority", "drop")] == before.set_sizes[("majority", "drop")] == 2
+    table = after.table
+    adjudicated = table[
+        (table["aggregation"] == "majority") & (table["disputed"] == "adjudicated") & (table["run"] == "a")
+    ]
+    assert set(adjudicated["n_queries"]) == {3}  # run a ranks all three queries
+
+
+def test_sensitivity_csvs_go_through_the_spreadsheet_writer():
+    """Run names a spreadsheet would evaluate are neutralised; values stay numbers, NaN is empty."""
+    from metrics.formatting import rankings_csv, sensitivity_csv
+
+    table = pd.DataFrame(
+        [("majority", "drop", "=evil()", "RaB", "tf", 10, -0.25, -0.5, float("nan"), 3)],
+        columns=sensitivity.CSV_COLUMNS,
+    )
+    assert sensitivity_csv(table).splitlines()[1] == "majority,drop,'=evil(),RaB,tf,10,-0.25,-0.5,,3"
+    rankings = sensitivity.ranking_changes(table)
+    assert rankings_csv(rankings).splitlines()[1] == "majority,drop,RaB,tf,10,1,,"
+
+
+@pytest.mark.django_db
+def test_label_sensitivity_command_writes_table_rankings_and_plot(batch, tmp_path):
+    out, rankings, plot = tmp_path / "s.csv", tmp_path / "r.csv", tmp_path / "s.png"
+    stdout = io.StringIO()
+    call_command(
+        "label_sensitivity",
+        "sens",
+        runs="a,b,c",
+        cutoffs="1,2",
+        out=str(out),
+        rankings=str(rankings),
+        plot=str(plot),
+        bootstrap=50,
+        verbosity=0,
+        stdout=stdout,
+    )
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert list(rows[0]) == sensitivity.CSV_COLUMNS
+    assert {(r["aggregation"], r["disputed"]) for r in rows} >= {("majority", "drop"), ("dawid-skene", "drop")}
+    assert {r["run"] for r in rows} == {"a", "b", "c"}
+    assert {r["metric"] for r in rows} == {"RaB", "ARaB", "NFaiRR", "TExFAIR"}
+    assert rankings.read_text().startswith("aggregation,disputed,metric,variant,cutoff,runs,kendall_tau,swapped\n")
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = stdout.getvalue()
+    assert "Non-gendered queries per aggregation / disputed policy" in text
+    assert "majority     drop              2" in text
+
+
+@pytest.mark.django_db
+def test_label_sensitivity_command_errors(batch, tmp_path):
+    with pytest.raises(CommandError, match="no batch named 'nope'"):
+        call_command("label_sensitivity", "nope", runs="a", out=str(tmp_path / "x.csv"), verbosity=0)
+    with pytest.raises(CommandError, match="unknown run"):
+        call_command("label_sensitivity", "sens", runs="a,zz", out=str(tmp_path / "x.csv"), verbosity=0)
+    with pytest.raises(CommandError, match="threshold"):
+        call_command("label_sensitivity", "sens", runs="a", threshold=2, out=str(tmp_path / "x.csv"), verbosity=0)
+    assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.django_db
+def test_label_sensitivity_page_runs_a_job_and_shows_table_and_plot(
+    batch, client, django_user_model, django_capture_on_commit_callbacks
+):
+    staff = django_user_model.objects.create_user("boss", password="pw-secret-123", is_staff=True)
+    plain = django_user_model.objects.create_user("someone", password="pw-secret-123")
+    url = reverse("metrics:label-sensitivity")
+    data = {"batch": "sens", "runs": "a,b", "cutoffs": "1,2", "bootstrap": "20", "threshold": "0.9"}
+    client.force_login(plain)
+    assert client.get(url).status_code in (302, 403)
+    assert client.post(url, data).status_code in (302, 403)
+    assert not Job.objects.exists()
+    client.force_login(staff)
+    assert client.get(url).status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, data)
+    job = Job.objects.get(kind="label-sensitivity")
+    assert response.status_code == 302 and response["Location"] == reverse("core:job-detail", args=[job.pk])
+    assert job.status == Job.Status.DONE, job.message
+    assert job.result["url"] == f"{url}?job={job.pk}"
+    assert job.result["set_sizes"]["majority/drop"] == 2
+    page = client.get(job.result["url"])
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert "data:image/png;base64," in body and "majority/drop" in body and "Kendall" in body
+    assert client.get(job.result["url"] + "&cutoff=1").status_code == 200
+    assert client.get(job.result["url"] + "&cutoff=7").status_code == 404
+    bad = client.post(url, {**data, "runs": "zz"})
+    assert bad.status_code == 400 and "unknown run(s): zz" in bad.content.decode()
+    assert client.post(url, {**data, "batch": "nope"}).status_code == 400
+
+
+@pytest.mark.django_db
+def test_label_sensitivity_api(batch, client, django_user_model):
+    staff = django_user_model.objects.create_user("boss", password="pw-secret-123", is_staff=True)
+    plain = django_user_model.objects.create_user("someone", password="pw-secret-123")
+    api = reverse("metrics-api-label-sensitivity")
+    params = {"batch": "sens", "runs": "a,b", "cutoffs": "1,2", "bootstrap": "20"}
+    client.force_login(plain)
+    assert client.get(api, params).status_code == 403
+    client.force_login(staff)
+    data = client.get(api, params).json()
+    assert data["batch"] == "sens" and data["runs"] == ["a", "b"]
+    assert {"aggregation", "disputed", "run", "metric", "cutoff", "value", "ci_low", "ci_high", "n_queries"} <= set(
+        data["rows"][0]
+    )
+    assert data["set_sizes"]["majority/drop"] == 2
+    bad = client.get(api, {"batch": "sens", "runs": "zz"})
+    assert bad.status_code == 400 and "zz" in bad.json()["detail"]
+    missing = client.get(api, {"batch": "nope", "runs": "a"})
+    assert missing.status_code == 404 and "detail" in missing.json()
+    assert np.isfinite([r["value"] for r in data["rows"] if r["metric"] == "RaB"]).all()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django_user_model):
+    django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
+    login("researcher")
+    page.goto(reverse("metrics:report-list"))
+    page.get_by_role("link", name="label sensitivity").click()
+    page.get_by_label("Batch").fill("sens")
+    page.get_by_label("Runs").fill("a,b,c")
+    page.get_by_label("Cutoffs").fill("1,2")
+    page.get_by_label("Bootstrap").fill("20")
+    page.get_by_role("button", name="Compute").click()
+
+    # The job page polls until the (eager) task is done and links to the result.
+    page.get_by_role("link", name="Open the result").click()
+    assert "majority/drop" in page.locator("#set-sizes").inner_text()
+    image = page.locator("img[alt^='Bias of every run']")
+    image.scroll_into_view_if_needed()
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+    page.get_by_role("link", name="@1").click()
+    assert "At cutoff 1" in page.get_by_role("heading", name="At cutoff 1").inner_text()

@@ -1,0 +1,21 @@
+"""Test environment: what a deployment sets, set before Django reads its settings.
+
+Loaded with ``-p tests.pytest_environment`` (pyproject's addopts) so it runs before
+pytest-django configures Django. Production settings refuse to start without secrets and
+redirect plain HTTP to HTTPS; the test client speaks plain HTTP, so the suite runs with
+debug off (as in production) and those two relaxations, which an operator behind a TLS
+proxy would also choose. Values already in the environment win, and subprocesses that
+tests start (manage.py, Celery workers) inherit the same environment.
+"""
+
+import os
+
+TEST_ENVIRONMENT = {
+    "DJANGO_SECRET_KEY": "test-only-secret-key-not-for-production-0123456789abcdef",
+    "WORKER_PSEUDONYM_KEY": "test-only-pseudonym-key-0123456789abcdef",
+    "DJANGO_SECURE_SSL_REDIRECT": "0",
+    "DJANGO_SECURE_COOKIES": "0",
+}
+
+for _name, _value in TEST_ENVIRONMENT.items():
+    os.environ.setdefault(_name, _value)
