@@ -6,18 +6,23 @@ cookies (session, CSRF) and one keep-alive connection. Each step is timed. The l
 benchmark (``manage.py benchmark_load``) runs many of them at once; the fault tests use
 one per annotator while PostgreSQL restarts.
 
-A submission is *accepted* only when the site answers with its redirect to the next HIT
-and no error message; a refusal (``this HIT was already submitted``) comes as the same
-redirect with a message cookie, and anything else (a 5xx, a dropped connection) is an
-error.
+A submission is *accepted* when the site answers with a redirect whose newest message
+(Django's signed ``messages`` cookie, read here without its key) is a success ("your
+answers were recorded") or a warning (recorded, but a gold question failed); a refusal
+("You already submitted that HIT", or an error) is an info or error message on the same
+redirect; anything else (a 5xx, a dropped connection) is an error. Messages are dropped
+once read, as a page showing them would.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
+import json
 import random
 import re
 import time
+import zlib
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode, urlsplit
@@ -26,8 +31,32 @@ _CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 _QUESTION = re.compile(r'<input type="radio" name="(q-\d+)"')
 _ASSIGNMENT = re.compile(r"/annotation/assignments/(\d+)/$")
 LABELS = ("n", "f", "m", "o")
+#: Django's message levels that mean the answers were stored (SUCCESS, WARNING).
+STORED_LEVELS = (25, 30)
 #: A kept-alive connection idle this long is replaced (gunicorn closes idle ones after 2 s).
 _IDLE_SECONDS = 1.0
+
+
+def newest_message_level(cookie: str) -> int | None:
+    """Level of the newest message in a Django ``messages`` cookie (``None`` if none or unreadable).
+
+    The value is ``[.]base64(json):timestamp:signature`` (a leading dot: zlib-compressed),
+    as ``django.core.signing.TimestampSigner.sign_object`` writes it (base64 has no colon); the JSON lists
+    ``["__json_message", safe, level, text, ...]``. The signature is not checked: the
+    site is trusted, the level is only read.
+    """
+    payload = cookie.split(":", 1)[0]
+    compressed = payload.startswith(".")
+    payload = payload.lstrip(".")
+    try:
+        data = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+        if compressed:
+            data = zlib.decompress(data)
+        messages = json.loads(data)
+    except (ValueError, zlib.error):
+        return None
+    found = [m for m in messages if isinstance(m, list) and m[:1] == ["__json_message"]]
+    return int(found[-1][2]) if found else None
 
 
 class SiteError(Exception):
@@ -180,7 +209,8 @@ class VirtualAnnotator:
             answer = self.request("POST", hit.path, form)
             if answer.status != 302:
                 raise SiteError("submit", f"{hit.path} answered {answer.status}")
-            refused = "messages" in answer.set_cookies and bool(answer.set_cookies["messages"].value)
-            return not refused
+            message = answer.set_cookies["messages"].value if "messages" in answer.set_cookies else ""
+            self.cookies.pop("messages", None)  # read, as a page showing it would
+            return newest_message_level(message) in STORED_LEVELS
 
         return self._timed("submit", work)

@@ -54,3 +54,22 @@ def test_benchmark_load_refuses_a_database_with_real_batches(local_batch):
 def test_benchmark_load_refuses_non_positive_options():
     with pytest.raises(CommandError, match="--annotators must be positive"):
         call_command("benchmark_load", "--annotators", "0")
+
+
+@pytest.mark.parametrize("count", [1, 40])  # 40: long enough to be compressed
+def test_newest_message_level_reads_djangos_messages_cookie(count):
+    from django.contrib.messages import constants
+    from django.contrib.messages.storage.base import Message
+    from django.contrib.messages.storage.cookie import CookieStorage
+    from django.test import RequestFactory
+
+    from annotation.virtual_annotator import newest_message_level
+
+    messages = [Message(constants.SUCCESS, "Thank you: your answers were recorded.")] * count
+    messages.append(Message(constants.INFO, "You already submitted that HIT."))
+    cookie = CookieStorage(RequestFactory().get("/"))._encode(messages)  # what the site sets
+    if count > 1:
+        assert cookie.startswith(".")  # the compressed form is read too
+    assert newest_message_level(cookie) == constants.INFO
+    assert newest_message_level("") is None
+    assert newest_message_level("not-base64!:sig") is None

@@ -91,7 +91,7 @@ def test_a_postgres_restart_during_submissions_leaves_no_success_unrecorded(
         threads = [threading.Thread(target=_annotate, args=(c, outcomes, stop), daemon=True) for c in clients]
         for thread in threads:
             thread.start()
-        wait_until(lambda: sum(o.accepted is True for o in outcomes) >= 2 * ANNOTATORS, 30, "work before the restart")
+        wait_until(lambda: sum(o.accepted is True for o in outcomes) >= 2 * ANNOTATORS, 90, "work before the restart")
 
         postgres.restart()
         restarted = time.monotonic()
@@ -101,7 +101,7 @@ def test_a_postgres_restart_during_submissions_leaves_no_success_unrecorded(
             after = {o.annotator for o in list(outcomes) if o.accepted and o.at > restarted}
             return after == set(names)
 
-        wait_until(everyone_recovered, 30, "every annotator to get a submission accepted after the restart")
+        wait_until(everyone_recovered, 60, "every annotator to get a submission accepted after the restart")
         stop.set()
         for thread in threads:
             thread.join(30)
