@@ -42,7 +42,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason=f"fault tests need {', '.join(REQUIRED)} on PostgreSQL (bin/test sets them)")
     for item in items:
-        if "faults" in item.keywords:
+        if item.get_closest_marker("faults") is not None:
             item.add_marker(skip)
 
 
