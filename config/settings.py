@@ -113,7 +113,15 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 
 _SQLITE_DEFAULT = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
-DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL", _SQLITE_DEFAULT), conn_max_age=0)}
+# A connection broken by a database restart is noticed before use and replaced
+# (CONN_HEALTH_CHECKS), so the site and the workers recover without being restarted.
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", _SQLITE_DEFAULT),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
+        conn_health_checks=True,
+    )
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     #: Django's backend, creating the database's folder when it first opens the file (core.sqlite).
     DATABASES["default"]["ENGINE"] = "core.sqlite"
@@ -187,8 +195,25 @@ IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 2 * 1024**3, minimu
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
+# At-least-once delivery (core.tasks makes a second delivery harmless): a message is
+# acknowledged after its task ran; a worker process killed mid-task puts it back at once;
+# Redis hands an unacknowledged message out again after the visibility timeout; a worker
+# reserves one message at a time.
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A broker blip does not cancel running jobs; if their acknowledgement is lost, the
+# redelivery finds the job done and does nothing.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+#: A running job's worker stamps Job.heartbeat this often (seconds) ...
+JOB_HEARTBEAT_SECONDS = env_float("JOB_HEARTBEAT_SECONDS", 10, minimum=0.1)
+#: ... and is taken for gone when it has not for this long: another delivery may take the job over.
+JOB_LEASE_SECONDS = env_float("JOB_LEASE_SECONDS", 60, minimum=0.1)
+#: The sweeper sends a pending job again when no broker holds its message this long after it was sent.
+JOB_SWEEP_AFTER_SECONDS = env_float("JOB_SWEEP_AFTER_SECONDS", 120, minimum=0.1)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
 

@@ -23,12 +23,27 @@ class Job(models.Model):
     result = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+    # How the work is delivered (core.tasks): the Celery task and its arguments after the
+    # job's id, so the sweeper can send it again; the id of the last message sent and when;
+    # how many deliveries claimed it; who holds it ("host:pid") and when it last said so.
+    task = models.CharField(max_length=200, blank=True)
+    arguments = models.JSONField(default=list, blank=True)
+    message_id = models.CharField(max_length=64, blank=True)
+    queued = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} ({self.status})"
+
+    @property
+    def redelivered(self) -> bool:
+        """Whether an earlier delivery claimed this job and died: its work may be partly or wholly done."""
+        return self.attempts > 1
 
     @property
     def fraction(self) -> float | None:

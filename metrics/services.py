@@ -23,10 +23,10 @@ from django.db import transaction
 
 from core.errors import ServiceError
 from core.files import write_parquet_atomic
-from core.jobs import create_job
 from core.models import Job
 from core.names import validate_name
 from core.storage import cache_dir
+from core.tasks import start_job
 from pooling.analysis import check_same_collection
 from pooling.models import QuerySet, Run
 from pooling.services import document_counts_for, register_wordlist, run_frame, top_rankings
@@ -328,9 +328,10 @@ def start_report(
     """Build a report as a Celery task once the caller's transaction commits; returns its Job."""
     from .tasks import build_report_task
 
-    job = create_job("report", f"Report {name}")
-    build_report_task.delay_on_commit(
-        job.pk,
+    return start_job(
+        build_report_task,
+        "report",
+        f"Report {name}",
         name,
         query_set.pk,
         [run.pk for run in runs],
@@ -338,7 +339,6 @@ def start_report(
         background.pk if background else None,
         baseline.pk if baseline else None,
     )
-    return job
 
 
 # --- label sensitivity ---------------------------------------------------------------------
@@ -451,13 +451,13 @@ def start_label_sensitivity(
     from .tasks import label_sensitivity_task
 
     report_settings.validate()
-    job = create_job("label-sensitivity", f"Label sensitivity of {batch.name}")
-    label_sensitivity_task.delay_on_commit(
-        job.pk,
+    return start_job(
+        label_sensitivity_task,
+        "label-sensitivity",
+        f"Label sensitivity of {batch.name}",
         batch.pk,
         [run.pk for run in runs],
         asdict(report_settings),
         threshold,
         background.pk if background else None,
     )
-    return job

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.errors import ServiceError
-from core.jobs import create_job
 from core.models import Job
 from pooling.models import Collection, Run, WordList
 
@@ -91,20 +90,22 @@ def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str
 
 def start_crbo(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P) -> Job:
     """Measure CRBO as a Celery task once the caller's transaction commits; returns its Job."""
+    from core.tasks import start_job
+
     from .tasks import crbo_task
 
-    job = create_job(CRBO_KIND, f"CRBO of {run.name} against {counterfactual_run.name}")
-    crbo_task.delay_on_commit(job.pk, run.pk, counterfactual_run.pk, depth, p)
-    return job
+    description = f"CRBO of {run.name} against {counterfactual_run.name}"
+    return start_job(crbo_task, CRBO_KIND, description, run.pk, counterfactual_run.pk, depth, p)
 
 
 def start_preference(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> Job:
     """Measure variant preference as a Celery task once the caller's transaction commits."""
+    from core.tasks import start_job
+
     from .tasks import preference_task
 
-    job = create_job(PREFERENCE_KIND, f"Variant preference of {run.name}")
-    preference_task.delay_on_commit(job.pk, run.pk, separator, list(versions))
-    return job
+    description = f"Variant preference of {run.name}"
+    return start_job(preference_task, PREFERENCE_KIND, description, run.pk, separator, list(versions))
 
 
 COUNTERFACTUAL_KIND = "metrics.counterfactual"
@@ -148,10 +149,12 @@ def start_counterfactual_collection(
     collection: Collection, name: str, *, wordlist: WordList | None = None, her: str = "his"
 ) -> Job:
     """Write and register the counterfactual collection as a Celery task; returns its Job."""
+    from core.tasks import start_job
+
     from .tasks import counterfactual_collection_task
 
-    job = create_job(COUNTERFACTUAL_KIND, f"Counterfactual of {collection.name} as {name}")
-    counterfactual_collection_task.delay_on_commit(
-        job.pk, collection.pk, name, wordlist.pk if wordlist is not None else None, her
+    description = f"Counterfactual of {collection.name} as {name}"
+    wordlist_id = wordlist.pk if wordlist is not None else None
+    return start_job(
+        counterfactual_collection_task, COUNTERFACTUAL_KIND, description, collection.pk, name, wordlist_id, her
     )
-    return job

@@ -21,11 +21,11 @@ from django.db import transaction
 from core.db import insert_rows
 from core.errors import InputError, ServiceError, Skipped
 from core.files import file_sha256, write_parquet_atomic
-from core.jobs import create_job
 from core.models import Job
 from core.names import validate_name
 from core.progress import Progress
 from core.storage import cache_dir, staging_path
+from core.tasks import start_job
 
 from .analysis import check_at_least_one, check_magnitude, check_same_collection, check_tokenizer
 from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run, ScanChunk, WordList
@@ -293,9 +293,16 @@ def start_import(
     validate_name(name, IMPORT_KINDS[kind])
     from .tasks import import_task
 
-    job = create_job("import", f"Import {IMPORT_KINDS[kind]} {name} from {file_name or Path(path).name}")
-    import_task.delay_on_commit(job.pk, kind, str(path), name, dict(options), uploaded)
-    return job
+    return start_job(
+        import_task,
+        "import",
+        f"Import {IMPORT_KINDS[kind]} {name} from {file_name or Path(path).name}",
+        kind,
+        str(path),
+        name,
+        dict(options),
+        uploaded,
+    )
 
 
 # --- word lists and counts -------------------------------------------------------------
@@ -562,9 +569,10 @@ def start_pool(
     """
     from .tasks import build_pool_task
 
-    job = create_job("pool", f"Pool {name}")
-    build_pool_task.delay_on_commit(
-        job.pk,
+    return start_job(
+        build_pool_task,
+        "pool",
+        f"Pool {name}",
         name,
         query_set.pk,
         [run.pk for run in runs],
@@ -572,7 +580,6 @@ def start_pool(
         wordlist_path,
         wordlist.pk if wordlist is not None else None,
     )
-    return job
 
 
 def write_query_file(query_set: QuerySet, path: str | Path) -> int:

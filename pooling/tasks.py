@@ -1,4 +1,8 @@
-"""Celery tasks of the pooling app: thin shells over services, reporting through a Job."""
+"""Celery tasks of the pooling app: thin shells over services, run as Jobs (:mod:`core.tasks`).
+
+``count_scan_chunk_task`` is the exception: one chunk of a split collection scan, not a
+Job; each ``ScanChunk`` is idempotent on its own (a done chunk is skipped).
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,17 @@ from django.urls import reverse
 
 from config.celery import app
 from core.errors import InputError, ServiceError
-from core.jobs import job_status
 from core.models import Job
+from core.tasks import job_task
 
 from . import services
-from .models import QuerySet, Run, WordList
+from .models import Pool, QuerySet, Run, WordList
 from .wordlists import load_wordlist
 
 
-@app.task
+@job_task
 def build_pool_task(
-    job_id: int,
+    job: Job,
     name: str,
     query_set_id: int,
     run_ids: list[int],
@@ -26,8 +30,9 @@ def build_pool_task(
     wordlist_path: str = "",
     wordlist_id: int | None = None,
 ) -> str:
-    job = Job.objects.get(pk=job_id)
-    with job_status(job):
+    # A redelivery after a crash may find the pool committed by the delivery that died.
+    pool = Pool.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
+    if pool is None:
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
         words = load_wordlist(wordlist_path) if wordlist_path else None
         if wordlist_id is not None:
@@ -41,8 +46,8 @@ def build_pool_task(
             job=job,
             bar=False,
         )
-        job.result = {"pool": pool.name, "url": reverse("pooling:pool-detail", args=[pool.name])}
-        job.message = f"Pooled {pool.queries.queries.count()} queries"
+    job.result = {"pool": pool.name, "url": reverse("pooling:pool-detail", args=[pool.name])}
+    job.message = f"Pooled {pool.queries.queries.count()} queries"
     return pool.name
 
 
@@ -53,24 +58,25 @@ def count_scan_chunk_task(chunk_id: int, collection_id: int, wordlist_id: int, t
     return chunk_id
 
 
-@app.task
-def import_task(job_id: int, kind: str, path: str, name: str, options: dict, uploaded: bool) -> str | None:
-    """Import one file; bad input or a refused request fails the job (no retry can fix it)."""
-    job = Job.objects.get(pk=job_id)
+@job_task(failures=(InputError, ServiceError, OSError))
+def import_task(job: Job, kind: str, path: str, name: str, options: dict, uploaded: bool) -> str:
+    """Import one file; bad input or a refused request fails the job (no retry can fix it).
+
+    Importing is idempotent (the same content is found already imported). An uploaded
+    file is removed when the import fails or finds its content already there, except on
+    a redelivery: the delivery that died may have imported this very file.
+    """
     job.result = {"form": reverse("pooling:import-create", args=[kind])}  # where to try again if it fails
     job.save(update_fields=["result"])
     keep = False
     try:
-        with job_status(job):
-            result = services.import_file(kind, path, name, options, job=job, bar=False)
-            keep = result.created
-            what = services.IMPORT_KINDS[kind]
-            job.message = f"{'Imported' if result.created else 'Already imported (unchanged)'}: {what} {name}"
-            if result.skipped:
-                job.message += f"; {len(result.skipped)} bad line(s) skipped, first: {result.skipped.errors[0]}"
-            job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}"}
-    except (InputError, ServiceError, OSError):
-        return None  # recorded on the job for the page and the API
+        result = services.import_file(kind, path, name, options, job=job, bar=False)
+        keep = result.created or job.redelivered
+        what = services.IMPORT_KINDS[kind]
+        job.message = f"{'Imported' if result.created else 'Already imported (unchanged)'}: {what} {name}"
+        if result.skipped:
+            job.message += f"; {len(result.skipped)} bad line(s) skipped, first: {result.skipped.errors[0]}"
+        job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}"}
     finally:
         if uploaded and not keep:
             Path(path).unlink(missing_ok=True)

@@ -1,15 +1,15 @@
-"""Publishing, syncing and escalating as Celery tasks, followed through a ``pooling.models.Job``.
+"""Publishing, syncing and escalating as Celery tasks, followed through a ``core.models.Job``.
 
-The task is queued with ``delay_on_commit``: it starts only once the caller's transaction
-has committed (so the worker sees the batch and the job), and runs in-process when no
-broker is configured (``CELERY_TASK_ALWAYS_EAGER``).
+``core.tasks.start_job`` sends the task only once the caller's transaction has committed
+(so the worker sees the batch and the job), and runs it in-process when no broker is
+configured (``CELERY_TASK_ALWAYS_EAGER``).
 """
 
 from __future__ import annotations
 
 from core.errors import StateError
-from core.jobs import create_job
 from core.models import Job
+from core.tasks import start_job
 
 from ..models import Batch
 
@@ -24,18 +24,14 @@ def start_publish(batch: Batch) -> Job:
     from ..tasks import publish_batch_task
 
     _require_status(batch, Batch.Status.DRAFT, Batch.Status.PUBLISHED)
-    job = create_job("annotation.publish", f"Publish {batch.name}")
-    publish_batch_task.delay_on_commit(job.pk, batch.pk)
-    return job
+    return start_job(publish_batch_task, "annotation.publish", f"Publish {batch.name}", batch.pk)
 
 
 def start_sync(batch: Batch, *, approve_all: bool = False) -> Job:
     from ..tasks import sync_batch_task
 
     _require_status(batch, Batch.Status.PUBLISHED, Batch.Status.COMPLETED, Batch.Status.CANCELLED)
-    job = create_job("annotation.sync", f"Sync {batch.name}")
-    sync_batch_task.delay_on_commit(job.pk, batch.pk, approve_all)
-    return job
+    return start_job(sync_batch_task, "annotation.sync", f"Sync {batch.name}", batch.pk, approve_all)
 
 
 def start_escalate(
@@ -44,6 +40,12 @@ def start_escalate(
     from ..tasks import escalate_batch_task
 
     _require_status(batch, Batch.Status.PUBLISHED, Batch.Status.COMPLETED)
-    job = create_job("annotation.escalate", f"Escalate {batch.name}")
-    escalate_batch_task.delay_on_commit(job.pk, batch.pk, max_assignments, confirmed_hits, until)
-    return job
+    return start_job(
+        escalate_batch_task,
+        "annotation.escalate",
+        f"Escalate {batch.name}",
+        batch.pk,
+        max_assignments,
+        confirmed_hits,
+        until,
+    )

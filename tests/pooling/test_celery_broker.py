@@ -4,10 +4,11 @@ import time
 
 import pytest
 from celery.contrib.testing.worker import start_worker
+from django.db import transaction
 
 from config.celery import app
-from core.jobs import create_job
 from core.models import Job
+from core.tasks import start_job
 from pooling.models import Pool, QuerySet, Run
 from pooling.tasks import build_pool_task
 
@@ -15,19 +16,22 @@ from pooling.tasks import build_pool_task
 @pytest.mark.broker
 @pytest.mark.django_db(transaction=True)
 def test_pool_task_runs_on_a_worker(world):
-    job = create_job("pool", "Pool via broker")
     runs = list(Run.objects.order_by("name").values_list("pk", flat=True))
     with start_worker(app, perform_ping_check=False, pool="solo", shutdown_timeout=30):
-        build_pool_task.delay(
-            job.pk,
-            "brokered",
-            QuerySet.objects.get(name="q").pk,
-            runs,
-            {"rank_cutoff": 2, "depth": 1, "magnitude": "tf", "tokenizer": "words"},
-        )
+        with transaction.atomic():
+            job = start_job(
+                build_pool_task,
+                "pool",
+                "Pool via broker",
+                "brokered",
+                QuerySet.objects.get(name="q").pk,
+                runs,
+                {"rank_cutoff": 2, "depth": 1, "magnitude": "tf", "tokenizer": "words"},
+            )
         deadline = time.monotonic() + 60
         while job.status not in (Job.Status.DONE, Job.Status.FAILED) and time.monotonic() < deadline:
             time.sleep(0.2)
             job.refresh_from_db()
     assert job.status == Job.Status.DONE
+    assert job.attempts == 1
     assert Pool.objects.get(name="brokered").queries.queries.count() == 2

@@ -1,0 +1,115 @@
+"""The sweeper: send again the Jobs the database records as waiting but nobody will deliver.
+
+Two kinds of Job are stuck:
+
+- **pending** since its last message was sent more than ``JOB_SWEEP_AFTER_SECONDS`` ago
+  (or never sent), and that message is neither queued nor reserved on the broker: it
+  was never sent (the broker was down at the commit) or the broker lost it (a Redis
+  restart without its append-only file);
+- **running** under a claimer that stopped its heartbeat ``JOB_LEASE_SECONDS`` ago: the
+  worker died (a killed machine keeps its message unacknowledged until the visibility
+  timeout, an hour by default) and no new message for it is queued.
+
+Sending a Job again is always safe: :mod:`core.tasks` makes a second delivery of a Job
+that is running elsewhere or finished do nothing. Looking into the broker only saves
+needless messages; for a broker other than Redis every old-enough pending Job is sent
+again. Run it every minute (``manage.py sweep_jobs``, a systemd timer or cron: see
+docs/deployment.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from celery import current_app
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from .models import Job
+from .tasks import send_job
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Sweep:
+    """What one sweep found and did (job ids)."""
+
+    resent_pending: list[int] = field(default_factory=list)
+    resent_running: list[int] = field(default_factory=list)
+    held: list[int] = field(default_factory=list)
+    unsent: list[int] = field(default_factory=list)
+
+    @property
+    def resent(self) -> list[int]:
+        return self.resent_pending + self.resent_running
+
+
+@dataclass
+class BrokerMessages:
+    """Ids of the task messages on the broker: waiting in a queue, or delivered and not yet acknowledged."""
+
+    queued: set[str]
+    reserved: set[str]
+
+
+def broker_messages() -> BrokerMessages | None:
+    """What the broker holds; ``None`` when it cannot be looked into (not Redis)."""
+    app = current_app
+    if not str(app.conf.broker_url or "").startswith(("redis://", "rediss://")):
+        return None
+    held = BrokerMessages(set(), set())
+    queues = {app.conf.task_default_queue, *(q.name for q in (app.conf.task_queues or ()))}
+    with app.connection_for_read() as conn:
+        channel = conn.default_channel
+        client = channel.client
+        for queue in queues:
+            for priority in channel.priority_steps:
+                for raw in client.lrange(channel._q_for_pri(queue, priority), 0, -1):
+                    held.queued.add(_message_id(json.loads(raw)))
+        for raw in client.hvals(channel.unacked_key):
+            held.reserved.add(_message_id(json.loads(raw)[0]))
+    return held
+
+
+def _message_id(message: dict) -> str:
+    return str((message.get("headers") or {}).get("id") or (message.get("properties") or {}).get("correlation_id", ""))
+
+
+def sweep_jobs(*, now=None) -> Sweep:
+    """Send again every stuck Job (see the module's docstring); returns what was found."""
+    now = now or timezone.now()
+    sweep = Sweep()
+    waiting = (
+        Job.objects.filter(status=Job.Status.PENDING)
+        .exclude(task="")
+        .filter(Q(queued=None) | Q(queued__lt=now - timedelta(seconds=settings.JOB_SWEEP_AFTER_SECONDS)))
+        .order_by("pk")
+    )
+    stale = now - timedelta(seconds=settings.JOB_LEASE_SECONDS)
+    abandoned = (
+        Job.objects.filter(status=Job.Status.RUNNING)
+        .exclude(task="")
+        .filter(Q(heartbeat__lt=stale) | Q(heartbeat=None, updated__lt=stale))
+        .order_by("pk")
+    )
+    waiting, abandoned = list(waiting), list(abandoned)
+    held = broker_messages() if waiting or abandoned else None
+    for job in waiting:
+        if held is not None and job.message_id in held.queued | held.reserved:
+            sweep.held.append(job.pk)
+            continue
+        (sweep.resent_pending if send_job(job) else sweep.unsent).append(job.pk)
+    for job in abandoned:
+        # Its message, if still reserved, belongs to the dead worker: only a queued one will come.
+        if held is not None and job.message_id in held.queued:
+            sweep.held.append(job.pk)
+            continue
+        (sweep.resent_running if send_job(job) else sweep.unsent).append(job.pk)
+    if sweep.resent:
+        logger.warning("sweeper sent again: pending %s, abandoned %s", sweep.resent_pending, sweep.resent_running)
+    return sweep

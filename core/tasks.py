@@ -1,0 +1,248 @@
+"""Celery tasks that carry out a Job: delivered at least once, carried out once.
+
+The broker delivers a message at least once: it is acknowledged only after its task ran
+(``acks_late``), a worker process killed mid-task puts it back at once
+(``task_reject_on_worker_lost``), Redis hands out again whatever stayed unacknowledged
+past the visibility timeout, and the sweeper (:mod:`core.sweeper`) sends again what the
+database records as waiting but no broker holds. So the same Job may arrive twice, even
+at the same moment on two workers. :func:`job_task` makes that harmless:
+
+1. **Claim.** A delivery works on its Job only after one conditional ``UPDATE`` (compare
+   and set on ``attempts``) hands it the Job. It may take a Job that is pending, or
+   running under a claimer that is gone: its heartbeat is older than
+   ``JOB_LEASE_SECONDS``, or it was a process on this host that no longer exists, or it is
+   this very process (a pool process runs one task at a time, so it is not running it
+   now). Of two deliveries at once exactly one wins; the other returns without doing
+   anything.
+2. **Done is done.** A delivery of a Job that is done or failed does nothing.
+3. **Heartbeat.** While the work runs on a worker, a thread stamps ``Job.heartbeat`` every
+   ``JOB_HEARTBEAT_SECONDS``; a claimer that stops stamping is gone.
+4. **Work done but not recorded.** A crash between the work's commit and the Job's
+   ``done`` leaves work that a redelivery must not do again. Each task is either
+   idempotent by construction (publishing, syncing and escalating record every provider
+   call before making it: :mod:`annotation.services.publishing`) or, when
+   ``job.redelivered``, looks for what an earlier delivery made (a pool or report created
+   after the Job).
+5. **Nothing waiting is lost.** :func:`start_job` records the task and its arguments in
+   the Job's row, in the caller's transaction; the message is sent after the commit. A
+   message never sent (the broker was down: the error is logged, the request still
+   succeeds) or lost by the broker is sent again by the sweeper.
+
+A lost database connection during the work (a PostgreSQL restart) hands the Job back
+(pending) and retries the task a little later instead of failing it.
+
+Worker identity is ``host:pid`` of the process running the task: run workers with the
+prefork or solo pool (one task per process at a time), as docs/deployment.md does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from celery import Task, current_app, shared_task
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
+
+from .models import Job
+
+logger = logging.getLogger(__name__)
+
+#: How often a task whose database connection broke is retried before its Job is failed.
+DATABASE_RETRIES = 5
+
+
+def worker_identity() -> str:
+    """``host:pid`` of this process: who a Job's ``worker`` field names."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def claimer_gone(job: Job, me: str, now=None) -> bool:
+    """Whether the delivery that claimed a running ``job`` can no longer be working on it."""
+    now = now or timezone.now()
+    if job.worker == me or job.heartbeat is None:
+        return True
+    if job.heartbeat < now - timedelta(seconds=settings.JOB_LEASE_SECONDS):
+        return True
+    host, _, pid = job.worker.rpartition(":")
+    return host == socket.gethostname() and pid.isdigit() and not _process_exists(int(pid))
+
+
+def _claim(job_id: int, me: str) -> Job | None:
+    """The Job, now held by ``me``; ``None`` when it is finished, missing or held by a live claimer."""
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        logger.warning("job %s does not exist; its task does nothing", job_id)
+        return None
+    if job.status in (Job.Status.DONE, Job.Status.FAILED):
+        logger.info("job %s is already %s; this delivery does nothing", job_id, job.status)
+        return None
+    if job.status == Job.Status.RUNNING and not claimer_gone(job, me):
+        logger.info("job %s is running on %s; this delivery does nothing", job_id, job.worker)
+        return None
+    now = timezone.now()
+    claimed = Job.objects.filter(pk=job_id, status=job.status, attempts=job.attempts).update(
+        status=Job.Status.RUNNING, worker=me, heartbeat=now, attempts=F("attempts") + 1, updated=now
+    )
+    if not claimed:
+        logger.info("job %s was claimed by another delivery at the same moment", job_id)
+        return None
+    job.refresh_from_db()
+    return job
+
+
+class _Heartbeat(threading.Thread):
+    """Stamps the Job's heartbeat while its work runs (its own database connection)."""
+
+    def __init__(self, job_id: int, me: str) -> None:
+        super().__init__(name=f"heartbeat-job-{job_id}", daemon=True)
+        self.job_id = job_id
+        self.me = me
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(settings.JOB_HEARTBEAT_SECONDS):
+                try:
+                    Job.objects.filter(pk=self.job_id, worker=self.me).update(heartbeat=timezone.now())
+                except DatabaseError as exc:  # the database is restarting: stamp again next time
+                    logger.warning("job %s: heartbeat not recorded (%s)", self.job_id, exc)
+                    connection.close()
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join()
+
+
+def _finish(job: Job, status: str, message: str | None = None) -> None:
+    job.status = status
+    job.heartbeat = timezone.now()
+    if message is not None:
+        job.message = message[:5000]
+    job.save(update_fields=["status", "message", "result", "done", "heartbeat", "updated"])
+
+
+def _release(job_id: int, me: str) -> None:
+    """Hand the Job back (pending) after a lost database connection, if the database answers."""
+    connection.close()
+    try:
+        Job.objects.filter(pk=job_id, worker=me, status=Job.Status.RUNNING).update(status=Job.Status.PENDING, worker="")
+    except DatabaseError as exc:  # still down: the claim lapses and the sweeper sends it again
+        logger.warning("job %s: not handed back (%s)", job_id, exc)
+        connection.close()
+
+
+def run_job(
+    task: Task, work: Callable[..., Any], job_id: int, args: tuple, failures: tuple[type[Exception], ...] = ()
+) -> Any:
+    """Claim the Job, do ``work(job, *args)`` with a heartbeat, record done or failed.
+
+    An exception in ``failures`` fails the Job and ends the task quietly (no retry could
+    fix it, and eagerly the request that started it must not break); any other error
+    fails the Job and is raised.
+    """
+    me = worker_identity()
+    job = _claim(job_id, me)
+    if job is None:
+        return None
+    eager = bool(task.request.is_eager)
+    heartbeat = None if eager else _Heartbeat(job_id, me)
+    if heartbeat is not None:
+        heartbeat.start()
+    try:
+        result = work(job, *args)
+    except (OperationalError, InterfaceError) as exc:
+        if heartbeat is not None:
+            heartbeat.stop()
+            heartbeat = None
+        if eager or task.request.retries >= DATABASE_RETRIES:
+            _finish(job, Job.Status.FAILED, str(exc))
+            raise
+        logger.warning("job %s: database connection lost (%s); retrying", job_id, exc)
+        _release(job_id, me)
+        raise task.retry(exc=exc, countdown=settings.JOB_HEARTBEAT_SECONDS, max_retries=DATABASE_RETRIES) from exc
+    except failures as exc:
+        _finish(job, Job.Status.FAILED, str(exc))
+        return None
+    except Exception as exc:
+        _finish(job, Job.Status.FAILED, str(exc))
+        raise
+    finally:
+        if heartbeat is not None:
+            heartbeat.stop()
+    _finish(job, Job.Status.DONE)
+    return result
+
+
+def job_task(work: Callable[..., Any] | None = None, *, failures: tuple[type[Exception], ...] = ()) -> Any:
+    """Make ``work(job, *args)`` a Celery task called as ``task(job_id, *args)`` (see the module's protocol).
+
+    ``@job_task`` or ``@job_task(failures=(InputError, ...))``: ``failures`` are the errors
+    that fail the Job without raising (see :func:`run_job`). ``work`` fills ``job.result``
+    and ``job.message``; its arguments must be JSON values. Start it with
+    :func:`start_job`, never with ``delay``: the Job must record the task.
+    """
+
+    def wrap(work: Callable[..., Any]) -> Task:
+        def task(self: Task, job_id: int, *args: Any) -> Any:
+            return run_job(self, work, job_id, args, failures)
+
+        task.__doc__ = work.__doc__
+        return shared_task(bind=True, name=f"{work.__module__}.{work.__name__}")(task)
+
+    return wrap(work) if work is not None else wrap
+
+
+def start_job(task: Task, kind: str, description: str, *args: Any) -> Job:
+    """Record a Job for ``task(job.pk, *args)`` and send the task once the caller's transaction commits.
+
+    Without a broker (``CELERY_TASK_ALWAYS_EAGER``) the task runs in-process at the commit.
+    """
+    job = Job.objects.create(kind=kind, description=description[:500], task=task.name, arguments=list(args))
+    transaction.on_commit(lambda: send_job(job, task))
+    return job
+
+
+def _task_named(name: str) -> Task:
+    app = current_app
+    if name not in app.tasks:
+        app.loader.import_default_modules()  # the apps' tasks modules (autodiscovery)
+    return app.tasks[name]
+
+
+def send_job(job: Job, task: Task | None = None) -> bool:
+    """Send the Job's task as a new message; ``False`` (logged) when the broker cannot be reached.
+
+    The message id and time are recorded first, so a message that never left is found
+    by the sweeper (recorded, but held by no broker).
+    """
+    task = task or _task_named(job.task)
+    message_id = str(uuid.uuid4())
+    Job.objects.filter(pk=job.pk).update(message_id=message_id, queued=timezone.now())
+    try:
+        task.apply_async((job.pk, *job.arguments), task_id=message_id)
+    except BrokerError as exc:
+        logger.error("job %s: the broker is unreachable (%s); the sweeper will send it", job.pk, exc)
+        return False
+    return True

@@ -1,0 +1,75 @@
+"""The load benchmark's pure arithmetic (annotation/load.py): percentiles and the table it prints."""
+
+import math
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotation.load import LoadResult, format_table, percentiles, step_rows
+
+
+def test_percentiles_inclusive_on_one_to_101():
+    # 1..101 inclusive: the k-th percentile is exactly 1 + k.
+    assert percentiles([float(v) for v in range(1, 102)]) == (51.0, 96.0, 100.0)
+
+
+def test_percentiles_single_value_and_none():
+    assert percentiles([0.25]) == (0.25, 0.25, 0.25)
+    assert all(math.isnan(v) for v in percentiles([]))
+
+
+def test_step_rows_and_error_rate():
+    result = LoadResult()
+    result.latencies["login"] = [0.1, 0.3]
+    result.latencies["next"] = [0.2]
+    result.errors["submit"] = 1
+    result.latencies["submit"] = [0.5]
+    rows = {row["step"]: row for row in step_rows(result)}
+    assert rows["login"]["count"] == 2
+    assert rows["login"]["p50 ms"] == pytest.approx(200.0)
+    assert rows["submit"]["errors"] == 1
+    assert result.requests == 4
+    assert result.error_rate == 0.25
+
+
+def test_format_table_aligns_columns():
+    text = format_table(
+        [{"step": "login", "count": 1200, "p50 ms": 3.14159}, {"step": "next", "count": 5, "p50 ms": 10.0}]
+    )
+    assert text.splitlines() == [
+        "step   count  p50 ms",
+        "login  1,200     3.1",
+        "next       5    10.0",
+    ]
+
+
+@pytest.mark.django_db
+def test_benchmark_load_refuses_a_database_with_real_batches(local_batch):
+    with pytest.raises(CommandError, match="throw-away database"):
+        call_command("benchmark_load", "--annotators", "1", "--duration", "1")
+
+
+@pytest.mark.django_db
+def test_benchmark_load_refuses_non_positive_options():
+    with pytest.raises(CommandError, match="--annotators must be positive"):
+        call_command("benchmark_load", "--annotators", "0")
+
+
+@pytest.mark.parametrize("count", [1, 40])  # 40: long enough to be compressed
+def test_newest_message_level_reads_djangos_messages_cookie(count):
+    from django.contrib.messages import constants
+    from django.contrib.messages.storage.base import Message
+    from django.contrib.messages.storage.cookie import CookieStorage
+    from django.test import RequestFactory
+
+    from annotation.virtual_annotator import newest_message_level
+
+    messages = [Message(constants.SUCCESS, "Thank you: your answers were recorded.")] * count
+    messages.append(Message(constants.INFO, "You already submitted that HIT."))
+    cookie = CookieStorage(RequestFactory().get("/"))._encode(messages)  # what the site sets
+    if count > 1:
+        assert cookie.startswith(".")  # the compressed form is read too
+    assert newest_message_level(cookie) == constants.INFO
+    assert newest_message_level("") is None
+    assert newest_message_level("not-base64!:sig") is None
