@@ -53,8 +53,9 @@ def naive_pool(
                 continue
             top = docs[:cutoff]
             rab[qid] = sum(magnitudes[d][1] - magnitudes[d][0] for d in top) / len(top)
-        female_list = sorted(rab, key=lambda q: (rab[q], int(q)))[:depth]
-        male_list = sorted(rab, key=lambda q: (-rab[q], int(q)))[:depth]
+        # The project's tie rule (pooling.pool): values equal to 12 decimals are ties, by qid.
+        female_list = sorted(rab, key=lambda q: (round(rab[q], 12), int(q)))[:depth]
+        male_list = sorted(rab, key=lambda q: (-round(rab[q], 12), int(q)))[:depth]
         pooled.update(female_list, male_list)
     return sorted(pooled, key=int)
 
