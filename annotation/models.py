@@ -229,10 +229,22 @@ class Hit(models.Model):
         return f"{self.batch.name} HIT {self.position}"
 
 
-class HitQuery(models.Model):
+class FormPosition(models.Model):
+    """A query's place on a HIT-like page: 1-based, and the form field that carries its answer."""
+
+    position = models.PositiveSmallIntegerField(help_text="1-based; the form field is q-<position>.")
+
+    class Meta:
+        abstract = True
+
+    @property
+    def field_name(self) -> str:
+        return f"q-{self.position}"
+
+
+class HitQuery(FormPosition):
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="hit_queries")
     batch_query = models.ForeignKey(BatchQuery, on_delete=models.CASCADE, related_name="hit_queries")
-    position = models.PositiveSmallIntegerField(help_text="1-based; the form field is q-<position>.")
 
     class Meta:
         ordering = ["hit", "position"]
@@ -243,10 +255,6 @@ class HitQuery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hit} #{self.position}"
-
-    @property
-    def field_name(self) -> str:
-        return f"q-{self.position}"
 
 
 class Assignment(models.Model):
@@ -355,11 +363,10 @@ class Escalation(models.Model):
         return f"{self.hit.unique_token[:40]}-esc{self.pk}"
 
 
-class TrainingQuery(models.Model):
+class TrainingQuery(FormPosition):
     """A query of the batch's qualification step: a known label, shown before a worker's first HIT."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="training_queries")
-    position = models.PositiveSmallIntegerField(help_text="1-based; the form field is q-<position>.")
     qid = models.CharField(max_length=100)
     text = models.TextField()
     label = models.CharField(max_length=1, choices=LABEL_CHOICES)
@@ -373,10 +380,6 @@ class TrainingQuery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.batch.name} training {self.position}: {self.text}"
-
-    @property
-    def field_name(self) -> str:
-        return f"q-{self.position}"
 
 
 class Qualification(models.Model):
