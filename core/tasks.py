@@ -23,7 +23,7 @@ at the same moment on two workers. :func:`job_task` makes that harmless:
    call before making it: :mod:`annotation.services.publishing`) or, when
    ``job.redelivered``, looks for what an earlier delivery made (a pool or report created
    after the Job).
-5. **Nothing waiting is lost.** :func:`start_job` records the task and its arguments in
+5. **Nothing waiting is lost.** :func:`core.jobs.start_job` records the task and its arguments in
    the Job's row, in the caller's transaction; the message is sent after the commit. A
    message never sent (the broker was down: the error is logged, the request still
    succeeds) or lost by the broker is sent again by the sweeper.
@@ -48,7 +48,7 @@ from typing import Any
 
 from celery import Task, current_app, shared_task
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.models import F
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
@@ -201,7 +201,7 @@ def job_task(work: Callable[..., Any] | None = None, *, failures: tuple[type[Exc
     ``@job_task`` or ``@job_task(failures=(InputError, ...))``: ``failures`` are the errors
     that fail the Job without raising (see :func:`run_job`). ``work`` fills ``job.result``
     and ``job.message``; its arguments must be JSON values. Start it with
-    :func:`start_job`, never with ``delay``: the Job must record the task.
+    :func:`core.jobs.start_job`, never with ``delay``: the Job must record the task.
     """
 
     def wrap(work: Callable[..., Any]) -> Task:
@@ -212,16 +212,6 @@ def job_task(work: Callable[..., Any] | None = None, *, failures: tuple[type[Exc
         return shared_task(bind=True, name=f"{work.__module__}.{work.__name__}")(task)
 
     return wrap(work) if work is not None else wrap
-
-
-def start_job(task: Task, kind: str, description: str, *args: Any) -> Job:
-    """Record a Job for ``task(job.pk, *args)`` and send the task once the caller's transaction commits.
-
-    Without a broker (``CELERY_TASK_ALWAYS_EAGER``) the task runs in-process at the commit.
-    """
-    job = Job.objects.create(kind=kind, description=description[:500], task=task.name, arguments=list(args))
-    transaction.on_commit(lambda: send_job(job, task))
-    return job
 
 
 def _task_named(name: str) -> Task:

@@ -23,10 +23,10 @@ from django.db import transaction
 
 from core.errors import ServiceError
 from core.files import write_parquet_atomic
+from core.jobs import start_job
 from core.models import Job
 from core.names import validate_name
 from core.storage import cache_dir
-from core.tasks import start_job
 from pooling.analysis import check_same_collection
 from pooling.models import QuerySet, Run
 from pooling.services import document_counts_for, register_wordlist, run_frame, top_rankings

@@ -90,7 +90,7 @@ def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str
 
 def start_crbo(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P) -> Job:
     """Measure CRBO as a Celery task once the caller's transaction commits; returns its Job."""
-    from core.tasks import start_job
+    from core.jobs import start_job
 
     from .tasks import crbo_task
 
@@ -100,7 +100,7 @@ def start_crbo(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p:
 
 def start_preference(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> Job:
     """Measure variant preference as a Celery task once the caller's transaction commits."""
-    from core.tasks import start_job
+    from core.jobs import start_job
 
     from .tasks import preference_task
 
@@ -149,7 +149,7 @@ def start_counterfactual_collection(
     collection: Collection, name: str, *, wordlist: WordList | None = None, her: str = "his"
 ) -> Job:
     """Write and register the counterfactual collection as a Celery task; returns its Job."""
-    from core.tasks import start_job
+    from core.jobs import start_job
 
     from .tasks import counterfactual_collection_task
 

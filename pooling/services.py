@@ -21,11 +21,11 @@ from django.db import transaction
 from core.db import insert_rows
 from core.errors import InputError, ServiceError, Skipped
 from core.files import file_sha256, write_parquet_atomic
+from core.jobs import start_job
 from core.models import Job
 from core.names import validate_name
 from core.progress import Progress
 from core.storage import cache_dir, staging_path
-from core.tasks import start_job
 
 from .analysis import check_at_least_one, check_magnitude, check_same_collection, check_tokenizer
 from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run, ScanChunk, WordList

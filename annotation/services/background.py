@@ -1,6 +1,6 @@
 """Publishing, syncing and escalating as Celery tasks, followed through a ``core.models.Job``.
 
-``core.tasks.start_job`` sends the task only once the caller's transaction has committed
+``core.jobs.start_job`` sends the task only once the caller's transaction has committed
 (so the worker sees the batch and the job), and runs it in-process when no broker is
 configured (``CELERY_TASK_ALWAYS_EAGER``).
 """
@@ -8,8 +8,8 @@ configured (``CELERY_TASK_ALWAYS_EAGER``).
 from __future__ import annotations
 
 from core.errors import StateError
+from core.jobs import start_job
 from core.models import Job
-from core.tasks import start_job
 
 from ..models import Batch
 

@@ -52,3 +52,29 @@ def test_every_system_check_passes_including_the_ones_commands_leave_out(capsys)
     """Commands skip the web checks (core.cli.ProjectCommand); the suite runs them all."""
     call_command("check", fail_level="WARNING")
     assert "no issues" in capsys.readouterr().out
+
+
+COMMAND_PROBE = """
+import importlib, json, pkgutil, sys
+import django
+django.setup()
+for app in ("pooling", "annotation", "metrics"):
+    importlib.import_module(f"{app}.services")
+for app in ("core", "pooling", "annotation", "metrics"):
+    commands = importlib.import_module(f"{app}.management.commands")
+    for info in pkgutil.iter_modules(commands.__path__):
+        if info.name == "sweep_jobs":  # its whole work is sending tasks
+            continue
+        importlib.import_module(f"{app}.management.commands.{info.name}")
+print(json.dumps(sorted(m for m in ("celery", "kombu") if m in sys.modules)))
+"""
+
+
+def test_commands_and_services_load_celery_only_when_a_task_is_sent():
+    """Celery costs ~0.1 s to import; a command that starts no job (most of them) must not pay it."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", COMMAND_PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

@@ -18,9 +18,10 @@ from annotation import services
 from annotation.models import Batch, Hit
 from annotation.tasks import publish_batch_task
 from config.celery import app
+from core.jobs import start_job
 from core.models import Job
 from core.sweeper import sweep_jobs
-from core.tasks import send_job, start_job, worker_identity
+from core.tasks import send_job, worker_identity
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 

@@ -18,8 +18,8 @@ from annotation import services
 from annotation.models import Assignment, Judgment
 from annotation.tasks import publish_batch_task
 from annotation.virtual_annotator import SiteError, VirtualAnnotator
+from core.jobs import start_job
 from core.models import Job
-from core.tasks import start_job
 
 from .servers import free_port, gunicorn, port_open, wait_until
 

@@ -11,9 +11,9 @@ import pytest
 from django.db import transaction
 
 from annotation.tasks import publish_batch_task
+from core.jobs import start_job
 from core.models import Job
 from core.sweeper import broker_messages, sweep_jobs
-from core.tasks import start_job
 
 from .conftest import assert_one_hit_per_group
 from .servers import wait_until

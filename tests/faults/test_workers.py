@@ -14,9 +14,10 @@ import pytest
 from django.db import transaction
 
 from annotation.tasks import publish_batch_task
+from core.jobs import start_job
 from core.models import Job
 from core.sweeper import sweep_jobs
-from core.tasks import send_job, start_job
+from core.tasks import send_job
 from pooling.models import Pool, QuerySet, Run
 from pooling.tasks import build_pool_task
 

@@ -7,8 +7,8 @@ from celery.contrib.testing.worker import start_worker
 from django.db import transaction
 
 from config.celery import app
+from core.jobs import start_job
 from core.models import Job
-from core.tasks import start_job
 from pooling.models import Pool, QuerySet, Run
 from pooling.tasks import build_pool_task
 
