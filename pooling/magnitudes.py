@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from .analysis import MAGNITUDES
-from .readers import iter_blocks, parse_passages
+from .readers import iter_blocks, parse_passages, read_passage_texts
 from .tokenize import TOKENIZERS, non_word_character, word_character
 from .wordlists import GenderWords
 
@@ -117,6 +117,27 @@ def document_counts(
     if not parts:
         return pl.DataFrame(schema=COUNT_SCHEMA)
     return pl.concat(parts)
+
+
+def document_counts_at(
+    collection_path: str | Path,
+    spans: pl.DataFrame,
+    wordlist: GenderWords,
+    tokenizer: str,
+    progress: Callable[[int], None] | None = None,
+    batch: int = 200_000,
+) -> pl.DataFrame:
+    """Counts ``docid, f, m, length`` for the passages at ``spans`` (``docid, start, length``,
+    from the collection's docid index): equal to :func:`document_counts` for those docids,
+    without parsing the rest of the file. ``batch`` passages are read and counted at a time."""
+    spans = spans.sort("start")
+    parts = []
+    for offset in range(0, len(spans), batch):
+        part = spans.slice(offset, batch)
+        parts.append(count_frame(read_passage_texts(collection_path, part), wordlist, tokenizer))
+        if progress:
+            progress(int(part["start"][-1] + part["length"][-1]))
+    return pl.concat(parts) if parts else pl.DataFrame(schema=COUNT_SCHEMA)
 
 
 def magnitude(counts: np.ndarray | pl.Series | pl.Expr, variant: str):

@@ -15,65 +15,83 @@ the documented qid rule decide, in the pool, its provenance (list positions) and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import pandas as pd
+import numpy as np
+import polars as pl
 
 #: RaB values that agree to this many decimal places are ties (broken by qid).
 TIE_DECIMALS = 12
 FEMALE_LIST = "female"
 MALE_LIST = "male"
+SELECTION_SCHEMA = {"run": pl.String, "list": pl.String, "position": pl.Int64, "qid": pl.String, "rab": pl.Float64}
 
 
-def qid_sort_key(qids: pd.Index | pd.Series) -> pd.Series:
-    """Numeric key when every qid is an integer, else the strings themselves."""
-    qids = pd.Series(qids, dtype="string")
-    numeric = pd.to_numeric(qids, errors="coerce")
-    if numeric.notna().all() and (numeric == numeric.round()).all():
-        return numeric.astype("int64")
+def qid_sort_keys(qids: list[str]) -> list[int] | list[str]:
+    """Numeric keys when every qid is an integer (``"10"``, ``"1.0"``), else the strings themselves."""
+    try:
+        numbers = [float(qid) for qid in qids]
+    except ValueError:
+        return qids
+    if all(number.is_integer() for number in numbers):
+        return [int(number) for number in numbers]
     return qids
 
 
-def sort_qids(qids) -> list[str]:
+def sort_qids(qids: Iterable[str]) -> list[str]:
     """Qids in the pool's tie-breaking order."""
-    series = pd.Series(list(qids), dtype="string")
-    return series.iloc[qid_sort_key(series).sort_values(kind="stable").index].tolist()
+    qids = [str(qid) for qid in qids]
+    keys = qid_sort_keys(qids)
+    return [qid for _, qid in sorted(zip(keys, qids, strict=True), key=lambda pair: pair[0])]
 
 
 @dataclass
 class PoolResult:
-    """``selections``: one row per (run, list, position) selected; ``qids``: the union."""
+    """``selections``: one row per (run, list, position) selected (:data:`SELECTION_SCHEMA`);
+    ``qids``: the union, in :func:`sort_qids` order."""
 
-    selections: pd.DataFrame
+    selections: pl.DataFrame
     qids: list[str]
 
-    def list_sizes(self) -> pd.DataFrame:
-        return self.selections.groupby(["run", "list"]).size().unstack("list", fill_value=0)
+
+def biased_lists(rank_bias: Mapping[str, float], depth: int) -> dict[str, pl.DataFrame]:
+    """The top ``depth`` of the female- and male-leaning lists of one run: frames ``qid, rab``.
+
+    ``rank_bias`` maps qid → RaB (anything with ``items()``); missing values (NaN) are left out.
+    """
+    items = [(str(qid), float(rab)) for qid, rab in rank_bias.items() if rab is not None and rab == rab]
+    qids = [qid for qid, _ in items]
+    rab = np.array([value for _, value in items], dtype=np.float64)
+    keys = qid_sort_keys(qids)
+    frame = pl.DataFrame(
+        {
+            "qid": pl.Series(qids, dtype=pl.String),
+            "rab": rab,
+            "key": pl.Series(keys, dtype=pl.Int64 if keys is not qids else pl.String),
+            "tied": np.round(rab, TIE_DECIMALS) + 0.0,  # + 0.0 turns -0.0 into 0.0
+        }
+    )
+    female = frame.sort(["tied", "key"], descending=[False, False], maintain_order=True).head(depth)
+    male = frame.sort(["tied", "key"], descending=[True, False], maintain_order=True).head(depth)
+    return {FEMALE_LIST: female.select("qid", "rab"), MALE_LIST: male.select("qid", "rab")}
 
 
-def biased_lists(rank_bias: pd.Series, depth: int) -> dict[str, pd.Series]:
-    """The top ``depth`` of the female- and male-leaning lists of one run (qid → RaB)."""
-    frame = pd.DataFrame({"qid": rank_bias.index.astype(str), "rab": rank_bias.to_numpy()})
-    frame = frame.dropna(subset=["rab"])
-    frame["key"] = qid_sort_key(frame["qid"]).to_numpy()
-    frame["tied"] = frame["rab"].round(TIE_DECIMALS) + 0.0  # + 0.0 turns -0.0 into 0.0
-    female = frame.sort_values(["tied", "key"], ascending=[True, True], kind="stable").head(depth)
-    male = frame.sort_values(["tied", "key"], ascending=[False, True], kind="stable").head(depth)
-    return {
-        FEMALE_LIST: pd.Series(female["rab"].to_numpy(), index=female["qid"].to_numpy()),
-        MALE_LIST: pd.Series(male["rab"].to_numpy(), index=male["qid"].to_numpy()),
-    }
-
-
-def pool_queries(rank_bias_by_run: Mapping[str, pd.Series], depth: int) -> PoolResult:
+def pool_queries(rank_bias_by_run: Mapping[str, Mapping[str, float]], depth: int) -> PoolResult:
     """Pool the top ``depth`` queries of both lists of every run."""
     if depth < 1:
         raise ValueError("depth must be at least 1")
-    rows = []
+    parts = [pl.DataFrame(schema=SELECTION_SCHEMA)]
     for run, rank_bias in rank_bias_by_run.items():
         for list_name, selected in biased_lists(rank_bias, depth).items():
-            for position, (qid, rab) in enumerate(selected.items(), start=1):
-                rows.append((run, list_name, position, qid, float(rab)))
-    selections = pd.DataFrame(rows, columns=["run", "list", "position", "qid", "rab"])
-    return PoolResult(selections, sort_qids(selections["qid"].unique()))
+            parts.append(
+                selected.select(
+                    pl.lit(run, dtype=pl.String).alias("run"),
+                    pl.lit(list_name, dtype=pl.String).alias("list"),
+                    pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("position"),
+                    "qid",
+                    "rab",
+                )
+            )
+    selections = pl.concat(parts)
+    return PoolResult(selections, sort_qids(selections["qid"].unique(maintain_order=True)))

@@ -12,10 +12,13 @@ cumulative sums: no Python loop per query.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import polars as pl
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def rank_matrices(
@@ -50,12 +53,14 @@ def rank_matrices(
     return qids.to_list(), matrices, n
 
 
-def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]) -> pd.DataFrame:
-    """RaB@t and ARaB@t for every query of ``run``.
+def rank_bias_columns(
+    run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]
+) -> tuple[list[str], dict[str, np.ndarray]]:
+    """RaB@t and ARaB@t for every query of ``run``: ``(qids, columns)``.
 
     ``magnitudes`` has ``docid`` and float columns ``f`` and ``m`` (one magnitude variant).
-    Returns a frame indexed by ``qid`` with columns ``RaB@t`` and ``ARaB@t`` per cutoff,
-    and ``n`` (documents the run has for the query).
+    ``columns`` holds ``RaB@t`` and ``ARaB@t`` per cutoff, and ``n`` (documents the run has
+    for the query, up to the largest cutoff), each aligned with ``qids``.
     """
     if not cutoffs or min(cutoffs) < 1:
         raise ValueError("cutoffs must be positive integers")
@@ -72,6 +77,13 @@ def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequen
         k = np.minimum(t, n)  # ≥ 1 for every query present in the run
         columns[f"RaB@{t}"] = rab_at[rows, k - 1]
         columns[f"ARaB@{t}"] = arab_sum[rows, k - 1] / k
-    table = pd.DataFrame(columns, index=pd.Index(qids, name="qid"))
-    table["n"] = np.minimum(n, depth) if len(n) else n
-    return table
+    columns["n"] = np.minimum(n, depth) if len(n) else n
+    return qids, columns
+
+
+def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]) -> pd.DataFrame:
+    """:func:`rank_bias_columns` as a pandas frame indexed by ``qid`` (for the metrics' tables)."""
+    import pandas as pd
+
+    qids, columns = rank_bias_columns(run, magnitudes, cutoffs)
+    return pd.DataFrame(columns, index=pd.Index(qids, name="qid"))

@@ -26,6 +26,7 @@ from core.files import atomic_path
 from core.textfiles import GZIP_MAGIC, decode_utf8, gzip_errors
 
 BLOCK_SIZE = 16 * 1024 * 1024
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class _HashingReader(io.RawIOBase):
@@ -79,6 +80,7 @@ def iter_blocks(
     block_size: int | None = None,
     digest=None,
     byte_range: tuple[int, int] | None = None,
+    offsets: bool = False,
 ) -> Iterator[tuple[pl.DataFrame, int]]:
     """Yield ``(lines, bytes_read)`` for blocks of whole lines of a (possibly gzipped) file.
 
@@ -86,7 +88,8 @@ def iter_blocks(
     ``bytes_read`` is the (compressed) position in the file, for progress bars. A hashlib
     ``digest`` is fed the file's raw bytes on the way, saving a second pass.
     ``byte_range`` (from :func:`byte_ranges`, plain files only) reads just that range; its
-    line numbers then count from the range's first line, as 1.
+    line numbers then count from the range's first line, as 1. ``offsets`` adds
+    ``offset: int64``, where each line starts in the (uncompressed) stream.
     """
     path = Path(path)
     block_size = block_size or BLOCK_SIZE
@@ -102,6 +105,7 @@ def iter_blocks(
         stream: BinaryIO = gzip.GzipFile(fileobj=buffered) if gzipped else buffered  # type: ignore[assignment]
         line = 1
         rest = b""
+        block_start = start  # where ``rest + chunk`` begins in the uncompressed stream
         while True:
             size = block_size if remaining is None or gzipped else min(block_size, remaining)
             if size == 0:
@@ -118,28 +122,42 @@ def iter_blocks(
                 rest = data
                 continue
             block, rest = data[:cut], data[cut:]
-            yield lines_frame(path, block, line), raw.position
+            yield lines_frame(path, block, line, block_start if offsets else None), raw.position
             line += block.count(b"\n")
+            block_start += cut
         if rest:
-            yield lines_frame(path, rest, line), raw.position
+            yield lines_frame(path, rest, line, block_start if offsets else None), raw.position
 
 
-def lines_frame(path: Path, data: bytes, first_line: int) -> pl.DataFrame:
+def lines_frame(path: Path, data: bytes, first_line: int, start: int | None = None) -> pl.DataFrame:
     """Bytes of whole lines as a frame ``line: int64, text: str``, validating UTF-8 in Rust.
 
     Line endings (``\\n`` or ``\\r\\n``) are dropped; on invalid UTF-8 the slow path
-    finds the line to name.
+    finds the line to name. Given ``start`` (where ``data`` begins in the file), the frame
+    also has ``offset: int64``, where each line's ``text`` begins in the file.
     """
     if not data:
-        return pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
+        schema = {"line": pl.Int64, "text": pl.String}
+        return pl.DataFrame(schema=schema if start is None else {**schema, "offset": pl.Int64})
     try:
         lines = pl.read_lines(data, name="text")
     except pl.exceptions.ComputeError:
         decode_utf8(path, data, first_line)  # raises InputError naming the line
         raise
-    if first_line == 1 and data.startswith(b"\xef\xbb\xbf"):
+    bom = first_line == 1 and data.startswith(UTF8_BOM)
+    if bom:
         lines = lines.with_columns(pl.col("text").str.strip_prefix("\ufeff"))
-    return lines.with_row_index("line", offset=first_line).with_columns(pl.col("line").cast(pl.Int64))
+    lines = lines.with_row_index("line", offset=first_line).with_columns(pl.col("line").cast(pl.Int64))
+    if start is None:
+        return lines
+    skip = len(UTF8_BOM) if bom else 0  # the first line's text begins after the mark
+    if b"\r" in data:  # the texts' lengths do not give the line starts: find the newlines
+        starts = np.concatenate([[0], np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1])[: len(lines)]
+        starts[0] += skip
+        return lines.with_columns(pl.Series("offset", starts + start, dtype=pl.Int64))
+    # Each line is its text and one newline; the mark is not in the first text's length.
+    length = pl.col("text").str.len_bytes().cast(pl.Int64) + 1
+    return lines.with_columns((length.cum_sum().shift(1, fill_value=0) + (start + skip)).alias("offset"))
 
 
 # --- collections -------------------------------------------------------------------------
@@ -152,21 +170,58 @@ def parse_passages(
 
     Whitespace around a passage id is stripped (``" c1 "`` is ``c1``), as run and query
     readers do: runs are split on whitespace, so an id kept with its spaces could never
-    be matched. With ``wanted``, only those docids are kept, before the texts are cut out.
+    be matched. With ``wanted``, only those docids are kept. When ``lines`` has
+    ``offset`` (:func:`iter_blocks` with ``offsets=True``), the frame also has each
+    passage text's place in the file, ``start`` and ``length`` in bytes
+    (:func:`read_passage_texts` reads them back).
     """
-    frame = lines.select("line", "text", pl.col("text").str.find("\t", literal=True).alias("tab"))
-    empty_id = pl.col("text").str.contains(r"^\s*\t")
-    bad = frame.filter(pl.col("tab").is_null() & (pl.col("text") != "") | empty_id)
-    for line, position in bad.select("line", "tab").iter_rows():
-        problem = "no tab between passage id and text" if position is None else "empty passage id"
+    spans = "offset" in lines.columns
+    parts = pl.col("text").str.splitn("\t", 2).struct.rename_fields(["id", "passage"])
+    frame = lines.select("line", *(["offset"] if spans else []), parts.alias("parts")).unnest("parts")
+    frame = frame.with_columns(pl.col("id").str.strip_chars().alias("docid"))
+    no_tab = pl.col("passage").is_null() & (pl.col("id") != "")  # an empty line is no passage, and no error
+    empty_id = pl.col("passage").is_not_null() & (pl.col("docid") == "")
+    bad = frame.filter(no_tab | empty_id)
+    for line, passage in bad.select("line", "passage").iter_rows():
+        problem = "no tab between passage id and text" if passage is None else "empty passage id"
         raise_or_skip(InputError(path, line, problem), skipped)
-    frame = frame.filter(pl.col("tab").is_not_null())
+    frame = frame.filter(pl.col("passage").is_not_null())
     if len(bad):
-        frame = frame.filter(~empty_id)
-    frame = frame.with_columns(pl.col("text").str.slice(0, pl.col("tab")).str.strip_chars().alias("docid"))
+        frame = frame.filter(pl.col("docid") != "")
     if wanted is not None:
         frame = frame.filter(pl.col("docid").is_in(wanted.implode()))
-    return frame.select("line", "docid", pl.col("text").str.slice(pl.col("tab") + 1).alias("text"))
+    columns = ["line", "docid", pl.col("passage").alias("text")]
+    if spans:  # the passage begins one byte (the tab) after the id, in bytes
+        start = pl.col("offset") + pl.col("id").str.len_bytes().cast(pl.Int64) + 1
+        columns += [start.alias("start"), pl.col("passage").str.len_bytes().cast(pl.Int64).alias("length")]
+    return frame.select(columns)
+
+
+def read_passage_texts(path: str | Path, spans: pl.DataFrame, block_size: int | None = None) -> pl.DataFrame:
+    """The texts at ``spans`` (``docid, start, length``, from a collection's docid index) of a plain file.
+
+    Reads the file in order, skipping what no span needs, one block at a time (memory
+    stays flat); the spans come from the import, which validated the UTF-8 and whose file
+    size the caller has checked. Returns ``docid, text`` in file order.
+    """
+    block_size = block_size or BLOCK_SIZE
+    spans = spans.sort("start")
+    starts = spans["start"].to_numpy()
+    ends = starts + spans["length"].to_numpy()
+    texts: list[bytes] = []
+    with open(path, "rb") as file:
+        i, n = 0, len(starts)
+        while i < n:
+            first = int(starts[i])
+            j = max(int(np.searchsorted(ends, first + block_size, side="right")), i + 1)
+            file.seek(first)
+            block = file.read(int(ends[j - 1]) - first)
+            texts.extend(
+                block[s - first : e - first] for s, e in zip(starts[i:j].tolist(), ends[i:j].tolist(), strict=True)
+            )
+            i = j
+    text = pl.Series("text", texts, dtype=pl.Binary).cast(pl.String)
+    return pl.DataFrame([spans["docid"], text])
 
 
 @dataclass
@@ -188,8 +243,10 @@ def scan_collection(
 
     Checks every line is ``pid<TAB>passage`` in UTF-8 and that no pid repeats. Memory
     stays flat: docids stream into the Parquet index block by block, and repeats are
-    found from 8-byte hashes (confirmed exactly before an error is raised).
-    ``progress`` receives the number of (compressed) bytes read so far.
+    found from 8-byte hashes (confirmed exactly before an error is raised). For a plain
+    (not gzipped) file the index also holds where each passage's text is (``start``,
+    ``length`` in bytes), so counting words in some passages reads just those
+    (:func:`read_passage_texts`) instead of parsing the whole file. ``progress`` receives the number of (compressed) bytes read so far.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -202,11 +259,16 @@ def scan_collection(
     with atomic_path(index_path) if index_path else contextlib.nullcontext() as tmp:
         writer = None
         try:
-            for lines, position in iter_blocks(path, digest=digest):
-                docids = parse_passages(path, lines, skipped)["docid"]
+            spans = not is_gzipped(path)  # a gzipped file cannot be read at an offset
+            for lines, position in iter_blocks(path, digest=digest, offsets=spans and tmp is not None):
+                passages = parse_passages(path, lines, skipped)
+                docids = passages["docid"]
                 hashes.append(docids.hash(seed=0).to_numpy())
                 if tmp is not None:
-                    table = pa.table({"docid": docids.to_arrow().cast(pa.large_string())})
+                    columns = {"docid": docids.to_arrow().cast(pa.large_string())}
+                    if "start" in passages.columns:
+                        columns |= {"start": passages["start"].to_arrow(), "length": passages["length"].to_arrow()}
+                    table = pa.table(columns)
                     writer = writer or pq.ParquetWriter(tmp, table.schema)
                     writer.write_table(table)
                 if progress:

@@ -94,10 +94,9 @@ def import_collection(
     return ImportResult(collection, True, skipped or Skipped())
 
 
-def collection_docids(collection: Collection) -> pl.Series:
-    """Every docid of the collection, from its index (rebuilt if the cache was cleared)."""
-    import polars as pl
-
+def docid_index(collection: Collection) -> Path:
+    """The collection's docid index (``docid``, and for plain files ``start, length``), rebuilt
+    if the cache was cleared."""
     from .readers import scan_collection
 
     index_path = Path(collection.docid_index)
@@ -107,7 +106,27 @@ def collection_docids(collection: Collection) -> pl.Series:
         if scan.sha256 != collection.sha256:
             index_path.unlink()
             raise ServiceError(f"collection {collection.name!r}: {collection.path} changed since it was imported")
-    return pl.read_parquet(index_path)["docid"].cast(pl.String)
+    return index_path
+
+
+def collection_docids(collection: Collection) -> pl.Series:
+    """Every docid of the collection, from its index."""
+    import polars as pl
+
+    return pl.read_parquet(docid_index(collection), columns=["docid"])["docid"].cast(pl.String)
+
+
+def passage_spans(collection: Collection, docids: pl.Series) -> pl.DataFrame | None:
+    """``docid, start, length`` of those ``docids`` in the collection's file; ``None`` when its
+    index has no spans (a gzipped file, or an index written before spans were kept)."""
+    import polars as pl
+
+    index_path = docid_index(collection)
+    if "start" not in pl.read_parquet_schema(index_path):
+        return None
+    wanted = docids.cast(pl.String).to_frame("docid").lazy()
+    index = pl.scan_parquet(index_path).with_columns(pl.col("docid").cast(pl.String))
+    return index.join(wanted, on="docid", how="semi").collect()
 
 
 def import_queries(path: str | Path, name: str, *, skip_bad_lines: bool = False) -> ImportResult:
@@ -348,8 +367,12 @@ def document_counts_for(
             raise ServiceError(
                 f"collection {collection.name!r}: {path} is missing or changed since it was imported; import it again"
             )
+        spans = passage_spans(collection, missing)
         with _byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
-            fresh = mag.document_counts(path, missing, wordlist, tokenizer, progress=progress.update_to)
+            if spans is None:  # one pass over the whole file
+                fresh = mag.document_counts(path, missing, wordlist, tokenizer, progress=progress.update_to)
+            else:  # just the passages' bytes, found in the index
+                fresh = mag.document_counts_at(path, spans, wordlist, tokenizer, progress=progress.update_to)
         cached = pl.concat([cached, fresh])
         write_parquet_atomic(cached, cache)
     return cached.join(wanted.to_frame(), on="docid", how="semi")
@@ -490,7 +513,7 @@ def build_pool(
 
     from . import magnitudes as mag
     from .pool import FEMALE_LIST, MALE_LIST, pool_queries
-    from .rank_bias import rank_bias_table
+    from .rank_bias import rank_bias_columns
 
     pool_settings.validate()
     validate_name(name, "pool")
@@ -506,9 +529,10 @@ def build_pool(
     counts = document_counts_for(runs[0].collection, docids, words, pool_settings.tokenizer, job=job, bar=bar)
     magnitudes = mag.magnitudes_frame(counts, pool_settings.magnitude)
     column = f"RaB@{pool_settings.rank_cutoff}"
-    rank_bias = {
-        name: rank_bias_table(frame, magnitudes, [pool_settings.rank_cutoff])[column] for name, frame in frames.items()
-    }
+    rank_bias = {}
+    for run_name, frame in frames.items():
+        run_qids, columns = rank_bias_columns(frame, magnitudes, [pool_settings.rank_cutoff])
+        rank_bias[run_name] = dict(zip(run_qids, columns[column].tolist(), strict=True))
     result = pool_queries(rank_bias, pool_settings.depth)
 
     with transaction.atomic():
@@ -531,10 +555,13 @@ def build_pool(
         )
         pool.runs.set(runs)
         query_ids = dict(pooled.queries.values_list("qid", "pk"))
-        positions = {(row.run, row.list, row.qid): row.position for row in result.selections.itertuples(index=False)}
+        positions = {
+            (run, list_name, qid): position
+            for run, list_name, qid, position in result.selections.select("run", "list", "qid", "position").iter_rows()
+        }
         entries = []
         for run in runs:
-            values = rank_bias[run.name].to_dict()
+            values = rank_bias[run.name]
             for qid in result.qids:
                 value = values.get(qid)
                 entries.append(

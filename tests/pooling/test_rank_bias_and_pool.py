@@ -59,25 +59,30 @@ def test_queries_sorted_numerically_when_integers():
     assert sort_qids(["b", "a10", "a9"]) == ["a10", "a9", "b"]
 
 
+def chosen(result, run, list_name):
+    """The qids one list of one run selected, in list order."""
+    return result.selections.filter(run=run, list=list_name).sort("position")["qid"].to_list()
+
+
 def test_pool_by_hand():
     run1 = pd.Series({"1": -0.5, "2": 0.3, "3": 0.0, "4": -0.5, "10": 0.9})
     run2 = pd.Series({"1": 0.2, "5": -1.0, "3": 0.7})
     result = pool_queries({"r1": run1, "r2": run2}, depth=2)
     sel = result.selections
-    picked = {(r.run, r.list): list(sel[(sel.run == r.run) & (sel.list == r.list)].qid) for r in sel.itertuples()}
+    picked = {(run, name): chosen(result, run, name) for run, name in sel.select("run", "list").unique().iter_rows()}
     # r1 female: -0.5 (qids 1 and 4 tie: smaller qid first), then 1 is before 4.
     assert picked[("r1", "female")] == ["1", "4"]
     assert picked[("r1", "male")] == ["10", "2"]
     assert picked[("r2", "female")] == ["5", "1"]
     assert picked[("r2", "male")] == ["3", "1"]
     assert result.qids == ["1", "2", "3", "4", "5", "10"]
-    assert sel[(sel.run == "r1") & (sel.list == "male") & (sel.qid == "2")].position.item() == 2
+    assert sel.filter(run="r1", list="male", qid="2")["position"].item() == 2
 
 
 def test_pool_ties_numeric_not_lexicographic():
     run = pd.Series({"10": 0.0, "9": 0.0, "100": 0.0})
     result = pool_queries({"r": run}, depth=2)
-    female = result.selections[result.selections.list == "female"].qid.tolist()
+    female = chosen(result, "r", "female")
     assert female == ["9", "10"]
 
 
@@ -92,13 +97,12 @@ def test_rab_equal_to_12_decimals_is_a_tie_broken_by_qid():
     assert noisy != exact and round(noisy, 12) == round(exact, 12)
     run = pd.Series({"10": noisy, "9": exact, "2": -noisy, "3": -exact, "1": 0.0})
     result = pool_queries({"r": run}, depth=1)
-    sel = result.selections
-    assert sel[sel.list == "male"].qid.tolist() == ["9"]  # not "10", whose bits are larger
-    assert sel[sel.list == "female"].qid.tolist() == ["2"]  # -0.30000000000000004 is no more female than -0.3
+    assert chosen(result, "r", "male") == ["9"]  # not "10", whose bits are larger
+    assert chosen(result, "r", "female") == ["2"]  # -0.30000000000000004 is no more female than -0.3
     assert result.qids == ["2", "9"]
 
 
 def test_values_differing_beyond_noise_are_not_ties():
     run = pd.Series({"1": 0.3, "2": 0.3 + 1e-9})
     result = pool_queries({"r": run}, depth=1)
-    assert result.selections[result.selections.list == "male"].qid.tolist() == ["2"]
+    assert chosen(result, "r", "male") == ["2"]
