@@ -91,14 +91,45 @@ def separated_words(text: pl.Expr) -> pl.Expr:
     return pl.lit(" ") + text.str.replace_all(non_word_character() + "+", "  ") + pl.lit(" ")
 
 
+#: A ``words`` token that can occur in ASCII text: every ASCII word character, nothing else.
+_ASCII_TOKEN = re.compile(r"[0-9A-Za-z_]+")
+
+
+def ascii_word_counts(wordlist: GenderWords) -> list[pl.Expr]:
+    """``f``, ``m``, ``length`` under the ``words`` tokenizer over a lower-cased ``text`` that is all ASCII.
+
+    Of ASCII, exactly ``[0-9A-Za-z_]`` is in :data:`pooling.tokenize.WORD_CATEGORIES`, which
+    is also what the regex engine's ASCII word boundary ``(?-u:\\b)`` means; so the tokens are
+    delimited by those boundaries and no separated copy of the text (the costly part of
+    the general path) is needed. Words with other characters can never be tokens here.
+    """
+    text = pl.col("text")
+
+    def count(words: frozenset[str]) -> pl.Expr:
+        tokens = [word for word in words if _ASCII_TOKEN.fullmatch(word)]
+        if not tokens:
+            return pl.lit(0, dtype=pl.Int64)
+        return text.str.count_matches(rf"(?-u:\b)(?:{_alternation(tokens)})(?-u:\b)").cast(pl.Int64)
+
+    length = text.str.count_matches(_ASCII_TOKEN.pattern).cast(pl.Int64)
+    return [count(wordlist.female).alias("f"), count(wordlist.male).alias("m"), length.alias("length")]
+
+
 def count_frame(passages: pl.DataFrame, wordlist: GenderWords, tokenizer: str) -> pl.DataFrame:
-    """Counts for a frame with ``docid`` and ``text`` columns (texts as in the collection)."""
+    """Counts for a frame with ``docid`` and ``text`` columns (texts as in the collection), in its order."""
     lowered = passages.select("docid", pl.col("text").str.to_lowercase())
-    if tokenizer == "words":  # once, not once per word group
-        lowered = lowered.with_columns(separated_words(pl.col("text")).alias("separated"))
-    elif tokenizer == "whitespace":
+    if tokenizer == "whitespace":
         lowered = lowered.with_columns(whitespace_matches(pl.col("text"), wordlist).alias("matches"))
-    return lowered.select("docid", *count_expressions(wordlist, tokenizer))
+        return lowered.select("docid", *count_expressions(wordlist, tokenizer))
+    if tokenizer != "words":
+        raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
+    # All-ASCII texts (most of MS MARCO) take the fast path; the rest the general one.
+    rows = lowered.with_row_index("row")
+    is_ascii = pl.col("text").str.len_bytes() == pl.col("text").str.len_chars()
+    fast = rows.filter(is_ascii).select("row", "docid", *ascii_word_counts(wordlist))
+    general = rows.filter(~is_ascii).with_columns(separated_words(pl.col("text")).alias("separated"))
+    general = general.select("row", "docid", *count_expressions(wordlist, tokenizer))
+    return pl.concat([fast, general]).sort("row").drop("row")
 
 
 def document_counts(

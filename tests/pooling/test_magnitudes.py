@@ -152,3 +152,55 @@ def test_combining_marks_belong_to_their_word():
     assert tokenize("cafe\u0301 he") == ["cafe\u0301", "he"]
     frame = pl.DataFrame({"docid": ["d"], "text": ["İ HE"]})
     assert count_frame(frame, FUZZ_WORDS, "words").row(0) == ("d", 1, 1, 2)
+
+
+# --- the ASCII fast path of `words` equals the definition -------------------------------------
+
+ASCII_WORDS = GenderWords(
+    frozenset({"she", "her", "hers", "wo_man", "mother-in-law", "Her", "x2"}),
+    frozenset({"he", "his", "man", "a b", "_"}),
+    name="ascii",
+)
+_ASCII_PIECES = [
+    "he",
+    "She",
+    "HERS",
+    "her",
+    "wo_man",
+    "Mother-in-law",
+    "man",
+    "x2",
+    "2x",
+    "_",
+    " ",
+    "  ",
+    "\t",
+    ",",
+    "-",
+    "'",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(st.sampled_from(_ASCII_PIECES), st.text(alphabet=st.characters(max_codepoint=126), max_size=3)),
+            max_size=12,
+        ).map("".join),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_ascii_fast_path_of_words_equals_the_definition(texts):
+    """All-ASCII texts skip the separated copy (``ascii_word_counts``); mixed in with others,
+    each row still gets the definition's counts, in the frame's order."""
+    texts = [t.replace("\n", " ").replace("\r", " ").replace("\x00", " ") for t in texts] + ["é he"]
+    frame = pl.DataFrame({"docid": [str(i) for i in range(len(texts))], "text": texts})
+    got = count_frame(frame, ASCII_WORDS, "words").select("docid", "f", "m", "length").rows()
+    expected = []
+    for i, text in enumerate(texts):
+        tokens = tokenize(text, "words")
+        female = sum(t in ASCII_WORDS.female for t in tokens)
+        expected.append((str(i), female, sum(t in ASCII_WORDS.male for t in tokens), len(tokens)))
+    assert got == expected
