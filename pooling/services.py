@@ -362,11 +362,7 @@ def document_counts_for(
     cached = pl.read_parquet(cache) if cache.exists() else pl.DataFrame(schema=mag.COUNT_SCHEMA)
     missing = wanted.to_frame().join(cached.select("docid"), on="docid", how="anti")["docid"]
     if len(missing):
-        path = Path(collection.path)
-        if not path.is_file() or path.stat().st_size != collection.size:
-            raise ServiceError(
-                f"collection {collection.name!r}: {path} is missing or changed since it was imported; import it again"
-            )
+        path = _check_unchanged(collection)
         spans = passage_spans(collection, missing)
         with _byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
             if spans is None:  # one pass over the whole file
@@ -379,6 +375,8 @@ def document_counts_for(
 
 
 def _check_unchanged(collection: Collection) -> Path:
+    """The collection's file, if it is still there with the imported size (the spans in its
+    index are byte offsets into it)."""
     path = Path(collection.path)
     if not path.is_file() or path.stat().st_size != collection.size:
         raise ServiceError(
