@@ -147,24 +147,30 @@ class PoolEntry(models.Model):
 
 
 class ScanChunk(models.Model):
-    """One byte range of a collection scan split over Celery workers.
+    """One byte range of a file whose reading is split over Celery workers: a collection
+    scan (``key`` starts with the collection's hash: content, word list, tokenizer, the
+    docids asked for) or a run import (``key`` starts with ``run-``: the run's content,
+    collection, format, whether bad lines are skipped).
 
-    A scan (``key``: collection content, word list, tokenizer and the docids asked for)
-    is cut into chunks; a worker marks its chunk done only after its counts file is in
-    place, so a chunk whose worker was lost stays pending and is counted again by the
-    next attempt, while a done chunk is never counted twice.
+    A worker marks its chunk done only after its result file is in place, so a chunk
+    whose worker was lost stays pending and is read again by the next attempt, while a
+    done chunk is never read twice. A chunk with bad input is ``failed`` with the message
+    (``path:line: problem``); the same content fails the same way, so it is not retried.
     """
 
     class Status(models.TextChoices):
         PENDING = "pending"
         DONE = "done"
+        FAILED = "failed"
 
     key = models.CharField(max_length=200)
     index = models.PositiveIntegerField()
     start = models.BigIntegerField()
     end = models.BigIntegerField()
+    first_line = models.BigIntegerField(default=1, help_text="The file's number of the range's first line.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    result = models.CharField(max_length=1000, blank=True, help_text="Parquet file of the chunk's counts.")
+    result = models.CharField(max_length=1000, blank=True, help_text="Parquet file of the chunk's result.")
+    error = models.TextField(blank=True, help_text="Why a failed chunk failed.")
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -75,12 +75,29 @@ def byte_ranges(path: str | Path, chunks: int) -> list[tuple[int, int]]:
     return list(zip(starts, [*starts[1:], size], strict=True))
 
 
+def line_numbers_at(path: str | Path, positions: list[int]) -> list[int]:
+    """The 1-based numbers of the lines starting at the byte ``positions`` (ascending) of a
+    plain file: one pass counting newlines, at memory speed."""
+    numbers, newlines, read = [], 0, 0
+    with open(path, "rb") as file:
+        for position in positions:
+            while read < position:
+                block = file.read(min(BLOCK_SIZE, position - read))
+                if not block:
+                    break
+                newlines += block.count(b"\n")
+                read += len(block)
+            numbers.append(newlines + 1)
+    return numbers
+
+
 def iter_blocks(
     path: str | Path,
     block_size: int | None = None,
     digest=None,
     byte_range: tuple[int, int] | None = None,
     offsets: bool = False,
+    first_line: int = 1,
 ) -> Iterator[tuple[pl.DataFrame, int]]:
     """Yield ``(lines, bytes_read)`` for blocks of whole lines of a (possibly gzipped) file.
 
@@ -88,7 +105,8 @@ def iter_blocks(
     ``bytes_read`` is the (compressed) position in the file, for progress bars. A hashlib
     ``digest`` is fed the file's raw bytes on the way, saving a second pass.
     ``byte_range`` (from :func:`byte_ranges`, plain files only) reads just that range; its
-    line numbers then count from the range's first line, as 1. ``offsets`` adds
+    line numbers then count from ``first_line``, the file's number of the range's first
+    line (:func:`line_numbers_at`), or from 1 if not given. ``offsets`` adds
     ``offset: int64``, where each line starts in the (uncompressed) stream.
     """
     path = Path(path)
@@ -103,7 +121,7 @@ def iter_blocks(
         raw = _HashingReader(file, digest)
         buffered = io.BufferedReader(raw, buffer_size=1024 * 1024)
         stream: BinaryIO = gzip.GzipFile(fileobj=buffered) if gzipped else buffered  # type: ignore[assignment]
-        line = 1
+        line = first_line
         rest = b""
         block_start = start  # where ``rest + chunk`` begins in the uncompressed stream
         while True:
@@ -315,6 +333,10 @@ _RUN_LINES = {
 _RUN_EXPECTED = {"trec": "6 columns (qid Q0 docid rank score tag)", "msmarco": "3 columns (qid docid rank)"}
 
 
+#: The columns :func:`parse_run_lines` gives, one row per valid line.
+RUN_FIELDS = {"line": pl.Int64, "qid": pl.String, "docid": pl.String, "score": pl.Float64}
+
+
 @dataclass
 class RunTable:
     """A validated run: ``frame`` has ``qid, docid, rank (1-based), score``, grouped by query.
@@ -464,7 +486,17 @@ def read_run(
     rule); ``order="file"`` keeps the file's order, as the reference notebooks did.
     ``reordered_ties`` counts the queries whose order the tie rule changed relative to
     a stable sort of the file by score.
+
+    Two steps, which workers may split (:func:`parse_run_lines` on byte ranges, then one
+    :func:`finish_run` over the ranges' lines in file order): this is both in one process.
     """
+    path, run_format = check_run_file(path, order, run_format)
+    fields = parse_run_lines(path, run_format, known_docids, skipped)
+    return finish_run(path, fields, order, skipped, run_format)
+
+
+def check_run_file(path: str | Path, order: str, run_format: str) -> tuple[Path, str]:
+    """The run's path and its format (``auto`` detected), after checking the options and the file."""
     if order not in RUN_ORDERS:
         raise ValueError(f"order must be one of {RUN_ORDERS}, got {order!r}")
     if run_format not in RUN_FORMATS:
@@ -474,9 +506,28 @@ def read_run(
         raise InputError(path, None, "no such file")
     if run_format == "auto":
         run_format = detect_run_format(path)
+    return path, run_format
+
+
+def parse_run_lines(
+    path: Path,
+    run_format: str,
+    known_docids: pl.Series | None = None,
+    skipped: Skipped | None = None,
+    byte_range: tuple[int, int] | None = None,
+    first_line: int = 1,
+) -> pl.DataFrame:
+    """Validated lines of a run (or of one ``byte_range`` of it, whose first line is the
+    file's line ``first_line``): ``line, qid, docid, score``, in file order."""
     known = known_docids.cast(pl.String).to_frame("docid") if known_docids is not None else None
-    parts = [_parse_run_block(path, lines, known, skipped, run_format) for lines, _ in iter_blocks(path)]
-    fields = pl.concat(parts) if parts else pl.DataFrame()
+    blocks = iter_blocks(path, byte_range=byte_range, first_line=first_line)
+    parts = [_parse_run_block(path, lines, known, skipped, run_format) for lines, _ in blocks]
+    return pl.concat(parts) if parts else pl.DataFrame(schema=RUN_FIELDS)
+
+
+def finish_run(path: Path, fields: pl.DataFrame, order: str, skipped: Skipped | None, run_format: str) -> RunTable:
+    """The run from all its validated lines in file order: repeated pairs refused, query
+    blocks gathered, ties ordered, ranks given."""
     if not len(fields):
         raise InputError(path, None, "the run is empty")
 

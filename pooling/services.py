@@ -10,6 +10,7 @@ import of the same file reuses them.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,6 +36,8 @@ from .wordlists import GenderWords, default_wordlist, load_wordlist, wordlist_fr
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from .readers import RunTable
 
 
 def _byte_progress(path: Path, description: str, job: Job | None, bar: bool) -> Progress:
@@ -178,11 +181,15 @@ def import_run(
     order: str = Run.Order.SCORE,
     skip_bad_lines: bool = False,
     run_format: str = "auto",
+    chunks: int = 1,
+    timeout: float = 3600.0,
 ) -> ImportResult:
     """Register a run over ``collection``, normalised into a Parquet file.
 
     ``run_format`` is ``trec`` (6 columns), ``msmarco`` (``qid docid rank``) or ``auto``
     (detected from the first line); the normalised file is the same either way.
+    ``chunks`` > 1 splits reading and checking the lines over Celery workers
+    (:func:`read_run_chunked`); the run registered is the same.
     """
     from .readers import read_run
 
@@ -195,9 +202,14 @@ def import_run(
             return ImportResult(existing, False, Skipped())
         raise ServiceError(f"a run named {name!r} already exists with different content, order or collection")
     skipped = Skipped() if skip_bad_lines else None
-    table = read_run(
-        path, order=order, known_docids=collection_docids(collection), skipped=skipped, run_format=run_format
-    )
+    if chunks > 1:
+        table = read_run_chunked(
+            path, sha, collection, order=order, skipped=skipped, run_format=run_format, chunks=chunks, timeout=timeout
+        )
+    else:
+        table = read_run(
+            path, order=order, known_docids=collection_docids(collection), skipped=skipped, run_format=run_format
+        )
     notes = [f"format: {'MS MARCO (qid docid rank; ordered by rank)' if table.format == 'msmarco' else 'TREC'}"]
     if table.interleaved_queries:
         notes.append(
@@ -219,6 +231,110 @@ def import_run(
             data=str(data_path),
         )
     return ImportResult(run, True, skipped or Skipped(), notes)
+
+
+def read_run_chunked(
+    path: Path,
+    sha: str,
+    collection: Collection,
+    *,
+    order: str,
+    skipped: Skipped | None,
+    run_format: str = "auto",
+    chunks: int = 2,
+    timeout: float = 3600.0,
+) -> RunTable:
+    """:func:`pooling.readers.read_run`, its line parsing and checking split over Celery workers.
+
+    The file (content ``sha``) is cut into ``chunks`` byte ranges at line starts (a
+    gzipped file is one chunk), each a :class:`ScanChunk` row that records the file's
+    number of its first line, so errors name the true line. A ``parse_run_chunk_task``
+    per pending chunk writes the chunk's valid lines (and the bad lines it skipped) to
+    Parquet, then marks it done; this process waits on the rows, then gathers the chunks
+    in file order and finishes the run in one piece (repeated pairs, query blocks, ties),
+    exactly as reading it whole. A chunk whose worker was lost stays pending: calling
+    again reads only what is not done, never a chunk twice. A chunk with bad input fails
+    the import with its ``file:line: problem``, the first in the file.
+    """
+    import polars as pl
+    from celery import group
+
+    from .readers import byte_ranges, check_run_file, finish_run, line_numbers_at
+    from .tasks import parse_run_chunk_task
+
+    path, run_format = check_run_file(path, order, run_format)
+    ranges = byte_ranges(path, chunks)
+    mode = "skip" if skipped is not None else "strict"
+    key = f"run-{sha[:24]}-{collection.sha256[:16]}-{run_format}-{mode}-{len(ranges)}"
+    if not ScanChunk.objects.filter(key=key).exists():
+        first_lines = line_numbers_at(path, [start for start, _ in ranges])
+        with transaction.atomic():
+            for index, ((start, end), first_line) in enumerate(zip(ranges, first_lines, strict=True)):
+                ScanChunk.objects.get_or_create(
+                    key=key, index=index, defaults={"start": start, "end": end, "first_line": first_line}
+                )
+    pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
+    if pending:
+        tasks = (
+            parse_run_chunk_task.s(pk, collection.pk, str(path), run_format, skipped is not None) for pk in pending
+        )
+        group(tasks).apply_async()
+        _wait_for_chunks(key, timeout)
+    done = list(ScanChunk.objects.filter(key=key).order_by("index"))
+    failed = [chunk for chunk in done if chunk.status == ScanChunk.Status.FAILED]
+    if failed:
+        error = json.loads(failed[0].error)
+        raise InputError(path, error["line"], error["problem"])
+    unfinished = [chunk.index for chunk in done if chunk.status != ScanChunk.Status.DONE]
+    if unfinished:
+        raise ServiceError(f"chunks {unfinished} of the run import are not done; import again to read them")
+    for chunk in done:
+        for line, problem in pl.read_parquet(_skipped_path(chunk.result)).iter_rows() if skipped is not None else ():
+            skipped.add(InputError(path, line, problem))
+    fields = pl.concat([pl.read_parquet(chunk.result) for chunk in done])
+    return finish_run(path, fields, order, skipped, run_format)
+
+
+def _skipped_path(result: str | Path) -> Path:
+    """Where a run chunk's skipped lines (``line, problem``) are kept, beside its result."""
+    return Path(result).with_suffix(".skipped.parquet")
+
+
+def parse_run_chunk(chunk_id: int, collection_id: int, path: str, run_format: str, skip_bad_lines: bool) -> None:
+    """Read and check one chunk of a split run import (the body of ``parse_run_chunk_task``).
+
+    Idempotent: a done or failed chunk is left alone; the result files are written
+    atomically before the chunk is marked done, so a worker lost in between leaves it
+    pending (to be read again) rather than done without its files.
+    """
+    import polars as pl
+
+    from .readers import parse_run_lines
+
+    chunk = ScanChunk.objects.get(pk=chunk_id)
+    if chunk.status == ScanChunk.Status.FAILED or (
+        chunk.status == ScanChunk.Status.DONE and Path(chunk.result).exists()
+    ):
+        return
+    collection = Collection.objects.get(pk=collection_id)
+    skipped = Skipped() if skip_bad_lines else None
+    try:
+        fields = parse_run_lines(
+            Path(path), run_format, collection_docids(collection), skipped, (chunk.start, chunk.end), chunk.first_line
+        )
+    except InputError as error:
+        problem = json.dumps({"line": error.line, "problem": error.problem})
+        ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.FAILED, error=problem)
+        return
+    result = cache_dir("scans", chunk.key) / f"chunk-{chunk.index}.parquet"
+    bad = skipped.errors if skipped is not None else []
+    lines = pl.DataFrame(
+        {"line": [e.line for e in bad], "problem": [e.problem for e in bad]},
+        schema={"line": pl.Int64, "problem": pl.String},
+    )
+    write_parquet_atomic(lines, _skipped_path(result))
+    write_parquet_atomic(fields, result)
+    ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.DONE, result=str(result))
 
 
 def run_frame(run: Run) -> pl.DataFrame:

@@ -1,7 +1,8 @@
 """Celery tasks of the pooling app: thin shells over services, run as Jobs (:mod:`core.tasks`).
 
-``count_scan_chunk_task`` is the exception: one chunk of a split collection scan, not a
-Job; each ``ScanChunk`` is idempotent on its own (a done chunk is skipped).
+``count_scan_chunk_task`` and ``parse_run_chunk_task`` are the exceptions: one chunk of a
+split collection scan or run import, not a Job; each ``ScanChunk`` is idempotent on its
+own (a done chunk is skipped).
 """
 
 from __future__ import annotations
@@ -55,6 +56,13 @@ def build_pool_task(
 def count_scan_chunk_task(chunk_id: int, collection_id: int, wordlist_id: int, tokenizer: str) -> int:
     """One chunk of a split collection scan; acknowledged late, so a lost worker's chunk is redelivered."""
     services.count_scan_chunk(chunk_id, collection_id, wordlist_id, tokenizer)
+    return chunk_id
+
+
+@app.task(acks_late=True, reject_on_worker_lost=True)
+def parse_run_chunk_task(chunk_id: int, collection_id: int, path: str, run_format: str, skip_bad_lines: bool) -> int:
+    """One chunk of a split run import; acknowledged late, so a lost worker's chunk is redelivered."""
+    services.parse_run_chunk(chunk_id, collection_id, path, run_format, skip_bad_lines)
     return chunk_id
 
 

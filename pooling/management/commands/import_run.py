@@ -35,8 +35,18 @@ class Command(ProjectCommand):
             "--format", dest="run_format", choices=RUN_FORMATS, default="auto", help="run format (default: auto)"
         )
         parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines and report them")
+        parser.add_argument(
+            "--chunks",
+            type=int,
+            default=1,
+            help="split reading each file into this many byte ranges, checked by Celery workers in parallel "
+            "(start workers first: docs/deployment.md); a chunk whose worker is lost is read again by "
+            "the next try (default: 1, all in this process)",
+        )
 
-    def handle(self, paths, name, collection, order, run_format, skip_bad_lines, **options):
+    def handle(self, paths, name, collection, order, run_format, skip_bad_lines, chunks, **options):
+        if chunks < 1:
+            raise CommandError("--chunks must be at least 1")
         if name and len(paths) > 1:
             raise CommandError("--name names one run; with several files each run is named after its file")
         collection_obj = get_named(Collection, collection, "collection")
@@ -47,7 +57,13 @@ class Command(ProjectCommand):
         for path, run_name_ in zip(paths, names, strict=True):
             with command_errors():
                 result = services.import_run(
-                    path, run_name_, collection_obj, order=order, skip_bad_lines=skip_bad_lines, run_format=run_format
+                    path,
+                    run_name_,
+                    collection_obj,
+                    order=order,
+                    skip_bad_lines=skip_bad_lines,
+                    run_format=run_format,
+                    chunks=chunks,
                 )
             run = result.obj
             report_import(self, result, f"run {run.name!r}: {run.queries:,} queries, {run.rows:,} rows")
