@@ -1,10 +1,11 @@
-"""Benchmark: the collection scan split over real Celery workers, 1 vs 2 (and more).
+"""Benchmark: the collection scan and the run import split over real Celery workers, 1 vs 2 (and more).
 
 Starts its own ``redis-server`` (loopback, no persistence) and ``celery worker``
 processes (concurrency 1 each) sharing a SQLite database in the work folder; the
 measuring process runs as a subprocess so that it sees the broker settings. Every
-worker count must give the counts of one in-process pass. Pure orchestration: imports
-no Django at module level.
+worker count must give the result of the in-process reference: the counts of one pass
+(``scan``), or the normalised run of ``import_run`` without workers (``run-import``).
+Pure orchestration: imports no Django at module level.
 """
 
 from __future__ import annotations
@@ -29,15 +30,34 @@ def _env(work: Path, broker: str) -> dict:
     return env
 
 
-def run_scan_benchmark(work: Path, passages: int, workers: list[int], redis_port: int) -> Iterator[str]:
-    from .synthetic import SyntheticSpec, write_collection
+#: What is split over the workers, and the in-process reference each is compared with.
+WHAT = {"scan": "one pass, in process", "run-import": "import_run, in process"}
+#: The run imported by ``run-import``: 7,000 queries x 1,000 documents (7M lines, ~240 MB).
+RUN_SPEC = {"queries": 7_000, "runs": 1, "depth": 1_000}
 
+
+def run_scan_benchmark(
+    work: Path, passages: int, workers: list[int], redis_port: int, what: str = "scan"
+) -> Iterator[str]:
+    from .synthetic import SyntheticSpec, write_collection, write_queries, write_runs
+
+    if what not in WHAT:
+        raise ValueError(f"what must be one of {', '.join(WHAT)}")
     work = work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     collection = work / f"collection-{passages}.tsv"
     if not collection.exists():
         yield f"Writing {passages:,} synthetic passages to {collection} …"
         write_collection(collection, SyntheticSpec(passages=passages))
+    target = collection
+    if what == "run-import":
+        runs = work / f"runs-{passages}"
+        target = runs / "run1.trec"
+        if not target.exists():
+            spec = SyntheticSpec(passages=passages, **RUN_SPEC)
+            yield f"Writing a run of {spec.queries:,} queries x {spec.depth:,} documents to {target} …"
+            runs.mkdir(exist_ok=True)
+            write_runs(runs, write_queries(runs / "queries.tsv", spec), spec)
     broker = f"redis://127.0.0.1:{redis_port}/0"
     redis = subprocess.Popen(
         ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
@@ -74,7 +94,16 @@ def run_scan_benchmark(work: Path, passages: int, workers: list[int], redis_port
             try:
                 _wait_until_ready(env, n)
                 out = subprocess.run(
-                    [sys.executable, "-m", "pooling.scan_benchmark", str(work), str(collection), str(n)],
+                    [
+                        sys.executable,
+                        "-m",
+                        "pooling.scan_benchmark",
+                        what,
+                        str(work),
+                        str(collection),
+                        str(target),
+                        str(n),
+                    ],
                     env=env,
                     check=True,
                     capture_output=True,
@@ -87,8 +116,8 @@ def run_scan_benchmark(work: Path, passages: int, workers: list[int], redis_port
                     proc.wait(timeout=60)
             results[n] = json.loads(out.strip().splitlines()[-1])
         single = results[0]
-        yield f"{'approach':<28}{'seconds':>9}{'speed-up':>10}  same counts"
-        yield f"{'one pass, in process':<28}{single['seconds']:>9.1f}{1:>9.2f}x  (reference)"
+        yield f"{'approach':<28}{'seconds':>9}{'speed-up':>10}  same {'counts' if what == 'scan' else 'run'}"
+        yield f"{WHAT[what]:<28}{single['seconds']:>9.1f}{1:>9.2f}x  (reference)"
         for n in workers:
             r = results[n]
             same = "yes" if r["digest"] == single["digest"] else "NO"
@@ -115,38 +144,39 @@ def _wait_until_ready(env: dict, workers: int, timeout: float = 120.0) -> None:
         raise RuntimeError(f"{workers} Celery worker(s) did not start within {timeout:.0f} s")
 
 
-def _measure(work: Path, collection_path: Path, workers: int) -> dict:
-    """In the subprocess: import the collection once, then count every passage."""
+def _measure(what: str, work: Path, collection_path: Path, target: Path, workers: int) -> dict:
+    """In the subprocess: import the collection once, then count every passage (``scan``)
+    or import the run at ``target`` (``run-import``); cold, every chunk read again."""
     import hashlib
 
     import django
 
     django.setup()
-    import polars as pl
-
     from . import magnitudes as mag
     from . import services
-    from .models import ScanChunk
+    from .models import Run, ScanChunk
     from .wordlists import default_wordlist
 
-    result = services.import_collection(collection_path, "scan-bench", bar=False)
-    collection = result.obj
-    words = default_wordlist()
-    ScanChunk.objects.all().delete()  # cold: every chunk counted again
+    collection = services.import_collection(collection_path, "scan-bench", bar=False).obj
+    ScanChunk.objects.all().delete()
     start = time.perf_counter()
-    if workers == 0:
-        counts = mag.document_counts(collection_path, None, words, "whitespace")
-        chunks = 1
+    if what == "scan":
+        words = default_wordlist()
+        if workers == 0:
+            result = mag.document_counts(collection_path, None, words, "whitespace")
+        else:
+            result = services.document_counts_chunked(collection, None, words, "whitespace", chunks=workers)
     else:
-        counts = services.document_counts_chunked(collection, None, words, "whitespace", chunks=workers)
-        chunks = ScanChunk.objects.count()
-    seconds = time.perf_counter() - start
-    ordered = counts.sort("docid")
-    digest = hashlib.sha256(ordered.write_csv().encode()).hexdigest()
-    assert isinstance(ordered, pl.DataFrame)
-    return {"seconds": seconds, "chunks": chunks, "digest": digest, "rows": len(counts)}
+        Run.objects.filter(name=f"bench{workers}").delete()
+        run = services.import_run(target, f"bench{workers}", collection, chunks=workers or None).obj
+        seconds = time.perf_counter() - start
+        result = services.run_frame(run)
+    seconds = time.perf_counter() - start if what == "scan" else seconds
+    chunks = ScanChunk.objects.count() if workers else 1
+    digest = hashlib.sha256(result.sort(result.columns).write_csv().encode()).hexdigest()
+    return {"seconds": seconds, "chunks": chunks, "digest": digest, "rows": len(result)}
 
 
 if __name__ == "__main__":
-    work_arg, collection_arg, workers_arg = sys.argv[1:]
-    print(json.dumps(_measure(Path(work_arg), Path(collection_arg), int(workers_arg))))
+    what_arg, work_arg, collection_arg, target_arg, workers_arg = sys.argv[1:]
+    print(json.dumps(_measure(what_arg, Path(work_arg), Path(collection_arg), Path(target_arg), int(workers_arg))))

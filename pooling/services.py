@@ -181,15 +181,15 @@ def import_run(
     order: str = Run.Order.SCORE,
     skip_bad_lines: bool = False,
     run_format: str = "auto",
-    chunks: int = 1,
+    chunks: int | None = None,
     timeout: float = 3600.0,
 ) -> ImportResult:
     """Register a run over ``collection``, normalised into a Parquet file.
 
     ``run_format`` is ``trec`` (6 columns), ``msmarco`` (``qid docid rank``) or ``auto``
     (detected from the first line); the normalised file is the same either way.
-    ``chunks`` > 1 splits reading and checking the lines over Celery workers
-    (:func:`read_run_chunked`); the run registered is the same.
+    ``chunks`` (≥ 1) hands reading and checking the lines to Celery workers, split into
+    that many byte ranges (:func:`read_run_chunked`); the run registered is the same.
     """
     from .readers import read_run
 
@@ -202,7 +202,7 @@ def import_run(
             return ImportResult(existing, False, Skipped())
         raise ServiceError(f"a run named {name!r} already exists with different content, order or collection")
     skipped = Skipped() if skip_bad_lines else None
-    if chunks > 1:
+    if chunks:
         table = read_run_chunked(
             path, sha, collection, order=order, skipped=skipped, run_format=run_format, chunks=chunks, timeout=timeout
         )

@@ -4,15 +4,15 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from pooling.scan_benchmark import run_scan_benchmark
+from pooling.scan_benchmark import WHAT, run_scan_benchmark
 
 
 class Command(BaseCommand):
     help = (
-        "Time the collection scan (gender-word counts of every passage) split over 1 and 2 real "
-        "Celery worker processes with a real Redis broker started for the benchmark (loopback "
-        "port --redis-port), on a synthetic collection; checks both give the same counts as one "
-        "in-process pass."
+        "Time the collection scan (gender-word counts of every passage; --what scan) or the import "
+        "of a 7M-line run (--what run-import) split over 1 and 2 real Celery worker processes with "
+        "a real Redis broker started for the benchmark (loopback port --redis-port), on synthetic "
+        "data; checks both give the same result as the in-process reference."
     )
 
     def add_arguments(self, parser):
@@ -20,7 +20,8 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to compare")
         parser.add_argument("--redis-port", type=int, default=56503)
         parser.add_argument("--work", default="var/benchmark-scan", help="folder for the data (kept for reruns)")
+        parser.add_argument("--what", choices=sorted(WHAT), default="scan", help="what to split (default: scan)")
 
-    def handle(self, passages, workers, redis_port, work, **options):
-        for line in run_scan_benchmark(Path(work), passages, workers, redis_port):
+    def handle(self, passages, workers, redis_port, work, what, **options):
+        for line in run_scan_benchmark(Path(work), passages, workers, redis_port, what):
             self.stdout.write(line)

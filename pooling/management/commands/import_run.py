@@ -38,14 +38,13 @@ class Command(ProjectCommand):
         parser.add_argument(
             "--chunks",
             type=int,
-            default=1,
-            help="split reading each file into this many byte ranges, checked by Celery workers in parallel "
-            "(start workers first: docs/deployment.md); a chunk whose worker is lost is read again by "
-            "the next try (default: 1, all in this process)",
+            help="hand reading each file to Celery workers, split into this many byte ranges read in "
+            "parallel (start workers first: docs/deployment.md); a chunk whose worker is lost is read "
+            "again by the next try (default: all in this process)",
         )
 
     def handle(self, paths, name, collection, order, run_format, skip_bad_lines, chunks, **options):
-        if chunks < 1:
+        if chunks is not None and chunks < 1:
             raise CommandError("--chunks must be at least 1")
         if name and len(paths) > 1:
             raise CommandError("--name names one run; with several files each run is named after its file")
