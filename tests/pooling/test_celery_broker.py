@@ -35,3 +35,17 @@ def test_pool_task_runs_on_a_worker(world):
     assert job.status == Job.Status.DONE
     assert job.attempts == 1
     assert Pool.objects.get(name="brokered").queries.queries.count() == 2
+
+
+@pytest.mark.broker
+@pytest.mark.django_db(transaction=True)
+def test_run_import_split_over_a_worker_through_the_broker(world):
+    """``import_run --chunks``: the chunks go through Redis to a real worker and come back merged."""
+    from pooling import services
+    from pooling.models import Collection, ScanChunk
+
+    collection = Collection.objects.get(name="tiny")
+    with start_worker(app, perform_ping_check=False, pool="solo", shutdown_timeout=30):
+        run = services.import_run(world["run_a"], "a-chunked", collection, chunks=2, timeout=60).obj
+    assert ScanChunk.objects.filter(key__startswith="run-", status=ScanChunk.Status.DONE).count() == 2
+    assert services.run_frame(run).equals(services.run_frame(Run.objects.get(name="a")))
