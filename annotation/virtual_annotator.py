@@ -159,8 +159,8 @@ class VirtualAnnotator:
         started = time.perf_counter()
         try:
             return work()
-        except OSError as exc:
-            raise SiteError(step, f"connection error ({exc})") from None
+        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut off mid-answer
+            raise SiteError(step, f"connection error ({exc!r})") from None
         finally:
             self.timings.add(step, time.perf_counter() - started)
 
