@@ -155,6 +155,7 @@ def _measure(what: str, work: Path, collection_path: Path, target: Path, workers
     from . import magnitudes as mag
     from . import services
     from .models import Run, ScanChunk
+    from .readers import byte_ranges
     from .wordlists import default_wordlist
 
     collection = services.import_collection(collection_path, "scan-bench", bar=False).obj
@@ -172,7 +173,12 @@ def _measure(what: str, work: Path, collection_path: Path, target: Path, workers
         seconds = time.perf_counter() - start
         result = services.run_frame(run)
     seconds = time.perf_counter() - start if what == "scan" else seconds
-    chunks = ScanChunk.objects.count() if workers else 1
+    if not workers:
+        chunks = 1
+    elif what == "scan":
+        chunks = ScanChunk.objects.count()
+    else:  # a run import removes its chunks once read
+        chunks = len(byte_ranges(target, workers))
     digest = hashlib.sha256(result.sort(result.columns).write_csv().encode()).hexdigest()
     return {"seconds": seconds, "chunks": chunks, "digest": digest, "rows": len(result)}
 

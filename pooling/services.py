@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -254,7 +255,8 @@ def read_run_chunked(
     in file order and finishes the run in one piece (repeated pairs, query blocks, ties),
     exactly as reading it whole. A chunk whose worker was lost stays pending: calling
     again reads only what is not done, never a chunk twice. A chunk with bad input fails
-    the import with its ``file:line: problem``, the first in the file.
+    the import with its ``file:line: problem``, the first in the file. Once the chunks are
+    read (or refused) their rows and files are removed.
     """
     import polars as pl
     from celery import group
@@ -282,17 +284,23 @@ def read_run_chunked(
         _wait_for_chunks(key, timeout)
     done = list(ScanChunk.objects.filter(key=key).order_by("index"))
     failed = [chunk for chunk in done if chunk.status == ScanChunk.Status.FAILED]
-    if failed:
-        error = json.loads(failed[0].error)
-        raise InputError(path, error["line"], error["problem"])
-    unfinished = [chunk.index for chunk in done if chunk.status != ScanChunk.Status.DONE]
-    if unfinished:
+    unfinished = [chunk.index for chunk in done if chunk.status == ScanChunk.Status.PENDING]
+    if unfinished and not failed:  # kept: the next call reads only these
         raise ServiceError(f"chunks {unfinished} of the run import are not done; import again to read them")
-    for chunk in done:
-        for line, problem in pl.read_parquet(_skipped_path(chunk.result)).iter_rows() if skipped is not None else ():
-            skipped.add(InputError(path, line, problem))
-    fields = pl.concat([pl.read_parquet(chunk.result) for chunk in done])
-    return finish_run(path, fields, order, skipped, run_format)
+    try:
+        if failed:
+            error = json.loads(failed[0].error)
+            raise InputError(path, error["line"], error["problem"])
+        for chunk in done:
+            for line, problem in (
+                pl.read_parquet(_skipped_path(chunk.result)).iter_rows() if skipped is not None else ()
+            ):
+                skipped.add(InputError(path, line, problem))
+        fields = pl.concat([pl.read_parquet(chunk.result) for chunk in done])
+        return finish_run(path, fields, order, skipped, run_format)
+    finally:  # read or refused: the chunks' rows and files are of no further use
+        ScanChunk.objects.filter(key=key).delete()
+        shutil.rmtree(cache_dir("scans", key), ignore_errors=True)
 
 
 def _skipped_path(result: str | Path) -> Path:

@@ -7,6 +7,7 @@ true line; a lost chunk is read again once; a bad line anywhere writes nothing.
 """
 
 import random
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -55,16 +56,24 @@ def test_line_numbers_at_byte_positions(tmp_path):
 
 @pytest.mark.parametrize("order", ["score", "file"])
 @pytest.mark.parametrize("chunks", [2, 3, 7])
-def test_chunked_import_equals_reading_the_run_whole(tmp_path, collection, order, chunks):
+def test_chunked_import_equals_reading_the_run_whole(tmp_path, collection, order, chunks, settings):
     path = write_run(tmp_path / "r.trec")
     assert len(byte_ranges(path, chunks)) == chunks
     whole = read_run(path, order=order, known_docids=services.collection_docids(collection))
     assert whole.interleaved_queries > 0 and whole.reordered_ties > 0  # the hard cases are there
-    run = services.import_run(path, "r", collection, order=order, chunks=chunks).obj
+    read = []
+    real = services.parse_run_chunk
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            services, "parse_run_chunk", lambda chunk_id, *args: (read.append(chunk_id), real(chunk_id, *args))
+        )
+        run = services.import_run(path, "r", collection, order=order, chunks=chunks).obj
     chunked = services.run_frame(run)
     assert chunked.equals(whole.frame)
     assert (run.rows, run.queries, run.reordered_ties) == (len(whole.frame), whole.queries, whole.reordered_ties)
-    assert ScanChunk.objects.filter(status=ScanChunk.Status.DONE).count() == chunks
+    assert len(read) == len(set(read)) == chunks  # each chunk read once, by a task
+    assert not ScanChunk.objects.exists()  # read: rows and files removed
+    assert not any((Path(settings.CACHE_DIR) / "scans").glob("run-*"))
 
 
 def test_bad_line_in_a_later_chunk_names_its_line_and_writes_nothing(tmp_path, collection):
@@ -76,9 +85,8 @@ def test_bad_line_in_a_later_chunk_names_its_line_and_writes_nothing(tmp_path, c
     with pytest.raises(InputError) as raised:
         services.import_run(path, "r", collection, chunks=3)
     assert str(raised.value) == f"{path}:4501: rank 'first' is not an integer"
-    assert not Run.objects.exists()
-    assert ScanChunk.objects.filter(status=ScanChunk.Status.FAILED).exists()
-    with pytest.raises(InputError, match=":4501: rank 'first'"):  # the same content fails the same way, at once
+    assert not Run.objects.exists() and not ScanChunk.objects.exists()
+    with pytest.raises(InputError, match=":4501: rank 'first'"):  # the same content fails the same way
         services.import_run(path, "r", collection, chunks=3)
 
 
@@ -109,11 +117,11 @@ def test_a_lost_chunk_is_read_again_and_only_it(tmp_path, collection, monkeypatc
     with pytest.raises(services.ServiceError, match=r"chunks \[1\] of the run import are not done"):
         services.import_run(path, "r", collection, chunks=3, timeout=0.5)
     assert not Run.objects.exists()
+    lost = ScanChunk.objects.get(index=1, status=ScanChunk.Status.PENDING).pk
     monkeypatch.setattr(
         services, "parse_run_chunk", lambda chunk_id, *args: (calls.append(chunk_id), real(chunk_id, *args))
     )
     run = services.import_run(path, "r", collection, chunks=3).obj
-    lost = ScanChunk.objects.get(index=1).pk
     assert calls.count(lost) == 2 and len(calls) == 4  # three first, then the lost one only
     whole = read_run(path, known_docids=services.collection_docids(collection))
     assert services.run_frame(run).equals(whole.frame)
