@@ -264,7 +264,8 @@ def scan_collection(
     found from 8-byte hashes (confirmed exactly before an error is raised). For a plain
     (not gzipped) file the index also holds where each passage's text is (``start``,
     ``length`` in bytes), so counting words in some passages reads just those
-    (:func:`read_passage_texts`) instead of parsing the whole file. ``progress`` receives the number of (compressed) bytes read so far.
+    (:func:`read_passage_texts`) instead of parsing the whole file. ``progress``
+    receives the number of (compressed) bytes read so far.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq

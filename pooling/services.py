@@ -319,10 +319,10 @@ def parse_run_chunk(chunk_id: int, collection_id: int, path: str, run_format: st
 
     from .readers import parse_run_lines
 
-    chunk = ScanChunk.objects.get(pk=chunk_id)
-    if chunk.status == ScanChunk.Status.FAILED or (
-        chunk.status == ScanChunk.Status.DONE and Path(chunk.result).exists()
-    ):
+    chunk = ScanChunk.objects.filter(pk=chunk_id).first()
+    if chunk is None or chunk.status == ScanChunk.Status.FAILED:  # gone: read and removed already
+        return
+    if chunk.status == ScanChunk.Status.DONE and Path(chunk.result).exists():
         return
     collection = Collection.objects.get(pk=collection_id)
     skipped = Skipped() if skip_bad_lines else None
@@ -342,7 +342,10 @@ def parse_run_chunk(chunk_id: int, collection_id: int, path: str, run_format: st
     )
     write_parquet_atomic(lines, _skipped_path(result))
     write_parquet_atomic(fields, result)
-    ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.DONE, result=str(result))
+    if not ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.DONE, result=str(result)):
+        # A second delivery finishing after the import was read and its chunks removed.
+        result.unlink(missing_ok=True)
+        _skipped_path(result).unlink(missing_ok=True)
 
 
 def run_frame(run: Run) -> pl.DataFrame:

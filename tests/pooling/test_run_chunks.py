@@ -132,3 +132,20 @@ def test_command_option(tmp_path, collection):
     call_command("import_run", str(path), name="r", collection="c", chunks=2, verbosity=0)
     assert Run.objects.get(name="r").rows == 6000
     assert pl.read_parquet(Run.objects.get(name="r").data).height == 6000
+
+
+def test_a_late_second_delivery_of_a_read_chunk_does_nothing(tmp_path, collection, settings):
+    """At-least-once delivery: a chunk's task arriving again after the import removed its
+    chunks neither fails nor leaves files behind."""
+    path = write_run(tmp_path / "r.trec")
+    chunk_ids = []
+    real = services.parse_run_chunk
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            services, "parse_run_chunk", lambda chunk_id, *a: (chunk_ids.append((chunk_id, a)), real(chunk_id, *a))
+        )
+        services.import_run(path, "r", collection, chunks=2)
+    for chunk_id, arguments in chunk_ids:
+        services.parse_run_chunk(chunk_id, *arguments)
+    assert not ScanChunk.objects.exists()
+    assert not any((Path(settings.CACHE_DIR) / "scans").rglob("*.parquet"))
