@@ -187,9 +187,20 @@ def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignmen
         .order_by("batch__created", "batch__pk", "position")
     )
     with transaction.atomic():
-        for hit in candidates.select_for_update(skip_locked=True, of=("self",))[:_CANDIDATES]:
+        # One row locked at a time: a claim that locked its first 20 candidates at once held
+        # them all until it committed, and a concurrent claim skipping them could find every
+        # open HIT locked and answer "No more HITs" although HITs were left.
+        tried: list[int] = []
+        for _ in range(_CANDIDATES):
+            remaining = candidates.exclude(pk__in=tried)
+            hit = remaining.select_for_update(skip_locked=True, of=("self",)).first()
+            if hit is None:  # all left may be locked by other claims just now: wait for the first
+                hit = remaining.select_for_update(of=("self",)).first()
+                if hit is None:
+                    return None
             # Count again under the lock: the count above may predate another claim's commit.
             if _held(hit) >= hit.max_assignments:
+                tried.append(hit.pk)
                 continue
             return Assignment.objects.create(
                 hit=hit,

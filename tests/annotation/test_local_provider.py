@@ -233,6 +233,53 @@ def test_one_annotator_in_many_tabs_holds_one_assignment(query_set):
     assert Assignment.objects.filter(hit__batch=batch, worker__identity__user=user).count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_in_progress_does_not_hide_the_other_open_hits(query_set):
+    """While one annotator's claim is still open (not committed), another annotator asking
+    at that moment is given one of the other open HITs, never "No more HITs".
+
+    Regression: a claim locked its first 20 candidate HITs at once, so a concurrent claim
+    that skips locked rows found none and showed "No more HITs" with HITs left (seen when a
+    database restart slowed the first claim's commit)."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from annotation.models import Batch
+    from annotation.services.local import claim_hit, local_worker
+
+    from .conftest import make_batch
+
+    if connection.vendor == "sqlite":
+        pytest.skip("row locks need PostgreSQL (bin/test runs the suite on it)")
+    batch = make_batch(query_set, queries_per_hit=2, assignments_per_query=1)
+    services.publish_batch(batch)
+    assert batch.hits.count() >= 2
+    first, second = (services.create_annotator(name) for name in ("first", "second"))
+    holding, release = threading.Event(), threading.Event()
+    claimed = {}
+
+    def slow_claim():
+        try:
+            with transaction.atomic():  # claims, then holds its transaction open
+                claimed["first"] = claim_hit(local_worker(first), Batch.objects.all(), "slow")
+                holding.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=slow_claim)
+    thread.start()
+    try:
+        assert holding.wait(30)
+        claimed["second"] = services.next_assignment(second)
+    finally:
+        release.set()
+        thread.join(30)
+    assert claimed["first"] is not None and claimed["second"] is not None
+    assert claimed["first"].hit_id != claimed["second"].hit_id
+
+
 @pytest.mark.django_db
 def test_one_publish_sync_or_escalation_per_batch_at_a_time(local_batch, annotators):
     """While one process syncs a batch, a second sync, publish or escalation is refused, not run twice."""

@@ -37,18 +37,12 @@ class Outcome:
     at: float
 
 
-#: How often "No more HITs" must be answered in a row before an annotator believes it.
-NOTHING_LEFT_CONFIRMATIONS = 5
-
-
 def _annotate(client: VirtualAnnotator, outcomes: list[Outcome], stop: threading.Event) -> None:
     """Log in, then take and answer HITs until told to stop or none is left; errors are retried.
 
-    "No more HITs" is believed once it is answered several times in a row, a second
-    apart, as a person would reload the page: while the cluster restarts, the site has
-    been seen (about once in six runs) to answer it once although HITs were left, and
-    to hand out HITs again right after."""
-    nothing_left = 0
+    "No more HITs" is believed at once: the site must not say it while HITs are left, also
+    not while the cluster restarts (it did, once in six runs, before ``claim_hit`` locked
+    one candidate at a time)."""
     while not stop.is_set():
         try:
             client.login()
@@ -62,12 +56,7 @@ def _annotate(client: VirtualAnnotator, outcomes: list[Outcome], stop: threading
             time.sleep(0.1)
             continue
         if hit is None:
-            nothing_left += 1
-            if nothing_left >= NOTHING_LEFT_CONFIRMATIONS:
-                return
-            time.sleep(1.0)
-            continue
-        nothing_left = 0
+            return
         try:
             accepted = client.submit(hit)
         except SiteError:
