@@ -266,6 +266,9 @@ class Assignment(models.Model):
         APPROVED = "approved"
         REJECTED = "rejected"
         ABANDONED = "abandoned", "Time ran out before it was submitted"
+        #: The provider does not know this session, or gives it to someone else: never counted,
+        #: reviewed, paid or held against anyone (see ``annotation.services.prolific``).
+        VOID = "void", "Not a session the provider knows"
 
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="assignments")
     provider_assignment_id = models.CharField(max_length=100, unique=True)
@@ -312,6 +315,27 @@ class Judgment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.batch_query.qid}: {self.label or self.invalid_reason}"
+
+
+class ProlificSession(models.Model):
+    """A Prolific session (``SESSION_ID``) that Prolific confirmed belongs to this batch's study and participant.
+
+    A study URL can be typed by anyone, so an arrival is served only after
+    ``GET /submissions/{id}/`` answered with this study and this participant; the row
+    caches that answer (reloads do not ask again) and binds the session to the browser
+    that first opened it (``browser`` is a SHA-256 of a random secret kept in that
+    browser's session), so a session id seen by someone else opens nothing.
+    """
+
+    session_id = models.CharField(max_length=64, unique=True)
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="prolific_sessions")
+    participant_id = models.CharField(max_length=64)
+    status = models.CharField(max_length=30, help_text="The session's status on Prolific when it was checked.")
+    browser = models.CharField(max_length=64, help_text="SHA-256 of the secret of the browser that opened it.")
+    verified_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.session_id} ({self.participant_id})"
 
 
 class Bonus(models.Model):

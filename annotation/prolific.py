@@ -2,7 +2,7 @@
 
 No maintained Python client exists, so the few calls the product needs are made here
 directly: studies (create, find by internal name, publish, stop, add places), their
-submissions (every page; approve or reject), bulk bonuses, participant groups and the
+submissions (every page, or one by its id; approve or reject), bulk bonuses, participant groups and the
 cost calculator. Every request carries ``Authorization: Token <token>``.
 
 Retries. A 429 or a 5xx answer, and a connection that breaks before an answer arrives,
@@ -88,6 +88,19 @@ class Submission:
     status: str
     started_at: str | None = None
     completed_at: str | None = None
+    study_id: str = ""
+
+    @classmethod
+    def from_api(cls, item: dict) -> Submission:
+        """A submission from a list page (``participant_id``) or ``GET /submissions/{id}/`` (``participant``)."""
+        return cls(
+            id=item["id"],
+            participant_id=item.get("participant_id") or item.get("participant") or "",
+            status=item.get("status", ""),
+            started_at=item.get("started_at"),
+            completed_at=item.get("completed_at"),
+            study_id=item.get("study_id") or "",
+        )
 
 
 def cents(amount: Decimal) -> int:
@@ -216,13 +229,21 @@ class Prolific:
     # -- submissions --------------------------------------------------------------------
     def submissions(self, study_id: str) -> Iterator[Submission]:
         for item in self.pages(f"studies/{study_id}/submissions/"):
-            yield Submission(
-                id=item["id"],
-                participant_id=item.get("participant_id") or item.get("participant", ""),
-                status=item.get("status", ""),
-                started_at=item.get("started_at"),
-                completed_at=item.get("completed_at"),
-            )
+            yield Submission.from_api(item)
+
+    def get_submission(self, submission_id: str) -> Submission | None:
+        """``GET /submissions/{id}/``: who the session belongs to, in which study; ``None`` if Prolific knows no such session.
+
+        This is how the site checks a participant's arrival: the id comes from the study
+        URL, which anyone can type, so only Prolific's answer says whose session it is.
+        """
+        try:
+            item = self.request("GET", f"submissions/{urllib.parse.quote(submission_id, safe='')}/")
+        except ProlificError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return Submission.from_api(item)
 
     def approve(self, submission_id: str) -> dict:
         return self.request("POST", f"submissions/{submission_id}/transition/", {"action": "APPROVE"})

@@ -303,18 +303,30 @@ class ProlificProvider(CrowdProvider):
         """Publish the study unless it already is (a repeated publish after a lost answer is skipped)."""
         self._transition(batch.hit_type_id, "PUBLISH", when=("UNPUBLISHED",))
 
-    def _transition(self, study_id: str, action: str, *, when: tuple[str, ...]) -> None:
-        """Transition the study if its status is one of ``when``; after a lost answer, look again."""
+    def _transition(self, study_id: str, action: str, *, when: tuple[str, ...]) -> bool:
+        """Transition the study if its status is one of ``when``; after a lost answer, look again.
+
+        Returns whether this call made the transition (False: it was not needed).
+        """
         from .prolific import ProlificUnknownOutcome
 
         for _ in range(3):
             if self.client.get_study(study_id).get("status") not in when:
-                return
+                return False
             try:
                 self.client.transition_study(study_id, action)
-                return
+                return True
             except ProlificUnknownOutcome:
                 continue  # it may have happened: the status says
+        return False
+
+    def stop_study(self, study_id: str) -> bool:
+        """Stop the study (once, and only if it is running); whether this call stopped it."""
+        if study_id in self._stopped:
+            return False
+        stopped = self._transition(study_id, "STOP", when=("ACTIVE", "PAUSED"))
+        self._stopped.add(study_id)
+        return stopped
 
     def publish_hit(self, hit: Hit, question_html: str) -> str:
         return f"prolific-{hit.unique_token}"
@@ -346,11 +358,8 @@ class ProlificProvider(CrowdProvider):
 
     def expire(self, hit: Hit) -> None:
         """Stop the study (once per batch, and only if it is running)."""
-        study_id = hit.batch.hit_type_id
-        if not study_id or study_id in self._stopped:
-            return
-        self._transition(study_id, "STOP", when=("ACTIVE", "PAUSED"))
-        self._stopped.add(study_id)
+        if hit.batch.hit_type_id:
+            self.stop_study(hit.batch.hit_type_id)
 
     blocks_remotely = True
 

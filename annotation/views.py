@@ -7,6 +7,8 @@ the provider work as background jobs and read agreement and disputed votes.
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -32,6 +34,8 @@ from .services.local import local_worker
 from .services.publishing import CATEGORIES
 from .services.results import query_results
 from .services.training import qualification_of, submit_training, training_due
+
+logger = logging.getLogger(__name__)
 
 
 @login_required
@@ -421,36 +425,49 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
 #: Session key listing the assignments this browser was given from Prolific (no account needed).
 PROLIFIC_SESSION_KEY = "prolific_assignments"
 PROLIFIC_TRAINING_KEY = "prolific_training"
+#: A random secret of this browser: the Prolific sessions it opens are bound to it.
+PROLIFIC_BROWSER_KEY = "prolific_browser"
+
+
+def _prolific_page(request: HttpRequest, message: str, status: int, *, return_link: bool = False) -> HttpResponse:
+    from .services.prolific import return_url
+
+    context = {"message": message, "return_url": return_url() if return_link else ""}
+    return render(request, "annotation/no_more_hits.html", context, status=status)
 
 
 def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
-    """Where the Prolific study URL leads: hand the participant a HIT and remember it in their session."""
+    """Where the Prolific study URL leads: confirm the session with Prolific, then hand the participant a HIT."""
+    import secrets
+
+    from .prolific import ProlificError
     from .services import prolific
 
     batch = get_object_or_404(Batch, name=name, provider="prolific")
     link = [request.GET.get(key, "") for key in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")]
+    browser = request.session.setdefault(PROLIFIC_BROWSER_KEY, secrets.token_urlsafe(32))
+    try:
+        session = prolific.verify_arrival(batch, *link, browser_secret=browser)
+    except ProlificError:
+        logger.exception("Prolific could not confirm session %r of batch %s", link[2][:64], batch.name)
+        message = "We could not confirm your session with Prolific just now. Please reload this page in a minute."
+        return _prolific_page(request, message, 503)
+    except prolific.StudyClosed as exc:
+        return _prolific_page(request, str(exc), 200, return_link=True)
+    except prolific.ArrivalRefused as exc:
+        return _prolific_page(request, str(exc), 403)
+    except ServiceError as exc:
+        return _prolific_page(request, str(exc), 400)
     if batch.training_queries.exists():
-        try:
-            prolific.check_link(batch, *link)
-        except ServiceError as exc:
-            return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=400)
-        taken = qualification_of(batch, worker_for(Provider.PROLIFIC, link[0]))
+        taken = qualification_of(batch, worker_for(Provider.PROLIFIC, session.participant_id))
         if taken is None or not taken.passed:
             # The training page knows the participant by this browser's session only.
             request.session[PROLIFIC_TRAINING_KEY] = {"batch": batch.name, "link": link}
             return redirect("annotation:prolific-training", name=batch.name)
-    try:
-        assignment = prolific.arrive(
-            batch,
-            request.GET.get("PROLIFIC_PID", ""),
-            request.GET.get("STUDY_ID", ""),
-            request.GET.get("SESSION_ID", ""),
-        )
-    except ServiceError as exc:
-        return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=400)
+    assignment = prolific.arrive(batch, session)
     if assignment is None:
-        message = "All places of this study are taken. Please return the study on Prolific; you will not be penalised."
-        return render(request, "annotation/no_more_hits.html", {"message": message}, status=200)
+        message = f"All places of this study are taken. {prolific.RETURN_MESSAGE}"
+        return _prolific_page(request, message, 200, return_link=True)
     allowed = set(request.session.get(PROLIFIC_SESSION_KEY, []))
     request.session[PROLIFIC_SESSION_KEY] = sorted(allowed | {assignment.pk})
     return redirect("annotation:prolific-hit", pk=assignment.pk)

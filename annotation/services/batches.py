@@ -208,6 +208,11 @@ def create_batch(
     if clashes:
         raise ServiceError(f"gold qid(s) also in the query set: {', '.join(sorted(clashes)[:5])}")
 
+    provider_options = dict(settings.provider_options)
+    if settings.provider == Provider.PROLIFIC and not provider_options.get("completion_code"):
+        from .prolific import new_completion_code
+
+        provider_options["completion_code"] = new_completion_code()  # random, never derived (see .prolific)
     batch = Batch.objects.create(
         name=name,
         query_set=query_set,
@@ -222,7 +227,7 @@ def create_batch(
         qualifications=settings.qualifications,
         gold_per_hit=settings.gold_per_hit,
         gold_pass_fraction=settings.gold_pass_fraction,
-        provider_options=settings.provider_options,
+        provider_options=provider_options,
         gold_feedback=settings.gold_feedback,
         warn_gold_accuracy=settings.warn_gold_accuracy,
         block_gold_accuracy=settings.block_gold_accuracy,

@@ -106,7 +106,7 @@ def local_worker(user) -> Worker:
 #: Providers whose workers answer on this site (and are handed HITs by ``claim_hit``).
 ON_SITE = (Provider.LOCAL, Provider.PROLIFIC)
 #: Assignments that no longer hold a place of their HIT.
-_FREED = (Assignment.Status.REJECTED, Assignment.Status.ABANDONED)
+_FREED = (Assignment.Status.REJECTED, Assignment.Status.ABANDONED, Assignment.Status.VOID)
 
 
 def _release_abandoned() -> None:

@@ -6,6 +6,18 @@ HIT through the same hand-out as in-house annotators (``local.claim_hit``), reco
 an ``Assignment`` whose provider id is the session id. They answer on the shared HIT
 page and are sent back to Prolific with the study's completion code.
 
+Who a participant is, is Prolific's word, never the URL's. Anyone can type a study URL,
+so :func:`verify_arrival` serves a session only after Prolific's ``GET /submissions/{id}/``
+said it is a session of *this* study, of *this* participant, and reserved or active; the
+answer is kept (``ProlificSession``, so a reload asks nothing) and binds the session to
+the browser that first opened it. A lost answer is retried by the client and, if it
+stays lost, the participant is asked to reload: nothing is handed out unconfirmed. The
+completion code is random per study (:func:`completion_code`), so it cannot be guessed
+from ids or times. At sync, an assignment whose session Prolific does not attribute to
+its participant is voided (``Assignment.Status.VOID``): never counted, reviewed, paid or
+used to block anyone. When the batch is completed the study is stopped, so Prolific
+sends nobody to a batch that needs nobody (:func:`close_study`).
+
 Idempotence protocol (Prolific takes no request token):
 
 - the study: ``Batch.prepare_attempted`` is committed before ``POST /studies/``; after an
@@ -29,7 +41,10 @@ Idempotence protocol (Prolific takes no request token):
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import logging
 import re
+import secrets
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
@@ -43,11 +58,13 @@ from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
 
-from ..models import Assignment, Batch, Bonus, Provider, Worker, WorkerIdentity
+from ..models import Assignment, Batch, Bonus, ProlificSession, Provider, Worker, WorkerIdentity
 from ..providers import CrowdProvider, get_provider
 from ..pseudonyms import worker_for
 from .answers import review_assignment
 from .local import _FREED, _release_abandoned, claim_hit
+
+logger = logging.getLogger(__name__)
 
 #: What Prolific calls a place still held by a participant.
 HOLDS_PLACE = {"RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT"}
@@ -78,6 +95,10 @@ class ProlificSyncResult:
     bonuses_unconfirmed: int = 0
     places: int = 0
     completed: bool = False
+    #: Assignments whose session Prolific does not attribute to their participant.
+    voided: int = 0
+    #: Whether this sync stopped the study (the batch is completed).
+    stopped: bool = False
 
 
 def validate_options(options: dict) -> None:
@@ -101,8 +122,32 @@ def validate_options(options: dict) -> None:
             raise ServiceError(f"--exclude-batch {name!r}: no such batch")
 
 
+#: Letters and digits that cannot be mistaken for each other; 10 of them are 50 random bits.
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 10
+
+
+def new_completion_code() -> str:
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
 def completion_code(batch: Batch) -> str:
-    return batch.provider_options.get("completion_code") or f"C{batch.pk:X}{batch.created:%H%M%S}".upper()
+    """The study's completion code: random, made once per batch and kept in its options.
+
+    Participants see it only after submitting their HIT. It is never derived from the
+    batch's id or creation time, which anyone could guess. Batches are given one when
+    created; an older batch gets one here, committed before its study could be made.
+    """
+    code = batch.provider_options.get("completion_code")
+    if code:
+        return code
+    with transaction.atomic():
+        locked = Batch.objects.select_for_update().get(pk=batch.pk)
+        code = locked.provider_options.get("completion_code") or new_completion_code()
+        locked.provider_options = {**locked.provider_options, "completion_code": code}
+        locked.save(update_fields=["provider_options"])
+    batch.provider_options = locked.provider_options
+    return code
 
 
 def study_url(batch: Batch) -> str:
@@ -207,6 +252,19 @@ def block_participant(worker: Worker, provider: CrowdProvider | None = None) -> 
 
 
 # -- participants on the site -----------------------------------------------------------------
+#: Sessions Prolific lets into a study: a place reserved, or the study started.
+ENTERING = {"RESERVED", "ACTIVE"}
+RETURN_MESSAGE = "Please return the study on Prolific; you will not be penalised."
+
+
+class ArrivalRefused(ServiceError):
+    """A study link that Prolific does not confirm for this study, participant and browser."""
+
+
+class StudyClosed(ServiceError):
+    """The batch needs nobody any more: the participant is asked, kindly, to return the study."""
+
+
 def check_link(batch: Batch, participant_id: str, study_id: str, session_id: str) -> None:
     """Refuse a study link whose parameters do not belong to this published Prolific batch."""
     if batch.provider != Provider.PROLIFIC:
@@ -215,32 +273,98 @@ def check_link(batch: Batch, participant_id: str, study_id: str, session_id: str
         raise ServiceError("the link from Prolific is incomplete: PROLIFIC_PID, STUDY_ID and SESSION_ID are needed")
     if study_id != batch.hit_type_id:
         raise ServiceError("this link belongs to another Prolific study")
+    if batch.status in (Batch.Status.COMPLETED, Batch.Status.CANCELLED):
+        raise StudyClosed(
+            f"This study is complete: every place has been filled. Thank you for your interest. {RETURN_MESSAGE}"
+        )
     if batch.status != Batch.Status.PUBLISHED:
-        raise ServiceError("this study is closed")
+        raise ServiceError("this study is not open yet")
 
 
-def arrive(batch: Batch, participant_id: str, study_id: str, session_id: str) -> Assignment | None:
-    """The assignment of this Prolific session: the one already given, or a newly claimed HIT.
+def browser_digest(secret: str) -> str:
+    """What is stored of a browser's secret: its SHA-256 (the secret stays in the browser's session)."""
+    return hashlib.sha256(secret.encode()).hexdigest()
 
-    ``None`` when no HIT group has a free place for this participant (they are asked to
-    return the study). Raises ``ServiceError`` for parameters that do not belong to the batch.
+
+def verify_arrival(
+    batch: Batch,
+    participant_id: str,
+    study_id: str,
+    session_id: str,
+    *,
+    browser_secret: str,
+    provider: CrowdProvider | None = None,
+) -> ProlificSession:
+    """The confirmed session of this arrival; raises ``ArrivalRefused`` for anything Prolific does not confirm.
+
+    The first arrival of a session asks Prolific whose session it is; its answer is kept,
+    bound to this browser. Raises ``ProlificError`` when Prolific could not be asked
+    (after the client's retries): the caller asks the participant to try again and hands
+    out nothing. ``StudyClosed`` when the batch needs nobody any more.
     """
     check_link(batch, participant_id, study_id, session_id)
-    existing = Assignment.objects.filter(provider_assignment_id=session_id).select_related("worker__identity").first()
+    browser = browser_digest(browser_secret)
+    known = ProlificSession.objects.filter(session_id=session_id).first()
+    if known is None:
+        provider = provider or get_provider(Provider.PROLIFIC)
+        submission = provider.client.get_submission(session_id)
+        if submission is None:
+            raise ArrivalRefused("Prolific does not know this session. Please open the study from Prolific.")
+        if submission.study_id != batch.hit_type_id:
+            raise ArrivalRefused("This Prolific session belongs to another study.")
+        if submission.participant_id != participant_id:
+            raise ArrivalRefused("This Prolific session belongs to another participant.")
+        if submission.status not in ENTERING:
+            raise ArrivalRefused(
+                f"Prolific reports this session as {submission.status.lower()}, so it cannot start the study."
+            )
+        try:
+            with transaction.atomic():
+                return ProlificSession.objects.create(
+                    session_id=session_id,
+                    batch=batch,
+                    participant_id=participant_id,
+                    status=submission.status,
+                    browser=browser,
+                )
+        except IntegrityError:  # the same session arriving twice at once: the first one keeps it
+            known = ProlificSession.objects.get(session_id=session_id)
+    if known.batch_id != batch.pk:
+        raise ArrivalRefused("This Prolific session belongs to another study.")
+    if known.participant_id != participant_id:
+        raise ArrivalRefused("This Prolific session belongs to another participant.")
+    if known.browser != browser:
+        raise ArrivalRefused("This Prolific session was opened in another browser. Please continue the study there.")
+    return known
+
+
+def arrive(batch: Batch, session: ProlificSession) -> Assignment | None:
+    """The assignment of this confirmed Prolific session: the one already given, or a newly claimed HIT.
+
+    ``None`` when no HIT group has a free place for this participant (they are asked to
+    return the study).
+    """
+    existing = Assignment.objects.filter(provider_assignment_id=session.session_id, hit__batch=batch).first()
     if existing is not None:
-        if existing.worker.identity.external_id != participant_id:
-            raise ServiceError("this Prolific session belongs to another participant")
         return existing
-    worker = worker_for(Provider.PROLIFIC, participant_id)
+    worker = worker_for(Provider.PROLIFIC, session.participant_id)
     if worker.blocked:
         return None
     _release_abandoned()
     try:
         from .training import qualified_batches
 
-        return claim_hit(worker, qualified_batches(Batch.objects.filter(pk=batch.pk), worker), session_id)
+        return claim_hit(worker, qualified_batches(Batch.objects.filter(pk=batch.pk), worker), session.session_id)
     except IntegrityError:
-        return Assignment.objects.filter(provider_assignment_id=session_id).first()
+        return Assignment.objects.filter(provider_assignment_id=session.session_id, hit__batch=batch).first()
+
+
+def return_url() -> str:
+    """Where a participant returns a study: Prolific's participant site (the completion URL's host)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(settings.PROLIFIC_COMPLETION_URL)
+    return f"{parts.scheme}://{parts.netloc}/" if parts.scheme and parts.netloc else "https://app.prolific.com/"
 
 
 def completion_url(batch: Batch) -> str:
@@ -290,6 +414,9 @@ def sync_prolific(
     result = ProlificSyncResult()
     submissions = list(provider.client.submissions(batch.hit_type_id))
     result.submissions = len(submissions)
+    # First, before anything is reviewed, paid or judged: work Prolific does not attribute.
+    result.voided = void_unattributed(batch, submissions)
+    result.freed += result.voided
     assignments = {
         a.provider_assignment_id: a
         for a in Assignment.objects.filter(hit__batch=batch).select_related("hit__batch", "worker__identity")
@@ -298,7 +425,6 @@ def sync_prolific(
         for sub in submissions:
             _reconcile(sub, assignments.get(sub.id), provider, approve_all, result)
             progress.advance()
-    result.freed += _free_unknown_sessions(batch, {sub.id for sub in submissions})
     result.bonuses_paid, result.bonuses_unconfirmed = pay_bonuses(batch, provider)
     result.places = ensure_places(batch, provider, submissions)
     from .sync import _complete_if_done
@@ -309,6 +435,8 @@ def sync_prolific(
 
 def _reconcile(sub, assignment: Assignment | None, provider: CrowdProvider, approve_all: bool, result) -> None:
     """Bring one submission and the work done on the site into agreement."""
+    if assignment is not None and assignment.status == Assignment.Status.VOID:
+        return  # not this participant's work: neither reviewed for them nor held against them
     if sub.status in FREED_REMOTELY:
         if assignment is not None and assignment.status == Assignment.Status.ASSIGNED:
             Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.ABANDONED)
@@ -339,19 +467,48 @@ def _reconcile(sub, assignment: Assignment | None, provider: CrowdProvider, appr
 UNKNOWN_SESSION_GRACE = dt.timedelta(minutes=10)
 
 
-def _free_unknown_sessions(batch: Batch, known: set[str]) -> int:
-    """Free places held by sessions Prolific does not know (a forged or mistyped study link).
+def void_unattributed(batch: Batch, submissions) -> int:
+    """Void the batch's open or submitted work whose session Prolific does not give to its participant.
 
-    The arrival page cannot tell a real session id from a made-up one without a call to
-    Prolific per visitor, so places are claimed at once and checked here: a hand-out whose
-    session is not among the study's submissions after a grace period is abandoned.
+    Arrivals are confirmed with Prolific (:func:`verify_arrival`), so this finds only work
+    made before that check existed, or a session Prolific has since dropped. Such work is
+    never counted (only submitted and approved work is), reviewed, paid or held against
+    the participant it names; its place is free again. A hand-out younger than
+    ``UNKNOWN_SESSION_GRACE`` is left alone while Prolific's list may not show it yet.
     """
-    stale = Assignment.objects.filter(
-        hit__batch=batch,
-        status=Assignment.Status.ASSIGNED,
-        accepted_at__lt=timezone.now() - UNKNOWN_SESSION_GRACE,
-    ).exclude(provider_assignment_id__in=known)
-    return stale.update(status=Assignment.Status.ABANDONED)
+    owner = {sub.id: sub.participant_id for sub in submissions}
+    recent = timezone.now() - UNKNOWN_SESSION_GRACE
+    void = []
+    candidates = Assignment.objects.filter(
+        hit__batch=batch, status__in=[Assignment.Status.ASSIGNED, Assignment.Status.SUBMITTED]
+    ).select_related("worker__identity")
+    for assignment in candidates:
+        participant = owner.get(assignment.provider_assignment_id)
+        if participant == assignment.worker.identity.external_id:
+            continue
+        if (
+            participant is None
+            and assignment.status == Assignment.Status.ASSIGNED
+            and (assignment.accepted_at is None or assignment.accepted_at >= recent)
+        ):
+            continue
+        void.append(assignment.pk)
+    if void:
+        logger.warning(
+            "batch %s: %d assignment(s) voided, their sessions not attributed by Prolific", batch.name, len(void)
+        )
+    return Assignment.objects.filter(pk__in=void).update(status=Assignment.Status.VOID)
+
+
+def close_study(batch: Batch, provider: CrowdProvider | None = None) -> bool:
+    """Stop the study of a completed or cancelled batch, so Prolific sends nobody more; whether it stopped it now.
+
+    Idempotent: the study's status is read first, and again after a lost answer.
+    """
+    if batch.status not in (Batch.Status.COMPLETED, Batch.Status.CANCELLED) or not batch.hit_type_id:
+        return False
+    provider = provider or get_provider(Provider.PROLIFIC)
+    return provider.stop_study(batch.hit_type_id)
 
 
 def ensure_places(batch: Batch, provider: CrowdProvider, submissions=None) -> int:

@@ -103,6 +103,10 @@ def sync_batch(
         )
         _close_the_loop(batch, provider, result)
         result.completed = batch.status == Batch.Status.COMPLETED  # an escalation round reopens it
+        if result.completed:
+            from .prolific import close_study
+
+            found.stopped = close_study(batch, provider)  # nobody more is sent to a finished batch
         return result
     result = SyncResult()
     hits = list(batch.hits.exclude(provider_id=None).select_related("batch").order_by("position"))

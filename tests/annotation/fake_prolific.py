@@ -14,7 +14,8 @@ Participants: :meth:`FakeProlific.start` gives a participant a place (``ACTIVE``
 study URL with the ``{{%PROLIFIC_PID%}}``-style placeholders filled in, as Prolific
 does; the participant's browser (the test) then follows it to the site; a GET of
 ``/submissions/complete?cc=CODE`` (the completion URL) marks that participant's session
-``AWAITING REVIEW`` when the code is the study's.
+``AWAITING REVIEW`` when the code is the study's. ``GET /submissions/{id}/`` answers who
+a session belongs to, which the site asks when a participant arrives.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class FakeProlific:
         ("POST", r"api/v1/studies/(?P<study>[^/]+)/transition", "transition_study"),
         ("GET", r"api/v1/studies/(?P<study>[^/]+)/submissions", "list_submissions"),
         ("POST", r"api/v1/submissions/(?P<submission>[^/]+)/transition", "transition_submission"),
+        ("GET", r"api/v1/submissions/(?P<submission>[^/]+)", "get_submission"),
         ("POST", r"api/v1/submissions/bonus-payments", "set_up_bonuses"),
         ("POST", r"api/v1/bulk-bonus-payments/(?P<bulk>[^/]+)/pay", "pay_bonuses"),
         ("POST", r"api/v1/study-cost-calculator", "cost"),
@@ -160,6 +162,14 @@ class FakeProlific:
     def list_submissions(self, args, query, body):
         items = [s for s in self.submissions.values() if s["study_id"] == args["study"]]
         return 200, self._page(items, query, self.base + f"/api/v1/studies/{args['study']}/submissions/")
+
+    def get_submission(self, args, query, body):
+        """As the reference's "Retrieve a submission": the participant is ``participant`` here, not ``participant_id``."""
+        submission = self.submissions.get(args["submission"])
+        if submission is None:
+            return 404, {"error": {"detail": "Not found."}}
+        detail = {k: v for k, v in submission.items() if k not in ("participant_id", "rejection")}
+        return 200, {**detail, "participant": submission["participant_id"], "completed_at": None}
 
     def transition_submission(self, args, query, body):
         submission = self.submissions.get(args["submission"])

@@ -328,6 +328,8 @@ def test_create_batch_command_takes_the_prolific_options(query_set, tmp_path):
         stdout=out,
     )  # fmt: skip
     batch = Batch.objects.get(name="cmd")
+    code = batch.provider_options.pop("completion_code")
+    assert len(code) == prolific_services.CODE_LENGTH and set(code) <= set(prolific_services.CODE_ALPHABET)
     assert batch.provider_options == {
         "estimated_minutes": 5,
         "devices": ["desktop", "tablet"],
@@ -381,22 +383,172 @@ def test_the_client_honours_retry_after_backs_off_and_gives_up(server, settings)
         client.get_study("s1")
 
 
-def test_places_taken_with_a_made_up_session_are_freed_at_the_next_sync(server, provider, batch, client_class):
+# -- trust: only the real participant gets a HIT -------------------------------------------------
+@pytest.fixture
+def site_provider(provider, monkeypatch):
+    """The provider the site's pages use is the test's (its back-off sleeps are recorded, not slept)."""
+    monkeypatch.setattr(prolific_services, "get_provider", lambda name: provider)
+    return provider
+
+
+def _arrive(client, batch, pid, session):
+    path = reverse("annotation:prolific-start", args=[batch.name])
+    return client.get(path, {"PROLIFIC_PID": pid, "STUDY_ID": batch.hit_type_id, "SESSION_ID": session})
+
+
+def test_made_up_participants_and_sessions_get_no_place(server, site_provider, batch, client_class):
+    """Sybils: with the study id alone, nobody takes a place; the real participants then get them all."""
+    _publish(batch, site_provider)
+    for i in range(6):
+        forged = _arrive(client_class(), batch, f"SYBIL{i}", f"made-up-{i}")
+        assert forged.status_code == 403 and b"Prolific does not know this session" in forged.content
+    assert not Assignment.objects.exists() and not Worker.objects.exists()
+    real = [Participant(server, batch.hit_type_id, f"PID{i}", client_class) for i in range(4)]
+    assert all(p.arrival.status_code == 302 for p in real)
+    assert sorted(p.assignment.hit.position for p in real) == [1, 1, 2, 2]
+
+
+def test_a_real_participant_id_with_a_made_up_session_cannot_act_for_them(server, site_provider, batch, client_class):
+    """An impostor who knows a participant's id gets nothing, so their wrong answers block nobody."""
+    _publish(batch, site_provider)
+    Batch.objects.filter(pk=batch.pk).update(block_gold_accuracy=0.5, min_answers_judged=1)
+    honest = Participant(server, batch.hit_type_id, "PID1", client_class)
+    impostor = _arrive(client_class(), batch, "PID1", "made-up")
+    assert impostor.status_code == 403
+    assert Assignment.objects.count() == 1
+    honest.answer()
+    honest.complete()
+    services.sync_batch(batch, site_provider)
+    assert honest.assignment.status == Assignment.Status.APPROVED
+    assert not Worker.objects.get(identity__external_id="PID1").blocked
+    assert not any("PID1" in g["participants"] for g in server.groups.values())
+
+
+def test_a_real_session_under_another_id_or_in_another_browser_opens_nothing(
+    server, site_provider, batch, client_class
+):
+    _publish(batch, site_provider)
+    p1 = Participant(server, batch.hit_type_id, "PID1", client_class)
+    other_id = _arrive(client_class(), batch, "PID2", p1.session)
+    assert other_id.status_code == 403 and b"another participant" in other_id.content
+    # The same link, word for word, in another browser: bound to the first one.
+    stolen = _arrive(client_class(), batch, "PID1", p1.session)
+    assert stolen.status_code == 403 and b"another browser" in stolen.content
+    assert Assignment.objects.count() == 1
+    # A session not yet opened is refused under another id before anything is kept.
+    session, _ = server.start(batch.hit_type_id, "PID3")
+    assert _arrive(client_class(), batch, "PID4", session).status_code == 403
+    assert not Worker.objects.filter(identity__external_id="PID4").exists()
+    # The honest participant reloads: the same HIT, and Prolific is asked once per session.
+    again = _arrive(p1.browser, batch, "PID1", p1.session)
+    assert again["Location"] == p1.arrival["Location"]
+    assert server.calls.count("get_submission") == 2  # p1's first arrival and PID4's try; the rest was kept
+
+
+def test_a_session_of_another_batch_opens_nothing_and_codes_are_not_guessable(
+    server, site_provider, query_set, client_class
+):
+    first = _publish(make_prolific_batch(query_set, "first"), site_provider)
+    second = _publish(make_prolific_batch(query_set, "second"), site_provider)
+    p1 = Participant(server, first.hit_type_id, "PID1", client_class)
+    path = reverse("annotation:prolific-start", args=[second.name])
+    crossed = p1.browser.get(path, {"PROLIFIC_PID": "PID1", "STUDY_ID": second.hit_type_id, "SESSION_ID": p1.session})
+    assert crossed.status_code == 403 and b"another study" in crossed.content
+    assert Assignment.objects.filter(hit__batch=second).count() == 0
+    codes = {prolific_services.completion_code(b) for b in (first, second)}
+    assert len(codes) == 2
+    for b in (first, second):
+        code = prolific_services.completion_code(b)
+        assert code != f"C{b.pk:X}{b.created:%H%M%S}".upper()  # the old, guessable formula
+        assert server.studies[b.hit_type_id]["completion_codes"][0]["code"] == code
+
+
+def test_a_lost_answer_is_retried_and_never_trusted(server, site_provider, batch, client_class, sleeps):
+    _publish(batch, site_provider)
+    session, _ = server.start(batch.hit_type_id, "PID1")
+    browser = client_class()
+    server.faults["get_submission"] = ["lose_response", "error"]
+    assert _arrive(browser, batch, "PID1", session).status_code == 302  # retried after back-off
+    assert sleeps[-2:] == [0.5, 1.0]
+
+    session2, _ = server.start(batch.hit_type_id, "PID2")
+    browser2 = client_class()
+    server.faults["get_submission"] = ["error"] * 6  # Prolific stays unreachable: nothing handed out
+    down = _arrive(browser2, batch, "PID2", session2)
+    assert down.status_code == 503 and b"reload this page" in down.content
+    assert not Assignment.objects.filter(provider_assignment_id=session2).exists()
+    assert _arrive(browser2, batch, "PID2", session2).status_code == 302  # later it works
+
+
+def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_against_anyone(
+    server, site_provider, batch, client_class
+):
+    """Work made before arrivals were checked (or a session Prolific dropped) is voided at sync."""
     import datetime as dt
 
     from django.utils import timezone
 
-    _publish(batch, provider)
-    path = reverse("annotation:prolific-start", args=[batch.name])
-    forged = client_class().get(
-        path, {"PROLIFIC_PID": "NOBODY", "STUDY_ID": batch.hit_type_id, "SESSION_ID": "made-up"}
+    from annotation.pseudonyms import worker_for
+
+    _publish(batch, site_provider)
+    Batch.objects.filter(pk=batch.pk).update(block_gold_accuracy=0.5, min_answers_judged=1)
+    honest = Participant(server, batch.hit_type_id, "PID1", client_class)
+    honest.answer()
+    honest.complete()
+    # Forged work in PID1's name (as the unchecked arrival page allowed), gold answered wrongly.
+    hit = batch.hits.exclude(pk=honest.assignment.hit_id).first()
+    forged = Assignment.objects.create(
+        hit=hit, worker=worker_for("prolific", "PID1"), provider_assignment_id="made-up", accepted_at=timezone.now()
     )
-    assert forged.status_code == 302
-    real = Participant(server, batch.hit_type_id, "PID1", client_class)
-    services.sync_batch(batch, provider)
-    # Within the grace period nothing is freed: a session may just be arriving.
-    assert Assignment.objects.get(provider_assignment_id="made-up").status == Assignment.Status.ASSIGNED
-    Assignment.objects.update(accepted_at=timezone.now() - dt.timedelta(minutes=11))
-    assert services.sync_batch(batch, provider).prolific.freed == 1
-    assert Assignment.objects.get(provider_assignment_id="made-up").status == Assignment.Status.ABANDONED
-    assert real.assignment.status == Assignment.Status.ASSIGNED  # Prolific knows this one
+    services.submit_local_assignment(forged, answers_for(forged, override={"g1": "f"}))
+    stale = Assignment.objects.create(
+        hit=hit,
+        worker=worker_for("prolific", "NOBODY"),
+        provider_assignment_id="made-up-2",
+        accepted_at=timezone.now() - dt.timedelta(minutes=11),
+    )
+    found = services.sync_batch(batch, site_provider).prolific
+    assert found.voided == 2
+    forged.refresh_from_db()
+    stale.refresh_from_db()
+    assert forged.status == stale.status == Assignment.Status.VOID
+    assert honest.assignment.status == Assignment.Status.APPROVED
+    assert not Worker.objects.get(identity__external_id="PID1").blocked
+    assert "transition_submission" in server.calls and len(server.submissions) == 1  # only the real one reviewed
+    from annotation.services.results import agreement
+
+    counted = agreement(batch, bootstrap=0)
+    assert counted["workers"] == 1
+    assert (
+        counted["judgments"]
+        == Judgment.objects.filter(assignment=honest.assignment, batch_query__is_gold=False).count()
+    )
+    # Their places are free again: three newcomers fill the three places left.
+    newcomers = [Participant(server, batch.hit_type_id, f"PID{i}", client_class) for i in (2, 3, 4)]
+    assert [p.assignment.hit for p in newcomers].count(hit) == 2
+
+
+def test_the_study_stops_when_its_batch_completes_and_latecomers_see_a_friendly_page(
+    server, site_provider, batch, client_class
+):
+    _publish(batch, site_provider)
+    study_id = batch.hit_type_id
+    server.studies[study_id]["total_available_places"] += 1
+    people = [Participant(server, study_id, f"PID{i}", client_class) for i in range(4)]
+    late_session, _ = server.start(study_id, "PID9")  # took a place on Prolific just before the end
+    server.set_status(late_session, "RETURNED")
+    for p in people:
+        p.answer()
+        p.complete()
+    result = services.sync_batch(batch, site_provider)
+    assert result.completed and result.prolific.stopped
+    assert server.studies[study_id]["status"] == "COMPLETED"
+    with pytest.raises(AssertionError, match="COMPLETED"):
+        server.start(study_id, "PID10")  # Prolific sends nobody more
+    assert services.sync_batch(batch, site_provider).prolific.stopped is False  # stopped once
+    assert server.calls.count("transition_study") == 2  # publish, stop
+
+    server.set_status(late_session, "ACTIVE")
+    late = _arrive(client_class(), batch, "PID9", late_session)
+    assert late.status_code == 200
+    assert b"return the study on prolific" in late.content.lower() and b'href="http://127.0.0.1' in late.content

@@ -5,7 +5,7 @@ more HITs here; a participant takes the training on the site before their first 
 import re
 
 from annotation import services
-from annotation.models import Batch, WorkerFlag
+from annotation.models import Batch, ProlificSession, WorkerFlag
 from annotation.services import prolific as prolific_services
 
 from .test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401  (fixtures)
@@ -38,9 +38,14 @@ def test_participant_below_the_block_threshold_joins_the_blocked_group_once(
     services.sync_batch(batch, provider)
     assert server.calls.count("add_participants") == adds  # never asked twice
 
-    # Back through the study link, the blocked participant is given nothing.
-    assert prolific_services.arrive(batch, "PIDCARELESS", batch.hit_type_id, "another-session") is None
-    assert prolific_services.arrive(batch, "PIDNEW", batch.hit_type_id, "new-session") is not None  # the freed place
+    # Back through the study link with a new session, the blocked participant is given nothing.
+    blocked_again = Participant(server, batch.hit_type_id, "PIDCARELESS", client_class)
+    assert (
+        blocked_again.arrival.status_code == 200
+        and b"All places of this study are taken" in blocked_again.arrival.content
+    )
+    newcomer = Participant(server, batch.hit_type_id, "PIDNEW", client_class)
+    assert newcomer.arrival.status_code == 302  # the freed place
 
 
 def test_participants_take_the_training_on_the_site_first(server, provider, query_set, client_class):  # noqa: F811
@@ -73,7 +78,7 @@ def test_participants_take_the_training_on_the_site_first(server, provider, quer
     hasty = Participant(server, trained.hit_type_id, "PIDHASTY", client_class)
     failed = hasty.browser.post(hasty.arrival["Location"], {"q-1": "m", "q-2": "n"}).content.decode()
     assert "1 of 2" in failed and "Please return the study on Prolific" in failed and "Start annotating" not in failed
-    assert prolific_services.arrive(trained, "PIDHASTY", trained.hit_type_id, hasty.session) is None
+    assert prolific_services.arrive(trained, ProlificSession.objects.get(session_id=hasty.session)) is None
     # Following the link again shows the result, not a HIT.
     again = hasty.browser.get(
         f"/annotation/prolific/{trained.name}/?PROLIFIC_PID=PIDHASTY&STUDY_ID={trained.hit_type_id}&SESSION_ID={hasty.session}"
