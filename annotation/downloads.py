@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from django.http import FileResponse, Http404
 
+from .export_formats import EXPORT_FORMATS
 from .models import Export
-
-CONTENT_TYPES = {"tsv": "text/tab-separated-values", "csv": "text/csv", "jsonl": "application/x-ndjson"}
 
 
 def export_file_response(export: Export, part: str) -> FileResponse:
@@ -20,7 +19,7 @@ def export_file_response(export: Export, part: str) -> FileResponse:
         content_type = "text/markdown; charset=utf-8"
     else:
         path, filename = export.path, f"{export.batch.name}-{export.category}.{export.format}"
-        content_type = CONTENT_TYPES[export.format] + "; charset=utf-8"
+        content_type = EXPORT_FORMATS[export.format].content_type + "; charset=utf-8"
     try:
         handle = open(path, "rb")  # noqa: SIM115 (FileResponse closes it)
     except FileNotFoundError:

@@ -20,14 +20,14 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
-from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
+from annotation.labels import ALL_CATEGORIES, CATEGORY_SLUGS, LABEL_NAMES, LABELS
 from core.files import atomic_write
-from core.spreadsheet import write_csv as write_csv_rows
+from core.spreadsheet import write_csv
 from pooling.queryfiles import single_line, write_queries
 
 #: Agreement facts a dataset card shows, in order, with their headings.
@@ -62,7 +62,7 @@ def write_tsv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Pat
     return Path(path)
 
 
-def write_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike, extra: Sequence[str] = ()) -> Path:
+def write_labelled_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike, extra: Sequence[str] = ()) -> Path:
     """``qid,query,label`` (then the ``extra`` columns) with a header, quoted by the csv module where needed.
 
     Unlike the published reference file, queries containing commas are quoted,
@@ -72,7 +72,7 @@ def write_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike, extra:
 
     def write(handle: IO[str]) -> None:
         header = ["qid", "query", "label", *extra]
-        write_csv_rows(
+        write_csv(
             handle,
             header,
             ([str(r["qid"]), str(r["query"]), _label(r["label"]), *(r.get(column) for column in extra)] for r in rows),
@@ -213,3 +213,132 @@ def dataset_card(facts: Mapping[str, Any]) -> str:
 def write_dataset_card(card: str, path: str | os.PathLike) -> Path:
     """Write a rendered card (see :func:`dataset_card`) atomically."""
     return atomic_write(path, lambda handle: handle.write(card), newline="")
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """One file format an export is written in: declared once for the form, the API, the command and downloads."""
+
+    name: str  #: the value on the command line, in the API and in ``Export.format``
+    description: str  #: what a person choosing it reads
+    content_type: str  #: served with this type
+    extra: tuple[str, ...] = ()  #: columns after qid, query, label (CSV)
+
+    def write(self, rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
+        if self.name == "tsv":
+            return write_tsv(rows, path)
+        if self.name == "csv":
+            return write_labelled_csv(rows, path, extra=self.extra)
+        return write_jsonl(rows, path)
+
+
+EXPORT_FORMATS: dict[str, ExportFormat] = {
+    f.name: f
+    for f in (
+        ExportFormat("tsv", "TSV (qid, query)", "text/tab-separated-values"),
+        ExportFormat("csv", "CSV (qid, query, label)", "text/csv", extra=("adjudicated", "ds_posterior")),
+        ExportFormat("jsonl", "JSON lines (with every vote)", "application/x-ndjson"),
+    )
+}
+DEFAULT_EXPORT_FORMAT = "tsv"
+
+
+def format_for_path(path: str) -> str:
+    """The export format a file name asks for by its ending (``.csv``, ``.jsonl``); TSV otherwise."""
+    ending = path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    return ending if ending in EXPORT_FORMATS else DEFAULT_EXPORT_FORMAT
+
+
+def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dict[str, Any]]:
+    """The rows an export of ``category`` writes: labelled queries (crowd or adjudicated) of that category.
+
+    ``results`` are per-query results (``annotation.services.results.query_results``);
+    queries without a label (disputed, too few votes) are never written as labelled.
+    """
+    wanted = set(LABELS) if category == ALL_CATEGORIES else {CATEGORY_SLUGS[category]}
+    return [
+        {
+            "qid": r["qid"],
+            "query": r["query"],
+            "label": r["label"],
+            "method": "adjudication" if r["adjudicated"] else "majority",
+            "adjudicated": r["adjudicated"],
+            "votes": r["votes"],
+            "agreement": round(r["counts"][r["label"]] / len(r["votes"]), 4) if r["votes"] else None,
+            "dawid_skene": r["dawid_skene"],
+            "ds_posterior": (r["ds_posteriors"] or {}).get(r["label"]),
+        }
+        for r in results
+        if r["label"] is not None and r["label"] in wanted
+    ]
+
+
+def card_facts(
+    *,
+    batch: Mapping[str, Any],
+    category: str,
+    rows: Sequence[Mapping[str, Any]],
+    results: Sequence[Mapping[str, Any]],
+    report: Mapping[str, Any],
+    min_votes: int,
+    file_name: str,
+    exported: dt.date,
+    citation: str,
+) -> dict[str, Any]:
+    """The facts a dataset card states about an export (see :func:`dataset_card` for their layout).
+
+    ``batch`` holds the batch's settings (name, provider, source, rewards, dates, cost),
+    ``results`` every query of the batch, ``rows`` those exported and ``report`` the
+    batch's agreement (``annotation.services.results.agreement``).
+    """
+    labelled = [r for r in results if r["label"] is not None]
+    progress = report["progress"]
+    every = category == ALL_CATEGORIES
+    return {
+        "title": f"{batch['name']}: {'all labelled' if every else LABEL_NAMES[CATEGORY_SLUGS[category]]} queries",
+        "description": (
+            f"Queries of batch {batch['name']!r} labelled by crowd workers ({batch['provider_display']}) as "
+            "Non-gendered, Female, Male or Other or multiple genders, aggregated by majority vote "
+            f"(strict plurality of at least {min_votes} votes). Disputed queries and queries with "
+            "too few votes are set aside. This file holds "
+            f"{len(rows)} {'labelled' if every else category} queries."
+        ),
+        "counts": {label: sum(r["label"] == label for r in labelled) for label in LABELS},
+        "method": "majority vote (ties set aside)",
+        "adjudicated labels": (
+            f"{sum(r['adjudicated'] for r in labelled)} of {len(labelled)} labelled queries were settled by a "
+            "researcher (rule: a researcher's adjudication replaces the majority vote; marked adjudicated in the file)"
+        ),
+        "krippendorff_alpha": report["krippendorff_alpha"],
+        "alpha_ci": report["alpha_ci"],
+        "bootstrap_resamples": report["bootstrap_resamples"],
+        "per_category_alpha": report["per_category_alpha"],
+        "percent_agreement": report["percent_agreement"],
+        "fleiss_kappa": report["fleiss_kappa"],
+        "batch": {
+            "name": batch["name"],
+            "source": batch["source"],
+            "provider": batch["provider"],
+            "assignments per query": batch["assignments_per_query"],
+            "queries per HIT": batch["queries_per_hit"],
+            "reward (USD)": batch["reward"],
+            "gold questions per HIT": batch["gold_per_hit"],
+            "qualifications": ", ".join(f"{k}={v}" for k, v in sorted(batch["qualifications"].items())) or "none",
+        },
+        "dates": {
+            "created": batch["created"].isoformat(),
+            "published": batch["published"].isoformat() if batch["published"] else None,
+            "exported": exported.isoformat(),
+        },
+        "cost": batch["cost"],
+        "files": [file_name],
+        "queries in batch": len(results),
+        "exported queries": len(rows),
+        "set aside (disputed or too few votes)": len(results) - len(labelled),
+        "workers (pseudonymous)": report["workers"],
+        "usable judgments": report["judgments"],
+        "invalid judgments": progress["invalid_judgments"],
+        "rejected assignments": progress["rejected"],
+        "answered assignments": f"{progress['submitted'] + progress['approved']} of {progress['assignments_expected']}",
+        "citation": citation,
+    }

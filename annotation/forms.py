@@ -7,12 +7,13 @@ from decimal import Decimal
 
 from django import forms
 
-from annotation.labels import LABEL_CHOICES
+from annotation.labels import EXPORT_CATEGORIES, LABEL_CHOICES
 from core.errors import ServiceError
 from core.uploads import upload_too_large_message
 from pooling.models import Pool, QuerySet
 
 from . import services
+from .export_formats import EXPORT_FORMATS
 from .models import Batch, HitQuery, Provider
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
 
@@ -241,16 +242,8 @@ class BatchForm(forms.Form):
 
 
 class ExportForm(forms.Form):
-    category = forms.ChoiceField(
-        choices=[(c, c) for c in ("non-gendered", "female", "male", "other", "all")], initial="non-gendered"
-    )
-    format = forms.ChoiceField(
-        choices=[
-            ("tsv", "TSV (qid, query)"),
-            ("csv", "CSV (qid, query, label)"),
-            ("jsonl", "JSON lines (with every vote)"),
-        ]
-    )
+    category = forms.ChoiceField(choices=[(c, c) for c in EXPORT_CATEGORIES], initial="non-gendered")
+    format = forms.ChoiceField(choices=[(f.name, f.description) for f in EXPORT_FORMATS.values()])
     as_query_set = forms.SlugField(
         required=False, label="Also register as query set", help_text="e.g. to measure the runs' bias on it"
     )

@@ -64,6 +64,9 @@ CATEGORY_SLUGS: dict[str, str] = {label.slug: label.code for label in VOCABULARY
 #: Django model choices.
 LABEL_CHOICES: list[tuple[str, str]] = [(label.code, label.name) for label in VOCABULARY]
 NON_GENDERED = "n"
+#: What an export may hold: one category (by slug), or every labelled query.
+ALL_CATEGORIES = "all"
+EXPORT_CATEGORIES: tuple[str, ...] = (*CATEGORY_SLUGS, ALL_CATEGORIES)
 
 
 def label_code(text: str) -> str | None:

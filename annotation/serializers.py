@@ -6,7 +6,8 @@ Workers appear by pseudonym only; a serializer never reaches ``WorkerIdentity``.
 from django.urls import reverse
 from rest_framework import serializers
 
-from .labels import CATEGORY_SLUGS, LABELS
+from .export_formats import DEFAULT_EXPORT_FORMAT, EXPORT_FORMATS
+from .labels import CATEGORY_SLUGS, EXPORT_CATEGORIES, LABELS
 from .models import Assignment, Batch, Export, Hit, Judgment
 
 
@@ -147,8 +148,8 @@ class ExportSerializer(serializers.ModelSerializer):
 
 
 class ExportRequestSerializer(serializers.Serializer):
-    category = serializers.ChoiceField(choices=["non-gendered", "female", "male", "other", "all"])
-    format = serializers.ChoiceField(choices=["tsv", "csv", "jsonl"], default="tsv")
+    category = serializers.ChoiceField(choices=list(EXPORT_CATEGORIES))
+    format = serializers.ChoiceField(choices=list(EXPORT_FORMATS), default=DEFAULT_EXPORT_FORMAT)
     as_query_set = serializers.SlugField(required=False, allow_blank=True)
 
 

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode, urlsplit
 
+from annotation.labels import LABELS
+
 _CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 _QUESTION = re.compile(r'<input type="radio" name="(q-\d+)"')
 _ASSIGNMENT = re.compile(r"/annotation/assignments/(\d+)/$")
-LABELS = ("n", "f", "m", "o")
 #: Django's message levels that mean the answers were stored (SUCCESS, WARNING).
 STORED_LEVELS = (25, 30)
 #: A kept-alive connection idle this long is replaced (gunicorn closes idle ones after 2 s).

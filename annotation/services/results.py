@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
+from annotation.labels import EXPORT_CATEGORIES, LABEL_NAMES, LABELS
 from core.errors import ServiceError
 from core.files import check_writable, file_sha256
 from core.storage import cache_dir
 from pooling import services as pooling_services
 from pooling.models import QuerySet
 
-from ..export_formats import dataset_card, write_csv, write_dataset_card, write_jsonl, write_tsv
+from ..export_formats import EXPORT_FORMATS, card_facts, dataset_card, export_rows, write_dataset_card
 from ..models import Adjudication, Assignment, Batch, Export, Judgment
 from .batches import batch_progress
 
@@ -40,11 +40,6 @@ if TYPE_CHECKING:
 
 #: A single vote is one opinion, not agreement; a label needs at least this many votes.
 MIN_VOTES = 2
-WRITERS = {
-    "tsv": write_tsv,
-    "csv": lambda rows, path: write_csv(rows, path, extra=("adjudicated", "ds_posterior")),
-    "jsonl": write_jsonl,
-}
 CITATION = (
     "Navid Rekabsaz and Markus Schedl. 2020. Do Neural Ranking Models Intensify Gender Bias? "
     "In Proceedings of SIGIR 2020, 2065-2068. https://doi.org/10.1145/3397271.3401280"
@@ -258,6 +253,24 @@ def agreement(
     return report
 
 
+def _batch_facts(batch: Batch) -> dict[str, Any]:
+    """What a dataset card says of the batch behind an export."""
+    return {
+        "name": batch.name,
+        "provider_display": batch.get_provider_display(),
+        "source": batch.pool.name if batch.pool else batch.query_set.name,
+        "provider": batch.provider,
+        "assignments_per_query": batch.assignments_per_query,
+        "queries_per_hit": batch.queries_per_hit,
+        "reward": batch.reward,
+        "gold_per_hit": batch.gold_per_hit,
+        "qualifications": batch.qualifications,
+        "created": batch.created.date(),
+        "published": batch.published.date() if batch.published else None,
+        "cost": batch.cost or None,
+    }
+
+
 def card_path_for(path: Path) -> Path:
     """The dataset card sits beside the export: ``queries.tsv`` -> ``queries.tsv.md``."""
     return path.with_name(path.name + ".md")
@@ -280,84 +293,28 @@ def export_queries(
     (origin "annotation"), e.g. to measure the runs' bias on the non-gendered ones.
     """
     category = category.lower()
-    if category != "all" and category not in CATEGORY_SLUGS:
-        raise ServiceError(f"unknown category {category!r}; choose {', '.join([*CATEGORY_SLUGS, 'all'])}")
-    if fmt not in WRITERS:
-        raise ServiceError(f"unknown format {fmt!r}; choose {', '.join(WRITERS)}")
+    if category not in EXPORT_CATEGORIES:
+        raise ServiceError(f"unknown category {category!r}; choose {', '.join(EXPORT_CATEGORIES)}")
+    if fmt not in EXPORT_FORMATS:
+        raise ServiceError(f"unknown format {fmt!r}; choose {', '.join(EXPORT_FORMATS)}")
     if as_query_set and QuerySet.objects.filter(name=as_query_set).exists():
         raise ServiceError(f"a query set named {as_query_set!r} already exists")
     path = check_writable(path)
-    wanted = set(LABELS) if category == "all" else {CATEGORY_SLUGS[category]}
     answers = BatchAnswers(batch)  # one read of the judgments, one Dawid-Skene fit
     results = query_results(batch, answers)
-    labelled = [r for r in results if r["label"] is not None]
-    rows = [
-        {
-            "qid": r["qid"],
-            "query": r["query"],
-            "label": r["label"],
-            "method": "adjudication" if r["adjudicated"] else "majority",
-            "adjudicated": r["adjudicated"],
-            "votes": r["votes"],
-            "agreement": round(r["counts"][r["label"]] / len(r["votes"]), 4) if r["votes"] else None,
-            "dawid_skene": r["dawid_skene"],
-            "ds_posterior": (r["ds_posteriors"] or {}).get(r["label"]),
-        }
-        for r in labelled
-        if r["label"] in wanted
-    ]
-    report = agreement(batch, answers=answers)
-    progress = report["progress"]
-    counts = {label: sum(r["label"] == label for r in labelled) for label in LABELS}
-    facts: dict[str, Any] = {
-        "title": f"{batch.name}: {'all labelled' if category == 'all' else LABEL_NAMES[CATEGORY_SLUGS[category]]} queries",
-        "description": (
-            f"Queries of batch {batch.name!r} labelled by crowd workers ({batch.get_provider_display()}) as "
-            "Non-gendered, Female, Male or Other or multiple genders, aggregated by majority vote "
-            f"(strict plurality of at least {min_votes(batch)} votes). Disputed queries and queries with "
-            "too few votes are set aside. This file holds "
-            f"{len(rows)} {'labelled' if category == 'all' else category} queries."
-        ),
-        "counts": counts,
-        "method": "majority vote (ties set aside)",
-        "adjudicated labels": (
-            f"{sum(r['adjudicated'] for r in labelled)} of {len(labelled)} labelled queries were settled by a "
-            "researcher (rule: a researcher's adjudication replaces the majority vote; marked adjudicated in the file)"
-        ),
-        "krippendorff_alpha": report["krippendorff_alpha"],
-        "alpha_ci": report["alpha_ci"],
-        "bootstrap_resamples": report["bootstrap_resamples"],
-        "per_category_alpha": report["per_category_alpha"],
-        "percent_agreement": report["percent_agreement"],
-        "fleiss_kappa": report["fleiss_kappa"],
-        "batch": {
-            "name": batch.name,
-            "source": batch.pool.name if batch.pool else batch.query_set.name,
-            "provider": batch.provider,
-            "assignments per query": batch.assignments_per_query,
-            "queries per HIT": batch.queries_per_hit,
-            "reward (USD)": batch.reward,
-            "gold questions per HIT": batch.gold_per_hit,
-            "qualifications": ", ".join(f"{k}={v}" for k, v in sorted(batch.qualifications.items())) or "none",
-        },
-        "dates": {
-            "created": batch.created.date().isoformat(),
-            "published": batch.published.date().isoformat() if batch.published else None,
-            "exported": timezone.now().date().isoformat(),
-        },
-        "cost": batch.cost or None,
-        "files": [path.name],
-        "queries in batch": len(results),
-        "exported queries": len(rows),
-        "set aside (disputed or too few votes)": len(results) - len(labelled),
-        "workers (pseudonymous)": report["workers"],
-        "usable judgments": report["judgments"],
-        "invalid judgments": progress["invalid_judgments"],
-        "rejected assignments": progress["rejected"],
-        "answered assignments": f"{progress['submitted'] + progress['approved']} of {progress['assignments_expected']}",
-        "citation": CITATION,
-    }
-    WRITERS[fmt](rows, path)
+    rows = export_rows(results, category)
+    facts = card_facts(
+        batch=_batch_facts(batch),
+        category=category,
+        rows=rows,
+        results=results,
+        report=agreement(batch, answers=answers),
+        min_votes=min_votes(batch),
+        file_name=path.name,
+        exported=timezone.now().date(),
+        citation=CITATION,
+    )
+    EXPORT_FORMATS[fmt].write(rows, path)
     card = dataset_card(facts)
     card_path = write_dataset_card(card, card_path_for(path))
     with transaction.atomic():
@@ -378,7 +335,7 @@ def export_queries(
             format=fmt,
             category=category,
             queries=len(rows),
-            counts=counts | {"set_aside": len(results) - len(labelled)},
+            counts=facts["counts"] | {"set_aside": facts["set aside (disputed or too few votes)"]},
             card=card,
             query_set=query_set,
         )

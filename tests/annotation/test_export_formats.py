@@ -12,7 +12,7 @@ import pytest
 from annotation.costs import batch_cost
 from annotation.export_formats import (
     dataset_card,
-    write_csv,
+    write_labelled_csv,
     write_dataset_card,
     write_jsonl,
     write_tsv,
@@ -66,7 +66,7 @@ def test_tsv_round_trip(tmp_path):
 
 def test_csv_round_trip(tmp_path):
     path = tmp_path / "queries.csv"
-    write_csv(TRICKY_ROWS, path)
+    write_labelled_csv(TRICKY_ROWS, path)
     with path.open(encoding="utf-8", newline="") as handle:
         parsed = list(csv.reader(handle))
     assert parsed[0] == ["qid", "query", "label"]
@@ -83,10 +83,10 @@ def test_csv_round_trip(tmp_path):
 
 def test_csv_accepts_category_slugs_and_rejects_unknown_labels(tmp_path):
     path = tmp_path / "q.csv"
-    write_csv([{"qid": "1", "query": "a", "label": "female"}], path)
+    write_labelled_csv([{"qid": "1", "query": "a", "label": "female"}], path)
     assert path.read_text(encoding="utf-8").splitlines()[1] == "1,a,f"
     with pytest.raises(ValueError, match="'x'"):
-        write_csv([{"qid": "1", "query": "a", "label": "x"}], tmp_path / "bad.csv")
+        write_labelled_csv([{"qid": "1", "query": "a", "label": "x"}], tmp_path / "bad.csv")
     assert only_file(tmp_path) == ["q.csv"], "a failed export leaves neither a partial file nor a temp file"
 
 
@@ -98,7 +98,7 @@ def test_reference_queries_round_trip_through_csv(tmp_path, reference_dir):
         rows.append({"qid": qid, "query": query, "label": label})
     assert any("," in row["query"] for row in rows), "the reference file has queries with commas"
     path = tmp_path / "reference.csv"
-    write_csv(rows, path)
+    write_labelled_csv(rows, path)
     with path.open(encoding="utf-8", newline="") as handle:
         parsed = list(csv.DictReader(handle))
     assert parsed == [{k: neutralise_formula(v) for k, v in row.items()} for row in rows]
@@ -183,3 +183,27 @@ def test_dataset_card_omits_sections_without_facts():
     card = dataset_card({"counts": {"n": 1, "f": 1, "m": 0, "o": 0}})
     assert "## Queries per category" in card
     assert "## Agreement" not in card and "## Cost" not in card
+
+
+def test_export_vocabulary_is_the_one_the_model_form_api_and_command_use():
+    """Formats and categories are declared once (export_formats, labels); every shell offers exactly those."""
+    from annotation.export_formats import EXPORT_FORMATS, format_for_path
+    from annotation.forms import ExportForm
+    from annotation.labels import EXPORT_CATEGORIES
+    from annotation.models import Export
+    from annotation.serializers import ExportRequestSerializer
+
+    assert set(Export.Format.values) == set(EXPORT_FORMATS)
+    assert [c for c, _ in ExportForm.base_fields["format"].choices] == list(EXPORT_FORMATS)
+    assert [c for c, _ in ExportForm.base_fields["category"].choices] == list(EXPORT_CATEGORIES)
+    fields = ExportRequestSerializer().fields
+    assert list(fields["format"].choices) == list(EXPORT_FORMATS)
+    assert list(fields["category"].choices) == list(EXPORT_CATEGORIES)
+    assert EXPORT_CATEGORIES == ("non-gendered", "female", "male", "other", "all")
+    assert [format_for_path(p) for p in ("a.CSV", "b.jsonl", "c.tsv", "d.txt", "noext")] == [
+        "csv",
+        "jsonl",
+        "tsv",
+        "tsv",
+        "tsv",
+    ]

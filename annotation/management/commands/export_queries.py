@@ -1,5 +1,6 @@
 from annotation import services
-from annotation.labels import CATEGORY_SLUGS
+from annotation.export_formats import EXPORT_FORMATS, format_for_path
+from annotation.labels import EXPORT_CATEGORIES
 from core.cli import ProjectCommand
 
 from ._common import command_errors, get_batch
@@ -15,16 +16,16 @@ class Command(ProjectCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="batch name")
-        parser.add_argument("--category", required=True, choices=[*CATEGORY_SLUGS, "all"], help="which queries")
+        parser.add_argument("--category", required=True, choices=EXPORT_CATEGORIES, help="which queries")
         parser.add_argument("--out", required=True, help="file to write")
-        parser.add_argument("--format", choices=["tsv", "csv", "jsonl"], default=None, help="default: from --out")
+        parser.add_argument(
+            "--format", choices=list(EXPORT_FORMATS), default=None, help="default: from --out's ending (else tsv)"
+        )
         parser.add_argument("--as", dest="as_query_set", metavar="QSET", help="register as a query set of this name")
 
     def handle(self, name, category, out, as_query_set, **o):
         batch = get_batch(name)
-        fmt = o["format"] or (
-            out.rsplit(".", 1)[-1].lower() if out.rsplit(".", 1)[-1].lower() in ("csv", "jsonl") else "tsv"
-        )
+        fmt = o["format"] or format_for_path(out)
         with command_errors():
             export = services.export_queries(batch, category, out, fmt, as_query_set=as_query_set)
         set_aside = export.counts.get("set_aside", 0)
