@@ -50,8 +50,11 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
 # --- HTTPS and cookies (on whenever debug is off; each relaxable) ------------------------------
-#: Behind a TLS-terminating proxy that sets X-Forwarded-Proto, trust it to mark requests secure.
-if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
+#: Behind one TLS-terminating proxy that sets X-Forwarded-Proto and X-Forwarded-For: trust the
+#: first to mark requests secure, and the last address of the second as the client's
+#: (core.client_ip; login and API throttling key on it). Off: both headers are ignored.
+BEHIND_TLS_PROXY = env_bool("DJANGO_BEHIND_TLS_PROXY", False)
+if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
@@ -157,10 +160,13 @@ if PASSWORD_RESET_BY_EMAIL:
 
 # --- Login throttling (django-axes) -----------------------------------------------------
 #: After this many wrong passwords for one username from one address, that pair is locked
-#: out for AXES_COOLOFF_TIME hours (the admin can unlock it earlier).
+#: out for AXES_COOLOFF_TIME hours (the admin can unlock it earlier). The address is the
+#: client's (core.client_ip): behind the proxy, taken from X-Forwarded-For, so strangers'
+#: guesses do not lock the owner out; without it, REMOTE_ADDR, never a header a client sets.
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 1.0, minimum=0.01)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "core.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
