@@ -73,7 +73,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
@@ -225,13 +224,17 @@ CELERY_RESULT_BACKEND = None
 
 # --- REST framework -------------------------------------------------------------------
 #: Sessions for the site's own pages, tokens (``manage.py api_token``, or the account
-#: page) for scripts. No Basic auth: a password on every request, and through
-#: django-axes' backend, which needs the request DRF's Basic auth does not pass.
+#: page; stored hashed, core.api_tokens) for scripts. No Basic auth: a password on every
+#: request, and through django-axes' backend, which needs the request DRF's Basic auth
+#: does not pass. A client whose token headers failed this many times in a minute gets
+#: 429 until the minute has passed (counted per process, in the default cache).
+API_TOKEN_FAILURES_PER_MINUTE = env_int("API_TOKEN_FAILURES_PER_MINUTE", 10, minimum=1)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "core.api_tokens.TokenAuthentication",
     ],
+    "DEFAULT_THROTTLE_RATES": {"bad_api_token": f"{API_TOKEN_FAILURES_PER_MINUTE}/min"},
     "EXCEPTION_HANDLER": "core.api.exception_handler",
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
