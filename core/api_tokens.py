@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import string
 from datetime import timedelta
 
 from django.db import transaction
@@ -34,6 +35,8 @@ from .client_ip import client_ip
 from .errors import ServiceError
 from .models import ApiToken
 
+#: Hex digits of a key: 160 random bits, like DRF's tokens, so migrated keys keep working.
+KEY_LENGTH = 40
 #: Characters of the key stored in the clear to find its row (32 of its 160 bits).
 LOOKUP_LENGTH = 8
 
@@ -62,7 +65,7 @@ def api_token(user, *, renew: bool = False, expires_in: timedelta | None = None)
             "it is shown only once, when made. Renew it (--renew, or the Token page) for a new key; the old one stops working."
         )
     ApiToken.objects.filter(user=user).delete()
-    key = secrets.token_hex(20)
+    key = secrets.token_hex(KEY_LENGTH // 2)
     ApiToken.objects.create(
         user=user,
         lookup=key[:LOOKUP_LENGTH],
@@ -95,7 +98,12 @@ def token_of(user) -> ApiToken | None:
 
 
 def token_for_key(key: str) -> ApiToken | None:
-    """The unexpired token of an active researcher whose key this is, or None."""
+    """The unexpired token of an active researcher whose key this is, or None.
+
+    Anything but 40 hex digits is no key (the database is not asked: PostgreSQL refuses
+    a NUL in a query, and junk needs no lookup)."""
+    if len(key) != KEY_LENGTH or key.strip(string.hexdigits):
+        return None
     digest = _digest(key)
     now = timezone.now()
     for token in ApiToken.objects.filter(lookup=key[:LOOKUP_LENGTH]).select_related("user"):

@@ -179,6 +179,14 @@ def test_repeated_bad_tokens_get_429_and_good_requests_are_not_counted(researche
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("junk", ["\x00" * 40, "é" * 40, "A" * 39, "g" * 40, "a" * 41])
+def test_a_malformed_key_is_an_invalid_token_not_a_server_error(researcher, junk):
+    api_token(researcher)
+    response = _get(junk)
+    assert response.status_code == 403 and response.json()["detail"].startswith("Invalid token")
+
+
+@pytest.mark.django_db
 def test_forged_forwarded_for_does_not_escape_the_token_throttle(researcher, settings):
     limit = settings.API_TOKEN_FAILURES_PER_MINUTE
     for n in range(limit + 5):
