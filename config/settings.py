@@ -50,8 +50,11 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
 # --- HTTPS and cookies (on whenever debug is off; each relaxable) ------------------------------
-#: Behind a TLS-terminating proxy that sets X-Forwarded-Proto, trust it to mark requests secure.
-if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
+#: Behind one TLS-terminating proxy that sets X-Forwarded-Proto and X-Forwarded-For: trust the
+#: first to mark requests secure, and the last address of the second as the client's
+#: (core.client_ip; login and API throttling key on it). Off: both headers are ignored.
+BEHIND_TLS_PROXY = env_bool("DJANGO_BEHIND_TLS_PROXY", False)
+if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
@@ -70,7 +73,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
@@ -157,10 +159,13 @@ if PASSWORD_RESET_BY_EMAIL:
 
 # --- Login throttling (django-axes) -----------------------------------------------------
 #: After this many wrong passwords for one username from one address, that pair is locked
-#: out for AXES_COOLOFF_TIME hours (the admin can unlock it earlier).
+#: out for AXES_COOLOFF_TIME hours (the admin can unlock it earlier). The address is the
+#: client's (core.client_ip): behind the proxy, taken from X-Forwarded-For, so strangers'
+#: guesses do not lock the owner out; without it, REMOTE_ADDR, never a header a client sets.
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 1.0, minimum=0.01)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "core.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
@@ -219,13 +224,17 @@ CELERY_RESULT_BACKEND = None
 
 # --- REST framework -------------------------------------------------------------------
 #: Sessions for the site's own pages, tokens (``manage.py api_token``, or the account
-#: page) for scripts. No Basic auth: a password on every request, and through
-#: django-axes' backend, which needs the request DRF's Basic auth does not pass.
+#: page; stored hashed, core.api_tokens) for scripts. No Basic auth: a password on every
+#: request, and through django-axes' backend, which needs the request DRF's Basic auth
+#: does not pass. A client whose token headers failed this many times in a minute gets
+#: 429 until the minute has passed (counted per process, in the default cache).
+API_TOKEN_FAILURES_PER_MINUTE = env_int("API_TOKEN_FAILURES_PER_MINUTE", 10, minimum=1)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "core.api_tokens.TokenAuthentication",
     ],
+    "DEFAULT_THROTTLE_RATES": {"bad_api_token": f"{API_TOKEN_FAILURES_PER_MINUTE}/min"},
     "EXCEPTION_HANDLER": "core.api.exception_handler",
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Job, Lease
+from .models import ApiToken, Job, Lease
 
 
 @admin.register(Job)
@@ -22,6 +22,24 @@ class LeaseAdmin(admin.ModelAdmin):
     """Who is publishing or syncing what. Deleting a lease frees it for a holder that is gone."""
 
     list_display = ["key", "purpose", "hostname", "pid", "acquired", "expires"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Who has an API token and until when; never its key, its lookup characters or its digest.
+    Tokens are made where their key can be shown once (the Token page, ``manage.py api_token``);
+    deleting one here revokes it."""
+
+    list_display = ["user", "created", "expires"]
+    fields = ["user", "created", "expires"]
+    readonly_fields = fields
+    search_fields = ["user__username"]
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -1,25 +1,164 @@
-"""API tokens of researchers (DRF's authtoken): one per account, shown once to its owner.
+"""API tokens of researchers: one per account, stored hashed, shown once, throttled on failure.
 
 A token is a password for scripts: it is handed only to staff accounts (researchers),
 who may reach every endpoint; annotators work on the site and have no use for one.
-Renewing deletes the old token first, so a leaked one stops working at once.
+
+- **Stored as a digest.** The key is 160 random bits (40 hex characters, the format DRF's
+  tokens had, so scripts see no change); the database keeps its SHA-256 and its first 8
+  characters for the lookup. A plain hash is enough for a random key of this length (no
+  salt or slow hash needed, unlike a password), and unlike an HMAC with ``SECRET_KEY`` it
+  survives rotating that key. A leaked database or backup gives no working token.
+- **Shown once.** :func:`api_token` returns the key when it makes it; nothing shows it
+  again. Asking again refuses unless ``renew``, which deletes the old token first, so a
+  leaked one stops working at once.
+- **Refused without staff status.** A token works only while its user is active and staff,
+  checked on every request; losing either also deletes the token (``core.apps``), so it
+  does not come back with the status.
+- **Throttled on failure.** A client (``core.client_ip``) whose token headers failed
+  ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["bad_api_token"]`` times recently gets 429 for
+  every token it sends until the window passes (:class:`TokenAuthentication`).
 """
 
 from __future__ import annotations
 
-from django.db import transaction
+import hashlib
+import hmac
+import secrets
+import string
+from datetime import timedelta
 
+from django.db import transaction
+from django.utils import timezone
+from rest_framework import authentication, exceptions, throttling
+
+from .client_ip import client_ip
 from .errors import ServiceError
+from .models import ApiToken
+
+#: Hex digits of a key: 160 random bits, like DRF's tokens, so migrated keys keep working.
+KEY_LENGTH = 40
+#: Characters of the key stored in the clear to find its row (32 of its 160 bits).
+LOOKUP_LENGTH = 8
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _is_researcher(user) -> bool:
+    return user.is_active and user.is_staff
 
 
 @transaction.atomic
-def api_token(user, *, renew: bool = False) -> str:
-    """The user's API token (created on first use); ``renew`` replaces it with a new one."""
-    from rest_framework.authtoken.models import Token
+def api_token(user, *, renew: bool = False, expires_in: timedelta | None = None) -> str:
+    """Make the user's API token and return its key, the only time anyone sees it.
 
-    if not (user.is_active and user.is_staff):
+    Refuses when the user has an unexpired token, unless ``renew`` (which deletes it
+    first); ``expires_in`` limits the new token's life (default: until revoked).
+    """
+    if not _is_researcher(user):
         raise ServiceError(f"{user.get_username()!r} is not an active researcher (staff) account; no API token")
-    if renew:
-        Token.objects.filter(user=user).delete()
-    token, _ = Token.objects.get_or_create(user=user)
-    return token.key
+    existing = ApiToken.objects.select_for_update().filter(user=user).first()
+    if existing is not None and not existing.expired() and not renew:
+        raise ServiceError(
+            f"{user.get_username()!r} already has an API token (made {existing.created:%Y-%m-%d %H:%M} UTC); "
+            "it is shown only once, when made. Renew it (--renew, or the Token page) for a new key; the old one stops working."
+        )
+    ApiToken.objects.filter(user=user).delete()
+    key = secrets.token_hex(KEY_LENGTH // 2)
+    ApiToken.objects.create(
+        user=user,
+        lookup=key[:LOOKUP_LENGTH],
+        digest=_digest(key),
+        expires=timezone.now() + expires_in if expires_in is not None else None,
+    )
+    return key
+
+
+@transaction.atomic
+def revoke_api_token(user) -> bool:
+    """Delete the user's API token; whether there was one."""
+    deleted, _ = ApiToken.objects.filter(user=user).delete()
+    return bool(deleted)
+
+
+def revoke_unless_researcher(sender, instance, update_fields=None, **kwargs) -> None:
+    """``post_save`` of the user model: an account saved without active staff status loses its
+    token. Authentication refuses such a token anyway (a bulk ``update()`` sends no signal);
+    deleting it keeps it from working again when the status comes back."""
+    if update_fields is not None and not {"is_active", "is_staff"} & set(update_fields):
+        return  # e.g. last_login on every login
+    if not _is_researcher(instance):
+        ApiToken.objects.filter(user=instance).delete()
+
+
+def token_of(user) -> ApiToken | None:
+    """The user's token record (no key: only its dates), for the token page."""
+    return ApiToken.objects.filter(user=user).first()
+
+
+def token_for_key(key: str) -> ApiToken | None:
+    """The unexpired token of an active researcher whose key this is, or None.
+
+    Anything but 40 hex digits is no key (the database is not asked: PostgreSQL refuses
+    a NUL in a query, and junk needs no lookup)."""
+    if len(key) != KEY_LENGTH or key.strip(string.hexdigits):
+        return None
+    digest = _digest(key)
+    now = timezone.now()
+    for token in ApiToken.objects.filter(lookup=key[:LOOKUP_LENGTH]).select_related("user"):
+        if hmac.compare_digest(token.digest, digest):
+            return token if not token.expired(now) and _is_researcher(token.user) else None
+    return None
+
+
+class BadTokenThrottle(throttling.SimpleRateThrottle):
+    """Counts a client's failed token headers (not its requests) in DRF's sliding window."""
+
+    scope = "bad_api_token"
+
+    def get_cache_key(self, request, view=None) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": client_ip(request)}
+
+    def exhausted(self, request) -> bool:
+        """Whether the client has used up its failures, without counting this request."""
+        self.key = self.get_cache_key(request)
+        self.history = self.cache.get(self.key, [])
+        self.now = self.timer()
+        while self.history and self.history[-1] <= self.now - self.duration:
+            self.history.pop()
+        return len(self.history) >= self.num_requests
+
+    def record_failure(self, request) -> None:
+        if not self.exhausted(request):
+            self.throttle_success()
+
+
+class TokenAuthentication(authentication.TokenAuthentication):
+    """``Authorization: Token <key>`` against the hashed tokens, throttled on failure.
+
+    DRF checks throttles only after authentication, so a bad token would always answer
+    403 and never meet a throttle; this class counts failures itself and answers 429
+    (with ``Retry-After``) once a client has too many, before looking at its token.
+    """
+
+    keyword = "Token"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].lower() != self.keyword.lower().encode():
+            return None
+        throttle = BadTokenThrottle()
+        if throttle.exhausted(request):
+            raise exceptions.Throttled(wait=throttle.wait())
+        try:
+            return super().authenticate(request)
+        except exceptions.AuthenticationFailed:
+            throttle.record_failure(request)
+            raise
+
+    def authenticate_credentials(self, key: str):
+        token = token_for_key(key)
+        if token is None:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        return token.user, token

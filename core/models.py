@@ -1,8 +1,10 @@
-"""State shared by every app: the progress record of long work."""
+"""State shared by every app: the progress record of long work, leases, API tokens."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Job(models.Model):
@@ -65,3 +67,27 @@ class Lease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} ({self.purpose}, {self.hostname}:{self.pid})"
+
+
+class ApiToken(models.Model):
+    """A researcher's API token, one per account, kept only as the SHA-256 digest of its key.
+
+    The key is shown once, when it is made (``core.api_tokens``); the database, its backups
+    and the admin never hold it. ``lookup`` (the key's first characters) finds the row without
+    comparing digests in the query; the digest is then compared in constant time.
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_token")
+    lookup = models.CharField(max_length=8, db_index=True, help_text="The key's first characters, to find the row.")
+    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the key (hex).")
+    created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField(null=True, blank=True, help_text="Empty: never.")
+
+    class Meta:
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"API token of {self.user}"
+
+    def expired(self, now=None) -> bool:
+        return self.expires is not None and self.expires <= (now or timezone.now())

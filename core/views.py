@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.views.decorators.cache import never_cache
 
 from .models import Job
 from .permissions import researcher_required
@@ -56,10 +57,23 @@ def server_error(request: HttpRequest) -> HttpResponse:
     return page_server_error(request)
 
 
+@never_cache
 @researcher_required
 def api_token_page(request: HttpRequest) -> HttpResponse:
-    """A researcher's API token, shown to its owner; POST replaces it (the old one stops working)."""
-    from .api_tokens import api_token
+    """A researcher's API token: its dates, never its key, except in the answer to the POST
+    that made it (the one time it is shown; ``no-store`` keeps it out of caches and history).
+    POST makes a new token (replacing the old, which stops working) or, with
+    ``action=revoke``, deletes it."""
+    from .api_tokens import api_token, revoke_api_token, token_of
+    from .forms import ApiTokenForm
 
-    key = api_token(request.user, renew=request.method == "POST")
-    return render(request, "core/api_token.html", {"key": key, "renewed": request.method == "POST"})
+    form = ApiTokenForm(request.POST if request.method == "POST" else None)
+    key, revoked = None, False
+    if request.method == "POST":
+        if request.POST.get("action") == "revoke":
+            revoked = revoke_api_token(request.user)
+        elif form.is_valid():
+            key = api_token(request.user, renew=True, expires_in=form.expires_in())
+            form = ApiTokenForm()
+    context = {"key": key, "revoked": revoked, "token": token_of(request.user), "form": form}
+    return render(request, "core/api_token.html", context)

@@ -31,6 +31,15 @@ def _isolated_cache_dir(settings, tmp_path_factory):
     settings.CACHE_DIR = tmp_path_factory.mktemp("cache")
 
 
+@pytest.fixture(autouse=True)
+def _no_throttle_history():
+    """Throttles count in the default cache, which outlives a test: each test starts with none
+    (every test client comes from 127.0.0.1, so bad tokens in one would throttle the next)."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture(scope="session")
 def browser():
     """Debian's chromium driven by Playwright (no browser download: ``executable_path``)."""

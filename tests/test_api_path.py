@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from rest_framework.authtoken.models import Token
 
 from annotation import services as annotation_services
+from core.api_tokens import api_token
 from metrics.models import Report
 from pooling.models import Collection
 
@@ -40,7 +40,7 @@ def _trec(rankings: dict) -> bytes:
 @pytest.mark.django_db
 def test_the_researchers_path_through_the_api(client, django_user_model, django_capture_on_commit_callbacks):
     researcher = django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
-    auth = {"HTTP_AUTHORIZATION": f"Token {Token.objects.create(user=researcher).key}"}
+    auth = {"HTTP_AUTHORIZATION": f"Token {api_token(researcher)}"}
     assert not Collection.objects.exists()
 
     def post(url, data=None, *, multipart=False, expected=(200, 201, 202)):
