@@ -45,6 +45,10 @@ class CrowdProvider(ABC):
     name: str = ""
     #: True when answers arrive through this site (the local provider) rather than by polling.
     answers_on_site: bool = False
+    #: True when a submission with a query left unanswered (or answered with something that
+    #: is not a category) is rejected at review: on a paid platform it would otherwise be
+    #: approved and paid (MTurk approves by itself after the HIT type's auto-approval delay).
+    rejects_invalid: bool = True
 
     def form_action(self) -> str:
         """Where the HIT page posts its answers when rendered for this provider (``""``: our own view)."""
@@ -128,6 +132,7 @@ class LocalProvider(CrowdProvider):
     """In-house annotators working on this site: nothing to call, answers are stored as they come."""
 
     answers_on_site = True
+    rejects_invalid = False  # nothing is paid or approved by itself: kept for a person to look at
 
     def prepare(self, batch: Batch) -> str:
         return ""

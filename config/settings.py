@@ -267,6 +267,11 @@ MTURK_LIVE = env_bool("MTURK_LIVE", False)
 MTURK_SUBMIT_URL = env_str("MTURK_SUBMIT_URL", "")
 #: Client-side ceiling on MTurk calls per second (MTurk throttles bursts).
 MTURK_MAX_CALLS_PER_SECOND = env_float("MTURK_MAX_CALLS_PER_SECOND", 5.0, minimum=0.01)
+#: The longest time between two syncs of a published MTurk batch in this deployment
+#: (``sync_batch``, the batch page or the API). MTurk approves and pays every assignment
+#: still unreviewed after the HIT type's auto-approval delay, so a new MTurk batch's
+#: delay must be longer than this (``BatchSettings.validate``; default delay 3 days).
+MTURK_SYNC_INTERVAL_SECONDS = env_int("MTURK_SYNC_INTERVAL_SECONDS", 86400, minimum=1)
 
 # --- Prolific -------------------------------------------------------------------------
 #: Prolific's API (or any server speaking it); the token is sent as ``Authorization: Token ...``.

@@ -2,8 +2,11 @@
 
 Invariant: every reader of the project opens files through here, so a gzipped file works
 wherever a plain one does, and a decoding error always names the file and the line that
-holds the bad byte. Pure module (no Django), standard library only: light enough for
-commands that read a ten-line file.
+holds the bad byte. Reading is bounded: files are decompressed as a stream, never whole,
+and no line may be longer than :data:`MAX_LINE_BYTES`, so a small ``.gz`` that expands to
+a gigabyte of NULs (one endless "line") is refused after reading about a megabyte, at flat
+memory, instead of being held whole. Pure module (no Django), standard library only:
+light enough for commands that read a ten-line file.
 """
 
 from __future__ import annotations
@@ -18,6 +21,12 @@ from typing import BinaryIO
 from .errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: The longest line any reader accepts, in bytes without its line ending. Generous (the
+#: longest MS MARCO passage is a few kilobytes): a longer line means the file is not lines
+#: of text, and holding it to find its end is what a decompression bomb relies on.
+MAX_LINE_BYTES = 1024 * 1024
+#: How much :func:`open_text` decompresses at a time.
+READ_SIZE = 1024 * 1024
 
 
 @contextmanager
@@ -66,11 +75,64 @@ def split_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
+def line_too_long(path: str | Path, line: int) -> InputError:
+    """The one error for a line over :data:`MAX_LINE_BYTES`: ``path: problem``, naming the line."""
+    return InputError(
+        path,
+        None,
+        f"line {line} is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader): "
+        "this is not a file of text lines, or its line breaks are missing",
+    )
+
+
 @contextmanager
 def open_text(path: str | Path) -> Iterator[Iterator[str]]:
-    """Lines of a small text file, decoded strictly as UTF-8, without line endings."""
+    """Lines of a text file, decoded strictly as UTF-8, without line endings.
+
+    Streamed: a megabyte is decompressed and decoded at a time, so memory holds what the
+    caller keeps, never the whole file; a line over :data:`MAX_LINE_BYTES` is refused
+    (:func:`line_too_long`) as soon as that many bytes pass without a line break.
+    """
     path = Path(path)
     with open_binary(path) as stream:
-        data = stream.read()
-    text = decode_utf8(path, data, 1).removeprefix("\ufeff")
-    yield iter(split_lines(text))
+        yield _text_lines(path, stream)
+
+
+def _text_lines(path: Path, stream: BinaryIO) -> Iterator[str]:
+    number, rest = 1, b""  # ``number``: the file's number of the first line in ``rest``
+    while chunk := stream.read(READ_SIZE):
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1
+        block, rest = data[:cut], data[cut:]
+        if block:
+            lines = _decoded_lines(path, block, number)
+            number += len(lines)
+            yield from lines
+        if len(rest) > MAX_LINE_BYTES:
+            raise line_too_long(path, number)
+    if rest:
+        yield from _decoded_lines(path, rest, number)
+
+
+def _decoded_lines(path: Path, data: bytes, first_line: int) -> list[str]:
+    """Whole lines of ``data`` (lines ``first_line``… of the file), length-checked and decoded."""
+    check_line_lengths(path, data, first_line)
+    text = decode_utf8(path, data, first_line)
+    if first_line == 1:
+        text = text.removeprefix("\ufeff")
+    return split_lines(text)
+
+
+def check_line_lengths(path: str | Path, data: bytes, first_line: int) -> None:
+    """Refuse ``data`` (lines ``first_line``… of the file) if a line is over :data:`MAX_LINE_BYTES`
+    (counting a ``\r`` before its ``\n``).
+
+    Jumps to the last line break within the limit of each line start, so a block of
+    normal lines costs a few short backward searches, not a pass over its bytes.
+    """
+    start, size = 0, len(data)
+    while size - start > MAX_LINE_BYTES:
+        end = data.rfind(b"\n", start, start + MAX_LINE_BYTES + 1)
+        if end < 0:
+            raise line_too_long(path, first_line + data.count(b"\n", 0, start))
+        start = end + 1

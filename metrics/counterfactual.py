@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from core.files import atomic_path
+from core.textfiles import MAX_LINE_BYTES, line_too_long
 
 #: (female, male) pairs swapped in both directions.
 PAIRS: tuple[tuple[str, str], ...] = (
@@ -179,7 +180,11 @@ def write_counterfactual(
     with atomic_path(destination) as tmp, raw, stream, open(tmp, "wb") as handle:
         out = gzip.GzipFile(fileobj=handle, mode="wb") if destination.name.endswith(".gz") else handle
         try:
-            for data in stream:
+            # Lines are read with a bound: the source is a registered (checked) collection, but
+            # a line over the readers' limit must not be gathered whole here either.
+            while data := stream.readline(MAX_LINE_BYTES + 2):
+                if len(data.removesuffix(b"\n")) > MAX_LINE_BYTES:
+                    raise line_too_long(source, lines + 1)
                 # Decoding strictly keeps the bytes: "\n" and "\r\n" stay in the line.
                 out.write(swapper.line(data.decode("utf-8")).encode("utf-8"))
                 lines += 1

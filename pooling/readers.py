@@ -23,7 +23,7 @@ import polars as pl
 
 from core.errors import InputError, Skipped, raise_or_skip
 from core.files import atomic_path
-from core.textfiles import GZIP_MAGIC, decode_utf8, gzip_errors
+from core.textfiles import GZIP_MAGIC, MAX_LINE_BYTES, check_line_lengths, decode_utf8, gzip_errors, line_too_long
 
 BLOCK_SIZE = 16 * 1024 * 1024
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -68,7 +68,10 @@ def byte_ranges(path: str | Path, chunks: int) -> list[tuple[int, int]]:
     with open(path, "rb") as file:
         for i in range(1, chunks):
             file.seek(max(size * i // chunks - 1, 0))
-            file.readline()  # to just after the newline at or after the target
+            # To just after the newline at or after the target, a megabyte at a time (an
+            # endless line is refused by the reader, never held here).
+            while (piece := file.readline(1024 * 1024)) and not piece.endswith(b"\n"):
+                pass
             boundary = file.tell()
             if starts[-1] < boundary < size:
                 starts.append(boundary)
@@ -108,6 +111,8 @@ def iter_blocks(
     line numbers then count from ``first_line``, the file's number of the range's first
     line (:func:`line_numbers_at`), or from 1 if not given. ``offsets`` adds
     ``offset: int64``, where each line starts in the (uncompressed) stream.
+    Decompression streams block by block, and a line over :data:`MAX_LINE_BYTES` is an
+    :class:`InputError` (``path: problem``): memory stays within about two blocks.
     """
     path = Path(path)
     block_size = block_size or BLOCK_SIZE
@@ -136,13 +141,14 @@ def iter_blocks(
                 break
             data = rest + chunk
             cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                rest = data
-                continue
             block, rest = data[:cut], data[cut:]
-            yield lines_frame(path, block, line, block_start if offsets else None), raw.position
-            line += block.count(b"\n")
-            block_start += cut
+            if block:
+                check_line_lengths(path, block, line)
+                yield lines_frame(path, block, line, block_start if offsets else None), raw.position
+                line += block.count(b"\n")
+                block_start += cut
+            if len(rest) > MAX_LINE_BYTES:  # never gather an endless line (a gzip bomb of NULs)
+                raise line_too_long(path, line)
         if rest:
             yield lines_frame(path, rest, line, block_start if offsets else None), raw.position
 

@@ -41,6 +41,10 @@ class AnswerCheck:
         return sum(label is None for _, label, _ in self.judgments)
 
 
+#: The reason :func:`check_answers` gives when the provider's answer document could not be read.
+UNREADABLE = "unreadable answer"
+
+
 def check_answers(
     hit_queries: Sequence[HitQuery], answers: Mapping[str, str] | None, gold_pass_fraction: float
 ) -> AnswerCheck:
@@ -49,7 +53,7 @@ def check_answers(
     ``answers=None`` means the provider's answer document could not be read at all.
     """
     check = AnswerCheck()
-    missing = "unreadable answer" if answers is None else "missing answer"
+    missing = UNREADABLE if answers is None else "missing answer"
     answers = answers or {}
     for hq in hit_queries:
         raw = answers.get(hq.field_name)
@@ -68,8 +72,8 @@ def check_answers(
             else:
                 check.gold_misses.append((hq.batch_query, label))
     if check.gold_total and check.invalid_count < len(check.judgments):
-        # Gold is scored only when the answer could be read at all: an empty or unreadable
-        # answer is kept for a person to look at, never held against the worker automatically.
+        # Gold is scored only when some answer was given: an empty or unreadable answer is
+        # reviewed as such (``review_assignment``), never counted as failed gold questions.
         needed = math.ceil(gold_pass_fraction * check.gold_total - 1e-9)
         check.gold_passed = check.gold_correct >= needed
     return check
@@ -125,25 +129,62 @@ def record_answers(
     return check
 
 
+def invalid_feedback(judgments: Sequence[Judgment]) -> str:
+    """What a worker whose HIT has missing or invalid answers is told: how many of its queries
+    have no usable answer, which ones (a few) and what a usable answer is, so the rejection
+    is understood rather than taken for an error on our side."""
+    invalid = [j for j in judgments if j.label is None]
+    if len(invalid) == len(judgments):
+        return (
+            f"This HIT was submitted without a usable answer to any of its {len(judgments)} queries, "
+            "so there is no work to pay for. Each query needs one of the categories "
+            f"{', '.join(LABEL_NAMES.values())}."
+        )
+    details = []
+    for judgment in invalid[:FEEDBACK_MISSES]:
+        text = judgment.batch_query.text[:100]
+        reason = "no answer" if judgment.invalid_reason.startswith("missing") else "an answer that is not a category"
+        details.append(f'"{text}": {reason}')
+    more = f" and {len(invalid) - FEEDBACK_MISSES} more" if len(invalid) > FEEDBACK_MISSES else ""
+    return (
+        f"{len(invalid)} of the {len(judgments)} queries of this HIT {'was' if len(invalid) == 1 else 'were'} "
+        "left without a usable answer "
+        f"({'; '.join(details)}{more}). Each query needs one of the categories "
+        f"{', '.join(LABEL_NAMES.values())}; a HIT with a query left out cannot be used."
+    )
+
+
 def review_assignment(assignment: Assignment, provider: CrowdProvider, *, approve_all: bool = False) -> str:
     """Approve or reject a submitted assignment; returns ``approved``, ``rejected`` or ``kept``.
 
-    Failing the gold questions is the only reason to reject (with feedback saying why);
-    an assignment with unreadable answers but no failed gold is kept for a person to look
-    at -- MTurk approves it after the auto-approval delay anyway. ``approve_all``
-    approves everything, e.g. to pay a batch whose gold turned out to be ambiguous.
-    A provider saying it was already approved or rejected is not an error.
+    Rejected, with feedback saying why: failed gold questions, and (on a provider whose
+    ``rejects_invalid`` is set: MTurk, Prolific) a query left without an answer or answered
+    with something that is not a category -- left alone, MTurk would approve and pay it
+    after the auto-approval delay. Kept for a person to look at: an answer document that
+    could not be read at all (the worker may not be at fault), and invalid in-house work.
+    ``approve_all`` approves everything, e.g. to pay a batch whose gold turned out to be
+    ambiguous. A provider saying it was already approved or rejected is not an error, and
+    a reviewed assignment is never reviewed again, so a second sync changes nothing.
     """
     if assignment.status != Assignment.Status.SUBMITTED:
         return "kept"
+    feedback = assignment.feedback
     if assignment.gold_passed is False and not approve_all:
-        provider.reject(assignment, assignment.feedback)
         outcome = Assignment.Status.REJECTED
     elif assignment.valid or approve_all:
-        provider.approve(assignment)
         outcome = Assignment.Status.APPROVED
+    elif assignment.valid is False and provider.rejects_invalid:
+        judgments = list(assignment.judgments.select_related("batch_query").order_by("pk"))
+        if all(j.invalid_reason == UNREADABLE for j in judgments if j.label is None):
+            return "kept"
+        feedback = invalid_feedback(judgments)
+        outcome = Assignment.Status.REJECTED
     else:
         return "kept"
-    Assignment.objects.filter(pk=assignment.pk).update(status=outcome, reviewed_at=timezone.now())
-    assignment.status = outcome
+    if outcome == Assignment.Status.REJECTED:
+        provider.reject(assignment, feedback)
+    else:
+        provider.approve(assignment)
+    Assignment.objects.filter(pk=assignment.pk).update(status=outcome, reviewed_at=timezone.now(), feedback=feedback)
+    assignment.status, assignment.feedback = outcome, feedback
     return str(outcome)

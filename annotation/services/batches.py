@@ -28,6 +28,10 @@ from ..providers import CrowdProvider, get_provider
 MIN_LIFETIME = 30
 MAX_LIFETIME = 365 * 24 * 3600
 MAX_AUTO_APPROVAL_DELAY = 30 * 24 * 3600
+#: How long MTurk waits before approving (and paying) an assignment nobody reviewed: long
+#: enough for several syncs (``settings.MTURK_SYNC_INTERVAL_SECONDS``, a day by default)
+#: to reject invalid work first.
+DEFAULT_AUTO_APPROVAL_DELAY = dt.timedelta(days=3)
 QUALIFICATION_KEYS = {"locales", "min_approval_rate", "min_approved_hits", "masters"}
 
 
@@ -48,7 +52,7 @@ class BatchSettings:
     reward: Decimal = Decimal("0.05")
     lifetime: dt.timedelta = dt.timedelta(days=7)
     assignment_duration: dt.timedelta = dt.timedelta(minutes=30)
-    auto_approval_delay: dt.timedelta = dt.timedelta(days=3)
+    auto_approval_delay: dt.timedelta = DEFAULT_AUTO_APPROVAL_DELAY
     qualifications: dict = field(default_factory=dict)
     gold_per_hit: int = 0
     gold_pass_fraction: float = 1.0
@@ -88,6 +92,13 @@ class BatchSettings:
         ):
             if not low <= value.total_seconds() <= high:
                 raise ServiceError(f"{name} must be between {low} s and {high} s (got {value})")
+        interval = dt.timedelta(seconds=django_settings.MTURK_SYNC_INTERVAL_SECONDS)
+        if self.provider == Provider.MTURK and self.auto_approval_delay <= interval:
+            raise ServiceError(
+                f"auto-approval delay must be longer than the sync interval ({interval}, setting "
+                f"MTURK_SYNC_INTERVAL_SECONDS; got {self.auto_approval_delay}): MTurk approves and pays "
+                "every assignment not reviewed by then, however invalid"
+            )
         unknown = set(self.qualifications) - QUALIFICATION_KEYS
         if unknown:
             raise ServiceError(f"unknown qualification setting(s): {', '.join(sorted(unknown))}")

@@ -128,6 +128,8 @@ class FakeMTurk:
                 "Message": "This operation can be called with a status of: Submitted",
             }
         assignment["AssignmentStatus"] = status
+        if body.get("RequesterFeedback"):  # what the worker is shown, as GetAssignment returns it
+            assignment["RequesterFeedback"] = body["RequesterFeedback"]
         return 200, {}
 
     def ApproveAssignment(self, body):

@@ -69,7 +69,7 @@ def test_create_batch_parses_mturk_options(query_set, tmp_path):
     gold.write_text("g1\twhat is a mother\tf\n")
     run(
         "create_batch", "--name", "mt", "--queries", "gq", "--provider", "mturk", "--reward", "0.10",
-        "--lifetime", "2d", "--assignment-duration", "20m", "--auto-approve", "12h",
+        "--lifetime", "2d", "--assignment-duration", "20m", "--auto-approve", "36h",
         "--qualification", "locale=us,GB", "--qualification", "approval-rate=95",
         "--qualification", "approved-hits=1000", "--qualification", "masters",
         "--gold", str(gold), "--gold-per-hit", "1",
@@ -83,7 +83,7 @@ def test_create_batch_parses_mturk_options(query_set, tmp_path):
     }
     assert batch.lifetime.total_seconds() == 2 * 86400
     assert batch.assignment_duration.total_seconds() == 1200
-    assert batch.auto_approval_delay.total_seconds() == 12 * 3600
+    assert batch.auto_approval_delay.total_seconds() == 36 * 3600
     assert batch.gold_per_hit == 1
 
 

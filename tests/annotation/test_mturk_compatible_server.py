@@ -83,9 +83,11 @@ def test_publish_answer_sync_through_an_mturk_compatible_server(server, batch):
     assert judgments == 12
     invalid = Judgment.objects.get(assignment__hit__batch=batch, label=None)
     assert invalid.batch_query.qid == "101" and re.search("unknown category", invalid.invalid_reason)
-    # Valid work was approved on the server; the invalid one is kept for a person.
+    # Valid work was approved on the server; the invalid one rejected, saying why (never
+    # left for MTurk to approve by itself after the auto-approval delay).
     statuses = sorted(a["AssignmentStatus"] for a in fake.assignments.values())
-    assert statuses == ["Approved", "Approved", "Approved", "Submitted"]
+    assert statuses == ["Approved", "Approved", "Approved", "Rejected"]
+    assert first.rejected == 1 and first.kept == 0
 
     second = services.sync_batch(batch)
     assert second.new == 0

@@ -259,11 +259,11 @@ def test_sync_pages_parses_validates_and_reviews(mturk_batch, stubbed):
     unknown["q-1"] = "maybe"
     assignments_1 = [
         _assignment(1, HIT_IDS[0], "AWORKER1", _truthful(hit1)),  # valid, passes gold
-        _assignment(2, HIT_IDS[0], "AWORKER2", missing),  # one answer missing: kept for review
+        _assignment(2, HIT_IDS[0], "AWORKER2", missing),  # one answer missing: rejected, saying which
     ]
     assignments_2 = [
         _assignment(3, HIT_IDS[1], "AWORKER1", _truthful(hit2, g1="m")),  # fails gold: rejected
-        _assignment(4, HIT_IDS[1], "AWORKER3", unknown),  # unknown category, gold fine
+        _assignment(4, HIT_IDS[1], "AWORKER3", unknown),  # unknown category, gold fine: rejected too
     ]
     # HIT 1 comes in two pages, the first one short but with a NextToken.
     params = {"HITId": HIT_IDS[0], "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]}
@@ -281,29 +281,32 @@ def test_sync_pages_parses_validates_and_reviews(mturk_batch, stubbed):
         params | {"HITId": HIT_IDS[1]},
     )
     stubber.add_response("approve_assignment", {}, {"AssignmentId": assignments_1[0]["AssignmentId"]})
-    stubber.add_response(
-        "reject_assignment", {}, {"AssignmentId": assignments_2[0]["AssignmentId"], "RequesterFeedback": ANY}
-    )
-    # the rejected place is offered again (annotation.services.reoffers), once, with its own token
-    stubber.add_response(
-        "create_additional_assignments_for_hit",
-        {},
-        {"HITId": HIT_IDS[1], "NumberOfAdditionalAssignments": 1, "UniqueRequestToken": ANY},
-    )
+    for rejected in (assignments_1[1], *assignments_2):
+        stubber.add_response(
+            "reject_assignment", {}, {"AssignmentId": rejected["AssignmentId"], "RequesterFeedback": ANY}
+        )
+    # each rejected place is offered again (annotation.services.reoffers), once, with its own token
+    for hit_id in (HIT_IDS[0], HIT_IDS[1], HIT_IDS[1]):
+        stubber.add_response(
+            "create_additional_assignments_for_hit",
+            {},
+            {"HITId": hit_id, "NumberOfAdditionalAssignments": 1, "UniqueRequestToken": ANY},
+        )
     result = services.sync_batch(mturk_batch, provider)
-    assert (result.new, result.invalid, result.approved, result.rejected, result.kept) == (4, 2, 1, 1, 2)
+    assert (result.new, result.invalid, result.approved, result.rejected, result.kept) == (4, 2, 1, 3, 0)
 
     stored = {a.provider_assignment_id: a for a in Assignment.objects.all()}
     assert len(stored) == 4
     first, second = (stored[a["AssignmentId"]] for a in assignments_1)
     gold_failed, bad_category = (stored[a["AssignmentId"]] for a in assignments_2)
     assert first.status == "approved" and first.valid and first.gold_passed
-    assert second.status == "submitted" and second.valid is False
+    assert second.status == "rejected" and second.valid is False and second.gold_passed is True
     assert Judgment.objects.get(assignment=second, label=None).invalid_reason == "missing answer"
+    assert second.feedback.startswith("1 of the 4 queries of this HIT was left without a usable answer (")
     assert gold_failed.status == "rejected" and gold_failed.gold_passed is False
     assert "is my mother at home" in gold_failed.feedback and "you answered Male" in gold_failed.feedback
     assert Judgment.objects.get(assignment=bad_category, label=None).invalid_reason == "unknown category 'maybe'"
-    assert bad_category.status == "submitted"
+    assert bad_category.status == "rejected" and "an answer that is not a category" in bad_category.feedback
     assert "<QuestionFormAnswers" in first.raw_answer
 
     # Workers are pseudonymous: MTurk ids live only in WorkerIdentity.
