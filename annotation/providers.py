@@ -2,8 +2,8 @@
 
 The services speak to one small interface, :class:`CrowdProvider`, so the batch life
 cycle (publish, sync, review, escalate, cancel) is written once. Providers register
-under the name stored in ``Batch.provider``; adding Prolific later means writing one
-class and decorating it with ``@register("prolific")``.
+under the name stored in ``Batch.provider`` (``local``, ``mturk``, ``prolific``); a new
+platform is one class decorated with ``@register("<name>")``.
 
 A provider only talks to the outside world. It never writes to the database: the
 services record what it returns, in their own transactions, in an order that makes

@@ -1,6 +1,6 @@
 """Progress of long work, shown in two places at once.
 
-A terminal user sees a tqdm bar; a page polls the :class:`~pooling.models.Job` row.
+A terminal user sees a tqdm bar; a page polls the :class:`~core.models.Job` row.
 Job rows are written outside any surrounding transaction's work (each update is its own
 short write, throttled to a few per second), so a poller sees them while work goes on.
 """

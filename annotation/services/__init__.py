@@ -9,6 +9,8 @@ nothing else that writes. They are grouped by stage of a batch's life:
 - :mod:`.answers` -- check an answer, record it once, review it (approve or reject);
 - :mod:`.sync` -- fetch assignments from the provider, record and review them;
 - :mod:`.local` -- in-house annotators: accounts, handing out HITs, submitting answers;
+- :mod:`.prolific` -- Prolific participants: arrivals confirmed with Prolific, the study's
+  submissions reconciled, bonuses, the study stopped when the batch is done;
 - :mod:`.escalation` -- more assignments for HITs with disputed queries, by hand or round by
   round at sync (to a majority or a Dawid-Skene posterior), within the budget;
 - :mod:`.reoffers` -- rejected MTurk places offered again; :mod:`.budget` -- what extras may spend;
@@ -53,7 +55,6 @@ __all__ = [
     "BatchSettings",
     "EscalationPlan",
     "GoldQuery",
-    "ServiceError",
     "SyncResult",
     "adjudicate",
     "agreement",

@@ -96,7 +96,7 @@ class BatchAnswers:
 
     @cached_property
     def dawid_skene(self):
-        """Dawid-Skene's estimate (:class:`annotation.aggregation.DawidSkene`), None without judgments."""
+        """Dawid-Skene's estimate (:class:`annotation.aggregation.DawidSkeneResult`), None without judgments."""
         from ..aggregation import dawid_skene
 
         return None if self.frame.empty else dawid_skene(self.frame)
