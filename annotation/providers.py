@@ -305,7 +305,7 @@ class ProlificProvider(CrowdProvider):
 
     def _transition(self, study_id: str, action: str, *, when: tuple[str, ...]) -> None:
         """Transition the study if its status is one of ``when``; after a lost answer, look again."""
-        from .prolific import ProlificUnknownOutcome
+        from .prolific import ProlificError, ProlificUnknownOutcome
 
         for _ in range(3):
             if self.client.get_study(study_id).get("status") not in when:
@@ -315,6 +315,12 @@ class ProlificProvider(CrowdProvider):
                 return
             except ProlificUnknownOutcome:
                 continue  # it may have happened: the status says
+        if self.client.get_study(study_id).get("status") not in when:
+            return  # the last lost answer hid a success
+        # Not done: returning quietly would let a cancel report a study stopped that still runs.
+        raise ProlificError(
+            f"Prolific did not {action} study {study_id}: three attempts lost their answer", upstream=True
+        )
 
     def publish_hit(self, hit: Hit, question_html: str) -> str:
         return f"prolific-{hit.unique_token}"

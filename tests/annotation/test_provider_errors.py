@@ -146,6 +146,22 @@ def prolific_batch(prolific_server, query_set):
     return batch
 
 
+def test_cancel_through_the_api_when_prolific_fails_is_a_502_and_the_study_still_runs(
+    prolific_server,
+    prolific_batch,
+    researcher,
+    client,
+):
+    prolific_server.faults["transition_study"] = ["error"] * 3  # each STOP answered 502 (it may have been done)
+    client.force_login(researcher)
+    response = client.post("/api/annotation/batches/pro/cancel/")
+    assert response.status_code == 502
+    assert "Prolific did not STOP study" in response.json()["detail"]
+    assert prolific_server.studies[prolific_batch.hit_type_id]["status"] == "ACTIVE"
+    prolific_batch.refresh_from_db()
+    assert prolific_batch.status == Batch.Status.PUBLISHED
+
+
 def test_cancel_with_a_wrong_prolific_token_is_a_400_on_the_api_and_a_message_on_the_page(
     prolific_server,
     prolific_batch,
