@@ -18,6 +18,7 @@ from annotation.models import Batch, Hit
 from annotation.mturk import MTurkError
 from annotation.prolific import Prolific, ProlificError, ProlificUnknownOutcome
 from core.errors import ProviderError, ServiceError
+from core.models import Job
 
 from . import fake_mturk, fake_prolific
 from .test_prolific import PROJECT, make_prolific_batch
@@ -191,3 +192,28 @@ def test_a_prolific_that_never_answers_is_a_502(settings, researcher, client, qu
     response = client.post("/api/annotation/batches/pro/cancel/")
     assert response.status_code == 502 and "Prolific GET" in response.json()["detail"]
     assert "no answer" in response.json()["detail"]
+
+
+# -- Publishing while the researcher waits (no broker: the job runs in the request) ---------------
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("fault", "status"), [("refuse", 400), ("lose_response", 502)])
+def test_publishing_when_mturk_refuses_or_fails_is_a_message_and_json_not_a_500(
+    mturk_server, query_set, researcher, client, monkeypatch, fault, status
+):
+    monkeypatch.setattr(mturk, "make_client", functools.partial(mturk.make_client, max_attempts=0))
+    services.create_batch(
+        "mt",
+        services.BatchSettings(provider="mturk", assignments_per_query=2, queries_per_hit=3, reward=Decimal("0.05")),
+        query_set=query_set,
+    )
+    client.force_login(researcher)
+    mturk_server.faults["CreateHITType"] = [fault, fault]
+
+    page = client.post(reverse("annotation:batch-publish", args=["mt"]), follow=True)
+    assert page.redirect_chain == [(reverse("annotation:batch-detail", args=["mt"]), 302)]
+    assert "MTurk refused CreateHITType" in page.content.decode()
+
+    api = client.post("/api/annotation/batches/mt/publish/")
+    assert api.status_code == status and "MTurk refused CreateHITType" in api.json()["detail"]
+    assert Job.objects.filter(status=Job.Status.FAILED).count() == 2
+    assert not mturk_server.hits
