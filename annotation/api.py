@@ -185,13 +185,15 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         page = self.paginate_queryset(hits)
         return self.get_paginated_response(HitSerializer(page, many=True).data)
 
-    @extend_schema(request=None, responses={202: JobStartedSerializer, 409: ErrorSerializer})
+    @extend_schema(request=None, responses={202: JobStartedSerializer, 409: ErrorSerializer, 502: ErrorSerializer})
     @action(detail=True, methods=["post"])
     def publish(self, request, name=None, format=None):
         """Publish the batch's HITs as a background job; poll the returned URL (409 unless draft or published)."""
         return _job_response(services.start_publish(self.get_object()))
 
-    @extend_schema(request=SyncRequestSerializer, responses={202: JobStartedSerializer, 409: ErrorSerializer})
+    @extend_schema(
+        request=SyncRequestSerializer, responses={202: JobStartedSerializer, 409: ErrorSerializer, 502: ErrorSerializer}
+    )
     @action(detail=True, methods=["post"])
     def sync(self, request, name=None, format=None):
         """Fetch and review assignments as a background job; poll the returned URL (409 while a draft)."""
@@ -200,7 +202,8 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         return _job_response(services.start_sync(self.get_object(), approve_all=params.validated_data["approve_all"]))
 
     @extend_schema(
-        request=EscalateRequestSerializer, responses={202: EscalationStartedSerializer, 409: ErrorSerializer}
+        request=EscalateRequestSerializer,
+        responses={202: EscalationStartedSerializer, 409: ErrorSerializer, 502: ErrorSerializer},
     )
     @action(detail=True, methods=["post"])
     def escalate(self, request, name=None, format=None):
@@ -227,7 +230,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         }
         return Response(EscalationStartedSerializer(data).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=None, responses={200: CancelledSerializer, 409: ErrorSerializer})
+    @extend_schema(request=None, responses={200: CancelledSerializer, 409: ErrorSerializer, 502: ErrorSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, name=None, format=None):
         """Withdraw every open HIT and mark the batch cancelled (409 once completed); repeating it is harmless."""

@@ -14,7 +14,9 @@ What this layer adds to a bare boto3 client, and why:
   being throttled.
 * **Idempotent review**: approving an approved assignment (or rejecting a rejected one)
   returns ``False`` instead of failing, so a sync that was interrupted can simply run again.
-* **One exception type**, :class:`MTurkError`, with a message fit to show a user.
+* **One exception type**, :class:`MTurkError`, with a message fit to show a user: a
+  :class:`core.errors.ProviderError` (so a ``ServiceError``), ``upstream`` when MTurk failed
+  rather than refused.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, HTTPClientError, NoCredentialsError
+from botocore.exceptions import ConnectionError as BotoConnectionError
+
+from core.errors import ProviderError
 
 REGION = "us-east-1"
 SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
@@ -52,33 +57,46 @@ _PAST = dt.datetime(2015, 1, 1, tzinfo=dt.UTC)
 _CENT = Decimal("0.01")
 
 
-class MTurkError(Exception):
+class MTurkError(ProviderError):
     """A failed MTurk request, with a message fit to show a user.
 
     ``operation`` is the API operation (e.g. ``"ApproveAssignment"``), ``code`` botocore's
     error code (``"RequestError"``, ``"ServiceFault"``, ``"ThrottlingException"``…),
-    ``turk_code`` MTurk's own ``TurkErrorCode`` when it sent one, and ``detail`` the
-    server's message. The botocore exception is kept as ``__cause__``.
+    ``turk_code`` MTurk's own ``TurkErrorCode`` when it sent one, ``detail`` the server's
+    message and ``status`` its HTTP status. The botocore exception is kept as ``__cause__``.
+    ``upstream`` (MTurk failed: a 5xx, a fault, throttling past the retries, no answer) is
+    worked out from ``code`` and ``status`` unless given.
     """
 
     def __init__(
-        self, message: str, *, operation: str = "", code: str = "", turk_code: str = "", detail: str = ""
+        self,
+        message: str,
+        *,
+        operation: str = "",
+        code: str = "",
+        turk_code: str = "",
+        detail: str = "",
+        status: int | None = None,
+        upstream: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.operation = operation
         self.code = code
         self.turk_code = turk_code
         self.detail = detail
+        self.status = status
+        self.upstream = upstream if upstream is not None else (code in _UPSTREAM_CODES or (status or 0) >= 500)
 
     @classmethod
     def from_botocore(cls, exc: Exception, operation: str) -> MTurkError:
         if isinstance(exc, ClientError):
             code, turk_code, detail = _error_parts(exc)
             shown = turk_code or code or "error"
+            status = (exc.response or {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
             message = f"MTurk refused {operation}: {detail or 'no message'} [{shown}]"
             if code in _THROTTLING_CODES:
                 message += " (still throttled after botocore's retries; lower the call rate or try again later)"
-            return cls(message, operation=operation, code=code, turk_code=turk_code, detail=detail)
+            return cls(message, operation=operation, code=code, turk_code=turk_code, detail=detail, status=status)
         if isinstance(exc, NoCredentialsError):
             message = (
                 f"MTurk {operation} needs AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
@@ -87,10 +105,15 @@ class MTurkError(Exception):
             return cls(message, operation=operation, code="NoCredentials")
         if isinstance(exc, EndpointConnectionError):
             return cls(f"could not reach MTurk for {operation}: {exc}", operation=operation, code="Connection")
-        return cls(f"MTurk {operation} failed: {exc}", operation=operation, code=type(exc).__name__)
+        # A timeout or a dropped connection is MTurk not answering; anything else happened here.
+        lost = isinstance(exc, (BotoConnectionError, HTTPClientError))
+        return cls(f"MTurk {operation} failed: {exc}", operation=operation, code=type(exc).__name__, upstream=lost)
 
 
 _THROTTLING_CODES = {"ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded"}
+#: Codes of MTurk failing rather than refusing (``Connection``: it could not be reached).
+_UPSTREAM_CODES = {"ServiceFault", "ServiceUnavailable", "InternalError", "InternalFailure", "Connection"}
+_UPSTREAM_CODES |= _THROTTLING_CODES
 
 
 def _error_parts(exc: ClientError) -> tuple[str, str, str]:
@@ -455,7 +478,7 @@ class MTurk:
             if not token:
                 return
             if token in seen:
-                raise MTurkError("MTurk repeated a NextToken while listing HITs", operation="ListHITs")
+                raise MTurkError("MTurk repeated a NextToken while listing HITs", operation="ListHITs", upstream=True)
             seen.add(token)
             params["NextToken"] = token
 
@@ -493,6 +516,7 @@ class MTurk:
                 raise MTurkError(
                     f"MTurk repeated a NextToken while listing assignments of HIT {hit_id}",
                     operation="ListAssignmentsForHIT",
+                    upstream=True,
                 )
             seen.add(token)
             params["NextToken"] = token

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from core.errors import ProviderError
+
 #: Documented rejection categories of ``POST /submissions/{id}/transition/``.
 REJECTION_CATEGORIES = frozenset(
     {
@@ -67,16 +69,25 @@ DEVICES = ("desktop", "tablet", "mobile")
 PAGE_SIZE = 200
 
 
-class ProlificError(Exception):
-    """Prolific answered with an error (4xx other than 429), or kept failing."""
+class ProlificError(ProviderError):
+    """Prolific answered with an error (4xx other than 429), or kept failing.
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    A :class:`core.errors.ProviderError` (so a ``ServiceError``): ``upstream`` when Prolific
+    failed rather than refused (a 5xx or a 429 past the retries, or no answer; given for
+    the latter, which has no ``status``).
+    """
+
+    def __init__(self, message: str, status: int | None = None, *, upstream: bool | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.upstream = upstream if upstream is not None else (status is not None and (status >= 500 or status == 429))
 
 
 class ProlificUnknownOutcome(ProlificError):
-    """A call that is not safe to repeat lost its answer: it may or may not have happened."""
+    """A call that is not safe to repeat lost its answer: it may or may not have happened (a failure of Prolific)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message, status, upstream=True)
 
 
 @dataclass(frozen=True)
@@ -160,17 +171,23 @@ class Prolific:
                 retry_after = _retry_after(exc.headers.get("Retry-After"))
                 throttled = status == 429 or (status == 503 and retry_after is not None)
                 if not (throttled or status >= 500):
-                    raise ProlificError(f"{method} {path}: HTTP {status}: {_detail(text)}", status) from None
+                    raise ProlificError(f"Prolific {method} {path}: HTTP {status}: {_detail(text)}", status) from None
                 if status >= 500 and not throttled and not repeatable:
                     raise ProlificUnknownOutcome(
-                        f"{method} {path}: HTTP {status}; it may have been done", status
+                        f"Prolific {method} {path}: HTTP {status}; it may have been done", status
                     ) from None
-                error: ProlificError = ProlificError(f"{method} {path}: HTTP {status} after {attempt} attempts", status)
+                error: ProlificError = ProlificError(
+                    f"Prolific {method} {path}: HTTP {status} after {attempt} attempts", status
+                )
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 if not repeatable:
-                    raise ProlificUnknownOutcome(f"{method} {path}: no answer ({exc}); it may have been done") from None
+                    raise ProlificUnknownOutcome(
+                        f"Prolific {method} {path}: no answer ({exc}); it may have been done"
+                    ) from None
                 retry_after = None
-                error = ProlificError(f"{method} {path}: no answer after {attempt} attempts ({exc})")
+                error = ProlificError(
+                    f"Prolific {method} {path}: no answer after {attempt} attempts ({exc})", upstream=True
+                )
             if attempt == self.max_attempts:
                 raise error
             delay = retry_after if retry_after is not None else self.base_delay * 2 ** (attempt - 1)

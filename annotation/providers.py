@@ -313,7 +313,7 @@ class ProlificProvider(CrowdProvider):
 
         Returns whether this call made the transition (False: it was not needed).
         """
-        from .prolific import ProlificUnknownOutcome
+        from .prolific import ProlificError, ProlificUnknownOutcome
 
         for _ in range(3):
             if self.client.get_study(study_id).get("status") not in when:
@@ -323,7 +323,12 @@ class ProlificProvider(CrowdProvider):
                 return True
             except ProlificUnknownOutcome:
                 continue  # it may have happened: the status says
-        return False
+        if self.client.get_study(study_id).get("status") not in when:
+            return True  # the last lost answer hid a success
+        # Not done: returning quietly would let a cancel report a study stopped that still runs.
+        raise ProlificError(
+            f"Prolific did not {action} study {study_id}: three attempts lost their answer", upstream=True
+        )
 
     def stop_study(self, study_id: str) -> bool:
         """Stop the study (once, and only if it is running); whether this call stopped it."""

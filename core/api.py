@@ -1,6 +1,7 @@
 """REST endpoints of the shared app: progress records of long work (researchers only),
 and what the apps' endpoints share: uploads into the staging folder, form errors as JSON,
-and the one exception handler that turns every refusal into JSON with a 4xx status."""
+and the one exception handler that turns every refusal into JSON with a 4xx status (a 502
+when a crowd provider failed)."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions, permissions, serializers, viewsets
@@ -8,7 +9,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from .errors import InputError, ServiceError, StateError
+from .errors import InputError, ProviderError, ServiceError, StateError
 from .models import Job
 from .serializers import JobSerializer
 from .uploads import discard_uploads, use_staging_uploads
@@ -70,6 +71,12 @@ class Conflict(exceptions.APIException):
     default_code = "conflict"
 
 
+class BadGateway(exceptions.APIException):
+    status_code = 502
+    default_detail = "The crowd provider failed to answer."
+    default_code = "bad_gateway"
+
+
 def exception_handler(exc, context) -> Response | None:
     """``REST_FRAMEWORK["EXCEPTION_HANDLER"]``: every refusal is JSON with a 4xx and a message.
 
@@ -78,11 +85,16 @@ def exception_handler(exc, context) -> Response | None:
     escape as 500s: :class:`~core.errors.ServiceError` (a taken name, an empty selection)
     and :class:`~core.errors.InputError` (a file's content, named with its line) are 400s;
     a :class:`~core.errors.StateError` (the object's state refuses the action, such as
-    publishing a completed batch) is a 409. The body is always ``{"detail": message}`` or,
-    for field errors, ``{field: [message, ...]}``.
+    publishing a completed batch) is a 409. A :class:`~core.errors.ProviderError` is a
+    ServiceError (400) when the provider refused the call, and a 502 when the provider
+    itself failed (5xx, throttled past the retries, no answer): the request was fine and
+    may succeed later. The body is always ``{"detail": message}`` or, for field errors,
+    ``{field: [message, ...]}``.
     Anything else stays a 500: a bug, not a refusal.
     """
-    if isinstance(exc, StateError):
+    if isinstance(exc, ProviderError) and exc.upstream:
+        exc = BadGateway(str(exc))
+    elif isinstance(exc, StateError):
         exc = Conflict(str(exc))
     elif isinstance(exc, (ServiceError, InputError)):
         exc = ValidationError({"detail": str(exc)})

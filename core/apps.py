@@ -6,9 +6,13 @@ class CoreConfig(AppConfig):
     verbose_name = "Shared"
 
     def ready(self) -> None:
+        """Converters are registered before any URLconf that uses them is loaded; tokens follow their owner."""
         from django.contrib.auth import get_user_model
         from django.db.models.signals import post_save
+        from django.urls import register_converter
 
         from .api_tokens import revoke_unless_researcher
+        from .converters import KeyConverter
 
+        register_converter(KeyConverter, "key")
         post_save.connect(revoke_unless_researcher, sender=get_user_model(), dispatch_uid="core.api_tokens")

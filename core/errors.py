@@ -5,9 +5,11 @@
 - :class:`ServiceError`: a request cannot be carried out as asked (a name is taken, a
   batch is in the wrong state, a run holds none of the queries). Its message is written
   for both a page and a terminal: it names the field or object, never a command-line flag.
+  :class:`ProviderError` is the one raised for a crowd provider's refusal or failure.
 
 Commands turn both into ``CommandError`` (:func:`core.cli.command_errors`); pages show
-them as form errors; the API returns them as JSON with a 4xx status.
+them as form errors or messages; the API returns them as JSON with a 4xx status (502 for
+a provider that failed).
 """
 
 from __future__ import annotations
@@ -38,6 +40,19 @@ class StateError(ServiceError):
     """A :class:`ServiceError` because of the object's current state (publishing a completed
     batch): the API answers 409 Conflict rather than 400, as retrying the same request
     cannot succeed until the state changes."""
+
+
+class ProviderError(ServiceError):
+    """A crowd provider (MTurk, Prolific) refused or failed a call made for the request.
+
+    It is a :class:`ServiceError` so that every page and endpoint that shows a refusal
+    shows this one too, with its message, instead of a 500. ``upstream`` tells a failure
+    of the provider (a 5xx, throttled past the retries, no answer: the API answers 502 Bad
+    Gateway, and trying again later may work) from a refusal of the request (a 4xx: the
+    API answers 400, as for any ServiceError). Subclasses set it from what the provider said.
+    """
+
+    upstream: bool = False
 
 
 @dataclass

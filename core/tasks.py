@@ -53,6 +53,12 @@ from django.db.models import F
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
+# Every app's tasks are defined through job_task: loading the project's Celery app here means
+# they are bound to it (the settings' broker, eager without one) whichever tasks module loads
+# first. Without it, annotation's tasks, loaded alone, went to Celery's default app (amqp on
+# localhost) and a batch published from its page stayed pending.
+from config.celery import app as _app  # noqa: F401
+
 from .models import Job
 
 logger = logging.getLogger(__name__)

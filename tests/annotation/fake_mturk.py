@@ -155,6 +155,13 @@ class FakeMTurk:
             self.extension_tokens.add(token)
         return 200, {}
 
+    def UpdateExpirationForHIT(self, body):
+        hit = self.hits.get(body["HITId"])
+        if hit is None:
+            return 400, {"__type": "RequestError", "Message": "Hit does not exist."}
+        hit["Expiration"] = float(body["ExpireAt"])
+        return 200, {}
+
     def CreateWorkerBlock(self, body):
         self.blocks.append((body["WorkerId"], body["Reason"]))
         return 200, {}

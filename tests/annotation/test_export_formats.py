@@ -12,9 +12,9 @@ import pytest
 from annotation.costs import batch_cost
 from annotation.export_formats import (
     dataset_card,
-    write_labelled_csv,
     write_dataset_card,
     write_jsonl,
+    write_labelled_csv,
     write_tsv,
 )
 from core.spreadsheet import neutralise_formula

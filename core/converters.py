@@ -1,0 +1,75 @@
+"""The one way a free-form id (a query id) goes into a URL path: ``<key:qid>``.
+
+Names of named objects are slugs (:mod:`core.names`) and go into URLs as they are. Query
+ids are whatever a query file holds (``pooling.queryfiles``: anything but tabs and line
+breaks, no surrounding whitespace), so ``a/b``, ``q?x``, ``q#1``, ``50%``, ``..`` and
+``é q`` are all real ids. Django's ``str`` converter stops at ``/`` (``reverse`` then fails
+with ``NoReverseMatch``), and percent-encoding is not enough: the server decodes ``%2F``
+back into ``/`` before the URL is resolved, and browsers and proxies collapse the
+segments ``.`` and ``..`` whatever their encoding.
+
+So a key is escaped with ``~`` instead of ``%``: every character outside ``A-Z a-z 0-9
+- _ .`` (and a leading ``.``) becomes ``~XX`` per UTF-8 byte. The result holds only
+characters that are never decoded, re-encoded or normalised on the way, ids made of
+letters, digits and hyphens (the usual ones) read as themselves, and decoding is exact:
+``to_python(to_url(key)) == key`` for every string.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Kept as they are (RFC 3986's unreserved characters but ``~``, the escape character).
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
+_ESCAPE = re.compile(r"~([0-9A-F]{2})")
+
+
+def encode_key(key: str) -> str:
+    """``key`` as one path segment: unsafe characters (and a leading dot) as ``~XX`` per UTF-8 byte."""
+    out: list[str] = []
+    for position, char in enumerate(key):
+        if char in _SAFE and not (position == 0 and char == "."):
+            out.append(char)
+        else:
+            out.extend(f"~{byte:02X}" for byte in char.encode("utf-8"))
+    return "".join(out)
+
+
+def decode_key(segment: str) -> str:
+    """The key whose :func:`encode_key` is ``segment``; ``ValueError`` for any other text.
+
+    Only the canonical form is accepted (``~41`` is not ``A``), so each key has one URL.
+    """
+    data = bytearray()
+    position = 0
+    for match in [*_ESCAPE.finditer(segment), None]:
+        literal = segment[position : match.start() if match else len(segment)]
+        if not set(literal) <= _SAFE:
+            raise ValueError(f"not an encoded key: {segment!r}")
+        data += literal.encode("ascii")
+        if match:
+            data.append(int(match.group(1), 16))
+            position = match.end()
+    try:
+        key = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"not an encoded key: {segment!r}") from None
+    if not key or encode_key(key) != segment:
+        raise ValueError(f"not an encoded key: {segment!r}")
+    return key
+
+
+class KeyConverter:
+    """``<key:name>``: a free-form id (a query id) as one path segment, escaped by :func:`encode_key`.
+
+    Registered by :class:`core.apps.CoreConfig`. A segment that is not a valid encoding
+    (a stray ``~``, bytes that are not UTF-8) matches no URL, so it answers 404.
+    """
+
+    regex = r"[A-Za-z0-9_.~-]+"
+
+    def to_python(self, value: str) -> str:
+        return decode_key(value)
+
+    def to_url(self, value: str) -> str:
+        return encode_key(str(value))
