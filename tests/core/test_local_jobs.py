@@ -302,6 +302,19 @@ def test_the_same_job_delivered_twice_in_one_process_is_carried_out_once(backgro
     assert batch.hits.filter(provider_id=None).count() == 0
 
 
+def test_a_command_runs_the_job_it_starts_before_it_returns_whatever_the_runner(batch, settings, capsys):
+    """``publish_batch --queue`` without a broker: the job is done when the command ends (a
+    background thread would die with the process, and the command reports the outcome)."""
+    from django.core.management import call_command
+
+    settings.JOB_LOCAL_RUNNER = "threads"
+    call_command("publish_batch", "b1", "--queue")
+
+    job = Job.objects.get(kind="annotation.publish")
+    assert (job.status, job.attempts, job.worker) == ("done", 1, worker_identity())
+    assert f"Queued as job {job.pk}" in capsys.readouterr().out
+
+
 def test_a_thread_that_never_made_an_app_sees_the_configured_one(db):
     """Celery's current app is per thread; one that never set it (a request thread) gets the default."""
     from celery import current_app
