@@ -198,7 +198,12 @@ IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 2 * 1024**3, minimu
 
 # --- Celery ---------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
+# Without a broker, Jobs run in the process that commits them (core.local_jobs) ...
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+#: ... on this many background threads per process ("threads": a request answers at once), or
+#: "inline", in the committing thread (the test suite). manage.py commands always run them inline.
+JOB_LOCAL_RUNNER = env_choice("JOB_LOCAL_RUNNER", "threads", ("threads", "inline"))
+JOB_LOCAL_THREADS = env_int("JOB_LOCAL_THREADS", 2, minimum=1)
 CELERY_TASK_EAGER_PROPAGATES = True
 # At-least-once delivery (core.tasks makes a second delivery harmless): a message is
 # acknowledged after its task ran; a worker process killed mid-task puts it back at once;

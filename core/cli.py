@@ -32,6 +32,13 @@ class ProjectCommand(BaseCommand):
         Tags.translation,
     ]
 
+    def execute(self, *args, **options):
+        """Jobs the command starts run inline: it reports their outcome, and it exits right after."""
+        from .local_jobs import inline_jobs
+
+        with inline_jobs():
+            return super().execute(*args, **options)
+
 
 @contextmanager
 def command_errors(*also: type[Exception]) -> Iterator[None]:

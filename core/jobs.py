@@ -25,7 +25,8 @@ def create_job(kind: str, description: str = "") -> Job:
 def start_job(task: Task, kind: str, description: str, *args: Any) -> Job:
     """Record a Job for ``task(job.pk, *args)`` and send the task once the caller's transaction commits.
 
-    Without a broker (``CELERY_TASK_ALWAYS_EAGER``) the task runs in-process at the commit.
+    Without a broker the task runs in this process at the commit (:mod:`core.local_jobs`): on
+    a background thread, or inline in a ``manage.py`` command.
     """
     job = Job.objects.create(kind=kind, description=description[:500], task=task.name, arguments=list(args))
 

@@ -8,7 +8,13 @@ Two kinds of Job are stuck:
   restart without its append-only file);
 - **running** under a claimer that stopped its heartbeat ``JOB_LEASE_SECONDS`` ago: the
   worker died (a killed machine keeps its message unacknowledged until the visibility
-  timeout, an hour by default) and no new message for it is queued.
+  timeout, an hour by default) and no new message for it is queued; or under a process
+  of this host that no longer exists (a killed worker, web server or command), which is
+  known at once. Such a Job is handed back (pending) before it is sent, so a worker on
+  any host may take it over without waiting for the lease.
+
+Without a broker, sending is running it here (:mod:`core.local_jobs`; inline under
+``manage.py sweep_jobs``).
 
 Sending a Job again is always safe: :mod:`core.tasks` makes a second delivery of a Job
 that is running elsewhere or finished do nothing. Looking into the broker only saves
@@ -21,16 +27,18 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from config.celery import app
+
 from .models import Job
-from .tasks import send_job
+from .tasks import process_gone, send_job
 
 logger = logging.getLogger(__name__)
 
@@ -58,9 +66,8 @@ class BrokerMessages:
 
 
 def broker_messages() -> BrokerMessages | None:
-    """What the broker holds; ``None`` when it cannot be looked into (not Redis)."""
-    app = current_app
-    if not str(app.conf.broker_url or "").startswith(("redis://", "rediss://")):
+    """What the broker holds; ``None`` when it cannot be looked into (not Redis, or no broker)."""
+    if app.conf.task_always_eager or not str(app.conf.broker_url or "").startswith(("redis://", "rediss://")):
         return None
     held = BrokerMessages(set(), set())
     queues = {app.conf.task_default_queue, *(q.name for q in (app.conf.task_queues or ()))}
@@ -76,6 +83,25 @@ def broker_messages() -> BrokerMessages | None:
     return held
 
 
+def _send(job: Job) -> bool:
+    """:func:`send_job`; without a broker the Job runs here, and one that fails (recorded failed,
+    with its message) does not stop the sweep."""
+    if not app.conf.task_always_eager:
+        return send_job(job)
+    try:
+        send_job(job)
+    except Exception:
+        logger.exception("job %s failed", job.pk)
+    return True
+
+
+def _hand_back(job: Job) -> None:
+    """Make a Job whose claimer process is gone pending again, unless it changed hands meanwhile."""
+    Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, worker=job.worker, attempts=job.attempts).update(
+        status=Job.Status.PENDING, worker="", updated=timezone.now()
+    )
+
+
 def _message_id(message: dict) -> str:
     return str((message.get("headers") or {}).get("id") or (message.get("properties") or {}).get("correlation_id", ""))
 
@@ -84,32 +110,39 @@ def sweep_jobs(*, now=None) -> Sweep:
     """Send again every stuck Job (see the module's docstring); returns what was found."""
     now = now or timezone.now()
     sweep = Sweep()
-    waiting = (
+    waiting = list(
         Job.objects.filter(status=Job.Status.PENDING)
         .exclude(task="")
         .filter(Q(queued=None) | Q(queued__lt=now - timedelta(seconds=settings.JOB_SWEEP_AFTER_SECONDS)))
         .order_by("pk")
     )
     stale = now - timedelta(seconds=settings.JOB_LEASE_SECONDS)
-    abandoned = (
+    silent = Q(heartbeat__lt=stale) | Q(heartbeat=None, updated__lt=stale)
+    running = (
         Job.objects.filter(status=Job.Status.RUNNING)
         .exclude(task="")
-        .filter(Q(heartbeat__lt=stale) | Q(heartbeat=None, updated__lt=stale))
+        .filter(silent | Q(worker__startswith=f"{socket.gethostname()}:"))
         .order_by("pk")
     )
-    waiting, abandoned = list(waiting), list(abandoned)
+    abandoned = []
+    for job in running:
+        if process_gone(job.worker):
+            _hand_back(job)
+            abandoned.append(job)
+        elif (job.heartbeat or job.updated) < stale:  # silent (the query's other half)
+            abandoned.append(job)
     held = broker_messages() if waiting or abandoned else None
     for job in waiting:
         if held is not None and job.message_id in held.queued | held.reserved:
             sweep.held.append(job.pk)
             continue
-        (sweep.resent_pending if send_job(job) else sweep.unsent).append(job.pk)
+        (sweep.resent_pending if _send(job) else sweep.unsent).append(job.pk)
     for job in abandoned:
         # Its message, if still reserved, belongs to the dead worker: only a queued one will come.
         if held is not None and job.message_id in held.queued:
             sweep.held.append(job.pk)
             continue
-        (sweep.resent_running if send_job(job) else sweep.unsent).append(job.pk)
+        (sweep.resent_running if _send(job) else sweep.unsent).append(job.pk)
     if sweep.resent:
         logger.warning("sweeper sent again: pending %s, abandoned %s", sweep.resent_pending, sweep.resent_running)
     return sweep

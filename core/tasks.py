@@ -31,6 +31,13 @@ at the same moment on two workers. :func:`job_task` makes that harmless:
 A lost database connection during the work (a PostgreSQL restart) hands the Job back
 (pending) and retries the task a little later instead of failing it.
 
+Without a broker (``CELERY_TASK_ALWAYS_EAGER``, no ``CELERY_BROKER_URL``) :func:`send_job`
+runs the Job in this process (:mod:`core.local_jobs`): on a background thread, which
+stamps a heartbeat like a worker, or inline in the caller's thread (commands, tests).
+Several threads of one process may then carry out Jobs at once, so a process delivers a
+given Job once at a time: a second delivery of a Job this process is already delivering
+does nothing.
+
 Worker identity is ``host:pid`` of the process running the task: run workers with the
 prefork or solo pool (one task per process at a time), as docs/deployment.md does.
 """
@@ -46,25 +53,29 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from celery import Task, current_app, shared_task
+from celery import Task
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.models import F
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-# Every app's tasks are defined through job_task: loading the project's Celery app here means
-# they are bound to it (the settings' broker, eager without one) whichever tasks module loads
-# first. Without it, annotation's tasks, loaded alone, went to Celery's default app (amqp on
-# localhost) and a batch published from its page stayed pending.
-from config.celery import app as _app  # noqa: F401
+# Every app's tasks are defined through job_task on the project's Celery app (the settings'
+# broker, eager without one), whichever tasks module loads first: bound to Celery's default
+# app instead, annotation's tasks went to amqp on localhost and a page's job stayed pending.
+from config.celery import app
 
+from . import local_jobs
 from .models import Job
 
 logger = logging.getLogger(__name__)
 
 #: How often a task whose database connection broke is retried before its Job is failed.
 DATABASE_RETRIES = 5
+
+#: The Jobs a thread of this process is delivering now (see the module's docstring).
+_delivering: set[int] = set()
+_delivering_lock = threading.Lock()
 
 
 def worker_identity() -> str:
@@ -82,15 +93,24 @@ def _process_exists(pid: int) -> bool:
     return True
 
 
+def process_gone(worker: str) -> bool:
+    """Whether ``worker`` (``host:pid``) names a process of this host that no longer exists."""
+    host, _, pid = worker.rpartition(":")
+    return host == socket.gethostname() and pid.isdigit() and not _process_exists(int(pid))
+
+
 def claimer_gone(job: Job, me: str, now=None) -> bool:
-    """Whether the delivery that claimed a running ``job`` can no longer be working on it."""
+    """Whether the delivery that claimed a running ``job`` can no longer be working on it.
+
+    ``job.worker == me``: no thread of this process is delivering it (:func:`run_job`
+    lets one delivery per process at a time get this far), so the claim is a leftover.
+    """
     now = now or timezone.now()
     if job.worker == me or job.heartbeat is None:
         return True
     if job.heartbeat < now - timedelta(seconds=settings.JOB_LEASE_SECONDS):
         return True
-    host, _, pid = job.worker.rpartition(":")
-    return host == socket.gethostname() and pid.isdigit() and not _process_exists(int(pid))
+    return process_gone(job.worker)
 
 
 def _claim(job_id: int, me: str) -> Job | None:
@@ -168,12 +188,29 @@ def run_job(
     fix it, and eagerly the request that started it must not break); any other error
     fails the Job and is raised.
     """
+    with _delivering_lock:
+        if job_id in _delivering:
+            logger.info("job %s is being delivered by this process already; this delivery does nothing", job_id)
+            return None
+        _delivering.add(job_id)
+    try:
+        return _run_claimed(task, work, job_id, args, failures)
+    finally:
+        with _delivering_lock:
+            _delivering.discard(job_id)
+
+
+def _run_claimed(
+    task: Task, work: Callable[..., Any], job_id: int, args: tuple, failures: tuple[type[Exception], ...]
+) -> Any:
     me = worker_identity()
     job = _claim(job_id, me)
     if job is None:
         return None
+    # Eager: in the caller's thread, or on a background thread of its process (no broker).
+    # The latter runs as long as on a worker, so it stamps a heartbeat too; neither retries.
     eager = bool(task.request.is_eager)
-    heartbeat = None if eager else _Heartbeat(job_id, me)
+    heartbeat = None if eager and not local_jobs.in_background() else _Heartbeat(job_id, me)
     if heartbeat is not None:
         heartbeat.start()
     try:
@@ -215,13 +252,13 @@ def job_task(work: Callable[..., Any] | None = None, *, failures: tuple[type[Exc
             return run_job(self, work, job_id, args, failures)
 
         task.__doc__ = work.__doc__
-        return shared_task(bind=True, name=f"{work.__module__}.{work.__name__}")(task)
+        return app.task(bind=True, name=f"{work.__module__}.{work.__name__}")(task)
 
     return wrap(work) if work is not None else wrap
 
 
 def _task_named(name: str) -> Task:
-    app = current_app
+    """The configured app's task ``name``, loading every app's tasks module first when needed."""
     if name not in app.tasks:
         app.loader.import_default_modules()  # the apps' tasks modules (autodiscovery)
     return app.tasks[name]
@@ -231,13 +268,19 @@ def send_job(job: Job, task: Task | None = None) -> bool:
     """Send the Job's task as a new message; ``False`` (logged) when the broker cannot be reached.
 
     The message id and time are recorded first, so a message that never left is found
-    by the sweeper (recorded, but held by no broker).
+    by the sweeper (recorded, but held by no broker). Without a broker the Job runs in
+    this process (:mod:`core.local_jobs`): inline, raising what the task raises, or on a
+    background thread, returning at once.
     """
     task = task or _task_named(job.task)
     message_id = str(uuid.uuid4())
     Job.objects.filter(pk=job.pk).update(message_id=message_id, queued=timezone.now())
+    arguments = (job.pk, *job.arguments)
+    if task.app.conf.task_always_eager and not local_jobs.runs_inline():
+        local_jobs.submit(job.pk, lambda: task.apply(arguments, task_id=message_id, throw=True))
+        return True
     try:
-        task.apply_async((job.pk, *job.arguments), task_id=message_id)
+        task.apply_async(arguments, task_id=message_id)
     except BrokerError as exc:
         logger.error("job %s: the broker is unreachable (%s); the sweeper will send it", job.pk, exc)
         return False

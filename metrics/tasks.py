@@ -1,6 +1,6 @@
 """Celery tasks of the metrics app: thin shells over services, run as Jobs (:mod:`core.tasks`).
 
-Without a broker (``CELERY_TASK_ALWAYS_EAGER``) the task runs inline.
+Without a broker the task runs in the process that started it (:mod:`core.local_jobs`).
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ TEST_ENVIRONMENT = {
     "WORKER_PSEUDONYM_KEY": "test-only-pseudonym-key-0123456789abcdef",
     "DJANGO_SECURE_SSL_REDIRECT": "0",
     "DJANGO_SECURE_COOKIES": "0",
+    # Without a broker a Job runs at the commit, in the test's thread, so a test can assert on it
+    # at once; tests of the background threads (tests/core/test_local_jobs.py) switch it back.
+    "JOB_LOCAL_RUNNER": "inline",
 }
 
 for _name, _value in TEST_ENVIRONMENT.items():

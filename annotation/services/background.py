@@ -1,8 +1,8 @@
 """Publishing, syncing and escalating as Celery tasks, followed through a ``core.models.Job``.
 
 ``core.jobs.start_job`` sends the task only once the caller's transaction has committed
-(so the worker sees the batch and the job), and runs it in-process when no broker is
-configured (``CELERY_TASK_ALWAYS_EAGER``).
+(so the worker sees the batch and the job), and runs it in this process when no broker
+is configured (``core.local_jobs``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,92 @@
+"""Jobs without a broker: carried out in the process that starts them.
+
+Without ``CELERY_BROKER_URL`` there is no worker to hand a Job to, so the process that
+commits it runs it. A web request must not wait for it (an import or a report can take
+minutes, and the page polls the Job anyway), so by default the Job goes to a small pool
+of background threads of this process (``JOB_LOCAL_THREADS``, ``JOB_LOCAL_RUNNER =
+"threads"``). Two callers want the Job done before they go on, and run it inline, in
+their own thread at the commit:
+
+- a ``manage.py`` command (:class:`core.cli.ProjectCommand` wraps its work in
+  :func:`inline_jobs`): it prints the outcome, and a process that exits would otherwise
+  leave the Job to a thread that is about to stop;
+- ``JOB_LOCAL_RUNNER = "inline"`` (the test suite: a test asserts on the Job right after
+  the commit).
+
+Either way the Job goes through the same :func:`core.tasks.job_task` wrapper (claim,
+heartbeat, done is done) as on a worker. A process that dies with Jobs queued or running
+here leaves them pending or running under a dead ``host:pid``; ``manage.py sweep_jobs``
+(:mod:`core.sweeper`) runs them again. This module imports neither Celery nor the models:
+:mod:`core.cli` loads it in every command.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+from django.conf import settings
+from django.db import connections
+
+logger = logging.getLogger(__name__)
+
+_local = threading.local()
+_lock = threading.Lock()
+_executor: ThreadPoolExecutor | None = None
+_executor_pid: int | None = None
+
+
+@contextmanager
+def inline_jobs() -> Iterator[None]:
+    """Jobs committed in this thread inside the block run inline, at the commit (see the module's docstring)."""
+    before = getattr(_local, "inline", False)
+    _local.inline = True
+    try:
+        yield
+    finally:
+        _local.inline = before
+
+
+def runs_inline() -> bool:
+    """Whether a Job committed now, in this thread, runs inline rather than on a background thread."""
+    return getattr(_local, "inline", False) or settings.JOB_LOCAL_RUNNER == "inline"
+
+
+def in_background() -> bool:
+    """Whether this thread is one of the pool's, carrying out a Job (it then stamps a heartbeat)."""
+    return getattr(_local, "background", False)
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The pool of this process; a new one after a fork (threads do not survive it)."""
+    global _executor, _executor_pid
+    with _lock:
+        if _executor is None or _executor_pid != os.getpid():
+            _executor = ThreadPoolExecutor(max_workers=settings.JOB_LOCAL_THREADS, thread_name_prefix="local-job")
+            _executor_pid = os.getpid()
+        return _executor
+
+
+def submit(job_id: int, run: Callable[[], object]) -> None:
+    """Run ``run()`` (a Job's delivery) on a background thread of this process and return at once.
+
+    The pool's threads end with the process: the interpreter waits for the Jobs already
+    submitted before it exits (``concurrent.futures``), a killed process leaves them to
+    the sweeper.
+    """
+    _pool().submit(_deliver, job_id, run)
+
+
+def _deliver(job_id: int, run: Callable[[], object]) -> None:
+    _local.background = True
+    try:
+        run()
+    except Exception:  # the Job is recorded failed with its message; the log keeps the traceback
+        logger.exception("job %s failed", job_id)
+    finally:
+        _local.background = False
+        connections.close_all()  # this thread's own connections: nothing else will close them
