@@ -294,6 +294,10 @@ class Assignment(models.Model):
         return f"{self.hit} by {self.worker}"
 
 
+#: Assignment statuses that give the place back: another worker may take it.
+FREES_PLACE = (Assignment.Status.REJECTED, Assignment.Status.ABANDONED, Assignment.Status.VOID)
+
+
 class Judgment(models.Model):
     """One worker's label for one query; ``label`` is empty when the answer was invalid."""
 

@@ -430,7 +430,7 @@ PROLIFIC_BROWSER_KEY = "prolific_browser"
 
 
 def _prolific_page(request: HttpRequest, message: str, status: int, *, return_link: bool = False) -> HttpResponse:
-    from .services.prolific import return_url
+    from .providers.prolific import return_url
 
     context = {"message": message, "return_url": return_url() if return_link else ""}
     return render(request, "annotation/no_more_hits.html", context, status=status)
@@ -440,7 +440,8 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     """Where the Prolific study URL leads: confirm the session with Prolific, then hand the participant a HIT."""
     import secrets
 
-    from .prolific import ProlificError
+    from .providers.prolific import RETURN_MESSAGE
+    from .providers.prolific_api import ProlificError
     from .services import prolific
 
     batch = get_object_or_404(Batch, name=name, provider="prolific")
@@ -466,7 +467,7 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
             return redirect("annotation:prolific-training", name=batch.name)
     assignment = prolific.arrive(batch, session)
     if assignment is None:
-        message = f"All places of this study are taken. {prolific.RETURN_MESSAGE}"
+        message = f"All places of this study are taken. {RETURN_MESSAGE}"
         return _prolific_page(request, message, 200, return_link=True)
     allowed = set(request.session.get(PROLIFIC_SESSION_KEY, []))
     request.session[PROLIFIC_SESSION_KEY] = sorted(allowed | {assignment.pk})
@@ -492,14 +493,14 @@ def prolific_training(request: HttpRequest, name: str) -> HttpResponse:
 
 def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
     """The shared HIT page for a Prolific participant; after submitting, back to Prolific with the code."""
-    from .services import prolific
+    from .providers.prolific import completion_url
 
     if pk not in request.session.get(PROLIFIC_SESSION_KEY, []):
         raise PermissionDenied("Open this study from Prolific.")
     assignment = get_object_or_404(Assignment.objects.select_related("hit__batch"), pk=pk)
     hit = assignment.hit
     if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
-        return redirect(prolific.completion_url(hit.batch))
+        return redirect(completion_url(hit.batch))
     hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
     action = reverse("annotation:prolific-hit", args=[assignment.pk])
     if request.method == "POST":
@@ -509,7 +510,7 @@ def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
                 services.submit_local_assignment(assignment, form.cleaned_data)
             except ServiceError as exc:
                 return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=409)
-            return redirect(prolific.completion_url(hit.batch))
+            return redirect(completion_url(hit.batch))
         context = services.hit_page_context(
             hit,
             mode="prolific",

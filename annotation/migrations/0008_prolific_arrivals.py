@@ -4,18 +4,26 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
-def keep_published_completion_codes(apps, schema_editor):
-    """Studies already on Prolific keep the code they were created with (it was derived, not stored).
+def give_every_prolific_batch_a_code(apps, schema_editor):
+    """Completion codes are stored per batch from now on, and random for new studies.
 
-    New batches get a random code (``annotation.services.prolific.completion_code``); a
-    study that exists cannot be given another one from here.
+    A study already on Prolific keeps the code it was created with (it was derived from the
+    batch's id and time, not stored); a batch not yet published gets a random one, as new
+    batches do (``annotation.providers.prolific.new_completion_code``).
     """
+    import secrets
+
+    alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
     Batch = apps.get_model("annotation", "Batch")
-    for batch in Batch.objects.filter(provider="prolific").exclude(hit_type_id=""):
+    for batch in Batch.objects.filter(provider="prolific"):
         options = dict(batch.provider_options or {})
-        if not options.get("completion_code"):
+        if options.get("completion_code"):
+            continue
+        if batch.hit_type_id:
             options["completion_code"] = f"C{batch.pk:X}{batch.created:%H%M%S}".upper()
-            Batch.objects.filter(pk=batch.pk).update(provider_options=options)
+        else:
+            options["completion_code"] = "".join(secrets.choice(alphabet) for _ in range(10))
+        Batch.objects.filter(pk=batch.pk).update(provider_options=options)
 
 
 class Migration(migrations.Migration):
@@ -42,5 +50,5 @@ class Migration(migrations.Migration):
                 ('batch', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='prolific_sessions', to='annotation.batch')),
             ],
         ),
-        migrations.RunPython(keep_published_completion_codes, migrations.RunPython.noop),
+        migrations.RunPython(give_every_prolific_batch_a_code, migrations.RunPython.noop),
     ]

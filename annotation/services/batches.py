@@ -107,7 +107,7 @@ class BatchSettings:
         if self.provider_options:
             if self.provider != Provider.PROLIFIC:
                 raise ServiceError("Prolific options only apply to the prolific provider")
-            from .prolific import validate_options
+            from ..providers.prolific import validate_options
 
             validate_options(self.provider_options)
         if self.gold_per_hit < 0:
@@ -221,7 +221,7 @@ def create_batch(
 
     provider_options = dict(settings.provider_options)
     if settings.provider == Provider.PROLIFIC and not provider_options.get("completion_code"):
-        from .prolific import new_completion_code
+        from ..providers.prolific import new_completion_code
 
         provider_options["completion_code"] = new_completion_code()  # random, never derived (see .prolific)
     batch = Batch.objects.create(

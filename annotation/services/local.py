@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from core.errors import ServiceError
 
-from ..models import Assignment, Batch, Hit, Provider, Worker
+from ..models import FREES_PLACE, Assignment, Batch, Hit, Provider, Worker
 from ..pseudonyms import worker_for
 from .answers import AnswerCheck, record_answers
 from .statuses import settle_hit_statuses
@@ -106,7 +106,7 @@ def local_worker(user) -> Worker:
 #: Providers whose workers answer on this site (and are handed HITs by ``claim_hit``).
 ON_SITE = (Provider.LOCAL, Provider.PROLIFIC)
 #: Assignments that no longer hold a place of their HIT.
-_FREED = (Assignment.Status.REJECTED, Assignment.Status.ABANDONED, Assignment.Status.VOID)
+_FREED = FREES_PLACE
 
 
 def _release_abandoned() -> None:

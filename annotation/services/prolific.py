@@ -43,44 +43,37 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-import re
-import secrets
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
 from django.utils import timezone
 
 from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
 
-from ..models import Assignment, Batch, Bonus, ProlificSession, Provider, Worker, WorkerIdentity
+from ..models import Assignment, Batch, Bonus, ProlificSession, Provider, Worker
 from ..providers import CrowdProvider, get_provider
+from ..providers.prolific import (
+    BLOCKED_GROUP,
+    CONTACT,
+    FREED_REMOTELY,
+    NO_WORK_MESSAGE,
+    PROLIFIC_ID,
+    RETURN_MESSAGE,
+    ensure_places,
+    group_id,
+    total_places,
+)
+from ..providers.prolific_api import ProlificUnknownOutcome
 from ..pseudonyms import worker_for
 from .answers import review_assignment
-from .local import _FREED, _release_abandoned, claim_hit
+from .local import _release_abandoned, claim_hit
+from .statuses import complete_if_done
 
 logger = logging.getLogger(__name__)
-
-#: What Prolific calls a place still held by a participant.
-HOLDS_PLACE = {"RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT"}
-FREED_REMOTELY = {"RETURNED", "TIMED-OUT"}
-_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-OPTION_KEYS = {"estimated_minutes", "devices", "filters", "bonus", "exclude_batches", "completion_code"}
-CONTACT = " If you think this is a mistake, please message us through Prolific."
-#: Added to rejections for the answers given, so the participant understands them (Prolific wants 100+ characters).
-REJECTION_CONTEXT = (
-    " The study asked you to label search queries; some had a known answer, used to check that the"
-    " instructions were followed." + CONTACT
-)
-NO_WORK_MESSAGE = (
-    "We received your completion on Prolific, but no answers to the queries of this study were recorded"
-    " for your session on our site, so there is no work to pay for."
-)
 
 
 @dataclass
@@ -101,160 +94,18 @@ class ProlificSyncResult:
     stopped: bool = False
 
 
-def validate_options(options: dict) -> None:
-    """Refuse Prolific settings the API would refuse, before the batch is created."""
-    unknown = set(options) - OPTION_KEYS
-    if unknown:
-        raise ServiceError(f"unknown Prolific option(s): {', '.join(sorted(unknown))}")
-    minutes = options.get("estimated_minutes", 10)
-    if not isinstance(minutes, int) or not 1 <= minutes <= 24 * 60:
-        raise ServiceError("--estimated-minutes must be a whole number of minutes between 1 and 1440")
-    from ..prolific import DEVICES
-
-    bad = [d for d in options.get("devices", []) if d not in DEVICES]
-    if bad:
-        raise ServiceError(f"unknown device(s) {', '.join(bad)}; use {', '.join(DEVICES)}")
-    bonus = Decimal(str(options.get("bonus", "0")))
-    if bonus < 0 or bonus != bonus.quantize(Decimal("0.01")):
-        raise ServiceError("--bonus must be whole cents, at least 0")
-    for name in options.get("exclude_batches", []):
-        if not Batch.objects.filter(name=name).exists():
-            raise ServiceError(f"--exclude-batch {name!r}: no such batch")
-
-
-#: Letters and digits that cannot be mistaken for each other; 10 of them are 50 random bits.
-CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-CODE_LENGTH = 10
-
-
-def new_completion_code() -> str:
-    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-
-
-def completion_code(batch: Batch) -> str:
-    """The study's completion code: random, made once per batch and kept in its options.
-
-    Participants see it only after submitting their HIT. It is never derived from the
-    batch's id or creation time, which anyone could guess. Batches are given one when
-    created; an older batch gets one here, committed before its study could be made.
-    """
-    code = batch.provider_options.get("completion_code")
-    if code:
-        return code
-    with transaction.atomic():
-        locked = Batch.objects.select_for_update().get(pk=batch.pk)
-        code = locked.provider_options.get("completion_code") or new_completion_code()
-        locked.provider_options = {**locked.provider_options, "completion_code": code}
-        locked.save(update_fields=["provider_options"])
-    batch.provider_options = locked.provider_options
-    return code
-
-
-def study_url(batch: Batch) -> str:
-    """The external study URL with Prolific's placeholders as URL parameters."""
-    from django.urls import reverse
-
-    path = reverse("annotation:prolific-start", args=[batch.name])
-    return (
-        f"{settings.SITE_URL.rstrip('/')}{path}"
-        "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
-    )
-
-
-def total_places(batch: Batch) -> int:
-    return sum(batch.hits.values_list("max_assignments", flat=True))
-
-
-def study_fields(batch: Batch, provider: CrowdProvider) -> dict:
-    """The body of ``POST /studies/`` for the batch (a draft; published by ``launch``)."""
-    from ..prolific import cents
-
-    if not settings.PROLIFIC_PROJECT_ID:
-        raise ServiceError("PROLIFIC_PROJECT_ID is not set: the id of the Prolific project that holds the studies")
-    if settings.PROLIFIC_API_URL.startswith("https://api.prolific.com") and not settings.SITE_URL.startswith(
-        "https://"
-    ):
-        raise ServiceError(
-            f"SITE_URL is {settings.SITE_URL!r}: participants on Prolific need this site's public https address"
-        )
-
-    options = batch.provider_options
-    minutes = int(options.get("estimated_minutes", 10))
-    groups = exclusion_groups(batch, provider)
-    filters = list(options.get("filters", []))
-    if groups:
-        filters.append({"filter_id": "participant_group_blocklist", "selected_values": groups})
-    fields = {
-        "name": batch.title,
-        "internal_name": provider.internal_name(batch),
-        "description": batch.description,
-        "external_study_url": study_url(batch),
-        "prolific_id_option": "url_parameters",
-        "completion_codes": [
-            {"code": completion_code(batch), "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}
-        ],
-        "total_available_places": total_places(batch),
-        "estimated_completion_time": minutes,
-        "maximum_allowed_time": max(minutes * 3, int(batch.assignment_duration.total_seconds() // 60)),
-        "reward": cents(batch.reward),
-        "device_compatibility": list(options.get("devices") or ["desktop"]),
-        "filters": filters,
-        "project": settings.PROLIFIC_PROJECT_ID,
-    }
-    return fields
-
-
-# -- participant groups ------------------------------------------------------------------
-BLOCKED_GROUP = "blocked participants"
-
-
-def _group(provider: CrowdProvider, name: str) -> str:
-    """The id of the workspace's group called ``name``; created when missing (looked up first)."""
-    workspace = settings.PROLIFIC_WORKSPACE_ID
-    if not workspace:
-        raise ServiceError("PROLIFIC_WORKSPACE_ID is not set: participant groups belong to a Prolific workspace")
-    found = provider.client.find_group(workspace, name)
-    return found["id"] if found else provider.client.create_group(workspace, name)["id"]
-
-
-def exclusion_groups(batch: Batch, provider: CrowdProvider) -> list[str]:
-    """Groups whose members may not take the study: blocked participants, and earlier batches' ones."""
-    groups = []
-    blocked = list(
-        WorkerIdentity.objects.filter(provider=Provider.PROLIFIC, worker__blocked=True).values_list(
-            "external_id", flat=True
-        )
-    )
-    if blocked:
-        group = _group(provider, BLOCKED_GROUP)
-        provider.client.add_to_group(group, blocked)
-        groups.append(group)
-    earlier = batch.provider_options.get("exclude_batches") or []
-    if earlier:
-        ids = list(
-            WorkerIdentity.objects.filter(provider=Provider.PROLIFIC, worker__assignments__hit__batch__name__in=earlier)
-            .distinct()
-            .values_list("external_id", flat=True)
-        )
-        group = _group(provider, f"took part before {batch.name}")
-        provider.client.add_to_group(group, ids)
-        groups.append(group)
-    return groups
-
-
 def block_participant(worker: Worker, provider: CrowdProvider | None = None) -> None:
     """Block a Prolific participant: here (no more HITs) and on Prolific (the blocked group)."""
     if worker.provider != Provider.PROLIFIC:
         raise ServiceError(f"worker {worker.pseudonym} is not a Prolific participant")
     Worker.objects.filter(pk=worker.pk).update(blocked=True)
     provider = provider or get_provider(Provider.PROLIFIC)
-    provider.client.add_to_group(_group(provider, BLOCKED_GROUP), [worker.identity.external_id])
+    provider.client.add_to_group(group_id(provider, BLOCKED_GROUP), [worker.identity.external_id])
 
 
 # -- participants on the site -----------------------------------------------------------------
 #: Sessions Prolific lets into a study: a place reserved, or the study started.
 ENTERING = {"RESERVED", "ACTIVE"}
-RETURN_MESSAGE = "Please return the study on Prolific; you will not be penalised."
 
 
 class ArrivalRefused(ServiceError):
@@ -269,7 +120,7 @@ def check_link(batch: Batch, participant_id: str, study_id: str, session_id: str
     """Refuse a study link whose parameters do not belong to this published Prolific batch."""
     if batch.provider != Provider.PROLIFIC:
         raise ServiceError("this batch does not run on Prolific")
-    if not all(_ID.match(v or "") for v in (participant_id, study_id, session_id)):
+    if not all(PROLIFIC_ID.match(v or "") for v in (participant_id, study_id, session_id)):
         raise ServiceError("the link from Prolific is incomplete: PROLIFIC_PID, STUDY_ID and SESSION_ID are needed")
     if study_id != batch.hit_type_id:
         raise ServiceError("this link belongs to another Prolific study")
@@ -359,32 +210,6 @@ def arrive(batch: Batch, session: ProlificSession) -> Assignment | None:
         return Assignment.objects.filter(provider_assignment_id=session.session_id, hit__batch=batch).first()
 
 
-def return_url() -> str:
-    """Where a participant returns a study: Prolific's participant site (the completion URL's host)."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(settings.PROLIFIC_COMPLETION_URL)
-    return f"{parts.scheme}://{parts.netloc}/" if parts.scheme and parts.netloc else "https://app.prolific.com/"
-
-
-def completion_url(batch: Batch) -> str:
-    return f"{settings.PROLIFIC_COMPLETION_URL}{completion_code(batch)}"
-
-
-# -- reviewing ------------------------------------------------------------------------------
-def rejection_for(assignment: Assignment, feedback: str) -> tuple[str, str]:
-    """Prolific's rejection category and a message the participant can understand (100+ characters)."""
-    if assignment.gold_passed is False:
-        category = "FAILED_CHECK"
-        text = feedback or "Too many of the check questions with a known answer were answered wrongly."
-    elif assignment.submitted_at is None:
-        return "NO_DATA", NO_WORK_MESSAGE + CONTACT
-    else:
-        category = "LOW_EFFORT"
-        text = feedback or "Some queries were left without a usable answer."
-    return category, (text.rstrip() + REJECTION_CONTEXT)[:2000]
-
-
 def _review(assignment: Assignment, provider: CrowdProvider, approve_all: bool) -> str:
     """Approve valid work, reject invalid work (``review_assignment`` keeps it for a person otherwise)."""
     if assignment.valid is False and assignment.gold_passed is not False and not approve_all:
@@ -427,9 +252,7 @@ def sync_prolific(
             progress.advance()
     result.bonuses_paid, result.bonuses_unconfirmed = pay_bonuses(batch, provider)
     result.places = ensure_places(batch, provider, submissions)
-    from .sync import _complete_if_done
-
-    result.completed = _complete_if_done(batch)
+    result.completed = complete_if_done(batch)
     return result
 
 
@@ -511,35 +334,9 @@ def close_study(batch: Batch, provider: CrowdProvider | None = None) -> bool:
     return provider.stop_study(batch.hit_type_id)
 
 
-def ensure_places(batch: Batch, provider: CrowdProvider, submissions=None) -> int:
-    """Set the study's places so that every HIT group can get all its assignments; returns the total.
-
-    Places Prolific counts as held (sessions active, awaiting review or paid) plus the
-    free places of the HIT groups, less the sessions that hold a Prolific place but have
-    not reached the site yet (they will take free places). Only ever raised.
-    """
-    study_id = batch.hit_type_id
-    if submissions is None:
-        submissions = list(provider.client.submissions(study_id))
-    held_remotely = [s for s in submissions if s.status in HOLDS_PLACE]
-    on_site = set(Assignment.objects.filter(hit__batch=batch).values_list("provider_assignment_id", flat=True))
-    arriving = sum(1 for s in held_remotely if s.id not in on_site)
-    free = 0
-    for hit in batch.hits.annotate(held=Count("assignments", filter=~Q(assignments__status__in=_FREED))):
-        free += max(0, hit.max_assignments - hit.held)
-    target = len(held_remotely) + max(0, free - arriving)
-    current = int(provider.client.get_study(study_id).get("total_available_places") or 0)
-    if target > current:
-        provider.client.set_places(study_id, target)
-        return target
-    return current
-
-
 # -- bonuses --------------------------------------------------------------------------------
 def pay_bonuses(batch: Batch, provider: CrowdProvider) -> tuple[int, int]:
     """Pay the batch's bonus once to every approved participant; returns (paid now, unconfirmed)."""
-    from ..prolific import ProlificUnknownOutcome
-
     amount = Decimal(str(batch.provider_options.get("bonus") or "0"))
     if amount > 0:
         owed = Assignment.objects.filter(hit__batch=batch, status=Assignment.Status.APPROVED, bonus__isnull=True)

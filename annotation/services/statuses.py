@@ -28,3 +28,19 @@ def settle_hit_statuses(batch: Batch) -> int:
     changed = Hit.objects.filter(pk__in=full, status=Hit.Status.OPEN).update(status=Hit.Status.COMPLETE)
     changed += live.filter(status=Hit.Status.COMPLETE).exclude(pk__in=full).update(status=Hit.Status.OPEN)
     return changed
+
+
+def complete_if_done(batch: Batch) -> bool:
+    """A published batch is completed once every HIT has all its assignments approved."""
+    if batch.status != Batch.Status.PUBLISHED:
+        return batch.status == Batch.Status.COMPLETED
+    short = (
+        batch.hits.annotate(approved=Count("assignments", filter=Q(assignments__status=Assignment.Status.APPROVED)))
+        .exclude(approved__gte=F("max_assignments"))
+        .exists()
+    )
+    if short or not batch.hits.exists():
+        return False
+    Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.COMPLETED)
+    batch.status = Batch.Status.COMPLETED
+    return True

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q
 
 from core.errors import ServiceError
 from core.models import Job
@@ -16,7 +15,7 @@ from ..providers import CrowdProvider, RemoteAssignment, get_provider
 from ..pseudonyms import worker_for
 from .answers import record_answers, review_assignment
 from .locking import one_per_batch
-from .statuses import settle_hit_statuses
+from .statuses import complete_if_done, settle_hit_statuses
 
 
 @dataclass
@@ -130,7 +129,7 @@ def sync_batch(
         setattr(result, outcome, getattr(result, outcome) + 1)
     _close_the_loop(batch, provider, result)
     settle_hit_statuses(batch)
-    result.completed = _complete_if_done(batch)
+    result.completed = complete_if_done(batch)
     return result
 
 
@@ -152,19 +151,3 @@ def _close_the_loop(batch: Batch, provider: CrowdProvider, result: SyncResult) -
     if batch.escalate_until and batch.status in (Batch.Status.PUBLISHED, Batch.Status.COMPLETED):
         escalations = escalation_round(batch, batch.escalation_cap, provider, until=batch.escalate_until)
         result.escalated = sum(e.added for e in escalations)
-
-
-def _complete_if_done(batch: Batch) -> bool:
-    """A published batch is completed once every HIT has all its assignments approved."""
-    if batch.status != Batch.Status.PUBLISHED:
-        return batch.status == Batch.Status.COMPLETED
-    short = (
-        batch.hits.annotate(approved=Count("assignments", filter=Q(assignments__status=Assignment.Status.APPROVED)))
-        .exclude(approved__gte=F("max_assignments"))
-        .exists()
-    )
-    if short or not batch.hits.exists():
-        return False
-    Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.COMPLETED)
-    batch.status = Batch.Status.COMPLETED
-    return True

@@ -4,9 +4,9 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Judgment
-from annotation.prolific import Prolific
 from annotation.providers import ProlificProvider
-from annotation.services.prolific import completion_code
+from annotation.providers.prolific import completion_code
+from annotation.providers.prolific_api import Prolific
 
 from .conftest import TRUTH
 from .fake_prolific import TOKEN, FakeProlific, serve

@@ -14,7 +14,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Hit, Judgment
-from annotation.question_xml import build_answers_xml
+from annotation.providers.mturk_xml import build_answers_xml
 from annotation.services.results import majority
 
 from .conftest import TRUTH

@@ -10,7 +10,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Hit
-from annotation.question_xml import build_answers_xml
+from annotation.providers.mturk_xml import build_answers_xml
 from core.errors import ServiceError
 
 from .conftest import TRUTH

@@ -15,8 +15,9 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Assignment, Batch, Bonus, Judgment, Worker
-from annotation.prolific import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.providers import ProlificProvider
+from annotation.providers import prolific as prolific_rules
+from annotation.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.services import prolific as prolific_services
 from core.errors import ServiceError
 
@@ -122,7 +123,7 @@ def test_publishing_makes_one_study_despite_throttling_and_a_lost_answer(server,
         "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
     )
     assert study["prolific_id_option"] == "url_parameters"
-    assert study["completion_codes"][0]["code"] == prolific_services.completion_code(batch)
+    assert study["completion_codes"][0]["code"] == prolific_rules.completion_code(batch)
     # 6 queries in 2 groups of 3 (+1 gold each), 2 participants per group; $0.90 in cents.
     assert (study["total_available_places"], study["reward"], study["estimated_completion_time"]) == (4, 90, 4)
     assert study["project"] == PROJECT and study["device_compatibility"] == ["desktop"]
@@ -144,7 +145,7 @@ def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
 
     done = p1.answer()
     assert done.status_code == 302
-    assert done["Location"] == f"{server.base}/submissions/complete?cc={prolific_services.completion_code(batch)}"
+    assert done["Location"] == f"{server.base}/submissions/complete?cc={prolific_rules.completion_code(batch)}"
     p1.complete()
     p2.answer(override={"g1": "f"})  # fails the check question
     p2.complete()
@@ -329,7 +330,7 @@ def test_create_batch_command_takes_the_prolific_options(query_set, tmp_path):
     )  # fmt: skip
     batch = Batch.objects.get(name="cmd")
     code = batch.provider_options.pop("completion_code")
-    assert len(code) == prolific_services.CODE_LENGTH and set(code) <= set(prolific_services.CODE_ALPHABET)
+    assert len(code) == prolific_rules.CODE_LENGTH and set(code) <= set(prolific_rules.CODE_ALPHABET)
     assert batch.provider_options == {
         "estimated_minutes": 5,
         "devices": ["desktop", "tablet"],
@@ -455,10 +456,10 @@ def test_a_session_of_another_batch_opens_nothing_and_codes_are_not_guessable(
     crossed = p1.browser.get(path, {"PROLIFIC_PID": "PID1", "STUDY_ID": second.hit_type_id, "SESSION_ID": p1.session})
     assert crossed.status_code == 403 and b"another study" in crossed.content
     assert Assignment.objects.filter(hit__batch=second).count() == 0
-    codes = {prolific_services.completion_code(b) for b in (first, second)}
+    codes = {prolific_rules.completion_code(b) for b in (first, second)}
     assert len(codes) == 2
     for b in (first, second):
-        code = prolific_services.completion_code(b)
+        code = prolific_rules.completion_code(b)
         assert code != f"C{b.pk:X}{b.created:%H%M%S}".upper()  # the old, guessable formula
         assert server.studies[b.hit_type_id]["completion_codes"][0]["code"] == code
 

@@ -13,10 +13,11 @@ from botocore.exceptions import ClientError, EndpointConnectionError, NoCredenti
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from annotation import mturk, services
+from annotation import services
 from annotation.models import Batch, Hit
-from annotation.mturk import MTurkError
-from annotation.prolific import Prolific, ProlificError, ProlificUnknownOutcome
+from annotation.providers import mturk_api as mturk
+from annotation.providers.mturk_api import MTurkError
+from annotation.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 from core.errors import ProviderError, ServiceError
 from core.models import Job
 

@@ -14,9 +14,9 @@ from botocore.stub import ANY, Stubber
 
 from annotation import services
 from annotation.models import Assignment, Batch, Hit, Judgment, Worker, WorkerIdentity
-from annotation.mturk import MTurk, make_client
 from annotation.providers import MTurkProvider
-from annotation.question_xml import build_answers_xml
+from annotation.providers.mturk_api import MTurk, make_client
+from annotation.providers.mturk_xml import build_answers_xml
 from core.errors import ServiceError
 
 from .conftest import TRUTH

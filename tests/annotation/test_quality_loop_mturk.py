@@ -8,8 +8,8 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Batch, Hit, Reoffer, WorkerFlag
-from annotation.mturk import MTurkError
-from annotation.question_xml import build_answers_xml
+from annotation.providers.mturk_api import MTurkError
+from annotation.providers.mturk_xml import build_answers_xml
 from annotation.services.budget import set_extra_budget
 
 from .conftest import TRUTH

@@ -6,6 +6,7 @@ import re
 
 from annotation import services
 from annotation.models import Batch, ProlificSession, WorkerFlag
+from annotation.providers import prolific as prolific_rules
 from annotation.services import prolific as prolific_services
 
 from .test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401  (fixtures)
@@ -32,7 +33,7 @@ def test_participant_below_the_block_threshold_joins_the_blocked_group_once(
     flag = WorkerFlag.objects.get()
     assert result.blocked == [flag.worker.pseudonym] and flag.provider_blocked
     assert flag.reason == "gold accuracy 0.00 < 0.50 over 1 answers"
-    (group,) = [g for g in server.groups.values() if g["name"] == prolific_services.BLOCKED_GROUP]
+    (group,) = [g for g in server.groups.values() if g["name"] == prolific_rules.BLOCKED_GROUP]
     assert group["participants"] == {"PIDCARELESS"}
     adds = server.calls.count("add_participants")
     services.sync_batch(batch, provider)

@@ -11,8 +11,8 @@ from decimal import Decimal, InvalidOperation
 from django.core.management.base import CommandError
 
 from annotation.models import Batch
-from annotation.mturk import MTurkError
-from annotation.prolific import ProlificError
+from annotation.providers.mturk_api import MTurkError
+from annotation.providers.prolific_api import ProlificError
 from core.cli import command_errors as base_command_errors
 from core.cli import get_named
 
