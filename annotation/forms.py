@@ -8,7 +8,7 @@ from decimal import Decimal
 from django import forms
 
 from annotation.labels import EXPORT_CATEGORIES, LABEL_CHOICES
-from core.errors import ServiceError
+from core.errors import InputError, ServiceError
 from core.uploads import upload_too_large_message
 from pooling.models import Pool, QuerySet
 
@@ -219,7 +219,7 @@ class BatchForm(forms.Form):
             raise ServiceError("gold: uploads must go through the staging folder")
         try:
             return services.read_gold_file(staged)
-        except ServiceError as exc:  # name the file as the researcher knows it
+        except InputError as exc:  # name the file as the researcher knows it
             raise ServiceError("gold: " + str(exc).replace(str(staged), upload.name)) from None
 
     def source_size(self) -> int:

@@ -2,152 +2,56 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from decimal import Decimal, InvalidOperation
+from dataclasses import asdict
+from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings as django_settings
 from django.db import transaction
 from django.db.models import Count, Q
 
-from annotation.labels import CATEGORY_SLUGS, LABELS
+from annotation.labels import label_code
 from core.errors import InputError, ServiceError, StateError
 from core.names import validate_name
 from core.textfiles import open_text
 from pooling.models import Pool, QuerySet
 
+from ..batch_settings import BatchSettings, GoldQuery
 from ..costs import Cost, provider_cost
 from ..models import Assignment, Batch, BatchQuery, Hit, HitQuery, Judgment, Provider
 from ..providers import CrowdProvider, get_provider
 
-#: MTurk's limits on the durations a HIT type and a HIT accept (seconds).
-MIN_LIFETIME = 30
-MAX_LIFETIME = 365 * 24 * 3600
-MAX_AUTO_APPROVAL_DELAY = 30 * 24 * 3600
-#: How long MTurk waits before approving (and paying) an assignment nobody reviewed: long
-#: enough for several syncs (``settings.MTURK_SYNC_INTERVAL_SECONDS``, a day by default)
-#: to reject invalid work first.
-DEFAULT_AUTO_APPROVAL_DELAY = dt.timedelta(days=3)
-QUALIFICATION_KEYS = {"locales", "min_approval_rate", "min_approved_hits", "masters"}
-
-
-@dataclass(frozen=True)
-class GoldQuery:
-    """A query whose label is known, mixed into HITs to catch careless work."""
-
-    qid: str
-    text: str
-    label: str
-
-
-@dataclass
-class BatchSettings:
-    provider: str = Provider.LOCAL
-    assignments_per_query: int = 3
-    queries_per_hit: int = 10
-    reward: Decimal = Decimal("0.05")
-    lifetime: dt.timedelta = dt.timedelta(days=7)
-    assignment_duration: dt.timedelta = dt.timedelta(minutes=30)
-    auto_approval_delay: dt.timedelta = DEFAULT_AUTO_APPROVAL_DELAY
-    qualifications: dict = field(default_factory=dict)
-    gold_per_hit: int = 0
-    gold_pass_fraction: float = 1.0
-    gold_feedback: bool = True
-    seed: int = 0
-    #: Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.
-    provider_options: dict = field(default_factory=dict)
-    #: Quality thresholds applied at every sync (see annotation.services.thresholds); None: off.
-    warn_gold_accuracy: float | None = None
-    block_gold_accuracy: float | None = None
-    warn_agreement: float | None = None
-    block_agreement: float | None = None
-    min_answers_judged: int = 10
-    #: USD re-offers and escalations may add to the estimate (annotation.services.budget); None: no limit.
-    extra_budget: Decimal | None = None
-    #: Share of the training queries (create_batch's ``training``) a worker must get right first.
-    training_pass_fraction: float = 0.8
-
-    def validate(self) -> None:
-        """Refuse settings MTurk would refuse, before anything is created or paid for."""
-        if self.provider not in Provider.values:
-            raise ServiceError(f"unknown provider {self.provider!r}; choose one of {', '.join(Provider.values)}")
-        if self.assignments_per_query < 1:
-            raise ServiceError("assignments per HIT must be at least 1")
-        if not 1 <= self.queries_per_hit <= 100:
-            raise ServiceError("queries per HIT must be between 1 and 100")
-        try:
-            reward = Decimal(self.reward)
-        except (InvalidOperation, TypeError):
-            raise ServiceError(f"reward {self.reward!r} is not an amount of dollars") from None
-        if not reward.is_finite() or reward < Decimal("0.01") or reward != reward.quantize(Decimal("0.01")):
-            raise ServiceError(f"reward must be whole cents, at least 0.01 (got {self.reward})")
-        for name, value, low, high in (
-            ("lifetime", self.lifetime, MIN_LIFETIME, MAX_LIFETIME),
-            ("assignment duration", self.assignment_duration, MIN_LIFETIME, MAX_LIFETIME),
-            ("auto-approval delay", self.auto_approval_delay, 0, MAX_AUTO_APPROVAL_DELAY),
-        ):
-            if not low <= value.total_seconds() <= high:
-                raise ServiceError(f"{name} must be between {low} s and {high} s (got {value})")
-        interval = dt.timedelta(seconds=django_settings.MTURK_SYNC_INTERVAL_SECONDS)
-        if self.provider == Provider.MTURK and self.auto_approval_delay <= interval:
-            raise ServiceError(
-                f"auto-approval delay must be longer than the sync interval ({interval}, setting "
-                f"MTURK_SYNC_INTERVAL_SECONDS; got {self.auto_approval_delay}): MTurk approves and pays "
-                "every assignment not reviewed by then, however invalid"
-            )
-        unknown = set(self.qualifications) - QUALIFICATION_KEYS
-        if unknown:
-            raise ServiceError(f"unknown qualification setting(s): {', '.join(sorted(unknown))}")
-        if self.qualifications and self.provider != Provider.MTURK:
-            raise ServiceError("qualifications only apply to the mturk provider")
-        if self.provider_options:
-            if self.provider != Provider.PROLIFIC:
-                raise ServiceError("Prolific options only apply to the prolific provider")
-            from ..providers.prolific import validate_options
-
-            validate_options(self.provider_options)
-        if self.gold_per_hit < 0:
-            raise ServiceError("gold queries per HIT cannot be negative")
-        if not 0 < self.gold_pass_fraction <= 1:
-            raise ServiceError("the gold pass fraction must be in (0, 1]")
-        from .thresholds import THRESHOLD_FIELDS, validate_thresholds
-
-        validate_thresholds({name: getattr(self, name) for name in (*THRESHOLD_FIELDS, "min_answers_judged")})
-        if self.extra_budget is not None and Decimal(self.extra_budget) < 0:
-            raise ServiceError("the extra budget cannot be negative")
-
 
 def read_gold_file(path: str | Path) -> list[GoldQuery]:
-    """Read ``qid<TAB>query<TAB>label`` lines; label is n/f/m/o or a category name (non-gendered, ...)."""
+    """Read ``qid<TAB>query<TAB>label`` lines; label is n/f/m/o or a category name (non-gendered, ...).
+
+    The query file format with a third column: read as every query file is (``open_text``:
+    streamed, gzip, UTF-8, bounded lines), bad input refused as ``file:line: problem``.
+    """
     path = Path(path)
     if not path.is_file():
-        raise ServiceError(f"gold file {path} not found")
+        raise InputError(path, None, "gold file not found")
     gold, seen = [], set()
-    try:
-        with open_text(path) as file_lines:
-            lines = list(file_lines)
-    except InputError as exc:
-        raise ServiceError(str(exc)) from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        parts = line.split("\t")
-        if len(parts) != 3:
-            raise ServiceError(f"{path}:{number}: expected qid<TAB>query<TAB>label")
-        qid, text, label = (p.strip() for p in parts)
-        label = CATEGORY_SLUGS.get(label.lower(), label.lower())
-        if label not in LABELS:
-            raise ServiceError(f"{path}:{number}: unknown label {parts[2]!r}; use n, f, m, o or a category name")
-        if not qid or not text:
-            raise ServiceError(f"{path}:{number}: empty qid or query")
-        if qid in seen:
-            raise ServiceError(f"{path}:{number}: qid {qid} repeated")
-        seen.add(qid)
-        gold.append(GoldQuery(qid, text, label))
+    with open_text(path) as file_lines:
+        for number, line in enumerate(file_lines, start=1):
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) != 3:
+                raise InputError(path, number, "expected qid<TAB>query<TAB>label")
+            qid, text, label = (p.strip() for p in parts)
+            code = label_code(label)
+            if code is None:
+                raise InputError(path, number, f"unknown label {parts[2]!r}; use n, f, m, o or a category name")
+            if not qid or not text:
+                raise InputError(path, number, "empty qid or query")
+            if qid in seen:
+                raise InputError(path, number, f"qid {qid} repeated")
+            seen.add(qid)
+            gold.append(GoldQuery(qid, text, code))
     return gold
 
 

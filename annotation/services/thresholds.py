@@ -24,13 +24,10 @@ from typing import Any
 
 from django.db import transaction
 
-from core.errors import ServiceError
-
+from ..batch_settings import THRESHOLD_FIELDS
 from ..models import Batch, Worker, WorkerFlag
 from ..providers import CrowdProvider
 from .quality import worker_quality
-
-THRESHOLD_FIELDS = ("warn_gold_accuracy", "block_gold_accuracy", "warn_agreement", "block_agreement")
 
 
 @dataclass
@@ -38,22 +35,6 @@ class ThresholdResult:
     flagged: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     lifted: list[str] = field(default_factory=list)
-
-
-def validate_thresholds(values: dict[str, Any]) -> None:
-    """Each threshold in [0, 1]; a block threshold not above its warn threshold; a positive minimum."""
-    for name in THRESHOLD_FIELDS:
-        value = values.get(name)
-        if value is not None and not 0 <= value <= 1:
-            raise ServiceError(f"{name.replace('_', ' ')} must be between 0 and 1 (got {value})")
-    for what in ("gold_accuracy", "agreement"):
-        warn, block = values.get(f"warn_{what}"), values.get(f"block_{what}")
-        if warn is not None and block is not None and block > warn:
-            raise ServiceError(
-                f"the block threshold for {what.replace('_', ' ')} ({block}) is above the warn one ({warn})"
-            )
-    if values.get("min_answers_judged", 1) < 1:
-        raise ServiceError("the minimum number of answers before judging a worker must be at least 1")
 
 
 def _verdict(batch: Batch, row: dict[str, Any]) -> tuple[str | None, str]:

@@ -22,9 +22,9 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from core.errors import ServiceError
 
+from ..batch_settings import GoldQuery
 from ..labels import LABEL_NAMES, LABELS
 from ..models import Batch, Provider, Qualification, TrainingQuery, Worker
-from .batches import GoldQuery
 
 #: Wrong answers named in the feedback (all of them for a short training set).
 FEEDBACK_MISSES = 20

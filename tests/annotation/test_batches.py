@@ -7,7 +7,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Batch, BatchQuery, Hit, HitQuery
-from core.errors import ServiceError
+from core.errors import InputError, ServiceError
 
 from .conftest import QUERIES, make_batch
 
@@ -72,7 +72,7 @@ def test_gold_questions_are_mixed_into_every_hit(query_set, tmp_path):
 def test_bad_gold_files_are_refused_with_the_line(tmp_path, line, message):
     path = tmp_path / "gold.tsv"
     path.write_text(line + "\n")
-    with pytest.raises(ServiceError, match=message):
+    with pytest.raises(InputError, match=rf"^{path}:\d: .*{message}"):
         services.read_gold_file(path)
 
 

@@ -17,7 +17,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
-from core.errors import InputError, ServiceError
+from core.errors import InputError
 from core.textfiles import MAX_LINE_BYTES, open_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,7 +148,7 @@ def test_open_text_streams_lines_across_its_reads(tmp_path, monkeypatch):
 def test_the_gold_file_reader_refuses_a_bomb(bombs):
     from annotation.services.batches import read_gold_file
 
-    with pytest.raises(ServiceError) as err:
+    with pytest.raises(InputError) as err:
         read_gold_file(bombs["nuls"])
     assert str(err.value).startswith(f"{bombs['nuls']}: line 1 {PROBLEM}")
 

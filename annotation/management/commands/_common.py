@@ -11,8 +11,6 @@ from decimal import Decimal, InvalidOperation
 from django.core.management.base import CommandError
 
 from annotation.models import Batch
-from annotation.providers.mturk_api import MTurkError
-from annotation.providers.prolific_api import ProlificError
 from core.cli import command_errors as base_command_errors
 from core.cli import get_named
 
@@ -71,8 +69,8 @@ def get_batch(name: str) -> Batch:
 
 @contextmanager
 def command_errors() -> Iterator[None]:
-    """Service and provider errors become clean command-line errors (no traceback)."""
-    with base_command_errors(MTurkError, ProlificError, ValueError):
+    """Service and provider errors (providers' are ``ServiceError``s) become clean command-line errors."""
+    with base_command_errors(ValueError):
         yield
 
 
