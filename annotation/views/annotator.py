@@ -1,0 +1,134 @@
+"""In-house annotators' pages: the next HIT, the training step, and the HIT page.
+
+Annotators (the ``annotators`` group) answer HITs one after the other and only ever see
+their own assignment; :func:`training_step` is shared with Prolific participants.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from core.errors import ServiceError
+
+from .. import services
+from ..forms import HitAnswerForm, TrainingAnswerForm
+from ..models import Assignment, Batch, Provider
+from ..services.local import local_worker
+from ..services.publishing import CATEGORIES
+from ..services.training import qualification_of, submit_training, training_due
+
+
+@login_required
+def next_hit(request: HttpRequest) -> HttpResponse:
+    """Send an annotator to the HIT they are on, or to a new one."""
+    if not services.is_annotator(request.user):
+        raise PermissionDenied("Only annotators are given HITs.")
+    due = training_due(Batch.objects.filter(provider=Provider.LOCAL), local_worker(request.user))
+    if due is not None:
+        return redirect("annotation:training", name=due.name)
+    assignment = services.next_assignment(request.user)
+    if assignment is None:
+        return render(request, "annotation/no_more_hits.html", status=200)
+    return redirect("annotation:assignment", pk=assignment.pk)
+
+
+@login_required
+def training_page(request: HttpRequest, name: str) -> HttpResponse:
+    """The batch's qualification step for an in-house annotator: the shared HIT page, then the result."""
+    if not services.is_annotator(request.user):
+        raise PermissionDenied("Only annotators take the training.")
+    batch = get_object_or_404(Batch, name=name, provider=Provider.LOCAL, status=Batch.Status.PUBLISHED)
+    return training_step(
+        request, batch, local_worker(request.user), mode="local", continue_url=reverse("annotation:next")
+    )
+
+
+def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, continue_url: str) -> HttpResponse:
+    """The training queries on the shared HIT page; once answered (or if already), the result."""
+    queries = list(batch.training_queries.order_by("position"))
+    if not queries:
+        raise Http404("This batch has no training step.")
+    result = qualification_of(batch, worker)
+    form = TrainingAnswerForm(queries, request.POST or None)
+    if result is None and request.method == "POST" and form.is_valid():
+        result = submit_training(batch, worker, form.cleaned_data)
+    if result is not None:
+        context = {"batch": batch, "result": result, "continue_url": continue_url, "mode": mode}
+        return render(request, "annotation/training_result.html", context)
+    answers = {k: v for k, v in request.POST.items() if k.startswith("q-")}
+    errors = form.field_errors() if request.method == "POST" else {}
+    context = {
+        "mode": mode,
+        "action": request.path,
+        "hit": {"position": "training", "batch": batch},
+        "title": f"Training for {batch.title}",
+        "queries": [
+            {
+                "field": q.field_name,
+                "position": q.position,
+                "text": q.text,
+                "selected": answers.get(q.field_name, ""),
+                "error": errors.get(q.field_name, ""),
+            }
+            for q in queries
+        ],
+        "categories": CATEGORIES,
+        "errors": errors,
+    }
+    if mode == "local":
+        context["answered_count"] = services.answered_count(request.user)
+    return render(request, "annotation/hit.html", context, status=400 if errors else 200)
+
+
+@login_required
+def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """One HIT for its annotator: the shared HIT page, posting back here."""
+    assignment = get_object_or_404(
+        Assignment.objects.select_related("hit__batch", "worker__identity"),
+        pk=pk,
+        worker__identity__user=request.user,
+    )
+    if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
+        messages.info(request, "You already submitted that HIT.")
+        return redirect("annotation:next")
+    hit = assignment.hit
+    hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
+    action = reverse("annotation:assignment", args=[assignment.pk])
+    if request.method == "POST":
+        form = HitAnswerForm(hit_queries, request.POST)
+        if form.is_valid():
+            try:
+                check = services.submit_local_assignment(assignment, form.cleaned_data)
+            except ServiceError as exc:
+                messages.error(request, str(exc))
+            else:
+                if check.gold_passed is False:
+                    # Shown on the annotator's home page (the HIT page is self-contained and shows
+                    # no messages), from where "Start annotating" continues with the next HIT.
+                    assignment.refresh_from_db(fields=["feedback"])
+                    messages.warning(request, f"This HIT will not count: {assignment.feedback}")
+                    return redirect("annotation:batch-list")
+                count = services.answered_count(request.user)
+                messages.success(
+                    request,
+                    f"Thank you: your answers to HIT {hit.position} of {hit.batch.name} were recorded. "
+                    f"You have submitted {count} HIT{'s' if count != 1 else ''}.",
+                )
+            return redirect("annotation:next")
+        context = services.hit_page_context(
+            hit,
+            mode="local",
+            action=action,
+            answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
+            errors=form.field_errors(),
+        )
+        context["answered_count"] = services.answered_count(request.user)
+        return render(request, "annotation/hit.html", context, status=400)
+    context = services.hit_page_context(hit, mode="local", action=action)
+    context["answered_count"] = services.answered_count(request.user)
+    return render(request, "annotation/hit.html", context)
