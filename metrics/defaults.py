@@ -1,6 +1,6 @@
 """The metrics' names and default parameters, light enough for forms and settings objects.
 
-The computing modules (:mod:`metrics.core`, :mod:`metrics.significance`) take their
+The computing modules (:mod:`metrics.measures`, :mod:`metrics.significance`) take their
 defaults from here, so a page, the API and a command start from the same values
 without loading numpy, pandas or scipy.
 """
@@ -13,7 +13,7 @@ DEFAULT_CUTOFFS = (5, 10, 20, 30)
 BACKGROUND_DEPTH = 200
 #: NFaiRR's τ: a document with at most this many representative words is neutral.
 DEFAULT_THRESHOLD = 1
-#: NFaiRR normalisers with a background run (see :mod:`metrics.core`'s docstring): the
+#: NFaiRR normalisers with a background run (see :mod:`metrics.measures`'s docstring): the
 #: background plus every compared run (default), or the background alone as the reference code.
 NORMALISERS = ("comparison", "exact")
 DEFAULT_NORMALISER = "comparison"

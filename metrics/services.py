@@ -84,10 +84,10 @@ class ReportSettings:
     nfairr_normaliser: str = DEFAULT_NORMALISER
 
     def validate(self) -> None:
-        from . import core
+        from . import measures
 
         try:
-            core.validate_cutoffs(self.cutoffs)
+            measures.validate_cutoffs(self.cutoffs)
         except (TypeError, ValueError):
             raise ServiceError(f"cutoffs must be positive integers, got {list(self.cutoffs)}") from None
         if self.tokenizer not in TOKENIZERS:
@@ -201,12 +201,12 @@ def per_query_values(
     import pandas as pd
     import polars as pl
 
-    from . import core
+    from . import measures
 
     check_same_collection([*runs, *([background] if background else [])], "a report (and its background run)")
     words = wordlist or default_wordlist()
     representative = representative or default_representative_wordlist()
-    cutoffs = core.validate_cutoffs(report_settings.cutoffs)
+    cutoffs = measures.validate_cutoffs(report_settings.cutoffs)
     depth = max(cutoffs)
     qids = pl.Series("qid", list(qids), dtype=pl.String).to_frame()
 
@@ -226,7 +226,7 @@ def per_query_values(
     )
     parts = []
     for name, frame in frames.items():
-        values = core.evaluate_run(
+        values = measures.evaluate_run(
             frame,
             counts,
             representative_counts,
@@ -252,7 +252,7 @@ def build_report(
     """Compute (:func:`compute_report`) and store a report named ``name``: results, per-query file, provenance."""
     import polars as pl
 
-    from . import core
+    from . import measures
 
     validate_name(name, "report")
     if Report.objects.filter(name=name).exists():
@@ -273,7 +273,7 @@ def build_report(
                 wordlist=register_wordlist(computed.wordlist),
                 representative_wordlist=register_wordlist(computed.representative),
                 tokenizer=report_settings.tokenizer,
-                cutoffs=core.validate_cutoffs(report_settings.cutoffs),
+                cutoffs=measures.validate_cutoffs(report_settings.cutoffs),
                 threshold=report_settings.threshold,
                 background_run=background,
                 nfairr_normaliser=report_settings.nfairr_normaliser,
@@ -383,7 +383,7 @@ def label_sensitivity(
     from annotation import selectors
     from annotation.services.results import judgments_frame, min_votes
 
-    from . import core, sensitivity
+    from . import measures, sensitivity
     from .formatting import order_sensitivity
 
     report_settings.validate()
@@ -429,7 +429,7 @@ def label_sensitivity(
     return LabelSensitivity(
         batch=batch.name,
         runs=[run.name for run in runs],
-        cutoffs=core.validate_cutoffs(report_settings.cutoffs),
+        cutoffs=measures.validate_cutoffs(report_settings.cutoffs),
         threshold=threshold,
         table=table,
         rankings=sensitivity.ranking_changes(table),
