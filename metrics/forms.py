@@ -132,7 +132,7 @@ class CrboForm(forms.Form):
         return data
 
     def start(self) -> Job:
-        from .swaps import start_crbo
+        from .services import start_crbo
 
         data = self.cleaned_data
         return start_crbo(data["run"], data["counterfactual_run"], depth=data["depth"], p=data["p"])
@@ -152,7 +152,7 @@ class PreferenceForm(forms.Form):
         return list(dict.fromkeys(versions))
 
     def start(self) -> Job:
-        from .swaps import start_preference
+        from .services import start_preference
 
         data = self.cleaned_data
         return start_preference(data["run"], separator=data["separator"], versions=data["versions"])
@@ -179,7 +179,7 @@ class CounterfactualForm(forms.Form):
         return name
 
     def start(self) -> Job:
-        from .swaps import start_counterfactual_collection
+        from .services import start_counterfactual_collection
 
         data = self.cleaned_data
         return start_counterfactual_collection(

@@ -16,6 +16,7 @@ from core.permissions import researcher_required
 from . import selectors
 from .forms import CounterfactualForm, CrboForm, LabelSensitivityForm, PreferenceForm, ReportForm
 from .models import Report
+from .services import COUNTERFACTUAL_KIND, CRBO_KIND, PREFERENCE_KIND
 
 if TYPE_CHECKING:
     from .services import LabelSensitivity
@@ -199,14 +200,10 @@ def _measurement(kind: str, pk: int) -> Job:
 
 @researcher_required
 def crbo_list(request: HttpRequest) -> HttpResponse:
-    from .swaps import CRBO_KIND
-
     return _swap_page(request, CrboForm, CRBO_KIND, "metrics/crbo_list.html", **_counterfactual_context())
 
 
 def _counterfactual_context(form: CounterfactualForm | None = None) -> dict:
-    from .swaps import COUNTERFACTUAL_KIND
-
     jobs = Job.objects.filter(kind=COUNTERFACTUAL_KIND).order_by("-created")[:20]
     return {"counterfactual_form": form or CounterfactualForm(), "counterfactual_jobs": jobs}
 
@@ -218,8 +215,6 @@ def counterfactual_create(request: HttpRequest) -> HttpResponse:
     form = CounterfactualForm(request.POST)
     if form.is_valid():
         return redirect("core:job-detail", pk=form.start().pk)
-    from .swaps import CRBO_KIND
-
     jobs = Job.objects.filter(kind=CRBO_KIND).order_by("-created")[:50]
     context = {"form": CrboForm(), "jobs": jobs, **_counterfactual_context(form)}
     return render(request, "metrics/crbo_list.html", context, status=400)
@@ -227,8 +222,6 @@ def counterfactual_create(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def crbo_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    from .swaps import CRBO_KIND
-
     job = _measurement(CRBO_KIND, pk)
     table = table_page(request, job.result["per_query"], lambda row: row[0])
     return render(request, "metrics/crbo_detail.html", {"job": job, "result": job.result, "table": table})
@@ -237,7 +230,6 @@ def crbo_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def crbo_plot(request: HttpRequest, pk: int) -> HttpResponse:
     from . import plots
-    from .swaps import CRBO_KIND
 
     job = _measurement(CRBO_KIND, pk)
     png = plots.crbo_figure([value for _, value in job.result["per_query"]], job.result["depth"])
@@ -248,8 +240,6 @@ def crbo_plot(request: HttpRequest, pk: int) -> HttpResponse:
 def crbo_csv(request: HttpRequest, pk: int) -> HttpResponse:
     from core.spreadsheet import csv_text
 
-    from .swaps import CRBO_KIND
-
     job = _measurement(CRBO_KIND, pk)
     response = HttpResponse(csv_text(["qid", "rbo"], job.result["per_query"]), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="crbo-{job.pk}.csv"'
@@ -258,15 +248,11 @@ def crbo_csv(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def preference_list(request: HttpRequest) -> HttpResponse:
-    from .swaps import PREFERENCE_KIND
-
     return _swap_page(request, PreferenceForm, PREFERENCE_KIND, "metrics/preference_list.html")
 
 
 @researcher_required
 def preference_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    from .swaps import PREFERENCE_KIND
-
     job = _measurement(PREFERENCE_KIND, pk)
     return render(request, "metrics/preference_detail.html", {"job": job, "result": job.result})
 
@@ -274,7 +260,6 @@ def preference_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def preference_plot(request: HttpRequest, pk: int) -> HttpResponse:
     from . import plots
-    from .swaps import PREFERENCE_KIND
 
     job = _measurement(PREFERENCE_KIND, pk)
     fractions = {version: won["fraction"] for version, won in job.result["wins"].items()}
