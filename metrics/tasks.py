@@ -56,14 +56,14 @@ def label_sensitivity_task(
     background_id: int | None = None,
 ) -> int:
     """Pure computation into ``job.result``: a redelivery simply computes it again."""
-    from annotation.models import Batch
+    from annotation import selectors as annotation_selectors
 
     from .formatting import sensitivity_result
 
     runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
     settings = {**settings, "cutoffs": tuple(settings.get("cutoffs", DEFAULT_CUTOFFS))}
     result = services.label_sensitivity(
-        Batch.objects.get(pk=batch_id),
+        annotation_selectors.batches().get(pk=batch_id),
         runs,
         services.ReportSettings(**settings),
         threshold=threshold,

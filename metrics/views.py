@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -17,9 +15,6 @@ from . import selectors
 from .forms import CounterfactualForm, CrboForm, LabelSensitivityForm, PreferenceForm, ReportForm
 from .models import Report
 from .services import COUNTERFACTUAL_KIND, CRBO_KIND, PREFERENCE_KIND
-
-if TYPE_CHECKING:
-    from .services import LabelSensitivity
 
 
 @researcher_required
@@ -108,78 +103,54 @@ def report_create(request: HttpRequest) -> HttpResponse:
     return redirect("core:job-detail", pk=form.start().pk)
 
 
-def run_label_sensitivity(data: dict) -> LabelSensitivity:
-    """Compute label sensitivity from a valid :class:`LabelSensitivityForm` (the API computes on request)."""
-    from annotation.models import Batch
-
-    from . import services
-
-    batch = get_object_or_404(Batch, name=data["batch"])
-    report_settings = services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"])
-    return services.label_sensitivity(
-        batch, data["runs"], report_settings, threshold=data["threshold"], background=data["background"], bar=False
-    )
-
-
 @researcher_required
 def label_sensitivity(request: HttpRequest) -> HttpResponse:
     """How the aggregation and the handling of disputed queries move the runs' bias.
 
-    POST starts the computation as a Celery task (inline without a broker) and follows its job;
-    ``?job=<id>`` shows a finished job's result with its plot (``&cutoff=`` picks the plot's cutoff).
+    POST starts the computation as a Celery task (inline without a broker) and follows its job
+    (:meth:`LabelSensitivityForm.start`); ``?job=<id>`` shows a finished job's result with its
+    plot (``&cutoff=`` picks the plot's cutoff).
     """
-    import base64
-
-    import pandas as pd
-
-    from annotation.models import Batch
-    from core.models import Job
-
-    from . import plots, services
-
     if request.method == "POST":
         form = LabelSensitivityForm(request.POST)
-        if form.is_valid():
-            data = form.cleaned_data
-            batch = Batch.objects.filter(name=data["batch"]).first()
-            if batch is None:
-                form.add_error("batch", f"no batch named {data['batch']!r}")
-            else:
-                try:
-                    job = services.start_label_sensitivity(
-                        batch,
-                        data["runs"],
-                        services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"]),
-                        threshold=data["threshold"],
-                        background=data["background"],
-                    )
-                except ServiceError as exc:
-                    form.add_error(None, str(exc))
-                else:
-                    return redirect("core:job-detail", pk=job.pk)
-        return render(request, "metrics/label_sensitivity.html", {"form": form}, status=400)
+        job = form.start() if form.is_valid() else None
+        if job is None:
+            return render(request, "metrics/label_sensitivity.html", {"form": form}, status=400)
+        return redirect("core:job-detail", pk=job.pk)
     context: dict = {"form": LabelSensitivityForm(initial=request.GET.dict() or None)}
     if "job" in request.GET:
         job = get_object_or_404(Job, pk=request.GET["job"], kind="label-sensitivity")
         if job.status != Job.Status.DONE:
             return redirect("core:job-detail", pk=job.pk)
-        result = job.result
-        table = pd.DataFrame(result["rows"]).astype({"value": float, "ci_low": float, "ci_high": float})
-        try:
-            cutoff = int(request.GET.get("cutoff", max(result["cutoffs"])))
-        except ValueError:
-            raise Http404("cutoff must be an integer") from None
-        if cutoff not in result["cutoffs"]:
-            raise Http404(f"the result has no cutoff {cutoff}")
-        context |= {
-            "job": job,
-            "result": result,
-            "changed": [r for r in result["rankings"] if r["swapped"]],
-            "set_sizes": [{"configuration": key, "size": size} for key, size in result["set_sizes"].items()],
-            "plot_cutoff": cutoff,
-            "plot": base64.b64encode(plots.sensitivity_figure(table, cutoff)).decode("ascii"),
-        }
+        context |= _sensitivity_result_context(job, request.GET.get("cutoff"))
     return render(request, "metrics/label_sensitivity.html", context)
+
+
+def _sensitivity_result_context(job: Job, cutoff: str | None) -> dict:
+    """What the page shows of a finished label-sensitivity job: its result, the rankings that
+    change, the set sizes and the plot at ``cutoff`` (default the largest; 404 if not one of them)."""
+    import base64
+
+    import pandas as pd
+
+    from . import plots
+
+    result = job.result
+    table = pd.DataFrame(result["rows"]).astype({"value": float, "ci_low": float, "ci_high": float})
+    try:
+        plot_cutoff = int(cutoff if cutoff is not None else max(result["cutoffs"]))
+    except ValueError:
+        raise Http404("cutoff must be an integer") from None
+    if plot_cutoff not in result["cutoffs"]:
+        raise Http404(f"the result has no cutoff {plot_cutoff}")
+    return {
+        "job": job,
+        "result": result,
+        "changed": [r for r in result["rankings"] if r["swapped"]],
+        "set_sizes": [{"configuration": key, "size": size} for key, size in result["set_sizes"].items()],
+        "plot_cutoff": plot_cutoff,
+        "plot": base64.b64encode(plots.sensitivity_figure(table, plot_cutoff)).decode("ascii"),
+    }
 
 
 def _swap_page(request: HttpRequest, form_class, kind: str, template: str, **extra) -> HttpResponse:

@@ -64,7 +64,6 @@ def label_sensitivity(
     rulings first).
     """
     from annotation import selectors
-    from annotation.services.results import judgments_frame, min_votes
 
     from .. import measures, sensitivity
     from ..formatting import order_sensitivity
@@ -75,12 +74,12 @@ def label_sensitivity(
     runs = list(runs)
     if not runs:
         raise ServiceError("give at least one run")
-    judgments = judgments_frame(batch)
+    judgments = selectors.judgments_frame(batch)
     if judgments.empty:
         raise ServiceError(f"batch {batch.name!r} has no usable judgments yet")
     labels = sensitivity.aggregated_labels(
         judgments,
-        min_votes=min_votes(batch),
+        min_votes=selectors.min_votes(batch),
         gold_judgments=selectors.gold_judgments(batch),
         gold=selectors.gold_labels(batch),
     )
