@@ -44,3 +44,31 @@ def gold_judgments(batch: Batch) -> pd.DataFrame:
         assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
     ).values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
     return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
+
+
+# --- batches and their judgments, for other apps (label sensitivity reads the crowd here) ---
+
+
+def batches():
+    """Every batch, for other apps' shells to look one up (``get_object_or_404(batches(), name=...)``)."""
+    return Batch.objects.all()
+
+
+def batch_by_name(name: str) -> Batch | None:
+    """The batch named ``name``, or None."""
+    return Batch.objects.filter(name=name).first()
+
+
+def judgments_frame(batch: Batch) -> pd.DataFrame:
+    """One row per usable judgment of ``batch``: ``item`` (qid), ``worker`` (pseudonym), ``label``;
+    the frame agreement and the exports count (:func:`annotation.services.results.judgments_frame`)."""
+    from .services.results import judgments_frame as usable_judgments_frame
+
+    return usable_judgments_frame(batch)
+
+
+def min_votes(batch: Batch) -> int:
+    """The fewest votes a query of ``batch`` needs for a majority label, as the export counts them."""
+    from .services.results import min_votes as export_min_votes
+
+    return export_min_votes(batch)

@@ -104,3 +104,14 @@ def exception_handler(exc, context) -> Response | None:
     if response is not None and isinstance(response.data, list):
         response.data = {"detail": response.data}
     return response
+
+
+def job_started(job) -> Response:
+    """The API's one reply to a request that started long work: 202 with the job's record
+    (:class:`~core.serializers.JobSerializer`); ``Location`` is where to poll it."""
+    from django.urls import reverse
+    from rest_framework import status
+
+    response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+    response["Location"] = reverse("job-detail", args=[job.pk])
+    return response

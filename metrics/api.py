@@ -7,10 +7,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.api import form_data, form_errors
+from core.api import form_data, form_errors, job_started
 from core.errors import ServiceError
 from core.serializers import JobSerializer
-from pooling.api import job_started
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from .counterfactual import HER_CHOICES
@@ -84,14 +83,13 @@ class LabelSensitivityView(APIView):
     def get(self, request: Request) -> Response:
         from .formatting import sensitivity_result
         from .forms import LabelSensitivityForm
-        from .views import run_label_sensitivity
 
         form = LabelSensitivityForm(request.query_params)
         if not form.is_valid():
             detail = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
             return Response({"detail": detail, "errors": form.errors}, status=400)
         try:
-            result = run_label_sensitivity(form.cleaned_data)
+            result = form.compute()
         except ServiceError as exc:
             return Response({"detail": str(exc)}, status=400)
         return Response(sensitivity_result(result))

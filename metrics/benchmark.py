@@ -1,4 +1,4 @@
-"""Benchmark of the metrics: the reference notebooks' loops against the vectorised core.
+"""Benchmark of the metrics: the reference notebooks' loops against the vectorised measures (:mod:`metrics.measures`).
 
 Run as ``python manage.py benchmark_metrics``; every mode runs in a fresh process
 (``python -m metrics.benchmark MODE ...``) so that its peak memory (``VmHWM``) is its own.
@@ -12,8 +12,8 @@ Modes:
   prefixes per query and cutoff; ARaB recomputes every prefix);
 - ``naive``: a lean pure-Python loop — dictionaries ``docid → (mag_f, mag_m)`` and
   ``qid → [docids]``, a running sum per query and cutoff;
-- ``vector``: RaB/ARaB (TF and Boolean) through :mod:`metrics.core`;
-- ``full``: every metric (RaB, ARaB, NFaiRR, TExFAIR) through :func:`metrics.core.evaluate_run`,
+- ``vector``: RaB/ARaB (TF and Boolean) through :mod:`metrics.measures`;
+- ``full``: every metric (RaB, ARaB, NFaiRR, TExFAIR) through :func:`metrics.measures.evaluate_run`,
   plus the means with bootstrap CIs (:func:`metrics.significance.summarise`).
 """
 
@@ -176,7 +176,7 @@ def _count_frames(counts: dict, collection: int):
 def vector(queries: int, docs: int, runs: int, collection: int, seed: int, full: bool = False) -> dict:
     import pandas as pd
 
-    from metrics import core, significance
+    from metrics import measures, significance
 
     counts = synthetic_counts(collection, seed)
     t0 = time.perf_counter()
@@ -191,12 +191,12 @@ def vector(queries: int, docs: int, runs: int, collection: int, seed: int, full:
         setup += time.perf_counter() - t0
         t0 = time.perf_counter()
         if full:
-            values = core.evaluate_run(frame, definitional, representative, CUTOFFS)
+            values = measures.evaluate_run(frame, definitional, representative, CUTOFFS)
             values.insert(0, "run", str(r))
             parts.append(values)
         else:
             for variant in ("tf", "bool"):
-                table = core.rank_bias(frame, definitional, CUTOFFS, variant)
+                table = measures.rank_bias(frame, definitional, CUTOFFS, variant)
                 for t in CUTOFFS:
                     results[f"{r}|RaB|{variant}|{t}"] = float(table[f"RaB@{t}"].mean())
                     results[f"{r}|ARaB|{variant}|{t}"] = float(table[f"ARaB@{t}"].mean())

@@ -1,19 +1,20 @@
-"""The metrics' names and default parameters, light enough for forms and settings objects.
+"""The metrics' default parameters, light enough for forms and settings objects (their names,
+directions and variants: :mod:`metrics.vocabulary`).
 
-The computing modules (:mod:`metrics.core`, :mod:`metrics.significance`) take their
+The computing modules (:mod:`metrics.measures`, :mod:`metrics.significance`) take their
 defaults from here, so a page, the API and a command start from the same values
 without loading numpy, pandas or scipy.
 """
 
-#: Metrics in the order of the papers' tables.
-METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
 #: Rank cutoffs of the SIGIR 2020 tables.
 DEFAULT_CUTOFFS = (5, 10, 20, 30)
+#: NFaiRR's background when no background run is given, and its variant label then.
+COLLECTION_BACKGROUND = "collection"
 #: How deep a background run is read for NFaiRR's ideal ranking.
 BACKGROUND_DEPTH = 200
 #: NFaiRR's τ: a document with at most this many representative words is neutral.
 DEFAULT_THRESHOLD = 1
-#: NFaiRR normalisers with a background run (see :mod:`metrics.core`'s docstring): the
+#: NFaiRR normalisers with a background run (see :mod:`metrics.measures`'s docstring): the
 #: background plus every compared run (default), or the background alone as the reference code.
 NORMALISERS = ("comparison", "exact")
 DEFAULT_NORMALISER = "comparison"

@@ -14,7 +14,8 @@ import pandas as pd
 
 from core.spreadsheet import csv_text
 
-from .defaults import AGGREGATIONS, DISPUTED_POLICIES, METRICS
+from .defaults import AGGREGATIONS, DISPUTED_POLICIES
+from .vocabulary import metric_position, variant_position
 
 if TYPE_CHECKING:
     from .services import LabelSensitivity
@@ -33,8 +34,8 @@ def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
     runs = list(dict.fromkeys(summary["run"]))
     order = summary.assign(
         _run=summary["run"].map(runs.index),
-        _metric=summary["metric"].map(METRICS.index),
-        _variant=summary["variant"].map(lambda v: (-1, "") if v in ("tf", "rbdf") else (0, v)),
+        _metric=summary["metric"].map(metric_position),
+        _variant=summary["variant"].map(variant_position),
     )
     order = order.sort_values(["_run", "_metric", "_variant", "cutoff"], kind="stable")
     return order.drop(columns=["_run", "_metric", "_variant"]).reset_index(drop=True)
@@ -118,8 +119,8 @@ def order_sensitivity(table: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
         _a=table["aggregation"].map(AGGREGATIONS.index),
         _d=table["disputed"].map(DISPUTED_POLICIES.index),
         _run=table["run"].map(runs.index),
-        _metric=table["metric"].map(METRICS.index),
-        _variant=table["variant"].map(lambda v: (-1, "") if v in ("tf", "rbdf") else (0, v)),
+        _metric=table["metric"].map(metric_position),
+        _variant=table["variant"].map(variant_position),
     )
     order = order.sort_values(["_a", "_d", "_run", "_metric", "_variant", "cutoff"], kind="stable")
     return order.drop(columns=["_a", "_d", "_run", "_metric", "_variant"]).reset_index(drop=True)

@@ -2,11 +2,13 @@
 
 from django import forms
 
+from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
 from core.models import Job
 from pooling.models import Collection, QuerySet, Run, WordList
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
+from . import services
 from .counterfactual import HER_CHOICES
 from .defaults import CONFIDENCE_THRESHOLD, CRBO_DEPTH, CRBO_P, DEFAULT_SAMPLES, VARIANT_VERSIONS
 from .services import parse_cutoffs
@@ -43,8 +45,6 @@ class ReportForm(forms.Form):
 
     def start(self) -> Job:
         """Build the report as a background job (page and API alike)."""
-        from . import services
-
         data = self.cleaned_data
         return services.start_report(
             data["name"],
@@ -110,6 +110,36 @@ class LabelSensitivityForm(forms.Form):
             data["bootstrap"] = DEFAULT_SAMPLES
         return data
 
+    def start(self) -> Job | None:
+        """Start label sensitivity as a job (the page). An unknown batch or a refused request
+        becomes an error of this form, and the answer is None."""
+        batch = annotation_selectors.batch_by_name(self.cleaned_data["batch"])
+        if batch is None:
+            self.add_error("batch", f"no batch named {self.cleaned_data['batch']!r}")
+            return None
+        try:
+            return self._call(services.start_label_sensitivity, batch)
+        except ServiceError as exc:
+            self.add_error(None, str(exc))
+            return None
+
+    def compute(self) -> services.LabelSensitivity:
+        """Compute label sensitivity now (the API): an unknown batch is a 404, a refused request a ServiceError."""
+        from django.shortcuts import get_object_or_404
+
+        batch = get_object_or_404(annotation_selectors.batches(), name=self.cleaned_data["batch"])
+        return self._call(services.label_sensitivity, batch, bar=False)
+
+    def _call(self, service, batch, **extra):
+        """``service`` on ``batch`` with this form's runs and settings: the one place the form's
+        fields become the arguments of :func:`~metrics.services.label_sensitivity` and
+        :func:`~metrics.services.start_label_sensitivity`."""
+        data = self.cleaned_data
+        report_settings = services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"])
+        return service(
+            batch, data["runs"], report_settings, threshold=data["threshold"], background=data["background"], **extra
+        )
+
 
 class CrboForm(forms.Form):
     """CRBO of a run against the same ranker's run on the counterfactual collection."""
@@ -132,10 +162,8 @@ class CrboForm(forms.Form):
         return data
 
     def start(self) -> Job:
-        from .swaps import start_crbo
-
         data = self.cleaned_data
-        return start_crbo(data["run"], data["counterfactual_run"], depth=data["depth"], p=data["p"])
+        return services.start_crbo(data["run"], data["counterfactual_run"], depth=data["depth"], p=data["p"])
 
 
 class PreferenceForm(forms.Form):
@@ -152,10 +180,8 @@ class PreferenceForm(forms.Form):
         return list(dict.fromkeys(versions))
 
     def start(self) -> Job:
-        from .swaps import start_preference
-
         data = self.cleaned_data
-        return start_preference(data["run"], separator=data["separator"], versions=data["versions"])
+        return services.start_preference(data["run"], separator=data["separator"], versions=data["versions"])
 
 
 class CounterfactualForm(forms.Form):
@@ -179,9 +205,7 @@ class CounterfactualForm(forms.Form):
         return name
 
     def start(self) -> Job:
-        from .swaps import start_counterfactual_collection
-
         data = self.cleaned_data
-        return start_counterfactual_collection(
+        return services.start_counterfactual_collection(
             data["collection"], data["name"], wordlist=data["wordlist"], her=data["her"]
         )

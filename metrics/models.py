@@ -13,7 +13,7 @@ from django.db import models
 
 from pooling.models import QuerySet, Run, WordList
 
-COLLECTION_BACKGROUND = "collection"
+from .defaults import COLLECTION_BACKGROUND
 
 
 class Report(models.Model):

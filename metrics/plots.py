@@ -13,14 +13,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .defaults import METRICS
-
-_NOTES = {
-    "RaB": "positive: towards male",
-    "ARaB": "positive: towards male",
-    "NFaiRR": "1: fair",
-    "TExFAIR": "1: fair",
-}
+from .vocabulary import is_rab_like, metric_position, note, variant_position
 
 
 def _png(figure: Figure) -> bytes:
@@ -32,9 +25,7 @@ def _png(figure: Figure) -> bytes:
 
 def _panels(summary: pd.DataFrame) -> list[tuple[str, str]]:
     pairs = dict.fromkeys(zip(summary["metric"], summary["variant"], strict=True))
-    return sorted(
-        pairs, key=lambda mv: (METRICS.index(mv[0]) if mv[0] in METRICS else 99, mv[1] not in ("tf", "rbdf"), mv[1])
-    )
+    return sorted(pairs, key=lambda mv: (metric_position(mv[0]), variant_position(mv[1])))
 
 
 def cutoff_figure(summary: pd.DataFrame) -> bytes:
@@ -56,11 +47,11 @@ def cutoff_figure(summary: pd.DataFrame) -> bytes:
             low, high = line["ci_low"].astype(float), line["ci_high"].astype(float)
             if low.notna().all() and high.notna().all():
                 axes.fill_between(line["cutoff"], low, high, alpha=0.15)
-        if metric in ("RaB", "ARaB"):
+        if is_rab_like(metric):
             axes.axhline(0.0, color="0.6", linewidth=0.8)
         axes.set_title(f"{metric} [{variant}]")
         axes.set_xlabel("cutoff")
-        axes.set_ylabel(_NOTES.get(metric, metric), fontsize="small")
+        axes.set_ylabel(note(metric), fontsize="small")
         axes.set_xticks(sorted(data["cutoff"].unique()))
     if panels:
         handles, labels = figure.axes[0].get_legend_handles_labels()
@@ -81,7 +72,7 @@ def distribution_figure(per_query: pd.DataFrame, cutoff: int) -> bytes:
         panel = data[(data["metric"] == metric) & (data["variant"] == variant)]
         values = [panel.loc[panel["run"] == run, "value"].dropna().to_numpy() for run in runs]
         axes.boxplot(values, tick_labels=runs, showmeans=True, flierprops={"markersize": 2})
-        if metric in ("RaB", "ARaB"):
+        if is_rab_like(metric):
             axes.axhline(0.0, color="0.6", linewidth=0.8)
         axes.set_title(f"{metric}@{cutoff} [{variant}]")
         axes.tick_params(axis="x", labelrotation=30, labelsize="small")
@@ -115,7 +106,7 @@ def sensitivity_figure(table: pd.DataFrame, cutoff: int) -> bytes:
             low = values - points["ci_low"].astype(float).to_numpy()
             high = points["ci_high"].astype(float).to_numpy() - values
             axes.errorbar(x, values, yerr=[low, high], fmt="o", markersize=3, capsize=2, label=run)
-        if metric in ("RaB", "ARaB"):
+        if is_rab_like(metric):
             axes.axhline(0.0, color="0.6", linewidth=0.8)
         axes.set_title(f"{metric}@{cutoff} [{variant}]")
         axes.set_xticks(
@@ -126,7 +117,7 @@ def sensitivity_figure(table: pd.DataFrame, cutoff: int) -> bytes:
             rotation_mode="anchor",
             fontsize="x-small",
         )
-        axes.set_ylabel(_NOTES.get(metric, metric), fontsize="small")
+        axes.set_ylabel(note(metric), fontsize="small")
     if panels:
         handles, labels = figure.axes[0].get_legend_handles_labels()
         figure.legend(handles, labels, loc="outside lower center", ncols=min(len(runs), 6))

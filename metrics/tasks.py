@@ -56,14 +56,14 @@ def label_sensitivity_task(
     background_id: int | None = None,
 ) -> int:
     """Pure computation into ``job.result``: a redelivery simply computes it again."""
-    from annotation.models import Batch
+    from annotation import selectors as annotation_selectors
 
     from .formatting import sensitivity_result
 
     runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
     settings = {**settings, "cutoffs": tuple(settings.get("cutoffs", DEFAULT_CUTOFFS))}
     result = services.label_sensitivity(
-        Batch.objects.get(pk=batch_id),
+        annotation_selectors.batches().get(pk=batch_id),
         runs,
         services.ReportSettings(**settings),
         threshold=threshold,
@@ -79,9 +79,9 @@ def label_sensitivity_task(
 @job_task
 def crbo_task(job: Job, run_id: int, counterfactual_run_id: int, depth: int, p: float) -> None:
     """CRBO of a run against its counterfactual run (read-only: a redelivery computes it again)."""
-    from .swaps import crbo_summary
-
-    summary = crbo_summary(Run.objects.get(pk=run_id), Run.objects.get(pk=counterfactual_run_id), depth=depth, p=p)
+    summary = services.crbo_summary(
+        Run.objects.get(pk=run_id), Run.objects.get(pk=counterfactual_run_id), depth=depth, p=p
+    )
     job.result = {**summary, "url": reverse("metrics:crbo-detail", args=[job.pk])}
     job.message = f"CRBO@{depth} {summary['crbo']:.4f} over {summary['queries']} queries"
 
@@ -89,9 +89,7 @@ def crbo_task(job: Job, run_id: int, counterfactual_run_id: int, depth: int, p: 
 @job_task
 def preference_task(job: Job, run_id: int, separator: str, versions: list[str]) -> None:
     """Variant preference of a run (read-only: a redelivery computes it again)."""
-    from .swaps import preference_summary
-
-    summary = preference_summary(Run.objects.get(pk=run_id), separator=separator, versions=versions)
+    summary = services.preference_summary(Run.objects.get(pk=run_id), separator=separator, versions=versions)
     job.result = {**summary, "url": reverse("metrics:preference-detail", args=[job.pk])}
     job.message = f"{summary['cases']} cases, {summary['decided']} decided"
 
@@ -101,12 +99,10 @@ def counterfactual_collection_task(job: Job, collection_id: int, name: str, word
     """Write and register a counterfactual collection; a redelivery finds one an earlier delivery registered."""
     from pooling.models import Collection, WordList
 
-    from .swaps import write_counterfactual_collection
-
     collection = Collection.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
     if collection is None:
         wordlist = WordList.objects.get(pk=wordlist_id) if wordlist_id else None
-        collection = write_counterfactual_collection(
+        collection = services.write_counterfactual_collection(
             Collection.objects.get(pk=collection_id), name, wordlist=wordlist, her=her, job=job
         )
     job.result = {"collection": collection.name, "passages": collection.passages, "url": reverse("metrics:crbo")}

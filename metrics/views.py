@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -16,9 +14,7 @@ from core.permissions import researcher_required
 from . import selectors
 from .forms import CounterfactualForm, CrboForm, LabelSensitivityForm, PreferenceForm, ReportForm
 from .models import Report
-
-if TYPE_CHECKING:
-    from .services import LabelSensitivity
+from .services import COUNTERFACTUAL_KIND, CRBO_KIND, PREFERENCE_KIND
 
 
 @researcher_required
@@ -107,78 +103,54 @@ def report_create(request: HttpRequest) -> HttpResponse:
     return redirect("core:job-detail", pk=form.start().pk)
 
 
-def run_label_sensitivity(data: dict) -> LabelSensitivity:
-    """Compute label sensitivity from a valid :class:`LabelSensitivityForm` (the API computes on request)."""
-    from annotation.models import Batch
-
-    from . import services
-
-    batch = get_object_or_404(Batch, name=data["batch"])
-    report_settings = services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"])
-    return services.label_sensitivity(
-        batch, data["runs"], report_settings, threshold=data["threshold"], background=data["background"], bar=False
-    )
-
-
 @researcher_required
 def label_sensitivity(request: HttpRequest) -> HttpResponse:
     """How the aggregation and the handling of disputed queries move the runs' bias.
 
-    POST starts the computation as a Celery task (inline without a broker) and follows its job;
-    ``?job=<id>`` shows a finished job's result with its plot (``&cutoff=`` picks the plot's cutoff).
+    POST starts the computation as a Celery task (inline without a broker) and follows its job
+    (:meth:`LabelSensitivityForm.start`); ``?job=<id>`` shows a finished job's result with its
+    plot (``&cutoff=`` picks the plot's cutoff).
     """
-    import base64
-
-    import pandas as pd
-
-    from annotation.models import Batch
-    from core.models import Job
-
-    from . import plots, services
-
     if request.method == "POST":
         form = LabelSensitivityForm(request.POST)
-        if form.is_valid():
-            data = form.cleaned_data
-            batch = Batch.objects.filter(name=data["batch"]).first()
-            if batch is None:
-                form.add_error("batch", f"no batch named {data['batch']!r}")
-            else:
-                try:
-                    job = services.start_label_sensitivity(
-                        batch,
-                        data["runs"],
-                        services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"]),
-                        threshold=data["threshold"],
-                        background=data["background"],
-                    )
-                except ServiceError as exc:
-                    form.add_error(None, str(exc))
-                else:
-                    return redirect("core:job-detail", pk=job.pk)
-        return render(request, "metrics/label_sensitivity.html", {"form": form}, status=400)
+        job = form.start() if form.is_valid() else None
+        if job is None:
+            return render(request, "metrics/label_sensitivity.html", {"form": form}, status=400)
+        return redirect("core:job-detail", pk=job.pk)
     context: dict = {"form": LabelSensitivityForm(initial=request.GET.dict() or None)}
     if "job" in request.GET:
         job = get_object_or_404(Job, pk=request.GET["job"], kind="label-sensitivity")
         if job.status != Job.Status.DONE:
             return redirect("core:job-detail", pk=job.pk)
-        result = job.result
-        table = pd.DataFrame(result["rows"]).astype({"value": float, "ci_low": float, "ci_high": float})
-        try:
-            cutoff = int(request.GET.get("cutoff", max(result["cutoffs"])))
-        except ValueError:
-            raise Http404("cutoff must be an integer") from None
-        if cutoff not in result["cutoffs"]:
-            raise Http404(f"the result has no cutoff {cutoff}")
-        context |= {
-            "job": job,
-            "result": result,
-            "changed": [r for r in result["rankings"] if r["swapped"]],
-            "set_sizes": [{"configuration": key, "size": size} for key, size in result["set_sizes"].items()],
-            "plot_cutoff": cutoff,
-            "plot": base64.b64encode(plots.sensitivity_figure(table, cutoff)).decode("ascii"),
-        }
+        context |= _sensitivity_result_context(job, request.GET.get("cutoff"))
     return render(request, "metrics/label_sensitivity.html", context)
+
+
+def _sensitivity_result_context(job: Job, cutoff: str | None) -> dict:
+    """What the page shows of a finished label-sensitivity job: its result, the rankings that
+    change, the set sizes and the plot at ``cutoff`` (default the largest; 404 if not one of them)."""
+    import base64
+
+    import pandas as pd
+
+    from . import plots
+
+    result = job.result
+    table = pd.DataFrame(result["rows"]).astype({"value": float, "ci_low": float, "ci_high": float})
+    try:
+        plot_cutoff = int(cutoff if cutoff is not None else max(result["cutoffs"]))
+    except ValueError:
+        raise Http404("cutoff must be an integer") from None
+    if plot_cutoff not in result["cutoffs"]:
+        raise Http404(f"the result has no cutoff {plot_cutoff}")
+    return {
+        "job": job,
+        "result": result,
+        "changed": [r for r in result["rankings"] if r["swapped"]],
+        "set_sizes": [{"configuration": key, "size": size} for key, size in result["set_sizes"].items()],
+        "plot_cutoff": plot_cutoff,
+        "plot": base64.b64encode(plots.sensitivity_figure(table, plot_cutoff)).decode("ascii"),
+    }
 
 
 def _swap_page(request: HttpRequest, form_class, kind: str, template: str, **extra) -> HttpResponse:
@@ -199,14 +171,10 @@ def _measurement(kind: str, pk: int) -> Job:
 
 @researcher_required
 def crbo_list(request: HttpRequest) -> HttpResponse:
-    from .swaps import CRBO_KIND
-
     return _swap_page(request, CrboForm, CRBO_KIND, "metrics/crbo_list.html", **_counterfactual_context())
 
 
 def _counterfactual_context(form: CounterfactualForm | None = None) -> dict:
-    from .swaps import COUNTERFACTUAL_KIND
-
     jobs = Job.objects.filter(kind=COUNTERFACTUAL_KIND).order_by("-created")[:20]
     return {"counterfactual_form": form or CounterfactualForm(), "counterfactual_jobs": jobs}
 
@@ -218,8 +186,6 @@ def counterfactual_create(request: HttpRequest) -> HttpResponse:
     form = CounterfactualForm(request.POST)
     if form.is_valid():
         return redirect("core:job-detail", pk=form.start().pk)
-    from .swaps import CRBO_KIND
-
     jobs = Job.objects.filter(kind=CRBO_KIND).order_by("-created")[:50]
     context = {"form": CrboForm(), "jobs": jobs, **_counterfactual_context(form)}
     return render(request, "metrics/crbo_list.html", context, status=400)
@@ -227,8 +193,6 @@ def counterfactual_create(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def crbo_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    from .swaps import CRBO_KIND
-
     job = _measurement(CRBO_KIND, pk)
     table = table_page(request, job.result["per_query"], lambda row: row[0])
     return render(request, "metrics/crbo_detail.html", {"job": job, "result": job.result, "table": table})
@@ -237,7 +201,6 @@ def crbo_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def crbo_plot(request: HttpRequest, pk: int) -> HttpResponse:
     from . import plots
-    from .swaps import CRBO_KIND
 
     job = _measurement(CRBO_KIND, pk)
     png = plots.crbo_figure([value for _, value in job.result["per_query"]], job.result["depth"])
@@ -248,8 +211,6 @@ def crbo_plot(request: HttpRequest, pk: int) -> HttpResponse:
 def crbo_csv(request: HttpRequest, pk: int) -> HttpResponse:
     from core.spreadsheet import csv_text
 
-    from .swaps import CRBO_KIND
-
     job = _measurement(CRBO_KIND, pk)
     response = HttpResponse(csv_text(["qid", "rbo"], job.result["per_query"]), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="crbo-{job.pk}.csv"'
@@ -258,15 +219,11 @@ def crbo_csv(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def preference_list(request: HttpRequest) -> HttpResponse:
-    from .swaps import PREFERENCE_KIND
-
     return _swap_page(request, PreferenceForm, PREFERENCE_KIND, "metrics/preference_list.html")
 
 
 @researcher_required
 def preference_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    from .swaps import PREFERENCE_KIND
-
     job = _measurement(PREFERENCE_KIND, pk)
     return render(request, "metrics/preference_detail.html", {"job": job, "result": job.result})
 
@@ -274,7 +231,6 @@ def preference_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def preference_plot(request: HttpRequest, pk: int) -> HttpResponse:
     from . import plots
-    from .swaps import PREFERENCE_KIND
 
     job = _measurement(PREFERENCE_KIND, pk)
     fractions = {version: won["fraction"] for version, won in job.result["wins"].items()}

@@ -3,8 +3,7 @@ from django.core.management.base import CommandError
 from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import atomic_path, atomic_write, check_writable
 from metrics import formatting, plots, selectors, services
-from metrics.core import COLLECTION_BACKGROUND
-from metrics.defaults import DEFAULT_NORMALISER, NORMALISERS
+from metrics.defaults import COLLECTION_BACKGROUND, DEFAULT_NORMALISER, NORMALISERS
 from pooling.models import QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist

@@ -1,6 +1,6 @@
 from core.cli import ProjectCommand, command_errors, get_named, name_list
 from metrics.preference import VERSIONS
-from metrics.swaps import preference_summary
+from metrics.services import preference_summary
 from pooling.models import Run
 
 

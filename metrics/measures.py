@@ -56,11 +56,11 @@ import polars as pl
 from pooling.magnitudes import magnitudes_frame
 from pooling.rank_bias import rank_bias_table, rank_matrices
 
-from .defaults import BACKGROUND_DEPTH, DEFAULT_NORMALISER, DEFAULT_THRESHOLD, NORMALISERS
+from .defaults import BACKGROUND_DEPTH, COLLECTION_BACKGROUND, DEFAULT_NORMALISER, DEFAULT_THRESHOLD, NORMALISERS
+from .vocabulary import BY_NAME, RAB_LIKE
 
-RANK_BIAS_VARIANTS = ("tf", "bool")
-TEXFAIR_VARIANTS = ("rbdf", "plain")
-COLLECTION_BACKGROUND = "collection"
+RANK_BIAS_VARIANTS = BY_NAME["RaB"].variants  # ("tf", "bool"), shared by every RaB-like metric
+TEXFAIR_VARIANTS = BY_NAME["TExFAIR"].variants  # ("rbdf", "plain"); the first is the paper's
 
 
 def validate_cutoffs(cutoffs: Sequence[int]) -> list[int]:
@@ -282,7 +282,7 @@ def evaluate_run(
     parts = []
     for variant in RANK_BIAS_VARIANTS:
         table = rank_bias(run, counts, cutoffs, variant)
-        for metric in ("RaB", "ARaB"):
+        for metric in RAB_LIKE:
             parts.append(_long(table, metric, variant, cutoffs, metric))
     fair = nfairr(
         run,
@@ -296,8 +296,9 @@ def evaluate_run(
     variant = nfairr_variant(background_name if background is not None else COLLECTION_BACKGROUND, normaliser)
     parts.append(_long(fair, "NFaiRR", variant, cutoffs, "NFaiRR"))
     exposure = texfair(run, representative_counts, cutoffs)
-    parts.append(_long(exposure, "TExFAIR", "rbdf", cutoffs, "TExFAIR"))
-    parts.append(_long(exposure, "TExFAIR", "plain", cutoffs, "TExFAIR-plain"))
+    for variant in TEXFAIR_VARIANTS:  # columns TExFAIR@k (the paper's) and TExFAIR-plain@k
+        prefix = "TExFAIR" if variant == TEXFAIR_VARIANTS[0] else f"TExFAIR-{variant}"
+        parts.append(_long(exposure, "TExFAIR", variant, cutoffs, prefix))
     return pd.concat(parts, ignore_index=True)
 
 

@@ -1,10 +1,13 @@
-"""Services of the metrics app: building bias reports, and label sensitivity.
+"""Bias reports: their settings, computing them, storing them, and starting them as jobs.
 
 Heavy work (reading runs, counting words, computing metrics, bootstrapping) happens before
 the transaction opens; the report and its result rows are written in one transaction, and
 the per-query Parquet file is written atomically before it, so a failure leaves no report.
 Counts come from :func:`pooling.services.document_counts_for`, once per word list, for the
 union of the documents of every run (top max-cutoff) and of the background run.
+
+:func:`per_query_values` is the one path from runs to per-query values: label sensitivity
+(:mod:`.labelling`) subsets it rather than computing its own.
 """
 
 from __future__ import annotations
@@ -33,9 +36,8 @@ from pooling.services import document_counts_for, register_wordlist, run_frame, 
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
-from .defaults import (
+from ..defaults import (
     BACKGROUND_DEPTH,
-    CONFIDENCE_THRESHOLD,
     DEFAULT_CUTOFFS,
     DEFAULT_NORMALISER,
     DEFAULT_SAMPLES,
@@ -43,13 +45,13 @@ from .defaults import (
     DEFAULT_THRESHOLD,
     NORMALISERS,
 )
-from .models import COLLECTION_BACKGROUND, Report, Result
+from ..models import COLLECTION_BACKGROUND, Report, Result
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-REPRESENTATIVE_WORDLIST = Path(__file__).resolve().parent / "data" / "wordlist_gender_representative.txt"
+REPRESENTATIVE_WORDLIST = Path(__file__).resolve().parents[1] / "data" / "wordlist_gender_representative.txt"
 
 
 def default_representative_wordlist() -> GenderWords:
@@ -84,10 +86,10 @@ class ReportSettings:
     nfairr_normaliser: str = DEFAULT_NORMALISER
 
     def validate(self) -> None:
-        from . import core
+        from .. import measures
 
         try:
-            core.validate_cutoffs(self.cutoffs)
+            measures.validate_cutoffs(self.cutoffs)
         except (TypeError, ValueError):
             raise ServiceError(f"cutoffs must be positive integers, got {list(self.cutoffs)}") from None
         if self.tokenizer not in TOKENIZERS:
@@ -100,6 +102,10 @@ class ReportSettings:
             raise ServiceError(
                 f"unknown NFaiRR normaliser {self.nfairr_normaliser!r}; choose one of {', '.join(NORMALISERS)}"
             )
+
+
+#: The settings a report takes when given none (a frozen value, safe as a default argument).
+DEFAULT_REPORT_SETTINGS = ReportSettings()
 
 
 class ReportInputs(TypedDict, total=False):
@@ -147,8 +153,8 @@ def compute_report(
     **inputs: Unpack[ReportInputs],
 ) -> Computed:
     """Every metric of every run over the queries of ``query_set`` it contains (no writes)."""
-    from . import significance
-    from .formatting import order_summary
+    from .. import significance
+    from ..formatting import order_summary
 
     report_settings.validate()
     runs = list(runs)
@@ -201,12 +207,12 @@ def per_query_values(
     import pandas as pd
     import polars as pl
 
-    from . import core
+    from .. import measures
 
     check_same_collection([*runs, *([background] if background else [])], "a report (and its background run)")
     words = wordlist or default_wordlist()
     representative = representative or default_representative_wordlist()
-    cutoffs = core.validate_cutoffs(report_settings.cutoffs)
+    cutoffs = measures.validate_cutoffs(report_settings.cutoffs)
     depth = max(cutoffs)
     qids = pl.Series("qid", list(qids), dtype=pl.String).to_frame()
 
@@ -226,7 +232,7 @@ def per_query_values(
     )
     parts = []
     for name, frame in frames.items():
-        values = core.evaluate_run(
+        values = measures.evaluate_run(
             frame,
             counts,
             representative_counts,
@@ -252,7 +258,7 @@ def build_report(
     """Compute (:func:`compute_report`) and store a report named ``name``: results, per-query file, provenance."""
     import polars as pl
 
-    from . import core
+    from .. import measures
 
     validate_name(name, "report")
     if Report.objects.filter(name=name).exists():
@@ -260,7 +266,7 @@ def build_report(
     computed = compute_report(query_set, runs, report_settings, **inputs)
     background, baseline = inputs.get("background"), inputs.get("baseline")
     path = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}.parquet"
-    from .formatting import PER_QUERY_COLUMNS
+    from ..formatting import PER_QUERY_COLUMNS
 
     write_parquet_atomic(pl.from_pandas(computed.per_query[PER_QUERY_COLUMNS]), path)
     by_name = {run.name: run for run in computed.runs}
@@ -273,7 +279,7 @@ def build_report(
                 wordlist=register_wordlist(computed.wordlist),
                 representative_wordlist=register_wordlist(computed.representative),
                 tokenizer=report_settings.tokenizer,
-                cutoffs=core.validate_cutoffs(report_settings.cutoffs),
+                cutoffs=measures.validate_cutoffs(report_settings.cutoffs),
                 threshold=report_settings.threshold,
                 background_run=background,
                 nfairr_normaliser=report_settings.nfairr_normaliser,
@@ -326,7 +332,7 @@ def start_report(
     baseline: Run | None = None,
 ) -> Job:
     """Build a report as a Celery task once the caller's transaction commits; returns its Job."""
-    from .tasks import build_report_task
+    from ..tasks import build_report_task
 
     return start_job(
         build_report_task,
@@ -338,126 +344,4 @@ def start_report(
         asdict(report_settings),
         background.pk if background else None,
         baseline.pk if baseline else None,
-    )
-
-
-# --- label sensitivity ---------------------------------------------------------------------
-
-
-@dataclass
-class LabelSensitivity:
-    """What :func:`label_sensitivity` found: the table, the ranking changes, and the set sizes."""
-
-    batch: str
-    runs: list[str]
-    cutoffs: list[int]
-    threshold: float
-    table: pd.DataFrame
-    rankings: pd.DataFrame
-    set_sizes: dict[tuple[str, str], int]
-    nfairr_normalisation: str
-
-
-def label_sensitivity(
-    batch,
-    runs: Sequence[Run],
-    report_settings: ReportSettings = ReportSettings(),
-    *,
-    threshold: float = CONFIDENCE_THRESHOLD,
-    wordlist: GenderWords | None = None,
-    representative: GenderWords | None = None,
-    background: Run | None = None,
-    job: Job | None = None,
-    bar: bool = True,
-) -> LabelSensitivity:
-    """Bias of ``runs`` on the non-gendered set of ``batch`` under every aggregation × disputed policy.
-
-    Labels: majority vote with the export's rule (strict plurality of at least
-    ``min_votes`` votes), Dawid-Skene seeded with the batch's gold questions, Wawa;
-    adjudications through :func:`annotation.selectors.adjudicated_labels`. The per-query values
-    are computed once over every candidate query (:func:`per_query_values`), then each set is
-    summarised as a report would be, so majority/drop equals ``bias_report`` on the exported
-    non-gendered set with the same settings (when no query is adjudicated: the export applies
-    rulings first).
-    """
-    from annotation import selectors
-    from annotation.services.results import judgments_frame, min_votes
-
-    from . import core, sensitivity
-    from .formatting import order_sensitivity
-
-    report_settings.validate()
-    if not 0 <= threshold <= 1:
-        raise ServiceError(f"the confidence threshold must be between 0 and 1, got {threshold}")
-    runs = list(runs)
-    if not runs:
-        raise ServiceError("give at least one run")
-    judgments = judgments_frame(batch)
-    if judgments.empty:
-        raise ServiceError(f"batch {batch.name!r} has no usable judgments yet")
-    labels = sensitivity.aggregated_labels(
-        judgments,
-        min_votes=min_votes(batch),
-        gold_judgments=selectors.gold_judgments(batch),
-        gold=selectors.gold_labels(batch),
-    )
-    sets = sensitivity.non_gendered_sets(labels, adjudicated=selectors.adjudicated_labels(batch), threshold=threshold)
-    candidates = sorted(set().union(*sets.values()))
-    if not candidates:
-        raise ServiceError(f"no query of batch {batch.name!r} is labelled non-gendered under any aggregation")
-    per_query = per_query_values(
-        candidates,
-        runs,
-        report_settings,
-        wordlist=wordlist,
-        representative=representative,
-        background=background,
-        job=job,
-        bar=bar,
-        source=f"the non-gendered queries of batch {batch.name!r}",
-    )
-    table = sensitivity.sensitivity_table(
-        per_query, sets, samples=report_settings.bootstrap_samples, seed=report_settings.seed
-    )
-    table = order_sensitivity(table, [run.name for run in runs])
-    if background is None:
-        normalisation = "by the collection"
-    elif report_settings.nfairr_normaliser == "exact":
-        normalisation = f"by {background.name} alone (exact original definition)"
-    else:
-        normalisation = f"by {background.name} together with every run given"
-    return LabelSensitivity(
-        batch=batch.name,
-        runs=[run.name for run in runs],
-        cutoffs=core.validate_cutoffs(report_settings.cutoffs),
-        threshold=threshold,
-        table=table,
-        rankings=sensitivity.ranking_changes(table),
-        set_sizes={key: len(qids) for key, qids in sets.items()},
-        nfairr_normalisation=normalisation,
-    )
-
-
-def start_label_sensitivity(
-    batch,
-    runs: Sequence[Run],
-    report_settings: ReportSettings,
-    *,
-    threshold: float = CONFIDENCE_THRESHOLD,
-    background: Run | None = None,
-) -> Job:
-    """Compute label sensitivity as a Celery task once the caller's transaction commits; returns its Job
-    (whose result holds :func:`sensitivity_result` and the page's URL)."""
-    from .tasks import label_sensitivity_task
-
-    report_settings.validate()
-    return start_job(
-        label_sensitivity_task,
-        "label-sensitivity",
-        f"Label sensitivity of {batch.name}",
-        batch.pk,
-        [run.pk for run in runs],
-        asdict(report_settings),
-        threshold,
-        background.pk if background else None,
     )

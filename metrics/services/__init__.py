@@ -1,0 +1,68 @@
+"""Services of the metrics app: everything that measures, stores or starts a measurement.
+
+Views, the API, forms, management commands and Celery tasks call these functions; they read
+runs through :mod:`pooling.services` and the crowd through :mod:`annotation.selectors` only,
+and leave the computing to the pure modules beside them (:mod:`metrics.measures`,
+:mod:`metrics.significance`, :mod:`metrics.sensitivity`, :mod:`metrics.rbo`,
+:mod:`metrics.preference`, :mod:`metrics.counterfactual`). One module per topic, named
+so that it is never taken for the pure module it drives:
+
+- :mod:`.reports` -- bias reports: settings, computing, storing (one transaction), starting as a job;
+- :mod:`.labelling` -- label sensitivity: the runs' bias under every way of labelling a batch;
+- :mod:`.crbo` -- CRBO of a run against its run on the counterfactual collection, as a job;
+- :mod:`.variant_preference` -- which gendered version of each document a run prefers, as a job;
+- :mod:`.counterfactual_collection` -- write and register a gender-swapped collection, as a job.
+
+Everything is re-exported here: ``from metrics import services; services.build_report(...)``.
+"""
+
+from core.errors import ServiceError
+
+from .counterfactual_collection import (
+    COUNTERFACTUAL_KIND,
+    start_counterfactual_collection,
+    write_counterfactual_collection,
+)
+from .crbo import CRBO_KIND, crbo_summary, start_crbo
+from .labelling import LabelSensitivity, label_sensitivity, start_label_sensitivity
+from .reports import (
+    REPRESENTATIVE_WORDLIST,
+    Computed,
+    ReportInputs,
+    ReportSettings,
+    build_report,
+    compute_report,
+    default_representative_wordlist,
+    parse_cutoffs,
+    per_query_values,
+    software_version,
+    start_report,
+)
+from .variant_preference import PREFERENCE_KIND, preference_summary, start_preference
+
+__all__ = [
+    "COUNTERFACTUAL_KIND",
+    "CRBO_KIND",
+    "PREFERENCE_KIND",
+    "REPRESENTATIVE_WORDLIST",
+    "Computed",
+    "LabelSensitivity",
+    "ReportInputs",
+    "ReportSettings",
+    "ServiceError",
+    "build_report",
+    "compute_report",
+    "crbo_summary",
+    "default_representative_wordlist",
+    "label_sensitivity",
+    "parse_cutoffs",
+    "per_query_values",
+    "preference_summary",
+    "software_version",
+    "start_counterfactual_collection",
+    "start_crbo",
+    "start_label_sensitivity",
+    "start_preference",
+    "start_report",
+    "write_counterfactual_collection",
+]

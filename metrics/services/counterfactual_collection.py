@@ -1,0 +1,65 @@
+"""The counterfactual collection as a service: a registered collection with every gendered
+word and first name swapped, written and registered as a new collection for the ranker's
+second run (what CRBO compares against). The swapping itself is pure
+(:mod:`metrics.counterfactual`); this module adds the cache folder, the registration and the job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.errors import ServiceError
+from core.models import Job
+from pooling.models import Collection, WordList
+
+#: The kind of the Jobs that write counterfactual collections (the CRBO page lists them).
+COUNTERFACTUAL_KIND = "metrics.counterfactual"
+
+
+def write_counterfactual_collection(
+    collection: Collection,
+    name: str,
+    *,
+    wordlist: WordList | None = None,
+    her: str = "his",
+    job: Job | None = None,
+) -> Collection:
+    """Write the counterfactual of ``collection`` (gendered words and first names swapped) into
+    the cache folder and register it as collection ``name``, ready for the ranker's second run.
+
+    The file is written whole before it is registered (:func:`metrics.counterfactual.write_counterfactual`
+    renames a finished temporary file), so a failure leaves neither file nor collection.
+    """
+    from core.names import validate_name
+    from core.progress import Progress
+    from core.storage import cache_dir
+    from pooling.services import import_collection, wordlist_of
+
+    from ..counterfactual import Swapper, swap_table, write_counterfactual
+    from .reports import default_representative_wordlist
+
+    validate_name(name, "collection")
+    if Collection.objects.filter(name=name).exists():
+        raise ServiceError(f"a collection named {name!r} exists; choose another name")
+    words = wordlist_of(wordlist) if wordlist is not None else default_representative_wordlist()
+    swapper = Swapper(swap_table(words.words.items(), her=her))
+    destination = cache_dir("counterfactual") / f"{name}.tsv.gz"
+    source = Path(collection.path)
+    with Progress(total=source.stat().st_size, description=f"Swapping {collection.name}", job=job, bar=False) as bar:
+        write_counterfactual(source, destination, swapper, progress=bar.update_to)
+    return import_collection(destination, name, job=job, bar=False).obj
+
+
+def start_counterfactual_collection(
+    collection: Collection, name: str, *, wordlist: WordList | None = None, her: str = "his"
+) -> Job:
+    """Write and register the counterfactual collection as a Celery task; returns its Job."""
+    from core.jobs import start_job
+
+    from ..tasks import counterfactual_collection_task
+
+    description = f"Counterfactual of {collection.name} as {name}"
+    wordlist_id = wordlist.pk if wordlist is not None else None
+    return start_job(
+        counterfactual_collection_task, COUNTERFACTUAL_KIND, description, collection.pk, name, wordlist_id, her
+    )

@@ -1,0 +1,145 @@
+"""Label sensitivity: how the way a batch's crowd labels are aggregated, and what is done
+with its disputed queries, moves the runs' bias.
+
+A service because it reads the crowd (through :mod:`annotation.selectors` alone) and the
+runs; the computation itself is pure (:mod:`metrics.sensitivity`). Nothing is stored: the
+command writes files, the page keeps the result in its :class:`core.models.Job`, and the API
+computes on request. The per-query values come from :func:`.reports.per_query_values`, so
+majority/drop equals a report on the exported non-gendered set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from core.errors import ServiceError
+from core.jobs import start_job
+from core.models import Job
+from pooling.models import Run
+from pooling.wordlists import GenderWords
+
+from ..defaults import CONFIDENCE_THRESHOLD
+from .reports import DEFAULT_REPORT_SETTINGS, ReportSettings, per_query_values
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class LabelSensitivity:
+    """What :func:`label_sensitivity` found: the table, the ranking changes, and the set sizes."""
+
+    batch: str
+    runs: list[str]
+    cutoffs: list[int]
+    threshold: float
+    table: pd.DataFrame
+    rankings: pd.DataFrame
+    set_sizes: dict[tuple[str, str], int]
+    nfairr_normalisation: str
+
+
+def label_sensitivity(
+    batch,
+    runs: Sequence[Run],
+    report_settings: ReportSettings = DEFAULT_REPORT_SETTINGS,
+    *,
+    threshold: float = CONFIDENCE_THRESHOLD,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
+    background: Run | None = None,
+    job: Job | None = None,
+    bar: bool = True,
+) -> LabelSensitivity:
+    """Bias of ``runs`` on the non-gendered set of ``batch`` under every aggregation × disputed policy.
+
+    Labels: majority vote with the export's rule (strict plurality of at least
+    ``min_votes`` votes), Dawid-Skene seeded with the batch's gold questions, Wawa;
+    adjudications through :func:`annotation.selectors.adjudicated_labels`. The per-query values
+    are computed once over every candidate query (:func:`per_query_values`), then each set is
+    summarised as a report would be, so majority/drop equals ``bias_report`` on the exported
+    non-gendered set with the same settings (when no query is adjudicated: the export applies
+    rulings first).
+    """
+    from annotation import selectors
+
+    from .. import measures, sensitivity
+    from ..formatting import order_sensitivity
+
+    report_settings.validate()
+    if not 0 <= threshold <= 1:
+        raise ServiceError(f"the confidence threshold must be between 0 and 1, got {threshold}")
+    runs = list(runs)
+    if not runs:
+        raise ServiceError("give at least one run")
+    judgments = selectors.judgments_frame(batch)
+    if judgments.empty:
+        raise ServiceError(f"batch {batch.name!r} has no usable judgments yet")
+    labels = sensitivity.aggregated_labels(
+        judgments,
+        min_votes=selectors.min_votes(batch),
+        gold_judgments=selectors.gold_judgments(batch),
+        gold=selectors.gold_labels(batch),
+    )
+    sets = sensitivity.non_gendered_sets(labels, adjudicated=selectors.adjudicated_labels(batch), threshold=threshold)
+    candidates = sorted(set().union(*sets.values()))
+    if not candidates:
+        raise ServiceError(f"no query of batch {batch.name!r} is labelled non-gendered under any aggregation")
+    per_query = per_query_values(
+        candidates,
+        runs,
+        report_settings,
+        wordlist=wordlist,
+        representative=representative,
+        background=background,
+        job=job,
+        bar=bar,
+        source=f"the non-gendered queries of batch {batch.name!r}",
+    )
+    table = sensitivity.sensitivity_table(
+        per_query, sets, samples=report_settings.bootstrap_samples, seed=report_settings.seed
+    )
+    table = order_sensitivity(table, [run.name for run in runs])
+    if background is None:
+        normalisation = "by the collection"
+    elif report_settings.nfairr_normaliser == "exact":
+        normalisation = f"by {background.name} alone (exact original definition)"
+    else:
+        normalisation = f"by {background.name} together with every run given"
+    return LabelSensitivity(
+        batch=batch.name,
+        runs=[run.name for run in runs],
+        cutoffs=measures.validate_cutoffs(report_settings.cutoffs),
+        threshold=threshold,
+        table=table,
+        rankings=sensitivity.ranking_changes(table),
+        set_sizes={key: len(qids) for key, qids in sets.items()},
+        nfairr_normalisation=normalisation,
+    )
+
+
+def start_label_sensitivity(
+    batch,
+    runs: Sequence[Run],
+    report_settings: ReportSettings,
+    *,
+    threshold: float = CONFIDENCE_THRESHOLD,
+    background: Run | None = None,
+) -> Job:
+    """Compute label sensitivity as a Celery task once the caller's transaction commits; returns its Job
+    (whose result holds :func:`sensitivity_result` and the page's URL)."""
+    from ..tasks import label_sensitivity_task
+
+    report_settings.validate()
+    return start_job(
+        label_sensitivity_task,
+        "label-sensitivity",
+        f"Label sensitivity of {batch.name}",
+        batch.pk,
+        [run.pk for run in runs],
+        asdict(report_settings),
+        threshold,
+        background.pk if background else None,
+    )

@@ -1,0 +1,66 @@
+"""Paired-variant preference as a service (Sundararaman & Subramanian 2022): which of the
+male, female and neutral versions of each document a run scores highest; the counting itself
+is pure (:mod:`metrics.preference`).
+
+Like CRBO (:mod:`.crbo`), a measurement is a :class:`core.models.Job` whose ``result`` holds
+the wins (plain JSON): the ``variant_preference`` command computes inline with
+:func:`preference_summary`, the page and the API start it as a task (:func:`start_preference`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from core.errors import ServiceError
+from core.models import Job
+from pooling.models import Run
+
+from ..defaults import VARIANT_VERSIONS
+
+#: The kind of the Jobs that hold variant-preference measurements (the preference page lists them).
+PREFERENCE_KIND = "metrics.preference"
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> dict:
+    """Which version of each document ``run`` scores highest (Sundararaman & Subramanian 2022).
+
+    Keys: ``run``, ``separator``, ``versions``, ``cases``, ``decided``, ``ties``,
+    ``incomplete`` and ``wins`` (``{version: {"wins": n, "fraction": f}}``, fractions over
+    the decided cases).
+    """
+    from pooling.services import run_frame
+
+    from ..preference import split_versions, variant_preference
+
+    versions = list(dict.fromkeys(v.strip() for v in versions if v.strip()))
+    if len(versions) < 2:
+        raise ServiceError("give at least two version suffixes (e.g. m,f,n)")
+    scores = split_versions(run_frame(run), separator, versions)
+    if not len(scores):
+        raise ServiceError(f"no docid of run {run.name!r} ends in {separator}<{'|'.join(versions)}>")
+    result = variant_preference(scores, versions)
+    return {
+        "run": run.name,
+        "separator": separator,
+        "versions": versions,
+        "cases": result.cases,
+        "decided": result.decided,
+        "ties": result.ties,
+        "incomplete": result.incomplete,
+        "wins": {v: {"wins": result.wins[v], "fraction": _finite(result.fraction(v))} for v in versions},
+    }
+
+
+def start_preference(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> Job:
+    """Measure variant preference as a Celery task once the caller's transaction commits."""
+    from core.jobs import start_job
+
+    from ..tasks import preference_task
+
+    description = f"Variant preference of {run.name}"
+    return start_job(preference_task, PREFERENCE_KIND, description, run.pk, separator, list(versions))
