@@ -25,7 +25,7 @@ from core.storage import cache_dir
 from ..analysis import check_tokenizer
 from ..models import Collection, ScanChunk, WordList
 from ..selectors import passage_spans, wordlist_of
-from ..tokenize import DEFAULT_TOKENIZER, TOKENIZERS
+from ..tokenize import DEFAULT_TOKENIZER
 from ..wordlists import GenderWords
 from .common import byte_progress, wait_for_chunks
 from .imports import register_wordlist
@@ -106,8 +106,7 @@ def document_counts_chunked(
     from ..readers import byte_ranges
     from ..tasks import count_scan_chunk_task
 
-    if tokenizer not in TOKENIZERS:
-        raise ServiceError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
+    check_tokenizer(tokenizer)
     path = _check_unchanged(collection)
     ranges = byte_ranges(path, chunks)
     if docids is None:
