@@ -4,7 +4,7 @@ Errors (:mod:`core.errors`), atomic files and hashing (:mod:`core.files`), cache
 staging folders (:mod:`core.storage`), names (:mod:`core.names`), bulk inserts
 (:mod:`core.db`), the :class:`~core.models.Job` progress record with its pages, API and
 task wrapper (:mod:`core.jobs`, :mod:`core.progress`, :mod:`core.tasks`, :mod:`core.sweeper`), permissions
-(:mod:`core.permissions`), command-line helpers (:mod:`core.cli`) and the whole-pipeline
-``demo`` command. Imports flow one way: apps -> core, never core -> apps (except the
-demo command, which drives every app).
+(:mod:`core.permissions`) and command-line helpers (:mod:`core.cli`). Imports flow one
+way: apps -> core, never core -> apps (the whole-pipeline ``demo`` command, which drives
+every app, lives in ``metrics``, the app on top).
 """

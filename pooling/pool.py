@@ -95,3 +95,50 @@ def pool_queries(rank_bias_by_run: Mapping[str, Mapping[str, float]], depth: int
             )
     selections = pl.concat(parts)
     return PoolResult(selections, sort_qids(selections["qid"].unique(maintain_order=True)))
+
+
+def rank_bias_by_run(
+    frames: Mapping[str, pl.DataFrame], magnitudes: pl.DataFrame, cutoff: int
+) -> dict[str, dict[str, float]]:
+    """RaB@``cutoff`` of every query of every run: run → qid → RaB, the input of :func:`pool_queries`.
+
+    ``frames``: each run's rankings (``qid, docid, rank``) by run name; ``magnitudes``: the
+    passages' gender magnitudes (:func:`pooling.magnitudes.magnitudes_frame`).
+    """
+    from .rank_bias import rank_bias_columns
+
+    column = f"RaB@{cutoff}"
+    rank_bias = {}
+    for run, frame in frames.items():
+        qids, columns = rank_bias_columns(frame, magnitudes, [cutoff])
+        rank_bias[run] = dict(zip(qids, columns[column].tolist(), strict=True))
+    return rank_bias
+
+
+def pool_provenance(
+    result: PoolResult, rank_bias_by_run: Mapping[str, Mapping[str, float]]
+) -> list[tuple[str, str, float | None, int | None, int | None]]:
+    """One row per (run, pooled query), runs in the order given, queries in the pool's order:
+    ``(run, qid, RaB or None, position in the run's female list or None, in its male list or None)``.
+
+    A pooled query a run does not contain has no RaB for that run; a query the run did not
+    select has no positions in its lists (another run brought it into the pool).
+    """
+    positions = {
+        (run, list_name, qid): position
+        for run, list_name, qid, position in result.selections.select("run", "list", "qid", "position").iter_rows()
+    }
+    rows = []
+    for run, values in rank_bias_by_run.items():
+        for qid in result.qids:
+            value = values.get(qid)
+            rows.append(
+                (
+                    run,
+                    qid,
+                    None if value is None else float(value),
+                    positions.get((run, FEMALE_LIST, qid)),
+                    positions.get((run, MALE_LIST, qid)),
+                )
+            )
+    return rows

@@ -16,7 +16,7 @@ from core.errors import InputError, ServiceError
 from core.models import Job
 from core.tasks import job_task
 
-from . import services
+from . import selectors, services
 from .models import Pool, QuerySet, Run, WordList
 from .wordlists import load_wordlist
 
@@ -37,7 +37,7 @@ def build_pool_task(
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
         words = load_wordlist(wordlist_path) if wordlist_path else None
         if wordlist_id is not None:
-            words = services.wordlist_of(WordList.objects.get(pk=wordlist_id))
+            words = selectors.wordlist_of(WordList.objects.get(pk=wordlist_id))
         pool = services.build_pool(
             name,
             QuerySet.objects.get(pk=query_set_id),

@@ -1,4 +1,4 @@
-"""Pages of the pooling app: thin shells over services and models."""
+"""Pages of the pooling app: thin shells over services, selectors and models."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from core.permissions import researcher_required
 from core.spreadsheet import write_csv
 from core.uploads import staged_uploads
 
-from . import services
+from . import selectors, services
 from .forms import ImportForm, PoolForm
 from .models import Collection, Pool, QuerySet, Run, WordList
 from .queryfiles import query_lines
@@ -40,8 +40,8 @@ def home(request: HttpRequest) -> HttpResponse:
 @researcher_required
 def pool_detail(request: HttpRequest, name: str) -> HttpResponse:
     pool = get_object_or_404(Pool, name=name)
-    runs, rows = services.pool_table(pool)
-    summary = services.summarise_pool(runs, rows)
+    runs, rows = selectors.pool_table(pool)
+    summary = selectors.summarise_pool(runs, rows)
     overlap = [  # shade at most half-strength so the dark figures stay readable
         {
             "run": run,
@@ -67,7 +67,7 @@ def pool_download(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
     if fmt not in ("tsv", "csv"):
         raise Http404("download formats: tsv, csv")
     pool = get_object_or_404(Pool, name=name)
-    runs, rows = services.pool_table(pool)
+    runs, rows = selectors.pool_table(pool)
     if fmt == "tsv":
         body = "".join(query_lines((r["qid"], r["query"]) for r in rows))
         response = HttpResponse(body, content_type="text/tab-separated-values; charset=utf-8")

@@ -108,17 +108,20 @@ def test_counts_for_a_pool_read_spans_and_equal_an_index_without_them(world, set
     import shutil
     from pathlib import Path
 
-    from pooling import services
+    from pooling import selectors, services
     from pooling.models import Collection
 
     collection = Collection.objects.get(name="tiny")
-    assert services.passage_spans(collection, pl.Series(["d2", "d4", "nope"]))["docid"].sort().to_list() == ["d2", "d4"]
+    assert selectors.passage_spans(collection, pl.Series(["d2", "d4", "nope"]))["docid"].sort().to_list() == [
+        "d2",
+        "d4",
+    ]
     with_spans = services.document_counts_for(collection, ["d1", "d2", "d4"], WORDS, "words", bar=False)
     assert with_spans.sort("docid").rows() == [("d1", 2, 0, 4), ("d2", 0, 2, 4), ("d4", 1, 1, 5)]
 
     index = Path(collection.docid_index)
     pl.read_parquet(index, columns=["docid"]).write_parquet(index)  # an index without spans
     shutil.rmtree(Path(settings.CACHE_DIR) / "counts")
-    assert services.passage_spans(collection, pl.Series(["d2"])) is None
+    assert selectors.passage_spans(collection, pl.Series(["d2"])) is None
     without = services.document_counts_for(collection, ["d1", "d2", "d4"], WORDS, "words", bar=False)
     assert without.sort("docid").equals(with_spans.sort("docid"))

@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 from django.core.management import call_command
 
-from core.errors import InputError, Skipped
-from pooling import services
+from core.errors import InputError, ServiceError, Skipped
+from pooling import selectors, services
 from pooling.models import Collection, Run, ScanChunk
 from pooling.readers import byte_ranges, line_numbers_at, read_run
 
@@ -59,7 +59,7 @@ def test_line_numbers_at_byte_positions(tmp_path):
 def test_chunked_import_equals_reading_the_run_whole(tmp_path, collection, order, chunks, settings):
     path = write_run(tmp_path / "r.trec")
     assert len(byte_ranges(path, chunks)) == chunks
-    whole = read_run(path, order=order, known_docids=services.collection_docids(collection))
+    whole = read_run(path, order=order, known_docids=selectors.collection_docids(collection))
     assert whole.interleaved_queries > 0 and whole.reordered_ties > 0  # the hard cases are there
     read = []
     real = services.parse_run_chunk
@@ -98,7 +98,7 @@ def test_skipped_lines_come_back_from_every_chunk_in_file_order(tmp_path, collec
     path.write_text("".join(lines))
     result = services.import_run(path, "r", collection, chunks=3, skip_bad_lines=True)
     expected = Skipped()
-    read_run(path, known_docids=services.collection_docids(collection), skipped=expected)
+    read_run(path, known_docids=selectors.collection_docids(collection), skipped=expected)
     assert [str(e) for e in result.skipped.errors] == [str(e) for e in expected.errors]
     assert [e.line for e in result.skipped.errors] == [10, 2999, 5990]
 
@@ -114,7 +114,7 @@ def test_a_lost_chunk_is_read_again_and_only_it(tmp_path, collection, monkeypatc
             real(chunk_id, *args)  # the worker of chunk 1 dies before marking it done
 
     monkeypatch.setattr(services, "parse_run_chunk", lost_second)
-    with pytest.raises(services.ServiceError, match=r"chunks \[1\] of the run import are not done"):
+    with pytest.raises(ServiceError, match=r"chunks \[1\] of the run import are not done"):
         services.import_run(path, "r", collection, chunks=3, timeout=0.5)
     assert not Run.objects.exists()
     lost = ScanChunk.objects.get(index=1, status=ScanChunk.Status.PENDING).pk
@@ -123,7 +123,7 @@ def test_a_lost_chunk_is_read_again_and_only_it(tmp_path, collection, monkeypatc
     )
     run = services.import_run(path, "r", collection, chunks=3).obj
     assert calls.count(lost) == 2 and len(calls) == 4  # three first, then the lost one only
-    whole = read_run(path, known_docids=services.collection_docids(collection))
+    whole = read_run(path, known_docids=selectors.collection_docids(collection))
     assert services.run_frame(run).equals(whole.frame)
 
 

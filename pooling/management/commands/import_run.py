@@ -3,6 +3,7 @@ from pathlib import Path
 from django.core.management.base import CommandError
 
 from core.cli import ProjectCommand, command_errors, get_named, report_import
+from core.names import validate_name
 from pooling import services
 from pooling.models import Collection, Run
 from pooling.readers import RUN_FORMATS
@@ -52,7 +53,7 @@ class Command(ProjectCommand):
         names = [name] if name else [run_name(path) for path in paths]
         with command_errors():
             for n in names:
-                services.validate_name(n, "run")
+                validate_name(n, "run")
         for path, run_name_ in zip(paths, names, strict=True):
             with command_errors():
                 result = services.import_run(

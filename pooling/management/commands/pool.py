@@ -4,7 +4,7 @@ from django.core.management.base import CommandError
 
 from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import check_writable
-from pooling import services
+from pooling import selectors, services
 from pooling.analysis import MAGNITUDES
 from pooling.management.commands.import_run import run_name
 from pooling.models import Collection, QuerySet, Run
@@ -67,7 +67,7 @@ class Command(ProjectCommand):
                 )
                 return
             pool = services.build_pool(o["name"], query_set, runs, settings, words, bar=o["verbosity"] > 0)
-        summary = services.summarise_pool(*services.pool_table(pool))
+        summary = selectors.summarise_pool(*selectors.pool_table(pool))
         self.stdout.write(
             self.style.SUCCESS(f"Pool {pool.name!r}: {summary['size']:,} unique queries from {2 * len(runs)} lists")
         )

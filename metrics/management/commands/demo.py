@@ -1,4 +1,8 @@
-"""The whole researcher's path on synthetic data, on the embedded default (``bin/demo``)."""
+"""The whole researcher's path on synthetic data, on the embedded default (``bin/demo``).
+
+It drives every app (pooling -> annotation -> metrics), so it lives in the app on top:
+imports flow downwards, and ``core`` imports no app.
+"""
 
 from pathlib import Path
 

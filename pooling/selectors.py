@@ -1,0 +1,161 @@
+"""Reads of pooling state: what pages, the API, services and other apps need to know.
+
+Selectors pull, services push (:mod:`pooling.services`). Nothing here writes to the
+database. Two reads may write a derived file: when a collection's docid index or a run's
+normalised Parquet file has been removed from ``settings.CACHE_DIR``, it is rebuilt from
+the imported file, exactly as the import wrote it (a cache, not state: the database
+records what was imported either way). Heavy libraries are imported inside the
+functions, so importing this module stays light (tests/core/test_startup.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.errors import ServiceError, Skipped
+from core.files import file_sha256, write_parquet_atomic
+
+from .models import Collection, Pool, Run, WordList
+from .wordlists import GenderWords, wordlist_from_mapping
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# --- collections -----------------------------------------------------------------------
+
+
+def docid_index(collection: Collection) -> Path:
+    """The collection's docid index (``docid``, and for plain files ``start, length``), rebuilt
+    if the cache was cleared."""
+    from .readers import scan_collection
+
+    index_path = Path(collection.docid_index)
+    if not index_path.exists():
+        index_path.parent.mkdir(parents=True, exist_ok=True)
+        scan = scan_collection(collection.path, index_path=index_path)
+        if scan.sha256 != collection.sha256:
+            index_path.unlink()
+            raise ServiceError(f"collection {collection.name!r}: {collection.path} changed since it was imported")
+    return index_path
+
+
+def collection_docids(collection: Collection) -> pl.Series:
+    """Every docid of the collection, from its index."""
+    import polars as pl
+
+    return pl.read_parquet(docid_index(collection), columns=["docid"])["docid"].cast(pl.String)
+
+
+def passage_spans(collection: Collection, docids: pl.Series) -> pl.DataFrame | None:
+    """``docid, start, length`` of those ``docids`` in the collection's file; ``None`` when its
+    index has no spans (a gzipped file, or an index written before spans were kept)."""
+    import polars as pl
+
+    index_path = docid_index(collection)
+    if "start" not in pl.read_parquet_schema(index_path):
+        return None
+    wanted = docids.cast(pl.String).to_frame("docid").lazy()
+    index = pl.scan_parquet(index_path).with_columns(pl.col("docid").cast(pl.String))
+    return index.join(wanted, on="docid", how="semi").collect()
+
+
+# --- runs ------------------------------------------------------------------------------
+
+
+def run_frame(run: Run) -> pl.DataFrame:
+    """The normalised run (``qid, docid, rank, score``).
+
+    If the cached file is gone it is rebuilt from the run file, exactly as imported: the
+    file must still have the imported content, lines are checked against the collection
+    and bad ones skipped as ``--skip-bad-lines`` did, and the row count must match.
+    """
+    import polars as pl
+
+    from .readers import read_run
+
+    data = Path(run.data)
+    if data.exists():
+        return pl.read_parquet(data)
+    if not Path(run.path).is_file() or file_sha256(run.path) != run.sha256:
+        raise ServiceError(
+            f"run {run.name!r}: its cache is gone and {run.path} is missing or changed since it was imported"
+        )
+    table = read_run(run.path, order=run.order, known_docids=collection_docids(run.collection), skipped=Skipped())
+    if len(table.frame) != run.rows:
+        raise ServiceError(f"run {run.name!r}: rebuilding its cache gave {len(table.frame)} rows, not {run.rows}")
+    data.parent.mkdir(parents=True, exist_ok=True)
+    write_parquet_atomic(table.frame, data)
+    return table.frame
+
+
+def top_rankings(runs: Sequence[Run], qids, depth: int, source: str) -> dict:
+    """Each run's rankings down to ``depth`` for the ``qids`` (a polars Series), by run name.
+
+    The check pools and reports share: a run that holds none of the queries is an error
+    naming the run and ``source`` (the query set), never an empty column of results.
+    """
+    import polars as pl
+
+    frames = {}
+    for run in runs:
+        frame = run_frame(run).filter(pl.col("rank") <= depth).join(qids.to_frame(), on="qid", how="semi")
+        if not len(frame):
+            raise ServiceError(f"run {run.name!r} contains none of the queries of {source}")
+        frames[run.name] = frame
+    return frames
+
+
+# --- word lists ------------------------------------------------------------------------
+
+
+def wordlist_of(record: WordList) -> GenderWords:
+    """The word list a stored record holds (the record keeps its words, not a file)."""
+    return wordlist_from_mapping(record.words, record.name)
+
+
+# --- pools -----------------------------------------------------------------------------
+
+
+def pool_table(pool: Pool) -> tuple[list[str], list[dict]]:
+    """Rows for the pool page and download: one per pooled query, with its RaB per run and
+    where each run's lists put it (``selected``: run → (female position, male position))."""
+    from .pool import sort_qids
+
+    runs = [run.name for run in pool.runs.order_by("name")]
+    rows: dict[str, dict] = {}
+    for qid, text, run, rab, female, male in pool.entries.values_list(
+        "query__qid", "query__text", "run__name", "rank_bias", "female_position", "male_position"
+    ):
+        row = rows.setdefault(qid, {"qid": qid, "query": text, "rab": {}, "selected": {}, "lists": []})
+        row["rab"][run] = rab
+        if female or male:
+            row["selected"][run] = (female, male)
+        if female:
+            row["lists"].append(f"{run}:female#{female}")
+        if male:
+            row["lists"].append(f"{run}:male#{male}")
+    return runs, [rows[qid] for qid in sort_qids(rows)]
+
+
+def summarise_pool(runs: list[str], rows: list[dict]) -> dict:
+    """Size, per-list counts and pairwise overlap (Jaccard) between runs' selections, from ``pool_table``."""
+    selected = {run: {row["qid"] for row in rows if run in row["selected"]} for run in runs}
+    overlap = [
+        [
+            len(selected[a] & selected[b]) / len(selected[a] | selected[b]) if selected[a] | selected[b] else 0.0
+            for b in runs
+        ]
+        for a in runs
+    ]
+    per_list = [
+        {
+            "run": run,
+            "female": sum(1 for row in rows if row["selected"].get(run, (None, None))[0]),
+            "male": sum(1 for row in rows if row["selected"].get(run, (None, None))[1]),
+            "only_here": len(selected[run] - set().union(*(selected[o] for o in runs if o != run))),
+        }
+        for run in runs
+    ]
+    return {"size": len(rows), "runs": runs, "per_list": per_list, "overlap": overlap}

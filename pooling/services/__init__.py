@@ -1,0 +1,65 @@
+"""Services of the pooling app: everything that changes its state.
+
+Views, serializers, management commands and Celery tasks call these functions for every
+write; reads live in :mod:`pooling.selectors`. Heavy reading happens before any
+transaction opens; the database writes of one import or pool happen in one transaction,
+so bad input or an interruption leaves nothing half-written. Derived files (docid
+indexes, normalised runs, count caches) are written atomically under
+``settings.CACHE_DIR`` and named by content hash, so a retry or a second import of the
+same file reuses them. Grouped by topic:
+
+- :mod:`.imports` -- collections, query sets and word lists registered; the one entry
+  point of the four imports (``import_file``) and its background job (``start_import``);
+- :mod:`.runs` -- runs read, checked and normalised into Parquet, whole or split over
+  Celery workers (``parse_run_chunk`` is the body of one chunk's task);
+- :mod:`.counts` -- gender-word counts of passages, cached, or one scan split over
+  workers (``count_scan_chunk`` is the body of one chunk's task);
+- :mod:`.pools` -- pools built (read, computed by :mod:`pooling.pool`, stored in one
+  transaction), started as a job, written as query files;
+- :mod:`.common` -- what they share: ``ImportResult``, the byte progress of a pass over a
+  file, the wait on a split job's chunk rows.
+
+``run_frame``, ``top_rankings`` and ``wordlist_of`` are reads (:mod:`pooling.selectors`),
+re-exported here because ``metrics`` imports them from here.
+"""
+
+from ..selectors import run_frame, top_rankings, wordlist_of
+from .common import ImportResult
+from .counts import count_scan_chunk, document_counts_chunked, document_counts_for
+from .imports import (
+    IMPORT_KINDS,
+    create_query_set,
+    import_collection,
+    import_file,
+    import_queries,
+    import_wordlist,
+    register_wordlist,
+    start_import,
+)
+from .pools import PoolSettings, build_pool, start_pool, write_query_file
+from .runs import import_run, parse_run_chunk, read_run_chunked
+
+__all__ = [
+    "IMPORT_KINDS",
+    "ImportResult",
+    "PoolSettings",
+    "build_pool",
+    "count_scan_chunk",
+    "create_query_set",
+    "document_counts_chunked",
+    "document_counts_for",
+    "import_collection",
+    "import_file",
+    "import_queries",
+    "import_run",
+    "import_wordlist",
+    "parse_run_chunk",
+    "read_run_chunked",
+    "register_wordlist",
+    "run_frame",
+    "start_import",
+    "start_pool",
+    "top_rankings",
+    "wordlist_of",
+    "write_query_file",
+]

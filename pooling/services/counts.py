@@ -1,0 +1,159 @@
+"""Gender-word counts of passages (``docid, f, m, length``): cached, or one scan split over workers.
+
+Counting reads the collection's file, so it is the slow step of a pool or a report.
+:func:`document_counts_for` is the cached entry point: the cache is per (collection
+content, word list content, tokenizer), grows with the passages analyses ask for, and
+reads only those passages' bytes when the docid index holds their spans.
+:func:`document_counts_chunked` splits one scan over Celery workers, each chunk a
+:class:`~pooling.models.ScanChunk` row that is idempotent on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from django.db import transaction
+
+from core.errors import ServiceError
+from core.files import write_parquet_atomic
+from core.models import Job
+from core.storage import cache_dir
+
+from ..analysis import check_tokenizer
+from ..models import Collection, ScanChunk, WordList
+from ..selectors import passage_spans, wordlist_of
+from ..tokenize import DEFAULT_TOKENIZER
+from ..wordlists import GenderWords
+from .common import byte_progress, wait_for_chunks
+from .imports import register_wordlist
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def document_counts_for(
+    collection: Collection,
+    docids: Iterable[str] | pl.Series,
+    wordlist: GenderWords,
+    tokenizer: str = DEFAULT_TOKENIZER,
+    *,
+    job: Job | None = None,
+    bar: bool = True,
+) -> pl.DataFrame:
+    """Counts ``docid, f, m, length`` for ``docids``, from the cache or one pass over the collection.
+
+    The cache is per (collection content, word list content, tokenizer) and grows with
+    the documents analyses ask for.
+    """
+    import polars as pl
+
+    from .. import magnitudes as mag
+
+    check_tokenizer(tokenizer)
+    wanted = pl.Series("docid", docids, dtype=pl.String).unique()
+    cache = cache_dir("counts") / f"{collection.sha256[:20]}-{wordlist.sha256[:20]}-{tokenizer}.parquet"
+    cached = pl.read_parquet(cache) if cache.exists() else pl.DataFrame(schema=mag.COUNT_SCHEMA)
+    missing = wanted.to_frame().join(cached.select("docid"), on="docid", how="anti")["docid"]
+    if len(missing):
+        path = _check_unchanged(collection)
+        spans = passage_spans(collection, missing)
+        with byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
+            if spans is None:  # one pass over the whole file
+                fresh = mag.document_counts(path, missing, wordlist, tokenizer, progress=progress.update_to)
+            else:  # just the passages' bytes, found in the index
+                fresh = mag.document_counts_at(path, spans, wordlist, tokenizer, progress=progress.update_to)
+        cached = pl.concat([cached, fresh])
+        write_parquet_atomic(cached, cache)
+    return cached.join(wanted.to_frame(), on="docid", how="semi")
+
+
+def _check_unchanged(collection: Collection) -> Path:
+    """The collection's file, if it is still there with the imported size (the spans in its
+    index are byte offsets into it)."""
+    path = Path(collection.path)
+    if not path.is_file() or path.stat().st_size != collection.size:
+        raise ServiceError(
+            f"collection {collection.name!r}: {path} is missing or changed since it was imported; import it again"
+        )
+    return path
+
+
+def document_counts_chunked(
+    collection: Collection,
+    docids: Iterable[str] | pl.Series | None,
+    wordlist: GenderWords,
+    tokenizer: str = DEFAULT_TOKENIZER,
+    *,
+    chunks: int = 2,
+    timeout: float = 3600.0,
+) -> pl.DataFrame:
+    """Counts ``docid, f, m, length`` for ``docids``, the collection scan split over Celery workers.
+
+    The file is cut into ``chunks`` byte ranges at line starts (a gzipped file cannot be
+    split: it is one chunk), each counted by a ``count_scan_chunk_task``, and the chunks'
+    counts concatenated (every line is in exactly one chunk, so this equals one pass).
+    Each chunk is a :class:`ScanChunk` row: calling again after a lost worker counts only
+    the chunks still pending, and a done chunk is never counted twice. Completion is read
+    from those rows (the project keeps no Celery result backend), waiting up to ``timeout``
+    seconds. ``docids=None`` counts every passage (no id filter per block).
+    """
+    import polars as pl
+    from celery import group
+
+    from ..readers import byte_ranges
+    from ..tasks import count_scan_chunk_task
+
+    check_tokenizer(tokenizer)
+    path = _check_unchanged(collection)
+    ranges = byte_ranges(path, chunks)
+    if docids is None:
+        wanted_sha = "all"
+    else:
+        wanted = pl.Series("docid", docids, dtype=pl.String).unique().sort()
+        wanted_sha = hashlib.sha256("\n".join(wanted.to_list()).encode()).hexdigest()
+    key = f"{collection.sha256[:16]}-{wordlist.sha256[:16]}-{tokenizer}-{wanted_sha[:16]}-{len(ranges)}"
+    wanted_path = cache_dir("scans", key) / "docids.parquet"
+    if docids is not None and not wanted_path.exists():
+        write_parquet_atomic(wanted.to_frame(), wanted_path)
+    record = register_wordlist(wordlist)
+    with transaction.atomic():
+        for index, (start, end) in enumerate(ranges):
+            ScanChunk.objects.get_or_create(key=key, index=index, defaults={"start": start, "end": end})
+    pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
+    if pending:
+        group(count_scan_chunk_task.s(pk, collection.pk, record.pk, tokenizer) for pk in pending).apply_async()
+        wait_for_chunks(key, timeout)
+    done = list(ScanChunk.objects.filter(key=key).order_by("index"))
+    unfinished = [chunk.index for chunk in done if chunk.status != ScanChunk.Status.DONE]
+    if unfinished:
+        raise ServiceError(f"chunks {unfinished} of the scan are not done; run again to count them")
+    return pl.concat([pl.read_parquet(chunk.result) for chunk in done])
+
+
+def count_scan_chunk(chunk_id: int, collection_id: int, wordlist_id: int, tokenizer: str) -> None:
+    """Count one chunk of a split scan (the body of ``count_scan_chunk_task``).
+
+    Idempotent: a done chunk is left alone; otherwise the counts file is written
+    atomically first and the chunk marked done after, so a worker lost in between leaves
+    the chunk pending (to be redone) rather than done without its file.
+    """
+    import polars as pl
+
+    from .. import magnitudes as mag
+
+    chunk = ScanChunk.objects.get(pk=chunk_id)
+    if chunk.status == ScanChunk.Status.DONE and Path(chunk.result).exists():
+        return
+    collection = Collection.objects.get(pk=collection_id)
+    path = _check_unchanged(collection)
+    folder = cache_dir("scans", chunk.key)
+    wanted_path = folder / "docids.parquet"  # absent: every passage
+    wanted = pl.read_parquet(wanted_path)["docid"] if wanted_path.exists() else None
+    words = wordlist_of(WordList.objects.get(pk=wordlist_id))
+    counts = mag.document_counts(path, wanted, words, tokenizer, byte_range=(chunk.start, chunk.end))
+    result = folder / f"chunk-{chunk.index}.parquet"
+    write_parquet_atomic(counts, result)
+    ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.DONE, result=str(result))

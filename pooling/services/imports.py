@@ -1,0 +1,185 @@
+"""Registering what the researcher brings: collections, query sets and word lists, and the
+one entry point of the four imports for pages, the API and their background task.
+
+Every import is idempotent: the same content under the same name changes nothing, the
+same name for different content is refused. The file is read and checked before a
+transaction opens; the rows are written in one transaction. A collection is registered,
+never copied: its text stays in its file, and only its docid index is written (under
+``settings.CACHE_DIR``, moved into place once the import is accepted).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from django.db import transaction
+
+from core.db import insert_rows
+from core.errors import InputError, ServiceError, Skipped
+from core.files import file_sha256
+from core.jobs import start_job
+from core.models import Job
+from core.names import validate_name
+from core.storage import cache_dir, staging_path
+
+from ..models import Collection, Query, QuerySet, Run, WordList
+from ..wordlists import GenderWords, default_wordlist, load_wordlist
+from .common import ImportResult, byte_progress
+from .runs import import_run
+
+#: What the site and the API can import, and what each is called in messages.
+IMPORT_KINDS = {"collection": "collection", "queries": "query set", "run": "run", "wordlist": "word list"}
+
+
+def import_collection(
+    path: str | Path, name: str, *, skip_bad_lines: bool = False, job: Job | None = None, bar: bool = True
+) -> ImportResult:
+    """Register a passage collection (the text stays in its file).
+
+    Importing the same file under the same name again changes nothing; the same name
+    for different content is refused, and leaves no docid index behind. The index is
+    written to a staging file and moved into place only once the import is accepted.
+    """
+    from ..readers import scan_collection
+
+    validate_name(name, "collection")
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise InputError(path, None, "no such file")
+    skipped = Skipped() if skip_bad_lines else None
+    staging = staging_path(f"collection-{path.name}.parquet")
+    try:
+        with byte_progress(path, f"Scanning {path.name}", job, bar) as progress:
+            scan = scan_collection(path, index_path=staging, progress=progress.update_to, skipped=skipped)
+        existing = Collection.objects.filter(name=name).first()
+        if existing is not None and existing.sha256 != scan.sha256:
+            raise ServiceError(f"a collection named {name!r} already exists with different content ({existing.path})")
+        index_path = cache_dir("collections") / f"{scan.sha256}.parquet"
+        os.replace(staging, index_path)
+    finally:
+        staging.unlink(missing_ok=True)
+    if existing is not None:
+        return ImportResult(existing, False, skipped or Skipped())
+    with transaction.atomic():
+        collection = Collection.objects.create(
+            name=name,
+            path=str(path),
+            size=scan.size,
+            sha256=scan.sha256,
+            passages=scan.passages,
+            docid_index=str(index_path),
+        )
+    return ImportResult(collection, True, skipped or Skipped())
+
+
+def import_queries(path: str | Path, name: str, *, skip_bad_lines: bool = False) -> ImportResult:
+    """Register a query set from a ``qid<TAB>query`` file (idempotent, all or nothing)."""
+    from ..queryfiles import read_queries
+
+    validate_name(name, "query set")
+    path = Path(path).resolve()
+    skipped = Skipped() if skip_bad_lines else None
+    queries = read_queries(path, skipped=skipped)
+    sha = file_sha256(path)
+    existing = QuerySet.objects.filter(name=name).first()
+    if existing is not None:
+        if existing.sha256 == sha:
+            return ImportResult(existing, False, skipped or Skipped())
+        raise ServiceError(f"a query set named {name!r} already exists with different content")
+    with transaction.atomic():
+        query_set = create_query_set(name, queries, origin=QuerySet.Origin.IMPORTED, source=str(path), sha256=sha)
+    return ImportResult(query_set, True, skipped or Skipped())
+
+
+def create_query_set(
+    name: str,
+    queries: Iterable[tuple[str, str]],
+    *,
+    origin: str,
+    source: str = "",
+    sha256: str = "",
+    description: str = "",
+) -> QuerySet:
+    """Create a query set with its queries (callers hold the transaction).
+
+    The one way a query set comes to be: imported, pooled, exported from a batch, or
+    made by a benchmark or a test.
+    """
+    validate_name(name, "query set")
+    if QuerySet.objects.filter(name=name).exists():
+        raise ServiceError(f"a query set named {name!r} already exists")
+    query_set = QuerySet.objects.create(name=name, origin=origin, source=source, sha256=sha256, description=description)
+    insert_rows(
+        Query,
+        ["query_set_id", "qid", "text", "position"],
+        ((query_set.pk, qid, text, i) for i, (qid, text) in enumerate(queries)),
+    )
+    return query_set
+
+
+def register_wordlist(words: GenderWords | None = None) -> WordList:
+    """The stored record of a word list (default: the 32 + 32 definitional words).
+
+    Records are keyed by content: pools and reports that used the same words share one.
+    """
+    words = words or default_wordlist()
+    record, _ = WordList.objects.get_or_create(sha256=words.sha256, defaults={"name": words.name, "words": words.words})
+    return record
+
+
+def import_wordlist(path: str | Path, name: str) -> ImportResult:
+    """Register a ``word,f|m`` word list under ``name`` (the same content twice changes nothing)."""
+    validate_name(name, "word list")
+    words = load_wordlist(Path(path).resolve(), name)
+    existing = WordList.objects.filter(sha256=words.sha256).first()
+    if existing is not None:
+        return ImportResult(existing, False, Skipped())
+    return ImportResult(register_wordlist(words), True, Skipped())
+
+
+def import_file(
+    kind: str, path: str | Path, name: str, options: dict, *, job: Job | None = None, bar: bool = True
+) -> ImportResult:
+    """One entry point for the four imports (``options``: ``skip_bad_lines``, and for runs
+    ``collection`` and ``order``), as pages, the API and their background task call them."""
+    skip = bool(options.get("skip_bad_lines"))
+    if kind == "collection":
+        return import_collection(path, name, skip_bad_lines=skip, job=job, bar=bar)
+    if kind == "queries":
+        return import_queries(path, name, skip_bad_lines=skip)
+    if kind == "run":
+        collection = Collection.objects.filter(name=options.get("collection", "")).first()
+        if collection is None:
+            raise ServiceError(f"collection: no collection named {options.get('collection')!r}; import it first")
+        return import_run(path, name, collection, order=options.get("order", Run.Order.SCORE), skip_bad_lines=skip)
+    if kind == "wordlist":
+        return import_wordlist(path, name)
+    raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
+
+
+def start_import(
+    kind: str, path: str | Path, name: str, options: dict, *, uploaded: bool = False, file_name: str = ""
+) -> Job:
+    """Import a file as a Celery task once the caller's transaction commits; returns its Job.
+
+    ``uploaded``: the file was uploaded for this import (under ``uploads/``); it is removed
+    if the import fails or finds the same content already imported, and kept otherwise
+    (a collection stays in its file). ``file_name``: the name the uploader gave the file.
+    """
+    if kind not in IMPORT_KINDS:
+        raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
+    validate_name(name, IMPORT_KINDS[kind])
+    from ..tasks import import_task
+
+    return start_job(
+        import_task,
+        "import",
+        f"Import {IMPORT_KINDS[kind]} {name} from {file_name or Path(path).name}",
+        kind,
+        str(path),
+        name,
+        dict(options),
+        uploaded,
+    )

@@ -1,0 +1,194 @@
+"""Pools: the most female- and male-leaning queries of every run, stored with their provenance.
+
+:func:`build_pool` reads before it writes: the runs' top rankings and the passages'
+gender-word counts (the slow part, cached by :mod:`.counts`) are read and the pool
+computed (:mod:`pooling.pool`, pure) before one transaction stores the pooled queries as
+a new query set named like the pool, the pool's settings and one entry per (query, run).
+An interruption leaves no half-made pool, so the same request can simply run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from django.db import transaction
+
+from core.db import insert_rows
+from core.errors import ServiceError
+from core.jobs import start_job
+from core.models import Job
+from core.names import validate_name
+
+from ..analysis import check_at_least_one, check_magnitude, check_same_collection, check_tokenizer
+from ..models import Pool, PoolEntry, QuerySet, Run, WordList
+from ..queryfiles import write_queries
+from ..selectors import top_rankings
+from ..tokenize import DEFAULT_TOKENIZER
+from ..wordlists import GenderWords, default_wordlist
+from .counts import document_counts_for
+from .imports import create_query_set, register_wordlist
+
+if TYPE_CHECKING:
+    from ..pool import PoolResult
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    rank_cutoff: int = 10
+    depth: int = 500
+    magnitude: str = "tf"
+    tokenizer: str = DEFAULT_TOKENIZER
+
+    def validate(self) -> None:
+        check_at_least_one(self.rank_cutoff, "rank cutoff")
+        check_at_least_one(self.depth, "pool depth")
+        check_magnitude(self.magnitude)
+        check_tokenizer(self.tokenizer)
+
+
+def build_pool(
+    name: str,
+    query_set: QuerySet,
+    runs: Sequence[Run],
+    pool_settings: PoolSettings = PoolSettings(),
+    wordlist: GenderWords | None = None,
+    *,
+    job: Job | None = None,
+    bar: bool = True,
+) -> Pool:
+    """Pool the most female- and male-leaning queries of every run.
+
+    Builds, per run, RaB@cutoff over the queries of ``query_set`` the run contains, the
+    two lists, and their union; stores the pooled queries as a new query set named like
+    the pool, with provenance per (query, run).
+    """
+    from ..pool import pool_queries
+
+    _check_pool_request(name, runs, pool_settings)
+    words = wordlist or default_wordlist()
+    texts = dict(query_set.queries.values_list("qid", "text"))
+    rank_bias = _rank_bias_by_run(query_set, list(texts), runs, pool_settings, words, job=job, bar=bar)
+    result = pool_queries(rank_bias, pool_settings.depth)
+    return _store_pool(name, query_set, runs, pool_settings, words, texts, rank_bias, result)
+
+
+def _check_pool_request(name: str, runs: Sequence[Run], pool_settings: PoolSettings) -> None:
+    """Refuse a pool before any reading: bad settings or name, runs over several collections,
+    or a name a pool or a query set already has (the pooled queries become a query set)."""
+    pool_settings.validate()
+    validate_name(name, "pool")
+    check_same_collection(runs, "a pool")
+    if Pool.objects.filter(name=name).exists() or QuerySet.objects.filter(name=name).exists():
+        raise ServiceError(f"a pool or query set named {name!r} already exists; choose another name")
+
+
+def _rank_bias_by_run(
+    query_set: QuerySet,
+    qids: list[str],
+    runs: Sequence[Run],
+    pool_settings: PoolSettings,
+    words: GenderWords,
+    *,
+    job: Job | None,
+    bar: bool,
+) -> dict[str, dict[str, float]]:
+    """RaB@cutoff of each run's queries among ``qids``: run name → qid → RaB.
+
+    Reads the runs' top ``rank_cutoff`` documents, counts gender words in those passages
+    only (cached), and leaves the arithmetic to :func:`pooling.pool.rank_bias_by_run`.
+    """
+    import polars as pl
+
+    from .. import magnitudes as mag
+    from ..pool import rank_bias_by_run
+
+    frames = top_rankings(
+        runs, pl.Series("qid", qids, dtype=pl.String), pool_settings.rank_cutoff, repr(query_set.name)
+    )
+    docids = pl.concat([f["docid"] for f in frames.values()]).unique()
+    counts = document_counts_for(runs[0].collection, docids, words, pool_settings.tokenizer, job=job, bar=bar)
+    magnitudes = mag.magnitudes_frame(counts, pool_settings.magnitude)
+    return rank_bias_by_run(frames, magnitudes, pool_settings.rank_cutoff)
+
+
+def _store_pool(
+    name: str,
+    query_set: QuerySet,
+    runs: Sequence[Run],
+    pool_settings: PoolSettings,
+    words: GenderWords,
+    texts: dict[str, str],
+    rank_bias: dict[str, dict[str, float]],
+    result: PoolResult,
+) -> Pool:
+    """Write the pool in one transaction: its query set, its record, and one entry per (query, run)."""
+    from ..pool import pool_provenance
+
+    provenance = pool_provenance(result, rank_bias)
+    with transaction.atomic():
+        pooled = create_query_set(
+            name,
+            [(qid, texts[qid]) for qid in result.qids],
+            origin=QuerySet.Origin.POOL,
+            source=f"pool of {query_set.name}",
+            description=f"Top {pool_settings.depth} of the female- and male-leaning lists of {len(runs)} run(s)",
+        )
+        pool = Pool.objects.create(
+            name=name,
+            source=query_set,
+            queries=pooled,
+            wordlist=register_wordlist(words),
+            rank_cutoff=pool_settings.rank_cutoff,
+            depth=pool_settings.depth,
+            magnitude=pool_settings.magnitude,
+            tokenizer=pool_settings.tokenizer,
+        )
+        pool.runs.set(runs)
+        query_ids = dict(pooled.queries.values_list("qid", "pk"))
+        run_ids = {run.name: run.pk for run in runs}
+        insert_rows(
+            PoolEntry,
+            ["pool_id", "query_id", "run_id", "rank_bias", "female_position", "male_position"],
+            [
+                (pool.pk, query_ids[qid], run_ids[run], value, female, male)
+                for run, qid, value, female, male in provenance
+            ],
+        )
+    return pool
+
+
+def start_pool(
+    name: str,
+    query_set: QuerySet,
+    runs: Sequence[Run],
+    pool_settings: PoolSettings,
+    wordlist_path: str = "",
+    *,
+    wordlist: WordList | None = None,
+) -> Job:
+    """Build a pool as a Celery task once the caller's transaction commits; returns its Job.
+
+    The word list is a file (``wordlist_path``, the command's ``--wordlist``) or an
+    imported one (``wordlist``, the pool form's choice); neither means the built-in list.
+    """
+    from ..tasks import build_pool_task
+
+    return start_job(
+        build_pool_task,
+        "pool",
+        f"Pool {name}",
+        name,
+        query_set.pk,
+        [run.pk for run in runs],
+        asdict(pool_settings),
+        wordlist_path,
+        wordlist.pk if wordlist is not None else None,
+    )
+
+
+def write_query_file(query_set: QuerySet, path: str | Path) -> int:
+    """Write the query set as a query file atomically; returns the number written."""
+    return write_queries(query_set.queries.order_by("position").values_list("qid", "text"), path)

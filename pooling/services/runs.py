@@ -1,0 +1,204 @@
+"""Registering runs: a run file read, checked against its collection and normalised once
+into Parquet (``qid, docid, rank, score``), whole or split over Celery workers.
+
+The normalised file is named by content (file hash, order, collection), written
+atomically before the row is created, so a retry reuses it; reading it back is
+:func:`pooling.selectors.run_frame`. A split import (``chunks``) gives exactly the run a
+whole read gives: the workers only parse and check lines, and this process finishes the
+run in one piece (repeated pairs, query blocks, ties) as the whole read does.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from django.db import transaction
+
+from core.errors import InputError, ServiceError, Skipped
+from core.files import file_sha256, write_parquet_atomic
+from core.names import validate_name
+from core.storage import cache_dir
+
+from ..models import Collection, Run, ScanChunk
+from ..selectors import collection_docids
+from .common import ImportResult, wait_for_chunks
+
+if TYPE_CHECKING:
+    from ..readers import RunTable
+
+
+def import_run(
+    path: str | Path,
+    name: str,
+    collection: Collection,
+    *,
+    order: str = Run.Order.SCORE,
+    skip_bad_lines: bool = False,
+    run_format: str = "auto",
+    chunks: int | None = None,
+    timeout: float = 3600.0,
+) -> ImportResult:
+    """Register a run over ``collection``, normalised into a Parquet file.
+
+    ``run_format`` is ``trec`` (6 columns), ``msmarco`` (``qid docid rank``) or ``auto``
+    (detected from the first line); the normalised file is the same either way.
+    ``chunks`` (≥ 1) hands reading and checking the lines to Celery workers, split into
+    that many byte ranges (:func:`read_run_chunked`); the run registered is the same.
+    """
+    from ..readers import read_run
+
+    validate_name(name, "run")
+    path = Path(path).resolve()
+    sha = file_sha256(path)
+    existing = Run.objects.filter(name=name).first()
+    if existing is not None:
+        if existing.sha256 == sha and existing.order == order and existing.collection_id == collection.pk:
+            return ImportResult(existing, False, Skipped())
+        raise ServiceError(f"a run named {name!r} already exists with different content, order or collection")
+    skipped = Skipped() if skip_bad_lines else None
+    if chunks:
+        table = read_run_chunked(
+            path, sha, collection, order=order, skipped=skipped, run_format=run_format, chunks=chunks, timeout=timeout
+        )
+    else:
+        table = read_run(
+            path, order=order, known_docids=collection_docids(collection), skipped=skipped, run_format=run_format
+        )
+    notes = [f"format: {'MS MARCO (qid docid rank; ordered by rank)' if table.format == 'msmarco' else 'TREC'}"]
+    if table.interleaved_queries:
+        notes.append(
+            f"{table.interleaved_queries:,} queries had their lines in several blocks; "
+            "they were gathered at each query's first appearance, as trec_eval does"
+        )
+    data_path = cache_dir("runs") / f"{sha}-{order}-{collection.sha256[:16]}.parquet"
+    write_parquet_atomic(table.frame, data_path)
+    with transaction.atomic():
+        run = Run.objects.create(
+            name=name,
+            collection=collection,
+            path=str(path),
+            sha256=sha,
+            order=order,
+            queries=table.queries,
+            rows=len(table.frame),
+            reordered_ties=table.reordered_ties,
+            data=str(data_path),
+        )
+    return ImportResult(run, True, skipped or Skipped(), notes)
+
+
+def read_run_chunked(
+    path: Path,
+    sha: str,
+    collection: Collection,
+    *,
+    order: str,
+    skipped: Skipped | None,
+    run_format: str = "auto",
+    chunks: int = 2,
+    timeout: float = 3600.0,
+) -> RunTable:
+    """:func:`pooling.readers.read_run`, its line parsing and checking split over Celery workers.
+
+    The file (content ``sha``) is cut into ``chunks`` byte ranges at line starts (a
+    gzipped file is one chunk), each a :class:`ScanChunk` row that records the file's
+    number of its first line, so errors name the true line. A ``parse_run_chunk_task``
+    per pending chunk writes the chunk's valid lines (and the bad lines it skipped) to
+    Parquet, then marks it done; this process waits on the rows, then gathers the chunks
+    in file order and finishes the run in one piece (repeated pairs, query blocks, ties),
+    exactly as reading it whole. A chunk whose worker was lost stays pending: calling
+    again reads only what is not done, never a chunk twice. A chunk with bad input fails
+    the import with its ``file:line: problem``, the first in the file. Once the chunks are
+    read (or refused) their rows and files are removed.
+    """
+    import polars as pl
+    from celery import group
+
+    from ..readers import byte_ranges, check_run_file, finish_run, line_numbers_at
+    from ..tasks import parse_run_chunk_task
+
+    path, run_format = check_run_file(path, order, run_format)
+    ranges = byte_ranges(path, chunks)
+    mode = "skip" if skipped is not None else "strict"
+    key = f"run-{sha[:24]}-{collection.sha256[:16]}-{run_format}-{mode}-{len(ranges)}"
+    if not ScanChunk.objects.filter(key=key).exists():
+        first_lines = line_numbers_at(path, [start for start, _ in ranges])
+        with transaction.atomic():
+            for index, ((start, end), first_line) in enumerate(zip(ranges, first_lines, strict=True)):
+                ScanChunk.objects.get_or_create(
+                    key=key, index=index, defaults={"start": start, "end": end, "first_line": first_line}
+                )
+    pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
+    if pending:
+        tasks = (
+            parse_run_chunk_task.s(pk, collection.pk, str(path), run_format, skipped is not None) for pk in pending
+        )
+        group(tasks).apply_async()
+        wait_for_chunks(key, timeout)
+    done = list(ScanChunk.objects.filter(key=key).order_by("index"))
+    failed = [chunk for chunk in done if chunk.status == ScanChunk.Status.FAILED]
+    unfinished = [chunk.index for chunk in done if chunk.status == ScanChunk.Status.PENDING]
+    if unfinished and not failed:  # kept: the next call reads only these
+        raise ServiceError(f"chunks {unfinished} of the run import are not done; import again to read them")
+    try:
+        if failed:
+            error = json.loads(failed[0].error)
+            raise InputError(path, error["line"], error["problem"])
+        for chunk in done:
+            for line, problem in (
+                pl.read_parquet(_skipped_path(chunk.result)).iter_rows() if skipped is not None else ()
+            ):
+                skipped.add(InputError(path, line, problem))
+        fields = pl.concat([pl.read_parquet(chunk.result) for chunk in done])
+        return finish_run(path, fields, order, skipped, run_format)
+    finally:  # read or refused: the chunks' rows and files are of no further use
+        ScanChunk.objects.filter(key=key).delete()
+        shutil.rmtree(cache_dir("scans", key), ignore_errors=True)
+
+
+def _skipped_path(result: str | Path) -> Path:
+    """Where a run chunk's skipped lines (``line, problem``) are kept, beside its result."""
+    return Path(result).with_suffix(".skipped.parquet")
+
+
+def parse_run_chunk(chunk_id: int, collection_id: int, path: str, run_format: str, skip_bad_lines: bool) -> None:
+    """Read and check one chunk of a split run import (the body of ``parse_run_chunk_task``).
+
+    Idempotent: a done or failed chunk is left alone; the result files are written
+    atomically before the chunk is marked done, so a worker lost in between leaves it
+    pending (to be read again) rather than done without its files.
+    """
+    import polars as pl
+
+    from ..readers import parse_run_lines
+
+    chunk = ScanChunk.objects.filter(pk=chunk_id).first()
+    if chunk is None or chunk.status == ScanChunk.Status.FAILED:  # gone: read and removed already
+        return
+    if chunk.status == ScanChunk.Status.DONE and Path(chunk.result).exists():
+        return
+    collection = Collection.objects.get(pk=collection_id)
+    skipped = Skipped() if skip_bad_lines else None
+    try:
+        fields = parse_run_lines(
+            Path(path), run_format, collection_docids(collection), skipped, (chunk.start, chunk.end), chunk.first_line
+        )
+    except InputError as error:
+        problem = json.dumps({"line": error.line, "problem": error.problem})
+        ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.FAILED, error=problem)
+        return
+    result = cache_dir("scans", chunk.key) / f"chunk-{chunk.index}.parquet"
+    bad = skipped.errors if skipped is not None else []
+    lines = pl.DataFrame(
+        {"line": [e.line for e in bad], "problem": [e.problem for e in bad]},
+        schema={"line": pl.Int64, "problem": pl.String},
+    )
+    write_parquet_atomic(lines, _skipped_path(result))
+    write_parquet_atomic(fields, result)
+    if not ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.DONE, result=str(result)):
+        # A second delivery finishing after the import was read and its chunks removed.
+        result.unlink(missing_ok=True)
+        _skipped_path(result).unlink(missing_ok=True)

@@ -1,0 +1,20 @@
+"""core.names: every named object is a slug; the refusal names the kind of object and shows a usable name."""
+
+import pytest
+
+from core.errors import ServiceError
+from core.names import validate_name
+
+
+@pytest.mark.parametrize("name", ["msmarco-dev", "run_1", "A2", "-"])
+def test_slugs_are_accepted_and_returned(name):
+    assert validate_name(name, "run") == name
+
+
+@pytest.mark.parametrize("name", ["", "two words", "a/b", "..", "run.trec", "q?x=1", "é"])
+def test_other_names_are_refused_naming_what_and_how(name):
+    with pytest.raises(ServiceError) as error:
+        validate_name(name, "query set")
+    assert str(error.value) == (
+        f"query set name {name!r} is not usable: use letters, digits, hyphens and underscores (e.g. msmarco-dev)"
+    )
