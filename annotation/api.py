@@ -5,7 +5,6 @@ exports, and can start publishing, syncing and exports. Annotators reach only th
 assignments and judgments. Workers are named by pseudonym everywhere.
 """
 
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -13,8 +12,9 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors
+from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors, job_started
 from core.errors import StateError
+from core.serializers import JobSerializer
 
 from . import services
 from .downloads import export_file_response
@@ -31,7 +31,6 @@ from .serializers import (
     ExportRequestSerializer,
     ExportSerializer,
     HitSerializer,
-    JobStartedSerializer,
     JudgmentSerializer,
     WorkerQualitySerializer,
 )
@@ -77,9 +76,12 @@ class EscalateRequestSerializer(serializers.Serializer):
     )
 
 
-class EscalationStartedSerializer(JobStartedSerializer):
+class EscalationStartedSerializer(JobSerializer):
     hits = serializers.ListField(child=serializers.IntegerField(), help_text="Positions of the HITs escalated.")
     cost = serializers.CharField(allow_null=True, help_text="Extra cost (USD) of the new assignments.")
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "hits", "cost"]
 
 
 class QueryResultSerializer(serializers.Serializer):
@@ -110,11 +112,6 @@ class CancelledSerializer(serializers.Serializer):
     batch = serializers.CharField()
     status = serializers.CharField()
     expired_hits = serializers.IntegerField()
-
-
-def _job_response(job) -> Response:
-    data = {"job": job.pk, "url": reverse("core:job-progress", args=[job.pk])}
-    return Response(JobStartedSerializer(data).data, status=status.HTTP_202_ACCEPTED)
 
 
 class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
@@ -185,21 +182,21 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         page = self.paginate_queryset(hits)
         return self.get_paginated_response(HitSerializer(page, many=True).data)
 
-    @extend_schema(request=None, responses={202: JobStartedSerializer, 409: ErrorSerializer, 502: ErrorSerializer})
+    @extend_schema(request=None, responses={202: JobSerializer, 409: ErrorSerializer, 502: ErrorSerializer})
     @action(detail=True, methods=["post"])
     def publish(self, request, name=None, format=None):
         """Publish the batch's HITs as a background job; poll the returned URL (409 unless draft or published)."""
-        return _job_response(services.start_publish(self.get_object()))
+        return job_started(services.start_publish(self.get_object()))
 
     @extend_schema(
-        request=SyncRequestSerializer, responses={202: JobStartedSerializer, 409: ErrorSerializer, 502: ErrorSerializer}
+        request=SyncRequestSerializer, responses={202: JobSerializer, 409: ErrorSerializer, 502: ErrorSerializer}
     )
     @action(detail=True, methods=["post"])
     def sync(self, request, name=None, format=None):
         """Fetch and review assignments as a background job; poll the returned URL (409 while a draft)."""
         params = SyncRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        return _job_response(services.start_sync(self.get_object(), approve_all=params.validated_data["approve_all"]))
+        return job_started(services.start_sync(self.get_object(), approve_all=params.validated_data["approve_all"]))
 
     @extend_schema(
         request=EscalateRequestSerializer,
@@ -222,13 +219,12 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
             raise StateError(f"batch {batch.name!r} has no finished HIT with a disputed query below the cap")
         confirmed = [hit.pk for hit, _ in plan.hits]
         job = services.start_escalate(batch, max_assignments=cap, confirmed_hits=confirmed)
-        data = {
-            "job": job.pk,
-            "url": reverse("core:job-progress", args=[job.pk]),
+        response = job_started(job)
+        response.data |= {
             "hits": [hit.position for hit, _ in plan.hits],
             "cost": str(plan.cost.total) if plan.cost else None,
         }
-        return Response(EscalationStartedSerializer(data).data, status=status.HTTP_202_ACCEPTED)
+        return response
 
     @extend_schema(request=None, responses={200: CancelledSerializer, 409: ErrorSerializer, 502: ErrorSerializer})
     @action(detail=True, methods=["post"])

@@ -192,11 +192,6 @@ class AgreementSerializer(serializers.Serializer):
     method_disagreements = serializers.ListField(child=serializers.DictField())
 
 
-class JobStartedSerializer(serializers.Serializer):
-    job = serializers.IntegerField()
-    url = serializers.CharField()
-
-
 class WorkerQualitySerializer(serializers.Serializer):
     """One worker's quality in a batch (see ``annotation.services.quality``)."""
 

@@ -257,6 +257,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One name per set of choices that several components share.
+    "ENUM_NAME_OVERRIDES": {"JobStatusEnum": "core.models.Job.Status"},
 }
 
 # --- Agreement ------------------------------------------------------------------------

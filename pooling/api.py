@@ -5,16 +5,14 @@ rankers' gender lists, neither of which an annotator may see.
 """
 
 from django.db.models import Q
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import permissions, serializers, status, viewsets
+from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.api import StagedUploadsMixin, body_object, form_data, form_errors
+from core.api import StagedUploadsMixin, body_object, form_data, form_errors, job_started
 from core.serializers import JobSerializer
 
 from . import services
@@ -86,13 +84,6 @@ class PoolRequestSerializer(serializers.Serializer):
     magnitude = serializers.ChoiceField(choices=list(MAGNITUDES), default="tf")
     tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
     wordlist = serializers.CharField(required=False, help_text="An imported word list's name (default: built-in).")
-
-
-def job_started(job) -> Response:
-    """202 with the job's record; ``Location`` is where to poll it."""
-    response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-    response["Location"] = reverse("job-detail", args=[job.pk])
-    return response
 
 
 class PoolViewSet(StaffReadOnly):

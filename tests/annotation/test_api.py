@@ -78,9 +78,9 @@ def test_publish_through_the_api_runs_as_a_job(query_set, researcher, client, dj
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post("/api/annotation/batches/api-pub/publish/")
     assert response.status_code == 202
-    job = Job.objects.get(pk=response.json()["job"])
+    job = Job.objects.get(pk=response.json()["id"])
     assert job.status == Job.Status.DONE and job.result["published"] == 2
-    assert client.get(response.json()["url"]).json()["status"] == "done"
+    assert client.get(response["Location"]).json()["status"] == "done"
 
 
 def test_schema_builds(researcher, client):

@@ -33,7 +33,7 @@ def test_publish_and_sync_are_jobs_and_refused_with_409_in_the_wrong_state(
     with django_capture_on_commit_callbacks(execute=True):
         published = _post(staff, "/api/annotation/batches/b1/publish/")
     assert published.status_code == 202
-    assert Job.objects.get(pk=published.json()["job"]).status == Job.Status.DONE
+    assert Job.objects.get(pk=published.json()["id"]).status == Job.Status.DONE
     batch.refresh_from_db()
     assert batch.status == Batch.Status.PUBLISHED and batch.hits.exclude(provider_id=None).count() == 2
 
@@ -70,7 +70,7 @@ def test_escalate_adds_one_assignment_to_hits_with_a_disputed_query(
     assert started.status_code == 202, started.content
     disputed = local_batch.hits.get(hit_queries__batch_query__qid="101")
     assert started.json()["hits"] == [disputed.position] and started.json()["cost"] == "0.05"
-    assert Job.objects.get(pk=started.json()["job"]).status == Job.Status.DONE
+    assert Job.objects.get(pk=started.json()["id"]).status == Job.Status.DONE
     assert {h.pk: h.max_assignments for h in local_batch.hits.all()} == {
         h.pk: 3 if h.pk == disputed.pk else 2 for h in local_batch.hits.all()
     }

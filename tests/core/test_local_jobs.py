@@ -26,11 +26,11 @@ import pytest
 import requests
 from django.db import connection, transaction
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from annotation import services as annotation_services
 from annotation.models import Batch
 from annotation.tasks import publish_batch_task
+from core.api_tokens import api_token
 from core.jobs import start_job
 from core.models import Job
 from core.sweeper import sweep_jobs
@@ -80,7 +80,7 @@ import django
 django.setup()
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
+from core.api_tokens import api_token
 from annotation import services
 from pooling.models import QuerySet
 from pooling.services import create_query_set
@@ -90,7 +90,7 @@ query_set = create_query_set("gq", [("1", "who is she"), ("2", "who is he")], or
 services.create_batch(
     "b1", services.BatchSettings(provider="local", assignments_per_query=1, queries_per_hit=1), query_set=query_set
 )
-print(Token.objects.create(user=researcher).key)
+print(api_token(researcher))
 """
 
 
@@ -188,7 +188,7 @@ def api(live_server, django_user_model):
     """A ``requests`` session authenticated as a researcher against the live server."""
     researcher = django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
     session = requests.Session()
-    session.headers["Authorization"] = f"Token {Token.objects.create(user=researcher).key}"
+    session.headers["Authorization"] = f"Token {api_token(researcher)}"
     session.base = live_server.url
     return session
 
