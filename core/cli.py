@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from django.core.checks import Tags
 from django.core.management.base import BaseCommand, CommandError
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 
 from .errors import InputError, ServiceError
 
@@ -62,12 +62,14 @@ def name_list(text: str) -> list[str]:
     return list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
 
 
-def get_named(model: type[Model], name: str, what: str) -> Model:
-    """The object of ``model`` named ``name``, or a CommandError listing some known names."""
+def get_named(model: type[Model] | QuerySet, name: str, what: str) -> Model:
+    """The object of ``model`` (or of a queryset, e.g. another app's selector) named ``name``,
+    or a CommandError listing some known names."""
+    objects = model if isinstance(model, QuerySet) else model._default_manager.all()
     try:
-        return model._default_manager.get(name=name)
-    except model.DoesNotExist:
-        known = ", ".join(model._default_manager.values_list("name", flat=True)[:10]) or "none yet"
+        return objects.get(name=name)
+    except objects.model.DoesNotExist:
+        known = ", ".join(objects.values_list("name", flat=True)[:10]) or "none yet"
         raise CommandError(f"no {what} named {name!r} (known: {known})") from None
 
 

@@ -1,6 +1,6 @@
 from django.core.management.base import CommandError
 
-from annotation.models import Batch
+from annotation import selectors as annotation_selectors
 from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import atomic_path, atomic_write, check_writable
 from metrics import services
@@ -55,7 +55,7 @@ class Command(ProjectCommand):
     def handle(self, **o):
         from metrics import formatting, plots
 
-        batch = get_named(Batch, o["batch"], "batch")
+        batch = get_named(annotation_selectors.batches(), o["batch"], "batch")
         names = name_list(o["runs"])
         if not names:
             raise CommandError("give at least one run with --runs")
