@@ -43,6 +43,11 @@ class AnswerCheck:
 
 #: The reason :func:`check_answers` gives when the provider's answer document could not be read.
 UNREADABLE = "unreadable answer"
+#: Sent with the approval of work whose answer document could not be read (see review_assignment).
+UNREADABLE_FEEDBACK = (
+    "Thank you. Your answers reached us in a form we could not read, which is not your fault: "
+    "the HIT is approved and paid in full."
+)
 
 
 def check_answers(
@@ -160,8 +165,9 @@ def review_assignment(assignment: Assignment, provider: CrowdProvider, *, approv
     Rejected, with feedback saying why: failed gold questions, and (on a provider whose
     ``rejects_invalid`` is set: MTurk, Prolific) a query left without an answer or answered
     with something that is not a category -- left alone, MTurk would approve and pay it
-    after the auto-approval delay. Kept for a person to look at: an answer document that
-    could not be read at all (the worker may not be at fault), and invalid in-house work.
+    after the auto-approval delay. Approved: an answer document that could not be read at
+    all (the worker is not at fault; its judgments stay invalid). Kept for a person to look
+    at: invalid in-house work.
     ``approve_all`` approves everything, e.g. to pay a batch whose gold turned out to be
     ambiguous. A provider saying it was already approved or rejected is not an error, and
     a reviewed assignment is never reviewed again, so a second sync changes nothing.
@@ -176,15 +182,20 @@ def review_assignment(assignment: Assignment, provider: CrowdProvider, *, approv
     elif assignment.valid is False and provider.rejects_invalid:
         judgments = list(assignment.judgments.select_related("batch_query").order_by("pk"))
         if all(j.invalid_reason == UNREADABLE for j in judgments if j.label is None):
-            return "kept"
-        feedback = invalid_feedback(judgments)
-        outcome = Assignment.Status.REJECTED
+            # The platform wrote the answer document from the posted form, so one we cannot
+            # read is our fault, not the worker's: approved and paid now (never left to the
+            # auto-approval), its judgments invalid and never counted.
+            feedback = UNREADABLE_FEEDBACK
+            outcome = Assignment.Status.APPROVED
+        else:
+            feedback = invalid_feedback(judgments)
+            outcome = Assignment.Status.REJECTED
     else:
         return "kept"
     if outcome == Assignment.Status.REJECTED:
         provider.reject(assignment, feedback)
     else:
-        provider.approve(assignment)
+        provider.approve(assignment, feedback if feedback == UNREADABLE_FEEDBACK else "")
     Assignment.objects.filter(pk=assignment.pk).update(status=outcome, reviewed_at=timezone.now(), feedback=feedback)
     assignment.status, assignment.feedback = outcome, feedback
     return str(outcome)

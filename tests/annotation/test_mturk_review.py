@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from annotation import services
-from annotation.models import Assignment, Hit
+from annotation.models import Assignment, Hit, Judgment
 from annotation.providers.mturk_xml import build_answers_xml
 from core.errors import ServiceError
 
@@ -91,15 +91,18 @@ def test_a_rejection_mturk_already_made_is_tolerated_once(server, batch):  # noq
     assert fake.calls.count("RejectAssignment") == 2
 
 
-def test_an_unreadable_answer_document_is_kept_for_a_person_not_rejected(server, batch):  # noqa: F811
+def test_an_unreadable_answer_document_is_approved_not_left_to_auto_approval(server, batch):  # noqa: F811
+    """MTurk writes the answer document from the posted form: one we cannot read is not the worker's fault."""
     fake, _ = server
     services.publish_batch(batch)
     hit = batch.hits.order_by("position").first()
     broken = fake.submit(hit.provider_id, "WORKER", "<QuestionFormAnswers><Answer>")
     result = services.sync_batch(batch)
-    assert (result.new, result.invalid, result.kept, result.rejected) == (1, 1, 1, 0)
-    assert fake.assignments[broken]["AssignmentStatus"] == "Submitted"
+    assert (result.new, result.invalid, result.approved, result.rejected, result.kept) == (1, 1, 1, 0, 0)
+    assert fake.assignments[broken]["AssignmentStatus"] == "Approved"
     assert "RejectAssignment" not in fake.calls
+    assert not Judgment.objects.filter(assignment__provider_assignment_id=broken, label__isnull=False).exists()
+    assert services.sync_batch(batch).approved == 0  # reviewed once
 
 
 def test_an_mturk_batch_refuses_an_auto_approval_delay_not_longer_than_the_sync_interval(query_set, settings):

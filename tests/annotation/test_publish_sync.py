@@ -420,8 +420,16 @@ def test_unreadable_answer_xml_is_recorded_as_invalid_never_guessed(mturk_batch,
     stubber.add_response(
         "list_assignments_for_hit", {"Assignments": [], "NumResults": 0}, params | {"HITId": HIT_IDS[1]}
     )
+    # Not the worker's fault (MTurk wrote the document): approved with an explanation, never guessed.
+    from annotation.services.answers import UNREADABLE_FEEDBACK
+
+    stubber.add_response(
+        "approve_assignment",
+        {},
+        {"AssignmentId": broken["AssignmentId"], "RequesterFeedback": UNREADABLE_FEEDBACK},
+    )
     result = services.sync_batch(mturk_batch, provider)
-    assert (result.new, result.invalid, result.kept) == (1, 1, 1)
+    assert (result.new, result.invalid, result.approved, result.kept) == (1, 1, 1, 0)
     assignment = Assignment.objects.get()
     assert assignment.raw_answer == "<QuestionFormAnswers><Answer>"
     assert set(assignment.judgments.values_list("label", "invalid_reason")) == {(None, "unreadable answer")}
