@@ -6,9 +6,12 @@ beyond its usable judgments (``annotation.services.results.judgments_frame``).
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from .models import Adjudication, Assignment, Batch, Judgment
+from django.db.models import Sum
+
+from .models import Adjudication, Assignment, Batch, Bonus, Escalation, Judgment
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,3 +75,57 @@ def min_votes(batch: Batch) -> int:
     from .services.results import min_votes as export_min_votes
 
     return export_min_votes(batch)
+
+
+# --- the review queue (annotation.review) and the researchers' dashboard ---
+
+
+def escalated_qids(batch: Batch) -> set[str]:
+    """qids that were among the disputed queries of any escalation of ``batch``."""
+    return {
+        str(qid)
+        for disputed in Escalation.objects.filter(batch=batch).values_list("disputed", flat=True)
+        for qid in disputed
+    }
+
+
+def gold_failed_qids(batch: Batch) -> set[str]:
+    """qids of real queries with answers from assignments that failed their gold questions (not counted)."""
+    return set(
+        Judgment.objects.filter(batch_query__batch=batch, batch_query__is_gold=False, assignment__gold_passed=False)
+        .values_list("batch_query__qid", flat=True)
+        .distinct()
+    )
+
+
+def spent(batch: Batch, answered: int) -> Decimal:
+    """USD spent on ``batch`` so far: ``answered`` (submitted or approved) assignments at the price per
+    assignment of the estimate recorded when it was created (reward + fee), plus bonuses recorded.
+    Rejected work is not paid; extra assignments (escalations, re-offers) count once answered."""
+    cost = batch.cost or {}
+    assignments = int(cost.get("assignments_total") or 0)
+    price = Decimal(cost["total"]) / assignments if assignments and cost.get("total") else Decimal(batch.reward)
+    bonuses = Bonus.objects.filter(assignment__hit__batch=batch).aggregate(total=Sum("amount"))["total"] or 0
+    return (price * answered + Decimal(bonuses)).quantize(Decimal("0.01"))
+
+
+def batch_overview(limit: int | None = None) -> list[dict]:
+    """Batches, newest first, each with ``progress`` (``annotation.services.batch_progress``),
+    ``answered`` and ``expected`` assignments, ``spent`` and ``estimate`` (USD)."""
+    from .services.batches import batch_progress
+
+    rows = []
+    for batch in Batch.objects.select_related("query_set", "pool").order_by("-created", "-pk")[:limit]:
+        progress = batch_progress(batch)
+        answered = progress["submitted"] + progress["approved"]
+        rows.append(
+            {
+                "batch": batch,
+                "progress": progress,
+                "answered": answered,
+                "expected": progress["assignments_expected"],
+                "spent": spent(batch, answered),
+                "estimate": (batch.cost or {}).get("total"),
+            }
+        )
+    return rows

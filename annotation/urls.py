@@ -25,6 +25,7 @@ urlpatterns = [
     path("batches/<slug:name>/export/", views.batch_export, name="batch-export"),
     path("exports/<int:pk>/<str:part>/", views.export_download, name="export-download"),
     path("batches/<slug:name>/agreement/", views.batch_agreement, name="batch-agreement"),
+    path("batches/<slug:name>/review/", views.batch_review, name="batch-review"),
     # <key:qid>: any query id (a/b, .., é q) as one segment, escaped by core.converters.
     path("batches/<slug:name>/queries/<key:qid>/", views.batch_query, name="batch-query"),
     path("batches/<slug:name>/hits/<int:position>/preview/", views.hit_preview, name="hit-preview"),

@@ -7,7 +7,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from core import views as core_views
-from pooling import views as pooling_views
+from metrics import dashboard
 
 #: Log in and out and change a password always; reset a forgotten one only with a mail server.
 account_urls = [
@@ -17,7 +17,8 @@ account_urls = [
 ]
 
 urlpatterns = [
-    path("", pooling_views.home, name="home"),
+    path("", dashboard.home, name="home"),
+    path("home/live/", dashboard.home_live, name="home-live"),
     path("admin/", admin.site.urls),
     path("accounts/api-token/", core_views.api_token_page, name="api-token"),
     path("accounts/", include(account_urls)),

@@ -50,3 +50,8 @@ def default_report_name(query_set: QuerySet, run_names: Sequence[str]) -> str:
         i += 1
         name = f"{base}-{i}"
     return name
+
+
+def recent_reports(limit: int = 5):
+    """The newest reports (query set and runs at hand), for the researchers' home page."""
+    return Report.objects.select_related("query_set").prefetch_related("runs").order_by("-created", "-pk")[:limit]

@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from django.db.models import Count
+
 from core.errors import ServiceError, Skipped
 from core.files import file_sha256, write_parquet_atomic
 
-from .models import Collection, Pool, Run, WordList
+from .models import Collection, Pool, QuerySet, Run, WordList
 from .wordlists import GenderWords, wordlist_from_mapping
 
 if TYPE_CHECKING:
@@ -159,3 +161,14 @@ def summarise_pool(runs: list[str], rows: list[dict]) -> dict:
         for run in runs
     ]
     return {"size": len(rows), "runs": runs, "per_list": per_list, "overlap": overlap}
+
+
+def overview() -> dict:
+    """What the researchers' home page lists of pooling: collections, query sets, runs, pools, word lists."""
+    return {
+        "collections": Collection.objects.all(),
+        "query_sets": QuerySet.objects.annotate(size=Count("queries")),
+        "runs": Run.objects.select_related("collection"),
+        "pools": Pool.objects.annotate(size=Count("queries__queries")),
+        "wordlists": WordList.objects.order_by("name"),
+    }

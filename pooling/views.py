@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
@@ -15,26 +14,8 @@ from core.uploads import staged_uploads
 
 from . import selectors, services
 from .forms import ImportForm, PoolForm
-from .models import Collection, Pool, QuerySet, Run, WordList
+from .models import Pool
 from .queryfiles import query_lines
-
-
-def home(request: HttpRequest) -> HttpResponse:
-    """Researchers get the overview; annotators and visitors a page pointing to their work.
-
-    Pools, query sets and reports reveal the crowd's labels and the rankers' lists, so
-    everything but the annotation pages is for staff (researchers) only.
-    """
-    if not request.user.is_staff:
-        return render(request, "welcome.html")
-    context = {
-        "collections": Collection.objects.all(),
-        "query_sets": QuerySet.objects.annotate(size=Count("queries")),
-        "runs": Run.objects.select_related("collection"),
-        "pools": Pool.objects.annotate(size=Count("queries__queries")),
-        "wordlists": WordList.objects.order_by("name"),
-    }
-    return render(request, "home.html", context)
 
 
 @researcher_required

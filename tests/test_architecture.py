@@ -32,6 +32,7 @@ PURE = {
     "annotation.providers.mturk_api",
     "annotation.providers.mturk_xml",
     "annotation.providers.prolific_api",
+    "annotation.review",
     "annotation.virtual_annotator",
     "core.benchmark",
     "core.converters",

@@ -2,7 +2,8 @@
 
 - :mod:`.researcher` -- batches: create, follow, publish, sync, cancel, escalate, agreement, export;
 - :mod:`.annotator` -- in-house annotators: the next HIT, training, the HIT page;
-- :mod:`.prolific` -- Prolific participants: arrival, training, the HIT page.
+- :mod:`.prolific` -- Prolific participants: arrival, training, the HIT page;
+- :mod:`.review` -- researchers: the review queue of disputed queries.
 """
 
 from .annotator import assignment_page, next_hit, training_page
@@ -24,6 +25,7 @@ from .researcher import (
     export_download,
     hit_preview,
 )
+from .review import batch_review
 
 __all__ = [
     "assignment_page",
@@ -39,6 +41,7 @@ __all__ = [
     "batch_live",
     "batch_publish",
     "batch_query",
+    "batch_review",
     "batch_sync",
     "export_download",
     "hit_preview",

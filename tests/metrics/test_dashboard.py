@@ -1,0 +1,112 @@
+"""Progress at a glance: the researchers' home page lists running jobs, batches with answered/expected
+assignments and what they cost so far, and the newest reports; annotators keep their welcome page."""
+
+from decimal import Decimal
+
+import pytest
+
+from annotation import services as annotation
+from annotation.models import Batch
+from core.models import Job
+from metrics import services
+from pooling.models import QuerySet, Run
+
+
+@pytest.fixture
+def researcher(django_user_model):
+    return django_user_model.objects.create_user("ana", password="pw-secret-123", is_staff=True)
+
+
+@pytest.fixture
+def dashboard(world):
+    """A report, a running job, a finished one and a published local batch (3 queries: 1 HIT x 2 assignments), one answered."""
+    services.build_report(
+        "rep",
+        QuerySet.objects.get(name="q"),
+        [Run.objects.get(name="a"), Run.objects.get(name="c")],
+        services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=20),
+        bar=False,
+    )
+    Job.objects.create(kind="pool", status=Job.Status.RUNNING, description="Pool p1", total=200, done=50)
+    Job.objects.create(kind="report", status=Job.Status.DONE, description="Report old", total=1, done=1)
+    batch = annotation.create_batch(
+        "b1",
+        annotation.BatchSettings(provider="local", assignments_per_query=2, queries_per_hit=3, reward=Decimal("0.05")),
+        query_set=QuerySet.objects.get(name="q"),
+    )
+    annotation.publish_batch(batch)
+    worker = annotation.create_annotator("ann-a", password="pw-secret-123")
+    assignment = annotation.next_assignment(worker, batch)
+    answers = {hq.field_name: "n" for hq in assignment.hit.hit_queries.all()}
+    annotation.submit_local_assignment(assignment, answers)
+    return Batch.objects.get(pk=batch.pk)
+
+
+def test_dashboard_lists_a_running_job_a_batch_with_numbers_and_a_report(dashboard, researcher, client):
+    client.force_login(researcher)
+    response = client.get("/")
+    html = response.content.decode()
+    context = response.context
+    # The running job, its numbers, and the live part polling while it runs.
+    assert [job.description for job in context["active_jobs"]] == ["Pool p1"]
+    assert "Pool p1" in html and "50 / 200 · 25%" in html
+    assert 'hx-get="/home/live/" hx-trigger="every 3s"' in html
+    # The batch: answered of expected assignments, and what that cost at the recorded price.
+    (row,) = context["batch_rows"]
+    assert (row["answered"], row["expected"]) == (1, dashboard.hits.count() * 2)
+    price = Decimal(dashboard.cost["total"]) / dashboard.cost["assignments_total"]
+    assert row["spent"] == price.quantize(Decimal("0.01")) and row["spent"] > 0
+    assert f'<td class="num answered">1 / {row["expected"]}</td>' in html
+    assert f'<td class="num spent">${row["spent"]}</td>' in html
+    # The report, linked.
+    assert 'href="/metrics/rep/">rep</a>' in html
+    # The pooling overview is still there.
+    assert 'id="pools"' in html and "tiny" in html
+
+
+def test_dashboard_live_part_is_for_researchers_and_stops_polling_when_nothing_moves(dashboard, researcher, client):
+    client.force_login(researcher)
+    assert "hx-trigger" in client.get("/home/live/").content.decode()
+    Job.objects.update(status=Job.Status.DONE)
+    Batch.objects.update(status=Batch.Status.COMPLETED)
+    html = client.get("/home/live/").content.decode()
+    assert "hx-trigger" not in html and "No job is running." not in html  # finished jobs stay a while
+    assert "Pool p1" in html and "Done" in html
+
+    client.logout()
+    assert client.get("/home/live/").status_code == 302
+    client.force_login(annotation.create_annotator("ann-z", password="pw-secret-123"))
+    assert client.get("/home/live/").status_code == 403
+
+
+def test_annotators_keep_their_own_home(dashboard, client):
+    client.force_login(annotation.create_annotator("ann-z", password="pw-secret-123"))
+    html = client.get("/").content.decode()
+    assert "Go to your next task" in html
+    assert "Pool p1" not in html and "rep" not in html and "b1" not in html
+
+
+def test_batch_list_shows_answered_of_expected_as_numbers(dashboard, researcher, client):
+    client.force_login(researcher)
+    expected = dashboard.hits.count() * 2
+    for url in ("/annotation/", "/annotation/live/"):
+        html = client.get(url).content.decode()
+        assert f'<span class="answered" id="answered-b1">1 / {expected}</span>' in html
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_dashboard_at_1280_and_390_px_light_and_dark(dashboard, researcher, page, login):
+    login(researcher.username)
+    for width, height in ((1280, 900), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            page.goto("/")
+            assert page.get_by_role("heading", name="Jobs", exact=True).is_visible()
+            assert page.locator("#dashboard-batches td.answered").inner_text() == "1 / 2"
+            page.screenshot(path=f"/tmp/ux/dashboard-{width}-{scheme}.png", full_page=True)
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+    # The live part swaps in the job's new progress without a reload.
+    Job.objects.filter(description="Pool p1").update(done=150)
+    page.locator(".job-numbers", has_text="150 / 200").wait_for()
