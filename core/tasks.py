@@ -38,6 +38,10 @@ Several threads of one process may then carry out Jobs at once, so a process del
 given Job once at a time: a second delivery of a Job this process is already delivering
 does nothing.
 
+Each background job is declared once, in its app's services (:func:`core.jobs.background_job`:
+kind, task name, work, failures); this module makes one Celery task of each declaration
+(:func:`job_task`) when it loads, which is whenever a Job is sent or a worker starts.
+
 Worker identity is ``host:pid`` of the process running the task: run workers with the
 prefork or solo pool (one task per process at a time), as docs/deployment.md does.
 """
