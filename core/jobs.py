@@ -1,15 +1,34 @@
-"""Long work as a Job: a progress record for pages to poll.
+"""Long work as a Job: a progress record for pages to poll, and the declaration of each background job.
 
-Work run by Celery creates its Job with :func:`start_job`, which also records the task for
-redelivery (:mod:`core.tasks` carries it out); :func:`create_job` is for a bare progress
-record. This module imports no Celery: services that start jobs are loaded by every
-command and page, and Celery costs ~0.1 s to import.
+A background job is written once, in its app's services, with :func:`background_job`::
+
+    @background_job("annotation.publish", task="annotation.tasks.publish_batch_task")
+    def publish_job(job: Job, batch_id: int) -> int:
+        ...  # the work; fills job.result and job.message
+
+
+    def start_publish(batch: Batch) -> Job:
+        return publish_job.start(f"Publish {batch.name}", batch.pk)
+
+The declaration holds the Job's ``kind`` (the value stored in ``Job.kind``: pages list Jobs
+by it, so it never changes once rows exist), the name of its Celery task (stored in
+``Job.task`` for redelivery: likewise fixed; by default the work's dotted path), the work
+itself and the errors that fail the Job quietly. :mod:`core.tasks` makes one Celery task of
+each declaration (claim, heartbeat, done is done); services never import a tasks module.
+
+:meth:`BackgroundJob.start` (:func:`start_job`) records the Job with its task and arguments
+and sends the task after the commit. :func:`create_job` is for a bare progress record.
+This module imports no Celery: services that start jobs are loaded by every command and
+page, and Celery costs ~0.1 s to import; it is loaded at the commit, when the task is sent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
 from .models import Job
@@ -18,22 +37,75 @@ if TYPE_CHECKING:
     from celery import Task
 
 
+@dataclass(frozen=True)
+class BackgroundJob:
+    """One background job, as declared by :func:`background_job`."""
+
+    kind: str
+    task: str
+    work: Callable[..., Any]
+    failures: tuple[type[Exception], ...] = ()
+
+    def start(self, description: str, *args: Any) -> Job:
+        """Record a Job for ``work(job, *args)`` and send its task once the caller's transaction commits."""
+        return start_job(self.task, self.kind, description, *args)
+
+
+_declared: dict[str, BackgroundJob] = {}
+
+
+def background_job(
+    kind: str, *, task: str = "", failures: tuple[type[Exception], ...] = ()
+) -> Callable[[Callable[..., Any]], BackgroundJob]:
+    """Declare ``work(job, *args)`` as the background job ``kind`` (see the module's docstring).
+
+    ``task``: the Celery task's name (default ``module.function`` of the work); Job rows
+    record it, so a job keeps it once started anywhere. ``failures``: the errors that fail
+    the Job without raising (bad input: no retry could fix it). ``work``'s arguments after
+    the Job must be JSON values. Each kind and each task name is declared once.
+    """
+
+    def declare(work: Callable[..., Any]) -> BackgroundJob:
+        declared = BackgroundJob(kind, task or f"{work.__module__}.{work.__name__}", work, tuple(failures))
+        for other in _declared.values():
+            same_work = (other.work.__module__, other.work.__qualname__) == (work.__module__, work.__qualname__)
+            if (other.kind == kind or other.task == declared.task) and not same_work:
+                raise ImproperlyConfigured(
+                    f"background job {kind!r} (task {declared.task}) clashes with {other.kind!r} (task {other.task})"
+                )
+        _declared[kind] = declared
+        return declared
+
+    return declare
+
+
+def declared_jobs() -> dict[str, BackgroundJob]:
+    """Every background job of the project by kind; declared in the apps' ``services``, which this loads."""
+    from django.utils.module_loading import autodiscover_modules
+
+    autodiscover_modules("services")
+    return dict(_declared)
+
+
 def create_job(kind: str, description: str = "") -> Job:
     return Job.objects.create(kind=kind, description=description[:500])
 
 
-def start_job(task: Task, kind: str, description: str, *args: Any) -> Job:
+def start_job(task: Task | str, kind: str, description: str, *args: Any) -> Job:
     """Record a Job for ``task(job.pk, *args)`` and send the task once the caller's transaction commits.
 
-    Without a broker the task runs in this process at the commit (:mod:`core.local_jobs`): on
-    a background thread, or inline in a ``manage.py`` command.
+    ``task`` is a Celery task or its name (a declared job's :meth:`BackgroundJob.start`
+    passes the name, so nothing loads Celery before the commit). Without a broker the task
+    runs in this process at the commit (:mod:`core.local_jobs`): on a background thread,
+    or inline in a ``manage.py`` command.
     """
-    job = Job.objects.create(kind=kind, description=description[:500], task=task.name, arguments=list(args))
+    name = task if isinstance(task, str) else task.name
+    job = Job.objects.create(kind=kind, description=description[:500], task=name, arguments=list(args))
 
     def send() -> None:
         from .tasks import send_job
 
-        send_job(job, task)
+        send_job(job, None if isinstance(task, str) else task)
 
     transaction.on_commit(send)
     return job

@@ -38,6 +38,10 @@ Several threads of one process may then carry out Jobs at once, so a process del
 given Job once at a time: a second delivery of a Job this process is already delivering
 does nothing.
 
+Each background job is declared once, in its app's services (:func:`core.jobs.background_job`:
+kind, task name, work, failures); this module makes one Celery task of each declaration
+(:func:`job_task`) when it loads, which is whenever a Job is sent or a worker starts.
+
 Worker identity is ``host:pid`` of the process running the task: run workers with the
 prefork or solo pool (one task per process at a time), as docs/deployment.md does.
 """
@@ -60,12 +64,13 @@ from django.db.models import F
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-# Every app's tasks are defined through job_task on the project's Celery app (the settings'
-# broker, eager without one), whichever tasks module loads first: bound to Celery's default
-# app instead, annotation's tasks went to amqp on localhost and a page's job stayed pending.
+# Every job's task is defined through job_task on the project's Celery app (the settings'
+# broker, eager without one), and so are the apps' other tasks: bound to Celery's default
+# app instead, annotation's tasks once went to amqp on localhost and a page's job stayed pending.
 from config.celery import app
 
 from . import local_jobs
+from .jobs import BackgroundJob, declared_jobs
 from .models import Job
 
 logger = logging.getLogger(__name__)
@@ -238,27 +243,32 @@ def _run_claimed(
     return result
 
 
-def job_task(work: Callable[..., Any] | None = None, *, failures: tuple[type[Exception], ...] = ()) -> Any:
-    """Make ``work(job, *args)`` a Celery task called as ``task(job_id, *args)`` (see the module's protocol).
+def job_task(declared: BackgroundJob) -> Task:
+    """The Celery task of a declared background job (:func:`core.jobs.background_job`), named as
+    declared and bound to the project's app; called as ``task(job_id, *args)`` (see the module's protocol).
 
-    ``@job_task`` or ``@job_task(failures=(InputError, ...))``: ``failures`` are the errors
-    that fail the Job without raising (see :func:`run_job`). ``work`` fills ``job.result``
-    and ``job.message``; its arguments must be JSON values. Start it with
-    :func:`core.jobs.start_job`, never with ``delay``: the Job must record the task.
+    Start it with :meth:`BackgroundJob.start <core.jobs.BackgroundJob.start>` (or
+    :func:`core.jobs.start_job`), never with ``delay``: the Job must record the task.
     """
 
-    def wrap(work: Callable[..., Any]) -> Task:
-        def task(self: Task, job_id: int, *args: Any) -> Any:
-            return run_job(self, work, job_id, args, failures)
+    def task(self: Task, job_id: int, *args: Any) -> Any:
+        return run_job(self, declared.work, job_id, args, declared.failures)
 
-        task.__doc__ = work.__doc__
-        return app.task(bind=True, name=f"{work.__module__}.{work.__name__}")(task)
-
-    return wrap(work) if work is not None else wrap
+    task.__doc__ = declared.work.__doc__
+    return app.task(bind=True, name=declared.task)(task)
 
 
-def _task_named(name: str) -> Task:
-    """The configured app's task ``name``, loading every app's tasks module first when needed."""
+def task_for(kind: str) -> Task:
+    """The Celery task of the background job ``kind``."""
+    return app.tasks[declared_jobs()[kind].task]
+
+
+def task_named(name: str) -> Task:
+    """The configured app's task ``name``, loading every app's tasks module first when needed.
+
+    Services that send plain tasks (the chunks of a split scan) reach them by name: a
+    service never imports its app's tasks module.
+    """
     if name not in app.tasks:
         app.loader.import_default_modules()  # the apps' tasks modules (autodiscovery)
     return app.tasks[name]
@@ -272,7 +282,7 @@ def send_job(job: Job, task: Task | None = None) -> bool:
     this process (:mod:`core.local_jobs`): inline, raising what the task raises, or on a
     background thread, returning at once.
     """
-    task = task or _task_named(job.task)
+    task = task or task_named(job.task)
     message_id = str(uuid.uuid4())
     Job.objects.filter(pk=job.pk).update(message_id=message_id, queued=timezone.now())
     arguments = (job.pk, *job.arguments)
@@ -285,3 +295,9 @@ def send_job(job: Job, task: Task | None = None) -> bool:
         logger.error("job %s: the broker is unreachable (%s); the sweeper will send it", job.pk, exc)
         return False
     return True
+
+
+# One Celery task per declared background job, registered whenever Celery is loaded for jobs:
+# a worker autodiscovers this module, and sending a Job (send_job, the sweeper) imports it.
+for _declared in declared_jobs().values():
+    job_task(_declared)

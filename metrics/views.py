@@ -11,10 +11,9 @@ from core.models import Job
 from core.paging import table_page
 from core.permissions import researcher_required
 
-from . import selectors
+from . import selectors, services
 from .forms import CounterfactualForm, CrboForm, LabelSensitivityForm, PreferenceForm, ReportForm
 from .models import Report
-from .services import COUNTERFACTUAL_KIND, CRBO_KIND, PREFERENCE_KIND
 
 
 @researcher_required
@@ -119,7 +118,7 @@ def label_sensitivity(request: HttpRequest) -> HttpResponse:
         return redirect("core:job-detail", pk=job.pk)
     context: dict = {"form": LabelSensitivityForm(initial=request.GET.dict() or None)}
     if "job" in request.GET:
-        job = get_object_or_404(Job, pk=request.GET["job"], kind="label-sensitivity")
+        job = get_object_or_404(Job, pk=request.GET["job"], kind=services.label_sensitivity_job.kind)
         if job.status != Job.Status.DONE:
             return redirect("core:job-detail", pk=job.pk)
         context |= _sensitivity_result_context(job, request.GET.get("cutoff"))
@@ -171,11 +170,11 @@ def _measurement(kind: str, pk: int) -> Job:
 
 @researcher_required
 def crbo_list(request: HttpRequest) -> HttpResponse:
-    return _swap_page(request, CrboForm, CRBO_KIND, "metrics/crbo_list.html", **_counterfactual_context())
+    return _swap_page(request, CrboForm, services.crbo_job.kind, "metrics/crbo_list.html", **_counterfactual_context())
 
 
 def _counterfactual_context(form: CounterfactualForm | None = None) -> dict:
-    jobs = Job.objects.filter(kind=COUNTERFACTUAL_KIND).order_by("-created")[:20]
+    jobs = Job.objects.filter(kind=services.counterfactual_job.kind).order_by("-created")[:20]
     return {"counterfactual_form": form or CounterfactualForm(), "counterfactual_jobs": jobs}
 
 
@@ -186,14 +185,14 @@ def counterfactual_create(request: HttpRequest) -> HttpResponse:
     form = CounterfactualForm(request.POST)
     if form.is_valid():
         return redirect("core:job-detail", pk=form.start().pk)
-    jobs = Job.objects.filter(kind=CRBO_KIND).order_by("-created")[:50]
+    jobs = Job.objects.filter(kind=services.crbo_job.kind).order_by("-created")[:50]
     context = {"form": CrboForm(), "jobs": jobs, **_counterfactual_context(form)}
     return render(request, "metrics/crbo_list.html", context, status=400)
 
 
 @researcher_required
 def crbo_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    job = _measurement(CRBO_KIND, pk)
+    job = _measurement(services.crbo_job.kind, pk)
     table = table_page(request, job.result["per_query"], lambda row: row[0])
     return render(request, "metrics/crbo_detail.html", {"job": job, "result": job.result, "table": table})
 
@@ -202,7 +201,7 @@ def crbo_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def crbo_plot(request: HttpRequest, pk: int) -> HttpResponse:
     from . import plots
 
-    job = _measurement(CRBO_KIND, pk)
+    job = _measurement(services.crbo_job.kind, pk)
     png = plots.crbo_figure([value for _, value in job.result["per_query"]], job.result["depth"])
     return HttpResponse(png, content_type="image/png")
 
@@ -211,7 +210,7 @@ def crbo_plot(request: HttpRequest, pk: int) -> HttpResponse:
 def crbo_csv(request: HttpRequest, pk: int) -> HttpResponse:
     from core.spreadsheet import csv_text
 
-    job = _measurement(CRBO_KIND, pk)
+    job = _measurement(services.crbo_job.kind, pk)
     response = HttpResponse(csv_text(["qid", "rbo"], job.result["per_query"]), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="crbo-{job.pk}.csv"'
     return response
@@ -219,12 +218,12 @@ def crbo_csv(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def preference_list(request: HttpRequest) -> HttpResponse:
-    return _swap_page(request, PreferenceForm, PREFERENCE_KIND, "metrics/preference_list.html")
+    return _swap_page(request, PreferenceForm, services.preference_job.kind, "metrics/preference_list.html")
 
 
 @researcher_required
 def preference_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    job = _measurement(PREFERENCE_KIND, pk)
+    job = _measurement(services.preference_job.kind, pk)
     return render(request, "metrics/preference_detail.html", {"job": job, "result": job.result})
 
 
@@ -232,6 +231,6 @@ def preference_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def preference_plot(request: HttpRequest, pk: int) -> HttpResponse:
     from . import plots
 
-    job = _measurement(PREFERENCE_KIND, pk)
+    job = _measurement(services.preference_job.kind, pk)
     fractions = {version: won["fraction"] for version, won in job.result["wins"].items()}
     return HttpResponse(plots.preference_figure(fractions), content_type="image/png")

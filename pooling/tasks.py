@@ -1,55 +1,16 @@
-"""Celery tasks of the pooling app: thin shells over services, run as Jobs (:mod:`core.tasks`).
+"""Celery tasks of the pooling app that are not Jobs: one chunk of a split collection scan or
+run import. Each ``ScanChunk`` is idempotent on its own (a done chunk is skipped).
 
-``count_scan_chunk_task`` and ``parse_run_chunk_task`` are the exceptions: one chunk of a
-split collection scan or run import, not a Job; each ``ScanChunk`` is idempotent on its
-own (a done chunk is skipped).
+The app's background jobs (building a pool, importing a file) are declared in its services
+(:func:`core.jobs.background_job`); :mod:`core.tasks` makes their Celery tasks. The services
+send these chunk tasks by name (:func:`core.tasks.task_named`), never importing this module.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from django.urls import reverse
-
 from config.celery import app
-from core.errors import InputError, ServiceError
-from core.models import Job
-from core.tasks import job_task
 
-from . import selectors, services
-from .models import Pool, QuerySet, Run, WordList
-from .wordlists import load_wordlist
-
-
-@job_task
-def build_pool_task(
-    job: Job,
-    name: str,
-    query_set_id: int,
-    run_ids: list[int],
-    settings: dict,
-    wordlist_path: str = "",
-    wordlist_id: int | None = None,
-) -> str:
-    # A redelivery after a crash may find the pool committed by the delivery that died.
-    pool = Pool.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
-    if pool is None:
-        runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
-        words = load_wordlist(wordlist_path) if wordlist_path else None
-        if wordlist_id is not None:
-            words = selectors.wordlist_of(WordList.objects.get(pk=wordlist_id))
-        pool = services.build_pool(
-            name,
-            QuerySet.objects.get(pk=query_set_id),
-            runs,
-            services.PoolSettings(**settings),
-            words,
-            job=job,
-            bar=False,
-        )
-    job.result = {"pool": pool.name, "url": reverse("pooling:pool-detail", args=[pool.name])}
-    job.message = f"Pooled {pool.queries.queries.count()} queries"
-    return pool.name
+from . import services
 
 
 @app.task(acks_late=True, reject_on_worker_lost=True)
@@ -64,28 +25,3 @@ def parse_run_chunk_task(chunk_id: int, collection_id: int, path: str, run_forma
     """One chunk of a split run import; acknowledged late, so a lost worker's chunk is redelivered."""
     services.parse_run_chunk(chunk_id, collection_id, path, run_format, skip_bad_lines)
     return chunk_id
-
-
-@job_task(failures=(InputError, ServiceError, OSError))
-def import_task(job: Job, kind: str, path: str, name: str, options: dict, uploaded: bool) -> str:
-    """Import one file; bad input or a refused request fails the job (no retry can fix it).
-
-    Importing is idempotent (the same content is found already imported). An uploaded
-    file is removed when the import fails or finds its content already there, except on
-    a redelivery: the delivery that died may have imported this very file.
-    """
-    job.result = {"form": reverse("pooling:import-create", args=[kind])}  # where to try again if it fails
-    job.save(update_fields=["result"])
-    keep = False
-    try:
-        result = services.import_file(kind, path, name, options, job=job, bar=False)
-        keep = result.created or job.redelivered
-        what = services.IMPORT_KINDS[kind]
-        job.message = f"{'Imported' if result.created else 'Already imported (unchanged)'}: {what} {name}"
-        if result.skipped:
-            job.message += f"; {len(result.skipped)} bad line(s) skipped, first: {result.skipped.errors[0]}"
-        job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}"}
-    finally:
-        if uploaded and not keep:
-            Path(path).unlink(missing_ok=True)
-    return name

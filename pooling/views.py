@@ -76,7 +76,7 @@ def pool_create(request: HttpRequest) -> HttpResponse:
 @researcher_required
 def import_index(request: HttpRequest) -> HttpResponse:
     """The four imports, and the latest import jobs with their outcome."""
-    jobs = Job.objects.filter(kind="import").order_by("-pk")[:10]
+    jobs = Job.objects.filter(kind=services.import_job.kind).order_by("-pk")[:10]
     return render(request, "pooling/import_index.html", {"kinds": services.IMPORT_KINDS, "jobs": jobs})
 
 

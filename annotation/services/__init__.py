@@ -1,6 +1,6 @@
 """Services of the annotation app: everything that changes its state.
 
-Views, serializers, management commands and Celery tasks call these functions and
+Views, serializers, management commands and background jobs call these functions and
 nothing else that writes. They are grouped by stage of a batch's life:
 
 - :mod:`.batches` -- create a batch (snapshot queries and settings, group them into HITs,
@@ -19,7 +19,8 @@ nothing else that writes. They are grouped by stage of a batch's life:
 - :mod:`.adjudication` -- a researcher settles a query's label, with a reason;
 - :mod:`.quality` -- each worker's gold accuracy, agreement, Dawid-Skene accuracy and speed;
 - :mod:`.results` -- judgments as a frame, agreement, per-query votes, exports;
-- :mod:`.background` -- the same work as Celery tasks with a progress record.
+- :mod:`.background` -- publishing, syncing and escalating as background jobs (each declared
+  once, :func:`core.jobs.background_job`) with a progress record.
 """
 
 from .adjudication import adjudicate

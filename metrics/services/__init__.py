@@ -19,12 +19,12 @@ Everything is re-exported here: ``from metrics import services; services.build_r
 from core.errors import ServiceError
 
 from .counterfactual_collection import (
-    COUNTERFACTUAL_KIND,
+    counterfactual_job,
     start_counterfactual_collection,
     write_counterfactual_collection,
 )
-from .crbo import CRBO_KIND, crbo_summary, start_crbo
-from .labelling import LabelSensitivity, label_sensitivity, start_label_sensitivity
+from .crbo import crbo_job, crbo_summary, start_crbo
+from .labelling import LabelSensitivity, label_sensitivity, label_sensitivity_job, start_label_sensitivity
 from .reports import (
     REPRESENTATIVE_WORDLIST,
     Computed,
@@ -35,15 +35,13 @@ from .reports import (
     default_representative_wordlist,
     parse_cutoffs,
     per_query_values,
+    report_job,
     software_version,
     start_report,
 )
-from .variant_preference import PREFERENCE_KIND, preference_summary, start_preference
+from .variant_preference import preference_job, preference_summary, start_preference
 
 __all__ = [
-    "COUNTERFACTUAL_KIND",
-    "CRBO_KIND",
-    "PREFERENCE_KIND",
     "REPRESENTATIVE_WORDLIST",
     "Computed",
     "LabelSensitivity",
@@ -52,12 +50,17 @@ __all__ = [
     "ServiceError",
     "build_report",
     "compute_report",
+    "counterfactual_job",
+    "crbo_job",
     "crbo_summary",
     "default_representative_wordlist",
     "label_sensitivity",
+    "label_sensitivity_job",
     "parse_cutoffs",
     "per_query_values",
+    "preference_job",
     "preference_summary",
+    "report_job",
     "software_version",
     "start_counterfactual_collection",
     "start_crbo",

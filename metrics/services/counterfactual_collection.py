@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.urls import reverse
+
 from core.errors import ServiceError
+from core.jobs import background_job
 from core.models import Job
 from pooling.models import Collection, WordList
-
-#: The kind of the Jobs that write counterfactual collections (the CRBO page lists them).
-COUNTERFACTUAL_KIND = "metrics.counterfactual"
 
 
 def write_counterfactual_collection(
@@ -50,16 +50,29 @@ def write_counterfactual_collection(
     return import_collection(destination, name, job=job, bar=False).obj
 
 
+@background_job("metrics.counterfactual", task="metrics.tasks.counterfactual_collection_task")
+def counterfactual_job(job: Job, collection_id: int, name: str, wordlist_id: int | None, her: str) -> None:
+    """Write and register a counterfactual collection; a redelivery finds one an earlier delivery registered.
+
+    The CRBO page lists these Jobs by ``counterfactual_job.kind``.
+    """
+    collection = Collection.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
+    if collection is None:
+        wordlist = WordList.objects.get(pk=wordlist_id) if wordlist_id else None
+        collection = write_counterfactual_collection(
+            Collection.objects.get(pk=collection_id), name, wordlist=wordlist, her=her, job=job
+        )
+    job.result = {"collection": collection.name, "passages": collection.passages, "url": reverse("metrics:crbo")}
+    job.message = (
+        f"Counterfactual collection {collection.name} ({collection.passages} passages) registered: "
+        "run the ranker on it, import that run, then measure CRBO"
+    )
+
+
 def start_counterfactual_collection(
     collection: Collection, name: str, *, wordlist: WordList | None = None, her: str = "his"
 ) -> Job:
-    """Write and register the counterfactual collection as a Celery task; returns its Job."""
-    from core.jobs import start_job
-
-    from ..tasks import counterfactual_collection_task
-
+    """Write and register the counterfactual collection in the background; returns its Job."""
     description = f"Counterfactual of {collection.name} as {name}"
     wordlist_id = wordlist.pk if wordlist is not None else None
-    return start_job(
-        counterfactual_collection_task, COUNTERFACTUAL_KIND, description, collection.pk, name, wordlist_id, her
-    )
+    return counterfactual_job.start(description, collection.pk, name, wordlist_id, her)

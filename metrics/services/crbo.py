@@ -4,21 +4,21 @@
 No table of its own: a measurement is a :class:`core.models.Job` whose ``result`` holds the
 mean and each query's RBO (plain JSON), so the command, the page and the API read one
 record. The ``crbo`` command computes inline with :func:`crbo_summary`; the page and the API
-start the same computation as a Celery task (:func:`start_crbo`).
+start the same computation as a background job (:func:`crbo_job`, :func:`start_crbo`).
 """
 
 from __future__ import annotations
 
 import math
 
+from django.urls import reverse
+
 from core.errors import ServiceError
+from core.jobs import background_job
 from core.models import Job
 from pooling.models import Run
 
 from ..defaults import CRBO_DEPTH, CRBO_P
-
-#: The kind of the Jobs that hold CRBO measurements (the CRBO page lists them).
-CRBO_KIND = "metrics.crbo"
 
 
 def _finite(value: float) -> float | None:
@@ -54,11 +54,18 @@ def crbo_summary(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, 
     }
 
 
+@background_job("metrics.crbo", task="metrics.tasks.crbo_task")
+def crbo_job(job: Job, run_id: int, counterfactual_run_id: int, depth: int, p: float) -> None:
+    """CRBO of a run against its counterfactual run (read-only: a redelivery computes it again).
+
+    Its Jobs hold the measurements: the CRBO page lists them by ``crbo_job.kind``.
+    """
+    summary = crbo_summary(Run.objects.get(pk=run_id), Run.objects.get(pk=counterfactual_run_id), depth=depth, p=p)
+    job.result = {**summary, "url": reverse("metrics:crbo-detail", args=[job.pk])}
+    job.message = f"CRBO@{depth} {summary['crbo']:.4f} over {summary['queries']} queries"
+
+
 def start_crbo(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P) -> Job:
-    """Measure CRBO as a Celery task once the caller's transaction commits; returns its Job."""
-    from core.jobs import start_job
-
-    from ..tasks import crbo_task
-
+    """Measure CRBO in the background once the caller's transaction commits; returns its Job."""
     description = f"CRBO of {run.name} against {counterfactual_run.name}"
-    return start_job(crbo_task, CRBO_KIND, description, run.pk, counterfactual_run.pk, depth, p)
+    return crbo_job.start(description, run.pk, counterfactual_run.pk, depth, p)

@@ -14,13 +14,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from django.urls import reverse
+
 from core.errors import ServiceError
-from core.jobs import start_job
+from core.jobs import background_job
 from core.models import Job
 from pooling.models import Run
 from pooling.wordlists import GenderWords
 
-from ..defaults import CONFIDENCE_THRESHOLD
+from ..defaults import CONFIDENCE_THRESHOLD, DEFAULT_CUTOFFS
 from .reports import DEFAULT_REPORT_SETTINGS, ReportSettings, per_query_values
 
 if TYPE_CHECKING:
@@ -120,6 +122,36 @@ def label_sensitivity(
     )
 
 
+@background_job("label-sensitivity", task="metrics.tasks.label_sensitivity_task")
+def label_sensitivity_job(
+    job: Job,
+    batch_id: int,
+    run_ids: list[int],
+    report_settings: dict,
+    threshold: float,
+    background_id: int | None = None,
+) -> int:
+    """Label sensitivity into ``job.result``: pure computation, a redelivery simply computes it again."""
+    from annotation import selectors as annotation_selectors
+
+    from ..formatting import sensitivity_result
+
+    runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
+    report_settings = {**report_settings, "cutoffs": tuple(report_settings.get("cutoffs", DEFAULT_CUTOFFS))}
+    result = label_sensitivity(
+        annotation_selectors.batches().get(pk=batch_id),
+        runs,
+        ReportSettings(**report_settings),
+        threshold=threshold,
+        background=Run.objects.get(pk=background_id) if background_id else None,
+        job=job,
+        bar=False,
+    )
+    job.result = sensitivity_result(result) | {"url": reverse("metrics:label-sensitivity") + f"?job={job.pk}"}
+    job.message = f"Label sensitivity of {result.batch}: {len(result.table)} values"
+    return job.pk
+
+
 def start_label_sensitivity(
     batch,
     runs: Sequence[Run],
@@ -128,14 +160,10 @@ def start_label_sensitivity(
     threshold: float = CONFIDENCE_THRESHOLD,
     background: Run | None = None,
 ) -> Job:
-    """Compute label sensitivity as a Celery task once the caller's transaction commits; returns its Job
+    """Compute label sensitivity in the background once the caller's transaction commits; returns its Job
     (whose result holds :func:`sensitivity_result` and the page's URL)."""
-    from ..tasks import label_sensitivity_task
-
     report_settings.validate()
-    return start_job(
-        label_sensitivity_task,
-        "label-sensitivity",
+    return label_sensitivity_job.start(
         f"Label sensitivity of {batch.name}",
         batch.pk,
         [run.pk for run in runs],

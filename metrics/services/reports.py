@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from django.conf import settings
 from django.db import transaction
+from django.urls import reverse
 
 from core.errors import ServiceError
 from core.files import write_parquet_atomic
-from core.jobs import start_job
+from core.jobs import background_job
 from core.models import Job
 from core.names import validate_name
 from core.storage import cache_dir
@@ -322,6 +323,36 @@ def _finite(value) -> float | None:
     return float(value)
 
 
+@background_job("report", task="metrics.tasks.build_report_task")
+def report_job(
+    job: Job,
+    name: str,
+    query_set_id: int,
+    run_ids: list[int],
+    report_settings: dict,
+    background_id: int | None = None,
+    baseline_id: int | None = None,
+) -> str:
+    """Build a report in the background; a redelivery after a crash may find it committed by the delivery that died."""
+    report = Report.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
+    if report is None:
+        runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
+        report_settings = {**report_settings, "cutoffs": tuple(report_settings.get("cutoffs", DEFAULT_CUTOFFS))}
+        report = build_report(
+            name,
+            QuerySet.objects.get(pk=query_set_id),
+            runs,
+            ReportSettings(**report_settings),
+            background=Run.objects.get(pk=background_id) if background_id else None,
+            baseline=Run.objects.get(pk=baseline_id) if baseline_id else None,
+            job=job,
+            bar=False,
+        )
+    job.result = {"report": report.name, "url": reverse("metrics:report-detail", args=[report.name])}
+    job.message = f"Report {report.name} built"
+    return report.name
+
+
 def start_report(
     name: str,
     query_set: QuerySet,
@@ -331,12 +362,8 @@ def start_report(
     background: Run | None = None,
     baseline: Run | None = None,
 ) -> Job:
-    """Build a report as a Celery task once the caller's transaction commits; returns its Job."""
-    from ..tasks import build_report_task
-
-    return start_job(
-        build_report_task,
-        "report",
+    """Build a report in the background once the caller's transaction commits; returns its Job."""
+    return report_job.start(
         f"Report {name}",
         name,
         query_set.pk,

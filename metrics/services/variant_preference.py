@@ -4,7 +4,7 @@ is pure (:mod:`metrics.preference`).
 
 Like CRBO (:mod:`.crbo`), a measurement is a :class:`core.models.Job` whose ``result`` holds
 the wins (plain JSON): the ``variant_preference`` command computes inline with
-:func:`preference_summary`, the page and the API start it as a task (:func:`start_preference`).
+:func:`preference_summary`, the page and the API start it as a background job (:func:`preference_job`, :func:`start_preference`).
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from django.urls import reverse
+
 from core.errors import ServiceError
+from core.jobs import background_job
 from core.models import Job
 from pooling.models import Run
 
 from ..defaults import VARIANT_VERSIONS
-
-#: The kind of the Jobs that hold variant-preference measurements (the preference page lists them).
-PREFERENCE_KIND = "metrics.preference"
 
 
 def _finite(value: float) -> float | None:
@@ -56,11 +56,18 @@ def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str
     }
 
 
+@background_job("metrics.preference", task="metrics.tasks.preference_task")
+def preference_job(job: Job, run_id: int, separator: str, versions: list[str]) -> None:
+    """Variant preference of a run (read-only: a redelivery computes it again).
+
+    Its Jobs hold the measurements: the preference page lists them by ``preference_job.kind``.
+    """
+    summary = preference_summary(Run.objects.get(pk=run_id), separator=separator, versions=versions)
+    job.result = {**summary, "url": reverse("metrics:preference-detail", args=[job.pk])}
+    job.message = f"{summary['cases']} cases, {summary['decided']} decided"
+
+
 def start_preference(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> Job:
-    """Measure variant preference as a Celery task once the caller's transaction commits."""
-    from core.jobs import start_job
-
-    from ..tasks import preference_task
-
+    """Measure variant preference in the background once the caller's transaction commits."""
     description = f"Variant preference of {run.name}"
-    return start_job(preference_task, PREFERENCE_KIND, description, run.pk, separator, list(versions))
+    return preference_job.start(description, run.pk, separator, list(versions))

@@ -9,13 +9,14 @@ indexes, normalised runs, count caches) are written atomically under
 same file reuses them. Grouped by topic:
 
 - :mod:`.imports` -- collections, query sets and word lists registered; the one entry
-  point of the four imports (``import_file``) and its background job (``start_import``);
+  point of the four imports (``import_file``) and its background job (``import_job``,
+  started by ``start_import``);
 - :mod:`.runs` -- runs read, checked and normalised into Parquet, whole or split over
   Celery workers (``parse_run_chunk`` is the body of one chunk's task);
 - :mod:`.counts` -- gender-word counts of passages, cached, or one scan split over
   workers (``count_scan_chunk`` is the body of one chunk's task);
 - :mod:`.pools` -- pools built (read, computed by :mod:`pooling.pool`, stored in one
-  transaction), started as a job, written as query files;
+  transaction), built as a background job (``pool_job``, ``start_pool``), written as query files;
 - :mod:`.common` -- what they share: ``ImportResult``, the byte progress of a pass over a
   file, the wait on a split job's chunk rows.
 
@@ -31,12 +32,13 @@ from .imports import (
     create_query_set,
     import_collection,
     import_file,
+    import_job,
     import_queries,
     import_wordlist,
     register_wordlist,
     start_import,
 )
-from .pools import PoolSettings, build_pool, start_pool, write_query_file
+from .pools import PoolSettings, build_pool, pool_job, start_pool, write_query_file
 from .runs import import_run, parse_run_chunk, read_run_chunked
 
 __all__ = [
@@ -50,10 +52,12 @@ __all__ = [
     "document_counts_for",
     "import_collection",
     "import_file",
+    "import_job",
     "import_queries",
     "import_run",
     "import_wordlist",
     "parse_run_chunk",
+    "pool_job",
     "read_run_chunked",
     "register_wordlist",
     "run_frame",

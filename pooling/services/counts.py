@@ -103,8 +103,9 @@ def document_counts_chunked(
     import polars as pl
     from celery import group
 
+    from core.tasks import task_named
+
     from ..readers import byte_ranges
-    from ..tasks import count_scan_chunk_task
 
     check_tokenizer(tokenizer)
     path = _check_unchanged(collection)
@@ -124,6 +125,7 @@ def document_counts_chunked(
             ScanChunk.objects.get_or_create(key=key, index=index, defaults={"start": start, "end": end})
     pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
     if pending:
+        count_scan_chunk_task = task_named("pooling.tasks.count_scan_chunk_task")
         group(count_scan_chunk_task.s(pk, collection.pk, record.pk, tokenizer) for pk in pending).apply_async()
         wait_for_chunks(key, timeout)
     done = list(ScanChunk.objects.filter(key=key).order_by("index"))

@@ -15,11 +15,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from django.db import transaction
+from django.urls import reverse
 
 from core.db import insert_rows
 from core.errors import InputError, ServiceError, Skipped
 from core.files import file_sha256
-from core.jobs import start_job
+from core.jobs import background_job
 from core.models import Job
 from core.names import validate_name
 from core.storage import cache_dir, staging_path
@@ -159,10 +160,35 @@ def import_file(
     raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
 
 
+@background_job("import", task="pooling.tasks.import_task", failures=(InputError, ServiceError, OSError))
+def import_job(job: Job, kind: str, path: str, name: str, options: dict, uploaded: bool) -> str:
+    """Import one file; bad input or a refused request fails the job (no retry can fix it).
+
+    Importing is idempotent (the same content is found already imported). An uploaded
+    file is removed when the import fails or finds its content already there, except on
+    a redelivery: the delivery that died may have imported this very file.
+    """
+    job.result = {"form": reverse("pooling:import-create", args=[kind])}  # where to try again if it fails
+    job.save(update_fields=["result"])
+    keep = False
+    try:
+        result = import_file(kind, path, name, options, job=job, bar=False)
+        keep = result.created or job.redelivered
+        what = IMPORT_KINDS[kind]
+        job.message = f"{'Imported' if result.created else 'Already imported (unchanged)'}: {what} {name}"
+        if result.skipped:
+            job.message += f"; {len(result.skipped)} bad line(s) skipped, first: {result.skipped.errors[0]}"
+        job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}"}
+    finally:
+        if uploaded and not keep:
+            Path(path).unlink(missing_ok=True)
+    return name
+
+
 def start_import(
     kind: str, path: str | Path, name: str, options: dict, *, uploaded: bool = False, file_name: str = ""
 ) -> Job:
-    """Import a file as a Celery task once the caller's transaction commits; returns its Job.
+    """Import a file in the background once the caller's transaction commits; returns its Job.
 
     ``uploaded``: the file was uploaded for this import (under ``uploads/``); it is removed
     if the import fails or finds the same content already imported, and kept otherwise
@@ -171,11 +197,7 @@ def start_import(
     if kind not in IMPORT_KINDS:
         raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
     validate_name(name, IMPORT_KINDS[kind])
-    from ..tasks import import_task
-
-    return start_job(
-        import_task,
-        "import",
+    return import_job.start(
         f"Import {IMPORT_KINDS[kind]} {name} from {file_name or Path(path).name}",
         kind,
         str(path),

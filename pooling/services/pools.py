@@ -15,19 +15,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.db import transaction
+from django.urls import reverse
 
 from core.db import insert_rows
 from core.errors import ServiceError
-from core.jobs import start_job
+from core.jobs import background_job
 from core.models import Job
 from core.names import validate_name
 
 from ..analysis import check_at_least_one, check_magnitude, check_same_collection, check_tokenizer
 from ..models import Pool, PoolEntry, QuerySet, Run, WordList
 from ..queryfiles import write_queries
-from ..selectors import top_rankings
+from ..selectors import top_rankings, wordlist_of
 from ..tokenize import DEFAULT_TOKENIZER
-from ..wordlists import GenderWords, default_wordlist
+from ..wordlists import GenderWords, default_wordlist, load_wordlist
 from .counts import document_counts_for
 from .imports import create_query_set, register_wordlist
 
@@ -160,6 +161,31 @@ def _store_pool(
     return pool
 
 
+@background_job("pool", task="pooling.tasks.build_pool_task")
+def pool_job(
+    job: Job,
+    name: str,
+    query_set_id: int,
+    run_ids: list[int],
+    settings: dict,
+    wordlist_path: str = "",
+    wordlist_id: int | None = None,
+) -> str:
+    """Build a pool in the background; a redelivery after a crash may find it committed by the delivery that died."""
+    pool = Pool.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
+    if pool is None:
+        runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
+        words = load_wordlist(wordlist_path) if wordlist_path else None
+        if wordlist_id is not None:
+            words = wordlist_of(WordList.objects.get(pk=wordlist_id))
+        pool = build_pool(
+            name, QuerySet.objects.get(pk=query_set_id), runs, PoolSettings(**settings), words, job=job, bar=False
+        )
+    job.result = {"pool": pool.name, "url": reverse("pooling:pool-detail", args=[pool.name])}
+    job.message = f"Pooled {pool.queries.queries.count()} queries"
+    return pool.name
+
+
 def start_pool(
     name: str,
     query_set: QuerySet,
@@ -169,16 +195,12 @@ def start_pool(
     *,
     wordlist: WordList | None = None,
 ) -> Job:
-    """Build a pool as a Celery task once the caller's transaction commits; returns its Job.
+    """Build a pool in the background once the caller's transaction commits; returns its Job.
 
     The word list is a file (``wordlist_path``, the command's ``--wordlist``) or an
     imported one (``wordlist``, the pool form's choice); neither means the built-in list.
     """
-    from ..tasks import build_pool_task
-
-    return start_job(
-        build_pool_task,
-        "pool",
+    return pool_job.start(
         f"Pool {name}",
         name,
         query_set.pk,

@@ -117,8 +117,9 @@ def read_run_chunked(
     import polars as pl
     from celery import group
 
+    from core.tasks import task_named
+
     from ..readers import byte_ranges, check_run_file, finish_run, line_numbers_at
-    from ..tasks import parse_run_chunk_task
 
     path, run_format = check_run_file(path, order, run_format)
     ranges = byte_ranges(path, chunks)
@@ -133,6 +134,7 @@ def read_run_chunked(
                 )
     pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
     if pending:
+        parse_run_chunk_task = task_named("pooling.tasks.parse_run_chunk_task")
         tasks = (
             parse_run_chunk_task.s(pk, collection.pk, str(path), run_format, skipped is not None) for pk in pending
         )

@@ -29,16 +29,18 @@ from django.utils import timezone
 
 from annotation import services as annotation_services
 from annotation.models import Batch
-from annotation.tasks import publish_batch_task
+from annotation.services import background as annotation_background
 from core.api_tokens import api_token
 from core.jobs import start_job
 from core.models import Job
 from core.sweeper import sweep_jobs
-from core.tasks import worker_identity
-from pooling import services as pooling_services
+from core.tasks import task_for, worker_identity
 from pooling.models import QuerySet
 from pooling.services import create_query_set
+from pooling.services import imports as pooling_imports
 from tests.faults.servers import Process, free_port, port_open
+
+publish_batch_task = task_for("annotation.publish")
 
 ROOT = Path(__file__).resolve().parents[2]
 FINISHED = ("done", "failed")
@@ -197,7 +199,7 @@ def api(live_server, django_user_model):
 def test_three_imports_started_at_once_through_the_api_finish_in_the_background(background, api, gate):
     """The requests answer while the imports are held back (old: each request ran its import
     inline, here for good); released, all three reach ``done``, polled through the API."""
-    gate(pooling_services, "import_file")
+    gate(pooling_imports, "import_file")  # where the import job finds it
     uploads = {f"q{i}": query_file(i) for i in range(1, 4)}
 
     def start(name: str) -> requests.Response:
@@ -255,7 +257,7 @@ def batch(transactional_db) -> Batch:
 
 @threads_share_the_database
 def test_a_background_job_leaves_the_committer_at_once_and_stamps_its_heartbeat(background, batch, gate):
-    gate(annotation_services, "publish_batch")
+    gate(annotation_background, "publish_batch")  # where the publish job finds it
     with transaction.atomic():
         job = start_job(publish_batch_task, "annotation.publish", "Publish b1", batch.pk)
     # The commit returned with the work still held back.
@@ -288,7 +290,7 @@ def test_the_same_job_delivered_twice_in_one_process_is_carried_out_once(backgro
     identity ``host:pid`` is the same for both, so the claim alone would not tell them apart)."""
     from core.tasks import send_job
 
-    gate(annotation_services, "publish_batch")
+    gate(annotation_background, "publish_batch")  # where the publish job finds it
     with transaction.atomic():
         job = start_job(publish_batch_task, "annotation.publish", "Publish b1", batch.pk)
     wait_for(lambda: Job.objects.filter(pk=job.pk, status="running").exists())

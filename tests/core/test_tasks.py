@@ -16,14 +16,15 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import Batch, Hit
-from annotation.tasks import publish_batch_task
 from config.celery import app
 from core.jobs import start_job
 from core.models import Job
 from core.sweeper import sweep_jobs
-from core.tasks import send_job, worker_identity
+from core.tasks import send_job, task_for, worker_identity
 from pooling.models import QuerySet
 from pooling.services import create_query_set
+
+publish_batch_task = task_for("annotation.publish")
 
 
 @pytest.fixture
@@ -190,10 +191,10 @@ def test_a_job_whose_message_cannot_be_sent_stays_pending_for_the_sweeper(
 
 
 def test_an_expected_failure_fails_the_job_without_raising(db, tmp_path):
-    """import_task is a job_task(failures=(InputError, ServiceError, OSError)): bad input fails the Job
+    """The import job is declared with failures=(InputError, ServiceError, OSError): bad input fails the Job
     quietly (the page shows it; eagerly, the request that started it must not break), and an
     uploaded file that was not imported is removed."""
-    from pooling.tasks import import_task
+    import_task = task_for("import")
 
     upload = tmp_path / "queries.tsv"
     upload.write_text("1\twho is she\nnot a query line\n")

@@ -16,12 +16,14 @@ from django.db import connection, transaction
 
 from annotation import services
 from annotation.models import Assignment, Judgment
-from annotation.tasks import publish_batch_task
 from annotation.virtual_annotator import SiteError, VirtualAnnotator
 from core.jobs import start_job
 from core.models import Job
+from core.tasks import task_for
 
 from .servers import free_port, gunicorn, port_open, wait_until
+
+publish_batch_task = task_for("annotation.publish")
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from annotation.tasks import publish_batch_task
 from core.jobs import start_job
 from core.models import Job
 from core.sweeper import broker_messages, sweep_jobs
+from core.tasks import task_for
 
 from .conftest import assert_one_hit_per_group
 from .servers import wait_until
+
+publish_batch_task = task_for("annotation.publish")
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 

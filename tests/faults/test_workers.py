@@ -13,16 +13,17 @@ import time
 import pytest
 from django.db import transaction
 
-from annotation.tasks import publish_batch_task
 from core.jobs import start_job
 from core.models import Job
 from core.sweeper import sweep_jobs
-from core.tasks import send_job
+from core.tasks import send_job, task_for
 from pooling.models import Pool, QuerySet, Run
-from pooling.tasks import build_pool_task
 
 from .conftest import assert_one_hit_per_group
 from .servers import wait_until
+
+publish_batch_task = task_for("annotation.publish")
+build_pool_task = task_for("pool")
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 

@@ -9,8 +9,10 @@ from django.db import transaction
 from config.celery import app
 from core.jobs import start_job
 from core.models import Job
+from core.tasks import task_for
 from pooling.models import Pool, QuerySet, Run
-from pooling.tasks import build_pool_task
+
+build_pool_task = task_for("pool")
 
 
 @pytest.mark.broker

@@ -6,9 +6,11 @@ import pytest
 from django.utils import timezone
 
 from core.models import Job
+from core.tasks import task_for
 from pooling import services
 from pooling.models import Pool, QuerySet, Run
-from pooling.tasks import build_pool_task
+
+build_pool_task = task_for("pool")
 
 SETTINGS = {"rank_cutoff": 2, "depth": 1, "magnitude": "tf", "tokenizer": "words"}
 
