@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
+from . import job_registry
 from .models import Job
 
 if TYPE_CHECKING:
@@ -51,9 +52,6 @@ class BackgroundJob:
         return start_job(self.task, self.kind, description, *args)
 
 
-_declared: dict[str, BackgroundJob] = {}
-
-
 def background_job(
     kind: str, *, task: str = "", failures: tuple[type[Exception], ...] = ()
 ) -> Callable[[Callable[..., Any]], BackgroundJob]:
@@ -67,24 +65,19 @@ def background_job(
 
     def declare(work: Callable[..., Any]) -> BackgroundJob:
         declared = BackgroundJob(kind, task or f"{work.__module__}.{work.__name__}", work, tuple(failures))
-        for other in _declared.values():
+        for other in job_registry.DECLARED.values():
             same_work = (other.work.__module__, other.work.__qualname__) == (work.__module__, work.__qualname__)
             if (other.kind == kind or other.task == declared.task) and not same_work:
                 raise ImproperlyConfigured(
                     f"background job {kind!r} (task {declared.task}) clashes with {other.kind!r} (task {other.task})"
                 )
-        _declared[kind] = declared
+        job_registry.DECLARED[kind] = declared
         return declared
 
     return declare
 
 
-def declared_jobs() -> dict[str, BackgroundJob]:
-    """Every background job of the project by kind; declared in the apps' ``services``, which this loads."""
-    from django.utils.module_loading import autodiscover_modules
-
-    autodiscover_modules("services")
-    return dict(_declared)
+declared_jobs = job_registry.declared_jobs
 
 
 def create_job(kind: str, description: str = "") -> Job:

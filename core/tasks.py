@@ -55,7 +55,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Task
 from django.conf import settings
@@ -70,8 +70,11 @@ from kombu.exceptions import OperationalError as BrokerError
 from config.celery import app
 
 from . import local_jobs
-from .jobs import BackgroundJob, declared_jobs
+from .job_registry import declared_jobs
 from .models import Job
+
+if TYPE_CHECKING:
+    from .jobs import BackgroundJob
 
 logger = logging.getLogger(__name__)
 
