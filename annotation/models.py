@@ -147,6 +147,12 @@ class Batch(models.Model):
         help_text="Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.",
     )
     cost = models.JSONField(default=dict, blank=True, help_text="Cost estimate when created (strings of USD).")
+    team = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="annotation_team_batches",
+        help_text="In-house annotators who may work on this local batch; none: every annotator.",
+    )
     created = models.DateTimeField(auto_now_add=True)
     published = models.DateTimeField(null=True, blank=True)
 

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from . import views
+from .views import team
 
 app_name = "annotation"
 urlpatterns = [
@@ -29,4 +30,12 @@ urlpatterns = [
     # <key:qid>: any query id (a/b, .., é q) as one segment, escaped by core.converters.
     path("batches/<slug:name>/queries/<key:qid>/", views.batch_query, name="batch-query"),
     path("batches/<slug:name>/hits/<int:position>/preview/", views.hit_preview, name="hit-preview"),
+    # The team of in-house annotators (views/team.py).
+    path("team/", team.team_page, name="team"),
+    path("team/<str:username>/", team.member_page, name="team-member"),
+    path("team/<str:username>/access/", team.member_access, name="team-member-access"),
+    path("team/<str:username>/active/", team.member_active, name="team-member-active"),
+    path("batches/<slug:name>/team/", team.batch_team, name="batch-team"),
+    path("batches/<slug:name>/team/progress/", team.batch_team_progress, name="batch-team-progress"),
+    path("welcome/<uidb64>/<token>/", team.welcome, name="team-welcome"),
 ]

@@ -33,6 +33,7 @@ from ..models import FREES_PLACE, Assignment, Batch, Hit, Provider, Worker
 from ..pseudonyms import worker_for
 from .answers import AnswerCheck, record_answers
 from .statuses import settle_hit_statuses
+from .team_access import open_to
 
 ANNOTATORS_GROUP = "annotators"
 #: How many locked candidates to try before giving up on a busy moment.
@@ -181,6 +182,7 @@ def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignmen
     """
     candidates = (
         Hit.objects.filter(batch__in=batches, batch__status=Batch.Status.PUBLISHED, status=Hit.Status.OPEN)
+        .filter(open_to(worker))  # a batch with a team: its members only
         .exclude(assignments__worker=worker)
         .annotate(taken=_taken(OuterRef("pk")))
         .filter(taken__lt=F("max_assignments"))

@@ -1,0 +1,170 @@
+"""REST endpoints of the team of in-house annotators (researchers only), as on the Team page.
+
+- ``GET/POST /api/annotation/annotators/``: every annotator; add one with a one-time link
+  (``access: "link"``) or a generated password (``"password"``), returned once (no-store);
+- ``GET /api/annotation/annotators/<username>/``, ``POST .../reset-password/``,
+  ``POST .../deactivate/``, ``POST .../activate/``;
+- ``GET/PUT /api/annotation/batches/<name>/team/``: who may work on a local batch (empty:
+  everyone) and each annotator's progress and quality on it.
+"""
+
+from django.shortcuts import get_object_or_404
+from django.utils.cache import add_never_cache_headers
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, permissions, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.api import ErrorSerializer, body_object
+
+from .models import Batch, Provider
+from .services import team
+
+
+class AnnotatorSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    email = serializers.CharField()
+    is_active = serializers.BooleanField(help_text="False: deactivated (no logins, no HITs).")
+    has_password = serializers.BooleanField(
+        source="has_usable_password", help_text="False: invited, link not used yet (or reset by link)."
+    )
+    date_joined = serializers.DateTimeField()
+    last_login = serializers.DateTimeField(allow_null=True)
+    batches = serializers.SerializerMethodField(help_text="Local batches with this annotator on their team.")
+
+    def get_batches(self, user) -> list[str]:
+        return sorted(b.name for b in user.annotation_team_batches.all())
+
+
+class AccessRequestSerializer(serializers.Serializer):
+    access = serializers.ChoiceField(
+        choices=team.ACCESS, default="link", help_text="link: a one-time set-password link; password: a generated one."
+    )
+
+
+class AnnotatorRequestSerializer(AccessRequestSerializer):
+    username = serializers.CharField(max_length=150)
+    email = serializers.EmailField(required=False, default="")
+
+
+class AccessSerializer(serializers.Serializer):
+    """Shown once (Cache-Control: no-store): a password, or a one-time link and when it expires."""
+
+    annotator = AnnotatorSerializer(source="user")
+    password = serializers.CharField(allow_null=True)
+    link = serializers.CharField(allow_null=True)
+    link_expires = serializers.DateTimeField(allow_null=True)
+
+
+class TeamRequestSerializer(serializers.Serializer):
+    annotators = serializers.ListField(
+        child=serializers.CharField(max_length=150), allow_empty=True, help_text="Usernames; empty: every annotator."
+    )
+
+
+class TeamProgressSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    active = serializers.BooleanField()
+    answered = serializers.IntegerField(help_text="HITs submitted (whatever their review).")
+    in_progress = serializers.IntegerField(help_text="HITs handed out and not yet submitted.")
+    hits = serializers.IntegerField(help_text="HITs in the batch (each annotator answers a HIT at most once).")
+    gold_correct = serializers.IntegerField()
+    gold_total = serializers.IntegerField()
+    gold_accuracy = serializers.FloatField(allow_null=True)
+    agreement = serializers.FloatField(allow_null=True, help_text="Share agreeing with the others' majority.")
+    compared = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    blocked = serializers.BooleanField()
+    flag = serializers.CharField(allow_null=True)
+
+
+class BatchTeamSerializer(serializers.Serializer):
+    batch = serializers.CharField()
+    restricted = serializers.BooleanField(help_text="False: every annotator may work on the batch.")
+    annotators = serializers.ListField(child=serializers.CharField())
+    progress = TeamProgressSerializer(many=True)
+
+
+def _access_response(request, access: team.Access, code: int) -> Response:
+    data = {
+        "user": access.user,
+        "password": access.password,
+        "link": request.build_absolute_uri(access.link_path) if access.link_path else None,
+        "link_expires": access.link_expires,
+    }
+    response = Response(AccessSerializer(data).data, status=code)
+    add_never_cache_headers(response)  # no-store: the password or link is shown this once
+    return response
+
+
+def _checked(serializer_class, request) -> dict:
+    params = serializer_class(data=body_object(request))
+    params.is_valid(raise_exception=True)
+    return params.validated_data
+
+
+class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    queryset = team.team_members().prefetch_related("annotation_team_batches")
+    serializer_class = AnnotatorSerializer
+    permission_classes = [permissions.IsAdminUser]
+    parser_classes = [JSONParser, FormParser]
+    lookup_field = "username"
+    lookup_value_regex = r"[\w.@+-]+"
+
+    @extend_schema(request=AnnotatorRequestSerializer, responses={201: AccessSerializer, 400: ErrorSerializer})
+    def create(self, request):
+        """Add an annotator; the answer holds their one-time link or generated password, once."""
+        data = _checked(AnnotatorRequestSerializer, request)
+        access = team.add_member(data["username"], data["email"], access=data["access"])
+        return _access_response(request, access, status.HTTP_201_CREATED)
+
+    @extend_schema(request=AccessRequestSerializer, responses={200: AccessSerializer, 400: ErrorSerializer})
+    @action(detail=True, methods=["post"], url_path="reset-password")
+    def reset_password(self, request, username=None, format=None):
+        """The old password and links stop working; a new one-time link or password, shown once."""
+        member = self.get_object()
+        data = _checked(AccessRequestSerializer, request)
+        return _access_response(request, team.reset_access(member, access=data["access"]), status.HTTP_200_OK)
+
+    @extend_schema(request=None, responses=AnnotatorSerializer)
+    @action(detail=True, methods=["post"])
+    def deactivate(self, request, username=None, format=None):
+        """No more logins or HITs; HITs they hold go back to the queue (repeating it is harmless)."""
+        return Response(AnnotatorSerializer(team.set_active(self.get_object(), False)).data)
+
+    @extend_schema(request=None, responses=AnnotatorSerializer)
+    @action(detail=True, methods=["post"])
+    def activate(self, request, username=None, format=None):
+        """Let a deactivated annotator log in and take HITs again."""
+        return Response(AnnotatorSerializer(team.set_active(self.get_object(), True)).data)
+
+
+class BatchTeamView(APIView):
+    permission_classes = [permissions.IsAdminUser]
+    parser_classes = [JSONParser, FormParser]
+
+    def _batch(self, name: str) -> Batch:
+        return get_object_or_404(Batch, name=name, provider=Provider.LOCAL)
+
+    def _answer(self, batch: Batch) -> Response:
+        data = {
+            "batch": batch.name,
+            "restricted": batch.team.exists(),
+            "annotators": list(batch.team.order_by("username").values_list("username", flat=True)),
+            "progress": team.team_progress(batch),
+        }
+        return Response(BatchTeamSerializer(data).data)
+
+    @extend_schema(responses={200: BatchTeamSerializer, 404: ErrorSerializer})
+    def get(self, request, name: str, format=None):
+        """Who may work on the local batch, and each annotator's progress and quality on it."""
+        return self._answer(self._batch(name))
+
+    @extend_schema(request=TeamRequestSerializer, responses={200: BatchTeamSerializer, 400: ErrorSerializer})
+    def put(self, request, name: str, format=None):
+        """Restrict the local batch to these annotators (an empty list opens it to every annotator)."""
+        batch = self._batch(name)
+        team.set_batch_team(batch, _checked(TeamRequestSerializer, request)["annotators"])
+        return self._answer(batch)

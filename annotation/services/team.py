@@ -1,0 +1,224 @@
+"""The team of in-house annotators, managed by researchers from the site and the API.
+
+A researcher makes an annotator's account in one of two ways, and gets a fresh one the same
+ways when the annotator has lost theirs:
+
+- a **one-time link** (``access="link"``): the account has no usable password until the
+  annotator opens the link and chooses one. The link is Django's password-reset token
+  (``default_token_generator``): it expires after ``PASSWORD_RESET_TIMEOUT`` and is good
+  for one use, because it is a hash over the account's password and last login, both of
+  which change once it has been used; a newer link or password also ends it;
+- a **generated password** (``access="password"``), shown once to the researcher.
+
+Resetting always makes the old password unusable first, so a leaked one stops working at
+once (and the annotator's sessions end: Django checks the password hash on every request).
+
+Deactivating an account refuses its logins and ends its sessions (Django's backend ignores
+inactive users); the HITs it held are given back to the queue at once.
+
+A local batch can be restricted to a team (``Batch.team``; empty: every annotator may work
+on it); the hand-out then gives its HITs to team members only (:func:`.team_access.open_to`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import default_token_generator
+from django.db import transaction
+from django.db.models import Count, Q
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+
+from core.errors import ServiceError
+
+from ..models import Assignment, Batch, Provider, Worker
+from .local import ANNOTATORS_GROUP, create_annotator, validate_new_password
+from .quality import worker_quality
+
+ACCESS = ("link", "password")
+_DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+
+
+@dataclass(frozen=True)
+class Access:
+    """How an annotator gets in: a one-time link (its path and expiry) or a password, never both."""
+
+    user: object
+    password: str | None = None
+    link_path: str | None = None
+    link_expires: dt.datetime | None = None
+
+
+def team_members():
+    """Every annotator account (active or not), by username; staff accounts are never annotators here."""
+    return (
+        get_user_model()
+        .objects.filter(groups__name=ANNOTATORS_GROUP, is_staff=False, is_superuser=False)
+        .order_by("username")
+    )
+
+
+def team_overview():
+    """The team page's rows: each annotator with the batches they are on and the HITs they answered."""
+    members = (
+        team_members()
+        .prefetch_related("annotation_team_batches")
+        .annotate(
+            answered=Count(
+                "annotation_identity__worker__assignments",
+                filter=Q(annotation_identity__worker__assignments__status__in=_DONE),
+            )
+        )
+    )
+    return list(members)
+
+
+def get_member(username: str):
+    member = team_members().filter(username=username).first()
+    if member is None:
+        raise ServiceError(f"no annotator named {username!r}")
+    return member
+
+
+def _check_access(access: str) -> None:
+    if access not in ACCESS:
+        raise ServiceError(f"access must be one of {', '.join(ACCESS)}, not {access!r}")
+
+
+def generate_password(user) -> str:
+    """A random password of 20 URL-safe characters that passes the site's validators."""
+    while True:
+        password = secrets.token_urlsafe(15)
+        try:
+            validate_new_password(password, user)
+        except ServiceError:  # e.g. all digits by chance, or too like the username
+            continue
+        return password
+
+
+def one_time_link(user) -> Access:
+    """A set-password link for ``user``: expires after PASSWORD_RESET_TIMEOUT, good for one use."""
+    uidb64 = urlsafe_base64_encode(force_bytes(user.pk))
+    token = default_token_generator.make_token(user)
+    return Access(
+        user=user,
+        link_path=reverse("annotation:team-welcome", kwargs={"uidb64": uidb64, "token": token}),
+        link_expires=timezone.now() + dt.timedelta(seconds=settings.PASSWORD_RESET_TIMEOUT),
+    )
+
+
+def add_member(username: str, email: str = "", *, access: str = "link") -> Access:
+    """A new annotator account, with a one-time link to choose a password or a generated one."""
+    _check_access(access)
+    if access == "password":
+        user = create_annotator(username, email=email)  # unusable password until set below
+        return _give_password(user)
+    return one_time_link(create_annotator(username, email=email))
+
+
+def _give_password(user) -> Access:
+    password = generate_password(user)
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    return Access(user=user, password=password)
+
+
+def reset_access(user, *, access: str = "link") -> Access:
+    """The old password stops working (and every earlier link); a new link or password is made."""
+    _check_access(access)
+    with transaction.atomic():
+        user = _locked_member(user)
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        if access == "password":
+            return _give_password(user)
+        return one_time_link(user)
+
+
+def set_active(user, active: bool):
+    """Deactivate (no more logins, sessions end, held HITs go back to the queue) or reactivate."""
+    with transaction.atomic():
+        user = _locked_member(user)
+        user.is_active = active
+        user.save(update_fields=["is_active"])
+        if not active:
+            Assignment.objects.filter(worker__identity__user=user, status=Assignment.Status.ASSIGNED).update(
+                status=Assignment.Status.ABANDONED
+            )
+    return user
+
+
+def _locked_member(user):
+    member = team_members().select_for_update().filter(pk=user.pk).first()
+    if member is None:
+        raise ServiceError(f"{user.username!r} is not an annotator")
+    return member
+
+
+def set_batch_team(batch: Batch, usernames: Iterable[str]) -> list:
+    """Restrict an in-house batch to these annotators (none: every annotator); returns the team."""
+    if batch.provider != Provider.LOCAL:
+        raise ServiceError(f"batch {batch.name!r} is not in-house: only local batches have a team")
+    wanted = sorted(set(usernames))
+    members = list(team_members().filter(username__in=wanted))
+    unknown = sorted(set(wanted) - {m.username for m in members})
+    if unknown:
+        raise ServiceError(f"not annotators: {', '.join(unknown)}")
+    with transaction.atomic():
+        batch.team.set(members)
+    return members
+
+
+def team_progress(batch: Batch) -> list[dict]:
+    """Per annotator of a local batch: HITs answered and in hand, gold accuracy, agreement, flags.
+
+    The rows are the batch's team, or, for a batch open to everyone, every annotator who
+    has taken one of its HITs. Quality figures are :func:`.quality.worker_quality`'s.
+    """
+    users = list(batch.team.order_by("username")) or list(
+        team_members().filter(annotation_identity__worker__assignments__hit__batch=batch).distinct()
+    )
+    workers = {
+        w.identity.user_id: w for w in Worker.objects.filter(identity__user__in=users).select_related("identity")
+    }
+    counts: dict[tuple[int, str], int] = {
+        (row["worker"], row["status"]): row["n"]
+        for row in Assignment.objects.filter(hit__batch=batch, worker__in=workers.values())
+        .values("worker", "status")
+        .annotate(n=Count("pk"))
+    }
+    quality = {row["worker"]: row for row in worker_quality(batch)}
+    hits = batch.hits.count()
+    rows = []
+    for user in users:
+        worker = workers.get(user.pk)
+        pk = worker.pk if worker else None
+        answered = sum(counts.get((pk, status), 0) for status in _DONE)
+        q = quality.get(worker.pseudonym, {}) if worker else {}
+        rows.append(
+            {
+                "username": user.username,
+                "active": user.is_active,
+                "answered": answered,
+                "in_progress": counts.get((pk, Assignment.Status.ASSIGNED), 0),
+                "hits": hits,
+                "fraction": answered / hits if hits else None,
+                "gold_correct": q.get("gold_correct", 0),
+                "gold_total": q.get("gold_total", 0),
+                "gold_accuracy": q.get("gold_accuracy"),
+                "agreement": q.get("agreement"),
+                "compared": q.get("compared", 0),
+                "rejected": q.get("rejected", 0),
+                "blocked": bool(worker and worker.blocked),
+                "flag": q.get("flag"),
+            }
+        )
+    return rows

@@ -1,0 +1,202 @@
+"""Researchers' pages of the team of in-house annotators, and the annotators' set-password page.
+
+- ``/annotation/team/``: every annotator, and a form to add one (a one-time link or a
+  generated password, shown once on a ``no-store`` page);
+- ``/annotation/team/<username>/``: one annotator: new link or password, deactivate or
+  reactivate, the batches they are on;
+- ``/annotation/batches/<name>/team/``: the batch page's team section (loaded by htmx): who
+  may work on the batch, and each one's progress and quality, polled while it is published;
+- ``/annotation/welcome/<uidb64>/<token>/``: the one-time link, where an annotator chooses
+  their password (Django's password-reset confirmation, for active annotators only).
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse_lazy
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from core.errors import ServiceError
+from core.permissions import researcher_required
+
+from ..models import Batch, Provider
+from ..services import answered_count, team
+
+ACCESS_CHOICES = [
+    ("link", "One-time link: they choose their password"),
+    ("password", "Generated password, shown once here"),
+]
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150, help_text="Letters, digits and @ . + - _")
+    email = forms.EmailField(required=False, help_text="Optional; for your records (no mail is sent).")
+    access = forms.ChoiceField(choices=ACCESS_CHOICES, initial="link", widget=forms.RadioSelect)
+
+
+class AccessForm(forms.Form):
+    access = forms.ChoiceField(choices=ACCESS_CHOICES, initial="link", widget=forms.RadioSelect)
+
+
+class TeamForm(forms.Form):
+    """Who may work on a local batch: ticked annotators; none ticked: everyone."""
+
+    members = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label="Team")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["members"].choices = [
+            (m.username, m.username if m.is_active else f"{m.username} (deactivated)") for m in team.team_members()
+        ]
+
+
+def _credentials(request: HttpRequest, access: team.Access, *, new: bool) -> HttpResponse:
+    """The one time a password or link is shown (the caller is ``never_cache``: no-store)."""
+    context = {
+        "member": access.user,
+        "password": access.password,
+        "link": request.build_absolute_uri(access.link_path) if access.link_path else None,
+        "link_expires": access.link_expires,
+        "new": new,
+    }
+    return render(request, "annotation/team_credentials.html", context)
+
+
+@never_cache
+@researcher_required
+@require_http_methods(["GET", "POST"])
+def team_page(request: HttpRequest) -> HttpResponse:
+    """Every annotator; POST adds one and shows their link or password once."""
+    form = MemberForm(request.POST or None)
+    status = 200
+    if form.is_bound:
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                access = team.add_member(data["username"], data["email"], access=data["access"])
+            except ServiceError as exc:
+                form.add_error(None, str(exc))
+            else:
+                return _credentials(request, access, new=True)
+        status = 400
+    return render(request, "annotation/team.html", {"form": form, "members": team.team_overview()}, status=status)
+
+
+def _member(username: str):
+    try:
+        return team.get_member(username)
+    except ServiceError:
+        raise Http404("No such annotator.") from None
+
+
+@researcher_required
+@require_GET
+def member_page(request: HttpRequest, username: str) -> HttpResponse:
+    member = _member(username)
+    context = {
+        "member": member,
+        "batches": member.annotation_team_batches.order_by("-created"),
+        "access_form": AccessForm(),
+        "answered": answered_count(member),
+    }
+    return render(request, "annotation/team_member.html", context)
+
+
+@never_cache
+@researcher_required
+@require_POST
+def member_access(request: HttpRequest, username: str) -> HttpResponse:
+    """A new one-time link or password; the old password and links stop working."""
+    member = _member(username)
+    form = AccessForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose a one-time link or a generated password.")
+        return redirect("annotation:team-member", username=member.username)
+    return _credentials(request, team.reset_access(member, access=form.cleaned_data["access"]), new=False)
+
+
+@researcher_required
+@require_POST
+def member_active(request: HttpRequest, username: str) -> HttpResponse:
+    member = _member(username)
+    active = request.POST.get("active") == "1"
+    team.set_active(member, active)
+    if active:
+        messages.success(request, f"{member.username} can log in again.")
+    else:
+        messages.success(request, f"{member.username} is deactivated: they can no longer log in or take HITs.")
+    return redirect("annotation:team-member", username=member.username)
+
+
+def _local_batch(name: str) -> Batch:
+    return get_object_or_404(Batch, name=name, provider=Provider.LOCAL)
+
+
+@researcher_required
+@require_http_methods(["GET", "POST"])
+def batch_team(request: HttpRequest, name: str) -> HttpResponse:
+    """The batch page's team section (GET, loaded by htmx); POST sets the team."""
+    batch = _local_batch(name)
+    if request.method == "POST":
+        form = TeamForm(request.POST)
+        if form.is_valid():
+            try:
+                members = team.set_batch_team(batch, form.cleaned_data["members"])
+            except ServiceError as exc:
+                messages.error(request, str(exc))
+            else:
+                if members:
+                    names = ", ".join(m.username for m in members)
+                    messages.success(request, f"Batch {batch.name} is restricted to its team: {names}.")
+                else:
+                    messages.success(request, f"Batch {batch.name} is open to every annotator.")
+        else:
+            messages.error(request, "; ".join(" ".join(errors) for errors in form.errors.values()))
+        return redirect(reverse_lazy("annotation:batch-detail", kwargs={"name": batch.name}) + "#team")
+    form = TeamForm(initial={"members": list(batch.team.values_list("username", flat=True))})
+    return render(request, "annotation/_batch_team.html", {"batch": batch, "form": form, **_progress(batch)})
+
+
+@researcher_required
+@require_GET
+def batch_team_progress(request: HttpRequest, name: str) -> HttpResponse:
+    """Each annotator's progress and quality on the batch (htmx polls it while the batch is published)."""
+    batch = _local_batch(name)
+    return render(request, "annotation/_batch_team_progress.html", {"batch": batch, **_progress(batch)})
+
+
+def _progress(batch: Batch) -> dict:
+    return {"rows": team.team_progress(batch), "restricted": batch.team.exists()}
+
+
+class WelcomeView(auth_views.PasswordResetConfirmView):
+    """An annotator's one-time link: choose a password (then log in). Refused once used, expired
+    or replaced, and for accounts that are deactivated or not annotators'."""
+
+    template_name = "annotation/team_welcome.html"
+    success_url = reverse_lazy("login")
+    post_reset_login = False
+
+    def get_user(self, uidb64):
+        user = super().get_user(uidb64)
+        if user is None or not user.is_active or user.is_staff or user.is_superuser:
+            return None
+        return user if user.groups.filter(name=team.ANNOTATORS_GROUP).exists() else None
+
+    def dispatch(self, *args, **kwargs):
+        response = super().dispatch(*args, **kwargs)
+        if not getattr(self, "validlink", False) and response.status_code == 200:
+            response.status_code = 410  # used, expired or replaced: gone for good
+        return response
+
+    def form_valid(self, form):
+        messages.success(self.request, "Your password is set: log in with it.")
+        return super().form_valid(form)
+
+
+welcome = WelcomeView.as_view()
