@@ -82,9 +82,10 @@ def import_task(job: Job, kind: str, path: str, name: str, options: dict, upload
         keep = result.created or job.redelivered
         what = services.IMPORT_KINDS[kind]
         job.message = f"{'Imported' if result.created else 'Already imported (unchanged)'}: {what} {name}"
+        job.message += f"; {result.outcome()}"
         if result.skipped:
-            job.message += f"; {len(result.skipped)} bad line(s) skipped, first: {result.skipped.errors[0]}"
-        job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}"}
+            job.message += f"; first bad line skipped: {result.skipped.errors[0]}"
+        job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}", **result.counts()}
     finally:
         if uploaded and not keep:
             Path(path).unlink(missing_ok=True)

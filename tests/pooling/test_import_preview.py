@@ -102,7 +102,7 @@ def test_preview_of_a_path_checks_docids_against_the_chosen_collection(client, r
     bad = files["run_a"].parent / "bad.trec"
     bad.write_text(files["run_a"].read_text() + "9 Q0 nowhere 1 1.0 tag\n")
     page = _preview(client, "run", path=str(bad), collection="tiny").content.decode()
-    assert "TREC (qid Q0 docid rank score tag)" in page and "<th scope=\"col\" class=\"num\">line</th>" in page
+    assert "TREC (qid Q0 docid rank score tag)" in page and '<th scope="col" class="num">line</th>' in page
     assert "line 7: docid &#x27;nowhere&#x27; is not in the collection" in page
     page = _preview(client, "run", path=str(bad)).content.decode()  # no collection: docids not checked
     assert "No problems in these lines." in page and "Choose the collection to check the docids too." in page
@@ -168,7 +168,9 @@ def test_a_run_import_lists_bad_lines_up_to_the_cap_and_stops_reading(researcher
     collection = services.import_file("collection", files["collection"], "tiny", {}, bar=False).obj
     with pytest.raises(BadLines) as caught:
         services.import_run(run, "many", collection)
-    assert len(caught.value.errors) == MAX_PROBLEMS and "more than 50 bad lines (the first 50 listed)" in str(caught.value)
+    assert len(caught.value.errors) == MAX_PROBLEMS and "more than 50 bad lines (the first 50 listed)" in str(
+        caught.value
+    )
     assert caught.value.problems()[0] == {"line": 1, "problem": "docid 'ghost0' is not in the collection"}
     assert not Run.objects.exists()
     # One bad line is refused as itself, as before: path:line: problem.
@@ -176,3 +178,61 @@ def test_a_run_import_lists_bad_lines_up_to_the_cap_and_stops_reading(researcher
     one.write_text(files["run_a"].read_text() + "1 Q0 ghost 9 1.0 tag\n")
     with pytest.raises(InputError, match=r"one.trec:7: docid 'ghost' is not in the collection$"):
         services.import_run(one, "one", collection)
+
+
+# --- counts of the outcome ----------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_outcome_counts_lines_read_imported_and_skipped_on_the_job_page_and_recent_imports(
+    post, client, researcher, files
+):
+    call_command("import_collection", str(files["collection"]), name="tiny", verbosity=0)
+    content = files["run_a"].read_bytes() + b"1 Q0 ghost 9 1.0 tag\n\nnot a run line\n"
+    post("run", name="a", collection="tiny", file=_upload("a.trec", content), skip_bad_lines="on")
+    job = Job.objects.get()
+    assert job.status == Job.Status.DONE and Run.objects.get(name="a").rows == 6
+    assert job.result | {"url": None} == {
+        "run": "a",
+        "created": True,
+        "url": None,
+        "lines_read": 8,
+        "imported": 6,
+        "skipped": 2,
+    }
+    assert "Imported: run a; 8 lines read, 6 imported, 2 skipped; first bad line skipped: " in job.message
+    page = client.get(reverse("core:job-detail", args=[job.pk])).content.decode()
+    assert "8 lines read, 6 imported, 2 skipped" in page
+
+    post("run", name="a", collection="tiny", file=_upload("a.trec", content), skip_bad_lines="on")
+    again = Job.objects.order_by("-pk").first()
+    assert again.result["imported"] == 0 and again.result["lines_read"] is None
+    assert "Already imported (unchanged): run a; nothing imported" in again.message
+
+    page = client.get(reverse("pooling:import")).content.decode()
+    rows = page.split("<tbody>")[1].split("</tr>")
+    assert '<td class="num">–</td><td class="num">0</td><td class="num">0</td>' in rows[0]
+    assert '<td class="num">8</td><td class="num">6</td><td class="num">2</td>' in rows[1]
+
+
+@pytest.mark.django_db
+def test_the_api_job_result_reports_the_counts(client, researcher, files, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/api/pooling/imports/queries/",
+            {"name": "q", "file": _upload("q.tsv", files["queries"].read_bytes() + b"bad\n"), "skip_bad_lines": True},
+        )
+    assert response.status_code == 202
+    job = client.get(response["Location"]).json()
+    assert job["status"] == "done"
+    assert {k: job["result"][k] for k in ("lines_read", "imported", "skipped")} == {
+        "lines_read": 4,
+        "imported": 3,
+        "skipped": 1,
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/api/pooling/imports/queries/", {"name": "q2", "file": _upload("q.tsv", b"1\ta\nbad\n\tx\n")}
+        )
+    job = client.get(response["Location"]).json()
+    assert job["status"] == "failed" and "2 bad lines; nothing was imported" in job["message"]
