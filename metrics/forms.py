@@ -78,6 +78,7 @@ class LabelSensitivityForm(forms.Form):
     batch = forms.ModelChoiceField(
         annotation_selectors.batches().order_by("name"),
         to_field_name="name",
+        empty_label="choose a batch",
         help_text="The annotation batch whose labels are varied.",
         error_messages={"invalid_choice": "no batch named %(value)s"},
     )

@@ -37,8 +37,8 @@ MAX_PROBLEMS = 50
 class BadLines(InputError):
     """A file refused for its bad lines, every one listed (up to :data:`MAX_PROBLEMS`), one a line.
 
-    ``str()`` reads ``path: N bad lines …`` then ``path:line: problem`` for each, so a person
-    sees them all at once; ``errors`` holds them, ``total`` counts every bad line found.
+    ``str()`` reads ``path: N bad lines …`` then ``line N: problem`` for each (the path once),
+    so a person sees them all at once; ``errors`` holds them, ``total`` counts every bad line found.
     """
 
     def __init__(self, path: str | Path, errors: list[InputError], total: int, complete: bool = True) -> None:
@@ -48,7 +48,9 @@ class BadLines(InputError):
         listed = f" (the first {len(self.errors)} listed)" if len(self.errors) < total or not complete else ""
         problem = (
             f"{counted}{listed}; nothing was imported (choose to skip bad lines to import the others):\n"
-            + "\n".join(str(e) for e in self.errors)
+            + "\n".join(
+                f"  line {e.line}: {e.problem}" if e.line is not None else f"  {e.problem}" for e in self.errors
+            )
         )
         super().__init__(path, None, problem)
 

@@ -150,9 +150,9 @@ def test_an_import_with_bad_lines_lists_them_all_and_imports_nothing_unless_aske
     post("queries", name="q", file=_upload("queries.tsv", content))
     job = Job.objects.get()
     assert job.status == Job.Status.FAILED and not QuerySet.objects.exists()
-    assert "3 bad lines; nothing was imported" in job.message
+    assert "queries.tsv: 3 bad lines; nothing was imported" in job.message
     for line, problem in [(2, "no tab between query id"), (4, "empty query id"), (5, "query '3' has no text")]:
-        assert f"queries.tsv:{line}: {problem}" in job.message
+        assert f"\n  line {line}: {problem}" in job.message
 
     post("queries", name="q", file=_upload("queries.tsv", content), skip_bad_lines="on")
     assert QuerySet.objects.get(name="q").queries.count() == 2
@@ -236,3 +236,31 @@ def test_the_api_job_result_reports_the_counts(client, researcher, files, django
         )
     job = client.get(response["Location"]).json()
     assert job["status"] == "failed" and "2 bad lines; nothing was imported" in job["message"]
+
+
+# --- in a browser ---------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_choosing_a_file_shows_its_preview_before_importing(page, login, django_user_model, tmp_path):
+    django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
+    login("researcher")
+    queries = tmp_path / "queries.tsv"
+    queries.write_bytes(b"".join(b"q%d\tquery number %d\n" % (i, i) for i in range(20)) + b"no tab here\n")
+    page.goto(reverse("pooling:import-create", args=["queries"]))
+    page.get_by_label("File").set_input_files(str(queries))  # choosing the file previews it
+    rows = page.locator("#preview-rows tbody tr")
+    rows.first.wait_for()
+    assert rows.count() == 10 and rows.first.inner_text().split("\t") == ["q0", "query number 0"]
+    assert page.locator("#preview-problems li").all_inner_texts() == ["line 21: no tab between query id and query text"]
+    assert not QuerySet.objects.exists() and not Job.objects.exists()
+    # The button previews again, by keyboard too.
+    page.locator("#preview").evaluate("node => node.remove()")
+    page.get_by_role("button", name="Preview the first rows").focus()
+    page.keyboard.press("Enter")
+    page.locator("#preview-problems").wait_for()
+    for width, scheme in [(1280, "light"), (390, "dark")]:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.emulate_media(color_scheme=scheme)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
