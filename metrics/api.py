@@ -84,8 +84,10 @@ class LabelSensitivityView(APIView):
         from .formatting import sensitivity_result
         from .forms import LabelSensitivityForm
 
-        form = LabelSensitivityForm(request.query_params)
+        form = LabelSensitivityForm.from_query(request.query_params)
         if not form.is_valid():
+            if form.unknown_batch():
+                return Response({"detail": f"no batch named {form.data['batch']!r}"}, status=404)
             detail = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
             return Response({"detail": detail, "errors": form.errors}, status=400)
         try:

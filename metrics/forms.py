@@ -1,5 +1,7 @@
 """Forms of the metrics pages."""
 
+from __future__ import annotations
+
 from django import forms
 
 from annotation import selectors as annotation_selectors
@@ -69,10 +71,23 @@ class ReportForm(forms.Form):
 
 
 class LabelSensitivityForm(forms.Form):
-    """What the label-sensitivity page (POST: starts a job) and API (GET parameters: computed on request) take."""
+    """What the label-sensitivity page (POST: starts a job) and API (GET parameters: computed on
+    request) take: a batch and runs chosen from the existing ones, by name (the API's ``runs``
+    may be one comma-separated value: :meth:`from_query`)."""
 
-    batch = forms.SlugField(max_length=100, help_text="Name of the annotation batch.")
-    runs = forms.CharField(help_text="Comma-separated run names.")
+    batch = forms.ModelChoiceField(
+        annotation_selectors.batches().order_by("name"),
+        to_field_name="name",
+        empty_label="choose a batch",
+        help_text="The annotation batch whose labels are varied.",
+        error_messages={"invalid_choice": "no batch named %(value)s"},
+    )
+    runs = forms.ModelMultipleChoiceField(
+        Run.objects.all(),
+        to_field_name="name",
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"invalid_choice": "unknown run: %(value)s", "required": "choose at least one run"},
+    )
     cutoffs = forms.CharField(initial="5,10,20", required=False, help_text="Comma-separated rank cutoffs.")
     threshold = forms.FloatField(
         initial=CONFIDENCE_THRESHOLD,
@@ -86,21 +101,22 @@ class LabelSensitivityForm(forms.Form):
     )
     bootstrap = forms.IntegerField(initial=DEFAULT_SAMPLES, required=False, min_value=1, max_value=2000)
 
+    @classmethod
+    def from_query(cls, params) -> LabelSensitivityForm:
+        """The form over the API's GET parameters, where ``runs`` is ``a,b`` (or repeated)."""
+        data = params.copy()
+        data.setlist("runs", [n.strip() for value in params.getlist("runs") for n in value.split(",") if n.strip()])
+        return cls(data)
+
+    def unknown_batch(self) -> bool:
+        """Whether the form was refused for naming a batch that does not exist (the API's 404)."""
+        return bool(self.data.get("batch")) and self.has_error("batch", "invalid_choice")
+
     def clean_cutoffs(self):
         try:
             return parse_cutoffs(self.cleaned_data["cutoffs"] or "5,10,20")
         except ServiceError as exc:
             raise forms.ValidationError(str(exc)) from None
-
-    def clean_runs(self):
-        names = list(dict.fromkeys(n.strip() for n in self.cleaned_data["runs"].split(",") if n.strip()))
-        runs = {run.name: run for run in Run.objects.filter(name__in=names)}
-        unknown = [n for n in names if n not in runs]
-        if unknown:
-            raise forms.ValidationError(f"unknown run(s): {', '.join(unknown)}")
-        if not names:
-            raise forms.ValidationError("give at least one run")
-        return [runs[n] for n in names]
 
     def clean(self):
         data = super().clean()
@@ -111,24 +127,17 @@ class LabelSensitivityForm(forms.Form):
         return data
 
     def start(self) -> Job | None:
-        """Start label sensitivity as a job (the page). An unknown batch or a refused request
-        becomes an error of this form, and the answer is None."""
-        batch = annotation_selectors.batch_by_name(self.cleaned_data["batch"])
-        if batch is None:
-            self.add_error("batch", f"no batch named {self.cleaned_data['batch']!r}")
-            return None
+        """Start label sensitivity as a job (the page). A refused request becomes an error of
+        this form, and the answer is None."""
         try:
-            return self._call(services.start_label_sensitivity, batch)
+            return self._call(services.start_label_sensitivity, self.cleaned_data["batch"])
         except ServiceError as exc:
             self.add_error(None, str(exc))
             return None
 
     def compute(self) -> services.LabelSensitivity:
-        """Compute label sensitivity now (the API): an unknown batch is a 404, a refused request a ServiceError."""
-        from django.shortcuts import get_object_or_404
-
-        batch = get_object_or_404(annotation_selectors.batches(), name=self.cleaned_data["batch"])
-        return self._call(services.label_sensitivity, batch, bar=False)
+        """Compute label sensitivity now (the API): a refused request is a ServiceError."""
+        return self._call(services.label_sensitivity, self.cleaned_data["batch"], bar=False)
 
     def _call(self, service, batch, **extra):
         """``service`` on ``batch`` with this form's runs and settings: the one place the form's
@@ -137,7 +146,12 @@ class LabelSensitivityForm(forms.Form):
         data = self.cleaned_data
         report_settings = services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"])
         return service(
-            batch, data["runs"], report_settings, threshold=data["threshold"], background=data["background"], **extra
+            batch,
+            list(data["runs"]),
+            report_settings,
+            threshold=data["threshold"],
+            background=data["background"],
+            **extra,
         )
 
 

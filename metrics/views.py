@@ -116,7 +116,8 @@ def label_sensitivity(request: HttpRequest) -> HttpResponse:
         if job is None:
             return render(request, "metrics/label_sensitivity.html", {"form": form}, status=400)
         return redirect("core:job-detail", pk=job.pk)
-    context: dict = {"form": LabelSensitivityForm(initial=request.GET.dict() or None)}
+    initial = {key: request.GET.getlist(key) if key == "runs" else request.GET[key] for key in request.GET}
+    context: dict = {"form": LabelSensitivityForm(initial=initial or None)}
     if "job" in request.GET:
         job = get_object_or_404(Job, pk=request.GET["job"], kind=services.label_sensitivity_job.kind)
         if job.status != Job.Status.DONE:

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from functools import wraps
 
-from core.errors import ServiceError
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.files.uploadhandler import FileUploadHandler
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+
+from core.errors import InputError, ServiceError
 from core.models import Job
 from core.paging import table_page
 from core.permissions import researcher_required
 from core.spreadsheet import write_csv
-from core.uploads import staged_uploads
+from core.uploads import check_import_path, staged_uploads
 
 from . import selectors, services
 from .forms import ImportForm, PoolForm
-from .models import Pool
+from .models import Collection, Pool
+from .preview import PREVIEW_BYTES, docids_in_index, head_lines, preview_head, read_head
 from .queryfiles import query_lines
 
 
@@ -99,4 +105,75 @@ def import_create(request: HttpRequest, kind: str) -> HttpResponse:
         form = ImportForm(kind)
     what = services.IMPORT_KINDS[kind]
     status = 400 if form.is_bound else 200
-    return render(request, "pooling/import_form.html", {"form": form, "kind": kind, "what": what}, status=status)
+    context = {"form": form, "kind": kind, "what": what, "preview_bytes": PREVIEW_BYTES}
+    return render(request, "pooling/import_form.html", context, status=status)
+
+
+class _HeadUploadHandler(FileUploadHandler):
+    """Keeps the first ``PREVIEW_BYTES + 1`` bytes of an uploaded file in memory and drops the
+    rest unwritten: a preview never stores an upload, whatever a client sends (the page's
+    script sends just the file's first bytes)."""
+
+    def new_file(self, *args, **kwargs) -> None:
+        super().new_file(*args, **kwargs)
+        self.head = bytearray()
+
+    def receive_data_chunk(self, raw_data, start):
+        room = PREVIEW_BYTES + 1 - len(self.head)
+        if room > 0:
+            self.head += raw_data[:room]
+        return None
+
+    def file_complete(self, file_size):
+        return SimpleUploadedFile(self.file_name, bytes(self.head))
+
+
+def _head_uploads(view):
+    """Route a view's uploads to :class:`_HeadUploadHandler` (the CSRF check moved inside, as
+    :func:`core.uploads.staged_uploads` does, since it reads the body)."""
+    protected = csrf_protect(view)
+
+    @wraps(view)
+    @csrf_exempt
+    def wrapper(request, *args, **kwargs):
+        request.upload_handlers = [_HeadUploadHandler(request)]
+        return protected(request, *args, **kwargs)
+
+    return wrapper
+
+
+@researcher_required
+@_head_uploads
+def import_preview(request: HttpRequest, kind: str) -> HttpResponse:
+    """The first rows of a chosen file (the upload's first bytes, or a path on the server) as
+    the import will read them, with every problem of those lines (the import form fetches it)."""
+    if kind not in services.IMPORT_KINDS:
+        raise Http404("import kinds: " + ", ".join(services.IMPORT_KINDS))
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    upload, path = request.FILES.get("file"), request.POST.get("path", "").strip()
+    context: dict = {"kind": kind, "what": services.IMPORT_KINDS[kind], "kb": PREVIEW_BYTES // 1024}
+    try:
+        if upload and path:
+            raise ServiceError("give a file or a path on the server, not both")
+        if upload:
+            context["file_name"] = upload.name
+            first = upload.read(PREVIEW_BYTES + 1)
+            lines, whole = head_lines(first, len(first) <= PREVIEW_BYTES)
+        elif path:
+            checked = check_import_path(path, "path")
+            context["file_name"] = checked.name
+            lines, whole = read_head(checked)
+        else:
+            raise ServiceError("choose a file or give a path on the server to see its first rows")
+        known = None
+        collection = Collection.objects.filter(name=request.POST.get("collection", "")).first()
+        if kind == "run" and collection is not None:
+            index = selectors.docid_index(collection)
+            known = lambda docids: docids_in_index(index, docids)  # noqa: E731
+        context["collection"] = collection
+        context["preview"] = preview_head(kind, lines, whole, file_name=context["file_name"], known_docids=known)
+    except (ServiceError, InputError) as exc:
+        context["error"] = str(exc) if not isinstance(exc, InputError) else exc.problem
+        return render(request, "pooling/import_preview.html", context, status=400)
+    return render(request, "pooling/import_preview.html", context)

@@ -26,6 +26,39 @@ class ImportResult:
     #: What the import did that the user should know (e.g. interleaved query blocks gathered).
     notes: list[str] = field(default_factory=list)
 
+    def counts(self) -> dict:
+        """``lines_read`` (the data lines: not blank, not comments), ``imported`` (rows made:
+        passages, queries, run lines, words) and ``skipped`` (bad lines passed over). An
+        import that found its content already there imports nothing; ``lines_read`` is then
+        ``None`` (a run already there is not read again)."""
+        skipped = len(self.skipped)
+        if not self.created:
+            return {"lines_read": None, "imported": 0, "skipped": skipped}
+        imported = _records(self.obj)
+        return {"lines_read": imported + skipped, "imported": imported, "skipped": skipped}
+
+    def outcome(self) -> str:
+        """The counts in words, for a job's message: ``8 lines read, 6 imported, 2 skipped``."""
+        counts = self.counts()
+        if counts["lines_read"] is None:
+            return "nothing imported"
+        return f"{counts['lines_read']:,} lines read, {counts['imported']:,} imported, {counts['skipped']:,} skipped"
+
+
+def _records(obj) -> int:
+    """Rows an import made: a collection's passages, a query set's queries, a run's lines, a word list's words."""
+    from ..models import Collection, QuerySet, Run, WordList
+
+    if isinstance(obj, Collection):
+        return obj.passages
+    if isinstance(obj, QuerySet):
+        return obj.queries.count()
+    if isinstance(obj, Run):
+        return obj.rows
+    if isinstance(obj, WordList):
+        return len(obj.words)
+    raise TypeError(f"not an import's result: {obj!r}")
+
 
 def byte_progress(path: Path, description: str, job: Job | None, bar: bool) -> Progress:
     """Progress of one pass over ``path``, in bytes."""

@@ -26,6 +26,7 @@ from core.names import validate_name
 from core.storage import cache_dir, staging_path
 
 from ..models import Collection, Query, QuerySet, Run, WordList
+from ..preview import LineProblems
 from ..wordlists import GenderWords, default_wordlist, load_wordlist
 from .common import ImportResult, byte_progress
 from .runs import import_run
@@ -49,10 +50,10 @@ def import_collection(
     path = Path(path).resolve()
     if not path.is_file():
         raise InputError(path, None, "no such file")
-    skipped = Skipped() if skip_bad_lines else None
+    skipped = LineProblems(path=path, skip=skip_bad_lines)  # every bad line listed, refused unless skipped
     staging = staging_path(f"collection-{path.name}.parquet")
     try:
-        with byte_progress(path, f"Scanning {path.name}", job, bar) as progress:
+        with byte_progress(path, f"Scanning {path.name}", job, bar) as progress, skipped.reading():
             scan = scan_collection(path, index_path=staging, progress=progress.update_to, skipped=skipped)
         existing = Collection.objects.filter(name=name).first()
         if existing is not None and existing.sha256 != scan.sha256:
@@ -62,7 +63,7 @@ def import_collection(
     finally:
         staging.unlink(missing_ok=True)
     if existing is not None:
-        return ImportResult(existing, False, skipped or Skipped())
+        return ImportResult(existing, False, skipped)
     with transaction.atomic():
         collection = Collection.objects.create(
             name=name,
@@ -72,7 +73,7 @@ def import_collection(
             passages=scan.passages,
             docid_index=str(index_path),
         )
-    return ImportResult(collection, True, skipped or Skipped())
+    return ImportResult(collection, True, skipped)
 
 
 def import_queries(path: str | Path, name: str, *, skip_bad_lines: bool = False) -> ImportResult:
@@ -81,17 +82,18 @@ def import_queries(path: str | Path, name: str, *, skip_bad_lines: bool = False)
 
     validate_name(name, "query set")
     path = Path(path).resolve()
-    skipped = Skipped() if skip_bad_lines else None
-    queries = read_queries(path, skipped=skipped)
+    skipped = LineProblems(path=path, skip=skip_bad_lines)  # every bad line listed, refused unless skipped
+    with skipped.reading():
+        queries = read_queries(path, skipped=skipped)
     sha = file_sha256(path)
     existing = QuerySet.objects.filter(name=name).first()
     if existing is not None:
         if existing.sha256 == sha:
-            return ImportResult(existing, False, skipped or Skipped())
+            return ImportResult(existing, False, skipped)
         raise ServiceError(f"a query set named {name!r} already exists with different content")
     with transaction.atomic():
         query_set = create_query_set(name, queries, origin=QuerySet.Origin.IMPORTED, source=str(path), sha256=sha)
-    return ImportResult(query_set, True, skipped or Skipped())
+    return ImportResult(query_set, True, skipped)
 
 
 def create_query_set(
@@ -176,9 +178,10 @@ def import_job(job: Job, kind: str, path: str, name: str, options: dict, uploade
         keep = result.created or job.redelivered
         what = IMPORT_KINDS[kind]
         job.message = f"{'Imported' if result.created else 'Already imported (unchanged)'}: {what} {name}"
+        job.message += f"; {result.outcome()}"
         if result.skipped:
-            job.message += f"; {len(result.skipped)} bad line(s) skipped, first: {result.skipped.errors[0]}"
-        job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}"}
+            job.message += f"; first bad line skipped: {result.skipped.errors[0]}"
+        job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}", **result.counts()}
     finally:
         if uploaded and not keep:
             Path(path).unlink(missing_ok=True)

@@ -23,6 +23,7 @@ from core.names import validate_name
 from core.storage import cache_dir
 
 from ..models import Collection, Run, ScanChunk
+from ..preview import LineProblems
 from ..selectors import collection_docids
 from .common import ImportResult, wait_for_chunks
 
@@ -58,15 +59,17 @@ def import_run(
         if existing.sha256 == sha and existing.order == order and existing.collection_id == collection.pk:
             return ImportResult(existing, False, Skipped())
         raise ServiceError(f"a run named {name!r} already exists with different content, order or collection")
-    skipped = Skipped() if skip_bad_lines else None
     if chunks:
+        skipped = Skipped() if skip_bad_lines else None
         table = read_run_chunked(
             path, sha, collection, order=order, skipped=skipped, run_format=run_format, chunks=chunks, timeout=timeout
         )
     else:
-        table = read_run(
-            path, order=order, known_docids=collection_docids(collection), skipped=skipped, run_format=run_format
-        )
+        skipped = LineProblems(path=path, skip=skip_bad_lines)  # every bad line listed, refused unless skipped
+        with skipped.reading():
+            table = read_run(
+                path, order=order, known_docids=collection_docids(collection), skipped=skipped, run_format=run_format
+            )
     notes = [f"format: {'MS MARCO (qid docid rank; ordered by rank)' if table.format == 'msmarco' else 'TREC'}"]
     if table.interleaved_queries:
         notes.append(

@@ -213,7 +213,7 @@ def test_label_sensitivity_page_runs_a_job_and_shows_table_and_plot(
     staff = django_user_model.objects.create_user("boss", password="pw-secret-123", is_staff=True)
     plain = django_user_model.objects.create_user("someone", password="pw-secret-123")
     url = reverse("metrics:label-sensitivity")
-    data = {"batch": "sens", "runs": "a,b", "cutoffs": "1,2", "bootstrap": "20", "threshold": "0.9"}
+    data = {"batch": "sens", "runs": ["a", "b"], "cutoffs": "1,2", "bootstrap": "20", "threshold": "0.9"}
     client.force_login(plain)
     assert client.get(url).status_code in (302, 403)
     assert client.post(url, data).status_code in (302, 403)
@@ -233,9 +233,32 @@ def test_label_sensitivity_page_runs_a_job_and_shows_table_and_plot(
     assert "data:image/png;base64," in body and "majority/drop" in body and "Kendall" in body
     assert client.get(job.result["url"] + "&cutoff=1").status_code == 200
     assert client.get(job.result["url"] + "&cutoff=7").status_code == 404
-    bad = client.post(url, {**data, "runs": "zz"})
-    assert bad.status_code == 400 and "unknown run(s): zz" in bad.content.decode()
-    assert client.post(url, {**data, "batch": "nope"}).status_code == 400
+    bad = client.post(url, {**data, "runs": ["a", "zz"], "batch": "nope"})
+    assert bad.status_code == 400
+    assert bad.context["form"].errors == {"batch": ["no batch named nope"], "runs": ["unknown run: zz"]}
+    assert client.post(url, {**data, "runs": []}).context["form"].errors == {"runs": ["choose at least one run"]}
+
+
+@pytest.mark.django_db
+def test_label_sensitivity_form_offers_the_existing_batches_and_runs_with_errors_next_to_fields(
+    batch, client, django_user_model
+):
+    client.force_login(django_user_model.objects.create_user("boss", password="pw-secret-123", is_staff=True))
+    url = reverse("metrics:label-sensitivity")
+    body = client.get(url).content.decode()
+    assert 'class="stacked"' in body
+    assert '<select name="batch"' in body and '<option value="sens">' in body
+    for run in ("a", "b", "c"):
+        assert f'<input type="checkbox" name="runs" value="{run}"' in body
+    # ?runs= pre-checks the boxes (links back to the form with its settings).
+    body = client.get(url, {"runs": ["a", "c"]}).content.decode()
+    assert body.count("checked") == 2 and 'value="a" id="id_runs_0" checked' in body
+    bad = client.post(url, {"batch": "sens", "runs": ["zz"], "bootstrap": "0"}).content.decode()
+    # Each message sits just before its own field's paragraph, in the field's order.
+    runs_error = bad.index("unknown run: zz")
+    assert bad.index('<ul class="errorlist"', bad.index('name="batch"')) < runs_error < bad.index('name="runs"')
+    bootstrap_error = bad.index("Ensure this value is greater than or equal to 1.")
+    assert bad.index('name="background"') < bootstrap_error < bad.index('name="bootstrap"')
 
 
 @pytest.mark.django_db
@@ -255,8 +278,13 @@ def test_label_sensitivity_api(batch, client, django_user_model):
     assert data["set_sizes"]["majority/drop"] == 2
     bad = client.get(api, {"batch": "sens", "runs": "zz"})
     assert bad.status_code == 400 and "zz" in bad.json()["detail"]
+    assert bad.json()["errors"] == {"runs": ["unknown run: zz"]}
     missing = client.get(api, {"batch": "nope", "runs": "a"})
-    assert missing.status_code == 404 and "detail" in missing.json()
+    assert missing.status_code == 404 and missing.json()["detail"] == "no batch named 'nope'"
+    # Names still go in as text: comma-separated or repeated.
+    repeated = client.get(api, {**params, "runs": ["a", "b"]}).json()
+    assert repeated["runs"] == ["a", "b"]
+    assert client.get(api, {"runs": "a"}).json()["errors"] == {"batch": ["This field is required."]}
     assert np.isfinite([r["value"] for r in data["rows"] if r["metric"] == "RaB"]).all()
 
 
@@ -267,8 +295,9 @@ def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django
     login("researcher")
     page.goto(reverse("metrics:report-list"))
     page.get_by_role("link", name="label sensitivity").click()
-    page.get_by_label("Batch").fill("sens")
-    page.get_by_label("Runs").fill("a,b,c")
+    page.get_by_label("Batch").select_option("sens")
+    for run in ("a", "b", "c"):
+        page.get_by_role("checkbox", name=run, exact=True).check()
     page.get_by_label("Cutoffs").fill("1,2")
     page.get_by_label("Bootstrap").fill("20")
     page.get_by_role("button", name="Compute").click()

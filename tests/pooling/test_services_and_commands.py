@@ -229,7 +229,8 @@ def test_several_runs_in_one_command_msmarco_format_and_interleaved_note(world, 
     assert run_frame(Run.objects.get(name="dense"))["docid"].to_list() == ["d1", "d3", "d2"]
     with pytest.raises(CommandError, match="--name names one run"):
         run("import_run", str(bm25), str(dense), name="x", collection="tiny")
-    with pytest.raises(CommandError, match=r"bm25\.tsv:1: expected 6 columns"):
+    # Every bad line is listed, not only the first.
+    with pytest.raises(CommandError, match=r"(?s)bm25\.tsv: 3 bad lines.*\n  line 1: expected 6 columns.*\n  line 3: "):
         run("import_run", str(bm25), name="forced", collection="tiny", run_format="trec")
 
 
