@@ -216,7 +216,8 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
     answers = services.BatchAnswers(batch)
     report = services.agreement(batch, answers=answers)
-    labelled_total = sum(report["labels"].values()) or 1
+    labelled_count = sum(report["labels"].values())
+    labelled_total = labelled_count or 1
     label_bars = [
         {
             "label": label,
@@ -254,6 +255,7 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "batch": batch,
             "report": report,
             "label_bars": label_bars,
+            "labelled_count": labelled_count,
             "category_alpha": category_alpha,
             "confusion": confusion,
             "label_names": [LABEL_NAMES[label] for label in LABELS],
