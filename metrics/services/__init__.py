@@ -38,7 +38,7 @@ from .reports import (
     software_version,
     start_report,
 )
-from .variant_preference import PREFERENCE_KIND, preference_summary, start_preference
+from .variant_preference import PREFERENCE_KIND, check_versioned_run, preference_summary, start_preference
 
 __all__ = [
     "COUNTERFACTUAL_KIND",
@@ -51,6 +51,7 @@ __all__ = [
     "ReportSettings",
     "ServiceError",
     "build_report",
+    "check_versioned_run",
     "compute_report",
     "crbo_summary",
     "default_representative_wordlist",

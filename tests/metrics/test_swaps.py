@@ -89,11 +89,21 @@ def test_swap_measures_through_the_api(staff, variants, django_capture_on_commit
     assert staff.get(f"/api/jobs/{preference.json()['id']}/").json()["result"]["decided"] == 3
     bad = staff.post("/api/metrics/crbo/", {"run": "a", "counterfactual_run": "zz"}, content_type="application/json")
     assert bad.status_code == 400 and list(bad.json()) == ["counterfactual_run"]
-    # Run a has no versioned docids: the job fails and says why.
-    with pytest.raises(Exception, match="no docid"), django_capture_on_commit_callbacks(execute=True):
-        staff.post("/api/metrics/preference/", {"run": "a"}, content_type="application/json")
-    failed = Job.objects.filter(kind="metrics.preference").latest("pk")
-    assert failed.status == Job.Status.FAILED and "no docid of run 'a' ends in -<m|f|n>" in failed.message
+    # Run a has no versioned docids: refused with a 400 that says why, before any job starts.
+    jobs = Job.objects.count()
+    refused = staff.post("/api/metrics/preference/", {"run": "a"}, content_type="application/json")
+    assert refused.status_code == 400 and "no docid of run 'a' ends in -<m|f|n>" in refused.json()["run"][0]
+    assert Job.objects.count() == jobs
+
+
+def test_preference_page_refuses_an_ordinary_run_with_the_form_error(staff, variants):
+    """An ordinary run (docids without -m/-f/-n) gets the form back with the reason, not a 500."""
+    response = staff.post("/metrics/preference/", {"run": "a", "separator": "-", "versions": "m,f,n"})
+    assert response.status_code == 400
+    assert "no docid of run &#x27;a&#x27; ends in -&lt;m|f|n&gt;" in response.content.decode()
+    assert not Job.objects.filter(kind="metrics.preference").exists()
+    # Another separator that no docid uses is refused the same way; the right one is accepted.
+    assert staff.post("/metrics/preference/", {"run": "v", "separator": "_", "versions": "m,f,n"}).status_code == 400
 
 
 def test_swap_pages_are_for_researchers(client, django_user_model, world):
