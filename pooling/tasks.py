@@ -7,6 +7,7 @@ own (a done chunk is skipped).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from django.urls import reverse
@@ -14,6 +15,7 @@ from django.urls import reverse
 from config.celery import app
 from core.errors import InputError, ServiceError
 from core.models import Job
+from core.progress import shown
 from core.tasks import job_task
 
 from . import selectors, services
@@ -74,7 +76,11 @@ def import_task(job: Job, kind: str, path: str, name: str, options: dict, upload
     file is removed when the import fails or finds its content already there, except on
     a redelivery: the delivery that died may have imported this very file.
     """
-    job.result = {"form": reverse("pooling:import-create", args=[kind])}  # where to try again if it fails
+    # An upload is kept as uploads/<12 hex>-<its name> (core.uploads.keep_upload); a path was given by the user.
+    shown_as = options.get("file_name") or (re.sub(r"^[0-9a-f]{12}-", "", Path(path).name) if uploaded else str(path))
+    # Messages name the file as the user did, never its staging or cache path (core.progress.shown).
+    job.shown_names = {str(Path(path).resolve()): shown_as, str(path): shown_as, Path(path).name: shown_as}
+    job.result = {"form": reverse("pooling:import-create", args=[kind]), "file": shown_as}  # to try again
     job.save(update_fields=["result"])
     keep = False
     try:
@@ -83,8 +89,11 @@ def import_task(job: Job, kind: str, path: str, name: str, options: dict, upload
         what = services.IMPORT_KINDS[kind]
         job.message = f"{'Imported' if result.created else 'Already imported (unchanged)'}: {what} {name}"
         if result.skipped:
-            job.message += f"; {len(result.skipped)} bad line(s) skipped, first: {result.skipped.errors[0]}"
-        job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}"}
+            first = shown(job, str(result.skipped.errors[0]))
+            job.message += f"; {len(result.skipped)} bad line(s) skipped, first: {first}"
+        job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}", "file": shown_as}
+    except (InputError, ServiceError, OSError) as exc:
+        raise ServiceError(shown(job, str(exc))) from None
     finally:
         if uploaded and not keep:
             Path(path).unlink(missing_ok=True)
