@@ -72,7 +72,13 @@ def batch_estimate(request: HttpRequest) -> HttpResponse:
     """The live cost estimate of the batch form (htmx swaps it in as the fields change)."""
     form = BatchForm(request.GET, estimate_only=True)
     estimate = form.estimate() if form.is_valid() else None
-    return render(request, "annotation/_batch_estimate.html", {"form": form, "estimate": estimate})
+    comparison = None
+    if estimate and form.cleaned_data["settings"].provider == "local":
+        settings = form.cleaned_data["settings"]
+        comparison = services.mturk_comparison(settings.reward, settings.assignments_per_query, estimate["hits"])
+    return render(
+        request, "annotation/_batch_estimate.html", {"form": form, "estimate": estimate, "comparison": comparison}
+    )
 
 
 @researcher_required
@@ -93,8 +99,16 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "failed_gold": _failed_gold(batch),
             "extra_spent": extra_spent(batch),
             "flags": batch.worker_flags.count(),
+            "comparison": _mturk_comparison(batch),
         },
     )
+
+
+def _mturk_comparison(batch: Batch) -> dict | None:
+    """An in-house batch's cost on MTurk, for comparison (as its live estimate showed it)."""
+    if batch.provider != "local" or not batch.cost or "hits" not in batch.cost:
+        return None
+    return services.mturk_comparison(batch.reward, batch.assignments_per_query, batch.cost["hits"])
 
 
 def _failed_gold(batch: Batch):
