@@ -39,6 +39,8 @@ urlpatterns = [
     re_path(r"^api/", core_views.api_not_found),
 ]
 
-#: Under /api/, unknown paths and server errors answer JSON (core.views), as the endpoints do.
+#: Under /api/, refusals, unknown paths and server errors answer JSON (core.views), as the endpoints do;
+#: elsewhere a page that says why (templates/403.html: with a link home).
+handler403 = "core.views.forbidden"
 handler404 = "core.views.not_found"
 handler500 = "core.views.server_error"

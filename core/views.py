@@ -93,7 +93,9 @@ def redoc_script(request: HttpRequest) -> HttpResponse:
     """drf-spectacular-sidecar's ReDoc bundle without the one request it makes to a CDN (its footer
     logo); for researchers, like the ReDoc page itself."""
     if not (request.user.is_authenticated and request.user.is_staff):
-        return HttpResponse(status=403)
+        from django.core.exceptions import PermissionDenied
+
+        raise PermissionDenied("The API documentation is for researchers.")
     response = HttpResponse(_redoc_bundle(), content_type="text/javascript; charset=utf-8")
     response["Cache-Control"] = "private, max-age=86400"
     return response
@@ -119,6 +121,13 @@ def api_not_found(request: HttpRequest) -> HttpResponse:
                 {"detail": f"Not found. Did you mean {request.path}/ (with the final slash)?"}, status=404
             )
     return JsonResponse({"detail": "Not found."}, status=404)
+
+
+def forbidden(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler403``: a page that says why, with a way home (``templates/403.html``); JSON under ``/api/``."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": str(exception) or "You do not have permission to do this."}, status=403)
+    return render(request, "403.html", {"exception": str(exception)}, status=403)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
