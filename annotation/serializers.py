@@ -184,9 +184,18 @@ class AgreementSerializer(serializers.Serializer):
     queries = serializers.IntegerField()
     judgments = serializers.IntegerField()
     workers = serializers.IntegerField()
-    labels = serializers.DictField(child=serializers.IntegerField())
-    disputed = serializers.ListField(child=serializers.CharField())
-    set_aside = serializers.ListField(child=serializers.CharField())
+    labels = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Labelled queries per label: a researcher's ruling first, else the majority vote.",
+    )
+    adjudicated = serializers.IntegerField(help_text="Queries a researcher settled (counted in labels).")
+    disputed = serializers.ListField(
+        child=serializers.CharField(), help_text="Queries the crowd left without a strict majority."
+    )
+    set_aside = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Judged queries without a label: disputed or too few votes, and not settled by a researcher.",
+    )
     per_worker = serializers.ListField(child=serializers.DictField())
     confusion = serializers.DictField()
     method_disagreements = serializers.ListField(child=serializers.DictField())

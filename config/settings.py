@@ -257,6 +257,17 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # ReDoc's own default fonts come from Google; the page (templates/core/redoc.html) links
+    # none and ReDoc uses the system's fonts, so it loads nothing from the internet.
+    "REDOC_UI_SETTINGS": {
+        "theme": {
+            "typography": {
+                "fontFamily": 'system-ui, -apple-system, "Segoe UI", sans-serif',
+                "headings": {"fontFamily": 'system-ui, -apple-system, "Segoe UI", sans-serif'},
+                "code": {"fontFamily": "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"},
+            }
+        }
+    },
     # One name per set of choices that several components share.
     "ENUM_NAME_OVERRIDES": {"JobStatusEnum": "core.models.Job.Status"},
 }

@@ -3,8 +3,8 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import urls as auth_urls
-from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core import views as core_views
 from metrics import dashboard
@@ -33,9 +33,15 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI and ReDoc load their scripts from drf-spectacular-sidecar's static files.
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    path("api/redoc/", core_views.offline_redoc(), name="api-redoc"),
+    path("api/redoc/redoc.standalone.js", core_views.redoc_script, name="api-redoc-script"),
+    # Last: any other path under /api/ answers a JSON 404, with debug on or off (a missing
+    # final slash is redirected to the endpoint, as APPEND_SLASH does for pages).
+    re_path(r"^api/", core_views.api_not_found),
 ]
 
-#: Under /api/, unknown paths and server errors answer JSON (core.views), as the endpoints do.
+#: Under /api/, refusals, unknown paths and server errors answer JSON (core.views), as the endpoints do;
+#: elsewhere a page that says why (templates/403.html: with a link home).
+handler403 = "core.views.forbidden"
 handler404 = "core.views.not_found"
 handler500 = "core.views.server_error"

@@ -3,11 +3,30 @@
 A terminal user sees a tqdm bar; a page polls the :class:`~core.models.Job` row.
 Job rows are written outside any surrounding transaction's work (each update is its own
 short write, throttled to a few per second), so a poller sees them while work goes on.
+
+A Job keeps its title (``description``, what was started: "Import collection msmarco
+from coll.tsv"); the step a :class:`Progress` reports ("Scanning coll.tsv") goes to
+``job.result["step"]``, shown under the title while the job runs and dropped when it ends
+(:func:`core.tasks.run_job`). A task that knows a file by another name than its path on
+the server (an upload's original name) sets ``job.shown_names`` (``{text on the server:
+name to show}``, not stored) and steps read with those names (:func:`shown`).
 """
 
 from __future__ import annotations
 
 import time
+
+
+def shown(job, text: str) -> str:
+    """``text`` with every server-side name in ``job.shown_names`` replaced by the name the user knows."""
+    import re
+
+    names = {server: name for server, name in getattr(job, "shown_names", {}).items() if server}
+    if not names:
+        return text
+    # One pass, longest first: a path is replaced whole, never its file name inside it.
+    pattern = re.compile("|".join(re.escape(server) for server in sorted(names, key=len, reverse=True)))
+    return pattern.sub(lambda match: names[match.group(0)], text)
 
 
 class Progress:
@@ -33,11 +52,11 @@ class Progress:
 
             self._bar = tqdm(total=total, desc=description, unit=unit, unit_scale=unit_scale, leave=False)
         if job is not None:
-            job.description = description[:500]
+            job.result = {**(job.result or {}), "step": shown(job, description)[:500]}
             job.total = total
             job.done = 0
             job.status = job.Status.RUNNING
-            job.save(update_fields=["description", "total", "done", "status", "updated"])
+            job.save(update_fields=["result", "total", "done", "status", "updated"])
 
     def update_to(self, done: int) -> None:
         """Set the absolute amount done (readers report byte positions)."""

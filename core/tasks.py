@@ -170,6 +170,8 @@ class _Heartbeat(threading.Thread):
 
 
 def _finish(job: Job, status: str, message: str | None = None) -> None:
+    if isinstance(job.result, dict):
+        job.result.pop("step", None)  # the last step of work that has ended (core.progress)
     job.status = status
     job.heartbeat = timezone.now()
     if message is not None:

@@ -48,6 +48,88 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     return page_not_found(request, exception)
 
 
+#: ReDoc's page may load only this site's files (a second guard behind :func:`redoc_script`).
+REDOC_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' blob:; worker-src 'self' blob:; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'"
+)
+
+
+def offline_redoc():
+    """drf-spectacular's ReDoc view, offline: no Google Fonts (``templates/core/redoc.html``,
+    ``REDOC_UI_SETTINGS``), the script from drf-spectacular-sidecar, nothing else from outside."""
+    from functools import wraps
+
+    from drf_spectacular.views import SpectacularRedocView
+
+    view = SpectacularRedocView.as_view(url_name="schema", template_name="core/redoc.html")
+
+    @wraps(view)
+    def redoc(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        response["Content-Security-Policy"] = REDOC_CONTENT_SECURITY_POLICY
+        return response
+
+    return redoc
+
+
+#: The one address ReDoc's bundle loads by itself: the Redocly logo of its side menu's footer.
+REDOC_CDN_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
+
+
+def _redoc_bundle() -> bytes:
+    from django.contrib.staticfiles import finders
+
+    cached = getattr(_redoc_bundle, "cached", None)
+    if cached is None:
+        path = finders.find("drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js")
+        with open(path, "rb") as handle:
+            # "data:," is no image: the logo's own onError hides it, and nothing is requested.
+            cached = _redoc_bundle.cached = handle.read().replace(REDOC_CDN_LOGO.encode(), b"data:,")
+    return cached
+
+
+def redoc_script(request: HttpRequest) -> HttpResponse:
+    """drf-spectacular-sidecar's ReDoc bundle without the one request it makes to a CDN (its footer
+    logo); for researchers, like the ReDoc page itself."""
+    if not (request.user.is_authenticated and request.user.is_staff):
+        from django.core.exceptions import PermissionDenied
+
+        raise PermissionDenied("The API documentation is for researchers.")
+    response = HttpResponse(_redoc_bundle(), content_type="text/javascript; charset=utf-8")
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
+
+
+def api_not_found(request: HttpRequest) -> HttpResponse:
+    """Every path under ``/api/`` no endpoint answers: JSON 404, whether debug is on or off
+    (with debug on, Django answers unmatched paths with its HTML page, not ``handler404``).
+    A path that only lacks its final slash is redirected (GET, HEAD) or named (other methods)."""
+    from django.http import HttpResponsePermanentRedirect
+    from django.urls import Resolver404, resolve
+
+    if not request.path.endswith("/"):
+        try:
+            match = resolve(request.path + "/")
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not api_not_found:
+            if request.method in ("GET", "HEAD"):
+                query = request.META.get("QUERY_STRING", "")
+                return HttpResponsePermanentRedirect(request.path + "/" + (f"?{query}" if query else ""))
+            return JsonResponse(
+                {"detail": f"Not found. Did you mean {request.path}/ (with the final slash)?"}, status=404
+            )
+    return JsonResponse({"detail": "Not found."}, status=404)
+
+
+def forbidden(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler403``: a page that says why, with a way home (``templates/403.html``); JSON under ``/api/``."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": str(exception) or "You do not have permission to do this."}, status=403)
+    return render(request, "403.html", {"exception": str(exception)}, status=403)
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     """``handler500``: a bug is still a 500, but an API client gets JSON it can parse."""
     from django.views.defaults import server_error as page_server_error

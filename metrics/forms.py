@@ -193,6 +193,15 @@ class PreferenceForm(forms.Form):
             raise forms.ValidationError("give at least two version suffixes (e.g. m,f,n)")
         return list(dict.fromkeys(versions))
 
+    def clean(self):
+        data = super().clean()
+        if data.get("run") is not None and data.get("separator") and data.get("versions"):
+            try:
+                services.check_versioned_run(data["run"], separator=data["separator"], versions=data["versions"])
+            except ServiceError as exc:
+                self.add_error("run", str(exc))
+        return data
+
     def start(self) -> Job:
         data = self.cleaned_data
         return services.start_preference(data["run"], separator=data["separator"], versions=data["versions"])

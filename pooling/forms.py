@@ -95,6 +95,9 @@ class ImportForm(forms.Form):
         options = {"skip_bad_lines": data.get("skip_bad_lines", False)}
         if self.kind == "run":
             options |= {"collection": data["collection"].name, "order": data.get("order") or Run.Order.SCORE}
+        # The file as the user named it (an upload's own name, or the path as given), for
+        # the job's messages: never the staging or cache path (pooling.tasks.import_task).
+        options["file_name"] = data["file"].name if data.get("file") else str(self.data.get("path", "")).strip()
         if data.get("file"):
             path = keep_upload(data["file"])
             try:

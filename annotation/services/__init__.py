@@ -33,6 +33,7 @@ from .batches import (
     cancel_batch,
     create_batch,
     estimate_cost,
+    mturk_comparison,
     read_gold_file,
 )
 from .escalation import EscalationPlan, escalate_batch, plan_escalation
@@ -72,6 +73,7 @@ __all__ = [
     "hit_page_context",
     "is_annotator",
     "judgments_frame",
+    "mturk_comparison",
     "next_assignment",
     "plan_escalation",
     "publish_batch",

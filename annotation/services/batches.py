@@ -87,6 +87,12 @@ def estimate_cost(settings: BatchSettings, queries: int) -> dict[str, str | int]
     return cost_as_dict(cost, hits)
 
 
+def mturk_comparison(reward: Decimal | str, assignments_per_query: int, hits: int) -> dict[str, str | int]:
+    """What the same batch would cost on MTurk (its commission, without Masters): shown beside an
+    in-house batch's cost, whose fee is nil, in the live estimate and on the batch page alike."""
+    return cost_as_dict(provider_cost("mturk", Decimal(reward), assignments_per_query, hits), hits)
+
+
 @transaction.atomic
 def create_batch(
     name: str,

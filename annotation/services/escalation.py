@@ -4,7 +4,8 @@ A query is disputed when its finished HIT left no strict majority (a 1-1-1 split
 tie after invalid answers). Its HIT gets one more assignment per round -- one vote
 breaks a tie at the top -- until the query has a majority or the HIT reaches the cap.
 On MTurk this is CreateAdditionalAssignmentsForHIT, so the HIT's other queries get a
-vote more too. ``plan_escalation`` shows the plan and its cost before anything is paid.
+vote more too. A query a researcher settled (:mod:`.adjudication`) is never escalated: the
+ruling is final. ``plan_escalation`` shows the plan and its cost before anything is paid.
 
 Each extension is recorded (committed) before the provider is called and carries a
 deterministic request token, so an interrupted run is finished by the next one rather
@@ -37,7 +38,7 @@ from ..models import Assignment, Batch, Escalation, Hit, Provider
 from ..providers import CrowdProvider, get_provider
 from .budget import affordable, budget_left
 from .locking import one_per_batch
-from .results import majority
+from .results import BatchAnswers
 from .statuses import settle_hit_statuses
 
 DEFAULT_MAX_ASSIGNMENTS = 7
@@ -62,16 +63,18 @@ def parse_until(text: str) -> float | None:
 
 
 def settled_queries(batch: Batch, until: str = "majority") -> set[str]:
-    """qids that need no more votes: a strict majority, or a Dawid-Skene posterior of at least P."""
+    """qids that need no more votes: settled by a researcher (an adjudication is final), or
+    a strict majority, or a Dawid-Skene posterior of at least P."""
     target = parse_until(until)
-    votes = majority(batch)
-    if target is None or not len(votes):
-        return set(votes.index[~votes["disputed"]]) if len(votes) else set()
-    from ..aggregation import dawid_skene
-    from .results import judgments_frame
-
-    posteriors = dawid_skene(judgments_frame(batch)).posteriors.max(axis=1)
-    return {str(qid) for qid, p in posteriors.items() if p >= target}
+    answers = BatchAnswers(batch)
+    settled = set(answers.rulings)
+    votes = answers.votes
+    if not len(votes):
+        return settled
+    if target is None:
+        return settled | {str(q) for q in votes.index[~votes["disputed"]]}
+    posteriors = answers.dawid_skene.posteriors.max(axis=1)
+    return settled | {str(qid) for qid, p in posteriors.items() if p >= target}
 
 
 @dataclass

@@ -101,6 +101,28 @@ class BatchAnswers:
 
         return None if self.frame.empty else dawid_skene(self.frame)
 
+    @cached_property
+    def rulings(self) -> dict[str, str]:
+        """``qid -> label`` of every query a researcher settled (:class:`Adjudication`)."""
+        return dict(Adjudication.objects.filter(batch_query__batch=self.batch).values_list("batch_query__qid", "label"))
+
+    @cached_property
+    def labels(self) -> dict[str, str]:
+        """``qid -> label`` of every labelled query: "adjudication first, else majority vote".
+
+        The one rule behind the counts of pages, the API, escalation and the exports: a
+        settled query is labelled, whatever its votes, and never set aside.
+        """
+        votes = self.votes
+        labelled = {str(q): label for q, label in votes["label"].items() if isinstance(label, str)}
+        return labelled | self.rulings
+
+    @cached_property
+    def set_aside(self) -> list[str]:
+        """Judged qids without a label: disputed or too few votes, and not settled by a researcher."""
+        votes = self.votes
+        return sorted(str(q) for q in votes.index[votes["disputed"]] if str(q) not in self.rulings)
+
 
 def majority(batch: Batch) -> pd.DataFrame:
     """Majority vote per judged query; ``label`` is None (and ``disputed`` True) for ties and too few votes."""
@@ -182,8 +204,10 @@ def agreement(
     the one number behind every interval shown (command, data card, page, API), so the
     same batch shows the same interval everywhere; 0 skips it (pages that show no CI).
 
-    Keys added: ``batch``, ``provider``, ``set_aside`` (qids without a majority, including
-    too few votes), ``method_disagreements`` (majority vs. Dawid-Skene), ``worker_confusion``
+    Keys added: ``batch``, ``provider``, ``labels`` (labelled queries per label, a
+    researcher's ruling first, else the majority's), ``adjudicated`` (how many of them a
+    researcher settled), ``set_aside`` (judged qids without a majority, including too few
+    votes, that no researcher settled), ``method_disagreements`` (majority vs. Dawid-Skene), ``worker_confusion``
     (Dawid-Skene's estimate per worker: rows the true label, columns the label given, and
     the estimated accuracy), ``progress``.
     """
@@ -241,10 +265,10 @@ def agreement(
             }
             for qid, row in compared.iterrows()
         ]
-    votes = answers.votes
-    labelled = votes["label"].dropna().value_counts()
-    report["labels"] = {label: int(labelled.get(label, 0)) for label in LABELS}
-    report["set_aside"] = sorted(str(q) for q in votes.index[votes["disputed"]])
+    labelled = list(answers.labels.values())
+    report["labels"] = {label: labelled.count(label) for label in LABELS}
+    report["adjudicated"] = len(answers.rulings)
+    report["set_aside"] = answers.set_aside
     report["worker_confusion"] = worker_confusion
     report["batch"] = batch.name
     report["provider"] = batch.provider

@@ -72,7 +72,13 @@ def batch_estimate(request: HttpRequest) -> HttpResponse:
     """The live cost estimate of the batch form (htmx swaps it in as the fields change)."""
     form = BatchForm(request.GET, estimate_only=True)
     estimate = form.estimate() if form.is_valid() else None
-    return render(request, "annotation/_batch_estimate.html", {"form": form, "estimate": estimate})
+    comparison = None
+    if estimate and form.cleaned_data["settings"].provider == "local":
+        settings = form.cleaned_data["settings"]
+        comparison = services.mturk_comparison(settings.reward, settings.assignments_per_query, estimate["hits"])
+    return render(
+        request, "annotation/_batch_estimate.html", {"form": form, "estimate": estimate, "comparison": comparison}
+    )
 
 
 @researcher_required
@@ -93,8 +99,16 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "failed_gold": _failed_gold(batch),
             "extra_spent": extra_spent(batch),
             "flags": batch.worker_flags.count(),
+            "comparison": _mturk_comparison(batch),
         },
     )
+
+
+def _mturk_comparison(batch: Batch) -> dict | None:
+    """An in-house batch's cost on MTurk, for comparison (as its live estimate showed it)."""
+    if batch.provider != "local" or not batch.cost or "hits" not in batch.cost:
+        return None
+    return services.mturk_comparison(batch.reward, batch.assignments_per_query, batch.cost["hits"])
 
 
 def _failed_gold(batch: Batch):
@@ -216,7 +230,8 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
     answers = services.BatchAnswers(batch)
     report = services.agreement(batch, answers=answers)
-    labelled_total = sum(report["labels"].values()) or 1
+    labelled_count = sum(report["labels"].values())
+    labelled_total = labelled_count or 1
     label_bars = [
         {
             "label": label,
@@ -254,6 +269,7 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "batch": batch,
             "report": report,
             "label_bars": label_bars,
+            "labelled_count": labelled_count,
             "category_alpha": category_alpha,
             "confusion": confusion,
             "label_names": [LABEL_NAMES[label] for label in LABELS],

@@ -39,7 +39,7 @@ from .reports import (
     software_version,
     start_report,
 )
-from .variant_preference import preference_job, preference_summary, start_preference
+from .variant_preference import check_versioned_run, preference_job, preference_summary, start_preference
 
 __all__ = [
     "REPRESENTATIVE_WORDLIST",
@@ -49,6 +49,7 @@ __all__ = [
     "ReportSettings",
     "ServiceError",
     "build_report",
+    "check_versioned_run",
     "compute_report",
     "counterfactual_job",
     "crbo_job",

@@ -25,11 +25,48 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def counterfactual_warnings(run: Run, counterfactual_run: Run, per_query: dict) -> list[str]:
+    """Why ``counterfactual_run`` may not be ``run``'s counterfactual (an empty list: no doubt found).
+
+    A counterfactual run is the same ranker's run on the counterfactual collection: the
+    original collection with gendered words and first names swapped passage by passage
+    (:mod:`metrics.counterfactual`), so **the same docids, in the same order, with other
+    content**. Warned, not refused (a counterfactual made elsewhere passes the same check):
+
+    - both runs rank the same collection (or two registrations of one file);
+    - the two collections do not hold the same docids (not one collection and its swap);
+    - the two runs rank every common query identically at the depth (CRBO is then 1 by
+      construction: most likely the same run twice, or a swap that changed nothing).
+    """
+    from pooling.selectors import collection_docids
+
+    original, swapped = run.collection, counterfactual_run.collection
+    warnings = []
+    if original.pk == swapped.pk or original.sha256 == swapped.sha256:
+        warnings.append(
+            f"both runs rank the same collection ({original.name}): a counterfactual run ranks the "
+            "counterfactual collection (gendered words swapped), so this CRBO measures no swap"
+        )
+    elif original.passages != swapped.passages or not collection_docids(original).equals(collection_docids(swapped)):
+        warnings.append(
+            f"collection {swapped.name} (of run {counterfactual_run.name}) is not a counterfactual of "
+            f"{original.name} (of run {run.name}): a counterfactual collection keeps every docid, in order, "
+            "and swaps only the words"
+        )
+    if per_query and all(value >= 1 - 1e-9 for value in per_query.values()):
+        warnings.append(
+            f"runs {run.name} and {counterfactual_run.name} rank every common query identically: "
+            "CRBO is 1 by construction; check that the second run is the ranker's run on the counterfactual collection"
+        )
+    return warnings
+
+
 def crbo_summary(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P) -> dict:
     """CRBO@depth of ``run`` against ``counterfactual_run``: the mean RBO_ext and each query's.
 
     Keys: ``run``, ``counterfactual_run``, ``depth``, ``p``, ``crbo`` (None without a common
-    query), ``queries`` and ``per_query`` (``[[qid, rbo], ...]`` in the runs' qid order).
+    query), ``queries``, ``per_query`` (``[[qid, rbo], ...]`` in the runs' qid order) and
+    ``warnings`` (why the second run may not be a counterfactual: :func:`counterfactual_warnings`).
     """
     from pooling.services import run_frame
 
@@ -51,6 +88,7 @@ def crbo_summary(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, 
         "crbo": _finite(mean),
         "queries": queries,
         "per_query": [[str(qid), float(value)] for qid, value in per_query.items()],
+        "warnings": counterfactual_warnings(run, counterfactual_run, dict(per_query.items())),
     }
 
 

@@ -26,6 +26,29 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _no_versions_message(run: Run, separator: str, versions: Sequence[str]) -> str:
+    return (
+        f"no docid of run {run.name!r} ends in {separator}<{'|'.join(versions)}>: variant preference needs a run "
+        f"over a collection whose documents come in versions (docids like doc{separator}{versions[0]})"
+    )
+
+
+def check_versioned_run(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> None:
+    """Refuse (:class:`ServiceError`) a run none of whose docids ends in ``<separator><version>``:
+    an ordinary run has no cases to count. Read before a measurement starts, so a page or the
+    API refuses it with a 400 rather than starting a job that can only fail."""
+    import polars as pl
+
+    from pooling.services import run_frame
+
+    versions = [v.strip() for v in versions if v.strip()]
+    suffixes = [f"{separator}{v}" for v in versions]
+    docids = run_frame(run).lazy().select("docid").unique()
+    hit = docids.filter(pl.any_horizontal(pl.col("docid").cast(pl.String).str.ends_with(s) for s in suffixes))
+    if not suffixes or hit.head(1).collect().is_empty():
+        raise ServiceError(_no_versions_message(run, separator, versions))
+
+
 def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> dict:
     """Which version of each document ``run`` scores highest (Sundararaman & Subramanian 2022).
 
@@ -42,7 +65,7 @@ def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str
         raise ServiceError("give at least two version suffixes (e.g. m,f,n)")
     scores = split_versions(run_frame(run), separator, versions)
     if not len(scores):
-        raise ServiceError(f"no docid of run {run.name!r} ends in {separator}<{'|'.join(versions)}>")
+        raise ServiceError(_no_versions_message(run, separator, versions))
     result = variant_preference(scores, versions)
     return {
         "run": run.name,

@@ -11,6 +11,7 @@ never copied: its text stays in its file, and only its docid index is written (u
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from core.files import file_sha256
 from core.jobs import background_job
 from core.models import Job
 from core.names import validate_name
+from core.progress import shown
 from core.storage import cache_dir, staging_path
 
 from ..models import Collection, Query, QuerySet, Run, WordList
@@ -170,7 +172,11 @@ def import_job(job: Job, kind: str, path: str, name: str, options: dict, uploade
     file is removed when the import fails or finds its content already there, except on
     a redelivery: the delivery that died may have imported this very file.
     """
-    job.result = {"form": reverse("pooling:import-create", args=[kind])}  # where to try again if it fails
+    # An upload is kept as uploads/<12 hex>-<its name> (core.uploads.keep_upload); a path was given by the user.
+    shown_as = options.get("file_name") or (re.sub(r"^[0-9a-f]{12}-", "", Path(path).name) if uploaded else str(path))
+    # Messages name the file as the user did, never its staging or cache path (core.progress.shown).
+    job.shown_names = {str(Path(path).resolve()): shown_as, str(path): shown_as, Path(path).name: shown_as}
+    job.result = {"form": reverse("pooling:import-create", args=[kind]), "file": shown_as}  # to try again
     job.save(update_fields=["result"])
     keep = False
     try:
@@ -180,8 +186,16 @@ def import_job(job: Job, kind: str, path: str, name: str, options: dict, uploade
         job.message = f"{'Imported' if result.created else 'Already imported (unchanged)'}: {what} {name}"
         job.message += f"; {result.outcome()}"
         if result.skipped:
-            job.message += f"; first bad line skipped: {result.skipped.errors[0]}"
-        job.result = {kind: name, "created": result.created, "url": reverse("home") + f"#{kind}", **result.counts()}
+            job.message += f"; first bad line skipped: {shown(job, str(result.skipped.errors[0]))}"
+        job.result = {
+            kind: name,
+            "created": result.created,
+            "url": reverse("home") + f"#{kind}",
+            "file": shown_as,
+            **result.counts(),
+        }
+    except (InputError, ServiceError, OSError) as exc:
+        raise ServiceError(shown(job, str(exc))) from None
     finally:
         if uploaded and not keep:
             Path(path).unlink(missing_ok=True)

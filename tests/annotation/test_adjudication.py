@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -109,3 +110,50 @@ def test_adjudicate_command(disputed, researcher, annotators):
         call_command("adjudicate", "b1", "104", "f", "--reason", "r", "--by", annotators[0].username)
     with pytest.raises(CommandError, match="qid"):
         call_command("adjudicate", "b1", "999", "f", "--reason", "r", "--by", "researcher")
+
+
+@pytest.fixture
+def three_disputed(local_batch, annotators):
+    """Two votes per query; ann-b differs on 103 (first HIT), 104 and 106 (second HIT): three 1-1 ties."""
+    for user, override in zip(annotators[:2], [{}, {"103": "n", "104": "f", "106": "m"}], strict=True):
+        while (assignment := services.next_assignment(user, local_batch)) is not None:
+            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+    return local_batch
+
+
+def test_rulings_count_everywhere_set_aside_labels_escalation_and_exports(three_disputed, researcher, client, tmp_path):
+    """Settle two of three disputed queries: every count, the escalation offer and the exports agree."""
+    batch = three_disputed
+    assert services.agreement(batch, bootstrap=0)["set_aside"] == ["103", "104", "106"]
+    assert len(services.plan_escalation(batch, max_assignments=3).hits) == 2
+    services.adjudicate(batch, "103", "m", "about men", researcher)
+    services.adjudicate(batch, "104", "o", "both genders", researcher)
+
+    report = services.agreement(batch, bootstrap=0)
+    assert report["set_aside"] == ["106"]
+    assert sum(report["labels"].values()) == 5 and report["adjudicated"] == 2
+    assert report["labels"] == {"n": 2, "f": 1, "m": 1, "o": 1}
+
+    client.force_login(researcher)
+    api = client.get("/api/annotation/batches/b1/agreement/").json()
+    assert api["set_aside"] == ["106"] and api["labels"] == report["labels"]
+    live = client.get("/annotation/batches/b1/live/").content.decode()
+    assert re.search(r'<div class="value">1</div>queries set aside', live)
+    agreement_page = client.get("/annotation/batches/b1/agreement/").content.decode()
+    assert re.search(r'id="set-aside-count">1<', agreement_page)
+    assert "5 of 6 judged queries labelled" in agreement_page and "2 queries settled" in agreement_page
+    assert re.findall(r'<a href="/annotation/batches/b1/queries/(\d+)/">', agreement_page.split('id="set-aside"')[1])[
+        :1
+    ] == ["106"]
+
+    # Escalation offers the one HIT whose query is still disputed, and its cost alone.
+    plan = services.plan_escalation(batch, max_assignments=3)
+    assert [qids for _, qids in plan.hits] == [["106"]] and plan.disputed == 1
+    assert plan.cost.assignments_total == 1
+    escalate_page = client.get("/annotation/batches/b1/escalate/?max_assignments=3").content.decode()
+    assert "1 query has no majority" in escalate_page
+    assert re.search(r"Extra assignments</th><td[^>]*>1<", escalate_page)
+
+    export = services.export_queries(batch, "all", tmp_path / "all.tsv")
+    assert export.queries == 5 and export.counts["set_aside"] == 1
+    assert {k: v for k, v in export.counts.items() if k != "set_aside"} == report["labels"]

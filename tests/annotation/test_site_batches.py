@@ -35,6 +35,26 @@ def test_the_estimate_is_what_create_batch_records(query_set, researcher, client
     assert batch.cost["total"] == "0.60" and batch.hits.count() == 2 and batch.status == Batch.Status.DRAFT
 
 
+def test_an_in_house_batch_shows_the_same_fee_and_mturk_comparison_in_its_estimate_and_its_page(
+    query_set, researcher, client
+):
+    """In-house: no fee ($0.00) in both places; MTurk's figures are shown as MTurk's, the same in both."""
+    client.force_login(researcher)
+    html = client.get(reverse("annotation:batch-estimate"), {**FORM, "queries": "gq"}).content.decode()
+    assert "+ $0.00 fee" in html
+    comparison = "For comparison, on MTurk: $0.72 ($0.02 fee per assignment)."
+    assert comparison in html
+    client.post(reverse("annotation:batch-create"), {**FORM, "name": "web", "queries": "gq"})
+    page = client.get(reverse("annotation:batch-detail", args=["web"])).content.decode()
+    assert "(MTurk's, for comparison)" not in page
+    assert '<th>Fee per assignment (in-house: no provider fee)</th><td class="num">$0.00</td>' in page
+    assert comparison in page
+    # An MTurk batch has its own fee in its table and no comparison.
+    client.post(reverse("annotation:batch-create"), {**FORM, "name": "mt", "queries": "gq", "provider": "mturk"})
+    page = client.get(reverse("annotation:batch-detail", args=["mt"])).content.decode()
+    assert '<th>Fee per assignment</th><td class="num">$0.02</td>' in page and "For comparison" not in page
+
+
 def test_the_estimate_explains_what_is_missing(query_set, researcher, client):
     client.force_login(researcher)
     html = client.get(reverse("annotation:batch-estimate"), FORM).content.decode()

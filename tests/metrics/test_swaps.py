@@ -14,6 +14,8 @@ Q1 = (1 - P) / P * (1 / 2 * P**2) + 1 / 2 * P**2  # [d1,d3] vs [d4,d3]
 Q2 = (1 - P) / P * (2 / 2 * P**2) + 2 / 2 * P**2  # [d3,d4] vs [d4,d3]
 Q3 = 0.0  # [d2,d1] vs [d3,d4]
 #: Versions of two documents; query 2 lacks y-n, so (2, y) is incomplete.
+#: Run a's queries ranked otherwise on the counterfactual of collection tiny (same docids).
+VARIANT_RUN_ON_TINY = {"1": ["d3", "d1"], "2": ["d3", "d4"], "3": ["d1", "d2"]}
 VARIANT_RUN = {"1": ["x-f", "x-m", "x-n", "y-m", "y-f", "y-n"], "2": ["x-f", "x-n", "x-m", "y-f", "y-m"]}
 
 
@@ -89,11 +91,21 @@ def test_swap_measures_through_the_api(staff, variants, django_capture_on_commit
     assert staff.get(f"/api/jobs/{preference.json()['id']}/").json()["result"]["decided"] == 3
     bad = staff.post("/api/metrics/crbo/", {"run": "a", "counterfactual_run": "zz"}, content_type="application/json")
     assert bad.status_code == 400 and list(bad.json()) == ["counterfactual_run"]
-    # Run a has no versioned docids: the job fails and says why.
-    with pytest.raises(Exception, match="no docid"), django_capture_on_commit_callbacks(execute=True):
-        staff.post("/api/metrics/preference/", {"run": "a"}, content_type="application/json")
-    failed = Job.objects.filter(kind="metrics.preference").latest("pk")
-    assert failed.status == Job.Status.FAILED and "no docid of run 'a' ends in -<m|f|n>" in failed.message
+    # Run a has no versioned docids: refused with a 400 that says why, before any job starts.
+    jobs = Job.objects.count()
+    refused = staff.post("/api/metrics/preference/", {"run": "a"}, content_type="application/json")
+    assert refused.status_code == 400 and "no docid of run 'a' ends in -<m|f|n>" in refused.json()["run"][0]
+    assert Job.objects.count() == jobs
+
+
+def test_preference_page_refuses_an_ordinary_run_with_the_form_error(staff, variants):
+    """An ordinary run (docids without -m/-f/-n) gets the form back with the reason, not a 500."""
+    response = staff.post("/metrics/preference/", {"run": "a", "separator": "-", "versions": "m,f,n"})
+    assert response.status_code == 400
+    assert "no docid of run &#x27;a&#x27; ends in -&lt;m|f|n&gt;" in response.content.decode()
+    assert not Job.objects.filter(kind="metrics.preference").exists()
+    # Another separator that no docid uses is refused the same way; the right one is accepted.
+    assert staff.post("/metrics/preference/", {"run": "v", "separator": "_", "versions": "m,f,n"}).status_code == 400
 
 
 def test_swap_pages_are_for_researchers(client, django_user_model, world):
@@ -128,3 +140,43 @@ def test_counterfactual_collection_is_written_and_registered_as_a_job(staff, wor
     )
     assert api.status_code == 400 and api.json() == {"name": ["a collection with this name exists"]}
     assert Job.objects.filter(kind="metrics.counterfactual").count() == 1
+
+
+def test_crbo_warns_when_the_counterfactual_run_is_not_one(
+    staff, world, variants, tmp_path, django_capture_on_commit_callbacks
+):
+    """Same collection, another collection's docids, identical rankings: warned on the page, in the API, by the command."""
+    import io
+
+    from .conftest import RUN_A
+
+    out = tmp_path / "cf.tsv.gz"
+    call_command("counterfactual_collection", collection="tiny", out=str(out), verbosity=0, stdout=io.StringIO())
+    call_command("import_collection", str(out), name="tiny-cf", verbosity=0)
+    for name, collection, rankings in (("a-cf", "tiny-cf", VARIANT_RUN_ON_TINY), ("a-again", "tiny", RUN_A)):
+        run = write_run(tmp_path / f"{name}.trec", rankings)
+        call_command("import_run", str(run), name=name, collection=collection, verbosity=0)
+
+    from metrics.services import crbo_summary
+    from pooling.models import Run
+
+    def warnings(second):
+        return crbo_summary(Run.objects.get(name="a"), Run.objects.get(name=second))["warnings"]
+
+    assert warnings("a-cf") == []  # the ranker's run on the swapped collection
+    (same,) = warnings("c")
+    assert "both runs rank the same collection (tiny)" in same
+    same, identical = warnings("a-again")
+    assert "rank every common query identically" in identical
+    (other,) = warnings("v")
+    assert "collection variants (of run v) is not a counterfactual of tiny" in other
+
+    with django_capture_on_commit_callbacks(execute=True):
+        api = staff.post("/api/metrics/crbo/", {"run": "a", "counterfactual_run": "c"}, content_type="application/json")
+    job = Job.objects.get(pk=api.json()["id"])
+    assert staff.get(f"/api/jobs/{job.pk}/").json()["result"]["warnings"] == [same]
+    page = staff.get(f"/metrics/crbo/{job.pk}/").content.decode()
+    assert 'id="crbo-warnings"' in page and "both runs rank the same collection (tiny)" in page
+    stderr = io.StringIO()
+    call_command("crbo", run="a", counterfactual_run="c", stdout=io.StringIO(), stderr=stderr)
+    assert "Warning: both runs rank the same collection (tiny)" in stderr.getvalue()

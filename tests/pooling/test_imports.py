@@ -275,3 +275,61 @@ def test_check_import_path_refuses_unusable_paths_naming_the_field(settings, tmp
     ):
         with pytest.raises(ServiceError, match=f"^collection_path: .*{problem}"):
             check_import_path(value, "collection_path")
+
+
+def _no_server_paths(text: str) -> None:
+    assert str(settings.CACHE_DIR) not in text and "uploads/" not in text and "staging" not in text
+
+
+@pytest.mark.django_db
+def test_a_failed_import_names_the_file_as_the_user_did_and_shows_an_error_not_a_bar(
+    post, client, researcher, files, settings, tmp_path
+):
+    """Status, job page and Recent imports say ``bad_run.trec:2: problem``: never the cache path."""
+    client.force_login(researcher)
+    post("collection", name="tiny", file=_upload("collection.tsv", files["collection"].read_bytes()))
+    post("run", name="bad", collection="tiny", order="score", file=_upload("bad_run.trec", b"1 Q0 d1 1 2.0 x\n1 Q0\n"))
+    job = Job.objects.filter(kind="import").latest("pk")
+    assert job.status == Job.Status.FAILED
+    assert job.message.startswith("bad_run.trec:2: "), job.message
+    _no_server_paths(job.message)
+    page = client.get(reverse("core:job-detail", args=[job.pk])).content.decode()
+    assert 'id="job-error"' in page and 'role="progressbar"' not in page
+    assert "bad_run.trec:2: " in page
+    _no_server_paths(page)
+    index = client.get(reverse("pooling:import")).content.decode()
+    assert "bad_run.trec:2: " in index and "Import run bad from bad_run.trec" in index
+    _no_server_paths(index)
+
+    # A path on the server is named as the user gave it (here through a link to a folder).
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "bad.tsv").write_bytes(b"1\tfine\nno tab here\n")
+    (tmp_path / "given").symlink_to(real)
+    settings.IMPORT_ROOTS = [str(real)]
+    post("queries", name="q", path=str(tmp_path / "given" / "bad.tsv"))
+    job = Job.objects.filter(kind="import").latest("pk")
+    assert job.status == Job.Status.FAILED and job.message.startswith(f"{tmp_path / 'given' / 'bad.tsv'}:2: ")
+
+
+@pytest.mark.django_db
+def test_a_job_keeps_its_title_and_shows_its_step_apart(post, client, researcher, files):
+    from core.jobs import create_job
+    from core.progress import Progress
+
+    job = create_job("import", "Import collection msmarco from coll.tsv")
+    job.shown_names = {"c652fe921127-coll.tsv": "coll.tsv"}
+    Progress("Scanning c652fe921127-coll.tsv", total=10, job=job, bar=False).update_to(4)
+    job.refresh_from_db()
+    assert job.description == "Import collection msmarco from coll.tsv"
+    assert job.result["step"] == "Scanning coll.tsv"
+    client.force_login(researcher)
+    page = client.get(reverse("core:job-detail", args=[job.pk])).content.decode()
+    assert "<h1>Import collection msmarco from coll.tsv</h1>" in page and 'id="step">Scanning coll.tsv<' in page
+
+    post("collection", name="tiny", file=_upload("collection.tsv", files["collection"].read_bytes()))
+    done = Job.objects.filter(kind="import").latest("pk")
+    assert done.status == Job.Status.DONE and done.description == "Import collection tiny from collection.tsv"
+    assert "step" not in done.result
+    index = client.get(reverse("pooling:import")).content.decode()
+    assert "Import collection tiny from collection.tsv" in index and "Scanning" not in index

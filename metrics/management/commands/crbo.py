@@ -34,6 +34,8 @@ class Command(ProjectCommand):
                 check_writable(o["per_query"])
             summary = crbo_summary(run, counterfactual, depth=o["depth"], p=o["p"])
         self.stdout.write(f"CRBO@{o['depth']} (p={o['p']}): {summary['crbo']:.4f} over {summary['queries']} queries")
+        for warning in summary["warnings"]:
+            self.stderr.write(f"Warning: {warning}")
         if o["per_query"]:
             rows = summary["per_query"]
             atomic_write(o["per_query"], lambda f: write_csv(f, ["qid", "rbo"], rows), newline="")
