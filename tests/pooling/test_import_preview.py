@@ -196,6 +196,7 @@ def test_the_outcome_counts_lines_read_imported_and_skipped_on_the_job_page_and_
         "run": "a",
         "created": True,
         "url": None,
+        "file": "a.trec",  # as the user named it, never the staging path
         "lines_read": 8,
         "imported": 6,
         "skipped": 2,
