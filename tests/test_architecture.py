@@ -56,6 +56,7 @@ PURE = {
     "pooling.benchmark.naive",
     "pooling.magnitudes",
     "pooling.pool",
+    "pooling.qrelfiles",
     "pooling.preview",
     "pooling.queryfiles",
     "pooling.rank_bias",
