@@ -45,6 +45,7 @@ PURE = {
     "metrics.benchmark",
     "metrics.counterfactual",
     "metrics.defaults",
+    "metrics.effectiveness",
     "metrics.measures",
     "metrics.plots",
     "metrics.preference",
