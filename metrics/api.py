@@ -29,6 +29,10 @@ class ReportRequestSerializer(serializers.Serializer):
     tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
     background = serializers.CharField(required=False, help_text="NFaiRR background run (default: the collection).")
     baseline = serializers.CharField(required=False, help_text="Run the others are tested against.")
+    qrels = serializers.CharField(required=False, help_text="Imported relevance judgments: adds effectiveness.")
+    measures = serializers.CharField(
+        required=False, help_text="With qrels: e.g. RR@10,nDCG@10,R@10,P@10 (ir_measures names; MRR = RR)."
+    )
 
 
 class ReportViewSet(viewsets.ReadOnlyModelViewSet):

@@ -27,6 +27,7 @@ class ReportListSerializer(serializers.ModelSerializer):
 class ReportSerializer(ReportListSerializer):
     wordlist = serializers.CharField(source="wordlist.name", read_only=True)
     representative_wordlist = serializers.CharField(source="representative_wordlist.name", read_only=True)
+    qrels = serializers.SlugRelatedField(slug_field="name", read_only=True)
     results = ResultSerializer(many=True, read_only=True)
 
     class Meta(ReportListSerializer.Meta):
@@ -36,6 +37,9 @@ class ReportSerializer(ReportListSerializer):
             "representative_wordlist",
             "threshold",
             "nfairr_normaliser",
+            "qrels",
+            "measures",
+            "unjudged",
             "bootstrap_samples",
             "seed",
             "software_version",
