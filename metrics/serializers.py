@@ -47,6 +47,15 @@ class ReportSerializer(ReportListSerializer):
         ]
 
 
+class PerQuerySerializer(serializers.Serializer):
+    run = serializers.CharField()
+    qid = serializers.CharField()
+    metric = serializers.CharField()
+    variant = serializers.CharField()
+    cutoff = serializers.IntegerField()
+    value = serializers.FloatField(allow_null=True, help_text="Null where undefined (e.g. a query without judgments).")
+
+
 class SensitivityRowSerializer(serializers.Serializer):
     aggregation = serializers.CharField()
     disputed = serializers.CharField()

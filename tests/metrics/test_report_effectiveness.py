@@ -116,5 +116,14 @@ def test_report_api_takes_qrels_and_measures(judged, client, django_user_model, 
     assert (body["qrels"], body["measures"], body["unjudged"]) == ("judged", ["RR@2", "nDCG@2"], ["3"])
     values = {(r["run"], r["metric"]): r["value"] for r in body["results"] if r["variant"] == "judged"}
     assert values == pytest.approx(EXPECTED)
+    rows = client.get("/api/metrics/reports/api-eff/per-query/?metric=RR").json()["results"]
+    assert {(r["run"], r["qid"]): r["value"] for r in rows} == {
+        ("a", "1"): 1.0,
+        ("a", "2"): 0.5,
+        ("a", "3"): None,  # no judgments: listed, null
+        ("c", "1"): 0.0,
+        ("c", "2"): 1.0,
+        ("c", "3"): None,
+    }
     page = client.get("/metrics/api-eff/")
     assert page.status_code == 200 and b"without judgments" in page.content and b"RR" in page.content
