@@ -127,3 +127,12 @@ def test_report_api_takes_qrels_and_measures(judged, client, django_user_model, 
     }
     page = client.get("/metrics/api-eff/")
     assert page.status_code == 200 and b"without judgments" in page.content and b"RR" in page.content
+
+
+@pytest.mark.django_db
+def test_report_plots_draw_effectiveness_too(judged, client, django_user_model):
+    call_command("bias_report", queries="q", runs="a,c", cutoffs="1,2", qrels="judged", measures="nDCG@2", bootstrap=5)
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    for url in ("/metrics/q-a-c/cutoffs.png", "/metrics/q-a-c/distribution.png?cutoff=2"):
+        response = client.get(url)
+        assert response.status_code == 200 and response.content[:4] == b"\x89PNG", url
