@@ -3,6 +3,7 @@
 from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, viewsets
+from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,7 +17,7 @@ from .counterfactual import HER_CHOICES
 from .defaults import CRBO_DEPTH, CRBO_P, VARIANT_VERSIONS
 from .forms import CounterfactualForm, CrboForm, PreferenceForm, ReportForm
 from .models import Report, Result
-from .serializers import LabelSensitivitySerializer, ReportListSerializer, ReportSerializer
+from .serializers import LabelSensitivitySerializer, PerQuerySerializer, ReportListSerializer, ReportSerializer
 
 
 class ReportRequestSerializer(serializers.Serializer):
@@ -29,6 +30,10 @@ class ReportRequestSerializer(serializers.Serializer):
     tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
     background = serializers.CharField(required=False, help_text="NFaiRR background run (default: the collection).")
     baseline = serializers.CharField(required=False, help_text="Run the others are tested against.")
+    qrels = serializers.CharField(required=False, help_text="Imported relevance judgments: adds effectiveness.")
+    measures = serializers.CharField(
+        required=False, help_text="With qrels: e.g. RR@10,nDCG@10,R@10,P@10 (ir_measures names; MRR = RR)."
+    )
 
 
 class ReportViewSet(viewsets.ReadOnlyModelViewSet):
@@ -56,6 +61,41 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         if not form.is_valid():
             raise form_errors(form)
         return job_started(form.start())
+
+    @extend_schema(
+        parameters=[OpenApiParameter("metric", str, description="Keep one metric's rows (e.g. nDCG, RaB).")],
+        responses=PerQuerySerializer(many=True),
+    )
+    @action(detail=True, url_path="per-query")
+    def per_query(self, request, name=None, format=None):
+        """Per-query values (the per-query CSV as JSON, paginated): ``run, qid, metric, variant,
+        cutoff, value``; ``value`` is null where undefined, e.g. a query the qrels do not judge."""
+        import math
+
+        from .selectors import report_per_query
+
+        try:
+            frame = report_per_query(self.get_object())
+        except ServiceError as exc:
+            return Response({"detail": str(exc)}, status=404)
+        metric = request.query_params.get("metric", "").strip()
+        if metric:
+            frame = frame[frame["metric"] == metric]
+        rows = [
+            {
+                "run": run,
+                "qid": qid,
+                "metric": m,
+                "variant": variant,
+                "cutoff": int(cutoff),
+                "value": None if value is None or math.isnan(value) else float(value),
+            }
+            for run, qid, m, variant, cutoff, value in frame[
+                ["run", "qid", "metric", "variant", "cutoff", "value"]
+            ].itertuples(index=False, name=None)
+        ]
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(PerQuerySerializer(page, many=True).data)
 
 
 class LabelSensitivityView(APIView):

@@ -72,6 +72,17 @@ def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None) 
     return csv_text(PER_QUERY_CSV_COLUMNS, frame[PER_QUERY_CSV_COLUMNS].itertuples(index=False, name=None))
 
 
+def unjudged_note(qrels: str, unjudged: list[str], limit: int = 20) -> str:
+    """The queries without judgments, in words: how many, and which (the first ``limit``)."""
+    if not unjudged:
+        return f"Effectiveness against qrels {qrels!r}: every query is judged."
+    shown = ", ".join(unjudged[:limit]) + (f", … ({len(unjudged) - limit} more)" if len(unjudged) > limit else "")
+    return (
+        f"Effectiveness against qrels {qrels!r}: {len(unjudged)} quer{'y' if len(unjudged) == 1 else 'ies'} of "
+        f"the query set without judgments, listed with empty values and left out of the means: {shown}"
+    )
+
+
 def columns_of(summary: pd.DataFrame) -> list[tuple[str, str, int]]:
     """(metric, variant, cutoff) columns of a results table, in the paper's order."""
     return list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))

@@ -7,7 +7,7 @@ from django import forms
 from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
 from core.models import Job
-from pooling.models import Collection, QuerySet, Run, WordList
+from pooling.models import Collection, Qrels, QuerySet, Run, WordList
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from . import services
@@ -35,6 +35,31 @@ class ReportForm(forms.Form):
         label="NFaiRR normaliser (with a background run)",
     )
     baseline = forms.ModelChoiceField(Run.objects.all(), to_field_name="name", required=False, empty_label="none")
+    qrels = forms.ModelChoiceField(
+        Qrels.objects.all(),
+        to_field_name="name",
+        required=False,
+        empty_label="none (bias metrics only)",
+        label="Relevance judgments",
+        help_text="Adds effectiveness measures, computed with ir_measures.",
+    )
+    measures = forms.CharField(
+        required=False,
+        help_text="With judgments: ir_measures names with a cutoff, of RR (MRR), nDCG, R, P, AP "
+        "(default RR@10,nDCG@10,R@10,P@10).",
+    )
+
+    def clean_measures(self):
+        try:
+            return services.parse_measures(self.cleaned_data.get("measures") or "")
+        except ServiceError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self):
+        data = super().clean()
+        if data.get("measures") and not data.get("qrels") and "qrels" not in self.errors:
+            self.add_error("qrels", "effectiveness measures need relevance judgments: choose the qrels")
+        return data
 
     def clean_nfairr_normaliser(self):
         return self.cleaned_data["nfairr_normaliser"] or "comparison"
@@ -53,10 +78,14 @@ class ReportForm(forms.Form):
             data["queries"],
             list(data["runs"]),
             services.ReportSettings(
-                cutoffs=data["cutoffs"], tokenizer=data["tokenizer"], nfairr_normaliser=data["nfairr_normaliser"]
+                cutoffs=data["cutoffs"],
+                tokenizer=data["tokenizer"],
+                nfairr_normaliser=data["nfairr_normaliser"],
+                measures=data["measures"],
             ),
             background=data["background"],
             baseline=data["baseline"],
+            qrels=data.get("qrels"),
         )
 
     def clean_name(self):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from pooling.models import QuerySet, Run, WordList
+from pooling.models import Qrels, QuerySet, Run, WordList
 
 from .defaults import COLLECTION_BACKGROUND
 
@@ -51,6 +51,20 @@ class Report(models.Model):
         blank=True,
         related_name="+",
         help_text="Run the others are tested against.",
+    )
+    qrels = models.ForeignKey(
+        Qrels,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="reports",
+        help_text="Relevance judgments of the effectiveness measures; empty: bias metrics only.",
+    )
+    measures = models.JSONField(default=list, blank=True, help_text="Effectiveness measures (ir_measures names).")
+    unjudged = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Query-set queries the qrels do not judge: listed with empty values, left out of the means.",
     )
     bootstrap_samples = models.PositiveIntegerField(default=1000)
     seed = models.IntegerField(default=0)

@@ -27,6 +27,7 @@ class ReportListSerializer(serializers.ModelSerializer):
 class ReportSerializer(ReportListSerializer):
     wordlist = serializers.CharField(source="wordlist.name", read_only=True)
     representative_wordlist = serializers.CharField(source="representative_wordlist.name", read_only=True)
+    qrels = serializers.SlugRelatedField(slug_field="name", read_only=True)
     results = ResultSerializer(many=True, read_only=True)
 
     class Meta(ReportListSerializer.Meta):
@@ -36,11 +37,23 @@ class ReportSerializer(ReportListSerializer):
             "representative_wordlist",
             "threshold",
             "nfairr_normaliser",
+            "qrels",
+            "measures",
+            "unjudged",
             "bootstrap_samples",
             "seed",
             "software_version",
             "results",
         ]
+
+
+class PerQuerySerializer(serializers.Serializer):
+    run = serializers.CharField()
+    qid = serializers.CharField()
+    metric = serializers.CharField()
+    variant = serializers.CharField()
+    cutoff = serializers.IntegerField()
+    value = serializers.FloatField(allow_null=True, help_text="Null where undefined (e.g. a query without judgments).")
 
 
 class SensitivityRowSerializer(serializers.Serializer):

@@ -1,5 +1,5 @@
-"""The one vocabulary of the metrics: each metric's name, which values are fairer, whether it
-is RaB-like, its variants and what its values mean.
+"""The one vocabulary of the metrics: each metric's name, which values are fairer (or, for the
+effectiveness measures, better), whether it is RaB-like, its variants and what its values mean.
 
 Every place that needs a metric's properties takes them from here, in the spirit of
 :mod:`annotation.labels`: the order of tables and plots (:mod:`metrics.formatting`,
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 TOWARDS_ZERO = "closer to 0 is fairer"
 #: ``direction``: higher values are fairer (1 is fair).
 HIGHER = "higher is fairer"
+#: ``direction`` of the effectiveness measures: higher values are better rankings.
+BETTER = "higher is better"
 
 
 @dataclass(frozen=True)
@@ -22,9 +24,10 @@ class Metric:
     name: str  #: stored in results and shown in tables and plots
     title: str  #: the full name, as in its paper
     rab_like: bool  #: a signed balance of gendered magnitudes (RaB, ARaB): 0 is unbiased
-    direction: str  #: :data:`TOWARDS_ZERO` or :data:`HIGHER`
-    variants: tuple[str, ...]  #: variants computed, the paper's first; () when named by the background (NFaiRR)
+    direction: str  #: :data:`TOWARDS_ZERO`, :data:`HIGHER` or :data:`BETTER`
+    variants: tuple[str, ...]  #: variants computed, the paper's first; () when named by the background or qrels
     note: str  #: what a value means, in a few words (the plots' axis label)
+    effectiveness: bool = False  #: a retrieval effectiveness measure (ir_measures), judged by qrels
 
 
 VOCABULARY: tuple[Metric, ...] = (
@@ -32,6 +35,12 @@ VOCABULARY: tuple[Metric, ...] = (
     Metric("ARaB", "Average Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male"),
     Metric("NFaiRR", "Normalized Fairness of Retrieval Results", False, HIGHER, (), "1: fair"),
     Metric("TExFAIR", "Term Exposure-based Fairness", False, HIGHER, ("rbdf", "plain"), "1: fair"),
+    # Effectiveness (ir_measures names; the variant is the qrels' name). RR's mean over queries is MRR.
+    Metric("RR", "Reciprocal Rank (mean: MRR)", False, BETTER, (), "1: first result relevant", True),
+    Metric("nDCG", "Normalized Discounted Cumulative Gain", False, BETTER, (), "1: ideal ranking", True),
+    Metric("R", "Recall", False, BETTER, (), "1: every relevant document retrieved", True),
+    Metric("P", "Precision", False, BETTER, (), "share of results relevant", True),
+    Metric("AP", "Average Precision (mean: MAP)", False, BETTER, (), "1: ideal ranking", True),
 )
 
 #: Name -> metric.
@@ -40,6 +49,10 @@ BY_NAME: dict[str, Metric] = {metric.name: metric for metric in VOCABULARY}
 METRICS: tuple[str, ...] = tuple(metric.name for metric in VOCABULARY)
 #: The RaB-like metrics, computed together from one rank-bias table per variant.
 RAB_LIKE: tuple[str, ...] = tuple(metric.name for metric in VOCABULARY if metric.rab_like)
+#: The effectiveness measures a report may add (``--measures``), by their ir_measures names.
+EFFECTIVENESS: tuple[str, ...] = tuple(metric.name for metric in VOCABULARY if metric.effectiveness)
+#: Other names people give them: ``MRR@10`` is ``RR@10`` (a run's mean of RR is its MRR).
+MEASURE_ALIASES: dict[str, str] = {"MRR": "RR", "MAP": "AP", "Recall": "R", "NDCG": "nDCG", "ndcg": "nDCG"}
 #: The variant each metric's paper reports (shown first): ``tf`` for RaB/ARaB, ``rbdf`` for TExFAIR.
 PRIMARY_VARIANTS: frozenset[str] = frozenset(metric.variants[0] for metric in VOCABULARY if metric.variants)
 

@@ -116,13 +116,16 @@ class ImportRequestSerializer(serializers.Serializer):
     name = serializers.SlugField()
     file = serializers.FileField(required=False, help_text="The file (multipart upload; .gz accepted).")
     path = serializers.CharField(required=False, help_text="Or an absolute path inside IMPORT_ROOTS.")
-    collection = serializers.CharField(required=False, help_text="Runs only: the collection the run ranks.")
+    collection = serializers.CharField(
+        required=False, help_text="Runs and qrels: the collection the run ranks / the judged documents are in."
+    )
+    queries = serializers.CharField(required=False, help_text="Qrels only: the query set the judgments are about.")
     order = serializers.ChoiceField(choices=Run.Order.choices, required=False, help_text="Runs only.")
     skip_bad_lines = serializers.BooleanField(required=False)
 
 
 class ImportView(StagedUploadsMixin, APIView):
-    """``POST /api/pooling/imports/<kind>/``: import a collection, query set, run or word list.
+    """``POST /api/pooling/imports/<kind>/``: import a collection, query set, run, word list or qrels.
 
     The upload streams into the staging folder (as on the page); the import runs as a job
     whose record is returned (202) for polling at ``/api/jobs/<id>/``. The rules are the

@@ -58,6 +58,13 @@ class ImportForm(forms.Form):
     collection = forms.ModelChoiceField(
         Collection.objects.all(), to_field_name="name", required=False, help_text="The collection the run ranks."
     )
+    queries = forms.ModelChoiceField(
+        QuerySet.objects.all(),
+        to_field_name="name",
+        required=False,
+        label="Query set",
+        help_text="The query set the judgments are about.",
+    )
     order = forms.ChoiceField(choices=Run.Order.choices, initial=Run.Order.SCORE, required=False)
     skip_bad_lines = forms.BooleanField(required=False, help_text="Skip malformed lines and report them.")
 
@@ -66,7 +73,14 @@ class ImportForm(forms.Form):
         self.kind = kind
         self.too_large = too_large
         if kind != "run":
-            del self.fields["collection"], self.fields["order"]
+            del self.fields["order"]
+        if kind not in ("run", "qrels"):
+            del self.fields["collection"]
+        if kind != "qrels":
+            del self.fields["queries"]
+        else:
+            self.fields["collection"].help_text = "The collection the judged documents are in."
+            self.fields["file"].help_text = "Upload a TREC qrels file: 'qid 0 docid relevance' lines (.gz accepted)."
         if kind == "wordlist":
             del self.fields["skip_bad_lines"]
             self.fields["file"].help_text = "Upload a word,f|m file (one word a line; .gz accepted)."
@@ -87,6 +101,11 @@ class ImportForm(forms.Form):
                 self.add_error("path", str(exc).removeprefix("path: "))
         if self.kind == "run" and not data.get("collection") and "collection" not in self.errors:
             self.add_error("collection", "choose the collection the run ranks")
+        if self.kind == "qrels":
+            if not data.get("collection") and "collection" not in self.errors:
+                self.add_error("collection", "choose the collection the judged documents are in")
+            if not data.get("queries") and "queries" not in self.errors:
+                self.add_error("queries", "choose the query set the judgments are about")
         return data
 
     def start(self) -> Job:
@@ -95,8 +114,10 @@ class ImportForm(forms.Form):
         options = {"skip_bad_lines": data.get("skip_bad_lines", False)}
         if self.kind == "run":
             options |= {"collection": data["collection"].name, "order": data.get("order") or Run.Order.SCORE}
+        if self.kind == "qrels":
+            options |= {"collection": data["collection"].name, "queries": data["queries"].name}
         # The file as the user named it (an upload's own name, or the path as given), for
-        # the job's messages: never the staging or cache path (pooling.tasks.import_task).
+        # the job's messages: never the staging or cache path (pooling.services.imports.import_job).
         options["file_name"] = data["file"].name if data.get("file") else str(self.data.get("path", "")).strip()
         if data.get("file"):
             path = keep_upload(data["file"])

@@ -92,6 +92,32 @@ class Run(models.Model):
         return self.name
 
 
+class Qrels(models.Model):
+    """Relevance judgments (a TREC qrels file) of queries of a query set over a collection.
+
+    The judgments are normalised once into a Parquet file (``qid, docid, rel``) under
+    ``settings.CACHE_DIR``, named by content, as runs are; the row records what was imported.
+    """
+
+    name = models.SlugField(max_length=100, unique=True)
+    collection = models.ForeignKey(Collection, on_delete=models.PROTECT, related_name="qrels")
+    query_set = models.ForeignKey(QuerySet, on_delete=models.PROTECT, related_name="qrels")
+    path = models.CharField(max_length=1000)
+    sha256 = models.CharField(max_length=64)
+    judgments = models.PositiveIntegerField(help_text="Judged (query, document) pairs imported.")
+    queries = models.PositiveIntegerField(help_text="Queries with at least one judgment.")
+    relevant = models.PositiveIntegerField(help_text="Judgments with relevance above 0.")
+    data = models.CharField(max_length=1000, help_text="Normalised Parquet file: qid, docid, rel.")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "qrels"
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class WordList(models.Model):
     """A gender word list (``word,f|m``), registered by content so results name what they used."""
 

@@ -260,11 +260,24 @@ def _wordlist(preview: Preview, path: Path, skipped: Skipped, known, rows: int, 
     preview.rows = list(words.words.items())[:rows]
 
 
+def _qrels(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
+    from .qrelfiles import read_qrels
+
+    preview.columns = ["qid", "docid", "rel"]
+    try:
+        frame = read_qrels(path, skipped=skipped)
+    except InputError as exc:
+        if exc.line is not None or whole:
+            skipped.add(exc)
+        return
+    preview.rows = list(frame.head(rows).iter_rows())
+
+
 def _short(text: str, length: int = 160) -> str:
     return text if len(text) <= length else text[: length - 1] + "…"
 
 
-_PARSERS = {"collection": _collection, "queries": _queries, "run": _run, "wordlist": _wordlist}
+_PARSERS = {"collection": _collection, "queries": _queries, "run": _run, "wordlist": _wordlist, "qrels": _qrels}
 
 
 def docids_in_index(index_path: str | Path, docids: list[str]) -> list[str]:

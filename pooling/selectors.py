@@ -19,7 +19,7 @@ from django.db.models import Count
 from core.errors import ServiceError, Skipped
 from core.files import file_sha256, write_parquet_atomic
 
-from .models import Collection, Pool, QuerySet, Run, WordList
+from .models import Collection, Pool, Qrels, QuerySet, Run, WordList
 from .wordlists import GenderWords, wordlist_from_mapping
 
 if TYPE_CHECKING:
@@ -107,6 +107,50 @@ def top_rankings(runs: Sequence[Run], qids, depth: int, source: str) -> dict:
             raise ServiceError(f"run {run.name!r} contains none of the queries of {source}")
         frames[run.name] = frame
     return frames
+
+
+# --- relevance judgments --------------------------------------------------------------
+
+
+def read_qrels_checked(path: str | Path, collection: Collection, query_set: QuerySet, skipped: Skipped | None):
+    """A qrels file's judgments (``qid, docid, rel``), each checked against the query set's
+    queries and the collection's docids (:func:`pooling.qrelfiles.read_qrels`)."""
+    import polars as pl
+
+    from .qrelfiles import read_qrels
+
+    docids = collection_docids(collection)
+
+    def known(wanted: list[str]) -> list[str]:
+        asked = pl.DataFrame({"docid": wanted}, schema={"docid": pl.String})
+        return docids.to_frame("docid").join(asked, on="docid", how="semi")["docid"].to_list()
+
+    qids = set(query_set.queries.values_list("qid", flat=True))
+    return read_qrels(
+        path, known_qids=qids, known_docids=known, skipped=skipped, source=f"query set {query_set.name!r}"
+    )
+
+
+def qrels_frame(qrels: Qrels) -> pl.DataFrame:
+    """The judgments (``qid, docid, rel``); rebuilt from the imported file, exactly as
+    imported, if the cached Parquet file is gone."""
+    import polars as pl
+
+    data = Path(qrels.data)
+    if data.exists():
+        return pl.read_parquet(data)
+    if not Path(qrels.path).is_file() or file_sha256(qrels.path) != qrels.sha256:
+        raise ServiceError(
+            f"qrels {qrels.name!r}: the cache is gone and {qrels.path} is missing or changed since it was imported"
+        )
+    frame = read_qrels_checked(qrels.path, qrels.collection, qrels.query_set, Skipped())
+    if len(frame) != qrels.judgments:
+        raise ServiceError(
+            f"qrels {qrels.name!r}: rebuilding the cache gave {len(frame)} judgments, not {qrels.judgments}"
+        )
+    data.parent.mkdir(parents=True, exist_ok=True)
+    write_parquet_atomic(frame, data)
+    return frame
 
 
 # --- word lists ------------------------------------------------------------------------

@@ -32,8 +32,8 @@ from core.models import Job
 from core.names import validate_name
 from core.storage import cache_dir
 from pooling.analysis import check_same_collection
-from pooling.models import QuerySet, Run
-from pooling.services import document_counts_for, register_wordlist, run_frame, top_rankings
+from pooling.models import Qrels, QuerySet, Run
+from pooling.services import document_counts_for, qrels_frame, register_wordlist, run_frame, top_rankings
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
@@ -85,6 +85,8 @@ class ReportSettings:
     bootstrap_samples: int = DEFAULT_SAMPLES
     seed: int = DEFAULT_SEED
     nfairr_normaliser: str = DEFAULT_NORMALISER
+    #: Effectiveness measures (ir_measures names, ``RR@10``…), computed against the report's qrels.
+    measures: tuple[str, ...] = ()
 
     def validate(self) -> None:
         from .. import measures
@@ -103,6 +105,7 @@ class ReportSettings:
             raise ServiceError(
                 f"unknown NFaiRR normaliser {self.nfairr_normaliser!r}; choose one of {', '.join(NORMALISERS)}"
             )
+        parse_measures(self.measures)
 
 
 #: The settings a report takes when given none (a frozen value, safe as a default argument).
@@ -117,6 +120,7 @@ class ReportInputs(TypedDict, total=False):
     representative: GenderWords | None  #: representative words for NFaiRR/TExFAIR (default: 163+163)
     background: Run | None  #: NFaiRR's background run (default: the collection)
     baseline: Run | None  #: run the others are tested against
+    qrels: Qrels | None  #: relevance judgments: adds the effectiveness measures (default RR@10, nDCG@10, R@10, P@10)
     job: Job | None  #: progress record to update
     bar: bool  #: a terminal progress bar
 
@@ -130,6 +134,9 @@ class Computed:
     runs: list[Run] = field(default_factory=list)
     wordlist: GenderWords | None = None
     representative: GenderWords | None = None
+    #: Effectiveness measures computed (empty without qrels) and the query-set queries the qrels do not judge.
+    measures: tuple[str, ...] = ()
+    unjudged: list[str] = field(default_factory=list)
 
 
 def parse_cutoffs(text: str) -> tuple[int, ...]:
@@ -145,6 +152,16 @@ def parse_cutoffs(text: str) -> tuple[int, ...]:
     if not values:
         raise ServiceError("give at least one cutoff, e.g. 5,10,20,30")
     return tuple(sorted(set(values)))
+
+
+def parse_measures(measures: str | Sequence[str]) -> tuple[str, ...]:
+    """``"MRR@10,nDCG@10"`` → ``("RR@10", "nDCG@10")`` (ir_measures names), or ServiceError naming the bad one."""
+    from ..effectiveness import parse_measures as parse
+
+    try:
+        return parse(measures)
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from None
 
 
 def compute_report(
@@ -178,13 +195,62 @@ def compute_report(
         bar=inputs.get("bar", True),
         source=repr(query_set.name),
     )
+    qrels = inputs.get("qrels")
+    measures = parse_measures(report_settings.measures)
+    unjudged: list[str] = []
+    if qrels is None and measures:
+        raise ServiceError("effectiveness measures need relevance judgments: give the qrels")
+    if qrels is not None:
+        import pandas as pd
+
+        measures = measures or default_measures()
+        effect, unjudged = effectiveness_values(qids, runs, qrels, measures, source=repr(query_set.name))
+        per_query = pd.concat([per_query, effect], ignore_index=True)
     summary = significance.summarise(
         per_query,
         baseline=baseline.name if baseline else None,
         samples=report_settings.bootstrap_samples,
         seed=report_settings.seed,
     )
-    return Computed(per_query, order_summary(summary), runs, words, representative)
+    return Computed(per_query, order_summary(summary), runs, words, representative, measures, unjudged)
+
+
+def default_measures() -> tuple[str, ...]:
+    from ..effectiveness import DEFAULT_MEASURES
+
+    return DEFAULT_MEASURES
+
+
+def effectiveness_values(
+    qids: Sequence[str], runs: Sequence[Run], qrels: Qrels, measures: Sequence[str], *, source: str = "the query set"
+) -> tuple[pd.DataFrame, list[str]]:
+    """Long frame ``run, qid, metric, variant, cutoff, value`` of the effectiveness ``measures``
+    (variant: the qrels' name) of every run over the ``qids`` it contains, computed by
+    :func:`metrics.effectiveness.effectiveness` (ir_measures); and the ``qids`` the qrels do not
+    judge, in query-set order. A query without judgments keeps its rows, with NaN values.
+    """
+    import pandas as pd
+    import polars as pl
+
+    from .. import effectiveness
+
+    check_same_collection(list(runs), "a report")
+    if runs and qrels.collection_id != runs[0].collection_id:
+        raise ServiceError(
+            f"qrels {qrels.name!r} judge documents of collection {qrels.collection.name!r}, "
+            f"the runs rank {runs[0].collection.name!r}"
+        )
+    judgments = qrels_frame(qrels)
+    asked = pl.Series("qid", list(qids), dtype=pl.String)
+    frames = top_rankings(runs, asked, effectiveness.measures_depth(measures), source)
+    parts = []
+    for name, frame in frames.items():
+        values = effectiveness.effectiveness(frame, judgments, measures)
+        values.insert(0, "run", name)
+        values.insert(3, "variant", qrels.name)
+        parts.append(values)
+    judged = set(judgments["qid"].unique().to_list())
+    return pd.concat(parts, ignore_index=True), [qid for qid in qids if qid not in judged]
 
 
 def per_query_values(
@@ -265,7 +331,7 @@ def build_report(
     if Report.objects.filter(name=name).exists():
         raise ServiceError(f"a report named {name!r} already exists; choose another name")
     computed = compute_report(query_set, runs, report_settings, **inputs)
-    background, baseline = inputs.get("background"), inputs.get("baseline")
+    background, baseline, qrels = inputs.get("background"), inputs.get("baseline"), inputs.get("qrels")
     path = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}.parquet"
     from ..formatting import PER_QUERY_COLUMNS
 
@@ -285,6 +351,9 @@ def build_report(
                 background_run=background,
                 nfairr_normaliser=report_settings.nfairr_normaliser,
                 baseline=baseline,
+                qrels=qrels,
+                measures=list(computed.measures),
+                unjudged=computed.unjudged,
                 bootstrap_samples=report_settings.bootstrap_samples,
                 seed=report_settings.seed,
                 software_version=software_version(),
@@ -332,12 +401,17 @@ def report_job(
     report_settings: dict,
     background_id: int | None = None,
     baseline_id: int | None = None,
+    qrels_id: int | None = None,
 ) -> str:
     """Build a report in the background; a redelivery after a crash may find it committed by the delivery that died."""
     report = Report.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
     if report is None:
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
-        report_settings = {**report_settings, "cutoffs": tuple(report_settings.get("cutoffs", DEFAULT_CUTOFFS))}
+        report_settings = {
+            **report_settings,
+            "cutoffs": tuple(report_settings.get("cutoffs", DEFAULT_CUTOFFS)),
+            "measures": tuple(report_settings.get("measures", ())),
+        }
         report = build_report(
             name,
             QuerySet.objects.get(pk=query_set_id),
@@ -345,6 +419,7 @@ def report_job(
             ReportSettings(**report_settings),
             background=Run.objects.get(pk=background_id) if background_id else None,
             baseline=Run.objects.get(pk=baseline_id) if baseline_id else None,
+            qrels=Qrels.objects.get(pk=qrels_id) if qrels_id else None,
             job=job,
             bar=False,
         )
@@ -361,6 +436,7 @@ def start_report(
     *,
     background: Run | None = None,
     baseline: Run | None = None,
+    qrels: Qrels | None = None,
 ) -> Job:
     """Build a report in the background once the caller's transaction commits; returns its Job."""
     return report_job.start(
@@ -371,4 +447,5 @@ def start_report(
         asdict(report_settings),
         background.pk if background else None,
         baseline.pk if baseline else None,
+        qrels.pk if qrels else None,
     )

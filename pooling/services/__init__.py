@@ -13,6 +13,7 @@ same file reuses them. Grouped by topic:
   started by ``start_import``);
 - :mod:`.runs` -- runs read, checked and normalised into Parquet, whole or split over
   Celery workers (``parse_run_chunk`` is the body of one chunk's task);
+- :mod:`.qrels` -- relevance judgments (TREC qrels) read, checked and normalised into Parquet;
 - :mod:`.counts` -- gender-word counts of passages, cached, or one scan split over
   workers (``count_scan_chunk`` is the body of one chunk's task);
 - :mod:`.pools` -- pools built (read, computed by :mod:`pooling.pool`, stored in one
@@ -20,11 +21,11 @@ same file reuses them. Grouped by topic:
 - :mod:`.common` -- what they share: ``ImportResult``, the byte progress of a pass over a
   file, the wait on a split job's chunk rows.
 
-``run_frame``, ``top_rankings`` and ``wordlist_of`` are reads (:mod:`pooling.selectors`),
+``run_frame``, ``top_rankings``, ``qrels_frame`` and ``wordlist_of`` are reads (:mod:`pooling.selectors`),
 re-exported here because ``metrics`` imports them from here.
 """
 
-from ..selectors import run_frame, top_rankings, wordlist_of
+from ..selectors import qrels_frame, run_frame, top_rankings, wordlist_of
 from .common import ImportResult
 from .counts import count_scan_chunk, document_counts_chunked, document_counts_for
 from .imports import (
@@ -39,6 +40,7 @@ from .imports import (
     start_import,
 )
 from .pools import PoolSettings, build_pool, pool_job, start_pool, write_query_file
+from .qrels import import_qrels
 from .runs import import_run, parse_run_chunk, read_run_chunked
 
 __all__ = [
@@ -53,11 +55,13 @@ __all__ = [
     "import_collection",
     "import_file",
     "import_job",
+    "import_qrels",
     "import_queries",
     "import_run",
     "import_wordlist",
     "parse_run_chunk",
     "pool_job",
+    "qrels_frame",
     "read_run_chunked",
     "register_wordlist",
     "run_frame",

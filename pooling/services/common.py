@@ -28,7 +28,7 @@ class ImportResult:
 
     def counts(self) -> dict:
         """``lines_read`` (the data lines: not blank, not comments), ``imported`` (rows made:
-        passages, queries, run lines, words) and ``skipped`` (bad lines passed over). An
+        passages, queries, run lines, words, judgments) and ``skipped`` (bad lines passed over). An
         import that found its content already there imports nothing; ``lines_read`` is then
         ``None`` (a run already there is not read again)."""
         skipped = len(self.skipped)
@@ -47,7 +47,7 @@ class ImportResult:
 
 def _records(obj) -> int:
     """Rows an import made: a collection's passages, a query set's queries, a run's lines, a word list's words."""
-    from ..models import Collection, QuerySet, Run, WordList
+    from ..models import Collection, Qrels, QuerySet, Run, WordList
 
     if isinstance(obj, Collection):
         return obj.passages
@@ -57,6 +57,8 @@ def _records(obj) -> int:
         return obj.rows
     if isinstance(obj, WordList):
         return len(obj.words)
+    if isinstance(obj, Qrels):
+        return obj.judgments
     raise TypeError(f"not an import's result: {obj!r}")
 
 

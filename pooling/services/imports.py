@@ -1,5 +1,5 @@
 """Registering what the researcher brings: collections, query sets and word lists, and the
-one entry point of the four imports for pages, the API and their background task.
+one entry point of the imports for pages, the API and their background task.
 
 Every import is idempotent: the same content under the same name changes nothing, the
 same name for different content is refused. The file is read and checked before a
@@ -31,10 +31,17 @@ from ..models import Collection, Query, QuerySet, Run, WordList
 from ..preview import LineProblems
 from ..wordlists import GenderWords, default_wordlist, load_wordlist
 from .common import ImportResult, byte_progress
+from .qrels import import_qrels
 from .runs import import_run
 
 #: What the site and the API can import, and what each is called in messages.
-IMPORT_KINDS = {"collection": "collection", "queries": "query set", "run": "run", "wordlist": "word list"}
+IMPORT_KINDS = {
+    "collection": "collection",
+    "queries": "query set",
+    "run": "run",
+    "wordlist": "word list",
+    "qrels": "qrels file",
+}
 
 
 def import_collection(
@@ -147,8 +154,9 @@ def import_wordlist(path: str | Path, name: str) -> ImportResult:
 def import_file(
     kind: str, path: str | Path, name: str, options: dict, *, job: Job | None = None, bar: bool = True
 ) -> ImportResult:
-    """One entry point for the four imports (``options``: ``skip_bad_lines``, and for runs
-    ``collection`` and ``order``), as pages, the API and their background task call them."""
+    """One entry point of the imports (``options``: ``skip_bad_lines``; for runs ``collection``
+    and ``order``; for qrels ``collection`` and ``queries``), as pages, the API and their
+    background task call them."""
     skip = bool(options.get("skip_bad_lines"))
     if kind == "collection":
         return import_collection(path, name, skip_bad_lines=skip, job=job, bar=bar)
@@ -161,6 +169,14 @@ def import_file(
         return import_run(path, name, collection, order=options.get("order", Run.Order.SCORE), skip_bad_lines=skip)
     if kind == "wordlist":
         return import_wordlist(path, name)
+    if kind == "qrels":
+        collection = Collection.objects.filter(name=options.get("collection", "")).first()
+        if collection is None:
+            raise ServiceError(f"collection: no collection named {options.get('collection')!r}; import it first")
+        query_set = QuerySet.objects.filter(name=options.get("queries", "")).first()
+        if query_set is None:
+            raise ServiceError(f"queries: no query set named {options.get('queries')!r}; import it first")
+        return import_qrels(path, name, collection, query_set, skip_bad_lines=skip)
     raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
 
 

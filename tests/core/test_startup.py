@@ -14,7 +14,20 @@ from pathlib import Path
 from django.core.management import call_command
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ["scipy", "matplotlib", "polars", "pyarrow", "boto3", "botocore", "pandas", "numpy", "krippendorff", "tqdm"]
+HEAVY = [
+    "scipy",
+    "matplotlib",
+    "polars",
+    "pyarrow",
+    "boto3",
+    "botocore",
+    "pandas",
+    "numpy",
+    "krippendorff",
+    "tqdm",
+    "ir_measures",
+    "pytrec_eval",
+]
 
 PROBE = """
 import importlib, json, os, sys

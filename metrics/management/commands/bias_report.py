@@ -4,7 +4,7 @@ from core.cli import ProjectCommand, command_errors, get_named, get_named_list, 
 from core.files import atomic_path, atomic_write, check_writable
 from metrics import formatting, plots, selectors, services
 from metrics.defaults import COLLECTION_BACKGROUND, DEFAULT_NORMALISER, NORMALISERS
-from pooling.models import QuerySet, Run
+from pooling.models import Qrels, QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
 
@@ -53,6 +53,16 @@ class Command(ProjectCommand):
         )
         parser.add_argument("--baseline", help="run to test the others against (paired t-test, Bonferroni)")
         parser.add_argument(
+            "--qrels",
+            help="name of imported relevance judgments (manage.py import_qrels): adds effectiveness measures, "
+            "computed with ir_measures",
+        )
+        parser.add_argument(
+            "--measures",
+            help="with --qrels: comma-separated ir_measures names with a cutoff, of RR (or MRR), nDCG, R, P, AP "
+            "(default RR@10,nDCG@10,R@10,P@10)",
+        )
+        parser.add_argument(
             "--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)"
         )
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -73,13 +83,22 @@ class Command(ProjectCommand):
         if o["background"] != COLLECTION_BACKGROUND:
             wanted.append(o["background"])
         runs = {run.name: run for run in get_named_list(Run, wanted, "run")}
+        qrels = get_named(Qrels, o["qrels"], "qrels") if o["qrels"] else None
+        if o["measures"] and qrels is None:
+            raise CommandError("--measures needs --qrels (the relevance judgments to measure against)")
         with command_errors():
             for option in ("out", "per_query", "plot"):  # before the work, not after it
                 if o[option]:
                     check_writable(o[option])
             cutoffs = services.parse_cutoffs(o["cutoffs"])
             report_settings = services.ReportSettings(
-                cutoffs, o["tokenizer"], o["threshold"], o["bootstrap"], o["seed"], o["nfairr_normaliser"]
+                cutoffs,
+                o["tokenizer"],
+                o["threshold"],
+                o["bootstrap"],
+                o["seed"],
+                o["nfairr_normaliser"],
+                services.parse_measures(o["measures"] or ""),
             )
             report_settings.validate()
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
@@ -94,11 +113,14 @@ class Command(ProjectCommand):
                 representative=representative,
                 background=runs.get(o["background"]),
                 baseline=runs.get(o["baseline"]) if o["baseline"] else None,
+                qrels=qrels,
                 bar=o["verbosity"] > 0,
             )
         summary = selectors.report_summary(report)
         self.stdout.write(f"NFaiRR normalised {report.nfairr_normalisation}.\n")
         self.stdout.write(formatting.terminal_table(summary))
+        if report.qrels_id:
+            self.stdout.write(f"\n{formatting.unjudged_note(report.qrels.name, report.unjudged)}")
         if report.baseline_id:
             self.stdout.write(f"\n* p < 0.05 against {report.baseline.name} (paired t-test, Bonferroni-corrected)")
         self.stdout.write(self.style.SUCCESS(f"\nReport {report.name!r} stored; see /metrics/{report.name}/"))

@@ -1,0 +1,95 @@
+"""Relevance judgments: TREC qrels files, ``qid iteration docid relevance`` lines.
+
+Any whitespace between the four fields; the iteration column (``0`` or ``Q0``) is ignored,
+as trec_eval ignores it; relevance is a graded integer (``0`` not relevant, negative values
+as some TREC tracks use them, read as not relevant by trec_eval). Streamed line by line
+through :func:`core.textfiles.open_text` (``.gz`` accepted); a bad line is an
+:class:`~core.errors.InputError` ``file:line: problem``, or recorded in ``skipped``.
+
+Pure (no Django): polars and the standard library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.errors import InputError, Skipped, raise_or_skip
+from core.textfiles import open_text
+
+if TYPE_CHECKING:
+    import polars as pl
+
+#: Columns of a qrels frame (what the import stores in Parquet).
+QRELS_COLUMNS = ["qid", "docid", "rel"]
+
+
+def read_qrels(
+    path: str | Path,
+    *,
+    known_qids: Collection[str] | None = None,
+    known_docids: Callable[[list[str]], Collection[str]] | None = None,
+    skipped: Skipped | None = None,
+    source: str = "the query set",
+) -> pl.DataFrame:
+    """The judgments of a qrels file as a frame ``qid, docid, rel`` (file order).
+
+    ``known_qids``: the queries the judgments may be about (a qid outside them is a bad
+    line naming ``source``); ``known_docids``: given the docids read, the ones the
+    collection holds (a judgment of another document is a bad line). A (qid, docid)
+    pair judged twice is a bad line naming the first.
+    """
+    import polars as pl
+
+    path = Path(path)
+    qids: list[str] = []
+    docids: list[str] = []
+    rels: list[int] = []
+    lines: list[int] = []
+    seen: dict[tuple[str, str], int] = {}
+    with open_text(path) as text:
+        for number, line in enumerate(text, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 4:
+                raise_or_skip(
+                    InputError(path, number, f"expected 4 fields 'qid 0 docid relevance', found {len(fields)}"),
+                    skipped,
+                )
+                continue
+            qid, _, docid, rel = fields
+            try:
+                value = int(rel)
+            except ValueError:
+                raise_or_skip(InputError(path, number, f"relevance {rel!r} is not an integer"), skipped)
+                continue
+            if known_qids is not None and qid not in known_qids:
+                raise_or_skip(InputError(path, number, f"query {qid!r} is not in {source}"), skipped)
+                continue
+            first = seen.get((qid, docid))
+            if first is not None:
+                raise_or_skip(
+                    InputError(path, number, f"document {docid!r} is judged twice for query {qid!r} (line {first})"),
+                    skipped,
+                )
+                continue
+            seen[(qid, docid)] = number
+            qids.append(qid)
+            docids.append(docid)
+            rels.append(value)
+            lines.append(number)
+    frame = pl.DataFrame(
+        {"qid": qids, "docid": docids, "rel": rels, "line": lines},
+        schema={"qid": pl.String, "docid": pl.String, "rel": pl.Int32, "line": pl.Int64},
+    )
+    if known_docids is not None and len(frame):
+        known = set(known_docids(frame["docid"].unique().to_list()))
+        unknown = frame.filter(~pl.col("docid").is_in(list(known)))
+        for line, docid in unknown.select("line", "docid").iter_rows():
+            raise_or_skip(InputError(path, line, f"document {docid!r} is not in the collection"), skipped)
+        frame = frame.filter(pl.col("docid").is_in(list(known)))
+    if not len(frame):
+        raise InputError(path, None, "no judgments")
+    return frame.select(QRELS_COLUMNS)
