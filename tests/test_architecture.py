@@ -27,6 +27,7 @@ PURE = {
     "annotation.aggregation",
     "annotation.agreement",
     "annotation.costs",
+    "annotation.hit_groups",
     "annotation.export_formats",
     "annotation.labels",
     "annotation.load",

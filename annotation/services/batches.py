@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Sequence
 from dataclasses import asdict
 from decimal import Decimal
@@ -19,8 +18,9 @@ from core.names import validate_name
 from core.textfiles import open_text
 from pooling.models import Pool, QuerySet
 
-from ..batch_settings import BatchSettings, GoldQuery
+from ..batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
 from ..costs import Cost, provider_cost
+from ..hit_groups import group_into_hits
 from ..models import Assignment, Batch, BatchQuery, Hit, HitQuery, Judgment, Provider
 from ..providers import CrowdProvider, get_provider
 
@@ -110,6 +110,57 @@ def create_batch(
     of every HIT, cycling through ``gold``. ``training`` queries (known labels) make the
     qualification step (:mod:`.training`). Nothing is sent to a provider yet.
     """
+    query_set, queries = _check_sources(name, settings, query_set, pool, gold)
+    provider_options = dict(settings.provider_options)
+    if settings.provider == Provider.PROLIFIC and not provider_options.get("completion_code"):
+        from ..providers.prolific import new_completion_code
+
+        provider_options["completion_code"] = new_completion_code()  # random, never derived (see .prolific)
+    stored = {field: getattr(settings, field) for field in OFFERED if field not in NOT_STORED}
+    stored |= {"reward": Decimal(settings.reward), "provider_options": provider_options}
+    batch = Batch.objects.create(name=name, query_set=query_set, pool=pool, **stored)
+    batch_queries = BatchQuery.objects.bulk_create(
+        [BatchQuery(batch=batch, query=q, qid=q.qid, text=q.text, position=i) for i, q in enumerate(queries)],
+        batch_size=2000,
+    )
+    gold_queries = BatchQuery.objects.bulk_create(
+        [
+            BatchQuery(batch=batch, qid=g.qid, text=g.text, position=i, is_gold=True, gold_label=g.label)
+            for i, g in enumerate(gold)
+        ]
+    )
+    hit_queries: list[HitQuery] = []
+    slots = {"query": batch_queries, "gold": gold_queries}
+    groups = group_into_hits(
+        len(batch_queries),
+        len(gold_queries),
+        queries_per_hit=settings.queries_per_hit,
+        gold_per_hit=settings.gold_per_hit,
+        seed=settings.seed,
+    )
+    for number, group in enumerate(groups, start=1):
+        members = [slots[kind][i] for kind, i in group]
+        hit = Hit.objects.create(
+            batch=batch,
+            position=number,
+            unique_token=_unique_token(batch, number, [m.qid for m in members]),
+            max_assignments=settings.assignments_per_query,
+        )
+        hit_queries += [HitQuery(hit=hit, batch_query=bq, position=i) for i, bq in enumerate(members, start=1)]
+    HitQuery.objects.bulk_create(hit_queries, batch_size=2000)
+    if training:
+        from .training import add_training
+
+        add_training(batch, training, settings.training_pass_fraction)
+    batch.cost = estimate_cost(settings, len(batch_queries))
+    batch.save(update_fields=["cost"])
+    return batch
+
+
+def _check_sources(
+    name: str, settings: BatchSettings, query_set: QuerySet | None, pool: Pool | None, gold: Sequence[GoldQuery]
+) -> tuple[QuerySet, list]:
+    """What ``create_batch`` refuses before it writes anything; returns the query set and its queries."""
     settings.validate()
     validate_name(name, "batch")
     if Batch.objects.filter(name=name).exists():
@@ -128,73 +179,7 @@ def create_batch(
     clashes = {g.qid for g in gold} & {q.qid for q in queries}
     if clashes:
         raise ServiceError(f"gold qid(s) also in the query set: {', '.join(sorted(clashes)[:5])}")
-
-    provider_options = dict(settings.provider_options)
-    if settings.provider == Provider.PROLIFIC and not provider_options.get("completion_code"):
-        from ..providers.prolific import new_completion_code
-
-        provider_options["completion_code"] = new_completion_code()  # random, never derived (see .prolific)
-    batch = Batch.objects.create(
-        name=name,
-        query_set=query_set,
-        pool=pool,
-        provider=settings.provider,
-        assignments_per_query=settings.assignments_per_query,
-        queries_per_hit=settings.queries_per_hit,
-        reward=Decimal(settings.reward),
-        lifetime=settings.lifetime,
-        assignment_duration=settings.assignment_duration,
-        auto_approval_delay=settings.auto_approval_delay,
-        qualifications=settings.qualifications,
-        gold_per_hit=settings.gold_per_hit,
-        gold_pass_fraction=settings.gold_pass_fraction,
-        provider_options=provider_options,
-        gold_feedback=settings.gold_feedback,
-        warn_gold_accuracy=settings.warn_gold_accuracy,
-        block_gold_accuracy=settings.block_gold_accuracy,
-        warn_agreement=settings.warn_agreement,
-        block_agreement=settings.block_agreement,
-        min_answers_judged=settings.min_answers_judged,
-        extra_budget=settings.extra_budget,
-    )
-    batch_queries = BatchQuery.objects.bulk_create(
-        [BatchQuery(batch=batch, query=q, qid=q.qid, text=q.text, position=i) for i, q in enumerate(queries)],
-        batch_size=2000,
-    )
-    gold_queries = BatchQuery.objects.bulk_create(
-        [
-            BatchQuery(batch=batch, qid=g.qid, text=g.text, position=i, is_gold=True, gold_label=g.label)
-            for i, g in enumerate(gold)
-        ]
-    )
-    rng = random.Random(settings.seed)
-    order = batch_queries[:]
-    rng.shuffle(order)
-    gold_cycle = gold_queries[:]
-    rng.shuffle(gold_cycle)
-    next_gold = 0
-    hit_queries: list[HitQuery] = []
-    size = settings.queries_per_hit
-    for number, start in enumerate(range(0, len(order), size), start=1):
-        members = order[start : start + size]
-        for _ in range(settings.gold_per_hit if gold_cycle else 0):
-            members.insert(rng.randrange(len(members) + 1), gold_cycle[next_gold % len(gold_cycle)])
-            next_gold += 1
-        hit = Hit.objects.create(
-            batch=batch,
-            position=number,
-            unique_token=_unique_token(batch, number, [m.qid for m in members]),
-            max_assignments=settings.assignments_per_query,
-        )
-        hit_queries += [HitQuery(hit=hit, batch_query=bq, position=i) for i, bq in enumerate(members, start=1)]
-    HitQuery.objects.bulk_create(hit_queries, batch_size=2000)
-    if training:
-        from .training import add_training
-
-        add_training(batch, training, settings.training_pass_fraction)
-    batch.cost = estimate_cost(settings, len(order))
-    batch.save(update_fields=["cost"])
-    return batch
+    return query_set, queries
 
 
 def cancel_batch(batch: Batch, provider: CrowdProvider | None = None) -> int:
