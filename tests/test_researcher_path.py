@@ -160,6 +160,9 @@ def publish(path: Path) -> None:
     assert page.locator("#batch-status").inner_text() == "published"
     for name in ("alice", "bob"):
         annotation_services.create_annotator(name, password=PASSWORD)
+    path.visit("/annotation/team/")
+    assert page.get_by_role("link", name="alice").is_visible() and page.get_by_role("link", name="bob").is_visible()
+    path.shot("3b-team")
     # The published batch's page polls every 2 s; the test database (SQLite in memory) does
     # not take concurrent writers, so the researcher waits elsewhere while annotators answer.
     page.goto("/")
@@ -199,6 +202,9 @@ def annotators_answer(path: Path) -> None:
 
 def review_agreement(path: Path) -> None:
     page = path.page
+    path.visit("/")  # the dashboard: the batch with its answered/total
+    assert "4 / 4" in page.locator("main").inner_text()
+    path.shot("4b-dashboard")
     path.visit("/annotation/batches/sigir-local/")
     assert page.locator("#answered").inner_text() == "4 / 4"
     # Krippendorff's nominal alpha by hand: 6 labels (N 2, F 1, M 2, O 1), one disagreeing
@@ -219,6 +225,10 @@ def review_agreement(path: Path) -> None:
     assert page.locator("#set-aside-count").inner_text() == "1"
     assert page.get_by_role("link", name="1", exact=True).first.is_visible()  # the disputed query
     path.shot("5-agreement")
+    path.visit("/annotation/batches/sigir-local/review/")  # the review queue walks the disputed queries
+    assert "who is she" in page.locator("main").inner_text()
+    path.shot("5a-review-queue")
+    path.visit("/annotation/batches/sigir-local/agreement/")
 
 
 def settle_disputed_query(path: Path) -> None:
