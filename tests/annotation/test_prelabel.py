@@ -71,6 +71,12 @@ def test_answers_are_parsed_strictly_and_voted_over_all_samples():
     assert vote(["??", "no idea"]).label is None
 
 
+def test_retry_after_in_seconds_a_date_or_unreadable():
+    assert openai_chat._retry_after("3") == 3.0
+    assert openai_chat._retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+    assert openai_chat._retry_after("soon") is None and openai_chat._retry_after(None) is None
+
+
 def test_the_prompt_matches_its_version():
     """Changing the prompt without a new PROMPT_VERSION would mix answers to two prompts in the cache."""
     known = {"gender-v1": "ad548855750dc875b00a1cb4c917dec35742c36b31c21c3ec955f1ab632102a5"}
