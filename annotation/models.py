@@ -541,3 +541,54 @@ class Adjudication(models.Model):
 
     def __str__(self) -> str:
         return f"{self.batch_query.qid}: {self.label} (adjudicated)"
+
+
+class PreLabel(models.Model):
+    """A machine's label for a batch query, with its confidence (``annotation.prelabellers``).
+
+    Kept per (query, labeller, model, prompt version): a new model or prompt adds rows
+    beside the old ones; relabelling with the same ones replaces them.
+    """
+
+    batch_query = models.ForeignKey(BatchQuery, on_delete=models.CASCADE, related_name="prelabels")
+    labeller = models.CharField(max_length=20)
+    model = models.CharField(max_length=200)
+    prompt_version = models.CharField(max_length=50)
+    label = models.CharField(max_length=1, choices=LABEL_CHOICES)
+    confidence = models.FloatField()
+    detail = models.JSONField(default=dict, blank=True, help_text="The rule that fired, or the votes.")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["batch_query", "labeller", "model", "prompt_version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["batch_query", "labeller", "model", "prompt_version"], name="unique_prelabel"
+            ),
+            models.CheckConstraint(condition=Q(confidence__gte=0) & Q(confidence__lte=1), name="prelabel_confidence"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.batch_query.qid}: {self.label} ({self.confidence:.2f}, {self.labeller})"
+
+
+class PreLabelAnswer(models.Model):
+    """A chat model's raw answers to the pre-labelling prompt for one query text (the cache)."""
+
+    model = models.CharField(max_length=200)
+    prompt_version = models.CharField(max_length=50)
+    text_sha256 = models.CharField(max_length=64)
+    text = models.TextField()
+    answers = models.JSONField(default=list, help_text="Every answer received, in order; unparseable ones too.")
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    requests = models.PositiveIntegerField(default=0)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["model", "prompt_version", "text_sha256"], name="unique_prelabel_answer")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.prompt_version}: {self.text[:40]}"

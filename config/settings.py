@@ -306,6 +306,22 @@ PROLIFIC_FEE_RATE = env_decimal("PROLIFIC_FEE_RATE", "0.333")
 SITE_URL = env_str("SITE_URL", "http://localhost:8000")
 
 
+# --- Pre-labelling (annotation.prelabellers.openai_chat) ---------------------------------
+#: Any OpenAI-compatible chat-completions endpoint (its base, ``.../v1/``); the key is sent
+#: as ``Authorization: Bearer ...`` (empty: no header, e.g. a local server).
+PRELABEL_API_URL = env_str("PRELABEL_API_URL", "https://api.openai.com/v1/")
+PRELABEL_API_KEY = env_str("PRELABEL_API_KEY", "")
+PRELABEL_MODEL = env_str("PRELABEL_MODEL", "")
+#: Answers sampled per query (their vote shares are the confidence), at this temperature.
+PRELABEL_SAMPLES = env_int("PRELABEL_SAMPLES", 5, minimum=1)
+PRELABEL_TEMPERATURE = env_float("PRELABEL_TEMPERATURE", 1.0, minimum=0.01)
+#: Calls in flight at once.
+PRELABEL_CONCURRENCY = env_int("PRELABEL_CONCURRENCY", 4, minimum=1)
+#: USD per million prompt and completion tokens (0: cost not known; tokens are recorded anyway).
+PRELABEL_PROMPT_PRICE = env_decimal("PRELABEL_PROMPT_PRICE", "0")
+PRELABEL_COMPLETION_PRICE = env_decimal("PRELABEL_COMPLETION_PRICE", "0")
+
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -18,6 +18,7 @@ nothing else that writes. They are grouped by stage of a batch's life:
 - :mod:`.training` -- the qualification step before a worker's first HIT of a batch;
 - :mod:`.adjudication` -- a researcher settles a query's label, with a reason;
 - :mod:`.quality` -- each worker's gold accuracy, agreement, Dawid-Skene accuracy and speed;
+- :mod:`.prelabels` -- a machine's labels and confidences for a batch's queries, before the crowd;
 - :mod:`.results` -- judgments as a frame, agreement, per-query votes, exports;
 - :mod:`.background` -- publishing, syncing and escalating as background jobs (each declared
   once, :func:`core.jobs.background_job`) with a progress record.
@@ -46,6 +47,7 @@ from .local import (
     submit_local_assignment,
     validate_username,
 )
+from .prelabels import PrelabelSummary, make_prelabeller, prelabel_batch
 from .publishing import hit_page_context, publish_batch, render_hit_html
 from .quality import worker_quality
 from .results import BatchAnswers, agreement, export_for_download, export_queries, judgments_frame, query_results
@@ -57,6 +59,7 @@ __all__ = [
     "BatchSettings",
     "EscalationPlan",
     "GoldQuery",
+    "PrelabelSummary",
     "SyncResult",
     "adjudicate",
     "agreement",
@@ -73,9 +76,11 @@ __all__ = [
     "hit_page_context",
     "is_annotator",
     "judgments_frame",
+    "make_prelabeller",
     "mturk_comparison",
     "next_assignment",
     "plan_escalation",
+    "prelabel_batch",
     "publish_batch",
     "query_results",
     "read_gold_file",

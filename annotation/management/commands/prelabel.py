@@ -1,0 +1,48 @@
+from decimal import Decimal
+
+from annotation import services
+from annotation.labels import LABEL_NAMES
+from annotation.prelabellers import prelabeller_names
+from core.cli import ProjectCommand
+
+from ._common import command_errors, get_batch
+
+
+class Command(ProjectCommand):
+    help = (
+        "Pre-label a batch's queries with a machine (the study's gender words, or an OpenAI-compatible "
+        "chat model: PRELABEL_API_URL, PRELABEL_API_KEY, PRELABEL_MODEL) and store a label and a "
+        "confidence per query. Rerunning replaces the same labeller's labels; the chat model's "
+        "answers are cached, so a rerun makes no request."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="batch name")
+        parser.add_argument("--labeller", required=True, choices=prelabeller_names())
+        parser.add_argument(
+            "--samples", type=int, default=None, help="answers sampled per query (openai; default PRELABEL_SAMPLES)"
+        )
+
+    def handle(self, name, labeller, samples, **o):
+        batch = get_batch(name)
+        with command_errors():
+            summary = services.prelabel_batch(batch, labeller, samples=samples)
+        out = self.stdout.write
+        out(f"Pre-labelled batch {batch.name!r} with {summary.labeller} ({summary.model}, {summary.prompt_version}):")
+        for code, count in summary.counts.items():
+            out(f"  {LABEL_NAMES[code]:<26} {count}")
+        if summary.unlabelled:
+            out(f"  {'no label (unparseable)':<26} {summary.unlabelled}")
+        mean = "-" if summary.mean_confidence is None else f"{summary.mean_confidence:.3f}"
+        out(f"Mean confidence: {mean}")
+        usage = summary.usage
+        if summary.labeller == "openai":
+            out(
+                f"Requests: {usage.requests} ({usage.sampled_queries} queries asked, {usage.cached_queries} from the "
+                f"cache); unparseable answers: {usage.unparseable}"
+            )
+            out(
+                f"Tokens: {usage.prompt_tokens} prompt + {usage.completion_tokens} completion; "
+                f"cost: ${usage.cost.quantize(Decimal('0.000001'))}"
+            )
+        self.stdout.write(self.style.SUCCESS(f"{summary.labelled} label(s) stored."))

@@ -1,0 +1,137 @@
+"""A small OpenAI-compatible chat-completions server on loopback, for the chat pre-labeller.
+
+``POST /v1/chat/completions`` with ``{model, messages, temperature, n}`` answers
+``{id, object, created, model, choices: [{index, message: {role, content}, finish_reason}],
+usage: {prompt_tokens, completion_tokens, total_tokens}}``. The answers to a query are
+scripted in ``answers`` (query text -> the contents handed out in turn, cycling); an
+unscripted query is answered ``n``. Usage: 20 prompt tokens a request, 1 completion
+token a choice. ``max_n`` caps the choices of one answer (servers that ignore ``n``).
+
+Faults, taken in turn from ``faults`` one per request: ``throttle`` (429 with
+``Retry-After: 0``), ``error`` (500), ``lose`` (the connection closes without an answer),
+``garbage`` (200 with a body that is not JSON). Requests are checked (bearer key, model,
+messages, temperature) and logged in ``requests``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+KEY = "sk-test"
+PROMPT_TOKENS = 20
+
+
+@dataclass
+class FakeOpenAI:
+    answers: dict[str, list[str]] = field(default_factory=dict)
+    faults: list[str] = field(default_factory=list)
+    max_n: int = 128
+    model: str = "test-model"
+    requests: list[dict] = field(default_factory=list)
+    turns: dict[str, int] = field(default_factory=dict)
+    in_flight: int = 0
+    most_in_flight: int = 0
+    delay: float = 0.0
+
+    def query_of(self, body: dict) -> str:
+        content = body["messages"][-1]["content"]
+        return content.removeprefix("Query: ")
+
+    def complete(self, body: dict) -> list[str]:
+        query = self.query_of(body)
+        script = self.answers.get(query, ["n"])
+        n = min(int(body.get("n", 1)), self.max_n)
+        contents = []
+        for _ in range(n):
+            turn = self.turns.get(query, 0)
+            self.turns[query] = turn + 1
+            contents.append(script[turn % len(script)])
+        return contents
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def _reply(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        fake = self.server.fake
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path != "/v1/chat/completions":
+            return self._reply(404, b'{"error": {"message": "not found"}}')
+        if self.headers.get("Authorization") != f"Bearer {KEY}":
+            return self._reply(401, b'{"error": {"message": "bad key"}}')
+        body = json.loads(raw)
+        problems = [
+            body.get("model") != fake.model and "model",
+            not (body.get("temperature", 0) > 0) and "temperature",
+            [m["role"] for m in body.get("messages", [])] != ["system", "user"] and "messages",
+        ]
+        if any(problems):
+            return self._reply(400, json.dumps({"error": {"message": f"bad request: {problems}"}}).encode())
+        with self.server.lock:
+            fake.requests.append(body)
+            fault = fake.faults.pop(0) if fake.faults else ""
+            fake.in_flight += 1
+            fake.most_in_flight = max(fake.most_in_flight, fake.in_flight)
+        time.sleep(fake.delay)
+        with self.server.lock:  # done before answering: the client may send its next call at once
+            fake.in_flight -= 1
+        if fault == "throttle":
+            return self._reply(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": "0"})
+        if fault == "error":
+            return self._reply(500, b'{"error": {"message": "server error"}}')
+        if fault == "lose":
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return None
+        if fault == "garbage":
+            return self._reply(200, b"<html>upstream timeout</html>")
+        with self.server.lock:
+            contents = fake.complete(body)
+        answer = {
+            "id": f"chatcmpl-{len(fake.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": fake.model,
+            "choices": [
+                {"index": i, "message": {"role": "assistant", "content": c}, "finish_reason": "stop"}
+                for i, c in enumerate(contents)
+            ],
+            "usage": {
+                "prompt_tokens": PROMPT_TOKENS,
+                "completion_tokens": len(contents),
+                "total_tokens": PROMPT_TOKENS + len(contents),
+            },
+        }
+        return self._reply(200, json.dumps(answer).encode())
+
+    def log_message(self, *args):
+        pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, fake: FakeOpenAI) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake = fake
+        self.lock = threading.Lock()
+
+
+def serve(fake: FakeOpenAI) -> tuple[str, _Server]:
+    """Serve ``fake`` on a free loopback port; returns the API base (``.../v1/``) and the server."""
+    server = _Server(fake)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1/", server
