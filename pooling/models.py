@@ -33,6 +33,11 @@ class Collection(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def dataset_source(self) -> str:
+        """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, else ``""``."""
+        return self.source if self.source.startswith("ir_datasets:") else ""
+
 
 class QuerySet(models.Model):
     """A named set of queries: imported from a file, made by a pool, or exported by annotation."""
@@ -54,6 +59,11 @@ class QuerySet(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def dataset_source(self) -> str:
+        """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, else ``""``."""
+        return self.source if self.source.startswith("ir_datasets:") else ""
 
 
 class Query(models.Model):

@@ -156,3 +156,21 @@ def test_api_and_page_start_the_import_job(registered, admin_client, django_capt
     assert page.status_code == 200 and b'name="dataset"' in page.content and b'name="file"' not in page.content
     assert b"/pooling/import/dataset/" in admin_client.get("/pooling/import/").content
     assert admin_client.post("/pooling/import/dataset/preview/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_the_dataset_is_named_on_the_home_page_and_in_the_dataset_card(registered, admin_client):
+    from types import SimpleNamespace
+
+    from annotation.services.results import _source
+
+    result = services.import_dataset(TINY, "tiny-home", bar=False)
+    source = result.obj.collection.source
+    assert source.startswith(f"ir_datasets:{TINY} (ir_datasets ")
+    assert source.encode() in admin_client.get("/").content  # collections' Source column
+
+    query_set = result.obj.query_set
+    assert query_set.dataset_source == source
+    assert _source(SimpleNamespace(pool=None, query_set=query_set)) == f"tiny-home (queries from {source})"
+    plain = QuerySet(name="plain", source="/data/q.tsv")
+    assert plain.dataset_source == "" and _source(SimpleNamespace(pool=None, query_set=plain)) == "plain"
