@@ -3,6 +3,8 @@ documents it (``ir_datasets.registry.register`` of a ``Dataset`` of ``TsvDocs``,
 ``TsvQueries`` and ``TrecQrels`` over local files), and one whose download points at a port
 nothing listens on (127.0.0.1:1), as on a machine without internet."""
 
+from importlib.util import find_spec
+
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -11,7 +13,8 @@ from core.models import Job
 from pooling import services
 from pooling.models import Collection, Qrels, QuerySet
 
-pytest.importorskip("ir_datasets")
+# Not importorskip: importing ir_datasets makes folders under IR_DATASETS_HOME (see ``registered``).
+pytestmark = pytest.mark.skipif(find_spec("ir_datasets") is None, reason="ir_datasets is not installed")
 
 TINY = "project-test/tiny"
 QUERIES_ONLY = "project-test/queries-only"
@@ -23,7 +26,14 @@ QRELS = [("1", "p1", 1), ("1", "p3", 0), ("2", "p2", 2)]
 
 @pytest.fixture(scope="session")
 def registered(tmp_path_factory):
-    """Register the test datasets once (the registry refuses a name twice)."""
+    """Register the test datasets once (the registry refuses a name twice). ir_datasets makes
+    folders under IR_DATASETS_HOME when first imported: a temporary one, never ~/.ir_datasets."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("IR_DATASETS_HOME", str(tmp_path_factory.mktemp("ir_datasets_home")))
+        return _register(tmp_path_factory)
+
+
+def _register(tmp_path_factory):
     import ir_datasets
     from ir_datasets.datasets.base import Dataset
     from ir_datasets.formats import TrecQrels, TsvDocs, TsvQueries
