@@ -121,11 +121,16 @@ class ImportRequestSerializer(serializers.Serializer):
     )
     queries = serializers.CharField(required=False, help_text="Qrels only: the query set the judgments are about.")
     order = serializers.ChoiceField(choices=Run.Order.choices, required=False, help_text="Runs only.")
+    dataset = serializers.CharField(
+        required=False,
+        help_text="Kind dataset only (instead of file or path): an ir_datasets id such as msmarco-passage/dev/small.",
+    )
     skip_bad_lines = serializers.BooleanField(required=False)
 
 
 class ImportView(StagedUploadsMixin, APIView):
-    """``POST /api/pooling/imports/<kind>/``: import a collection, query set, run, word list or qrels.
+    """``POST /api/pooling/imports/<kind>/``: import a collection, query set, run, word list or qrels,
+    or (kind ``dataset``, body ``name`` and ``dataset``) an ir_datasets dataset by its id.
 
     The upload streams into the staging folder (as on the page); the import runs as a job
     whose record is returned (202) for polling at ``/api/jobs/<id>/``. The rules are the

@@ -8,6 +8,7 @@ from core.uploads import check_import_path, keep_upload, upload_too_large_messag
 
 from . import services
 from .analysis import MAGNITUDES
+from .irdatasets import check_dataset_id
 from .models import Collection, QuerySet, Run, WordList
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
@@ -66,6 +67,12 @@ class ImportForm(forms.Form):
         help_text="The query set the judgments are about.",
     )
     order = forms.ChoiceField(choices=Run.Order.choices, initial=Run.Order.SCORE, required=False)
+    dataset = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Dataset id",
+        help_text="An ir_datasets id, such as msmarco-passage/dev/small (https://ir-datasets.com).",
+    )
     skip_bad_lines = forms.BooleanField(required=False, help_text="Skip malformed lines and report them.")
 
     def __init__(self, kind: str, *args, too_large: str | None = None, **kwargs) -> None:
@@ -81,6 +88,11 @@ class ImportForm(forms.Form):
         else:
             self.fields["collection"].help_text = "The collection the judged documents are in."
             self.fields["file"].help_text = "Upload a TREC qrels file: 'qid 0 docid relevance' lines (.gz accepted)."
+        if kind == "dataset":
+            del self.fields["file"], self.fields["path"]
+            self.fields["name"].help_text = "Name of the collection, query set and qrels made from it."
+        else:
+            del self.fields["dataset"]
         if kind == "wordlist":
             del self.fields["skip_bad_lines"]
             self.fields["file"].help_text = "Upload a word,f|m file (one word a line; .gz accepted)."
@@ -89,6 +101,12 @@ class ImportForm(forms.Form):
         data = super().clean()
         if self.too_large:
             self.add_error(self.too_large if self.too_large in self.fields else "file", upload_too_large_message())
+            return data
+        if self.kind == "dataset":
+            try:
+                data["dataset"] = check_dataset_id(data.get("dataset") or "")
+            except ServiceError as exc:
+                self.add_error("dataset", str(exc).removeprefix("dataset: "))
             return data
         if data.get("file") and data.get("path"):
             self.add_error("path", "give a file or a path on the server, not both")
@@ -112,6 +130,8 @@ class ImportForm(forms.Form):
         """Start the import as a background job (an upload is kept for as long as the import needs it)."""
         data = self.cleaned_data
         options = {"skip_bad_lines": data.get("skip_bad_lines", False)}
+        if self.kind == "dataset":
+            return services.start_import("dataset", data["dataset"], data["name"], options)
         if self.kind == "run":
             options |= {"collection": data["collection"].name, "order": data.get("order") or Run.Order.SCORE}
         if self.kind == "qrels":

@@ -20,6 +20,11 @@ class Collection(models.Model):
     sha256 = models.CharField(max_length=64)
     passages = models.BigIntegerField(help_text="Number of passages (lines).")
     docid_index = models.CharField(max_length=1000, help_text="Parquet file listing every docid, in file order.")
+    source = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="Where it came from when not a file of the user's (e.g. an ir_datasets id).",
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -27,6 +32,11 @@ class Collection(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def dataset_source(self) -> str:
+        """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, else ``""``."""
+        return self.source if self.source.startswith("ir_datasets:") else ""
 
 
 class QuerySet(models.Model):
@@ -49,6 +59,11 @@ class QuerySet(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def dataset_source(self) -> str:
+        """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, else ``""``."""
+        return self.source if self.source.startswith("ir_datasets:") else ""
 
 
 class Query(models.Model):

@@ -146,8 +146,9 @@ def _head_uploads(view):
 @_head_uploads
 def import_preview(request: HttpRequest, kind: str) -> HttpResponse:
     """The first rows of a chosen file (the upload's first bytes, or a path on the server) as
-    the import will read them, with every problem of those lines (the import form fetches it)."""
-    if kind not in services.IMPORT_KINDS:
+    the import will read them, with every problem of those lines (the import form fetches it).
+    A dataset is no file: nothing to preview."""
+    if kind not in services.IMPORT_KINDS or kind == "dataset":
         raise Http404("import kinds: " + ", ".join(services.IMPORT_KINDS))
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])

@@ -60,6 +60,7 @@ PURE = {
     "metrics.vocabulary",
     "pooling.analysis",
     "pooling.benchmark.naive",
+    "pooling.irdatasets",
     "pooling.magnitudes",
     "pooling.pool",
     "pooling.qrelfiles",

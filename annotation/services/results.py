@@ -277,12 +277,20 @@ def agreement(
     return report
 
 
+def _source(batch: Batch) -> str:
+    """The pool or query set a batch annotates, with the ir_datasets dataset its queries came from."""
+    query_set = batch.pool.source if batch.pool else batch.query_set
+    name = batch.pool.name if batch.pool else batch.query_set.name
+    origin = query_set.dataset_source if query_set is not None else ""
+    return f"{name} (queries from {origin})" if origin else name
+
+
 def _batch_facts(batch: Batch) -> dict[str, Any]:
     """What a dataset card says of the batch behind an export."""
     return {
         "name": batch.name,
         "provider_display": batch.get_provider_display(),
-        "source": batch.pool.name if batch.pool else batch.query_set.name,
+        "source": _source(batch),
         "provider": batch.provider,
         "assignments_per_query": batch.assignments_per_query,
         "queries_per_hit": batch.queries_per_hit,

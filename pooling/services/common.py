@@ -45,10 +45,27 @@ class ImportResult:
         return f"{counts['lines_read']:,} lines read, {counts['imported']:,} imported, {counts['skipped']:,} skipped"
 
 
+@dataclass
+class DatasetImport:
+    """What an ir_datasets import registered (``None``: a part the dataset lacks or could not be tied)."""
+
+    dataset_id: str
+    version: str
+    collection: object = None
+    query_set: object = None
+    qrels: object = None
+
+    def parts(self) -> list:
+        return [part for part in (self.collection, self.query_set, self.qrels) if part is not None]
+
+
 def _records(obj) -> int:
-    """Rows an import made: a collection's passages, a query set's queries, a run's lines, a word list's words."""
+    """Rows an import made: a collection's passages, a query set's queries, a run's lines, a
+    word list's words, a dataset's passages, queries and judgments together."""
     from ..models import Collection, Qrels, QuerySet, Run, WordList
 
+    if isinstance(obj, DatasetImport):
+        return sum(_records(part) for part in obj.parts())
     if isinstance(obj, Collection):
         return obj.passages
     if isinstance(obj, QuerySet):

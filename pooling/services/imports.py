@@ -24,13 +24,14 @@ from core.files import file_sha256
 from core.jobs import background_job
 from core.models import Job
 from core.names import validate_name
-from core.progress import shown
+from core.progress import Progress, shown
 from core.storage import cache_dir, staging_path
 
+from ..irdatasets import check_dataset_id, folder_name, write_dataset_files
 from ..models import Collection, Query, QuerySet, Run, WordList
 from ..preview import LineProblems
 from ..wordlists import GenderWords, default_wordlist, load_wordlist
-from .common import ImportResult, byte_progress
+from .common import DatasetImport, ImportResult, byte_progress
 from .qrels import import_qrels
 from .runs import import_run
 
@@ -41,13 +42,21 @@ IMPORT_KINDS = {
     "run": "run",
     "wordlist": "word list",
     "qrels": "qrels file",
+    "dataset": "dataset",  # of the ir_datasets package, by its id (given as the path)
 }
 
 
 def import_collection(
-    path: str | Path, name: str, *, skip_bad_lines: bool = False, job: Job | None = None, bar: bool = True
+    path: str | Path,
+    name: str,
+    *,
+    skip_bad_lines: bool = False,
+    job: Job | None = None,
+    bar: bool = True,
+    source: str = "",
 ) -> ImportResult:
-    """Register a passage collection (the text stays in its file).
+    """Register a passage collection (the text stays in its file; ``source``: where the file
+    came from when the project wrote it, e.g. an ir_datasets id).
 
     Importing the same file under the same name again changes nothing; the same name
     for different content is refused, and leaves no docid index behind. The index is
@@ -81,12 +90,18 @@ def import_collection(
             sha256=scan.sha256,
             passages=scan.passages,
             docid_index=str(index_path),
+            source=source,
         )
     return ImportResult(collection, True, skipped)
 
 
-def import_queries(path: str | Path, name: str, *, skip_bad_lines: bool = False) -> ImportResult:
-    """Register a query set from a ``qid<TAB>query`` file (idempotent, all or nothing)."""
+def import_queries(
+    path: str | Path, name: str, *, skip_bad_lines: bool = False, source: str = "", description: str = ""
+) -> ImportResult:
+    """Register a query set from a ``qid<TAB>query`` file (idempotent, all or nothing).
+
+    ``source`` (default: the file's path) and ``description`` are recorded with it.
+    """
     from ..queryfiles import read_queries
 
     validate_name(name, "query set")
@@ -101,8 +116,71 @@ def import_queries(path: str | Path, name: str, *, skip_bad_lines: bool = False)
             return ImportResult(existing, False, skipped)
         raise ServiceError(f"a query set named {name!r} already exists with different content")
     with transaction.atomic():
-        query_set = create_query_set(name, queries, origin=QuerySet.Origin.IMPORTED, source=str(path), sha256=sha)
+        query_set = create_query_set(
+            name,
+            queries,
+            origin=QuerySet.Origin.IMPORTED,
+            source=source or str(path),
+            sha256=sha,
+            description=description,
+        )
     return ImportResult(query_set, True, skipped)
+
+
+def import_dataset(
+    dataset_id: str, name: str, *, skip_bad_lines: bool = False, job: Job | None = None, bar: bool = True
+) -> ImportResult:
+    """Import a dataset of the ``ir_datasets`` package by its id, each part it has under ``name``:
+    its documents as a collection, its queries as a query set, its qrels as qrels of both.
+
+    ``ir_datasets`` downloads and caches the dataset itself (``IR_DATASETS_HOME``, default
+    ``~/.ir_datasets``); its parts are written once as the project's files under
+    ``CACHE_DIR/datasets/<id>/`` (the collection is registered there, as a file of the user's
+    would be) and imported through :func:`import_collection`, :func:`import_queries` and
+    :func:`import_qrels`, each idempotent: importing again changes nothing, and a part that
+    failed is imported by the next try. The collection and query set record the dataset id
+    and the ``ir_datasets`` version as their source. A failed download is a
+    :class:`ServiceError` saying this machine may be offline.
+    """
+    validate_name(name, "dataset")
+    dataset_id = check_dataset_id(dataset_id)
+    with Progress(f"Reading {dataset_id} through ir_datasets", unit="records", job=job, bar=bar) as progress:
+        files = write_dataset_files(dataset_id, cache_dir("datasets") / folder_name(dataset_id), progress.update_to)
+    if not (files.docs or files.queries or files.qrels):
+        raise ServiceError(f"dataset: {dataset_id} has no documents, queries or qrels to import")
+    found = DatasetImport(files.dataset_id, files.version)
+    skipped, created, notes = Skipped(), False, []
+
+    def add(result: ImportResult) -> object:
+        nonlocal created
+        created = created or result.created
+        skipped.errors.extend(result.skipped.errors)
+        return result.obj
+
+    if files.docs:
+        found.collection = add(
+            import_collection(files.docs, name, skip_bad_lines=skip_bad_lines, job=job, bar=bar, source=files.source)
+        )
+    if files.queries:
+        found.query_set = add(
+            import_queries(
+                files.queries,
+                name,
+                skip_bad_lines=skip_bad_lines,
+                source=files.source,
+                description=f"queries of {files.source}",
+            )
+        )
+    if files.qrels and found.collection is not None and found.query_set is not None:
+        found.qrels = add(
+            import_qrels(files.qrels, name, found.collection, found.query_set, skip_bad_lines=skip_bad_lines)
+        )
+    elif files.qrels:
+        notes.append("qrels not imported: they need both the documents and the queries, and the dataset lacks one")
+    for what, part in (("documents", files.docs), ("queries", files.queries), ("qrels", files.qrels)):
+        if part is None:
+            notes.append(f"the dataset has no {what}")
+    return ImportResult(found, created, skipped, notes)
 
 
 def create_query_set(
@@ -177,6 +255,8 @@ def import_file(
         if query_set is None:
             raise ServiceError(f"queries: no query set named {options.get('queries')!r}; import it first")
         return import_qrels(path, name, collection, query_set, skip_bad_lines=skip)
+    if kind == "dataset":  # ``path`` is the dataset's id
+        return import_dataset(str(path), name, skip_bad_lines=skip, job=job, bar=bar)
     raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
 
 
@@ -203,10 +283,12 @@ def import_job(job: Job, kind: str, path: str, name: str, options: dict, uploade
         job.message += f"; {result.outcome()}"
         if result.skipped:
             job.message += f"; first bad line skipped: {shown(job, str(result.skipped.errors[0]))}"
+        if kind == "dataset":
+            job.message += "".join(f"; {note}" for note in result.notes)
         job.result = {
             kind: name,
             "created": result.created,
-            "url": reverse("home") + f"#{kind}",
+            "url": reverse("home") + f"#{'collection' if kind == 'dataset' else kind}",
             "file": shown_as,
             **result.counts(),
         }
@@ -230,6 +312,8 @@ def start_import(
     if kind not in IMPORT_KINDS:
         raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
     validate_name(name, IMPORT_KINDS[kind])
+    if kind == "dataset":
+        path = file_name = check_dataset_id(str(path))
     return import_job.start(
         f"Import {IMPORT_KINDS[kind]} {name} from {file_name or Path(path).name}",
         kind,

@@ -26,6 +26,7 @@ HEAVY = [
     "krippendorff",
     "tqdm",
     "ir_measures",
+    "ir_datasets",
     "pytrec_eval",
 ]
 

@@ -1,0 +1,174 @@
+"""A dataset of the ``ir_datasets`` package written out as the project's files. Pure module (no Django).
+
+``ir_datasets`` (https://ir-datasets.com) knows the standard test collections by id
+(``msmarco-passage/dev/small``) and downloads and caches each one itself, under
+``IR_DATASETS_HOME`` (default ``~/.ir_datasets``). :func:`write_dataset_files` reads the
+parts the dataset has and writes them in the formats the imports read: the documents as a
+``pid<TAB>passage`` collection file, the queries as ``qid<TAB>query``, the judgments as
+TREC qrels (``qid 0 docid rel``). Tabs and line breaks inside a text become spaces. Each
+file is written atomically and reused when already there (a dataset's content does not
+change under its id), so a retried import does not read the dataset again.
+
+A download that fails (this machine offline, a URL refused) is a :class:`ServiceError`
+saying so, never a traceback. ``ir_datasets`` is imported inside the functions (it loads
+numpy and registers hundreds of datasets: half a second).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import ServiceError
+from core.files import atomic_write
+
+#: What an ir_datasets id looks like (``msmarco-passage/dev/small``, ``beir/scifact/test``).
+DATASET_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9_.\-]+)*$")
+_SPACES = re.compile(r"[\t\r\n\v\f]+")
+
+
+@dataclass(frozen=True)
+class DatasetFiles:
+    """The files written for one dataset; ``None`` for a part the dataset lacks."""
+
+    dataset_id: str
+    version: str  # of the ir_datasets package that read it
+    docs: Path | None
+    queries: Path | None
+    qrels: Path | None
+
+    @property
+    def source(self) -> str:
+        """What the imported objects record as their source: ``ir_datasets:<id> (ir_datasets <version>)``."""
+        return dataset_source(self.dataset_id, self.version)
+
+
+def dataset_source(dataset_id: str, version: str) -> str:
+    return f"ir_datasets:{dataset_id} (ir_datasets {version})"
+
+
+def check_dataset_id(dataset_id: str) -> str:
+    """The id, stripped; a :class:`ServiceError` if it cannot be an ir_datasets id."""
+    dataset_id = str(dataset_id).strip()
+    if not DATASET_ID.match(dataset_id) or ".." in dataset_id or len(dataset_id) > 200:
+        raise ServiceError(f"dataset: {dataset_id!r} is not an ir_datasets id (such as msmarco-passage/dev/small)")
+    return dataset_id
+
+
+def folder_name(dataset_id: str) -> str:
+    """One path segment for a dataset's files (``msmarco-passage~dev~small``)."""
+    return check_dataset_id(dataset_id).replace("/", "~")
+
+
+def offline_message(dataset_id: str, reason: object) -> str:
+    reason = " ".join(str(reason).split())[:500] or type(reason).__name__
+    return (
+        f"ir_datasets could not download {dataset_id}: {reason}; this machine may be offline — download it "
+        "on a connected machine and copy ~/.ir_datasets, or set IR_DATASETS_HOME"
+    )
+
+
+def ir_datasets_version() -> str:
+    import ir_datasets
+
+    return ir_datasets.__version__
+
+
+def load_dataset(dataset_id: str):
+    """The ``ir_datasets`` dataset of ``dataset_id`` (nothing is downloaded yet)."""
+    import ir_datasets
+
+    dataset_id = check_dataset_id(dataset_id)
+    try:
+        return ir_datasets.load(dataset_id)
+    except KeyError:
+        raise ServiceError(
+            f"dataset: ir_datasets {ir_datasets.__version__} has no dataset {dataset_id!r} "
+            "(the ids are listed at https://ir-datasets.com)"
+        ) from None
+
+
+def write_dataset_files(dataset_id: str, folder: Path, progress: Callable[[int], None] | None = None) -> DatasetFiles:
+    """Write the documents, queries and qrels of ``dataset_id`` (those it has) into ``folder``.
+
+    ``progress(n)`` is called with the number of records written so far (documents first).
+    """
+    dataset = load_dataset(dataset_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = [0]
+
+    def count(records: Iterable) -> Iterator:
+        for record in records:
+            yield record
+            written[0] += 1
+            if progress is not None and written[0] % 10_000 == 0:
+                progress(written[0])
+
+    docs = queries = qrels = None
+    if dataset.has_docs():
+        docs = _write(
+            folder / "docs.tsv",
+            (f"{_clean(d.doc_id)}\t{_clean(_text(d))}\n" for d in count(_guarded(dataset.docs_iter, dataset_id))),
+        )
+    if dataset.has_queries():
+        queries = _write(
+            folder / "queries.tsv",
+            (f"{_clean(q.query_id)}\t{_clean(_text(q))}\n" for q in count(_guarded(dataset.queries_iter, dataset_id))),
+        )
+    if dataset.has_qrels():
+        qrels = _write(
+            folder / "qrels.txt",
+            (
+                f"{_clean(j.query_id)} 0 {_clean(j.doc_id)} {int(j.relevance)}\n"
+                for j in count(_guarded(dataset.qrels_iter, dataset_id))
+            ),
+        )
+    if progress is not None:
+        progress(written[0])
+    return DatasetFiles(check_dataset_id(dataset_id), ir_datasets_version(), docs, queries, qrels)
+
+
+def _write(path: Path, lines: Iterable[str]) -> Path:
+    if path.is_file():
+        return path  # written whole by an earlier import (atomically): the same id, the same content
+    return atomic_write(path, lambda handle: handle.writelines(lines))
+
+
+def _guarded(records: Callable[[], Iterable], dataset_id: str) -> Iterator:
+    """The records of ``records()``. A failed download (raised while reading them: requests'
+    errors and a missing or corrupt file are ``OSError``, several failed mirrors a
+    ``RuntimeError``) becomes a :class:`ServiceError` with :func:`offline_message`; a record
+    ir_datasets cannot parse, one saying so. Errors of the caller's own writing are not
+    raised here and pass unchanged."""
+    try:
+        iterator = iter(records())
+        while True:
+            try:
+                record = next(iterator)
+            except StopIteration:
+                return
+            yield record
+    except GeneratorExit:
+        raise
+    except OSError as exc:
+        raise ServiceError(offline_message(dataset_id, exc)) from None
+    except RuntimeError as exc:
+        if exc.args and exc.args[0] == "All download sources failed":
+            raise ServiceError(offline_message(dataset_id, exc.args[1:] or exc)) from None
+        raise ServiceError(f"ir_datasets could not read {dataset_id}: {exc}") from None
+    except ValueError as exc:
+        raise ServiceError(f"ir_datasets could not read {dataset_id}: {exc}") from None
+
+
+def _text(record) -> str:
+    """A document's or query's text: ``default_text()`` where the record has it (title and body
+    joined, for instance), else its ``text`` field."""
+    if hasattr(record, "default_text"):
+        return record.default_text()
+    return getattr(record, "text", "")
+
+
+def _clean(value: object) -> str:
+    return _SPACES.sub(" ", str(value)).strip()
