@@ -28,10 +28,11 @@ def next_hit(request: HttpRequest) -> HttpResponse:
     """Send an annotator to the HIT they are on, or to a new one."""
     if not services.is_annotator(request.user):
         raise PermissionDenied("Only annotators are given HITs.")
-    due = training_due(Batch.objects.filter(provider=Provider.LOCAL), local_worker(request.user))
+    worker = local_worker(request.user)  # read once, handed down
+    due = training_due(Batch.objects.filter(provider=Provider.LOCAL), worker)
     if due is not None:
         return redirect("annotation:training", name=due.name)
-    assignment = services.next_assignment(request.user)
+    assignment = services.next_assignment(request.user, worker=worker)
     if assignment is None:
         return render(request, "annotation/no_more_hits.html", status=200)
     return redirect("annotation:assignment", pk=assignment.pk)
@@ -103,7 +104,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                check = services.submit_local_assignment(assignment, form.cleaned_data)
+                check = services.submit_local_assignment(assignment, form.cleaned_data, hit_queries=hit_queries)
             except ServiceError as exc:
                 messages.error(request, str(exc))
             else:
@@ -126,9 +127,10 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
             action=action,
             answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
             errors=form.field_errors(),
+            hit_queries=hit_queries,
         )
         context["answered_count"] = services.answered_count(request.user)
         return render(request, "annotation/hit.html", context, status=400)
-    context = services.hit_page_context(hit, mode="local", action=action)
+    context = services.hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
     context["answered_count"] = services.answered_count(request.user)
     return render(request, "annotation/hit.html", context)
