@@ -98,7 +98,7 @@ def gold_feedback(check: AnswerCheck, *, name_questions: bool = True) -> str:
     return text + ": " + "; ".join(details) + "."
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # its callers hold their own transaction or savepoint
 def record_answers(
     assignment: Assignment,
     answers: Mapping[str, str] | None,

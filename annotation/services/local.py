@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -185,7 +185,8 @@ def next_assignment(user, batch: Batch | None = None, *, worker: Worker | None =
     with transaction.atomic():
         # One open assignment per annotator across tabs and devices: requests of one worker
         # queue on their row, so the second sees the assignment the first was given.
-        list(Worker.objects.select_for_update().filter(pk=worker.pk).values_list("pk"))
+        if not _writes_serialised():
+            list(Worker.objects.select_for_update().filter(pk=worker.pk).values_list("pk"))
         handed_out = (
             Assignment.objects.filter(
                 in_batch,
@@ -224,7 +225,10 @@ def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignmen
     now = timezone.now()
     published = batches.filter(status=Batch.Status.PUBLISHED).order_by("created", "pk")
     tried: list[int] = []
-    with transaction.atomic():
+    serialised = _writes_serialised()
+    # No savepoint of its own: a caller that recovers from an error here (Prolific's arrival)
+    # wraps the call in its own atomic block.
+    with transaction.atomic(savepoint=False):
         for batch in published.only("pk", "assignment_duration"):
             deadline = now - batch.assignment_duration
             mine = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker)
@@ -253,7 +257,7 @@ def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignmen
                     if hit is None:
                         break  # nothing left in this batch
                 # Count again under the lock: the count above may predate another claim's commit.
-                if _held(hit, deadline) >= hit.max_assignments:
+                if not serialised and _held(hit, deadline) >= hit.max_assignments:
                     tried.append(hit.pk)
                     continue
                 return Assignment.objects.create(
@@ -265,10 +269,26 @@ def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignmen
     return None
 
 
-def answered_count(user) -> int:
-    """How many HITs the annotator has submitted (whatever their review), for their own page."""
+def answered_count(user, *, worker_id: int | None = None) -> int:
+    """How many HITs the annotator has submitted (whatever their review), for their own page.
+
+    ``worker_id``: their worker's id, when the caller has it (one table, the (worker, status) index).
+    """
     done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
-    return Assignment.objects.filter(worker__identity__user=user, status__in=done).count()
+    mine = Q(worker_id=worker_id) if worker_id is not None else Q(worker__identity__user=user)
+    return Assignment.objects.filter(mine, status__in=done).count()
+
+
+def _writes_serialised() -> bool:
+    """Whether every transaction here takes the database's write lock at BEGIN (SQLite, IMMEDIATE mode).
+
+    Then the transaction already runs alone: a row lock (which SQLite does not have) or a
+    count taken again "under the lock" adds a statement and nothing else.
+    """
+    return (
+        connection.vendor == "sqlite"
+        and str(connection.settings_dict.get("OPTIONS", {}).get("transaction_mode", "")).upper() == "IMMEDIATE"
+    )
 
 
 def submit_local_assignment(

@@ -114,7 +114,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                     assignment.refresh_from_db(fields=["feedback"])
                     messages.warning(request, f"This HIT will not count: {assignment.feedback}")
                     return redirect("annotation:batch-list")
-                count = services.answered_count(request.user)
+                count = services.answered_count(request.user, worker_id=assignment.worker_id)
                 messages.success(
                     request,
                     f"Thank you: your answers to HIT {hit.position} of {hit.batch.name} were recorded. "
@@ -129,8 +129,8 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
             errors=form.field_errors(),
             hit_queries=hit_queries,
         )
-        context["answered_count"] = services.answered_count(request.user)
+        context["answered_count"] = services.answered_count(request.user, worker_id=assignment.worker_id)
         return render(request, "annotation/hit.html", context, status=400)
     context = services.hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
-    context["answered_count"] = services.answered_count(request.user)
+    context["answered_count"] = services.answered_count(request.user, worker_id=assignment.worker_id)
     return render(request, "annotation/hit.html", context)
