@@ -85,3 +85,37 @@ def tree_cpu_seconds(pid: int) -> float:
         + reaped_children_cpu_seconds(pid)
         + sum(process_cpu_seconds(child) for child in children(pid))
     )
+
+
+def sqlite_commit_seconds(path: str, *, journal: str, synchronous: str, checkpoint_pages: int, commits: int) -> float:
+    """Wall-clock seconds per small write transaction (one 200-byte row, as a submit writes) in a fresh file.
+
+    The SQLite settings the site chooses (config/settings.py) against the alternatives:
+    ``journal`` (``wal``, ``delete``), ``synchronous`` (``normal``, ``full``), WAL
+    auto-checkpoint size in pages.
+    """
+    import os
+    import sqlite3
+    import time
+
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute(f"PRAGMA journal_mode={journal}")
+        db.execute(f"PRAGMA synchronous={synchronous}")
+        db.execute(f"PRAGMA wal_autocheckpoint={checkpoint_pages}")
+        db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, hit INTEGER, body TEXT)")
+        db.execute("CREATE INDEX t_hit ON t (hit)")
+        started = time.perf_counter()
+        for i in range(commits):
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO t (hit, body) VALUES (?, ?)", (i % 997, "x" * 200))
+            db.execute("COMMIT")
+        return (time.perf_counter() - started) / commits
+    finally:
+        db.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)

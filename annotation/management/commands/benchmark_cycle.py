@@ -22,7 +22,7 @@ from annotation.management.commands.benchmark_load import _answers, _free_port
 from annotation.models import Assignment, Batch, Hit, Judgment, Provider
 from annotation.pseudonyms import worker_for
 from annotation.virtual_annotator import _ASSIGNMENT, _CSRF_INPUT, _QUESTION, VirtualAnnotator
-from core.benchmark import tree_cpu_seconds
+from core.benchmark import sqlite_commit_seconds, tree_cpu_seconds
 from core.cli import ProjectCommand, command_errors
 from pooling.models import QuerySet
 from pooling.services import create_query_set
@@ -48,8 +48,15 @@ class Command(ProjectCommand):
         parser.add_argument("--queries-per-hit", type=int, default=5, help="queries per HIT (default 5)")
         parser.add_argument("--places", type=int, default=3, help="annotators per HIT (default 3)")
         parser.add_argument("--annotators", type=int, default=3, help="accounts taking turns (default 3)")
+        parser.add_argument(
+            "--sqlite-settings",
+            action="store_true",
+            help="only compare SQLite journal, synchronous and checkpoint settings: time per small write transaction",
+        )
 
     def handle(self, **o):
+        if o["sqlite_settings"]:
+            return self._sqlite_settings()
         sizes = [int(s) for s in o["hits"].split(",") if s.strip()]
         if not sizes or min(sizes) < 2 or o["cycles"] <= 0 or o["annotators"] <= 0:
             raise CommandError("--hits needs sizes >= 2; --cycles and --annotators must be positive")
@@ -86,6 +93,36 @@ class Command(ProjectCommand):
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+
+    def _sqlite_settings(self) -> None:
+        folder = Path(
+            tempfile.mkdtemp(prefix="benchmark-sqlite-", dir=settings.VAR_DIR if settings.VAR_DIR.exists() else None)
+        )
+        rows = []
+        for journal, synchronous, pages in (
+            ("delete", "full", 1000),
+            ("wal", "full", 1000),
+            ("wal", "normal", 1000),
+            ("wal", "normal", 10000),
+        ):
+            seconds = sqlite_commit_seconds(
+                str(folder / "commit.sqlite3"),
+                journal=journal,
+                synchronous=synchronous,
+                checkpoint_pages=pages,
+                commits=2000,
+            )
+            rows.append(
+                {
+                    "journal": journal,
+                    "synchronous": synchronous,
+                    "checkpoint pages": pages,
+                    "ms per commit": seconds * 1000,
+                }
+            )
+        folder.rmdir()
+        self.stdout.write(f"2,000 small write transactions each, in {folder}:")
+        self.stdout.write(format_table(rows))
 
     # -- preparation -------------------------------------------------------------------------
     def _accounts(self, n: int) -> list[str]:
@@ -139,6 +176,11 @@ class Command(ProjectCommand):
                 batch_size=5000,
             )
             Hit.objects.filter(pk__in=[h.pk for h in answered]).update(status=Hit.Status.COMPLETE)
+        if connection.vendor == "postgresql":
+            # What autovacuum does within a minute of such a change: the planner then knows the
+            # tables' sizes (without it, the first plans are guesses about empty tables).
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
         self.stdout.write(
             f"\nBatch {batch.name}: {hits:,} HITs of {per_hit}, {places} places each, "
             f"{len(answered):,} answered ({len(made):,} assignments); prepared in {time.monotonic() - started:.1f} s"
