@@ -25,8 +25,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import ServiceError
@@ -231,29 +230,13 @@ def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignmen
     with transaction.atomic(savepoint=False):
         for batch in published.only("pk", "assignment_duration"):
             deadline = now - batch.assignment_duration
-            mine = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker)
-            taken = Subquery(
-                Assignment.objects.filter(holds_place(deadline), hit=OuterRef("pk"))
-                .order_by()
-                .values("hit")
-                .annotate(n=Count("pk"))
-                .values("n")
-            )
-            candidates = (
-                Hit.objects.filter(batch=batch, status=Hit.Status.OPEN)
-                .filter(~Exists(mine))
-                .annotate(taken=Coalesce(taken, 0))
-                .filter(taken__lt=F("max_assignments"))
-                .order_by("position")
-            )
             # One row locked at a time: a claim that locked its first 20 candidates at once held
             # them all until it committed, and a concurrent claim skipping them could find every
             # open HIT locked and answer "No more HITs" although HITs were left.
             while len(tried) < _CANDIDATES:
-                remaining = candidates.exclude(pk__in=tried) if tried else candidates
-                hit = remaining.select_for_update(skip_locked=True, of=("self",)).first()
+                hit = _first_open_hit(batch.pk, worker.pk, deadline, tried, wait=False)
                 if hit is None:  # all left may be locked by other claims just now: wait for the first
-                    hit = remaining.select_for_update(of=("self",)).first()
+                    hit = _first_open_hit(batch.pk, worker.pk, deadline, tried, wait=True)
                     if hit is None:
                         break  # nothing left in this batch
                 # Count again under the lock: the count above may predate another claim's commit.
@@ -267,6 +250,36 @@ def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignmen
                     accepted_at=timezone.now(),
                 )
     return None
+
+
+def _first_open_hit(batch_id: int, worker_id: int, deadline, tried: Sequence[int], *, wait: bool) -> Hit | None:
+    """The first open HIT of the batch, in position order, with a free place and not done by the worker, locked.
+
+    ``wait=False`` skips HITs other claims hold locked (``SKIP LOCKED``); ``wait=True`` waits
+    for them. Without row locks (SQLite) the transaction's write lock does their work. The
+    same query as ``Hit.objects.filter(batch=..., status=OPEN).filter(~Exists(mine))
+    .annotate(taken=...).filter(taken__lt=F("max_assignments")).order_by("position")``
+    with ``select_for_update(of=("self",))``, written out: it is the hottest query of the
+    site, and compiling it through the ORM cost more CPU than running it. The database walks
+    the (batch, status, position) index and stops at the first row that qualifies.
+    """
+    hit, assignment = (connection.ops.quote_name(m._meta.db_table) for m in (Hit, Assignment))
+    kept = ", ".join(["%s"] * len(_KEPT))
+    not_tried = f"AND h.id NOT IN ({', '.join(['%s'] * len(tried))})" if tried else ""
+    lock = ""
+    if connection.features.has_select_for_update:
+        lock = "FOR UPDATE OF h" + ("" if wait else " SKIP LOCKED")
+    sql = (
+        f"SELECT h.* FROM {hit} h WHERE h.batch_id = %s AND h.status = %s {not_tried} "
+        f"AND NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.hit_id = h.id AND a.worker_id = %s) "
+        f"AND (SELECT COUNT(*) FROM {assignment} a WHERE a.hit_id = h.id AND (a.status IN ({kept}) "
+        f"OR (a.status = %s AND (a.accepted_at IS NULL OR a.accepted_at >= %s)))) < h.max_assignments "
+        f"ORDER BY h.position LIMIT 1 {lock}"
+    )
+    params = [batch_id, Hit.Status.OPEN.value, *tried, worker_id, *_KEPT]
+    params += [Assignment.Status.ASSIGNED.value, connection.ops.adapt_datetimefield_value(deadline)]
+    found = list(Hit.objects.raw(sql, params))
+    return found[0] if found else None
 
 
 def answered_count(user, *, worker_id: int | None = None) -> int:

@@ -90,7 +90,7 @@ def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, cont
 def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
     """One HIT for its annotator: the shared HIT page, posting back here."""
     assignment = get_object_or_404(
-        Assignment.objects.select_related("hit__batch", "worker__identity"),
+        Assignment.objects.select_related("hit__batch"),
         pk=pk,
         worker__identity__user=request.user,
     )

@@ -117,7 +117,7 @@ class Command(ProjectCommand):
                     "journal": journal,
                     "synchronous": synchronous,
                     "checkpoint pages": pages,
-                    "ms per commit": seconds * 1000,
+                    "µs per commit": seconds * 1e6,
                 }
             )
         folder.rmdir()
