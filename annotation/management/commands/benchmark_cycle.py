@@ -32,12 +32,30 @@ PASSWORD = "cycle-benchmark-password"
 KINDS = ("template page", "login", "next", "HIT page", "submit")
 
 
+class _Meter:
+    """Server CPU of each request: gunicorn's processes and, on PostgreSQL, the postmaster's, before and after."""
+
+    def __init__(self, gunicorn: int, postmaster: int | None) -> None:
+        self.gunicorn, self.postmaster = gunicorn, postmaster
+
+    def now(self) -> tuple[float, float]:
+        return tree_cpu_seconds(self.gunicorn), (tree_cpu_seconds(self.postmaster) if self.postmaster else 0.0)
+
+    def timed(self, cpu: dict, kind: str, work):
+        before = self.now()
+        result = work()
+        after = self.now()
+        cpu[kind].append((after[0] - before[0], after[1] - before[1]))
+        return result
+
+
 class Command(ProjectCommand):
     help = (
         "Server cost of the annotator's path, one request at a time: server CPU per request kind (the "
         "gunicorn worker and, on PostgreSQL, the database's processes, read from /proc) and SQL statements "
         "per request, for batches of each --hits size (half of their HITs already answered), next to a "
-        "template page without SQL (GET /admin/login/). One sequential client, gunicorn 1 worker x 1 thread. "
+        "template page without SQL (GET /admin/login/). One sequential client, gunicorn 1 worker x 1 thread; "
+        "the sizes take turns in --rounds rounds, after an uncounted warm-up. "
         "Run it on a throw-away database: bin/benchmark-cycle makes one on PostgreSQL and one on SQLite."
     )
 
@@ -48,6 +66,9 @@ class Command(ProjectCommand):
         parser.add_argument("--queries-per-hit", type=int, default=5, help="queries per HIT (default 5)")
         parser.add_argument("--places", type=int, default=3, help="annotators per HIT (default 3)")
         parser.add_argument("--annotators", type=int, default=3, help="accounts taking turns (default 3)")
+        parser.add_argument(
+            "--rounds", type=int, default=3, help="the sizes take turns in this many rounds of blocks (default 3)"
+        )
         parser.add_argument(
             "--sqlite-settings",
             action="store_true",
@@ -78,14 +99,40 @@ class Command(ProjectCommand):
         postmaster = self._postmaster()
         try:
             base = f"http://127.0.0.1:{port}"
+            batches = {}
             for size in sizes:
                 with command_errors():
-                    batch = self._batch(size, o["queries_per_hit"], o["places"])
-                cpu = {k: [] for k in KINDS}
-                self._measure(base, server.pid, postmaster, accounts, o, cpu)
+                    batches[size] = self._batch(size, o["queries_per_hit"], o["places"])
+                Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.CANCELLED)
+            clients = [VirtualAnnotator(base, name, PASSWORD, seed=i) for i, name in enumerate(accounts)]
+            cpu = {size: {k: [] for k in KINDS} for size in sizes}
+            meter = _Meter(server.pid, postmaster)
+            for client in clients:
+                meter.timed(cpu[sizes[0]], "login", client.login)
+            for size in sizes[1:]:
+                cpu[size]["login"] = cpu[sizes[0]]["login"]
+            # Warm-up, not counted: the first requests of each kind load templates and code.
+            Batch.objects.filter(pk=batches[sizes[0]].pk).update(status=Batch.Status.PUBLISHED)
+            self._measure(base, meter, clients, 5, len(clients), {k: [] for k in KINDS})
+            Batch.objects.filter(pk=batches[sizes[0]].pk).update(status=Batch.Status.CANCELLED)
+            # The sizes take turns, a block of template pages and HIT cycles each per round, so
+            # the machine's changing load falls on all of them alike.
+            rounds = max(1, min(o["rounds"], o["cycles"]))
+            for r in range(rounds):
+                for size in sizes:
+                    templates, cycles = (
+                        n // rounds + (1 if r < n % rounds else 0) for n in (o["template_requests"], o["cycles"])
+                    )
+                    Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.PUBLISHED)
+                    self._measure(base, meter, clients, templates, cycles, cpu[size])
+                    Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.CANCELLED)
+            for client in clients:
+                client.close()
+            for size in sizes:
+                Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.PUBLISHED)
                 sql = self._count_sql(counted_user)
-                self._report(size, cpu, sql)
-                Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.CANCELLED)
+                Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.CANCELLED)
+                self._report(size, cpu[size], sql)
         finally:
             server.terminate()
             try:
@@ -215,43 +262,28 @@ class Command(ProjectCommand):
             return None
 
     # -- measuring ---------------------------------------------------------------------------
-    def _measure(self, base: str, gunicorn: int, postmaster: int | None, accounts, o, cpu) -> None:
-        def cpu_now() -> tuple[float, float]:
-            return tree_cpu_seconds(gunicorn), (tree_cpu_seconds(postmaster) if postmaster else 0.0)
-
-        def timed(kind: str, work):
-            before = cpu_now()
-            result = work()
-            after = cpu_now()
-            cpu[kind].append((after[0] - before[0], after[1] - before[1]))
-            return result
-
+    def _measure(self, base: str, meter: "_Meter", clients, templates: int, cycles: int, cpu: dict) -> None:
         probe = VirtualAnnotator(base, "-", "-")
-        for _ in range(o["template_requests"]):
-            page = timed("template page", lambda: probe.request("GET", "/admin/login/"))
+        for _ in range(templates):
+            page = meter.timed(cpu, "template page", lambda: probe.request("GET", "/admin/login/"))
             if page.status != 200:
                 raise CommandError(f"/admin/login/ answered {page.status}")
         probe.close()
-        clients = [VirtualAnnotator(base, name, PASSWORD, seed=i) for i, name in enumerate(accounts)]
-        for client in clients:
-            timed("login", client.login)
-        for cycle in range(o["cycles"]):
+        for cycle in range(cycles):
             client = clients[cycle % len(clients)]
-            answer = timed("next", lambda c=client: c.request("GET", "/annotation/next/"))
+            answer = meter.timed(cpu, "next", lambda c=client: c.request("GET", "/annotation/next/"))
             location = urlsplit(answer.headers.get("location", "")).path
             if answer.status != 302 or not _ASSIGNMENT.search(location):
                 raise CommandError(f"cycle {cycle}: /annotation/next/ answered {answer.status} {location}")
-            page = timed("HIT page", lambda c=client, p=location: c.request("GET", p))
+            page = meter.timed(cpu, "HIT page", lambda c=client, p=location: c.request("GET", p))
             token = _CSRF_INPUT.search(page.body)
             fields = list(dict.fromkeys(_QUESTION.findall(page.body)))
             if page.status != 200 or token is None or not fields:
                 raise CommandError(f"cycle {cycle}: {location} answered {page.status}")
             form = {name: "n" for name in fields} | {"csrfmiddlewaretoken": token.group(1)}
-            answer = timed("submit", lambda c=client, p=location, f=form: c.request("POST", p, f))
+            answer = meter.timed(cpu, "submit", lambda c=client, p=location, f=form: c.request("POST", p, f))
             if answer.status != 302:
                 raise CommandError(f"cycle {cycle}: submit answered {answer.status}")
-        for client in clients:
-            client.close()
 
     def _count_sql(self, username: str) -> dict[str, float]:
         """SQL statements per request of two HIT cycles, in this process (Django's test client, same database)."""
