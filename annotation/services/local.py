@@ -5,7 +5,9 @@ the admin; there is no sign-up). They ask for their next HIT and get, in this or
 the HIT they were already given and have not submitted, or a new one: the first HIT of
 the oldest published local batch that still needs answers and that they have not done.
 ``Assignment`` is unique on (hit, worker), so nobody is ever shown a HIT twice: a hand-out
-whose time ran out is marked abandoned (its place goes back to the queue), not deleted.
+whose time ran out holds no place any more (:func:`holds_place`; its place goes back to the
+queue at once) and is marked abandoned, not deleted, within a minute (:func:`_release_abandoned`)
+or when its annotator asks for the next HIT.
 
 Handing out is concurrency-safe. On PostgreSQL the candidate HIT row is locked
 (``SELECT ... FOR UPDATE SKIP LOCKED``) and its free places counted again under the lock,
