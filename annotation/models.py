@@ -230,6 +230,10 @@ class Hit(models.Model):
                 fields=["batch", "provider_id"], condition=Q(provider_id__isnull=False), name="unique_provider_hit"
             ),
         ]
+        indexes = [
+            # The hand-out (services.local.claim_hit) walks a batch's open HITs in order along it.
+            models.Index(fields=["batch", "status", "position"], name="hit_batch_status_position"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.batch.name} HIT {self.position}"
@@ -294,6 +298,12 @@ class Assignment(models.Model):
         ordering = ["hit", "submitted_at", "pk"]
         constraints = [
             models.UniqueConstraint(fields=["hit", "worker"], name="one_assignment_per_worker_and_hit"),
+        ]
+        indexes = [
+            # A worker's open hand-out and their count of answered HITs, whatever their history.
+            models.Index(fields=["worker", "status"], name="assignment_worker_status"),
+            # Timed-out hand-outs (services.local._release_abandoned).
+            models.Index(fields=["status", "accepted_at"], name="assignment_status_accepted"),
         ]
 
     def __str__(self) -> str:

@@ -115,12 +115,15 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 
 _SQLITE_DEFAULT = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
-# A connection broken by a database restart is noticed before use and replaced
-# (CONN_HEALTH_CHECKS), so the site and the workers recover without being restarted.
+# Connections are kept open between requests (DATABASE_CONN_MAX_AGE seconds, default 60;
+# 0: a new one per request, which costs a PostgreSQL backend's start-up each time: see
+# docs/benchmarks.md, "The annotator's path"). A connection broken by a database restart
+# is noticed before use and replaced (CONN_HEALTH_CHECKS), so the site and the workers
+# recover without being restarted.
 DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", _SQLITE_DEFAULT),
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
         conn_health_checks=True,
     )
 }
@@ -129,6 +132,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["ENGINE"] = "core.sqlite"
     # WAL lets the site read while a command writes; IMMEDIATE takes the write lock at
     # BEGIN so two writers queue on the busy timeout instead of failing mid-transaction.
+    # synchronous=NORMAL: in WAL mode a commit is not fsynced, only checkpoints are (a power
+    # loss may lose the last commits, never corrupt the file). Checkpoints: SQLite's
+    # automatic one, when the WAL reaches 1,000 pages (4 MB), run by the committing
+    # connection. Settings measured in docs/benchmarks.md, "The annotator's path".
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,

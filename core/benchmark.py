@@ -12,3 +12,110 @@ def peak_memory_mb() -> float:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# --- server CPU from /proc (Linux) ------------------------------------------------------------
+def _ticks() -> int:
+    import os
+
+    return os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """Fields of /proc/PID/stat after the command name (which may hold spaces): [0] is the state."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()
+
+
+def children(pid: int) -> list[int]:
+    """Live child processes of ``pid`` (its threads' ``children`` lists, else a scan of /proc)."""
+    import os
+
+    found: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as kids:
+                found += [int(k) for k in kids.read().split()]
+        return found
+    except OSError:
+        pass
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if int(_stat_fields(int(entry))[1]) == pid:
+                    found.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """CPU time used so far by a live process, all its threads (``schedstat``: nanoseconds; else ticks)."""
+    import os
+
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as stat:
+                total += int(stat.read().split()[0])
+        if total:
+            return total / 1e9
+    except (OSError, ValueError):
+        pass
+    try:
+        fields = _stat_fields(pid)
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _ticks()  # utime + stime
+
+
+def reaped_children_cpu_seconds(pid: int) -> float:
+    """CPU time of the children ``pid`` has already waited for (cutime + cstime)."""
+    try:
+        fields = _stat_fields(pid)
+    except OSError:
+        return 0.0
+    return (int(fields[13]) + int(fields[14])) / _ticks()
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of a server process and its children, live and gone (gunicorn's master, PostgreSQL's postmaster)."""
+    return (
+        process_cpu_seconds(pid)
+        + reaped_children_cpu_seconds(pid)
+        + sum(process_cpu_seconds(child) for child in children(pid))
+    )
+
+
+def sqlite_commit_seconds(path: str, *, journal: str, synchronous: str, checkpoint_pages: int, commits: int) -> float:
+    """Wall-clock seconds per small write transaction (one 200-byte row, as a submit writes) in a fresh file.
+
+    The SQLite settings the site chooses (config/settings.py) against the alternatives:
+    ``journal`` (``wal``, ``delete``), ``synchronous`` (``normal``, ``full``), WAL
+    auto-checkpoint size in pages.
+    """
+    import os
+    import sqlite3
+    import time
+
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute(f"PRAGMA journal_mode={journal}")
+        db.execute(f"PRAGMA synchronous={synchronous}")
+        db.execute(f"PRAGMA wal_autocheckpoint={checkpoint_pages}")
+        db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, hit INTEGER, body TEXT)")
+        db.execute("CREATE INDEX t_hit ON t (hit)")
+        started = time.perf_counter()
+        for i in range(commits):
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO t (hit, body) VALUES (?, ?)", (i % 997, "x" * 200))
+            db.execute("COMMIT")
+        return (time.perf_counter() - started) / commits
+    finally:
+        db.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0009_batch_team'),
+        ('annotation', '0010_hand_out_indexes'),
     ]
 
     operations = [

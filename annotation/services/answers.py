@@ -103,7 +103,7 @@ def gold_feedback(check: AnswerCheck, *, name_questions: bool = True) -> str:
     return text + ": " + "; ".join(details) + "."
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # its callers hold their own transaction or savepoint
 def record_answers(
     assignment: Assignment,
     answers: Mapping[str, str] | None,
@@ -111,9 +111,15 @@ def record_answers(
     *,
     status: str = Assignment.Status.SUBMITTED,
     submitted_at: dt.datetime | None = None,
+    hit_queries: Sequence[HitQuery] | None = None,
 ) -> AnswerCheck:
-    """Store the judgments of a not-yet-answered assignment and score its gold questions."""
-    hit_queries = list(assignment.hit.hit_queries.select_related("batch_query").order_by("position"))
+    """Store the judgments of a not-yet-answered assignment and score its gold questions.
+
+    ``hit_queries``: the HIT's queries in order, with their batch queries, when the caller
+    has read them already (else they are read here).
+    """
+    if hit_queries is None:
+        hit_queries = list(assignment.hit.hit_queries.select_related("batch_query").order_by("position"))
     check = check_answers(hit_queries, answers, assignment.hit.batch.gold_pass_fraction)
     Judgment.objects.bulk_create(
         [

@@ -5,7 +5,9 @@ the admin; there is no sign-up). They ask for their next HIT and get, in this or
 the HIT they were already given and have not submitted, or a new one: the first HIT of
 the oldest published local batch that still needs answers and that they have not done.
 ``Assignment`` is unique on (hit, worker), so nobody is ever shown a HIT twice: a hand-out
-whose time ran out is marked abandoned (its place goes back to the queue), not deleted.
+whose time ran out holds no place any more (:func:`holds_place`; its place goes back to the
+queue at once) and is marked abandoned, not deleted, within a minute (:func:`_release_abandoned`)
+or when its annotator asks for the next HIT.
 
 Handing out is concurrency-safe. On PostgreSQL the candidate HIT row is locked
 (``SELECT ... FOR UPDATE SKIP LOCKED``) and its free places counted again under the lock,
@@ -16,23 +18,24 @@ transactions serialise the two requests instead.
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.db.models import Count, F, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import ServiceError
 
-from ..models import FREES_PLACE, Assignment, Batch, Hit, Provider, Worker
+from ..models import FREES_PLACE, Assignment, Batch, Hit, HitQuery, Provider, Worker
 from ..pseudonyms import worker_for
 from .answers import AnswerCheck, record_answers
-from .statuses import settle_hit_statuses
+from .statuses import settle_hit_status
 from .team_access import open_to
 
 ANNOTATORS_GROUP = "annotators"
@@ -108,53 +111,85 @@ def local_worker(user) -> Worker:
 ON_SITE = (Provider.LOCAL, Provider.PROLIFIC)
 #: Assignments that no longer hold a place of their HIT.
 _FREED = FREES_PLACE
+#: Statuses that hold a place, except ``assigned``, which holds it only until its time runs out.
+_KEPT = tuple(s for s in Assignment.Status.values if s not in FREES_PLACE and s != Assignment.Status.ASSIGNED)
+#: ``_release_abandoned`` marks timed-out hand-outs abandoned at most this often per process (seconds).
+RELEASE_EVERY = 60.0
+_released_at: float | None = None
+_release_lock = threading.Lock()
 
 
-def _release_abandoned() -> None:
-    """Free places held longer than the batch's assignment duration, as MTurk does."""
+def _release_abandoned(*, force: bool = False) -> int:
+    """Mark hand-outs held longer than their batch's assignment duration abandoned, as MTurk does.
+
+    Book-keeping only: a timed-out hand-out already holds no place when HITs are handed out
+    or answers come late (:func:`holds_place`), whether or not it was marked yet. So this
+    runs at most once a ``RELEASE_EVERY`` per process (``force``: now), not on every request.
+    """
+    global _released_at
+    now_mono = time.monotonic()
+    with _release_lock:
+        if not force and _released_at is not None and now_mono - _released_at < RELEASE_EVERY:
+            return 0
+        _released_at = now_mono
     now = timezone.now()
-    for batch in Batch.objects.filter(provider__in=ON_SITE, status=Batch.Status.PUBLISHED):
-        Assignment.objects.filter(
+    released = 0
+    for batch in Batch.objects.filter(provider__in=ON_SITE, status=Batch.Status.PUBLISHED).only(
+        "pk", "assignment_duration"
+    ):
+        released += Assignment.objects.filter(
             hit__batch=batch, status=Assignment.Status.ASSIGNED, accepted_at__lt=now - batch.assignment_duration
         ).update(status=Assignment.Status.ABANDONED)
+    return released
 
 
-def _held(hit: Hit) -> int:
-    return Assignment.objects.filter(hit=hit).exclude(status__in=_FREED).count()
+def holds_place(deadline) -> Q:
+    """Assignments holding a place of their HIT: submitted or approved, or handed out after ``deadline``.
+
+    ``deadline`` is now minus the batch's assignment duration: a hand-out older than that
+    has timed out, and its place is free again even before it is marked abandoned.
+    """
+    handed_out = Q(status=Assignment.Status.ASSIGNED) & (Q(accepted_at__isnull=True) | Q(accepted_at__gte=deadline))
+    return Q(status__in=_KEPT) | handed_out
 
 
-def _taken(hit_ref) -> Subquery:
-    """Places of a HIT held by anyone: handed out, submitted or approved (rejected and abandoned ones are free again)."""
-    return Coalesce(
-        Subquery(
-            Assignment.objects.filter(hit=hit_ref)
-            .exclude(status__in=_FREED)
-            .order_by()
-            .values("hit")
-            .annotate(n=Count("pk"))
-            .values("n")
-        ),
-        0,
+def timed_out(assignment: Assignment, batch: Batch, now=None) -> bool:
+    """A hand-out whose time ran out (it holds no place any more, marked abandoned or not yet)."""
+    if assignment.status == Assignment.Status.ABANDONED:
+        return True
+    return (
+        assignment.status == Assignment.Status.ASSIGNED
+        and assignment.accepted_at is not None
+        and assignment.accepted_at < (now or timezone.now()) - batch.assignment_duration
     )
 
 
-def next_assignment(user, batch: Batch | None = None) -> Assignment | None:
+def _held(hit: Hit, deadline) -> int:
+    return Assignment.objects.filter(holds_place(deadline), hit=hit).count()
+
+
+def next_assignment(user, batch: Batch | None = None, *, worker: Worker | None = None) -> Assignment | None:
     """The annotator's unfinished assignment, else a newly claimed one; ``None`` when nothing is left.
 
     ``batch`` limits both to one batch (the simulation uses it; the site offers every batch).
+    ``worker``: the user's worker, when the caller has already checked that ``user`` is an
+    annotator and read it (the next-HIT page), so neither is read twice.
     """
-    if not is_annotator(user):
-        raise ServiceError("only annotators are given HITs")
-    worker = local_worker(user)
+    if worker is None:
+        if not is_annotator(user):
+            raise ServiceError("only annotators are given HITs")
+        worker = local_worker(user)
     if worker.blocked:
         return None
     _release_abandoned()
     in_batch = Q(hit__batch=batch) if batch is not None else Q()
+    now = timezone.now()
     with transaction.atomic():
         # One open assignment per annotator across tabs and devices: requests of one worker
         # queue on their row, so the second sees the assignment the first was given.
-        list(Worker.objects.select_for_update().filter(pk=worker.pk).values_list("pk"))
-        current = (
+        if not _writes_serialised():
+            list(Worker.objects.select_for_update().filter(pk=worker.pk).values_list("pk"))
+        handed_out = (
             Assignment.objects.filter(
                 in_batch,
                 worker=worker,
@@ -163,10 +198,14 @@ def next_assignment(user, batch: Batch | None = None) -> Assignment | None:
             )
             .select_related("hit__batch")
             .order_by("accepted_at")
-            .first()
         )
-        if current is not None:
-            return current
+        for current in handed_out:
+            if not timed_out(current, current.hit.batch, now):
+                return current
+            # Its time ran out: its place is free, and this annotator is given another HIT.
+            Assignment.objects.filter(pk=current.pk, status=Assignment.Status.ASSIGNED).update(
+                status=Assignment.Status.ABANDONED
+            )
         from .training import qualified_batches
 
         local_batches = Batch.objects.filter(provider=Provider.LOCAL, **({"pk": batch.pk} if batch else {}))
@@ -179,56 +218,111 @@ def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignmen
     The one hand-out of the site, for in-house annotators and Prolific participants alike.
     Callers hold the worker's row lock (``next_assignment``) or key the claim by a
     provider id (Prolific), so one worker never claims twice at once.
+
+    Its cost does not grow with the batch: batches are tried oldest first, and in each the
+    open HITs are walked in order along the index on (batch, status, position), stopping at
+    the first one with a free place that this worker has not done (complete HITs are not
+    on the walk at all), trying at most ``_CANDIDATES`` locked rows in all.
     """
-    candidates = (
-        Hit.objects.filter(batch__in=batches, batch__status=Batch.Status.PUBLISHED, status=Hit.Status.OPEN)
-        .filter(open_to(worker))  # a batch with a team: its members only
-        .exclude(assignments__worker=worker)
-        .annotate(taken=_taken(OuterRef("pk")))
-        .filter(taken__lt=F("max_assignments"))
-        .order_by("batch__created", "batch__pk", "position")
-    )
-    with transaction.atomic():
-        # One row locked at a time: a claim that locked its first 20 candidates at once held
-        # them all until it committed, and a concurrent claim skipping them could find every
-        # open HIT locked and answer "No more HITs" although HITs were left.
-        tried: list[int] = []
-        for _ in range(_CANDIDATES):
-            remaining = candidates.exclude(pk__in=tried)
-            hit = remaining.select_for_update(skip_locked=True, of=("self",)).first()
-            if hit is None:  # all left may be locked by other claims just now: wait for the first
-                hit = remaining.select_for_update(of=("self",)).first()
-                if hit is None:
-                    return None
-            # Count again under the lock: the count above may predate another claim's commit.
-            if _held(hit) >= hit.max_assignments:
-                tried.append(hit.pk)
-                continue
-            return Assignment.objects.create(
-                hit=hit,
-                worker=worker,
-                provider_assignment_id=provider_assignment_id,
-                accepted_at=timezone.now(),
-            )
+    now = timezone.now()
+    # A batch with a team gives its HITs to its members only (team_access).
+    published = batches.filter(status=Batch.Status.PUBLISHED).filter(open_to(worker)).order_by("created", "pk")
+    tried: list[int] = []
+    serialised = _writes_serialised()
+    # No savepoint of its own: a caller that recovers from an error here (Prolific's arrival)
+    # wraps the call in its own atomic block.
+    with transaction.atomic(savepoint=False):
+        for batch in published.only("pk", "assignment_duration"):
+            deadline = now - batch.assignment_duration
+            # One row locked at a time: a claim that locked its first 20 candidates at once held
+            # them all until it committed, and a concurrent claim skipping them could find every
+            # open HIT locked and answer "No more HITs" although HITs were left.
+            while len(tried) < _CANDIDATES:
+                hit = _first_open_hit(batch.pk, worker.pk, deadline, tried, wait=False)
+                if hit is None:  # all left may be locked by other claims just now: wait for the first
+                    hit = _first_open_hit(batch.pk, worker.pk, deadline, tried, wait=True)
+                    if hit is None:
+                        break  # nothing left in this batch
+                # Count again under the lock: the count above may predate another claim's commit.
+                if not serialised and _held(hit, deadline) >= hit.max_assignments:
+                    tried.append(hit.pk)
+                    continue
+                return Assignment.objects.create(
+                    hit=hit,
+                    worker=worker,
+                    provider_assignment_id=provider_assignment_id,
+                    accepted_at=timezone.now(),
+                )
     return None
 
 
-def answered_count(user) -> int:
-    """How many HITs the annotator has submitted (whatever their review), for their own page."""
+def _first_open_hit(batch_id: int, worker_id: int, deadline, tried: Sequence[int], *, wait: bool) -> Hit | None:
+    """The first open HIT of the batch, in position order, with a free place and not done by the worker, locked.
+
+    ``wait=False`` skips HITs other claims hold locked (``SKIP LOCKED``); ``wait=True`` waits
+    for them. Without row locks (SQLite) the transaction's write lock does their work. The
+    same query as ``Hit.objects.filter(batch=..., status=OPEN).filter(~Exists(mine))
+    .annotate(taken=...).filter(taken__lt=F("max_assignments")).order_by("position")``
+    with ``select_for_update(of=("self",))``, written out: it is the hottest query of the
+    site, and compiling it through the ORM cost more CPU than running it. The database walks
+    the (batch, status, position) index and stops at the first row that qualifies.
+    """
+    hit, assignment = (connection.ops.quote_name(m._meta.db_table) for m in (Hit, Assignment))
+    kept = ", ".join(["%s"] * len(_KEPT))
+    not_tried = f"AND h.id NOT IN ({', '.join(['%s'] * len(tried))})" if tried else ""
+    lock = ""
+    if connection.features.has_select_for_update:
+        lock = "FOR UPDATE OF h" + ("" if wait else " SKIP LOCKED")
+    sql = (
+        f"SELECT h.* FROM {hit} h WHERE h.batch_id = %s AND h.status = %s {not_tried} "
+        f"AND NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.hit_id = h.id AND a.worker_id = %s) "
+        f"AND (SELECT COUNT(*) FROM {assignment} a WHERE a.hit_id = h.id AND (a.status IN ({kept}) "
+        f"OR (a.status = %s AND (a.accepted_at IS NULL OR a.accepted_at >= %s)))) < h.max_assignments "
+        f"ORDER BY h.position LIMIT 1 {lock}"
+    )
+    params = [batch_id, Hit.Status.OPEN.value, *tried, worker_id, *_KEPT]
+    params += [Assignment.Status.ASSIGNED.value, connection.ops.adapt_datetimefield_value(deadline)]
+    found = list(Hit.objects.raw(sql, params))
+    return found[0] if found else None
+
+
+def answered_count(user, *, worker_id: int | None = None) -> int:
+    """How many HITs the annotator has submitted (whatever their review), for their own page.
+
+    ``worker_id``: their worker's id, when the caller has it (one table, the (worker, status) index).
+    """
     done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
-    return Assignment.objects.filter(worker__identity__user=user, status__in=done).count()
+    mine = Q(worker_id=worker_id) if worker_id is not None else Q(worker__identity__user=user)
+    return Assignment.objects.filter(mine, status__in=done).count()
 
 
-def submit_local_assignment(assignment: Assignment, answers: Mapping[str, str]) -> AnswerCheck:
+def _writes_serialised() -> bool:
+    """Whether every transaction here takes the database's write lock at BEGIN (SQLite, IMMEDIATE mode).
+
+    Then the transaction already runs alone: a row lock (which SQLite does not have) or a
+    count taken again "under the lock" adds a statement and nothing else.
+    """
+    return (
+        connection.vendor == "sqlite"
+        and str(connection.settings_dict.get("OPTIONS", {}).get("transaction_mode", "")).upper() == "IMMEDIATE"
+    )
+
+
+def submit_local_assignment(
+    assignment: Assignment, answers: Mapping[str, str], *, hit_queries: Sequence[HitQuery] | None = None
+) -> AnswerCheck:
     """Record an annotator's answers to a HIT they were given (once: a second submit is refused).
 
     Answers that arrive after the time ran out are still taken while the HIT has a free
-    place; otherwise the annotator is told that they were not recorded.
+    place; otherwise the annotator is told that they were not recorded. ``hit_queries``:
+    the HIT's queries with their batch queries, when the caller has read them already.
+    Only this HIT's status is settled (a submission changes no other HIT).
     """
+    now = timezone.now()
     with transaction.atomic():
         locked = Assignment.objects.select_for_update().select_related("hit__batch").get(pk=assignment.pk)
-        if locked.status == Assignment.Status.ABANDONED:
-            if _held(locked.hit) >= locked.hit.max_assignments:
+        if timed_out(locked, locked.hit.batch, now):
+            if _held(locked.hit, now - locked.hit.batch.assignment_duration) >= locked.hit.max_assignments:
                 raise ServiceError(
                     "the time for this HIT ran out and others have taken its places; your answers were not recorded"
                 )
@@ -238,6 +332,6 @@ def submit_local_assignment(assignment: Assignment, answers: Mapping[str, str]) 
         if locked.hit.batch.status != Batch.Status.PUBLISHED:
             raise ServiceError("this batch is no longer open")
         raw = json.dumps(dict(answers), sort_keys=True)
-        check = record_answers(locked, answers, raw)
-        settle_hit_statuses(locked.hit.batch)
+        check = record_answers(locked, answers, raw, hit_queries=hit_queries)
+        settle_hit_status(locked.hit)
         return check

@@ -205,7 +205,8 @@ def arrive(batch: Batch, session: ProlificSession) -> Assignment | None:
     try:
         from .training import qualified_batches
 
-        return claim_hit(worker, qualified_batches(Batch.objects.filter(pk=batch.pk), worker), session.session_id)
+        with transaction.atomic():  # the savepoint to recover from a concurrent arrival of the same session
+            return claim_hit(worker, qualified_batches(Batch.objects.filter(pk=batch.pk), worker), session.session_id)
     except IntegrityError:
         return Assignment.objects.filter(provider_assignment_id=session.session_id, hit__batch=batch).first()
 

@@ -24,6 +24,7 @@ Call ``publish_batch`` outside a transaction, so each saved id is committed at o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -34,7 +35,7 @@ from core.models import Job
 from core.progress import Progress
 
 from ..labels import VOCABULARY
-from ..models import Batch, Hit
+from ..models import Batch, Hit, HitQuery
 from ..providers import CrowdProvider, get_provider
 from .locking import one_per_batch
 
@@ -58,8 +59,15 @@ def hit_page_context(
     action: str,
     answers: dict[str, str] | None = None,
     errors: dict[str, str] | None = None,
+    hit_queries: Sequence[HitQuery] | None = None,
 ) -> dict[str, Any]:
-    """What ``annotation/hit.html`` needs, for either provider (``mode`` is ``local`` or ``mturk``)."""
+    """What ``annotation/hit.html`` needs, for either provider (``mode`` is ``local`` or ``mturk``).
+
+    ``hit_queries``: the HIT's queries in order, with their batch queries, when the caller
+    has read them already (else they are read here).
+    """
+    if hit_queries is None:
+        hit_queries = hit.hit_queries.select_related("batch_query").order_by("position")
     answers = answers or {}
     errors = errors or {}
     queries = [
@@ -70,7 +78,7 @@ def hit_page_context(
             "selected": answers.get(hq.field_name, ""),
             "error": errors.get(hq.field_name, ""),
         }
-        for hq in hit.hit_queries.select_related("batch_query").order_by("position")
+        for hq in hit_queries
     ]
     return {
         "mode": mode,

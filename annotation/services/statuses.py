@@ -30,6 +30,22 @@ def settle_hit_statuses(batch: Batch) -> int:
     return changed
 
 
+def settle_hit_status(hit: Hit) -> bool:
+    """:func:`settle_hit_statuses` for one HIT (the one a submission touched); returns whether it changed.
+
+    Reads only this HIT's assignments, so its cost does not grow with the batch.
+    """
+    if hit.status not in (Hit.Status.OPEN, Hit.Status.COMPLETE):
+        return False
+    answered = Assignment.objects.filter(hit=hit, status__in=ANSWERED).count()
+    status = Hit.Status.COMPLETE if answered >= hit.max_assignments else Hit.Status.OPEN
+    if status == hit.status:
+        return False
+    changed = Hit.objects.filter(pk=hit.pk, status__in=[Hit.Status.OPEN, Hit.Status.COMPLETE]).update(status=status)
+    hit.status = status
+    return bool(changed)
+
+
 def complete_if_done(batch: Batch) -> bool:
     """A published batch is completed once every HIT has all its assignments approved."""
     if batch.status != Batch.Status.PUBLISHED:

@@ -12,6 +12,6 @@ from ..models import Batch, Worker
 
 
 def open_to(worker: Worker) -> Q:
-    """A filter on HITs: their batch has no team, or ``worker``'s account is on it."""
-    members = Batch.team.through.objects.filter(batch=OuterRef("batch"))
+    """A filter on batches: the batch has no team, or ``worker``'s account is on it."""
+    members = Batch.team.through.objects.filter(batch=OuterRef("pk"))
     return ~Exists(members) | Exists(members.filter(user__annotation_identity__worker=worker))

@@ -28,10 +28,11 @@ def next_hit(request: HttpRequest) -> HttpResponse:
     """Send an annotator to the HIT they are on, or to a new one."""
     if not services.is_annotator(request.user):
         raise PermissionDenied("Only annotators are given HITs.")
-    due = training_due(Batch.objects.filter(provider=Provider.LOCAL), local_worker(request.user))
+    worker = local_worker(request.user)  # read once, handed down
+    due = training_due(Batch.objects.filter(provider=Provider.LOCAL), worker)
     if due is not None:
         return redirect("annotation:training", name=due.name)
-    assignment = services.next_assignment(request.user)
+    assignment = services.next_assignment(request.user, worker=worker)
     if assignment is None:
         return render(request, "annotation/no_more_hits.html", status=200)
     return redirect("annotation:assignment", pk=assignment.pk)
@@ -89,7 +90,7 @@ def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, cont
 def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
     """One HIT for its annotator: the shared HIT page, posting back here."""
     assignment = get_object_or_404(
-        Assignment.objects.select_related("hit__batch", "worker__identity"),
+        Assignment.objects.select_related("hit__batch"),
         pk=pk,
         worker__identity__user=request.user,
     )
@@ -103,7 +104,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                check = services.submit_local_assignment(assignment, form.cleaned_data)
+                check = services.submit_local_assignment(assignment, form.cleaned_data, hit_queries=hit_queries)
             except ServiceError as exc:
                 messages.error(request, str(exc))
             else:
@@ -113,7 +114,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                     assignment.refresh_from_db(fields=["feedback"])
                     messages.warning(request, f"This HIT will not count: {assignment.feedback}")
                     return redirect("annotation:batch-list")
-                count = services.answered_count(request.user)
+                count = services.answered_count(request.user, worker_id=assignment.worker_id)
                 messages.success(
                     request,
                     f"Thank you: your answers to HIT {hit.position} of {hit.batch.name} were recorded. "
@@ -126,9 +127,10 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
             action=action,
             answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
             errors=form.field_errors(),
+            hit_queries=hit_queries,
         )
-        context["answered_count"] = services.answered_count(request.user)
+        context["answered_count"] = services.answered_count(request.user, worker_id=assignment.worker_id)
         return render(request, "annotation/hit.html", context, status=400)
-    context = services.hit_page_context(hit, mode="local", action=action)
-    context["answered_count"] = services.answered_count(request.user)
+    context = services.hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
+    context["answered_count"] = services.answered_count(request.user, worker_id=assignment.worker_id)
     return render(request, "annotation/hit.html", context)

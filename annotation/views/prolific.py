@@ -110,7 +110,7 @@ def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                services.submit_local_assignment(assignment, form.cleaned_data)
+                services.submit_local_assignment(assignment, form.cleaned_data, hit_queries=hit_queries)
             except ServiceError as exc:
                 return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=409)
             return redirect(completion_url(hit.batch))
@@ -120,6 +120,8 @@ def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
             action=action,
             answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
             errors=form.field_errors(),
+            hit_queries=hit_queries,
         )
         return render(request, "annotation/hit.html", context, status=400)
-    return render(request, "annotation/hit.html", services.hit_page_context(hit, mode="prolific", action=action))
+    context = services.hit_page_context(hit, mode="prolific", action=action, hit_queries=hit_queries)
+    return render(request, "annotation/hit.html", context)

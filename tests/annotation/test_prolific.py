@@ -553,3 +553,24 @@ def test_the_study_stops_when_its_batch_completes_and_latecomers_see_a_friendly_
     late = _arrive(client_class(), batch, "PID9", late_session)
     assert late.status_code == 200
     assert b"return the study on prolific" in late.content.lower() and b'href="http://127.0.0.1' in late.content
+
+
+def test_participants_never_go_through_password_hashing(server, site_provider, batch, client_class, monkeypatch):
+    """Prolific participants have no account: arriving, answering and finishing hash no password
+    (Django's PBKDF2, deliberately slow, is for in-house annotators' logins only)."""
+    from django.contrib.auth import hashers
+
+    def no_hashing(*args, **kwargs):
+        raise AssertionError("a password was hashed on a Prolific participant's path")
+
+    _publish(batch, site_provider)
+    for name in ("make_password", "check_password"):
+        monkeypatch.setattr(hashers, name, no_hashing)
+    for hasher in hashers.get_hashers():
+        monkeypatch.setattr(type(hasher), "encode", no_hashing)
+        monkeypatch.setattr(type(hasher), "verify", no_hashing)
+    participant = Participant(server, batch.hit_type_id, "PID1", client_class)
+    assert participant.arrival.status_code == 302
+    done = participant.answer()
+    assert done.status_code == 302 and "cc=" in done["Location"]
+    assert participant.assignment.status == Assignment.Status.SUBMITTED
