@@ -22,12 +22,13 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from core.errors import ServiceError
@@ -294,6 +295,45 @@ def answered_count(user, *, worker_id: int | None = None) -> int:
     done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
     mine = Q(worker_id=worker_id) if worker_id is not None else Q(worker__identity__user=user)
     return Assignment.objects.filter(mine, status__in=done).count()
+
+
+#: Counted at most this far for "left for you": a bounded read whatever the batch's size.
+PROGRESS_COUNT_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class HitProgress:
+    """Where an annotator stands in a batch: this is their HIT ``number`` of ``total``, ``left`` after it."""
+
+    number: int
+    left: int
+    left_is_lower_bound: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.number + self.left
+
+
+def hit_progress(assignment: Assignment) -> HitProgress:
+    """The annotator's place in the assignment's batch, as a HIT page shows it ("HIT 3 of 20 · 17 left").
+
+    ``number`` counts the HITs of this batch they already submitted, plus this one; ``left``
+    the batch's other open HITs they have not done (each HIT is done once per person; a place
+    someone else holds may still free up), read up to ``PROGRESS_COUNT_LIMIT`` so the page
+    costs the same in a batch of any size.
+    """
+    done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+    before = Assignment.objects.filter(
+        worker_id=assignment.worker_id, status__in=done, hit__batch_id=assignment.hit.batch_id
+    ).count()
+    mine = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=assignment.worker_id)
+    others = (
+        Hit.objects.filter(batch_id=assignment.hit.batch_id, status=Hit.Status.OPEN)
+        .exclude(pk=assignment.hit_id)
+        .filter(~Exists(mine))
+    )
+    left = others[:PROGRESS_COUNT_LIMIT].count()
+    return HitProgress(number=before + 1, left=left, left_is_lower_bound=left >= PROGRESS_COUNT_LIMIT)
 
 
 def _writes_serialised() -> bool:

@@ -18,7 +18,7 @@ from core.errors import ServiceError
 from .. import services
 from ..forms import HitAnswerForm, TrainingAnswerForm
 from ..models import Assignment, Batch, Provider
-from ..services.local import local_worker
+from ..services.local import hit_progress, local_worker
 from ..services.publishing import CATEGORIES
 from ..services.training import qualification_of, submit_training, training_due
 
@@ -130,7 +130,9 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
             hit_queries=hit_queries,
         )
         context["answered_count"] = services.answered_count(request.user, worker_id=assignment.worker_id)
+        context["progress"] = hit_progress(assignment)
         return render(request, "annotation/hit.html", context, status=400)
     context = services.hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
     context["answered_count"] = services.answered_count(request.user, worker_id=assignment.worker_id)
+    context["progress"] = hit_progress(assignment)
     return render(request, "annotation/hit.html", context)
