@@ -52,6 +52,7 @@ PURE = {
     "metrics.rbo",
     "metrics.sensitivity",
     "metrics.significance",
+    "metrics.tables",
     "metrics.vocabulary",
     "pooling.analysis",
     "pooling.benchmark.naive",
