@@ -33,10 +33,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .defaults import TABLE_LAYOUTS
 from .significance import bonferroni, paired_t_test
 from .vocabulary import BY_NAME, variant_position
 
 ALPHA = 0.05
+#: How the papers name a run's mean of a per-query measure.
+MEAN_NAMES = {"RR": "MRR", "R": "Recall", "AP": "MAP"}
 KEYS = ["metric", "variant", "cutoff"]
 
 
@@ -82,6 +85,9 @@ LAYOUTS: dict[str, Layout] = {
 }
 
 
+assert tuple(LAYOUTS) == TABLE_LAYOUTS
+
+
 def parse_spec(text: str) -> Spec:
     """``NAME[:variant][@k]`` (``TExFAIR:rbdf@10``, ``NFaiRR``, ``MRR@10``) → :class:`Spec`; ValueError."""
     from .vocabulary import MEASURE_ALIASES
@@ -92,6 +98,14 @@ def parse_spec(text: str) -> Spec:
     if metric not in BY_NAME or (cutoff and not cutoff.strip().isdigit()):
         raise ValueError(f"bad metric {text.strip()!r}: give NAME[:variant][@k], NAME one of {', '.join(BY_NAME)}")
     return Spec(metric, variant.strip() or None, int(cutoff) if cutoff.strip() else None)
+
+
+def parse_pair(text: str) -> tuple[Spec, Spec]:
+    """``"TExFAIR@10,NFaiRR@10"`` → the two metrics to correlate; ValueError."""
+    parts = [part for part in text.split(",") if part.strip()]
+    if len(parts) != 2:
+        raise ValueError(f"give two metrics to correlate, e.g. TExFAIR,NFaiRR (got {text.strip()!r})")
+    return parse_spec(parts[0]), parse_spec(parts[1])
 
 
 def default_cutoff(cutoffs: Sequence[int]) -> int:
@@ -118,7 +132,7 @@ def _resolve(spec: Spec, available: Sequence[tuple[str, str, int]], cutoff: int)
 def label(key: tuple[str, str, int], spec: Spec | None = None) -> str:
     """``MRR@10``, ``TExFAIR@10`` (the paper's variant), ``RaB[bool]@5``, ``NFaiRR@10``."""
     metric, variant, cutoff = key
-    name = spec.label if spec and spec.label else metric
+    name = spec.label if spec and spec.label else MEAN_NAMES.get(metric, metric)
     metadata = BY_NAME.get(metric)
     shown_variant = metadata is not None and metadata.variants and variant != metadata.variants[0]
     return f"{name}[{variant}]@{cutoff}" if shown_variant or metric in ("RaB", "ARaB") else f"{name}@{cutoff}"
