@@ -54,3 +54,26 @@ def test_table_api(judged, client, django_user_model):
         response = client.get(f"/api/metrics/reports/tab/table/?{bad}")
         assert response.status_code == 400 and response.json()["detail"], bad
     assert Report.objects.get(name="tab").baseline is None
+
+
+@pytest.mark.django_db
+def test_page_long_results_filter_svg_plots_and_paper_table(judged, client, django_user_model):
+    build(baseline="a")
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    page = client.get("/metrics/tab/").content.decode()
+    assert page.count('class="group"') == 10  # RaB, ARaB (tf, bool), NFaiRR, TExFAIR (2), RR, nDCG, R
+    assert 'class="ci">[' in page and "metric.svg?metric=RaB&amp;variant=tf" in page
+    assert "tradeoff.svg?x=nDCG%3Ajudged%402&amp;y=NFaiRR%3Acollection%402" in page
+    only = client.get("/metrics/tab/?metric=nDCG").content.decode()
+    assert only.count('class="group"') == 1 and '<th scope="col" class="num">@1</th>' not in only
+    table = client.get("/metrics/tab/?layout=ecir2024&baseline=c").content.decode()
+    assert "Abolghasemi et al., ECIR 2024" in table and "r(TExFAIR@2, NFaiRR@2)" in table
+    assert "against c (paired t-test" in table
+    assert "the report has no cutoff 9" in client.get("/metrics/tab/?layout=sigir2020&cutoff=9").content.decode()
+    svg = client.get("/metrics/tab/metric.svg?metric=TExFAIR&variant=plain")
+    assert svg["Content-Type"] == "image/svg+xml" and b"currentColor" in svg.content
+    assert b"prefers-color-scheme: dark" in svg.content
+    tradeoff = client.get("/metrics/tab/tradeoff.svg?x=RR:judged@2&y=TExFAIR:rbdf@1")
+    assert tradeoff.status_code == 200 and b"<svg" in tradeoff.content
+    for bad in ("metric.svg?metric=RaB&variant=zz", "tradeoff.svg?x=RR:judged@2", "pie.svg"):
+        assert client.get(f"/metrics/tab/{bad}").status_code == 404, bad
