@@ -2,7 +2,8 @@
 
 Never ``pyplot``: its global state is not safe in a server process serving several
 requests at once. Each function builds its own :class:`~matplotlib.figure.Figure` and
-returns PNG bytes.
+returns PNG bytes, or SVG bytes for the report page's per-metric and fairness–effectiveness plots
+(:func:`metric_figure`, :func:`tradeoff_figure`), which scale and follow dark mode.
 """
 
 from __future__ import annotations
