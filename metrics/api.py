@@ -14,7 +14,7 @@ from core.serializers import JobSerializer
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from .counterfactual import HER_CHOICES
-from .defaults import CRBO_DEPTH, CRBO_P, VARIANT_VERSIONS
+from .defaults import CRBO_DEPTH, CRBO_P, TABLE_LAYOUTS, VARIANT_VERSIONS
 from .forms import CounterfactualForm, CrboForm, PreferenceForm, ReportForm
 from .models import Report, Result
 from .serializers import LabelSensitivitySerializer, PerQuerySerializer, ReportListSerializer, ReportSerializer
@@ -96,6 +96,46 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         ]
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(PerQuerySerializer(page, many=True).data)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "layout", str, enum=list(TABLE_LAYOUTS), description="The paper's table (default ecir2024)."
+            ),
+            OpenApiParameter(
+                "cutoff", int, description="The table's cutoff (default 10 when computed, else the largest)."
+            ),
+            OpenApiParameter("baseline", str, description="Run the others are tested against (default: the report's)."),
+            OpenApiParameter(
+                "correlate", str, description="Two metrics to correlate per run, e.g. TExFAIR:plain,NFaiRR."
+            ),
+        ],
+        responses=dict,
+    )
+    @action(detail=True, url_path="table")
+    def table(self, request, name=None, format=None):
+        """A paper's table (``metrics.tables``): ``columns``; per run its ``cells`` (value, queries,
+        CI, raw and Bonferroni-corrected p against the baseline, ``*`` mark) and ``correlations``
+        (Pearson r and Kendall tau with p-values, ``†`` mark); ``missing`` names columns the report
+        lacks. A bad choice: 400 with ``detail``."""
+        from .selectors import report_table
+
+        params = request.query_params
+        try:
+            cutoff = int(params["cutoff"]) if params.get("cutoff", "").strip() else None
+        except ValueError:
+            return Response({"detail": "cutoff must be an integer"}, status=400)
+        try:
+            table = report_table(
+                self.get_object(),
+                params.get("layout", TABLE_LAYOUTS[0]),
+                cutoff=cutoff,
+                baseline=params.get("baseline") or None,
+                correlate=params.get("correlate") or None,
+            )
+        except ServiceError as exc:
+            return Response({"detail": str(exc)}, status=400)
+        return Response(table)
 
 
 class LabelSensitivityView(APIView):

@@ -31,3 +31,5 @@ CRBO_P = 0.9
 CRBO_DEPTH = 10
 #: Paired-variant preference: the version suffixes of a document's docids (male, female, neutral).
 VARIANT_VERSIONS = ("m", "f", "n")
+#: The papers' tables a report can be laid out as (:mod:`metrics.tables`), the first the default.
+TABLE_LAYOUTS: tuple[str, ...] = ("ecir2024", "sigir2020")

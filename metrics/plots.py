@@ -2,12 +2,14 @@
 
 Never ``pyplot``: its global state is not safe in a server process serving several
 requests at once. Each function builds its own :class:`~matplotlib.figure.Figure` and
-returns PNG bytes.
+returns PNG bytes, or SVG bytes for the report page's per-metric and fairness–effectiveness plots
+(:func:`metric_figure`, :func:`tradeoff_figure`), which scale and follow dark mode.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -153,3 +155,111 @@ def preference_figure(fractions: dict[str, float | None]) -> bytes:
     axes.set_xlabel("version scored highest")
     axes.set_ylabel("share of decided cases")
     return _png(figure)
+
+
+# --- SVG figures of the report page: one per metric, and fairness against effectiveness -----------
+
+#: Sentinel colour of text, axes and ticks, replaced by ``currentColor`` in the SVG, whose own style
+#: sets ``color`` by ``prefers-color-scheme`` (the site's foreground colours), so a figure follows
+#: dark mode even as an ``<img>``.
+INK = "#010203"
+SVG_STYLE = "<style>svg{color:#1d232a}@media (prefers-color-scheme: dark){svg{color:#e3e7ec}}</style>"
+#: Run colours of medium lightness, readable on the light and the dark background.
+PALETTE = ("#2f7fd1", "#e07b00", "#2a9d5c", "#c8447a", "#8c6bd6", "#9a8a1a", "#17a2b8", "#b55d3c")
+
+
+def _svg(figure: Figure) -> bytes:
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+
+    FigureCanvasSVG(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="svg", transparent=True, metadata={"Date": None})
+    text = buffer.getvalue().decode("utf-8").replace(INK, "currentColor")
+    start = text.index("<svg")
+    end = text.index(">", start) + 1
+    return (text[:end] + SVG_STYLE + text[end:]).encode("utf-8")
+
+
+def _ink(axes) -> None:
+    """Text, spines and ticks in the page's foreground colour (see :data:`INK`)."""
+    axes.tick_params(colors=INK, labelsize=9)
+    for spine in axes.spines.values():
+        spine.set_edgecolor(INK)
+    axes.title.set_color(INK)
+    axes.xaxis.label.set_color(INK)
+    axes.yaxis.label.set_color(INK)
+    axes.grid(True, color=INK, alpha=0.15, linewidth=0.6)
+
+
+def _legend(figure: Figure, axes, runs: int) -> None:
+    if runs:
+        legend = figure.legend(
+            *axes.get_legend_handles_labels(), loc="outside lower center", ncols=min(runs, 3), frameon=False
+        )
+        for text in legend.get_texts():
+            text.set_color(INK)
+
+
+def metric_figure(summary: pd.DataFrame, metric: str, variant: str) -> bytes:
+    """One metric (and variant) of every run against the cutoff, the bootstrap 95% CI as error bars:
+    an SVG about 4 inches wide that scales (legible at 390 px) and follows dark mode."""
+    data = summary[(summary["metric"] == metric) & (summary["variant"] == variant)]
+    runs = list(dict.fromkeys(data["run"]))
+    cutoffs = sorted(data["cutoff"].unique())
+    figure = Figure(figsize=(3.7, 3.0), layout="constrained")
+    axes = figure.add_subplot()
+    # Runs side by side around each cutoff, so that their error bars do not hide one another.
+    spread = 0.12 * min(b - a for a, b in itertools.pairwise(cutoffs)) if len(cutoffs) > 1 else 0.5
+    for i, run in enumerate(runs):
+        line = data[data["run"] == run].sort_values("cutoff")
+        x = line["cutoff"].astype(float) + spread * (i - (len(runs) - 1) / 2) / max(1, len(runs))
+        values = line["value"].astype(float).to_numpy()
+        low = (values - line["ci_low"].astype(float).to_numpy()).clip(min=0)
+        high = (line["ci_high"].astype(float).to_numpy() - values).clip(min=0)
+        axes.errorbar(
+            x, values, yerr=[low, high], marker="o", markersize=4, capsize=3, linewidth=1.4,
+            color=PALETTE[i % len(PALETTE)], label=run,
+        )  # fmt: skip
+    if is_rab_like(metric):
+        axes.axhline(0.0, color=INK, linewidth=0.8, alpha=0.6)
+    axes.set_title(f"{metric} [{variant}]", fontsize=11)
+    axes.set_xlabel("cutoff", fontsize=9)
+    axes.set_ylabel(note(metric), fontsize=9)
+    axes.set_xticks(cutoffs)
+    if len(cutoffs) == 1:
+        axes.set_xlim(cutoffs[0] - 0.5, cutoffs[0] + 0.5)
+    _ink(axes)
+    _legend(figure, axes, len(runs))
+    return _svg(figure)
+
+
+def tradeoff_figure(summary: pd.DataFrame, x: tuple[str, str, int], y: tuple[str, str, int]) -> bytes:
+    """Fairness against effectiveness: each run a point at (``x``, ``y``) — each a (metric, variant,
+    cutoff) of the report — with the bootstrap 95% CIs as error bars both ways, named by its run."""
+    keyed = summary.set_index(["run", "metric", "variant", "cutoff"])
+    runs = list(dict.fromkeys(summary["run"]))
+    figure = Figure(figsize=(3.9, 3.4), layout="constrained")
+    axes = figure.add_subplot()
+    for i, run in enumerate(runs):
+        try:
+            a, b = keyed.loc[(run, *x)], keyed.loc[(run, *y)]
+        except KeyError:
+            continue
+        if pd.isna(a["value"]) or pd.isna(b["value"]):
+            continue
+        xerr = [[max(0.0, a["value"] - a["ci_low"])], [max(0.0, a["ci_high"] - a["value"])]]
+        yerr = [[max(0.0, b["value"] - b["ci_low"])], [max(0.0, b["ci_high"] - b["value"])]]
+        color = PALETTE[i % len(PALETTE)]
+        axes.errorbar(
+            [a["value"]], [b["value"]], xerr=xerr, yerr=yerr, fmt="o", markersize=5, capsize=3, color=color, label=run
+        )
+        axes.annotate(run, (a["value"], b["value"]), xytext=(5, 5), textcoords="offset points", fontsize=8, color=INK)
+    if is_rab_like(y[0]):
+        axes.axhline(0.0, color=INK, linewidth=0.8, alpha=0.6)
+    axes.margins(0.12)
+    axes.set_title(f"{y[0]}@{y[2]} against {x[0]}@{x[2]}", fontsize=11)
+    axes.set_xlabel(f"{x[0]}@{x[2]} [{x[1]}] ({note(x[0])})", fontsize=9)
+    axes.set_ylabel(f"{y[0]}@{y[2]} [{y[1]}] ({note(y[0])})", fontsize=9)
+    _ink(axes)
+    _legend(figure, axes, len(runs))
+    return _svg(figure)

@@ -55,3 +55,31 @@ def default_report_name(query_set: QuerySet, run_names: Sequence[str]) -> str:
 def recent_reports(limit: int = 5):
     """The newest reports (query set and runs at hand), for the researchers' home page."""
     return Report.objects.select_related("query_set").prefetch_related("runs").order_by("-created", "-pk")[:limit]
+
+
+def report_table(
+    report: Report,
+    layout: str,
+    *,
+    cutoff: int | None = None,
+    baseline: str | None = None,
+    correlate: str | None = None,
+) -> dict:
+    """The ``layout`` table of a report (:func:`metrics.tables.build_table`), its CIs from the stored
+    results; ``baseline`` defaults to the report's. ServiceError for a bad choice or a missing file."""
+    from . import tables
+
+    if baseline is None and report.baseline_id:
+        baseline = report.baseline.name
+    try:
+        pairs = [tables.parse_pair(correlate)] if correlate else None
+        return tables.build_table(
+            report_per_query(report),
+            layout,
+            cutoff=cutoff,
+            baseline=baseline or None,
+            summary=report_summary(report),
+            correlations=pairs,
+        )
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from None

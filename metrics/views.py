@@ -24,20 +24,122 @@ def report_list(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def report_detail(request: HttpRequest, name: str) -> HttpResponse:
+    """The report for people: results in long form (``?metric=`` filters), a plot per metric, the
+    fairness–effectiveness plot (``?x=&y=``) with measures, and a paper's table (``?layout=``)."""
+    from urllib.parse import urlencode
+
     from . import formatting
 
     report = get_object_or_404(
-        Report.objects.select_related("query_set", "wordlist", "representative_wordlist"), name=name
+        Report.objects.select_related("query_set", "wordlist", "representative_wordlist", "baseline"), name=name
     )
     summary = selectors.report_summary(report)
-    columns = formatting.columns_of(summary)
-    lookup = {(r.run, r.metric, r.variant, r.cutoff): r for r in summary.itertuples(index=False)}
-    rows = [
-        {"run": run, "cells": [lookup.get((run, *column)) for column in columns]}
-        for run in dict.fromkeys(summary["run"])
-    ]
-    context = {"report": report, "columns": columns, "rows": rows, "cutoffs": report.cutoffs}
+    metrics = list(dict.fromkeys(summary["metric"]))
+    metric = request.GET.get("metric", "")
+    shown = summary[summary["metric"] == metric] if metric in metrics else summary
+    lookup = {(r.run, r.metric, r.variant, r.cutoff): _cell(r) for r in shown.itertuples(index=False)}
+    cutoffs = sorted({int(c) for c in shown["cutoff"]})
+    runs = list(dict.fromkeys(summary["run"]))
+    groups = []
+    for group_metric, variant in dict.fromkeys((m, v) for m, v, _ in formatting.columns_of(shown)):
+        rows = []
+        for run in runs:
+            cells = [lookup.get((run, group_metric, variant, c)) for c in cutoffs]
+            if any(cells):
+                rows.append({"run": run, "cells": cells, "queries": next(c["queries"] for c in cells if c)})
+        plot = urlencode({"metric": group_metric, "variant": variant})
+        groups.append({"metric": group_metric, "variant": variant, "rows": rows, "plot": plot})
+    context = {
+        "report": report,
+        "groups": groups,
+        "cutoffs": cutoffs,
+        "report_cutoffs": report.cutoffs,
+        "metrics": metrics,
+        "metric": metric if metric in metrics else "",
+        "runs": runs,
+    }
+    context |= _tradeoff_context(request, summary)
+    context |= _table_context(request, report, runs)
+    state = {key: request.GET.get(key, "") for key in ("metric", "x", "y", "layout", "cutoff", "baseline")}
+    context["keep"] = {
+        form: {key: value for key, value in state.items() if value and key not in fields}
+        for form, fields in (
+            ("filter", {"metric"}),
+            ("tradeoff", {"x", "y"}),
+            ("table", {"layout", "cutoff", "baseline"}),
+        )
+    }
     return render(request, "metrics/report_detail.html", context)
+
+
+def _cell(row) -> dict:
+    """A result as the page shows it: undefined figures (NaN) as None."""
+    import math
+
+    def number(value):
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+    return {
+        "value": number(row.value),
+        "queries": row.queries,
+        "ci_low": number(row.ci_low),
+        "ci_high": number(row.ci_high),
+        "p_value": number(row.p_value),
+    }
+
+
+def _key_name(key: tuple[str, str, int]) -> str:
+    return f"{key[0]}:{key[1]}@{key[2]}"
+
+
+def _tradeoff_context(request: HttpRequest, summary) -> dict:
+    """The fairness–effectiveness plot's choices: x among the effectiveness measures, y among the
+    fairness metrics (default nDCG, or the first measure, against NFaiRR at the same cutoff)."""
+    from urllib.parse import urlencode
+
+    from .vocabulary import BY_NAME
+
+    keys = list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
+    effect = [k for k in keys if k[0] in BY_NAME and BY_NAME[k[0]].effectiveness]
+    fair = [k for k in keys if k[0] in BY_NAME and not BY_NAME[k[0]].effectiveness]
+    if not effect or not fair:
+        return {}
+    x = next((k for k in effect if _key_name(k) == request.GET.get("x")), None)
+    x = x or next((k for k in effect if k[0] == "nDCG"), effect[0])
+    y = next((k for k in fair if _key_name(k) == request.GET.get("y")), None)
+    y = y or next((k for k in fair if k[0] == "NFaiRR" and k[2] == x[2]), None) or fair[0]
+    return {
+        "tradeoff": {
+            "x": _key_name(x),
+            "y": _key_name(y),
+            "x_choices": [_key_name(k) for k in effect],
+            "y_choices": [_key_name(k) for k in fair],
+            "query": urlencode({"x": _key_name(x), "y": _key_name(y)}),
+            "title": f"{y[0]}@{y[2]} against {x[0]}@{x[2]}",
+        }
+    }
+
+
+def _table_context(request: HttpRequest, report: Report, runs: list[str]) -> dict:
+    """A paper's table when ``?layout=`` asks for one (``&cutoff=&baseline=``)."""
+    from .defaults import TABLE_LAYOUTS
+
+    context = {"layouts": TABLE_LAYOUTS, "layout": "", "table": None, "table_error": ""}
+    layout = request.GET.get("layout", "")
+    if layout not in TABLE_LAYOUTS:
+        return context
+    context["layout"] = layout
+    try:
+        cutoff = int(request.GET["cutoff"]) if request.GET.get("cutoff", "").strip() else None
+        baseline = request.GET.get("baseline")
+        if baseline is not None and baseline not in runs:
+            baseline = ""
+        context["table"] = selectors.report_table(report, layout, cutoff=cutoff, baseline=baseline)
+    except ValueError:
+        context["table_error"] = "the cutoff must be an integer"
+    except ServiceError as exc:
+        context["table_error"] = str(exc)
+    return context
 
 
 @researcher_required
@@ -89,6 +191,31 @@ def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="{report.name}-{kind}.png"'
     return response
+
+
+@researcher_required
+def report_svg(request: HttpRequest, name: str, kind: str) -> HttpResponse:
+    """``metric``: one metric (``?metric=&variant=``) against the cutoff; ``tradeoff``: fairness
+    (``?y=``) against effectiveness (``?x=``), keys as ``metric:variant@cutoff``. SVG that follows
+    dark mode."""
+    from . import plots
+
+    report = get_object_or_404(Report, name=name)
+    summary = selectors.report_summary(report)
+    keys = {_key_name(k): k for k in zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)}
+    if kind == "metric":
+        metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "")
+        if not ((summary["metric"] == metric) & (summary["variant"] == variant)).any():
+            raise Http404(f"the report has no metric {metric} [{variant}]")
+        svg = plots.metric_figure(summary, metric, variant)
+    elif kind == "tradeoff":
+        x, y = keys.get(request.GET.get("x", "")), keys.get(request.GET.get("y", ""))
+        if x is None or y is None:
+            raise Http404("give x and y, each a metric:variant@cutoff of the report")
+        svg = plots.tradeoff_figure(summary, x, y)
+    else:
+        raise Http404("SVG plots: metric, tradeoff")
+    return HttpResponse(svg, content_type="image/svg+xml")
 
 
 @researcher_required

@@ -57,6 +57,7 @@ PURE = {
     "metrics.rbo",
     "metrics.sensitivity",
     "metrics.significance",
+    "metrics.tables",
     "metrics.vocabulary",
     "pooling.analysis",
     "pooling.benchmark.naive",

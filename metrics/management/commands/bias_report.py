@@ -3,7 +3,7 @@ from django.core.management.base import CommandError
 from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import atomic_path, atomic_write, check_writable
 from metrics import formatting, plots, selectors, services
-from metrics.defaults import COLLECTION_BACKGROUND, DEFAULT_NORMALISER, NORMALISERS
+from metrics.defaults import COLLECTION_BACKGROUND, DEFAULT_NORMALISER, NORMALISERS, TABLE_LAYOUTS
 from pooling.models import Qrels, QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
@@ -73,6 +73,18 @@ class Command(ProjectCommand):
             help="write per-query values as CSV: run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value",
         )
         parser.add_argument("--plot", help="write a PNG of every metric against the cutoff")
+        parser.add_argument(
+            "--table",
+            choices=TABLE_LAYOUTS,
+            help="also print a paper's table: ecir2024 (MRR, nDCG, NFaiRR, TExFAIR, r and tau between TExFAIR "
+            "and NFaiRR per run) or sigir2020 (MRR, Recall, RaB/ARaB tf and bool per cutoff)",
+        )
+        parser.add_argument(
+            "--table-cutoff", type=int, help="the table's cutoff (default 10 when computed, else the largest)"
+        )
+        parser.add_argument(
+            "--correlate", help="with --table: the two metrics to correlate per run, e.g. TExFAIR:plain,NFaiRR@20"
+        )
 
     def handle(self, **o):
         query_set = get_named(QuerySet, o["queries"], "query set")
@@ -123,6 +135,12 @@ class Command(ProjectCommand):
             self.stdout.write(f"\n{formatting.unjudged_note(report.qrels.name, report.unjudged)}")
         if report.baseline_id:
             self.stdout.write(f"\n* p < 0.05 against {report.baseline.name} (paired t-test, Bonferroni-corrected)")
+        if o["table"]:
+            from metrics import tables
+
+            with command_errors():
+                table = selectors.report_table(report, o["table"], cutoff=o["table_cutoff"], correlate=o["correlate"])
+            self.stdout.write("\n" + tables.table_text(table))
         self.stdout.write(self.style.SUCCESS(f"\nReport {report.name!r} stored; see /metrics/{report.name}/"))
         with command_errors():
             if o["out"]:

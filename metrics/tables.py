@@ -1,0 +1,323 @@
+"""The papers' tables: effectiveness and bias side by side at one cutoff, with significance marks
+against a chosen baseline run and, per run, per-query correlations between two metrics.
+
+Pure (numpy, pandas, scipy; no Django): computed from a report's per-query frame
+(``run, qid, metric, variant, cutoff, value``), so a notebook lays out the same table.
+
+Layouts (:data:`LAYOUTS`):
+
+- ``ecir2024`` (Abolghasemi et al., ECIR 2024): MRR, nDCG, NFaiRR, TExFAIR at the cutoff, and per
+  run Pearson's r and Kendall's τ between TExFAIR and NFaiRR over the queries.
+- ``sigir2020`` (Rekabsaz & Schedl, SIGIR 2020, Table 3): MRR, Recall, then RaB and ARaB with
+  ``tf`` and ``bool`` magnitudes at every cutoff of the report.
+
+An effectiveness measure is taken at the table's cutoff when the report has it there, otherwise at
+the report's first cutoff of that measure (the column names the cutoff used). A column the report
+lacks (no qrels, say) is left out and named in ``missing``.
+
+**Marks.** ``*``: the run differs from the baseline, paired t-test over the queries both contain
+(:func:`metrics.significance.paired_t_test`), p Bonferroni-corrected across the table (× the number
+of tests the table makes: every run but the baseline, every column), p < ``alpha``. ``†`` on a
+correlation: p < ``alpha`` after Bonferroni across the table's correlation tests (runs × pairs ×
+{r, τ}). Both raw and corrected p-values are given.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .defaults import TABLE_LAYOUTS
+from .significance import bonferroni, paired_t_test
+from .vocabulary import BY_NAME, variant_position
+
+ALPHA = 0.05
+#: How the papers name a run's mean of a per-query measure.
+MEAN_NAMES = {"RR": "MRR", "R": "Recall", "AP": "MAP"}
+KEYS = ["metric", "variant", "cutoff"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A column wanted by a layout: ``variant`` None takes the report's (first) variant;
+    ``cutoff`` None takes the table's cutoff (an effectiveness measure: see the module doc)."""
+
+    metric: str
+    variant: str | None = None
+    cutoff: int | None = None
+    label: str | None = None  #: shown instead of the metric's name (``MRR`` for RR)
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    title: str
+    #: Columns as a function of the table's cutoff and the report's cutoffs.
+    columns: object
+    correlations: tuple[tuple[Spec, Spec], ...] = ()
+
+
+def _ecir2024(cutoff: int, cutoffs: Sequence[int]) -> list[Spec]:
+    return [Spec("RR", label="MRR"), Spec("nDCG"), Spec("NFaiRR", cutoff=cutoff), Spec("TExFAIR", "rbdf", cutoff)]
+
+
+def _sigir2020(cutoff: int, cutoffs: Sequence[int]) -> list[Spec]:
+    bias = [Spec(metric, variant, c) for variant in ("tf", "bool") for metric in ("RaB", "ARaB") for c in cutoffs]
+    return [Spec("RR", label="MRR"), Spec("R", label="Recall"), *bias]
+
+
+LAYOUTS: dict[str, Layout] = {
+    "ecir2024": Layout(
+        "ecir2024",
+        "Effectiveness and fairness (Abolghasemi et al., ECIR 2024)",
+        _ecir2024,
+        ((Spec("TExFAIR", "rbdf"), Spec("NFaiRR")),),
+    ),
+    "sigir2020": Layout(
+        "sigir2020", "Effectiveness and rank bias (Rekabsaz & Schedl, SIGIR 2020, Table 3)", _sigir2020
+    ),
+}
+
+
+assert tuple(LAYOUTS) == TABLE_LAYOUTS
+
+
+def parse_spec(text: str) -> Spec:
+    """``NAME[:variant][@k]`` (``TExFAIR:rbdf@10``, ``NFaiRR``, ``MRR@10``) → :class:`Spec`; ValueError."""
+    from .vocabulary import MEASURE_ALIASES
+
+    body, _, cutoff = text.strip().partition("@")
+    metric, _, variant = body.partition(":")
+    metric = MEASURE_ALIASES.get(metric.strip(), metric.strip())
+    if metric not in BY_NAME or (cutoff and not cutoff.strip().isdigit()):
+        raise ValueError(f"bad metric {text.strip()!r}: give NAME[:variant][@k], NAME one of {', '.join(BY_NAME)}")
+    return Spec(metric, variant.strip() or None, int(cutoff) if cutoff.strip() else None)
+
+
+def parse_pair(text: str) -> tuple[Spec, Spec]:
+    """``"TExFAIR@10,NFaiRR@10"`` → the two metrics to correlate; ValueError."""
+    parts = [part for part in text.split(",") if part.strip()]
+    if len(parts) != 2:
+        raise ValueError(f"give two metrics to correlate, e.g. TExFAIR,NFaiRR (got {text.strip()!r})")
+    return parse_spec(parts[0]), parse_spec(parts[1])
+
+
+def default_cutoff(cutoffs: Sequence[int]) -> int:
+    """10, the papers' cutoff, when the report has it; else its largest."""
+    return 10 if 10 in cutoffs else max(cutoffs)
+
+
+def _resolve(spec: Spec, available: Sequence[tuple[str, str, int]], cutoff: int) -> tuple[str, str, int] | None:
+    """The report's (metric, variant, cutoff) for ``spec``, or None."""
+    keys = [k for k in available if k[0] == spec.metric and (spec.variant is None or k[1] == spec.variant)]
+    if not keys:
+        return None
+    variants = sorted(dict.fromkeys(k[1] for k in keys), key=variant_position)
+    keys = [k for k in keys if k[1] == variants[0]]
+    wanted = spec.cutoff if spec.cutoff is not None else cutoff
+    exact = [k for k in keys if k[2] == wanted]
+    if exact:
+        return exact[0]
+    if spec.cutoff is None and BY_NAME[spec.metric].effectiveness:
+        return sorted(keys, key=lambda k: k[2])[0]
+    return None
+
+
+def label(key: tuple[str, str, int], spec: Spec | None = None) -> str:
+    """``MRR@10``, ``TExFAIR@10`` (the paper's variant), ``RaB[bool]@5``, ``NFaiRR@10``."""
+    metric, variant, cutoff = key
+    name = spec.label if spec and spec.label else MEAN_NAMES.get(metric, metric)
+    metadata = BY_NAME.get(metric)
+    shown_variant = metadata is not None and metadata.variants and variant != metadata.variants[0]
+    return f"{name}[{variant}]@{cutoff}" if shown_variant or metric in ("RaB", "ARaB") else f"{name}@{cutoff}"
+
+
+def _finite(value) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def correlation(a: pd.Series, b: pd.Series) -> dict:
+    """Pearson's r and Kendall's τ (τ-b, ``scipy.stats``) with their two-sided p-values over the
+    index (queries) both series have a value for; None where undefined (fewer than 3 common
+    queries, or a constant series)."""
+    joined = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").dropna()
+    n = len(joined)
+    result = {"n": n, "pearson_r": None, "pearson_p": None, "kendall_tau": None, "kendall_p": None}
+    if n < 3 or joined["a"].nunique() < 2 or joined["b"].nunique() < 2:
+        return result
+    x, y = joined["a"].to_numpy(dtype=np.float64), joined["b"].to_numpy(dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pearson = stats.pearsonr(x, y)
+        kendall = stats.kendalltau(x, y)
+    result.update(
+        pearson_r=_finite(pearson.statistic),
+        pearson_p=_finite(pearson.pvalue),
+        kendall_tau=_finite(kendall.statistic),
+        kendall_p=_finite(kendall.pvalue),
+    )
+    return result
+
+
+def build_table(
+    per_query: pd.DataFrame,
+    layout: str,
+    *,
+    cutoff: int | None = None,
+    baseline: str | None = None,
+    summary: pd.DataFrame | None = None,
+    correlations: Sequence[tuple[Spec, Spec]] | None = None,
+    alpha: float = ALPHA,
+) -> dict:
+    """The ``layout`` table of a report's per-query frame, as plain (JSON-ready) data.
+
+    ``columns``: ``key`` (``RR@10``…), ``label``, ``metric``, ``variant``, ``cutoff``; ``rows``: per
+    run (in the frame's order) its ``cells`` (``value`` = mean over the run's queries, ``queries``,
+    ``ci_low``/``ci_high`` from ``summary`` when given, ``p_value`` raw, ``p_corrected``, ``mark``)
+    and its ``correlations``. ``correlations`` replaces the layout's pairs. ValueError for an
+    unknown layout, a cutoff the report lacks or a baseline not among the runs.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
+    chosen = LAYOUTS[layout]
+    frame = per_query.astype({"cutoff": "int64"})
+    available = list(dict.fromkeys(zip(frame["metric"], frame["variant"], frame["cutoff"], strict=True)))
+    bias_cutoffs = sorted({k[2] for k in available if k[0] in BY_NAME and not BY_NAME[k[0]].effectiveness})
+    if cutoff is None:
+        cutoff = default_cutoff(bias_cutoffs or [k[2] for k in available] or [10])
+    elif bias_cutoffs and cutoff not in bias_cutoffs:
+        raise ValueError(f"the report has no cutoff {cutoff}; it has {', '.join(map(str, bias_cutoffs))}")
+    runs = list(dict.fromkeys(frame["run"]))
+    if baseline is not None and baseline not in runs:
+        raise ValueError(f"baseline {baseline!r} is not a run of the report ({', '.join(runs)})")
+
+    columns, missing = [], []
+    for spec in chosen.columns(cutoff, bias_cutoffs):
+        key = _resolve(spec, available, cutoff)
+        if key is None:
+            missing.append(spec.label or spec.metric if spec.cutoff is None else f"{spec.metric}@{spec.cutoff}")
+        elif key not in [c["key_tuple"] for c in columns]:
+            columns.append({"key_tuple": key, "label": label(key, spec)})
+
+    wide = {
+        run: part.pivot(index="qid", columns=KEYS, values="value") for run, part in frame.groupby("run", sort=False)
+    }
+    cis = {}
+    if summary is not None and len(summary):
+        for row in summary.itertuples(index=False):
+            cis[(row.run, row.metric, row.variant, int(row.cutoff))] = (row.ci_low, row.ci_high)
+
+    rows = []
+    tests: list[tuple[int, int]] = []
+    raw: list[float | None] = []
+    for r, run in enumerate(runs):
+        cells = []
+        for c, column in enumerate(columns):
+            key = column["key_tuple"]
+            values = wide[run][key] if key in wide[run].columns else pd.Series(dtype=np.float64)
+            low, high = cis.get((run, *key), (None, None))
+            cell = {
+                "value": _finite(values.mean()) if len(values) else None,
+                "queries": int(values.notna().sum()),
+                "ci_low": _finite(low),
+                "ci_high": _finite(high),
+                "p_value": None,
+                "p_corrected": None,
+                "mark": "",
+            }
+            if baseline is not None and run != baseline and key in wide[baseline].columns and len(values):
+                p, _ = paired_t_test(values, wide[baseline][key])
+                cell["p_value"] = p
+                tests.append((r, c))
+                raw.append(p)
+            cells.append(cell)
+        rows.append({"run": run, "cells": cells, "correlations": []})
+    for (r, c), p in zip(tests, bonferroni(raw), strict=True):
+        rows[r]["cells"][c]["p_corrected"] = p
+        rows[r]["cells"][c]["mark"] = "*" if p is not None and p < alpha else ""
+
+    pairs = []
+    for spec_a, spec_b in chosen.correlations if correlations is None else correlations:
+        key_a, key_b = _resolve(spec_a, available, cutoff), _resolve(spec_b, available, cutoff)
+        if key_a is None or key_b is None:
+            missing.append(f"correlation {spec_a.metric}–{spec_b.metric}")
+            continue
+        pairs.append({"a": label(key_a, spec_a), "b": label(key_b, spec_b), "keys": (key_a, key_b)})
+    found: list[tuple[dict, str]] = []
+    for row in rows:
+        table = wide[row["run"]]
+        for pair in pairs:
+            key_a, key_b = pair["keys"]
+            if key_a in table.columns and key_b in table.columns:
+                result = correlation(table[key_a], table[key_b])
+            else:
+                result = correlation(pd.Series(dtype=np.float64), pd.Series(dtype=np.float64))
+            result = {"a": pair["a"], "b": pair["b"], **result}
+            row["correlations"].append(result)
+            found.extend([(result, "pearson"), (result, "kendall")])
+    corrected = bonferroni([result[f"{kind}_p"] for result, kind in found])
+    for (result, kind), p in zip(found, corrected, strict=True):
+        result[f"{kind}_p_corrected"] = p
+        result[f"{kind}_mark"] = "†" if p is not None and p < alpha else ""
+
+    for column in columns:
+        metric, variant, k = column.pop("key_tuple")
+        column.update(key=f"{metric}:{variant}@{k}", metric=metric, variant=variant, cutoff=int(k))
+    return {
+        "layout": chosen.name,
+        "title": chosen.title,
+        "cutoff": int(cutoff),
+        "baseline": baseline,
+        "alpha": alpha,
+        "tests": len([p for p in raw if p is not None]),
+        "correlation_tests": len([p for p in (r[f"{k}_p"] for r, k in found) if p is not None]),
+        "columns": columns,
+        "correlations": [{"a": pair["a"], "b": pair["b"]} for pair in pairs],
+        "rows": rows,
+        "missing": missing,
+    }
+
+
+def table_text(table: dict) -> str:
+    """The table as plain text (the ``bias_report --table`` output): values with their marks, then
+    the correlations (r and τ, † when significant) per run."""
+    headers = [column["label"] for column in table["columns"]]
+    for pair in table["correlations"]:
+        headers += [f"r({pair['a']},{pair['b']})", f"τ({pair['a']},{pair['b']})"]
+    width = max([12, *(len(row["run"]) for row in table["rows"])]) + 2
+    widths = [max(10, len(h) + 2) for h in headers]
+    lines = [f"{table['title']}; cutoff {table['cutoff']}"]
+    lines.append(f"{'run':<{width}}" + "".join(f"{h:>{w}}" for h, w in zip(headers, widths, strict=True)))
+    lines.append("-" * len(lines[-1]))
+    for row in table["rows"]:
+        cells = [_number(cell["value"]) + (cell["mark"] or " ") for cell in row["cells"]]
+        for result in row["correlations"]:
+            cells.append(_number(result["pearson_r"], "+.3f") + (result["pearson_mark"] or " "))
+            cells.append(_number(result["kendall_tau"], "+.3f") + (result["kendall_mark"] or " "))
+        lines.append(f"{row['run']:<{width}}" + "".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)))
+    notes = []
+    if table["baseline"]:
+        notes.append(
+            f"* p < {table['alpha']} against {table['baseline']} (paired t-test, Bonferroni × {table['tests']})"
+        )
+    if table["correlations"]:
+        notes.append(
+            f"† correlation with p < {table['alpha']} (Bonferroni × {table['correlation_tests']}); "
+            "r: Pearson, τ: Kendall, over each run's queries"
+        )
+    if table["missing"]:
+        notes.append(f"not in this report: {', '.join(table['missing'])}")
+    return "\n".join([*lines, *notes])
+
+
+def _number(value: float | None, spec: str = ".4f") -> str:
+    return "–" if value is None else format(value, spec)
