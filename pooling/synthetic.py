@@ -1,4 +1,4 @@
-"""Synthetic collections, query sets and TREC runs shaped like MS MARCO.
+"""Synthetic collections, query sets, TREC runs and qrels shaped like MS MARCO.
 
 Used by the demo and the benchmarks: the product must run without the real 3 GB
 collection. Passages are drawn from a neutral vocabulary with a small share of gender
@@ -178,3 +178,59 @@ def write_runs(directory: Path, queries_path: Path, spec: SyntheticSpec) -> list
                 )
         paths.append(path)
     return paths
+
+
+#: Per run, in run order: the chance that each of its top ``QRELS_TOP`` documents is relevant.
+#: Decreasing, so the synthetic rankers differ in effectiveness (the first is the best); a run
+#: beyond the tuple takes its last value.
+QRELS_SKILL = (0.3, 0.15, 0.05)
+QRELS_TOP = 10
+_GRADES = np.array([1, 2, 3])
+_GRADE_P = [0.5, 0.3, 0.2]
+
+
+def synthetic_qrels(
+    rankings: list[dict[str, list[str]]], spec: SyntheticSpec, skill: tuple[float, ...] = QRELS_SKILL
+) -> dict[str, dict[str, int]]:
+    """Graded judgments (``qid -> docid -> 1..3``) for the queries of ``rankings`` (one
+    ``qid -> docids in rank order`` per run, in run order); seeded by ``spec.seed``.
+
+    The runs are random, so relevance is laid on them: each of run ``r``'s top ``QRELS_TOP``
+    documents is relevant with chance ``skill[r]``, which makes the runs' effectiveness differ
+    by design. Every query also gets one relevant passage drawn from the whole collection (most
+    likely one no run retrieves), so every query has a relevant document and recall stays
+    below 1.
+    """
+    rng = np.random.default_rng(spec.seed + 200)
+    qids = list(dict.fromkeys(qid for ranking in rankings for qid in ranking))
+    qrels: dict[str, dict[str, int]] = {}
+    for qid in qids:
+        judged: dict[str, int] = {}
+        for r, ranking in enumerate(rankings):
+            chance = skill[min(r, len(skill) - 1)]
+            for docid in ranking.get(qid, [])[:QRELS_TOP]:
+                if rng.random() < chance and docid not in judged:
+                    judged[docid] = int(rng.choice(_GRADES, p=_GRADE_P))
+        extra = str(rng.integers(0, spec.passages))
+        judged.setdefault(extra, int(rng.choice(_GRADES, p=_GRADE_P)))
+        qrels[qid] = judged
+    return qrels
+
+
+def read_rankings(path: Path, top: int = QRELS_TOP) -> dict[str, list[str]]:
+    """``qid -> docids`` of a TREC run file in its rank order (the first ``top`` per query)."""
+    ranked: dict[str, list[tuple[int, str]]] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            qid, _, docid, rank, *_ = line.split()
+            ranked.setdefault(qid, []).append((int(rank), docid))
+    return {qid: [d for _, d in sorted(pairs)[:top]] for qid, pairs in ranked.items()}
+
+
+def write_qrels(path: Path, run_paths: list[Path], spec: SyntheticSpec, skill: tuple[float, ...] = QRELS_SKILL) -> Path:
+    """Write TREC qrels (``qid 0 docid grade``) of :func:`synthetic_qrels` over the runs of
+    ``run_paths`` (in that order: the first gets ``skill[0]``)."""
+    qrels = synthetic_qrels([read_rankings(p) for p in run_paths], spec, skill)
+    with open(path, "w", encoding="utf-8", newline="\n") as out:
+        out.write("".join(f"{qid} 0 {docid} {grade}\n" for qid, docs in qrels.items() for docid, grade in docs.items()))
+    return path

@@ -8,7 +8,8 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Batch, Hit
-from pooling.models import Pool, QuerySet
+from metrics.models import Report
+from pooling.models import Pool, Qrels, QuerySet
 
 
 @pytest.mark.django_db
@@ -42,6 +43,20 @@ def test_demo_runs_the_whole_path(settings, tmp_path):
     assert {r["run"] for r in rows} == {"ranker-a", "ranker-b", "ranker-c"}
     assert {r["metric"] for r in rows} >= {"RaB", "ARaB", "NFaiRR", "TExFAIR"}
     assert (demo / "bias.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # Effectiveness beside bias: the synthetic qrels judge every query, and the report holds the
+    # default measures at 10 for every ranker, ranker-a (the most skilled by design) ahead.
+    qrels = Qrels.objects.get(name="demo-qrels")
+    assert qrels.queries == 200 and qrels.relevant >= 200
+    report = Report.objects.get()
+    assert report.qrels == qrels and report.unjudged == []
+    effect = {(r["run"], r["metric"]): float(r["value"]) for r in rows if r["variant"] == "demo-qrels"}
+    assert {m for _, m in effect} == {"RR", "nDCG", "R", "P"}
+    assert {r["cutoff"] for r in rows if r["variant"] == "demo-qrels"} == {"10"}
+    assert effect["ranker-a", "nDCG"] > effect["ranker-b", "nDCG"] > effect["ranker-c", "nDCG"]
+    assert report.results.filter(metric="nDCG", variant="demo-qrels").count() == 3
+    printed = out.getvalue()
+    assert "Effectiveness beside bias at rank 10" in printed and "nDCG@10" in printed and "ARaB[tf]" in printed
 
     # Running it again changes nothing and does not fail.
     call_command("demo", passages=3000, queries=200, stdout=StringIO())

@@ -11,17 +11,48 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from core.cli import ProjectCommand
-from pooling.models import Collection, Pool, QuerySet, Run
-from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
+from metrics.models import Report
+from metrics.selectors import report_summary
+from pooling.models import Collection, Pool, Qrels, QuerySet, Run
+from pooling.synthetic import SyntheticSpec, write_collection, write_qrels, write_queries, write_runs
 
 RUNS = ("ranker-a", "ranker-b", "ranker-c")
+QRELS = "demo-qrels"
+#: The summary's columns at rank 10: effectiveness (against the demo's qrels), then bias.
+SUMMARY_CUTOFF = 10
+SUMMARY_COLUMNS = (
+    ("RR", QRELS), ("nDCG", QRELS), ("R", QRELS), ("P", QRELS),
+    ("ARaB", "tf"), ("ARaB", "bool"), ("NFaiRR", "collection"), ("TExFAIR", "rbdf"),
+)  # fmt: skip
+
+
+def summary_table(summary) -> str:
+    """Effectiveness beside bias at ``SUMMARY_CUTOFF``: one row per run, one column per measure."""
+    at = summary[summary["cutoff"] == SUMMARY_CUTOFF]
+    values = {(r.run, r.metric, r.variant): r.value for r in at.itertuples(index=False)}
+    runs = list(dict.fromkeys(at["run"]))
+    width = max(10, *(len(run) for run in runs)) + 2
+    heads = [
+        f"{metric}@{SUMMARY_CUTOFF}" if variant == QRELS else f"{metric}[{variant}]"
+        for metric, variant in SUMMARY_COLUMNS
+    ]
+    cells = [max(len(h), 6) + 3 for h in heads]
+    lines = ["run".ljust(width) + "".join(h.rjust(c) for h, c in zip(heads, cells, strict=True))]
+    for run in runs:
+        row = (values.get((run, metric, variant)) for metric, variant in SUMMARY_COLUMNS)
+        lines.append(
+            run.ljust(width)
+            + "".join(("—" if v is None or v != v else f"{v:.4f}").rjust(c) for v, c in zip(row, cells, strict=True))
+        )
+    return "\n".join(lines)
 
 
 class Command(ProjectCommand):
     help = (
         "Run the whole path on a small synthetic collection: import, pool, annotate with simulated "
         "in-house annotators, review agreement, export the non-gendered queries and measure the "
-        "runs' bias on them. Safe to run again: finished steps are skipped. Creates the user demo/demo."
+        "runs' bias on them, with their effectiveness (MRR, nDCG, recall, precision at 10) against "
+        "synthetic qrels. Safe to run again: finished steps are skipped. Creates the user demo/demo."
     )
 
     def add_arguments(self, parser):
@@ -43,6 +74,9 @@ class Command(ProjectCommand):
             write_queries(out / "queries.tsv", spec)
             for path, name in zip(write_runs(out, out / "queries.tsv", spec), RUNS, strict=True):
                 path.rename(out / f"{name}.trec")
+        if not (out / "qrels.txt").exists():  # graded judgments: ranker-a is made the most effective
+            self.step("Writing synthetic relevance judgments (qrels) of the queries")
+            write_qrels(out / "qrels.txt", [out / f"{name}.trec" for name in RUNS], spec)
 
         self.step("Pooling")
         if not Collection.objects.filter(name="demo").exists():
@@ -52,6 +86,11 @@ class Command(ProjectCommand):
         for name in RUNS:
             if not Run.objects.filter(name=name).exists():
                 call_command("import_run", str(out / f"{name}.trec"), "--name", name, "--collection", "demo")
+        if not Qrels.objects.filter(name=QRELS).exists():
+            call_command(
+                "import_qrels", str(out / "qrels.txt"), "--name", QRELS,
+                "--queries", "demo-queries", "--collection", "demo",
+            )  # fmt: skip
         if not Pool.objects.filter(name="demo-pool").exists():
             call_command(
                 "pool", "--name", "demo-pool", "--queries", "demo-queries", "--runs", ",".join(RUNS),
@@ -80,8 +119,15 @@ class Command(ProjectCommand):
             )  # fmt: skip
         call_command(
             "bias_report", "--queries", "demo-non-gendered", "--runs", ",".join(RUNS), "--cutoffs", "5,10,20,30",
-            "--out", str(out / "bias.csv"), "--plot", str(out / "bias.png"),
+            "--qrels", QRELS, "--out", str(out / "bias.csv"), "--plot", str(out / "bias.png"),
         )  # fmt: skip
+
+        report = Report.objects.filter(query_set__name="demo-non-gendered").order_by("-created", "-pk").first()
+        self.step(
+            f"Effectiveness beside bias at rank {SUMMARY_CUTOFF} (report {report.name!r}; "
+            "effectiveness: higher is better; ARaB: 0 is unbiased, > 0 leans male; NFaiRR, TExFAIR: 1 is fair)"
+        )
+        self.stdout.write(summary_table(report_summary(report)))
 
         user_model = get_user_model()
         if not user_model.objects.filter(username="demo").exists():
