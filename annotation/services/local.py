@@ -36,7 +36,7 @@ from core.errors import ServiceError
 from ..models import FREES_PLACE, Assignment, Batch, Hit, HitQuery, Provider, Worker
 from ..pseudonyms import worker_for
 from .answers import AnswerCheck, record_answers
-from .statuses import settle_hit_status
+from .statuses import ANSWERED, settle_hit_status
 from .team_access import open_to
 
 ANNOTATORS_GROUP = "annotators"
@@ -387,14 +387,20 @@ def _writes_serialised() -> bool:
 
 
 def submit_local_assignment(
-    assignment: Assignment, answers: Mapping[str, str], *, hit_queries: Sequence[HitQuery] | None = None
+    assignment: Assignment,
+    answers: Mapping[str, str],
+    *,
+    hit_queries: Sequence[HitQuery] | None = None,
+    count_answered: bool = False,
 ) -> AnswerCheck:
     """Record an annotator's answers to a HIT they were given (once: a second submit is refused).
 
     Answers that arrive after the time ran out are still taken while the HIT has a free
     place; otherwise the annotator is told that they were not recorded. ``hit_queries``:
     the HIT's queries with their batch queries, when the caller has read them already.
-    Only this HIT's status is settled (a submission changes no other HIT).
+    Only this HIT's status is settled (a submission changes no other HIT). ``count_answered``:
+    also count the worker's submitted HITs (``answered_count``) into the check's
+    ``answered_count``, in the same query as the HIT's answers.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -411,5 +417,14 @@ def submit_local_assignment(
             raise ServiceError("this batch is no longer open")
         raw = json.dumps(dict(answers), sort_keys=True)
         check = record_answers(locked, answers, raw, hit_queries=hit_queries)
-        settle_hit_status(locked.hit)
+        if count_answered:
+            done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+            counts = Assignment.objects.filter(Q(hit_id=locked.hit_id) | Q(worker_id=locked.worker_id)).aggregate(
+                hit=Count("pk", filter=Q(hit_id=locked.hit_id, status__in=ANSWERED)),
+                worker=Count("pk", filter=Q(worker_id=locked.worker_id, status__in=done)),
+            )
+            check.answered_count = counts["worker"]
+            settle_hit_status(locked.hit, answered=counts["hit"])
+        else:
+            settle_hit_status(locked.hit)
         return check

@@ -105,7 +105,9 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                check = services.submit_local_assignment(assignment, form.cleaned_data, hit_queries=hit_queries)
+                check = services.submit_local_assignment(
+                    assignment, form.cleaned_data, hit_queries=hit_queries, count_answered=True
+                )
             except ServiceError as exc:
                 messages.error(request, str(exc))
             else:
@@ -115,7 +117,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                     assignment.refresh_from_db(fields=["feedback"])
                     messages.warning(request, f"This HIT will not count: {assignment.feedback}")
                     return redirect("annotation:batch-list")
-                count = services.answered_count(request.user, worker_id=assignment.worker_id)
+                count = check.answered_count
                 messages.success(
                     request,
                     f"Thank you: your answers to HIT {hit.position} of {hit.batch.name} were recorded. "
