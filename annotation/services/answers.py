@@ -31,6 +31,8 @@ class AnswerCheck:
     gold_total: int = 0
     gold_passed: bool | None = None
     gold_misses: list[tuple[BatchQuery, str | None]] = field(default_factory=list)
+    #: The worker's submitted HITs after this one, when the submit was asked to count them.
+    answered_count: int | None = None
 
     @property
     def valid(self) -> bool:

@@ -28,7 +28,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from core.errors import ServiceError
@@ -36,7 +36,7 @@ from core.errors import ServiceError
 from ..models import FREES_PLACE, Assignment, Batch, Hit, HitQuery, Provider, Worker
 from ..pseudonyms import worker_for
 from .answers import AnswerCheck, record_answers
-from .statuses import settle_hit_status
+from .statuses import ANSWERED, settle_hit_status
 from .team_access import open_to
 
 ANNOTATORS_GROUP = "annotators"
@@ -101,6 +101,26 @@ def validate_new_password(password: str, user) -> None:
 
 def is_annotator(user) -> bool:
     return bool(user.is_authenticated and user.groups.filter(name=ANNOTATORS_GROUP).exists())
+
+
+def annotator_worker(user) -> Worker | None:
+    """The annotator's worker, read with the group check in one query; ``None`` for anyone else.
+
+    The same answer as ``local_worker(user) if is_annotator(user) else None``, in one statement
+    on every request after an annotator's first (their worker exists from ``create_annotator``).
+    """
+    if not user.is_authenticated:
+        return None
+    in_group = Exists(get_user_model().groups.through.objects.filter(user_id=user.pk, group__name=ANNOTATORS_GROUP))
+    found = (
+        Worker.objects.filter(identity__provider=Provider.LOCAL, identity__external_id=str(user.pk))
+        .annotate(annotator=in_group)
+        .order_by("pk")
+        .first()
+    )
+    if found is not None:
+        return found if found.annotator else None
+    return local_worker(user) if is_annotator(user) else None
 
 
 def local_worker(user) -> Worker:
@@ -169,12 +189,16 @@ def _held(hit: Hit, deadline) -> int:
     return Assignment.objects.filter(holds_place(deadline), hit=hit).count()
 
 
-def next_assignment(user, batch: Batch | None = None, *, worker: Worker | None = None) -> Assignment | None:
+def next_assignment(
+    user, batch: Batch | None = None, *, worker: Worker | None = None, batches: Sequence[Batch] | None = None
+) -> Assignment | None:
     """The annotator's unfinished assignment, else a newly claimed one; ``None`` when nothing is left.
 
     ``batch`` limits both to one batch (the simulation uses it; the site offers every batch).
     ``worker``: the user's worker, when the caller has already checked that ``user`` is an
-    annotator and read it (the next-HIT page), so neither is read twice.
+    annotator and read it (the next-HIT page), so neither is read twice. ``batches``: the
+    batches a new HIT may come from, when the caller has read them already
+    (``training.training_plan``'s ``qualified``), else read here.
     """
     if worker is None:
         if not is_annotator(user):
@@ -207,13 +231,15 @@ def next_assignment(user, batch: Batch | None = None, *, worker: Worker | None =
             Assignment.objects.filter(pk=current.pk, status=Assignment.Status.ASSIGNED).update(
                 status=Assignment.Status.ABANDONED
             )
-        from .training import qualified_batches
+        if batches is None:
+            from .training import qualified_batches
 
-        local_batches = Batch.objects.filter(provider=Provider.LOCAL, **({"pk": batch.pk} if batch else {}))
-        return claim_hit(worker, qualified_batches(local_batches, worker), f"local-{uuid.uuid4().hex}")
+            local_batches = Batch.objects.filter(provider=Provider.LOCAL, **({"pk": batch.pk} if batch else {}))
+            batches = qualified_batches(local_batches, worker)
+        return claim_hit(worker, batches, f"local-{uuid.uuid4().hex}")
 
 
-def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignment | None:
+def claim_hit(worker: Worker, batches: QuerySet | Sequence[Batch], provider_assignment_id: str) -> Assignment | None:
     """Give ``worker`` a place on the first open HIT of ``batches`` that has one and that they have not done.
 
     The one hand-out of the site, for in-house annotators and Prolific participants alike.
@@ -224,16 +250,21 @@ def claim_hit(worker: Worker, batches, provider_assignment_id: str) -> Assignmen
     open HITs are walked in order along the index on (batch, status, position), stopping at
     the first one with a free place that this worker has not done (complete HITs are not
     on the walk at all), trying at most ``_CANDIDATES`` locked rows in all.
+
+    ``batches``: a queryset, or a list already read as this would read it (published, open to
+    the worker, oldest first, with ``pk`` and ``assignment_duration``: ``training_plan``).
     """
     now = timezone.now()
-    # A batch with a team gives its HITs to its members only (team_access).
-    published = batches.filter(status=Batch.Status.PUBLISHED).filter(open_to(worker)).order_by("created", "pk")
+    if isinstance(batches, QuerySet):
+        # A batch with a team gives its HITs to its members only (team_access).
+        published = batches.filter(status=Batch.Status.PUBLISHED).filter(open_to(worker)).order_by("created", "pk")
+        batches = published.only("pk", "assignment_duration")
     tried: list[int] = []
     serialised = _writes_serialised()
     # No savepoint of its own: a caller that recovers from an error here (Prolific's arrival)
     # wraps the call in its own atomic block.
     with transaction.atomic(savepoint=False):
-        for batch in published.only("pk", "assignment_duration"):
+        for batch in batches:
             deadline = now - batch.assignment_duration
             # One row locked at a time: a claim that locked its first 20 candidates at once held
             # them all until it committed, and a concurrent claim skipping them could find every
@@ -322,10 +353,16 @@ def hit_progress(assignment: Assignment) -> HitProgress:
     someone else holds may still free up), read up to ``PROGRESS_COUNT_LIMIT`` so the page
     costs the same in a batch of any size.
     """
+    return answered_and_progress(assignment)[1]
+
+
+def answered_and_progress(assignment: Assignment) -> tuple[int, HitProgress]:
+    """``answered_count`` of the assignment's worker and :func:`hit_progress`, their two counts in one query."""
     done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
-    before = Assignment.objects.filter(
-        worker_id=assignment.worker_id, status__in=done, hit__batch_id=assignment.hit.batch_id
-    ).count()
+    counts = Assignment.objects.filter(worker_id=assignment.worker_id, status__in=done).aggregate(
+        answered=Count("pk"), before=Count("pk", filter=Q(hit__batch_id=assignment.hit.batch_id))
+    )
+    before = counts["before"]
     mine = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=assignment.worker_id)
     others = (
         Hit.objects.filter(batch_id=assignment.hit.batch_id, status=Hit.Status.OPEN)
@@ -333,7 +370,8 @@ def hit_progress(assignment: Assignment) -> HitProgress:
         .filter(~Exists(mine))
     )
     left = others[:PROGRESS_COUNT_LIMIT].count()
-    return HitProgress(number=before + 1, left=left, left_is_lower_bound=left >= PROGRESS_COUNT_LIMIT)
+    progress = HitProgress(number=before + 1, left=left, left_is_lower_bound=left >= PROGRESS_COUNT_LIMIT)
+    return counts["answered"], progress
 
 
 def _writes_serialised() -> bool:
@@ -349,14 +387,20 @@ def _writes_serialised() -> bool:
 
 
 def submit_local_assignment(
-    assignment: Assignment, answers: Mapping[str, str], *, hit_queries: Sequence[HitQuery] | None = None
+    assignment: Assignment,
+    answers: Mapping[str, str],
+    *,
+    hit_queries: Sequence[HitQuery] | None = None,
+    count_answered: bool = False,
 ) -> AnswerCheck:
     """Record an annotator's answers to a HIT they were given (once: a second submit is refused).
 
     Answers that arrive after the time ran out are still taken while the HIT has a free
     place; otherwise the annotator is told that they were not recorded. ``hit_queries``:
     the HIT's queries with their batch queries, when the caller has read them already.
-    Only this HIT's status is settled (a submission changes no other HIT).
+    Only this HIT's status is settled (a submission changes no other HIT). ``count_answered``:
+    also count the worker's submitted HITs (``answered_count``) into the check's
+    ``answered_count``, in the same query as the HIT's answers.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -373,5 +417,14 @@ def submit_local_assignment(
             raise ServiceError("this batch is no longer open")
         raw = json.dumps(dict(answers), sort_keys=True)
         check = record_answers(locked, answers, raw, hit_queries=hit_queries)
-        settle_hit_status(locked.hit)
+        if count_answered:
+            done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+            counts = Assignment.objects.filter(Q(hit_id=locked.hit_id) | Q(worker_id=locked.worker_id)).aggregate(
+                hit=Count("pk", filter=Q(hit_id=locked.hit_id, status__in=ANSWERED)),
+                worker=Count("pk", filter=Q(worker_id=locked.worker_id, status__in=done)),
+            )
+            check.answered_count = counts["worker"]
+            settle_hit_status(locked.hit, answered=counts["hit"])
+        else:
+            settle_hit_status(locked.hit)
         return check

@@ -30,14 +30,16 @@ def settle_hit_statuses(batch: Batch) -> int:
     return changed
 
 
-def settle_hit_status(hit: Hit) -> bool:
+def settle_hit_status(hit: Hit, *, answered: int | None = None) -> bool:
     """:func:`settle_hit_statuses` for one HIT (the one a submission touched); returns whether it changed.
 
     Reads only this HIT's assignments, so its cost does not grow with the batch.
+    ``answered``: its answered (submitted or approved) assignments, when the caller counted them.
     """
     if hit.status not in (Hit.Status.OPEN, Hit.Status.COMPLETE):
         return False
-    answered = Assignment.objects.filter(hit=hit, status__in=ANSWERED).count()
+    if answered is None:
+        answered = Assignment.objects.filter(hit=hit, status__in=ANSWERED).count()
     status = Hit.Status.COMPLETE if answered >= hit.max_assignments else Hit.Status.OPEN
     if status == hit.status:
         return False

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, QuerySet
 
 from core.errors import ServiceError
 
@@ -72,6 +72,35 @@ def training_due(batches: QuerySet, worker: Worker) -> Batch | None:
         .order_by("created", "pk")
         .first()
     )
+
+
+def training_plan(batches: QuerySet, worker: Worker) -> tuple[Batch | None, list[Batch]]:
+    """``training_due(batches, worker)`` and the batches ``claim_hit`` may hand out, in one query.
+
+    ``qualified`` is what ``claim_hit`` reads from ``qualified_batches(batches, worker)``:
+    published, open to the worker (team_access), training passed or none, oldest first,
+    with ``pk`` and ``assignment_duration``. The next-HIT page asks both on every request.
+    """
+    from .team_access import open_to
+
+    rows = (
+        batches.filter(status=Batch.Status.PUBLISHED)
+        .annotate(
+            has_training=Exists(TrainingQuery.objects.filter(batch=OuterRef("pk"))),
+            taken=Exists(Qualification.objects.filter(batch=OuterRef("pk"), worker=worker)),
+            passed=Exists(Qualification.objects.filter(batch=OuterRef("pk"), worker=worker, passed=True)),
+            open=ExpressionWrapper(open_to(worker), output_field=BooleanField()),
+        )
+        .order_by("created", "pk")
+        .only("pk", "name", "assignment_duration", "created")
+    )
+    due, qualified = None, []
+    for batch in rows:
+        if batch.has_training and not batch.taken and due is None:
+            due = batch
+        if batch.open and (batch.passed or not batch.has_training):
+            qualified.append(batch)
+    return due, qualified
 
 
 def submit_training(batch: Batch, worker: Worker, answers: Mapping[str, str]) -> Qualification:

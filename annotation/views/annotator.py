@@ -18,21 +18,22 @@ from core.errors import ServiceError
 from .. import services
 from ..forms import HitAnswerForm, TrainingAnswerForm
 from ..models import Assignment, Batch, Provider
-from ..services.local import hit_progress, local_worker
+from ..services.local import annotator_worker, answered_and_progress, hit_progress, local_worker
 from ..services.publishing import CATEGORIES
-from ..services.training import qualification_of, submit_training, training_due
+from ..services.training import qualification_of, submit_training, training_plan
 
 
 @login_required
 def next_hit(request: HttpRequest) -> HttpResponse:
     """Send an annotator to the HIT they are on, or to a new one."""
-    if not services.is_annotator(request.user):
+    worker = annotator_worker(request.user)  # the group check and the worker in one query, handed down
+    if worker is None:
         raise PermissionDenied("Only annotators are given HITs.")
-    worker = local_worker(request.user)  # read once, handed down
-    due = training_due(Batch.objects.filter(provider=Provider.LOCAL), worker)
+    # The training step due, and the batches a new HIT may come from, in one query.
+    due, qualified = training_plan(Batch.objects.filter(provider=Provider.LOCAL), worker)
     if due is not None:
         return redirect("annotation:training", name=due.name)
-    assignment = services.next_assignment(request.user, worker=worker)
+    assignment = services.next_assignment(request.user, worker=worker, batches=qualified)
     if assignment is None:
         return render(request, "annotation/no_more_hits.html", status=200)
     return redirect("annotation:assignment", pk=assignment.pk)
@@ -104,7 +105,9 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                check = services.submit_local_assignment(assignment, form.cleaned_data, hit_queries=hit_queries)
+                check = services.submit_local_assignment(
+                    assignment, form.cleaned_data, hit_queries=hit_queries, count_answered=True
+                )
             except ServiceError as exc:
                 messages.error(request, str(exc))
             else:
@@ -114,7 +117,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                     assignment.refresh_from_db(fields=["feedback"])
                     messages.warning(request, f"This HIT will not count: {assignment.feedback}")
                     return redirect("annotation:batch-list")
-                count = services.answered_count(request.user, worker_id=assignment.worker_id)
+                count = check.answered_count
                 messages.success(
                     request,
                     f"Thank you: your answers to HIT {hit.position} of {hit.batch.name} were recorded. "
@@ -133,6 +136,5 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         context["progress"] = hit_progress(assignment)
         return render(request, "annotation/hit.html", context, status=400)
     context = services.hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
-    context["answered_count"] = services.answered_count(request.user, worker_id=assignment.worker_id)
-    context["progress"] = hit_progress(assignment)
+    context["answered_count"], context["progress"] = answered_and_progress(assignment)
     return render(request, "annotation/hit.html", context)

@@ -73,3 +73,9 @@ def test_newest_message_level_reads_djangos_messages_cookie(count):
     assert newest_message_level(cookie) == constants.INFO
     assert newest_message_level("") is None
     assert newest_message_level("not-base64!:sig") is None
+
+
+@pytest.mark.django_db
+def test_benchmark_load_burst_refuses_non_positive_options():
+    with pytest.raises(CommandError):
+        call_command("benchmark_load", "--burst", "-1", "--over", "-1")

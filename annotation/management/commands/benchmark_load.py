@@ -66,6 +66,15 @@ class Command(ProjectCommand):
             help="gunicorn worker processes (default 2 x cores + 1)",
         )
         parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker (default 4)")
+        parser.add_argument(
+            "--burst",
+            type=int,
+            default=0,
+            help="launch burst instead: this many Prolific participants (no account) arriving over --over seconds, "
+            "each doing one HIT through the study link, their arrival confirmed with a Prolific-compatible "
+            "server run in this process (tests/annotation/fake_prolific.py)",
+        )
+        parser.add_argument("--over", type=float, default=60, help="seconds the --burst arrivals spread over (60)")
 
     def handle(self, **o):
         for option in ("annotators", "duration", "hits", "queries_per_hit", "workers", "threads"):
@@ -76,6 +85,10 @@ class Command(ProjectCommand):
                 "this database holds real batches: run the load benchmark on a throw-away database "
                 "(bin/benchmark-load makes one)"
             )
+        if o["burst"]:
+            from annotation.burst import run_burst
+
+            return run_burst(self, o)
         with command_errors():
             accounts, batch = self._prepare(o["annotators"], o["hits"], o["queries_per_hit"])
         log = Path(tempfile.mkstemp(prefix="benchmark-load-gunicorn-", suffix=".log")[1])
