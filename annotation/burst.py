@@ -30,7 +30,7 @@ from django.db import connection
 
 from annotation import services
 from annotation.labels import LABELS
-from annotation.load import format_table, percentiles
+from annotation.load import PREFIX, format_table, free_port, percentiles
 from annotation.models import Assignment, Judgment
 from annotation.virtual_annotator import _CSRF_INPUT, _QUESTION, VirtualAnnotator
 from pooling.models import QuerySet
@@ -41,7 +41,6 @@ PLACES = 3  # participants per HIT: claims of the same HITs meet, as in a real s
 
 
 def run_burst(command, o: dict) -> None:
-    from annotation.management.commands.benchmark_load import PREFIX, _free_port
     from annotation.providers.prolific import ProlificProvider
     from annotation.providers.prolific_api import Prolific
     from tests.annotation.fake_prolific import TOKEN, FakeProlific, serve
@@ -51,7 +50,7 @@ def run_burst(command, o: dict) -> None:
         raise CommandError("--burst must be positive and --over not negative")
     fake = FakeProlific()
     fake_url, fake_server = serve(fake)
-    port = _free_port()
+    port = free_port()
     site = f"http://127.0.0.1:{port}"
     env = {
         "PROLIFIC_API_URL": f"{fake_url}/api/v1/",

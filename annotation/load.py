@@ -9,6 +9,7 @@ prints them. ``manage.py benchmark_load`` is the command around it.
 
 from __future__ import annotations
 
+import socket
 import statistics
 import threading
 import time
@@ -16,6 +17,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .virtual_annotator import SiteError, VirtualAnnotator
+
+#: Names of everything a load benchmark creates (batches, users), so it can clean up after itself.
+PREFIX = "load-"
+
+
+def free_port() -> int:
+    """A free TCP port on loopback, for a server the benchmark starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
 
 STEPS = ("login", "next", "submit")
 #: Seconds a virtual annotator waits for an answer before counting the step as an error.

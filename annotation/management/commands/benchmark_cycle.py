@@ -17,8 +17,8 @@ from django.test import Client
 from django.utils import timezone
 
 from annotation import services
-from annotation.load import format_table
-from annotation.management.commands.benchmark_load import _answers, _free_port
+from annotation.load import format_table, free_port
+from annotation.management.commands.benchmark_load import _answers
 from annotation.models import Assignment, Batch, Hit, Judgment, Provider
 from annotation.pseudonyms import worker_for
 from annotation.virtual_annotator import _ASSIGNMENT, _CSRF_INPUT, _QUESTION, VirtualAnnotator
@@ -90,7 +90,7 @@ class Command(ProjectCommand):
             accounts = self._accounts(o["annotators"] + 1)
         counted_user, accounts = accounts[-1], accounts[:-1]
         log = Path(tempfile.mkstemp(prefix="benchmark-cycle-gunicorn-", suffix=".log")[1])
-        port = _free_port()
+        port = free_port()
         self.stdout.write(
             f"gunicorn 1x1 on 127.0.0.1:{port}, {connection.vendor} ({connection.settings_dict['NAME']}), "
             f"CONN_MAX_AGE={connection.settings_dict['CONN_MAX_AGE']}; log {log}"

@@ -1,6 +1,5 @@
 import http.client
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -15,20 +14,13 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from annotation import services
-from annotation.load import LoadResult, format_table, run_annotators, step_rows
+from annotation.load import PREFIX, LoadResult, format_table, free_port, run_annotators, step_rows
 from annotation.models import Assignment, Batch, Judgment
 from core.cli import ProjectCommand, command_errors
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 
-PREFIX = "load-"
 PASSWORD = "load-benchmark-password"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _answers(port: int) -> bool:
@@ -92,7 +84,7 @@ class Command(ProjectCommand):
         with command_errors():
             accounts, batch = self._prepare(o["annotators"], o["hits"], o["queries_per_hit"])
         log = Path(tempfile.mkstemp(prefix="benchmark-load-gunicorn-", suffix=".log")[1])
-        port = _free_port()
+        port = free_port()
         self.stdout.write(
             f"gunicorn: {o['workers']} worker(s) x {o['threads']} thread(s) on 127.0.0.1:{port}, "
             f"{connection.vendor} ({connection.settings_dict['NAME']}); log {log}"
