@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
 import tempfile
 import threading
 import time
@@ -29,12 +28,11 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from annotation import services
+from annotation.benchmark_server import benchmark_batch, start_gunicorn, stop
 from annotation.labels import LABELS
 from annotation.load import PREFIX, format_table, free_port, percentiles
 from annotation.models import Assignment, Judgment
 from annotation.virtual_annotator import _CSRF_INPUT, _QUESTION, VirtualAnnotator
-from pooling.models import QuerySet
-from pooling.services import create_query_set
 
 STEPS = ("arrival", "HIT page", "submit")
 PLACES = 3  # participants per HIT: claims of the same HITs meet, as in a real study
@@ -65,13 +63,9 @@ def run_burst(command, o: dict) -> None:
         setattr(settings, key, value)  # and this process publishes through the same fake
     stamp = time.strftime("%Y%m%d-%H%M%S")
     hits = math.ceil(n / PLACES)
-    query_set = create_query_set(
+    batch = benchmark_batch(
         f"{PREFIX}burst-{stamp}",
-        [(str(i), f"burst benchmark query {i}") for i in range(hits * per_hit)],
-        origin=QuerySet.Origin.IMPORTED,
-    )
-    batch = services.create_batch(
-        f"{PREFIX}burst-{stamp}",
+        hits * per_hit,
         services.BatchSettings(
             provider="prolific",
             assignments_per_query=PLACES,
@@ -79,7 +73,6 @@ def run_burst(command, o: dict) -> None:
             reward=Decimal("0.90"),
             provider_options={"estimated_minutes": 4},
         ),
-        query_set=query_set,
     )
     services.publish_batch(batch, ProlificProvider(Prolific(settings.PROLIFIC_API_URL, TOKEN)))
     batch.refresh_from_db()
@@ -92,7 +85,7 @@ def run_burst(command, o: dict) -> None:
         f"gunicorn: {o['workers']} worker(s) x {o['threads']} thread(s) on {site}, "
         f"{connection.vendor} ({connection.settings_dict['NAME']}); log {log}"
     )
-    server = command._start_gunicorn(port, o["workers"], o["threads"], log)
+    server = start_gunicorn(port, workers=o["workers"], threads=o["threads"], log=log)
     latencies: dict[str, list[float]] = {step: [] for step in STEPS}
     errors: dict[str, int] = {step: 0 for step in STEPS}
     samples: list[str] = []
@@ -154,12 +147,7 @@ def run_burst(command, o: dict) -> None:
         for thread in threads:
             thread.join(over + 300)
     finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
         fake_server.shutdown()
     seconds = time.monotonic() - started
     rows = []

@@ -1,7 +1,5 @@
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from decimal import Decimal
@@ -17,8 +15,8 @@ from django.test import Client
 from django.utils import timezone
 
 from annotation import services
+from annotation.benchmark_server import start_gunicorn, stop
 from annotation.load import format_table, free_port
-from annotation.management.commands.benchmark_load import _answers
 from annotation.models import Assignment, Batch, Hit, Judgment, Provider
 from annotation.pseudonyms import worker_for
 from annotation.virtual_annotator import _ASSIGNMENT, _CSRF_INPUT, _QUESTION, VirtualAnnotator
@@ -95,7 +93,7 @@ class Command(ProjectCommand):
             f"gunicorn 1x1 on 127.0.0.1:{port}, {connection.vendor} ({connection.settings_dict['NAME']}), "
             f"CONN_MAX_AGE={connection.settings_dict['CONN_MAX_AGE']}; log {log}"
         )
-        server = self._start_gunicorn(port, log)
+        server = start_gunicorn(port, workers=1, threads=1, log=log)
         postmaster = self._postmaster()
         try:
             base = f"http://127.0.0.1:{port}"
@@ -140,12 +138,7 @@ class Command(ProjectCommand):
                 Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.CANCELLED)
                 self._report(size, cpu[size], sql, template)
         finally:
-            server.terminate()
-            try:
-                server.wait(30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop(server)
 
     def _sqlite_settings(self) -> None:
         folder = Path(
@@ -239,19 +232,6 @@ class Command(ProjectCommand):
             f"{len(answered):,} answered ({len(made):,} assignments); prepared in {time.monotonic() - started:.1f} s"
         )
         return batch
-
-    def _start_gunicorn(self, port: int, log: Path) -> subprocess.Popen:
-        args = [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn", "config.wsgi"]
-        args += ["--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "1"]
-        with open(log, "ab") as out:
-            server = subprocess.Popen(args, cwd=settings.BASE_DIR, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while not _answers(port):
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                raise CommandError(f"gunicorn did not start; see {log}")
-            time.sleep(0.2)
-        return server
 
     def _postmaster(self) -> int | None:
         """PostgreSQL's postmaster (parent of this connection's backend), when it runs on this machine."""

@@ -1,38 +1,21 @@
-import http.client
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from decimal import Decimal
 from pathlib import Path
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.core.management.base import CommandError
 from django.db import connection
 
 from annotation import services
+from annotation.benchmark_server import benchmark_batch, start_gunicorn, stop
 from annotation.load import PREFIX, LoadResult, format_table, free_port, run_annotators, step_rows
 from annotation.models import Assignment, Batch, Judgment
 from core.cli import ProjectCommand, command_errors
-from pooling.models import QuerySet
-from pooling.services import create_query_set
 
 PASSWORD = "load-benchmark-password"
-
-
-def _answers(port: int) -> bool:
-    """Whether the site serves its login page (gunicorn's workers are up, not just its socket)."""
-    site = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        site.request("GET", "/accounts/login/")
-        return site.getresponse().status == 200
-    except OSError:
-        return False
-    finally:
-        site.close()
 
 
 class Command(ProjectCommand):
@@ -89,7 +72,7 @@ class Command(ProjectCommand):
             f"gunicorn: {o['workers']} worker(s) x {o['threads']} thread(s) on 127.0.0.1:{port}, "
             f"{connection.vendor} ({connection.settings_dict['NAME']}); log {log}"
         )
-        server = self._start_gunicorn(port, o["workers"], o["threads"], log)
+        server = start_gunicorn(port, workers=o["workers"], threads=o["threads"], log=log)
         try:
             self.stdout.write(f"{o['annotators']} virtual annotators for {o['duration']:g} s ...")
             result = run_annotators(
@@ -99,12 +82,7 @@ class Command(ProjectCommand):
                 report=self._progress,
             )
         finally:
-            server.terminate()
-            try:
-                server.wait(30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop(server)
         self._report(o, batch, result)
 
     def _prepare(self, annotators: int, hits: int, per_hit: int) -> tuple[list[str], Batch]:
@@ -114,37 +92,16 @@ class Command(ProjectCommand):
             services.create_annotator(name)
         get_user_model().objects.filter(username__in=names).update(password=make_password(PASSWORD))
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        query_set = create_query_set(
+        batch = benchmark_batch(
             f"{PREFIX}{stamp}",
-            [(str(i), f"load benchmark query {i}") for i in range(hits * per_hit)],
-            origin=QuerySet.Origin.IMPORTED,
-        )
-        batch = services.create_batch(
-            f"{PREFIX}{stamp}",
+            hits * per_hit,
             services.BatchSettings(
-                provider="local",
-                assignments_per_query=annotators,
-                queries_per_hit=per_hit,
-                reward=Decimal("0.05"),
+                provider="local", assignments_per_query=annotators, queries_per_hit=per_hit, reward=Decimal("0.05")
             ),
-            query_set=query_set,
         )
         services.publish_batch(batch)
         self.stdout.write(f"Prepared {annotators} annotators and batch {batch.name!r}: {hits} HITs of {per_hit}")
         return names, batch
-
-    def _start_gunicorn(self, port: int, workers: int, threads: int, log: Path) -> subprocess.Popen:
-        args = [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn", "config.wsgi"]
-        args += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads)]
-        with open(log, "ab") as out:
-            server = subprocess.Popen(args, cwd=settings.BASE_DIR, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while not _answers(port):
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                raise CommandError(f"gunicorn did not start; see {log}")
-            time.sleep(0.2)
-        return server
 
     def _progress(self, elapsed: float, result: LoadResult) -> None:
         errors = sum(result.errors.values())
