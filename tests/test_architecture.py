@@ -40,6 +40,7 @@ PURE = {
     "annotation.providers.prolific_api",
     "annotation.review",
     "annotation.virtual_annotator",
+    "core.backoff",
     "core.benchmark",
     "core.converters",
     "core.errors",

@@ -25,7 +25,6 @@ that is not JSON are retried with exponential back-off, honouring ``Retry-After`
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import http.client
 import json
@@ -39,6 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
+
+from core.backoff import backoff_delay, retry_after_seconds
 
 from ..labels import LABELS, label_code
 from .base import Prediction, PreLabelError, PreLabeller, register
@@ -84,20 +85,6 @@ def vote(answers: Sequence[Any]) -> Prediction:
         return Prediction(None, 0.0, detail)
     best = max(LABELS, key=lambda code: (counts[code], -LABELS.index(code)))
     return Prediction(best, counts[best] / len(parsed), detail)
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None  # unreadable: the back-off applies
-    return max(0.0, parsed.timestamp() - time.time())
 
 
 @dataclass
@@ -157,7 +144,7 @@ class ChatClient:
                 text = exc.read().decode("utf-8", "replace")[:300]
                 if status != 429 and status < 500:
                     raise PreLabelError(f"chat completions: HTTP {status}: {text}", status) from None
-                retry_after = _retry_after(exc.headers.get("Retry-After"))
+                retry_after = retry_after_seconds(exc.headers.get("Retry-After"))
                 error = PreLabelError(f"chat completions: HTTP {status} after {attempt} attempts", status)
             except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as exc:
                 error = PreLabelError(f"chat completions: no answer after {attempt} attempts ({exc})", upstream=True)
@@ -165,8 +152,7 @@ class ChatClient:
                 error = PreLabelError(f"chat completions: an answer that is not JSON after {attempt} attempts", 502)
             if attempt == self.max_attempts:
                 raise error
-            delay = retry_after if retry_after is not None else self.base_delay * 2 ** (attempt - 1)
-            self.sleep(min(delay, self.max_delay))
+            self.sleep(backoff_delay(attempt, retry_after, base=self.base_delay, cap=self.max_delay))
         raise AssertionError("unreachable")
 
     def sample(self, query: str, k: int, temperature: float) -> Sampled:

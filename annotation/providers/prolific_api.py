@@ -33,7 +33,6 @@ source CLI (prolific-oss/cli). Not confirmed there, and handled defensively:
 
 from __future__ import annotations
 
-import email.utils
 import json
 import time
 import urllib.error
@@ -44,6 +43,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from core.backoff import backoff_delay, retry_after_seconds
 from core.errors import ProviderError
 
 #: Documented rejection categories of ``POST /submissions/{id}/transition/``.
@@ -168,7 +168,7 @@ class Prolific:
             except urllib.error.HTTPError as exc:
                 status = exc.code
                 text = exc.read().decode("utf-8", "replace")
-                retry_after = _retry_after(exc.headers.get("Retry-After"))
+                retry_after = retry_after_seconds(exc.headers.get("Retry-After"))
                 throttled = status == 429 or (status == 503 and retry_after is not None)
                 if not (throttled or status >= 500):
                     raise ProlificError(f"Prolific {method} {path}: HTTP {status}: {_detail(text)}", status) from None
@@ -190,8 +190,7 @@ class Prolific:
                 )
             if attempt == self.max_attempts:
                 raise error
-            delay = retry_after if retry_after is not None else self.base_delay * 2 ** (attempt - 1)
-            self.sleep(min(delay, self.max_delay))
+            self.sleep(backoff_delay(attempt, retry_after, base=self.base_delay, cap=self.max_delay))
         raise AssertionError("unreachable")
 
     def pages(self, path: str) -> Iterator[dict]:
@@ -309,19 +308,6 @@ class Prolific:
             self.request(
                 "POST", f"participant-groups/{group_id}/participants/", {"participant_ids": sorted(participant_ids)}
             )
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (a number or an HTTP date)."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        try:
-            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-        except (TypeError, ValueError):
-            return None
 
 
 def _detail(text: str) -> str:

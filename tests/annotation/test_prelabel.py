@@ -72,9 +72,13 @@ def test_answers_are_parsed_strictly_and_voted_over_all_samples():
 
 
 def test_retry_after_in_seconds_a_date_or_unreadable():
-    assert openai_chat._retry_after("3") == 3.0
-    assert openai_chat._retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
-    assert openai_chat._retry_after("soon") is None and openai_chat._retry_after(None) is None
+    from core.backoff import backoff_delay, retry_after_seconds
+
+    assert retry_after_seconds("3") == 3.0
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+    assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+    assert [backoff_delay(n, None, base=0.5, cap=3) for n in (1, 2, 3, 4)] == [0.5, 1.0, 2.0, 3]
+    assert backoff_delay(1, 7.0, base=0.5, cap=30) == 7.0
 
 
 def test_the_prompt_matches_its_version():
