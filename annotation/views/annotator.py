@@ -18,7 +18,7 @@ from core.errors import ServiceError
 from .. import services
 from ..forms import HitAnswerForm, TrainingAnswerForm
 from ..models import Assignment, Batch, Provider
-from ..services.local import annotator_worker, answered_and_progress, hit_progress, local_worker
+from ..services.local import annotator_worker, answered_and_progress, local_worker
 from ..services.publishing import CATEGORIES
 from ..services.training import qualification_of, submit_training, training_plan
 
@@ -124,17 +124,21 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                     f"You have submitted {count} HIT{'s' if count != 1 else ''}.",
                 )
             return redirect("annotation:next")
-        context = services.hit_page_context(
-            hit,
-            mode="local",
-            action=action,
-            answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
-            errors=form.field_errors(),
-            hit_queries=hit_queries,
-        )
-        context["answered_count"] = services.answered_count(request.user, worker_id=assignment.worker_id)
-        context["progress"] = hit_progress(assignment)
+        context = unanswered_context(request, hit, form, mode="local", action=action, hit_queries=hit_queries)
+        context["answered_count"], context["progress"] = answered_and_progress(assignment)
         return render(request, "annotation/hit.html", context, status=400)
     context = services.hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
     context["answered_count"], context["progress"] = answered_and_progress(assignment)
     return render(request, "annotation/hit.html", context)
+
+
+def unanswered_context(request: HttpRequest, hit, form, *, mode: str, action: str, hit_queries) -> dict:
+    """The HIT page again after a submit with queries left unanswered: the choices kept, errors beside them."""
+    return services.hit_page_context(
+        hit,
+        mode=mode,
+        action=action,
+        answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
+        errors=form.field_errors(),
+        hit_queries=hit_queries,
+    )

@@ -20,7 +20,7 @@ from ..forms import HitAnswerForm
 from ..models import Assignment, Batch, Provider
 from ..pseudonyms import worker_for
 from ..services.training import qualification_of
-from .annotator import training_step
+from .annotator import training_step, unanswered_context
 
 logger = logging.getLogger(__name__)
 
@@ -114,14 +114,7 @@ def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
             except ServiceError as exc:
                 return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=409)
             return redirect(completion_url(hit.batch))
-        context = services.hit_page_context(
-            hit,
-            mode="prolific",
-            action=action,
-            answers={k: v for k, v in request.POST.items() if k.startswith("q-")},
-            errors=form.field_errors(),
-            hit_queries=hit_queries,
-        )
+        context = unanswered_context(request, hit, form, mode="prolific", action=action, hit_queries=hit_queries)
         return render(request, "annotation/hit.html", context, status=400)
     context = services.hit_page_context(hit, mode="prolific", action=action, hit_queries=hit_queries)
     return render(request, "annotation/hit.html", context)
