@@ -184,6 +184,10 @@ def annotators_answer(path: Path) -> None:
             assert first["y"] + first["height"] <= PHONE["height"], "first query below the fold on a phone"
             assert phone.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"]
             assert phone.locator("#my-count").inner_text() == f"You have submitted {done} HIT{'' if done == 1 else 's'}"
+            # Where they stand in the batch (2 HITs, each answered by both): "HIT n of N · k left".
+            assert phone.locator("#hit-progress").inner_text() == (
+                f"HIT {done + 1} of 2 in sigir-local · {1 - done} left after this one"
+            )
             if name == "alice" and done == 0:
                 phone.screenshot(path=str(SCREENSHOTS / "4-annotator-phone.png"))
             for i in range(legends.count()):
