@@ -79,6 +79,13 @@ class Batch(models.Model):
         CANCELLED = "cancelled"
         COMPLETED = "completed"
 
+    class Purpose(models.TextChoices):
+        """Why a batch exists: an ordinary crowd batch, or part of machine pre-labelling (``parent``)."""
+
+        CROWD = "", "crowd"
+        CALIBRATION = "calibration", "blind calibration sample"
+        ROUTED = "routed", "queries the machine was unsure of"
+
     name = models.SlugField(max_length=100, unique=True)
     query_set = models.ForeignKey(
         QuerySet, on_delete=models.PROTECT, null=True, blank=True, related_name="annotation_batches"
@@ -147,6 +154,20 @@ class Batch(models.Model):
         help_text="Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.",
     )
     cost = models.JSONField(default=dict, blank=True, help_text="Cost estimate when created (strings of USD).")
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="derived",
+        help_text="The machine-labelled batch whose queries this one sends to the crowd (calibration, routed).",
+    )
+    purpose = models.CharField(max_length=12, choices=Purpose.choices, default=Purpose.CROWD, blank=True)
+    derivation = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="How a derived batch was drawn: the pre-labeller, its strata and the seed (calibration).",
+    )
     team = models.ManyToManyField(
         settings.AUTH_USER_MODEL,
         blank=True,
@@ -602,3 +623,38 @@ class PreLabelAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} {self.prompt_version}: {self.text[:40]}"
+
+
+class Routing(models.Model):
+    """A decision to accept the machine's labels above a confidence and send the rest to the crowd.
+
+    Made from a batch's blind calibration sample (``annotation.services.routing``): the
+    threshold, the estimated accuracy of the accepted labels with its CI, and which queries
+    were accepted (frozen here, so a later pre-labelling run does not change them).
+    """
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="routings")
+    routed_batch = models.OneToOneField(
+        Batch, on_delete=models.SET_NULL, null=True, blank=True, related_name="routing_source"
+    )
+    labeller = models.CharField(max_length=20)
+    model = models.CharField(max_length=200)
+    prompt_version = models.CharField(max_length=50)
+    target_accuracy = models.FloatField()
+    conservative = models.BooleanField(default=False, help_text="The CI's lower bound had to meet the target.")
+    threshold = models.FloatField(null=True, blank=True, help_text="Lowest accepted confidence; null: none accepted.")
+    estimated_accuracy = models.FloatField(null=True, blank=True)
+    accuracy_ci = models.JSONField(default=list, blank=True, help_text="[low, high] of the estimated accuracy.")
+    accepted = models.JSONField(default=list, blank=True, help_text="qids whose machine label is accepted.")
+    to_humans = models.PositiveIntegerField(default=0)
+    over_budget = models.PositiveIntegerField(default=0, help_text="Below the threshold but left out by the budget.")
+    cost = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
+    saving = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created"]
+        get_latest_by = "created"
+
+    def __str__(self) -> str:
+        return f"{self.batch.name}: {len(self.accepted)} accepted at {self.threshold}"
