@@ -20,7 +20,7 @@ from core.models import Job
 
 from ..models import Batch
 from .escalation import escalate_batch
-from .publishing import publish_batch
+from .publishing import check_publishable, publish_batch
 from .sync import sync_batch
 
 
@@ -65,6 +65,7 @@ def escalate_job(
 
 def start_publish(batch: Batch) -> Job:
     _require_status(batch, Batch.Status.DRAFT, Batch.Status.PUBLISHED)
+    check_publishable(batch)
     return publish_job.start(f"Publish {batch.name}", batch.pk)
 
 

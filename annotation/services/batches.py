@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict
 from decimal import Decimal
 from pathlib import Path
@@ -102,15 +102,17 @@ def create_batch(
     pool: Pool | None = None,
     gold: Sequence[GoldQuery] = (),
     training: Sequence[GoldQuery] = (),
+    only_qids: Collection[str] | None = None,
 ) -> Batch:
     """Snapshot the queries and settings, group the queries into HITs and record the cost estimate.
 
     Queries are shuffled (seeded) before grouping so that one HIT does not hold a run of
     similar queries; ``gold_per_hit`` gold questions are then placed at random positions
     of every HIT, cycling through ``gold``. ``training`` queries (known labels) make the
-    qualification step (:mod:`.training`). Nothing is sent to a provider yet.
+    qualification step (:mod:`.training`). ``only_qids`` keeps those queries of the set alone
+    (a derived batch: :mod:`.calibration`, :mod:`.routing`). Nothing is sent to a provider yet.
     """
-    query_set, queries = _check_sources(name, settings, query_set, pool, gold)
+    query_set, queries = _check_sources(name, settings, query_set, pool, gold, only_qids)
     provider_options = dict(settings.provider_options)
     if settings.provider == Provider.PROLIFIC and not provider_options.get("completion_code"):
         from ..providers.prolific import new_completion_code
@@ -158,7 +160,12 @@ def create_batch(
 
 
 def _check_sources(
-    name: str, settings: BatchSettings, query_set: QuerySet | None, pool: Pool | None, gold: Sequence[GoldQuery]
+    name: str,
+    settings: BatchSettings,
+    query_set: QuerySet | None,
+    pool: Pool | None,
+    gold: Sequence[GoldQuery],
+    only_qids: Collection[str] | None = None,
 ) -> tuple[QuerySet, list]:
     """What ``create_batch`` refuses before it writes anything; returns the query set and its queries."""
     settings.validate()
@@ -172,6 +179,12 @@ def _check_sources(
     if query_set is None:
         raise ServiceError("a batch needs a query set or a pool")
     queries = list(query_set.queries.order_by("position"))
+    if only_qids is not None:
+        wanted = set(only_qids)
+        queries = [q for q in queries if q.qid in wanted]
+        missing = wanted - {q.qid for q in queries}
+        if missing:
+            raise ServiceError(f"qid(s) not in query set {query_set.name!r}: {', '.join(sorted(missing)[:5])}")
     if not queries:
         raise ServiceError(f"query set {query_set.name!r} has no queries")
     if settings.gold_per_hit and len(gold) < settings.gold_per_hit:

@@ -104,13 +104,23 @@ def _recover(provider: CrowdProvider, hit: Hit) -> str | None:
     return provider.find_hit(hit)
 
 
+def check_publishable(batch: Batch) -> None:
+    """Refuse a finished batch, and a machine-labelled one: its crowd work is in its derived batches."""
+    if batch.status in (Batch.Status.CANCELLED, Batch.Status.COMPLETED):
+        raise ServiceError(f"batch {batch.name!r} is {batch.status}; it cannot be published")
+    if batch.derived.exists():
+        names = ", ".join(batch.derived.values_list("name", flat=True))
+        raise ServiceError(
+            f"batch {batch.name!r} is labelled by a machine; its crowd work goes through {names} (publish those)"
+        )
+
+
 @one_per_batch("Publishing")
 def publish_batch(
     batch: Batch, provider: CrowdProvider | None = None, *, job: Job | None = None, bar: bool = False
 ) -> int:
     """Put every not-yet-published HIT of the batch on the provider; returns how many were published now."""
-    if batch.status in (Batch.Status.CANCELLED, Batch.Status.COMPLETED):
-        raise ServiceError(f"batch {batch.name!r} is {batch.status}; it cannot be published")
+    check_publishable(batch)
     provider = provider or get_provider(batch.provider)
     if not batch.hit_type_id:
         # The intent is committed before the call; ``batch`` keeps the previous time, which

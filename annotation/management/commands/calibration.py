@@ -1,0 +1,78 @@
+import json
+
+from annotation.labels import LABEL_NAMES, LABELS
+from annotation.services.calibration import calibration_report
+from core.cli import ProjectCommand
+
+from ._common import command_errors, get_batch
+
+
+def _ci(pair) -> str:
+    return "-" if not pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+class Command(ProjectCommand):
+    help = (
+        "How good the machine's labels are, measured on the batch's blind calibration sample: accuracy, "
+        "Cohen's kappa with a bootstrap CI, precision and recall per category, confusion matrix, expected "
+        "calibration error and Brier score, the Alternative Annotator Test, and each category's share of "
+        "the batch by prediction-powered inference (PPI++)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="the machine-labelled batch")
+        parser.add_argument(
+            "--labeller", help="which pre-labeller to assess (default: the one the sample was drawn by)"
+        )
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
+        parser.add_argument(
+            "--bootstrap", type=int, default=2000, help="bootstrap resamples for kappa's CI (default 2000)"
+        )
+
+    def handle(self, name, labeller, json: bool, bootstrap, **o):
+        batch = get_batch(name)
+        with command_errors():
+            report = calibration_report(batch, labeller, bootstrap=bootstrap)
+        if json:
+            self.stdout.write(_dumps(report))
+            return
+        out = self.stdout.write
+        out(
+            f"{report['labeller']} ({report['model']}, {report['prompt_version']}) against the crowd on "
+            f"{report['sample_batch']}: {report['n']} queries ({report['pending']} still without a crowd label)"
+        )
+        out(f"Accuracy {report['accuracy']:.3f}   Cohen's kappa {report['kappa']:.3f} {_ci(report['kappa_ci'])}")
+        out(f"ECE {report['ece']:.3f}   Brier {report['brier']:.3f}")
+        out("")
+        out(f"{'category':<14} {'precision':>9} {'recall':>7} {'support':>7}")
+        for label in LABELS:
+            c = report["per_category"][label]
+            out(f"{LABEL_NAMES[label]:<14} {_num(c['precision']):>9} {_num(c['recall']):>7} {c['support']:>7}")
+        out("")
+        out("Confusion (rows: crowd, columns: machine, weighted to the batch):")
+        out(" " * 14 + "".join(f"{LABEL_NAMES[label][:9]:>10}" for label in LABELS))
+        for label, row in zip(LABELS, report["confusion"], strict=True):
+            out(f"{LABEL_NAMES[label]:<14}" + "".join(f"{value:>10.1f}" for value in row))
+        alt = report["alt_test"]
+        out("")
+        if alt["winning_rate"] is None:
+            out("Alternative Annotator Test: not enough annotators with enough sample queries.")
+        else:
+            verdict = "passed" if alt["passed"] else "not passed"
+            out(
+                f"Alternative Annotator Test (epsilon {alt['epsilon']}): winning rate {alt['winning_rate']:.2f} "
+                f"over {len(alt['annotators'])} annotator(s): {verdict}"
+            )
+        out("")
+        out(f"{'share of the batch':<20} {'PPI++ estimate':>15} {'95% CI':>18} {'machine alone':>14}")
+        for label in LABELS:
+            p = report["proportions"][label]
+            out(f"{LABEL_NAMES[label]:<20} {p['estimate']:>15.3f} {_ci(p['ci']):>18} {p['machine_only']:>14.3f}")
+
+
+def _dumps(report) -> str:
+    return json.dumps(report, indent=2, default=str)

@@ -1,0 +1,268 @@
+"""Blind calibration of a machine's labels: a sample of the batch goes to the crowd, unseen.
+
+A batch labelled by a machine first (:mod:`.prelabels`) stays a draft; its crowd work goes
+through *derived* batches (``Batch.parent``): first a calibration sample, then the routed
+queries (:mod:`.routing`). :func:`create_calibration_sample` draws a random sample
+stratified by the machine's label (:func:`annotation.calibration.stratified_sample`: every
+label is checked, in proportion to how often the machine gives it) and makes it a batch of
+its own with the parent's settings, gold and training queries, on the parent's provider.
+The annotators see a HIT like any other: the machine's label, its confidence and the
+stratum are nowhere on the HIT page, and the sample is shuffled before it is grouped into
+HITs.
+
+:func:`calibration_report` compares the machine with the crowd's labels of the sample
+("a researcher's ruling first, else the majority"): accuracy, Cohen's kappa, precision
+and recall per category, confusion matrix, calibration (ECE, Brier, reliability bins),
+the Alternative Annotator Test on the individual votes, and each category's share of the
+whole batch by prediction-powered inference. Each sampled query is weighted by the inverse
+of its stratum's sampling rate (N_s / n_s), so the figures estimate the batch, not the
+sample. Queries the machine was trained on (``detail["in_training"]``) are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from core.errors import ServiceError, StateError
+from core.names import validate_name
+
+from ..batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
+from ..labels import LABELS
+from ..models import Batch, BatchQuery, PreLabel
+from .batches import create_batch
+
+#: The sample size when none is given: enough for kappa within about +-0.1.
+DEFAULT_SAMPLE = 200
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Which machine labelled: the pre-labeller's name, its model and its prompt (or rules) version."""
+
+    labeller: str
+    model: str
+    prompt_version: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"labeller": self.labeller, "model": self.model, "prompt_version": self.prompt_version}
+
+    def __str__(self) -> str:
+        return f"{self.labeller} ({self.model}, {self.prompt_version})"
+
+
+@dataclass(frozen=True)
+class MachineLabel:
+    label: str
+    confidence: float
+    in_training: bool = False
+
+
+def identities(batch: Batch) -> list[Identity]:
+    """The machines that labelled ``batch``, the most recent first."""
+    rows = (
+        PreLabel.objects.filter(batch_query__batch=batch)
+        .values_list("labeller", "model", "prompt_version")
+        .order_by("-created")
+    )
+    seen: list[Identity] = []
+    for row in rows.iterator():
+        identity = Identity(*row)
+        if identity not in seen:
+            seen.append(identity)
+    return seen
+
+
+def identity_for(batch: Batch, labeller: str | None = None) -> Identity:
+    """The most recent machine of ``batch`` (of the pre-labeller ``labeller`` when given)."""
+    for identity in identities(batch):
+        if labeller in (None, identity.labeller):
+            return identity
+    which = f"the {labeller} pre-labeller" if labeller else "a machine"
+    raise StateError(f"batch {batch.name!r} has no labels from {which} yet; run prelabel first")
+
+
+def machine_labels(batch: Batch, identity: Identity) -> dict[str, MachineLabel]:
+    """``qid -> MachineLabel`` of the batch's queries (gold left out) as ``identity`` labelled them."""
+    rows = PreLabel.objects.filter(
+        batch_query__batch=batch, batch_query__is_gold=False, **identity.as_dict()
+    ).values_list("batch_query__qid", "label", "confidence", "detail")
+    return {
+        qid: MachineLabel(label, confidence, bool((detail or {}).get("in_training")))
+        for qid, label, confidence, detail in rows
+    }
+
+
+def settings_of(batch: Batch) -> BatchSettings:
+    """The settings ``batch`` was created with, for a batch derived from it.
+
+    Prolific's completion code is left out: every study gets its own random one.
+    """
+    values = {field: getattr(batch, field) for field in OFFERED if field not in NOT_STORED}
+    values["provider_options"] = {k: v for k, v in batch.provider_options.items() if k != "completion_code"}
+    return BatchSettings(**values)
+
+
+def create_derived_batch(
+    parent: Batch, name: str, qids: list[str], *, purpose: str, derivation: dict[str, Any], seed: int
+) -> Batch:
+    """A batch of ``qids`` of ``parent`` with its settings, gold, training queries and team."""
+    gold = [
+        GoldQuery(q.qid, q.text, q.gold_label)
+        for q in BatchQuery.objects.filter(batch=parent, is_gold=True).order_by("position")
+    ]
+    training = [GoldQuery(t.qid, t.text, t.label) for t in parent.training_queries.order_by("position")]
+    settings = settings_of(parent)
+    settings.seed = seed
+    with transaction.atomic():
+        child = create_batch(
+            name, settings, query_set=parent.query_set, pool=parent.pool, gold=gold, training=training, only_qids=qids
+        )
+        child.parent = parent
+        child.purpose = purpose
+        child.derivation = derivation
+        child.save(update_fields=["parent", "purpose", "derivation"])
+        child.team.set(parent.team.all())
+    return child
+
+
+def _check_parent(batch: Batch) -> None:
+    if batch.parent_id is not None:
+        raise StateError(f"batch {batch.name!r} is itself derived from {batch.parent.name!r}; use that one")
+    if batch.status != Batch.Status.DRAFT:
+        raise StateError(
+            f"batch {batch.name!r} is {batch.status}: machine labels with a calibration sample are for a batch "
+            "that has not gone to the crowd (its crowd work goes through derived batches)"
+        )
+
+
+def calibration_batch(batch: Batch) -> Batch | None:
+    """The blind calibration sample of ``batch`` (the latest, if several), or None."""
+    return batch.derived.filter(purpose=Batch.Purpose.CALIBRATION).order_by("-created").first()
+
+
+def create_calibration_sample(
+    batch: Batch, sample: int = DEFAULT_SAMPLE, *, labeller: str | None = None, seed: int = 0, name: str = ""
+) -> Batch:
+    """Draw a blind sample of ``batch`` stratified by its machine's labels and make it a batch.
+
+    Nothing is sent to the provider: publish it like any batch (the command and the page do).
+    """
+    from ..calibration import stratified_sample
+
+    _check_parent(batch)
+    if sample < 1:
+        raise ServiceError(f"the calibration sample needs at least one query, got {sample}")
+    identity = identity_for(batch, labeller)
+    machine = {qid: m.label for qid, m in machine_labels(batch, identity).items() if not m.in_training}
+    if not machine:
+        raise StateError(f"no query of batch {batch.name!r} has a machine label from {identity}")
+    name = name or f"{batch.name}-calibration"
+    validate_name(name, "batch")
+    qids, strata = stratified_sample(machine, sample, seed=seed)
+    derivation = identity.as_dict() | {
+        "seed": seed,
+        "requested": sample,
+        "strata": [{"label": s.label, "population": s.population, "sampled": s.sampled} for s in strata],
+        "stratum_of": {qid: machine[qid] for qid in qids},
+    }
+    return create_derived_batch(batch, name, qids, purpose=Batch.Purpose.CALIBRATION, derivation=derivation, seed=seed)
+
+
+@dataclass
+class CalibrationSample:
+    """The calibration sample read against a machine: what every figure is computed from."""
+
+    batch: Batch
+    sample_batch: Batch
+    identity: Identity
+    qids: list[str]  #: sampled queries with a crowd label and a machine label, sample order
+    machine: list[str]
+    confidence: list[float]
+    human: list[str]
+    weights: list[float]
+    pending: int  #: sampled queries without a crowd label yet (unanswered, disputed)
+    votes: Any  #: the sample's judgments frame (item, worker, label)
+    rest: dict[str, MachineLabel]  #: machine labels of the batch's queries outside the sample
+
+
+def read_sample(batch: Batch, labeller: str | None = None) -> CalibrationSample:
+    """The calibration sample of ``batch`` with the crowd's labels and ``labeller``'s (default: the
+    machine the sample was stratified by)."""
+    from ..calibration import Stratum, stratum_weights
+    from .results import BatchAnswers
+
+    sample_batch = calibration_batch(batch)
+    if sample_batch is None:
+        raise StateError(f"batch {batch.name!r} has no calibration sample yet; run calibrate first")
+    derivation = sample_batch.derivation
+    if labeller is None or labeller == derivation["labeller"]:
+        identity = Identity(derivation["labeller"], derivation["model"], derivation["prompt_version"])
+    else:
+        identity = identity_for(batch, labeller)
+    weights_by_stratum = stratum_weights([Stratum(**s) for s in derivation["strata"]])
+    stratum_of: dict[str, str] = derivation["stratum_of"]
+    machine = machine_labels(batch, identity)
+    answers = BatchAnswers(sample_batch)
+    crowd = answers.labels
+    qids = [q for q in stratum_of if q in crowd and q in machine and not machine[q].in_training]
+    return CalibrationSample(
+        batch=batch,
+        sample_batch=sample_batch,
+        identity=identity,
+        qids=qids,
+        machine=[machine[q].label for q in qids],
+        confidence=[machine[q].confidence for q in qids],
+        human=[crowd[q] for q in qids],
+        weights=[weights_by_stratum[stratum_of[q]] for q in qids],
+        pending=sum(1 for q in stratum_of if q not in crowd),
+        votes=answers.frame,
+        rest={q: m for q, m in machine.items() if q not in stratum_of and not m.in_training},
+    )
+
+
+#: Fewer crowd-labelled sample queries than this and no figure is computed.
+MIN_CALIBRATED = 10
+
+
+def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: int = 2000) -> dict[str, Any]:
+    """The machine against the crowd on the blind sample; see the module docstring.
+
+    JSON-ready. Keys: ``labeller``, ``model``, ``prompt_version``, ``sample_batch``, ``n``,
+    ``pending``, ``accuracy``, ``kappa``, ``kappa_ci``, ``per_category`` (label -> precision,
+    recall, support), ``confusion`` (rows: crowd, columns: machine, in :data:`LABELS` order),
+    ``ece``, ``brier``, ``reliability``, ``alt_test``, ``proportions``.
+    """
+    from ..alt_test import alt_test
+    from ..calibration import calibration_figures
+    from ..proportions import category_proportions
+
+    sample = read_sample(batch, labeller)
+    report: dict[str, Any] = sample.identity.as_dict() | {
+        "batch": batch.name,
+        "sample_batch": sample.sample_batch.name,
+        "n": len(sample.qids),
+        "pending": sample.pending,
+        "labels": list(LABELS),
+    }
+    if len(sample.qids) < MIN_CALIBRATED:
+        raise StateError(
+            f"the calibration sample {sample.sample_batch.name!r} has {len(sample.qids)} crowd-labelled "
+            f"queries ({sample.pending} still without a label); at least {MIN_CALIBRATED} are needed"
+        )
+    figures = calibration_figures(
+        sample.machine, sample.confidence, sample.human, weights=sample.weights, bootstrap=bootstrap
+    )
+    report |= figures.as_dict()
+    report["n"] = len(sample.qids)
+    sampled = set(sample.qids)
+    humans: dict[str, dict[str, str]] = {}
+    for item, worker, label in sample.votes.itertuples(index=False):
+        if item in sampled:
+            humans.setdefault(str(worker), {})[str(item)] = label
+    report["alt_test"] = alt_test(humans, dict(zip(sample.qids, sample.machine, strict=True))).as_dict()
+    rest_labels = [m.label for m in sample.rest.values()]
+    report["proportions"] = category_proportions(sample.human, sample.machine, rest_labels, weights=sample.weights)
+    return report
