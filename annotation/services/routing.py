@@ -184,8 +184,3 @@ def route_batch(
             cost=plan.cost,
             saving=plan.saving,
         )
-
-
-def latest_routing(batch: Batch) -> Routing | None:
-    """The decision in force for ``batch``: its latest routing whose routed batch was not cancelled."""
-    return batch.routings.exclude(routed_batch__status=Batch.Status.CANCELLED).select_related("routed_batch").first()
