@@ -283,7 +283,7 @@ def _resampling_strata(m: np.ndarray, size: int, *, weighted: bool) -> list[np.n
     return [np.flatnonzero(m == k) for k in range(size) if np.any(m == k)]
 
 
-def bootstrap_kappa(
+def _bootstrap_kappa(
     cells: np.ndarray,
     w: np.ndarray,
     size: int,
@@ -394,7 +394,7 @@ def calibration_figures(
         n=len(m),
         accuracy=float(np.trace(confusion) / total),
         kappa=float(_kappa(confusion)),
-        kappa_ci=bootstrap_kappa(cells, w, size, strata, bootstrap=bootstrap, seed=seed, alpha=alpha),
+        kappa_ci=_bootstrap_kappa(cells, w, size, strata, bootstrap=bootstrap, seed=seed, alpha=alpha),
         per_category=_per_category(confusion, h, labels),
         confusion=confusion.tolist(),
         ece=ece,
