@@ -24,6 +24,7 @@ from core.errors import ServiceError, StateError
 from ..models import Batch, Routing
 from .batches import estimate_cost
 from .calibration import create_derived_batch, read_sample, settings_of
+from .label_sources import latest_routing  # noqa: F401 (the routing in force, read with the plans)
 
 
 @dataclass
