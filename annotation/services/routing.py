@@ -42,7 +42,8 @@ class RoutingPlan:
     accuracy_ci: list[float] | None
     sample_accepted: int
     queries: int  #: the batch's queries (gold left out)
-    calibrated: int  #: labelled by the crowd in the calibration sample
+    sampled: int  #: queries in the calibration sample
+    calibrated: int  #: of them, labelled by the crowd (the others go nowhere: disputed or unanswered)
     accepted: list[str] = field(repr=False)
     to_humans: list[str] = field(repr=False)
     over_budget: list[str] = field(repr=False)
@@ -123,6 +124,7 @@ def plan_routing(
         accuracy_ci=list(choice.ci) if choice.ci else None,
         sample_accepted=choice.sample_accepted,
         queries=queries,
+        sampled=sample_size,
         calibrated=len(sample.qids),
         accepted=split.accepted,
         to_humans=to_humans,

@@ -35,7 +35,7 @@ class Command(ProjectCommand):
             )
             for stratum in derivation["strata"]:
                 self.stdout.write(
-                    f"  {LABEL_NAMES[stratum['label']]:<14} {stratum['sampled']:>5} of {stratum['population']}"
+                    f"  {LABEL_NAMES[stratum['label']]:<26} {stratum['sampled']:>5} of {stratum['population']}"
                 )
             self.stdout.write(f"Cost: {format_cost(child.cost)}")
             if no_publish:

@@ -48,15 +48,15 @@ class Command(ProjectCommand):
         out(f"Accuracy {report['accuracy']:.3f}   Cohen's kappa {report['kappa']:.3f} {_ci(report['kappa_ci'])}")
         out(f"ECE {report['ece']:.3f}   Brier {report['brier']:.3f}")
         out("")
-        out(f"{'category':<14} {'precision':>9} {'recall':>7} {'support':>7}")
+        out(f"{'category':<26} {'precision':>9} {'recall':>7} {'support':>7}")
         for label in LABELS:
             c = report["per_category"][label]
-            out(f"{LABEL_NAMES[label]:<14} {_num(c['precision']):>9} {_num(c['recall']):>7} {c['support']:>7}")
+            out(f"{LABEL_NAMES[label]:<26} {_num(c['precision']):>9} {_num(c['recall']):>7} {c['support']:>7}")
         out("")
         out("Confusion (rows: crowd, columns: machine, weighted to the batch):")
-        out(" " * 14 + "".join(f"{LABEL_NAMES[label][:9]:>10}" for label in LABELS))
+        out(" " * 26 + "".join(f"{LABEL_NAMES[label][:12]:>14}" for label in LABELS))
         for label, row in zip(LABELS, report["confusion"], strict=True):
-            out(f"{LABEL_NAMES[label]:<14}" + "".join(f"{value:>10.1f}" for value in row))
+            out(f"{LABEL_NAMES[label]:<26}" + "".join(f"{value:>14.1f}" for value in row))
         alt = report["alt_test"]
         out("")
         if alt["winning_rate"] is None:
@@ -68,10 +68,10 @@ class Command(ProjectCommand):
                 f"over {len(alt['annotators'])} annotator(s): {verdict}"
             )
         out("")
-        out(f"{'share of the batch':<20} {'PPI++ estimate':>15} {'95% CI':>18} {'machine alone':>14}")
+        out(f"{'share of the batch':<26} {'PPI++ estimate':>15} {'95% CI':>18} {'machine alone':>14}")
         for label in LABELS:
             p = report["proportions"][label]
-            out(f"{LABEL_NAMES[label]:<20} {p['estimate']:>15.3f} {_ci(p['ci']):>18} {p['machine_only']:>14.3f}")
+            out(f"{LABEL_NAMES[label]:<26} {p['estimate']:>15.3f} {_ci(p['ci']):>18} {p['machine_only']:>14.3f}")
 
 
 def _dumps(report) -> str:

@@ -44,7 +44,8 @@ class Command(ProjectCommand):
                     f"{plan.sample_accepted} sample queries)."
                 )
             out(
-                f"Of {plan.queries} queries: {plan.calibrated} labelled in the calibration sample, "
+                f"Of {plan.queries} queries: {plan.sampled} in the calibration sample ({plan.calibrated} labelled "
+                "by the crowd), "
                 f"{len(plan.accepted)} machine-accepted, {len(plan.to_humans)} to the crowd"
                 + (f", {len(plan.over_budget)} left unlabelled for lack of budget" if plan.over_budget else "")
                 + "."

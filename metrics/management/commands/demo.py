@@ -111,6 +111,22 @@ class Command(ProjectCommand):
         self.step("Agreement")
         call_command("agreement", "demo-batch")
 
+        self.step("Machine labels first: the rules pre-labeller, calibrated on a blind crowd sample, then routing")
+        if not Batch.objects.filter(name="demo-machine").exists():
+            call_command(
+                "create_batch", "--name", "demo-machine", "--pool", "demo-pool", "--provider", "local",
+                "--assignments", "3", "--queries-per-hit", "10", "--reward", "0.05",
+            )  # fmt: skip
+            call_command("prelabel", "demo-machine", "--labeller", "rules")
+            call_command("calibrate", "demo-machine", "--sample", "120")
+            call_command("simulate_annotations", "demo-machine-calibration")
+        call_command("calibration", "demo-machine")
+        if not Batch.objects.filter(name="demo-machine").get().routings.exists():
+            call_command("route", "demo-machine", "--target-accuracy", "0.95", "--yes")
+            routed = Batch.objects.filter(name="demo-machine-routed").first()
+            if routed is not None:
+                call_command("simulate_annotations", routed.name)
+
         self.step("Export and measure")
         if not QuerySet.objects.filter(name="demo-non-gendered").exists():
             call_command(
