@@ -110,10 +110,8 @@ def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
         if batch is None:
             raise ServiceError(f"no batch named {name!r} to train on")
         labels = BatchAnswers(batch).labels
-        texts = dict(
-            BatchQuery.objects.filter(batch=batch, is_gold=False, qid__in=list(labels)).values_list("qid", "text")
-        )
-        qids = sorted(texts)
+        texts = dict(BatchQuery.objects.filter(batch=batch, is_gold=False).values_list("qid", "text"))
+        qids = sorted(q for q in labels if q in texts)  # filtered here: no qid__in over a whole batch
         return [texts[q] for q in qids], [labels[q] for q in qids], train
     queries = read_labelled_file(train)
     return [q.text for q in queries], [q.label for q in queries], Path(train).name
