@@ -74,7 +74,11 @@ class PreLabeller(ABC):
 
 _REGISTRY: dict[str, Callable[..., PreLabeller]] = {}
 #: The project's pre-labellers, imported when first asked for.
-BUILT_IN = {"rules": "annotation.prelabellers.rules", "openai": "annotation.prelabellers.openai_chat"}
+BUILT_IN = {
+    "rules": "annotation.prelabellers.rules",
+    "openai": "annotation.prelabellers.openai_chat",
+    "trained": "annotation.prelabellers.trained",
+}
 
 
 def register(name: str) -> Callable[[type[PreLabeller]], type[PreLabeller]]:

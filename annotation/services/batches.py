@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 from collections.abc import Collection, Sequence
 from dataclasses import asdict
@@ -24,35 +25,100 @@ from ..hit_groups import group_into_hits
 from ..models import Assignment, Batch, BatchQuery, Hit, HitQuery, Judgment, Provider
 from ..providers import CrowdProvider, get_provider
 
+#: The header line of a labelled CSV file (the project's exports write one; the study's file has none).
+CSV_HEADER = ("qid", "query", "label")
+
 
 def read_gold_file(path: str | Path) -> list[GoldQuery]:
-    """Read ``qid<TAB>query<TAB>label`` lines; label is n/f/m/o or a category name (non-gendered, ...).
+    """Gold or training questions: a labelled query file (:func:`read_labelled_file`)."""
+    return read_labelled_file(path)
 
-    The query file format with a third column: read as every query file is (``open_text``:
-    streamed, gzip, UTF-8, bounded lines), bad input refused as ``file:line: problem``.
+
+def read_labelled_file(path: str | Path) -> list[GoldQuery]:
+    """Read labelled queries; the label is n/f/m/o or a category name (non-gendered, ...).
+
+    Two formats, one reader, so gold questions, training questions and a pre-labeller's
+    training data are read alike:
+
+    - TSV ``qid<TAB>query<TAB>label``: the query file format with a third column;
+    - CSV ``qid,query,label``, chosen by the name (``.csv``, ``.csv.gz``) or by a first
+      line ``qid,query,label``. The study's published file has no header and no quoting
+      (a query may contain commas): the qid is the first field, the label the last. A
+      query quoted as the csv module quotes (the project's exports) is read as quoted,
+      and a header naming more columns after ``label`` (an export's ``adjudicated``,
+      ``ds_posterior``) makes every line read with the csv module.
+
+    Read as every query file is (``open_text``: streamed, gzip, UTF-8, bounded lines), bad
+    input refused as ``file:line: problem``; a repeated qid is refused.
     """
     path = Path(path)
     if not path.is_file():
-        raise InputError(path, None, "gold file not found")
-    gold, seen = [], set()
+        raise InputError(path, None, "labelled query file not found")
+    queries, seen = [], set()
     with open_text(path) as file_lines:
+        split = None
         for number, line in enumerate(file_lines, start=1):
             if not line.strip():
                 continue
-            parts = line.split("\t")
-            if len(parts) != 3:
-                raise InputError(path, number, "expected qid<TAB>query<TAB>label")
-            qid, text, label = (p.strip() for p in parts)
+            if split is None:
+                split, is_header = _labelled_format(path, line)
+                if is_header:
+                    continue
+            qid, text, label = (part.strip() for part in split(path, number, line))
             code = label_code(label)
             if code is None:
-                raise InputError(path, number, f"unknown label {parts[2]!r}; use n, f, m, o or a category name")
+                raise InputError(path, number, f"unknown label {label!r}; use n, f, m, o or a category name")
             if not qid or not text:
                 raise InputError(path, number, "empty qid or query")
             if qid in seen:
                 raise InputError(path, number, f"qid {qid} repeated")
             seen.add(qid)
-            gold.append(GoldQuery(qid, text, code))
-    return gold
+            queries.append(GoldQuery(qid, text, code))
+    return queries
+
+
+def _labelled_format(path: Path, first: str):
+    """How to split the lines of a labelled file, from its name and first line; and whether that line is a header."""
+    header = tuple(field.strip().lower() for field in next(csv.reader([first])))
+    if header[:3] == CSV_HEADER:
+        return (_split_csv if len(header) == 3 else _split_csv_columns(len(header))), True
+    if path.name.lower().endswith((".csv", ".csv.gz")):
+        return _split_csv, False
+    return _split_tsv, False
+
+
+def _split_tsv(path: Path, number: int, line: str) -> list[str]:
+    parts = line.split("\t")
+    if len(parts) != 3:
+        raise InputError(path, number, "expected qid<TAB>query<TAB>label")
+    return parts
+
+
+def _split_csv(path: Path, number: int, line: str) -> list[str]:
+    """``qid,query,label``: unquoted (the label after the last comma) or quoted by the csv module."""
+    qid, comma, rest = line.partition(",")
+    if rest.lstrip().startswith('"'):
+        return _split_csv_columns(3)(path, number, line)
+    text, comma2, label = rest.rpartition(",")
+    if not comma or not comma2:
+        raise InputError(path, number, "expected qid,query,label")
+    return [qid, text, label]
+
+
+def _split_csv_columns(columns: int):
+    """Lines of exactly ``columns`` csv fields, of which the first three are qid, query and label."""
+
+    def split(path: Path, number: int, line: str) -> list[str]:
+        fields = next(csv.reader([line]), [])
+        if len(fields) != columns:
+            raise InputError(
+                path,
+                number,
+                f"expected {columns} comma-separated fields, found {len(fields)} (quote a query with commas)",
+            )
+        return fields[:3]
+
+    return split
 
 
 def _unique_token(batch: Batch, position: int, qids: Sequence[str]) -> str:

@@ -7,6 +7,14 @@ they show how good the machine is) a chunk at a time and writes each chunk's
 since its answers are cached in :class:`~annotation.models.PreLabelAnswer` (written as
 they arrive, so an interrupted run keeps what it paid for). A query the machine could
 not label (every answer unparseable) gets no row and is counted as unlabelled.
+
+The ``trained`` labeller learns first, from ``train``: a labelled query file (read by
+:func:`~annotation.services.batches.read_labelled_file`: TSV ``qid<TAB>query<TAB>label``
+or the study's CSV ``qid,query,label``) or ``batch:NAME``, that batch's human labels so
+far ("adjudication first, else majority vote", :class:`~annotation.services.results.BatchAnswers`;
+gold questions left out, as their labels are what the machine is checked against).
+Trained on the batch it labels, it labels the humans' queries too; those predictions are
+marked ``in_training`` in their ``detail`` so that calibration can leave them out.
 """
 
 from __future__ import annotations
@@ -15,15 +23,20 @@ import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+
+from core.errors import ServiceError
 
 from ..labels import LABELS
 from ..models import Batch, BatchQuery, PreLabel, PreLabelAnswer
 from ..prelabellers import PreLabeller, get_prelabeller
 from ..prelabellers.base import Usage
 from ..prelabellers.openai_chat import ChatClient, Sampled
+from .batches import read_labelled_file
+from .results import BatchAnswers
 
 CHUNK = 200
 
@@ -58,8 +71,17 @@ class DatabaseAnswerCache:
         )
 
 
-def make_prelabeller(name: str, *, samples: int | None = None) -> PreLabeller:
-    """The pre-labeller ``name`` as this site configures it (``PRELABEL_*`` settings for ``openai``)."""
+#: ``--train batch:NAME``: train on that batch's human labels so far.
+BATCH_PREFIX = "batch:"
+
+
+def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path | None = None) -> PreLabeller:
+    """The pre-labeller ``name`` as this site configures it (``PRELABEL_*`` settings for ``openai``);
+    ``train`` (for ``trained`` only, and required by it) is what it learns from (see the module docstring)."""
+    if (train is None) == (name == "trained"):
+        if train is None:
+            raise ServiceError("the trained pre-labeller needs training data: a labelled query file or batch:NAME")
+        raise ServiceError(f"the {name} pre-labeller takes no training data")
     if name == "openai":
         client = ChatClient(settings.PRELABEL_API_URL, settings.PRELABEL_API_KEY, settings.PRELABEL_MODEL)
         return get_prelabeller(
@@ -74,7 +96,34 @@ def make_prelabeller(name: str, *, samples: int | None = None) -> PreLabeller:
         )
     if samples is not None:
         raise ValueError(f"the {name} pre-labeller takes no samples")
+    if name == "trained":
+        return trained_prelabeller(train)
     return get_prelabeller(name)
+
+
+def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
+    """Texts, labels and the source's name of ``train`` (a labelled query file or ``batch:NAME``)."""
+    train = str(train)
+    if train.startswith(BATCH_PREFIX):
+        name = train.removeprefix(BATCH_PREFIX)
+        batch = Batch.objects.filter(name=name).first()
+        if batch is None:
+            raise ServiceError(f"no batch named {name!r} to train on")
+        labels = BatchAnswers(batch).labels
+        texts = dict(BatchQuery.objects.filter(batch=batch, is_gold=False).values_list("qid", "text"))
+        qids = sorted(q for q in labels if q in texts)  # filtered here: no qid__in over a whole batch
+        return [texts[q] for q in qids], [labels[q] for q in qids], train
+    queries = read_labelled_file(train)
+    return [q.text for q in queries], [q.label for q in queries], Path(train).name
+
+
+def trained_prelabeller(train: str | Path) -> PreLabeller:
+    """The ``trained`` pre-labeller fitted on ``train``; data too few or of one label is refused."""
+    texts, labels, source = training_data(train)
+    try:
+        return get_prelabeller("trained", texts=texts, labels=labels, source=source)
+    except ValueError as exc:
+        raise ServiceError(f"cannot train on {source}: {exc}") from None
 
 
 @dataclass
@@ -88,16 +137,23 @@ class PrelabelSummary:
     unlabelled: int = 0
     mean_confidence: float | None = None
     usage: Usage = field(default_factory=Usage)
+    #: A trained labeller's cross-validated accuracy (mean, standard deviation, folds) and training size.
+    cv_accuracy: float | None = None
+    cv_accuracy_std: float | None = None
+    cv_folds: int | None = None
+    training_size: int | None = None
 
     @property
     def labelled(self) -> int:
         return sum(self.counts.values())
 
 
-def prelabel_batch(batch: Batch, labeller: PreLabeller | str, *, samples: int | None = None) -> PrelabelSummary:
+def prelabel_batch(
+    batch: Batch, labeller: PreLabeller | str, *, samples: int | None = None, train: str | Path | None = None
+) -> PrelabelSummary:
     """Pre-label every query of ``batch`` with ``labeller`` (a name or an object); see the module docstring."""
     if isinstance(labeller, str):
-        labeller = make_prelabeller(labeller, samples=samples)
+        labeller = make_prelabeller(labeller, samples=samples, train=train)
     queries = list(BatchQuery.objects.filter(batch=batch).order_by("is_gold", "position"))
     counts: Counter[str] = Counter()
     confidences: list[float] = []
@@ -143,4 +199,8 @@ def prelabel_batch(batch: Batch, labeller: PreLabeller | str, *, samples: int | 
         unlabelled=unlabelled,
         mean_confidence=sum(confidences) / len(confidences) if confidences else None,
         usage=labeller.usage,
+        cv_accuracy=getattr(labeller, "cv_accuracy", None),
+        cv_accuracy_std=getattr(labeller, "cv_accuracy_std", None),
+        cv_folds=getattr(labeller, "cv_folds", None),
+        training_size=getattr(labeller, "training_size", None),
     )

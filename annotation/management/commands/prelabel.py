@@ -10,10 +10,11 @@ from ._common import command_errors, get_batch
 
 class Command(ProjectCommand):
     help = (
-        "Pre-label a batch's queries with a machine (the study's gender words, or an OpenAI-compatible "
-        "chat model: PRELABEL_API_URL, PRELABEL_API_KEY, PRELABEL_MODEL) and store a label and a "
-        "confidence per query. Rerunning replaces the same labeller's labels; the chat model's "
-        "answers are cached, so a rerun makes no request."
+        "Pre-label a batch's queries with a machine (the study's gender words; a text classifier "
+        "trained on labelled queries, --train; or an OpenAI-compatible chat model: PRELABEL_API_URL, "
+        "PRELABEL_API_KEY, PRELABEL_MODEL) and store a label and a confidence per query. Rerunning "
+        "replaces the same labeller's labels; the chat model's answers are cached, so a rerun makes "
+        "no request."
     )
 
     def add_arguments(self, parser):
@@ -22,11 +23,21 @@ class Command(ProjectCommand):
         parser.add_argument(
             "--samples", type=int, default=None, help="answers sampled per query (openai; default PRELABEL_SAMPLES)"
         )
+        parser.add_argument(
+            "--train",
+            metavar="SOURCE",
+            default=None,
+            help=(
+                "what the trained labeller learns from (trained only, required): a labelled query file, "
+                "TSV qid<TAB>query<TAB>label or the study's CSV qid,query,label, or batch:NAME for a "
+                "batch's human labels so far"
+            ),
+        )
 
-    def handle(self, name, labeller, samples, **o):
+    def handle(self, name, labeller, samples, train, **o):
         batch = get_batch(name)
         with command_errors():
-            summary = services.prelabel_batch(batch, labeller, samples=samples)
+            summary = services.prelabel_batch(batch, labeller, samples=samples, train=train)
         out = self.stdout.write
         out(f"Pre-labelled batch {batch.name!r} with {summary.labeller} ({summary.model}, {summary.prompt_version}):")
         for code, count in summary.counts.items():
@@ -35,6 +46,11 @@ class Command(ProjectCommand):
             out(f"  {'no label (unparseable)':<26} {summary.unlabelled}")
         mean = "-" if summary.mean_confidence is None else f"{summary.mean_confidence:.3f}"
         out(f"Mean confidence: {mean}")
+        if summary.cv_accuracy is not None:
+            out(
+                f"Cross-validated accuracy: {summary.cv_accuracy:.3f} ± {summary.cv_accuracy_std:.3f} "
+                f"({summary.cv_folds} folds, {summary.training_size} training queries)"
+            )
         usage = summary.usage
         if summary.labeller == "openai":
             out(
