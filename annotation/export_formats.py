@@ -157,12 +157,14 @@ def dataset_card(facts: Mapping[str, Any]) -> str:
     Recognised keys (all optional): ``title``, ``description``, ``counts``
     (label -> number of queries), ``method`` (aggregation), ``krippendorff_alpha``,
     ``alpha_ci`` ([low, high]), ``per_category_alpha``, ``percent_agreement``,
-    ``fleiss_kappa``, ``batch`` (settings dict), ``dates`` (dict), ``cost``
+    ``fleiss_kappa``, ``label sources`` (source -> queries), ``machine labels`` (the machine
+    and its calibration, dict), ``batch`` (settings dict), ``dates`` (dict), ``cost``
     (dict or :class:`annotation.costs.Cost`), ``files`` (list of file names),
     ``citation``. Any other key is listed under "Other facts", so the caller
     never loses information by passing more than the card knows about.
     """
     known = {"title", "description", "counts", "per_category_alpha", "batch", "dates", "cost", "files", "citation"}
+    known |= {"label sources", "machine labels"}
     known |= {key for key, _ in AGREEMENT_FACTS}
     lines = [f"# {single_line(facts.get('title') or 'Gender-annotated query set')}", ""]
     if facts.get("description"):
@@ -191,6 +193,8 @@ def dataset_card(facts: Mapping[str, Any]) -> str:
         lines += ["Alpha of each category against the rest:", "", *_table(per_category, ("Category", "Alpha")), ""]
 
     sections = (
+        ("label sources", "Label sources", ("Source", "Queries")),
+        ("machine labels", "Machine labels", ("Fact", "Value")),
         ("batch", "Batch settings", ("Setting", "Value")),
         ("dates", "Dates", ("Event", "Date")),
         ("cost", "Cost (USD)", ("Item", "Amount")),
@@ -236,7 +240,12 @@ EXPORT_FORMATS: dict[str, ExportFormat] = {
     f.name: f
     for f in (
         ExportFormat("tsv", "TSV (qid, query)", "text/tab-separated-values"),
-        ExportFormat("csv", "CSV (qid, query, label)", "text/csv", extra=("adjudicated", "ds_posterior")),
+        ExportFormat(
+            "csv",
+            "CSV (qid, query, label)",
+            "text/csv",
+            extra=("adjudicated", "ds_posterior", "label_source", "machine_confidence"),
+        ),
         ExportFormat("jsonl", "JSON lines (with every vote)", "application/x-ndjson"),
     )
 }
@@ -247,6 +256,10 @@ def format_for_path(path: str) -> str:
     """The export format a file name asks for by its ending (``.csv``, ``.jsonl``); TSV otherwise."""
     ending = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     return ending if ending in EXPORT_FORMATS else DEFAULT_EXPORT_FORMAT
+
+
+#: The ``method`` column of each label source (``annotation.services.label_sources``).
+METHOD_OF_SOURCE = {"crowd majority": "majority", "adjudicated": "adjudication", "machine-accepted": "machine"}
 
 
 def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dict[str, Any]]:
@@ -261,8 +274,10 @@ def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dic
             "qid": r["qid"],
             "query": r["query"],
             "label": r["label"],
-            "method": "adjudication" if r["adjudicated"] else "majority",
+            "method": METHOD_OF_SOURCE.get(r.get("label_source"), "majority"),
             "adjudicated": r["adjudicated"],
+            "label_source": r.get("label_source") or ("adjudicated" if r["adjudicated"] else "crowd majority"),
+            "machine_confidence": r.get("machine_confidence"),
             "votes": r["votes"],
             "agreement": round(r["counts"][r["label"]] / len(r["votes"]), 4) if r["votes"] else None,
             "dawid_skene": r["dawid_skene"],
@@ -284,17 +299,20 @@ def card_facts(
     file_name: str,
     exported: dt.date,
     citation: str,
+    machine: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The facts a dataset card states about an export (see :func:`dataset_card` for their layout).
 
     ``batch`` holds the batch's settings (name, provider, source, rewards, dates, cost),
     ``results`` every query of the batch, ``rows`` those exported and ``report`` the
-    batch's agreement (``annotation.services.results.agreement``).
+    batch's agreement (``annotation.services.results.agreement``). ``machine`` (a batch
+    labelled by a machine first) holds the routing and calibration facts
+    (:func:`machine_facts`).
     """
     labelled = [r for r in results if r["label"] is not None]
     progress = report["progress"]
     every = category == ALL_CATEGORIES
-    return {
+    facts = {
         "title": f"{batch['name']}: {'all labelled' if every else LABEL_NAMES[CATEGORY_SLUGS[category]]} queries",
         "description": (
             f"Queries of batch {batch['name']!r} labelled by crowd workers ({batch['provider_display']}) as "
@@ -342,3 +360,40 @@ def card_facts(
         "answered assignments": f"{progress['submitted'] + progress['approved']} of {progress['assignments_expected']}",
         "citation": citation,
     }
+    sources = [r.get("label_source") for r in labelled]
+    if machine:
+        facts["description"] = (
+            f"Queries of batch {batch['name']!r}, labelled by a machine first and checked by crowd workers "
+            f"({batch['provider_display']}) on a blind calibration sample; the machine's labels at or above a "
+            "confidence threshold were accepted and the rest went to the crowd (majority vote, strict plurality "
+            f"of at least {min_votes} votes; disputed queries set aside). Each query's label source is in the "
+            f"file. This file holds {len(rows)} {'labelled' if every else category} queries."
+        )
+        facts["machine labels"] = dict(machine)
+    facts["label sources"] = {source: sources.count(source) for source in dict.fromkeys(sources) if source}
+    return facts
+
+
+def machine_facts(routing: Mapping[str, Any], calibration: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What a card states of the machine behind an export: labeller, model, prompt, threshold and how
+    well it did on the blind calibration sample (``calibration``: ``calibration_report``, if any)."""
+    facts: dict[str, Any] = {
+        "labeller": routing["labeller"],
+        "model": routing["model"],
+        "prompt / rules version": routing["prompt_version"],
+        "confidence threshold": routing["threshold"],
+        "target accuracy": routing["target_accuracy"],
+        "estimated accuracy of accepted labels": routing["estimated_accuracy"],
+        "its 95% CI": routing["accuracy_ci"] or None,
+        "machine-accepted queries": routing["accepted"],
+    }
+    if calibration:
+        facts |= {
+            "calibration sample": f"{calibration['sample_batch']} ({calibration['n']} queries labelled by the crowd)",
+            "calibration accuracy": round(calibration["accuracy"], 4),
+            "calibration Cohen's kappa": round(calibration["kappa"], 4),
+            "kappa 95% CI": [round(v, 4) for v in calibration["kappa_ci"]],
+            "expected calibration error": round(calibration["ece"], 4),
+            "Brier score": round(calibration["brier"], 4),
+        }
+    return facts

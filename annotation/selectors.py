@@ -22,8 +22,10 @@ def adjudicated_labels(batch: Batch) -> dict[str, str]:
 
     Label sensitivity's ``adjudicated`` policy reads adjudications through this function alone.
     """
+    from .services.results import crowd_batch_ids
+
     return dict(
-        Adjudication.objects.filter(batch_query__batch=batch)
+        Adjudication.objects.filter(batch_query__batch__in=crowd_batch_ids(batch))
         .order_by("batch_query__position")
         .values_list("batch_query__qid", "label")
     )
@@ -40,8 +42,10 @@ def gold_judgments(batch: Batch) -> pd.DataFrame:
     questions: a wrong answer on a gold item is exactly what seeds a worker's confusion matrix."""
     import pandas as pd
 
+    from .services.results import crowd_batch_ids
+
     rows = Judgment.objects.filter(
-        batch_query__batch=batch,
+        batch_query__batch__in=crowd_batch_ids(batch),
         batch_query__is_gold=True,
         label__isnull=False,
         assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
@@ -68,6 +72,35 @@ def judgments_frame(batch: Batch) -> pd.DataFrame:
     from .services.results import judgments_frame as usable_judgments_frame
 
     return usable_judgments_frame(batch)
+
+
+def non_gendered_by_source(batch: Batch) -> dict[str, list[str]]:
+    """For a batch with machine labels: its non-gendered qids by where the labels come from.
+
+    ``crowd only`` (the crowd's labels, rulings first), ``machine only`` (the machine routing
+    used, else the latest, for every query), ``hybrid`` (the crowd where it labelled, else an
+    accepted machine label: :func:`annotation.services.results.labels_with_sources`). Empty for
+    a batch no machine labelled. Keys as :data:`metrics.defaults.LABEL_SOURCES`.
+    """
+    from .services.calibration import Identity, identities, machine_labels
+    from .services.label_sources import latest_routing
+    from .services.results import crowd_labels, labels_with_sources
+
+    found = identities(batch)
+    if not found:
+        return {}
+    routing = latest_routing(batch)
+    identity = Identity(routing.labeller, routing.model, routing.prompt_version) if routing else found[0]
+    machine = machine_labels(batch, identity)
+
+    def non_gendered(labels) -> list[str]:
+        return sorted(qid for qid, source in labels.items() if source.label == "n")
+
+    return {
+        "crowd only": non_gendered(crowd_labels(batch)),
+        "machine only": sorted(qid for qid, m in machine.items() if m.label == "n"),
+        "hybrid": non_gendered(labels_with_sources(batch)),
+    }
 
 
 def min_votes(batch: Batch) -> int:

@@ -26,6 +26,10 @@ DEFAULT_SEED = 0
 AGGREGATIONS = ("majority", "dawid-skene", "wawa")
 DISPUTED_POLICIES = ("drop", "aggregation", "adjudicated", "confident")
 CONFIDENCE_THRESHOLD = 0.9
+#: Label sensitivity of a batch labelled by a machine first: rows whose ``aggregation`` is
+#: :data:`LABEL_SOURCE` and whose ``disputed`` column names where the labels came from.
+LABEL_SOURCE = "label source"
+LABEL_SOURCES = ("crowd only", "machine only", "hybrid")
 #: CRBO (Abolghasemi et al., ECIR 2024): RBO's persistence p and the ranks compared.
 CRBO_P = 0.9
 CRBO_DEPTH = 10

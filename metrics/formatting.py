@@ -14,7 +14,7 @@ import pandas as pd
 
 from core.spreadsheet import csv_text
 
-from .defaults import AGGREGATIONS, DISPUTED_POLICIES
+from .defaults import AGGREGATIONS, DISPUTED_POLICIES, LABEL_SOURCE, LABEL_SOURCES
 from .vocabulary import metric_position, variant_position
 
 if TYPE_CHECKING:
@@ -127,8 +127,8 @@ def order_sensitivity(table: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
     if not len(table):
         return table
     order = table.assign(
-        _a=table["aggregation"].map(AGGREGATIONS.index),
-        _d=table["disputed"].map(DISPUTED_POLICIES.index),
+        _a=table["aggregation"].map((*AGGREGATIONS, LABEL_SOURCE).index),
+        _d=table["disputed"].map((*DISPUTED_POLICIES, *LABEL_SOURCES).index),
         _run=table["run"].map(runs.index),
         _metric=table["metric"].map(metric_position),
         _variant=table["variant"].map(variant_position),

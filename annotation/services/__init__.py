@@ -38,6 +38,7 @@ from .batches import (
     read_gold_file,
 )
 from .escalation import EscalationPlan, escalate_batch, plan_escalation
+from .exports import export_for_download, export_queries
 from .local import (
     ANNOTATORS_GROUP,
     answered_count,
@@ -50,7 +51,7 @@ from .local import (
 from .prelabels import PrelabelSummary, make_prelabeller, prelabel_batch
 from .publishing import hit_page_context, publish_batch, render_hit_html
 from .quality import worker_quality
-from .results import BatchAnswers, agreement, export_for_download, export_queries, judgments_frame, query_results
+from .results import BatchAnswers, agreement, judgments_frame, query_results
 from .sync import SyncResult, sync_batch
 
 __all__ = [

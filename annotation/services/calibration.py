@@ -21,6 +21,7 @@ sample. Queries the machine was trained on (``detail["in_training"]``) are left 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -202,12 +203,16 @@ def read_sample(batch: Batch, labeller: str | None = None) -> CalibrationSample:
         identity = Identity(derivation["labeller"], derivation["model"], derivation["prompt_version"])
     else:
         identity = identity_for(batch, labeller)
-    weights_by_stratum = stratum_weights([Stratum(**s) for s in derivation["strata"]])
     stratum_of: dict[str, str] = derivation["stratum_of"]
     machine = machine_labels(batch, identity)
     answers = BatchAnswers(sample_batch)
     crowd = answers.labels
     qids = [q for q in stratum_of if q in crowd and q in machine and not machine[q].in_training]
+    # Weights from the queries the crowd has labelled so far, stratum by stratum: N_s / n_s(labelled).
+    labelled = Counter(stratum_of[q] for q in qids)
+    weights_by_stratum = stratum_weights(
+        [Stratum(s["label"], s["population"], labelled[s["label"]]) for s in derivation["strata"]]
+    )
     return CalibrationSample(
         batch=batch,
         sample_batch=sample_batch,

@@ -17,22 +17,13 @@ the rule is "adjudication first, else majority vote"; such labels are exported w
 from __future__ import annotations
 
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
-from django.utils import timezone
+from annotation.labels import LABEL_NAMES, LABELS
 
-from annotation.labels import EXPORT_CATEGORIES, LABEL_NAMES, LABELS
-from core.errors import ServiceError
-from core.files import check_writable, file_sha256
-from core.storage import cache_dir
-from pooling import services as pooling_services
-from pooling.models import QuerySet
-
-from ..export_formats import EXPORT_FORMATS, card_facts, dataset_card, export_rows, write_dataset_card
-from ..models import Adjudication, Assignment, Batch, Export, Judgment
+from ..models import Adjudication, Assignment, Batch, Judgment
 from .batches import batch_progress
+from .label_sources import ADJUDICATED, CROWD, LabelSource, machine_accepted
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,9 +37,21 @@ CITATION = (
 )
 
 
+def crowd_batch_ids(batch: Batch) -> list[int]:
+    """Where ``batch``'s crowd answers are: the batch itself and, for a batch labelled by a machine
+    first, its derived batches (calibration sample, routed queries; not cancelled ones).
+
+    A derived batch holds a subset of its parent's queries under the same qids, so the
+    parent reads its children's judgments and rulings as its own: its agreement, review,
+    exports and label sensitivity cover every query the crowd labelled.
+    """
+    derived = Batch.objects.filter(parent=batch).exclude(status=Batch.Status.CANCELLED).values_list("pk", flat=True)
+    return [batch.pk, *derived]
+
+
 def usable_judgments(batch: Batch):
     return Judgment.objects.filter(
-        batch_query__batch=batch,
+        batch_query__batch__in=crowd_batch_ids(batch),
         batch_query__is_gold=False,
         label__isnull=False,
         assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
@@ -104,7 +107,11 @@ class BatchAnswers:
     @cached_property
     def rulings(self) -> dict[str, str]:
         """``qid -> label`` of every query a researcher settled (:class:`Adjudication`)."""
-        return dict(Adjudication.objects.filter(batch_query__batch=self.batch).values_list("batch_query__qid", "label"))
+        return dict(
+            Adjudication.objects.filter(batch_query__batch__in=crowd_batch_ids(self.batch)).values_list(
+                "batch_query__qid", "label"
+            )
+        )
 
     @cached_property
     def labels(self) -> dict[str, str]:
@@ -140,7 +147,9 @@ def query_results(batch: Batch, answers: BatchAnswers | None = None) -> list[dic
     votes = answers.votes
     rulings = {
         a.batch_query.qid: a
-        for a in Adjudication.objects.filter(batch_query__batch=batch).select_related("batch_query", "decided_by")
+        for a in Adjudication.objects.filter(batch_query__batch__in=crowd_batch_ids(batch)).select_related(
+            "batch_query", "decided_by"
+        )
     }
     frame = answers.frame
     ds_labels: dict[str, str] = {}
@@ -156,19 +165,29 @@ def query_results(batch: Batch, answers: BatchAnswers | None = None) -> list[dic
     for item, worker, label in frame.itertuples(index=False):
         by_item.setdefault(item, []).append({"worker": worker, "label": label})
     invalid: dict[str, int] = {}
-    for qid in Judgment.objects.filter(batch_query__batch=batch, label=None).values_list("batch_query__qid", flat=True):
+    invalid_judgments = Judgment.objects.filter(batch_query__batch__in=crowd_batch_ids(batch), label=None)
+    for qid in invalid_judgments.values_list("batch_query__qid", flat=True):
         invalid[qid] = invalid.get(qid, 0) + 1
+
+    machine = machine_accepted(batch)
     results = []
     for qid, text in batch.queries.filter(is_gold=False).order_by("position").values_list("qid", "text"):
         row = votes.loc[qid] if qid in votes.index else None
         crowd_label = row["label"] if row is not None else None
         crowd_label = crowd_label if isinstance(crowd_label, str) else None
         ruling = rulings.get(qid)
+        label = ruling.label if ruling else crowd_label
+        source = ADJUDICATED if ruling else CROWD if crowd_label else None
+        accepted = machine.get(qid)
+        if label is None and accepted is not None:
+            label, source = accepted.label, accepted.source
         results.append(
             {
                 "qid": qid,
                 "query": text,
-                "label": ruling.label if ruling else crowd_label,
+                "label": label,
+                "label_source": source,
+                "machine_confidence": accepted.confidence if accepted and source == accepted.source else None,
                 "crowd_label": crowd_label,
                 "adjudicated": ruling is not None,
                 "adjudication": (
@@ -277,108 +296,14 @@ def agreement(
     return report
 
 
-def _source(batch: Batch) -> str:
-    """The pool or query set a batch annotates, with the ir_datasets dataset its queries came from."""
-    query_set = batch.pool.source if batch.pool else batch.query_set
-    name = batch.pool.name if batch.pool else batch.query_set.name
-    origin = query_set.dataset_source if query_set is not None else ""
-    return f"{name} (queries from {origin})" if origin else name
+def crowd_labels(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, LabelSource]:
+    """The crowd's labels of ``batch`` (with its derived batches': :func:`crowd_batch_ids`), each
+    marked adjudicated or crowd majority."""
+    answers = answers or BatchAnswers(batch)
+    rulings = answers.rulings
+    return {qid: LabelSource(label, ADJUDICATED if qid in rulings else CROWD) for qid, label in answers.labels.items()}
 
 
-def _batch_facts(batch: Batch) -> dict[str, Any]:
-    """What a dataset card says of the batch behind an export."""
-    return {
-        "name": batch.name,
-        "provider_display": batch.get_provider_display(),
-        "source": _source(batch),
-        "provider": batch.provider,
-        "assignments_per_query": batch.assignments_per_query,
-        "queries_per_hit": batch.queries_per_hit,
-        "reward": batch.reward,
-        "gold_per_hit": batch.gold_per_hit,
-        "qualifications": batch.qualifications,
-        "created": batch.created.date(),
-        "published": batch.published.date() if batch.published else None,
-        "cost": batch.cost or None,
-    }
-
-
-def card_path_for(path: Path) -> Path:
-    """The dataset card sits beside the export: ``queries.tsv`` -> ``queries.tsv.md``."""
-    return path.with_name(path.name + ".md")
-
-
-def export_queries(
-    batch: Batch,
-    category: str,
-    path: str | Path,
-    fmt: str = "tsv",
-    as_query_set: str | None = None,
-) -> Export:
-    """Write the queries labelled ``category`` (or ``all`` labelled queries) with a dataset card beside them.
-
-    ``tsv`` is ``qid<TAB>query`` (what rankers read), ``csv`` is
-    ``qid,query,label,adjudicated,ds_posterior`` with n/f/m/o, ``jsonl`` adds every
-    pseudonymous vote, the method and the agreement share. Disputed queries and queries
-    with too few votes are never written as labelled unless a researcher adjudicated them.
-    ``as_query_set`` also registers the exported queries as a pooling query set
-    (origin "annotation"), e.g. to measure the runs' bias on the non-gendered ones.
-    """
-    category = category.lower()
-    if category not in EXPORT_CATEGORIES:
-        raise ServiceError(f"unknown category {category!r}; choose {', '.join(EXPORT_CATEGORIES)}")
-    if fmt not in EXPORT_FORMATS:
-        raise ServiceError(f"unknown format {fmt!r}; choose {', '.join(EXPORT_FORMATS)}")
-    if as_query_set and QuerySet.objects.filter(name=as_query_set).exists():
-        raise ServiceError(f"a query set named {as_query_set!r} already exists")
-    path = check_writable(path)
-    answers = BatchAnswers(batch)  # one read of the judgments, one Dawid-Skene fit
-    results = query_results(batch, answers)
-    rows = export_rows(results, category)
-    facts = card_facts(
-        batch=_batch_facts(batch),
-        category=category,
-        rows=rows,
-        results=results,
-        report=agreement(batch, answers=answers),
-        min_votes=min_votes(batch),
-        file_name=path.name,
-        exported=timezone.now().date(),
-        citation=CITATION,
-    )
-    EXPORT_FORMATS[fmt].write(rows, path)
-    card = dataset_card(facts)
-    card_path = write_dataset_card(card, card_path_for(path))
-    with transaction.atomic():
-        query_set = None
-        if as_query_set:
-            query_set = pooling_services.create_query_set(
-                as_query_set,
-                [(r["qid"], r["query"]) for r in rows],
-                origin=QuerySet.Origin.ANNOTATION,
-                source=str(path.resolve()),
-                sha256=file_sha256(path),
-                description=f"{category} queries of annotation batch {batch.name}",
-            )
-        return Export.objects.create(
-            batch=batch,
-            path=str(path.resolve()),
-            card_path=str(card_path.resolve()),
-            format=fmt,
-            category=category,
-            queries=len(rows),
-            counts=facts["counts"] | {"set_aside": facts["set aside (disputed or too few votes)"]},
-            card=card,
-            query_set=query_set,
-        )
-
-
-def export_for_download(batch: Batch, category: str, fmt: str = "tsv", as_query_set: str | None = None) -> Export:
-    """Export into the site's own folder (``exports/<batch>/``) for download over HTTP.
-
-    Every export gets its own file name (category, time), so an earlier export's download
-    still returns what was exported then.
-    """
-    stamp = timezone.now().strftime("%Y%m%dT%H%M%S%f")
-    path = cache_dir("exports", batch.name) / f"{batch.name}-{category.lower()}-{stamp}.{fmt}"
-    return export_queries(batch, category, path, fmt, as_query_set=as_query_set)
+def labels_with_sources(batch: Batch) -> dict[str, LabelSource]:
+    """``qid -> LabelSource`` of every labelled query of ``batch``: the crowd first, else an accepted machine label."""
+    return machine_accepted(batch) | crowd_labels(batch)

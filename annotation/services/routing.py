@@ -24,6 +24,7 @@ from core.errors import ServiceError, StateError
 from ..models import Batch, Routing
 from .batches import estimate_cost
 from .calibration import create_derived_batch, read_sample, settings_of
+from .label_sources import latest_routing  # noqa: F401 (the routing in force, read with the plans)
 
 
 @dataclass
@@ -184,8 +185,3 @@ def route_batch(
             cost=plan.cost,
             saving=plan.saving,
         )
-
-
-def latest_routing(batch: Batch) -> Routing | None:
-    """The decision in force for ``batch``: its latest routing whose routed batch was not cancelled."""
-    return batch.routings.exclude(routed_batch__status=Batch.Status.CANCELLED).select_related("routed_batch").first()

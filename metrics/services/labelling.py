@@ -22,7 +22,7 @@ from core.models import Job
 from pooling.models import Run
 from pooling.wordlists import GenderWords
 
-from ..defaults import CONFIDENCE_THRESHOLD, DEFAULT_CUTOFFS
+from ..defaults import CONFIDENCE_THRESHOLD, DEFAULT_CUTOFFS, LABEL_SOURCE
 from .reports import DEFAULT_REPORT_SETTINGS, ReportSettings, per_query_values
 
 if TYPE_CHECKING:
@@ -86,6 +86,8 @@ def label_sensitivity(
         gold=selectors.gold_labels(batch),
     )
     sets = sensitivity.non_gendered_sets(labels, adjudicated=selectors.adjudicated_labels(batch), threshold=threshold)
+    # A batch labelled by a machine first: crowd only, machine only and the routed mix as rows too.
+    sets |= {(LABEL_SOURCE, source): qids for source, qids in selectors.non_gendered_by_source(batch).items()}
     candidates = sorted(set().union(*sets.values()))
     if not candidates:
         raise ServiceError(f"no query of batch {batch.name!r} is labelled non-gendered under any aggregation")

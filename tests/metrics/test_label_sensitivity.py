@@ -310,3 +310,54 @@ def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django
     page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
     page.get_by_role("link", name="@1").click()
     assert "At cutoff 1" in page.get_by_role("heading", name="At cutoff 1").inner_text()
+
+
+@pytest.mark.django_db
+def test_a_machine_labelled_batch_gains_rows_by_label_source(world, settings):
+    """Machine: 1 f, 2 n (both accepted by routing), 3 f (unsure: to the crowd, which says n).
+    Non-gendered sets by hand: crowd only {3}, machine only {2}, hybrid {2, 3}."""
+    from annotation.models import BatchQuery, PreLabel, Routing
+    from annotation.services.calibration import create_derived_batch
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    options = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 3, "reward": Decimal("0.05")}
+    parent = annotation_services.create_batch(
+        "mach", annotation_services.BatchSettings(**options), query_set=QuerySet.objects.get(name="q")
+    )
+    machine = {"1": ("f", 0.9), "2": ("n", 0.95), "3": ("f", 0.6)}
+    for bq in BatchQuery.objects.filter(batch=parent):
+        label, confidence = machine[bq.qid]
+        PreLabel.objects.create(
+            batch_query=bq, labeller="rules", model="m", prompt_version="v", label=label, confidence=confidence
+        )
+    routed = create_derived_batch(parent, "mach-routed", ["3"], purpose="routed", derivation={}, seed=0)
+    Routing.objects.create(
+        batch=parent,
+        routed_batch=routed,
+        labeller="rules",
+        model="m",
+        prompt_version="v",
+        target_accuracy=0.9,
+        threshold=0.9,
+        accepted=["1", "2"],
+        to_humans=1,
+    )
+    annotation_services.publish_batch(routed)
+    for name, label in (("ann-a", "n"), ("ann-b", "n"), ("ann-c", "f")):
+        user = annotation_services.create_annotator(name, password="pw-secret-123")
+        assignment = annotation_services.next_assignment(user, routed)
+        (hq,) = assignment.hit.hit_queries.all()
+        annotation_services.submit_local_assignment(assignment, {hq.field_name: label})
+
+    runs = [Run.objects.get(name=n) for n in ("a", "c")]
+    result = services.label_sensitivity(
+        parent, runs, services.ReportSettings(cutoffs=(1,), bootstrap_samples=20), bar=False
+    )
+    sizes = {key[1]: size for key, size in result.set_sizes.items() if key[0] == "label source"}
+    assert sizes == {"crowd only": 1, "machine only": 1, "hybrid": 2}
+    rows = result.table[result.table["aggregation"] == "label source"]
+    assert set(rows["disputed"]) == {"crowd only", "machine only", "hybrid"}
+    hybrid_a = rows[(rows["disputed"] == "hybrid") & (rows["run"] == "a")]
+    assert set(hybrid_a["n_queries"]) == {2}
+    # The crowd's rows are the crowd's answers alone (the routed query 3): majority/drop is {3}.
+    assert result.set_sizes[("majority", "drop")] == 1

@@ -1,0 +1,236 @@
+"""Routing a batch on machine confidence: which labels to accept, which queries go to people.
+
+Pure numpy, no Django. The human-labelled calibration sample (see
+:mod:`annotation.calibration`) tells how often the machine label is right above a
+confidence threshold t; queries at or above the chosen t keep their machine label, the
+others go to annotators as far as the budget allows.
+
+For sample items i with confidence c_i, correct_i = 1[machine label = human label] and
+weight w_i (the stratum weight N_s / n_s; 1 without weights):
+
+- accepted at t: A_t = {i : c_i ≥ t}; sample_accepted = |A_t|;
+- estimated accuracy of the accepted queries (a ratio estimator of the batch's):
+  p̂_t = Σ_{A_t} w_i·correct_i / Σ_{A_t} w_i;
+- Kish effective sample size n_eff = (Σ_{A_t} w_i)² / Σ_{A_t} w_i², which is |A_t| for
+  equal weights and smaller the more the weights vary;
+- Wilson score interval at level 1 − α on (p̂, n_eff), with z = Φ⁻¹(1 − α/2):
+  (p̂ + z²/2n ± z·√(p̂(1 − p̂)/n + z²/4n²)) / (1 + z²/n), clipped to [0, 1]; with equal
+  weights exactly statsmodels' ``proportion_confint(count, nobs, alpha, method="wilson")``.
+
+A threshold *meets* a target accuracy when |A_t| ≥ min_accepted and p̂_t ≥ target (or,
+conservative, the interval's lower bound ≥ target), both up to 1e-12 so that a ratio such as
+9/10 computed from float weights is not rejected for rounding. Every distinct sample
+confidence is a candidate; the lowest that meets is chosen, because it sends the fewest
+queries to people.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from statistics import NormalDist
+
+import numpy as np
+
+#: Slack when comparing an estimate with the target (float rounding, not statistics).
+TOLERANCE = 1e-12
+
+
+@dataclass(frozen=True)
+class ThresholdChoice:
+    threshold: float | None  #: lowest confidence accepted; None: no threshold meets the target
+    estimated_accuracy: float | None  #: of the machine-accepted queries (weighted ratio estimate)
+    ci: tuple[float, float] | None  #: Wilson interval with Kish effective n
+    sample_accepted: int  #: sample items with confidence >= threshold
+    target: float
+    conservative: bool
+    candidates: list[dict]  #: threshold, estimated_accuracy, ci, sample_accepted, meets; descending threshold
+
+
+@dataclass(frozen=True)
+class RoutingSplit:
+    accepted: list[str]  #: qids whose machine label is accepted (confidence >= threshold), by qid
+    to_humans: list[str]  #: below the threshold, within budget, lowest confidence first
+    over_budget: list[str]  #: below the threshold but not affordable, lowest confidence first
+
+
+def kish_effective_n(weights: Sequence[float]) -> float:
+    """(Σw)² / Σw²: how many equally weighted items carry the same information.
+
+    Unequal weights (strata sampled at different rates) make an estimate noisier than its
+    item count suggests; the interval must use this n, not the count.
+    """
+    w = np.asarray(weights, dtype=float)
+    return float(w.sum() ** 2 / (w**2).sum())
+
+
+def wilson_interval(
+    p: np.ndarray | float, n: np.ndarray | float, *, alpha: float = 0.05
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval (low, high) at level 1 − alpha for a proportion p out of n (n may be
+    fractional: a Kish effective n). Works on arrays. Wilson rather than Wald because the
+    accuracies routed on are near 1, where Wald's interval collapses or passes 1."""
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
+    denominator = 1 + z**2 / n
+    centre = (p + z**2 / (2 * n)) / denominator
+    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denominator
+    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+
+
+def _arrays(confidence, correct, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Confidence, correctness (0/1) and weights as arrays, or ValueError saying what is wrong."""
+    c = np.asarray(confidence, dtype=float)
+    ok = np.asarray(correct)
+    lengths = {"confidence": len(c), "correct": len(ok)}
+    if weights is not None:
+        lengths["weights"] = len(weights)
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"lengths differ: {lengths}")
+    if not np.all((c >= 0) & (c <= 1)):
+        raise ValueError("confidences must be in [0, 1]")
+    if not np.all((ok == 0) | (ok == 1)):
+        raise ValueError("correct must be booleans (or 0/1)")
+    w = np.ones(len(c)) if weights is None else np.asarray(weights, dtype=float)
+    if not np.all(np.isfinite(w) & (w > 0)):
+        raise ValueError("weights must be positive and finite")
+    return c, ok.astype(float), w
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+
+
+def _at_thresholds(c: np.ndarray, ok: np.ndarray, w: np.ndarray, thresholds: np.ndarray, alpha: float):
+    """Per threshold: accepted count, p̂, and the Wilson bounds, from cumulative sums over
+    the items in descending confidence (one pass, whatever the number of thresholds)."""
+    order = np.argsort(-c, kind="stable")
+    cum_w = np.concatenate(([0.0], np.cumsum(w[order])))
+    cum_wc = np.concatenate(([0.0], np.cumsum((w * ok)[order])))
+    cum_w2 = np.concatenate(([0.0], np.cumsum((w**2)[order])))
+    accepted = len(c) - np.searchsorted(np.sort(c), thresholds, side="left")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        estimate = cum_wc[accepted] / cum_w[accepted]
+        n_eff = cum_w[accepted] ** 2 / cum_w2[accepted]
+        low, high = wilson_interval(estimate, n_eff, alpha=alpha)
+    return accepted, estimate, low, high
+
+
+def accuracy_at(
+    confidence: Sequence[float],
+    correct: Sequence[bool],
+    weights: Sequence[float] | None,
+    threshold: float,
+    *,
+    alpha: float = 0.05,
+) -> tuple[float | None, tuple[float, float] | None, int]:
+    """Estimated accuracy of the items with confidence >= threshold: Σw·c / Σw over them, and a
+    Wilson score interval at level 1 − alpha computed with the Kish effective sample size
+    n_eff = (Σw)² / Σw² (equal weights: plain Wilson on the count). None when no item is at
+    or above the threshold. Returns ``(estimate, interval, accepted sample items)``.
+    """
+    _check_alpha(alpha)
+    c, ok, w = _arrays(confidence, correct, weights)
+    accepted, estimate, low, high = _at_thresholds(c, ok, w, np.array([threshold], dtype=float), alpha)
+    if accepted[0] == 0:
+        return None, None, 0
+    return float(estimate[0]), (float(low[0]), float(high[0])), int(accepted[0])
+
+
+def choose_threshold(
+    confidence: Sequence[float],
+    correct: Sequence[bool],
+    weights: Sequence[float] | None = None,
+    *,
+    target: float,
+    conservative: bool = False,
+    alpha: float = 0.05,
+    min_accepted: int = 10,
+) -> ThresholdChoice:
+    """Consider each distinct sample confidence as a threshold; a threshold meets the target when the
+    estimate (conservative: the CI's lower bound) is >= target and at least min_accepted sample items are
+    at or above it. Choose the LOWEST threshold that meets (accepts the most queries). target must be in (0,1].
+
+    ``min_accepted`` keeps a threshold from being chosen on two or three lucky items. The
+    lowest meeting threshold is chosen even if a higher one misses: what is estimated is the
+    accuracy of everything accepted, not of a confidence band.
+    """
+    if not 0 < target <= 1:
+        raise ValueError(f"target must be in (0, 1], got {target}")
+    if min_accepted < 0:
+        raise ValueError(f"min_accepted must not be negative, got {min_accepted}")
+    _check_alpha(alpha)
+    c, ok, w = _arrays(confidence, correct, weights)
+    if len(c) == 0:
+        raise ValueError("no sample items: a threshold needs human-labelled items to be estimated from")
+    thresholds = np.unique(c)[::-1]
+    accepted, estimate, low, high = _at_thresholds(c, ok, w, thresholds, alpha)
+    tested = low if conservative else estimate
+    meets = (accepted >= min_accepted) & (tested >= target - TOLERANCE)
+    candidates = [
+        {
+            "threshold": float(thresholds[i]),
+            "estimated_accuracy": float(estimate[i]),
+            "ci": (float(low[i]), float(high[i])),
+            "sample_accepted": int(accepted[i]),
+            "meets": bool(meets[i]),
+        }
+        for i in range(len(thresholds))
+    ]
+    chosen = np.flatnonzero(meets)
+    if len(chosen) == 0:
+        return ThresholdChoice(None, None, None, 0, target, conservative, candidates)
+    best = candidates[chosen[-1]]  # thresholds descend: the last that meets is the lowest
+    return ThresholdChoice(
+        best["threshold"],
+        best["estimated_accuracy"],
+        best["ci"],
+        best["sample_accepted"],
+        target,
+        conservative,
+        candidates,
+    )
+
+
+def _affordable(cost_per_query: Decimal | None, budget: Decimal | None) -> int | None:
+    """floor(budget / cost_per_query), or None without a budget (no limit)."""
+    if budget is None:
+        return None
+    if cost_per_query is None:
+        raise ValueError("a budget needs cost_per_query")
+    if cost_per_query <= 0:
+        raise ValueError(f"cost_per_query must be positive, got {cost_per_query}")
+    if budget < 0:
+        raise ValueError(f"budget must not be negative, got {budget}")
+    return int(Decimal(budget) // Decimal(cost_per_query))  # both positive: // is the floor
+
+
+def split_by_threshold(
+    confidence: Mapping[str, float],
+    threshold: float | None,
+    *,
+    exclude: Collection[str] = (),
+    cost_per_query: Decimal | None = None,
+    budget: Decimal | None = None,
+) -> RoutingSplit:
+    """qid -> confidence of the whole batch; `exclude` (already human-labelled, e.g. the calibration sample) go
+    nowhere. threshold None: nothing accepted. With a budget, as many of the below-threshold queries as the
+    budget pays for (floor(budget / cost_per_query)), lowest confidence first (ties by qid).
+
+    Lowest confidence first because those are the machine labels most likely wrong, so
+    people's work corrects the most errors per unit of money. Without a budget every
+    below-threshold query goes to people.
+    """
+    affordable = _affordable(cost_per_query, budget)
+    excluded = set(exclude)
+    values = {qid: float(value) for qid, value in confidence.items() if qid not in excluded}
+    if not all(0 <= value <= 1 for value in values.values()):
+        raise ValueError("confidences must be in [0, 1]")
+    accepted = sorted(qid for qid, value in values.items() if threshold is not None and value >= threshold)
+    taken = set(accepted)
+    below = sorted((qid for qid in values if qid not in taken), key=lambda qid: (values[qid], qid))
+    if affordable is None:
+        return RoutingSplit(accepted, below, [])
+    return RoutingSplit(accepted, below[:affordable], below[affordable:])
