@@ -3,7 +3,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from . import api, api_team
+from . import api, api_prelabelling, api_team
 
 router = DefaultRouter()
 router.register("batches", api.BatchViewSet)
@@ -15,5 +15,19 @@ router.register("annotators", api_team.AnnotatorViewSet, basename="annotator")
 
 urlpatterns = [
     path("batches/<slug:name>/team/", api_team.BatchTeamView.as_view(), name="api-batch-team"),
+    # Machine pre-labelling, calibration and routing (api_prelabelling.py).
+    path("batches/<slug:name>/prelabel/", api_prelabelling.PrelabelView.as_view(), name="api-batch-prelabel"),
+    path("batches/<slug:name>/prelabels/", api_prelabelling.PrelabelRunsView.as_view(), name="api-batch-prelabels"),
+    path(
+        "batches/<slug:name>/calibration-sample/",
+        api_prelabelling.CalibrationSampleView.as_view(),
+        name="api-batch-calibration-sample",
+    ),
+    path(
+        "batches/<slug:name>/calibration/",
+        api_prelabelling.CalibrationReportView.as_view(),
+        name="api-batch-calibration",
+    ),
+    path("batches/<slug:name>/routing/", api_prelabelling.RoutingView.as_view(), name="api-batch-routing"),
     *router.urls,
 ]

@@ -3,7 +3,7 @@
 from django.urls import path
 
 from . import views
-from .views import team
+from .views import prelabelling, team
 
 app_name = "annotation"
 urlpatterns = [
@@ -30,6 +30,17 @@ urlpatterns = [
     # <key:qid>: any query id (a/b, .., é q) as one segment, escaped by core.converters.
     path("batches/<slug:name>/queries/<key:qid>/", views.batch_query, name="batch-query"),
     path("batches/<slug:name>/hits/<int:position>/preview/", views.hit_preview, name="hit-preview"),
+    # Machine pre-labelling, calibration and routing (views/prelabelling.py).
+    path("batches/<slug:name>/machine/", prelabelling.batch_machine, name="batch-machine"),
+    path("batches/<slug:name>/machine/prelabel/", prelabelling.batch_prelabel, name="batch-prelabel"),
+    path(
+        "batches/<slug:name>/machine/calibration-sample/",
+        prelabelling.batch_calibration_sample,
+        name="batch-calibration-sample",
+    ),
+    path("batches/<slug:name>/calibration/", prelabelling.batch_calibration, name="batch-calibration"),
+    path("batches/<slug:name>/calibration/live/", prelabelling.batch_calibration_live, name="batch-calibration-live"),
+    path("batches/<slug:name>/routing/", prelabelling.batch_routing, name="batch-routing"),
     # The team of in-house annotators (views/team.py).
     path("team/", team.team_page, name="team"),
     path("team/<str:username>/", team.member_page, name="team-member"),

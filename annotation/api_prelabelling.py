@@ -1,0 +1,235 @@
+"""REST endpoints of machine pre-labelling (researchers only), as on the batch's machine-labels pages.
+
+- ``POST /api/annotation/batches/<name>/prelabel/`` ``{labeller, samples?, train?}``: pre-label
+  as a background job (202, poll the job);
+- ``GET /api/annotation/batches/<name>/prelabels/``: each stored run;
+- ``POST /api/annotation/batches/<name>/calibration-sample/`` ``{sample, labeller?, seed?,
+  publish?}``: the blind sample as a batch of its own, published unless ``publish`` is false (201);
+- ``GET /api/annotation/batches/<name>/calibration/``: the calibration report (409 until the
+  sample has enough crowd labels);
+- ``GET /api/annotation/batches/<name>/routing/?target_accuracy=&budget=&conservative=``: the
+  plan, nothing created (``qids=1`` adds the query ids); ``POST`` the same fields: route and
+  publish the routed queries (201).
+
+Refusals are JSON (``core.api.exception_handler``): bad input 400 naming the field, a state
+that refuses the action (no pre-labels, no sample, routed already) 409.
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, serializers, status
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors, job_started
+from core.serializers import JobSerializer
+
+from .forms import PrelabelForm
+from .models import Batch
+from .services.background import start_prelabel, start_publish
+from .services.calibration import calibration_report, create_calibration_sample
+from .services.routing import plan_routing, route_batch
+from .views.prelabelling import prelabel_runs
+
+#: The plan's query id lists, left out of a preview unless ``?qids=1``.
+QID_LISTS = ("accepted", "to_humans", "over_budget")
+
+
+class PrelabelRequestSerializer(serializers.Serializer):
+    labeller = serializers.CharField(
+        help_text="rules, trained or openai (openai needs PRELABEL_API_URL and PRELABEL_MODEL)."
+    )
+    samples = serializers.IntegerField(required=False, min_value=1, help_text="openai only: answers per query.")
+    train = serializers.CharField(
+        required=False, help_text="trained only: a labelled query set, or batch:NAME (default: this batch's labels)."
+    )
+    train_file = serializers.FileField(required=False, help_text="trained only: qid<TAB>query<TAB>label lines.")
+
+
+class PrelabelRunSerializer(serializers.Serializer):
+    labeller = serializers.CharField()
+    model = serializers.CharField()
+    prompt_version = serializers.CharField()
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="Label code -> queries.")
+    labelled = serializers.IntegerField()
+    mean_confidence = serializers.FloatField(allow_null=True)
+    cv_accuracy = serializers.FloatField(allow_null=True, help_text="trained only: cross-validated accuracy.")
+    created = serializers.DateTimeField()
+
+
+class CalibrationSampleRequestSerializer(serializers.Serializer):
+    sample = serializers.IntegerField(min_value=1, help_text="Queries in the blind sample.")
+    labeller = serializers.CharField(required=False, help_text="Stratify by this pre-labeller (default: the latest).")
+    seed = serializers.IntegerField(default=0, min_value=0)
+    publish = serializers.BooleanField(default=True, help_text="Publish the sample's HITs at once.")
+
+
+class StratumSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    population = serializers.IntegerField()
+    sampled = serializers.IntegerField()
+
+
+class CalibrationSampleSerializer(serializers.Serializer):
+    batch = serializers.CharField(help_text="The sample's batch.")
+    parent = serializers.CharField()
+    labeller = serializers.CharField()
+    model = serializers.CharField()
+    prompt_version = serializers.CharField()
+    seed = serializers.IntegerField()
+    queries = serializers.IntegerField()
+    strata = StratumSerializer(many=True)
+    publish_job = JobSerializer(allow_null=True, help_text="Publishing the sample (null: not published).")
+
+
+class RoutingRequestSerializer(serializers.Serializer):
+    target_accuracy = serializers.FloatField(help_text="In (0, 1], e.g. 0.95.")
+    budget = serializers.DecimalField(
+        max_digits=10, decimal_places=2, min_value=0, required=False, allow_null=True, help_text="USD; empty: no limit."
+    )
+    conservative = serializers.BooleanField(default=False, help_text="The CI's lower bound must meet the target.")
+
+    def validate_target_accuracy(self, value: float) -> float:
+        if not 0 < value <= 1:
+            raise serializers.ValidationError("the target accuracy must be in (0, 1], e.g. 0.95")
+        return value
+
+
+class RoutingPreviewRequestSerializer(RoutingRequestSerializer):
+    qids = serializers.BooleanField(default=False, help_text="Include the query ids of each part.")
+
+
+class RoutingSerializer(serializers.Serializer):
+    batch = serializers.CharField(source="batch.name")
+    routed_batch = serializers.CharField(source="routed_batch.name", allow_null=True, default=None)
+    labeller = serializers.CharField()
+    model = serializers.CharField()
+    prompt_version = serializers.CharField()
+    target_accuracy = serializers.FloatField()
+    conservative = serializers.BooleanField()
+    threshold = serializers.FloatField(allow_null=True)
+    estimated_accuracy = serializers.FloatField(allow_null=True)
+    accuracy_ci = serializers.ListField(child=serializers.FloatField())
+    accepted_count = serializers.SerializerMethodField()
+    to_humans = serializers.IntegerField()
+    over_budget = serializers.IntegerField()
+    cost = serializers.DecimalField(max_digits=10, decimal_places=2, coerce_to_string=True)
+    saving = serializers.DecimalField(max_digits=10, decimal_places=2, coerce_to_string=True)
+    created = serializers.DateTimeField()
+
+    def get_accepted_count(self, routing) -> int:
+        return len(routing.accepted)
+
+
+class _BatchView(APIView):
+    permission_classes = [permissions.IsAdminUser]
+    parser_classes = [JSONParser, FormParser]
+
+    def batch(self, name: str) -> Batch:
+        return get_object_or_404(Batch, name=name)
+
+    def checked(self, serializer_class: type[serializers.Serializer], data) -> dict:
+        params = serializer_class(data=data)
+        params.is_valid(raise_exception=True)
+        return params.validated_data
+
+
+class PrelabelView(StagedUploadsMixin, _BatchView):
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"application/json": PrelabelRequestSerializer, "multipart/form-data": PrelabelRequestSerializer},
+        responses={202: JobSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
+    )
+    def post(self, request, name: str, format=None):
+        """Pre-label the batch's queries as a background job; poll the returned URL (the page's rules)."""
+        batch = self.batch(name)
+        data, files = body_object(request), request.FILES  # parse the body first: it sets upload_too_large
+        form = PrelabelForm(data, files, batch=batch, too_large=getattr(request._request, "upload_too_large", None))
+        if not form.is_valid():
+            raise form_errors(form)
+        cleaned = form.cleaned_data
+        return job_started(
+            start_prelabel(batch, cleaned["labeller"], samples=cleaned.get("samples"), train=form.train_source())
+        )
+
+
+class PrelabelRunsView(_BatchView):
+    @extend_schema(responses={200: PrelabelRunSerializer(many=True), 404: ErrorSerializer})
+    def get(self, request, name: str, format=None):
+        """Each stored run of a machine on the batch (labeller, model, prompt version), the latest first."""
+        return Response(PrelabelRunSerializer(prelabel_runs(self.batch(name)), many=True).data)
+
+
+class CalibrationSampleView(_BatchView):
+    @extend_schema(
+        request=CalibrationSampleRequestSerializer,
+        responses={201: CalibrationSampleSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def post(self, request, name: str, format=None):
+        """Draw the blind sample stratified by the machine's labels as a batch of its own; publish it."""
+        batch = self.batch(name)
+        data = self.checked(CalibrationSampleRequestSerializer, body_object(request))
+        child = create_calibration_sample(batch, data["sample"], labeller=data.get("labeller"), seed=data["seed"])
+        job = start_publish(child) if data["publish"] else None
+        derivation = child.derivation
+        answer = {
+            "batch": child.name,
+            "parent": batch.name,
+            "labeller": derivation["labeller"],
+            "model": derivation["model"],
+            "prompt_version": derivation["prompt_version"],
+            "seed": derivation["seed"],
+            "queries": len(derivation["stratum_of"]),
+            "strata": derivation["strata"],
+            "publish_job": job,
+        }
+        return Response(CalibrationSampleSerializer(answer).data, status=status.HTTP_201_CREATED)
+
+
+class CalibrationReportView(_BatchView):
+    @extend_schema(
+        parameters=[OpenApiParameter("labeller", str, description="Assess this pre-labeller (default: the sample's).")],
+        responses={200: dict, 404: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def get(self, request, name: str, format=None):
+        """The machine against the crowd on the blind sample (as ``manage.py calibration --json``); 409 until
+        the sample has enough crowd labels."""
+        report = calibration_report(self.batch(name), request.query_params.get("labeller") or None)
+        return Response(report)
+
+
+class RoutingView(_BatchView):
+    @extend_schema(
+        parameters=[RoutingPreviewRequestSerializer],
+        responses={200: dict, 400: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def get(self, request, name: str, format=None):
+        """What routing would do: threshold, estimated accuracy and CI, counts, cost and saving; nothing created."""
+        batch = self.batch(name)
+        data = self.checked(RoutingPreviewRequestSerializer, request.query_params)
+        plan = plan_routing(
+            batch, data["target_accuracy"], budget=data.get("budget"), conservative=data["conservative"]
+        ).as_dict()
+        if not data["qids"]:
+            for key in QID_LISTS:
+                plan.pop(key)
+        return Response(plan)
+
+    @extend_schema(
+        request=RoutingRequestSerializer,
+        responses={201: RoutingSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def post(self, request, name: str, format=None):
+        """Route the batch as the preview showed and start publishing the routed queries (``publish_job``)."""
+        batch = self.batch(name)
+        data = self.checked(RoutingRequestSerializer, body_object(request))
+        routing = route_batch(
+            batch, data["target_accuracy"], budget=data.get("budget"), conservative=data["conservative"]
+        )
+        job = start_publish(routing.routed_batch) if routing.routed_batch else None
+        answer = RoutingSerializer(routing).data | {"publish_job": JobSerializer(job).data if job else None}
+        return Response(answer, status=status.HTTP_201_CREATED)
