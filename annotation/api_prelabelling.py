@@ -27,12 +27,12 @@ from rest_framework.views import APIView
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors, job_started
 from core.serializers import JobSerializer
 
+from . import selectors
 from .forms import PrelabelForm
 from .models import Batch
 from .services.background import start_prelabel, start_publish
 from .services.calibration import calibration_report, create_calibration_sample
 from .services.routing import plan_routing, route_batch
-from .views.prelabelling import prelabel_runs
 
 #: The plan's query id lists, left out of a preview unless ``?qids=1``.
 QID_LISTS = ("accepted", "to_humans", "over_budget")
@@ -44,7 +44,8 @@ class PrelabelRequestSerializer(serializers.Serializer):
     )
     samples = serializers.IntegerField(required=False, min_value=1, help_text="openai only: answers per query.")
     train = serializers.CharField(
-        required=False, help_text="trained only: a labelled query set, or batch:NAME (default: this batch's labels)."
+        required=False,
+        help_text="trained only: batch:NAME, that batch's human labels (default: this batch's); or a train_file.",
     )
     train_file = serializers.FileField(required=False, help_text="trained only: qid<TAB>query<TAB>label lines.")
 
@@ -161,7 +162,7 @@ class PrelabelRunsView(_BatchView):
     @extend_schema(responses={200: PrelabelRunSerializer(many=True), 404: ErrorSerializer})
     def get(self, request, name: str, format=None):
         """Each stored run of a machine on the batch (labeller, model, prompt version), the latest first."""
-        return Response(PrelabelRunSerializer(prelabel_runs(self.batch(name)), many=True).data)
+        return Response(PrelabelRunSerializer(selectors.prelabel_runs(self.batch(name)), many=True).data)
 
 
 class CalibrationSampleView(_BatchView):

@@ -301,7 +301,7 @@ class PrelabelForm(forms.Form):
         required=False,
         max_length=200,
         label="Train on",
-        help_text="trained only: a labelled query set's name, or batch:NAME for a batch's human labels (empty: this batch's).",
+        help_text="trained only: batch:NAME to learn from that batch's human labels (empty: this batch's), or upload a file.",
     )
     train_file = forms.FileField(
         required=False, label="…or a labelled file", help_text="trained only: qid<TAB>query<TAB>label (n/f/m/o) lines."
@@ -333,6 +333,13 @@ class PrelabelForm(forms.Form):
             self.add_error("train", "only the trained pre-labeller takes training data")
         elif data.get("train") and data.get("train_file"):
             self.add_error("train", "name the training data or upload a file, not both")
+        elif data.get("train"):
+            # Only batches by name: a path typed into a form would read a file of the server's.
+            name = data["train"].removeprefix("batch:")
+            if not data["train"].startswith("batch:") or not Batch.objects.filter(name=name).exists():
+                self.add_error(
+                    "train", f"give batch:NAME of an existing batch (got {data['train']!r}), or upload a file"
+                )
         return data
 
     def train_source(self) -> str | None:

@@ -7,11 +7,12 @@ beyond its usable judgments (``annotation.services.results.judgments_frame``).
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from django.db.models import Sum
+from django.db.models import Avg, Count, Max, Sum
 
-from .models import Adjudication, Assignment, Batch, Bonus, Escalation, Judgment
+from .labels import LABELS
+from .models import Adjudication, Assignment, Batch, Bonus, Escalation, Judgment, PreLabel
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -162,3 +163,50 @@ def batch_overview(limit: int | None = None) -> list[dict]:
             }
         )
     return rows
+
+
+# --- machine pre-labelling ---
+
+
+def prelabel_runs(batch: Batch) -> list[dict[str, Any]]:
+    """Each stored run of ``batch`` (one per labeller, model and prompt version), the latest first:
+    counts per label, labelled queries, mean confidence, the trained labeller's cross-validated
+    accuracy (from ``PreLabel.detail``) and when it was stored."""
+    rows = (
+        PreLabel.objects.filter(batch_query__batch=batch)
+        .values("labeller", "model", "prompt_version", "label")
+        .annotate(count=Count("id"), mean=Avg("confidence"), latest=Max("created"))
+        .order_by()
+    )
+    runs: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in rows:
+        key = (row["labeller"], row["model"], row["prompt_version"])
+        run = runs.setdefault(
+            key,
+            {
+                "labeller": key[0],
+                "model": key[1],
+                "prompt_version": key[2],
+                "counts": dict.fromkeys(LABELS, 0),
+                "labelled": 0,
+                "mean_confidence": 0.0,
+                "cv_accuracy": None,
+                "created": row["latest"],
+            },
+        )
+        run["counts"][row["label"]] = row["count"]
+        run["labelled"] += row["count"]
+        run["mean_confidence"] += row["mean"] * row["count"]
+        run["created"] = max(run["created"], row["latest"])
+    for (labeller, model, prompt_version), run in runs.items():
+        run["mean_confidence"] = run["mean_confidence"] / run["labelled"] if run["labelled"] else None
+        cv = (
+            PreLabel.objects.filter(
+                batch_query__batch=batch, labeller=labeller, model=model, prompt_version=prompt_version
+            )
+            .filter(detail__cv_accuracy__isnull=False)
+            .values_list("detail__cv_accuracy", flat=True)
+            .first()
+        )
+        run["cv_accuracy"] = cv
+    return sorted(runs.values(), key=lambda run: run["created"], reverse=True)

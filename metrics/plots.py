@@ -168,7 +168,7 @@ SVG_STYLE = "<style>svg{color:#1d232a}@media (prefers-color-scheme: dark){svg{co
 PALETTE = ("#2f7fd1", "#e07b00", "#2a9d5c", "#c8447a", "#8c6bd6", "#9a8a1a", "#17a2b8", "#b55d3c")
 
 
-def _svg(figure: Figure) -> bytes:
+def svg_bytes(figure: Figure) -> bytes:
     from matplotlib.backends.backend_svg import FigureCanvasSVG
 
     FigureCanvasSVG(figure)
@@ -180,7 +180,7 @@ def _svg(figure: Figure) -> bytes:
     return (text[:end] + SVG_STYLE + text[end:]).encode("utf-8")
 
 
-def _ink(axes) -> None:
+def ink(axes) -> None:
     """Text, spines and ticks in the page's foreground colour (see :data:`INK`)."""
     axes.tick_params(colors=INK, labelsize=9)
     for spine in axes.spines.values():
@@ -228,9 +228,9 @@ def metric_figure(summary: pd.DataFrame, metric: str, variant: str) -> bytes:
     axes.set_xticks(cutoffs)
     if len(cutoffs) == 1:
         axes.set_xlim(cutoffs[0] - 0.5, cutoffs[0] + 0.5)
-    _ink(axes)
+    ink(axes)
     _legend(figure, axes, len(runs))
-    return _svg(figure)
+    return svg_bytes(figure)
 
 
 def tradeoff_figure(summary: pd.DataFrame, x: tuple[str, str, int], y: tuple[str, str, int]) -> bytes:
@@ -260,6 +260,6 @@ def tradeoff_figure(summary: pd.DataFrame, x: tuple[str, str, int], y: tuple[str
     axes.set_title(f"{y[0]}@{y[2]} against {x[0]}@{x[2]}", fontsize=11)
     axes.set_xlabel(f"{x[0]}@{x[2]} [{x[1]}] ({note(x[0])})", fontsize=9)
     axes.set_ylabel(f"{y[0]}@{y[2]} [{y[1]}] ({note(y[0])})", fontsize=9)
-    _ink(axes)
+    ink(axes)
     _legend(figure, axes, len(runs))
-    return _svg(figure)
+    return svg_bytes(figure)

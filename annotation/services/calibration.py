@@ -129,6 +129,18 @@ def create_derived_batch(
     return child
 
 
+def part_name(parent: Batch) -> str:
+    """The next free ``<parent>-part-<n>``: a derived batch's default name.
+
+    Neutral on purpose: annotators see the batch's name on their HIT page, and one called
+    "calibration" would tell them their answers are checking a machine.
+    """
+    number = parent.derived.count() + 1
+    while Batch.objects.filter(name=f"{parent.name}-part-{number}").exists():
+        number += 1
+    return f"{parent.name}-part-{number}"
+
+
 def _check_parent(batch: Batch) -> None:
     if batch.parent_id is not None:
         raise StateError(f"batch {batch.name!r} is itself derived from {batch.parent.name!r}; use that one")
@@ -160,7 +172,7 @@ def create_calibration_sample(
     machine = {qid: m.label for qid, m in machine_labels(batch, identity).items() if not m.in_training}
     if not machine:
         raise StateError(f"no query of batch {batch.name!r} has a machine label from {identity}")
-    name = name or f"{batch.name}-calibration"
+    name = name or part_name(batch)
     validate_name(name, "batch")
     qids, strata = stratified_sample(machine, sample, seed=seed)
     derivation = identity.as_dict() | {

@@ -23,7 +23,7 @@ from core.errors import ServiceError, StateError
 
 from ..models import Batch, Routing
 from .batches import estimate_cost
-from .calibration import create_derived_batch, read_sample, settings_of
+from .calibration import create_derived_batch, part_name, read_sample, settings_of
 from .label_sources import latest_routing  # noqa: F401 (the routing in force, read with the plans)
 
 
@@ -158,7 +158,7 @@ def route_batch(
         if plan.to_humans:
             routed = create_derived_batch(
                 batch,
-                name or f"{batch.name}-routed",
+                name or part_name(batch),
                 plan.to_humans,
                 purpose=Batch.Purpose.ROUTED,
                 derivation={

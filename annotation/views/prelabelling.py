@@ -9,8 +9,7 @@
 
 Thin shells over :mod:`annotation.services` (prelabels, calibration, routing, background),
 as :mod:`.researcher`: researchers only, a refusal is a message on the page, never a 500.
-The two figures are drawn with matplotlib's object API (never pyplot) and inlined as SVG in
-the page's foreground colour (:mod:`metrics.plots`' mechanism), so they follow dark mode.
+The two figures come from :mod:`annotation.calibration_plots` (inline SVG that follows dark mode).
 """
 
 from __future__ import annotations
@@ -19,70 +18,26 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.db.models import Avg, Count, Max
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from core.errors import ServiceError
 from core.permissions import researcher_required
 from core.uploads import staged_uploads
 
+from .. import calibration_plots, selectors
 from ..forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
 from ..labels import LABEL_NAMES, LABELS
-from ..models import Batch, PreLabel
+from ..models import Batch
 from ..prelabellers import openai_chat
 from ..services.background import start_prelabel, start_publish
 from ..services.calibration import calibration_batch, calibration_report, create_calibration_sample, identities
 from ..services.routing import latest_routing, plan_routing, route_batch
 
 # --- reads shared by the pages and the API ---------------------------------------------------
-
-
-def prelabel_runs(batch: Batch) -> list[dict[str, Any]]:
-    """Each stored run of ``batch`` (one per labeller, model and prompt version), the latest first:
-    counts per label, labelled queries, mean confidence, the trained labeller's cross-validated
-    accuracy (from ``PreLabel.detail``) and when it was stored."""
-    rows = (
-        PreLabel.objects.filter(batch_query__batch=batch)
-        .values("labeller", "model", "prompt_version", "label")
-        .annotate(count=Count("id"), mean=Avg("confidence"), latest=Max("created"))
-        .order_by()
-    )
-    runs: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for row in rows:
-        key = (row["labeller"], row["model"], row["prompt_version"])
-        run = runs.setdefault(
-            key,
-            {
-                "labeller": key[0],
-                "model": key[1],
-                "prompt_version": key[2],
-                "counts": dict.fromkeys(LABELS, 0),
-                "labelled": 0,
-                "mean_confidence": 0.0,
-                "cv_accuracy": None,
-                "created": row["latest"],
-            },
-        )
-        run["counts"][row["label"]] = row["count"]
-        run["labelled"] += row["count"]
-        run["mean_confidence"] += row["mean"] * row["count"]
-        run["created"] = max(run["created"], row["latest"])
-    for (labeller, model, prompt_version), run in runs.items():
-        run["mean_confidence"] = run["mean_confidence"] / run["labelled"] if run["labelled"] else None
-        cv = (
-            PreLabel.objects.filter(
-                batch_query__batch=batch, labeller=labeller, model=model, prompt_version=prompt_version
-            )
-            .filter(detail__cv_accuracy__isnull=False)
-            .values_list("detail__cv_accuracy", flat=True)
-            .first()
-        )
-        run["cv_accuracy"] = cv
-    return sorted(runs.values(), key=lambda run: run["created"], reverse=True)
 
 
 def chat_prompt() -> dict[str, str]:
@@ -95,92 +50,12 @@ def chat_prompt() -> dict[str, str]:
     }
 
 
-# --- figures --------------------------------------------------------------------------------
-
-
-def _inline(figure) -> SafeString:
-    """The figure as inline SVG: text and axes in ``currentColor``, the page's foreground colour.
-
-    :func:`metrics.plots._svg` adds a ``<style>`` for an SVG shown as an ``<img>``; inline, the
-    SVG inherits the page's colour (dark mode included), so the style and XML prolog are dropped.
-    """
-    from metrics.plots import SVG_STYLE, _svg
-
-    text = _svg(figure).decode("utf-8").replace(SVG_STYLE, "")
-    return mark_safe(text[text.index("<svg") :])  # drawn here by matplotlib: no user text
-
-
-def reliability_svg(reliability: list[dict[str, float]]) -> SafeString:
-    """The reliability diagram: per confidence bin, how often the machine was right, against the diagonal."""
-    from matplotlib.figure import Figure
-
-    from metrics.plots import INK, PALETTE, _ink
-
-    figure = Figure(figsize=(3.7, 3.2), layout="constrained")
-    axes = figure.add_subplot()
-    axes.plot([0, 1], [0, 1], color=INK, linewidth=0.8, alpha=0.6, linestyle="--", label="perfectly calibrated")
-    for b in reliability:
-        axes.bar(
-            (b["low"] + b["high"]) / 2, b["accuracy"], width=(b["high"] - b["low"]) * 0.9,
-            color=PALETTE[0], alpha=0.75,
-        )  # fmt: skip
-    if reliability:
-        axes.plot(
-            [b["confidence"] for b in reliability], [b["accuracy"] for b in reliability],
-            marker="o", markersize=4, color=PALETTE[1], linewidth=1.2, label="mean confidence of a bin",
-        )  # fmt: skip
-    axes.set_xlim(0, 1)
-    axes.set_ylim(0, 1)
-    axes.set_title("Reliability", fontsize=11)
-    axes.set_xlabel("machine's confidence", fontsize=9)
-    axes.set_ylabel("share right (crowd's label)", fontsize=9)
-    _ink(axes)
-    legend = axes.legend(loc="upper left", fontsize=8, frameon=False)
-    for text in legend.get_texts():
-        text.set_color(INK)
-    return _inline(figure)
-
-
-def proportions_svg(proportions: dict[str, dict[str, Any]]) -> SafeString:
-    """Each category's share of the batch: the PPI++ estimate with its CI, and the machine's share alone."""
-    from matplotlib.figure import Figure
-
-    from metrics.plots import INK, PALETTE, _ink
-
-    figure = Figure(figsize=(3.9, 3.0), layout="constrained")
-    axes = figure.add_subplot()
-    y = list(range(len(LABELS)))[::-1]
-    for row, label in zip(y, LABELS, strict=True):
-        p = proportions.get(label) or {}
-        if p.get("estimate") is not None:
-            ci = p.get("ci") or [p["estimate"], p["estimate"]]
-            axes.errorbar(
-                [p["estimate"]], [row + 0.1], xerr=[[max(0.0, p["estimate"] - ci[0])], [max(0.0, ci[1] - p["estimate"])]],
-                fmt="o", markersize=5, capsize=3, color=PALETTE[0], label="PPI++ estimate, 95% CI" if row == y[0] else None,
-            )  # fmt: skip
-        if p.get("machine_only") is not None:
-            axes.plot(
-                [p["machine_only"]], [row - 0.1], marker="x", linestyle="", markersize=6, color=PALETTE[1],
-                label="machine alone" if row == y[0] else None,
-            )  # fmt: skip
-    axes.set_yticks(y, [LABEL_NAMES[label].split(" ")[0] for label in LABELS])
-    axes.set_xlim(0, 1)
-    axes.set_ylim(-0.6, len(LABELS) - 0.4)
-    axes.set_title("Share of the batch", fontsize=11)
-    axes.set_xlabel("share of the batch's queries", fontsize=9)
-    _ink(axes)
-    legend = figure.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)
-    for text in legend.get_texts():
-        text.set_color(INK)
-    return _inline(figure)
-
-
 # --- the machine-labels page ------------------------------------------------------------------
 
 
 def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
     sample = calibration_batch(batch)
-    runs = prelabel_runs(batch)
+    runs = selectors.prelabel_runs(batch)
     for run in runs:
         run["rows"] = [(LABEL_NAMES[code], run["counts"][code]) for code in LABELS]
     return {
@@ -283,8 +158,8 @@ def _calibration_context(batch: Batch) -> dict[str, Any]:
                 for code, row in zip(report.get("labels", LABELS), report["confusion"], strict=True)
             ],
             "proportions": [(LABEL_NAMES[code], proportions.get(code, {})) for code in LABELS],
-            "reliability_svg": reliability_svg(report.get("reliability") or []),
-            "proportions_svg": proportions_svg(proportions),
+            "reliability_svg": mark_safe(calibration_plots.reliability_svg(report.get("reliability") or [])),
+            "proportions_svg": mark_safe(calibration_plots.proportions_svg(proportions)),
         }
     # The sample is still being answered: the page polls itself until its crowd work is in.
     context["live"] = sample is not None and sample.status == Batch.Status.PUBLISHED

@@ -71,7 +71,7 @@ def test_the_whole_path_through_the_api(machine_batch, researcher, client, djang
         )
     assert response.status_code == 201, response.json()
     answer = response.json()
-    assert answer["batch"] == "mb-calibration" and answer["queries"] == 60
+    assert answer["batch"] == "mb-part-1" and answer["queries"] == 60
     assert sum(s["sampled"] for s in answer["strata"]) == 60 and answer["publish_job"]["id"]
     child = calibration_batch(machine_batch)
     assert child.status == Batch.Status.PUBLISHED
@@ -105,8 +105,8 @@ def test_the_whole_path_through_the_api(machine_batch, researcher, client, djang
     assert response.status_code == 201, response.json()
     routed = response.json()
     assert routed["accepted_count"] == len(plan.accepted) and routed["to_humans"] == len(plan.to_humans)
-    assert routed["routed_batch"] == "mb-routed" and routed["publish_job"]["id"]
-    assert Batch.objects.get(name="mb-routed").status == Batch.Status.PUBLISHED
+    assert routed["routed_batch"] == "mb-part-2" and routed["publish_job"]["id"]
+    assert Batch.objects.get(name="mb-part-2").status == Batch.Status.PUBLISHED
     again = client.post(_api("mb", "routing"), {"target_accuracy": 0.95}, content_type="application/json")
     assert again.status_code == 409 and "routed already" in again.json()["detail"]
 
@@ -116,6 +116,9 @@ def test_the_whole_path_through_the_api(machine_batch, researcher, client, djang
     [
         ("post", "prelabel", {"labeller": "oracle"}, "labeller"),
         ("post", "prelabel", {"labeller": "rules", "samples": 3}, "samples"),
+        ("post", "prelabel", {"labeller": "trained", "train": "/etc/passwd"}, "train"),  # never a server path
+        ("post", "prelabel", {"labeller": "trained", "train": "batch:no-such-batch"}, "train"),
+        ("post", "prelabel", {"labeller": "rules", "train": "batch:mb"}, "train"),
         ("post", "calibration-sample", {"sample": 0}, "sample"),
         ("get", "routing", {"target_accuracy": 1.5}, "target_accuracy"),
         ("get", "routing", {"target_accuracy": 0.9, "budget": -1}, "budget"),

@@ -119,12 +119,12 @@ def test_the_whole_path_on_the_site(machine_batch, researcher, client, django_ca
         )
     assert response.status_code == 302
     child = calibration_batch(machine_batch)
-    assert child.name == "mb-calibration" and child.status == Batch.Status.PUBLISHED
+    assert child.name == "mb-part-1" and child.status == Batch.Status.PUBLISHED
     assert child.parent == machine_batch and child.queries.count() == 60
     page = client.get(reverse("annotation:batch-machine", args=["mb"])).content.decode()
-    assert reverse("annotation:batch-detail", args=["mb-calibration"]) in page
+    assert reverse("annotation:batch-detail", args=["mb-part-1"]) in page
     assert reverse("annotation:batch-calibration", args=["mb"]) in page
-    child_page = client.get(reverse("annotation:batch-detail", args=["mb-calibration"])).content.decode()
+    child_page = client.get(reverse("annotation:batch-detail", args=["mb-part-1"])).content.decode()
     assert 'id="derived-from"' in child_page and "Calibration sample of" in child_page
 
     # While the sample is answered the report waits and polls itself.

@@ -9,7 +9,7 @@ from ._common import command_errors, format_cost, get_batch
 class Command(ProjectCommand):
     help = (
         "Draw a blind calibration sample of a machine-labelled batch: a random sample stratified by the "
-        "machine's label, made a batch of its own (BATCH-calibration) with the batch's settings on its "
+        "machine's label, made a batch of its own (BATCH-part-1, a name that tells annotators nothing) with the batch's settings on its "
         "provider, and published. Annotators see ordinary HITs: no machine label, no confidence. When the "
         "crowd has labelled it, see: manage.py calibration BATCH."
     )
@@ -21,7 +21,7 @@ class Command(ProjectCommand):
         )
         parser.add_argument("--labeller", help="stratify by this pre-labeller's labels (default: the latest run)")
         parser.add_argument("--seed", type=int, default=0, help="random seed of the sample (default 0)")
-        parser.add_argument("--sample-name", default="", help="name of the sample's batch (default BATCH-calibration)")
+        parser.add_argument("--sample-name", default="", help="name of the sample's batch (default BATCH-part-N)")
         parser.add_argument("--no-publish", action="store_true", help="create the sample's batch but do not publish it")
 
     def handle(self, name, sample, labeller, seed, sample_name, no_publish, **o):

@@ -10,7 +10,7 @@ class Command(ProjectCommand):
         "Accept the machine's labels above a confidence threshold and send the rest to the crowd. The "
         "threshold is the lowest at which the machine-accepted labels meet --target-accuracy on the blind "
         "calibration sample; the queries below it go to the crowd (lowest confidence first, within --budget) "
-        "as a batch of their own (BATCH-routed). Shows how many go to humans, the cost and the saving, "
+        "as a batch of their own (BATCH-part-N). Shows how many go to humans, the cost and the saving, "
         "and asks before creating anything (or pass --yes)."
     )
 
@@ -22,7 +22,7 @@ class Command(ProjectCommand):
             "--conservative", action="store_true", help="the lower bound of the accuracy's 95%% CI must meet the target"
         )
         parser.add_argument("--labeller", help="whose labels to route by (default: the sample's pre-labeller)")
-        parser.add_argument("--routed-name", default="", help="name of the routed batch (default BATCH-routed)")
+        parser.add_argument("--routed-name", default="", help="name of the routed batch (default BATCH-part-N)")
         parser.add_argument("--no-publish", action="store_true", help="create the routed batch but do not publish it")
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 

@@ -119,11 +119,11 @@ class Command(ProjectCommand):
             )  # fmt: skip
             call_command("prelabel", "demo-machine", "--labeller", "rules")
             call_command("calibrate", "demo-machine", "--sample", "120")
-            call_command("simulate_annotations", "demo-machine-calibration")
+            call_command("simulate_annotations", "demo-machine-part-1")
         call_command("calibration", "demo-machine")
         if not Batch.objects.filter(name="demo-machine").get().routings.exists():
             call_command("route", "demo-machine", "--target-accuracy", "0.95", "--yes")
-            routed = Batch.objects.filter(name="demo-machine-routed").first()
+            routed = Batch.objects.get(name="demo-machine").routings.get().routed_batch
             if routed is not None:
                 call_command("simulate_annotations", routed.name)
 
