@@ -319,6 +319,9 @@ SITE_URL = env_str("SITE_URL", "http://localhost:8000")
 PRELABEL_API_URL = env_str("PRELABEL_API_URL", "https://api.openai.com/v1/")
 PRELABEL_API_KEY = env_str("PRELABEL_API_KEY", "")
 PRELABEL_MODEL = env_str("PRELABEL_MODEL", "")
+#: A prompt of your own for the chat labeller: the system prompt, a line ``---``, then the user
+#: template with ``{query}``; versioned by its text (empty: the built-in, versioned prompt).
+PRELABEL_PROMPT_FILE = env_str("PRELABEL_PROMPT_FILE", "")
 #: Answers sampled per query (their vote shares are the confidence), at this temperature.
 PRELABEL_SAMPLES = env_int("PRELABEL_SAMPLES", 5, minimum=1)
 PRELABEL_TEMPERATURE = env_float("PRELABEL_TEMPERATURE", 1.0, minimum=0.01)

@@ -1,7 +1,7 @@
 """The chat pre-labeller: any OpenAI-compatible chat-completions endpoint, k samples voted.
 
-Each query is sent with the versioned prompt below (:data:`PROMPT_VERSION`; change the
-prompt, change the version) as ``POST {base}/chat/completions`` with ``{model, messages,
+Each query is sent with a versioned prompt (:class:`Prompt`: the built-in one below,
+:data:`PROMPT_VERSION`, or a researcher's own from a file, versioned by its text) as ``POST {base}/chat/completions`` with ``{model, messages,
 temperature, n}``; the answers are ``choices[].message.content`` and the cost is read from
 ``usage.prompt_tokens`` / ``usage.completion_tokens`` at the configured prices (USD per
 million tokens). A server that returns fewer choices than ``n`` is asked again for the rest.
@@ -60,10 +60,52 @@ USER_TEMPLATE = "Query: {query}"
 PROMPT_SHA256 = hashlib.sha256(f"{SYSTEM_PROMPT}\n\n{USER_TEMPLATE}".encode()).hexdigest()
 
 
-def messages(query: str) -> list[dict[str, str]]:
+#: The line that separates the system prompt from the user template in a prompt file.
+PROMPT_SEPARATOR = "---"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A versioned prompt: the system message, the user message (``{query}`` in it) and the version.
+
+    The built-in one is :data:`DEFAULT_PROMPT`. A researcher's own (:meth:`from_text`, the
+    ``PRELABEL_PROMPT_FILE`` setting) is versioned by its text, ``custom-<sha256[:12]>``: edit
+    the file and its labels and cached answers are new ones, kept beside the old.
+    """
+
+    system: str
+    user: str
+    version: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(f"{self.system}\n\n{self.user}".encode()).hexdigest()
+
+    @classmethod
+    def from_text(cls, text: str) -> Prompt:
+        """``system prompt``, a line ``---``, ``user template with {query}``; refused with a clear message."""
+        lines = text.replace("\r\n", "\n").split("\n")
+        if PROMPT_SEPARATOR not in (line.strip() for line in lines):
+            raise ValueError(f"a prompt file is the system prompt, a line {PROMPT_SEPARATOR}, then the user template")
+        at = next(i for i, line in enumerate(lines) if line.strip() == PROMPT_SEPARATOR)
+        system, user = "\n".join(lines[:at]).strip(), "\n".join(lines[at + 1 :]).strip()
+        if not system or "{query}" not in user:
+            raise ValueError("a prompt file needs a system prompt and a user template containing {query}")
+        try:
+            user.format(query="")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"the user template may hold no placeholder but {{query}} ({exc})") from None
+        draft = cls(system, user, "")
+        return cls(system, user, f"custom-{draft.sha256[:12]}")
+
+
+DEFAULT_PROMPT = Prompt(SYSTEM_PROMPT, USER_TEMPLATE, PROMPT_VERSION)
+
+
+def messages(query: str, prompt: Prompt = DEFAULT_PROMPT) -> list[dict[str, str]]:
     return [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": USER_TEMPLATE.format(query=query)},
+        {"role": "system", "content": prompt.system},
+        {"role": "user", "content": prompt.user.format(query=query)},
     ]
 
 
@@ -111,6 +153,7 @@ class ChatClient:
         max_delay: float = 30.0,
         timeout: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
+        prompt: Prompt = DEFAULT_PROMPT,
     ) -> None:
         if not model:
             raise PreLabelError("PRELABEL_MODEL is not set: name the model the endpoint serves")
@@ -122,6 +165,7 @@ class ChatClient:
         self.max_delay = max_delay
         self.timeout = timeout
         self.sleep = sleep
+        self.prompt = prompt
 
     def complete(self, body: dict) -> dict:
         """One chat completion, retried (see the module docstring)."""
@@ -159,7 +203,7 @@ class ChatClient:
         """``k`` answers to the prompt for ``query`` (``n=k``; asked again if fewer came back)."""
         result = Sampled([])
         while len(result.answers) < k:
-            body = {"model": self.model, "messages": messages(query), "temperature": temperature}
+            body = {"model": self.model, "messages": messages(query, self.prompt), "temperature": temperature}
             if k - len(result.answers) > 1:
                 body["n"] = k - len(result.answers)
             answer = self.complete(body)
@@ -218,6 +262,7 @@ class ChatPreLabeller(PreLabeller):
             raise ValueError("temperature must be above 0: the samples are meant to differ")
         self.client = client
         self.model = client.model
+        self.prompt_version = client.prompt.version
         self.samples = samples
         self.temperature = temperature
         self.concurrency = max(1, concurrency)

@@ -34,7 +34,7 @@ from ..labels import LABELS
 from ..models import Batch, BatchQuery, PreLabel, PreLabelAnswer
 from ..prelabellers import PreLabeller, get_prelabeller
 from ..prelabellers.base import Usage
-from ..prelabellers.openai_chat import ChatClient, Sampled
+from ..prelabellers.openai_chat import DEFAULT_PROMPT, ChatClient, Prompt, Sampled
 from .batches import read_labelled_file
 from .results import BatchAnswers
 
@@ -75,6 +75,18 @@ class DatabaseAnswerCache:
 BATCH_PREFIX = "batch:"
 
 
+def prompt_in_force() -> Prompt:
+    """The chat labeller's prompt: ``PRELABEL_PROMPT_FILE`` when set, else the built-in one."""
+    path = settings.PRELABEL_PROMPT_FILE
+    if not path:
+        return DEFAULT_PROMPT
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return Prompt.from_text(handle.read(100_000))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ServiceError(f"PRELABEL_PROMPT_FILE {path}: {exc}") from None
+
+
 def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path | None = None) -> PreLabeller:
     """The pre-labeller ``name`` as this site configures it (``PRELABEL_*`` settings for ``openai``);
     ``train`` (for ``trained`` only, and required by it) is what it learns from (see the module docstring)."""
@@ -83,7 +95,9 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
             raise ServiceError("the trained pre-labeller needs training data: a labelled query file or batch:NAME")
         raise ServiceError(f"the {name} pre-labeller takes no training data")
     if name == "openai":
-        client = ChatClient(settings.PRELABEL_API_URL, settings.PRELABEL_API_KEY, settings.PRELABEL_MODEL)
+        client = ChatClient(
+            settings.PRELABEL_API_URL, settings.PRELABEL_API_KEY, settings.PRELABEL_MODEL, prompt=prompt_in_force()
+        )
         return get_prelabeller(
             "openai",
             client=client,

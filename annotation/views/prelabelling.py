@@ -32,21 +32,26 @@ from .. import calibration_plots, selectors
 from ..forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
 from ..labels import LABEL_NAMES, LABELS
 from ..models import Batch
-from ..prelabellers import openai_chat
 from ..services.background import start_prelabel, start_publish
 from ..services.calibration import calibration_batch, calibration_report, create_calibration_sample, identities
+from ..services.prelabels import prompt_in_force
 from ..services.routing import latest_routing, plan_routing, route_batch
 
 # --- reads shared by the pages and the API ---------------------------------------------------
 
 
 def chat_prompt() -> dict[str, str]:
-    """The chat labeller's prompt as it is sent, and its version (see :mod:`annotation.prelabellers.openai_chat`)."""
+    """The chat labeller's prompt in force (``PRELABEL_PROMPT_FILE`` or the built-in one) and its version."""
+    try:
+        prompt = prompt_in_force()
+    except ServiceError as exc:
+        return {"error": str(exc)}
     return {
-        "version": openai_chat.PROMPT_VERSION,
-        "system": openai_chat.SYSTEM_PROMPT,
-        "user": openai_chat.USER_TEMPLATE,
-        "sha256": openai_chat.PROMPT_SHA256,
+        "version": prompt.version,
+        "system": prompt.system,
+        "user": prompt.user,
+        "sha256": prompt.sha256,
+        "file": settings.PRELABEL_PROMPT_FILE,
     }
 
 

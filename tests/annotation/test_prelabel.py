@@ -3,6 +3,7 @@ an OpenAI-compatible test server (faults, unparseable answers, the cache), the s
 the command."""
 
 import hashlib
+import re
 from decimal import Decimal
 from io import StringIO
 
@@ -15,6 +16,7 @@ from annotation.prelabellers import PreLabelError, get_prelabeller, openai_chat
 from annotation.prelabellers.openai_chat import ChatClient, ChatPreLabeller, parse_answer, vote
 from annotation.prelabellers.rules import RulesPreLabeller
 from annotation.services.prelabels import DatabaseAnswerCache
+from core.errors import ServiceError
 from pooling.wordlists import GenderWords
 
 from .conftest import QUERIES, make_batch
@@ -223,3 +225,38 @@ def test_the_command_with_the_chat_model(fake_openai, batch):
     out = StringIO()
     call_command("prelabel", batch.name, "--labeller", "openai", "--samples", "2", stdout=out)
     assert "Requests: 0 (0 queries asked, 6 from the cache)" in out.getvalue()
+
+
+# -- a prompt of the researcher's own --------------------------------------------------------
+def test_a_prompt_file_is_sent_and_versioned_by_its_text(fake_openai, batch, settings, tmp_path):
+    prompt_file = tmp_path / "prompt.txt"
+    prompt_file.write_text("Label the query: n, f, m or o.\n---\nQuery: {query}\n")
+    settings.PRELABEL_PROMPT_FILE = str(prompt_file)
+    first = services.prelabel_batch(batch, "openai")
+    assert first.prompt_version.startswith("custom-") and first.prompt_version != openai_chat.PROMPT_VERSION
+    assert {r["messages"][0]["content"] for r in fake_openai.requests} == {"Label the query: n, f, m or o."}
+    # Editing the prompt makes a new version: its labels sit beside the old ones, the cache is not reused.
+    prompt_file.write_text("Label the query with one letter: n, f, m or o.\n---\nQuery: {query}\n")
+    second = services.prelabel_batch(batch, "openai")
+    assert second.prompt_version != first.prompt_version and second.usage.cached_queries == 0
+    assert set(PreLabel.objects.values_list("prompt_version", flat=True)) == {
+        first.prompt_version,
+        second.prompt_version,
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("no separator at all", "a line ---"),
+        ("system\n---\nno placeholder", "{query}"),
+        ("system\n---\nQuery: {query} and {other}", "no placeholder but"),
+    ],
+)
+def test_a_bad_prompt_file_is_refused_with_its_name(fake_openai, batch, settings, tmp_path, text, problem):
+    prompt_file = tmp_path / "prompt.txt"
+    prompt_file.write_text(text)
+    settings.PRELABEL_PROMPT_FILE = str(prompt_file)
+    with pytest.raises(ServiceError, match=f"PRELABEL_PROMPT_FILE {prompt_file}.*{re.escape(problem)}"):
+        services.prelabel_batch(batch, "openai")
+    assert not fake_openai.requests and not PreLabel.objects.exists()
