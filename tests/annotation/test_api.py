@@ -63,7 +63,8 @@ def test_export_through_the_api(answered, researcher, client, settings):
     assert download["Content-Disposition"] == 'attachment; filename="b1-non-gendered.csv"'
     rows = b"".join(download.streaming_content).decode().splitlines()
     assert rows[0] == "qid,query,label,adjudicated,ds_posterior,label_source,machine_confidence"
-    assert sorted(row.rsplit(",", 2)[0] for row in rows[1:]) == ["101,what is a synapse,n", "105,how to boil an egg,n"]
+    assert sorted(row.rsplit(",", 4)[0] for row in rows[1:]) == ["101,what is a synapse,n", "105,how to boil an egg,n"]
+    assert all(row.endswith(",crowd majority,") for row in rows[1:])  # the label source; no machine confidence
     assert all(row.split(",")[3] == "false" and 0.5 < float(row.split(",")[4]) <= 1 for row in rows[1:])
     card = b"".join(client.get(data["card_download"]).streaming_content).decode()
     assert "b1: Non-gendered queries" in card
