@@ -1,11 +1,25 @@
 """Machine pre-labelling pages in a real browser (Debian's Chromium) at 1280 px and 390 px, light and dark:
 the calibration report draws its inline SVG figures in the page's colour, and no page scrolls sideways."""
 
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from .test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
 
-SHOTS = "/tmp/shots-prelabelling"
+SHOTS = Path(tempfile.gettempdir()) / "genderbias-screenshots" / "prelabelling"
+#: The two the README shows, refreshed on request like the others (tests/test_researcher_path.py).
+README_SHOTS = {"calibration-1280-light": "7-calibration.png", "routing-390": "7b-routing-phone.png"}
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def _shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1" and name in README_SHOTS:
+        page.screenshot(path=str(DOCS / README_SHOTS[name]), full_page=True)
 
 
 @pytest.mark.browser
@@ -26,7 +40,7 @@ def test_the_report_renders_its_svg_and_fits_a_phone(calibrated, researcher, pag
                 assert box["x"] >= 0 and box["x"] + box["width"] <= width, box
             assert page.locator("#kappa-ci").is_visible() and page.locator("#winning-rate").is_visible()
             assert page.evaluate("document.documentElement.scrollWidth") <= width
-            page.screenshot(path=f"{SHOTS}/calibration-{width}-{scheme}.png", full_page=True)
+            _shot(page, f"calibration-{width}-{scheme}")
         colours[scheme] = figures.first.evaluate("e => getComputedStyle(e).color")
     assert colours["light"] != colours["dark"], colours  # the figures follow dark mode
 
@@ -39,5 +53,5 @@ def test_the_report_renders_its_svg_and_fits_a_phone(calibrated, researcher, pag
             page.set_viewport_size({"width": width, "height": 900})
             page.goto(path)
             assert page.evaluate("document.documentElement.scrollWidth") <= width, (path, width)
-            page.screenshot(path=f"{SHOTS}/{name}-{width}.png", full_page=True)
+            _shot(page, f"{name}-{width}")
     assert page.locator("#plan-to-humans").is_visible()
