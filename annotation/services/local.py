@@ -134,6 +134,8 @@ ON_SITE = (Provider.LOCAL, Provider.PROLIFIC)
 _FREED = FREES_PLACE
 #: Statuses that hold a place, except ``assigned``, which holds it only until its time runs out.
 _KEPT = tuple(s for s in Assignment.Status.values if s not in FREES_PLACE and s != Assignment.Status.ASSIGNED)
+#: Statuses in which an assignment still takes its annotator's answers (abandoned: while its HIT has a place).
+_TAKES_ANSWERS = (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED)
 #: ``_release_abandoned`` marks timed-out hand-outs abandoned at most this often per process (seconds).
 RELEASE_EVERY = 60.0
 _released_at: float | None = None
@@ -392,6 +394,7 @@ def submit_local_assignment(
     *,
     hit_queries: Sequence[HitQuery] | None = None,
     count_answered: bool = False,
+    current: bool = False,
 ) -> AnswerCheck:
     """Record an annotator's answers to a HIT they were given (once: a second submit is refused).
 
@@ -401,30 +404,42 @@ def submit_local_assignment(
     Only this HIT's status is settled (a submission changes no other HIT). ``count_answered``:
     also count the worker's submitted HITs (``answered_count``) into the check's
     ``answered_count``, in the same query as the HIT's answers.
+
+    ``current``: the caller read ``assignment`` with its HIT and batch in this request (the
+    HIT pages), so they are not read again; otherwise (an object that may be old) they are.
+    Either way the answers are written only if the row still takes them: the status check
+    and the write are one conditional ``UPDATE`` (``record_answers(only_from=...)``), which
+    is what makes a second submit of the same assignment, in another tab at the same
+    moment, record nothing.
     """
+    if not current:
+        assignment = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)
     now = timezone.now()
     with transaction.atomic():
-        locked = Assignment.objects.select_for_update().select_related("hit__batch").get(pk=assignment.pk)
-        if timed_out(locked, locked.hit.batch, now):
-            if _held(locked.hit, now - locked.hit.batch.assignment_duration) >= locked.hit.max_assignments:
-                raise ServiceError(
-                    "the time for this HIT ran out and others have taken its places; your answers were not recorded"
-                )
-            locked.status = Assignment.Status.ASSIGNED
-        elif locked.status != Assignment.Status.ASSIGNED:
-            raise ServiceError("this HIT was already submitted")
-        if locked.hit.batch.status != Batch.Status.PUBLISHED:
-            raise ServiceError("this batch is no longer open")
-        raw = json.dumps(dict(answers), sort_keys=True)
-        check = record_answers(locked, answers, raw, hit_queries=hit_queries)
-        if count_answered:
-            done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
-            counts = Assignment.objects.filter(Q(hit_id=locked.hit_id) | Q(worker_id=locked.worker_id)).aggregate(
-                hit=Count("pk", filter=Q(hit_id=locked.hit_id, status__in=ANSWERED)),
-                worker=Count("pk", filter=Q(worker_id=locked.worker_id, status__in=done)),
+        return _submit(assignment, answers, now, hit_queries=hit_queries, count_answered=count_answered)
+
+
+def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered: bool) -> AnswerCheck:
+    hit, batch = assignment.hit, assignment.hit.batch
+    if timed_out(assignment, batch, now):
+        if _held(hit, now - batch.assignment_duration) >= hit.max_assignments:
+            raise ServiceError(
+                "the time for this HIT ran out and others have taken its places; your answers were not recorded"
             )
-            check.answered_count = counts["worker"]
-            settle_hit_status(locked.hit, answered=counts["hit"])
-        else:
-            settle_hit_status(locked.hit)
-        return check
+    elif assignment.status != Assignment.Status.ASSIGNED:
+        raise ServiceError("this HIT was already submitted")
+    if batch.status != Batch.Status.PUBLISHED:
+        raise ServiceError("this batch is no longer open")
+    raw = json.dumps(dict(answers), sort_keys=True)
+    check = record_answers(assignment, answers, raw, hit_queries=hit_queries, only_from=_TAKES_ANSWERS)
+    if count_answered:
+        done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+        counts = Assignment.objects.filter(Q(hit_id=hit.pk) | Q(worker_id=assignment.worker_id)).aggregate(
+            hit=Count("pk", filter=Q(hit_id=hit.pk, status__in=ANSWERED)),
+            worker=Count("pk", filter=Q(worker_id=assignment.worker_id, status__in=done)),
+        )
+        check.answered_count = counts["worker"]
+        settle_hit_status(hit, answered=counts["hit"])
+    else:
+        settle_hit_status(hit)
+    return check

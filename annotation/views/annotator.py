@@ -106,7 +106,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         if form.is_valid():
             try:
                 check = services.submit_local_assignment(
-                    assignment, form.cleaned_data, hit_queries=hit_queries, count_answered=True
+                    assignment, form.cleaned_data, hit_queries=hit_queries, count_answered=True, current=True
                 )
             except ServiceError as exc:
                 messages.error(request, str(exc))

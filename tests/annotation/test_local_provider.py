@@ -110,6 +110,29 @@ def test_a_hit_cannot_be_submitted_twice(local_batch, annotators, client):
         services.submit_local_assignment(assignment, answers_for(assignment))
 
 
+def test_a_submit_of_an_assignment_read_before_another_submit_records_nothing(local_batch, annotators):
+    """The HIT page reads the assignment, then submits it (``current=True``): if another tab
+    submitted it in between, the conditional write finds it changed and nothing is stored."""
+    assignment = services.next_assignment(annotators[0])
+    read_by_the_page = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)
+    services.submit_local_assignment(assignment, answers_for(assignment))  # the other tab
+    first = Assignment.objects.get(pk=assignment.pk)
+    other_answers = {field: "o" for field in answers_for(assignment)}
+    with pytest.raises(ServiceError, match="already submitted"):
+        services.submit_local_assignment(read_by_the_page, other_answers, current=True)
+    assert Judgment.objects.filter(assignment=assignment).count() == len(other_answers)
+    assert Assignment.objects.get(pk=assignment.pk).raw_answer == first.raw_answer
+
+
+def test_a_submit_after_the_batch_closed_is_refused_as_such(local_batch, annotators):
+    assignment = services.next_assignment(annotators[0])
+    services.cancel_batch(local_batch)
+    read_by_the_page = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)
+    with pytest.raises(ServiceError, match="no longer open"):
+        services.submit_local_assignment(read_by_the_page, answers_for(assignment), current=True)
+    assert not Judgment.objects.filter(assignment=assignment).exists()
+
+
 def test_only_annotators_get_hits(local_batch, researcher, client, django_user_model):
     client.force_login(django_user_model.objects.create_user("visitor", password="pw-secret-123"))
     assert client.get(reverse("annotation:next")).status_code == 403
@@ -231,6 +254,45 @@ def test_one_annotator_in_many_tabs_holds_one_assignment(query_set):
         claimed = set(pool.map(claim, range(4)))
     assert len(claimed) == 1
     assert Assignment.objects.filter(hit__batch=batch, worker__identity__user=user).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_submits_of_one_assignment_at_once_store_its_judgments_once(query_set):
+    """Four tabs post the same HIT at the same moment: one is recorded, the others refused."""
+    import threading
+
+    from django.db import connection
+
+    from .conftest import make_batch
+
+    if connection.vendor == "sqlite":
+        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
+    batch = make_batch(query_set, queries_per_hit=3, assignments_per_query=2)
+    services.publish_batch(batch)
+    assignment = services.next_assignment(services.create_annotator("double-submit"))
+    start, outcomes = threading.Barrier(4), []
+
+    def submit(label):
+        try:
+            page = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)  # as the HIT page reads it
+            hit_queries = list(page.hit.hit_queries.select_related("batch_query").order_by("position"))
+            start.wait(10)
+            answers = {hq.field_name: label for hq in hit_queries}
+            services.submit_local_assignment(page, answers, hit_queries=hit_queries, current=True)
+            outcomes.append("recorded")
+        except Exception as exc:  # any other error fails the comparison below, with its text
+            outcomes.append(str(exc))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=submit, args=(label,)) for label in "nfmo"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(outcomes) == ["recorded"] + ["this HIT was already submitted"] * 3
+    judgments = Judgment.objects.filter(assignment=assignment)
+    assert judgments.count() == 3 and len({j.label for j in judgments}) == 1
 
 
 @pytest.mark.django_db(transaction=True)
