@@ -229,8 +229,12 @@ def test_concurrent_requests_never_overfill_a_hit(query_set):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_one_annotator_in_many_tabs_holds_one_assignment(query_set):
-    """Four tabs of one annotator ask at once, with two HITs free: all get the same assignment."""
+@pytest.mark.parametrize("ask", ["next_assignment", "next_hit_for"])
+def test_one_annotator_in_many_tabs_holds_one_assignment(query_set, ask):
+    """Four tabs of one annotator ask at once, with two HITs free: all get the same assignment.
+
+    Through the service and through the next-HIT page's (``next_hit_for``), whose read of the
+    worker takes the row lock itself."""
     from concurrent.futures import ThreadPoolExecutor
 
     from django.db import connection
@@ -246,6 +250,8 @@ def test_one_annotator_in_many_tabs_holds_one_assignment(query_set):
 
     def claim(_):
         try:
+            if ask == "next_hit_for":
+                return services.local.next_hit_for(user).assignment.pk
             return services.next_assignment(user).pk
         finally:
             connection.close()
@@ -356,3 +362,35 @@ def test_one_publish_sync_or_escalation_per_batch_at_a_time(local_batch, annotat
     assignment = services.next_assignment(annotators[0])
     services.submit_local_assignment(assignment, answers_for(assignment))
     assert services.sync_batch(local_batch).approved == 1  # free again once the first has finished
+
+
+def test_a_hit_cycle_reads_nothing_twice(local_batch, annotators, client, monkeypatch, django_assert_max_num_queries):
+    """Statements per request of next, the HIT page and submit (sessions and the user included).
+
+    A ceiling, so the path does not silently grow back: the worker read once and locked in
+    the same statement, the hand-out query skipped when none is held, the HIT page's counts
+    in its read of the assignment, the submit's check and write in one UPDATE. Inside the
+    test's transaction each request's transaction is a SAVEPOINT and its RELEASE (two
+    statements where a deployment counts one ``BEGIN IMMEDIATE`` on SQLite and none on
+    PostgreSQL); PostgreSQL's hand-out also counts the HIT's places again under its row lock."""
+    import time
+
+    from django.db import connection
+
+    from annotation.services import local
+
+    monkeypatch.setattr(local, "_released_at", time.monotonic())  # the once-a-minute release is not due
+    client.force_login(annotators[0])
+    for _ in range(2):
+        with django_assert_max_num_queries(9 if connection.vendor == "postgresql" else 8):
+            response = client.get(reverse("annotation:next"))
+        assert response.status_code == 302
+        with django_assert_max_num_queries(4):
+            page = client.get(response.url)
+        assert page.status_code == 200
+        assignment = Assignment.objects.get(pk=int(response.url.rstrip("/").rsplit("/", 1)[1]))
+        answers = answers_for(assignment)
+        with django_assert_max_num_queries(9):
+            submitted = client.post(response.url, answers)
+        assert submitted.status_code == 302
+        assert Judgment.objects.filter(assignment=assignment).count() == assignment.hit.hit_queries.count()
