@@ -419,48 +419,37 @@ class _CountOf(Subquery):
     output_field = IntegerField()
 
 
-def with_progress(assignments: QuerySet) -> QuerySet:
-    """Assignments read with :func:`answered_and_progress`'s counts as columns of the same query.
+def answered_and_progress(assignment: Assignment) -> tuple[int, HitProgress]:
+    """``answered_count`` of the assignment's worker and :func:`hit_progress`: their three counts in one query.
 
-    The HIT page reads its assignment anyway; its three counts (the annotator's submitted
-    HITs, those of this batch, the batch's open HITs left for them, bounded) ride along as
-    scalar subqueries instead of two more statements.
+    One statement with the worker, batch and HIT as literal values, so the database plans
+    each count for them: the annotator's submitted HITs and those of this batch (both along
+    the (worker, status) index, "of this batch" a condition inside the count, so the batch's
+    HITs are never walked), and the batch's open HITs left for them, up to
+    ``PROGRESS_COUNT_LIMIT``. (Read as columns of the assignment's own query instead, the
+    counts were planned for any worker and batch: PostgreSQL then scanned every HIT.)
     """
-    worker, batch = OuterRef("worker_id"), OuterRef("hit__batch_id")
-    done = Assignment.objects.filter(worker_id=worker, status__in=_DONE)
-    mine = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=OuterRef(worker))
+    worker_id, batch_id = assignment.worker_id, assignment.hit.batch_id
+    done = Assignment.objects.filter(worker_id=worker_id, status__in=_DONE).order_by()
+    mine = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=worker_id)
     left = (
-        Hit.objects.filter(batch_id=batch, status=Hit.Status.OPEN)
-        .exclude(pk=OuterRef("hit_id"))
+        Hit.objects.filter(batch_id=batch_id, status=Hit.Status.OPEN)
+        .exclude(pk=assignment.hit_id)
         .filter(~Exists(mine))
+        .order_by()
         .values("pk")[:PROGRESS_COUNT_LIMIT]
     )
-    return assignments.annotate(
-        progress_answered=_CountOf(done.values("pk")),
-        progress_before=_CountOf(done.filter(hit__batch_id=batch).values("pk")),
-        progress_left=_CountOf(left),
+    counts = (
+        Hit.objects.filter(pk=assignment.hit_id)
+        .annotate(
+            answered=_CountOf(done.values("pk")),
+            before=_CountOf(done.filter(hit__batch_id=batch_id).values("pk")),
+            left=_CountOf(left),
+        )
+        .values("answered", "before", "left")
+        .get()
     )
-
-
-def answered_and_progress(assignment: Assignment) -> tuple[int, HitProgress]:
-    """``answered_count`` of the assignment's worker and :func:`hit_progress`, their two counts in one query.
-
-    An assignment read through :func:`with_progress` already has them: nothing is read.
-    """
-    if hasattr(assignment, "progress_left"):
-        answered, before, left = assignment.progress_answered, assignment.progress_before, assignment.progress_left
-    else:
-        counts = Assignment.objects.filter(worker_id=assignment.worker_id, status__in=_DONE).aggregate(
-            answered=Count("pk"), before=Count("pk", filter=Q(hit__batch_id=assignment.hit.batch_id))
-        )
-        answered, before = counts["answered"], counts["before"]
-        mine = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=assignment.worker_id)
-        others = (
-            Hit.objects.filter(batch_id=assignment.hit.batch_id, status=Hit.Status.OPEN)
-            .exclude(pk=assignment.hit_id)
-            .filter(~Exists(mine))
-        )
-        left = others[:PROGRESS_COUNT_LIMIT].count()
+    answered, before, left = counts["answered"], counts["before"], counts["left"]
     progress = HitProgress(number=before + 1, left=left, left_is_lower_bound=left >= PROGRESS_COUNT_LIMIT)
     return answered, progress
 

@@ -18,7 +18,7 @@ from core.errors import ServiceError
 from .. import services
 from ..forms import HitAnswerForm, TrainingAnswerForm
 from ..models import Assignment, Batch, Provider
-from ..services.local import NotAnnotator, answered_and_progress, local_worker, next_hit_for, with_progress
+from ..services.local import NotAnnotator, answered_and_progress, local_worker, next_hit_for
 from ..services.publishing import CATEGORIES
 from ..services.training import qualification_of, submit_training
 
@@ -88,10 +88,9 @@ def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, cont
 @login_required
 def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
     """One HIT for its annotator: the shared HIT page, posting back here."""
-    rows = Assignment.objects.select_related("hit__batch")
-    if request.method != "POST":
-        rows = with_progress(rows)  # "HIT n of N" and the annotator's count, in the same read
-    assignment = get_object_or_404(rows, pk=pk, worker__identity__user=request.user)
+    assignment = get_object_or_404(
+        Assignment.objects.select_related("hit__batch"), pk=pk, worker__identity__user=request.user
+    )
     if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
         messages.info(request, "You already submitted that HIT.")
         return redirect("annotation:next")

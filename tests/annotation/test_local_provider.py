@@ -368,8 +368,8 @@ def test_a_hit_cycle_reads_nothing_twice(local_batch, annotators, client, monkey
     """Statements per request of next, the HIT page and submit (sessions and the user included).
 
     A ceiling, so the path does not silently grow back: the worker read once and locked in
-    the same statement, the hand-out query skipped when none is held, the HIT page's counts
-    in its read of the assignment, the submit's check and write in one UPDATE. Inside the
+    the same statement, the hand-out query skipped when none is held, the HIT page's three
+    counts in one query, the submit's check and write in one UPDATE. Inside the
     test's transaction each request's transaction is a SAVEPOINT and its RELEASE (two
     statements where a deployment counts one ``BEGIN IMMEDIATE`` on SQLite and none on
     PostgreSQL); PostgreSQL's hand-out also counts the HIT's places again under its row lock."""
@@ -385,7 +385,7 @@ def test_a_hit_cycle_reads_nothing_twice(local_batch, annotators, client, monkey
         with django_assert_max_num_queries(9 if connection.vendor == "postgresql" else 8):
             response = client.get(reverse("annotation:next"))
         assert response.status_code == 302
-        with django_assert_max_num_queries(4):
+        with django_assert_max_num_queries(5):
             page = client.get(response.url)
         assert page.status_code == 200
         assignment = Assignment.objects.get(pk=int(response.url.rstrip("/").rsplit("/", 1)[1]))
