@@ -169,3 +169,66 @@ def format_table(rows: Sequence[dict[str, object]]) -> str:
     for r in cells:
         lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
     return "\n".join(lines)
+
+
+# --- benchmark_cycle: the baseline and the thing measured, interleaved ------------------------
+def split_evenly(total: int, parts: int) -> list[int]:
+    """``total`` in ``parts`` whole shares that differ by at most one (the larger first)."""
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def interleaved_schedule(sizes: Sequence[int], templates: int, cycles: int, block: int) -> list[tuple[int, int, int]]:
+    """The blocks ``benchmark_cycle`` runs, in order: ``(size, template pages, HIT cycles)``.
+
+    Each size gets ``templates`` template pages and ``cycles`` HIT cycles in blocks of about
+    ``block`` cycles, each block's template pages just before its cycles; the sizes take turns
+    block by block, in the order ABBA (forward, then backward), so neither size is always the
+    one measured first. On a shared machine whose load changes every few seconds, a change
+    then falls on a size's baseline and on its cycles alike, and on every size alike.
+    """
+    blocks = max(1, -(-cycles // max(1, block)))
+    template_shares, cycle_shares = split_evenly(templates, blocks), split_evenly(cycles, blocks)
+    schedule = []
+    for i in range(blocks):
+        for size in sizes if i % 2 == 0 else reversed(sizes):
+            schedule.append((size, template_shares[i], cycle_shares[i]))
+    return schedule
+
+
+@dataclass(frozen=True)
+class Multiple:
+    """CPU of what was measured over the template page's, from blocks run one after the other."""
+
+    #: Mean CPU of the template page and of the thing measured over all blocks (seconds).
+    template: float
+    measured: float
+    #: The multiple of each block that has both (its own template pages against its own cycles).
+    per_block: tuple[float, ...]
+
+    @property
+    def value(self) -> float:
+        """The multiple from the interleaved totals: mean over mean, every block weighted by its requests."""
+        return self.measured / self.template
+
+    def spread(self) -> tuple[float, float, float]:
+        """Lower quartile, median and upper quartile of the per-block multiples (the noise between blocks)."""
+        if len(self.per_block) < 2:
+            return (self.value,) * 3
+        low, mid, high = statistics.quantiles(self.per_block, n=4, method="inclusive")
+        return low, mid, high
+
+
+def interleaved_multiple(blocks: Sequence[tuple[float, int, float, int]]) -> Multiple:
+    """The :class:`Multiple` of blocks ``(template CPU, template pages, measured CPU, measured count)``.
+
+    Totals, not a mean of ratios: a block with few requests weighs little, and one noisy
+    template page (the smaller figure) cannot blow up a block's ratio into the result.
+    """
+    template_cpu = sum(b[0] for b in blocks)
+    template_n = sum(b[1] for b in blocks)
+    measured_cpu = sum(b[2] for b in blocks)
+    measured_n = sum(b[3] for b in blocks)
+    if not template_n or not measured_n or template_cpu <= 0:
+        raise ValueError("no template page or nothing measured")
+    per_block = tuple((b[2] / b[3]) / (b[0] / b[1]) for b in blocks if b[1] and b[3] and b[0] > 0)
+    return Multiple(template_cpu / template_n, measured_cpu / measured_n, per_block)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.utils import timezone
 
 from annotation.labels import LABEL_NAMES, LABELS
+from core.errors import ServiceError
 
 from ..models import Assignment, BatchQuery, HitQuery, Judgment
 from ..providers import CrowdProvider
@@ -41,6 +42,10 @@ class AnswerCheck:
     @property
     def invalid_count(self) -> int:
         return sum(label is None for _, label, _ in self.judgments)
+
+
+class AlreadyRecorded(ServiceError):
+    """The assignment was no longer in a status that takes answers when they were to be recorded."""
 
 
 #: The reason :func:`check_answers` gives when the provider's answer document could not be read.
@@ -114,31 +119,55 @@ def record_answers(
     status: str = Assignment.Status.SUBMITTED,
     submitted_at: dt.datetime | None = None,
     hit_queries: Sequence[HitQuery] | None = None,
+    only_from: Collection[str] | None = None,
 ) -> AnswerCheck:
     """Store the judgments of a not-yet-answered assignment and score its gold questions.
 
     ``hit_queries``: the HIT's queries in order, with their batch queries, when the caller
     has read them already (else they are read here).
+
+    ``only_from``: record only if the assignment's row is still in one of these statuses,
+    else raise :class:`AlreadyRecorded` with nothing
+    written. The check and the write are one ``UPDATE``, run before the judgments are
+    inserted: it takes the row's write lock, so of two submits of one assignment at once the
+    second waits, then finds the status changed and records nothing -- the same guarantee as
+    locking the row and reading it again, one statement cheaper.
+
+    Only the answer's columns are written (status, times, raw answer, validity, gold, and
+    ``feedback`` when gold failed), not the whole row: a column another request changes
+    meanwhile is never written back with an old value.
     """
     if hit_queries is None:
         hit_queries = list(assignment.hit.hit_queries.select_related("batch_query").order_by("position"))
-    check = check_answers(hit_queries, answers, assignment.hit.batch.gold_pass_fraction)
+    batch = assignment.hit.batch
+    check = check_answers(hit_queries, answers, batch.gold_pass_fraction)
+    values = {
+        "status": status,
+        "submitted_at": submitted_at or timezone.now(),
+        "raw_answer": raw_answer,
+        "valid": check.valid,
+        "gold_correct": check.gold_correct if check.gold_total else None,
+        "gold_total": check.gold_total or None,
+        "gold_passed": check.gold_passed,
+    }
+    if check.gold_passed is False:
+        values["feedback"] = gold_feedback(check, name_questions=batch.gold_feedback)
+    row = Assignment.objects.filter(pk=assignment.pk)
+    if only_from is not None:
+        # On the row's own column, not through a join: Django writes a join as ``id IN
+        # (subquery)``, and PostgreSQL, after waiting for the row, re-checks the row but not
+        # what the subquery saw -- both submits would pass.
+        row = row.filter(status__in=list(only_from))
+    if not row.update(**values):
+        raise AlreadyRecorded("this HIT was already submitted")
+    for name, value in values.items():
+        setattr(assignment, name, value)
     Judgment.objects.bulk_create(
         [
             Judgment(assignment=assignment, batch_query=bq, label=label, invalid_reason=reason)
             for bq, label, reason in check.judgments
         ]
     )
-    assignment.status = status
-    assignment.submitted_at = submitted_at or timezone.now()
-    assignment.raw_answer = raw_answer
-    assignment.valid = check.valid
-    assignment.gold_correct = check.gold_correct if check.gold_total else None
-    assignment.gold_total = check.gold_total or None
-    assignment.gold_passed = check.gold_passed
-    if check.gold_passed is False:
-        assignment.feedback = gold_feedback(check, name_questions=assignment.hit.batch.gold_feedback)
-    assignment.save()
     return check
 
 

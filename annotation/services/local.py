@@ -28,7 +28,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from core.errors import ServiceError
@@ -103,24 +103,74 @@ def is_annotator(user) -> bool:
     return bool(user.is_authenticated and user.groups.filter(name=ANNOTATORS_GROUP).exists())
 
 
-def annotator_worker(user) -> Worker | None:
+def annotator_worker(user, *, lock: bool = False) -> Worker | None:
     """The annotator's worker, read with the group check in one query; ``None`` for anyone else.
 
     The same answer as ``local_worker(user) if is_annotator(user) else None``, in one statement
     on every request after an annotator's first (their worker exists from ``create_annotator``).
+    ``lock``: the same statement takes the worker's row lock (inside a transaction, on a
+    database with row locks), which serialises one annotator's requests.
     """
     if not user.is_authenticated:
         return None
     in_group = Exists(get_user_model().groups.through.objects.filter(user_id=user.pk, group__name=ANNOTATORS_GROUP))
-    found = (
-        Worker.objects.filter(identity__provider=Provider.LOCAL, identity__external_id=str(user.pk))
-        .annotate(annotator=in_group)
-        .order_by("pk")
-        .first()
+    rows = Worker.objects.filter(identity__provider=Provider.LOCAL, identity__external_id=str(user.pk)).annotate(
+        annotator=in_group
     )
+    if lock:
+        rows = rows.select_for_update(of=("self",))
+    found = rows.order_by("pk").first()
     if found is not None:
         return found if found.annotator else None
     return local_worker(user) if is_annotator(user) else None
+
+
+def _handed_out(worker) -> QuerySet:
+    """The worker's assignments handed out and not submitted, in published batches (timed out or not)."""
+    return Assignment.objects.filter(
+        worker=worker, status=Assignment.Status.ASSIGNED, hit__batch__status=Batch.Status.PUBLISHED
+    )
+
+
+class NotAnnotator(ServiceError):
+    """The user is not in the annotators group: they are given no HITs."""
+
+
+@dataclass(frozen=True)
+class NextHit:
+    """Where the next-HIT page sends an annotator: a training step due, or a HIT, or (both ``None``) nowhere."""
+
+    training: Batch | None = None
+    assignment: Assignment | None = None
+
+
+def next_hit_for(user) -> NextHit:
+    """The next-HIT page's answer for ``user``: the training step due, else the HIT they hold or a new one.
+
+    One transaction from the first read, so nothing is read twice to be safe: on PostgreSQL
+    the read of the worker takes their row lock (one annotator's tabs queue there, and the
+    second sees the hand-out the first was given); on SQLite the IMMEDIATE transaction holds
+    the write lock from ``BEGIN``. The query after it (the training step due and the batches
+    open to them) also tells whether they hold a hand-out: it runs after the lock, so it
+    sees what a previous request of theirs committed (not so the locking statement itself:
+    PostgreSQL re-checks a row it waited for, not its subqueries). When they hold none
+    (after a submit, the usual case), the hand-out query is skipped.
+    Raises :class:`NotAnnotator` for anyone who is not an annotator.
+    """
+    from .training import training_plan
+
+    with transaction.atomic():
+        worker = annotator_worker(user, lock=not _writes_serialised())
+        if worker is None:
+            raise NotAnnotator("Only annotators are given HITs.")
+        # The training step due, the batches a new HIT may come from, and (the same on every
+        # row) whether the worker holds a hand-out: one query.
+        batches = Batch.objects.filter(provider=Provider.LOCAL).annotate(worker_holds=Exists(_handed_out(worker)))
+        due, qualified = training_plan(batches, worker)
+        if due is not None:
+            return NextHit(training=due)
+        holding = qualified[0].worker_holds if qualified else None
+        return NextHit(assignment=next_assignment(user, worker=worker, batches=qualified, locked=True, holding=holding))
 
 
 def local_worker(user) -> Worker:
@@ -134,6 +184,8 @@ ON_SITE = (Provider.LOCAL, Provider.PROLIFIC)
 _FREED = FREES_PLACE
 #: Statuses that hold a place, except ``assigned``, which holds it only until its time runs out.
 _KEPT = tuple(s for s in Assignment.Status.values if s not in FREES_PLACE and s != Assignment.Status.ASSIGNED)
+#: Statuses in which an assignment still takes its annotator's answers (abandoned: while its HIT has a place).
+_TAKES_ANSWERS = (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED)
 #: ``_release_abandoned`` marks timed-out hand-outs abandoned at most this often per process (seconds).
 RELEASE_EVERY = 60.0
 _released_at: float | None = None
@@ -190,7 +242,13 @@ def _held(hit: Hit, deadline) -> int:
 
 
 def next_assignment(
-    user, batch: Batch | None = None, *, worker: Worker | None = None, batches: Sequence[Batch] | None = None
+    user,
+    batch: Batch | None = None,
+    *,
+    worker: Worker | None = None,
+    batches: Sequence[Batch] | None = None,
+    locked: bool = False,
+    holding: bool | None = None,
 ) -> Assignment | None:
     """The annotator's unfinished assignment, else a newly claimed one; ``None`` when nothing is left.
 
@@ -198,7 +256,10 @@ def next_assignment(
     ``worker``: the user's worker, when the caller has already checked that ``user`` is an
     annotator and read it (the next-HIT page), so neither is read twice. ``batches``: the
     batches a new HIT may come from, when the caller has read them already
-    (``training.training_plan``'s ``qualified``), else read here.
+    (``training.training_plan``'s ``qualified``), else read here. ``locked``: the caller's
+    transaction already holds the worker's row lock (``next_hit_for``). ``holding``: whether the
+    worker holds a hand-out, when the caller read it under the lock; ``False`` skips looking
+    for one.
     """
     if worker is None:
         if not is_annotator(user):
@@ -209,22 +270,14 @@ def next_assignment(
     _release_abandoned()
     in_batch = Q(hit__batch=batch) if batch is not None else Q()
     now = timezone.now()
-    with transaction.atomic():
+    # No savepoint inside a caller's transaction (next_hit_for's, which holds the lock).
+    with transaction.atomic(savepoint=False):
         # One open assignment per annotator across tabs and devices: requests of one worker
         # queue on their row, so the second sees the assignment the first was given.
-        if not _writes_serialised():
+        if not locked and not _writes_serialised():
             list(Worker.objects.select_for_update().filter(pk=worker.pk).values_list("pk"))
-        handed_out = (
-            Assignment.objects.filter(
-                in_batch,
-                worker=worker,
-                status=Assignment.Status.ASSIGNED,
-                hit__batch__status=Batch.Status.PUBLISHED,
-            )
-            .select_related("hit__batch")
-            .order_by("accepted_at")
-        )
-        for current in handed_out:
+        handed_out = _handed_out(worker).filter(in_batch).select_related("hit__batch").order_by("accepted_at")
+        for current in handed_out if holding is not False else ():
             if not timed_out(current, current.hit.batch, now):
                 return current
             # Its time ran out: its place is free, and this annotator is given another HIT.
@@ -356,22 +409,49 @@ def hit_progress(assignment: Assignment) -> HitProgress:
     return answered_and_progress(assignment)[1]
 
 
+_DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+
+
+class _CountOf(Subquery):
+    """``(SELECT COUNT(*) FROM (subquery))``: how many rows a queryset has, as a column of the outer query."""
+
+    template = "(SELECT COUNT(*) FROM (%(subquery)s) counted)"
+    output_field = IntegerField()
+
+
 def answered_and_progress(assignment: Assignment) -> tuple[int, HitProgress]:
-    """``answered_count`` of the assignment's worker and :func:`hit_progress`, their two counts in one query."""
-    done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
-    counts = Assignment.objects.filter(worker_id=assignment.worker_id, status__in=done).aggregate(
-        answered=Count("pk"), before=Count("pk", filter=Q(hit__batch_id=assignment.hit.batch_id))
-    )
-    before = counts["before"]
-    mine = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=assignment.worker_id)
-    others = (
-        Hit.objects.filter(batch_id=assignment.hit.batch_id, status=Hit.Status.OPEN)
+    """``answered_count`` of the assignment's worker and :func:`hit_progress`: their three counts in one query.
+
+    One statement with the worker, batch and HIT as literal values, so the database plans
+    each count for them: the annotator's submitted HITs and those of this batch (both along
+    the (worker, status) index, "of this batch" a condition inside the count, so the batch's
+    HITs are never walked), and the batch's open HITs left for them, up to
+    ``PROGRESS_COUNT_LIMIT``. (Read as columns of the assignment's own query instead, the
+    counts were planned for any worker and batch: PostgreSQL then scanned every HIT.)
+    """
+    worker_id, batch_id = assignment.worker_id, assignment.hit.batch_id
+    done = Assignment.objects.filter(worker_id=worker_id, status__in=_DONE).order_by()
+    mine = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=worker_id)
+    left = (
+        Hit.objects.filter(batch_id=batch_id, status=Hit.Status.OPEN)
         .exclude(pk=assignment.hit_id)
         .filter(~Exists(mine))
+        .order_by()
+        .values("pk")[:PROGRESS_COUNT_LIMIT]
     )
-    left = others[:PROGRESS_COUNT_LIMIT].count()
+    counts = (
+        Hit.objects.filter(pk=assignment.hit_id)
+        .annotate(
+            answered=_CountOf(done.values("pk")),
+            before=_CountOf(done.filter(hit__batch_id=batch_id).values("pk")),
+            left=_CountOf(left),
+        )
+        .values("answered", "before", "left")
+        .get()
+    )
+    answered, before, left = counts["answered"], counts["before"], counts["left"]
     progress = HitProgress(number=before + 1, left=left, left_is_lower_bound=left >= PROGRESS_COUNT_LIMIT)
-    return counts["answered"], progress
+    return answered, progress
 
 
 def _writes_serialised() -> bool:
@@ -392,6 +472,7 @@ def submit_local_assignment(
     *,
     hit_queries: Sequence[HitQuery] | None = None,
     count_answered: bool = False,
+    current: bool = False,
 ) -> AnswerCheck:
     """Record an annotator's answers to a HIT they were given (once: a second submit is refused).
 
@@ -401,30 +482,43 @@ def submit_local_assignment(
     Only this HIT's status is settled (a submission changes no other HIT). ``count_answered``:
     also count the worker's submitted HITs (``answered_count``) into the check's
     ``answered_count``, in the same query as the HIT's answers.
+
+    ``current``: the caller read ``assignment`` with its HIT and batch in this request (the
+    HIT pages), so they are not read again; otherwise (an object that may be old) they are.
+    Either way the answers are written only if the row still takes them: the status check
+    and the write are one conditional ``UPDATE`` (``record_answers(only_from=...)``), which
+    is what makes a second submit of the same assignment, in another tab at the same
+    moment, record nothing.
     """
+    if not current:
+        assignment = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)
     now = timezone.now()
     with transaction.atomic():
-        locked = Assignment.objects.select_for_update().select_related("hit__batch").get(pk=assignment.pk)
-        if timed_out(locked, locked.hit.batch, now):
-            if _held(locked.hit, now - locked.hit.batch.assignment_duration) >= locked.hit.max_assignments:
-                raise ServiceError(
-                    "the time for this HIT ran out and others have taken its places; your answers were not recorded"
-                )
-            locked.status = Assignment.Status.ASSIGNED
-        elif locked.status != Assignment.Status.ASSIGNED:
-            raise ServiceError("this HIT was already submitted")
-        if locked.hit.batch.status != Batch.Status.PUBLISHED:
-            raise ServiceError("this batch is no longer open")
-        raw = json.dumps(dict(answers), sort_keys=True)
-        check = record_answers(locked, answers, raw, hit_queries=hit_queries)
-        if count_answered:
-            done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
-            counts = Assignment.objects.filter(Q(hit_id=locked.hit_id) | Q(worker_id=locked.worker_id)).aggregate(
-                hit=Count("pk", filter=Q(hit_id=locked.hit_id, status__in=ANSWERED)),
-                worker=Count("pk", filter=Q(worker_id=locked.worker_id, status__in=done)),
+        return _submit(assignment, answers, now, hit_queries=hit_queries, count_answered=count_answered)
+
+
+def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered: bool) -> AnswerCheck:
+    """:func:`submit_local_assignment`'s work, inside its transaction."""
+    hit, batch = assignment.hit, assignment.hit.batch
+    if timed_out(assignment, batch, now):
+        if _held(hit, now - batch.assignment_duration) >= hit.max_assignments:
+            raise ServiceError(
+                "the time for this HIT ran out and others have taken its places; your answers were not recorded"
             )
-            check.answered_count = counts["worker"]
-            settle_hit_status(locked.hit, answered=counts["hit"])
-        else:
-            settle_hit_status(locked.hit)
-        return check
+    elif assignment.status != Assignment.Status.ASSIGNED:
+        raise ServiceError("this HIT was already submitted")
+    if batch.status != Batch.Status.PUBLISHED:
+        raise ServiceError("this batch is no longer open")
+    raw = json.dumps(dict(answers), sort_keys=True)
+    check = record_answers(assignment, answers, raw, hit_queries=hit_queries, only_from=_TAKES_ANSWERS)
+    if count_answered:
+        done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+        counts = Assignment.objects.filter(Q(hit_id=hit.pk) | Q(worker_id=assignment.worker_id)).aggregate(
+            hit=Count("pk", filter=Q(hit_id=hit.pk, status__in=ANSWERED)),
+            worker=Count("pk", filter=Q(worker_id=assignment.worker_id, status__in=done)),
+        )
+        check.answered_count = counts["worker"]
+        settle_hit_status(hit, answered=counts["hit"])
+    else:
+        settle_hit_status(hit)
+    return check

@@ -18,25 +18,23 @@ from core.errors import ServiceError
 from .. import services
 from ..forms import HitAnswerForm, TrainingAnswerForm
 from ..models import Assignment, Batch, Provider
-from ..services.local import annotator_worker, answered_and_progress, local_worker
+from ..services.local import NotAnnotator, answered_and_progress, local_worker, next_hit_for
 from ..services.publishing import CATEGORIES
-from ..services.training import qualification_of, submit_training, training_plan
+from ..services.training import qualification_of, submit_training
 
 
 @login_required
 def next_hit(request: HttpRequest) -> HttpResponse:
-    """Send an annotator to the HIT they are on, or to a new one."""
-    worker = annotator_worker(request.user)  # the group check and the worker in one query, handed down
-    if worker is None:
-        raise PermissionDenied("Only annotators are given HITs.")
-    # The training step due, and the batches a new HIT may come from, in one query.
-    due, qualified = training_plan(Batch.objects.filter(provider=Provider.LOCAL), worker)
-    if due is not None:
-        return redirect("annotation:training", name=due.name)
-    assignment = services.next_assignment(request.user, worker=worker, batches=qualified)
-    if assignment is None:
+    """Send an annotator to their training step, the HIT they are on, or a new one."""
+    try:
+        step = next_hit_for(request.user)
+    except NotAnnotator as exc:
+        raise PermissionDenied(str(exc)) from None
+    if step.training is not None:
+        return redirect("annotation:training", name=step.training.name)
+    if step.assignment is None:
         return render(request, "annotation/no_more_hits.html", status=200)
-    return redirect("annotation:assignment", pk=assignment.pk)
+    return redirect("annotation:assignment", pk=step.assignment.pk)
 
 
 @login_required
@@ -91,9 +89,7 @@ def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, cont
 def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
     """One HIT for its annotator: the shared HIT page, posting back here."""
     assignment = get_object_or_404(
-        Assignment.objects.select_related("hit__batch"),
-        pk=pk,
-        worker__identity__user=request.user,
+        Assignment.objects.select_related("hit__batch"), pk=pk, worker__identity__user=request.user
     )
     if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
         messages.info(request, "You already submitted that HIT.")
@@ -106,7 +102,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         if form.is_valid():
             try:
                 check = services.submit_local_assignment(
-                    assignment, form.cleaned_data, hit_queries=hit_queries, count_answered=True
+                    assignment, form.cleaned_data, hit_queries=hit_queries, count_answered=True, current=True
                 )
             except ServiceError as exc:
                 messages.error(request, str(exc))

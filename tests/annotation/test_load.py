@@ -6,7 +6,15 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.load import LoadResult, format_table, percentiles, step_rows
+from annotation.load import (
+    LoadResult,
+    format_table,
+    interleaved_multiple,
+    interleaved_schedule,
+    percentiles,
+    split_evenly,
+    step_rows,
+)
 
 
 def test_percentiles_inclusive_on_one_to_101():
@@ -42,6 +50,32 @@ def test_format_table_aligns_columns():
         "login  1,200     3.1",
         "next       5    10.0",
     ]
+
+
+def test_split_evenly_gives_shares_that_differ_by_at_most_one():
+    assert split_evenly(10, 4) == [3, 3, 2, 2]
+    assert sum(split_evenly(100, 20)) == 100
+    assert split_evenly(2, 3) == [1, 1, 0]
+
+
+def test_interleaved_schedule_alternates_sizes_abba_and_spreads_every_request():
+    schedule = interleaved_schedule([100, 10000], templates=10, cycles=9, block=3)
+    assert [size for size, _, _ in schedule] == [100, 10000, 10000, 100, 100, 10000]
+    for size in (100, 10000):
+        assert sum(t for s, t, _ in schedule if s == size) == 10
+        assert sum(c for s, _, c in schedule if s == size) == 9
+    assert all(cycles == 3 for _, _, cycles in schedule)
+
+
+def test_interleaved_multiple_is_a_ratio_of_totals_and_a_load_change_hits_both():
+    # The second block ran on a machine twice as slow: the baseline and the cycles both doubled.
+    blocks = [(5 * 0.004, 5, 3 * 0.024, 3), (5 * 0.008, 5, 3 * 0.048, 3)]
+    multiple = interleaved_multiple(blocks)
+    assert multiple.value == pytest.approx(6.0)
+    assert multiple.per_block == pytest.approx((6.0, 6.0))
+    assert multiple.spread() == pytest.approx((6.0, 6.0, 6.0))
+    with pytest.raises(ValueError):
+        interleaved_multiple([(0.0, 0, 0.1, 1)])
 
 
 @pytest.mark.django_db

@@ -110,6 +110,29 @@ def test_a_hit_cannot_be_submitted_twice(local_batch, annotators, client):
         services.submit_local_assignment(assignment, answers_for(assignment))
 
 
+def test_a_submit_of_an_assignment_read_before_another_submit_records_nothing(local_batch, annotators):
+    """The HIT page reads the assignment, then submits it (``current=True``): if another tab
+    submitted it in between, the conditional write finds it changed and nothing is stored."""
+    assignment = services.next_assignment(annotators[0])
+    read_by_the_page = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)
+    services.submit_local_assignment(assignment, answers_for(assignment))  # the other tab
+    first = Assignment.objects.get(pk=assignment.pk)
+    other_answers = {field: "o" for field in answers_for(assignment)}
+    with pytest.raises(ServiceError, match="already submitted"):
+        services.submit_local_assignment(read_by_the_page, other_answers, current=True)
+    assert Judgment.objects.filter(assignment=assignment).count() == len(other_answers)
+    assert Assignment.objects.get(pk=assignment.pk).raw_answer == first.raw_answer
+
+
+def test_a_submit_after_the_batch_closed_is_refused_as_such(local_batch, annotators):
+    assignment = services.next_assignment(annotators[0])
+    services.cancel_batch(local_batch)
+    read_by_the_page = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)
+    with pytest.raises(ServiceError, match="no longer open"):
+        services.submit_local_assignment(read_by_the_page, answers_for(assignment), current=True)
+    assert not Judgment.objects.filter(assignment=assignment).exists()
+
+
 def test_only_annotators_get_hits(local_batch, researcher, client, django_user_model):
     client.force_login(django_user_model.objects.create_user("visitor", password="pw-secret-123"))
     assert client.get(reverse("annotation:next")).status_code == 403
@@ -206,8 +229,12 @@ def test_concurrent_requests_never_overfill_a_hit(query_set):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_one_annotator_in_many_tabs_holds_one_assignment(query_set):
-    """Four tabs of one annotator ask at once, with two HITs free: all get the same assignment."""
+@pytest.mark.parametrize("ask", ["next_assignment", "next_hit_for"])
+def test_one_annotator_in_many_tabs_holds_one_assignment(query_set, ask):
+    """Four tabs of one annotator ask at once, with two HITs free: all get the same assignment.
+
+    Through the service and through the next-HIT page's (``next_hit_for``), whose read of the
+    worker takes the row lock itself."""
     from concurrent.futures import ThreadPoolExecutor
 
     from django.db import connection
@@ -223,6 +250,8 @@ def test_one_annotator_in_many_tabs_holds_one_assignment(query_set):
 
     def claim(_):
         try:
+            if ask == "next_hit_for":
+                return services.local.next_hit_for(user).assignment.pk
             return services.next_assignment(user).pk
         finally:
             connection.close()
@@ -231,6 +260,45 @@ def test_one_annotator_in_many_tabs_holds_one_assignment(query_set):
         claimed = set(pool.map(claim, range(4)))
     assert len(claimed) == 1
     assert Assignment.objects.filter(hit__batch=batch, worker__identity__user=user).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_submits_of_one_assignment_at_once_store_its_judgments_once(query_set):
+    """Four tabs post the same HIT at the same moment: one is recorded, the others refused."""
+    import threading
+
+    from django.db import connection
+
+    from .conftest import make_batch
+
+    if connection.vendor == "sqlite":
+        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
+    batch = make_batch(query_set, queries_per_hit=3, assignments_per_query=2)
+    services.publish_batch(batch)
+    assignment = services.next_assignment(services.create_annotator("double-submit"))
+    start, outcomes = threading.Barrier(4), []
+
+    def submit(label):
+        try:
+            page = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)  # as the HIT page reads it
+            hit_queries = list(page.hit.hit_queries.select_related("batch_query").order_by("position"))
+            start.wait(10)
+            answers = {hq.field_name: label for hq in hit_queries}
+            services.submit_local_assignment(page, answers, hit_queries=hit_queries, current=True)
+            outcomes.append("recorded")
+        except Exception as exc:  # any other error fails the comparison below, with its text
+            outcomes.append(str(exc))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=submit, args=(label,)) for label in "nfmo"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(outcomes) == ["recorded"] + ["this HIT was already submitted"] * 3
+    judgments = Judgment.objects.filter(assignment=assignment)
+    assert judgments.count() == 3 and len({j.label for j in judgments}) == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -294,3 +362,35 @@ def test_one_publish_sync_or_escalation_per_batch_at_a_time(local_batch, annotat
     assignment = services.next_assignment(annotators[0])
     services.submit_local_assignment(assignment, answers_for(assignment))
     assert services.sync_batch(local_batch).approved == 1  # free again once the first has finished
+
+
+def test_a_hit_cycle_reads_nothing_twice(local_batch, annotators, client, monkeypatch, django_assert_max_num_queries):
+    """Statements per request of next, the HIT page and submit (sessions and the user included).
+
+    A ceiling, so the path does not silently grow back: the worker read once and locked in
+    the same statement, the hand-out query skipped when none is held, the HIT page's three
+    counts in one query, the submit's check and write in one UPDATE. Inside the
+    test's transaction each request's transaction is a SAVEPOINT and its RELEASE (two
+    statements where a deployment counts one ``BEGIN IMMEDIATE`` on SQLite and none on
+    PostgreSQL); PostgreSQL's hand-out also counts the HIT's places again under its row lock."""
+    import time
+
+    from django.db import connection
+
+    from annotation.services import local
+
+    monkeypatch.setattr(local, "_released_at", time.monotonic())  # the once-a-minute release is not due
+    client.force_login(annotators[0])
+    for _ in range(2):
+        with django_assert_max_num_queries(9 if connection.vendor == "postgresql" else 8):
+            response = client.get(reverse("annotation:next"))
+        assert response.status_code == 302
+        with django_assert_max_num_queries(5):
+            page = client.get(response.url)
+        assert page.status_code == 200
+        assignment = Assignment.objects.get(pk=int(response.url.rstrip("/").rsplit("/", 1)[1]))
+        answers = answers_for(assignment)
+        with django_assert_max_num_queries(9):
+            submitted = client.post(response.url, answers)
+        assert submitted.status_code == 302
+        assert Judgment.objects.filter(assignment=assignment).count() == assignment.hit.hit_queries.count()

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.benchmark_server import start_gunicorn, stop
-from annotation.load import format_table, free_port
+from annotation.load import format_table, free_port, interleaved_multiple, interleaved_schedule
 from annotation.models import Assignment, Batch, Hit, Judgment, Provider
 from annotation.pseudonyms import worker_for
 from annotation.virtual_annotator import _ASSIGNMENT, _CSRF_INPUT, _QUESTION, VirtualAnnotator
@@ -28,6 +28,7 @@ from pooling.services import create_query_set
 PREFIX = "cycle-"
 PASSWORD = "cycle-benchmark-password"
 KINDS = ("template page", "login", "next", "HIT page", "submit")
+CYCLE = ("next", "HIT page", "submit")
 
 
 class _Meter:
@@ -53,7 +54,8 @@ class Command(ProjectCommand):
         "gunicorn worker and, on PostgreSQL, the database's processes, read from /proc) and SQL statements "
         "per request, for batches of each --hits size (half of their HITs already answered), next to a "
         "template page without SQL (GET /admin/login/). One sequential client, gunicorn 1 worker x 1 thread; "
-        "the sizes take turns in --rounds rounds, after an uncounted warm-up. "
+        "after an uncounted warm-up, small blocks of template pages and of HIT cycles alternate (--block), "
+        "the sizes taking turns, and each multiple is taken from the interleaved totals. "
         "Run it on a throw-away database: bin/benchmark-cycle makes one on PostgreSQL and one on SQLite."
     )
 
@@ -65,7 +67,10 @@ class Command(ProjectCommand):
         parser.add_argument("--places", type=int, default=3, help="annotators per HIT (default 3)")
         parser.add_argument("--annotators", type=int, default=3, help="accounts taking turns (default 3)")
         parser.add_argument(
-            "--rounds", type=int, default=3, help="the sizes take turns in this many rounds of blocks (default 3)"
+            "--block",
+            type=int,
+            default=3,
+            help="HIT cycles per block; each block of a size follows its share of template pages (default 3)",
         )
         parser.add_argument(
             "--sqlite-settings",
@@ -77,8 +82,10 @@ class Command(ProjectCommand):
         if o["sqlite_settings"]:
             return self._sqlite_settings()
         sizes = [int(s) for s in o["hits"].split(",") if s.strip()]
-        if not sizes or min(sizes) < 2 or o["cycles"] <= 0 or o["annotators"] <= 0:
-            raise CommandError("--hits needs sizes >= 2; --cycles and --annotators must be positive")
+        if not sizes or min(sizes) < 2 or min(o["cycles"], o["annotators"], o["block"], o["template_requests"]) <= 0:
+            raise CommandError(
+                "--hits needs sizes >= 2; --cycles, --annotators, --block and --template-requests must be positive"
+            )
         if Batch.objects.exclude(name__startswith=PREFIX).exists():
             raise CommandError("this database holds real batches: run the benchmark on a throw-away database")
         Batch.objects.filter(name__startswith=PREFIX, status=Batch.Status.PUBLISHED).update(
@@ -113,30 +120,33 @@ class Command(ProjectCommand):
             Batch.objects.filter(pk=batches[sizes[0]].pk).update(status=Batch.Status.PUBLISHED)
             self._measure(base, meter, clients, 5, len(clients), {k: [] for k in KINDS})
             Batch.objects.filter(pk=batches[sizes[0]].pk).update(status=Batch.Status.CANCELLED)
-            # The sizes take turns, a block of template pages and HIT cycles each per round, so
-            # the machine's changing load falls on all of them alike.
-            rounds = max(1, min(o["rounds"], o["cycles"]))
-            for r in range(rounds):
-                for size in sizes:
-                    templates, cycles = (
-                        n // rounds + (1 if r < n % rounds else 0) for n in (o["template_requests"], o["cycles"])
-                    )
+            # Small blocks, template pages then HIT cycles, the sizes taking turns (ABBA): a change
+            # of the machine's load mid-run falls on the baseline and on the cycles alike.
+            blocks = {size: [] for size in sizes}
+            schedule = interleaved_schedule(sizes, o["template_requests"], o["cycles"], o["block"])
+            published = None
+            for size, templates, cycles in schedule:
+                if published != size:
+                    Batch.objects.filter(pk__in=[b.pk for b in batches.values()]).update(status=Batch.Status.CANCELLED)
                     Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.PUBLISHED)
-                    self._measure(base, meter, clients, templates, cycles, cpu[size])
-                    Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.CANCELLED)
+                    published = size
+                blocks[size].append(self._measure(base, meter, clients, templates, cycles, cpu[size]))
+            Batch.objects.filter(pk__in=[b.pk for b in batches.values()]).update(status=Batch.Status.CANCELLED)
             for client in clients:
                 client.close()
-            # The template page does not depend on the batch: its mean over the whole run is the baseline.
             pages = [sum(r) for size in sizes for r in cpu[size]["template page"]]
-            template = statistics.mean(pages) * 1000
             self.stdout.write(
-                f"\ntemplate page (GET /admin/login/, no SQL): {template:.2f} ms of CPU, {len(pages)} requests"
+                f"\ntemplate page (GET /admin/login/, no SQL): {statistics.mean(pages) * 1000:.2f} ms of CPU over "
+                f"{len(pages)} requests; {len(schedule)} blocks of about {o['block']} HIT cycles, each after its "
+                "template pages; every multiple is against the template pages interleaved with that size"
             )
+            multiples = {}
             for size in sizes:
                 Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.PUBLISHED)
                 sql = self._count_sql(counted_user)
                 Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.CANCELLED)
-                self._report(size, cpu[size], sql, template)
+                multiples[size] = self._report(size, cpu[size], blocks[size], sql)
+            self._flatness(sizes, multiples)
         finally:
             stop(server)
 
@@ -248,7 +258,11 @@ class Command(ProjectCommand):
             return None
 
     # -- measuring ---------------------------------------------------------------------------
-    def _measure(self, base: str, meter: "_Meter", clients, templates: int, cycles: int, cpu: dict) -> None:
+    def _measure(
+        self, base: str, meter: "_Meter", clients, templates: int, cycles: int, cpu: dict
+    ) -> tuple[float, int, float, int]:
+        """A block: ``templates`` template pages, then ``cycles`` HIT cycles; returns their CPU and counts."""
+        start = {kind: len(cpu[kind]) for kind in KINDS}
         probe = VirtualAnnotator(base, "-", "-")
         for _ in range(templates):
             page = meter.timed(cpu, "template page", lambda: probe.request("GET", "/admin/login/"))
@@ -270,6 +284,11 @@ class Command(ProjectCommand):
             answer = meter.timed(cpu, "submit", lambda c=client, p=location, f=form: c.request("POST", p, f))
             if answer.status != 302:
                 raise CommandError(f"cycle {cycle}: submit answered {answer.status}")
+
+        def spent(kind: str) -> float:
+            return sum(sum(r) for r in cpu[kind][start[kind] :])
+
+        return spent("template page"), templates, sum(spent(kind) for kind in CYCLE), cycles
 
     def _count_sql(self, username: str) -> dict[str, float]:
         """SQL statements per request of two HIT cycles, in this process (Django's test client, same database)."""
@@ -303,8 +322,10 @@ class Command(ProjectCommand):
             run("submit", "post", answer["Location"], {name: "n" for name in fields})
         return {k: statistics.mean(v) for k, v in counts.items()}
 
-    def _report(self, size: int, cpu: dict, sql: dict, template: float) -> None:
-        """One table per batch size; ``x template``: CPU over the run's template page (``template`` ms)."""
+    def _report(self, size: int, cpu: dict, blocks, sql: dict):
+        """One table per batch size; ``x template``: CPU over the template pages interleaved with this size."""
+        cycle = interleaved_multiple(blocks)
+        template = cycle.template * 1000
 
         def per_request(kind: str) -> tuple[float, float]:
             rows = cpu[kind]
@@ -324,8 +345,8 @@ class Command(ProjectCommand):
                     "SQL": f"{sql[kind]:g}" if kind in sql else "",
                 }
             )
-        cycle = [per_request(k) for k in ("next", "HIT page", "submit")]
-        site, db = sum(c[0] for c in cycle), sum(c[1] for c in cycle)
+        parts = [per_request(k) for k in CYCLE]
+        site, db = sum(c[0] for c in parts), sum(c[1] for c in parts)
         rows.append(
             {
                 "request": "HIT cycle",
@@ -333,9 +354,26 @@ class Command(ProjectCommand):
                 "site CPU ms": site,
                 "db CPU ms": db,
                 "total ms": site + db,
-                "x template": (site + db) / template,
-                "SQL": f"{sum(sql[k] for k in ('next', 'HIT page', 'submit')):g}",
+                "x template": cycle.value,
+                "SQL": f"{sum(sql[k] for k in CYCLE):g}",
             }
         )
-        self.stdout.write(f"{size:,} HITs, {connection.vendor}, load average {os.getloadavg()[0]:.2f}:")
+        self.stdout.write(f"\n{size:,} HITs, {connection.vendor}, load average {os.getloadavg()[0]:.2f}:")
         self.stdout.write(format_table(rows))
+        low, mid, high = cycle.spread()
+        self.stdout.write(
+            f"HIT cycle: {cycle.value:.2f}x template from the interleaved totals ({len(blocks)} blocks); "
+            f"per block median {mid:.2f}x, middle half {low:.2f}-{high:.2f}x"
+        )
+        return cycle
+
+    def _flatness(self, sizes: list[int], multiples: dict) -> None:
+        """Each size's CPU per HIT cycle against the first size's, both as multiples of their own baseline."""
+        first = multiples[sizes[0]]
+        for size in sizes[1:]:
+            change = multiples[size].value / first.value - 1
+            raw = multiples[size].measured / first.measured - 1
+            self.stdout.write(
+                f"{size:,} HITs against {sizes[0]:,}: {change:+.1%} per HIT cycle in multiples of the template page "
+                f"({first.value:.2f}x -> {multiples[size].value:.2f}x; in CPU ms {raw:+.1%})"
+            )
