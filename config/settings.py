@@ -142,6 +142,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Server-side binding and prepared statements: a statement the site runs again and again
+    # (every annotator request's) is parsed and planned once per connection, not each time
+    # (measured in docs/benchmarks.md, "The annotator's path"). Django leaves them off for
+    # the sake of transaction-mode poolers (PgBouncer before 1.21): behind one, set
+    # DATABASE_PREPARE_THRESHOLD=0.
+    _prepare_threshold = env_int("DATABASE_PREPARE_THRESHOLD", 5, minimum=0)
+    if _prepare_threshold:
+        DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": _prepare_threshold}
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
