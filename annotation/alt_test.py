@@ -48,7 +48,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy import stats
 
 #: epsilon recommended by the authors for crowd workers (the default here).
 EPSILON_CROWD = 0.1
@@ -108,6 +107,8 @@ def alt_test(
         rows.append((len(w_machine), w_machine.mean(), w_human.mean(), _p_value(w_human - w_machine, epsilon)))
     if not rows:
         return AltTestResult(None, None, None, epsilon, alpha, [], excluded)
+    from scipy import stats
+
     p_values = np.array([row[3] for row in rows])
     rejected = stats.false_discovery_control(p_values, method="by") <= alpha
     annotators = [
@@ -174,6 +175,8 @@ def _p_value(d: np.ndarray, epsilon: float) -> float:
     about precision loss, so the limit is returned directly: 0 when the common value is
     below epsilon, else 1 (no evidence against H0).
     """
+    from scipy import stats
+
     if np.ptp(d) == 0:
         return 0.0 if d[0] < epsilon else 1.0
     return float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)

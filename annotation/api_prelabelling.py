@@ -17,6 +17,7 @@ that refuses the action (no pre-labels, no sample, routed already) 409.
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status
@@ -174,8 +175,9 @@ class CalibrationSampleView(_BatchView):
         """Draw the blind sample stratified by the machine's labels as a batch of its own; publish it."""
         batch = self.batch(name)
         data = self.checked(CalibrationSampleRequestSerializer, body_object(request))
-        child = create_calibration_sample(batch, data["sample"], labeller=data.get("labeller"), seed=data["seed"])
-        job = start_publish(child) if data["publish"] else None
+        with transaction.atomic():  # a publishing job that cannot start leaves no sample behind
+            child = create_calibration_sample(batch, data["sample"], labeller=data.get("labeller"), seed=data["seed"])
+            job = start_publish(child) if data["publish"] else None
         derivation = child.derivation
         answer = {
             "batch": child.name,
@@ -228,9 +230,10 @@ class RoutingView(_BatchView):
         """Route the batch as the preview showed and start publishing the routed queries (``publish_job``)."""
         batch = self.batch(name)
         data = self.checked(RoutingRequestSerializer, body_object(request))
-        routing = route_batch(
-            batch, data["target_accuracy"], budget=data.get("budget"), conservative=data["conservative"]
-        )
-        job = start_publish(routing.routed_batch) if routing.routed_batch else None
+        with transaction.atomic():  # a publishing job that cannot start leaves no routing behind
+            routing = route_batch(
+                batch, data["target_accuracy"], budget=data.get("budget"), conservative=data["conservative"]
+            )
+            job = start_publish(routing.routed_batch) if routing.routed_batch else None
         answer = RoutingSerializer(routing).data | {"publish_job": JobSerializer(job).data if job else None}
         return Response(answer, status=status.HTTP_201_CREATED)

@@ -84,8 +84,8 @@ def non_gendered_by_source(batch: Batch) -> dict[str, list[str]]:
     a batch no machine labelled. Keys as :data:`metrics.defaults.LABEL_SOURCES`.
     """
     from .services.calibration import Identity, identities, machine_labels
-    from .services.label_sources import latest_routing
-    from .services.results import crowd_labels, labels_with_sources
+    from .services.label_sources import latest_routing, machine_accepted
+    from .services.results import crowd_labels
 
     found = identities(batch)
     if not found:
@@ -97,10 +97,11 @@ def non_gendered_by_source(batch: Batch) -> dict[str, list[str]]:
     def non_gendered(labels) -> list[str]:
         return sorted(qid for qid, source in labels.items() if source.label == "n")
 
+    crowd = crowd_labels(batch)
     return {
-        "crowd only": non_gendered(crowd_labels(batch)),
+        "crowd only": non_gendered(crowd),
         "machine only": sorted(qid for qid, m in machine.items() if m.label == "n"),
-        "hybrid": non_gendered(labels_with_sources(batch)),
+        "hybrid": non_gendered(machine_accepted(batch) | crowd),  # as labels_with_sources: the crowd first
     }
 
 

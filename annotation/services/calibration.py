@@ -21,18 +21,20 @@ sample. Queries the machine was trained on (``detail["in_training"]``) are left 
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count, Max
 
 from core.errors import ServiceError, StateError
 from core.names import validate_name
 
 from ..batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
 from ..labels import LABELS
-from ..models import Batch, BatchQuery, PreLabel
+from ..models import Adjudication, Assignment, Batch, BatchQuery, PreLabel
 from .batches import create_batch
 
 #: The sample size when none is given: enough for kappa within about +-0.1.
@@ -66,14 +68,10 @@ def identities(batch: Batch) -> list[Identity]:
     rows = (
         PreLabel.objects.filter(batch_query__batch=batch)
         .values_list("labeller", "model", "prompt_version")
-        .order_by("-created")
+        .annotate(latest=Max("created"))
+        .order_by("-latest")
     )
-    seen: list[Identity] = []
-    for row in rows.iterator():
-        identity = Identity(*row)
-        if identity not in seen:
-            seen.append(identity)
-    return seen
+    return [Identity(labeller, model, prompt_version) for labeller, model, prompt_version, _ in rows]
 
 
 def identity_for(batch: Batch, labeller: str | None = None) -> Identity:
@@ -238,6 +236,25 @@ def read_sample(batch: Batch, labeller: str | None = None) -> CalibrationSample:
         votes=answers.frame,
         rest={q: m for q, m in machine.items() if q not in stratum_of and not m.in_training},
     )
+
+
+def report_version(batch: Batch) -> str | None:
+    """A key that changes whenever :func:`calibration_report` of ``batch`` may: the sample, its
+    answers and reviews, the rulings on it and the machine's labels (None without a sample).
+
+    Lets a page that refreshes itself recompute the report (a bootstrap, the alt-test,
+    PPI++) only when there is something new, not on every poll.
+    """
+    sample = calibration_batch(batch)
+    if sample is None:
+        return None
+    work = Assignment.objects.filter(hit__batch=sample).aggregate(
+        n=Count("id"), submitted=Max("submitted_at"), reviewed=Max("reviewed_at")
+    )
+    rulings = Adjudication.objects.filter(batch_query__batch=sample).aggregate(n=Count("id"), last=Max("decided_at"))
+    labelled = PreLabel.objects.filter(batch_query__batch=batch).aggregate(last=Max("created"))
+    state = "|".join(str(v) for v in (sample.pk, *work.values(), *rulings.values(), labelled["last"]))
+    return hashlib.sha256(state.encode()).hexdigest()[:32]
 
 
 #: Fewer crowd-labelled sample queries than this and no figure is computed.

@@ -60,7 +60,7 @@ def _machine_facts(batch: Batch) -> dict[str, Any] | None:
     if routing is None:
         return None
     try:
-        calibration = calibration_report(batch, routing.labeller, bootstrap=1000)
+        calibration = calibration_report(batch, routing.labeller)  # the interval the page and command show
     except ServiceError:
         calibration = None
     decision = {

@@ -180,8 +180,6 @@ def local_worker(user) -> Worker:
 
 #: Providers whose workers answer on this site (and are handed HITs by ``claim_hit``).
 ON_SITE = (Provider.LOCAL, Provider.PROLIFIC)
-#: Assignments that no longer hold a place of their HIT.
-_FREED = FREES_PLACE
 #: Statuses that hold a place, except ``assigned``, which holds it only until its time runs out.
 _KEPT = tuple(s for s in Assignment.Status.values if s not in FREES_PLACE and s != Assignment.Status.ASSIGNED)
 #: Statuses in which an assignment still takes its annotator's answers (abandoned: while its HIT has a place).

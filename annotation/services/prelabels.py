@@ -95,6 +95,8 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
             raise ServiceError("the trained pre-labeller needs training data: a labelled query file or batch:NAME")
         raise ServiceError(f"the {name} pre-labeller takes no training data")
     if name == "openai":
+        if not settings.PRELABEL_API_URL or not settings.PRELABEL_MODEL:
+            raise ServiceError("the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings")
         client = ChatClient(
             settings.PRELABEL_API_URL, settings.PRELABEL_API_KEY, settings.PRELABEL_MODEL, prompt=prompt_in_force()
         )

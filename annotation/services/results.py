@@ -304,6 +304,6 @@ def crowd_labels(batch: Batch, answers: BatchAnswers | None = None) -> dict[str,
     return {qid: LabelSource(label, ADJUDICATED if qid in rulings else CROWD) for qid, label in answers.labels.items()}
 
 
-def labels_with_sources(batch: Batch) -> dict[str, LabelSource]:
+def labels_with_sources(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, LabelSource]:
     """``qid -> LabelSource`` of every labelled query of ``batch``: the crowd first, else an accepted machine label."""
-    return machine_accepted(batch) | crowd_labels(batch)
+    return machine_accepted(batch) | crowd_labels(batch, answers)

@@ -24,7 +24,6 @@ from core.errors import ServiceError, StateError
 from ..models import Batch, Routing
 from .batches import estimate_cost
 from .calibration import create_derived_batch, part_name, read_sample, settings_of
-from .label_sources import latest_routing  # noqa: F401 (the routing in force, read with the plans)
 
 
 @dataclass
@@ -112,7 +111,7 @@ def plan_routing(
     if budget is not None:
         fits = _affordable(batch, budget, len(to_humans))
         to_humans, over_budget = to_humans[:fits], to_humans[fits:]
-    sample_size = len(sample.sample_batch.queries.filter(is_gold=False))
+    sample_size = sample.sample_batch.queries.filter(is_gold=False).count()
     queries = batch.queries.filter(is_gold=False).count()
     return RoutingPlan(
         batch=batch.name,
@@ -137,6 +136,13 @@ def plan_routing(
     )
 
 
+def _check_routable(batch: Batch) -> None:
+    if batch.status != Batch.Status.DRAFT:
+        raise StateError(f"batch {batch.name!r} is {batch.status}; routing is for a machine-labelled draft")
+    if batch.routings.filter(routed_batch__isnull=False).exclude(routed_batch__status=Batch.Status.CANCELLED).exists():
+        raise StateError(f"batch {batch.name!r} was routed already; cancel its routed batch to route again")
+
+
 def route_batch(
     batch: Batch,
     target_accuracy: float,
@@ -146,14 +152,18 @@ def route_batch(
     labeller: str | None = None,
     name: str = "",
     seed: int = 0,
+    plan: RoutingPlan | None = None,
 ) -> Routing:
-    """Record the plan's decision and make its crowd queries a derived batch (not yet published)."""
-    plan = plan_routing(batch, target_accuracy, budget=budget, conservative=conservative, labeller=labeller)
-    if batch.status != Batch.Status.DRAFT:
-        raise StateError(f"batch {batch.name!r} is {batch.status}; routing is for a machine-labelled draft")
-    if batch.routings.filter(routed_batch__isnull=False).exclude(routed_batch__status=Batch.Status.CANCELLED).exists():
-        raise StateError(f"batch {batch.name!r} was routed already; cancel its routed batch to route again")
+    """Record the plan's decision and make its crowd queries a derived batch (not yet published).
+
+    ``plan`` is the one shown and confirmed (the command's); without it the plan is made here.
+    The batch's row is locked while it is checked and routed, so two requests at once cannot
+    both route it (and pay the crowd twice).
+    """
+    _check_routable(batch)
+    plan = plan or plan_routing(batch, target_accuracy, budget=budget, conservative=conservative, labeller=labeller)
     with transaction.atomic():
+        _check_routable(Batch.objects.select_for_update().get(pk=batch.pk))
         routed = None
         if plan.to_humans:
             routed = create_derived_batch(

@@ -115,6 +115,7 @@ def one_time_link(user) -> Access:
     )
 
 
+@transaction.atomic
 def add_member(username: str, email: str = "", *, access: str = "link") -> Access:
     """A new annotator account, with a one-time link to choose a password or a generated one."""
     _check_access(access)

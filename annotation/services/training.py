@@ -61,21 +61,9 @@ def qualified_batches(batches: QuerySet, worker: Worker) -> QuerySet:
     return batches.exclude(has_training & ~passed)
 
 
-def training_due(batches: QuerySet, worker: Worker) -> Batch | None:
-    """The first of ``batches`` whose training ``worker`` has not taken yet (``None``: none)."""
-    has_training = Exists(TrainingQuery.objects.filter(batch=OuterRef("pk")))
-    taken = Exists(Qualification.objects.filter(batch=OuterRef("pk"), worker=worker))
-    return (
-        batches.filter(status=Batch.Status.PUBLISHED)
-        .filter(has_training)
-        .exclude(taken)
-        .order_by("created", "pk")
-        .first()
-    )
-
-
 def training_plan(batches: QuerySet, worker: Worker) -> tuple[Batch | None, list[Batch]]:
-    """``training_due(batches, worker)`` and the batches ``claim_hit`` may hand out, in one query.
+    """The first published batch whose training ``worker`` has not taken yet (``None``: none), and
+    the batches ``claim_hit`` may hand out, in one query.
 
     ``qualified`` is what ``claim_hit`` reads from ``qualified_batches(batches, worker)``:
     published, open to the worker (team_access), training passed or none, oldest first,

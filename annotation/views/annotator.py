@@ -110,7 +110,6 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                 if check.gold_passed is False:
                     # Shown on the annotator's home page (the HIT page is self-contained and shows
                     # no messages), from where "Start annotating" continues with the next HIT.
-                    assignment.refresh_from_db(fields=["feedback"])
                     messages.warning(request, f"This HIT will not count: {assignment.feedback}")
                     return redirect("annotation:batch-list")
                 count = check.answered_count

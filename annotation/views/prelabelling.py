@@ -18,6 +18,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.cache import cache
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -33,9 +35,16 @@ from ..forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_con
 from ..labels import LABEL_NAMES, LABELS
 from ..models import Batch
 from ..services.background import start_prelabel, start_publish
-from ..services.calibration import calibration_batch, calibration_report, create_calibration_sample, identities
+from ..services.calibration import (
+    calibration_batch,
+    calibration_report,
+    create_calibration_sample,
+    identities,
+    report_version,
+)
+from ..services.label_sources import latest_routing
 from ..services.prelabels import prompt_in_force
-from ..services.routing import latest_routing, plan_routing, route_batch
+from ..services.routing import plan_routing, route_batch
 
 # --- reads shared by the pages and the API ---------------------------------------------------
 
@@ -124,10 +133,11 @@ def batch_calibration_sample(request: HttpRequest, name: str) -> HttpResponse:
     if form.is_valid():
         data = form.cleaned_data
         try:
-            child = create_calibration_sample(
-                batch, data["sample"], labeller=data["labeller"] or None, seed=data["seed"] or 0
-            )
-            job = start_publish(child) if data["publish"] else None
+            with transaction.atomic():  # a publishing job that cannot start leaves no sample behind
+                child = create_calibration_sample(
+                    batch, data["sample"], labeller=data["labeller"] or None, seed=data["seed"] or 0
+                )
+                job = start_publish(child) if data["publish"] else None
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
@@ -142,15 +152,34 @@ def batch_calibration_sample(request: HttpRequest, name: str) -> HttpResponse:
 # --- the calibration report -------------------------------------------------------------------
 
 
+def _report_with_figures(batch: Batch) -> dict[str, Any]:
+    """The report and its two SVG figures, computed again only when what they depend on changed
+    (:func:`report_version`): the page polls itself every few seconds while the sample is answered."""
+
+    def compute() -> dict[str, Any]:
+        report = calibration_report(batch)
+        return {
+            "report": report,
+            "reliability_svg": calibration_plots.reliability_svg(report.get("reliability") or []),
+            "proportions_svg": calibration_plots.proportions_svg(report["proportions"]),
+        }
+
+    version = report_version(batch)
+    if version is None:
+        return compute()  # no sample: the service says so
+    return cache.get_or_set(f"calibration-report:{batch.pk}:{version}", compute, timeout=3600)
+
+
 def _calibration_context(batch: Batch) -> dict[str, Any]:
     """The report with its tables and figures, or why there is none yet (``waiting``)."""
     sample = calibration_batch(batch)
     context: dict[str, Any] = {"batch": batch, "sample": sample, "report": None, "waiting": None}
     try:
-        report = calibration_report(batch)
+        figures = _report_with_figures(batch)
     except ServiceError as exc:
         context["waiting"] = str(exc)
     else:
+        report = figures["report"]
         names = [LABEL_NAMES[code] for code in LABELS]
         per_category = report["per_category"]
         proportions = report["proportions"]
@@ -163,8 +192,8 @@ def _calibration_context(batch: Batch) -> dict[str, Any]:
                 for code, row in zip(report.get("labels", LABELS), report["confusion"], strict=True)
             ],
             "proportions": [(LABEL_NAMES[code], proportions.get(code, {})) for code in LABELS],
-            "reliability_svg": mark_safe(calibration_plots.reliability_svg(report.get("reliability") or [])),
-            "proportions_svg": mark_safe(calibration_plots.proportions_svg(proportions)),
+            "reliability_svg": mark_safe(figures["reliability_svg"]),  # drawn by matplotlib: no user text
+            "proportions_svg": mark_safe(figures["proportions_svg"]),
         }
     # The sample is still being answered: the page polls itself until its crowd work is in.
     context["live"] = sample is not None and sample.status == Batch.Status.PUBLISHED
@@ -202,8 +231,9 @@ def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
         form = RoutingForm(request.POST)
         if form.is_valid():
             try:
-                routing = route_batch(batch, form.cleaned_data["target_accuracy"], **_routing_arguments(form))
-                job = start_publish(routing.routed_batch) if routing.routed_batch else None
+                with transaction.atomic():  # a publishing job that cannot start leaves no routing behind
+                    routing = route_batch(batch, form.cleaned_data["target_accuracy"], **_routing_arguments(form))
+                    job = start_publish(routing.routed_batch) if routing.routed_batch else None
             except ServiceError as exc:
                 form.add_error(None, str(exc))
             else:

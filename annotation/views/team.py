@@ -124,7 +124,10 @@ def member_access(request: HttpRequest, username: str) -> HttpResponse:
 @require_POST
 def member_active(request: HttpRequest, username: str) -> HttpResponse:
     member = _member(username)
-    active = request.POST.get("active") == "1"
+    if request.POST.get("active") not in ("0", "1"):
+        messages.error(request, "active: send 1 to let them log in again or 0 to deactivate them.")
+        return redirect("annotation:team-member", username=member.username)
+    active = request.POST["active"] == "1"
     team.set_active(member, active)
     if active:
         messages.success(request, f"{member.username} can log in again.")

@@ -181,6 +181,13 @@ def compute_report(
     baseline = inputs.get("baseline")
     if baseline is not None and baseline not in runs:
         runs.append(baseline)
+    qrels = inputs.get("qrels")
+    measures = parse_measures(report_settings.measures)
+    # Refused before the bias metrics are computed, not after.
+    if qrels is None and measures:
+        raise ServiceError("effectiveness measures need relevance judgments: give the qrels")
+    if qrels is not None:
+        _check_qrels(runs, qrels)
     qids = list(query_set.queries.values_list("qid", flat=True))
     words = inputs.get("wordlist") or default_wordlist()
     representative = inputs.get("representative") or default_representative_wordlist()
@@ -195,11 +202,7 @@ def compute_report(
         bar=inputs.get("bar", True),
         source=repr(query_set.name),
     )
-    qrels = inputs.get("qrels")
-    measures = parse_measures(report_settings.measures)
     unjudged: list[str] = []
-    if qrels is None and measures:
-        raise ServiceError("effectiveness measures need relevance judgments: give the qrels")
     if qrels is not None:
         import pandas as pd
 
@@ -221,6 +224,16 @@ def default_measures() -> tuple[str, ...]:
     return DEFAULT_MEASURES
 
 
+def _check_qrels(runs: Sequence[Run], qrels: Qrels) -> None:
+    """The runs rank one collection, the one ``qrels`` judges."""
+    check_same_collection(list(runs), "a report")
+    if runs and qrels.collection_id != runs[0].collection_id:
+        raise ServiceError(
+            f"qrels {qrels.name!r} judge documents of collection {qrels.collection.name!r}, "
+            f"the runs rank {runs[0].collection.name!r}"
+        )
+
+
 def effectiveness_values(
     qids: Sequence[str], runs: Sequence[Run], qrels: Qrels, measures: Sequence[str], *, source: str = "the query set"
 ) -> tuple[pd.DataFrame, list[str]]:
@@ -234,12 +247,7 @@ def effectiveness_values(
 
     from .. import effectiveness
 
-    check_same_collection(list(runs), "a report")
-    if runs and qrels.collection_id != runs[0].collection_id:
-        raise ServiceError(
-            f"qrels {qrels.name!r} judge documents of collection {qrels.collection.name!r}, "
-            f"the runs rank {runs[0].collection.name!r}"
-        )
+    _check_qrels(runs, qrels)
     judgments = qrels_frame(qrels)
     asked = pl.Series("qid", list(qids), dtype=pl.String)
     frames = top_rankings(runs, asked, effectiveness.measures_depth(measures), source)

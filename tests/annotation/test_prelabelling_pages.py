@@ -11,9 +11,10 @@ from decimal import Decimal
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from annotation import services
-from annotation.models import Batch, PreLabel
+from annotation.models import Assignment, Batch, PreLabel
 from annotation.services.calibration import calibration_batch, create_calibration_sample
 from annotation.services.routing import plan_routing
 from annotation.services.simulation import simulate_local_annotations
@@ -211,3 +212,27 @@ def test_the_samples_hit_page_shows_no_machine_label(sampled, researcher, client
     preview = client.get(reverse("annotation:hit-preview", args=[child.name, hit.position])).content.decode()
     for hint in ("confidence", "rules-v1", "machine", "stratum"):
         assert hint not in preview.lower(), hint
+
+
+def test_the_polled_report_is_computed_again_only_when_the_crowd_work_changes(
+    calibrated, researcher, client, monkeypatch
+):
+    from annotation.services import calibration as calibration_service
+    from annotation.views import prelabelling
+
+    computed = []
+
+    def counting(batch, *args, **kwargs):
+        computed.append(batch.name)
+        return calibration_service.calibration_report(batch, *args, **kwargs)
+
+    monkeypatch.setattr(prelabelling, "calibration_report", counting)
+    client.force_login(researcher)
+    live = reverse("annotation:batch-calibration-live", args=["mb"])
+    first = client.get(live).content
+    assert client.get(live).content == first and client.get(reverse("annotation:batch-calibration", args=["mb"]))
+    assert computed == ["mb"]  # three requests, one computation
+    assignment = Assignment.objects.filter(hit__batch=calibration_batch(calibrated)).first()
+    Assignment.objects.filter(pk=assignment.pk).update(reviewed_at=timezone.now())  # new work reviewed
+    client.get(live)
+    assert computed == ["mb", "mb"]

@@ -217,3 +217,12 @@ def test_the_team_link_is_in_researchers_navigation_only(researcher, annotators,
     assert b'href="/annotation/team/">Team</a>' in client.get("/annotation/").content
     client.force_login(annotators[0])
     assert b'href="/annotation/team/"' not in client.get("/annotation/").content
+
+
+@pytest.mark.parametrize("value", [None, "", "yes", "true"])
+def test_an_unclear_active_value_changes_nothing_and_says_which_field(annotators, researcher, client, value):
+    client.force_login(researcher)
+    data = {} if value is None else {"active": value}
+    response = client.post(reverse("annotation:team-member-active", args=["ann-b"]), data, follow=True)
+    assert "active: send 1" in response.content.decode()
+    assert get_user_model().objects.get(username="ann-b").is_active  # not deactivated by a typo

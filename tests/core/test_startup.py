@@ -28,6 +28,8 @@ HEAVY = [
     "ir_measures",
     "ir_datasets",
     "pytrec_eval",
+    "sklearn",
+    "ppi_py",
 ]
 
 PROBE = """

@@ -59,14 +59,7 @@ class Command(ProjectCommand):
                 if answer.strip().lower() not in ("y", "yes"):
                     out("Nothing done.")
                     return
-            routing = route_batch(
-                batch,
-                target_accuracy,
-                budget=budget,
-                conservative=conservative,
-                labeller=labeller,
-                name=routed_name,
-            )
+            routing = route_batch(batch, target_accuracy, name=routed_name, plan=plan)  # the plan shown
             routed = routing.routed_batch
             if routed is None:
                 out(self.style.SUCCESS(f"Routed: {len(routing.accepted)} machine-accepted, nothing to the crowd."))
