@@ -166,6 +166,8 @@ def create_calibration_sample(
     _check_parent(batch)
     if sample < 1:
         raise ServiceError(f"the calibration sample needs at least one query, got {sample}")
+    if seed < 0:
+        raise ServiceError(f"the seed must be a non-negative integer, got {seed}")
     identity = identity_for(batch, labeller)
     machine = {qid: m.label for qid, m in machine_labels(batch, identity).items() if not m.in_training}
     if not machine:

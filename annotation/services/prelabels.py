@@ -94,6 +94,8 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
         if train is None:
             raise ServiceError("the trained pre-labeller needs training data: a labelled query file or batch:NAME")
         raise ServiceError(f"the {name} pre-labeller takes no training data")
+    if samples is not None and samples < 1:
+        raise ServiceError(f"samples: at least one answer per query, got {samples}")
     if name == "openai":
         if not settings.PRELABEL_API_URL or not settings.PRELABEL_MODEL:
             raise ServiceError("the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings")

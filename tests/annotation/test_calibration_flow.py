@@ -218,3 +218,29 @@ def test_calibration_needs_a_draft_with_machine_labels(db):
         create_calibration_sample(plain, 10)
     with pytest.raises(StateError, match="no calibration sample"):
         calibration_report(plain)
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "message"),
+    [
+        ("prelabel", ["--labeller", "openai", "--samples", "0"], "samples"),
+        ("prelabel", ["--labeller", "trained", "--train", "/no/such/file.tsv"], "file.tsv"),
+        ("calibrate", ["--sample", "0"], "at least one"),
+        ("calibrate", ["--seed", "-1"], "seed"),
+        ("calibrate", ["--labeller", "oracle"], "oracle"),
+        ("calibration", ["--bootstrap", "-1"], "bootstrap"),
+        ("route", ["--target-accuracy", "1.5", "--yes"], "target accuracy"),
+        ("route", ["--target-accuracy", "0.9", "--budget", "-1", "--yes"], "budget"),
+    ],
+)
+def test_bad_options_are_refused_by_name_and_create_nothing(machine_batch, command, args, message):
+    from django.core.management import CommandError
+
+    if command in ("calibration", "route"):
+        sample_batch = create_calibration_sample(machine_batch, 40, seed=4)
+        services.publish_batch(sample_batch)
+        simulate_local_annotations(sample_batch, annotators=3, accuracy=0.9, seed=5)
+    batches = Batch.objects.count()
+    with pytest.raises(CommandError, match=message):
+        call_command(command, "mach", *args, stdout=StringIO())
+    assert Batch.objects.count() == batches and not Routing.objects.exists()
