@@ -83,6 +83,18 @@ def unjudged_note(qrels: str, unjudged: list[str], limit: int = 20) -> str:
     )
 
 
+def unreturned_note(unreturned: dict[str, list[str]], limit: int = 20) -> str:
+    """Per run, the judged queries it did not return, in words (each counts as 0, as in trec_eval -c)."""
+    missing = {run: qids for run, qids in unreturned.items() if qids}
+    if not missing:
+        return "Every run returns every judged query."
+    lines = ["Judged queries a run did not return count as 0 in its effectiveness (ir_measures, trec_eval -c):"]
+    for run, qids in missing.items():
+        shown = ", ".join(qids[:limit]) + (f", … ({len(qids) - limit} more)" if len(qids) > limit else "")
+        lines.append(f"  {run}: {len(qids)} ({shown})")
+    return "\n".join(lines)
+
+
 def columns_of(summary: pd.DataFrame) -> list[tuple[str, str, int]]:
     """(metric, variant, cutoff) columns of a results table, in the paper's order."""
     return list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))

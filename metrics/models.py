@@ -66,6 +66,12 @@ class Report(models.Model):
         blank=True,
         help_text="Query-set queries the qrels do not judge: listed with empty values, left out of the means.",
     )
+    unreturned = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Per run name, the judged queries the run does not return: each counts as 0 in its "
+        "effectiveness (ir_measures' default, trec_eval -c).",
+    )
     bootstrap_samples = models.PositiveIntegerField(default=1000)
     seed = models.IntegerField(default=0)
     software_version = models.CharField(max_length=100)
@@ -104,7 +110,11 @@ class Result(models.Model):
     queries = models.PositiveIntegerField()
     ci_low = models.FloatField(null=True)
     ci_high = models.FloatField(null=True)
-    p_value = models.FloatField(null=True, help_text="Bonferroni-corrected paired t-test against the baseline.")
+    p_value = models.FloatField(
+        null=True,
+        help_text="Paired t-test against the baseline, Holm-adjusted within its family "
+        "(every run against the baseline for this metric, variant and cutoff): metrics.significance.",
+    )
 
     class Meta:
         ordering = ["report", "pk"]

@@ -40,6 +40,7 @@ class ReportSerializer(ReportListSerializer):
             "qrels",
             "measures",
             "unjudged",
+            "unreturned",
             "bootstrap_samples",
             "seed",
             "software_version",

@@ -57,6 +57,7 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
         "metrics": metrics,
         "metric": metric if metric in metrics else "",
         "runs": runs,
+        "unreturned": [{"run": run, "qids": qids} for run, qids in (report.unreturned or {}).items() if qids],
     }
     context |= _tradeoff_context(request, summary)
     context |= _table_context(request, report, runs)

@@ -137,6 +137,8 @@ class Computed:
     #: Effectiveness measures computed (empty without qrels) and the query-set queries the qrels do not judge.
     measures: tuple[str, ...] = ()
     unjudged: list[str] = field(default_factory=list)
+    #: Per run, the judged queries it does not return (each counts as 0 in its effectiveness).
+    unreturned: dict[str, list[str]] = field(default_factory=dict)
 
 
 def parse_cutoffs(text: str) -> tuple[int, ...]:
@@ -203,11 +205,12 @@ def compute_report(
         source=repr(query_set.name),
     )
     unjudged: list[str] = []
+    unreturned: dict[str, list[str]] = {}
     if qrels is not None:
         import pandas as pd
 
         measures = measures or default_measures()
-        effect, unjudged = effectiveness_values(qids, runs, qrels, measures, source=repr(query_set.name))
+        effect, unjudged, unreturned = effectiveness_values(qids, runs, qrels, measures, source=repr(query_set.name))
         per_query = pd.concat([per_query, effect], ignore_index=True)
     summary = significance.summarise(
         per_query,
@@ -215,7 +218,7 @@ def compute_report(
         samples=report_settings.bootstrap_samples,
         seed=report_settings.seed,
     )
-    return Computed(per_query, order_summary(summary), runs, words, representative, measures, unjudged)
+    return Computed(per_query, order_summary(summary), runs, words, representative, measures, unjudged, unreturned)
 
 
 def default_measures() -> tuple[str, ...]:
@@ -236,11 +239,15 @@ def _check_qrels(runs: Sequence[Run], qrels: Qrels) -> None:
 
 def effectiveness_values(
     qids: Sequence[str], runs: Sequence[Run], qrels: Qrels, measures: Sequence[str], *, source: str = "the query set"
-) -> tuple[pd.DataFrame, list[str]]:
+) -> tuple[pd.DataFrame, list[str], dict[str, list[str]]]:
     """Long frame ``run, qid, metric, variant, cutoff, value`` of the effectiveness ``measures``
-    (variant: the qrels' name) of every run over the ``qids`` it contains, computed by
-    :func:`metrics.effectiveness.effectiveness` (ir_measures); and the ``qids`` the qrels do not
-    judge, in query-set order. A query without judgments keeps its rows, with NaN values.
+    (variant: the qrels' name) of every run over every one of the ``qids``, computed by
+    :func:`metrics.effectiveness.effectiveness` (ir_measures); the ``qids`` the qrels do not
+    judge, in query-set order; and per run the judged ``qids`` it does not return.
+
+    The field's convention (ir_measures' default, ``trec_eval -c``): a judged query a run does
+    not return counts as 0 in its mean and its paired tests; a query without judgments keeps its
+    rows with NaN values and stays out of every mean.
     """
     import pandas as pd
     import polars as pl
@@ -251,14 +258,15 @@ def effectiveness_values(
     judgments = qrels_frame(qrels)
     asked = pl.Series("qid", list(qids), dtype=pl.String)
     frames = top_rankings(runs, asked, effectiveness.measures_depth(measures), source)
-    parts = []
+    parts, unreturned = [], {}
     for name, frame in frames.items():
-        values = effectiveness.effectiveness(frame, judgments, measures)
+        values = effectiveness.effectiveness(frame, judgments, measures, qids=qids)
         values.insert(0, "run", name)
         values.insert(3, "variant", qrels.name)
         parts.append(values)
+        unreturned[name] = effectiveness.unreturned_queries(frame, judgments, qids)
     judged = set(judgments["qid"].unique().to_list())
-    return pd.concat(parts, ignore_index=True), [qid for qid in qids if qid not in judged]
+    return pd.concat(parts, ignore_index=True), [qid for qid in qids if qid not in judged], unreturned
 
 
 def per_query_values(
@@ -362,6 +370,7 @@ def build_report(
                 qrels=qrels,
                 measures=list(computed.measures),
                 unjudged=computed.unjudged,
+                unreturned=computed.unreturned,
                 bootstrap_samples=report_settings.bootstrap_samples,
                 seed=report_settings.seed,
                 software_version=software_version(),

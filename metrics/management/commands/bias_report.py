@@ -133,6 +133,7 @@ class Command(ProjectCommand):
         self.stdout.write(formatting.terminal_table(summary))
         if report.qrels_id:
             self.stdout.write(f"\n{formatting.unjudged_note(report.qrels.name, report.unjudged)}")
+            self.stdout.write(f"\n{formatting.unreturned_note(report.unreturned)}")
         if report.baseline_id:
             self.stdout.write(f"\n* p < 0.05 against {report.baseline.name} (paired t-test, Bonferroni-corrected)")
         if o["table"]:
