@@ -115,9 +115,11 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, url_path="table")
     def table(self, request, name=None, format=None):
         """A paper's table (``metrics.tables``): ``columns``; per run its ``cells`` (value, queries,
-        CI, raw and Bonferroni-corrected p against the baseline, ``*`` mark) and ``correlations``
-        (Pearson r and Kendall tau with p-values, ``†`` mark); ``missing`` names columns the report
-        lacks. A bad choice: 400 with ``detail``."""
+        CI, ``p_value`` against the baseline under the project's one policy — the same p as the
+        report's results — its unadjusted ``p_raw``, ``*`` mark) and ``correlations`` (Pearson r and
+        Kendall tau with p-values, ``†`` mark); ``significance`` and ``correlation_significance``
+        state the test, family and correction; ``missing`` names columns the report lacks. A bad
+        choice: 400 with ``detail``."""
         from .selectors import report_table
 
         params = request.query_params

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 CSV_HEADER = ["run", "metric", "variant", "cutoff", "value", "queries"]
 PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
 #: What the per-query CSV adds to each value: the figures the report shows for its run.
-SUMMARY_COLUMNS = ["mean", "ci_low", "ci_high", "p_value"]
+SUMMARY_COLUMNS = ["mean", "ci_low", "ci_high", "p_value", "significance"]
 PER_QUERY_CSV_COLUMNS = [*PER_QUERY_COLUMNS, *SUMMARY_COLUMNS]
 
 
@@ -53,13 +53,14 @@ def results_csv(summary: pd.DataFrame) -> str:
     )
 
 
-def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None) -> str:
+def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, policy: str = "") -> str:
     """One row per run, query, metric, variant and cutoff (qids and run names neutralised).
 
     With the report's ``summary`` (:func:`metrics.selectors.report_summary`), each row also
     carries the figures the report shows for its run: ``mean`` (over the run's queries), its
-    bootstrap 95% CI ``ci_low, ci_high`` and ``p_value`` (Bonferroni-corrected, against the
-    baseline), empty where undefined, so the file alone is enough to redraw the report's table.
+    bootstrap 95% CI ``ci_low, ci_high`` and ``p_value`` against the baseline, empty where
+    undefined, so the file alone is enough to redraw the report's table; ``significance`` states
+    how that p was made (``policy``: :func:`metrics.significance.policy_text`) on rows with one.
     """
     if summary is None:
         return csv_text(PER_QUERY_COLUMNS, per_query[PER_QUERY_COLUMNS].itertuples(index=False, name=None))
@@ -69,6 +70,7 @@ def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None) 
     shown = shown.astype({"cutoff": "int64"})
     frame = per_query[PER_QUERY_COLUMNS].astype({"cutoff": "int64"})
     frame = frame.merge(shown, on=["run", "metric", "variant", "cutoff"], how="left")
+    frame["significance"] = [policy if p is not None and not pd.isna(p) else "" for p in frame["p_value"]]
     return csv_text(PER_QUERY_CSV_COLUMNS, frame[PER_QUERY_CSV_COLUMNS].itertuples(index=False, name=None))
 
 
@@ -102,7 +104,8 @@ def columns_of(summary: pd.DataFrame) -> list[tuple[str, str, int]]:
 
 def terminal_table(summary: pd.DataFrame, alpha: float = 0.05) -> str:
     """A plain-text table like Table 3 of the SIGIR 2020 paper: one block per metric and variant,
-    rows = runs, columns = cutoffs; ``*`` marks p < alpha against the baseline (Bonferroni)."""
+    rows = runs, columns = cutoffs; ``*`` marks p < alpha against the baseline and a ``p`` line
+    under a run gives its p-values (:mod:`metrics.significance`'s policy, Holm-adjusted)."""
     if not len(summary):
         return "(no results)"
     runs = list(dict.fromkeys(summary["run"]))
@@ -127,6 +130,10 @@ def terminal_table(summary: pd.DataFrame, alpha: float = 0.05) -> str:
                 cells.append(f"{row.value:>10.4f}{mark}")
                 queries = str(row.queries)
             lines.append(f"{run:<{width}}" + "".join(cells) + f"{queries:>9}")
+            ps = [lookup.get((run, metric, variant, c)) for c in cutoffs]
+            ps = [None if r is None or r.p_value is None or pd.isna(r.p_value) else r.p_value for r in ps]
+            if any(p is not None for p in ps):
+                lines.append(f"{'':<{width}}" + "".join(f"{'' if p is None else f'p {p:.4f}':>10} " for p in ps))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 

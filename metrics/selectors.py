@@ -57,6 +57,13 @@ def recent_reports(limit: int = 5):
     return Report.objects.select_related("query_set").prefetch_related("runs").order_by("-created", "-pk")[:limit]
 
 
+def report_policy_text(report: Report) -> str:
+    """How the report's p-values were made, in one sentence (:func:`metrics.significance.policy_text`)."""
+    from .significance import policy_text
+
+    return policy_text(report.baseline.name if report.baseline_id else None)
+
+
 def report_table(
     report: Report,
     layout: str,

@@ -1,5 +1,6 @@
 """REST representations of reports (read-only), results nested."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import Report, Result
@@ -24,11 +25,28 @@ class ReportListSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "query_set", "runs", "cutoffs", "tokenizer", "background", "baseline", "created"]
 
 
+class SignificanceSerializer(serializers.Serializer):
+    test = serializers.CharField()
+    family = serializers.CharField()
+    correction = serializers.CharField()
+    alpha = serializers.FloatField()
+    baseline = serializers.CharField()
+
+
 class ReportSerializer(ReportListSerializer):
     wordlist = serializers.CharField(source="wordlist.name", read_only=True)
     representative_wordlist = serializers.CharField(source="representative_wordlist.name", read_only=True)
     qrels = serializers.SlugRelatedField(slug_field="name", read_only=True)
     results = ResultSerializer(many=True, read_only=True)
+    significance = serializers.SerializerMethodField(
+        help_text="How the results' p_value were made (test, family, correction); null without a baseline."
+    )
+
+    @extend_schema_field(SignificanceSerializer(allow_null=True))
+    def get_significance(self, report: Report) -> dict | None:
+        from .significance import policy
+
+        return policy(report.baseline.name if report.baseline_id else None)
 
     class Meta(ReportListSerializer.Meta):
         fields = [
@@ -44,6 +62,7 @@ class ReportSerializer(ReportListSerializer):
             "bootstrap_samples",
             "seed",
             "software_version",
+            "significance",
             "results",
         ]
 

@@ -15,11 +15,13 @@ An effectiveness measure is taken at the table's cutoff when the report has it t
 the report's first cutoff of that measure (the column names the cutoff used). A column the report
 lacks (no qrels, say) is left out and named in ``missing``.
 
-**Marks.** ``*``: the run differs from the baseline, paired t-test over the queries both contain
-(:func:`metrics.significance.paired_t_test`), p Bonferroni-corrected across the table (× the number
-of tests the table makes: every run but the baseline, every column), p < ``alpha``. ``†`` on a
-correlation: p < ``alpha`` after Bonferroni across the table's correlation tests (runs × pairs ×
-{r, τ}). Both raw and corrected p-values are given.
+**Marks.** The project's one significance policy (:mod:`metrics.significance`): ``*``: the run
+differs from the baseline, p from :func:`metrics.significance.against_baseline` (paired t-test;
+family: every run against the baseline for the column's metric, variant and cutoff; Holm), the
+same p the report's results hold for that comparison, p < ``alpha``. ``†`` on a correlation:
+Holm-adjusted p < ``alpha``, family: that statistic of that pair of metrics across the runs.
+A cell's ``p_value`` is the adjusted p (``p_raw`` the unadjusted one); ``significance`` states
+the policy.
 """
 
 from __future__ import annotations
@@ -34,10 +36,10 @@ import pandas as pd
 from scipy import stats
 
 from .defaults import TABLE_LAYOUTS
-from .significance import bonferroni, paired_t_test
+from .significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
 from .vocabulary import BY_NAME, variant_position
 
-ALPHA = 0.05
+ALPHA = 0.05  # the policy's (metrics.significance.ALPHA)
 #: How the papers name a run's mean of a per-query measure.
 MEAN_NAMES = {"RR": "MRR", "R": "Recall", "AP": "MAP"}
 KEYS = ["metric", "variant", "cutoff"]
@@ -182,8 +184,8 @@ def build_table(
 
     ``columns``: ``key`` (``RR@10``…), ``label``, ``metric``, ``variant``, ``cutoff``; ``rows``: per
     run (in the frame's order) its ``cells`` (``value`` = mean over the run's queries, ``queries``,
-    ``ci_low``/``ci_high`` from ``summary`` when given, ``p_value`` raw, ``p_corrected``, ``mark``)
-    and its ``correlations``. ``correlations`` replaces the layout's pairs. ValueError for an
+    ``ci_low``/``ci_high`` from ``summary`` when given, ``p_value`` adjusted under the project's
+    policy, ``p_raw``, ``mark``) and its ``correlations``; ``significance``: the policy stated. ``correlations`` replaces the layout's pairs. ValueError for an
     unknown layout, a cutoff the report lacks or a baseline not among the runs.
     """
     if layout not in LAYOUTS:
@@ -208,42 +210,35 @@ def build_table(
         elif key not in [c["key_tuple"] for c in columns]:
             columns.append({"key_tuple": key, "label": label(key, spec)})
 
-    wide = {
-        run: part.pivot(index="qid", columns=KEYS, values="value") for run, part in frame.groupby("run", sort=False)
-    }
+    wide = wide_values(frame)
     cis = {}
     if summary is not None and len(summary):
         for row in summary.itertuples(index=False):
             cis[(row.run, row.metric, row.variant, int(row.cutoff))] = (row.ci_low, row.ci_high)
+    compared = against_baseline(wide, baseline) if baseline is not None else {}
 
     rows = []
-    tests: list[tuple[int, int]] = []
-    raw: list[float | None] = []
-    for r, run in enumerate(runs):
+    for run in runs:
         cells = []
-        for c, column in enumerate(columns):
+        for column in columns:
             key = column["key_tuple"]
             values = wide[run][key] if key in wide[run].columns else pd.Series(dtype=np.float64)
             low, high = cis.get((run, *key), (None, None))
-            cell = {
-                "value": _finite(values.mean()) if len(values) else None,
-                "queries": int(values.notna().sum()),
-                "ci_low": _finite(low),
-                "ci_high": _finite(high),
-                "p_value": None,
-                "p_corrected": None,
-                "mark": "",
-            }
-            if baseline is not None and run != baseline and key in wide[baseline].columns and len(values):
-                p, _ = paired_t_test(values, wide[baseline][key])
-                cell["p_value"] = p
-                tests.append((r, c))
-                raw.append(p)
-            cells.append(cell)
+            p_raw, p = compared.get((run, *key), (None, None))
+            cells.append(
+                {
+                    "value": _finite(values.mean()) if len(values) else None,
+                    "queries": int(values.notna().sum()),
+                    "ci_low": _finite(low),
+                    "ci_high": _finite(high),
+                    "p_value": p,
+                    "p_raw": p_raw,
+                    "mark": "*" if p is not None and p < alpha else "",
+                }
+            )
         rows.append({"run": run, "cells": cells, "correlations": []})
-    for (r, c), p in zip(tests, bonferroni(raw), strict=True):
-        rows[r]["cells"][c]["p_corrected"] = p
-        rows[r]["cells"][c]["mark"] = "*" if p is not None and p < alpha else ""
+    shown = {(run, *column["key_tuple"]) for run in runs for column in columns}
+    tests = sum(1 for key, (p, _) in compared.items() if key in shown and p is not None)
 
     pairs = []
     for spec_a, spec_b in chosen.correlations if correlations is None else correlations:
@@ -252,10 +247,10 @@ def build_table(
             missing.append(f"correlation {spec_a.metric}–{spec_b.metric}")
             continue
         pairs.append({"a": label(key_a, spec_a), "b": label(key_b, spec_b), "keys": (key_a, key_b)})
-    found: list[tuple[dict, str]] = []
+    found: dict[tuple[int, str], list[dict]] = {}  # (pair, statistic) → that family's results, one per run
     for row in rows:
         table = wide[row["run"]]
-        for pair in pairs:
+        for number, pair in enumerate(pairs):
             key_a, key_b = pair["keys"]
             if key_a in table.columns and key_b in table.columns:
                 result = correlation(table[key_a], table[key_b])
@@ -263,11 +258,15 @@ def build_table(
                 result = correlation(pd.Series(dtype=np.float64), pd.Series(dtype=np.float64))
             result = {"a": pair["a"], "b": pair["b"], **result}
             row["correlations"].append(result)
-            found.extend([(result, "pearson"), (result, "kendall")])
-    corrected = bonferroni([result[f"{kind}_p"] for result, kind in found])
-    for (result, kind), p in zip(found, corrected, strict=True):
-        result[f"{kind}_p_corrected"] = p
-        result[f"{kind}_mark"] = "†" if p is not None and p < alpha else ""
+            for kind in ("pearson", "kendall"):
+                found.setdefault((number, kind), []).append(result)
+    correlation_tests = 0
+    for (_, kind), family in found.items():
+        adjusted = holm([result[f"{kind}_p"] for result in family])
+        correlation_tests += sum(p is not None for p in adjusted)
+        for result, p in zip(family, adjusted, strict=True):
+            result[f"{kind}_p_corrected"] = p
+            result[f"{kind}_mark"] = "†" if p is not None and p < alpha else ""
 
     for column in columns:
         metric, variant, k = column.pop("key_tuple")
@@ -278,8 +277,10 @@ def build_table(
         "cutoff": int(cutoff),
         "baseline": baseline,
         "alpha": alpha,
-        "tests": len([p for p in raw if p is not None]),
-        "correlation_tests": len([p for p in (r[f"{k}_p"] for r, k in found) if p is not None]),
+        "significance": policy(baseline),
+        "correlation_significance": dict(CORRELATION_POLICY) if pairs else None,
+        "tests": tests,
+        "correlation_tests": correlation_tests,
         "columns": columns,
         "correlations": [{"a": pair["a"], "b": pair["b"]} for pair in pairs],
         "rows": rows,
@@ -304,19 +305,30 @@ def table_text(table: dict) -> str:
             cells.append(_number(result["pearson_r"], "+.3f") + (result["pearson_mark"] or " "))
             cells.append(_number(result["kendall_tau"], "+.3f") + (result["kendall_mark"] or " "))
         lines.append(f"{row['run']:<{width}}" + "".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)))
+        if any(cell["p_value"] is not None for cell in row["cells"]):
+            ps = [("" if cell["p_value"] is None else f"p {cell['p_value']:.4f}") + " " for cell in row["cells"]]
+            ps += [""] * (len(headers) - len(ps))
+            lines.append(f"{'':<{width}}" + "".join(f"{c:>{w}}" for c, w in zip(ps, widths, strict=True)))
     notes = []
     if table["baseline"]:
-        notes.append(
-            f"* p < {table['alpha']} against {table['baseline']} (paired t-test, Bonferroni × {table['tests']})"
-        )
+        notes.append(significance_note(table["significance"]))
     if table["correlations"]:
+        policy = table["correlation_significance"]
         notes.append(
-            f"† correlation with p < {table['alpha']} (Bonferroni × {table['correlation_tests']}); "
-            "r: Pearson, τ: Kendall, over each run's queries"
+            f"† correlation with p < {policy['alpha']}: {policy['test']}; family: {policy['family']}; "
+            f"{policy['correction']}-adjusted. r: Pearson, τ: Kendall"
         )
     if table["missing"]:
         notes.append(f"not in this report: {', '.join(table['missing'])}")
     return "\n".join([*lines, *notes])
+
+
+def significance_note(policy: dict) -> str:
+    """A table's footnote on its p-values (``policy``: :func:`metrics.significance.policy`)."""
+    return (
+        f"* p < {policy['alpha']} against {policy['baseline']}. Test: {policy['test']}; "
+        f"family: {policy['family']}; correction: {policy['correction']} (p shown adjusted)"
+    )
 
 
 def _number(value: float | None, spec: str = ".4f") -> str:

@@ -58,6 +58,7 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
         "metric": metric if metric in metrics else "",
         "runs": runs,
         "unreturned": [{"run": run, "qids": qids} for run, qids in (report.unreturned or {}).items() if qids],
+        "significance": selectors.report_policy_text(report),
     }
     context |= _tradeoff_context(request, summary)
     context |= _table_context(request, report, runs)
@@ -125,16 +126,17 @@ def _table_context(request: HttpRequest, report: Report, runs: list[str]) -> dic
     """A paper's table when ``?layout=`` asks for one (``&cutoff=&baseline=``)."""
     from .defaults import TABLE_LAYOUTS
 
-    context = {"layouts": TABLE_LAYOUTS, "layout": "", "table": None, "table_error": ""}
+    # The baseline selector's default is the report's baseline (an empty value means it too), so
+    # the table's marks are the report's; any run of the report may be chosen instead.
+    baseline = request.GET.get("baseline", "").strip() or None
+    chosen = baseline or (report.baseline.name if report.baseline_id else "")
+    context = {"layouts": TABLE_LAYOUTS, "layout": "", "table": None, "table_error": "", "table_baseline": chosen}
     layout = request.GET.get("layout", "")
     if layout not in TABLE_LAYOUTS:
         return context
     context["layout"] = layout
     try:
         cutoff = int(request.GET["cutoff"]) if request.GET.get("cutoff", "").strip() else None
-        baseline = request.GET.get("baseline")
-        if baseline is not None and baseline not in runs:
-            baseline = ""
         context["table"] = selectors.report_table(report, layout, cutoff=cutoff, baseline=baseline)
     except ValueError:
         context["table_error"] = "the cutoff must be an integer"
@@ -161,7 +163,9 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
 
     report = get_object_or_404(Report, name=name)
     try:
-        body = formatting.per_query_csv(selectors.report_per_query(report), selectors.report_summary(report))
+        body = formatting.per_query_csv(
+            selectors.report_per_query(report), selectors.report_summary(report), selectors.report_policy_text(report)
+        )
     except ServiceError as exc:
         raise Http404(str(exc)) from None
     response = HttpResponse(body, content_type="text/csv; charset=utf-8")

@@ -68,7 +68,7 @@ def test_page_long_results_filter_svg_plots_and_paper_table(judged, client, djan
     assert only.count('class="group"') == 1 and '<th scope="col" class="num">@1</th>' not in only
     table = client.get("/metrics/tab/?layout=ecir2024&baseline=c").content.decode()
     assert "Abolghasemi et al., ECIR 2024" in table and "r(TExFAIR@2, NFaiRR@2)" in table
-    assert "against c (paired t-test" in table
+    assert "against c. Test: two-sided paired t-test" in table and "correction: Holm" in table
     assert "the report has no cutoff 9" in client.get("/metrics/tab/?layout=sigir2020&cutoff=9").content.decode()
     svg = client.get("/metrics/tab/metric.svg?metric=TExFAIR&variant=plain")
     assert svg["Content-Type"] == "image/svg+xml" and b"currentColor" in svg.content

@@ -103,6 +103,7 @@ def test_per_query_csv_carries_the_reports_cis_and_p_values(world):
         "ci_low",
         "ci_high",
         "p_value",
+        "significance",  # issue 26.8: the CSV states how its p-values were made
     ]
     for row in rows:
         result = value(report, row["run"], row["metric"], row["variant"], int(row["cutoff"]))
@@ -164,7 +165,8 @@ def test_bias_report_command_writes_csv_table_and_plot(world, tmp_path):
         ("TExFAIR", "plain"),
     }
     assert {r["cutoff"] for r in rows} == {"1", "2"}
-    assert per_query.read_text().startswith("run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value\n")
+    header = "run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value,significance\n"
+    assert per_query.read_text().startswith(header)
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert Report.objects.get().name == "q-a-b"
 

@@ -1,4 +1,4 @@
-"""Paired t-test, Bonferroni and bootstrap CIs."""
+"""Paired t-test, the significance policy (Holm within a family) and bootstrap CIs."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics.significance import bonferroni, bootstrap_ci, paired_t_test, summarise
+from metrics.significance import against_baseline, bootstrap_ci, holm, paired_t_test, summarise, wide_values
 
 
 def test_paired_t_test_by_hand():
@@ -25,10 +25,52 @@ def test_paired_t_test_undefined_without_variation():
     assert paired_t_test(a.iloc[:1], a.iloc[:1])[0] is None
 
 
-def test_bonferroni_multiplies_by_the_number_of_tests_and_caps():
-    assert bonferroni([0.01, 0.4, None]) == [0.02, 0.8, None]
-    corrected = bonferroni([0.3, 0.6, 0.01, float("nan")])
-    assert corrected[0] == pytest.approx(0.9) and corrected[1] == 1.0 and corrected[3] is None
+# The project's correction is Holm's (issue 26.8: one policy; Bonferroni across "the report" or
+# "the table" gave one comparison two p-values). By hand, p = 0.01, 0.04, 0.03 (m = 3), sorted
+# 0.01, 0.03, 0.04: 3 × 0.01 = 0.03; max(0.03, 2 × 0.03) = 0.06; max(0.06, 1 × 0.04) = 0.06.
+def test_holm_by_hand_in_the_given_order():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.01, None, 0.4]) == pytest.approx([0.02, None, 0.4])  # None aside, not counted
+    adjusted = holm([0.3, 0.6, 0.01, float("nan")])  # 3 × 0.01; max(0.03, 2 × 0.3); max(0.6, 0.6)
+    assert adjusted[:3] == pytest.approx([0.6, 0.6, 0.03]) and adjusted[3] is None
+    assert holm([0.9, 0.3]) == [0.9, 0.6] and holm([0.9, 0.8]) == [1.0, 1.0] and holm([]) == []
+
+
+def test_holm_equals_statsmodels():
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    p = np.random.default_rng(3).uniform(0, 0.2, size=12)
+    expected = multitest.multipletests(p, method="holm")[1]
+    assert holm(list(p)) == pytest.approx(list(expected), abs=1e-15)
+
+
+def test_family_is_every_run_against_the_baseline_for_one_measure():
+    # Three runs against "base" on two measures: each measure's two comparisons are one family;
+    # the other measure's tests do not change them.
+    qids = [f"q{i}" for i in range(6)]
+    rng = np.random.default_rng(0)
+    rows = []
+    for run in ("base", "x", "y"):
+        for metric in ("RaB", "NFaiRR"):
+            for qid in qids:
+                rows.append(
+                    {
+                        "run": run,
+                        "qid": qid,
+                        "metric": metric,
+                        "variant": "v",
+                        "cutoff": 10,
+                        "value": float(rng.normal()),
+                    }
+                )
+    frame = pd.DataFrame(rows)
+    tests = against_baseline(wide_values(frame), "base")
+    assert set(tests) == {(r, m, "v", 10) for r in ("x", "y") for m in ("RaB", "NFaiRR")}
+    for metric in ("RaB", "NFaiRR"):
+        raw = [tests[(r, metric, "v", 10)][0] for r in ("x", "y")]
+        assert [tests[(r, metric, "v", 10)][1] for r in ("x", "y")] == holm(raw)
+        # the same family alone (the other measure dropped) gives the same p-values
+        alone = against_baseline(wide_values(frame[frame["metric"] == metric]), "base")
+        assert alone == {k: v for k, v in tests.items() if k[1] == metric}
 
 
 def test_bootstrap_ci_is_seeded_and_brackets_the_mean():

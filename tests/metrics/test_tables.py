@@ -1,5 +1,5 @@
 """The papers' tables (metrics.tables): correlations by hand and against scipy; significance
-marks with Bonferroni across the table on a hand example."""
+marks under the project's one policy (Holm within each column's family) on a hand example."""
 
 import math
 
@@ -74,7 +74,12 @@ def plus(values, deltas):
 #   a RR:   0.10, 0.11, 0.09 → mean 0.1, sd 0.01, t = 0.1/(0.01/√3) = 17.32; p = 0.003317
 #   b RR:   0.2, 0.3, 0.4    → mean 0.3, sd 0.1,  t = 5.196;                   p = 0.0351
 #   a, b nDCG: 0.1, 0.2, 0.3 → mean 0.2, sd 0.1,  t = 3.464;                   p = 0.0742
-# Four tests: Bonferroni × 4 → 0.01327 (a RR: *), 0.1404 (b RR: no mark, though raw p < 0.05), 0.297.
+# The policy (issue 26.8): family = every run against the baseline for one column's metric, variant
+# and cutoff; Holm. Before, Bonferroni × 4 across the table gave these cells other p-values than the
+# report's results (whose family was the whole report).
+#   RR family {a 0.003317, b 0.0351}: a = 2 × 0.003317 = 0.006634 (*); b = max(0.006634, 1 × 0.0351)
+#     = 0.0351 (*: the tests of the nDCG column no longer dilute it)
+#   nDCG family {a 0.0742, b 0.0742}: 2 × 0.0742 = 0.1484 for both (no mark).
 HAND = {
     ("base", "RR", "qrels", 10): BASE,
     ("a", "RR", "qrels", 10): plus(BASE, [0.10, 0.11, 0.09]),
@@ -85,7 +90,7 @@ HAND = {
 }
 
 
-def test_marks_with_bonferroni_across_the_table():
+def test_marks_with_holm_within_each_columns_family():
     table = tables.build_table(frame(HAND), "ecir2024", baseline="base")
     assert [c["label"] for c in table["columns"]] == ["MRR@10", "nDCG@10"]
     assert table["missing"] == ["NFaiRR@10", "TExFAIR@10", "correlation TExFAIR–NFaiRR"]
@@ -97,18 +102,25 @@ def test_marks_with_bonferroni_across_the_table():
         ("a", 1): t2_p(0.2 / (0.1 / math.sqrt(3))),
         ("b", 1): t2_p(0.2 / (0.1 / math.sqrt(3))),
     }
+    expected = {
+        ("a", 0): 2 * expected_raw[("a", 0)],
+        ("b", 0): expected_raw[("b", 0)],
+        ("a", 1): 2 * expected_raw[("a", 1)],
+        ("b", 1): 2 * expected_raw[("b", 1)],
+    }
     for (run, column), p in expected_raw.items():
         cell = cells[run][column]
-        assert cell["p_value"] == pytest.approx(p, rel=1e-6)
-        assert cell["p_corrected"] == pytest.approx(min(1.0, 4 * p), rel=1e-6)
-    assert expected_raw[("b", 0)] < 0.05  # significant alone, not across the table
+        assert cell["p_raw"] == pytest.approx(p, rel=1e-6)
+        assert cell["p_value"] == pytest.approx(expected[(run, column)], rel=1e-6)
     assert [cell["mark"] for cell in cells["a"]] == ["*", ""]
-    assert [cell["mark"] for cell in cells["b"]] == ["", ""]
+    assert [cell["mark"] for cell in cells["b"]] == ["*", ""]
     assert [cell["mark"] for cell in cells["base"]] == ["", ""] and cells["base"][0]["p_value"] is None
+    assert table["significance"]["correction"] == "Holm" and table["significance"]["baseline"] == "base"
     assert cells["a"][0]["value"] == pytest.approx(0.3) and cells["a"][0]["queries"] == 3
     # No baseline, no tests and no marks.
     plain = tables.build_table(frame(HAND), "ecir2024")
     assert plain["tests"] == 0 and all(c["mark"] == "" for row in plain["rows"] for c in row["cells"])
+    assert plain["significance"] is None
 
 
 def test_ecir2024_correlations_per_run_and_text():
@@ -125,7 +137,9 @@ def test_ecir2024_correlations_per_run_and_text():
     (result,) = table["rows"][0]["correlations"]
     assert (result["a"], result["b"]) == ("TExFAIR@10", "NFaiRR@10")
     assert result["pearson_r"] == pytest.approx(0.8) and result["kendall_tau"] == pytest.approx(2 / 3)
-    assert table["correlation_tests"] == 2 and result["pearson_p_corrected"] == pytest.approx(0.4)
+    # One run: each statistic's family (that statistic of that pair across the runs) holds one
+    # test, so Holm leaves p as it is (before: Bonferroni × 2 across r and τ gave 0.4).
+    assert table["correlation_tests"] == 2 and result["pearson_p_corrected"] == pytest.approx(0.2)
     assert result["pearson_mark"] == "" and result["kendall_mark"] == ""
     at5 = tables.build_table(frame(data), "ecir2024", cutoff=5)
     assert at5["rows"][0]["correlations"][0]["pearson_r"] == pytest.approx(-0.8)

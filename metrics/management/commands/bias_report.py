@@ -51,7 +51,11 @@ class Command(ProjectCommand):
             "one denominator for all, monotone and <= 1) or 'exact' (the background alone, the "
             "original definition; values above 1 are reported as such)",
         )
-        parser.add_argument("--baseline", help="run to test the others against (paired t-test, Bonferroni)")
+        parser.add_argument(
+            "--baseline",
+            help="run to test the others against (two-sided paired t-test; family: every run against the baseline "
+            "for one metric, variant and cutoff; Holm-adjusted p)",
+        )
         parser.add_argument(
             "--qrels",
             help="name of imported relevance judgments (manage.py import_qrels): adds effectiveness measures, "
@@ -70,7 +74,8 @@ class Command(ProjectCommand):
         parser.add_argument("--out", help="write the results as CSV: run,metric,variant,cutoff,value,queries")
         parser.add_argument(
             "--per-query",
-            help="write per-query values as CSV: run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value",
+            help="write per-query values as CSV: run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value,"
+            "significance",
         )
         parser.add_argument("--plot", help="write a PNG of every metric against the cutoff")
         parser.add_argument(
@@ -135,7 +140,9 @@ class Command(ProjectCommand):
             self.stdout.write(f"\n{formatting.unjudged_note(report.qrels.name, report.unjudged)}")
             self.stdout.write(f"\n{formatting.unreturned_note(report.unreturned)}")
         if report.baseline_id:
-            self.stdout.write(f"\n* p < 0.05 against {report.baseline.name} (paired t-test, Bonferroni-corrected)")
+            from metrics import significance
+
+            self.stdout.write(f"\n{significance.policy_text(report.baseline.name)}")
         if o["table"]:
             from metrics import tables
 
@@ -148,7 +155,9 @@ class Command(ProjectCommand):
                 atomic_write(o["out"], lambda f: f.write(formatting.results_csv(summary)), newline="")
                 self.stdout.write(f"Wrote results to {o['out']}")
             if o["per_query"]:
-                per_query = formatting.per_query_csv(selectors.report_per_query(report), summary)
+                per_query = formatting.per_query_csv(
+                    selectors.report_per_query(report), summary, selectors.report_policy_text(report)
+                )
                 atomic_write(o["per_query"], lambda f: f.write(per_query), newline="")
                 self.stdout.write(f"Wrote per-query values to {o['per_query']}")
             if o["plot"]:
