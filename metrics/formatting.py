@@ -85,8 +85,10 @@ def unjudged_note(qrels: str, unjudged: list[str], limit: int = 20) -> str:
     )
 
 
-def unreturned_note(unreturned: dict[str, list[str]], limit: int = 20) -> str:
+def unreturned_note(unreturned: dict[str, list[str]] | None, limit: int = 20) -> str:
     """Per run, the judged queries it did not return, in words (each counts as 0, as in trec_eval -c)."""
+    if unreturned is None:
+        return "Built before judged queries a run did not return counted as 0: build the report again."
     missing = {run: qids for run, qids in unreturned.items() if qids}
     if not missing:
         return "Every run returns every judged query."

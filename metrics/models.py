@@ -67,10 +67,12 @@ class Report(models.Model):
         help_text="Query-set queries the qrels do not judge: listed with empty values, left out of the means.",
     )
     unreturned = models.JSONField(
-        default=dict,
+        null=True,
         blank=True,
+        default=None,
         help_text="Per run name, the judged queries the run does not return: each counts as 0 in its "
-        "effectiveness (ir_measures' default, trec_eval -c).",
+        "effectiveness (ir_measures' default, trec_eval -c). Null: built before that rule (such "
+        "queries were left out of its means); build the report again.",
     )
     bootstrap_samples = models.PositiveIntegerField(default=1000)
     seed = models.IntegerField(default=0)

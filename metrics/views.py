@@ -58,6 +58,7 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
         "metric": metric if metric in metrics else "",
         "runs": runs,
         "unreturned": [{"run": run, "qids": qids} for run, qids in (report.unreturned or {}).items() if qids],
+        "old_convention": report.qrels_id is not None and report.unreturned is None,
         "significance": selectors.report_policy_text(report),
     }
     context |= _tradeoff_context(request, summary)

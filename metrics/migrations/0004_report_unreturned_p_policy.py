@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='report',
             name='unreturned',
-            field=models.JSONField(blank=True, default=dict, help_text="Per run name, the judged queries the run does not return: each counts as 0 in its effectiveness (ir_measures' default, trec_eval -c)."),
+            field=models.JSONField(blank=True, default=None, null=True, help_text="Per run name, the judged queries the run does not return: each counts as 0 in its effectiveness (ir_measures' default, trec_eval -c). Null: built before that rule (such queries were left out of its means); build the report again."),
         ),
         migrations.AlterField(
             model_name='result',
