@@ -147,6 +147,23 @@ def test_every_run_and_measure_mean_equals_ir_measures(tmp_path, client, django_
     for name, path in runs.items():
         for metric in ir_measures.iter_calc(measures, qrels, trec_eval_order(path)):
             assert ours[(name, metric.query_id, str(metric.measure))] == pytest.approx(metric.value, abs=1e-12)
+    # The paired tests take the same zeros: scipy's ttest_rel over all 24 judged queries on
+    # ir_measures' per-query values, Holm across the three runs (statsmodels), equals the stored p.
+    from scipy import stats
+
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    for measure in measures:
+        per_run = {
+            name: {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, trec_eval_order(path))}
+            for name, path in runs.items()
+        }
+        others = ["r2", "r3", "sparse"]
+        raw = [
+            stats.ttest_rel([per_run[n][q] for q in judged], [per_run["r1"][q] for q in judged]).pvalue for n in others
+        ]
+        expected = multitest.multipletests(raw, method="holm")[1]
+        for name, p in zip(others, expected, strict=True):
+            assert stored[(name, str(measure))].p_value == pytest.approx(p, abs=1e-12), (name, str(measure))
     unjudged = [q for q in qids if q not in judged]
     empty = [ours[(n, q, m)] for n in runs for q in unjudged for m in MEASURES]
     assert len(empty) == 4 * 6 * 6 and all(v is None or np.isnan(v) for v in empty)  # listed, no value
