@@ -35,6 +35,9 @@ from .test_prolific import Participant, _publish, batch, client_class, provider,
 TIMEOUT = 0.5  # PROLIFIC_ARRIVAL_TIMEOUT_SECONDS in these tests
 #: How long a bounded arrival may take on a busy test machine (the old one took 15.5 s or more).
 PROMPT = TIMEOUT + 1.5
+#: A login page while a flood is in flight, on a busy 2-core test machine (measured: about 1 s at
+#: worst, when every thread has just taken an arrival that waits the 0.5 s timeout; before: timed out).
+NORMAL_TIME = 3.0
 
 
 @pytest.fixture(autouse=True)
@@ -295,7 +298,7 @@ def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_an
         slowest_arrival = max(seconds for _, seconds, _ in results)
         slowest_login = max(seconds for _, seconds, _ in logins)
         assert all(status == 200 for status, _, _ in logins), logins
-        assert slowest_login < PROMPT, f"{storm}: a login waited {slowest_login:.2f} s during the flood"
+        assert slowest_login < NORMAL_TIME, f"{storm}: a login waited {slowest_login:.2f} s during the flood"
         assert slowest_arrival < PROMPT + TIMEOUT, f"{storm}: an arrival waited {slowest_arrival:.2f} s"
         assert _asks(server) - asked_before <= WORKERS * THREADS
         if connection.vendor == "sqlite":
