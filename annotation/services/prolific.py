@@ -49,6 +49,7 @@ import datetime as dt
 import hashlib
 import http.client
 import logging
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -172,6 +173,7 @@ def arrival_client() -> Prolific:
 
 
 _asking = None
+_asking_made = threading.Lock()
 
 
 def _ask_once(client: Prolific, session_id: str) -> Submission | None:
@@ -185,12 +187,13 @@ def _ask_once(client: Prolific, session_id: str) -> Submission | None:
     global _asking
     from concurrent.futures import ThreadPoolExecutor
 
-    if _asking is None:  # made lazily: after gunicorn forks its workers, never in the master
-        _asking = ThreadPoolExecutor(max_workers=4, thread_name_prefix="prolific-arrival")
+    with _asking_made:  # made lazily: after gunicorn forks its workers, never in the master
+        if _asking is None:
+            _asking = ThreadPoolExecutor(max_workers=4, thread_name_prefix="prolific-arrival")
     timeout = settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS
     future = _asking.submit(client.get_submission, session_id)
     try:
-        return future.result(timeout=timeout + 0.25)
+        submission = future.result(timeout=timeout + 0.25)
     except TimeoutError:
         future.cancel()
         raise ProlificError(
@@ -202,6 +205,10 @@ def _ask_once(client: Prolific, session_id: str) -> Submission | None:
         raise ProlificError(
             f"Prolific GET submissions/{session_id}/: unusable answer ({exc!r:.200})", upstream=True
         ) from exc
+    fields = () if submission is None else (submission.study_id, submission.participant_id, submission.status)
+    if not all(isinstance(value, str) for value in fields):
+        raise ProlificError(f"Prolific GET submissions/{session_id}/: unusable answer {fields!r:.200}", upstream=True)
+    return submission
 
 
 def _refusal_key(batch: Batch, participant_id: str, session_id: str) -> str:
@@ -245,7 +252,9 @@ def _confirm_with_prolific(batch: Batch, participant_id: str, session_id: str, c
         # Slow, throttling, failing, garbled, or this site's token refused: nobody asks for a while.
         pause = settings.PROLIFIC_ARRIVAL_PAUSE_SECONDS
         if pause:
-            cache.set(PAUSE_KEY, time.time() + pause, pause)
+            # Kept a second longer than the pause (the database cache rounds expiry times down to the
+            # second); the time stored is what ends it.
+            cache.set(PAUSE_KEY, time.time() + pause, pause + 1)
         logger.warning("Prolific could not confirm session %r of batch %s: %s", session_id[:64], batch.name, exc)
         raise ArrivalDeferred(RELOAD_MESSAGE, max(pause, 1)) from exc
     if submission is None:

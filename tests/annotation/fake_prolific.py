@@ -10,7 +10,8 @@ Faults can be scripted per route name: ``throttle`` answers 429 with ``Retry-Aft
 ``throttle:7`` with ``Retry-After: 7``, ``throttle_bare`` 429 without ``Retry-After``, ``error`` answers 502 without
 doing anything, ``lose_response`` carries the request out and then drops the connection without an answer.
 Hostile ones: ``slow:2.5`` answers (correctly) after 2.5 s, ``drip:1`` sends the headers at once and then the
-body one byte a second, ``html`` answers 200 with an HTML page instead of JSON. ``faults`` are used up one per
+body one byte a second, ``html`` answers 200 with an HTML page instead of JSON, ``garbled`` answers 200
+with JSON of the wrong shape (a list where a status should be). ``faults`` are used up one per
 call; ``standing`` holds a fault for every call of a route until it is removed (a 429 storm:
 ``fake.standing["get_submission"] = "throttle:30"``). Delays happen outside the server's lock, so a slow
 answer holds only its own connection.
@@ -252,7 +253,7 @@ class FakeProlific:
         status, answer = getattr(self, name)(args, query, body)
         if fault == "lose_response":
             return -1, {}, {}, ""
-        if fault and fault.partition(":")[0] in ("slow", "drip", "html"):
+        if fault and fault.partition(":")[0] in ("slow", "drip", "html", "garbled"):
             return status, answer, {}, fault
         return status, answer, {}, ""
 
@@ -278,6 +279,11 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(float(seconds))
         data = json.dumps(answer, default=str).encode()
         content_type = "application/json"
+        if kind == "garbled":  # valid JSON, not what the reference describes
+            status, data = (
+                200,
+                json.dumps({"id": 7, "status": ["ACTIVE"], "participant": None, "study_id": {}}).encode(),
+            )
         if kind == "html":  # a proxy's or a maintenance page, answered 200
             status, content_type = 200, "text/html; charset=utf-8"
             data = b"<!doctype html><html><body><h1>Prolific is down for maintenance</h1></body></html>"

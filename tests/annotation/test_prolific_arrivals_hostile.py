@@ -63,12 +63,12 @@ def _asks(fake) -> int:
 
 
 # -- (a) one ask, a prompt 503, and no second ask ------------------------------------------------
-@pytest.mark.parametrize("storm", ["throttle:30", "throttle_bare", "slow:5", "drip:0.2", "error", "html"])
+@pytest.mark.parametrize("storm", ["throttle:30", "throttle_bare", "slow:5", "drip:0.2", "error", "html", "garbled"])
 def test_a_made_up_arrival_while_prolific_misbehaves_asks_once_and_answers_at_once(
     server, provider, batch, client_class, storm
 ):
     """429 with Retry-After 30 or none, a 5 s wait, an answer trickled a byte every 0.2 s (each
-    read on time, the whole very late), a 502, an HTML page: the participant gets the 503 page
+    read on time, the whole very late), a 502, an HTML page, JSON of the wrong shape: the participant gets the 503 page
     within about the arrival timeout, Prolific is asked once, and the same arrival again (or any
     other during the pause) is not asked again."""
     _publish(batch, provider)
@@ -330,3 +330,14 @@ def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_an
     assert status == 302 and seconds < PROMPT
     log = site["log"].read_text()
     assert "Traceback" not in log, log[-3000:]
+
+
+def test_the_fixed_window_counts_per_key_and_starts_again_each_window():
+    """core.ratelimit on the shared (database) cache: ``limit`` events pass in a window, the next
+    are told the seconds left in it; another key counts apart; the next window starts at zero."""
+    from core.ratelimit import over_limit
+
+    assert [over_limit("k", 2, now=125.0) for _ in range(4)] == [0, 0, 55, 55]
+    assert over_limit("other", 2, now=170.0) == 0
+    assert over_limit("k", 2, now=179.5) == 1  # still the window 120-180: rounded up to a whole second
+    assert over_limit("k", 2, now=180.0) == 0
