@@ -64,7 +64,9 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
         return _prolific_page(request, message, 429, retry_after=wait)
     batch = get_object_or_404(Batch, name=name, provider="prolific")
     link = [request.GET.get(key, "") for key in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")]
-    browser = request.session.setdefault(PROLIFIC_BROWSER_KEY, secrets.token_urlsafe(32))
+    # Kept in the browser's session only once an arrival is confirmed: refused or deferred
+    # arrivals (a flood of made-up links) write no session row.
+    browser = request.session.get(PROLIFIC_BROWSER_KEY) or secrets.token_urlsafe(32)
     try:
         session = prolific.verify_arrival(batch, *link, browser_secret=browser)
     except prolific.ArrivalDeferred as exc:
@@ -75,6 +77,7 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
         return _prolific_page(request, str(exc), 403)
     except ServiceError as exc:
         return _prolific_page(request, str(exc), 400)
+    request.session[PROLIFIC_BROWSER_KEY] = browser
     if batch.training_queries.exists():
         taken = qualification_of(batch, worker_for(Provider.PROLIFIC, session.participant_id))
         if taken is None or not taken.passed:

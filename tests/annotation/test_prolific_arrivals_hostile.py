@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from django.contrib.sessions.models import Session
 from django.db import connection
 from django.urls import reverse
 
@@ -83,6 +84,7 @@ def test_a_made_up_arrival_while_prolific_misbehaves_asks_once_and_answers_at_on
     assert again.status_code == other.status_code == 503 and took < 0.5
     assert _asks(server) == 1
     assert not ProlificSession.objects.exists() and not Worker.objects.exists()
+    assert not Session.objects.exists()  # nor a browser session row per made-up arrival
 
 
 def test_a_non_json_answer_is_the_try_again_page_not_a_server_error(server, provider, batch, client_class):
