@@ -59,6 +59,9 @@ def run_burst(command, o: dict) -> None:
         "SITE_URL": site,
     }
     os.environ.update(env)  # gunicorn inherits them
+    # Every participant arrives from this machine's address: one client with n arrivals (gunicorn only).
+    os.environ["PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE"] = str(max(n, 30))
+    os.environ["PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE"] = str(max(n, 600))
     for key, value in env.items():
         setattr(settings, key, value)  # and this process publishes through the same fake
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -322,6 +322,38 @@ PROLIFIC_FEE_RATE = env_decimal("PROLIFIC_FEE_RATE", "0.333")
 #: This site's public base URL: the study URL participants open is built from it.
 SITE_URL = env_str("SITE_URL", "http://localhost:8000")
 
+# --- Prolific arrivals: bounded, remembered, rate-limited (docs/prolific.md) -------------------
+#: A session's first arrival asks Prolific once, waiting at most this long (seconds), never retried
+#: in the request: a slow, throttling or failing Prolific gives the "reload in a minute" page (503).
+PROLIFIC_ARRIVAL_TIMEOUT_SECONDS = env_float("PROLIFIC_ARRIVAL_TIMEOUT_SECONDS", 3.0, minimum=0.1)
+#: After such a failure, no arrival asks Prolific for this long (seconds): all get the 503 page at once.
+PROLIFIC_ARRIVAL_PAUSE_SECONDS = env_int("PROLIFIC_ARRIVAL_PAUSE_SECONDS", 15, minimum=0)
+#: A link Prolific refused (unknown session, another study's or participant's, returned) is refused
+#: from memory for this long (seconds), without asking again.
+PROLIFIC_ARRIVAL_REFUSED_SECONDS = env_int("PROLIFIC_ARRIVAL_REFUSED_SECONDS", 300, minimum=0)
+#: Arrivals from one client address (core.client_ip) per minute; more get a friendly 429 page.
+PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = env_int("PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE", 30, minimum=1)
+#: New sessions of one study checked with Prolific per minute; more get the 503 page.
+PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = env_int("PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE", 600, minimum=1)
+#: Where these counters and memories live, seen by every gunicorn worker: the cache ``shared``,
+#: Redis at SHARED_CACHE_URL (``redis://...``) when set, otherwise the database's table
+#: ``shared_cache`` (made by ``migrate``). The default cache stays per process.
+SHARED_CACHE_URL = env_str("SHARED_CACHE_URL", "")
+if SHARED_CACHE_URL and not SHARED_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(f"SHARED_CACHE_URL={SHARED_CACHE_URL!r}: expected redis://, rediss:// or unix://")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "shared": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": SHARED_CACHE_URL}
+        if SHARED_CACHE_URL
+        else {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "shared_cache",
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    ),
+}
+
 
 # --- Pre-labelling (annotation.prelabellers.openai_chat) ---------------------------------
 #: Any OpenAI-compatible chat-completions endpoint (its base, ``.../v1/``); the key is sent

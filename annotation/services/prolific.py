@@ -10,8 +10,13 @@ Who a participant is, is Prolific's word, never the URL's. Anyone can type a stu
 so :func:`verify_arrival` serves a session only after Prolific's ``GET /submissions/{id}/``
 said it is a session of *this* study, of *this* participant, and reserved or active; the
 answer is kept (``ProlificSession``, so a reload asks nothing) and binds the session to
-the browser that first opened it. A lost answer is retried by the client and, if it
-stays lost, the participant is asked to reload: nothing is handed out unconfirmed. The
+the browser that first opened it. Nothing slow or remote waits in the web request without a
+bound: an arrival asks Prolific at most once, with a short timeout and no retries
+(:func:`arrival_client`); when Prolific is slow, throttling or failing the participant is
+asked at once to reload in a minute (:class:`ArrivalDeferred`), and no arrival asks again
+for ``PROLIFIC_ARRIVAL_PAUSE_SECONDS``; a link Prolific refused is refused from memory for a
+while; new sessions checked per study are rate-limited (the view limits each client). All of
+it in the cache every process shares (``core.ratelimit``). Nothing is handed out unconfirmed. The
 completion code is random per study (:func:`completion_code`), so it cannot be guessed
 from ids or times. At sync, an assignment whose session Prolific does not attribute to
 its participant is voided (``Assignment.Status.VOID``): never counted, reviewed, paid or
@@ -42,17 +47,22 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import http.client
 import logging
+import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
+from core.ratelimit import over_limit, shared_cache
 
 from ..models import Assignment, Batch, Bonus, ProlificSession, Provider, Worker
 from ..providers import CrowdProvider, get_provider
@@ -67,7 +77,7 @@ from ..providers.prolific import (
     group_id,
     total_places,
 )
-from ..providers.prolific_api import ProlificUnknownOutcome
+from ..providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome, Submission
 from ..pseudonyms import worker_for
 from .answers import review_assignment
 from .local import _release_abandoned, claim_hit
@@ -137,6 +147,132 @@ def browser_digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+class ArrivalDeferred(ServiceError):
+    """Prolific could not be asked about an arrival just now: the participant reloads later; nothing is handed out.
+
+    ``retry_after``: seconds after which asking again may work (the page's ``Retry-After``).
+    """
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+#: The shared cache's key of "no arrival asks Prolific until then" (a UNIX time).
+PAUSE_KEY = "prolific-arrivals:paused-until"
+
+
+def arrival_client() -> Prolific:
+    """The client arrivals ask Prolific with: one attempt, a short timeout, no back-off in the request."""
+    return Prolific(
+        settings.PROLIFIC_API_URL,
+        settings.PROLIFIC_API_TOKEN,
+        max_attempts=1,
+        timeout=settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS,
+    )
+
+
+_asking = None
+_asking_made = threading.Lock()
+
+
+def _ask_once(client: Prolific, session_id: str) -> Submission | None:
+    """Prolific's answer about ``session_id``, or ``ProlificError`` within the arrival timeout, whatever Prolific does.
+
+    The client's timeout bounds each socket read, not a whole answer that trickles in byte by
+    byte; the call therefore runs on a small pool of threads and the request waits for it
+    at most the timeout (a call still running then finishes on its own, its answer unused).
+    A garbled answer (not JSON, not a submission) is Prolific failing, like a 5xx.
+    """
+    global _asking
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _asking_made:  # made lazily: after gunicorn forks its workers, never in the master
+        if _asking is None:
+            _asking = ThreadPoolExecutor(max_workers=4, thread_name_prefix="prolific-arrival")
+    timeout = settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS
+    future = _asking.submit(client.get_submission, session_id)
+    try:
+        submission = future.result(timeout=timeout + 0.25)
+    except TimeoutError:
+        future.cancel()
+        raise ProlificError(
+            f"Prolific GET submissions/{session_id}/: no whole answer in {timeout:g} s", upstream=True
+        ) from None
+    except ProlificError:
+        raise
+    except (ValueError, LookupError, TypeError, AttributeError, http.client.HTTPException, OSError) as exc:
+        raise ProlificError(
+            f"Prolific GET submissions/{session_id}/: unusable answer ({exc!r:.200})", upstream=True
+        ) from exc
+    fields = () if submission is None else (submission.study_id, submission.participant_id, submission.status)
+    if not all(isinstance(value, str) for value in fields):
+        raise ProlificError(f"Prolific GET submissions/{session_id}/: unusable answer {fields!r:.200}", upstream=True)
+    return submission
+
+
+def _refusal_key(batch: Batch, participant_id: str, session_id: str) -> str:
+    """Keyed by the whole link, so a stranger's wrong participant id never refuses the real owner's session."""
+    link = f"{batch.hit_type_id}:{participant_id}:{session_id}".encode()
+    return f"prolific-arrivals:refused:{hashlib.sha256(link).hexdigest()}"
+
+
+def _refuse(batch: Batch, participant_id: str, session_id: str, message: str) -> ArrivalRefused:
+    if settings.PROLIFIC_ARRIVAL_REFUSED_SECONDS:
+        shared_cache().set(
+            _refusal_key(batch, participant_id, session_id), message, settings.PROLIFIC_ARRIVAL_REFUSED_SECONDS
+        )
+    return ArrivalRefused(message)
+
+
+UNKNOWN_SESSION = "Prolific does not know this session. Please open the study from Prolific."
+RELOAD_MESSAGE = "We could not confirm your session with Prolific just now. Please reload this page in a minute."
+
+
+def _confirm_with_prolific(batch: Batch, participant_id: str, session_id: str, client: Prolific | None) -> Submission:
+    """Prolific's answer about a new session, asked at most once; refusals and failures remembered."""
+    cache = shared_cache()
+    refused = cache.get(_refusal_key(batch, participant_id, session_id))
+    if refused is not None:
+        raise ArrivalRefused(refused)
+    paused_until = cache.get(PAUSE_KEY)
+    if paused_until is not None and paused_until > time.time():
+        raise ArrivalDeferred(RELOAD_MESSAGE, max(1, int(paused_until - time.time()) + 1))
+    wait = over_limit(
+        f"prolific-arrival-checks:{batch.hit_type_id}", settings.PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE
+    )
+    if wait:
+        raise ArrivalDeferred(RELOAD_MESSAGE, wait)
+    try:
+        submission = _ask_once(client or arrival_client(), session_id)
+    except ProlificError as exc:
+        if exc.status is not None and 400 <= exc.status < 500 and exc.status not in (401, 403, 429):
+            # Prolific refuses to look this id up: a link nobody was given (no pause for anyone else).
+            raise _refuse(batch, participant_id, session_id, UNKNOWN_SESSION) from exc
+        # Slow, throttling, failing, garbled, or this site's token refused: nobody asks for a while.
+        pause = settings.PROLIFIC_ARRIVAL_PAUSE_SECONDS
+        if pause:
+            # Kept a second longer than the pause (the database cache rounds expiry times down to the
+            # second); the time stored is what ends it.
+            cache.set(PAUSE_KEY, time.time() + pause, pause + 1)
+        logger.warning("Prolific could not confirm session %r of batch %s: %s", session_id[:64], batch.name, exc)
+        raise ArrivalDeferred(RELOAD_MESSAGE, max(pause, 1)) from exc
+    if submission is None:
+        raise _refuse(batch, participant_id, session_id, UNKNOWN_SESSION)
+    if submission.study_id != batch.hit_type_id:
+        raise _refuse(batch, participant_id, session_id, "This Prolific session belongs to another study.")
+    if submission.participant_id != participant_id:
+        raise _refuse(batch, participant_id, session_id, "This Prolific session belongs to another participant.")
+    if submission.status not in ENTERING:
+        raise _refuse(
+            batch,
+            participant_id,
+            session_id,
+            f"Prolific reports this session as {submission.status.lower()[:40]}, so it cannot start the study.",
+        )
+    return submission
+
+
 def verify_arrival(
     batch: Batch,
     participant_id: str,
@@ -144,31 +280,23 @@ def verify_arrival(
     session_id: str,
     *,
     browser_secret: str,
-    provider: CrowdProvider | None = None,
+    client: Prolific | None = None,
 ) -> ProlificSession:
     """The confirmed session of this arrival; raises ``ArrivalRefused`` for anything Prolific does not confirm.
 
-    The first arrival of a session asks Prolific whose session it is; its answer is kept,
-    bound to this browser. Raises ``ProlificError`` when Prolific could not be asked
-    (after the client's retries): the caller asks the participant to try again and hands
-    out nothing. ``StudyClosed`` when the batch needs nobody any more.
+    The first arrival of a session asks Prolific whose session it is, once (``client``,
+    by default :func:`arrival_client`); its answer is kept, bound to this browser, and a
+    refusal is remembered for ``PROLIFIC_ARRIVAL_REFUSED_SECONDS``. Raises
+    ``ArrivalDeferred`` when Prolific could not be asked now (slow, throttling, failing,
+    garbled, paused after such a failure, or this study's checks over their rate): the
+    caller asks the participant to try again and hands out nothing. ``StudyClosed`` when
+    the batch needs nobody any more.
     """
     check_link(batch, participant_id, study_id, session_id)
     browser = browser_digest(browser_secret)
     known = ProlificSession.objects.filter(session_id=session_id).first()
     if known is None:
-        provider = provider or get_provider(Provider.PROLIFIC)
-        submission = provider.client.get_submission(session_id)
-        if submission is None:
-            raise ArrivalRefused("Prolific does not know this session. Please open the study from Prolific.")
-        if submission.study_id != batch.hit_type_id:
-            raise ArrivalRefused("This Prolific session belongs to another study.")
-        if submission.participant_id != participant_id:
-            raise ArrivalRefused("This Prolific session belongs to another participant.")
-        if submission.status not in ENTERING:
-            raise ArrivalRefused(
-                f"Prolific reports this session as {submission.status.lower()}, so it cannot start the study."
-            )
+        submission = _confirm_with_prolific(batch, participant_id, session_id, client)
         try:
             with transaction.atomic():
                 return ProlificSession.objects.create(

@@ -6,8 +6,6 @@ No account is needed: a participant's browser session holds the assignments it w
 
 from __future__ import annotations
 
-import logging
-
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -22,9 +20,6 @@ from ..pseudonyms import worker_for
 from ..services.training import qualification_of
 from .annotator import training_step, unanswered_context
 
-logger = logging.getLogger(__name__)
-
-
 #: Session key listing the assignments this browser was given from Prolific (no account needed).
 PROLIFIC_SESSION_KEY = "prolific_assignments"
 PROLIFIC_TRAINING_KEY = "prolific_training"
@@ -32,36 +27,57 @@ PROLIFIC_TRAINING_KEY = "prolific_training"
 PROLIFIC_BROWSER_KEY = "prolific_browser"
 
 
-def _prolific_page(request: HttpRequest, message: str, status: int, *, return_link: bool = False) -> HttpResponse:
+def _prolific_page(
+    request: HttpRequest, message: str, status: int, *, return_link: bool = False, retry_after: int = 0
+) -> HttpResponse:
     from ..providers.prolific import return_url
 
     context = {"message": message, "return_url": return_url() if return_link else ""}
-    return render(request, "annotation/no_more_hits.html", context, status=status)
+    if status in (429, 503):
+        context["heading"] = "Please try again in a minute"
+    response = render(request, "annotation/no_more_hits.html", context, status=status)
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
+    return response
 
 
 def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
-    """Where the Prolific study URL leads: confirm the session with Prolific, then hand the participant a HIT."""
+    """Where the Prolific study URL leads: confirm the session with Prolific, then hand the participant a HIT.
+
+    Anyone can open it, so each client address has a few arrivals a minute (a friendly 429
+    page past them), and confirming takes at most one short call to Prolific
+    (``services.prolific.verify_arrival``).
+    """
     import secrets
 
+    from django.conf import settings
+
+    from core.client_ip import client_ip
+    from core.ratelimit import over_limit
+
     from ..providers.prolific import RETURN_MESSAGE
-    from ..providers.prolific_api import ProlificError
     from ..services import prolific
 
+    wait = over_limit(f"prolific-arrivals:{client_ip(request)}", settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE)
+    if wait:
+        message = "Too many attempts to open this study from your connection. Please reload this page in a minute."
+        return _prolific_page(request, message, 429, retry_after=wait)
     batch = get_object_or_404(Batch, name=name, provider="prolific")
     link = [request.GET.get(key, "") for key in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")]
-    browser = request.session.setdefault(PROLIFIC_BROWSER_KEY, secrets.token_urlsafe(32))
+    # Kept in the browser's session only once an arrival is confirmed: refused or deferred
+    # arrivals (a flood of made-up links) write no session row.
+    browser = request.session.get(PROLIFIC_BROWSER_KEY) or secrets.token_urlsafe(32)
     try:
         session = prolific.verify_arrival(batch, *link, browser_secret=browser)
-    except ProlificError:
-        logger.exception("Prolific could not confirm session %r of batch %s", link[2][:64], batch.name)
-        message = "We could not confirm your session with Prolific just now. Please reload this page in a minute."
-        return _prolific_page(request, message, 503)
+    except prolific.ArrivalDeferred as exc:
+        return _prolific_page(request, str(exc), 503, retry_after=exc.retry_after)
     except prolific.StudyClosed as exc:
         return _prolific_page(request, str(exc), 200, return_link=True)
     except prolific.ArrivalRefused as exc:
         return _prolific_page(request, str(exc), 403)
     except ServiceError as exc:
         return _prolific_page(request, str(exc), 400)
+    request.session[PROLIFIC_BROWSER_KEY] = browser
     if batch.training_queries.exists():
         taken = qualification_of(batch, worker_for(Provider.PROLIFIC, session.participant_id))
         if taken is None or not taken.passed:

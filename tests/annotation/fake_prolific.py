@@ -7,8 +7,14 @@ rejection needs a category and a message of 100 characters or more; returned, ti
 and rejected submissions free their place; paying a bulk bonus twice pays twice).
 
 Faults can be scripted per route name: ``throttle`` answers 429 with ``Retry-After: 0``,
-``throttle:7`` with ``Retry-After: 7``, ``error`` answers 502 without doing anything, ``lose_response`` carries the request out
-and then drops the connection without an answer.
+``throttle:7`` with ``Retry-After: 7``, ``throttle_bare`` 429 without ``Retry-After``, ``error`` answers 502 without
+doing anything, ``lose_response`` carries the request out and then drops the connection without an answer.
+Hostile ones: ``slow:2.5`` answers (correctly) after 2.5 s, ``drip:1`` sends the headers at once and then the
+body one byte a second, ``html`` answers 200 with an HTML page instead of JSON, ``garbled`` answers 200
+with JSON of the wrong shape (a list where a status should be). ``faults`` are used up one per
+call; ``standing`` holds a fault for every call of a route until it is removed (a 429 storm:
+``fake.standing["get_submission"] = "throttle:30"``). Delays happen outside the server's lock, so a slow
+answer holds only its own connection.
 
 Participants: :meth:`FakeProlific.start` gives a participant a place (``ACTIVE``) and the
 study URL with the ``{{%PROLIFIC_PID%}}``-style placeholders filled in, as Prolific
@@ -23,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -47,6 +54,7 @@ class FakeProlific:
     groups: dict[str, dict] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     faults: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    standing: dict[str, str] = field(default_factory=dict)
     page_size: int = 2
     completed_by: list[str] = field(default_factory=list)
     base: str = ""
@@ -225,24 +233,29 @@ class FakeProlific:
         self.groups[args["group"]]["participants"].update(body["participant_ids"])
         return 200, {}
 
-    def handle(self, method: str, path: str, query: dict, body: dict, token: str) -> tuple[int, dict, dict]:
+    def handle(self, method: str, path: str, query: dict, body: dict, token: str) -> tuple[int, dict, dict, str]:
+        """(status, answer, headers, how): ``how`` is how the handler delivers it ("", "slow:s", "drip:s", "html")."""
         found = self.route(method, path)
         if found is None:
-            return 404, {"error": {"detail": f"no route {method} {path}"}}, {}
+            return 404, {"error": {"detail": f"no route {method} {path}"}}, {}, ""
         name, args = found
         self.calls.append(name)
         if name != "complete" and token != f"Token {TOKEN}":
-            return 401, {"error": {"detail": "Invalid token."}}, {}
-        fault = self.faults[name].pop(0) if self.faults[name] else None
+            return 401, {"error": {"detail": "Invalid token."}}, {}, ""
+        fault = self.faults[name].pop(0) if self.faults[name] else self.standing.get(name)
+        if fault == "throttle_bare":
+            return 429, {"error": {"detail": "Request was throttled."}}, {}, ""
         if fault and fault.startswith("throttle"):  # "throttle" or "throttle:<seconds>"
             wait = fault.partition(":")[2] or "0"
-            return 429, {"error": {"detail": "Request was throttled."}}, {"Retry-After": wait}
+            return 429, {"error": {"detail": "Request was throttled."}}, {"Retry-After": wait}, ""
         if fault == "error":
-            return 502, {"error": {"detail": "Bad gateway"}}, {}
+            return 502, {"error": {"detail": "Bad gateway"}}, {}, ""
         status, answer = getattr(self, name)(args, query, body)
         if fault == "lose_response":
-            return -1, {}, {}
-        return status, answer, {}
+            return -1, {}, {}, ""
+        if fault and fault.partition(":")[0] in ("slow", "drip", "html", "garbled"):
+            return status, answer, {}, fault
+        return status, answer, {}, ""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -254,23 +267,47 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw) if raw else {}
         url = urlparse(self.path)
         with self.server.lock:
-            status, answer, headers = self.server.fake.handle(
+            status, answer, headers, how = self.server.fake.handle(
                 self.command, url.path, parse_qs(url.query), body, self.headers.get("Authorization", "")
             )
         if status == -1:  # the change is made; the answer never arrives
             self.close_connection = True
             self.connection.shutdown(2)
             return
+        kind, _, seconds = how.partition(":")
+        if kind == "slow":  # outside the lock: only this connection waits
+            time.sleep(float(seconds))
         data = json.dumps(answer, default=str).encode()
+        content_type = "application/json"
+        if kind == "garbled":  # valid JSON, not what the reference describes
+            status, data = (
+                200,
+                json.dumps({"id": 7, "status": ["ACTIVE"], "participant": None, "study_id": {}}).encode(),
+            )
+        if kind == "html":  # a proxy's or a maintenance page, answered 200
+            status, content_type = 200, "text/html; charset=utf-8"
+            data = b"<!doctype html><html><body><h1>Prolific is down for maintenance</h1></body></html>"
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
+        if kind == "drip":  # every byte on time for a per-read timeout, the whole answer very late
+            for byte in data:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(float(seconds))
+            return
         self.wfile.write(data)
 
-    do_GET = do_POST = do_PATCH = _serve
+    def _serve_quietly(self):
+        try:
+            self._serve()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up on a slow answer
+            self.close_connection = True
+
+    do_GET = do_POST = do_PATCH = _serve_quietly
 
     def log_message(self, *args):  # keep test output quiet
         pass

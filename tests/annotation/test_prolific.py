@@ -464,21 +464,29 @@ def test_a_session_of_another_batch_opens_nothing_and_codes_are_not_guessable(
         assert server.studies[b.hit_type_id]["completion_codes"][0]["code"] == code
 
 
-def test_a_lost_answer_is_retried_and_never_trusted(server, site_provider, batch, client_class, sleeps):
+def test_a_lost_answer_is_asked_once_and_never_trusted(server, site_provider, batch, client_class, sleeps, settings):
+    """An arrival asks Prolific once, with no back-off in the request: a lost or failed answer
+    is the "reload in a minute" page at once, nobody asks again during the pause, nothing is
+    handed out meanwhile, and the participant gets in when Prolific answers."""
+    from annotation.services.prolific import PAUSE_KEY
+    from core.ratelimit import shared_cache
+
     _publish(batch, site_provider)
     session, _ = server.start(batch.hit_type_id, "PID1")
     browser = client_class()
     server.faults["get_submission"] = ["lose_response", "error"]
-    assert _arrive(browser, batch, "PID1", session).status_code == 302  # retried after back-off
-    assert sleeps[-2:] == [0.5, 1.0]
-
-    session2, _ = server.start(batch.hit_type_id, "PID2")
-    browser2 = client_class()
-    server.faults["get_submission"] = ["error"] * 6  # Prolific stays unreachable: nothing handed out
-    down = _arrive(browser2, batch, "PID2", session2)
+    down = _arrive(browser, batch, "PID1", session)
     assert down.status_code == 503 and b"reload this page" in down.content
-    assert not Assignment.objects.filter(provider_assignment_id=session2).exists()
-    assert _arrive(browser2, batch, "PID2", session2).status_code == 302  # later it works
+    assert down["Retry-After"] == str(settings.PROLIFIC_ARRIVAL_PAUSE_SECONDS)
+    assert server.calls.count("get_submission") == 1 and sleeps == []  # one call, no back-off
+    paused = _arrive(browser, batch, "PID1", session)
+    assert paused.status_code == 503 and server.calls.count("get_submission") == 1  # the pause: not asked
+    shared_cache().delete(PAUSE_KEY)  # the pause is over
+    assert _arrive(browser, batch, "PID1", session).status_code == 503  # the 502
+    assert server.calls.count("get_submission") == 2
+    assert not Assignment.objects.filter(provider_assignment_id=session).exists()
+    shared_cache().delete(PAUSE_KEY)
+    assert _arrive(browser, batch, "PID1", session).status_code == 302  # later it works
 
 
 def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_against_anyone(

@@ -1,0 +1,345 @@
+# ruff: noqa: F811  (the fixtures of test_prolific, imported by name)
+"""Prolific arrivals under hostile conditions, over real HTTP against the Prolific-compatible server.
+
+Anyone with a study link can send arrivals with made-up sessions. While Prolific throttles
+(429, with and without ``Retry-After``), answers slowly, trickles its answer byte by byte
+or answers an HTML page, an arrival must ask Prolific at most once, answer the "reload in
+a minute" page (503) within about the arrival timeout, remember what Prolific refused, and
+stay within the per-client and per-study rates; genuine participants get in once the storm
+passes. The flood test runs the site as deployed (gunicorn, gthread, few threads) and shows
+a login from another client answered in normal time while the flood is in flight.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import sqlite3
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from django.contrib.sessions.models import Session
+from django.db import connection
+from django.urls import reverse
+
+from annotation.models import Assignment, ProlificSession, Worker
+from annotation.services.prolific import PAUSE_KEY
+from core.ratelimit import shared_cache
+
+from .fake_prolific import TOKEN
+from .test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401
+
+TIMEOUT = 0.5  # PROLIFIC_ARRIVAL_TIMEOUT_SECONDS in these tests
+#: How long a bounded arrival may take on a busy test machine (the old one took 15.5 s or more).
+PROMPT = TIMEOUT + 1.5
+#: A login page while a flood is in flight, on a busy 2-core test machine (measured: about 1 s at
+#: worst, when every thread has just taken an arrival that waits the 0.5 s timeout; before: timed out).
+NORMAL_TIME = 3.0
+
+
+@pytest.fixture(autouse=True)
+def arrival_settings(settings, db):
+    settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS = TIMEOUT
+    settings.PROLIFIC_ARRIVAL_PAUSE_SECONDS = 15
+    settings.PROLIFIC_ARRIVAL_REFUSED_SECONDS = 300
+    settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = 30
+    settings.PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = 600
+    shared_cache().clear()
+    return settings
+
+
+def _arrive(client, batch, pid, session, **extra):
+    path = reverse("annotation:prolific-start", args=[batch.name])
+    started = time.monotonic()
+    answer = client.get(path, {"PROLIFIC_PID": pid, "STUDY_ID": batch.hit_type_id, "SESSION_ID": session}, **extra)
+    return answer, time.monotonic() - started
+
+
+def _asks(fake) -> int:
+    return fake.calls.count("get_submission")
+
+
+# -- (a) one ask, a prompt 503, and no second ask ------------------------------------------------
+@pytest.mark.parametrize("storm", ["throttle:30", "throttle_bare", "slow:5", "drip:0.2", "error", "html", "garbled"])
+def test_a_made_up_arrival_while_prolific_misbehaves_asks_once_and_answers_at_once(
+    server, provider, batch, client_class, storm
+):
+    """429 with Retry-After 30 or none, a 5 s wait, an answer trickled a byte every 0.2 s (each
+    read on time, the whole very late), a 502, an HTML page, JSON of the wrong shape: the participant gets the 503 page
+    within about the arrival timeout, Prolific is asked once, and the same arrival again (or any
+    other during the pause) is not asked again."""
+    _publish(batch, provider)
+    server.standing["get_submission"] = storm
+    first, took = _arrive(client_class(), batch, "SYBIL1", "made-up-1")
+    assert first.status_code == 503 and b"reload this page in a minute" in first.content
+    assert took < PROMPT, f"{storm}: the arrival waited {took:.1f} s"
+    assert _asks(server) == 1
+    assert first["Retry-After"] == "15"
+    again, took = _arrive(client_class(), batch, "SYBIL1", "made-up-1")
+    other, _ = _arrive(client_class(), batch, "SYBIL2", "made-up-2")
+    assert again.status_code == other.status_code == 503 and took < 0.5
+    assert _asks(server) == 1
+    assert not ProlificSession.objects.exists() and not Worker.objects.exists()
+    assert not Session.objects.exists()  # nor a browser session row per made-up arrival
+
+
+def test_a_non_json_answer_is_the_try_again_page_not_a_server_error(server, provider, batch, client_class):
+    """Finding 17: Prolific (or a proxy before it) answers 200 with an HTML page."""
+    _publish(batch, provider)
+    session, _ = server.start(batch.hit_type_id, "PID1")
+    server.faults["get_submission"] = ["html"]
+    answer, _ = _arrive(client_class(), batch, "PID1", session)
+    assert answer.status_code == 503 and b"reload this page in a minute" in answer.content
+    assert not Assignment.objects.exists()
+
+
+def test_refused_links_are_remembered_and_never_poison_the_real_owner(server, provider, batch, client_class):
+    """Prolific answers promptly: a made-up session is asked about once, then refused from memory;
+    a stranger using a real session under another id is refused without refusing its owner."""
+    _publish(batch, provider)
+    for _ in range(3):
+        answer, _ = _arrive(client_class(), batch, "SYBIL1", "made-up-1")
+        assert answer.status_code == 403 and b"Prolific does not know this session" in answer.content
+    assert _asks(server) == 1
+    session, _ = server.start(batch.hit_type_id, "PID1")
+    for _ in range(2):
+        stranger, _ = _arrive(client_class(), batch, "PID2", session)
+        assert stranger.status_code == 403 and b"another participant" in stranger.content
+    assert _asks(server) == 2
+    owner, _ = _arrive(client_class(), batch, "PID1", session)
+    assert owner.status_code == 302 and _asks(server) == 3
+    returned, _ = server.start(batch.hit_type_id, "PID3")
+    server.set_status(returned, "RETURNED")
+    for _ in range(2):
+        answer, _ = _arrive(client_class(), batch, "PID3", returned)
+        assert answer.status_code == 403 and b"returned" in answer.content
+    assert _asks(server) == 4
+
+
+# -- (c) rates: the friendly page, never a 500 ----------------------------------------------------
+def test_each_client_has_a_few_arrivals_a_minute(server, provider, batch, client_class, settings):
+    settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = 3
+    _publish(batch, provider)
+    answers = [_arrive(client_class(), batch, f"SYBIL{i}", f"made-up-{i}")[0] for i in range(5)]
+    assert [a.status_code for a in answers] == [403, 403, 403, 429, 429]
+    assert b"Too many attempts" in answers[3].content and 1 <= int(answers[3]["Retry-After"]) <= 60
+    assert _asks(server) == 3  # the limited ones cost Prolific nothing
+    # Another client address has its own budget.
+    other, _ = _arrive(client_class(), batch, "SYBIL9", "made-up-9", REMOTE_ADDR="10.0.0.9")
+    assert other.status_code == 403
+
+
+def test_behind_the_proxy_clients_are_told_apart_by_the_forwarded_address(server, provider, batch, settings):
+    """With DJANGO_BEHIND_TLS_PROXY every request comes from the proxy; core.client_ip takes the
+    address the proxy appended, so one flooding client does not lock the others out, and a
+    forged first entry does not escape the limit."""
+    from django.test import Client
+
+    settings.BEHIND_TLS_PROXY = True
+    settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = 2
+    _publish(batch, provider)
+    flooder = [
+        _arrive(Client(), batch, "S", f"m-{i}", HTTP_X_FORWARDED_FOR=f"6.6.6.{i}, 203.0.113.7")[0].status_code
+        for i in range(4)
+    ]
+    assert flooder == [403, 403, 429, 429]
+    honest, _ = _arrive(Client(), batch, "S", "m-x", HTTP_X_FORWARDED_FOR="198.51.100.4")
+    assert honest.status_code == 403  # its own budget
+
+
+def test_new_sessions_checked_per_study_are_limited(server, provider, batch, client_class, settings):
+    settings.PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = 2
+    _publish(batch, provider)
+    codes = [
+        _arrive(client_class(), batch, f"SYBIL{i}", f"made-up-{i}", REMOTE_ADDR=f"10.0.1.{i}")[0] for i in range(4)
+    ]
+    assert [a.status_code for a in codes] == [403, 403, 503, 503]
+    assert b"reload this page in a minute" in codes[2].content and int(codes[2]["Retry-After"]) >= 1
+    assert _asks(server) == 2
+    # Remembered refusals and sessions already confirmed cost no check.
+    assert _arrive(client_class(), batch, "SYBIL0", "made-up-0")[0].status_code == 403
+
+
+# -- (d) after the storm -----------------------------------------------------------------------
+def test_genuine_participants_get_in_once_the_storm_passes(server, provider, batch, client_class, settings):
+    settings.PROLIFIC_ARRIVAL_PAUSE_SECONDS = 1
+    _publish(batch, provider)
+    server.standing["get_submission"] = "throttle:30"
+    real = Participant(server, batch.hit_type_id, "PID1", client_class)
+    assert real.arrival.status_code == 503
+    for i in range(5):
+        assert _arrive(client_class(), batch, f"SYBIL{i}", f"made-up-{i}")[0].status_code == 503
+    assert _asks(server) == 1
+    del server.standing["get_submission"]
+    time.sleep(1.1)  # the pause is over
+    back, _ = _arrive(real.browser, batch, "PID1", real.session)
+    assert back.status_code == 302 and "/prolific/hits/" in back["Location"]
+    late = Participant(server, batch.hit_type_id, "PID2", client_class)
+    assert late.arrival.status_code == 302
+    assert Assignment.objects.count() == 2
+
+
+# -- (b) a flood against the site as deployed -----------------------------------------------------
+ROOT = Path(__file__).resolve().parents[2]
+WORKERS, THREADS = 2, 2
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get(port: int, path: str, *, source: str = "127.0.0.1", timeout: float = 60) -> tuple[int, float, str]:
+    """One GET from ``source`` (any 127.x address is this machine: a client of its own); (status, seconds, Retry-After)."""
+    started = time.monotonic()
+    site = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout, source_address=(source, 0))
+    try:
+        site.request("GET", path)
+        answer = site.getresponse()
+        answer.read()
+        return answer.status, time.monotonic() - started, answer.getheader("Retry-After") or ""
+    except OSError:
+        return 0, time.monotonic() - started, ""
+    finally:
+        site.close()
+
+
+@pytest.fixture
+def site(transactional_db, server, tmp_path, settings):
+    """gunicorn with the shipped configuration (WORKERS x THREADS), on this test's database, pointed at ``server``."""
+    import subprocess
+
+    env = {
+        **os.environ,
+        "VAR_DIR": str(tmp_path / "var"),
+        "PROLIFIC_API_URL": settings.PROLIFIC_API_URL,
+        "PROLIFIC_API_TOKEN": TOKEN,
+        "PROLIFIC_ARRIVAL_TIMEOUT_SECONDS": str(TIMEOUT),
+        "PROLIFIC_ARRIVAL_PAUSE_SECONDS": "20",
+        "PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE": "5",
+        "GUNICORN_TIMEOUT": "120",
+    }
+    state = {"env": env, "port": _free_port(), "log": tmp_path / "gunicorn.log"}
+
+    def start():
+        if connection.vendor == "sqlite":  # the in-memory test database, copied to a file gunicorn opens
+            path = tmp_path / "site.sqlite3"
+            path.unlink(missing_ok=True)
+            connection.ensure_connection()
+            with sqlite3.connect(path) as copy:
+                connection.connection.backup(copy)
+            env["DATABASE_URL"] = f"sqlite:///{path}"
+        else:
+            from tests.faults.servers import database_url
+
+            env["DATABASE_URL"] = database_url(connection.settings_dict)
+        args = [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn", "config.wsgi"]
+        args += ["--bind", f"127.0.0.1:{state['port']}", "--workers", str(WORKERS), "--threads", str(THREADS)]
+        with open(state["log"], "ab") as out:
+            state["process"] = subprocess.Popen(
+                args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + 60
+        while _get(state["port"], "/accounts/login/", timeout=5)[0] != 200:
+            assert state["process"].poll() is None and time.monotonic() < deadline, state["log"].read_text()[-3000:]
+            time.sleep(0.2)
+        return state["port"]
+
+    state["start"] = start
+    yield state
+    process = state.get("process")
+    if process is not None:
+        import signal
+
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_answering(server, provider, batch, site):
+    """gunicorn 2 workers x 2 threads; Prolific answers every session check with 429 and
+    Retry-After 30, then with a 5 s wait. 60 made-up arrivals from 30 client addresses, 12
+    at a time, while another client logs in: every login page is answered in normal time,
+    every arrival gets its page at once (503, or 429 past its client's rate), and Prolific
+    is asked at most once per thread of the site. A client sending 8 arrivals is limited
+    across both workers (the count is shared). After the storm a genuine participant gets in.
+    """
+    _publish(batch, provider)
+    port = site["start"]()
+    path = reverse("annotation:prolific-start", args=[batch.name])
+
+    def made_up(i: int) -> tuple[int, float, str]:
+        query = urlencode({"PROLIFIC_PID": f"SYBIL{i}", "STUDY_ID": batch.hit_type_id, "SESSION_ID": f"made-up-{i}"})
+        return _get(port, f"{path}?{query}", source=f"127.0.{1 + i % 30}.{1 + i // 30}")
+
+    for storm in ("throttle:30", "slow:5"):
+        server.standing["get_submission"] = storm
+        asked_before = _asks(server)
+        shared_cache().delete(PAUSE_KEY)  # the copy's pause (SQLite) or the shared table's (PostgreSQL)
+        with ThreadPoolExecutor(12) as pool:
+            flood = [pool.submit(made_up, i) for i in range(60)]
+            logins = []
+            while not all(f.done() for f in flood) or len(logins) < 3:
+                logins.append(_get(port, "/accounts/login/"))
+                time.sleep(0.05)
+            results = [f.result() for f in flood]
+        statuses = sorted({status for status, _, _ in results})
+        assert statuses == [503], f"{storm}: {statuses}"
+        slowest_arrival = max(seconds for _, seconds, _ in results)
+        slowest_login = max(seconds for _, seconds, _ in logins)
+        assert all(status == 200 for status, _, _ in logins), logins
+        assert slowest_login < NORMAL_TIME, f"{storm}: a login waited {slowest_login:.2f} s during the flood"
+        assert slowest_arrival < PROMPT + TIMEOUT, f"{storm}: an arrival waited {slowest_arrival:.2f} s"
+        assert _asks(server) - asked_before <= WORKERS * THREADS
+        if connection.vendor == "sqlite":
+            site["process"].terminate()  # start again on a fresh copy: no pause carried over
+            site["process"].wait(20)
+            site["start"]()
+
+    # One client past its rate, whichever worker serves it: the count is shared between them.
+    one_client = [
+        _get(
+            port,
+            f"{path}?" + urlencode({"PROLIFIC_PID": "S", "STUDY_ID": batch.hit_type_id, "SESSION_ID": f"one-{i}"}),
+            source="127.0.99.1",
+        )
+        for i in range(8)
+    ]
+    assert [status for status, _, _ in one_client].count(429) == 3, one_client
+
+    # The storm passes: a genuine participant gets in.
+    del server.standing["get_submission"]
+    shared_cache().delete(PAUSE_KEY)
+    if connection.vendor == "sqlite":
+        site["process"].terminate()
+        site["process"].wait(20)
+        site["start"]()
+    _session, url = server.start(batch.hit_type_id, "PIDREAL")
+    parts = url.split("/", 3)[3]
+    status, seconds, _ = _get(port, f"/{parts}", source="127.0.200.1")
+    assert status == 302 and seconds < PROMPT
+    log = site["log"].read_text()
+    assert "Traceback" not in log, log[-3000:]
+
+
+def test_the_fixed_window_counts_per_key_and_starts_again_each_window():
+    """core.ratelimit on the shared (database) cache: ``limit`` events pass in a window, the next
+    are told the seconds left in it; another key counts apart; the next window starts at zero."""
+    from core.ratelimit import over_limit
+
+    assert [over_limit("k", 2, now=125.0) for _ in range(4)] == [0, 0, 55, 55]
+    assert over_limit("other", 2, now=170.0) == 0
+    assert over_limit("k", 2, now=179.5) == 1  # still the window 120-180: rounded up to a whole second
+    assert over_limit("k", 2, now=180.0) == 0
