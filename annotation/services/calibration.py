@@ -271,7 +271,6 @@ def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: 
     recall, support), ``confusion`` (rows: crowd, columns: machine, in :data:`LABELS` order),
     ``ece``, ``brier``, ``reliability``, ``alt_test``, ``proportions``.
     """
-    from ..alt_test import alt_test
     from ..calibration import calibration_figures
     from ..proportions import category_proportions
 
@@ -293,12 +292,33 @@ def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: 
     )
     report |= figures.as_dict()
     report["n"] = len(sample.qids)
-    sampled = set(sample.qids)
-    humans: dict[str, dict[str, str]] = {}
-    for item, worker, label in sample.votes.itertuples(index=False):
-        if item in sampled:
-            humans.setdefault(str(worker), {})[str(item)] = label
-    report["alt_test"] = alt_test(humans, dict(zip(sample.qids, sample.machine, strict=True))).as_dict()
+    report["alt_test"] = _alt_test(batch, sample)
     rest_labels = [m.label for m in sample.rest.values()]
     report["proportions"] = category_proportions(sample.human, sample.machine, rest_labels, weights=sample.weights)
     return report
+
+
+def _sample_machine(batch: Batch, sample: CalibrationSample) -> dict[str, MachineLabel]:
+    """The machine's labels of *every* sampled query, answered or not, disputed or not (training
+    queries left out): the figures against the truth and the alt-test use the votes of them all."""
+    stratum_of = sample.sample_batch.derivation["stratum_of"]
+    machine = machine_labels(batch, sample.identity)
+    return {q: machine[q] for q in stratum_of if q in machine and not machine[q].in_training}
+
+
+def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
+    """The alt-test on every sampled query with two or more votes, as its authors define it.
+
+    Not only the queries with a crowd label: a query the crowd split on (no strict majority)
+    is kept, since the test compares annotators with each other, not with the majority. The
+    annotators' rates are taken over the whole sample, for the sample size it would need.
+    """
+    from ..alt_test import alt_test
+
+    machine = {q: m.label for q, m in _sample_machine(batch, sample).items()}
+    humans: dict[str, dict[str, str]] = {}
+    for item, worker, label in sample.votes.itertuples(index=False):
+        if item in machine:
+            humans.setdefault(str(worker), {})[str(item)] = label
+    size = len(sample.sample_batch.derivation["stratum_of"])
+    return alt_test(humans, machine, sample_size=size).as_dict()
