@@ -19,8 +19,9 @@ class Command(ProjectCommand):
     help = (
         "How good the machine's labels are, measured on the batch's blind calibration sample: accuracy, "
         "Cohen's kappa with a bootstrap CI, precision and recall per category, confusion matrix, expected "
-        "calibration error and Brier score, the Alternative Annotator Test, and each category's share of "
-        "the batch by prediction-powered inference (PPI++)."
+        "calibration error and Brier score, the machine's accuracy against the true label and the ceiling "
+        "the crowd's own noise sets (Dawid-Skene), the Alternative Annotator Test, and each category's share "
+        "of the batch by prediction-powered inference (PPI++)."
     )
 
     def add_arguments(self, parser):
@@ -45,8 +46,13 @@ class Command(ProjectCommand):
             f"{report['labeller']} ({report['model']}, {report['prompt_version']}) against the crowd on "
             f"{report['sample_batch']}: {report['n']} queries ({report['pending']} still without a crowd label)"
         )
-        out(f"Accuracy {report['accuracy']:.3f}   Cohen's kappa {report['kappa']:.3f} {_ci(report['kappa_ci'])}")
+        out(
+            f"Accuracy against the crowd majority {report['accuracy']:.3f}   "
+            f"Cohen's kappa {report['kappa']:.3f} {_ci(report['kappa_ci'])}"
+        )
         out(f"ECE {report['ece']:.3f}   Brier {report['brier']:.3f}")
+        for line in against_truth_lines(report["against_truth"]):
+            out(line)
         out("")
         out(f"{'category':<26} {'precision':>9} {'recall':>7} {'support':>7}")
         for label in LABELS:
@@ -66,6 +72,22 @@ class Command(ProjectCommand):
         for label in LABELS:
             p = report["proportions"][label]
             out(f"{LABEL_NAMES[label]:<26} {p['estimate']:>15.3f} {_ci(p['ci']):>18} {p['machine_only']:>14.3f}")
+
+
+def against_truth_lines(truth: dict) -> list[str]:
+    """The crowd's measured reliability: the machine against the true label, and the ceiling."""
+    return [
+        "",
+        f"Against the truth (Dawid-Skene on the sample's votes, {truth['gold']} gold question(s), the machine as "
+        f"one more annotator; {truth['items']} queries):",
+        f"  machine's accuracy against the true label (de-noised)  {_num(truth['accuracy_true'])} "
+        f"{_ci(truth['accuracy_true_ci'] if None not in truth['accuracy_true_ci'] else None)}",
+        f"  ceiling: the best accuracy against a {truth['votes_per_query']}-vote crowd majority any machine "
+        f"can expect  {_num(truth['ceiling'])}",
+        f"  a second, independent crowd majority agrees with the first  {_num(truth['self_agreement'])}",
+        f"  the crowd majority is the true label  {_num(truth['crowd_accuracy'])}; "
+        f"queries left disputed  {_num(truth['disputed'])}",
+    ]
 
 
 def alt_test_lines(alt: dict) -> list[str]:
