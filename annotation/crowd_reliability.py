@@ -127,7 +127,7 @@ class CrowdReliability:
     expected_agreement: float | None
     votes_per_query: int
     items: int
-    gold: int
+    gold: int  #: gold items (answers to gold questions) that seeded the fit
     class_shares: dict[str, float]
     vote: dict[str, dict[str, float]]  #: true label -> given label -> probability
 

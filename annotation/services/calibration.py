@@ -328,8 +328,12 @@ def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
 
 
 def _gold_votes(sample_batch: Batch) -> tuple[Any, dict[str, str]]:
-    """The gold questions' usable votes on the sample (items ``gold:<qid>``, apart from the
-    real queries) and their known labels: what seeds Dawid–Skene against the truth.
+    """The gold questions' usable votes on the sample and their known labels: what seeds
+    Dawid–Skene against the truth.
+
+    A worker meets the same gold question in every HIT, and Dawid–Skene takes one vote per
+    worker and item, so each answer is an item of its own, ``gold:<qid>:<assignment>``,
+    with the known label (apart from the real queries' qids).
 
     The same assignments as the real votes (submitted or approved, not failed on gold), so
     each worker's gold answers describe the work that counts; being the ones that passed
@@ -345,13 +349,13 @@ def _gold_votes(sample_batch: Batch) -> tuple[Any, dict[str, str]]:
             assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
         )
         .exclude(assignment__gold_passed=False)
-        .values_list("batch_query__qid", "assignment__worker__pseudonym", "label", "batch_query__gold_label")
+        .values_list(
+            "batch_query__qid", "assignment_id", "assignment__worker__pseudonym", "label", "batch_query__gold_label"
+        )
     )
-    frame = pd.DataFrame(
-        [(f"gold:{qid}", worker, label) for qid, worker, label, _ in rows], columns=["item", "worker", "label"]
-    )
-    gold = {f"gold:{qid}": known for qid, _, _, known in rows if known}
-    return frame, gold
+    rows = [(f"gold:{qid}:{assignment}", worker, label, known) for qid, assignment, worker, label, known in rows]
+    frame = pd.DataFrame([row[:3] for row in rows], columns=["item", "worker", "label"])
+    return frame, {item: known for item, _, _, known in rows if known}
 
 
 def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -> dict[str, Any]:

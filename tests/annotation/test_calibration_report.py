@@ -114,3 +114,37 @@ def test_command_api_and_page_show_the_same_figures_with_full_label_names(answer
     printed = text.getvalue()
     assert f"de-noised)  {truth['accuracy_true']:.3f}" in printed and "Other or multiple genders" in printed
     assert f"winning rate {alt['winning_rate']:.2f}: {alt['verdict']}." in printed
+
+
+def test_gold_questions_seed_the_crowds_reliability(db, tmp_path):
+    from annotation.models import Judgment
+
+    gold_file = tmp_path / "gold.tsv"
+    gold_file.write_text("gold1\twhat is a mother\tf\ngold2\twhat is a father\tm\n")
+    query_set = create_query_set("mq", _texts(), origin=QuerySet.Origin.IMPORTED)
+    batch = services.create_batch(
+        "mach",
+        services.BatchSettings(
+            provider="local", assignments_per_query=3, queries_per_hit=5, gold_per_hit=2, gold_pass_fraction=0.5
+        ),
+        query_set=query_set,
+        gold=services.read_gold_file(gold_file),
+    )
+    services.prelabel_batch(batch, NoisyMachine())
+    sample_batch = create_calibration_sample(batch, 40, seed=3)
+    services.publish_batch(sample_batch)
+    simulate_local_annotations(sample_batch, annotators=4, accuracy=0.8, seed=4)
+    counted = list(
+        Judgment.objects.filter(batch_query__batch=sample_batch, batch_query__is_gold=True, label__isnull=False)
+        .exclude(assignment__gold_passed=False)
+        .values_list("batch_query__qid", "assignment_id")
+    )
+    # Every worker met both gold questions in every HIT it took: each answer is an item of its own.
+    assert len(counted) > len({qid for qid, _ in counted}) * 4
+    truth = calibration_report(batch, bootstrap=0)["against_truth"]
+    assert truth["gold"] == len(counted)
+    from annotation.services.calibration import _gold_votes
+
+    frame, gold = _gold_votes(sample_batch)
+    assert len(frame) == len(counted) and not frame.duplicated(["item", "worker"]).any()
+    assert gold == {f"gold:{qid}:{assignment}": {"gold1": "f", "gold2": "m"}[qid] for qid, assignment in counted}

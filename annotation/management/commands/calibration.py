@@ -78,8 +78,8 @@ def against_truth_lines(truth: dict) -> list[str]:
     """The crowd's measured reliability: the machine against the true label, and the ceiling."""
     return [
         "",
-        f"Against the truth (Dawid-Skene on the sample's votes, {truth['gold']} gold question(s), the machine as "
-        f"one more annotator; {truth['items']} queries):",
+        f"Against the truth (Dawid-Skene on the sample's votes with {truth['gold']} answer(s) to gold questions, "
+        f"the machine as one more annotator; {truth['items']} queries):",
         f"  machine's accuracy against the true label (de-noised)  {_num(truth['accuracy_true'])} "
         f"{_ci(truth['accuracy_true_ci'] if None not in truth['accuracy_true_ci'] else None)}",
         f"  ceiling: the best accuracy against a {truth['votes_per_query']}-vote crowd majority any machine "
