@@ -281,6 +281,9 @@ def test_needed_sample_rule():
     assert needed_sample([30, 15, 7], 100, 30, 3) == 429  # ceil(30 / 0.07) = ceil(428.57)
     assert needed_sample([30, 15, 0, 0], 100, 30, 3) is None  # only two annotators labelled anything
     assert needed_sample([40, 35, 30], 50, 30, 3) == 50  # already enough: the sample as it is
+    # The docs' example: of a 200-query sample the busiest annotators took 45, 24, 15 and 9 queries;
+    # the third rate is 15 / 200 = 0.075, and 30 / 0.075 = 400 queries.
+    assert needed_sample([45, 24, 15, 9], 200, 30, 3) == 400
 
 
 def test_min_annotators_may_be_lowered():
