@@ -33,7 +33,7 @@ from core.errors import ServiceError, StateError
 from core.names import validate_name
 
 from ..batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
-from ..labels import LABELS
+from ..labels import LABEL_NAMES, LABELS
 from ..models import Adjudication, Assignment, Batch, BatchQuery, Judgment, PreLabel
 from .batches import create_batch
 
@@ -283,6 +283,7 @@ def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: 
         "n": len(sample.qids),
         "pending": sample.pending,
         "labels": list(LABELS),
+        "label_names": dict(LABEL_NAMES),  # the codes' full names, as pages and tables show them
     }
     if len(sample.qids) < MIN_CALIBRATED:
         raise StateError(

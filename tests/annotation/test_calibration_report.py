@@ -114,6 +114,7 @@ def test_command_api_and_page_show_the_same_figures_with_full_label_names(answer
     printed = text.getvalue()
     assert f"de-noised)  {truth['accuracy_true']:.3f}" in printed and "Other or multiple genders" in printed
     assert f"winning rate {alt['winning_rate']:.2f}: {alt['verdict']}." in printed
+    assert from_command["label_names"] == LABEL_NAMES
 
 
 def test_gold_questions_seed_the_crowds_reliability(db, tmp_path):
