@@ -167,7 +167,8 @@ def _report_with_figures(batch: Batch) -> dict[str, Any]:
     version = report_version(batch)
     if version is None:
         return compute()  # no sample: the service says so
-    return cache.get_or_set(f"calibration-report:{batch.pk}:{version}", compute, timeout=3600)
+    # "v2": the report's keys changed (against_truth, the alt-test's verdict); never serve an older shape.
+    return cache.get_or_set(f"calibration-report:v2:{batch.pk}:{version}", compute, timeout=3600)
 
 
 def _calibration_context(batch: Batch) -> dict[str, Any]:
