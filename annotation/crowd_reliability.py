@@ -1,6 +1,6 @@
 """Against the crowd, against the truth: what the crowd's own reliability says about a machine.
 
-Pure numpy, no Django. The calibration report's accuracy is agreement with the crowd's
+Pure numpy (pandas for the fit), no Django. The calibration report's accuracy is agreement with the crowd's
 majority, and routing's promise is stated against it: the label the crowd would give a
 routed query. The crowd is wrong too, so that accuracy is not the machine's accuracy
 against the true label, and no machine can agree with the crowd more often than the
@@ -36,8 +36,8 @@ crowd's given the true label, so errors shared on hard queries bias A_true up):
   than chance on it (then the ceiling is the agreement of an always-right machine). A
   target above the ceiling cannot be met however good the machine is.
 - **crowd self-agreement** Σ_t π_t·Σ_l P(M_k = l | t)² / Σ_t π_t·d_t²: how often a second,
-  independent crowd majority gives the same label as the first (both defined). Lower than
-  the ceiling: two noisy majorities disagree more than a noisy one and the truth do.
+  independent crowd majority gives the same label as the first (both defined). Usually
+  below the ceiling: two noisy majorities disagree more often than one and the truth do.
 - **crowd accuracy** Σ_t π_t·P(M_k = t | t) / Σ_t π_t·d_t: how often the crowd majority is
   the true label (equal to the ceiling when the crowd is better than chance on every
   label); **disputed** Σ_t π_t·(1 − d_t), the share the crowd leaves without a label.
