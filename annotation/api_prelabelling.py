@@ -199,7 +199,10 @@ class CalibrationReportView(_BatchView):
         responses={200: dict, 404: ErrorSerializer, 409: ErrorSerializer},
     )
     def get(self, request, name: str, format=None):
-        """The machine against the crowd on the blind sample (as ``manage.py calibration --json``); 409 until
+        """The machine against the crowd on the blind sample (as ``manage.py calibration --json``): the figures
+        against the crowd majority, ``against_truth`` (the machine's de-noised accuracy against the true label,
+        the ceiling and the crowd's self-agreement, from the crowd's measured reliability) and ``alt_test``
+        (with ``verdict`` "not informative" and ``needed_sample`` when too few annotators qualify); 409 until
         the sample has enough crowd labels."""
         report = calibration_report(self.batch(name), request.query_params.get("labeller") or None)
         return Response(report)

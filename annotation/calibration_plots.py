@@ -7,6 +7,7 @@ no Django; the page marks the text safe (matplotlib wrote it; no user text is in
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from .labels import LABEL_NAMES, LABELS
@@ -77,7 +78,8 @@ def proportions_svg(proportions: dict[str, dict[str, Any]]) -> str:
                 [p["machine_only"]], [row - 0.1], marker="x", linestyle="", markersize=6, color=PALETTE[1],
                 label="machine alone" if row == y[0] else None,
             )  # fmt: skip
-    axes.set_yticks(y, [LABEL_NAMES[label].split(" ")[0] for label in LABELS])
+    # Full names, wrapped to stay narrow ("Other or / multiple genders"), never shortened to a code or a word.
+    axes.set_yticks(y, [textwrap.fill(LABEL_NAMES[label], 14) for label in LABELS], fontsize=8)
     axes.set_xlim(0, 1)
     axes.set_ylim(-0.6, len(LABELS) - 0.4)
     axes.set_title("Share of the batch", fontsize=11)

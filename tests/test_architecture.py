@@ -27,6 +27,7 @@ PURE = {
     "annotation.aggregation",
     "annotation.agreement",
     "annotation.alt_test",
+    "annotation.crowd_reliability",
     "annotation.calibration",
     "annotation.calibration_plots",
     "annotation.costs",

@@ -33,8 +33,8 @@ from core.errors import ServiceError, StateError
 from core.names import validate_name
 
 from ..batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
-from ..labels import LABELS
-from ..models import Adjudication, Assignment, Batch, BatchQuery, PreLabel
+from ..labels import LABEL_NAMES, LABELS
+from ..models import Adjudication, Assignment, Batch, BatchQuery, Judgment, PreLabel
 from .batches import create_batch
 
 #: The sample size when none is given: enough for kappa within about +-0.1.
@@ -269,9 +269,10 @@ def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: 
     JSON-ready. Keys: ``labeller``, ``model``, ``prompt_version``, ``sample_batch``, ``n``,
     ``pending``, ``accuracy``, ``kappa``, ``kappa_ci``, ``per_category`` (label -> precision,
     recall, support), ``confusion`` (rows: crowd, columns: machine, in :data:`LABELS` order),
-    ``ece``, ``brier``, ``reliability``, ``alt_test``, ``proportions``.
+    ``ece``, ``brier``, ``reliability``, ``alt_test``, ``proportions``, ``against_truth`` (the
+    crowd's measured reliability: the machine's de-noised accuracy against the true label,
+    the ceiling and the crowd's self-agreement; :mod:`annotation.crowd_reliability`).
     """
-    from ..alt_test import alt_test
     from ..calibration import calibration_figures
     from ..proportions import category_proportions
 
@@ -282,6 +283,7 @@ def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: 
         "n": len(sample.qids),
         "pending": sample.pending,
         "labels": list(LABELS),
+        "label_names": dict(LABEL_NAMES),  # the codes' full names, as pages and tables show them
     }
     if len(sample.qids) < MIN_CALIBRATED:
         raise StateError(
@@ -293,12 +295,97 @@ def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: 
     )
     report |= figures.as_dict()
     report["n"] = len(sample.qids)
-    sampled = set(sample.qids)
-    humans: dict[str, dict[str, str]] = {}
-    for item, worker, label in sample.votes.itertuples(index=False):
-        if item in sampled:
-            humans.setdefault(str(worker), {})[str(item)] = label
-    report["alt_test"] = alt_test(humans, dict(zip(sample.qids, sample.machine, strict=True))).as_dict()
+    report["alt_test"] = _alt_test(batch, sample)
+    report["against_truth"] = _against_truth(batch, sample, bootstrap=bootstrap)
     rest_labels = [m.label for m in sample.rest.values()]
     report["proportions"] = category_proportions(sample.human, sample.machine, rest_labels, weights=sample.weights)
     return report
+
+
+def _sample_machine(batch: Batch, sample: CalibrationSample) -> dict[str, MachineLabel]:
+    """The machine's labels of *every* sampled query, answered or not, disputed or not (training
+    queries left out): the figures against the truth and the alt-test use the votes of them all."""
+    stratum_of = sample.sample_batch.derivation["stratum_of"]
+    machine = machine_labels(batch, sample.identity)
+    return {q: machine[q] for q in stratum_of if q in machine and not machine[q].in_training}
+
+
+def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
+    """The alt-test on every sampled query with two or more votes, as its authors define it.
+
+    Not only the queries with a crowd label: a query the crowd split on (no strict majority)
+    is kept, since the test compares annotators with each other, not with the majority. The
+    annotators' rates are taken over the whole sample, for the sample size it would need.
+    """
+    from ..alt_test import alt_test
+
+    machine = {q: m.label for q, m in _sample_machine(batch, sample).items()}
+    humans: dict[str, dict[str, str]] = {}
+    for item, worker, label in sample.votes.itertuples(index=False):
+        if item in machine:
+            humans.setdefault(str(worker), {})[str(item)] = label
+    size = len(sample.sample_batch.derivation["stratum_of"])
+    return alt_test(humans, machine, sample_size=size).as_dict()
+
+
+def _gold_votes(sample_batch: Batch) -> tuple[Any, dict[str, str]]:
+    """The gold questions' usable votes on the sample and their known labels: what seeds
+    Dawid–Skene against the truth.
+
+    A worker meets the same gold question in every HIT, and Dawid–Skene takes one vote per
+    worker and item, so each answer is an item of its own, ``gold:<qid>:<assignment>``,
+    with the known label (apart from the real queries' qids).
+
+    The same assignments as the real votes (submitted or approved, not failed on gold), so
+    each worker's gold answers describe the work that counts; being the ones that passed
+    the gold check, they lean a little optimistic.
+    """
+    import pandas as pd
+
+    rows = (
+        Judgment.objects.filter(
+            batch_query__batch=sample_batch,
+            batch_query__is_gold=True,
+            label__isnull=False,
+            assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
+        )
+        .exclude(assignment__gold_passed=False)
+        .values_list(
+            "batch_query__qid", "assignment_id", "assignment__worker__pseudonym", "label", "batch_query__gold_label"
+        )
+    )
+    rows = [(f"gold:{qid}:{assignment}", worker, label, known) for qid, assignment, worker, label, known in rows]
+    frame = pd.DataFrame([row[:3] for row in rows], columns=["item", "worker", "label"])
+    return frame, {item: known for item, _, _, known in rows if known}
+
+
+def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -> dict[str, Any]:
+    """What the crowd's measured reliability says (:func:`annotation.crowd_reliability.crowd_reliability`).
+
+    Every sampled query with a vote and a machine label counts, disputed ones too, each
+    weighted N_s / n_s over the stratum's queries with a vote; k is the batch's votes per
+    query (what routed queries get).
+    """
+    import pandas as pd
+
+    from ..crowd_reliability import crowd_reliability
+
+    stratum_of: dict[str, str] = sample.sample_batch.derivation["stratum_of"]
+    voted = set(sample.votes["item"].astype(str))
+    machine = {q: m.label for q, m in _sample_machine(batch, sample).items() if q in voted}
+    per_stratum = Counter(stratum_of[q] for q in machine)
+    population = {s["label"]: s["population"] for s in sample.sample_batch.derivation["strata"]}
+    weights = {q: population[stratum_of[q]] / per_stratum[stratum_of[q]] for q in machine}
+    gold_frame, gold = _gold_votes(sample.sample_batch)
+    # Every vote on the sample estimates the workers, also on queries not assessed here.
+    judgments = pd.concat([sample.votes, gold_frame], ignore_index=True).astype(str)
+    figures = crowd_reliability(
+        judgments,
+        machine,
+        weights,
+        {q: stratum_of[q] for q in machine},
+        votes_per_query=batch.assignments_per_query,
+        gold=gold,
+        bootstrap=bootstrap,
+    )
+    return figures.as_dict()

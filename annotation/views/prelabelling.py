@@ -167,7 +167,8 @@ def _report_with_figures(batch: Batch) -> dict[str, Any]:
     version = report_version(batch)
     if version is None:
         return compute()  # no sample: the service says so
-    return cache.get_or_set(f"calibration-report:{batch.pk}:{version}", compute, timeout=3600)
+    # "v2": the report's keys changed (against_truth, the alt-test's verdict); never serve an older shape.
+    return cache.get_or_set(f"calibration-report:v2:{batch.pk}:{version}", compute, timeout=3600)
 
 
 def _calibration_context(batch: Batch) -> dict[str, Any]:
@@ -183,6 +184,7 @@ def _calibration_context(batch: Batch) -> dict[str, Any]:
         names = [LABEL_NAMES[code] for code in LABELS]
         per_category = report["per_category"]
         proportions = report["proportions"]
+        vote = (report.get("against_truth") or {}).get("vote") or {}  # true label -> given label -> probability
         context |= {
             "report": report,
             "label_names": names,
@@ -192,6 +194,9 @@ def _calibration_context(batch: Batch) -> dict[str, Any]:
                 for code, row in zip(report.get("labels", LABELS), report["confusion"], strict=True)
             ],
             "proportions": [(LABEL_NAMES[code], proportions.get(code, {})) for code in LABELS],
+            "crowd_vote": [
+                (LABEL_NAMES[code], [vote[code][given] for given in LABELS]) for code in LABELS if code in vote
+            ],
             "reliability_svg": mark_safe(figures["reliability_svg"]),  # drawn by matplotlib: no user text
             "proportions_svg": mark_safe(figures["proportions_svg"]),
         }

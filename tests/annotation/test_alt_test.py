@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotation.alt_test import MIN_ITEMS, alt_test
+from annotation.alt_test import MIN_ANNOTATORS, MIN_ITEMS, NOT_INFORMATIVE, alt_test, needed_sample
 from annotation.labels import LABELS
 
 # Four annotators label six items; every item has three *other* labels when one is left out.
@@ -228,3 +228,65 @@ def test_constant_differences_give_the_limit_p_value():
 def test_invalid_arguments(kwargs):
     with pytest.raises(ValueError):
         alt_test({}, {}, **kwargs)
+
+
+def test_an_item_the_humans_split_on_is_used():
+    # Three humans label q0 n, f, m (no majority) and agree on q1 (n, n, n); the machine says n on both.
+    # Leaving A out of q0: others (f, m); S_h(n) = 0 = S_f(n): a tie, d = 0. Leaving B out: others (n, m);
+    # S_h(f) = 0 < S_f(n) = 1/2: the machine wins, d = -1. Leaving C out: others (n, f): S_h(m) = 0 < 1/2, d = -1.
+    # q1: every leave-one-out ties (d = 0). So with min_items=2 the split item is in every annotator's test.
+    humans = {"A": {"q0": "n", "q1": "n"}, "B": {"q0": "f", "q1": "n"}, "C": {"q0": "m", "q1": "n"}}
+    result = alt_test(humans, {"q0": "n", "q1": "n"}, min_items=2)
+    rows = {row["annotator"]: row for row in result.annotators}
+    assert result.items == 2 and {a: r["items"] for a, r in rows.items()} == {"A": 2, "B": 2, "C": 2}
+    assert rows["A"]["rho_human"] == 1.0 and rows["B"]["rho_human"] == 0.5 and rows["C"]["rho_human"] == 0.5
+    assert all(r["rho_machine"] == 1.0 for r in rows.values())
+
+
+def _split_crowd(per_annotator: dict[str, int], n_items: int) -> dict[str, dict[str, str]]:
+    """'base' labels every item (so each item has two labels); annotator a labels the first n of them."""
+    humans = {"base": {f"q{i}": "n" for i in range(n_items)}}
+    for annotator, n in per_annotator.items():
+        humans[annotator] = {f"q{i}": "n" if i % 4 else "f" for i in range(n)}
+    return humans
+
+
+def test_too_few_qualified_annotators_is_not_informative_and_names_the_sample_needed():
+    # base labels 50 items, A the first 40, B 20 and C 10: items 40-49 have one label, so 40 are in the
+    # test. Qualified (>= 30 items): base and A, two < 3.
+    humans = _split_crowd({"A": 40, "B": 20, "C": 10}, 50)
+    machine = {f"q{i}": "n" for i in range(50)}
+    result = alt_test(humans, machine)
+    assert [row["annotator"] for row in result.annotators] == ["base", "A"]
+    assert result.informative is False and result.passed is None and result.verdict == NOT_INFORMATIVE
+    assert result.winning_rate is not None  # shown, but no verdict is drawn from two annotators
+    # Rates over the test's 40 items (the default sample): base 1.0, A 1.0, B 0.5, C 0.25; the third
+    # largest is 0.5, so 30 / 0.5 = 60 items would give three annotators 30 items each.
+    assert result.items == 40 and result.sample_size == 40 and result.needed_sample == 60
+    # Over a sample of 200 queries (the other 150 had fewer than two labels): B's rate is 20/200, 30 / 0.1 = 300.
+    assert alt_test(humans, machine, sample_size=200).needed_sample == 300
+    assert result.as_dict()["verdict"] == "not informative"
+
+
+def test_three_qualified_annotators_give_a_verdict():
+    humans = _split_crowd({"A": 40, "B": 30}, 50)
+    result = alt_test(humans, {f"q{i}": "n" for i in range(50)})
+    assert MIN_ANNOTATORS == 3 and len(result.annotators) == 3
+    assert result.informative is True and result.passed is not None and result.needed_sample is None
+    assert result.verdict == ("passed" if result.passed else "not passed")
+
+
+def test_needed_sample_rule():
+    assert needed_sample([30, 15, 10], 100, 30, 3) == 300  # third rate 0.10: 30 / 0.1
+    assert needed_sample([30, 15, 7], 100, 30, 3) == 429  # ceil(30 / 0.07) = ceil(428.57)
+    assert needed_sample([30, 15, 0, 0], 100, 30, 3) is None  # only two annotators labelled anything
+    assert needed_sample([40, 35, 30], 50, 30, 3) == 50  # already enough: the sample as it is
+    # The docs' example: of a 200-query sample the busiest annotators took 45, 24, 15 and 9 queries;
+    # the third rate is 15 / 200 = 0.075, and 30 / 0.075 = 400 queries.
+    assert needed_sample([45, 24, 15, 9], 200, 30, 3) == 400
+
+
+def test_min_annotators_may_be_lowered():
+    humans = _split_crowd({"A": 40}, 50)
+    result = alt_test(humans, {f"q{i}": "n" for i in range(50)}, min_annotators=2)
+    assert result.informative is True and result.passed is not None

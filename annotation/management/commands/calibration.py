@@ -19,8 +19,9 @@ class Command(ProjectCommand):
     help = (
         "How good the machine's labels are, measured on the batch's blind calibration sample: accuracy, "
         "Cohen's kappa with a bootstrap CI, precision and recall per category, confusion matrix, expected "
-        "calibration error and Brier score, the Alternative Annotator Test, and each category's share of "
-        "the batch by prediction-powered inference (PPI++)."
+        "calibration error and Brier score, the machine's accuracy against the true label and the ceiling "
+        "the crowd's own noise sets (Dawid-Skene), the Alternative Annotator Test, and each category's share "
+        "of the batch by prediction-powered inference (PPI++)."
     )
 
     def add_arguments(self, parser):
@@ -45,8 +46,13 @@ class Command(ProjectCommand):
             f"{report['labeller']} ({report['model']}, {report['prompt_version']}) against the crowd on "
             f"{report['sample_batch']}: {report['n']} queries ({report['pending']} still without a crowd label)"
         )
-        out(f"Accuracy {report['accuracy']:.3f}   Cohen's kappa {report['kappa']:.3f} {_ci(report['kappa_ci'])}")
+        out(
+            f"Accuracy against the crowd majority {report['accuracy']:.3f}   "
+            f"Cohen's kappa {report['kappa']:.3f} {_ci(report['kappa_ci'])}"
+        )
         out(f"ECE {report['ece']:.3f}   Brier {report['brier']:.3f}")
+        for line in against_truth_lines(report["against_truth"]):
+            out(line)
         out("")
         out(f"{'category':<26} {'precision':>9} {'recall':>7} {'support':>7}")
         for label in LABELS:
@@ -54,24 +60,57 @@ class Command(ProjectCommand):
             out(f"{LABEL_NAMES[label]:<26} {_num(c['precision']):>9} {_num(c['recall']):>7} {c['support']:>7}")
         out("")
         out("Confusion (rows: crowd, columns: machine, weighted to the batch):")
-        out(" " * 26 + "".join(f"{LABEL_NAMES[label][:12]:>14}" for label in LABELS))
+        width = max(len(name) for name in LABEL_NAMES.values()) + 2  # full names, never cut
+        out(" " * 26 + "".join(f"{LABEL_NAMES[label]:>{width}}" for label in LABELS))
         for label, row in zip(LABELS, report["confusion"], strict=True):
-            out(f"{LABEL_NAMES[label]:<26}" + "".join(f"{value:>14.1f}" for value in row))
-        alt = report["alt_test"]
+            out(f"{LABEL_NAMES[label]:<26}" + "".join(f"{value:>{width}.1f}" for value in row))
         out("")
-        if alt["winning_rate"] is None:
-            out("Alternative Annotator Test: not enough annotators with enough sample queries.")
-        else:
-            verdict = "passed" if alt["passed"] else "not passed"
-            out(
-                f"Alternative Annotator Test (epsilon {alt['epsilon']}): winning rate {alt['winning_rate']:.2f} "
-                f"over {len(alt['annotators'])} annotator(s): {verdict}"
-            )
+        for line in alt_test_lines(report["alt_test"]):
+            out(line)
         out("")
         out(f"{'share of the batch':<26} {'PPI++ estimate':>15} {'95% CI':>18} {'machine alone':>14}")
         for label in LABELS:
             p = report["proportions"][label]
             out(f"{LABEL_NAMES[label]:<26} {p['estimate']:>15.3f} {_ci(p['ci']):>18} {p['machine_only']:>14.3f}")
+
+
+def against_truth_lines(truth: dict) -> list[str]:
+    """The crowd's measured reliability: the machine against the true label, and the ceiling."""
+    return [
+        "",
+        f"Against the truth (Dawid-Skene on the sample's votes with {truth['gold']} answer(s) to gold questions, "
+        f"the machine as one more annotator; {truth['items']} queries):",
+        f"  machine's accuracy against the true label (de-noised)  {_num(truth['accuracy_true'])} "
+        f"{_ci(truth['accuracy_true_ci'] if None not in truth['accuracy_true_ci'] else None)}",
+        f"  ceiling: the best accuracy against a {truth['votes_per_query']}-vote crowd majority any machine "
+        f"can expect  {_num(truth['ceiling'])}",
+        f"  a second, independent crowd majority agrees with the first  {_num(truth['self_agreement'])}",
+        f"  the crowd majority is the true label  {_num(truth['crowd_accuracy'])}; "
+        f"queries left disputed  {_num(truth['disputed'])}",
+    ]
+
+
+def alt_test_lines(alt: dict) -> list[str]:
+    """The alt-test in words: a verdict only when enough annotators were tested, else why not and
+    the sample size that would do."""
+    tested = len(alt["annotators"])
+    head = (
+        f"Alternative Annotator Test (epsilon {alt['epsilon']}, alpha {alt['alpha']}) on {alt['items']} sample "
+        f"queries with two or more votes: {tested} annotator(s) with at least {alt['min_items']} of them"
+    )
+    if alt["informative"]:
+        return [f"{head}; winning rate {alt['winning_rate']:.2f}: {alt['verdict']}."]
+    lines = [f"{head}; {alt['min_annotators']} are needed: not informative at this sample size."]
+    if alt["winning_rate"] is not None:
+        lines.append(f"  (winning rate {alt['winning_rate']:.2f} over {tested}: no verdict drawn from it)")
+    if alt["needed_sample"] is not None:
+        lines.append(
+            f"  At each annotator's rate in this sample of {alt['sample_size']}, about {alt['needed_sample']} "
+            f"sample queries would give {alt['min_annotators']} annotators {alt['min_items']} queries each."
+        )
+    else:
+        lines.append(f"  Fewer than {alt['min_annotators']} annotators answered: no sample size would do.")
+    return lines
 
 
 def _dumps(report) -> str:

@@ -1,0 +1,151 @@
+"""The calibration report's alt-test and crowd-reliability figures, read from a real sample's records."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from annotation import services
+from annotation.models import Batch
+from annotation.services.calibration import calibration_report, create_calibration_sample, identity_for, machine_labels
+from annotation.services.results import BatchAnswers
+from annotation.services.simulation import simulate_local_annotations
+from pooling.models import QuerySet
+from pooling.services import create_query_set
+
+from .conftest import make_batch
+from .test_calibration_flow import NoisyMachine, _texts
+
+
+@pytest.fixture
+def answered(db) -> tuple[Batch, Batch]:
+    """A machine-labelled batch whose 60-query sample three noisy annotators answered (many splits)."""
+    query_set = create_query_set("mq", _texts(), origin=QuerySet.Origin.IMPORTED)
+    batch = make_batch(query_set, name="mach", assignments_per_query=3, queries_per_hit=5)
+    services.prelabel_batch(batch, NoisyMachine())
+    sample_batch = create_calibration_sample(batch, 60, seed=1)
+    services.publish_batch(sample_batch)
+    simulate_local_annotations(sample_batch, annotators=3, accuracy=0.55, seed=2)
+    return batch, sample_batch
+
+
+def test_the_alt_test_uses_every_sampled_query_with_two_votes_disputed_ones_too(answered):
+    batch, sample_batch = answered
+    answers = BatchAnswers(sample_batch)
+    votes = answers.votes
+    disputed = [q for q in votes.index if votes.loc[q, "disputed"]]
+    assert disputed, "the simulated crowd should split on some queries"
+    machine = machine_labels(batch, identity_for(batch))
+    frame = answers.frame
+    per_worker = Counter(
+        str(worker)
+        for item, worker in zip(frame["item"], frame["worker"], strict=True)
+        if (frame["item"] == item).sum() >= 2 and item in machine
+    )
+    report = calibration_report(batch, bootstrap=0)
+    alt = report["alt_test"]
+    # Every one of the 60 sampled queries had three votes: all 60 are in the test, not only the n labelled.
+    assert alt["items"] == 60 > report["n"] == 60 - len(disputed)
+    assert {row["annotator"]: row["items"] for row in alt["annotators"]} == dict(per_worker)
+    assert alt["sample_size"] == 60
+
+
+def test_the_report_measures_the_machine_against_the_truth_too(answered):
+    batch, sample_batch = answered
+    report = calibration_report(batch, bootstrap=200)
+    truth = report["against_truth"]
+    assert truth["items"] == 60 and truth["votes_per_query"] == 3
+    low, high = truth["accuracy_true_ci"]
+    assert 0 <= low <= truth["accuracy_true"] <= high <= 1
+    assert 0 < truth["self_agreement"] <= truth["ceiling"] <= 1
+    assert sum(truth["class_shares"].values()) == pytest.approx(1.0)
+    # The machine is NoisyMachine: its stored detail holds the true label (the simulation's oracle), so
+    # the machine's real accuracy on the sample is known: weighted as the report weights the strata.
+    machine = machine_labels(batch, identity_for(batch))
+    derivation = sample_batch.derivation
+    population = {s["label"]: s["population"] for s in derivation["strata"]}
+    per_stratum = Counter(derivation["stratum_of"].values())
+    from annotation.models import PreLabel
+
+    oracle = dict(PreLabel.objects.filter(batch_query__batch=batch).values_list("batch_query__qid", "detail"))
+    weights = {q: population[s] / per_stratum[s] for q, s in derivation["stratum_of"].items()}
+    right = {q: machine[q].label == oracle[q]["truth"] for q in weights}
+    true_accuracy = sum(weights[q] * right[q] for q in weights) / sum(weights.values())
+    # A crowd right 55% of the time on three votes: the de-noised figure lands near the machine's true
+    # accuracy, and nearer than agreement with the crowd majority does.
+    assert abs(truth["accuracy_true"] - true_accuracy) < abs(report["accuracy"] - true_accuracy)
+
+
+def test_command_api_and_page_show_the_same_figures_with_full_label_names(answered, researcher, client):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.urls import reverse
+
+    from annotation.labels import LABEL_NAMES
+
+    batch, _ = answered
+    out = StringIO()
+    call_command("calibration", batch.name, "--json", stdout=out)  # 2000 resamples, as the API and the page
+    from_command = json.loads(out.getvalue())
+    client.force_login(researcher)
+    from_api = client.get(f"/api/annotation/batches/{batch.name}/calibration/").json()
+    for key in ("against_truth", "alt_test", "accuracy"):
+        assert from_api[key] == from_command[key], key
+    truth, alt = from_api["against_truth"], from_api["alt_test"]
+
+    page = client.get(reverse("annotation:batch-calibration", args=[batch.name])).content.decode()
+    assert f'id="accuracy-true">{truth["accuracy_true"]:.3f}<' in page
+    assert f'id="ceiling">{truth["ceiling"]:.3f}<' in page
+    assert f'id="self-agreement">{truth["self_agreement"]:.3f}<' in page
+    # Three annotators answered everything: the alt-test is informative and the page gives its verdict.
+    assert alt["informative"] and f'id="alt-passed">{alt["verdict"].capitalize()}<' in page
+    # Full label names, never the codes, in the tables of the report.
+    for table in ("confusion", "per-category", "crowd-vote", "proportions"):
+        start = page.index(f'<table id="{table}"')
+        body = page[start : page.index("</table>", start)]
+        assert all(f'<th scope="row">{name}</th>' in body for name in LABEL_NAMES.values()), table
+        assert '<th scope="row">n</th>' not in body and '<th class="num">o</th>' not in body
+
+    text = StringIO()
+    call_command("calibration", batch.name, "--bootstrap", "200", stdout=text)
+    printed = text.getvalue()
+    assert f"de-noised)  {truth['accuracy_true']:.3f}" in printed and "Other or multiple genders" in printed
+    assert f"winning rate {alt['winning_rate']:.2f}: {alt['verdict']}." in printed
+    assert from_command["label_names"] == LABEL_NAMES
+
+
+def test_gold_questions_seed_the_crowds_reliability(db, tmp_path):
+    from annotation.models import Judgment
+
+    gold_file = tmp_path / "gold.tsv"
+    gold_file.write_text("gold1\twhat is a mother\tf\ngold2\twhat is a father\tm\n")
+    query_set = create_query_set("mq", _texts(), origin=QuerySet.Origin.IMPORTED)
+    batch = services.create_batch(
+        "mach",
+        services.BatchSettings(
+            provider="local", assignments_per_query=3, queries_per_hit=5, gold_per_hit=2, gold_pass_fraction=0.5
+        ),
+        query_set=query_set,
+        gold=services.read_gold_file(gold_file),
+    )
+    services.prelabel_batch(batch, NoisyMachine())
+    sample_batch = create_calibration_sample(batch, 40, seed=3)
+    services.publish_batch(sample_batch)
+    simulate_local_annotations(sample_batch, annotators=4, accuracy=0.8, seed=4)
+    counted = list(
+        Judgment.objects.filter(batch_query__batch=sample_batch, batch_query__is_gold=True, label__isnull=False)
+        .exclude(assignment__gold_passed=False)
+        .values_list("batch_query__qid", "assignment_id")
+    )
+    # Every worker met both gold questions in every HIT it took: each answer is an item of its own.
+    assert len(counted) > len({qid for qid, _ in counted}) * 4
+    truth = calibration_report(batch, bootstrap=0)["against_truth"]
+    assert truth["gold"] == len(counted)
+    from annotation.services.calibration import _gold_votes
+
+    frame, gold = _gold_votes(sample_batch)
+    assert len(frame) == len(counted) and not frame.duplicated(["item", "worker"]).any()
+    assert gold == {f"gold:{qid}:{assignment}": {"gold1": "f", "gold2": "m"}[qid] for qid, assignment in counted}
