@@ -1,4 +1,9 @@
-"""Who may be handed a batch's HITs: a local batch with a team gives them to its members only.
+"""Whether a batch is open to a worker: a local batch with a team is open to its members only.
+
+The one rule, asked wherever work or a batch's training queries are handed out: the
+hand-out (:func:`.local.claim_hit`, the HIT a worker holds), the submit of a HIT, the
+training plan (:func:`.training.training_plan`) and the training page. A batch without a
+team is open to everyone; Prolific and MTurk batches never have one.
 
 Kept apart from :mod:`.team` (which manages the accounts and imports :mod:`.local`) so that
 the hand-out in :mod:`.local` can use it without an import cycle.
@@ -11,7 +16,26 @@ from django.db.models import Exists, OuterRef, Q
 from ..models import Batch, Worker
 
 
-def open_to(worker: Worker) -> Q:
-    """A filter on batches: the batch has no team, or ``worker``'s account is on it."""
-    members = Batch.team.through.objects.filter(batch=OuterRef("pk"))
+def _open(batch, worker: Worker | int) -> Q:
+    """The rule itself, for ``batch`` given as a column reference (``OuterRef``) or an id."""
+    members = Batch.team.through.objects.filter(batch=batch)
     return ~Exists(members) | Exists(members.filter(user__annotation_identity__worker=worker))
+
+
+def open_to(worker: Worker | int) -> Q:
+    """A filter on batches: the batch has no team, or ``worker``'s account is on it."""
+    return _open(OuterRef("pk"), worker)
+
+
+def batch_open_to(batch_id: int | OuterRef, worker: Worker | int) -> Q:
+    """The same rule as a condition on any table's rows, with the batch named by its id or a reference.
+
+    For a statement about one assignment (the submit's conditional ``UPDATE``): the batch is a
+    literal, so the condition is two ``EXISTS`` and the statement has no join.
+    """
+    return _open(batch_id, worker)
+
+
+def is_open_to(batch: Batch, worker: Worker) -> bool:
+    """Whether ``batch`` is open to ``worker`` (one query)."""
+    return Batch.objects.filter(pk=batch.pk).filter(open_to(worker)).exists()

@@ -18,8 +18,9 @@ from core.errors import ServiceError
 from .. import services
 from ..forms import HitAnswerForm, TrainingAnswerForm
 from ..models import Assignment, Batch, Provider
-from ..services.local import NotAnnotator, answered_and_progress, local_worker, next_hit_for
+from ..services.local import NotAnnotator, annotator_worker, answered_and_progress, next_hit_for
 from ..services.publishing import CATEGORIES
+from ..services.team_access import open_to
 from ..services.training import qualification_of, submit_training
 
 
@@ -39,13 +40,17 @@ def next_hit(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def training_page(request: HttpRequest, name: str) -> HttpResponse:
-    """The batch's qualification step for an in-house annotator: the shared HIT page, then the result."""
-    if not services.is_annotator(request.user):
+    """The batch's qualification step for an in-house annotator: the shared HIT page, then the result.
+
+    Only for a batch open to them (team_access): to anyone else its training queries and their
+    answer key are as unknown as its HITs (404, the answer for a batch that does not exist).
+    """
+    worker = annotator_worker(request.user)
+    if worker is None:
         raise PermissionDenied("Only annotators take the training.")
-    batch = get_object_or_404(Batch, name=name, provider=Provider.LOCAL, status=Batch.Status.PUBLISHED)
-    return training_step(
-        request, batch, local_worker(request.user), mode="local", continue_url=reverse("annotation:next")
-    )
+    batches = Batch.objects.filter(provider=Provider.LOCAL, status=Batch.Status.PUBLISHED).filter(open_to(worker))
+    batch = get_object_or_404(batches, name=name)
+    return training_step(request, batch, worker, mode="local", continue_url=reverse("annotation:next"))
 
 
 def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, continue_url: str) -> HttpResponse:
