@@ -5,16 +5,19 @@ ways when the annotator has lost theirs:
 
 - a **one-time link** (``access="link"``): the account has no usable password until the
   annotator opens the link and chooses one. The link is Django's password-reset token
-  (``default_token_generator``): it expires after ``PASSWORD_RESET_TIMEOUT`` and is good
-  for one use, because it is a hash over the account's password and last login, both of
-  which change once it has been used; a newer link or password also ends it;
+  (``accounts.access_token_generator``): it expires after ``PASSWORD_RESET_TIMEOUT`` and is
+  good for one use, because it is a hash over the account's password and last login, both
+  of which change once it has been used (accepting it is one conditional ``UPDATE``: of two
+  browsers accepting it at once, one wins); a newer link or password also ends it, and so
+  does losing rights (deactivation), for good (the account's access epoch);
 - a **generated password** (``access="password"``), shown once to the researcher.
 
 Resetting always makes the old password unusable first, so a leaked one stops working at
 once (and the annotator's sessions end: Django checks the password hash on every request).
 
-Deactivating an account refuses its logins and ends its sessions (Django's backend ignores
-inactive users); the HITs it held are given back to the queue at once.
+Deactivating an account refuses its logins and ends its sessions and links for good: a
+reactivation does not bring them back (``annotation.accounts``: the access epoch); the HITs
+it held are given back to the queue at once.
 
 A local batch can be restricted to a team (``Batch.team``; empty: every annotator may work
 on it); the hand-out then gives its HITs to team members only (:func:`.team_access.open_to`).
@@ -29,7 +32,6 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.tokens import default_token_generator
 from django.db import transaction
 from django.db.models import Count, Q
 from django.urls import reverse
@@ -39,6 +41,7 @@ from django.utils.http import urlsafe_base64_encode
 
 from core.errors import ServiceError
 
+from ..accounts import access_token_generator
 from ..models import Assignment, Batch, Provider, Worker
 from .local import ANNOTATORS_GROUP, create_annotator, validate_new_password
 from .quality import worker_quality
@@ -107,7 +110,7 @@ def generate_password(user) -> str:
 def one_time_link(user) -> Access:
     """A set-password link for ``user``: expires after PASSWORD_RESET_TIMEOUT, good for one use."""
     uidb64 = urlsafe_base64_encode(force_bytes(user.pk))
-    token = default_token_generator.make_token(user)
+    token = access_token_generator.make_token(user)
     return Access(
         user=user,
         link_path=reverse("annotation:team-welcome", kwargs={"uidb64": uidb64, "token": token}),
@@ -145,7 +148,11 @@ def reset_access(user, *, access: str = "link") -> Access:
 
 
 def set_active(user, active: bool):
-    """Deactivate (no more logins, sessions end, held HITs go back to the queue) or reactivate."""
+    """Deactivate (no more logins, sessions and links end for good, held HITs go back to the queue) or reactivate.
+
+    The sessions and links end through the save: a change of ``is_active`` raises the
+    account's access epoch (``accounts.watch_accounts``), whoever makes it.
+    """
     with transaction.atomic():
         user = _locked_member(user)
         user.is_active = active

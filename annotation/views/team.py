@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from core.errors import ServiceError
 from core.permissions import researcher_required
 
+from ..accounts import access_token_generator
 from ..models import Batch, Provider
 from ..services import answered_count, team
 
@@ -184,6 +185,7 @@ class WelcomeView(auth_views.PasswordResetConfirmView):
     template_name = "annotation/team_welcome.html"
     success_url = reverse_lazy("login")
     post_reset_login = False
+    token_generator = access_token_generator
 
     def get_user(self, uidb64):
         user = super().get_user(uidb64)
