@@ -20,7 +20,9 @@ reactivation does not bring them back (``annotation.accounts``: the access epoch
 it held are given back to the queue at once.
 
 A local batch can be restricted to a team (``Batch.team``; empty: every annotator may work
-on it); the hand-out then gives its HITs to team members only (:func:`.team_access.open_to`).
+on it); the hand-out then gives its HITs and its training to team members only, and takes
+their answers from them only (:mod:`.team_access`); one who leaves the team gives back the
+HIT they held.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from ..accounts import access_token_generator
 from ..models import Assignment, Batch, Provider, Worker
 from .local import ANNOTATORS_GROUP, create_annotator, validate_new_password
 from .quality import worker_quality
+from .team_access import assignment_open
 
 ACCESS = ("link", "password")
 _DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
@@ -172,7 +175,11 @@ def _locked_member(user):
 
 
 def set_batch_team(batch: Batch, usernames: Iterable[str]) -> list:
-    """Restrict an in-house batch to these annotators (none: every annotator); returns the team."""
+    """Restrict an in-house batch to these annotators (none: every annotator); returns the team.
+
+    HITs of the batch held by annotators it is no longer open to go back to the queue at once
+    (their submit would be refused: ``local.submit_local_assignment``).
+    """
     if batch.provider != Provider.LOCAL:
         raise ServiceError(f"batch {batch.name!r} is not in-house: only local batches have a team")
     wanted = sorted(set(usernames))
@@ -182,6 +189,9 @@ def set_batch_team(batch: Batch, usernames: Iterable[str]) -> list:
         raise ServiceError(f"not annotators: {', '.join(unknown)}")
     with transaction.atomic():
         batch.team.set(members)
+        Assignment.objects.filter(hit__batch=batch, status=Assignment.Status.ASSIGNED).exclude(
+            assignment_open()
+        ).update(status=Assignment.Status.ABANDONED)
     return members
 
 
