@@ -121,6 +121,30 @@ def one_time_link(user) -> Access:
     )
 
 
+def accept_link(user, password: str, *, checked_against: str) -> bool:
+    """Set the password chosen through ``user``'s one-time link, unless the link was used meanwhile.
+
+    ``checked_against``: the password hash the link's token was checked against. The
+    check and the write are one conditional ``UPDATE`` on it (and on the account still being
+    an active non-staff one): of two browsers accepting the same link at once, one sets its
+    password and the other is told the link was used (``False``); before, both were told
+    "password set" and the last write won.
+    """
+    user.set_password(password)
+    accepted = (
+        get_user_model()
+        ._base_manager.filter(pk=user.pk, password=checked_against, is_active=True, is_staff=False, is_superuser=False)
+        .update(password=user.password)
+    )
+    if accepted:
+        from django.contrib.auth.password_validation import password_changed
+
+        password_changed(password, user)
+    else:
+        user.password = checked_against
+    return bool(accepted)
+
+
 @transaction.atomic
 def add_member(username: str, email: str = "", *, access: str = "link") -> Access:
     """A new annotator account, with a one-time link to choose a password or a generated one."""

@@ -117,3 +117,84 @@ def test_the_api_deactivation_ends_sessions_too(local_batch, annotators, researc
     api.force_login(researcher)
     assert api.post(f"/api/annotation/annotators/ann-a/{endpoint}/").status_code == 200
     assert _works(session) is (endpoint == "activate")  # activating an active account takes nothing away
+
+
+# --- one link accepted once (issue 27.14) -----------------------------------------------------
+
+
+class OtherBrowserFirst:
+    """A password validator (these tests' settings only) that, the first time it runs, lets another
+    browser accept the same link: the moment between this browser's token check and its write."""
+
+    pending = None
+
+    def validate(self, password, user=None):
+        act, type(self).pending = type(self).pending, None
+        if act is not None:
+            act()
+
+    def get_help_text(self):
+        return ""
+
+
+def _open_form(link_path: str) -> tuple[Client, str]:
+    """A browser that followed the link and shows the set-password form (its token checked)."""
+    browser = Client()
+    form_url = browser.get(link_path)["Location"]
+    assert browser.get(form_url).status_code == 200
+    return browser, form_url
+
+
+def _choose(browser: Client, form_url: str, password: str):
+    return browser.post(form_url, {"new_password1": password, "new_password2": password})
+
+
+def test_two_browsers_accepting_one_link_set_one_password(db, settings):
+    """Before, both were told "password set" and the last write won."""
+    settings.AUTH_PASSWORD_VALIDATORS = [
+        *settings.AUTH_PASSWORD_VALIDATORS,
+        {"NAME": f"{__name__}.OtherBrowserFirst"},
+    ]
+    access = team.add_member("twice")
+    (first, first_form), (second, second_form) = _open_form(access.link_path), _open_form(access.link_path)
+    answers = {}
+    OtherBrowserFirst.pending = lambda: answers.setdefault("second", _choose(second, second_form, "second-secret-42"))
+    answers["first"] = _choose(first, first_form, "first-secret-42")
+
+    assert answers["second"].status_code == 302 and answers["second"]["Location"] == reverse("login")
+    assert answers["first"].status_code == 410
+    assert "This link was already used, a moment ago" in answers["first"].content.decode()
+    assert _works(_logged_in("twice", "second-secret-42"))
+    assert Client().post("/accounts/login/", {"username": "twice", "password": "first-secret-42"}).status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_four_browsers_accepting_one_link_at_once_set_one_password():
+    """The race itself, on a database where the four posts run at the same time."""
+    import threading
+
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
+    access = team.add_member("four-at-once")
+    browsers = [_open_form(access.link_path) for _ in range(4)]
+    start, answers = threading.Barrier(4), {}
+
+    def accept(i):
+        try:
+            browser, form_url = browsers[i]
+            start.wait(10)
+            answers[i] = _choose(browser, form_url, f"secret-number-{i}-42")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=accept, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    winners = [i for i, answer in answers.items() if answer.status_code == 302]
+    assert len(answers) == 4 and len(winners) == 1
+    assert sorted(answer.status_code for answer in answers.values()) == [302, 410, 410, 410]
+    assert _works(_logged_in("four-at-once", f"secret-number-{winners[0]}-42"))
