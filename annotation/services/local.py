@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import (
     BooleanField,
     Count,
@@ -73,6 +73,8 @@ def create_annotator(
     (return an existing annotator unchanged, for the simulation's re-runs) is asked for, and
     a staff or superuser account is refused always (annotators see only their own work;
     the researcher's account stays separate). Passwords go through the site's validators.
+    Two requests adding the same new username at once: the second is refused with a
+    ``ServiceError`` (a 400), not the database's unique violation.
     """
     validate_username(username)
     user_model = get_user_model()
@@ -92,7 +94,16 @@ def create_annotator(
             user.set_password(password)
         elif user.pk is None:
             user.set_unusable_password()
-        user.save()
+        if user.pk is None:
+            try:
+                with transaction.atomic():
+                    user.save()
+            except IntegrityError:
+                # Another request added the same username between the read above and this
+                # insert (two adds at once; on PostgreSQL the second waits, then fails here).
+                raise ServiceError(f"user {username!r} already exists (added a moment ago)") from None
+        else:
+            user.save()
         group, _ = Group.objects.get_or_create(name=ANNOTATORS_GROUP)
         user.groups.add(group)
     local_worker(user)
