@@ -46,6 +46,25 @@ def test_a_session_opened_before_deactivation_never_works_again(local_batch, ann
     assert not _works(old)
 
 
+def test_sessions_keep_working_across_a_secret_key_rotation_and_from_before_the_epoch(
+    local_batch, annotators, settings
+):
+    """An account whose epoch was never raised hashes as Django does (sessions opened before the
+    epoch existed keep working); one whose epoch was raised still verifies through SECRET_KEY_FALLBACKS."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.accounts import account
+
+    user = annotators[0]
+    assert account(user).get_session_auth_hash() == get_user_model().objects.get(pk=user.pk).get_session_auth_hash()
+    team.set_active(user, False)
+    team.set_active(user, True)
+    session = _logged_in(user.username)
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "a-new-secret-key-" + "x" * 40
+    assert _works(session)
+
+
 def test_a_link_made_before_deactivation_is_refused_after_reactivation(db):
     access = team.add_member("comeback")
     team.set_active(access.user, False)
