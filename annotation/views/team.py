@@ -131,9 +131,13 @@ def member_active(request: HttpRequest, username: str) -> HttpResponse:
     active = request.POST["active"] == "1"
     team.set_active(member, active)
     if active:
-        messages.success(request, f"{member.username} can log in again.")
+        messages.success(request, f"{member.username} can log in again (earlier sessions and links stay ended).")
     else:
-        messages.success(request, f"{member.username} is deactivated: they can no longer log in or take HITs.")
+        messages.success(
+            request,
+            f"{member.username} is deactivated: they can no longer log in or take HITs; "
+            "their sessions and one-time links ended for good, and the HITs they held went back to the queue.",
+        )
     return redirect("annotation:team-member", username=member.username)
 
 
