@@ -3,7 +3,8 @@
 - ``GET/POST /api/annotation/annotators/``: every annotator; add one with a one-time link
   (``access: "link"``) or a generated password (``"password"``), returned once (no-store);
 - ``GET /api/annotation/annotators/<username>/``, ``POST .../reset-password/``,
-  ``POST .../deactivate/``, ``POST .../activate/``;
+  ``POST .../deactivate/``, ``POST .../activate/``; adding a username taken at the same
+  moment by another request is a 400, like any taken username;
 - ``GET/PUT /api/annotation/batches/<name>/team/``: who may work on a local batch (empty:
   everyone) and each annotator's progress and quality on it.
 """
@@ -131,13 +132,14 @@ class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     @extend_schema(request=None, responses=AnnotatorSerializer)
     @action(detail=True, methods=["post"])
     def deactivate(self, request, username=None, format=None):
-        """No more logins or HITs; HITs they hold go back to the queue (repeating it is harmless)."""
+        """No more logins or HITs; their sessions and one-time links end for good (a later activation
+        does not bring them back); HITs they hold go back to the queue (repeating it is harmless)."""
         return Response(AnnotatorSerializer(team.set_active(self.get_object(), False)).data)
 
     @extend_schema(request=None, responses=AnnotatorSerializer)
     @action(detail=True, methods=["post"])
     def activate(self, request, username=None, format=None):
-        """Let a deactivated annotator log in and take HITs again."""
+        """Let a deactivated annotator log in and take HITs again (sessions and links from before stay ended)."""
         return Response(AnnotatorSerializer(team.set_active(self.get_object(), True)).data)
 
 

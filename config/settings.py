@@ -184,9 +184,11 @@ AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 1.0, minimum=0.01)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "core.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
+#: Django's model backend, but a session also ends for good when its account's rights change
+#: (deactivated or reactivated, made staff, out of the annotators group): annotation.accounts.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "annotation.accounts.AccountBackend",
 ]
 
 LANGUAGE_CODE = "en-us"

@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotation.labels import LABEL_NAMES, LABELS
@@ -120,6 +121,7 @@ def record_answers(
     submitted_at: dt.datetime | None = None,
     hit_queries: Sequence[HitQuery] | None = None,
     only_from: Collection[str] | None = None,
+    only_if: Q | None = None,
 ) -> AnswerCheck:
     """Store the judgments of a not-yet-answered assignment and score its gold questions.
 
@@ -131,7 +133,9 @@ def record_answers(
     written. The check and the write are one ``UPDATE``, run before the judgments are
     inserted: it takes the row's write lock, so of two submits of one assignment at once the
     second waits, then finds the status changed and records nothing -- the same guarantee as
-    locking the row and reading it again, one statement cheaper.
+    locking the row and reading it again, one statement cheaper. ``only_if``: a further
+    condition of that ``UPDATE`` (the batch still open to the worker: ``local._submit``),
+    with no join (its subqueries name the batch and worker by id).
 
     Only the answer's columns are written (status, times, raw answer, validity, gold, and
     ``feedback`` when gold failed), not the whole row: a column another request changes
@@ -158,6 +162,8 @@ def record_answers(
         # (subquery)``, and PostgreSQL, after waiting for the row, re-checks the row but not
         # what the subquery saw -- both submits would pass.
         row = row.filter(status__in=list(only_from))
+    if only_if is not None:
+        row = row.filter(only_if)
     if not row.update(**values):
         raise AlreadyRecorded("this HIT was already submitted")
     for name, value in values.items():

@@ -27,17 +27,27 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db import IntegrityError, connection, transaction
+from django.db.models import (
+    BooleanField,
+    Count,
+    Exists,
+    ExpressionWrapper,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+)
 from django.utils import timezone
 
 from core.errors import ServiceError
 
 from ..models import FREES_PLACE, Assignment, Batch, Hit, HitQuery, Provider, Worker
 from ..pseudonyms import worker_for
-from .answers import AnswerCheck, record_answers
+from .answers import AlreadyRecorded, AnswerCheck, record_answers
 from .statuses import ANSWERED, settle_hit_status
-from .team_access import open_to
+from .team_access import assignment_open, batch_open_to, is_open_to, open_to
 
 ANNOTATORS_GROUP = "annotators"
 #: How many locked candidates to try before giving up on a busy moment.
@@ -63,6 +73,8 @@ def create_annotator(
     (return an existing annotator unchanged, for the simulation's re-runs) is asked for, and
     a staff or superuser account is refused always (annotators see only their own work;
     the researcher's account stays separate). Passwords go through the site's validators.
+    Two requests adding the same new username at once: the second is refused with a
+    ``ServiceError`` (a 400), not the database's unique violation.
     """
     validate_username(username)
     user_model = get_user_model()
@@ -82,7 +94,16 @@ def create_annotator(
             user.set_password(password)
         elif user.pk is None:
             user.set_unusable_password()
-        user.save()
+        if user.pk is None:
+            try:
+                with transaction.atomic():
+                    user.save()
+            except IntegrityError:
+                # Another request added the same username between the read above and this
+                # insert (two adds at once; on PostgreSQL the second waits, then fails here).
+                raise ServiceError(f"user {username!r} already exists (added a moment ago)") from None
+        else:
+            user.save()
         group, _ = Group.objects.get_or_create(name=ANNOTATORS_GROUP)
         user.groups.add(group)
     local_worker(user)
@@ -134,6 +155,15 @@ def _handed_out(worker) -> QuerySet:
 
 class NotAnnotator(ServiceError):
     """The user is not in the annotators group: they are given no HITs."""
+
+
+class NotOpenToWorker(ServiceError):
+    """A submit for a HIT whose batch closed to its worker (they left its team) since it was handed out."""
+
+    def __init__(self, batch: Batch):
+        super().__init__(
+            f"batch {batch.name} is no longer open to you (you are not on its team): your answers were not recorded"
+        )
 
 
 @dataclass(frozen=True)
@@ -274,11 +304,18 @@ def next_assignment(
         # queue on their row, so the second sees the assignment the first was given.
         if not locked and not _writes_serialised():
             list(Worker.objects.select_for_update().filter(pk=worker.pk).values_list("pk"))
-        handed_out = _handed_out(worker).filter(in_batch).select_related("hit__batch").order_by("accepted_at")
+        handed_out = (
+            _handed_out(worker)
+            .filter(in_batch)
+            .select_related("hit__batch")
+            .annotate(open=ExpressionWrapper(assignment_open(), output_field=BooleanField()))
+            .order_by("accepted_at")
+        )
         for current in handed_out if holding is not False else ():
-            if not timed_out(current, current.hit.batch, now):
+            if current.open and not timed_out(current, current.hit.batch, now):
                 return current
-            # Its time ran out: its place is free, and this annotator is given another HIT.
+            # Its time ran out, or its batch closed to them (they left its team): its place is
+            # free, and this annotator is given another HIT.
             Assignment.objects.filter(pk=current.pk, status=Assignment.Status.ASSIGNED).update(
                 status=Assignment.Status.ABANDONED
             )
@@ -486,13 +523,21 @@ def submit_local_assignment(
     Either way the answers are written only if the row still takes them: the status check
     and the write are one conditional ``UPDATE`` (``record_answers(only_from=...)``), which
     is what makes a second submit of the same assignment, in another tab at the same
-    moment, record nothing.
+    moment, record nothing. The same ``UPDATE`` checks that the batch is still open to the
+    worker (team_access): one removed from its team since it was handed out is refused.
     """
     if not current:
         assignment = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)
     now = timezone.now()
-    with transaction.atomic():
-        return _submit(assignment, answers, now, hit_queries=hit_queries, count_answered=count_answered)
+    try:
+        with transaction.atomic():
+            return _submit(assignment, answers, now, hit_queries=hit_queries, count_answered=count_answered)
+    except AlreadyRecorded:
+        # Nothing written: already submitted, or its batch is no longer open to them (one
+        # more query, on this refusal only, tells which).
+        if not is_open_to(assignment.hit.batch, assignment.worker_id):
+            raise NotOpenToWorker(assignment.hit.batch) from None
+        raise
 
 
 def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered: bool) -> AnswerCheck:
@@ -508,7 +553,11 @@ def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered
     if batch.status != Batch.Status.PUBLISHED:
         raise ServiceError("this batch is no longer open")
     raw = json.dumps(dict(answers), sort_keys=True)
-    check = record_answers(assignment, answers, raw, hit_queries=hit_queries, only_from=_TAKES_ANSWERS)
+    # The batch must still be open to the worker (team_access): checked in the write itself.
+    still_open = batch_open_to(batch.pk, assignment.worker_id)
+    check = record_answers(
+        assignment, answers, raw, hit_queries=hit_queries, only_from=_TAKES_ANSWERS, only_if=still_open
+    )
     if count_answered:
         done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
         counts = Assignment.objects.filter(Q(hit_id=hit.pk) | Q(worker_id=assignment.worker_id)).aggregate(

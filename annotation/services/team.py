@@ -5,19 +5,24 @@ ways when the annotator has lost theirs:
 
 - a **one-time link** (``access="link"``): the account has no usable password until the
   annotator opens the link and chooses one. The link is Django's password-reset token
-  (``default_token_generator``): it expires after ``PASSWORD_RESET_TIMEOUT`` and is good
-  for one use, because it is a hash over the account's password and last login, both of
-  which change once it has been used; a newer link or password also ends it;
+  (``accounts.access_token_generator``): it expires after ``PASSWORD_RESET_TIMEOUT`` and is
+  good for one use, because it is a hash over the account's password and last login, both
+  of which change once it has been used (accepting it is one conditional ``UPDATE``: of two
+  browsers accepting it at once, one wins); a newer link or password also ends it, and so
+  does losing rights (deactivation), for good (the account's access epoch);
 - a **generated password** (``access="password"``), shown once to the researcher.
 
 Resetting always makes the old password unusable first, so a leaked one stops working at
 once (and the annotator's sessions end: Django checks the password hash on every request).
 
-Deactivating an account refuses its logins and ends its sessions (Django's backend ignores
-inactive users); the HITs it held are given back to the queue at once.
+Deactivating an account refuses its logins and ends its sessions and links for good: a
+reactivation does not bring them back (``annotation.accounts``: the access epoch); the HITs
+it held are given back to the queue at once.
 
 A local batch can be restricted to a team (``Batch.team``; empty: every annotator may work
-on it); the hand-out then gives its HITs to team members only (:func:`.team_access.open_to`).
+on it); the hand-out then gives its HITs and its training to team members only, and takes
+their answers from them only (:mod:`.team_access`); one who leaves the team gives back the
+HIT they held.
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.tokens import default_token_generator
 from django.db import transaction
 from django.db.models import Count, Q
 from django.urls import reverse
@@ -39,9 +43,11 @@ from django.utils.http import urlsafe_base64_encode
 
 from core.errors import ServiceError
 
+from ..accounts import access_token_generator
 from ..models import Assignment, Batch, Provider, Worker
 from .local import ANNOTATORS_GROUP, create_annotator, validate_new_password
 from .quality import worker_quality
+from .team_access import assignment_open
 
 ACCESS = ("link", "password")
 _DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
@@ -107,12 +113,36 @@ def generate_password(user) -> str:
 def one_time_link(user) -> Access:
     """A set-password link for ``user``: expires after PASSWORD_RESET_TIMEOUT, good for one use."""
     uidb64 = urlsafe_base64_encode(force_bytes(user.pk))
-    token = default_token_generator.make_token(user)
+    token = access_token_generator.make_token(user)
     return Access(
         user=user,
         link_path=reverse("annotation:team-welcome", kwargs={"uidb64": uidb64, "token": token}),
         link_expires=timezone.now() + dt.timedelta(seconds=settings.PASSWORD_RESET_TIMEOUT),
     )
+
+
+def accept_link(user, password: str, *, checked_against: str) -> bool:
+    """Set the password chosen through ``user``'s one-time link, unless the link was used meanwhile.
+
+    ``checked_against``: the password hash the link's token was checked against. The
+    check and the write are one conditional ``UPDATE`` on it (and on the account still being
+    an active non-staff one): of two browsers accepting the same link at once, one sets its
+    password and the other is told the link was used (``False``); before, both were told
+    "password set" and the last write won.
+    """
+    user.set_password(password)
+    accepted = (
+        get_user_model()
+        ._base_manager.filter(pk=user.pk, password=checked_against, is_active=True, is_staff=False, is_superuser=False)
+        .update(password=user.password)
+    )
+    if accepted:
+        from django.contrib.auth.password_validation import password_changed
+
+        password_changed(password, user)
+    else:
+        user.password = checked_against
+    return bool(accepted)
 
 
 @transaction.atomic
@@ -145,7 +175,11 @@ def reset_access(user, *, access: str = "link") -> Access:
 
 
 def set_active(user, active: bool):
-    """Deactivate (no more logins, sessions end, held HITs go back to the queue) or reactivate."""
+    """Deactivate (no more logins, sessions and links end for good, held HITs go back to the queue) or reactivate.
+
+    The sessions and links end through the save: a change of ``is_active`` raises the
+    account's access epoch (``accounts.watch_accounts``), whoever makes it.
+    """
     with transaction.atomic():
         user = _locked_member(user)
         user.is_active = active
@@ -165,7 +199,11 @@ def _locked_member(user):
 
 
 def set_batch_team(batch: Batch, usernames: Iterable[str]) -> list:
-    """Restrict an in-house batch to these annotators (none: every annotator); returns the team."""
+    """Restrict an in-house batch to these annotators (none: every annotator); returns the team.
+
+    HITs of the batch held by annotators it is no longer open to go back to the queue at once
+    (their submit would be refused: ``local.submit_local_assignment``).
+    """
     if batch.provider != Provider.LOCAL:
         raise ServiceError(f"batch {batch.name!r} is not in-house: only local batches have a team")
     wanted = sorted(set(usernames))
@@ -175,6 +213,9 @@ def set_batch_team(batch: Batch, usernames: Iterable[str]) -> list:
         raise ServiceError(f"not annotators: {', '.join(unknown)}")
     with transaction.atomic():
         batch.team.set(members)
+        Assignment.objects.filter(hit__batch=batch, status=Assignment.Status.ASSIGNED).exclude(
+            assignment_open()
+        ).update(status=Assignment.Status.ABANDONED)
     return members
 
 

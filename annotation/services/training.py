@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from django.db import IntegrityError, transaction
-from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from core.errors import ServiceError
 
@@ -62,8 +62,11 @@ def qualified_batches(batches: QuerySet, worker: Worker) -> QuerySet:
 
 
 def training_plan(batches: QuerySet, worker: Worker) -> tuple[Batch | None, list[Batch]]:
-    """The first published batch whose training ``worker`` has not taken yet (``None``: none), and
-    the batches ``claim_hit`` may hand out, in one query.
+    """The first published batch open to ``worker`` whose training they have not taken yet
+    (``None``: none), and the batches ``claim_hit`` may hand out, in one query.
+
+    A batch whose team the worker is not on is neither: its training queries (and, once
+    answered, their answer key) are for the workers it may be given to (team_access).
 
     ``qualified`` is what ``claim_hit`` reads from ``qualified_batches(batches, worker)``:
     published, open to the worker (team_access), training passed or none, oldest first,
@@ -73,11 +76,11 @@ def training_plan(batches: QuerySet, worker: Worker) -> tuple[Batch | None, list
 
     rows = (
         batches.filter(status=Batch.Status.PUBLISHED)
+        .filter(open_to(worker))
         .annotate(
             has_training=Exists(TrainingQuery.objects.filter(batch=OuterRef("pk"))),
             taken=Exists(Qualification.objects.filter(batch=OuterRef("pk"), worker=worker)),
             passed=Exists(Qualification.objects.filter(batch=OuterRef("pk"), worker=worker, passed=True)),
-            open=ExpressionWrapper(open_to(worker), output_field=BooleanField()),
         )
         .order_by("created", "pk")
         .only("pk", "name", "assignment_duration", "created")
@@ -86,7 +89,7 @@ def training_plan(batches: QuerySet, worker: Worker) -> tuple[Batch | None, list
     for batch in rows:
         if batch.has_training and not batch.taken and due is None:
             due = batch
-        if batch.open and (batch.passed or not batch.has_training):
+        if batch.passed or not batch.has_training:
             qualified.append(batch)
     return due, qualified
 

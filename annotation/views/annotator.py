@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import BooleanField, ExpressionWrapper
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -18,8 +19,9 @@ from core.errors import ServiceError
 from .. import services
 from ..forms import HitAnswerForm, TrainingAnswerForm
 from ..models import Assignment, Batch, Provider
-from ..services.local import NotAnnotator, answered_and_progress, local_worker, next_hit_for
+from ..services.local import NotAnnotator, NotOpenToWorker, annotator_worker, answered_and_progress, next_hit_for
 from ..services.publishing import CATEGORIES
+from ..services.team_access import assignment_open, open_to
 from ..services.training import qualification_of, submit_training
 
 
@@ -39,13 +41,17 @@ def next_hit(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def training_page(request: HttpRequest, name: str) -> HttpResponse:
-    """The batch's qualification step for an in-house annotator: the shared HIT page, then the result."""
-    if not services.is_annotator(request.user):
+    """The batch's qualification step for an in-house annotator: the shared HIT page, then the result.
+
+    Only for a batch open to them (team_access): to anyone else its training queries and their
+    answer key are as unknown as its HITs (404, the answer for a batch that does not exist).
+    """
+    worker = annotator_worker(request.user)
+    if worker is None:
         raise PermissionDenied("Only annotators take the training.")
-    batch = get_object_or_404(Batch, name=name, provider=Provider.LOCAL, status=Batch.Status.PUBLISHED)
-    return training_step(
-        request, batch, local_worker(request.user), mode="local", continue_url=reverse("annotation:next")
-    )
+    batches = Batch.objects.filter(provider=Provider.LOCAL, status=Batch.Status.PUBLISHED).filter(open_to(worker))
+    batch = get_object_or_404(batches, name=name)
+    return training_step(request, batch, worker, mode="local", continue_url=reverse("annotation:next"))
 
 
 def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, continue_url: str) -> HttpResponse:
@@ -88,12 +94,19 @@ def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, cont
 @login_required
 def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
     """One HIT for its annotator: the shared HIT page, posting back here."""
-    assignment = get_object_or_404(
-        Assignment.objects.select_related("hit__batch"), pk=pk, worker__identity__user=request.user
+    # Whether its batch is still open to them (team_access) is read with it, in the same query.
+    mine = Assignment.objects.select_related("hit__batch").annotate(
+        open=ExpressionWrapper(assignment_open(), output_field=BooleanField())
     )
+    assignment = get_object_or_404(mine, pk=pk, worker__identity__user=request.user)
     if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
         messages.info(request, "You already submitted that HIT.")
         return redirect("annotation:next")
+    if not assignment.open:  # they left its team: the HIT went back to the queue
+        messages.error(
+            request, f"Batch {assignment.hit.batch.name} is no longer open to you (you are not on its team)."
+        )
+        return redirect("annotation:batch-list")
     hit = assignment.hit
     hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
     action = reverse("annotation:assignment", args=[assignment.pk])
@@ -104,6 +117,9 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                 check = services.submit_local_assignment(
                     assignment, form.cleaned_data, hit_queries=hit_queries, count_answered=True, current=True
                 )
+            except NotOpenToWorker as exc:  # shown at once on their home page (the HIT page shows no messages)
+                messages.error(request, str(exc))
+                return redirect("annotation:batch-list")
             except ServiceError as exc:
                 messages.error(request, str(exc))
             else:

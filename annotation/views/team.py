@@ -15,7 +15,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.cache import never_cache
@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from core.errors import ServiceError
 from core.permissions import researcher_required
 
+from ..accounts import access_token_generator
 from ..models import Batch, Provider
 from ..services import answered_count, team
 
@@ -130,9 +131,13 @@ def member_active(request: HttpRequest, username: str) -> HttpResponse:
     active = request.POST["active"] == "1"
     team.set_active(member, active)
     if active:
-        messages.success(request, f"{member.username} can log in again.")
+        messages.success(request, f"{member.username} can log in again (earlier sessions and links stay ended).")
     else:
-        messages.success(request, f"{member.username} is deactivated: they can no longer log in or take HITs.")
+        messages.success(
+            request,
+            f"{member.username} is deactivated: they can no longer log in or take HITs; "
+            "their sessions and one-time links ended for good, and the HITs they held went back to the queue.",
+        )
     return redirect("annotation:team-member", username=member.username)
 
 
@@ -179,11 +184,13 @@ def _progress(batch: Batch) -> dict:
 
 class WelcomeView(auth_views.PasswordResetConfirmView):
     """An annotator's one-time link: choose a password (then log in). Refused once used, expired
-    or replaced, and for accounts that are deactivated or not annotators'."""
+    or replaced, and for accounts that are deactivated or not annotators'; accepted once even
+    when several browsers post it at the same moment."""
 
     template_name = "annotation/team_welcome.html"
     success_url = reverse_lazy("login")
     post_reset_login = False
+    token_generator = access_token_generator
 
     def get_user(self, uidb64):
         user = super().get_user(uidb64)
@@ -198,8 +205,15 @@ class WelcomeView(auth_views.PasswordResetConfirmView):
         return response
 
     def form_valid(self, form):
+        """Accepting the link is one conditional write (``team.accept_link``): once, however many browsers post it."""
+        del self.request.session[auth_views.INTERNAL_RESET_SESSION_TOKEN]
+        # self.user is as dispatch read it and checked the token against its password hash.
+        accepted = team.accept_link(self.user, form.cleaned_data["new_password1"], checked_against=self.user.password)
+        if not accepted:
+            self.validlink = False
+            return self.render_to_response(self.get_context_data(used_meanwhile=True))
         messages.success(self.request, "Your password is set: log in with it.")
-        return super().form_valid(form)
+        return HttpResponseRedirect(self.get_success_url())
 
 
 welcome = WelcomeView.as_view()

@@ -60,6 +60,49 @@ def test_an_outsider_still_gets_the_hits_of_open_batches(query_set, annotators):
     assert got == ["open", "open"]
 
 
+def test_leaving_a_team_gives_back_the_held_hit_and_refuses_its_submit(local_batch, annotators, client):
+    """Issue 27.15: an annotator removed from a batch's team kept the HIT they held, opened
+    it and submitted it afterwards."""
+    from annotation.models import Judgment
+
+    leaver, stayer = annotators[0], annotators[1]
+    held, kept = services.next_assignment(leaver), services.next_assignment(stayer)
+    client.force_login(leaver)
+    page = reverse("annotation:assignment", args=[held.pk])
+    assert client.get(page).status_code == 200
+
+    team.set_batch_team(local_batch, [stayer.username])
+    held.refresh_from_db()
+    kept.refresh_from_db()
+    assert held.status == Assignment.Status.ABANDONED  # its place is back in the queue
+    assert kept.status == Assignment.Status.ASSIGNED  # the team's own annotator keeps theirs
+
+    opened = client.get(page, follow=True)
+    assert opened.redirect_chain[-1][0] == reverse("annotation:batch-list")
+    assert "Batch b1 is no longer open to you" in opened.content.decode()
+    posted = client.post(page, answers_for(held), follow=True)
+    assert "no longer open to you" in posted.content.decode()
+    with pytest.raises(ServiceError, match="b1 is no longer open to you"):  # the service refuses too, whoever calls it
+        services.submit_local_assignment(held, answers_for(held))
+    assert not Judgment.objects.filter(assignment=held).exists()
+    assert services.next_assignment(leaver) is None  # nothing else is open to them
+    assert services.submit_local_assignment(kept, answers_for(kept)).valid  # members' submits still count
+
+
+def test_a_hit_held_in_a_batch_closed_by_other_means_is_not_handed_back_to_them(local_batch, annotators):
+    """The team changed without set_batch_team (the admin's form): the hand-out gives the held HIT
+    back to the queue instead of to its holder, and the submit is refused all the same."""
+    held = services.next_assignment(annotators[0])
+    local_batch.team.set([annotators[1]])
+    with pytest.raises(ServiceError, match="b1 is no longer open to you"):
+        services.submit_local_assignment(held, answers_for(held))
+    assert services.next_assignment(annotators[0]) is None
+    held.refresh_from_db()
+    assert held.status == Assignment.Status.ABANDONED
+    local_batch.team.set([])  # open to everyone again: a new HIT (never one they were handed before)
+    assert services.next_assignment(annotators[0]).hit_id != held.hit_id
+
+
 def test_only_local_batches_take_a_team_of_annotators(query_set, annotators, researcher):
     mturk = make_batch(query_set, name="crowd", provider="mturk")
     with pytest.raises(ServiceError, match="not in-house"):

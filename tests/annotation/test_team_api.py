@@ -76,6 +76,74 @@ def test_create_refuses_bad_input_with_json_400(staff, annotators, body, field):
     assert response.status_code == 400 and field in response.json()
 
 
+@pytest.fixture
+def added_meanwhile():
+    """Another request adds the same username between the add's check and its insert (the moment
+    two adds at once meet): a ``pre_save`` receiver inserts it first, once, on the same database."""
+    from django.db.models.signals import pre_save
+
+    user_model = get_user_model()
+    armed = {}
+
+    def insert_first(sender, instance, **kwargs):
+        if instance.pk is None and instance.username == armed.get("username"):
+            del armed["username"]
+            user_model.objects.create_user(instance.username)
+
+    pre_save.connect(insert_first, sender=user_model, dispatch_uid="test.added_meanwhile")
+    yield armed
+    pre_save.disconnect(sender=user_model, dispatch_uid="test.added_meanwhile")
+
+
+@pytest.mark.parametrize("access", ["link", "password"])
+def test_an_add_meeting_the_same_add_is_a_400_not_a_500(staff, added_meanwhile, access):
+    """Issue 27.16: on PostgreSQL two adds of one username at once answered 500 (unique violation)."""
+    added_meanwhile["username"] = "racer"
+    response = staff.post(f"{API}/annotators/", {"username": "racer", "access": access}, "application/json")
+    assert response.status_code == 400
+    assert response.json()["detail"] == "user 'racer' already exists (added a moment ago)"
+
+
+def test_the_team_page_meeting_the_same_add_says_so(researcher, added_meanwhile):
+    page = Client(raise_request_exception=False)
+    page.force_login(researcher)
+    added_meanwhile["username"] = "racer"
+    response = page.post("/annotation/team/", {"username": "racer", "access": "link"})
+    assert response.status_code == 400 and "already exists (added a moment ago)" in response.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_four_adds_of_one_username_at_once_give_one_201_and_400s(researcher):
+    """The race itself, where the database runs the four adds at the same time."""
+    import threading
+
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
+    clients = []
+    for _ in range(4):
+        client = Client(raise_request_exception=False)
+        client.force_login(researcher)
+        clients.append(client)
+    start, codes = threading.Barrier(4), []
+
+    def add(client):
+        try:
+            start.wait(10)
+            codes.append(client.post(f"{API}/annotators/", {"username": "same"}, "application/json").status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=add, args=(client,)) for client in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(codes) == [201, 400, 400, 400]
+    assert get_user_model().objects.filter(username="same").count() == 1
+
+
 def test_a_json_list_body_is_refused_with_400(staff):
     response = staff.post(f"{API}/annotators/", ["x"], "application/json")
     assert response.status_code == 400 and "detail" in response.json()

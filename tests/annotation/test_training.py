@@ -93,3 +93,30 @@ def test_training_is_refused_where_it_does_not_run(query_set):
         services.create_batch(
             "clash", services.BatchSettings(), query_set=query_set, training=[services.GoldQuery("101", "x", "n")]
         )
+
+
+def test_a_batch_with_a_team_trains_its_members_only(training_batch, query_set, annotators, client):
+    """Issue 27.2: an annotator outside a batch's team was sent to its training first, saw its
+    queries and (after answering) their answer key, and got no other work until they took it."""
+    from annotation.services import team
+
+    from .conftest import make_batch
+
+    other = make_batch(query_set, name="other")  # open to everyone, no training
+    services.publish_batch(other)
+    member, outsider = annotators[0], annotators[1]
+    team.set_batch_team(training_batch, [member.username])
+
+    _login(client, outsider)
+    nxt = client.get("/annotation/next/")
+    assert nxt.status_code == 302 and nxt["Location"].startswith("/annotation/assignments/")  # work of "other"
+    url = "/annotation/batches/trained/training/"
+    page = client.get(url)
+    assert page.status_code == 404 and "what is a mother" not in page.content.decode()
+    answered = client.post(url, {"q-1": "f", "q-2": "m", "q-3": "n", "q-4": "o"})
+    assert answered.status_code == 404 and "is Other or multiple genders" not in answered.content.decode()
+    assert not Qualification.objects.exists()
+
+    _login(client, member)
+    assert client.get("/annotation/next/")["Location"] == url  # the team's own annotator is trained first
+    assert "what is a mother" in client.get(url).content.decode()

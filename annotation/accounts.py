@@ -1,0 +1,175 @@
+"""Account state that ends sessions and one-time links for good: the access epoch.
+
+Django ends a deactivated user's sessions only while they are inactive (its backend
+ignores inactive users), and a password-reset token depends only on the password, the
+last login and the e-mail: reactivate the account, or make it staff and back, and a
+session opened before, or a one-time link made before, works again. So each annotator's
+account carries an *access epoch* (``WorkerIdentity.access_epoch``), raised whenever what
+the account may do changes:
+
+- its active, staff or superuser status changes (deactivated or reactivated, made staff or
+  back), or it is taken out of the annotators group, wherever it happens: the team pages,
+  the API, the admin (:func:`watch_accounts` listens to the saves);
+
+and both ends check it:
+
+- **sessions**: :class:`AccountBackend` reads a session's user as an ``Account`` with its
+  epoch (one statement, as Django's backend), and the session hash covers the epoch
+  (``Account._get_session_auth_hash``): a session opened before the raise no longer
+  verifies, and Django ends it (flushes it) on its next request;
+- **one-time links**: :data:`access_token_generator` mixes the epoch into the token's hash,
+  so a link made before the raise is refused for good.
+
+An account whose epoch was never raised hashes as Django does, so sessions and links made
+before this existed keep working. Not covered: ``QuerySet.update(is_active=...)`` (no
+signal) and accounts without a ``WorkerIdentity`` (researchers: they have no annotator
+sessions to end; the annotators group's members all get one when first raised).
+"""
+
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth import HASH_SESSION_KEY, get_user_model
+from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.tokens import PasswordResetTokenGenerator
+from django.db.models import F, IntegerField, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from .models import Account, Provider, WorkerIdentity
+
+#: A change of any of these may take something away from the account.
+_STATE_FIELDS = ("is_active", "is_staff", "is_superuser")
+
+
+def _epoch_of(user_ref) -> Coalesce:
+    rows = WorkerIdentity.objects.filter(user_id=user_ref).order_by().values("access_epoch")[:1]
+    return Coalesce(Subquery(rows, output_field=IntegerField()), Value(0))
+
+
+def accounts():
+    """Every user as an ``Account`` with its access epoch, read in the same statement."""
+    from django.db.models import OuterRef
+
+    return Account.objects.annotate(access_epoch=_epoch_of(OuterRef("pk")))
+
+
+def account(user) -> Account:
+    """``user`` as an ``Account`` with its current access epoch (one query)."""
+    return accounts().get(pk=user.pk)
+
+
+def access_epoch(user) -> int:
+    """The account's current access epoch (0 if never raised)."""
+    row = WorkerIdentity.objects.filter(user_id=user.pk).values_list("access_epoch", flat=True).first()
+    return row or 0
+
+
+def raise_access_epoch(user_id: int) -> None:
+    """End every session and one-time link of the account made until now, for good.
+
+    An annotator without a worker identity yet (made in the admin) is given one, so the raise
+    is recorded; an account that never was an annotator has no annotator sessions to end.
+    """
+    raised = WorkerIdentity.objects.filter(user_id=user_id).update(access_epoch=F("access_epoch") + 1)
+    if raised:
+        return
+    from .pseudonyms import worker_for
+    from .services.local import ANNOTATORS_GROUP
+
+    user = get_user_model().objects.filter(pk=user_id, groups__name=ANNOTATORS_GROUP).first()
+    if user is not None:
+        worker_for(Provider.LOCAL, str(user.pk), user=user)
+        WorkerIdentity.objects.filter(user_id=user_id).update(access_epoch=F("access_epoch") + 1)
+
+
+class AccountBackend(ModelBackend):
+    """Django's model backend, reading a session's user as an ``Account`` bound to its access epoch."""
+
+    def get_user(self, user_id):
+        try:
+            user = accounts().get(pk=user_id)
+        except Account.DoesNotExist:
+            return None
+        return user if self.user_can_authenticate(user) else None
+
+    async def aget_user(self, user_id):
+        return await sync_to_async(self.get_user)(user_id)
+
+
+class AccessTokenGenerator(PasswordResetTokenGenerator):
+    """Django's password-reset tokens, also ended by a raise of the account's access epoch."""
+
+    key_salt = "django.contrib.auth.tokens.PasswordResetTokenGenerator"  # Django's: older links keep working
+
+    def _make_hash_value(self, user, timestamp) -> str:
+        base = super()._make_hash_value(user, timestamp)
+        epoch = access_epoch(user)
+        return f"{base}:epoch={epoch}" if epoch else base
+
+
+access_token_generator = AccessTokenGenerator()
+
+
+# --- signal receivers (connected in ``AnnotationConfig.ready``) ------------------------------
+
+
+def _bind_login_to_epoch(sender, request, user, **kwargs) -> None:
+    """``user_logged_in``: the new session's hash covers the account's epoch, however it logged in.
+
+    ``login()`` stored the hash of the user object it was given (a plain ``User`` from the
+    login form's backend or ``force_login``); the sessions' backend checks the ``Account``'s
+    (the same while the epoch was never raised). One query, at login only.
+    """
+    if request is not None and hasattr(request, "session"):
+        request.session[HASH_SESSION_KEY] = account(user).get_session_auth_hash()
+
+
+def _raise_on_lost_rights(sender, instance, update_fields=None, raw=False, **kwargs) -> None:
+    """``pre_save`` of a user: raise the epoch when active, staff or superuser status changes."""
+    if raw or instance.pk is None:
+        return
+    if update_fields is not None and not set(update_fields) & set(_STATE_FIELDS):
+        return  # e.g. the last_login written at every login: no read
+    before = type(instance)._base_manager.filter(pk=instance.pk).values_list(*_STATE_FIELDS).first()
+    if before is not None and before != tuple(getattr(instance, name) for name in _STATE_FIELDS):
+        raise_access_epoch(instance.pk)
+
+
+def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_set, **kwargs) -> None:
+    """``m2m_changed`` of users' groups: leaving the annotators group raises the member's epoch."""
+    from django.contrib.auth.models import Group
+
+    from .services.local import ANNOTATORS_GROUP
+
+    if action not in ("pre_remove", "pre_clear"):
+        return
+    if not reverse:  # user.groups.remove(...) / clear(): instance is the user
+        groups = Group.objects.filter(name=ANNOTATORS_GROUP, user=instance)
+        if action == "pre_remove":
+            groups = groups.filter(pk__in=pk_set or ())
+        if groups.exists():
+            raise_access_epoch(instance.pk)
+        return
+    if instance.name != ANNOTATORS_GROUP:  # group.user_set.remove(...) / clear(): instance is the group
+        return
+    members = instance.user_set.all()
+    if action == "pre_remove":
+        members = members.filter(pk__in=pk_set or ())
+    for user_id in members.values_list("pk", flat=True):
+        raise_access_epoch(user_id)
+
+
+def watch_accounts() -> None:
+    """Connect the receivers above (once; ``AnnotationConfig.ready``)."""
+    from django.contrib.auth.signals import user_logged_in
+    from django.db.models.signals import m2m_changed, pre_save
+
+    user_model = get_user_model()
+    user_logged_in.connect(_bind_login_to_epoch, dispatch_uid="annotation.accounts.login")
+    for sender in (user_model, Account):  # a proxy's save names the proxy as its sender
+        pre_save.connect(
+            _raise_on_lost_rights, sender=sender, dispatch_uid=f"annotation.accounts.state.{sender.__name__}"
+        )
+    m2m_changed.connect(
+        _raise_on_leaving_annotators, sender=user_model.groups.through, dispatch_uid="annotation.accounts.groups"
+    )
