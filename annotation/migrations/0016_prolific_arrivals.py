@@ -26,7 +26,7 @@ def drop_table(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0012_derived_batches_routing"),
+        ("annotation", "0014_team_state"),
     ]
 
     operations = [migrations.RunPython(create_table, drop_table)]
