@@ -26,12 +26,8 @@ that is not JSON are retried with exponential back-off, honouring ``Retry-After`
 from __future__ import annotations
 
 import hashlib
-import http.client
-import json
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,7 +35,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
-from core.backoff import backoff_delay, retry_after_seconds
+from core.http import HttpError, JsonClient
 
 from ..labels import LABELS, label_code
 from .base import Prediction, PreLabelError, PreLabeller, register
@@ -139,8 +135,54 @@ class Sampled:
     requests: int = 0
 
 
+#: The largest token count believed from one answer's ``usage`` (a number beyond it is a broken answer).
+MAX_TOKENS = 10**9
+#: An answer longer than this is kept (cached, voted) as the label it names, or as unparseable.
+MAX_ANSWER_CHARS = 200
+
+
+def _tokens(usage: Any, key: str) -> int:
+    """A token count of ``usage`` (absent: 0), or a PreLabelError for a count no endpoint sends."""
+    value = usage.get(key, 0) if isinstance(usage, dict) else 0
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        raise PreLabelError(
+            f"chat completions: an answer with usage.{key} = {str(value)[:40]!r}, not a token count", 502
+        )
+    return value
+
+
+def bounded_answer(content: Any) -> str | None:
+    """What is kept of one answer: itself when short, else the label it names (``None``: unparseable)."""
+    if not isinstance(content, str):
+        return None
+    return content if len(content) <= MAX_ANSWER_CHARS else parse_answer(content)
+
+
+def read_choices(answer: Any) -> tuple[list[str | None], int, int]:
+    """The answers and the prompt and completion tokens of one chat completion, or a PreLabelError
+    saying what is wrong with it (valid JSON of another shape is a clear error, never a raw one)."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list):
+        raise PreLabelError("chat completions: an answer without a list of choices", 502)
+    contents = []
+    for choice in answer["choices"]:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise PreLabelError("chat completions: an answer whose choice has no message object", 502)
+        contents.append(bounded_answer(message.get("content")))
+    usage = answer.get("usage") or {}
+    return contents, _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
+
+
 class ChatClient:
-    """An OpenAI-compatible endpoint at ``base_url`` (``.../v1/``); ``sleep`` injectable for tests."""
+    """An OpenAI-compatible endpoint at ``base_url`` (``.../v1/``); ``sleep`` injectable for tests.
+
+    ``timeout`` bounds each attempt's reads, ``deadline`` one query's call in all (retries
+    included), ``max_bytes`` an answer's size (see :mod:`core.http`).
+    """
 
     def __init__(
         self,
@@ -152,6 +194,8 @@ class ChatClient:
         base_delay: float = 0.5,
         max_delay: float = 30.0,
         timeout: float = 60.0,
+        deadline: float = 300.0,
+        max_bytes: int = 1_000_000,
         sleep: Callable[[float], None] = time.sleep,
         prompt: Prompt = DEFAULT_PROMPT,
     ) -> None:
@@ -164,57 +208,58 @@ class ChatClient:
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.timeout = timeout
+        self.deadline = deadline
+        self.max_bytes = max_bytes
         self.sleep = sleep
         self.prompt = prompt
+        try:
+            self.transport = JsonClient(
+                self.url,
+                {"Authorization": f"Bearer {api_key}"} if api_key else {},
+                timeout=timeout,
+                deadline=deadline,
+                max_attempts=max_attempts,
+                base_delay=base_delay,
+                max_delay=max_delay,
+                max_bytes=max_bytes,
+                sleep=sleep,
+            )
+        except ValueError as exc:
+            raise PreLabelError(f"PRELABEL_API_URL: {exc}") from None
 
-    def complete(self, body: dict) -> dict:
-        """One chat completion, retried (see the module docstring)."""
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        for attempt in range(1, self.max_attempts + 1):
-            request = urllib.request.Request(self.url, data=data, method="POST", headers=headers)
-            retry_after = None
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read()
-                answer = json.loads(raw)
-                if isinstance(answer, dict) and isinstance(answer.get("choices"), list):
-                    return answer
-                error = PreLabelError(f"chat completions: no choices in the answer after {attempt} attempts", 502)
-            except urllib.error.HTTPError as exc:
-                status = exc.code
-                text = exc.read().decode("utf-8", "replace")[:300]
-                if status != 429 and status < 500:
-                    raise PreLabelError(f"chat completions: HTTP {status}: {text}", status) from None
-                retry_after = retry_after_seconds(exc.headers.get("Retry-After"))
-                error = PreLabelError(f"chat completions: HTTP {status} after {attempt} attempts", status)
-            except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as exc:
-                error = PreLabelError(f"chat completions: no answer after {attempt} attempts ({exc})", upstream=True)
-            except ValueError:  # not JSON
-                error = PreLabelError(f"chat completions: an answer that is not JSON after {attempt} attempts", 502)
-            if attempt == self.max_attempts:
-                raise error
-            self.sleep(backoff_delay(attempt, retry_after, base=self.base_delay, cap=self.max_delay))
-        raise AssertionError("unreachable")
+    def complete(self, body: dict, *, deadline: float | None = None) -> dict:
+        """One chat completion, retried (see the module docstring); ``deadline`` shortens the call's."""
+        try:
+            answer = self.transport.request("POST", self.url, body, deadline=deadline)
+        except HttpError as exc:
+            if exc.kind == "refused":
+                raise PreLabelError(f"chat completions: HTTP {exc.status}: {exc.text[:300]}", exc.status) from None
+            raise PreLabelError(f"chat completions: {exc}", exc.status, upstream=True) from None
+        if not isinstance(answer, dict):
+            raise PreLabelError("chat completions: an answer that is not a JSON object", 502)
+        return answer
 
-    def sample(self, query: str, k: int, temperature: float) -> Sampled:
-        """``k`` answers to the prompt for ``query`` (``n=k``; asked again if fewer came back)."""
+    def sample(self, query: str, k: int, temperature: float, *, deadline: float | None = None) -> Sampled:
+        """``k`` answers to the prompt for ``query`` (``n=k``; asked again if fewer came back).
+
+        ``deadline`` (seconds) bounds the whole query, however many calls it takes."""
         result = Sampled([])
+        ends = None if deadline is None else time.monotonic() + deadline
         while len(result.answers) < k:
             body = {"model": self.model, "messages": messages(query, self.prompt), "temperature": temperature}
             if k - len(result.answers) > 1:
                 body["n"] = k - len(result.answers)
-            answer = self.complete(body)
+            left = None if ends is None else ends - time.monotonic()
+            if left is not None and left <= 0:
+                raise PreLabelError("chat completions: the job's deadline passed", upstream=True)
+            contents, prompt_tokens, completion_tokens = read_choices(self.complete(body, deadline=left))
             result.requests += 1
-            usage = answer.get("usage") or {}
-            result.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            result.completion_tokens += int(usage.get("completion_tokens") or 0)
-            choices = answer["choices"][: k - len(result.answers)]
-            if not choices:
+            result.prompt_tokens += prompt_tokens
+            result.completion_tokens += completion_tokens
+            contents = contents[: k - len(result.answers)]
+            if not contents:
                 raise PreLabelError("chat completions: an answer with no choices", 502)
-            result.answers += [(choice.get("message") or {}).get("content") for choice in choices]
+            result.answers += contents
         return result
 
 
