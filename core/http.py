@@ -277,7 +277,10 @@ class JsonClient:
                 raise HttpError(
                     f"an answer of more than the limit of {limit} bytes", kind="too_large", status=response.status
                 )
-        return b"".join(parts)
+        body = b"".join(parts)
+        if not truncate and length and length.strip().isdigit() and size < int(length):
+            raise http.client.IncompleteRead(body, int(length) - size)  # the connection ended early
+        return body
 
 
 def _origin(parts: urllib.parse.SplitResult) -> str:
