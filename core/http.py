@@ -193,11 +193,11 @@ class JsonClient:
         else:
             conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
         expired = threading.Event()
+        sockets: list[socket.socket] = []  # kept here: an HTTP/1.0 answer takes the socket from ``conn``
 
         def watchdog() -> None:  # the deadline passed: end whatever read or write is blocked
             expired.set()
-            sock = conn.sock
-            if sock is not None:
+            for sock in sockets:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
 
@@ -208,6 +208,9 @@ class JsonClient:
         try:
             try:
                 conn.connect()
+                sockets.append(conn.sock)
+                if expired.is_set():  # the deadline passed while connecting
+                    raise TimeoutError("connecting took the whole deadline")
                 conn.request(method, target, body=data, headers=headers)
                 sent = True
                 response = conn.getresponse()

@@ -16,21 +16,34 @@ Cache. Answers are kept per (model, prompt version, query text) in an :class:`An
 (the service gives one over the database): a rerun asks for nothing, and asking for more
 samples asks only for the missing ones. The cache is used from the calling thread only.
 
-Transport. Calls run in a small thread pool (``concurrency``). A 429 or a 5xx answer, a
-connection that breaks or times out before an answer (a lost response), and an answer
-that is not JSON are retried with exponential back-off, honouring ``Retry-After``, up to
-``max_attempts``; repeating a completion is safe (it only costs). Other 4xx answers raise
-:class:`~annotation.prelabellers.base.PreLabelError`. Pure: no Django.
+Transport. Calls run in a small thread pool (``concurrency``) through the project's one HTTP
+client (:class:`core.http.JsonClient`): each query's call has a deadline (retries included),
+an answer is at most ``max_bytes``, redirects are never followed (the key stays with the
+endpoint). A 429 or a 5xx answer, a connection that breaks or times out before an answer (a
+lost response), and an answer that is not JSON are retried with exponential back-off,
+honouring ``Retry-After``, up to ``max_attempts``; repeating a completion is safe (it only
+costs). Other 4xx answers raise :class:`~annotation.prelabellers.base.PreLabelError`, and so
+does valid JSON of the wrong shape (no list of choices, a choice without a message, token
+counts that are not whole numbers from 0 to 10^9), without asking again.
+
+A job's bounds. ``job_deadline`` (seconds from the first :meth:`ChatPreLabeller.label`) and a
+circuit breaker (``max_consecutive_failures`` failed queries in a row, or a share
+``max_failure_share`` of the queries asked, from :data:`MIN_FOR_SHARE` on; a 401/403/404 at
+once) stop the labeller: queries not yet begun are not sent, and
+:class:`~annotation.prelabellers.base.PreLabelStopped` carries the predictions it did make, so
+the service stores them. An answer longer than ``max_answer_chars`` is kept as the label it
+names (or as unparseable), never as itself. Pure: no Django.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
@@ -38,7 +51,7 @@ from typing import Any, Protocol
 from core.http import HttpError, JsonClient
 
 from ..labels import LABELS, label_code
-from .base import Prediction, PreLabelError, PreLabeller, register
+from .base import Prediction, PreLabelError, PreLabeller, PreLabelStopped, register
 
 PROMPT_VERSION = "gender-v1"
 SYSTEM_PROMPT = """\
@@ -155,14 +168,14 @@ def _tokens(usage: Any, key: str) -> int:
     return value
 
 
-def bounded_answer(content: Any) -> str | None:
+def bounded_answer(content: Any, limit: int = MAX_ANSWER_CHARS) -> str | None:
     """What is kept of one answer: itself when short, else the label it names (``None``: unparseable)."""
     if not isinstance(content, str):
         return None
-    return content if len(content) <= MAX_ANSWER_CHARS else parse_answer(content)
+    return content if len(content) <= limit else parse_answer(content)
 
 
-def read_choices(answer: Any) -> tuple[list[str | None], int, int]:
+def read_choices(answer: Any, limit: int = MAX_ANSWER_CHARS) -> tuple[list[str | None], int, int]:
     """The answers and the prompt and completion tokens of one chat completion, or a PreLabelError
     saying what is wrong with it (valid JSON of another shape is a clear error, never a raw one)."""
     if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list):
@@ -172,7 +185,7 @@ def read_choices(answer: Any) -> tuple[list[str | None], int, int]:
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
             raise PreLabelError("chat completions: an answer whose choice has no message object", 502)
-        contents.append(bounded_answer(message.get("content")))
+        contents.append(bounded_answer(message.get("content"), limit))
     usage = answer.get("usage") or {}
     return contents, _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
 
@@ -198,6 +211,7 @@ class ChatClient:
         max_bytes: int = 1_000_000,
         sleep: Callable[[float], None] = time.sleep,
         prompt: Prompt = DEFAULT_PROMPT,
+        max_answer_chars: int = MAX_ANSWER_CHARS,
     ) -> None:
         if not model:
             raise PreLabelError("PRELABEL_MODEL is not set: name the model the endpoint serves")
@@ -212,6 +226,7 @@ class ChatClient:
         self.max_bytes = max_bytes
         self.sleep = sleep
         self.prompt = prompt
+        self.max_answer_chars = max_answer_chars
         try:
             self.transport = JsonClient(
                 self.url,
@@ -252,7 +267,9 @@ class ChatClient:
             left = None if ends is None else ends - time.monotonic()
             if left is not None and left <= 0:
                 raise PreLabelError("chat completions: the job's deadline passed", upstream=True)
-            contents, prompt_tokens, completion_tokens = read_choices(self.complete(body, deadline=left))
+            contents, prompt_tokens, completion_tokens = read_choices(
+                self.complete(body, deadline=left), self.max_answer_chars
+            )
             result.requests += 1
             result.prompt_tokens += prompt_tokens
             result.completion_tokens += completion_tokens
@@ -261,6 +278,10 @@ class ChatClient:
                 raise PreLabelError("chat completions: an answer with no choices", 502)
             result.answers += contents
         return result
+
+
+#: The failure share of the circuit breaker counts from this many queries asked on.
+MIN_FOR_SHARE = 10
 
 
 class AnswerCache(Protocol):
@@ -299,6 +320,10 @@ class ChatPreLabeller(PreLabeller):
         cache: AnswerCache | None = None,
         prompt_price: Decimal = Decimal("0"),
         completion_price: Decimal = Decimal("0"),
+        job_deadline: float | None = None,
+        max_consecutive_failures: int = 5,
+        max_failure_share: float = 0.25,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
         if samples < 1:
@@ -314,6 +339,58 @@ class ChatPreLabeller(PreLabeller):
         self.cache = cache if cache is not None else MemoryCache()
         self.prompt_price = Decimal(prompt_price)
         self.completion_price = Decimal(completion_price)
+        self.job_deadline = job_deadline
+        self.max_consecutive_failures = max(1, max_consecutive_failures)
+        self.max_failure_share = max_failure_share
+        self.clock = clock
+        self.started: float | None = None  # the first label(): the job's deadline counts from it
+        self.asked = self.failed = self.failed_in_a_row = 0
+        self.stopped: str | None = None  # why the circuit breaker tripped
+        self._lock = threading.Lock()
+
+    def _left(self) -> float | None:
+        """Seconds left of the job's deadline (``None``: no deadline)."""
+        if self.job_deadline is None or self.started is None:
+            return None
+        return self.job_deadline - (self.clock() - self.started)
+
+    def _sample(self, text: str, n: int) -> Sampled | None:
+        """One query's answers, in a worker thread; ``None`` when the job stopped before it began.
+
+        The failure counts are kept here, as each call ends, so that a query the pool has
+        already taken up is not sent once the breaker has tripped."""
+        with self._lock:
+            if self.stopped is not None:
+                return None
+        left = self._left()
+        try:
+            if left is not None and left <= 0:
+                raise PreLabelError(f"the job's deadline of {self.job_deadline:g} s passed", upstream=True)
+            sampled = self.client.sample(text, n, self.temperature, deadline=left)
+        except PreLabelError as exc:
+            with self._lock:
+                self.asked += 1
+                self.failed += 1
+                self.failed_in_a_row += 1
+                if self.stopped is None and exc.status in (401, 403, 404):  # every query would be refused
+                    self.stopped = f"the endpoint refused the call (HTTP {exc.status})"
+                self.stopped = self.stopped or self._breaker()
+            raise
+        with self._lock:
+            self.asked += 1
+            self.failed_in_a_row = 0
+        return sampled
+
+    def _breaker(self) -> str | None:
+        """Why the job must stop now, or ``None``."""
+        if self.failed_in_a_row >= self.max_consecutive_failures:
+            return f"{self.failed_in_a_row} queries in a row failed"
+        if self.asked >= MIN_FOR_SHARE and self.failed / self.asked >= self.max_failure_share:
+            return f"{self.failed} of {self.asked} queries failed"
+        left = self._left()
+        if left is not None and left <= 0:
+            return f"the job's deadline of {self.job_deadline:g} s passed"
+        return None
 
     def _spend(self, sampled: Sampled) -> None:
         self.usage.requests += sampled.requests
@@ -324,21 +401,32 @@ class ChatPreLabeller(PreLabeller):
         ) / 1_000_000
 
     def label(self, queries: Sequence[tuple[str, str]]) -> list[Prediction]:
+        """Predictions from the cache and the endpoint; failures raise :class:`PreLabelStopped`
+        with what was labelled (see the module docstring: circuit breaker and deadline)."""
+        if self.started is None:
+            self.started = self.clock()
         texts = list(dict.fromkeys(text for _, text in queries))
         known = self.cache.get_many(self.model, self.prompt_version, texts)
         missing = {t: self.samples - len(known[t].answers) if t in known else self.samples for t in texts}
         missing = {t: n for t, n in missing.items() if n > 0}
         self.usage.cached_queries += len(texts) - len(missing)
         self.usage.sampled_queries += len(missing)
-        failure: BaseException | None = None
+        failure: PreLabelError | None = None
+        failures = 0
         if missing:
+            with self._lock:
+                self.stopped = self.stopped or self._breaker()
+        if missing and self.stopped is None:
             with ThreadPoolExecutor(max_workers=min(self.concurrency, len(missing))) as pool:
-                futures = {t: pool.submit(self.client.sample, t, n, self.temperature) for t, n in missing.items()}
+                futures: dict[str, Future] = {t: pool.submit(self._sample, t, n) for t, n in missing.items()}
                 for text, future in futures.items():  # collected in this thread: the cache is not shared
                     try:
                         sampled = future.result()
                     except PreLabelError as exc:
                         failure = failure or exc
+                        failures += 1
+                        continue
+                    if sampled is None:  # not asked: the job stopped first
                         continue
                     self._spend(sampled)
                     before = known.get(text, Sampled([]))
@@ -350,9 +438,22 @@ class ChatPreLabeller(PreLabeller):
                     )
                     self.cache.put(self.model, self.prompt_version, text, merged)
                     known[text] = merged
-        if failure is not None:  # what was answered is cached: a rerun asks only for the rest
-            raise failure
-        predictions = {t: vote(known[t].answers[: self.samples]) for t in texts}
+        predictions = {
+            t: vote(known[t].answers[: self.samples])
+            for t in texts
+            if len(known.get(t, Sampled([])).answers) >= self.samples
+        }
         for prediction in predictions.values():
             self.usage.unparseable += prediction.detail["unparseable"]
-        return [predictions[text] for _, text in queries]
+        stop = self.stopped
+        if failure is None and stop is None:
+            return [predictions[text] for _, text in queries]
+        # What was answered is cached and its labels are kept: a rerun asks only for the rest.
+        unasked = len(missing) - failures - sum(1 for t in missing if t in predictions)
+        why = f"stopped: {stop}" if stop else f"{failures} quer{'y' if failures == 1 else 'ies'} failed"
+        message = f"{why} (first: {failure})" if failure else why
+        if unasked > 0:
+            message += f"; {unasked} not asked"
+        status = failure.status if failure else None
+        upstream = failure.upstream if failure else True
+        raise PreLabelStopped(message, [predictions.get(text) for _, text in queries], status, upstream=upstream)

@@ -33,7 +33,7 @@ from core.errors import ServiceError
 from ..labels import LABELS
 from ..models import Batch, BatchQuery, PreLabel, PreLabelAnswer
 from ..prelabellers import PreLabeller, get_prelabeller
-from ..prelabellers.base import Usage
+from ..prelabellers.base import Prediction, PreLabelStopped, Usage
 from ..prelabellers.openai_chat import DEFAULT_PROMPT, ChatClient, Prompt, Sampled
 from .batches import read_labelled_file
 from .results import BatchAnswers
@@ -100,7 +100,15 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
         if not settings.PRELABEL_API_URL or not settings.PRELABEL_MODEL:
             raise ServiceError("the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings")
         client = ChatClient(
-            settings.PRELABEL_API_URL, settings.PRELABEL_API_KEY, settings.PRELABEL_MODEL, prompt=prompt_in_force()
+            settings.PRELABEL_API_URL,
+            settings.PRELABEL_API_KEY,
+            settings.PRELABEL_MODEL,
+            prompt=prompt_in_force(),
+            timeout=settings.PRELABEL_TIMEOUT,
+            deadline=settings.PRELABEL_CALL_DEADLINE,
+            max_attempts=settings.PRELABEL_MAX_ATTEMPTS,
+            max_bytes=settings.PRELABEL_MAX_RESPONSE_BYTES,
+            max_answer_chars=settings.PRELABEL_MAX_ANSWER_CHARS,
         )
         return get_prelabeller(
             "openai",
@@ -111,6 +119,9 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
             cache=DatabaseAnswerCache(),
             prompt_price=settings.PRELABEL_PROMPT_PRICE,
             completion_price=settings.PRELABEL_COMPLETION_PRICE,
+            job_deadline=settings.PRELABEL_JOB_DEADLINE,
+            max_consecutive_failures=settings.PRELABEL_MAX_CONSECUTIVE_FAILURES,
+            max_failure_share=settings.PRELABEL_MAX_FAILURE_SHARE,
         )
     if samples is not None:
         raise ValueError(f"the {name} pre-labeller takes no samples")
@@ -178,7 +189,11 @@ def prelabel_batch(
     unlabelled = 0
     for start in range(0, len(queries), CHUNK):
         chunk = queries[start : start + CHUNK]
-        predictions = labeller.label([(q.qid, q.text) for q in chunk])
+        stopped: PreLabelStopped | None = None
+        try:
+            predictions: Sequence[Prediction | None] = labeller.label([(q.qid, q.text) for q in chunk])
+        except PreLabelStopped as exc:  # keep what it did, then say why it stopped
+            predictions, stopped = exc.partial, exc
         rows = [
             PreLabel(
                 batch_query=q,
@@ -190,15 +205,18 @@ def prelabel_batch(
                 detail=p.detail,
             )
             for q, p in zip(chunk, predictions, strict=True)
-            if p.label is not None
+            if p is not None and p.label is not None
         ]
-        unlabelled += len(chunk) - len(rows)
+        unlabelled += sum(1 for p in predictions if p is not None and p.label is None)
         counts.update(row.label for row in rows)
         confidences += [row.confidence for row in rows]
         with transaction.atomic():
-            # A query that is unlabelled now loses an older label of the same labeller, model and prompt.
+            # A query that is unlabelled now loses an older label of the same labeller, model and prompt;
+            # one not labelled in this run (``None``: the labeller stopped first) keeps it.
             PreLabel.objects.filter(
-                batch_query__in=[q for q, p in zip(chunk, predictions, strict=True) if p.label is None],
+                batch_query__in=[
+                    q for q, p in zip(chunk, predictions, strict=True) if p is not None and p.label is None
+                ],
                 labeller=labeller.name,
                 model=labeller.model,
                 prompt_version=labeller.prompt_version,
@@ -208,6 +226,16 @@ def prelabel_batch(
                 update_conflicts=True,
                 unique_fields=["batch_query", "labeller", "model", "prompt_version"],
                 update_fields=["label", "confidence", "detail", "created"],
+            )
+        if stopped is not None:
+            stored = sum(counts.values())
+            raise PreLabelStopped(
+                f"{labeller.name} ({labeller.model}) {stopped}. {stored} label(s) of this run are stored; "
+                f"{len(queries) - start - sum(p is not None for p in predictions)} queries are left without "
+                "a new label: run it again to ask only for those (the answers received are cached).",
+                stopped.partial,
+                stopped.status,
+                upstream=stopped.upstream,
             )
     return PrelabelSummary(
         labeller=labeller.name,

@@ -26,6 +26,7 @@ class Hostile:
     drip_for: float = 6.0
     huge_bytes: int = 5_000_000
     redirect_to: str = ""
+    version: str = "HTTP/1.1"  #: ``HTTP/1.0``: the answer ends with the connection (http.client hands the socket over)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -43,6 +44,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         hostile = self.server.hostile
+        self.protocol_version = hostile.version
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)

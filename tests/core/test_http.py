@@ -45,7 +45,9 @@ def test_an_answer_is_read_as_json(hostile):
     assert hostile.requests == [("GET", "/things/", "Token secret")]
 
 
-def test_a_slow_drip_cannot_hold_a_call_past_its_deadline(hostile):
+@pytest.mark.parametrize("version", ["HTTP/1.1", "HTTP/1.0"])
+def test_a_slow_drip_cannot_hold_a_call_past_its_deadline(hostile, version):
+    hostile.version = version
     hostile.script = ["drip"]  # a byte every 0.2 s: each read is well inside the 1 s timeout
     started = time.monotonic()
     with pytest.raises(HttpError, match="deadline") as caught:
