@@ -71,6 +71,37 @@ class DatabaseAnswerCache:
         )
 
 
+def cached_answers() -> list[dict]:
+    """What the chat labeller's cache holds, per (model, prompt version): queries and answers kept."""
+    from django.db.models import Count, Sum
+
+    rows = (
+        PreLabelAnswer.objects.values("model", "prompt_version")
+        .annotate(queries=Count("id"), requests=Sum("requests"))
+        .order_by("model", "prompt_version")
+    )
+    return [dict(row) for row in rows]
+
+
+def clear_answer_cache(model: str, prompt_version: str | None = None) -> int:
+    """Forget the cached answers of ``model`` (of one prompt version, or all); how many queries' answers went.
+
+    The cache is shared by every batch: the next run with that model asks (and pays) again.
+    Stored pre-labels are kept. A model with nothing cached is refused (a typo must not pass
+    for success).
+    """
+    if not model:
+        raise ServiceError("model: name the model whose cached answers to clear")
+    rows = PreLabelAnswer.objects.filter(model=model)
+    if prompt_version:
+        rows = rows.filter(prompt_version=prompt_version)
+    deleted, _ = rows.delete()
+    if not deleted:
+        version = f" (prompt version {prompt_version})" if prompt_version else ""
+        raise ServiceError(f"model: no cached answers of {model!r}{version}")
+    return deleted
+
+
 #: ``--train batch:NAME``: train on that batch's human labels so far.
 BATCH_PREFIX = "batch:"
 
