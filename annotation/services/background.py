@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from django.conf import settings
+from django.db import transaction
 from django.urls import reverse
 
 from core.errors import InputError, ServiceError, StateError
@@ -23,7 +24,7 @@ from core.models import Job
 
 from ..models import Batch
 from .escalation import escalate_batch
-from .prelabels import prelabel_batch
+from .prelabels import prelabel_batch, refuse_running_prelabel
 from .publishing import check_publishable, publish_batch
 from .sync import sync_batch
 
@@ -145,4 +146,6 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
     args: list = [batch.pk, labeller, samples]
     if train is not None:
         args.append(train)
-    return prelabel_job.start(f"Pre-label {batch.name} with {labeller}", *args)
+    with transaction.atomic():  # one job per batch and machine at a time (decided under the batch's row lock)
+        refuse_running_prelabel(batch, labeller, train)
+        return prelabel_job.start(f"Pre-label {batch.name} with {labeller}", *args)

@@ -28,7 +28,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from core.errors import ServiceError
+from core.errors import ServiceError, StateError
 
 from ..labels import LABELS
 from ..models import Batch, BatchQuery, PreLabel, PreLabelAnswer
@@ -100,6 +100,36 @@ def clear_answer_cache(model: str, prompt_version: str | None = None) -> int:
         version = f" (prompt version {prompt_version})" if prompt_version else ""
         raise ServiceError(f"model: no cached answers of {model!r}{version}")
     return deleted
+
+
+#: ``Job.kind`` of a pre-labelling job (declared in :mod:`.background`).
+PRELABEL_JOB_KIND = "annotation.prelabel"
+
+
+def refuse_running_prelabel(batch: Batch, labeller: str, train: str | None = None) -> None:
+    """Refuse (409) a second pre-labelling of ``batch`` by the same machine while one is queued or running.
+
+    Three posts at once must not start three jobs paying for the same answers. Called in the
+    transaction that starts the job: the batch's row is locked first, so of two concurrent
+    posts the second sees the first one's Job. The same machine is the same labeller (and, for
+    ``trained``, the same training source); the chat labeller's model is the site's setting.
+    """
+    from core.models import Job
+
+    list(Batch.objects.select_for_update().filter(pk=batch.pk).values_list("pk"))
+    live = Job.objects.filter(
+        kind=PRELABEL_JOB_KIND,
+        status__in=[Job.Status.PENDING, Job.Status.RUNNING],
+        arguments__0=batch.pk,
+        arguments__1=labeller,
+    )
+    for job in live:
+        if labeller == "trained" and (job.arguments[3:4] or [None])[0] != train:
+            continue  # another training source: another machine
+        raise StateError(
+            f"batch {batch.name!r} is already being pre-labelled with {labeller} (job {job.pk}, {job.status}); "
+            "wait for that job to end"
+        )
 
 
 #: ``--train batch:NAME``: train on that batch's human labels so far.
