@@ -109,6 +109,7 @@ def prelabel_job(job: Job, batch_id: int, labeller: str, samples: int | None = N
         f"{summary.labelled} quer{'y' if summary.labelled == 1 else 'ies'} labelled by {summary.labeller} "
         f"({summary.model}, {summary.prompt_version}), {summary.unlabelled} without a label; mean confidence {mean}"
         + (f"; cross-validated accuracy {cv_accuracy:.3f}" if cv_accuracy is not None else "")
+        + (f"; {summary.cv_note}" if getattr(summary, "cv_note", "") else "")
         + (f"; {usage.requests} request(s), ${usage.cost}" if usage.requests else "")
     )
     return job.result

@@ -20,6 +20,7 @@ marked ``in_training`` in their ``detail`` so that calibration can leave them ou
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from core.errors import ServiceError, StateError
+from core.errors import InputError, ServiceError, StateError
 
 from ..labels import LABELS
 from ..models import Batch, BatchQuery, PreLabel, PreLabelAnswer
@@ -191,8 +192,27 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
     return get_prelabeller(name)
 
 
+#: The random prefix :func:`core.uploads.keep_upload` gives a kept upload (``<12 hex>-name``).
+_UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{12}-")
+
+
+def _kept_upload(path: Path) -> bool:
+    """Whether ``path`` is an upload kept for this run (``cache/uploads/``), which is ours to delete."""
+    from core.storage import cache_dir
+
+    try:
+        return path.resolve().parent == cache_dir("uploads").resolve()
+    except OSError:
+        return False
+
+
 def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
-    """Texts, labels and the source's name of ``train`` (a labelled query file or ``batch:NAME``)."""
+    """Texts, labels and the source's name of ``train`` (a labelled query file or ``batch:NAME``).
+
+    An uploaded file is named by its original name (not the name it was kept under, so the
+    same file uploaded twice is the same machine: the model's name also holds the data's
+    SHA-256), its errors name no server path, and it is deleted once read.
+    """
     train = str(train)
     if train.startswith(BATCH_PREFIX):
         name = train.removeprefix(BATCH_PREFIX)
@@ -203,8 +223,18 @@ def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
         texts = dict(BatchQuery.objects.filter(batch=batch, is_gold=False).values_list("qid", "text"))
         qids = sorted(q for q in labels if q in texts)  # filtered here: no qid__in over a whole batch
         return [texts[q] for q in qids], [labels[q] for q in qids], train
-    queries = read_labelled_file(train)
-    return [q.text for q in queries], [q.label for q in queries], Path(train).name
+    path = Path(train)
+    if not _kept_upload(path):
+        queries = read_labelled_file(path)
+        return [q.text for q in queries], [q.label for q in queries], path.name
+    name = _UPLOAD_PREFIX.sub("", path.name)
+    try:
+        queries = read_labelled_file(path)
+    except InputError as exc:  # the uploaded file's own name, not where the server kept it
+        raise InputError(name, exc.line, exc.problem) from None
+    finally:
+        path.unlink(missing_ok=True)
+    return [q.text for q in queries], [q.label for q in queries], name
 
 
 def trained_prelabeller(train: str | Path) -> PreLabeller:
@@ -231,6 +261,8 @@ class PrelabelSummary:
     cv_accuracy: float | None = None
     cv_accuracy_std: float | None = None
     cv_folds: int | None = None
+    #: Why there is no cross-validated accuracy, or which folds were left out ("" if none).
+    cv_note: str = ""
     training_size: int | None = None
 
     @property
@@ -309,5 +341,6 @@ def prelabel_batch(
         cv_accuracy=getattr(labeller, "cv_accuracy", None),
         cv_accuracy_std=getattr(labeller, "cv_accuracy_std", None),
         cv_folds=getattr(labeller, "cv_folds", None),
+        cv_note=getattr(labeller, "cv_note", ""),
         training_size=getattr(labeller, "training_size", None),
     )
