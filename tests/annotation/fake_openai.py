@@ -20,6 +20,7 @@ messages, temperature) and logged in ``requests``.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,8 +47,12 @@ class FakeOpenAI:
     redirect_to: str = ""
 
     def query_of(self, body: dict) -> str:
+        """The query of the user message: the JSON string between ``<query>`` lines, else after ``Query: ``."""
         content = body["messages"][-1]["content"]
-        return content.removeprefix("Query: ")
+        match = re.search(r"\n<query>\n(.*)\n</query>$", content)
+        if match:
+            return json.loads(match.group(1))
+        return json.loads(content.removeprefix("Query: "))
 
     def complete(self, body: dict) -> list[str]:
         query = self.query_of(body)

@@ -33,7 +33,7 @@ def test_the_api_lists_and_clears_one_models_cache(cached, batch, client, resear
     listed = client.get("/api/annotation/prelabel-cache/").json()
     assert [(r["model"], r["prompt_version"], r["queries"]) for r in listed] == [
         (OTHER, "v9", 2),
-        ("test-model", "gender-v1", 6),
+        ("test-model", "gender-v2", 6),
     ]
     url = f"/api/annotation/prelabel-cache/{encode_key(OTHER)}/"
     answer = client.delete(url)
@@ -47,7 +47,7 @@ def test_the_api_lists_and_clears_one_models_cache(cached, batch, client, resear
 
 def test_after_clearing_a_run_asks_again_and_labels_are_kept(cached, batch, client, researcher):  # noqa: F811
     client.force_login(researcher)
-    assert client.delete("/api/annotation/prelabel-cache/test-model/?prompt_version=gender-v1").json()["deleted"] == 6
+    assert client.delete("/api/annotation/prelabel-cache/test-model/?prompt_version=gender-v2").json()["deleted"] == 6
     assert PreLabel.objects.filter(labeller="openai").count() == 6  # stored labels stay
     requests = len(cached.requests)
     services.prelabel_batch(batch, "openai")
@@ -77,7 +77,7 @@ def test_the_machine_page_shows_and_clears_the_cache(cached, batch, client, rese
 def test_the_command_lists_and_clears(cached):
     out = StringIO()
     call_command("prelabel_cache", stdout=out)
-    assert f"{OTHER}\tv9\t2 queries" in out.getvalue() and "test-model\tgender-v1\t6 queries" in out.getvalue()
+    assert f"{OTHER}\tv9\t2 queries" in out.getvalue() and "test-model\tgender-v2\t6 queries" in out.getvalue()
     out = StringIO()
     call_command("prelabel_cache", "--clear", "--model", "test-model", stdout=out)
     assert "6 query text(s) of test-model" in out.getvalue()
