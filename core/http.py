@@ -114,16 +114,18 @@ class JsonClient:
         parts = urllib.parse.urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) address: {self.base_url!r}")
-        self.origin = _origin(parts)
+        self.origin = _origin(parts)  # a ValueError for a port that is not a number
 
     def url_for(self, path: str) -> str:
         """``path`` under the base URL, or an absolute URL of the same origin (else an ``origin`` error)."""
         if urllib.parse.urlsplit(path).scheme:
-            if _origin(urllib.parse.urlsplit(path)) != self.origin:
+            try:
+                origin = _origin(urllib.parse.urlsplit(path))
+            except ValueError:
+                origin = "an unreadable address"
+            if origin != self.origin:
                 raise HttpError(
-                    f"refused to send a request to {_origin(urllib.parse.urlsplit(path))}, outside {self.origin}",
-                    kind="origin",
-                    upstream=True,
+                    f"refused to send a request to {origin[:200]}, outside {self.origin}", kind="origin", upstream=True
                 )
             return path
         return urllib.parse.urljoin(self.base_url, path.lstrip("/"))

@@ -179,7 +179,11 @@ class Prolific:
         Every failure is a :class:`ProlificError` (an ``IncompleteRead`` or a non-JSON answer too).
         """
         try:
-            answer = self.transport().request(method, path, body, repeatable=repeatable)
+            transport = self.transport()
+        except ValueError as exc:
+            raise ProlificError(f"PROLIFIC_API_URL: {exc}") from None
+        try:
+            answer = transport.request(method, path, body, repeatable=repeatable)
         except HttpError as exc:
             raise _prolific_error(method, path, exc) from None
         return {} if answer is None else answer

@@ -144,3 +144,34 @@ def test_the_give_up_message_counts_attempts(hostile):
     with pytest.raises(HttpError, match="HTTP 500 after 4 attempts") as caught:
         client(hostile, max_attempts=4).request("GET", "x")
     assert caught.value.attempts == 4 and not caught.value.unknown_outcome
+
+
+def test_an_address_that_is_not_http_is_refused_at_once(hostile):
+    with pytest.raises(ValueError, match="not an http"):
+        JsonClient("ftp://example.org/")
+    with pytest.raises(HttpError, match="outside"):
+        client(hostile).request("GET", "http://127.0.0.1:notaport/x")
+    assert hostile.requests == []
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("PRELABEL_MAX_FAILURE_SHARE", "2", "a number of at most 1.0"),
+        ("PRELABEL_JOB_DEADLINE", "soon", "a number"),
+        ("PRELABEL_MAX_RESPONSE_BYTES", "10", "a whole number of at least 1024"),
+    ],
+)
+def test_outbound_settings_fail_loudly(monkeypatch, name, value, expected):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from config.env import env_float, env_int
+
+    monkeypatch.setenv(name, value)
+    read = {
+        "PRELABEL_MAX_FAILURE_SHARE": lambda: env_float(name, 0.25, minimum=0.01, maximum=1.0),
+        "PRELABEL_JOB_DEADLINE": lambda: env_float(name, 7200.0, minimum=1.0),
+        "PRELABEL_MAX_RESPONSE_BYTES": lambda: env_int(name, 1_000_000, minimum=1024),
+    }[name]
+    with pytest.raises(ImproperlyConfigured, match=f"{name}={value!r}: expected {expected}"):
+        read()
