@@ -107,7 +107,10 @@ class Submission:
 
     @classmethod
     def from_api(cls, item: dict) -> Submission:
-        """A submission from a list page (``participant_id``) or ``GET /submissions/{id}/`` (``participant``)."""
+        """A submission from a list page (``participant_id``) or ``GET /submissions/{id}/`` (``participant``);
+        an answer of another shape is a :class:`ProlificError`, never a raw ``KeyError``."""
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise ProlificError("Prolific answered a submission without an id", 502)
         return cls(
             id=item["id"],
             participant_id=item.get("participant_id") or item.get("participant") or "",
@@ -196,6 +199,8 @@ class Prolific:
         while url:
             page = self.request("GET", url)
             results = page.get("results", []) if isinstance(page, dict) else page
+            if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
+                raise ProlificError(f"Prolific GET {path}: a list page that is not a list of objects", 502)
             yield from results
             link = ((page.get("_links") or {}).get("next") or {}).get("href") if isinstance(page, dict) else None
             if link:
@@ -235,7 +240,10 @@ class Prolific:
         answer = self.request(
             "POST", "study-cost-calculator/", {"reward": cents(reward), "total_available_places": places}
         )
-        return Decimal(str(answer["total_cost"])) / 100
+        try:
+            return Decimal(str(answer["total_cost"])) / 100
+        except (KeyError, TypeError, ArithmeticError):
+            raise ProlificError("Prolific's cost calculator answered without a total_cost", 502) from None
 
     # -- submissions --------------------------------------------------------------------
     def submissions(self, study_id: str) -> Iterator[Submission]:
@@ -278,6 +286,8 @@ class Prolific:
         """
         csv = "".join(f"{pid},{Decimal(amount):.2f}\n" for pid, amount in sorted(amounts.items()))
         answer = self.request("POST", "submissions/bonus-payments/", {"study_id": study_id, "csv_bonuses": csv})
+        if not isinstance(answer, dict) or not isinstance(answer.get("id"), str):
+            raise ProlificError("Prolific set up bonuses without answering their id", 502)
         return answer["id"]
 
     def pay_bonuses(self, bulk_id: str) -> None:

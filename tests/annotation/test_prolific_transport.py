@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from decimal import Decimal
 
 import pytest
 
@@ -95,3 +96,22 @@ def test_a_short_single_attempt_client_answers_at_once(hostile):
     with pytest.raises(ProlificError, match="HTTP 429") as caught:
         prolific(hostile, max_attempts=1, timeout=0.5, sleep=time.sleep).get_study("s1")
     assert caught.value.upstream and time.monotonic() - started < 0.5
+
+
+@pytest.mark.parametrize(
+    ("answer", "call"),
+    [
+        ('{"participant": "p1"}', lambda client: client.get_submission("s1")),
+        ("[1, 2]", lambda client: client.get_submission("s1")),
+        ('{"results": ["x"]}', lambda client: list(client.submissions("st1"))),
+        ('{"results": 3}', lambda client: list(client.submissions("st1"))),
+        ('{"cost": 1}', lambda client: client.study_cost(Decimal("1.00"), 2)),
+        ('{"total_cost": "lots"}', lambda client: client.study_cost(Decimal("1.00"), 2)),
+        ("{}", lambda client: client.set_up_bonuses("st1", {"p1": Decimal("1.00")})),
+    ],
+)
+def test_json_of_the_wrong_shape_is_a_prolific_error(hostile, answer, call):
+    hostile.script = ["json:" + answer]
+    with pytest.raises(ProlificError) as caught:
+        call(prolific(hostile))
+    assert caught.value.upstream and caught.value.status == 502
