@@ -172,5 +172,5 @@ class _Server(ThreadingHTTPServer):
 def serve(fake: FakeOpenAI) -> tuple[str, _Server]:
     """Serve ``fake`` on a free loopback port; returns the API base (``.../v1/``) and the server."""
     server = _Server(fake)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/v1/", server

@@ -138,5 +138,5 @@ class _Server(ThreadingHTTPServer):
 def serve(hostile: Hostile) -> tuple[str, _Server]:
     """Serve ``hostile`` on a free loopback port; returns its base URL (``http://127.0.0.1:P/``) and the server."""
     server = _Server(hostile)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/", server
