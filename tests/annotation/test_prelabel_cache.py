@@ -86,3 +86,12 @@ def test_the_command_lists_and_clears(cached):
         call_command("prelabel_cache", "--clear", "--model", "test-model")
     with pytest.raises(CommandError, match="name the model"):
         call_command("prelabel_cache", "--clear")
+
+
+def test_the_commands_explain_their_options():
+    from annotation.management.commands import prelabel, prelabel_cache
+
+    text = " ".join(prelabel.Command().create_parser("manage.py", "prelabel").format_help().split())
+    assert "--labeller {openai,rules,trained} the machine: rules" in text and "PRELABEL_JOB_DEADLINE" in text
+    text = " ".join(prelabel_cache.Command().create_parser("manage.py", "prelabel_cache").format_help().split())
+    assert "--clear forget the cached answers of --model" in text
