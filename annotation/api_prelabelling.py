@@ -3,6 +3,10 @@
 - ``POST /api/annotation/batches/<name>/prelabel/`` ``{labeller, samples?, train?}``: pre-label
   as a background job (202, poll the job);
 - ``GET /api/annotation/batches/<name>/prelabels/``: each stored run;
+- ``GET /api/annotation/prelabel-cache/``: the chat labeller's cached answers per model and
+  prompt version; ``DELETE /api/annotation/prelabel-cache/<model>/`` (``?prompt_version=``
+  for one version) forgets a model's (the model as a ``<key:...>`` segment: ``/`` is ``~2F``);
+  404 when nothing of it is cached;
 - ``POST /api/annotation/batches/<name>/calibration-sample/`` ``{sample, labeller?, seed?,
   publish?}``: the blind sample as a batch of its own, published unless ``publish`` is false (201);
 - ``GET /api/annotation/batches/<name>/calibration/``: the calibration report (409 until the
@@ -21,11 +25,13 @@ from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors, job_started
+from core.errors import ServiceError
 from core.serializers import JobSerializer
 
 from . import selectors
@@ -33,6 +39,7 @@ from .forms import PrelabelForm
 from .models import Batch
 from .services.background import start_prelabel, start_publish
 from .services.calibration import calibration_report, create_calibration_sample
+from .services.prelabels import cached_answers, clear_answer_cache
 from .services.routing import plan_routing, route_batch
 
 #: The plan's query id lists, left out of a preview unless ``?qids=1``.
@@ -164,6 +171,46 @@ class PrelabelRunsView(_BatchView):
     def get(self, request, name: str, format=None):
         """Each stored run of a machine on the batch (labeller, model, prompt version), the latest first."""
         return Response(PrelabelRunSerializer(selectors.prelabel_runs(self.batch(name)), many=True).data)
+
+
+class CachedAnswersSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    prompt_version = serializers.CharField()
+    queries = serializers.IntegerField(help_text="Query texts whose answers are cached.")
+    requests = serializers.IntegerField(help_text="Requests those answers took.")
+
+
+class ClearedCacheSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    prompt_version = serializers.CharField(allow_null=True)
+    deleted = serializers.IntegerField(help_text="Query texts whose cached answers were forgotten.")
+
+
+class PrelabelCacheView(APIView):
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(responses={200: CachedAnswersSerializer(many=True)})
+    def get(self, request, format=None):
+        """The chat labeller's cached answers, per model and prompt version (shared by every batch)."""
+        return Response(CachedAnswersSerializer(cached_answers(), many=True).data)
+
+
+class PrelabelCacheModelView(APIView):
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("prompt_version", str, description="Only this prompt version's answers.")],
+        responses={200: ClearedCacheSerializer, 404: ErrorSerializer},
+    )
+    def delete(self, request, model: str, format=None):
+        """Forget a model's cached answers: the next run with it asks the endpoint (and pays) again."""
+        version = request.query_params.get("prompt_version") or None
+        with transaction.atomic():
+            try:
+                deleted = clear_answer_cache(model, version)
+            except ServiceError as exc:
+                raise NotFound(str(exc)) from None
+        return Response({"model": model, "prompt_version": version, "deleted": deleted})
 
 
 class CalibrationSampleView(_BatchView):

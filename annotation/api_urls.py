@@ -29,5 +29,11 @@ urlpatterns = [
         name="api-batch-calibration",
     ),
     path("batches/<slug:name>/routing/", api_prelabelling.RoutingView.as_view(), name="api-batch-routing"),
+    path("prelabel-cache/", api_prelabelling.PrelabelCacheView.as_view(), name="api-prelabel-cache"),
+    path(
+        "prelabel-cache/<key:model>/",
+        api_prelabelling.PrelabelCacheModelView.as_view(),
+        name="api-prelabel-cache-model",
+    ),
     *router.urls,
 ]

@@ -33,6 +33,7 @@ urlpatterns = [
     # Machine pre-labelling, calibration and routing (views/prelabelling.py).
     path("batches/<slug:name>/machine/", prelabelling.batch_machine, name="batch-machine"),
     path("batches/<slug:name>/machine/prelabel/", prelabelling.batch_prelabel, name="batch-prelabel"),
+    path("batches/<slug:name>/machine/cache/", prelabelling.batch_prelabel_cache, name="batch-prelabel-cache"),
     path(
         "batches/<slug:name>/machine/calibration-sample/",
         prelabelling.batch_calibration_sample,

@@ -59,7 +59,7 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return number
 
 
-def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+def env_float(name: str, default: float, *, minimum: float | None = None, maximum: float | None = None) -> float:
     value = _raw(name)
     if value is None:
         return default
@@ -71,6 +71,8 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
         raise _bad(name, value, "a finite number")
     if minimum is not None and number < minimum:
         raise _bad(name, value, f"a number of at least {minimum}")
+    if maximum is not None and number > maximum:
+        raise _bad(name, value, f"a number of at most {maximum}")
     return number
 
 

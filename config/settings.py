@@ -375,6 +375,22 @@ PRELABEL_CONCURRENCY = env_int("PRELABEL_CONCURRENCY", 4, minimum=1)
 PRELABEL_PROMPT_PRICE = env_decimal("PRELABEL_PROMPT_PRICE", "0")
 PRELABEL_COMPLETION_PRICE = env_decimal("PRELABEL_COMPLETION_PRICE", "0")
 
+# --- Outbound calls: deadlines, sizes, circuit breaker (core.http; docs/deployment.md) ----
+#: The chat endpoint: seconds for each connect and read, seconds for one query in all
+#: (retries and back-off included), attempts per call, and the largest answer read (bytes).
+PRELABEL_TIMEOUT = env_float("PRELABEL_TIMEOUT", 60.0, minimum=0.1)
+PRELABEL_CALL_DEADLINE = env_float("PRELABEL_CALL_DEADLINE", 300.0, minimum=0.1)
+PRELABEL_MAX_ATTEMPTS = env_int("PRELABEL_MAX_ATTEMPTS", 6, minimum=1)
+PRELABEL_MAX_RESPONSE_BYTES = env_int("PRELABEL_MAX_RESPONSE_BYTES", 1_000_000, minimum=1024)
+#: Seconds one pre-labelling job may spend asking the endpoint; then it stops, keeping its labels.
+PRELABEL_JOB_DEADLINE = env_float("PRELABEL_JOB_DEADLINE", 7200.0, minimum=1.0)
+#: The circuit breaker: the job stops after this many failed queries in a row, or once this
+#: share of its queries failed (counted from 10 queries on).
+PRELABEL_MAX_CONSECUTIVE_FAILURES = env_int("PRELABEL_MAX_CONSECUTIVE_FAILURES", 5, minimum=1)
+PRELABEL_MAX_FAILURE_SHARE = env_float("PRELABEL_MAX_FAILURE_SHARE", 0.25, minimum=0.01, maximum=1.0)
+#: An answer longer than this (characters) is cached as the label it names, not as itself.
+PRELABEL_MAX_ANSWER_CHARS = env_int("PRELABEL_MAX_ANSWER_CHARS", 200, minimum=16)
+
 
 LOGGING = {
     "version": 1,

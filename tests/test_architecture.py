@@ -52,6 +52,7 @@ PURE = {
     "core.converters",
     "core.errors",
     "core.files",
+    "core.http",
     "core.progress",
     "core.spreadsheet",
     "core.textfiles",

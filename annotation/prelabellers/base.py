@@ -29,6 +29,23 @@ class PreLabelError(ProviderError):
         self.upstream = upstream if upstream is not None else (status is not None and (status >= 500 or status == 429))
 
 
+class PreLabelStopped(PreLabelError):
+    """A labeller stopped before labelling every query (failures, its circuit breaker, its
+    deadline); ``partial`` holds, in the order of the queries asked, the predictions it did
+    make (``None``: not labelled in this run), so that what it did is kept."""
+
+    def __init__(
+        self,
+        message: str,
+        partial: list[Prediction | None],
+        status: int | None = None,
+        *,
+        upstream: bool | None = None,
+    ) -> None:
+        super().__init__(message, status, upstream=upstream)
+        self.partial = partial
+
+
 @dataclass(frozen=True)
 class Prediction:
     """One query's pre-label: ``label`` (a code of :data:`annotation.labels.LABELS`, or ``None``

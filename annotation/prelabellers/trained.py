@@ -90,22 +90,42 @@ def make_pipeline():
 
 def cross_validate(
     texts: Sequence[str], labels: Sequence[str], *, folds: int = 5, seed: int = 0
-) -> tuple[float, float, int]:
-    """Mean and standard deviation of the accuracy over stratified folds, and the folds used.
+) -> tuple[float | None, float | None, int, str]:
+    """Mean and standard deviation of the accuracy over stratified folds, the folds used, and a note.
 
-    No more folds than the smallest class has members (so each fold can hold one), and
-    at least two; a class of a single query is then missing from some folds, which
-    scikit-learn warns about and which is harmless here.
+    No more folds than the smallest class has members (so each fold can hold one), and at
+    least two. A class of a single query cannot be split over two folds (a fold trained
+    without it may also hold one class only): then there is no cross-validated accuracy
+    (``None``) and the note says why, rather than a NaN. Folds whose model could not be
+    fitted are left out of the mean, and the note says so.
     """
+    import numpy as np
     from sklearn.model_selection import StratifiedKFold, cross_val_score
 
-    smallest = min(Counter(labels).values())
-    n_splits = max(2, min(folds, smallest))
+    counts = Counter(labels)
+    rare = sorted(label for label, count in counts.items() if count < 2)
+    if rare:
+        return (
+            None,
+            None,
+            0,
+            "not cross-validated: "
+            + ", ".join(f"label {label!r} has 1 training query" for label in rare)
+            + " (at least 2 of each label are needed)",
+        )
+    n_splits = max(2, min(folds, min(counts.values())))
     splitter = StratifiedKFold(n_splits, shuffle=True, random_state=seed)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The least populated class", category=UserWarning)
-        scores = cross_val_score(make_pipeline(), list(texts), list(labels), cv=splitter, scoring="accuracy")
-    return float(scores.mean()), float(scores.std()), n_splits
+        warnings.filterwarnings("ignore", category=UserWarning, module="sklearn.model_selection")
+        scores = cross_val_score(
+            make_pipeline(), list(texts), list(labels), cv=splitter, scoring="accuracy", error_score=np.nan
+        )
+    scored = scores[np.isfinite(scores)]
+    if not len(scored):
+        return None, None, n_splits, f"not cross-validated: no fold of {n_splits} could be fitted"
+    note = "" if len(scored) == n_splits else f"{n_splits - len(scored)} of {n_splits} folds could not be fitted"
+    return float(scored.mean()), float(scored.std()), n_splits, note
 
 
 @register("trained")
@@ -126,15 +146,18 @@ class TrainedPreLabeller(PreLabeller):
         self.source = source
         self.training_size = len(texts)
         self.model = f"tfidf-char_wb2-5+logreg:{source[:SOURCE_CHARS]}@{training_sha256(texts, labels)[:12]}"
-        self.cv_accuracy, self.cv_accuracy_std, self.cv_folds = cross_validate(texts, labels, folds=folds, seed=seed)
+        self.cv_accuracy, self.cv_accuracy_std, self.cv_folds, self.cv_note = cross_validate(
+            texts, labels, folds=folds, seed=seed
+        )
         self.pipeline = make_pipeline().fit(texts, labels)
         self._training_keys = {_key(text) for text in texts}
 
     def _detail(self, text: str) -> dict[str, Any]:
         return {
-            "cv_accuracy": round(self.cv_accuracy, 4),
-            "cv_accuracy_std": round(self.cv_accuracy_std, 4),
+            "cv_accuracy": None if self.cv_accuracy is None else round(self.cv_accuracy, 4),
+            "cv_accuracy_std": None if self.cv_accuracy_std is None else round(self.cv_accuracy_std, 4),
             "cv_folds": self.cv_folds,
+            **({"cv_note": self.cv_note} if self.cv_note else {}),
             "trained_on": self.source,
             "training_size": self.training_size,
             "in_training": _key(text) in self._training_keys,

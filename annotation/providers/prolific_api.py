@@ -5,9 +5,11 @@ directly: studies (create, find by internal name, publish, stop, add places), th
 submissions (every page, or one by its id; approve or reject), bulk bonuses, participant groups and the
 cost calculator. Every request carries ``Authorization: Token <token>``.
 
-Retries. A 429 or a 5xx answer, and a connection that breaks before an answer arrives,
-are retried with exponential back-off (``Retry-After`` is honoured when given), up to
-``max_attempts``. Only calls that are safe to repeat are retried blindly: reads, the
+Retries. Calls go through the project's one HTTP client (:class:`core.http.JsonClient`:
+an overall ``deadline`` per call, answers of at most ``max_bytes``, no redirects, the token
+sent to the configured origin only). A 429 or a 5xx answer, a connection that breaks before
+an answer arrives and an answer that is not JSON are retried with exponential back-off
+(``Retry-After`` is honoured when given), up to ``max_attempts``. Only calls that are safe to repeat are retried blindly: reads, the
 submission transitions (documented as idempotent) and PATCHing a study's absolute place
 count. Creating a study, transitioning it and paying a bulk bonus are *not* safe to repeat -- Prolific takes no request token --
 so those raise :class:`ProlificUnknownOutcome` after a lost answer, and the services
@@ -35,16 +37,14 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from core.backoff import backoff_delay, retry_after_seconds
 from core.errors import ProviderError
+from core.http import HttpError, JsonClient
 
 #: Documented rejection categories of ``POST /submissions/{id}/transition/``.
 REJECTION_CATEGORIES = frozenset(
@@ -67,6 +67,10 @@ REJECTION_CATEGORIES = frozenset(
 MIN_REJECTION_MESSAGE = 100
 DEVICES = ("desktop", "tablet", "mobile")
 PAGE_SIZE = 200
+#: Seconds one call may take in all, retries and back-off included (``timeout`` bounds each attempt).
+CALL_DEADLINE = 120.0
+#: The largest answer read (a page of 200 submissions is far below it).
+MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 
 
 class ProlificError(ProviderError):
@@ -103,7 +107,10 @@ class Submission:
 
     @classmethod
     def from_api(cls, item: dict) -> Submission:
-        """A submission from a list page (``participant_id``) or ``GET /submissions/{id}/`` (``participant``)."""
+        """A submission from a list page (``participant_id``) or ``GET /submissions/{id}/`` (``participant``);
+        an answer of another shape is a :class:`ProlificError`, never a raw ``KeyError``."""
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise ProlificError("Prolific answered a submission without an id", 502)
         return cls(
             id=item["id"],
             participant_id=item.get("participant_id") or item.get("participant") or "",
@@ -135,6 +142,8 @@ class Prolific:
         max_delay: float = 30.0,
         timeout: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        deadline: float = CALL_DEADLINE,
+        max_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         if not token:
             raise ProlificError("PROLIFIC_API_TOKEN is not set: create a token in Prolific's settings (API tokens)")
@@ -145,53 +154,42 @@ class Prolific:
         self.max_delay = max_delay
         self.timeout = timeout
         self.sleep = sleep
+        self.deadline = deadline
+        self.max_bytes = max_bytes
 
     # -- transport --------------------------------------------------------------------
+    def transport(self) -> JsonClient:
+        """The shared client (:class:`core.http.JsonClient`) with this client's settings as they are now."""
+        return JsonClient(
+            self.base_url,
+            {"Authorization": f"Token {self.token}"},
+            timeout=self.timeout,
+            deadline=self.deadline,
+            max_attempts=self.max_attempts,
+            base_delay=self.base_delay,
+            max_delay=self.max_delay,
+            max_bytes=self.max_bytes,
+            sleep=self.sleep,
+        )
+
     def request(self, method: str, path: str, body: Any = None, *, repeatable: bool = True) -> Any:
-        """Send one call; retry 429, 5xx and broken connections when ``repeatable``.
+        """Send one call through :class:`core.http.JsonClient`: 429, 5xx and broken connections retried
+        when ``repeatable``, within ``deadline`` seconds in all, answers of at most ``max_bytes``.
 
         A call that is not ``repeatable`` is still retried on 429 and 503 with Retry-After
-        (the server refused it before doing anything), but a 5xx or a broken connection
-        raises :class:`ProlificUnknownOutcome`: it may have been carried out.
+        (the server refused it before doing anything), but a 5xx, a broken connection or an
+        unreadable answer raises :class:`ProlificUnknownOutcome`: it may have been carried out.
+        Every failure is a :class:`ProlificError` (an ``IncompleteRead`` or a non-JSON answer too).
         """
-        url = path if path.startswith("http") else urllib.parse.urljoin(self.base_url, path.lstrip("/"))
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        for attempt in range(1, self.max_attempts + 1):
-            req = urllib.request.Request(url, data=data, method=method, headers=headers)
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as response:
-                    raw = response.read()
-                return json.loads(raw) if raw.strip() else {}
-            except urllib.error.HTTPError as exc:
-                status = exc.code
-                text = exc.read().decode("utf-8", "replace")
-                retry_after = retry_after_seconds(exc.headers.get("Retry-After"))
-                throttled = status == 429 or (status == 503 and retry_after is not None)
-                if not (throttled or status >= 500):
-                    raise ProlificError(f"Prolific {method} {path}: HTTP {status}: {_detail(text)}", status) from None
-                if status >= 500 and not throttled and not repeatable:
-                    raise ProlificUnknownOutcome(
-                        f"Prolific {method} {path}: HTTP {status}; it may have been done", status
-                    ) from None
-                error: ProlificError = ProlificError(
-                    f"Prolific {method} {path}: HTTP {status} after {attempt} attempts", status
-                )
-            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
-                if not repeatable:
-                    raise ProlificUnknownOutcome(
-                        f"Prolific {method} {path}: no answer ({exc}); it may have been done"
-                    ) from None
-                retry_after = None
-                error = ProlificError(
-                    f"Prolific {method} {path}: no answer after {attempt} attempts ({exc})", upstream=True
-                )
-            if attempt == self.max_attempts:
-                raise error
-            self.sleep(backoff_delay(attempt, retry_after, base=self.base_delay, cap=self.max_delay))
-        raise AssertionError("unreachable")
+        try:
+            transport = self.transport()
+        except ValueError as exc:
+            raise ProlificError(f"PROLIFIC_API_URL: {exc}") from None
+        try:
+            answer = transport.request(method, path, body, repeatable=repeatable)
+        except HttpError as exc:
+            raise _prolific_error(method, path, exc) from None
+        return {} if answer is None else answer
 
     def pages(self, path: str) -> Iterator[dict]:
         """Every item of a list endpoint, following ``_links.next`` or offsets until a short page."""
@@ -201,6 +199,8 @@ class Prolific:
         while url:
             page = self.request("GET", url)
             results = page.get("results", []) if isinstance(page, dict) else page
+            if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
+                raise ProlificError(f"Prolific GET {path}: a list page that is not a list of objects", 502)
             yield from results
             link = ((page.get("_links") or {}).get("next") or {}).get("href") if isinstance(page, dict) else None
             if link:
@@ -240,7 +240,10 @@ class Prolific:
         answer = self.request(
             "POST", "study-cost-calculator/", {"reward": cents(reward), "total_available_places": places}
         )
-        return Decimal(str(answer["total_cost"])) / 100
+        try:
+            return Decimal(str(answer["total_cost"])) / 100
+        except (KeyError, TypeError, ArithmeticError):
+            raise ProlificError("Prolific's cost calculator answered without a total_cost", 502) from None
 
     # -- submissions --------------------------------------------------------------------
     def submissions(self, study_id: str) -> Iterator[Submission]:
@@ -283,6 +286,8 @@ class Prolific:
         """
         csv = "".join(f"{pid},{Decimal(amount):.2f}\n" for pid, amount in sorted(amounts.items()))
         answer = self.request("POST", "submissions/bonus-payments/", {"study_id": study_id, "csv_bonuses": csv})
+        if not isinstance(answer, dict) or not isinstance(answer.get("id"), str):
+            raise ProlificError("Prolific set up bonuses without answering their id", 502)
         return answer["id"]
 
     def pay_bonuses(self, bulk_id: str) -> None:
@@ -308,6 +313,16 @@ class Prolific:
             self.request(
                 "POST", f"participant-groups/{group_id}/participants/", {"participant_ids": sorted(participant_ids)}
             )
+
+
+def _prolific_error(method: str, path: str, exc: HttpError) -> ProlificError:
+    """The transport's error as Prolific's, worded as before the transport was shared."""
+    where = f"Prolific {method} {path}"
+    if exc.unknown_outcome:
+        return ProlificUnknownOutcome(f"{where}: {exc}; it may have been done", exc.status)
+    if exc.kind == "refused":
+        return ProlificError(f"{where}: HTTP {exc.status}: {_detail(exc.text)}", exc.status)
+    return ProlificError(f"{where}: {exc}", exc.status, upstream=exc.upstream)
 
 
 def _detail(text: str) -> str:

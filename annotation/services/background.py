@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from django.conf import settings
+from django.db import transaction
 from django.urls import reverse
 
 from core.errors import InputError, ServiceError, StateError
@@ -23,7 +24,7 @@ from core.models import Job
 
 from ..models import Batch
 from .escalation import escalate_batch
-from .prelabels import prelabel_batch
+from .prelabels import prelabel_batch, refuse_running_prelabel
 from .publishing import check_publishable, publish_batch
 from .sync import sync_batch
 
@@ -108,6 +109,7 @@ def prelabel_job(job: Job, batch_id: int, labeller: str, samples: int | None = N
         f"{summary.labelled} quer{'y' if summary.labelled == 1 else 'ies'} labelled by {summary.labeller} "
         f"({summary.model}, {summary.prompt_version}), {summary.unlabelled} without a label; mean confidence {mean}"
         + (f"; cross-validated accuracy {cv_accuracy:.3f}" if cv_accuracy is not None else "")
+        + (f"; {summary.cv_note}" if getattr(summary, "cv_note", "") else "")
         + (f"; {usage.requests} request(s), ${usage.cost}" if usage.requests else "")
     )
     return job.result
@@ -145,4 +147,6 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
     args: list = [batch.pk, labeller, samples]
     if train is not None:
         args.append(train)
-    return prelabel_job.start(f"Pre-label {batch.name} with {labeller}", *args)
+    with transaction.atomic():  # one job per batch and machine at a time (decided under the batch's row lock)
+        refuse_running_prelabel(batch, labeller, train)
+        return prelabel_job.start(f"Pre-label {batch.name} with {labeller}", *args)

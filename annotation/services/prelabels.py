@@ -20,6 +20,7 @@ marked ``in_training`` in their ``detail`` so that calibration can leave them ou
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,12 +29,12 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from core.errors import ServiceError
+from core.errors import InputError, ServiceError, StateError
 
 from ..labels import LABELS
 from ..models import Batch, BatchQuery, PreLabel, PreLabelAnswer
 from ..prelabellers import PreLabeller, get_prelabeller
-from ..prelabellers.base import Usage
+from ..prelabellers.base import Prediction, PreLabelStopped, Usage
 from ..prelabellers.openai_chat import DEFAULT_PROMPT, ChatClient, Prompt, Sampled
 from .batches import read_labelled_file
 from .results import BatchAnswers
@@ -71,6 +72,67 @@ class DatabaseAnswerCache:
         )
 
 
+def cached_answers() -> list[dict]:
+    """What the chat labeller's cache holds, per (model, prompt version): queries and answers kept."""
+    from django.db.models import Count, Sum
+
+    rows = (
+        PreLabelAnswer.objects.values("model", "prompt_version")
+        .annotate(queries=Count("id"), requests=Sum("requests"))
+        .order_by("model", "prompt_version")
+    )
+    return [dict(row) for row in rows]
+
+
+def clear_answer_cache(model: str, prompt_version: str | None = None) -> int:
+    """Forget the cached answers of ``model`` (of one prompt version, or all); how many queries' answers went.
+
+    The cache is shared by every batch: the next run with that model asks (and pays) again.
+    Stored pre-labels are kept. A model with nothing cached is refused (a typo must not pass
+    for success).
+    """
+    if not model:
+        raise ServiceError("model: name the model whose cached answers to clear")
+    rows = PreLabelAnswer.objects.filter(model=model)
+    if prompt_version:
+        rows = rows.filter(prompt_version=prompt_version)
+    deleted, _ = rows.delete()
+    if not deleted:
+        version = f" (prompt version {prompt_version})" if prompt_version else ""
+        raise ServiceError(f"model: no cached answers of {model!r}{version}")
+    return deleted
+
+
+#: ``Job.kind`` of a pre-labelling job (declared in :mod:`.background`).
+PRELABEL_JOB_KIND = "annotation.prelabel"
+
+
+def refuse_running_prelabel(batch: Batch, labeller: str, train: str | None = None) -> None:
+    """Refuse (409) a second pre-labelling of ``batch`` by the same machine while one is queued or running.
+
+    Three posts at once must not start three jobs paying for the same answers. Called in the
+    transaction that starts the job: the batch's row is locked first, so of two concurrent
+    posts the second sees the first one's Job. The same machine is the same labeller (and, for
+    ``trained``, the same training source); the chat labeller's model is the site's setting.
+    """
+    from core.models import Job
+
+    list(Batch.objects.select_for_update().filter(pk=batch.pk).values_list("pk"))
+    live = Job.objects.filter(
+        kind=PRELABEL_JOB_KIND,
+        status__in=[Job.Status.PENDING, Job.Status.RUNNING],
+        arguments__0=batch.pk,
+        arguments__1=labeller,
+    )
+    for job in live:
+        if labeller == "trained" and (job.arguments[3:4] or [None])[0] != train:
+            continue  # another training source: another machine
+        raise StateError(
+            f"batch {batch.name!r} is already being pre-labelled with {labeller} (job {job.pk}, {job.status}); "
+            "wait for that job to end"
+        )
+
+
 #: ``--train batch:NAME``: train on that batch's human labels so far.
 BATCH_PREFIX = "batch:"
 
@@ -100,7 +162,15 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
         if not settings.PRELABEL_API_URL or not settings.PRELABEL_MODEL:
             raise ServiceError("the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings")
         client = ChatClient(
-            settings.PRELABEL_API_URL, settings.PRELABEL_API_KEY, settings.PRELABEL_MODEL, prompt=prompt_in_force()
+            settings.PRELABEL_API_URL,
+            settings.PRELABEL_API_KEY,
+            settings.PRELABEL_MODEL,
+            prompt=prompt_in_force(),
+            timeout=settings.PRELABEL_TIMEOUT,
+            deadline=settings.PRELABEL_CALL_DEADLINE,
+            max_attempts=settings.PRELABEL_MAX_ATTEMPTS,
+            max_bytes=settings.PRELABEL_MAX_RESPONSE_BYTES,
+            max_answer_chars=settings.PRELABEL_MAX_ANSWER_CHARS,
         )
         return get_prelabeller(
             "openai",
@@ -111,6 +181,9 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
             cache=DatabaseAnswerCache(),
             prompt_price=settings.PRELABEL_PROMPT_PRICE,
             completion_price=settings.PRELABEL_COMPLETION_PRICE,
+            job_deadline=settings.PRELABEL_JOB_DEADLINE,
+            max_consecutive_failures=settings.PRELABEL_MAX_CONSECUTIVE_FAILURES,
+            max_failure_share=settings.PRELABEL_MAX_FAILURE_SHARE,
         )
     if samples is not None:
         raise ValueError(f"the {name} pre-labeller takes no samples")
@@ -119,8 +192,27 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
     return get_prelabeller(name)
 
 
+#: The random prefix :func:`core.uploads.keep_upload` gives a kept upload (``<12 hex>-name``).
+_UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{12}-")
+
+
+def _kept_upload(path: Path) -> bool:
+    """Whether ``path`` is an upload kept for this run (``cache/uploads/``), which is ours to delete."""
+    from core.storage import cache_dir
+
+    try:
+        return path.resolve().parent == cache_dir("uploads").resolve()
+    except OSError:
+        return False
+
+
 def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
-    """Texts, labels and the source's name of ``train`` (a labelled query file or ``batch:NAME``)."""
+    """Texts, labels and the source's name of ``train`` (a labelled query file or ``batch:NAME``).
+
+    An uploaded file is named by its original name (not the name it was kept under, so the
+    same file uploaded twice is the same machine: the model's name also holds the data's
+    SHA-256), its errors name no server path, and it is deleted once read.
+    """
     train = str(train)
     if train.startswith(BATCH_PREFIX):
         name = train.removeprefix(BATCH_PREFIX)
@@ -131,8 +223,18 @@ def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
         texts = dict(BatchQuery.objects.filter(batch=batch, is_gold=False).values_list("qid", "text"))
         qids = sorted(q for q in labels if q in texts)  # filtered here: no qid__in over a whole batch
         return [texts[q] for q in qids], [labels[q] for q in qids], train
-    queries = read_labelled_file(train)
-    return [q.text for q in queries], [q.label for q in queries], Path(train).name
+    path = Path(train)
+    if not _kept_upload(path):
+        queries = read_labelled_file(path)
+        return [q.text for q in queries], [q.label for q in queries], path.name
+    name = _UPLOAD_PREFIX.sub("", path.name)
+    try:
+        queries = read_labelled_file(path)
+    except InputError as exc:  # the uploaded file's own name, not where the server kept it
+        raise InputError(name, exc.line, exc.problem) from None
+    finally:
+        path.unlink(missing_ok=True)
+    return [q.text for q in queries], [q.label for q in queries], name
 
 
 def trained_prelabeller(train: str | Path) -> PreLabeller:
@@ -159,6 +261,8 @@ class PrelabelSummary:
     cv_accuracy: float | None = None
     cv_accuracy_std: float | None = None
     cv_folds: int | None = None
+    #: Why there is no cross-validated accuracy, or which folds were left out ("" if none).
+    cv_note: str = ""
     training_size: int | None = None
 
     @property
@@ -178,7 +282,11 @@ def prelabel_batch(
     unlabelled = 0
     for start in range(0, len(queries), CHUNK):
         chunk = queries[start : start + CHUNK]
-        predictions = labeller.label([(q.qid, q.text) for q in chunk])
+        stopped: PreLabelStopped | None = None
+        try:
+            predictions: Sequence[Prediction | None] = labeller.label([(q.qid, q.text) for q in chunk])
+        except PreLabelStopped as exc:  # keep what it did, then say why it stopped
+            predictions, stopped = exc.partial, exc
         rows = [
             PreLabel(
                 batch_query=q,
@@ -190,15 +298,18 @@ def prelabel_batch(
                 detail=p.detail,
             )
             for q, p in zip(chunk, predictions, strict=True)
-            if p.label is not None
+            if p is not None and p.label is not None
         ]
-        unlabelled += len(chunk) - len(rows)
+        unlabelled += sum(1 for p in predictions if p is not None and p.label is None)
         counts.update(row.label for row in rows)
         confidences += [row.confidence for row in rows]
         with transaction.atomic():
-            # A query that is unlabelled now loses an older label of the same labeller, model and prompt.
+            # A query that is unlabelled now loses an older label of the same labeller, model and prompt;
+            # one not labelled in this run (``None``: the labeller stopped first) keeps it.
             PreLabel.objects.filter(
-                batch_query__in=[q for q, p in zip(chunk, predictions, strict=True) if p.label is None],
+                batch_query__in=[
+                    q for q, p in zip(chunk, predictions, strict=True) if p is not None and p.label is None
+                ],
                 labeller=labeller.name,
                 model=labeller.model,
                 prompt_version=labeller.prompt_version,
@@ -208,6 +319,16 @@ def prelabel_batch(
                 update_conflicts=True,
                 unique_fields=["batch_query", "labeller", "model", "prompt_version"],
                 update_fields=["label", "confidence", "detail", "created"],
+            )
+        if stopped is not None:
+            stored = sum(counts.values())
+            raise PreLabelStopped(
+                f"{labeller.name} ({labeller.model}) {stopped}. {stored} label(s) of this run are stored; "
+                f"{len(queries) - start - sum(p is not None for p in predictions)} queries are left without "
+                "a new label: run it again to ask only for those (the answers received are cached).",
+                stopped.partial,
+                stopped.status,
+                upstream=stopped.upstream,
             )
     return PrelabelSummary(
         labeller=labeller.name,
@@ -220,5 +341,6 @@ def prelabel_batch(
         cv_accuracy=getattr(labeller, "cv_accuracy", None),
         cv_accuracy_std=getattr(labeller, "cv_accuracy_std", None),
         cv_folds=getattr(labeller, "cv_folds", None),
+        cv_note=getattr(labeller, "cv_note", ""),
         training_size=getattr(labeller, "training_size", None),
     )

@@ -43,7 +43,7 @@ from ..services.calibration import (
     report_version,
 )
 from ..services.label_sources import latest_routing
-from ..services.prelabels import prompt_in_force
+from ..services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
 from ..services.routing import plan_routing, route_batch
 
 # --- reads shared by the pages and the API ---------------------------------------------------
@@ -90,7 +90,13 @@ def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
             "prompt_price": settings.PRELABEL_PROMPT_PRICE,
             "completion_price": settings.PRELABEL_COMPLETION_PRICE,
             "key_set": bool(settings.PRELABEL_API_KEY),
+            "timeout": settings.PRELABEL_TIMEOUT,
+            "call_deadline": settings.PRELABEL_CALL_DEADLINE,
+            "job_deadline": settings.PRELABEL_JOB_DEADLINE,
+            "max_bytes": settings.PRELABEL_MAX_RESPONSE_BYTES,
+            "max_failures": settings.PRELABEL_MAX_CONSECUTIVE_FAILURES,
         },
+        "cached": cached_answers(),
         "prompt": chat_prompt(),
         "sample": sample,
         "routing": latest_routing(batch),
@@ -122,6 +128,26 @@ def batch_prelabel(request: HttpRequest, name: str) -> HttpResponse:
             return redirect("core:job-detail", pk=job.pk)
     context = _machine_context(batch, prelabel_form=form)
     return render(request, "annotation/prelabelling/machine.html", context, status=400)
+
+
+@researcher_required
+@require_POST
+def batch_prelabel_cache(request: HttpRequest, name: str) -> HttpResponse:
+    """Clear a model's cached chat answers (all batches share them), then back to the machine page."""
+    batch = get_object_or_404(Batch, name=name)
+    model = request.POST.get("model", "").strip()
+    version = request.POST.get("prompt_version", "").strip() or None
+    try:
+        with transaction.atomic():
+            deleted = clear_answer_cache(model, version)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        of = f"{model} ({version})" if version else model
+        messages.success(
+            request, f"Forgot the cached answers to {deleted} quer{'y' if deleted == 1 else 'ies'} of {of}."
+        )
+    return redirect(reverse("annotation:batch-machine", args=[batch.name]) + "#cache")
 
 
 @researcher_required

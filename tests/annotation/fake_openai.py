@@ -7,15 +7,20 @@ scripted in ``answers`` (query text -> the contents handed out in turn, cycling)
 unscripted query is answered ``n``. Usage: 20 prompt tokens a request, 1 completion
 token a choice. ``max_n`` caps the choices of one answer (servers that ignore ``n``).
 
-Faults, taken in turn from ``faults`` one per request: ``throttle`` (429 with
-``Retry-After: 0``), ``error`` (500), ``lose`` (the connection closes without an answer),
-``garbage`` (200 with a body that is not JSON). Requests are checked (bearer key, model,
+Faults, taken in turn from ``faults`` one per request (``""``: none): ``throttle`` (429 with
+``Retry-After: 0``), ``throttle_bare`` (429 without ``Retry-After``), ``error`` (500),
+``lose`` (the connection closes without an answer), ``garbage`` (200 with a body that is not
+JSON), and the hostile ones: ``drip`` (a 200 of 1,000 bytes sent one byte every
+``drip_every`` seconds, for at most ``drip_for`` seconds), ``huge`` (a valid answer whose
+content is ``huge_chars`` characters), ``redirect`` (302 to ``redirect_to``), ``json:TEXT``
+(200 with TEXT: valid JSON of the wrong shape). Requests are checked (bearer key, model,
 messages, temperature) and logged in ``requests``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,10 +41,18 @@ class FakeOpenAI:
     in_flight: int = 0
     most_in_flight: int = 0
     delay: float = 0.0
+    drip_every: float = 0.2
+    drip_for: float = 6.0
+    huge_chars: int = 2_000_000
+    redirect_to: str = ""
 
     def query_of(self, body: dict) -> str:
+        """The query of the user message: the JSON string between ``<query>`` lines, else after ``Query: ``."""
         content = body["messages"][-1]["content"]
-        return content.removeprefix("Query: ")
+        match = re.search(r"\n<query>\n(.*)\n</query>$", content)
+        if match:
+            return json.loads(match.group(1))
+        return json.loads(content.removeprefix("Query: "))
 
     def complete(self, body: dict) -> list[str]:
         query = self.query_of(body)
@@ -98,6 +111,17 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         if fault == "garbage":
             return self._reply(200, b"<html>upstream timeout</html>")
+        if fault == "throttle_bare":
+            return self._reply(429, b'{"error": {"message": "rate limited"}}')
+        if fault == "redirect":
+            return self._reply(302, b"", {"Location": fake.redirect_to})
+        if fault.startswith("json:"):
+            return self._reply(200, fault.removeprefix("json:").encode())
+        if fault == "drip":
+            return self._drip(fake)
+        if fault == "huge":
+            huge = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "n" * fake.huge_chars}}]}
+            return self._reply(200, json.dumps(huge).encode())
         with self.server.lock:
             contents = fake.complete(body)
         answer = {
@@ -117,6 +141,21 @@ class _Handler(BaseHTTPRequestHandler):
         }
         return self._reply(200, json.dumps(answer).encode())
 
+    def _drip(self, fake: FakeOpenAI) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        ends = time.monotonic() + fake.drip_for
+        try:
+            while time.monotonic() < ends:
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(fake.drip_every)
+        except OSError:
+            pass
+        self.close_connection = True
+
     def log_message(self, *args):
         pass
 
@@ -133,5 +172,5 @@ class _Server(ThreadingHTTPServer):
 def serve(fake: FakeOpenAI) -> tuple[str, _Server]:
     """Serve ``fake`` on a free loopback port; returns the API base (``.../v1/``) and the server."""
     server = _Server(fake)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/v1/", server

@@ -85,7 +85,10 @@ def test_retry_after_in_seconds_a_date_or_unreadable():
 
 def test_the_prompt_matches_its_version():
     """Changing the prompt without a new PROMPT_VERSION would mix answers to two prompts in the cache."""
-    known = {"gender-v1": "ad548855750dc875b00a1cb4c917dec35742c36b31c21c3ec955f1ab632102a5"}
+    known = {
+        "gender-v1": "ad548855750dc875b00a1cb4c917dec35742c36b31c21c3ec955f1ab632102a5",
+        "gender-v2": "79dd94a92d132a661c853a5d8fcfd0fdf725b82659efa4a85f6f3a4025cad5f4",  # the query as data
+    }
     digest = hashlib.sha256(f"{openai_chat.SYSTEM_PROMPT}\n\n{openai_chat.USER_TEMPLATE}".encode()).hexdigest()
     assert digest == openai_chat.PROMPT_SHA256
     assert known[openai_chat.PROMPT_VERSION] == digest

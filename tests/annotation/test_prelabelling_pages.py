@@ -93,7 +93,7 @@ def test_the_whole_path_on_the_site(machine_batch, researcher, client, django_ca
     assert reverse("annotation:batch-machine", args=["mb"]) in detail
 
     page = client.get(reverse("annotation:batch-machine", args=["mb"])).content.decode()
-    assert 'id="no-runs"' in page and "gender-v1" in page and "Answer with the letter only." in page
+    assert 'id="no-runs"' in page and "gender-v2" in page and "Answer with the letter only." in page
     assert 'value="openai" disabled' in page and 'id="openai-off"' in page
 
     # Pre-label with the rules: a job, followed on its page, then a run on the machine page.

@@ -19,7 +19,16 @@ class Command(ProjectCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="batch name")
-        parser.add_argument("--labeller", required=True, choices=prelabeller_names())
+        parser.add_argument(
+            "--labeller",
+            required=True,
+            choices=prelabeller_names(),
+            help=(
+                "the machine: rules (the study's gender words, no network), trained (a text classifier "
+                "fitted on --train) or openai (the chat model of PRELABEL_API_URL and PRELABEL_MODEL, "
+                "answers cached; limits PRELABEL_CALL_DEADLINE, PRELABEL_JOB_DEADLINE)"
+            ),
+        )
         parser.add_argument(
             "--samples", type=int, default=None, help="answers sampled per query (openai; default PRELABEL_SAMPLES)"
         )
@@ -51,6 +60,8 @@ class Command(ProjectCommand):
                 f"Cross-validated accuracy: {summary.cv_accuracy:.3f} ± {summary.cv_accuracy_std:.3f} "
                 f"({summary.cv_folds} folds, {summary.training_size} training queries)"
             )
+        if summary.cv_note:
+            out(f"Cross-validation: {summary.cv_note}")
         usage = summary.usage
         if summary.labeller == "openai":
             out(

@@ -1,0 +1,293 @@
+"""The one retrying JSON-over-HTTP client of the project's outbound calls. Pure (no Django).
+
+Prolific's client (``annotation.providers.prolific_api``) and the chat-completions client of
+the pre-labellers (``annotation.prelabellers.openai_chat``) both send their calls through
+:class:`JsonClient`, so their retry loops cannot drift apart. Each provider turns the one
+error type here, :class:`HttpError`, into its own (``ProlificError``/``ProlificUnknownOutcome``,
+``PreLabelError``).
+
+What every call gets, whoever makes it:
+
+- **A deadline.** ``timeout`` bounds each attempt's connect and each socket read;
+  ``deadline`` bounds the whole call, retries and back-off included. A watchdog closes the
+  socket when the deadline passes, so a server that sends one byte every 20 s (each read
+  inside the timeout) cannot hold the call longer than the deadline.
+- **Back-off.** A 429, a 503 with ``Retry-After``, another 5xx, a connection that breaks or
+  times out before the answer, and a 2xx that is not JSON are retried up to ``max_attempts``
+  after :func:`core.backoff.backoff_delay` (``Retry-After`` honoured, at most ``max_delay``);
+  a wait that would pass the deadline is not begun: the call fails at once.
+- **No redirects.** A 3xx is an error (it is never followed), and an absolute URL outside the
+  configured origin is refused before anything is sent: the ``Authorization`` header never
+  leaves the origin it was configured for.
+- **A size limit.** Bodies are read streamed and the call fails once more than ``max_bytes``
+  arrived (or a ``Content-Length`` says they would): a 100 MB answer is never held.
+- **Repeatable or not.** ``repeatable=False`` marks a call that is not safe to send twice (it
+  creates or pays something). A 429 or a 503 with ``Retry-After`` is still retried (the
+  server refused before doing anything), but once a request may have been carried out and
+  its answer is lost (a 5xx, a broken connection, the deadline, an unreadable 2xx),
+  :class:`HttpError` says ``unknown_outcome``: the caller looks the result up instead.
+
+Every failure of the transport (``urllib``'s, ``http.client.HTTPException`` such as
+``IncompleteRead``, ``ConnectionError``, ``TimeoutError``, other socket errors, an SSL
+error) and every unreadable answer becomes an :class:`HttpError`; nothing raw escapes.
+Standard library only; the environment's proxy variables are not read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .backoff import backoff_delay, retry_after_seconds
+
+#: How much of an error answer (a 4xx/5xx body) is read for its message.
+ERROR_BODY_BYTES = 64 * 1024
+_CHUNK = 64 * 1024
+
+
+class HttpError(Exception):
+    """An outbound call failed; ``str()`` says how (without the caller's name for the service).
+
+    ``status`` is the HTTP status when there was one; ``kind`` one of ``refused`` (a 4xx other
+    than 429), ``throttled``, ``server`` (a 5xx), ``lost`` (no answer), ``deadline``,
+    ``redirect``, ``too_large``, ``not_json``, ``origin``; ``upstream`` tells a failure of the
+    service (retrying later may work) from a refusal of the request; ``unknown_outcome`` that a
+    call which is not repeatable may have been carried out; ``text`` the start of an error
+    answer's body (for the provider's message); ``attempts`` how many were made.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        status: int | None = None,
+        upstream: bool = True,
+        unknown_outcome: bool = False,
+        text: str = "",
+        attempts: int = 1,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.upstream = upstream
+        self.unknown_outcome = unknown_outcome
+        self.text = text
+        self.attempts = attempts
+
+
+class _Retry(Exception):
+    """One attempt failed in a way worth another (internal)."""
+
+    def __init__(self, error: HttpError, retry_after: float | None = None, *, sent: bool = True) -> None:
+        self.error = error
+        self.retry_after = retry_after
+        self.sent = sent  # the request may have reached the server
+
+
+@dataclass
+class JsonClient:
+    """JSON calls to ``base_url`` (its origin is the only one ``headers`` are sent to); see the module docstring."""
+
+    base_url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 30.0
+    deadline: float = 120.0
+    max_attempts: int = 6
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    max_bytes: int = 10 * 1024 * 1024
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        self.base_url = self.base_url.rstrip("/") + "/"
+        parts = urllib.parse.urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) address: {self.base_url!r}")
+        self.origin = _origin(parts)  # a ValueError for a port that is not a number
+
+    def url_for(self, path: str) -> str:
+        """``path`` under the base URL, or an absolute URL of the same origin (else an ``origin`` error)."""
+        if urllib.parse.urlsplit(path).scheme:
+            try:
+                origin = _origin(urllib.parse.urlsplit(path))
+            except ValueError:
+                origin = "an unreadable address"
+            if origin != self.origin:
+                raise HttpError(
+                    f"refused to send a request to {origin[:200]}, outside {self.origin}", kind="origin", upstream=True
+                )
+            return path
+        return urllib.parse.urljoin(self.base_url, path.lstrip("/"))
+
+    def request(
+        self, method: str, path: str, body: Any = None, *, repeatable: bool = True, deadline: float | None = None
+    ) -> Any:
+        """The JSON answer (``None`` for an empty body) of ``method path`` with ``body`` as JSON.
+
+        ``deadline`` (seconds) shortens this call's deadline (e.g. to what a job has left).
+        Raises :class:`HttpError` (see the module docstring for what is retried).
+        """
+        url = self.url_for(path)
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Accept": "application/json", **self.headers}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        budget = self.deadline if deadline is None else min(self.deadline, deadline)
+        ends = self.clock() + budget
+        attempts = max(1, self.max_attempts)
+        for attempt in range(1, attempts + 1):
+            remaining = ends - self.clock()
+            try:
+                if remaining <= 0:
+                    raise _Retry(HttpError(f"no answer within the {budget:g} s deadline", kind="deadline"), sent=False)
+                return self._attempt(method, url, data, headers, remaining, budget)
+            except HttpError as error:  # not worth another attempt
+                error.attempts = attempt
+                if error.kind == "too_large" and not repeatable:
+                    error.unknown_outcome = True  # a 2xx arrived: it was done, and its answer is unreadable
+                raise
+            except _Retry as retry:
+                error = retry.error
+                error.attempts = attempt
+                if error.kind == "deadline" or attempt == attempts:
+                    if error.kind != "deadline" and attempt > 1:
+                        error.args = (f"{error} after {attempt} attempts",)
+                    raise self._final(error, retry, repeatable) from None
+                if not repeatable and retry.sent and error.kind != "throttled":
+                    raise self._final(error, retry, repeatable) from None
+                delay = backoff_delay(attempt, retry.retry_after, base=self.base_delay, cap=self.max_delay)
+                left = ends - self.clock()
+                if delay >= left:
+                    error.args = (f"{error}; waiting {delay:g} s more would pass the {budget:g} s deadline",)
+                    raise self._final(error, retry, repeatable) from None
+                self.sleep(delay)
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _final(error: HttpError, retry: _Retry, repeatable: bool) -> HttpError:
+        if not repeatable and retry.sent and error.kind != "throttled":
+            error.unknown_outcome = True
+        return error
+
+    def _attempt(
+        self, method: str, url: str, data: bytes | None, headers: dict[str, str], remaining: float, budget: float
+    ) -> Any:
+        parts = urllib.parse.urlsplit(url)
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        timeout = max(0.001, min(self.timeout, remaining))
+        if parts.scheme == "https":
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                parts.hostname, parts.port, timeout=timeout, context=ssl.create_default_context()
+            )
+        else:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        expired = threading.Event()
+        sockets: list[socket.socket] = []  # kept here: an HTTP/1.0 answer takes the socket from ``conn``
+
+        def watchdog() -> None:  # the deadline passed: end whatever read or write is blocked
+            expired.set()
+            for sock in sockets:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        timer = threading.Timer(remaining, watchdog)
+        timer.daemon = True
+        timer.start()
+        sent = False
+        try:
+            try:
+                conn.connect()
+                sockets.append(conn.sock)
+                if expired.is_set():  # the deadline passed while connecting
+                    raise TimeoutError("connecting took the whole deadline")
+                conn.request(method, target, body=data, headers=headers)
+                sent = True
+                response = conn.getresponse()
+                status = response.status
+                if 200 <= status < 300:
+                    raw = self._read(response, self.max_bytes)
+                else:
+                    raw = self._read(response, ERROR_BODY_BYTES, truncate=True)
+            except HttpError:  # too large: the service misbehaves, asking again would not help
+                raise
+            except (http.client.HTTPException, OSError, ValueError) as exc:
+                # OSError covers ConnectionError, TimeoutError, socket and SSL errors; ValueError
+                # an unreadable status line or header that http.client did not wrap.
+                if expired.is_set():
+                    raise _Retry(
+                        HttpError(f"no answer within the {budget:g} s deadline", kind="deadline"), sent=sent
+                    ) from None
+                reason = str(exc) or type(exc).__name__
+                raise _Retry(HttpError(f"no answer ({reason})", kind="lost"), sent=sent) from None
+        finally:
+            timer.cancel()
+            conn.close()
+        if 300 <= status < 400:
+            where = response.getheader("Location") or "nowhere"
+            raise HttpError(
+                f"HTTP {status}: a redirect (to {where[:200]}), which is never followed", kind="redirect", status=status
+            )
+        if status >= 400 or status < 200:
+            text = raw.decode("utf-8", "replace")
+            retry_after = retry_after_seconds(response.getheader("Retry-After"))
+            throttled = status == 429 or (status == 503 and retry_after is not None)
+            if throttled:
+                raise _Retry(HttpError(f"HTTP {status}", kind="throttled", status=status, text=text), retry_after)
+            if status >= 500:
+                raise _Retry(HttpError(f"HTTP {status}", kind="server", status=status, text=text))
+            raise HttpError(f"HTTP {status}", kind="refused", status=status, upstream=False, text=text)
+        if not raw.strip():
+            return None
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):  # not JSON (UnicodeDecodeError is a ValueError)
+            raise _Retry(
+                HttpError(f"an answer that is not JSON (HTTP {status})", kind="not_json", status=status)
+            ) from None
+
+    @staticmethod
+    def _read(response: http.client.HTTPResponse, limit: int, *, truncate: bool = False) -> bytes:
+        """The body, streamed; more than ``limit`` bytes is an error (or, ``truncate``, cut)."""
+        length = response.getheader("Content-Length")
+        if not truncate and length and length.strip().isdigit() and int(length) > limit:
+            raise HttpError(
+                f"an answer of {int(length)} bytes, more than the limit of {limit} bytes",
+                kind="too_large",
+                status=response.status,
+            )
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            chunk = response.read1(_CHUNK)
+            if not chunk:
+                break
+            parts.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                if truncate:
+                    return b"".join(parts)[:limit]
+                raise HttpError(
+                    f"an answer of more than the limit of {limit} bytes", kind="too_large", status=response.status
+                )
+        body = b"".join(parts)
+        if not truncate and length and length.strip().isdigit() and size < int(length):
+            raise http.client.IncompleteRead(body, int(length) - size)  # the connection ended early
+        return body
+
+
+def _origin(parts: urllib.parse.SplitResult) -> str:
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"

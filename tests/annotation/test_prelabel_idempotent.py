@@ -1,0 +1,74 @@
+"""Pre-labelling is refused while the same machine is already labelling the batch (issue 27.13):
+three posts at once must not run three jobs paying for the same answers."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+
+from annotation.services.background import start_prelabel
+from core.errors import StateError
+from core.models import Job
+
+from .conftest import make_batch
+
+
+def _post(client, batch, **data):
+    return client.post(f"/api/annotation/batches/{batch.name}/prelabel/", data, content_type="application/json")
+
+
+def test_a_second_post_while_the_first_job_is_queued_is_refused(query_set, researcher, client):
+    batch = make_batch(query_set)
+    client.force_login(researcher)
+    answers = [_post(client, batch, labeller="rules") for _ in range(3)]
+    assert [a.status_code for a in answers] == [202, 409, 409]
+    job = Job.objects.get(kind="annotation.prelabel")
+    assert f"already being pre-labelled with rules (job {job.pk}, pending)" in answers[1].json()["detail"]
+    assert _post(client, batch, labeller="openai").status_code != 409  # another machine is not refused as busy
+    job.status = Job.Status.RUNNING
+    job.save()
+    assert _post(client, batch, labeller="rules").status_code == 409
+    job.status = Job.Status.DONE
+    job.save()
+    assert _post(client, batch, labeller="rules").status_code == 202  # once it ended, it may run again
+    other = make_batch(query_set, name="b2")
+    assert _post(client, other, labeller="rules").status_code == 202  # another batch is independent
+
+
+def test_the_page_says_why(query_set, researcher, client):
+    batch = make_batch(query_set)
+    client.force_login(researcher)
+    url = reverse("annotation:batch-prelabel", args=[batch.name])
+    assert client.post(url, {"labeller": "rules"}).status_code == 302
+    again = client.post(url, {"labeller": "rules"})
+    assert again.status_code == 400 and "already being pre-labelled with rules" in again.content.decode()
+    assert Job.objects.filter(kind="annotation.prelabel").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_three_simultaneous_starts_make_one_job(query_set):
+    if connection.vendor == "sqlite":
+        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
+    batch = make_batch(query_set)
+    start, outcomes = threading.Barrier(3), []
+
+    def post():
+        try:
+            start.wait(10)
+            start_prelabel(batch, "rules")
+            outcomes.append("started")
+        except StateError:
+            outcomes.append("refused")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=post) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(outcomes) == ["refused", "refused", "started"]
+    assert Job.objects.filter(kind="annotation.prelabel").count() == 1
