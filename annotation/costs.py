@@ -92,10 +92,14 @@ def _share_of_total(reward: Decimal, rate: Decimal, assignments_total: int) -> C
     """A fee that is ``rate`` of the total rewards, rounded half-up to the cent once, on the total."""
     rewards = reward * assignments_total
     fees = (rewards * rate).quantize(CENT, rounding=ROUND_HALF_UP)
-    average = fees / assignments_total if assignments_total else reward * rate
+    average = (fees / assignments_total if assignments_total else reward * rate).quantize(
+        Decimal("0.0001"), rounding=ROUND_HALF_UP
+    )
+    if average == average.quantize(CENT):
+        average = average.quantize(CENT)  # whole cents shown as cents: $0.30, not $0.3000
     return Cost(
         per_assignment_reward=reward,
-        per_assignment_fee=average.quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP),
+        per_assignment_fee=average,
         rewards=rewards,
         fees=fees,
         total=rewards + fees,

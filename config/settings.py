@@ -289,6 +289,34 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"JobStatusEnum": "core.models.Job.Status"},
 }
 
+# --- Caches ---------------------------------------------------------------------------
+#: ``default``: per process (API throttling counts, as before). ``results``: what a batch's
+#: answers add up to (agreement, bootstrap intervals, Dawid-Skene, per-query results), keyed
+#: by the batch's answer version (annotation.services.results.answers_version), so every
+#: gunicorn worker reuses what one of them computed until new answers or rulings arrive.
+#: RESULTS_CACHE_URL empty: a table in the project's database (``results_cache``; migrate
+#: creates it, or ``manage.py createcachetable``); ``redis://...``: that Redis (the
+#: broker's, for instance); ``none``: nothing cached (every view recomputes).
+RESULTS_CACHE_URL = env_str("RESULTS_CACHE_URL", "")
+#: How long a cached result is kept (seconds); a new answer makes a new key at once anyway.
+RESULTS_CACHE_SECONDS = env_int("RESULTS_CACHE_SECONDS", 7 * 24 * 3600, minimum=1)
+if RESULTS_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    _results_cache = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": RESULTS_CACHE_URL}
+elif RESULTS_CACHE_URL == "none":
+    _results_cache = {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}
+elif RESULTS_CACHE_URL:
+    raise ImproperlyConfigured("RESULTS_CACHE_URL must be empty (the database), redis://... or none")
+else:
+    _results_cache = {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "results_cache",
+        "OPTIONS": {"MAX_ENTRIES": 2000},
+    }
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "results": _results_cache | {"TIMEOUT": RESULTS_CACHE_SECONDS, "KEY_PREFIX": "results"},
+}
+
 # --- Agreement ------------------------------------------------------------------------
 #: Bootstrap resamples behind every 95% CI of Krippendorff's alpha (command, data card,
 #: page, API), shown beside the interval; 0 skips the interval.

@@ -22,6 +22,7 @@ from .. import services
 from ..downloads import export_file_response
 from ..forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
 from ..models import Assignment, Batch, Export, Hit
+from ..selectors import batch_state
 from ..services.budget import extra_spent
 from ..services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from ..services.results import query_results
@@ -36,7 +37,7 @@ def batch_list(request: HttpRequest) -> HttpResponse:
 
 
 def _batch_table() -> dict:
-    batches = [(batch, services.batch_progress(batch)) for batch in Batch.objects.select_related("query_set", "pool")]
+    batches = [(batch, batch_state(batch)) for batch in Batch.objects.select_related("query_set", "pool")]
     return {"batches": batches, "any_published": any(b.status == Batch.Status.PUBLISHED for b, _ in batches)}
 
 
@@ -83,14 +84,16 @@ def batch_estimate(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
-    batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
+    batch = get_object_or_404(Batch.objects.select_related("query_set", "pool", "parent"), name=name)
     hits = batch.hits.order_by("position").prefetch_related("assignments")
+    progress = services.batch_progress(batch)
     return render(
         request,
         "annotation/batch_detail.html",
         {
             "batch": batch,
-            "progress": services.batch_progress(batch),
+            "progress": progress,
+            "state": batch_state(batch, progress),
             "agreement": services.agreement(batch, bootstrap=0),
             "hits": hits,
             "exports": batch.exports.select_related("query_set"),
@@ -124,9 +127,11 @@ def _failed_gold(batch: Batch):
 def batch_live(request: HttpRequest, name: str) -> HttpResponse:
     """The batch page's live part (htmx polls it while the batch is published)."""
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
+    progress = services.batch_progress(batch)
     context = {
         "batch": batch,
-        "progress": services.batch_progress(batch),
+        "progress": progress,
+        "state": batch_state(batch, progress),
         "agreement": services.agreement(batch, bootstrap=0),
         "failed_gold": _failed_gold(batch),
     }
@@ -274,7 +279,7 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "confusion": confusion,
             "label_names": [LABEL_NAMES[label] for label in LABELS],
             "set_aside": set_aside,
-            "worker_quality": services.worker_quality(batch),
+            "worker_quality": services.worker_quality(batch, report),
         },
     )
 
