@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.labels import LABEL_NAMES, LABELS
 from core.errors import ServiceError
+from core.natural import natural_key, natural_sorted
 from core.paging import table_page
 from core.permissions import researcher_required
 from core.uploads import staged_uploads
@@ -246,12 +247,14 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
         }
         for label in LABELS
     ]
+    # Each bar is drawn from the value it stands beside (0 to 1; below 0 drawn empty).
     category_alpha = [
         {
             "name": LABEL_NAMES[label],
             "alpha": value,
             "ac1": report["per_category_ac1"].get(label),
-            "percent": max(0.0, value or 0.0) * 100,
+            "alpha_percent": _bar_percent(value),
+            "ac1_percent": _bar_percent(report["per_category_ac1"].get(label)),
         }
         for label, value in report["per_category_alpha"].items()
     ]
@@ -262,11 +265,14 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
         {"name": LABEL_NAMES[label], "cells": [{"value": v, "shade": round(0.5 * v / peak, 2)} for v in row]}
         for label, row in zip(report["confusion"]["labels"], matrix, strict=True)
     ]
+    # Every qid table of the page in the same, natural order ("2" before "10").
     set_aside = table_page(
         request,
-        [r for r in query_results(batch, answers) if r["label"] is None and r["votes"]],
+        natural_sorted((r for r in query_results(batch, answers) if r["label"] is None and r["votes"]), _qid),
         lambda r: f"{r['qid']} {r['query']}",
+        sort_keys=SET_ASIDE_SORTS,
     )
+    report["method_disagreements"] = natural_sorted(report["method_disagreements"], _qid)
     return render(
         request,
         "annotation/batch_agreement.html",
@@ -282,6 +288,23 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "worker_quality": services.worker_quality(batch, report),
         },
     )
+
+
+def _qid(row: dict) -> str:
+    return row["qid"]
+
+
+def _bar_percent(value: float | None) -> float:
+    return min(1.0, max(0.0, value or 0.0)) * 100
+
+
+#: The set-aside table's columns a researcher may sort the whole list by (``?sort=``, ``-`` descending).
+SET_ASIDE_SORTS = {
+    "qid": lambda r: natural_key(r["qid"]),
+    "query": lambda r: r["query"].casefold(),
+    **{label: (lambda r, label=label: r["counts"][label]) for label in LABELS},
+    "ds": lambda r: LABEL_NAMES.get(r["dawid_skene"] or "", "~"),
+}
 
 
 @researcher_required
