@@ -3,9 +3,13 @@
 - ``local`` (in-house annotators): the rewards only; no crowd platform takes a fee.
 - ``mturk``: the commission below, plus the Masters surcharge of 5% of the reward when
   Masters are required (MTurk's pricing page: "an additional 5% of the reward").
-- ``prolific``: Prolific's platform fee on the reward (33.3% for academic and
-  non-profit accounts, 42.8% otherwise, per prolific.com/pricing; VAT where it applies
-  comes on top and is in Prolific's own cost calculator, ``services.prolific.quote``).
+- ``prolific``: Prolific's platform fee, a share of the total paid to participants (33.3%
+  for academic and non-profit accounts, 42.8% otherwise, per prolific.com/pricing; VAT
+  where it applies comes on top and is in Prolific's own cost calculator,
+  ``services.prolific.quote``). Prolific charges the share of the total, so the fee is
+  rounded once, on the total: 39 places at $0.10 pay $3.90 + 33.3% = $1.30 in fees
+  ($5.20), not 39 × $0.03 = $1.17. ``per_assignment_fee`` is then that total's average
+  per place (to 1/100 of a cent), for display.
 
 Amazon Mechanical Turk charges requesters a commission on top of the worker
 reward: 20% of the reward, or 40% for HITs with 10 or more assignments, and at
@@ -76,6 +80,26 @@ def _cost(reward: Decimal, rate: Decimal, assignments_total: int, minimum: Decim
     return Cost(
         per_assignment_reward=reward,
         per_assignment_fee=fee,
+        rewards=rewards,
+        fees=fees,
+        total=rewards + fees,
+        fee_rate=rate,
+        assignments_total=assignments_total,
+    )
+
+
+def _share_of_total(reward: Decimal, rate: Decimal, assignments_total: int) -> Cost:
+    """A fee that is ``rate`` of the total rewards, rounded half-up to the cent once, on the total."""
+    rewards = reward * assignments_total
+    fees = (rewards * rate).quantize(CENT, rounding=ROUND_HALF_UP)
+    average = (fees / assignments_total if assignments_total else reward * rate).quantize(
+        Decimal("0.0001"), rounding=ROUND_HALF_UP
+    )
+    if average == average.quantize(CENT):
+        average = average.quantize(CENT)  # whole cents shown as cents: $0.30, not $0.3000
+    return Cost(
+        per_assignment_reward=reward,
+        per_assignment_fee=average,
         rewards=rewards,
         fees=fees,
         total=rewards + fees,
@@ -167,8 +191,8 @@ def provider_cost(
     Decimal('15.00')
     >>> provider_cost("mturk", Decimal("1.00"), 3, 1, masters=True).per_assignment_fee
     Decimal('0.25')
-    >>> provider_cost("prolific", Decimal("1.50"), 3, 1).per_assignment_fee
-    Decimal('0.50')
+    >>> provider_cost("prolific", Decimal("0.10"), 39, 1).total
+    Decimal('5.20')
     """
     amount = _money(reward)
     if assignments < 1:
@@ -181,5 +205,5 @@ def provider_cost(
     if provider == "mturk":
         return _cost(amount, fee_rate(assignments) + (MASTERS_FEE_RATE if masters else 0), total)
     if provider == "prolific":
-        return _cost(amount, Decimal(prolific_fee_rate), total, minimum=Decimal("0.00"))
+        return _share_of_total(amount, Decimal(prolific_fee_rate), total)
     raise ValueError(f"no prices known for provider {provider!r}")

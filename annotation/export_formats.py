@@ -228,6 +228,14 @@ class ExportFormat:
     content_type: str  #: served with this type
     extra: tuple[str, ...] = ()  #: columns after qid, query, label (CSV)
 
+    def holds(self, column: str) -> bool:
+        """Whether this format's file carries ``column`` of :func:`export_rows` (a card claims only that)."""
+        if self.name == "tsv":
+            return column in ("qid", "query")
+        if self.name == "csv":
+            return column in ("qid", "query", "label", *self.extra)
+        return True  # JSON lines: every key of the row
+
     def write(self, rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
         if self.name == "tsv":
             return write_tsv(rows, path)
@@ -300,8 +308,13 @@ def card_facts(
     exported: dt.date,
     citation: str,
     machine: Mapping[str, Any] | None = None,
+    file_format: str | None = None,
 ) -> dict[str, Any]:
     """The facts a dataset card states about an export (see :func:`dataset_card` for their layout).
+
+    ``file_format`` (default: from ``file_name``'s ending) decides what the card says is in
+    the file: a TSV holds only qids and queries, so its card counts the labels' sources and
+    rulings but never sends the reader to the file for them.
 
     ``batch`` holds the batch's settings (name, provider, source, rewards, dates, cost),
     ``results`` every query of the batch, ``rows`` those exported and ``report`` the
@@ -311,6 +324,8 @@ def card_facts(
     """
     labelled = [r for r in results if r["label"] is not None]
     progress = report["progress"]
+    held = EXPORT_FORMATS[file_format or format_for_path(file_name)]
+    in_file = "marked adjudicated in the file" if held.holds("adjudicated") else "the file holds qids and queries only"
     every = category == ALL_CATEGORIES
     facts = {
         "title": f"{batch['name']}: {'all labelled' if every else LABEL_NAMES[CATEGORY_SLUGS[category]]} queries",
@@ -325,7 +340,7 @@ def card_facts(
         "method": "majority vote (ties set aside)",
         "adjudicated labels": (
             f"{sum(r['adjudicated'] for r in labelled)} of {len(labelled)} labelled queries were settled by a "
-            "researcher (rule: a researcher's adjudication replaces the majority vote; marked adjudicated in the file)"
+            f"researcher (rule: a researcher's adjudication replaces the majority vote; {in_file})"
         ),
         "krippendorff_alpha": report["krippendorff_alpha"],
         "alpha_ci": report["alpha_ci"],
@@ -366,8 +381,13 @@ def card_facts(
             f"Queries of batch {batch['name']!r}, labelled by a machine first and checked by crowd workers "
             f"({batch['provider_display']}) on a blind calibration sample; the machine's labels at or above a "
             "confidence threshold were accepted and the rest went to the crowd (majority vote, strict plurality "
-            f"of at least {min_votes} votes; disputed queries set aside). Each query's label source is in the "
-            f"file. This file holds {len(rows)} {'labelled' if every else category} queries."
+            f"of at least {min_votes} votes; disputed queries set aside). "
+            + (
+                "Each query's label source is in the file. "
+                if held.holds("label_source")
+                else "The file holds qids and queries only; how many labels came from each source is below. "
+            )
+            + f"This file holds {len(rows)} {'labelled' if every else category} queries."
         )
         facts["machine labels"] = dict(machine)
     facts["label sources"] = {source: sources.count(source) for source in dict.fromkeys(sources) if source}

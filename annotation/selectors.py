@@ -144,26 +144,104 @@ def spent(batch: Batch, answered: int) -> Decimal:
     return (price * answered + Decimal(bonuses)).quantize(Decimal("0.01"))
 
 
-def batch_overview(limit: int | None = None) -> list[dict]:
-    """Batches, newest first, each with ``progress`` (``annotation.services.batch_progress``),
-    ``answered`` and ``expected`` assignments, ``spent`` and ``estimate`` (USD)."""
+def is_machine_labelled(batch: Batch) -> bool:
+    """Whether ``batch`` is labelled by a machine first: its crowd work goes through derived batches
+    (a calibration sample, routed queries) or a routing decided which machine labels stand.
+
+    Such a batch is never published itself (``services.publishing.check_publishable``) and
+    its own cost estimate (every query to the crowd) is never spent.
+    """
+    return batch.parent_id is None and (batch.derived.exists() or batch.routings.exists())
+
+
+def batch_state(batch: Batch, progress: dict | None = None) -> dict[str, Any]:
+    """What ``batch`` is and where it stands: the one reading behind the batch page, the batch list
+    and the dashboard, so the three never disagree.
+
+    Keys: ``kind`` (``crowd``; ``machine``: :func:`is_machine_labelled`; ``calibration`` or
+    ``routed``: a derived batch), ``status`` (the status shown: "machine-labelled" for a
+    machine-labelled batch), ``progress`` (``services.batch_progress``), ``answered`` and
+    ``expected`` assignments, ``fraction`` (of the bar), ``spent`` (USD), ``estimate`` (USD,
+    None for a machine-labelled batch: what its own HITs would cost is never spent nor
+    committed). A machine-labelled batch adds ``machine``: ``queries``, ``accepted``
+    (labels the machine gave that stand), ``crowd`` (labelled by the crowd or a ruling),
+    ``sample`` and ``routed`` (queries sent to the crowd in its calibration sample and
+    routed batches), ``unlabelled``; ``parts`` (its crowd batches, each with its own
+    state); ``spent`` (theirs, bonuses included), ``committed`` (what their published
+    HITs may still cost) and ``planned`` (their drafts' estimates).
+    """
     from .services.batches import batch_progress
 
-    rows = []
-    for batch in Batch.objects.select_related("query_set", "pool").order_by("-created", "-pk")[:limit]:
-        progress = batch_progress(batch)
-        answered = progress["submitted"] + progress["approved"]
-        rows.append(
-            {
-                "batch": batch,
-                "progress": progress,
-                "answered": answered,
-                "expected": progress["assignments_expected"],
-                "spent": spent(batch, answered),
-                "estimate": (batch.cost or {}).get("total"),
-            }
-        )
-    return rows
+    progress = progress if progress is not None else batch_progress(batch)
+    answered = progress["submitted"] + progress["approved"]
+    kind = batch.purpose or "crowd"
+    if kind == "crowd" and is_machine_labelled(batch):
+        return _machine_state(batch, progress)
+    return {
+        "kind": kind,
+        "status": batch.status,
+        "progress": progress,
+        "answered": answered,
+        "expected": progress["assignments_expected"],
+        "fraction": progress["fraction"],
+        "spent": spent(batch, answered),
+        "estimate": (batch.cost or {}).get("total"),
+        "machine": None,
+    }
+
+
+def _machine_state(batch: Batch, progress: dict) -> dict[str, Any]:
+    from .services.label_sources import MACHINE
+    from .services.results import source_counts
+
+    parts = []
+    for part in batch.derived.order_by("created", "pk"):
+        state = batch_state(part)
+        estimate = Decimal(state["estimate"] or 0)
+        live = part.status == Batch.Status.PUBLISHED
+        state |= {
+            "batch": part,
+            "queries": state["progress"]["queries"],
+            "committed": max(Decimal("0.00"), estimate - state["spent"]) if live else Decimal("0.00"),
+            "planned": estimate if part.status == Batch.Status.DRAFT else Decimal("0.00"),
+        }
+        parts.append(state)
+    counted = [p for p in parts if p["batch"].status != Batch.Status.CANCELLED]
+    sources = source_counts(batch)
+    queries = progress["queries"]
+    labelled = sum(sources.values())
+    machine = {
+        "queries": queries,
+        "accepted": sources.get(MACHINE, 0),
+        "crowd": labelled - sources.get(MACHINE, 0),
+        "sample": sum(p["queries"] for p in counted if p["kind"] == Batch.Purpose.CALIBRATION),
+        "routed": sum(p["queries"] for p in counted if p["kind"] == Batch.Purpose.ROUTED),
+        "unlabelled": queries - labelled,
+    }
+    answered = sum(p["answered"] for p in parts)
+    return {
+        "kind": "machine",
+        "status": "machine-labelled",
+        "progress": progress,
+        "answered": answered,
+        "expected": sum(p["expected"] for p in counted),
+        "fraction": labelled / queries if queries else None,
+        "spent": sum((p["spent"] for p in parts), Decimal("0.00")),
+        "committed": sum((p["committed"] for p in parts), Decimal("0.00")),
+        "planned": sum((p["planned"] for p in parts), Decimal("0.00")),
+        "estimate": None,
+        "all_crowd_estimate": (batch.cost or {}).get("total"),
+        "machine": machine,
+        "parts": parts,
+    }
+
+
+def batch_overview(limit: int | None = None) -> list[dict]:
+    """Batches, newest first, each with ``batch`` and its :func:`batch_state`."""
+    return [
+        {"batch": batch} | batch_state(batch)
+        for batch in Batch.objects.select_related("query_set", "pool").order_by("-created", "-pk")[:limit]
+    ]
 
 
 # --- machine pre-labelling ---

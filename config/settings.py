@@ -291,6 +291,40 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"JobStatusEnum": "core.models.Job.Status"},
 }
 
+# --- Caches ---------------------------------------------------------------------------
+#: ``default``: per process (API throttling counts, as before). Two caches every gunicorn worker
+#: and Celery worker shares, on one backend: Redis at SHARED_CACHE_URL (``redis://...``) when
+#: set, otherwise the database's table ``shared_cache`` (made by ``migrate``: no separate
+#: ``createcachetable``):
+#: - ``shared``: Prolific arrivals' rate-limit counters and remembered refusals (core.ratelimit);
+#: - ``results``: what a batch's answers add up to (agreement, bootstrap intervals, Dawid-Skene,
+#:   per-query results), keyed by the batch's answer version
+#:   (annotation.services.results.answers_version), so every worker reuses what one of them
+#:   computed until new answers or rulings arrive. RESULTS_CACHE_SECONDS=0 caches nothing.
+SHARED_CACHE_URL = env_str("SHARED_CACHE_URL", "")
+if SHARED_CACHE_URL and not SHARED_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(f"SHARED_CACHE_URL={SHARED_CACHE_URL!r}: expected redis://, rediss:// or unix://")
+#: How long a cached result is kept (seconds); a new answer makes a new key at once anyway.
+RESULTS_CACHE_SECONDS = env_int("RESULTS_CACHE_SECONDS", 7 * 24 * 3600, minimum=0)
+_shared_backend = (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": SHARED_CACHE_URL}
+    if SHARED_CACHE_URL
+    else {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "shared_cache",
+        "OPTIONS": {"MAX_ENTRIES": 100_000},
+    }
+)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "shared": _shared_backend | {"KEY_PREFIX": "shared"},
+    "results": (
+        _shared_backend | {"TIMEOUT": RESULTS_CACHE_SECONDS, "KEY_PREFIX": "results"}
+        if RESULTS_CACHE_SECONDS
+        else {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}
+    ),
+}
+
 # --- Agreement ------------------------------------------------------------------------
 #: Bootstrap resamples behind every 95% CI of Krippendorff's alpha (command, data card,
 #: page, API), shown beside the interval; 0 skips the interval.
@@ -337,24 +371,7 @@ PROLIFIC_ARRIVAL_REFUSED_SECONDS = env_int("PROLIFIC_ARRIVAL_REFUSED_SECONDS", 3
 PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = env_int("PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE", 30, minimum=1)
 #: New sessions of one study checked with Prolific per minute; more get the 503 page.
 PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = env_int("PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE", 600, minimum=1)
-#: Where these counters and memories live, seen by every gunicorn worker: the cache ``shared``,
-#: Redis at SHARED_CACHE_URL (``redis://...``) when set, otherwise the database's table
-#: ``shared_cache`` (made by ``migrate``). The default cache stays per process.
-SHARED_CACHE_URL = env_str("SHARED_CACHE_URL", "")
-if SHARED_CACHE_URL and not SHARED_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
-    raise ImproperlyConfigured(f"SHARED_CACHE_URL={SHARED_CACHE_URL!r}: expected redis://, rediss:// or unix://")
-CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "shared": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": SHARED_CACHE_URL}
-        if SHARED_CACHE_URL
-        else {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-            "LOCATION": "shared_cache",
-            "OPTIONS": {"MAX_ENTRIES": 100_000},
-        }
-    ),
-}
+#: These counters and memories live in the ``shared`` cache (see Caches above).
 
 
 # --- Pre-labelling (annotation.prelabellers.openai_chat) ---------------------------------

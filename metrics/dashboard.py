@@ -2,8 +2,8 @@
 
 It lives in ``metrics``, the app on top, because it reads every stage: running jobs
 (``core.models.Job``), pooling's lists (``pooling.selectors.overview``), batches with
-answered/expected assignments and what they cost so far (``annotation.selectors.batch_overview``)
-and the newest reports (``metrics.selectors.recent_reports``). Its live part (jobs and
+answered/expected assignments and what they cost so far (``annotation.selectors.batch_overview``,
+one :func:`annotation.selectors.batch_state` per batch), the imported qrels and the newest reports (``metrics.selectors.recent_reports``). Its live part (jobs and
 batches) polls itself every few seconds while a job runs or a batch is published.
 """
 
@@ -20,6 +20,7 @@ from annotation.models import Batch
 from core.models import Job
 from core.permissions import researcher_required
 from pooling import selectors as pooling_selectors
+from pooling.models import Qrels
 
 from . import selectors
 
@@ -58,7 +59,11 @@ def home(request: HttpRequest) -> HttpResponse:
     """
     if not request.user.is_staff:
         return render(request, "welcome.html")
-    context = pooling_selectors.overview() | _live() | {"reports": selectors.recent_reports()}
+    context = (
+        pooling_selectors.overview()
+        | _live()
+        | {"reports": selectors.recent_reports(), "qrels": Qrels.objects.select_related("collection", "query_set")}
+    )
     return render(request, "home.html", context)
 
 

@@ -50,6 +50,7 @@ PURE = {
     "core.backoff",
     "core.benchmark",
     "core.converters",
+    "core.natural",
     "core.errors",
     "core.files",
     "core.http",

@@ -119,6 +119,7 @@ def export_queries(
         exported=timezone.now().date(),
         citation=CITATION,
         machine=_machine_facts(batch),
+        file_format=fmt,
     )
     EXPORT_FORMATS[fmt].write(rows, path)
     card = dataset_card(facts)

@@ -27,9 +27,11 @@ from ..models import Assignment, Batch
 from .results import agreement
 
 
-def worker_quality(batch: Batch) -> list[dict[str, Any]]:
-    """One row per worker who submitted work in ``batch``, ordered by pseudonym."""
-    report = agreement(batch, bootstrap=0)
+def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per worker who submitted work in ``batch``, ordered by pseudonym; ``report``: the
+    batch's :func:`agreement` when the caller has it already (its per-worker rows do not depend
+    on the bootstrap)."""
+    report = report if report is not None else agreement(batch, bootstrap=0)
     agreement_by_worker = {row["worker"]: row for row in report["per_worker"]}
     ds_accuracy = {row["worker"]: row["accuracy"] for row in report["worker_confusion"]}
     assignments = (

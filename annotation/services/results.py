@@ -16,18 +16,27 @@ the rule is "adjudication first, else majority vote"; such labels are exported w
 
 from __future__ import annotations
 
+import hashlib
+import logging
+from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from django.db import DatabaseError
+from django.db.models import Count, Max, Q
 
 from annotation.labels import LABEL_NAMES, LABELS
 
-from ..models import Adjudication, Assignment, Batch, Judgment
+from ..models import Adjudication, Assignment, Batch, Judgment, PreLabel
 from .batches import batch_progress
-from .label_sources import ADJUDICATED, CROWD, LabelSource, machine_accepted
+from .label_sources import ADJUDICATED, CROWD, LabelSource, latest_routing, machine_accepted
 
 if TYPE_CHECKING:
     import pandas as pd
 
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: A single vote is one opinion, not agreement; a label needs at least this many votes.
 MIN_VOTES = 2
@@ -70,6 +79,82 @@ def min_votes(batch: Batch) -> int:
     return min(MIN_VOTES, batch.assignments_per_query)
 
 
+def answers_version(batch: Batch) -> str:
+    """A key that changes whenever what ``batch``'s answers add up to may change.
+
+    Everything :class:`BatchAnswers`, :func:`query_results` and :func:`agreement` read: the
+    batch (its row and creation time: a key never outlives a batch whose id is reused), the
+    crowd batches whose answers count (:func:`crowd_batch_ids`), their assignments (how many,
+    in which state, the last submitted and reviewed), their judgments, the researchers'
+    rulings and the routing in force with its machine labels. A few aggregate queries:
+    what they stand for (Dawid-Skene, bootstraps) is the expensive part.
+    """
+    ids = crowd_batch_ids(batch)
+    usable = Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]) & ~Q(gold_passed=False)
+    work = Assignment.objects.filter(hit__batch__in=ids).aggregate(
+        n=Count("id"),
+        last=Max("id"),
+        usable=Count("id", filter=usable),
+        approved=Count("id", filter=Q(status=Assignment.Status.APPROVED)),
+        submitted=Max("submitted_at"),
+        reviewed=Max("reviewed_at"),
+    )
+    judged = Judgment.objects.filter(batch_query__batch__in=ids).aggregate(
+        n=Count("id"), last=Max("id"), labelled=Count("label")
+    )
+    rulings = Adjudication.objects.filter(batch_query__batch__in=ids).aggregate(
+        n=Count("id"), last=Max("id"), decided=Max("decided_at")
+    )
+    routing = latest_routing(batch)
+    machine = (
+        PreLabel.objects.filter(batch_query__batch=batch).aggregate(n=Count("id"), last=Max("id"))
+        if routing is not None
+        else {}
+    )
+    state = (
+        batch.pk,
+        batch.created.isoformat() if batch.created else None,
+        batch.assignments_per_query,
+        ids,
+        sorted(work.items()),
+        sorted(judged.items()),
+        sorted(rulings.items()),
+        routing.pk if routing else None,
+        sorted(machine.items()),
+    )
+    return hashlib.sha256(repr(state).encode()).hexdigest()[:32]
+
+
+def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per answer version of ``answers.batch``, shared by every worker.
+
+    The ``results`` cache (``settings.CACHES``: the database's ``shared_cache`` table, or
+    Redis) holds it under the batch's :func:`answers_version`; within one request the
+    value is also kept on ``answers``. A cache that cannot be read or written (its table
+    not created yet) only costs the recomputation, never the page.
+    """
+    if kind in answers.memo:
+        return answers.memo[kind]
+    from django.core.cache import caches
+
+    cache = caches["results"]
+    key = f"batch-{answers.batch.pk}:{answers.version}:{kind}"
+    try:
+        value = cache.get(key)
+    except DatabaseError as exc:  # e.g. the table not migrated yet
+        logger.warning("results cache unavailable (%s); computing without it", exc)
+        cache, value = None, None
+    if value is None:
+        value = compute()
+        if cache is not None:
+            try:
+                cache.set(key, value)
+            except DatabaseError as exc:
+                logger.warning("results cache unavailable (%s); not stored", exc)
+    answers.memo[kind] = value
+    return value
+
+
 class BatchAnswers:
     """A batch's usable judgments read once, and what is computed from them, each at most once.
 
@@ -80,7 +165,18 @@ class BatchAnswers:
 
     def __init__(self, batch: Batch) -> None:
         self.batch = batch
-        self.frame = judgments_frame(batch)
+        #: What was computed from these answers in this request (see :func:`_cached`).
+        self.memo: dict[str, Any] = {}
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        """The usable judgments (read when first needed: a cached result needs none)."""
+        return judgments_frame(self.batch)
+
+    @cached_property
+    def version(self) -> str:
+        """The batch's :func:`answers_version` when these answers were first asked for it."""
+        return answers_version(self.batch)
 
     @cached_property
     def votes(self) -> pd.DataFrame:
@@ -102,7 +198,9 @@ class BatchAnswers:
         """Dawid-Skene's estimate (:class:`annotation.aggregation.DawidSkeneResult`), None without judgments."""
         from ..aggregation import dawid_skene
 
-        return None if self.frame.empty else dawid_skene(self.frame)
+        # Through the shared cache too: every report of these answers (with or without a
+        # bootstrap, per query) starts from the same fit.
+        return _cached(self, "dawid_skene", lambda: None if self.frame.empty else dawid_skene(self.frame))
 
     @cached_property
     def rulings(self) -> dict[str, str]:
@@ -144,6 +242,10 @@ def query_results(batch: Batch, answers: BatchAnswers | None = None) -> list[dic
     every label to Dawid-Skene's posterior probability; ``ds_posterior`` is the largest.
     """
     answers = answers or BatchAnswers(batch)
+    return _cached(answers, "query_results", lambda: _query_results(batch, answers))
+
+
+def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
     votes = answers.votes
     rulings = {
         a.batch_query.qid: a
@@ -230,16 +332,23 @@ def agreement(
     (Dawid-Skene's estimate per worker: rows the true label, columns the label given, and
     the estimated accuracy), ``progress``.
     """
-    import numpy as np
-    import pandas as pd
     from django.conf import settings
-
-    from ..aggregation import compare_methods, majority_vote
-    from ..agreement import agreement_report
 
     if bootstrap is None:
         bootstrap = settings.AGREEMENT_BOOTSTRAP_RESAMPLES
     answers = answers or BatchAnswers(batch)
+    report = _cached(answers, f"agreement:{bootstrap}:{seed}", lambda: _agreement(batch, answers, bootstrap, seed))
+    # Progress counts every assignment (taken, abandoned ...), not only answers: always read afresh.
+    return report | {"progress": batch_progress(batch)}
+
+
+def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -> dict[str, Any]:
+    import numpy as np
+    import pandas as pd
+
+    from ..aggregation import compare_methods, majority_vote
+    from ..agreement import agreement_report
+
     frame = answers.frame
     if frame.empty:
         report: dict[str, Any] = {
@@ -292,7 +401,6 @@ def agreement(
     report["batch"] = batch.name
     report["provider"] = batch.provider
     report["method_disagreements"] = disagreements
-    report["progress"] = batch_progress(batch)
     return report
 
 
@@ -307,3 +415,18 @@ def crowd_labels(batch: Batch, answers: BatchAnswers | None = None) -> dict[str,
 def labels_with_sources(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, LabelSource]:
     """``qid -> LabelSource`` of every labelled query of ``batch``: the crowd first, else an accepted machine label."""
     return machine_accepted(batch) | crowd_labels(batch, answers)
+
+
+def source_counts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, int]:
+    """How many labelled queries of ``batch`` take their label from each source
+    (:data:`.label_sources.SOURCES`: crowd majority, adjudicated, machine-accepted), cached
+    with the answers (:func:`_cached`); the counts :func:`annotation.selectors.batch_state` shows."""
+    answers = answers or BatchAnswers(batch)
+
+    def count() -> dict[str, int]:
+        found: dict[str, int] = {}
+        for source in labels_with_sources(batch, answers).values():
+            found[source.source] = found.get(source.source, 0) + 1
+        return found
+
+    return _cached(answers, "sources", count)

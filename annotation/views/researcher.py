@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.labels import LABEL_NAMES, LABELS
 from core.errors import ServiceError
+from core.natural import natural_key, natural_sorted
 from core.paging import table_page
 from core.permissions import researcher_required
 from core.uploads import staged_uploads
@@ -22,6 +23,7 @@ from .. import services
 from ..downloads import export_file_response
 from ..forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
 from ..models import Assignment, Batch, Export, Hit
+from ..selectors import batch_state
 from ..services.budget import extra_spent
 from ..services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from ..services.results import query_results
@@ -36,7 +38,7 @@ def batch_list(request: HttpRequest) -> HttpResponse:
 
 
 def _batch_table() -> dict:
-    batches = [(batch, services.batch_progress(batch)) for batch in Batch.objects.select_related("query_set", "pool")]
+    batches = [(batch, batch_state(batch)) for batch in Batch.objects.select_related("query_set", "pool")]
     return {"batches": batches, "any_published": any(b.status == Batch.Status.PUBLISHED for b, _ in batches)}
 
 
@@ -83,14 +85,16 @@ def batch_estimate(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
-    batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
+    batch = get_object_or_404(Batch.objects.select_related("query_set", "pool", "parent"), name=name)
     hits = batch.hits.order_by("position").prefetch_related("assignments")
+    progress = services.batch_progress(batch)
     return render(
         request,
         "annotation/batch_detail.html",
         {
             "batch": batch,
-            "progress": services.batch_progress(batch),
+            "progress": progress,
+            "state": batch_state(batch, progress),
             "agreement": services.agreement(batch, bootstrap=0),
             "hits": hits,
             "exports": batch.exports.select_related("query_set"),
@@ -124,9 +128,11 @@ def _failed_gold(batch: Batch):
 def batch_live(request: HttpRequest, name: str) -> HttpResponse:
     """The batch page's live part (htmx polls it while the batch is published)."""
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
+    progress = services.batch_progress(batch)
     context = {
         "batch": batch,
-        "progress": services.batch_progress(batch),
+        "progress": progress,
+        "state": batch_state(batch, progress),
         "agreement": services.agreement(batch, bootstrap=0),
         "failed_gold": _failed_gold(batch),
     }
@@ -241,12 +247,14 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
         }
         for label in LABELS
     ]
+    # Each bar is drawn from the value it stands beside (0 to 1; below 0 drawn empty).
     category_alpha = [
         {
             "name": LABEL_NAMES[label],
             "alpha": value,
             "ac1": report["per_category_ac1"].get(label),
-            "percent": max(0.0, value or 0.0) * 100,
+            "alpha_percent": _bar_percent(value),
+            "ac1_percent": _bar_percent(report["per_category_ac1"].get(label)),
         }
         for label, value in report["per_category_alpha"].items()
     ]
@@ -257,11 +265,14 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
         {"name": LABEL_NAMES[label], "cells": [{"value": v, "shade": round(0.5 * v / peak, 2)} for v in row]}
         for label, row in zip(report["confusion"]["labels"], matrix, strict=True)
     ]
+    # Every qid table of the page in the same, natural order ("2" before "10").
     set_aside = table_page(
         request,
-        [r for r in query_results(batch, answers) if r["label"] is None and r["votes"]],
+        natural_sorted((r for r in query_results(batch, answers) if r["label"] is None and r["votes"]), _qid),
         lambda r: f"{r['qid']} {r['query']}",
+        sort_keys=SET_ASIDE_SORTS,
     )
+    report["method_disagreements"] = natural_sorted(report["method_disagreements"], _qid)
     return render(
         request,
         "annotation/batch_agreement.html",
@@ -274,9 +285,26 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "confusion": confusion,
             "label_names": [LABEL_NAMES[label] for label in LABELS],
             "set_aside": set_aside,
-            "worker_quality": services.worker_quality(batch),
+            "worker_quality": services.worker_quality(batch, report),
         },
     )
+
+
+def _qid(row: dict) -> str:
+    return row["qid"]
+
+
+def _bar_percent(value: float | None) -> float:
+    return min(1.0, max(0.0, value or 0.0)) * 100
+
+
+#: The set-aside table's columns a researcher may sort the whole list by (``?sort=``, ``-`` descending).
+SET_ASIDE_SORTS = {
+    "qid": lambda r: natural_key(r["qid"]),
+    "query": lambda r: r["query"].casefold(),
+    **{label: (lambda r, label=label: r["counts"][label]) for label in LABELS},
+    "ds": lambda r: LABEL_NAMES.get(r["dawid_skene"] or "", "~"),
+}
 
 
 @researcher_required

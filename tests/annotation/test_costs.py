@@ -150,3 +150,14 @@ def test_extra_assignments_with_masters_pay_the_surcharge_too():
     # $0.40 × (20% + 5%) = $0.10 per extra assignment; 3 of them.
     cost = extra_assignments_cost(D("0.40"), {"HIT1": 2, "HIT2": 1}, assignments_per_hit=3, masters=True)
     assert (cost.per_assignment_fee, cost.total) == (D("0.10"), D("1.50"))
+
+
+def test_prolific_fee_is_rounded_once_on_the_total_as_prolific_charges_it():
+    # 39 places at $0.10: rewards $3.90, 33.3% of that is $1.2987 -> $1.30; $5.20 in all.
+    # Rounded per place it would be 39 × $0.03 = $1.17 ($5.07), 13 cents short of the bill.
+    cost = provider_cost("prolific", D("0.10"), assignments=39, hits=1)
+    assert (cost.rewards, cost.fees, cost.total) == (D("3.90"), D("1.30"), D("5.20"))
+    # The fee per place shown is that total's average, not a rounded rate.
+    assert cost.per_assignment_fee == D("0.0333")
+    # The corporate rate on 7 × $0.15 = $1.05: 42.8% = $0.4494 -> $0.45 (per place: 7 × $0.06 = $0.42).
+    assert provider_cost("prolific", D("0.15"), 7, 1, prolific_fee_rate=D("0.428")).fees == D("0.45")

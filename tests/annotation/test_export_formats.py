@@ -207,3 +207,54 @@ def test_export_vocabulary_is_the_one_the_model_form_api_and_command_use():
         "tsv",
         "tsv",
     ]
+
+
+def _card_for(file_name: str) -> str:
+    """A machine-labelled batch's card for an export written as ``file_name`` (the format from its ending)."""
+    import datetime as dt
+
+    from annotation.export_formats import card_facts, export_rows
+
+    results = [
+        {"qid": "1", "query": "nurse", "label": "n", "label_source": "machine-accepted", "machine_confidence": 0.9,
+         "adjudicated": False, "votes": [], "counts": {"n": 0, "f": 0, "m": 0, "o": 0}, "dawid_skene": None,
+         "ds_posteriors": None},
+        {"qid": "2", "query": "king", "label": "m", "label_source": "adjudicated", "machine_confidence": None,
+         "adjudicated": True, "votes": [{"worker": "w1", "label": "m"}], "counts": {"n": 0, "f": 0, "m": 1, "o": 0},
+         "dawid_skene": "m", "ds_posteriors": {"m": 1.0}},
+    ]  # fmt: skip
+    report = {
+        "krippendorff_alpha": None, "alpha_ci": [None, None], "bootstrap_resamples": 0, "per_category_alpha": {},
+        "percent_agreement": None, "fleiss_kappa": None, "workers": 1, "judgments": 1,
+        "progress": {"invalid_judgments": 0, "rejected": 0, "submitted": 1, "approved": 0, "assignments_expected": 3},
+    }  # fmt: skip
+    batch = {
+        "name": "b", "provider_display": "In-house", "source": "pool p", "provider": "local",
+        "assignments_per_query": 3, "queries_per_hit": 10, "reward": "0.05", "gold_per_hit": 0, "qualifications": {},
+        "created": dt.datetime(2026, 1, 1), "published": None, "cost": {"total": "1.00"},
+    }  # fmt: skip
+    rows = export_rows(results, "all")
+    facts = card_facts(
+        batch=batch, category="all", rows=rows, results=results, report=report, min_votes=2, file_name=file_name,
+        exported=dt.date(2026, 1, 2), citation="c", machine={"labeller": "rules"},
+    )  # fmt: skip
+    return dataset_card(facts)
+
+
+def test_a_tsv_card_does_not_send_the_reader_to_the_file_for_what_it_lacks(tmp_path):
+    card = _card_for("b-all.tsv")
+    assert "label source is in the file" not in card
+    assert "marked adjudicated in the file" not in card
+    assert "qids and queries only" in card
+    # The counts by source are still on the card itself.
+    assert "machine-accepted" in card and "adjudicated" in card
+    # The TSV itself indeed holds only qid and query: what the card says is true.
+    write_tsv([{"qid": "1", "query": "nurse"}], tmp_path / "b.tsv")
+    assert (tmp_path / "b.tsv").read_text() == "1\tnurse\n"
+
+
+@pytest.mark.parametrize("name", ["b-all.csv", "b-all.jsonl"])
+def test_csv_and_jsonl_cards_point_to_the_columns_their_files_hold(name):
+    card = _card_for(name)
+    assert "Each query's label source is in the file." in card
+    assert "marked adjudicated in the file" in card

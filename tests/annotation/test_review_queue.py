@@ -243,3 +243,20 @@ def test_keyboard_walk_rules_skips_and_rules_with_live_counts(disputed3, researc
         assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing wider than a phone
     page.set_viewport_size({"width": 1280, "height": 900})
     page.screenshot(path="/tmp/ux/review-1280-dark.png", full_page=True)
+
+
+def test_the_panel_names_labels_in_full(disputed3, researcher, client):
+    """The crowd's majority and Dawid-Skene's label by name (Female), never the stored code (f)."""
+    from annotation.labels import LABEL_NAMES
+
+    client.force_login(researcher)
+    settled = services.query_results(disputed3)
+    labelled = next(r for r in settled if r["crowd_label"])
+    html = client.get(URL, {"status": "disputed", "qid": labelled["qid"]}).content.decode()
+    caption = html.split("<caption")[1].split("</caption>")[0]
+    assert f"majority {LABEL_NAMES[labelled['crowd_label']]}" in caption
+    assert f"Dawid–Skene {LABEL_NAMES[labelled['dawid_skene']]}" in caption
+    disputed = client.get(URL).content.decode().split("<caption")[1].split("</caption>")[0]
+    current = next(r for r in settled if r["qid"] == "101")
+    assert f"Dawid–Skene {LABEL_NAMES[current['dawid_skene']]}" in disputed
+    assert not any(f"Dawid–Skene {code} " in disputed or f"majority {code} " in disputed for code in "nfmo")

@@ -39,3 +39,23 @@ def test_search_is_case_insensitive_and_keeps_the_query_in_links():
 def test_a_search_finding_nothing_is_one_empty_page():
     table = page(q="absent")
     assert table.rows == [] and table.page.number == 1 and table.next_link is None
+
+
+def test_sort_orders_the_whole_list_before_paging_and_links_keep_it():
+    keys = {"qid": lambda row: int(row["qid"])}
+    table = table_page(RequestFactory().get("/pool/", {"sort": "-qid"}), ROWS, str, per_page=5, sort_keys=keys)
+    # The first page of a descending sort holds the largest of all 120 rows, not of the first page.
+    assert [row["qid"] for row in table.rows] == ["120", "119", "118", "117", "116"]
+    assert table.next_link == "?page=2&sort=-qid"
+    assert table.sort_links["qid"] == {"url": "?sort=qid", "aria": "descending"}
+    second = table_page(
+        RequestFactory().get("/pool/", {"sort": "-qid", "page": "2"}), ROWS, str, per_page=5, sort_keys=keys
+    )
+    assert [row["qid"] for row in second.rows] == ["115", "114", "113", "112", "111"]
+    ascending = table_page(RequestFactory().get("/pool/", {"sort": "qid"}), ROWS, str, per_page=5, sort_keys=keys)
+    assert ascending.sort_links["qid"] == {"url": "?sort=-qid", "aria": "ascending"}
+
+
+def test_an_unknown_sort_keeps_the_rows_own_order():
+    table = table_page(RequestFactory().get("/pool/", {"sort": "rab"}), ROWS, str, per_page=5, sort_keys={})
+    assert table.rows == ROWS[:5] and table.sort == "" and table.next_link == "?page=2"

@@ -110,3 +110,18 @@ def test_dashboard_at_1280_and_390_px_light_and_dark(dashboard, researcher, page
     # The live part swaps in the job's new progress without a reload.
     Job.objects.filter(description="Pool p1").update(done=150)
     page.locator(".job-numbers", has_text="150 / 200").wait_for()
+
+
+def test_imported_qrels_are_listed_on_the_dashboard(world, researcher, client):
+    from django.core.management import call_command
+
+    client.force_login(researcher)
+    assert "None yet: effectiveness" in client.get("/").content.decode()
+    qrels = world / "qrels.txt"
+    qrels.write_text("1 0 d1 1\n1 0 d3 0\n2 0 d3 2\n")
+    call_command("import_qrels", str(qrels), name="tiny-qrels", queries="q", collection="tiny", verbosity=0)
+    html = client.get("/").content.decode()
+    table = html.split('id="dashboard-qrels"')[1].split("</table>")[0]
+    # Name, query set, collection, queries, judgments, relevant.
+    assert "<td>tiny-qrels</td><td>q</td><td>tiny</td>" in table
+    assert '<td class="num">2</td><td class="num">3</td><td class="num">2</td>' in table
