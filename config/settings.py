@@ -213,6 +213,15 @@ IMPORT_ROOTS = env_paths("IMPORT_ROOTS")
 #: Largest file accepted as an upload (bytes); larger ones are registered by path instead.
 IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 2 * 1024**3, minimum=1)
 
+# --- Input limits (core.textfiles; docs/deployment.md, "Input limits") ----------------------
+#: The most bytes a collection or run may expand to once decompressed (a plain file: its
+#: size); those readers stream, so this bounds work and disk, not memory.
+IMPORT_MAX_DECOMPRESSED_BYTES = env_int("IMPORT_MAX_DECOMPRESSED_BYTES", 32 * 1024**3, minimum=1)
+#: The same for files read whole into memory: query, qrels and word-list files, gold,
+#: training and labelled files (the trained labeller's). Every line is then held as Python
+#: objects (a few hundred bytes each), so this bounds a worker's memory.
+IMPORT_MAX_HELD_BYTES = env_int("IMPORT_MAX_HELD_BYTES", 64 * 1024**2, minimum=1)
+
 # --- Celery ---------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
 # Without a broker, Jobs run in the process that commits them (core.local_jobs) ...
