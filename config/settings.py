@@ -372,6 +372,9 @@ PRELABEL_COMPLETION_PRICE = env_decimal("PRELABEL_COMPLETION_PRICE", "0")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # A 403 is logged as one line, without the traceback of its PermissionDenied (core.logfilters).
+    "filters": {"one_line_forbidden": {"()": "core.logfilters.OneLineForbidden"}},
+    "loggers": {"django.request": {"filters": ["one_line_forbidden"]}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {
         "handlers": ["console"],

@@ -51,6 +51,7 @@ PURE = {
     "core.converters",
     "core.errors",
     "core.files",
+    "core.logfilters",
     "core.progress",
     "core.spreadsheet",
     "core.textfiles",
