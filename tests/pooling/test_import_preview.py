@@ -211,7 +211,7 @@ def test_the_outcome_counts_lines_read_imported_and_skipped_on_the_job_page_and_
     assert "Already imported (unchanged): run a; nothing imported" in again.message
 
     page = client.get(reverse("pooling:import")).content.decode()
-    rows = page.split("<tbody>")[1].split("</tr>")
+    rows = page.split('<table id="import-jobs">')[1].split("<tbody>")[1].split("</tr>")
     assert '<td class="num">–</td><td class="num">0</td><td class="num">0</td>' in rows[0]
     assert '<td class="num">8</td><td class="num">6</td><td class="num">2</td>' in rows[1]
 
@@ -288,4 +288,12 @@ def test_preview_of_qrels_lists_an_out_of_range_grade_as_a_problem(researcher, c
     assert [(p.line, p.problem.split(" is ")[0]) for p in preview.problems] == [
         (2, "relevance 99999999999"),
         (3, "relevance '1_0'"),
+    ]
+
+
+def test_preview_of_queries_shows_a_line_with_a_second_tab_as_a_problem():
+    preview = preview_head("queries", b"1\tfirst\n2\tquery\tthird column\n3\tthe\x0bthird\n", True)
+    assert preview.rows == [("1", "first"), ("3", "the third")]
+    assert [(p.line, p.problem) for p in preview.problems] == [
+        (2, "more than one tab: expected qid<TAB>query (a query text holds no tab)")
     ]
