@@ -93,6 +93,8 @@ def test_a_field_as_long_as_a_line_may_be_is_read(tmp_path, name, content):
     path.write_text(content.format(text=text))
     queries = read_labelled_file(path)
     assert [(q.qid, len(q.text), q.label) for q in queries] == [("1", LONG, "f"), ("2", len(queries[1].text), "n")]
+    texts, labels, _ = training_data(path)  # what the trained labeller learns from (it raised _csv.Error)
+    assert [len(t) for t in texts][:1] == [LONG] and labels == ["f", "n"]
 
 
 def test_a_line_the_csv_module_cannot_read_names_the_file_and_line(tmp_path):
