@@ -150,11 +150,12 @@ def split_lines(text: str) -> list[str]:
 
 
 def line_too_long(path: str | Path, line: int) -> InputError:
-    """The one error for a line over :data:`MAX_LINE_BYTES`: ``path: problem``, naming the line."""
+    """The one error for a line over :data:`MAX_LINE_BYTES`: ``path:line: problem``, as every
+    bad input is named (:func:`too_large` for a file past its size)."""
     return InputError(
         path,
-        None,
-        f"line {line} is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader): "
+        line,
+        f"the line is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader): "
         "this is not a file of text lines, or its line breaks are missing",
     )
 
