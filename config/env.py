@@ -115,3 +115,17 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise _bad(name, value, f"one of {', '.join(choices)}")
     return value
+
+
+#: Program names under which the project's commands run (``python manage.py``, ``django-admin``).
+_COMMAND_PROGRAMS = ("manage.py", "django-admin")
+
+
+def help_only(argv: list[str]) -> bool:
+    """Whether this process only prints command help (``manage.py``, ``manage.py help [...]``,
+    ``manage.py CMD --help``/``-h``): it serves nothing and uses no secret, so it must work
+    on a production machine before the secrets are set (and read like help, not a refusal)."""
+    if not argv or Path(argv[0]).name not in _COMMAND_PROGRAMS:
+        return False
+    args = argv[1:]
+    return not args or args[0] == "help" or "--help" in args or "-h" in args

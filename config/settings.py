@@ -11,13 +11,25 @@ transactions, a busy timeout), and without ``CELERY_BROKER_URL`` Celery tasks ru
 in-process. Production sets ``DATABASE_URL=postgres://...`` and ``CELERY_BROKER_URL=redis://...``.
 """
 
+import sys
 import warnings
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_choice, env_decimal, env_float, env_int, env_list, env_path, env_paths, env_str
+from .env import (
+    env_bool,
+    env_choice,
+    env_decimal,
+    env_float,
+    env_int,
+    env_list,
+    env_path,
+    env_paths,
+    env_str,
+    help_only,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("VAR_DIR", BASE_DIR / "var")
@@ -27,11 +39,17 @@ CACHE_DIR = VAR_DIR / "cache"
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 _DEVELOPMENT_KEY = "dev-only-insecure-key-change-me-in-production"
+#: ``manage.py help`` and every ``--help`` print text and serve nothing: they work without the
+#: production secrets (placeholders, never used to sign anything); everything else is refused.
+_HELP_ONLY = help_only(sys.argv)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", _DEVELOPMENT_KEY if DEBUG else "")
 #: Key of the HMAC pseudonyms workers appear under in pages and exports. Set it once and keep
 #: it (a new key gives everyone new pseudonyms); it must differ from SECRET_KEY, which is
 #: rotated for other reasons and must not let anyone who knows it recompute pseudonyms.
 WORKER_PSEUDONYM_KEY = env_str("WORKER_PSEUDONYM_KEY", "dev-only-pseudonym-key" if DEBUG else "")
+if not DEBUG and _HELP_ONLY:
+    SECRET_KEY = SECRET_KEY or "help-only-placeholder-secret-key"
+    WORKER_PSEUDONYM_KEY = WORKER_PSEUDONYM_KEY or "help-only-placeholder-pseudonym-key"
 if not DEBUG:
     missing = [
         name
@@ -214,6 +232,15 @@ LOGOUT_REDIRECT_URL = "/"
 IMPORT_ROOTS = env_paths("IMPORT_ROOTS")
 #: Largest file accepted as an upload (bytes); larger ones are registered by path instead.
 IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 2 * 1024**3, minimum=1)
+
+# --- Input limits (core.textfiles; docs/deployment.md, "Input limits") ----------------------
+#: The most bytes a collection or run may expand to once decompressed (a plain file: its
+#: size); those readers stream, so this bounds work and disk, not memory.
+IMPORT_MAX_DECOMPRESSED_BYTES = env_int("IMPORT_MAX_DECOMPRESSED_BYTES", 32 * 1024**3, minimum=1)
+#: The same for files read whole into memory: query, qrels and word-list files, gold,
+#: training and labelled files (the trained labeller's). Every line is then held as Python
+#: objects (a few hundred bytes each), so this bounds a worker's memory.
+IMPORT_MAX_HELD_BYTES = env_int("IMPORT_MAX_HELD_BYTES", 64 * 1024**2, minimum=1)
 
 # --- Celery ---------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
@@ -412,6 +439,9 @@ PRELABEL_MAX_ANSWER_CHARS = env_int("PRELABEL_MAX_ANSWER_CHARS", 200, minimum=16
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # A 403 is logged as one line, without the traceback of its PermissionDenied (core.logfilters).
+    "filters": {"one_line_forbidden": {"()": "core.logfilters.OneLineForbidden"}},
+    "loggers": {"django.request": {"filters": ["one_line_forbidden"]}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {
         "handlers": ["console"],

@@ -32,12 +32,17 @@ urlpatterns = [
     path("api/metrics/", include("metrics.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI and ReDoc load their scripts from drf-spectacular-sidecar's static files.
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerView.as_view(url_name="schema", template_name="core/swagger_ui.html"),
+        name="api-docs",
+    ),
     path("api/redoc/", core_views.offline_redoc(), name="api-redoc"),
     path("api/redoc/redoc.standalone.js", core_views.redoc_script, name="api-redoc-script"),
     # Last: any other path under /api/ answers a JSON 404, with debug on or off (a missing
     # final slash is redirected to the endpoint, as APPEND_SLASH does for pages).
     re_path(r"^api/", core_views.api_not_found),
+    path("favicon.ico", core_views.favicon),
 ]
 
 #: Under /api/, refusals, unknown paths and server errors answer JSON (core.views), as the endpoints do;

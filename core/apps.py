@@ -8,11 +8,16 @@ class CoreConfig(AppConfig):
     def ready(self) -> None:
         """Converters are registered before any URLconf that uses them is loaded; tokens follow their owner."""
         from django.contrib.auth import get_user_model
+        from django.core.signals import setting_changed
         from django.db.models.signals import post_save
         from django.urls import register_converter
 
         from .api_tokens import revoke_unless_researcher
         from .converters import KeyConverter
+        from .input_limits import apply_input_limits, input_limit_changed
+
+        apply_input_limits()
+        setting_changed.connect(input_limit_changed, dispatch_uid="core.input_limits")
 
         register_converter(KeyConverter, "key")
         post_save.connect(revoke_unless_researcher, sender=get_user_model(), dispatch_uid="core.api_tokens")

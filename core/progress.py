@@ -1,6 +1,8 @@
 """Progress of long work, shown in two places at once.
 
-A terminal user sees a tqdm bar; a page polls the :class:`~core.models.Job` row.
+A terminal user sees a tqdm bar (only on a terminal: with standard error redirected to a
+file or a pipe, as under a scheduler or in CI, no bar is drawn, so logs hold no ``\r``
+residue); a page polls the :class:`~core.models.Job` row.
 Job rows are written outside any surrounding transaction's work (each update is its own
 short write, throttled to a few per second), so a poller sees them while work goes on.
 
@@ -14,6 +16,7 @@ name to show}``, not stored) and steps read with those names (:func:`shown`).
 
 from __future__ import annotations
 
+import sys
 import time
 
 
@@ -27,6 +30,15 @@ def shown(job, text: str) -> str:
     # One pass, longest first: a path is replaced whole, never its file name inside it.
     pattern = re.compile("|".join(re.escape(server) for server in sorted(names, key=len, reverse=True)))
     return pattern.sub(lambda match: names[match.group(0)], text)
+
+
+def _on_terminal() -> bool:
+    """Whether tqdm's stream (standard error) is a terminal a bar can redraw in place."""
+    stream = sys.stderr
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
 
 
 class Progress:
@@ -47,7 +59,7 @@ class Progress:
         self._done = 0
         self._last_saved = 0.0
         self._bar = None
-        if bar:
+        if bar and _on_terminal():
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, desc=description, unit=unit, unit_scale=unit_scale, leave=False)

@@ -5,16 +5,23 @@ wherever a plain one does, and a decoding error always names the file and the li
 holds the bad byte. Reading is bounded: files are decompressed as a stream, never whole,
 and no line may be longer than :data:`MAX_LINE_BYTES`, so a small ``.gz`` that expands to
 a gigabyte of NULs (one endless "line") is refused after reading about a megabyte, at flat
-memory, instead of being held whole. Pure module (no Django), standard library only:
-light enough for commands that read a ten-line file.
+memory, instead of being held whole. The expanded size is bounded too (:class:`InputLimit`):
+a reader that keeps its lines (queries, qrels, word lists, labelled files) stops at
+:data:`HELD` (``IMPORT_MAX_HELD_BYTES``), a streaming one (collections, runs) at
+:data:`DECOMPRESSED` (``IMPORT_MAX_DECOMPRESSED_BYTES``), both with the one message of
+:func:`too_large`, naming the file and the line reached. Pure module (no Django), standard
+library only: light enough for commands that read a ten-line file; the site sets the limits
+from its settings (:func:`configure_limits`, called by ``core.input_limits``).
 """
 
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -27,6 +34,73 @@ GZIP_MAGIC = b"\x1f\x8b"
 MAX_LINE_BYTES = 1024 * 1024
 #: How much :func:`open_text` decompresses at a time.
 READ_SIZE = 1024 * 1024
+
+
+@dataclass
+class InputLimit:
+    """The most bytes a reader takes from one file once decompressed (a plain file: its size)."""
+
+    bytes: int
+    #: The setting that changes it, named in the error.
+    setting: str
+    #: Which files it bounds, named in the error.
+    files: str
+
+
+#: Files a reader streams, holding a block at a time or columns (collections, runs).
+DECOMPRESSED = InputLimit(32 * 1024**3, "IMPORT_MAX_DECOMPRESSED_BYTES", "collections and runs")
+#: Files a reader keeps line by line in memory (queries, qrels, word lists, gold, training and
+#: labelled files): a line costs a few hundred bytes as Python objects, so 64 MiB of short
+#: lines is already several hundred megabytes held.
+HELD = InputLimit(
+    64 * 1024**2, "IMPORT_MAX_HELD_BYTES", "query, qrels, word-list and labelled files (read whole into memory)"
+)
+
+
+def configure_limits(*, decompressed: int | None = None, held: int | None = None) -> None:
+    """Set the limits (the site calls this with its settings, and again when tests change them)."""
+    if decompressed is not None:
+        DECOMPRESSED.bytes = decompressed
+    if held is not None:
+        HELD.bytes = held
+
+
+def too_large(path: str | Path, line: int, limit: InputLimit) -> InputError:
+    """The one error for a file past its :class:`InputLimit`: ``path:line: problem``, ``line``
+    being the line the reader had reached."""
+    return InputError(
+        path,
+        line,
+        f"the file expands to more than {limit.bytes:,} bytes, the limit for {limit.files} "
+        f"(setting {limit.setting}); reading stopped here",
+    )
+
+
+class SizeCounter:
+    """Counts the (decompressed) bytes a reader takes and refuses the file past ``limit``."""
+
+    def __init__(self, path: str | Path, limit: InputLimit, start: int = 0) -> None:
+        self.path, self.limit, self.read = path, limit, start
+
+    def add(self, data: bytes, first_line: int) -> None:
+        """Count ``data`` (read next, its first line the file's ``first_line``): over the limit,
+        the error names the line that holds the first byte past it."""
+        self.read += len(data)
+        over = self.read - self.limit.bytes
+        if over > 0:
+            cut = max(len(data) - over, 0)
+            raise too_large(self.path, first_line + data.count(b"\n", 0, cut), self.limit)
+
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_basename(name: str | None, default: str = "upload") -> str:
+    """The last component of a client-given file name, reduced to letters, digits, ``._-``,
+    without leading dots (never ``.``, ``..`` or a hidden file) and at most 120 characters:
+    a name that can only ever be a plain file inside the folder it is joined to."""
+    base = _UNSAFE_NAME.sub("_", (name or "").replace("\\", "/").rsplit("/", 1)[-1]).lstrip(".")
+    return base[-120:].lstrip(".") or default
 
 
 @contextmanager
@@ -76,31 +150,35 @@ def split_lines(text: str) -> list[str]:
 
 
 def line_too_long(path: str | Path, line: int) -> InputError:
-    """The one error for a line over :data:`MAX_LINE_BYTES`: ``path: problem``, naming the line."""
+    """The one error for a line over :data:`MAX_LINE_BYTES`: ``path:line: problem``, as every
+    bad input is named (:func:`too_large` for a file past its size)."""
     return InputError(
         path,
-        None,
-        f"line {line} is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader): "
+        line,
+        f"the line is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader): "
         "this is not a file of text lines, or its line breaks are missing",
     )
 
 
 @contextmanager
-def open_text(path: str | Path) -> Iterator[Iterator[str]]:
+def open_text(path: str | Path, limit: InputLimit | None = None) -> Iterator[Iterator[str]]:
     """Lines of a text file, decoded strictly as UTF-8, without line endings.
 
     Streamed: a megabyte is decompressed and decoded at a time, so memory holds what the
     caller keeps, never the whole file; a line over :data:`MAX_LINE_BYTES` is refused
-    (:func:`line_too_long`) as soon as that many bytes pass without a line break.
+    (:func:`line_too_long`) as soon as that many bytes pass without a line break, and a
+    file expanding past ``limit`` (default :data:`HELD`: callers keep the lines) as soon as
+    that many bytes have been decompressed (:func:`too_large`).
     """
     path = Path(path)
     with open_binary(path) as stream:
-        yield _text_lines(path, stream)
+        yield _text_lines(path, stream, SizeCounter(path, limit or HELD))
 
 
-def _text_lines(path: Path, stream: BinaryIO) -> Iterator[str]:
+def _text_lines(path: Path, stream: BinaryIO, counter: SizeCounter) -> Iterator[str]:
     number, rest = 1, b""  # ``number``: the file's number of the first line in ``rest``
     while chunk := stream.read(READ_SIZE):
+        counter.add(chunk, number)
         data = rest + chunk
         cut = data.rfind(b"\n") + 1
         block, rest = data[:cut], data[cut:]

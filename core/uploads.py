@@ -15,7 +15,6 @@ file its process can read.
 from __future__ import annotations
 
 import os
-import re
 import uuid
 from functools import wraps
 from pathlib import Path
@@ -27,14 +26,13 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from .errors import ServiceError
 from .storage import cache_dir, staging_path
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+from .textfiles import safe_basename
 
 
 def safe_filename(name: str) -> str:
-    """The last component of a client-given file name, reduced to safe characters (``.gz`` kept)."""
-    base = _UNSAFE.sub("_", Path(name or "upload").name).lstrip(".")
-    return base[-120:] or "upload"
+    """The last component of a client-given file name, reduced to safe characters (``.gz`` kept):
+    never empty, ``.``, ``..``, hidden or a path (:func:`core.textfiles.safe_basename`)."""
+    return safe_basename(name, "upload")
 
 
 class StagedUpload(UploadedFile):

@@ -48,6 +48,15 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     return page_not_found(request, exception)
 
 
+def favicon(request: HttpRequest) -> HttpResponse:
+    """``/favicon.ico``: "no icon" (204), answered instead of a 404 for every page that links
+    none (an HTML fragment opened by itself, a JSON endpoint viewed in a browser); the site's
+    pages and the API documentation link ``data:,`` and never ask. Cached for a day."""
+    response = HttpResponse(status=204)
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
 #: ReDoc's page may load only this site's files (a second guard behind :func:`redoc_script`).
 REDOC_CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self' 'unsafe-inline' blob:; worker-src 'self' blob:; "

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import InputError, Skipped
-from core.textfiles import GZIP_MAGIC
+from core.textfiles import GZIP_MAGIC, safe_basename
 
 #: How much of a file a preview reads (uncompressed bytes; an upload's first bytes, sliced by the browser).
 PREVIEW_BYTES = 256 * 1024
@@ -185,7 +185,9 @@ def preview_head(
 
     ``known_docids``: for a run, which of the given docids its collection holds (without
     it, docids are not checked). The lines are written to a temporary file named like the
-    user's file, so the real readers read them as they read any file.
+    user's file (its safe base name, :func:`core.textfiles.safe_basename`: no name can be
+    a folder or lead out of the temporary one), so the real readers read them as they read
+    any file.
     """
     preview = Preview(kind, lines=lines.count(b"\n") + (0 if lines.endswith(b"\n") or not lines else 1))
     preview.whole_file = whole_file
@@ -193,7 +195,7 @@ def preview_head(
         preview.problems.append(Problem(1, f"no line ends within the first {PREVIEW_BYTES // 1024} KB"))
         return preview
     with tempfile.TemporaryDirectory(prefix="preview-") as folder:
-        path = Path(folder) / (Path(file_name).name.removesuffix(".gz") or "file")
+        path = Path(folder) / (safe_basename(file_name, "file").removesuffix(".gz") or "file")
         path.write_bytes(lines)
         skipped = Skipped()
         try:

@@ -2,7 +2,9 @@
 
 Any whitespace between the four fields; the iteration column (``0`` or ``Q0``) is ignored,
 as trec_eval ignores it; relevance is a graded integer (``0`` not relevant, negative values
-as some TREC tracks use them, read as not relevant by trec_eval). Streamed line by line
+as some TREC tracks use them, read as not relevant by trec_eval), written as trec_eval reads
+it: ASCII digits with an optional minus sign, within :data:`REL_RANGE` (a 32-bit integer; Python-only
+forms such as ``1_0`` or ``٣`` are bad lines, not 10 and 3). Streamed line by line
 through :func:`core.textfiles.open_text` (``.gz`` accepted); a bad line is an
 :class:`~core.errors.InputError` ``file:line: problem``, or recorded in ``skipped``.
 
@@ -11,6 +13,7 @@ Pure (no Django): polars and the standard library.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +26,19 @@ if TYPE_CHECKING:
 
 #: Columns of a qrels frame (what the import stores in Parquet).
 QRELS_COLUMNS = ["qid", "docid", "rel"]
+#: The relevance grades accepted (stored as a 32-bit integer; trec_eval reads an ``int``).
+REL_RANGE = (-(2**31), 2**31 - 1)
+_GRADE = re.compile(r"-?[0-9]+", re.ASCII)
+
+
+def parse_grade(text: str) -> int | str:
+    """The grade ``text`` stands for, or the problem with it (a string)."""
+    if not _GRADE.fullmatch(text):
+        return f"relevance {text!r} is not an integer (digits 0-9, optionally after a minus sign)"
+    value = int(text)
+    if not REL_RANGE[0] <= value <= REL_RANGE[1]:
+        return f"relevance {text} is out of range ({REL_RANGE[0]:,} to {REL_RANGE[1]:,})"
+    return value
 
 
 def read_qrels(
@@ -60,10 +76,9 @@ def read_qrels(
                 )
                 continue
             qid, _, docid, rel = fields
-            try:
-                value = int(rel)
-            except ValueError:
-                raise_or_skip(InputError(path, number, f"relevance {rel!r} is not an integer"), skipped)
+            value = parse_grade(rel)
+            if isinstance(value, str):
+                raise_or_skip(InputError(path, number, value), skipped)
                 continue
             if known_qids is not None and qid not in known_qids:
                 raise_or_skip(InputError(path, number, f"query {qid!r} is not in {source}"), skipped)

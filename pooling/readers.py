@@ -23,7 +23,16 @@ import polars as pl
 
 from core.errors import InputError, Skipped, raise_or_skip
 from core.files import atomic_path
-from core.textfiles import GZIP_MAGIC, MAX_LINE_BYTES, check_line_lengths, decode_utf8, gzip_errors, line_too_long
+from core.textfiles import (
+    DECOMPRESSED,
+    GZIP_MAGIC,
+    MAX_LINE_BYTES,
+    SizeCounter,
+    check_line_lengths,
+    decode_utf8,
+    gzip_errors,
+    line_too_long,
+)
 
 BLOCK_SIZE = 16 * 1024 * 1024
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -112,7 +121,9 @@ def iter_blocks(
     line (:func:`line_numbers_at`), or from 1 if not given. ``offsets`` adds
     ``offset: int64``, where each line starts in the (uncompressed) stream.
     Decompression streams block by block, and a line over :data:`MAX_LINE_BYTES` is an
-    :class:`InputError` (``path: problem``): memory stays within about two blocks.
+    :class:`InputError` (``path: problem``): memory stays within about two blocks. Past
+    :data:`core.textfiles.DECOMPRESSED` bytes of the (uncompressed) stream the file is refused
+    (:func:`core.textfiles.too_large`, naming the line reached).
     """
     path = Path(path)
     block_size = block_size or BLOCK_SIZE
@@ -128,6 +139,7 @@ def iter_blocks(
         stream: BinaryIO = gzip.GzipFile(fileobj=buffered) if gzipped else buffered  # type: ignore[assignment]
         line = first_line
         rest = b""
+        counter = SizeCounter(path, DECOMPRESSED, start)  # a range of a plain file counts from its start
         block_start = start  # where ``rest + chunk`` begins in the uncompressed stream
         while True:
             size = block_size if remaining is None or gzipped else min(block_size, remaining)
@@ -139,6 +151,7 @@ def iter_blocks(
                 remaining -= len(chunk)
             if not chunk:
                 break
+            counter.add(chunk, line)
             data = rest + chunk
             cut = data.rfind(b"\n") + 1
             block, rest = data[:cut], data[cut:]

@@ -216,3 +216,40 @@ def overview() -> dict:
         "pools": Pool.objects.annotate(size=Count("queries__queries")),
         "wordlists": WordList.objects.order_by("name"),
     }
+
+
+def recent_imports(limit: int = 20) -> list[dict]:
+    """The latest imported objects, however they were imported (the site's jobs or the
+    commands, which start no job): ``{"kind", "name", "summary", "created"}``, newest first.
+    Names and counts only, never a path on the server."""
+    per_kind = [
+        (
+            "collection",
+            Collection.objects.order_by("-created")[:limit],
+            lambda c: f"{c.passages:,} passages",
+        ),
+        (
+            "query set",
+            QuerySet.objects.filter(origin=QuerySet.Origin.IMPORTED)
+            .annotate(size=Count("queries"))
+            .order_by("-created")[:limit],
+            lambda q: f"{q.size:,} queries",
+        ),
+        (
+            "run",
+            Run.objects.select_related("collection").order_by("-created")[:limit],
+            lambda r: f"{r.queries:,} queries, {r.rows:,} rows over {r.collection.name}",
+        ),
+        (
+            "qrels",
+            Qrels.objects.select_related("query_set").order_by("-created")[:limit],
+            lambda q: f"{q.judgments:,} judgments of {q.queries:,} queries of {q.query_set.name}",
+        ),
+        ("word list", WordList.objects.order_by("-created")[:limit], lambda w: f"{len(w.words):,} words"),
+    ]
+    rows = [
+        {"kind": kind, "name": obj.name, "summary": summary(obj), "created": obj.created}
+        for kind, objects, summary in per_kind
+        for obj in objects
+    ]
+    return sorted(rows, key=lambda row: row["created"], reverse=True)[:limit]

@@ -19,7 +19,7 @@ from core.uploads import check_import_path, staged_uploads
 
 from . import selectors, services
 from .forms import ImportForm, PoolForm
-from .models import Collection, Pool
+from .models import Collection, Pool, Qrels
 from .preview import PREVIEW_BYTES, docids_in_index, head_lines, preview_head, read_head
 from .queryfiles import query_lines
 
@@ -81,9 +81,16 @@ def pool_create(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def import_index(request: HttpRequest) -> HttpResponse:
-    """The four imports, and the latest import jobs with their outcome."""
+    """The imports; what was imported lately, from the site or by a command; the import jobs
+    started from the site with their outcome (failures included); every set of relevance judgments."""
     jobs = Job.objects.filter(kind=services.import_job.kind).order_by("-pk")[:10]
-    return render(request, "pooling/import_index.html", {"kinds": services.IMPORT_KINDS, "jobs": jobs})
+    context = {
+        "kinds": services.IMPORT_KINDS,
+        "jobs": jobs,
+        "imported": selectors.recent_imports(),
+        "qrels": Qrels.objects.select_related("collection", "query_set").order_by("name"),
+    }
+    return render(request, "pooling/import_index.html", context)
 
 
 @researcher_required

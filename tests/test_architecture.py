@@ -54,6 +54,7 @@ PURE = {
     "core.errors",
     "core.files",
     "core.http",
+    "core.logfilters",
     "core.progress",
     "core.spreadsheet",
     "core.textfiles",

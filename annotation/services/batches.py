@@ -16,8 +16,9 @@ from django.db.models import Count, Q
 from annotation.labels import label_code
 from core.errors import InputError, ServiceError, StateError
 from core.names import validate_name
-from core.textfiles import open_text
+from core.textfiles import MAX_LINE_BYTES, open_text
 from pooling.models import Pool, QuerySet
+from pooling.queryfiles import normalise_text
 
 from ..batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
 from ..costs import Cost, provider_cost
@@ -48,12 +49,17 @@ def read_labelled_file(path: str | Path) -> list[GoldQuery]:
       and a header naming more columns after ``label`` (an export's ``adjudicated``,
       ``ds_posterior``) makes every line read with the csv module.
 
-    Read as every query file is (``open_text``: streamed, gzip, UTF-8, bounded lines), bad
-    input refused as ``file:line: problem``; a repeated qid is refused.
+    Read as every query file is (``open_text``: streamed, gzip, UTF-8, lines at most
+    ``MAX_LINE_BYTES``, the file at most ``IMPORT_MAX_HELD_BYTES`` expanded; a csv field may
+    be as long as a line), bad input refused as ``file:line: problem``; a repeated qid is
+    refused. The query text is normalised as a query file's is
+    (:func:`pooling.queryfiles.normalise_text`: control characters and line separators
+    become spaces).
     """
     path = Path(path)
     if not path.is_file():
         raise InputError(path, None, "labelled query file not found")
+    _allow_line_long_fields()
     queries, seen = [], set()
     with open_text(path) as file_lines:
         split = None
@@ -61,10 +67,11 @@ def read_labelled_file(path: str | Path) -> list[GoldQuery]:
             if not line.strip():
                 continue
             if split is None:
-                split, is_header = _labelled_format(path, line)
+                split, is_header = _labelled_format(path, number, line)
                 if is_header:
                     continue
             qid, text, label = (part.strip() for part in split(path, number, line))
+            text = normalise_text(text).strip()
             code = label_code(label)
             if code is None:
                 raise InputError(path, number, f"unknown label {label!r}; use n, f, m, o or a category name")
@@ -77,9 +84,25 @@ def read_labelled_file(path: str | Path) -> list[GoldQuery]:
     return queries
 
 
-def _labelled_format(path: Path, first: str):
+def _allow_line_long_fields() -> None:
+    """Let the csv module read a field as long as a line may be (its default stops at 131,072
+    characters): the readers' line limit is then the only limit. Only ever raised, never
+    lowered (the limit is the process's)."""
+    if csv.field_size_limit() < MAX_LINE_BYTES:
+        csv.field_size_limit(MAX_LINE_BYTES)
+
+
+def _csv_fields(path: Path, number: int, line: str) -> list[str]:
+    """One line's csv fields; a line the csv module cannot read is ``file:line: problem``."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error as exc:
+        raise InputError(path, number, f"not a valid csv line ({exc})") from None
+
+
+def _labelled_format(path: Path, number: int, first: str):
     """How to split the lines of a labelled file, from its name and first line; and whether that line is a header."""
-    header = tuple(field.strip().lower() for field in next(csv.reader([first])))
+    header = tuple(field.strip().lower() for field in _csv_fields(path, number, first))
     if header[:3] == CSV_HEADER:
         return (_split_csv if len(header) == 3 else _split_csv_columns(len(header))), True
     if path.name.lower().endswith((".csv", ".csv.gz")):
@@ -109,7 +132,7 @@ def _split_csv_columns(columns: int):
     """Lines of exactly ``columns`` csv fields, of which the first three are qid, query and label."""
 
     def split(path: Path, number: int, line: str) -> list[str]:
-        fields = next(csv.reader([line]), [])
+        fields = _csv_fields(path, number, line)
         if len(fields) != columns:
             raise InputError(
                 path,

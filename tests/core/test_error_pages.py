@@ -29,3 +29,19 @@ def test_refusals_under_api_are_json(client, annotator):
         response = client.get(url)
         assert response.status_code == 403 and response["Content-Type"] == "application/json", url
         assert response.json()["detail"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/pooling/import/", "/api/jobs/"])
+def test_a_refusal_is_logged_as_one_line_without_a_traceback(client, annotator, caplog, url):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        assert client.get(url).status_code == 403
+    records = [r for r in caplog.records if r.name == "django.request"]
+    if url.startswith("/api/"):  # DRF answers its own refusals: nothing logged as an error at all
+        assert all(r.exc_info is None for r in records)
+        return
+    assert [r.getMessage() for r in records] == [f"Forbidden (Permission denied): {url}"]
+    assert records[0].exc_info is None
+    assert caplog.text.count("\n") == 1 and "Traceback" not in caplog.text

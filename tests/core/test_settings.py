@@ -85,3 +85,36 @@ def test_debug_is_off_unless_asked_for_and_check_deploy_is_clean(tmp_path):
         **production_keys(),
     )
     assert shown.stdout.splitlines()[-1].split() == ["False", "True", "True", "31536000"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("help",),
+        ("help", "import_queries"),
+        ("import_queries", "--help"),
+        ("prelabel", "-h"),
+        ("migrate", "--help"),
+    ],
+)
+def test_help_works_without_the_production_secrets(args):
+    result = manage(*args, DJANGO_DEBUG="0")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert "usage: manage.py" in result.stdout or "Available subcommands" in result.stdout
+
+
+@pytest.mark.parametrize("args", [("check",), ("import_queries", "q.tsv", "--name", "help"), ("runserver", "help")])
+def test_only_help_is_spared_the_secrets(args):
+    result = manage(*args, DJANGO_DEBUG="0")
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY and WORKER_PSEUDONYM_KEY must be set" in result.stderr
+
+
+def test_serving_without_the_secrets_is_still_refused():
+    environment = {k: v for k, v in os.environ.items() if k not in SECURITY_VARIABLES} | {"DJANGO_DEBUG": "0"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import config.wsgi"], cwd=ROOT, env=environment, capture_output=True, text=True
+    )
+    assert result.returncode != 0 and "DJANGO_SECRET_KEY and WORKER_PSEUDONYM_KEY must be set" in result.stderr

@@ -104,7 +104,7 @@ def test_every_reader_refuses_a_gzip_bomb_at_flat_memory(reader, bomb, bombs, tm
     line = 1 if bomb == "nuls" else 3
     assert (
         outcome["error"]
-        == f"{bombs[bomb]}: line {line} {PROBLEM}: this is not a file of text lines, or its line breaks are missing"
+        == f"{bombs[bomb]}:{line}: the line {PROBLEM}: this is not a file of text lines, or its line breaks are missing"
     )
     assert outcome["peak_mb"] < PEAK_LIMIT_MB, outcome
 
@@ -124,13 +124,13 @@ def test_a_long_line_in_a_plain_file_is_named_and_one_at_the_limit_is_read(tmp_p
     for read in (scan_collection, read_queries):
         with pytest.raises(InputError) as err:
             read(bad)
-        assert str(err.value).startswith(f"{bad}: line 2 {PROBLEM}")
+        assert str(err.value).startswith(f"{bad}:2: the line {PROBLEM}")
 
     run = tmp_path / "bad.trec"
     run.write_text("q1 Q0 d1 1 1.0 t\n" * 3 + "q1 Q0 d2 2 0.5 " + "t" * MAX_LINE_BYTES + "\n")
     with pytest.raises(InputError) as err:
         read_run(run)
-    assert str(err.value).startswith(f"{run}: line 4 {PROBLEM}")
+    assert str(err.value).startswith(f"{run}:4: the line {PROBLEM}")
 
 
 def test_open_text_streams_lines_across_its_reads(tmp_path, monkeypatch):
@@ -153,7 +153,7 @@ def test_the_gold_file_reader_refuses_a_bomb(bombs):
 
     with pytest.raises(InputError) as err:
         read_gold_file(bombs["nuls"])
-    assert str(err.value).startswith(f"{bombs['nuls']}: line 1 {PROBLEM}")
+    assert str(err.value).startswith(f"{bombs['nuls']}:1: the line {PROBLEM}")
 
 
 @pytest.mark.django_db
@@ -168,7 +168,7 @@ def test_the_import_commands_refuse_a_bomb_naming_the_file(command, bombs, tmp_p
     options = {"collection": "c"} if command == "import_run" else {}
     with pytest.raises(CommandError) as err:
         call_command(command, str(bombs["nuls"]), name="bomb", verbosity=0, **options)
-    assert str(err.value).startswith(f"{bombs['nuls']}: line 1 {PROBLEM}")
+    assert str(err.value).startswith(f"{bombs['nuls']}:1: the line {PROBLEM}")
     assert not Collection.objects.filter(name="bomb").exists()
     assert not QuerySet.objects.exists() and not Run.objects.exists()
 
@@ -187,7 +187,7 @@ def test_a_split_run_import_names_the_long_line_in_its_chunk(tmp_path):
     run.write_text("".join(lines))
     with pytest.raises(CommandError) as err:
         call_command("import_run", str(run), name="r", collection="c", chunks=2, verbosity=0)
-    assert str(err.value).startswith(f"{run}: line 1501 {PROBLEM}")
+    assert str(err.value).startswith(f"{run}:1501: the line {PROBLEM}")
     assert not Run.objects.exists()
 
 
@@ -204,4 +204,4 @@ def test_an_uploaded_bomb_fails_its_import_job_with_the_problem(
     assert response.status_code == 202
     job = Job.objects.get(pk=response.json()["id"])
     assert job.status == Job.Status.FAILED
-    assert "bomb.tsv.gz: line 1 " + PROBLEM in job.message
+    assert "bomb.tsv.gz:1: the line " + PROBLEM in job.message

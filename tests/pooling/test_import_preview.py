@@ -211,7 +211,7 @@ def test_the_outcome_counts_lines_read_imported_and_skipped_on_the_job_page_and_
     assert "Already imported (unchanged): run a; nothing imported" in again.message
 
     page = client.get(reverse("pooling:import")).content.decode()
-    rows = page.split("<tbody>")[1].split("</tr>")
+    rows = page.split('<table id="import-jobs">')[1].split("<tbody>")[1].split("</tr>")
     assert '<td class="num">–</td><td class="num">0</td><td class="num">0</td>' in rows[0]
     assert '<td class="num">8</td><td class="num">6</td><td class="num">2</td>' in rows[1]
 
@@ -265,3 +265,35 @@ def test_choosing_a_file_shows_its_preview_before_importing(page, login, django_
         page.set_viewport_size({"width": width, "height": 900})
         page.emulate_media(color_scheme=scheme)
         assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+@pytest.mark.parametrize("name", ["..gz", "...gz", ".gz", "x..gz", "../../etc/passwd.gz", "..\\..\\x.gz"])
+def test_preview_of_an_upload_with_any_name_answers(researcher, client, name):
+    content = gzip.compress(b"1\tfirst query\n2\tsecond\n")
+    response = _preview(client, "queries", file=_upload(name, content))
+    assert response.status_code == 200, response.content[:300]
+    assert response.context["preview"].rows == [("1", "first query"), ("2", "second")]
+
+
+@pytest.mark.parametrize("name", ["..gz", "...gz", ".", "..", "../x", "a/../..", "\\..\\.."])
+def test_preview_head_writes_any_name_as_a_file_in_its_own_folder(name):
+    assert sorted(preview_head("wordlist", b"she,f\nhe,m\n", True, file_name=name).rows) == [("he", "m"), ("she", "f")]
+
+
+def test_preview_of_qrels_lists_an_out_of_range_grade_as_a_problem(researcher, client):
+    response = _preview(client, "qrels", file=_upload("q.qrels", b"1 0 d1 1\n1 0 d2 99999999999\n1 0 d3 1_0\n"))
+    assert response.status_code == 200
+    preview = response.context["preview"]
+    assert preview.rows == [("1", "d1", 1)]
+    assert [(p.line, p.problem.split(" is ")[0]) for p in preview.problems] == [
+        (2, "relevance 99999999999"),
+        (3, "relevance '1_0'"),
+    ]
+
+
+def test_preview_of_queries_shows_a_line_with_a_second_tab_as_a_problem():
+    preview = preview_head("queries", b"1\tfirst\n2\tquery\tthird column\n3\tthe\x0bthird\n", True)
+    assert preview.rows == [("1", "first"), ("3", "the third")]
+    assert [(p.line, p.problem) for p in preview.problems] == [
+        (2, "more than one tab: expected qid<TAB>query (a query text holds no tab)")
+    ]

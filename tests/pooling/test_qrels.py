@@ -42,9 +42,56 @@ def test_the_reader_names_file_and_line_of_each_problem(tmp_path):
     assert frame.rows() == [("1", "d1", 2)]
     assert [(e.line, e.problem) for e in skipped.errors] == [
         (2, "expected 4 fields 'qid 0 docid relevance', found 3"),
-        (3, "relevance 'x' is not an integer"),
+        (3, "relevance 'x' is not an integer (digits 0-9, optionally after a minus sign)"),
         (4, "document 'd1' is judged twice for query '1' (line 1)"),
     ]
+
+
+def test_grades_are_read_as_trec_eval_reads_them(tmp_path):
+    # ASCII digits after an optional minus, within a 32-bit integer; Python's int() would read
+    # "1_0" as 10, "٣" (Arabic-Indic three) as 3 and " +1" as 1; trec_eval reads none of them so.
+    path = tmp_path / "grades.qrels"
+    grades = [
+        "0",
+        "-1",
+        "3",
+        "007",
+        "2147483647",
+        "-2147483648",
+        "1_0",
+        "\u0663",
+        "+1",
+        "1.0",
+        "2147483648",
+        "99999999999",
+    ]
+    path.write_text("".join(f"1 0 d{i} {grade}\n" for i, grade in enumerate(grades)), encoding="utf-8")
+    skipped = Skipped()
+    frame = read_qrels(path, skipped=skipped)
+    assert frame["rel"].to_list() == [0, -1, 3, 7, 2147483647, -2147483648]
+    not_integer = "is not an integer (digits 0-9, optionally after a minus sign)"
+    assert [(e.line, e.problem) for e in skipped.errors] == [
+        (7, f"relevance '1_0' {not_integer}"),
+        (8, f"relevance '\u0663' {not_integer}"),
+        (9, f"relevance '+1' {not_integer}"),
+        (10, f"relevance '1.0' {not_integer}"),
+        (11, "relevance 2147483648 is out of range (-2,147,483,648 to 2,147,483,647)"),
+        (12, "relevance 99999999999 is out of range (-2,147,483,648 to 2,147,483,647)"),
+    ]
+    with pytest.raises(InputError, match=r":7: relevance '1_0' is not an integer"):
+        read_qrels(path)
+
+
+@pytest.mark.django_db
+def test_an_out_of_range_grade_is_a_bad_line_of_the_import_skipped_on_request(world, tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("1 0 d1 1\n2 0 d3 99999999999\n3 0 d2 1_0\n")
+    with pytest.raises(CommandError) as error:
+        call_command("import_qrels", str(path), name="judged", queries="q", collection="tiny")
+    assert "line 2: relevance 99999999999 is out of range" in str(error.value)
+    assert "line 3: relevance '1_0' is not an integer" in str(error.value)
+    call_command("import_qrels", str(path), name="judged", queries="q", collection="tiny", skip_bad_lines=True)
+    assert services.qrels_frame(Qrels.objects.get(name="judged")).rows() == [("1", "d1", 1)]
 
 
 @pytest.mark.django_db

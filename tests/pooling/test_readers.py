@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from core.errors import InputError, Skipped
-from pooling.queryfiles import read_queries
+from pooling.queryfiles import read_queries, single_line
 from pooling.readers import parse_passages, read_run, scan_collection
 
 
@@ -175,13 +175,33 @@ def test_missing_file(tmp_path):
 
 
 def test_queries_split_on_newlines_only(tmp_path):
-    # U+2028 and U+0085 occur inside real query text; str.splitlines would break the line there.
+    # U+2028 and U+0085 occur inside real query text; str.splitlines would break the line
+    # there. They stay inside their line, and become a space (the normalisation rule).
     path = write(tmp_path, "q.tsv", "1\tline\u2028separator inside\r\n2\tnext\x85line\n3 no tab\n")
     with pytest.raises(InputError) as err:
         read_queries(path)
     assert err.value.line == 3
     skipped = Skipped()
-    assert read_queries(path, skipped=skipped) == [("1", "line\u2028separator inside"), ("2", "next\x85line")]
+    assert read_queries(path, skipped=skipped) == [("1", "line separator inside"), ("2", "next line")]
+
+
+def test_query_control_characters_become_spaces(tmp_path):
+    # Each control character or separator is one space; other whitespace is kept as it is.
+    text = "a\rb\vc\fd\x85e\u2028f\u2029g\x00h\x1bi\x7fj\x9fk  l\u00a0m"
+    path = write(tmp_path, "q.tsv", f"1\t{text}\n")
+    assert read_queries(path) == [("1", "a b c d e f g h i j k  l\u00a0m")]
+    assert single_line(text) == "a b c d e f g h i j k  l\u00a0m"
+
+
+@pytest.mark.parametrize("line", ["2\tquery\tthird column", "2\tquery\t", "2\ta\t\tb"])
+def test_query_line_with_a_second_tab_is_refused(tmp_path, line):
+    path = write(tmp_path, "q.tsv", f"1\tok\n{line}\n3\tfine\n")
+    with pytest.raises(InputError) as err:
+        read_queries(path)
+    assert str(err.value) == f"{path}:2: more than one tab: expected qid<TAB>query (a query text holds no tab)"
+    skipped = Skipped()
+    assert read_queries(path, skipped=skipped) == [("1", "ok"), ("3", "fine")]
+    assert [e.line for e in skipped.errors] == [2]
 
 
 def test_score_order_equals_a_full_sort_on_many_ties(tmp_path):

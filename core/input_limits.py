@@ -1,0 +1,24 @@
+"""The site's input limits handed to the pure readers (:mod:`core.textfiles`).
+
+The readers are pure and read no settings; this applies ``IMPORT_MAX_DECOMPRESSED_BYTES``
+and ``IMPORT_MAX_HELD_BYTES`` to them when the apps load (:class:`core.apps.CoreConfig`),
+and again whenever a test overrides either setting.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from .textfiles import configure_limits
+
+SETTINGS = ("IMPORT_MAX_DECOMPRESSED_BYTES", "IMPORT_MAX_HELD_BYTES")
+
+
+def apply_input_limits() -> None:
+    configure_limits(decompressed=settings.IMPORT_MAX_DECOMPRESSED_BYTES, held=settings.IMPORT_MAX_HELD_BYTES)
+
+
+def input_limit_changed(*, setting: str, **kwargs) -> None:
+    """``setting_changed`` receiver: re-apply the limits when one of them changes."""
+    if setting in SETTINGS:
+        apply_input_limits()
