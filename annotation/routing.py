@@ -72,6 +72,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from decimal import Decimal
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -310,6 +311,7 @@ class Certification:
     more_reason: str  #: why ``more_needed`` is what it is, in words
 
 
+@lru_cache(maxsize=64)
 def perfect_record(target: float, risk: float) -> int:
     """The fewest sample items, all right, with which the betting test can pass (of a large accepted set)."""
     length = 100_000
@@ -532,6 +534,49 @@ class Audit:
         return asdict(self)
 
 
+def certified_thresholds(
+    population_confidence: Sequence[float],
+    population_correct: Sequence[bool],
+    samples: Sequence[Sequence[int]],
+    *,
+    target: float,
+    risk: float = DEFAULT_RISK,
+    planned: int | None = None,
+    max_candidates: int = MAX_CANDIDATES,
+) -> np.ndarray:
+    """The threshold :func:`certify_threshold` chooses on each sample (NaN: none), vectorised."""
+    c = np.asarray(population_confidence, dtype=float)
+    ok = np.asarray(population_correct, dtype=bool)
+    planned = planned or len(samples[0])
+    thresholds = candidate_thresholds(c, planned, target=target, risk=risk, max_candidates=max_candidates)
+    sizes = (c[None, :] >= thresholds[:, None]).sum(axis=1).astype(float)
+    last, _, _ = _certify_many(c, ok, samples, thresholds, sizes, target, risk, 50, None)
+    return np.where(last >= 0, thresholds[np.maximum(last, 0)], np.nan)
+
+
+def _certify_many(c, ok, samples, thresholds, sizes, target, risk, chunk, progress):
+    """Per sample: the index of the chosen candidate (−1: none), and the sample items (right ones) in its set."""
+    k0 = null_errors(sizes, target)
+    chosen, sampled_in, sampled_right = [], [], []
+    for start in range(0, len(samples), chunk):
+        block = np.asarray(samples[start : start + chunk], dtype=np.int64)  # [R, n]
+        mask = c[block][:, None, :] >= thresholds[None, :, None]  # [R, T, n]
+        errors = (~ok[block]).astype(float)
+        passed = _log_capital(mask, errors, sizes, k0, target) >= np.log(1 / risk) - TOLERANCE
+        last = _fixed_sequence(passed)
+        rows, pick = np.arange(len(block)), np.maximum(last, 0)
+        chosen.append(last)
+        sampled_in.append(mask[rows, pick].sum(axis=-1))
+        sampled_right.append((mask[rows, pick] & ok[block]).sum(axis=-1))
+        if progress is not None:
+            progress(len(block))
+    return (
+        np.concatenate(chosen),
+        np.concatenate(sampled_in).astype(float),
+        np.concatenate(sampled_right).astype(float),
+    )
+
+
 def oracle_threshold(population_confidence: np.ndarray, population_correct: np.ndarray, target: float):
     """The lowest confidence whose accepted set truly meets the target (the largest such set), and its size."""
     order = np.argsort(-population_confidence, kind="stable")
@@ -575,25 +620,8 @@ def audit(
     inside = c[None, :] >= thresholds[:, None]  # [T, N]
     sizes = inside.sum(axis=1).astype(float)
     right = (inside & ok[None, :]).sum(axis=1).astype(float)
-    k0 = null_errors(sizes, target)
-    _, oracle_size = oracle_threshold(c, ok, target)
-    oracle_at, _ = oracle_threshold(c, ok, target)
-    chosen_all, sampled_in, sampled_right = [], [], []
-    for start in range(0, len(samples), chunk):
-        block = np.asarray(samples[start : start + chunk], dtype=np.int64)  # [R, n]
-        mask = c[block][:, None, :] >= thresholds[None, :, None]  # [R, T, n]
-        errors = (~ok[block]).astype(float)
-        passed = _log_capital(mask, errors, sizes, k0, target) >= np.log(1 / risk) - TOLERANCE
-        last = _fixed_sequence(passed)
-        chosen_all.append(last)
-        rows = np.arange(len(block))
-        pick = np.maximum(last, 0)
-        sampled_in.append(mask[rows, pick].sum(axis=-1))
-        sampled_right.append((mask[rows, pick] & ok[block]).sum(axis=-1))
-        if progress is not None:
-            progress(len(block))
-    last = np.concatenate(chosen_all)
-    n_in, n_right = np.concatenate(sampled_in).astype(float), np.concatenate(sampled_right).astype(float)
+    oracle_at, oracle_size = oracle_threshold(c, ok, target)
+    last, n_in, n_right = _certify_many(c, ok, samples, thresholds, sizes, target, risk, chunk, progress)
     certified = last >= 0
     pick = np.maximum(last, 0)
     accuracy = right[pick] / sizes[pick]

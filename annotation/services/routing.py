@@ -32,7 +32,15 @@ from core.errors import ServiceError, StateError
 
 from ..models import Batch, Routing
 from .batches import estimate_cost
-from .calibration import RANDOM_DESIGN, CalibrationSample, create_derived_batch, part_name, read_sample, settings_of
+from .calibration import (
+    DEFAULT_SAMPLE,
+    RANDOM_DESIGN,
+    CalibrationSample,
+    create_derived_batch,
+    part_name,
+    read_sample,
+    settings_of,
+)
 
 #: The risk δ when none is given.
 DEFAULT_RISK = 0.05
@@ -364,3 +372,73 @@ def route_batch(
             cost=plan.cost,
             saving=plan.saving,
         )
+
+
+def audit_routing(
+    batch: Batch,
+    labels_file: str,
+    target_accuracy: float,
+    *,
+    risk: float = DEFAULT_RISK,
+    sample: int = DEFAULT_SAMPLE,
+    redraws: int = 1000,
+    labeller: str | None = None,
+    progress=None,
+) -> dict[str, Any]:
+    """Check the guarantee on ``batch``'s own machine labels before paying a crowd: redraw the blind
+    sample ``redraws`` times as ``calibrate`` would (redraw r is ``calibrate --seed r``'s draw),
+    take ``labels_file``'s labels as the crowd's, certify a threshold on each and compare its
+    accepted set with the file. Reads only; see :func:`annotation.routing.audit`.
+
+    Shares are fractions of the batch's queries (gold left out). The file must label every
+    machine-labelled query the routing is made on (the trained-on ones left out).
+    """
+    from core.errors import InputError
+
+    from ..calibration import random_sample
+    from ..routing import audit
+    from .batches import read_labelled_file
+    from .calibration import identity_for, machine_labels
+
+    if not 0 < target_accuracy <= 1:
+        raise ServiceError(f"--target-accuracy must be in (0, 1], got {target_accuracy}")
+    if not 0 < risk < 1:
+        raise ServiceError(f"--risk must be between 0 and 1 (e.g. 0.05), got {risk}")
+    if sample < 1:
+        raise ServiceError(f"--sample must be at least 1, got {sample}")
+    if redraws < 1:
+        raise ServiceError(f"--redraws must be at least 1, got {redraws}")
+    identity = identity_for(batch, labeller)
+    population = {q: m for q, m in machine_labels(batch, identity).items() if not m.in_training}
+    truth = {q.qid: q.label for q in read_labelled_file(labels_file)}
+    missing = sorted(set(population) - set(truth))
+    if missing:
+        raise InputError(
+            labels_file,
+            None,
+            f"no label for {len(missing)} of the {len(population)} machine-labelled queries of batch "
+            f"{batch.name!r} (e.g. {_some(missing)})",
+        )
+    qids = sorted(population)
+    index = {q: i for i, q in enumerate(qids)}
+    confidence = [population[q].confidence for q in qids]
+    correct = [population[q].label == truth[q] for q in qids]
+    samples = [[index[q] for q in random_sample(qids, sample, seed=r)] for r in range(redraws)]
+    result = audit(
+        confidence,
+        correct,
+        samples,
+        target=target_accuracy,
+        risk=risk,
+        batch_size=batch.queries.filter(is_gold=False).count(),
+        planned=sample,
+        progress=progress,
+    )
+    return identity.as_dict() | {
+        "batch": batch.name,
+        "labels": str(labels_file),
+        "sample": min(sample, len(qids)),
+        "population": len(qids),
+        "true_accuracy": sum(correct) / len(correct),
+        **result.as_dict(),
+    }
