@@ -361,7 +361,7 @@ class CalibrationSampleForm(forms.Form):
         min_value=1, max_value=100_000, label="Sample size", help_text="Queries the crowd labels blind."
     )
     labeller = forms.ChoiceField(
-        required=False, help_text="Stratify by this pre-labeller's labels (default: the latest run)."
+        required=False, help_text="Sample this pre-labeller's labels (default: the latest run)."
     )
     seed = forms.IntegerField(min_value=0, initial=0, required=False, help_text="Random seed of the sample.")
     publish = forms.BooleanField(required=False, initial=True, help_text="Publish the sample's HITs at once.")

@@ -239,3 +239,19 @@ def test_route_audit_names_the_file_and_its_line(routed_batch, tmp_path):
         call_command("route_audit", "rb", "--labels", str(bad), "--target-accuracy", "0.9", stdout=StringIO())
     with pytest.raises(CommandError, match=r"nowhere\.tsv"):
         call_command("route_audit", "rb", "--labels", str(tmp_path / "nowhere.tsv"), "--target-accuracy", "0.9")
+
+
+def test_the_page_makes_one_sample_and_extends_it(routed_batch, researcher, client):
+    from django.urls import reverse
+
+    client.force_login(researcher)
+    url = reverse("annotation:batch-calibration-sample", args=["rb"])
+    assert client.post(url, {"sample": 40, "seed": 0}).status_code == 302
+    twice = client.post(url, {"sample": 40, "seed": 1})
+    assert twice.status_code == 400 and "has a calibration sample already" in twice.content.decode()
+    page = client.get(reverse("annotation:batch-machine", args=["rb"])).content.decode()
+    assert 'id="extend-form"' in page and "drawn at random" in page and "stratified" not in page
+    assert client.post(url, {"sample": 25, "extend": "on"}).status_code == 302
+    samples = list(routed_batch.derived.filter(purpose=Batch.Purpose.CALIBRATION).order_by("pk"))
+    assert [len(s.derivation["order"]) for s in samples] == [40, 25]
+    assert samples[1].derivation["extends"] == samples[0].pk
