@@ -401,13 +401,13 @@ def audit_routing(
     from .calibration import identity_for, machine_labels
 
     if not 0 < target_accuracy <= 1:
-        raise ServiceError(f"--target-accuracy must be in (0, 1], got {target_accuracy}")
+        raise ServiceError(f"the target accuracy must be in (0, 1], got {target_accuracy}")
     if not 0 < risk < 1:
-        raise ServiceError(f"--risk must be between 0 and 1 (e.g. 0.05), got {risk}")
+        raise ServiceError(f"the risk must be between 0 and 1 (e.g. 0.05), got {risk}")
     if sample < 1:
-        raise ServiceError(f"--sample must be at least 1, got {sample}")
+        raise ServiceError(f"the sample needs at least one query, got {sample}")
     if redraws < 1:
-        raise ServiceError(f"--redraws must be at least 1, got {redraws}")
+        raise ServiceError(f"at least one redraw is needed, got {redraws}")
     identity = identity_for(batch, labeller)
     population = {q: m for q, m in machine_labels(batch, identity).items() if not m.in_training}
     truth = {q.qid: q.label for q in read_labelled_file(labels_file)}

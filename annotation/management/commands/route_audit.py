@@ -1,5 +1,7 @@
 import json
 
+from django.core.management.base import CommandError
+
 from annotation.services.calibration import DEFAULT_SAMPLE
 from annotation.services.routing import DEFAULT_RISK, audit_routing
 from core.cli import ProjectCommand
@@ -40,6 +42,14 @@ class Command(ProjectCommand):
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
     def handle(self, name, labels, target_accuracy, risk, sample, redraws, labeller, json, **o):
+        for option, value, good, rule in (
+            ("--target-accuracy", target_accuracy, 0 < target_accuracy <= 1, "in (0, 1], e.g. 0.95"),
+            ("--risk", risk, 0 < risk < 1, "between 0 and 1, e.g. 0.05"),
+            ("--sample", sample, sample >= 1, "at least 1"),
+            ("--redraws", redraws, redraws >= 1, "at least 1"),
+        ):
+            if not good:
+                raise CommandError(f"{option} must be {rule}, got {value}")
         batch = get_batch(name)
         bar = Progress("Redrawing the blind sample", total=redraws, unit="redraw", bar=o["verbosity"] > 0)
         with command_errors(), bar:
