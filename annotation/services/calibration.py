@@ -2,21 +2,22 @@
 
 A batch labelled by a machine first (:mod:`.prelabels`) stays a draft; its crowd work goes
 through *derived* batches (``Batch.parent``): first a calibration sample, then the routed
-queries (:mod:`.routing`). :func:`create_calibration_sample` draws a random sample
-stratified by the machine's label (:func:`annotation.calibration.stratified_sample`: every
-label is checked, in proportion to how often the machine gives it) and makes it a batch of
-its own with the parent's settings, gold and training queries, on the parent's provider.
-The annotators see a HIT like any other: the machine's label, its confidence and the
-stratum are nowhere on the HIT page, and the sample is shuffled before it is grouped into
-HITs.
+queries (:mod:`.routing`). :func:`create_calibration_sample` draws a simple random sample
+of the machine-labelled queries in draw order (:func:`annotation.calibration.random_sample`,
+what routing's guarantee rests on) and makes it a batch of its own with the parent's
+settings, gold and training queries, on the parent's provider; a batch has one sample, which
+``extend`` continues with a further random draw (a batch of its own whose
+``derivation["extends"]`` names the one before: :func:`sample_chain`). The annotators see a
+HIT like any other: the machine's label and its confidence are nowhere on the HIT page, and
+the sample is in random order when it is grouped into HITs.
 
 :func:`calibration_report` compares the machine with the crowd's labels of the sample
 ("a researcher's ruling first, else the majority"): accuracy, Cohen's kappa, precision
 and recall per category, confusion matrix, calibration (ECE, Brier, reliability bins),
 the Alternative Annotator Test on the individual votes, and each category's share of the
 whole batch by prediction-powered inference. Each sampled query is weighted by the inverse
-of its stratum's sampling rate (N_s / n_s), so the figures estimate the batch, not the
-sample. Queries the machine was trained on (``detail["in_training"]``) are left out.
+of its machine label's sampling rate (N_s / n_s, post-stratified), so the figures estimate
+the batch, not the sample. Queries the machine was trained on (``detail["in_training"]``) are left out.
 """
 
 from __future__ import annotations
