@@ -27,8 +27,12 @@ The guarantee (:func:`certify_threshold`, the default rule)
     are needed.
 
     Candidates: the thresholds are fixed before any crowd label is seen, from the
-    population's confidences only (:func:`candidate_thresholds`: its distinct values from
-    the most confident down, at most ``max_candidates`` of them at population quantiles).
+    population's confidences, the first draw's planned size and (A, δ) only
+    (:func:`candidate_thresholds`: the distinct confidences, at most ``MAX_CANDIDATES`` at
+    population quantiles, from the most confident down, starting at the first whose accepted
+    set is expected to hold ``START_FACTOR`` × :func:`perfect_record` sample items; a smaller
+    set could not pass, and in a fixed sequence its failure would stop every lower one). The
+    same sequence serves every extension of the sample.
 
     Test of H0_t: K_t ≥ k_t, k_t = ⌊(1 − A)·|A_t|⌋ + 1 (accuracy below A), by betting
     (Waudby-Smith & Ramdas 2023, sampling without replacement): for the i-th sample item of
