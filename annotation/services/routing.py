@@ -82,6 +82,7 @@ class RoutingPlan:
     certified: bool = False  #: a threshold passed the guarantee's test
     more_needed: int | None = None  #: more sample queries the first failing candidate needs (guarantee rule)
     more_reason: str = ""
+    failed_threshold: float | None = None  #: where fixed-sequence testing stopped (guarantee rule)
     candidates: list[dict] = field(default_factory=list, repr=False)
 
     @property
@@ -162,6 +163,7 @@ def _choose(sample: CalibrationSample, target: float, risk: float | None) -> dic
         "certified": result.threshold is not None,
         "more_needed": result.more_needed if result.threshold is None else None,
         "more_reason": result.more_reason if result.threshold is None else "",
+        "failed_threshold": result.first_failure["threshold"] if result.first_failure else None,
         "candidates": result.candidates,
     }
 
@@ -226,6 +228,7 @@ def plan_routing(
         certified=chosen["certified"],
         more_needed=chosen.get("more_needed"),
         more_reason=chosen.get("more_reason", ""),
+        failed_threshold=chosen.get("failed_threshold"),
         candidates=chosen["candidates"],
     )
     plan.cost_all = _cost(batch, plan.labelled)
@@ -247,11 +250,14 @@ def plan_summary(plan: RoutingPlan) -> list[str]:
                 f"{plan.calibrated} crowd-labelled sample queries: the machine keeps no label."
             )
             if plan.more_reason:
-                more = "calibrate --extend" + (f" --sample {plan.more_needed}" if plan.more_needed else "")
-                lines.append(
-                    f"The first candidate that failed needs {plan.more_reason}"
-                    + (f"; extend the sample ({more}) to try again." if plan.more_needed else ".")
-                )
+                where = f"threshold {plan.failed_threshold:.3f}" if plan.failed_threshold is not None else "it"
+                if plan.more_needed:
+                    lines.append(
+                        f"The first candidate that failed ({where}) needs {plan.more_reason}: extend the sample "
+                        f"(calibrate --extend --sample {plan.more_needed}) to try again."
+                    )
+                else:
+                    lines.append(f"The first candidate that failed ({where}): {plan.more_reason}.")
     elif plan.risk is None:
         lo, hi = plan.accuracy_ci
         lines.append(
