@@ -255,3 +255,32 @@ def test_the_page_makes_one_sample_and_extends_it(routed_batch, researcher, clie
     samples = list(routed_batch.derived.filter(purpose=Batch.Purpose.CALIBRATION).order_by("pk"))
     assert [len(s.derivation["order"]) for s in samples] == [40, 25]
     assert samples[1].derivation["extends"] == samples[0].pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simultaneous_sample_requests_make_one_sample():
+    """Four requests at the same moment: one sample is created, the others are refused as a state (409)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        # As in test_local_provider: the in-memory shared-cache test database ignores the busy timeout.
+        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
+    query_set = create_query_set("rq", _texts(), origin=QuerySet.Origin.IMPORTED)
+    batch = make_batch(query_set, name="rb", assignments_per_query=3, queries_per_hit=10)
+    services.prelabel_batch(batch, SureMachine())
+
+    def draw(seed):
+        try:
+            return create_calibration_sample(Batch.objects.get(pk=batch.pk), 50, seed=seed)
+        except StateError as exc:
+            return exc
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(draw, range(4)))
+    made = [r for r in results if isinstance(r, Batch)]
+    assert len(made) == 1 and all("calibration sample already" in str(r) for r in results if r not in made)
+    assert batch.derived.filter(purpose=Batch.Purpose.CALIBRATION).count() == 1
