@@ -81,10 +81,10 @@ def test_the_worked_example_at_0_9():
     assert first["capital"] == pytest.approx(_reference_capital(errors9, 600, 0.9), rel=1e-9)
     assert second["capital"] == pytest.approx(_reference_capital(errors_all, 1000, 0.9), rel=1e-9)
     assert round(first["capital"]) == 1174 and round(second["capital"], 2) == 4.41  # the docs' numbers
-    # The docs' first step: ε₁ = 61/600, p̂ = 0.05, λ₁ = (ε₁ − 0.05)/(ε₁(1 − ε₁)) = 0.565, M₁ = 1.0575.
+    # The docs' first step: ε₁ = 61/600, p̂ = 0.05, λ₁ = (ε₁ − 0.05)/(ε₁(1 − ε₁)) = 0.566, M₁ = 1.0575.
     eps = 61 / 600
     lam = (eps - 0.05) / (eps * (1 - eps))
-    assert round(lam, 3) == 0.565 and _reference_capital([0], 600, 0.9) == pytest.approx(1 + lam * eps)
+    assert round(lam, 3) == 0.566 and _reference_capital([0], 600, 0.9) == pytest.approx(1 + lam * eps)
     assert round(1 + lam * eps, 4) == 1.0575
     # 1174 ≥ 1/0.05 = 20 passes; 4.41 < 20 fails: 0.9 is chosen, 600 queries kept.
     assert [c["passed"] for c in result.candidates] == [True, False]
