@@ -44,7 +44,7 @@ from ..services.calibration import (
 )
 from ..services.label_sources import latest_routing
 from ..services.prelabels import prompt_in_force
-from ..services.routing import guarantee_text, plan_routing, plan_summary, route_batch
+from ..services.routing import DEFAULT_RISK, guarantee_text, plan_routing, plan_summary, route_batch
 
 # --- reads shared by the pages and the API ---------------------------------------------------
 
@@ -246,7 +246,11 @@ def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
                 return redirect("annotation:batch-routing", name=batch.name)
         status = 400
     else:
-        form = RoutingForm(request.GET or None)
+        query = None
+        if request.GET:
+            query = request.GET.copy()
+            query.setdefault("risk", str(DEFAULT_RISK))  # shown as used, not as an empty box
+        form = RoutingForm(query)
         if form.is_bound:
             if form.is_valid():
                 try:
