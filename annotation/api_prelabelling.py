@@ -8,10 +8,11 @@
   for one version) forgets a model's (the model as a ``<key:...>`` segment: ``/`` is ``~2F``);
   404 when nothing of it is cached;
 - ``POST /api/annotation/batches/<name>/calibration-sample/`` ``{sample, labeller?, seed?,
-  publish?}``: the blind sample as a batch of its own, published unless ``publish`` is false (201);
+  publish?, extend?}``: the blind sample as a batch of its own, published unless ``publish`` is
+  false (201); 409 while the batch has one, unless ``extend`` (a further draw that continues it);
 - ``GET /api/annotation/batches/<name>/calibration/``: the calibration report (409 until the
   sample has enough crowd labels);
-- ``GET /api/annotation/batches/<name>/routing/?target_accuracy=&budget=&conservative=``: the
+- ``GET /api/annotation/batches/<name>/routing/?target_accuracy=&risk=&no_guarantee=&budget=``: the
   plan, nothing created (``qids=1`` adds the query ids); ``POST`` the same fields: route and
   publish the routed queries (201).
 
@@ -40,10 +41,10 @@ from .models import Batch
 from .services.background import start_prelabel, start_publish
 from .services.calibration import calibration_report, create_calibration_sample
 from .services.prelabels import cached_answers, clear_answer_cache
-from .services.routing import plan_routing, route_batch
+from .services.routing import ESTIMATE, GUARANTEE, plan_routing, plan_summary, route_batch
 
 #: The plan's query id lists, left out of a preview unless ``?qids=1``.
-QID_LISTS = ("accepted", "to_humans", "over_budget")
+QID_LISTS = ("accepted", "to_humans", "over_budget", "in_training", "no_machine_label")
 
 
 class PrelabelRequestSerializer(serializers.Serializer):
@@ -70,10 +71,17 @@ class PrelabelRunSerializer(serializers.Serializer):
 
 
 class CalibrationSampleRequestSerializer(serializers.Serializer):
-    sample = serializers.IntegerField(min_value=1, help_text="Queries in the blind sample.")
-    labeller = serializers.CharField(required=False, help_text="Stratify by this pre-labeller (default: the latest).")
+    sample = serializers.IntegerField(min_value=1, help_text="Queries to draw (with extend: how many more).")
+    labeller = serializers.CharField(
+        required=False, help_text="Sample this pre-labeller's labels (default: the latest)."
+    )
     seed = serializers.IntegerField(default=0, min_value=0)
     publish = serializers.BooleanField(default=True, help_text="Publish the sample's HITs at once.")
+    extend = serializers.BooleanField(
+        default=False,
+        help_text="Add the queries to the batch's sample (a further random draw; routing's guarantee stays valid). "
+        "Without it a second sample is refused (409) while one exists.",
+    )
 
 
 class StratumSerializer(serializers.Serializer):
@@ -89,6 +97,9 @@ class CalibrationSampleSerializer(serializers.Serializer):
     model = serializers.CharField()
     prompt_version = serializers.CharField()
     seed = serializers.IntegerField()
+    design = serializers.CharField(help_text="simple random: drawn as routing's guarantee needs.")
+    look = serializers.IntegerField(help_text="1 for the first draw, 2 for its first extension, ...")
+    extends = serializers.CharField(allow_null=True, help_text="The sample batch this one extends (null: first draw).")
     queries = serializers.IntegerField()
     strata = StratumSerializer(many=True)
     publish_job = JobSerializer(allow_null=True, help_text="Publishing the sample (null: not published).")
@@ -99,12 +110,27 @@ class RoutingRequestSerializer(serializers.Serializer):
     budget = serializers.DecimalField(
         max_digits=10, decimal_places=2, min_value=0, required=False, allow_null=True, help_text="USD; empty: no limit."
     )
-    conservative = serializers.BooleanField(default=False, help_text="The CI's lower bound must meet the target.")
+    risk = serializers.FloatField(
+        default=0.05,
+        help_text="The guarantee's δ: probability that the accepted labels fall short of the target anyway.",
+    )
+    no_guarantee = serializers.BooleanField(
+        default=False, help_text="Choose by the sample's point estimate instead: NO guarantee."
+    )
 
     def validate_target_accuracy(self, value: float) -> float:
         if not 0 < value <= 1:
             raise serializers.ValidationError("the target accuracy must be in (0, 1], e.g. 0.95")
         return value
+
+    def validate_risk(self, value: float) -> float:
+        if not 0 < value < 1:
+            raise serializers.ValidationError("the risk must be between 0 and 1, e.g. 0.05")
+        return value
+
+    def routing_arguments(self) -> dict:
+        data = self.validated_data
+        return {"budget": data.get("budget"), "risk": None if data["no_guarantee"] else data["risk"]}
 
 
 class RoutingPreviewRequestSerializer(RoutingRequestSerializer):
@@ -117,8 +143,10 @@ class RoutingSerializer(serializers.Serializer):
     labeller = serializers.CharField()
     model = serializers.CharField()
     prompt_version = serializers.CharField()
+    sample_batch = serializers.CharField(source="sample_batch.name", allow_null=True, default=None)
     target_accuracy = serializers.FloatField()
-    conservative = serializers.BooleanField()
+    risk = serializers.FloatField(allow_null=True, help_text="The guarantee's δ; null: point estimate, no guarantee.")
+    rule = serializers.SerializerMethodField()
     threshold = serializers.FloatField(allow_null=True)
     estimated_accuracy = serializers.FloatField(allow_null=True)
     accuracy_ci = serializers.ListField(child=serializers.FloatField())
@@ -132,6 +160,9 @@ class RoutingSerializer(serializers.Serializer):
     def get_accepted_count(self, routing) -> int:
         return len(routing.accepted)
 
+    def get_rule(self, routing) -> str:
+        return GUARANTEE if routing.risk is not None else ESTIMATE
+
 
 class _BatchView(APIView):
     permission_classes = [permissions.IsAdminUser]
@@ -141,9 +172,12 @@ class _BatchView(APIView):
         return get_object_or_404(Batch, name=name)
 
     def checked(self, serializer_class: type[serializers.Serializer], data) -> dict:
+        return self.valid(serializer_class, data).validated_data
+
+    def valid(self, serializer_class: type[serializers.Serializer], data) -> serializers.Serializer:
         params = serializer_class(data=data)
         params.is_valid(raise_exception=True)
-        return params.validated_data
+        return params
 
 
 class PrelabelView(StagedUploadsMixin, _BatchView):
@@ -219,13 +253,18 @@ class CalibrationSampleView(_BatchView):
         responses={201: CalibrationSampleSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request, name: str, format=None):
-        """Draw the blind sample stratified by the machine's labels as a batch of its own; publish it."""
+        """Draw the blind sample (a simple random one, in draw order) as a batch of its own; publish it.
+        409 while the batch has a sample, unless ``extend``: then a further draw from the queries not
+        sampled yet, which continues it."""
         batch = self.batch(name)
         data = self.checked(CalibrationSampleRequestSerializer, body_object(request))
         with transaction.atomic():  # a publishing job that cannot start leaves no sample behind
-            child = create_calibration_sample(batch, data["sample"], labeller=data.get("labeller"), seed=data["seed"])
+            child = create_calibration_sample(
+                batch, data["sample"], labeller=data.get("labeller"), seed=data["seed"], extend=data["extend"]
+            )
             job = start_publish(child) if data["publish"] else None
         derivation = child.derivation
+        extends = Batch.objects.filter(pk=derivation.get("extends")).values_list("name", flat=True).first()
         answer = {
             "batch": child.name,
             "parent": batch.name,
@@ -233,6 +272,9 @@ class CalibrationSampleView(_BatchView):
             "model": derivation["model"],
             "prompt_version": derivation["prompt_version"],
             "seed": derivation["seed"],
+            "design": derivation["design"],
+            "look": derivation["look"],
+            "extends": extends,
             "queries": len(derivation["stratum_of"]),
             "strata": derivation["strata"],
             "publish_job": job,
@@ -261,12 +303,16 @@ class RoutingView(_BatchView):
         responses={200: dict, 400: ErrorSerializer, 409: ErrorSerializer},
     )
     def get(self, request, name: str, format=None):
-        """What routing would do: threshold, estimated accuracy and CI, counts, cost and saving; nothing created."""
+        """What routing would do: the rule (guarantee at ``risk``, or point estimate with no guarantee),
+        threshold, accuracy on the sample, where every query of the batch goes (gold, sample, accepted,
+        to the crowd, over budget: unlabelled), cost and saving on the queries that end up labelled;
+        nothing created. Nothing certified: ``more_needed`` sample queries (``calibration-sample`` with
+        ``extend``)."""
         batch = self.batch(name)
-        data = self.checked(RoutingPreviewRequestSerializer, request.query_params)
-        plan = plan_routing(
-            batch, data["target_accuracy"], budget=data.get("budget"), conservative=data["conservative"]
-        ).as_dict()
+        params = self.valid(RoutingPreviewRequestSerializer, request.query_params)
+        data = params.validated_data
+        plan_object = plan_routing(batch, data["target_accuracy"], **params.routing_arguments())
+        plan = plan_object.as_dict() | {"summary": plan_summary(plan_object)}
         if not data["qids"]:
             for key in QID_LISTS:
                 plan.pop(key)
@@ -279,11 +325,9 @@ class RoutingView(_BatchView):
     def post(self, request, name: str, format=None):
         """Route the batch as the preview showed and start publishing the routed queries (``publish_job``)."""
         batch = self.batch(name)
-        data = self.checked(RoutingRequestSerializer, body_object(request))
+        params = self.valid(RoutingRequestSerializer, body_object(request))
         with transaction.atomic():  # a publishing job that cannot start leaves no routing behind
-            routing = route_batch(
-                batch, data["target_accuracy"], budget=data.get("budget"), conservative=data["conservative"]
-            )
+            routing = route_batch(batch, params.validated_data["target_accuracy"], **params.routing_arguments())
             job = start_publish(routing.routed_batch) if routing.routed_batch else None
         answer = RoutingSerializer(routing).data | {"publish_job": JobSerializer(job).data if job else None}
         return Response(answer, status=status.HTTP_201_CREATED)

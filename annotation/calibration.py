@@ -5,10 +5,12 @@ Pure numpy, no Django. A batch's queries each carry a machine label and a confid
 below compare the two and estimate how good the machine is on the *whole batch*.
 
 Sampling
-    Stratum s (machine label s) has N_s queries of the batch, n_s of them sampled
-    (:func:`allocate`: proportional, largest remainder, at least min(2, N_s) each when n
-    allows, so every machine label is checked). A sampled item of stratum s stands for
-    w = N_s / n_s queries (its inverse inclusion probability, :func:`stratum_weights`).
+    The blind sample is a simple random sample in draw order (:func:`random_sample`), which
+    routing's guarantee needs (:mod:`annotation.routing`); its figures are post-stratified by
+    the machine's label: stratum s (machine label s) has N_s queries of the batch, n_s of
+    them sampled, and a sampled item of stratum s stands for w = N_s / n_s queries
+    (:func:`stratum_weights`). :func:`stratified_sample` (:func:`allocate`: proportional,
+    largest remainder, at least min(2, N_s) each) drew the samples made before that.
 
 Figures, for items i with machine label m_i, human label h_i, confidence c_i, weight w_i
 (w_i = 1 without weights), W = Σ_i w_i and correct_i = 1[m_i = h_i]:
@@ -40,7 +42,7 @@ Figures, for items i with machine label m_i, human label h_i, confidence c_i, we
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -148,6 +150,26 @@ def stratified_sample(machine: Mapping[str, str], n: int, *, seed: int) -> tuple
         strata.append(Stratum(label, population[label], places[label]))
     order = rng.permutation(len(sample))
     return [sample[i] for i in order], strata
+
+
+def random_sample(qids: Collection[str], n: int, *, seed: int, exclude: Collection[str] = ()) -> list[str]:
+    """A simple random sample without replacement of ``n`` of ``qids`` (those in ``exclude`` left
+    out), in draw order: the blind sample routing's guarantee rests on.
+
+    Drawn by ``numpy.random.default_rng(seed).choice`` from the sorted qids, so it depends on
+    the seed and the data only; the draw order is random (every order equally likely), so
+    the sample can be extended by appending a further draw from the queries not yet sampled
+    and the whole stays a prefix of one random permutation (:mod:`annotation.routing`).
+    Fewer than ``n`` when fewer are left.
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    left = sorted(set(qids) - set(exclude))
+    if not left:
+        raise ValueError("no queries left to sample")
+    rng = np.random.default_rng(seed)
+    picked = rng.choice(len(left), size=min(n, len(left)), replace=False)
+    return [left[i] for i in picked]
 
 
 def stratum_weights(strata: Sequence[Stratum]) -> dict[str, float]:

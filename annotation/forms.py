@@ -361,7 +361,7 @@ class CalibrationSampleForm(forms.Form):
         min_value=1, max_value=100_000, label="Sample size", help_text="Queries the crowd labels blind."
     )
     labeller = forms.ChoiceField(
-        required=False, help_text="Stratify by this pre-labeller's labels (default: the latest run)."
+        required=False, help_text="Sample this pre-labeller's labels (default: the latest run)."
     )
     seed = forms.IntegerField(min_value=0, initial=0, required=False, help_text="Random seed of the sample.")
     publish = forms.BooleanField(required=False, initial=True, help_text="Publish the sample's HITs at once.")
@@ -378,20 +378,35 @@ class RoutingForm(forms.Form):
     """Route a machine-labelled batch: previewed by GET, confirmed by POST (the same fields)."""
 
     target_accuracy = forms.FloatField(
-        initial=0.95, help_text="Estimated accuracy the machine-accepted labels must reach, in (0, 1]."
+        initial=0.95, help_text="Accuracy the machine-accepted labels must reach against the crowd majority, in (0, 1]."
+    )
+    risk = forms.FloatField(
+        required=False,
+        initial=0.05,
+        help_text="Probability that the accepted labels fall short of the target anyway (the guarantee's δ; default 0.05).",
+    )
+    no_guarantee = forms.BooleanField(
+        required=False,
+        label="No guarantee",
+        help_text="Choose by the sample's point estimate instead: no guarantee, falls short far more often than any risk.",
     )
     budget = forms.DecimalField(
         required=False,
         min_value=Decimal("0"),
         decimal_places=2,
-        help_text="USD the routed queries may cost (empty: no limit).",
-    )
-    conservative = forms.BooleanField(
-        required=False, help_text="The lower bound of the accuracy's 95% CI must meet the target."
+        help_text="USD the routed queries may cost (empty: no limit); what it does not pay for stays unlabelled.",
     )
 
     def clean_target_accuracy(self) -> float:
         value = self.cleaned_data["target_accuracy"]
         if not 0 < value <= 1:
             raise forms.ValidationError("the target accuracy must be in (0, 1], e.g. 0.95")
+        return value
+
+    def clean_risk(self) -> float:
+        value = self.cleaned_data.get("risk")
+        if value is None:
+            return 0.05
+        if not 0 < value < 1:
+            raise forms.ValidationError("the risk must be between 0 and 1, e.g. 0.05")
         return value

@@ -662,19 +662,34 @@ class PreLabelAnswer(models.Model):
 class Routing(models.Model):
     """A decision to accept the machine's labels above a confidence and send the rest to the crowd.
 
-    Made from a batch's blind calibration sample (``annotation.services.routing``): the
-    threshold, the estimated accuracy of the accepted labels with its CI, and which queries
-    were accepted (frozen here, so a later pre-labelling run does not change them).
+    Made from a batch's blind calibration sample (``annotation.services.routing``), which it
+    records (``sample_batch``: a later sample never changes it): the threshold, the risk of
+    the guarantee (null for routings made on a point estimate), the estimated accuracy of the
+    accepted labels with its CI, and which queries were accepted (frozen here, so a later
+    pre-labelling run does not change them).
     """
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="routings")
     routed_batch = models.OneToOneField(
         Batch, on_delete=models.SET_NULL, null=True, blank=True, related_name="routing_source"
     )
+    sample_batch = models.ForeignKey(
+        Batch,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="sample_routings",
+        help_text="The calibration sample (its last link) the decision was made on.",
+    )
     labeller = models.CharField(max_length=20)
     model = models.CharField(max_length=200)
     prompt_version = models.CharField(max_length=50)
     target_accuracy = models.FloatField()
+    risk = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="δ of the guarantee (fixed-sequence test); null: the point-estimate rule, no guarantee.",
+    )
     conservative = models.BooleanField(default=False, help_text="The CI's lower bound had to meet the target.")
     threshold = models.FloatField(null=True, blank=True, help_text="Lowest accepted confidence; null: none accepted.")
     estimated_accuracy = models.FloatField(null=True, blank=True)

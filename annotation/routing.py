@@ -1,34 +1,82 @@
 """Routing a batch on machine confidence: which labels to accept, which queries go to people.
 
-Pure numpy, no Django. The human-labelled calibration sample (see
-:mod:`annotation.calibration`) tells how often the machine label is right above a
-confidence threshold t; queries at or above the chosen t keep their machine label, the
-others go to annotators as far as the budget allows.
+Pure numpy, no Django. The human-labelled blind sample (see :mod:`annotation.calibration`)
+tells how often the machine label is right above a confidence threshold t; queries at or
+above the chosen t keep their machine label, the others go to annotators as far as the
+budget allows.
 
-For sample items i with confidence c_i, correct_i = 1[machine label = human label] and
-weight w_i (the stratum weight N_s / n_s; 1 without weights):
+The guarantee (:func:`certify_threshold`, the default rule)
+    Let P be the batch's queries that can be routed on (gold and the queries the machine was
+    trained on left out), c_q the machine's confidence of query q, A_t = {q ∈ P : c_q ≥ t}
+    the *accepted set* at t and K_t the number of queries of A_t whose machine label differs
+    from the crowd-majority label (the label the crowd process that labels the routed queries
+    gives; the crowd labels are taken as fixed, the randomness is the draw of the sample).
+    The researcher states a target accuracy A and a risk δ. Then
 
-- accepted at t: A_t = {i : c_i ≥ t}; sample_accepted = |A_t|;
-- estimated accuracy of the accepted queries (a ratio estimator of the batch's):
-  p̂_t = Σ_{A_t} w_i·correct_i / Σ_{A_t} w_i;
-- Kish effective sample size n_eff = (Σ_{A_t} w_i)² / Σ_{A_t} w_i², which is |A_t| for
-  equal weights and smaller the more the weights vary;
-- Wilson score interval at level 1 − α on (p̂, n_eff), with z = Φ⁻¹(1 − α/2):
-  (p̂ + z²/2n ± z·√(p̂(1 − p̂)/n + z²/4n²)) / (1 + z²/n), clipped to [0, 1]; with equal
-  weights exactly statsmodels' ``proportion_confint(count, nobs, alpha, method="wilson")``.
+        P( 1 − K_t̂ / |A_t̂| < A ) ≤ δ,
 
-A threshold *meets* a target accuracy when |A_t| ≥ min_accepted and p̂_t ≥ target (or,
-conservative, the interval's lower bound ≥ target), both up to 1e-12 so that a ratio such as
-9/10 computed from float weights is not rejected for rounding. Every distinct sample
-confidence is a candidate; the lowest that meets is chosen, because it sends the fewest
-queries to people.
+    the probability over the draw of the blind sample that the chosen accepted set is less
+    accurate than A. Sample queries in A_t̂ are part of A_t̂ (they end with the crowd's
+    label, so the labels the batch ends with on A_t̂ are at least as right as the machine's).
+
+    Design: the blind sample is a *simple random sample without replacement* of P, kept in
+    its draw order (:func:`annotation.calibration.random_sample`). An extension draws a
+    further simple random sample of the queries not sampled yet and appends it; the union in
+    draw order is then a prefix of one uniformly random permutation of P, and the sample
+    items of A_t, in that order, a uniformly random ordering of a part of A_t. No weights
+    are needed.
+
+    Candidates: the thresholds are fixed before any crowd label is seen, from the
+    population's confidences, the first draw's planned size and (A, δ) only
+    (:func:`candidate_thresholds`: the distinct confidences, at most ``MAX_CANDIDATES`` at
+    population quantiles, from the most confident down, starting at the first whose accepted
+    set is expected to hold ``START_FACTOR`` × :func:`perfect_record` sample items; a smaller
+    set could not pass, and in a fixed sequence its failure would stop every lower one). The
+    same sequence serves every extension of the sample.
+
+    Test of H0_t: K_t ≥ k_t, k_t = ⌊(1 − A)·|A_t|⌋ + 1 (accuracy below A), by betting
+    (Waudby-Smith & Ramdas 2023, sampling without replacement): for the i-th sample item of
+    A_t (i = 1, 2, …), with X_i = 1 when the machine is wrong on it (or the item has no crowd
+    label yet: counted as wrong, which can only lower the capital), S_{i−1} the errors
+    before it and N_t = |A_t|,
+
+        ε_i = (k_t − S_{i−1}) / (N_t − i + 1)   (the least error rate of the rest under H0_t),
+        M_i = Π_{j ≤ i} (1 + λ_j (ε_j − X_j)),   M_0 = 1,
+
+    with λ_j ∈ [0, 1/(1 − ε_j)] chosen from the items before j only (Kelly's bet
+    (ε − p̂)/(ε(1 − ε)) for the shrunk running error rate p̂ = (S_{j−1} + m·(1 − A)/2) / (j − 1 + m),
+    m = 10, capped at 0.9/(1 − ε_j)). Under H0_t, E[X_i | past] ≥ ε_i, so M is a non-negative
+    supermartingale and Ville's inequality gives P(sup_i M_i ≥ 1/δ) ≤ δ. H0_t is rejected
+    (t *passes*) when sup_i M_i ≥ 1/δ. (When ε_i ≤ 0 the null cannot be refuted and λ = 0; when
+    ε_i ≥ 1 every remaining item would have to be wrong, and a right one refutes H0_t.)
+
+    Fixed-sequence testing (Learn then Test, Angelopoulos, Bates, Candès, Jordan & Lei
+    2021): the candidates are tested from the most confident down and testing stops at the
+    first that fails; the lowest that passed is chosen. The null hypotheses are fixed, so if
+    any accepted set that violates A is chosen, the first violating candidate in the
+    sequence was rejected, which happens with probability ≤ δ. Because the bound holds for
+    sup over the whole sequence of sample items, it holds however many times the sample is
+    extended and whenever the researcher decides to stop (an extension never costs risk).
+
+    When nothing passes, :func:`certify_threshold` projects how many more sample queries the
+    first failing candidate would need at its observed error rate (the betting process run
+    on the expected continuation; see :func:`_more_needed`).
+
+The point estimate (:func:`choose_threshold`, *no guarantee*)
+    Kept for comparison: for sample items i with confidence c_i, correct_i and weight w_i,
+    p̂_t = Σ_{A_t} w_i·correct_i / Σ_{A_t} w_i; a Wilson interval at the Kish effective size
+    n_eff = (Σw)²/Σw²; the lowest t with p̂_t ≥ target (or the interval's lower bound) and
+    ≥ ``min_accepted`` items is chosen. Taking the lowest threshold whose estimate meets the
+    target selects the luckiest estimate: its accepted set falls short of the target far more
+    often than any stated risk. Shown only labelled "no guarantee".
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from decimal import Decimal
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -234,3 +282,368 @@ def split_by_threshold(
     if affordable is None:
         return RoutingSplit(accepted, below, [])
     return RoutingSplit(accepted, below[:affordable], below[affordable:])
+
+
+# --- the guarantee: fixed-sequence testing with a betting test per threshold ---------------
+
+#: Default risk δ: the probability that the chosen accepted set falls short of the target.
+DEFAULT_RISK = 0.05
+#: At most this many candidate thresholds (population quantiles beyond it).
+MAX_CANDIDATES = 20
+#: The first candidate's accepted set is expected to hold this many times the items a perfect
+#: record needs to pass (see :func:`candidate_thresholds`).
+START_FACTOR = 1.5
+#: Pseudo-items of the running error rate's shrinkage (towards half the allowed error rate).
+_PRIOR_ITEMS = 10.0
+#: λ never stakes more than this share of what a wrong item could cost.
+_LAMBDA_CAP = 0.9
+
+
+@dataclass(frozen=True)
+class Certification:
+    """The threshold the fixed-sequence test certifies (None: none), with every candidate's test."""
+
+    threshold: float | None  #: lowest certified confidence; None: no threshold could be certified
+    target: float
+    risk: float
+    accepted_population: int  #: |A_t| at the chosen threshold (0 without one)
+    sample_accepted: int  #: sample items at or above it
+    observed_accuracy: float | None  #: share right among those sample items
+    candidates: list[dict]  #: threshold, population, sample_accepted, sample_errors, observed_accuracy, capital, passed
+    first_failure: dict | None  #: the candidate where testing stopped (None: every candidate passed)
+    more_needed: int | None  #: more sample queries the first failure needs at its observed accuracy; None: cannot
+    more_reason: str  #: why ``more_needed`` is what it is, in words
+
+
+@lru_cache(maxsize=64)
+def perfect_record(target: float, risk: float) -> int:
+    """The fewest sample items, all right, with which the betting test can pass (of a large accepted set)."""
+    length = 100_000
+    path = _log_path(
+        np.ones((1, length), dtype=bool),
+        np.zeros(length),
+        np.array([1e12]),
+        null_errors(np.array([1e12]), target),
+        target,
+    )
+    enough = np.flatnonzero(path[0] >= np.log(1 / risk) - TOLERANCE)
+    return int(enough[0]) + 1 if len(enough) else length
+
+
+def candidate_thresholds(
+    population_confidence: Sequence[float],
+    planned: int,
+    *,
+    target: float,
+    risk: float,
+    max_candidates: int = MAX_CANDIDATES,
+) -> np.ndarray:
+    """The thresholds to test, most confident first: fixed before any label is seen.
+
+    From the population's confidences, the planned size of the first sample and the rule's
+    parameters only, so the sequence is the same however the sample falls and however often
+    it is extended. The grid: every distinct confidence when there are at most
+    ``max_candidates``, else the confidences at the population's 1/k, 2/k, …, 1 quantiles
+    from the top. The sequence starts at the first threshold whose accepted set is expected
+    to hold at least :data:`START_FACTOR` × :func:`perfect_record` items of a sample of
+    ``planned`` (smaller sets cannot pass, and in a fixed sequence a candidate that fails
+    stops every lower one), and always includes the lowest threshold.
+    """
+    c = np.sort(np.asarray(population_confidence, dtype=float))[::-1]
+    if len(c) == 0:
+        return c
+    distinct = np.unique(c)[::-1]
+    if len(distinct) > max_candidates:
+        positions = np.ceil(np.arange(1, max_candidates + 1) * len(c) / max_candidates).astype(int) - 1
+        distinct = np.unique(c[positions])[::-1]
+    sizes = (c[None, :] >= distinct[:, None]).sum(axis=1)
+    expected = planned * sizes / len(c)
+    big_enough = expected >= START_FACTOR * perfect_record(target, risk)
+    big_enough[-1] = True
+    return distinct[np.argmax(big_enough) :]
+
+
+def null_errors(accepted: np.ndarray, target: float) -> np.ndarray:
+    """k_t = ⌊(1 − A)·N_t⌋ + 1: the fewest errors at which an accepted set of N_t misses A."""
+    return np.floor((1 - target) * np.asarray(accepted, dtype=float) + 1e-9) + 1
+
+
+def _log_capital(mask: np.ndarray, errors: np.ndarray, population: np.ndarray, k0: np.ndarray, target: float):
+    """The running maximum of the betting test's log-capital (0 at the start), ``[..., T]``."""
+    return np.maximum(_log_path(mask, errors, population, k0, target).max(axis=-1, initial=-np.inf), 0.0)
+
+
+def _fixed_sequence(passed: np.ndarray) -> np.ndarray:
+    """Index of the last candidate of the leading run of passes (−1: the first failed), per row."""
+    return np.cumprod(passed, axis=-1).sum(axis=-1) - 1
+
+
+def certify_threshold(
+    sample_confidence: Sequence[float],
+    sample_correct: Sequence[bool],
+    population_confidence: Sequence[float],
+    *,
+    target: float,
+    risk: float = DEFAULT_RISK,
+    planned: int | None = None,
+    max_candidates: int = MAX_CANDIDATES,
+) -> Certification:
+    """The lowest threshold certified by fixed-sequence testing; see the module docstring.
+
+    ``planned`` is the size of the first draw (default: the sample's size). ``sample_confidence`` and ``sample_correct`` are the blind sample's items *in draw order*
+    (a simple random sample of the population; an item without a crowd label is not correct);
+    ``population_confidence`` every routable query's confidence, sample items included.
+    """
+    if not 0 < target <= 1:
+        raise ValueError(f"target must be in (0, 1], got {target}")
+    if not 0 < risk < 1:
+        raise ValueError(f"risk must be between 0 and 1, got {risk}")
+    c, ok, _ = _arrays(sample_confidence, sample_correct, None)
+    population = np.asarray(population_confidence, dtype=float)
+    if len(c) == 0:
+        raise ValueError("no sample items: a threshold needs human-labelled items to be certified from")
+    if len(population) < len(c) or not np.all((population >= 0) & (population <= 1)):
+        raise ValueError("the population's confidences must be in [0, 1] and include the sample's")
+    planned = planned or len(c)
+    thresholds = candidate_thresholds(population, planned, target=target, risk=risk, max_candidates=max_candidates)
+    sizes = (population[None, :] >= thresholds[:, None]).sum(axis=1).astype(float)
+    k0 = null_errors(sizes, target)
+    mask = c[None, :] >= thresholds[:, None]
+    errors = 1 - ok
+    capital = _log_capital(mask, errors, sizes, k0, target)
+    passed = capital >= np.log(1 / risk) - TOLERANCE
+    last = int(_fixed_sequence(passed))
+    accepted = mask.sum(axis=1)
+    wrong = (mask * errors).sum(axis=1)
+    candidates = [
+        {
+            "threshold": float(thresholds[j]),
+            "population": int(sizes[j]),
+            "sample_accepted": int(accepted[j]),
+            "sample_errors": int(wrong[j]),
+            "observed_accuracy": float(1 - wrong[j] / accepted[j]) if accepted[j] else None,
+            "capital": float(np.exp(min(capital[j], 700.0))),
+            "passed": bool(passed[j]),
+            "tested": j <= last + 1,
+        }
+        for j in range(len(thresholds))
+    ]
+    failure = candidates[last + 1] if last + 1 < len(candidates) else None
+    more, reason = (
+        (None, "every candidate passed")
+        if failure is None
+        else _more_needed(c, errors, population, thresholds[last + 1], target, risk)
+    )
+    chosen = candidates[last] if last >= 0 else None
+    return Certification(
+        threshold=chosen["threshold"] if chosen else None,
+        target=target,
+        risk=risk,
+        accepted_population=chosen["population"] if chosen else 0,
+        sample_accepted=chosen["sample_accepted"] if chosen else 0,
+        observed_accuracy=chosen["observed_accuracy"] if chosen else None,
+        candidates=candidates,
+        first_failure=failure,
+        more_needed=more,
+        more_reason=reason,
+    )
+
+
+def _more_needed(
+    c: np.ndarray, errors: np.ndarray, population: np.ndarray, threshold: float, target: float, risk: float
+) -> tuple[int | None, str]:
+    """How many more sample queries the candidate ``threshold`` needs to pass, at its observed error rate.
+
+    The observed items of A_t are followed by the expected continuation: further items of
+    A_t with errors spread evenly at the observed rate p̂ (item j wrong when ⌊j·p̂⌋ grows);
+    the betting test is run on that sequence and the first length at which it passes is
+    read off. New sample queries fall in A_t at the rate |A_t \\ sample| / |P \\ sample| (a
+    simple random draw of the rest), so the answer is the items needed over that rate.
+    """
+    inside = c >= threshold
+    n_t, wrong = int(inside.sum()), float(errors[inside].sum())
+    size = int((population >= threshold).sum())
+    rest, rest_all = size - n_t, len(population) - len(c)
+    observed = 1 - wrong / n_t if n_t else None
+    if observed is not None and observed < target:
+        return None, (
+            f"its observed accuracy {observed:.3f} is below the target {target}: more sample queries would not "
+            "certify it at that accuracy"
+        )
+    if rest <= 0:
+        return None, "every query at or above it is in the sample already"
+    rate = (wrong + _PRIOR_ITEMS * (1 - target) / 2) / (n_t + _PRIOR_ITEMS) if n_t == 0 else wrong / n_t
+    j = np.arange(1, rest + 1)
+    future = (np.floor(j * rate) - np.floor((j - 1) * rate)).astype(float)
+    sequence = np.concatenate([errors[inside], future])
+    k0 = null_errors(np.array([size]), target)
+    every = np.ones((1, len(sequence)), dtype=bool)  # one threshold, every item in A_t
+    path = np.maximum.accumulate(_log_path(every, sequence, np.array([float(size)]), k0, target)[0])
+    enough = np.flatnonzero(path[n_t:] >= np.log(1 / risk) - TOLERANCE)
+    if len(enough) == 0:
+        return None, (
+            f"at its observed accuracy ({'none yet' if observed is None else f'{observed:.3f}'}) even sampling all "
+            f"{size} queries at or above it would not certify it"
+        )
+    items = int(enough[0]) + 1
+    share = rest / rest_all
+    more = int(np.ceil(items / share))
+    return min(more, rest_all), (
+        f"about {min(more, rest_all)} more sample queries (≈{items} of them at or above {threshold:.3f}) at its "
+        f"observed accuracy {'(none yet)' if observed is None else f'{observed:.3f}'}"
+    )
+
+
+def _log_path(mask: np.ndarray, errors: np.ndarray, population: np.ndarray, k0: np.ndarray, target: float):
+    """The betting test's log-capital log M_i after each sample item, for each threshold.
+
+    ``mask`` ``[..., T, n]``: sample item i (draw order) is in A_t; ``errors`` ``[..., n]``
+    (1 wrong or no crowd label); ``population`` and ``k0`` ``[T]``: N_t and k_t. Items outside
+    A_t leave the capital as it is. See the module docstring for ε_i, λ_i and M_i.
+    """
+    m = mask.astype(float)
+    x = errors[..., None, :] * m
+    previous = np.cumsum(m, axis=-1) - m
+    seen_errors = np.cumsum(x, axis=-1) - x
+    allowed = 1 - target
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = (k0[:, None] - seen_errors) / (population[:, None] - previous)
+        p_hat = (seen_errors + _PRIOR_ITEMS * allowed / 2) / (previous + _PRIOR_ITEMS)
+        inside = (eps > 0) & (eps < 1)
+        safe = np.where(inside, eps, 0.5)
+        lam = np.clip((safe - p_hat) / (safe * (1 - safe)), 0, _LAMBDA_CAP / (1 - safe))
+        factor = np.where(inside, 1 + lam * (safe - x), 1.0)
+        factor = np.where((eps >= 1) & (x == 0), np.inf, factor)
+        log_factor = np.where(m > 0, np.log(factor), 0.0)
+    return np.cumsum(log_factor, axis=-1)
+
+
+@dataclass(frozen=True)
+class Audit:
+    """How the certified rule did over redraws of the blind sample, against known labels."""
+
+    redraws: int
+    target: float
+    risk: float
+    violation_rate: float  #: share of redraws whose accepted set's true accuracy is below the target
+    violation_rate_unsampled: float  #: the same for the accepted queries outside the sample
+    certified_rate: float  #: share of redraws where some threshold was certified
+    kept_share: float  #: mean |A_t̂| / batch (0 when nothing is certified)
+    machine_labelled_share: float  #: mean |A_t̂ \\ sample| / batch: labels the machine keeps
+    oracle_kept_share: float  #: the largest threshold set that truly meets the target, / batch
+    oracle_threshold: float | None
+    mean_accuracy: float | None  #: true accuracy of the accepted set, mean over certified redraws
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def certified_thresholds(
+    population_confidence: Sequence[float],
+    population_correct: Sequence[bool],
+    samples: Sequence[Sequence[int]],
+    *,
+    target: float,
+    risk: float = DEFAULT_RISK,
+    planned: int | None = None,
+    max_candidates: int = MAX_CANDIDATES,
+) -> np.ndarray:
+    """The threshold :func:`certify_threshold` chooses on each sample (NaN: none), vectorised."""
+    c = np.asarray(population_confidence, dtype=float)
+    ok = np.asarray(population_correct, dtype=bool)
+    planned = planned or len(samples[0])
+    thresholds = candidate_thresholds(c, planned, target=target, risk=risk, max_candidates=max_candidates)
+    sizes = (c[None, :] >= thresholds[:, None]).sum(axis=1).astype(float)
+    last, _, _ = _certify_many(c, ok, samples, thresholds, sizes, target, risk, 50, None)
+    return np.where(last >= 0, thresholds[np.maximum(last, 0)], np.nan)
+
+
+def _certify_many(c, ok, samples, thresholds, sizes, target, risk, chunk, progress):
+    """Per sample: the index of the chosen candidate (−1: none), and the sample items (right ones) in its set."""
+    k0 = null_errors(sizes, target)
+    chosen, sampled_in, sampled_right = [], [], []
+    for start in range(0, len(samples), chunk):
+        block = np.asarray(samples[start : start + chunk], dtype=np.int64)  # [R, n]
+        mask = c[block][:, None, :] >= thresholds[None, :, None]  # [R, T, n]
+        errors = (~ok[block]).astype(float)
+        passed = _log_capital(mask, errors, sizes, k0, target) >= np.log(1 / risk) - TOLERANCE
+        last = _fixed_sequence(passed)
+        rows, pick = np.arange(len(block)), np.maximum(last, 0)
+        chosen.append(last)
+        sampled_in.append(mask[rows, pick].sum(axis=-1))
+        sampled_right.append((mask[rows, pick] & ok[block]).sum(axis=-1))
+        if progress is not None:
+            progress(len(block))
+    return (
+        np.concatenate(chosen),
+        np.concatenate(sampled_in).astype(float),
+        np.concatenate(sampled_right).astype(float),
+    )
+
+
+def oracle_threshold(population_confidence: np.ndarray, population_correct: np.ndarray, target: float):
+    """The lowest confidence whose accepted set truly meets the target (the largest such set), and its size."""
+    order = np.argsort(-population_confidence, kind="stable")
+    c, ok = population_confidence[order], population_correct[order].astype(float)
+    cumulative = np.cumsum(ok) / np.arange(1, len(c) + 1)
+    # Only cut where the confidence changes: ties are accepted together.
+    ends = np.append(np.flatnonzero(np.diff(c) != 0), len(c) - 1)
+    meets = ends[cumulative[ends] >= target - TOLERANCE]
+    if len(meets) == 0:
+        return None, 0
+    return float(c[meets[-1]]), int(meets[-1] + 1)
+
+
+def audit(
+    population_confidence: Sequence[float],
+    population_correct: Sequence[bool],
+    samples: Sequence[Sequence[int]],
+    *,
+    target: float,
+    risk: float = DEFAULT_RISK,
+    batch_size: int | None = None,
+    planned: int | None = None,
+    max_candidates: int = MAX_CANDIDATES,
+    chunk: int = 50,
+    progress=None,
+) -> Audit:
+    """Run :func:`certify_threshold` on each sample (indices into the population, in draw order)
+    and compare the chosen accepted set with the known labels. Vectorised over chunks of
+    redraws; ``progress(k)`` is called after each chunk with the number of redraws done in it.
+    Shares are of ``batch_size`` (default: the population).
+    """
+    c = np.asarray(population_confidence, dtype=float)
+    ok = np.asarray(population_correct, dtype=bool)
+    if len(c) != len(ok) or len(c) == 0:
+        raise ValueError("population confidence and correctness must be non-empty and of one length")
+    if not 0 < target <= 1 or not 0 < risk < 1:
+        raise ValueError("target must be in (0, 1] and risk in (0, 1)")
+    total = batch_size or len(c)
+    planned = planned or len(samples[0])
+    thresholds = candidate_thresholds(c, planned, target=target, risk=risk, max_candidates=max_candidates)
+    inside = c[None, :] >= thresholds[:, None]  # [T, N]
+    sizes = inside.sum(axis=1).astype(float)
+    right = (inside & ok[None, :]).sum(axis=1).astype(float)
+    oracle_at, oracle_size = oracle_threshold(c, ok, target)
+    last, n_in, n_right = _certify_many(c, ok, samples, thresholds, sizes, target, risk, chunk, progress)
+    certified = last >= 0
+    pick = np.maximum(last, 0)
+    accuracy = right[pick] / sizes[pick]
+    rest = sizes[pick] - n_in
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rest_accuracy = np.where(rest > 0, (right[pick] - n_right) / rest, 1.0)
+    violated = certified & (accuracy < target - TOLERANCE)
+    violated_rest = certified & (rest_accuracy < target - TOLERANCE)
+    return Audit(
+        redraws=len(last),
+        target=target,
+        risk=risk,
+        violation_rate=float(violated.mean()),
+        violation_rate_unsampled=float(violated_rest.mean()),
+        certified_rate=float(certified.mean()),
+        kept_share=float(np.where(certified, sizes[pick], 0).mean() / total),
+        machine_labelled_share=float(np.where(certified, rest, 0).mean() / total),
+        oracle_kept_share=oracle_size / total,
+        oracle_threshold=oracle_at,
+        mean_accuracy=float(accuracy[certified].mean()) if certified.any() else None,
+    )

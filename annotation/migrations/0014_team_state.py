@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0012_derived_batches_routing"),
+        ("annotation", "0013_routing_sample"),
         ("auth", "0012_alter_user_first_name_max_length"),
     ]
 

@@ -2,31 +2,32 @@
 
 A batch labelled by a machine first (:mod:`.prelabels`) stays a draft; its crowd work goes
 through *derived* batches (``Batch.parent``): first a calibration sample, then the routed
-queries (:mod:`.routing`). :func:`create_calibration_sample` draws a random sample
-stratified by the machine's label (:func:`annotation.calibration.stratified_sample`: every
-label is checked, in proportion to how often the machine gives it) and makes it a batch of
-its own with the parent's settings, gold and training queries, on the parent's provider.
-The annotators see a HIT like any other: the machine's label, its confidence and the
-stratum are nowhere on the HIT page, and the sample is shuffled before it is grouped into
-HITs.
+queries (:mod:`.routing`). :func:`create_calibration_sample` draws a simple random sample
+of the machine-labelled queries in draw order (:func:`annotation.calibration.random_sample`,
+what routing's guarantee rests on) and makes it a batch of its own with the parent's
+settings, gold and training queries, on the parent's provider; a batch has one sample, which
+``extend`` continues with a further random draw (a batch of its own whose
+``derivation["extends"]`` names the one before: :func:`sample_chain`). The annotators see a
+HIT like any other: the machine's label and its confidence are nowhere on the HIT page, and
+the sample is in random order when it is grouped into HITs.
 
 :func:`calibration_report` compares the machine with the crowd's labels of the sample
 ("a researcher's ruling first, else the majority"): accuracy, Cohen's kappa, precision
 and recall per category, confusion matrix, calibration (ECE, Brier, reliability bins),
 the Alternative Annotator Test on the individual votes, and each category's share of the
 whole batch by prediction-powered inference. Each sampled query is weighted by the inverse
-of its stratum's sampling rate (N_s / n_s), so the figures estimate the batch, not the
-sample. Queries the machine was trained on (``detail["in_training"]``) are left out.
+of its machine label's sampling rate (N_s / n_s, post-stratified), so the figures estimate
+the batch, not the sample. Queries the machine was trained on (``detail["in_training"]``) are left out.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
 
 from core.errors import ServiceError, StateError
@@ -150,38 +151,139 @@ def _check_parent(batch: Batch) -> None:
 
 
 def calibration_batch(batch: Batch) -> Batch | None:
-    """The blind calibration sample of ``batch`` (the latest, if several), or None."""
-    return batch.derived.filter(purpose=Batch.Purpose.CALIBRATION).order_by("-created").first()
+    """The blind calibration sample of ``batch`` in force: its latest calibration batch that was not
+    cancelled (the last link when the sample was extended), or None."""
+    return (
+        batch.derived.filter(purpose=Batch.Purpose.CALIBRATION)
+        .exclude(status=Batch.Status.CANCELLED)
+        .order_by("-created", "-pk")
+        .first()
+    )
+
+
+def sample_chain(sample_batch: Batch) -> list[Batch]:
+    """The calibration batches that make up ``sample_batch``'s sample: the first draw, then each
+    extension up to ``sample_batch`` itself (``derivation["extends"]``: the link before)."""
+    chain = [sample_batch]
+    while (previous := chain[-1].derivation.get("extends")) is not None:
+        link = Batch.objects.filter(pk=previous).first()
+        if link is None or link in chain:
+            break
+        chain.append(link)
+    return chain[::-1]
+
+
+def drawn_order(chain: list[Batch]) -> list[str]:
+    """Every sampled qid of the chain in draw order (a sample made before draw orders were kept:
+    the order its qids were recorded in, which was shuffled)."""
+    order: list[str] = []
+    for link in chain:
+        order.extend(link.derivation.get("order") or list(link.derivation["stratum_of"]))
+    return order
+
+
+def _locked_parent(batch: Batch) -> Batch:
+    locked = Batch.objects.select_for_update().get(pk=batch.pk)
+    _check_parent(locked)
+    return locked
 
 
 def create_calibration_sample(
-    batch: Batch, sample: int = DEFAULT_SAMPLE, *, labeller: str | None = None, seed: int = 0, name: str = ""
+    batch: Batch,
+    sample: int = DEFAULT_SAMPLE,
+    *,
+    labeller: str | None = None,
+    seed: int = 0,
+    name: str = "",
+    extend: bool = False,
 ) -> Batch:
-    """Draw a blind sample of ``batch`` stratified by its machine's labels and make it a batch.
+    """Draw a blind simple random sample of ``batch``'s machine-labelled queries and make it a batch.
 
-    Nothing is sent to the provider: publish it like any batch (the command and the page do).
+    ``extend``: draw ``sample`` more from the queries not sampled yet and make them a batch
+    that continues the sample in force (``derivation["extends"]``); the union in draw order is
+    still one simple random sample, so routing's guarantee stays valid (:mod:`annotation.routing`).
+    Race-free: the parent's row is locked while the sample in force is checked, the qids drawn
+    and the name chosen, so two requests at once make one sample, and the second is refused
+    (a sample exists) instead of paying the crowd twice. Nothing is sent to the provider:
+    publish it like any batch (the command and the page do).
     """
-    from ..calibration import stratified_sample
+    from ..calibration import random_sample
 
-    _check_parent(batch)
     if sample < 1:
         raise ServiceError(f"the calibration sample needs at least one query, got {sample}")
     if seed < 0:
         raise ServiceError(f"the seed must be a non-negative integer, got {seed}")
-    identity = identity_for(batch, labeller)
-    machine = {qid: m.label for qid, m in machine_labels(batch, identity).items() if not m.in_training}
-    if not machine:
-        raise StateError(f"no query of batch {batch.name!r} has a machine label from {identity}")
-    name = name or part_name(batch)
-    validate_name(name, "batch")
-    qids, strata = stratified_sample(machine, sample, seed=seed)
-    derivation = identity.as_dict() | {
-        "seed": seed,
-        "requested": sample,
-        "strata": [{"label": s.label, "population": s.population, "sampled": s.sampled} for s in strata],
-        "stratum_of": {qid: machine[qid] for qid in qids},
-    }
-    return create_derived_batch(batch, name, qids, purpose=Batch.Purpose.CALIBRATION, derivation=derivation, seed=seed)
+    if name:
+        validate_name(name, "batch")
+    with transaction.atomic():
+        parent = _locked_parent(batch)
+        current = calibration_batch(parent)
+        if current is not None and not extend:
+            raise StateError(
+                f"batch {parent.name!r} has a calibration sample already ({current.name}); extend it "
+                "(calibrate --extend, or extend=true) or cancel it first"
+            )
+        if current is None and extend:
+            raise StateError(f"batch {parent.name!r} has no calibration sample to extend; draw one first")
+        if extend and _routed_in_force(parent):
+            raise StateError(
+                f"batch {parent.name!r} was routed on its sample: cancel the routed batch before extending the sample"
+            )
+        chain = sample_chain(current) if current is not None else []
+        if chain:
+            first = chain[0].derivation
+            identity = Identity(first["labeller"], first["model"], first["prompt_version"])
+            if labeller not in (None, "", identity.labeller):
+                raise ServiceError(f"the sample in force was drawn by {identity}; extend it with the same labeller")
+        else:
+            identity = identity_for(parent, labeller)
+        machine = {qid: m.label for qid, m in machine_labels(parent, identity).items() if not m.in_training}
+        if not machine:
+            raise StateError(f"no query of batch {parent.name!r} has a machine label from {identity}")
+        taken = drawn_order(chain)
+        try:
+            qids = random_sample(machine, sample, seed=seed, exclude=taken)
+        except ValueError:
+            raise StateError(
+                f"every machine-labelled query of batch {parent.name!r} is in its sample already"
+            ) from None
+        population = Counter(machine.values())
+        drawn = Counter(machine[q] for q in qids)
+        derivation = identity.as_dict() | {
+            "design": RANDOM_DESIGN,
+            "seed": seed,
+            "requested": sample,
+            "planned": chain[0].derivation.get("planned", chain[0].derivation["requested"]) if chain else sample,
+            "extends": chain[-1].pk if chain else None,
+            "look": len(chain) + 1,
+            "order": qids,
+            "strata": [
+                {"label": label, "population": population[label], "sampled": drawn[label]}
+                for label in LABELS
+                if population[label]
+            ],
+            "stratum_of": {qid: machine[qid] for qid in qids},
+        }
+        name = name or part_name(parent)
+        if Batch.objects.filter(name=name).exists():
+            raise ServiceError(f"a batch named {name!r} exists already")
+        try:
+            with transaction.atomic():
+                return create_derived_batch(
+                    parent, name, qids, purpose=Batch.Purpose.CALIBRATION, derivation=derivation, seed=seed
+                )
+        except IntegrityError as exc:  # a name taken by a request outside this lock (e.g. a plain batch)
+            raise StateError(f"batch {name!r} could not be created ({exc}); try again") from None
+
+
+#: ``derivation["design"]`` of a sample drawn by :func:`annotation.calibration.random_sample`.
+RANDOM_DESIGN = "simple random"
+
+
+def _routed_in_force(batch: Batch) -> bool:
+    return (
+        batch.routings.filter(routed_batch__isnull=False).exclude(routed_batch__status=Batch.Status.CANCELLED).exists()
+    )
 
 
 @dataclass
@@ -189,9 +291,9 @@ class CalibrationSample:
     """The calibration sample read against a machine: what every figure is computed from."""
 
     batch: Batch
-    sample_batch: Batch
+    sample_batch: Batch  #: the last link of the sample (the batch a routing records)
     identity: Identity
-    qids: list[str]  #: sampled queries with a crowd label and a machine label, sample order
+    qids: list[str]  #: sampled queries with a crowd label and a machine label, draw order
     machine: list[str]
     confidence: list[float]
     human: list[str]
@@ -199,32 +301,52 @@ class CalibrationSample:
     pending: int  #: sampled queries without a crowd label yet (unanswered, disputed)
     votes: Any  #: the sample's judgments frame (item, worker, label)
     rest: dict[str, MachineLabel]  #: machine labels of the batch's queries outside the sample
+    chain: list[Batch] = field(default_factory=list)  #: the sample's batches, first draw first
+    drawn: list[str] = field(default_factory=list)  #: every sampled qid with a machine label, draw order
+    crowd: dict[str, str] = field(default_factory=dict)  #: the crowd's label of each labelled sampled qid
+    population: dict[str, MachineLabel] = field(default_factory=dict)  #: every routable query (sample included)
+    in_training: list[str] = field(default_factory=list)  #: the batch's queries the machine was trained on
+    design: str = RANDOM_DESIGN  #: how the sample was drawn (routing's guarantee needs a simple random one)
+    planned: int = 0  #: the size of the first draw
 
 
-def read_sample(batch: Batch, labeller: str | None = None) -> CalibrationSample:
+def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batch | None = None) -> CalibrationSample:
     """The calibration sample of ``batch`` with the crowd's labels and ``labeller``'s (default: the
-    machine the sample was stratified by)."""
+    machine the sample was drawn by); ``sample_batch``: the sample as it was when a routing recorded
+    it (its link), not the one in force."""
     from ..calibration import Stratum, stratum_weights
     from .results import BatchAnswers
 
-    sample_batch = calibration_batch(batch)
+    sample_batch = sample_batch or calibration_batch(batch)
     if sample_batch is None:
         raise StateError(f"batch {batch.name!r} has no calibration sample yet; run calibrate first")
-    derivation = sample_batch.derivation
-    if labeller is None or labeller == derivation["labeller"]:
-        identity = Identity(derivation["labeller"], derivation["model"], derivation["prompt_version"])
+    chain = sample_chain(sample_batch)
+    first = chain[0].derivation
+    if labeller is None or labeller == first["labeller"]:
+        identity = Identity(first["labeller"], first["model"], first["prompt_version"])
     else:
         identity = identity_for(batch, labeller)
-    stratum_of: dict[str, str] = derivation["stratum_of"]
+    stratum_of: dict[str, str] = {}
+    for link in chain:
+        stratum_of |= link.derivation["stratum_of"]
+    order = drawn_order(chain)
     machine = machine_labels(batch, identity)
-    answers = BatchAnswers(sample_batch)
-    crowd = answers.labels
-    qids = [q for q in stratum_of if q in crowd and q in machine and not machine[q].in_training]
-    # Weights from the queries the crowd has labelled so far, stratum by stratum: N_s / n_s(labelled).
+    crowd: dict[str, str] = {}
+    frames = []
+    for link in chain:
+        answers = BatchAnswers(link)
+        crowd |= answers.labels
+        frames.append(answers.frame)
+    votes = frames[0] if len(frames) == 1 else _concat(frames)
+    population = {q: m for q, m in machine.items() if not m.in_training}
+    drawn = [q for q in order if q in population]
+    qids = [q for q in drawn if q in crowd]
+    # Post-stratified weights: N_s / n_s(labelled), N_s from the first draw's record.
     labelled = Counter(stratum_of[q] for q in qids)
     weights_by_stratum = stratum_weights(
-        [Stratum(s["label"], s["population"], labelled[s["label"]]) for s in derivation["strata"]]
+        [Stratum(s["label"], s["population"], labelled[s["label"]]) for s in first["strata"]]
     )
+    sampled = set(order)
     return CalibrationSample(
         batch=batch,
         sample_batch=sample_batch,
@@ -234,10 +356,23 @@ def read_sample(batch: Batch, labeller: str | None = None) -> CalibrationSample:
         confidence=[machine[q].confidence for q in qids],
         human=[crowd[q] for q in qids],
         weights=[weights_by_stratum[stratum_of[q]] for q in qids],
-        pending=sum(1 for q in stratum_of if q not in crowd),
-        votes=answers.frame,
-        rest={q: m for q, m in machine.items() if q not in stratum_of and not m.in_training},
+        pending=sum(1 for q in order if q not in crowd),
+        votes=votes,
+        rest={q: m for q, m in population.items() if q not in sampled},
+        chain=chain,
+        drawn=drawn,
+        crowd={q: crowd[q] for q in drawn if q in crowd},
+        population=population,
+        in_training=sorted(q for q, m in machine.items() if m.in_training),
+        design=RANDOM_DESIGN if all(link.derivation.get("design") == RANDOM_DESIGN for link in chain) else "stratified",
+        planned=int(first.get("planned", first["requested"])),
     )
+
+
+def _concat(frames: list) -> Any:
+    import pandas as pd
+
+    return pd.concat(frames, ignore_index=True)
 
 
 def report_version(batch: Batch) -> str | None:

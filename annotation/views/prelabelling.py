@@ -44,7 +44,7 @@ from ..services.calibration import (
 )
 from ..services.label_sources import latest_routing
 from ..services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
-from ..services.routing import plan_routing, route_batch
+from ..services.routing import DEFAULT_RISK, guarantee_text, plan_routing, plan_summary, route_batch
 
 # --- reads shared by the pages and the API ---------------------------------------------------
 
@@ -153,15 +153,17 @@ def batch_prelabel_cache(request: HttpRequest, name: str) -> HttpResponse:
 @researcher_required
 @require_POST
 def batch_calibration_sample(request: HttpRequest, name: str) -> HttpResponse:
-    """Draw the blind calibration sample as a batch of its own and start publishing it."""
+    """Draw the blind calibration sample (or, with ``extend``, more of it) as a batch of its own and
+    start publishing it. A batch has one sample: a second post is refused while one exists."""
     batch = get_object_or_404(Batch, name=name)
     form = CalibrationSampleForm(request.POST, labellers=[i.labeller for i in identities(batch)])
+    extend = request.POST.get("extend") in ("on", "true", "1")
     if form.is_valid():
         data = form.cleaned_data
         try:
             with transaction.atomic():  # a publishing job that cannot start leaves no sample behind
                 child = create_calibration_sample(
-                    batch, data["sample"], labeller=data["labeller"] or None, seed=data["seed"] or 0
+                    batch, data["sample"], labeller=data["labeller"] or None, seed=data["seed"] or 0, extend=extend
                 )
                 job = start_publish(child) if data["publish"] else None
         except ServiceError as exc:
@@ -169,7 +171,8 @@ def batch_calibration_sample(request: HttpRequest, name: str) -> HttpResponse:
         else:
             sampled = len(child.derivation["stratum_of"])
             publishing = f" Publishing it: job {job.pk}." if job else " Publish it from its page when ready."
-            messages.success(request, f"Calibration sample {child.name} created ({sampled} queries).{publishing}")
+            what = "Extension" if extend else "Calibration sample"
+            messages.success(request, f"{what} {child.name} created ({sampled} queries).{publishing}")
             return redirect("annotation:batch-machine", name=batch.name)
     context = _machine_context(batch, calibration_form=form)
     return render(request, "annotation/prelabelling/machine.html", context, status=400)
@@ -249,7 +252,7 @@ def batch_calibration_live(request: HttpRequest, name: str) -> HttpResponse:
 
 def _routing_arguments(form: RoutingForm) -> dict[str, Any]:
     data = form.cleaned_data
-    return {"budget": data.get("budget"), "conservative": bool(data.get("conservative"))}
+    return {"budget": data.get("budget"), "risk": None if data.get("no_guarantee") else data.get("risk")}
 
 
 @researcher_required
@@ -274,7 +277,11 @@ def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
                 return redirect("annotation:batch-routing", name=batch.name)
         status = 400
     else:
-        form = RoutingForm(request.GET or None)
+        query = None
+        if request.GET:
+            query = request.GET.copy()
+            query.setdefault("risk", str(DEFAULT_RISK))  # shown as used, not as an empty box
+        form = RoutingForm(query)
         if form.is_bound:
             if form.is_valid():
                 try:
@@ -283,11 +290,16 @@ def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
                     form.add_error(None, str(exc))
             if form.errors:
                 status = 400
+    routing = latest_routing(batch)
+    live = routing is not None and routing.routed_batch is not None
     context = {
         "batch": batch,
         "form": form,
         "plan": plan,
-        "routing": latest_routing(batch),
+        "summary": plan_summary(plan) if plan else [],
+        "routing": routing,
+        "routed_live": live,
+        "guarantee": guarantee_text(routing.risk, routing.target_accuracy) if routing and routing.risk else "",
         "sample": calibration_batch(batch),
         "calibration_url": reverse("annotation:batch-calibration", args=[batch.name]),
     }

@@ -83,9 +83,16 @@ def test_the_machine_first_path(machine_batch, tmp_path):
     strata = {s["label"]: s for s in sample_batch.derivation["strata"]}
     machine = machine_labels(batch, read_identity(batch))
     assert sum(s["sampled"] for s in strata.values()) == 60 == sample_batch.queries.filter(is_gold=False).count()
-    for label, stratum in strata.items():  # every label the machine gave is checked, in proportion
+    for label, stratum in strata.items():  # recorded per machine label, for the post-stratified figures
         assert stratum["population"] == sum(m.label == label for m in machine.values())
-        assert 2 <= stratum["sampled"] <= stratum["population"]
+        assert stratum["sampled"] == sum(machine[q].label == label for q in sample_batch.derivation["order"])
+    # A simple random sample in draw order: seed 1's draw from the sorted qids.
+    import numpy as np
+
+    pool = sorted(machine)
+    assert sample_batch.derivation["order"] == [
+        pool[i] for i in np.random.default_rng(1).choice(len(pool), 60, replace=False)
+    ]
     sampled = set(sample_batch.queries.values_list("qid", flat=True))
     assert sampled <= set(batch.queries.values_list("qid", flat=True))
 
@@ -125,25 +132,33 @@ def test_the_machine_first_path(machine_batch, tmp_path):
         p = report["proportions"][label]
         assert p["ci"][0] <= p["estimate"] <= p["ci"][1]
 
-    # Routing: a threshold that meets the target on the sample, the rest to the crowd.
-    plan = plan_routing(batch, 0.9)
+    # Routing on 60 sample queries: nothing can be certified at 0.9, and the plan says why.
+    certified = plan_routing(batch, 0.9)
+    assert certified.threshold is None and not certified.accepted and certified.more_reason
+    # The point-estimate rule (no guarantee): a threshold that meets the target on the sample.
+    plan = plan_routing(batch, 0.9, risk=None)
     assert plan.threshold is not None and plan.estimated_accuracy >= 0.9
     assert all(machine[q].confidence >= plan.threshold for q in plan.accepted)
     assert all(machine[q].confidence < plan.threshold for q in plan.to_humans)
     assert not sampled & (set(plan.accepted) | set(plan.to_humans))
     assert len(plan.accepted) + len(plan.to_humans) + 60 == batch.queries.count()
     assert plan.saving == plan.cost_all - plan.cost - plan.calibration_cost > 0
+    assert plan.rule == "point estimate (no guarantee)"
 
-    tight = plan_routing(batch, 0.9, budget="0.50")
+    tight = plan_routing(batch, 0.9, budget="0.50", risk=None)
     assert tight.over_budget and len(tight.to_humans) + len(tight.over_budget) == len(plan.to_humans)
     assert tight.cost <= 0.5 < plan.cost
+    # The saving counts only the queries that end up labelled: the over-budget ones are not among them.
+    assert tight.labelled == batch.queries.count() - len(tight.over_budget)
+    assert tight.cost_all < plan.cost_all
 
-    routing = route_batch(batch, 0.9)
+    routing = route_batch(batch, 0.9, risk=None)
     routed = routing.routed_batch
     assert routed.purpose == Batch.Purpose.ROUTED and routed.parent == batch
     assert set(routed.queries.values_list("qid", flat=True)) == set(plan.to_humans)
+    assert routing.sample_batch == sample_batch and routing.risk is None
     with pytest.raises(StateError, match="routed already"):
-        route_batch(batch, 0.9)
+        route_batch(batch, 0.9, risk=None)
 
     sources = labels_with_sources(batch)
     assert {q for q, s in sources.items() if s.source == MACHINE} == set(plan.accepted)
@@ -195,10 +210,13 @@ def test_route_command_shows_the_plan_and_creates_the_routed_batch(machine_batch
     monkeypatch.setattr("builtins.input", lambda prompt: "n")
     out = StringIO()
     call_command("route", "mach", "--target-accuracy", "0.9", stdout=out)
-    assert "to the crowd" in out.getvalue() and "saving $" in out.getvalue() and "Nothing done." in out.getvalue()
+    assert "No threshold could be certified" in out.getvalue() and "Nothing done." in out.getvalue()
+    out = StringIO()
+    call_command("route", "mach", "--target-accuracy", "0.9", "--no-guarantee", stdout=out)
+    assert "NO GUARANTEE" in out.getvalue() and "saving $" in out.getvalue() and "Nothing done." in out.getvalue()
     assert not Routing.objects.exists()
     out = StringIO()
-    call_command("route", "mach", "--target-accuracy", "0.9", "--yes", stdout=out)
+    call_command("route", "mach", "--target-accuracy", "0.9", "--no-guarantee", "--yes", stdout=out)
     routing = Routing.objects.get()
     assert routing.routed_batch.status == Batch.Status.PUBLISHED
     assert "Published" in out.getvalue()
@@ -231,6 +249,8 @@ def test_calibration_needs_a_draft_with_machine_labels(db):
         ("calibration", ["--bootstrap", "-1"], "bootstrap"),
         ("route", ["--target-accuracy", "1.5", "--yes"], "target accuracy"),
         ("route", ["--target-accuracy", "0.9", "--budget", "-1", "--yes"], "budget"),
+        ("route", ["--target-accuracy", "0.9", "--risk", "0", "--yes"], "--risk"),
+        ("route", ["--target-accuracy", "0.9", "--risk", "1.5", "--yes"], "--risk"),
     ],
 )
 def test_bad_options_are_refused_by_name_and_create_nothing(machine_batch, command, args, message):

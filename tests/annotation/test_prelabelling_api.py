@@ -67,7 +67,7 @@ def test_the_whole_path_through_the_api(machine_batch, researcher, client, djang
     assert client.get(_api("mb", "calibration")).status_code == 409  # no sample yet
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
-            _api("mb", "calibration-sample"), {"sample": 60, "seed": 1}, content_type="application/json"
+            _api("mb", "calibration-sample"), {"sample": 60, "seed": 2}, content_type="application/json"
         )
     assert response.status_code == 201, response.json()
     answer = response.json()
@@ -77,6 +77,9 @@ def test_the_whole_path_through_the_api(machine_batch, researcher, client, djang
     assert child.status == Batch.Status.PUBLISHED
     refused = client.get(_api("mb", "calibration"))
     assert refused.status_code == 409 and "at least" in refused.json()["detail"]
+    twice = client.post(_api("mb", "calibration-sample"), {"sample": 60, "seed": 2}, content_type="application/json")
+    assert twice.status_code == 409 and "has a calibration sample already" in twice.json()["detail"]
+    assert Batch.objects.filter(purpose=Batch.Purpose.CALIBRATION).count() == 1
 
     simulate_local_annotations(child, annotators=4, accuracy=0.85)
     report = client.get(_api("mb", "calibration")).json()
@@ -86,28 +89,36 @@ def test_the_whole_path_through_the_api(machine_batch, researcher, client, djang
     assert {"winning_rate", "passed"} <= set(report["alt_test"]) and report["alt_test"]["winning_rate"] is not None
     assert all({"estimate", "ci"} <= set(report["proportions"][label]) for label in "nfmo")
 
-    preview = client.get(_api("mb", "routing"), {"target_accuracy": 0.95})
+    # 60 sample queries certify nothing at 0.95: the preview says so and how many more it would need.
+    certified = client.get(_api("mb", "routing"), {"target_accuracy": 0.95}).json()
+    assert certified["rule"] == "guarantee" and certified["threshold"] is None and certified["more_reason"]
+    # The point-estimate rule, labelled as such.
+    estimate = {"target_accuracy": 0.95, "no_guarantee": True}
+    preview = client.get(_api("mb", "routing"), estimate)
     assert preview.status_code == 200, preview.json()
-    plan = plan_routing(machine_batch, 0.95)
+    assert preview.json()["rule"] == "point estimate (no guarantee)"
+    plan = plan_routing(machine_batch, 0.95, risk=None)
     assert plan.accepted and plan.to_humans
     data = preview.json()
     assert "accepted" not in data and "to_humans" not in data
     assert data["to_humans_count"] == len(plan.to_humans) and data["accepted_count"] == len(plan.accepted)
     assert data["threshold"] == plan.threshold and data["cost"] == str(plan.cost) and data["saving"] == str(plan.saving)
-    budgeted = client.get(_api("mb", "routing"), {"target_accuracy": 0.95, "budget": "0.45"}).json()
+    budgeted = client.get(_api("mb", "routing"), estimate | {"budget": "0.45"}).json()
     assert budgeted["over_budget_count"] > 0 and budgeted["budget"] == "0.45"
-    assert budgeted["to_humans_count"] == len(plan_routing(machine_batch, 0.95, budget="0.45").to_humans)
-    with_qids = client.get(_api("mb", "routing"), {"target_accuracy": 0.95, "qids": 1}).json()
+    assert budgeted["to_humans_count"] == len(plan_routing(machine_batch, 0.95, budget="0.45", risk=None).to_humans)
+    with_qids = client.get(_api("mb", "routing"), estimate | {"qids": 1}).json()
     assert with_qids["to_humans"] == plan.to_humans and with_qids["accepted"] == plan.accepted
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(_api("mb", "routing"), {"target_accuracy": 0.95}, content_type="application/json")
+        response = client.post(_api("mb", "routing"), estimate, content_type="application/json")
     assert response.status_code == 201, response.json()
     routed = response.json()
+    assert routed["risk"] is None and routed["rule"] == "point estimate (no guarantee)"
+    assert routed["sample_batch"] == "mb-part-1"
     assert routed["accepted_count"] == len(plan.accepted) and routed["to_humans"] == len(plan.to_humans)
     assert routed["routed_batch"] == "mb-part-2" and routed["publish_job"]["id"]
     assert Batch.objects.get(name="mb-part-2").status == Batch.Status.PUBLISHED
-    again = client.post(_api("mb", "routing"), {"target_accuracy": 0.95}, content_type="application/json")
+    again = client.post(_api("mb", "routing"), estimate, content_type="application/json")
     assert again.status_code == 409 and "routed already" in again.json()["detail"]
 
 

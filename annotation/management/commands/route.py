@@ -1,5 +1,7 @@
+from django.core.management.base import CommandError
+
 from annotation import services
-from annotation.services.routing import plan_routing, route_batch
+from annotation.services.routing import DEFAULT_RISK, plan_routing, plan_summary, route_batch
 from core.cli import ProjectCommand
 
 from ._common import command_errors, format_cost, get_batch, money
@@ -7,53 +9,50 @@ from ._common import command_errors, format_cost, get_batch, money
 
 class Command(ProjectCommand):
     help = (
-        "Accept the machine's labels above a confidence threshold and send the rest to the crowd. The "
-        "threshold is the lowest at which the machine-accepted labels meet --target-accuracy on the blind "
-        "calibration sample; the queries below it go to the crowd (lowest confidence first, within --budget) "
-        "as a batch of their own (BATCH-part-N). Shows how many go to humans, the cost and the saving, "
-        "and asks before creating anything (or pass --yes)."
+        "Accept the machine's labels above a confidence threshold and send the rest to the crowd. By default "
+        "the threshold comes with a guarantee: with probability at least 1 - --risk over the draw of the blind "
+        "calibration sample, the machine's labels of the queries at or above it agree with the crowd majority on "
+        "at least --target-accuracy of them (fixed-sequence testing, docs/prelabelling.md). The queries below "
+        "it, those the machine was trained on and those it did not label go to the crowd (lowest confidence "
+        "first, within --budget) as a batch of their own (BATCH-part-N); what the budget does not pay for stays "
+        "unlabelled and is named. When no threshold can be certified it says how many more sample queries "
+        "would be needed (calibrate BATCH --extend --sample N). Shows the plan and asks before creating "
+        "anything (or pass --yes)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="the machine-labelled batch, with a calibration sample labelled by the crowd")
-        parser.add_argument("--target-accuracy", type=float, required=True, help="e.g. 0.95")
-        parser.add_argument("--budget", type=money, help="USD the routed queries may cost at most")
         parser.add_argument(
-            "--conservative", action="store_true", help="the lower bound of the accuracy's 95%% CI must meet the target"
+            "--target-accuracy", type=float, required=True, help="accuracy the accepted labels must reach, e.g. 0.95"
         )
+        parser.add_argument(
+            "--risk",
+            type=float,
+            default=DEFAULT_RISK,
+            help=f"probability that the accepted set falls short of the target anyway (default {DEFAULT_RISK})",
+        )
+        parser.add_argument(
+            "--no-guarantee",
+            action="store_true",
+            help="choose by the sample's point estimate instead (NO guarantee: falls short far more often)",
+        )
+        parser.add_argument("--budget", type=money, help="USD the routed queries may cost at most")
         parser.add_argument("--labeller", help="whose labels to route by (default: the sample's pre-labeller)")
         parser.add_argument("--routed-name", default="", help="name of the routed batch (default BATCH-part-N)")
         parser.add_argument("--no-publish", action="store_true", help="create the routed batch but do not publish it")
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
-    def handle(self, name, target_accuracy, budget, conservative, labeller, routed_name, no_publish, yes, **o):
+    def handle(self, name, target_accuracy, risk, no_guarantee, budget, labeller, routed_name, no_publish, yes, **o):
+        if not no_guarantee and not 0 < risk < 1:
+            raise CommandError(f"--risk must be between 0 and 1 (e.g. 0.05), got {risk}")
         batch = get_batch(name)
         out = self.stdout.write
         with command_errors():
-            plan = plan_routing(batch, target_accuracy, budget=budget, conservative=conservative, labeller=labeller)
-            if plan.threshold is None:
-                out(
-                    f"No confidence threshold of {plan.labeller} meets {target_accuracy:.3f} on the calibration "
-                    f"sample ({plan.calibrated} queries): every query would go to the crowd."
-                )
-            else:
-                lo, hi = plan.accuracy_ci
-                out(
-                    f"Threshold {plan.threshold:.3f}: the machine's labels at or above it are right "
-                    f"{plan.estimated_accuracy:.3f} of the time (95% CI {lo:.3f}-{hi:.3f}; "
-                    f"{plan.sample_accepted} sample queries)."
-                )
-            out(
-                f"Of {plan.queries} queries: {plan.sampled} in the calibration sample ({plan.calibrated} labelled "
-                "by the crowd), "
-                f"{len(plan.accepted)} machine-accepted, {len(plan.to_humans)} to the crowd"
-                + (f", {len(plan.over_budget)} left unlabelled for lack of budget" if plan.over_budget else "")
-                + "."
+            plan = plan_routing(
+                batch, target_accuracy, budget=budget, risk=None if no_guarantee else risk, labeller=labeller
             )
-            out(
-                f"Cost: ${plan.cost} for the routed queries (+ ${plan.calibration_cost} the sample cost); "
-                f"all {plan.queries} on the crowd: ${plan.cost_all}; saving ${plan.saving}."
-            )
+            for line in plan_summary(plan):
+                out(line)
             if not yes:
                 answer = input("Go ahead? [y/N] ")
                 if answer.strip().lower() not in ("y", "yes"):

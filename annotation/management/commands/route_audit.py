@@ -1,0 +1,93 @@
+import json
+
+from django.core.management.base import CommandError
+
+from annotation.services.calibration import DEFAULT_SAMPLE
+from annotation.services.routing import DEFAULT_RISK, audit_routing
+from core.cli import ProjectCommand
+from core.progress import Progress
+
+from ._common import command_errors, get_batch
+
+
+class Command(ProjectCommand):
+    help = (
+        "Check routing's guarantee on a batch's own machine labels before paying a crowd. Redraws the blind "
+        "sample --redraws times exactly as 'calibrate --sample N --seed r' would (r = 0, 1, ...), takes the "
+        "labels of FILE as the crowd's, certifies a threshold on each redraw as 'route --risk' does and "
+        "compares its accepted set with FILE. Prints the violation rate (share of redraws whose accepted set "
+        "is less accurate than the target: at most --risk, up to Monte-Carlo error), the kept share (accepted "
+        "queries as a fraction of the batch) and the oracle's kept share (the largest threshold set that truly "
+        "meets the target). FILE: a labelled file as the trained labeller reads it (qid<TAB>query<TAB>label, "
+        "or the study's CSV qid,query,label), labelling every machine-labelled query of the batch."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="the machine-labelled batch")
+        parser.add_argument("--labels", required=True, metavar="FILE", help="the labelled file taken as the crowd's")
+        parser.add_argument(
+            "--target-accuracy", type=float, required=True, help="accuracy the accepted labels must reach, e.g. 0.95"
+        )
+        parser.add_argument(
+            "--risk", type=float, default=DEFAULT_RISK, help=f"the guarantee's δ (default {DEFAULT_RISK})"
+        )
+        parser.add_argument(
+            "--sample",
+            type=int,
+            default=DEFAULT_SAMPLE,
+            help=f"blind sample size per redraw (default {DEFAULT_SAMPLE})",
+        )
+        parser.add_argument("--redraws", type=int, default=1000, help="how many samples to draw (default 1000)")
+        parser.add_argument("--labeller", help="whose labels (default: the batch's latest pre-labeller)")
+        parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    def handle(self, name, labels, target_accuracy, risk, sample, redraws, labeller, json, **o):
+        for option, value, good, rule in (
+            ("--target-accuracy", target_accuracy, 0 < target_accuracy <= 1, "in (0, 1], e.g. 0.95"),
+            ("--risk", risk, 0 < risk < 1, "between 0 and 1, e.g. 0.05"),
+            ("--sample", sample, sample >= 1, "at least 1"),
+            ("--redraws", redraws, redraws >= 1, "at least 1"),
+        ):
+            if not good:
+                raise CommandError(f"{option} must be {rule}, got {value}")
+        batch = get_batch(name)
+        bar = Progress("Redrawing the blind sample", total=redraws, unit="redraw", bar=o["verbosity"] > 0)
+        with command_errors(), bar:
+            result = audit_routing(
+                batch,
+                labels,
+                target_accuracy,
+                risk=risk,
+                sample=sample,
+                redraws=redraws,
+                labeller=labeller,
+                progress=bar.advance,
+            )
+        if json:
+            self.stdout.write(_json(result))
+            return
+        mc = (result["risk"] * (1 - result["risk"]) / result["redraws"]) ** 0.5
+        out = self.stdout.write
+        out(
+            f"{result['redraws']} redraws of a {result['sample']}-query blind sample of {result['batch']!r} "
+            f"({result['population']} machine-labelled queries by {result['labeller']}, {result['true_accuracy']:.3f} "
+            f"right against {result['labels']}); target {result['target']}, risk {result['risk']}:"
+        )
+        out(
+            f"  violation rate     {result['violation_rate']:.4f}  (accepted set below the target; the guarantee: "
+            f"at most {result['risk']} ± {mc:.4f} Monte-Carlo s.e.)"
+        )
+        out(f"  certified          {result['certified_rate']:.4f}  of the redraws")
+        out(
+            f"  kept share         {result['kept_share']:.4f}  of the batch (machine-labelled outside the sample: "
+            f"{result['machine_labelled_share']:.4f})"
+        )
+        oracle = result["oracle_threshold"]
+        out(
+            f"  oracle kept share  {result['oracle_kept_share']:.4f}  (threshold "
+            f"{'none' if oracle is None else f'{oracle:.3f}'}: the largest set that truly meets the target)"
+        )
+
+
+def _json(result: dict) -> str:
+    return json.dumps(result, indent=2)

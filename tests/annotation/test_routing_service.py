@@ -1,0 +1,286 @@
+"""Routing on a batch: the guarantee end to end, every query accounted for, the sample extended
+without breaking the guarantee, one sample per batch, a routing tied to its sample, and route_audit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from io import StringIO
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation import services
+from annotation.calibration import random_sample
+from annotation.labels import LABELS
+from annotation.models import Batch
+from annotation.prelabellers.base import Prediction, PreLabeller
+from annotation.routing import audit
+from annotation.services.calibration import (
+    calibration_batch,
+    create_calibration_sample,
+    identity_for,
+    machine_labels,
+    read_sample,
+)
+from annotation.services.routing import _cost, plan_routing, plan_summary, route_batch
+from annotation.services.simulation import oracle_label, simulate_local_annotations
+from core.errors import ServiceError, StateError
+from pooling.models import QuerySet
+from pooling.services import create_query_set
+
+from .conftest import make_batch
+
+TOPICS = ["a synapse", "the flu", "an egg", "a mortgage", "rust", "a comet", "jazz", "a tax return"]
+PEOPLE = ["woman", "girl", "mother", "queen", "man", "boy", "father", "king"]
+TRAINED_ON = {f"g{i}" for i in range(0, 40, 2)}  # 20 queries the machine saw with their labels
+
+
+def _texts() -> list[tuple[str, str]]:
+    sure = [(f"n{i}", f"what is {TOPICS[i % 8]} number {i}") for i in range(240)]
+    unsure = [(f"g{i}", f"how old is the {PEOPLE[i % 8]} in story {i}") for i in range(160)]
+    return sure + unsure
+
+
+class SureMachine(PreLabeller):
+    """Right and sure (0.97) on the 240 non-gendered queries; unsure (0.6) and right half the time on the
+    160 others, 20 of which it was trained on."""
+
+    name = "sure"
+    model = "test-sure"
+    prompt_version = "v1"
+
+    def label(self, queries):
+        predictions = []
+        for qid, text in queries:
+            truth = oracle_label(text)
+            if qid.startswith("n"):
+                predictions.append(Prediction(truth, 0.97, {}))
+                continue
+            right = int(hashlib.sha256(qid.encode()).hexdigest(), 16) % 2 == 0
+            label = truth if right else LABELS[(LABELS.index(truth) + 1) % len(LABELS)]
+            predictions.append(Prediction(label, 0.6, {"in_training": qid in TRAINED_ON}))
+        return predictions
+
+
+@pytest.fixture
+def routed_batch(db):
+    query_set = create_query_set("rq", _texts(), origin=QuerySet.Origin.IMPORTED)
+    batch = make_batch(query_set, name="rb", assignments_per_query=3, queries_per_hit=10)
+    services.prelabel_batch(batch, SureMachine())
+    return batch
+
+
+def _answered_sample(batch, size=150, seed=0, **options):
+    sample = create_calibration_sample(batch, size, seed=seed, **options)
+    services.publish_batch(sample)
+    simulate_local_annotations(sample, annotators=3, accuracy=0.97, seed=seed + 1)
+    return sample
+
+
+@pytest.mark.slow
+def test_a_certified_routing_accounts_for_every_query(routed_batch):
+    batch = routed_batch
+    sample = _answered_sample(batch)
+    order = sample.derivation["order"]
+    assert not TRAINED_ON & set(order)  # the sample is drawn from the queries the machine did not see
+    plan = plan_routing(batch, 0.9)
+    assert plan.rule == "guarantee" and plan.risk == 0.05 and plan.certified and plan.threshold == 0.97
+    # Every query ends somewhere named: gold, sample, accepted, crowd, over budget.
+    parts = [plan.gold, plan.sampled, len(plan.accepted), len(plan.to_humans), len(plan.over_budget)]
+    assert sum(parts) == plan.queries == batch.queries.count() == 400
+    assert set(plan.accepted) == {q for q, _ in _texts() if q.startswith("n")} - set(order)
+    # The trained-on queries go to the crowd (they used to fall through with no label and no word).
+    assert sorted(plan.in_training) == sorted(TRAINED_ON) and set(plan.to_humans) >= TRAINED_ON
+    assert "20 the machine was trained on" in " ".join(plan_summary(plan))
+    assert plan.cost_all == _cost(batch, plan.labelled) and plan.labelled == 400
+
+    tight = plan_routing(batch, 0.9, budget="1.00")
+    assert tight.over_budget and tight.to_humans[: len(TRAINED_ON)] == plan.to_humans[: len(TRAINED_ON)]
+    assert tight.labelled == 400 - len(tight.over_budget)
+    assert tight.cost_all == _cost(batch, tight.labelled) < plan.cost_all  # the saving counts labelled ones only
+    summary = " ".join(plan_summary(tight))
+    assert f"{len(tight.over_budget)} over budget (left UNLABELLED: {tight.over_budget[0]}" in summary
+    assert "every query" not in summary
+
+    routing = route_batch(batch, 0.9)
+    assert routing.sample_batch == sample and routing.risk == 0.05 and routing.threshold == 0.97
+    routed = set(routing.routed_batch.queries.filter(is_gold=False).values_list("qid", flat=True))
+    assert routed == set(plan.to_humans) and routed >= TRAINED_ON
+
+
+@pytest.mark.slow
+def test_the_guarantee_refuses_a_stratified_sample_and_the_estimate_is_labelled(routed_batch):
+    sample = _answered_sample(routed_batch)
+    derivation = dict(sample.derivation)
+    derivation.pop("design")  # a sample drawn before the guarantee (stratified by label)
+    Batch.objects.filter(pk=sample.pk).update(derivation=derivation)
+    with pytest.raises(StateError, match="drawn stratified"):
+        plan_routing(routed_batch, 0.9)
+    estimate = plan_routing(routed_batch, 0.9, risk=None)
+    assert estimate.rule == "point estimate (no guarantee)" and "NO GUARANTEE" in plan_summary(estimate)[0]
+
+
+def test_one_sample_per_batch_and_an_extension_continues_it(routed_batch):
+    batch = routed_batch
+    first = create_calibration_sample(batch, 100, seed=0)
+    with pytest.raises(StateError, match="has a calibration sample already"):
+        create_calibration_sample(batch, 100, seed=1)
+    assert batch.derived.filter(purpose=Batch.Purpose.CALIBRATION).count() == 1
+    with pytest.raises(ServiceError, match="exists already"):
+        create_calibration_sample(batch, 10, extend=True, name="rb")  # a taken name: refused, not a 500
+
+    second = create_calibration_sample(batch, 50, seed=0, extend=True)
+    assert (second.derivation["extends"], second.derivation["look"], second.derivation["planned"]) == (first.pk, 2, 100)
+    # A fresh random draw from the queries not sampled yet: disjoint, and exactly random_sample's.
+    eligible = {q for q, m in machine_labels(batch, identity_for(batch)).items() if not m.in_training}
+    assert second.derivation["order"] == random_sample(eligible, 50, seed=0, exclude=first.derivation["order"])
+    sample = read_sample(batch)
+    assert sample.sample_batch == second and sample.chain == [first, second]
+    assert sample.drawn == first.derivation["order"] + second.derivation["order"]
+    # Cancelling the extension restores the first draw as the sample in force.
+    services.cancel_batch(second)
+    assert calibration_batch(batch) == first and read_sample(batch).drawn == first.derivation["order"]
+
+
+@pytest.mark.slow
+def test_a_routing_keeps_its_sample_when_the_sample_is_extended(routed_batch):
+    batch = routed_batch
+    first = _answered_sample(batch, 150)
+    routing = route_batch(batch, 0.9)
+    before = plan_routing(batch, 0.9, sample_batch=routing.sample_batch)
+    with pytest.raises(StateError, match="cancel the routed batch before extending"):
+        create_calibration_sample(batch, 30, extend=True)
+    services.cancel_batch(routing.routed_batch)
+    extension = create_calibration_sample(batch, 30, seed=3, extend=True)  # not answered: every item pending
+    assert calibration_batch(batch) == extension
+    again = plan_routing(batch, 0.9, sample_batch=routing.sample_batch)
+    assert routing.sample_batch == first
+    assert (again.threshold, again.accepted, again.calibrated) == (before.threshold, before.accepted, before.calibrated)
+    # The plan on the extended sample counts the unanswered queries as the machine's errors (conservative).
+    extended = plan_routing(batch, 0.9)
+    assert extended.sampled == before.sampled + 30 and extended.calibrated == before.calibrated
+
+
+# --- route_audit --------------------------------------------------------------------------------------
+
+
+def _labels_file(tmp_path, batch, *, skip: int = 0):
+    path = tmp_path / "earlier-study.tsv"
+    rows = [(q.qid, q.text) for q in batch.queries.order_by("position")][skip:]
+    path.write_text("".join(f"{qid}\t{text}\t{oracle_label(text)}\n" for qid, text in rows))
+    return path
+
+
+def test_route_audit_redraws_the_sample_as_calibrate_would(routed_batch, tmp_path):
+    batch = routed_batch
+    path = _labels_file(tmp_path, batch)
+    out = StringIO()
+    call_command(
+        "route_audit", "rb", "--labels", str(path), "--target-accuracy", "0.9", "--sample", "100",
+        "--redraws", "200", "--json", stdout=out, verbosity=0,
+    )  # fmt: skip
+    result = json.loads(out.getvalue())
+    assert {"redraws", "violation_rate", "kept_share", "oracle_kept_share"} <= set(result)
+    assert result["redraws"] == 200 and result["population"] == 380 and result["sample"] == 100
+    # The same numbers from the pure audit on calibrate's draws (seed r for redraw r).
+    machine = {q: m for q, m in machine_labels(batch, identity_for(batch)).items() if not m.in_training}
+    qids = sorted(machine)
+    truth = {q.qid: oracle_label(q.text) for q in batch.queries.all()}
+    samples = [[qids.index(q) for q in random_sample(qids, 100, seed=r)] for r in range(200)]
+    expected = audit(
+        [machine[q].confidence for q in qids],
+        [machine[q].label == truth[q] for q in qids],
+        samples,
+        target=0.9,
+        batch_size=400,
+    )
+    assert {k: result[k] for k in expected.as_dict()} == expected.as_dict()
+    # Redraw 0 is exactly the sample `calibrate --sample 100 --seed 0` draws.
+    assert create_calibration_sample(batch, 100, seed=0).derivation["order"] == [qids[i] for i in samples[0]]
+    # The 240 sure queries are right, the 140 unsure ones about half: the oracle's largest set meeting 0.9
+    # is the 240 at 0.97 (adding the 0.6 ones drops it to about 0.82).
+    assert result["oracle_kept_share"] == 240 / 400 and result["oracle_threshold"] == 0.97
+    assert result["violation_rate"] == 0 and 0 < result["kept_share"] <= result["oracle_kept_share"]
+    assert math.isclose(result["true_accuracy"], np.mean([machine[q].label == truth[q] for q in qids]))
+
+    text = StringIO()
+    call_command(
+        "route_audit", "rb", "--labels", str(path), "--target-accuracy", "0.9", "--redraws", "20",
+        stdout=text, verbosity=0,
+    )  # fmt: skip
+    assert "violation rate" in text.getvalue() and "oracle kept share" in text.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target-accuracy", "0.9", "--risk", "0"], "--risk"),
+        (["--target-accuracy", "1.5"], "--target-accuracy"),
+        (["--target-accuracy", "0.9", "--redraws", "0"], "--redraws"),
+        (["--target-accuracy", "0.9", "--sample", "0"], "--sample"),
+    ],
+)
+def test_route_audit_names_the_bad_option(routed_batch, tmp_path, args, message):
+    path = _labels_file(tmp_path, routed_batch)
+    with pytest.raises(CommandError, match=message):
+        call_command("route_audit", "rb", "--labels", str(path), *args, stdout=StringIO(), verbosity=0)
+
+
+def test_route_audit_names_the_file_and_its_line(routed_batch, tmp_path):
+    missing = _labels_file(tmp_path, routed_batch, skip=3)
+    with pytest.raises(CommandError, match=r"earlier-study\.tsv: no label for 3 of the 380 .*n0, n1, n2"):
+        call_command("route_audit", "rb", "--labels", str(missing), "--target-accuracy", "0.9", stdout=StringIO())
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("n0\twhat is a synapse number 0\tn\nn1\twhat is the flu\tmaybe\n")
+    with pytest.raises(CommandError, match=r"bad\.tsv:2: unknown label 'maybe'"):
+        call_command("route_audit", "rb", "--labels", str(bad), "--target-accuracy", "0.9", stdout=StringIO())
+    with pytest.raises(CommandError, match=r"nowhere\.tsv"):
+        call_command("route_audit", "rb", "--labels", str(tmp_path / "nowhere.tsv"), "--target-accuracy", "0.9")
+
+
+def test_the_page_makes_one_sample_and_extends_it(routed_batch, researcher, client):
+    from django.urls import reverse
+
+    client.force_login(researcher)
+    url = reverse("annotation:batch-calibration-sample", args=["rb"])
+    assert client.post(url, {"sample": 40, "seed": 0}).status_code == 302
+    twice = client.post(url, {"sample": 40, "seed": 1})
+    assert twice.status_code == 400 and "has a calibration sample already" in twice.content.decode()
+    page = client.get(reverse("annotation:batch-machine", args=["rb"])).content.decode()
+    assert 'id="extend-form"' in page and "drawn at random" in page and "stratified" not in page
+    assert client.post(url, {"sample": 25, "extend": "on"}).status_code == 302
+    samples = list(routed_batch.derived.filter(purpose=Batch.Purpose.CALIBRATION).order_by("pk"))
+    assert [len(s.derivation["order"]) for s in samples] == [40, 25]
+    assert samples[1].derivation["extends"] == samples[0].pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simultaneous_sample_requests_make_one_sample():
+    """Four requests at the same moment: one sample is created, the others are refused as a state (409)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        # As in test_local_provider: the in-memory shared-cache test database ignores the busy timeout.
+        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
+    query_set = create_query_set("rq", _texts(), origin=QuerySet.Origin.IMPORTED)
+    batch = make_batch(query_set, name="rb", assignments_per_query=3, queries_per_hit=10)
+    services.prelabel_batch(batch, SureMachine())
+
+    def draw(seed):
+        try:
+            return create_calibration_sample(Batch.objects.get(pk=batch.pk), 50, seed=seed)
+        except StateError as exc:
+            return exc
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(draw, range(4)))
+    made = [r for r in results if isinstance(r, Batch)]
+    assert len(made) == 1 and all("calibration sample already" in str(r) for r in results if r not in made)
+    assert batch.derived.filter(purpose=Batch.Purpose.CALIBRATION).count() == 1
