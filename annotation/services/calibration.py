@@ -37,6 +37,7 @@ from ..batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
 from ..labels import LABEL_NAMES, LABELS
 from ..models import Adjudication, Assignment, Batch, BatchQuery, Judgment, PreLabel
 from .batches import create_batch
+from .label_sources import latest_routing
 
 #: The sample size when none is given: enough for kappa within about +-0.1.
 DEFAULT_SAMPLE = 200
@@ -376,21 +377,34 @@ def _concat(frames: list) -> Any:
 
 
 def report_version(batch: Batch) -> str | None:
-    """A key that changes whenever :func:`calibration_report` of ``batch`` may: the sample, its
-    answers and reviews, the rulings on it and the machine's labels (None without a sample).
+    """A key that changes whenever :func:`calibration_report` of ``batch`` may: every part of the
+    sample (an extended sample is a chain: :func:`sample_chain`), their answers and reviews, the
+    rulings on them, the machine's labels and the routing in force (None without a sample).
 
     Lets a page that refreshes itself recompute the report (a bootstrap, the alt-test,
-    PPI++) only when there is something new, not on every poll.
+    PPI++) only when there is something new, not on every poll. Keyed on the whole chain, not
+    its last link: after ``calibrate --extend`` the earlier part's answers still change the report.
     """
     sample = calibration_batch(batch)
     if sample is None:
         return None
-    work = Assignment.objects.filter(hit__batch=sample).aggregate(
+    chain = [link.pk for link in sample_chain(sample)]
+    work = Assignment.objects.filter(hit__batch__in=chain).aggregate(
         n=Count("id"), submitted=Max("submitted_at"), reviewed=Max("reviewed_at")
     )
-    rulings = Adjudication.objects.filter(batch_query__batch=sample).aggregate(n=Count("id"), last=Max("decided_at"))
-    labelled = PreLabel.objects.filter(batch_query__batch=batch).aggregate(last=Max("created"))
-    state = "|".join(str(v) for v in (sample.pk, *work.values(), *rulings.values(), labelled["last"]))
+    rulings = Adjudication.objects.filter(batch_query__batch__in=chain).aggregate(n=Count("id"), last=Max("decided_at"))
+    labelled = PreLabel.objects.filter(batch_query__batch=batch).aggregate(n=Count("id"), last=Max("created"))
+    routing = latest_routing(batch)
+    state = "|".join(
+        str(v)
+        for v in (
+            ",".join(map(str, chain)),
+            *work.values(),
+            *rulings.values(),
+            *labelled.values(),
+            routing.pk if routing else None,
+        )
+    )
     return hashlib.sha256(state.encode()).hexdigest()[:32]
 
 
