@@ -394,15 +394,37 @@ def card_facts(
     return facts
 
 
+def guarantee_fact(routing: Mapping[str, Any]) -> str:
+    """What the routing behind a card promises, in the words the docs use (``routing``: ``risk``,
+    ``target_accuracy``, ``threshold``, ``conservative``): a routing made with a risk δ holds
+    its target with probability at least 1 - δ over the draw of the blind sample (a
+    fixed-sequence test, :mod:`annotation.routing`); one made on the point estimate promises
+    nothing, and the card says so rather than let a reader take its target for a guarantee."""
+    risk = routing.get("risk")
+    target = routing["target_accuracy"]
+    if risk is None:
+        how = "; the CI's lower bound met the target" if routing.get("conservative") else ""
+        return f"no guarantee (point estimate{how})"
+    if routing.get("threshold") is None:
+        return f"no threshold could be certified at target {target:g} and risk δ = {risk:g}: no machine label accepted"
+    return (
+        f"with probability ≥ {1 - risk:g} (1 − δ) over the blind sample, the machine-accepted labels are at "
+        f"least {target:g} right against the crowd-majority label (fixed-sequence test)"
+    )
+
+
 def machine_facts(routing: Mapping[str, Any], calibration: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What a card states of the machine behind an export: labeller, model, prompt, threshold and how
-    well it did on the blind calibration sample (``calibration``: ``calibration_report``, if any)."""
+    """What a card states of the machine behind an export: labeller, model, prompt, threshold, the
+    routing's guarantee (:func:`guarantee_fact`) and how well the machine did on the blind
+    calibration sample (``calibration``: ``calibration_report``, if any)."""
     facts: dict[str, Any] = {
         "labeller": routing["labeller"],
         "model": routing["model"],
         "prompt / rules version": routing["prompt_version"],
         "confidence threshold": routing["threshold"],
         "target accuracy": routing["target_accuracy"],
+        "risk δ": routing.get("risk") if routing.get("risk") is not None else "none (no guarantee)",
+        "guarantee": guarantee_fact(routing),
         "estimated accuracy of accepted labels": routing["estimated_accuracy"],
         "its 95% CI": routing["accuracy_ci"] or None,
         "machine-accepted queries": routing["accepted"],

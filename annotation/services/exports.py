@@ -69,6 +69,8 @@ def _machine_facts(batch: Batch) -> dict[str, Any] | None:
         "prompt_version": routing.prompt_version,
         "threshold": routing.threshold,
         "target_accuracy": routing.target_accuracy,
+        "risk": routing.risk,
+        "conservative": routing.conservative,
         "estimated_accuracy": routing.estimated_accuracy,
         "accuracy_ci": routing.accuracy_ci,
         "accepted": len(routing.accepted),

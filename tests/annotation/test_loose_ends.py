@@ -51,3 +51,54 @@ def test_the_report_refreshes_when_the_earlier_part_of_an_extended_sample_is_ans
     # The routing in force is part of the key too (a routing decided on this sample).
     route_batch(batch, 0.5, risk=None)
     assert report_version(batch) not in (before, after)
+
+
+# --- the dataset card states the routing's guarantee ------------------------------------------------
+
+
+def _machine_section(card: str) -> dict[str, str]:
+    """The card's "Machine labels" table as fact -> value (as rendered)."""
+    section = card.split("## Machine labels", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("| ").split(" | ", 1) for line in section.splitlines() if line.startswith("| ")]
+    return {fact: value for fact, value in rows[2:]}  # the header and the rule line left out
+
+
+@pytest.mark.slow
+def test_the_card_states_the_guarantee_or_that_there_is_none(db, tmp_path):
+    from .test_routing_service import SureMachine, _answered_sample
+    from .test_routing_service import _texts as sure_texts
+
+    query_set = create_query_set("rq", sure_texts(), origin=QuerySet.Origin.IMPORTED)
+    batch = make_batch(query_set, name="rb", assignments_per_query=3, queries_per_hit=10)
+    services.prelabel_batch(batch, SureMachine())
+    _answered_sample(batch)
+
+    routing = route_batch(batch, 0.9)  # the default: the guarantee at δ = 0.05
+    assert (routing.risk, routing.threshold) == (0.05, 0.97)
+    facts = _machine_section(services.export_queries(batch, "all", tmp_path / "a.tsv", "tsv").card)
+    assert facts["target accuracy"] == "0.900" and facts["risk δ"] == "0.050"
+    assert facts["guarantee"] == (
+        "with probability ≥ 0.95 (1 − δ) over the blind sample, the machine-accepted labels are at least 0.9 "
+        "right against the crowd-majority label (fixed-sequence test)"
+    )
+
+    services.cancel_batch(routing.routed_batch)  # routed again on the point estimate: the card says so
+    estimate = route_batch(batch, 0.9, risk=None)
+    assert estimate.risk is None and estimate.threshold is not None
+    facts = _machine_section(services.export_queries(batch, "all", tmp_path / "b.tsv", "tsv").card)
+    assert facts["guarantee"] == "no guarantee (point estimate)" and facts["risk δ"] == "none (no guarantee)"
+    assert facts["target accuracy"] == "0.900"
+
+
+def test_a_guarantee_that_certified_nothing_promises_nothing_about_accepted_labels():
+    from annotation.export_formats import guarantee_fact
+
+    certified = {"target_accuracy": 0.95, "risk": 0.1, "threshold": 0.8}
+    assert guarantee_fact(certified).startswith("with probability ≥ 0.9 (1 − δ) over the blind sample")
+    assert "at least 0.95 right" in guarantee_fact(certified)
+    nothing = certified | {"threshold": None}
+    assert guarantee_fact(nothing) == (
+        "no threshold could be certified at target 0.95 and risk δ = 0.1: no machine label accepted"
+    )
+    old = {"target_accuracy": 0.9, "risk": None, "threshold": 0.7, "conservative": True}
+    assert guarantee_fact(old) == "no guarantee (point estimate; the CI's lower bound met the target)"
