@@ -3,15 +3,26 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import urls as auth_urls
+from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from annotation.accounts import access_token_generator
 from core import views as core_views
 from metrics import dashboard
 
+#: The reset e-mail's link and the page it opens use the tokens that an account's access epoch
+#: ends (annotation.accounts): a link mailed before a deactivation stays dead after a reactivation.
+_ACCESS_TOKEN_VIEWS = {
+    "password_reset": auth_views.PasswordResetView.as_view(token_generator=access_token_generator),
+    "password_reset_confirm": auth_views.PasswordResetConfirmView.as_view(token_generator=access_token_generator),
+}
+
 #: Log in and out and change a password always; reset a forgotten one only with a mail server.
 account_urls = [
-    pattern
+    path(str(pattern.pattern), _ACCESS_TOKEN_VIEWS[pattern.name], name=pattern.name)
+    if pattern.name in _ACCESS_TOKEN_VIEWS
+    else pattern
     for pattern in auth_urls.urlpatterns
     if settings.PASSWORD_RESET_BY_EMAIL or not pattern.name.startswith("password_reset")
 ]
