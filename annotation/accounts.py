@@ -3,9 +3,9 @@
 Django ends a deactivated user's sessions only while they are inactive (its backend
 ignores inactive users), and a password-reset token depends only on the password, the
 last login and the e-mail: reactivate the account, or make it staff and back, and a
-session opened before, or a one-time link made before, works again. So each annotator's
-account carries an *access epoch* (``WorkerIdentity.access_epoch``), raised whenever what
-the account may do changes:
+session opened before, or a one-time link made before, works again. So every account
+(annotator or researcher) carries an *access epoch* (``AccountState.access_epoch``, a row
+made when first raised), raised whenever what the account may do changes:
 
 - its active, staff or superuser status changes (deactivated or reactivated, made staff or
   back), or it is taken out of the annotators group, wherever it happens: the team pages,
@@ -22,8 +22,7 @@ and both ends check it:
 
 An account whose epoch was never raised hashes as Django does, so sessions and links made
 before this existed keep working. Not covered: ``QuerySet.update(is_active=...)`` (no
-signal) and accounts without a ``WorkerIdentity`` (researchers: they have no annotator
-sessions to end; the annotators group's members all get one when first raised).
+signal).
 """
 
 from __future__ import annotations
@@ -35,14 +34,14 @@ from django.contrib.auth.tokens import PasswordResetTokenGenerator
 from django.db.models import F, IntegerField, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from .models import Account, Provider, WorkerIdentity
+from .models import Account, AccountState
 
 #: A change of any of these may take something away from the account.
 _STATE_FIELDS = ("is_active", "is_staff", "is_superuser")
 
 
 def _epoch_of(user_ref) -> Coalesce:
-    rows = WorkerIdentity.objects.filter(user_id=user_ref).order_by().values("access_epoch")[:1]
+    rows = AccountState.objects.filter(user_id=user_ref).order_by().values("access_epoch")[:1]
     return Coalesce(Subquery(rows, output_field=IntegerField()), Value(0))
 
 
@@ -60,26 +59,21 @@ def account(user) -> Account:
 
 def access_epoch(user) -> int:
     """The account's current access epoch (0 if never raised)."""
-    row = WorkerIdentity.objects.filter(user_id=user.pk).values_list("access_epoch", flat=True).first()
+    row = AccountState.objects.filter(user_id=user.pk).values_list("access_epoch", flat=True).first()
     return row or 0
 
 
 def raise_access_epoch(user_id: int) -> None:
     """End every session and one-time link of the account made until now, for good.
 
-    An annotator without a worker identity yet (made in the admin) is given one, so the raise
-    is recorded; an account that never was an annotator has no annotator sessions to end.
+    Any account: an annotator's, or a researcher's (whose stolen cookie must not come back
+    with a reactivation or a staff round trip either). The first raise makes its row; the
+    increment is one ``UPDATE`` so concurrent raises both count.
     """
-    raised = WorkerIdentity.objects.filter(user_id=user_id).update(access_epoch=F("access_epoch") + 1)
-    if raised:
+    if AccountState.objects.filter(user_id=user_id).update(access_epoch=F("access_epoch") + 1):
         return
-    from .pseudonyms import worker_for
-    from .services.local import ANNOTATORS_GROUP
-
-    user = get_user_model().objects.filter(pk=user_id, groups__name=ANNOTATORS_GROUP).first()
-    if user is not None:
-        worker_for(Provider.LOCAL, str(user.pk), user=user)
-        WorkerIdentity.objects.filter(user_id=user_id).update(access_epoch=F("access_epoch") + 1)
+    AccountState.objects.bulk_create([AccountState(user_id=user_id)], ignore_conflicts=True)
+    AccountState.objects.filter(user_id=user_id).update(access_epoch=F("access_epoch") + 1)
 
 
 class AccountBackend(ModelBackend):
