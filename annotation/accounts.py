@@ -20,6 +20,10 @@ and both ends check it:
 - **one-time links**: :data:`access_token_generator` mixes the epoch into the token's hash,
   so a link made before the raise is refused for good.
 
+Deactivated or taken out of the annotators group, an account also gives back the HITs it
+held (``team.release_held_hits``), and the HIT page and its submit ask for the annotators
+group (``local.in_annotators``, in the statements they run anyway).
+
 An account whose epoch was never raised hashes as Django does, so sessions and links made
 before this existed keep working. Not covered: ``QuerySet.update(is_active=...)`` (no
 signal).
@@ -119,7 +123,8 @@ def _bind_login_to_epoch(sender, request, user, **kwargs) -> None:
 
 
 def _raise_on_lost_rights(sender, instance, update_fields=None, raw=False, **kwargs) -> None:
-    """``pre_save`` of a user: raise the epoch when active, staff or superuser status changes."""
+    """``pre_save`` of a user: raise the epoch when active, staff or superuser status changes;
+    release the held HITs when it is deactivated."""
     if raw or instance.pk is None:
         return
     if update_fields is not None and not set(update_fields) & set(_STATE_FIELDS):
@@ -127,10 +132,19 @@ def _raise_on_lost_rights(sender, instance, update_fields=None, raw=False, **kwa
     before = type(instance)._base_manager.filter(pk=instance.pk).values_list(*_STATE_FIELDS).first()
     if before is not None and before != tuple(getattr(instance, name) for name in _STATE_FIELDS):
         raise_access_epoch(instance.pk)
+        if before[0] and not instance.is_active:  # deactivated: the HITs it held go back to the queue
+            _release(instance.pk)
+
+
+def _release(user_id: int) -> None:
+    from .services.team import release_held_hits
+
+    release_held_hits(user_id)
 
 
 def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_set, **kwargs) -> None:
-    """``m2m_changed`` of users' groups: leaving the annotators group raises the member's epoch."""
+    """``m2m_changed`` of users' groups: leaving the annotators group raises the member's epoch
+    and gives the HITs they held back to the queue (they may no longer answer them)."""
     from django.contrib.auth.models import Group
 
     from .services.local import ANNOTATORS_GROUP
@@ -143,6 +157,7 @@ def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_se
             groups = groups.filter(pk__in=pk_set or ())
         if groups.exists():
             raise_access_epoch(instance.pk)
+            _release(instance.pk)
         return
     if instance.name != ANNOTATORS_GROUP:  # group.user_set.remove(...) / clear(): instance is the group
         return
@@ -151,6 +166,7 @@ def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_se
         members = members.filter(pk__in=pk_set or ())
     for user_id in members.values_list("pk", flat=True):
         raise_access_epoch(user_id)
+        _release(user_id)
 
 
 def watch_accounts() -> None:
