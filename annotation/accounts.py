@@ -21,7 +21,7 @@ and both ends check it:
   so a link made before the raise is refused for good.
 
 Deactivated or taken out of the annotators group, an account also gives back the HITs it
-held (``team.release_held_hits``), and the HIT page and its submit ask for the annotators
+held (``local.release_held_hits``), and the HIT page and its submit ask for the annotators
 group (``local.in_annotators``, in the statements they run anyway).
 
 An account whose epoch was never raised hashes as Django does, so sessions and links made
@@ -137,7 +137,7 @@ def _raise_on_lost_rights(sender, instance, update_fields=None, raw=False, **kwa
 
 
 def _release(user_id: int) -> None:
-    from .services.team import release_held_hits
+    from .services.local import release_held_hits
 
     release_held_hits(user_id)
 

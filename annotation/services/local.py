@@ -162,6 +162,17 @@ def annotator_worker(user, *, lock: bool = False) -> Worker | None:
     return local_worker(user) if is_annotator(user) else None
 
 
+def release_held_hits(user_id: int) -> int:
+    """Give the account's held (handed out, unsubmitted) HITs back to the queue; how many.
+
+    When it is deactivated or leaves the annotators group, however that happens
+    (``accounts.watch_accounts`` calls this from the saves' signals; ``team.set_active``
+    deactivates through such a save).
+    """
+    held = Assignment.objects.filter(worker__identity__user_id=user_id, status=Assignment.Status.ASSIGNED)
+    return held.update(status=Assignment.Status.ABANDONED)
+
+
 def _handed_out(worker) -> QuerySet:
     """The worker's assignments handed out and not submitted, in published batches (timed out or not)."""
     return Assignment.objects.filter(

@@ -179,23 +179,13 @@ def set_active(user, active: bool):
 
     Both through the save, whoever makes it (these pages, the API, the admin): a change of
     ``is_active`` raises the account's access epoch, and turning it off releases its held
-    HITs (:func:`release_held_hits`; ``accounts.watch_accounts``).
+    HITs (``local.release_held_hits``; ``accounts.watch_accounts``).
     """
     with transaction.atomic():
         user = _locked_member(user)
         user.is_active = active
         user.save(update_fields=["is_active"])
     return user
-
-
-def release_held_hits(user_id: int) -> int:
-    """Give the account's held (handed out, unsubmitted) HITs back to the queue; how many.
-
-    When it is deactivated or leaves the annotators group, however that happens
-    (``accounts.watch_accounts`` calls this from the saves' signals).
-    """
-    held = Assignment.objects.filter(worker__identity__user_id=user_id, status=Assignment.Status.ASSIGNED)
-    return held.update(status=Assignment.Status.ABANDONED)
 
 
 def _locked_member(user):
