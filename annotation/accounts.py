@@ -3,9 +3,9 @@
 Django ends a deactivated user's sessions only while they are inactive (its backend
 ignores inactive users), and a password-reset token depends only on the password, the
 last login and the e-mail: reactivate the account, or make it staff and back, and a
-session opened before, or a one-time link made before, works again. So each annotator's
-account carries an *access epoch* (``WorkerIdentity.access_epoch``), raised whenever what
-the account may do changes:
+session opened before, or a one-time link made before, works again. So every account
+(annotator or researcher) carries an *access epoch* (``AccountState.access_epoch``, a row
+made when first raised), raised whenever what the account may do changes:
 
 - its active, staff or superuser status changes (deactivated or reactivated, made staff or
   back), or it is taken out of the annotators group, wherever it happens: the team pages,
@@ -20,10 +20,13 @@ and both ends check it:
 - **one-time links**: :data:`access_token_generator` mixes the epoch into the token's hash,
   so a link made before the raise is refused for good.
 
+Deactivated or taken out of the annotators group, an account also gives back the HITs it
+held (``local.release_held_hits``), and the HIT page and its submit ask for the annotators
+group (``local.in_annotators``, in the statements they run anyway).
+
 An account whose epoch was never raised hashes as Django does, so sessions and links made
 before this existed keep working. Not covered: ``QuerySet.update(is_active=...)`` (no
-signal) and accounts without a ``WorkerIdentity`` (researchers: they have no annotator
-sessions to end; the annotators group's members all get one when first raised).
+signal).
 """
 
 from __future__ import annotations
@@ -35,14 +38,14 @@ from django.contrib.auth.tokens import PasswordResetTokenGenerator
 from django.db.models import F, IntegerField, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from .models import Account, Provider, WorkerIdentity
+from .models import Account, AccountState
 
 #: A change of any of these may take something away from the account.
 _STATE_FIELDS = ("is_active", "is_staff", "is_superuser")
 
 
 def _epoch_of(user_ref) -> Coalesce:
-    rows = WorkerIdentity.objects.filter(user_id=user_ref).order_by().values("access_epoch")[:1]
+    rows = AccountState.objects.filter(user_id=user_ref).order_by().values("access_epoch")[:1]
     return Coalesce(Subquery(rows, output_field=IntegerField()), Value(0))
 
 
@@ -60,26 +63,21 @@ def account(user) -> Account:
 
 def access_epoch(user) -> int:
     """The account's current access epoch (0 if never raised)."""
-    row = WorkerIdentity.objects.filter(user_id=user.pk).values_list("access_epoch", flat=True).first()
+    row = AccountState.objects.filter(user_id=user.pk).values_list("access_epoch", flat=True).first()
     return row or 0
 
 
 def raise_access_epoch(user_id: int) -> None:
     """End every session and one-time link of the account made until now, for good.
 
-    An annotator without a worker identity yet (made in the admin) is given one, so the raise
-    is recorded; an account that never was an annotator has no annotator sessions to end.
+    Any account: an annotator's, or a researcher's (whose stolen cookie must not come back
+    with a reactivation or a staff round trip either). The first raise makes its row; the
+    increment is one ``UPDATE`` so concurrent raises both count.
     """
-    raised = WorkerIdentity.objects.filter(user_id=user_id).update(access_epoch=F("access_epoch") + 1)
-    if raised:
+    if AccountState.objects.filter(user_id=user_id).update(access_epoch=F("access_epoch") + 1):
         return
-    from .pseudonyms import worker_for
-    from .services.local import ANNOTATORS_GROUP
-
-    user = get_user_model().objects.filter(pk=user_id, groups__name=ANNOTATORS_GROUP).first()
-    if user is not None:
-        worker_for(Provider.LOCAL, str(user.pk), user=user)
-        WorkerIdentity.objects.filter(user_id=user_id).update(access_epoch=F("access_epoch") + 1)
+    AccountState.objects.bulk_create([AccountState(user_id=user_id)], ignore_conflicts=True)
+    AccountState.objects.filter(user_id=user_id).update(access_epoch=F("access_epoch") + 1)
 
 
 class AccountBackend(ModelBackend):
@@ -125,7 +123,8 @@ def _bind_login_to_epoch(sender, request, user, **kwargs) -> None:
 
 
 def _raise_on_lost_rights(sender, instance, update_fields=None, raw=False, **kwargs) -> None:
-    """``pre_save`` of a user: raise the epoch when active, staff or superuser status changes."""
+    """``pre_save`` of a user: raise the epoch when active, staff or superuser status changes;
+    release the held HITs when it is deactivated."""
     if raw or instance.pk is None:
         return
     if update_fields is not None and not set(update_fields) & set(_STATE_FIELDS):
@@ -133,10 +132,19 @@ def _raise_on_lost_rights(sender, instance, update_fields=None, raw=False, **kwa
     before = type(instance)._base_manager.filter(pk=instance.pk).values_list(*_STATE_FIELDS).first()
     if before is not None and before != tuple(getattr(instance, name) for name in _STATE_FIELDS):
         raise_access_epoch(instance.pk)
+        if before[0] and not instance.is_active:  # deactivated: the HITs it held go back to the queue
+            _release(instance.pk)
+
+
+def _release(user_id: int) -> None:
+    from .services.local import release_held_hits
+
+    release_held_hits(user_id)
 
 
 def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_set, **kwargs) -> None:
-    """``m2m_changed`` of users' groups: leaving the annotators group raises the member's epoch."""
+    """``m2m_changed`` of users' groups: leaving the annotators group raises the member's epoch
+    and gives the HITs they held back to the queue (they may no longer answer them)."""
     from django.contrib.auth.models import Group
 
     from .services.local import ANNOTATORS_GROUP
@@ -149,6 +157,7 @@ def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_se
             groups = groups.filter(pk__in=pk_set or ())
         if groups.exists():
             raise_access_epoch(instance.pk)
+            _release(instance.pk)
         return
     if instance.name != ANNOTATORS_GROUP:  # group.user_set.remove(...) / clear(): instance is the group
         return
@@ -157,6 +166,7 @@ def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_se
         members = members.filter(pk__in=pk_set or ())
     for user_id in members.values_list("pk", flat=True):
         raise_access_epoch(user_id)
+        _release(user_id)
 
 
 def watch_accounts() -> None:

@@ -45,11 +45,6 @@ class WorkerIdentity(models.Model):
         related_name="annotation_identity",
     )
     created = models.DateTimeField(auto_now_add=True)
-    access_epoch = models.PositiveIntegerField(
-        default=0,
-        help_text="Raised whenever the account's rights change (active, staff, superuser, annotators group): "
-        "every session and one-time link made before stops working for good (annotation.accounts).",
-    )
 
     class Meta:
         verbose_name_plural = "worker identities"
@@ -61,11 +56,31 @@ class WorkerIdentity(models.Model):
         return f"identity of {self.provider} worker #{self.pk}"
 
 
+class AccountState(models.Model):
+    """Any account's access epoch (annotators and researchers alike): see ``annotation.accounts``.
+
+    Its own row per user, made when the epoch is first raised, so a researcher (no worker
+    identity) is covered as an annotator is; no row reads as epoch 0.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="account_state"
+    )
+    access_epoch = models.PositiveIntegerField(
+        default=0,
+        help_text="Raised whenever the account's rights change (active, staff, superuser, annotators group): "
+        "every session and one-time link made before stops working for good (annotation.accounts).",
+    )
+
+    def __str__(self) -> str:
+        return f"access epoch {self.access_epoch} of user #{self.user_id}"
+
+
 class Account(User):
     """A user as the site's sessions and one-time links know them: bound to the account's access epoch.
 
     ``annotation.accounts.AccountBackend`` reads every session's user as an ``Account`` with
-    ``access_epoch`` (its ``WorkerIdentity``'s, 0 without one) in the same statement, and
+    ``access_epoch`` (its ``AccountState``'s, 0 without one) in the same statement, and
     the session hash Django checks on each request covers it: raising the epoch ends every
     session opened before, and a later reactivation does not bring them back. At epoch 0 the
     hash is Django's own, so sessions opened before the epoch existed keep working.

@@ -124,6 +124,22 @@ def is_annotator(user) -> bool:
     return bool(user.is_authenticated and user.groups.filter(name=ANNOTATORS_GROUP).exists())
 
 
+def in_annotators(user: int | OuterRef) -> Exists:
+    """A condition on any row: the account (by id or reference) is in the annotators group.
+
+    Folded into the statements the HIT page already runs (its read, its submit's ``UPDATE``),
+    so an account taken out of the group is refused a HIT it still holds at no extra query.
+    """
+    groups = get_user_model().groups.through.objects.filter(group__name=ANNOTATORS_GROUP)
+    return Exists(groups.filter(user_id=user))
+
+
+def worker_in_annotators(worker: int | OuterRef) -> Exists:
+    """:func:`in_annotators` for the account behind a worker (by id or reference)."""
+    groups = get_user_model().groups.through.objects.filter(group__name=ANNOTATORS_GROUP)
+    return Exists(groups.filter(user__annotation_identity__worker=worker))
+
+
 def annotator_worker(user, *, lock: bool = False) -> Worker | None:
     """The annotator's worker, read with the group check in one query; ``None`` for anyone else.
 
@@ -134,7 +150,7 @@ def annotator_worker(user, *, lock: bool = False) -> Worker | None:
     """
     if not user.is_authenticated:
         return None
-    in_group = Exists(get_user_model().groups.through.objects.filter(user_id=user.pk, group__name=ANNOTATORS_GROUP))
+    in_group = in_annotators(user.pk)
     rows = Worker.objects.filter(identity__provider=Provider.LOCAL, identity__external_id=str(user.pk)).annotate(
         annotator=in_group
     )
@@ -144,6 +160,17 @@ def annotator_worker(user, *, lock: bool = False) -> Worker | None:
     if found is not None:
         return found if found.annotator else None
     return local_worker(user) if is_annotator(user) else None
+
+
+def release_held_hits(user_id: int) -> int:
+    """Give the account's held (handed out, unsubmitted) HITs back to the queue; how many.
+
+    When it is deactivated or leaves the annotators group, however that happens
+    (``accounts.watch_accounts`` calls this from the saves' signals; ``team.set_active``
+    deactivates through such a save).
+    """
+    held = Assignment.objects.filter(worker__identity__user_id=user_id, status=Assignment.Status.ASSIGNED)
+    return held.update(status=Assignment.Status.ABANDONED)
 
 
 def _handed_out(worker) -> QuerySet:
@@ -533,11 +560,19 @@ def submit_local_assignment(
         with transaction.atomic():
             return _submit(assignment, answers, now, hit_queries=hit_queries, count_answered=count_answered)
     except AlreadyRecorded:
-        # Nothing written: already submitted, or its batch is no longer open to them (one
-        # more query, on this refusal only, tells which).
-        if not is_open_to(assignment.hit.batch, assignment.worker_id):
-            raise NotOpenToWorker(assignment.hit.batch) from None
+        # Nothing written: already submitted, or its batch is no longer open to them, or (an
+        # in-house batch) they are no longer an annotator (a query or two, on this refusal
+        # only, tells which).
+        batch = assignment.hit.batch
+        if batch.provider == Provider.LOCAL and not _worker_is_annotator(assignment.worker_id):
+            raise NotAnnotator("you are no longer an annotator: your answers were not recorded") from None
+        if not is_open_to(batch, assignment.worker_id):
+            raise NotOpenToWorker(batch) from None
         raise
+
+
+def _worker_is_annotator(worker_id: int) -> bool:
+    return Worker.objects.filter(pk=worker_id).filter(worker_in_annotators(worker_id)).exists()
 
 
 def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered: bool) -> AnswerCheck:
@@ -553,8 +588,11 @@ def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered
     if batch.status != Batch.Status.PUBLISHED:
         raise ServiceError("this batch is no longer open")
     raw = json.dumps(dict(answers), sort_keys=True)
-    # The batch must still be open to the worker (team_access): checked in the write itself.
+    # The batch must still be open to the worker (team_access), and an in-house batch's worker
+    # still an annotator (not taken out of the group since): checked in the write itself.
     still_open = batch_open_to(batch.pk, assignment.worker_id)
+    if batch.provider == Provider.LOCAL:
+        still_open &= worker_in_annotators(assignment.worker_id)
     check = record_answers(
         assignment, answers, raw, hit_queries=hit_queries, only_from=_TAKES_ANSWERS, only_if=still_open
     )

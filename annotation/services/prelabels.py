@@ -113,7 +113,9 @@ def refuse_running_prelabel(batch: Batch, labeller: str, train: str | None = Non
     Three posts at once must not start three jobs paying for the same answers. Called in the
     transaction that starts the job: the batch's row is locked first, so of two concurrent
     posts the second sees the first one's Job. The same machine is the same labeller (and, for
-    ``trained``, the same training source); the chat labeller's model is the site's setting.
+    ``trained``, the same training source: an uploaded file by its content, see
+    :class:`_TrainingSource`); the chat labeller's model is the site's setting. A refused
+    post's kept upload is deleted (no job will read it).
     """
     from core.models import Job
 
@@ -124,13 +126,51 @@ def refuse_running_prelabel(batch: Batch, labeller: str, train: str | None = Non
         arguments__0=batch.pk,
         arguments__1=labeller,
     )
+    source = _TrainingSource.of(train) if labeller == "trained" else None
     for job in live:
-        if labeller == "trained" and (job.arguments[3:4] or [None])[0] != train:
+        if source is not None and not source.same_as(_TrainingSource.of((job.arguments[3:4] or [None])[0])):
             continue  # another training source: another machine
+        if source is not None and source.upload:
+            Path(str(train)).unlink(missing_ok=True)  # this post's kept upload: no job will read it
         raise StateError(
             f"batch {batch.name!r} is already being pre-labelled with {labeller} (job {job.pk}, {job.status}); "
             "wait for that job to end"
         )
+
+
+@dataclass(frozen=True)
+class _TrainingSource:
+    """What a trained job learns from, as :func:`refuse_running_prelabel` compares two of them.
+
+    Each upload is kept under a random prefix (``core.uploads.keep_upload``), so two posts of
+    the same file have two paths: an upload is its original name and its content's SHA-256.
+    The SHA-256 is ``None`` once a job has read (and deleted) its upload: then the original
+    name alone decides (a running job is refused a same-named file: conservative, for as long
+    as it runs). Anything else (``batch:NAME``, a server path) is its text.
+    """
+
+    name: str
+    sha256: str | None = None
+    upload: bool = False
+
+    @classmethod
+    def of(cls, train) -> _TrainingSource:
+        path = Path(str(train))
+        if train is None or str(train).startswith(BATCH_PREFIX) or not _kept_upload(path):
+            return cls(str(train))
+        digest = hashlib.sha256()
+        try:
+            with path.open("rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+        except OSError:  # read and deleted by its job already
+            return cls(_UPLOAD_PREFIX.sub("", path.name), upload=True)
+        return cls(_UPLOAD_PREFIX.sub("", path.name), digest.hexdigest(), upload=True)
+
+    def same_as(self, other: _TrainingSource) -> bool:
+        if self.upload != other.upload or self.name != other.name:
+            return False
+        return self.sha256 is None or other.sha256 is None or self.sha256 == other.sha256
 
 
 #: ``--train batch:NAME``: train on that batch's human labels so far.

@@ -36,6 +36,7 @@ from .calibration import (
     DEFAULT_SAMPLE,
     RANDOM_DESIGN,
     CalibrationSample,
+    calibration_batch,
     create_derived_batch,
     part_name,
     read_sample,
@@ -321,6 +322,18 @@ def _check_routable(batch: Batch) -> None:
         )
 
 
+def _sample_in_force(batch: Batch, plan: RoutingPlan) -> Batch:
+    """The calibration sample in force, if it is the one ``plan`` was made on (else ``StateError``)."""
+    in_force = calibration_batch(batch)
+    if in_force is None or in_force.name != plan.sample_batch:
+        now = f"the sample in force is {in_force.name!r}" if in_force is not None else "no sample is in force"
+        raise StateError(
+            f"the plan was made on the calibration sample {plan.sample_batch!r}, but {now} "
+            "(extended or cancelled since): make the plan again"
+        )
+    return in_force
+
+
 def route_batch(
     batch: Batch,
     target_accuracy: float,
@@ -338,11 +351,17 @@ def route_batch(
     The batch's row is locked while it is checked and routed, so two requests at once cannot
     both route it (and pay the crowd twice). A routing that sent nothing to the crowd is
     superseded by the new one (the latest routing is the one in force).
+
+    The plan is made before the lock, so under it the sample the plan was made on must still
+    be the sample in force (an extension or a cancellation since, e.g. in another tab, makes
+    it a plan on a sample nobody uses any more): else a ``StateError``, nothing recorded.
     """
     _check_routable(batch)
     plan = plan or plan_routing(batch, target_accuracy, budget=budget, risk=risk, labeller=labeller)
     with transaction.atomic():
-        _check_routable(Batch.objects.select_for_update().get(pk=batch.pk))
+        locked = Batch.objects.select_for_update().get(pk=batch.pk)
+        _check_routable(locked)
+        sample_batch = _sample_in_force(locked, plan)
         routed = None
         if plan.to_humans:
             routed = create_derived_batch(
@@ -363,7 +382,7 @@ def route_batch(
         return Routing.objects.create(
             batch=batch,
             routed_batch=routed,
-            sample_batch=batch.derived.filter(name=plan.sample_batch).first(),
+            sample_batch=sample_batch,
             labeller=plan.labeller,
             model=plan.model,
             prompt_version=plan.prompt_version,

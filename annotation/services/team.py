@@ -177,17 +177,14 @@ def reset_access(user, *, access: str = "link") -> Access:
 def set_active(user, active: bool):
     """Deactivate (no more logins, sessions and links end for good, held HITs go back to the queue) or reactivate.
 
-    The sessions and links end through the save: a change of ``is_active`` raises the
-    account's access epoch (``accounts.watch_accounts``), whoever makes it.
+    Both through the save, whoever makes it (these pages, the API, the admin): a change of
+    ``is_active`` raises the account's access epoch, and turning it off releases its held
+    HITs (``local.release_held_hits``; ``accounts.watch_accounts``).
     """
     with transaction.atomic():
         user = _locked_member(user)
         user.is_active = active
         user.save(update_fields=["is_active"])
-        if not active:
-            Assignment.objects.filter(worker__identity__user=user, status=Assignment.Status.ASSIGNED).update(
-                status=Assignment.Status.ABANDONED
-            )
     return user
 
 

@@ -19,7 +19,14 @@ from core.errors import ServiceError
 from .. import services
 from ..forms import HitAnswerForm, TrainingAnswerForm
 from ..models import Assignment, Batch, Provider
-from ..services.local import NotAnnotator, NotOpenToWorker, annotator_worker, answered_and_progress, next_hit_for
+from ..services.local import (
+    NotAnnotator,
+    NotOpenToWorker,
+    annotator_worker,
+    answered_and_progress,
+    in_annotators,
+    next_hit_for,
+)
 from ..services.publishing import CATEGORIES
 from ..services.team_access import assignment_open, open_to
 from ..services.training import qualification_of, submit_training
@@ -93,12 +100,20 @@ def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, cont
 
 @login_required
 def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
-    """One HIT for its annotator: the shared HIT page, posting back here."""
-    # Whether its batch is still open to them (team_access) is read with it, in the same query.
+    """One HIT for its annotator: the shared HIT page, posting back here.
+
+    Only while they are an annotator: one taken out of the annotators group is refused the
+    HIT they held (it went back to the queue: ``accounts``), as the next-HIT page refuses them.
+    """
+    # Whether they are still an annotator, and its batch still open to them (team_access), is
+    # read with it, in the same query.
     mine = Assignment.objects.select_related("hit__batch").annotate(
-        open=ExpressionWrapper(assignment_open(), output_field=BooleanField())
+        open=ExpressionWrapper(assignment_open(), output_field=BooleanField()),
+        annotator=in_annotators(request.user.pk),
     )
     assignment = get_object_or_404(mine, pk=pk, worker__identity__user=request.user)
+    if not assignment.annotator:
+        raise PermissionDenied("Only annotators answer HITs.")
     if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
         messages.info(request, "You already submitted that HIT.")
         return redirect("annotation:next")
@@ -117,6 +132,8 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                 check = services.submit_local_assignment(
                     assignment, form.cleaned_data, hit_queries=hit_queries, count_answered=True, current=True
                 )
+            except NotAnnotator as exc:  # taken out of the group between the read above and the write
+                raise PermissionDenied(str(exc)) from None
             except NotOpenToWorker as exc:  # shown at once on their home page (the HIT page shows no messages)
                 messages.error(request, str(exc))
                 return redirect("annotation:batch-list")

@@ -72,3 +72,34 @@ def test_three_simultaneous_starts_make_one_job(query_set):
         thread.join(30)
     assert sorted(outcomes) == ["refused", "refused", "started"]
     assert Job.objects.filter(kind="annotation.prelabel").count() == 1
+
+
+def test_the_same_training_file_posted_twice_is_refused_while_the_first_job_is_queued(query_set, researcher, client):
+    """Review of 27.13: the running-job check compared the kept uploads' paths, which carry a random
+    prefix, so two posts of one file started two ``trained`` jobs. An upload is its content now."""
+    from pathlib import Path
+
+    from .test_prelabel_trained import toy_set
+    from .test_prelabel_training_files import _upload, _uploads, tsv
+
+    batch = make_batch(query_set)
+    client.force_login(researcher)
+    texts, labels = toy_set()
+    content = tsv(texts, labels)
+    assert _upload(client, batch, content).status_code == 302  # queued (its job not run here)
+    again = _upload(client, batch, content)
+    assert again.status_code == 400 and "already being pre-labelled with trained" in again.content.decode()
+    job = Job.objects.get(kind="annotation.prelabel")
+    assert _uploads() == [Path(job.arguments[3])]  # the refused post's upload is deleted, the job's kept
+
+    other = tsv(texts[:-1], labels[:-1])  # another file of the same name: another machine
+    assert _upload(client, batch, other).status_code == 302
+    assert Job.objects.filter(kind="annotation.prelabel").count() == 2
+    assert _upload(client, batch, content, name="renamed.tsv").status_code == 302  # another name: another machine
+    Job.objects.filter(kind="annotation.prelabel").update(status=Job.Status.RUNNING)
+    for path in _uploads():  # the jobs read (and deleted) their uploads: the name decides
+        path.unlink()
+    assert _upload(client, batch, content).status_code == 400
+    assert _upload(client, batch, content, name="new-name.tsv").status_code == 302
+    Job.objects.filter(kind="annotation.prelabel").update(status=Job.Status.DONE)
+    assert _upload(client, batch, content).status_code == 302  # once they ended, it may run again

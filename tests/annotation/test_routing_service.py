@@ -164,6 +164,34 @@ def test_a_routing_keeps_its_sample_when_the_sample_is_extended(routed_batch):
     assert extended.sampled == before.sampled + 30 and extended.calibrated == before.calibrated
 
 
+@pytest.mark.slow
+def test_a_plan_on_a_sample_no_longer_in_force_is_not_routed(routed_batch):
+    """Review of 27.6: the plan was made outside the lock and the lock did not check the sample,
+    so a routing could be recorded on a sample extended or cancelled in the meantime."""
+    from annotation.models import Routing
+
+    batch = routed_batch
+    first = _answered_sample(batch, 150)
+    on_first = plan_routing(batch, 0.9)
+    extension = create_calibration_sample(batch, 30, seed=3, extend=True)  # in another tab, after the plan
+    message = f"made on the calibration sample '{first.name}', but the sample in force is '{extension.name}'"
+    with pytest.raises(StateError, match=message):
+        route_batch(batch, 0.9, plan=on_first)
+    on_extension = plan_routing(batch, 0.9)
+    assert on_extension.sample_batch == extension.name
+    services.cancel_batch(extension)  # the first draw is in force again: the plan on the extension is not
+    with pytest.raises(StateError, match="make the plan again"):
+        route_batch(batch, 0.9, plan=on_extension)
+    assert not Routing.objects.filter(batch=batch).exists()
+
+    routing = route_batch(batch, 0.9, plan=on_first)  # a plan on the sample in force is routed
+    assert routing.sample_batch == first and routing.threshold == on_first.threshold
+    services.cancel_batch(routing.routed_batch)
+    services.cancel_batch(first)  # no sample in force at all
+    with pytest.raises(StateError, match="no sample is in force"):
+        route_batch(batch, 0.9, plan=on_first)
+
+
 # --- route_audit --------------------------------------------------------------------------------------
 
 

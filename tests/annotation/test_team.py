@@ -89,6 +89,56 @@ def test_leaving_a_team_gives_back_the_held_hit_and_refuses_its_submit(local_bat
     assert services.submit_local_assignment(kept, answers_for(kept)).valid  # members' submits still count
 
 
+@pytest.mark.parametrize("side", ["user", "group"])
+def test_leaving_the_annotators_group_gives_back_the_held_hit_and_refuses_it(local_batch, annotators, side):
+    """Review of 27.15: an account taken out of the annotators group (still active, logging in
+    again) could open and submit the HIT it held; it kept it, too."""
+    from django.contrib.auth.models import Group
+
+    from annotation.models import Judgment
+    from annotation.services.local import NotAnnotator
+
+    leaver, stayer = annotators[0], annotators[1]
+    held, kept = services.next_assignment(leaver), services.next_assignment(stayer)
+    page = reverse("annotation:assignment", args=[held.pk])
+    group = Group.objects.get(name=team.ANNOTATORS_GROUP)
+    if side == "user":
+        leaver.groups.remove(group)
+    else:
+        group.user_set.remove(leaver)
+
+    held.refresh_from_db()
+    kept.refresh_from_db()
+    assert held.status == Assignment.Status.ABANDONED  # its place is back in the queue
+    assert kept.status == Assignment.Status.ASSIGNED
+    client = Client()
+    client.force_login(leaver)  # logged in again: an account, no longer an annotator
+    assert client.get(page).status_code == 403
+    assert client.post(page, answers_for(held)).status_code == 403
+    with pytest.raises(NotAnnotator, match="no longer an annotator"):  # the service refuses too, whoever calls it
+        services.submit_local_assignment(held, answers_for(held))
+    assert not Judgment.objects.filter(assignment=held).exists()
+    held.refresh_from_db()
+    assert held.status == Assignment.Status.ABANDONED
+    assert services.submit_local_assignment(kept, answers_for(kept)).valid  # annotators' submits still count
+
+
+def test_a_deactivation_saved_anywhere_gives_back_the_held_hits(local_batch, annotators):
+    """Review of 27.8: only team.set_active released the HITs; the admin's plain save did not."""
+    leaver, stayer = annotators[0], annotators[1]
+    held, kept = services.next_assignment(leaver), services.next_assignment(stayer)
+    leaver.is_active = False
+    leaver.save()  # as the admin's form does
+    held.refresh_from_db()
+    kept.refresh_from_db()
+    assert held.status == Assignment.Status.ABANDONED
+    assert kept.status == Assignment.Status.ASSIGNED
+    leaver.email = "still@example.org"
+    leaver.save()  # an inactive account saved again: nothing else changes
+    kept.refresh_from_db()
+    assert kept.status == Assignment.Status.ASSIGNED
+
+
 def test_a_hit_held_in_a_batch_closed_by_other_means_is_not_handed_back_to_them(local_batch, annotators):
     """The team changed without set_batch_team (the admin's form): the hand-out gives the held HIT
     back to the queue instead of to its holder, and the submit is refused all the same."""

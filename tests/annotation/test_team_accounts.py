@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import WorkerIdentity
+from annotation.models import AccountState, WorkerIdentity
 from annotation.services import team
 
 from .test_team import _set_password_through
@@ -111,11 +111,11 @@ def test_saves_that_change_no_rights_end_nothing(local_batch, annotators):
     team.set_active(annotators[1], True)  # already active: no change
     assert _works(session)
     assert Client().get(link.link_path).status_code == 302  # still valid: on to the form
-    assert WorkerIdentity.objects.filter(access_epoch__gt=0).count() == 0
+    assert AccountState.objects.filter(access_epoch__gt=0).count() == 0
 
 
 def test_an_annotator_made_in_the_admin_without_a_worker_is_ended_too(db, django_user_model):
-    """The annotators group's members get a worker identity when their epoch is first raised."""
+    """An account without a worker identity gets its epoch row when the epoch is first raised."""
     user = django_user_model.objects.create_user("admin-made", password="pw-secret-123")
     user.groups.add(Group.objects.get_or_create(name=team.ANNOTATORS_GROUP)[0])
     session = _logged_in("admin-made")
@@ -124,7 +124,7 @@ def test_an_annotator_made_in_the_admin_without_a_worker_is_ended_too(db, django
     user.save()
     user.is_active = True
     user.save()
-    assert WorkerIdentity.objects.get(user=user).access_epoch == 2  # raised by each change of is_active
+    assert AccountState.objects.get(user=user).access_epoch == 2  # raised by each change of is_active
     assert not _works(session)
 
 
@@ -136,6 +136,40 @@ def test_the_api_deactivation_ends_sessions_too(local_batch, annotators, researc
     api.force_login(researcher)
     assert api.post(f"/api/annotation/annotators/ann-a/{endpoint}/").status_code == 200
     assert _works(session) is (endpoint == "activate")  # activating an active account takes nothing away
+
+
+# --- researchers too (review of 27.8) ---------------------------------------------------------
+
+
+def _researcher_works(client: Client) -> bool:
+    """Whether the client's session still belongs to its researcher (the batch list answers them)."""
+    return client.get(reverse("annotation:batch-list")).status_code == 200
+
+
+@pytest.mark.parametrize("field", ["is_active", "is_staff", "is_superuser"])
+def test_a_researchers_old_session_is_refused_after_losing_and_regaining_rights(db, django_user_model, field):
+    """Before, a researcher (no worker identity, not an annotator) had no epoch recorded: a stolen
+    cookie worked again after deactivate→reactivate or staff→non-staff→staff."""
+    from core.api_tokens import api_token
+    from core.models import ApiToken
+
+    researcher = django_user_model.objects.create_user(
+        "researcher", password="pw-secret-123", is_staff=True, is_superuser=field == "is_superuser"
+    )
+    stolen, other = _logged_in("researcher"), _logged_in("researcher")
+    assert _researcher_works(stolen)
+    api_token(researcher)
+    setattr(researcher, field, False)
+    researcher.save()
+    # the API token goes with staff or active status (core.api_tokens), not with superuser status
+    assert ApiToken.objects.filter(user=researcher).exists() is (field == "is_superuser")
+    setattr(researcher, field, True)
+    researcher.save()
+    assert not _researcher_works(stolen) and not _researcher_works(other)
+    assert not WorkerIdentity.objects.filter(user=researcher).exists()  # no crowd worker made for them
+    assert AccountState.objects.get(user=researcher).access_epoch == 2
+    fresh = _logged_in("researcher")  # logging in again works and stays
+    assert _researcher_works(fresh) and _researcher_works(fresh)
 
 
 # --- one link accepted once (issue 27.14) -----------------------------------------------------
@@ -217,3 +251,24 @@ def test_four_browsers_accepting_one_link_at_once_set_one_password():
     assert len(answers) == 4 and len(winners) == 1
     assert sorted(answer.status_code for answer in answers.values()) == [302, 410, 410, 410]
     assert _works(_logged_in("four-at-once", f"secret-number-{winners[0]}-42"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_epochs_raised_before_move_to_every_accounts_row(django_user_model):
+    """Migration 0018: the epochs kept on worker identities become the accounts' rows (no ended session returns)."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    raised, fresh = (django_user_model.objects.create_user(name) for name in ("raised", "fresh"))
+    executor = MigrationExecutor(connection)
+    executor.migrate([("annotation", "0016_prolific_arrivals")])
+    old = executor.loader.project_state([("annotation", "0016_prolific_arrivals")]).apps
+    identity = old.get_model("annotation", "WorkerIdentity")
+    identity.objects.create(provider="local", external_id="raised", user_id=raised.pk, access_epoch=3)
+    identity.objects.create(provider="local", external_id="fresh", user_id=fresh.pk, access_epoch=0)
+    identity.objects.create(provider="mturk", external_id="A1", access_epoch=5)  # no account: nothing to keep
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    assert list(AccountState.objects.values_list("user_id", "access_epoch")) == [(raised.pk, 3)]
