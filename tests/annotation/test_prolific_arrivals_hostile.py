@@ -294,6 +294,40 @@ def test_behind_the_proxy_clients_are_told_apart_by_the_forwarded_address(server
     assert honest.status_code == 403  # its own budget
 
 
+def test_an_ipv6_client_is_counted_by_its_64_however_many_addresses_it_sends_from(
+    server, provider, batch, client_class, settings
+):
+    """One IPv6 subscriber has a whole /64 (2**64 addresses): arrivals from five addresses of
+    one /64 share its budget (before: each address had its own, an unlimited number of
+    clients); another /64 has its own; IPv4 clients stay counted per address."""
+    settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = 3
+    _publish(batch, provider)
+    one_64 = [f"2001:db8:1:2:{i:x}::{i + 1:x}" for i in range(5)]
+    codes = [
+        _arrive(client_class(), batch, hexid(f"S{i}"), hexid(f"m-{i}"), REMOTE_ADDR=address)[0].status_code
+        for i, address in enumerate(one_64)
+    ]
+    assert codes == [403, 403, 403, 429, 429]
+    assert _asks(server) == 3
+    other_64, _ = _arrive(client_class(), batch, hexid("S9"), hexid("m-9"), REMOTE_ADDR="2001:db8:1:3::1")
+    assert other_64.status_code == 403
+    ipv4 = [
+        _arrive(client_class(), batch, hexid(f"T{i}"), hexid(f"n-{i}"), REMOTE_ADDR=f"10.0.2.{i}")[0].status_code
+        for i in range(4)
+    ]
+    assert ipv4 == [403] * 4
+
+
+def test_the_client_key_is_an_ipv4_address_or_an_ipv6_64():
+    from core.ratelimit import client_key
+
+    assert client_key("192.0.2.7") == "192.0.2.7"
+    assert client_key("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64"
+    assert client_key("2001:0db8:0001:0002::1") == "2001:db8:1:2::/64"
+    assert client_key("::ffff:192.0.2.7") == "192.0.2.7"  # an IPv4 client seen through an IPv6 socket
+    assert client_key("") == ""  # no address: counted together, as before
+
+
 def test_new_sessions_checked_per_study_are_limited(server, provider, batch, client_class, settings):
     settings.PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = 2
     _publish(batch, provider)
