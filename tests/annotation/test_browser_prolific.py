@@ -37,7 +37,7 @@ def test_participant_arrives_from_prolific_answers_and_is_sent_back_with_the_cod
     batch.refresh_from_db()
 
     session, study_url = prolific_server.start(batch.hit_type_id, hexid("PIDBROWSER"))
-    assert "PROLIFIC_PID=PIDBROWSER" in study_url and f"SESSION_ID={session}" in study_url
+    assert f"PROLIFIC_PID={hexid('PIDBROWSER')}" in study_url and f"SESSION_ID={session}" in study_url
     page.goto(study_url)  # no account, no login: the link from Prolific is enough
 
     assignment = Assignment.objects.get(provider_assignment_id=session)
