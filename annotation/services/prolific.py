@@ -10,12 +10,15 @@ Who a participant is, is Prolific's word, never the URL's. Anyone can type a stu
 so :func:`verify_arrival` serves a session only after Prolific's ``GET /submissions/{id}/``
 said it is a session of *this* study, of *this* participant, and reserved or active; the
 answer is kept (``ProlificSession``, so a reload asks nothing) and binds the session to
-the browser that first opened it. Nothing slow or remote waits in the web request without a
-bound: an arrival asks Prolific at most once, with a short timeout and no retries
-(:func:`arrival_client`); when Prolific is slow, throttling or failing the participant is
-asked at once to reload in a minute (:class:`ArrivalDeferred`), and no arrival asks again
-for ``PROLIFIC_ARRIVAL_PAUSE_SECONDS``; a link Prolific refused is refused from memory for a
-while; new sessions checked per study are rate-limited (the view limits each client). All of
+the browser that first opened it. A link whose ids are not Prolific's shape (24 lowercase
+hex characters) is refused without asking. Nothing slow or remote waits in the web request
+without a bound: an arrival asks Prolific at most once, with a short timeout that is also
+the call's deadline, and no retries (:func:`arrival_client`); Prolific's 4xx about the link
+refuses that link only; when Prolific is slow, throttling or failing the participant is
+asked at once to reload in a minute (:class:`ArrivalDeferred`), no arrival asks again for
+``PROLIFIC_ARRIVAL_PAUSE_SECONDS`` (then one probes), and a link whose check failed waits
+longer; a link Prolific refused is refused from memory for a while; new sessions checked
+per study are rate-limited (the view limits each client, an IPv6 client per /64). All of
 it in the cache every process shares (``core.ratelimit``). Nothing is handed out unconfirmed. The
 completion code is random per study (:func:`completion_code`), so it cannot be guessed
 from ids or times. At sync, an assignment whose session Prolific does not attribute to
@@ -366,9 +369,11 @@ def verify_arrival(
 
     The first arrival of a session asks Prolific whose session it is, once (``client``,
     by default :func:`arrival_client`); its answer is kept, bound to this browser, and a
-    refusal is remembered for ``PROLIFIC_ARRIVAL_REFUSED_SECONDS``. Raises
+    refusal is remembered for ``PROLIFIC_ARRIVAL_REFUSED_SECONDS``. Raises ``ServiceError``
+    at once, asking nothing, for a link whose ids are not Prolific's shape. Raises
     ``ArrivalDeferred`` when Prolific could not be asked now (slow, throttling, failing,
-    garbled, paused after such a failure, or this study's checks over their rate): the
+    garbled, paused after such a failure, this link deferred after its own failure, another
+    arrival probing after a pause, or this study's checks over their rate): the
     caller asks the participant to try again and hands out nothing. ``StudyClosed`` when
     the batch needs nobody any more.
     """

@@ -189,7 +189,7 @@ def test_our_token_refused_or_throttled_pauses_everyone_but_defers_no_link(
     assert _asks(server) == 2 and shared_cache().get(PAUSE_KEY) is None
 
 
-@pytest.mark.parametrize("failure", ["error", "status:500", "garbled", "html", "lose_response"])
+@pytest.mark.parametrize("failure", ["error", "status:500", "status:302", "garbled", "html", "lose_response"])
 def test_a_link_whose_check_failed_is_deferred_past_the_pause(server, provider, batch, client_class, failure):
     """A 5xx, garbled, non-JSON or lost answer about one link pauses everyone (Prolific may be
     failing), but if that link itself provokes it, it must not end pause after pause: the link
