@@ -98,7 +98,7 @@ def run_burst(command, o: dict) -> None:
     def participant(i: int, at: float) -> None:
         time.sleep(max(0.0, at - time.monotonic()))
         with fake_server.lock:  # the fake is not thread-safe; its own handler holds this lock
-            _session, url = fake.start(batch.hit_type_id, f"burstpid{i:06d}")
+            _session, url = fake.start(batch.hit_type_id, f"{i:024x}")  # Prolific-shaped ids
         parts = urlsplit(url)
         browser = VirtualAnnotator(site, "-", "-", seed=i)
         step = "arrival"

@@ -320,12 +320,14 @@ SPECTACULAR_SETTINGS = {
 
 # --- Caches ---------------------------------------------------------------------------
 #: ``default``: per process (API throttling counts, as before). Two caches every gunicorn worker
-#: and Celery worker shares, on one backend: Redis at SHARED_CACHE_URL (``redis://...``) when
-#: set, otherwise the database's table ``shared_cache`` (made by ``migrate``: no separate
-#: ``createcachetable``):
-#: - ``shared``: Prolific arrivals' rate-limit counters and remembered refusals (core.ratelimit);
-#: - ``results``: what a batch's answers add up to (agreement, bootstrap intervals, Dawid-Skene,
-#:   per-query results), keyed by the batch's answer version
+#: and Celery worker shares: on Redis at SHARED_CACHE_URL (``redis://...``) when set, each
+#: under its key prefix; otherwise each in its own database table (made by ``migrate``: no
+#: separate ``createcachetable``), so that culling or clearing the results, however many
+#: there are, never touches the arrivals' state:
+#: - ``shared`` (table ``shared_cache``): Prolific arrivals' rate-limit counters, pause and
+#:   remembered refusals (core.ratelimit);
+#: - ``results`` (table ``results_cache``): what a batch's answers add up to (agreement,
+#:   bootstrap intervals, Dawid-Skene, per-query results), keyed by the batch's answer version
 #:   (annotation.services.results.answers_version), so every worker reuses what one of them
 #:   computed until new answers or rulings arrive. RESULTS_CACHE_SECONDS=0 caches nothing.
 SHARED_CACHE_URL = env_str("SHARED_CACHE_URL", "")
@@ -333,20 +335,26 @@ if SHARED_CACHE_URL and not SHARED_CACHE_URL.startswith(("redis://", "rediss://"
     raise ImproperlyConfigured(f"SHARED_CACHE_URL={SHARED_CACHE_URL!r}: expected redis://, rediss:// or unix://")
 #: How long a cached result is kept (seconds); a new answer makes a new key at once anyway.
 RESULTS_CACHE_SECONDS = env_int("RESULTS_CACHE_SECONDS", 7 * 24 * 3600, minimum=0)
-_shared_backend = (
-    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": SHARED_CACHE_URL}
-    if SHARED_CACHE_URL
-    else {
+
+
+def _shared_backend(table: str) -> dict:
+    """Redis at SHARED_CACHE_URL, or the database table ``table`` (a database cache culls a
+    third of its table past MAX_ENTRIES: one table per cache keeps one cache's load from
+    culling the other's entries)."""
+    if SHARED_CACHE_URL:
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": SHARED_CACHE_URL}
+    return {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-        "LOCATION": "shared_cache",
+        "LOCATION": table,
         "OPTIONS": {"MAX_ENTRIES": 100_000},
     }
-)
+
+
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "shared": _shared_backend | {"KEY_PREFIX": "shared"},
+    "shared": _shared_backend("shared_cache") | {"KEY_PREFIX": "shared"},
     "results": (
-        _shared_backend | {"TIMEOUT": RESULTS_CACHE_SECONDS, "KEY_PREFIX": "results"}
+        _shared_backend("results_cache") | {"TIMEOUT": RESULTS_CACHE_SECONDS, "KEY_PREFIX": "results"}
         if RESULTS_CACHE_SECONDS
         else {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}
     ),

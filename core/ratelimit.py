@@ -27,6 +27,27 @@ def shared_cache() -> BaseCache:
     return caches[SHARED]
 
 
+def client_key(address: str) -> str:
+    """What a per-client limit counts under: an IPv4 address as is, an IPv6 address's /64.
+
+    One IPv6 subscriber (a home line, a cloud server) is routinely given a whole /64, and
+    may send from any of its 2**64 addresses: counted per address, one /64 would be
+    unlimited clients. An IPv4-mapped IPv6 address (``::ffff:a.b.c.d``) counts as its IPv4
+    address. Anything that is not an address is counted as given.
+    """
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
 def over_limit(key: str, limit: int, *, window: int = 60, now: float | None = None) -> int:
     """Count one event under ``key``; 0 while at most ``limit`` were counted in this window, else
     the whole seconds until the window ends (for ``Retry-After``)."""

@@ -34,7 +34,9 @@ HOLDS_PLACE = {"RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY A
 FREED_REMOTELY = {"RETURNED", "TIMED-OUT"}
 
 
-PROLIFIC_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+#: Prolific's ids (participant, study, session): 24 lowercase hex characters. A study link with
+#: anything else is refused without asking Prolific.
+PROLIFIC_ID = re.compile(r"[0-9a-f]{24}")  # used with fullmatch
 
 
 OPTION_KEYS = {"estimated_minutes", "devices", "filters", "bonus", "exclude_batches", "completion_code"}

@@ -10,12 +10,15 @@ Who a participant is, is Prolific's word, never the URL's. Anyone can type a stu
 so :func:`verify_arrival` serves a session only after Prolific's ``GET /submissions/{id}/``
 said it is a session of *this* study, of *this* participant, and reserved or active; the
 answer is kept (``ProlificSession``, so a reload asks nothing) and binds the session to
-the browser that first opened it. Nothing slow or remote waits in the web request without a
-bound: an arrival asks Prolific at most once, with a short timeout and no retries
-(:func:`arrival_client`); when Prolific is slow, throttling or failing the participant is
-asked at once to reload in a minute (:class:`ArrivalDeferred`), and no arrival asks again
-for ``PROLIFIC_ARRIVAL_PAUSE_SECONDS``; a link Prolific refused is refused from memory for a
-while; new sessions checked per study are rate-limited (the view limits each client). All of
+the browser that first opened it. A link whose ids are not Prolific's shape (24 lowercase
+hex characters) is refused without asking. Nothing slow or remote waits in the web request
+without a bound: an arrival asks Prolific at most once, with a short timeout that is also
+the call's deadline, and no retries (:func:`arrival_client`); Prolific's 4xx about the link
+refuses that link only; when Prolific is slow, throttling or failing the participant is
+asked at once to reload in a minute (:class:`ArrivalDeferred`), no arrival asks again for
+``PROLIFIC_ARRIVAL_PAUSE_SECONDS`` (then one probes), and a link whose check failed waits
+longer; a link Prolific refused is refused from memory for a while; new sessions checked
+per study are rate-limited (the view limits each client, an IPv6 client per /64). All of
 it in the cache every process shares (``core.ratelimit``). Nothing is handed out unconfirmed. The
 completion code is random per study (:func:`completion_code`), so it cannot be guessed
 from ids or times. At sync, an assignment whose session Prolific does not attribute to
@@ -49,6 +52,7 @@ import datetime as dt
 import hashlib
 import http.client
 import logging
+import math
 import threading
 import time
 from collections import Counter
@@ -130,8 +134,12 @@ def check_link(batch: Batch, participant_id: str, study_id: str, session_id: str
     """Refuse a study link whose parameters do not belong to this published Prolific batch."""
     if batch.provider != Provider.PROLIFIC:
         raise ServiceError("this batch does not run on Prolific")
-    if not all(PROLIFIC_ID.match(v or "") for v in (participant_id, study_id, session_id)):
-        raise ServiceError("the link from Prolific is incomplete: PROLIFIC_PID, STUDY_ID and SESSION_ID are needed")
+    if not all(isinstance(v, str) and PROLIFIC_ID.fullmatch(v) for v in (participant_id, study_id, session_id)):
+        # Refused at once, without asking Prolific: a made-up link of another shape costs nothing.
+        raise ServiceError(
+            "the link from Prolific is incomplete or malformed: PROLIFIC_PID, STUDY_ID and SESSION_ID"
+            " (Prolific's ids, 24 characters 0-9 a-f) are needed"
+        )
     if study_id != batch.hit_type_id:
         raise ServiceError("this link belongs to another Prolific study")
     if batch.status in (Batch.Status.COMPLETED, Batch.Status.CANCELLED):
@@ -158,17 +166,31 @@ class ArrivalDeferred(ServiceError):
         self.retry_after = retry_after
 
 
-#: The shared cache's key of "no arrival asks Prolific until then" (a UNIX time).
+#: The shared cache's key of "no arrival asks Prolific until then" (a UNIX time). Kept
+#: ``PROBE_WINDOW`` seconds past that time, so the pause ends with one probe, not a stampede.
 PAUSE_KEY = "prolific-arrivals:paused-until"
+#: Held by the one arrival that asks Prolific when a pause has ended (the others get the 503 at once).
+PROBE_KEY = "prolific-arrivals:probe"
+#: How long after a pause's end its record stays (seconds): arrivals then probe one at a time.
+PROBE_WINDOW = 60
+#: A link whose check failed in a way the link itself might cause (5xx, garbled, lost, slow) is
+#: not asked about again for this many pauses: one crafted link cannot end pause after pause.
+DEFERRED_PAUSES = 4
 
 
 def arrival_client() -> Prolific:
-    """The client arrivals ask Prolific with: one attempt, a short timeout, no back-off in the request."""
+    """The client arrivals ask Prolific with: one attempt, a short timeout and deadline, no back-off in the request.
+
+    The deadline bounds the whole call (a Prolific that drips its answer frees the pool's
+    thread after the arrival timeout, not after the client's default ``CALL_DEADLINE``).
+    """
+    timeout = settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS
     return Prolific(
         settings.PROLIFIC_API_URL,
         settings.PROLIFIC_API_TOKEN,
         max_attempts=1,
-        timeout=settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS,
+        timeout=timeout,
+        deadline=timeout,
     )
 
 
@@ -211,10 +233,18 @@ def _ask_once(client: Prolific, session_id: str) -> Submission | None:
     return submission
 
 
-def _refusal_key(batch: Batch, participant_id: str, session_id: str) -> str:
+def _link_key(kind: str, batch: Batch, participant_id: str, session_id: str) -> str:
     """Keyed by the whole link, so a stranger's wrong participant id never refuses the real owner's session."""
     link = f"{batch.hit_type_id}:{participant_id}:{session_id}".encode()
-    return f"prolific-arrivals:refused:{hashlib.sha256(link).hexdigest()}"
+    return f"prolific-arrivals:{kind}:{hashlib.sha256(link).hexdigest()}"
+
+
+def _refusal_key(batch: Batch, participant_id: str, session_id: str) -> str:
+    return _link_key("refused", batch, participant_id, session_id)
+
+
+def _deferral_key(batch: Batch, participant_id: str, session_id: str) -> str:
+    return _link_key("deferred", batch, participant_id, session_id)
 
 
 def _refuse(batch: Batch, participant_id: str, session_id: str, message: str) -> ArrivalRefused:
@@ -229,34 +259,80 @@ UNKNOWN_SESSION = "Prolific does not know this session. Please open the study fr
 RELOAD_MESSAGE = "We could not confirm your session with Prolific just now. Please reload this page in a minute."
 
 
+def _about_the_link(exc: ProlificError) -> bool:
+    """Prolific's answer is about the session asked for (403, 404, other 4xx): that link's refusal.
+
+    Not 401 (Prolific refuses this site's token) nor 429 (Prolific throttles this site): those
+    are about every arrival. Anything else (3xx, 5xx, no status: lost, slow, garbled) is
+    Prolific failing.
+    """
+    return exc.status is not None and 400 <= exc.status < 500 and exc.status not in (401, 429)
+
+
+def _about_this_site(exc: ProlificError) -> bool:
+    """401 and 429 concern this site's token and rate, whatever link was asked about."""
+    return exc.status in (401, 429)
+
+
+def _seconds_until(moment: float) -> int:
+    return max(1, math.ceil(moment - time.time()))
+
+
 def _confirm_with_prolific(batch: Batch, participant_id: str, session_id: str, client: Prolific | None) -> Submission:
-    """Prolific's answer about a new session, asked at most once; refusals and failures remembered."""
+    """Prolific's answer about a new session, asked at most once; refusals, failures and pauses remembered.
+
+    - a refusal (the session is unknown, of another study or participant, not entering; or
+      Prolific answers 403/404/4xx about it) is that link's, remembered
+      ``PROLIFIC_ARRIVAL_REFUSED_SECONDS``;
+    - a failure nobody can choose per link (401: our token; 429: our rate) pauses every
+      arrival for ``PROLIFIC_ARRIVAL_PAUSE_SECONDS``;
+    - a failure that might come from the link itself (3xx, 5xx, garbled, lost, too slow)
+      pauses every arrival too, and defers this link for ``DEFERRED_PAUSES`` pauses, so that
+      one crafted link cannot end pause after pause;
+    - when a pause ends, one arrival probes Prolific (``PROBE_KEY``); the others get the 503
+      page until its answer ends the pause or starts a new one.
+    """
     cache = shared_cache()
     refused = cache.get(_refusal_key(batch, participant_id, session_id))
     if refused is not None:
         raise ArrivalRefused(refused)
+    deferred_until = cache.get(_deferral_key(batch, participant_id, session_id))
+    if deferred_until is not None and deferred_until > time.time():
+        raise ArrivalDeferred(RELOAD_MESSAGE, _seconds_until(deferred_until))
     paused_until = cache.get(PAUSE_KEY)
     if paused_until is not None and paused_until > time.time():
-        raise ArrivalDeferred(RELOAD_MESSAGE, max(1, int(paused_until - time.time()) + 1))
+        raise ArrivalDeferred(RELOAD_MESSAGE, _seconds_until(paused_until))
     wait = over_limit(
         f"prolific-arrival-checks:{batch.hit_type_id}", settings.PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE
     )
     if wait:
         raise ArrivalDeferred(RELOAD_MESSAGE, wait)
+    timeout = settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS
+    probing = paused_until is not None  # a pause just ended: one arrival at a time asks
+    if probing and not cache.add(PROBE_KEY, 1, math.ceil(timeout) + 2):
+        raise ArrivalDeferred(RELOAD_MESSAGE, 1)
     try:
         submission = _ask_once(client or arrival_client(), session_id)
     except ProlificError as exc:
-        if exc.status is not None and 400 <= exc.status < 500 and exc.status not in (401, 403, 429):
+        if _about_the_link(exc):
             # Prolific refuses to look this id up: a link nobody was given (no pause for anyone else).
+            _pause_over(cache, probing)
             raise _refuse(batch, participant_id, session_id, UNKNOWN_SESSION) from exc
         # Slow, throttling, failing, garbled, or this site's token refused: nobody asks for a while.
         pause = settings.PROLIFIC_ARRIVAL_PAUSE_SECONDS
         if pause:
-            # Kept a second longer than the pause (the database cache rounds expiry times down to the
-            # second); the time stored is what ends it.
-            cache.set(PAUSE_KEY, time.time() + pause, pause + 1)
+            now = time.time()
+            # The record outlives the pause by PROBE_WINDOW (and a second: the database cache
+            # rounds expiry times down); the time stored is what ends it.
+            cache.set(PAUSE_KEY, now + pause, pause + PROBE_WINDOW + 1)
+            if not _about_this_site(exc):
+                deferred = pause * DEFERRED_PAUSES
+                cache.set(_deferral_key(batch, participant_id, session_id), now + deferred, deferred + 1)
+        if probing:
+            cache.delete(PROBE_KEY)
         logger.warning("Prolific could not confirm session %r of batch %s: %s", session_id[:64], batch.name, exc)
         raise ArrivalDeferred(RELOAD_MESSAGE, max(pause, 1)) from exc
+    _pause_over(cache, probing)
     if submission is None:
         raise _refuse(batch, participant_id, session_id, UNKNOWN_SESSION)
     if submission.study_id != batch.hit_type_id:
@@ -273,6 +349,13 @@ def _confirm_with_prolific(batch: Batch, participant_id: str, session_id: str, c
     return submission
 
 
+def _pause_over(cache, probing: bool) -> None:
+    """Prolific answered the probe: every arrival may ask again."""
+    if probing:
+        cache.delete(PAUSE_KEY)
+        cache.delete(PROBE_KEY)
+
+
 def verify_arrival(
     batch: Batch,
     participant_id: str,
@@ -286,9 +369,11 @@ def verify_arrival(
 
     The first arrival of a session asks Prolific whose session it is, once (``client``,
     by default :func:`arrival_client`); its answer is kept, bound to this browser, and a
-    refusal is remembered for ``PROLIFIC_ARRIVAL_REFUSED_SECONDS``. Raises
+    refusal is remembered for ``PROLIFIC_ARRIVAL_REFUSED_SECONDS``. Raises ``ServiceError``
+    at once, asking nothing, for a link whose ids are not Prolific's shape. Raises
     ``ArrivalDeferred`` when Prolific could not be asked now (slow, throttling, failing,
-    garbled, paused after such a failure, or this study's checks over their rate): the
+    garbled, paused after such a failure, this link deferred after its own failure, another
+    arrival probing after a pause, or this study's checks over their rate): the
     caller asks the participant to try again and hands out nothing. ``StudyClosed`` when
     the batch needs nobody any more.
     """

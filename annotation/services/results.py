@@ -128,7 +128,7 @@ def answers_version(batch: Batch) -> str:
 def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
     """``compute()`` once per answer version of ``answers.batch``, shared by every worker.
 
-    The ``results`` cache (``settings.CACHES``: the database's ``shared_cache`` table, or
+    The ``results`` cache (``settings.CACHES``: the database's ``results_cache`` table, or
     Redis) holds it under the batch's :func:`answers_version`; within one request the
     value is also kept on ``answers``. A cache that cannot be read or written (its table
     not created yet) only costs the recomputation, never the page.

@@ -44,8 +44,8 @@ def _prolific_page(
 def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     """Where the Prolific study URL leads: confirm the session with Prolific, then hand the participant a HIT.
 
-    Anyone can open it, so each client address has a few arrivals a minute (a friendly 429
-    page past them), and confirming takes at most one short call to Prolific
+    Anyone can open it, so each client address (an IPv6 client's /64) has a few arrivals a
+    minute (a friendly 429 page past them), a malformed link is refused at once, and confirming takes at most one short call to Prolific
     (``services.prolific.verify_arrival``).
     """
     import secrets
@@ -53,12 +53,13 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     from django.conf import settings
 
     from core.client_ip import client_ip
-    from core.ratelimit import over_limit
+    from core.ratelimit import client_key, over_limit
 
     from ..providers.prolific import RETURN_MESSAGE
     from ..services import prolific
 
-    wait = over_limit(f"prolific-arrivals:{client_ip(request)}", settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE)
+    client = client_key(client_ip(request))  # an IPv6 client's /64: one subscriber, however many addresses
+    wait = over_limit(f"prolific-arrivals:{client}", settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE)
     if wait:
         message = "Too many attempts to open this study from your connection. Please reload this page in a minute."
         return _prolific_page(request, message, 429, retry_after=wait)

@@ -8,13 +8,18 @@ and rejected submissions free their place; paying a bulk bonus twice pays twice)
 
 Faults can be scripted per route name: ``throttle`` answers 429 with ``Retry-After: 0``,
 ``throttle:7`` with ``Retry-After: 7``, ``throttle_bare`` 429 without ``Retry-After``, ``error`` answers 502 without
-doing anything, ``lose_response`` carries the request out and then drops the connection without an answer.
+doing anything, ``status:403`` answers that status (an error body) without doing anything,
+``lose_response`` carries the request out and then drops the connection without an answer.
 Hostile ones: ``slow:2.5`` answers (correctly) after 2.5 s, ``drip:1`` sends the headers at once and then the
 body one byte a second, ``html`` answers 200 with an HTML page instead of JSON, ``garbled`` answers 200
 with JSON of the wrong shape (a list where a status should be). ``faults`` are used up one per
 call; ``standing`` holds a fault for every call of a route until it is removed (a 429 storm:
 ``fake.standing["get_submission"] = "throttle:30"``). Delays happen outside the server's lock, so a slow
-answer holds only its own connection.
+answer holds only its own connection; ``hung_up`` records (``time.monotonic()``) each answer whose
+client closed the connection before it was whole (how a test sees a client give up on a drip).
+
+Ids are Prolific's shape, 24 lowercase hex characters (the site refuses others): the server
+mints them so, and tests name participants and made-up sessions with :func:`hexid`.
 
 Participants: :meth:`FakeProlific.start` gives a participant a place (``ACTIVE``) and the
 study URL with the ``{{%PROLIFIC_PID%}}``-style placeholders filled in, as Prolific
@@ -42,7 +47,18 @@ FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
 
 
 def _id() -> str:
+    """A new id as Prolific's are: 24 lowercase hex characters."""
     return uuid.uuid4().hex[:24]
+
+
+def hexid(name: str) -> str:
+    """A Prolific-shaped id (24 lowercase hex characters) that spells ``name`` (at most 12
+    characters): tests name their participants and made-up sessions readably, and the site
+    accepts only ids of Prolific's shape."""
+    spelled = name.encode().hex()
+    if len(spelled) > 24:
+        raise ValueError(f"{name!r}: at most 12 characters")
+    return spelled.ljust(24, "0")
 
 
 @dataclass
@@ -57,6 +73,7 @@ class FakeProlific:
     standing: dict[str, str] = field(default_factory=dict)
     page_size: int = 2
     completed_by: list[str] = field(default_factory=list)
+    hung_up: list[float] = field(default_factory=list)
     base: str = ""
 
     # -- what participants do ----------------------------------------------------------
@@ -250,6 +267,8 @@ class FakeProlific:
             return 429, {"error": {"detail": "Request was throttled."}}, {"Retry-After": wait}, ""
         if fault == "error":
             return 502, {"error": {"detail": "Bad gateway"}}, {}, ""
+        if fault and fault.startswith("status:"):
+            return int(fault.partition(":")[2]), {"error": {"detail": f"scripted {fault}"}}, {}, ""
         status, answer = getattr(self, name)(args, query, body)
         if fault == "lose_response":
             return -1, {}, {}, ""
@@ -306,6 +325,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._serve()
         except (BrokenPipeError, ConnectionResetError):  # the client gave up on a slow answer
             self.close_connection = True
+            self.server.fake.hung_up.append(time.monotonic())
 
     do_GET = do_POST = do_PATCH = _serve_quietly
 

@@ -9,7 +9,7 @@ from annotation.providers.prolific import completion_code
 from annotation.providers.prolific_api import Prolific
 
 from .conftest import TRUTH
-from .fake_prolific import TOKEN, FakeProlific, serve
+from .fake_prolific import TOKEN, FakeProlific, hexid, serve
 from .test_prolific import make_prolific_batch
 
 NAMES = {"n": "Non-gendered", "f": "Female", "m": "Male", "o": "Other or multiple genders"}
@@ -36,8 +36,8 @@ def test_participant_arrives_from_prolific_answers_and_is_sent_back_with_the_cod
     services.publish_batch(batch, provider)
     batch.refresh_from_db()
 
-    session, study_url = prolific_server.start(batch.hit_type_id, "PIDBROWSER")
-    assert "PROLIFIC_PID=PIDBROWSER" in study_url and f"SESSION_ID={session}" in study_url
+    session, study_url = prolific_server.start(batch.hit_type_id, hexid("PIDBROWSER"))
+    assert f"PROLIFIC_PID={hexid('PIDBROWSER')}" in study_url and f"SESSION_ID={session}" in study_url
     page.goto(study_url)  # no account, no login: the link from Prolific is enough
 
     assignment = Assignment.objects.get(provider_assignment_id=session)

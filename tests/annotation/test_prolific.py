@@ -22,7 +22,7 @@ from annotation.services import prolific as prolific_services
 from core.errors import ServiceError
 
 from .conftest import answers_for
-from .fake_prolific import TOKEN, FakeProlific, serve
+from .fake_prolific import TOKEN, FakeProlific, hexid, serve
 
 PROJECT = "project-1"
 
@@ -138,7 +138,7 @@ def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
 ):
     _publish(batch, provider)
     study_id = batch.hit_type_id
-    p1, p2, p3, p4 = (Participant(server, study_id, f"PID{i}", client_class) for i in range(1, 5))
+    p1, p2, p3, p4 = (Participant(server, study_id, hexid(f"PID{i}"), client_class) for i in range(1, 5))
     assert all(p.arrival.status_code == 302 for p in (p1, p2, p3, p4))
     # Same hand-out as in-house annotators: groups in order, each to two different people.
     assert [p.assignment.hit.position for p in (p1, p2, p3, p4)] == [1, 1, 2, 2]
@@ -163,21 +163,26 @@ def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
     found = result.prolific
     assert (found.submissions, found.approved, found.rejected, found.freed) == (4, 2, 1, 1)
     statuses = {s["participant_id"]: s["status"] for s in server.submissions.values()}
-    assert statuses == {"PID1": "APPROVED", "PID2": "REJECTED", "PID3": "RETURNED", "PID4": "APPROVED"}
+    assert statuses == {
+        hexid("PID1"): "APPROVED",
+        hexid("PID2"): "REJECTED",
+        hexid("PID3"): "RETURNED",
+        hexid("PID4"): "APPROVED",
+    }
     category, message = server.submissions[p2.session]["rejection"]
     assert category == "FAILED_CHECK" and len(message) >= 100
     assert '"who was the first king of france" is Male, you answered Female' in message
     assert p3.assignment.status == Assignment.Status.ABANDONED
     # The bonus was paid once to each approved participant.
     assert sorted((pid, amount) for _, pid, amount in server.payments) == [
-        ("PID1", Decimal("0.25")),
-        ("PID4", Decimal("0.25")),
+        (hexid("PID1"), Decimal("0.25")),
+        (hexid("PID4"), Decimal("0.25")),
     ]
     assert 0.5 in sleeps  # the 502 was retried after a back-off
 
     # The freed places (rejected, returned) are taken by newcomers; one completes without answering.
-    p5 = Participant(server, study_id, "PID5", client_class)
-    p6 = Participant(server, study_id, "PID6", client_class)
+    p5 = Participant(server, study_id, hexid("PID5"), client_class)
+    p6 = Participant(server, study_id, hexid("PID6"), client_class)
     assert {p5.assignment.hit.position, p6.assignment.hit.position} == {1, 2}
     p5.complete()
     p6.answer()
@@ -189,7 +194,7 @@ def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
 
     # The group P5 left unfinished gets a place again, and P7 finishes the batch.
     assert server.studies[study_id]["total_available_places"] >= 5
-    p7 = Participant(server, study_id, "PID7", client_class)
+    p7 = Participant(server, study_id, hexid("PID7"), client_class)
     assert p7.assignment.hit == p5.assignment.hit
     p7.answer()
     p7.complete()
@@ -207,7 +212,7 @@ def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
 
 def test_a_bonus_whose_payment_lost_its_answer_is_never_paid_twice(server, provider, batch, client_class):
     _publish(batch, provider)
-    p1 = Participant(server, batch.hit_type_id, "PID1", client_class)
+    p1 = Participant(server, batch.hit_type_id, hexid("PID1"), client_class)
     p1.answer()
     p1.complete()
     server.faults["pay_bonuses"] = ["lose_response"]
@@ -240,31 +245,33 @@ def test_escalation_adds_places_once_whatever_the_retries(server, provider, batc
 def test_the_arrival_page_refuses_links_of_other_studies_and_other_browsers(server, provider, batch, client_class):
     _publish(batch, provider)
     path = reverse("annotation:prolific-start", args=[batch.name])
-    wrong = client_class().get(path, {"PROLIFIC_PID": "PID9", "STUDY_ID": "another", "SESSION_ID": "s9"})
+    wrong = client_class().get(
+        path, {"PROLIFIC_PID": hexid("PID9"), "STUDY_ID": hexid("another"), "SESSION_ID": hexid("s9")}
+    )
     assert wrong.status_code == 400 and b"another Prolific study" in wrong.content
     missing = client_class().get(path, {"STUDY_ID": batch.hit_type_id})
     assert missing.status_code == 400 and b"incomplete" in missing.content
 
-    p1 = Participant(server, batch.hit_type_id, "PID1", client_class)
+    p1 = Participant(server, batch.hit_type_id, hexid("PID1"), client_class)
     stranger = client_class()
     assert stranger.get(p1.arrival["Location"]).status_code == 403
     # Coming back with the same session (e.g. a reload) gives the same HIT, not a second one.
-    again = p1.browser.get(f"{path}?PROLIFIC_PID=PID1&STUDY_ID={batch.hit_type_id}&SESSION_ID={p1.session}")
+    again = p1.browser.get(f"{path}?PROLIFIC_PID={hexid('PID1')}&STUDY_ID={batch.hit_type_id}&SESSION_ID={p1.session}")
     assert again["Location"] == p1.arrival["Location"]
-    assert Assignment.objects.filter(worker__identity__external_id="PID1").count() == 1
+    assert Assignment.objects.filter(worker__identity__external_id=hexid("PID1")).count() == 1
 
 
 def test_participant_groups_block_and_exclude_earlier_participants(server, provider, query_set, client_class):
     first = _publish(make_prolific_batch(query_set, "first"), provider)
-    p1 = Participant(server, first.hit_type_id, "PID1", client_class)
-    Participant(server, first.hit_type_id, "PID2", client_class)
-    prolific_services.block_participant(Worker.objects.get(identity__external_id="PID2"), provider)
-    assert Worker.objects.get(identity__external_id="PID2").blocked
+    p1 = Participant(server, first.hit_type_id, hexid("PID1"), client_class)
+    Participant(server, first.hit_type_id, hexid("PID2"), client_class)
+    prolific_services.block_participant(Worker.objects.get(identity__external_id=hexid("PID2")), provider)
+    assert Worker.objects.get(identity__external_id=hexid("PID2")).blocked
 
     second = _publish(make_prolific_batch(query_set, "second", exclude_batches=["first"]), provider)
     groups = {g["name"]: g for g in server.groups.values()}
-    assert groups["blocked participants"]["participants"] == {"PID2"}
-    assert groups["took part before second"]["participants"] == {"PID1", "PID2"}
+    assert groups["blocked participants"]["participants"] == {hexid("PID2")}
+    assert groups["took part before second"]["participants"] == {hexid("PID1"), hexid("PID2")}
     blocklist = server.studies[second.hit_type_id]["filters"]
     assert blocklist == [
         {
@@ -354,7 +361,7 @@ def test_publish_command_shows_prolifics_price_and_admin_command_settles_bonuses
     batch.refresh_from_db()
     assert server.studies[batch.hit_type_id]["status"] == "ACTIVE"
 
-    p1 = Participant(server, batch.hit_type_id, "PID1", client_class)
+    p1 = Participant(server, batch.hit_type_id, hexid("PID1"), client_class)
     p1.answer()
     p1.complete()
     server.faults["pay_bonuses"] = ["lose_response"]
@@ -368,7 +375,7 @@ def test_publish_command_shows_prolifics_price_and_admin_command_settles_bonuses
     worker = p1.assignment.worker
     call_command("prolific_admin", "block", worker.pseudonym, stdout=StringIO())
     group = next(g for g in server.groups.values() if g["name"] == "blocked participants")
-    assert group["participants"] == {"PID1"}
+    assert group["participants"] == {hexid("PID1")}
 
 
 def test_the_client_honours_retry_after_backs_off_and_gives_up(server, settings):
@@ -401,10 +408,10 @@ def test_made_up_participants_and_sessions_get_no_place(server, site_provider, b
     """Sybils: with the study id alone, nobody takes a place; the real participants then get them all."""
     _publish(batch, site_provider)
     for i in range(6):
-        forged = _arrive(client_class(), batch, f"SYBIL{i}", f"made-up-{i}")
+        forged = _arrive(client_class(), batch, hexid(f"SYBIL{i}"), hexid(f"made-up-{i}"))
         assert forged.status_code == 403 and b"Prolific does not know this session" in forged.content
     assert not Assignment.objects.exists() and not Worker.objects.exists()
-    real = [Participant(server, batch.hit_type_id, f"PID{i}", client_class) for i in range(4)]
+    real = [Participant(server, batch.hit_type_id, hexid(f"PID{i}"), client_class) for i in range(4)]
     assert all(p.arrival.status_code == 302 for p in real)
     assert sorted(p.assignment.hit.position for p in real) == [1, 1, 2, 2]
 
@@ -413,35 +420,35 @@ def test_a_real_participant_id_with_a_made_up_session_cannot_act_for_them(server
     """An impostor who knows a participant's id gets nothing, so their wrong answers block nobody."""
     _publish(batch, site_provider)
     Batch.objects.filter(pk=batch.pk).update(block_gold_accuracy=0.5, min_answers_judged=1)
-    honest = Participant(server, batch.hit_type_id, "PID1", client_class)
-    impostor = _arrive(client_class(), batch, "PID1", "made-up")
+    honest = Participant(server, batch.hit_type_id, hexid("PID1"), client_class)
+    impostor = _arrive(client_class(), batch, hexid("PID1"), hexid("made-up"))
     assert impostor.status_code == 403
     assert Assignment.objects.count() == 1
     honest.answer()
     honest.complete()
     services.sync_batch(batch, site_provider)
     assert honest.assignment.status == Assignment.Status.APPROVED
-    assert not Worker.objects.get(identity__external_id="PID1").blocked
-    assert not any("PID1" in g["participants"] for g in server.groups.values())
+    assert not Worker.objects.get(identity__external_id=hexid("PID1")).blocked
+    assert not any(hexid("PID1") in g["participants"] for g in server.groups.values())
 
 
 def test_a_real_session_under_another_id_or_in_another_browser_opens_nothing(
     server, site_provider, batch, client_class
 ):
     _publish(batch, site_provider)
-    p1 = Participant(server, batch.hit_type_id, "PID1", client_class)
-    other_id = _arrive(client_class(), batch, "PID2", p1.session)
+    p1 = Participant(server, batch.hit_type_id, hexid("PID1"), client_class)
+    other_id = _arrive(client_class(), batch, hexid("PID2"), p1.session)
     assert other_id.status_code == 403 and b"another participant" in other_id.content
     # The same link, word for word, in another browser: bound to the first one.
-    stolen = _arrive(client_class(), batch, "PID1", p1.session)
+    stolen = _arrive(client_class(), batch, hexid("PID1"), p1.session)
     assert stolen.status_code == 403 and b"another browser" in stolen.content
     assert Assignment.objects.count() == 1
     # A session not yet opened is refused under another id before anything is kept.
-    session, _ = server.start(batch.hit_type_id, "PID3")
-    assert _arrive(client_class(), batch, "PID4", session).status_code == 403
-    assert not Worker.objects.filter(identity__external_id="PID4").exists()
+    session, _ = server.start(batch.hit_type_id, hexid("PID3"))
+    assert _arrive(client_class(), batch, hexid("PID4"), session).status_code == 403
+    assert not Worker.objects.filter(identity__external_id=hexid("PID4")).exists()
     # The honest participant reloads: the same HIT, and Prolific is asked once per session.
-    again = _arrive(p1.browser, batch, "PID1", p1.session)
+    again = _arrive(p1.browser, batch, hexid("PID1"), p1.session)
     assert again["Location"] == p1.arrival["Location"]
     assert server.calls.count("get_submission") == 2  # p1's first arrival and PID4's try; the rest was kept
 
@@ -451,9 +458,11 @@ def test_a_session_of_another_batch_opens_nothing_and_codes_are_not_guessable(
 ):
     first = _publish(make_prolific_batch(query_set, "first"), site_provider)
     second = _publish(make_prolific_batch(query_set, "second"), site_provider)
-    p1 = Participant(server, first.hit_type_id, "PID1", client_class)
+    p1 = Participant(server, first.hit_type_id, hexid("PID1"), client_class)
     path = reverse("annotation:prolific-start", args=[second.name])
-    crossed = p1.browser.get(path, {"PROLIFIC_PID": "PID1", "STUDY_ID": second.hit_type_id, "SESSION_ID": p1.session})
+    crossed = p1.browser.get(
+        path, {"PROLIFIC_PID": hexid("PID1"), "STUDY_ID": second.hit_type_id, "SESSION_ID": p1.session}
+    )
     assert crossed.status_code == 403 and b"another study" in crossed.content
     assert Assignment.objects.filter(hit__batch=second).count() == 0
     codes = {prolific_rules.completion_code(b) for b in (first, second)}
@@ -468,25 +477,24 @@ def test_a_lost_answer_is_asked_once_and_never_trusted(server, site_provider, ba
     """An arrival asks Prolific once, with no back-off in the request: a lost or failed answer
     is the "reload in a minute" page at once, nobody asks again during the pause, nothing is
     handed out meanwhile, and the participant gets in when Prolific answers."""
-    from annotation.services.prolific import PAUSE_KEY
     from core.ratelimit import shared_cache
 
     _publish(batch, site_provider)
-    session, _ = server.start(batch.hit_type_id, "PID1")
+    session, _ = server.start(batch.hit_type_id, hexid("PID1"))
     browser = client_class()
     server.faults["get_submission"] = ["lose_response", "error"]
-    down = _arrive(browser, batch, "PID1", session)
+    down = _arrive(browser, batch, hexid("PID1"), session)
     assert down.status_code == 503 and b"reload this page" in down.content
     assert down["Retry-After"] == str(settings.PROLIFIC_ARRIVAL_PAUSE_SECONDS)
     assert server.calls.count("get_submission") == 1 and sleeps == []  # one call, no back-off
-    paused = _arrive(browser, batch, "PID1", session)
+    paused = _arrive(browser, batch, hexid("PID1"), session)
     assert paused.status_code == 503 and server.calls.count("get_submission") == 1  # the pause: not asked
-    shared_cache().delete(PAUSE_KEY)  # the pause is over
-    assert _arrive(browser, batch, "PID1", session).status_code == 503  # the 502
+    shared_cache().clear()  # the pause, and this link's deferral after its failure, are over
+    assert _arrive(browser, batch, hexid("PID1"), session).status_code == 503  # the 502
     assert server.calls.count("get_submission") == 2
     assert not Assignment.objects.filter(provider_assignment_id=session).exists()
-    shared_cache().delete(PAUSE_KEY)
-    assert _arrive(browser, batch, "PID1", session).status_code == 302  # later it works
+    shared_cache().clear()
+    assert _arrive(browser, batch, hexid("PID1"), session).status_code == 302  # later it works
 
 
 def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_against_anyone(
@@ -501,19 +509,22 @@ def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_agains
 
     _publish(batch, site_provider)
     Batch.objects.filter(pk=batch.pk).update(block_gold_accuracy=0.5, min_answers_judged=1)
-    honest = Participant(server, batch.hit_type_id, "PID1", client_class)
+    honest = Participant(server, batch.hit_type_id, hexid("PID1"), client_class)
     honest.answer()
     honest.complete()
     # Forged work in PID1's name (as the unchecked arrival page allowed), gold answered wrongly.
     hit = batch.hits.exclude(pk=honest.assignment.hit_id).first()
     forged = Assignment.objects.create(
-        hit=hit, worker=worker_for("prolific", "PID1"), provider_assignment_id="made-up", accepted_at=timezone.now()
+        hit=hit,
+        worker=worker_for("prolific", hexid("PID1")),
+        provider_assignment_id=hexid("made-up"),
+        accepted_at=timezone.now(),
     )
     services.submit_local_assignment(forged, answers_for(forged, override={"g1": "f"}))
     stale = Assignment.objects.create(
         hit=hit,
         worker=worker_for("prolific", "NOBODY"),
-        provider_assignment_id="made-up-2",
+        provider_assignment_id=hexid("made-up-2"),
         accepted_at=timezone.now() - dt.timedelta(minutes=11),
     )
     found = services.sync_batch(batch, site_provider).prolific
@@ -522,7 +533,7 @@ def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_agains
     stale.refresh_from_db()
     assert forged.status == stale.status == Assignment.Status.VOID
     assert honest.assignment.status == Assignment.Status.APPROVED
-    assert not Worker.objects.get(identity__external_id="PID1").blocked
+    assert not Worker.objects.get(identity__external_id=hexid("PID1")).blocked
     assert "transition_submission" in server.calls and len(server.submissions) == 1  # only the real one reviewed
     from annotation.services.results import agreement
 
@@ -533,7 +544,7 @@ def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_agains
         == Judgment.objects.filter(assignment=honest.assignment, batch_query__is_gold=False).count()
     )
     # Their places are free again: three newcomers fill the three places left.
-    newcomers = [Participant(server, batch.hit_type_id, f"PID{i}", client_class) for i in (2, 3, 4)]
+    newcomers = [Participant(server, batch.hit_type_id, hexid(f"PID{i}"), client_class) for i in (2, 3, 4)]
     assert [p.assignment.hit for p in newcomers].count(hit) == 2
 
 
@@ -543,8 +554,8 @@ def test_the_study_stops_when_its_batch_completes_and_latecomers_see_a_friendly_
     _publish(batch, site_provider)
     study_id = batch.hit_type_id
     server.studies[study_id]["total_available_places"] += 1
-    people = [Participant(server, study_id, f"PID{i}", client_class) for i in range(4)]
-    late_session, _ = server.start(study_id, "PID9")  # took a place on Prolific just before the end
+    people = [Participant(server, study_id, hexid(f"PID{i}"), client_class) for i in range(4)]
+    late_session, _ = server.start(study_id, hexid("PID9"))  # took a place on Prolific just before the end
     server.set_status(late_session, "RETURNED")
     for p in people:
         p.answer()
@@ -553,12 +564,12 @@ def test_the_study_stops_when_its_batch_completes_and_latecomers_see_a_friendly_
     assert result.completed and result.prolific.stopped
     assert server.studies[study_id]["status"] == "COMPLETED"
     with pytest.raises(AssertionError, match="COMPLETED"):
-        server.start(study_id, "PID10")  # Prolific sends nobody more
+        server.start(study_id, hexid("PID10"))  # Prolific sends nobody more
     assert services.sync_batch(batch, site_provider).prolific.stopped is False  # stopped once
     assert server.calls.count("transition_study") == 2  # publish, stop
 
     server.set_status(late_session, "ACTIVE")
-    late = _arrive(client_class(), batch, "PID9", late_session)
+    late = _arrive(client_class(), batch, hexid("PID9"), late_session)
     assert late.status_code == 200
     assert b"return the study on prolific" in late.content.lower() and b'href="http://127.0.0.1' in late.content
 
@@ -577,7 +588,7 @@ def test_participants_never_go_through_password_hashing(server, site_provider, b
     for hasher in hashers.get_hashers():
         monkeypatch.setattr(type(hasher), "encode", no_hashing)
         monkeypatch.setattr(type(hasher), "verify", no_hashing)
-    participant = Participant(server, batch.hit_type_id, "PID1", client_class)
+    participant = Participant(server, batch.hit_type_id, hexid("PID1"), client_class)
     assert participant.arrival.status_code == 302
     done = participant.answer()
     assert done.status_code == 302 and "cc=" in done["Location"]

@@ -30,7 +30,7 @@ from annotation.models import Assignment, ProlificSession, Worker
 from annotation.services.prolific import PAUSE_KEY
 from core.ratelimit import shared_cache
 
-from .fake_prolific import TOKEN
+from .fake_prolific import TOKEN, hexid
 from .test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401
 
 TIMEOUT = 0.5  # PROLIFIC_ARRIVAL_TIMEOUT_SECONDS in these tests
@@ -65,22 +65,25 @@ def _asks(fake) -> int:
 
 # -- (a) one ask, a prompt 503, and no second ask ------------------------------------------------
 @pytest.mark.parametrize("storm", ["throttle:30", "throttle_bare", "slow:5", "drip:0.2", "error", "html", "garbled"])
-def test_a_made_up_arrival_while_prolific_misbehaves_asks_once_and_answers_at_once(
+def test_an_arrival_while_prolific_misbehaves_asks_once_and_answers_at_once(
     server, provider, batch, client_class, storm
 ):
     """429 with Retry-After 30 or none, a 5 s wait, an answer trickled a byte every 0.2 s (each
     read on time, the whole very late), a 502, an HTML page, JSON of the wrong shape: the participant gets the 503 page
     within about the arrival timeout, Prolific is asked once, and the same arrival again (or any
-    other during the pause) is not asked again."""
+    other during the pause) is not asked again. (The first arrival's session is one Prolific
+    knows, so that a slow or dripping Prolific is slow with its 200 answer: a 404's status line
+    alone already answers a made-up link, which is then refused.)"""
     _publish(batch, provider)
+    session, _ = server.start(batch.hit_type_id, hexid("PID1"))
     server.standing["get_submission"] = storm
-    first, took = _arrive(client_class(), batch, "SYBIL1", "made-up-1")
+    first, took = _arrive(client_class(), batch, hexid("PID1"), session)
     assert first.status_code == 503 and b"reload this page in a minute" in first.content
     assert took < PROMPT, f"{storm}: the arrival waited {took:.1f} s"
     assert _asks(server) == 1
     assert first["Retry-After"] == "15"
-    again, took = _arrive(client_class(), batch, "SYBIL1", "made-up-1")
-    other, _ = _arrive(client_class(), batch, "SYBIL2", "made-up-2")
+    again, took = _arrive(client_class(), batch, hexid("PID1"), session)
+    other, _ = _arrive(client_class(), batch, hexid("SYBIL2"), hexid("made-up-2"))
     assert again.status_code == other.status_code == 503 and took < 0.5
     assert _asks(server) == 1
     assert not ProlificSession.objects.exists() and not Worker.objects.exists()
@@ -90,9 +93,9 @@ def test_a_made_up_arrival_while_prolific_misbehaves_asks_once_and_answers_at_on
 def test_a_non_json_answer_is_the_try_again_page_not_a_server_error(server, provider, batch, client_class):
     """Finding 17: Prolific (or a proxy before it) answers 200 with an HTML page."""
     _publish(batch, provider)
-    session, _ = server.start(batch.hit_type_id, "PID1")
+    session, _ = server.start(batch.hit_type_id, hexid("PID1"))
     server.faults["get_submission"] = ["html"]
-    answer, _ = _arrive(client_class(), batch, "PID1", session)
+    answer, _ = _arrive(client_class(), batch, hexid("PID1"), session)
     assert answer.status_code == 503 and b"reload this page in a minute" in answer.content
     assert not Assignment.objects.exists()
 
@@ -102,34 +105,172 @@ def test_refused_links_are_remembered_and_never_poison_the_real_owner(server, pr
     a stranger using a real session under another id is refused without refusing its owner."""
     _publish(batch, provider)
     for _ in range(3):
-        answer, _ = _arrive(client_class(), batch, "SYBIL1", "made-up-1")
+        answer, _ = _arrive(client_class(), batch, hexid("SYBIL1"), hexid("made-up-1"))
         assert answer.status_code == 403 and b"Prolific does not know this session" in answer.content
     assert _asks(server) == 1
-    session, _ = server.start(batch.hit_type_id, "PID1")
+    session, _ = server.start(batch.hit_type_id, hexid("PID1"))
     for _ in range(2):
-        stranger, _ = _arrive(client_class(), batch, "PID2", session)
+        stranger, _ = _arrive(client_class(), batch, hexid("PID2"), session)
         assert stranger.status_code == 403 and b"another participant" in stranger.content
     assert _asks(server) == 2
-    owner, _ = _arrive(client_class(), batch, "PID1", session)
+    owner, _ = _arrive(client_class(), batch, hexid("PID1"), session)
     assert owner.status_code == 302 and _asks(server) == 3
-    returned, _ = server.start(batch.hit_type_id, "PID3")
+    returned, _ = server.start(batch.hit_type_id, hexid("PID3"))
     server.set_status(returned, "RETURNED")
     for _ in range(2):
-        answer, _ = _arrive(client_class(), batch, "PID3", returned)
+        answer, _ = _arrive(client_class(), batch, hexid("PID3"), returned)
         assert answer.status_code == 403 and b"returned" in answer.content
     assert _asks(server) == 4
+
+
+# -- one link cannot pause every study (issue 27, review finding 1) -----------------------------
+@pytest.mark.parametrize(
+    "pid,study,session",
+    [
+        ("SYBIL1", None, "made-up-1"),  # the old pattern's ids: any [A-Za-z0-9_-]{1,64}
+        (hexid("SYBIL1").upper(), None, hexid("made-up-1")),  # Prolific's ids are lowercase
+        (hexid("SYBIL1"), None, hexid("made-up-1")[:23]),  # 23 characters
+        (hexid("SYBIL1"), None, hexid("made-up-1") + "0"),  # 25
+        (hexid("SYBIL1"), None, hexid("made-up-1") + "\n"),  # "$" would let a final newline through
+        (hexid("SYBIL1"), None, "../" + hexid("made-up-1")[3:]),
+        (hexid("SYBIL1"), "study", hexid("made-up-1")),
+        (hexid("SYBIL1"), None, hexid("made-up-1")[:23] + "\u0661"),  # a non-ASCII digit
+    ],
+)
+def test_a_malformed_link_is_refused_at_once_without_asking_prolific(
+    server, provider, batch, client_class, pid, study, session
+):
+    """Prolific's ids are 24 lowercase hex characters: a link with anything else is refused
+    (400) before Prolific is asked, even while Prolific fails, and pauses nobody."""
+    _publish(batch, provider)
+    server.standing["get_submission"] = "error"
+    path = reverse("annotation:prolific-start", args=[batch.name])
+    query = {"PROLIFIC_PID": pid, "STUDY_ID": study or batch.hit_type_id, "SESSION_ID": session}
+    answer = client_class().get(path, query)
+    assert answer.status_code == 400 and b"malformed" in answer.content
+    assert _asks(server) == 0 and shared_cache().get(PAUSE_KEY) is None
+
+
+@pytest.mark.parametrize("refusal", ["status:403", "status:400", "status:405", "status:410"])
+def test_an_answer_about_the_link_is_that_links_refusal_never_a_pause(server, provider, batch, client_class, refusal):
+    """Prolific answers 403 (or another 4xx but 401 and 429) about one attacker-chosen session:
+    that link is refused, remembered (asked once), and a genuine participant right after gets in:
+    nobody else is paused (before: a 403 paused every arrival of every study)."""
+    _publish(batch, provider)
+    server.faults["get_submission"] = [refusal]
+    for _ in range(3):
+        answer, _ = _arrive(client_class(), batch, hexid("SYBIL1"), hexid("made-up-1"))
+        assert answer.status_code == 403 and b"Prolific does not know this session" in answer.content
+    assert _asks(server) == 1 and shared_cache().get(PAUSE_KEY) is None
+    real = Participant(server, batch.hit_type_id, hexid("PID1"), client_class)
+    assert real.arrival.status_code == 302 and _asks(server) == 2
+
+
+def _end_the_pause() -> None:
+    """As if the pause's time had passed: its record stays (the probe window), its time is over."""
+    shared_cache().set(PAUSE_KEY, time.time() - 0.5, 60)
+
+
+@pytest.mark.parametrize("failure", ["status:401", "throttle:30"])
+def test_our_token_refused_or_throttled_pauses_everyone_but_defers_no_link(
+    server, provider, batch, client_class, failure
+):
+    """401 (this site's token) and 429 (this site's rate) are about every arrival, whatever the
+    link: everyone waits the pause; the link that met them is asked again when it ends."""
+    _publish(batch, provider)
+    session, _ = server.start(batch.hit_type_id, hexid("PID1"))
+    browser = client_class()
+    server.faults["get_submission"] = [failure]
+    assert _arrive(browser, batch, hexid("PID1"), session)[0].status_code == 503
+    assert _arrive(client_class(), batch, hexid("PID2"), hexid("made-up-2"))[0].status_code == 503
+    assert _asks(server) == 1
+    _end_the_pause()
+    assert _arrive(browser, batch, hexid("PID1"), session)[0].status_code == 302
+    assert _asks(server) == 2 and shared_cache().get(PAUSE_KEY) is None
+
+
+@pytest.mark.parametrize("failure", ["error", "status:500", "status:302", "garbled", "html", "lose_response"])
+def test_a_link_whose_check_failed_is_deferred_past_the_pause(server, provider, batch, client_class, failure):
+    """A 5xx, garbled, non-JSON or lost answer about one link pauses everyone (Prolific may be
+    failing), but if that link itself provokes it, it must not end pause after pause: the link
+    is not asked about again for DEFERRED_PAUSES pauses, while others are asked once the pause
+    ends (before: the same link asked again the moment the pause ended)."""
+    from annotation.services.prolific import DEFERRED_PAUSES
+
+    _publish(batch, provider)
+    server.faults["get_submission"] = [failure]
+    crafted = (hexid("SYBIL1"), hexid("crafted-1"))
+    first, _ = _arrive(client_class(), batch, *crafted)
+    assert first.status_code == 503 and _asks(server) == 1
+    _end_the_pause()
+    server.faults["get_submission"] = [failure]  # the crafted link would fail again
+    again, _ = _arrive(client_class(), batch, *crafted)
+    assert again.status_code == 503 and _asks(server) == 1  # deferred: not asked
+    assert 15 < int(again["Retry-After"]) <= 15 * DEFERRED_PAUSES
+    server.faults["get_submission"] = []
+    real = Participant(server, batch.hit_type_id, hexid("PID1"), client_class)
+    assert real.arrival.status_code == 302 and _asks(server) == 2
+    assert shared_cache().get(PAUSE_KEY) is None  # the probe's answer ended the pause
+
+
+def test_when_a_pause_ends_one_arrival_probes_and_the_others_get_the_page_at_once(server, provider, batch, settings):
+    """Twelve arrivals at once just after a pause, Prolific still slow: one asks (the probe),
+    the eleven others get the 503 at once, and the probe's failure starts a new pause.
+    (Run on threads against the shared cache's operations; a per-process memory cache
+    stands in for the shared one, whose ``add`` is as atomic.)"""
+    from annotation.services import prolific
+    from core.ratelimit import SHARED
+
+    _publish(batch, provider)
+    settings.CACHES = {**settings.CACHES, SHARED: {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    server.standing["get_submission"] = "slow:5"
+    _end_the_pause()
+
+    def arrival(i: int) -> tuple[str, float]:
+        started = time.monotonic()
+        try:
+            prolific._confirm_with_prolific(batch, hexid(f"P{i}"), hexid(f"S{i}"), None)
+        except prolific.ArrivalDeferred as exc:
+            return f"deferred {exc.retry_after}", time.monotonic() - started
+        return "confirmed", time.monotonic() - started
+
+    with ThreadPoolExecutor(12) as pool:
+        results = list(pool.map(arrival, range(12)))
+    assert _asks(server) == 1
+    waits = sorted(seconds for _, seconds in results)
+    assert waits[-2] < 0.5 and waits[-1] < PROMPT  # the eleven at once, the probe within its timeout
+    assert sorted(outcome for outcome, _ in results).count("deferred 1") == 11
+    assert shared_cache().get(PAUSE_KEY) > time.time() + 10  # a new pause after the failed probe
+
+
+def test_a_dripping_prolific_frees_the_arrival_thread_within_the_timeout(server, provider, batch, client_class):
+    """The arrival client's deadline is the arrival timeout: a Prolific that drips its answer
+    (each read on time) is hung up on within about the timeout, so the small pool of threads
+    that ask Prolific is free again at once (before: each thread held up to the client's
+    120 s default deadline, here the drip's ~30 s)."""
+    _publish(batch, provider)
+    session, _ = server.start(batch.hit_type_id, hexid("PID1"))
+    server.standing["get_submission"] = "drip:0.2"
+    started = time.monotonic()
+    answer, _ = _arrive(client_class(), batch, hexid("PID1"), session)
+    assert answer.status_code == 503
+    deadline = started + TIMEOUT + 2.0
+    while not server.hung_up and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.hung_up, "the arrival's call to Prolific still reads the drip"
+    assert server.hung_up[0] - started < TIMEOUT + 2.0
 
 
 # -- (c) rates: the friendly page, never a 500 ----------------------------------------------------
 def test_each_client_has_a_few_arrivals_a_minute(server, provider, batch, client_class, settings):
     settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = 3
     _publish(batch, provider)
-    answers = [_arrive(client_class(), batch, f"SYBIL{i}", f"made-up-{i}")[0] for i in range(5)]
+    answers = [_arrive(client_class(), batch, hexid(f"SYBIL{i}"), hexid(f"made-up-{i}"))[0] for i in range(5)]
     assert [a.status_code for a in answers] == [403, 403, 403, 429, 429]
     assert b"Too many attempts" in answers[3].content and 1 <= int(answers[3]["Retry-After"]) <= 60
     assert _asks(server) == 3  # the limited ones cost Prolific nothing
     # Another client address has its own budget.
-    other, _ = _arrive(client_class(), batch, "SYBIL9", "made-up-9", REMOTE_ADDR="10.0.0.9")
+    other, _ = _arrive(client_class(), batch, hexid("SYBIL9"), hexid("made-up-9"), REMOTE_ADDR="10.0.0.9")
     assert other.status_code == 403
 
 
@@ -143,25 +284,62 @@ def test_behind_the_proxy_clients_are_told_apart_by_the_forwarded_address(server
     settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = 2
     _publish(batch, provider)
     flooder = [
-        _arrive(Client(), batch, "S", f"m-{i}", HTTP_X_FORWARDED_FOR=f"6.6.6.{i}, 203.0.113.7")[0].status_code
+        _arrive(Client(), batch, hexid("S"), hexid(f"m-{i}"), HTTP_X_FORWARDED_FOR=f"6.6.6.{i}, 203.0.113.7")[
+            0
+        ].status_code
         for i in range(4)
     ]
     assert flooder == [403, 403, 429, 429]
-    honest, _ = _arrive(Client(), batch, "S", "m-x", HTTP_X_FORWARDED_FOR="198.51.100.4")
+    honest, _ = _arrive(Client(), batch, hexid("S"), hexid("m-x"), HTTP_X_FORWARDED_FOR="198.51.100.4")
     assert honest.status_code == 403  # its own budget
+
+
+def test_an_ipv6_client_is_counted_by_its_64_however_many_addresses_it_sends_from(
+    server, provider, batch, client_class, settings
+):
+    """One IPv6 subscriber has a whole /64 (2**64 addresses): arrivals from five addresses of
+    one /64 share its budget (before: each address had its own, an unlimited number of
+    clients); another /64 has its own; IPv4 clients stay counted per address."""
+    settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = 3
+    _publish(batch, provider)
+    one_64 = [f"2001:db8:1:2:{i:x}::{i + 1:x}" for i in range(5)]
+    codes = [
+        _arrive(client_class(), batch, hexid(f"S{i}"), hexid(f"m-{i}"), REMOTE_ADDR=address)[0].status_code
+        for i, address in enumerate(one_64)
+    ]
+    assert codes == [403, 403, 403, 429, 429]
+    assert _asks(server) == 3
+    other_64, _ = _arrive(client_class(), batch, hexid("S9"), hexid("m-9"), REMOTE_ADDR="2001:db8:1:3::1")
+    assert other_64.status_code == 403
+    ipv4 = [
+        _arrive(client_class(), batch, hexid(f"T{i}"), hexid(f"n-{i}"), REMOTE_ADDR=f"10.0.2.{i}")[0].status_code
+        for i in range(4)
+    ]
+    assert ipv4 == [403] * 4
+
+
+def test_the_client_key_is_an_ipv4_address_or_an_ipv6_64():
+    from core.ratelimit import client_key
+
+    assert client_key("192.0.2.7") == "192.0.2.7"
+    assert client_key("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64"
+    assert client_key("2001:0db8:0001:0002::1") == "2001:db8:1:2::/64"
+    assert client_key("::ffff:192.0.2.7") == "192.0.2.7"  # an IPv4 client seen through an IPv6 socket
+    assert client_key("") == ""  # no address: counted together, as before
 
 
 def test_new_sessions_checked_per_study_are_limited(server, provider, batch, client_class, settings):
     settings.PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = 2
     _publish(batch, provider)
     codes = [
-        _arrive(client_class(), batch, f"SYBIL{i}", f"made-up-{i}", REMOTE_ADDR=f"10.0.1.{i}")[0] for i in range(4)
+        _arrive(client_class(), batch, hexid(f"SYBIL{i}"), hexid(f"made-up-{i}"), REMOTE_ADDR=f"10.0.1.{i}")[0]
+        for i in range(4)
     ]
     assert [a.status_code for a in codes] == [403, 403, 503, 503]
     assert b"reload this page in a minute" in codes[2].content and int(codes[2]["Retry-After"]) >= 1
     assert _asks(server) == 2
     # Remembered refusals and sessions already confirmed cost no check.
-    assert _arrive(client_class(), batch, "SYBIL0", "made-up-0")[0].status_code == 403
+    assert _arrive(client_class(), batch, hexid("SYBIL0"), hexid("made-up-0"))[0].status_code == 403
 
 
 # -- (d) after the storm -----------------------------------------------------------------------
@@ -169,16 +347,16 @@ def test_genuine_participants_get_in_once_the_storm_passes(server, provider, bat
     settings.PROLIFIC_ARRIVAL_PAUSE_SECONDS = 1
     _publish(batch, provider)
     server.standing["get_submission"] = "throttle:30"
-    real = Participant(server, batch.hit_type_id, "PID1", client_class)
+    real = Participant(server, batch.hit_type_id, hexid("PID1"), client_class)
     assert real.arrival.status_code == 503
     for i in range(5):
-        assert _arrive(client_class(), batch, f"SYBIL{i}", f"made-up-{i}")[0].status_code == 503
+        assert _arrive(client_class(), batch, hexid(f"SYBIL{i}"), hexid(f"made-up-{i}"))[0].status_code == 503
     assert _asks(server) == 1
     del server.standing["get_submission"]
     time.sleep(1.1)  # the pause is over
-    back, _ = _arrive(real.browser, batch, "PID1", real.session)
+    back, _ = _arrive(real.browser, batch, hexid("PID1"), real.session)
     assert back.status_code == 302 and "/prolific/hits/" in back["Location"]
-    late = Participant(server, batch.hit_type_id, "PID2", client_class)
+    late = Participant(server, batch.hit_type_id, hexid("PID2"), client_class)
     assert late.arrival.status_code == 302
     assert Assignment.objects.count() == 2
 
@@ -281,7 +459,9 @@ def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_an
     path = reverse("annotation:prolific-start", args=[batch.name])
 
     def made_up(i: int) -> tuple[int, float, str]:
-        query = urlencode({"PROLIFIC_PID": f"SYBIL{i}", "STUDY_ID": batch.hit_type_id, "SESSION_ID": f"made-up-{i}"})
+        query = urlencode(
+            {"PROLIFIC_PID": hexid(f"SYBIL{i}"), "STUDY_ID": batch.hit_type_id, "SESSION_ID": hexid(f"made-up-{i}")}
+        )
         return _get(port, f"{path}?{query}", source=f"127.0.{1 + i % 30}.{1 + i // 30}")
 
     for storm in ("throttle:30", "slow:5"):
@@ -312,7 +492,8 @@ def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_an
     one_client = [
         _get(
             port,
-            f"{path}?" + urlencode({"PROLIFIC_PID": "S", "STUDY_ID": batch.hit_type_id, "SESSION_ID": f"one-{i}"}),
+            f"{path}?"
+            + urlencode({"PROLIFIC_PID": hexid("S"), "STUDY_ID": batch.hit_type_id, "SESSION_ID": hexid(f"one-{i}")}),
             source="127.0.99.1",
         )
         for i in range(8)
@@ -326,7 +507,7 @@ def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_an
         site["process"].terminate()
         site["process"].wait(20)
         site["start"]()
-    _session, url = server.start(batch.hit_type_id, "PIDREAL")
+    _session, url = server.start(batch.hit_type_id, hexid("PIDREAL"))
     parts = url.split("/", 3)[3]
     status, seconds, _ = _get(port, f"/{parts}", source="127.0.200.1")
     assert status == 302 and seconds < PROMPT

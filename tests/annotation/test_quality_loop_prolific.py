@@ -9,6 +9,7 @@ from annotation.models import Batch, ProlificSession, WorkerFlag
 from annotation.providers import prolific as prolific_rules
 from annotation.services import prolific as prolific_services
 
+from .fake_prolific import hexid
 from .test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401  (fixtures)
 
 
@@ -21,8 +22,8 @@ def test_participant_below_the_block_threshold_joins_the_blocked_group_once(
     Batch.objects.filter(pk=batch.pk).update(block_gold_accuracy=0.5, min_answers_judged=1)
     batch.refresh_from_db()
     _publish(batch, provider)
-    good = Participant(server, batch.hit_type_id, "PIDGOOD", client_class)
-    careless = Participant(server, batch.hit_type_id, "PIDCARELESS", client_class)
+    good = Participant(server, batch.hit_type_id, hexid("PIDGOOD"), client_class)
+    careless = Participant(server, batch.hit_type_id, hexid("PIDCARELESS"), client_class)
     good.answer()
     good.complete()
     careless.answer(override={"g1": "f"})  # the check question is Male
@@ -34,18 +35,18 @@ def test_participant_below_the_block_threshold_joins_the_blocked_group_once(
     assert result.blocked == [flag.worker.pseudonym] and flag.provider_blocked
     assert flag.reason == "gold accuracy 0.00 < 0.50 over 1 answers"
     (group,) = [g for g in server.groups.values() if g["name"] == prolific_rules.BLOCKED_GROUP]
-    assert group["participants"] == {"PIDCARELESS"}
+    assert group["participants"] == {hexid("PIDCARELESS")}
     adds = server.calls.count("add_participants")
     services.sync_batch(batch, provider)
     assert server.calls.count("add_participants") == adds  # never asked twice
 
     # Back through the study link with a new session, the blocked participant is given nothing.
-    blocked_again = Participant(server, batch.hit_type_id, "PIDCARELESS", client_class)
+    blocked_again = Participant(server, batch.hit_type_id, hexid("PIDCARELESS"), client_class)
     assert (
         blocked_again.arrival.status_code == 200
         and b"All places of this study are taken" in blocked_again.arrival.content
     )
-    newcomer = Participant(server, batch.hit_type_id, "PIDNEW", client_class)
+    newcomer = Participant(server, batch.hit_type_id, hexid("PIDNEW"), client_class)
     assert newcomer.arrival.status_code == 302  # the freed place
 
 
@@ -66,7 +67,7 @@ def test_participants_take_the_training_on_the_site_first(server, provider, quer
         training=[services.GoldQuery("t1", "what is a mother", "f"), services.GoldQuery("t2", "how to boil rice", "n")],
     )
     _publish(trained, provider)
-    keen = Participant(server, trained.hit_type_id, "PIDKEEN", client_class)
+    keen = Participant(server, trained.hit_type_id, hexid("PIDKEEN"), client_class)
     assert keen.arrival["Location"] == f"/annotation/prolific/{trained.name}/training/"
     training = keen.browser.get(keen.arrival["Location"]).content.decode()
     assert "what is a mother" in training and 'name="q-2"' in training
@@ -76,13 +77,13 @@ def test_participants_take_the_training_on_the_site_first(server, provider, quer
     hit = keen.browser.get(onward)
     assert hit.status_code == 302 and "/annotation/prolific/hits/" in hit["Location"]
 
-    hasty = Participant(server, trained.hit_type_id, "PIDHASTY", client_class)
+    hasty = Participant(server, trained.hit_type_id, hexid("PIDHASTY"), client_class)
     failed = hasty.browser.post(hasty.arrival["Location"], {"q-1": "m", "q-2": "n"}).content.decode()
     assert "1 of 2" in failed and "Please return the study on Prolific" in failed and "Start annotating" not in failed
     assert prolific_services.arrive(trained, ProlificSession.objects.get(session_id=hasty.session)) is None
     # Following the link again shows the result, not a HIT.
     again = hasty.browser.get(
-        f"/annotation/prolific/{trained.name}/?PROLIFIC_PID=PIDHASTY&STUDY_ID={trained.hit_type_id}&SESSION_ID={hasty.session}"
+        f"/annotation/prolific/{trained.name}/?PROLIFIC_PID={hexid('PIDHASTY')}&STUDY_ID={trained.hit_type_id}&SESSION_ID={hasty.session}"
     )
     assert again["Location"].endswith("/training/")
     # A browser that did not follow the study link is refused.

@@ -1,8 +1,10 @@
 """What a batch's answers add up to is computed once per change of the answers and shared.
 
-The ``results`` cache (``settings.CACHES``) is the database's ``shared_cache`` table by
+The ``results`` cache (``settings.CACHES``) is the database's ``results_cache`` table by
 default, so every gunicorn worker reads what one of them computed; the key is the batch's
-answer version, so a new answer or ruling is seen at once and nothing stale is shown.
+answer version, so a new answer or ruling is seen at once and nothing stale is shown. It is
+not the ``shared_cache`` table of the Prolific arrivals' state, which its culling and
+clearing must never touch.
 """
 
 import pytest
@@ -64,8 +66,10 @@ def test_the_cache_is_shared_through_the_database_not_the_process(answered, sett
     assert settings.CACHES["results"]["BACKEND"] == "django.core.cache.backends.db.DatabaseCache"
     services.agreement(answered, bootstrap=0)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT cache_key FROM shared_cache")
+        cursor.execute("SELECT cache_key FROM results_cache")
         keys = [row[0] for row in cursor.fetchall()]
+        cursor.execute("SELECT cache_key FROM shared_cache WHERE cache_key LIKE 'results:%'")
+        assert cursor.fetchall() == []  # not in the arrivals' table
     version = results.answers_version(answered)
     assert any(f"batch-{answered.pk}:{version}:agreement:0:0" in key for key in keys)
 
@@ -105,6 +109,38 @@ def test_the_agreement_page_computes_the_agreement_once(answered, researcher, cl
 
 def test_a_missing_cache_table_costs_only_the_recomputation(answered, counted):
     with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE shared_cache")
+        cursor.execute("DROP TABLE results_cache")
     report = services.agreement(answered, bootstrap=0)
     assert report["judgments"] > 0 and counted["agreement"] == 1
+
+
+def test_culling_or_clearing_the_results_never_touches_the_prolific_arrivals_state(settings, db):
+    """A database cache culls a third of its table past MAX_ENTRIES and ``clear()`` empties
+    the table: with the results in the arrivals' table, many results (or clearing them) wiped
+    the pause, the remembered refusals and the rate counters. Here the results cache is filled
+    to three times its (lowered) limit, then cleared: the arrivals' entries are all there."""
+    from django.core.cache import caches
+
+    from annotation.services.prolific import PAUSE_KEY
+    from core.ratelimit import SHARED, over_limit, shared_cache
+
+    limited = {"MAX_ENTRIES": 30, "CULL_FREQUENCY": 3}
+    settings.CACHES = {
+        name: config | {"OPTIONS": limited} if name in (SHARED, "results") else config
+        for name, config in settings.CACHES.items()
+    }
+    arrivals = shared_cache()
+    arrivals.set(PAUSE_KEY, 1e12, 600)
+    refusals = {f"prolific-arrivals:refused:{i:02d}": "refused" for i in range(20)}
+    arrivals.set_many(refusals, 600)
+    assert over_limit("prolific-arrivals:192.0.2.7", 5, now=1_000_000_000.0) == 0
+    cached = caches["results"]
+    for i in range(90):
+        cached.set(f"batch-{i}:v:agreement:0:0", {"alpha": i / 90})
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM results_cache")
+        assert cursor.fetchone()[0] <= 31  # the results were culled, in their own table
+    cached.clear()
+    assert arrivals.get(PAUSE_KEY) == 1e12
+    assert arrivals.get_many(list(refusals)) == refusals
+    assert over_limit("prolific-arrivals:192.0.2.7", 1, now=1_000_000_000.0) > 0  # the first count was kept
