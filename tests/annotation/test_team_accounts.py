@@ -255,14 +255,14 @@ def test_four_browsers_accepting_one_link_at_once_set_one_password():
 
 @pytest.mark.django_db(transaction=True)
 def test_epochs_raised_before_move_to_every_accounts_row(django_user_model):
-    """Migration 0018: the epochs kept on worker identities become the accounts' rows (no ended session returns)."""
+    """Migration 0017: the epochs kept on worker identities become the accounts' rows (no ended session returns)."""
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
     raised, fresh = (django_user_model.objects.create_user(name) for name in ("raised", "fresh"))
     executor = MigrationExecutor(connection)
-    executor.migrate([("annotation", "0016_prolific_arrivals")])
-    old = executor.loader.project_state([("annotation", "0016_prolific_arrivals")]).apps
+    executor.migrate([("annotation", "0016_results_cache_table")])
+    old = executor.loader.project_state([("annotation", "0016_results_cache_table")]).apps
     identity = old.get_model("annotation", "WorkerIdentity")
     identity.objects.create(provider="local", external_id="raised", user_id=raised.pk, access_epoch=3)
     identity.objects.create(provider="local", external_id="fresh", user_id=fresh.pk, access_epoch=0)

@@ -25,7 +25,7 @@ def _copy_back(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0016_prolific_arrivals"),
+        ("annotation", "0016_results_cache_table"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -36,7 +36,7 @@ def drop_table(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0016_prolific_arrivals"),
+        ("annotation", "0015_prolific_arrivals"),
     ]
 
     operations = [migrations.RunPython(create_table, drop_table)]
