@@ -99,3 +99,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "broker" in item.keywords:
             item.add_marker(skip)
+
+
+def _hostile_server():
+    """A hostile HTTP server (tests/core/hostile_http.py) on loopback, its ``url`` set, shut after the test."""
+    from tests.core.hostile_http import Hostile, serve
+
+    fake = Hostile()
+    url, server = serve(fake)
+    fake.url = url
+    yield fake
+    server.shutdown()
+
+
+#: The outbound client's tests talk to one hostile server, and to a second one where an
+#: answer tries to send the client elsewhere (redirects, off-origin "next page" links).
+hostile = pytest.fixture(_hostile_server, name="hostile")
+elsewhere = pytest.fixture(_hostile_server, name="elsewhere")

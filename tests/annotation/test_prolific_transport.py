@@ -14,25 +14,6 @@ from decimal import Decimal
 import pytest
 
 from annotation.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
-from tests.core.hostile_http import Hostile, serve
-
-
-@pytest.fixture
-def hostile():
-    fake = Hostile()
-    url, server = serve(fake)
-    fake.url = url
-    yield fake
-    server.shutdown()
-
-
-@pytest.fixture
-def elsewhere():
-    fake = Hostile()
-    url, server = serve(fake)
-    fake.url = url
-    yield fake
-    server.shutdown()
 
 
 def prolific(fake, **options):

@@ -14,26 +14,6 @@ import pytest
 
 from core.http import HttpError, JsonClient
 
-from .hostile_http import Hostile, serve
-
-
-@pytest.fixture
-def hostile():
-    fake = Hostile()
-    url, server = serve(fake)
-    fake.url = url
-    yield fake
-    server.shutdown()
-
-
-@pytest.fixture
-def elsewhere():
-    fake = Hostile()
-    url, server = serve(fake)
-    fake.url = url
-    yield fake
-    server.shutdown()
-
 
 def client(fake, **options):
     options.setdefault("sleep", lambda seconds: None)
