@@ -242,8 +242,11 @@ def create_calibration_sample(
         if not machine:
             raise StateError(f"no query of batch {parent.name!r} has a machine label from {identity}")
         taken = drawn_order(chain)
+        # One permutation for the whole sample: an extension continues the first draw's (its seed).
+        draw_seed = int(chain[0].derivation.get("seed", seed)) if chain else seed
+        _check_population(chain, machine)
         try:
-            qids = random_sample(machine, sample, seed=seed, exclude=taken)
+            qids = random_sample(machine, sample, seed=draw_seed, exclude=taken)
         except ValueError:
             raise StateError(
                 f"every machine-labelled query of batch {parent.name!r} is in its sample already"
@@ -252,7 +255,11 @@ def create_calibration_sample(
         drawn = Counter(machine[q] for q in qids)
         derivation = identity.as_dict() | {
             "design": RANDOM_DESIGN,
-            "seed": seed,
+            "draw": PERMUTATION_DRAW,
+            "seed": draw_seed,
+            "seed_given": seed,
+            "population_size": len(machine),
+            "population_key": population_key(machine),
             "requested": sample,
             "planned": chain[0].derivation.get("planned", chain[0].derivation["requested"]) if chain else sample,
             "extends": chain[-1].pk if chain else None,
@@ -279,6 +286,34 @@ def create_calibration_sample(
 
 #: ``derivation["design"]`` of a sample drawn by :func:`annotation.calibration.random_sample`.
 RANDOM_DESIGN = "simple random"
+#: ``derivation["draw"]``: every link reads one permutation of the population (the first draw's seed).
+PERMUTATION_DRAW = "permutation"
+
+
+def population_key(qids: Any) -> str:
+    """A short fingerprint of a set of qids: the population a sample was drawn from."""
+    return hashlib.sha256("\n".join(sorted(qids)).encode()).hexdigest()[:16]
+
+
+def same_population(first: dict[str, Any], population: Any) -> bool:
+    """Whether ``population`` (qids) is the population the first draw (its derivation) was drawn from.
+
+    By its fingerprint when recorded, else (a sample drawn before fingerprints) by its size.
+    """
+    if "population_key" in first:
+        return first["population_key"] == population_key(population)
+    recorded = sum(s["population"] for s in first.get("strata", []))
+    return recorded == len(population)
+
+
+def _check_population(chain: list[Batch], machine: dict[str, str]) -> None:
+    """An extension draws from the population of the first draw, or the union is no random sample."""
+    if chain and not same_population(chain[0].derivation, machine):
+        raise StateError(
+            f"the machine-labelled queries of the batch are not those the sample {chain[0].name!r} was drawn "
+            "from (labels were added or removed since): an extension would not continue one random sample; "
+            "cancel the sample and draw a new one"
+        )
 
 
 def _routed_in_force(batch: Batch) -> bool:

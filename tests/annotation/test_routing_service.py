@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from annotation import services
 from annotation.calibration import random_sample
 from annotation.labels import LABELS
-from annotation.models import Batch
+from annotation.models import Batch, PreLabel
 from annotation.prelabellers.base import Prediction, PreLabeller
 from annotation.routing import audit
 from annotation.services.calibration import (
@@ -143,6 +143,24 @@ def test_one_sample_per_batch_and_an_extension_continues_it(routed_batch):
     # Cancelling the extension restores the first draw as the sample in force.
     services.cancel_batch(second)
     assert calibration_batch(batch) == first and read_sample(batch).drawn == first.derivation["order"]
+
+
+def test_an_extension_continues_the_first_draws_permutation_whatever_seed_it_is_given(routed_batch):
+    batch = routed_batch
+    first = create_calibration_sample(batch, 60, seed=5)
+    second = create_calibration_sample(batch, 40, seed=9, extend=True)  # --seed of an extension: ignored
+    eligible = [q for q, m in machine_labels(batch, identity_for(batch)).items() if not m.in_training]
+    assert first.derivation["order"] + second.derivation["order"] == random_sample(eligible, 100, seed=5)
+    assert second.derivation["seed"] == 5 and second.derivation["seed_given"] == 9
+    assert second.derivation["population_size"] == len(eligible) == 380
+
+
+def test_an_extension_from_another_population_is_refused(routed_batch):
+    batch = routed_batch
+    create_calibration_sample(batch, 60, seed=5)
+    PreLabel.objects.filter(batch_query__batch=batch, batch_query__qid="n0").delete()  # the population shrank
+    with pytest.raises(StateError, match="not those the sample"):
+        create_calibration_sample(batch, 40, extend=True)
 
 
 @pytest.mark.slow
