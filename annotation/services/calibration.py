@@ -489,9 +489,17 @@ def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: 
 def _sample_machine(batch: Batch, sample: CalibrationSample) -> dict[str, MachineLabel]:
     """The machine's labels of *every* sampled query, answered or not, disputed or not (training
     queries left out): the figures against the truth and the alt-test use the votes of them all."""
-    stratum_of = sample.sample_batch.derivation["stratum_of"]
+    stratum_of = _stratum_of(sample)
     machine = machine_labels(batch, sample.identity)
     return {q: machine[q] for q in stratum_of if q in machine and not machine[q].in_training}
+
+
+def _stratum_of(sample: CalibrationSample) -> dict[str, str]:
+    """Every sampled qid of every link of the sample (first draw and extensions) -> its stratum."""
+    stratum_of: dict[str, str] = {}
+    for link in sample.chain or [sample.sample_batch]:
+        stratum_of |= link.derivation["stratum_of"]
+    return stratum_of
 
 
 def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
@@ -508,11 +516,11 @@ def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
     for item, worker, label in sample.votes.itertuples(index=False):
         if item in machine:
             humans.setdefault(str(worker), {})[str(item)] = label
-    size = len(sample.sample_batch.derivation["stratum_of"])
+    size = len(_stratum_of(sample))
     return alt_test(humans, machine, sample_size=size).as_dict()
 
 
-def _gold_votes(sample_batch: Batch) -> tuple[Any, dict[str, str]]:
+def _gold_votes(chain: list[Batch]) -> tuple[Any, dict[str, str]]:
     """The gold questions' usable votes on the sample and their known labels: what seeds
     Dawid–Skene against the truth.
 
@@ -528,7 +536,7 @@ def _gold_votes(sample_batch: Batch) -> tuple[Any, dict[str, str]]:
 
     rows = (
         Judgment.objects.filter(
-            batch_query__batch=sample_batch,
+            batch_query__batch__in=chain,
             batch_query__is_gold=True,
             label__isnull=False,
             assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
@@ -554,13 +562,14 @@ def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -
 
     from ..crowd_reliability import crowd_reliability
 
-    stratum_of: dict[str, str] = sample.sample_batch.derivation["stratum_of"]
+    stratum_of = _stratum_of(sample)
     voted = set(sample.votes["item"].astype(str))
     machine = {q: m.label for q, m in _sample_machine(batch, sample).items() if q in voted}
     per_stratum = Counter(stratum_of[q] for q in machine)
-    population = {s["label"]: s["population"] for s in sample.sample_batch.derivation["strata"]}
+    first = (sample.chain or [sample.sample_batch])[0].derivation
+    population = {s["label"]: s["population"] for s in first["strata"]}
     weights = {q: population[stratum_of[q]] / per_stratum[stratum_of[q]] for q in machine}
-    gold_frame, gold = _gold_votes(sample.sample_batch)
+    gold_frame, gold = _gold_votes(sample.chain or [sample.sample_batch])
     # Every vote on the sample estimates the workers, also on queries not assessed here.
     judgments = pd.concat([sample.votes, gold_frame], ignore_index=True).astype(str)
     figures = crowd_reliability(
