@@ -155,7 +155,7 @@ def test_gold_questions_seed_the_crowds_reliability(db, tmp_path):
 
 def test_after_an_extension_the_alt_test_and_the_truth_figures_use_the_whole_sample(answered):
     # 60 drawn first, 25 more by an extension: every figure is of the 85, as the agreement figures are.
-    batch, sample_batch = answered
+    batch, _ = answered
     extension = create_calibration_sample(batch, 25, extend=True)
     services.publish_batch(extension)
     simulate_local_annotations(extension, annotators=3, accuracy=0.55, seed=3)
