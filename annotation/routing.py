@@ -73,6 +73,7 @@ The point estimate (:func:`choose_threshold`, *no guarantee*)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from decimal import Decimal
@@ -297,6 +298,8 @@ START_FACTOR = 1.5
 _PRIOR_ITEMS = 10.0
 #: λ never stakes more than this share of what a wrong item could cost.
 _LAMBDA_CAP = 0.9
+#: δ₁ / δ: the share of the risk spent on the exact test of the first draw (the rest on betting).
+EXACT_SHARE = 0.8
 
 
 @dataclass(frozen=True)
@@ -317,7 +320,9 @@ class Certification:
 
 @lru_cache(maxsize=64)
 def perfect_record(target: float, risk: float) -> int:
-    """The fewest sample items, all right, with which the betting test can pass (of a large accepted set)."""
+    """The fewest sample items, all right, with which a threshold can pass (of a large accepted set):
+    the exact test at δ₁ = ``EXACT_SHARE``·δ (A^n ≤ δ₁) or the betting test at δ − δ₁, whichever
+    needs fewer."""
     length = 100_000
     path = _log_path(
         np.ones((1, length), dtype=bool),
@@ -326,8 +331,46 @@ def perfect_record(target: float, risk: float) -> int:
         null_errors(np.array([1e12]), target),
         target,
     )
-    enough = np.flatnonzero(path[0] >= np.log(1 / risk) - TOLERANCE)
-    return int(enough[0]) + 1 if len(enough) else length
+    betting_risk, exact_risk = _split(risk)
+    enough = np.flatnonzero(path[0] >= np.log(1 / betting_risk) - TOLERANCE)
+    betting = int(enough[0]) + 1 if len(enough) else length
+    exact = math.ceil(math.log(exact_risk) / math.log(target) - 1e-9) if target < 1 else length
+    return min(betting, exact, length)
+
+
+def _split(risk: float) -> tuple[float, float]:
+    """(δ − δ₁, δ₁): the betting test's and the exact test's shares of the risk δ."""
+    return (1 - EXACT_SHARE) * risk, EXACT_SHARE * risk
+
+
+def _exact_pvalues(mask: np.ndarray, errors: np.ndarray, population: np.ndarray, k0: np.ndarray) -> np.ndarray:
+    """The exact p-value of H0_t on the first draw, ``[..., T]``: P(E ≤ e_t) for E hypergeometric
+    (N_t, k_t, n_t), n_t the first draw's items in A_t, e_t the errors among them (1 with none).
+
+    Given n_t, the first draw's items of A_t are a simple random sample of A_t, so under H0_t
+    (K_t ≥ k_t) their error count is at least as large as a hypergeometric (N_t, k_t, n_t) one
+    in the stochastic order and P(E ≤ e_t) is a valid p-value (exactly valid at K_t = k_t).
+    """
+    from scipy.stats import hypergeom
+
+    n_t = mask.sum(axis=-1)
+    e_t = (mask * errors[..., None, :]).sum(axis=-1)
+    size = np.broadcast_to(population.astype(np.int64), n_t.shape)
+    bad = np.broadcast_to(np.minimum(k0, population).astype(np.int64), n_t.shape)
+    with np.errstate(invalid="ignore"):
+        p = hypergeom.cdf(e_t, size, bad, n_t)
+    impossible = np.broadcast_to(k0 > population, n_t.shape)  # H0_t cannot hold: nothing to refute
+    return np.where(impossible, 0.0, np.where(n_t > 0, np.nan_to_num(p, nan=1.0), 1.0))
+
+
+def _passes(mask, errors, population, k0, target, risk, planned):
+    """Per threshold: the exact p-value of the first ``planned`` items, sup log M over every item,
+    and whether the combined test rejects H0_t (exact p ≤ δ₁ or sup M ≥ 1/(δ − δ₁))."""
+    betting_risk, exact_risk = _split(risk)
+    exact = _exact_pvalues(mask[..., :planned], errors[..., :planned], population, k0)
+    capital = _log_capital(mask, errors, population, k0, target)
+    passed = (exact <= exact_risk + TOLERANCE) | (capital >= np.log(1 / betting_risk) - TOLERANCE)
+    return exact, capital, passed
 
 
 def candidate_thresholds(
@@ -410,8 +453,7 @@ def certify_threshold(
     k0 = null_errors(sizes, target)
     mask = c[None, :] >= thresholds[:, None]
     errors = 1 - ok
-    capital = _log_capital(mask, errors, sizes, k0, target)
-    passed = capital >= np.log(1 / risk) - TOLERANCE
+    exact, capital, passed = _passes(mask, errors, sizes, k0, target, risk, planned)
     last = int(_fixed_sequence(passed))
     accepted = mask.sum(axis=1)
     wrong = (mask * errors).sum(axis=1)
@@ -422,6 +464,7 @@ def certify_threshold(
             "sample_accepted": int(accepted[j]),
             "sample_errors": int(wrong[j]),
             "observed_accuracy": float(1 - wrong[j] / accepted[j]) if accepted[j] else None,
+            "exact_p": float(exact[j]),
             "capital": float(np.exp(min(capital[j], 700.0))),
             "passed": bool(passed[j]),
             "tested": j <= last + 1,
@@ -432,7 +475,7 @@ def certify_threshold(
     more, reason = (
         (None, "every candidate passed")
         if failure is None
-        else _more_needed(c, errors, population, thresholds[last + 1], target, risk)
+        else _more_needed(c, errors, population, thresholds[last + 1], target, _split(risk)[0])
     )
     chosen = candidates[last] if last >= 0 else None
     return Certification(
@@ -453,6 +496,9 @@ def _more_needed(
     c: np.ndarray, errors: np.ndarray, population: np.ndarray, threshold: float, target: float, risk: float
 ) -> tuple[int | None, str]:
     """How many more sample queries the candidate ``threshold`` needs to pass, at its observed error rate.
+
+    Only the betting test (at ``risk`` = δ − δ₁) can use further items: the exact test is of the
+    first draw alone.
 
     The observed items of A_t are followed by the expected continuation: further items of
     A_t with errors spread evenly at the observed rate p̂ (item j wrong when ⌊j·p̂⌋ grows);
@@ -554,11 +600,11 @@ def certified_thresholds(
     planned = planned or len(samples[0])
     thresholds = candidate_thresholds(c, planned, target=target, risk=risk, max_candidates=max_candidates)
     sizes = (c[None, :] >= thresholds[:, None]).sum(axis=1).astype(float)
-    last, _, _ = _certify_many(c, ok, samples, thresholds, sizes, target, risk, 50, None)
+    last, _, _ = _certify_many(c, ok, samples, thresholds, sizes, target, risk, planned, 50, None)
     return np.where(last >= 0, thresholds[np.maximum(last, 0)], np.nan)
 
 
-def _certify_many(c, ok, samples, thresholds, sizes, target, risk, chunk, progress):
+def _certify_many(c, ok, samples, thresholds, sizes, target, risk, planned, chunk, progress):
     """Per sample: the index of the chosen candidate (−1: none), and the sample items (right ones) in its set."""
     k0 = null_errors(sizes, target)
     chosen, sampled_in, sampled_right = [], [], []
@@ -566,7 +612,7 @@ def _certify_many(c, ok, samples, thresholds, sizes, target, risk, chunk, progre
         block = np.asarray(samples[start : start + chunk], dtype=np.int64)  # [R, n]
         mask = c[block][:, None, :] >= thresholds[None, :, None]  # [R, T, n]
         errors = (~ok[block]).astype(float)
-        passed = _log_capital(mask, errors, sizes, k0, target) >= np.log(1 / risk) - TOLERANCE
+        _, _, passed = _passes(mask, errors, sizes, k0, target, risk, planned)
         last = _fixed_sequence(passed)
         rows, pick = np.arange(len(block)), np.maximum(last, 0)
         chosen.append(last)
@@ -625,7 +671,7 @@ def audit(
     sizes = inside.sum(axis=1).astype(float)
     right = (inside & ok[None, :]).sum(axis=1).astype(float)
     oracle_at, oracle_size = oracle_threshold(c, ok, target)
-    last, n_in, n_right = _certify_many(c, ok, samples, thresholds, sizes, target, risk, chunk, progress)
+    last, n_in, n_right = _certify_many(c, ok, samples, thresholds, sizes, target, risk, planned, chunk, progress)
     certified = last >= 0
     pick = np.maximum(last, 0)
     accuracy = right[pick] / sizes[pick]
