@@ -344,6 +344,7 @@ class CalibrationSample:
     in_training: list[str] = field(default_factory=list)  #: the batch's queries the machine was trained on
     design: str = RANDOM_DESIGN  #: how the sample was drawn (routing's guarantee needs a simple random one)
     planned: int = 0  #: the size of the first draw
+    unanswered: int = 0  #: sampled queries still awaiting votes (a split with enough votes is answered)
 
 
 def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batch | None = None) -> CalibrationSample:
@@ -369,10 +370,14 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
     machine = machine_labels(batch, identity)
     crowd: dict[str, str] = {}
     frames = []
+    settled: set[str] = set()  # enough votes for a majority (labelled or a final split)
     for link in chain:
         answers = BatchAnswers(link)
         crowd |= answers.labels
         frames.append(answers.frame)
+        votes_of = answers.votes
+        if len(votes_of):
+            settled |= {str(q) for q in votes_of.index[~votes_of["too_few_votes"]]}
     votes = frames[0] if len(frames) == 1 else _concat(frames)
     population = {q: m for q, m in machine.items() if not m.in_training}
     drawn = [q for q in order if q in population]
@@ -393,6 +398,7 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
         human=[crowd[q] for q in qids],
         weights=[weights_by_stratum[stratum_of[q]] for q in qids],
         pending=sum(1 for q in order if q not in crowd),
+        unanswered=sum(1 for q in drawn if q not in crowd and q not in settled),
         votes=votes,
         rest={q: m for q, m in population.items() if q not in sampled},
         chain=chain,

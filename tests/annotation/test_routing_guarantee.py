@@ -128,6 +128,14 @@ def test_the_worked_example_at_0_95_and_0_96_says_how_many_more():
     assert _reference_capital(errors9 + future, 600, 0.96) >= 100 > _reference_capital(errors9 + future[:-1], 600, 0.96)
 
 
+def test_nothing_is_certified_while_sample_items_are_pending():
+    confidence, correct, population = _worked_example()
+    result = certify_threshold(confidence, correct, population, target=0.9, risk=0.05, pending=3)
+    assert result.threshold is None and result.more_needed is None
+    assert result.more_reason.startswith("3 sample queries still pending")
+    assert [c["passed"] for c in result.candidates] == [True, True]  # the tests are still shown
+
+
 def test_the_betting_capital_equals_the_scalar_definition_on_random_sequences():
     rng = np.random.default_rng(7)
     for _ in range(30):
