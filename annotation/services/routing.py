@@ -324,9 +324,13 @@ def plan_summary(plan: RoutingPlan) -> list[str]:
             "accepted set falls short of the target far more often than any stated risk."
         )
     else:
+        ci = ""
+        if plan.accuracy_ci:
+            ci = f", Wilson 95% {plan.accuracy_ci[0]:.3f}-{plan.accuracy_ci[1]:.3f}"
         lines.append(
-            f"Threshold {plan.threshold:.3f}, certified: {guarantee_text(plan.risk, plan.target_accuracy)}. Observed: "
-            f"{plan.estimated_accuracy:.3f} right on {plan.sample_accepted} sample queries."
+            f"Threshold {plan.threshold:.3f}, certified: {guarantee_text(plan.risk, plan.target_accuracy)}. Observed "
+            f"(descriptive, after the threshold was chosen on these items): {plan.estimated_accuracy:.3f} right on "
+            f"{plan.sample_accepted} sample queries{ci}."
         )
     unlabelled = (
         f", {len(plan.over_budget)} over budget (left UNLABELLED: {_some(plan.over_budget)})"
