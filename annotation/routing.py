@@ -336,7 +336,8 @@ class Certification:
     accepted_population: int  #: |A_t| at the chosen threshold (0 without one)
     sample_accepted: int  #: sample items at or above it
     observed_accuracy: float | None  #: share right among those sample items
-    candidates: list[dict]  #: threshold, population, sample_accepted, sample_errors, observed_accuracy, capital, passed
+    #: threshold, population, sample_accepted, sample_errors, observed_accuracy, exact_p, capital, passed, tested
+    candidates: list[dict]
     first_failure: dict | None  #: the candidate where testing stopped (None: every candidate passed)
     more_needed: int | None  #: more sample queries the first failure needs at its observed accuracy; None: cannot
     more_reason: str  #: why ``more_needed`` is what it is, in words

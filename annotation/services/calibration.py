@@ -6,8 +6,9 @@ queries (:mod:`.routing`). :func:`create_calibration_sample` draws a simple rand
 of the machine-labelled queries in draw order (:func:`annotation.calibration.random_sample`,
 what routing's guarantee rests on) and makes it a batch of its own with the parent's
 settings, gold and training queries, on the parent's provider; a batch has one sample, which
-``extend`` continues with a further random draw (a batch of its own whose
-``derivation["extends"]`` names the one before: :func:`sample_chain`). The annotators see a
+``extend`` continues with the next queries of the same random permutation (the first draw's
+seed; a batch of its own whose ``derivation["extends"]`` names the one before:
+:func:`sample_chain`). Every figure of the report is computed over the whole chain. The annotators see a
 HIT like any other: the machine's label and its confidence are nowhere on the HIT page, and
 the sample is in random order when it is grouped into HITs.
 
@@ -200,9 +201,11 @@ def create_calibration_sample(
 ) -> Batch:
     """Draw a blind simple random sample of ``batch``'s machine-labelled queries and make it a batch.
 
-    ``extend``: draw ``sample`` more from the queries not sampled yet and make them a batch
-    that continues the sample in force (``derivation["extends"]``); the union in draw order is
-    still one simple random sample, so routing's guarantee stays valid (:mod:`annotation.routing`).
+    ``extend``: take the next ``sample`` queries of the first draw's permutation (its seed, not
+    ``seed``) and make them a batch that continues the sample in force
+    (``derivation["extends"]``); the union in draw order is still one simple random sample, so
+    routing's guarantee stays valid (:mod:`annotation.routing`). Refused when the
+    machine-labelled queries are no longer the population the first draw was drawn from.
     Race-free: the parent's row is locked while the sample in force is checked, the qids drawn
     and the name chosen, so two requests at once make one sample, and the second is refused
     (a sample exists) instead of paying the crowd twice. Nothing is sent to the provider:

@@ -7,7 +7,11 @@ it are labelled by the machine at least ``target_accuracy`` as the crowd majorit
 label them. ``risk=None`` uses the old point-estimate rule instead
 (:func:`annotation.routing.choose_threshold`), which every place that shows it labels "no
 guarantee". When nothing can be certified, the plan says so and how many more sample
-queries the first candidate that failed would need (``calibrate --extend``).
+queries the first candidate that failed would need (``calibrate --extend``). The guarantee is
+refused when the routable queries are not the population the sample was drawn from; nothing
+is certified while sample queries await the crowd; and the first guaranteed routing on a
+sample fixes its (target, risk): another pair on the same labels certifies nothing ("target
+changed after seeing the labels").
 
 Every query of the batch ends somewhere the plan names: gold; in the sample (the crowd
 labels it); machine-accepted; to the crowd (below the threshold, the queries the machine
