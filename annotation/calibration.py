@@ -156,20 +156,30 @@ def random_sample(qids: Collection[str], n: int, *, seed: int, exclude: Collecti
     """A simple random sample without replacement of ``n`` of ``qids`` (those in ``exclude`` left
     out), in draw order: the blind sample routing's guarantee rests on.
 
-    Drawn by ``numpy.random.default_rng(seed).choice`` from the sorted qids, so it depends on
-    the seed and the data only; the draw order is random (every order equally likely), so
-    the sample can be extended by appending a further draw from the queries not yet sampled
-    and the whole stays a prefix of one random permutation (:mod:`annotation.routing`).
-    Fewer than ``n`` when fewer are left.
+    One fixed permutation of the whole population: ``numpy.random.default_rng(seed).permutation``
+    of the sorted ``qids`` (``exclude`` included or not, it is the same permutation), read from
+    the front, skipping the excluded ones. The first draw takes the first ``n``; an extension
+    with the *same* seed and the earlier draws in ``exclude`` takes the next ``n``, so the
+    union of all draws in draw order is a prefix of one uniformly random permutation of the
+    population: a simple random sample, every query included with the same probability
+    (:mod:`annotation.routing`). (A new ``choice`` from the same seed over the queries left
+    would pick the first draw's neighbours in qid order: not a random sample.) Depends on the
+    seed and the data only. Fewer than ``n`` when fewer are left.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
-    left = sorted(set(qids) - set(exclude))
-    if not left:
+    excluded = set(exclude)
+    population = sorted(set(qids) | excluded)
+    if not set(population) - excluded:
         raise ValueError("no queries left to sample")
-    rng = np.random.default_rng(seed)
-    picked = rng.choice(len(left), size=min(n, len(left)), replace=False)
-    return [left[i] for i in picked]
+    order = np.random.default_rng(seed).permutation(len(population))
+    drawn: list[str] = []
+    for i in order:
+        if population[i] not in excluded:
+            drawn.append(population[i])
+            if len(drawn) == n:
+                break
+    return drawn
 
 
 def stratum_weights(strata: Sequence[Stratum]) -> dict[str, float]:

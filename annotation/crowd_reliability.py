@@ -24,8 +24,10 @@ crowd's given the true label, so errors shared on hard queries bias A_true up):
   the fitted confusion matrices (too narrow when each worker gave few votes).
 - **class shares** π_t = Σ_i w_i·p_i(t) / W: the batch's true-label distribution.
 - **the crowd's vote** q_t(g) = Σ_j p_{i(j)}(t)·1[g_j = g] / Σ_j p_{i(j)}(t) over the votes j
-  (plus :data:`~annotation.aggregation.DS_SMOOTHING` per cell): how a vote drawn from this
-  crowd answers a query of true label t (the workers pooled as they shared the work).
+  on the sample's real items (plus :data:`~annotation.aggregation.DS_SMOOTHING` per cell): how a
+  vote drawn from this crowd answers a query of true label t (the workers pooled as they shared
+  the work). Gold answers seed the fit but are not pooled: the ones kept come from assignments
+  that passed the gold check, right by selection, and would bias the ceiling up.
 - **the majority of k votes** M_k: k independent votes from q_t, the strict plurality
   label, else disputed (no label), as :func:`~annotation.aggregation.majority_vote`. By
   enumerating the multinomial outcomes: P(M_k = l | t) and d_t = P(M_k defined | t).
@@ -41,9 +43,10 @@ crowd's given the true label, so errors shared on hard queries bias A_true up):
 - **crowd accuracy** Σ_t π_t·P(M_k = t | t) / Σ_t π_t·d_t: how often the crowd majority is
   the true label (equal to the ceiling when the crowd is better than chance on every
   label); **disputed** Σ_t π_t·(1 − d_t), the share the crowd leaves without a label.
-- **expected agreement** Σ_i w_i Σ_t p_i(t)·P(M_k = m_i | t)/d_t / W: the accuracy against the
-  crowd that the model predicts for this machine; near the measured accuracy when the
-  model fits.
+- **expected agreement** Σ_i w_i Σ_t p_i(t)·P(M_k = m_i | t) / Σ_i w_i Σ_t p_i(t)·d_t: the
+  accuracy against the crowd that the model predicts for this machine, among the queries the
+  crowd labels (a ratio of weighted sums, like the ceiling); near the measured accuracy when
+  the model fits.
 """
 
 from __future__ import annotations
@@ -256,15 +259,21 @@ def crowd_reliability(
     )
     shares = (w[:, None] * posteriors).sum(axis=0) / w.sum()
     row = {item: r for r, item in enumerate(ds.posteriors.index)}
-    item_of_vote = np.array([row[str(item)] for item in judgments["item"]], dtype=np.int64)
-    label_of_vote = np.array([index[label] for label in judgments["label"]], dtype=np.int64)
+    # The crowd's vote is pooled over the real items only: the gold answers kept are those of
+    # assignments that passed the gold check (right by selection), so pooling them would make the
+    # crowd look better than it is on the queries it labels (ceiling and self-agreement biased up).
+    real = judgments[~judgments["item"].astype(str).isin(set(gold or {}))]
+    item_of_vote = np.array([row[str(item)] for item in real["item"]], dtype=np.int64)
+    label_of_vote = np.array([index[label] for label in real["label"]], dtype=np.int64)
     vote = crowd_vote(ds.posteriors.to_numpy(dtype=float), item_of_vote, label_of_vote, DS_SMOOTHING)
     figures = majority_figures(shares, vote, votes_per_query)
     outcome = majority_outcomes(vote, votes_per_query)
     size = len(labels)
     labelled = outcome[:, :size].sum(axis=1)
-    agree = np.divide(outcome[:, :size], labelled[:, None], out=np.zeros((size, size)), where=labelled[:, None] > 0)
-    expected = float((w * (posteriors * agree[:, m].T).sum(axis=1)).sum() / w.sum())
+    # A ratio of weighted sums, like the ceiling: Σ w·P(M = m, defined) / Σ w·P(defined).
+    hits = (posteriors * outcome[:, :size][:, m].T).sum(axis=1)
+    defined = posteriors @ labelled
+    expected = _ratio(float((w * hits).sum()), float((w * defined).sum()))
     return CrowdReliability(
         accuracy_true=accuracy,
         accuracy_true_ci=interval,

@@ -84,14 +84,19 @@ def bootstrap_ci(
 
 
 def paired_t_test(values: pd.Series, baseline: pd.Series) -> tuple[float | None, int]:
-    """Two-sided paired t-test over the queries (index) both series have: ``(p, common)``."""
+    """Two-sided paired t-test over the queries (index) both series have: ``(p, common)``.
+
+    When every query's difference is the same: p undefined (``None``) if it is 0 (the runs are
+    equal), and ``0.0`` if it is not (t = ±∞: every query moves the same way by the same amount,
+    as decisive as a paired comparison can be; scipy's ttest_rel would return NaN there).
+    """
     joined = pd.concat([values.rename("a"), baseline.rename("b")], axis=1, join="inner").dropna()
     common = len(joined)
     if common < 2:
         return None, common
     difference = joined["a"] - joined["b"]
     if np.allclose(difference.to_numpy(), difference.iloc[0], rtol=0.0, atol=1e-15):
-        return None, common
+        return (None if abs(difference.iloc[0]) <= 1e-15 else 0.0), common
     result = stats.ttest_rel(joined["a"].to_numpy(), joined["b"].to_numpy())
     p = float(result.pvalue)
     return (None if np.isnan(p) else p), common

@@ -6,8 +6,9 @@ queries (:mod:`.routing`). :func:`create_calibration_sample` draws a simple rand
 of the machine-labelled queries in draw order (:func:`annotation.calibration.random_sample`,
 what routing's guarantee rests on) and makes it a batch of its own with the parent's
 settings, gold and training queries, on the parent's provider; a batch has one sample, which
-``extend`` continues with a further random draw (a batch of its own whose
-``derivation["extends"]`` names the one before: :func:`sample_chain`). The annotators see a
+``extend`` continues with the next queries of the same random permutation (the first draw's
+seed; a batch of its own whose ``derivation["extends"]`` names the one before:
+:func:`sample_chain`). Every figure of the report is computed over the whole chain. The annotators see a
 HIT like any other: the machine's label and its confidence are nowhere on the HIT page, and
 the sample is in random order when it is grouped into HITs.
 
@@ -200,9 +201,11 @@ def create_calibration_sample(
 ) -> Batch:
     """Draw a blind simple random sample of ``batch``'s machine-labelled queries and make it a batch.
 
-    ``extend``: draw ``sample`` more from the queries not sampled yet and make them a batch
-    that continues the sample in force (``derivation["extends"]``); the union in draw order is
-    still one simple random sample, so routing's guarantee stays valid (:mod:`annotation.routing`).
+    ``extend``: take the next ``sample`` queries of the first draw's permutation (its seed, not
+    ``seed``) and make them a batch that continues the sample in force
+    (``derivation["extends"]``); the union in draw order is still one simple random sample, so
+    routing's guarantee stays valid (:mod:`annotation.routing`). Refused when the
+    machine-labelled queries are no longer the population the first draw was drawn from.
     Race-free: the parent's row is locked while the sample in force is checked, the qids drawn
     and the name chosen, so two requests at once make one sample, and the second is refused
     (a sample exists) instead of paying the crowd twice. Nothing is sent to the provider:
@@ -242,8 +245,11 @@ def create_calibration_sample(
         if not machine:
             raise StateError(f"no query of batch {parent.name!r} has a machine label from {identity}")
         taken = drawn_order(chain)
+        # One permutation for the whole sample: an extension continues the first draw's (its seed).
+        draw_seed = int(chain[0].derivation.get("seed", seed)) if chain else seed
+        _check_population(chain, machine)
         try:
-            qids = random_sample(machine, sample, seed=seed, exclude=taken)
+            qids = random_sample(machine, sample, seed=draw_seed, exclude=taken)
         except ValueError:
             raise StateError(
                 f"every machine-labelled query of batch {parent.name!r} is in its sample already"
@@ -252,7 +258,11 @@ def create_calibration_sample(
         drawn = Counter(machine[q] for q in qids)
         derivation = identity.as_dict() | {
             "design": RANDOM_DESIGN,
-            "seed": seed,
+            "draw": PERMUTATION_DRAW,
+            "seed": draw_seed,
+            "seed_given": seed,
+            "population_size": len(machine),
+            "population_key": population_key(machine),
             "requested": sample,
             "planned": chain[0].derivation.get("planned", chain[0].derivation["requested"]) if chain else sample,
             "extends": chain[-1].pk if chain else None,
@@ -279,6 +289,34 @@ def create_calibration_sample(
 
 #: ``derivation["design"]`` of a sample drawn by :func:`annotation.calibration.random_sample`.
 RANDOM_DESIGN = "simple random"
+#: ``derivation["draw"]``: every link reads one permutation of the population (the first draw's seed).
+PERMUTATION_DRAW = "permutation"
+
+
+def population_key(qids: Any) -> str:
+    """A short fingerprint of a set of qids: the population a sample was drawn from."""
+    return hashlib.sha256("\n".join(sorted(qids)).encode()).hexdigest()[:16]
+
+
+def same_population(first: dict[str, Any], population: Any) -> bool:
+    """Whether ``population`` (qids) is the population the first draw (its derivation) was drawn from.
+
+    By its fingerprint when recorded, else (a sample drawn before fingerprints) by its size.
+    """
+    if "population_key" in first:
+        return first["population_key"] == population_key(population)
+    recorded = sum(s["population"] for s in first.get("strata", []))
+    return recorded == len(population)
+
+
+def _check_population(chain: list[Batch], machine: dict[str, str]) -> None:
+    """An extension draws from the population of the first draw, or the union is no random sample."""
+    if chain and not same_population(chain[0].derivation, machine):
+        raise StateError(
+            f"the machine-labelled queries of the batch are not those the sample {chain[0].name!r} was drawn "
+            "from (labels were added or removed since): an extension would not continue one random sample; "
+            "cancel the sample and draw a new one"
+        )
 
 
 def _routed_in_force(batch: Batch) -> bool:
@@ -309,6 +347,7 @@ class CalibrationSample:
     in_training: list[str] = field(default_factory=list)  #: the batch's queries the machine was trained on
     design: str = RANDOM_DESIGN  #: how the sample was drawn (routing's guarantee needs a simple random one)
     planned: int = 0  #: the size of the first draw
+    unanswered: int = 0  #: sampled queries still awaiting votes (a split with enough votes is answered)
 
 
 def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batch | None = None) -> CalibrationSample:
@@ -334,10 +373,14 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
     machine = machine_labels(batch, identity)
     crowd: dict[str, str] = {}
     frames = []
+    settled: set[str] = set()  # enough votes for a majority (labelled or a final split)
     for link in chain:
         answers = BatchAnswers(link)
         crowd |= answers.labels
         frames.append(answers.frame)
+        votes_of = answers.votes
+        if len(votes_of):
+            settled |= {str(q) for q in votes_of.index[~votes_of["too_few_votes"]]}
     votes = frames[0] if len(frames) == 1 else _concat(frames)
     population = {q: m for q, m in machine.items() if not m.in_training}
     drawn = [q for q in order if q in population]
@@ -358,6 +401,7 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
         human=[crowd[q] for q in qids],
         weights=[weights_by_stratum[stratum_of[q]] for q in qids],
         pending=sum(1 for q in order if q not in crowd),
+        unanswered=sum(1 for q in drawn if q not in crowd and q not in settled),
         votes=votes,
         rest={q: m for q, m in population.items() if q not in sampled},
         chain=chain,
@@ -454,9 +498,17 @@ def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: 
 def _sample_machine(batch: Batch, sample: CalibrationSample) -> dict[str, MachineLabel]:
     """The machine's labels of *every* sampled query, answered or not, disputed or not (training
     queries left out): the figures against the truth and the alt-test use the votes of them all."""
-    stratum_of = sample.sample_batch.derivation["stratum_of"]
+    stratum_of = _stratum_of(sample)
     machine = machine_labels(batch, sample.identity)
     return {q: machine[q] for q in stratum_of if q in machine and not machine[q].in_training}
+
+
+def _stratum_of(sample: CalibrationSample) -> dict[str, str]:
+    """Every sampled qid of every link of the sample (first draw and extensions) -> its stratum."""
+    stratum_of: dict[str, str] = {}
+    for link in sample.chain or [sample.sample_batch]:
+        stratum_of |= link.derivation["stratum_of"]
+    return stratum_of
 
 
 def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
@@ -473,11 +525,11 @@ def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
     for item, worker, label in sample.votes.itertuples(index=False):
         if item in machine:
             humans.setdefault(str(worker), {})[str(item)] = label
-    size = len(sample.sample_batch.derivation["stratum_of"])
+    size = len(_stratum_of(sample))
     return alt_test(humans, machine, sample_size=size).as_dict()
 
 
-def _gold_votes(sample_batch: Batch) -> tuple[Any, dict[str, str]]:
+def _gold_votes(chain: list[Batch]) -> tuple[Any, dict[str, str]]:
     """The gold questions' usable votes on the sample and their known labels: what seeds
     Dawid–Skene against the truth.
 
@@ -493,7 +545,7 @@ def _gold_votes(sample_batch: Batch) -> tuple[Any, dict[str, str]]:
 
     rows = (
         Judgment.objects.filter(
-            batch_query__batch=sample_batch,
+            batch_query__batch__in=chain,
             batch_query__is_gold=True,
             label__isnull=False,
             assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
@@ -519,13 +571,14 @@ def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -
 
     from ..crowd_reliability import crowd_reliability
 
-    stratum_of: dict[str, str] = sample.sample_batch.derivation["stratum_of"]
+    stratum_of = _stratum_of(sample)
     voted = set(sample.votes["item"].astype(str))
     machine = {q: m.label for q, m in _sample_machine(batch, sample).items() if q in voted}
     per_stratum = Counter(stratum_of[q] for q in machine)
-    population = {s["label"]: s["population"] for s in sample.sample_batch.derivation["strata"]}
+    first = (sample.chain or [sample.sample_batch])[0].derivation
+    population = {s["label"]: s["population"] for s in first["strata"]}
     weights = {q: population[stratum_of[q]] / per_stratum[stratum_of[q]] for q in machine}
-    gold_frame, gold = _gold_votes(sample.sample_batch)
+    gold_frame, gold = _gold_votes(sample.chain or [sample.sample_batch])
     # Every vote on the sample estimates the workers, also on queries not assessed here.
     judgments = pd.concat([sample.votes, gold_frame], ignore_index=True).astype(str)
     figures = crowd_reliability(

@@ -7,7 +7,11 @@ it are labelled by the machine at least ``target_accuracy`` as the crowd majorit
 label them. ``risk=None`` uses the old point-estimate rule instead
 (:func:`annotation.routing.choose_threshold`), which every place that shows it labels "no
 guarantee". When nothing can be certified, the plan says so and how many more sample
-queries the first candidate that failed would need (``calibrate --extend``).
+queries the first candidate that failed would need (``calibrate --extend``). The guarantee is
+refused when the routable queries are not the population the sample was drawn from; nothing
+is certified while sample queries await the crowd; and the first guaranteed routing on a
+sample fixes its (target, risk): another pair on the same labels certifies nothing ("target
+changed after seeing the labels").
 
 Every query of the batch ends somewhere the plan names: gold; in the sample (the crowd
 labels it); machine-accepted; to the crowd (below the threshold, the queries the machine
@@ -40,6 +44,7 @@ from .calibration import (
     create_derived_batch,
     part_name,
     read_sample,
+    same_population,
     settings_of,
 )
 
@@ -146,13 +151,36 @@ def _choose(sample: CalibrationSample, target: float, risk: float | None) -> dic
             f"the calibration sample {sample.sample_batch.name!r} was drawn stratified by the machine's label, "
             "which the guarantee cannot use: cancel it and draw a new one, or route with no guarantee"
         )
+    first = (sample.chain or [sample.sample_batch])[0]
+    if not same_population(first.derivation, sample.population):
+        raise StateError(
+            f"the queries routing would decide on ({len(sample.population)} with a label from "
+            f"{sample.identity.labeller}, trained-on ones left out) are not the population the calibration sample "
+            f"{first.name!r} was drawn from: a query outside it had no chance to be sampled, so no guarantee "
+            "holds. Draw a new sample (cancel this one first), or route with no guarantee"
+        )
     drawn = sample.drawn
     confidence = [sample.population[q].confidence for q in drawn]
     correct = [sample.crowd.get(q) == sample.population[q].label for q in drawn]  # no crowd label yet: not right
     population = [m.confidence for m in sample.population.values()]
     result = certify_threshold(
-        confidence, correct, population, target=target, risk=risk, planned=sample.planned or len(drawn)
+        confidence,
+        correct,
+        population,
+        target=target,
+        risk=risk,
+        planned=sample.planned or len(drawn),
+        pending=sample.unanswered,
     )
+    earlier = _earlier_guarantee(sample)
+    if result.threshold is not None and earlier is not None and earlier != (target, risk):
+        return _no_certificate(
+            result,
+            f"the sample's labels were used already for a guaranteed routing at target {earlier[0]:g} and risk "
+            f"{earlier[1]:g}: another target or risk on the same sample has no guarantee (target changed after "
+            "seeing the labels; each extra look costs its risk). Route at that target and risk, with no guarantee, "
+            "or draw a new sample",
+        )
     estimate, ci, accepted = (None, None, 0)
     if result.threshold is not None:
         estimate, ci, accepted = accuracy_at(confidence, correct, None, result.threshold)
@@ -164,7 +192,39 @@ def _choose(sample: CalibrationSample, target: float, risk: float | None) -> dic
         "certified": result.threshold is not None,
         "more_needed": result.more_needed if result.threshold is None else None,
         "more_reason": result.more_reason if result.threshold is None else "",
-        "failed_threshold": result.first_failure["threshold"] if result.first_failure else None,
+        "failed_threshold": (
+            result.first_failure["threshold"] if result.first_failure and not sample.unanswered else None
+        ),
+        "candidates": result.candidates,
+    }
+
+
+def _earlier_guarantee(sample: CalibrationSample) -> tuple[float, float] | None:
+    """(A, δ) of the first guaranteed routing recorded on this sample (any link of its chain), or None.
+
+    A and δ must be chosen before the labels are seen: a second routing on the same labels with
+    another (A, δ) would have its risk added to the first one's.
+    """
+    chain = sample.chain or [sample.sample_batch]
+    first = (
+        Routing.objects.filter(batch=sample.batch, sample_batch__in=chain, risk__isnull=False)
+        .order_by("created", "pk")
+        .values_list("target_accuracy", "risk")
+        .first()
+    )
+    return None if first is None else (float(first[0]), float(first[1]))
+
+
+def _no_certificate(result, reason: str) -> dict[str, Any]:
+    return {
+        "threshold": None,
+        "estimated_accuracy": None,
+        "accuracy_ci": None,
+        "sample_accepted": 0,
+        "certified": False,
+        "more_needed": None,
+        "more_reason": reason,
+        "failed_threshold": None,
         "candidates": result.candidates,
     }
 
@@ -250,8 +310,10 @@ def plan_summary(plan: RoutingPlan) -> list[str]:
                 f"No threshold could be certified (target {plan.target_accuracy:.3g}, risk {plan.risk:.3g}) on "
                 f"{plan.calibrated} crowd-labelled sample queries: the machine keeps no label."
             )
-            if plan.more_reason:
-                where = f"threshold {plan.failed_threshold:.3f}" if plan.failed_threshold is not None else "it"
+            if plan.more_reason and plan.failed_threshold is None:
+                lines.append(plan.more_reason[0].upper() + plan.more_reason[1:] + ".")
+            elif plan.more_reason:
+                where = f"threshold {plan.failed_threshold:.3f}"
                 if plan.more_needed:
                     lines.append(
                         f"The first candidate that failed ({where}) needs {plan.more_reason}: extend the sample "
@@ -267,9 +329,13 @@ def plan_summary(plan: RoutingPlan) -> list[str]:
             "accepted set falls short of the target far more often than any stated risk."
         )
     else:
+        ci = ""
+        if plan.accuracy_ci:
+            ci = f", Wilson 95% {plan.accuracy_ci[0]:.3f}-{plan.accuracy_ci[1]:.3f}"
         lines.append(
-            f"Threshold {plan.threshold:.3f}, certified: {guarantee_text(plan.risk, plan.target_accuracy)}. Observed: "
-            f"{plan.estimated_accuracy:.3f} right on {plan.sample_accepted} sample queries."
+            f"Threshold {plan.threshold:.3f}, certified: {guarantee_text(plan.risk, plan.target_accuracy)}. Observed "
+            f"(descriptive, after the threshold was chosen on these items): {plan.estimated_accuracy:.3f} right on "
+            f"{plan.sample_accepted} sample queries{ci}."
         )
     unlabelled = (
         f", {len(plan.over_budget)} over budget (left UNLABELLED: {_some(plan.over_budget)})"

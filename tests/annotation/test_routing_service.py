@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from annotation import services
 from annotation.calibration import random_sample
 from annotation.labels import LABELS
-from annotation.models import Batch
+from annotation.models import Batch, PreLabel
 from annotation.prelabellers.base import Prediction, PreLabeller
 from annotation.routing import audit
 from annotation.services.calibration import (
@@ -145,6 +145,24 @@ def test_one_sample_per_batch_and_an_extension_continues_it(routed_batch):
     assert calibration_batch(batch) == first and read_sample(batch).drawn == first.derivation["order"]
 
 
+def test_an_extension_continues_the_first_draws_permutation_whatever_seed_it_is_given(routed_batch):
+    batch = routed_batch
+    first = create_calibration_sample(batch, 60, seed=5)
+    second = create_calibration_sample(batch, 40, seed=9, extend=True)  # --seed of an extension: ignored
+    eligible = [q for q, m in machine_labels(batch, identity_for(batch)).items() if not m.in_training]
+    assert first.derivation["order"] + second.derivation["order"] == random_sample(eligible, 100, seed=5)
+    assert second.derivation["seed"] == 5 and second.derivation["seed_given"] == 9
+    assert second.derivation["population_size"] == len(eligible) == 380
+
+
+def test_an_extension_from_another_population_is_refused(routed_batch):
+    batch = routed_batch
+    create_calibration_sample(batch, 60, seed=5)
+    PreLabel.objects.filter(batch_query__batch=batch, batch_query__qid="n0").delete()  # the population shrank
+    with pytest.raises(StateError, match="not those the sample"):
+        create_calibration_sample(batch, 40, extend=True)
+
+
 @pytest.mark.slow
 def test_a_routing_keeps_its_sample_when_the_sample_is_extended(routed_batch):
     batch = routed_batch
@@ -159,9 +177,15 @@ def test_a_routing_keeps_its_sample_when_the_sample_is_extended(routed_batch):
     again = plan_routing(batch, 0.9, sample_batch=routing.sample_batch)
     assert routing.sample_batch == first
     assert (again.threshold, again.accepted, again.calibrated) == (before.threshold, before.accepted, before.calibrated)
-    # The plan on the extended sample counts the unanswered queries as the machine's errors (conservative).
+    # On the extended sample, nothing is certified while its 30 new queries await the crowd.
     extended = plan_routing(batch, 0.9)
     assert extended.sampled == before.sampled + 30 and extended.calibrated == before.calibrated
+    assert not extended.certified and extended.threshold is None and extended.more_needed is None
+    assert "30 sample queries still pending (no crowd label yet)" in " ".join(plan_summary(extended))
+    # Once answered, the extended sample certifies again, at the target and risk of the first routing.
+    services.publish_batch(extension)
+    simulate_local_annotations(extension, annotators=3, accuracy=0.97, seed=9)
+    assert plan_routing(batch, 0.9).certified
 
 
 @pytest.mark.slow
@@ -312,3 +336,28 @@ def test_simultaneous_sample_requests_make_one_sample():
     made = [r for r in results if isinstance(r, Batch)]
     assert len(made) == 1 and all("calibration sample already" in str(r) for r in results if r not in made)
     assert batch.derived.filter(purpose=Batch.Purpose.CALIBRATION).count() == 1
+
+
+@pytest.mark.slow
+def test_the_guarantee_is_refused_when_the_population_changed_since_the_draw(routed_batch):
+    batch = routed_batch
+    _answered_sample(batch)
+    assert plan_routing(batch, 0.9).certified
+    PreLabel.objects.filter(batch_query__batch=batch, batch_query__qid="n239").delete()  # no longer routable
+    with pytest.raises(StateError, match="not the population the calibration sample"):
+        plan_routing(batch, 0.9)
+    assert plan_routing(batch, 0.9, risk=None).rule == "point estimate (no guarantee)"  # asked for: allowed
+
+
+@pytest.mark.slow
+def test_another_target_on_labels_already_routed_on_has_no_guarantee(routed_batch):
+    batch = routed_batch
+    _answered_sample(batch)
+    routing = route_batch(batch, 0.9)
+    services.cancel_batch(routing.routed_batch)
+    again = plan_routing(batch, 0.9)  # the same target and risk: still certified
+    assert again.certified and again.threshold == 0.97
+    for target, risk in ((0.85, 0.05), (0.9, 0.1)):
+        other = plan_routing(batch, target, risk=risk)
+        assert not other.certified and other.threshold is None and other.accepted == []
+        assert "target changed after seeing the labels" in " ".join(plan_summary(other))

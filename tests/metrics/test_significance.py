@@ -25,6 +25,13 @@ def test_paired_t_test_undefined_without_variation():
     assert paired_t_test(a.iloc[:1], a.iloc[:1])[0] is None
 
 
+def test_a_constant_non_zero_difference_is_decisive():
+    # Every query 0.1 better: t = 0.1 / (0 / √n) = ∞, so p = 0 (scipy gives NaN; it used to be None).
+    a = pd.Series([0.3, 0.5, 0.9], index=["x", "y", "z"])
+    assert paired_t_test(a + 0.1, a) == (0.0, 3)
+    assert paired_t_test(a, a + 0.1) == (0.0, 3)
+
+
 # The project's correction is Holm's (issue 26.8: one policy; Bonferroni across "the report" or
 # "the table" gave one comparison two p-values). By hand, p = 0.01, 0.04, 0.03 (m = 3), sorted
 # 0.01, 0.03, 0.04: 3 × 0.01 = 0.03; max(0.03, 2 × 0.03) = 0.06; max(0.06, 1 × 0.04) = 0.06.

@@ -12,8 +12,8 @@ class Command(ProjectCommand):
         "machine-labelled queries (in draw order, as routing's guarantee needs), made a batch of its own "
         "(BATCH-part-N, a name that tells annotators nothing) with the batch's settings on its provider, and "
         "published. Annotators see ordinary HITs: no machine label, no confidence. A batch has one sample: "
-        "--extend draws --sample more from the queries not sampled yet and adds them to it as a further batch "
-        "(the union is still one random sample, so routing's guarantee stays valid). When the crowd has "
+        "--extend takes the next --sample queries of the first draw's random permutation and adds them to it as a "
+        "further batch (the union is still one simple random sample, so routing's guarantee stays valid). When the crowd has "
         "labelled it, see: manage.py calibration BATCH."
     )
 
@@ -29,7 +29,13 @@ class Command(ProjectCommand):
             "--extend", action="store_true", help="add --sample queries to the batch's sample instead of a new one"
         )
         parser.add_argument("--labeller", help="sample this pre-labeller's labels (default: the latest run)")
-        parser.add_argument("--seed", type=int, default=0, help="random seed of the draw (default 0)")
+        parser.add_argument(
+            "--seed",
+            type=int,
+            default=0,
+            help="random seed of the draw (default 0); an extension continues the first draw's permutation "
+            "(its seed), so --seed does not change what --extend draws",
+        )
         parser.add_argument("--sample-name", default="", help="name of the sample's batch (default BATCH-part-N)")
         parser.add_argument("--no-publish", action="store_true", help="create the sample's batch but do not publish it")
 
