@@ -22,7 +22,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.db.models import Count, Max, Q
 
 from annotation.labels import LABEL_NAMES, LABELS
@@ -140,7 +140,7 @@ def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
     cache = caches["results"]
     key = f"batch-{answers.batch.pk}:{answers.version}:{kind}"
     try:
-        value = cache.get(key)
+        value = _contained(lambda: cache.get(key))
     except DatabaseError as exc:  # e.g. the table not migrated yet
         logger.warning("results cache unavailable (%s); computing without it", exc)
         cache, value = None, None
@@ -148,11 +148,20 @@ def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
         value = compute()
         if cache is not None:
             try:
-                cache.set(key, value)
+                _contained(lambda: cache.set(key, value))
             except DatabaseError as exc:
                 logger.warning("results cache unavailable (%s); not stored", exc)
     answers.memo[kind] = value
     return value
+
+
+def _contained(call: Callable[[], T]) -> T:
+    """``call()``, inside a savepoint when a transaction is open: on PostgreSQL a failed cache
+    query (a missing table) would otherwise abort the caller's whole transaction."""
+    if not transaction.get_connection().in_atomic_block:
+        return call()
+    with transaction.atomic():
+        return call()
 
 
 class BatchAnswers:
