@@ -12,6 +12,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from core.errors import InputError, ServiceError
 from core.models import Job
+from core.natural import natural_key
 from core.paging import table_page
 from core.permissions import researcher_required
 from core.spreadsheet import write_csv
@@ -38,14 +39,41 @@ def pool_detail(request: HttpRequest, name: str) -> HttpResponse:
         }
         for run, values in zip(summary["runs"], summary["overlap"], strict=True)
     ]
-    table = table_page(request, rows, lambda row: f"{row['qid']} {row['query']}")
+    table = table_page(request, rows, lambda row: f"{row['qid']} {row['query']}", sort_keys=pool_sort_keys(runs))
     for row in table.rows:
         row["rab_list"] = [row["rab"].get(run) for run in runs]
+    links = table.sort_links
+    run_headers = [(run, links[f"run-{index}"]) for index, run in enumerate(runs)]
     return render(
         request,
         "pooling/pool_detail.html",
-        {"pool": pool, "runs": runs, "table": table, "summary": summary, "overlap": overlap},
+        {
+            "pool": pool,
+            "runs": runs,
+            "table": table,
+            "links": links,
+            "run_headers": run_headers,
+            "summary": summary,
+            "overlap": overlap,
+        },
     )
+
+
+def pool_sort_keys(runs: list[str]) -> dict:
+    """The pool table's columns as ``?sort=`` keys, ordering the whole pool (not one page): qids
+    in natural order, queries by text, each run's RaB (``run-<i>``, the i-th run; queries the run
+    lacks sort after the others going up) and the lists that selected the query."""
+
+    def rab_of(run: str):
+        return lambda row: (row["rab"].get(run) is None, row["rab"].get(run) or 0.0)
+
+    keys = {
+        "qid": lambda row: natural_key(row["qid"]),
+        "query": lambda row: row["query"].casefold(),
+        "lists": lambda row: ", ".join(row["lists"]),
+    }
+    keys |= {f"run-{index}": rab_of(run) for index, run in enumerate(runs)}
+    return keys
 
 
 @researcher_required

@@ -43,6 +43,47 @@ def test_pool_page_searches_and_pages_its_queries_on_the_server(client, admin_us
 
 
 @pytest.mark.django_db
+def test_pool_page_sorts_every_query_on_the_server_not_one_page(client, admin_user, pool, monkeypatch):
+    """One row a page: sorting must order the whole pool, so page 1 holds its first row whichever page held it."""
+    monkeypatch.setattr("core.paging.ROWS_PER_PAGE", 1)
+    client.force_login(admin_user)
+    url = reverse("pooling:pool-detail", args=["p"])
+    by_query = client.get(url + "?sort=query").content.decode()
+    assert "what is a synapse" in by_query and "who is she" not in by_query  # "what" < "who" over all rows
+    assert 'href="?page=2&amp;sort=query" rel="next"' in by_query  # the order is kept across pages
+    reverse_query = client.get(url + "?sort=-query").content.decode()
+    assert "who is she" in reverse_query and "what is a synapse" not in reverse_query
+    assert 'aria-sort="descending"><a href="?sort=query">Query' in reverse_query  # a click again reverses
+    assert 'href="?sort=run-0">a</a>' in by_query and 'href="?sort=run-1">b</a>' in by_query
+
+
+def test_pool_sort_keys_put_qids_in_natural_order_and_missing_rab_last():
+    from django.test import RequestFactory
+
+    from core.paging import table_page
+    from pooling.views import pool_sort_keys
+
+    rows = [
+        {"qid": "10", "query": "b", "rab": {"a": 0.5}, "lists": ["a:female"]},
+        {"qid": "2", "query": "A", "rab": {}, "lists": ["b:male"]},
+        {"qid": "9", "query": "c", "rab": {"a": -0.25}, "lists": ["a:male"]},
+    ]
+
+    def order(sort: str) -> list[str]:
+        request = RequestFactory().get("/", {"sort": sort})
+        return [
+            row["qid"]
+            for row in table_page(request, rows, lambda row: row["qid"], sort_keys=pool_sort_keys(["a"])).rows
+        ]
+
+    assert order("qid") == ["2", "9", "10"]  # not "10" < "2" as text
+    assert order("-qid") == ["10", "9", "2"]
+    assert order("run-0") == ["9", "10", "2"]  # the run lacks query 2: after the others going up
+    assert order("query") == ["2", "10", "9"]  # case-insensitive
+    assert order("run-9") == ["10", "2", "9"]  # an unknown column keeps the pool's own order
+
+
+@pytest.mark.django_db
 def test_pool_page_needs_login(client, pool):
     response = client.get(reverse("pooling:pool-detail", args=["p"]))
     assert response.status_code == 302
