@@ -292,3 +292,21 @@ def test_every_api_url_method_and_body_answers_without_a_server_error(seeded, an
     # The sweep reached the objects: successes and refusals of the state, not only 404s.
     assert statuses[200] > 100 and statuses[400] > 100 and statuses[404] > 100, statuses
     assert len(plan) > 5000, len(plan)
+
+
+@pytest.mark.django_db
+def test_the_server_errors_the_sweep_found_are_refusals(researcher):
+    """Each was a 500: a router's ``.json`` twin of a list's POST (``create()`` took no ``format``),
+    a body nested deeper than the JSON decoder's recursion limit, OPTIONS on Swagger UI."""
+    from core.api_tokens import api_token
+
+    client = Client(raise_request_exception=False)
+    headers = {"HTTP_AUTHORIZATION": f"Token {api_token(researcher)}"}
+    for url in ("/api/annotation/batches.json/", "/api/annotation/annotators.json", "/api/pooling/pools.json"):
+        response = client.post(url, "{}", content_type=JSON, **headers)
+        assert response.status_code == 400 and response.json(), (url, response.status_code)
+    for body in ("[" * 100_000 + "]" * 100_000, '{"a":' * 50_000 + "1" + "}" * 50_000):
+        response = client.post("/api/annotation/batches/estimate/", body, content_type=JSON, **headers)
+        assert response.status_code == 400 and "nested too deeply" in response.json()["detail"]
+    response = client.options("/api/docs/", **headers)
+    assert response.status_code == 405
