@@ -1,4 +1,4 @@
-"""Every URL under /api/, every method, hostile bodies and path values, three kinds of caller:
+"""Every URL under /api/, every method, hostile bodies, path values and query strings, three callers:
 never a 5xx, and every 4xx is JSON that says why (``detail`` or field messages).
 
 The URLs come from Django's resolver (not from the schema), so an endpoint the schema leaves
@@ -78,6 +78,32 @@ def _field_names() -> list[str]:
     for component in schema["components"]["schemas"].values():
         names |= set(component.get("properties", {}))
     return sorted(names)
+
+
+def _query_names() -> list[str]:
+    """Every query parameter the API schema documents (``target_accuracy``, ``risk``, ``page``...)."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    return sorted(
+        {
+            parameter["name"]
+            for operations in schema["paths"].values()
+            for operation in operations.values()
+            for parameter in operation.get("parameters", [])
+            if parameter["in"] == "query"
+        }
+    )
+
+
+#: Values every query parameter gets at once, one query string each (percent-encoded by ``_query``).
+HOSTILE_QUERY_VALUES = ["nan", "inf", "1e309", "-1", "99999999999999999999999", "\x00", "..", "x" * 3000, "é𝄞"]
+
+
+def _query(names: list[str], value: str) -> str:
+    from urllib.parse import urlencode
+
+    return urlencode([(name, value) for name in names] + [(names[0], "repeated")])
 
 
 def _bodies(fields: list[str]) -> list[tuple[str, str, bytes | str]]:
@@ -249,6 +275,9 @@ def test_every_api_url_method_and_body_answers_without_a_server_error(seeded, an
     assert len(templates) > 100 and "/api/annotation/batches/{name}/routing/" in templates
     assert "/api/annotation/prelabel-cache/{model}/" in templates
     bodies = _bodies(_field_names())
+    names = _query_names()
+    assert {"target_accuracy", "risk", "budget", "no_guarantee", "page"} <= set(names)
+    queries = [_query(names, value) for value in HOSTILE_QUERY_VALUES]
     researcher, anonymous, annotator = _callers(seeded, annotators[2])
     # Destructive actions last, so the other endpoints first see the seeded state.
     templates.sort(key=lambda t: ("cancel" in t or "deactivate" in t or "prelabel-cache/{" in t, t))
@@ -267,6 +296,8 @@ def test_every_api_url_method_and_body_answers_without_a_server_error(seeded, an
                     plan.extend(
                         (caller, method, path, body) for caller in (anonymous, annotator) for body in bodies[:2]
                     )
+            if not suffixed:  # GET with every documented query parameter set to a hostile value
+                plan.extend((researcher, "GET", f"{path}?{query}", bodies[0]) for query in queries)
         parameters = [p for p in re.findall(r"\{(\w+)\}", template) if p != "format"]
         if parameters and not suffixed:
             for value in HOSTILE_VALUES:
