@@ -129,7 +129,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         return form
 
     @extend_schema(request={"multipart/form-data": BatchRequestSerializer}, responses={201: BatchSerializer})
-    def create(self, request):
+    def create(self, request, *args, **kwargs):
         """Create a batch from a pool or a query set (the batch page's rules); nothing is published yet."""
         batch = self._form(request).create()
         return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)

@@ -115,7 +115,7 @@ class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     lookup_value_regex = r"[\w.@+-]+"
 
     @extend_schema(request=AnnotatorRequestSerializer, responses={201: AccessSerializer, 400: ErrorSerializer})
-    def create(self, request):
+    def create(self, request, *args, **kwargs):
         """Add an annotator; the answer holds their one-time link or generated password, once."""
         data = _checked(AnnotatorRequestSerializer, request)
         access = team.add_member(data["username"], data["email"], access=data["access"])

@@ -45,7 +45,10 @@ urlpatterns = [
     # Swagger UI and ReDoc load their scripts from drf-spectacular-sidecar's static files.
     path(
         "api/docs/",
-        SpectacularSwaggerView.as_view(url_name="schema", template_name="core/swagger_ui.html"),
+        # GET only: OPTIONS would render the page's template with the metadata instead (a 500).
+        SpectacularSwaggerView.as_view(
+            url_name="schema", template_name="core/swagger_ui.html", http_method_names=["get", "head"]
+        ),
         name="api-docs",
     ),
     path("api/redoc/", core_views.offline_redoc(), name="api-redoc"),

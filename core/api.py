@@ -90,9 +90,13 @@ def exception_handler(exc, context) -> Response | None:
     itself failed (5xx, throttled past the retries, no answer): the request was fine and
     may succeed later. The body is always ``{"detail": message}`` or, for field errors,
     ``{field: [message, ...]}``.
+    A body nested too deeply for the JSON decoder (``[[[[...`` 100,000 deep: a
+    ``RecursionError`` inside the parser) is a 400 like any unreadable body.
     Anything else stays a 500: a bug, not a refusal.
     """
-    if isinstance(exc, ProviderError) and exc.upstream:
+    if isinstance(exc, RecursionError) and _raised_by_a_parser(exc):
+        exc = exceptions.ParseError("JSON parse error - the body is nested too deeply")
+    elif isinstance(exc, ProviderError) and exc.upstream:
         exc = BadGateway(str(exc))
     elif isinstance(exc, StateError):
         exc = Conflict(str(exc))
@@ -104,6 +108,18 @@ def exception_handler(exc, context) -> Response | None:
     if response is not None and isinstance(response.data, list):
         response.data = {"detail": response.data}
     return response
+
+
+def _raised_by_a_parser(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a DRF parser read the body (not by the view's own code)."""
+    from pathlib import PurePath
+
+    frame = exc.__traceback__
+    while frame is not None:
+        if PurePath(frame.tb_frame.f_code.co_filename).parts[-2:] == ("rest_framework", "parsers.py"):
+            return True
+        frame = frame.tb_next
+    return False
 
 
 def job_started(job) -> Response:

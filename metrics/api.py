@@ -55,7 +55,7 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         return ReportSerializer if self.action == "retrieve" else ReportListSerializer
 
     @extend_schema(request=ReportRequestSerializer, responses={202: JobSerializer})
-    def create(self, request):
+    def create(self, request, *args, **kwargs):
         """Build a report as a background job (the report form's rules); poll ``/api/jobs/<id>/``."""
         form = ReportForm(form_data(request, ReportRequestSerializer))
         if not form.is_valid():

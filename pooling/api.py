@@ -92,7 +92,7 @@ class PoolViewSet(StaffReadOnly):
     lookup_field = "name"
 
     @extend_schema(request=PoolRequestSerializer, responses={202: JobSerializer})
-    def create(self, request):
+    def create(self, request, *args, **kwargs):
         """Build a pool as a background job (the pool page's rules); poll ``/api/jobs/<id>/``."""
         form = PoolForm(form_data(request, PoolRequestSerializer))
         if not form.is_valid():

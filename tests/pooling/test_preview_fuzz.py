@@ -49,3 +49,64 @@ def test_no_preview_answers_a_5xx(researcher_client, kind):
             if response.status_code not in (200, 400):
                 failures.append((label, name, response.status_code))
     assert failures == []
+
+
+#: Names for the API imports (each upload runs a whole import job: fewer than the previews').
+API_NAMES = ["..gz", "...gz", "é ü.tsv.gz", "a.tsv"]
+#: What each kind needs beside the file (``world``'s collection and query set).
+API_FIELDS = {"run": {"collection": "tiny"}, "qrels": {"collection": "tiny", "queries": "q"}}
+
+
+def _pooling_rows() -> dict[str, int]:
+    """Rows per model of the pooling app: an import that failed must leave them as they were."""
+    from django.apps import apps
+
+    return {model.__name__: model.objects.count() for model in apps.get_app_config("pooling").get_models()}
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_api_import_answers_a_5xx_or_leaves_half_an_object(
+    researcher_client, world, kind, django_capture_on_commit_callbacks
+):
+    """``POST /api/pooling/imports/<kind>/`` with the same uploads: a 4xx JSON refusal naming why, or
+    a job (202) that ends done or failed with a message; a failed one leaves no row behind (nothing
+    half-written), and no upload stays in the staging folder."""
+    from django.conf import settings
+
+    from core.models import Job
+
+    from .test_imports import _staging_files
+
+    url = f"/api/pooling/imports/{kind}/"
+    failures, outcomes = [], []
+    for number, (label, content) in enumerate(CONTENTS.items()):
+        for name in API_NAMES:
+            before = _pooling_rows()
+            data = {"name": f"fz{number}-{API_NAMES.index(name)}", "file": SimpleUploadedFile(name, content)}
+            with django_capture_on_commit_callbacks(execute=True):
+                response = researcher_client.post(url, data | API_FIELDS.get(kind, {}))
+            status = response.status_code
+            if status >= 500 or not response["Content-Type"].startswith("application/json"):
+                failures.append((label, name, status, response.content[:200]))
+                continue
+            if status != 202:
+                body = response.json()
+                if not (400 <= status < 500 and body and all(body.values())) or _pooling_rows() != before:
+                    failures.append((label, name, status, body))
+                outcomes.append("refused")
+                continue
+            job = Job.objects.get(pk=response.json()["id"])
+            outcomes.append(job.status)
+            if job.status == Job.Status.FAILED:
+                if not job.message or _pooling_rows() != before:
+                    failures.append((label, name, "failed, half-written", job.message, _pooling_rows(), before))
+                if str(settings.CACHE_DIR) in job.message:  # the message names the upload, not the server's folder
+                    failures.append((label, name, "server path", job.message))
+            elif job.status != Job.Status.DONE:
+                failures.append((label, name, "job left", job.status))
+    assert failures == []
+    assert _staging_files() == []
+    # Hostile uploads are mostly refused by the job; some (a BOM, CRLF) are fine files.
+    assert outcomes.count(Job.Status.FAILED) > len(outcomes) / 2, outcomes
