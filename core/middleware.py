@@ -1,0 +1,31 @@
+"""Requests no database can look up: a NUL character in the path or the query string.
+
+PostgreSQL refuses a string literal containing NUL (psycopg raises ``ValueError`` before the
+query is sent), so ``/api/pooling/runs/%00/`` or ``?batch=%00`` would reach a lookup and
+answer 500 there, while SQLite simply finds nothing. No name, id or parameter of this site
+can contain NUL, so such a request is refused here, before any view: a 400, JSON under
+``/api/`` like every other API refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+
+MESSAGE = "the address contains a NUL character (%00), which no name or parameter of this site can hold"
+
+
+def _in_parameters(request: HttpRequest) -> bool:
+    return any("\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists())
+
+
+def refuse_nul_characters(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
+    def middleware(request: HttpRequest) -> HttpResponse:
+        if "\x00" in request.path or _in_parameters(request):
+            if request.path.startswith("/api/"):
+                return JsonResponse({"detail": MESSAGE}, status=400)
+            return HttpResponseBadRequest(MESSAGE, content_type="text/plain; charset=utf-8")
+        return get_response(request)
+
+    return middleware
