@@ -6,7 +6,10 @@ No account is needed: a participant's browser session holds the assignments it w
 
 from __future__ import annotations
 
+import logging
+
 from django.core.exceptions import PermissionDenied
+from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -19,6 +22,8 @@ from ..models import Assignment, Batch, Provider
 from ..pseudonyms import worker_for
 from ..services.training import qualification_of
 from .annotator import training_step, unanswered_context
+
+logger = logging.getLogger(__name__)
 
 #: Session key listing the assignments this browser was given from Prolific (no account needed).
 PROLIFIC_SESSION_KEY = "prolific_assignments"
@@ -59,7 +64,11 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     from ..services import prolific
 
     client = client_key(client_ip(request))  # an IPv6 client's /64: one subscriber, however many addresses
-    wait = over_limit(f"prolific-arrivals:{client}", settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE)
+    try:
+        wait = over_limit(f"prolific-arrivals:{client}", settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE)
+    except OperationalError:
+        logger.exception("arrival at %s deferred: the database was busy", name)
+        return _prolific_page(request, prolific.RELOAD_MESSAGE, 503, retry_after=5)
     if wait:
         message = "Too many attempts to open this study from your connection. Please reload this page in a minute."
         return _prolific_page(request, message, 429, retry_after=wait)
@@ -72,6 +81,11 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
         session = prolific.verify_arrival(batch, *link, browser_secret=browser)
     except prolific.ArrivalDeferred as exc:
         return _prolific_page(request, str(exc), 503, retry_after=exc.retry_after)
+    except OperationalError:
+        # The shared cache's or the session's database busy past its timeout under a flood
+        # (SQLite, many writers at once): the participant reloads in a minute, never a 500.
+        logger.exception("arrival at batch %s deferred: the database was busy", batch.name)
+        return _prolific_page(request, prolific.RELOAD_MESSAGE, 503, retry_after=5)
     except prolific.StudyClosed as exc:
         return _prolific_page(request, str(exc), 200, return_link=True)
     except prolific.ArrivalRefused as exc:

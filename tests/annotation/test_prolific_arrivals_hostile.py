@@ -100,6 +100,28 @@ def test_a_non_json_answer_is_the_try_again_page_not_a_server_error(server, prov
     assert not Assignment.objects.exists()
 
 
+def test_a_busy_database_under_a_flood_is_the_try_again_page_not_a_server_error(
+    server, provider, batch, client_class, monkeypatch
+):
+    """The shared cache lives in the database by default; on SQLite many writers at once can
+    find it busy past its timeout (a flood under a loaded CI once answered one arrival 500)."""
+    from django.db import OperationalError
+
+    _publish(batch, provider)
+    session, _ = server.start(batch.hit_type_id, hexid("PID1"))
+
+    def busy(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    for method in ("add", "get"):  # the per-client count, then the link's memories
+        with monkeypatch.context() as patched:
+            patched.setattr(type(shared_cache()), method, busy)
+            answer, _ = _arrive(client_class(raise_request_exception=False), batch, hexid("PID1"), session)
+        assert answer.status_code == 503 and b"reload this page in a minute" in answer.content, method
+        assert answer["Retry-After"] == "5"
+    assert not Assignment.objects.exists()
+
+
 def test_refused_links_are_remembered_and_never_poison_the_real_owner(server, provider, batch, client_class):
     """Prolific answers promptly: a made-up session is asked about once, then refused from memory;
     a stranger using a real session under another id is refused without refusing its owner."""
