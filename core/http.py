@@ -36,6 +36,7 @@ Standard library only; the environment's proxy variables are not read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import json
 import socket
@@ -48,6 +49,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .backoff import backoff_delay, retry_after_seconds
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The system's trusted certificates, loaded once per process (a context is safe to share
+    between threads); making one per attempt reread them on every call, arrivals included."""
+    return ssl.create_default_context()
+
 
 #: How much of an error answer (a 4xx/5xx body) is read for its message.
 ERROR_BODY_BYTES = 64 * 1024
@@ -190,7 +199,7 @@ class JsonClient:
         timeout = max(0.001, min(self.timeout, remaining))
         if parts.scheme == "https":
             conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                parts.hostname, parts.port, timeout=timeout, context=ssl.create_default_context()
+                parts.hostname, parts.port, timeout=timeout, context=_tls_context()
             )
         else:
             conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)

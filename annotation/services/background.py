@@ -24,7 +24,7 @@ from core.models import Job
 
 from ..models import Batch
 from .escalation import escalate_batch
-from .prelabels import prelabel_batch, refuse_running_prelabel
+from .prelabels import PRELABEL_JOB_KIND, prelabel_batch, refuse_running_prelabel
 from .publishing import check_publishable, publish_batch
 from .sync import sync_batch
 
@@ -74,7 +74,7 @@ def _machine_url(batch: Batch) -> str:
 
 # ValueError: an unknown labeller, or samples given to one that takes none (bad input, no retry).
 @background_job(
-    "annotation.prelabel", task="annotation.tasks.prelabel_task", failures=(ServiceError, InputError, ValueError)
+    PRELABEL_JOB_KIND, task="annotation.tasks.prelabel_task", failures=(ServiceError, InputError, ValueError)
 )
 def prelabel_job(job: Job, batch_id: int, labeller: str, samples: int | None = None, train: str | None = None) -> dict:
     batch = Batch.objects.get(pk=batch_id)
