@@ -41,7 +41,7 @@ from .models import Batch
 from .services.background import start_prelabel, start_publish
 from .services.calibration import calibration_report, create_calibration_sample
 from .services.prelabels import cached_answers, clear_answer_cache
-from .services.routing import ESTIMATE, GUARANTEE, plan_routing, plan_summary, route_batch
+from .services.routing import DEFAULT_RISK, ESTIMATE, GUARANTEE, plan_routing, plan_summary, route_batch
 
 #: The plan's query id lists, left out of a preview unless ``?qids=1``.
 QID_LISTS = ("accepted", "to_humans", "over_budget", "in_training", "no_machine_label")
@@ -111,7 +111,7 @@ class RoutingRequestSerializer(serializers.Serializer):
         max_digits=10, decimal_places=2, min_value=0, required=False, allow_null=True, help_text="USD; empty: no limit."
     )
     risk = serializers.FloatField(
-        default=0.05,
+        default=DEFAULT_RISK,
         help_text="The guarantee's δ: probability that the accepted labels fall short of the target anyway.",
     )
     no_guarantee = serializers.BooleanField(

@@ -16,6 +16,7 @@ from . import services
 from .export_formats import EXPORT_FORMATS
 from .models import Batch, HitQuery, Provider
 from .services.escalation import DEFAULT_MAX_ASSIGNMENTS
+from .services.routing import DEFAULT_RISK
 
 
 class HitAnswerForm(forms.Form):
@@ -382,7 +383,7 @@ class RoutingForm(forms.Form):
     )
     risk = forms.FloatField(
         required=False,
-        initial=0.05,
+        initial=DEFAULT_RISK,
         help_text="Probability that the accepted labels fall short of the target anyway (the guarantee's δ; default 0.05).",
     )
     no_guarantee = forms.BooleanField(
@@ -406,7 +407,7 @@ class RoutingForm(forms.Form):
     def clean_risk(self) -> float:
         value = self.cleaned_data.get("risk")
         if value is None:
-            return 0.05
+            return DEFAULT_RISK
         if not 0 < value < 1:
             raise forms.ValidationError("the risk must be between 0 and 1, e.g. 0.05")
         return value

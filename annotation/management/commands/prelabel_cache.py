@@ -1,3 +1,5 @@
+from django.core.management.base import CommandError
+
 from annotation.services.prelabels import cached_answers, clear_answer_cache
 from core.cli import ProjectCommand
 
@@ -30,6 +32,8 @@ class Command(ProjectCommand):
                     f"{row['model']}\t{row['prompt_version']}\t{row['queries']} queries\t{row['requests']} requests"
                 )
             return
+        if not model:
+            raise CommandError("--clear needs --model M: name the model whose cached answers to forget")
         with command_errors():
-            deleted = clear_answer_cache(model or "", prompt_version)
+            deleted = clear_answer_cache(model, prompt_version)
         self.stdout.write(self.style.SUCCESS(f"Forgot the cached answers to {deleted} query text(s) of {model}."))
