@@ -38,7 +38,7 @@ from django.contrib.auth.tokens import PasswordResetTokenGenerator
 from django.db.models import F, IntegerField, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from .models import Account, AccountState
+from annotation.models import Account, AccountState
 
 #: A change of any of these may take something away from the account.
 _STATE_FIELDS = ("is_active", "is_staff", "is_superuser")
@@ -137,7 +137,7 @@ def _raise_on_lost_rights(sender, instance, update_fields=None, raw=False, **kwa
 
 
 def _release(user_id: int) -> None:
-    from .services.local import release_held_hits
+    from annotation.inhouse.services.handout import release_held_hits
 
     release_held_hits(user_id)
 
@@ -147,7 +147,7 @@ def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_se
     and gives the HITs they held back to the queue (they may no longer answer them)."""
     from django.contrib.auth.models import Group
 
-    from .services.local import ANNOTATORS_GROUP
+    from annotation.inhouse.services.handout import ANNOTATORS_GROUP
 
     if action not in ("pre_remove", "pre_clear"):
         return

@@ -9,7 +9,7 @@ visible to superusers only; everyone else sees pseudonyms.
 
 from django.contrib import admin
 
-from .models import (
+from annotation.models import (
     Assignment,
     Batch,
     BatchQuery,

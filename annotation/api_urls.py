@@ -3,7 +3,9 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from . import api, api_prelabelling, api_team
+from annotation.crowd import api
+from annotation.inhouse import api as api_team
+from annotation.machine import api as api_prelabelling
 
 router = DefaultRouter()
 router.register("batches", api.BatchViewSet)

@@ -7,6 +7,6 @@ class AnnotationConfig(AppConfig):
 
     def ready(self) -> None:
         """Sessions and one-time links end for good when an account's rights change (annotation.accounts)."""
-        from .accounts import watch_accounts
+        from annotation.accounts import watch_accounts
 
         watch_accounts()

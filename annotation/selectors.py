@@ -1,7 +1,7 @@
 """Reads of annotation state that other apps rely on (no writes, no heavy imports at module level).
 
 Pure reads: what label sensitivity (``metrics``) and the exports need to know about a batch
-beyond its usable judgments (``annotation.services.results.judgments_frame``).
+beyond its usable judgments (``annotation.results.services.answers_summary.judgments_frame``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Avg, Count, Max, Sum
 
-from .labels import LABELS
-from .models import Adjudication, Assignment, Batch, Bonus, Escalation, Judgment, PreLabel
+from annotation.labels import LABELS
+from annotation.models import Adjudication, Assignment, Batch, Bonus, Escalation, Judgment, PreLabel
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,7 +23,7 @@ def adjudicated_labels(batch: Batch) -> dict[str, str]:
 
     Label sensitivity's ``adjudicated`` policy reads adjudications through this function alone.
     """
-    from .services.results import crowd_batch_ids
+    from annotation.results.services.answers_summary import crowd_batch_ids
 
     return dict(
         Adjudication.objects.filter(batch_query__batch__in=crowd_batch_ids(batch))
@@ -43,7 +43,7 @@ def gold_judgments(batch: Batch) -> pd.DataFrame:
     questions: a wrong answer on a gold item is exactly what seeds a worker's confusion matrix."""
     import pandas as pd
 
-    from .services.results import crowd_batch_ids
+    from annotation.results.services.answers_summary import crowd_batch_ids
 
     rows = Judgment.objects.filter(
         batch_query__batch__in=crowd_batch_ids(batch),
@@ -69,8 +69,8 @@ def batch_by_name(name: str) -> Batch | None:
 
 def judgments_frame(batch: Batch) -> pd.DataFrame:
     """One row per usable judgment of ``batch``: ``item`` (qid), ``worker`` (pseudonym), ``label``;
-    the frame agreement and the exports count (:func:`annotation.services.results.judgments_frame`)."""
-    from .services.results import judgments_frame as usable_judgments_frame
+    the frame agreement and the exports count (:func:`annotation.results.services.answers_summary.judgments_frame`)."""
+    from annotation.results.services.answers_summary import judgments_frame as usable_judgments_frame
 
     return usable_judgments_frame(batch)
 
@@ -80,12 +80,12 @@ def non_gendered_by_source(batch: Batch) -> dict[str, list[str]]:
 
     ``crowd only`` (the crowd's labels, rulings first), ``machine only`` (the machine routing
     used, else the latest, for every query), ``hybrid`` (the crowd where it labelled, else an
-    accepted machine label: :func:`annotation.services.results.labels_with_sources`). Empty for
+    accepted machine label: :func:`annotation.results.services.answers_summary.labels_with_sources`). Empty for
     a batch no machine labelled. Keys as :data:`metrics.defaults.LABEL_SOURCES`.
     """
-    from .services.calibration import Identity, identities, machine_labels
-    from .services.label_sources import latest_routing, machine_accepted
-    from .services.results import crowd_labels
+    from annotation.machine.services.calibration import Identity, identities, machine_labels
+    from annotation.machine.services.label_sources import latest_routing, machine_accepted
+    from annotation.results.services.answers_summary import crowd_labels
 
     found = identities(batch)
     if not found:
@@ -107,12 +107,12 @@ def non_gendered_by_source(batch: Batch) -> dict[str, list[str]]:
 
 def min_votes(batch: Batch) -> int:
     """The fewest votes a query of ``batch`` needs for a majority label, as the export counts them."""
-    from .services.results import min_votes as export_min_votes
+    from annotation.results.services.answers_summary import min_votes as export_min_votes
 
     return export_min_votes(batch)
 
 
-# --- the review queue (annotation.review) and the researchers' dashboard ---
+# --- the review queue (annotation.results.review) and the researchers' dashboard ---
 
 
 def escalated_qids(batch: Batch) -> set[str]:
@@ -170,7 +170,7 @@ def batch_state(batch: Batch, progress: dict | None = None) -> dict[str, Any]:
     state); ``spent`` (theirs, bonuses included), ``committed`` (what their published
     HITs may still cost) and ``planned`` (their drafts' estimates).
     """
-    from .services.batches import batch_progress
+    from annotation.crowd.services.batches import batch_progress
 
     progress = progress if progress is not None else batch_progress(batch)
     answered = progress["submitted"] + progress["approved"]
@@ -191,8 +191,8 @@ def batch_state(batch: Batch, progress: dict | None = None) -> dict[str, Any]:
 
 
 def _machine_state(batch: Batch, progress: dict) -> dict[str, Any]:
-    from .services.label_sources import MACHINE
-    from .services.results import source_counts
+    from annotation.machine.services.label_sources import MACHINE
+    from annotation.results.services.answers_summary import source_counts
 
     parts = []
     for part in batch.derived.order_by("created", "pk"):

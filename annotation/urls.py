@@ -2,52 +2,55 @@
 
 from django.urls import path
 
-from . import views
-from .views import prelabelling, team
+from annotation.crowd import views as crowd
+from annotation.inhouse import views as inhouse
+from annotation.machine import views as machine
+from annotation.prolific import views as prolific
+from annotation.results import views as results
 
 app_name = "annotation"
 urlpatterns = [
-    path("", views.batch_list, name="batch-list"),
-    path("live/", views.batch_list_live, name="batch-list-live"),
-    path("next/", views.next_hit, name="next"),
-    path("assignments/<int:pk>/", views.assignment_page, name="assignment"),
-    path("batches/<slug:name>/training/", views.training_page, name="training"),
-    path("batches/new/", views.batch_create, name="batch-create"),
-    path("batches/new/estimate/", views.batch_estimate, name="batch-estimate"),
-    path("prolific/<slug:name>/", views.prolific_start, name="prolific-start"),
-    path("prolific/hits/<int:pk>/", views.prolific_hit, name="prolific-hit"),
-    path("prolific/<slug:name>/training/", views.prolific_training, name="prolific-training"),
-    path("batches/<slug:name>/", views.batch_detail, name="batch-detail"),
-    path("batches/<slug:name>/live/", views.batch_live, name="batch-live"),
-    path("batches/<slug:name>/publish/", views.batch_publish, name="batch-publish"),
-    path("batches/<slug:name>/sync/", views.batch_sync, name="batch-sync"),
-    path("batches/<slug:name>/escalate/", views.batch_escalate, name="batch-escalate"),
-    path("batches/<slug:name>/cancel/", views.batch_cancel, name="batch-cancel"),
-    path("batches/<slug:name>/export/", views.batch_export, name="batch-export"),
-    path("exports/<int:pk>/<str:part>/", views.export_download, name="export-download"),
-    path("batches/<slug:name>/agreement/", views.batch_agreement, name="batch-agreement"),
-    path("batches/<slug:name>/review/", views.batch_review, name="batch-review"),
+    path("", crowd.batch_list, name="batch-list"),
+    path("live/", crowd.batch_list_live, name="batch-list-live"),
+    path("next/", inhouse.next_hit, name="next"),
+    path("assignments/<int:pk>/", inhouse.assignment_page, name="assignment"),
+    path("batches/<slug:name>/training/", inhouse.training_page, name="training"),
+    path("batches/new/", crowd.batch_create, name="batch-create"),
+    path("batches/new/estimate/", crowd.batch_estimate, name="batch-estimate"),
+    path("prolific/<slug:name>/", prolific.prolific_start, name="prolific-start"),
+    path("prolific/hits/<int:pk>/", prolific.prolific_hit, name="prolific-hit"),
+    path("prolific/<slug:name>/training/", prolific.prolific_training, name="prolific-training"),
+    path("batches/<slug:name>/", crowd.batch_detail, name="batch-detail"),
+    path("batches/<slug:name>/live/", crowd.batch_live, name="batch-live"),
+    path("batches/<slug:name>/publish/", crowd.batch_publish, name="batch-publish"),
+    path("batches/<slug:name>/sync/", crowd.batch_sync, name="batch-sync"),
+    path("batches/<slug:name>/escalate/", crowd.batch_escalate, name="batch-escalate"),
+    path("batches/<slug:name>/cancel/", crowd.batch_cancel, name="batch-cancel"),
+    path("batches/<slug:name>/export/", crowd.batch_export, name="batch-export"),
+    path("exports/<int:pk>/<str:part>/", crowd.export_download, name="export-download"),
+    path("batches/<slug:name>/agreement/", crowd.batch_agreement, name="batch-agreement"),
+    path("batches/<slug:name>/review/", results.batch_review, name="batch-review"),
     # <key:qid>: any query id (a/b, .., é q) as one segment, escaped by core.converters.
-    path("batches/<slug:name>/queries/<key:qid>/", views.batch_query, name="batch-query"),
-    path("batches/<slug:name>/hits/<int:position>/preview/", views.hit_preview, name="hit-preview"),
-    # Machine pre-labelling, calibration and routing (views/prelabelling.py).
-    path("batches/<slug:name>/machine/", prelabelling.batch_machine, name="batch-machine"),
-    path("batches/<slug:name>/machine/prelabel/", prelabelling.batch_prelabel, name="batch-prelabel"),
-    path("batches/<slug:name>/machine/cache/", prelabelling.batch_prelabel_cache, name="batch-prelabel-cache"),
+    path("batches/<slug:name>/queries/<key:qid>/", crowd.batch_query, name="batch-query"),
+    path("batches/<slug:name>/hits/<int:position>/preview/", crowd.hit_preview, name="hit-preview"),
+    # Machine pre-labelling, calibration and routing (views/machine.py).
+    path("batches/<slug:name>/machine/", machine.batch_machine, name="batch-machine"),
+    path("batches/<slug:name>/machine/prelabel/", machine.batch_prelabel, name="batch-prelabel"),
+    path("batches/<slug:name>/machine/cache/", machine.batch_prelabel_cache, name="batch-prelabel-cache"),
     path(
         "batches/<slug:name>/machine/calibration-sample/",
-        prelabelling.batch_calibration_sample,
+        machine.batch_calibration_sample,
         name="batch-calibration-sample",
     ),
-    path("batches/<slug:name>/calibration/", prelabelling.batch_calibration, name="batch-calibration"),
-    path("batches/<slug:name>/calibration/live/", prelabelling.batch_calibration_live, name="batch-calibration-live"),
-    path("batches/<slug:name>/routing/", prelabelling.batch_routing, name="batch-routing"),
-    # The team of in-house annotators (views/team.py).
-    path("team/", team.team_page, name="team"),
-    path("team/<str:username>/", team.member_page, name="team-member"),
-    path("team/<str:username>/access/", team.member_access, name="team-member-access"),
-    path("team/<str:username>/active/", team.member_active, name="team-member-active"),
-    path("batches/<slug:name>/team/", team.batch_team, name="batch-team"),
-    path("batches/<slug:name>/team/progress/", team.batch_team_progress, name="batch-team-progress"),
-    path("welcome/<uidb64>/<token>/", team.welcome, name="team-welcome"),
+    path("batches/<slug:name>/calibration/", machine.batch_calibration, name="batch-calibration"),
+    path("batches/<slug:name>/calibration/live/", machine.batch_calibration_live, name="batch-calibration-live"),
+    path("batches/<slug:name>/routing/", machine.batch_routing, name="batch-routing"),
+    # The team of in-house annotators (inhouse/views.py).
+    path("team/", inhouse.team_page, name="team"),
+    path("team/<str:username>/", inhouse.member_page, name="team-member"),
+    path("team/<str:username>/access/", inhouse.member_access, name="team-member-access"),
+    path("team/<str:username>/active/", inhouse.member_active, name="team-member-active"),
+    path("batches/<slug:name>/team/", inhouse.batch_team, name="batch-team"),
+    path("batches/<slug:name>/team/progress/", inhouse.batch_team_progress, name="batch-team-progress"),
+    path("welcome/<uidb64>/<token>/", inhouse.welcome, name="team-welcome"),
 ]

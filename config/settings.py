@@ -98,6 +98,7 @@ INSTALLED_APPS = [
     "pooling",
     "annotation",
     "metrics",
+    "benchmarks",  # commands only: benchmark_cycle, benchmark_load, benchmark_pooling, benchmark_scan, benchmark_metrics
 ]
 
 MIDDLEWARE = [
@@ -330,7 +331,7 @@ SPECTACULAR_SETTINGS = {
 #:   remembered refusals (core.ratelimit);
 #: - ``results`` (table ``results_cache``): what a batch's answers add up to (agreement,
 #:   bootstrap intervals, Dawid-Skene, per-query results), keyed by the batch's answer version
-#:   (annotation.services.results.answers_version), so every worker reuses what one of them
+#:   (annotation.results.services.answers_summary.answers_version), so every worker reuses what one of them
 #:   computed until new answers or rulings arrive. RESULTS_CACHE_SECONDS=0 caches nothing.
 SHARED_CACHE_URL = env_str("SHARED_CACHE_URL", "")
 if SHARED_CACHE_URL and not SHARED_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
@@ -411,7 +412,7 @@ PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = env_int("PROLIFIC_ARRIVAL_CHECKS_
 #: These counters and memories live in the ``shared`` cache (see Caches above).
 
 
-# --- Pre-labelling (annotation.prelabellers.openai_chat) ---------------------------------
+# --- Pre-labelling (annotation.machine.prelabellers.openai_chat) ---------------------------------
 #: Any OpenAI-compatible chat-completions endpoint (its base, ``.../v1/``); the key is sent
 #: as ``Authorization: Bearer ...`` (empty: no header, e.g. a local server).
 PRELABEL_API_URL = env_str("PRELABEL_API_URL", "https://api.openai.com/v1/")

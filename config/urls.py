@@ -9,7 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from annotation.accounts import access_token_generator
 from core import views as core_views
-from metrics import dashboard
+from metrics import views as metrics_views
 
 #: The reset e-mail's link and the page it opens use the tokens that an account's access epoch
 #: ends (annotation.accounts): a link mailed before a deactivation stays dead after a reactivation.
@@ -28,8 +28,8 @@ account_urls = [
 ]
 
 urlpatterns = [
-    path("", dashboard.home, name="home"),
-    path("home/live/", dashboard.home_live, name="home-live"),
+    path("", metrics_views.home, name="home"),
+    path("home/live/", metrics_views.home_live, name="home-live"),
     path("admin/", admin.site.urls),
     path("accounts/api-token/", core_views.api_token_page, name="api-token"),
     path("accounts/", include(account_urls)),

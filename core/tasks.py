@@ -20,7 +20,7 @@ at the same moment on two workers. :func:`job_task` makes that harmless:
 4. **Work done but not recorded.** A crash between the work's commit and the Job's
    ``done`` leaves work that a redelivery must not do again. Each task is either
    idempotent by construction (publishing, syncing and escalating record every provider
-   call before making it: :mod:`annotation.services.publishing`) or, when
+   call before making it: :mod:`annotation.crowd.services.publishing`) or, when
    ``job.redelivered``, looks for what an earlier delivery made (a pool or report created
    after the Job).
 5. **Nothing waiting is lost.** :func:`core.jobs.start_job` records the task and its arguments in

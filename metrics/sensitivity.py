@@ -16,7 +16,7 @@ Definitions (pure pandas/numpy; no Django):
   has none for them, so for it this equals ``drop``); ``adjudicated`` — disputed queries take
   a researcher's adjudicated label where one exists, else are left out; ``confident`` — every
   query whose aggregation label has a confidence of at least ``threshold`` (vote share,
-  Dawid-Skene posterior, Wawa weight share; see :mod:`annotation.aggregation`).
+  Dawid-Skene posterior, Wawa weight share; see :mod:`annotation.results.aggregation`).
 - A query is in the set when the label so chosen is ``n`` (non-gendered).
 
 Invariant: the per-query values do not depend on the query set (RaB, ARaB and TExFAIR are
@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from annotation.aggregation import dawid_skene, majority_vote, wawa
+from annotation.results.aggregation import dawid_skene, majority_vote, wawa
 
 from . import significance
 from .defaults import AGGREGATIONS, CONFIDENCE_THRESHOLD, DEFAULT_SAMPLES, DEFAULT_SEED, DISPUTED_POLICIES

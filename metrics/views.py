@@ -1,15 +1,24 @@
-"""Pages of the metrics app: thin shells over services and plots."""
+"""Pages of the metrics app: thin shells over services and plots.
+
+The home page (the dashboard: ``home``, ``home_live``) is here too: what the researcher's path stands at."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from annotation import selectors as annotation_selectors
+from annotation.models import Batch
 from core.errors import ServiceError
 from core.models import Job
 from core.paging import table_page
 from core.permissions import researcher_required
+from pooling import selectors as pooling_selectors
+from pooling.models import Qrels
 
 from . import selectors, services
 from .forms import CounterfactualForm, CrboForm, LabelSensitivityForm, PreferenceForm, ReportForm
@@ -368,3 +377,52 @@ def preference_plot(request: HttpRequest, pk: int) -> HttpResponse:
     job = _measurement(services.preference_job.kind, pk)
     fractions = {version: won["fraction"] for version, won in job.result["wins"].items()}
     return HttpResponse(plots.preference_figure(fractions), content_type="image/png")
+
+
+#: Batches and jobs the dashboard shows; the pages of each app list them all.
+BATCHES_SHOWN = 8
+#: Finished jobs stay on the dashboard this long, so a job that ends while one watches is seen to end.
+FINISHED_SHOWN_FOR = timedelta(hours=1)
+FINISHED_SHOWN = 5
+
+
+def _live() -> dict:
+    active = list(Job.objects.filter(status__in=[Job.Status.PENDING, Job.Status.RUNNING]).order_by("created", "pk"))
+    finished = list(
+        Job.objects.filter(
+            status__in=[Job.Status.DONE, Job.Status.FAILED], updated__gte=timezone.now() - FINISHED_SHOWN_FOR
+        ).order_by("-updated", "-pk")[:FINISHED_SHOWN]
+    )
+    for job in (*active, *finished):
+        fraction = job.fraction if job.fraction is not None else (1.0 if job.status == Job.Status.DONE else 0.0)
+        job.percent = round(100 * fraction)
+    batches = annotation_selectors.batch_overview(limit=BATCHES_SHOWN)
+    return {
+        "active_jobs": active,
+        "finished_jobs": finished,
+        "batch_rows": batches,
+        "more_batches": Batch.objects.count() > len(batches),
+        "live": bool(active) or any(row["batch"].status == Batch.Status.PUBLISHED for row in batches),
+    }
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    """Researchers get the dashboard and the overview; annotators and visitors a page pointing to their work.
+
+    Pools, query sets and reports reveal the crowd's labels and the rankers' lists, so
+    everything but the annotation pages is for staff (researchers) only.
+    """
+    if not request.user.is_staff:
+        return render(request, "welcome.html")
+    context = (
+        pooling_selectors.overview()
+        | _live()
+        | {"reports": selectors.recent_reports(), "qrels": Qrels.objects.select_related("collection", "query_set")}
+    )
+    return render(request, "home.html", context)
+
+
+@researcher_required
+def home_live(request: HttpRequest) -> HttpResponse:
+    """The dashboard's live part: running jobs and batches (htmx polls it)."""
+    return render(request, "metrics/_dashboard_live.html", _live())

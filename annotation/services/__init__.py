@@ -24,10 +24,9 @@ nothing else that writes. They are grouped by stage of a batch's life:
   once, :func:`core.jobs.background_job`) with a progress record.
 """
 
-from .adjudication import adjudicate
-from .answers import check_answers, record_answers, review_assignment
-from .background import start_escalate, start_publish, start_sync
-from .batches import (
+from annotation.crowd.services.answers import check_answers, record_answers, review_assignment
+from annotation.crowd.services.background import start_escalate, start_publish, start_sync
+from annotation.crowd.services.batches import (
     BatchSettings,
     GoldQuery,
     batch_progress,
@@ -37,9 +36,9 @@ from .batches import (
     mturk_comparison,
     read_gold_file,
 )
-from .escalation import EscalationPlan, escalate_batch, plan_escalation
-from .exports import export_for_download, export_queries
-from .local import (
+from annotation.crowd.services.publishing import hit_page_context, publish_batch, render_hit_html
+from annotation.crowd.services.sync import SyncResult, sync_batch
+from annotation.inhouse.services.handout import (
     ANNOTATORS_GROUP,
     answered_count,
     create_annotator,
@@ -48,11 +47,12 @@ from .local import (
     submit_local_assignment,
     validate_username,
 )
-from .prelabels import PrelabelSummary, make_prelabeller, prelabel_batch
-from .publishing import hit_page_context, publish_batch, render_hit_html
-from .quality import worker_quality
-from .results import BatchAnswers, agreement, judgments_frame, query_results
-from .sync import SyncResult, sync_batch
+from annotation.machine.services.prelabels import PrelabelSummary, make_prelabeller, prelabel_batch
+from annotation.quality.services.adjudication import adjudicate
+from annotation.quality.services.escalation import EscalationPlan, escalate_batch, plan_escalation
+from annotation.quality.services.worker_quality import worker_quality
+from annotation.results.services.answers_summary import BatchAnswers, agreement, judgments_frame, query_results
+from annotation.results.services.exports import export_for_download, export_queries
 
 __all__ = [
     "ANNOTATORS_GROUP",

@@ -8,12 +8,11 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation import services
-from annotation.aggregation import dawid_skene
 from annotation.models import Adjudication
+from annotation.results.aggregation import dawid_skene
 from annotation.selectors import adjudicated_labels
 from core.errors import ServiceError
-
-from .conftest import TRUTH, answers_for
+from tests.annotation.conftest import TRUTH, answers_for
 
 
 @pytest.fixture

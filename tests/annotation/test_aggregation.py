@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.aggregation import (
+from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
+from annotation.results.aggregation import (
     DawidSkeneResult,
     compare_methods,
     dawid_skene,
@@ -14,7 +15,6 @@ from annotation.aggregation import (
     validate_judgments,
     wawa,
 )
-from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 
 
 def judgments(rows: list[tuple[str, str, str]]) -> pd.DataFrame:

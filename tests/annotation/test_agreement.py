@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.aggregation import label_counts, majority_vote
-from annotation.agreement import (
+from annotation.labels import LABELS
+from annotation.results.aggregation import label_counts, majority_vote
+from annotation.results.agreement import (
     _alpha_from_sums,
     _alpha_parts,
     agreement_report,
@@ -29,7 +30,6 @@ from annotation.agreement import (
     reliability_matrix,
     worker_agreement,
 )
-from annotation.labels import LABELS
 
 nan = np.nan
 

@@ -3,10 +3,10 @@
 import pytest
 
 from annotation import services
+from annotation.inhouse.services import handout
 from core.models import Job
 from pooling.models import QuerySet
-
-from .conftest import answers_for, make_batch
+from tests.annotation.conftest import answers_for, make_batch
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_annotators_cannot_reach_batches_but_see_their_own_judgments(answered, a
     judgments = client.get("/api/annotation/judgments/").json()
     assert judgments["count"] == 6
     assignments = client.get("/api/annotation/assignments/").json()["results"]
-    assert {a["worker"] for a in assignments} == {services.local.local_worker(annotators[0]).pseudonym}
+    assert {a["worker"] for a in assignments} == {handout.local_worker(annotators[0]).pseudonym}
 
 
 def test_anonymous_requests_are_refused(answered, client):

@@ -10,8 +10,7 @@ from django.test import Client
 from annotation import services
 from annotation.models import Batch, Hit
 from core.models import Job
-
-from .conftest import answers_for, make_batch
+from tests.annotation.conftest import answers_for, make_batch
 
 
 def _post(client, url, data=None, **extra):

@@ -25,16 +25,15 @@ import pytest
 from django.core.management import call_command
 
 from annotation import services
-from annotation.prelabellers.openai_chat import Sampled
-from annotation.services.calibration import calibration_batch, create_calibration_sample
-from annotation.services.prelabels import DatabaseAnswerCache
-from annotation.services.simulation import simulate_local_annotations
+from annotation.inhouse.services.simulation import simulate_local_annotations
+from annotation.machine.prelabellers.openai_chat import Sampled
+from annotation.machine.services.calibration import calibration_batch, create_calibration_sample
+from annotation.machine.services.prelabels import DatabaseAnswerCache
 from core.api_tokens import api_token
 from pooling.models import QuerySet
 from pooling.services import create_query_set
-
-from .conftest import answers_for, make_batch
-from .test_prelabelling_pages import _queries
+from tests.annotation.conftest import answers_for, make_batch
+from tests.annotation.test_prelabelling_pages import _queries
 
 #: Examples per operation: enough to send bad types, missing fields and odd names everywhere.
 MAX_EXAMPLES = 6

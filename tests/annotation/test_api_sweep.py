@@ -26,8 +26,7 @@ from django.urls import URLResolver, get_resolver
 
 from annotation.models import Assignment, Export, Hit, Judgment
 from core.models import Job
-
-from .test_api_fuzz import seeded  # noqa: F401 (fixture)
+from tests.annotation.test_api_fuzz import seeded  # noqa: F401 (fixture)
 
 JSON = "application/json"
 #: The API's documents (the schema, Swagger UI, ReDoc and its script) answer in their own format:

@@ -1,11 +1,11 @@
-"""The batch settings are declared once (annotation.batch_settings); the model, the form and the command follow it."""
+"""The batch settings are declared once (annotation.crowd.services.batch_settings); the model, the form and the command follow it."""
 
 from dataclasses import fields
 
 from django.core.management import load_command_class
 
-from annotation.batch_settings import NOT_STORED, OFFERED, BatchSettings
-from annotation.forms import BatchForm
+from annotation.crowd.forms import BatchForm
+from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings
 from annotation.models import Batch
 
 

@@ -8,8 +8,7 @@ import pytest
 from annotation import services
 from annotation.models import Batch, BatchQuery, Hit, HitQuery
 from core.errors import InputError, ServiceError
-
-from .conftest import QUERIES, make_batch
+from tests.annotation.conftest import QUERIES, make_batch
 
 
 def test_create_batch_snapshots_queries_and_groups_them_into_hits(query_set):

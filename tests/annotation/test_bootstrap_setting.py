@@ -9,8 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation import services
-
-from .conftest import answers_for
+from tests.annotation.conftest import answers_for
 
 
 @pytest.fixture

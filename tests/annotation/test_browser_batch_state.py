@@ -6,9 +6,8 @@ page's bars carry a legend and its set-aside table sorts all its rows on the ser
 import pytest
 
 from annotation import selectors
-
-from .test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
-from .test_site_machine_state import expected_counts, routed  # noqa: F401 (fixture)
+from tests.annotation.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
+from tests.annotation.test_site_machine_state import expected_counts, routed  # noqa: F401 (fixture)
 
 WIDTHS = (1280, 390)
 
@@ -60,8 +59,7 @@ def test_the_agreement_page_bars_legend_and_server_side_sort(
     local_batch, annotators, researcher, page, login, settings
 ):
     from annotation import services
-
-    from .conftest import answers_for
+    from tests.annotation.conftest import answers_for
 
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 0
     for index, user in enumerate(annotators[:2]):

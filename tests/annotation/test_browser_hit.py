@@ -6,8 +6,7 @@ from django.core.management import call_command
 from annotation import services
 from annotation.models import Judgment
 from pooling.models import QuerySet
-
-from .conftest import TRUTH, make_batch
+from tests.annotation.conftest import TRUTH, make_batch
 
 KEYS = {"n": "1", "f": "2", "m": "3", "o": "4"}
 NAMES = {"n": "Non-gendered", "f": "Female", "m": "Male", "o": "Other or multiple genders"}

@@ -3,8 +3,7 @@
 import pytest
 
 from annotation import services
-
-from .conftest import answers_for, make_batch
+from tests.annotation.conftest import answers_for, make_batch
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
+from tests.annotation.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
 
 SHOTS = Path(tempfile.gettempdir()) / "genderbias-screenshots" / "prelabelling"
 #: The two the README shows, refreshed on request like the others (tests/test_researcher_path.py).

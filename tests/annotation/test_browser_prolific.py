@@ -3,14 +3,13 @@
 import pytest
 
 from annotation import services
+from annotation.crowd.providers import ProlificProvider
+from annotation.crowd.providers.prolific import completion_code
+from annotation.crowd.providers.prolific_api import Prolific
 from annotation.models import Assignment, Judgment
-from annotation.providers import ProlificProvider
-from annotation.providers.prolific import completion_code
-from annotation.providers.prolific_api import Prolific
-
-from .conftest import TRUTH
-from .fake_prolific import TOKEN, FakeProlific, hexid, serve
-from .test_prolific import make_prolific_batch
+from benchmarks.fakes.prolific import TOKEN, FakeProlific, hexid, serve
+from tests.annotation.conftest import TRUTH
+from tests.annotation.test_prolific import make_prolific_batch
 
 NAMES = {"n": "Non-gendered", "f": "Female", "m": "Male", "o": "Other or multiple genders"}
 

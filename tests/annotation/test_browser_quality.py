@@ -6,8 +6,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Adjudication
-
-from .conftest import TRUTH, answers_for
+from tests.annotation.conftest import TRUTH, answers_for
 
 KEYS = {"n": "1", "f": "2", "m": "3", "o": "4"}
 

@@ -3,8 +3,8 @@
 import pytest
 
 from annotation import services
-
-from .conftest import answers_for
+from annotation.inhouse.services import handout
+from tests.annotation.conftest import answers_for
 
 
 @pytest.mark.browser
@@ -14,7 +14,7 @@ def test_agreement_page_drills_down_to_the_votes_of_a_disputed_query(local_batch
     for user, override in zip(annotators[:2], [{}, {"104": "f"}], strict=True):
         while (assignment := services.next_assignment(user, local_batch)) is not None:
             services.submit_local_assignment(assignment, answers_for(assignment, override=override))
-    worker_names = {services.local.local_worker(user).pseudonym for user in annotators[:2]}
+    worker_names = {handout.local_worker(user).pseudonym for user in annotators[:2]}
 
     # The fixture's researcher (staff) logs in through the real login form.
     login(researcher.username)

@@ -1,4 +1,4 @@
-"""annotation.calibration: stratified sampling and the machine-vs-human calibration figures.
+"""annotation.machine.calibration_statistics: stratified sampling and the machine-vs-human calibration figures.
 
 Expected numbers are worked out by hand in comments, or come from scikit-learn.
 """
@@ -11,7 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from annotation.calibration import (
+from annotation.labels import LABELS
+from annotation.machine.calibration_statistics import (
     Stratum,
     _bootstrap_indices,
     allocate,
@@ -19,7 +20,6 @@ from annotation.calibration import (
     stratified_sample,
     stratum_weights,
 )
-from annotation.labels import LABELS
 
 # --- allocate ---------------------------------------------------------------------------
 

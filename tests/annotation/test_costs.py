@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from annotation.costs import Cost, batch_cost, extra_assignments_cost, provider_cost
+from annotation.crowd.costs import Cost, batch_cost, extra_assignments_cost, provider_cost
 
 D = Decimal
 

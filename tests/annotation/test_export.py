@@ -9,8 +9,7 @@ from annotation import services
 from annotation.models import Assignment, Export
 from core.errors import ServiceError
 from pooling.models import QuerySet
-
-from .conftest import TRUTH, answers_for
+from tests.annotation.conftest import TRUTH, answers_for
 
 
 def _annotate(batch, users, overrides=None):
@@ -90,7 +89,7 @@ def test_export_as_query_set(annotated, tmp_path):
 
 def test_formula_like_queries_neutralised_in_csv_verbatim_in_tsv(query_set, tmp_path, annotators):
     query_set.queries.filter(qid="101").update(text="=HYPERLINK(1)")
-    from .conftest import make_batch
+    from tests.annotation.conftest import make_batch
 
     batch = make_batch(query_set, name="f")
     services.publish_batch(batch)
@@ -131,8 +130,8 @@ def test_escalation_adds_an_assignment_to_hits_with_disputed_queries(annotated, 
 
 def test_an_export_reads_the_judgments_once_and_fits_dawid_skene_once(annotated, tmp_path, monkeypatch):
     """Labels, agreement and the card come from one read of the judgments and one Dawid-Skene fit."""
-    from annotation import aggregation
-    from annotation.services import results
+    from annotation.results import aggregation
+    from annotation.results.services import answers_summary as results
 
     calls = {"frame": 0, "dawid_skene": 0}
     real_frame, real_ds = results.judgments_frame, aggregation.dawid_skene

@@ -9,8 +9,8 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from annotation.costs import batch_cost
-from annotation.export_formats import (
+from annotation.crowd.costs import batch_cost
+from annotation.results.export_formats import (
     dataset_card,
     write_dataset_card,
     write_jsonl,
@@ -187,11 +187,11 @@ def test_dataset_card_omits_sections_without_facts():
 
 def test_export_vocabulary_is_the_one_the_model_form_api_and_command_use():
     """Formats and categories are declared once (export_formats, labels); every shell offers exactly those."""
-    from annotation.export_formats import EXPORT_FORMATS, format_for_path
-    from annotation.forms import ExportForm
+    from annotation.crowd.forms import ExportForm
+    from annotation.crowd.serializers import ExportRequestSerializer
     from annotation.labels import EXPORT_CATEGORIES
     from annotation.models import Export
-    from annotation.serializers import ExportRequestSerializer
+    from annotation.results.export_formats import EXPORT_FORMATS, format_for_path
 
     assert set(Export.Format.values) == set(EXPORT_FORMATS)
     assert [c for c, _ in ExportForm.base_fields["format"].choices] == list(EXPORT_FORMATS)
@@ -213,7 +213,7 @@ def _card_for(file_name: str) -> str:
     """A machine-labelled batch's card for an export written as ``file_name`` (the format from its ending)."""
     import datetime as dt
 
-    from annotation.export_formats import card_facts, export_rows
+    from annotation.results.export_formats import card_facts, export_rows
 
     results = [
         {"qid": "1", "query": "nurse", "label": "n", "label_source": "machine-accepted", "machine_confidence": 0.9,

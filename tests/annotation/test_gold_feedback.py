@@ -4,8 +4,7 @@ from django.core.management import call_command
 
 from annotation import services
 from annotation.models import Assignment, Batch
-
-from .conftest import answers_for, make_batch
+from tests.annotation.conftest import answers_for, make_batch
 
 
 def test_feedback_names_every_wrong_gold_answer(gold_batch, annotators):

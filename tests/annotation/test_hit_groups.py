@@ -1,6 +1,6 @@
-"""Grouping queries into HITs (annotation.hit_groups): every query once, gold mixed in, seeded."""
+"""Grouping queries into HITs (annotation.crowd.hit_groups): every query once, gold mixed in, seeded."""
 
-from annotation.hit_groups import group_into_hits
+from annotation.crowd.hit_groups import group_into_hits
 
 
 def test_every_query_lands_in_exactly_one_hit_of_at_most_the_size():

@@ -4,10 +4,9 @@ import re
 
 from django.urls import reverse
 
+from annotation.inhouse.services.handout import PROGRESS_COUNT_LIMIT, hit_progress
 from annotation.models import Assignment
-from annotation.services.local import PROGRESS_COUNT_LIMIT, hit_progress
-
-from .conftest import answers_for, make_batch
+from tests.annotation.conftest import answers_for, make_batch
 
 
 def _progress(page: str) -> str:
@@ -42,7 +41,7 @@ def test_hits_done_by_the_annotator_or_full_are_not_left_for_them(query_set, ann
 
 def test_left_is_counted_up_to_a_bound(monkeypatch, local_batch, annotators):
     from annotation import services
-    from annotation.services import local
+    from annotation.inhouse.services import handout as local
 
     monkeypatch.setattr(local, "PROGRESS_COUNT_LIMIT", 1)
     progress = hit_progress(services.next_assignment(annotators[0]))

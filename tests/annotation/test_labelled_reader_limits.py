@@ -14,12 +14,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from annotation.crowd.services.batches import read_gold_file, read_labelled_file
+from annotation.machine.services.prelabels import training_data
 from annotation.models import Batch
-from annotation.services.batches import read_gold_file, read_labelled_file
-from annotation.services.prelabels import training_data
 from core.errors import InputError
-
-from .test_site_batches import FORM
+from tests.annotation.test_site_batches import FORM
 
 LINE = "{i:07d},what is a query number {i:07d},n\n"  # 41 bytes, every qid different
 LINE_BYTES = len(LINE.format(i=0))

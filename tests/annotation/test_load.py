@@ -1,4 +1,4 @@
-"""The load benchmark's pure arithmetic (annotation/load.py): percentiles and the table it prints."""
+"""The load benchmark's pure arithmetic (benchmarks/site_load.py): percentiles and the table it prints."""
 
 import math
 
@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.load import (
+from benchmarks.site_load import (
     LoadResult,
     format_table,
     interleaved_multiple,
@@ -97,7 +97,7 @@ def test_newest_message_level_reads_djangos_messages_cookie(count):
     from django.contrib.messages.storage.cookie import CookieStorage
     from django.test import RequestFactory
 
-    from annotation.virtual_annotator import newest_message_level
+    from benchmarks.virtual_annotator import newest_message_level
 
     messages = [Message(constants.SUCCESS, "Thank you: your answers were recorded.")] * count
     messages.append(Message(constants.INFO, "You already submitted that HIT."))

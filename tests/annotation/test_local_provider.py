@@ -8,10 +8,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services
+from annotation.inhouse.services import handout
 from annotation.models import Assignment, Judgment
 from core.errors import ServiceError
-
-from .conftest import TRUTH, answers_for
+from tests.annotation.conftest import TRUTH, answers_for
 
 
 def _follow_next(client):
@@ -181,7 +181,7 @@ def test_late_answers_are_refused_once_the_places_are_taken(local_batch, annotat
 
 
 def test_blocked_annotators_get_nothing(local_batch, annotators):
-    worker = services.local.local_worker(annotators[0])
+    worker = handout.local_worker(annotators[0])
     worker.blocked = True
     worker.save()
     assert services.next_assignment(annotators[0]) is None
@@ -206,7 +206,7 @@ def test_concurrent_requests_never_overfill_a_hit(query_set):
 
     from django.db import connection
 
-    from .conftest import make_batch
+    from tests.annotation.conftest import make_batch
 
     if connection.vendor == "sqlite":
         # The SQLite test database is in memory with a shared cache, whose table locks ignore
@@ -239,7 +239,7 @@ def test_one_annotator_in_many_tabs_holds_one_assignment(query_set, ask):
 
     from django.db import connection
 
-    from .conftest import make_batch
+    from tests.annotation.conftest import make_batch
 
     if connection.vendor == "sqlite":
         pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
@@ -251,7 +251,7 @@ def test_one_annotator_in_many_tabs_holds_one_assignment(query_set, ask):
     def claim(_):
         try:
             if ask == "next_hit_for":
-                return services.local.next_hit_for(user).assignment.pk
+                return handout.next_hit_for(user).assignment.pk
             return services.next_assignment(user).pk
         finally:
             connection.close()
@@ -269,7 +269,7 @@ def test_two_submits_of_one_assignment_at_once_store_its_judgments_once(query_se
 
     from django.db import connection
 
-    from .conftest import make_batch
+    from tests.annotation.conftest import make_batch
 
     if connection.vendor == "sqlite":
         pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
@@ -313,10 +313,9 @@ def test_a_claim_in_progress_does_not_hide_the_other_open_hits(query_set):
 
     from django.db import connection, transaction
 
+    from annotation.inhouse.services.handout import claim_hit, local_worker
     from annotation.models import Batch
-    from annotation.services.local import claim_hit, local_worker
-
-    from .conftest import make_batch
+    from tests.annotation.conftest import make_batch
 
     if connection.vendor == "sqlite":
         pytest.skip("row locks need PostgreSQL (bin/test runs the suite on it)")
@@ -351,7 +350,7 @@ def test_a_claim_in_progress_does_not_hide_the_other_open_hits(query_set):
 @pytest.mark.django_db
 def test_one_publish_sync_or_escalation_per_batch_at_a_time(local_batch, annotators):
     """While one process syncs a batch, a second sync, publish or escalation is refused, not run twice."""
-    from annotation.services.locking import batch_key
+    from annotation.crowd.services.locking import batch_key
     from core.leases import LeaseHeld, acquire, release
 
     other_process = acquire(batch_key(local_batch), "A sync of batch 'b1'")  # as another process would
@@ -377,7 +376,7 @@ def test_a_hit_cycle_reads_nothing_twice(local_batch, annotators, client, monkey
 
     from django.db import connection
 
-    from annotation.services import local
+    from annotation.inhouse.services import handout as local
 
     monkeypatch.setattr(local, "_released_at", time.monotonic())  # the once-a-minute release is not due
     client.force_login(annotators[0])

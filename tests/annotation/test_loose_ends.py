@@ -7,15 +7,14 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
+from annotation.inhouse.services.simulation import simulate_local_annotations
+from annotation.machine.services.calibration import calibration_report, create_calibration_sample, report_version
+from annotation.machine.services.routing import route_batch
 from annotation.models import Batch
-from annotation.services.calibration import calibration_report, create_calibration_sample, report_version
-from annotation.services.routing import route_batch
-from annotation.services.simulation import simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set
-
-from .conftest import make_batch
-from .test_calibration_flow import NoisyMachine, _texts
+from tests.annotation.conftest import make_batch
+from tests.annotation.test_calibration_flow import NoisyMachine, _texts
 
 
 @pytest.fixture
@@ -65,8 +64,8 @@ def _machine_section(card: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_card_states_the_guarantee_or_that_there_is_none(db, tmp_path):
-    from .test_routing_service import SureMachine, _answered_sample
-    from .test_routing_service import _texts as sure_texts
+    from tests.annotation.test_routing_service import SureMachine, _answered_sample
+    from tests.annotation.test_routing_service import _texts as sure_texts
 
     query_set = create_query_set("rq", sure_texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="rb", assignments_per_query=3, queries_per_hit=10)
@@ -91,7 +90,7 @@ def test_the_card_states_the_guarantee_or_that_there_is_none(db, tmp_path):
 
 
 def test_a_guarantee_that_certified_nothing_promises_nothing_about_accepted_labels():
-    from annotation.export_formats import guarantee_fact
+    from annotation.results.export_formats import guarantee_fact
 
     certified = {"target_accuracy": 0.95, "risk": 0.1, "threshold": 0.8}
     assert guarantee_fact(certified).startswith("with probability ≥ 0.9 (1 − δ) over the blind sample")

@@ -13,12 +13,11 @@ from decimal import Decimal
 import pytest
 
 from annotation import services
+from annotation.crowd.providers.mturk_xml import build_answers_xml
 from annotation.models import Assignment, Hit, Judgment
-from annotation.providers.mturk_xml import build_answers_xml
-from annotation.services.results import majority
-
-from .conftest import TRUTH
-from .fake_mturk import FakeMTurk, serve
+from annotation.results.services.answers_summary import majority
+from benchmarks.fakes.mturk import FakeMTurk, serve
+from tests.annotation.conftest import TRUTH
 
 
 @pytest.fixture

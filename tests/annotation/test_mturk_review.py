@@ -9,12 +9,11 @@ from decimal import Decimal
 import pytest
 
 from annotation import services
+from annotation.crowd.providers.mturk_xml import build_answers_xml
 from annotation.models import Assignment, Hit, Judgment
-from annotation.providers.mturk_xml import build_answers_xml
 from core.errors import ServiceError
-
-from .conftest import TRUTH
-from .test_mturk_compatible_server import server  # noqa: F401  (the server fixture)
+from tests.annotation.conftest import TRUTH
+from tests.annotation.test_mturk_compatible_server import server  # noqa: F401  (the server fixture)
 
 
 def _answers(hit: Hit, override: dict[str, str | None] | None = None) -> str:

@@ -7,10 +7,10 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from annotation import services
+from annotation.inhouse.services import handout
 from annotation.models import Batch
 from core.models import Job
-
-from .conftest import answers_for, make_batch
+from tests.annotation.conftest import answers_for, make_batch
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_agreement_page_drills_down_to_pseudonymous_votes(disputed, researcher, 
     detail = client.get(link).content.decode()
     assert "do boys or girls learn faster" in detail and "disputed" in detail
     for user in annotators[:2]:
-        assert services.local.local_worker(user).pseudonym in detail
+        assert handout.local_worker(user).pseudonym in detail
         assert user.username not in detail
     assert "Other or multiple genders" in detail and "Female" in detail
 
@@ -79,7 +79,7 @@ def test_escalation_page_shows_the_cost_before_anything_happens(
 def test_escalation_page_shows_the_budget_and_takes_a_posterior_target(disputed, researcher, client):
     from decimal import Decimal
 
-    from annotation.services.budget import set_extra_budget
+    from annotation.quality.services.budget import set_extra_budget
 
     set_extra_budget(disputed, Decimal("0.05"))
     client.force_login(researcher)

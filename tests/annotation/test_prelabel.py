@@ -11,16 +11,15 @@ import pytest
 from django.core.management import call_command
 
 from annotation import services
+from annotation.machine.prelabellers import PreLabelError, get_prelabeller, openai_chat
+from annotation.machine.prelabellers.openai_chat import ChatClient, ChatPreLabeller, parse_answer, vote
+from annotation.machine.prelabellers.rules import RulesPreLabeller
+from annotation.machine.services.prelabels import DatabaseAnswerCache
 from annotation.models import PreLabel, PreLabelAnswer
-from annotation.prelabellers import PreLabelError, get_prelabeller, openai_chat
-from annotation.prelabellers.openai_chat import ChatClient, ChatPreLabeller, parse_answer, vote
-from annotation.prelabellers.rules import RulesPreLabeller
-from annotation.services.prelabels import DatabaseAnswerCache
+from benchmarks.fakes.openai_chat import KEY, PROMPT_TOKENS, FakeOpenAI, serve
 from core.errors import ServiceError
 from pooling.wordlists import GenderWords
-
-from .conftest import QUERIES, make_batch
-from .fake_openai import KEY, PROMPT_TOKENS, FakeOpenAI, serve
+from tests.annotation.conftest import QUERIES, make_batch
 
 TEXT = {qid: text for qid, text, _ in QUERIES}
 

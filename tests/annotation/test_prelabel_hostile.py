@@ -13,15 +13,14 @@ import time
 import pytest
 
 from annotation import services
+from annotation.crowd.services.background import start_prelabel
+from annotation.machine.prelabellers import PreLabelError, openai_chat
+from annotation.machine.prelabellers.base import PreLabelStopped
 from annotation.models import PreLabel, PreLabelAnswer
-from annotation.prelabellers import PreLabelError, openai_chat
-from annotation.prelabellers.base import PreLabelStopped
-from annotation.services.background import start_prelabel
 from core.models import Job
+from tests.annotation.test_prelabel import batch, chat_labeller, fake_openai, stored  # noqa: F401  (fixtures)
 from tests.core.hostile_http import Hostile
 from tests.core.hostile_http import serve as serve_hostile
-
-from .test_prelabel import batch, chat_labeller, fake_openai, stored  # noqa: F401  (fixtures)
 
 
 @pytest.fixture

@@ -12,17 +12,16 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotation import services
-from annotation.export_formats import write_labelled_csv
+from annotation.crowd.services.batches import read_labelled_file
+from annotation.inhouse.services.simulation import oracle_label, simulate_local_annotations
+from annotation.machine.prelabellers import get_prelabeller
+from annotation.machine.prelabellers.trained import MIN_TRAINING, TrainedPreLabeller, training_sha256
 from annotation.models import PreLabel
-from annotation.prelabellers import get_prelabeller
-from annotation.prelabellers.trained import MIN_TRAINING, TrainedPreLabeller, training_sha256
-from annotation.services.batches import read_labelled_file
-from annotation.services.simulation import oracle_label, simulate_local_annotations
+from annotation.results.export_formats import write_labelled_csv
 from core.errors import InputError, ServiceError
 from pooling.models import QuerySet
 from pooling.services import create_query_set
-
-from .conftest import make_batch
+from tests.annotation.conftest import make_batch
 
 FEMALE = ["woman", "mother", "girl", "sister", "daughter", "queen", "wife", "aunt"]
 MALE = ["man", "father", "boy", "brother", "son", "king", "husband", "uncle"]

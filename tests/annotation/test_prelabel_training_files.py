@@ -11,12 +11,11 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from annotation.machine.prelabellers.trained import TrainedPreLabeller
 from annotation.models import PreLabel
-from annotation.prelabellers.trained import TrainedPreLabeller
 from core.models import Job
-
-from .conftest import make_batch
-from .test_prelabel_trained import toy_set
+from tests.annotation.conftest import make_batch
+from tests.annotation.test_prelabel_trained import toy_set
 
 
 def tsv(texts, labels) -> bytes:

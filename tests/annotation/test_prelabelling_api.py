@@ -4,13 +4,12 @@ field, 409 when the state refuses), researchers only."""
 import pytest
 from django.urls import reverse
 
+from annotation.inhouse.services.simulation import simulate_local_annotations
+from annotation.machine.services.calibration import calibration_batch
+from annotation.machine.services.routing import plan_routing
 from annotation.models import Batch
-from annotation.services.calibration import calibration_batch
-from annotation.services.routing import plan_routing
-from annotation.services.simulation import simulate_local_annotations
 from core.models import Job
-
-from .test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
+from tests.annotation.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
 
 REPORT_KEYS = {
     "labeller",

@@ -14,10 +14,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services
+from annotation.inhouse.services.simulation import simulate_local_annotations
+from annotation.machine.services.calibration import calibration_batch, create_calibration_sample
+from annotation.machine.services.routing import plan_routing
 from annotation.models import Assignment, Batch, PreLabel
-from annotation.services.calibration import calibration_batch, create_calibration_sample
-from annotation.services.routing import plan_routing
-from annotation.services.simulation import simulate_local_annotations
 from core.models import Job
 from pooling.models import QuerySet
 from pooling.services import create_query_set
@@ -221,8 +221,8 @@ def test_the_samples_hit_page_shows_no_machine_label(sampled, researcher, client
 def test_the_polled_report_is_computed_again_only_when_the_crowd_work_changes(
     calibrated, researcher, client, monkeypatch
 ):
-    from annotation.services import calibration as calibration_service
-    from annotation.views import prelabelling
+    from annotation.machine import views as prelabelling
+    from annotation.machine.services import calibration as calibration_service
 
     computed = []
 

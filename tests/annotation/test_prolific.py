@@ -1,4 +1,4 @@
-"""The Prolific path over real HTTP against a Prolific-compatible server (tests/annotation/fake_prolific.py).
+"""The Prolific path over real HTTP against a Prolific-compatible server (benchmarks/fakes/prolific.py).
 
 Participants take places on the server, follow the study URL to the site's real pages
 (Django's test client), answer the shared HIT page and are sent to the completion URL.
@@ -14,15 +14,14 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
+from annotation.crowd.providers import ProlificProvider
+from annotation.crowd.providers import prolific as prolific_rules
+from annotation.crowd.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.models import Assignment, Batch, Bonus, Judgment, Worker
-from annotation.providers import ProlificProvider
-from annotation.providers import prolific as prolific_rules
-from annotation.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
-from annotation.services import prolific as prolific_services
+from annotation.prolific import services as prolific_services
+from benchmarks.fakes.prolific import TOKEN, FakeProlific, hexid, serve
 from core.errors import ServiceError
-
-from .conftest import answers_for
-from .fake_prolific import TOKEN, FakeProlific, hexid, serve
+from tests.annotation.conftest import answers_for
 
 PROJECT = "project-1"
 
@@ -505,7 +504,7 @@ def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_agains
 
     from django.utils import timezone
 
-    from annotation.pseudonyms import worker_for
+    from annotation.crowd.services.pseudonyms import worker_for
 
     _publish(batch, site_provider)
     Batch.objects.filter(pk=batch.pk).update(block_gold_accuracy=0.5, min_answers_judged=1)
@@ -535,7 +534,7 @@ def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_agains
     assert honest.assignment.status == Assignment.Status.APPROVED
     assert not Worker.objects.get(identity__external_id=hexid("PID1")).blocked
     assert "transition_submission" in server.calls and len(server.submissions) == 1  # only the real one reviewed
-    from annotation.services.results import agreement
+    from annotation.results.services.answers_summary import agreement
 
     counted = agreement(batch, bootstrap=0)
     assert counted["workers"] == 1

@@ -27,11 +27,10 @@ from django.db import connection
 from django.urls import reverse
 
 from annotation.models import Assignment, ProlificSession, Worker
-from annotation.services.prolific import PAUSE_KEY
+from annotation.prolific.services import PAUSE_KEY
+from benchmarks.fakes.prolific import TOKEN, hexid
 from core.ratelimit import shared_cache
-
-from .fake_prolific import TOKEN, hexid
-from .test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401
+from tests.annotation.test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401
 
 TIMEOUT = 0.5  # PROLIFIC_ARRIVAL_TIMEOUT_SECONDS in these tests
 #: How long a bounded arrival may take on a busy test machine (the old one took 15.5 s or more).
@@ -217,7 +216,7 @@ def test_a_link_whose_check_failed_is_deferred_past_the_pause(server, provider, 
     failing), but if that link itself provokes it, it must not end pause after pause: the link
     is not asked about again for DEFERRED_PAUSES pauses, while others are asked once the pause
     ends (before: the same link asked again the moment the pause ended)."""
-    from annotation.services.prolific import DEFERRED_PAUSES
+    from annotation.prolific.services import DEFERRED_PAUSES
 
     _publish(batch, provider)
     server.faults["get_submission"] = [failure]
@@ -240,7 +239,7 @@ def test_when_a_pause_ends_one_arrival_probes_and_the_others_get_the_page_at_onc
     the eleven others get the 503 at once, and the probe's failure starts a new pause.
     (Run on threads against the shared cache's operations; a per-process memory cache
     stands in for the shared one, whose ``add`` is as atomic.)"""
-    from annotation.services import prolific
+    from annotation.prolific import services as prolific
     from core.ratelimit import SHARED
 
     _publish(batch, provider)

@@ -1,4 +1,4 @@
-"""Batch category shares by PPI++ (annotation.proportions): worked examples and coverage simulations."""
+"""Batch category shares by PPI++ (annotation.machine.proportions): worked examples and coverage simulations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from annotation.labels import LABELS
-from annotation.proportions import category_proportions, stratified_weights
+from annotation.machine.proportions import category_proportions, stratified_weights
 
 HUMAN = list("nnfmnfnnmn")
 MACHINE_SAMPLE = list("nffnnfnnmn")

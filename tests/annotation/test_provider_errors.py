@@ -14,15 +14,15 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from annotation import services
+from annotation.crowd.providers import mturk_api as mturk
+from annotation.crowd.providers.mturk_api import MTurkError
+from annotation.crowd.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.models import Batch, Hit
-from annotation.providers import mturk_api as mturk
-from annotation.providers.mturk_api import MTurkError
-from annotation.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
+from benchmarks.fakes import mturk as fake_mturk
+from benchmarks.fakes import prolific as fake_prolific
 from core.errors import ProviderError, ServiceError
 from core.models import Job
-
-from . import fake_mturk, fake_prolific
-from .test_prolific import PROJECT, make_prolific_batch
+from tests.annotation.test_prolific import PROJECT, make_prolific_batch
 
 
 @pytest.fixture

@@ -13,13 +13,12 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from annotation import services
+from annotation.crowd.providers import MTurkProvider
+from annotation.crowd.providers.mturk_api import MTurk, make_client
+from annotation.crowd.providers.mturk_xml import build_answers_xml
 from annotation.models import Assignment, Batch, Hit, Judgment, Worker, WorkerIdentity
-from annotation.providers import MTurkProvider
-from annotation.providers.mturk_api import MTurk, make_client
-from annotation.providers.mturk_xml import build_answers_xml
 from core.errors import ServiceError
-
-from .conftest import TRUTH
+from tests.annotation.conftest import TRUTH
 
 HIT_TYPE = "3HITTYPE0000000000000000000001"
 HIT_IDS = ["3HIT00000000000000000000000001", "3HIT00000000000000000000000002"]
@@ -285,7 +284,7 @@ def test_sync_pages_parses_validates_and_reviews(mturk_batch, stubbed):
         stubber.add_response(
             "reject_assignment", {}, {"AssignmentId": rejected["AssignmentId"], "RequesterFeedback": ANY}
         )
-    # each rejected place is offered again (annotation.services.reoffers), once, with its own token
+    # each rejected place is offered again (annotation.quality.services.reoffers), once, with its own token
     for hit_id in (HIT_IDS[0], HIT_IDS[1], HIT_IDS[1]):
         stubber.add_response(
             "create_additional_assignments_for_hit",
@@ -421,7 +420,7 @@ def test_unreadable_answer_xml_is_recorded_as_invalid_never_guessed(mturk_batch,
         "list_assignments_for_hit", {"Assignments": [], "NumResults": 0}, params | {"HITId": HIT_IDS[1]}
     )
     # Not the worker's fault (MTurk wrote the document): approved with an explanation, never guessed.
-    from annotation.services.answers import UNREADABLE_FEEDBACK
+    from annotation.crowd.services.answers import UNREADABLE_FEEDBACK
 
     stubber.add_response(
         "approve_assignment",
@@ -440,10 +439,10 @@ def test_mturk_admin_balance_and_block_worker_by_pseudonym(db, stubbed, monkeypa
 
     from django.core.management import call_command
 
-    from annotation.pseudonyms import worker_for
+    from annotation.crowd.services.pseudonyms import worker_for
 
     stubber, provider = stubbed
-    monkeypatch.setattr("annotation.services.mturk_admin.default_mturk", lambda: provider.mturk)
+    monkeypatch.setattr("annotation.crowd.services.mturk_admin.default_mturk", lambda: provider.mturk)
     out = StringIO()
     stubber.add_response("get_account_balance", {"AvailableBalance": "10000.00"}, {})
     call_command("mturk_admin", "balance", stdout=out)

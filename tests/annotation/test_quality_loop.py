@@ -11,14 +11,13 @@ import pytest
 from django.core.management import call_command
 
 from annotation import services
+from annotation.crowd.providers import get_provider
 from annotation.models import Batch, Escalation, WorkerFlag
-from annotation.providers import get_provider
-from annotation.services.budget import budget_left, set_extra_budget
-from annotation.services.escalation import parse_until, set_auto_escalation, settled_queries
-from annotation.services.thresholds import apply_thresholds
+from annotation.quality.services.budget import budget_left, set_extra_budget
+from annotation.quality.services.escalation import parse_until, set_auto_escalation, settled_queries
+from annotation.quality.services.thresholds import apply_thresholds
 from core.errors import ServiceError
-
-from .conftest import TRUTH, answers_for, make_batch
+from tests.annotation.conftest import TRUTH, answers_for, make_batch
 
 
 def _do_all(batch, annotator, override=None):

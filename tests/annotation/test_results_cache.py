@@ -10,11 +10,11 @@ clearing must never touch.
 import pytest
 from django.db import connection
 
-from annotation import aggregation, services
-from annotation import agreement as agreement_module
-from annotation.services import results
-
-from .conftest import answers_for, make_batch
+from annotation import services
+from annotation.results import aggregation
+from annotation.results import agreement as agreement_module
+from annotation.results.services import answers_summary as results
+from tests.annotation.conftest import answers_for, make_batch
 
 
 def split(batch, annotators):
@@ -121,7 +121,7 @@ def test_culling_or_clearing_the_results_never_touches_the_prolific_arrivals_sta
     to three times its (lowered) limit, then cleared: the arrivals' entries are all there."""
     from django.core.cache import caches
 
-    from annotation.services.prolific import PAUSE_KEY
+    from annotation.prolific.services import PAUSE_KEY
     from core.ratelimit import SHARED, over_limit, shared_cache
 
     limited = {"MAX_ENTRIES": 30, "CULL_FREQUENCY": 3}

@@ -11,9 +11,8 @@ import pytest
 
 from annotation import services
 from annotation.models import Adjudication, Escalation
-from annotation.review import next_query, review_rows, status_counts
-
-from .conftest import answers_for
+from annotation.results.review import next_query, review_rows, status_counts
+from tests.annotation.conftest import answers_for
 
 URL = "/annotation/batches/b1/review/"
 

@@ -13,25 +13,24 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation import services
-from annotation.calibration import random_sample
+from annotation.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.labels import LABELS
-from annotation.models import Batch, PreLabel
-from annotation.prelabellers.base import Prediction, PreLabeller
-from annotation.routing import audit
-from annotation.services.calibration import (
+from annotation.machine.calibration_statistics import random_sample
+from annotation.machine.prelabellers.base import Prediction, PreLabeller
+from annotation.machine.routing_statistics import audit
+from annotation.machine.services.calibration import (
     calibration_batch,
     create_calibration_sample,
     identity_for,
     machine_labels,
     read_sample,
 )
-from annotation.services.routing import _cost, plan_routing, plan_summary, route_batch
-from annotation.services.simulation import oracle_label, simulate_local_annotations
+from annotation.machine.services.routing import _cost, plan_routing, plan_summary, route_batch
+from annotation.models import Batch, PreLabel
 from core.errors import ServiceError, StateError
 from pooling.models import QuerySet
 from pooling.services import create_query_set
-
-from .conftest import make_batch
+from tests.annotation.conftest import make_batch
 
 TOPICS = ["a synapse", "the flu", "an egg", "a mortgage", "rust", "a comet", "jazz", "a tax return"]
 PEOPLE = ["woman", "girl", "mother", "queen", "man", "boy", "father", "king"]

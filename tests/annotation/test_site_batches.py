@@ -7,8 +7,7 @@ from django.urls import reverse
 from annotation import services
 from annotation.models import Batch, Export
 from pooling.models import QuerySet
-
-from .conftest import answers_for
+from tests.annotation.conftest import answers_for
 
 FORM = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 4, "reward": "0.10", "gold_per_hit": 0}
 

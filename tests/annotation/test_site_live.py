@@ -6,8 +6,7 @@ from annotation import services
 from annotation.models import Assignment
 from core.jobs import create_job
 from core.models import Job
-
-from .conftest import answers_for
+from tests.annotation.conftest import answers_for
 
 POLL = 'hx-trigger="every 2s"'
 
@@ -36,7 +35,7 @@ def test_a_published_batch_page_polls_its_progress_and_agreement_until_completed
 
 
 def test_a_draft_batch_page_does_not_poll(query_set, researcher, client):
-    from .conftest import make_batch
+    from tests.annotation.conftest import make_batch
 
     make_batch(query_set, name="draft")
     client.force_login(researcher)

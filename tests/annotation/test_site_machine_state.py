@@ -12,13 +12,12 @@ import pytest
 from django.urls import reverse
 
 from annotation import selectors, services
+from annotation.inhouse.services.simulation import simulate_local_annotations
+from annotation.machine.services.calibration import calibration_batch
+from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch
-from annotation.services.calibration import calibration_batch
-from annotation.services.results import BatchAnswers
-from annotation.services.routing import plan_routing, route_batch
-from annotation.services.simulation import simulate_local_annotations
-
-from .test_prelabelling_pages import machine_batch, sampled  # noqa: F401  (fixtures)
+from annotation.results.services.answers_summary import BatchAnswers
+from tests.annotation.test_prelabelling_pages import machine_batch, sampled  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.slow  # a pre-labelled batch with an answered blind sample: seconds to build
 

@@ -2,8 +2,7 @@
 
 from annotation import services
 from annotation.models import Batch, Hit
-
-from .conftest import answers_for
+from tests.annotation.conftest import answers_for
 
 
 def _answer_next(user, batch, override=None):

@@ -8,11 +8,10 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import services
+from annotation.inhouse.services import team
 from annotation.models import Assignment
-from annotation.services import team
 from core.errors import ServiceError
-
-from .conftest import answers_for, make_batch
+from tests.annotation.conftest import answers_for, make_batch
 
 
 def _logs_in(username: str, password: str) -> bool:
@@ -95,8 +94,8 @@ def test_leaving_the_annotators_group_gives_back_the_held_hit_and_refuses_it(loc
     again) could open and submit the HIT it held; it kept it, too."""
     from django.contrib.auth.models import Group
 
+    from annotation.inhouse.services.handout import NotAnnotator
     from annotation.models import Judgment
-    from annotation.services.local import NotAnnotator
 
     leaver, stayer = annotators[0], annotators[1]
     held, kept = services.next_assignment(leaver), services.next_assignment(stayer)

@@ -10,10 +10,9 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
+from annotation.inhouse.services import team
 from annotation.models import AccountState, WorkerIdentity
-from annotation.services import team
-
-from .test_team import _set_password_through
+from tests.annotation.test_team import _set_password_through
 
 
 def _works(client: Client) -> bool:

@@ -5,8 +5,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from annotation import services
-
-from .conftest import answers_for, make_batch
+from tests.annotation.conftest import answers_for, make_batch
 
 API = "/api/annotation"
 

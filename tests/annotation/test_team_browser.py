@@ -6,9 +6,8 @@ import re
 import pytest
 
 from annotation import services
-from annotation.services import team
-
-from .conftest import answers_for
+from annotation.inhouse.services import team
+from tests.annotation.conftest import answers_for
 
 SHOTS = "/tmp/ux-team"
 

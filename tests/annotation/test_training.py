@@ -4,9 +4,9 @@ first HIT of a batch; a worker below the pass fraction is not given the batch's 
 import pytest
 
 from annotation import services
+from annotation.inhouse.services.handout import local_worker
 from annotation.models import Qualification
-from annotation.services.local import local_worker
-from annotation.services.training import submit_training
+from annotation.quality.services.training import submit_training
 from core.errors import ServiceError
 
 TRAINING = [
@@ -98,9 +98,8 @@ def test_training_is_refused_where_it_does_not_run(query_set):
 def test_a_batch_with_a_team_trains_its_members_only(training_batch, query_set, annotators, client):
     """Issue 27.2: an annotator outside a batch's team was sent to its training first, saw its
     queries and (after answering) their answer key, and got no other work until they took it."""
-    from annotation.services import team
-
-    from .conftest import make_batch
+    from annotation.inhouse.services import team
+    from tests.annotation.conftest import make_batch
 
     other = make_batch(query_set, name="other")  # open to everyone, no training
     services.publish_batch(other)

@@ -28,8 +28,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import services as annotation_services
+from annotation.crowd.services import background as annotation_background
 from annotation.models import Batch
-from annotation.services import background as annotation_background
 from core.api_tokens import api_token
 from core.jobs import start_job
 from core.models import Job

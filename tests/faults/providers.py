@@ -3,7 +3,7 @@
 A fault test parametrised over ``PROVIDER_SERVERS`` runs once per provider. An adapter
 starts its provider's compatible test server on loopback and tells the test:
 
-- ``provider``: the name batches use (``annotation.providers`` registry);
+- ``provider``: the name batches use (``annotation.crowd.providers`` registry);
 - ``env``: the environment a process (worker, command) needs to reach the server;
 - ``batch_options``: the batch's ``provider_options``;
 - ``made()``: remote id -> the local group it was made for, for every object the server holds
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import time
 
+from annotation.crowd.providers import ProlificProvider
 from annotation.models import Batch, Hit
-from annotation.providers import ProlificProvider
-from tests.annotation import fake_prolific
-from tests.annotation.fake_mturk import FakeMTurk, serve
+from benchmarks.fakes import prolific as fake_prolific
+from benchmarks.fakes.mturk import FakeMTurk, serve
 
 
 class _SlowFakeMTurk(FakeMTurk):
@@ -37,7 +37,7 @@ class _SlowFakeMTurk(FakeMTurk):
 
 
 class MTurkTestServer:
-    """The MTurk-compatible server of tests/annotation/fake_mturk.py (HITs named by RequesterAnnotation)."""
+    """The MTurk-compatible server of benchmarks/fakes/mturk.py (HITs named by RequesterAnnotation)."""
 
     provider = "mturk"
     batch_options: dict = {}
@@ -87,7 +87,7 @@ class _SlowFakeProlific(fake_prolific.FakeProlific):
 
 
 class ProlificTestServer:
-    """The Prolific-compatible server of tests/annotation/fake_prolific.py (one study per batch)."""
+    """The Prolific-compatible server of benchmarks/fakes/prolific.py (one study per batch)."""
 
     provider = "prolific"
     batch_options = {"estimated_minutes": 4}

@@ -1,6 +1,6 @@
 """PostgreSQL restarted while in-house annotators post answers to a live server (gunicorn).
 
-Six virtual annotators (annotation.virtual_annotator: the real login form, next-HIT
+Six virtual annotators (benchmarks.virtual_annotator: the real login form, next-HIT
 redirect and HIT form) work through a published local batch while the cluster is
 restarted under them (``pg_ctl restart -m fast`` cuts every session off).
 """
@@ -16,12 +16,11 @@ from django.db import connection, transaction
 
 from annotation import services
 from annotation.models import Assignment, Judgment
-from annotation.virtual_annotator import SiteError, VirtualAnnotator
+from benchmarks.virtual_annotator import SiteError, VirtualAnnotator
 from core.jobs import start_job
 from core.models import Job
 from core.tasks import task_for
-
-from .servers import free_port, gunicorn, port_open, wait_until
+from tests.faults.servers import free_port, gunicorn, port_open, wait_until
 
 publish_batch_task = task_for("annotation.publish")
 

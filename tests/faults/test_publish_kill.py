@@ -3,10 +3,10 @@
 Run once per provider in ``PROVIDER_SERVERS``, each against its own compatible test
 server. MTurk: the kill lands while HITs are being created, so some are made and
 recorded, one is made but not recorded, the rest not made; the second run must finish
-the batch without making any HIT twice (annotation.services.publishing). Prolific: the
+the batch without making any HIT twice (annotation.crowd.services.publishing). Prolific: the
 kill lands while the batch's study is being created, so the study is made but its id
 never recorded; the second run must find it by its internal name instead of making a
-second one (annotation.services.prolific).
+second one (annotation.prolific.services).
 
 Publishing holds a per-batch lease (core.leases): the second run takes it over because
 the killed holder's process is gone on this host.
@@ -17,9 +17,8 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Batch
-
-from .conftest import assert_one_hit_per_group
-from .servers import manage, wait_until
+from tests.faults.conftest import assert_one_hit_per_group
+from tests.faults.servers import manage, wait_until
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 

@@ -14,9 +14,8 @@ from core.jobs import start_job
 from core.models import Job
 from core.sweeper import broker_messages, sweep_jobs
 from core.tasks import task_for
-
-from .conftest import assert_one_hit_per_group
-from .servers import wait_until
+from tests.faults.conftest import assert_one_hit_per_group
+from tests.faults.servers import wait_until
 
 publish_batch_task = task_for("annotation.publish")
 

@@ -18,9 +18,8 @@ from core.models import Job
 from core.sweeper import sweep_jobs
 from core.tasks import send_job, task_for
 from pooling.models import Pool, QuerySet, Run
-
-from .conftest import assert_one_hit_per_group
-from .servers import wait_until
+from tests.faults.conftest import assert_one_hit_per_group
+from tests.faults.servers import wait_until
 
 publish_batch_task = task_for("annotation.publish")
 build_pool_task = task_for("pool")

@@ -5,8 +5,7 @@ import pytest
 from django.core.management import call_command
 
 from core.models import Job
-
-from .conftest import write_run
+from tests.metrics.conftest import write_run
 
 P = 0.9
 # The CRBO of run a against run c over their queries 1, 2, 3 (worked in test_services_and_commands):
@@ -148,7 +147,7 @@ def test_crbo_warns_when_the_counterfactual_run_is_not_one(
     """Same collection, another collection's docids, identical rankings: warned on the page, in the API, by the command."""
     import io
 
-    from .conftest import RUN_A
+    from tests.metrics.conftest import RUN_A
 
     out = tmp_path / "cf.tsv.gz"
     call_command("counterfactual_collection", collection="tiny", out=str(out), verbosity=0, stdout=io.StringIO())

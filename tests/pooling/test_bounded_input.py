@@ -149,7 +149,7 @@ def test_open_text_streams_lines_across_its_reads(tmp_path, monkeypatch):
 
 
 def test_the_gold_file_reader_refuses_a_bomb(bombs):
-    from annotation.services.batches import read_gold_file
+    from annotation.crowd.services.batches import read_gold_file
 
     with pytest.raises(InputError) as err:
         read_gold_file(bombs["nuls"])

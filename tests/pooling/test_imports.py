@@ -11,8 +11,7 @@ from django.urls import reverse
 
 from core.models import Job
 from pooling.models import Collection, QuerySet, Run, WordList
-
-from .conftest import PASSAGES
+from tests.pooling.conftest import PASSAGES
 
 
 @pytest.fixture

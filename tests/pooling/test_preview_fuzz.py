@@ -76,8 +76,7 @@ def test_no_api_import_answers_a_5xx_or_leaves_half_an_object(
     from django.conf import settings
 
     from core.models import Job
-
-    from .test_imports import _staging_files
+    from tests.pooling.test_imports import _staging_files
 
     url = f"/api/pooling/imports/{kind}/"
     failures, outcomes = [], []

@@ -3,8 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation import services
 from annotation.labels import CATEGORY_SLUGS, LABELS
-
-from ._common import command_errors, get_batch
+from annotation.management.commands._common import command_errors, get_batch
 
 
 class Command(BaseCommand):

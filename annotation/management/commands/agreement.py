@@ -2,9 +2,8 @@ import json
 
 from annotation import services
 from annotation.labels import LABEL_NAMES
+from annotation.management.commands._common import command_errors, get_batch
 from core.cli import ProjectCommand
-
-from ._common import command_errors, get_batch
 
 
 def _number(value, digits: int = 3) -> str:

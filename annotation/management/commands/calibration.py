@@ -1,10 +1,9 @@
 import json
 
 from annotation.labels import LABEL_NAMES, LABELS
-from annotation.services.calibration import calibration_report
+from annotation.machine.services.calibration import calibration_report
+from annotation.management.commands._common import command_errors, get_batch
 from core.cli import ProjectCommand
-
-from ._common import command_errors, get_batch
 
 
 def _ci(pair) -> str:

@@ -3,9 +3,8 @@ import getpass
 from django.core.management.base import CommandError
 
 from annotation import services
+from annotation.management.commands._common import command_errors
 from core.cli import ProjectCommand
-
-from ._common import command_errors
 
 
 class Command(ProjectCommand):

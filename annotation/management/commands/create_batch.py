@@ -1,11 +1,17 @@
 from django.core.management.base import CommandError
 
 from annotation import services
+from annotation.management.commands._common import (
+    command_errors,
+    duration,
+    format_cost,
+    money,
+    prolific_filter,
+    qualifications,
+)
 from annotation.models import Provider
 from core.cli import ProjectCommand
 from pooling.models import Pool, QuerySet
-
-from ._common import command_errors, duration, format_cost, money, prolific_filter, qualifications
 
 
 class Command(ProjectCommand):

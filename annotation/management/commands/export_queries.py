@@ -1,9 +1,8 @@
 from annotation import services
-from annotation.export_formats import EXPORT_FORMATS, format_for_path
 from annotation.labels import EXPORT_CATEGORIES
+from annotation.management.commands._common import command_errors, get_batch
+from annotation.results.export_formats import EXPORT_FORMATS, format_for_path
 from core.cli import ProjectCommand
-
-from ._common import command_errors, get_batch
 
 
 class Command(ProjectCommand):

@@ -1,11 +1,10 @@
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from annotation.crowd.services import mturk_admin
+from annotation.management.commands._common import command_errors, duration, get_batch, money
 from annotation.models import Assignment, Worker
-from annotation.services import mturk_admin
 from core.cli import ProjectCommand
-
-from ._common import command_errors, duration, get_batch, money
 
 
 class Command(ProjectCommand):

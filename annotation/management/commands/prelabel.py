@@ -2,10 +2,9 @@ from decimal import Decimal
 
 from annotation import services
 from annotation.labels import LABEL_NAMES
-from annotation.prelabellers import prelabeller_names
+from annotation.machine.prelabellers import prelabeller_names
+from annotation.management.commands._common import command_errors, get_batch
 from core.cli import ProjectCommand
-
-from ._common import command_errors, get_batch
 
 
 class Command(ProjectCommand):

@@ -1,9 +1,8 @@
 from django.core.management.base import CommandError
 
-from annotation.services.prelabels import cached_answers, clear_answer_cache
+from annotation.machine.services.prelabels import cached_answers, clear_answer_cache
+from annotation.management.commands._common import command_errors
 from core.cli import ProjectCommand
-
-from ._common import command_errors
 
 
 class Command(ProjectCommand):

@@ -1,9 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.management.commands._common import command_errors, get_batch
 from annotation.models import Provider, Worker
-from annotation.services import prolific
-
-from ._common import command_errors, get_batch
+from annotation.prolific import services as prolific
 
 
 class Command(BaseCommand):

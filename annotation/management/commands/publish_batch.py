@@ -1,9 +1,8 @@
 from annotation import services
+from annotation.management.commands._common import command_errors, format_cost, get_batch
 from annotation.models import Provider
-from annotation.services.prolific import quote
+from annotation.prolific.services import quote
 from core.cli import ProjectCommand
-
-from ._common import command_errors, format_cost, get_batch
 
 
 class Command(ProjectCommand):

@@ -1,10 +1,9 @@
 from django.core.management.base import CommandError
 
 from annotation import services
-from annotation.services.routing import DEFAULT_RISK, plan_routing, plan_summary, route_batch
+from annotation.machine.services.routing import DEFAULT_RISK, plan_routing, plan_summary, route_batch
+from annotation.management.commands._common import command_errors, format_cost, get_batch, money
 from core.cli import ProjectCommand
-
-from ._common import command_errors, format_cost, get_batch, money
 
 
 class Command(ProjectCommand):

@@ -2,12 +2,11 @@ import json
 
 from django.core.management.base import CommandError
 
-from annotation.services.calibration import DEFAULT_SAMPLE
-from annotation.services.routing import DEFAULT_RISK, audit_routing
+from annotation.machine.services.calibration import DEFAULT_SAMPLE
+from annotation.machine.services.routing import DEFAULT_RISK, audit_routing
+from annotation.management.commands._common import command_errors, get_batch
 from core.cli import ProjectCommand
 from core.progress import Progress
-
-from ._common import command_errors, get_batch
 
 
 class Command(ProjectCommand):

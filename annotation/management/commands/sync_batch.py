@@ -1,7 +1,6 @@
 from annotation import services
+from annotation.management.commands._common import command_errors, get_batch
 from core.cli import ProjectCommand
-
-from ._common import command_errors, get_batch
 
 
 class Command(ProjectCommand):

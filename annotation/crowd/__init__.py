@@ -1,0 +1,8 @@
+"""The crowd batch's life cycle: a batch's settings and costs, its HITs, publishing them to a
+provider, syncing and recording answers, HIT statuses, and the providers (in-house, MTurk,
+Prolific) with their clients.
+
+Pure: :mod:`.costs`, :mod:`.hit_groups`, the clients ``providers.mturk_api``, ``providers.mturk_xml``,
+``providers.prolific_api``. State: :mod:`.services`, :mod:`.selectors`, :mod:`.providers`.
+Shells: :mod:`.views`, :mod:`.api` with :mod:`.serializers`, :mod:`.forms`.
+"""

@@ -1,0 +1,249 @@
+"""REST endpoints of the annotation app.
+
+Researchers (staff) see batches, HITs, every assignment and judgment, agreement and
+exports, and can start publishing, syncing and exports. Annotators reach only their own
+assignments and judgments. Workers are named by pseudonym everywhere.
+"""
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+
+from annotation import services
+from annotation.crowd.forms import BatchForm
+from annotation.crowd.serializers import (
+    AdjudicateRequestSerializer,
+    AdjudicationSerializer,
+    AgreementSerializer,
+    AssignmentSerializer,
+    BatchProgressSerializer,
+    BatchRequestSerializer,
+    BatchSerializer,
+    CancelledSerializer,
+    CostEstimateSerializer,
+    EscalateRequestSerializer,
+    EscalationStartedSerializer,
+    ExportRequestSerializer,
+    ExportSerializer,
+    HitSerializer,
+    JudgmentSerializer,
+    QueryResultSerializer,
+    SyncRequestSerializer,
+    WorkerQualitySerializer,
+)
+from annotation.labels import LABELS
+from annotation.models import Assignment, Batch, Export, Hit, Judgment
+from annotation.results.views import export_file_response
+from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors, job_started
+from core.errors import StateError
+from core.serializers import JobSerializer
+
+#: Filters of the per-query rows: ``?q=`` (qid or text) and ``?label=`` (a label, or ``none``: set aside).
+QUERY_FILTERS = [
+    OpenApiParameter("q", str, description="Keep queries whose qid or text contains this (any case)."),
+    OpenApiParameter(
+        "label", str, enum=[*LABELS, "none"], description="Keep queries with this label; none: set aside."
+    ),
+]
+
+
+class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = Batch.objects.select_related("query_set", "pool")
+    serializer_class = BatchSerializer
+    permission_classes = [permissions.IsAdminUser]
+    lookup_field = "name"
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    def _form(self, request, **kwargs) -> BatchForm:
+        data, files = body_object(request), request.FILES  # parse the body first: it sets upload_too_large
+        form = BatchForm(data, files, too_large=getattr(request._request, "upload_too_large", None), **kwargs)
+        if not form.is_valid():
+            raise form_errors(form)
+        return form
+
+    @extend_schema(request={"multipart/form-data": BatchRequestSerializer}, responses={201: BatchSerializer})
+    def create(self, request, *args, **kwargs):
+        """Create a batch from a pool or a query set (the batch page's rules); nothing is published yet."""
+        batch = self._form(request).create()
+        return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=BatchRequestSerializer, responses=CostEstimateSerializer)
+    @action(detail=False, methods=["post"])
+    def estimate(self, request, format=None):
+        """What a batch with these settings would cost (``name`` and ``gold`` not needed)."""
+        return Response(self._form(request, estimate_only=True).estimate())
+
+    @extend_schema(responses=BatchProgressSerializer)
+    @action(detail=True)
+    def progress(self, request, name=None, format=None):
+        """HITs published, assignments handed out, submitted, approved and rejected, judgments."""
+        return Response(BatchProgressSerializer(services.batch_progress(self.get_object())).data)
+
+    @extend_schema(responses=AgreementSerializer)
+    @action(detail=True)
+    def agreement(self, request, name=None, format=None):
+        """Krippendorff's alpha and the rest of the agreement report (pseudonymous per-worker rows)."""
+        return Response(services.agreement(self.get_object()))
+
+    @extend_schema(parameters=QUERY_FILTERS, responses=QueryResultSerializer(many=True))
+    @action(detail=True)
+    def queries(self, request, name=None, format=None):
+        """Per query: label, vote counts, Dawid-Skene's label (paginated; filter with ``q`` and ``label``)."""
+        label = request.query_params.get("label")
+        if label is not None and label not in (*LABELS, "none"):
+            raise ValidationError({"label": f"choose one of {', '.join((*LABELS, 'none'))}"})
+        text = request.query_params.get("q", "").strip().casefold()
+        rows = [
+            row
+            for row in services.query_results(self.get_object())
+            if (not text or text in f"{row['qid']} {row['query']}".casefold())
+            and (label is None or row["label"] == (None if label == "none" else label))
+        ]
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(QueryResultSerializer(page, many=True).data)
+
+    @extend_schema(responses=WorkerQualitySerializer(many=True))
+    @action(detail=True)
+    def workers(self, request, name=None, format=None):
+        """Per worker (pseudonym): gold accuracy, agreement, Dawid-Skene accuracy, seconds per query."""
+        return Response(WorkerQualitySerializer(services.worker_quality(self.get_object()), many=True).data)
+
+    @extend_schema(responses=HitSerializer(many=True))
+    @action(detail=True)
+    def hits(self, request, name=None, format=None):
+        hits = self.get_object().hits.order_by("position").prefetch_related("hit_queries__batch_query")
+        page = self.paginate_queryset(hits)
+        return self.get_paginated_response(HitSerializer(page, many=True).data)
+
+    @extend_schema(request=None, responses={202: JobSerializer, 409: ErrorSerializer, 502: ErrorSerializer})
+    @action(detail=True, methods=["post"])
+    def publish(self, request, name=None, format=None):
+        """Publish the batch's HITs as a background job; poll the returned URL (409 unless draft or published)."""
+        return job_started(services.start_publish(self.get_object()))
+
+    @extend_schema(
+        request=SyncRequestSerializer, responses={202: JobSerializer, 409: ErrorSerializer, 502: ErrorSerializer}
+    )
+    @action(detail=True, methods=["post"])
+    def sync(self, request, name=None, format=None):
+        """Fetch and review assignments as a background job; poll the returned URL (409 while a draft)."""
+        params = SyncRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        return job_started(services.start_sync(self.get_object(), approve_all=params.validated_data["approve_all"]))
+
+    @extend_schema(
+        request=EscalateRequestSerializer,
+        responses={202: EscalationStartedSerializer, 409: ErrorSerializer, 502: ErrorSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def escalate(self, request, name=None, format=None):
+        """One more assignment for each finished HIT with a disputed query, up to the cap, as a job.
+
+        Only the HITs planned now (listed in the answer with the cost) are escalated, whatever
+        is synced meanwhile, as on the page. 409 unless the batch is published or completed,
+        or when no HIT needs another assignment.
+        """
+        batch = self.get_object()
+        params = EscalateRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        cap = params.validated_data["max_assignments"]
+        plan = services.plan_escalation(batch, cap)
+        if not plan.hits:
+            raise StateError(f"batch {batch.name!r} has no finished HIT with a disputed query below the cap")
+        confirmed = [hit.pk for hit, _ in plan.hits]
+        job = services.start_escalate(batch, max_assignments=cap, confirmed_hits=confirmed)
+        response = job_started(job)
+        response.data |= {
+            "hits": [hit.position for hit, _ in plan.hits],
+            "cost": str(plan.cost.total) if plan.cost else None,
+        }
+        return response
+
+    @extend_schema(request=None, responses={200: CancelledSerializer, 409: ErrorSerializer, 502: ErrorSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, name=None, format=None):
+        """Withdraw every open HIT and mark the batch cancelled (409 once completed); repeating it is harmless."""
+        batch = self.get_object()
+        expired = services.cancel_batch(batch)
+        return Response(
+            CancelledSerializer({"batch": batch.name, "status": batch.status, "expired_hits": expired}).data
+        )
+
+    @extend_schema(request=AdjudicateRequestSerializer, responses={200: AdjudicationSerializer})
+    @action(detail=True, methods=["post"])
+    def adjudicate(self, request, name=None, format=None):
+        """Settle one query's label with a reason (recorded with who and when); repeating it is harmless."""
+        batch = self.get_object()
+        params = AdjudicateRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        adjudication = services.adjudicate(batch, data["qid"], data["label"], data["reason"], request.user)
+        return Response(AdjudicationSerializer(adjudication).data)
+
+    @extend_schema(request=ExportRequestSerializer, responses={201: ExportSerializer})
+    @action(detail=True, methods=["post"])
+    def export(self, request, name=None, format=None):
+        """Export the labelled queries of one category; ``download`` in the answer returns the file."""
+        batch = self.get_object()
+        params = ExportRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        export = services.export_for_download(
+            batch, data["category"], data["format"], as_query_set=data.get("as_query_set") or None
+        )
+        return Response(ExportSerializer(export).data, status=status.HTTP_201_CREATED)
+
+
+class HitViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Hit.objects.select_related("batch").prefetch_related("hit_queries__batch_query")
+    serializer_class = HitSerializer
+    permission_classes = [permissions.IsAdminUser]
+
+
+class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
+    """Staff see every assignment; an annotator sees only their own."""
+
+    serializer_class = AssignmentSerializer
+    #: For the schema: the queryset depends on the requester, its model does not.
+    queryset = Assignment.objects.none()
+
+    def get_queryset(self):
+        queryset = Assignment.objects.select_related("hit__batch", "worker").prefetch_related("judgments__batch_query")
+        if not self.request.user.is_staff:
+            queryset = queryset.filter(worker__identity__user=self.request.user)
+        return queryset.order_by("pk")
+
+
+class JudgmentViewSet(viewsets.ReadOnlyModelViewSet):
+    """Staff see every judgment; an annotator sees only their own."""
+
+    serializer_class = JudgmentSerializer
+    #: For the schema: the queryset depends on the requester, its model does not.
+    queryset = Judgment.objects.none()
+
+    def get_queryset(self):
+        queryset = Judgment.objects.select_related("batch_query", "assignment__worker", "assignment__hit__batch")
+        if not self.request.user.is_staff:
+            queryset = queryset.filter(assignment__worker__identity__user=self.request.user)
+        batch = self.request.query_params.get("batch")
+        if batch:
+            queryset = queryset.filter(batch_query__batch__name=batch)
+        return queryset.order_by("pk")
+
+
+class ExportViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Export.objects.select_related("batch", "query_set")
+    serializer_class = ExportSerializer
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(responses={(200, "application/octet-stream"): bytes})
+    @action(detail=True)
+    def download(self, request, pk=None, format=None):
+        """The exported file (``?part=card``: its dataset card), streamed as an attachment."""
+        part = request.query_params.get("part", "file")
+        if part not in ("file", "card"):
+            raise ValidationError({"part": "choose file or card"})
+        return export_file_response(self.get_object(), part)

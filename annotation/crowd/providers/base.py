@@ -1,0 +1,139 @@
+"""The interface every crowd provider implements, and the registry that finds one by name.
+
+The services speak to one small interface, :class:`CrowdProvider`, so the batch life
+cycle (publish, sync, review, escalate, cancel) is written once. Providers register
+under the name stored in ``Batch.provider`` (``local``, ``mturk``, ``prolific``); a new
+platform is one class decorated with ``@register("<name>")``.
+
+A provider only talks to the outside world. It never writes to the database: the
+services record what it returns, in their own transactions, in an order that makes
+re-running after an interruption safe.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from annotation.models import Assignment, Batch, Hit
+
+
+@dataclass(frozen=True)
+class RemoteAssignment:
+    """An assignment as the provider reports it."""
+
+    assignment_id: str
+    worker_id: str
+    status: str  # "submitted", "approved" or "rejected"
+    raw_answer: str
+    #: ``None`` when ``raw_answer`` could not be read at all (every judgment is then invalid).
+    answers: dict[str, str] | None = field(default_factory=dict)
+    submitted_at: dt.datetime | None = None
+    accepted_at: dt.datetime | None = None
+
+
+class CrowdProvider(ABC):
+    """What the services need from a crowd platform."""
+
+    name: str = ""
+    #: True when answers arrive through this site (the local provider) rather than by polling.
+    answers_on_site: bool = False
+    #: True when a submission with a query left unanswered (or answered with something that
+    #: is not a category) is rejected at review: on a paid platform it would otherwise be
+    #: approved and paid (MTurk approves by itself after the HIT type's auto-approval delay).
+    rejects_invalid: bool = True
+
+    def form_action(self) -> str:
+        """Where the HIT page posts its answers when rendered for this provider (``""``: our own view)."""
+        return ""
+
+    @abstractmethod
+    def prepare(self, batch: Batch) -> str:
+        """Make the batch ready to receive HITs (e.g. create the MTurk HIT type); returns its id or ``""``."""
+
+    def launch(self, batch: Batch) -> None:
+        """Open the batch to workers once all its HITs are published (e.g. publish the Prolific study)."""
+        return None
+
+    @abstractmethod
+    def publish_hit(self, hit: Hit, question_html: str) -> str:
+        """Create the HIT and return the provider's id for it; must be idempotent on ``hit.unique_token``."""
+
+    #: How long the provider remembers ``unique_token``: past it, a retry could duplicate a HIT.
+    token_memory: dt.timedelta | None = None
+
+    def find_hit(self, hit: Hit) -> str | None:
+        """The provider's id of ``hit`` if it exists there (looked up, not created), else ``None``."""
+        return None
+
+    @abstractmethod
+    def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
+        """Every submitted, approved or rejected assignment of the HIT."""
+
+    @abstractmethod
+    def approve(self, assignment: Assignment, feedback: str = "") -> bool:
+        """Approve; ``False`` when it already was."""
+
+    @abstractmethod
+    def reject(self, assignment: Assignment, feedback: str) -> bool:
+        """Reject with feedback to the worker; ``False`` when it already was."""
+
+    @abstractmethod
+    def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
+        """Ask ``count`` more workers to do the HIT (idempotent on ``unique_token``)."""
+
+    @abstractmethod
+    def expire(self, hit: Hit) -> None:
+        """Stop the HIT from being offered to more workers."""
+
+    #: True when :meth:`block_worker` asks the platform to block (a call worth recording once).
+    blocks_remotely: bool = False
+
+    def block_worker(self, external_id: str, reason: str) -> None:
+        """Keep the worker from this requester's work on the platform; here ``Worker.blocked`` does it."""
+        return None
+
+
+_REGISTRY: dict[str, Callable[..., CrowdProvider]] = {}
+#: The project's providers, imported when first asked for (so loading this package loads
+#: neither Django's models nor a provider's client).
+BUILT_IN = {
+    "local": "annotation.crowd.providers.local",
+    "mturk": "annotation.crowd.providers.mturk",
+    "prolific": "annotation.crowd.providers.prolific",
+}
+
+
+def register(name: str) -> Callable[[type[CrowdProvider]], type[CrowdProvider]]:
+    """Class decorator: make a provider available as ``get_provider(name)``."""
+
+    def decorator(cls: type[CrowdProvider]) -> type[CrowdProvider]:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorator
+
+
+def provider_class(name: str) -> Callable[..., CrowdProvider]:
+    if name not in _REGISTRY and name in BUILT_IN:
+        import importlib
+
+        importlib.import_module(BUILT_IN[name])
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown crowd provider {name!r}; known: {', '.join(provider_names())}") from None
+
+
+def get_provider(name: str, **kwargs: Any) -> CrowdProvider:
+    """A new provider object for ``Batch.provider`` (``kwargs`` go to its constructor, e.g. a test client)."""
+    return provider_class(name)(**kwargs)
+
+
+def provider_names() -> list[str]:
+    return sorted(set(BUILT_IN) | set(_REGISTRY))

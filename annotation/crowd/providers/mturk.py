@@ -1,0 +1,125 @@
+"""Amazon Mechanical Turk (or any server speaking its API): the provider and its rules.
+
+The boto3 client is :mod:`annotation.crowd.providers.mturk_api` (imported when first used, so
+loading the app does not load boto3); the HTMLQuestion document and the answers MTurk
+returns are :mod:`annotation.crowd.providers.mturk_xml`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
+
+if TYPE_CHECKING:
+    from annotation.models import Assignment, Batch, Hit
+
+
+_MTURK_STATUSES = {"Submitted": "submitted", "Approved": "approved", "Rejected": "rejected"}
+
+
+@register("mturk")
+class MTurkProvider(CrowdProvider):
+    """Amazon Mechanical Turk (or any server speaking its API), through :class:`annotation.crowd.providers.mturk_api.MTurk`."""
+
+    #: MTurk keeps a UniqueRequestToken for 24 hours; an hour's margin.
+    token_memory = dt.timedelta(hours=23)
+
+    def __init__(self, mturk=None) -> None:
+        if mturk is None:
+            from annotation.crowd.providers.mturk_api import MTurk, make_client
+
+            client = make_client(endpoint_url=settings.MTURK_ENDPOINT_URL or None, live=settings.MTURK_LIVE)
+            mturk = MTurk(client, max_calls_per_second=settings.MTURK_MAX_CALLS_PER_SECOND)
+        self.mturk = mturk
+
+    def form_action(self) -> str:
+        """MTurk's ``externalSubmit`` address of the right site (sandbox, production or the configured server)."""
+        from annotation.crowd.providers.mturk_api import submit_url
+
+        return submit_url(
+            settings.MTURK_ENDPOINT_URL or None, settings.MTURK_LIVE, override=settings.MTURK_SUBMIT_URL or None
+        )
+
+    def prepare(self, batch: Batch) -> str:
+        from annotation.crowd.providers.mturk_api import qualification_requirements
+
+        q = batch.qualifications or {}
+        requirements = qualification_requirements(
+            live=settings.MTURK_LIVE,
+            locales=q.get("locales") or None,
+            min_approval_rate=q.get("min_approval_rate"),
+            min_approved_hits=q.get("min_approved_hits"),
+            masters=bool(q.get("masters")),
+        )
+        return self.mturk.create_hit_type(
+            title=batch.title,
+            description=batch.description,
+            keywords=batch.keywords,
+            reward=Decimal(batch.reward),
+            assignment_duration_seconds=int(batch.assignment_duration.total_seconds()),
+            auto_approval_delay_seconds=int(batch.auto_approval_delay.total_seconds()),
+            qualification_requirements=requirements,
+        )
+
+    def publish_hit(self, hit: Hit, question_html: str) -> str:
+        from annotation.crowd.providers.mturk_xml import html_question
+
+        return self.mturk.create_hit(
+            hit_type_id=hit.batch.hit_type_id,
+            question=html_question(question_html),
+            lifetime_seconds=int(hit.batch.lifetime.total_seconds()),
+            max_assignments=hit.max_assignments,
+            unique_request_token=hit.unique_token,
+            requester_annotation=self._annotation(hit),
+        )
+
+    def find_hit(self, hit: Hit) -> str | None:
+        return self.mturk.find_hit(requester_annotation=self._annotation(hit), hit_type_id=hit.batch.hit_type_id)
+
+    @staticmethod
+    def _annotation(hit: Hit) -> str:
+        """``RequesterAnnotation`` naming the local HIT: how a HIT is found again on MTurk."""
+        return f"{hit.batch.name} HIT {hit.position}"[:255]
+
+    def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
+        from annotation.crowd.providers.mturk_xml import parse_answers
+
+        for item in self.mturk.iter_assignments(hit.provider_id):
+            raw = item.get("Answer", "")
+            try:
+                answers = parse_answers(raw) if raw else {}
+            except ValueError:
+                answers = None  # recorded as invalid ("unreadable answer"), never guessed
+            yield RemoteAssignment(
+                assignment_id=item["AssignmentId"],
+                worker_id=item["WorkerId"],
+                status=_MTURK_STATUSES.get(item.get("AssignmentStatus", ""), "submitted"),
+                raw_answer=raw,
+                answers=answers,
+                submitted_at=item.get("SubmitTime"),
+                accepted_at=item.get("AcceptTime"),
+            )
+
+    def approve(self, assignment: Assignment, feedback: str = "") -> bool:
+        return self.mturk.approve(assignment.provider_assignment_id, feedback=feedback or None)
+
+    def reject(self, assignment: Assignment, feedback: str) -> bool:
+        return self.mturk.reject(assignment.provider_assignment_id, feedback)
+
+    def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
+        self.mturk.add_assignments(hit.provider_id, count, unique_token)
+
+    def expire(self, hit: Hit) -> None:
+        self.mturk.expire_hit(hit.provider_id)
+
+    blocks_remotely = True
+
+    def block_worker(self, external_id: str, reason: str) -> None:
+        """CreateWorkerBlock: the worker sees none of this requester's HITs (and ``reason``)."""
+        self.mturk.block_worker(external_id, reason)

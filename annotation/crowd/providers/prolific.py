@@ -1,0 +1,349 @@
+"""Prolific: the provider, and the rules of a Prolific study (its fields, places, codes, rejections).
+
+A Prolific batch is one study; participants do their HIT groups on this site (see
+``annotation.prolific.services`` for arrivals and the reconciling sync). What is Prolific's
+own lives here, beside the provider class: the body of ``POST /studies/``, the completion
+code, the participant groups that exclude blocked and earlier participants, the rejection
+categories and messages, and the place count. The HTTP client is
+:mod:`annotation.crowd.providers.prolific_api`.
+
+Reads of this app's models are allowed here (a study's places are counted from the
+batch's assignments); writes are not: the services record what the provider did.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Iterator
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import Count, Q
+
+from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
+from annotation.crowd.providers.prolific_api import DEVICES, Prolific, ProlificError, ProlificUnknownOutcome, cents
+from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, WorkerIdentity
+from core.errors import ServiceError
+
+#: What Prolific calls a place still held by a participant.
+HOLDS_PLACE = {"RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT"}
+
+
+FREED_REMOTELY = {"RETURNED", "TIMED-OUT"}
+
+
+#: Prolific's ids (participant, study, session): 24 lowercase hex characters. A study link with
+#: anything else is refused without asking Prolific.
+PROLIFIC_ID = re.compile(r"[0-9a-f]{24}")  # used with fullmatch
+
+
+OPTION_KEYS = {"estimated_minutes", "devices", "filters", "bonus", "exclude_batches", "completion_code"}
+
+
+CONTACT = " If you think this is a mistake, please message us through Prolific."
+
+
+#: Added to rejections for the answers given, so the participant understands them (Prolific wants 100+ characters).
+REJECTION_CONTEXT = (
+    " The study asked you to label search queries; some had a known answer, used to check that the"
+    " instructions were followed." + CONTACT
+)
+
+
+NO_WORK_MESSAGE = (
+    "We received your completion on Prolific, but no answers to the queries of this study were recorded"
+    " for your session on our site, so there is no work to pay for."
+)
+
+
+def validate_options(options: dict) -> None:
+    """Refuse Prolific settings the API would refuse, before the batch is created."""
+    unknown = set(options) - OPTION_KEYS
+    if unknown:
+        raise ServiceError(f"unknown Prolific option(s): {', '.join(sorted(unknown))}")
+    minutes = options.get("estimated_minutes", 10)
+    if not isinstance(minutes, int) or not 1 <= minutes <= 24 * 60:
+        raise ServiceError("--estimated-minutes must be a whole number of minutes between 1 and 1440")
+    bad = [d for d in options.get("devices", []) if d not in DEVICES]
+    if bad:
+        raise ServiceError(f"unknown device(s) {', '.join(bad)}; use {', '.join(DEVICES)}")
+    bonus = Decimal(str(options.get("bonus", "0")))
+    if bonus < 0 or bonus != bonus.quantize(Decimal("0.01")):
+        raise ServiceError("--bonus must be whole cents, at least 0")
+    for name in options.get("exclude_batches", []):
+        if not Batch.objects.filter(name=name).exists():
+            raise ServiceError(f"--exclude-batch {name!r}: no such batch")
+
+
+#: Letters and digits that cannot be mistaken for each other; 10 of them are 50 random bits.
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+CODE_LENGTH = 10
+
+
+def new_completion_code() -> str:
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def completion_code(batch: Batch) -> str:
+    """The study's completion code: random, made once when the batch was created and kept in its options.
+
+    Participants see it only after submitting their HIT. It is never derived from the
+    batch's id or creation time, which anyone could guess.
+    """
+    code = batch.provider_options.get("completion_code")
+    if not code:
+        raise ServiceError(f"batch {batch.name!r} has no completion code; it was not made as a Prolific batch")
+    return code
+
+
+def study_url(batch: Batch) -> str:
+    """The external study URL with Prolific's placeholders as URL parameters."""
+    from django.urls import reverse
+
+    path = reverse("annotation:prolific-start", args=[batch.name])
+    return (
+        f"{settings.SITE_URL.rstrip('/')}{path}"
+        "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
+
+
+def total_places(batch: Batch) -> int:
+    return sum(batch.hits.values_list("max_assignments", flat=True))
+
+
+def study_fields(batch: Batch, provider: ProlificProvider) -> dict:
+    """The body of ``POST /studies/`` for the batch (a draft; published by ``launch``)."""
+    if not settings.PROLIFIC_PROJECT_ID:
+        raise ServiceError("PROLIFIC_PROJECT_ID is not set: the id of the Prolific project that holds the studies")
+    if settings.PROLIFIC_API_URL.startswith("https://api.prolific.com") and not settings.SITE_URL.startswith(
+        "https://"
+    ):
+        raise ServiceError(
+            f"SITE_URL is {settings.SITE_URL!r}: participants on Prolific need this site's public https address"
+        )
+
+    options = batch.provider_options
+    minutes = int(options.get("estimated_minutes", 10))
+    groups = exclusion_groups(batch, provider)
+    filters = list(options.get("filters", []))
+    if groups:
+        filters.append({"filter_id": "participant_group_blocklist", "selected_values": groups})
+    fields = {
+        "name": batch.title,
+        "internal_name": provider.internal_name(batch),
+        "description": batch.description,
+        "external_study_url": study_url(batch),
+        "prolific_id_option": "url_parameters",
+        "completion_codes": [
+            {"code": completion_code(batch), "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}
+        ],
+        "total_available_places": total_places(batch),
+        "estimated_completion_time": minutes,
+        "maximum_allowed_time": max(minutes * 3, int(batch.assignment_duration.total_seconds() // 60)),
+        "reward": cents(batch.reward),
+        "device_compatibility": list(options.get("devices") or ["desktop"]),
+        "filters": filters,
+        "project": settings.PROLIFIC_PROJECT_ID,
+    }
+    return fields
+
+
+# -- participant groups ------------------------------------------------------------------
+BLOCKED_GROUP = "blocked participants"
+
+
+def group_id(provider: ProlificProvider, name: str) -> str:
+    """The id of the workspace's group called ``name``; created when missing (looked up first)."""
+    workspace = settings.PROLIFIC_WORKSPACE_ID
+    if not workspace:
+        raise ServiceError("PROLIFIC_WORKSPACE_ID is not set: participant groups belong to a Prolific workspace")
+    found = provider.client.find_group(workspace, name)
+    return found["id"] if found else provider.client.create_group(workspace, name)["id"]
+
+
+def exclusion_groups(batch: Batch, provider: ProlificProvider) -> list[str]:
+    """Groups whose members may not take the study: blocked participants, and earlier batches' ones."""
+    groups = []
+    blocked = list(
+        WorkerIdentity.objects.filter(provider=Provider.PROLIFIC, worker__blocked=True).values_list(
+            "external_id", flat=True
+        )
+    )
+    if blocked:
+        group = group_id(provider, BLOCKED_GROUP)
+        provider.client.add_to_group(group, blocked)
+        groups.append(group)
+    earlier = batch.provider_options.get("exclude_batches") or []
+    if earlier:
+        ids = list(
+            WorkerIdentity.objects.filter(provider=Provider.PROLIFIC, worker__assignments__hit__batch__name__in=earlier)
+            .distinct()
+            .values_list("external_id", flat=True)
+        )
+        group = group_id(provider, f"took part before {batch.name}")
+        provider.client.add_to_group(group, ids)
+        groups.append(group)
+    return groups
+
+
+RETURN_MESSAGE = "Please return the study on Prolific; you will not be penalised."
+
+
+def return_url() -> str:
+    """Where a participant returns a study: Prolific's participant site (the completion URL's host)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(settings.PROLIFIC_COMPLETION_URL)
+    return f"{parts.scheme}://{parts.netloc}/" if parts.scheme and parts.netloc else "https://app.prolific.com/"
+
+
+def completion_url(batch: Batch) -> str:
+    return f"{settings.PROLIFIC_COMPLETION_URL}{completion_code(batch)}"
+
+
+# -- reviewing ------------------------------------------------------------------------------
+def rejection_for(assignment: Assignment, feedback: str) -> tuple[str, str]:
+    """Prolific's rejection category and a message the participant can understand (100+ characters)."""
+    if assignment.gold_passed is False:
+        category = "FAILED_CHECK"
+        text = feedback or "Too many of the check questions with a known answer were answered wrongly."
+    elif assignment.submitted_at is None:
+        return "NO_DATA", NO_WORK_MESSAGE + CONTACT
+    else:
+        category = "LOW_EFFORT"
+        text = feedback or "Some queries were left without a usable answer."
+    return category, (text.rstrip() + REJECTION_CONTEXT)[:2000]
+
+
+def ensure_places(batch: Batch, provider: ProlificProvider, submissions=None) -> int:
+    """Set the study's places so that every HIT group can get all its assignments; returns the total.
+
+    Places Prolific counts as held (sessions active, awaiting review or paid) plus the
+    free places of the HIT groups, less the sessions that hold a Prolific place but have
+    not reached the site yet (they will take free places). Only ever raised.
+    """
+    study_id = batch.hit_type_id
+    if submissions is None:
+        submissions = list(provider.client.submissions(study_id))
+    held_remotely = [s for s in submissions if s.status in HOLDS_PLACE]
+    on_site = set(Assignment.objects.filter(hit__batch=batch).values_list("provider_assignment_id", flat=True))
+    arriving = sum(1 for s in held_remotely if s.id not in on_site)
+    free = 0
+    for hit in batch.hits.annotate(held=Count("assignments", filter=~Q(assignments__status__in=FREES_PLACE))):
+        free += max(0, hit.max_assignments - hit.held)
+    target = len(held_remotely) + max(0, free - arriving)
+    current = int(provider.client.get_study(study_id).get("total_available_places") or 0)
+    if target > current:
+        provider.client.set_places(study_id, target)
+        return target
+    return current
+
+
+@register("prolific")
+class ProlificProvider(CrowdProvider):
+    """Prolific: one study per batch; participants do their HIT groups on this site.
+
+    The study's URL brings a participant to ``annotation:prolific-start`` with their
+    Prolific id, the study id and their session id; the site hands them a HIT through
+    the same hand-out as in-house annotators and, once they submit, sends them back to
+    Prolific with the completion code. Answers are therefore stored as they come
+    (``answers_on_site``); ``annotation.prolific.services`` reconciles the study's
+    submissions with them when the batch is synced.
+    """
+
+    answers_on_site = True
+
+    def __init__(self, client=None) -> None:
+        if client is None:
+            client = Prolific(settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN)
+        self.client = client
+        self._stopped: set[str] = set()
+
+    @staticmethod
+    def internal_name(batch: Batch) -> str:
+        """How the study is found again on Prolific: unique per batch ever made on this site."""
+        return f"{batch.name} ({batch.pk}, {batch.created:%Y%m%dT%H%M%S})"
+
+    def prepare(self, batch: Batch) -> str:
+        """Create the batch's study (as a draft) and return its id; publish_batch saves it at once.
+
+        ``batch.prepare_attempted`` is the time of an earlier attempt (publish_batch records
+        it before calling): after one, the study is first looked up by its internal name,
+        because a lost answer to ``POST /studies/`` may hide a study that exists.
+        """
+        project = settings.PROLIFIC_PROJECT_ID
+        if batch.prepare_attempted is not None:
+            found = self.client.find_study(project, self.internal_name(batch))
+            if found is not None:
+                return found["id"]
+        return self.client.create_study(study_fields(batch, self))["id"]
+
+    def launch(self, batch: Batch) -> None:
+        """Publish the study unless it already is (a repeated publish after a lost answer is skipped)."""
+        self._transition(batch.hit_type_id, "PUBLISH", when=("UNPUBLISHED",))
+
+    def _transition(self, study_id: str, action: str, *, when: tuple[str, ...]) -> bool:
+        """Transition the study if its status is one of ``when``; after a lost answer, look again.
+
+        Returns whether this call made the transition (False: it was not needed).
+        """
+        for _ in range(3):
+            if self.client.get_study(study_id).get("status") not in when:
+                return False
+            try:
+                self.client.transition_study(study_id, action)
+                return True
+            except ProlificUnknownOutcome:
+                continue  # it may have happened: the status says
+        if self.client.get_study(study_id).get("status") not in when:
+            return True  # the last lost answer hid a success
+        # Not done: returning quietly would let a cancel report a study stopped that still runs.
+        raise ProlificError(
+            f"Prolific did not {action} study {study_id}: three attempts lost their answer", upstream=True
+        )
+
+    def stop_study(self, study_id: str) -> bool:
+        """Stop the study (once, and only if it is running); whether this call stopped it."""
+        if study_id in self._stopped:
+            return False
+        stopped = self._transition(study_id, "STOP", when=("ACTIVE", "PAUSED"))
+        self._stopped.add(study_id)
+        return stopped
+
+    def publish_hit(self, hit: Hit, question_html: str) -> str:
+        return f"prolific-{hit.unique_token}"
+
+    def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
+        return iter(())  # answers arrive on the site; submissions are reconciled per study
+
+    def approve(self, assignment: Assignment, feedback: str = "") -> bool:
+        self.client.approve(assignment.provider_assignment_id)
+        return True
+
+    def reject(self, assignment: Assignment, feedback: str) -> bool:
+        category, message = rejection_for(assignment, feedback)
+        self.client.reject(assignment.provider_assignment_id, category, message)
+        return True
+
+    def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
+        """Make sure the study has places for every free place of the batch's HITs.
+
+        Callers raise ``hit.max_assignments`` first (as escalation does); the study's place
+        count is then set to a total computed from the state, not increased by ``count``,
+        so a repeated call (same ``unique_token`` or not) never adds places twice.
+        """
+        ensure_places(hit.batch, self)
+
+    def expire(self, hit: Hit) -> None:
+        """Stop the study (once per batch, and only if it is running)."""
+        if hit.batch.hit_type_id:
+            self.stop_study(hit.batch.hit_type_id)
+
+    blocks_remotely = True
+
+    def block_worker(self, external_id: str, reason: str) -> None:
+        """Add the participant to the workspace's blocked group, which every study of this site excludes."""
+        self.client.add_to_group(group_id(self, BLOCKED_GROUP), [external_id])

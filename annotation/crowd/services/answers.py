@@ -1,0 +1,243 @@
+"""Checking, recording and reviewing one worker's answers to one HIT.
+
+The same code handles an MTurk assignment fetched by ``sync_batch`` and a form posted by
+an in-house annotator, so both are held to the same rules: every query of the HIT gets
+one ``Judgment``; an answer that is missing or not one of the four categories is kept as
+an invalid judgment with its reason and is never guessed; gold questions are scored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.crowd.providers import CrowdProvider
+from annotation.labels import LABEL_NAMES, LABELS
+from annotation.models import Assignment, BatchQuery, HitQuery, Judgment
+from core.errors import ServiceError
+
+
+@dataclass
+class AnswerCheck:
+    """Per query of the HIT: ``(batch_query, label or None, invalid reason)``; gold scored."""
+
+    judgments: list[tuple[BatchQuery, str | None, str]] = field(default_factory=list)
+    gold_correct: int = 0
+    gold_total: int = 0
+    gold_passed: bool | None = None
+    gold_misses: list[tuple[BatchQuery, str | None]] = field(default_factory=list)
+    #: The worker's submitted HITs after this one, when the submit was asked to count them.
+    answered_count: int | None = None
+
+    @property
+    def valid(self) -> bool:
+        return all(label is not None for _, label, _ in self.judgments)
+
+    @property
+    def invalid_count(self) -> int:
+        return sum(label is None for _, label, _ in self.judgments)
+
+
+class AlreadyRecorded(ServiceError):
+    """The assignment was no longer in a status that takes answers when they were to be recorded."""
+
+
+#: The reason :func:`check_answers` gives when the provider's answer document could not be read.
+UNREADABLE = "unreadable answer"
+#: Sent with the approval of work whose answer document could not be read (see review_assignment).
+UNREADABLE_FEEDBACK = (
+    "Thank you. Your answers reached us in a form we could not read, which is not your fault: "
+    "the HIT is approved and paid in full."
+)
+
+
+def check_answers(
+    hit_queries: Sequence[HitQuery], answers: Mapping[str, str] | None, gold_pass_fraction: float
+) -> AnswerCheck:
+    """Read ``q-<position>`` fields: one of n/f/m/o is a label, anything else an invalid judgment.
+
+    ``answers=None`` means the provider's answer document could not be read at all.
+    """
+    check = AnswerCheck()
+    missing = UNREADABLE if answers is None else "missing answer"
+    answers = answers or {}
+    for hq in hit_queries:
+        raw = answers.get(hq.field_name)
+        value = (raw or "").strip().lower()
+        if not value:
+            label, reason = None, missing
+        elif value not in LABELS:
+            label, reason = None, f"unknown category {raw!r}"[:200]
+        else:
+            label, reason = value, ""
+        check.judgments.append((hq.batch_query, label, reason))
+        if hq.batch_query.is_gold:
+            check.gold_total += 1
+            if label == hq.batch_query.gold_label:
+                check.gold_correct += 1
+            else:
+                check.gold_misses.append((hq.batch_query, label))
+    if check.gold_total and check.invalid_count < len(check.judgments):
+        # Gold is scored only when some answer was given: an empty or unreadable answer is
+        # reviewed as such (``review_assignment``), never counted as failed gold questions.
+        needed = math.ceil(gold_pass_fraction * check.gold_total - 1e-9)
+        check.gold_passed = check.gold_correct >= needed
+    return check
+
+
+#: At most this many wrong gold answers are spelled out in one message (MTurk caps feedback length).
+FEEDBACK_MISSES = 5
+
+
+def gold_feedback(check: AnswerCheck, *, name_questions: bool = True) -> str:
+    """What a worker who failed the gold questions is told: how many were wrong and, unless
+    the batch switched it off (``Batch.gold_feedback``), which ones and their right answers,
+    so they can do better on the next HIT instead of being rejected silently."""
+    missed = check.gold_total - check.gold_correct
+    text = f"{missed} of the {check.gold_total} check question(s) with a known answer were answered wrongly"
+    if not name_questions or not check.gold_misses:
+        return text + "."
+    details = []
+    for bq, given in check.gold_misses[:FEEDBACK_MISSES]:
+        answer = LABEL_NAMES[given] if given else "nothing"
+        details.append(f'"{bq.text[:100]}" is {LABEL_NAMES[bq.gold_label]}, you answered {answer}')
+    return text + ": " + "; ".join(details) + "."
+
+
+@transaction.atomic(savepoint=False)  # its callers hold their own transaction or savepoint
+def record_answers(
+    assignment: Assignment,
+    answers: Mapping[str, str] | None,
+    raw_answer: str,
+    *,
+    status: str = Assignment.Status.SUBMITTED,
+    submitted_at: dt.datetime | None = None,
+    hit_queries: Sequence[HitQuery] | None = None,
+    only_from: Collection[str] | None = None,
+    only_if: Q | None = None,
+) -> AnswerCheck:
+    """Store the judgments of a not-yet-answered assignment and score its gold questions.
+
+    ``hit_queries``: the HIT's queries in order, with their batch queries, when the caller
+    has read them already (else they are read here).
+
+    ``only_from``: record only if the assignment's row is still in one of these statuses,
+    else raise :class:`AlreadyRecorded` with nothing
+    written. The check and the write are one ``UPDATE``, run before the judgments are
+    inserted: it takes the row's write lock, so of two submits of one assignment at once the
+    second waits, then finds the status changed and records nothing -- the same guarantee as
+    locking the row and reading it again, one statement cheaper. ``only_if``: a further
+    condition of that ``UPDATE`` (the batch still open to the worker: ``local._submit``),
+    with no join (its subqueries name the batch and worker by id).
+
+    Only the answer's columns are written (status, times, raw answer, validity, gold, and
+    ``feedback`` when gold failed), not the whole row: a column another request changes
+    meanwhile is never written back with an old value.
+    """
+    if hit_queries is None:
+        hit_queries = list(assignment.hit.hit_queries.select_related("batch_query").order_by("position"))
+    batch = assignment.hit.batch
+    check = check_answers(hit_queries, answers, batch.gold_pass_fraction)
+    values = {
+        "status": status,
+        "submitted_at": submitted_at or timezone.now(),
+        "raw_answer": raw_answer,
+        "valid": check.valid,
+        "gold_correct": check.gold_correct if check.gold_total else None,
+        "gold_total": check.gold_total or None,
+        "gold_passed": check.gold_passed,
+    }
+    if check.gold_passed is False:
+        values["feedback"] = gold_feedback(check, name_questions=batch.gold_feedback)
+    row = Assignment.objects.filter(pk=assignment.pk)
+    if only_from is not None:
+        # On the row's own column, not through a join: Django writes a join as ``id IN
+        # (subquery)``, and PostgreSQL, after waiting for the row, re-checks the row but not
+        # what the subquery saw -- both submits would pass.
+        row = row.filter(status__in=list(only_from))
+    if only_if is not None:
+        row = row.filter(only_if)
+    if not row.update(**values):
+        raise AlreadyRecorded("this HIT was already submitted")
+    for name, value in values.items():
+        setattr(assignment, name, value)
+    Judgment.objects.bulk_create(
+        [
+            Judgment(assignment=assignment, batch_query=bq, label=label, invalid_reason=reason)
+            for bq, label, reason in check.judgments
+        ]
+    )
+    return check
+
+
+def invalid_feedback(judgments: Sequence[Judgment]) -> str:
+    """What a worker whose HIT has missing or invalid answers is told: how many of its queries
+    have no usable answer, which ones (a few) and what a usable answer is, so the rejection
+    is understood rather than taken for an error on our side."""
+    invalid = [j for j in judgments if j.label is None]
+    if len(invalid) == len(judgments):
+        return (
+            f"This HIT was submitted without a usable answer to any of its {len(judgments)} queries, "
+            "so there is no work to pay for. Each query needs one of the categories "
+            f"{', '.join(LABEL_NAMES.values())}."
+        )
+    details = []
+    for judgment in invalid[:FEEDBACK_MISSES]:
+        text = judgment.batch_query.text[:100]
+        reason = "no answer" if judgment.invalid_reason.startswith("missing") else "an answer that is not a category"
+        details.append(f'"{text}": {reason}')
+    more = f" and {len(invalid) - FEEDBACK_MISSES} more" if len(invalid) > FEEDBACK_MISSES else ""
+    return (
+        f"{len(invalid)} of the {len(judgments)} queries of this HIT {'was' if len(invalid) == 1 else 'were'} "
+        "left without a usable answer "
+        f"({'; '.join(details)}{more}). Each query needs one of the categories "
+        f"{', '.join(LABEL_NAMES.values())}; a HIT with a query left out cannot be used."
+    )
+
+
+def review_assignment(assignment: Assignment, provider: CrowdProvider, *, approve_all: bool = False) -> str:
+    """Approve or reject a submitted assignment; returns ``approved``, ``rejected`` or ``kept``.
+
+    Rejected, with feedback saying why: failed gold questions, and (on a provider whose
+    ``rejects_invalid`` is set: MTurk, Prolific) a query left without an answer or answered
+    with something that is not a category -- left alone, MTurk would approve and pay it
+    after the auto-approval delay. Approved: an answer document that could not be read at
+    all (the worker is not at fault; its judgments stay invalid). Kept for a person to look
+    at: invalid in-house work.
+    ``approve_all`` approves everything, e.g. to pay a batch whose gold turned out to be
+    ambiguous. A provider saying it was already approved or rejected is not an error, and
+    a reviewed assignment is never reviewed again, so a second sync changes nothing.
+    """
+    if assignment.status != Assignment.Status.SUBMITTED:
+        return "kept"
+    feedback = assignment.feedback
+    if assignment.gold_passed is False and not approve_all:
+        outcome = Assignment.Status.REJECTED
+    elif assignment.valid or approve_all:
+        outcome = Assignment.Status.APPROVED
+    elif assignment.valid is False and provider.rejects_invalid:
+        judgments = list(assignment.judgments.select_related("batch_query").order_by("pk"))
+        if all(j.invalid_reason == UNREADABLE for j in judgments if j.label is None):
+            # The platform wrote the answer document from the posted form, so one we cannot
+            # read is our fault, not the worker's: approved and paid now (never left to the
+            # auto-approval), its judgments invalid and never counted.
+            feedback = UNREADABLE_FEEDBACK
+            outcome = Assignment.Status.APPROVED
+        else:
+            feedback = invalid_feedback(judgments)
+            outcome = Assignment.Status.REJECTED
+    else:
+        return "kept"
+    if outcome == Assignment.Status.REJECTED:
+        provider.reject(assignment, feedback)
+    else:
+        provider.approve(assignment, feedback if feedback == UNREADABLE_FEEDBACK else "")
+    Assignment.objects.filter(pk=assignment.pk).update(status=outcome, reviewed_at=timezone.now(), feedback=feedback)
+    assignment.status, assignment.feedback = outcome, feedback
+    return str(outcome)

@@ -1,0 +1,330 @@
+"""Creating, cancelling and following a batch."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from collections.abc import Collection, Sequence
+from dataclasses import asdict
+from decimal import Decimal
+from pathlib import Path
+
+from django.conf import settings as django_settings
+from django.db import transaction
+from django.db.models import Count, Q
+
+from annotation.crowd.costs import Cost, provider_cost
+from annotation.crowd.hit_groups import group_into_hits
+from annotation.crowd.providers import CrowdProvider, get_provider
+from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
+from annotation.labels import label_code
+from annotation.models import Assignment, Batch, BatchQuery, Hit, HitQuery, Judgment, Provider
+from core.errors import InputError, ServiceError, StateError
+from core.names import validate_name
+from core.textfiles import MAX_LINE_BYTES, open_text
+from pooling.models import Pool, QuerySet
+from pooling.queryfiles import normalise_text
+
+#: The header line of a labelled CSV file (the project's exports write one; the study's file has none).
+CSV_HEADER = ("qid", "query", "label")
+
+
+def read_gold_file(path: str | Path) -> list[GoldQuery]:
+    """Gold or training questions: a labelled query file (:func:`read_labelled_file`)."""
+    return read_labelled_file(path)
+
+
+def read_labelled_file(path: str | Path) -> list[GoldQuery]:
+    """Read labelled queries; the label is n/f/m/o or a category name (non-gendered, ...).
+
+    Two formats, one reader, so gold questions, training questions and a pre-labeller's
+    training data are read alike:
+
+    - TSV ``qid<TAB>query<TAB>label``: the query file format with a third column;
+    - CSV ``qid,query,label``, chosen by the name (``.csv``, ``.csv.gz``) or by a first
+      line ``qid,query,label``. The study's published file has no header and no quoting
+      (a query may contain commas): the qid is the first field, the label the last. A
+      query quoted as the csv module quotes (the project's exports) is read as quoted,
+      and a header naming more columns after ``label`` (an export's ``adjudicated``,
+      ``ds_posterior``) makes every line read with the csv module.
+
+    Read as every query file is (``open_text``: streamed, gzip, UTF-8, lines at most
+    ``MAX_LINE_BYTES``, the file at most ``IMPORT_MAX_HELD_BYTES`` expanded; a csv field may
+    be as long as a line), bad input refused as ``file:line: problem``; a repeated qid is
+    refused. The query text is normalised as a query file's is
+    (:func:`pooling.queryfiles.normalise_text`: control characters and line separators
+    become spaces).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, None, "labelled query file not found")
+    _allow_line_long_fields()
+    queries, seen = [], set()
+    with open_text(path) as file_lines:
+        split = None
+        for number, line in enumerate(file_lines, start=1):
+            if not line.strip():
+                continue
+            if split is None:
+                split, is_header = _labelled_format(path, number, line)
+                if is_header:
+                    continue
+            qid, text, label = (part.strip() for part in split(path, number, line))
+            text = normalise_text(text).strip()
+            code = label_code(label)
+            if code is None:
+                raise InputError(path, number, f"unknown label {label!r}; use n, f, m, o or a category name")
+            if not qid or not text:
+                raise InputError(path, number, "empty qid or query")
+            if qid in seen:
+                raise InputError(path, number, f"qid {qid} repeated")
+            seen.add(qid)
+            queries.append(GoldQuery(qid, text, code))
+    return queries
+
+
+def _allow_line_long_fields() -> None:
+    """Let the csv module read a field as long as a line may be (its default stops at 131,072
+    characters): the readers' line limit is then the only limit. Only ever raised, never
+    lowered (the limit is the process's)."""
+    if csv.field_size_limit() < MAX_LINE_BYTES:
+        csv.field_size_limit(MAX_LINE_BYTES)
+
+
+def _csv_fields(path: Path, number: int, line: str) -> list[str]:
+    """One line's csv fields; a line the csv module cannot read is ``file:line: problem``."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error as exc:
+        raise InputError(path, number, f"not a valid csv line ({exc})") from None
+
+
+def _labelled_format(path: Path, number: int, first: str):
+    """How to split the lines of a labelled file, from its name and first line; and whether that line is a header."""
+    header = tuple(field.strip().lower() for field in _csv_fields(path, number, first))
+    if header[:3] == CSV_HEADER:
+        return (_split_csv if len(header) == 3 else _split_csv_columns(len(header))), True
+    if path.name.lower().endswith((".csv", ".csv.gz")):
+        return _split_csv, False
+    return _split_tsv, False
+
+
+def _split_tsv(path: Path, number: int, line: str) -> list[str]:
+    parts = line.split("\t")
+    if len(parts) != 3:
+        raise InputError(path, number, "expected qid<TAB>query<TAB>label")
+    return parts
+
+
+def _split_csv(path: Path, number: int, line: str) -> list[str]:
+    """``qid,query,label``: unquoted (the label after the last comma) or quoted by the csv module."""
+    qid, comma, rest = line.partition(",")
+    if rest.lstrip().startswith('"'):
+        return _split_csv_columns(3)(path, number, line)
+    text, comma2, label = rest.rpartition(",")
+    if not comma or not comma2:
+        raise InputError(path, number, "expected qid,query,label")
+    return [qid, text, label]
+
+
+def _split_csv_columns(columns: int):
+    """Lines of exactly ``columns`` csv fields, of which the first three are qid, query and label."""
+
+    def split(path: Path, number: int, line: str) -> list[str]:
+        fields = _csv_fields(path, number, line)
+        if len(fields) != columns:
+            raise InputError(
+                path,
+                number,
+                f"expected {columns} comma-separated fields, found {len(fields)} (quote a query with commas)",
+            )
+        return fields[:3]
+
+    return split
+
+
+def _unique_token(batch: Batch, position: int, qids: Sequence[str]) -> str:
+    """Deterministic per HIT, different for every batch ever made (name + creation time are in the hash).
+
+    MTurk remembers a UniqueRequestToken for 24 hours: a retried CreateHIT with the same
+    token returns the HIT it already created instead of making a second one.
+    """
+    digest = hashlib.sha256(f"{batch.name}|{batch.created.isoformat()}|{position}|{','.join(qids)}".encode())
+    return f"{batch.pk}-{position}-{digest.hexdigest()[:12]}"
+
+
+def cost_as_dict(cost: Cost, hits: int) -> dict[str, str | int]:
+    return {key: str(value) if isinstance(value, Decimal) else value for key, value in asdict(cost).items()} | {
+        "hits": hits
+    }
+
+
+def estimate_cost(settings: BatchSettings, queries: int) -> dict[str, str | int]:
+    """The cost :func:`create_batch` records for ``queries`` queries, before anything is created
+    (the batch form's live estimate). Refuses the settings ``create_batch`` would refuse."""
+    settings.validate()
+    hits = -(-queries // settings.queries_per_hit)
+    cost = provider_cost(
+        settings.provider,
+        Decimal(settings.reward),
+        settings.assignments_per_query,
+        hits,
+        masters=bool(settings.qualifications.get("masters")),
+        prolific_fee_rate=Decimal(django_settings.PROLIFIC_FEE_RATE),
+    )
+    return cost_as_dict(cost, hits)
+
+
+def mturk_comparison(reward: Decimal | str, assignments_per_query: int, hits: int) -> dict[str, str | int]:
+    """What the same batch would cost on MTurk (its commission, without Masters): shown beside an
+    in-house batch's cost, whose fee is nil, in the live estimate and on the batch page alike."""
+    return cost_as_dict(provider_cost("mturk", Decimal(reward), assignments_per_query, hits), hits)
+
+
+@transaction.atomic
+def create_batch(
+    name: str,
+    settings: BatchSettings,
+    *,
+    query_set: QuerySet | None = None,
+    pool: Pool | None = None,
+    gold: Sequence[GoldQuery] = (),
+    training: Sequence[GoldQuery] = (),
+    only_qids: Collection[str] | None = None,
+) -> Batch:
+    """Snapshot the queries and settings, group the queries into HITs and record the cost estimate.
+
+    Queries are shuffled (seeded) before grouping so that one HIT does not hold a run of
+    similar queries; ``gold_per_hit`` gold questions are then placed at random positions
+    of every HIT, cycling through ``gold``. ``training`` queries (known labels) make the
+    qualification step (:mod:`.training`). ``only_qids`` keeps those queries of the set alone
+    (a derived batch: :mod:`.calibration`, :mod:`.routing`). Nothing is sent to a provider yet.
+    """
+    query_set, queries = _check_sources(name, settings, query_set, pool, gold, only_qids)
+    provider_options = dict(settings.provider_options)
+    if settings.provider == Provider.PROLIFIC and not provider_options.get("completion_code"):
+        from annotation.crowd.providers.prolific import new_completion_code
+
+        provider_options["completion_code"] = new_completion_code()  # random, never derived (see .prolific)
+    stored = {field: getattr(settings, field) for field in OFFERED if field not in NOT_STORED}
+    stored |= {"reward": Decimal(settings.reward), "provider_options": provider_options}
+    batch = Batch.objects.create(name=name, query_set=query_set, pool=pool, **stored)
+    batch_queries = BatchQuery.objects.bulk_create(
+        [BatchQuery(batch=batch, query=q, qid=q.qid, text=q.text, position=i) for i, q in enumerate(queries)],
+        batch_size=2000,
+    )
+    gold_queries = BatchQuery.objects.bulk_create(
+        [
+            BatchQuery(batch=batch, qid=g.qid, text=g.text, position=i, is_gold=True, gold_label=g.label)
+            for i, g in enumerate(gold)
+        ]
+    )
+    hit_queries: list[HitQuery] = []
+    slots = {"query": batch_queries, "gold": gold_queries}
+    groups = group_into_hits(
+        len(batch_queries),
+        len(gold_queries),
+        queries_per_hit=settings.queries_per_hit,
+        gold_per_hit=settings.gold_per_hit,
+        seed=settings.seed,
+    )
+    for number, group in enumerate(groups, start=1):
+        members = [slots[kind][i] for kind, i in group]
+        hit = Hit.objects.create(
+            batch=batch,
+            position=number,
+            unique_token=_unique_token(batch, number, [m.qid for m in members]),
+            max_assignments=settings.assignments_per_query,
+        )
+        hit_queries += [HitQuery(hit=hit, batch_query=bq, position=i) for i, bq in enumerate(members, start=1)]
+    HitQuery.objects.bulk_create(hit_queries, batch_size=2000)
+    if training:
+        from annotation.quality.services.training import add_training
+
+        add_training(batch, training, settings.training_pass_fraction)
+    batch.cost = estimate_cost(settings, len(batch_queries))
+    batch.save(update_fields=["cost"])
+    return batch
+
+
+def _check_sources(
+    name: str,
+    settings: BatchSettings,
+    query_set: QuerySet | None,
+    pool: Pool | None,
+    gold: Sequence[GoldQuery],
+    only_qids: Collection[str] | None = None,
+) -> tuple[QuerySet, list]:
+    """What ``create_batch`` refuses before it writes anything; returns the query set and its queries."""
+    settings.validate()
+    validate_name(name, "batch")
+    if Batch.objects.filter(name=name).exists():
+        raise ServiceError(f"a batch named {name!r} already exists")
+    if pool is not None:
+        if query_set is not None and query_set != pool.queries:
+            raise ServiceError(f"pool {pool.name!r} was not made from query set {query_set.name!r}")
+        query_set = pool.queries
+    if query_set is None:
+        raise ServiceError("a batch needs a query set or a pool")
+    queries = list(query_set.queries.order_by("position"))
+    if only_qids is not None:
+        wanted = set(only_qids)
+        queries = [q for q in queries if q.qid in wanted]
+        missing = wanted - {q.qid for q in queries}
+        if missing:
+            raise ServiceError(f"qid(s) not in query set {query_set.name!r}: {', '.join(sorted(missing)[:5])}")
+    if not queries:
+        raise ServiceError(f"query set {query_set.name!r} has no queries")
+    if settings.gold_per_hit and len(gold) < settings.gold_per_hit:
+        raise ServiceError(f"{settings.gold_per_hit} gold questions per HIT need at least as many gold queries")
+    clashes = {g.qid for g in gold} & {q.qid for q in queries}
+    if clashes:
+        raise ServiceError(f"gold qid(s) also in the query set: {', '.join(sorted(clashes)[:5])}")
+    return query_set, queries
+
+
+def cancel_batch(batch: Batch, provider: CrowdProvider | None = None) -> int:
+    """Withdraw every open HIT and mark the batch cancelled; returns the HITs expired. Safe to re-run.
+
+    Answers already given stay recorded (and can still be synced and reviewed: workers
+    who submitted must still be paid).
+    """
+    if batch.status == Batch.Status.COMPLETED:
+        raise StateError(f"batch {batch.name!r} is completed; nothing to cancel")
+    provider = provider or get_provider(batch.provider)
+    expired = 0
+    for hit in batch.hits.filter(status=Hit.Status.OPEN).exclude(provider_id=None):
+        provider.expire(hit)
+        Hit.objects.filter(pk=hit.pk).update(status=Hit.Status.EXPIRED)
+        expired += 1
+    Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.CANCELLED)
+    batch.status = Batch.Status.CANCELLED
+    return expired
+
+
+def batch_progress(batch: Batch) -> dict[str, int | float | None]:
+    """Counts for the batch page, the API and the commands."""
+    hits = batch.hits.aggregate(
+        total=Count("pk"),
+        published=Count("pk", filter=~Q(provider_id=None)),
+    )
+    expected = sum(batch.hits.values_list("max_assignments", flat=True))
+    by_status = dict(
+        Assignment.objects.filter(hit__batch=batch).values_list("status").annotate(n=Count("pk")).order_by()
+    )
+    judgments = Judgment.objects.filter(batch_query__batch=batch)
+    done = by_status.get(Assignment.Status.SUBMITTED, 0) + by_status.get(Assignment.Status.APPROVED, 0)
+    return {
+        "hits": hits["total"],
+        "hits_published": hits["published"],
+        "assignments_expected": expected,
+        "assigned": by_status.get(Assignment.Status.ASSIGNED, 0),
+        "submitted": by_status.get(Assignment.Status.SUBMITTED, 0),
+        "approved": by_status.get(Assignment.Status.APPROVED, 0),
+        "rejected": by_status.get(Assignment.Status.REJECTED, 0),
+        "judgments": judgments.count(),
+        "invalid_judgments": judgments.filter(label=None).count(),
+        "fraction": min(1.0, done / expected) if expected else None,
+        "queries": batch.queries.filter(is_gold=False).count(),
+        "gold_queries": batch.queries.filter(is_gold=True).count(),
+    }

@@ -1,0 +1,345 @@
+"""Researchers' pages of a batch: create, follow, publish, sync, cancel, escalate, agreement, export.
+
+Researchers are staff (``core.permissions.researcher_required`` on every view); the batch
+list doubles as the annotators' home, which shows them where to start.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation import services
+from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
+from annotation.labels import LABEL_NAMES, LABELS
+from annotation.models import Assignment, Batch, Export, Hit
+from annotation.quality.services.budget import extra_spent
+from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS
+from annotation.results.services.answers_summary import query_results
+from annotation.results.views import export_file_response
+from annotation.selectors import batch_state
+from core.errors import ServiceError
+from core.natural import natural_key, natural_sorted
+from core.paging import table_page
+from core.permissions import researcher_required
+from core.uploads import staged_uploads
+
+
+@login_required
+def batch_list(request: HttpRequest) -> HttpResponse:
+    """Researchers see every batch; annotators see where to start."""
+    if not request.user.is_staff:
+        return render(request, "annotation/annotator_home.html", {"annotator": services.is_annotator(request.user)})
+    return render(request, "annotation/batch_list.html", _batch_table())
+
+
+def _batch_table() -> dict:
+    batches = [(batch, batch_state(batch)) for batch in Batch.objects.select_related("query_set", "pool")]
+    return {"batches": batches, "any_published": any(b.status == Batch.Status.PUBLISHED for b, _ in batches)}
+
+
+@researcher_required
+def batch_list_live(request: HttpRequest) -> HttpResponse:
+    """The batch list's table (htmx polls it while a batch is published)."""
+    return render(request, "annotation/_batch_table.html", _batch_table())
+
+
+@researcher_required
+@staged_uploads
+def batch_create(request: HttpRequest) -> HttpResponse:
+    """A new batch from a pool or a query set, with the cost estimated live before confirming."""
+    if request.method == "POST":
+        files = request.FILES  # parsing the body sets upload_too_large
+        form = BatchForm(request.POST, files, too_large=getattr(request, "upload_too_large", None))
+        if form.is_valid():
+            try:
+                batch = form.create()
+            except ServiceError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Batch {batch.name} created: publish it when ready.")
+                return redirect("annotation:batch-detail", name=batch.name)
+        return render(request, "annotation/batch_form.html", {"form": form}, status=400)
+    initial = {key: request.GET[key] for key in ("pool", "queries") if request.GET.get(key)}
+    return render(request, "annotation/batch_form.html", {"form": BatchForm(initial=initial)})
+
+
+@researcher_required
+@require_GET
+def batch_estimate(request: HttpRequest) -> HttpResponse:
+    """The live cost estimate of the batch form (htmx swaps it in as the fields change)."""
+    form = BatchForm(request.GET, estimate_only=True)
+    estimate = form.estimate() if form.is_valid() else None
+    comparison = None
+    if estimate and form.cleaned_data["settings"].provider == "local":
+        settings = form.cleaned_data["settings"]
+        comparison = services.mturk_comparison(settings.reward, settings.assignments_per_query, estimate["hits"])
+    return render(
+        request, "annotation/_batch_estimate.html", {"form": form, "estimate": estimate, "comparison": comparison}
+    )
+
+
+@researcher_required
+def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
+    batch = get_object_or_404(Batch.objects.select_related("query_set", "pool", "parent"), name=name)
+    hits = batch.hits.order_by("position").prefetch_related("assignments")
+    progress = services.batch_progress(batch)
+    return render(
+        request,
+        "annotation/batch_detail.html",
+        {
+            "batch": batch,
+            "progress": progress,
+            "state": batch_state(batch, progress),
+            "agreement": services.agreement(batch, bootstrap=0),
+            "hits": hits,
+            "exports": batch.exports.select_related("query_set"),
+            "export_form": ExportForm(),
+            "escalations": batch.escalations.select_related("hit"),
+            "failed_gold": _failed_gold(batch),
+            "extra_spent": extra_spent(batch),
+            "flags": batch.worker_flags.count(),
+            "comparison": _mturk_comparison(batch),
+        },
+    )
+
+
+def _mturk_comparison(batch: Batch) -> dict | None:
+    """An in-house batch's cost on MTurk, for comparison (as its live estimate showed it)."""
+    if batch.provider != "local" or not batch.cost or "hits" not in batch.cost:
+        return None
+    return services.mturk_comparison(batch.reward, batch.assignments_per_query, batch.cost["hits"])
+
+
+def _failed_gold(batch: Batch):
+    """Work that failed the gold questions, with the reason the worker was given."""
+    return (
+        Assignment.objects.filter(hit__batch=batch, gold_passed=False)
+        .select_related("hit", "worker")
+        .order_by("hit__position", "pk")
+    )
+
+
+@researcher_required
+def batch_live(request: HttpRequest, name: str) -> HttpResponse:
+    """The batch page's live part (htmx polls it while the batch is published)."""
+    batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
+    progress = services.batch_progress(batch)
+    context = {
+        "batch": batch,
+        "progress": progress,
+        "state": batch_state(batch, progress),
+        "agreement": services.agreement(batch, bootstrap=0),
+        "failed_gold": _failed_gold(batch),
+    }
+    return render(request, "annotation/_batch_live.html", context)
+
+
+def _start(request: HttpRequest, name: str, start) -> HttpResponse:
+    batch = get_object_or_404(Batch, name=name)
+    try:
+        job = start(batch)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect("annotation:batch-detail", name=batch.name)
+    return redirect("core:job-detail", pk=job.pk)
+
+
+@researcher_required
+@require_POST
+def batch_publish(request: HttpRequest, name: str) -> HttpResponse:
+    return _start(request, name, services.start_publish)
+
+
+@researcher_required
+@require_POST
+def batch_sync(request: HttpRequest, name: str) -> HttpResponse:
+    approve_all = request.POST.get("approve_all") == "on"
+    return _start(request, name, lambda batch: services.start_sync(batch, approve_all=approve_all))
+
+
+@researcher_required
+@require_POST
+def batch_cancel(request: HttpRequest, name: str) -> HttpResponse:
+    batch = get_object_or_404(Batch, name=name)
+    try:
+        expired = services.cancel_batch(batch)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Batch cancelled; {expired} HIT(s) withdrawn.")
+    return redirect("annotation:batch-detail", name=batch.name)
+
+
+@researcher_required
+def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
+    """Show which HITs would get one more assignment and what it costs; start it on confirmation."""
+    batch = get_object_or_404(Batch, name=name)
+    form = EscalateForm(request.POST or None)
+    cap, until = DEFAULT_MAX_ASSIGNMENTS, request.GET.get("until", "majority")
+    if form.is_bound and form.is_valid():
+        cap, until = form.cleaned_data["max_assignments"], form.cleaned_data["until"] or "majority"
+    elif request.GET.get("max_assignments", "").isdigit():
+        cap = int(request.GET["max_assignments"])
+    try:
+        plan = services.plan_escalation(batch, cap, until)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect("annotation:batch-detail", name=batch.name)
+    if form.is_bound and form.is_valid():
+        # Only what the page showed (and its cost) is paid for, whatever was synced since.
+        confirmed = [int(pk) for pk in request.POST.get("hits", "").split(",") if pk.isdigit()]
+        return _start(
+            request,
+            name,
+            lambda b: services.start_escalate(b, max_assignments=cap, confirmed_hits=confirmed, until=until),
+        )
+    if not form.is_bound:
+        form = EscalateForm(initial={"max_assignments": cap, "until": until})
+    return render(request, "annotation/batch_escalate.html", {"batch": batch, "plan": plan, "form": form})
+
+
+@researcher_required
+@require_POST
+def batch_export(request: HttpRequest, name: str) -> HttpResponse:
+    """Export labelled queries, then hand the file straight to the browser."""
+    batch = get_object_or_404(Batch, name=name)
+    form = ExportForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        return redirect("annotation:batch-detail", name=batch.name)
+    data = form.cleaned_data
+    try:
+        export = services.export_for_download(
+            batch, data["category"], data["format"], as_query_set=data["as_query_set"] or None
+        )
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect("annotation:batch-detail", name=batch.name)
+    messages.success(request, f"Exported {export.queries} {export.category} queries.")
+    return redirect("annotation:export-download", pk=export.pk, part="file")
+
+
+@researcher_required
+def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
+    if part not in ("file", "card"):
+        raise Http404("parts: file, card")
+    return export_file_response(get_object_or_404(Export.objects.select_related("batch"), pk=pk), part)
+
+
+@researcher_required
+def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
+    batch = get_object_or_404(Batch, name=name)
+    answers = services.BatchAnswers(batch)
+    report = services.agreement(batch, answers=answers)
+    labelled_count = sum(report["labels"].values())
+    labelled_total = labelled_count or 1
+    label_bars = [
+        {
+            "label": label,
+            "name": LABEL_NAMES[label],
+            "count": report["labels"][label],
+            "percent": 100 * report["labels"][label] / labelled_total,
+        }
+        for label in LABELS
+    ]
+    # Each bar is drawn from the value it stands beside (0 to 1; below 0 drawn empty).
+    category_alpha = [
+        {
+            "name": LABEL_NAMES[label],
+            "alpha": value,
+            "ac1": report["per_category_ac1"].get(label),
+            "alpha_percent": _bar_percent(value),
+            "ac1_percent": _bar_percent(report["per_category_ac1"].get(label)),
+        }
+        for label, value in report["per_category_alpha"].items()
+    ]
+    matrix = report["confusion"]["matrix"]
+    peak = max((max(row) for row in matrix), default=0) or 1
+    # Shades at most half-strength, so the dark figures on them stay readable.
+    confusion = [
+        {"name": LABEL_NAMES[label], "cells": [{"value": v, "shade": round(0.5 * v / peak, 2)} for v in row]}
+        for label, row in zip(report["confusion"]["labels"], matrix, strict=True)
+    ]
+    # Every qid table of the page in the same, natural order ("2" before "10").
+    set_aside = table_page(
+        request,
+        natural_sorted((r for r in query_results(batch, answers) if r["label"] is None and r["votes"]), _qid),
+        lambda r: f"{r['qid']} {r['query']}",
+        sort_keys=SET_ASIDE_SORTS,
+    )
+    report["method_disagreements"] = natural_sorted(report["method_disagreements"], _qid)
+    return render(
+        request,
+        "annotation/batch_agreement.html",
+        {
+            "batch": batch,
+            "report": report,
+            "label_bars": label_bars,
+            "labelled_count": labelled_count,
+            "category_alpha": category_alpha,
+            "confusion": confusion,
+            "label_names": [LABEL_NAMES[label] for label in LABELS],
+            "set_aside": set_aside,
+            "worker_quality": services.worker_quality(batch, report),
+        },
+    )
+
+
+def _qid(row: dict) -> str:
+    return row["qid"]
+
+
+def _bar_percent(value: float | None) -> float:
+    return min(1.0, max(0.0, value or 0.0)) * 100
+
+
+#: The set-aside table's columns a researcher may sort the whole list by (``?sort=``, ``-`` descending).
+SET_ASIDE_SORTS = {
+    "qid": lambda r: natural_key(r["qid"]),
+    "query": lambda r: r["query"].casefold(),
+    **{label: (lambda r, label=label: r["counts"][label]) for label in LABELS},
+    "ds": lambda r: LABEL_NAMES.get(r["dawid_skene"] or "", "~"),
+}
+
+
+@researcher_required
+def batch_query(request: HttpRequest, name: str, qid: str) -> HttpResponse:
+    """Every pseudonymous vote on one query, what majority vote and Dawid-Skene made of them,
+    and the form a researcher settles it with (POST: adjudicate, then back here)."""
+    batch = get_object_or_404(Batch, name=name)
+    result = next((r for r in query_results(batch) if r["qid"] == qid), None)
+    if result is None:
+        raise Http404("no such query in this batch")
+    initial = (
+        {"label": result["adjudication"]["label"], "reason": result["adjudication"]["reason"]}
+        if (result["adjudication"])
+        else None
+    )
+    form = AdjudicateForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.adjudicate(batch, qid, form.cleaned_data["label"], form.cleaned_data["reason"], request.user)
+        except ServiceError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Query {qid} adjudicated as {LABEL_NAMES[form.cleaned_data['label']]}.")
+            return redirect("annotation:batch-query", name=batch.name, qid=qid)
+    for vote in result["votes"]:
+        vote["name"] = LABEL_NAMES[vote["label"]]
+    return render(
+        request,
+        "annotation/batch_query.html",
+        {"batch": batch, "result": result, "label_names": LABEL_NAMES, "form": form},
+        status=400 if form.is_bound and not form.is_valid() else 200,
+    )
+
+
+@researcher_required
+def hit_preview(request: HttpRequest, name: str, position: int) -> HttpResponse:
+    """The HIT page exactly as MTurk workers get it (submit disabled: no assignment id)."""
+    hit = get_object_or_404(Hit, batch__name=name, position=position)
+    return HttpResponse(services.render_hit_html(hit, mode="preview", action=""))

@@ -1,0 +1,1 @@
+"""Changes made for and by in-house annotators, one topic a module."""

@@ -1,0 +1,91 @@
+"""The calibration report's figures: a reliability diagram and each category's share of the batch.
+
+Drawn with matplotlib's object API (never pyplot) and returned as inline SVG text in the
+page's foreground colour (:mod:`metrics.plots`' mechanism), so they follow dark mode. Pure:
+no Django; the page marks the text safe (matplotlib wrote it; no user text is in it).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from annotation.labels import LABEL_NAMES, LABELS
+
+
+def inline_svg(figure) -> str:
+    """The figure as inline SVG: text and axes in ``currentColor``, the page's foreground colour.
+
+    :func:`metrics.plots.svg_bytes` adds a ``<style>`` for an SVG shown as an ``<img>``; inline, the
+    SVG inherits the page's colour (dark mode included), so the style and XML prolog are dropped.
+    """
+    from metrics.plots import SVG_STYLE, svg_bytes
+
+    text = svg_bytes(figure).decode("utf-8").replace(SVG_STYLE, "")
+    return text[text.index("<svg") :]
+
+
+def reliability_svg(reliability: list[dict[str, float]]) -> str:
+    """The reliability diagram: per confidence bin, how often the machine was right, against the diagonal."""
+    from matplotlib.figure import Figure
+
+    from metrics.plots import INK, PALETTE, ink
+
+    figure = Figure(figsize=(3.7, 3.2), layout="constrained")
+    axes = figure.add_subplot()
+    axes.plot([0, 1], [0, 1], color=INK, linewidth=0.8, alpha=0.6, linestyle="--", label="perfectly calibrated")
+    for b in reliability:
+        axes.bar(
+            (b["low"] + b["high"]) / 2, b["accuracy"], width=(b["high"] - b["low"]) * 0.9,
+            color=PALETTE[0], alpha=0.75,
+        )  # fmt: skip
+    if reliability:
+        axes.plot(
+            [b["confidence"] for b in reliability], [b["accuracy"] for b in reliability],
+            marker="o", markersize=4, color=PALETTE[1], linewidth=1.2, label="mean confidence of a bin",
+        )  # fmt: skip
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1)
+    axes.set_title("Reliability", fontsize=11)
+    axes.set_xlabel("machine's confidence", fontsize=9)
+    axes.set_ylabel("share right (crowd's label)", fontsize=9)
+    ink(axes)
+    legend = axes.legend(loc="upper left", fontsize=8, frameon=False)
+    for text in legend.get_texts():
+        text.set_color(INK)
+    return inline_svg(figure)
+
+
+def proportions_svg(proportions: dict[str, dict[str, Any]]) -> str:
+    """Each category's share of the batch: the PPI++ estimate with its CI, and the machine's share alone."""
+    from matplotlib.figure import Figure
+
+    from metrics.plots import INK, PALETTE, ink
+
+    figure = Figure(figsize=(3.9, 3.0), layout="constrained")
+    axes = figure.add_subplot()
+    y = list(range(len(LABELS)))[::-1]
+    for row, label in zip(y, LABELS, strict=True):
+        p = proportions.get(label) or {}
+        if p.get("estimate") is not None:
+            ci = p.get("ci") or [p["estimate"], p["estimate"]]
+            axes.errorbar(
+                [p["estimate"]], [row + 0.1], xerr=[[max(0.0, p["estimate"] - ci[0])], [max(0.0, ci[1] - p["estimate"])]],
+                fmt="o", markersize=5, capsize=3, color=PALETTE[0], label="PPI++ estimate, 95% CI" if row == y[0] else None,
+            )  # fmt: skip
+        if p.get("machine_only") is not None:
+            axes.plot(
+                [p["machine_only"]], [row - 0.1], marker="x", linestyle="", markersize=6, color=PALETTE[1],
+                label="machine alone" if row == y[0] else None,
+            )  # fmt: skip
+    # Full names, wrapped to stay narrow ("Other or / multiple genders"), never shortened to a code or a word.
+    axes.set_yticks(y, [textwrap.fill(LABEL_NAMES[label], 14) for label in LABELS], fontsize=8)
+    axes.set_xlim(0, 1)
+    axes.set_ylim(-0.6, len(LABELS) - 0.4)
+    axes.set_title("Share of the batch", fontsize=11)
+    axes.set_xlabel("share of the batch's queries", fontsize=9)
+    ink(axes)
+    legend = figure.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    for text in legend.get_texts():
+        text.set_color(INK)
+    return inline_svg(figure)

@@ -1,0 +1,160 @@
+"""Forms of machine labelling: pre-label a batch, draw a calibration sample, route on a threshold."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+from django import forms
+
+from annotation.machine.services.routing import DEFAULT_RISK
+from annotation.models import Batch
+from core.uploads import upload_too_large_message
+
+
+def openai_configured() -> bool:
+    """Whether the chat pre-labeller can run here: it needs an endpoint and a model name."""
+    from django.conf import settings
+
+    return bool(settings.PRELABEL_API_URL and settings.PRELABEL_MODEL)
+
+
+class _SelectWithDisabled(forms.Select):
+    """A select whose ``disabled_choices`` are shown but cannot be picked (the page says why)."""
+
+    disabled_choices: frozenset[str] = frozenset()
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if str(value) in self.disabled_choices:
+            option["attrs"]["disabled"] = True
+        return option
+
+
+class PrelabelForm(forms.Form):
+    """Pre-label a batch (page and API alike): the labeller, its samples (openai), its training data (trained).
+
+    ``train`` (trained only) is a labelled query set's name or ``batch:NAME`` (that batch's
+    human labels, "this batch" by default), or comes as an uploaded labelled file.
+    """
+
+    labeller = forms.ChoiceField(widget=_SelectWithDisabled)
+    samples = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=50,
+        help_text="openai only: answers sampled per query (default from the settings).",
+    )
+    train = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Train on",
+        help_text="trained only: batch:NAME to learn from that batch's human labels (empty: this batch's), or upload a file.",
+    )
+    train_file = forms.FileField(
+        required=False, label="…or a labelled file", help_text="trained only: qid<TAB>query<TAB>label (n/f/m/o) lines."
+    )
+
+    def __init__(self, *args, batch: Batch, too_large: str | None = None, **kwargs) -> None:
+        from annotation.machine.prelabellers import prelabeller_names
+
+        super().__init__(*args, **kwargs)
+        self.batch = batch
+        self.too_large = too_large
+        names = prelabeller_names()
+        self.fields["labeller"].choices = [(name, name) for name in names]
+        self.fields["labeller"].initial = "rules"
+        self.fields["labeller"].widget.disabled_choices = frozenset() if openai_configured() else frozenset({"openai"})
+
+    def clean(self):
+        data = super().clean()
+        labeller = data.get("labeller")
+        if labeller == "openai" and not openai_configured():
+            self.add_error(
+                "labeller", "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings"
+            )
+        if data.get("samples") is not None and labeller and labeller != "openai":
+            self.add_error("samples", "only the openai pre-labeller takes samples")
+        if self.too_large:
+            self.add_error("train_file", upload_too_large_message())
+        if labeller != "trained" and (data.get("train") or data.get("train_file")):
+            self.add_error("train", "only the trained pre-labeller takes training data")
+        elif data.get("train") and data.get("train_file"):
+            self.add_error("train", "name the training data or upload a file, not both")
+        elif data.get("train"):
+            # Only batches by name: a path typed into a form would read a file of the server's.
+            name = data["train"].removeprefix("batch:")
+            if not data["train"].startswith("batch:") or not Batch.objects.filter(name=name).exists():
+                self.add_error(
+                    "train", f"give batch:NAME of an existing batch (got {data['train']!r}), or upload a file"
+                )
+        return data
+
+    def train_source(self) -> str | None:
+        """What ``prelabel_batch(train=...)`` gets: None unless the labeller is ``trained``."""
+        from core.uploads import keep_upload
+
+        data = self.cleaned_data
+        if data["labeller"] != "trained":
+            return None
+        if data.get("train_file"):
+            return str(keep_upload(data["train_file"]))
+        return data.get("train") or f"batch:{self.batch.name}"
+
+
+class CalibrationSampleForm(forms.Form):
+    """Draw the blind calibration sample of a machine-labelled batch (and publish it)."""
+
+    sample = forms.IntegerField(
+        min_value=1, max_value=100_000, label="Sample size", help_text="Queries the crowd labels blind."
+    )
+    labeller = forms.ChoiceField(
+        required=False, help_text="Sample this pre-labeller's labels (default: the latest run)."
+    )
+    seed = forms.IntegerField(min_value=0, initial=0, required=False, help_text="Random seed of the sample.")
+    publish = forms.BooleanField(required=False, initial=True, help_text="Publish the sample's HITs at once.")
+
+    def __init__(self, *args, labellers: Sequence[str] = (), **kwargs) -> None:
+        from annotation.machine.services.calibration import DEFAULT_SAMPLE
+
+        super().__init__(*args, **kwargs)
+        self.fields["sample"].initial = DEFAULT_SAMPLE
+        self.fields["labeller"].choices = [("", "latest run"), *((name, name) for name in dict.fromkeys(labellers))]
+
+
+class RoutingForm(forms.Form):
+    """Route a machine-labelled batch: previewed by GET, confirmed by POST (the same fields)."""
+
+    target_accuracy = forms.FloatField(
+        initial=0.95, help_text="Accuracy the machine-accepted labels must reach against the crowd majority, in (0, 1]."
+    )
+    risk = forms.FloatField(
+        required=False,
+        initial=DEFAULT_RISK,
+        help_text="Probability that the accepted labels fall short of the target anyway (the guarantee's δ; default 0.05).",
+    )
+    no_guarantee = forms.BooleanField(
+        required=False,
+        label="No guarantee",
+        help_text="Choose by the sample's point estimate instead: no guarantee, falls short far more often than any risk.",
+    )
+    budget = forms.DecimalField(
+        required=False,
+        min_value=Decimal("0"),
+        decimal_places=2,
+        help_text="USD the routed queries may cost (empty: no limit); what it does not pay for stays unlabelled.",
+    )
+
+    def clean_target_accuracy(self) -> float:
+        value = self.cleaned_data["target_accuracy"]
+        if not 0 < value <= 1:
+            raise forms.ValidationError("the target accuracy must be in (0, 1], e.g. 0.95")
+        return value
+
+    def clean_risk(self) -> float:
+        value = self.cleaned_data.get("risk")
+        if value is None:
+            return DEFAULT_RISK
+        if not 0 < value < 1:
+            raise forms.ValidationError("the risk must be between 0 and 1, e.g. 0.05")
+        return value

@@ -1,0 +1,129 @@
+"""The interface every pre-labeller implements, and the registry that finds one by name.
+
+A pre-labeller labels queries with one of the study's labels (:mod:`annotation.labels`)
+and a confidence in [0, 1]. It is identified, in what is stored, by its ``name``
+(``rules``, ``openai``), its ``model`` (a word list's name, an LLM's name) and its
+``prompt_version`` (the version of its rules or prompt): change any of them and the
+stored pre-labels are new ones, kept beside the old.
+
+Pure: no Django. A pre-labeller never writes to the database.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from core.errors import ProviderError
+
+
+class PreLabelError(ProviderError):
+    """The pre-labelling model refused (``upstream`` False) or failed (``upstream`` True) a call."""
+
+    def __init__(self, message: str, status: int | None = None, *, upstream: bool | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.upstream = upstream if upstream is not None else (status is not None and (status >= 500 or status == 429))
+
+
+class PreLabelStopped(PreLabelError):
+    """A labeller stopped before labelling every query (failures, its circuit breaker, its
+    deadline); ``partial`` holds, in the order of the queries asked, the predictions it did
+    make (``None``: not labelled in this run), so that what it did is kept."""
+
+    def __init__(
+        self,
+        message: str,
+        partial: list[Prediction | None],
+        status: int | None = None,
+        *,
+        upstream: bool | None = None,
+    ) -> None:
+        super().__init__(message, status, upstream=upstream)
+        self.partial = partial
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One query's pre-label: ``label`` (a code of :data:`annotation.labels.LABELS`, or ``None``
+    when the labeller could not say, e.g. every answer of a model was unparseable), its
+    ``confidence`` in [0, 1], and ``detail`` (JSON: the rule that fired, the votes ...)."""
+
+    label: str | None
+    confidence: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def __iter__(self):
+        """``label, confidence = prediction``."""
+        return iter((self.label, self.confidence))
+
+
+@dataclass
+class Usage:
+    """What a labeller spent so far (zero for the rules): calls, tokens, cost in USD, and answers."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: Decimal = Decimal("0")
+    cached_queries: int = 0  #: queries answered wholly from the cache
+    sampled_queries: int = 0  #: queries for which the model was asked
+    unparseable: int = 0  #: answers that were not a label (excluded from the votes)
+
+
+class PreLabeller(ABC):
+    """Labels queries; see the module docstring."""
+
+    name: str = ""
+    model: str = ""
+    prompt_version: str = ""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+
+    @abstractmethod
+    def label(self, queries: Sequence[tuple[str, str]]) -> list[Prediction]:
+        """One prediction per ``(qid, text)``, in the same order."""
+
+
+_REGISTRY: dict[str, Callable[..., PreLabeller]] = {}
+#: The project's pre-labellers, imported when first asked for.
+BUILT_IN = {
+    "rules": "annotation.machine.prelabellers.rules",
+    "openai": "annotation.machine.prelabellers.openai_chat",
+    "trained": "annotation.machine.prelabellers.trained",
+}
+
+
+def register(name: str) -> Callable[[type[PreLabeller]], type[PreLabeller]]:
+    """Class decorator: make a pre-labeller available as ``get_prelabeller(name)``."""
+
+    def decorator(cls: type[PreLabeller]) -> type[PreLabeller]:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorator
+
+
+def prelabeller_class(name: str) -> Callable[..., PreLabeller]:
+    if name not in _REGISTRY and name in BUILT_IN:
+        import importlib
+
+        importlib.import_module(BUILT_IN[name])
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown pre-labeller {name!r}; known: {', '.join(prelabeller_names())}") from None
+
+
+def get_prelabeller(name: str, **kwargs: Any) -> PreLabeller:
+    """A new pre-labeller (``kwargs`` go to its constructor)."""
+    return prelabeller_class(name)(**kwargs)
+
+
+def prelabeller_names() -> list[str]:
+    return sorted(set(BUILT_IN) | set(_REGISTRY))

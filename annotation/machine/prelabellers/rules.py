@@ -1,0 +1,88 @@
+"""The rules pre-labeller: the study's gender-definitional words, no network.
+
+A query is tokenised like the study counts words (:func:`pooling.tokenize.tokenize`,
+``words``: lower-cased runs of word characters) and looked up in a word list (default:
+:func:`pooling.wordlists.default_wordlist`, the 32 female + 32 male words of Rekabsaz &
+Schedl, SIGIR 2020). Optionally a first-name list (a :class:`~pooling.wordlists.GenderWords`
+of lower-case names) is consulted when no gendered word is found. The rules, in order,
+and the confidence each states:
+
+======================================  =====  ==========
+the query has                            label  confidence
+======================================  =====  ==========
+female words only                        f      0.9
+male words only                          m      0.9
+female and male words                    o      0.8
+no gendered word; female names only      f      0.7
+no gendered word; male names only        m      0.7
+no gendered word; female and male names  o      0.7
+none of these                            n      0.6
+======================================  =====  ==========
+
+No first-name list ships by default: the one small package on PyPI (``gender-guesser``)
+has not been released since 2016 and is GPLv3 (its data GFDL), and a name list read
+word by word mislabels common words that are also names (``will``, ``may``, ``rose``,
+``mark``, ``bill``). A list can be passed in (``first_names=``); it changes ``model``.
+
+``detail`` records the rule and the words that matched. Pure: no Django.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from annotation.machine.prelabellers.base import Prediction, PreLabeller, register
+from pooling.tokenize import tokenize
+from pooling.wordlists import GenderWords, default_wordlist
+
+#: Bump when a rule or a confidence changes: stored pre-labels of another version are kept apart.
+RULES_VERSION = "rules-v1"
+CONFIDENCE = {
+    "female_words": 0.9,
+    "male_words": 0.9,
+    "both_words": 0.8,
+    "female_names": 0.7,
+    "male_names": 0.7,
+    "both_names": 0.7,
+    "none": 0.6,
+}
+_LABEL = {"female": "f", "male": "m", "both": "o"}
+
+
+def _side(tokens: set[str], words: GenderWords) -> tuple[str | None, list[str]]:
+    female = sorted(tokens & words.female)
+    male = sorted(tokens & words.male)
+    if female and male:
+        return "both", female + male
+    if female:
+        return "female", female
+    if male:
+        return "male", male
+    return None, []
+
+
+@register("rules")
+class RulesPreLabeller(PreLabeller):
+    prompt_version = RULES_VERSION
+
+    def __init__(self, words: GenderWords | None = None, first_names: GenderWords | None = None) -> None:
+        super().__init__()
+        self.words = words or default_wordlist()
+        self.first_names = first_names
+        self.model = self.words.name + (f"+names:{first_names.name}" if first_names else "")
+
+    def predict(self, text: str) -> Prediction:
+        tokens = set(tokenize(text))
+        side, matched = _side(tokens, self.words)
+        if side:
+            rule = f"{side}_words"
+            return Prediction(_LABEL[side], CONFIDENCE[rule], {"rule": rule, "matched": matched})
+        if self.first_names is not None:
+            side, matched = _side(tokens, self.first_names)
+            if side:
+                rule = f"{side}_names"
+                return Prediction(_LABEL[side], CONFIDENCE[rule], {"rule": rule, "matched": matched})
+        return Prediction("n", CONFIDENCE["none"], {"rule": "none"})
+
+    def label(self, queries: Sequence[tuple[str, str]]) -> list[Prediction]:
+        return [self.predict(text) for _, text in queries]

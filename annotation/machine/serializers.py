@@ -1,0 +1,142 @@
+"""REST representations of machine labelling: pre-label runs, calibration samples, routings, the answer cache."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotation.machine.services.routing import (
+    DEFAULT_RISK,
+    ESTIMATE,
+    GUARANTEE,
+)
+from core.serializers import JobSerializer
+
+
+class PrelabelRequestSerializer(serializers.Serializer):
+    labeller = serializers.CharField(
+        help_text="rules, trained or openai (openai needs PRELABEL_API_URL and PRELABEL_MODEL)."
+    )
+    samples = serializers.IntegerField(required=False, min_value=1, help_text="openai only: answers per query.")
+    train = serializers.CharField(
+        required=False,
+        help_text="trained only: batch:NAME, that batch's human labels (default: this batch's); or a train_file.",
+    )
+    train_file = serializers.FileField(required=False, help_text="trained only: qid<TAB>query<TAB>label lines.")
+
+
+class PrelabelRunSerializer(serializers.Serializer):
+    labeller = serializers.CharField()
+    model = serializers.CharField()
+    prompt_version = serializers.CharField()
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="Label code -> queries.")
+    labelled = serializers.IntegerField()
+    mean_confidence = serializers.FloatField(allow_null=True)
+    cv_accuracy = serializers.FloatField(allow_null=True, help_text="trained only: cross-validated accuracy.")
+    created = serializers.DateTimeField()
+
+
+class CalibrationSampleRequestSerializer(serializers.Serializer):
+    sample = serializers.IntegerField(min_value=1, help_text="Queries to draw (with extend: how many more).")
+    labeller = serializers.CharField(
+        required=False, help_text="Sample this pre-labeller's labels (default: the latest)."
+    )
+    seed = serializers.IntegerField(default=0, min_value=0)
+    publish = serializers.BooleanField(default=True, help_text="Publish the sample's HITs at once.")
+    extend = serializers.BooleanField(
+        default=False,
+        help_text="Add the queries to the batch's sample (a further random draw; routing's guarantee stays valid). "
+        "Without it a second sample is refused (409) while one exists.",
+    )
+
+
+class StratumSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    population = serializers.IntegerField()
+    sampled = serializers.IntegerField()
+
+
+class CalibrationSampleSerializer(serializers.Serializer):
+    batch = serializers.CharField(help_text="The sample's batch.")
+    parent = serializers.CharField()
+    labeller = serializers.CharField()
+    model = serializers.CharField()
+    prompt_version = serializers.CharField()
+    seed = serializers.IntegerField()
+    design = serializers.CharField(help_text="simple random: drawn as routing's guarantee needs.")
+    look = serializers.IntegerField(help_text="1 for the first draw, 2 for its first extension, ...")
+    extends = serializers.CharField(allow_null=True, help_text="The sample batch this one extends (null: first draw).")
+    queries = serializers.IntegerField()
+    strata = StratumSerializer(many=True)
+    publish_job = JobSerializer(allow_null=True, help_text="Publishing the sample (null: not published).")
+
+
+class RoutingRequestSerializer(serializers.Serializer):
+    target_accuracy = serializers.FloatField(help_text="In (0, 1], e.g. 0.95.")
+    budget = serializers.DecimalField(
+        max_digits=10, decimal_places=2, min_value=0, required=False, allow_null=True, help_text="USD; empty: no limit."
+    )
+    risk = serializers.FloatField(
+        default=DEFAULT_RISK,
+        help_text="The guarantee's δ: probability that the accepted labels fall short of the target anyway.",
+    )
+    no_guarantee = serializers.BooleanField(
+        default=False, help_text="Choose by the sample's point estimate instead: NO guarantee."
+    )
+
+    def validate_target_accuracy(self, value: float) -> float:
+        if not 0 < value <= 1:
+            raise serializers.ValidationError("the target accuracy must be in (0, 1], e.g. 0.95")
+        return value
+
+    def validate_risk(self, value: float) -> float:
+        if not 0 < value < 1:
+            raise serializers.ValidationError("the risk must be between 0 and 1, e.g. 0.05")
+        return value
+
+    def routing_arguments(self) -> dict:
+        data = self.validated_data
+        return {"budget": data.get("budget"), "risk": None if data["no_guarantee"] else data["risk"]}
+
+
+class RoutingPreviewRequestSerializer(RoutingRequestSerializer):
+    qids = serializers.BooleanField(default=False, help_text="Include the query ids of each part.")
+
+
+class RoutingSerializer(serializers.Serializer):
+    batch = serializers.CharField(source="batch.name")
+    routed_batch = serializers.CharField(source="routed_batch.name", allow_null=True, default=None)
+    labeller = serializers.CharField()
+    model = serializers.CharField()
+    prompt_version = serializers.CharField()
+    sample_batch = serializers.CharField(source="sample_batch.name", allow_null=True, default=None)
+    target_accuracy = serializers.FloatField()
+    risk = serializers.FloatField(allow_null=True, help_text="The guarantee's δ; null: point estimate, no guarantee.")
+    rule = serializers.SerializerMethodField()
+    threshold = serializers.FloatField(allow_null=True)
+    estimated_accuracy = serializers.FloatField(allow_null=True)
+    accuracy_ci = serializers.ListField(child=serializers.FloatField())
+    accepted_count = serializers.SerializerMethodField()
+    to_humans = serializers.IntegerField()
+    over_budget = serializers.IntegerField()
+    cost = serializers.DecimalField(max_digits=10, decimal_places=2, coerce_to_string=True)
+    saving = serializers.DecimalField(max_digits=10, decimal_places=2, coerce_to_string=True)
+    created = serializers.DateTimeField()
+
+    def get_accepted_count(self, routing) -> int:
+        return len(routing.accepted)
+
+    def get_rule(self, routing) -> str:
+        return GUARANTEE if routing.risk is not None else ESTIMATE
+
+
+class CachedAnswersSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    prompt_version = serializers.CharField()
+    queries = serializers.IntegerField(help_text="Query texts whose answers are cached.")
+    requests = serializers.IntegerField(help_text="Requests those answers took.")
+
+
+class ClearedCacheSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    prompt_version = serializers.CharField(allow_null=True)
+    deleted = serializers.IntegerField(help_text="Query texts whose cached answers were forgotten.")

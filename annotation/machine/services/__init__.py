@@ -1,0 +1,1 @@
+"""Changes of machine labelling: pre-labels, calibration samples, routings; one topic a module."""

@@ -1,0 +1,385 @@
+"""Pre-label a batch's queries with a machine (``annotation.machine.prelabellers``) and store the labels.
+
+:func:`prelabel_batch` asks a pre-labeller for the batch's queries (gold ones included:
+they show how good the machine is) a chunk at a time and writes each chunk's
+:class:`~annotation.models.PreLabel` rows in one transaction, replacing those of the same
+(labeller, model, prompt version): rerunning is safe and, for the chat labeller, free,
+since its answers are cached in :class:`~annotation.models.PreLabelAnswer` (written as
+they arrive, so an interrupted run keeps what it paid for). A query the machine could
+not label (every answer unparseable) gets no row and is counted as unlabelled.
+
+The ``trained`` labeller learns first, from ``train``: a labelled query file (read by
+:func:`~annotation.crowd.services.batches.read_labelled_file`: TSV ``qid<TAB>query<TAB>label``
+or the study's CSV ``qid,query,label``) or ``batch:NAME``, that batch's human labels so
+far ("adjudication first, else majority vote", :class:`~annotation.results.services.answers_summary.BatchAnswers`;
+gold questions left out, as their labels are what the machine is checked against).
+Trained on the batch it labels, it labels the humans' queries too; those predictions are
+marked ``in_training`` in their ``detail`` so that calibration can leave them out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from annotation.crowd.services.batches import read_labelled_file
+from annotation.labels import LABELS
+from annotation.machine.prelabellers import PreLabeller, get_prelabeller
+from annotation.machine.prelabellers.base import Prediction, PreLabelStopped, Usage
+from annotation.machine.prelabellers.openai_chat import DEFAULT_PROMPT, ChatClient, Prompt, Sampled
+from annotation.models import Batch, BatchQuery, PreLabel, PreLabelAnswer
+from annotation.results.services.answers_summary import BatchAnswers
+from core.errors import InputError, ServiceError, StateError
+
+CHUNK = 200
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class DatabaseAnswerCache:
+    """The chat labeller's answer cache over :class:`PreLabelAnswer` (used from one thread)."""
+
+    def get_many(self, model: str, prompt_version: str, texts: Sequence[str]) -> dict[str, Sampled]:
+        by_sha = {_sha(t): t for t in texts}
+        rows = PreLabelAnswer.objects.filter(model=model, prompt_version=prompt_version, text_sha256__in=list(by_sha))
+        return {
+            by_sha[row.text_sha256]: Sampled(list(row.answers), row.prompt_tokens, row.completion_tokens, row.requests)
+            for row in rows
+        }
+
+    def put(self, model: str, prompt_version: str, text: str, sampled: Sampled) -> None:
+        PreLabelAnswer.objects.update_or_create(
+            model=model,
+            prompt_version=prompt_version,
+            text_sha256=_sha(text),
+            defaults={
+                "text": text,
+                "answers": sampled.answers,
+                "prompt_tokens": sampled.prompt_tokens,
+                "completion_tokens": sampled.completion_tokens,
+                "requests": sampled.requests,
+            },
+        )
+
+
+def cached_answers() -> list[dict]:
+    """What the chat labeller's cache holds, per (model, prompt version): queries and answers kept."""
+    from django.db.models import Count, Sum
+
+    rows = (
+        PreLabelAnswer.objects.values("model", "prompt_version")
+        .annotate(queries=Count("id"), requests=Sum("requests"))
+        .order_by("model", "prompt_version")
+    )
+    return [dict(row) for row in rows]
+
+
+def clear_answer_cache(model: str, prompt_version: str | None = None) -> int:
+    """Forget the cached answers of ``model`` (of one prompt version, or all); how many queries' answers went.
+
+    The cache is shared by every batch: the next run with that model asks (and pays) again.
+    Stored pre-labels are kept. A model with nothing cached is refused (a typo must not pass
+    for success).
+    """
+    if not model:
+        raise ServiceError("model: name the model whose cached answers to clear")
+    rows = PreLabelAnswer.objects.filter(model=model)
+    if prompt_version:
+        rows = rows.filter(prompt_version=prompt_version)
+    deleted, _ = rows.delete()
+    if not deleted:
+        version = f" (prompt version {prompt_version})" if prompt_version else ""
+        raise ServiceError(f"model: no cached answers of {model!r}{version}")
+    return deleted
+
+
+#: ``Job.kind`` of a pre-labelling job (declared in :mod:`.background`).
+PRELABEL_JOB_KIND = "annotation.prelabel"
+
+
+def refuse_running_prelabel(batch: Batch, labeller: str, train: str | None = None) -> None:
+    """Refuse (409) a second pre-labelling of ``batch`` by the same machine while one is queued or running.
+
+    Three posts at once must not start three jobs paying for the same answers. Called in the
+    transaction that starts the job: the batch's row is locked first, so of two concurrent
+    posts the second sees the first one's Job. The same machine is the same labeller (and, for
+    ``trained``, the same training source: an uploaded file by its content, see
+    :class:`_TrainingSource`); the chat labeller's model is the site's setting. A refused
+    post's kept upload is deleted (no job will read it).
+    """
+    from core.models import Job
+
+    list(Batch.objects.select_for_update().filter(pk=batch.pk).values_list("pk"))
+    live = Job.objects.filter(
+        kind=PRELABEL_JOB_KIND,
+        status__in=[Job.Status.PENDING, Job.Status.RUNNING],
+        arguments__0=batch.pk,
+        arguments__1=labeller,
+    )
+    source = _TrainingSource.of(train) if labeller == "trained" else None
+    for job in live:
+        if source is not None and not source.same_as(_TrainingSource.of((job.arguments[3:4] or [None])[0])):
+            continue  # another training source: another machine
+        if source is not None and source.upload:
+            Path(str(train)).unlink(missing_ok=True)  # this post's kept upload: no job will read it
+        raise StateError(
+            f"batch {batch.name!r} is already being pre-labelled with {labeller} (job {job.pk}, {job.status}); "
+            "wait for that job to end"
+        )
+
+
+@dataclass(frozen=True)
+class _TrainingSource:
+    """What a trained job learns from, as :func:`refuse_running_prelabel` compares two of them.
+
+    Each upload is kept under a random prefix (``core.uploads.keep_upload``), so two posts of
+    the same file have two paths: an upload is its original name and its content's SHA-256.
+    The SHA-256 is ``None`` once a job has read (and deleted) its upload: then the original
+    name alone decides (a running job is refused a same-named file: conservative, for as long
+    as it runs). Anything else (``batch:NAME``, a server path) is its text.
+    """
+
+    name: str
+    sha256: str | None = None
+    upload: bool = False
+
+    @classmethod
+    def of(cls, train) -> _TrainingSource:
+        path = Path(str(train))
+        if train is None or str(train).startswith(BATCH_PREFIX) or not _kept_upload(path):
+            return cls(str(train))
+        digest = hashlib.sha256()
+        try:
+            with path.open("rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+        except OSError:  # read and deleted by its job already
+            return cls(_UPLOAD_PREFIX.sub("", path.name), upload=True)
+        return cls(_UPLOAD_PREFIX.sub("", path.name), digest.hexdigest(), upload=True)
+
+    def same_as(self, other: _TrainingSource) -> bool:
+        if self.upload != other.upload or self.name != other.name:
+            return False
+        return self.sha256 is None or other.sha256 is None or self.sha256 == other.sha256
+
+
+#: ``--train batch:NAME``: train on that batch's human labels so far.
+BATCH_PREFIX = "batch:"
+
+
+def prompt_in_force() -> Prompt:
+    """The chat labeller's prompt: ``PRELABEL_PROMPT_FILE`` when set, else the built-in one."""
+    path = settings.PRELABEL_PROMPT_FILE
+    if not path:
+        return DEFAULT_PROMPT
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return Prompt.from_text(handle.read(100_000))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ServiceError(f"PRELABEL_PROMPT_FILE {path}: {exc}") from None
+
+
+def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path | None = None) -> PreLabeller:
+    """The pre-labeller ``name`` as this site configures it (``PRELABEL_*`` settings for ``openai``);
+    ``train`` (for ``trained`` only, and required by it) is what it learns from (see the module docstring)."""
+    if (train is None) == (name == "trained"):
+        if train is None:
+            raise ServiceError("the trained pre-labeller needs training data: a labelled query file or batch:NAME")
+        raise ServiceError(f"the {name} pre-labeller takes no training data")
+    if samples is not None and samples < 1:
+        raise ServiceError(f"samples: at least one answer per query, got {samples}")
+    if name == "openai":
+        if not settings.PRELABEL_API_URL or not settings.PRELABEL_MODEL:
+            raise ServiceError("the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings")
+        client = ChatClient(
+            settings.PRELABEL_API_URL,
+            settings.PRELABEL_API_KEY,
+            settings.PRELABEL_MODEL,
+            prompt=prompt_in_force(),
+            timeout=settings.PRELABEL_TIMEOUT,
+            deadline=settings.PRELABEL_CALL_DEADLINE,
+            max_attempts=settings.PRELABEL_MAX_ATTEMPTS,
+            max_bytes=settings.PRELABEL_MAX_RESPONSE_BYTES,
+            max_answer_chars=settings.PRELABEL_MAX_ANSWER_CHARS,
+        )
+        return get_prelabeller(
+            "openai",
+            client=client,
+            samples=samples or settings.PRELABEL_SAMPLES,
+            temperature=settings.PRELABEL_TEMPERATURE,
+            concurrency=settings.PRELABEL_CONCURRENCY,
+            cache=DatabaseAnswerCache(),
+            prompt_price=settings.PRELABEL_PROMPT_PRICE,
+            completion_price=settings.PRELABEL_COMPLETION_PRICE,
+            job_deadline=settings.PRELABEL_JOB_DEADLINE,
+            max_consecutive_failures=settings.PRELABEL_MAX_CONSECUTIVE_FAILURES,
+            max_failure_share=settings.PRELABEL_MAX_FAILURE_SHARE,
+        )
+    if samples is not None:
+        raise ValueError(f"the {name} pre-labeller takes no samples")
+    if name == "trained":
+        return trained_prelabeller(train)
+    return get_prelabeller(name)
+
+
+#: The random prefix :func:`core.uploads.keep_upload` gives a kept upload (``<12 hex>-name``).
+_UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{12}-")
+
+
+def _kept_upload(path: Path) -> bool:
+    """Whether ``path`` is an upload kept for this run (``cache/uploads/``), which is ours to delete."""
+    from core.storage import cache_dir
+
+    try:
+        return path.resolve().parent == cache_dir("uploads").resolve()
+    except OSError:
+        return False
+
+
+def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
+    """Texts, labels and the source's name of ``train`` (a labelled query file or ``batch:NAME``).
+
+    An uploaded file is named by its original name (not the name it was kept under, so the
+    same file uploaded twice is the same machine: the model's name also holds the data's
+    SHA-256), its errors name no server path, and it is deleted once read.
+    """
+    train = str(train)
+    if train.startswith(BATCH_PREFIX):
+        name = train.removeprefix(BATCH_PREFIX)
+        batch = Batch.objects.filter(name=name).first()
+        if batch is None:
+            raise ServiceError(f"no batch named {name!r} to train on")
+        labels = BatchAnswers(batch).labels
+        texts = dict(BatchQuery.objects.filter(batch=batch, is_gold=False).values_list("qid", "text"))
+        qids = sorted(q for q in labels if q in texts)  # filtered here: no qid__in over a whole batch
+        return [texts[q] for q in qids], [labels[q] for q in qids], train
+    path = Path(train)
+    if not _kept_upload(path):
+        queries = read_labelled_file(path)
+        return [q.text for q in queries], [q.label for q in queries], path.name
+    name = _UPLOAD_PREFIX.sub("", path.name)
+    try:
+        queries = read_labelled_file(path)
+    except InputError as exc:  # the uploaded file's own name, not where the server kept it
+        raise InputError(name, exc.line, exc.problem) from None
+    finally:
+        path.unlink(missing_ok=True)
+    return [q.text for q in queries], [q.label for q in queries], name
+
+
+def trained_prelabeller(train: str | Path) -> PreLabeller:
+    """The ``trained`` pre-labeller fitted on ``train``; data too few or of one label is refused."""
+    texts, labels, source = training_data(train)
+    try:
+        return get_prelabeller("trained", texts=texts, labels=labels, source=source)
+    except ValueError as exc:
+        raise ServiceError(f"cannot train on {source}: {exc}") from None
+
+
+@dataclass
+class PrelabelSummary:
+    """What one run stored: counts per label, queries left unlabelled, mean confidence, spending."""
+
+    labeller: str
+    model: str
+    prompt_version: str
+    counts: dict[str, int] = field(default_factory=dict)
+    unlabelled: int = 0
+    mean_confidence: float | None = None
+    usage: Usage = field(default_factory=Usage)
+    #: A trained labeller's cross-validated accuracy (mean, standard deviation, folds) and training size.
+    cv_accuracy: float | None = None
+    cv_accuracy_std: float | None = None
+    cv_folds: int | None = None
+    #: Why there is no cross-validated accuracy, or which folds were left out ("" if none).
+    cv_note: str = ""
+    training_size: int | None = None
+
+    @property
+    def labelled(self) -> int:
+        return sum(self.counts.values())
+
+
+def prelabel_batch(
+    batch: Batch, labeller: PreLabeller | str, *, samples: int | None = None, train: str | Path | None = None
+) -> PrelabelSummary:
+    """Pre-label every query of ``batch`` with ``labeller`` (a name or an object); see the module docstring."""
+    if isinstance(labeller, str):
+        labeller = make_prelabeller(labeller, samples=samples, train=train)
+    queries = list(BatchQuery.objects.filter(batch=batch).order_by("is_gold", "position"))
+    counts: Counter[str] = Counter()
+    confidences: list[float] = []
+    unlabelled = 0
+    for start in range(0, len(queries), CHUNK):
+        chunk = queries[start : start + CHUNK]
+        stopped: PreLabelStopped | None = None
+        try:
+            predictions: Sequence[Prediction | None] = labeller.label([(q.qid, q.text) for q in chunk])
+        except PreLabelStopped as exc:  # keep what it did, then say why it stopped
+            predictions, stopped = exc.partial, exc
+        rows = [
+            PreLabel(
+                batch_query=q,
+                labeller=labeller.name,
+                model=labeller.model,
+                prompt_version=labeller.prompt_version,
+                label=p.label,
+                confidence=p.confidence,
+                detail=p.detail,
+            )
+            for q, p in zip(chunk, predictions, strict=True)
+            if p is not None and p.label is not None
+        ]
+        unlabelled += sum(1 for p in predictions if p is not None and p.label is None)
+        counts.update(row.label for row in rows)
+        confidences += [row.confidence for row in rows]
+        with transaction.atomic():
+            # A query that is unlabelled now loses an older label of the same labeller, model and prompt;
+            # one not labelled in this run (``None``: the labeller stopped first) keeps it.
+            PreLabel.objects.filter(
+                batch_query__in=[
+                    q for q, p in zip(chunk, predictions, strict=True) if p is not None and p.label is None
+                ],
+                labeller=labeller.name,
+                model=labeller.model,
+                prompt_version=labeller.prompt_version,
+            ).delete()
+            PreLabel.objects.bulk_create(
+                rows,
+                update_conflicts=True,
+                unique_fields=["batch_query", "labeller", "model", "prompt_version"],
+                update_fields=["label", "confidence", "detail", "created"],
+            )
+        if stopped is not None:
+            stored = sum(counts.values())
+            raise PreLabelStopped(
+                f"{labeller.name} ({labeller.model}) {stopped}. {stored} label(s) of this run are stored; "
+                f"{len(queries) - start - sum(p is not None for p in predictions)} queries are left without "
+                "a new label: run it again to ask only for those (the answers received are cached).",
+                stopped.partial,
+                stopped.status,
+                upstream=stopped.upstream,
+            )
+    return PrelabelSummary(
+        labeller=labeller.name,
+        model=labeller.model,
+        prompt_version=labeller.prompt_version,
+        counts={code: counts[code] for code in LABELS},
+        unlabelled=unlabelled,
+        mean_confidence=sum(confidences) / len(confidences) if confidences else None,
+        usage=labeller.usage,
+        cv_accuracy=getattr(labeller, "cv_accuracy", None),
+        cv_accuracy_std=getattr(labeller, "cv_accuracy_std", None),
+        cv_folds=getattr(labeller, "cv_folds", None),
+        cv_note=getattr(labeller, "cv_note", ""),
+        training_size=getattr(labeller, "training_size", None),
+    )

@@ -1,0 +1,306 @@
+"""Researchers' pages of machine pre-labelling: the machine's labels, their calibration, routing.
+
+- ``/batches/<name>/machine/``: pre-label (a background job), each stored run, the chat
+  labeller's prompt, the blind calibration sample (created and published from here);
+- ``/batches/<name>/calibration/``: the machine against the crowd on that sample, with its
+  plots; it refreshes itself while the sample is being answered;
+- ``/batches/<name>/routing/``: the routing plan previewed by GET (nothing is created), then
+  confirmed by POST, which records it and publishes the routed queries.
+
+Thin shells over :mod:`annotation.services` (prelabels, calibration, routing, background),
+as :mod:`.researcher`: researchers only, a refusal is a message on the page, never a 500.
+The two figures come from :mod:`annotation.machine.calibration_plots` (inline SVG that follows dark mode).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.cache import cache
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
+
+from annotation import selectors
+from annotation.crowd.services.background import start_prelabel, start_publish
+from annotation.labels import LABEL_NAMES, LABELS
+from annotation.machine import calibration_plots
+from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
+from annotation.machine.services.calibration import (
+    calibration_batch,
+    calibration_report,
+    create_calibration_sample,
+    identities,
+    report_version,
+)
+from annotation.machine.services.label_sources import latest_routing
+from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
+from annotation.machine.services.routing import DEFAULT_RISK, guarantee_text, plan_routing, plan_summary, route_batch
+from annotation.models import Batch
+from core.errors import ServiceError
+from core.permissions import researcher_required
+from core.uploads import staged_uploads
+
+# --- reads shared by the pages and the API ---------------------------------------------------
+
+
+def chat_prompt() -> dict[str, str]:
+    """The chat labeller's prompt in force (``PRELABEL_PROMPT_FILE`` or the built-in one) and its version."""
+    try:
+        prompt = prompt_in_force()
+    except ServiceError as exc:
+        return {"error": str(exc)}
+    return {
+        "version": prompt.version,
+        "system": prompt.system,
+        "user": prompt.user,
+        "sha256": prompt.sha256,
+        "file": settings.PRELABEL_PROMPT_FILE,
+    }
+
+
+# --- the machine-labels page ------------------------------------------------------------------
+
+
+def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
+    sample = calibration_batch(batch)
+    runs = selectors.prelabel_runs(batch)
+    for run in runs:
+        run["rows"] = [(LABEL_NAMES[code], run["counts"][code]) for code in LABELS]
+    return {
+        "batch": batch,
+        "runs": runs,
+        "label_names": [LABEL_NAMES[code] for code in LABELS],
+        "prelabel_form": forms.get("prelabel_form") or PrelabelForm(batch=batch),
+        "calibration_form": forms.get("calibration_form")
+        or CalibrationSampleForm(labellers=[i.labeller for i in identities(batch)]),
+        "routing_form": RoutingForm(),
+        "openai_ready": openai_configured(),
+        "openai": {
+            "url": settings.PRELABEL_API_URL,
+            "model": settings.PRELABEL_MODEL,
+            "samples": settings.PRELABEL_SAMPLES,
+            "temperature": settings.PRELABEL_TEMPERATURE,
+            "concurrency": settings.PRELABEL_CONCURRENCY,
+            "prompt_price": settings.PRELABEL_PROMPT_PRICE,
+            "completion_price": settings.PRELABEL_COMPLETION_PRICE,
+            "key_set": bool(settings.PRELABEL_API_KEY),
+            "timeout": settings.PRELABEL_TIMEOUT,
+            "call_deadline": settings.PRELABEL_CALL_DEADLINE,
+            "job_deadline": settings.PRELABEL_JOB_DEADLINE,
+            "max_bytes": settings.PRELABEL_MAX_RESPONSE_BYTES,
+            "max_failures": settings.PRELABEL_MAX_CONSECUTIVE_FAILURES,
+        },
+        "cached": cached_answers(),
+        "prompt": chat_prompt(),
+        "sample": sample,
+        "routing": latest_routing(batch),
+    }
+
+
+@researcher_required
+def batch_machine(request: HttpRequest, name: str) -> HttpResponse:
+    """Pre-label the batch, see each run and the chat prompt, draw the calibration sample."""
+    batch = get_object_or_404(Batch.objects.select_related("parent"), name=name)
+    return render(request, "annotation/prelabelling/machine.html", _machine_context(batch))
+
+
+@researcher_required
+@staged_uploads
+@require_POST
+def batch_prelabel(request: HttpRequest, name: str) -> HttpResponse:
+    """Start pre-labelling as a job and follow it on the job's page (the form again when refused)."""
+    batch = get_object_or_404(Batch, name=name)
+    files = request.FILES  # parsing the body sets upload_too_large
+    form = PrelabelForm(request.POST, files, batch=batch, too_large=getattr(request, "upload_too_large", None))
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            job = start_prelabel(batch, data["labeller"], samples=data.get("samples"), train=form.train_source())
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("core:job-detail", pk=job.pk)
+    context = _machine_context(batch, prelabel_form=form)
+    return render(request, "annotation/prelabelling/machine.html", context, status=400)
+
+
+@researcher_required
+@require_POST
+def batch_prelabel_cache(request: HttpRequest, name: str) -> HttpResponse:
+    """Clear a model's cached chat answers (all batches share them), then back to the machine page."""
+    batch = get_object_or_404(Batch, name=name)
+    model = request.POST.get("model", "").strip()
+    version = request.POST.get("prompt_version", "").strip() or None
+    try:
+        with transaction.atomic():
+            deleted = clear_answer_cache(model, version)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        of = f"{model} ({version})" if version else model
+        messages.success(
+            request, f"Forgot the cached answers to {deleted} quer{'y' if deleted == 1 else 'ies'} of {of}."
+        )
+    return redirect(reverse("annotation:batch-machine", args=[batch.name]) + "#cache")
+
+
+@researcher_required
+@require_POST
+def batch_calibration_sample(request: HttpRequest, name: str) -> HttpResponse:
+    """Draw the blind calibration sample (or, with ``extend``, more of it) as a batch of its own and
+    start publishing it. A batch has one sample: a second post is refused while one exists."""
+    batch = get_object_or_404(Batch, name=name)
+    form = CalibrationSampleForm(request.POST, labellers=[i.labeller for i in identities(batch)])
+    extend = request.POST.get("extend") in ("on", "true", "1")
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            with transaction.atomic():  # a publishing job that cannot start leaves no sample behind
+                child = create_calibration_sample(
+                    batch, data["sample"], labeller=data["labeller"] or None, seed=data["seed"] or 0, extend=extend
+                )
+                job = start_publish(child) if data["publish"] else None
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            sampled = len(child.derivation["stratum_of"])
+            publishing = f" Publishing it: job {job.pk}." if job else " Publish it from its page when ready."
+            what = "Extension" if extend else "Calibration sample"
+            messages.success(request, f"{what} {child.name} created ({sampled} queries).{publishing}")
+            return redirect("annotation:batch-machine", name=batch.name)
+    context = _machine_context(batch, calibration_form=form)
+    return render(request, "annotation/prelabelling/machine.html", context, status=400)
+
+
+# --- the calibration report -------------------------------------------------------------------
+
+
+def _report_with_figures(batch: Batch) -> dict[str, Any]:
+    """The report and its two SVG figures, computed again only when what they depend on changed
+    (:func:`report_version`): the page polls itself every few seconds while the sample is answered."""
+
+    def compute() -> dict[str, Any]:
+        report = calibration_report(batch)
+        return {
+            "report": report,
+            "reliability_svg": calibration_plots.reliability_svg(report.get("reliability") or []),
+            "proportions_svg": calibration_plots.proportions_svg(report["proportions"]),
+        }
+
+    version = report_version(batch)
+    if version is None:
+        return compute()  # no sample: the service says so
+    # "v2": the report's keys changed (against_truth, the alt-test's verdict); never serve an older shape.
+    return cache.get_or_set(f"calibration-report:v2:{batch.pk}:{version}", compute, timeout=3600)
+
+
+def _calibration_context(batch: Batch) -> dict[str, Any]:
+    """The report with its tables and figures, or why there is none yet (``waiting``)."""
+    sample = calibration_batch(batch)
+    context: dict[str, Any] = {"batch": batch, "sample": sample, "report": None, "waiting": None}
+    try:
+        figures = _report_with_figures(batch)
+    except ServiceError as exc:
+        context["waiting"] = str(exc)
+    else:
+        report = figures["report"]
+        names = [LABEL_NAMES[code] for code in LABELS]
+        per_category = report["per_category"]
+        proportions = report["proportions"]
+        vote = (report.get("against_truth") or {}).get("vote") or {}  # true label -> given label -> probability
+        context |= {
+            "report": report,
+            "label_names": names,
+            "per_category": [(LABEL_NAMES[code], per_category.get(code, {})) for code in LABELS],
+            "confusion": [
+                (LABEL_NAMES[code], row)
+                for code, row in zip(report.get("labels", LABELS), report["confusion"], strict=True)
+            ],
+            "proportions": [(LABEL_NAMES[code], proportions.get(code, {})) for code in LABELS],
+            "crowd_vote": [
+                (LABEL_NAMES[code], [vote[code][given] for given in LABELS]) for code in LABELS if code in vote
+            ],
+            "reliability_svg": mark_safe(figures["reliability_svg"]),  # drawn by matplotlib: no user text
+            "proportions_svg": mark_safe(figures["proportions_svg"]),
+        }
+    # The sample is still being answered: the page polls itself until its crowd work is in.
+    context["live"] = sample is not None and sample.status == Batch.Status.PUBLISHED
+    return context
+
+
+@researcher_required
+def batch_calibration(request: HttpRequest, name: str) -> HttpResponse:
+    batch = get_object_or_404(Batch, name=name)
+    return render(request, "annotation/prelabelling/calibration.html", _calibration_context(batch))
+
+
+@researcher_required
+def batch_calibration_live(request: HttpRequest, name: str) -> HttpResponse:
+    """The report's live part (htmx polls it while the calibration sample is published)."""
+    batch = get_object_or_404(Batch, name=name)
+    return render(request, "annotation/prelabelling/_calibration_report.html", _calibration_context(batch))
+
+
+# --- routing ----------------------------------------------------------------------------------
+
+
+def _routing_arguments(form: RoutingForm) -> dict[str, Any]:
+    data = form.cleaned_data
+    return {"budget": data.get("budget"), "risk": None if data.get("no_guarantee") else data.get("risk")}
+
+
+@researcher_required
+def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
+    """GET with the form's fields: the plan, nothing created. POST: route and publish the routed queries."""
+    batch = get_object_or_404(Batch, name=name)
+    plan = None
+    status = 200
+    if request.method == "POST":
+        form = RoutingForm(request.POST)
+        if form.is_valid():
+            try:
+                with transaction.atomic():  # a publishing job that cannot start leaves no routing behind
+                    routing = route_batch(batch, form.cleaned_data["target_accuracy"], **_routing_arguments(form))
+                    job = start_publish(routing.routed_batch) if routing.routed_batch else None
+            except ServiceError as exc:
+                form.add_error(None, str(exc))
+            else:
+                sent = f"{routing.to_humans} queries to the crowd in {routing.routed_batch.name}" if job else "none"
+                publishing = f" Publishing them: job {job.pk}." if job else ""
+                messages.success(request, f"Routed: {len(routing.accepted)} machine-accepted, {sent}.{publishing}")
+                return redirect("annotation:batch-routing", name=batch.name)
+        status = 400
+    else:
+        query = None
+        if request.GET:
+            query = request.GET.copy()
+            query.setdefault("risk", str(DEFAULT_RISK))  # shown as used, not as an empty box
+        form = RoutingForm(query)
+        if form.is_bound:
+            if form.is_valid():
+                try:
+                    plan = plan_routing(batch, form.cleaned_data["target_accuracy"], **_routing_arguments(form))
+                except ServiceError as exc:
+                    form.add_error(None, str(exc))
+            if form.errors:
+                status = 400
+    routing = latest_routing(batch)
+    live = routing is not None and routing.routed_batch is not None
+    context = {
+        "batch": batch,
+        "form": form,
+        "plan": plan,
+        "summary": plan_summary(plan) if plan else [],
+        "routing": routing,
+        "routed_live": live,
+        "guarantee": guarantee_text(routing.risk, routing.target_accuracy) if routing and routing.risk else "",
+        "sample": calibration_batch(batch),
+        "calibration_url": reverse("annotation:batch-calibration", args=[batch.name]),
+    }
+    return render(request, "annotation/prelabelling/routing.html", context, status=status)

@@ -1,0 +1,155 @@
+"""State of the quality loop: escalations, training and qualifications, re-offers, worker flags, rulings."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from annotation.labels import LABEL_CHOICES
+from annotation.models.crowd import Assignment, Batch, BatchQuery, FormPosition, Hit, Worker
+
+
+class Escalation(models.Model):
+    """Extra assignments requested for a HIT with disputed queries.
+
+    Recorded (committed) before the provider is asked, with a deterministic request token,
+    so an interrupted escalation is finished by the next run instead of being repeated.
+    """
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="escalations")
+    hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="escalations")
+    added = models.PositiveSmallIntegerField()
+    assignments_before = models.PositiveSmallIntegerField()
+    disputed = models.JSONField(default=list, help_text="qids that were disputed")
+    cost = models.DecimalField(max_digits=10, decimal_places=2)
+    applied = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["batch", "created", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.hit}: +{self.added}"
+
+    @property
+    def unique_token(self) -> str:
+        return f"{self.hit.unique_token[:40]}-esc{self.pk}"
+
+
+class TrainingQuery(FormPosition):
+    """A query of the batch's qualification step: a known label, shown before a worker's first HIT."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="training_queries")
+    qid = models.CharField(max_length=100)
+    text = models.TextField()
+    label = models.CharField(max_length=1, choices=LABEL_CHOICES)
+
+    class Meta:
+        ordering = ["batch", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "position"], name="unique_training_position"),
+            models.UniqueConstraint(fields=["batch", "qid"], name="unique_training_qid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.batch.name} training {self.position}: {self.text}"
+
+
+class Qualification(models.Model):
+    """A worker's one attempt at a batch's training queries: passed or not, and what they were told.
+
+    One per (batch, worker): a second submission of the training page changes nothing, so a
+    worker who failed is not given the batch's HITs, and a retry never records twice.
+    """
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="qualifications_taken")
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="qualifications")
+    correct = models.PositiveSmallIntegerField()
+    total = models.PositiveSmallIntegerField()
+    passed = models.BooleanField()
+    answers = models.JSONField(default=dict, help_text="q-<position> -> label, as posted.")
+    feedback = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["batch", "created"]
+        constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_qualification_per_worker")]
+
+    def __str__(self) -> str:
+        return f"{self.worker} on {self.batch.name}: {self.correct}/{self.total}"
+
+
+class Reoffer(models.Model):
+    """A rejected assignment's place offered again on MTurk (CreateAdditionalAssignmentsForHIT).
+
+    Local and Prolific places reopen by themselves when work is rejected or returned; on
+    MTurk a rejected assignment's place is gone, so it is added back. Recorded (committed)
+    before the provider is asked, one per rejected assignment, with a deterministic request
+    token: a retry finishes an interrupted re-offer and never adds a second place.
+    ``Hit.max_assignments`` stays the number of answers wanted.
+    """
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="reoffers")
+    hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="reoffers")
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="reoffer")
+    cost = models.DecimalField(max_digits=10, decimal_places=2)
+    applied = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["batch", "created", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.hit}: place of {self.assignment.provider_assignment_id} offered again"
+
+    @property
+    def unique_token(self) -> str:
+        return f"{self.hit.unique_token[:40]}-re{self.pk}"
+
+
+class WorkerFlag(models.Model):
+    """A worker of a batch below a quality threshold: flagged (warn) or blocked, with the reason.
+
+    Written by the sync (``annotation.quality.services.thresholds``). A block is recorded before the
+    provider is asked and ``provider_blocked`` set after it answered, so a later sync never
+    calls the provider's block a second time.
+    """
+
+    class Level(models.TextChoices):
+        WARN = "warn", "Flagged"
+        BLOCK = "block", "Blocked"
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="worker_flags")
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="flags")
+    level = models.CharField(max_length=5, choices=Level.choices)
+    reason = models.CharField(max_length=300)
+    provider_blocked = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["batch", "worker"]
+        constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_flag_per_worker_and_batch")]
+
+    def __str__(self) -> str:
+        return f"{self.worker} in {self.batch}: {self.level} ({self.reason})"
+
+
+class Adjudication(models.Model):
+    """A researcher's ruling on one query of a batch: it replaces the crowd's vote in exports.
+
+    One per query (a second ruling updates the first, keeping who and when of the latest),
+    so the label used is never ambiguous. Exports mark adjudicated labels as such.
+    """
+
+    batch_query = models.OneToOneField(BatchQuery, on_delete=models.CASCADE, related_name="adjudication")
+    label = models.CharField(max_length=1, choices=LABEL_CHOICES)
+    reason = models.TextField(help_text="Why the researcher settled on this label.")
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    decided_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["batch_query"]
+
+    def __str__(self) -> str:
+        return f"{self.batch_query.qid}: {self.label} (adjudicated)"

@@ -1,0 +1,1 @@
+"""Changes of the quality loop, one topic a module."""

@@ -1,0 +1,66 @@
+"""What re-offers and escalations may still spend on a batch, and what one more assignment costs.
+
+Rule: ``Batch.extra_budget`` (USD, ``None`` = no limit) caps what re-offered places and
+escalations add to the estimate recorded when the batch was created. Every extra place
+counts at its full price (reward + fee) when it is recorded, before the provider is
+asked, even a re-offered place whose rejected predecessor was never paid: the account
+stays on the safe side and never depends on a review being overturned later.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import Sum
+
+from annotation.crowd.costs import extra_assignments_cost, provider_cost
+from annotation.models import Batch, Provider
+from core.errors import ServiceError
+
+
+def extra_assignment_price(batch: Batch) -> Decimal:
+    """Reward + fee of one more assignment on one of the batch's HITs."""
+    try:
+        if batch.provider == Provider.MTURK:
+            cost = extra_assignments_cost(
+                batch.reward, 1, batch.assignments_per_query, masters=bool((batch.qualifications or {}).get("masters"))
+            )
+        else:
+            cost = provider_cost(
+                batch.provider, batch.reward, 1, 1, prolific_fee_rate=Decimal(settings.PROLIFIC_FEE_RATE)
+            )
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from None
+    return cost.total
+
+
+def extra_spent(batch: Batch) -> Decimal:
+    """USD recorded for escalations and re-offers of the batch so far (applied or about to be)."""
+    escalated = batch.escalations.aggregate(total=Sum("cost"))["total"] or Decimal("0")
+    reoffered = batch.reoffers.aggregate(total=Sum("cost"))["total"] or Decimal("0")
+    return (Decimal(escalated) + Decimal(reoffered)).quantize(Decimal("0.01"))
+
+
+def budget_left(batch: Batch) -> Decimal | None:
+    """What extras may still add (never negative); ``None`` when the batch has no budget."""
+    if batch.extra_budget is None:
+        return None
+    return max(Decimal("0"), batch.extra_budget - extra_spent(batch))
+
+
+def affordable(batch: Batch, wanted: int) -> int:
+    """How many of ``wanted`` extra assignments the budget still pays for."""
+    left = budget_left(batch)
+    if left is None:
+        return wanted
+    price = extra_assignment_price(batch)
+    return min(wanted, int(left // price)) if price > 0 else wanted
+
+
+def set_extra_budget(batch: Batch, budget: Decimal | None) -> None:
+    """Set (or with ``None`` remove) what re-offers and escalations may add to the estimate."""
+    if budget is not None and (not Decimal(budget).is_finite() or budget < 0):
+        raise ServiceError(f"the budget must be an amount of dollars, not negative (got {budget})")
+    Batch.objects.filter(pk=batch.pk).update(extra_budget=budget)
+    batch.extra_budget = budget

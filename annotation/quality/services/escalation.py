@@ -1,0 +1,238 @@
+"""More assignments for HITs whose queries are disputed.
+
+A query is disputed when its finished HIT left no strict majority (a 1-1-1 split, or a
+tie after invalid answers). Its HIT gets one more assignment per round -- one vote
+breaks a tie at the top -- until the query has a majority or the HIT reaches the cap.
+On MTurk this is CreateAdditionalAssignmentsForHIT, so the HIT's other queries get a
+vote more too. A query a researcher settled (:mod:`.adjudication`) is never escalated: the
+ruling is final. ``plan_escalation`` shows the plan and its cost before anything is paid.
+
+Each extension is recorded (committed) before the provider is called and carries a
+deterministic request token, so an interrupted run is finished by the next one rather
+than repeated.
+
+Adaptive escalation: ``until`` says when a query is settled -- ``"majority"`` (a strict
+majority, the default) or ``"posterior:P"`` (Dawid-Skene's largest posterior for the
+query reaches P, e.g. 0.9). ``Batch.extra_budget`` caps what escalations (with re-offers,
+:mod:`.budget`) may add: the plan keeps the HITs it can pay for, in batch order, and says
+how many it left out. With ``Batch.escalate_until`` set (``escalate_batch --auto``),
+every sync runs one round by itself (:func:`escalation_round`): one more assignment for
+each finished HIT with an unsettled query, until it is settled, the HIT reaches
+``Batch.escalation_cap`` or the budget is spent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Q
+
+from annotation.crowd.costs import Cost, extra_assignments_cost, provider_cost
+from annotation.crowd.providers import CrowdProvider, get_provider
+from annotation.crowd.services.locking import one_per_batch
+from annotation.crowd.services.statuses import settle_hit_statuses
+from annotation.models import Assignment, Batch, Escalation, Hit, Provider
+from annotation.quality.services.budget import affordable, budget_left
+from annotation.results.services.answers_summary import BatchAnswers
+from core.errors import ServiceError
+
+DEFAULT_MAX_ASSIGNMENTS = 7
+
+
+UNTIL_CHOICES = "majority or posterior:P (0.5 < P < 1)"
+
+
+def parse_until(text: str) -> float | None:
+    """``"majority"`` -> ``None``; ``"posterior:0.9"`` -> ``0.9``; anything else is refused."""
+    text = (text or "majority").strip().lower()
+    if text == "majority":
+        return None
+    kind, _, value = text.partition(":")
+    try:
+        target = float(value)
+    except ValueError:
+        target = -1.0
+    if kind != "posterior" or not 0.5 < target < 1:
+        raise ServiceError(f"--until {text!r}: expected {UNTIL_CHOICES}")
+    return target
+
+
+def settled_queries(batch: Batch, until: str = "majority") -> set[str]:
+    """qids that need no more votes: settled by a researcher (an adjudication is final), or
+    a strict majority, or a Dawid-Skene posterior of at least P."""
+    target = parse_until(until)
+    answers = BatchAnswers(batch)
+    settled = set(answers.rulings)
+    votes = answers.votes
+    if not len(votes):
+        return settled
+    if target is None:
+        return settled | {str(q) for q in votes.index[~votes["disputed"]]}
+    posteriors = answers.dawid_skene.posteriors.max(axis=1)
+    return settled | {str(qid) for qid, p in posteriors.items() if p >= target}
+
+
+@dataclass
+class EscalationPlan:
+    batch: Batch
+    hits: list[tuple[Hit, list[str]]] = field(default_factory=list)
+    at_cap: list[str] = field(default_factory=list)
+    cost: Cost | None = None
+    until: str = "majority"
+    #: HITs left out of this round because the budget does not pay for them.
+    over_budget: list[tuple[Hit, list[str]]] = field(default_factory=list)
+    #: What the budget still allows before this round (``None``: no budget).
+    budget_left: Decimal | None = None
+
+    @property
+    def extra_assignments(self) -> int:
+        return len(self.hits)
+
+    @property
+    def disputed(self) -> int:
+        return sum(len(qids) for _, qids in self.hits) + len(self.at_cap)
+
+
+def _finished_hits(batch: Batch) -> list[Hit]:
+    """HITs whose every place has a submitted or approved answer."""
+    done = Q(assignments__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED])
+    return [
+        hit
+        for hit in batch.hits.exclude(provider_id=None).annotate(answered=Count("assignments", filter=done))
+        if hit.answered >= hit.max_assignments
+    ]
+
+
+def plan_escalation(
+    batch: Batch, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS, until: str = "majority"
+) -> EscalationPlan:
+    """Which HITs get one more assignment, which unsettled queries are already at the cap, the cost
+    and what the budget leaves out."""
+    if max_assignments < batch.assignments_per_query:
+        raise ServiceError(
+            f"the cap ({max_assignments}) is below the batch's {batch.assignments_per_query} assignments"
+        )
+    if batch.provider == Provider.MTURK and batch.assignments_per_query < 10 <= max_assignments:
+        raise ServiceError("MTurk cannot extend a HIT created with fewer than 10 assignments to 10 or more")
+    resolved = settled_queries(batch, until)
+    plan = EscalationPlan(batch, until=until, budget_left=budget_left(batch))
+    for hit in _finished_hits(batch):
+        qids = list(
+            hit.hit_queries.filter(batch_query__is_gold=False)
+            .exclude(batch_query__qid__in=resolved)
+            .order_by("position")
+            .values_list("batch_query__qid", flat=True)
+        )
+        if not qids:
+            continue
+        if hit.max_assignments >= max_assignments:
+            plan.at_cap += qids
+        else:
+            plan.hits.append((hit, qids))
+    paid_for = affordable(batch, len(plan.hits)) if plan.hits else 0
+    plan.hits, plan.over_budget = plan.hits[:paid_for], plan.hits[paid_for:]
+    if plan.hits:
+        try:
+            if batch.provider == Provider.MTURK:
+                plan.cost = extra_assignments_cost(
+                    batch.reward,
+                    {hit.provider_id: 1 for hit, _ in plan.hits},
+                    batch.assignments_per_query,
+                    masters=bool((batch.qualifications or {}).get("masters")),
+                )
+            else:
+                plan.cost = provider_cost(
+                    batch.provider,
+                    batch.reward,
+                    1,
+                    len(plan.hits),
+                    prolific_fee_rate=Decimal(settings.PROLIFIC_FEE_RATE),
+                )
+        except ValueError as exc:
+            raise ServiceError(str(exc)) from None
+    return plan
+
+
+@one_per_batch("An escalation")
+def escalate_batch(
+    batch: Batch,
+    max_assignments: int = DEFAULT_MAX_ASSIGNMENTS,
+    provider: CrowdProvider | None = None,
+    *,
+    confirmed_hits: Collection[int] | None = None,
+    until: str = "majority",
+) -> list[Escalation]:
+    """One round of escalation (see :func:`escalation_round`), holding the batch's lease."""
+    return escalation_round(batch, max_assignments, provider, confirmed_hits=confirmed_hits, until=until)
+
+
+def escalation_round(
+    batch: Batch,
+    max_assignments: int = DEFAULT_MAX_ASSIGNMENTS,
+    provider: CrowdProvider | None = None,
+    *,
+    confirmed_hits: Collection[int] | None = None,
+    until: str = "majority",
+) -> list[Escalation]:
+    """Apply the plan: finish interrupted extensions first, then add one assignment per planned HIT.
+
+    ``confirmed_hits`` (HIT ids) is the plan whose cost a person saw and accepted: the
+    plan is made again now and only its HITs that were confirmed are extended, so answers
+    synced in between can shrink what is paid for but never grow it.
+    """
+    if batch.status not in (Batch.Status.PUBLISHED, Batch.Status.COMPLETED):
+        raise ServiceError(f"batch {batch.name!r} is {batch.status}; only published batches can be escalated")
+    provider = provider or get_provider(batch.provider)
+    applied = []
+    for escalation in batch.escalations.filter(applied=False).select_related("hit"):
+        provider.add_assignments(escalation.hit, escalation.added, escalation.unique_token)
+        Escalation.objects.filter(pk=escalation.pk).update(applied=True)
+        applied.append(escalation)
+    plan = plan_escalation(batch, max_assignments, until)
+    if confirmed_hits is not None:
+        plan.hits = [(hit, qids) for hit, qids in plan.hits if hit.pk in set(confirmed_hits)]
+    per_assignment = plan.cost.total / plan.cost.assignments_total if plan.cost else Decimal("0")
+    for hit, qids in plan.hits:
+        with transaction.atomic():
+            escalation = Escalation.objects.create(
+                batch=batch,
+                hit=hit,
+                added=1,
+                assignments_before=hit.max_assignments,
+                disputed=qids,
+                cost=per_assignment,
+            )
+            Hit.objects.filter(pk=hit.pk).update(max_assignments=hit.max_assignments + 1)
+        provider.add_assignments(hit, 1, escalation.unique_token)
+        Escalation.objects.filter(pk=escalation.pk).update(applied=True)
+        applied.append(escalation)
+    settle_hit_statuses(batch)
+    if applied and batch.status == Batch.Status.COMPLETED:
+        Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.PUBLISHED)
+        batch.status = Batch.Status.PUBLISHED
+    return applied
+
+
+def set_auto_escalation(batch: Batch, until: str | None, *, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS) -> None:
+    """Let every sync escalate round by round until ``until`` (``None`` stops it), up to ``max_assignments``.
+
+    Refused without a budget (``Batch.extra_budget``, :func:`.budget.set_extra_budget`): automatic
+    escalation never spends without a limit someone chose.
+    """
+    fields: dict[str, object] = {"escalate_until": ""}
+    if until is not None:
+        parse_until(until)
+        if max_assignments < batch.assignments_per_query:
+            raise ServiceError(
+                f"the cap ({max_assignments}) is below the batch's {batch.assignments_per_query} assignments"
+            )
+        if batch.extra_budget is None:
+            raise ServiceError("automatic escalation needs a budget (--budget USD)")
+        fields = {"escalate_until": until, "escalation_cap": max_assignments}
+    Batch.objects.filter(pk=batch.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(batch, name, value)

@@ -1,0 +1,79 @@
+"""Rejected work offered again, so that every HIT gets the answers it was made for.
+
+- In-house and Prolific: a rejected, returned or timed-out assignment frees its place by
+  itself (``local.claim_hit`` counts only held places; ``prolific.ensure_places`` raises
+  the study's places to match), so nothing is added and nothing more is paid.
+- MTurk: a rejected assignment's place is gone for good. :func:`reoffer_rejected` adds it
+  back with CreateAdditionalAssignmentsForHIT, one place per rejected assignment, within
+  the batch's extra budget (``budget``). ``Hit.max_assignments`` stays the number of
+  answers wanted, so the HIT counts as finished once that many are in.
+
+Idempotence protocol: a ``Reoffer`` row (one per rejected assignment, unique) is
+committed before the provider is called, and its request token is derived from it; the
+row is marked ``applied`` after the call. A run interrupted between the two finishes the
+call with the same token, which MTurk answers as already done: never a second place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db import IntegrityError, transaction
+
+from annotation.crowd.providers import CrowdProvider
+from annotation.models import Assignment, Batch, Provider, Reoffer
+from annotation.quality.services.budget import affordable, extra_assignment_price
+from core.errors import ServiceError
+
+
+@dataclass
+class ReofferResult:
+    offered: int = 0
+    cost: Decimal = Decimal("0")
+    #: Rejected places left without a new one because the budget ran out.
+    over_budget: int = 0
+    #: Why no place could be added at all (e.g. MTurk cannot extend a HIT past 9 to 10), or "".
+    refused: str = ""
+
+
+def rejected_without_reoffer(batch: Batch):
+    """Rejected MTurk assignments whose place was not offered again yet."""
+    return (
+        Assignment.objects.filter(hit__batch=batch, status=Assignment.Status.REJECTED, reoffer__isnull=True)
+        .exclude(hit__provider_id=None)
+        .select_related("hit")
+        .order_by("reviewed_at", "pk")
+    )
+
+
+def reoffer_rejected(batch: Batch, provider: CrowdProvider) -> ReofferResult:
+    """Offer every rejected MTurk place again, within the budget; finish interrupted re-offers first."""
+    result = ReofferResult()
+    if batch.provider != Provider.MTURK or batch.status != Batch.Status.PUBLISHED:
+        return result
+    for reoffer in batch.reoffers.filter(applied=False).select_related("hit"):
+        provider.add_assignments(reoffer.hit, 1, reoffer.unique_token)
+        Reoffer.objects.filter(pk=reoffer.pk).update(applied=True)
+        result.offered += 1
+    waiting = list(rejected_without_reoffer(batch))
+    if not waiting:
+        return result
+    try:
+        price = extra_assignment_price(batch)
+    except ServiceError as exc:  # the rest of the sync goes on; the command says why
+        result.refused = str(exc)
+        return result
+    paid_for = affordable(batch, len(waiting))
+    result.over_budget = len(waiting) - paid_for
+    for assignment in waiting[:paid_for]:
+        try:
+            with transaction.atomic():
+                reoffer = Reoffer.objects.create(batch=batch, hit=assignment.hit, assignment=assignment, cost=price)
+        except IntegrityError:
+            continue  # recorded by a concurrent run, which calls the provider for it
+        provider.add_assignments(assignment.hit, 1, reoffer.unique_token)
+        Reoffer.objects.filter(pk=reoffer.pk).update(applied=True)
+        result.offered += 1
+        result.cost += price
+    return result

@@ -1,0 +1,135 @@
+"""The qualification step: a short training set with feedback before a worker's first HIT of a batch.
+
+A batch may carry training queries (``TrainingQuery``: known labels, given per batch with
+``create_batch --training FILE``). An in-house annotator is then sent to the batch's
+training page before their first HIT of it; their answers are scored once
+(``Qualification``, one per batch and worker) and they are told every wrong answer with
+the right one. Only a worker who got at least ``Batch.training_pass_fraction`` right is
+handed the batch's HITs (:func:`qualified_batches`); one who failed is not, and cannot
+simply try again: a second submission returns the first result.
+
+Prolific participants take it on the site too, when they first follow the study link
+(``views.prolific_start``); one who fails is asked to return the study. MTurk: see
+docs/quality.md (a qualification type with a test; not built).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, QuerySet
+
+from annotation.crowd.services.batch_settings import GoldQuery
+from annotation.labels import LABEL_NAMES, LABELS
+from annotation.models import Batch, Provider, Qualification, TrainingQuery, Worker
+from core.errors import ServiceError
+
+#: Wrong answers named in the feedback (all of them for a short training set).
+FEEDBACK_MISSES = 20
+
+
+def add_training(batch: Batch, queries: Sequence[GoldQuery], pass_fraction: float) -> None:
+    """Give a new batch its training queries (``create_batch`` calls this in its transaction)."""
+    if not queries:
+        return
+    if batch.provider not in (Provider.LOCAL, Provider.PROLIFIC):
+        raise ServiceError(
+            "the training step runs on this site, for in-house annotators and Prolific participants; "
+            "see docs/quality.md for MTurk"
+        )
+    if not 0 < pass_fraction <= 1:
+        raise ServiceError("the training pass fraction must be in (0, 1]")
+    clashes = {q.qid for q in queries} & set(batch.queries.values_list("qid", flat=True))
+    if clashes:
+        raise ServiceError(f"training qid(s) also asked in the batch: {', '.join(sorted(clashes)[:5])}")
+    TrainingQuery.objects.bulk_create(
+        [
+            TrainingQuery(batch=batch, position=i, qid=q.qid, text=q.text, label=q.label)
+            for i, q in enumerate(queries, start=1)
+        ]
+    )
+    Batch.objects.filter(pk=batch.pk).update(training_pass_fraction=pass_fraction)
+    batch.training_pass_fraction = pass_fraction
+
+
+def qualified_batches(batches: QuerySet, worker: Worker) -> QuerySet:
+    """``batches`` without those whose training ``worker`` has not passed."""
+    has_training = Exists(TrainingQuery.objects.filter(batch=OuterRef("pk")))
+    passed = Exists(Qualification.objects.filter(batch=OuterRef("pk"), worker=worker, passed=True))
+    return batches.exclude(has_training & ~passed)
+
+
+def training_plan(batches: QuerySet, worker: Worker) -> tuple[Batch | None, list[Batch]]:
+    """The first published batch open to ``worker`` whose training they have not taken yet
+    (``None``: none), and the batches ``claim_hit`` may hand out, in one query.
+
+    A batch whose team the worker is not on is neither: its training queries (and, once
+    answered, their answer key) are for the workers it may be given to (team_access).
+
+    ``qualified`` is what ``claim_hit`` reads from ``qualified_batches(batches, worker)``:
+    published, open to the worker (team_access), training passed or none, oldest first,
+    with ``pk`` and ``assignment_duration``. The next-HIT page asks both on every request.
+    """
+    from annotation.inhouse.services.team_access import open_to
+
+    rows = (
+        batches.filter(status=Batch.Status.PUBLISHED)
+        .filter(open_to(worker))
+        .annotate(
+            has_training=Exists(TrainingQuery.objects.filter(batch=OuterRef("pk"))),
+            taken=Exists(Qualification.objects.filter(batch=OuterRef("pk"), worker=worker)),
+            passed=Exists(Qualification.objects.filter(batch=OuterRef("pk"), worker=worker, passed=True)),
+        )
+        .order_by("created", "pk")
+        .only("pk", "name", "assignment_duration", "created")
+    )
+    due, qualified = None, []
+    for batch in rows:
+        if batch.has_training and not batch.taken and due is None:
+            due = batch
+        if batch.passed or not batch.has_training:
+            qualified.append(batch)
+    return due, qualified
+
+
+def submit_training(batch: Batch, worker: Worker, answers: Mapping[str, str]) -> Qualification:
+    """Score the worker's training answers once; a repeated submission returns the first result."""
+    existing = Qualification.objects.filter(batch=batch, worker=worker).first()
+    if existing is not None:
+        return existing
+    queries = list(batch.training_queries.order_by("position"))
+    if not queries:
+        raise ServiceError(f"batch {batch.name!r} has no training step")
+    misses = []
+    for q in queries:
+        given = answers.get(q.field_name, "")
+        if given not in LABELS:
+            raise ServiceError(f"{q.field_name}: choose one of the four categories")
+        if given != q.label:
+            misses.append((q, given))
+    correct = len(queries) - len(misses)
+    passed = correct >= batch.training_pass_fraction * len(queries) - 1e-9
+    details = "; ".join(
+        f'"{q.text[:100]}" is {LABEL_NAMES[q.label]}, you answered {LABEL_NAMES[given]}'
+        for q, given in misses[:FEEDBACK_MISSES]
+    )
+    feedback = f"{correct} of {len(queries)} right" + (f": {details}." if details else ".")
+    try:
+        with transaction.atomic():
+            return Qualification.objects.create(
+                batch=batch,
+                worker=worker,
+                correct=correct,
+                total=len(queries),
+                passed=passed,
+                answers={q.field_name: answers.get(q.field_name, "") for q in queries},
+                feedback=feedback,
+            )
+    except IntegrityError:  # the same form posted twice at once: the first one counts
+        return Qualification.objects.get(batch=batch, worker=worker)
+
+
+def qualification_of(batch: Batch, worker: Worker) -> Qualification | None:
+    """The worker's attempt at the batch's training, if any."""
+    return Qualification.objects.filter(batch=batch, worker=worker).first()

@@ -1,0 +1,441 @@
+"""Files an exported gender query set is published as: TSV, CSV, JSON Lines and a Markdown dataset card.
+
+Every writer is atomic: it writes a temporary file in the target directory and
+``os.replace``-s it over the target, so a reader (or a download view) never
+sees half a file and a crash leaves the previous export intact.
+
+Rows are mappings with at least ``qid``, ``query`` and ``label``; the JSON
+Lines export keeps every other key too (votes, method, agreement, ...).
+
+The CSV goes through :mod:`core.spreadsheet`, which neutralises spreadsheet formulas:
+query text comes from a public search log and gets opened in Excel/LibreOffice by
+annotators and readers. TSV (read by rankers) and JSON Lines (read by programs) keep the
+text unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, is_dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import IO, Any
+
+from annotation.labels import ALL_CATEGORIES, CATEGORY_SLUGS, LABEL_NAMES, LABELS
+from core.files import atomic_write
+from core.spreadsheet import write_csv
+from pooling.queryfiles import single_line, write_queries
+
+#: Agreement facts a dataset card shows, in order, with their headings.
+AGREEMENT_FACTS = (
+    ("method", "Aggregation method"),
+    ("krippendorff_alpha", "Krippendorff's alpha (nominal)"),
+    ("alpha_ci", "95% bootstrap interval"),
+    ("bootstrap_resamples", "Bootstrap resamples behind the interval"),
+    ("percent_agreement", "Percent agreement"),
+    ("fleiss_kappa", "Fleiss' kappa"),
+)
+
+
+def _label(value: Any) -> str:
+    """A label letter from a letter or a category slug; anything else is an error, not a silent blank."""
+    label = str(value)
+    label = CATEGORY_SLUGS.get(label, label)
+    if label not in LABELS:
+        raise ValueError(f"unknown label {value!r}; expected one of {', '.join(LABELS)}")
+    return label
+
+
+def write_tsv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
+    """``qid<TAB>query`` per line, no header: the TREC/MS MARCO query-file format ranking tools read.
+
+    The text is kept verbatim (only tabs and line breaks become spaces): rankers re-run on
+    this file must see the queries as the crowd saw them, so "-ve blood type" stays as it
+    is. Spreadsheet formulas are neutralised in the CSV export, the one meant for people.
+    """
+
+    write_queries(((row["qid"], row["query"]) for row in rows), path)
+    return Path(path)
+
+
+def write_labelled_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike, extra: Sequence[str] = ()) -> Path:
+    """``qid,query,label`` (then the ``extra`` columns) with a header, quoted by the csv module where needed.
+
+    Unlike the published reference file, queries containing commas are quoted,
+    so any CSV reader splits the fields correctly. Extra columns (e.g. ``adjudicated``,
+    ``ds_posterior``) are written as ``true``/``false``, numbers, or empty for None.
+    """
+
+    def write(handle: IO[str]) -> None:
+        header = ["qid", "query", "label", *extra]
+        write_csv(
+            handle,
+            header,
+            ([str(r["qid"]), str(r["query"]), _label(r["label"]), *(r.get(column) for column in extra)] for r in rows),
+        )
+
+    return atomic_write(path, write, newline="")
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON values: Decimal and numpy numbers to numbers, dates to ISO text, NaN to null."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Decimal):
+        return str(value) if value.is_finite() else None
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(asdict(value))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item):
+        return _jsonable(item())
+    tolist = getattr(value, "tolist", None)  # numpy arrays
+    if callable(tolist):
+        return _jsonable(tolist())
+    return str(value)
+
+
+def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
+    """One JSON object per line with every key of the row; text is not neutralised (this is for programs).
+
+    Decimal amounts become strings (exact), NaN becomes ``null`` so every line is valid JSON.
+    """
+
+    def write(handle: IO[str]) -> None:
+        for row in rows:
+            handle.write(json.dumps(_jsonable(dict(row)), ensure_ascii=False, allow_nan=False))
+            handle.write("\n")
+
+    return atomic_write(path, write, newline="")
+
+
+def _cell(value: Any) -> str:
+    """A value fit for a Markdown table cell: no pipes or line breaks, numbers rounded for reading."""
+    if value is None:
+        text = "–"
+    elif isinstance(value, float):
+        text = "–" if not math.isfinite(value) else f"{value:.3f}"
+    elif isinstance(value, Decimal):
+        text = f"{value}"
+    elif isinstance(value, (list, tuple)):
+        text = ", ".join(_cell(v) for v in value)
+    else:
+        text = str(value)
+    return single_line(text).replace("|", "\\|")
+
+
+def _table(pairs: Iterable[tuple[Any, Any]], headers: tuple[str, str] = ("", "")) -> list[str]:
+    lines = [f"| {headers[0]} | {headers[1]} |", "| --- | --- |"]
+    lines += [f"| {_cell(key)} | {_cell(value)} |" for key, value in pairs]
+    return lines
+
+
+def _items(value: Any) -> list[tuple[Any, Any]]:
+    if is_dataclass(value) and not isinstance(value, type):
+        value = asdict(value)
+    if isinstance(value, Mapping):
+        return list(value.items())
+    return [("value", value)]
+
+
+def dataset_card(facts: Mapping[str, Any]) -> str:
+    """Render a Markdown dataset card from a plain dict of facts.
+
+    Recognised keys (all optional): ``title``, ``description``, ``counts``
+    (label -> number of queries), ``method`` (aggregation), ``krippendorff_alpha``,
+    ``alpha_ci`` ([low, high]), ``per_category_alpha``, ``percent_agreement``,
+    ``fleiss_kappa``, ``label sources`` (source -> queries), ``machine labels`` (the machine
+    and its calibration, dict), ``batch`` (settings dict), ``dates`` (dict), ``cost``
+    (dict or :class:`annotation.crowd.costs.Cost`), ``files`` (list of file names),
+    ``citation``. Any other key is listed under "Other facts", so the caller
+    never loses information by passing more than the card knows about.
+    """
+    known = {"title", "description", "counts", "per_category_alpha", "batch", "dates", "cost", "files", "citation"}
+    known |= {"label sources", "machine labels"}
+    known |= {key for key, _ in AGREEMENT_FACTS}
+    lines = [f"# {single_line(facts.get('title') or 'Gender-annotated query set')}", ""]
+    if facts.get("description"):
+        lines += [str(facts["description"]).strip(), ""]
+
+    counts = facts.get("counts")
+    if counts is not None:
+        counts = {CATEGORY_SLUGS.get(str(k), str(k)): v for k, v in dict(counts).items()}
+        total = sum(int(v) for v in counts.values())
+        lines += ["## Queries per category", "", "| Category | Label | Queries | Share |", "| --- | --- | --- | --- |"]
+        ordered = [label for label in LABELS if label in counts] + [k for k in counts if k not in LABELS]
+        for label in ordered:
+            n = int(counts[label])
+            share = f"{100 * n / total:.1f}%" if total else "–"
+            lines.append(f"| {_cell(LABEL_NAMES.get(label, label))} | {_cell(label)} | {n} | {share} |")
+        lines += [f"| **Total** | | {total} | |", ""]
+
+    agreement = [(heading, facts[key]) for key, heading in AGREEMENT_FACTS if key in facts]
+    if agreement:
+        lines += ["## Agreement", "", *_table(agreement, ("Measure", "Value")), ""]
+    if facts.get("per_category_alpha"):
+        per_category = [
+            (LABEL_NAMES.get(str(label), str(label)), value)
+            for label, value in dict(facts["per_category_alpha"]).items()
+        ]
+        lines += ["Alpha of each category against the rest:", "", *_table(per_category, ("Category", "Alpha")), ""]
+
+    sections = (
+        ("label sources", "Label sources", ("Source", "Queries")),
+        ("machine labels", "Machine labels", ("Fact", "Value")),
+        ("batch", "Batch settings", ("Setting", "Value")),
+        ("dates", "Dates", ("Event", "Date")),
+        ("cost", "Cost (USD)", ("Item", "Amount")),
+    )
+    for key, heading, headers in sections:
+        if facts.get(key) is not None:
+            lines += [f"## {heading}", "", *_table(_items(facts[key]), headers), ""]
+
+    if facts.get("files"):
+        lines += ["## Files", "", *[f"- `{single_line(name)}`" for name in facts["files"]], ""]
+
+    other = [(k, v) for k, v in facts.items() if k not in known]
+    if other:
+        lines += ["## Other facts", "", *_table(other, ("Fact", "Value")), ""]
+    if facts.get("citation"):
+        lines += ["## Citation", "", "```", str(facts["citation"]).strip(), "```", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def write_dataset_card(card: str, path: str | os.PathLike) -> Path:
+    """Write a rendered card (see :func:`dataset_card`) atomically."""
+    return atomic_write(path, lambda handle: handle.write(card), newline="")
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """One file format an export is written in: declared once for the form, the API, the command and downloads."""
+
+    name: str  #: the value on the command line, in the API and in ``Export.format``
+    description: str  #: what a person choosing it reads
+    content_type: str  #: served with this type
+    extra: tuple[str, ...] = ()  #: columns after qid, query, label (CSV)
+
+    def holds(self, column: str) -> bool:
+        """Whether this format's file carries ``column`` of :func:`export_rows` (a card claims only that)."""
+        if self.name == "tsv":
+            return column in ("qid", "query")
+        if self.name == "csv":
+            return column in ("qid", "query", "label", *self.extra)
+        return True  # JSON lines: every key of the row
+
+    def write(self, rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
+        if self.name == "tsv":
+            return write_tsv(rows, path)
+        if self.name == "csv":
+            return write_labelled_csv(rows, path, extra=self.extra)
+        return write_jsonl(rows, path)
+
+
+EXPORT_FORMATS: dict[str, ExportFormat] = {
+    f.name: f
+    for f in (
+        ExportFormat("tsv", "TSV (qid, query)", "text/tab-separated-values"),
+        ExportFormat(
+            "csv",
+            "CSV (qid, query, label)",
+            "text/csv",
+            extra=("adjudicated", "ds_posterior", "label_source", "machine_confidence"),
+        ),
+        ExportFormat("jsonl", "JSON lines (with every vote)", "application/x-ndjson"),
+    )
+}
+DEFAULT_EXPORT_FORMAT = "tsv"
+
+
+def format_for_path(path: str) -> str:
+    """The export format a file name asks for by its ending (``.csv``, ``.jsonl``); TSV otherwise."""
+    ending = path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    return ending if ending in EXPORT_FORMATS else DEFAULT_EXPORT_FORMAT
+
+
+#: The ``method`` column of each label source (``annotation.machine.services.label_sources``).
+METHOD_OF_SOURCE = {"crowd majority": "majority", "adjudicated": "adjudication", "machine-accepted": "machine"}
+
+
+def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dict[str, Any]]:
+    """The rows an export of ``category`` writes: labelled queries (crowd or adjudicated) of that category.
+
+    ``results`` are per-query results (``annotation.results.services.answers_summary.query_results``);
+    queries without a label (disputed, too few votes) are never written as labelled.
+    """
+    wanted = set(LABELS) if category == ALL_CATEGORIES else {CATEGORY_SLUGS[category]}
+    return [
+        {
+            "qid": r["qid"],
+            "query": r["query"],
+            "label": r["label"],
+            "method": METHOD_OF_SOURCE.get(r.get("label_source"), "majority"),
+            "adjudicated": r["adjudicated"],
+            "label_source": r.get("label_source") or ("adjudicated" if r["adjudicated"] else "crowd majority"),
+            "machine_confidence": r.get("machine_confidence"),
+            "votes": r["votes"],
+            "agreement": round(r["counts"][r["label"]] / len(r["votes"]), 4) if r["votes"] else None,
+            "dawid_skene": r["dawid_skene"],
+            "ds_posterior": (r["ds_posteriors"] or {}).get(r["label"]),
+        }
+        for r in results
+        if r["label"] is not None and r["label"] in wanted
+    ]
+
+
+def card_facts(
+    *,
+    batch: Mapping[str, Any],
+    category: str,
+    rows: Sequence[Mapping[str, Any]],
+    results: Sequence[Mapping[str, Any]],
+    report: Mapping[str, Any],
+    min_votes: int,
+    file_name: str,
+    exported: dt.date,
+    citation: str,
+    machine: Mapping[str, Any] | None = None,
+    file_format: str | None = None,
+) -> dict[str, Any]:
+    """The facts a dataset card states about an export (see :func:`dataset_card` for their layout).
+
+    ``file_format`` (default: from ``file_name``'s ending) decides what the card says is in
+    the file: a TSV holds only qids and queries, so its card counts the labels' sources and
+    rulings but never sends the reader to the file for them.
+
+    ``batch`` holds the batch's settings (name, provider, source, rewards, dates, cost),
+    ``results`` every query of the batch, ``rows`` those exported and ``report`` the
+    batch's agreement (``annotation.results.services.answers_summary.agreement``). ``machine`` (a batch
+    labelled by a machine first) holds the routing and calibration facts
+    (:func:`machine_facts`).
+    """
+    labelled = [r for r in results if r["label"] is not None]
+    progress = report["progress"]
+    held = EXPORT_FORMATS[file_format or format_for_path(file_name)]
+    in_file = "marked adjudicated in the file" if held.holds("adjudicated") else "the file holds qids and queries only"
+    every = category == ALL_CATEGORIES
+    facts = {
+        "title": f"{batch['name']}: {'all labelled' if every else LABEL_NAMES[CATEGORY_SLUGS[category]]} queries",
+        "description": (
+            f"Queries of batch {batch['name']!r} labelled by crowd workers ({batch['provider_display']}) as "
+            "Non-gendered, Female, Male or Other or multiple genders, aggregated by majority vote "
+            f"(strict plurality of at least {min_votes} votes). Disputed queries and queries with "
+            "too few votes are set aside. This file holds "
+            f"{len(rows)} {'labelled' if every else category} queries."
+        ),
+        "counts": {label: sum(r["label"] == label for r in labelled) for label in LABELS},
+        "method": "majority vote (ties set aside)",
+        "adjudicated labels": (
+            f"{sum(r['adjudicated'] for r in labelled)} of {len(labelled)} labelled queries were settled by a "
+            f"researcher (rule: a researcher's adjudication replaces the majority vote; {in_file})"
+        ),
+        "krippendorff_alpha": report["krippendorff_alpha"],
+        "alpha_ci": report["alpha_ci"],
+        "bootstrap_resamples": report["bootstrap_resamples"],
+        "per_category_alpha": report["per_category_alpha"],
+        "percent_agreement": report["percent_agreement"],
+        "fleiss_kappa": report["fleiss_kappa"],
+        "batch": {
+            "name": batch["name"],
+            "source": batch["source"],
+            "provider": batch["provider"],
+            "assignments per query": batch["assignments_per_query"],
+            "queries per HIT": batch["queries_per_hit"],
+            "reward (USD)": batch["reward"],
+            "gold questions per HIT": batch["gold_per_hit"],
+            "qualifications": ", ".join(f"{k}={v}" for k, v in sorted(batch["qualifications"].items())) or "none",
+        },
+        "dates": {
+            "created": batch["created"].isoformat(),
+            "published": batch["published"].isoformat() if batch["published"] else None,
+            "exported": exported.isoformat(),
+        },
+        "cost": batch["cost"],
+        "files": [file_name],
+        "queries in batch": len(results),
+        "exported queries": len(rows),
+        "set aside (disputed or too few votes)": len(results) - len(labelled),
+        "workers (pseudonymous)": report["workers"],
+        "usable judgments": report["judgments"],
+        "invalid judgments": progress["invalid_judgments"],
+        "rejected assignments": progress["rejected"],
+        "answered assignments": f"{progress['submitted'] + progress['approved']} of {progress['assignments_expected']}",
+        "citation": citation,
+    }
+    sources = [r.get("label_source") for r in labelled]
+    if machine:
+        facts["description"] = (
+            f"Queries of batch {batch['name']!r}, labelled by a machine first and checked by crowd workers "
+            f"({batch['provider_display']}) on a blind calibration sample; the machine's labels at or above a "
+            "confidence threshold were accepted and the rest went to the crowd (majority vote, strict plurality "
+            f"of at least {min_votes} votes; disputed queries set aside). "
+            + (
+                "Each query's label source is in the file. "
+                if held.holds("label_source")
+                else "The file holds qids and queries only; how many labels came from each source is below. "
+            )
+            + f"This file holds {len(rows)} {'labelled' if every else category} queries."
+        )
+        facts["machine labels"] = dict(machine)
+    facts["label sources"] = {source: sources.count(source) for source in dict.fromkeys(sources) if source}
+    return facts
+
+
+def guarantee_fact(routing: Mapping[str, Any]) -> str:
+    """What the routing behind a card promises, in the words the docs use (``routing``: ``risk``,
+    ``target_accuracy``, ``threshold``, ``conservative``): a routing made with a risk δ holds
+    its target with probability at least 1 - δ over the draw of the blind sample (a
+    fixed-sequence test, :mod:`annotation.machine.routing_statistics`); one made on the point estimate promises
+    nothing, and the card says so rather than let a reader take its target for a guarantee."""
+    risk = routing.get("risk")
+    target = routing["target_accuracy"]
+    if risk is None:
+        how = "; the CI's lower bound met the target" if routing.get("conservative") else ""
+        return f"no guarantee (point estimate{how})"
+    if routing.get("threshold") is None:
+        return f"no threshold could be certified at target {target:g} and risk δ = {risk:g}: no machine label accepted"
+    return (
+        f"with probability ≥ {1 - risk:g} (1 − δ) over the blind sample, the machine-accepted labels are at "
+        f"least {target:g} right against the crowd-majority label (fixed-sequence test)"
+    )
+
+
+def machine_facts(routing: Mapping[str, Any], calibration: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What a card states of the machine behind an export: labeller, model, prompt, threshold, the
+    routing's guarantee (:func:`guarantee_fact`) and how well the machine did on the blind
+    calibration sample (``calibration``: ``calibration_report``, if any)."""
+    facts: dict[str, Any] = {
+        "labeller": routing["labeller"],
+        "model": routing["model"],
+        "prompt / rules version": routing["prompt_version"],
+        "confidence threshold": routing["threshold"],
+        "target accuracy": routing["target_accuracy"],
+        "risk δ": routing.get("risk") if routing.get("risk") is not None else "none (no guarantee)",
+        "guarantee": guarantee_fact(routing),
+        "estimated accuracy of accepted labels": routing["estimated_accuracy"],
+        "its 95% CI": routing["accuracy_ci"] or None,
+        "machine-accepted queries": routing["accepted"],
+    }
+    if calibration:
+        facts |= {
+            "calibration sample": f"{calibration['sample_batch']} ({calibration['n']} queries labelled by the crowd)",
+            "calibration accuracy": round(calibration["accuracy"], 4),
+            "calibration Cohen's kappa": round(calibration["kappa"], 4),
+            "kappa 95% CI": [round(v, 4) for v in calibration["kappa_ci"]],
+            "expected calibration error": round(calibration["ece"], 4),
+            "Brier score": round(calibration["brier"], 4),
+        }
+    return facts

@@ -1,0 +1,440 @@
+"""What a batch's answers add up to: judgments, labels, agreement, and exported query sets.
+
+Only usable judgments count: a label (not an invalid answer) to a real query (not a gold
+question) in an assignment that was not rejected and did not fail its gold questions.
+Workers appear under their pseudonyms only.
+
+Labels come from majority vote as in Rekabsaz & Schedl (SIGIR 2020): a label needs a
+strict plurality of at least ``MIN_VOTES`` votes; ties and queries with too few votes are
+set aside, never exported as labelled. Dawid-Skene is computed alongside to point at the
+queries worth a second look, and every exported label carries its Dawid-Skene posterior.
+
+A researcher's ruling (:class:`~annotation.models.Adjudication`) overrides the crowd:
+the rule is "adjudication first, else majority vote"; such labels are exported with
+``adjudicated`` true and counted on the dataset card.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from django.db import DatabaseError, transaction
+from django.db.models import Count, Max, Q
+
+from annotation.crowd.services.batches import batch_progress
+from annotation.labels import LABEL_NAMES, LABELS
+from annotation.machine.services.label_sources import ADJUDICATED, CROWD, LabelSource, latest_routing, machine_accepted
+from annotation.models import Adjudication, Assignment, Batch, Judgment, PreLabel
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: A single vote is one opinion, not agreement; a label needs at least this many votes.
+MIN_VOTES = 2
+CITATION = (
+    "Navid Rekabsaz and Markus Schedl. 2020. Do Neural Ranking Models Intensify Gender Bias? "
+    "In Proceedings of SIGIR 2020, 2065-2068. https://doi.org/10.1145/3397271.3401280"
+)
+
+
+def crowd_batch_ids(batch: Batch) -> list[int]:
+    """Where ``batch``'s crowd answers are: the batch itself and, for a batch labelled by a machine
+    first, its derived batches (calibration sample, routed queries; not cancelled ones).
+
+    A derived batch holds a subset of its parent's queries under the same qids, so the
+    parent reads its children's judgments and rulings as its own: its agreement, review,
+    exports and label sensitivity cover every query the crowd labelled.
+    """
+    derived = Batch.objects.filter(parent=batch).exclude(status=Batch.Status.CANCELLED).values_list("pk", flat=True)
+    return [batch.pk, *derived]
+
+
+def usable_judgments(batch: Batch):
+    return Judgment.objects.filter(
+        batch_query__batch__in=crowd_batch_ids(batch),
+        batch_query__is_gold=False,
+        label__isnull=False,
+        assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
+    ).exclude(assignment__gold_passed=False)
+
+
+def judgments_frame(batch: Batch) -> pd.DataFrame:
+    """One row per usable judgment: ``item`` (qid), ``worker`` (pseudonym), ``label``."""
+    import pandas as pd
+
+    rows = usable_judgments(batch).values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
+    return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
+
+
+def min_votes(batch: Batch) -> int:
+    return min(MIN_VOTES, batch.assignments_per_query)
+
+
+def answers_version(batch: Batch) -> str:
+    """A key that changes whenever what ``batch``'s answers add up to may change.
+
+    Everything :class:`BatchAnswers`, :func:`query_results` and :func:`agreement` read: the
+    batch (its row and creation time: a key never outlives a batch whose id is reused), the
+    crowd batches whose answers count (:func:`crowd_batch_ids`), their assignments (how many,
+    in which state, the last submitted and reviewed), their judgments, the researchers'
+    rulings and the routing in force with its machine labels. A few aggregate queries:
+    what they stand for (Dawid-Skene, bootstraps) is the expensive part.
+    """
+    ids = crowd_batch_ids(batch)
+    usable = Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]) & ~Q(gold_passed=False)
+    work = Assignment.objects.filter(hit__batch__in=ids).aggregate(
+        n=Count("id"),
+        last=Max("id"),
+        usable=Count("id", filter=usable),
+        approved=Count("id", filter=Q(status=Assignment.Status.APPROVED)),
+        submitted=Max("submitted_at"),
+        reviewed=Max("reviewed_at"),
+    )
+    judged = Judgment.objects.filter(batch_query__batch__in=ids).aggregate(
+        n=Count("id"), last=Max("id"), labelled=Count("label")
+    )
+    rulings = Adjudication.objects.filter(batch_query__batch__in=ids).aggregate(
+        n=Count("id"), last=Max("id"), decided=Max("decided_at")
+    )
+    routing = latest_routing(batch)
+    machine = (
+        PreLabel.objects.filter(batch_query__batch=batch).aggregate(n=Count("id"), last=Max("id"))
+        if routing is not None
+        else {}
+    )
+    state = (
+        batch.pk,
+        batch.created.isoformat() if batch.created else None,
+        batch.assignments_per_query,
+        ids,
+        sorted(work.items()),
+        sorted(judged.items()),
+        sorted(rulings.items()),
+        routing.pk if routing else None,
+        sorted(machine.items()),
+    )
+    return hashlib.sha256(repr(state).encode()).hexdigest()[:32]
+
+
+def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per answer version of ``answers.batch``, shared by every worker.
+
+    The ``results`` cache (``settings.CACHES``: the database's ``results_cache`` table, or
+    Redis) holds it under the batch's :func:`answers_version`; within one request the
+    value is also kept on ``answers``. A cache that cannot be read or written (its table
+    not created yet) only costs the recomputation, never the page.
+    """
+    if kind in answers.memo:
+        return answers.memo[kind]
+    from django.core.cache import caches
+
+    cache = caches["results"]
+    key = f"batch-{answers.batch.pk}:{answers.version}:{kind}"
+    try:
+        value = _contained(lambda: cache.get(key))
+    except DatabaseError as exc:  # e.g. the table not migrated yet
+        logger.warning("results cache unavailable (%s); computing without it", exc)
+        cache, value = None, None
+    if value is None:
+        value = compute()
+        if cache is not None:
+            try:
+                _contained(lambda: cache.set(key, value))
+            except DatabaseError as exc:
+                logger.warning("results cache unavailable (%s); not stored", exc)
+    answers.memo[kind] = value
+    return value
+
+
+def _contained(call: Callable[[], T]) -> T:
+    """``call()``, inside a savepoint when a transaction is open: on PostgreSQL a failed cache
+    query (a missing table) would otherwise abort the caller's whole transaction."""
+    if not transaction.get_connection().in_atomic_block:
+        return call()
+    with transaction.atomic():
+        return call()
+
+
+class BatchAnswers:
+    """A batch's usable judgments read once, and what is computed from them, each at most once.
+
+    A page or an export needs the judgments frame, the majority votes and Dawid-Skene's
+    estimate several times over; reading them through one ``BatchAnswers`` makes that one
+    query and one Dawid-Skene fit per request instead of one per use.
+    """
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+        #: What was computed from these answers in this request (see :func:`_cached`).
+        self.memo: dict[str, Any] = {}
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        """The usable judgments (read when first needed: a cached result needs none)."""
+        return judgments_frame(self.batch)
+
+    @cached_property
+    def version(self) -> str:
+        """The batch's :func:`answers_version` when these answers were first asked for it."""
+        return answers_version(self.batch)
+
+    @cached_property
+    def votes(self) -> pd.DataFrame:
+        """Majority vote per judged query; ``label`` is None (``disputed`` True) for ties and too few votes."""
+        import pandas as pd
+
+        from annotation.results.aggregation import majority_vote
+
+        if self.frame.empty:
+            return majority_vote(pd.DataFrame({"item": [], "worker": [], "label": []}, dtype=object))
+        votes = majority_vote(self.frame)
+        votes["too_few_votes"] = votes["votes"] < min_votes(self.batch)
+        votes.loc[votes["too_few_votes"], "label"] = None
+        votes["disputed"] = votes["disputed"] | votes["too_few_votes"]
+        return votes
+
+    @cached_property
+    def dawid_skene(self):
+        """Dawid-Skene's estimate (:class:`annotation.results.aggregation.DawidSkeneResult`), None without judgments."""
+        from annotation.results.aggregation import dawid_skene
+
+        # Through the shared cache too: every report of these answers (with or without a
+        # bootstrap, per query) starts from the same fit.
+        return _cached(self, "dawid_skene", lambda: None if self.frame.empty else dawid_skene(self.frame))
+
+    @cached_property
+    def rulings(self) -> dict[str, str]:
+        """``qid -> label`` of every query a researcher settled (:class:`Adjudication`)."""
+        return dict(
+            Adjudication.objects.filter(batch_query__batch__in=crowd_batch_ids(self.batch)).values_list(
+                "batch_query__qid", "label"
+            )
+        )
+
+    @cached_property
+    def labels(self) -> dict[str, str]:
+        """``qid -> label`` of every labelled query: "adjudication first, else majority vote".
+
+        The one rule behind the counts of pages, the API, escalation and the exports: a
+        settled query is labelled, whatever its votes, and never set aside.
+        """
+        votes = self.votes
+        labelled = {str(q): label for q, label in votes["label"].items() if isinstance(label, str)}
+        return labelled | self.rulings
+
+    @cached_property
+    def set_aside(self) -> list[str]:
+        """Judged qids without a label: disputed or too few votes, and not settled by a researcher."""
+        votes = self.votes
+        return sorted(str(q) for q in votes.index[votes["disputed"]] if str(q) not in self.rulings)
+
+
+def majority(batch: Batch) -> pd.DataFrame:
+    """Majority vote per judged query; ``label`` is None (and ``disputed`` True) for ties and too few votes."""
+    return BatchAnswers(batch).votes
+
+
+def query_results(batch: Batch, answers: BatchAnswers | None = None) -> list[dict[str, Any]]:
+    """Per query of the batch (gold excluded, batch order): label, pseudonymous votes, Dawid-Skene's view.
+
+    ``label`` is the adjudicated label where a researcher settled the query (``adjudicated``
+    true, ``crowd_label`` keeps the majority's), else the majority's. ``ds_posteriors`` maps
+    every label to Dawid-Skene's posterior probability; ``ds_posterior`` is the largest.
+    """
+    answers = answers or BatchAnswers(batch)
+    return _cached(answers, "query_results", lambda: _query_results(batch, answers))
+
+
+def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
+    votes = answers.votes
+    rulings = {
+        a.batch_query.qid: a
+        for a in Adjudication.objects.filter(batch_query__batch__in=crowd_batch_ids(batch)).select_related(
+            "batch_query", "decided_by"
+        )
+    }
+    frame = answers.frame
+    ds_labels: dict[str, str] = {}
+    ds_posterior: dict[str, float] = {}
+    ds_posteriors: dict[str, dict[str, float]] = {}
+    if (ds := answers.dawid_skene) is not None:
+        ds_labels = ds.labels.dropna().to_dict()
+        ds_posterior = ds.posteriors.max(axis=1).to_dict()
+        ds_posteriors = {
+            item: {str(label): round(float(p), 6) for label, p in row.items()} for item, row in ds.posteriors.iterrows()
+        }
+    by_item: dict[str, list[dict[str, str]]] = {}
+    for item, worker, label in frame.itertuples(index=False):
+        by_item.setdefault(item, []).append({"worker": worker, "label": label})
+    invalid: dict[str, int] = {}
+    invalid_judgments = Judgment.objects.filter(batch_query__batch__in=crowd_batch_ids(batch), label=None)
+    for qid in invalid_judgments.values_list("batch_query__qid", flat=True):
+        invalid[qid] = invalid.get(qid, 0) + 1
+
+    machine = machine_accepted(batch)
+    results = []
+    for qid, text in batch.queries.filter(is_gold=False).order_by("position").values_list("qid", "text"):
+        row = votes.loc[qid] if qid in votes.index else None
+        crowd_label = row["label"] if row is not None else None
+        crowd_label = crowd_label if isinstance(crowd_label, str) else None
+        ruling = rulings.get(qid)
+        label = ruling.label if ruling else crowd_label
+        source = ADJUDICATED if ruling else CROWD if crowd_label else None
+        accepted = machine.get(qid)
+        if label is None and accepted is not None:
+            label, source = accepted.label, accepted.source
+        results.append(
+            {
+                "qid": qid,
+                "query": text,
+                "label": label,
+                "label_source": source,
+                "machine_confidence": accepted.confidence if accepted and source == accepted.source else None,
+                "crowd_label": crowd_label,
+                "adjudicated": ruling is not None,
+                "adjudication": (
+                    {
+                        "label": ruling.label,
+                        "label_name": LABEL_NAMES[ruling.label],
+                        "reason": ruling.reason,
+                        "by": ruling.decided_by.get_username(),
+                        "at": ruling.decided_at.isoformat(),
+                    }
+                    if ruling
+                    else None
+                ),
+                "disputed": bool(row["disputed"]) if row is not None else False,
+                "too_few_votes": bool(row["too_few_votes"]) if row is not None else True,
+                "votes": sorted(by_item.get(qid, []), key=lambda v: v["worker"]),
+                "counts": {lab: int(row[lab]) if row is not None else 0 for lab in LABELS},
+                "invalid": invalid.get(qid, 0),
+                "dawid_skene": ds_labels.get(qid),
+                "ds_posterior": ds_posterior.get(qid),
+                "ds_posteriors": ds_posteriors.get(qid),
+            }
+        )
+    return results
+
+
+def agreement(
+    batch: Batch, *, bootstrap: int | None = None, seed: int = 0, answers: BatchAnswers | None = None
+) -> dict[str, Any]:
+    """The agreement report of :mod:`annotation.results.agreement` plus what the batch's records add.
+
+    ``bootstrap`` resamples give alpha's 95% CI: by default ``settings.AGREEMENT_BOOTSTRAP_RESAMPLES``,
+    the one number behind every interval shown (command, data card, page, API), so the
+    same batch shows the same interval everywhere; 0 skips it (pages that show no CI).
+
+    Keys added: ``batch``, ``provider``, ``labels`` (labelled queries per label, a
+    researcher's ruling first, else the majority's), ``adjudicated`` (how many of them a
+    researcher settled), ``set_aside`` (judged qids without a majority, including too few
+    votes, that no researcher settled), ``method_disagreements`` (majority vs. Dawid-Skene), ``worker_confusion``
+    (Dawid-Skene's estimate per worker: rows the true label, columns the label given, and
+    the estimated accuracy), ``progress``.
+    """
+    from django.conf import settings
+
+    if bootstrap is None:
+        bootstrap = settings.AGREEMENT_BOOTSTRAP_RESAMPLES
+    answers = answers or BatchAnswers(batch)
+    report = _cached(answers, f"agreement:{bootstrap}:{seed}", lambda: _agreement(batch, answers, bootstrap, seed))
+    # Progress counts every assignment (taken, abandoned ...), not only answers: always read afresh.
+    return report | {"progress": batch_progress(batch)}
+
+
+def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -> dict[str, Any]:
+    import numpy as np
+    import pandas as pd
+
+    from annotation.results.aggregation import compare_methods, majority_vote
+    from annotation.results.agreement import agreement_report
+
+    frame = answers.frame
+    if frame.empty:
+        report: dict[str, Any] = {
+            "krippendorff_alpha": None,
+            "alpha_ci": [None, None],
+            "bootstrap_resamples": 0,
+            "per_category_alpha": dict.fromkeys(LABELS),
+            "gwet_ac1": None,
+            "per_category_ac1": dict.fromkeys(LABELS),
+            "percent_agreement": None,
+            "fleiss_kappa": None,
+            "queries": 0,
+            "judgments": 0,
+            "workers": 0,
+            "judgments_per_query": {},
+            "labels": dict.fromkeys(LABELS, 0),
+            "disputed": [],
+            "per_worker": [],
+            "confusion": {"labels": list(LABELS), "matrix": [[0] * len(LABELS) for _ in LABELS]},
+        }
+        disagreements: list[dict[str, Any]] = []
+        worker_confusion: list[dict[str, Any]] = []
+    else:
+        report = agreement_report(frame, bootstrap=bootstrap, seed=seed)
+        estimate = answers.dawid_skene
+        compared = compare_methods(majority_vote(frame), estimate)
+        worker_confusion = [
+            {
+                "worker": str(worker),
+                "accuracy": float((estimate.priors * pd.Series(np.diag(matrix.to_numpy()), index=matrix.index)).sum()),
+                "labels": [str(label) for label in matrix.columns],
+                "matrix": [[round(float(v), 4) for v in row] for row in matrix.to_numpy()],
+            }
+            for worker, matrix in sorted(estimate.confusion.items())
+        ]
+        disagreements = [
+            {
+                "qid": str(qid),
+                "majority": row["majority"] if isinstance(row["majority"], str) else None,
+                "dawid_skene": row["dawid_skene"] if isinstance(row["dawid_skene"], str) else None,
+                "ds_posterior": None if pd.isna(row["ds_posterior"]) else float(row["ds_posterior"]),
+            }
+            for qid, row in compared.iterrows()
+        ]
+    labelled = list(answers.labels.values())
+    report["labels"] = {label: labelled.count(label) for label in LABELS}
+    report["adjudicated"] = len(answers.rulings)
+    report["set_aside"] = answers.set_aside
+    report["worker_confusion"] = worker_confusion
+    report["batch"] = batch.name
+    report["provider"] = batch.provider
+    report["method_disagreements"] = disagreements
+    return report
+
+
+def crowd_labels(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, LabelSource]:
+    """The crowd's labels of ``batch`` (with its derived batches': :func:`crowd_batch_ids`), each
+    marked adjudicated or crowd majority."""
+    answers = answers or BatchAnswers(batch)
+    rulings = answers.rulings
+    return {qid: LabelSource(label, ADJUDICATED if qid in rulings else CROWD) for qid, label in answers.labels.items()}
+
+
+def labels_with_sources(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, LabelSource]:
+    """``qid -> LabelSource`` of every labelled query of ``batch``: the crowd first, else an accepted machine label."""
+    return machine_accepted(batch) | crowd_labels(batch, answers)
+
+
+def source_counts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, int]:
+    """How many labelled queries of ``batch`` take their label from each source
+    (:data:`.label_sources.SOURCES`: crowd majority, adjudicated, machine-accepted), cached
+    with the answers (:func:`_cached`); the counts :func:`annotation.selectors.batch_state` shows."""
+    answers = answers or BatchAnswers(batch)
+
+    def count() -> dict[str, int]:
+        found: dict[str, int] = {}
+        for source in labels_with_sources(batch, answers).values():
+            found[source.source] = found.get(source.source, 0) + 1
+        return found
+
+    return _cached(answers, "sources", count)

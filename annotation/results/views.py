@@ -1,0 +1,146 @@
+"""The review queue: a researcher walks a batch's disputed (or settled, escalated, gold-failed)
+queries one by one and rules on each with a reason, from the keyboard.
+
+Thin: the statuses come from :mod:`annotation.results.review` over ``query_results`` and two
+selectors, every ruling goes through ``services.adjudicate``. A ruling posted by htmx
+answers with the query's panel (the ruling and the way on) and the counts swapped out of
+band; without JavaScript the form posts and redirects back (post/redirect/get).
+
+Exports are handed to a browser or an API client here too (:func:`export_file_response`):
+the file or its dataset card, named by batch, category and format (never the server's
+path) and streamed in blocks (``FileResponse``), so a large export never sits in memory.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from annotation import selectors, services
+from annotation.crowd.forms import AdjudicateForm
+from annotation.labels import LABEL_NAMES, VOCABULARY
+from annotation.models import Batch, Export
+from annotation.results.export_formats import EXPORT_FORMATS
+from annotation.results.review import (
+    DISPUTED,
+    REVIEW_STATUSES,
+    STATUS_NAMES,
+    next_query,
+    review_rows,
+    status_counts,
+    with_status,
+)
+from core.errors import ServiceError
+from core.permissions import researcher_required
+
+
+def _rows(batch: Batch) -> list[dict]:
+    return review_rows(
+        services.query_results(batch), selectors.escalated_qids(batch), selectors.gold_failed_qids(batch)
+    )
+
+
+def _status(request: HttpRequest) -> str:
+    status = request.POST.get("status") or request.GET.get("status") or DISPUTED
+    if status not in REVIEW_STATUSES:
+        raise Http404(f"unknown status {status!r}; choose one of {', '.join(REVIEW_STATUSES)}")
+    return status
+
+
+def _review_url(batch: Batch, status: str, **params: str) -> str:
+    return f"{reverse('annotation:batch-review', args=[batch.name])}?{urlencode({'status': status, **params})}"
+
+
+def _context(batch: Batch, rows: list[dict], status: str, current: dict | None, form=None, ruled=False) -> dict:
+    in_filter = with_status(rows, status)
+    if current is not None:
+        for vote in current["votes"]:
+            vote["name"] = LABEL_NAMES[vote["label"]]
+        current["tags"] = [STATUS_NAMES[s] for s in current["statuses"]]
+        current["count_rows"] = [{"label": label, "count": current["counts"][label.code]} for label in VOCABULARY]
+    chosen = (form.data.get("label") if form is not None and form.is_bound else None) or (
+        current["adjudication"]["label"] if current and current["adjudication"] else None
+    )
+    return {
+        "batch": batch,
+        "status": status,
+        "status_name": STATUS_NAMES[status],
+        "filters": [
+            {"status": s, "name": STATUS_NAMES[s], "count": n, "url": _review_url(batch, s)}
+            for s, n in status_counts(rows).items()
+        ],
+        "total": len(rows),
+        "current": current,
+        "position": next((i for i, row in enumerate(in_filter, 1) if current and row["qid"] == current["qid"]), None),
+        "in_filter": len(in_filter),
+        "labels": VOCABULARY,
+        "chosen": chosen,
+        "reason": form.data.get("reason", "") if form is not None and form.is_bound else "",
+        "form": form,
+        "ruled": ruled,
+        "status_names": STATUS_NAMES,
+        "next_url": _review_url(batch, status, after=current["qid"]) if current else None,
+    }
+
+
+@researcher_required
+def batch_review(request: HttpRequest, name: str) -> HttpResponse:
+    """GET ``?status=`` (default disputed) and ``?qid=``: that query, else the first with the status;
+    ``?after=qid``: redirect to the next query with the status. POST: a ruling on ``qid``."""
+    batch = get_object_or_404(Batch, name=name)
+    status = _status(request)
+    if request.method == "POST":
+        return _rule(request, batch, status)
+    rows = _rows(batch)
+    if "after" in request.GET:
+        following = next_query(rows, status, request.GET["after"])
+        return redirect(_review_url(batch, status, **({"qid": following["qid"]} if following else {})))
+    qid = request.GET.get("qid")
+    if qid is not None:
+        current = next((row for row in rows if row["qid"] == qid), None)
+        if current is None:
+            raise Http404("no such query in this batch")
+    else:
+        current = next_query(rows, status)
+    return render(request, "annotation/review.html", _context(batch, rows, status, current))
+
+
+def _rule(request: HttpRequest, batch: Batch, status: str) -> HttpResponse:
+    qid = request.POST.get("qid", "")
+    form = AdjudicateForm(request.POST)
+    error = None
+    if form.is_valid():
+        try:
+            services.adjudicate(batch, qid, form.cleaned_data["label"], form.cleaned_data["reason"], request.user)
+        except ServiceError as exc:
+            error = str(exc)
+    ok = form.is_valid() and error is None
+    htmx = request.headers.get("HX-Request") == "true"
+    if ok and not htmx:
+        return redirect(_review_url(batch, status, qid=qid))
+    rows = _rows(batch)
+    current = next((row for row in rows if row["qid"] == qid), None)
+    if current is None:
+        raise Http404("no such query in this batch")
+    context = _context(batch, rows, status, current, form=None if ok else form, ruled=ok)
+    context["error"] = error
+    template = "annotation/_review_panel.html" if htmx else "annotation/review.html"
+    return render(request, template, context | {"oob": htmx}, status=200 if ok else 400)
+
+
+def export_file_response(export: Export, part: str) -> FileResponse:
+    """The export's file or its dataset card, streamed as an attachment (pages and API)."""
+    if part == "card":
+        path, filename = export.card_path, f"{export.batch.name}-{export.category}.{export.format}.md"
+        content_type = "text/markdown; charset=utf-8"
+    else:
+        path, filename = export.path, f"{export.batch.name}-{export.category}.{export.format}"
+        content_type = EXPORT_FORMATS[export.format].content_type + "; charset=utf-8"
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (FileResponse closes it)
+    except FileNotFoundError:
+        raise Http404("the exported file is gone from the server; export again") from None
+    return FileResponse(handle, as_attachment=True, filename=filename, content_type=content_type)

@@ -1,0 +1,379 @@
+import os
+import statistics
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
+from django.core.management.base import CommandError
+from django.db import connection, transaction
+from django.test import Client
+from django.utils import timezone
+
+from annotation import services
+from annotation.crowd.services.pseudonyms import worker_for
+from annotation.models import Assignment, Batch, Hit, Judgment, Provider
+from benchmarks.measure import sqlite_commit_seconds, tree_cpu_seconds
+from benchmarks.site_load import format_table, free_port, interleaved_multiple, interleaved_schedule
+from benchmarks.site_server import start_gunicorn, stop
+from benchmarks.virtual_annotator import _ASSIGNMENT, _CSRF_INPUT, _QUESTION, VirtualAnnotator
+from core.cli import ProjectCommand, command_errors
+from pooling.models import QuerySet
+from pooling.services import create_query_set
+
+PREFIX = "cycle-"
+PASSWORD = "cycle-benchmark-password"
+KINDS = ("template page", "login", "next", "HIT page", "submit")
+CYCLE = ("next", "HIT page", "submit")
+
+
+class _Meter:
+    """Server CPU of each request: gunicorn's processes and, on PostgreSQL, the postmaster's, before and after."""
+
+    def __init__(self, gunicorn: int, postmaster: int | None) -> None:
+        self.gunicorn, self.postmaster = gunicorn, postmaster
+
+    def now(self) -> tuple[float, float]:
+        return tree_cpu_seconds(self.gunicorn), (tree_cpu_seconds(self.postmaster) if self.postmaster else 0.0)
+
+    def timed(self, cpu: dict, kind: str, work):
+        before = self.now()
+        result = work()
+        after = self.now()
+        cpu[kind].append((after[0] - before[0], after[1] - before[1]))
+        return result
+
+
+class Command(ProjectCommand):
+    help = (
+        "Server cost of the annotator's path, one request at a time: server CPU per request kind (the "
+        "gunicorn worker and, on PostgreSQL, the database's processes, read from /proc) and SQL statements "
+        "per request, for batches of each --hits size (half of their HITs already answered), next to a "
+        "template page without SQL (GET /admin/login/). One sequential client, gunicorn 1 worker x 1 thread; "
+        "after an uncounted warm-up, small blocks of template pages and of HIT cycles alternate (--block), "
+        "the sizes taking turns, and each multiple is taken from the interleaved totals. "
+        "Run it on a throw-away database: bin/benchmark-cycle makes one on PostgreSQL and one on SQLite."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--hits", default="100,10000", help="batch sizes, comma-separated (default 100,10000)")
+        parser.add_argument("--cycles", type=int, default=60, help="HIT cycles measured per batch (default 60)")
+        parser.add_argument("--template-requests", type=int, default=100, help="template pages measured (100)")
+        parser.add_argument("--queries-per-hit", type=int, default=5, help="queries per HIT (default 5)")
+        parser.add_argument("--places", type=int, default=3, help="annotators per HIT (default 3)")
+        parser.add_argument("--annotators", type=int, default=3, help="accounts taking turns (default 3)")
+        parser.add_argument(
+            "--block",
+            type=int,
+            default=3,
+            help="HIT cycles per block; each block of a size follows its share of template pages (default 3)",
+        )
+        parser.add_argument(
+            "--sqlite-settings",
+            action="store_true",
+            help="only compare SQLite journal, synchronous and checkpoint settings: time per small write transaction",
+        )
+
+    def handle(self, **o):
+        if o["sqlite_settings"]:
+            return self._sqlite_settings()
+        sizes = [int(s) for s in o["hits"].split(",") if s.strip()]
+        if not sizes or min(sizes) < 2 or min(o["cycles"], o["annotators"], o["block"], o["template_requests"]) <= 0:
+            raise CommandError(
+                "--hits needs sizes >= 2; --cycles, --annotators, --block and --template-requests must be positive"
+            )
+        if Batch.objects.exclude(name__startswith=PREFIX).exists():
+            raise CommandError("this database holds real batches: run the benchmark on a throw-away database")
+        Batch.objects.filter(name__startswith=PREFIX, status=Batch.Status.PUBLISHED).update(
+            status=Batch.Status.CANCELLED
+        )
+        with command_errors():
+            accounts = self._accounts(o["annotators"] + 1)
+        counted_user, accounts = accounts[-1], accounts[:-1]
+        log = Path(tempfile.mkstemp(prefix="benchmark-cycle-gunicorn-", suffix=".log")[1])
+        port = free_port()
+        self.stdout.write(
+            f"gunicorn 1x1 on 127.0.0.1:{port}, {connection.vendor} ({connection.settings_dict['NAME']}), "
+            f"CONN_MAX_AGE={connection.settings_dict['CONN_MAX_AGE']}; log {log}"
+        )
+        server = start_gunicorn(port, workers=1, threads=1, log=log)
+        postmaster = self._postmaster()
+        try:
+            base = f"http://127.0.0.1:{port}"
+            batches = {}
+            for size in sizes:
+                with command_errors():
+                    batches[size] = self._batch(size, o["queries_per_hit"], o["places"])
+                Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.CANCELLED)
+            clients = [VirtualAnnotator(base, name, PASSWORD, seed=i) for i, name in enumerate(accounts)]
+            cpu = {size: {k: [] for k in KINDS} for size in sizes}
+            meter = _Meter(server.pid, postmaster)
+            for client in clients:
+                meter.timed(cpu[sizes[0]], "login", client.login)
+            for size in sizes[1:]:
+                cpu[size]["login"] = cpu[sizes[0]]["login"]
+            # Warm-up, not counted: the first requests of each kind load templates and code.
+            Batch.objects.filter(pk=batches[sizes[0]].pk).update(status=Batch.Status.PUBLISHED)
+            self._measure(base, meter, clients, 5, len(clients), {k: [] for k in KINDS})
+            Batch.objects.filter(pk=batches[sizes[0]].pk).update(status=Batch.Status.CANCELLED)
+            # Small blocks, template pages then HIT cycles, the sizes taking turns (ABBA): a change
+            # of the machine's load mid-run falls on the baseline and on the cycles alike.
+            blocks = {size: [] for size in sizes}
+            schedule = interleaved_schedule(sizes, o["template_requests"], o["cycles"], o["block"])
+            published = None
+            for size, templates, cycles in schedule:
+                if published != size:
+                    Batch.objects.filter(pk__in=[b.pk for b in batches.values()]).update(status=Batch.Status.CANCELLED)
+                    Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.PUBLISHED)
+                    published = size
+                blocks[size].append(self._measure(base, meter, clients, templates, cycles, cpu[size]))
+            Batch.objects.filter(pk__in=[b.pk for b in batches.values()]).update(status=Batch.Status.CANCELLED)
+            for client in clients:
+                client.close()
+            pages = [sum(r) for size in sizes for r in cpu[size]["template page"]]
+            self.stdout.write(
+                f"\ntemplate page (GET /admin/login/, no SQL): {statistics.mean(pages) * 1000:.2f} ms of CPU over "
+                f"{len(pages)} requests; {len(schedule)} blocks of about {o['block']} HIT cycles, each after its "
+                "template pages; every multiple is against the template pages interleaved with that size"
+            )
+            multiples = {}
+            for size in sizes:
+                Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.PUBLISHED)
+                sql = self._count_sql(counted_user)
+                Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.CANCELLED)
+                multiples[size] = self._report(size, cpu[size], blocks[size], sql)
+            self._flatness(sizes, multiples)
+        finally:
+            stop(server)
+
+    def _sqlite_settings(self) -> None:
+        folder = Path(
+            tempfile.mkdtemp(prefix="benchmark-sqlite-", dir=settings.VAR_DIR if settings.VAR_DIR.exists() else None)
+        )
+        rows = []
+        for journal, synchronous, pages in (
+            ("delete", "full", 1000),
+            ("wal", "full", 1000),
+            ("wal", "normal", 1000),
+            ("wal", "normal", 10000),
+        ):
+            seconds = sqlite_commit_seconds(
+                str(folder / "commit.sqlite3"),
+                journal=journal,
+                synchronous=synchronous,
+                checkpoint_pages=pages,
+                commits=2000,
+            )
+            rows.append(
+                {
+                    "journal": journal,
+                    "synchronous": synchronous,
+                    "checkpoint pages": pages,
+                    "µs per commit": seconds * 1e6,
+                }
+            )
+        folder.rmdir()
+        self.stdout.write(f"2,000 small write transactions each, in {folder}:")
+        self.stdout.write(format_table(rows))
+
+    # -- preparation -------------------------------------------------------------------------
+    def _accounts(self, n: int) -> list[str]:
+        names = [f"{PREFIX}annotator-{i:02d}" for i in range(n)]
+        for name in names:
+            services.create_annotator(name, reuse=True)
+        get_user_model().objects.filter(username__in=names).update(password=make_password(PASSWORD))
+        return names
+
+    def _batch(self, hits: int, per_hit: int, places: int) -> Batch:
+        """A published in-house batch whose first half of HITs is answered by other workers (complete)."""
+        started = time.monotonic()
+        stamp = f"{PREFIX}{hits}-{time.strftime('%Y%m%d-%H%M%S')}"
+        query_set = create_query_set(
+            stamp,
+            [(str(i), f"cycle benchmark query {i}") for i in range(hits * per_hit)],
+            origin=QuerySet.Origin.IMPORTED,
+        )
+        batch_settings = services.BatchSettings(
+            provider="local", assignments_per_query=places, queries_per_hit=per_hit, reward=Decimal("0.05")
+        )
+        with transaction.atomic():
+            batch = services.create_batch(stamp, batch_settings, query_set=query_set)
+            services.publish_batch(batch)
+            fillers = [worker_for(Provider.LOCAL, f"{PREFIX}filler-{i}") for i in range(places)]
+            answered = list(batch.hits.order_by("position")[: hits // 2].prefetch_related("hit_queries"))
+            now = timezone.now()
+            made = Assignment.objects.bulk_create(
+                [
+                    Assignment(
+                        hit=hit,
+                        worker=worker,
+                        provider_assignment_id=f"{stamp}-{hit.pk}-{worker.pk}",
+                        status=Assignment.Status.SUBMITTED,
+                        accepted_at=now,
+                        submitted_at=now,
+                        valid=True,
+                    )
+                    for hit in answered
+                    for worker in fillers
+                ],
+                batch_size=2000,
+            )
+            queries = {hit.pk: list(hit.hit_queries.all()) for hit in answered}
+            Judgment.objects.bulk_create(
+                [
+                    Judgment(assignment=a, batch_query_id=hq.batch_query_id, label="n")
+                    for a in made
+                    for hq in queries[a.hit_id]
+                ],
+                batch_size=5000,
+            )
+            Hit.objects.filter(pk__in=[h.pk for h in answered]).update(status=Hit.Status.COMPLETE)
+        if connection.vendor == "postgresql":
+            # What autovacuum does within a minute of such a change: the planner then knows the
+            # tables' sizes (without it, the first plans are guesses about empty tables).
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
+        self.stdout.write(
+            f"\nBatch {batch.name}: {hits:,} HITs of {per_hit}, {places} places each, "
+            f"{len(answered):,} answered ({len(made):,} assignments); prepared in {time.monotonic() - started:.1f} s"
+        )
+        return batch
+
+    def _postmaster(self) -> int | None:
+        """PostgreSQL's postmaster (parent of this connection's backend), when it runs on this machine."""
+        if connection.vendor != "postgresql":
+            return None
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backend = cursor.fetchone()[0]
+        try:
+            with open(f"/proc/{backend}/stat") as stat:
+                return int(stat.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            self.stderr.write("PostgreSQL is not on this machine: its CPU is not counted")
+            return None
+
+    # -- measuring ---------------------------------------------------------------------------
+    def _measure(
+        self, base: str, meter: "_Meter", clients, templates: int, cycles: int, cpu: dict
+    ) -> tuple[float, int, float, int]:
+        """A block: ``templates`` template pages, then ``cycles`` HIT cycles; returns their CPU and counts."""
+        start = {kind: len(cpu[kind]) for kind in KINDS}
+        probe = VirtualAnnotator(base, "-", "-")
+        for _ in range(templates):
+            page = meter.timed(cpu, "template page", lambda: probe.request("GET", "/admin/login/"))
+            if page.status != 200:
+                raise CommandError(f"/admin/login/ answered {page.status}")
+        probe.close()
+        for cycle in range(cycles):
+            client = clients[cycle % len(clients)]
+            answer = meter.timed(cpu, "next", lambda c=client: c.request("GET", "/annotation/next/"))
+            location = urlsplit(answer.headers.get("location", "")).path
+            if answer.status != 302 or not _ASSIGNMENT.search(location):
+                raise CommandError(f"cycle {cycle}: /annotation/next/ answered {answer.status} {location}")
+            page = meter.timed(cpu, "HIT page", lambda c=client, p=location: c.request("GET", p))
+            token = _CSRF_INPUT.search(page.body)
+            fields = list(dict.fromkeys(_QUESTION.findall(page.body)))
+            if page.status != 200 or token is None or not fields:
+                raise CommandError(f"cycle {cycle}: {location} answered {page.status}")
+            form = {name: "n" for name in fields} | {"csrfmiddlewaretoken": token.group(1)}
+            answer = meter.timed(cpu, "submit", lambda c=client, p=location, f=form: c.request("POST", p, f))
+            if answer.status != 302:
+                raise CommandError(f"cycle {cycle}: submit answered {answer.status}")
+
+        def spent(kind: str) -> float:
+            return sum(sum(r) for r in cpu[kind][start[kind] :])
+
+        return spent("template page"), templates, sum(spent(kind) for kind in CYCLE), cycles
+
+    def _count_sql(self, username: str) -> dict[str, float]:
+        """SQL statements per request of two HIT cycles, in this process (Django's test client, same database)."""
+        browser = Client(HTTP_HOST="127.0.0.1")
+        browser.force_login(get_user_model().objects.get(username=username))
+        counts = {k: [] for k in ("template page", "next", "HIT page", "submit")}
+        statements = []
+
+        def count(execute, sql, params, many, context):
+            statements.append(sql)
+            return execute(sql, params, many, context)
+
+        def run(kind, method, path, data=None):
+            statements.clear()
+            with connection.execute_wrapper(count):
+                response = getattr(browser, method)(path, data) if data is not None else getattr(browser, method)(path)
+            counts[kind].append(len(statements))
+            return response
+
+        anonymous = Client(HTTP_HOST="127.0.0.1")
+        statements.clear()
+        with connection.execute_wrapper(count):
+            anonymous.get("/admin/login/")
+        counts["template page"].append(len(statements))
+        for _ in range(2):
+            answer = run("next", "get", "/annotation/next/")
+            if answer.status_code != 302:
+                raise CommandError(f"counting: /annotation/next/ answered {answer.status_code}")
+            page = run("HIT page", "get", answer["Location"])
+            fields = list(dict.fromkeys(_QUESTION.findall(page.content.decode())))
+            run("submit", "post", answer["Location"], {name: "n" for name in fields})
+        return {k: statistics.mean(v) for k, v in counts.items()}
+
+    def _report(self, size: int, cpu: dict, blocks, sql: dict):
+        """One table per batch size; ``x template``: CPU over the template pages interleaved with this size."""
+        cycle = interleaved_multiple(blocks)
+        template = cycle.template * 1000
+
+        def per_request(kind: str) -> tuple[float, float]:
+            rows = cpu[kind]
+            return (statistics.mean(r[0] for r in rows) * 1000, statistics.mean(r[1] for r in rows) * 1000)
+
+        rows = []
+        for kind in KINDS:
+            site, db = per_request(kind)
+            rows.append(
+                {
+                    "request": kind,
+                    "count": len(cpu[kind]),
+                    "site CPU ms": site,
+                    "db CPU ms": db,
+                    "total ms": site + db,
+                    "x template": (site + db) / template,
+                    "SQL": f"{sql[kind]:g}" if kind in sql else "",
+                }
+            )
+        parts = [per_request(k) for k in CYCLE]
+        site, db = sum(c[0] for c in parts), sum(c[1] for c in parts)
+        rows.append(
+            {
+                "request": "HIT cycle",
+                "count": len(cpu["submit"]),
+                "site CPU ms": site,
+                "db CPU ms": db,
+                "total ms": site + db,
+                "x template": cycle.value,
+                "SQL": f"{sum(sql[k] for k in CYCLE):g}",
+            }
+        )
+        self.stdout.write(f"\n{size:,} HITs, {connection.vendor}, load average {os.getloadavg()[0]:.2f}:")
+        self.stdout.write(format_table(rows))
+        low, mid, high = cycle.spread()
+        self.stdout.write(
+            f"HIT cycle: {cycle.value:.2f}x template from the interleaved totals ({len(blocks)} blocks); "
+            f"per block median {mid:.2f}x, middle half {low:.2f}-{high:.2f}x"
+        )
+        return cycle
+
+    def _flatness(self, sizes: list[int], multiples: dict) -> None:
+        """Each size's CPU per HIT cycle against the first size's, both as multiples of their own baseline."""
+        first = multiples[sizes[0]]
+        for size in sizes[1:]:
+            change = multiples[size].value / first.value - 1
+            raw = multiples[size].measured / first.measured - 1
+            self.stdout.write(
+                f"{size:,} HITs against {sizes[0]:,}: {change:+.1%} per HIT cycle in multiples of the template page "
+                f"({first.value:.2f}x -> {multiples[size].value:.2f}x; in CPU ms {raw:+.1%})"
+            )

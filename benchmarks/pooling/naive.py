@@ -1,0 +1,66 @@
+"""The benchmark's pure part: the reference notebooks' pooling and the timing of one step.
+
+The straightforward approach, as in the SIGIR 2020 notebooks: read the whole collection
+into a ``Counter`` per document (``text.lower().split(" ")``), keep dictionaries of
+tuples, then loop in Python per run and per query. Pure module (no Django): it is the
+baseline the engine (:mod:`.engine`) is measured against, and must give the same pool.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks.measure import peak_memory_mb
+
+
+def naive_pool(
+    collection: Path, queries: Path, runs: list[Path], words: dict[str, str], cutoff: int, depth: int
+) -> list[str]:
+    """The reference notebooks' pooling, kept deliberately plain (file order, whitespace split)."""
+    doc_counters: dict[str, Counter] = {}
+    with open(collection, encoding="utf-8") as f:
+        for line in f:
+            pid, _, text = line.rstrip("\n").partition("\t")
+            doc_counters[pid] = Counter(text.lower().split(" "))
+    female = [w for w, g in words.items() if g == "f"]
+    male = [w for w, g in words.items() if g == "m"]
+    magnitudes: dict[str, tuple[float, float]] = {}
+    for pid, counter in doc_counters.items():
+        magnitudes[pid] = (
+            math.log(1 + sum(counter[w] for w in female)),
+            math.log(1 + sum(counter[w] for w in male)),
+        )
+    with open(queries, encoding="utf-8") as f:
+        qids = {line.split("\t", 1)[0] for line in f}
+    pooled: set[str] = set()
+    for run in runs:
+        ranking: dict[str, list[str]] = {}
+        with open(run, encoding="utf-8") as f:
+            for line in f:
+                qid, _, docid, _rank, _score, _tag = line.split()
+                ranking.setdefault(qid, []).append(docid)
+        rab = {}
+        for qid, docs in ranking.items():
+            if qid not in qids:
+                continue
+            top = docs[:cutoff]
+            rab[qid] = sum(magnitudes[d][1] - magnitudes[d][0] for d in top) / len(top)
+        # The project's tie rule (pooling.pool): values equal to 12 decimals are ties, by qid.
+        female_list = sorted(rab, key=lambda q: (round(rab[q], 12), int(q)))[:depth]
+        male_list = sorted(rab, key=lambda q: (-round(rab[q], 12), int(q)))[:depth]
+        pooled.update(female_list, male_list)
+    return sorted(pooled, key=int)
+
+
+def measure(step: Callable[[], tuple[list[str], dict]]) -> dict:
+    """Run one benchmark step (returning its pooled qids and its phases' seconds) and what
+    the benchmark records of it: seconds, this process's peak memory, the pool."""
+    start = time.perf_counter()
+    qids, phases = step()
+    seconds = time.perf_counter() - start
+    peak_mb = peak_memory_mb()
+    return {"seconds": seconds, "peak_mb": peak_mb, "pooled": len(qids), "qids": qids, "phases": phases}

@@ -1,0 +1,188 @@
+"""Benchmark: the collection scan and the run import split over real Celery workers, 1 vs 2 (and more).
+
+Starts its own ``redis-server`` (loopback, no persistence) and ``celery worker``
+processes (concurrency 1 each) sharing a SQLite database in the work folder; the
+measuring process runs as a subprocess so that it sees the broker settings. Every
+worker count must give the result of the in-process reference: the counts of one pass
+(``scan``), or the normalised run of ``import_run`` without workers (``run-import``).
+Pure orchestration: imports no Django at module level.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def _env(work: Path, broker: str) -> dict:
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        VAR_DIR=str(work),
+        DATABASE_URL=f"sqlite:///{work / 'db.sqlite3'}",
+        CELERY_BROKER_URL=broker,
+    )
+    return env
+
+
+#: What is split over the workers, and the in-process reference each is compared with.
+WHAT = {"scan": "one pass, in process", "run-import": "import_run, in process"}
+#: The run imported by ``run-import``: 7,000 queries x 1,000 documents (7M lines, ~240 MB).
+RUN_SPEC = {"queries": 7_000, "runs": 1, "depth": 1_000}
+
+
+def run_scan_benchmark(
+    work: Path, passages: int, workers: list[int], redis_port: int, what: str = "scan"
+) -> Iterator[str]:
+    from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
+
+    if what not in WHAT:
+        raise ValueError(f"what must be one of {', '.join(WHAT)}")
+    work = work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    collection = work / f"collection-{passages}.tsv"
+    if not collection.exists():
+        yield f"Writing {passages:,} synthetic passages to {collection} …"
+        write_collection(collection, SyntheticSpec(passages=passages))
+    target = collection
+    if what == "run-import":
+        runs = work / f"runs-{passages}"
+        target = runs / "run1.trec"
+        if not target.exists():
+            spec = SyntheticSpec(passages=passages, **RUN_SPEC)
+            yield f"Writing a run of {spec.queries:,} queries x {spec.depth:,} documents to {target} …"
+            runs.mkdir(exist_ok=True)
+            write_runs(runs, write_queries(runs / "queries.tsv", spec), spec)
+    broker = f"redis://127.0.0.1:{redis_port}/0"
+    redis = subprocess.Popen(
+        ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(0.5)
+        env = _env(work, broker)
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, check=True)
+        results = {}
+        for n in [0, *workers]:  # 0: one in-process pass, the reference counts
+            procs = [
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "config",
+                        "worker",
+                        "-c",
+                        "1",
+                        "-n",
+                        f"scan{i}@%h",
+                        "-l",
+                        "WARNING",
+                    ],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                for i in range(n)
+            ]
+            try:
+                _wait_until_ready(env, n)
+                out = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "benchmarks.scan",
+                        what,
+                        str(work),
+                        str(collection),
+                        str(target),
+                        str(n),
+                    ],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+            finally:
+                for proc in procs:
+                    proc.terminate()
+                for proc in procs:
+                    proc.wait(timeout=60)
+            results[n] = json.loads(out.strip().splitlines()[-1])
+        single = results[0]
+        yield f"{'approach':<28}{'seconds':>9}{'speed-up':>10}  same {'counts' if what == 'scan' else 'run'}"
+        yield f"{WHAT[what]:<28}{single['seconds']:>9.1f}{1:>9.2f}x  (reference)"
+        for n in workers:
+            r = results[n]
+            same = "yes" if r["digest"] == single["digest"] else "NO"
+            label = f"{n} worker(s), {r['chunks']} chunk(s)"
+            yield f"{label:<28}{r['seconds']:>9.1f}{single['seconds'] / r['seconds']:>9.2f}x  {same}"
+    finally:
+        redis.terminate()
+        redis.wait(timeout=30)
+
+
+def _wait_until_ready(env: dict, workers: int, timeout: float = 120.0) -> None:
+    """Block until ``workers`` workers answer a ping, so start-up is not timed."""
+    deadline = time.monotonic() + timeout
+    while workers and time.monotonic() < deadline:
+        replies = subprocess.run(
+            [sys.executable, "-m", "celery", "-A", "config", "inspect", "ping", "--timeout", "1", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+        ).stdout
+        if replies.count("pong") >= workers:
+            return
+    if workers:
+        raise RuntimeError(f"{workers} Celery worker(s) did not start within {timeout:.0f} s")
+
+
+def _measure(what: str, work: Path, collection_path: Path, target: Path, workers: int) -> dict:
+    """In the subprocess: import the collection once, then count every passage (``scan``)
+    or import the run at ``target`` (``run-import``); cold, every chunk read again."""
+    import hashlib
+
+    import django
+
+    django.setup()
+    from pooling import magnitudes as mag
+    from pooling import services
+    from pooling.models import Run, ScanChunk
+    from pooling.readers import byte_ranges
+    from pooling.wordlists import default_wordlist
+
+    collection = services.import_collection(collection_path, "scan-bench", bar=False).obj
+    ScanChunk.objects.all().delete()
+    Run.objects.filter(name=f"bench{workers}").delete()
+    start = time.perf_counter()
+    if what == "scan":
+        words = default_wordlist()
+        if workers == 0:
+            result = mag.document_counts(collection_path, None, words, "whitespace")
+        else:
+            result = services.document_counts_chunked(collection, None, words, "whitespace", chunks=workers)
+        seconds = time.perf_counter() - start
+    else:
+        run = services.import_run(target, f"bench{workers}", collection, chunks=workers or None).obj
+        seconds = time.perf_counter() - start
+        result = services.run_frame(run)  # read after the clock stops: for the comparison only
+    if not workers:
+        chunks = 1
+    elif what == "scan":
+        chunks = ScanChunk.objects.count()
+    else:  # a run import removes its chunks once read
+        chunks = len(byte_ranges(target, workers))
+    digest = hashlib.sha256(result.sort(result.columns).write_csv().encode()).hexdigest()
+    return {"seconds": seconds, "chunks": chunks, "digest": digest, "rows": len(result)}
+
+
+if __name__ == "__main__":
+    what_arg, work_arg, collection_arg, target_arg, workers_arg = sys.argv[1:]
+    print(json.dumps(_measure(what_arg, Path(work_arg), Path(collection_arg), Path(target_arg), int(workers_arg))))

@@ -1,9 +1,0 @@
-"""Benchmark of pooling: this project's engine against the reference notebooks' approach.
-
-Run as ``python manage.py benchmark_pooling``; every measurement runs in a fresh
-process (``python -m pooling.benchmark naive|first|import|pool ...``, :mod:`.__main__`)
-so that its peak memory (``VmHWM``) is its own.
-
-- :mod:`.naive` -- pure (no Django): the reference notebooks' pooling, and the timing of a step;
-- :mod:`.engine` -- this project's import and pool (Django, set up by each step).
-"""
