@@ -56,6 +56,7 @@ PURE = {
     "core.http",
     "core.logfilters",
     "core.progress",
+    "core.registry",
     "core.spreadsheet",
     "core.textfiles",
     "metrics.benchmark",
