@@ -58,6 +58,7 @@ PURE = {
     "core.progress",
     "core.registry",
     "core.spreadsheet",
+    "core.svg_plots",
     "core.textfiles",
     "metrics.benchmark",
     "metrics.counterfactual",
