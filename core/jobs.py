@@ -18,6 +18,8 @@ each declaration (claim, heartbeat, done is done); services never import a tasks
 
 :meth:`BackgroundJob.start` (:func:`start_job`) records the Job with its task and arguments
 and sends the task after the commit. :func:`create_job` is for a bare progress record.
+The declarations are kept in :mod:`core.job_registry`, which imports neither this module
+nor :mod:`core.tasks` (both import it; this one imports ``core.tasks`` only when it sends).
 This module imports no Celery: services that start jobs are loaded by every command and
 page, and Celery costs ~0.1 s to import; it is loaded at the commit, when the task is sent.
 """
@@ -28,10 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
 from . import job_registry
+from .job_registry import JobDeclaration
 from .models import Job
 
 if TYPE_CHECKING:
@@ -39,13 +41,8 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class BackgroundJob:
-    """One background job, as declared by :func:`background_job`."""
-
-    kind: str
-    task: str
-    work: Callable[..., Any]
-    failures: tuple[type[Exception], ...] = ()
+class BackgroundJob(JobDeclaration):
+    """One background job, as declared by :func:`background_job`: a :class:`~core.job_registry.JobDeclaration` that starts."""
 
     def start(self, description: str, *args: Any) -> Job:
         """Record a Job for ``work(job, *args)`` and send its task once the caller's transaction commits."""
@@ -60,18 +57,13 @@ def background_job(
     ``task``: the Celery task's name (default ``module.function`` of the work); Job rows
     record it, so a job keeps it once started anywhere. ``failures``: the errors that fail
     the Job without raising (bad input: no retry could fix it). ``work``'s arguments after
-    the Job must be JSON values. Each kind and each task name is declared once.
+    the Job must be JSON values. Each kind and each task name is declared once
+    (``ImproperlyConfigured`` otherwise).
     """
 
     def declare(work: Callable[..., Any]) -> BackgroundJob:
         declared = BackgroundJob(kind, task or f"{work.__module__}.{work.__name__}", work, tuple(failures))
-        for other in job_registry.DECLARED.values():
-            same_work = (other.work.__module__, other.work.__qualname__) == (work.__module__, work.__qualname__)
-            if (other.kind == kind or other.task == declared.task) and not same_work:
-                raise ImproperlyConfigured(
-                    f"background job {kind!r} (task {declared.task}) clashes with {other.kind!r} (task {other.task})"
-                )
-        job_registry.DECLARED[kind] = declared
+        job_registry.declare(declared)
         return declared
 
     return declare

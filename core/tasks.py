@@ -55,7 +55,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from celery import Task
 from django.conf import settings
@@ -70,11 +70,8 @@ from kombu.exceptions import OperationalError as BrokerError
 from config.celery import app
 
 from . import local_jobs
-from .job_registry import declared_jobs
+from .job_registry import JobDeclaration, declared_jobs
 from .models import Job
-
-if TYPE_CHECKING:
-    from .jobs import BackgroundJob
 
 logger = logging.getLogger(__name__)
 
@@ -248,7 +245,7 @@ def _run_claimed(
     return result
 
 
-def job_task(declared: BackgroundJob) -> Task:
+def job_task(declared: JobDeclaration) -> Task:
     """The Celery task of a declared background job (:func:`core.jobs.background_job`), named as
     declared and bound to the project's app; called as ``task(job_id, *args)`` (see the module's protocol).
 

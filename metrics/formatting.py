@@ -18,7 +18,7 @@ from .defaults import AGGREGATIONS, DISPUTED_POLICIES, LABEL_SOURCE, LABEL_SOURC
 from .vocabulary import metric_position, variant_position
 
 if TYPE_CHECKING:
-    from .services import LabelSensitivity
+    from .sensitivity import LabelSensitivity
 
 CSV_HEADER = ["run", "metric", "variant", "cutoff", "value", "queries"]
 PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
@@ -201,7 +201,7 @@ def rankings_text(result: LabelSensitivity) -> str:
 
 
 def sensitivity_result(result: LabelSensitivity) -> dict:
-    """JSON-safe form of a :class:`~metrics.services.LabelSensitivity` (NaN as ``None``): what the
+    """JSON-safe form of a :class:`~metrics.sensitivity.LabelSensitivity` (NaN as ``None``): what the
     API returns and what a label-sensitivity job keeps as its result for the page."""
 
     def plain(records):

@@ -3,7 +3,8 @@
 Never ``pyplot``: its global state is not safe in a server process serving several
 requests at once. Each function builds its own :class:`~matplotlib.figure.Figure` and
 returns PNG bytes, or SVG bytes for the report page's per-metric and fairness–effectiveness plots
-(:func:`metric_figure`, :func:`tradeoff_figure`), which scale and follow dark mode.
+(:func:`metric_figure`, :func:`tradeoff_figure`), which scale and follow dark mode
+(the site's SVG style, :mod:`core.svg_plots`).
 
 Nothing is clipped: figures are saved with a tight bounding box (every legend, label and
 run name inside), and long axis labels are wrapped rather than run past the figure's edge.
@@ -20,10 +21,9 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .vocabulary import is_rab_like, metric_position, note, variant_position
+from core.svg_plots import INK, PAD_INCHES, PALETTE, ink, svg_bytes
 
-#: Margin kept around everything a figure draws when it is saved (inches).
-PAD_INCHES = 0.06
+from .vocabulary import is_rab_like, metric_position, note, variant_position
 
 
 def _png(figure: Figure) -> bytes:
@@ -173,39 +173,6 @@ def preference_figure(fractions: dict[str, float | None]) -> bytes:
 
 
 # --- SVG figures of the report page: one per metric, and fairness against effectiveness -----------
-
-#: Sentinel colour of text, axes and ticks, replaced by ``currentColor`` in the SVG, whose own style
-#: sets ``color`` by ``prefers-color-scheme`` (the site's foreground colours), so a figure follows
-#: dark mode even as an ``<img>``.
-INK = "#010203"
-SVG_STYLE = "<style>svg{color:#1d232a}@media (prefers-color-scheme: dark){svg{color:#e3e7ec}}</style>"
-#: Run colours of medium lightness, readable on the light and the dark background.
-PALETTE = ("#2f7fd1", "#e07b00", "#2a9d5c", "#c8447a", "#8c6bd6", "#9a8a1a", "#17a2b8", "#b55d3c")
-
-
-def svg_bytes(figure: Figure) -> bytes:
-    from matplotlib.backends.backend_svg import FigureCanvasSVG
-
-    FigureCanvasSVG(figure)
-    buffer = io.BytesIO()
-    figure.savefig(
-        buffer, format="svg", transparent=True, metadata={"Date": None}, bbox_inches="tight", pad_inches=PAD_INCHES
-    )
-    text = buffer.getvalue().decode("utf-8").replace(INK, "currentColor")
-    start = text.index("<svg")
-    end = text.index(">", start) + 1
-    return (text[:end] + SVG_STYLE + text[end:]).encode("utf-8")
-
-
-def ink(axes) -> None:
-    """Text, spines and ticks in the page's foreground colour (see :data:`INK`)."""
-    axes.tick_params(colors=INK, labelsize=9)
-    for spine in axes.spines.values():
-        spine.set_edgecolor(INK)
-    axes.title.set_color(INK)
-    axes.xaxis.label.set_color(INK)
-    axes.yaxis.label.set_color(INK)
-    axes.grid(True, color=INK, alpha=0.15, linewidth=0.6)
 
 
 def _legend(figure: Figure, axes, runs: int) -> None:

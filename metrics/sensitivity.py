@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -57,6 +58,26 @@ CSV_COLUMNS = [
     "ci_high",
     "n_queries",
 ]
+
+
+@dataclass
+class LabelSensitivity:
+    """What :func:`metrics.services.label_sensitivity` found: the table (:func:`sensitivity_table`),
+    the ranking changes (:func:`ranking_changes`), and the non-gendered set's size per
+    (aggregation, disputed policy).
+
+    A plain result type, here beside the computation so that :mod:`metrics.formatting`
+    (which writes it out) and the service (which fills it) both import it from below.
+    """
+
+    batch: str
+    runs: list[str]
+    cutoffs: list[int]
+    threshold: float
+    table: pd.DataFrame
+    rankings: pd.DataFrame
+    set_sizes: dict[tuple[str, str], int]
+    nfairr_normalisation: str
 
 
 def aggregated_labels(

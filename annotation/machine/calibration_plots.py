@@ -1,7 +1,7 @@
 """The calibration report's figures: a reliability diagram and each category's share of the batch.
 
 Drawn with matplotlib's object API (never pyplot) and returned as inline SVG text in the
-page's foreground colour (:mod:`metrics.plots`' mechanism), so they follow dark mode. Pure:
+page's foreground colour (:mod:`core.svg_plots`), so they follow dark mode. Pure:
 no Django; the page marks the text safe (matplotlib wrote it; no user text is in it).
 """
 
@@ -16,10 +16,10 @@ from annotation.labels import LABEL_NAMES, LABELS
 def inline_svg(figure) -> str:
     """The figure as inline SVG: text and axes in ``currentColor``, the page's foreground colour.
 
-    :func:`metrics.plots.svg_bytes` adds a ``<style>`` for an SVG shown as an ``<img>``; inline, the
+    :func:`core.svg_plots.svg_bytes` adds a ``<style>`` for an SVG shown as an ``<img>``; inline, the
     SVG inherits the page's colour (dark mode included), so the style and XML prolog are dropped.
     """
-    from metrics.plots import SVG_STYLE, svg_bytes
+    from core.svg_plots import SVG_STYLE, svg_bytes
 
     text = svg_bytes(figure).decode("utf-8").replace(SVG_STYLE, "")
     return text[text.index("<svg") :]
@@ -29,7 +29,7 @@ def reliability_svg(reliability: list[dict[str, float]]) -> str:
     """The reliability diagram: per confidence bin, how often the machine was right, against the diagonal."""
     from matplotlib.figure import Figure
 
-    from metrics.plots import INK, PALETTE, ink
+    from core.svg_plots import INK, PALETTE, ink
 
     figure = Figure(figsize=(3.7, 3.2), layout="constrained")
     axes = figure.add_subplot()
@@ -60,7 +60,7 @@ def proportions_svg(proportions: dict[str, dict[str, Any]]) -> str:
     """Each category's share of the batch: the PPI++ estimate with its CI, and the machine's share alone."""
     from matplotlib.figure import Figure
 
-    from metrics.plots import INK, PALETTE, ink
+    from core.svg_plots import INK, PALETTE, ink
 
     figure = Figure(figsize=(3.9, 3.0), layout="constrained")
     axes = figure.add_subplot()

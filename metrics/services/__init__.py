@@ -14,6 +14,9 @@ so that it is never taken for the pure module it drives:
 - :mod:`.counterfactual_collection` -- write and register a gender-swapped collection, as a job.
 
 Everything is re-exported here: ``from metrics import services; services.build_report(...)``.
+``LabelSensitivity``, the result type of :func:`label_sensitivity`, lives beside the pure
+computation (:mod:`metrics.sensitivity`, which loads numpy and pandas) and is re-exported
+when first asked for, so that loading the services stays light.
 """
 
 from core.errors import ServiceError
@@ -24,7 +27,7 @@ from .counterfactual_collection import (
     write_counterfactual_collection,
 )
 from .crbo import crbo_job, crbo_summary, start_crbo
-from .labelling import LabelSensitivity, label_sensitivity, label_sensitivity_job, start_label_sensitivity
+from .labelling import label_sensitivity, label_sensitivity_job, start_label_sensitivity
 from .reports import (
     REPRESENTATIVE_WORDLIST,
     Computed,
@@ -41,6 +44,16 @@ from .reports import (
     start_report,
 )
 from .variant_preference import check_versioned_run, preference_job, preference_summary, start_preference
+
+
+def __getattr__(name: str):
+    """``services.LabelSensitivity`` imports :mod:`metrics.sensitivity` only then (see the docstring)."""
+    if name == "LabelSensitivity":
+        from ..sensitivity import LabelSensitivity
+
+        return LabelSensitivity
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "REPRESENTATIVE_WORDLIST",

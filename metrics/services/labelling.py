@@ -11,7 +11,7 @@ majority/drop equals a report on the exported non-gendered set.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from django.urls import reverse
@@ -26,21 +26,7 @@ from ..defaults import CONFIDENCE_THRESHOLD, DEFAULT_CUTOFFS, LABEL_SOURCE
 from .reports import DEFAULT_REPORT_SETTINGS, ReportSettings, per_query_values
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-
-@dataclass
-class LabelSensitivity:
-    """What :func:`label_sensitivity` found: the table, the ranking changes, and the set sizes."""
-
-    batch: str
-    runs: list[str]
-    cutoffs: list[int]
-    threshold: float
-    table: pd.DataFrame
-    rankings: pd.DataFrame
-    set_sizes: dict[tuple[str, str], int]
-    nfairr_normalisation: str
+    from ..sensitivity import LabelSensitivity
 
 
 def label_sensitivity(
@@ -112,7 +98,7 @@ def label_sensitivity(
         normalisation = f"by {background.name} alone (exact original definition)"
     else:
         normalisation = f"by {background.name} together with every run given"
-    return LabelSensitivity(
+    return sensitivity.LabelSensitivity(
         batch=batch.name,
         runs=[run.name for run in runs],
         cutoffs=measures.validate_cutoffs(report_settings.cutoffs),

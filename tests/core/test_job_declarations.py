@@ -87,3 +87,16 @@ def test_a_kind_or_task_name_declared_twice_is_refused():
     with pytest.raises(ImproperlyConfigured, match=r"pooling\.tasks\.build_pool_task"):
         background_job("new-kind", task="pooling.tasks.build_pool_task")(other)
     assert "new-kind" not in declared_jobs()
+
+
+def test_the_declarations_make_no_import_circle_in_core_even_through_type_checking_imports():
+    """``core.job_registry`` imports neither ``core.jobs`` nor ``core.tasks``; no circle among core's modules."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph(
+        "core", include_external_packages=False, exclude_type_checking_imports=False, cache_dir=None
+    )
+    assert graph.find_modules_directly_imported_by("core.job_registry") & {"core.jobs", "core.tasks"} == set()
+    for module in sorted(m for m in graph.modules if ".migrations" not in m):
+        for imported in graph.find_modules_directly_imported_by(module):
+            back = graph.find_shortest_chain(importer=imported, imported=module)
+            assert back is None, f"{module} -> {' -> '.join(back)}"

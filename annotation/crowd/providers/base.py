@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from core.registry import LazyRegistry
+
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Hit
 
@@ -98,7 +100,6 @@ class CrowdProvider(ABC):
         return None
 
 
-_REGISTRY: dict[str, Callable[..., CrowdProvider]] = {}
 #: The project's providers, imported when first asked for (so loading this package loads
 #: neither Django's models nor a provider's client).
 BUILT_IN = {
@@ -106,28 +107,16 @@ BUILT_IN = {
     "mturk": "annotation.crowd.providers.mturk",
     "prolific": "annotation.crowd.providers.prolific",
 }
+_REGISTRY: LazyRegistry[CrowdProvider] = LazyRegistry("crowd provider", BUILT_IN)
 
 
 def register(name: str) -> Callable[[type[CrowdProvider]], type[CrowdProvider]]:
     """Class decorator: make a provider available as ``get_provider(name)``."""
-
-    def decorator(cls: type[CrowdProvider]) -> type[CrowdProvider]:
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorator
+    return _REGISTRY.register(name)
 
 
 def provider_class(name: str) -> Callable[..., CrowdProvider]:
-    if name not in _REGISTRY and name in BUILT_IN:
-        import importlib
-
-        importlib.import_module(BUILT_IN[name])
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown crowd provider {name!r}; known: {', '.join(provider_names())}") from None
+    return _REGISTRY.get_class(name)
 
 
 def get_provider(name: str, **kwargs: Any) -> CrowdProvider:
@@ -136,4 +125,4 @@ def get_provider(name: str, **kwargs: Any) -> CrowdProvider:
 
 
 def provider_names() -> list[str]:
-    return sorted(set(BUILT_IN) | set(_REGISTRY))
+    return _REGISTRY.names()

@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from core.errors import ProviderError
+from core.registry import LazyRegistry
 
 
 class PreLabelError(ProviderError):
@@ -89,35 +90,22 @@ class PreLabeller(ABC):
         """One prediction per ``(qid, text)``, in the same order."""
 
 
-_REGISTRY: dict[str, Callable[..., PreLabeller]] = {}
 #: The project's pre-labellers, imported when first asked for.
 BUILT_IN = {
     "rules": "annotation.machine.prelabellers.rules",
     "openai": "annotation.machine.prelabellers.openai_chat",
     "trained": "annotation.machine.prelabellers.trained",
 }
+_REGISTRY: LazyRegistry[PreLabeller] = LazyRegistry("pre-labeller", BUILT_IN)
 
 
 def register(name: str) -> Callable[[type[PreLabeller]], type[PreLabeller]]:
     """Class decorator: make a pre-labeller available as ``get_prelabeller(name)``."""
-
-    def decorator(cls: type[PreLabeller]) -> type[PreLabeller]:
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorator
+    return _REGISTRY.register(name)
 
 
 def prelabeller_class(name: str) -> Callable[..., PreLabeller]:
-    if name not in _REGISTRY and name in BUILT_IN:
-        import importlib
-
-        importlib.import_module(BUILT_IN[name])
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown pre-labeller {name!r}; known: {', '.join(prelabeller_names())}") from None
+    return _REGISTRY.get_class(name)
 
 
 def get_prelabeller(name: str, **kwargs: Any) -> PreLabeller:
@@ -126,4 +114,4 @@ def get_prelabeller(name: str, **kwargs: Any) -> PreLabeller:
 
 
 def prelabeller_names() -> list[str]:
-    return sorted(set(BUILT_IN) | set(_REGISTRY))
+    return _REGISTRY.names()

@@ -1,0 +1,88 @@
+"""A registry of classes by name whose built-in members are imported only when first asked for.
+
+Crowd providers (``Batch.provider``: ``local``, ``mturk``, ``prolific``) and pre-labellers
+(``rules``, ``openai``, ``trained``) are found by the name a row stores. Importing each of
+them up front would load Django's models, boto3 or an HTTP client wherever the interface
+is imported, so the registry knows the built-in names' modules and imports one the first
+time its name is asked for; the module registers its class as it loads.
+
+The contract of :class:`LazyRegistry`:
+
+- ``register(name)`` is a class decorator: the class is kept under ``name``, gets
+  ``cls.name = name`` (unless the registry was made with ``name_attribute=None``) and is
+  returned unchanged. A later registration under the same name replaces the earlier one
+  (a module reloaded); any name may be registered, built-in or not.
+- ``get_class(name)`` (or ``registry[name]``) returns the registered class; when ``name``
+  is built-in and not yet registered it imports that module first (errors of the import
+  propagate, a missing optional dependency among them). A name neither registered nor
+  registered by its built-in module raises :class:`UnknownName` (a ``ValueError`` and a
+  ``LookupError``) whose message is ``unknown <what> '<name>'; known: <names>``.
+- ``create(name, **kwargs)`` is ``get_class(name)(**kwargs)``: a new object each call.
+- ``names()`` is every built-in and registered name, sorted, and imports nothing.
+- ``name in registry`` is whether ``names()`` holds it.
+
+Pure: standard library only.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+C = TypeVar("C", bound=type)
+
+
+class UnknownName(ValueError, LookupError):
+    """A name the registry does not know; the message lists the ones it does."""
+
+
+class LazyRegistry(Generic[T]):
+    """Classes making ``T`` by name, built-in ones imported on first ask (see the module's contract).
+
+    ``what`` names a member in the unknown-name message (``"crowd provider"``);
+    ``built_in`` maps a name to the dotted module that registers it.
+    """
+
+    def __init__(self, what: str, built_in: Mapping[str, str], *, name_attribute: str | None = "name") -> None:
+        self.what = what
+        self.built_in: Mapping[str, str] = dict(built_in)
+        self.name_attribute = name_attribute
+        self._classes: dict[str, Callable[..., T]] = {}
+
+    def register(self, name: str) -> Callable[[C], C]:
+        """Class decorator: keep the class under ``name`` (and set its name attribute)."""
+
+        def decorator(cls: C) -> C:
+            if self.name_attribute:
+                setattr(cls, self.name_attribute, name)
+            self._classes[name] = cls
+            return cls
+
+        return decorator
+
+    def get_class(self, name: str) -> Callable[..., T]:
+        """The class registered as ``name``, importing its built-in module first if need be."""
+        if name not in self._classes and name in self.built_in:
+            importlib.import_module(self.built_in[name])
+        try:
+            return self._classes[name]
+        except KeyError:
+            raise UnknownName(f"unknown {self.what} {name!r}; known: {', '.join(self.names())}") from None
+
+    __getitem__ = get_class
+
+    def create(self, name: str, **kwargs: Any) -> T:
+        """A new object of the class registered as ``name``, made with ``kwargs``."""
+        return self.get_class(name)(**kwargs)
+
+    def names(self) -> list[str]:
+        """Every built-in and registered name, sorted; imports nothing."""
+        return sorted(set(self.built_in) | set(self._classes))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.built_in or name in self._classes
+
+    def __repr__(self) -> str:
+        return f"LazyRegistry({self.what!r}, names={self.names()!r})"
