@@ -1,4 +1,4 @@
-"""Celery app. Tasks are thin shells over services; without a broker jobs run in-process (core.local_jobs).
+"""Celery app. Tasks are thin shells over services; without a broker jobs run in-process (core.jobs.in_process).
 
 Celery's *current* app is per thread: a thread that never created an app (a request
 thread of runserver or gunicorn, a job thread) falls back to Celery's *default* app, an

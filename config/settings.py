@@ -70,7 +70,7 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 # --- HTTPS and cookies (on whenever debug is off; each relaxable) ------------------------------
 #: Behind one TLS-terminating proxy that sets X-Forwarded-Proto and X-Forwarded-For: trust the
 #: first to mark requests secure, and the last address of the second as the client's
-#: (core.client_ip; login and API throttling key on it). Off: both headers are ignored.
+#: (core.web.client_ip; login and API throttling key on it). Off: both headers are ignored.
 BEHIND_TLS_PROXY = env_bool("DJANGO_BEHIND_TLS_PROXY", False)
 if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -104,7 +104,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Before anything looks a name up: PostgreSQL cannot hold NUL, so %00 would be a 500.
-    "core.middleware.refuse_nul_characters",
+    "core.web.middleware.refuse_nul_characters",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -149,8 +149,8 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    #: Django's backend, creating the database's folder when it first opens the file (core.sqlite).
-    DATABASES["default"]["ENGINE"] = "core.sqlite"
+    #: Django's backend, creating the database's folder when it first opens the file (core.db.sqlite).
+    DATABASES["default"]["ENGINE"] = "core.db.sqlite"
     # WAL lets the site read while a command writes; IMMEDIATE takes the write lock at
     # BEGIN so two writers queue on the busy timeout instead of failing mid-transaction.
     # synchronous=NORMAL: in WAL mode a commit is not fsynced, only checkpoints are (a power
@@ -198,12 +198,12 @@ if PASSWORD_RESET_BY_EMAIL:
 # --- Login throttling (django-axes) -----------------------------------------------------
 #: After this many wrong passwords for one username from one address, that pair is locked
 #: out for AXES_COOLOFF_TIME hours (the admin can unlock it earlier). The address is the
-#: client's (core.client_ip): behind the proxy, taken from X-Forwarded-For, so strangers'
+#: client's (core.web.client_ip): behind the proxy, taken from X-Forwarded-For, so strangers'
 #: guesses do not lock the owner out; without it, REMOTE_ADDR, never a header a client sets.
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 1.0, minimum=0.01)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_CLIENT_IP_CALLABLE = "core.client_ip.client_ip"
+AXES_CLIENT_IP_CALLABLE = "core.web.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 #: Django's model backend, but a session also ends for good when its account's rights change
 #: (deactivated or reactivated, made staff, out of the annotators group): annotation.accounts.
@@ -247,7 +247,7 @@ IMPORT_MAX_HELD_BYTES = env_int("IMPORT_MAX_HELD_BYTES", 64 * 1024**2, minimum=1
 
 # --- Celery ---------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
-# Without a broker, Jobs run in the process that commits them (core.local_jobs) ...
+# Without a broker, Jobs run in the process that commits them (core.jobs.in_process) ...
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 #: ... on this many background threads per process ("threads": a request answers at once), or
 #: "inline", in the committing thread (the test suite). manage.py commands always run them inline.
@@ -278,7 +278,7 @@ CELERY_RESULT_BACKEND = None
 
 # --- REST framework -------------------------------------------------------------------
 #: Sessions for the site's own pages, tokens (``manage.py api_token``, or the account
-#: page; stored hashed, core.api_tokens) for scripts. No Basic auth: a password on every
+#: page; stored hashed, core.services.api_tokens) for scripts. No Basic auth: a password on every
 #: request, and through django-axes' backend, which needs the request DRF's Basic auth
 #: does not pass. A client whose token headers failed this many times in a minute gets
 #: 429 until the minute has passed (counted per process, in the default cache).
@@ -286,7 +286,7 @@ API_TOKEN_FAILURES_PER_MINUTE = env_int("API_TOKEN_FAILURES_PER_MINUTE", 10, min
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "core.api_tokens.TokenAuthentication",
+        "core.services.api_tokens.TokenAuthentication",
     ],
     "DEFAULT_THROTTLE_RATES": {"bad_api_token": f"{API_TOKEN_FAILURES_PER_MINUTE}/min"},
     "EXCEPTION_HANDLER": "core.api.exception_handler",
@@ -328,7 +328,7 @@ SPECTACULAR_SETTINGS = {
 #: separate ``createcachetable``), so that culling or clearing the results, however many
 #: there are, never touches the arrivals' state:
 #: - ``shared`` (table ``shared_cache``): Prolific arrivals' rate-limit counters, pause and
-#:   remembered refusals (core.ratelimit);
+#:   remembered refusals (core.services.ratelimit);
 #: - ``results`` (table ``results_cache``): what a batch's answers add up to (agreement,
 #:   bootstrap intervals, Dawid-Skene, per-query results), keyed by the batch's answer version
 #:   (annotation.results.services.answers_summary.answers_version), so every worker reuses what one of them
@@ -405,7 +405,7 @@ PROLIFIC_ARRIVAL_PAUSE_SECONDS = env_int("PROLIFIC_ARRIVAL_PAUSE_SECONDS", 15, m
 #: A link Prolific refused (unknown session, another study's or participant's, returned) is refused
 #: from memory for this long (seconds), without asking again.
 PROLIFIC_ARRIVAL_REFUSED_SECONDS = env_int("PROLIFIC_ARRIVAL_REFUSED_SECONDS", 300, minimum=0)
-#: Arrivals from one client address (core.client_ip) per minute; more get a friendly 429 page.
+#: Arrivals from one client address (core.web.client_ip) per minute; more get a friendly 429 page.
 PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = env_int("PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE", 30, minimum=1)
 #: New sessions of one study checked with Prolific per minute; more get the 503 page.
 PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = env_int("PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE", 600, minimum=1)

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import ApiToken, Job, Lease
+from core.models import ApiToken, Job, Lease
 
 
 @admin.register(Job)

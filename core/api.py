@@ -9,10 +9,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from .errors import InputError, ProviderError, ServiceError, StateError
-from .models import Job
-from .serializers import JobSerializer
-from .uploads import discard_uploads, use_staging_uploads
+from core.errors import InputError, ProviderError, ServiceError, StateError
+from core.models import Job
+from core.serializers import JobSerializer
+from core.services.uploads import discard_uploads, use_staging_uploads
 
 
 class JobViewSet(viewsets.ReadOnlyModelViewSet):

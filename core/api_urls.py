@@ -2,7 +2,7 @@
 
 from rest_framework.routers import SimpleRouter
 
-from . import api
+from core import api
 
 router = SimpleRouter()
 router.register("jobs", api.JobViewSet)

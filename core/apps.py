@@ -12,12 +12,12 @@ class CoreConfig(AppConfig):
         from django.db.models.signals import post_save
         from django.urls import register_converter
 
-        from .api_tokens import revoke_unless_researcher
-        from .converters import KeyConverter
-        from .input_limits import apply_input_limits, input_limit_changed
+        from core.converters import KeyConverter
+        from core.services.api_tokens import revoke_unless_researcher
+        from core.services.input_limits import apply_input_limits, input_limit_changed
 
         apply_input_limits()
-        setting_changed.connect(input_limit_changed, dispatch_uid="core.input_limits")
+        setting_changed.connect(input_limit_changed, dispatch_uid="core.services.input_limits")
 
         register_converter(KeyConverter, "key")
-        post_save.connect(revoke_unless_researcher, sender=get_user_model(), dispatch_uid="core.api_tokens")
+        post_save.connect(revoke_unless_researcher, sender=get_user_model(), dispatch_uid="core.services.api_tokens")

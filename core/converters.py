@@ -1,6 +1,6 @@
 """The one way a free-form id (a query id) goes into a URL path: ``<key:qid>``.
 
-Names of named objects are slugs (:mod:`core.names`) and go into URLs as they are. Query
+Names of named objects are slugs (:mod:`core.services.names`) and go into URLs as they are. Query
 ids are whatever a query file holds (``pooling.queryfiles``: anything but tabs and line
 breaks, no surrounding whitespace), so ``a/b``, ``q?x``, ``q#1``, ``50%``, ``..`` and
 ``é q`` are all real ids. Django's ``str`` converter stops at ``/`` (``reverse`` then fails

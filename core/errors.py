@@ -7,7 +7,7 @@
   for both a page and a terminal: it names the field or object, never a command-line flag.
   :class:`ProviderError` is the one raised for a crowd provider's refusal or failure.
 
-Commands turn both into ``CommandError`` (:func:`core.cli.command_errors`); pages show
+Commands turn both into ``CommandError`` (:func:`core.management.cli.command_errors`); pages show
 them as form errors or messages; the API returns them as JSON with a 4xx status (502 for
 a provider that failed).
 """

@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backoff import backoff_delay, retry_after_seconds
+from core.backoff import backoff_delay, retry_after_seconds
 
 
 @functools.cache

@@ -55,7 +55,7 @@ class Job(models.Model):
 
 
 class Lease(models.Model):
-    """A named exclusive right to do some work, held by one process at a time (see ``core.leases``)."""
+    """A named exclusive right to do some work, held by one process at a time (see ``core.services.leases``)."""
 
     key = models.CharField(max_length=200, primary_key=True)
     owner = models.CharField(max_length=32, help_text="Random token of the holder; release and takeover compare it.")
@@ -72,7 +72,7 @@ class Lease(models.Model):
 class ApiToken(models.Model):
     """A researcher's API token, one per account, kept only as the SHA-256 digest of its key.
 
-    The key is shown once, when it is made (``core.api_tokens``); the database, its backups
+    The key is shown once, when it is made (``core.services.api_tokens``); the database, its backups
     and the admin never hold it. ``lookup`` (the key's first characters) finds the row without
     comparing digests in the query; the digest is then compared in constant time.
     """

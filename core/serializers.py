@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from .models import Job
+from core.models import Job
 
 
 class JobSerializer(serializers.ModelSerializer):

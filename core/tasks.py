@@ -3,7 +3,7 @@
 The broker delivers a message at least once: it is acknowledged only after its task ran
 (``acks_late``), a worker process killed mid-task puts it back at once
 (``task_reject_on_worker_lost``), Redis hands out again whatever stayed unacknowledged
-past the visibility timeout, and the sweeper (:mod:`core.sweeper`) sends again what the
+past the visibility timeout, and the sweeper (:mod:`core.jobs.sweeper`) sends again what the
 database records as waiting but no broker holds. So the same Job may arrive twice, even
 at the same moment on two workers. :func:`job_task` makes that harmless:
 
@@ -32,7 +32,7 @@ A lost database connection during the work (a PostgreSQL restart) hands the Job 
 (pending) and retries the task a little later instead of failing it.
 
 Without a broker (``CELERY_TASK_ALWAYS_EAGER``, no ``CELERY_BROKER_URL``) :func:`send_job`
-runs the Job in this process (:mod:`core.local_jobs`): on a background thread, which
+runs the Job in this process (:mod:`core.jobs.in_process`): on a background thread, which
 stamps a heartbeat like a worker, or inline in the caller's thread (commands, tests).
 Several threads of one process may then carry out Jobs at once, so a process delivers a
 given Job once at a time: a second delivery of a Job this process is already delivering
@@ -68,10 +68,9 @@ from kombu.exceptions import OperationalError as BrokerError
 # broker, eager without one), and so are the apps' other tasks: bound to Celery's default
 # app instead, annotation's tasks once went to amqp on localhost and a page's job stayed pending.
 from config.celery import app
-
-from . import local_jobs
-from .job_registry import JobDeclaration, declared_jobs
-from .models import Job
+from core.jobs import in_process as local_jobs
+from core.jobs.registry import JobDeclaration, declared_jobs
+from core.models import Job
 
 logger = logging.getLogger(__name__)
 
@@ -281,7 +280,7 @@ def send_job(job: Job, task: Task | None = None) -> bool:
 
     The message id and time are recorded first, so a message that never left is found
     by the sweeper (recorded, but held by no broker). Without a broker the Job runs in
-    this process (:mod:`core.local_jobs`): inline, raising what the task raises, or on a
+    this process (:mod:`core.jobs.in_process`): inline, raising what the task raises, or on a
     background thread, returning at once.
     """
     task = task or task_named(job.task)

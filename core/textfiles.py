@@ -11,7 +11,7 @@ a reader that keeps its lines (queries, qrels, word lists, labelled files) stops
 :data:`DECOMPRESSED` (``IMPORT_MAX_DECOMPRESSED_BYTES``), both with the one message of
 :func:`too_large`, naming the file and the line reached. Pure module (no Django), standard
 library only: light enough for commands that read a ten-line file; the site sets the limits
-from its settings (:func:`configure_limits`, called by ``core.input_limits``).
+from its settings (:func:`configure_limits`, called by ``core.services.input_limits``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import InputError
+from core.errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: The longest line any reader accepts, in bytes without its line ending. Generous (the

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from core import views
 
 app_name = "core"
 urlpatterns = [

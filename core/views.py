@@ -6,9 +6,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.cache import never_cache
 
-from .models import Job
-from .permissions import researcher_required
-from .serializers import JobSerializer
+from core.models import Job
+from core.serializers import JobSerializer
+from core.web.permissions import researcher_required
 
 
 def _job_context(job: Job) -> dict:
@@ -155,8 +155,8 @@ def api_token_page(request: HttpRequest) -> HttpResponse:
     that made it (the one time it is shown; ``no-store`` keeps it out of caches and history).
     POST makes a new token (replacing the old, which stops working) or, with
     ``action=revoke``, deletes it."""
-    from .api_tokens import api_token, revoke_api_token, token_of
-    from .forms import ApiTokenForm
+    from core.forms import ApiTokenForm
+    from core.services.api_tokens import api_token, revoke_api_token, token_of
 
     form = ApiTokenForm(request.POST if request.method == "POST" else None)
     key, revoked = None, False

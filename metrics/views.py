@@ -15,8 +15,8 @@ from annotation import selectors as annotation_selectors
 from annotation.models import Batch
 from core.errors import ServiceError
 from core.models import Job
-from core.paging import table_page
-from core.permissions import researcher_required
+from core.web.paging import table_page
+from core.web.permissions import researcher_required
 from pooling import selectors as pooling_selectors
 from pooling.models import Qrels
 

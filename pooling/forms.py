@@ -4,7 +4,7 @@ from django import forms
 
 from core.errors import ServiceError
 from core.models import Job
-from core.uploads import check_import_path, keep_upload, upload_too_large_message
+from core.services.uploads import check_import_path, keep_upload, upload_too_large_message
 
 from . import services
 from .analysis import MAGNITUDES

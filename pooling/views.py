@@ -13,10 +13,10 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from core.errors import InputError, ServiceError
 from core.models import Job
 from core.natural import natural_key
-from core.paging import table_page
-from core.permissions import researcher_required
+from core.services.uploads import check_import_path, staged_uploads
 from core.spreadsheet import write_csv
-from core.uploads import check_import_path, staged_uploads
+from core.web.paging import table_page
+from core.web.permissions import researcher_required
 
 from . import selectors, services
 from .forms import ImportForm, PoolForm
@@ -165,7 +165,7 @@ class _HeadUploadHandler(FileUploadHandler):
 
 def _head_uploads(view):
     """Route a view's uploads to :class:`_HeadUploadHandler` (the CSRF check moved inside, as
-    :func:`core.uploads.staged_uploads` does, since it reads the body)."""
+    :func:`core.services.uploads.staged_uploads` does, since it reads the body)."""
     protected = csrf_protect(view)
 
     @wraps(view)

@@ -13,7 +13,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation import services as annotation_services
-from core.api_tokens import api_token
+from core.services.api_tokens import api_token
 from metrics.models import Report
 from pooling.models import Collection
 

@@ -13,7 +13,7 @@ from annotation.models import Batch, HitQuery, Provider
 from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from annotation.results.export_formats import EXPORT_FORMATS
 from core.errors import InputError, ServiceError
-from core.uploads import upload_too_large_message
+from core.services.uploads import upload_too_large_message
 from pooling.models import Pool, QuerySet
 
 

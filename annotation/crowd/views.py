@@ -1,6 +1,6 @@
 """Researchers' pages of a batch: create, follow, publish, sync, cancel, escalate, agreement, export.
 
-Researchers are staff (``core.permissions.researcher_required`` on every view); the batch
+Researchers are staff (``core.web.permissions.researcher_required`` on every view); the batch
 list doubles as the annotators' home, which shows them where to start.
 """
 
@@ -23,9 +23,9 @@ from annotation.results.views import export_file_response
 from annotation.selectors import batch_state
 from core.errors import ServiceError
 from core.natural import natural_key, natural_sorted
-from core.paging import table_page
-from core.permissions import researcher_required
-from core.uploads import staged_uploads
+from core.services.uploads import staged_uploads
+from core.web.paging import table_page
+from core.web.permissions import researcher_required
 
 
 @login_required

@@ -47,7 +47,7 @@ from annotation.models import Assignment, Batch, Provider
 from annotation.quality.services.training import qualification_of, submit_training
 from annotation.services import answered_count
 from core.errors import ServiceError
-from core.permissions import researcher_required
+from core.web.permissions import researcher_required
 
 
 @login_required

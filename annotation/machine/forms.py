@@ -9,7 +9,7 @@ from django import forms
 
 from annotation.machine.services.routing import DEFAULT_RISK
 from annotation.models import Batch
-from core.uploads import upload_too_large_message
+from core.services.uploads import upload_too_large_message
 
 
 def openai_configured() -> bool:
@@ -92,7 +92,7 @@ class PrelabelForm(forms.Form):
 
     def train_source(self) -> str | None:
         """What ``prelabel_batch(train=...)`` gets: None unless the labeller is ``trained``."""
-        from core.uploads import keep_upload
+        from core.services.uploads import keep_upload
 
         data = self.cleaned_data
         if data["labeller"] != "trained":

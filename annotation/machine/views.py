@@ -43,8 +43,8 @@ from annotation.machine.services.prelabels import cached_answers, clear_answer_c
 from annotation.machine.services.routing import DEFAULT_RISK, guarantee_text, plan_routing, plan_summary, route_batch
 from annotation.models import Batch
 from core.errors import ServiceError
-from core.permissions import researcher_required
-from core.uploads import staged_uploads
+from core.services.uploads import staged_uploads
+from core.web.permissions import researcher_required
 
 # --- reads shared by the pages and the API ---------------------------------------------------
 

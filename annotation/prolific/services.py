@@ -19,7 +19,7 @@ asked at once to reload in a minute (:class:`ArrivalDeferred`), no arrival asks 
 ``PROLIFIC_ARRIVAL_PAUSE_SECONDS`` (then one probes), and a link whose check failed waits
 longer; a link Prolific refused is refused from memory for a while; new sessions checked
 per study are rate-limited (the view limits each client, an IPv6 client per /64). All of
-it in the cache every process shares (``core.ratelimit``). Nothing is handed out unconfirmed. The
+it in the cache every process shares (``core.services.ratelimit``). Nothing is handed out unconfirmed. The
 completion code is random per study (:func:`completion_code`), so it cannot be guessed
 from ids or times. At sync, an assignment whose session Prolific does not attribute to
 its participant is voided (``Assignment.Status.VOID``): never counted, reviewed, paid or
@@ -84,7 +84,7 @@ from annotation.models import Assignment, Batch, Bonus, ProlificSession, Provide
 from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
-from core.ratelimit import over_limit, shared_cache
+from core.services.ratelimit import over_limit, shared_cache
 
 logger = logging.getLogger(__name__)
 

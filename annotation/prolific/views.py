@@ -58,8 +58,8 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
 
     from annotation.crowd.providers.prolific import RETURN_MESSAGE
     from annotation.prolific import services as prolific
-    from core.client_ip import client_ip
-    from core.ratelimit import client_key, over_limit
+    from core.services.ratelimit import client_key, over_limit
+    from core.web.client_ip import client_ip
 
     client = client_key(client_ip(request))  # an IPv6 client's /64: one subscriber, however many addresses
     try:

@@ -34,7 +34,7 @@ from annotation.results.review import (
     with_status,
 )
 from core.errors import ServiceError
-from core.permissions import researcher_required
+from core.web.permissions import researcher_required
 
 
 def _rows(batch: Batch) -> list[dict]:

@@ -30,9 +30,9 @@ def write_counterfactual_collection(
     The file is written whole before it is registered (:func:`metrics.counterfactual.write_counterfactual`
     renames a finished temporary file), so a failure leaves neither file nor collection.
     """
-    from core.names import validate_name
     from core.progress import Progress
-    from core.storage import cache_dir
+    from core.services.names import validate_name
+    from core.services.storage import cache_dir
     from pooling.services import import_collection, wordlist_of
 
     from ..counterfactual import Swapper, swap_table, write_counterfactual

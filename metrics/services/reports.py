@@ -29,8 +29,8 @@ from core.errors import ServiceError
 from core.files import write_parquet_atomic
 from core.jobs import background_job
 from core.models import Job
-from core.names import validate_name
-from core.storage import cache_dir
+from core.services.names import validate_name
+from core.services.storage import cache_dir
 from pooling.analysis import check_same_collection
 from pooling.models import Qrels, QuerySet, Run
 from pooling.services import document_counts_for, qrels_frame, register_wordlist, run_frame, top_rankings

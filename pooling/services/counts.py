@@ -20,7 +20,7 @@ from django.db import transaction
 from core.errors import ServiceError
 from core.files import write_parquet_atomic
 from core.models import Job
-from core.storage import cache_dir
+from core.services.storage import cache_dir
 
 from ..analysis import check_tokenizer
 from ..models import Collection, ScanChunk, WordList

@@ -23,9 +23,9 @@ from core.errors import InputError, ServiceError, Skipped
 from core.files import file_sha256
 from core.jobs import background_job
 from core.models import Job
-from core.names import validate_name
 from core.progress import Progress, shown
-from core.storage import cache_dir, staging_path
+from core.services.names import validate_name
+from core.services.storage import cache_dir, staging_path
 
 from ..irdatasets import check_dataset_id, folder_name, write_dataset_files
 from ..models import Collection, Query, QuerySet, Run, WordList
@@ -268,7 +268,7 @@ def import_job(job: Job, kind: str, path: str, name: str, options: dict, uploade
     file is removed when the import fails or finds its content already there, except on
     a redelivery: the delivery that died may have imported this very file.
     """
-    # An upload is kept as uploads/<12 hex>-<its name> (core.uploads.keep_upload); a path was given by the user.
+    # An upload is kept as uploads/<12 hex>-<its name> (core.services.uploads.keep_upload); a path was given by the user.
     shown_as = options.get("file_name") or (re.sub(r"^[0-9a-f]{12}-", "", Path(path).name) if uploaded else str(path))
     # Messages name the file as the user did, never its staging or cache path (core.progress.shown).
     job.shown_names = {str(Path(path).resolve()): shown_as, str(path): shown_as, Path(path).name: shown_as}

@@ -21,7 +21,7 @@ from core.db import insert_rows
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
-from core.names import validate_name
+from core.services.names import validate_name
 
 from ..analysis import check_at_least_one, check_magnitude, check_same_collection, check_tokenizer
 from ..models import Pool, PoolEntry, QuerySet, Run, WordList

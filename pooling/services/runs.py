@@ -19,8 +19,8 @@ from django.db import transaction
 
 from core.errors import InputError, ServiceError, Skipped
 from core.files import file_sha256, write_parquet_atomic
-from core.names import validate_name
-from core.storage import cache_dir
+from core.services.names import validate_name
+from core.services.storage import cache_dir
 
 from ..models import Collection, Run, ScanChunk
 from ..preview import LineProblems

@@ -18,7 +18,7 @@ def split(local_batch, annotators):
 
 def test_set_aside_table_pages_and_searches(split, researcher, client, monkeypatch, settings):
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 10
-    monkeypatch.setattr("core.paging.ROWS_PER_PAGE", 1)
+    monkeypatch.setattr("core.web.paging.ROWS_PER_PAGE", 1)
     client.force_login(researcher)
     url = "/annotation/batches/b1/agreement/"
     first = client.get(url).content.decode()
@@ -92,7 +92,7 @@ def test_tables_name_labels_in_full_sort_qids_naturally_and_draw_each_bar_from_i
 
 def test_sorting_the_set_aside_table_sorts_all_its_rows(split, researcher, client, monkeypatch, settings):
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 0
-    monkeypatch.setattr("core.paging.ROWS_PER_PAGE", 1)
+    monkeypatch.setattr("core.web.paging.ROWS_PER_PAGE", 1)
     client.force_login(researcher)
     url = "/annotation/batches/b1/agreement/"
     # 101 (synapse) and 105 (egg) are set aside; by query text descending, the egg is not first.

@@ -29,7 +29,7 @@ from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.prelabellers.openai_chat import Sampled
 from annotation.machine.services.calibration import calibration_batch, create_calibration_sample
 from annotation.machine.services.prelabels import DatabaseAnswerCache
-from core.api_tokens import api_token
+from core.services.api_tokens import api_token
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import answers_for, make_batch

@@ -328,7 +328,7 @@ def test_every_api_url_method_and_body_answers_without_a_server_error(seeded, an
 def test_the_server_errors_the_sweep_found_are_refusals(researcher):
     """Each was a 500: a router's ``.json`` twin of a list's POST (``create()`` took no ``format``),
     a body nested deeper than the JSON decoder's recursion limit, OPTIONS on Swagger UI."""
-    from core.api_tokens import api_token
+    from core.services.api_tokens import api_token
 
     client = Client(raise_request_exception=False)
     headers = {"HTTP_AUTHORIZATION": f"Token {api_token(researcher)}"}

@@ -351,7 +351,7 @@ def test_a_claim_in_progress_does_not_hide_the_other_open_hits(query_set):
 def test_one_publish_sync_or_escalation_per_batch_at_a_time(local_batch, annotators):
     """While one process syncs a batch, a second sync, publish or escalation is refused, not run twice."""
     from annotation.crowd.services.locking import batch_key
-    from core.leases import LeaseHeld, acquire, release
+    from core.services.leases import LeaseHeld, acquire, release
 
     other_process = acquire(batch_key(local_batch), "A sync of batch 'b1'")  # as another process would
     for action in (services.sync_batch, services.publish_batch, services.escalate_batch):

@@ -476,7 +476,7 @@ def test_a_lost_answer_is_asked_once_and_never_trusted(server, site_provider, ba
     """An arrival asks Prolific once, with no back-off in the request: a lost or failed answer
     is the "reload in a minute" page at once, nobody asks again during the pause, nothing is
     handed out meanwhile, and the participant gets in when Prolific answers."""
-    from core.ratelimit import shared_cache
+    from core.services.ratelimit import shared_cache
 
     _publish(batch, site_provider)
     session, _ = server.start(batch.hit_type_id, hexid("PID1"))

@@ -29,7 +29,7 @@ from django.urls import reverse
 from annotation.models import Assignment, ProlificSession, Worker
 from annotation.prolific.services import PAUSE_KEY
 from benchmarks.fakes.prolific import TOKEN, hexid
-from core.ratelimit import shared_cache
+from core.services.ratelimit import shared_cache
 from tests.annotation.test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401
 
 TIMEOUT = 0.5  # PROLIFIC_ARRIVAL_TIMEOUT_SECONDS in these tests
@@ -240,7 +240,7 @@ def test_when_a_pause_ends_one_arrival_probes_and_the_others_get_the_page_at_onc
     (Run on threads against the shared cache's operations; a per-process memory cache
     stands in for the shared one, whose ``add`` is as atomic.)"""
     from annotation.prolific import services as prolific
-    from core.ratelimit import SHARED
+    from core.services.ratelimit import SHARED
 
     _publish(batch, provider)
     settings.CACHES = {**settings.CACHES, SHARED: {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -296,7 +296,7 @@ def test_each_client_has_a_few_arrivals_a_minute(server, provider, batch, client
 
 
 def test_behind_the_proxy_clients_are_told_apart_by_the_forwarded_address(server, provider, batch, settings):
-    """With DJANGO_BEHIND_TLS_PROXY every request comes from the proxy; core.client_ip takes the
+    """With DJANGO_BEHIND_TLS_PROXY every request comes from the proxy; core.web.client_ip takes the
     address the proxy appended, so one flooding client does not lock the others out, and a
     forged first entry does not escape the limit."""
     from django.test import Client
@@ -340,7 +340,7 @@ def test_an_ipv6_client_is_counted_by_its_64_however_many_addresses_it_sends_fro
 
 
 def test_the_client_key_is_an_ipv4_address_or_an_ipv6_64():
-    from core.ratelimit import client_key
+    from core.services.ratelimit import client_key
 
     assert client_key("192.0.2.7") == "192.0.2.7"
     assert client_key("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64"
@@ -537,9 +537,9 @@ def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_an
 
 
 def test_the_fixed_window_counts_per_key_and_starts_again_each_window():
-    """core.ratelimit on the shared (database) cache: ``limit`` events pass in a window, the next
+    """core.services.ratelimit on the shared (database) cache: ``limit`` events pass in a window, the next
     are told the seconds left in it; another key counts apart; the next window starts at zero."""
-    from core.ratelimit import over_limit
+    from core.services.ratelimit import over_limit
 
     assert [over_limit("k", 2, now=125.0) for _ in range(4)] == [0, 0, 55, 55]
     assert over_limit("other", 2, now=170.0) == 0

@@ -122,7 +122,7 @@ def test_culling_or_clearing_the_results_never_touches_the_prolific_arrivals_sta
     from django.core.cache import caches
 
     from annotation.prolific.services import PAUSE_KEY
-    from core.ratelimit import SHARED, over_limit, shared_cache
+    from core.services.ratelimit import SHARED, over_limit, shared_cache
 
     limited = {"MAX_ENTRIES": 30, "CULL_FREQUENCY": 3}
     settings.CACHES = {

@@ -149,8 +149,8 @@ def _researcher_works(client: Client) -> bool:
 def test_a_researchers_old_session_is_refused_after_losing_and_regaining_rights(db, django_user_model, field):
     """Before, a researcher (no worker identity, not an annotator) had no epoch recorded: a stolen
     cookie worked again after deactivate→reactivate or staff→non-staff→staff."""
-    from core.api_tokens import api_token
     from core.models import ApiToken
+    from core.services.api_tokens import api_token
 
     researcher = django_user_model.objects.create_user(
         "researcher", password="pw-secret-123", is_staff=True, is_superuser=field == "is_superuser"
@@ -160,7 +160,7 @@ def test_a_researchers_old_session_is_refused_after_losing_and_regaining_rights(
     api_token(researcher)
     setattr(researcher, field, False)
     researcher.save()
-    # the API token goes with staff or active status (core.api_tokens), not with superuser status
+    # the API token goes with staff or active status (core.services.api_tokens), not with superuser status
     assert ApiToken.objects.filter(user=researcher).exists() is (field == "is_superuser")
     setattr(researcher, field, True)
     researcher.save()

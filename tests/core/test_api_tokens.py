@@ -14,8 +14,8 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from core.api_tokens import api_token
 from core.models import ApiToken
+from core.services.api_tokens import api_token
 
 API = "/api/jobs/"
 PAGE = "/accounts/api-token/"

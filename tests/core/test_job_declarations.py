@@ -90,12 +90,12 @@ def test_a_kind_or_task_name_declared_twice_is_refused():
 
 
 def test_the_declarations_make_no_import_circle_in_core_even_through_type_checking_imports():
-    """``core.job_registry`` imports neither ``core.jobs`` nor ``core.tasks``; no circle among core's modules."""
+    """``core.jobs.registry`` imports neither ``core.jobs`` nor ``core.tasks``; no circle among core's modules."""
     grimp = pytest.importorskip("grimp")
     graph = grimp.build_graph(
         "core", include_external_packages=False, exclude_type_checking_imports=False, cache_dir=None
     )
-    assert graph.find_modules_directly_imported_by("core.job_registry") & {"core.jobs", "core.tasks"} == set()
+    assert graph.find_modules_directly_imported_by("core.jobs.registry") & {"core.jobs", "core.tasks"} == set()
     for module in sorted(m for m in graph.modules if ".migrations" not in m):
         for imported in graph.find_modules_directly_imported_by(module):
             back = graph.find_shortest_chain(importer=imported, imported=module)

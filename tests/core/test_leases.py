@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from core import leases
 from core.models import Lease
+from core.services import leases
 
 
 @pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""Jobs without a broker (core.local_jobs): run in the background of the process that starts them.
+"""Jobs without a broker (core.jobs.in_process): run in the background of the process that starts them.
 
 The default setup (``bin/demo``, runserver, gunicorn; no ``CELERY_BROKER_URL``) once left
 every job started from a page ``pending`` for good: request threads fell back to Celery's
@@ -30,10 +30,10 @@ from django.utils import timezone
 from annotation import services as annotation_services
 from annotation.crowd.services import background as annotation_background
 from annotation.models import Batch
-from core.api_tokens import api_token
 from core.jobs import start_job
+from core.jobs.sweeper import sweep_jobs
 from core.models import Job
-from core.sweeper import sweep_jobs
+from core.services.api_tokens import api_token
 from core.tasks import task_for, worker_identity
 from pooling.models import QuerySet
 from pooling.services import create_query_set
@@ -82,7 +82,7 @@ import django
 django.setup()
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from core.api_tokens import api_token
+from core.services.api_tokens import api_token
 from annotation import services
 from pooling.models import QuerySet
 from pooling.services import create_query_set

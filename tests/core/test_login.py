@@ -89,7 +89,7 @@ def test_without_the_proxy_setting_a_forged_forwarded_for_does_not_escape_the_lo
     ],
 )
 def test_the_client_address_is_the_one_the_proxy_appended(rf, settings, behind_proxy, forwarded_for, expected):
-    from core.client_ip import client_ip
+    from core.web.client_ip import client_ip
 
     settings.BEHIND_TLS_PROXY = behind_proxy
     request = rf.get("/", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR=forwarded_for)

@@ -1,9 +1,9 @@
-"""core.names: every named object is a slug; the refusal names the kind of object and shows a usable name."""
+"""core.services.names: every named object is a slug; the refusal names the kind of object and shows a usable name."""
 
 import pytest
 
 from core.errors import ServiceError
-from core.names import validate_name
+from core.services.names import validate_name
 
 
 @pytest.mark.parametrize("name", ["msmarco-dev", "run_1", "A2", "-"])
@@ -37,7 +37,7 @@ def test_other_names_are_refused_naming_what_and_how(name):
     ],
 )
 def test_upload_names_become_a_plain_file_name(name, safe, tmp_path):
-    from core.uploads import safe_filename
+    from core.services.uploads import safe_filename
 
     assert safe_filename(name) == safe
     path = tmp_path / safe_filename(name)

@@ -1,8 +1,8 @@
-"""core.paging: long tables searched and paged on the server, old or bad page numbers forgiven."""
+"""core.web.paging: long tables searched and paged on the server, old or bad page numbers forgiven."""
 
 from django.test import RequestFactory
 
-from core.paging import ROWS_PER_PAGE, table_page
+from core.web.paging import ROWS_PER_PAGE, table_page
 
 ROWS = [{"qid": str(i), "query": f"query number {i}"} for i in range(1, 121)]
 

@@ -65,7 +65,7 @@ def test_loading_apps_and_urls_imports_no_heavy_library():
 
 
 def test_every_system_check_passes_including_the_ones_commands_leave_out(capsys):
-    """Commands skip the web checks (core.cli.ProjectCommand); the suite runs them all."""
+    """Commands skip the web checks (core.management.cli.ProjectCommand); the suite runs them all."""
     call_command("check", fail_level="WARNING")
     assert "no issues" in capsys.readouterr().out
 

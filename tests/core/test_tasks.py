@@ -1,4 +1,4 @@
-"""The Job task wrapper (core.tasks) and the sweeper (core.sweeper), with eager Celery.
+"""The Job task wrapper (core.tasks) and the sweeper (core.jobs.sweeper), with eager Celery.
 
 The effect watched is publishing a local batch: a delivery that works gives every HIT a
 provider id; a delivery that must do nothing leaves the HIT that was reset unpublished.
@@ -18,8 +18,8 @@ from annotation import services
 from annotation.models import Batch, Hit
 from config.celery import app
 from core.jobs import start_job
+from core.jobs.sweeper import sweep_jobs
 from core.models import Job
-from core.sweeper import sweep_jobs
 from core.tasks import send_job, task_for, worker_identity
 from pooling.models import QuerySet
 from pooling.services import create_query_set

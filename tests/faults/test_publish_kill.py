@@ -8,7 +8,7 @@ kill lands while the batch's study is being created, so the study is made but it
 never recorded; the second run must find it by its internal name instead of making a
 second one (annotation.prolific.services).
 
-Publishing holds a per-batch lease (core.leases): the second run takes it over because
+Publishing holds a per-batch lease (core.services.leases): the second run takes it over because
 the killed holder's process is gone on this host.
 """
 

@@ -11,8 +11,8 @@ import pytest
 from django.db import transaction
 
 from core.jobs import start_job
+from core.jobs.sweeper import broker_messages, sweep_jobs
 from core.models import Job
-from core.sweeper import broker_messages, sweep_jobs
 from core.tasks import task_for
 from tests.faults.conftest import assert_one_hit_per_group
 from tests.faults.servers import wait_until

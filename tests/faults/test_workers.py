@@ -14,8 +14,8 @@ import pytest
 from django.db import transaction
 
 from core.jobs import start_job
+from core.jobs.sweeper import sweep_jobs
 from core.models import Job
-from core.sweeper import sweep_jobs
 from core.tasks import send_job, task_for
 from pooling.models import Pool, QuerySet, Run
 from tests.faults.conftest import assert_one_hit_per_group

@@ -28,7 +28,7 @@ def test_pool_page_shows_size_lists_overlap_and_queries(client, admin_user, pool
 
 @pytest.mark.django_db
 def test_pool_page_searches_and_pages_its_queries_on_the_server(client, admin_user, pool, settings, monkeypatch):
-    monkeypatch.setattr("core.paging.ROWS_PER_PAGE", 1)
+    monkeypatch.setattr("core.web.paging.ROWS_PER_PAGE", 1)
     client.force_login(admin_user)
     url = reverse("pooling:pool-detail", args=["p"])
     first = client.get(url).content.decode()
@@ -45,7 +45,7 @@ def test_pool_page_searches_and_pages_its_queries_on_the_server(client, admin_us
 @pytest.mark.django_db
 def test_pool_page_sorts_every_query_on_the_server_not_one_page(client, admin_user, pool, monkeypatch):
     """One row a page: sorting must order the whole pool, so page 1 holds its first row whichever page held it."""
-    monkeypatch.setattr("core.paging.ROWS_PER_PAGE", 1)
+    monkeypatch.setattr("core.web.paging.ROWS_PER_PAGE", 1)
     client.force_login(admin_user)
     url = reverse("pooling:pool-detail", args=["p"])
     by_query = client.get(url + "?sort=query").content.decode()
@@ -60,7 +60,7 @@ def test_pool_page_sorts_every_query_on_the_server_not_one_page(client, admin_us
 def test_pool_sort_keys_put_qids_in_natural_order_and_missing_rab_last():
     from django.test import RequestFactory
 
-    from core.paging import table_page
+    from core.web.paging import table_page
     from pooling.views import pool_sort_keys
 
     rows = [

@@ -166,7 +166,7 @@ def test_a_collection_changed_after_import_is_not_counted(world):
 
 
 def _cache_files(folder: str) -> list[str]:
-    from core.storage import cache_dir
+    from core.services.storage import cache_dir
 
     return sorted(p.name for p in cache_dir(folder).iterdir())
 
@@ -201,7 +201,7 @@ def test_truncated_gzip_fails_cleanly_in_every_importer(world, tmp_path, command
 def test_stale_staging_files_of_killed_imports_are_removed(world, tmp_path):
     import subprocess
 
-    from core.storage import cache_dir, staging_path
+    from core.services.storage import cache_dir, staging_path
 
     dead = subprocess.Popen(["true"])  # a process id that has certainly ended
     dead.wait()

@@ -103,7 +103,7 @@ class CrowdProvider(ABC):
 #: The project's providers, imported when first asked for (so loading this package loads
 #: neither Django's models nor a provider's client).
 BUILT_IN = {
-    "local": "annotation.crowd.providers.local",
+    "local": "annotation.crowd.providers.inhouse",
     "mturk": "annotation.crowd.providers.mturk",
     "prolific": "annotation.crowd.providers.prolific",
 }

@@ -3,7 +3,7 @@
 Each job is declared once here (:func:`core.jobs.background_job`): its kind, its Celery
 task's name and its work; ``start_*`` check the batch and start it. The Job is sent only
 once the caller's transaction has committed (so the worker sees the batch and the job), and
-runs in this process when no broker is configured (``core.local_jobs``). Publishing,
+runs in this process when no broker is configured (``core.jobs.in_process``). Publishing,
 syncing and escalating record every provider call before making it, so a redelivery after
 a crash finishes the work instead of repeating it. Pre-labelling is a job because a chat
 model may take minutes; a redelivery reruns it, which costs nothing: the chat model's

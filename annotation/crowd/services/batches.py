@@ -20,7 +20,7 @@ from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchS
 from annotation.labels import label_code
 from annotation.models import Assignment, Batch, BatchQuery, Hit, HitQuery, Judgment, Provider
 from core.errors import InputError, ServiceError, StateError
-from core.names import validate_name
+from core.services.names import validate_name
 from core.textfiles import MAX_LINE_BYTES, open_text
 from pooling.models import Pool, QuerySet
 from pooling.queryfiles import normalise_text

@@ -2,7 +2,7 @@
 
 Two ``sync_batch`` of one batch at once would both review every submitted assignment and
 call the provider twice for each; two escalations would both extend. Each of these actions
-holds the batch's lease (:mod:`core.leases`) for its whole run; a second caller, from a
+holds the batch's lease (:mod:`core.services.leases`) for its whole run; a second caller, from a
 command, a page, the API or a Celery task, is told that the batch is busy and by whom.
 """
 
@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable
 from typing import TypeVar
 
-from core.leases import exclusive
+from core.services.leases import exclusive
 
 F = TypeVar("F", bound=Callable)
 

@@ -37,7 +37,7 @@ from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine.services.label_sources import latest_routing
 from annotation.models import Adjudication, Assignment, Batch, BatchQuery, Judgment, PreLabel
 from core.errors import ServiceError, StateError
-from core.names import validate_name
+from core.services.names import validate_name
 
 #: The sample size when none is given: enough for kappa within about +-0.1.
 DEFAULT_SAMPLE = 200

@@ -141,7 +141,7 @@ def refuse_running_prelabel(batch: Batch, labeller: str, train: str | None = Non
 class _TrainingSource:
     """What a trained job learns from, as :func:`refuse_running_prelabel` compares two of them.
 
-    Each upload is kept under a random prefix (``core.uploads.keep_upload``), so two posts of
+    Each upload is kept under a random prefix (``core.services.uploads.keep_upload``), so two posts of
     the same file have two paths: an upload is its original name and its content's SHA-256.
     The SHA-256 is ``None`` once a job has read (and deleted) its upload: then the original
     name alone decides (a running job is refused a same-named file: conservative, for as long
@@ -231,13 +231,13 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
     return get_prelabeller(name)
 
 
-#: The random prefix :func:`core.uploads.keep_upload` gives a kept upload (``<12 hex>-name``).
+#: The random prefix :func:`core.services.uploads.keep_upload` gives a kept upload (``<12 hex>-name``).
 _UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{12}-")
 
 
 def _kept_upload(path: Path) -> bool:
     """Whether ``path`` is an upload kept for this run (``cache/uploads/``), which is ours to delete."""
-    from core.storage import cache_dir
+    from core.services.storage import cache_dir
 
     try:
         return path.resolve().parent == cache_dir("uploads").resolve()

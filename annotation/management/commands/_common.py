@@ -11,8 +11,8 @@ from decimal import Decimal, InvalidOperation
 from django.core.management.base import CommandError
 
 from annotation.models import Batch
-from core.cli import command_errors as base_command_errors
-from core.cli import get_named
+from core.management.cli import command_errors as base_command_errors
+from core.management.cli import get_named
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

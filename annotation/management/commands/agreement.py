@@ -3,7 +3,7 @@ import json
 from annotation import services
 from annotation.labels import LABEL_NAMES
 from annotation.management.commands._common import command_errors, get_batch
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 def _number(value, digits: int = 3) -> str:

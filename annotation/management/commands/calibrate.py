@@ -2,7 +2,7 @@ from annotation import services
 from annotation.labels import LABEL_NAMES
 from annotation.machine.services.calibration import DEFAULT_SAMPLE, create_calibration_sample
 from annotation.management.commands._common import command_errors, format_cost, get_batch
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

@@ -3,7 +3,7 @@ import json
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine.services.calibration import calibration_report
 from annotation.management.commands._common import command_errors, get_batch
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 def _ci(pair) -> str:

@@ -4,7 +4,7 @@ from django.core.management.base import CommandError
 
 from annotation import services
 from annotation.management.commands._common import command_errors
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

@@ -10,7 +10,7 @@ from annotation.management.commands._common import (
     qualifications,
 )
 from annotation.models import Provider
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 from pooling.models import Pool, QuerySet
 
 

@@ -2,7 +2,7 @@ from annotation import services
 from annotation.management.commands._common import command_errors, get_batch, money
 from annotation.quality.services.budget import set_extra_budget
 from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS, UNTIL_CHOICES, set_auto_escalation
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

@@ -2,7 +2,7 @@ from annotation import services
 from annotation.labels import EXPORT_CATEGORIES
 from annotation.management.commands._common import command_errors, get_batch
 from annotation.results.export_formats import EXPORT_FORMATS, format_for_path
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

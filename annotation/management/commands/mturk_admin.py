@@ -4,7 +4,7 @@ from django.utils import timezone
 from annotation.crowd.services import mturk_admin
 from annotation.management.commands._common import command_errors, duration, get_batch, money
 from annotation.models import Assignment, Worker
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

@@ -4,7 +4,7 @@ from annotation import services
 from annotation.labels import LABEL_NAMES
 from annotation.machine.prelabellers import prelabeller_names
 from annotation.management.commands._common import command_errors, get_batch
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

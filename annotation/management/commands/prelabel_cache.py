@@ -2,7 +2,7 @@ from django.core.management.base import CommandError
 
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache
 from annotation.management.commands._common import command_errors
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

@@ -2,7 +2,7 @@ from annotation import services
 from annotation.management.commands._common import command_errors, format_cost, get_batch
 from annotation.models import Provider
 from annotation.prolific.services import quote
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

@@ -3,7 +3,7 @@ from django.core.management.base import CommandError
 from annotation import services
 from annotation.machine.services.routing import DEFAULT_RISK, plan_routing, plan_summary, route_batch
 from annotation.management.commands._common import command_errors, format_cost, get_batch, money
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

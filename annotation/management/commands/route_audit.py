@@ -5,7 +5,7 @@ from django.core.management.base import CommandError
 from annotation.machine.services.calibration import DEFAULT_SAMPLE
 from annotation.machine.services.routing import DEFAULT_RISK, audit_routing
 from annotation.management.commands._common import command_errors, get_batch
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 from core.progress import Progress
 
 

@@ -1,7 +1,7 @@
 from annotation import services
 from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.management.commands._common import command_errors, get_batch
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

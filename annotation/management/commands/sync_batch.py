@@ -1,6 +1,6 @@
 from annotation import services
 from annotation.management.commands._common import command_errors, get_batch
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

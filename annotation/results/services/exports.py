@@ -29,7 +29,7 @@ from annotation.results.export_formats import (
 from annotation.results.services.answers_summary import CITATION, BatchAnswers, agreement, min_votes, query_results
 from core.errors import ServiceError
 from core.files import check_writable, file_sha256
-from core.storage import cache_dir
+from core.services.storage import cache_dir
 from pooling import services as pooling_services
 from pooling.models import QuerySet
 

@@ -21,7 +21,7 @@ from benchmarks.measure import sqlite_commit_seconds, tree_cpu_seconds
 from benchmarks.site_load import format_table, free_port, interleaved_multiple, interleaved_schedule
 from benchmarks.site_server import start_gunicorn, stop
 from benchmarks.virtual_annotator import _ASSIGNMENT, _CSRF_INPUT, _QUESTION, VirtualAnnotator
-from core.cli import ProjectCommand, command_errors
+from core.management.cli import ProjectCommand, command_errors
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 

@@ -13,7 +13,7 @@ from annotation import services
 from annotation.models import Assignment, Batch, Judgment
 from benchmarks.site_load import PREFIX, LoadResult, format_table, free_port, run_annotators, step_rows
 from benchmarks.site_server import benchmark_batch, start_gunicorn, stop
-from core.cli import ProjectCommand, command_errors
+from core.management.cli import ProjectCommand, command_errors
 
 PASSWORD = "load-benchmark-password"
 

@@ -5,7 +5,7 @@ import sys
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 
 MODES = {
     "notebook": "the notebook's algorithm, RaB+ARaB (tf, bool)",

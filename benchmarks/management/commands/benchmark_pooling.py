@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
 
 

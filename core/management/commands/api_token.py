@@ -3,8 +3,8 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from core.api_tokens import api_token, revoke_api_token
-from core.cli import ProjectCommand, command_errors
+from core.management.cli import ProjectCommand, command_errors
+from core.services.api_tokens import api_token, revoke_api_token
 
 
 class Command(ProjectCommand):

@@ -2,8 +2,8 @@ from django.core.management.base import CommandError
 from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import RedisError
 
-from core.cli import ProjectCommand
-from core.sweeper import sweep_jobs
+from core.jobs.sweeper import sweep_jobs
+from core.management.cli import ProjectCommand
 
 
 class Command(ProjectCommand):

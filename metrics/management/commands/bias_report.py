@@ -1,7 +1,7 @@
 from django.core.management.base import CommandError
 
-from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import atomic_path, atomic_write, check_writable
+from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from metrics import formatting, plots, selectors, services
 from metrics.defaults import COLLECTION_BACKGROUND, DEFAULT_NORMALISER, NORMALISERS, TABLE_LAYOUTS
 from pooling.models import Qrels, QuerySet, Run

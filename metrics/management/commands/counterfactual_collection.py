@@ -3,8 +3,8 @@ from pathlib import Path
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
-from core.cli import ProjectCommand, command_errors, get_named
 from core.files import check_writable
+from core.management.cli import ProjectCommand, command_errors, get_named
 from metrics.counterfactual import HER_CHOICES, Swapper, swap_table, write_counterfactual
 from metrics.services import default_representative_wordlist
 from pooling.models import Collection

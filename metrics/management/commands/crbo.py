@@ -1,5 +1,5 @@
-from core.cli import ProjectCommand, command_errors, get_named_list
 from core.files import atomic_write, check_writable
+from core.management.cli import ProjectCommand, command_errors, get_named_list
 from core.spreadsheet import write_csv
 from metrics.rbo import DEFAULT_DEPTH, DEFAULT_P
 from metrics.services import crbo_summary

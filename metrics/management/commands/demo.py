@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from core.cli import ProjectCommand
+from core.management.cli import ProjectCommand
 from metrics.models import Report
 from metrics.selectors import report_summary
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run

@@ -1,8 +1,8 @@
 from django.core.management.base import CommandError
 
 from annotation import selectors as annotation_selectors
-from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import atomic_path, atomic_write, check_writable
+from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from metrics import services
 from metrics.defaults import CONFIDENCE_THRESHOLD, DEFAULT_NORMALISER, DEFAULT_SAMPLES, DEFAULT_SEED, NORMALISERS
 from metrics.models import COLLECTION_BACKGROUND

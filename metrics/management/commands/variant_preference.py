@@ -1,4 +1,4 @@
-from core.cli import ProjectCommand, command_errors, get_named, name_list
+from core.management.cli import ProjectCommand, command_errors, get_named, name_list
 from metrics.preference import VERSIONS
 from metrics.services import preference_summary
 from pooling.models import Run

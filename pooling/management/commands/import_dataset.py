@@ -1,4 +1,4 @@
-from core.cli import ProjectCommand, command_errors, report_import
+from core.management.cli import ProjectCommand, command_errors, report_import
 from pooling import services
 
 

@@ -1,4 +1,4 @@
-from core.cli import ProjectCommand, command_errors, get_named, report_import
+from core.management.cli import ProjectCommand, command_errors, get_named, report_import
 from pooling import services
 from pooling.models import Collection, QuerySet
 

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from core.cli import ProjectCommand, command_errors, get_named, report_import
-from core.names import validate_name
+from core.management.cli import ProjectCommand, command_errors, get_named, report_import
+from core.services.names import validate_name
 from pooling import services
 from pooling.models import Collection, Run
 from pooling.readers import RUN_FORMATS

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from core.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from core.files import check_writable
+from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from pooling import selectors, services
 from pooling.analysis import MAGNITUDES
 from pooling.management.commands.import_run import run_name

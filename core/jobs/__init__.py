@@ -18,7 +18,7 @@ each declaration (claim, heartbeat, done is done); services never import a tasks
 
 :meth:`BackgroundJob.start` (:func:`start_job`) records the Job with its task and arguments
 and sends the task after the commit. :func:`create_job` is for a bare progress record.
-The declarations are kept in :mod:`core.job_registry`, which imports neither this module
+The declarations are kept in :mod:`core.jobs.registry`, which imports neither this module
 nor :mod:`core.tasks` (both import it; this one imports ``core.tasks`` only when it sends).
 This module imports no Celery: services that start jobs are loaded by every command and
 page, and Celery costs ~0.1 s to import; it is loaded at the commit, when the task is sent.
@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
-from . import job_registry
-from .job_registry import JobDeclaration
-from .models import Job
+from core.jobs import registry as job_registry
+from core.jobs.registry import JobDeclaration
+from core.models import Job
 
 if TYPE_CHECKING:
     from celery import Task
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class BackgroundJob(JobDeclaration):
-    """One background job, as declared by :func:`background_job`: a :class:`~core.job_registry.JobDeclaration` that starts."""
+    """One background job, as declared by :func:`background_job`: a :class:`~core.jobs.registry.JobDeclaration` that starts."""
 
     def start(self, description: str, *args: Any) -> Job:
         """Record a Job for ``work(job, *args)`` and send its task once the caller's transaction commits."""
@@ -81,14 +81,14 @@ def start_job(task: Task | str, kind: str, description: str, *args: Any) -> Job:
 
     ``task`` is a Celery task or its name (a declared job's :meth:`BackgroundJob.start`
     passes the name, so nothing loads Celery before the commit). Without a broker the task
-    runs in this process at the commit (:mod:`core.local_jobs`): on a background thread,
+    runs in this process at the commit (:mod:`core.jobs.in_process`): on a background thread,
     or inline in a ``manage.py`` command.
     """
     name = task if isinstance(task, str) else task.name
     job = Job.objects.create(kind=kind, description=description[:500], task=name, arguments=list(args))
 
     def send() -> None:
-        from .tasks import send_job
+        from core.tasks import send_job
 
         send_job(job, None if isinstance(task, str) else task)
 

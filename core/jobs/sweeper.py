@@ -13,7 +13,7 @@ Two kinds of Job are stuck:
   known at once. Such a Job is handed back (pending) before it is sent, so a worker on
   any host may take it over without waiting for the lease.
 
-Without a broker, sending is running it here (:mod:`core.local_jobs`; inline under
+Without a broker, sending is running it here (:mod:`core.jobs.in_process`; inline under
 ``manage.py sweep_jobs``).
 
 Sending a Job again is always safe: :mod:`core.tasks` makes a second delivery of a Job
@@ -36,9 +36,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.celery import app
-
-from .models import Job
-from .tasks import process_gone, send_job
+from core.models import Job
+from core.tasks import process_gone, send_job
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ who may reach every endpoint; annotators work on the site and have no use for on
 - **Refused without staff status.** A token works only while its user is active and staff,
   checked on every request; losing either also deletes the token (``core.apps``), so it
   does not come back with the status.
-- **Throttled on failure.** A client (``core.client_ip``) whose token headers failed
+- **Throttled on failure.** A client (``core.web.client_ip``) whose token headers failed
   ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["bad_api_token"]`` times recently gets 429 for
   every token it sends until the window passes (:class:`TokenAuthentication`).
 """
@@ -31,9 +31,9 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework import authentication, exceptions, throttling
 
-from .client_ip import client_ip
-from .errors import ServiceError
-from .models import ApiToken
+from core.errors import ServiceError
+from core.models import ApiToken
+from core.web.client_ip import client_ip
 
 #: Hex digits of a key: 160 random bits, like DRF's tokens, so migrated keys keep working.
 KEY_LENGTH = 40

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from .textfiles import configure_limits
+from core.textfiles import configure_limits
 
 SETTINGS = ("IMPORT_MAX_DECOMPRESSED_BYTES", "IMPORT_MAX_HELD_BYTES")
 

@@ -15,7 +15,7 @@ from django.core.checks import Tags
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Model, QuerySet
 
-from .errors import InputError, ServiceError
+from core.errors import InputError, ServiceError
 
 
 class ProjectCommand(BaseCommand):
@@ -34,7 +34,7 @@ class ProjectCommand(BaseCommand):
 
     def execute(self, *args, **options):
         """Jobs the command starts run inline: it reports their outcome, and it exits right after."""
-        from .local_jobs import inline_jobs
+        from core.jobs.in_process import inline_jobs
 
         with inline_jobs():
             return super().execute(*args, **options)

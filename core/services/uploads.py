@@ -1,7 +1,7 @@
 """Files that reach the site for import: uploaded through a form, or a path on the server.
 
 Invariant: an uploaded file is written chunk by chunk straight into the staging folder
-(:func:`core.storage.staging_path`), never held in memory nor in a second temporary
+(:func:`core.services.storage.staging_path`), never held in memory nor in a second temporary
 copy, and never exceeds ``settings.IMPORT_UPLOAD_MAX_BYTES``: the upload stops at the
 first chunk past the limit and its partial file is removed. A staged file is then moved
 (one rename, same file system) to the ``uploads`` folder, where it stays for as long as
@@ -24,9 +24,9 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
-from .errors import ServiceError
-from .storage import cache_dir, staging_path
-from .textfiles import safe_basename
+from core.errors import ServiceError
+from core.services.storage import cache_dir, staging_path
+from core.textfiles import safe_basename
 
 
 def safe_filename(name: str) -> str:
@@ -116,7 +116,7 @@ def upload_too_large_message() -> str:
 def keep_upload(upload: UploadedFile) -> Path:
     """Move a staged upload out of the staging folder into ``uploads/`` and return its new path."""
     if not isinstance(upload, StagedUpload):
-        raise TypeError("uploads must come through StagingUploadHandler (core.uploads.use_staging_uploads)")
+        raise TypeError("uploads must come through StagingUploadHandler (core.services.uploads.use_staging_uploads)")
     upload.close()
     target = cache_dir("uploads") / f"{uuid.uuid4().hex[:12]}-{safe_filename(upload.name)}"
     os.replace(upload.staged_path, target)

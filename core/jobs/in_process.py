@@ -7,7 +7,7 @@ of background threads of this process (``JOB_LOCAL_THREADS``, ``JOB_LOCAL_RUNNER
 "threads"``). Two callers want the Job done before they go on, and run it inline, in
 their own thread at the commit:
 
-- a ``manage.py`` command (:class:`core.cli.ProjectCommand` wraps its work in
+- a ``manage.py`` command (:class:`core.management.cli.ProjectCommand` wraps its work in
   :func:`inline_jobs`): it prints the outcome, and a process that exits would otherwise
   leave the Job to a thread that is about to stop;
 - ``JOB_LOCAL_RUNNER = "inline"`` (the test suite: a test asserts on the Job right after
@@ -16,8 +16,8 @@ their own thread at the commit:
 Either way the Job goes through the same :func:`core.tasks.job_task` wrapper (claim,
 heartbeat, done is done) as on a worker. A process that dies with Jobs queued or running
 here leaves them pending or running under a dead ``host:pid``; ``manage.py sweep_jobs``
-(:mod:`core.sweeper`) runs them again. This module imports neither Celery nor the models:
-:mod:`core.cli` loads it in every command.
+(:mod:`core.jobs.sweeper`) runs them again. This module imports neither Celery nor the models:
+:mod:`core.management.cli` loads it in every command.
 """
 
 from __future__ import annotations

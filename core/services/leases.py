@@ -26,8 +26,8 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .errors import StateError
-from .models import Lease
+from core.errors import StateError
+from core.models import Lease
 
 DEFAULT_TTL = timedelta(hours=6)
 _held = threading.local()

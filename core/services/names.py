@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 
-from .errors import ServiceError
+from core.errors import ServiceError
 
 
 def validate_name(name: str, what: str) -> str:
