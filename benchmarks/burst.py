@@ -19,6 +19,7 @@ import os
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -32,16 +33,36 @@ from annotation.labels import LABELS
 from annotation.models import Assignment, Judgment
 from benchmarks.site_load import PREFIX, format_table, free_port, percentiles
 from benchmarks.site_server import benchmark_batch, start_gunicorn, stop
-from benchmarks.virtual_annotator import _CSRF_INPUT, _QUESTION, VirtualAnnotator
+from benchmarks.virtual_annotator import CSRF_INPUT, QUESTION_INPUT, VirtualAnnotator
 
 STEPS = ("arrival", "HIT page", "submit")
 PLACES = 3  # participants per HIT: claims of the same HITs meet, as in a real study
 
 
+@dataclass
+class Tally:
+    """What the participants measured, step by step, shared by their threads under ``lock``."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {step: [] for step in STEPS})
+    errors: dict[str, int] = field(default_factory=lambda: {step: 0 for step in STEPS})
+    samples: list[str] = field(default_factory=list)
+    accepted: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def took(self, step: str, started: float) -> None:
+        with self.lock:
+            self.latencies[step].append(time.perf_counter() - started)
+
+    def failed(self, step: str, message: str) -> None:
+        with self.lock:
+            self.errors[step] += 1
+            if len(self.samples) < 5:
+                self.samples.append(message[:300])
+
+
 def run_burst(command, o: dict) -> None:
-    from annotation.crowd.providers.prolific import ProlificProvider
-    from annotation.crowd.providers.prolific_api import Prolific
-    from benchmarks.fakes.prolific import TOKEN, FakeProlific, serve
+    """N participants over T seconds against gunicorn and a Prolific-compatible server (module docstring)."""
+    from benchmarks.fakes.prolific import FakeProlific, serve
 
     n, over, per_hit = o["burst"], o["over"], o["queries_per_hit"]
     if n <= 0 or over < 0:
@@ -50,35 +71,8 @@ def run_burst(command, o: dict) -> None:
     fake_url, fake_server = serve(fake)
     port = free_port()
     site = f"http://127.0.0.1:{port}"
-    env = {
-        "PROLIFIC_API_URL": f"{fake_url}/api/v1/",
-        "PROLIFIC_API_TOKEN": TOKEN,
-        "PROLIFIC_PROJECT_ID": "burst-project",
-        "PROLIFIC_WORKSPACE_ID": "burst-workspace",
-        "PROLIFIC_COMPLETION_URL": f"{fake_url}/submissions/complete?cc=",
-        "SITE_URL": site,
-    }
-    os.environ.update(env)  # gunicorn inherits them
-    # Every participant arrives from this machine's address: one client with n arrivals (gunicorn only).
-    os.environ["PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE"] = str(max(n, 30))
-    os.environ["PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE"] = str(max(n, 600))
-    for key, value in env.items():
-        setattr(settings, key, value)  # and this process publishes through the same fake
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    hits = math.ceil(n / PLACES)
-    batch = benchmark_batch(
-        f"{PREFIX}burst-{stamp}",
-        hits * per_hit,
-        services.BatchSettings(
-            provider="prolific",
-            assignments_per_query=PLACES,
-            queries_per_hit=per_hit,
-            reward=Decimal("0.90"),
-            provider_options={"estimated_minutes": 4},
-        ),
-    )
-    services.publish_batch(batch, ProlificProvider(Prolific(settings.PROLIFIC_API_URL, TOKEN)))
-    batch.refresh_from_db()
+    _point_at(fake_url, site, n)
+    batch, hits = _publish_study(n, per_hit)
     command.stdout.write(
         f"Study {batch.hit_type_id} for batch {batch.name!r}: {hits} HITs of {per_hit}, {hits * PLACES} places; "
         f"Prolific-compatible server at {fake_url}"
@@ -89,54 +83,13 @@ def run_burst(command, o: dict) -> None:
         f"{connection.vendor} ({connection.settings_dict['NAME']}); log {log}"
     )
     server = start_gunicorn(port, workers=o["workers"], threads=o["threads"], log=log)
-    latencies: dict[str, list[float]] = {step: [] for step in STEPS}
-    errors: dict[str, int] = {step: 0 for step in STEPS}
-    samples: list[str] = []
-    accepted = [0]
-    lock = threading.Lock()
+    tally = Tally()
 
     def participant(i: int, at: float) -> None:
         time.sleep(max(0.0, at - time.monotonic()))
         with fake_server.lock:  # the fake is not thread-safe; its own handler holds this lock
             _session, url = fake.start(batch.hit_type_id, f"{i:024x}")  # Prolific-shaped ids
-        parts = urlsplit(url)
-        browser = VirtualAnnotator(site, "-", "-", seed=i)
-        step = "arrival"
-        try:
-            started = time.perf_counter()
-            answer = browser.request("GET", f"{parts.path}?{parts.query}")
-            location = urlsplit(answer.headers.get("location", "")).path
-            if answer.status != 302 or "/prolific/hits/" not in location:
-                raise ValueError(f"study link answered {answer.status} {location}")
-            with lock:
-                latencies[step].append(time.perf_counter() - started)
-            step = "HIT page"
-            started = time.perf_counter()
-            page = browser.request("GET", location)
-            token = _CSRF_INPUT.search(page.body)
-            fields = list(dict.fromkeys(_QUESTION.findall(page.body)))
-            if page.status != 200 or token is None or not fields:
-                raise ValueError(f"{location} answered {page.status}")
-            with lock:
-                latencies[step].append(time.perf_counter() - started)
-            step = "submit"
-            form = {name: browser.random.choice(LABELS) for name in fields}
-            form["csrfmiddlewaretoken"] = token.group(1)
-            started = time.perf_counter()
-            answer = browser.request("POST", location, form)
-            done = answer.headers.get("location", "")
-            if answer.status != 302 or not done.startswith(settings.PROLIFIC_COMPLETION_URL):
-                raise ValueError(f"submit answered {answer.status} {done}")
-            with lock:
-                latencies[step].append(time.perf_counter() - started)
-                accepted[0] += 1
-        except Exception as exc:
-            with lock:
-                errors[step] += 1
-                if len(samples) < 5:
-                    samples.append(f"participant {i}, {step}: {exc!r}"[:300])
-        finally:
-            browser.close()
+        _one_participant(site, url, i, tally)
 
     started = time.monotonic()
     threads = [
@@ -152,26 +105,111 @@ def run_burst(command, o: dict) -> None:
     finally:
         stop(server)
         fake_server.shutdown()
-    seconds = time.monotonic() - started
+    _report(command, o, batch, tally, n, over, time.monotonic() - started)
+
+
+def _point_at(fake_url: str, site: str, n: int) -> None:
+    """Point gunicorn (through the environment it inherits) and this process at the fake Prolific."""
+    from benchmarks.fakes.prolific import TOKEN
+
+    env = {
+        "PROLIFIC_API_URL": f"{fake_url}/api/v1/",
+        "PROLIFIC_API_TOKEN": TOKEN,
+        "PROLIFIC_PROJECT_ID": "burst-project",
+        "PROLIFIC_WORKSPACE_ID": "burst-workspace",
+        "PROLIFIC_COMPLETION_URL": f"{fake_url}/submissions/complete?cc=",
+        "SITE_URL": site,
+    }
+    os.environ.update(env)  # gunicorn inherits them
+    # Every participant arrives from this machine's address: one client with n arrivals (gunicorn only).
+    os.environ["PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE"] = str(max(n, 30))
+    os.environ["PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE"] = str(max(n, 600))
+    for key, value in env.items():
+        setattr(settings, key, value)  # and this process publishes through the same fake
+
+
+def _publish_study(n: int, per_hit: int):
+    """A batch of made-up queries published as a Prolific study with ``PLACES`` places per HIT."""
+    from annotation.crowd.providers.prolific import ProlificProvider
+    from annotation.crowd.providers.prolific_api import Prolific
+    from benchmarks.fakes.prolific import TOKEN
+
+    hits = math.ceil(n / PLACES)
+    batch = benchmark_batch(
+        f"{PREFIX}burst-{time.strftime('%Y%m%d-%H%M%S')}",
+        hits * per_hit,
+        services.BatchSettings(
+            provider="prolific",
+            assignments_per_query=PLACES,
+            queries_per_hit=per_hit,
+            reward=Decimal("0.90"),
+            provider_options={"estimated_minutes": 4},
+        ),
+    )
+    services.publish_batch(batch, ProlificProvider(Prolific(settings.PROLIFIC_API_URL, TOKEN)))
+    batch.refresh_from_db()
+    return batch, hits
+
+
+def _one_participant(site: str, url: str, i: int, tally: Tally) -> None:
+    """One participant: the study link, the HIT page, the submit; each step timed, a failure tallied."""
+    parts = urlsplit(url)
+    browser = VirtualAnnotator(site, "-", "-", seed=i)
+    step = "arrival"
+    try:
+        started = time.perf_counter()
+        answer = browser.request("GET", f"{parts.path}?{parts.query}")
+        location = urlsplit(answer.headers.get("location", "")).path
+        if answer.status != 302 or "/prolific/hits/" not in location:
+            raise ValueError(f"study link answered {answer.status} {location}")
+        tally.took(step, started)
+        step = "HIT page"
+        started = time.perf_counter()
+        page = browser.request("GET", location)
+        token = CSRF_INPUT.search(page.body)
+        fields = list(dict.fromkeys(QUESTION_INPUT.findall(page.body)))
+        if page.status != 200 or token is None or not fields:
+            raise ValueError(f"{location} answered {page.status}")
+        tally.took(step, started)
+        step = "submit"
+        form = {name: browser.random.choice(LABELS) for name in fields}
+        form["csrfmiddlewaretoken"] = token.group(1)
+        started = time.perf_counter()
+        answer = browser.request("POST", location, form)
+        done = answer.headers.get("location", "")
+        if answer.status != 302 or not done.startswith(settings.PROLIFIC_COMPLETION_URL):
+            raise ValueError(f"submit answered {answer.status} {done}")
+        tally.took(step, started)
+        with tally.lock:
+            tally.accepted += 1
+    except Exception as exc:
+        tally.failed(step, f"participant {i}, {step}: {exc!r}")
+    finally:
+        browser.close()
+
+
+def _report(command, o: dict, batch, tally: Tally, n: int, over: float, seconds: float) -> None:
+    """The table of steps, the error rate, and stored = accepted (a ``CommandError`` when they differ)."""
     rows = []
     for step in STEPS:
-        p50, p95, p99 = percentiles(latencies[step])
+        p50, p95, p99 = percentiles(tally.latencies[step])
         rows.append(
             {
                 "step": step,
-                "count": len(latencies[step]),
-                "errors": errors[step],
+                "count": len(tally.latencies[step]),
+                "errors": tally.errors[step],
                 "p50 ms": p50 * 1000,
                 "p95 ms": p95 * 1000,
                 "p99 ms": p99 * 1000,
             }
         )
-    both = [a + b for a, b in zip(latencies["arrival"], latencies["HIT page"], strict=False)]
+    both = [a + b for a, b in zip(tally.latencies["arrival"], tally.latencies["HIT page"], strict=False)]
     submitted = Assignment.objects.filter(
         hit__batch=batch, status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]
     ).count()
     judgments = Judgment.objects.filter(assignment__hit__batch=batch).count()
-    failed = sum(errors.values())
+    failed = sum(tally.errors.values())
+    per_hit = o["queries_per_hit"]
     command.stdout.write("")
     command.stdout.write(
         f"launch burst: {n} participants over {over:g} s (done in {seconds:.0f} s), gunicorn "
@@ -183,11 +221,11 @@ def run_burst(command, o: dict) -> None:
         f"step of benchmark_load: p95 {percentiles(both)[1] * 1000:,.0f} ms)"
     )
     command.stdout.write(
-        f"error rate: {failed / n:.2%} ({failed} of {n} participants); submits accepted: {accepted[0]}; "
+        f"error rate: {failed / n:.2%} ({failed} of {n} participants); submits accepted: {tally.accepted}; "
         f"stored: {submitted} submitted assignments, {judgments} judgments "
-        f"(accepted {accepted[0]} x {per_hit} = {accepted[0] * per_hit})"
+        f"(accepted {tally.accepted} x {per_hit} = {tally.accepted * per_hit})"
     )
-    for sample in samples:
+    for sample in tally.samples:
         command.stderr.write(f"  error: {sample}")
-    if submitted != accepted[0] or judgments != accepted[0] * per_hit:
+    if submitted != tally.accepted or judgments != tally.accepted * per_hit:
         raise CommandError("the judgments stored do not match the submissions accepted")

@@ -29,9 +29,9 @@ from urllib.parse import urlencode, urlsplit
 
 from annotation.labels import LABELS
 
-_CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
-_QUESTION = re.compile(r'<input type="radio" name="(q-\d+)"')
-_ASSIGNMENT = re.compile(r"/annotation/assignments/(\d+)/$")
+CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+QUESTION_INPUT = re.compile(r'<input type="radio" name="(q-\d+)"')
+ASSIGNMENT_PATH = re.compile(r"/annotation/assignments/(\d+)/$")
 #: Django's message levels that mean the answers were stored (SUCCESS, WARNING).
 STORED_LEVELS = (25, 30)
 #: A kept-alive connection idle this long is replaced (gunicorn closes idle ones after 2 s).
@@ -171,7 +171,7 @@ class VirtualAnnotator:
 
         def work() -> None:
             page = self.request("GET", "/accounts/login/")
-            token = _CSRF_INPUT.search(page.body)
+            token = CSRF_INPUT.search(page.body)
             if page.status != 200 or token is None:
                 raise SiteError("login", f"login page answered {page.status}")
             form = {"username": self.username, "password": self.password, "csrfmiddlewaretoken": token.group(1)}
@@ -189,12 +189,12 @@ class VirtualAnnotator:
             if answer.status == 200:
                 return None  # the "no more HITs" page
             location = urlsplit(answer.headers.get("location", "")).path
-            match = _ASSIGNMENT.search(location)
+            match = ASSIGNMENT_PATH.search(location)
             if answer.status != 302 or match is None:
                 raise SiteError("next", f"/annotation/next/ answered {answer.status} {location}")
             page = self.request("GET", location)
-            token = _CSRF_INPUT.search(page.body)
-            fields = list(dict.fromkeys(_QUESTION.findall(page.body)))
+            token = CSRF_INPUT.search(page.body)
+            fields = list(dict.fromkeys(QUESTION_INPUT.findall(page.body)))
             if page.status != 200 or token is None or not fields:
                 raise SiteError("next", f"{location} answered {page.status}")
             return Hit(int(match.group(1)), location, fields, token.group(1))

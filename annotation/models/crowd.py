@@ -322,7 +322,7 @@ class Assignment(models.Model):
         indexes = [
             # A worker's open hand-out and their count of answered HITs, whatever their history.
             models.Index(fields=["worker", "status"], name="assignment_worker_status"),
-            # Timed-out hand-outs (services.local._release_abandoned).
+            # Timed-out hand-outs (services.local.release_abandoned).
             models.Index(fields=["status", "accepted_at"], name="assignment_status_accepted"),
         ]
 

@@ -79,7 +79,7 @@ from annotation.crowd.providers.prolific_api import Prolific, ProlificError, Pro
 from annotation.crowd.services.answers import review_assignment
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.statuses import complete_if_done
-from annotation.inhouse.services.handout import _release_abandoned, claim_hit
+from annotation.inhouse.services.handout import claim_hit, release_abandoned
 from annotation.models import Assignment, Batch, Bonus, ProlificSession, Provider, Worker
 from core.errors import ServiceError
 from core.models import Job
@@ -413,7 +413,7 @@ def arrive(batch: Batch, session: ProlificSession) -> Assignment | None:
     worker = worker_for(Provider.PROLIFIC, session.participant_id)
     if worker.blocked:
         return None
-    _release_abandoned()
+    release_abandoned()
     try:
         from annotation.quality.services.training import qualified_batches
 

@@ -6,7 +6,7 @@ the HIT they were already given and have not submitted, or a new one: the first 
 the oldest published local batch that still needs answers and that they have not done.
 ``Assignment`` is unique on (hit, worker), so nobody is ever shown a HIT twice: a hand-out
 whose time ran out holds no place any more (:func:`holds_place`; its place goes back to the
-queue at once) and is marked abandoned, not deleted, within a minute (:func:`_release_abandoned`)
+queue at once) and is marked abandoned, not deleted, within a minute (:func:`release_abandoned`)
 or when its annotator asks for the next HIT.
 
 Handing out is concurrency-safe. On PostgreSQL the candidate HIT row is locked
@@ -240,13 +240,13 @@ ON_SITE = (Provider.LOCAL, Provider.PROLIFIC)
 _KEPT = tuple(s for s in Assignment.Status.values if s not in FREES_PLACE and s != Assignment.Status.ASSIGNED)
 #: Statuses in which an assignment still takes its annotator's answers (abandoned: while its HIT has a place).
 _TAKES_ANSWERS = (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED)
-#: ``_release_abandoned`` marks timed-out hand-outs abandoned at most this often per process (seconds).
+#: ``release_abandoned`` marks timed-out hand-outs abandoned at most this often per process (seconds).
 RELEASE_EVERY = 60.0
 _released_at: float | None = None
 _release_lock = threading.Lock()
 
 
-def _release_abandoned(*, force: bool = False) -> int:
+def release_abandoned(*, force: bool = False) -> int:
     """Mark hand-outs held longer than their batch's assignment duration abandoned, as MTurk does.
 
     Book-keeping only: a timed-out hand-out already holds no place when HITs are handed out
@@ -321,7 +321,7 @@ def next_assignment(
         worker = local_worker(user)
     if worker.blocked:
         return None
-    _release_abandoned()
+    release_abandoned()
     in_batch = Q(hit__batch=batch) if batch is not None else Q()
     now = timezone.now()
     # No savepoint inside a caller's transaction (next_hit_for's, which holds the lock).

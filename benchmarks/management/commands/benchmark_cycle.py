@@ -20,7 +20,7 @@ from annotation.models import Assignment, Batch, Hit, Judgment, Provider
 from benchmarks.measure import sqlite_commit_seconds, tree_cpu_seconds
 from benchmarks.site_load import format_table, free_port, interleaved_multiple, interleaved_schedule
 from benchmarks.site_server import start_gunicorn, stop
-from benchmarks.virtual_annotator import _ASSIGNMENT, _CSRF_INPUT, _QUESTION, VirtualAnnotator
+from benchmarks.virtual_annotator import ASSIGNMENT_PATH, CSRF_INPUT, QUESTION_INPUT, VirtualAnnotator
 from core.management.cli import ProjectCommand, command_errors
 from pooling.models import QuerySet
 from pooling.services import create_query_set
@@ -273,11 +273,11 @@ class Command(ProjectCommand):
             client = clients[cycle % len(clients)]
             answer = meter.timed(cpu, "next", lambda c=client: c.request("GET", "/annotation/next/"))
             location = urlsplit(answer.headers.get("location", "")).path
-            if answer.status != 302 or not _ASSIGNMENT.search(location):
+            if answer.status != 302 or not ASSIGNMENT_PATH.search(location):
                 raise CommandError(f"cycle {cycle}: /annotation/next/ answered {answer.status} {location}")
             page = meter.timed(cpu, "HIT page", lambda c=client, p=location: c.request("GET", p))
-            token = _CSRF_INPUT.search(page.body)
-            fields = list(dict.fromkeys(_QUESTION.findall(page.body)))
+            token = CSRF_INPUT.search(page.body)
+            fields = list(dict.fromkeys(QUESTION_INPUT.findall(page.body)))
             if page.status != 200 or token is None or not fields:
                 raise CommandError(f"cycle {cycle}: {location} answered {page.status}")
             form = {name: "n" for name in fields} | {"csrfmiddlewaretoken": token.group(1)}
@@ -318,7 +318,7 @@ class Command(ProjectCommand):
             if answer.status_code != 302:
                 raise CommandError(f"counting: /annotation/next/ answered {answer.status_code}")
             page = run("HIT page", "get", answer["Location"])
-            fields = list(dict.fromkeys(_QUESTION.findall(page.content.decode())))
+            fields = list(dict.fromkeys(QUESTION_INPUT.findall(page.content.decode())))
             run("submit", "post", answer["Location"], {name: "n" for name in fields})
         return {k: statistics.mean(v) for k, v in counts.items()}
 
