@@ -11,12 +11,13 @@ carries out the request and then answers 500 as if the response had been lost on
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 
@@ -172,7 +173,7 @@ class FakeMTurk:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackServer
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -191,17 +192,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, fake: FakeMTurk) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.fake = fake
-        self.lock = threading.Lock()
-
-
-def serve(fake: FakeMTurk) -> tuple[str, _Server]:
+def serve(fake: FakeMTurk) -> tuple[str, LoopbackServer]:
     """Start serving ``fake`` on a free loopback port; returns its URL and the server."""
-    server = _Server(fake)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}", server
+    server = serve_in_thread(_Handler, fake)
+    return server.base, server

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
 
 KEY = "sk-test"
 PROMPT_TOKENS = 20
@@ -67,7 +68,7 @@ class FakeOpenAI:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackServer
 
     def _reply(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -160,17 +161,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, fake: FakeOpenAI) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.fake = fake
-        self.lock = threading.Lock()
-
-
-def serve(fake: FakeOpenAI) -> tuple[str, _Server]:
+def serve(fake: FakeOpenAI) -> tuple[str, LoopbackServer]:
     """Serve ``fake`` on a free loopback port; returns the API base (``.../v1/``) and the server."""
-    server = _Server(fake)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}/v1/", server
+    server = serve_in_thread(_Handler, fake)
+    return f"{server.base}/v1/", server

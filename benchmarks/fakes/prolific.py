@@ -33,14 +33,15 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlencode, urlparse
+
+from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
 
 TOKEN = "test-token"
 FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
@@ -278,7 +279,7 @@ class FakeProlific:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackServer
 
     def _serve(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -333,18 +334,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, fake: FakeProlific) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.fake = fake
-        self.lock = threading.Lock()
-
-
-def serve(fake: FakeProlific) -> tuple[str, _Server]:
+def serve(fake: FakeProlific) -> tuple[str, LoopbackServer]:
     """Start serving ``fake`` on a free loopback port; returns its base URL and the server."""
-    server = _Server(fake)
-    fake.base = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_in_thread(_Handler, fake)
+    fake.base = server.base
     return fake.base, server

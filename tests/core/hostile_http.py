@@ -12,10 +12,11 @@ Every request is logged in ``requests`` as ``(method, path, Authorization header
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
 
 
 @dataclass
@@ -30,7 +31,7 @@ class Hostile:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackServer
     protocol_version = "HTTP/1.1"
 
     def _reply(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
@@ -43,7 +44,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _handle(self) -> None:
-        hostile = self.server.hostile
+        hostile = self.server.fake
         self.protocol_version = hostile.version
         length = int(self.headers.get("Content-Length") or 0)
         if length:
@@ -126,17 +127,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, hostile: Hostile) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.hostile = hostile
-        self.lock = threading.Lock()
-
-
-def serve(hostile: Hostile) -> tuple[str, _Server]:
+def serve(hostile: Hostile) -> tuple[str, LoopbackServer]:
     """Serve ``hostile`` on a free loopback port; returns its base URL (``http://127.0.0.1:P/``) and the server."""
-    server = _Server(hostile)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}/", server
+    server = serve_in_thread(_Handler, hostile)
+    return f"{server.base}/", server

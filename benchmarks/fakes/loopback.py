@@ -1,0 +1,33 @@
+"""The one way a test server is served: a threading HTTP server on a free loopback port.
+
+Each fake (MTurk, Prolific, chat completions, the hostile server of the tests) is a plain
+object with its state; its handler reaches it as ``self.server.fake`` and holds
+``self.server.lock`` while it changes it. :func:`serve_in_thread` starts the server on a
+daemon thread and gives it back; ``server.base`` is ``http://127.0.0.1:<port>``.
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class LoopbackServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], fake: Any) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
+        self.fake = fake
+        self.lock = threading.Lock()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+def serve_in_thread(handler: type[BaseHTTPRequestHandler], fake: Any) -> LoopbackServer:
+    """Serve ``fake`` through ``handler`` on a free loopback port, on a daemon thread."""
+    server = LoopbackServer(handler, fake)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return server
