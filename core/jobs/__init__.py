@@ -12,7 +12,9 @@ A background job is written once, in its app's services, with :func:`background_
 
 The declaration holds the Job's ``kind`` (the value stored in ``Job.kind``: pages list Jobs
 by it, so it never changes once rows exist), the name of its Celery task (stored in
-``Job.task`` for redelivery: likewise fixed; by default the work's dotted path), the work
+``Job.task`` for redelivery: likewise fixed, and so a name, not the work's module path, which
+changes when code moves; the historic names such as ``annotation.tasks.publish_batch_task`` name
+no module), the work
 itself and the errors that fail the Job quietly. :mod:`core.tasks` makes one Celery task of
 each declaration (claim, heartbeat, done is done); services never import a tasks module.
 
@@ -30,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
 from core.jobs import registry as job_registry
@@ -50,19 +53,21 @@ class BackgroundJob(JobDeclaration):
 
 
 def background_job(
-    kind: str, *, task: str = "", failures: tuple[type[Exception], ...] = ()
+    kind: str, *, task: str, failures: tuple[type[Exception], ...] = ()
 ) -> Callable[[Callable[..., Any]], BackgroundJob]:
     """Declare ``work(job, *args)`` as the background job ``kind`` (see the module's docstring).
 
-    ``task``: the Celery task's name (default ``module.function`` of the work); Job rows
-    record it, so a job keeps it once started anywhere. ``failures``: the errors that fail
+    ``task``: the Celery task's name, required: Job rows record it, so it must stay the
+    same when the work's module moves (a default derived from the module path would not). ``failures``: the errors that fail
     the Job without raising (bad input: no retry could fix it). ``work``'s arguments after
     the Job must be JSON values. Each kind and each task name is declared once
     (``ImproperlyConfigured`` otherwise).
     """
 
     def declare(work: Callable[..., Any]) -> BackgroundJob:
-        declared = BackgroundJob(kind, task or f"{work.__module__}.{work.__name__}", work, tuple(failures))
+        if not task:
+            raise ImproperlyConfigured(f"background job {kind!r} needs a task name (task=...)")
+        declared = BackgroundJob(kind, task, work, tuple(failures))
         job_registry.declare(declared)
         return declared
 

@@ -89,6 +89,13 @@ def test_a_kind_or_task_name_declared_twice_is_refused():
     assert "new-kind" not in declared_jobs()
 
 
+def test_a_job_without_a_task_name_is_refused():
+    """Job rows record the task's name, so it is declared, never derived from a module path that moves."""
+    with pytest.raises(ImproperlyConfigured, match=r"'unnamed-kind' needs a task name"):
+        background_job("unnamed-kind", task="")(lambda job: None)
+    assert "unnamed-kind" not in declared_jobs()
+
+
 def test_the_declarations_make_no_import_circle_in_core_even_through_type_checking_imports():
     """``core.jobs.registry`` imports neither ``core.jobs`` nor ``core.tasks``; no circle among core's modules."""
     grimp = pytest.importorskip("grimp")
