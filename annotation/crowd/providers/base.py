@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.registry import LazyRegistry
+from core.lazy_registry import LazyRegistry
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Hit

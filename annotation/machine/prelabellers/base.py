@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from core.errors import ProviderError
-from core.registry import LazyRegistry
+from core.lazy_registry import LazyRegistry
 
 
 class PreLabelError(ProviderError):

@@ -1,4 +1,4 @@
-"""core.registry.LazyRegistry: built-in members imported on first ask, plug-ins by decorator, clear errors.
+"""core.lazy_registry.LazyRegistry: built-in members imported on first ask, plug-ins by decorator, clear errors.
 
 Each test writes a small package of its own (a registry in ``base``, members in other
 modules) so that what is imported, and when, is seen in ``sys.modules``.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core.registry import LazyRegistry, UnknownName
+from core.lazy_registry import LazyRegistry, UnknownName
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     root.mkdir()
     (root / "__init__.py").write_text("")
     (root / "base.py").write_text(
-        "from core.registry import LazyRegistry\n"
+        "from core.lazy_registry import LazyRegistry\n"
         f"REGISTRY = LazyRegistry('widget', {{'one': '{name}.one', 'two': '{name}.two', 'silent': '{name}.silent'}})\n"
     )
     (root / "one.py").write_text(
