@@ -80,8 +80,7 @@ ANSWERS["ann-c"] = {"1": "f", "2": "n", "3": "m"}
 
 
 @pytest.fixture
-def batch(world, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def batch(world):
     options = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 3, "reward": Decimal("0.05")}
     batch = annotation_services.create_batch(
         "sens", annotation_services.BatchSettings(**options), query_set=QuerySet.objects.get(name="q")
@@ -313,13 +312,12 @@ def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django
 
 
 @pytest.mark.django_db
-def test_a_machine_labelled_batch_gains_rows_by_label_source(world, settings):
+def test_a_machine_labelled_batch_gains_rows_by_label_source(world):
     """Machine: 1 f, 2 n (both accepted by routing), 3 f (unsure: to the crowd, which says n).
     Non-gendered sets by hand: crowd only {3}, machine only {2}, hybrid {2, 3}."""
     from annotation.models import BatchQuery, PreLabel, Routing
     from annotation.services.calibration import create_derived_batch
 
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     options = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 3, "reward": Decimal("0.05")}
     parent = annotation_services.create_batch(
         "mach", annotation_services.BatchSettings(**options), query_set=QuerySet.objects.get(name="q")
