@@ -203,5 +203,5 @@ class _Server(ThreadingHTTPServer):
 def serve(fake: FakeMTurk) -> tuple[str, _Server]:
     """Start serving ``fake`` on a free loopback port; returns its URL and the server."""
     server = _Server(fake)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}", server

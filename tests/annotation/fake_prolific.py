@@ -346,5 +346,5 @@ def serve(fake: FakeProlific) -> tuple[str, _Server]:
     """Start serving ``fake`` on a free loopback port; returns its base URL and the server."""
     server = _Server(fake)
     fake.base = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return fake.base, server
