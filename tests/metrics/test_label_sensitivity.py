@@ -167,6 +167,7 @@ def test_sensitivity_csvs_go_through_the_spreadsheet_writer():
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_label_sensitivity_command_writes_table_rankings_and_plot(batch, tmp_path):
     out, rankings, plot = tmp_path / "s.csv", tmp_path / "r.csv", tmp_path / "s.png"
     stdout = io.StringIO()
@@ -206,6 +207,7 @@ def test_label_sensitivity_command_errors(batch, tmp_path):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_label_sensitivity_page_runs_a_job_and_shows_table_and_plot(
     batch, client, django_user_model, django_capture_on_commit_callbacks
 ):
