@@ -291,6 +291,7 @@ def test_label_sensitivity_api(batch, client, django_user_model):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django_user_model):
     django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
     login("researcher")
