@@ -30,7 +30,7 @@ def django_db_modify_db_settings(request) -> None:
     """Under pytest-xdist each worker has a test database of its own: on PostgreSQL
     ``test_<name>_gw0``, ``_gw1``… (pytest-django's suffix); on SQLite the test database is in
     memory, one per worker process already. pytest-django does not know the project's SQLite
-    engine (``core.sqlite``) and would turn the suffix into a file named after the dev
+    engine (its own backend module, settings.DATABASES) and would turn the suffix into a file named after the dev
     database's path, so it is skipped there."""
     from django.db import connections
 
