@@ -25,6 +25,29 @@ def reference_dir() -> Path:
     return REFERENCE_DIR
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(request) -> None:
+    """Under pytest-xdist each worker has a test database of its own: on PostgreSQL
+    ``test_<name>_gw0``, ``_gw1``… (pytest-django's suffix); on SQLite the test database is in
+    memory, one per worker process already. pytest-django does not know the project's SQLite
+    engine (its own backend module, settings.DATABASES) and would turn the suffix into a file named after the dev
+    database's path, so it is skipped there."""
+    from django.db import connections
+
+    if connections["default"].vendor != "sqlite":
+        request.getfixturevalue("django_db_modify_db_settings_parallel_suffix")
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hasher(request, settings):
+    """MD5 for the tests' passwords, set once here: the production hashers cost a tenth of a
+    second per user or login, by design. Passwords are still hashed and checked for real.
+    Not for the fault tests: their gunicorn is a process of its own, with the production
+    hashers, where the annotators they create log in."""
+    if request.node.get_closest_marker("faults") is None:
+        settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache_dir(settings, tmp_path_factory):
     """Every test writes caches and exports under its own temporary directory."""

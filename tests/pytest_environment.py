@@ -6,9 +6,15 @@ redirect plain HTTP to HTTPS; the test client speaks plain HTTP, so the suite ru
 debug off (as in production) and those two relaxations, which an operator behind a TLS
 proxy would also choose. Values already in the environment win, and subprocesses that
 tests start (manage.py, Celery workers) inherit the same environment.
+
+Under pytest-xdist (``-n 2``) each worker gets a ``VAR_DIR`` of its own (``test-gw0``,
+``test-gw1``… inside the one given, or inside the checkout's ``var/``), so no two workers
+share a folder or a file there; their test databases are apart too (in memory on SQLite,
+``test_<name>_gw0``… on PostgreSQL: tests/conftest.py).
 """
 
 import os
+from pathlib import Path
 
 TEST_ENVIRONMENT = {
     "DJANGO_SECRET_KEY": "test-only-secret-key-not-for-production-0123456789abcdef",
@@ -22,3 +28,8 @@ TEST_ENVIRONMENT = {
 
 for _name, _value in TEST_ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)
+
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER:
+    _VAR = os.environ.get("VAR_DIR") or str(Path(__file__).resolve().parent.parent / "var")
+    os.environ["VAR_DIR"] = str(Path(_VAR) / f"test-{_WORKER}")

@@ -13,6 +13,7 @@ from pooling.models import Pool, Qrels, QuerySet
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_demo_runs_the_whole_path(settings, tmp_path):
     settings.VAR_DIR = tmp_path
     out = StringIO()

@@ -322,10 +322,8 @@ def input_files(tmp_path) -> dict[str, FilePath]:
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_the_researchers_path_from_an_empty_site(
-    page, browser, live_server, login, django_user_model, input_files, settings
-):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+@pytest.mark.slow
+def test_the_researchers_path_from_an_empty_site(page, browser, live_server, login, django_user_model, input_files):
     assert not Collection.objects.exists() and not Pool.objects.exists()
     django_user_model.objects.create_user("researcher", password=PASSWORD, is_staff=True)
     page.set_viewport_size(DESKTOP)

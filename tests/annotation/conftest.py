@@ -20,11 +20,6 @@ QUERIES = [
 TRUTH = {qid: label for qid, _, label in QUERIES}
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def query_set(db) -> QuerySet:
     return create_query_set("gq", [(qid, text) for qid, text, _ in QUERIES], origin=QuerySet.Origin.IMPORTED)

@@ -55,6 +55,7 @@ def test_a_machine_labelled_batch_at_both_widths(routed, researcher, page, login
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_the_agreement_page_bars_legend_and_server_side_sort(
     local_batch, annotators, researcher, page, login, settings
 ):

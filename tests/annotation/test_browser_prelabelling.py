@@ -24,6 +24,7 @@ def _shot(page, name: str) -> None:
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_the_report_renders_its_svg_and_fits_a_phone(calibrated, researcher, page, login):  # noqa: F811
     login("researcher")
     colours = {}

@@ -250,6 +250,7 @@ def test_the_command_trains_on_a_batchs_human_labels_so_far(db):
 
 
 # -- the study's published queries ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_on_the_studys_queries_it_beats_the_majority_class(reference_dir):
     queries = read_labelled_file(reference_dir / "queries_gender_annotated.csv")
     assert len(queries) == 3750

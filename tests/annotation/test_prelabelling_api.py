@@ -51,6 +51,7 @@ def test_every_endpoint_is_for_researchers(machine_batch, annotators, client):  
     assert not Job.objects.exists()
 
 
+@pytest.mark.slow
 def test_the_whole_path_through_the_api(machine_batch, researcher, client, django_capture_on_commit_callbacks):  # noqa: F811
     client.force_login(researcher)
     assert client.get(_api("mb", "prelabels")).json() == []

@@ -87,6 +87,7 @@ def test_every_page_is_for_researchers(machine_batch, annotators, client):
     assert not PreLabel.objects.exists() and not Job.objects.exists()
 
 
+@pytest.mark.slow
 def test_the_whole_path_on_the_site(machine_batch, researcher, client, django_capture_on_commit_callbacks):
     client.force_login(researcher)
     detail = client.get(reverse("annotation:batch-detail", args=["mb"])).content.decode()

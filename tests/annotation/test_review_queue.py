@@ -195,6 +195,7 @@ def _count(page, status):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_keyboard_walk_rules_skips_and_rules_with_live_counts(disputed3, researcher, page, login):
     page.set_viewport_size({"width": 1280, "height": 900})
     login(researcher.username)

@@ -44,6 +44,7 @@ def _add(page, username: str, access: str):
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.slow
 def test_researcher_manages_the_team_from_the_site(width, local_batch, annotators, researcher, page, browser):
     page.set_viewport_size({"width": width, "height": 900})
     _log_in(page, researcher.username, "pw-secret-123")

@@ -54,6 +54,7 @@ def test_redoc_links_no_fonts_from_the_internet(admin_client):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_redoc_renders_with_no_request_outside_this_site(page, login, django_user_model, live_server):
     django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
     login("researcher")

@@ -8,6 +8,7 @@ from core.models import Job
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_the_job_page_follows_the_job_and_opens_the_result(page, login, django_user_model):
     django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
     login("researcher")

@@ -412,6 +412,7 @@ print(json.dumps({task: list(Job.objects.filter(pk=pk).values_list("status", "at
 """
 
 
+@pytest.mark.slow
 def test_sweep_jobs_in_a_fresh_process_without_a_broker_runs_every_apps_tasks(tmp_path):
     """``manage.py sweep_jobs`` once crashed with ``NotRegistered`` (Celery's default app, which
     knows no task). Each app's task runs: the publish taken over from its dead process is done,

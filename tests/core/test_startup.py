@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from django.core.management import call_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +87,7 @@ print(json.dumps(sorted(m for m in ("celery", "kombu") if m in sys.modules)))
 """
 
 
+@pytest.mark.slow
 def test_commands_and_services_load_celery_only_when_a_task_is_sent():
     """Celery costs ~0.1 s to import; a command that starts no job (most of them) must not pay it."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(ROOT)}

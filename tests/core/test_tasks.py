@@ -177,6 +177,7 @@ def _forget_connections() -> None:
     app.amqp._producer_pool = None
 
 
+@pytest.mark.slow
 def test_a_job_whose_message_cannot_be_sent_stays_pending_for_the_sweeper(
     batch, settings, unreachable_broker, django_capture_on_commit_callbacks
 ):

@@ -8,6 +8,7 @@ from metrics.models import Report
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_build_a_report_from_the_page_and_see_its_plots(world, page, login, django_user_model):
     django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
     login("researcher")
@@ -37,6 +38,7 @@ def test_build_a_report_from_the_page_and_see_its_plots(world, page, login, djan
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_measure_crbo_from_the_navigation_and_search_its_queries(world, page, login, django_user_model):
     django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
     login("researcher")

@@ -96,6 +96,7 @@ def test_batch_list_shows_answered_of_expected_as_numbers(dashboard, researcher,
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_dashboard_at_1280_and_390_px_light_and_dark(dashboard, researcher, page, login):
     login(researcher.username)
     for width, height in ((1280, 900), (390, 844)):

@@ -104,6 +104,7 @@ def _write_world(tmp_path, rng):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_every_run_and_measure_mean_equals_ir_measures(tmp_path, client, django_user_model):
     qids, judged, runs = _write_world(tmp_path, np.random.default_rng(26))
     call_command("import_collection", str(tmp_path / "collection.tsv"), name="coll", verbosity=0)

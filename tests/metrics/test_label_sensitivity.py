@@ -80,8 +80,7 @@ ANSWERS["ann-c"] = {"1": "f", "2": "n", "3": "m"}
 
 
 @pytest.fixture
-def batch(world, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def batch(world):
     options = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 3, "reward": Decimal("0.05")}
     batch = annotation_services.create_batch(
         "sens", annotation_services.BatchSettings(**options), query_set=QuerySet.objects.get(name="q")
@@ -168,6 +167,7 @@ def test_sensitivity_csvs_go_through_the_spreadsheet_writer():
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_label_sensitivity_command_writes_table_rankings_and_plot(batch, tmp_path):
     out, rankings, plot = tmp_path / "s.csv", tmp_path / "r.csv", tmp_path / "s.png"
     stdout = io.StringIO()
@@ -207,6 +207,7 @@ def test_label_sensitivity_command_errors(batch, tmp_path):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_label_sensitivity_page_runs_a_job_and_shows_table_and_plot(
     batch, client, django_user_model, django_capture_on_commit_callbacks
 ):
@@ -290,6 +291,7 @@ def test_label_sensitivity_api(batch, client, django_user_model):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django_user_model):
     django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
     login("researcher")
@@ -313,13 +315,12 @@ def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django
 
 
 @pytest.mark.django_db
-def test_a_machine_labelled_batch_gains_rows_by_label_source(world, settings):
+def test_a_machine_labelled_batch_gains_rows_by_label_source(world):
     """Machine: 1 f, 2 n (both accepted by routing), 3 f (unsure: to the crowd, which says n).
     Non-gendered sets by hand: crowd only {3}, machine only {2}, hybrid {2, 3}."""
     from annotation.machine.services.calibration import create_derived_batch
     from annotation.models import BatchQuery, PreLabel, Routing
 
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     options = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 3, "reward": Decimal("0.05")}
     parent = annotation_services.create_batch(
         "mach", annotation_services.BatchSettings(**options), query_set=QuerySet.objects.get(name="q")

@@ -49,6 +49,7 @@ def test_report_list_and_detail(user_client, report):
     assert reverse("metrics:report-plot", args=["rep", "cutoffs"]) in detail
 
 
+@pytest.mark.slow
 def test_downloads(user_client, report):
     csv_response = user_client.get(reverse("metrics:report-csv", args=["rep"]))
     assert csv_response.content.decode().splitlines()[0] == "run,metric,variant,cutoff,value,queries"

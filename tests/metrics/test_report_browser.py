@@ -31,6 +31,7 @@ def report(world, db):
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(("width", "scheme"), [(1280, "light"), (390, "light"), (390, "dark")])
+@pytest.mark.slow
 def test_report_page_reads_at_desktop_and_phone_width(
     report, browser, live_server, django_user_model, tmp_path, width, scheme
 ):

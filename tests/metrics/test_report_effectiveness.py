@@ -130,6 +130,7 @@ def test_report_api_takes_qrels_and_measures(judged, client, django_user_model, 
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_report_plots_draw_effectiveness_too(judged, client, django_user_model):
     call_command("bias_report", queries="q", runs="a,c", cutoffs="1,2", qrels="judged", measures="nDCG@2", bootstrap=5)
     client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))

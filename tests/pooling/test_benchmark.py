@@ -2,7 +2,10 @@
 
 from io import StringIO
 
+import pytest
 from django.core.management import call_command
+
+pytestmark = pytest.mark.slow  # every test runs a benchmark command end to end
 
 
 def test_benchmark_pooling_engine_and_naive_give_the_same_pool(tmp_path):
