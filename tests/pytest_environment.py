@@ -22,7 +22,7 @@ TEST_ENVIRONMENT = {
     "DJANGO_SECURE_SSL_REDIRECT": "0",
     "DJANGO_SECURE_COOKIES": "0",
     # Without a broker a Job runs at the commit, in the test's thread, so a test can assert on it
-    # at once; tests of the background threads (tests/core/test_local_jobs.py) switch it back.
+    # at once; tests of the background threads (tests/core/jobs/test_local_jobs.py) switch it back.
     "JOB_LOCAL_RUNNER": "inline",
 }
 

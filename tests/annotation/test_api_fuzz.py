@@ -33,7 +33,7 @@ from core.services.api_tokens import api_token
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import answers_for, make_batch
-from tests.annotation.test_prelabelling_pages import _queries
+from tests.annotation.machine.test_prelabelling_pages import _queries
 
 #: Examples per operation: enough to send bad types, missing fields and odd names everywhere.
 MAX_EXAMPLES = 6

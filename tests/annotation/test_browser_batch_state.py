@@ -6,8 +6,8 @@ page's bars carry a legend and its set-aside table sorts all its rows on the ser
 import pytest
 
 from annotation import selectors
-from tests.annotation.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
-from tests.annotation.test_site_machine_state import expected_counts, routed  # noqa: F401 (fixture)
+from tests.annotation.machine.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
+from tests.annotation.machine.test_site_machine_state import expected_counts, routed  # noqa: F401 (fixture)
 
 WIDTHS = (1280, 390)
 

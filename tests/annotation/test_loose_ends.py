@@ -14,7 +14,7 @@ from annotation.models import Batch
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch
-from tests.annotation.test_calibration_flow import NoisyMachine, _texts
+from tests.annotation.machine.test_calibration_flow import NoisyMachine, _texts
 
 
 @pytest.fixture
@@ -64,8 +64,8 @@ def _machine_section(card: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_card_states_the_guarantee_or_that_there_is_none(db, tmp_path):
-    from tests.annotation.test_routing_service import SureMachine, _answered_sample
-    from tests.annotation.test_routing_service import _texts as sure_texts
+    from tests.annotation.machine.test_routing_service import SureMachine, _answered_sample
+    from tests.annotation.machine.test_routing_service import _texts as sure_texts
 
     query_set = create_query_set("rq", sure_texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="rb", assignments_per_query=3, queries_per_hit=10)

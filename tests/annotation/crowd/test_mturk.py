@@ -39,7 +39,7 @@ HIT_ID = "3U18MJKL1WA8S1G7ULNIMQIIED9NCW"
 ASSIGNMENT_ID = "34QN5IT0T2G6HMWH25AHYCMAK3608U"
 WORKER_ID = "A12IHTKQFQIPD1"
 TOKEN = "7-3-0123456789ab"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WRONG_STATUS = "This operation can be called with a status of: Submitted (1537741087056)"
 
 

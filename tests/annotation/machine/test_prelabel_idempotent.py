@@ -78,8 +78,8 @@ def test_the_same_training_file_posted_twice_is_refused_while_the_first_job_is_q
     prefix, so two posts of one file started two ``trained`` jobs. An upload is its content now."""
     from pathlib import Path
 
-    from tests.annotation.test_prelabel_trained import toy_set
-    from tests.annotation.test_prelabel_training_files import _upload, _uploads, tsv
+    from tests.annotation.machine.test_prelabel_trained import toy_set
+    from tests.annotation.machine.test_prelabel_training_files import _upload, _uploads, tsv
 
     batch = make_batch(query_set)
     client.force_login(researcher)

@@ -9,7 +9,7 @@ from annotation.crowd.providers.prolific_api import Prolific
 from annotation.models import Assignment, Judgment
 from benchmarks.fakes.prolific import TOKEN, FakeProlific, hexid, serve
 from tests.annotation.conftest import TRUTH
-from tests.annotation.test_prolific import make_prolific_batch
+from tests.annotation.prolific.test_prolific import make_prolific_batch
 
 NAMES = {"n": "Non-gendered", "f": "Female", "m": "Male", "o": "Other or multiple genders"}
 

@@ -19,7 +19,7 @@ from annotation.results.services.answers_summary import BatchAnswers
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch
-from tests.annotation.test_calibration_flow import NoisyMachine, _texts
+from tests.annotation.machine.test_calibration_flow import NoisyMachine, _texts
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from annotation.inhouse.services import team
 from annotation.models import AccountState, WorkerIdentity
-from tests.annotation.test_team import _set_password_through
+from tests.annotation.inhouse.test_team import _set_password_through
 
 
 def _works(client: Client) -> bool:

@@ -30,7 +30,7 @@ from annotation.models import Assignment, ProlificSession, Worker
 from annotation.prolific.services import PAUSE_KEY
 from benchmarks.fakes.prolific import TOKEN, hexid
 from core.services.ratelimit import shared_cache
-from tests.annotation.test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401
+from tests.annotation.prolific.test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401
 
 TIMEOUT = 0.5  # PROLIFIC_ARRIVAL_TIMEOUT_SECONDS in these tests
 #: How long a bounded arrival may take on a busy test machine (the old one took 15.5 s or more).
@@ -383,7 +383,7 @@ def test_genuine_participants_get_in_once_the_storm_passes(server, provider, bat
 
 
 # -- (b) a flood against the site as deployed -----------------------------------------------------
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORKERS, THREADS = 2, 2
 
 

@@ -15,7 +15,7 @@ from annotation.machine.prelabellers.trained import TrainedPreLabeller
 from annotation.models import PreLabel
 from core.models import Job
 from tests.annotation.conftest import make_batch
-from tests.annotation.test_prelabel_trained import toy_set
+from tests.annotation.machine.test_prelabel_trained import toy_set
 
 
 def tsv(texts, labels) -> bytes:

@@ -9,7 +9,7 @@ from annotation.crowd.providers import prolific as prolific_rules
 from annotation.models import Batch, ProlificSession, WorkerFlag
 from annotation.prolific import services as prolific_services
 from benchmarks.fakes.prolific import hexid
-from tests.annotation.test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401  (fixtures)
+from tests.annotation.prolific.test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401  (fixtures)
 
 
 def test_participant_below_the_block_threshold_joins_the_blocked_group_once(

@@ -12,7 +12,7 @@ from annotation.crowd.providers.mturk_xml import build_answers_xml
 from annotation.models import Assignment, Batch, Hit, Reoffer, WorkerFlag
 from annotation.quality.services.budget import set_extra_budget
 from tests.annotation.conftest import TRUTH
-from tests.annotation.test_mturk_compatible_server import server  # noqa: F401  (the server fixture)
+from tests.annotation.crowd.test_mturk_compatible_server import server  # noqa: F401  (the server fixture)
 
 
 def _answers(hit: Hit, override: dict[str, str] | None = None) -> str:

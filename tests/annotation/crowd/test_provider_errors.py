@@ -22,7 +22,7 @@ from benchmarks.fakes import mturk as fake_mturk
 from benchmarks.fakes import prolific as fake_prolific
 from core.errors import ProviderError, ServiceError
 from core.models import Job
-from tests.annotation.test_prolific import PROJECT, make_prolific_batch
+from tests.annotation.prolific.test_prolific import PROJECT, make_prolific_batch
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from config.celery import app
 from core.jobs import background_job, declared_jobs
 from core.tasks import task_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 APPS = ("core", "pooling", "annotation", "metrics")
 
 #: Kind -> Celery task name, as Job rows record them: neither may change.

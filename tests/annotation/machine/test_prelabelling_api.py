@@ -9,7 +9,7 @@ from annotation.machine.services.calibration import calibration_batch
 from annotation.machine.services.routing import plan_routing
 from annotation.models import Batch
 from core.models import Job
-from tests.annotation.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
+from tests.annotation.machine.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
 
 REPORT_KEYS = {
     "labeller",

@@ -13,7 +13,7 @@ from django.urls import reverse
 from annotation import services
 from annotation.models import PreLabel, PreLabelAnswer
 from core.converters import encode_key
-from tests.annotation.test_prelabel import batch, fake_openai  # noqa: F401  (fixtures)
+from tests.annotation.machine.test_prelabel import batch, fake_openai  # noqa: F401  (fixtures)
 
 OTHER = "org/other-model:7b"  # a model name with characters a URL segment cannot hold as they are
 

@@ -17,7 +17,7 @@ from annotation.machine.services.calibration import calibration_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch
 from annotation.results.services.answers_summary import BatchAnswers
-from tests.annotation.test_prelabelling_pages import machine_batch, sampled  # noqa: F401  (fixtures)
+from tests.annotation.machine.test_prelabelling_pages import machine_batch, sampled  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.slow  # a pre-labelled batch with an answered blind sample: seconds to build
 

@@ -42,7 +42,7 @@ from tests.faults.servers import Process, free_port, port_open
 
 publish_batch_task = task_for("annotation.publish")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FINISHED = ("done", "failed")
 
 threads_share_the_database = pytest.mark.skipif(

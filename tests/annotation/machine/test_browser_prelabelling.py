@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.annotation.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
+from tests.annotation.machine.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
 
 SHOTS = Path(tempfile.gettempdir()) / "genderbias-screenshots" / "prelabelling"
 #: The two the README shows, refreshed on request like the others (tests/test_researcher_path.py).
 README_SHOTS = {"calibration-1280-light": "7-calibration.png", "routing-390": "7b-routing-phone.png"}
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
 
 
 def _shot(page, name: str) -> None:

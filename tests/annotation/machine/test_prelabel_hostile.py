@@ -18,7 +18,7 @@ from annotation.machine.prelabellers import PreLabelError, openai_chat
 from annotation.machine.prelabellers.base import PreLabelStopped
 from annotation.models import PreLabel, PreLabelAnswer
 from core.models import Job
-from tests.annotation.test_prelabel import batch, chat_labeller, fake_openai, stored  # noqa: F401  (fixtures)
+from tests.annotation.machine.test_prelabel import batch, chat_labeller, fake_openai, stored  # noqa: F401  (fixtures)
 from tests.core.hostile_http import Hostile
 from tests.core.hostile_http import serve as serve_hostile
 
