@@ -15,12 +15,12 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation import services
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
 from annotation.labels import LABEL_NAMES, LABELS
+from annotation.machine.selectors import batch_state
 from annotation.models import Assignment, Batch, Export, Hit
 from annotation.quality.services.budget import extra_spent
 from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS
-from annotation.results.services.answers_summary import query_results
+from annotation.results.selectors import query_results
 from annotation.results.views import export_file_response
-from annotation.selectors import batch_state
 from core.errors import ServiceError
 from core.natural import natural_key, natural_sorted
 from core.services.uploads import staged_uploads

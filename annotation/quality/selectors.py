@@ -11,7 +11,7 @@
   (submitted - accepted) / queries on the HIT, gold included.
 
 Each row also carries the worker's flag in this batch, if the batch's thresholds gave
-one (``flag``: "warn" or "block", ``flag_reason``; see :mod:`.thresholds`).
+one (``flag``: "warn" or "block", ``flag_reason``; see :mod:`.services.thresholds`).
 
 Workers appear by pseudonym only. Read-only: nothing here changes state.
 """
@@ -24,7 +24,7 @@ from typing import Any
 from django.db.models import Count
 
 from annotation.models import Assignment, Batch
-from annotation.results.services.answers_summary import agreement
+from annotation.results.selectors import agreement
 
 
 def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -24,12 +24,12 @@ nothing else that writes. They are grouped by stage of a batch's life:
   once, :func:`core.jobs.background_job`) with a progress record.
 """
 
+from annotation.crowd.selectors import batch_progress
 from annotation.crowd.services.answers import check_answers, record_answers, review_assignment
 from annotation.crowd.services.background import start_escalate, start_publish, start_sync
 from annotation.crowd.services.batches import (
     BatchSettings,
     GoldQuery,
-    batch_progress,
     cancel_batch,
     create_batch,
     estimate_cost,
@@ -48,10 +48,10 @@ from annotation.inhouse.services.handout import (
     validate_username,
 )
 from annotation.machine.services.prelabels import PrelabelSummary, make_prelabeller, prelabel_batch
+from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.escalation import EscalationPlan, escalate_batch, plan_escalation
-from annotation.quality.services.worker_quality import worker_quality
-from annotation.results.services.answers_summary import BatchAnswers, agreement, judgments_frame, query_results
+from annotation.results.selectors import BatchAnswers, agreement, judgments_frame, query_results
 from annotation.results.services.exports import export_for_download, export_queries
 
 __all__ = [

@@ -47,7 +47,7 @@ def test_tables_name_labels_in_full_sort_qids_naturally_and_draw_each_bar_from_i
 ):
     """qids 2 and 10 set aside: 2 comes first in every table (string order would put 10 first)."""
     from annotation.labels import LABEL_NAMES
-    from annotation.results.services.answers_summary import BatchAnswers
+    from annotation.results.selectors import BatchAnswers
     from pooling.models import QuerySet
     from pooling.services import create_query_set
     from tests.annotation.conftest import make_batch

@@ -27,7 +27,8 @@ from django.core.management import call_command
 from annotation import services
 from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.prelabellers.openai_chat import Sampled
-from annotation.machine.services.calibration import calibration_batch, create_calibration_sample
+from annotation.machine.selectors import calibration_batch
+from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import DatabaseAnswerCache
 from core.services.api_tokens import api_token
 from pooling.models import QuerySet

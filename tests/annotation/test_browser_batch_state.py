@@ -5,7 +5,7 @@ page's bars carry a legend and its set-aside table sorts all its rows on the ser
 
 import pytest
 
-from annotation import selectors
+from annotation.machine import selectors
 from tests.annotation.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
 from tests.annotation.test_site_machine_state import expected_counts, routed  # noqa: F401 (fixture)
 

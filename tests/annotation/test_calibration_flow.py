@@ -14,16 +14,11 @@ from annotation.crowd.services.publishing import check_publishable
 from annotation.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.labels import LABELS
 from annotation.machine.prelabellers.base import Prediction, PreLabeller
-from annotation.machine.services.calibration import (
-    calibration_report,
-    create_calibration_sample,
-    machine_labels,
-    read_sample,
-)
-from annotation.machine.services.label_sources import MACHINE
+from annotation.machine.selectors import calibration_report, machine_labels, read_sample
+from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch, Routing
-from annotation.results.services.answers_summary import BatchAnswers, labels_with_sources
+from annotation.results.selectors import MACHINE, BatchAnswers, labels_with_sources
 from core.errors import ServiceError, StateError
 from pooling.models import QuerySet
 from pooling.services import create_query_set
@@ -182,7 +177,7 @@ def test_the_machine_first_path(machine_batch, tmp_path):
 
 
 def read_identity(batch):
-    from annotation.machine.services.calibration import identity_for
+    from annotation.machine.selectors import identity_for
 
     return identity_for(batch)
 

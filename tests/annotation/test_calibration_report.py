@@ -8,14 +8,10 @@ import pytest
 
 from annotation import services
 from annotation.inhouse.services.simulation import simulate_local_annotations
-from annotation.machine.services.calibration import (
-    calibration_report,
-    create_calibration_sample,
-    identity_for,
-    machine_labels,
-)
+from annotation.machine.selectors import calibration_report, identity_for, machine_labels
+from annotation.machine.services.calibration import create_calibration_sample
 from annotation.models import Batch
-from annotation.results.services.answers_summary import BatchAnswers
+from annotation.results.selectors import BatchAnswers
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch
@@ -150,7 +146,7 @@ def test_gold_questions_seed_the_crowds_reliability(db, tmp_path):
     assert len(counted) > len({qid for qid, _ in counted}) * 4
     truth = calibration_report(batch, bootstrap=0)["against_truth"]
     assert truth["gold"] == len(counted)
-    from annotation.machine.services.calibration import _gold_votes
+    from annotation.machine.selectors import _gold_votes
 
     frame, gold = _gold_votes([sample_batch])
     assert len(frame) == len(counted) and not frame.duplicated(["item", "worker"]).any()

@@ -131,7 +131,7 @@ def test_escalation_adds_an_assignment_to_hits_with_disputed_queries(annotated, 
 def test_an_export_reads_the_judgments_once_and_fits_dawid_skene_once(annotated, tmp_path, monkeypatch):
     """Labels, agreement and the card come from one read of the judgments and one Dawid-Skene fit."""
     from annotation.results import aggregation
-    from annotation.results.services import answers_summary as results
+    from annotation.results import selectors as results
 
     calls = {"frame": 0, "dawid_skene": 0}
     real_frame, real_ds = results.judgments_frame, aggregation.dawid_skene

@@ -8,7 +8,8 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.inhouse.services.simulation import simulate_local_annotations
-from annotation.machine.services.calibration import calibration_report, create_calibration_sample, report_version
+from annotation.machine.selectors import calibration_report, report_version
+from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import route_batch
 from annotation.models import Batch
 from pooling.models import QuerySet

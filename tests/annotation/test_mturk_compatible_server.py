@@ -15,7 +15,7 @@ import pytest
 from annotation import services
 from annotation.crowd.providers.mturk_xml import build_answers_xml
 from annotation.models import Assignment, Hit, Judgment
-from annotation.results.services.answers_summary import majority
+from annotation.results.selectors import majority
 from benchmarks.fakes.mturk import FakeMTurk, serve
 from tests.annotation.conftest import TRUTH
 

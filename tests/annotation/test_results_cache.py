@@ -13,7 +13,7 @@ from django.db import connection
 from annotation import services
 from annotation.results import aggregation
 from annotation.results import agreement as agreement_module
-from annotation.results.services import answers_summary as results
+from annotation.results import selectors as results
 from tests.annotation.conftest import answers_for, make_batch
 
 

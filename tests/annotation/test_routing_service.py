@@ -18,13 +18,8 @@ from annotation.labels import LABELS
 from annotation.machine.calibration_statistics import random_sample
 from annotation.machine.prelabellers.base import Prediction, PreLabeller
 from annotation.machine.routing_statistics import audit
-from annotation.machine.services.calibration import (
-    calibration_batch,
-    create_calibration_sample,
-    identity_for,
-    machine_labels,
-    read_sample,
-)
+from annotation.machine.selectors import calibration_batch, identity_for, machine_labels, read_sample
+from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import _cost, plan_routing, plan_summary, route_batch
 from annotation.models import Batch, PreLabel
 from core.errors import ServiceError, StateError

@@ -45,7 +45,7 @@ from annotation.accounts import access_token_generator
 from annotation.inhouse.services.handout import ANNOTATORS_GROUP, create_annotator, validate_new_password
 from annotation.inhouse.services.team_access import assignment_open
 from annotation.models import Assignment, Batch, Provider, Worker
-from annotation.quality.services.worker_quality import worker_quality
+from annotation.quality.selectors import worker_quality
 from core.errors import ServiceError
 
 ACCESS = ("link", "password")

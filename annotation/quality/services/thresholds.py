@@ -27,7 +27,7 @@ from django.db import transaction
 from annotation.crowd.providers import CrowdProvider
 from annotation.crowd.services.batch_settings import THRESHOLD_FIELDS
 from annotation.models import Batch, Worker, WorkerFlag
-from annotation.quality.services.worker_quality import worker_quality
+from annotation.quality.selectors import worker_quality
 
 
 @dataclass

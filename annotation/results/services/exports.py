@@ -15,8 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.labels import EXPORT_CATEGORIES
-from annotation.machine.services.calibration import calibration_report
-from annotation.machine.services.label_sources import latest_routing
+from annotation.machine.selectors import calibration_report
 from annotation.models import Batch, Export
 from annotation.results.export_formats import (
     EXPORT_FORMATS,
@@ -26,7 +25,7 @@ from annotation.results.export_formats import (
     machine_facts,
     write_dataset_card,
 )
-from annotation.results.services.answers_summary import CITATION, BatchAnswers, agreement, min_votes, query_results
+from annotation.results.selectors import CITATION, BatchAnswers, agreement, latest_routing, min_votes, query_results
 from core.errors import ServiceError
 from core.files import check_writable, file_sha256
 from core.services.storage import cache_dir
