@@ -65,7 +65,7 @@ def is_machine_labelled(batch: Batch) -> bool:
     """Whether ``batch`` is labelled by a machine first: its crowd work goes through derived batches
     (a calibration sample, routed queries) or a routing decided which machine labels stand.
 
-    Such a batch is never published itself (``services.publishing.check_publishable``) and
+    Such a batch is never published itself (:func:`annotation.crowd.services.publishing.check_publishable`) and
     its own cost estimate (every query to the crowd) is never spent.
     """
     return batch.parent_id is None and (batch.derived.exists() or batch.routings.exists())

@@ -29,23 +29,23 @@ from django.urls import reverse, reverse_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import services
 from annotation.accounts import access_token_generator
 from annotation.crowd.forms import HitAnswerForm, TrainingAnswerForm
-from annotation.crowd.services.publishing import CATEGORIES
+from annotation.crowd.services.publishing import CATEGORIES, hit_page_context
 from annotation.inhouse.services import team
 from annotation.inhouse.services.handout import (
     NotAnnotator,
     NotOpenToWorker,
     annotator_worker,
     answered_and_progress,
+    answered_count,
     in_annotators,
     next_hit_for,
+    submit_local_assignment,
 )
 from annotation.inhouse.services.team_access import assignment_open, open_to
 from annotation.models import Assignment, Batch, Provider
 from annotation.quality.services.training import qualification_of, submit_training
-from annotation.services import answered_count
 from core.errors import ServiceError
 from core.web.permissions import researcher_required
 
@@ -112,7 +112,7 @@ def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, cont
         "errors": errors,
     }
     if mode == "local":
-        context["answered_count"] = services.answered_count(request.user)
+        context["answered_count"] = answered_count(request.user)
     return render(request, "annotation/hit.html", context, status=400 if errors else 200)
 
 
@@ -147,7 +147,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                check = services.submit_local_assignment(
+                check = submit_local_assignment(
                     assignment, form.cleaned_data, hit_queries=hit_queries, count_answered=True, current=True
                 )
             except NotAnnotator as exc:  # taken out of the group between the read above and the write
@@ -173,14 +173,14 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         context = unanswered_context(request, hit, form, mode="local", action=action, hit_queries=hit_queries)
         context["answered_count"], context["progress"] = answered_and_progress(assignment)
         return render(request, "annotation/hit.html", context, status=400)
-    context = services.hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
+    context = hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
     context["answered_count"], context["progress"] = answered_and_progress(assignment)
     return render(request, "annotation/hit.html", context)
 
 
 def unanswered_context(request: HttpRequest, hit, form, *, mode: str, action: str, hit_queries) -> dict:
     """The HIT page again after a submit with queries left unanswered: the choices kept, errors beside them."""
-    return services.hit_page_context(
+    return hit_page_context(
         hit,
         mode=mode,
         action=action,

@@ -7,7 +7,7 @@
 - ``/batches/<name>/routing/``: the routing plan previewed by GET (nothing is created), then
   confirmed by POST, which records it and publishes the routed queries.
 
-Thin shells over :mod:`annotation.services` (prelabels, calibration, routing, background),
+Thin shells over :mod:`.services` (prelabels, calibration, routing) and :mod:`.selectors`,
 as :mod:`.researcher`: researchers only, a refusal is a message on the page, never a 500.
 The two figures come from :mod:`annotation.machine.calibration_plots` (inline SVG that follows dark mode).
 """

@@ -17,6 +17,7 @@ from annotation import services
 from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing
 from annotation.models import Assignment, Batch, PreLabel
 from core.models import Job
@@ -53,7 +54,7 @@ def machine_batch(db) -> Batch:
 @pytest.fixture
 def sampled(machine_batch):
     """``machine_batch`` pre-labelled by the rules, with a published blind sample of 60 queries."""
-    services.prelabel_batch(machine_batch, "rules")
+    prelabel_batch(machine_batch, "rules")
     child = create_calibration_sample(machine_batch, 60, seed=1)
     services.publish_batch(child)
     return machine_batch

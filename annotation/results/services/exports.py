@@ -1,9 +1,10 @@
 """Exports: a batch's labelled queries written as a file with a dataset card beside it.
 
-The rows are the per-query results of :mod:`.results` (a researcher's ruling first, else the
+The rows are the per-query results of :mod:`annotation.results.selectors` (a researcher's ruling first, else the
 majority; for a batch labelled by a machine first, the accepted machine labels where the
 crowd gave none, each row with its label source); the card states how they were made,
-including the machine and its calibration (:mod:`.calibration`, :mod:`.routing`).
+including the machine and its calibration (:mod:`annotation.machine.selectors`,
+:mod:`annotation.machine.services.routing`).
 """
 
 from __future__ import annotations
