@@ -32,6 +32,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.accounts import access_token_generator
 from annotation.crowd.forms import HitAnswerForm, TrainingAnswerForm
 from annotation.crowd.services.publishing import CATEGORIES, hit_page_context
+from annotation.inhouse.selectors import ANNOTATORS_GROUP, get_member, team_members, team_overview, team_progress
 from annotation.inhouse.services import team
 from annotation.inhouse.services.handout import (
     NotAnnotator,
@@ -214,7 +215,7 @@ class TeamForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["members"].choices = [
-            (m.username, m.username if m.is_active else f"{m.username} (deactivated)") for m in team.team_members()
+            (m.username, m.username if m.is_active else f"{m.username} (deactivated)") for m in team_members()
         ]
 
 
@@ -247,12 +248,12 @@ def team_page(request: HttpRequest) -> HttpResponse:
             else:
                 return _credentials(request, access, new=True)
         status = 400
-    return render(request, "annotation/team.html", {"form": form, "members": team.team_overview()}, status=status)
+    return render(request, "annotation/team.html", {"form": form, "members": team_overview()}, status=status)
 
 
 def _member(username: str):
     try:
-        return team.get_member(username)
+        return get_member(username)
     except ServiceError:
         raise Http404("No such annotator.") from None
 
@@ -341,7 +342,7 @@ def batch_team_progress(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _progress(batch: Batch) -> dict:
-    return {"rows": team.team_progress(batch), "restricted": batch.team.exists()}
+    return {"rows": team_progress(batch), "restricted": batch.team.exists()}
 
 
 class WelcomeView(auth_views.PasswordResetConfirmView):
@@ -358,7 +359,7 @@ class WelcomeView(auth_views.PasswordResetConfirmView):
         user = super().get_user(uidb64)
         if user is None or not user.is_active or user.is_staff or user.is_superuser:
             return None
-        return user if user.groups.filter(name=team.ANNOTATORS_GROUP).exists() else None
+        return user if user.groups.filter(name=ANNOTATORS_GROUP).exists() else None
 
     def dispatch(self, *args, **kwargs):
         response = super().dispatch(*args, **kwargs)

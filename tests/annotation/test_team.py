@@ -8,6 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import services
+from annotation.inhouse.selectors import ANNOTATORS_GROUP
 from annotation.inhouse.services import team
 from annotation.inhouse.services.handout import is_annotator, next_assignment, submit_local_assignment
 from annotation.models import Assignment
@@ -101,7 +102,7 @@ def test_leaving_the_annotators_group_gives_back_the_held_hit_and_refuses_it(loc
     leaver, stayer = annotators[0], annotators[1]
     held, kept = next_assignment(leaver), next_assignment(stayer)
     page = reverse("annotation:assignment", args=[held.pk])
-    group = Group.objects.get(name=team.ANNOTATORS_GROUP)
+    group = Group.objects.get(name=ANNOTATORS_GROUP)
     if side == "user":
         leaver.groups.remove(group)
     else:
