@@ -36,7 +36,7 @@ def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[d
     ds_accuracy = {row["worker"]: row["accuracy"] for row in report["worker_confusion"]}
     assignments = (
         Assignment.objects.filter(hit__batch=batch, submitted_at__isnull=False)
-        .exclude(status=Assignment.Status.VOID)  # not the named worker's work (see services.prolific)
+        .exclude(status=Assignment.Status.VOID)  # not the named worker's work (see annotation.prolific.services)
         .select_related("worker")
         .annotate(queries=Count("hit__hit_queries"))
     )
