@@ -147,7 +147,7 @@ def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_se
     and gives the HITs they held back to the queue (they may no longer answer them)."""
     from django.contrib.auth.models import Group
 
-    from annotation.inhouse.services.handout import ANNOTATORS_GROUP
+    from annotation.inhouse.selectors import ANNOTATORS_GROUP
 
     if action not in ("pre_remove", "pre_clear"):
         return

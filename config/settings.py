@@ -331,7 +331,7 @@ SPECTACULAR_SETTINGS = {
 #:   remembered refusals (core.services.ratelimit);
 #: - ``results`` (table ``results_cache``): what a batch's answers add up to (agreement,
 #:   bootstrap intervals, Dawid-Skene, per-query results), keyed by the batch's answer version
-#:   (annotation.results.services.answers_summary.answers_version), so every worker reuses what one of them
+#:   (annotation.results.selectors.answers_version), so every worker reuses what one of them
 #:   computed until new answers or rulings arrive. RESULTS_CACHE_SECONDS=0 caches nothing.
 SHARED_CACHE_URL = env_str("SHARED_CACHE_URL", "")
 if SHARED_CACHE_URL and not SHARED_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):

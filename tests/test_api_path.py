@@ -13,6 +13,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation import services as annotation_services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from core.services.api_tokens import api_token
 from metrics.models import Report
 from pooling.models import Collection
@@ -75,9 +76,9 @@ def test_the_researchers_path_through_the_api(client, django_user_model, django_
     post("/api/annotation/batches/b/publish/")
     for username, answers in ANSWERS.items():  # annotators answer on their pages, not through the API
         user = annotation_services.create_annotator(username)
-        assignment = annotation_services.next_assignment(user)
+        assignment = next_assignment(user)
         labels = {hq.batch_query.qid: hq.field_name for hq in assignment.hit.hit_queries.select_related("batch_query")}
-        annotation_services.submit_local_assignment(assignment, {labels[q]: a for q, a in answers.items()})
+        submit_local_assignment(assignment, {labels[q]: a for q, a in answers.items()})
 
     post("/api/annotation/batches/b/sync/", {"approve_all": True})
     assert client.get("/api/annotation/batches/b/", **auth).json()["status"] == "completed"

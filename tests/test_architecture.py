@@ -247,12 +247,6 @@ def test_no_app_imports_an_app_above_it(graph):
     assert wrong == [], "imports up the order core < pooling < annotation < metrics < benchmarks:" + _listing(wrong)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="annotation.selectors imports annotation.crowd.services.batches, "
-    "annotation.results.services.answers_summary, annotation.machine.services.calibration and "
-    ".label_sources: the reads move to selectors (the selectors helper's branch); remove this mark at merge",
-)
 def test_selectors_never_import_services(graph):
     wrong = [
         (importer, imported)
@@ -274,12 +268,6 @@ def test_inner_layers_never_import_their_shells(graph):
     assert wrong == [], "services, selectors, providers or models importing a shell of their app:" + _listing(wrong)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="annotation's views, API, forms and commands import the facades annotation.services and "
-    "annotation.selectors; the selectors helper's branch makes them the facades for other apps only "
-    "(issue 28); remove this mark at merge",
-)
 def test_an_app_with_sub_domains_keeps_its_facades_for_other_apps(graph):
     """In an app split into sub-domains (annotation), ``<app>.services`` and ``<app>.selectors`` are
     the doors of other apps; its own modules import the sub-domain's module they need."""

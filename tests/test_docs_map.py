@@ -22,27 +22,11 @@ import importlib
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
 MAPPED = ("core", "pooling", "annotation", "metrics", "benchmarks")
 TOP_LEVEL = (*MAPPED, "config", "tests")
 
-#: The selectors helper's branch (issue 28) moves the reads of annotation's services into one
-#: ``selectors`` module per sub-domain; the doc is written for that tree. Until it is merged,
-#: today's tree differs from the doc by exactly these (remove both sets at merge).
-COMING = {
-    "annotation/crowd/selectors.py",
-    "annotation/machine/selectors.py",
-    "annotation/quality/selectors.py",
-    "annotation/results/selectors.py",
-}
-GOING = {
-    "annotation/machine/services/label_sources.py",
-    "annotation/quality/services/worker_quality.py",
-    "annotation/results/services/answers_summary.py",
-}
 
 BACKTICKED = re.compile(r"`([^`\n]+)`")
 PATH = re.compile(rf"^(?:{'|'.join(TOP_LEVEL)})/[\w/]+\.py$")
@@ -95,7 +79,7 @@ def _job_kinds_in_doc() -> set[str]:
 
 def test_every_module_is_on_the_map():
     named = {t for t in _tokens() if PATH.match(t)}
-    missing = sorted(_modules() - GOING - named)
+    missing = sorted(_modules() - named)
     assert missing == [], "modules docs/architecture.md does not name (as `path/to/module.py`):\n  " + "\n  ".join(
         missing
     )
@@ -121,7 +105,7 @@ def test_every_job_kind_is_on_the_map_and_no_other():
 
 
 def test_every_path_the_map_names_exists():
-    stale = sorted(t for t in _tokens() if PATH.match(t) and t not in COMING and not (ROOT / t).is_file())
+    stale = sorted(t for t in _tokens() if PATH.match(t) and not (ROOT / t).is_file())
     assert stale == [], "paths docs/architecture.md names that do not exist:\n  " + "\n  ".join(stale)
 
 
@@ -147,8 +131,6 @@ def _stale_dotted(token: str, names: set[str]) -> str | None:
         return None
     parts = token.split(".")
     for cut in range(len(parts), 0, -1):
-        if "/".join(parts[:cut]) + ".py" in COMING:
-            return None
         path = _module_path(".".join(parts[:cut]))
         if path is None:
             continue
@@ -170,13 +152,3 @@ def test_every_dotted_name_the_map_names_exists():
     names = {declaration.task for declaration in declared_jobs().values()} | set(declared_jobs())
     stale = sorted(filter(None, (_stale_dotted(t, names) for t in _tokens() if DOTTED.match(t))))
     assert stale == [], "dotted names docs/architecture.md names that do not exist:\n  " + "\n  ".join(stale)
-
-
-@pytest.mark.xfail(
-    strict=False,
-    reason="the doc names the sub-domains' selectors.py of the selectors helper's branch (issue 28); "
-    "remove this mark and the COMING and GOING sets at merge",
-)
-def test_the_selectors_modules_the_map_names_exist():
-    assert sorted(p for p in COMING if not (ROOT / p).is_file()) == []
-    assert sorted(p for p in GOING if (ROOT / p).is_file()) == []

@@ -3,6 +3,7 @@ provider, syncing and recording answers, HIT statuses, and the providers (in-hou
 Prolific) with their clients.
 
 Pure: :mod:`.costs`, :mod:`.hit_groups`, the clients ``providers.mturk_api``, ``providers.mturk_xml``,
-``providers.prolific_api``. State: :mod:`.services`, :mod:`.selectors`, :mod:`.providers`.
+``providers.prolific_api``. Reads: :mod:`.selectors` (batches, progress, spending). Writes: :mod:`.services`,
+:mod:`.providers`.
 Shells: :mod:`.views`, :mod:`.api` with :mod:`.serializers`, :mod:`.forms`.
 """

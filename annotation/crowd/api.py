@@ -12,8 +12,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from annotation import services
 from annotation.crowd.forms import BatchForm
+from annotation.crowd.selectors import batch_progress
 from annotation.crowd.serializers import (
     AdjudicateRequestSerializer,
     AdjudicationSerializer,
@@ -34,8 +34,16 @@ from annotation.crowd.serializers import (
     SyncRequestSerializer,
     WorkerQualitySerializer,
 )
+from annotation.crowd.services.background import start_escalate, start_publish, start_sync
+from annotation.crowd.services.batches import cancel_batch
 from annotation.labels import LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
+from annotation.quality.selectors import worker_quality
+from annotation.quality.services import adjudication as adjudication_services
+from annotation.quality.services.escalation import plan_escalation
+from annotation.results import selectors as results_selectors
+from annotation.results.selectors import query_results
+from annotation.results.services.exports import export_for_download
 from annotation.results.views import export_file_response
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors, job_started
 from core.errors import StateError
@@ -80,13 +88,13 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True)
     def progress(self, request, name=None, format=None):
         """HITs published, assignments handed out, submitted, approved and rejected, judgments."""
-        return Response(BatchProgressSerializer(services.batch_progress(self.get_object())).data)
+        return Response(BatchProgressSerializer(batch_progress(self.get_object())).data)
 
     @extend_schema(responses=AgreementSerializer)
     @action(detail=True)
     def agreement(self, request, name=None, format=None):
         """Krippendorff's alpha and the rest of the agreement report (pseudonymous per-worker rows)."""
-        return Response(services.agreement(self.get_object()))
+        return Response(results_selectors.agreement(self.get_object()))
 
     @extend_schema(parameters=QUERY_FILTERS, responses=QueryResultSerializer(many=True))
     @action(detail=True)
@@ -98,7 +106,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         text = request.query_params.get("q", "").strip().casefold()
         rows = [
             row
-            for row in services.query_results(self.get_object())
+            for row in query_results(self.get_object())
             if (not text or text in f"{row['qid']} {row['query']}".casefold())
             and (label is None or row["label"] == (None if label == "none" else label))
         ]
@@ -109,7 +117,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True)
     def workers(self, request, name=None, format=None):
         """Per worker (pseudonym): gold accuracy, agreement, Dawid-Skene accuracy, seconds per query."""
-        return Response(WorkerQualitySerializer(services.worker_quality(self.get_object()), many=True).data)
+        return Response(WorkerQualitySerializer(worker_quality(self.get_object()), many=True).data)
 
     @extend_schema(responses=HitSerializer(many=True))
     @action(detail=True)
@@ -122,7 +130,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def publish(self, request, name=None, format=None):
         """Publish the batch's HITs as a background job; poll the returned URL (409 unless draft or published)."""
-        return job_started(services.start_publish(self.get_object()))
+        return job_started(start_publish(self.get_object()))
 
     @extend_schema(
         request=SyncRequestSerializer, responses={202: JobSerializer, 409: ErrorSerializer, 502: ErrorSerializer}
@@ -132,7 +140,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         """Fetch and review assignments as a background job; poll the returned URL (409 while a draft)."""
         params = SyncRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        return job_started(services.start_sync(self.get_object(), approve_all=params.validated_data["approve_all"]))
+        return job_started(start_sync(self.get_object(), approve_all=params.validated_data["approve_all"]))
 
     @extend_schema(
         request=EscalateRequestSerializer,
@@ -150,11 +158,11 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         params = EscalateRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         cap = params.validated_data["max_assignments"]
-        plan = services.plan_escalation(batch, cap)
+        plan = plan_escalation(batch, cap)
         if not plan.hits:
             raise StateError(f"batch {batch.name!r} has no finished HIT with a disputed query below the cap")
         confirmed = [hit.pk for hit, _ in plan.hits]
-        job = services.start_escalate(batch, max_assignments=cap, confirmed_hits=confirmed)
+        job = start_escalate(batch, max_assignments=cap, confirmed_hits=confirmed)
         response = job_started(job)
         response.data |= {
             "hits": [hit.position for hit, _ in plan.hits],
@@ -167,7 +175,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     def cancel(self, request, name=None, format=None):
         """Withdraw every open HIT and mark the batch cancelled (409 once completed); repeating it is harmless."""
         batch = self.get_object()
-        expired = services.cancel_batch(batch)
+        expired = cancel_batch(batch)
         return Response(
             CancelledSerializer({"batch": batch.name, "status": batch.status, "expired_hits": expired}).data
         )
@@ -180,7 +188,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         params = AdjudicateRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        adjudication = services.adjudicate(batch, data["qid"], data["label"], data["reason"], request.user)
+        adjudication = adjudication_services.adjudicate(batch, data["qid"], data["label"], data["reason"], request.user)
         return Response(AdjudicationSerializer(adjudication).data)
 
     @extend_schema(request=ExportRequestSerializer, responses={201: ExportSerializer})
@@ -191,7 +199,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         params = ExportRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        export = services.export_for_download(
+        export = export_for_download(
             batch, data["category"], data["format"], as_query_set=data.get("as_query_set") or None
         )
         return Response(ExportSerializer(export).data, status=status.HTTP_201_CREATED)

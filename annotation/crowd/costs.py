@@ -6,7 +6,7 @@
 - ``prolific``: Prolific's platform fee, a share of the total paid to participants (33.3%
   for academic and non-profit accounts, 42.8% otherwise, per prolific.com/pricing; VAT
   where it applies comes on top and is in Prolific's own cost calculator,
-  ``services.prolific.quote``). Prolific charges the share of the total, so the fee is
+  ``annotation.prolific.services.quote``). Prolific charges the share of the total, so the fee is
   rounded once, on the total: 39 places at $0.10 pay $3.90 + 33.3% = $1.30 in fees
   ($5.20), not 39 × $0.03 = $1.17. ``per_assignment_fee`` is then that total's average
   per place (to 1/100 of a cent), for display.

@@ -7,7 +7,8 @@ from decimal import Decimal
 
 from django import forms
 
-from annotation import services
+from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery
+from annotation.crowd.services.batches import create_batch, estimate_cost, read_gold_file
 from annotation.labels import EXPORT_CATEGORIES, LABEL_CHOICES
 from annotation.models import Batch, HitQuery, Provider
 from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS
@@ -73,7 +74,7 @@ class EscalateForm(forms.Form):
 class BatchForm(forms.Form):
     """A new batch from a pool or a query set (page and API alike); the rules are the services'.
 
-    ``estimate()`` gives the cost :func:`~annotation.services.create_batch` will record, for
+    ``estimate()`` gives the cost :func:`~annotation.crowd.services.batches.create_batch` will record, for
     the live estimate shown before the researcher confirms; ``create()`` makes the batch.
     """
 
@@ -175,7 +176,7 @@ class BatchForm(forms.Form):
             self.add_error(None, str(exc))
         return data
 
-    def batch_settings(self) -> services.BatchSettings:
+    def batch_settings(self) -> BatchSettings:
         data = self.cleaned_data
         qualifications: dict = {}
         locales = [c.strip().upper() for c in (data.get("locales") or "").split(",") if c.strip()]
@@ -193,7 +194,7 @@ class BatchForm(forms.Form):
             "bonus": str(data["bonus"]) if data.get("bonus") is not None else None,
             "exclude_batches": [b.name for b in data.get("exclude_batches") or []] or None,
         }
-        return services.BatchSettings(
+        return BatchSettings(
             provider_options={key: value for key, value in options.items() if value is not None},
             provider=data["provider"],
             assignments_per_query=data["assignments_per_query"],
@@ -209,7 +210,7 @@ class BatchForm(forms.Form):
             extra_budget=data.get("extra_budget"),
         )
 
-    def _read_gold(self) -> list[services.GoldQuery]:
+    def _read_gold(self) -> list[GoldQuery]:
         upload = self.cleaned_data.get("gold")
         if not upload:
             return []
@@ -217,7 +218,7 @@ class BatchForm(forms.Form):
         if staged is None:
             raise ServiceError("gold: uploads must go through the staging folder")
         try:
-            return services.read_gold_file(staged)
+            return read_gold_file(staged)
         except InputError as exc:  # name the file as the researcher knows it
             raise ServiceError("gold: " + str(exc).replace(str(staged), upload.name)) from None
 
@@ -227,11 +228,11 @@ class BatchForm(forms.Form):
         return query_set.queries.count()
 
     def estimate(self) -> dict:
-        return services.estimate_cost(self.cleaned_data["settings"], self.source_size())
+        return estimate_cost(self.cleaned_data["settings"], self.source_size())
 
     def create(self) -> Batch:
         data = self.cleaned_data
-        return services.create_batch(
+        return create_batch(
             data["name"],
             data["settings"],
             pool=data.get("pool"),

@@ -204,7 +204,7 @@ class AgreementSerializer(serializers.Serializer):
 
 
 class WorkerQualitySerializer(serializers.Serializer):
-    """One worker's quality in a batch (see ``annotation.quality.services.worker_quality``)."""
+    """One worker's quality in a batch (see ``annotation.quality.selectors``)."""
 
     worker = serializers.CharField(help_text="pseudonym")
     blocked = serializers.BooleanField()

@@ -12,15 +12,22 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation import services
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
+from annotation.crowd.selectors import batch_progress
+from annotation.crowd.services.background import start_escalate, start_publish, start_sync
+from annotation.crowd.services.batches import cancel_batch, mturk_comparison
+from annotation.crowd.services.publishing import render_hit_html
+from annotation.inhouse.services.handout import is_annotator
 from annotation.labels import LABEL_NAMES, LABELS
+from annotation.machine.selectors import batch_state
 from annotation.models import Assignment, Batch, Export, Hit
+from annotation.quality.selectors import worker_quality
+from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.budget import extra_spent
-from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS
-from annotation.results.services.answers_summary import query_results
+from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS, plan_escalation
+from annotation.results.selectors import BatchAnswers, agreement, query_results
+from annotation.results.services.exports import export_for_download
 from annotation.results.views import export_file_response
-from annotation.selectors import batch_state
 from core.errors import ServiceError
 from core.natural import natural_key, natural_sorted
 from core.services.uploads import staged_uploads
@@ -32,7 +39,7 @@ from core.web.permissions import researcher_required
 def batch_list(request: HttpRequest) -> HttpResponse:
     """Researchers see every batch; annotators see where to start."""
     if not request.user.is_staff:
-        return render(request, "annotation/annotator_home.html", {"annotator": services.is_annotator(request.user)})
+        return render(request, "annotation/annotator_home.html", {"annotator": is_annotator(request.user)})
     return render(request, "annotation/batch_list.html", _batch_table())
 
 
@@ -76,7 +83,7 @@ def batch_estimate(request: HttpRequest) -> HttpResponse:
     comparison = None
     if estimate and form.cleaned_data["settings"].provider == "local":
         settings = form.cleaned_data["settings"]
-        comparison = services.mturk_comparison(settings.reward, settings.assignments_per_query, estimate["hits"])
+        comparison = mturk_comparison(settings.reward, settings.assignments_per_query, estimate["hits"])
     return render(
         request, "annotation/_batch_estimate.html", {"form": form, "estimate": estimate, "comparison": comparison}
     )
@@ -86,7 +93,7 @@ def batch_estimate(request: HttpRequest) -> HttpResponse:
 def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool", "parent"), name=name)
     hits = batch.hits.order_by("position").prefetch_related("assignments")
-    progress = services.batch_progress(batch)
+    progress = batch_progress(batch)
     return render(
         request,
         "annotation/batch_detail.html",
@@ -94,7 +101,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "batch": batch,
             "progress": progress,
             "state": batch_state(batch, progress),
-            "agreement": services.agreement(batch, bootstrap=0),
+            "agreement": agreement(batch, bootstrap=0),
             "hits": hits,
             "exports": batch.exports.select_related("query_set"),
             "export_form": ExportForm(),
@@ -111,7 +118,7 @@ def _mturk_comparison(batch: Batch) -> dict | None:
     """An in-house batch's cost on MTurk, for comparison (as its live estimate showed it)."""
     if batch.provider != "local" or not batch.cost or "hits" not in batch.cost:
         return None
-    return services.mturk_comparison(batch.reward, batch.assignments_per_query, batch.cost["hits"])
+    return mturk_comparison(batch.reward, batch.assignments_per_query, batch.cost["hits"])
 
 
 def _failed_gold(batch: Batch):
@@ -127,12 +134,12 @@ def _failed_gold(batch: Batch):
 def batch_live(request: HttpRequest, name: str) -> HttpResponse:
     """The batch page's live part (htmx polls it while the batch is published)."""
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
-    progress = services.batch_progress(batch)
+    progress = batch_progress(batch)
     context = {
         "batch": batch,
         "progress": progress,
         "state": batch_state(batch, progress),
-        "agreement": services.agreement(batch, bootstrap=0),
+        "agreement": agreement(batch, bootstrap=0),
         "failed_gold": _failed_gold(batch),
     }
     return render(request, "annotation/_batch_live.html", context)
@@ -151,14 +158,14 @@ def _start(request: HttpRequest, name: str, start) -> HttpResponse:
 @researcher_required
 @require_POST
 def batch_publish(request: HttpRequest, name: str) -> HttpResponse:
-    return _start(request, name, services.start_publish)
+    return _start(request, name, start_publish)
 
 
 @researcher_required
 @require_POST
 def batch_sync(request: HttpRequest, name: str) -> HttpResponse:
     approve_all = request.POST.get("approve_all") == "on"
-    return _start(request, name, lambda batch: services.start_sync(batch, approve_all=approve_all))
+    return _start(request, name, lambda batch: start_sync(batch, approve_all=approve_all))
 
 
 @researcher_required
@@ -166,7 +173,7 @@ def batch_sync(request: HttpRequest, name: str) -> HttpResponse:
 def batch_cancel(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
     try:
-        expired = services.cancel_batch(batch)
+        expired = cancel_batch(batch)
     except ServiceError as exc:
         messages.error(request, str(exc))
     else:
@@ -185,7 +192,7 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
     elif request.GET.get("max_assignments", "").isdigit():
         cap = int(request.GET["max_assignments"])
     try:
-        plan = services.plan_escalation(batch, cap, until)
+        plan = plan_escalation(batch, cap, until)
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:batch-detail", name=batch.name)
@@ -195,7 +202,7 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
         return _start(
             request,
             name,
-            lambda b: services.start_escalate(b, max_assignments=cap, confirmed_hits=confirmed, until=until),
+            lambda b: start_escalate(b, max_assignments=cap, confirmed_hits=confirmed, until=until),
         )
     if not form.is_bound:
         form = EscalateForm(initial={"max_assignments": cap, "until": until})
@@ -213,9 +220,7 @@ def batch_export(request: HttpRequest, name: str) -> HttpResponse:
         return redirect("annotation:batch-detail", name=batch.name)
     data = form.cleaned_data
     try:
-        export = services.export_for_download(
-            batch, data["category"], data["format"], as_query_set=data["as_query_set"] or None
-        )
+        export = export_for_download(batch, data["category"], data["format"], as_query_set=data["as_query_set"] or None)
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:batch-detail", name=batch.name)
@@ -233,8 +238,8 @@ def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
 @researcher_required
 def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
-    answers = services.BatchAnswers(batch)
-    report = services.agreement(batch, answers=answers)
+    answers = BatchAnswers(batch)
+    report = agreement(batch, answers=answers)
     labelled_count = sum(report["labels"].values())
     labelled_total = labelled_count or 1
     label_bars = [
@@ -284,7 +289,7 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "confusion": confusion,
             "label_names": [LABEL_NAMES[label] for label in LABELS],
             "set_aside": set_aside,
-            "worker_quality": services.worker_quality(batch, report),
+            "worker_quality": worker_quality(batch, report),
         },
     )
 
@@ -322,7 +327,7 @@ def batch_query(request: HttpRequest, name: str, qid: str) -> HttpResponse:
     form = AdjudicateForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            services.adjudicate(batch, qid, form.cleaned_data["label"], form.cleaned_data["reason"], request.user)
+            adjudicate(batch, qid, form.cleaned_data["label"], form.cleaned_data["reason"], request.user)
         except ServiceError as exc:
             messages.error(request, str(exc))
         else:
@@ -342,4 +347,4 @@ def batch_query(request: HttpRequest, name: str, qid: str) -> HttpResponse:
 def hit_preview(request: HttpRequest, name: str, position: int) -> HttpResponse:
     """The HIT page exactly as MTurk workers get it (submit disabled: no assignment id)."""
     hit = get_object_or_404(Hit, batch__name=name, position=position)
-    return HttpResponse(services.render_hit_html(hit, mode="preview", action=""))
+    return HttpResponse(render_hit_html(hit, mode="preview", action=""))

@@ -18,6 +18,7 @@ from rest_framework.parsers import FormParser, JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.inhouse.selectors import team_members, team_progress
 from annotation.inhouse.serializers import (
     AccessRequestSerializer,
     AccessSerializer,
@@ -50,7 +51,7 @@ def _checked(serializer_class, request) -> dict:
 
 
 class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    queryset = team.team_members().prefetch_related("annotation_team_batches")
+    queryset = team_members().prefetch_related("annotation_team_batches")
     serializer_class = AnnotatorSerializer
     permission_classes = [permissions.IsAdminUser]
     parser_classes = [JSONParser, FormParser]
@@ -98,7 +99,7 @@ class BatchTeamView(APIView):
             "batch": batch.name,
             "restricted": batch.team.exists(),
             "annotators": list(batch.team.order_by("username").values_list("username", flat=True)),
-            "progress": team.team_progress(batch),
+            "progress": team_progress(batch),
         }
         return Response(BatchTeamSerializer(data).data)
 

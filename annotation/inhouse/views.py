@@ -29,23 +29,24 @@ from django.urls import reverse, reverse_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import services
 from annotation.accounts import access_token_generator
 from annotation.crowd.forms import HitAnswerForm, TrainingAnswerForm
-from annotation.crowd.services.publishing import CATEGORIES
+from annotation.crowd.services.publishing import CATEGORIES, hit_page_context
+from annotation.inhouse.selectors import ANNOTATORS_GROUP, get_member, team_members, team_overview, team_progress
 from annotation.inhouse.services import team
 from annotation.inhouse.services.handout import (
     NotAnnotator,
     NotOpenToWorker,
     annotator_worker,
     answered_and_progress,
+    answered_count,
     in_annotators,
     next_hit_for,
+    submit_local_assignment,
 )
 from annotation.inhouse.services.team_access import assignment_open, open_to
 from annotation.models import Assignment, Batch, Provider
 from annotation.quality.services.training import qualification_of, submit_training
-from annotation.services import answered_count
 from core.errors import ServiceError
 from core.web.permissions import researcher_required
 
@@ -112,7 +113,7 @@ def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, cont
         "errors": errors,
     }
     if mode == "local":
-        context["answered_count"] = services.answered_count(request.user)
+        context["answered_count"] = answered_count(request.user)
     return render(request, "annotation/hit.html", context, status=400 if errors else 200)
 
 
@@ -147,7 +148,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                check = services.submit_local_assignment(
+                check = submit_local_assignment(
                     assignment, form.cleaned_data, hit_queries=hit_queries, count_answered=True, current=True
                 )
             except NotAnnotator as exc:  # taken out of the group between the read above and the write
@@ -173,14 +174,14 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         context = unanswered_context(request, hit, form, mode="local", action=action, hit_queries=hit_queries)
         context["answered_count"], context["progress"] = answered_and_progress(assignment)
         return render(request, "annotation/hit.html", context, status=400)
-    context = services.hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
+    context = hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
     context["answered_count"], context["progress"] = answered_and_progress(assignment)
     return render(request, "annotation/hit.html", context)
 
 
 def unanswered_context(request: HttpRequest, hit, form, *, mode: str, action: str, hit_queries) -> dict:
     """The HIT page again after a submit with queries left unanswered: the choices kept, errors beside them."""
-    return services.hit_page_context(
+    return hit_page_context(
         hit,
         mode=mode,
         action=action,
@@ -214,7 +215,7 @@ class TeamForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["members"].choices = [
-            (m.username, m.username if m.is_active else f"{m.username} (deactivated)") for m in team.team_members()
+            (m.username, m.username if m.is_active else f"{m.username} (deactivated)") for m in team_members()
         ]
 
 
@@ -247,12 +248,12 @@ def team_page(request: HttpRequest) -> HttpResponse:
             else:
                 return _credentials(request, access, new=True)
         status = 400
-    return render(request, "annotation/team.html", {"form": form, "members": team.team_overview()}, status=status)
+    return render(request, "annotation/team.html", {"form": form, "members": team_overview()}, status=status)
 
 
 def _member(username: str):
     try:
-        return team.get_member(username)
+        return get_member(username)
     except ServiceError:
         raise Http404("No such annotator.") from None
 
@@ -341,7 +342,7 @@ def batch_team_progress(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _progress(batch: Batch) -> dict:
-    return {"rows": team.team_progress(batch), "restricted": batch.team.exists()}
+    return {"rows": team_progress(batch), "restricted": batch.team.exists()}
 
 
 class WelcomeView(auth_views.PasswordResetConfirmView):
@@ -358,7 +359,7 @@ class WelcomeView(auth_views.PasswordResetConfirmView):
         user = super().get_user(uidb64)
         if user is None or not user.is_active or user.is_staff or user.is_superuser:
             return None
-        return user if user.groups.filter(name=team.ANNOTATORS_GROUP).exists() else None
+        return user if user.groups.filter(name=ANNOTATORS_GROUP).exists() else None
 
     def dispatch(self, *args, **kwargs):
         response = super().dispatch(*args, **kwargs)

@@ -31,9 +31,9 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
 from annotation.crowd.services.background import start_prelabel, start_publish
 from annotation.machine.forms import PrelabelForm
+from annotation.machine.selectors import calibration_report, prelabel_runs
 from annotation.machine.serializers import (
     CachedAnswersSerializer,
     CalibrationSampleRequestSerializer,
@@ -45,7 +45,7 @@ from annotation.machine.serializers import (
     RoutingRequestSerializer,
     RoutingSerializer,
 )
-from annotation.machine.services.calibration import calibration_report, create_calibration_sample
+from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache
 from annotation.machine.services.routing import (
     plan_routing,
@@ -101,7 +101,7 @@ class PrelabelRunsView(_BatchView):
     @extend_schema(responses={200: PrelabelRunSerializer(many=True), 404: ErrorSerializer})
     def get(self, request, name: str, format=None):
         """Each stored run of a machine on the batch (labeller, model, prompt version), the latest first."""
-        return Response(PrelabelRunSerializer(selectors.prelabel_runs(self.batch(name)), many=True).data)
+        return Response(PrelabelRunSerializer(prelabel_runs(self.batch(name)), many=True).data)
 
 
 class PrelabelCacheView(APIView):

@@ -7,7 +7,7 @@
 - ``/batches/<name>/routing/``: the routing plan previewed by GET (nothing is created), then
   confirmed by POST, which records it and publishes the routed queries.
 
-Thin shells over :mod:`annotation.services` (prelabels, calibration, routing, background),
+Thin shells over :mod:`.services` (prelabels, calibration, routing) and :mod:`.selectors`,
 as :mod:`.researcher`: researchers only, a refusal is a message on the page, never a 500.
 The two figures come from :mod:`annotation.machine.calibration_plots` (inline SVG that follows dark mode).
 """
@@ -26,22 +26,22 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from annotation import selectors
 from annotation.crowd.services.background import start_prelabel, start_publish
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine import calibration_plots
 from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
-from annotation.machine.services.calibration import (
+from annotation.machine.selectors import (
     calibration_batch,
     calibration_report,
-    create_calibration_sample,
     identities,
+    prelabel_runs,
     report_version,
 )
-from annotation.machine.services.label_sources import latest_routing
+from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
 from annotation.machine.services.routing import DEFAULT_RISK, guarantee_text, plan_routing, plan_summary, route_batch
 from annotation.models import Batch
+from annotation.results.selectors import latest_routing
 from core.errors import ServiceError
 from core.services.uploads import staged_uploads
 from core.web.permissions import researcher_required
@@ -69,7 +69,7 @@ def chat_prompt() -> dict[str, str]:
 
 def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
     sample = calibration_batch(batch)
-    runs = selectors.prelabel_runs(batch)
+    runs = prelabel_runs(batch)
     for run in runs:
         run["rows"] = [(LABEL_NAMES[code], run["counts"][code]) for code in LABELS]
     return {

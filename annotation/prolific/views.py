@@ -14,9 +14,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from annotation import services
 from annotation.crowd.forms import HitAnswerForm
 from annotation.crowd.services.pseudonyms import worker_for
+from annotation.crowd.services.publishing import hit_page_context
+from annotation.inhouse.services.handout import submit_local_assignment
 from annotation.inhouse.views import training_step, unanswered_context
 from annotation.models import Assignment, Batch, Provider
 from annotation.quality.services.training import qualification_of
@@ -50,7 +51,7 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
 
     Anyone can open it, so each client address (an IPv6 client's /64) has a few arrivals a
     minute (a friendly 429 page past them), a malformed link is refused at once, and confirming takes at most one short call to Prolific
-    (``services.prolific.verify_arrival``).
+    (:func:`annotation.prolific.services.verify_arrival`).
     """
     import secrets
 
@@ -139,11 +140,11 @@ def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                services.submit_local_assignment(assignment, form.cleaned_data, hit_queries=hit_queries, current=True)
+                submit_local_assignment(assignment, form.cleaned_data, hit_queries=hit_queries, current=True)
             except ServiceError as exc:
                 return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=409)
             return redirect(completion_url(hit.batch))
         context = unanswered_context(request, hit, form, mode="prolific", action=action, hit_queries=hit_queries)
         return render(request, "annotation/hit.html", context, status=400)
-    context = services.hit_page_context(hit, mode="prolific", action=action, hit_queries=hit_queries)
+    context = hit_page_context(hit, mode="prolific", action=action, hit_queries=hit_queries)
     return render(request, "annotation/hit.html", context)

@@ -1,5 +1,5 @@
 """The quality loop: escalation of disputed queries, re-offers, the budget of extras, worker
 thresholds, training, a researcher's adjudication and each worker's quality.
 
-State: :mod:`.services`.
+Reads: :mod:`.selectors` (each worker's quality). Writes: :mod:`.services`.
 """

@@ -2,5 +2,6 @@
 queue, and the exported query sets with their files and dataset cards.
 
 Pure: :mod:`.aggregation`, :mod:`.agreement`, :mod:`.review`, :mod:`.export_formats`.
-State: :mod:`.services`. Shells: :mod:`.views` (the review queue, export downloads).
+Reads: :mod:`.selectors` (judgments, labels and their sources, agreement, the results cache).
+Writes: :mod:`.services` (exports). Shells: :mod:`.views` (the review queue, export downloads).
 """

@@ -266,14 +266,14 @@ def format_for_path(path: str) -> str:
     return ending if ending in EXPORT_FORMATS else DEFAULT_EXPORT_FORMAT
 
 
-#: The ``method`` column of each label source (``annotation.machine.services.label_sources``).
+#: The ``method`` column of each label source (``annotation.results.selectors``).
 METHOD_OF_SOURCE = {"crowd majority": "majority", "adjudicated": "adjudication", "machine-accepted": "machine"}
 
 
 def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dict[str, Any]]:
     """The rows an export of ``category`` writes: labelled queries (crowd or adjudicated) of that category.
 
-    ``results`` are per-query results (``annotation.results.services.answers_summary.query_results``);
+    ``results`` are per-query results (``annotation.results.selectors.query_results``);
     queries without a label (disputed, too few votes) are never written as labelled.
     """
     wanted = set(LABELS) if category == ALL_CATEGORIES else {CATEGORY_SLUGS[category]}
@@ -318,7 +318,7 @@ def card_facts(
 
     ``batch`` holds the batch's settings (name, provider, source, rewards, dates, cost),
     ``results`` every query of the batch, ``rows`` those exported and ``report`` the
-    batch's agreement (``annotation.results.services.answers_summary.agreement``). ``machine`` (a batch
+    batch's agreement (``annotation.results.selectors.agreement``). ``machine`` (a batch
     labelled by a machine first) holds the routing and calibration facts
     (:func:`machine_facts`).
     """

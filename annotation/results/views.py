@@ -2,7 +2,8 @@
 queries one by one and rules on each with a reason, from the keyboard.
 
 Thin: the statuses come from :mod:`annotation.results.review` over ``query_results`` and two
-selectors, every ruling goes through ``services.adjudicate``. A ruling posted by htmx
+selectors (:mod:`annotation.results.selectors`), every ruling goes through
+:func:`annotation.quality.services.adjudication.adjudicate`. A ruling posted by htmx
 answers with the query's panel (the ruling and the way on) and the counts swapped out of
 band; without JavaScript the form posts and redirects back (post/redirect/get).
 
@@ -19,10 +20,10 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from annotation import selectors, services
 from annotation.crowd.forms import AdjudicateForm
 from annotation.labels import LABEL_NAMES, VOCABULARY
 from annotation.models import Batch, Export
+from annotation.quality.services.adjudication import adjudicate
 from annotation.results.export_formats import EXPORT_FORMATS
 from annotation.results.review import (
     DISPUTED,
@@ -33,14 +34,13 @@ from annotation.results.review import (
     status_counts,
     with_status,
 )
+from annotation.results.selectors import escalated_qids, gold_failed_qids, query_results
 from core.errors import ServiceError
 from core.web.permissions import researcher_required
 
 
 def _rows(batch: Batch) -> list[dict]:
-    return review_rows(
-        services.query_results(batch), selectors.escalated_qids(batch), selectors.gold_failed_qids(batch)
-    )
+    return review_rows(query_results(batch), escalated_qids(batch), gold_failed_qids(batch))
 
 
 def _status(request: HttpRequest) -> str:
@@ -114,7 +114,7 @@ def _rule(request: HttpRequest, batch: Batch, status: str) -> HttpResponse:
     error = None
     if form.is_valid():
         try:
-            services.adjudicate(batch, qid, form.cleaned_data["label"], form.cleaned_data["reason"], request.user)
+            adjudicate(batch, qid, form.cleaned_data["label"], form.cleaned_data["reason"], request.user)
         except ServiceError as exc:
             error = str(exc)
     ok = form.is_valid() and error is None

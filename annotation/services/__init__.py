@@ -1,98 +1,37 @@
-"""Services of the annotation app: everything that changes its state.
+"""The annotation app's public writes, for other apps: explicit re-exports, nothing defined here.
 
-Views, serializers, management commands and background jobs call these functions and
-nothing else that writes. They are grouped by stage of a batch's life:
+The rule for both facades, :mod:`annotation.services` (writes) and :mod:`annotation.selectors`
+(reads): they are the app's public surface for OTHER apps (``metrics``, ``benchmarks``; and
+the job discovery of :mod:`core.jobs.registry`, which imports each app's ``services``).
+Inside ``annotation``, code imports the sub-domain module that defines a name
+(``annotation.crowd.services.batches``, ``annotation.results.selectors`` ...), never a facade.
+A facade holds exactly the names other apps use: a name another app needs is added here.
 
-- :mod:`.batches` -- create a batch (snapshot queries and settings, group them into HITs,
-  estimate the cost), cancel it, report its progress;
-- :mod:`.publishing` -- render the HIT page and publish HITs, safe to re-run;
-- :mod:`.answers` -- check an answer, record it once, review it (approve or reject);
-- :mod:`.sync` -- fetch assignments from the provider, record and review them;
-- :mod:`.local` -- in-house annotators: accounts, handing out HITs, submitting answers;
-- :mod:`.prolific` -- Prolific participants: arrivals confirmed with Prolific, the study's
+Every write of the app lives in a sub-domain's ``services`` package, one module per topic:
+
+- :mod:`annotation.crowd.services` -- batches (create, cancel) and their settings, publishing,
+  answers (check, record, review), sync with the provider, HIT statuses, locking,
+  pseudonyms, MTurk administration, and the background jobs (:mod:`.background`:
+  publishing, syncing, escalating, pre-labelling, each declared once with
+  :func:`core.jobs.background_job` and a progress record);
+- :mod:`annotation.inhouse.services` -- in-house annotators: accounts, handing out HITs,
+  submitting answers, the team and its access, simulated annotators;
+- :mod:`annotation.prolific.services` -- Prolific participants: arrivals, the study's
   submissions reconciled, bonuses, the study stopped when the batch is done;
-- :mod:`.escalation` -- more assignments for HITs with disputed queries, by hand or round by
-  round at sync (to a majority or a Dawid-Skene posterior), within the budget;
-- :mod:`.reoffers` -- rejected MTurk places offered again; :mod:`.budget` -- what extras may spend;
-- :mod:`.thresholds` -- warn and block workers below the batch's thresholds, at sync;
-- :mod:`.training` -- the qualification step before a worker's first HIT of a batch;
-- :mod:`.adjudication` -- a researcher settles a query's label, with a reason;
-- :mod:`.quality` -- each worker's gold accuracy, agreement, Dawid-Skene accuracy and speed;
-- :mod:`.prelabels` -- a machine's labels and confidences for a batch's queries, before the crowd;
-- :mod:`.results` -- judgments as a frame, agreement, per-query votes, exports;
-- :mod:`.background` -- publishing, syncing and escalating as background jobs (each declared
-  once, :func:`core.jobs.background_job`) with a progress record.
+- :mod:`annotation.quality.services` -- escalation of disputed queries, re-offers, the budget
+  of extras, worker thresholds, training, a researcher's adjudication;
+- :mod:`annotation.results.services` -- exports of the labelled query sets;
+- :mod:`annotation.machine.services` -- pre-labels, the blind calibration sample, routing.
+
+The reads are in each sub-domain's ``selectors`` module (see :mod:`annotation.selectors`).
 """
 
-from annotation.crowd.services.answers import check_answers, record_answers, review_assignment
-from annotation.crowd.services.background import start_escalate, start_publish, start_sync
-from annotation.crowd.services.batches import (
-    BatchSettings,
-    GoldQuery,
-    batch_progress,
-    cancel_batch,
-    create_batch,
-    estimate_cost,
-    mturk_comparison,
-    read_gold_file,
-)
-from annotation.crowd.services.publishing import hit_page_context, publish_batch, render_hit_html
-from annotation.crowd.services.sync import SyncResult, sync_batch
-from annotation.inhouse.services.handout import (
-    ANNOTATORS_GROUP,
-    answered_count,
-    create_annotator,
-    is_annotator,
-    next_assignment,
-    submit_local_assignment,
-    validate_username,
-)
-from annotation.machine.services.prelabels import PrelabelSummary, make_prelabeller, prelabel_batch
-from annotation.quality.services.adjudication import adjudicate
-from annotation.quality.services.escalation import EscalationPlan, escalate_batch, plan_escalation
-from annotation.quality.services.worker_quality import worker_quality
-from annotation.results.services.answers_summary import BatchAnswers, agreement, judgments_frame, query_results
-from annotation.results.services.exports import export_for_download, export_queries
+# Imported for its job declarations: core.jobs.registry finds every background job of the
+# app by importing this package.
+from annotation.crowd.services import background  # noqa: F401
+from annotation.crowd.services.batch_settings import BatchSettings
+from annotation.crowd.services.batches import create_batch
+from annotation.crowd.services.publishing import publish_batch
+from annotation.inhouse.services.handout import create_annotator
 
-__all__ = [
-    "ANNOTATORS_GROUP",
-    "BatchAnswers",
-    "BatchSettings",
-    "EscalationPlan",
-    "GoldQuery",
-    "PrelabelSummary",
-    "SyncResult",
-    "adjudicate",
-    "agreement",
-    "answered_count",
-    "batch_progress",
-    "cancel_batch",
-    "check_answers",
-    "create_annotator",
-    "create_batch",
-    "escalate_batch",
-    "estimate_cost",
-    "export_for_download",
-    "export_queries",
-    "hit_page_context",
-    "is_annotator",
-    "judgments_frame",
-    "make_prelabeller",
-    "mturk_comparison",
-    "next_assignment",
-    "plan_escalation",
-    "prelabel_batch",
-    "publish_batch",
-    "query_results",
-    "read_gold_file",
-    "record_answers",
-    "render_hit_html",
-    "review_assignment",
-    "start_escalate",
-    "start_publish",
-    "start_sync",
-    "submit_local_assignment",
-    "sync_batch",
-    "validate_username",
-    "worker_quality",
-]
+__all__ = ["BatchSettings", "create_annotator", "create_batch", "publish_batch"]

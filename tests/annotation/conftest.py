@@ -5,6 +5,7 @@ from decimal import Decimal
 import pytest
 
 from annotation import services
+from annotation.crowd.services.batches import read_gold_file
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 
@@ -59,7 +60,7 @@ def gold_batch(query_set, tmp_path):
         "gold",
         services.BatchSettings(queries_per_hit=3, assignments_per_query=2, gold_per_hit=2, gold_pass_fraction=1.0),
         query_set=query_set,
-        gold=services.read_gold_file(gold_file),
+        gold=read_gold_file(gold_file),
     )
     services.publish_batch(batch)
     batch.refresh_from_db()

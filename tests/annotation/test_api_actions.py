@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch, Hit
 from core.models import Job
 from tests.annotation.conftest import answers_for, make_batch
@@ -59,9 +59,9 @@ def test_escalate_adds_one_assignment_to_hits_with_a_disputed_query(
     nothing = _post(staff, "/api/annotation/batches/b1/escalate/")
     assert nothing.status_code == 409 and "no finished HIT" in nothing.json()["detail"]
     for index, user in enumerate(annotators[:2]):
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
+        while (assignment := next_assignment(user, local_batch)) is not None:
             override = {"101": "f"} if index == 1 else None  # one disputed query
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
     below = _post(staff, "/api/annotation/batches/b1/escalate/", {"max_assignments": 1})
     assert below.status_code == 400 and "below the batch's 2 assignments" in below.json()["detail"]
     with django_capture_on_commit_callbacks(execute=True):

@@ -25,10 +25,13 @@ import pytest
 from django.core.management import call_command
 
 from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.prelabellers.openai_chat import Sampled
-from annotation.machine.services.calibration import calibration_batch, create_calibration_sample
-from annotation.machine.services.prelabels import DatabaseAnswerCache
+from annotation.machine.selectors import calibration_batch
+from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
+from annotation.results.services.exports import export_for_download
 from core.services.api_tokens import api_token
 from pooling.models import QuerySet
 from pooling.services import create_query_set
@@ -66,9 +69,9 @@ def seeded(query_set, researcher, annotators, tmp_path):
     batch = make_batch(query_set)
     services.publish_batch(batch)
     for user in annotators[:2]:
-        while (assignment := services.next_assignment(user, batch)) is not None:
-            services.submit_local_assignment(assignment, answers_for(assignment))
-    services.export_for_download(batch, "all", "tsv")
+        while (assignment := next_assignment(user, batch)) is not None:
+            submit_local_assignment(assignment, answers_for(assignment))
+    export_for_download(batch, "all", "tsv")
     make_batch(query_set, name="draft")
     _seed_machine_labelling()
     return api_token(researcher)
@@ -89,13 +92,13 @@ def _seed_machine_labelling() -> None:
     machine = services.create_batch(
         "mb", settings, query_set=create_query_set("mq", _queries(120), origin=QuerySet.Origin.IMPORTED)
     )
-    services.prelabel_batch(machine, "rules")
+    prelabel_batch(machine, "rules")
     services.publish_batch(create_calibration_sample(machine, 60, seed=1))
     simulate_local_annotations(calibration_batch(machine), annotators=4, accuracy=0.85)
     fresh = services.create_batch(
         "mc", settings, query_set=create_query_set("mq2", _queries(40), origin=QuerySet.Origin.IMPORTED)
     )
-    services.prelabel_batch(fresh, "rules")
+    prelabel_batch(fresh, "rules")
     cache = DatabaseAnswerCache()
     for model, versions in CACHED_MODELS.items():
         for version in versions:

@@ -5,7 +5,7 @@ page's bars carry a legend and its set-aside table sorts all its rows on the ser
 
 import pytest
 
-from annotation import selectors
+from annotation.machine import selectors
 from tests.annotation.machine.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
 from tests.annotation.machine.test_site_machine_state import expected_counts, routed  # noqa: F401 (fixture)
 
@@ -59,15 +59,16 @@ def test_a_machine_labelled_batch_at_both_widths(routed, researcher, page, login
 def test_the_agreement_page_bars_legend_and_server_side_sort(
     local_batch, annotators, researcher, page, login, settings
 ):
-    from annotation import services
+    from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+    from annotation.results.selectors import agreement
     from tests.annotation.conftest import answers_for
 
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 0
     for index, user in enumerate(annotators[:2]):
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
+        while (assignment := next_assignment(user, local_batch)) is not None:
             override = {"101": "f", "105": "m", "103": "n"} if index == 1 else None
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
-    report = services.agreement(local_batch, bootstrap=0)
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
+    report = agreement(local_batch, bootstrap=0)
     login("researcher")
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})

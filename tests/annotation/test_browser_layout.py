@@ -3,14 +3,15 @@
 import pytest
 
 from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 
 @pytest.fixture
 def answered(local_batch, annotators):
     for user in annotators[:2]:
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
-            services.submit_local_assignment(assignment, answers_for(assignment))
+        while (assignment := next_assignment(user, local_batch)) is not None:
+            submit_local_assignment(assignment, answers_for(assignment))
     return local_batch
 
 

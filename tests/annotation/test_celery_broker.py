@@ -7,6 +7,7 @@ from celery.contrib.testing.worker import start_worker
 from django.db import transaction
 
 from annotation import services
+from annotation.crowd.services.background import start_publish
 from annotation.models import Batch
 from config.celery import app
 from core.models import Job
@@ -20,7 +21,7 @@ def test_publish_runs_on_a_worker_after_commit(query_set):
     )
     with start_worker(app, perform_ping_check=False, pool="solo", shutdown_timeout=30):
         with transaction.atomic():
-            job = services.start_publish(batch)
+            job = start_publish(batch)
         deadline = time.monotonic() + 60
         while job.status not in (Job.Status.DONE, Job.Status.FAILED) and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -7,10 +7,14 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
+from annotation.crowd.services.batches import cancel_batch
 from annotation.inhouse.services.simulation import simulate_local_annotations
-from annotation.machine.services.calibration import calibration_report, create_calibration_sample, report_version
+from annotation.machine.selectors import calibration_report, report_version
+from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import route_batch
 from annotation.models import Batch
+from annotation.results.services.exports import export_queries
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch
@@ -22,7 +26,7 @@ def extended(db) -> tuple[Batch, Batch]:
     """A machine-labelled batch whose sample was extended: the extension answered, the first draw not yet."""
     query_set = create_query_set("mq", _texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="mach", assignments_per_query=3, queries_per_hit=5)
-    services.prelabel_batch(batch, NoisyMachine())
+    prelabel_batch(batch, NoisyMachine())
     first = create_calibration_sample(batch, 30, seed=1)
     services.publish_batch(first)
     extension = create_calibration_sample(batch, 20, seed=2, extend=True)
@@ -69,22 +73,22 @@ def test_the_card_states_the_guarantee_or_that_there_is_none(db, tmp_path):
 
     query_set = create_query_set("rq", sure_texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="rb", assignments_per_query=3, queries_per_hit=10)
-    services.prelabel_batch(batch, SureMachine())
+    prelabel_batch(batch, SureMachine())
     _answered_sample(batch)
 
     routing = route_batch(batch, 0.9)  # the default: the guarantee at δ = 0.05
     assert (routing.risk, routing.threshold) == (0.05, 0.97)
-    facts = _machine_section(services.export_queries(batch, "all", tmp_path / "a.tsv", "tsv").card)
+    facts = _machine_section(export_queries(batch, "all", tmp_path / "a.tsv", "tsv").card)
     assert facts["target accuracy"] == "0.900" and facts["risk δ"] == "0.050"
     assert facts["guarantee"] == (
         "with probability ≥ 0.95 (1 − δ) over the blind sample, the machine-accepted labels are at least 0.9 "
         "right against the crowd-majority label (fixed-sequence test)"
     )
 
-    services.cancel_batch(routing.routed_batch)  # routed again on the point estimate: the card says so
+    cancel_batch(routing.routed_batch)  # routed again on the point estimate: the card says so
     estimate = route_batch(batch, 0.9, risk=None)
     assert estimate.risk is None and estimate.threshold is not None
-    facts = _machine_section(services.export_queries(batch, "all", tmp_path / "b.tsv", "tsv").card)
+    facts = _machine_section(export_queries(batch, "all", tmp_path / "b.tsv", "tsv").card)
     assert facts["guarantee"] == "no guarantee (point estimate)" and facts["risk δ"] == "none (no guarantee)"
     assert facts["target accuracy"] == "0.900"
 

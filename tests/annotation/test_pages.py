@@ -6,9 +6,11 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from annotation import services
+from annotation.crowd.services.batches import cancel_batch
 from annotation.inhouse.services import handout
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch
+from annotation.results.selectors import agreement
 from core.models import Job
 from tests.annotation.conftest import answers_for, make_batch
 
@@ -17,8 +19,8 @@ from tests.annotation.conftest import answers_for, make_batch
 def disputed(local_batch, annotators):
     """104 gets one Other and one Female vote: disputed."""
     for user, override in zip(annotators[:2], [{}, {"104": "f"}], strict=True):
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+        while (assignment := next_assignment(user, local_batch)) is not None:
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
     return local_batch
 
 
@@ -116,7 +118,7 @@ def test_hit_preview_is_the_self_contained_page(local_batch, researcher, client)
 
 def test_actions_on_a_cancelled_batch_are_refused_on_the_page(query_set, researcher, client):
     batch = make_batch(query_set, name="gone")
-    services.cancel_batch(batch)
+    cancel_batch(batch)
     client.force_login(researcher)
     response = client.post(reverse("annotation:batch-publish", args=["gone"]), follow=True)
     assert b"is cancelled" in response.content
@@ -124,7 +126,7 @@ def test_actions_on_a_cancelled_batch_are_refused_on_the_page(query_set, researc
 
 
 def test_agreement_shows_each_workers_estimated_confusion(disputed, researcher, client):
-    report = services.agreement(disputed, bootstrap=0)
+    report = agreement(disputed, bootstrap=0)
     assert len(report["worker_confusion"]) == 2
     for worker in report["worker_confusion"]:
         assert worker["labels"] == ["n", "f", "m", "o"]

@@ -2,7 +2,9 @@
 
 from django.urls import reverse
 
-from annotation import services
+from annotation.crowd.services.batches import cancel_batch
+from annotation.crowd.services.sync import sync_batch
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Assignment
 from core.jobs import create_job
 from core.models import Job
@@ -18,8 +20,8 @@ def test_a_published_batch_page_polls_its_progress_and_agreement_until_completed
     page = client.get(reverse("annotation:batch-detail", args=["b1"])).content.decode()
     assert POLL in page and reverse("annotation:batch-live", args=["b1"]) in page
     for user in annotators[:2]:
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
-            services.submit_local_assignment(
+        while (assignment := next_assignment(user, local_batch)) is not None:
+            submit_local_assignment(
                 assignment, answers_for(assignment, override={"102": "o"} if user == annotators[1] else None)
             )
     live = client.get(reverse("annotation:batch-live", args=["b1"])).content.decode()
@@ -29,7 +31,7 @@ def test_a_published_batch_page_polls_its_progress_and_agreement_until_completed
     expected = 1 - (2 / 12) / (1 - (4 * 3 + 3 * 2 + 2 * 1 + 3 * 2) / (12 * 11))
     assert f'id="alpha-so-far">{expected:.3f}<' in live
     assert POLL in live  # published, not yet reviewed
-    services.sync_batch(local_batch, approve_all=True)
+    sync_batch(local_batch, approve_all=True)
     live = client.get(reverse("annotation:batch-live", args=["b1"])).content.decode()
     assert 'id="batch-status">completed<' in live and POLL not in live
 
@@ -84,7 +86,7 @@ def test_the_batch_list_polls_while_a_batch_is_published(local_batch, researcher
     client.force_login(researcher)
     page = client.get(reverse("annotation:batch-list")).content.decode()
     assert POLL in page and reverse("annotation:batch-list-live") in page
-    services.cancel_batch(local_batch)
+    cancel_batch(local_batch)
     table = client.get(reverse("annotation:batch-list-live")).content.decode()
     assert "cancelled" in table and POLL not in table
 

@@ -6,6 +6,7 @@ from decimal import Decimal
 import pytest
 
 from annotation import services as annotation
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch
 from core.models import Job
 from metrics import services
@@ -36,9 +37,9 @@ def dashboard(world):
     )
     annotation.publish_batch(batch)
     worker = annotation.create_annotator("ann-a", password="pw-secret-123")
-    assignment = annotation.next_assignment(worker, batch)
+    assignment = next_assignment(worker, batch)
     answers = {hq.field_name: "n" for hq in assignment.hit.hit_queries.all()}
-    annotation.submit_local_assignment(assignment, answers)
+    submit_local_assignment(assignment, answers)
     return Batch.objects.get(pk=batch.pk)
 
 

@@ -12,6 +12,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation import services as annotation_services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.quality.services.adjudication import adjudicate
+from annotation.results.services.exports import export_queries
 from core.models import Job
 from metrics import sensitivity, services
 from metrics.models import Result
@@ -88,12 +91,12 @@ def batch(world):
     annotation_services.publish_batch(batch)
     for name, answers in ANSWERS.items():
         user = annotation_services.create_annotator(name, password="pw-secret-123")
-        while (assignment := annotation_services.next_assignment(user, batch)) is not None:
+        while (assignment := next_assignment(user, batch)) is not None:
             fields = {
                 hq.field_name: answers[hq.batch_query.qid]
                 for hq in assignment.hit.hit_queries.select_related("batch_query")
             }
-            annotation_services.submit_local_assignment(assignment, fields)
+            submit_local_assignment(assignment, fields)
     batch.refresh_from_db()
     return batch
 
@@ -101,7 +104,7 @@ def batch(world):
 @pytest.mark.django_db
 @pytest.mark.parametrize("background", [None, "c"])
 def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, background):
-    annotation_services.export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
+    export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
     assert set(QuerySet.objects.get(name="ng").queries.values_list("qid", flat=True)) == {"1", "2"}
     runs = [Run.objects.get(name=n) for n in ("a", "b", "c")]
     background = Run.objects.get(name=background) if background else None
@@ -140,8 +143,8 @@ def test_adjudicated_policy_reads_the_researchers_rulings(batch, django_user_mod
     before = services.label_sensitivity(batch, runs, report_settings, bar=False)
     assert before.set_sizes[("majority", "adjudicated")] == 2
     researcher = django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True)
-    annotation_services.adjudicate(batch, "3", "n", "asks about no one in particular", researcher)
-    annotation_services.adjudicate(batch, "1", "f", "a ruling on an undisputed query", researcher)
+    adjudicate(batch, "3", "n", "asks about no one in particular", researcher)
+    adjudicate(batch, "1", "f", "a ruling on an undisputed query", researcher)
     after = services.label_sensitivity(batch, runs, report_settings, bar=False)
     for aggregation in sensitivity.AGGREGATIONS:
         assert after.set_sizes[(aggregation, "adjudicated")] == after.set_sizes[(aggregation, "drop")] + 1
@@ -346,9 +349,9 @@ def test_a_machine_labelled_batch_gains_rows_by_label_source(world):
     annotation_services.publish_batch(routed)
     for name, label in (("ann-a", "n"), ("ann-b", "n"), ("ann-c", "f")):
         user = annotation_services.create_annotator(name, password="pw-secret-123")
-        assignment = annotation_services.next_assignment(user, routed)
+        assignment = next_assignment(user, routed)
         (hq,) = assignment.hit.hit_queries.all()
-        annotation_services.submit_local_assignment(assignment, {hq.field_name: label})
+        submit_local_assignment(assignment, {hq.field_name: label})
 
     runs = [Run.objects.get(name=n) for n in ("a", "c")]
     result = services.label_sensitivity(

@@ -1,7 +1,7 @@
 """The settings of a batch, declared once: what ``create_batch`` takes and the rules it checks.
 
 :class:`BatchSettings` is what the batch form (page and API) and ``manage.py create_batch``
-build and :func:`annotation.services.create_batch` records on the ``Batch``;
+build and :func:`annotation.crowd.services.batches.create_batch` records on the ``Batch``;
 ``BatchSettings.validate`` refuses, before anything is created or paid for, what a
 provider would refuse. ``tests/annotation/crowd/test_batch_settings.py`` holds the form, the
 command's options and the model's columns to this declaration.

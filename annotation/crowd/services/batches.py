@@ -1,4 +1,4 @@
-"""Creating, cancelling and following a batch."""
+"""Creating and cancelling a batch (its progress is read by :func:`annotation.crowd.selectors.batch_progress`)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ from pathlib import Path
 
 from django.conf import settings as django_settings
 from django.db import transaction
-from django.db.models import Count, Q
 
 from annotation.crowd.costs import Cost, provider_cost
 from annotation.crowd.hit_groups import group_into_hits
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
 from annotation.labels import label_code
-from annotation.models import Assignment, Batch, BatchQuery, Hit, HitQuery, Judgment, Provider
+from annotation.models import Batch, BatchQuery, Hit, HitQuery, Provider
 from core.errors import InputError, ServiceError, StateError
 from core.services.names import validate_name
 from core.textfiles import MAX_LINE_BYTES, open_text
@@ -300,31 +299,3 @@ def cancel_batch(batch: Batch, provider: CrowdProvider | None = None) -> int:
     Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.CANCELLED)
     batch.status = Batch.Status.CANCELLED
     return expired
-
-
-def batch_progress(batch: Batch) -> dict[str, int | float | None]:
-    """Counts for the batch page, the API and the commands."""
-    hits = batch.hits.aggregate(
-        total=Count("pk"),
-        published=Count("pk", filter=~Q(provider_id=None)),
-    )
-    expected = sum(batch.hits.values_list("max_assignments", flat=True))
-    by_status = dict(
-        Assignment.objects.filter(hit__batch=batch).values_list("status").annotate(n=Count("pk")).order_by()
-    )
-    judgments = Judgment.objects.filter(batch_query__batch=batch)
-    done = by_status.get(Assignment.Status.SUBMITTED, 0) + by_status.get(Assignment.Status.APPROVED, 0)
-    return {
-        "hits": hits["total"],
-        "hits_published": hits["published"],
-        "assignments_expected": expected,
-        "assigned": by_status.get(Assignment.Status.ASSIGNED, 0),
-        "submitted": by_status.get(Assignment.Status.SUBMITTED, 0),
-        "approved": by_status.get(Assignment.Status.APPROVED, 0),
-        "rejected": by_status.get(Assignment.Status.REJECTED, 0),
-        "judgments": judgments.count(),
-        "invalid_judgments": judgments.filter(label=None).count(),
-        "fraction": min(1.0, done / expected) if expected else None,
-        "queries": batch.queries.filter(is_gold=False).count(),
-        "gold_queries": batch.queries.filter(is_gold=True).count(),
-    }

@@ -44,11 +44,11 @@ from django.utils import timezone
 from annotation.crowd.services.answers import AlreadyRecorded, AnswerCheck, record_answers
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.statuses import ANSWERED, settle_hit_status
+from annotation.inhouse.selectors import ANNOTATORS_GROUP
 from annotation.inhouse.services.team_access import assignment_open, batch_open_to, is_open_to, open_to
 from annotation.models import FREES_PLACE, Assignment, Batch, Hit, HitQuery, Provider, Worker
 from core.errors import ServiceError
 
-ANNOTATORS_GROUP = "annotators"
 #: How many locked candidates to try before giving up on a busy moment.
 _CANDIDATES = 20
 

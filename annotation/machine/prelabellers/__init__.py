@@ -6,7 +6,7 @@
 - :mod:`.openai_chat` -- any OpenAI-compatible chat-completions endpoint, k samples voted.
 
 Like the crowd providers, pre-labellers never write to the database: the service
-``annotation.services.prelabel_batch`` stores what they return (and gives the
+``annotation.machine.services.prelabels.prelabel_batch`` stores what they return (and gives the
 chat labeller its database-backed answer cache).
 """
 

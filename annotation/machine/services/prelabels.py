@@ -11,7 +11,7 @@ not label (every answer unparseable) gets no row and is counted as unlabelled.
 The ``trained`` labeller learns first, from ``train``: a labelled query file (read by
 :func:`~annotation.crowd.services.batches.read_labelled_file`: TSV ``qid<TAB>query<TAB>label``
 or the study's CSV ``qid,query,label``) or ``batch:NAME``, that batch's human labels so
-far ("adjudication first, else majority vote", :class:`~annotation.results.services.answers_summary.BatchAnswers`;
+far ("adjudication first, else majority vote", :class:`~annotation.results.selectors.BatchAnswers`;
 gold questions left out, as their labels are what the machine is checked against).
 Trained on the batch it labels, it labels the humans' queries too; those predictions are
 marked ``in_training`` in their ``detail`` so that calibration can leave them out.
@@ -35,7 +35,7 @@ from annotation.machine.prelabellers import PreLabeller, get_prelabeller
 from annotation.machine.prelabellers.base import Prediction, PreLabelStopped, Usage
 from annotation.machine.prelabellers.openai_chat import DEFAULT_PROMPT, ChatClient, Prompt, Sampled
 from annotation.models import Batch, BatchQuery, PreLabel, PreLabelAnswer
-from annotation.results.services.answers_summary import BatchAnswers
+from annotation.results.selectors import BatchAnswers
 from core.errors import InputError, ServiceError, StateError
 
 CHUNK = 200

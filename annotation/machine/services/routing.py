@@ -33,17 +33,14 @@ from typing import Any
 from django.db import transaction
 
 from annotation.crowd.services.batches import estimate_cost
-from annotation.machine.services.calibration import (
-    DEFAULT_SAMPLE,
+from annotation.machine.selectors import (
     RANDOM_DESIGN,
     CalibrationSample,
     calibration_batch,
-    create_derived_batch,
-    part_name,
     read_sample,
     same_population,
-    settings_of,
 )
+from annotation.machine.services.calibration import DEFAULT_SAMPLE, create_derived_batch, part_name, settings_of
 from annotation.models import Batch, Routing
 from core.errors import ServiceError, StateError
 
@@ -486,7 +483,7 @@ def audit_routing(
     from annotation.crowd.services.batches import read_labelled_file
     from annotation.machine.calibration_statistics import random_sample
     from annotation.machine.routing_statistics import audit
-    from annotation.machine.services.calibration import identity_for, machine_labels
+    from annotation.machine.selectors import identity_for, machine_labels
     from core.errors import InputError
 
     if not 0 < target_accuracy <= 1:

@@ -1,9 +1,9 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import services
 from annotation.labels import CATEGORY_SLUGS, LABELS
 from annotation.management.commands._common import command_errors, get_batch
+from annotation.quality.services.adjudication import adjudicate
 
 
 class Command(BaseCommand):
@@ -25,7 +25,7 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"--by: no researcher (staff account) named {by!r}")
         with command_errors():
-            adjudication = services.adjudicate(batch, qid, label, reason, user)
+            adjudication = adjudicate(batch, qid, label, reason, user)
         self.stdout.write(
             self.style.SUCCESS(f"Query {qid} of {batch.name} adjudicated as {adjudication.label} by {by}.")
         )

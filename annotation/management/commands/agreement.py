@@ -1,8 +1,8 @@
 import json
 
-from annotation import services
 from annotation.labels import LABEL_NAMES
 from annotation.management.commands._common import command_errors, get_batch
+from annotation.results.selectors import agreement
 from core.management.cli import ProjectCommand
 
 
@@ -29,7 +29,7 @@ class Command(ProjectCommand):
     def handle(self, name, bootstrap, **o):
         batch = get_batch(name)
         with command_errors():
-            report = services.agreement(batch, bootstrap=bootstrap)
+            report = agreement(batch, bootstrap=bootstrap)
         if o["json"]:
             self.stdout.write(json.dumps(report, ensure_ascii=False, sort_keys=True))
             return

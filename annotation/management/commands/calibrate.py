@@ -1,4 +1,4 @@
-from annotation import services
+from annotation.crowd.services.publishing import publish_batch
 from annotation.labels import LABEL_NAMES
 from annotation.machine.services.calibration import DEFAULT_SAMPLE, create_calibration_sample
 from annotation.management.commands._common import command_errors, format_cost, get_batch
@@ -59,5 +59,5 @@ class Command(ProjectCommand):
             if no_publish:
                 self.stdout.write(f"Publish it with: manage.py publish_batch {child.name}")
                 return
-            published = services.publish_batch(child, bar=o["verbosity"] > 0)
+            published = publish_batch(child, bar=o["verbosity"] > 0)
         self.stdout.write(self.style.SUCCESS(f"Published {published} HIT(s) of {child.name!r} on {child.provider}."))

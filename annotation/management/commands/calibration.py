@@ -1,7 +1,7 @@
 import json
 
 from annotation.labels import LABEL_NAMES, LABELS
-from annotation.machine.services.calibration import calibration_report
+from annotation.machine.selectors import calibration_report
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand
 

@@ -1,4 +1,4 @@
-from annotation import services
+from annotation.crowd.services.batches import cancel_batch
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand
 
@@ -15,5 +15,5 @@ class Command(ProjectCommand):
     def handle(self, name, **o):
         batch = get_batch(name)
         with command_errors():
-            expired = services.cancel_batch(batch)
+            expired = cancel_batch(batch)
         self.stdout.write(self.style.SUCCESS(f"Batch {batch.name!r} cancelled; {expired} HIT(s) withdrawn."))

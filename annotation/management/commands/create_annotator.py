@@ -2,7 +2,7 @@ import getpass
 
 from django.core.management.base import CommandError
 
-from annotation import services
+from annotation.inhouse.services.handout import create_annotator, validate_username
 from annotation.management.commands._common import command_errors
 from core.management.cli import ProjectCommand
 
@@ -25,7 +25,7 @@ class Command(ProjectCommand):
 
     def handle(self, username, email, password, no_password, reset_password, **o):
         with command_errors():
-            services.validate_username(username)  # before asking for a password
+            validate_username(username)  # before asking for a password
         if not password and not no_password:
             try:
                 password = getpass.getpass(f"Password for {username}: ")
@@ -35,8 +35,6 @@ class Command(ProjectCommand):
             if not password or password != again:
                 raise CommandError("passwords are empty or differ")
         with command_errors():
-            user = services.create_annotator(
-                username, password=password or None, email=email, reset_password=reset_password
-            )
+            user = create_annotator(username, password=password or None, email=email, reset_password=reset_password)
         done = "has a new password" if reset_password else "can log in and go to /annotation/next/"
         self.stdout.write(self.style.SUCCESS(f"Annotator {user.username!r} {done}."))

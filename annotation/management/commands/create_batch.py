@@ -1,6 +1,8 @@
 from django.core.management.base import CommandError
 
-from annotation import services
+from annotation.crowd.selectors import batch_progress
+from annotation.crowd.services.batch_settings import BatchSettings
+from annotation.crowd.services.batches import create_batch, read_gold_file
 from annotation.management.commands._common import (
     command_errors,
     duration,
@@ -119,7 +121,7 @@ class Command(ProjectCommand):
                 raise CommandError(f"no query set named {o['queries']!r}")
         if o["gold_per_hit"] and not o["gold"]:
             raise CommandError("--gold-per-hit needs --gold FILE")
-        settings = services.BatchSettings(
+        settings = BatchSettings(
             provider=o["provider"],
             assignments_per_query=o["assignments"],
             queries_per_hit=o["queries_per_hit"],
@@ -141,12 +143,10 @@ class Command(ProjectCommand):
             training_pass_fraction=o["training_pass"],
         )
         with command_errors():
-            gold = services.read_gold_file(o["gold"]) if o["gold"] else []
-            training = services.read_gold_file(o["training"]) if o["training"] else []
-            batch = services.create_batch(
-                o["name"], settings, query_set=query_set, pool=pool, gold=gold, training=training
-            )
-        progress = services.batch_progress(batch)
+            gold = read_gold_file(o["gold"]) if o["gold"] else []
+            training = read_gold_file(o["training"]) if o["training"] else []
+            batch = create_batch(o["name"], settings, query_set=query_set, pool=pool, gold=gold, training=training)
+        progress = batch_progress(batch)
         self.stdout.write(
             self.style.SUCCESS(
                 f"Batch {batch.name!r}: {progress['queries']} queries in {progress['hits']} HITs "

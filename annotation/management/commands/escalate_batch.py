@@ -1,7 +1,12 @@
-from annotation import services
 from annotation.management.commands._common import command_errors, get_batch, money
 from annotation.quality.services.budget import set_extra_budget
-from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS, UNTIL_CHOICES, set_auto_escalation
+from annotation.quality.services.escalation import (
+    DEFAULT_MAX_ASSIGNMENTS,
+    UNTIL_CHOICES,
+    escalate_batch,
+    plan_escalation,
+    set_auto_escalation,
+)
 from core.management.cli import ProjectCommand
 
 
@@ -46,7 +51,7 @@ class Command(ProjectCommand):
                 return
             if budget is not None:
                 batch.extra_budget = budget  # for the plan; saved only once confirmed
-            plan = services.plan_escalation(batch, max_assignments, until)
+            plan = plan_escalation(batch, max_assignments, until)
             self.stdout.write(
                 f"{plan.disputed} unsettled quer{'y' if plan.disputed == 1 else 'ies'} in finished HITs "
                 f"(settled: {until}); {plan.extra_assignments} HIT(s) would get one more assignment, "
@@ -80,7 +85,7 @@ class Command(ProjectCommand):
             if auto:
                 set_auto_escalation(batch, until, max_assignments=max_assignments)
             confirmed = {hit.pk for hit, _ in plan.hits}
-            escalations = services.escalate_batch(batch, max_assignments, confirmed_hits=confirmed, until=until)
+            escalations = escalate_batch(batch, max_assignments, confirmed_hits=confirmed, until=until)
         self.stdout.write(self.style.SUCCESS(f"Added {sum(e.added for e in escalations)} assignment(s)."))
         if auto:
             self.stdout.write(f"sync_batch {batch.name} now escalates round by round (stop: --stop-auto).")

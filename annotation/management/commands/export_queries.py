@@ -1,7 +1,7 @@
-from annotation import services
 from annotation.labels import EXPORT_CATEGORIES
 from annotation.management.commands._common import command_errors, get_batch
 from annotation.results.export_formats import EXPORT_FORMATS, format_for_path
+from annotation.results.services.exports import export_queries
 from core.management.cli import ProjectCommand
 
 
@@ -26,7 +26,7 @@ class Command(ProjectCommand):
         batch = get_batch(name)
         fmt = o["format"] or format_for_path(out)
         with command_errors():
-            export = services.export_queries(batch, category, out, fmt, as_query_set=as_query_set)
+            export = export_queries(batch, category, out, fmt, as_query_set=as_query_set)
         set_aside = export.counts.get("set_aside", 0)
         self.stdout.write(
             self.style.SUCCESS(

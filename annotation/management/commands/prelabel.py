@@ -1,8 +1,8 @@
 from decimal import Decimal
 
-from annotation import services
 from annotation.labels import LABEL_NAMES
 from annotation.machine.prelabellers import prelabeller_names
+from annotation.machine.services.prelabels import prelabel_batch
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand
 
@@ -45,7 +45,7 @@ class Command(ProjectCommand):
     def handle(self, name, labeller, samples, train, **o):
         batch = get_batch(name)
         with command_errors():
-            summary = services.prelabel_batch(batch, labeller, samples=samples, train=train)
+            summary = prelabel_batch(batch, labeller, samples=samples, train=train)
         out = self.stdout.write
         out(f"Pre-labelled batch {batch.name!r} with {summary.labeller} ({summary.model}, {summary.prompt_version}):")
         for code, count in summary.counts.items():

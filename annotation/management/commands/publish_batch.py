@@ -1,4 +1,5 @@
-from annotation import services
+from annotation.crowd.services.background import start_publish
+from annotation.crowd.services.publishing import publish_batch
 from annotation.management.commands._common import command_errors, format_cost, get_batch
 from annotation.models import Provider
 from annotation.prolific.services import quote
@@ -25,10 +26,10 @@ class Command(ProjectCommand):
                 self.stdout.write(f"Prolific's own price (fees and VAT of your account): ${quote(batch):.2f}")
         with command_errors():
             if queue:
-                job = services.start_publish(batch)
+                job = start_publish(batch)
                 self.stdout.write(f"Queued as job {job.pk}; follow it at /jobs/{job.pk}/")
                 return
-            published = services.publish_batch(batch, bar=o["verbosity"] > 0)
+            published = publish_batch(batch, bar=o["verbosity"] > 0)
         total = batch.hits.count()
         out = batch.hits.exclude(provider_id=None).count()
         self.stdout.write(self.style.SUCCESS(f"Published {published} HIT(s) now; {out} of {total} are published."))

@@ -1,6 +1,6 @@
 from django.core.management.base import CommandError
 
-from annotation import services
+from annotation.crowd.services.publishing import publish_batch
 from annotation.machine.services.routing import DEFAULT_RISK, plan_routing, plan_summary, route_batch
 from annotation.management.commands._common import command_errors, format_cost, get_batch, money
 from core.management.cli import ProjectCommand
@@ -66,5 +66,5 @@ class Command(ProjectCommand):
             if no_publish:
                 out(f"Publish it with: manage.py publish_batch {routed.name}")
                 return
-            published = services.publish_batch(routed, bar=o["verbosity"] > 0)
+            published = publish_batch(routed, bar=o["verbosity"] > 0)
         out(self.style.SUCCESS(f"Published {published} HIT(s) of {routed.name!r} on {routed.provider}."))

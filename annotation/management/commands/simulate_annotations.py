@@ -1,4 +1,4 @@
-from annotation import services
+from annotation.crowd.services.sync import sync_batch
 from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand
@@ -20,7 +20,7 @@ class Command(ProjectCommand):
         batch = get_batch(name)
         with command_errors():
             result = simulate_local_annotations(batch, annotators=annotators, accuracy=accuracy, seed=seed)
-            review = services.sync_batch(batch)
+            review = sync_batch(batch)
         self.stdout.write(
             self.style.SUCCESS(
                 f"{result.annotators} simulated annotators submitted {result.assignments} assignments "

@@ -1,4 +1,4 @@
-from annotation import services
+from annotation.crowd.services.sync import sync_batch
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand
 
@@ -21,7 +21,7 @@ class Command(ProjectCommand):
     def handle(self, name, approve_all, **o):
         batch = get_batch(name)
         with command_errors():
-            result = services.sync_batch(batch, approve_all=approve_all, bar=o["verbosity"] > 0)
+            result = sync_batch(batch, approve_all=approve_all, bar=o["verbosity"] > 0)
         self.stdout.write(
             self.style.SUCCESS(
                 f"{result.new} new assignment(s) ({result.invalid} with invalid answers), {result.updated} updated; "

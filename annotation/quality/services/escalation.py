@@ -37,7 +37,7 @@ from annotation.crowd.services.locking import one_per_batch
 from annotation.crowd.services.statuses import settle_hit_statuses
 from annotation.models import Assignment, Batch, Escalation, Hit, Provider
 from annotation.quality.services.budget import affordable, budget_left
-from annotation.results.services.answers_summary import BatchAnswers
+from annotation.results.selectors import BatchAnswers
 from core.errors import ServiceError
 
 DEFAULT_MAX_ASSIGNMENTS = 7

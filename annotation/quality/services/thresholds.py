@@ -2,7 +2,7 @@
 
 A batch may set, each optional: ``warn_gold_accuracy`` / ``block_gold_accuracy`` (share
 of gold questions answered right) and ``warn_agreement`` / ``block_agreement`` (share of
-judgments agreeing with the item's majority, :mod:`.quality`). A threshold applies to a
+judgments agreeing with the item's majority, :mod:`annotation.quality.selectors`). A threshold applies to a
 worker only once they have ``min_answers_judged`` gold answers (for gold accuracy) or
 compared judgments (for agreement): nobody is judged on two answers.
 
@@ -27,7 +27,7 @@ from django.db import transaction
 from annotation.crowd.providers import CrowdProvider
 from annotation.crowd.services.batch_settings import THRESHOLD_FIELDS
 from annotation.models import Batch, Worker, WorkerFlag
-from annotation.quality.services.worker_quality import worker_quality
+from annotation.quality.selectors import worker_quality
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """Exports: a batch's labelled queries written as a file with a dataset card beside it.
 
-The rows are the per-query results of :mod:`.results` (a researcher's ruling first, else the
+The rows are the per-query results of :mod:`annotation.results.selectors` (a researcher's ruling first, else the
 majority; for a batch labelled by a machine first, the accepted machine labels where the
 crowd gave none, each row with its label source); the card states how they were made,
-including the machine and its calibration (:mod:`.calibration`, :mod:`.routing`).
+including the machine and its calibration (:mod:`annotation.machine.selectors`,
+:mod:`annotation.machine.services.routing`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.labels import EXPORT_CATEGORIES
-from annotation.machine.services.calibration import calibration_report
-from annotation.machine.services.label_sources import latest_routing
+from annotation.machine.selectors import calibration_report
 from annotation.models import Batch, Export
 from annotation.results.export_formats import (
     EXPORT_FORMATS,
@@ -26,7 +26,7 @@ from annotation.results.export_formats import (
     machine_facts,
     write_dataset_card,
 )
-from annotation.results.services.answers_summary import CITATION, BatchAnswers, agreement, min_votes, query_results
+from annotation.results.selectors import CITATION, BatchAnswers, agreement, latest_routing, min_votes, query_results
 from core.errors import ServiceError
 from core.files import check_writable, file_sha256
 from core.services.storage import cache_dir

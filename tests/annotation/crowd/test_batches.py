@@ -6,6 +6,7 @@ from decimal import Decimal
 import pytest
 
 from annotation import services
+from annotation.crowd.services.batches import cancel_batch, read_gold_file
 from annotation.models import Batch, BatchQuery, Hit, HitQuery
 from core.errors import InputError, ServiceError
 from tests.annotation.conftest import QUERIES, make_batch
@@ -50,7 +51,7 @@ def test_unique_tokens_are_deterministic_and_distinct(query_set):
 def test_gold_questions_are_mixed_into_every_hit(query_set, tmp_path):
     gold_file = tmp_path / "gold.tsv"
     gold_file.write_text("g1\twhat is a mother\tfemale\ng2\twhat is a father\tm\n")
-    gold = services.read_gold_file(gold_file)
+    gold = read_gold_file(gold_file)
     batch = services.create_batch(
         "gold",
         services.BatchSettings(queries_per_hit=3, assignments_per_query=2, gold_per_hit=1),
@@ -72,7 +73,7 @@ def test_bad_gold_files_are_refused_with_the_line(tmp_path, line, message):
     path = tmp_path / "gold.tsv"
     path.write_text(line + "\n")
     with pytest.raises(InputError, match=rf"^{path}:\d: .*{message}"):
-        services.read_gold_file(path)
+        read_gold_file(path)
 
 
 @pytest.mark.parametrize(
@@ -107,7 +108,7 @@ def test_publish_local_batch_and_cancel(local_batch):
     assert set(local_batch.hits.values_list("status", flat=True)) == {Hit.Status.OPEN}
     assert services.publish_batch(local_batch) == 0  # re-running publishes nothing new
 
-    assert services.cancel_batch(local_batch) == 2
+    assert cancel_batch(local_batch) == 2
     local_batch.refresh_from_db()
     assert local_batch.status == Batch.Status.CANCELLED
     assert set(local_batch.hits.values_list("status", flat=True)) == {Hit.Status.EXPIRED}

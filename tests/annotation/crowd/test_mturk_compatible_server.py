@@ -14,8 +14,9 @@ import pytest
 
 from annotation import services
 from annotation.crowd.providers.mturk_xml import build_answers_xml
+from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Hit, Judgment
-from annotation.results.services.answers_summary import majority
+from annotation.results.selectors import majority
 from benchmarks.fakes.mturk import FakeMTurk, serve
 from tests.annotation.conftest import TRUTH
 
@@ -75,7 +76,7 @@ def test_publish_answer_sync_through_an_mturk_compatible_server(server, batch):
         fake.submit(hit.provider_id, "WORKERA", _answers(hit))
         fake.submit(hit.provider_id, "WORKERB", _answers(hit, {"101": "maybe"}))
 
-    first = services.sync_batch(batch)
+    first = sync_batch(batch)
     assert (first.new, first.invalid) == (4, 1)
     assert Assignment.objects.filter(hit__batch=batch).count() == 4
     judgments = Judgment.objects.filter(assignment__hit__batch=batch).count()
@@ -88,7 +89,7 @@ def test_publish_answer_sync_through_an_mturk_compatible_server(server, batch):
     assert statuses == ["Approved", "Approved", "Approved", "Rejected"]
     assert first.rejected == 1 and first.kept == 0
 
-    second = services.sync_batch(batch)
+    second = sync_batch(batch)
     assert second.new == 0
     assert Assignment.objects.filter(hit__batch=batch).count() == 4
     assert Judgment.objects.filter(assignment__hit__batch=batch).count() == judgments

@@ -10,6 +10,7 @@ import pytest
 
 from annotation import services
 from annotation.crowd.providers.mturk_xml import build_answers_xml
+from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Hit, Judgment
 from core.errors import ServiceError
 from tests.annotation.conftest import TRUTH
@@ -47,7 +48,7 @@ def test_empty_and_invalid_submissions_are_rejected_with_feedback_and_a_second_s
     empty = fake.submit(hit.provider_id, "EMPTY", build_answers_xml({"assignmentId": "from-the-form"}))
     invalid = fake.submit(hit.provider_id, "SLOPPY", _answers(hit, {qids[0]: "maybe", qids[2]: None}))
 
-    result = services.sync_batch(batch)
+    result = sync_batch(batch)
 
     assert (result.new, result.invalid, result.approved, result.rejected, result.kept) == (3, 2, 1, 2, 0)
     assert fake.assignments[valid]["AssignmentStatus"] == "Approved"
@@ -67,7 +68,7 @@ def test_empty_and_invalid_submissions_are_rejected_with_feedback_and_a_second_s
     assert stored[invalid].reviewed_at is not None and stored[valid].status == "approved"
 
     calls = (fake.calls.count("ApproveAssignment"), fake.calls.count("RejectAssignment"))
-    again = services.sync_batch(batch)
+    again = sync_batch(batch)
     assert (again.new, again.approved, again.rejected, again.updated) == (0, 0, 0, 0)
     assert (fake.calls.count("ApproveAssignment"), fake.calls.count("RejectAssignment")) == calls
 
@@ -81,12 +82,12 @@ def test_a_rejection_mturk_already_made_is_tolerated_once(server, batch):  # noq
     empty = fake.submit(hit.provider_id, "EMPTY", build_answers_xml({"assignmentId": "from-the-form"}))
     fake.faults["RejectAssignment"] = ["lose_response"]
 
-    result = services.sync_batch(batch)
+    result = sync_batch(batch)
 
     assert result.rejected == 1
     assert fake.calls.count("RejectAssignment") == 2 and fake.assignments[empty]["AssignmentStatus"] == "Rejected"
     assert Assignment.objects.get().status == "rejected"
-    assert services.sync_batch(batch).rejected == 0
+    assert sync_batch(batch).rejected == 0
     assert fake.calls.count("RejectAssignment") == 2
 
 
@@ -96,12 +97,12 @@ def test_an_unreadable_answer_document_is_approved_not_left_to_auto_approval(ser
     services.publish_batch(batch)
     hit = batch.hits.order_by("position").first()
     broken = fake.submit(hit.provider_id, "WORKER", "<QuestionFormAnswers><Answer>")
-    result = services.sync_batch(batch)
+    result = sync_batch(batch)
     assert (result.new, result.invalid, result.approved, result.rejected, result.kept) == (1, 1, 1, 0, 0)
     assert fake.assignments[broken]["AssignmentStatus"] == "Approved"
     assert "RejectAssignment" not in fake.calls
     assert not Judgment.objects.filter(assignment__provider_assignment_id=broken, label__isnull=False).exists()
-    assert services.sync_batch(batch).approved == 0  # reviewed once
+    assert sync_batch(batch).approved == 0  # reviewed once
 
 
 def test_an_mturk_batch_refuses_an_auto_approval_delay_not_longer_than_the_sync_interval(query_set, settings):

@@ -16,7 +16,10 @@ from annotation import services
 from annotation.crowd.providers import MTurkProvider
 from annotation.crowd.providers.mturk_api import MTurk, make_client
 from annotation.crowd.providers.mturk_xml import build_answers_xml
+from annotation.crowd.services.batches import cancel_batch, read_gold_file
+from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, Hit, Judgment, Worker, WorkerIdentity
+from annotation.quality.services.escalation import escalate_batch, plan_escalation
 from core.errors import ServiceError
 from tests.annotation.conftest import TRUTH
 
@@ -52,7 +55,7 @@ def mturk_batch(query_set, tmp_path):
             gold_per_hit=1,
         ),
         query_set=query_set,
-        gold=services.read_gold_file(gold),
+        gold=read_gold_file(gold),
     )
 
 
@@ -291,7 +294,7 @@ def test_sync_pages_parses_validates_and_reviews(mturk_batch, stubbed):
             {},
             {"HITId": hit_id, "NumberOfAdditionalAssignments": 1, "UniqueRequestToken": ANY},
         )
-    result = services.sync_batch(mturk_batch, provider)
+    result = sync_batch(mturk_batch, provider)
     assert (result.new, result.invalid, result.approved, result.rejected, result.kept) == (4, 2, 1, 3, 0)
 
     stored = {a.provider_assignment_id: a for a in Assignment.objects.all()}
@@ -341,9 +344,9 @@ def test_sync_stores_each_assignment_once_and_tolerates_already_approved(mturk_b
                 {"Assignment": only | {"AssignmentStatus": "Approved"}},
                 {"AssignmentId": only["AssignmentId"]},
             )
-    first = services.sync_batch(mturk_batch, provider)
+    first = sync_batch(mturk_batch, provider)
     assert (first.new, first.approved) == (1, 1)
-    second = services.sync_batch(mturk_batch, provider)  # nothing new, nothing reviewed again
+    second = sync_batch(mturk_batch, provider)  # nothing new, nothing reviewed again
     assert (second.new, second.approved, second.rejected) == (0, 0, 0)
     assert Assignment.objects.get().status == "approved"
     assert Judgment.objects.count() == 4
@@ -360,7 +363,7 @@ def test_approve_all_approves_failed_gold(mturk_batch, stubbed):
         "list_assignments_for_hit", {"Assignments": [], "NumResults": 0}, params | {"HITId": HIT_IDS[1]}
     )
     stubber.add_response("approve_assignment", {}, {"AssignmentId": failed["AssignmentId"]})
-    result = services.sync_batch(mturk_batch, provider, approve_all=True)
+    result = sync_batch(mturk_batch, provider, approve_all=True)
     assert (result.approved, result.rejected) == (1, 0)
 
 
@@ -382,9 +385,9 @@ def test_escalation_on_mturk_adds_assignments_with_a_deterministic_token(mturk_b
     )
     for a in answers:
         stubber.add_response("approve_assignment", {}, {"AssignmentId": a["AssignmentId"]})
-    services.sync_batch(mturk_batch, provider)
+    sync_batch(mturk_batch, provider)
 
-    plan = services.plan_escalation(mturk_batch, max_assignments=3)
+    plan = plan_escalation(mturk_batch, max_assignments=3)
     assert [(hit.pk, qids) for hit, qids in plan.hits] == [(hit1.pk, [first_qid])]
     assert plan.cost.total == Decimal("0.12")  # $0.10 reward + $0.02 fee
     stubber.add_response(
@@ -392,13 +395,13 @@ def test_escalation_on_mturk_adds_assignments_with_a_deterministic_token(mturk_b
         {},
         {"HITId": HIT_IDS[0], "NumberOfAdditionalAssignments": 1, "UniqueRequestToken": ANY},
     )
-    escalations = services.escalate_batch(mturk_batch, max_assignments=3, provider=provider)
+    escalations = escalate_batch(mturk_batch, max_assignments=3, provider=provider)
     assert len(escalations) == 1 and escalations[0].applied is False  # object as created; row is applied
     assert mturk_batch.escalations.get().applied
     hit1.refresh_from_db()
     assert hit1.max_assignments == 3
     with pytest.raises(ServiceError, match="fewer than 10"):
-        services.plan_escalation(mturk_batch, max_assignments=10)
+        plan_escalation(mturk_batch, max_assignments=10)
 
 
 def test_cancel_expires_every_open_hit(mturk_batch, stubbed):
@@ -406,7 +409,7 @@ def test_cancel_expires_every_open_hit(mturk_batch, stubbed):
     _publish(mturk_batch, stubbed)
     for hit_id in HIT_IDS:
         stubber.add_response("update_expiration_for_hit", {}, {"HITId": hit_id, "ExpireAt": ANY})
-    assert services.cancel_batch(mturk_batch, provider) == 2
+    assert cancel_batch(mturk_batch, provider) == 2
     assert set(mturk_batch.hits.values_list("status", flat=True)) == {"expired"}
 
 
@@ -427,7 +430,7 @@ def test_unreadable_answer_xml_is_recorded_as_invalid_never_guessed(mturk_batch,
         {},
         {"AssignmentId": broken["AssignmentId"], "RequesterFeedback": UNREADABLE_FEEDBACK},
     )
-    result = services.sync_batch(mturk_batch, provider)
+    result = sync_batch(mturk_batch, provider)
     assert (result.new, result.invalid, result.approved, result.kept) == (1, 1, 1, 0)
     assignment = Assignment.objects.get()
     assert assignment.raw_answer == "<QuestionFormAnswers><Answer>"

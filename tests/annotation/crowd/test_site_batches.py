@@ -4,7 +4,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch, Export
 from pooling.models import QuerySet
 from tests.annotation.conftest import answers_for
@@ -134,8 +134,8 @@ def test_api_creates_a_batch_and_estimates_its_cost(query_set, researcher, clien
 @pytest.fixture
 def answered(local_batch, annotators):
     for user in annotators[:2]:
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
-            services.submit_local_assignment(assignment, answers_for(assignment))
+        while (assignment := next_assignment(user, local_batch)) is not None:
+            submit_local_assignment(assignment, answers_for(assignment))
     return local_batch
 
 

@@ -1,13 +1,15 @@
 """Batch and HIT statuses agree: a full HIT is not "open", a completed batch has no open HIT."""
 
-from annotation import services
+from annotation.crowd.services.sync import sync_batch
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch, Hit
+from annotation.quality.services.escalation import escalate_batch
 from tests.annotation.conftest import answers_for
 
 
 def _answer_next(user, batch, override=None):
-    assignment = services.next_assignment(user, batch)
-    services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+    assignment = next_assignment(user, batch)
+    submit_local_assignment(assignment, answers_for(assignment, override=override))
     return assignment.hit
 
 
@@ -21,14 +23,14 @@ def test_a_local_hit_with_all_its_assignments_in_is_complete_not_open(local_batc
     assert hit.status == Hit.Status.COMPLETE
     assert local_batch.hits.exclude(pk=hit.pk).get().status == Hit.Status.OPEN
     # A complete HIT is offered to nobody: the third annotator gets the other one.
-    assert services.next_assignment(annotators[2], local_batch).hit != hit
+    assert next_assignment(annotators[2], local_batch).hit != hit
 
 
 def test_a_completed_batch_shows_every_hit_complete(local_batch, annotators):
     for user in annotators[:2]:
         for _ in range(2):
             _answer_next(user, local_batch)
-    result = services.sync_batch(local_batch, approve_all=True)
+    result = sync_batch(local_batch, approve_all=True)
     local_batch.refresh_from_db()
     assert result.completed and local_batch.status == Batch.Status.COMPLETED
     assert set(local_batch.hits.values_list("status", flat=True)) == {Hit.Status.COMPLETE}
@@ -38,9 +40,9 @@ def test_escalating_a_complete_hit_opens_it_again(local_batch, annotators):
     for user, override in zip(annotators[:2], [None, {"101": "f"}], strict=True):
         for _ in range(2):
             _answer_next(user, local_batch, override)
-    services.sync_batch(local_batch, approve_all=True)
+    sync_batch(local_batch, approve_all=True)
     assert set(local_batch.hits.values_list("status", flat=True)) == {Hit.Status.COMPLETE}
-    applied = services.escalate_batch(local_batch, max_assignments=3)
+    applied = escalate_batch(local_batch, max_assignments=3)
     disputed = local_batch.hits.get(hit_queries__batch_query__qid="101")
     assert [e.hit_id for e in applied] == [disputed.pk]
     disputed.refresh_from_db()

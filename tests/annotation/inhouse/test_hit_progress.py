@@ -29,21 +29,22 @@ def test_hits_done_by_the_annotator_or_full_are_not_left_for_them(query_set, ann
     """Left counts open HITs this person has not done (a place held by someone else may still free up);
     a HIT whose places are all answered is complete and no longer left."""
     from annotation import services
+    from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 
     batch = make_batch(query_set, "three", queries_per_hit=2, assignments_per_query=1)
     services.publish_batch(batch)
-    a, b = (services.next_assignment(user) for user in annotators[:2])
+    a, b = (next_assignment(user) for user in annotators[:2])
     assert hit_progress(a) == hit_progress(b) == type(hit_progress(a))(number=1, left=2)  # 3 HITs
-    services.submit_local_assignment(b, answers_for(b))  # b's HIT is now complete (one place)
+    submit_local_assignment(b, answers_for(b))  # b's HIT is now complete (one place)
     assert hit_progress(a).left == 1  # the third HIT only
     assert hit_progress(a).total == 2
 
 
 def test_left_is_counted_up_to_a_bound(monkeypatch, local_batch, annotators):
-    from annotation import services
     from annotation.inhouse.services import handout as local
+    from annotation.inhouse.services.handout import next_assignment
 
     monkeypatch.setattr(local, "PROGRESS_COUNT_LIMIT", 1)
-    progress = hit_progress(services.next_assignment(annotators[0]))
+    progress = hit_progress(next_assignment(annotators[0]))
     assert (progress.left, progress.left_is_lower_bound) == (1, True)
     assert PROGRESS_COUNT_LIMIT == 1000

@@ -8,8 +8,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services
+from annotation.crowd.services.batches import cancel_batch
+from annotation.crowd.services.sync import sync_batch
 from annotation.inhouse.services import handout
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Assignment, Judgment
+from annotation.quality.services.escalation import escalate_batch
 from core.errors import ServiceError
 from tests.annotation.conftest import TRUTH, answers_for
 
@@ -107,29 +111,29 @@ def test_a_hit_cannot_be_submitted_twice(local_batch, annotators, client):
     assert response.status_code == 302
     assert Judgment.objects.filter(assignment=assignment).count() == 3
     with pytest.raises(ServiceError, match="already submitted"):
-        services.submit_local_assignment(assignment, answers_for(assignment))
+        submit_local_assignment(assignment, answers_for(assignment))
 
 
 def test_a_submit_of_an_assignment_read_before_another_submit_records_nothing(local_batch, annotators):
     """The HIT page reads the assignment, then submits it (``current=True``): if another tab
     submitted it in between, the conditional write finds it changed and nothing is stored."""
-    assignment = services.next_assignment(annotators[0])
+    assignment = next_assignment(annotators[0])
     read_by_the_page = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)
-    services.submit_local_assignment(assignment, answers_for(assignment))  # the other tab
+    submit_local_assignment(assignment, answers_for(assignment))  # the other tab
     first = Assignment.objects.get(pk=assignment.pk)
     other_answers = {field: "o" for field in answers_for(assignment)}
     with pytest.raises(ServiceError, match="already submitted"):
-        services.submit_local_assignment(read_by_the_page, other_answers, current=True)
+        submit_local_assignment(read_by_the_page, other_answers, current=True)
     assert Judgment.objects.filter(assignment=assignment).count() == len(other_answers)
     assert Assignment.objects.get(pk=assignment.pk).raw_answer == first.raw_answer
 
 
 def test_a_submit_after_the_batch_closed_is_refused_as_such(local_batch, annotators):
-    assignment = services.next_assignment(annotators[0])
-    services.cancel_batch(local_batch)
+    assignment = next_assignment(annotators[0])
+    cancel_batch(local_batch)
     read_by_the_page = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)
     with pytest.raises(ServiceError, match="no longer open"):
-        services.submit_local_assignment(read_by_the_page, answers_for(assignment), current=True)
+        submit_local_assignment(read_by_the_page, answers_for(assignment), current=True)
     assert not Judgment.objects.filter(assignment=assignment).exists()
 
 
@@ -143,60 +147,60 @@ def test_only_annotators_get_hits(local_batch, researcher, client, django_user_m
 
 def test_abandoned_hits_are_handed_to_someone_else(local_batch, annotators):
     a, b, c = annotators
-    first = services.next_assignment(a)
-    services.next_assignment(b)  # HIT 1 is now full (2 places)
-    c_current = services.next_assignment(c)
+    first = next_assignment(a)
+    next_assignment(b)  # HIT 1 is now full (2 places)
+    c_current = next_assignment(c)
     assert c_current.hit != first.hit
     Assignment.objects.filter(pk=first.pk).update(accepted_at=timezone.now() - dt.timedelta(hours=1))
     # The stale hand-out is marked abandoned and its place goes back to the queue, but never
     # to the annotator who held it: a HIT is not shown to the same person twice.
-    again = services.next_assignment(a)
+    again = next_assignment(a)
     assert again.hit == c_current.hit  # HIT 1 is closed to a; HIT 2 still has a place
     first.refresh_from_db()
     assert first.status == Assignment.Status.ABANDONED
-    services.submit_local_assignment(c_current, answers_for(c_current))
-    taker = services.next_assignment(c)
+    submit_local_assignment(c_current, answers_for(c_current))
+    taker = next_assignment(c)
     assert taker.hit == first.hit
 
 
 def test_late_answers_count_while_a_place_is_free(local_batch, annotators):
     a, b, _ = annotators
-    first = services.next_assignment(a)
+    first = next_assignment(a)
     Assignment.objects.filter(pk=first.pk).update(accepted_at=timezone.now() - dt.timedelta(hours=1))
-    services.next_assignment(b)  # releases a's place; b takes the other place of HIT 1 or another HIT
-    services.submit_local_assignment(first, answers_for(first))
+    next_assignment(b)  # releases a's place; b takes the other place of HIT 1 or another HIT
+    submit_local_assignment(first, answers_for(first))
     first.refresh_from_db()
     assert first.status == Assignment.Status.SUBMITTED
 
 
 def test_late_answers_are_refused_once_the_places_are_taken(local_batch, annotators):
     a, b, c = annotators
-    first = services.next_assignment(a)
+    first = next_assignment(a)
     Assignment.objects.filter(pk=first.pk).update(accepted_at=timezone.now() - dt.timedelta(hours=1))
-    services.next_assignment(b)
-    services.next_assignment(c)  # the freed place and the second place of HIT 1 are now held
+    next_assignment(b)
+    next_assignment(c)  # the freed place and the second place of HIT 1 are now held
     assert Assignment.objects.filter(hit=first.hit).exclude(pk=first.pk).count() == 2
     with pytest.raises(ServiceError, match="your answers were not recorded"):
-        services.submit_local_assignment(first, answers_for(first))
+        submit_local_assignment(first, answers_for(first))
 
 
 def test_blocked_annotators_get_nothing(local_batch, annotators):
     worker = handout.local_worker(annotators[0])
     worker.blocked = True
     worker.save()
-    assert services.next_assignment(annotators[0]) is None
+    assert next_assignment(annotators[0]) is None
 
 
 def test_local_sync_reviews_submitted_work(local_batch, annotators):
     for user in annotators[:2]:
-        while (assignment := services.next_assignment(user)) is not None:
-            services.submit_local_assignment(assignment, answers_for(assignment))
-    result = services.sync_batch(local_batch)
+        while (assignment := next_assignment(user)) is not None:
+            submit_local_assignment(assignment, answers_for(assignment))
+    result = sync_batch(local_batch)
     assert (result.approved, result.rejected, result.kept) == (4, 0, 0)
     assert result.completed
     local_batch.refresh_from_db()
     assert local_batch.status == "completed"
-    assert services.next_assignment(annotators[2]) is None
+    assert next_assignment(annotators[2]) is None
 
 
 @pytest.mark.django_db(transaction=True)
@@ -218,7 +222,7 @@ def test_concurrent_requests_never_overfill_a_hit(query_set):
 
     def claim(user):
         try:
-            return services.next_assignment(user)
+            return next_assignment(user)
         finally:
             connection.close()
 
@@ -252,7 +256,7 @@ def test_one_annotator_in_many_tabs_holds_one_assignment(query_set, ask):
         try:
             if ask == "next_hit_for":
                 return handout.next_hit_for(user).assignment.pk
-            return services.next_assignment(user).pk
+            return next_assignment(user).pk
         finally:
             connection.close()
 
@@ -275,7 +279,7 @@ def test_two_submits_of_one_assignment_at_once_store_its_judgments_once(query_se
         pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
     batch = make_batch(query_set, queries_per_hit=3, assignments_per_query=2)
     services.publish_batch(batch)
-    assignment = services.next_assignment(services.create_annotator("double-submit"))
+    assignment = next_assignment(services.create_annotator("double-submit"))
     start, outcomes = threading.Barrier(4), []
 
     def submit(label):
@@ -284,7 +288,7 @@ def test_two_submits_of_one_assignment_at_once_store_its_judgments_once(query_se
             hit_queries = list(page.hit.hit_queries.select_related("batch_query").order_by("position"))
             start.wait(10)
             answers = {hq.field_name: label for hq in hit_queries}
-            services.submit_local_assignment(page, answers, hit_queries=hit_queries, current=True)
+            submit_local_assignment(page, answers, hit_queries=hit_queries, current=True)
             outcomes.append("recorded")
         except Exception as exc:  # any other error fails the comparison below, with its text
             outcomes.append(str(exc))
@@ -339,7 +343,7 @@ def test_a_claim_in_progress_does_not_hide_the_other_open_hits(query_set):
     thread.start()
     try:
         assert holding.wait(30)
-        claimed["second"] = services.next_assignment(second)
+        claimed["second"] = next_assignment(second)
     finally:
         release.set()
         thread.join(30)
@@ -354,13 +358,13 @@ def test_one_publish_sync_or_escalation_per_batch_at_a_time(local_batch, annotat
     from core.services.leases import LeaseHeld, acquire, release
 
     other_process = acquire(batch_key(local_batch), "A sync of batch 'b1'")  # as another process would
-    for action in (services.sync_batch, services.publish_batch, services.escalate_batch):
+    for action in (sync_batch, services.publish_batch, escalate_batch):
         with pytest.raises(LeaseHeld, match="A sync of batch 'b1' is already under way"):
             action(local_batch)
     release(batch_key(local_batch), other_process)
-    assignment = services.next_assignment(annotators[0])
-    services.submit_local_assignment(assignment, answers_for(assignment))
-    assert services.sync_batch(local_batch).approved == 1  # free again once the first has finished
+    assignment = next_assignment(annotators[0])
+    submit_local_assignment(assignment, answers_for(assignment))
+    assert sync_batch(local_batch).approved == 1  # free again once the first has finished
 
 
 def test_a_hit_cycle_reads_nothing_twice(local_batch, annotators, client, monkeypatch, django_assert_max_num_queries):

@@ -12,7 +12,7 @@ from django.core import mail
 from django.test import Client
 from django.urls import clear_url_caches
 
-from annotation.inhouse.services.handout import ANNOTATORS_GROUP
+from annotation.inhouse.selectors import ANNOTATORS_GROUP
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import services
+from annotation.inhouse.selectors import ANNOTATORS_GROUP
 from annotation.inhouse.services import team
+from annotation.inhouse.services.handout import is_annotator, next_assignment, submit_local_assignment
 from annotation.models import Assignment
 from core.errors import ServiceError
 from tests.annotation.conftest import answers_for, make_batch
@@ -37,12 +39,12 @@ def _set_password_through(link_path: str, password: str) -> Client:
 def test_a_batch_with_a_team_gives_its_hits_to_members_only(local_batch, annotators):
     member, outsider, _ = annotators
     team.set_batch_team(local_batch, [member.username])
-    assert services.next_assignment(outsider) is None
-    assignment = services.next_assignment(member)
+    assert next_assignment(outsider) is None
+    assignment = next_assignment(member)
     assert assignment is not None and assignment.hit.batch == local_batch
 
     team.set_batch_team(local_batch, [])  # empty: open to every annotator again
-    assert services.next_assignment(outsider).hit.batch == local_batch
+    assert next_assignment(outsider).hit.batch == local_batch
 
 
 def test_an_outsider_still_gets_the_hits_of_open_batches(query_set, annotators):
@@ -53,8 +55,8 @@ def test_an_outsider_still_gets_the_hits_of_open_batches(query_set, annotators):
     team.set_batch_team(closed, ["ann-a"])
 
     got = []
-    while (assignment := services.next_assignment(annotators[1])) is not None:
-        services.submit_local_assignment(assignment, answers_for(assignment))
+    while (assignment := next_assignment(annotators[1])) is not None:
+        submit_local_assignment(assignment, answers_for(assignment))
         got.append(assignment.hit.batch.name)
     assert got == ["open", "open"]
 
@@ -65,7 +67,7 @@ def test_leaving_a_team_gives_back_the_held_hit_and_refuses_its_submit(local_bat
     from annotation.models import Judgment
 
     leaver, stayer = annotators[0], annotators[1]
-    held, kept = services.next_assignment(leaver), services.next_assignment(stayer)
+    held, kept = next_assignment(leaver), next_assignment(stayer)
     client.force_login(leaver)
     page = reverse("annotation:assignment", args=[held.pk])
     assert client.get(page).status_code == 200
@@ -82,10 +84,10 @@ def test_leaving_a_team_gives_back_the_held_hit_and_refuses_its_submit(local_bat
     posted = client.post(page, answers_for(held), follow=True)
     assert "no longer open to you" in posted.content.decode()
     with pytest.raises(ServiceError, match="b1 is no longer open to you"):  # the service refuses too, whoever calls it
-        services.submit_local_assignment(held, answers_for(held))
+        submit_local_assignment(held, answers_for(held))
     assert not Judgment.objects.filter(assignment=held).exists()
-    assert services.next_assignment(leaver) is None  # nothing else is open to them
-    assert services.submit_local_assignment(kept, answers_for(kept)).valid  # members' submits still count
+    assert next_assignment(leaver) is None  # nothing else is open to them
+    assert submit_local_assignment(kept, answers_for(kept)).valid  # members' submits still count
 
 
 @pytest.mark.parametrize("side", ["user", "group"])
@@ -98,9 +100,9 @@ def test_leaving_the_annotators_group_gives_back_the_held_hit_and_refuses_it(loc
     from annotation.models import Judgment
 
     leaver, stayer = annotators[0], annotators[1]
-    held, kept = services.next_assignment(leaver), services.next_assignment(stayer)
+    held, kept = next_assignment(leaver), next_assignment(stayer)
     page = reverse("annotation:assignment", args=[held.pk])
-    group = Group.objects.get(name=team.ANNOTATORS_GROUP)
+    group = Group.objects.get(name=ANNOTATORS_GROUP)
     if side == "user":
         leaver.groups.remove(group)
     else:
@@ -115,17 +117,17 @@ def test_leaving_the_annotators_group_gives_back_the_held_hit_and_refuses_it(loc
     assert client.get(page).status_code == 403
     assert client.post(page, answers_for(held)).status_code == 403
     with pytest.raises(NotAnnotator, match="no longer an annotator"):  # the service refuses too, whoever calls it
-        services.submit_local_assignment(held, answers_for(held))
+        submit_local_assignment(held, answers_for(held))
     assert not Judgment.objects.filter(assignment=held).exists()
     held.refresh_from_db()
     assert held.status == Assignment.Status.ABANDONED
-    assert services.submit_local_assignment(kept, answers_for(kept)).valid  # annotators' submits still count
+    assert submit_local_assignment(kept, answers_for(kept)).valid  # annotators' submits still count
 
 
 def test_a_deactivation_saved_anywhere_gives_back_the_held_hits(local_batch, annotators):
     """Review of 27.8: only team.set_active released the HITs; the admin's plain save did not."""
     leaver, stayer = annotators[0], annotators[1]
-    held, kept = services.next_assignment(leaver), services.next_assignment(stayer)
+    held, kept = next_assignment(leaver), next_assignment(stayer)
     leaver.is_active = False
     leaver.save()  # as the admin's form does
     held.refresh_from_db()
@@ -141,15 +143,15 @@ def test_a_deactivation_saved_anywhere_gives_back_the_held_hits(local_batch, ann
 def test_a_hit_held_in_a_batch_closed_by_other_means_is_not_handed_back_to_them(local_batch, annotators):
     """The team changed without set_batch_team (the admin's form): the hand-out gives the held HIT
     back to the queue instead of to its holder, and the submit is refused all the same."""
-    held = services.next_assignment(annotators[0])
+    held = next_assignment(annotators[0])
     local_batch.team.set([annotators[1]])
     with pytest.raises(ServiceError, match="b1 is no longer open to you"):
-        services.submit_local_assignment(held, answers_for(held))
-    assert services.next_assignment(annotators[0]) is None
+        submit_local_assignment(held, answers_for(held))
+    assert next_assignment(annotators[0]) is None
     held.refresh_from_db()
     assert held.status == Assignment.Status.ABANDONED
     local_batch.team.set([])  # open to everyone again: a new HIT (never one they were handed before)
-    assert services.next_assignment(annotators[0]).hit_id != held.hit_id
+    assert next_assignment(annotators[0]).hit_id != held.hit_id
 
 
 def test_only_local_batches_take_a_team_of_annotators(query_set, annotators, researcher):
@@ -169,7 +171,7 @@ def test_an_invite_link_sets_a_password_once_then_is_refused(db):
     access = team.add_member("newbie", "newbie@example.org", access="link")
     assert access.password is None and access.link_expires is not None
     user = get_user_model().objects.get(username="newbie")
-    assert not user.has_usable_password() and services.is_annotator(user) and user.email == "newbie@example.org"
+    assert not user.has_usable_password() and is_annotator(user) and user.email == "newbie@example.org"
 
     _set_password_through(access.link_path, "a-long-secret-42")
     assert _logs_in("newbie", "a-long-secret-42")
@@ -218,7 +220,7 @@ def test_links_are_never_made_for_staff_and_staff_are_not_team_members(researche
 def test_a_deactivated_annotator_cannot_log_in_and_their_hit_goes_back(local_batch, annotators, client):
     leaver = annotators[0]
     client.force_login(leaver)
-    held = services.next_assignment(leaver)
+    held = next_assignment(leaver)
     team.set_active(leaver, False)
 
     held.refresh_from_db()
@@ -266,8 +268,8 @@ def test_a_reset_from_the_member_page_gives_a_link_once(researcher, annotators, 
 
 def test_the_batch_page_sets_its_team_and_shows_each_members_progress(gold_batch, annotators, researcher, client):
     member = annotators[0]
-    assignment = services.next_assignment(member)
-    services.submit_local_assignment(assignment, answers_for(assignment, override={"g1": "m"}))  # one gold wrong
+    assignment = next_assignment(member)
+    submit_local_assignment(assignment, answers_for(assignment, override={"g1": "m"}))  # one gold wrong
 
     client.force_login(researcher)
     detail = client.get(reverse("annotation:batch-detail", args=["gold"]))

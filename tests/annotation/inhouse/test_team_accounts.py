@@ -10,6 +10,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
+from annotation.inhouse.selectors import ANNOTATORS_GROUP
 from annotation.inhouse.services import team
 from annotation.models import AccountState, WorkerIdentity
 from tests.annotation.inhouse.test_team import _set_password_through
@@ -90,7 +91,7 @@ def test_a_staff_round_trip_ends_links_and_sessions(local_batch, annotators):
 
 
 def test_leaving_the_annotators_group_and_coming_back_ends_links(local_batch, annotators):
-    group = Group.objects.get(name=team.ANNOTATORS_GROUP)
+    group = Group.objects.get(name=ANNOTATORS_GROUP)
     first, second = annotators[0], annotators[1]
     links = [team.reset_access(first), team.reset_access(second)]
     first.groups.remove(group)  # from the user's side
@@ -116,7 +117,7 @@ def test_saves_that_change_no_rights_end_nothing(local_batch, annotators):
 def test_an_annotator_made_in_the_admin_without_a_worker_is_ended_too(db, django_user_model):
     """An account without a worker identity gets its epoch row when the epoch is first raised."""
     user = django_user_model.objects.create_user("admin-made", password="pw-secret-123")
-    user.groups.add(Group.objects.get_or_create(name=team.ANNOTATORS_GROUP)[0])
+    user.groups.add(Group.objects.get_or_create(name=ANNOTATORS_GROUP)[0])
     session = _logged_in("admin-made")
     assert not WorkerIdentity.objects.filter(user=user).exists()
     user.is_active = False

@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 API = "/api/annotation"
@@ -161,7 +161,7 @@ def test_reset_password_by_password_and_by_link(staff, annotators):
 
 
 def test_deactivate_and_activate(staff, annotators, local_batch):
-    held = services.next_assignment(annotators[1])
+    held = next_assignment(annotators[1])
     response = staff.post(f"{API}/annotators/ann-b/deactivate/")
     assert response.status_code == 200 and response.json()["is_active"] is False
     held.refresh_from_db()
@@ -174,8 +174,8 @@ def test_deactivate_and_activate(staff, annotators, local_batch):
 
 
 def test_a_batch_team_is_set_and_read_with_progress(staff, annotators, local_batch):
-    assignment = services.next_assignment(annotators[0])
-    services.submit_local_assignment(assignment, answers_for(assignment))
+    assignment = next_assignment(annotators[0])
+    submit_local_assignment(assignment, answers_for(assignment))
 
     body = staff.get(f"{API}/batches/b1/team/").json()
     assert body["restricted"] is False and body["annotators"] == []
@@ -189,11 +189,11 @@ def test_a_batch_team_is_set_and_read_with_progress(staff, annotators, local_bat
         ("ann-a", 1, 0),
         ("ann-c", 0, 0),
     ]
-    assert services.next_assignment(annotators[1]) is None  # ann-b is not on the team
+    assert next_assignment(annotators[1]) is None  # ann-b is not on the team
 
     response = staff.put(f"{API}/batches/b1/team/", {"annotators": []}, "application/json")
     assert response.json()["restricted"] is False
-    assert services.next_assignment(annotators[1]) is not None
+    assert next_assignment(annotators[1]) is not None
 
 
 def test_a_batch_team_refuses_bad_input_with_json(staff, annotators, local_batch, query_set):

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from annotation import services
-from annotation.inhouse.services import team
+from annotation.inhouse.selectors import get_member
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 SHOTS = "/tmp/ux-team"
@@ -117,9 +117,9 @@ def test_researcher_manages_the_team_from_the_site(width, local_batch, annotator
 
     phone.goto("/annotation/next/")
     assert re.search(r"/annotation/assignments/\d+/$", phone.url)
-    invited = team.get_member("invited")
-    assignment = services.next_assignment(invited)
-    services.submit_local_assignment(assignment, answers_for(assignment))
+    invited = get_member("invited")
+    assignment = next_assignment(invited)
+    submit_local_assignment(assignment, answers_for(assignment))
     # The batch page follows the member's progress by itself (htmx polls while published).
     page.locator('#team-progress tr[data-username="invited"] .answered').filter(has_text="1 / 2").wait_for()
     _shoot(page, "batch-team", width)

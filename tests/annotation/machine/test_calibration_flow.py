@@ -10,20 +10,17 @@ from django.core.management import call_command
 from sklearn.metrics import cohen_kappa_score
 
 from annotation import services
-from annotation.crowd.services.publishing import check_publishable
+from annotation.crowd.services.publishing import check_publishable, render_hit_html
 from annotation.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.labels import LABELS
 from annotation.machine.prelabellers.base import Prediction, PreLabeller
-from annotation.machine.services.calibration import (
-    calibration_report,
-    create_calibration_sample,
-    machine_labels,
-    read_sample,
-)
-from annotation.machine.services.label_sources import MACHINE
+from annotation.machine.selectors import calibration_report, machine_labels, read_sample
+from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch, Routing
-from annotation.results.services.answers_summary import BatchAnswers, labels_with_sources
+from annotation.results.selectors import MACHINE, BatchAnswers, labels_with_sources
+from annotation.results.services.exports import export_queries
 from core.errors import ServiceError, StateError
 from pooling.models import QuerySet
 from pooling.services import create_query_set
@@ -76,7 +73,7 @@ class NoisyMachine(PreLabeller):
 def machine_batch(db):
     query_set = create_query_set("mq", _texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="mach", assignments_per_query=3, queries_per_hit=5)
-    services.prelabel_batch(batch, NoisyMachine())
+    prelabel_batch(batch, NoisyMachine())
     return batch
 
 
@@ -100,7 +97,7 @@ def test_the_machine_first_path(machine_batch, tmp_path):
 
     # Blind: the HIT page of the sample shows the query, never the machine's label or confidence.
     hit = sample_batch.hits.first()
-    html = services.render_hit_html(hit, mode="local", action="/submit/")
+    html = render_hit_html(hit, mode="local", action="/submit/")
     assert "noisy" not in html and "test-noise" not in html and "0.97" not in html and "confidence" not in html
 
     services.publish_batch(sample_batch)
@@ -170,7 +167,7 @@ def test_the_machine_first_path(machine_batch, tmp_path):
     sources = labels_with_sources(batch)
     assert {s.source for q, s in sources.items() if q in plan.to_humans} <= {"crowd majority"}
 
-    export = services.export_queries(batch, "all", tmp_path / "all.csv", "csv")
+    export = export_queries(batch, "all", tmp_path / "all.csv", "csv")
     lines = (tmp_path / "all.csv").read_text().splitlines()
     assert lines[0] == "qid,query,label,adjudicated,ds_posterior,label_source,machine_confidence"
     by_qid = {line.split(",")[0]: line for line in lines[1:]}
@@ -182,7 +179,7 @@ def test_the_machine_first_path(machine_batch, tmp_path):
 
 
 def read_identity(batch):
-    from annotation.machine.services.calibration import identity_for
+    from annotation.machine.selectors import identity_for
 
     return identity_for(batch)
 
@@ -229,7 +226,7 @@ def test_calibration_needs_a_draft_with_machine_labels(db):
     plain = make_batch(query_set, name="plain")
     with pytest.raises(StateError, match="no labels from a machine"):
         create_calibration_sample(plain, 10)
-    services.prelabel_batch(plain, NoisyMachine())
+    prelabel_batch(plain, NoisyMachine())
     with pytest.raises(ServiceError, match="at least one"):
         create_calibration_sample(plain, 0)
     services.publish_batch(plain)

@@ -7,15 +7,13 @@ from collections import Counter
 import pytest
 
 from annotation import services
+from annotation.crowd.services.batches import read_gold_file
 from annotation.inhouse.services.simulation import simulate_local_annotations
-from annotation.machine.services.calibration import (
-    calibration_report,
-    create_calibration_sample,
-    identity_for,
-    machine_labels,
-)
+from annotation.machine.selectors import calibration_report, identity_for, machine_labels
+from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import Batch
-from annotation.results.services.answers_summary import BatchAnswers
+from annotation.results.selectors import BatchAnswers
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch
@@ -27,7 +25,7 @@ def answered(db) -> tuple[Batch, Batch]:
     """A machine-labelled batch whose 60-query sample three noisy annotators answered (many splits)."""
     query_set = create_query_set("mq", _texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="mach", assignments_per_query=3, queries_per_hit=5)
-    services.prelabel_batch(batch, NoisyMachine())
+    prelabel_batch(batch, NoisyMachine())
     sample_batch = create_calibration_sample(batch, 60, seed=1)
     services.publish_batch(sample_batch)
     simulate_local_annotations(sample_batch, annotators=3, accuracy=0.55, seed=2)
@@ -135,9 +133,9 @@ def test_gold_questions_seed_the_crowds_reliability(db, tmp_path):
             provider="local", assignments_per_query=3, queries_per_hit=5, gold_per_hit=2, gold_pass_fraction=0.5
         ),
         query_set=query_set,
-        gold=services.read_gold_file(gold_file),
+        gold=read_gold_file(gold_file),
     )
-    services.prelabel_batch(batch, NoisyMachine())
+    prelabel_batch(batch, NoisyMachine())
     sample_batch = create_calibration_sample(batch, 40, seed=3)
     services.publish_batch(sample_batch)
     simulate_local_annotations(sample_batch, annotators=4, accuracy=0.8, seed=4)
@@ -150,7 +148,7 @@ def test_gold_questions_seed_the_crowds_reliability(db, tmp_path):
     assert len(counted) > len({qid for qid, _ in counted}) * 4
     truth = calibration_report(batch, bootstrap=0)["against_truth"]
     assert truth["gold"] == len(counted)
-    from annotation.machine.services.calibration import _gold_votes
+    from annotation.machine.selectors import _gold_votes
 
     frame, gold = _gold_votes([sample_batch])
     assert len(frame) == len(counted) and not frame.duplicated(["item", "worker"]).any()

@@ -10,11 +10,10 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from annotation import services
 from annotation.machine.prelabellers import PreLabelError, get_prelabeller, openai_chat
 from annotation.machine.prelabellers.openai_chat import ChatClient, ChatPreLabeller, parse_answer, vote
 from annotation.machine.prelabellers.rules import RulesPreLabeller
-from annotation.machine.services.prelabels import DatabaseAnswerCache
+from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
 from annotation.models import PreLabel, PreLabelAnswer
 from benchmarks.fakes.openai_chat import KEY, PROMPT_TOKENS, FakeOpenAI, serve
 from core.errors import ServiceError
@@ -128,7 +127,7 @@ def stored(batch, labeller="openai"):
 
 def test_chat_labels_votes_and_costs_then_a_rerun_makes_no_request(fake_openai, batch):
     fake_openai.answers = {TEXT["102"]: ["f", "f", "m"], TEXT["103"]: ["m"], TEXT["104"]: ["o", "f", "Other."]}
-    summary = services.prelabel_batch(batch, "openai")
+    summary = prelabel_batch(batch, "openai")
     assert stored(batch)["102"] == ("f", pytest.approx(2 / 3))
     assert stored(batch)["103"] == ("m", 1.0)
     assert stored(batch)["104"] == ("o", pytest.approx(2 / 3))
@@ -141,13 +140,13 @@ def test_chat_labels_votes_and_costs_then_a_rerun_makes_no_request(fake_openai, 
     assert detail == {"votes": {"f": 2, "m": 1}, "unparseable": 0, "samples": 3}
     assert PreLabelAnswer.objects.count() == 6
 
-    again = services.prelabel_batch(batch, "openai")
+    again = prelabel_batch(batch, "openai")
     assert len(fake_openai.requests) == 6  # answered from the cache
     assert again.usage.requests == 0 and again.usage.cost == 0 and again.usage.cached_queries == 6
     assert again.counts == summary.counts
     assert PreLabel.objects.filter(labeller="openai").count() == 6  # replaced, not added
 
-    more = services.prelabel_batch(batch, "openai", samples=5)  # only the two missing samples are asked
+    more = prelabel_batch(batch, "openai", samples=5)  # only the two missing samples are asked
     assert {r["n"] for r in fake_openai.requests[6:]} == {2} and len(fake_openai.requests) == 12
     assert more.usage.completion_tokens == 12
 
@@ -156,7 +155,7 @@ def test_throttling_server_errors_lost_and_garbled_answers_are_retried(fake_open
     fake_openai.faults = ["throttle", "error", "lose", "garbage"]
     sleeps = []
     labeller = chat_labeller(fake_openai, sleeps=sleeps, concurrency=1)
-    summary = services.prelabel_batch(batch, labeller)
+    summary = prelabel_batch(batch, labeller)
     assert summary.labelled == 6 and summary.counts["n"] == 6
     assert len(fake_openai.requests) == 6 + 4
     assert sleeps == [0, 1.0, 2.0, 4.0]  # Retry-After: 0 honoured, else exponential back-off
@@ -165,17 +164,17 @@ def test_throttling_server_errors_lost_and_garbled_answers_are_retried(fake_open
 def test_giving_up_keeps_what_was_answered(fake_openai, batch):
     fake_openai.faults = ["error"] * 5  # the first query fails 5 times: max_attempts
     with pytest.raises(PreLabelError) as caught:
-        services.prelabel_batch(batch, chat_labeller(fake_openai, concurrency=1))
+        prelabel_batch(batch, chat_labeller(fake_openai, concurrency=1))
     assert caught.value.upstream and caught.value.status == 500
     assert PreLabelAnswer.objects.count() == 5  # the others were paid for and are cached
-    services.prelabel_batch(batch, chat_labeller(fake_openai))
+    prelabel_batch(batch, chat_labeller(fake_openai))
     assert len(fake_openai.requests) == 5 + 5 + 1  # the rerun asks for the missing one only
 
 
 def test_a_refusal_is_not_retried(fake_openai, batch):
     client = ChatClient(fake_openai.url, "wrong-key", fake_openai.model, sleep=lambda s: None)
     with pytest.raises(PreLabelError, match="HTTP 401") as caught:
-        services.prelabel_batch(batch, ChatPreLabeller(client, samples=1, cache=DatabaseAnswerCache()))
+        prelabel_batch(batch, ChatPreLabeller(client, samples=1, cache=DatabaseAnswerCache()))
     assert not caught.value.upstream and fake_openai.turns == {}
 
 
@@ -184,7 +183,7 @@ def test_unparseable_answers_are_counted_never_guessed(fake_openai, batch):
         TEXT["102"]: ["f", "The query is about women", "f"],
         TEXT["101"]: ["maybe", "", "n or o"],
     }
-    summary = services.prelabel_batch(batch, chat_labeller(fake_openai))
+    summary = prelabel_batch(batch, chat_labeller(fake_openai))
     assert stored(batch)["102"] == ("f", pytest.approx(2 / 3))  # share of all 3 samples
     assert "101" not in stored(batch)
     assert summary.unlabelled == 1 and summary.usage.unparseable == 4
@@ -194,7 +193,7 @@ def test_unparseable_answers_are_counted_never_guessed(fake_openai, batch):
 def test_a_server_that_ignores_n_is_asked_again_and_calls_are_limited(fake_openai, batch):
     fake_openai.max_n = 1
     fake_openai.delay = 0.05
-    services.prelabel_batch(batch, chat_labeller(fake_openai, concurrency=2))
+    prelabel_batch(batch, chat_labeller(fake_openai, concurrency=2))
     assert len(fake_openai.requests) == 6 * 3
     assert fake_openai.most_in_flight == 2
 
@@ -234,12 +233,12 @@ def test_a_prompt_file_is_sent_and_versioned_by_its_text(fake_openai, batch, set
     prompt_file = tmp_path / "prompt.txt"
     prompt_file.write_text("Label the query: n, f, m or o.\n---\nQuery: {query}\n")
     settings.PRELABEL_PROMPT_FILE = str(prompt_file)
-    first = services.prelabel_batch(batch, "openai")
+    first = prelabel_batch(batch, "openai")
     assert first.prompt_version.startswith("custom-") and first.prompt_version != openai_chat.PROMPT_VERSION
     assert {r["messages"][0]["content"] for r in fake_openai.requests} == {"Label the query: n, f, m or o."}
     # Editing the prompt makes a new version: its labels sit beside the old ones, the cache is not reused.
     prompt_file.write_text("Label the query with one letter: n, f, m or o.\n---\nQuery: {query}\n")
-    second = services.prelabel_batch(batch, "openai")
+    second = prelabel_batch(batch, "openai")
     assert second.prompt_version != first.prompt_version and second.usage.cached_queries == 0
     assert set(PreLabel.objects.values_list("prompt_version", flat=True)) == {
         first.prompt_version,
@@ -260,5 +259,5 @@ def test_a_bad_prompt_file_is_refused_with_its_name(fake_openai, batch, settings
     prompt_file.write_text(text)
     settings.PRELABEL_PROMPT_FILE = str(prompt_file)
     with pytest.raises(ServiceError, match=f"PRELABEL_PROMPT_FILE {prompt_file}.*{re.escape(problem)}"):
-        services.prelabel_batch(batch, "openai")
+        prelabel_batch(batch, "openai")
     assert not fake_openai.requests and not PreLabel.objects.exists()

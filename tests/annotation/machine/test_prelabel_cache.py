@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from annotation import services
+from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import PreLabel, PreLabelAnswer
 from core.converters import encode_key
 from tests.annotation.machine.test_prelabel import batch, fake_openai  # noqa: F401  (fixtures)
@@ -21,7 +21,7 @@ OTHER = "org/other-model:7b"  # a model name with characters a URL segment canno
 @pytest.fixture
 def cached(fake_openai, batch):  # noqa: F811
     """Six queries' answers of the fake's model, and two stored rows of another model."""
-    services.prelabel_batch(batch, "openai")
+    prelabel_batch(batch, "openai")
     for text in ("a", "b"):
         PreLabelAnswer.objects.create(model=OTHER, prompt_version="v9", text_sha256=text * 64, text=text, answers=["n"])
     return fake_openai
@@ -49,7 +49,7 @@ def test_after_clearing_a_run_asks_again_and_labels_are_kept(cached, batch, clie
     assert client.delete("/api/annotation/prelabel-cache/test-model/?prompt_version=gender-v2").json()["deleted"] == 6
     assert PreLabel.objects.filter(labeller="openai").count() == 6  # stored labels stay
     requests = len(cached.requests)
-    services.prelabel_batch(batch, "openai")
+    prelabel_batch(batch, "openai")
     assert len(cached.requests) == requests + 6
 
 

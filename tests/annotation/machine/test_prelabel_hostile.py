@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from annotation import services
 from annotation.crowd.services.background import start_prelabel
 from annotation.machine.prelabellers import PreLabelError, openai_chat
 from annotation.machine.prelabellers.base import PreLabelStopped
+from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import PreLabel, PreLabelAnswer
 from core.models import Job
 from tests.annotation.machine.test_prelabel import batch, chat_labeller, fake_openai, stored  # noqa: F401  (fixtures)
@@ -62,7 +62,7 @@ def test_a_slow_drip_cannot_keep_a_job_running_and_the_labels_obtained_are_kept(
     settings.PRELABEL_CONCURRENCY = 1
     started = time.monotonic()
     with pytest.raises(PreLabelStopped, match="deadline") as caught:
-        services.prelabel_batch(batch, "openai")
+        prelabel_batch(batch, "openai")
     elapsed = time.monotonic() - started
     assert elapsed < 4.0  # one drip alone would last 6 s
     assert "2 label(s) of this run are stored" in str(caught.value)
@@ -74,7 +74,7 @@ def test_a_redirect_is_not_followed_and_the_key_stays_home(fake_openai, batch, e
     fake_openai.redirect_to = elsewhere.url + "steal"
     fake_openai.faults = ["redirect"] * 10
     with pytest.raises(PreLabelError, match="HTTP 302: a redirect"):
-        services.prelabel_batch(batch, chat_labeller(fake_openai, samples=1, concurrency=1))
+        prelabel_batch(batch, chat_labeller(fake_openai, samples=1, concurrency=1))
     assert elsewhere.requests == []  # the Bearer key went nowhere else
     assert PreLabel.objects.count() == 0  # and nothing else's answer was counted as votes
 
@@ -95,7 +95,7 @@ MALFORMED = [
 def test_valid_json_of_the_wrong_shape_is_a_clear_error(fake_openai, batch, body, problem):  # noqa: F811
     fake_openai.faults = ["json:" + body] + [""] * 20
     with pytest.raises(PreLabelStopped) as caught:
-        services.prelabel_batch(batch, chat_labeller(fake_openai, samples=1, concurrency=1))
+        prelabel_batch(batch, chat_labeller(fake_openai, samples=1, concurrency=1))
     message = str(caught.value)
     assert "1 query failed (first: chat completions: " in message and problem in message
     assert len(stored(batch)) == 5  # the other queries' labels are kept
@@ -112,7 +112,7 @@ def test_a_huge_answer_is_refused_and_a_long_one_is_cached_as_its_label(fake_ope
     fake_openai.answers = {text: ["Female." + " " * 5000]}  # long, but it names a label
     fake_openai.faults = ["", "huge"]  # the second query's answer: 2 MB
     with pytest.raises(PreLabelStopped, match="more than the limit of 100000 bytes"):
-        services.prelabel_batch(batch, "openai")
+        prelabel_batch(batch, "openai")
     answers = [a for row in PreLabelAnswer.objects.all() for a in row.answers]
     assert max(len(a) for a in answers) <= settings.PRELABEL_MAX_ANSWER_CHARS
     assert PreLabelAnswer.objects.get(text=text).answers == ["f"]
@@ -122,7 +122,7 @@ def test_a_huge_answer_is_refused_and_a_long_one_is_cached_as_its_label(fake_ope
 def test_a_long_unparseable_answer_is_cached_as_unparseable(fake_openai, batch):  # noqa: F811
     text = batch.queries.order_by("position").first().text
     fake_openai.answers = {text: ["I cannot say. " * 100]}
-    services.prelabel_batch(batch, chat_labeller(fake_openai, samples=1))
+    prelabel_batch(batch, chat_labeller(fake_openai, samples=1))
     assert PreLabelAnswer.objects.get(text=text).answers == [None]
     assert json.dumps(list(PreLabelAnswer.objects.values_list("answers", flat=True))).count("cannot") == 0
 
@@ -162,7 +162,7 @@ def test_injections_go_over_http_as_data_and_are_labelled_as_queries(fake_openai
         query.text = text
         query.save()
     fake_openai.answers = {text: ["n"] for text in INJECTIONS}  # the fake reads the query back from the JSON
-    services.prelabel_batch(batch, chat_labeller(fake_openai, samples=1))
+    prelabel_batch(batch, chat_labeller(fake_openai, samples=1))
     sent = [openai_chat_query(r) for r in fake_openai.requests]
     assert sorted(sent) == sorted(q.text for q in queries)
     assert all(r["messages"][0]["content"] == openai_chat.SYSTEM_PROMPT for r in fake_openai.requests)

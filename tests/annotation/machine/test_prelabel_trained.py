@@ -16,6 +16,7 @@ from annotation.crowd.services.batches import read_labelled_file
 from annotation.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.machine.prelabellers import get_prelabeller
 from annotation.machine.prelabellers.trained import MIN_TRAINING, TrainedPreLabeller, training_sha256
+from annotation.machine.services.prelabels import make_prelabeller, prelabel_batch
 from annotation.models import PreLabel
 from annotation.results.export_formats import write_labelled_csv
 from core.errors import InputError, ServiceError
@@ -210,7 +211,7 @@ def test_the_command_trains_on_a_file_and_a_rerun_replaces_the_rows(batch, train
     other = tmp_path / "other.tsv"
     texts, labels = toy_set()
     other.write_text("".join(f"x{i}\t{t}\t{label}\n" for i, (t, label) in enumerate(zip(texts, labels, strict=True))))
-    summary = services.prelabel_batch(batch, "trained", train=other)
+    summary = prelabel_batch(batch, "trained", train=other)
     assert summary.training_size == 96 and summary.cv_folds == 5 and summary.cv_accuracy > 0.9
     assert PreLabel.objects.filter(labeller="trained").count() == 12  # other data: new labels beside the old
     assert PreLabel.objects.filter(labeller="trained").values("model").distinct().count() == 2
@@ -218,9 +219,9 @@ def test_the_command_trains_on_a_file_and_a_rerun_replaces_the_rows(batch, train
 
 def test_training_data_is_required_by_trained_only(batch, training_file):
     with pytest.raises(ServiceError, match="needs training data"):
-        services.make_prelabeller("trained")
+        make_prelabeller("trained")
     with pytest.raises(ServiceError, match="rules pre-labeller takes no training data"):
-        services.make_prelabeller("rules", train=str(training_file))
+        make_prelabeller("rules", train=str(training_file))
     with pytest.raises(CommandError, match="needs training data"):
         call_command("prelabel", batch.name, "--labeller", "trained", stdout=StringIO())
     with pytest.raises(CommandError, match="no batch named 'nope'"):

@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.inhouse.services.simulation import simulate_local_annotations
-from annotation.machine.services.calibration import calibration_batch
+from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.routing import plan_routing
 from annotation.models import Batch
 from core.models import Job

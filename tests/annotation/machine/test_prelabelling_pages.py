@@ -15,7 +15,9 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.inhouse.services.simulation import simulate_local_annotations
-from annotation.machine.services.calibration import calibration_batch, create_calibration_sample
+from annotation.machine.selectors import calibration_batch
+from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing
 from annotation.models import Assignment, Batch, PreLabel
 from core.models import Job
@@ -52,7 +54,7 @@ def machine_batch(db) -> Batch:
 @pytest.fixture
 def sampled(machine_batch):
     """``machine_batch`` pre-labelled by the rules, with a published blind sample of 60 queries."""
-    services.prelabel_batch(machine_batch, "rules")
+    prelabel_batch(machine_batch, "rules")
     child = create_calibration_sample(machine_batch, 60, seed=1)
     services.publish_batch(child)
     return machine_batch
@@ -222,8 +224,8 @@ def test_the_samples_hit_page_shows_no_machine_label(sampled, researcher, client
 def test_the_polled_report_is_computed_again_only_when_the_crowd_work_changes(
     calibrated, researcher, client, monkeypatch
 ):
+    from annotation.machine import selectors as calibration_service
     from annotation.machine import views as prelabelling
-    from annotation.machine.services import calibration as calibration_service
 
     computed = []
 

@@ -13,18 +13,15 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation import services
+from annotation.crowd.services.batches import cancel_batch
 from annotation.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.labels import LABELS
 from annotation.machine.calibration_statistics import random_sample
 from annotation.machine.prelabellers.base import Prediction, PreLabeller
 from annotation.machine.routing_statistics import audit
-from annotation.machine.services.calibration import (
-    calibration_batch,
-    create_calibration_sample,
-    identity_for,
-    machine_labels,
-    read_sample,
-)
+from annotation.machine.selectors import calibration_batch, identity_for, machine_labels, read_sample
+from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import _cost, plan_routing, plan_summary, route_batch
 from annotation.models import Batch, PreLabel
 from core.errors import ServiceError, StateError
@@ -68,7 +65,7 @@ class SureMachine(PreLabeller):
 def routed_batch(db):
     query_set = create_query_set("rq", _texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="rb", assignments_per_query=3, queries_per_hit=10)
-    services.prelabel_batch(batch, SureMachine())
+    prelabel_batch(batch, SureMachine())
     return batch
 
 
@@ -140,7 +137,7 @@ def test_one_sample_per_batch_and_an_extension_continues_it(routed_batch):
     assert sample.sample_batch == second and sample.chain == [first, second]
     assert sample.drawn == first.derivation["order"] + second.derivation["order"]
     # Cancelling the extension restores the first draw as the sample in force.
-    services.cancel_batch(second)
+    cancel_batch(second)
     assert calibration_batch(batch) == first and read_sample(batch).drawn == first.derivation["order"]
 
 
@@ -170,7 +167,7 @@ def test_a_routing_keeps_its_sample_when_the_sample_is_extended(routed_batch):
     before = plan_routing(batch, 0.9, sample_batch=routing.sample_batch)
     with pytest.raises(StateError, match="cancel the routed batch before extending"):
         create_calibration_sample(batch, 30, extend=True)
-    services.cancel_batch(routing.routed_batch)
+    cancel_batch(routing.routed_batch)
     extension = create_calibration_sample(batch, 30, seed=3, extend=True)  # not answered: every item pending
     assert calibration_batch(batch) == extension
     again = plan_routing(batch, 0.9, sample_batch=routing.sample_batch)
@@ -202,15 +199,15 @@ def test_a_plan_on_a_sample_no_longer_in_force_is_not_routed(routed_batch):
         route_batch(batch, 0.9, plan=on_first)
     on_extension = plan_routing(batch, 0.9)
     assert on_extension.sample_batch == extension.name
-    services.cancel_batch(extension)  # the first draw is in force again: the plan on the extension is not
+    cancel_batch(extension)  # the first draw is in force again: the plan on the extension is not
     with pytest.raises(StateError, match="make the plan again"):
         route_batch(batch, 0.9, plan=on_extension)
     assert not Routing.objects.filter(batch=batch).exists()
 
     routing = route_batch(batch, 0.9, plan=on_first)  # a plan on the sample in force is routed
     assert routing.sample_batch == first and routing.threshold == on_first.threshold
-    services.cancel_batch(routing.routed_batch)
-    services.cancel_batch(first)  # no sample in force at all
+    cancel_batch(routing.routed_batch)
+    cancel_batch(first)  # no sample in force at all
     with pytest.raises(StateError, match="no sample is in force"):
         route_batch(batch, 0.9, plan=on_first)
 
@@ -320,7 +317,7 @@ def test_simultaneous_sample_requests_make_one_sample():
         pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
     query_set = create_query_set("rq", _texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="rb", assignments_per_query=3, queries_per_hit=10)
-    services.prelabel_batch(batch, SureMachine())
+    prelabel_batch(batch, SureMachine())
 
     def draw(seed):
         try:
@@ -353,7 +350,7 @@ def test_another_target_on_labels_already_routed_on_has_no_guarantee(routed_batc
     batch = routed_batch
     _answered_sample(batch)
     routing = route_batch(batch, 0.9)
-    services.cancel_batch(routing.routed_batch)
+    cancel_batch(routing.routed_batch)
     again = plan_routing(batch, 0.9)  # the same target and risk: still certified
     assert again.certified and again.threshold == 0.97
     for target, risk in ((0.85, 0.05), (0.9, 0.1)):

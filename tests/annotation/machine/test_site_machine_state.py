@@ -11,12 +11,13 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from annotation import selectors, services
+from annotation import services
 from annotation.inhouse.services.simulation import simulate_local_annotations
-from annotation.machine.services.calibration import calibration_batch
+from annotation.machine import selectors
+from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch
-from annotation.results.services.answers_summary import BatchAnswers
+from annotation.results.selectors import BatchAnswers
 from tests.annotation.machine.test_prelabelling_pages import machine_batch, sampled  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.slow  # a pre-labelled batch with an answered blind sample: seconds to build

@@ -17,6 +17,10 @@ from annotation import services
 from annotation.crowd.providers import ProlificProvider
 from annotation.crowd.providers import prolific as prolific_rules
 from annotation.crowd.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
+from annotation.crowd.services.batch_settings import GoldQuery
+from annotation.crowd.services.batches import cancel_batch
+from annotation.crowd.services.sync import sync_batch
+from annotation.inhouse.services.handout import submit_local_assignment
 from annotation.models import Assignment, Batch, Bonus, Judgment, Worker
 from annotation.prolific import services as prolific_services
 from benchmarks.fakes.prolific import TOKEN, FakeProlific, hexid, serve
@@ -59,7 +63,7 @@ def make_prolific_batch(query_set, name="pro", **options):
         gold_per_hit=1,
         provider_options={"estimated_minutes": 4, "bonus": "0.25", **options},
     )
-    gold = [services.GoldQuery("g1", "who was the first king of france", "m")]
+    gold = [GoldQuery("g1", "who was the first king of france", "m")]
     return services.create_batch(name, settings, query_set=query_set, gold=gold)
 
 
@@ -157,7 +161,7 @@ def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
 
     server.faults["list_submissions"] = ["throttle", "error"]
     server.faults["transition_submission"] = ["lose_response"]
-    result = services.sync_batch(batch, provider)
+    result = sync_batch(batch, provider)
 
     found = result.prolific
     assert (found.submissions, found.approved, found.rejected, found.freed) == (4, 2, 1, 1)
@@ -186,7 +190,7 @@ def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
     p5.complete()
     p6.answer()
     p6.complete()
-    second = services.sync_batch(batch, provider).prolific
+    second = sync_batch(batch, provider).prolific
     assert (second.approved, second.rejected) == (1, 1)
     assert server.submissions[p5.session]["rejection"][0] == "NO_DATA"
     assert p5.assignment.status == Assignment.Status.REJECTED
@@ -197,14 +201,14 @@ def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
     assert p7.assignment.hit == p5.assignment.hit
     p7.answer()
     p7.complete()
-    third = services.sync_batch(batch, provider)
+    third = sync_batch(batch, provider)
     assert third.completed and Batch.objects.get(pk=batch.pk).status == Batch.Status.COMPLETED
 
     judgments = Judgment.objects.filter(assignment__hit__batch=batch).count()
     assert judgments == 5 * 4  # five answered pages of 4 queries, each stored once
     payments = len(server.payments)
     assert payments == 4
-    services.sync_batch(batch, provider)
+    sync_batch(batch, provider)
     assert Judgment.objects.filter(assignment__hit__batch=batch).count() == judgments
     assert len(server.payments) == payments
 
@@ -216,18 +220,18 @@ def test_a_bonus_whose_payment_lost_its_answer_is_never_paid_twice(server, provi
     p1.complete()
     server.faults["pay_bonuses"] = ["lose_response"]
 
-    first = services.sync_batch(batch, provider).prolific
+    first = sync_batch(batch, provider).prolific
     assert (first.bonuses_paid, first.bonuses_unconfirmed) == (0, 1)
     assert len(server.payments) == 1  # Prolific did pay
 
-    second = services.sync_batch(batch, provider).prolific
+    second = sync_batch(batch, provider).prolific
     assert second.bonuses_unconfirmed == 1
     assert len(server.payments) == 1  # not paid a second time
     assert server.calls.count("pay_bonuses") == 1
 
     assert prolific_services.confirm_bonuses(batch, paid=True) == 1
     assert Bonus.objects.get().paid
-    assert services.sync_batch(batch, provider).prolific.bonuses_unconfirmed == 0
+    assert sync_batch(batch, provider).prolific.bonuses_unconfirmed == 0
 
 
 def test_escalation_adds_places_once_whatever_the_retries(server, provider, batch):
@@ -283,7 +287,7 @@ def test_participant_groups_block_and_exclude_earlier_participants(server, provi
 
 def test_cancelling_stops_the_study_once(server, provider, batch):
     _publish(batch, provider)
-    services.cancel_batch(batch, provider)
+    cancel_batch(batch, provider)
     assert server.studies[batch.hit_type_id]["status"] == "COMPLETED"
     assert server.calls.count("transition_study") == 2  # publish, stop (once for two HIT groups)
 
@@ -425,7 +429,7 @@ def test_a_real_participant_id_with_a_made_up_session_cannot_act_for_them(server
     assert Assignment.objects.count() == 1
     honest.answer()
     honest.complete()
-    services.sync_batch(batch, site_provider)
+    sync_batch(batch, site_provider)
     assert honest.assignment.status == Assignment.Status.APPROVED
     assert not Worker.objects.get(identity__external_id=hexid("PID1")).blocked
     assert not any(hexid("PID1") in g["participants"] for g in server.groups.values())
@@ -519,14 +523,14 @@ def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_agains
         provider_assignment_id=hexid("made-up"),
         accepted_at=timezone.now(),
     )
-    services.submit_local_assignment(forged, answers_for(forged, override={"g1": "f"}))
+    submit_local_assignment(forged, answers_for(forged, override={"g1": "f"}))
     stale = Assignment.objects.create(
         hit=hit,
         worker=worker_for("prolific", "NOBODY"),
         provider_assignment_id=hexid("made-up-2"),
         accepted_at=timezone.now() - dt.timedelta(minutes=11),
     )
-    found = services.sync_batch(batch, site_provider).prolific
+    found = sync_batch(batch, site_provider).prolific
     assert found.voided == 2
     forged.refresh_from_db()
     stale.refresh_from_db()
@@ -534,7 +538,7 @@ def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_agains
     assert honest.assignment.status == Assignment.Status.APPROVED
     assert not Worker.objects.get(identity__external_id=hexid("PID1")).blocked
     assert "transition_submission" in server.calls and len(server.submissions) == 1  # only the real one reviewed
-    from annotation.results.services.answers_summary import agreement
+    from annotation.results.selectors import agreement
 
     counted = agreement(batch, bootstrap=0)
     assert counted["workers"] == 1
@@ -559,12 +563,12 @@ def test_the_study_stops_when_its_batch_completes_and_latecomers_see_a_friendly_
     for p in people:
         p.answer()
         p.complete()
-    result = services.sync_batch(batch, site_provider)
+    result = sync_batch(batch, site_provider)
     assert result.completed and result.prolific.stopped
     assert server.studies[study_id]["status"] == "COMPLETED"
     with pytest.raises(AssertionError, match="COMPLETED"):
         server.start(study_id, hexid("PID10"))  # Prolific sends nobody more
-    assert services.sync_batch(batch, site_provider).prolific.stopped is False  # stopped once
+    assert sync_batch(batch, site_provider).prolific.stopped is False  # stopped once
     assert server.calls.count("transition_study") == 2  # publish, stop
 
     server.set_status(late_session, "ACTIVE")

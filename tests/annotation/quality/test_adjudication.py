@@ -7,9 +7,13 @@ import re
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Adjudication
+from annotation.quality.services.adjudication import adjudicate
+from annotation.quality.services.escalation import plan_escalation
 from annotation.results.aggregation import dawid_skene
+from annotation.results.selectors import agreement, judgments_frame, query_results
+from annotation.results.services.exports import export_queries
 from annotation.selectors import adjudicated_labels
 from core.errors import ServiceError
 from tests.annotation.conftest import TRUTH, answers_for
@@ -19,21 +23,21 @@ from tests.annotation.conftest import TRUTH, answers_for
 def disputed(local_batch, annotators):
     """Two votes per query; ann-b says Female on 104 where ann-a says Other: 104 is disputed (1-1)."""
     for user, override in zip(annotators[:2], [{}, {"104": "f"}], strict=True):
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+        while (assignment := next_assignment(user, local_batch)) is not None:
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
     return local_batch
 
 
 def test_adjudication_is_recorded_once_with_who_and_when_and_overrides_the_crowd(disputed, researcher):
     assert adjudicated_labels(disputed) == {}
-    services.adjudicate(disputed, "104", "f", "asks about girls first", researcher)
-    services.adjudicate(disputed, "104", "other", "compares both genders", researcher)  # a retry / change
+    adjudicate(disputed, "104", "f", "asks about girls first", researcher)
+    adjudicate(disputed, "104", "other", "compares both genders", researcher)  # a retry / change
     assert Adjudication.objects.count() == 1
     ruling = Adjudication.objects.get()
     assert (ruling.label, ruling.reason, ruling.decided_by) == ("o", "compares both genders", researcher)
     assert ruling.decided_at is not None
     assert adjudicated_labels(disputed) == {"104": "o"}
-    result = next(r for r in services.query_results(disputed) if r["qid"] == "104")
+    result = next(r for r in query_results(disputed) if r["qid"] == "104")
     assert result["label"] == "o" and result["crowd_label"] is None and result["adjudicated"]
 
 
@@ -43,31 +47,31 @@ def test_adjudication_is_recorded_once_with_who_and_when_and_overrides_the_crowd
 )
 def test_bad_adjudication_names_the_field_and_writes_nothing(disputed, researcher, qid, label, reason, field):
     with pytest.raises(ServiceError, match=f"^{field}:"):
-        services.adjudicate(disputed, qid, label, reason, researcher)
+        adjudicate(disputed, qid, label, reason, researcher)
     assert not Adjudication.objects.exists()
 
 
 def test_annotators_cannot_adjudicate(disputed, annotators):
     with pytest.raises(ServiceError, match="researchers"):
-        services.adjudicate(disputed, "104", "f", "why", annotators[0])
+        adjudicate(disputed, "104", "f", "why", annotators[0])
 
 
 def test_export_marks_adjudicated_labels_carries_posteriors_and_counts_them_on_the_card(disputed, researcher, tmp_path):
-    services.adjudicate(disputed, "104", "o", "compares both genders", researcher)
-    export = services.export_queries(disputed, "all", tmp_path / "all.csv", "csv")
+    adjudicate(disputed, "104", "o", "compares both genders", researcher)
+    export = export_queries(disputed, "all", tmp_path / "all.csv", "csv")
     with open(tmp_path / "all.csv", newline="") as handle:
         rows = {r["qid"]: r for r in csv.DictReader(handle)}
     assert {qid: r["label"] for qid, r in rows.items()} == TRUTH  # 104 is no longer set aside
     assert {qid for qid, r in rows.items() if r["adjudicated"] == "true"} == {"104"}
     assert all(r["adjudicated"] == "false" for qid, r in rows.items() if qid != "104")
     # Each label's posterior is Dawid-Skene's probability of that label for that query.
-    posteriors = dawid_skene(services.judgments_frame(disputed)).posteriors
+    posteriors = dawid_skene(judgments_frame(disputed)).posteriors
     for qid, row in rows.items():
         assert float(row["ds_posterior"]) == pytest.approx(posteriors.loc[qid, row["label"]], abs=1e-6)
     assert "1 of 6 labelled queries were settled by a researcher" in export.card
     assert "adjudication replaces the majority vote" in export.card
 
-    services.export_queries(disputed, "other", tmp_path / "o.jsonl", "jsonl")
+    export_queries(disputed, "other", tmp_path / "o.jsonl", "jsonl")
     (line,) = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert line["qid"] == "104" and line["adjudicated"] is True and line["method"] == "adjudication"
 
@@ -115,20 +119,20 @@ def test_adjudicate_command(disputed, researcher, annotators):
 def three_disputed(local_batch, annotators):
     """Two votes per query; ann-b differs on 103 (first HIT), 104 and 106 (second HIT): three 1-1 ties."""
     for user, override in zip(annotators[:2], [{}, {"103": "n", "104": "f", "106": "m"}], strict=True):
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+        while (assignment := next_assignment(user, local_batch)) is not None:
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
     return local_batch
 
 
 def test_rulings_count_everywhere_set_aside_labels_escalation_and_exports(three_disputed, researcher, client, tmp_path):
     """Settle two of three disputed queries: every count, the escalation offer and the exports agree."""
     batch = three_disputed
-    assert services.agreement(batch, bootstrap=0)["set_aside"] == ["103", "104", "106"]
-    assert len(services.plan_escalation(batch, max_assignments=3).hits) == 2
-    services.adjudicate(batch, "103", "m", "about men", researcher)
-    services.adjudicate(batch, "104", "o", "both genders", researcher)
+    assert agreement(batch, bootstrap=0)["set_aside"] == ["103", "104", "106"]
+    assert len(plan_escalation(batch, max_assignments=3).hits) == 2
+    adjudicate(batch, "103", "m", "about men", researcher)
+    adjudicate(batch, "104", "o", "both genders", researcher)
 
-    report = services.agreement(batch, bootstrap=0)
+    report = agreement(batch, bootstrap=0)
     assert report["set_aside"] == ["106"]
     assert sum(report["labels"].values()) == 5 and report["adjudicated"] == 2
     assert report["labels"] == {"n": 2, "f": 1, "m": 1, "o": 1}
@@ -146,13 +150,13 @@ def test_rulings_count_everywhere_set_aside_labels_escalation_and_exports(three_
     ] == ["106"]
 
     # Escalation offers the one HIT whose query is still disputed, and its cost alone.
-    plan = services.plan_escalation(batch, max_assignments=3)
+    plan = plan_escalation(batch, max_assignments=3)
     assert [qids for _, qids in plan.hits] == [["106"]] and plan.disputed == 1
     assert plan.cost.assignments_total == 1
     escalate_page = client.get("/annotation/batches/b1/escalate/?max_assignments=3").content.decode()
     assert "1 query has no majority" in escalate_page
     assert re.search(r"Extra assignments</th><td[^>]*>1<", escalate_page)
 
-    export = services.export_queries(batch, "all", tmp_path / "all.tsv")
+    export = export_queries(batch, "all", tmp_path / "all.tsv")
     assert export.queries == 5 and export.counts["set_aside"] == 1
     assert {k: v for k, v in export.counts.items() if k != "set_aside"} == report["labels"]

@@ -5,7 +5,10 @@ import json
 import pytest
 
 from annotation import services
+from annotation.crowd.services.batches import read_gold_file
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Adjudication
+from annotation.results.services.exports import export_queries
 from tests.annotation.conftest import TRUTH, answers_for
 
 KEYS = {"n": "1", "f": "2", "m": "3", "o": "4"}
@@ -18,8 +21,8 @@ def test_researcher_adjudicates_a_disputed_query_and_the_export_marks_it(
 ):
     # 104 gets Other from one annotator and Female from the other: disputed, set aside.
     for user, override in zip(annotators[:2], [{}, {"104": "f"}], strict=True):
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+        while (assignment := next_assignment(user, local_batch)) is not None:
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
 
     login(researcher.username)
     page.goto(f"/annotation/batches/{local_batch.name}/queries/104/")
@@ -37,7 +40,7 @@ def test_researcher_adjudicates_a_disputed_query_and_the_export_marks_it(
     )
     assert Adjudication.objects.get().decided_by == researcher
 
-    services.export_queries(local_batch, "all", tmp_path / "all.jsonl", "jsonl")
+    export_queries(local_batch, "all", tmp_path / "all.jsonl", "jsonl")
     rows = {r["qid"]: r for r in map(json.loads, (tmp_path / "all.jsonl").read_text().splitlines())}
     assert {qid: r["label"] for qid, r in rows.items()} == TRUTH
     assert [qid for qid, r in rows.items() if r["adjudicated"]] == ["104"]
@@ -53,7 +56,7 @@ def test_in_house_annotator_sees_which_gold_answer_was_wrong(query_set, page, lo
         "gold",
         services.BatchSettings(queries_per_hit=3, assignments_per_query=1, gold_per_hit=1),
         query_set=query_set,
-        gold=services.read_gold_file(gold_file),
+        gold=read_gold_file(gold_file),
     )
     services.publish_batch(batch)
     services.create_annotator("ann", password="pw-secret-123")

@@ -2,14 +2,14 @@
 
 from django.core.management import call_command
 
-from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Assignment, Batch
 from tests.annotation.conftest import answers_for, make_batch
 
 
 def test_feedback_names_every_wrong_gold_answer(gold_batch, annotators):
-    assignment = services.next_assignment(annotators[0], gold_batch)
-    check = services.submit_local_assignment(assignment, answers_for(assignment, override={"g1": "n", "g2": "o"}))
+    assignment = next_assignment(annotators[0], gold_batch)
+    check = submit_local_assignment(assignment, answers_for(assignment, override={"g1": "n", "g2": "o"}))
     assert check.gold_passed is False and check.gold_correct == 0
     assignment.refresh_from_db()
     assert assignment.feedback == (
@@ -21,15 +21,15 @@ def test_feedback_names_every_wrong_gold_answer(gold_batch, annotators):
 
 def test_feedback_switched_off_gives_only_the_count(gold_batch, annotators):
     Batch.objects.filter(pk=gold_batch.pk).update(gold_feedback=False)
-    assignment = services.next_assignment(annotators[0], gold_batch)
-    services.submit_local_assignment(assignment, answers_for(assignment, override={"g1": "n"}))
+    assignment = next_assignment(annotators[0], gold_batch)
+    submit_local_assignment(assignment, answers_for(assignment, override={"g1": "n"}))
     assignment.refresh_from_db()
     assert assignment.feedback == "1 of the 2 check question(s) with a known answer were answered wrongly."
 
 
 def test_annotator_sees_feedback_and_researcher_sees_the_reason(gold_batch, annotators, researcher, client):
     client.force_login(annotators[0])
-    assignment = services.next_assignment(annotators[0], gold_batch)
+    assignment = next_assignment(annotators[0], gold_batch)
     answers = answers_for(assignment, override={"g2": "f"})
     response = client.post(f"/annotation/assignments/{assignment.pk}/", answers, follow=True)
     page = response.content.decode()
@@ -44,7 +44,7 @@ def test_annotator_sees_feedback_and_researcher_sees_the_reason(gold_batch, anno
 
 def test_passing_gold_gives_no_warning(gold_batch, annotators, client):
     client.force_login(annotators[0])
-    assignment = services.next_assignment(annotators[0], gold_batch)
+    assignment = next_assignment(annotators[0], gold_batch)
     response = client.post(f"/annotation/assignments/{assignment.pk}/", answers_for(assignment), follow=True)
     assert "This HIT will not count" not in response.content.decode()
 

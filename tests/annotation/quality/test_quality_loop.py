@@ -12,9 +12,17 @@ from django.core.management import call_command
 
 from annotation import services
 from annotation.crowd.providers import get_provider
+from annotation.crowd.services.sync import sync_batch
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch, Escalation, WorkerFlag
 from annotation.quality.services.budget import budget_left, set_extra_budget
-from annotation.quality.services.escalation import parse_until, set_auto_escalation, settled_queries
+from annotation.quality.services.escalation import (
+    escalate_batch,
+    parse_until,
+    plan_escalation,
+    set_auto_escalation,
+    settled_queries,
+)
 from annotation.quality.services.thresholds import apply_thresholds
 from core.errors import ServiceError
 from tests.annotation.conftest import TRUTH, answers_for, make_batch
@@ -22,8 +30,8 @@ from tests.annotation.conftest import TRUTH, answers_for, make_batch
 
 def _do_all(batch, annotator, override=None):
     """The annotator answers every HIT of the batch they are given."""
-    while (assignment := services.next_assignment(annotator, batch)) is not None:
-        services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+    while (assignment := next_assignment(annotator, batch)) is not None:
+        submit_local_assignment(assignment, answers_for(assignment, override=override))
 
 
 def test_block_and_warn_thresholds_at_sync(gold_batch, annotators, client, researcher):
@@ -33,15 +41,15 @@ def test_block_and_warn_thresholds_at_sync(gold_batch, annotators, client, resea
     _do_all(gold_batch, good)
     _do_all(gold_batch, careless, {"g1": "n", "g2": "n"})  # 0 of 4 gold right
 
-    result = services.sync_batch(gold_batch)
+    result = sync_batch(gold_batch)
 
     flag = WorkerFlag.objects.get()
     assert flag.level == "block" and flag.reason == "gold accuracy 0.00 < 0.50 over 4 answers"
     assert result.blocked == [flag.worker.pseudonym] and result.flagged == []
     assert flag.provider_blocked  # nothing to call for local: recorded as done
     # The rejected places reopen for others; the blocked annotator gets nothing more.
-    assert services.next_assignment(careless, gold_batch) is None
-    assert services.next_assignment(sloppy, gold_batch) is not None
+    assert next_assignment(careless, gold_batch) is None
+    assert next_assignment(sloppy, gold_batch) is not None
 
     client.force_login(researcher)
     page = client.get(f"/annotation/batches/{gold_batch.name}/agreement/").content.decode()
@@ -55,15 +63,15 @@ def test_warn_flag_is_lifted_when_the_worker_recovers_and_needs_enough_answers(g
     Batch.objects.filter(pk=gold_batch.pk).update(warn_gold_accuracy=0.8, min_answers_judged=2)
     gold_batch.refresh_from_db()
     provider = get_provider("local")
-    first = services.next_assignment(annotators[0], gold_batch)
-    services.submit_local_assignment(first, answers_for(first, override={"g1": "n"}))  # 1 of 2: 0.50
+    first = next_assignment(annotators[0], gold_batch)
+    submit_local_assignment(first, answers_for(first, override={"g1": "n"}))  # 1 of 2: 0.50
     assert apply_thresholds(gold_batch, provider).flagged
     flag = WorkerFlag.objects.get()
     assert flag.level == "warn" and flag.reason == "gold accuracy 0.50 < 0.80 over 2 answers"
     assert not flag.worker.blocked
 
-    second = services.next_assignment(annotators[0], gold_batch)
-    services.submit_local_assignment(second, answers_for(second))  # 3 of 4: 0.75, still below
+    second = next_assignment(annotators[0], gold_batch)
+    submit_local_assignment(second, answers_for(second))  # 3 of 4: 0.75, still below
     apply_thresholds(gold_batch, provider)
     assert WorkerFlag.objects.get().reason == "gold accuracy 0.75 < 0.80 over 4 answers"
 
@@ -129,7 +137,7 @@ def _tied_batch(query_set, annotators, **settings):
     batch.refresh_from_db()
     _do_all(batch, annotators[0])
     _do_all(batch, annotators[1], {"101": "f", "103": "n"})
-    services.sync_batch(batch)
+    sync_batch(batch)
     return batch
 
 
@@ -141,8 +149,8 @@ def test_posterior_target_settles_fewer_queries_than_majority(query_set, annotat
     strict, loose = settled_queries(batch, "posterior:0.99"), settled_queries(batch, "posterior:0.6")
     # A higher target settles a subset; two agreeing votes reach 0.6 but not 0.99 everywhere.
     assert strict < loose and by_majority <= loose
-    assert services.plan_escalation(batch, until="posterior:0.6").extra_assignments == 0
-    plan = services.plan_escalation(batch, until="posterior:0.99")
+    assert plan_escalation(batch, until="posterior:0.6").extra_assignments == 0
+    plan = plan_escalation(batch, until="posterior:0.99")
     unsettled_hits = {
         hit.pk for hit in batch.hits.all() if {hq.batch_query.qid for hq in hit.hit_queries.all()} - strict
     }
@@ -152,12 +160,12 @@ def test_posterior_target_settles_fewer_queries_than_majority(query_set, annotat
 def test_budget_caps_the_escalation_and_the_plan_says_what_is_left_out(query_set, annotators):
     batch = _tied_batch(query_set, annotators)
     set_extra_budget(batch, Decimal("0.05"))  # one local assignment at 0.05
-    plan = services.plan_escalation(batch)
+    plan = plan_escalation(batch)
     assert (plan.extra_assignments, len(plan.over_budget), plan.budget_left) == (1, 1, Decimal("0.05"))
     assert plan.cost.total == Decimal("0.05")
-    escalations = services.escalate_batch(batch)
+    escalations = escalate_batch(batch)
     assert len(escalations) == 1 and budget_left(batch) == Decimal("0.00")
-    assert services.plan_escalation(batch).extra_assignments == 0  # nothing more is paid for
+    assert plan_escalation(batch).extra_assignments == 0  # nothing more is paid for
 
 
 def test_automatic_escalation_runs_one_round_per_sync_until_a_majority(query_set, annotators):
@@ -167,14 +175,14 @@ def test_automatic_escalation_runs_one_round_per_sync_until_a_majority(query_set
     set_extra_budget(batch, Decimal("1.00"))
     set_auto_escalation(batch, "majority", max_assignments=4)
 
-    first = services.sync_batch(batch)
+    first = sync_batch(batch)
     assert first.escalated == 2
-    again = services.sync_batch(batch)
+    again = sync_batch(batch)
     assert again.escalated == 0  # the extended HITs are not finished: no second round yet
     assert Escalation.objects.count() == 2
 
     _do_all(batch, annotators[2])  # the third vote follows the truth: both ties broken
-    third = services.sync_batch(batch)
+    third = sync_batch(batch)
     assert third.escalated == 0 and third.completed
     assert settled_queries(batch) == set(TRUTH)
     assert budget_left(batch) == Decimal("0.90")  # 1.00 less two local assignments at 0.05
@@ -223,7 +231,7 @@ def test_form_and_api_take_thresholds_and_budget(query_set, researcher, client):
 
 def test_batch_page_shows_thresholds_and_the_budget_used(query_set, annotators, researcher, client):
     batch = _tied_batch(query_set, annotators, block_gold_accuracy=0.5, extra_budget=Decimal("1.00"))
-    services.escalate_batch(batch)  # two HITs, 0.05 each
+    escalate_batch(batch)  # two HITs, 0.05 each
     client.force_login(researcher)
     page = client.get(f"/annotation/batches/{batch.name}/").content.decode()
     assert "block below 0.5" in page and "after 10 answers (0 workers flagged or blocked" in page

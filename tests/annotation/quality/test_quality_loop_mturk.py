@@ -9,8 +9,12 @@ import pytest
 from annotation import services
 from annotation.crowd.providers.mturk_api import MTurkError
 from annotation.crowd.providers.mturk_xml import build_answers_xml
+from annotation.crowd.services.batch_settings import GoldQuery
+from annotation.crowd.services.batches import read_gold_file
+from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, Hit, Reoffer, WorkerFlag
 from annotation.quality.services.budget import set_extra_budget
+from annotation.quality.services.escalation import plan_escalation
 from tests.annotation.conftest import TRUTH
 from tests.annotation.crowd.test_mturk_compatible_server import server  # noqa: F401  (the server fixture)
 
@@ -42,7 +46,7 @@ def gold_mturk_batch(query_set, tmp_path):
             min_answers_judged=2,
         ),
         query_set=query_set,
-        gold=services.read_gold_file(gold_file),
+        gold=read_gold_file(gold_file),
     )
     return batch
 
@@ -64,7 +68,7 @@ def test_rejected_place_is_offered_again_once_and_the_hit_then_counts_as_finishe
     # Before this work, MTurk gave the rejected place to nobody: the HIT stayed short for good.
     fake.faults["CreateAdditionalAssignmentsForHIT"] = ["lose_response"]
 
-    result = services.sync_batch(batch)
+    result = sync_batch(batch)
 
     assert result.rejected == 1 and result.reoffered == 1
     # The lost answer was retried with the same token: two calls, one place added.
@@ -78,14 +82,14 @@ def test_rejected_place_is_offered_again_once_and_the_hit_then_counts_as_finishe
     # The new worker disagrees on one query: a 1-1 tie in a finished HIT.
     qid = first.hit_queries.filter(batch_query__is_gold=False).first().batch_query.qid
     fake.submit(first.provider_id, "NEWCOMER", _answers(first, {qid: "o" if qid != "104" else "n"}))
-    again = services.sync_batch(batch)
+    again = sync_batch(batch)
     assert again.new == 1 and again.reoffered == 0
     assert fake.calls.count("CreateAdditionalAssignmentsForHIT") == 2  # never a second place
     first.refresh_from_db()
     assert first.status == Hit.Status.COMPLETE
     batch.refresh_from_db()
     assert batch.status == Batch.Status.COMPLETED
-    plan = services.plan_escalation(batch)
+    plan = plan_escalation(batch)
     assert plan.disputed == 1 and [hit.pk for hit, _ in plan.hits] == [first.pk]
 
 
@@ -97,7 +101,7 @@ def test_worker_below_the_block_threshold_is_blocked_on_mturk_once(server, gold_
         fake.submit(hit.provider_id, "GOOD", _answers(hit))
         fake.submit(hit.provider_id, "CARELESS", _answers(hit, {"g1": "m"}))
 
-    result = services.sync_batch(batch)
+    result = sync_batch(batch)
 
     flag = WorkerFlag.objects.get()
     assert result.blocked == [flag.worker.pseudonym]
@@ -106,7 +110,7 @@ def test_worker_below_the_block_threshold_is_blocked_on_mturk_once(server, gold_
     assert [worker for worker, _ in fake.blocks] == ["CARELESS"]
     assert flag.reason in fake.blocks[0][1]
 
-    services.sync_batch(batch)
+    sync_batch(batch)
     assert len(fake.blocks) == 1  # a later sync never blocks again
 
     client.force_login(researcher)
@@ -124,12 +128,12 @@ def test_interrupted_block_is_finished_by_the_next_sync(server, gold_mturk_batch
     fake.faults["CreateWorkerBlock"] = ["refuse"]
 
     with pytest.raises(MTurkError, match="CreateWorkerBlock"):
-        services.sync_batch(batch)
+        sync_batch(batch)
     flag = WorkerFlag.objects.get()
     assert flag.worker.blocked and not flag.provider_blocked  # recorded before the call
 
     fake.faults["CreateWorkerBlock"] = []
-    services.sync_batch(batch)
+    sync_batch(batch)
     flag.refresh_from_db()
     assert flag.provider_blocked and [w for w, _ in fake.blocks] == ["CARELESS"]
 
@@ -144,11 +148,11 @@ def test_reoffers_stop_at_the_budget_and_say_so(server, gold_mturk_batch):  # no
         fake.submit(hit.provider_id, "GOOD", _answers(hit))
         fake.submit(hit.provider_id, "CARELESS", _answers(hit, {"g1": "m"}))
 
-    result = services.sync_batch(batch)
+    result = sync_batch(batch)
 
     assert (result.rejected, result.reoffered, result.reoffer_over_budget) == (2, 1, 1)
     assert sum(h["MaxAssignments"] for h in fake.hits.values()) == 5
-    assert services.plan_escalation(batch).budget_left == Decimal("0.08")
+    assert plan_escalation(batch).budget_left == Decimal("0.08")
     assert Assignment.objects.filter(status="rejected", reoffer__isnull=True).count() == 1
 
 
@@ -158,12 +162,12 @@ def test_a_rejected_place_mturk_cannot_add_is_reported_and_the_sync_goes_on(serv
         "nine",
         services.BatchSettings(provider="mturk", assignments_per_query=9, queries_per_hit=6, gold_per_hit=1),
         query_set=query_set,
-        gold=[services.GoldQuery("g1", "what is a mother", "f")],
+        gold=[GoldQuery("g1", "what is a mother", "f")],
     )
     (hit,) = _publish(batch)
     fake.submit(hit.provider_id, "CARELESS", _answers(hit, {"g1": "m"}))
 
-    result = services.sync_batch(batch)
+    result = sync_batch(batch)
 
     assert result.rejected == 1 and result.reoffered == 0
     assert "cannot extend a HIT of 9 assignments to 10" in result.reoffer_refused

@@ -6,6 +6,8 @@ import re
 
 from annotation import services
 from annotation.crowd.providers import prolific as prolific_rules
+from annotation.crowd.services.batch_settings import GoldQuery
+from annotation.crowd.services.sync import sync_batch
 from annotation.models import Batch, ProlificSession, WorkerFlag
 from annotation.prolific import services as prolific_services
 from benchmarks.fakes.prolific import hexid
@@ -28,7 +30,7 @@ def test_participant_below_the_block_threshold_joins_the_blocked_group_once(
     careless.answer(override={"g1": "f"})  # the check question is Male
     careless.complete()
 
-    result = services.sync_batch(batch, provider)
+    result = sync_batch(batch, provider)
 
     flag = WorkerFlag.objects.get()
     assert result.blocked == [flag.worker.pseudonym] and flag.provider_blocked
@@ -36,7 +38,7 @@ def test_participant_below_the_block_threshold_joins_the_blocked_group_once(
     (group,) = [g for g in server.groups.values() if g["name"] == prolific_rules.BLOCKED_GROUP]
     assert group["participants"] == {hexid("PIDCARELESS")}
     adds = server.calls.count("add_participants")
-    services.sync_batch(batch, provider)
+    sync_batch(batch, provider)
     assert server.calls.count("add_participants") == adds  # never asked twice
 
     # Back through the study link with a new session, the blocked participant is given nothing.
@@ -63,7 +65,7 @@ def test_participants_take_the_training_on_the_site_first(server, provider, quer
             training_pass_fraction=1.0,
         ),
         query_set=query_set,
-        training=[services.GoldQuery("t1", "what is a mother", "f"), services.GoldQuery("t2", "how to boil rice", "n")],
+        training=[GoldQuery("t1", "what is a mother", "f"), GoldQuery("t2", "how to boil rice", "n")],
     )
     _publish(trained, provider)
     keen = Participant(server, trained.hit_type_id, hexid("PIDKEEN"), client_class)

@@ -4,16 +4,17 @@ first HIT of a batch; a worker below the pass fraction is not given the batch's 
 import pytest
 
 from annotation import services
-from annotation.inhouse.services.handout import local_worker
+from annotation.crowd.services.batch_settings import GoldQuery
+from annotation.inhouse.services.handout import local_worker, next_assignment
 from annotation.models import Qualification
 from annotation.quality.services.training import submit_training
 from core.errors import ServiceError
 
 TRAINING = [
-    services.GoldQuery("t1", "what is a mother", "f"),
-    services.GoldQuery("t2", "what is a father", "m"),
-    services.GoldQuery("t3", "how to boil rice", "n"),
-    services.GoldQuery("t4", "do sisters or brothers argue more", "o"),
+    GoldQuery("t1", "what is a mother", "f"),
+    GoldQuery("t2", "what is a father", "m"),
+    GoldQuery("t3", "how to boil rice", "n"),
+    GoldQuery("t4", "do sisters or brothers argue more", "o"),
 ]
 
 
@@ -61,7 +62,7 @@ def test_a_worker_who_fails_gets_no_hits_of_the_batch_and_cannot_retry(training_
     again = client.post(url, {"q-1": "f", "q-2": "m", "q-3": "n", "q-4": "o"})
     assert "2 of 4" in again.content.decode()
     assert Qualification.objects.get().passed is False
-    assert services.next_assignment(annotators[1], training_batch) is None
+    assert next_assignment(annotators[1], training_batch) is None
     assert client.get("/annotation/next/").status_code == 200  # "No more HITs", not the training again
 
 
@@ -91,7 +92,7 @@ def test_training_is_refused_where_it_does_not_run(query_set):
         services.create_batch("mt2", services.BatchSettings(provider="mturk"), query_set=query_set, training=TRAINING)
     with pytest.raises(ServiceError, match="also asked in the batch"):
         services.create_batch(
-            "clash", services.BatchSettings(), query_set=query_set, training=[services.GoldQuery("101", "x", "n")]
+            "clash", services.BatchSettings(), query_set=query_set, training=[GoldQuery("101", "x", "n")]
         )
 
 

@@ -4,9 +4,10 @@ import datetime as dt
 
 from django.db.models import F
 
-from annotation import services
 from annotation.inhouse.services import handout
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Assignment
+from annotation.quality.selectors import worker_quality
 from tests.annotation.conftest import answers_for
 
 
@@ -14,15 +15,15 @@ def test_worker_quality_by_hand(gold_batch, annotators, researcher, client):
     # ann-a answers everything right; ann-b gets gold g1 wrong on their first HIT (which then does not count).
     for user, wrong_first in ((annotators[0], False), (annotators[1], True)):
         first = True
-        while (assignment := services.next_assignment(user, gold_batch)) is not None:
+        while (assignment := next_assignment(user, gold_batch)) is not None:
             override = {"g1": "n"} if wrong_first and first else {}
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
             first = False
     # Every HIT has 3 queries + 2 gold = 5 questions; ann-a took 50 s per HIT: 10 s per query.
     a_worker = handout.local_worker(annotators[0])
     Assignment.objects.filter(worker=a_worker).update(accepted_at=F("submitted_at") - dt.timedelta(seconds=50))
 
-    rows = {row["worker"]: row for row in services.worker_quality(gold_batch)}
+    rows = {row["worker"]: row for row in worker_quality(gold_batch)}
     a = rows[a_worker.pseudonym]
     b = rows[handout.local_worker(annotators[1]).pseudonym]
     assert (a["assignments"], a["gold_correct"], a["gold_total"], a["gold_accuracy"]) == (2, 4, 4, 1.0)

@@ -3,6 +3,8 @@
 import pytest
 
 from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.results.selectors import agreement
 from tests.annotation.conftest import answers_for
 
 
@@ -10,9 +12,9 @@ from tests.annotation.conftest import answers_for
 def split(local_batch, annotators):
     """Two annotators who disagree on 101 and 105: both set aside (one vote each way)."""
     for index, user in enumerate(annotators[:2]):
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
+        while (assignment := next_assignment(user, local_batch)) is not None:
             override = {"101": "f", "105": "m"} if index == 1 else None
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
     return local_batch
 
 
@@ -47,7 +49,7 @@ def test_tables_name_labels_in_full_sort_qids_naturally_and_draw_each_bar_from_i
 ):
     """qids 2 and 10 set aside: 2 comes first in every table (string order would put 10 first)."""
     from annotation.labels import LABEL_NAMES
-    from annotation.results.services.answers_summary import BatchAnswers
+    from annotation.results.selectors import BatchAnswers
     from pooling.models import QuerySet
     from pooling.services import create_query_set
     from tests.annotation.conftest import make_batch
@@ -61,9 +63,9 @@ def test_tables_name_labels_in_full_sort_qids_naturally_and_draw_each_bar_from_i
     services.publish_batch(batch)
     truth = {"10": "n", "2": "n", "3": "f"}
     for index, user in enumerate(annotators[:2]):
-        assignment = services.next_assignment(user, batch)
+        assignment = next_assignment(user, batch)
         override = {"10": "f", "2": "m"} if index == 1 else None
-        services.submit_local_assignment(assignment, answers_for(assignment, truth=truth, override=override))
+        submit_local_assignment(assignment, answers_for(assignment, truth=truth, override=override))
     client.force_login(researcher)
     html = client.get(f"/annotation/batches/{batch.name}/agreement/").content.decode()
     set_aside = html.split('id="set-aside"')[1].split("</table>")[0]
@@ -79,7 +81,7 @@ def test_tables_name_labels_in_full_sort_qids_naturally_and_draw_each_bar_from_i
     row_of_2 = set_aside.split(">2</a>")[1].split("</tr>")[0]
     assert row_of_2.endswith(f"<td>{LABEL_NAMES[ds['2']]}</td>")
     # Each bar's width is the value it stands beside (0..1 as 0..100%), with a legend.
-    report = services.agreement(batch, bootstrap=0)
+    report = agreement(batch, bootstrap=0)
     table = html.split('id="category-alpha"')[1].split("</table>")[0]
     for code, alpha in report["per_category_alpha"].items():
         ac1 = report["per_category_ac1"][code]

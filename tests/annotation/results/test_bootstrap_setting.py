@@ -8,25 +8,27 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.results.selectors import agreement
+from annotation.results.services.exports import export_for_download
 from tests.annotation.conftest import answers_for
 
 
 @pytest.fixture
 def answered(local_batch, annotators):
     for index, user in enumerate(annotators[:2]):
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
+        while (assignment := next_assignment(user, local_batch)) is not None:
             # The second annotator disagrees on two queries: alpha < 1 and its interval has width.
             override = {"101": "f", "105": "m"} if index == 1 else None
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
     return local_batch
 
 
 def test_every_interval_uses_the_setting_and_says_so(answered, researcher, client, settings):
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 37
-    expected = services.agreement(answered, bootstrap=37)
+    expected = agreement(answered, bootstrap=37)
     assert expected["bootstrap_resamples"] == 37 and expected["alpha_ci"][0] is not None
-    assert services.agreement(answered, bootstrap=38)["alpha_ci"] != expected["alpha_ci"]  # the count matters
+    assert agreement(answered, bootstrap=38)["alpha_ci"] != expected["alpha_ci"]  # the count matters
 
     client.force_login(researcher)
     api = client.get("/api/annotation/batches/b1/agreement/").json()
@@ -41,7 +43,7 @@ def test_every_interval_uses_the_setting_and_says_so(answered, researcher, clien
     command = json.loads(out.getvalue())
     assert (command["alpha_ci"], command["bootstrap_resamples"]) == (expected["alpha_ci"], 37)
 
-    export = services.export_for_download(answered, "all", "tsv")
+    export = export_for_download(answered, "all", "tsv")
     assert "| Bootstrap resamples behind the interval | 37 |" in export.card
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from annotation import services
 from annotation.inhouse.services import handout
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 
@@ -12,8 +12,8 @@ from tests.annotation.conftest import answers_for
 def test_agreement_page_drills_down_to_the_votes_of_a_disputed_query(local_batch, annotators, researcher, page, login):
     # Two annotators agree on everything but query 104 (Other vs Female): 104 is disputed.
     for user, override in zip(annotators[:2], [{}, {"104": "f"}], strict=True):
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+        while (assignment := next_assignment(user, local_batch)) is not None:
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
     worker_names = {handout.local_worker(user).pseudonym for user in annotators[:2]}
 
     # The fixture's researcher (staff) logs in through the real login form.

@@ -11,6 +11,8 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.results.selectors import query_results
 from pooling.models import QuerySet
 from pooling.queryfiles import read_queries
 from pooling.services import create_query_set
@@ -36,9 +38,9 @@ def odd_batch(tmp_path, annotators):
     )
     services.publish_batch(batch)
     for user, label in zip(annotators[:2], ["f", "m"], strict=True):
-        assignment = services.next_assignment(user, batch)
+        assignment = next_assignment(user, batch)
         hit_queries = assignment.hit.hit_queries.select_related("batch_query")
-        services.submit_local_assignment(assignment, {hq.field_name: label for hq in hit_queries})
+        submit_local_assignment(assignment, {hq.field_name: label for hq in hit_queries})
     batch.refresh_from_db()
     return batch
 
@@ -72,7 +74,7 @@ def test_a_query_with_a_slash_is_settled_on_its_page_and_sent_back_there(odd_bat
     url = reverse("annotation:batch-query", args=["odd", "a/b"])
     response = client.post(url, {"label": "o", "reason": "both genders"})
     assert response.status_code == 302 and response.url == url
-    assert services.query_results(odd_batch)[ODD_IDS.index("a/b")]["adjudication"]["label"] == "o"
+    assert query_results(odd_batch)[ODD_IDS.index("a/b")]["adjudication"]["label"] == "o"
     assert "Query a/b adjudicated" in client.get(url).content.decode()
 
 

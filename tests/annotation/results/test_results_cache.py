@@ -11,18 +11,21 @@ import pytest
 from django.db import connection
 
 from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.quality.services.adjudication import adjudicate
 from annotation.results import aggregation
 from annotation.results import agreement as agreement_module
-from annotation.results.services import answers_summary as results
+from annotation.results import selectors as results
+from annotation.results.selectors import agreement, query_results
 from tests.annotation.conftest import answers_for, make_batch
 
 
 def split(batch, annotators):
     """Two annotators answer every HIT; they disagree on 101 and 105 (both set aside)."""
     for index, user in enumerate(annotators[:2]):
-        while (assignment := services.next_assignment(user, batch)) is not None:
+        while (assignment := next_assignment(user, batch)) is not None:
             override = {"101": "f", "105": "m"} if index == 1 else None
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
     return batch
 
 
@@ -49,22 +52,22 @@ def counted(monkeypatch):
 
 
 def test_results_are_computed_once_per_answer_version_and_equal_a_fresh_computation(answered, counted, settings):
-    first = services.agreement(answered, bootstrap=20)
-    rows = services.query_results(answered)
+    first = agreement(answered, bootstrap=20)
+    rows = query_results(answered)
     assert counted == {"agreement": 1, "dawid_skene": 1}
-    again = services.agreement(answered, bootstrap=20)
-    assert services.query_results(answered) == rows
+    again = agreement(answered, bootstrap=20)
+    assert query_results(answered) == rows
     assert again == first and counted == {"agreement": 1, "dawid_skene": 1}
     # The same figures as computed without any cache.
     settings.CACHES = settings.CACHES | {"results": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
-    assert services.agreement(answered, bootstrap=20) == first
-    assert services.query_results(answered) == rows
+    assert agreement(answered, bootstrap=20) == first
+    assert query_results(answered) == rows
     assert counted == {"agreement": 2, "dawid_skene": 3}
 
 
 def test_the_cache_is_shared_through_the_database_not_the_process(answered, settings):
     assert settings.CACHES["results"]["BACKEND"] == "django.core.cache.backends.db.DatabaseCache"
-    services.agreement(answered, bootstrap=0)
+    agreement(answered, bootstrap=0)
     with connection.cursor() as cursor:
         cursor.execute("SELECT cache_key FROM results_cache")
         keys = [row[0] for row in cursor.fetchall()]
@@ -78,20 +81,20 @@ def test_a_ruling_or_a_new_answer_is_seen_at_once(query_set, researcher, annotat
     answered = make_batch(query_set, "b3", assignments_per_query=3)
     services.publish_batch(answered)
     split(answered, annotators)
-    before = services.agreement(answered, bootstrap=0)
+    before = agreement(answered, bootstrap=0)
     assert "101" in before["set_aside"]
     version = results.answers_version(answered)
-    services.adjudicate(answered, "101", "n", "clearly not about a gender", researcher)
+    adjudicate(answered, "101", "n", "clearly not about a gender", researcher)
     assert results.answers_version(answered) != version
-    after = services.agreement(answered, bootstrap=0)
+    after = agreement(answered, bootstrap=0)
     assert "101" not in after["set_aside"] and after["adjudicated"] == 1
-    assert {r["qid"]: r["label"] for r in services.query_results(answered)}["101"] == "n"
+    assert {r["qid"]: r["label"] for r in query_results(answered)}["101"] == "n"
     # A third annotator's answers: a new version again, and 105 now has a majority.
     version = results.answers_version(answered)
-    while (assignment := services.next_assignment(annotators[2], answered)) is not None:
-        services.submit_local_assignment(assignment, answers_for(assignment))
+    while (assignment := next_assignment(annotators[2], answered)) is not None:
+        submit_local_assignment(assignment, answers_for(assignment))
     assert results.answers_version(answered) != version
-    assert "105" not in services.agreement(answered, bootstrap=0)["set_aside"]
+    assert "105" not in agreement(answered, bootstrap=0)["set_aside"]
     assert counted["agreement"] == 3
 
 
@@ -110,7 +113,7 @@ def test_the_agreement_page_computes_the_agreement_once(answered, researcher, cl
 def test_a_missing_cache_table_costs_only_the_recomputation(answered, counted):
     with connection.cursor() as cursor:
         cursor.execute("DROP TABLE results_cache")
-    report = services.agreement(answered, bootstrap=0)
+    report = agreement(answered, bootstrap=0)
     assert report["judgments"] > 0 and counted["agreement"] == 1
 
 

@@ -9,9 +9,11 @@ from decimal import Decimal
 
 import pytest
 
-from annotation import services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Adjudication, Escalation
+from annotation.quality.services.adjudication import adjudicate
 from annotation.results.review import next_query, review_rows, status_counts
+from annotation.results.selectors import query_results
 from tests.annotation.conftest import answers_for
 
 URL = "/annotation/batches/b1/review/"
@@ -21,8 +23,8 @@ URL = "/annotation/batches/b1/review/"
 def disputed3(local_batch, annotators):
     """Two votes per query; ann-b disagrees with ann-a on 101, 103 and 104: those three are disputed."""
     for user, override in zip(annotators[:2], [{}, {"101": "f", "103": "n", "104": "f"}], strict=True):
-        while (assignment := services.next_assignment(user, local_batch)) is not None:
-            services.submit_local_assignment(assignment, answers_for(assignment, override=override))
+        while (assignment := next_assignment(user, local_batch)) is not None:
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
     return local_batch
 
 
@@ -83,7 +85,7 @@ def test_disputed_filter_starts_at_the_first_disputed_query(disputed3, researche
 
 
 def test_settled_filter_lists_rulings_and_disputed_no_longer_does(disputed3, researcher, client):
-    services.adjudicate(disputed3, "103", "m", "about men", researcher)
+    adjudicate(disputed3, "103", "m", "about men", researcher)
     client.force_login(researcher)
     shown = _shown(client.get(URL, {"status": "settled"}))
     assert shown == {
@@ -107,8 +109,8 @@ def test_escalated_filter_lists_the_queries_escalations_were_for(disputed3, rese
 
 
 def test_gold_failed_filter_lists_queries_with_answers_that_do_not_count(gold_batch, annotators, researcher, client):
-    assignment = services.next_assignment(annotators[0], gold_batch)
-    services.submit_local_assignment(assignment, answers_for(assignment, override={"g1": "n"}))  # fails gold
+    assignment = next_assignment(annotators[0], gold_batch)
+    submit_local_assignment(assignment, answers_for(assignment, override={"g1": "n"}))  # fails gold
     failed = {hq.batch_query.qid for hq in assignment.hit.hit_queries.select_related("batch_query")} - {"g1", "g2"}
     client.force_login(researcher)
     url = "/annotation/batches/gold/review/"
@@ -250,7 +252,7 @@ def test_the_panel_names_labels_in_full(disputed3, researcher, client):
     from annotation.labels import LABEL_NAMES
 
     client.force_login(researcher)
-    settled = services.query_results(disputed3)
+    settled = query_results(disputed3)
     labelled = next(r for r in settled if r["crowd_label"])
     html = client.get(URL, {"status": "disputed", "qid": labelled["qid"]}).content.decode()
     caption = html.split("<caption")[1].split("</caption>")[0]

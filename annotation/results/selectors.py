@@ -1,4 +1,5 @@
-"""What a batch's answers add up to: judgments, labels, agreement, and exported query sets.
+"""Reads of what a batch's answers add up to: judgments, labels and where each comes from,
+agreement, and what the review queue and the exports read.
 
 Only usable judgments count: a label (not an invalid answer) to a real query (not a gold
 question) in an assignment that was not rejected and did not fail its gold questions.
@@ -12,6 +13,15 @@ queries worth a second look, and every exported label carries its Dawid-Skene po
 A researcher's ruling (:class:`~annotation.models.Adjudication`) overrides the crowd:
 the rule is "adjudication first, else majority vote"; such labels are exported with
 ``adjudicated`` true and counted on the dataset card.
+
+Where a query's label comes from (:class:`LabelSource`): the crowd, a researcher's ruling,
+or an accepted machine label. The queries routing accepted (:class:`Routing.accepted`) take
+the machine's label, with its confidence, unless the crowd labelled them: a crowd label
+always wins over the machine's (:func:`labels_with_sources`). The vocabulary and
+:func:`machine_accepted` live here, below machine labelling (:mod:`annotation.machine.selectors`
+reads the crowd's answers through :class:`BatchAnswers`), so that every sub-domain may use them.
+
+Read-only, apart from the ``results`` cache (:func:`_cached`), which only saves recomputation.
 """
 
 from __future__ import annotations
@@ -19,16 +29,16 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError, transaction
 from django.db.models import Count, Max, Q
 
-from annotation.crowd.services.batches import batch_progress
+from annotation.crowd.selectors import batch_progress
 from annotation.labels import LABEL_NAMES, LABELS
-from annotation.machine.services.label_sources import ADJUDICATED, CROWD, LabelSource, latest_routing, machine_accepted
-from annotation.models import Adjudication, Assignment, Batch, Judgment, PreLabel
+from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,6 +53,45 @@ CITATION = (
     "Navid Rekabsaz and Markus Schedl. 2020. Do Neural Ranking Models Intensify Gender Bias? "
     "In Proceedings of SIGIR 2020, 2065-2068. https://doi.org/10.1145/3397271.3401280"
 )
+
+
+# --- where a query's label comes from ---
+
+
+@dataclass(frozen=True)
+class LabelSource:
+    """One query's label and where it came from (``source`` is one of :data:`SOURCES`)."""
+
+    label: str
+    source: str
+    confidence: float | None = None  #: the machine's, for a machine-accepted label
+
+
+CROWD = "crowd majority"
+ADJUDICATED = "adjudicated"
+MACHINE = "machine-accepted"
+#: Every source, in the order pages and cards list them.
+SOURCES = (CROWD, ADJUDICATED, MACHINE)
+
+
+def latest_routing(batch: Batch) -> Routing | None:
+    """The decision in force for ``batch``: its latest routing whose routed batch was not cancelled."""
+    return batch.routings.exclude(routed_batch__status=Batch.Status.CANCELLED).select_related("routed_batch").first()
+
+
+def machine_accepted(batch: Batch) -> dict[str, LabelSource]:
+    """The machine labels routing accepted for ``batch`` (none when it was not routed)."""
+    routing = latest_routing(batch)
+    if routing is None or not routing.accepted:
+        return {}
+    rows = PreLabel.objects.filter(
+        batch_query__batch=batch,
+        batch_query__qid__in=routing.accepted,
+        labeller=routing.labeller,
+        model=routing.model,
+        prompt_version=routing.prompt_version,
+    ).values_list("batch_query__qid", "label", "confidence")
+    return {qid: LabelSource(label, MACHINE, confidence) for qid, label, confidence in rows}
 
 
 def crowd_batch_ids(batch: Batch) -> list[int]:
@@ -75,6 +124,7 @@ def judgments_frame(batch: Batch) -> pd.DataFrame:
 
 
 def min_votes(batch: Batch) -> int:
+    """The fewest votes a query of ``batch`` needs for a majority label, as the export counts them."""
     return min(MIN_VOTES, batch.assignments_per_query)
 
 
@@ -427,8 +477,8 @@ def labels_with_sources(batch: Batch, answers: BatchAnswers | None = None) -> di
 
 def source_counts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, int]:
     """How many labelled queries of ``batch`` take their label from each source
-    (:data:`.label_sources.SOURCES`: crowd majority, adjudicated, machine-accepted), cached
-    with the answers (:func:`_cached`); the counts :func:`annotation.selectors.batch_state` shows."""
+    (:data:`SOURCES`: crowd majority, adjudicated, machine-accepted), cached
+    with the answers (:func:`_cached`); the counts :func:`annotation.machine.selectors.batch_state` shows."""
     answers = answers or BatchAnswers(batch)
 
     def count() -> dict[str, int]:
@@ -438,3 +488,56 @@ def source_counts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str
         return found
 
     return _cached(answers, "sources", count)
+
+
+# --- what label sensitivity (metrics) and the review queue read besides the usable judgments ---
+
+
+def adjudicated_labels(batch: Batch) -> dict[str, str]:
+    """``qid -> label`` of every query of ``batch`` a researcher has settled (see :class:`Adjudication`).
+
+    Label sensitivity's ``adjudicated`` policy reads adjudications through this function alone.
+    """
+    return dict(
+        Adjudication.objects.filter(batch_query__batch__in=crowd_batch_ids(batch))
+        .order_by("batch_query__position")
+        .values_list("batch_query__qid", "label")
+    )
+
+
+def gold_labels(batch: Batch) -> dict[str, str]:
+    """qid → known label of the batch's gold questions."""
+    return dict(batch.queries.filter(is_gold=True).values_list("qid", "gold_label"))
+
+
+def gold_judgments(batch: Batch) -> pd.DataFrame:
+    """Answers to the batch's gold questions (``item``, ``worker`` pseudonym, ``label``), from
+    assignments that were submitted or approved — including those that failed their gold
+    questions: a wrong answer on a gold item is exactly what seeds a worker's confusion matrix."""
+    import pandas as pd
+
+    rows = Judgment.objects.filter(
+        batch_query__batch__in=crowd_batch_ids(batch),
+        batch_query__is_gold=True,
+        label__isnull=False,
+        assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
+    ).values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
+    return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
+
+
+def escalated_qids(batch: Batch) -> set[str]:
+    """qids that were among the disputed queries of any escalation of ``batch``."""
+    return {
+        str(qid)
+        for disputed in Escalation.objects.filter(batch=batch).values_list("disputed", flat=True)
+        for qid in disputed
+    }
+
+
+def gold_failed_qids(batch: Batch) -> set[str]:
+    """qids of real queries with answers from assignments that failed their gold questions (not counted)."""
+    return set(
+        Judgment.objects.filter(batch_query__batch=batch, batch_query__is_gold=False, assignment__gold_passed=False)
+        .values_list("batch_query__qid", flat=True)
+        .distinct()
+    )

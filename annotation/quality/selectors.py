@@ -11,7 +11,7 @@
   (submitted - accepted) / queries on the HIT, gold included.
 
 Each row also carries the worker's flag in this batch, if the batch's thresholds gave
-one (``flag``: "warn" or "block", ``flag_reason``; see :mod:`.thresholds`).
+one (``flag``: "warn" or "block", ``flag_reason``; see :mod:`.services.thresholds`).
 
 Workers appear by pseudonym only. Read-only: nothing here changes state.
 """
@@ -24,7 +24,7 @@ from typing import Any
 from django.db.models import Count
 
 from annotation.models import Assignment, Batch
-from annotation.results.services.answers_summary import agreement
+from annotation.results.selectors import agreement
 
 
 def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -36,7 +36,7 @@ def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[d
     ds_accuracy = {row["worker"]: row["accuracy"] for row in report["worker_confusion"]}
     assignments = (
         Assignment.objects.filter(hit__batch=batch, submitted_at__isnull=False)
-        .exclude(status=Assignment.Status.VOID)  # not the named worker's work (see services.prolific)
+        .exclude(status=Assignment.Status.VOID)  # not the named worker's work (see annotation.prolific.services)
         .select_related("worker")
         .annotate(queries=Count("hit__hit_queries"))
     )

@@ -1,0 +1,71 @@
+"""Reads of the crowd batch's life cycle: batches, their progress and what they have cost.
+
+Read-only: nothing here changes state (the writes are in :mod:`.services`).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db.models import Count, Q, QuerySet, Sum
+
+from annotation.models import Assignment, Batch, Bonus, Judgment
+
+
+def batches() -> QuerySet[Batch]:
+    """Every batch, for other apps' shells to look one up (``get_object_or_404(batches(), name=...)``)."""
+    return Batch.objects.all()
+
+
+def batch_by_name(name: str) -> Batch | None:
+    """The batch named ``name``, or None."""
+    return Batch.objects.filter(name=name).first()
+
+
+def batch_progress(batch: Batch) -> dict[str, int | float | None]:
+    """Counts for the batch page, the API and the commands."""
+    hits = batch.hits.aggregate(
+        total=Count("pk"),
+        published=Count("pk", filter=~Q(provider_id=None)),
+    )
+    expected = sum(batch.hits.values_list("max_assignments", flat=True))
+    by_status = dict(
+        Assignment.objects.filter(hit__batch=batch).values_list("status").annotate(n=Count("pk")).order_by()
+    )
+    judgments = Judgment.objects.filter(batch_query__batch=batch)
+    done = by_status.get(Assignment.Status.SUBMITTED, 0) + by_status.get(Assignment.Status.APPROVED, 0)
+    return {
+        "hits": hits["total"],
+        "hits_published": hits["published"],
+        "assignments_expected": expected,
+        "assigned": by_status.get(Assignment.Status.ASSIGNED, 0),
+        "submitted": by_status.get(Assignment.Status.SUBMITTED, 0),
+        "approved": by_status.get(Assignment.Status.APPROVED, 0),
+        "rejected": by_status.get(Assignment.Status.REJECTED, 0),
+        "judgments": judgments.count(),
+        "invalid_judgments": judgments.filter(label=None).count(),
+        "fraction": min(1.0, done / expected) if expected else None,
+        "queries": batch.queries.filter(is_gold=False).count(),
+        "gold_queries": batch.queries.filter(is_gold=True).count(),
+    }
+
+
+def spent(batch: Batch, answered: int) -> Decimal:
+    """USD spent on ``batch`` so far: ``answered`` (submitted or approved) assignments at the price per
+    assignment of the estimate recorded when it was created (reward + fee), plus bonuses recorded.
+    Rejected work is not paid; extra assignments (escalations, re-offers) count once answered."""
+    cost = batch.cost or {}
+    assignments = int(cost.get("assignments_total") or 0)
+    price = Decimal(cost["total"]) / assignments if assignments and cost.get("total") else Decimal(batch.reward)
+    bonuses = Bonus.objects.filter(assignment__hit__batch=batch).aggregate(total=Sum("amount"))["total"] or 0
+    return (price * answered + Decimal(bonuses)).quantize(Decimal("0.01"))
+
+
+def is_machine_labelled(batch: Batch) -> bool:
+    """Whether ``batch`` is labelled by a machine first: its crowd work goes through derived batches
+    (a calibration sample, routed queries) or a routing decided which machine labels stand.
+
+    Such a batch is never published itself (:func:`annotation.crowd.services.publishing.check_publishable`) and
+    its own cost estimate (every query to the crowd) is never spent.
+    """
+    return batch.parent_id is None and (batch.derived.exists() or batch.routings.exists())

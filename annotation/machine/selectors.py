@@ -1,0 +1,585 @@
+"""Reads of machine labelling: the machines' runs on a batch, the blind calibration sample read
+against a machine with its report, the non-gendered sets by label source, and a batch's state.
+
+A batch labelled by a machine first (:mod:`.services.prelabels`) stays a draft; its crowd
+work goes through *derived* batches (``Batch.parent``): first a calibration sample
+(:mod:`.services.calibration` draws it and makes it a batch), then the routed queries
+(:mod:`.services.routing`). An extended sample is a chain of calibration batches
+(:func:`sample_chain`); every figure of the report is computed over the whole chain.
+
+:func:`calibration_report` compares the machine with the crowd's labels of the sample
+("a researcher's ruling first, else the majority"): accuracy, Cohen's kappa, precision
+and recall per category, confusion matrix, calibration (ECE, Brier, reliability bins),
+the Alternative Annotator Test on the individual votes, and each category's share of the
+whole batch by prediction-powered inference. Each sampled query is weighted by the inverse
+of its machine label's sampling rate (N_s / n_s, post-stratified), so the figures estimate
+the batch, not the sample. Queries the machine was trained on (``detail["in_training"]``) are left out.
+
+:func:`batch_state` is here, at the top of the sub-domains, because a machine-labelled
+batch's state sums its derived crowd batches and counts its label sources
+(:func:`annotation.results.selectors.source_counts`); it is the one reading of every batch's
+state (crowd, machine-labelled, calibration, routed).
+
+Read-only: nothing here changes state (the writes are in :mod:`.services`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Avg, Count, Max
+
+from annotation.crowd.selectors import batch_progress, is_machine_labelled, spent
+from annotation.labels import LABEL_NAMES, LABELS
+from annotation.models import Adjudication, Assignment, Batch, Judgment, PreLabel
+from annotation.results.selectors import (
+    MACHINE,
+    BatchAnswers,
+    crowd_labels,
+    latest_routing,
+    machine_accepted,
+    source_counts,
+)
+from core.errors import StateError
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Which machine labelled: the pre-labeller's name, its model and its prompt (or rules) version."""
+
+    labeller: str
+    model: str
+    prompt_version: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"labeller": self.labeller, "model": self.model, "prompt_version": self.prompt_version}
+
+    def __str__(self) -> str:
+        return f"{self.labeller} ({self.model}, {self.prompt_version})"
+
+
+@dataclass(frozen=True)
+class MachineLabel:
+    label: str
+    confidence: float
+    in_training: bool = False
+
+
+def identities(batch: Batch) -> list[Identity]:
+    """The machines that labelled ``batch``, the most recent first."""
+    rows = (
+        PreLabel.objects.filter(batch_query__batch=batch)
+        .values_list("labeller", "model", "prompt_version")
+        .annotate(latest=Max("created"))
+        .order_by("-latest")
+    )
+    return [Identity(labeller, model, prompt_version) for labeller, model, prompt_version, _ in rows]
+
+
+def identity_for(batch: Batch, labeller: str | None = None) -> Identity:
+    """The most recent machine of ``batch`` (of the pre-labeller ``labeller`` when given)."""
+    for identity in identities(batch):
+        if labeller in (None, identity.labeller):
+            return identity
+    which = f"the {labeller} pre-labeller" if labeller else "a machine"
+    raise StateError(f"batch {batch.name!r} has no labels from {which} yet; run prelabel first")
+
+
+def machine_labels(batch: Batch, identity: Identity) -> dict[str, MachineLabel]:
+    """``qid -> MachineLabel`` of the batch's queries (gold left out) as ``identity`` labelled them."""
+    rows = PreLabel.objects.filter(
+        batch_query__batch=batch, batch_query__is_gold=False, **identity.as_dict()
+    ).values_list("batch_query__qid", "label", "confidence", "detail")
+    return {
+        qid: MachineLabel(label, confidence, bool((detail or {}).get("in_training")))
+        for qid, label, confidence, detail in rows
+    }
+
+
+def calibration_batch(batch: Batch) -> Batch | None:
+    """The blind calibration sample of ``batch`` in force: its latest calibration batch that was not
+    cancelled (the last link when the sample was extended), or None."""
+    return (
+        batch.derived.filter(purpose=Batch.Purpose.CALIBRATION)
+        .exclude(status=Batch.Status.CANCELLED)
+        .order_by("-created", "-pk")
+        .first()
+    )
+
+
+def sample_chain(sample_batch: Batch) -> list[Batch]:
+    """The calibration batches that make up ``sample_batch``'s sample: the first draw, then each
+    extension up to ``sample_batch`` itself (``derivation["extends"]``: the link before)."""
+    chain = [sample_batch]
+    while (previous := chain[-1].derivation.get("extends")) is not None:
+        link = Batch.objects.filter(pk=previous).first()
+        if link is None or link in chain:
+            break
+        chain.append(link)
+    return chain[::-1]
+
+
+def drawn_order(chain: list[Batch]) -> list[str]:
+    """Every sampled qid of the chain in draw order (a sample made before draw orders were kept:
+    the order its qids were recorded in, which was shuffled)."""
+    order: list[str] = []
+    for link in chain:
+        order.extend(link.derivation.get("order") or list(link.derivation["stratum_of"]))
+    return order
+
+
+#: ``derivation["design"]`` of a sample drawn by :func:`annotation.machine.calibration_statistics.random_sample`.
+RANDOM_DESIGN = "simple random"
+#: ``derivation["draw"]``: every link reads one permutation of the population (the first draw's seed).
+PERMUTATION_DRAW = "permutation"
+
+
+def population_key(qids: Any) -> str:
+    """A short fingerprint of a set of qids: the population a sample was drawn from."""
+    return hashlib.sha256("\n".join(sorted(qids)).encode()).hexdigest()[:16]
+
+
+def same_population(first: dict[str, Any], population: Any) -> bool:
+    """Whether ``population`` (qids) is the population the first draw (its derivation) was drawn from.
+
+    By its fingerprint when recorded, else (a sample drawn before fingerprints) by its size.
+    """
+    if "population_key" in first:
+        return first["population_key"] == population_key(population)
+    recorded = sum(s["population"] for s in first.get("strata", []))
+    return recorded == len(population)
+
+
+@dataclass
+class CalibrationSample:
+    """The calibration sample read against a machine: what every figure is computed from."""
+
+    batch: Batch
+    sample_batch: Batch  #: the last link of the sample (the batch a routing records)
+    identity: Identity
+    qids: list[str]  #: sampled queries with a crowd label and a machine label, draw order
+    machine: list[str]
+    confidence: list[float]
+    human: list[str]
+    weights: list[float]
+    pending: int  #: sampled queries without a crowd label yet (unanswered, disputed)
+    votes: Any  #: the sample's judgments frame (item, worker, label)
+    rest: dict[str, MachineLabel]  #: machine labels of the batch's queries outside the sample
+    chain: list[Batch] = field(default_factory=list)  #: the sample's batches, first draw first
+    drawn: list[str] = field(default_factory=list)  #: every sampled qid with a machine label, draw order
+    crowd: dict[str, str] = field(default_factory=dict)  #: the crowd's label of each labelled sampled qid
+    population: dict[str, MachineLabel] = field(default_factory=dict)  #: every routable query (sample included)
+    in_training: list[str] = field(default_factory=list)  #: the batch's queries the machine was trained on
+    design: str = RANDOM_DESIGN  #: how the sample was drawn (routing's guarantee needs a simple random one)
+    planned: int = 0  #: the size of the first draw
+    unanswered: int = 0  #: sampled queries still awaiting votes (a split with enough votes is answered)
+
+
+def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batch | None = None) -> CalibrationSample:
+    """The calibration sample of ``batch`` with the crowd's labels and ``labeller``'s (default: the
+    machine the sample was drawn by); ``sample_batch``: the sample as it was when a routing recorded
+    it (its link), not the one in force."""
+    from annotation.machine.calibration_statistics import Stratum, stratum_weights
+
+    sample_batch = sample_batch or calibration_batch(batch)
+    if sample_batch is None:
+        raise StateError(f"batch {batch.name!r} has no calibration sample yet; run calibrate first")
+    chain = sample_chain(sample_batch)
+    first = chain[0].derivation
+    if labeller is None or labeller == first["labeller"]:
+        identity = Identity(first["labeller"], first["model"], first["prompt_version"])
+    else:
+        identity = identity_for(batch, labeller)
+    stratum_of: dict[str, str] = {}
+    for link in chain:
+        stratum_of |= link.derivation["stratum_of"]
+    order = drawn_order(chain)
+    machine = machine_labels(batch, identity)
+    crowd: dict[str, str] = {}
+    frames = []
+    settled: set[str] = set()  # enough votes for a majority (labelled or a final split)
+    for link in chain:
+        answers = BatchAnswers(link)
+        crowd |= answers.labels
+        frames.append(answers.frame)
+        votes_of = answers.votes
+        if len(votes_of):
+            settled |= {str(q) for q in votes_of.index[~votes_of["too_few_votes"]]}
+    votes = frames[0] if len(frames) == 1 else _concat(frames)
+    population = {q: m for q, m in machine.items() if not m.in_training}
+    drawn = [q for q in order if q in population]
+    qids = [q for q in drawn if q in crowd]
+    # Post-stratified weights: N_s / n_s(labelled), N_s from the first draw's record.
+    labelled = Counter(stratum_of[q] for q in qids)
+    weights_by_stratum = stratum_weights(
+        [Stratum(s["label"], s["population"], labelled[s["label"]]) for s in first["strata"]]
+    )
+    sampled = set(order)
+    return CalibrationSample(
+        batch=batch,
+        sample_batch=sample_batch,
+        identity=identity,
+        qids=qids,
+        machine=[machine[q].label for q in qids],
+        confidence=[machine[q].confidence for q in qids],
+        human=[crowd[q] for q in qids],
+        weights=[weights_by_stratum[stratum_of[q]] for q in qids],
+        pending=sum(1 for q in order if q not in crowd),
+        unanswered=sum(1 for q in drawn if q not in crowd and q not in settled),
+        votes=votes,
+        rest={q: m for q, m in population.items() if q not in sampled},
+        chain=chain,
+        drawn=drawn,
+        crowd={q: crowd[q] for q in drawn if q in crowd},
+        population=population,
+        in_training=sorted(q for q, m in machine.items() if m.in_training),
+        design=RANDOM_DESIGN if all(link.derivation.get("design") == RANDOM_DESIGN for link in chain) else "stratified",
+        planned=int(first.get("planned", first["requested"])),
+    )
+
+
+def _concat(frames: list) -> Any:
+    import pandas as pd
+
+    return pd.concat(frames, ignore_index=True)
+
+
+def report_version(batch: Batch) -> str | None:
+    """A key that changes whenever :func:`calibration_report` of ``batch`` may: every part of the
+    sample (an extended sample is a chain: :func:`sample_chain`), their answers and reviews, the
+    rulings on them, the machine's labels and the routing in force (None without a sample).
+
+    Lets a page that refreshes itself recompute the report (a bootstrap, the alt-test,
+    PPI++) only when there is something new, not on every poll. Keyed on the whole chain, not
+    its last link: after ``calibrate --extend`` the earlier part's answers still change the report.
+    """
+    sample = calibration_batch(batch)
+    if sample is None:
+        return None
+    chain = [link.pk for link in sample_chain(sample)]
+    work = Assignment.objects.filter(hit__batch__in=chain).aggregate(
+        n=Count("id"), submitted=Max("submitted_at"), reviewed=Max("reviewed_at")
+    )
+    rulings = Adjudication.objects.filter(batch_query__batch__in=chain).aggregate(n=Count("id"), last=Max("decided_at"))
+    labelled = PreLabel.objects.filter(batch_query__batch=batch).aggregate(n=Count("id"), last=Max("created"))
+    routing = latest_routing(batch)
+    state = "|".join(
+        str(v)
+        for v in (
+            ",".join(map(str, chain)),
+            *work.values(),
+            *rulings.values(),
+            *labelled.values(),
+            routing.pk if routing else None,
+        )
+    )
+    return hashlib.sha256(state.encode()).hexdigest()[:32]
+
+
+#: Fewer crowd-labelled sample queries than this and no figure is computed.
+MIN_CALIBRATED = 10
+
+
+def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: int = 2000) -> dict[str, Any]:
+    """The machine against the crowd on the blind sample; see the module docstring.
+
+    JSON-ready. Keys: ``labeller``, ``model``, ``prompt_version``, ``sample_batch``, ``n``,
+    ``pending``, ``accuracy``, ``kappa``, ``kappa_ci``, ``per_category`` (label -> precision,
+    recall, support), ``confusion`` (rows: crowd, columns: machine, in :data:`LABELS` order),
+    ``ece``, ``brier``, ``reliability``, ``alt_test``, ``proportions``, ``against_truth`` (the
+    crowd's measured reliability: the machine's de-noised accuracy against the true label,
+    the ceiling and the crowd's self-agreement; :mod:`annotation.machine.crowd_reliability`).
+    """
+    from annotation.machine.calibration_statistics import calibration_figures
+    from annotation.machine.proportions import category_proportions
+
+    sample = read_sample(batch, labeller)
+    report: dict[str, Any] = sample.identity.as_dict() | {
+        "batch": batch.name,
+        "sample_batch": sample.sample_batch.name,
+        "n": len(sample.qids),
+        "pending": sample.pending,
+        "labels": list(LABELS),
+        "label_names": dict(LABEL_NAMES),  # the codes' full names, as pages and tables show them
+    }
+    if len(sample.qids) < MIN_CALIBRATED:
+        raise StateError(
+            f"the calibration sample {sample.sample_batch.name!r} has {len(sample.qids)} crowd-labelled "
+            f"queries ({sample.pending} still without a label); at least {MIN_CALIBRATED} are needed"
+        )
+    figures = calibration_figures(
+        sample.machine, sample.confidence, sample.human, weights=sample.weights, bootstrap=bootstrap
+    )
+    report |= figures.as_dict()
+    report["n"] = len(sample.qids)
+    report["alt_test"] = _alt_test(batch, sample)
+    report["against_truth"] = _against_truth(batch, sample, bootstrap=bootstrap)
+    rest_labels = [m.label for m in sample.rest.values()]
+    report["proportions"] = category_proportions(sample.human, sample.machine, rest_labels, weights=sample.weights)
+    return report
+
+
+def _sample_machine(batch: Batch, sample: CalibrationSample) -> dict[str, MachineLabel]:
+    """The machine's labels of *every* sampled query, answered or not, disputed or not (training
+    queries left out): the figures against the truth and the alt-test use the votes of them all."""
+    stratum_of = _stratum_of(sample)
+    machine = machine_labels(batch, sample.identity)
+    return {q: machine[q] for q in stratum_of if q in machine and not machine[q].in_training}
+
+
+def _stratum_of(sample: CalibrationSample) -> dict[str, str]:
+    """Every sampled qid of every link of the sample (first draw and extensions) -> its stratum."""
+    stratum_of: dict[str, str] = {}
+    for link in sample.chain or [sample.sample_batch]:
+        stratum_of |= link.derivation["stratum_of"]
+    return stratum_of
+
+
+def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
+    """The alt-test on every sampled query with two or more votes, as its authors define it.
+
+    Not only the queries with a crowd label: a query the crowd split on (no strict majority)
+    is kept, since the test compares annotators with each other, not with the majority. The
+    annotators' rates are taken over the whole sample, for the sample size it would need.
+    """
+    from annotation.machine.alternative_annotator import alt_test
+
+    machine = {q: m.label for q, m in _sample_machine(batch, sample).items()}
+    humans: dict[str, dict[str, str]] = {}
+    for item, worker, label in sample.votes.itertuples(index=False):
+        if item in machine:
+            humans.setdefault(str(worker), {})[str(item)] = label
+    size = len(_stratum_of(sample))
+    return alt_test(humans, machine, sample_size=size).as_dict()
+
+
+def _gold_votes(chain: list[Batch]) -> tuple[Any, dict[str, str]]:
+    """The gold questions' usable votes on the sample and their known labels: what seeds
+    Dawid–Skene against the truth.
+
+    A worker meets the same gold question in every HIT, and Dawid–Skene takes one vote per
+    worker and item, so each answer is an item of its own, ``gold:<qid>:<assignment>``,
+    with the known label (apart from the real queries' qids).
+
+    The same assignments as the real votes (submitted or approved, not failed on gold), so
+    each worker's gold answers describe the work that counts; being the ones that passed
+    the gold check, they lean a little optimistic.
+    """
+    import pandas as pd
+
+    rows = (
+        Judgment.objects.filter(
+            batch_query__batch__in=chain,
+            batch_query__is_gold=True,
+            label__isnull=False,
+            assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
+        )
+        .exclude(assignment__gold_passed=False)
+        .values_list(
+            "batch_query__qid", "assignment_id", "assignment__worker__pseudonym", "label", "batch_query__gold_label"
+        )
+    )
+    rows = [(f"gold:{qid}:{assignment}", worker, label, known) for qid, assignment, worker, label, known in rows]
+    frame = pd.DataFrame([row[:3] for row in rows], columns=["item", "worker", "label"])
+    return frame, {item: known for item, _, _, known in rows if known}
+
+
+def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -> dict[str, Any]:
+    """What the crowd's measured reliability says (:func:`annotation.machine.crowd_reliability.crowd_reliability`).
+
+    Every sampled query with a vote and a machine label counts, disputed ones too, each
+    weighted N_s / n_s over the stratum's queries with a vote; k is the batch's votes per
+    query (what routed queries get).
+    """
+    import pandas as pd
+
+    from annotation.machine.crowd_reliability import crowd_reliability
+
+    stratum_of = _stratum_of(sample)
+    voted = set(sample.votes["item"].astype(str))
+    machine = {q: m.label for q, m in _sample_machine(batch, sample).items() if q in voted}
+    per_stratum = Counter(stratum_of[q] for q in machine)
+    first = (sample.chain or [sample.sample_batch])[0].derivation
+    population = {s["label"]: s["population"] for s in first["strata"]}
+    weights = {q: population[stratum_of[q]] / per_stratum[stratum_of[q]] for q in machine}
+    gold_frame, gold = _gold_votes(sample.chain or [sample.sample_batch])
+    # Every vote on the sample estimates the workers, also on queries not assessed here.
+    judgments = pd.concat([sample.votes, gold_frame], ignore_index=True).astype(str)
+    figures = crowd_reliability(
+        judgments,
+        machine,
+        weights,
+        {q: stratum_of[q] for q in machine},
+        votes_per_query=batch.assignments_per_query,
+        gold=gold,
+        bootstrap=bootstrap,
+    )
+    return figures.as_dict()
+
+
+# --- machine pre-labelling ---
+
+
+def prelabel_runs(batch: Batch) -> list[dict[str, Any]]:
+    """Each stored run of ``batch`` (one per labeller, model and prompt version), the latest first:
+    counts per label, labelled queries, mean confidence, the trained labeller's cross-validated
+    accuracy (from ``PreLabel.detail``) and when it was stored."""
+    rows = (
+        PreLabel.objects.filter(batch_query__batch=batch)
+        .values("labeller", "model", "prompt_version", "label")
+        .annotate(count=Count("id"), mean=Avg("confidence"), latest=Max("created"))
+        .order_by()
+    )
+    runs: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in rows:
+        key = (row["labeller"], row["model"], row["prompt_version"])
+        run = runs.setdefault(
+            key,
+            {
+                "labeller": key[0],
+                "model": key[1],
+                "prompt_version": key[2],
+                "counts": dict.fromkeys(LABELS, 0),
+                "labelled": 0,
+                "mean_confidence": 0.0,
+                "cv_accuracy": None,
+                "created": row["latest"],
+            },
+        )
+        run["counts"][row["label"]] = row["count"]
+        run["labelled"] += row["count"]
+        run["mean_confidence"] += row["mean"] * row["count"]
+        run["created"] = max(run["created"], row["latest"])
+    for (labeller, model, prompt_version), run in runs.items():
+        run["mean_confidence"] = run["mean_confidence"] / run["labelled"] if run["labelled"] else None
+        cv = (
+            PreLabel.objects.filter(
+                batch_query__batch=batch, labeller=labeller, model=model, prompt_version=prompt_version
+            )
+            .filter(detail__cv_accuracy__isnull=False)
+            .values_list("detail__cv_accuracy", flat=True)
+            .first()
+        )
+        run["cv_accuracy"] = cv
+    return sorted(runs.values(), key=lambda run: run["created"], reverse=True)
+
+
+# --- label sensitivity (metrics): the non-gendered sets by label source ---
+
+
+def non_gendered_by_source(batch: Batch) -> dict[str, list[str]]:
+    """For a batch with machine labels: its non-gendered qids by where the labels come from.
+
+    ``crowd only`` (the crowd's labels, rulings first), ``machine only`` (the machine routing
+    used, else the latest, for every query), ``hybrid`` (the crowd where it labelled, else an
+    accepted machine label: :func:`annotation.results.selectors.labels_with_sources`). Empty for
+    a batch no machine labelled. Keys as :data:`metrics.defaults.LABEL_SOURCES`.
+    """
+    found = identities(batch)
+    if not found:
+        return {}
+    routing = latest_routing(batch)
+    identity = Identity(routing.labeller, routing.model, routing.prompt_version) if routing else found[0]
+    machine = machine_labels(batch, identity)
+
+    def non_gendered(labels) -> list[str]:
+        return sorted(qid for qid, source in labels.items() if source.label == "n")
+
+    crowd = crowd_labels(batch)
+    return {
+        "crowd only": non_gendered(crowd),
+        "machine only": sorted(qid for qid, m in machine.items() if m.label == "n"),
+        "hybrid": non_gendered(machine_accepted(batch) | crowd),  # as labels_with_sources: the crowd first
+    }
+
+
+# --- a batch's state: the batch page, the batch list and the dashboard ---
+
+
+def batch_state(batch: Batch, progress: dict | None = None) -> dict[str, Any]:
+    """What ``batch`` is and where it stands: the one reading behind the batch page, the batch list
+    and the dashboard, so the three never disagree.
+
+    Keys: ``kind`` (``crowd``; ``machine``: :func:`annotation.crowd.selectors.is_machine_labelled`; ``calibration`` or
+    ``routed``: a derived batch), ``status`` (the status shown: "machine-labelled" for a
+    machine-labelled batch), ``progress`` (:func:`annotation.crowd.selectors.batch_progress`), ``answered`` and
+    ``expected`` assignments, ``fraction`` (of the bar), ``spent`` (USD), ``estimate`` (USD,
+    None for a machine-labelled batch: what its own HITs would cost is never spent nor
+    committed). A machine-labelled batch adds ``machine``: ``queries``, ``accepted``
+    (labels the machine gave that stand), ``crowd`` (labelled by the crowd or a ruling),
+    ``sample`` and ``routed`` (queries sent to the crowd in its calibration sample and
+    routed batches), ``unlabelled``; ``parts`` (its crowd batches, each with its own
+    state); ``spent`` (theirs, bonuses included), ``committed`` (what their published
+    HITs may still cost) and ``planned`` (their drafts' estimates).
+    """
+    progress = progress if progress is not None else batch_progress(batch)
+    answered = progress["submitted"] + progress["approved"]
+    kind = batch.purpose or "crowd"
+    if kind == "crowd" and is_machine_labelled(batch):
+        return _machine_state(batch, progress)
+    return {
+        "kind": kind,
+        "status": batch.status,
+        "progress": progress,
+        "answered": answered,
+        "expected": progress["assignments_expected"],
+        "fraction": progress["fraction"],
+        "spent": spent(batch, answered),
+        "estimate": (batch.cost or {}).get("total"),
+        "machine": None,
+    }
+
+
+def _machine_state(batch: Batch, progress: dict) -> dict[str, Any]:
+    parts = []
+    for part in batch.derived.order_by("created", "pk"):
+        state = batch_state(part)
+        estimate = Decimal(state["estimate"] or 0)
+        live = part.status == Batch.Status.PUBLISHED
+        state |= {
+            "batch": part,
+            "queries": state["progress"]["queries"],
+            "committed": max(Decimal("0.00"), estimate - state["spent"]) if live else Decimal("0.00"),
+            "planned": estimate if part.status == Batch.Status.DRAFT else Decimal("0.00"),
+        }
+        parts.append(state)
+    counted = [p for p in parts if p["batch"].status != Batch.Status.CANCELLED]
+    sources = source_counts(batch)
+    queries = progress["queries"]
+    labelled = sum(sources.values())
+    machine = {
+        "queries": queries,
+        "accepted": sources.get(MACHINE, 0),
+        "crowd": labelled - sources.get(MACHINE, 0),
+        "sample": sum(p["queries"] for p in counted if p["kind"] == Batch.Purpose.CALIBRATION),
+        "routed": sum(p["queries"] for p in counted if p["kind"] == Batch.Purpose.ROUTED),
+        "unlabelled": queries - labelled,
+    }
+    answered = sum(p["answered"] for p in parts)
+    return {
+        "kind": "machine",
+        "status": "machine-labelled",
+        "progress": progress,
+        "answered": answered,
+        "expected": sum(p["expected"] for p in counted),
+        "fraction": labelled / queries if queries else None,
+        "spent": sum((p["spent"] for p in parts), Decimal("0.00")),
+        "committed": sum((p["committed"] for p in parts), Decimal("0.00")),
+        "planned": sum((p["planned"] for p in parts), Decimal("0.00")),
+        "estimate": None,
+        "all_crowd_estimate": (batch.cost or {}).get("total"),
+        "machine": machine,
+        "parts": parts,
+    }
+
+
+def batch_overview(limit: int | None = None) -> list[dict]:
+    """Batches, newest first, each with ``batch`` and its :func:`batch_state`."""
+    return [
+        {"batch": batch} | batch_state(batch)
+        for batch in Batch.objects.select_related("query_set", "pool").order_by("-created", "-pk")[:limit]
+    ]
