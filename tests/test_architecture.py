@@ -344,13 +344,6 @@ def _sub_domains(graph, app: str) -> set[str]:
     }
 
 
-#: Clashes in today's tree that a rename would end (reported to the lead, issue 28). The test
-#: fails when one of them is gone, so this set only shrinks.
-KNOWN_CLASHES = {
-    frozenset({"annotation.crowd.providers.base", "annotation.machine.prelabellers.base"}),
-}
-
-
 def test_no_two_modules_of_an_app_share_a_name_in_different_layers(graph):
     """Names that are interfaces are exempt: a management command's module is the command's
     name, a template tag library's its ``{% load %}`` name, and ``models/<sub-domain>`` holds
@@ -366,9 +359,6 @@ def test_no_two_modules_of_an_app_share_a_name_in_different_layers(graph):
             continue
         by_name[(_app(module), name)].add(module)
     clashes = {frozenset(modules) for modules in by_name.values() if len({_layer_of(m) for m in modules}) > 1}
-    assert clashes - KNOWN_CLASHES == set(), "modules of one app named alike in different layers:\n  " + "\n  ".join(
-        sorted(", ".join(sorted(c)) for c in clashes - KNOWN_CLASHES)
-    )
-    assert KNOWN_CLASHES - clashes == set(), "renamed at last: remove from KNOWN_CLASHES:\n  " + "\n  ".join(
-        sorted(", ".join(sorted(c)) for c in KNOWN_CLASHES - clashes)
+    assert clashes == set(), "modules of one app named alike in different layers:\n  " + "\n  ".join(
+        sorted(", ".join(sorted(c)) for c in clashes)
     )

@@ -10,7 +10,7 @@ Like the crowd providers, pre-labellers never write to the database: the service
 chat labeller its database-backed answer cache).
 """
 
-from annotation.machine.prelabellers.base import (
+from annotation.machine.prelabellers.interface import (
     Prediction,
     PreLabelError,
     PreLabeller,

@@ -23,7 +23,7 @@ an answer is at most ``max_bytes``, redirects are never followed (the key stays 
 endpoint). A 429 or a 5xx answer, a connection that breaks or times out before an answer (a
 lost response), and an answer that is not JSON are retried with exponential back-off,
 honouring ``Retry-After``, up to ``max_attempts``; repeating a completion is safe (it only
-costs). Other 4xx answers raise :class:`~annotation.machine.prelabellers.base.PreLabelError`, and so
+costs). Other 4xx answers raise :class:`~annotation.machine.prelabellers.interface.PreLabelError`, and so
 does valid JSON of the wrong shape (no list of choices, a choice without a message, token
 counts that are not whole numbers from 0 to 10^9), without asking again.
 
@@ -31,7 +31,7 @@ A job's bounds. ``job_deadline`` (seconds from the first :meth:`ChatPreLabeller.
 circuit breaker (``max_consecutive_failures`` failed queries in a row, or a share
 ``max_failure_share`` of the queries asked, from :data:`MIN_FOR_SHARE` on; a 401/403/404 at
 once) stop the labeller: queries not yet begun are not sent, and
-:class:`~annotation.machine.prelabellers.base.PreLabelStopped` carries the predictions it did make, so
+:class:`~annotation.machine.prelabellers.interface.PreLabelStopped` carries the predictions it did make, so
 the service stores them. An answer longer than ``max_answer_chars`` is kept as the label it
 names (or as unparseable), never as itself. Pure: no Django.
 """
@@ -51,7 +51,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from annotation.labels import LABELS, label_code
-from annotation.machine.prelabellers.base import Prediction, PreLabelError, PreLabeller, PreLabelStopped, register
+from annotation.machine.prelabellers.interface import Prediction, PreLabelError, PreLabeller, PreLabelStopped, register
 from core.http import HttpError, JsonClient
 
 PROMPT_VERSION = "gender-v2"

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from annotation.machine.prelabellers.base import Prediction, PreLabeller, register
+from annotation.machine.prelabellers.interface import Prediction, PreLabeller, register
 from pooling.tokenize import tokenize
 from pooling.wordlists import GenderWords, default_wordlist
 

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from annotation.labels import LABELS
-from annotation.machine.prelabellers.base import Prediction, PreLabeller, register
+from annotation.machine.prelabellers.interface import Prediction, PreLabeller, register
 
 #: Bump when the features or the classifier change: stored pre-labels of another version are kept apart.
 TRAINED_VERSION = "trained-v1"

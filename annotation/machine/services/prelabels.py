@@ -32,7 +32,7 @@ from django.db import transaction
 from annotation.crowd.services.batches import read_labelled_file
 from annotation.labels import LABELS
 from annotation.machine.prelabellers import PreLabeller, get_prelabeller
-from annotation.machine.prelabellers.base import Prediction, PreLabelStopped, Usage
+from annotation.machine.prelabellers.interface import Prediction, PreLabelStopped, Usage
 from annotation.machine.prelabellers.openai_chat import DEFAULT_PROMPT, ChatClient, Prompt, Sampled
 from annotation.models import Batch, BatchQuery, PreLabel, PreLabelAnswer
 from annotation.results.selectors import BatchAnswers

@@ -13,7 +13,7 @@ from annotation import services
 from annotation.crowd.services.publishing import check_publishable, render_hit_html
 from annotation.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.labels import LABELS
-from annotation.machine.prelabellers.base import Prediction, PreLabeller
+from annotation.machine.prelabellers.interface import Prediction, PreLabeller
 from annotation.machine.selectors import calibration_report, machine_labels, read_sample
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch

@@ -17,7 +17,7 @@ from annotation.crowd.services.batches import cancel_batch
 from annotation.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.labels import LABELS
 from annotation.machine.calibration_statistics import random_sample
-from annotation.machine.prelabellers.base import Prediction, PreLabeller
+from annotation.machine.prelabellers.interface import Prediction, PreLabeller
 from annotation.machine.routing_statistics import audit
 from annotation.machine.selectors import calibration_batch, identity_for, machine_labels, read_sample
 from annotation.machine.services.calibration import create_calibration_sample
