@@ -114,8 +114,21 @@ def login(page, django_user_model):
     return _login
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """``broker`` tests need a real broker; without CELERY_BROKER_URL they are skipped."""
+    """Under pytest-xdist (``-n``), slow tests first; ``broker`` tests need a real broker:
+    without CELERY_BROKER_URL they are skipped.
+
+    Slow first: xdist hands out tests in collection order, so the long ones (the API fuzzing
+    alone is over two minutes) start at once on different workers while the others share the
+    rest, instead of arriving last (pytest-django puts tests with a live server or a
+    transactional database after the others) on a worker that has nothing else left to do.
+    Last of the hooks, so that the order holds; the stable sort keeps pytest-django's order
+    within the slow tests and within the others, except that the slow ones against a live
+    server (the API fuzzing) go first of all.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' collections are what xdist hands out
+        items.sort(key=lambda item: (item.get_closest_marker("slow") is None, "live_server" not in item.fixturenames))
     if os.environ.get("CELERY_BROKER_URL"):
         return
     skip = pytest.mark.skip(reason="needs CELERY_BROKER_URL (bin/test starts Redis)")
