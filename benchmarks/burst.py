@@ -130,8 +130,8 @@ def _point_at(fake_url: str, site: str, n: int) -> None:
 
 def _publish_study(n: int, per_hit: int):
     """A batch of made-up queries published as a Prolific study with ``PLACES`` places per HIT."""
+    from annotation.crowd.clients.prolific_api import Prolific
     from annotation.crowd.providers.prolific import ProlificProvider
-    from annotation.crowd.providers.prolific_api import Prolific
     from benchmarks.fakes.prolific import TOKEN
 
     hits = math.ceil(n / PLACES)

@@ -2,8 +2,8 @@
 provider, syncing and recording answers, HIT statuses, and the providers (in-house, MTurk,
 Prolific) with their clients.
 
-Pure: :mod:`.costs`, :mod:`.hit_groups`, the clients ``providers.mturk_api``, ``providers.mturk_xml``,
-``providers.prolific_api``. Reads: :mod:`.selectors` (batches, progress, spending). Writes: :mod:`.services`,
+Pure: :mod:`.costs`, :mod:`.hit_groups`, the platforms' clients :mod:`.clients` (``mturk_api``,
+``mturk_xml``, ``prolific_api``). Reads: :mod:`.selectors` (batches, progress, spending). Writes: :mod:`.services`,
 :mod:`.providers`.
 Shells: :mod:`.views`, :mod:`.api` with :mod:`.serializers`, :mod:`.forms`.
 """

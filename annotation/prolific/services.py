@@ -63,6 +63,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from annotation.crowd.clients.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome, Submission
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.providers.prolific import (
     BLOCKED_GROUP,
@@ -75,7 +76,6 @@ from annotation.crowd.providers.prolific import (
     group_id,
     total_places,
 )
-from annotation.crowd.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome, Submission
 from annotation.crowd.services.answers import review_assignment
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.statuses import complete_if_done

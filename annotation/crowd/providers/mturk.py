@@ -1,8 +1,8 @@
 """Amazon Mechanical Turk (or any server speaking its API): the provider and its rules.
 
-The boto3 client is :mod:`annotation.crowd.providers.mturk_api` (imported when first used, so
+The boto3 client is :mod:`annotation.crowd.clients.mturk_api` (imported when first used, so
 loading the app does not load boto3); the HTMLQuestion document and the answers MTurk
-returns are :mod:`annotation.crowd.providers.mturk_xml`.
+returns are :mod:`annotation.crowd.clients.mturk_xml`.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ _MTURK_STATUSES = {"Submitted": "submitted", "Approved": "approved", "Rejected":
 
 @register("mturk")
 class MTurkProvider(CrowdProvider):
-    """Amazon Mechanical Turk (or any server speaking its API), through :class:`annotation.crowd.providers.mturk_api.MTurk`."""
+    """Amazon Mechanical Turk (or any server speaking its API), through :class:`annotation.crowd.clients.mturk_api.MTurk`."""
 
     #: MTurk keeps a UniqueRequestToken for 24 hours; an hour's margin.
     token_memory = dt.timedelta(hours=23)
 
     def __init__(self, mturk=None) -> None:
         if mturk is None:
-            from annotation.crowd.providers.mturk_api import MTurk, make_client
+            from annotation.crowd.clients.mturk_api import MTurk, make_client
 
             client = make_client(endpoint_url=settings.MTURK_ENDPOINT_URL or None, live=settings.MTURK_LIVE)
             mturk = MTurk(client, max_calls_per_second=settings.MTURK_MAX_CALLS_PER_SECOND)
@@ -40,14 +40,14 @@ class MTurkProvider(CrowdProvider):
 
     def form_action(self) -> str:
         """MTurk's ``externalSubmit`` address of the right site (sandbox, production or the configured server)."""
-        from annotation.crowd.providers.mturk_api import submit_url
+        from annotation.crowd.clients.mturk_api import submit_url
 
         return submit_url(
             settings.MTURK_ENDPOINT_URL or None, settings.MTURK_LIVE, override=settings.MTURK_SUBMIT_URL or None
         )
 
     def prepare(self, batch: Batch) -> str:
-        from annotation.crowd.providers.mturk_api import qualification_requirements
+        from annotation.crowd.clients.mturk_api import qualification_requirements
 
         q = batch.qualifications or {}
         requirements = qualification_requirements(
@@ -68,7 +68,7 @@ class MTurkProvider(CrowdProvider):
         )
 
     def publish_hit(self, hit: Hit, question_html: str) -> str:
-        from annotation.crowd.providers.mturk_xml import html_question
+        from annotation.crowd.clients.mturk_xml import html_question
 
         return self.mturk.create_hit(
             hit_type_id=hit.batch.hit_type_id,
@@ -88,7 +88,7 @@ class MTurkProvider(CrowdProvider):
         return f"{hit.batch.name} HIT {hit.position}"[:255]
 
     def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
-        from annotation.crowd.providers.mturk_xml import parse_answers
+        from annotation.crowd.clients.mturk_xml import parse_answers
 
         for item in self.mturk.iter_assignments(hit.provider_id):
             raw = item.get("Answer", "")

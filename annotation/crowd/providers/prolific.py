@@ -5,7 +5,7 @@ A Prolific batch is one study; participants do their HIT groups on this site (se
 own lives here, beside the provider class: the body of ``POST /studies/``, the completion
 code, the participant groups that exclude blocked and earlier participants, the rejection
 categories and messages, and the place count. The HTTP client is
-:mod:`annotation.crowd.providers.prolific_api`.
+:mod:`annotation.crowd.clients.prolific_api`.
 
 Reads of this app's models are allowed here (a study's places are counted from the
 batch's assignments); writes are not: the services record what the provider did.
@@ -21,8 +21,8 @@ from decimal import Decimal
 from django.conf import settings
 from django.db.models import Count, Q
 
+from annotation.crowd.clients.prolific_api import DEVICES, Prolific, ProlificError, ProlificUnknownOutcome, cents
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
-from annotation.crowd.providers.prolific_api import DEVICES, Prolific, ProlificError, ProlificUnknownOutcome, cents
 from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, WorkerIdentity
 from core.errors import ServiceError
 

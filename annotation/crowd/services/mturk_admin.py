@@ -1,6 +1,6 @@
 """Requester chores on MTurk that are not part of a batch's normal life cycle.
 
-These speak to :class:`annotation.crowd.providers.mturk_api.MTurk` directly (they have no meaning for other
+These speak to :class:`annotation.crowd.clients.mturk_api.MTurk` directly (they have no meaning for other
 providers) and are used by ``manage.py mturk_admin``. Real worker ids are read from
 ``WorkerIdentity`` here and nowhere else: the researcher names workers by pseudonym.
 """

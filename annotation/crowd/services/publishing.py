@@ -9,7 +9,7 @@ Publishing is written to survive being interrupted anywhere and run again:
 3. each HIT is created with its ``unique_token`` as MTurk's UniqueRequestToken and its id
    saved right after, in its own short write. A re-run skips HITs that have an id and
    retries the others with the same token: if MTurk created the HIT before the
-   interruption it answers HitAlreadyExists and ``annotation.crowd.providers.mturk_api`` returns the existing
+   interruption it answers HitAlreadyExists and ``annotation.crowd.clients.mturk_api`` returns the existing
    id, so no HIT is created twice and none is left unrecorded;
 4. before ``provider.prepare`` (which creates e.g. the Prolific study) the time is saved
    in ``Batch.prepare_attempted``; a provider without request tokens looks its object up

@@ -22,7 +22,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from annotation.crowd.providers.mturk_api import (
+from annotation.crowd.clients.mturk_api import (
     LIVE_ENDPOINT,
     LIVE_SUBMIT_URL,
     SANDBOX_ENDPOINT,
@@ -748,6 +748,6 @@ def test_account_balance_is_a_decimal(stubbed, api):
 
 def test_modules_import_without_django():
     """Pure Python: importing them must not pull Django in (checked in a fresh interpreter)."""
-    code = "import sys, annotation.crowd.providers.mturk_api, annotation.crowd.providers.mturk_xml; print('django' in sys.modules)"
+    code = "import sys, annotation.crowd.clients.mturk_api, annotation.crowd.clients.mturk_xml; print('django' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert result.stdout.strip() == "False"

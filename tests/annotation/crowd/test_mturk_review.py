@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from annotation import services
-from annotation.crowd.providers.mturk_xml import build_answers_xml
+from annotation.crowd.clients.mturk_xml import build_answers_xml
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Hit, Judgment
 from core.errors import ServiceError

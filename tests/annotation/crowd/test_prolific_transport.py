@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from annotation.crowd.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
+from annotation.crowd.clients.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 
 
 def prolific(fake, **options):

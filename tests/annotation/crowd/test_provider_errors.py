@@ -14,9 +14,9 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from annotation import services
-from annotation.crowd.providers import mturk_api as mturk
-from annotation.crowd.providers.mturk_api import MTurkError
-from annotation.crowd.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
+from annotation.crowd.clients import mturk_api as mturk
+from annotation.crowd.clients.mturk_api import MTurkError
+from annotation.crowd.clients.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.models import Batch, Hit
 from benchmarks.fakes import mturk as fake_mturk
 from benchmarks.fakes import prolific as fake_prolific

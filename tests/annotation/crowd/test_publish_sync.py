@@ -13,9 +13,9 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from annotation import services
+from annotation.crowd.clients.mturk_api import MTurk, make_client
+from annotation.crowd.clients.mturk_xml import build_answers_xml
 from annotation.crowd.providers import MTurkProvider
-from annotation.crowd.providers.mturk_api import MTurk, make_client
-from annotation.crowd.providers.mturk_xml import build_answers_xml
 from annotation.crowd.services.batches import cancel_batch, read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, Hit, Judgment, Worker, WorkerIdentity

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from annotation.crowd.providers.mturk_xml import (
+from annotation.crowd.clients.mturk_xml import (
     ANSWERS_NS,
     HTML_QUESTION_NS,
     MAX_QUESTION_BYTES,

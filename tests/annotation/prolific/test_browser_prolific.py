@@ -3,9 +3,9 @@
 import pytest
 
 from annotation import services
+from annotation.crowd.clients.prolific_api import Prolific
 from annotation.crowd.providers import ProlificProvider
 from annotation.crowd.providers.prolific import completion_code
-from annotation.crowd.providers.prolific_api import Prolific
 from annotation.models import Assignment, Judgment
 from benchmarks.fakes.prolific import TOKEN, FakeProlific, hexid, serve
 from tests.annotation.conftest import TRUTH

@@ -14,9 +14,9 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
+from annotation.crowd.clients.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.crowd.providers import ProlificProvider
 from annotation.crowd.providers import prolific as prolific_rules
-from annotation.crowd.providers.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.batches import cancel_batch
 from annotation.crowd.services.sync import sync_batch

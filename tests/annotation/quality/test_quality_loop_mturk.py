@@ -7,8 +7,8 @@ from decimal import Decimal
 import pytest
 
 from annotation import services
-from annotation.crowd.providers.mturk_api import MTurkError
-from annotation.crowd.providers.mturk_xml import build_answers_xml
+from annotation.crowd.clients.mturk_api import MTurkError
+from annotation.crowd.clients.mturk_xml import build_answers_xml
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
