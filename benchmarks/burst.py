@@ -53,6 +53,10 @@ class Tally:
         with self.lock:
             self.latencies[step].append(time.perf_counter() - started)
 
+    def accept(self) -> None:
+        with self.lock:
+            self.accepted += 1
+
     def failed(self, step: str, message: str) -> None:
         with self.lock:
             self.errors[step] += 1
@@ -180,8 +184,7 @@ def _one_participant(site: str, url: str, i: int, tally: Tally) -> None:
         if answer.status != 302 or not done.startswith(settings.PROLIFIC_COMPLETION_URL):
             raise ValueError(f"submit answered {answer.status} {done}")
         tally.took(step, started)
-        with tally.lock:
-            tally.accepted += 1
+        tally.accept()
     except Exception as exc:
         tally.failed(step, f"participant {i}, {step}: {exc!r}")
     finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django import forms
 
 from annotation import selectors as annotation_selectors
@@ -14,6 +16,9 @@ from . import services
 from .counterfactual import HER_CHOICES
 from .defaults import CONFIDENCE_THRESHOLD, CRBO_DEPTH, CRBO_P, DEFAULT_SAMPLES, VARIANT_VERSIONS
 from .services import parse_cutoffs
+
+if TYPE_CHECKING:
+    from .sensitivity import LabelSensitivity
 
 
 class ReportForm(forms.Form):
@@ -164,7 +169,7 @@ class LabelSensitivityForm(forms.Form):
             self.add_error(None, str(exc))
             return None
 
-    def compute(self) -> services.LabelSensitivity:
+    def compute(self) -> LabelSensitivity:
         """Compute label sensitivity now (the API): a refused request is a ServiceError."""
         return self._call(services.label_sensitivity, self.cleaned_data["batch"], bar=False)
 

@@ -4,11 +4,14 @@ Each fake (MTurk, Prolific, chat completions, the hostile server of the tests) i
 object with its state; its handler reaches it as ``self.server.fake`` and holds
 ``self.server.lock`` while it changes it. :func:`serve_in_thread` starts the server on a
 daemon thread and gives it back; ``server.base`` is ``http://127.0.0.1:<port>``.
+:func:`drip` is the one slow-drip answer (a deadline's test): headers promising a body, then a
+byte at a time.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -31,3 +34,21 @@ def serve_in_thread(handler: type[BaseHTTPRequestHandler], fake: Any) -> Loopbac
     server = LoopbackServer(handler, fake)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return server
+
+
+def drip(handler: BaseHTTPRequestHandler, seconds: float, every: float, content_type: str | None = None) -> None:
+    """Answer 200 promising 1000 bytes, then send one space every ``every`` s for ``seconds``; close."""
+    handler.send_response(200)
+    if content_type:
+        handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", "1000")
+    handler.end_headers()
+    ends = time.monotonic() + seconds
+    try:
+        while time.monotonic() < ends:
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            time.sleep(every)
+    except OSError:
+        pass
+    handler.close_connection = True

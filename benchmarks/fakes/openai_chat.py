@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
+from benchmarks.fakes.loopback import LoopbackServer, drip, serve_in_thread
 
 KEY = "sk-test"
 PROMPT_TOKENS = 20
@@ -143,19 +143,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self._reply(200, json.dumps(answer).encode())
 
     def _drip(self, fake: FakeOpenAI) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", "1000")
-        self.end_headers()
-        ends = time.monotonic() + fake.drip_for
-        try:
-            while time.monotonic() < ends:
-                self.wfile.write(b" ")
-                self.wfile.flush()
-                time.sleep(fake.drip_every)
-        except OSError:
-            pass
-        self.close_connection = True
+        drip(self, fake.drip_for, fake.drip_every, "application/json")
 
     def log_message(self, *args):
         pass

@@ -15,8 +15,7 @@ so that it is never taken for the pure module it drives:
 
 Everything is re-exported here: ``from metrics import services; services.build_report(...)``.
 ``LabelSensitivity``, the result type of :func:`label_sensitivity`, lives beside the pure
-computation (:mod:`metrics.sensitivity`, which loads numpy and pandas) and is re-exported
-when first asked for, so that loading the services stays light.
+computation (:mod:`metrics.sensitivity`, which loads numpy and pandas, so it is imported from there).
 """
 
 from core.errors import ServiceError
@@ -45,20 +44,9 @@ from .reports import (
 )
 from .variant_preference import check_versioned_run, preference_job, preference_summary, start_preference
 
-
-def __getattr__(name: str):
-    """``services.LabelSensitivity`` imports :mod:`metrics.sensitivity` only then (see the docstring)."""
-    if name == "LabelSensitivity":
-        from ..sensitivity import LabelSensitivity
-
-        return LabelSensitivity
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "REPRESENTATIVE_WORDLIST",
     "Computed",
-    "LabelSensitivity",
     "ReportInputs",
     "ReportSettings",
     "ServiceError",

@@ -12,11 +12,10 @@ Every request is logged in ``requests`` as ``(method, path, Authorization header
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
+from benchmarks.fakes.loopback import LoopbackServer, drip, serve_in_thread
 
 
 @dataclass
@@ -98,17 +97,7 @@ class _Handler(BaseHTTPRequestHandler):
                 pass
             return None
         if behaviour == "drip":
-            self.send_response(200)
-            self.send_header("Content-Length", "1000")
-            self.end_headers()
-            ends = time.monotonic() + hostile.drip_for
-            try:
-                while time.monotonic() < ends:
-                    self.wfile.write(b" ")
-                    self.wfile.flush()
-                    time.sleep(hostile.drip_every)
-            except OSError:
-                pass
+            drip(self, hostile.drip_for, hostile.drip_every)
             return None
         raise AssertionError(f"unknown behaviour {behaviour!r}")
 
