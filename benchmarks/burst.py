@@ -31,7 +31,7 @@ from django.db import connection
 from annotation import services
 from annotation.labels import LABELS
 from annotation.models import Assignment, Judgment
-from benchmarks.site_load import PREFIX, format_table, free_port, percentiles
+from benchmarks.site_load import PREFIX, format_table, free_port, percentiles, step_rows
 from benchmarks.site_server import benchmark_batch, start_gunicorn, stop
 from benchmarks.virtual_annotator import CSRF_INPUT, QUESTION_INPUT, VirtualAnnotator
 
@@ -193,19 +193,7 @@ def _one_participant(site: str, url: str, i: int, tally: Tally) -> None:
 
 def _report(command, o: dict, batch, tally: Tally, n: int, over: float, seconds: float) -> None:
     """The table of steps, the error rate, and stored = accepted (a ``CommandError`` when they differ)."""
-    rows = []
-    for step in STEPS:
-        p50, p95, p99 = percentiles(tally.latencies[step])
-        rows.append(
-            {
-                "step": step,
-                "count": len(tally.latencies[step]),
-                "errors": tally.errors[step],
-                "p50 ms": p50 * 1000,
-                "p95 ms": p95 * 1000,
-                "p99 ms": p99 * 1000,
-            }
-        )
+    rows = step_rows(tally, STEPS)
     both = [a + b for a, b in zip(tally.latencies["arrival"], tally.latencies["HIT page"], strict=False)]
     submitted = Assignment.objects.filter(
         hit__batch=batch, status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]

@@ -136,10 +136,14 @@ def percentiles(values: Sequence[float]) -> tuple[float, float, float]:
     return cuts[49], cuts[94], cuts[98]
 
 
-def step_rows(result: LoadResult) -> list[dict[str, object]]:
-    """One row per step: requests, errors, p50/p95/p99 in milliseconds."""
+def step_rows(result: LoadResult, steps: Sequence[str] = STEPS) -> list[dict[str, object]]:
+    """One row per step: requests, errors, p50/p95/p99 in milliseconds.
+
+    ``result`` is anything with ``latencies`` (step -> seconds) and ``errors`` (step -> count):
+    a :class:`LoadResult`, or the launch burst's tally with its own ``steps``.
+    """
     rows = []
-    for step in STEPS:
+    for step in steps:
         p50, p95, p99 = percentiles(result.latencies[step])
         rows.append(
             {
