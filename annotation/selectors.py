@@ -17,7 +17,7 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 """
 
 from annotation.crowd.selectors import batches
-from annotation.machine.selectors import batch_overview, non_gendered_by_source
+from annotation.machine.selectors import batch_overview, label_probabilities, non_gendered_by_source
 from annotation.results.selectors import adjudicated_labels, gold_judgments, gold_labels, judgments_frame, min_votes
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "gold_judgments",
     "gold_labels",
     "judgments_frame",
+    "label_probabilities",
     "min_votes",
     "non_gendered_by_source",
 ]

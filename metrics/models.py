@@ -78,6 +78,27 @@ class Report(models.Model):
     seed = models.IntegerField(default=0)
     software_version = models.CharField(max_length=100)
     per_query = models.CharField(max_length=1000, help_text="Parquet file of per-query values.")
+    label_batch = models.ForeignKey(
+        "annotation.Batch",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="A report on a batch's labels: the batch whose non-gendered queries are the query set; "
+        "its intervals carry the labels' uncertainty (metrics.label_uncertainty).",
+    )
+    labels_file = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="Parquet file of every judged query's label probabilities, label source and set "
+        "membership (a report on a batch's labels); per_query then holds every judged query's values.",
+    )
+    answers_version = models.CharField(
+        max_length=64, blank=True, help_text="The batch's answers when the report was built."
+    )
+    labels_calibrated = models.BooleanField(
+        null=True, blank=True, help_text="Machine-accepted labels were calibrated on a blind sample (null: none)."
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -85,6 +106,11 @@ class Report(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def on_batch(self) -> bool:
+        """A report on a batch's labels (its intervals carry label uncertainty)."""
+        return self.label_batch_id is not None
 
     @property
     def background(self) -> str:
@@ -115,8 +141,21 @@ class Result(models.Model):
     p_value = models.FloatField(
         null=True,
         help_text="Paired t-test against the baseline, Holm-adjusted within its family "
-        "(every run against the baseline for this metric, variant and cutoff): metrics.significance.",
+        "(every run against the baseline for this metric, variant and cutoff): metrics.significance. "
+        "A report on a batch's labels: the combined test's (metrics.label_uncertainty).",
     )
+    # A report on a batch's labels (metrics.label_uncertainty): null otherwise.
+    corrected = models.FloatField(null=True, help_text="Label-corrected mean (class mean of the non-gendered).")
+    combined_low = models.FloatField(null=True, help_text="Interval with label and query uncertainty.")
+    combined_high = models.FloatField(null=True)
+    label_share = models.FloatField(null=True, help_text="Share of the combined width the labels contribute.")
+    difference_low = models.FloatField(null=True, help_text="Query-only interval of the difference to the baseline.")
+    difference_high = models.FloatField(null=True)
+    difference_corrected = models.FloatField(null=True)
+    difference_combined_low = models.FloatField(null=True)
+    difference_combined_high = models.FloatField(null=True)
+    difference_label_share = models.FloatField(null=True)
+    query_p_value = models.FloatField(null=True, help_text="The paired t-test's p (Holm), beside the combined test's.")
 
     class Meta:
         ordering = ["report", "pk"]

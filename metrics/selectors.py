@@ -15,28 +15,54 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+SUMMARY_FIELDS = ["metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"]
+
+
 def report_summary(report: Report) -> pd.DataFrame:
-    """The report's results as a frame (``run, metric, variant, cutoff, value, queries, ci_low, ci_high, p_value``)."""
+    """The report's results as a frame (``run, metric, variant, cutoff, value, queries, ci_low, ci_high,
+    p_value``; a report on a batch's labels adds :data:`metrics.label_uncertainty.COMBINED_COLUMNS`)."""
     import pandas as pd
 
-    rows = report.results.select_related("run").values_list(
-        "run__name", "metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"
-    )
-    frame = pd.DataFrame(
-        list(rows), columns=["run", "metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"]
-    )
+    fields = list(SUMMARY_FIELDS)
+    if report.on_batch:
+        from .label_uncertainty import COMBINED_COLUMNS
+
+        fields += COMBINED_COLUMNS
+    rows = report.results.select_related("run").values_list("run__name", *fields)
+    frame = pd.DataFrame(list(rows), columns=["run", *fields])
     from .formatting import order_summary
 
     return order_summary(frame)
 
 
 def report_per_query(report: Report) -> pd.DataFrame:
-    """Per-query values (``run, qid, metric, variant, cutoff, value``); ServiceError if the file is gone."""
+    """Per-query values (``run, qid, metric, variant, cutoff, value``) of the report's query set;
+    ServiceError if the file is gone."""
+    frame = _read(report, report.per_query, "per-query file")
+    if report.on_batch:  # the file holds every judged query; the report's values are the set's
+        members = set(report_labels(report).query("in_set")["qid"])
+        frame = frame[frame["qid"].isin(members)].reset_index(drop=True)
+    return frame
+
+
+def report_judged_values(report: Report) -> pd.DataFrame:
+    """A report on a batch's labels: per-query values of *every* judged query (the set's and the others')."""
+    return _read(report, report.per_query, "per-query file")
+
+
+def report_labels(report: Report) -> pd.DataFrame:
+    """A report on a batch's labels: ``qid``, the probability of each label, ``source``, ``label``, ``in_set``."""
+    if not report.on_batch:
+        raise ServiceError(f"report {report.name!r} is not on a batch's labels")
+    return _read(report, report.labels_file, "label file")
+
+
+def _read(report: Report, file: str, what: str) -> pd.DataFrame:
     import polars as pl
 
-    path = Path(report.per_query)
+    path = Path(file)
     if not path.exists():
-        raise ServiceError(f"the per-query file of report {report.name!r} is missing ({path}); build the report again")
+        raise ServiceError(f"the {what} of report {report.name!r} is missing ({path}); build the report again")
     return pl.read_parquet(path).to_pandas()
 
 
@@ -61,7 +87,24 @@ def report_policy_text(report: Report) -> str:
     """How the report's p-values were made, in one sentence (:func:`metrics.significance.policy_text`)."""
     from .significance import policy_text
 
-    return policy_text(report.baseline.name if report.baseline_id else None)
+    baseline = report.baseline.name if report.baseline_id else None
+    if report.on_batch:
+        from .label_uncertainty import policy_text as combined_text
+
+        return combined_text(baseline)
+    return policy_text(baseline)
+
+
+def report_policy(report: Report) -> dict | None:
+    """The report's significance policy as the API and CSV state it (None without a baseline)."""
+    from . import significance
+
+    baseline = report.baseline.name if report.baseline_id else None
+    if baseline is None or not report.on_batch:
+        return significance.policy(baseline)
+    from .label_uncertainty import COMBINED_POLICY
+
+    return {**COMBINED_POLICY, "baseline": baseline}
 
 
 def report_table(

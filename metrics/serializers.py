@@ -11,7 +11,29 @@ class ResultSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Result
-        fields = ["run", "metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"]
+        fields = [
+            "run",
+            "metric",
+            "variant",
+            "cutoff",
+            "value",
+            "queries",
+            "ci_low",
+            "ci_high",
+            "p_value",
+            # A report on a batch's labels (null otherwise): metrics.label_uncertainty.
+            "corrected",
+            "combined_low",
+            "combined_high",
+            "label_share",
+            "difference_low",
+            "difference_high",
+            "difference_corrected",
+            "difference_combined_low",
+            "difference_combined_high",
+            "difference_label_share",
+            "query_p_value",
+        ]
 
 
 class ReportListSerializer(serializers.ModelSerializer):
@@ -44,9 +66,13 @@ class ReportSerializer(ReportListSerializer):
 
     @extend_schema_field(SignificanceSerializer(allow_null=True))
     def get_significance(self, report: Report) -> dict | None:
-        from .significance import policy
+        from .selectors import report_policy
 
-        return policy(report.baseline.name if report.baseline_id else None)
+        return report_policy(report)
+
+    label_batch = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, help_text="A report on this batch's labels (null: on a query set)."
+    )
 
     class Meta(ReportListSerializer.Meta):
         fields = [
@@ -63,6 +89,9 @@ class ReportSerializer(ReportListSerializer):
             "seed",
             "software_version",
             "significance",
+            "label_batch",
+            "answers_version",
+            "labels_calibrated",
             "results",
         ]
 

@@ -37,9 +37,11 @@ from annotation.crowd.selectors import batch_progress, is_machine_labelled, spen
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Judgment, PreLabel
 from annotation.results.selectors import (
+    ADJUDICATED,
     MACHINE,
     BatchAnswers,
     crowd_labels,
+    labels_with_sources,
     latest_routing,
     machine_accepted,
     source_counts,
@@ -495,6 +497,85 @@ def non_gendered_by_source(batch: Batch) -> dict[str, list[str]]:
         "machine only": sorted(qid for qid, m in machine.items() if m.label == "n"),
         "hybrid": non_gendered(machine_accepted(batch) | crowd),  # as labels_with_sources: the crowd first
     }
+
+
+@dataclass(frozen=True)
+class LabelProbabilities:
+    """Every labelled query's probability of each label (:mod:`annotation.machine.label_probabilities`)."""
+
+    table: Any  #: pandas frame, qid × :data:`LABELS`, rows summing to 1
+    source: dict[str, str]  #: qid -> the source of its final label (:data:`annotation.results.selectors.SOURCES`)
+    label: dict[str, str]  #: qid -> its final label (what the export writes)
+    calibrated: bool  #: machine-accepted labels were calibrated on a blind sample (else: the machine's confidence)
+    texts: dict[str, str]  #: qid -> query text, every query of the batch (gold left out), batch order
+    version: str  #: the batch's answers version these were read at (:func:`annotation.results.selectors.answers_version`)
+
+    @property
+    def non_gendered(self) -> list[str]:
+        """The point-estimate set: queries whose final label is non-gendered, in batch order."""
+        return [q for q in self.texts if self.label.get(q) == "n"]
+
+
+def label_probabilities(batch: Batch) -> LabelProbabilities:
+    """The probabilities behind a report on ``batch``'s labels: Dawid–Skene's gold-seeded posterior
+    for the crowd's queries, certainty for rulings, the calibration sample's band distribution for
+    accepted machine labels; the final labels as :func:`labels_with_sources` gives them.
+
+    Where a batch routed by a machine has no readable calibration sample (cancelled, too few
+    answers), an accepted label gets the machine's own confidence, the rest spread evenly
+    (``calibrated`` False, said on the report).
+    """
+    import numpy as np
+    import pandas as pd
+
+    from annotation.machine import label_probabilities as lp
+    from annotation.results.aggregation import dawid_skene
+    from annotation.results.selectors import gold_judgments, gold_labels
+
+    answers = BatchAnswers(batch)
+    final = labels_with_sources(batch, answers)
+    parts = []
+    frame = answers.frame
+    if not frame.empty:
+        gold = gold_labels(batch)
+        seeded = frame if not gold else pd.concat([frame, gold_judgments(batch)], ignore_index=True)
+        posteriors = dawid_skene(seeded, gold=gold).posteriors.reindex(columns=list(LABELS), fill_value=0.0)
+        crowd = [q for q in posteriors.index.astype(str) if q not in gold]
+        parts.append(posteriors.loc[crowd])
+    rulings = sorted(q for q, s in final.items() if s.source == ADJUDICATED)
+    parts.append(pd.DataFrame(lp.one_hot(LABELS, [final[q].label for q in rulings]), index=rulings, columns=LABELS))
+    accepted = sorted(q for q, s in final.items() if s.source == MACHINE)
+    calibrated = True
+    if accepted:
+        machine = [final[q].label for q in accepted]
+        confidence = [final[q].confidence or 0.0 for q in accepted]
+        try:
+            sample = read_sample(batch, latest_routing(batch).labeller)
+        except StateError:
+            sample = None
+        if sample is not None and sample.qids:
+            rows = lp.band_distributions(
+                LABELS, sample.machine, sample.confidence, sample.human, sample.weights, machine, confidence
+            )
+        else:
+            calibrated = False
+            own = np.clip(np.asarray(confidence, dtype=np.float64), 0.0, 1.0)[:, None]
+            rows = lp.one_hot(LABELS, machine) * own + (1 - lp.one_hot(LABELS, machine)) * (1 - own) / (len(LABELS) - 1)
+        parts.append(pd.DataFrame(rows, index=accepted, columns=LABELS))
+    table = pd.concat([part for part in parts if len(part)]) if any(len(p) for p in parts) else None
+    if table is None:
+        table = pd.DataFrame(columns=list(LABELS), dtype=float)
+    table = table[~table.index.duplicated(keep="last")]  # a ruling overrides the crowd's posterior
+    table.index = table.index.astype(str)
+    table.index.name = "qid"
+    return LabelProbabilities(
+        table=table.astype(float),
+        source={q: s.source for q, s in final.items()},
+        label={q: s.label for q, s in final.items()},
+        calibrated=calibrated,
+        texts=dict(batch.queries.filter(is_gold=False).order_by("position").values_list("qid", "text")),
+        version=answers.version,
+    )
 
 
 # --- a batch's state: the batch page, the batch list and the dashboard ---

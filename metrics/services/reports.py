@@ -123,6 +123,7 @@ class ReportInputs(TypedDict, total=False):
     qrels: Qrels | None  #: relevance judgments: adds the effectiveness measures (default RR@10, nDCG@10, R@10, P@10)
     job: Job | None  #: progress record to update
     bar: bool  #: a terminal progress bar
+    label_batch: object | None  #: annotation batch: a report on its labels (:func:`build_batch_report`)
 
 
 @dataclass
@@ -139,6 +140,9 @@ class Computed:
     unjudged: list[str] = field(default_factory=list)
     #: Per run, the judged queries it does not return (each counts as 0 in its effectiveness).
     unreturned: dict[str, list[str]] = field(default_factory=dict)
+    #: A report on a batch's labels: every judged query's label probabilities
+    #: (:class:`annotation.selectors.LabelProbabilities`); ``per_query`` then covers every judged query.
+    labels: object | None = None
 
 
 def parse_cutoffs(text: str) -> tuple[int, ...]:
@@ -173,6 +177,39 @@ def compute_report(
     **inputs: Unpack[ReportInputs],
 ) -> Computed:
     """Every metric of every run over the queries of ``query_set`` it contains (no writes)."""
+    qids = list(query_set.queries.values_list("qid", flat=True))
+    return _compute(qids, repr(query_set.name), runs, report_settings, inputs)
+
+
+def compute_batch_report(
+    batch, runs: Sequence[Run], report_settings: ReportSettings = ReportSettings(), **inputs: Unpack[ReportInputs]
+) -> Computed:
+    """Every metric of every run on ``batch``'s non-gendered queries, with the labels' uncertainty.
+
+    The values are the means over the point-estimate set (the queries whose final label is
+    non-gendered: what the export writes); the per-query values cover every judged query, so
+    that :func:`metrics.label_uncertainty.combined_summary` can estimate the class means from
+    every query's label probabilities (no writes).
+    """
+    from annotation import selectors
+
+    labels = selectors.label_probabilities(batch)
+    members = labels.non_gendered
+    if not members:
+        raise ServiceError(f"no query of batch {batch.name!r} is labelled non-gendered yet")
+    judged = [q for q in labels.texts if q in labels.table.index or q in set(members)]
+    return _compute(judged, f"the queries of batch {batch.name!r}", runs, report_settings, inputs, labels=labels)
+
+
+def _compute(
+    qids: list[str],
+    source: str,
+    runs: Sequence[Run],
+    report_settings: ReportSettings,
+    inputs: ReportInputs,
+    *,
+    labels=None,
+) -> Computed:
     from .. import significance
     from ..formatting import order_summary
 
@@ -190,7 +227,6 @@ def compute_report(
         raise ServiceError("effectiveness measures need relevance judgments: give the qrels")
     if qrels is not None:
         _check_qrels(runs, qrels)
-    qids = list(query_set.queries.values_list("qid", flat=True))
     words = inputs.get("wordlist") or default_wordlist()
     representative = inputs.get("representative") or default_representative_wordlist()
     per_query = per_query_values(
@@ -202,23 +238,40 @@ def compute_report(
         background=inputs.get("background"),
         job=inputs.get("job"),
         bar=inputs.get("bar", True),
-        source=repr(query_set.name),
+        source=source,
     )
+    members = set(labels.non_gendered) if labels is not None else None
     unjudged: list[str] = []
     unreturned: dict[str, list[str]] = {}
     if qrels is not None:
         import pandas as pd
 
         measures = measures or default_measures()
-        effect, unjudged, unreturned = effectiveness_values(qids, runs, qrels, measures, source=repr(query_set.name))
+        effect, unjudged, unreturned = effectiveness_values(qids, runs, qrels, measures, source=source)
         per_query = pd.concat([per_query, effect], ignore_index=True)
+        if members is not None:
+            unjudged = [q for q in unjudged if q in members]
+            unreturned = {run: [q for q in found if q in members] for run, found in unreturned.items()}
+    measured = per_query if members is None else per_query[per_query["qid"].isin(members)]
+    base_name = baseline.name if baseline else None
     summary = significance.summarise(
-        per_query,
-        baseline=baseline.name if baseline else None,
-        samples=report_settings.bootstrap_samples,
-        seed=report_settings.seed,
+        measured, baseline=base_name, samples=report_settings.bootstrap_samples, seed=report_settings.seed
     )
-    return Computed(per_query, order_summary(summary), runs, words, representative, measures, unjudged, unreturned)
+    if labels is not None and len(summary):
+        from ..label_uncertainty import combined_summary
+
+        summary = combined_summary(
+            significance.wide_values(per_query),
+            labels.table,
+            members,
+            summary,
+            baseline=base_name,
+            samples=report_settings.bootstrap_samples,
+            seed=report_settings.seed,
+        )
+    return Computed(
+        per_query, order_summary(summary), runs, words, representative, measures, unjudged, unreturned, labels
+    )
 
 
 def default_measures() -> tuple[str, ...]:
@@ -339,22 +392,73 @@ def build_report(
     **inputs: Unpack[ReportInputs],
 ) -> Report:
     """Compute (:func:`compute_report`) and store a report named ``name``: results, per-query file, provenance."""
+    _check_free(name)
+    return _store(name, compute_report(query_set, runs, report_settings, **inputs), report_settings, inputs, query_set)
+
+
+def build_batch_report(
+    name: str, batch, runs: Sequence[Run], report_settings: ReportSettings = ReportSettings(), **inputs
+) -> Report:
+    """A report on ``batch``'s labels (:func:`compute_batch_report`), stored with its query set.
+
+    The point-estimate set is registered as a query set named ``<name>-non-gendered`` (origin
+    "annotation") in the report's own transaction: a failure leaves neither.
+    """
+    _check_free(name)
+    validate_name(f"{name}-non-gendered", "query set")
+    computed = compute_batch_report(batch, runs, report_settings, **inputs)
+    return _store(name, computed, report_settings, inputs | {"label_batch": batch}, None)
+
+
+def _check_free(name: str) -> None:
+    validate_name(name, "report")
+    if Report.objects.filter(name=name).exists():
+        raise ServiceError(f"a report named {name!r} already exists; choose another name")
+
+
+def _labels_frame(labels, members: set[str]):
+    import polars as pl
+
+    table = labels.table
+    return pl.DataFrame(
+        {
+            "qid": list(table.index),
+            **{label: table[label].to_numpy() for label in table.columns},
+            "source": [labels.source.get(q) for q in table.index],
+            "label": [labels.label.get(q) for q in table.index],
+            "in_set": [q in members for q in table.index],
+        }
+    )
+
+
+def _store(
+    name: str, computed: Computed, report_settings: ReportSettings, inputs: ReportInputs, query_set: QuerySet | None
+) -> Report:
     import polars as pl
 
     from .. import measures
 
-    validate_name(name, "report")
-    if Report.objects.filter(name=name).exists():
-        raise ServiceError(f"a report named {name!r} already exists; choose another name")
-    computed = compute_report(query_set, runs, report_settings, **inputs)
     background, baseline, qrels = inputs.get("background"), inputs.get("baseline"), inputs.get("qrels")
-    path = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}.parquet"
+    batch, labels = inputs.get("label_batch"), computed.labels
+    stem = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}"
+    path, labels_path = stem.with_suffix(".parquet"), stem.with_name(stem.name + "-labels.parquet")
     from ..formatting import PER_QUERY_COLUMNS
 
     write_parquet_atomic(pl.from_pandas(computed.per_query[PER_QUERY_COLUMNS]), path)
+    if labels is not None:
+        write_parquet_atomic(_labels_frame(labels, set(labels.non_gendered)), labels_path)
     by_name = {run.name: run for run in computed.runs}
     try:
         with transaction.atomic():
+            if query_set is None:
+                from pooling import services as pooling_services
+
+                query_set = pooling_services.create_query_set(
+                    f"{name}-non-gendered",
+                    [(q, labels.texts[q]) for q in labels.non_gendered],
+                    origin=QuerySet.Origin.ANNOTATION,
+                    description=f"non-gendered queries of annotation batch {batch.name} (report {name})",
+                )
             report = Report.objects.create(
                 name=name,
                 query_set=query_set,
@@ -375,30 +479,40 @@ def build_report(
                 seed=report_settings.seed,
                 software_version=software_version(),
                 per_query=str(path),
+                label_batch=batch,
+                labels_file=str(labels_path) if labels is not None else "",
+                answers_version=labels.version if labels is not None else "",
+                labels_calibrated=labels.calibrated
+                if labels is not None and "machine-accepted" in labels.source.values()
+                else None,
             )
             report.runs.set(computed.runs)
             Result.objects.bulk_create(
-                [
-                    Result(
-                        report=report,
-                        run=by_name[row.run],
-                        metric=row.metric,
-                        variant=row.variant,
-                        cutoff=row.cutoff,
-                        value=_finite(row.value),
-                        queries=row.queries,
-                        ci_low=_finite(row.ci_low),
-                        ci_high=_finite(row.ci_high),
-                        p_value=_finite(row.p_value),
-                    )
-                    for row in computed.summary.itertuples(index=False)
-                ],
-                batch_size=2000,
+                [_result(report, by_name, row) for row in computed.summary.to_dict("records")], batch_size=2000
             )
     except BaseException:
         path.unlink(missing_ok=True)
+        labels_path.unlink(missing_ok=True)
         raise
     return report
+
+
+def _result(report: Report, by_name: dict[str, Run], row: dict) -> Result:
+    from ..label_uncertainty import COMBINED_COLUMNS
+
+    return Result(
+        report=report,
+        run=by_name[row["run"]],
+        metric=row["metric"],
+        variant=row["variant"],
+        cutoff=row["cutoff"],
+        value=_finite(row["value"]),
+        queries=row["queries"],
+        ci_low=_finite(row["ci_low"]),
+        ci_high=_finite(row["ci_high"]),
+        p_value=_finite(row["p_value"]),
+        **{field: _finite(row.get(field)) for field in COMBINED_COLUMNS},
+    )
 
 
 def _finite(value) -> float | None:
@@ -413,14 +527,16 @@ def _finite(value) -> float | None:
 def report_job(
     job: Job,
     name: str,
-    query_set_id: int,
+    query_set_id: int | None,
     run_ids: list[int],
     report_settings: dict,
     background_id: int | None = None,
     baseline_id: int | None = None,
     qrels_id: int | None = None,
+    batch_id: int | None = None,
 ) -> str:
-    """Build a report in the background; a redelivery after a crash may find it committed by the delivery that died."""
+    """Build a report in the background (on a query set, or on a batch's labels with ``batch_id``);
+    a redelivery after a crash may find it committed by the delivery that died."""
     report = Report.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
     if report is None:
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
@@ -429,17 +545,21 @@ def report_job(
             "cutoffs": tuple(report_settings.get("cutoffs", DEFAULT_CUTOFFS)),
             "measures": tuple(report_settings.get("measures", ())),
         }
-        report = build_report(
-            name,
-            QuerySet.objects.get(pk=query_set_id),
-            runs,
-            ReportSettings(**report_settings),
-            background=Run.objects.get(pk=background_id) if background_id else None,
-            baseline=Run.objects.get(pk=baseline_id) if baseline_id else None,
-            qrels=Qrels.objects.get(pk=qrels_id) if qrels_id else None,
-            job=job,
-            bar=False,
-        )
+        inputs = {
+            "background": Run.objects.get(pk=background_id) if background_id else None,
+            "baseline": Run.objects.get(pk=baseline_id) if baseline_id else None,
+            "qrels": Qrels.objects.get(pk=qrels_id) if qrels_id else None,
+            "job": job,
+            "bar": False,
+        }
+        if batch_id is not None:
+            from annotation import selectors
+
+            batch = selectors.batches().get(pk=batch_id)
+            report = build_batch_report(name, batch, runs, ReportSettings(**report_settings), **inputs)
+        else:
+            query_set = QuerySet.objects.get(pk=query_set_id)
+            report = build_report(name, query_set, runs, ReportSettings(**report_settings), **inputs)
     job.result = {"report": report.name, "url": reverse("metrics:report-detail", args=[report.name])}
     job.message = f"Report {report.name} built"
     return report.name
@@ -447,22 +567,29 @@ def report_job(
 
 def start_report(
     name: str,
-    query_set: QuerySet,
+    query_set: QuerySet | None,
     runs: Sequence[Run],
     report_settings: ReportSettings,
     *,
     background: Run | None = None,
     baseline: Run | None = None,
     qrels: Qrels | None = None,
+    label_batch=None,
 ) -> Job:
-    """Build a report in the background once the caller's transaction commits; returns its Job."""
+    """Build a report in the background once the caller's transaction commits; returns its Job.
+
+    With ``label_batch`` (and no query set) it is a report on that batch's labels (:func:`build_batch_report`).
+    """
+    if (query_set is None) == (label_batch is None):
+        raise ServiceError("give either a query set or a batch whose labels to report on")
     return report_job.start(
         f"Report {name}",
         name,
-        query_set.pk,
+        query_set.pk if query_set else None,
         [run.pk for run in runs],
         asdict(report_settings),
         background.pk if background else None,
         baseline.pk if baseline else None,
         qrels.pk if qrels else None,
+        label_batch.pk if label_batch else None,
     )

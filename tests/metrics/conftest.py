@@ -1,7 +1,13 @@
-"""A small world for report tests: a collection, a query set, three runs."""
+"""A small world for report tests: a collection, a query set, three runs; a batch of in-house answers on it."""
+
+from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
+
+from annotation import services as annotation_services
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from pooling.models import QuerySet
 
 PASSAGES = {
     "d1": "She and her sister",  # definitional f = 3; representative f = 3
@@ -38,3 +44,27 @@ def world(db, tmp_path):
             "import_run", str(write_run(tmp_path / f"{name}.trec", rankings)), name=name, collection="tiny", verbosity=0
         )
     return tmp_path
+
+
+# Answers of three annotators: q1 n n f (majority n), q2 n n n, q3 n f m (disputed).
+ANSWERS = {"ann-a": {"1": "n", "2": "n", "3": "n"}, "ann-b": {"1": "n", "2": "n", "3": "f"}}
+ANSWERS["ann-c"] = {"1": "f", "2": "n", "3": "m"}
+
+
+@pytest.fixture
+def batch(world):
+    options = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 3, "reward": Decimal("0.05")}
+    batch = annotation_services.create_batch(
+        "sens", annotation_services.BatchSettings(**options), query_set=QuerySet.objects.get(name="q")
+    )
+    annotation_services.publish_batch(batch)
+    for name, answers in ANSWERS.items():
+        user = annotation_services.create_annotator(name, password="pw-secret-123")
+        while (assignment := next_assignment(user, batch)) is not None:
+            fields = {
+                hq.field_name: answers[hq.batch_query.qid]
+                for hq in assignment.hit.hit_queries.select_related("batch_query")
+            }
+            submit_local_assignment(assignment, fields)
+    batch.refresh_from_db()
+    return batch

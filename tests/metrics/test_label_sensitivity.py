@@ -77,30 +77,6 @@ def test_ranking_changes_by_hand():
 
 # --- a batch over the metrics world (queries 1, 2, 3; runs a, b, c) -------------------------------
 
-# Answers of three annotators: q1 n n f (majority n), q2 n n n, q3 n f m (disputed).
-ANSWERS = {"ann-a": {"1": "n", "2": "n", "3": "n"}, "ann-b": {"1": "n", "2": "n", "3": "f"}}
-ANSWERS["ann-c"] = {"1": "f", "2": "n", "3": "m"}
-
-
-@pytest.fixture
-def batch(world):
-    options = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 3, "reward": Decimal("0.05")}
-    batch = annotation_services.create_batch(
-        "sens", annotation_services.BatchSettings(**options), query_set=QuerySet.objects.get(name="q")
-    )
-    annotation_services.publish_batch(batch)
-    for name, answers in ANSWERS.items():
-        user = annotation_services.create_annotator(name, password="pw-secret-123")
-        while (assignment := next_assignment(user, batch)) is not None:
-            fields = {
-                hq.field_name: answers[hq.batch_query.qid]
-                for hq in assignment.hit.hit_queries.select_related("batch_query")
-            }
-            submit_local_assignment(assignment, fields)
-    batch.refresh_from_db()
-    return batch
-
-
 @pytest.mark.django_db
 @pytest.mark.parametrize("background", [None, "c"])
 def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, background):

@@ -1,0 +1,315 @@
+"""Label uncertainty in a bias figure: the runs' means on the *truly* non-gendered queries,
+estimated from every query's label probabilities, with an interval that carries both the
+labels' uncertainty and the sampling of the queries.
+
+Pure (numpy, pandas; no Django). A report on a batch's labels measures the runs on the
+point-estimate set S (the queries whose final label is non-gendered, as the export writes
+them); its query-only interval (:func:`metrics.significance.bootstrap_ci` over S) treats S as
+known. It is not: every judged query q has a probability vector π_q over the labels
+(n, f, m, o): the crowd's Dawid–Skene posterior (gold-seeded), one-hot for a researcher's
+ruling, and for a machine-accepted label the crowd's label distribution in the calibration
+sample among the machine's labels of the same label and confidence band.
+
+Estimator (method of moments under non-differential label noise)
+----------------------------------------------------------------
+Let v_q be a run's per-query value and T_q the true label. If annotators' and the machine's
+errors do not depend on the ranking given the true label (v ⟂ label evidence | T) and π_q is
+calibrated, then E[v_q | evidence] = Σ_c π_qc μ_c with μ_c = E[v | T = c]: the values are a
+linear mixture of the class means with known weights. The class means are the least-squares
+coefficients β = (PᵀP)⁻¹ Pᵀ v over all N judged queries (P: N × K probabilities), and β_n is
+the mean over the truly non-gendered queries — the *corrected* value. A query labelled
+non-gendered by a slim majority contributes mostly to μ_n, partly to the gendered means; a
+gendered query that slipped into S no longer drags the estimate. (Weighting S's queries by
+π_n alone, or drawing memberships from π and averaging, is biased when gendered queries are
+more biased — the case that matters: E[π v] mixes in Σ π(1 − π) of their values.)
+
+Interval: queries resampled with replacement (multinomial weights W_b), β re-fitted per draw
+(one K × K solve per draw and missing-value pattern, all columns at once); the **combined
+interval** is the percentile interval of β_n,b. All runs and metrics share the draws, so
+paired differences (run − baseline per query, also linear) are coherent.
+
+- **Share of the width the labels contribute**: 1 − (query-only width ÷ combined width),
+  clipped to [0, 1].
+- **Test** (a report on a batch marks significance by it): two-sided bootstrap
+  p = min(1, 2·min(P*(β* ≤ 0), P*(β* ≥ 0))) of the corrected paired difference — below α,
+  unadjusted, exactly when the combined (1 − α) interval excludes 0 — Holm-adjusted within the
+  project's family (:data:`metrics.significance.POLICY`).
+- A label with (almost) no probability mass over the judged queries (< :data:`MIN_MASS`) is
+  dropped from P: its mean cannot be estimated and it barely mixes into the others.
+
+Coverage (``tests/metrics/test_label_uncertainty.py``, simulated crowds of 3 votes with known
+truth): the combined interval covers the true-set mean at its nominal rate within Monte-Carlo
+error where the query-only interval under-covers. The assumption is stated on the report page
+and in ``docs/metrics.md``: errors that depend on the ranker's output (a query both ambiguous
+to people and unusual for the rankers) are outside what any label model can correct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from .defaults import DEFAULT_SAMPLES, DEFAULT_SEED
+from .significance import ALPHA, LEVEL, bootstrap_ci, holm
+
+#: The label whose class mean is the report's value.
+NON_GENDERED = "n"
+#: A label with less probability mass than this over the judged queries is left out of P.
+MIN_MASS = 1.0
+
+#: The policy of a report on a batch's labels, as its tables state it.
+COMBINED_POLICY = {
+    "test": "bootstrap of the label-corrected paired difference (queries resampled, class means "
+    "re-fitted from every query's label probabilities), two-sided",
+    "family": "every run against the baseline for one metric, variant and cutoff",
+    "correction": "Holm",
+    "alpha": ALPHA,
+}
+#: Columns :func:`combined_summary` adds to a report's summary.
+COMBINED_COLUMNS = [
+    "corrected",
+    "combined_low",
+    "combined_high",
+    "label_share",
+    "difference_low",
+    "difference_high",
+    "difference_corrected",
+    "difference_combined_low",
+    "difference_combined_high",
+    "difference_label_share",
+    "query_p_value",
+]
+
+
+def policy_text(baseline: str | None) -> str:
+    """The combined test's policy in one sentence, for captions and the command's footnotes."""
+    if baseline is None:
+        return "No baseline: no significance tests. Intervals: queries and labels (label-corrected means)."
+    return (
+        f"p: {COMBINED_POLICY['test']}, against {baseline}; family: {COMBINED_POLICY['family']}; "
+        f"{COMBINED_POLICY['correction']}-adjusted; * p < {ALPHA} (the combined interval excludes 0)."
+    )
+
+
+def resampling_weights(n: int, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """``[samples × n]`` multinomial weights: how often each draw counts each query."""
+    rng = np.random.default_rng(seed)
+    if n == 0:
+        return np.zeros((samples, 0))
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=samples).astype(np.float64)
+
+
+def usable_labels(probabilities: pd.DataFrame) -> list[str]:
+    """The labels kept in P: :data:`NON_GENDERED` always, the others with mass ≥ :data:`MIN_MASS`."""
+    mass = probabilities.sum(axis=0)
+    return [c for c in probabilities.columns if c == NON_GENDERED or mass[c] >= MIN_MASS]
+
+
+def class_means(probabilities: np.ndarray, values: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Least-squares class means β (``[K × C]``; ``[B × K × C]`` with ``weights`` ``[B × N]``).
+
+    ``probabilities``: ``[N × K]`` label probabilities; ``values``: ``[N × C]``, NaN where a query
+    has no value for that column (it is left out of that column's fit). Columns sharing a
+    missing-value pattern are solved together. A singular fit (a label with no mass in a draw)
+    gives NaN for that draw.
+    """
+    p = np.asarray(probabilities, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    single = weights is None
+    w = np.ones((1, p.shape[0])) if single else np.asarray(weights, dtype=np.float64)
+    out = np.full((w.shape[0], p.shape[1], values.shape[1]), np.nan)
+    present = ~np.isnan(values)
+    patterns: dict[bytes, list[int]] = {}
+    for j in range(values.shape[1]):
+        patterns.setdefault(present[:, j].tobytes(), []).append(j)
+    for columns in patterns.values():
+        rows = present[:, columns[0]]
+        pr, wr = p[rows], w[:, rows]
+        gram = np.einsum("bq,qi,qj->bij", wr, pr, pr)  # [B × K × K]
+        # Pᵀ W v for every column of the pattern at once: [B × K × C']
+        moments = (wr @ (pr[:, :, None] * values[rows][:, columns][:, None, :]).reshape(rows.sum(), -1)).reshape(
+            w.shape[0], p.shape[1], len(columns)
+        )
+        solvable = np.linalg.cond(gram) < 1e12
+        if solvable.any():
+            out[np.ix_(solvable, np.arange(p.shape[1]), columns)] = np.linalg.solve(gram[solvable], moments[solvable])
+    return out[0] if single else out
+
+
+def percentile_interval(means: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval of every column of bootstrap ``means`` (NaN draws left out)."""
+    import warnings
+
+    alpha = (1.0 - level) / 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: NaN bounds
+        return np.nanquantile(means, alpha, axis=0), np.nanquantile(means, 1.0 - alpha, axis=0)
+
+
+def bootstrap_p(means: np.ndarray) -> np.ndarray:
+    """Two-sided percentile-bootstrap p of "the mean is 0" for every column (NaN where undefined)."""
+    valid = ~np.isnan(means)
+    count = valid.sum(axis=0)
+    below = np.where(valid, means <= 0, False).sum(axis=0)
+    above = np.where(valid, means >= 0, False).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.minimum(1.0, 2.0 * np.minimum(below, above) / count)
+    return np.where(count > 0, p, np.nan)
+
+
+def label_share(query_width: np.ndarray, combined_width: np.ndarray) -> np.ndarray:
+    """1 − query-only width ÷ combined width, clipped to [0, 1] (NaN when either is undefined)."""
+    query_width = np.asarray(query_width, dtype=np.float64)
+    combined_width = np.asarray(combined_width, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(combined_width > 0, 1.0 - query_width / combined_width, 0.0)
+    share = np.clip(share, 0.0, 1.0)
+    return np.where(np.isnan(query_width) | np.isnan(combined_width), np.nan, share)
+
+
+def combined_summary(
+    wide: Mapping[str, pd.DataFrame],
+    probabilities: pd.DataFrame,
+    in_set: set[str] | frozenset[str],
+    summary: pd.DataFrame,
+    baseline: str | None = None,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = DEFAULT_SEED,
+    level: float = LEVEL,
+) -> pd.DataFrame:
+    """``summary`` (one row per run × metric × variant × cutoff, as
+    :func:`metrics.significance.summarise` made it over the point-estimate set S) with
+    :data:`COMBINED_COLUMNS` added, and ``p_value`` replaced by the combined test's
+    Holm-adjusted p (the t-test's, Holm-adjusted, kept as ``query_p_value``).
+
+    ``wide``: per run, queries × ``(metric, variant, cutoff)`` values (NaN = no value) of every
+    judged query; ``probabilities``: judged qid × label probabilities (rows sum to 1).
+    """
+    probabilities = probabilities[usable_labels(probabilities)]
+    qids = list(probabilities.index.astype(str))
+    p = probabilities.to_numpy(dtype=np.float64)
+    n_column = list(probabilities.columns).index(NON_GENDERED)
+    weights = resampling_weights(len(qids), samples, seed)
+    members = sorted(in_set)
+    runs = list(wide)
+    columns = sorted({key for table in wide.values() for key in table.columns})
+    aligned = {run: wide[run].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64) for run in runs}
+    rows: dict[tuple, dict] = {}
+
+    def fit(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        point = class_means(p, values)[n_column]
+        draws = class_means(p, values, weights)[:, n_column, :]
+        low, high = percentile_interval(draws, level)
+        return point, low, high, draws
+
+    for run in runs:
+        point, low, high, _ = fit(aligned[run])
+        for i, key in enumerate(columns):
+            rows[(run, *key)] = {"corrected": point[i], "combined_low": low[i], "combined_high": high[i]}
+    tests: dict[tuple, float] = {}
+    if baseline is not None and baseline in wide:
+        base_set = wide[baseline].reindex(index=members, columns=columns).to_numpy(dtype=np.float64)
+        for run in runs:
+            if run == baseline:
+                continue
+            point, c_low, c_high, draws = fit(aligned[run] - aligned[baseline])
+            in_set_difference = wide[run].reindex(index=members, columns=columns).to_numpy(dtype=np.float64) - base_set
+            if len(members):
+                q_low, q_high = bootstrap_ci(in_set_difference, samples, seed, level)
+            else:
+                q_low = q_high = np.full(len(columns), np.nan)
+            p_values = bootstrap_p(draws)
+            shares = label_share(q_high - q_low, c_high - c_low)
+            for i, key in enumerate(columns):
+                rows[(run, *key)] |= {
+                    "difference_low": q_low[i],
+                    "difference_high": q_high[i],
+                    "difference_corrected": point[i],
+                    "difference_combined_low": c_low[i],
+                    "difference_combined_high": c_high[i],
+                    "difference_label_share": shares[i],
+                }
+                tests[(run, *key)] = p_values[i]
+    adjusted = _holm_by_family(tests)
+    out = summary.copy()
+    keys = list(zip(out["run"], out["metric"], out["variant"], out["cutoff"].astype(int), strict=True))
+    for column in COMBINED_COLUMNS:
+        if column not in ("label_share", "query_p_value"):
+            out[column] = [_finite(rows.get(key, {}).get(column)) for key in keys]
+    share = label_share(
+        (out["ci_high"] - out["ci_low"]).to_numpy(dtype=np.float64),
+        (out["combined_high"] - out["combined_low"]).to_numpy(dtype=np.float64),
+    )
+    out["label_share"] = [_finite(x) for x in share]
+    out["query_p_value"] = pd.Series(list(out["p_value"]), index=out.index, dtype=object)
+    out["p_value"] = pd.Series([adjusted.get(key) for key in keys], index=out.index, dtype=object)
+    return out
+
+
+def _holm_by_family(tests: Mapping[tuple, float]) -> dict[tuple, float | None]:
+    """Holm within each (metric, variant, cutoff) family, as :func:`metrics.significance.against_baseline` does."""
+    families: dict[tuple, list[tuple[tuple, float]]] = {}
+    for key, p in tests.items():
+        families.setdefault(key[1:], []).append((key, p))
+    adjusted: dict[tuple, float | None] = {}
+    for members in families.values():
+        for (key, _), q in zip(members, holm([p for _, p in members]), strict=True):
+            adjusted[key] = q
+    return adjusted
+
+
+def _finite(value) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if np.isnan(value) else value
+
+
+def contributions(
+    run_values: pd.Series,
+    baseline_values: pd.Series,
+    probability: Mapping[str, float],
+    in_set: set[str] | frozenset[str],
+) -> pd.DataFrame:
+    """Which queries move a paired difference, and how uncertain their labels are.
+
+    For a query q with paired difference d_q = run − baseline, the point estimate is
+    D = mean of d over S (n queries). Its label is wrong with probability 1 − π_q when q ∈ S and
+    π_q when q ∉ S; flipping it would change D by (D − d_q)/(n − 1) (leaving S) or
+    (d_q − D)/(n + 1) (joining S). ``expected_shift`` = P(wrong) × |change|: where an
+    adjudication most changes the result in expectation. Also ``contribution`` = d_q / n for
+    the members of S (the parts D is the sum of).
+
+    Columns ``qid, difference, probability, in_set, contribution, if_flipped, expected_shift``,
+    sorted by ``expected_shift`` descending (queries without a paired value left out).
+    """
+    joined = pd.concat([run_values.rename("a"), baseline_values.rename("b")], axis=1, join="inner").dropna()
+    qids = [str(q) for q in joined.index if str(q) in probability or str(q) in in_set]
+    joined.index = joined.index.astype(str)
+    joined = joined.loc[qids]
+    difference = (joined["a"] - joined["b"]).to_numpy(dtype=np.float64)
+    member = np.array([q in in_set for q in qids], dtype=bool)
+    pi = np.array([float(probability.get(q, 1.0 if q in in_set else 0.0)) for q in qids], dtype=np.float64)
+    n = int(member.sum())
+    mean = float(difference[member].mean()) if n else 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        leaving = np.where(n > 1, (mean - difference) / max(n - 1, 1), np.nan)
+        joining = (difference - mean) / (n + 1)
+    if_flipped = np.where(member, leaving, joining)
+    wrong = np.where(member, 1.0 - pi, pi)
+    table = pd.DataFrame(
+        {
+            "qid": qids,
+            "difference": difference,
+            "probability": pi,
+            "in_set": member,
+            "contribution": np.where(member, difference / max(n, 1), 0.0),
+            "if_flipped": if_flipped,
+            "expected_shift": wrong * np.abs(np.nan_to_num(if_flipped)),
+        }
+    )
+    return table.sort_values(["expected_shift", "qid"], ascending=[False, True], kind="stable").reset_index(drop=True)
