@@ -508,7 +508,7 @@ class LabelProbabilities:
     label: dict[str, str]  #: qid -> its final label (what the export writes)
     calibrated: bool  #: machine-accepted labels were calibrated on a blind sample (else: the machine's confidence)
     texts: dict[str, str]  #: qid -> query text, every query of the batch (gold left out), batch order
-    version: str  #: the batch's answers version these were read at (:func:`annotation.results.selectors.answers_version`)
+    version: str  #: the batch's answers version when read (:func:`annotation.results.selectors.answers_version`)
 
     @property
     def non_gendered(self) -> list[str]:

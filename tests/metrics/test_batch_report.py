@@ -22,9 +22,7 @@ def runs(world):
 @pytest.mark.django_db
 def test_values_equal_a_report_on_the_exported_set_and_p_follows_the_combined_test(batch, runs, tmp_path):
     export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
-    plain = services.build_report(
-        "plain", QuerySet.objects.get(name="ng"), runs, SETTINGS, baseline=runs[0], bar=False
-    )
+    plain = services.build_report("plain", QuerySet.objects.get(name="ng"), runs, SETTINGS, baseline=runs[0], bar=False)
     on_batch = services.build_batch_report("on-batch", batch, runs, SETTINGS, baseline=runs[0], bar=False)
     assert on_batch.on_batch and on_batch.label_batch == batch
     assert set(on_batch.query_set.queries.values_list("qid", flat=True)) == {"1", "2"}

@@ -77,6 +77,7 @@ def test_ranking_changes_by_hand():
 
 # --- a batch over the metrics world (queries 1, 2, 3; runs a, b, c) -------------------------------
 
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("background", [None, "c"])
 def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, background):
