@@ -18,10 +18,18 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 
 from annotation.crowd.selectors import batches
 from annotation.machine.selectors import batch_overview, label_probabilities, non_gendered_by_source
-from annotation.results.selectors import adjudicated_labels, gold_judgments, gold_labels, judgments_frame, min_votes
+from annotation.results.selectors import (
+    adjudicated_labels,
+    answers_version,
+    gold_judgments,
+    gold_labels,
+    judgments_frame,
+    min_votes,
+)
 
 __all__ = [
     "adjudicated_labels",
+    "answers_version",
     "batch_overview",
     "batches",
     "gold_judgments",

@@ -24,7 +24,12 @@ class ReportRequestSerializer(serializers.Serializer):
     """What building a report takes (the report list's form)."""
 
     name = serializers.SlugField()
-    queries = serializers.CharField(help_text="The query set's name.")
+    queries = serializers.CharField(required=False, help_text="The query set's name (or give batch).")
+    batch = serializers.CharField(
+        required=False,
+        help_text="Report on this annotation batch's labels instead: its non-gendered queries, with intervals "
+        "that carry the labels' uncertainty.",
+    )
     runs = serializers.ListField(child=serializers.CharField(), help_text="Names of the runs to measure.")
     cutoffs = serializers.CharField(default="5,10,20,30", help_text="Comma-separated rank cutoffs.")
     tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
@@ -96,6 +101,40 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         ]
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(PerQuerySerializer(page, many=True).data)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("run", str, required=True, description="A run of the report other than its baseline."),
+            OpenApiParameter("metric", str, required=True, description="e.g. ARaB"),
+            OpenApiParameter("variant", str, required=True, description="e.g. tf"),
+            OpenApiParameter("cutoff", int, required=True),
+            OpenApiParameter("limit", int, description="How many queries (default 50, at most 1000)."),
+        ],
+        responses=dict,
+    )
+    @action(detail=True, url_path="contributions")
+    def contributions(self, request, name=None, format=None):
+        """A report on a batch's labels: which queries move ``run``'s paired difference against the
+        baseline and whose labels are least certain (``rows`` by ``expected_shift``: the chance the
+        label is wrong × how far the difference moves if flipped). 400 with ``detail`` for a bad choice."""
+        from .selectors import report_contributions
+
+        report = self.get_object()
+        params = request.query_params
+        try:
+            cutoff = int(params.get("cutoff", ""))
+            limit = min(1000, max(1, int(params.get("limit") or 50)))
+        except ValueError:
+            return Response({"detail": "cutoff and limit must be integers"}, status=400)
+        if not report.on_batch:
+            return Response({"detail": f"report {report.name!r} is not on a batch's labels"}, status=400)
+        try:
+            found = report_contributions(
+                report, params.get("run", ""), params.get("metric", ""), params.get("variant", ""), cutoff, limit
+            )
+        except ServiceError as exc:
+            return Response({"detail": str(exc)}, status=400)
+        return Response(found)
 
     @extend_schema(
         parameters=[

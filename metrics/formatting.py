@@ -41,16 +41,77 @@ def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
     return order.drop(columns=["_run", "_metric", "_variant"]).reset_index(drop=True)
 
 
+#: What the results CSV of a report on a batch's labels adds (:mod:`metrics.label_uncertainty`).
+LABEL_CSV_COLUMNS = [
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "corrected",
+    "combined_low",
+    "combined_high",
+    "label_share",
+    "difference_low",
+    "difference_high",
+    "difference_corrected",
+    "difference_combined_low",
+    "difference_combined_high",
+    "difference_label_share",
+    "query_p_value",
+]
+
+
 def results_csv(summary: pd.DataFrame) -> str:
-    """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision)."""
-    rows = summary[CSV_HEADER].itertuples(index=False, name=None)
+    """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision);
+    a report on a batch's labels adds :data:`LABEL_CSV_COLUMNS` (empty where undefined)."""
+    extra = LABEL_CSV_COLUMNS if "combined_low" in summary.columns else []
+    rows = summary[CSV_HEADER + extra].itertuples(index=False, name=None)
     return csv_text(
-        CSV_HEADER,
+        CSV_HEADER + extra,
         (
-            [run, metric, variant, int(cutoff), value, int(queries)]
-            for run, metric, variant, cutoff, value, queries in rows
+            [run, metric, variant, int(cutoff), value, int(queries), *rest]
+            for run, metric, variant, cutoff, value, queries, *rest in rows
         ),
     )
+
+
+def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05) -> str:
+    """A report on a batch's labels at one cutoff, as text: per metric, variant and run, the value
+    with its query-only 95% interval, the label-corrected value with the combined interval and
+    the labels' share of its width; against the baseline, the difference's two intervals and p
+    (``*``: p < alpha, the combined test)."""
+    rows = summary[summary["cutoff"] == cutoff]
+    if not len(rows) or "combined_low" not in rows.columns:
+        return "(no label-uncertainty figures)"
+
+    def interval(low, high) -> str:
+        return "–" if low is None or pd.isna(low) else f"[{low:.4f}, {high:.4f}]"
+
+    def number(value) -> str:
+        return "–" if value is None or pd.isna(value) else f"{value:.4f}"
+
+    def share(value) -> str:
+        return "–" if value is None or pd.isna(value) else f"{value:.0%}"
+
+    width = max(10, *(len(r) for r in rows["run"])) + 2
+    header = (
+        f"{'run':<{width}}{'value':>8} {'query-only 95%':>20} {'corrected':>10} {'with labels 95%':>20} {'labels':>7}"
+        f"   {'Δ query-only 95%':>20} {'Δ with labels 95%':>20} {'p':>8}"
+    )
+    blocks = []
+    for (metric, variant), part in rows.groupby(["metric", "variant"], sort=False):
+        lines = [f"{metric} [{variant}] @{cutoff}", header, "-" * len(header)]
+        for r in part.itertuples(index=False):
+            p = r.p_value
+            mark = "*" if p is not None and not pd.isna(p) and p < alpha else " "
+            lines.append(
+                f"{r.run:<{width}}{number(r.value):>8} {interval(r.ci_low, r.ci_high):>20} {number(r.corrected):>10} "
+                f"{interval(r.combined_low, r.combined_high):>20} {share(r.label_share):>7}"
+                f"   {interval(r.difference_low, r.difference_high):>20} "
+                f"{interval(r.difference_combined_low, r.difference_combined_high):>20} "
+                f"{number(p):>7}{mark}"
+            )
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
 
 
 def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, policy: str = "") -> str:

@@ -23,7 +23,14 @@ if TYPE_CHECKING:
 
 class ReportForm(forms.Form):
     name = forms.SlugField(max_length=100)
-    queries = forms.ModelChoiceField(QuerySet.objects.all(), to_field_name="name", label="Query set")
+    queries = forms.ModelChoiceField(QuerySet.objects.all(), to_field_name="name", label="Query set", required=False)
+    batch = forms.ModelChoiceField(
+        annotation_selectors.batches(),
+        to_field_name="name",
+        required=False,
+        label="…or a batch's labels",
+        help_text="Its non-gendered queries, with intervals that carry the labels' uncertainty.",
+    )
     runs = forms.ModelMultipleChoiceField(Run.objects.all(), to_field_name="name", widget=forms.CheckboxSelectMultiple)
     cutoffs = forms.CharField(initial="5,10,20,30", help_text="Comma-separated rank cutoffs.")
     tokenizer = forms.ChoiceField(choices=[(t, t) for t in TOKENIZERS], initial=DEFAULT_TOKENIZER)
@@ -64,6 +71,9 @@ class ReportForm(forms.Form):
         data = super().clean()
         if data.get("measures") and not data.get("qrels") and "qrels" not in self.errors:
             self.add_error("qrels", "effectiveness measures need relevance judgments: choose the qrels")
+        chosen = not ({"queries", "batch"} & set(self.errors))
+        if chosen and bool(data.get("queries")) == bool(data.get("batch")):
+            self.add_error("queries", "choose a query set or a batch whose labels to report on (one of them)")
         return data
 
     def clean_nfairr_normaliser(self):
@@ -91,6 +101,7 @@ class ReportForm(forms.Form):
             background=data["background"],
             baseline=data["baseline"],
             qrels=data.get("qrels"),
+            label_batch=data.get("batch"),
         )
 
     def clean_name(self):

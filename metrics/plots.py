@@ -259,3 +259,36 @@ def tradeoff_figure(summary: pd.DataFrame, x: tuple[str, str, int], y: tuple[str
     ink(axes)
     _legend(figure, axes, len(runs))
     return svg_bytes(figure)
+
+
+def label_interval_figure(rows: pd.DataFrame) -> bytes:
+    """One metric at one cutoff of a report on a batch's labels: per run, the value with its
+    query-only 95% interval (thin, hollow) above the label-corrected value with the interval that
+    also carries the labels' uncertainty (thick, filled). An SVG that scales and follows dark mode."""
+    runs = list(dict.fromkeys(rows["run"]))
+    metric, variant, cutoff = rows["metric"].iloc[0], rows["variant"].iloc[0], int(rows["cutoff"].iloc[0])
+    figure = Figure(figsize=(3.7, 0.6 + 0.55 * max(1, len(runs))), layout="constrained")
+    axes = figure.add_subplot()
+    keyed = rows.set_index("run")
+    for i, run in enumerate(runs):
+        row, color, y = keyed.loc[run], PALETTE[i % len(PALETTE)], len(runs) - 1 - i
+        pairs = (
+            (row["value"], row["ci_low"], row["ci_high"], y + 0.15, "none", 1.0),
+            (row["corrected"], row["combined_low"], row["combined_high"], y - 0.15, color, 2.4),
+        )  # fmt: skip
+        for value, low, high, at, face, width in pairs:
+            if value is None or pd.isna(value):
+                continue
+            error = [[max(0.0, value - low)], [max(0.0, high - value)]] if not pd.isna(low) else None
+            axes.errorbar(
+                [value], [at], xerr=error, fmt="o", markersize=5, capsize=3, linewidth=width, color=color,
+                markerfacecolor=face,
+            )  # fmt: skip
+    if is_rab_like(metric):
+        axes.axvline(0.0, color=INK, linewidth=0.8, alpha=0.6)
+    axes.set_yticks(range(len(runs)), list(reversed(runs)), fontsize=9)
+    axes.set_ylim(-0.6, len(runs) - 0.4)
+    axes.set_title(f"{metric}@{cutoff} [{variant}]", fontsize=11)
+    axes.set_xlabel(_wrap(f"{note(metric)}; hollow: queries only, filled: with labels", 44), fontsize=9)
+    ink(axes)
+    return svg_bytes(figure)

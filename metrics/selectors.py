@@ -67,7 +67,7 @@ def _read(report: Report, file: str, what: str) -> pd.DataFrame:
 
 
 def default_report_name(query_set: QuerySet, run_names: Sequence[str]) -> str:
-    """``<query set>-<runs>`` (shortened), with ``-2``, ``-3``… if taken."""
+    """``<query set>-<runs>`` (shortened), with ``-2``, ``-3``… if taken (a batch: ``<batch>-<runs>``)."""
     from django.utils.text import slugify
 
     base = slugify(f"{query_set.name}-{'-'.join(run_names)}")[:80].strip("-") or "report"
@@ -133,3 +133,54 @@ def report_table(
         )
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
+
+
+def report_contributions(report: Report, run: str, metric: str, variant: str, cutoff: int, limit: int = 50) -> dict:
+    """A report on a batch's labels: the queries that move ``run``'s paired difference against the
+    baseline on one metric, and whose labels are least certain
+    (:func:`metrics.label_uncertainty.contributions`), with the figures the page and the API show.
+
+    ServiceError for a report not on a batch, without a baseline, or an unknown column or run.
+    """
+    from .label_uncertainty import NON_GENDERED, contributions
+
+    if not report.baseline_id:
+        raise ServiceError(f"report {report.name!r} has no baseline: there is no paired difference to explain")
+    baseline = report.baseline.name
+    if run == baseline or run not in report.run_order:
+        raise ServiceError(f"choose a run of report {report.name!r} other than its baseline {baseline}")
+    labels = report_labels(report)
+    values = report_judged_values(report)
+    column = values[(values["metric"] == metric) & (values["variant"] == variant) & (values["cutoff"] == cutoff)]
+    if column.empty:
+        raise ServiceError(f"report {report.name!r} has no {metric} [{variant}] at cutoff {cutoff}")
+
+    def series(name: str):
+        part = column[column["run"] == name]
+        return part.set_index(part["qid"].astype(str))["value"]
+
+    probability = dict(zip(labels["qid"].astype(str), labels[NON_GENDERED].astype(float), strict=True))
+    members = set(labels.loc[labels["in_set"], "qid"].astype(str))
+    table = contributions(series(run), series(baseline), probability, members)
+    by_qid = labels.set_index(labels["qid"].astype(str))
+    rows = [
+        {
+            **row,
+            "source": by_qid.at[row["qid"], "source"] if row["qid"] in by_qid.index else None,
+            "label": by_qid.at[row["qid"], "label"] if row["qid"] in by_qid.index else None,
+        }
+        for row in table.head(limit).to_dict("records")
+    ]
+    in_set = table[table["in_set"]]
+    return {
+        "run": run,
+        "baseline": baseline,
+        "metric": metric,
+        "variant": variant,
+        "cutoff": cutoff,
+        "difference": float(in_set["difference"].mean()) if len(in_set) else None,
+        "queries": len(in_set),
+        "uncertain": int(((table["probability"] > 0.05) & (table["probability"] < 0.95)).sum()),
+        "expected_shift_total": float(table["expected_shift"].sum()),
+        "rows": rows,
+    }

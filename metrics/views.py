@@ -5,9 +5,11 @@ The home page (the dashboard: ``home``, ``home_live``) is here too: what the res
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -72,13 +74,15 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
     }
     context |= _tradeoff_context(request, summary)
     context |= _table_context(request, report, runs)
-    state = {key: request.GET.get(key, "") for key in ("metric", "x", "y", "layout", "cutoff", "baseline")}
+    context |= _uncertainty_context(request, report, summary)
+    state = {key: request.GET.get(key, "") for key in ("metric", "x", "y", "layout", "cutoff", "baseline", "lcutoff")}
     context["keep"] = {
         form: {key: value for key, value in state.items() if value and key not in fields}
         for form, fields in (
             ("filter", {"metric"}),
             ("tradeoff", {"x", "y"}),
             ("table", {"layout", "cutoff", "baseline"}),
+            ("labels", {"lcutoff"}),
         )
     }
     return render(request, "metrics/report_detail.html", context)
@@ -98,6 +102,59 @@ def _cell(row) -> dict:
         "ci_high": number(row.ci_high),
         "p_value": number(row.p_value),
     }
+
+
+def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
+    """A report on a batch's labels: its figures with the labels' uncertainty at one cutoff
+    (``?lcutoff=``, default 10 or the largest), and whether the batch's answers moved since."""
+    from urllib.parse import urlencode
+
+    if not report.on_batch:
+        return {}
+    try:
+        cutoff = int(request.GET.get("lcutoff") or (10 if 10 in report.cutoffs else max(report.cutoffs)))
+    except ValueError:
+        cutoff = max(report.cutoffs)
+    rows = summary[summary["cutoff"] == cutoff]
+    groups = []
+    for (metric, variant), part in rows.groupby(["metric", "variant"], sort=False):
+        cells = [_uncertainty_cell(r) for r in part.itertuples(index=False)]
+        for cell in cells:
+            if report.baseline_id and cell["run"] != report.baseline.name:
+                cell["why"] = "?" + urlencode(
+                    {"run": cell["run"], "metric": metric, "variant": variant, "cutoff": cutoff}
+                )
+        plot = urlencode({"metric": metric, "variant": variant, "cutoff": cutoff})
+        groups.append({"metric": metric, "variant": variant, "rows": cells, "plot": plot})
+    batch = report.label_batch
+    return {
+        "uncertainty": {
+            "cutoff": cutoff,
+            "cutoffs": report.cutoffs,
+            "groups": groups,
+            "batch": batch.name,
+            "stale": report.answers_version != annotation_selectors.answers_version(batch),
+            "calibrated": report.labels_calibrated,
+        }
+    }
+
+
+def _uncertainty_cell(row) -> dict:
+    import math
+
+    def number(value):
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+    fields = [
+        "value", "ci_low", "ci_high", "corrected", "combined_low", "combined_high", "label_share",
+        "difference_low", "difference_high", "difference_corrected", "difference_combined_low",
+        "difference_combined_high", "difference_label_share", "p_value", "query_p_value", "queries",
+    ]  # fmt: skip
+    cell = {field: number(getattr(row, field)) for field in fields}
+    cell["run"] = row.run
+    for share in ("label_share", "difference_label_share"):
+        cell[f"{share}_percent"] = None if cell[share] is None else round(100 * cell[share])
+    return cell
 
 
 def _key_name(key: tuple[str, str, int]) -> str:
@@ -228,9 +285,47 @@ def report_svg(request: HttpRequest, name: str, kind: str) -> HttpResponse:
         if x is None or y is None:
             raise Http404("give x and y, each a metric:variant@cutoff of the report")
         svg = plots.tradeoff_figure(summary, x, y)
+    elif kind == "labels":
+        if not report.on_batch:
+            raise Http404("the report is not on a batch's labels")
+        metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "")
+        try:
+            cutoff = int(request.GET.get("cutoff", ""))
+        except ValueError:
+            raise Http404("give the cutoff") from None
+        chosen = summary[
+            (summary["metric"] == metric) & (summary["variant"] == variant) & (summary["cutoff"] == cutoff)
+        ]
+        if chosen.empty:
+            raise Http404(f"the report has no {metric} [{variant}] at cutoff {cutoff}")
+        svg = plots.label_interval_figure(chosen)
     else:
-        raise Http404("SVG plots: metric, tradeoff")
+        raise Http404("SVG plots: metric, tradeoff, labels")
     return HttpResponse(svg, content_type="image/svg+xml")
+
+
+@researcher_required
+def report_contributions(request: HttpRequest, name: str) -> HttpResponse:
+    """What moves a run's difference against the baseline (``?run=&metric=&variant=&cutoff=``) in a
+    report on a batch's labels: the queries whose labels are least certain and matter most,
+    each linked to the batch's review queue."""
+    report = get_object_or_404(Report.objects.select_related("baseline", "label_batch"), name=name)
+    if not report.on_batch:
+        raise Http404("the report is not on a batch's labels")
+    try:
+        cutoff = int(request.GET.get("cutoff", ""))
+        found = selectors.report_contributions(
+            report, request.GET.get("run", ""), request.GET.get("metric", ""), request.GET.get("variant", ""), cutoff
+        )
+    except ValueError:
+        raise Http404("give the cutoff") from None
+    except ServiceError as exc:
+        raise Http404(str(exc)) from None
+    review = reverse("annotation:batch-review", args=[report.label_batch.name])
+    for row in found["rows"]:
+        row["review"] = f"{review}?{urlencode({'qid': row['qid']})}"
+        row["percent"] = round(100 * row["probability"])
+    return render(request, "metrics/report_contributions.html", {"report": report, "found": found})
 
 
 @researcher_required

@@ -74,3 +74,87 @@ def test_nothing_is_left_behind_when_the_name_is_taken_or_nothing_is_non_gendere
     with pytest.raises(services.ServiceError, match="clash-non-gendered"):
         services.build_batch_report("clash", batch, runs, SETTINGS, bar=False)
     assert not Report.objects.filter(name="clash").exists()
+
+
+@pytest.fixture
+def built(batch, runs):
+    return services.build_batch_report("shown", batch, runs, SETTINGS, baseline=runs[0], bar=False)
+
+
+@pytest.mark.django_db
+def test_page_shows_both_intervals_the_plot_and_the_contributions(built, client, django_user_model):
+    researcher = django_user_model.objects.create_user("res2", password="pw-secret-123", is_staff=True)
+    client.force_login(researcher)
+    page = client.get(f"/metrics/{built.name}/?lcutoff=2").content.decode()
+    assert 'id="labels-table"' in page and "what moves it" in page
+    assert "labels-stale" not in page
+    row = Result.objects.get(report=built, run__name="b", metric="ARaB", variant="tf", cutoff=2)
+    assert f"{row.combined_low:.4f}" in page
+    svg = client.get(f"/metrics/{built.name}/labels.svg?metric=ARaB&variant=tf&cutoff=2")
+    assert svg.status_code == 200 and svg["Content-Type"] == "image/svg+xml"
+    assert client.get(f"/metrics/{built.name}/labels.svg?metric=ARaB&variant=tf&cutoff=7").status_code == 404
+    why = client.get(f"/metrics/{built.name}/contributions/?run=b&metric=ARaB&variant=tf&cutoff=2")
+    assert why.status_code == 200
+    assert f"/annotation/batches/{built.label_batch.name}/review/?qid=" in why.content.decode()
+    assert client.get(f"/metrics/{built.name}/contributions/?run=a&metric=ARaB&variant=tf&cutoff=2").status_code == 404
+
+
+@pytest.mark.django_db
+def test_page_says_when_the_answers_moved_since(built, client, django_user_model):
+    from annotation.quality.services.adjudication import adjudicate
+
+    researcher = django_user_model.objects.create_user("res3", password="pw-secret-123", is_staff=True)
+    adjudicate(built.label_batch, "3", "n", "a later ruling", researcher)
+    client.force_login(researcher)
+    assert "labels-stale" in client.get(f"/metrics/{built.name}/").content.decode()
+
+
+@pytest.mark.django_db
+def test_api_serves_the_fields_and_the_contributions_with_json_errors(built, client, django_user_model):
+    researcher = django_user_model.objects.create_user("res4", password="pw-secret-123", is_staff=True)
+    client.force_login(researcher)
+    body = client.get(f"/api/metrics/reports/{built.name}/").json()
+    assert body["label_batch"] == built.label_batch.name
+    assert body["significance"]["test"].startswith("bootstrap of the label-corrected")
+    assert any(r["combined_low"] is not None for r in body["results"])
+    ok = client.get(f"/api/metrics/reports/{built.name}/contributions/?run=b&metric=ARaB&variant=tf&cutoff=2")
+    assert ok.status_code == 200 and ok.json()["baseline"] == "a" and ok.json()["rows"]
+    for bad in ("run=a&metric=ARaB&variant=tf&cutoff=2", "run=b&metric=Nope&variant=tf&cutoff=2", "run=b&cutoff=x"):
+        answer = client.get(f"/api/metrics/reports/{built.name}/contributions/?{bad}")
+        assert answer.status_code == 400 and "detail" in answer.json()
+
+
+@pytest.mark.django_db
+def test_command_from_batch_prints_both_intervals_and_writes_the_csv(batch, runs, tmp_path):
+    import csv
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out = io.StringIO()
+    call_command(
+        "bias_report", "--from-batch", batch.name, "--runs", "a,b", "--baseline", "a", "--cutoffs", "1,2",
+        "--bootstrap", "100", "--name", "cli", "--out", str(tmp_path / "r.csv"), stdout=out,
+    )  # fmt: skip
+    text = out.getvalue()
+    assert "With the labels' uncertainty" in text and "with labels 95%" in text
+    assert "bootstrap of the label-corrected paired difference" in text
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "r.csv").read_text())))
+    assert {"combined_low", "label_share", "query_p_value"} <= set(rows[0])
+    with pytest.raises(CommandError, match="not allowed with|one of the arguments"):
+        call_command("bias_report", "--from-batch", batch.name, "--queries", "q", "--runs", "a")
+    with pytest.raises(CommandError, match="no batch named"):
+        call_command("bias_report", "--from-batch", "nope", "--runs", "a")
+
+
+@pytest.mark.django_db
+def test_form_takes_a_batch_or_a_query_set_not_both(batch, runs):
+    from metrics.forms import ReportForm
+
+    both = ReportForm({"name": "x", "queries": "q", "batch": batch.name, "runs": ["a"], "cutoffs": "10"})
+    neither = ReportForm({"name": "x", "runs": ["a"], "cutoffs": "10"})
+    assert not both.is_valid() and not neither.is_valid()
+    assert ReportForm(
+        {"name": "x", "batch": batch.name, "runs": ["a"], "cutoffs": "10", "tokenizer": "words"}
+    ).is_valid()

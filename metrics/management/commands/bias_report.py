@@ -14,11 +14,21 @@ class Command(ProjectCommand):
         "Measure the gender bias of runs over a query set: RaB and ARaB (TF and Boolean magnitudes, "
         "definitional word list), NFaiRR and TExFAIR (representative word list) at every cutoff. "
         "A model's value is the mean over the query-set queries its run contains. Stores a report "
-        "(see /metrics/) and prints a table like Table 3 of Rekabsaz & Schedl (SIGIR 2020)."
+        "(see /metrics/) and prints a table like Table 3 of Rekabsaz & Schedl (SIGIR 2020). "
+        "With --from-batch BATCH instead of --queries, the query set is the batch's non-gendered "
+        "queries and every interval also carries the labels' uncertainty (docs/metrics.md)."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--queries", required=True, help="name of the query set")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--queries", help="name of the query set")
+        source.add_argument(
+            "--from-batch",
+            metavar="BATCH",
+            help="report on an annotation batch's labels: its non-gendered queries (stored as the query set "
+            "<name>-non-gendered), with label-corrected values and intervals that carry the labels' uncertainty "
+            "(crowd posteriors, rulings, calibrated machine labels)",
+        )
         parser.add_argument("--runs", required=True, help="comma-separated run names")
         parser.add_argument("--cutoffs", default="5,10,20,30", help="comma-separated rank cutoffs (default 5,10,20,30)")
         parser.add_argument("--wordlist", help="'word,f|m' file for RaB/ARaB (default: the 32+32 definitional words)")
@@ -92,7 +102,12 @@ class Command(ProjectCommand):
         )
 
     def handle(self, **o):
-        query_set = get_named(QuerySet, o["queries"], "query set")
+        query_set = get_named(QuerySet, o["queries"], "query set") if o["queries"] else None
+        batch = None
+        if o["from_batch"]:
+            from annotation import selectors as annotation_selectors
+
+            batch = get_named(annotation_selectors.batches(), o["from_batch"], "batch")
         names = name_list(o["runs"])
         if not names:
             raise CommandError("give at least one run with --runs")
@@ -120,10 +135,11 @@ class Command(ProjectCommand):
             report_settings.validate()
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
             representative = load_wordlist(o["representative_wordlist"]) if o["representative_wordlist"] else None
-            name = o["name"] or selectors.default_report_name(query_set, names)
-            report = services.build_report(
+            name = o["name"] or selectors.default_report_name(query_set or batch, names)
+            build = services.build_report if batch is None else services.build_batch_report
+            report = build(
                 name,
-                query_set,
+                query_set or batch,
                 [runs[n] for n in names],
                 report_settings,
                 wordlist=words,
@@ -139,10 +155,16 @@ class Command(ProjectCommand):
         if report.qrels_id:
             self.stdout.write(f"\n{formatting.unjudged_note(report.qrels.name, report.unjudged)}")
             self.stdout.write(f"\n{formatting.unreturned_note(report.unreturned)}")
+        if report.on_batch:
+            cutoff = o["table_cutoff"] or (10 if 10 in report.cutoffs else max(report.cutoffs))
+            self.stdout.write(
+                f"\nWith the labels' uncertainty ({len(report.query_set.queries.all())} non-gendered queries "
+                f"of batch {batch.name}; corrected = mean over the truly non-gendered queries, estimated "
+                "from every judged query's label probabilities):\n"
+            )
+            self.stdout.write(formatting.uncertainty_table(summary, cutoff))
         if report.baseline_id:
-            from metrics import significance
-
-            self.stdout.write(f"\n{significance.policy_text(report.baseline.name)}")
+            self.stdout.write(f"\n{selectors.report_policy_text(report)}")
         if o["table"]:
             from metrics import tables
 
