@@ -157,3 +157,17 @@ def test_contributions_rank_uncertain_influential_queries_first():
     assert by.loc["q3", "if_flipped"] == pytest.approx(-1.0)
     assert by.loc["q1", "expected_shift"] == pytest.approx(0.0)
     assert by.loc["q3", "contribution"] == pytest.approx(1.0)
+
+
+def test_worked_example_of_the_docs():
+    """docs/metrics.md, "Label uncertainty": five queries, labels n and m.
+
+    PᵀP = [[2.36, 0.24], [0.24, 2.16]], Pᵀv = [0.94, 2.36], det 5.04:
+    β_n = (0.94·2.16 − 0.24·2.36)/5.04 = 1.464/5.04 = 0.290476…,
+    β_m = (2.36·2.36 − 0.24·0.94)/5.04 = 5.344/5.04 = 1.060317…; the set's plain mean is 1.3/3.
+    """
+    p = np.array([[1, 0], [1, 0], [0.6, 0.4], [0, 1], [0, 1]])
+    v = np.array([0.1, 0.3, 0.9, 1.1, 0.9])
+    beta = lu.class_means(p, v)[:, 0]
+    assert beta == pytest.approx([1.464 / 5.04, 5.344 / 5.04])
+    assert v[:3].mean() == pytest.approx(1.3 / 3)

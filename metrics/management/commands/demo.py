@@ -11,12 +11,15 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from core.management.cli import ProjectCommand
+from metrics.formatting import uncertainty_table
 from metrics.models import Report
 from metrics.selectors import report_summary
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run
 from pooling.synthetic import SyntheticSpec, write_collection, write_qrels, write_queries, write_runs
 
 RUNS = ("ranker-a", "ranker-b", "ranker-c")
+#: The report on the machine-labelled batch's labels (intervals with the labels' uncertainty).
+LABELS_REPORT = "demo-machine-labels"
 QRELS = "demo-qrels"
 #: The summary's columns at rank 10: effectiveness (against the demo's qrels), then bias.
 SUMMARY_CUTOFF = 10
@@ -144,6 +147,18 @@ class Command(ProjectCommand):
             "effectiveness: higher is better; ARaB: 0 is unbiased, > 0 leans male; NFaiRR, TExFAIR: 1 is fair)"
         )
         self.stdout.write(summary_table(report_summary(report)))
+
+        self.step(
+            "The same runs on the machine-labelled batch's labels, with their uncertainty "
+            "(crowd posteriors, rulings, machine labels at their calibrated accuracy)"
+        )
+        if not Report.objects.filter(name=LABELS_REPORT).exists():
+            call_command(
+                "bias_report", "--from-batch", "demo-machine", "--runs", ",".join(RUNS), "--baseline", RUNS[0],
+                "--cutoffs", "10", "--name", LABELS_REPORT, "--out", str(out / "bias-with-labels.csv"), "-v", "0",
+            )  # fmt: skip
+        labelled = Report.objects.get(name=LABELS_REPORT)
+        self.stdout.write(uncertainty_table(report_summary(labelled), SUMMARY_CUTOFF))
 
         user_model = get_user_model()
         if not user_model.objects.filter(username="demo").exists():
