@@ -35,7 +35,10 @@ paired differences (run − baseline per query, also linear) are coherent.
   unadjusted, exactly when the combined (1 − α) interval excludes 0 — Holm-adjusted within the
   project's family (:data:`metrics.significance.POLICY`).
 - A label with (almost) no probability mass over the judged queries (< :data:`MIN_MASS`) is
-  dropped from P: its mean cannot be estimated and it barely mixes into the others.
+  dropped from P: its mean cannot be estimated and it barely mixes into the others. A draw in
+  which a label's mass falls below :data:`MIN_DRAW_MASS` (or the fit is ill-conditioned) is left
+  out; with fewer than :data:`MIN_USABLE_DRAWS` of the draws usable the interval is undefined
+  (shown as –): too few queries to separate the labels.
 
 Coverage (``tests/metrics/test_label_uncertainty.py``, simulated crowds of 3 votes with known
 truth): the combined interval covers the true-set mean at its nominal rate within Monte-Carlo
@@ -58,6 +61,11 @@ from .significance import ALPHA, LEVEL, bootstrap_ci, holm
 NON_GENDERED = "n"
 #: A label with less probability mass than this over the judged queries is left out of P.
 MIN_MASS = 1.0
+#: A bootstrap draw is left out when a label's mass in it is below this or the fit is ill-conditioned.
+MIN_DRAW_MASS = 0.5
+MAX_CONDITION = 1e8
+#: Fewer usable draws than this share and the combined interval is undefined (too few queries).
+MIN_USABLE_DRAWS = 0.9
 
 #: The policy of a report on a batch's labels, as its tables state it.
 COMBINED_POLICY = {
@@ -134,31 +142,37 @@ def class_means(probabilities: np.ndarray, values: np.ndarray, weights: np.ndarr
         moments = (wr @ (pr[:, :, None] * values[rows][:, columns][:, None, :]).reshape(rows.sum(), -1)).reshape(
             w.shape[0], p.shape[1], len(columns)
         )
-        solvable = np.linalg.cond(gram) < 1e12
+        # A draw in which a label has (almost) no mass cannot estimate its mean: left out (NaN).
+        mass = wr @ pr  # [B × K]
+        solvable = (mass >= MIN_DRAW_MASS).all(axis=1) & (np.linalg.cond(gram) < MAX_CONDITION)
         if solvable.any():
             out[np.ix_(solvable, np.arange(p.shape[1]), columns)] = np.linalg.solve(gram[solvable], moments[solvable])
     return out[0] if single else out
 
 
 def percentile_interval(means: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
-    """The percentile interval of every column of bootstrap ``means`` (NaN draws left out)."""
+    """The percentile interval of every column of bootstrap ``means`` (NaN draws left out); NaN
+    where fewer than :data:`MIN_USABLE_DRAWS` of the draws are usable (too few queries to fit)."""
     import warnings
 
     alpha = (1.0 - level) / 2.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: NaN bounds
-        return np.nanquantile(means, alpha, axis=0), np.nanquantile(means, 1.0 - alpha, axis=0)
+        low, high = np.nanquantile(means, alpha, axis=0), np.nanquantile(means, 1.0 - alpha, axis=0)
+    enough = (~np.isnan(means)).mean(axis=0) >= MIN_USABLE_DRAWS
+    return np.where(enough, low, np.nan), np.where(enough, high, np.nan)
 
 
 def bootstrap_p(means: np.ndarray) -> np.ndarray:
-    """Two-sided percentile-bootstrap p of "the mean is 0" for every column (NaN where undefined)."""
+    """Two-sided percentile-bootstrap p of "the mean is 0" for every column (NaN where undefined, as
+    :func:`percentile_interval`)."""
     valid = ~np.isnan(means)
     count = valid.sum(axis=0)
     below = np.where(valid, means <= 0, False).sum(axis=0)
     above = np.where(valid, means >= 0, False).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = np.minimum(1.0, 2.0 * np.minimum(below, above) / count)
-    return np.where(count > 0, p, np.nan)
+    return np.where((count > 0) & (count >= MIN_USABLE_DRAWS * len(means)), p, np.nan)
 
 
 def label_share(query_width: np.ndarray, combined_width: np.ndarray) -> np.ndarray:
