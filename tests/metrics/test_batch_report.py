@@ -142,7 +142,7 @@ def test_command_from_batch_prints_both_intervals_and_writes_the_csv(batch, runs
     assert "bootstrap of the label-corrected paired difference" in text
     rows = list(csv.DictReader(io.StringIO((tmp_path / "r.csv").read_text())))
     assert {"combined_low", "label_share", "query_p_value"} <= set(rows[0])
-    with pytest.raises(CommandError, match="not allowed with|one of the arguments"):
+    with pytest.raises(CommandError, match=r"not allowed with|one of the arguments"):
         call_command("bias_report", "--from-batch", batch.name, "--queries", "q", "--runs", "a")
     with pytest.raises(CommandError, match="no batch named"):
         call_command("bias_report", "--from-batch", "nope", "--runs", "a")
