@@ -121,18 +121,39 @@ def report_table(
 
     if baseline is None and report.baseline_id:
         baseline = report.baseline.name
+    summary = report_summary(report)
     try:
         pairs = [tables.parse_pair(correlate)] if correlate else None
-        return tables.build_table(
+        table = tables.build_table(
             report_per_query(report),
             layout,
             cutoff=cutoff,
             baseline=baseline or None,
-            summary=report_summary(report),
+            summary=summary,
             correlations=pairs,
         )
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
+    if report.on_batch and report.baseline_id and baseline == report.baseline.name:
+        _combined_marks(table, summary, report_policy(report))
+    return table
+
+
+def _combined_marks(table: dict, summary: pd.DataFrame, policy: dict) -> None:
+    """A report on a batch's labels, against its own baseline: the table's p-values and marks are
+    the report's (the combined test), so a comparison has one p-value wherever it is shown; the
+    t-test's adjusted p stays as ``p_t``."""
+    stored = {
+        (r.run, r.metric, r.variant, int(r.cutoff)): r.p_value
+        for r in summary.itertuples(index=False)
+        if r.p_value is not None and r.p_value == r.p_value
+    }
+    for row in table["rows"]:
+        for column, cell in zip(table["columns"], row["cells"], strict=True):
+            p = stored.get((row["run"], column["metric"], column["variant"], column["cutoff"]))
+            cell["p_t"], cell["p_value"], cell["p_raw"] = cell["p_value"], p, None
+            cell["mark"] = "*" if p is not None and p < table["alpha"] else ""
+    table["significance"] = policy
 
 
 def report_contributions(report: Report, run: str, metric: str, variant: str, cutoff: int, limit: int = 50) -> dict:

@@ -158,3 +158,27 @@ def test_form_takes_a_batch_or_a_query_set_not_both(batch, runs):
     assert ReportForm(
         {"name": "x", "batch": batch.name, "runs": ["a"], "cutoffs": "10", "tokenizer": "words"}
     ).is_valid()
+
+
+@pytest.mark.django_db
+def test_papers_tables_show_the_reports_p_values(built):
+    """One p-value per comparison wherever it is shown: the papers' tables of a report on a batch's
+    labels take the combined test's p (and say so), with the t-test's beside it."""
+    from metrics.selectors import report_table
+
+    table = report_table(built, "ecir2024", cutoff=2)
+    assert table["significance"]["test"].startswith("bootstrap of the label-corrected")
+    stored = {
+        (r.run.name, r.metric, r.variant, r.cutoff): r.p_value
+        for r in Result.objects.filter(report=built).select_related("run")
+    }
+    compared = 0
+    for row in table["rows"]:
+        for column, cell in zip(table["columns"], row["cells"], strict=True):
+            key = (row["run"], column["metric"], column["variant"], column["cutoff"])
+            if key in stored and row["run"] != "a":
+                assert cell["p_value"] == stored[key]
+                compared += 1
+    assert compared
+    other = report_table(built, "ecir2024", cutoff=2, baseline="b")  # another baseline: the t-test, said so
+    assert other["significance"]["test"].startswith("two-sided paired t-test")
