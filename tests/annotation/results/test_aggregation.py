@@ -286,3 +286,21 @@ def test_wawa_by_hand():
     assert table.loc["c", "label"] is None and bool(table.loc["c", "disputed"])  # 1 vs 1: still a tie
     # d: worker 1 (skill 1) says n, worker 3 (skill 1/2) says o -> n with 1/1.5
     assert table.loc["d", "label"] == "n" and table.loc["d", "confidence"] == pytest.approx(1 / 1.5)
+
+
+def test_label_counts_equal_the_crosstab_definition_on_random_crowds():
+    """The bincount in label_counts is the items × labels crosstab it replaced, cell for cell."""
+    from annotation.results.aggregation import LABELS, label_counts
+
+    rng = np.random.default_rng(7)
+    for size in (0, 1, 5, 200):
+        items = [f"q{rng.integers(0, max(1, size // 3))}" for _ in range(size)]
+        frame = pd.DataFrame(
+            {"item": items, "worker": [f"w{i}" for i in range(size)], "label": rng.choice(list(LABELS), size)}
+        )
+        expected = pd.crosstab(frame["item"], pd.Categorical(frame["label"], categories=list(LABELS)), dropna=False)
+        expected = expected.reindex(columns=list(LABELS), fill_value=0).sort_index().astype(np.int64)
+        counts = label_counts(frame)
+        assert counts.index.tolist() == expected.index.tolist()
+        assert counts.columns.tolist() == list(LABELS)
+        assert (counts.to_numpy() == expected.to_numpy()).all()
