@@ -318,9 +318,9 @@ def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
     if (ds := answers.dawid_skene) is not None:
         ds_labels = ds.labels.dropna().to_dict()
         ds_posterior = ds.posteriors.max(axis=1).to_dict()
-        ds_posteriors = {
-            item: {str(label): round(float(p), 6) for label, p in row.items()} for item, row in ds.posteriors.iterrows()
-        }
+        posteriors = ds.posteriors.astype(float).round(6)
+        posteriors.columns = [str(label) for label in posteriors.columns]
+        ds_posteriors = posteriors.to_dict("index")  # one pass, not a Series per query
     by_item: dict[str, list[dict[str, str]]] = {}
     for item, worker, label in frame.itertuples(index=False):
         by_item.setdefault(item, []).append({"worker": worker, "label": label})
@@ -330,9 +330,10 @@ def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
         invalid[qid] = invalid.get(qid, 0) + 1
 
     machine = machine_accepted(batch)
+    by_qid = votes.to_dict("index")  # one pass over the votes, not a .loc per query
     results = []
     for qid, text in batch.queries.filter(is_gold=False).order_by("position").values_list("qid", "text"):
-        row = votes.loc[qid] if qid in votes.index else None
+        row = by_qid.get(qid)
         crowd_label = row["label"] if row is not None else None
         crowd_label = crowd_label if isinstance(crowd_label, str) else None
         ruling = rulings.get(qid)
