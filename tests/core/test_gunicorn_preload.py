@@ -1,0 +1,59 @@
+"""The gunicorn master imports every heavy library a page may import, before the workers fork."""
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Libraries whose import costs a worker's first view noticeable time (numpy-and-up).
+HEAVY = (
+    "numpy",
+    "pandas",
+    "polars",
+    "pyarrow",
+    "scipy",
+    "krippendorff",
+    "matplotlib",
+    "ppi_py",
+    "sklearn",
+    "ir_measures",
+)
+#: Product code that never runs in a web worker.
+NOT_SERVED = ("benchmarks", "management", "migrations")
+
+
+def _heavy_imports() -> dict[str, str]:
+    """Module -> a file of the site that imports it (functions' imports included)."""
+    found = {}
+    for app in ("core", "pooling", "annotation", "metrics"):
+        for path in (ROOT / app).rglob("*.py"):
+            if any(part in NOT_SERVED for part in path.relative_to(ROOT).parts):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names = [node.module]
+                for name in names:
+                    if name.split(".")[0] in HEAVY:
+                        found.setdefault(name, str(path.relative_to(ROOT)))
+    return found
+
+
+def test_the_master_has_imported_every_heavy_module_the_site_imports():
+    """In a fresh interpreter: Django set up, then gunicorn's ``when_ready`` as the master runs it."""
+    script = (
+        "import django, json, sys; django.setup(); from config import gunicorn; gunicorn.when_ready(None); "
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "config.settings", "DJANGO_DEBUG": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    loaded = set(json.loads(out.strip().splitlines()[-1]))
+    missing = {name: where for name, where in _heavy_imports().items() if name not in loaded}
+    assert not missing, f"add to config.gunicorn.PRELOADED: {missing}"
