@@ -240,68 +240,97 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
     return response
 
 
+#: How long a browser keeps a plot before asking again (with its ETag: usually a 304).
+PLOT_MAX_AGE = 24 * 3600
+
+
+def _plot_response(request: HttpRequest, report: Report, kind: str, suffix: str, draw) -> HttpResponse:
+    """A report's figure from the plot cache (:mod:`metrics.services.plot_cache`): drawn on the
+    first request by any worker, then served as a file with an ETag and a private max-age."""
+    from django.http import HttpResponseNotModified
+    from django.utils.cache import patch_cache_control
+
+    from .services.plot_cache import cached_plot, plot_key
+
+    params = {key: value for key, value in request.GET.items() if key != "download"}
+    etag = f'"{plot_key(report, kind, params)}"'
+    if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
+        response = HttpResponseNotModified()
+    else:
+        path, _ = cached_plot(report, kind, params, suffix, draw)
+        content_type = "image/svg+xml" if suffix == "svg" else "image/png"
+        response = HttpResponse(path.read_bytes(), content_type=content_type)  # tens of kB: read whole
+        if request.GET.get("download"):
+            response["Content-Disposition"] = f'attachment; filename="{report.name}-{kind}.{suffix}"'
+    response["ETag"] = etag
+    patch_cache_control(response, private=True, max_age=PLOT_MAX_AGE)
+    return response
+
+
 @researcher_required
 def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
     """``cutoffs``: every metric against the cutoff; ``distribution``: per-query box plots at ``?cutoff=``."""
     from . import plots
 
     report = get_object_or_404(Report, name=name)
-    if kind == "cutoffs":
-        png = plots.cutoff_figure(selectors.report_summary(report))
-    elif kind == "distribution":
-        try:
-            cutoff = int(request.GET.get("cutoff", max(report.cutoffs)))
-            per_query = selectors.report_per_query(report)
-        except (ValueError, ServiceError) as exc:
-            raise Http404(str(exc)) from None
-        if cutoff not in report.cutoffs:
-            raise Http404(f"the report has no cutoff {cutoff}")
-        png = plots.distribution_figure(per_query, cutoff)
-    else:
+
+    def draw() -> bytes:
+        if kind == "cutoffs":
+            return plots.cutoff_figure(selectors.report_summary(report))
+        if kind == "distribution":
+            try:
+                cutoff = int(request.GET.get("cutoff", max(report.cutoffs)))
+                per_query = selectors.report_per_query(report)
+            except (ValueError, ServiceError) as exc:
+                raise Http404(str(exc)) from None
+            if cutoff not in report.cutoffs:
+                raise Http404(f"the report has no cutoff {cutoff}")
+            return plots.distribution_figure(per_query, cutoff)
         raise Http404("plots: cutoffs, distribution")
-    response = HttpResponse(png, content_type="image/png")
-    if request.GET.get("download"):
-        response["Content-Disposition"] = f'attachment; filename="{report.name}-{kind}.png"'
-    return response
+
+    return _plot_response(request, report, kind, "png", draw)
 
 
 @researcher_required
 def report_svg(request: HttpRequest, name: str, kind: str) -> HttpResponse:
     """``metric``: one metric (``?metric=&variant=``) against the cutoff; ``tradeoff``: fairness
-    (``?y=``) against effectiveness (``?x=``), keys as ``metric:variant@cutoff``. SVG that follows
-    dark mode."""
+    (``?y=``) against effectiveness (``?x=``), keys as ``metric:variant@cutoff``; ``labels``: a report
+    on a batch's labels, both intervals of one metric (``?metric=&variant=&cutoff=``). SVG that
+    follows dark mode."""
     from . import plots
 
     report = get_object_or_404(Report, name=name)
-    summary = selectors.report_summary(report)
-    keys = {_key_name(k): k for k in zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)}
-    if kind == "metric":
-        metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "")
-        if not ((summary["metric"] == metric) & (summary["variant"] == variant)).any():
-            raise Http404(f"the report has no metric {metric} [{variant}]")
-        svg = plots.metric_figure(summary, metric, variant)
-    elif kind == "tradeoff":
-        x, y = keys.get(request.GET.get("x", "")), keys.get(request.GET.get("y", ""))
-        if x is None or y is None:
-            raise Http404("give x and y, each a metric:variant@cutoff of the report")
-        svg = plots.tradeoff_figure(summary, x, y)
-    elif kind == "labels":
-        if not report.on_batch:
-            raise Http404("the report is not on a batch's labels")
-        metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "")
-        try:
-            cutoff = int(request.GET.get("cutoff", ""))
-        except ValueError:
-            raise Http404("give the cutoff") from None
-        chosen = summary[
-            (summary["metric"] == metric) & (summary["variant"] == variant) & (summary["cutoff"] == cutoff)
-        ]
-        if chosen.empty:
-            raise Http404(f"the report has no {metric} [{variant}] at cutoff {cutoff}")
-        svg = plots.label_interval_figure(chosen)
-    else:
+
+    def draw() -> bytes:
+        summary = selectors.report_summary(report)
+        keys = {_key_name(k): k for k in zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)}
+        if kind == "metric":
+            metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "")
+            if not ((summary["metric"] == metric) & (summary["variant"] == variant)).any():
+                raise Http404(f"the report has no metric {metric} [{variant}]")
+            return plots.metric_figure(summary, metric, variant)
+        if kind == "tradeoff":
+            x, y = keys.get(request.GET.get("x", "")), keys.get(request.GET.get("y", ""))
+            if x is None or y is None:
+                raise Http404("give x and y, each a metric:variant@cutoff of the report")
+            return plots.tradeoff_figure(summary, x, y)
+        if kind == "labels":
+            if not report.on_batch:
+                raise Http404("the report is not on a batch's labels")
+            metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "")
+            try:
+                cutoff = int(request.GET.get("cutoff", ""))
+            except ValueError:
+                raise Http404("give the cutoff") from None
+            chosen = summary[
+                (summary["metric"] == metric) & (summary["variant"] == variant) & (summary["cutoff"] == cutoff)
+            ]
+            if chosen.empty:
+                raise Http404(f"the report has no {metric} [{variant}] at cutoff {cutoff}")
+            return plots.label_interval_figure(chosen)
         raise Http404("SVG plots: metric, tradeoff, labels")
-    return HttpResponse(svg, content_type="image/svg+xml")
+
+    return _plot_response(request, report, kind, "svg", draw)
 
 
 @researcher_required

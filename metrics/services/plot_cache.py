@@ -1,0 +1,49 @@
+"""A report's plots drawn once: each figure is kept as a file, shared by every worker.
+
+A report never changes after it is built, so a figure of it — its kind and parameters — is
+the same on every view. The first request draws it (:mod:`metrics.plots`) and writes it
+atomically under ``CACHE_DIR/plots/<report id>/``; later requests, from any worker, serve the
+file. The key holds the report's id and creation time (a report deleted and built again under
+the same name gets new files), the kind, the parameters as asked and the software version (a
+new release draws again). Only a figure that was drawn is stored: a request with bad parameters
+is refused before anything is written. The key doubles as the response's ETag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from core.files import atomic_path
+from core.services.storage import cache_dir
+
+from ..models import Report
+from .reports import software_version
+
+
+def plot_key(report: Report, kind: str, params: Mapping[str, str]) -> str:
+    """The figure's identity: report, kind, parameters and software version, hashed."""
+    identity = [report.pk, report.created.isoformat(), kind, sorted(params.items()), software_version()]
+    return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:32]
+
+
+def plot_path(report: Report, key: str, suffix: str) -> Path:
+    return cache_dir("plots", str(report.pk)) / f"{key}.{suffix}"
+
+
+def cached_plot(
+    report: Report, kind: str, params: Mapping[str, str], suffix: str, draw: Callable[[], bytes]
+) -> tuple[Path, str]:
+    """The figure's file (drawn by ``draw`` if no worker drew it yet) and its key.
+
+    ``draw`` validates the parameters and raises for bad ones; nothing is written then.
+    """
+    key = plot_key(report, kind, params)
+    path = plot_path(report, key, suffix)
+    if not path.exists():
+        data = draw()
+        with atomic_path(path) as staging:
+            staging.write_bytes(data)
+    return path, key
