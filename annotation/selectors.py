@@ -18,7 +18,15 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 
 from annotation.crowd.selectors import batches
 from annotation.machine.selectors import batch_overview, non_gendered_by_source
-from annotation.results.selectors import adjudicated_labels, gold_judgments, gold_labels, judgments_frame, min_votes
+from annotation.results.selectors import (
+    adjudicated_labels,
+    gold_judgments,
+    gold_labels,
+    judgments_frame,
+    labels_with_sources,
+    latest_routing,
+    min_votes,
+)
 
 __all__ = [
     "adjudicated_labels",
@@ -27,6 +35,8 @@ __all__ = [
     "gold_judgments",
     "gold_labels",
     "judgments_frame",
+    "labels_with_sources",
+    "latest_routing",
     "min_votes",
     "non_gendered_by_source",
 ]
