@@ -5,7 +5,8 @@ often does the report's test — the two-sided paired t-test at level α
 (:func:`metrics.significance.paired_t_test`) — reject "no difference"? That rate is the test's
 *power*; a plan asks for the smallest n with power ≥ 1 − β.
 
-**Normal approximation** (Cohen 1988; Chow, Shao & Wang 2008, §3.2), σ the standard deviation of
+**Normal approximation** (Cohen 1988; Chow, Shao & Wang 2008, §3.1: the paired design is the
+one-sample design of the differences), σ the standard deviation of
 the per-query differences A − B (ddof 1), z_q the standard normal quantile::
 
     n ≈ ((z_{1−α/2} + z_{1−β}) · σ / Δ)²                         (needed queries, rounded up)
@@ -16,9 +17,9 @@ e.g. σ = 0.05, Δ = 0.01, α = 0.05, power 0.8: (1.959964 + 0.841621)² · 25 =
 The formula ignores that σ is estimated (the t distribution's heavier tails) and that per-query
 differences of bias metrics are skewed and heavy-tailed, so at small n it promises too much.
 
-**Simulation** (the plan's figure; a nonparametric bootstrap of the pilot, as in Efron &
-Tibshirani 1993, §7 and the IR practice of Sakai 2016, "Statistical significance, power, and
-sample sizes"): the pilot's per-query differences d_1 … d_m are shifted so that their mean is Δ
+**Simulation** (the plan's figure; a nonparametric bootstrap of the pilot, Efron & Tibshirani
+1993, "An Introduction to the Bootstrap", ch. 6–7; sizing IR test collections: Sakai 2016, "Topic
+set size design", Information Retrieval Journal 19(3)): the pilot's per-query differences d_1 … d_m are shifted so that their mean is Δ
 (d_i − d̄ + Δ: the pilot's shape, the planned effect); a study of n queries is n of them drawn with
 replacement; its paired t statistic is t = d̄* / (s* / √n) (the paired test is the one-sample t
 test of the differences), rejected where |t| > t_{1−α/2, n−1} (equivalently p < α); differences

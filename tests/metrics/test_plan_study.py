@@ -128,6 +128,18 @@ def test_costs_on_each_provider_by_hand(db):
     assert planning.costs(12, settings) == {"local": 0.60, "mturk": 0.72, "prolific": 0.80}
 
 
+def test_the_worked_example_of_the_docs(db):
+    """docs/metrics.md, "Planning a study": σ = 0.05, Δ = 0.01 → 197 non-gendered queries; at the SIGIR
+    2020 share 1,765/3,750 → 419 pooled (405–434 over its interval); 42 HITs × 3 assignments at $0.05:
+    in-house $6.30, MTurk $7.56, Prolific $6.30 + $2.0979 → $8.40."""
+    needed = power.normal_sample_size(0.01, 0.05)
+    low, high = power.wilson_interval(*power.SIGIR2020_NON_GENDERED)
+    pooled = power.pooled_to_annotate(needed, 1765 / 3750)
+    assert (needed, pooled) == (197, 419)
+    assert (power.pooled_to_annotate(needed, high), power.pooled_to_annotate(needed, low)) == (405, 434)
+    assert planning.costs(pooled) == {"local": 6.30, "mturk": 7.56, "prolific": 8.40}
+
+
 def make_pool(name="pl", size=10):
     source = QuerySet.objects.get(name="q")
     queries = create_query_set(
