@@ -74,7 +74,10 @@ def normal_sample_size(delta: float, sd: float, alpha: float = 0.05, power: floa
     if sd == 0:
         return 2
     za, zb = normal_quantiles(alpha, power)
-    return max(2, math.ceil(((za + zb) * sd / abs(delta)) ** 2 - 1e-9))
+    ratio = (za + zb) * sd / abs(delta)
+    if ratio > 1e9:  # beyond any study (and ratio² would overflow a float)
+        return 10**18
+    return max(2, math.ceil(ratio**2 - 1e-9))
 
 
 def normal_mdd(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -164,7 +167,7 @@ class SampleSize:
 
     n: int | None  #: None: not reached within :data:`MAX_QUERIES`
     power: float | None  #: simulated power at ``n``
-    normal_n: int  #: the normal formula's n, where the search started
+    normal_n: int  #: the normal formula's n (the search starts there, or at ``max_n`` if below it)
     steps: tuple[tuple[int, float], ...]  #: (n, simulated power) in the order tried
 
 
@@ -187,7 +190,12 @@ def sample_size(
         raise ValueError("Δ must not be 0")
     centred = _centred(differences)
     sd = float(np.std(centred, ddof=1))
-    start = min(max_n, normal_sample_size(delta, sd, alpha, power))
+    normal_n = normal_sample_size(delta, sd, alpha, power)
+    if normal_n > 4 * max_n:
+        # The normal power at max_n is then below Φ((z_{1−α/2} + z_{1−β})/2 − z_{1−α/2}) (0.29 for
+        # the usual 0.8 and 0.05): out of reach, not worth a simulation of max_n queries.
+        return SampleSize(None, None, normal_n, ())
+    start = min(max_n, normal_n)
     tried: dict[int, float] = {}
     steps: list[tuple[int, float]] = []
 
@@ -211,7 +219,7 @@ def sample_size(
         high = min(max_n, start + step)
         while at(high) < power:
             if high >= max_n:
-                return SampleSize(None, None, start, tuple(steps))
+                return SampleSize(None, None, normal_n, tuple(steps))
             low, step = high, step * 2
             high = min(max_n, high + step)
     # at(low) < power ≤ at(high) (n = 1, never tried, counts as below: a paired test needs two): bisect.
@@ -221,7 +229,7 @@ def sample_size(
             high = middle
         else:
             low = middle
-    return SampleSize(high, tried[high], start, tuple(steps))
+    return SampleSize(high, tried[high], normal_n, tuple(steps))
 
 
 def minimum_detectable_difference(

@@ -359,10 +359,10 @@ def plan_study(
         "monte_carlo_se": math.sqrt(power_target * (1 - power_target) / draws),
         "n_queries": found.n,
         "simulated_power_at_n": found.power,
-        "n_queries_normal": power.normal_sample_size(delta, sd, alpha, power_target),
+        "n_queries_normal": found.normal_n,
         "current_n": current,
-        "minimum_detectable_difference": power.minimum_detectable_difference(
-            d, current, alpha, power_target, draws, seed
+        "minimum_detectable_difference": _finite(
+            power.minimum_detectable_difference(d, current, alpha, power_target, draws, seed)
         ),
         "minimum_detectable_difference_normal": power.normal_mdd(sd, current, alpha, power_target),
         "power_at_current_n": power.simulated_power(d, delta, current, alpha, draws, seed),
@@ -371,6 +371,11 @@ def plan_study(
     if pool_obj is not None:
         plan |= _pool_plan(pool_obj, pilot, found.n, cost_settings)
     return plan
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: an unreachable figure is null."""
+    return value if math.isfinite(value) else None
 
 
 def _pool_plan(pool: Pool, pilot: Pilot, needed: int | None, settings: CostSettings) -> dict[str, Any]:

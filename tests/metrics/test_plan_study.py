@@ -310,6 +310,13 @@ def test_the_api_refuses_bad_input_with_json_4xx(world, api, change, field):
     assert field in response.json()
 
 
+def test_the_api_says_when_a_difference_is_out_of_reach(world, api):
+    stored_report(world, "pilot")
+    response = api({"runs": ["a", "b"], "metric": "ARaB", "delta": 1e-300, "report": "pilot", "draws": 200})
+    assert response.status_code == 200
+    assert response.json()["n_queries"] is None
+
+
 def test_the_api_is_for_researchers(world, client, django_user_model):
     client.force_login(django_user_model.objects.create_user("annotator", password="pw-secret-123"))
     response = client.post("/api/metrics/plan/", {}, content_type="application/json")

@@ -107,3 +107,13 @@ def test_pooled_queries_to_annotate_by_hand():
 def test_a_pilot_that_cannot_be_resampled_is_refused(differences, message):
     with pytest.raises(ValueError, match=message):
         power.sample_size(differences, 0.01)
+
+
+def test_a_difference_out_of_reach_is_said_so_without_simulating_a_huge_study():
+    pilot = _known_differences(np.random.default_rng(3), 100)
+    assert power.normal_sample_size(1e-300, 0.05) == 10**18  # no float overflow
+    plan = power.sample_size(pilot, 1e-300)
+    assert (plan.n, plan.power, plan.steps) == (None, None, ())
+    # Reachable only past the largest simulated size (the normal n is within 4 × max_n): simulated, not reached.
+    plan = power.sample_size(pilot, 0.002, draws=200, max_n=2000)  # normal n: 4,312
+    assert plan.n is None and plan.steps == ((2000, plan.steps[0][1]),) and plan.steps[0][1] < 0.8
