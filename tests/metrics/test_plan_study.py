@@ -360,6 +360,8 @@ def test_the_batch_page_loads_the_panel_and_the_panel_says_the_plan(world, clien
         f"annotate about {plan['pooled_to_annotate']} pooled queries, about ${plan['cost']['mturk']:.2f}."
     )
     assert sentence in answer
+    assert plan["pool_queries"] == 10 and plan["pooled_to_annotate"] > 10
+    assert "The pool holds 10 queries: too few" in answer
 
     refused = client.get("/metrics/plan/", params | {"plan-delta": "-1"}).content.decode()
     assert "Δ must be a positive number" in refused and "To detect" not in refused

@@ -130,9 +130,11 @@ def describe(plan: dict) -> list[str]:
         )
         if plan["pooled_to_annotate"] is not None:
             low, high = plan["pooled_to_annotate_range"]
+            short = plan["pooled_to_annotate"] > plan["pool_queries"]
             lines.append(
                 f"Annotate about {plan['pooled_to_annotate']} pooled queries ({low}–{high or '?'} over the share's "
-                f"interval; the pool holds {plan['pool_queries']})."
+                f"interval; the pool holds {plan['pool_queries']}"
+                + (": too few, pool deeper or from more runs)." if short else ").")
             )
             settings = plan["cost_settings"]
             lines.append(
