@@ -24,6 +24,8 @@ from annotation.results.selectors import (
     gold_judgments,
     gold_labels,
     judgments_frame,
+    labels_with_sources,
+    latest_routing,
     min_votes,
 )
 
@@ -36,6 +38,8 @@ __all__ = [
     "gold_labels",
     "judgments_frame",
     "label_probabilities",
+    "labels_with_sources",
+    "latest_routing",
     "min_votes",
     "non_gendered_by_source",
 ]

@@ -1,5 +1,7 @@
 """REST endpoints of the metrics app: reports with their results, and building one as a job."""
 
+from decimal import Decimal
+
 from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, viewsets
@@ -281,3 +283,47 @@ class CounterfactualView(APIView):
         if not form.is_valid():
             raise form_errors(form)
         return job_started(form.start())
+
+
+class PlanRequestSerializer(serializers.Serializer):
+    """What a study plan takes (``manage.py plan_study``'s options; the batch page's plan panel)."""
+
+    runs = serializers.ListField(
+        child=serializers.CharField(), min_length=2, max_length=2, help_text="The two runs A, B (Δ is A − B)."
+    )
+    metric = serializers.CharField(help_text="e.g. ARaB, RaB, NFaiRR, TExFAIR, nDCG.")
+    delta = serializers.FloatField(help_text="The difference to detect, > 0.")
+    cutoff = serializers.IntegerField(min_value=1, max_value=10000, default=10)
+    variant = serializers.CharField(
+        required=False, help_text="Default: the paper's (tf for RaB/ARaB, rbdf for TExFAIR)."
+    )
+    power = serializers.FloatField(min_value=0.5, max_value=0.99, default=0.8)
+    alpha = serializers.FloatField(min_value=0.001, max_value=0.5, default=0.05)
+    queries = serializers.CharField(required=False, help_text="The pilot's query set (without a report).")
+    report = serializers.CharField(required=False, help_text="The pilot report (default: the newest on the query set).")
+    pool = serializers.CharField(required=False, help_text="Adds the pooled queries to annotate and their cost.")
+    draws = serializers.IntegerField(min_value=100, max_value=20000, default=2000)
+    reward = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=Decimal("0.01"), required=False)
+    assignments_per_query = serializers.IntegerField(min_value=1, max_value=50, required=False)
+    queries_per_hit = serializers.IntegerField(min_value=1, max_value=100, required=False)
+
+
+class PlanView(APIView):
+    """``POST /api/metrics/plan/``: a study plan, computed on request (``metrics.services.planning``):
+    ``n_queries`` (simulated, beside ``n_queries_normal``), ``minimum_detectable_difference``,
+    ``power_at_current_n``, the ``pilot`` used and, with a ``pool``, ``pooled_to_annotate``,
+    ``non_gendered_share`` and ``cost`` per provider (USD; ``machine`` after routing). Bad input:
+    400 with the fields' errors or ``detail``."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=PlanRequestSerializer, responses=dict)
+    def post(self, request, format=None):
+        from .web.study_plan import PlanForm
+
+        data = dict(form_data(request, PlanRequestSerializer))
+        data["run_a"], data["run_b"] = data.pop("runs")
+        form = PlanForm(data)
+        if not form.is_valid():
+            raise form_errors(form)
+        return Response(form.plan())

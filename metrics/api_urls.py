@@ -13,5 +13,6 @@ urlpatterns = [
     path("crbo/", api.CrboView.as_view(), name="crbo"),
     path("preference/", api.PreferenceView.as_view(), name="preference"),
     path("counterfactual-collections/", api.CounterfactualView.as_view(), name="counterfactual"),
+    path("plan/", api.PlanView.as_view(), name="metrics-api-plan"),
     *router.urls,
 ]

@@ -30,8 +30,8 @@ The reads are in each sub-domain's ``selectors`` module (see :mod:`annotation.se
 # app by importing this package.
 from annotation.crowd.services import background  # noqa: F401
 from annotation.crowd.services.batch_settings import BatchSettings
-from annotation.crowd.services.batches import create_batch
+from annotation.crowd.services.batches import create_batch, estimate_cost
 from annotation.crowd.services.publishing import publish_batch
 from annotation.inhouse.services.handout import create_annotator
 
-__all__ = ["BatchSettings", "create_annotator", "create_batch", "publish_batch"]
+__all__ = ["BatchSettings", "create_annotator", "create_batch", "estimate_cost", "publish_batch"]

@@ -11,7 +11,8 @@ so that it is never taken for the pure module it drives:
 - :mod:`.labelling` -- label sensitivity: the runs' bias under every way of labelling a batch;
 - :mod:`.crbo` -- CRBO of a run against its run on the counterfactual collection, as a job;
 - :mod:`.variant_preference` -- which gendered version of each document a run prefers, as a job;
-- :mod:`.counterfactual_collection` -- write and register a gender-swapped collection, as a job.
+- :mod:`.counterfactual_collection` -- write and register a gender-swapped collection, as a job;
+- :mod:`.planning` -- a study plan: queries, pooled queries and cost to detect a difference (reads only).
 
 Everything is re-exported here: ``from metrics import services; services.build_report(...)``.
 ``LabelSensitivity``, the result type of :func:`label_sensitivity`, lives beside the pure
@@ -27,6 +28,7 @@ from .counterfactual_collection import (
 )
 from .crbo import crbo_job, crbo_summary, start_crbo
 from .labelling import label_sensitivity, label_sensitivity_job, start_label_sensitivity
+from .planning import CostSettings, plan_study
 from .reports import (
     REPRESENTATIVE_WORDLIST,
     Computed,
@@ -49,6 +51,7 @@ from .variant_preference import check_versioned_run, preference_job, preference_
 __all__ = [
     "REPRESENTATIVE_WORDLIST",
     "Computed",
+    "CostSettings",
     "ReportInputs",
     "ReportSettings",
     "ServiceError",
@@ -66,6 +69,7 @@ __all__ = [
     "parse_cutoffs",
     "parse_measures",
     "per_query_values",
+    "plan_study",
     "preference_job",
     "preference_summary",
     "report_job",

@@ -1,0 +1,416 @@
+"""A study plan before the crowd is paid: how many non-gendered queries, pooled queries and dollars
+a comparison of two runs needs (:func:`plan_study`; the computation is :mod:`metrics.power`).
+
+Reads only (no state changes), in three steps:
+
+1. **The pilot** (:func:`find_pilot`): per-query values of runs A and B on one metric, variant
+   and cutoff — from the report given (``report``), else the newest report on the query set
+   holding both runs and the cutoff, else computed on the fly over the query set
+   (:func:`metrics.services.reports.compute_report`, bias metrics only, nothing stored). The
+   per-query differences A − B over the queries both have a value for are what the simulation
+   resamples.
+2. **The non-gendered share** (:func:`non_gendered_share`) of a pool's queries, with its Wilson
+   95% interval: from the pool's batches labelled so far (every label source: crowd majority,
+   rulings, accepted machine labels); else from the export that made the pilot's query set (its
+   label counts); else the SIGIR 2020 annotated set (1,765 of 3,750), stated as such.
+3. **The cost** (:func:`costs`) of annotating that many pooled queries on each provider, by the
+   batch form's own estimate (:func:`annotation.services.estimate_cost`, on
+   :mod:`annotation.crowd.costs`), and, where a batch of the pool was routed after machine
+   pre-labelling, the crowd's expected share (:func:`crowd_share`: queries whose machine label
+   was not accepted) and the cost of that share.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from annotation import selectors as annotation_selectors
+from annotation import services as annotation_services
+from annotation.labels import LABELS, NON_GENDERED
+from annotation.models import Batch, Export, Provider
+from core.errors import ServiceError
+from pooling.models import Pool, QuerySet, Run
+
+from .. import power
+from ..models import Report
+from ..vocabulary import BY_NAME
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import numpy as np
+
+#: The defaults of a plan (the command's, the API's and the panel's).
+DEFAULT_POWER = 0.8
+DEFAULT_ALPHA = 0.05
+DEFAULT_CUTOFF = 10
+#: Most simulated studies per size a request may ask for (the API and the page).
+MAX_DRAWS = 20000
+
+
+@dataclass(frozen=True)
+class Pilot:
+    """Per-query differences A − B of one metric, variant and cutoff, and where they come from."""
+
+    source: str  #: in words, for the output
+    report: str | None  #: the stored report's name (None: computed on the fly)
+    query_set: str
+    run_a: str
+    run_b: str
+    metric: str
+    variant: str
+    cutoff: int
+    qids: tuple[str, ...]
+    differences: Any  #: numpy array, aligned with ``qids``
+
+
+@dataclass(frozen=True)
+class Share:
+    """A proportion with its Wilson 95% interval and where it was estimated."""
+
+    share: float
+    low: float
+    high: float
+    count: int
+    total: int
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "share": self.share,
+            "ci_low": self.low,
+            "ci_high": self.high,
+            "count": self.count,
+            "total": self.total,
+            "source": self.source,
+        }
+
+
+def _share(count: int, total: int, source: str) -> Share:
+    low, high = power.wilson_interval(count, total)
+    return Share(count / total, low, high, count, total, source)
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    """The batch settings a plan prices (the batch form's defaults unless given)."""
+
+    reward: Decimal = Decimal("0.05")
+    assignments_per_query: int = 3
+    queries_per_hit: int = 10
+    providers: tuple[str, ...] = field(default_factory=lambda: tuple(Provider.values))
+
+
+def _run(name: str) -> Run:
+    run = Run.objects.filter(name=name).first()
+    if run is None:
+        raise ServiceError(f"no run named {name!r}")
+    return run
+
+
+def _variant(metric: str, variant: str | None, present: list[str]) -> str:
+    """The variant asked for, else the paper's primary one, else the only one the pilot has."""
+    if variant:
+        if variant not in present:
+            raise ServiceError(
+                f"the pilot has no variant {variant!r} of {metric}; it has {', '.join(present) or 'none'}"
+            )
+        return variant
+    primary = BY_NAME[metric].variants[:1]
+    if primary and primary[0] in present:
+        return primary[0]
+    if len(present) == 1:
+        return present[0]
+    raise ServiceError(f"choose a variant of {metric}: the pilot has {', '.join(present) or 'none'}")
+
+
+def _differences(frame, run_a: str, run_b: str, metric: str, variant: str | None, cutoff: int):
+    """``(variant, qids, differences)`` of A − B from a long per-query frame."""
+    import numpy as np
+
+    part = frame[(frame["metric"] == metric) & (frame["cutoff"].astype(int) == int(cutoff))]
+    if part.empty:
+        raise ServiceError(f"the pilot has no values of {metric}@{cutoff}")
+    variant = _variant(metric, variant, sorted(part["variant"].astype(str).unique()))
+    part = part[part["variant"] == variant]
+    a = part[part["run"] == run_a].set_index("qid")["value"]
+    b = part[part["run"] == run_b].set_index("qid")["value"]
+    joined = (a.rename("a").to_frame().join(b.rename("b"), how="inner")).dropna()
+    if len(joined) < 3:
+        raise ServiceError(
+            f"the pilot has {len(joined)} queries with values of both {run_a} and {run_b} on "
+            f"{metric}[{variant}]@{cutoff}; a plan needs at least 3"
+        )
+    differences = (joined["a"] - joined["b"]).to_numpy(dtype=np.float64)
+    if np.ptp(differences) == 0:
+        raise ServiceError("the pilot's per-query differences do not vary: nothing to plan from")
+    return variant, tuple(str(q) for q in joined.index), differences
+
+
+def _has(report: Report, runs: set[str], cutoff: int, metric: str) -> bool:
+    names = set(report.runs.values_list("name", flat=True))
+    if not runs <= names:
+        return False
+    if BY_NAME[metric].effectiveness:
+        return True  # the measures' cutoffs are theirs, checked when read
+    return int(cutoff) in {int(c) for c in report.cutoffs or []}
+
+
+def find_pilot(
+    run_a: str,
+    run_b: str,
+    metric: str,
+    *,
+    cutoff: int = DEFAULT_CUTOFF,
+    variant: str | None = None,
+    query_set: str | None = None,
+    report: str | None = None,
+    bar: bool = False,
+) -> Pilot:
+    """The pilot of a plan: a given report, else the newest report on ``query_set`` with both runs
+    and the cutoff, else computed on the fly (see the module docstring)."""
+    from ..selectors import report_per_query
+
+    if metric not in BY_NAME:
+        raise ServiceError(f"unknown metric {metric!r}; choose one of {', '.join(BY_NAME)}")
+    if run_a == run_b:
+        raise ServiceError("choose two different runs")
+    if int(cutoff) < 1:
+        raise ServiceError("the cutoff must be a positive integer")
+    runs = [_run(run_a), _run(run_b)]
+    chosen: Report | None = None
+    if report:
+        chosen = Report.objects.select_related("query_set").filter(name=report).first()
+        if chosen is None:
+            raise ServiceError(f"no report named {report!r}")
+        if query_set and chosen.query_set.name != query_set:
+            raise ServiceError(f"report {report!r} is on query set {chosen.query_set.name!r}, not {query_set!r}")
+        missing = [r.name for r in runs if not chosen.runs.filter(pk=r.pk).exists()]
+        if missing:
+            raise ServiceError(f"report {report!r} does not hold run(s) {', '.join(missing)}")
+        source = f"report {chosen.name}"
+    else:
+        if not query_set:
+            raise ServiceError("give the pilot: a report, or the query set whose newest report (or values) to use")
+        qs = QuerySet.objects.filter(name=query_set).first()
+        if qs is None:
+            raise ServiceError(f"no query set named {query_set!r}")
+        candidates = Report.objects.filter(query_set=qs, runs=runs[0]).filter(runs=runs[1]).order_by("-created", "-pk")
+        chosen = next((r for r in candidates if _has(r, {run_a, run_b}, cutoff, metric)), None)
+        source = f"the newest report on {qs.name} with both runs, {chosen.name}" if chosen else ""
+    if chosen is not None:
+        frame = report_per_query(chosen)
+        name, qs_name = chosen.name, chosen.query_set.name
+    else:
+        if BY_NAME[metric].effectiveness:
+            raise ServiceError(
+                f"no report on {query_set} holds {run_a} and {run_b}: build one with the qrels "
+                f"(bias_report --qrels) to plan on {metric}"
+            )
+        from .reports import ReportSettings, compute_report
+
+        computed = compute_report(qs, runs, ReportSettings(cutoffs=(int(cutoff),), bootstrap_samples=1), bar=bar)
+        frame, name, qs_name = computed.per_query, None, qs.name
+        source = f"computed on the fly over {qs.name} (no stored report holds both runs at this cutoff)"
+    variant, qids, differences = _differences(frame, run_a, run_b, metric, variant, cutoff)
+    return Pilot(source, name, qs_name, run_a, run_b, metric, variant, int(cutoff), qids, differences)
+
+
+def _pool_batches(pool: Pool) -> list[Batch]:
+    return list(
+        Batch.objects.filter(pool=pool, parent__isnull=True)
+        .exclude(status=Batch.Status.CANCELLED)
+        .order_by("created", "pk")
+    )
+
+
+def non_gendered_share(pool: Pool, pilot_query_set: str | None = None) -> Share:
+    """The share of ``pool``'s queries that are non-gendered, with its Wilson 95% interval (see
+    the module docstring for the order of the sources)."""
+    labels: dict[str, str] = {}
+    names = []
+    for batch in _pool_batches(pool):
+        found = annotation_selectors.labels_with_sources(batch)
+        if found:
+            names.append(batch.name)
+            labels |= {qid: source.label for qid, source in found.items()}
+    if labels:
+        count = sum(label == NON_GENDERED for label in labels.values())
+        return _share(count, len(labels), f"labelled so far in batch(es) {', '.join(names)} of pool {pool.name}")
+    if pilot_query_set:
+        export = (
+            Export.objects.filter(query_set__name=pilot_query_set).select_related("batch").order_by("-created").first()
+        )
+        if export is not None:
+            counts = {label: int(export.counts.get(label, 0)) for label in LABELS}
+            total = sum(counts.values())
+            if total:
+                return _share(
+                    counts[NON_GENDERED],
+                    total,
+                    f"the labels of batch {export.batch.name}, whose export is the pilot's query set {pilot_query_set}",
+                )
+    count, total = power.SIGIR2020_NON_GENDERED
+    return _share(
+        count, total, "assumed: the SIGIR 2020 annotated queries (Rekabsaz & Schedl 2020), no labels of this pool yet"
+    )
+
+
+def crowd_share(pool: Pool) -> Share | None:
+    """After machine pre-labelling: the share of a routed batch's queries the crowd labels (those whose
+    machine label routing did not accept), over the pool's routed batches; None when none was routed."""
+    queries = crowd = 0
+    names = []
+    for batch in _pool_batches(pool):
+        routing = annotation_selectors.latest_routing(batch)
+        if routing is None:
+            continue
+        size = batch.queries.filter(is_gold=False).count()
+        if not size:
+            continue
+        names.append(batch.name)
+        queries += size
+        crowd += size - len(set(routing.accepted))
+    if not queries:
+        return None
+    return _share(crowd, queries, f"routing of batch(es) {', '.join(names)}")
+
+
+def costs(queries: int, settings: CostSettings = CostSettings()) -> dict[str, float]:
+    """USD to annotate ``queries`` queries on each provider: the batch form's own estimate."""
+    result = {}
+    for provider in settings.providers:
+        batch_settings = annotation_services.BatchSettings(
+            provider=provider,
+            reward=Decimal(settings.reward),
+            assignments_per_query=settings.assignments_per_query,
+            queries_per_hit=settings.queries_per_hit,
+        )
+        result[provider] = float(Decimal(annotation_services.estimate_cost(batch_settings, queries)["total"]))
+    return result
+
+
+def plan_study(
+    run_a: str,
+    run_b: str,
+    metric: str,
+    delta: float,
+    *,
+    cutoff: int = DEFAULT_CUTOFF,
+    variant: str | None = None,
+    query_set: str | None = None,
+    report: str | None = None,
+    pool: str | None = None,
+    power_target: float = DEFAULT_POWER,
+    alpha: float = DEFAULT_ALPHA,
+    draws: int = power.DEFAULT_DRAWS,
+    seed: int = 0,
+    cost_settings: CostSettings = CostSettings(),
+    on_step: Callable[[int, float], None] | None = None,
+    bar: bool = False,
+) -> dict[str, Any]:
+    """The study plan as a JSON-ready dict (keys in docs/metrics.md, "Planning a study")."""
+    import numpy as np
+
+    if not (isinstance(delta, (int, float)) and math.isfinite(delta) and delta > 0):
+        raise ServiceError(f"Δ must be a positive number, got {delta!r}")
+    if not 0 < power_target < 1:
+        raise ServiceError(f"the power must be in (0, 1), got {power_target}")
+    if not 0 < alpha < 1:
+        raise ServiceError(f"α must be in (0, 1), got {alpha}")
+    if power_target <= alpha:
+        raise ServiceError(f"the power ({power_target}) must exceed α ({alpha})")
+    if not 100 <= draws <= MAX_DRAWS:
+        raise ServiceError(f"draws must be between 100 and {MAX_DRAWS}, got {draws}")
+    pool_obj = None
+    if pool:
+        pool_obj = Pool.objects.filter(name=pool).first()
+        if pool_obj is None:
+            raise ServiceError(f"no pool named {pool!r}")
+    pilot = find_pilot(
+        run_a, run_b, metric, cutoff=cutoff, variant=variant, query_set=query_set, report=report, bar=bar
+    )
+    d: np.ndarray = pilot.differences
+    sd = float(np.std(d, ddof=1))
+    current = len(d)
+    found = power.sample_size(d, delta, alpha, power_target, draws, seed, on_step=on_step)
+    plan: dict[str, Any] = {
+        "pilot": {
+            "source": pilot.source,
+            "report": pilot.report,
+            "query_set": pilot.query_set,
+            "runs": [run_a, run_b],
+            "metric": metric,
+            "variant": pilot.variant,
+            "cutoff": pilot.cutoff,
+            "queries": current,
+            "mean_difference": float(np.mean(d)),
+            "sd_difference": sd,
+        },
+        "test": "two-sided paired t-test of A against B (metrics.significance.paired_t_test), a family of one",
+        "delta": float(delta),
+        "power": power_target,
+        "alpha": alpha,
+        "draws": draws,
+        "seed": seed,
+        "monte_carlo_se": math.sqrt(power_target * (1 - power_target) / draws),
+        "n_queries": found.n,
+        "simulated_power_at_n": found.power,
+        "n_queries_normal": found.normal_n,
+        "current_n": current,
+        "minimum_detectable_difference": _finite(
+            power.minimum_detectable_difference(d, current, alpha, power_target, draws, seed)
+        ),
+        "minimum_detectable_difference_normal": power.normal_mdd(sd, current, alpha, power_target),
+        "power_at_current_n": power.simulated_power(d, delta, current, alpha, draws, seed),
+        "power_at_current_n_normal": power.normal_power(delta, sd, current, alpha),
+    }
+    if pool_obj is not None:
+        plan |= _pool_plan(pool_obj, pilot, found.n, cost_settings)
+    return plan
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: an unreachable figure is null."""
+    return value if math.isfinite(value) else None
+
+
+def _pool_plan(pool: Pool, pilot: Pilot, needed: int | None, settings: CostSettings) -> dict[str, Any]:
+    share = non_gendered_share(pool, pilot.query_set)
+    if share.count == 0:
+        raise ServiceError(f"no query labelled so far in pool {pool.name} is non-gendered: no share to plan with")
+    part: dict[str, Any] = {
+        "pool": pool.name,
+        "non_gendered_share": share.as_dict(),
+        "pooled_to_annotate": None,
+        "pooled_to_annotate_range": None,
+        "cost": None,
+        "cost_settings": {
+            "reward": str(settings.reward),
+            "assignments_per_query": settings.assignments_per_query,
+            "queries_per_hit": settings.queries_per_hit,
+        },
+        "machine": None,
+    }
+    if needed is None:
+        return part
+    pooled = power.pooled_to_annotate(needed, share.share)
+    part["pooled_to_annotate"] = pooled
+    part["pooled_to_annotate_range"] = [
+        power.pooled_to_annotate(needed, share.high),
+        power.pooled_to_annotate(needed, share.low) if share.low > 0 else None,
+    ]
+    part["pool_queries"] = pool.queries.queries.count()
+    part["cost"] = costs(pooled, settings)
+    routed = crowd_share(pool)
+    if routed is not None:
+        to_crowd = math.ceil(pooled * routed.share - 1e-9)
+        part["machine"] = {
+            "crowd_share": routed.as_dict(),
+            "crowd_queries": to_crowd,
+            "cost": costs(to_crowd, settings) if to_crowd else dict.fromkeys(settings.providers, 0.0),
+        }
+    return part

@@ -1,0 +1,1 @@
+"""Shell support of the metrics app: what its pages and API share."""

@@ -1,0 +1,367 @@
+"""The study plan's service, command, API and panel: where the pilot comes from, the pool's share and
+the costs on small hand-computed cases, the command's JSON, the API's 4xx refusals, the batch page's
+sentence."""
+
+import io
+import json
+import math
+from decimal import Decimal
+
+import numpy as np
+import polars as pl
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotation import services as annotation_services
+from annotation.models import Routing
+from annotation.quality.services.adjudication import adjudicate
+from core.errors import ServiceError
+from metrics import power
+from metrics.models import Report
+from metrics.services import planning
+from metrics.services.reports import default_representative_wordlist
+from pooling.models import Pool, QuerySet, Run
+from pooling.services import create_query_set, register_wordlist
+
+QIDS = [f"p{i}" for i in range(40)]
+
+
+def pilot_differences(seed=0):
+    """A − B on 40 queries: a known, varying sample."""
+    return np.random.default_rng(seed).normal(0.004, 0.02, size=len(QIDS))
+
+
+def stored_report(tmp_path, name, runs=("a", "b"), cutoffs=(10,), seed=0, bool_shift=0.0):
+    """A report row with a per-query file of our making: ARaB tf and bool at ``cutoffs``, B = 0.1,
+    A = B + the pilot's differences (bool: shifted by ``bool_shift``)."""
+    differences = pilot_differences(seed)
+    rows = []
+    for cutoff in cutoffs:
+        for variant, shift in (("tf", 0.0), ("bool", bool_shift)):
+            for qid, d in zip(QIDS, differences, strict=True):
+                rows.append(("b", qid, "ARaB", variant, cutoff, 0.1))
+                rows.append(("a", qid, "ARaB", variant, cutoff, 0.1 + d + shift))
+    frame = pl.DataFrame(rows, schema=["run", "qid", "metric", "variant", "cutoff", "value"], orient="row")
+    frame = frame.filter(pl.col("run").is_in(list(runs)))
+    path = tmp_path / f"{name}.parquet"
+    frame.write_parquet(path)
+    report = Report.objects.create(
+        name=name,
+        query_set=QuerySet.objects.get(name="q"),
+        run_order=list(runs),
+        wordlist=register_wordlist(),
+        representative_wordlist=register_wordlist(default_representative_wordlist()),
+        tokenizer="words",
+        cutoffs=list(cutoffs),
+        software_version="test",
+        per_query=str(path),
+    )
+    report.runs.set(Run.objects.filter(name__in=runs))
+    return report
+
+
+def test_a_plan_from_a_given_report_is_the_pure_computation_on_its_differences(world):
+    stored_report(world, "pilot", bool_shift=0.05)
+    plan = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", draws=1000)
+    d = pilot_differences()
+    assert plan["pilot"]["variant"] == "tf"  # the paper's, not bool
+    assert plan["pilot"]["queries"] == 40 and plan["current_n"] == 40
+    assert plan["pilot"]["mean_difference"] == pytest.approx(d.mean())
+    assert plan["pilot"]["source"] == "report pilot"
+    assert plan["n_queries"] == power.sample_size(d, 0.01, draws=1000).n
+    assert plan["n_queries_normal"] == power.normal_sample_size(0.01, float(np.std(d, ddof=1)))
+    # d up to rounding: the file holds 0.1 + d and 0.1.
+    assert plan["minimum_detectable_difference"] == pytest.approx(
+        power.minimum_detectable_difference(d, 40, draws=1000)
+    )
+    assert plan["power_at_current_n"] == pytest.approx(power.simulated_power(d, 0.01, 40, draws=1000), abs=0.002)
+    assert "pooled_to_annotate" not in plan  # no pool, no pooled count
+
+
+def test_without_a_report_the_newest_on_the_query_set_holding_both_runs_and_the_cutoff(world):
+    stored_report(world, "older", seed=1)
+    stored_report(world, "newest-elsewhere", seed=2, cutoffs=(5,))  # lacks the cutoff 10
+    stored_report(world, "only-a", runs=("a",))  # lacks run b
+    plan = planning.plan_study("a", "b", "ARaB", 0.01, query_set="q", draws=200)
+    assert plan["pilot"]["report"] == "older"
+    assert "newest report on q" in plan["pilot"]["source"]
+
+
+def test_without_any_report_the_values_are_computed_on_the_fly(world):
+    plan = planning.plan_study("a", "c", "ARaB", 0.5, query_set="q", draws=200)
+    assert plan["pilot"]["report"] is None
+    assert "computed on the fly" in plan["pilot"]["source"]
+    assert plan["pilot"]["queries"] == 3  # a and c both rank the three queries
+    assert not Report.objects.exists()  # nothing stored
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"run_b": "zzz"}, "no run named 'zzz'"),
+        ({"metric": "Bias"}, "unknown metric"),
+        ({"delta": 0.0}, "Δ must be a positive number"),
+        ({"delta": -0.1}, "Δ must be a positive number"),
+        ({"report": "nope"}, "no report named"),
+        ({"variant": "plain"}, "no variant 'plain'"),
+        ({"cutoff": 20}, "no values of ARaB@20"),
+        ({"pool": "nope"}, "no pool named"),
+        ({"power_target": 0.04}, "must exceed α"),
+    ],
+)
+def test_bad_requests_are_refused_with_a_reason(world, kwargs, message):
+    stored_report(world, "pilot")
+    args = {"run_a": "a", "run_b": "b", "metric": "ARaB", "delta": 0.01, "report": "pilot", "draws": 200} | kwargs
+    with pytest.raises(ServiceError, match=message):
+        planning.plan_study(args.pop("run_a"), args.pop("run_b"), args.pop("metric"), args.pop("delta"), **args)
+
+
+def test_costs_on_each_provider_by_hand(db):
+    # 250 queries, 10 per HIT, 3 assignments at $0.05: 25 HITs, 75 assignments, $3.75 of rewards.
+    # in-house: no fee, $3.75; MTurk: 20% = $0.01 per assignment, 75 × $0.06 = $4.50;
+    # Prolific: 33.3% of $3.75 = $1.24875 → $1.25 once on the total, $5.00.
+    assert planning.costs(250) == {"local": 3.75, "mturk": 4.50, "prolific": 5.00}
+    # $0.10 × 2 assignments, 5 queries per HIT, 12 queries: 3 HITs, 6 assignments, $0.60;
+    # MTurk's fee $0.02 each: $0.72; Prolific $0.60 + $0.1998 → $0.20: $0.80.
+    settings = planning.CostSettings(Decimal("0.10"), 2, 5)
+    assert planning.costs(12, settings) == {"local": 0.60, "mturk": 0.72, "prolific": 0.80}
+
+
+def test_the_worked_example_of_the_docs(db):
+    """docs/metrics.md, "Planning a study": σ = 0.05, Δ = 0.01 → 197 non-gendered queries; at the SIGIR
+    2020 share 1,765/3,750 → 419 pooled (405–434 over its interval); 42 HITs × 3 assignments at $0.05:
+    in-house $6.30, MTurk $7.56, Prolific $6.30 + $2.0979 → $8.40."""
+    needed = power.normal_sample_size(0.01, 0.05)
+    low, high = power.wilson_interval(*power.SIGIR2020_NON_GENDERED)
+    pooled = power.pooled_to_annotate(needed, 1765 / 3750)
+    assert (needed, pooled) == (197, 419)
+    assert (power.pooled_to_annotate(needed, high), power.pooled_to_annotate(needed, low)) == (405, 434)
+    assert planning.costs(pooled) == {"local": 6.30, "mturk": 7.56, "prolific": 8.40}
+
+
+def make_pool(name="pl", size=10):
+    source = QuerySet.objects.get(name="q")
+    queries = create_query_set(
+        f"{name}-queries", [(f"x{i}", f"query {i}") for i in range(size)], origin=QuerySet.Origin.POOL
+    )
+    return Pool.objects.create(
+        name=name,
+        source=source,
+        queries=queries,
+        wordlist=register_wordlist(),
+        rank_cutoff=10,
+        depth=5,
+        magnitude="tf",
+        tokenizer="words",
+    )
+
+
+@pytest.fixture
+def staff(django_user_model):
+    return django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
+
+
+def test_with_a_pool_the_share_labelled_so_far_gives_the_pooled_count_and_cost(world, staff):
+    stored_report(world, "pilot")
+    pool = make_pool()
+    batch = annotation_services.create_batch("pool-batch", annotation_services.BatchSettings(), pool=pool)
+    for i, label in enumerate(["n", "n", "n", "n", "f"]):  # 4 of 5 labelled so far are non-gendered
+        adjudicate(batch, f"x{i}", label, "clear", staff)
+    plan = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", pool="pl", draws=500)
+    share = plan["non_gendered_share"]
+    assert (share["count"], share["total"], share["share"]) == (4, 5, 0.8)
+    assert (share["ci_low"], share["ci_high"]) == pytest.approx(power.wilson_interval(4, 5))
+    assert "pool-batch" in share["source"]
+    needed = plan["n_queries"]
+    assert plan["pooled_to_annotate"] == math.ceil(needed / 0.8 - 1e-9)
+    assert plan["pooled_to_annotate_range"] == [
+        power.pooled_to_annotate(needed, share["ci_high"]),
+        power.pooled_to_annotate(needed, share["ci_low"]),
+    ]
+    assert plan["cost"] == planning.costs(plan["pooled_to_annotate"])
+    assert plan["machine"] is None  # nothing routed
+
+    # After machine pre-labelling, routing accepted 3 of the batch's 10 queries: the crowd labels 70%.
+    Routing.objects.create(
+        batch=batch,
+        labeller="rules",
+        model="rules",
+        prompt_version="v1",
+        target_accuracy=0.9,
+        accepted=["x5", "x6", "x7"],
+    )
+    plan = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", pool="pl", draws=500)
+    machine = plan["machine"]
+    assert (machine["crowd_share"]["count"], machine["crowd_share"]["total"]) == (7, 10)
+    assert machine["crowd_queries"] == math.ceil(plan["pooled_to_annotate"] * 0.7 - 1e-9)
+    assert machine["cost"] == planning.costs(machine["crowd_queries"])
+
+
+def test_a_pool_without_labels_takes_the_sigir_2020_share_and_says_so(world):
+    stored_report(world, "pilot")
+    make_pool()
+    plan = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", pool="pl", draws=500)
+    share = plan["non_gendered_share"]
+    assert (share["count"], share["total"]) == (1765, 3750)
+    assert share["source"].startswith("assumed: the SIGIR 2020")
+    assert plan["pooled_to_annotate"] == math.ceil(plan["n_queries"] * 3750 / 1765 - 1e-9)
+
+
+def test_the_sigir_2020_default_is_the_reference_files_share(reference_dir):
+    labels = [line.rsplit(",", 1)[1].strip() for line in (reference_dir / "queries_gender_annotated.csv").open()]
+    assert (labels.count("n"), len(labels)) == power.SIGIR2020_NON_GENDERED
+
+
+# --- the command --------------------------------------------------------------------------------
+
+
+def test_the_command_prints_json_with_the_promised_keys(world):
+    stored_report(world, "pilot")
+    make_pool()
+    out, err = io.StringIO(), io.StringIO()
+    call_command(
+        "plan_study",
+        queries="q",
+        runs="a,b",
+        metric="ARaB",
+        cutoff=10,
+        delta=0.01,
+        pool="pl",
+        draws=500,
+        json=True,
+        stdout=out,
+        stderr=err,
+    )
+    plan = json.loads(out.getvalue())
+    assert {"n_queries", "minimum_detectable_difference", "power_at_current_n"} <= set(plan)
+    assert {"pooled_to_annotate", "cost"} <= set(plan)
+    assert set(plan["cost"]) == {"local", "mturk", "prolific"}
+    assert "simulated power" in err.getvalue()  # progress goes to stderr, not into the JSON
+
+
+def test_the_command_says_the_plan_in_words(world):
+    stored_report(world, "pilot")
+    out = io.StringIO()
+    call_command(
+        "plan_study", report="pilot", runs="a,b", metric="ARaB", delta=0.01, draws=500, stdout=out, stderr=io.StringIO()
+    )
+    text = out.getvalue()
+    assert "To detect ΔARaB@10 = 0.01 with 80% power you need about" in text
+    assert "minimum detectable difference" in text
+
+
+def test_the_command_refuses_bad_input_without_a_traceback(world):
+    stored_report(world, "pilot")
+    with pytest.raises(CommandError, match="two runs"):
+        call_command("plan_study", report="pilot", runs="a", metric="ARaB", delta=0.01)
+    with pytest.raises(CommandError, match="Δ must be a positive number"):
+        call_command("plan_study", report="pilot", runs="a,b", metric="ARaB", delta=-1, stderr=io.StringIO())
+
+
+# --- the API --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def api(client, staff):
+    client.force_login(staff)
+
+    def post(body):
+        return client.post("/api/metrics/plan/", body, content_type="application/json")
+
+    return post
+
+
+def test_the_api_gives_the_plan(world, api):
+    stored_report(world, "pilot")
+    make_pool()
+    response = api({"runs": ["a", "b"], "metric": "ARaB", "delta": 0.01, "report": "pilot", "pool": "pl", "draws": 500})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert {"n_queries", "minimum_detectable_difference", "power_at_current_n", "pooled_to_annotate", "cost"} <= set(
+        body
+    )
+    assert body["n_queries"] == planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", draws=500)["n_queries"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"runs": ["a", "zzz"]}, "run_b"),
+        ({"runs": ["a"]}, "runs"),
+        ({"runs": ["a", "a"]}, "run_b"),
+        ({"metric": "Bias"}, "metric"),
+        ({"delta": 0}, "delta"),
+        ({"delta": -0.5}, "delta"),
+        ({"delta": "much"}, "delta"),
+        ({"report": "nope"}, "report"),
+        ({"pool": "nope"}, "pool"),
+        ({"power": 1.5}, "power"),
+        ({"draws": 10}, "draws"),
+        ({"variant": "plain"}, "detail"),  # the pilot refuses: a ServiceError, 400 with detail
+        ({"cutoff": 20}, "detail"),
+    ],
+)
+def test_the_api_refuses_bad_input_with_json_4xx(world, api, change, field):
+    stored_report(world, "pilot")
+    body = {"runs": ["a", "b"], "metric": "ARaB", "delta": 0.01, "report": "pilot", "draws": 200} | change
+    response = api(body)
+    assert response.status_code == 400, response.content
+    assert field in response.json()
+
+
+def test_the_api_says_when_a_difference_is_out_of_reach(world, api):
+    stored_report(world, "pilot")
+    response = api({"runs": ["a", "b"], "metric": "ARaB", "delta": 1e-300, "report": "pilot", "draws": 200})
+    assert response.status_code == 200
+    assert response.json()["n_queries"] is None
+
+
+def test_the_api_is_for_researchers(world, client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("annotator", password="pw-secret-123"))
+    response = client.post("/api/metrics/plan/", {}, content_type="application/json")
+    assert response.status_code == 403 and "detail" in response.json()
+
+
+# --- the batch-creation page ----------------------------------------------------------------------
+
+
+def test_the_batch_page_loads_the_panel_and_the_panel_says_the_plan(world, client, staff):
+    client.force_login(staff)
+    stored_report(world, "pilot")
+    make_pool()
+    page = client.get("/annotation/batches/new/")
+    assert page.status_code == 200
+    assert 'hx-get="/metrics/plan/"' in page.content.decode()  # the panel, loaded beside the batch form
+
+    empty = client.get("/metrics/plan/")
+    assert empty.status_code == 200 and 'id="plan-form"' in empty.content.decode()
+    assert 'name="plan-delta"' in empty.content.decode()  # prefixed: the batch form has its own fields
+
+    # The panel's fields and, through hx-include, the batch form's pool and pay.
+    params = {
+        "plan-report": "pilot",
+        "plan-run_a": "a",
+        "plan-run_b": "b",
+        "plan-metric": "ARaB",
+        "plan-cutoff": "10",
+        "plan-delta": "0.01",
+        "plan-power": "0.8",
+        "pool": "pl",
+        "provider": "mturk",
+        "reward": "0.05",
+        "assignments_per_query": "3",
+        "queries_per_hit": "10",
+    }
+    answer = client.get("/metrics/plan/", params).content.decode()
+    plan = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", pool="pl")
+    sentence = (
+        f"To detect ΔARaB@10 = 0.01 with 80% power you need about {plan['n_queries']} non-gendered queries: "
+        f"annotate about {plan['pooled_to_annotate']} pooled queries, about ${plan['cost']['mturk']:.2f}."
+    )
+    assert sentence in answer
+    assert plan["pool_queries"] == 10 and plan["pooled_to_annotate"] > 10
+    assert "The pool holds 10 queries: too few" in answer
+
+    refused = client.get("/metrics/plan/", params | {"plan-delta": "-1"}).content.decode()
+    assert "Δ must be a positive number" in refused and "To detect" not in refused
