@@ -319,7 +319,7 @@ class PlanView(APIView):
 
     @extend_schema(request=PlanRequestSerializer, responses=dict)
     def post(self, request, format=None):
-        from .web.study_plan import PlanForm
+        from .forms import PlanForm
 
         data = dict(form_data(request, PlanRequestSerializer))
         data["run_a"], data["run_b"] = data.pop("runs")

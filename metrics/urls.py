@@ -3,7 +3,6 @@
 from django.urls import path
 
 from . import views
-from .web import study_plan
 
 app_name = "metrics"
 urlpatterns = [
@@ -20,7 +19,7 @@ urlpatterns = [
     path("preference/<int:pk>/", views.preference_detail, name="preference-detail"),
     path("preference/<int:pk>/wins.png", views.preference_plot, name="preference-plot"),
     # The batch-creation page's study-plan panel (before the report routes: a report may not be named plan).
-    path("plan/", study_plan.plan_panel, name="plan-panel"),
+    path("plan/", views.plan_panel, name="plan-panel"),
     path("<slug:name>/", views.report_detail, name="report-detail"),
     path("<slug:name>/results.csv", views.report_csv, name="report-csv"),
     path("<slug:name>/contributions/", views.report_contributions, name="report-contributions"),

@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from annotation import selectors as annotation_selectors
 from annotation.models import Batch
@@ -23,7 +23,7 @@ from pooling import selectors as pooling_selectors
 from pooling.models import Qrels
 
 from . import selectors, services
-from .forms import CounterfactualForm, CrboForm, LabelSensitivityForm, PreferenceForm, ReportForm
+from .forms import CounterfactualForm, CrboForm, LabelSensitivityForm, PlanForm, PreferenceForm, ReportForm
 from .models import Report
 
 
@@ -550,3 +550,31 @@ def home(request: HttpRequest) -> HttpResponse:
 def home_live(request: HttpRequest) -> HttpResponse:
     """The dashboard's live part: running jobs and batches (htmx polls it)."""
     return render(request, "metrics/_dashboard_live.html", _live())
+
+
+#: The batch form's fields the panel reads (through ``hx-include``): the pool and what a query costs.
+BATCH_FIELDS = ("pool", "reward", "assignments_per_query", "queries_per_hit")
+#: The panel's fields are prefixed: the batch form beside it has fields of the same names.
+PREFIX = "plan"
+
+
+@researcher_required
+@require_GET
+def plan_panel(request: HttpRequest) -> HttpResponse:
+    """The panel: its form, and once asked (``delta`` given) the plan in one sentence (or why not)."""
+    asked = bool(request.GET.get(f"{PREFIX}-delta", "").strip())
+    data = request.GET.copy()
+    for name in BATCH_FIELDS:  # the batch form's own fields, unprefixed
+        if request.GET.get(name):
+            data[f"{PREFIX}-{name}"] = request.GET[name]
+    form = PlanForm(data if asked else None, prefix=PREFIX)
+    plan = form.try_plan() if asked and form.is_valid() else None
+    provider = request.GET.get("provider") or "local"
+    cost = None
+    if plan and plan.get("cost"):
+        cost = plan["cost"].get(provider)
+    return render(
+        request,
+        "metrics/_plan_panel.html",
+        {"form": form, "plan": plan, "provider": provider, "cost": cost, "asked": asked},
+    )

@@ -1,1 +1,0 @@
-"""Shell support of the metrics app: what its pages and API share."""
