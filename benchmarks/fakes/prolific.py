@@ -35,6 +35,7 @@ import base64
 import hashlib
 import hmac
 import json
+import queue
 import re
 import secrets
 import threading
@@ -90,7 +91,8 @@ class FakeProlific:
     deliveries: list[dict] = field(default_factory=list)
     hook_timeout: float = 10.0
     _held: list[tuple] = field(default_factory=list)
-    _senders: list[threading.Thread] = field(default_factory=list)
+    _sender: threading.Thread | None = None
+    _queue: queue.Queue | None = None
     _answer_headers: dict[str, str] = field(default_factory=dict)
 
     # -- what participants do ----------------------------------------------------------
@@ -281,10 +283,10 @@ class FakeProlific:
     # secret per workspace (creating one replaces the old), subscriptions that deliver only once
     # confirmed with the X-Hook-Secret header their creation answered. The sender: each status
     # change of a submission (set_status, a transition) or a study (a transition) is POSTed to
-    # every enabled subscription of its event type, on a thread of its own, with the body the
+    # every enabled subscription of its event type, from a sender thread, with the body the
     # reference shows and the headers X-Prolific-Request-Signature (base64 HMAC-SHA256 of the
     # workspace's secret over X-Prolific-Request-Timestamp + body), X-Prolific-Request-Timestamp,
-    # X-Event-ID and X-Timestamp. ``hook_faults`` are used up one per event: ``drop`` (never
+    # X-Event-ID and X-Timestamp, one at a time in order. ``hook_faults`` are used up one per event: ``drop`` (never
     # sent), ``duplicate`` (the same request twice), ``forge`` (signed with another secret),
     # ``stale`` (signed ten minutes ago), ``delay:s`` (sent after s seconds), ``hold`` (sent after
     # the next event: out of order). ``deliveries`` records each request sent and its answer.
@@ -387,11 +389,23 @@ class FakeProlific:
             return
         for subscription in self.enabled_subscriptions(event_type):
             secret = self.hook_secrets.get(subscription["workspace_id"], {}).get("value", "")
-            sender = threading.Thread(
-                target=self._deliver, args=(subscription["target_url"], secret, payload, fault, event_id), daemon=True
-            )
-            self._senders.append(sender)
-            sender.start()
+            self._outbox().put((subscription["target_url"], secret, payload, fault, event_id))
+
+    def _outbox(self) -> queue.Queue:
+        """Deliveries go out one at a time, in the order they were made, from one sender thread."""
+        if self._sender is None:
+            self._queue = queue.Queue()
+            self._sender = threading.Thread(target=self._send_forever, daemon=True)
+            self._sender.start()
+        return self._queue
+
+    def _send_forever(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                self._deliver(*item)
+            finally:
+                self._queue.task_done()
 
     def _deliver(self, url: str, secret: str, payload: dict, fault: str, event_id: str) -> None:
         kind, _, seconds = fault.partition(":")
@@ -422,11 +436,10 @@ class FakeProlific:
             self.deliveries.append(record)
 
     def wait_for_deliveries(self, timeout: float = 30.0) -> None:
-        """Wait until every delivery begun so far has been answered (or failed)."""
+        """Wait until every delivery made so far has been answered (or failed)."""
         ends = time.monotonic() + timeout
-        while self._senders:
-            sender = self._senders.pop(0)
-            sender.join(max(0.0, ends - time.monotonic()))
+        while self._queue is not None and self._queue.unfinished_tasks and time.monotonic() < ends:
+            time.sleep(0.02)
 
     def handle(self, method: str, path: str, query: dict, body: dict, token: str) -> tuple[int, dict, dict, str]:
         """(status, answer, headers, how): ``how`` is how the handler delivers it ("", "slow:s", "drip:s", "html")."""
