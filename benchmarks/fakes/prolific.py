@@ -32,6 +32,7 @@ a session belongs to, which the site asks when a participant arrives.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -44,6 +45,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler
@@ -58,6 +60,11 @@ FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
 def _id() -> str:
     """A new id as Prolific's are: 24 lowercase hex characters."""
     return uuid.uuid4().hex[:24]
+
+
+def _opened(gate: threading.Event) -> threading.Event:
+    gate.set()
+    return gate
 
 
 def hexid(name: str) -> str:
@@ -93,6 +100,7 @@ class FakeProlific:
     _held: list[tuple] = field(default_factory=list)
     _sender: threading.Thread | None = None
     _queue: queue.Queue | None = None
+    _gate: threading.Event = field(default_factory=lambda: _opened(threading.Event()))
     _answer_headers: dict[str, str] = field(default_factory=dict)
 
     # -- what participants do ----------------------------------------------------------
@@ -403,6 +411,7 @@ class FakeProlific:
         while True:
             item = self._queue.get()
             try:
+                self._gate.wait()
                 self._deliver(*item)
             finally:
                 self._queue.task_done()
@@ -434,6 +443,16 @@ class FakeProlific:
                 record.update(code=None, answer=repr(exc))
             record["answered"] = time.monotonic()
             self.deliveries.append(record)
+
+    @contextlib.contextmanager
+    def deliveries_held(self) -> Iterator[None]:
+        """Events made inside the block are sent when it ends (a test's own writes to the site's
+        database then never run at the same time as a delivery's)."""
+        self._gate.clear()
+        try:
+            yield
+        finally:
+            self._gate.set()
 
     def wait_for_deliveries(self, timeout: float = 30.0) -> None:
         """Wait until every delivery made so far has been answered (or failed)."""

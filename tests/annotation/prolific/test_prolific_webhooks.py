@@ -18,6 +18,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 
 import pytest
 from django.urls import reverse
@@ -54,6 +55,16 @@ def hooked(server, settings, live_server):
     return server
 
 
+@contextmanager
+def quietly(fake):
+    """The test's own work on the site (publishing, cancelling, polling) is done before any event it
+    causes is delivered: the live server and the test then never write to the (shared, in-memory
+    SQLite) test database at the same time."""
+    with fake.deliveries_held():
+        yield
+    fake.wait_for_deliveries()
+
+
 def endpoint(live_server) -> str:
     return live_server.url + reverse("annotation:prolific-webhook")
 
@@ -88,7 +99,8 @@ def resyncs() -> int:
 def test_publishing_subscribes_the_workspace_once_and_the_last_batch_ending_unsubscribes_it(
     hooked, provider, batch, query_set, live_server
 ):
-    _publish(batch, provider)
+    with quietly(hooked):
+        _publish(batch, provider)
     enabled = sorted((s["event_type"], s["target_url"], s["workspace_id"]) for s in hooked.enabled_subscriptions())
     assert enabled == [(event, endpoint(live_server), WORKSPACE) for event in EVENTS]
     assert list(hooked.hook_secrets) == [WORKSPACE]
@@ -97,21 +109,22 @@ def test_publishing_subscribes_the_workspace_once_and_the_last_batch_ending_unsu
 
     # Publishing again, a second batch, a poll, a restarted worker (a new client): nothing new is made.
     second = make_prolific_batch(query_set, name="pro2")
-    _publish(batch, provider)
-    _publish(second, provider)
-    poll_prolific()
-    reconcile_webhooks(Prolific(hooked.base + "/api/v1/", TOKEN))
+    with quietly(hooked):
+        _publish(batch, provider)
+        _publish(second, provider)
+        poll_prolific()
+        reconcile_webhooks(Prolific(hooked.base + "/api/v1/", TOKEN))
     assert hooked.calls.count("create_hook_subscription") == 2
     assert hooked.calls.count("create_hook_secret") == 1
     assert len(hooked.hook_subscriptions) == 2
 
     # One batch ends: the other still needs them. The last one ends: they go, the secret stays.
-    cancel_batch(batch, provider)
-    hooked.wait_for_deliveries()  # the study's STOP is delivered too (and re-reads the batch)
+    with quietly(hooked):  # the study's STOP is delivered too (and re-reads the batch)
+        cancel_batch(batch, provider)
     reconcile_webhooks()
     assert len(hooked.enabled_subscriptions()) == 2
-    cancel_batch(second, provider)
-    hooked.wait_for_deliveries()
+    with quietly(hooked):
+        cancel_batch(second, provider)
     reconcile_webhooks()
     assert hooked.hook_subscriptions == {}
     assert not ProlificSubscription.objects.exists() and not webhooks_active()
@@ -140,16 +153,18 @@ def test_lost_answers_and_restarts_never_leave_a_second_subscription(hooked, pro
     assert len(hooked.hook_subscriptions) == 2 and webhooks_active()
 
     creates = hooked.calls.count("create_hook_subscription")
-    for _ in range(3):
-        reconcile_webhooks(Prolific(settings.PROLIFIC_API_URL, TOKEN))
-        _publish(batch, provider)
+    with quietly(hooked):
+        for _ in range(3):
+            reconcile_webhooks(Prolific(settings.PROLIFIC_API_URL, TOKEN))
+            _publish(batch, provider)
     assert hooked.calls.count("create_hook_subscription") == creates
     assert len(hooked.hook_subscriptions) == 2 and hooked.calls.count("create_hook_secret") == 1
 
     # Prolific disabled one after failed deliveries: the next poll makes it deliver again, still one.
     disabled = next(iter(hooked.hook_subscriptions.values()))
     disabled["is_enabled"] = False
-    poll_prolific()
+    with quietly(hooked):
+        poll_prolific()
     assert len(hooked.enabled_subscriptions()) == 2 and len(hooked.hook_subscriptions) == 2
 
 
@@ -184,7 +199,8 @@ def test_a_returned_place_is_freed_for_the_next_participant_within_seconds_where
     # -- with webhooks -----------------------------------------------------------------------
     settings.PROLIFIC_WEBHOOKS = True
     hooked_batch = make_prolific_batch(query_set, name="hooked")
-    _publish(hooked_batch, provider)
+    with quietly(hooked):
+        _publish(hooked_batch, provider)
     assert webhooks_active()
     leaving, *_ = _fill(hooked, hooked_batch, client_class, "HOOK")
     started = time.monotonic()
@@ -201,13 +217,15 @@ def test_a_returned_place_is_freed_for_the_next_participant_within_seconds_where
     assert freed_after < WITHIN_SECONDS
     assert freed_after * 50 < interval  # well before the polling interval
     # With webhooks confirmed, polling slows down (and still catches what never arrives, below).
-    assert poll_prolific().interval == settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS
+    with quietly(hooked):
+        assert poll_prolific().interval == settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS
 
 
 def test_forged_stale_duplicated_replayed_reordered_and_dropped_deliveries(
     hooked, provider, batch, client_class, live_server, settings
 ):
-    _publish(batch, provider)
+    with quietly(hooked):
+        _publish(batch, provider)
     p1, p2, p3, p4 = _fill(hooked, batch, client_class, "P")
 
     # Forged (signed with another secret) and stale (signed ten minutes ago): refused, nothing recorded.
@@ -242,7 +260,8 @@ def test_forged_stale_duplicated_replayed_reordered_and_dropped_deliveries(
 
     # Re-ordered: P2's completion is held back and arrives after P3's return, and after the approval
     # the re-read made meanwhile. P2 is approved once; P3's place is freed.
-    p2.answer()
+    with quietly(hooked):
+        p2.answer()
     hooked.hook_faults = ["hold"]
     hooked.set_status(p2.session, "AWAITING REVIEW")
     hooked.set_status(p3.session, "RETURNED")
@@ -253,14 +272,26 @@ def test_forged_stale_duplicated_replayed_reordered_and_dropped_deliveries(
     assert p2.assignment.status == Assignment.Status.APPROVED
     assert p3.assignment.status == Assignment.Status.ABANDONED
 
-    # Dropped: never arrives; the poll catches it at its (longer, webhooks being active) interval.
-    hooked.hook_faults = ["drop"]
+    # Delayed: arrives late (signed when sent), and is acted on then.
+    hooked.hook_faults = ["delay:0.5"]
+    returned = time.monotonic()
     hooked.set_status(p4.session, "RETURNED")
     hooked.wait_for_deliveries()
-    assert p4.assignment.status == Assignment.Status.ASSIGNED
-    later = timezone.now() + timezone.timedelta(seconds=settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS + 1)
-    assert poll_prolific(now=later).started == [batch.name]
+    assert hooked.deliveries[-1]["code"] == 202 and hooked.deliveries[-1]["answered"] - returned >= 0.5
     assert p4.assignment.status == Assignment.Status.ABANDONED
+
+    # Dropped: never arrives; the poll catches it at its (longer, webhooks being active) interval.
+    p5 = Participant(hooked, batch.hit_type_id, hexid("P5"), client_class)
+    assert p5.arrival.status_code == 302 and p5.assignment.status == Assignment.Status.ASSIGNED  # a freed place
+    hooked.hook_faults = ["drop"]
+    hooked.set_status(p5.session, "RETURNED")
+    hooked.wait_for_deliveries()
+    assert p5.assignment.status == Assignment.Status.ASSIGNED
+    later = timezone.now() + timezone.timedelta(seconds=settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS + 1)
+    with quietly(hooked):
+        assert poll_prolific().started == []  # re-read by the events a moment ago
+        assert poll_prolific(now=later).started == [batch.name]
+    assert p5.assignment.status == Assignment.Status.ABANDONED
 
 
 def test_the_endpoint_answers_json_4xx_to_anything_it_refuses(hooked, provider, batch, live_server, settings):
@@ -270,7 +301,8 @@ def test_the_endpoint_answers_json_4xx_to_anything_it_refuses(hooked, provider, 
     body, headers = signed("no-secret-yet", payload, event_id="e0")
     assert post(url, body, headers)[:2] == (403, "application/json")
 
-    _publish(batch, provider)
+    with quietly(hooked):
+        _publish(batch, provider)
     secret = ProlificHookSecret.objects.get().value
     cases = {
         "GET": (405, "method_not_allowed"),
@@ -307,3 +339,20 @@ def test_the_endpoint_answers_json_4xx_to_anything_it_refuses(hooked, provider, 
     status, _, answer = post(url, body, headers)
     assert (status, answer["outcome"], answer["batch"], answer["job"]) == (202, "ignored", None, None)
     assert resyncs() == 0
+
+
+def test_the_poll_command_reports_the_webhooks_and_the_batches_it_re_reads(hooked, provider, batch):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    with quietly(hooked):
+        _publish(batch, provider)
+    out = StringIO()
+    with quietly(hooked):
+        call_command("poll_prolific", stdout=out)
+    assert out.getvalue().strip() == f"Webhooks active; polling every 3600 s; re-read now: {batch.name}"
+    out = StringIO()
+    with quietly(hooked):
+        call_command("poll_prolific", stdout=out)  # re-read a moment ago: not again
+    assert out.getvalue().strip() == "Webhooks active; polling every 3600 s; re-read now: none"
