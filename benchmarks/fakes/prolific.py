@@ -18,6 +18,11 @@ call; ``standing`` holds a fault for every call of a route until it is removed (
 answer holds only its own connection; ``hung_up`` records (``time.monotonic()``) each answer whose
 client closed the connection before it was whole (how a test sees a client give up on a drip).
 
+Webhooks: the hooks API (a secret per workspace, subscriptions confirmed with their
+``X-Hook-Secret``) and a sender that POSTs each status change, signed as Prolific signs it, to
+the subscribed URL, with faults (``hook_faults``: drop, duplicate, forge, stale, delay, hold);
+see "webhooks" below.
+
 Ids are Prolific's shape, 24 lowercase hex characters (the site refuses others): the server
 mints them so, and tests name participants and made-up sessions with :func:`hexid`.
 

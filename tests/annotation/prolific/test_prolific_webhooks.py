@@ -356,3 +356,11 @@ def test_the_poll_command_reports_the_webhooks_and_the_batches_it_re_reads(hooke
     with quietly(hooked):
         call_command("poll_prolific", stdout=out)  # re-read a moment ago: not again
     assert out.getvalue().strip() == "Webhooks active; polling every 3600 s; re-read now: none"
+
+
+def test_no_subscription_is_asked_for_an_address_prolific_cannot_deliver_to(db, settings):
+    settings.PROLIFIC_API_URL = "https://api.prolific.com/api/v1/"
+    settings.PROLIFIC_API_TOKEN, settings.PROLIFIC_WORKSPACE_ID = "token", WORKSPACE
+    settings.SITE_URL = "http://localhost:8000"
+    state = reconcile_webhooks()
+    assert "https" in state.error and not ProlificSubscription.objects.exists()

@@ -87,6 +87,10 @@ def reconcile_webhooks(client: Prolific | None = None) -> WebhookState | None:
     if not (settings.PROLIFIC_WEBHOOKS and workspace and settings.PROLIFIC_API_TOKEN):
         return None
     state = WebhookState(needed=webhooks_needed())
+    if settings.PROLIFIC_API_URL.startswith("https://api.prolific.com") and not endpoint_url().startswith("https://"):
+        state.error = f"SITE_URL is {settings.SITE_URL!r}: Prolific delivers only to a public https address"
+        logger.warning("Prolific webhooks not set up: %s", state.error)
+        return state
     try:
         with exclusive(f"prolific.webhooks:{workspace}", "Prolific webhooks of the workspace", LEASE):
             client = client or get_provider(Provider.PROLIFIC).client
