@@ -125,7 +125,9 @@ def test_publishing_subscribes_the_workspace_once_and_the_last_batch_ending_unsu
     assert len(hooked.enabled_subscriptions()) == 2
     with quietly(hooked):
         cancel_batch(second, provider)
-    reconcile_webhooks()
+    # No reconciliation called here: the study's STOP, delivered, re-read the batch, which unsubscribed.
+    about_second = [d for d in hooked.deliveries if d["payload"]["resource_id"] == second.hit_type_id]
+    assert [(d["payload"]["status"], d["code"]) for d in about_second] == [("ACTIVE", 202), ("COMPLETED", 202)]
     assert hooked.hook_subscriptions == {}
     assert not ProlificSubscription.objects.exists() and not webhooks_active()
     assert ProlificHookSecret.objects.count() == 1 and len(hooked.hook_secrets) == 1
