@@ -6,6 +6,7 @@ from annotation.crowd import views as crowd
 from annotation.inhouse import views as inhouse
 from annotation.machine import views as machine
 from annotation.prolific import views as prolific
+from annotation.prolific.webhooks import views as prolific_webhooks
 from annotation.results import views as results
 
 app_name = "annotation"
@@ -20,6 +21,8 @@ urlpatterns = [
     path("prolific/<slug:name>/", prolific.prolific_start, name="prolific-start"),
     path("prolific/hits/<int:pk>/", prolific.prolific_hit, name="prolific-hit"),
     path("prolific/<slug:name>/training/", prolific.prolific_training, name="prolific-training"),
+    # Two segments: never a batch's study link (prolific/<name>/), whatever the batch's name.
+    path("prolific/webhooks/events/", prolific_webhooks.prolific_webhook, name="prolific-webhook"),
     path("batches/<slug:name>/", crowd.batch_detail, name="batch-detail"),
     path("batches/<slug:name>/live/", crowd.batch_live, name="batch-live"),
     path("batches/<slug:name>/publish/", crowd.batch_publish, name="batch-publish"),

@@ -411,6 +411,18 @@ PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = env_int("PROLIFIC_ARRIVALS_PER_CLIENT_
 PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = env_int("PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE", 600, minimum=1)
 #: These counters and memories live in the ``shared`` cache (see Caches above).
 
+# --- Prolific webhooks, and polling as their fallback (docs/prolific.md, "Webhooks") -----------
+#: Publishing a Prolific batch subscribes the workspace to submission and study status changes,
+#: delivered to SITE_URL + /annotation/prolific/webhooks/events/ (an https address Prolific can reach).
+PROLIFIC_WEBHOOKS = env_bool("PROLIFIC_WEBHOOKS", True)
+#: A delivery signed longer ago than this (seconds), or this far ahead, is refused (replays).
+PROLIFIC_WEBHOOK_MAX_AGE_SECONDS = env_int("PROLIFIC_WEBHOOK_MAX_AGE_SECONDS", 300, minimum=1)
+#: ``manage.py poll_prolific`` (every minute from a timer) re-reads each published Prolific batch
+#: not re-read for this long (seconds): without webhooks ...
+PROLIFIC_POLL_SECONDS = env_int("PROLIFIC_POLL_SECONDS", 300, minimum=1)
+#: ... and while the workspace's subscriptions are confirmed (events that never arrive are caught).
+PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS = env_int("PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS", 3600, minimum=1)
+
 
 # --- Pre-labelling (annotation.machine.prelabellers.openai_chat) ---------------------------------
 #: Any OpenAI-compatible chat-completions endpoint (its base, ``.../v1/``); the key is sent

@@ -117,6 +117,8 @@ class JsonClient:
     max_bytes: int = 10 * 1024 * 1024
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
+    #: The headers (names in lower case) of the last answer read (an answer's header that a caller needs, e.g. Prolific's X-Hook-Secret).
+    last_headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/") + "/"
@@ -226,6 +228,7 @@ class JsonClient:
                 sent = True
                 response = conn.getresponse()
                 status = response.status
+                self.last_headers = {name.lower(): value for name, value in response.getheaders()}
                 if 200 <= status < 300:
                     raw = self._read(response, self.max_bytes)
                 else:

@@ -27,7 +27,13 @@ from annotation.models.crowd import (
 )
 from annotation.models.inhouse import Account, AccountState
 from annotation.models.machine import PreLabel, PreLabelAnswer, Routing
-from annotation.models.prolific import Bonus, ProlificSession
+from annotation.models.prolific import (  # webhooks
+    Bonus,
+    ProlificEvent,
+    ProlificHookSecret,
+    ProlificSession,
+    ProlificSubscription,
+)
 from annotation.models.quality import Adjudication, Escalation, Qualification, Reoffer, TrainingQuery, WorkerFlag
 from annotation.models.results import Export
 
@@ -58,3 +64,5 @@ __all__ = [
     "WorkerFlag",
     "WorkerIdentity",
 ]
+# Prolific's webhooks (issue 32).
+__all__ += ["ProlificEvent", "ProlificHookSecret", "ProlificSubscription"]

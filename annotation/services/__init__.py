@@ -33,5 +33,6 @@ from annotation.crowd.services.batch_settings import BatchSettings
 from annotation.crowd.services.batches import create_batch, estimate_cost
 from annotation.crowd.services.publishing import publish_batch
 from annotation.inhouse.services.handout import create_annotator
+from annotation.prolific.webhooks.services import deliveries  # noqa: F401  (the Prolific re-read job)
 
 __all__ = ["BatchSettings", "create_annotator", "create_batch", "estimate_cost", "publish_batch"]

@@ -18,6 +18,11 @@ call; ``standing`` holds a fault for every call of a route until it is removed (
 answer holds only its own connection; ``hung_up`` records (``time.monotonic()``) each answer whose
 client closed the connection before it was whole (how a test sees a client give up on a drip).
 
+Webhooks: the hooks API (a secret per workspace, subscriptions confirmed with their
+``X-Hook-Secret``) and a sender that POSTs each status change, signed as Prolific signs it, to
+the subscribed URL, with faults (``hook_faults``: drop, duplicate, forge, stale, delay, hold);
+see "webhooks" below.
+
 Ids are Prolific's shape, 24 lowercase hex characters (the site refuses others): the server
 mints them so, and tests name participants and made-up sessions with :func:`hexid`.
 
@@ -31,11 +36,21 @@ a session belongs to, which the site asks when a participant arrives.
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import hashlib
+import hmac
 import json
+import queue
 import re
+import secrets
+import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler
@@ -50,6 +65,11 @@ FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
 def _id() -> str:
     """A new id as Prolific's are: 24 lowercase hex characters."""
     return uuid.uuid4().hex[:24]
+
+
+def _opened(gate: threading.Event) -> threading.Event:
+    gate.set()
+    return gate
 
 
 def hexid(name: str) -> str:
@@ -76,6 +96,17 @@ class FakeProlific:
     completed_by: list[str] = field(default_factory=list)
     hung_up: list[float] = field(default_factory=list)
     base: str = ""
+    # -- webhooks (issue 32): the hooks API and its sender; see "Webhooks" below ------------------
+    hook_secrets: dict[str, dict] = field(default_factory=dict)  # workspace -> its one secret
+    hook_subscriptions: dict[str, dict] = field(default_factory=dict)
+    hook_faults: list[str] = field(default_factory=list)
+    deliveries: list[dict] = field(default_factory=list)
+    hook_timeout: float = 10.0
+    _held: list[tuple] = field(default_factory=list)
+    _sender: threading.Thread | None = None
+    _queue: queue.Queue | None = None
+    _gate: threading.Event = field(default_factory=lambda: _opened(threading.Event()))
+    _answer_headers: dict[str, str] = field(default_factory=dict)
 
     # -- what participants do ----------------------------------------------------------
     def start(self, study_id: str, participant_id: str) -> tuple[str, str]:
@@ -104,6 +135,7 @@ class FakeProlific:
 
     def set_status(self, session: str, status: str) -> None:
         self.submissions[session]["status"] = status
+        self._submission_changed(session)
 
     def _taken(self, study_id: str) -> int:
         return sum(1 for s in self.submissions.values() if s["study_id"] == study_id and s["status"] not in FREES_PLACE)
@@ -125,6 +157,12 @@ class FakeProlific:
         ("GET", r"api/v1/participant-groups", "list_groups"),
         ("POST", r"api/v1/participant-groups", "create_group"),
         ("POST", r"api/v1/participant-groups/(?P<group>[^/]+)/participants", "add_participants"),
+        ("GET", r"api/v1/hooks/secrets", "list_hook_secrets"),
+        ("POST", r"api/v1/hooks/secrets", "create_hook_secret"),
+        ("GET", r"api/v1/hooks/subscriptions", "list_hook_subscriptions"),
+        ("POST", r"api/v1/hooks/subscriptions", "create_hook_subscription"),
+        ("POST", r"api/v1/hooks/subscriptions/(?P<subscription>[^/]+)", "confirm_hook_subscription"),
+        ("DELETE", r"api/v1/hooks/subscriptions/(?P<subscription>[^/]+)", "delete_hook_subscription"),
     ]
 
     def route(self, method: str, path: str) -> tuple[str, dict] | None:
@@ -183,6 +221,7 @@ class FakeProlific:
         if study["status"] not in allowed.get(action, set()):
             return 400, {"error": {"detail": f"cannot {action} a study that is {study['status']}"}}
         study["status"] = {"PUBLISH": "ACTIVE", "STOP": "COMPLETED", "PAUSE": "PAUSED", "START": "ACTIVE"}[action]
+        self._study_changed(study["id"])
         return 200, study
 
     def list_submissions(self, args, query, body):
@@ -214,6 +253,7 @@ class FakeProlific:
                 return 400, {"error": {"detail": "message (100+ characters) and rejection_category are required"}}
             submission["rejection"] = (body["rejection_category"], body["message"])
         submission["status"] = target
+        self._submission_changed(submission["id"])
         return 200, submission
 
     def set_up_bonuses(self, args, query, body):
@@ -251,6 +291,180 @@ class FakeProlific:
         self.groups[args["group"]]["participants"].update(body["participant_ids"])
         return 200, {}
 
+    # -- webhooks (issue 32) ---------------------------------------------------------------------
+    # The hooks API as the reference describes it (docs.prolific.com/api-reference/webhooks): one
+    # secret per workspace (creating one replaces the old), subscriptions that deliver only once
+    # confirmed with the X-Hook-Secret header their creation answered. The sender: each status
+    # change of a submission (set_status, a transition) or a study (a transition) is POSTed to
+    # every enabled subscription of its event type, from a sender thread, with the body the
+    # reference shows and the headers X-Prolific-Request-Signature (base64 HMAC-SHA256 of the
+    # workspace's secret over X-Prolific-Request-Timestamp + body), X-Prolific-Request-Timestamp,
+    # X-Event-ID and X-Timestamp, one at a time in order. ``hook_faults`` are used up one per event: ``drop`` (never
+    # sent), ``duplicate`` (the same request twice), ``forge`` (signed with another secret),
+    # ``stale`` (signed ten minutes ago), ``delay:s`` (sent after s seconds), ``hold`` (sent after
+    # the next event: out of order). ``deliveries`` records each request sent and its answer.
+    def list_hook_secrets(self, args, query, body):
+        workspace = query.get("workspace_id", [""])[0]
+        return 200, {"results": [dict(s) for w, s in self.hook_secrets.items() if w == workspace]}
+
+    def create_hook_secret(self, args, query, body):
+        if not body.get("workspace_id"):
+            return 400, {"error": {"detail": "workspace_id is required"}}
+        secret = {"id": _id(), "value": secrets.token_urlsafe(32), "workspace_id": body["workspace_id"]}
+        self.hook_secrets[body["workspace_id"]] = secret
+        return 201, dict(secret)
+
+    @staticmethod
+    def _public(subscription: dict) -> dict:
+        return {k: v for k, v in subscription.items() if k != "hook_secret"}
+
+    def list_hook_subscriptions(self, args, query, body):
+        workspace = query.get("workspace_id", [None])[0]
+        enabled = query.get("is_enabled", ["true"])[0] == "true"
+        items = [
+            self._public(s)
+            for s in self.hook_subscriptions.values()
+            if (workspace is None or s["workspace_id"] == workspace) and s["is_enabled"] == enabled
+        ]
+        return 200, self._page(items, query, self.base + "/api/v1/hooks/subscriptions/")
+
+    def create_hook_subscription(self, args, query, body):
+        missing = [k for k in ("event_type", "target_url", "workspace_id") if not body.get(k)]
+        if missing:
+            return 400, {"error": {"detail": {k: ["This field is required."] for k in missing}}}
+        if body["workspace_id"] not in self.hook_secrets:
+            return 400, {"error": {"detail": "create a secret for the workspace first"}}
+        subscription = {
+            "id": _id(),
+            "event_type": body["event_type"],
+            "target_url": body["target_url"],
+            "workspace_id": body["workspace_id"],
+            "is_enabled": False,  # until confirmed
+            "hook_secret": secrets.token_hex(16),
+        }
+        self.hook_subscriptions[subscription["id"]] = subscription
+        self._answer_headers = {"X-Hook-Secret": subscription["hook_secret"]}
+        return 201, {"results": [self._public(subscription)]}
+
+    def confirm_hook_subscription(self, args, query, body):
+        subscription = self.hook_subscriptions.get(args["subscription"])
+        if subscription is None:
+            return 404, {"error": {"detail": "Not found."}}
+        if body.get("secret") != subscription["hook_secret"]:
+            return 400, {"error": {"detail": "the secret is not this subscription's X-Hook-Secret"}}
+        subscription["is_enabled"] = True
+        return 200, self._public(subscription)
+
+    def delete_hook_subscription(self, args, query, body):
+        if self.hook_subscriptions.pop(args["subscription"], None) is None:
+            return 404, {"error": {"detail": "Not found."}}
+        return 204, None
+
+    def enabled_subscriptions(self, event_type: str | None = None) -> list[dict]:
+        return [
+            s
+            for s in self.hook_subscriptions.values()
+            if s["is_enabled"] and (event_type is None or s["event_type"] == event_type)
+        ]
+
+    def _submission_changed(self, session: str) -> None:
+        submission = self.submissions[session]
+        self._emit(
+            "submission.status.change",
+            {
+                "resource_id": session,
+                "event_type": "submission.status.change",
+                "participant_id": submission["participant_id"],
+                "status": submission["status"],
+            },
+        )
+
+    def _study_changed(self, study_id: str) -> None:
+        status = self.studies[study_id]["status"]
+        self._emit(
+            "study.status.change",
+            {"resource_id": study_id, "event_type": "study.status.change", "metadata": {}, "status": status},
+        )
+
+    def _emit(self, event_type: str, payload: dict) -> None:
+        fault = self.hook_faults.pop(0) if self.hook_faults else ""
+        event = (event_type, payload, fault, _id())
+        if fault == "hold":
+            self._held.append(event)
+            return
+        self._send_event(*event)
+        while self._held:  # what was held goes after this one: out of order
+            self._send_event(*self._held.pop(0))
+
+    def _send_event(self, event_type: str, payload: dict, fault: str, event_id: str) -> None:
+        if fault == "drop":
+            self.deliveries.append({"event_id": event_id, "payload": payload, "fault": fault, "code": None})
+            return
+        for subscription in self.enabled_subscriptions(event_type):
+            secret = self.hook_secrets.get(subscription["workspace_id"], {}).get("value", "")
+            self._outbox().put((subscription["target_url"], secret, payload, fault, event_id))
+
+    def _outbox(self) -> queue.Queue:
+        """Deliveries go out one at a time, in the order they were made, from one sender thread."""
+        if self._sender is None:
+            self._queue = queue.Queue()
+            self._sender = threading.Thread(target=self._send_forever, daemon=True)
+            self._sender.start()
+        return self._queue
+
+    def _send_forever(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                self._gate.wait()
+                self._deliver(*item)
+            finally:
+                self._queue.task_done()
+
+    def _deliver(self, url: str, secret: str, payload: dict, fault: str, event_id: str) -> None:
+        kind, _, seconds = fault.partition(":")
+        if kind == "delay":
+            time.sleep(float(seconds))
+        now = int(time.time()) - (600 if kind == "stale" else 0)
+        body = json.dumps(payload).encode()
+        key = ("not-" + secret) if kind == "forge" else secret
+        signature = base64.b64encode(hmac.new(key.encode(), str(now).encode() + body, hashlib.sha256).digest())
+        headers = {
+            "Content-Type": "application/json",
+            "X-Prolific-Request-Signature": signature.decode(),
+            "X-Prolific-Request-Timestamp": str(now),
+            "X-Event-ID": event_id,
+            "X-Timestamp": str(now),
+        }
+        for _ in range(2 if kind == "duplicate" else 1):
+            record = {"event_id": event_id, "payload": payload, "fault": fault, "sent": time.monotonic()}
+            request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.hook_timeout) as answer:
+                    record.update(code=answer.status, answer=answer.read().decode("utf-8", "replace"))
+            except urllib.error.HTTPError as exc:
+                record.update(code=exc.code, answer=exc.read().decode("utf-8", "replace"))
+            except OSError as exc:
+                record.update(code=None, answer=repr(exc))
+            record["answered"] = time.monotonic()
+            self.deliveries.append(record)
+
+    @contextlib.contextmanager
+    def deliveries_held(self) -> Iterator[None]:
+        """Events made inside the block are sent when it ends (a test's own writes to the site's
+        database then never run at the same time as a delivery's)."""
+        self._gate.clear()
+        try:
+            yield
+        finally:
+            self._gate.set()
+
+    def wait_for_deliveries(self, timeout: float = 30.0) -> None:
+        """Wait until every delivery made so far has been answered (or failed)."""
+        ends = time.monotonic() + timeout
+        while self._queue is not None and self._queue.unfinished_tasks and time.monotonic() < ends:
+            time.sleep(0.02)
+
     def handle(self, method: str, path: str, query: dict, body: dict, token: str) -> tuple[int, dict, dict, str]:
         """(status, answer, headers, how): ``how`` is how the handler delivers it ("", "slow:s", "drip:s", "html")."""
         found = self.route(method, path)
@@ -273,9 +487,10 @@ class FakeProlific:
         status, answer = getattr(self, name)(args, query, body)
         if fault == "lose_response":
             return -1, {}, {}, ""
+        headers, self._answer_headers = self._answer_headers, {}
         if fault and fault.partition(":")[0] in ("slow", "drip", "html", "garbled"):
-            return status, answer, {}, fault
-        return status, answer, {}, ""
+            return status, answer, headers, fault
+        return status, answer, headers, ""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -297,6 +512,10 @@ class _Handler(BaseHTTPRequestHandler):
         kind, _, seconds = how.partition(":")
         if kind == "slow":  # outside the lock: only this connection waits
             time.sleep(float(seconds))
+        if status == 204:  # no content: no body
+            self.send_response(204)
+            self.end_headers()
+            return
         data = json.dumps(answer, default=str).encode()
         content_type = "application/json"
         if kind == "garbled":  # valid JSON, not what the reference describes
@@ -328,7 +547,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.server.fake.hung_up.append(time.monotonic())
 
-    do_GET = do_POST = do_PATCH = _serve_quietly
+    do_GET = do_POST = do_PATCH = do_DELETE = _serve_quietly
 
     def log_message(self, *args):  # keep test output quiet
         pass

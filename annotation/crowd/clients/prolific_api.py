@@ -314,6 +314,72 @@ class Prolific:
                 "POST", f"participant-groups/{group_id}/participants/", {"participant_ids": sorted(participant_ids)}
             )
 
+    # -- webhooks: the workspace's secret and its event subscriptions (issue 32) ----------------
+    # docs.prolific.com/api-reference/webhooks. One secret per workspace (creating one replaces
+    # the old); a subscription (event type -> target URL) delivers only once confirmed with the
+    # X-Hook-Secret header its creation answered. Creating either is not safe to repeat: callers
+    # list first, and list again after a lost answer (annotation.prolific.webhooks.services).
+    def hook_secrets(self, workspace_id: str) -> list[dict]:
+        """``GET /hooks/secrets/?workspace_id=``: the workspace's secrets (``id``, ``value``)."""
+        answer = self.request("GET", f"hooks/secrets/?workspace_id={urllib.parse.quote(workspace_id)}")
+        items = answer.get("results", list(answer.values())) if isinstance(answer, dict) else answer
+        return [s for s in items or [] if isinstance(s, dict) and isinstance(s.get("value"), str)]
+
+    def create_hook_secret(self, workspace_id: str) -> dict:
+        """``POST /hooks/secrets/``: a new secret for the workspace, replacing any other. Not repeatable."""
+        answer = self.request("POST", "hooks/secrets/", {"workspace_id": workspace_id}, repeatable=False)
+        if not isinstance(answer, dict) or not isinstance(answer.get("value"), str):
+            raise ProlificError("Prolific created a webhook secret without answering its value", 502)
+        return answer
+
+    def hook_subscriptions(self, workspace_id: str, *, enabled: bool = True) -> list[dict]:
+        """``GET /hooks/subscriptions/``: the workspace's subscriptions, enabled (the default) or not."""
+        query = urllib.parse.urlencode({"workspace_id": workspace_id, "is_enabled": "true" if enabled else "false"})
+        return [s for s in self.pages(f"hooks/subscriptions/?{query}") if isinstance(s.get("id"), str)]
+
+    def create_hook_subscription(self, workspace_id: str, event_type: str, target_url: str) -> tuple[dict, str]:
+        """``POST /hooks/subscriptions/``: (the subscription, its ``X-Hook-Secret`` for confirming it). Not repeatable.
+
+        The reference answers a list (``results``) holding the new subscription; an answer that is
+        the subscription itself is read too.
+        """
+        body = {"event_type": event_type, "target_url": target_url, "workspace_id": workspace_id}
+        try:
+            transport = self.transport()
+            answer = transport.request("POST", "hooks/subscriptions/", body, repeatable=False)
+        except ValueError as exc:
+            raise ProlificError(f"PROLIFIC_API_URL: {exc}") from None
+        except HttpError as exc:
+            raise _prolific_error("POST", "hooks/subscriptions/", exc) from None
+        items = answer.get("results", [answer]) if isinstance(answer, dict) else []
+        mine = [
+            s
+            for s in items
+            if isinstance(s, dict)
+            and isinstance(s.get("id"), str)
+            and s.get("event_type", event_type) == event_type
+            and s.get("target_url", target_url) == target_url
+        ]
+        hook_secret = transport.last_headers.get("x-hook-secret", "")
+        if not mine or not hook_secret:
+            raise ProlificUnknownOutcome("Prolific POST hooks/subscriptions/: no subscription id or X-Hook-Secret")
+        return mine[-1], hook_secret
+
+    def confirm_hook_subscription(self, subscription_id: str, hook_secret: str) -> dict:
+        """``POST /hooks/subscriptions/{id}/`` with the ``X-Hook-Secret``: the subscription starts delivering."""
+        path = f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/"
+        return self.request("POST", path, {"secret": hook_secret})
+
+    def delete_hook_subscription(self, subscription_id: str) -> bool:
+        """``DELETE /hooks/subscriptions/{id}/``; ``False`` when Prolific knows no such subscription (already gone)."""
+        try:
+            self.request("DELETE", f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/")
+        except ProlificError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
 
 def _prolific_error(method: str, path: str, exc: HttpError) -> ProlificError:
     """The transport's error as Prolific's, worded as before the transport was shared."""

@@ -149,4 +149,8 @@ def publish_batch(
         batch.status = Batch.Status.PUBLISHED
         batch.published = timezone.now()
         batch.save(update_fields=["status", "published"])
+    if batch.provider == "prolific":  # its workspace's webhooks (docs/prolific.md); a failure leaves polling
+        from annotation.prolific.webhooks.services.subscriptions import reconcile_webhooks
+
+        reconcile_webhooks(getattr(provider, "client", None))
     return len(pending)

@@ -24,6 +24,7 @@ RECORDED = {
     "annotation.sync": "annotation.tasks.sync_batch_task",
     "annotation.escalate": "annotation.tasks.escalate_batch_task",
     "annotation.prelabel": "annotation.tasks.prelabel_task",
+    "annotation.prolific.resync": "annotation.tasks.prolific_resync_task",
     "pool": "pooling.tasks.build_pool_task",
     "import": "pooling.tasks.import_task",
     "report": "metrics.tasks.build_report_task",

@@ -1,0 +1,1 @@
+"""Prolific's webhooks as state: the subscriptions (``subscriptions``) and the deliveries received (``deliveries``)."""

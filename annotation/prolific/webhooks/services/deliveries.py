@@ -1,0 +1,211 @@
+"""Webhook deliveries received and acted on at once; polling as the fallback for events that never arrive.
+
+**Receiving** (:func:`receive`, called by the endpoint). A delivery is verified first
+(:func:`annotation.prolific.signatures.read_delivery`: signature with the workspace's stored
+secret, timestamp within ``PROLIFIC_WEBHOOK_MAX_AGE_SECONDS``); anything refused is a JSON
+4xx and changes nothing. A verified delivery's content is trusted only to say *what to
+re-read*: its resource id is looked up here (a study id names its batch; a submission id the
+assignment or the confirmed session that holds it) and the batch is re-read from Prolific by
+the existing sync (``sync_batch``: every submission of the study as Prolific answers it
+now, a returned or timed-out place freed, a submission awaiting review settled, the study
+stopped when the batch is done). What the event says the status is, is never used: a
+forged event cannot get past the signature, and a genuine one delivered twice, late or out
+of order only causes one more re-read of the present state.
+
+**Once.** The event is inserted (``ProlificEvent``: its ``X-Event-ID`` unique, and the
+signature's digest unique) in the same transaction that schedules the re-read, so a
+duplicate (Prolific delivers at least once) is answered 200 and does nothing, and the same
+signed request replayed under another event id is refused (409).
+
+**At once, without waiting on Prolific in the request.** The request makes no remote call:
+it answers 202 as soon as the event is stored, and the re-read runs as a background job
+(:data:`RESYNC_KIND`, on a worker, or a thread of the web process without a broker).
+Events that arrive while a re-read of the same batch is still queued join it (one re-read
+reads them all); a re-read that finds a sync of the batch under way waits for it (at most
+:data:`LEASE_WAIT_SECONDS`) and then reads again, since the running one may have read
+before the change.
+
+**Polling** (:func:`poll_prolific`, ``manage.py poll_prolific`` every minute): each
+published Prolific batch not re-read for ``PROLIFIC_POLL_SECONDS`` (or, while the
+workspace's subscriptions are confirmed, ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``) is
+re-read, so an event dropped on the way is caught at the longer interval; it also
+reconciles the subscriptions (:func:`~.subscriptions.reconcile_webhooks`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.crowd.services.background import sync_job
+from annotation.crowd.services.sync import sync_batch
+from annotation.models import Assignment, Batch, ProlificEvent, ProlificHookSecret, ProlificSession, Provider
+from annotation.prolific.signatures import STUDY_STATUS, SUBMISSION_STATUS, Delivery, DeliveryRefused, read_delivery
+from annotation.prolific.webhooks.services.subscriptions import WebhookState, reconcile_webhooks, webhooks_active
+from core.errors import ServiceError
+from core.jobs import background_job
+from core.models import Job
+from core.services.leases import LeaseHeld
+
+#: The background job that re-reads a batch after an event (or a poll).
+RESYNC_KIND = "annotation.prolific.resync"
+#: How long a re-read waits for a sync of the same batch that is under way.
+LEASE_WAIT_SECONDS = 60
+
+
+@dataclass
+class Receipt:
+    """What was done with a verified delivery: ``outcome`` is ``scheduled``, ``joined``, ``duplicate`` or ``ignored``."""
+
+    status: int
+    outcome: str
+    event_id: str
+    batch: str | None = None
+    job: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "event_id": self.event_id, "batch": self.batch, "job": self.job}
+
+
+def _secret() -> str | None:
+    if not settings.PROLIFIC_WEBHOOKS or not settings.PROLIFIC_WORKSPACE_ID:
+        return None
+    stored = ProlificHookSecret.objects.filter(workspace_id=settings.PROLIFIC_WORKSPACE_ID).first()
+    return stored.value if stored else None
+
+
+def batch_of(delivery: Delivery) -> Batch | None:
+    """The batch the event's resource belongs to, as this site knows it (nothing else of the event is used)."""
+    if delivery.event_type == STUDY_STATUS:
+        return Batch.objects.filter(provider=Provider.PROLIFIC, hit_type_id=delivery.resource_id).first()
+    if delivery.event_type == SUBMISSION_STATUS:
+        held = (
+            Assignment.objects.filter(
+                provider_assignment_id=delivery.resource_id, hit__batch__provider=Provider.PROLIFIC
+            )
+            .select_related("hit__batch")
+            .first()
+        )
+        if held is not None:
+            return held.hit.batch
+        session = ProlificSession.objects.filter(session_id=delivery.resource_id).select_related("batch").first()
+        return session.batch if session is not None else None
+    return None
+
+
+def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
+    """Verify a delivery, record it once and schedule the re-read of its batch; :class:`DeliveryRefused` otherwise."""
+    secret = _secret()
+    if secret is None:
+        raise DeliveryRefused(403, "not_set_up", "Prolific webhooks are not set up on this site (no secret)")
+    delivery = read_delivery(
+        headers,
+        body,
+        secret,
+        now=time.time() if now is None else now,
+        max_age=settings.PROLIFIC_WEBHOOK_MAX_AGE_SECONDS,
+    )
+    if ProlificEvent.objects.filter(event_id=delivery.event_id).exists():
+        return Receipt(200, "duplicate", delivery.event_id)
+    batch = batch_of(delivery)
+    if batch is not None and batch.status == Batch.Status.DRAFT:
+        batch = None
+    receipt = Receipt(202, "ignored", delivery.event_id, batch.name if batch else None)
+    try:
+        with transaction.atomic():
+            event = ProlificEvent.objects.create(
+                event_id=delivery.event_id,
+                signature=delivery.signature_digest,
+                event_type=delivery.event_type,
+                resource_id=delivery.resource_id,
+                signed_at=dt.datetime.fromtimestamp(delivery.timestamp, tz=dt.UTC),
+                batch=batch,
+            )
+            if batch is not None:
+                job, joined = schedule_resync(batch)
+                ProlificEvent.objects.filter(pk=event.pk).update(job_id=job.pk)
+                receipt.job, receipt.outcome = job.pk, "joined" if joined else "scheduled"
+    except IntegrityError:
+        if ProlificEvent.objects.filter(event_id=delivery.event_id).exists():
+            return Receipt(200, "duplicate", delivery.event_id)
+        raise DeliveryRefused(
+            409, "replayed", "this signed request was already received under another event id"
+        ) from None
+    return receipt
+
+
+def schedule_resync(batch: Batch, *, reason: str = "Prolific event") -> tuple[Job, bool]:
+    """The queued re-read of ``batch`` (joined: it has not started, so it will read this change too), or a new one."""
+    queued = (
+        Job.objects.filter(kind=RESYNC_KIND, status=Job.Status.PENDING, arguments__0=batch.pk).order_by("-pk").first()
+    )
+    if queued is not None:
+        return queued, True
+    return resync_job.start(f"Re-read {batch.name} from Prolific ({reason})", batch.pk), False
+
+
+@background_job(RESYNC_KIND, task="annotation.tasks.prolific_resync_task", failures=(ServiceError,))
+def resync_job(job: Job, batch_id: int) -> dict:
+    """Re-read the batch from Prolific through the sync (waiting for a sync under way), then reconcile the webhooks."""
+    batch = Batch.objects.get(pk=batch_id)
+    ends = time.monotonic() + LEASE_WAIT_SECONDS
+    while True:
+        try:
+            result = sync_batch(batch, job=job)
+            break
+        except LeaseHeld:
+            if time.monotonic() >= ends:
+                raise
+            time.sleep(0.25)
+    batch.refresh_from_db()
+    if batch.status != Batch.Status.PUBLISHED:
+        reconcile_webhooks()  # the last published batch done: its subscriptions go
+    found = result.prolific
+    job.result = {
+        "batch": batch.name,
+        "approved": result.approved,
+        "rejected": result.rejected,
+        "freed": found.freed if found else 0,
+        "completed": result.completed,
+        "stopped": bool(found and found.stopped),
+    }
+    job.message = f"{job.result['freed']} place(s) freed, {result.approved} approved, {result.rejected} rejected" + (
+        "; batch completed" if result.completed else ""
+    )
+    return job.result
+
+
+@dataclass
+class PollResult:
+    """What one poll did: the interval used, whether webhooks were active, the batches re-read."""
+
+    interval: int
+    webhooks_active: bool
+    started: list[str] = field(default_factory=list)
+    webhooks: WebhookState | None = None
+
+
+def poll_prolific(*, now: dt.datetime | None = None) -> PollResult:
+    """Reconcile the subscriptions, then re-read each published Prolific batch not re-read within the interval."""
+    state = reconcile_webhooks()
+    active = webhooks_active()
+    interval = settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS if active else settings.PROLIFIC_POLL_SECONDS
+    since = (now or timezone.now()) - dt.timedelta(seconds=interval)
+    result = PollResult(interval=interval, webhooks_active=active, webhooks=state)
+    batches = Batch.objects.filter(provider=Provider.PROLIFIC, status=Batch.Status.PUBLISHED).exclude(hit_type_id="")
+    for batch in batches.order_by("pk"):
+        recent = (
+            Job.objects.filter(kind__in=(RESYNC_KIND, sync_job.kind), arguments__0=batch.pk, created__gte=since)
+            .exclude(status=Job.Status.FAILED)
+            .exists()
+        )
+        if not recent:
+            schedule_resync(batch, reason="poll")
+            result.started.append(batch.name)
+    return result
