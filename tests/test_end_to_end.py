@@ -49,7 +49,7 @@ def test_demo_runs_the_whole_path(settings, tmp_path):
     # default measures at 10 for every ranker, ranker-a (the most skilled by design) ahead.
     qrels = Qrels.objects.get(name="demo-qrels")
     assert qrels.queries == 200 and qrels.relevant >= 200
-    report = Report.objects.get()
+    report = Report.objects.get(query_set__name="demo-non-gendered")
     assert report.qrels == qrels and report.unjudged == []
     effect = {(r["run"], r["metric"]): float(r["value"]) for r in rows if r["variant"] == "demo-qrels"}
     assert {m for _, m in effect} == {"RR", "nDCG", "R", "P"}
@@ -58,6 +58,12 @@ def test_demo_runs_the_whole_path(settings, tmp_path):
     assert report.results.filter(metric="nDCG", variant="demo-qrels").count() == 3
     printed = out.getvalue()
     assert "Effectiveness beside bias at rank 10" in printed and "nDCG@10" in printed and "ARaB[tf]" in printed
+    # A study plan for the two most different rankers, and a report on the routed batch's labels.
+    assert "with 80% power you need about" in printed and "Annotate about" in printed
+    labelled = Report.objects.get(name="demo-machine-labels")
+    assert labelled.on_batch and labelled.label_batch.name == "demo-machine"
+    assert "With the labels' uncertainty" in printed and "with labels 95%" in printed
+    assert labelled.results.exclude(combined_low=None).exists()
 
     # Running it again changes nothing and does not fail.
     call_command("demo", passages=3000, queries=200, stdout=StringIO())

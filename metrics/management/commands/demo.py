@@ -11,7 +11,6 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from core.management.cli import ProjectCommand
-from metrics.formatting import uncertainty_table
 from metrics.models import Report
 from metrics.selectors import report_summary
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run
@@ -27,6 +26,26 @@ SUMMARY_COLUMNS = (
     ("RR", QRELS), ("nDCG", QRELS), ("R", QRELS), ("P", QRELS),
     ("ARaB", "tf"), ("ARaB", "bool"), ("NFaiRR", "collection"), ("TExFAIR", "rbdf"),
 )  # fmt: skip
+
+
+#: The metric the demo's study plan is for.
+PLAN_METRIC = "ARaB"
+
+
+def most_different(summary, metric: str, variant: str, cutoff: int) -> tuple[str, str]:
+    """The two runs farthest apart on one metric (larger value first)."""
+    at = summary[(summary["metric"] == metric) & (summary["variant"] == variant) & (summary["cutoff"] == cutoff)]
+    ordered = at.dropna(subset=["value"]).sort_values("value", ascending=False)["run"].tolist()
+    return ordered[0], ordered[-1]
+
+
+def plan_delta(summary, a: str, b: str) -> float:
+    """The difference the plan is for: the pilot's own difference of ``a`` and ``b``, to two significant digits."""
+    at = summary[
+        (summary["metric"] == PLAN_METRIC) & (summary["variant"] == "tf") & (summary["cutoff"] == SUMMARY_CUTOFF)
+    ]
+    values = dict(zip(at["run"], at["value"], strict=True))
+    return float(f"{abs(values[a] - values[b]):.2g}") or 0.01
 
 
 def summary_table(summary) -> str:
@@ -148,6 +167,18 @@ class Command(ProjectCommand):
         )
         self.stdout.write(summary_table(report_summary(report)))
 
+        a, b = most_different(report_summary(report), PLAN_METRIC, "tf", SUMMARY_CUTOFF)
+        delta = plan_delta(report_summary(report), a, b)
+        self.step(
+            f"A study plan for the two most different rankers on {PLAN_METRIC}@{SUMMARY_CUTOFF}, {a} and {b}: "
+            f"how many queries to detect a difference of {delta:g} with 80% power, and what annotating them costs"
+        )
+        call_command(
+            "plan_study", "--report", report.name, "--runs", f"{a},{b}", "--metric", PLAN_METRIC,
+            "--cutoff", str(SUMMARY_CUTOFF), "--delta", f"{delta:g}", "--pool", "demo-pool", "-v", "0",
+            stdout=self.stdout,
+        )  # fmt: skip
+
         self.step(
             "The same runs on the machine-labelled batch's labels, with their uncertainty "
             "(crowd posteriors, rulings, machine labels at their calibrated accuracy)"
@@ -155,10 +186,11 @@ class Command(ProjectCommand):
         if not Report.objects.filter(name=LABELS_REPORT).exists():
             call_command(
                 "bias_report", "--from-batch", "demo-machine", "--runs", ",".join(RUNS), "--baseline", RUNS[0],
-                "--cutoffs", "10", "--name", LABELS_REPORT, "--out", str(out / "bias-with-labels.csv"), "-v", "0",
+                "--cutoffs", "10", "--name", LABELS_REPORT, "--out", str(out / "bias-with-labels.csv"),
+                stdout=self.stdout,
             )  # fmt: skip
-        labelled = Report.objects.get(name=LABELS_REPORT)
-        self.stdout.write(uncertainty_table(report_summary(labelled), SUMMARY_CUTOFF))
+        else:
+            self.stdout.write(f"Report {LABELS_REPORT!r} is already built; see /metrics/{LABELS_REPORT}/")
 
         user_model = get_user_model()
         if not user_model.objects.filter(username="demo").exists():
