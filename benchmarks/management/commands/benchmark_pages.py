@@ -1,0 +1,212 @@
+import statistics
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection, transaction
+from django.utils import timezone
+
+from annotation import services
+from annotation.crowd.services.pseudonyms import worker_for
+from annotation.labels import LABELS
+from annotation.models import Assignment, Batch, Hit, Judgment, Provider
+from benchmarks.measure import tree_cpu_seconds
+from benchmarks.site_load import format_table, free_port
+from benchmarks.site_server import start_gunicorn, stop
+from benchmarks.virtual_annotator import VirtualAnnotator
+from core.management.cli import ProjectCommand, command_errors
+from metrics import services as metrics_services
+from metrics.models import Report
+from pooling.models import QuerySet, Run
+from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
+
+PREFIX = "pages-"
+PASSWORD = "pages-benchmark-password"
+TEMPLATE = ("template page", "/admin/login/")
+
+
+class Command(ProjectCommand):
+    help = (
+        "Server cost of the researcher's pages: builds a batch of --queries queries with three answers "
+        "each (a simulated crowd) and a bias report of --runs synthetic runs over the same queries, serves "
+        "the site with gunicorn as shipped (config.gunicorn; --workers x --threads), and prints per page the "
+        "server CPU (gunicorn's processes and, on PostgreSQL, the database's, from /proc) and the wall time "
+        "of the first request and the median of --repeats later ones, next to a template page without SQL "
+        "(GET /admin/login/) measured between them. Run it on a throw-away database."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--queries", type=int, default=5000, help="queries of the batch and the report (5000)")
+        parser.add_argument("--runs", type=int, default=7, help="synthetic runs in the report (7)")
+        parser.add_argument("--passages", type=int, default=50_000, help="synthetic collection size (50,000)")
+        parser.add_argument("--repeats", type=int, default=5, help="repeat requests per page (5)")
+        parser.add_argument("--workers", type=int, default=1, help="gunicorn workers (1: one request at a time)")
+        parser.add_argument("--threads", type=int, default=1, help="threads per worker (1)")
+
+    def handle(self, **o):
+        if min(o["queries"], o["runs"], o["repeats"], o["workers"], o["threads"]) < 1:
+            raise CommandError("every count must be at least 1")
+        if Batch.objects.exclude(name__startswith=PREFIX).exists():
+            raise CommandError("this database holds real batches: run the benchmark on a throw-away database")
+        with command_errors():
+            batch, report = self._state(o["queries"], o["runs"], o["passages"])
+        user = f"{PREFIX}researcher"
+        model = get_user_model()
+        if not model.objects.filter(username=user).exists():
+            model.objects.create_user(user, password=PASSWORD, is_staff=True)
+        log = Path(tempfile.mkstemp(prefix="benchmark-pages-gunicorn-", suffix=".log")[1])
+        port = free_port()
+        self.stdout.write(f"gunicorn {o['workers']}x{o['threads']} on 127.0.0.1:{port}, {connection.vendor}; log {log}")
+        started = time.monotonic()
+        server = start_gunicorn(port, workers=o["workers"], threads=o["threads"], log=log)
+        self.stdout.write(f"gunicorn answered after {time.monotonic() - started:.1f} s (master imports included)")
+        try:
+            client = VirtualAnnotator(f"http://127.0.0.1:{port}", user, PASSWORD)
+            client.login()
+            pages = [
+                ("batch page", f"/annotation/batches/{batch.name}/"),
+                ("live fragment", f"/annotation/batches/{batch.name}/live/"),
+                ("agreement", f"/annotation/batches/{batch.name}/agreement/"),
+                ("review queue", f"/annotation/batches/{batch.name}/review/"),
+                ("report page", f"/metrics/{report.name}/"),
+                ("distribution PNG", f"/metrics/{report.name}/distribution.png?cutoff=10"),
+                ("metric SVG", f"/metrics/{report.name}/metric.svg?metric=ARaB&variant=tf"),
+            ]
+            rows = self._measure(client, server.pid, self._postmaster(), pages, o["repeats"])
+            client.close()
+        finally:
+            stop(server)
+        self.stdout.write(f"\n{o['queries']:,} queries, {o['queries'] * 3:,} judgments; report of {o['runs']} runs")
+        self.stdout.write(format_table(rows))
+
+    # -- the state ---------------------------------------------------------------------------
+    def _state(self, queries: int, runs: int, passages: int) -> tuple[Batch, Report]:
+        name = f"{PREFIX}{queries}"
+        batch = Batch.objects.filter(name=name).first()
+        report = Report.objects.filter(name=name).first()
+        if batch is not None and report is not None:
+            self.stdout.write(f"Reusing batch and report {name}")
+            return batch, report
+        started = time.monotonic()
+        folder = Path(tempfile.mkdtemp(prefix="benchmark-pages-"))
+        spec = SyntheticSpec(passages=passages, queries=queries, runs=runs, depth=100)
+        write_collection(folder / "collection.tsv", spec)
+        write_queries(folder / "queries.tsv", spec)
+        paths = write_runs(folder, folder / "queries.tsv", spec)
+        call_command("import_collection", str(folder / "collection.tsv"), name=name, verbosity=0)
+        call_command("import_queries", str(folder / "queries.tsv"), name=name, verbosity=0)
+        run_names = [f"{name}-run-{i}" for i in range(len(paths))]
+        for path, run in zip(paths, run_names, strict=True):
+            call_command("import_run", str(path), name=run, collection=name, verbosity=0)
+        query_set = QuerySet.objects.get(name=name)
+        batch = self._batch(name, query_set)
+        report = metrics_services.build_report(
+            name, query_set, list(Run.objects.filter(name__in=run_names)), baseline=None, bar=False
+        )
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
+        self.stdout.write(f"Built batch and report {name} in {time.monotonic() - started:.0f} s ({folder})")
+        return batch, report
+
+    def _batch(self, name: str, query_set: QuerySet) -> Batch:
+        """A published in-house batch whose every HIT has three answers from a simulated crowd
+        (true labels 45% non-gendered; each annotator right 85% of the time)."""
+        rng = np.random.default_rng(0)
+        settings = services.BatchSettings(
+            provider="local", assignments_per_query=3, queries_per_hit=10, reward=Decimal("0.05")
+        )
+        with transaction.atomic():
+            batch = services.create_batch(name, settings, query_set=query_set)
+            services.publish_batch(batch)
+            workers = [worker_for(Provider.LOCAL, f"{PREFIX}annotator-{i}") for i in range(30)]
+            hits = list(batch.hits.order_by("position").prefetch_related("hit_queries__batch_query"))
+            now = timezone.now()
+            made = Assignment.objects.bulk_create(
+                [
+                    Assignment(
+                        hit=hit,
+                        worker=workers[(hit.position * 3 + k) % len(workers)],
+                        provider_assignment_id=f"{name}-{hit.pk}-{k}",
+                        status=Assignment.Status.SUBMITTED,
+                        accepted_at=now,
+                        submitted_at=now,
+                        valid=True,
+                    )
+                    for hit in hits
+                    for k in range(3)
+                ],
+                batch_size=2000,
+            )
+            truth = {}
+            judgments = []
+            for assignment in made:
+                for hq in assignment.hit.hit_queries.all():
+                    qid = hq.batch_query.qid
+                    true = truth.setdefault(qid, LABELS[0] if rng.random() < 0.45 else str(rng.choice(LABELS[1:])))
+                    label = true if rng.random() < 0.85 else str(rng.choice([x for x in LABELS if x != true]))
+                    judgments.append(Judgment(assignment=assignment, batch_query_id=hq.batch_query_id, label=label))
+            Judgment.objects.bulk_create(judgments, batch_size=5000)
+            Hit.objects.filter(batch=batch).update(status=Hit.Status.COMPLETE)
+        return batch
+
+    def _postmaster(self) -> int | None:
+        if connection.vendor != "postgresql":
+            return None
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backend = cursor.fetchone()[0]
+        try:
+            with open(f"/proc/{backend}/stat") as stat:
+                return int(stat.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return None
+
+    # -- measuring ---------------------------------------------------------------------------
+    def _measure(self, client: VirtualAnnotator, gunicorn: int, postmaster: int | None, pages, repeats: int):
+        def cpu() -> float:
+            return tree_cpu_seconds(gunicorn) + (tree_cpu_seconds(postmaster) if postmaster else 0.0)
+
+        def timed(path: str) -> tuple[float, float]:
+            before, wall = cpu(), time.perf_counter()
+            answer = client.request("GET", path)
+            if answer.status != 200:
+                raise CommandError(f"GET {path} answered {answer.status}")
+            return (cpu() - before) * 1000, (time.perf_counter() - wall) * 1000
+
+        template = [timed(TEMPLATE[1]) for _ in range(3)]  # warm-up of the template page itself
+        measured = {}
+        for kind, path in pages:
+            first = timed(path)
+            again = []
+            for _ in range(repeats):  # each repeat beside a template page, so load changes fall on both
+                template.append(timed(TEMPLATE[1]))
+                again.append(timed(path))
+            measured[kind] = (first, again)
+        base = statistics.median(c for c, _ in template[3:]) if len(template) > 3 else template[-1][0]
+        rows = [
+            {
+                "page": TEMPLATE[0],
+                "first CPU ms": "",
+                "repeat CPU ms": f"{base:.1f}",
+                "× template": "1.0",
+                "repeat wall ms": f"{statistics.median(w for _, w in template[3:]):.1f}",
+            }
+        ]
+        for kind, (first, again) in measured.items():
+            repeat = statistics.median(c for c, _ in again)
+            rows.append(
+                {
+                    "page": kind,
+                    "first CPU ms": f"{first[0]:.1f}",
+                    "repeat CPU ms": f"{repeat:.1f}",
+                    "× template": f"{repeat / base:.1f}" if base > 0 else "–",
+                    "repeat wall ms": f"{statistics.median(w for _, w in again):.1f}",
+                }
+            )
+        return rows
