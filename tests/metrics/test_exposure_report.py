@@ -99,6 +99,7 @@ def test_api_csv_plots_and_table_carry_them(user_client, report):
     assert svg.status_code == 200 and b"<svg" in svg.content
     page = user_client.get(reverse("metrics:report-detail", args=["rep"])).content.decode()
     assert "metric.svg?metric=rKL&amp;variant=female" in page
+    assert "Exposure metrics: AWRF with dcg weights; target female share 0.5; rKL/rND/rRD with female" in page
 
     table = user_client.get("/api/metrics/reports/rep/table/?layout=exposure&cutoff=2").json()
     labels = [column["label"] for column in table["columns"]]
