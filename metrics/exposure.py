@@ -146,9 +146,8 @@ def alignment(f: np.ndarray, m: np.ndarray, threshold: float = 1) -> tuple[np.nd
     m = np.asarray(m, dtype=np.float64)
     total = f + m
     gendered = total > threshold
-    with np.errstate(invalid="ignore", divide="ignore"):
-        a_f = np.where(gendered, f / total, 0.0)
-    a_m = np.where(gendered, 1.0 - a_f, 0.0)
+    a_f = np.divide(f, total, out=np.zeros_like(total), where=gendered)
+    a_m = np.divide(m, total, out=np.zeros_like(total), where=gendered)
     return a_f, a_m, gendered
 
 
@@ -162,6 +161,12 @@ def group_exposure(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(ε_f, ε_m)`` per query: attention-weighted alignment of the top min(cutoff, n) documents."""
     a_f, a_m, _ = alignment(f, m, settings.threshold)
+    return _group_exposure(a_f, a_m, n, cutoff, settings)
+
+
+def _group_exposure(
+    a_f: np.ndarray, a_m: np.ndarray, n: np.ndarray, cutoff: int, settings: ExposureSettings
+) -> tuple[np.ndarray, np.ndarray]:
     depth = min(cutoff, a_f.shape[1])
     keep = _within(n, a_f.shape[1])[:, :depth]
     w = position_weights(depth, settings.weights, settings.p)
@@ -187,7 +192,12 @@ def awrf(
     f: np.ndarray, m: np.ndarray, n: np.ndarray, cutoff: int, settings: ExposureSettings = ExposureSettings()
 ) -> np.ndarray:
     """AWRF@cutoff per query: 1 − JSD(exposure distribution, target); 1 without a gendered document."""
-    e_f, e_m = group_exposure(f, m, n, cutoff, settings)
+    a_f, a_m, _ = alignment(f, m, settings.threshold)
+    return _awrf(a_f, a_m, n, cutoff, settings)
+
+
+def _awrf(a_f: np.ndarray, a_m: np.ndarray, n: np.ndarray, cutoff: int, settings: ExposureSettings) -> np.ndarray:
+    e_f, e_m = _group_exposure(a_f, a_m, n, cutoff, settings)
     total = e_f + e_m
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(total > 0, e_f / total, settings.target)  # no gendered document: the target itself
@@ -221,6 +231,32 @@ def _terms(share: np.ndarray, q: np.ndarray, measure: str) -> tuple[np.ndarray, 
     raise ValueError(f"unknown rank fairness measure {measure!r}; choose rKL, rND or rRD")
 
 
+def _prefix_shares(protected: np.ndarray, gendered: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(G, P)``: per query and rank i, the gendered documents among the top i and their protected share
+    (0 where G_i = 0), at the matrices' full depth (a cutoff's are its first columns)."""
+    protected = np.asarray(protected, dtype=np.float64)
+    within = _within(n, protected.shape[1])
+    counted = np.cumsum(np.asarray(gendered, dtype=bool) & within, axis=1)
+    aligned = np.cumsum(protected * within, axis=1)
+    share = np.divide(aligned, counted, out=np.zeros_like(aligned), where=counted > 0)
+    return counted, np.clip(share, 0.0, 1.0)
+
+
+def _at_cuts(
+    term: np.ndarray, largest, counted: np.ndarray, n: np.ndarray, cutoff: int, step: int, discount: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(Σ δ_i term_i, Σ δ_i, Σ δ_i max term)`` over the cut points of ``cutoff`` with G_i > 0."""
+    depth = min(cutoff, term.shape[1])
+    cuts = cut_points(n, cutoff, step, depth) & (counted[:, :depth] > 0)
+    delta = rank_discount(depth, discount)[None, :] * cuts
+    return (delta * term[:, :depth]).sum(axis=1), delta.sum(axis=1), (delta * largest).sum(axis=1)
+
+
+def _reference(q: float | np.ndarray):
+    """q as a number or a ``[queries × 1]`` column."""
+    return np.asarray(q, dtype=np.float64).reshape(-1, 1) if np.ndim(q) else np.float64(q)
+
+
 def discounted_sums(
     protected: np.ndarray,
     gendered: np.ndarray,
@@ -240,18 +276,9 @@ def discounted_sums(
     the first over the second with ``step=1, discount="dcg"`` and ``q`` the list's own share is
     Geyik et al.'s NDKL (tests compare it with FairRankTune's).
     """
-    protected = np.asarray(protected, dtype=np.float64)
-    depth = min(cutoff, protected.shape[1])
-    within = _within(n, protected.shape[1])[:, :depth]
-    counted = np.cumsum(np.asarray(gendered)[:, :depth] & within, axis=1)
-    aligned = np.cumsum(protected[:, :depth] * within, axis=1)
-    q = np.asarray(q, dtype=np.float64).reshape(-1, 1) if np.ndim(q) else np.float64(q)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(counted > 0, aligned / counted, 0.0)
-    term, largest = _terms(np.clip(share, 0.0, 1.0), q, measure)
-    cuts = cut_points(n, cutoff, step, depth) & (counted > 0)
-    delta = rank_discount(depth, discount)[None, :] * cuts
-    return (delta * term).sum(axis=1), delta.sum(axis=1), (delta * largest).sum(axis=1)
+    counted, share = _prefix_shares(protected, gendered, n)
+    term, largest = _terms(share, _reference(q), measure)
+    return _at_cuts(term, largest, counted, n, cutoff, step, discount)
 
 
 def rank_fairness(
@@ -264,12 +291,21 @@ def rank_fairness(
 ) -> np.ndarray:
     """rKL, rND or rRD at ``cutoff`` per query (0 fair, 1 most unfair; 0 without a gendered document)."""
     a_f, a_m, gendered = alignment(f, m, settings.threshold)
-    protected = a_f if settings.protected == "female" else a_m
+    return _rank_fairness(a_f if settings.protected == "female" else a_m, gendered, n, cutoff, measure, settings)
+
+
+def _rank_fairness(
+    protected: np.ndarray, gendered: np.ndarray, n: np.ndarray, cutoff: int, measure: str, settings: ExposureSettings
+) -> np.ndarray:
     total, _, largest = discounted_sums(
         protected, gendered, n, cutoff, measure, q=settings.protected_share, step=settings.step
     )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(largest > 0, total / largest, 0.0)  # no gendered document: fair
+    return _normalise(total, largest)
+
+
+def _normalise(total: np.ndarray, largest: np.ndarray) -> np.ndarray:
+    """Σ δ term ÷ Z; 0 (fair) where no cut point has a gendered document."""
+    return np.divide(total, largest, out=np.zeros_like(total), where=largest > 0)
 
 
 def exposure_columns(
@@ -277,9 +313,16 @@ def exposure_columns(
 ) -> dict[str, np.ndarray]:
     """``{"AWRF@k", "rKL@k", "rND@k", "rRD@k": per-query values}`` for every cutoff."""
     settings.validate()
+    # Alignments, prefix shares and each measure's terms once, at full depth; a cutoff takes its
+    # first columns (the same numbers as awrf() and rank_fairness() at each cutoff).
+    a_f, a_m, gendered = alignment(f, m, settings.threshold)
+    protected = a_f if settings.protected == "female" else a_m
+    counted, share = _prefix_shares(protected, gendered, n)
+    terms = {measure: _terms(share, _reference(settings.protected_share), measure) for measure in METRICS[1:]}
     columns = {}
     for k in cutoffs:
-        columns[f"AWRF@{k}"] = awrf(f, m, n, k, settings)
-        for measure in METRICS[1:]:
-            columns[f"{measure}@{k}"] = rank_fairness(f, m, n, k, measure, settings)
+        columns[f"AWRF@{k}"] = _awrf(a_f, a_m, n, k, settings)
+        for measure, (term, largest) in terms.items():
+            total, _, most = _at_cuts(term, largest, counted, n, k, settings.step, "yang")
+            columns[f"{measure}@{k}"] = _normalise(total, most)
     return columns
