@@ -59,7 +59,10 @@ class ReportRequestSerializer(serializers.Serializer):
         choices=list(PROTECTED_GROUPS), default=DEFAULT_PROTECTED, help_text="rKL/rND/rRD's protected group."
     )
     cut_step = serializers.IntegerField(
-        min_value=1, default=DEFAULT_CUT_STEP, help_text="rKL/rND/rRD's cut points: every this many ranks."
+        min_value=1,
+        max_value=10_000,
+        default=DEFAULT_CUT_STEP,
+        help_text="rKL/rND/rRD's cut points: every this many ranks.",
     )
 
 

@@ -79,6 +79,8 @@ from .defaults import (
 WEIGHTS = AWRF_WEIGHTS
 #: The groups that may be the protected one of rKL/rND/rRD.
 PROTECTED = PROTECTED_GROUPS
+#: The largest cut-point step (a step beyond the list's length leaves the one cut point min(k, n)).
+MAX_STEP = 10_000
 #: The metrics this module computes, in the order of tables and plots.
 METRICS = ("AWRF", "rKL", "rND", "rRD")
 
@@ -106,8 +108,8 @@ class ExposureSettings:
             raise ValueError(f"the target female share must lie strictly between 0 and 1, got {self.target}")
         if self.protected not in PROTECTED:
             raise ValueError(f"unknown protected group {self.protected!r}; choose one of {', '.join(PROTECTED)}")
-        if int(self.step) != self.step or self.step < 1:
-            raise ValueError(f"the cut-point step must be a positive integer, got {self.step}")
+        if int(self.step) != self.step or not 1 <= self.step <= MAX_STEP:
+            raise ValueError(f"the cut-point step must be an integer from 1 to {MAX_STEP}, got {self.step}")
         if self.threshold < 0:
             raise ValueError("the threshold τ must not be negative")
 

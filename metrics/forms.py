@@ -96,6 +96,7 @@ class ReportForm(forms.Form):
     cut_step = forms.IntegerField(
         initial=DEFAULT_CUT_STEP,
         min_value=1,
+        max_value=10_000,
         required=False,
         label="rKL/rND/rRD cut step",
         help_text="Cut points every this many ranks (and the cutoff); 10 as Yang & Stoyanovich.",

@@ -140,6 +140,7 @@ def test_settings_are_checked():
         {"protected": "other"},
         {"step": 0},
         {"step": 2.5},
+        {"step": 10**30},
         {"threshold": -1},
     ):
         with pytest.raises(ValueError):
