@@ -108,6 +108,9 @@ def test_api_csv_plots_and_table_carry_them(user_client, report):
     assert table["correlations"] == [{"a": "AWRF@2", "b": "NFaiRR@2"}]
     cells = dict(zip(labels, table["rows"][0]["cells"], strict=True))
     assert cells["rND@2"]["value"] == pytest.approx(1 / 3)
+    laid_out = user_client.get(reverse("metrics:report-detail", args=["rep"]) + "?layout=exposure&cutoff=2")
+    text = laid_out.content.decode()
+    assert laid_out.status_code == 200 and "<option selected>exposure</option>" in text and "rRD@2" in text
 
 
 @pytest.mark.django_db
