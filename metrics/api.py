@@ -16,7 +16,19 @@ from core.serializers import JobSerializer
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from .counterfactual import HER_CHOICES
-from .defaults import CRBO_DEPTH, CRBO_P, TABLE_LAYOUTS, VARIANT_VERSIONS
+from .defaults import (
+    AWRF_WEIGHTS,
+    CRBO_DEPTH,
+    CRBO_P,
+    DEFAULT_AWRF_P,
+    DEFAULT_AWRF_WEIGHTS,
+    DEFAULT_CUT_STEP,
+    DEFAULT_EXPOSURE_TARGET,
+    DEFAULT_PROTECTED,
+    PROTECTED_GROUPS,
+    TABLE_LAYOUTS,
+    VARIANT_VERSIONS,
+)
 from .forms import CounterfactualForm, CrboForm, PreferenceForm, ReportForm
 from .models import Report, Result
 from .serializers import LabelSensitivitySerializer, PerQuerySerializer, ReportListSerializer, ReportSerializer
@@ -40,6 +52,24 @@ class ReportRequestSerializer(serializers.Serializer):
     qrels = serializers.CharField(required=False, help_text="Imported relevance judgments: adds effectiveness.")
     measures = serializers.CharField(
         required=False, help_text="With qrels: e.g. RR@10,nDCG@10,R@10,P@10 (ir_measures names; MRR = RR)."
+    )
+    awrf_weights = serializers.ChoiceField(
+        choices=list(AWRF_WEIGHTS), default=DEFAULT_AWRF_WEIGHTS, help_text="AWRF's position weights."
+    )
+    awrf_p = serializers.FloatField(
+        default=DEFAULT_AWRF_P, help_text="Geometric weights: the first rank's share of attention, in (0, 1)."
+    )
+    exposure_target = serializers.FloatField(
+        default=DEFAULT_EXPOSURE_TARGET, help_text="Target female share (AWRF, rKL, rND, rRD), in (0, 1)."
+    )
+    protected_group = serializers.ChoiceField(
+        choices=list(PROTECTED_GROUPS), default=DEFAULT_PROTECTED, help_text="rKL/rND/rRD's protected group."
+    )
+    cut_step = serializers.IntegerField(
+        min_value=1,
+        max_value=10_000,
+        default=DEFAULT_CUT_STEP,
+        help_text="rKL/rND/rRD's cut points: every this many ranks.",
     )
 
 

@@ -18,6 +18,16 @@ DEFAULT_THRESHOLD = 1
 #: background plus every compared run (default), or the background alone as the reference code.
 NORMALISERS = ("comparison", "exact")
 DEFAULT_NORMALISER = "comparison"
+#: The exposure metrics (:mod:`metrics.exposure`): AWRF's position weights (``dcg``, ``trec``,
+#: ``geometric``) and the geometric weights' p; the target's female share of exposure; the
+#: protected group of rKL/rND/rRD and their cut-point step (Yang & Stoyanovich: every 10 ranks).
+AWRF_WEIGHTS = ("dcg", "trec", "geometric")
+DEFAULT_AWRF_WEIGHTS = "dcg"
+DEFAULT_AWRF_P = 0.5
+DEFAULT_EXPOSURE_TARGET = 0.5
+PROTECTED_GROUPS = ("female", "male")
+DEFAULT_PROTECTED = "female"
+DEFAULT_CUT_STEP = 10
 #: Bootstrap resamples and seed for confidence intervals.
 DEFAULT_SAMPLES = 1000
 DEFAULT_SEED = 0
@@ -36,4 +46,4 @@ CRBO_DEPTH = 10
 #: Paired-variant preference: the version suffixes of a document's docids (male, female, neutral).
 VARIANT_VERSIONS = ("m", "f", "n")
 #: The papers' tables a report can be laid out as (:mod:`metrics.tables`), the first the default.
-TABLE_LAYOUTS: tuple[str, ...] = ("ecir2024", "sigir2020")
+TABLE_LAYOUTS: tuple[str, ...] = ("ecir2024", "sigir2020", "exposure")

@@ -16,7 +16,19 @@ from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from . import services
 from .counterfactual import HER_CHOICES
-from .defaults import CONFIDENCE_THRESHOLD, CRBO_DEPTH, CRBO_P, DEFAULT_SAMPLES, VARIANT_VERSIONS
+from .defaults import (
+    CONFIDENCE_THRESHOLD,
+    CRBO_DEPTH,
+    CRBO_P,
+    DEFAULT_AWRF_P,
+    DEFAULT_AWRF_WEIGHTS,
+    DEFAULT_CUT_STEP,
+    DEFAULT_EXPOSURE_TARGET,
+    DEFAULT_PROTECTED,
+    DEFAULT_SAMPLES,
+    PROTECTED_GROUPS,
+    VARIANT_VERSIONS,
+)
 from .models import Report
 from .power import DEFAULT_DRAWS
 from .services import parse_cutoffs
@@ -66,6 +78,42 @@ class ReportForm(forms.Form):
         help_text="With judgments: ir_measures names with a cutoff, of RR (MRR), nDCG, R, P, AP "
         "(default RR@10,nDCG@10,R@10,P@10).",
     )
+    awrf_weights = forms.ChoiceField(
+        choices=[
+            ("dcg", "dcg: 1/log2(r+1), as NFaiRR and TExFAIR"),
+            ("trec", "trec: 1/log2(max(r,2)), TREC Fair Ranking's"),
+            ("geometric", "geometric: p(1-p)^(r-1), Sapiezynski et al.'s"),
+        ],
+        initial=DEFAULT_AWRF_WEIGHTS,
+        required=False,
+        label="AWRF position weights",
+    )
+    awrf_p = forms.FloatField(
+        initial=DEFAULT_AWRF_P,
+        required=False,
+        label="AWRF geometric p",
+        help_text="With geometric weights: the first rank's share of attention, in (0, 1).",
+    )
+    exposure_target = forms.FloatField(
+        initial=DEFAULT_EXPOSURE_TARGET,
+        required=False,
+        label="Target female share",
+        help_text="Of exposure (AWRF) and of each prefix (rKL, rND, rRD), in (0, 1); 0.5: equal.",
+    )
+    protected_group = forms.ChoiceField(
+        choices=[(g, g) for g in PROTECTED_GROUPS],
+        initial=DEFAULT_PROTECTED,
+        required=False,
+        label="rKL/rND/rRD protected group",
+    )
+    cut_step = forms.IntegerField(
+        initial=DEFAULT_CUT_STEP,
+        min_value=1,
+        max_value=10_000,
+        required=False,
+        label="rKL/rND/rRD cut step",
+        help_text="Cut points every this many ranks (and the cutoff); 10 as Yang & Stoyanovich.",
+    )
 
     def clean_measures(self):
         try:
@@ -80,7 +128,31 @@ class ReportForm(forms.Form):
         chosen = not ({"queries", "batch"} & set(self.errors))
         if chosen and bool(data.get("queries")) == bool(data.get("batch")):
             self.add_error("queries", "choose a query set or a batch whose labels to report on (one of them)")
+        self._clean_exposure(data)
         return data
+
+    def _clean_exposure(self, data: dict) -> None:
+        """The exposure metrics' choices: defaults where left empty, then their one set of checks."""
+        from .exposure import ExposureSettings
+
+        defaults = {
+            "awrf_weights": DEFAULT_AWRF_WEIGHTS,
+            "awrf_p": DEFAULT_AWRF_P,
+            "exposure_target": DEFAULT_EXPOSURE_TARGET,
+            "protected_group": DEFAULT_PROTECTED,
+            "cut_step": DEFAULT_CUT_STEP,
+        }
+        for field, default in defaults.items():
+            if data.get(field) in (None, "") and field not in self.errors:
+                data[field] = default
+        if any(field in self.errors for field in defaults):
+            return
+        checks = {"awrf_p": "p", "exposure_target": "target"}
+        for field, name in checks.items():
+            try:
+                ExposureSettings(**{name: data[field]}).validate()
+            except ValueError as exc:
+                self.add_error(field, str(exc))
 
     def clean_nfairr_normaliser(self):
         return self.cleaned_data["nfairr_normaliser"] or "comparison"
@@ -103,6 +175,11 @@ class ReportForm(forms.Form):
                 tokenizer=data["tokenizer"],
                 nfairr_normaliser=data["nfairr_normaliser"],
                 measures=data["measures"],
+                awrf_weights=data["awrf_weights"],
+                awrf_p=data["awrf_p"],
+                exposure_target=data["exposure_target"],
+                protected_group=data["protected_group"],
+                cut_step=data["cut_step"],
             ),
             background=data["background"],
             baseline=data["baseline"],

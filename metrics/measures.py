@@ -38,6 +38,9 @@ Definitions (``k`` a cutoff, ``n`` the documents the run has for the query, w_r 
   Σ_{r ≤ min(k,n)} w_r. Variant ``rbdf``: 1 − TED·RBDF (the paper's); ``plain``: 1 − TED.
   No word of the list in the top k → TED = 0 and TExFAIR = 1.
 
+- **AWRF@k, rKL@k, rND@k, rRD@k**: :mod:`metrics.exposure` (group alignment from the same
+  representative counts, soft f/(f+m), m/(f+m); neutral documents excluded from the groups).
+
 A document missing from ``counts`` (not in the collection) is treated as a document with no
 gendered word and length 0: magnitude 0 for RaB, neutral (ω = 1) for NFaiRR — the reference
 code's intent, though it crashed there — and no exposure for TExFAIR. Runs imported through
@@ -57,7 +60,8 @@ from pooling.magnitudes import magnitudes_frame
 from pooling.rank_bias import rank_bias_table, rank_matrices
 
 from .defaults import BACKGROUND_DEPTH, COLLECTION_BACKGROUND, DEFAULT_NORMALISER, DEFAULT_THRESHOLD, NORMALISERS
-from .vocabulary import BY_NAME, RAB_LIKE
+from .exposure import ExposureSettings, exposure_columns
+from .vocabulary import BY_NAME, EXPOSURE, RAB_LIKE
 
 RANK_BIAS_VARIANTS = BY_NAME["RaB"].variants  # ("tf", "bool"), shared by every RaB-like metric
 TEXFAIR_VARIANTS = BY_NAME["TExFAIR"].variants  # ("rbdf", "plain"); the first is the paper's
@@ -257,6 +261,24 @@ def texfair(run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int]) -> 
     return table
 
 
+# --- AWRF, rKL, rND, rRD ----------------------------------------------------------------
+
+
+def exposure_fairness(
+    run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int], settings: ExposureSettings | None = None
+) -> pd.DataFrame:
+    """AWRF@k, rKL@k, rND@k, rRD@k per query (and ``n``) from the representative ``counts``
+    (:mod:`metrics.exposure`, default settings when None; a document missing from ``counts`` is neutral)."""
+    cutoffs = validate_cutoffs(cutoffs)
+    settings = settings if settings is not None else ExposureSettings()
+    ranked = ranked_counts(run, counts, max(cutoffs))
+    table = pd.DataFrame(
+        exposure_columns(ranked.f, ranked.m, ranked.n, cutoffs, settings), index=pd.Index(ranked.qids, name="qid")
+    )
+    table["n"] = ranked.n
+    return table
+
+
 # --- everything for one run ----------------------------------------------------------------
 
 
@@ -271,12 +293,14 @@ def evaluate_run(
     background_name: str = COLLECTION_BACKGROUND,
     comparison: Sequence[pl.DataFrame] = (),
     normaliser: str = DEFAULT_NORMALISER,
+    exposure: ExposureSettings | None = None,
 ) -> pd.DataFrame:
     """All metrics of one run, long format: ``qid, metric, variant, cutoff, value``.
 
-    ``counts`` (the definitional list) feed RaB/ARaB; ``representative_counts`` feed NFaiRR
-    and TExFAIR. NFaiRR's variant is :func:`nfairr_variant`; ``comparison`` and ``normaliser``
-    as in :func:`nfairr`.
+    ``counts`` (the definitional list) feed RaB/ARaB; ``representative_counts`` feed NFaiRR,
+    TExFAIR and the exposure metrics (AWRF, rKL, rND, rRD, under ``exposure``: default
+    :class:`~metrics.exposure.ExposureSettings` with this ``threshold``). NFaiRR's variant is
+    :func:`nfairr_variant`; ``comparison`` and ``normaliser`` as in :func:`nfairr`.
     """
     cutoffs = validate_cutoffs(cutoffs)
     parts = []
@@ -295,10 +319,15 @@ def evaluate_run(
     )
     variant = nfairr_variant(background_name if background is not None else COLLECTION_BACKGROUND, normaliser)
     parts.append(_long(fair, "NFaiRR", variant, cutoffs, "NFaiRR"))
-    exposure = texfair(run, representative_counts, cutoffs)
+    terms = texfair(run, representative_counts, cutoffs)
     for variant in TEXFAIR_VARIANTS:  # columns TExFAIR@k (the paper's) and TExFAIR-plain@k
         prefix = "TExFAIR" if variant == TEXFAIR_VARIANTS[0] else f"TExFAIR-{variant}"
-        parts.append(_long(exposure, "TExFAIR", variant, cutoffs, prefix))
+        parts.append(_long(terms, "TExFAIR", variant, cutoffs, prefix))
+    settings = exposure if exposure is not None else ExposureSettings(threshold=threshold)
+    groups = exposure_fairness(run, representative_counts, cutoffs, settings)
+    for metric in EXPOSURE:
+        variant = settings.awrf_variant() if metric == "AWRF" else settings.rank_variant()
+        parts.append(_long(groups, metric, variant, cutoffs, metric))
     return pd.concat(parts, ignore_index=True)
 
 

@@ -44,6 +44,17 @@ class Report(models.Model):
         help_text="With a background run: 'comparison' (background + every run of the report, one "
         "denominator for all) or 'exact' (background alone, the original definition; may exceed 1).",
     )
+    awrf_weights = models.CharField(
+        max_length=20,
+        default="dcg",
+        help_text="AWRF's position weights: dcg 1/log2(r+1), trec 1/log2(max(r,2)), geometric p(1-p)^(r-1).",
+    )
+    awrf_p = models.FloatField(default=0.5, help_text="The geometric weights' p (first rank's share of attention).")
+    exposure_target = models.FloatField(
+        default=0.5, help_text="Target female share of exposure (AWRF) and of each prefix (rKL, rND, rRD)."
+    )
+    protected_group = models.CharField(max_length=10, default="female", help_text="rKL/rND/rRD's protected group.")
+    cut_step = models.PositiveIntegerField(default=10, help_text="rKL/rND/rRD's cut points: every this many ranks.")
     baseline = models.ForeignKey(
         Run,
         on_delete=models.PROTECT,
@@ -124,6 +135,16 @@ class Report(models.Model):
         if self.nfairr_normaliser == "exact":
             return f"by {self.background_run.name} alone (exact original definition; values above 1 possible)"
         return f"by {self.background_run.name} together with every run of this report (one denominator per query)"
+
+    @property
+    def exposure_settings(self) -> str:
+        """The exposure metrics' choices, in words, for the report page and the command."""
+        weights = f"geometric (p = {self.awrf_p:g})" if self.awrf_weights == "geometric" else self.awrf_weights
+        return (
+            f"AWRF with {weights} weights; target female share {self.exposure_target:g}; rKL/rND/rRD with "
+            f"{self.protected_group} protected, cut points every {self.cut_step} ranks; neutral documents "
+            "(at most τ representative words) outside the groups"
+        )
 
 
 class Result(models.Model):

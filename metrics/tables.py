@@ -10,6 +10,9 @@ Layouts (:data:`LAYOUTS`):
   run Pearson's r and Kendall's τ between TExFAIR and NFaiRR over the queries.
 - ``sigir2020`` (Rekabsaz & Schedl, SIGIR 2020, Table 3): MRR, Recall, then RaB and ARaB with
   ``tf`` and ``bool`` magnitudes at every cutoff of the report.
+- ``exposure``: nDCG (the effectiveness TREC Fair Ranking pairs with AWRF), NFaiRR and TExFAIR,
+  then the exposure metrics AWRF, rKL, rND, rRD (:mod:`metrics.exposure`) at the cutoff, and per
+  run Pearson's r and Kendall's τ between AWRF and NFaiRR.
 
 An effectiveness measure is taken at the table's cutoff when the report has it there, otherwise at
 the report's first cutoff of that measure (the column names the cutoff used). A column the report
@@ -74,6 +77,11 @@ def _sigir2020(cutoff: int, cutoffs: Sequence[int]) -> list[Spec]:
     return [Spec("RR", label="MRR"), Spec("R", label="Recall"), *bias]
 
 
+def _exposure(cutoff: int, cutoffs: Sequence[int]) -> list[Spec]:
+    fair = [Spec(metric, cutoff=cutoff) for metric in ("NFaiRR", "AWRF", "rKL", "rND", "rRD")]
+    return [Spec("nDCG"), fair[0], Spec("TExFAIR", "rbdf", cutoff), *fair[1:]]
+
+
 LAYOUTS: dict[str, Layout] = {
     "ecir2024": Layout(
         "ecir2024",
@@ -83,6 +91,12 @@ LAYOUTS: dict[str, Layout] = {
     ),
     "sigir2020": Layout(
         "sigir2020", "Effectiveness and rank bias (Rekabsaz & Schedl, SIGIR 2020, Table 3)", _sigir2020
+    ),
+    "exposure": Layout(
+        "exposure",
+        "Term-based and exposure-based fairness (AWRF: Sapiezynski et al. 2019; rKL, rND, rRD: Yang & Stoyanovich 2017)",
+        _exposure,
+        ((Spec("AWRF"), Spec("NFaiRR")),),
     ),
 }
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 TOWARDS_ZERO = "closer to 0 is fairer"
 #: ``direction``: higher values are fairer (1 is fair).
 HIGHER = "higher is fairer"
+#: ``direction``: lower values are fairer (0 is fair, 1 the most unfair: rKL, rND, rRD).
+LOWER = "lower is fairer"
 #: ``direction`` of the effectiveness measures: higher values are better rankings.
 BETTER = "higher is better"
 
@@ -24,7 +26,7 @@ class Metric:
     name: str  #: stored in results and shown in tables and plots
     title: str  #: the full name, as in its paper
     rab_like: bool  #: a signed balance of gendered magnitudes (RaB, ARaB): 0 is unbiased
-    direction: str  #: :data:`TOWARDS_ZERO`, :data:`HIGHER` or :data:`BETTER`
+    direction: str  #: :data:`TOWARDS_ZERO`, :data:`HIGHER`, :data:`LOWER` or :data:`BETTER`
     variants: tuple[str, ...]  #: variants computed, the paper's first; () when named by the background or qrels
     note: str  #: what a value means, in a few words (the plots' axis label)
     effectiveness: bool = False  #: a retrieval effectiveness measure (ir_measures), judged by qrels
@@ -35,6 +37,12 @@ VOCABULARY: tuple[Metric, ...] = (
     Metric("ARaB", "Average Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male"),
     Metric("NFaiRR", "Normalized Fairness of Retrieval Results", False, HIGHER, (), "1: fair"),
     Metric("TExFAIR", "Term Exposure-based Fairness", False, HIGHER, ("rbdf", "plain"), "1: fair"),
+    # Exposure-based group fairness (metrics.exposure); the variant names the settings (weights or
+    # protected group, the target when not 1/2), so no variant is "the paper's".
+    Metric("AWRF", "Attention-Weighted Rank Fairness", False, HIGHER, (), "1: fair (1 − JSD, nats)"),
+    Metric("rKL", "Normalized discounted KL-divergence", False, LOWER, (), "0: fair, 1: most unfair"),
+    Metric("rND", "Normalized discounted difference", False, LOWER, (), "0: fair, 1: most unfair"),
+    Metric("rRD", "Normalized discounted ratio", False, LOWER, (), "0: fair, 1: most unfair"),
     # Effectiveness (ir_measures names; the variant is the qrels' name). RR's mean over queries is MRR.
     Metric("RR", "Reciprocal Rank (mean: MRR)", False, BETTER, (), "1: first result relevant", True),
     Metric("nDCG", "Normalized Discounted Cumulative Gain", False, BETTER, (), "1: ideal ranking", True),
@@ -49,6 +57,8 @@ BY_NAME: dict[str, Metric] = {metric.name: metric for metric in VOCABULARY}
 METRICS: tuple[str, ...] = tuple(metric.name for metric in VOCABULARY)
 #: The RaB-like metrics, computed together from one rank-bias table per variant.
 RAB_LIKE: tuple[str, ...] = tuple(metric.name for metric in VOCABULARY if metric.rab_like)
+#: The exposure-based group fairness metrics (:mod:`metrics.exposure`), computed in every report.
+EXPOSURE: tuple[str, ...] = ("AWRF", "rKL", "rND", "rRD")
 #: The effectiveness measures a report may add (``--measures``), by their ir_measures names.
 EFFECTIVENESS: tuple[str, ...] = tuple(metric.name for metric in VOCABULARY if metric.effectiveness)
 #: Other names people give them: ``MRR@10`` is ``RR@10`` (a run's mean of RR is its MRR).

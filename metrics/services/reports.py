@@ -37,6 +37,7 @@ from pooling.services import document_counts_for, qrels_frame, register_wordlist
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
+from .. import defaults as exposure_defaults
 from ..defaults import (
     BACKGROUND_DEPTH,
     DEFAULT_CUTOFFS,
@@ -87,6 +88,21 @@ class ReportSettings:
     nfairr_normaliser: str = DEFAULT_NORMALISER
     #: Effectiveness measures (ir_measures names, ``RR@10``…), computed against the report's qrels.
     measures: tuple[str, ...] = ()
+    #: The exposure metrics' choices (:mod:`metrics.exposure`): AWRF's position weights and the
+    #: geometric weights' p, the target's female share, rKL/rND/rRD's protected group and cut step.
+    awrf_weights: str = exposure_defaults.DEFAULT_AWRF_WEIGHTS
+    awrf_p: float = exposure_defaults.DEFAULT_AWRF_P
+    exposure_target: float = exposure_defaults.DEFAULT_EXPOSURE_TARGET
+    protected_group: str = exposure_defaults.DEFAULT_PROTECTED
+    cut_step: int = exposure_defaults.DEFAULT_CUT_STEP
+
+    def exposure(self):
+        """The :class:`metrics.exposure.ExposureSettings` of these settings (τ is NFaiRR's)."""
+        from ..exposure import ExposureSettings
+
+        return ExposureSettings(
+            self.awrf_weights, self.awrf_p, self.exposure_target, self.protected_group, self.cut_step, self.threshold
+        )
 
     def validate(self) -> None:
         from .. import measures
@@ -106,6 +122,10 @@ class ReportSettings:
                 f"unknown NFaiRR normaliser {self.nfairr_normaliser!r}; choose one of {', '.join(NORMALISERS)}"
             )
         parse_measures(self.measures)
+        try:
+            self.exposure().validate()
+        except (TypeError, ValueError) as exc:
+            raise ServiceError(str(exc)) from None
 
 
 #: The settings a report takes when given none (a frozen value, safe as a default argument).
@@ -378,6 +398,7 @@ def per_query_values(
             background_name=background.name if background else COLLECTION_BACKGROUND,
             comparison=list(frames.values()),
             normaliser=report_settings.nfairr_normaliser,
+            exposure=report_settings.exposure(),
         )
         values.insert(0, "run", name)
         parts.append(values)
@@ -470,6 +491,11 @@ def _store(
                 threshold=report_settings.threshold,
                 background_run=background,
                 nfairr_normaliser=report_settings.nfairr_normaliser,
+                awrf_weights=report_settings.awrf_weights,
+                awrf_p=report_settings.awrf_p,
+                exposure_target=report_settings.exposure_target,
+                protected_group=report_settings.protected_group,
+                cut_step=report_settings.cut_step,
                 baseline=baseline,
                 qrels=qrels,
                 measures=list(computed.measures),

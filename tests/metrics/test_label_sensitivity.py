@@ -96,7 +96,7 @@ def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, b
         (r.run.name, r.metric, r.variant, r.cutoff): r
         for r in Result.objects.filter(report=report).select_related("run")
     }
-    assert len(base) == len(stored) == 3 * 14
+    assert len(base) == len(stored) == 3 * (14 + 4 * 2)  # + AWRF, rKL, rND, rRD at 2 cutoffs
     for row in base.itertuples(index=False):
         expected = stored[(row.run, row.metric, row.variant, row.cutoff)]
         assert row.value == expected.value or (math.isnan(row.value) and expected.value is None)
@@ -167,7 +167,7 @@ def test_label_sensitivity_command_writes_table_rankings_and_plot(batch, tmp_pat
     assert list(rows[0]) == sensitivity.CSV_COLUMNS
     assert {(r["aggregation"], r["disputed"]) for r in rows} >= {("majority", "drop"), ("dawid-skene", "drop")}
     assert {r["run"] for r in rows} == {"a", "b", "c"}
-    assert {r["metric"] for r in rows} == {"RaB", "ARaB", "NFaiRR", "TExFAIR"}
+    assert {r["metric"] for r in rows} == {"RaB", "ARaB", "NFaiRR", "TExFAIR", "AWRF", "rKL", "rND", "rRD"}
     assert rankings.read_text().startswith("aggregation,disputed,metric,variant,cutoff,runs,kendall_tau,swapped\n")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = stdout.getvalue()

@@ -3,7 +3,19 @@ from django.core.management.base import CommandError
 from core.files import atomic_path, atomic_write, check_writable
 from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from metrics import formatting, plots, selectors, services
-from metrics.defaults import COLLECTION_BACKGROUND, DEFAULT_NORMALISER, NORMALISERS, TABLE_LAYOUTS
+from metrics.defaults import (
+    AWRF_WEIGHTS,
+    COLLECTION_BACKGROUND,
+    DEFAULT_AWRF_P,
+    DEFAULT_AWRF_WEIGHTS,
+    DEFAULT_CUT_STEP,
+    DEFAULT_EXPOSURE_TARGET,
+    DEFAULT_NORMALISER,
+    DEFAULT_PROTECTED,
+    NORMALISERS,
+    PROTECTED_GROUPS,
+    TABLE_LAYOUTS,
+)
 from pooling.models import Qrels, QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
@@ -12,7 +24,8 @@ from pooling.wordlists import load_wordlist
 class Command(ProjectCommand):
     help = (
         "Measure the gender bias of runs over a query set: RaB and ARaB (TF and Boolean magnitudes, "
-        "definitional word list), NFaiRR and TExFAIR (representative word list) at every cutoff. "
+        "definitional word list), NFaiRR, TExFAIR and the exposure metrics AWRF, rKL, rND, rRD "
+        "(representative word list) at every cutoff. "
         "A model's value is the mean over the query-set queries its run contains. Stores a report "
         "(see /metrics/) and prints a table like Table 3 of Rekabsaz & Schedl (SIGIR 2020). "
         "With --from-batch BATCH instead of --queries, the query set is the batch's non-gendered "
@@ -77,6 +90,38 @@ class Command(ProjectCommand):
             "(default RR@10,nDCG@10,R@10,P@10)",
         )
         parser.add_argument(
+            "--awrf-weights",
+            choices=AWRF_WEIGHTS,
+            default=DEFAULT_AWRF_WEIGHTS,
+            help="AWRF's position weights: dcg 1/log2(r+1) (default, as NFaiRR and TExFAIR), trec 1/log2(max(r,2)) "
+            "(TREC Fair Ranking's), geometric p(1-p)^(r-1) (Sapiezynski et al.'s, with --awrf-p)",
+        )
+        parser.add_argument(
+            "--awrf-p",
+            type=float,
+            default=DEFAULT_AWRF_P,
+            help="geometric AWRF weights: the first rank's share of attention, in (0, 1) (default 0.5)",
+        )
+        parser.add_argument(
+            "--exposure-target",
+            type=float,
+            default=DEFAULT_EXPOSURE_TARGET,
+            help="target female share of exposure (AWRF) and of each prefix (rKL, rND, rRD), in (0, 1) "
+            "(default 0.5: equal)",
+        )
+        parser.add_argument(
+            "--protected-group",
+            choices=PROTECTED_GROUPS,
+            default=DEFAULT_PROTECTED,
+            help="rKL/rND/rRD's protected group (default female)",
+        )
+        parser.add_argument(
+            "--cut-step",
+            type=int,
+            default=DEFAULT_CUT_STEP,
+            help="rKL/rND/rRD's cut points: every this many ranks, and the cutoff (default 10, Yang & Stoyanovich's)",
+        )
+        parser.add_argument(
             "--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)"
         )
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -92,7 +137,8 @@ class Command(ProjectCommand):
             "--table",
             choices=TABLE_LAYOUTS,
             help="also print a paper's table: ecir2024 (MRR, nDCG, NFaiRR, TExFAIR, r and tau between TExFAIR "
-            "and NFaiRR per run) or sigir2020 (MRR, Recall, RaB/ARaB tf and bool per cutoff)",
+            "and NFaiRR per run), sigir2020 (MRR, Recall, RaB/ARaB tf and bool per cutoff) or exposure (nDCG, "
+            "NFaiRR, TExFAIR, AWRF, rKL, rND, rRD, r and tau between AWRF and NFaiRR per run)",
         )
         parser.add_argument(
             "--table-cutoff", type=int, help="the table's cutoff (default 10 when computed, else the largest)"
@@ -131,6 +177,11 @@ class Command(ProjectCommand):
                 o["seed"],
                 o["nfairr_normaliser"],
                 services.parse_measures(o["measures"] or ""),
+                awrf_weights=o["awrf_weights"],
+                awrf_p=o["awrf_p"],
+                exposure_target=o["exposure_target"],
+                protected_group=o["protected_group"],
+                cut_step=o["cut_step"],
             )
             report_settings.validate()
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
@@ -151,6 +202,7 @@ class Command(ProjectCommand):
             )
         summary = selectors.report_summary(report)
         self.stdout.write(f"NFaiRR normalised {report.nfairr_normalisation}.\n")
+        self.stdout.write(f"Exposure metrics: {report.exposure_settings}.\n")
         self.stdout.write(formatting.terminal_table(summary))
         if report.qrels_id:
             self.stdout.write(f"\n{formatting.unjudged_note(report.qrels.name, report.unjudged)}")

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('annotation', '0017_account_epoch'),
-        ('metrics', '0004_report_unreturned_p_policy'),
+        ('metrics', '0005_exposure_settings'),
     ]
 
     operations = [
