@@ -5,6 +5,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -14,7 +15,7 @@ from django.utils import timezone
 from annotation import services
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.labels import LABELS
-from annotation.models import Assignment, Batch, Hit, Judgment, Provider
+from annotation.models import Assignment, Batch, Hit, HitQuery, Judgment, Provider
 from benchmarks.measure import tree_cpu_seconds
 from benchmarks.site_load import format_table, free_port
 from benchmarks.site_server import start_gunicorn, stop
@@ -68,6 +69,7 @@ class Command(ProjectCommand):
         try:
             client = VirtualAnnotator(f"http://127.0.0.1:{port}", user, PASSWORD)
             client.login()
+            probe = VirtualAnnotator(f"http://127.0.0.1:{port}", "-", "-")  # the template page, logged out
             pages = [
                 ("batch page", f"/annotation/batches/{batch.name}/"),
                 ("live fragment", f"/annotation/batches/{batch.name}/live/"),
@@ -77,8 +79,9 @@ class Command(ProjectCommand):
                 ("distribution PNG", f"/metrics/{report.name}/distribution.png?cutoff=10"),
                 ("metric SVG", f"/metrics/{report.name}/metric.svg?metric=ARaB&variant=tf"),
             ]
-            rows = self._measure(client, server.pid, self._postmaster(), pages, o["repeats"])
+            rows = self._measure(client, probe, server.pid, self._postmaster(), pages, o["repeats"])
             client.close()
+            probe.close()
         finally:
             stop(server)
         self.stdout.write(f"\n{o['queries']:,} queries, {o['queries'] * 3:,} judgments; report of {o['runs']} runs")
@@ -93,7 +96,8 @@ class Command(ProjectCommand):
             self.stdout.write(f"Reusing batch and report {name}")
             return batch, report
         started = time.monotonic()
-        folder = Path(tempfile.mkdtemp(prefix="benchmark-pages-"))
+        folder = Path(settings.VAR_DIR) / "benchmark-pages" / name  # the collection is read from its file
+        folder.mkdir(parents=True, exist_ok=True)
         spec = SyntheticSpec(passages=passages, queries=queries, runs=runs, depth=100)
         write_collection(folder / "collection.tsv", spec)
         write_queries(folder / "queries.tsv", spec)
@@ -111,7 +115,7 @@ class Command(ProjectCommand):
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("ANALYZE")
-        self.stdout.write(f"Built batch and report {name} in {time.monotonic() - started:.0f} s ({folder})")
+        self.stdout.write(f"Built batch and report {name} in {time.monotonic() - started:.0f} s")
         return batch, report
 
     def _batch(self, name: str, query_set: QuerySet) -> Batch:
@@ -125,7 +129,12 @@ class Command(ProjectCommand):
             batch = services.create_batch(name, settings, query_set=query_set)
             services.publish_batch(batch)
             workers = [worker_for(Provider.LOCAL, f"{PREFIX}annotator-{i}") for i in range(30)]
-            hits = list(batch.hits.order_by("position").prefetch_related("hit_queries__batch_query"))
+            hits = list(batch.hits.order_by("position"))
+            queries_of: dict[int, list[tuple[int, str]]] = {}
+            for hit_id, batch_query_id, qid in HitQuery.objects.filter(hit__batch=batch).values_list(
+                "hit_id", "batch_query_id", "batch_query__qid"
+            ):
+                queries_of.setdefault(hit_id, []).append((batch_query_id, qid))
             now = timezone.now()
             made = Assignment.objects.bulk_create(
                 [
@@ -146,11 +155,10 @@ class Command(ProjectCommand):
             truth = {}
             judgments = []
             for assignment in made:
-                for hq in assignment.hit.hit_queries.all():
-                    qid = hq.batch_query.qid
+                for batch_query_id, qid in queries_of[assignment.hit_id]:
                     true = truth.setdefault(qid, LABELS[0] if rng.random() < 0.45 else str(rng.choice(LABELS[1:])))
                     label = true if rng.random() < 0.85 else str(rng.choice([x for x in LABELS if x != true]))
-                    judgments.append(Judgment(assignment=assignment, batch_query_id=hq.batch_query_id, label=label))
+                    judgments.append(Judgment(assignment=assignment, batch_query_id=batch_query_id, label=label))
             Judgment.objects.bulk_create(judgments, batch_size=5000)
             Hit.objects.filter(batch=batch).update(status=Hit.Status.COMPLETE)
         return batch
@@ -168,24 +176,24 @@ class Command(ProjectCommand):
             return None
 
     # -- measuring ---------------------------------------------------------------------------
-    def _measure(self, client: VirtualAnnotator, gunicorn: int, postmaster: int | None, pages, repeats: int):
+    def _measure(self, client, probe, gunicorn: int, postmaster: int | None, pages, repeats: int):
         def cpu() -> float:
             return tree_cpu_seconds(gunicorn) + (tree_cpu_seconds(postmaster) if postmaster else 0.0)
 
-        def timed(path: str) -> tuple[float, float]:
+        def timed(path: str, by: VirtualAnnotator = client) -> tuple[float, float]:
             before, wall = cpu(), time.perf_counter()
-            answer = client.request("GET", path)
+            answer = by.request("GET", path)
             if answer.status != 200:
                 raise CommandError(f"GET {path} answered {answer.status}")
             return (cpu() - before) * 1000, (time.perf_counter() - wall) * 1000
 
-        template = [timed(TEMPLATE[1]) for _ in range(3)]  # warm-up of the template page itself
+        template = [timed(TEMPLATE[1], probe) for _ in range(3)]  # warm-up of the template page itself
         measured = {}
         for kind, path in pages:
             first = timed(path)
             again = []
             for _ in range(repeats):  # each repeat beside a template page, so load changes fall on both
-                template.append(timed(TEMPLATE[1]))
+                template.append(timed(TEMPLATE[1], probe))
                 again.append(timed(path))
             measured[kind] = (first, again)
         base = statistics.median(c for c, _ in template[3:]) if len(template) > 3 else template[-1][0]
