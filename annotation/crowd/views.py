@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -89,10 +91,16 @@ def batch_estimate(request: HttpRequest) -> HttpResponse:
     )
 
 
+#: HITs listed per page of a batch's page (``?hits=`` picks the page).
+HITS_PER_PAGE = 50
+
+
 @researcher_required
 def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool", "parent"), name=name)
-    hits = batch.hits.order_by("position").prefetch_related("assignments")
+    # One page of HITs, their answers counted in SQL: the page's cost does not grow with the batch.
+    hits = Paginator(batch.hits.order_by("position").annotate(answered=Count("assignments")), HITS_PER_PAGE)
+    hits = hits.get_page(request.GET.get("hits"))
     progress = batch_progress(batch)
     return render(
         request,
