@@ -27,7 +27,7 @@ from annotation.models.crowd import (
 )
 from annotation.models.inhouse import Account, AccountState
 from annotation.models.machine import PreLabel, PreLabelAnswer, Routing
-from annotation.models.prolific import Bonus, ProlificSession
+from annotation.models.prolific import Bonus, BonusPayment, GroupMember, ParticipantGroup, ProlificSession
 from annotation.models.quality import Adjudication, Escalation, Qualification, Reoffer, TrainingQuery, WorkerFlag
 from annotation.models.results import Export
 
@@ -40,12 +40,15 @@ __all__ = [
     "Batch",
     "BatchQuery",
     "Bonus",
+    "BonusPayment",
     "Escalation",
     "Export",
     "FormPosition",
+    "GroupMember",
     "Hit",
     "HitQuery",
     "Judgment",
+    "ParticipantGroup",
     "PreLabel",
     "PreLabelAnswer",
     "ProlificSession",
