@@ -1,0 +1,293 @@
+"""A Prolific batch's bonus rule, previewed with its total and paid exactly once.
+
+The rule (:mod:`annotation.crowd.bonus_rules`: a flat bonus per approved participant, or a
+bonus per check question right in approved work) is set when the batch is created or later
+on the batch page (:func:`set_bonus_rule`, refused once a bonus has been recorded);
+:func:`preview_bonuses` shows what it owes each participant and what paying it costs with
+Prolific's fee (:func:`annotation.crowd.costs.bonus_cost`), before anything is paid; and
+:func:`pay_bonuses` pays it through Prolific's bulk bonus calls: ``POST
+/submissions/bonus-payments/`` sets a bulk bonus up (it pays nothing) and ``POST
+/bulk-bonus-payments/{id}/pay/`` pays it -- a call Prolific documents as **not idempotent**
+("sending multiple requests with the same bulk bonus payment ID will result in participants
+being paid multiple times"). Participants approved later are paid by a later pay.
+
+Idempotence protocol (a lost answer, a retry, two clicks or a worker restart never pays twice):
+
+1. one pay per batch at a time: the batch's lease (:mod:`.locking`, shared with publish and
+   sync); a second click is told the batch is busy (409), and every state change below is
+   also a compare-and-set on the row's state;
+2. first, rows left ``paying`` by an earlier call whose answer was lost (or by a worker that
+   died in the call) are **reconciled by reading Prolific**: ``GET /submissions/{id}/`` shows
+   the bonuses paid on each participant's submission (``bonus_payments``, in cents). A bulk
+   bonus is paid as a whole, so one of its participants showing their bonus means the bulk
+   was paid: every row of it becomes ``paid``. Prolific pays asynchronously ("in the
+   following minutes"), so a bulk nobody's submission shows yet stays ``paying``
+   (unconfirmed) and is never paid again until ``PROLIFIC_BONUS_SETTLE_SECONDS`` (default
+   3600) have passed since the pay call: then Prolific's state says it was not paid, the
+   rows go back to ``set_up`` and the same bulk is paid once more (step 5);
+3. the intent: a ``BonusPayment`` row per batch × participant (unique) with its amount is
+   committed before any call (``owed``);
+4. ``owed`` rows are set up in one bulk bonus; its id is saved with them (``set_up``) when
+   Prolific answers. Setting up pays nothing: after a lost answer the rows stay ``owed`` and
+   the next pay sets them up again (the orphan bulk is never paid);
+5. each bulk of ``set_up`` rows: ``paying`` and the time are committed *before* the pay call;
+   its answer makes them ``paid``. A refusal Prolific gave before doing anything (a 4xx, a
+   429 past the retries) puts them back to ``set_up``; a lost answer or a 5xx (it may have
+   paid) leaves them ``paying``, for step 2 of a later pay to settle from Prolific's state.
+
+A person may also settle unconfirmed rows after checking Prolific's site
+(:func:`confirm_bonuses`: paid, or not paid and to be paid again).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.crowd.bonus_rules import BonusRule, Owed, RuleError, Work, owed
+from annotation.crowd.clients.prolific_api import ProlificError, ProlificUnknownOutcome, cents
+from annotation.crowd.costs import BonusCost, bonus_cost
+from annotation.crowd.providers import CrowdProvider, get_provider
+from annotation.crowd.services.locking import one_per_batch
+from annotation.models import Assignment, Batch, BonusPayment, Provider
+from core.errors import ServiceError, StateError
+
+logger = logging.getLogger(__name__)
+State = BonusPayment.State
+
+
+def settle_seconds() -> int:
+    """How long after a pay call Prolific's silence means the bulk was not paid (it pays asynchronously)."""
+    return int(getattr(settings, "PROLIFIC_BONUS_SETTLE_SECONDS", 3600))
+
+
+def bonus_rule(batch: Batch) -> BonusRule | None:
+    try:
+        return BonusRule.from_options(batch.provider_options)
+    except RuleError as exc:
+        raise ServiceError(f"batch {batch.name!r}: {exc}") from None
+
+
+def _check_prolific(batch: Batch) -> None:
+    if batch.provider != Provider.PROLIFIC:
+        raise ServiceError(f"batch {batch.name!r} does not run on Prolific: bonus rules are Prolific's")
+
+
+@transaction.atomic
+def set_bonus_rule(batch: Batch, kind: str, amount: Decimal | str) -> BonusRule:
+    """Set (or change) the batch's bonus rule; refused once a bonus under it has been recorded."""
+    _check_prolific(batch)
+    batch = Batch.objects.select_for_update().get(pk=batch.pk)
+    try:
+        rule = BonusRule(kind, amount)
+    except RuleError as exc:
+        raise ServiceError(str(exc)) from None
+    if Decimal(str(batch.provider_options.get("bonus") or "0")) > 0:
+        raise StateError(f"batch {batch.name!r} pays a bonus at every sync (--bonus); a rule would pay twice")
+    if rule != bonus_rule(batch) and batch.bonus_payments.exists():
+        raise StateError(f"batch {batch.name!r} has bonuses recorded under its rule; the rule can no longer change")
+    batch.provider_options = {**batch.provider_options, "bonus_rule": rule.as_options()}
+    batch.save(update_fields=["provider_options"])
+    return rule
+
+
+def approved_work(batch: Batch) -> list[Work]:
+    """The batch's approved Prolific work, one entry per assignment (its submission, its check questions right)."""
+    rows = (
+        Assignment.objects.filter(hit__batch=batch, status=Assignment.Status.APPROVED)
+        .select_related("worker__identity")
+        .order_by("pk")
+    )
+    return [Work(a.worker.identity.external_id, a.provider_assignment_id, a.gold_correct or 0) for a in rows]
+
+
+@dataclass
+class BonusPreview:
+    """What the rule owes and what paying costs, before anything is paid."""
+
+    rule: BonusRule | None
+    #: One row per participant: participant, submission, amount, reason, state ("new": not recorded yet).
+    rows: list[dict] = field(default_factory=list)
+    #: The bonuses a pay would send now (new and recorded but not yet paid), with Prolific's fee.
+    to_pay: BonusCost | None = None
+    #: The bonuses paid already, with their fee.
+    paid: BonusCost | None = None
+    #: Rows whose pay call lost its answer and Prolific does not show yet.
+    unconfirmed: int = 0
+
+
+def _fee_rate() -> Decimal:
+    return Decimal(settings.PROLIFIC_FEE_RATE)
+
+
+def _newly_owed(batch: Batch, rule: BonusRule | None) -> list[Owed]:
+    if rule is None:
+        return []
+    recorded = set(batch.bonus_payments.values_list("participant_id", flat=True))
+    return [o for o in owed(rule, approved_work(batch)) if o.participant_id not in recorded]
+
+
+def preview_bonuses(batch: Batch) -> BonusPreview:
+    """The rule's bonuses per participant, what a pay would send now and its cost with Prolific's fee. Reads only."""
+    _check_prolific(batch)
+    rule = bonus_rule(batch)
+    recorded = list(batch.bonus_payments.order_by("participant_id"))
+    new = _newly_owed(batch, rule)
+    rows = [
+        {
+            "participant": r.participant_id,
+            "submission": r.submission_id,
+            "amount": r.amount,
+            "reason": r.reason,
+            "state": r.state,
+        }
+        for r in recorded
+    ] + [
+        {
+            "participant": o.participant_id,
+            "submission": o.submission_id,
+            "amount": o.amount,
+            "reason": o.reason,
+            "state": "new",
+        }
+        for o in new
+    ]
+    rows.sort(key=lambda row: row["participant"])
+    waiting = [r.amount for r in recorded if r.state in (State.OWED, State.SET_UP)] + [o.amount for o in new]
+    return BonusPreview(
+        rule=rule,
+        rows=rows,
+        to_pay=bonus_cost(waiting, prolific_fee_rate=_fee_rate()),
+        paid=bonus_cost([r.amount for r in recorded if r.state == State.PAID], prolific_fee_rate=_fee_rate()),
+        unconfirmed=sum(1 for r in recorded if r.state == State.PAYING),
+    )
+
+
+@dataclass
+class PayResult:
+    paid_now: int = 0
+    amount_paid_now: Decimal = Decimal("0.00")
+    #: Rows an earlier lost answer left unsettled, now found paid on Prolific.
+    confirmed: int = 0
+    #: Rows an earlier lost answer left unsettled that Prolific showed unpaid after the settle time (paid again now).
+    retried: int = 0
+    #: Rows still unconfirmed: paid, perhaps; Prolific does not show it yet.
+    unconfirmed: int = 0
+    recorded: int = 0
+
+
+def _shown_on_prolific(provider: CrowdProvider, row: BonusPayment) -> bool:
+    return cents(row.amount) in provider.client.submission_bonuses(row.submission_id)
+
+
+def reconcile(batch: Batch, provider: CrowdProvider, result: PayResult) -> None:
+    """Settle rows left ``paying`` from Prolific's state (step 2 of the protocol)."""
+    paying: dict[str, list[BonusPayment]] = {}
+    for row in batch.bonus_payments.filter(state=State.PAYING).order_by("pk"):
+        paying.setdefault(row.bulk_id, []).append(row)
+    settle = dt.timedelta(seconds=settle_seconds())
+    for bulk_id, rows in paying.items():
+        keys = [r.pk for r in rows]
+        if any(_shown_on_prolific(provider, row) for row in rows):
+            result.confirmed += BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(
+                state=State.PAID, paid_at=timezone.now()
+            )
+        elif all(r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle for r in rows):
+            logger.warning(
+                "batch %s: bulk bonus %s shows on no submission %s after its pay call: paying it again",
+                batch.name,
+                bulk_id,
+                settle,
+            )
+            result.retried += BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(
+                state=State.SET_UP, pay_attempted=None
+            )
+        else:
+            result.unconfirmed += len(rows)
+
+
+def _record(batch: Batch, rule: BonusRule | None) -> int:
+    new = _newly_owed(batch, rule)
+    BonusPayment.objects.bulk_create(
+        [
+            BonusPayment(
+                batch=batch,
+                participant_id=o.participant_id,
+                submission_id=o.submission_id,
+                amount=o.amount,
+                reason=o.reason[:200],
+            )
+            for o in new
+        ],
+        ignore_conflicts=True,
+    )
+    return len(new)
+
+
+def _set_up(batch: Batch, provider: CrowdProvider) -> None:
+    rows = list(batch.bonus_payments.filter(state=State.OWED).order_by("pk"))
+    if not rows:
+        return
+    bulk_id = provider.client.set_up_bonuses(batch.hit_type_id, {r.participant_id: r.amount for r in rows})
+    BonusPayment.objects.filter(pk__in=[r.pk for r in rows], state=State.OWED).update(
+        state=State.SET_UP, bulk_id=bulk_id
+    )
+
+
+def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> None:
+    bulks = sorted(set(batch.bonus_payments.filter(state=State.SET_UP).values_list("bulk_id", flat=True)))
+    for bulk_id in bulks:
+        rows = list(batch.bonus_payments.filter(state=State.SET_UP, bulk_id=bulk_id))
+        keys = [r.pk for r in rows]
+        claimed = BonusPayment.objects.filter(pk__in=keys, state=State.SET_UP).update(
+            state=State.PAYING, pay_attempted=timezone.now()
+        )
+        if claimed != len(keys):  # another pay moved some of them: leave the bulk to it
+            BonusPayment.objects.filter(pk__in=keys, state=State.PAYING, bulk_id=bulk_id).update(
+                state=State.SET_UP, pay_attempted=None
+            )
+            continue
+        try:
+            provider.client.pay_bonuses(bulk_id)
+        except ProlificUnknownOutcome:
+            result.unconfirmed += len(keys)  # it may have paid: settled from Prolific's state later
+            continue
+        except ProlificError:
+            BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(state=State.SET_UP, pay_attempted=None)
+            raise  # refused before anything was done: the rows can be paid later
+        BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(state=State.PAID, paid_at=timezone.now())
+        result.paid_now += len(keys)
+        result.amount_paid_now += sum((r.amount for r in rows), Decimal("0.00"))
+
+
+@one_per_batch("Paying bonuses")
+def pay_bonuses(batch: Batch, provider: CrowdProvider | None = None) -> PayResult:
+    """Pay the batch's bonus rule to every approved participant not paid yet, exactly once (see the protocol)."""
+    _check_prolific(batch)
+    if not batch.hit_type_id:
+        raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
+    rule = bonus_rule(batch)
+    provider = provider or get_provider(Provider.PROLIFIC)
+    result = PayResult()
+    reconcile(batch, provider, result)
+    if rule is None and not batch.bonus_payments.exclude(state=State.PAID).exists():
+        raise ServiceError(f"batch {batch.name!r} has no bonus rule; set one first")
+    result.recorded = _record(batch, rule)
+    _set_up(batch, provider)
+    _pay_set_up(batch, provider, result)
+    return result
+
+
+@transaction.atomic
+def confirm_bonuses(batch: Batch, *, paid: bool) -> int:
+    """After checking on Prolific's site: mark unconfirmed rows paid, or not paid (the next pay pays them)."""
+    unconfirmed = batch.bonus_payments.filter(state=State.PAYING)
+    if paid:
+        return unconfirmed.update(state=State.PAID, paid_at=timezone.now())
+    return unconfirmed.update(state=State.SET_UP, pay_attempted=None)
