@@ -267,9 +267,25 @@ def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> Non
 
 
 @one_per_batch("Paying bonuses")
-def pay_bonuses(batch: Batch, provider: CrowdProvider | None = None) -> PayResult:
-    """Pay the batch's bonus rule to every approved participant not paid yet, exactly once (see the protocol)."""
+def pay_bonuses(
+    batch: Batch, provider: CrowdProvider | None = None, *, expected_total: Decimal | str | None = None
+) -> PayResult:
+    """Pay the batch's bonus rule to every approved participant not paid yet, exactly once (see the protocol).
+
+    ``expected_total``: the total (bonuses and fee) the researcher previewed; refused (``StateError``)
+    when paying now would send another total (work approved since the preview, say).
+    """
     _check_prolific(batch)
+    if expected_total is not None:
+        now = preview_bonuses(batch).to_pay.total
+        try:
+            same = Decimal(str(expected_total)) == now
+        except ArithmeticError:
+            raise ServiceError(f"expected_total {expected_total!r} is not an amount of dollars") from None
+        if not same:
+            raise StateError(
+                f"the total to pay is now ${now}, not the ${expected_total} previewed: check the preview again"
+            )
     if not batch.hit_type_id:
         raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
     rule = bonus_rule(batch)
