@@ -286,7 +286,7 @@ class BonusPreviewView(APIView):
     """A Prolific batch's bonus rule and what it owes, with the total and Prolific's fee, before paying."""
 
     permission_classes = [permissions.IsAdminUser]
-    parser_classes = [JSONParser, FormParser]
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
 
     @extend_schema(responses={200: BonusPreviewSerializer, 400: ErrorSerializer, 404: ErrorSerializer})
     def get(self, request, name: str, format=None):
@@ -311,7 +311,7 @@ class BonusPayView(APIView):
     """Pay a Prolific batch's bonuses owed, exactly once (see annotation.crowd.services.prolific_bonuses)."""
 
     permission_classes = [permissions.IsAdminUser]
-    parser_classes = [JSONParser, FormParser]
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
 
     @extend_schema(
         request=BonusPayRequestSerializer,

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet, Sum
 
-from annotation.models import Assignment, Batch, Bonus, Judgment
+from annotation.crowd.costs import bonus_cost
+from annotation.models import Assignment, Batch, Bonus, BonusPayment, Judgment
 
 
 def batches() -> QuerySet[Batch]:
@@ -58,7 +60,24 @@ def spent(batch: Batch, answered: int) -> Decimal:
     assignments = int(cost.get("assignments_total") or 0)
     price = Decimal(cost["total"]) / assignments if assignments and cost.get("total") else Decimal(batch.reward)
     bonuses = Bonus.objects.filter(assignment__hit__batch=batch).aggregate(total=Sum("amount"))["total"] or 0
-    return (price * answered + Decimal(bonuses)).quantize(Decimal("0.01"))
+    return (price * answered + bonuses_spent(batch, Decimal(bonuses))).quantize(Decimal("0.01"))
+
+
+# -- bonuses with their fee (issue 32) ---------------------------------------------------------
+def bonuses_spent(batch: Batch, legacy: Decimal = Decimal("0")) -> Decimal:
+    """USD of the batch's bonuses sent to the platform (paid, or sent and unconfirmed), with its fee:
+    the bonus rule's (``BonusPayment``) and ``legacy``, the ``--bonus`` paid at sync (``Bonus``)."""
+    sent = list(
+        BonusPayment.objects.filter(
+            batch=batch, state__in=[BonusPayment.State.PAID, BonusPayment.State.PAYING]
+        ).values_list("amount", flat=True)
+    )
+    if legacy:
+        sent.append(legacy)
+    if not sent:
+        return Decimal("0")
+    provider = batch.provider if batch.provider in ("local", "mturk", "prolific") else "local"
+    return bonus_cost(sent, provider, prolific_fee_rate=Decimal(settings.PROLIFIC_FEE_RATE)).total
 
 
 def is_machine_labelled(batch: Batch) -> bool:
