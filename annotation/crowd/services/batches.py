@@ -308,4 +308,8 @@ def cancel_batch(batch: Batch, provider: CrowdProvider | None = None) -> int:
         expired += 1
     Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.CANCELLED)
     batch.status = Batch.Status.CANCELLED
+    if batch.provider == Provider.PROLIFIC:  # the stopped study's own participant groups go (issue 32)
+        from annotation.crowd.services.prolific_groups import clean_up_groups
+
+        clean_up_groups(batch, provider)
     return expired

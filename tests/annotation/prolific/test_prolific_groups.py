@@ -161,3 +161,48 @@ def test_create_batch_command_takes_the_group_options(server, query_set, client_
     assert options["allow_batches"] == ["wave1"] and options["admit_gold_failures"] is True
     assert options["bonus_rule"] == {"kind": "per_gold", "amount": "0.10"}
     assert Decimal(Batch.objects.get(name="cmd").cost["bonuses"]) == Decimal("0.00")  # no gold: nothing to earn
+
+
+def test_groups_chosen_through_the_api_and_deleted_when_the_batch_is_cancelled(
+    server, provider, query_set, client_class, admin_client
+):
+    from annotation.crowd.services.batches import cancel_batch
+
+    _first_wave(server, provider, query_set, client_class)
+    answer = admin_client.post(
+        "/api/annotation/batches/",
+        {
+            "name": "apiwave",
+            "queries": query_set.name,
+            "provider": "prolific",
+            "assignments_per_query": 2,
+            "queries_per_hit": 3,
+            "reward": "0.90",
+            "gold_per_hit": 0,
+            "allow_batches": ["wave1"],
+            "admit_gold_failures": True,
+        },
+        content_type="application/json",
+    )
+    assert answer.status_code == 201, answer.content
+    batch = Batch.objects.get(name="apiwave")
+    assert batch.provider_options["allow_batches"] == ["wave1"] and batch.provider_options["admit_gold_failures"]
+    refused = admin_client.post(
+        "/api/annotation/batches/",
+        {
+            "name": "bad",
+            "queries": query_set.name,
+            "provider": "prolific",
+            "gold_per_hit": 0,
+            "allow_batches": ["nope"],
+        },
+        content_type="application/json",
+    )
+    assert refused.status_code == 400 and "allow_batches" in refused.json()
+
+    _publish(batch, provider)
+    [allow] = _live(server, "may take part in apiwave")
+    assert _filters(server, batch) == {"participant_group_allowlist": [allow["id"]]}
+    cancel_batch(batch, provider)
+    assert server.studies[batch.hit_type_id]["status"] == "COMPLETED"
+    assert not _live(server, "may take part in apiwave")
