@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.crowd.forms import BatchForm
-from annotation.crowd.selectors import batch_progress
+from annotation.crowd.selectors import batch_progress, preview_bonuses
 from annotation.crowd.serializers import (
     AdjudicateRequestSerializer,
     AdjudicationSerializer,
@@ -272,7 +272,7 @@ def _prolific_batch(name: str) -> Batch:
 
 
 def _preview_data(batch: Batch) -> dict:
-    preview = prolific_bonuses.preview_bonuses(batch)
+    preview = preview_bonuses(batch)
     return {
         "rule": preview.rule.as_options() if preview.rule else None,
         "rows": [{**row, "amount": str(row["amount"])} for row in preview.rows],

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
-from annotation.crowd.selectors import batch_progress
+from annotation.crowd.selectors import BonusPreview, batch_progress, preview_bonuses
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.background import start_escalate, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
@@ -354,9 +354,9 @@ def hit_preview(request: HttpRequest, name: str, position: int) -> HttpResponse:
 
 
 # -- Prolific bonuses (issue 32) -------------------------------------------------------------
-def _bonus_preview(batch: Batch) -> prolific_bonuses.BonusPreview | None:
+def _bonus_preview(batch: Batch) -> BonusPreview | None:
     """The batch page's bonus panel: a Prolific batch's preview (None for other providers)."""
-    return prolific_bonuses.preview_bonuses(batch) if batch.provider == "prolific" else None
+    return preview_bonuses(batch) if batch.provider == "prolific" else None
 
 
 @researcher_required

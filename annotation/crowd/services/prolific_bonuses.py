@@ -43,19 +43,24 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.crowd.bonus_rules import BonusRule, Owed, RuleError, Work, owed
+from annotation.crowd.bonus_rules import BonusRule, RuleError
 from annotation.crowd.clients.prolific_api import ProlificError, ProlificUnknownOutcome, cents
-from annotation.crowd.costs import BonusCost, bonus_cost
 from annotation.crowd.providers import CrowdProvider, get_provider
+from annotation.crowd.selectors import (  # the reads: the preview, the rule, what is owed
+    bonus_rule,
+    check_prolific,
+    newly_owed,
+    preview_bonuses,
+)
 from annotation.crowd.services.locking import one_per_batch
-from annotation.models import Assignment, Batch, BonusPayment, Provider
+from annotation.models import Batch, BonusPayment, Provider
 from core.errors import ServiceError, StateError
 
 logger = logging.getLogger(__name__)
@@ -67,22 +72,10 @@ def settle_seconds() -> int:
     return int(getattr(settings, "PROLIFIC_BONUS_SETTLE_SECONDS", 3600))
 
 
-def bonus_rule(batch: Batch) -> BonusRule | None:
-    try:
-        return BonusRule.from_options(batch.provider_options)
-    except RuleError as exc:
-        raise ServiceError(f"batch {batch.name!r}: {exc}") from None
-
-
-def _check_prolific(batch: Batch) -> None:
-    if batch.provider != Provider.PROLIFIC:
-        raise ServiceError(f"batch {batch.name!r} does not run on Prolific: bonus rules are Prolific's")
-
-
 @transaction.atomic
 def set_bonus_rule(batch: Batch, kind: str, amount: Decimal | str) -> BonusRule:
     """Set (or change) the batch's bonus rule; refused once a bonus under it has been recorded."""
-    _check_prolific(batch)
+    check_prolific(batch)
     batch = Batch.objects.select_for_update().get(pk=batch.pk)
     try:
         rule = BonusRule(kind, amount)
@@ -95,78 +88,6 @@ def set_bonus_rule(batch: Batch, kind: str, amount: Decimal | str) -> BonusRule:
     batch.provider_options = {**batch.provider_options, "bonus_rule": rule.as_options()}
     batch.save(update_fields=["provider_options"])
     return rule
-
-
-def approved_work(batch: Batch) -> list[Work]:
-    """The batch's approved Prolific work, one entry per assignment (its submission, its check questions right)."""
-    rows = (
-        Assignment.objects.filter(hit__batch=batch, status=Assignment.Status.APPROVED)
-        .select_related("worker__identity")
-        .order_by("pk")
-    )
-    return [Work(a.worker.identity.external_id, a.provider_assignment_id, a.gold_correct or 0) for a in rows]
-
-
-@dataclass
-class BonusPreview:
-    """What the rule owes and what paying costs, before anything is paid."""
-
-    rule: BonusRule | None
-    #: One row per participant: participant, submission, amount, reason, state ("new": not recorded yet).
-    rows: list[dict] = field(default_factory=list)
-    #: The bonuses a pay would send now (new and recorded but not yet paid), with Prolific's fee.
-    to_pay: BonusCost | None = None
-    #: The bonuses paid already, with their fee.
-    paid: BonusCost | None = None
-    #: Rows whose pay call lost its answer and Prolific does not show yet.
-    unconfirmed: int = 0
-
-
-def _fee_rate() -> Decimal:
-    return Decimal(settings.PROLIFIC_FEE_RATE)
-
-
-def _newly_owed(batch: Batch, rule: BonusRule | None) -> list[Owed]:
-    if rule is None:
-        return []
-    recorded = set(batch.bonus_payments.values_list("participant_id", flat=True))
-    return [o for o in owed(rule, approved_work(batch)) if o.participant_id not in recorded]
-
-
-def preview_bonuses(batch: Batch) -> BonusPreview:
-    """The rule's bonuses per participant, what a pay would send now and its cost with Prolific's fee. Reads only."""
-    _check_prolific(batch)
-    rule = bonus_rule(batch)
-    recorded = list(batch.bonus_payments.order_by("participant_id"))
-    new = _newly_owed(batch, rule)
-    rows = [
-        {
-            "participant": r.participant_id,
-            "submission": r.submission_id,
-            "amount": r.amount,
-            "reason": r.reason,
-            "state": r.state,
-        }
-        for r in recorded
-    ] + [
-        {
-            "participant": o.participant_id,
-            "submission": o.submission_id,
-            "amount": o.amount,
-            "reason": o.reason,
-            "state": "new",
-        }
-        for o in new
-    ]
-    rows.sort(key=lambda row: row["participant"])
-    waiting = [r.amount for r in recorded if r.state in (State.OWED, State.SET_UP)] + [o.amount for o in new]
-    return BonusPreview(
-        rule=rule,
-        rows=rows,
-        to_pay=bonus_cost(waiting, prolific_fee_rate=_fee_rate()),
-        paid=bonus_cost([r.amount for r in recorded if r.state == State.PAID], prolific_fee_rate=_fee_rate()),
-        unconfirmed=sum(1 for r in recorded if r.state == State.PAYING),
-    )
 
 
 @dataclass
@@ -213,7 +134,7 @@ def reconcile(batch: Batch, provider: CrowdProvider, result: PayResult) -> None:
 
 
 def _record(batch: Batch, rule: BonusRule | None) -> int:
-    new = _newly_owed(batch, rule)
+    new = newly_owed(batch, rule)
     BonusPayment.objects.bulk_create(
         [
             BonusPayment(
@@ -275,7 +196,7 @@ def pay_bonuses(
     ``expected_total``: the total (bonuses and fee) the researcher previewed; refused (``StateError``)
     when paying now would send another total (work approved since the preview, say).
     """
-    _check_prolific(batch)
+    check_prolific(batch)
     if expected_total is not None:
         now = preview_bonuses(batch).to_pay.total
         try:

@@ -1,9 +1,10 @@
+from annotation.crowd.selectors import BonusPreview, preview_bonuses
 from annotation.crowd.services import prolific_bonuses
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand
 
 
-def describe(preview: prolific_bonuses.BonusPreview) -> list[str]:
+def describe(preview: BonusPreview) -> list[str]:
     """The preview as lines: the rule, one line per participant, the total to pay now with Prolific's fee."""
     lines = [f"Rule: {preview.rule.describe() if preview.rule else 'none (set one with --rule)'}"]
     for row in preview.rows:
@@ -72,5 +73,5 @@ class Command(ProjectCommand):
                 state = "recorded as paid" if o["confirm_paid"] else "to be paid by the next --pay"
                 self.stdout.write(self.style.SUCCESS(f"{count} bonus(es) {state}."))
             else:
-                for line in describe(prolific_bonuses.preview_bonuses(batch)):
+                for line in describe(preview_bonuses(batch)):
                     self.stdout.write(line)

@@ -21,7 +21,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from annotation import services
-from annotation.crowd.selectors import spent
+from annotation.crowd.selectors import preview_bonuses, spent
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.sync import sync_batch
@@ -79,7 +79,7 @@ def ledger(server, batch) -> dict[str, Decimal]:
 
 
 def test_the_preview_gives_each_participant_and_the_total_with_prolifics_fee(server, provider, batch):
-    preview = prolific_bonuses.preview_bonuses(batch)
+    preview = preview_bonuses(batch)
     assert {row["participant"]: row["amount"] for row in preview.rows} == OWED
     assert {row["state"] for row in preview.rows} == {"new"}
     cost = preview.to_pay
@@ -94,7 +94,7 @@ def test_the_preview_gives_each_participant_and_the_total_with_prolifics_fee(ser
     # A flat rule instead: $0.30 to each of the 3 approved participants = $0.90 + 33.3% ($0.2997) = $1.20.
     prolific_bonuses.set_bonus_rule(batch, "flat", "0.30")
     batch.refresh_from_db()
-    flat = prolific_bonuses.preview_bonuses(batch).to_pay
+    flat = preview_bonuses(batch).to_pay
     assert (flat.bonuses, flat.fees, flat.total) == (Decimal("0.90"), Decimal("0.30"), Decimal("1.20"))
 
 
@@ -126,7 +126,7 @@ def test_a_payment_prolific_does_not_show_yet_is_never_paid_again(server, provid
     for _ in range(3):
         assert prolific_bonuses.pay_bonuses(batch, provider).unconfirmed == 3
     assert server.calls.count("pay_bonuses") == 1 and ledger(server, batch) == OWED
-    assert prolific_bonuses.preview_bonuses(batch).unconfirmed == 3
+    assert preview_bonuses(batch).unconfirmed == 3
 
     server.pay_delay = 0  # now Prolific shows it
     assert prolific_bonuses.pay_bonuses(batch, provider).confirmed == 3
@@ -184,29 +184,36 @@ def test_a_worker_restarting_between_two_steps_never_pays_twice(server, provider
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_pays_at_once_pay_once(server, provider, batch):
-    server.faults["pay_bonuses"] = ["slow:1"]  # the first pay holds the batch while Prolific answers
+def test_pays_arriving_while_a_pay_is_in_prolifics_pay_call_pay_nothing(server, provider, batch):
+    """Two clicks (or a click and a worker) at once: the second pay runs in another thread while the
+    first is inside Prolific's pay call. The batch's lease turns it away (409); and even a pay that
+    bypassed the lease finds the rows "paying" and pays nothing before Prolific's state says so."""
+    from django.db import connection
+
     outcomes: list[object] = []
+    pay_call = provider.client.pay_bonuses
 
-    def pay():
-        from django.db import connection
-
+    def another(pay):
         try:
-            outcomes.append(prolific_bonuses.pay_bonuses(batch, provider))
+            outcomes.append(pay(batch, provider))
         except StateError as exc:
             outcomes.append(exc)
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=pay) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    busy = [o for o in outcomes if isinstance(o, StateError)]
-    paid = [o for o in outcomes if not isinstance(o, StateError)]
-    assert len(outcomes) == 2 and len(busy) == 1 and "already under way" in str(busy[0])
-    assert paid[0].paid_now == 3
+    def paying(bulk_id):  # the first pay, inside its pay call: two others arrive
+        for pay in (prolific_bonuses.pay_bonuses, prolific_bonuses.pay_bonuses.__wrapped__):
+            thread = threading.Thread(target=another, args=(pay,))
+            thread.start()
+            thread.join(30)
+        pay_call(bulk_id)
+
+    provider.client.pay_bonuses = paying
+    first = prolific_bonuses.pay_bonuses(batch, provider)
+    busy, unleased = outcomes
+    assert isinstance(busy, StateError) and "Paying bonuses of batch 'bon' is already under way" in str(busy)
+    assert (unleased.paid_now, unleased.unconfirmed) == (0, 3)  # it saw them being paid: hands off
+    assert first.paid_now == 3
     assert ledger(server, batch) == OWED and server.calls.count("pay_bonuses") == 1
 
 
