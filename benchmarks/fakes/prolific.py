@@ -27,6 +27,15 @@ does; the participant's browser (the test) then follows it to the site; a GET of
 ``/submissions/complete?cc=CODE`` (the completion URL) marks that participant's session
 ``AWAITING REVIEW`` when the code is the study's. ``GET /submissions/{id}/`` answers who
 a session belongs to, which the site asks when a participant arrives.
+
+Participant groups (issue 32): listed per workspace (deleted ones left out), created,
+members listed, added (members already there ignored), removed (non-members ignored),
+deleted (a second delete answers 404). Bulk bonuses: set up only for participants who took
+part in the study (else 400, as the reference says), answered with amount, fees and total
+in cents; each pay of a bulk pays it again (the reference warns the call is not idempotent)
+into the ledger ``payments`` (``paid`` sums it per participant), and ``GET
+/submissions/{id}/`` shows a participant's bonuses (``bonus_payments``, cents) once
+``pay_delay`` seconds have passed since each was paid (Prolific pays asynchronously).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 No maintained Python client exists, so the few calls the product needs are made here
 directly: studies (create, find by internal name, publish, stop, add places), their
-submissions (every page, or one by its id; approve or reject), bulk bonuses, participant groups and the
-cost calculator. Every request carries ``Authorization: Token <token>``.
+submissions (every page, or one by its id; approve or reject), bulk bonuses (set up, pay, and
+the bonuses a submission shows: how a lost pay answer is reconciled), participant groups
+(find, create, members, add, remove, delete) and the cost calculator. Every request carries ``Authorization: Token <token>``.
 
 Retries. Calls go through the project's one HTTP client (:class:`core.http.JsonClient`:
 an overall ``deadline`` per call, answers of at most ``max_bytes``, no redirects, the token
