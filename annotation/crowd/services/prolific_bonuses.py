@@ -3,7 +3,7 @@
 The rule (:mod:`annotation.crowd.bonus_rules`: a flat bonus per approved participant, or a
 bonus per check question right in approved work) is set when the batch is created or later
 on the batch page (:func:`set_bonus_rule`, refused once a bonus has been recorded);
-:func:`preview_bonuses` shows what it owes each participant and what paying it costs with
+:func:`annotation.crowd.selectors.preview_bonuses` (a read) shows what it owes each participant and what paying it costs with
 Prolific's fee (:func:`annotation.crowd.costs.bonus_cost`), before anything is paid; and
 :func:`pay_bonuses` pays it through Prolific's bulk bonus calls: ``POST
 /submissions/bonus-payments/`` sets a bulk bonus up (it pays nothing) and ``POST
@@ -19,18 +19,19 @@ Idempotence protocol (a lost answer, a retry, two clicks or a worker restart nev
 2. first, rows left ``paying`` by an earlier call whose answer was lost (or by a worker that
    died in the call) are **reconciled by reading Prolific**: ``GET /submissions/{id}/`` shows
    the bonuses paid on each participant's submission (``bonus_payments``, in cents). A bulk
-   bonus is paid as a whole, so one of its participants showing their bonus means the bulk
-   was paid: every row of it becomes ``paid``. Prolific pays asynchronously ("in the
+   bonus is paid as a whole, so one of its participants showing their bonus (or one of its
+   rows already ``paid``) means the bulk was paid: every row of it becomes ``paid``. Prolific pays asynchronously ("in the
    following minutes"), so a bulk nobody's submission shows yet stays ``paying``
    (unconfirmed) and is never paid again until ``PROLIFIC_BONUS_SETTLE_SECONDS`` (default
    3600) have passed since the pay call: then Prolific's state says it was not paid, the
    rows go back to ``set_up`` and the same bulk is paid once more (step 5);
 3. the intent: a ``BonusPayment`` row per batch × participant (unique) with its amount is
    committed before any call (``owed``);
-4. ``owed`` rows are set up in one bulk bonus; its id is saved with them (``set_up``) when
+4. ``owed`` rows are set up in bulk bonuses (up to 200 participants each); each id is saved with them (``set_up``) when
    Prolific answers. Setting up pays nothing: after a lost answer the rows stay ``owed`` and
    the next pay sets them up again (the orphan bulk is never paid);
-5. each bulk of ``set_up`` rows: ``paying`` and the time are committed *before* the pay call;
+5. each bulk all of whose rows are ``set_up`` (a bulk part of which another pay claimed is
+   left to step 2): ``paying`` and the time are committed *before* the pay call;
    its answer makes them ``paid``. A refusal Prolific gave before doing anything (a 4xx, a
    429 past the retries) puts them back to ``set_up``; a lost answer or a 5xx (it may have
    paid) leaves them ``paying``, for step 2 of a later pay to settle from Prolific's state.
@@ -108,29 +109,36 @@ def _shown_on_prolific(provider: CrowdProvider, row: BonusPayment) -> bool:
 
 
 def reconcile(batch: Batch, provider: CrowdProvider, result: PayResult) -> None:
-    """Settle rows left ``paying`` from Prolific's state (step 2 of the protocol)."""
-    paying: dict[str, list[BonusPayment]] = {}
-    for row in batch.bonus_payments.filter(state=State.PAYING).order_by("pk"):
-        paying.setdefault(row.bulk_id, []).append(row)
+    """Settle bulks with rows left ``paying`` from Prolific's state (step 2 of the protocol).
+
+    A bulk is paid whole: one of its participants showing their bonus, or one of its rows
+    already ``paid``, means every row of it is paid.
+    """
+    bulks = sorted(set(batch.bonus_payments.filter(state=State.PAYING).values_list("bulk_id", flat=True)))
     settle = dt.timedelta(seconds=settle_seconds())
-    for bulk_id, rows in paying.items():
-        keys = [r.pk for r in rows]
-        if any(_shown_on_prolific(provider, row) for row in rows):
-            result.confirmed += BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(
-                state=State.PAID, paid_at=timezone.now()
+    for bulk_id in bulks:
+        rows = list(batch.bonus_payments.filter(bulk_id=bulk_id).order_by("pk"))
+        open_rows = [r for r in rows if r.state != State.PAID]
+        paying = [r for r in open_rows if r.state == State.PAYING]
+        keys = [r.pk for r in open_rows]
+        if len(open_rows) < len(rows) or any(_shown_on_prolific(provider, row) for row in open_rows):
+            result.confirmed += (
+                BonusPayment.objects.filter(pk__in=keys)
+                .exclude(state=State.PAID)
+                .update(state=State.PAID, paid_at=timezone.now())
             )
-        elif all(r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle for r in rows):
+        elif all(r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle for r in paying):
             logger.warning(
                 "batch %s: bulk bonus %s shows on no submission %s after its pay call: paying it again",
                 batch.name,
                 bulk_id,
                 settle,
             )
-            result.retried += BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(
+            result.retried += BonusPayment.objects.filter(pk__in=[r.pk for r in paying], state=State.PAYING).update(
                 state=State.SET_UP, pay_attempted=None
             )
         else:
-            result.unconfirmed += len(rows)
+            result.unconfirmed += len(open_rows)
 
 
 def _record(batch: Batch, rule: BonusRule | None) -> int:
@@ -151,28 +159,36 @@ def _record(batch: Batch, rule: BonusRule | None) -> int:
     return len(new)
 
 
+#: Participants per bulk bonus (Prolific pays up to 200 per request).
+BULK_SIZE = 200
+
+
 def _set_up(batch: Batch, provider: CrowdProvider) -> None:
     rows = list(batch.bonus_payments.filter(state=State.OWED).order_by("pk"))
-    if not rows:
-        return
-    bulk_id = provider.client.set_up_bonuses(batch.hit_type_id, {r.participant_id: r.amount for r in rows})
-    BonusPayment.objects.filter(pk__in=[r.pk for r in rows], state=State.OWED).update(
-        state=State.SET_UP, bulk_id=bulk_id
-    )
+    for start in range(0, len(rows), BULK_SIZE):
+        chunk = rows[start : start + BULK_SIZE]
+        bulk_id = provider.client.set_up_bonuses(batch.hit_type_id, {r.participant_id: r.amount for r in chunk})
+        BonusPayment.objects.filter(pk__in=[r.pk for r in chunk], state=State.OWED).update(
+            state=State.SET_UP, bulk_id=bulk_id
+        )
 
 
 def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> None:
     bulks = sorted(set(batch.bonus_payments.filter(state=State.SET_UP).values_list("bulk_id", flat=True)))
     for bulk_id in bulks:
+        if batch.bonus_payments.filter(bulk_id=bulk_id).exclude(state=State.SET_UP).exists():
+            # Part of this bulk is being paid, or was paid, by another pay: a bulk is paid whole,
+            # so never again from here (its rows are settled from Prolific's state: step 2, counted there).
+            continue
         rows = list(batch.bonus_payments.filter(state=State.SET_UP, bulk_id=bulk_id))
         keys = [r.pk for r in rows]
         claimed = BonusPayment.objects.filter(pk__in=keys, state=State.SET_UP).update(
             state=State.PAYING, pay_attempted=timezone.now()
         )
-        if claimed != len(keys):  # another pay moved some of them: leave the bulk to it
-            BonusPayment.objects.filter(pk__in=keys, state=State.PAYING, bulk_id=bulk_id).update(
-                state=State.SET_UP, pay_attempted=None
-            )
+        if claimed != len(keys):
+            # Another pay claimed part of this bulk and pays it (a bulk is paid whole): the rows
+            # claimed here stay "paying", settled from Prolific's state by a later pay.
+            result.unconfirmed += claimed
             continue
         try:
             provider.client.pay_bonuses(bulk_id)

@@ -217,6 +217,20 @@ def test_pays_arriving_while_a_pay_is_in_prolifics_pay_call_pay_nothing(server, 
     assert ledger(server, batch) == OWED and server.calls.count("pay_bonuses") == 1
 
 
+def test_a_bulk_partly_claimed_by_another_pay_is_never_paid_from_here(server, provider, batch, settings):
+    prolific_bonuses._record(batch, prolific_bonuses.bonus_rule(batch))
+    prolific_bonuses._set_up(batch, provider)
+    other = BonusPayment.objects.filter(batch=batch).order_by("pk").first()
+    # Another pay claimed part of the bulk just now and is in its pay call.
+    BonusPayment.objects.filter(pk=other.pk).update(state="paying", pay_attempted=timezone.now())
+    result = prolific_bonuses.pay_bonuses(batch, provider)
+    assert (result.paid_now, result.unconfirmed) == (0, 3) and "pay_bonuses" not in server.calls
+    provider.client.pay_bonuses(other.bulk_id)  # the other pay's call reaches Prolific
+    assert prolific_bonuses.pay_bonuses(batch, provider).confirmed == 3  # seen paid: the bulk was paid whole
+    assert set(BonusPayment.objects.values_list("state", flat=True)) == {"paid"}
+    assert ledger(server, batch) == OWED and server.calls.count("pay_bonuses") == 1
+
+
 def test_the_rule_is_refused_when_it_would_pay_twice_or_is_not_money(server, provider, batch, query_set):
     with pytest.raises(ServiceError, match="whole cents"):
         prolific_bonuses.set_bonus_rule(batch, "flat", "0.005")
