@@ -311,3 +311,38 @@ def test_the_command_previews_and_pays(server, batch, settings):
     assert ledger(server, batch) == OWED
     with pytest.raises(SystemExit):
         call_command("prolific_bonus", "--help", stdout=StringIO())
+
+
+def test_bonus_costs_and_rules_computed_by_hand():
+    from annotation.crowd.bonus_rules import BonusRule, RuleError, Work, most, owed
+    from annotation.crowd.costs import bonus_cost, provider_cost
+
+    # Prolific: 33.3% of the total, rounded once: $0.75 -> $0.24975 -> $0.25.
+    prolific = bonus_cost([Decimal("0.25"), Decimal("0.50"), Decimal("0")])
+    assert (prolific.bonuses, prolific.fees, prolific.total, prolific.participants) == (
+        Decimal("0.75"),
+        Decimal("0.25"),
+        Decimal("1.00"),
+        2,
+    )
+    # MTurk: 20% per bonus, at least $0.01: $0.04 -> $0.008 -> $0.01; $0.50 -> $0.10.
+    mturk = bonus_cost([Decimal("0.04"), Decimal("0.50")], "mturk")
+    assert (mturk.fees, mturk.total) == (Decimal("0.11"), Decimal("0.65"))
+    assert bonus_cost([Decimal("1.00")], "local").total == Decimal("1.00")
+    with pytest.raises(ValueError, match="whole cents"):
+        bonus_cost([Decimal("0.005")])
+    # The estimate: 39 places at $0.10 ($3.90 + $1.30) and up to $3.90 of bonuses + $1.30.
+    cost = provider_cost("prolific", Decimal("0.10"), 39, 1, bonuses=Decimal("3.90"))
+    assert (cost.bonuses, cost.fees, cost.total) == (Decimal("3.90"), Decimal("2.60"), Decimal("10.40"))
+
+    rule = BonusRule("per_gold", "0.05")
+    work = [Work("p1", "s1", 2), Work("p1", "s1b", 1), Work("p2", "s2", 0), Work("p3", "s3", 4)]
+    assert [(o.participant_id, o.amount) for o in owed(rule, work)] == [
+        ("p1", Decimal("0.15")),
+        ("p3", Decimal("0.20")),
+    ]
+    assert [o.amount for o in owed(BonusRule("flat", "0.30"), work)] == [Decimal("0.30")] * 3
+    assert most(rule, 10, 3) == Decimal("1.50") and most(None, 10, 3) == Decimal("0.00")
+    for kind, amount in (("flat", "0"), ("flat", "1.234"), ("tip", "1"), ("flat", "101")):
+        with pytest.raises(RuleError):
+            BonusRule(kind, amount)
