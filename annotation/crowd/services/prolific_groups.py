@@ -146,6 +146,7 @@ def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) ->
     """Add the batch's participants whose work failed its gold threshold to the failed-gold block-list; returns how many were new.
 
     Called at every sync of a Prolific batch; a participant already in the group is not sent again.
+    Without ``PROLIFIC_WORKSPACE_ID`` (groups belong to a workspace) nothing is sent, and a warning logged.
     """
     failed = sorted(
         set(
@@ -158,6 +159,14 @@ def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) ->
     known = set(group.members.filter(added=True).values_list("participant_id", flat=True)) if group else set()
     if not set(failed) - known:
         return 0  # nothing new: no call at all
+    if not settings.PROLIFIC_WORKSPACE_ID:  # no groups without a workspace: the sync goes on without
+        logger.warning(
+            "batch %s: %d participant(s) failed its gold threshold; PROLIFIC_WORKSPACE_ID is not set, so they"
+            " join no block-list group",
+            batch.name,
+            len(set(failed) - known),
+        )
+        return 0
     provider = _provider(provider)
     group = ensure_group(provider, GOLD_FAILED_GROUP, ParticipantGroup.Role.GOLD_FAILED)
     return fill_group(provider, group, failed, reason=f"failed gold in {batch.name}")
