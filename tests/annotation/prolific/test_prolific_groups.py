@@ -206,3 +206,13 @@ def test_groups_chosen_through_the_api_and_deleted_when_the_batch_is_cancelled(
     cancel_batch(batch, provider)
     assert server.studies[batch.hit_type_id]["status"] == "COMPLETED"
     assert not _live(server, "may take part in apiwave")
+
+
+def test_without_a_workspace_a_gold_failure_is_logged_and_the_sync_goes_on(
+    server, provider, query_set, client_class, settings, caplog
+):
+    first = _first_wave(server, provider, query_set, client_class)
+    settings.PROLIFIC_WORKSPACE_ID = ""
+    found = sync_batch(first, provider).prolific
+    assert (found.approved, found.rejected, found.gold_failures_blocked) == (1, 1, 0)
+    assert not _live(server, GOLD_FAILED_GROUP) and "join no block-list group" in caplog.text
