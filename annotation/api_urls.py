@@ -37,5 +37,8 @@ urlpatterns = [
         api_prelabelling.PrelabelCacheModelView.as_view(),
         name="api-prelabel-cache-model",
     ),
+    # Prolific bonuses (issue 32).
+    path("batches/<slug:name>/bonuses/", api.BonusPreviewView.as_view(), name="api-batch-bonuses"),
+    path("batches/<slug:name>/bonuses/pay/", api.BonusPayView.as_view(), name="api-batch-bonuses-pay"),
     *router.urls,
 ]

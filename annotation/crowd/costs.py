@@ -24,8 +24,8 @@ and budget checks must not drift.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 
 CENT = Decimal("0.01")
@@ -49,6 +49,8 @@ class Cost:
     total: Decimal
     fee_rate: Decimal
     assignments_total: int
+    #: Bonuses on top of the rewards (their fee is in ``fees``, and both in ``total``).
+    bonuses: Decimal = Decimal("0")
 
 
 def _money(value: Decimal | int | str) -> Decimal:
@@ -184,8 +186,12 @@ def provider_cost(
     *,
     masters: bool = False,
     prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE,
+    bonuses: Decimal = Decimal("0"),
 ) -> Cost:
     """Cost of a batch of ``hits`` HIT groups × ``assignments`` on ``provider`` (see the module docstring).
+
+    ``bonuses``: dollars of bonuses on top (a bonus rule's most, :mod:`annotation.crowd.bonus_rules`),
+    charged with the provider's fee on bonuses (:func:`bonus_cost`) and added to ``fees`` and ``total``.
 
     >>> provider_cost("local", Decimal("0.05"), 3, 100).total
     Decimal('15.00')
@@ -201,9 +207,62 @@ def provider_cost(
         raise ValueError("hits cannot be negative")
     total = assignments * hits
     if provider == "local":
-        return _cost(amount, Decimal("0"), total, minimum=Decimal("0.00"))
-    if provider == "mturk":
-        return _cost(amount, fee_rate(assignments) + (MASTERS_FEE_RATE if masters else 0), total)
-    if provider == "prolific":
-        return _share_of_total(amount, Decimal(prolific_fee_rate), total)
-    raise ValueError(f"no prices known for provider {provider!r}")
+        cost = _cost(amount, Decimal("0"), total, minimum=Decimal("0.00"))
+    elif provider == "mturk":
+        cost = _cost(amount, fee_rate(assignments) + (MASTERS_FEE_RATE if masters else 0), total)
+    elif provider == "prolific":
+        cost = _share_of_total(amount, Decimal(prolific_fee_rate), total)
+    else:
+        raise ValueError(f"no prices known for provider {provider!r}")
+    if not bonuses:
+        return cost
+    extra = bonus_cost([Decimal(bonuses)], provider, prolific_fee_rate=prolific_fee_rate)
+    return replace(cost, bonuses=extra.bonuses, fees=cost.fees + extra.fees, total=cost.total + extra.total)
+
+
+# -- bonuses (issue 32) ---------------------------------------------------------------------
+#: MTurk's commission on a bonus: 20% of it (its pricing page), at least $0.01 per bonus.
+MTURK_BONUS_FEE_RATE = Decimal("0.20")
+
+
+@dataclass(frozen=True)
+class BonusCost:
+    """What paying some bonuses costs: the bonuses, the platform's fee on them, and the sum."""
+
+    bonuses: Decimal
+    fees: Decimal
+    total: Decimal
+    fee_rate: Decimal
+    participants: int
+
+
+def bonus_cost(
+    amounts: Iterable[Decimal], provider: str = "prolific", *, prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE
+) -> BonusCost:
+    """The cost of paying ``amounts`` (one per participant) as bonuses on ``provider``.
+
+    Prolific charges its service fee on bonuses as on rewards (its help centre: "our regular
+    pricing structure also applies to bonus payments"), a share of the total: rounded
+    half-up once, on the total, as :func:`provider_cost` does for rewards. MTurk: 20% of each
+    bonus, at least $0.01, rounded per bonus. In-house: no fee. VAT, where it applies, on top.
+
+    >>> bonus_cost([Decimal("0.25"), Decimal("0.50")]).total
+    Decimal('1.00')
+    """
+    values = [Decimal(a) for a in amounts]
+    for value in values:
+        if not value.is_finite() or value < 0 or value != value.quantize(CENT):
+            raise ValueError(f"a bonus must be whole cents, at least 0 (got {value})")
+    paid = [v for v in values if v > 0]
+    bonuses = sum(paid, Decimal("0.00"))
+    if provider == "local":
+        rate, fees = Decimal("0"), Decimal("0.00")
+    elif provider == "mturk":
+        rate = MTURK_BONUS_FEE_RATE
+        fees = sum((assignment_fee(v, rate) for v in paid), Decimal("0.00"))
+    elif provider == "prolific":
+        rate = Decimal(prolific_fee_rate)
+        fees = (bonuses * rate).quantize(CENT, rounding=ROUND_HALF_UP)
+    else:
+        raise ValueError(f"no prices known for provider {provider!r}")
+    return BonusCost(bonuses=bonuses, fees=fees, total=bonuses + fees, fee_rate=rate, participants=len(paid))

@@ -121,6 +121,30 @@ class BatchForm(forms.Form):
         required=False,
         help_text="Prolific only: exclude everyone who took part in these batches.",
     )
+    # Participant groups across waves and the bonus rule (issue 32).
+    allow_batches = forms.ModelMultipleChoiceField(
+        Batch.objects.filter(provider=Provider.PROLIFIC),
+        to_field_name="name",
+        required=False,
+        help_text="Prolific only: only those who took part in these batches may take this one.",
+    )
+    admit_gold_failures = forms.BooleanField(
+        required=False,
+        help_text="Prolific only: let in participants who failed another batch's gold threshold (kept out by default).",
+    )
+    bonus_rule_kind = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "no bonus rule"),
+            ("flat", "flat, per approved participant"),
+            ("per_gold", "per check question right"),
+        ],
+        label="Bonus rule",
+        help_text="Prolific only: a bonus previewed and paid from the batch page (not with the bonus above).",
+    )
+    bonus_rule_amount = forms.DecimalField(
+        required=False, min_value=Decimal("0.01"), decimal_places=2, label="Bonus rule amount", help_text="USD."
+    )
 
     warn_gold_accuracy = forms.FloatField(
         required=False, min_value=0, max_value=1, help_text="Flag workers below this share of gold answers right."
@@ -193,6 +217,13 @@ class BatchForm(forms.Form):
             "devices": data.get("devices") or None,
             "bonus": str(data["bonus"]) if data.get("bonus") is not None else None,
             "exclude_batches": [b.name for b in data.get("exclude_batches") or []] or None,
+            "allow_batches": [b.name for b in data.get("allow_batches") or []] or None,
+            "admit_gold_failures": True if data.get("admit_gold_failures") else None,
+            "bonus_rule": (
+                {"kind": data["bonus_rule_kind"], "amount": str(data.get("bonus_rule_amount") or "")}
+                if data.get("bonus_rule_kind")
+                else None
+            ),
         }
         return BatchSettings(
             provider_options={key: value for key, value in options.items() if value is not None},

@@ -5,11 +5,16 @@ Read-only: nothing here changes state (the writes are in :mod:`.services`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet, Sum
 
-from annotation.models import Assignment, Batch, Bonus, Judgment
+from annotation.crowd.bonus_rules import BonusRule, Owed, RuleError, Work, owed
+from annotation.crowd.costs import BonusCost, bonus_cost
+from annotation.models import Assignment, Batch, Bonus, BonusPayment, Judgment, Provider
+from core.errors import ServiceError
 
 
 def batches() -> QuerySet[Batch]:
@@ -58,7 +63,24 @@ def spent(batch: Batch, answered: int) -> Decimal:
     assignments = int(cost.get("assignments_total") or 0)
     price = Decimal(cost["total"]) / assignments if assignments and cost.get("total") else Decimal(batch.reward)
     bonuses = Bonus.objects.filter(assignment__hit__batch=batch).aggregate(total=Sum("amount"))["total"] or 0
-    return (price * answered + Decimal(bonuses)).quantize(Decimal("0.01"))
+    return (price * answered + bonuses_spent(batch, Decimal(bonuses))).quantize(Decimal("0.01"))
+
+
+# -- bonuses with their fee (issue 32) ---------------------------------------------------------
+def bonuses_spent(batch: Batch, legacy: Decimal = Decimal("0")) -> Decimal:
+    """USD of the batch's bonuses sent to the platform (paid, or sent and unconfirmed), with its fee:
+    the bonus rule's (``BonusPayment``) and ``legacy``, the ``--bonus`` paid at sync (``Bonus``)."""
+    sent = list(
+        BonusPayment.objects.filter(
+            batch=batch, state__in=[BonusPayment.State.PAID, BonusPayment.State.PAYING]
+        ).values_list("amount", flat=True)
+    )
+    if legacy:
+        sent.append(legacy)
+    if not sent:
+        return Decimal("0")
+    provider = batch.provider if batch.provider in ("local", "mturk", "prolific") else "local"
+    return bonus_cost(sent, provider, prolific_fee_rate=Decimal(settings.PROLIFIC_FEE_RATE)).total
 
 
 def is_machine_labelled(batch: Batch) -> bool:
@@ -69,3 +91,92 @@ def is_machine_labelled(batch: Batch) -> bool:
     its own cost estimate (every query to the crowd) is never spent.
     """
     return batch.parent_id is None and (batch.derived.exists() or batch.routings.exists())
+
+
+# -- a Prolific batch's bonus rule and its preview (issue 32) -------------------------------------
+def _fee_rate() -> Decimal:
+    return Decimal(settings.PROLIFIC_FEE_RATE)
+
+
+def bonus_rule(batch: Batch) -> BonusRule | None:
+    try:
+        return BonusRule.from_options(batch.provider_options)
+    except RuleError as exc:
+        raise ServiceError(f"batch {batch.name!r}: {exc}") from None
+
+
+def check_prolific(batch: Batch) -> None:
+    if batch.provider != Provider.PROLIFIC:
+        raise ServiceError(f"batch {batch.name!r} does not run on Prolific: bonus rules are Prolific's")
+
+
+def approved_work(batch: Batch) -> list[Work]:
+    """The batch's approved Prolific work, one entry per assignment (its submission, its check questions right)."""
+    rows = (
+        Assignment.objects.filter(hit__batch=batch, status=Assignment.Status.APPROVED)
+        .select_related("worker__identity")
+        .order_by("pk")
+    )
+    return [Work(a.worker.identity.external_id, a.provider_assignment_id, a.gold_correct or 0) for a in rows]
+
+
+@dataclass
+class BonusPreview:
+    """What the rule owes and what paying costs, before anything is paid."""
+
+    rule: BonusRule | None
+    #: One row per participant: participant, submission, amount, reason, state ("new": not recorded yet).
+    rows: list[dict] = field(default_factory=list)
+    #: The bonuses a pay would send now (new and recorded but not yet paid), with Prolific's fee.
+    to_pay: BonusCost | None = None
+    #: The bonuses paid already, with their fee.
+    paid: BonusCost | None = None
+    #: Rows whose pay call lost its answer and Prolific does not show yet.
+    unconfirmed: int = 0
+
+
+def newly_owed(batch: Batch, rule: BonusRule | None) -> list[Owed]:
+    if rule is None:
+        return []
+    recorded = set(batch.bonus_payments.values_list("participant_id", flat=True))
+    return [o for o in owed(rule, approved_work(batch)) if o.participant_id not in recorded]
+
+
+def preview_bonuses(batch: Batch) -> BonusPreview:
+    """The rule's bonuses per participant, what a pay would send now and its cost with Prolific's fee. Reads only."""
+    check_prolific(batch)
+    rule = bonus_rule(batch)
+    recorded = list(batch.bonus_payments.order_by("participant_id"))
+    new = newly_owed(batch, rule)
+    rows = [
+        {
+            "participant": r.participant_id,
+            "submission": r.submission_id,
+            "amount": r.amount,
+            "reason": r.reason,
+            "state": r.state,
+        }
+        for r in recorded
+    ] + [
+        {
+            "participant": o.participant_id,
+            "submission": o.submission_id,
+            "amount": o.amount,
+            "reason": o.reason,
+            "state": "new",
+        }
+        for o in new
+    ]
+    rows.sort(key=lambda row: row["participant"])
+    waiting = [r.amount for r in recorded if r.state in (BonusPayment.State.OWED, BonusPayment.State.SET_UP)] + [
+        o.amount for o in new
+    ]
+    return BonusPreview(
+        rule=rule,
+        rows=rows,
+        to_pay=bonus_cost(waiting, prolific_fee_rate=_fee_rate()),
+        paid=bonus_cost(
+            [r.amount for r in recorded if r.state == BonusPayment.State.PAID], prolific_fee_rate=_fee_rate()
+        ),
+        unconfirmed=sum(1 for r in recorded if r.state == BonusPayment.State.PAYING),
+    )

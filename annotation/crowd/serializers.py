@@ -3,6 +3,8 @@
 Workers appear by pseudonym only; a serializer never reaches ``WorkerIdentity``.
 """
 
+from decimal import Decimal
+
 from django.urls import reverse
 from rest_framework import serializers
 
@@ -287,3 +289,53 @@ class CancelledSerializer(serializers.Serializer):
     batch = serializers.CharField()
     status = serializers.CharField()
     expired_hits = serializers.IntegerField()
+
+
+# -- Prolific bonuses (issue 32) -------------------------------------------------------------
+class BonusRuleRequestSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["flat", "per_gold"], help_text="flat: per approved participant.")
+    amount = serializers.DecimalField(max_digits=8, decimal_places=2, min_value=Decimal("0.01"), help_text="USD.")
+
+
+class BonusRowSerializer(serializers.Serializer):
+    participant = serializers.CharField()
+    submission = serializers.CharField()
+    amount = serializers.CharField()
+    reason = serializers.CharField()
+    state = serializers.CharField(help_text="new (not recorded yet), owed, set_up, paying (unconfirmed) or paid.")
+
+
+class BonusCostSerializer(serializers.Serializer):
+    participants = serializers.IntegerField()
+    bonuses = serializers.CharField()
+    fees = serializers.CharField()
+    total = serializers.CharField()
+    fee_rate = serializers.CharField()
+
+
+class BonusPreviewSerializer(serializers.Serializer):
+    """A batch's bonus rule, what it owes each participant and what paying now costs with Prolific's fee."""
+
+    rule = serializers.DictField(allow_null=True)
+    rows = BonusRowSerializer(many=True)
+    to_pay = BonusCostSerializer()
+    paid = BonusCostSerializer()
+    unconfirmed = serializers.IntegerField()
+
+
+class BonusPayRequestSerializer(serializers.Serializer):
+    expected_total = serializers.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        required=False,
+        help_text="The total (bonuses + fee) previewed: refused (409) if paying now would send another.",
+    )
+
+
+class BonusPaySerializer(serializers.Serializer):
+    paid_now = serializers.IntegerField()
+    amount_paid_now = serializers.CharField()
+    confirmed = serializers.IntegerField()
+    retried = serializers.IntegerField()
+    unconfirmed = serializers.IntegerField()
+    recorded = serializers.IntegerField()

@@ -12,10 +12,12 @@ from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
-from annotation.crowd.selectors import batch_progress
+from annotation.crowd.selectors import BonusPreview, batch_progress, preview_bonuses
+from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.background import start_escalate, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
 from annotation.crowd.services.publishing import render_hit_html
@@ -118,6 +120,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "extra_spent": extra_spent(batch),
             "flags": batch.worker_flags.count(),
             "comparison": _mturk_comparison(batch),
+            "bonuses": _bonus_preview(batch),
         },
     )
 
@@ -356,3 +359,42 @@ def hit_preview(request: HttpRequest, name: str, position: int) -> HttpResponse:
     """The HIT page exactly as MTurk workers get it (submit disabled: no assignment id)."""
     hit = get_object_or_404(Hit, batch__name=name, position=position)
     return HttpResponse(render_hit_html(hit, mode="preview", action=""))
+
+
+# -- Prolific bonuses (issue 32) -------------------------------------------------------------
+def _bonus_preview(batch: Batch) -> BonusPreview | None:
+    """The batch page's bonus panel: a Prolific batch's preview (None for other providers)."""
+    return preview_bonuses(batch) if batch.provider == "prolific" else None
+
+
+@researcher_required
+@require_POST
+def batch_bonus_rule(request: HttpRequest, name: str) -> HttpResponse:
+    """Set a Prolific batch's bonus rule (the panel's form)."""
+    batch = get_object_or_404(Batch, name=name)
+    try:
+        rule = prolific_bonuses.set_bonus_rule(batch, request.POST.get("kind", ""), request.POST.get("amount", ""))
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Bonus rule: {rule.describe()}.")
+    return redirect(f"{reverse('annotation:batch-detail', args=[batch.name])}#bonuses")
+
+
+@researcher_required
+@require_POST
+def batch_bonus_pay(request: HttpRequest, name: str) -> HttpResponse:
+    """Pay the bonuses owed, exactly once: a second click finds them paid (or the batch busy) and pays nothing."""
+    batch = get_object_or_404(Batch, name=name)
+    try:
+        result = prolific_bonuses.pay_bonuses(batch, expected_total=request.POST.get("expected_total") or None)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        text = f"Paid {result.paid_now} bonus(es) now (${result.amount_paid_now})."
+        if result.confirmed:
+            text += f" {result.confirmed} earlier payment(s) confirmed on Prolific."
+        if result.unconfirmed:
+            text += f" {result.unconfirmed} payment(s) unconfirmed: never paid again before Prolific shows them."
+        messages.success(request, text)
+    return redirect(f"{reverse('annotation:batch-detail', args=[batch.name])}#bonuses")

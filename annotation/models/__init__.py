@@ -27,8 +27,11 @@ from annotation.models.crowd import (
 )
 from annotation.models.inhouse import Account, AccountState
 from annotation.models.machine import PreLabel, PreLabelAnswer, Routing
-from annotation.models.prolific import (  # webhooks
+from annotation.models.prolific import (
     Bonus,
+    BonusPayment,
+    GroupMember,
+    ParticipantGroup,
     ProlificEvent,
     ProlificHookSecret,
     ProlificSession,
@@ -46,15 +49,21 @@ __all__ = [
     "Batch",
     "BatchQuery",
     "Bonus",
+    "BonusPayment",
     "Escalation",
     "Export",
     "FormPosition",
+    "GroupMember",
     "Hit",
     "HitQuery",
     "Judgment",
+    "ParticipantGroup",
     "PreLabel",
     "PreLabelAnswer",
+    "ProlificEvent",
+    "ProlificHookSecret",
     "ProlificSession",
+    "ProlificSubscription",
     "Provider",
     "Qualification",
     "Reoffer",
@@ -64,5 +73,3 @@ __all__ = [
     "WorkerFlag",
     "WorkerIdentity",
 ]
-# Prolific's webhooks (issue 32).
-__all__ += ["ProlificEvent", "ProlificHookSecret", "ProlificSubscription"]

@@ -118,3 +118,92 @@ class ProlificEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_type} {self.resource_id} ({self.event_id})"
+
+
+# -- participant groups and bonus payments (issue 32) ------------------------------------------
+class ParticipantGroup(models.Model):
+    """A participant group on Prolific that this site made, recorded before it is asked for.
+
+    ``name`` is how the group is found again on Prolific (unique in the workspace, listed by
+    ``GET /participant-groups/``) after a create whose answer was lost: ``create_attempted``
+    is committed before ``POST /participant-groups/``, ``group_id`` as soon as it is known.
+    Workspace-wide groups (``batch`` empty: the failed-gold block-list) live on; a batch's own
+    groups (the allow- and block-lists of its study) are deleted once its study is closed.
+    """
+
+    class Role(models.TextChoices):
+        EXCLUDE = "exclude", "block-list: took part in other batches"
+        ALLOW = "allow", "allow-list: took part in other batches"
+        GOLD_FAILED = "gold_failed", "block-list: failed a batch's gold threshold"
+
+    name = models.CharField(max_length=200, unique=True)
+    role = models.CharField(max_length=20, choices=Role.choices)
+    batch = models.ForeignKey(Batch, null=True, blank=True, on_delete=models.CASCADE, related_name="prolific_groups")
+    group_id = models.CharField(max_length=64, blank=True)
+    create_attempted = models.DateTimeField(null=True, blank=True)
+    delete_attempted = models.DateTimeField(null=True, blank=True)
+    deleted = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.group_id or 'not created yet'})"
+
+
+class GroupMember(models.Model):
+    """A participant this site puts in a group: recorded (``added`` False) before the call that adds them.
+
+    Prolific ignores adding a member twice, so an unanswered add is simply sent again.
+    """
+
+    group = models.ForeignKey(ParticipantGroup, on_delete=models.CASCADE, related_name="members")
+    participant_id = models.CharField(max_length=64)
+    added = models.BooleanField(default=False)
+    #: Why they are in it (e.g. the batch whose gold they failed).
+    reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["group", "participant_id"], name="one_membership_per_group")]
+
+    def __str__(self) -> str:
+        return f"{self.participant_id} in {self.group.name}"
+
+
+class BonusPayment(models.Model):
+    """A batch's bonus to one participant under the batch's bonus rule: the intent, recorded before any call.
+
+    States (``annotation.crowd.services.prolific_bonuses`` documents the protocol):
+    ``owed`` (recorded) -> ``set_up`` (Prolific's bulk bonus record made, ``bulk_id`` saved)
+    -> ``paying`` (committed just before the non-idempotent pay call) -> ``paid`` (the call
+    answered, or Prolific's submission shows the bonus). A ``paying`` row is never paid again
+    before Prolific's state has been read.
+    """
+
+    class State(models.TextChoices):
+        OWED = "owed"
+        SET_UP = "set_up", "set up"
+        PAYING = "paying"
+        PAID = "paid"
+
+    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="bonus_payments")
+    participant_id = models.CharField(max_length=64)
+    #: The participant's submission (session) in the batch's study: where Prolific shows their bonuses.
+    submission_id = models.CharField(max_length=64)
+    amount = models.DecimalField(max_digits=8, decimal_places=2)
+    reason = models.CharField(max_length=200, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OWED)
+    bulk_id = models.CharField(max_length=100, blank=True)
+    pay_attempted = models.DateTimeField(null=True, blank=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "participant_id"], name="one_bonus_per_batch_participant")
+        ]
+
+    def __str__(self) -> str:
+        return f"bonus {self.amount} to {self.participant_id} ({self.state})"

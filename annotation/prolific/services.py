@@ -105,6 +105,8 @@ class ProlificSyncResult:
     voided: int = 0
     #: Whether this sync stopped the study (the batch is completed).
     stopped: bool = False
+    #: Participants newly added to the failed-gold block-list group (issue 32).
+    gold_failures_blocked: int = 0
 
 
 def block_participant(worker: Worker, provider: CrowdProvider | None = None) -> None:
@@ -464,6 +466,7 @@ def sync_prolific(
             _reconcile(sub, assignments.get(sub.id), provider, approve_all, result)
             progress.advance()
     result.bonuses_paid, result.bonuses_unconfirmed = pay_bonuses(batch, provider)
+    result.gold_failures_blocked = _record_gold_failures(batch, provider)
     result.places = ensure_places(batch, provider, submissions)
     result.completed = complete_if_done(batch)
     return result
@@ -544,7 +547,9 @@ def close_study(batch: Batch, provider: CrowdProvider | None = None) -> bool:
     if batch.status not in (Batch.Status.COMPLETED, Batch.Status.CANCELLED) or not batch.hit_type_id:
         return False
     provider = provider or get_provider(Provider.PROLIFIC)
-    return provider.stop_study(batch.hit_type_id)
+    stopped = provider.stop_study(batch.hit_type_id)
+    _clean_up_groups(batch, provider)
+    return stopped
 
 
 # -- bonuses --------------------------------------------------------------------------------
@@ -600,3 +605,18 @@ def quote(batch: Batch, provider: CrowdProvider | None = None) -> Decimal:
     """Prolific's own price for the batch's places (its cost calculator: fees and VAT of the account)."""
     provider = provider or get_provider(Provider.PROLIFIC)
     return provider.client.study_cost(Decimal(batch.reward), total_places(batch))
+
+
+# -- participant groups across waves (issue 32) -----------------------------------------------
+def _record_gold_failures(batch: Batch, provider: CrowdProvider) -> int:
+    """Participants whose work failed the batch's gold threshold join the failed-gold block-list."""
+    from annotation.crowd.services.prolific_groups import record_gold_failures
+
+    return record_gold_failures(batch, provider)
+
+
+def _clean_up_groups(batch: Batch, provider: CrowdProvider) -> None:
+    """The closed study's own allow- and block-list groups are deleted on Prolific."""
+    from annotation.crowd.services.prolific_groups import clean_up_groups
+
+    clean_up_groups(batch, provider)

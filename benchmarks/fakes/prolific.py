@@ -32,6 +32,15 @@ does; the participant's browser (the test) then follows it to the site; a GET of
 ``/submissions/complete?cc=CODE`` (the completion URL) marks that participant's session
 ``AWAITING REVIEW`` when the code is the study's. ``GET /submissions/{id}/`` answers who
 a session belongs to, which the site asks when a participant arrives.
+
+Participant groups (issue 32): listed per workspace (deleted ones left out), created,
+members listed, added (members already there ignored), removed (non-members ignored),
+deleted (a second delete answers 404). Bulk bonuses: set up only for participants who took
+part in the study (else 400, as the reference says), answered with amount, fees and total
+in cents; each pay of a bulk pays it again (the reference warns the call is not idempotent)
+into the ledger ``payments`` (``paid`` sums it per participant), and ``GET
+/submissions/{id}/`` shows a participant's bonuses (``bonus_payments``, cents) once
+``pay_delay`` seconds have passed since each was paid (Prolific pays asynchronously).
 """
 
 from __future__ import annotations
@@ -107,6 +116,10 @@ class FakeProlific:
     _queue: queue.Queue | None = None
     _gate: threading.Event = field(default_factory=lambda: _opened(threading.Event()))
     _answer_headers: dict[str, str] = field(default_factory=dict)
+    #: Bonuses: when each entry of ``payments`` was paid (``time.monotonic()``), and how long
+    #: Prolific takes to show a paid bonus on the submission (it pays asynchronously).
+    payment_times: list[float] = field(default_factory=list)
+    pay_delay: float = 0.0
 
     # -- what participants do ----------------------------------------------------------
     def start(self, study_id: str, participant_id: str) -> tuple[str, str]:
@@ -163,6 +176,10 @@ class FakeProlific:
         ("POST", r"api/v1/hooks/subscriptions", "create_hook_subscription"),
         ("POST", r"api/v1/hooks/subscriptions/(?P<subscription>[^/]+)", "confirm_hook_subscription"),
         ("DELETE", r"api/v1/hooks/subscriptions/(?P<subscription>[^/]+)", "delete_hook_subscription"),
+        # participant groups across waves (issue 32)
+        ("GET", r"api/v1/participant-groups/(?P<group>[^/]+)/participants", "list_members"),
+        ("DELETE", r"api/v1/participant-groups/(?P<group>[^/]+)/participants", "remove_participants"),
+        ("DELETE", r"api/v1/participant-groups/(?P<group>[^/]+)", "delete_group"),
     ]
 
     def route(self, method: str, path: str) -> tuple[str, dict] | None:
@@ -234,7 +251,13 @@ class FakeProlific:
         if submission is None:
             return 404, {"error": {"detail": "Not found."}}
         detail = {k: v for k, v in submission.items() if k not in ("participant_id", "rejection")}
-        return 200, {**detail, "participant": submission["participant_id"], "completed_at": None}
+        bonuses = self.shown_bonuses(submission["study_id"], submission["participant_id"])
+        return 200, {
+            **detail,
+            "participant": submission["participant_id"],
+            "completed_at": None,
+            "bonus_payments": bonuses,
+        }
 
     def transition_submission(self, args, query, body):
         submission = self.submissions.get(args["submission"])
@@ -258,9 +281,23 @@ class FakeProlific:
 
     def set_up_bonuses(self, args, query, body):
         rows = [line.split(",") for line in body["csv_bonuses"].strip().splitlines()]
+        # As the reference says: every id must have taken part in the study, or 400 naming them.
+        took_part = {s["participant_id"] for s in self.submissions.values() if s["study_id"] == body["study_id"]}
+        strangers = [pid for pid, _ in rows if pid not in took_part]
+        if strangers:
+            return 400, {"error": {"detail": f"not in study {body['study_id']}: {', '.join(strangers)}"}}
         bulk = {"id": _id(), "study": body["study_id"], "rows": [(pid, Decimal(amount)) for pid, amount in rows]}
         self.bulk_bonuses[bulk["id"]] = bulk
-        return 201, {"id": bulk["id"], "amount": str(sum(a for _, a in bulk["rows"]))}
+        amount = sum(a for _, a in bulk["rows"]) * 100  # cents, as the reference answers
+        fees = (amount / 3).quantize(Decimal("0.01"))
+        return 201, {
+            "id": bulk["id"],
+            "study": bulk["study"],
+            "amount": float(amount),
+            "fees": float(fees),
+            "vat": 0,
+            "total_amount": float(amount + fees),
+        }
 
     def pay_bonuses(self, args, query, body):
         bulk = self.bulk_bonuses.get(args["bulk"])
@@ -268,6 +305,7 @@ class FakeProlific:
             return 404, {"error": {"detail": "Not found."}}
         # Not idempotent, as the reference warns: paying the same bulk twice pays twice.
         self.payments += [(bulk["study"], pid, amount) for pid, amount in bulk["rows"]]
+        self.payment_times += [time.monotonic()] * len(bulk["rows"])
         return 202, {}
 
     def cost(self, args, query, body):
@@ -277,7 +315,11 @@ class FakeProlific:
 
     def list_groups(self, args, query, body):
         workspace = query.get("workspace_id", [""])[0]
-        items = [g for g in self.groups.values() if g["workspace_id"] == workspace]
+        items = [
+            {k: v for k, v in g.items() if k != "participants"} | {"participant_count": len(g["participants"])}
+            for g in self.groups.values()
+            if g["workspace_id"] == workspace and not g.get("is_deleted")
+        ]
         return 200, self._page(items, query, self.base + "/api/v1/participant-groups/")
 
     def create_group(self, args, query, body):
@@ -288,6 +330,8 @@ class FakeProlific:
         return 201, {k: v for k, v in group.items() if k != "participants"}
 
     def add_participants(self, args, query, body):
+        if self._group(args["group"]) is None:
+            return 404, {"error": {"detail": "Not found."}}
         self.groups[args["group"]]["participants"].update(body["participant_ids"])
         return 200, {}
 
@@ -464,6 +508,47 @@ class FakeProlific:
         ends = time.monotonic() + timeout
         while self._queue is not None and self._queue.unfinished_tasks and time.monotonic() < ends:
             time.sleep(0.02)
+
+    # -- participant groups across waves, bonuses (issue 32) ---------------------------------
+    def shown_bonuses(self, study_id: str, participant_id: str) -> list[int]:
+        """The bonuses Prolific shows on a participant's submission (cents): those paid ``pay_delay`` ago."""
+        now = time.monotonic()
+        return [
+            int(amount * 100)
+            for (study, pid, amount), paid in zip(self.payments, self.payment_times, strict=False)
+            if study == study_id and pid == participant_id and now - paid >= self.pay_delay
+        ]
+
+    def paid(self, study_id: str, participant_id: str) -> Decimal:
+        """The ledger: every dollar paid to a participant in a study, however many times."""
+        return sum((a for s, p, a in self.payments if s == study_id and p == participant_id), Decimal("0"))
+
+    def _group(self, group_id: str) -> dict | None:
+        group = self.groups.get(group_id)
+        return None if group is None or group.get("is_deleted") else group
+
+    def list_members(self, args, query, body):
+        group = self._group(args["group"])
+        if group is None:
+            return 404, {"error": {"detail": "Not found."}}
+        items = [
+            {"participant_id": pid, "datetime_created": "2026-11-22T10:00:00Z"} for pid in sorted(group["participants"])
+        ]
+        return 200, self._page(items, query, self.base + f"/api/v1/participant-groups/{args['group']}/participants/")
+
+    def remove_participants(self, args, query, body):
+        group = self._group(args["group"])
+        if group is None:
+            return 404, {"error": {"detail": "Not found."}}
+        group["participants"].difference_update(body.get("participant_ids") or [])  # non-members ignored
+        return 200, {"results": [{"participant_id": pid} for pid in sorted(group["participants"])]}
+
+    def delete_group(self, args, query, body):
+        group = self._group(args["group"])
+        if group is None:
+            return 404, {"error": {"detail": "Not found."}}
+        group["is_deleted"] = True
+        return 200, {}
 
     def handle(self, method: str, path: str, query: dict, body: dict, token: str) -> tuple[int, dict, dict, str]:
         """(status, answer, headers, how): ``how`` is how the handler delivers it ("", "slow:s", "drip:s", "html")."""

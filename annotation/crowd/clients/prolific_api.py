@@ -2,8 +2,9 @@
 
 No maintained Python client exists, so the few calls the product needs are made here
 directly: studies (create, find by internal name, publish, stop, add places), their
-submissions (every page, or one by its id; approve or reject), bulk bonuses, participant groups and the
-cost calculator. Every request carries ``Authorization: Token <token>``.
+submissions (every page, or one by its id; approve or reject), bulk bonuses (set up, pay, and
+the bonuses a submission shows: how a lost pay answer is reconciled), participant groups
+(find, create, members, add, remove, delete) and the cost calculator. Every request carries ``Authorization: Token <token>``.
 
 Retries. Calls go through the project's one HTTP client (:class:`core.http.JsonClient`:
 an overall ``deadline`` per call, answers of at most ``max_bytes``, no redirects, the token
@@ -379,6 +380,48 @@ class Prolific:
                 return False
             raise
         return True
+
+    # -- participant groups across waves, bonuses paid once (issue 32) ----------------------
+    def group_members(self, group_id: str) -> set[str]:
+        """``GET /participant-groups/{id}/participants/``: the ids of the group's members."""
+        return {
+            item.get("participant_id", "")
+            for item in self.pages(f"participant-groups/{urllib.parse.quote(group_id, safe='')}/participants/")
+        } - {""}
+
+    def remove_from_group(self, group_id: str, participant_ids: list[str]) -> None:
+        """``DELETE /participant-groups/{id}/participants/``: Prolific ignores non-members, so repeatable."""
+        if participant_ids:
+            self.request(
+                "DELETE", f"participant-groups/{group_id}/participants/", {"participant_ids": sorted(participant_ids)}
+            )
+
+    def delete_group(self, group_id: str) -> bool:
+        """``DELETE /participant-groups/{id}/``; False when Prolific no longer knows the group (already deleted)."""
+        try:
+            self.request("DELETE", f"participant-groups/{urllib.parse.quote(group_id, safe='')}/")
+        except ProlificError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def submission_bonuses(self, submission_id: str) -> list[int]:
+        """The bonuses Prolific shows on a submission (``bonus_payments``, in the currency's cents).
+
+        How a pay call whose answer was lost is reconciled: Prolific pays asynchronously, so a
+        bonus may show a few minutes after the call.
+        """
+        item = self.request("GET", f"submissions/{urllib.parse.quote(submission_id, safe='')}/")
+        found = item.get("bonus_payments") if isinstance(item, dict) else None
+        if found is None:
+            return []
+        if not isinstance(found, list):
+            raise ProlificError("Prolific answered a submission whose bonus_payments is not a list", 502)
+        try:
+            return [round(float(value)) for value in found]
+        except (TypeError, ValueError):
+            raise ProlificError("Prolific answered bonus_payments that are not amounts", 502) from None
 
 
 def _prolific_error(method: str, path: str, exc: HttpError) -> ProlificError:

@@ -39,6 +39,8 @@ PROLIFIC_ID = re.compile(r"[0-9a-f]{24}")  # used with fullmatch
 
 
 OPTION_KEYS = {"estimated_minutes", "devices", "filters", "bonus", "exclude_batches", "completion_code"}
+#: Participant groups across waves and the bonus rule (issue 32).
+OPTION_KEYS |= {"allow_batches", "admit_gold_failures", "bonus_rule"}
 
 
 CONTACT = " If you think this is a mistake, please message us through Prolific."
@@ -74,6 +76,22 @@ def validate_options(options: dict) -> None:
     for name in options.get("exclude_batches", []):
         if not Batch.objects.filter(name=name).exists():
             raise ServiceError(f"--exclude-batch {name!r}: no such batch")
+    # Participant groups across waves and the bonus rule (issue 32).
+    for name in options.get("allow_batches", []):
+        if not Batch.objects.filter(name=name).exists():
+            raise ServiceError(f"--allow-batch {name!r}: no such batch")
+    both = set(options.get("allow_batches", [])) & set(options.get("exclude_batches", []))
+    if both:
+        raise ServiceError(f"a batch cannot be both allowed and excluded: {', '.join(sorted(both))}")
+    if options.get("bonus_rule"):
+        from annotation.crowd.bonus_rules import BonusRule, RuleError
+
+        try:
+            BonusRule.from_options(options)
+        except RuleError as exc:
+            raise ServiceError(str(exc)) from None
+        if Decimal(str(options.get("bonus") or "0")) > 0:
+            raise ServiceError("--bonus (paid at every sync) and a bonus rule cannot both be set: choose one")
 
 
 #: Letters and digits that cannot be mistaken for each other; 10 of them are 50 random bits.
@@ -129,8 +147,14 @@ def study_fields(batch: Batch, provider: ProlificProvider) -> dict:
     minutes = int(options.get("estimated_minutes", 10))
     groups = exclusion_groups(batch, provider)
     filters = list(options.get("filters", []))
+    # Participant groups across waves (issue 32): made and filled beforehand by
+    # annotation.crowd.services.prolific_groups.prepare_groups; read here.
+    waves = study_groups(batch)
+    groups += [g for g in waves["blocklist"] if g not in groups]
     if groups:
         filters.append({"filter_id": "participant_group_blocklist", "selected_values": groups})
+    if waves["allowlist"]:
+        filters.append({"filter_id": "participant_group_allowlist", "selected_values": waves["allowlist"]})
     fields = {
         "name": batch.title,
         "internal_name": provider.internal_name(batch),
@@ -176,17 +200,30 @@ def exclusion_groups(batch: Batch, provider: ProlificProvider) -> list[str]:
         group = group_id(provider, BLOCKED_GROUP)
         provider.client.add_to_group(group, blocked)
         groups.append(group)
-    earlier = batch.provider_options.get("exclude_batches") or []
-    if earlier:
-        ids = list(
-            WorkerIdentity.objects.filter(provider=Provider.PROLIFIC, worker__assignments__hit__batch__name__in=earlier)
-            .distinct()
-            .values_list("external_id", flat=True)
-        )
-        group = group_id(provider, f"took part before {batch.name}")
-        provider.client.add_to_group(group, ids)
-        groups.append(group)
+    # Earlier batches' participants (``exclude_batches``): a group made and filled, once, by
+    # annotation.crowd.services.prolific_groups before the study is created (see study_fields).
     return groups
+
+
+# -- participant groups across waves (issue 32) -----------------------------------------------
+#: The workspace-wide block-list of participants who failed a batch's gold threshold.
+GOLD_FAILED_GROUP = "failed gold checks"
+
+
+def study_groups(batch: Batch) -> dict[str, list[str]]:
+    """The group ids a batch's study filters on, ``{"blocklist": [...], "allowlist": [...]}``: the batch's
+    own groups (``annotation.crowd.services.prolific_groups`` makes them) and, unless the batch
+    admits them (``admit_gold_failures``), the failed-gold group. Reads only."""
+    from annotation.models import ParticipantGroup
+
+    own = ParticipantGroup.objects.filter(batch=batch, deleted=False).exclude(group_id="")
+    blocklist = [g.group_id for g in own if g.role == ParticipantGroup.Role.EXCLUDE]
+    allowlist = [g.group_id for g in own if g.role == ParticipantGroup.Role.ALLOW]
+    if not (batch.provider_options or {}).get("admit_gold_failures"):
+        gold = ParticipantGroup.objects.filter(name=GOLD_FAILED_GROUP, deleted=False).exclude(group_id="").first()
+        if gold is not None:
+            blocklist.append(gold.group_id)
+    return {"blocklist": blocklist, "allowlist": allowlist}
 
 
 RETURN_MESSAGE = "Please return the study on Prolific; you will not be penalised."

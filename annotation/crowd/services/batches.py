@@ -170,8 +170,18 @@ def estimate_cost(settings: BatchSettings, queries: int) -> dict[str, str | int]
         hits,
         masters=bool(settings.qualifications.get("masters")),
         prolific_fee_rate=Decimal(django_settings.PROLIFIC_FEE_RATE),
+        bonuses=most_bonuses(settings, hits * settings.assignments_per_query),
     )
     return cost_as_dict(cost, hits)
+
+
+def most_bonuses(settings: BatchSettings, assignments: int) -> Decimal:
+    """The most a batch's bonuses can cost (issue 32): its bonus rule, or ``--bonus``, for every assignment approved."""
+    from annotation.crowd.bonus_rules import BonusRule, most
+
+    options = settings.provider_options or {}
+    flat = Decimal(str(options.get("bonus") or "0")) * assignments
+    return flat + most(BonusRule.from_options(options), assignments, settings.gold_per_hit)
 
 
 def mturk_comparison(reward: Decimal | str, assignments_per_query: int, hits: int) -> dict[str, str | int]:
@@ -298,4 +308,8 @@ def cancel_batch(batch: Batch, provider: CrowdProvider | None = None) -> int:
         expired += 1
     Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.CANCELLED)
     batch.status = Batch.Status.CANCELLED
+    if batch.provider == Provider.PROLIFIC:  # the stopped study's own participant groups go (issue 32)
+        from annotation.crowd.services.prolific_groups import clean_up_groups
+
+        clean_up_groups(batch, provider)
     return expired

@@ -122,6 +122,10 @@ def publish_batch(
     check_publishable(batch)
     provider = provider or get_provider(batch.provider)
     if not batch.hit_type_id:
+        if batch.provider == "prolific":  # its study's allow- and block-list groups first (issue 32)
+            from annotation.crowd.services.prolific_groups import prepare_groups
+
+            prepare_groups(batch, provider)
         # The intent is committed before the call; ``batch`` keeps the previous time, which
         # tells the provider whether an earlier attempt may have succeeded unseen.
         Batch.objects.filter(pk=batch.pk).update(prepare_attempted=timezone.now())

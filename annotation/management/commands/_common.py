@@ -75,9 +75,11 @@ def command_errors() -> Iterator[None]:
 
 
 def format_cost(cost: dict) -> str:
+    bonuses = cost.get("bonuses")
+    extra = f" + up to ${bonuses} bonuses and their fee" if bonuses and bonuses not in ("0", "0.00") else ""
     return (
         f"{cost['assignments_total']} assignments × (${cost['per_assignment_reward']} reward + "
-        f"${cost['per_assignment_fee']} fee) = ${cost['total']}"
+        f"${cost['per_assignment_fee']} fee){extra} = ${cost['total']}"
     )
 
 

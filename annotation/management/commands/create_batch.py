@@ -108,6 +108,24 @@ class Command(ProjectCommand):
             metavar="BATCH",
             help="exclude everyone who took part in this earlier Prolific batch, repeatable",
         )
+        # Participant groups across waves and the bonus rule (issue 32).
+        prolific.add_argument(
+            "--allow-batch",
+            action="append",
+            metavar="BATCH",
+            help="only participants who took part in this other Prolific batch may take this one, repeatable",
+        )
+        prolific.add_argument(
+            "--admit-gold-failures",
+            action="store_true",
+            help="do not block participants who failed another batch's gold threshold (blocked by default)",
+        )
+        prolific.add_argument(
+            "--bonus-rule",
+            metavar="KIND:USD",
+            help="a bonus rule paid with manage.py prolific_bonus: flat:0.50 (per approved participant) "
+            "or per_gold:0.10 (per check question right in approved work)",
+        )
 
     def handle(self, **o):
         pool = query_set = None
@@ -165,5 +183,16 @@ def prolific_options(o: dict) -> dict:
         "filters": o["filter"],
         "bonus": str(o["bonus"]) if o["bonus"] is not None else None,
         "exclude_batches": o["exclude_batch"],
+        "allow_batches": o.get("allow_batch"),
+        "admit_gold_failures": True if o.get("admit_gold_failures") else None,
+        "bonus_rule": bonus_rule_option(o.get("bonus_rule")),
     }
     return {key: value for key, value in options.items() if value is not None}
+
+
+def bonus_rule_option(text: str | None) -> dict | None:
+    """``flat:0.50`` or ``per_gold:0.10`` as the stored rule (checked with the batch's settings)."""
+    if not text:
+        return None
+    kind, _, amount = text.partition(":")
+    return {"kind": kind.strip(), "amount": amount.strip()}

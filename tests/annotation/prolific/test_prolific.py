@@ -299,8 +299,10 @@ def test_a_wrong_token_is_a_clear_error(server, settings, batch):
 
 
 def test_the_cost_calculator_and_the_documented_rate(server, provider, batch):
-    # Created with the documented academic rate: 4 places × ($0.90 + $0.30).
-    assert batch.cost["total"] == "4.80" and batch.cost["fee_rate"] == "0.333"
+    # Created with the documented academic rate: 4 places × ($0.90 + $0.30), and the $0.25
+    # bonus of every approved place with its fee: $1.00 + 33.3% ($0.333 -> $0.33) = $1.33.
+    assert batch.cost["total"] == "6.13" and batch.cost["fee_rate"] == "0.333"
+    assert batch.cost["bonuses"] == "1.00"
     # Prolific's own calculator (the test server charges a third, rounded per place).
     assert prolific_services.quote(batch, provider) == Decimal("4.80")
 
@@ -347,7 +349,8 @@ def test_create_batch_command_takes_the_prolific_options(query_set, tmp_path):
         "filters": [{"filter_id": "current-country-of-residence", "selected_values": ["1", "2"]}],
         "bonus": "0.20",
     }
-    assert "4 assignments × ($0.90 reward + $0.30 fee) = $4.80" in out.getvalue()
+    # $4.80 of rewards with their fee, and up to 4 × $0.20 = $0.80 of bonuses + 33.3% ($0.27).
+    assert "4 assignments × ($0.90 reward + $0.30 fee) + up to $0.80 bonuses and their fee = $5.87" in out.getvalue()
 
 
 def test_publish_command_shows_prolifics_price_and_admin_command_settles_bonuses(server, batch, client_class):
@@ -359,7 +362,8 @@ def test_publish_command_shows_prolifics_price_and_admin_command_settles_bonuses
     out = StringIO()
     call_command("publish_batch", batch.name, stdout=out, verbosity=0)
     text = out.getvalue()
-    assert "Cost: 4 assignments × ($0.90 reward + $0.30 fee) = $4.80" in text
+    # With the $0.25 bonus of every approved place and its fee (Prolific's quote is for the places).
+    assert "Cost: 4 assignments × ($0.90 reward + $0.30 fee) + up to $1.00 bonuses and their fee = $6.13" in text
     assert "Prolific's own price (fees and VAT of your account): $4.80" in text
     batch.refresh_from_db()
     assert server.studies[batch.hit_type_id]["status"] == "ACTIVE"

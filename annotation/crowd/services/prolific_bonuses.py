@@ -1,0 +1,246 @@
+"""A Prolific batch's bonus rule, previewed with its total and paid exactly once.
+
+The rule (:mod:`annotation.crowd.bonus_rules`: a flat bonus per approved participant, or a
+bonus per check question right in approved work) is set when the batch is created or later
+on the batch page (:func:`set_bonus_rule`, refused once a bonus has been recorded);
+:func:`annotation.crowd.selectors.preview_bonuses` (a read) shows what it owes each participant and what paying it costs with
+Prolific's fee (:func:`annotation.crowd.costs.bonus_cost`), before anything is paid; and
+:func:`pay_bonuses` pays it through Prolific's bulk bonus calls: ``POST
+/submissions/bonus-payments/`` sets a bulk bonus up (it pays nothing) and ``POST
+/bulk-bonus-payments/{id}/pay/`` pays it -- a call Prolific documents as **not idempotent**
+("sending multiple requests with the same bulk bonus payment ID will result in participants
+being paid multiple times"). Participants approved later are paid by a later pay.
+
+Idempotence protocol (a lost answer, a retry, two clicks or a worker restart never pays twice):
+
+1. one pay per batch at a time: the batch's lease (:mod:`.locking`, shared with publish and
+   sync); a second click is told the batch is busy (409), and every state change below is
+   also a compare-and-set on the row's state;
+2. first, rows left ``paying`` by an earlier call whose answer was lost (or by a worker that
+   died in the call) are **reconciled by reading Prolific**: ``GET /submissions/{id}/`` shows
+   the bonuses paid on each participant's submission (``bonus_payments``, in cents). A bulk
+   bonus is paid as a whole, so one of its participants showing their bonus (or one of its
+   rows already ``paid``) means the bulk was paid: every row of it becomes ``paid``. Prolific pays asynchronously ("in the
+   following minutes"), so a bulk nobody's submission shows yet stays ``paying``
+   (unconfirmed) and is never paid again until ``PROLIFIC_BONUS_SETTLE_SECONDS`` (default
+   3600) have passed since the pay call: then Prolific's state says it was not paid, the
+   rows go back to ``set_up`` and the same bulk is paid once more (step 5);
+3. the intent: a ``BonusPayment`` row per batch × participant (unique) with its amount is
+   committed before any call (``owed``);
+4. ``owed`` rows are set up in bulk bonuses (up to 200 participants each); each id is saved with them (``set_up``) when
+   Prolific answers. Setting up pays nothing: after a lost answer the rows stay ``owed`` and
+   the next pay sets them up again (the orphan bulk is never paid);
+5. each bulk all of whose rows are ``set_up`` (a bulk part of which another pay claimed is
+   left to step 2): ``paying`` and the time are committed *before* the pay call;
+   its answer makes them ``paid``. A refusal Prolific gave before doing anything (a 4xx, a
+   429 past the retries) puts them back to ``set_up``; a lost answer or a 5xx (it may have
+   paid) leaves them ``paying``, for step 2 of a later pay to settle from Prolific's state.
+
+A person may also settle unconfirmed rows after checking Prolific's site
+(:func:`confirm_bonuses`: paid, or not paid and to be paid again).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.crowd.bonus_rules import BonusRule, RuleError
+from annotation.crowd.clients.prolific_api import ProlificError, ProlificUnknownOutcome, cents
+from annotation.crowd.providers import CrowdProvider, get_provider
+from annotation.crowd.selectors import (  # the reads: the preview, the rule, what is owed
+    bonus_rule,
+    check_prolific,
+    newly_owed,
+    preview_bonuses,
+)
+from annotation.crowd.services.locking import one_per_batch
+from annotation.models import Batch, BonusPayment, Provider
+from core.errors import ServiceError, StateError
+
+logger = logging.getLogger(__name__)
+State = BonusPayment.State
+
+
+def settle_seconds() -> int:
+    """How long after a pay call Prolific's silence means the bulk was not paid (it pays asynchronously)."""
+    return int(getattr(settings, "PROLIFIC_BONUS_SETTLE_SECONDS", 3600))
+
+
+@transaction.atomic
+def set_bonus_rule(batch: Batch, kind: str, amount: Decimal | str) -> BonusRule:
+    """Set (or change) the batch's bonus rule; refused once a bonus under it has been recorded."""
+    check_prolific(batch)
+    batch = Batch.objects.select_for_update().get(pk=batch.pk)
+    try:
+        rule = BonusRule(kind, amount)
+    except RuleError as exc:
+        raise ServiceError(str(exc)) from None
+    if Decimal(str(batch.provider_options.get("bonus") or "0")) > 0:
+        raise StateError(f"batch {batch.name!r} pays a bonus at every sync (--bonus); a rule would pay twice")
+    if rule != bonus_rule(batch) and batch.bonus_payments.exists():
+        raise StateError(f"batch {batch.name!r} has bonuses recorded under its rule; the rule can no longer change")
+    batch.provider_options = {**batch.provider_options, "bonus_rule": rule.as_options()}
+    batch.save(update_fields=["provider_options"])
+    return rule
+
+
+@dataclass
+class PayResult:
+    paid_now: int = 0
+    amount_paid_now: Decimal = Decimal("0.00")
+    #: Rows an earlier lost answer left unsettled, now found paid on Prolific.
+    confirmed: int = 0
+    #: Rows an earlier lost answer left unsettled that Prolific showed unpaid after the settle time (paid again now).
+    retried: int = 0
+    #: Rows still unconfirmed: paid, perhaps; Prolific does not show it yet.
+    unconfirmed: int = 0
+    recorded: int = 0
+
+
+def _shown_on_prolific(provider: CrowdProvider, row: BonusPayment) -> bool:
+    return cents(row.amount) in provider.client.submission_bonuses(row.submission_id)
+
+
+def reconcile(batch: Batch, provider: CrowdProvider, result: PayResult) -> None:
+    """Settle bulks with rows left ``paying`` from Prolific's state (step 2 of the protocol).
+
+    A bulk is paid whole: one of its participants showing their bonus, or one of its rows
+    already ``paid``, means every row of it is paid.
+    """
+    bulks = sorted(set(batch.bonus_payments.filter(state=State.PAYING).values_list("bulk_id", flat=True)))
+    settle = dt.timedelta(seconds=settle_seconds())
+    for bulk_id in bulks:
+        rows = list(batch.bonus_payments.filter(bulk_id=bulk_id).order_by("pk"))
+        open_rows = [r for r in rows if r.state != State.PAID]
+        paying = [r for r in open_rows if r.state == State.PAYING]
+        keys = [r.pk for r in open_rows]
+        if len(open_rows) < len(rows) or any(_shown_on_prolific(provider, row) for row in open_rows):
+            result.confirmed += (
+                BonusPayment.objects.filter(pk__in=keys)
+                .exclude(state=State.PAID)
+                .update(state=State.PAID, paid_at=timezone.now())
+            )
+        elif all(r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle for r in paying):
+            logger.warning(
+                "batch %s: bulk bonus %s shows on no submission %s after its pay call: paying it again",
+                batch.name,
+                bulk_id,
+                settle,
+            )
+            result.retried += BonusPayment.objects.filter(pk__in=[r.pk for r in paying], state=State.PAYING).update(
+                state=State.SET_UP, pay_attempted=None
+            )
+        else:
+            result.unconfirmed += len(open_rows)
+
+
+def _record(batch: Batch, rule: BonusRule | None) -> int:
+    new = newly_owed(batch, rule)
+    BonusPayment.objects.bulk_create(
+        [
+            BonusPayment(
+                batch=batch,
+                participant_id=o.participant_id,
+                submission_id=o.submission_id,
+                amount=o.amount,
+                reason=o.reason[:200],
+            )
+            for o in new
+        ],
+        ignore_conflicts=True,
+    )
+    return len(new)
+
+
+#: Participants per bulk bonus (Prolific pays up to 200 per request).
+BULK_SIZE = 200
+
+
+def _set_up(batch: Batch, provider: CrowdProvider) -> None:
+    rows = list(batch.bonus_payments.filter(state=State.OWED).order_by("pk"))
+    for start in range(0, len(rows), BULK_SIZE):
+        chunk = rows[start : start + BULK_SIZE]
+        bulk_id = provider.client.set_up_bonuses(batch.hit_type_id, {r.participant_id: r.amount for r in chunk})
+        BonusPayment.objects.filter(pk__in=[r.pk for r in chunk], state=State.OWED).update(
+            state=State.SET_UP, bulk_id=bulk_id
+        )
+
+
+def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> None:
+    bulks = sorted(set(batch.bonus_payments.filter(state=State.SET_UP).values_list("bulk_id", flat=True)))
+    for bulk_id in bulks:
+        if batch.bonus_payments.filter(bulk_id=bulk_id).exclude(state=State.SET_UP).exists():
+            # Part of this bulk is being paid, or was paid, by another pay: a bulk is paid whole,
+            # so never again from here (its rows are settled from Prolific's state: step 2, counted there).
+            continue
+        rows = list(batch.bonus_payments.filter(state=State.SET_UP, bulk_id=bulk_id))
+        keys = [r.pk for r in rows]
+        claimed = BonusPayment.objects.filter(pk__in=keys, state=State.SET_UP).update(
+            state=State.PAYING, pay_attempted=timezone.now()
+        )
+        if claimed != len(keys):
+            # Another pay claimed part of this bulk and pays it (a bulk is paid whole): the rows
+            # claimed here stay "paying", settled from Prolific's state by a later pay.
+            result.unconfirmed += claimed
+            continue
+        try:
+            provider.client.pay_bonuses(bulk_id)
+        except ProlificUnknownOutcome:
+            result.unconfirmed += len(keys)  # it may have paid: settled from Prolific's state later
+            continue
+        except ProlificError:
+            BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(state=State.SET_UP, pay_attempted=None)
+            raise  # refused before anything was done: the rows can be paid later
+        BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(state=State.PAID, paid_at=timezone.now())
+        result.paid_now += len(keys)
+        result.amount_paid_now += sum((r.amount for r in rows), Decimal("0.00"))
+
+
+@one_per_batch("Paying bonuses")
+def pay_bonuses(
+    batch: Batch, provider: CrowdProvider | None = None, *, expected_total: Decimal | str | None = None
+) -> PayResult:
+    """Pay the batch's bonus rule to every approved participant not paid yet, exactly once (see the protocol).
+
+    ``expected_total``: the total (bonuses and fee) the researcher previewed; refused (``StateError``)
+    when paying now would send another total (work approved since the preview, say).
+    """
+    check_prolific(batch)
+    if expected_total is not None:
+        now = preview_bonuses(batch).to_pay.total
+        try:
+            same = Decimal(str(expected_total)) == now
+        except ArithmeticError:
+            raise ServiceError(f"expected_total {expected_total!r} is not an amount of dollars") from None
+        if not same:
+            raise StateError(
+                f"the total to pay is now ${now}, not the ${expected_total} previewed: check the preview again"
+            )
+    if not batch.hit_type_id:
+        raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
+    rule = bonus_rule(batch)
+    provider = provider or get_provider(Provider.PROLIFIC)
+    result = PayResult()
+    reconcile(batch, provider, result)
+    if rule is None and not batch.bonus_payments.exclude(state=State.PAID).exists():
+        raise ServiceError(f"batch {batch.name!r} has no bonus rule; set one first")
+    result.recorded = _record(batch, rule)
+    _set_up(batch, provider)
+    _pay_set_up(batch, provider, result)
+    return result
+
+
+@transaction.atomic
+def confirm_bonuses(batch: Batch, *, paid: bool) -> int:
+    """After checking on Prolific's site: mark unconfirmed rows paid, or not paid (the next pay pays them)."""
+    unconfirmed = batch.bonus_payments.filter(state=State.PAYING)
+    if paid:
+        return unconfirmed.update(state=State.PAID, paid_at=timezone.now())
+    return unconfirmed.update(state=State.SET_UP, pay_attempted=None)

@@ -1,0 +1,77 @@
+from annotation.crowd.selectors import BonusPreview, preview_bonuses
+from annotation.crowd.services import prolific_bonuses
+from annotation.management.commands._common import command_errors, get_batch
+from core.management.cli import ProjectCommand
+
+
+def describe(preview: BonusPreview) -> list[str]:
+    """The preview as lines: the rule, one line per participant, the total to pay now with Prolific's fee."""
+    lines = [f"Rule: {preview.rule.describe() if preview.rule else 'none (set one with --rule)'}"]
+    for row in preview.rows:
+        lines.append(f"  {row['participant']}  ${row['amount']}  {row['state']:<8} {row['reason']}")
+    cost = preview.to_pay
+    lines.append(
+        f"To pay now: {cost.participants} participant(s), ${cost.bonuses} + ${cost.fees} Prolific's fee "
+        f"({cost.fee_rate}) = ${cost.total}"
+    )
+    if preview.paid and preview.paid.participants:
+        lines.append(f"Paid already: {preview.paid.participants} participant(s), ${preview.paid.total} with fees")
+    if preview.unconfirmed:
+        lines.append(
+            f"{preview.unconfirmed} bonus(es) whose pay call lost its answer: --pay first reads Prolific's state"
+        )
+    return lines
+
+
+class Command(ProjectCommand):
+    help = (
+        "A Prolific batch's bonus rule, previewed and paid exactly once. --rule flat:0.50 (each approved "
+        "participant) or per_gold:0.10 (each check question right in approved work) sets the rule; "
+        "--preview (the default) shows what each participant gets and the total with Prolific's fee "
+        "(PROLIFIC_FEE_RATE); --pay pays what is owed through Prolific's bulk bonus calls, once: a lost "
+        "answer, a retry or a second --pay never pays twice (a pay whose answer was lost is settled from "
+        "Prolific's state first). --confirm-paid / --confirm-unpaid settle, after checking on Prolific's "
+        "site, bonuses whose payment Prolific does not show yet."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("batch", help="the Prolific batch's name")
+        parser.add_argument("--rule", metavar="KIND:USD", help="set the rule first: flat:0.50 or per_gold:0.10")
+        what = parser.add_mutually_exclusive_group()
+        what.add_argument("--preview", action="store_true", help="show the bonuses and their total (the default)")
+        what.add_argument("--pay", action="store_true", help="pay the bonuses owed, exactly once")
+        what.add_argument("--confirm-paid", action="store_true", help="Prolific shows the unconfirmed ones paid")
+        what.add_argument(
+            "--confirm-unpaid", action="store_true", help="Prolific shows them unpaid: the next --pay pays them"
+        )
+
+    def handle(self, **o):
+        batch = get_batch(o["batch"])
+        with command_errors():
+            if o["rule"]:
+                kind, _, amount = o["rule"].partition(":")
+                rule = prolific_bonuses.set_bonus_rule(batch, kind.strip(), amount.strip())
+                batch.refresh_from_db()
+                self.stdout.write(f"Bonus rule of {batch.name}: {rule.describe()}")
+            if o["pay"]:
+                result = prolific_bonuses.pay_bonuses(batch)
+                self.stdout.write(
+                    self.style.SUCCESS(
+                        f"Paid {result.paid_now} bonus(es) now (${result.amount_paid_now}); "
+                        f"{result.confirmed} earlier payment(s) confirmed on Prolific"
+                    )
+                )
+                if result.unconfirmed:
+                    self.stdout.write(
+                        self.style.WARNING(
+                            f"{result.unconfirmed} bonus(es) may have been paid (the answer was lost, or Prolific does "
+                            "not show them yet): they are never paid again before Prolific's state says so"
+                        )
+                    )
+            elif o["confirm_paid"] or o["confirm_unpaid"]:
+                count = prolific_bonuses.confirm_bonuses(batch, paid=o["confirm_paid"])
+                state = "recorded as paid" if o["confirm_paid"] else "to be paid by the next --pay"
+                self.stdout.write(self.style.SUCCESS(f"{count} bonus(es) {state}."))
+            else:
+                for line in describe(preview_bonuses(batch)):
+                    self.stdout.write(line)
