@@ -70,7 +70,7 @@ State = BonusPayment.State
 
 def settle_seconds() -> int:
     """How long after a pay call Prolific's silence means the bulk was not paid (it pays asynchronously)."""
-    return int(getattr(settings, "PROLIFIC_BONUS_SETTLE_SECONDS", 3600))
+    return settings.PROLIFIC_BONUS_SETTLE_SECONDS
 
 
 @transaction.atomic
