@@ -119,3 +119,17 @@ def sqlite_commit_seconds(path: str, *, journal: str, synchronous: str, checkpoi
         for suffix in ("", "-wal", "-shm", "-journal"):
             if os.path.exists(path + suffix):
                 os.remove(path + suffix)
+
+
+def postmaster_pid(connection) -> int | None:
+    """PostgreSQL's postmaster (the parent of ``connection``'s backend) when it runs on this
+    machine, so that a benchmark counts the database's CPU too; None on SQLite or a remote server."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    try:
+        return int(_stat_fields(backend)[1])
+    except OSError:
+        return None

@@ -47,3 +47,19 @@ CRBO_DEPTH = 10
 VARIANT_VERSIONS = ("m", "f", "n")
 #: The papers' tables a report can be laid out as (:mod:`metrics.tables`), the first the default.
 TABLE_LAYOUTS: tuple[str, ...] = ("ecir2024", "sigir2020", "exposure")
+#: What a report on a batch's labels adds to each result (:mod:`metrics.label_uncertainty`): the
+#: label-corrected value, the interval with the labels' uncertainty and their share of its width,
+#: the same for the paired difference against the baseline, and the t-test's p beside the combined one.
+LABEL_UNCERTAINTY_COLUMNS = (
+    "corrected",
+    "combined_low",
+    "combined_high",
+    "label_share",
+    "difference_low",
+    "difference_high",
+    "difference_corrected",
+    "difference_combined_low",
+    "difference_combined_high",
+    "difference_label_share",
+    "query_p_value",
+)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from core.spreadsheet import csv_text
 
-from .defaults import AGGREGATIONS, DISPUTED_POLICIES, LABEL_SOURCE, LABEL_SOURCES
+from .defaults import AGGREGATIONS, DISPUTED_POLICIES, LABEL_SOURCE, LABEL_SOURCES, LABEL_UNCERTAINTY_COLUMNS
 from .vocabulary import metric_position, variant_position
 
 if TYPE_CHECKING:
@@ -42,22 +42,7 @@ def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 #: What the results CSV of a report on a batch's labels adds (:mod:`metrics.label_uncertainty`).
-LABEL_CSV_COLUMNS = [
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "corrected",
-    "combined_low",
-    "combined_high",
-    "label_share",
-    "difference_low",
-    "difference_high",
-    "difference_corrected",
-    "difference_combined_low",
-    "difference_combined_high",
-    "difference_label_share",
-    "query_p_value",
-]
+LABEL_CSV_COLUMNS = ["ci_low", "ci_high", "p_value", *LABEL_UNCERTAINTY_COLUMNS]
 
 
 def results_csv(summary: pd.DataFrame) -> str:

@@ -54,7 +54,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .defaults import DEFAULT_SAMPLES, DEFAULT_SEED
+from .defaults import DEFAULT_SAMPLES, DEFAULT_SEED, LABEL_UNCERTAINTY_COLUMNS
 from .significance import ALPHA, LEVEL, bootstrap_ci, holm
 
 #: The label whose class mean is the report's value.
@@ -75,20 +75,6 @@ COMBINED_POLICY = {
     "correction": "Holm",
     "alpha": ALPHA,
 }
-#: Columns :func:`combined_summary` adds to a report's summary.
-COMBINED_COLUMNS = [
-    "corrected",
-    "combined_low",
-    "combined_high",
-    "label_share",
-    "difference_low",
-    "difference_high",
-    "difference_corrected",
-    "difference_combined_low",
-    "difference_combined_high",
-    "difference_label_share",
-    "query_p_value",
-]
 
 
 def policy_text(baseline: str | None) -> str:
@@ -197,7 +183,7 @@ def combined_summary(
 ) -> pd.DataFrame:
     """``summary`` (one row per run × metric × variant × cutoff, as
     :func:`metrics.significance.summarise` made it over the point-estimate set S) with
-    :data:`COMBINED_COLUMNS` added, and ``p_value`` replaced by the combined test's
+    :data:`metrics.defaults.LABEL_UNCERTAINTY_COLUMNS` added, and ``p_value`` replaced by the combined test's
     Holm-adjusted p (the t-test's, Holm-adjusted, kept as ``query_p_value``).
 
     ``wide``: per run, queries × ``(metric, variant, cutoff)`` values (NaN = no value) of every
@@ -251,7 +237,7 @@ def combined_summary(
     adjusted = _holm_by_family(tests)
     out = summary.copy()
     keys = list(zip(out["run"], out["metric"], out["variant"], out["cutoff"].astype(int), strict=True))
-    for column in COMBINED_COLUMNS:
+    for column in LABEL_UNCERTAINTY_COLUMNS:
         if column not in ("label_share", "query_p_value"):
             out[column] = [_finite(rows.get(key, {}).get(column)) for key in keys]
     share = label_share(

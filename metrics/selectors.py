@@ -20,14 +20,14 @@ SUMMARY_FIELDS = ["metric", "variant", "cutoff", "value", "queries", "ci_low", "
 
 def report_summary(report: Report) -> pd.DataFrame:
     """The report's results as a frame (``run, metric, variant, cutoff, value, queries, ci_low, ci_high,
-    p_value``; a report on a batch's labels adds :data:`metrics.label_uncertainty.COMBINED_COLUMNS`)."""
+    p_value``; a report on a batch's labels adds :data:`metrics.defaults.LABEL_UNCERTAINTY_COLUMNS`)."""
     import pandas as pd
 
     fields = list(SUMMARY_FIELDS)
     if report.on_batch:
-        from .label_uncertainty import COMBINED_COLUMNS
+        from .defaults import LABEL_UNCERTAINTY_COLUMNS
 
-        fields += COMBINED_COLUMNS
+        fields += LABEL_UNCERTAINTY_COLUMNS
     rows = report.results.select_related("run").values_list("run__name", *fields)
     frame = pd.DataFrame(list(rows), columns=["run", *fields])
     from .formatting import order_summary

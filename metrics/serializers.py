@@ -3,6 +3,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from .defaults import LABEL_UNCERTAINTY_COLUMNS
 from .models import Report, Result
 
 
@@ -22,17 +23,7 @@ class ResultSerializer(serializers.ModelSerializer):
             "ci_high",
             "p_value",
             # A report on a batch's labels (null otherwise): metrics.label_uncertainty.
-            "corrected",
-            "combined_low",
-            "combined_high",
-            "label_share",
-            "difference_low",
-            "difference_high",
-            "difference_corrected",
-            "difference_combined_low",
-            "difference_combined_high",
-            "difference_label_share",
-            "query_p_value",
+            *LABEL_UNCERTAINTY_COLUMNS,
         ]
 
 

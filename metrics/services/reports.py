@@ -45,6 +45,7 @@ from ..defaults import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
     DEFAULT_THRESHOLD,
+    LABEL_UNCERTAINTY_COLUMNS,
     NORMALISERS,
 )
 from ..models import COLLECTION_BACKGROUND, Report, Result
@@ -524,8 +525,6 @@ def _store(
 
 
 def _result(report: Report, by_name: dict[str, Run], row: dict) -> Result:
-    from ..label_uncertainty import COMBINED_COLUMNS
-
     return Result(
         report=report,
         run=by_name[row["run"]],
@@ -537,7 +536,7 @@ def _result(report: Report, by_name: dict[str, Run], row: dict) -> Result:
         ci_low=_finite(row["ci_low"]),
         ci_high=_finite(row["ci_high"]),
         p_value=_finite(row["p_value"]),
-        **{field: _finite(row.get(field)) for field in COMBINED_COLUMNS},
+        **{field: _finite(row.get(field)) for field in LABEL_UNCERTAINTY_COLUMNS},
     )
 
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from annotation import services
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.models import Assignment, Batch, Hit, Judgment, Provider
-from benchmarks.measure import sqlite_commit_seconds, tree_cpu_seconds
+from benchmarks.measure import postmaster_pid, sqlite_commit_seconds, tree_cpu_seconds
 from benchmarks.site_load import format_table, free_port, interleaved_multiple, interleaved_schedule
 from benchmarks.site_server import start_gunicorn, stop
 from benchmarks.virtual_annotator import ASSIGNMENT_PATH, CSRF_INPUT, QUESTION_INPUT, VirtualAnnotator
@@ -101,7 +101,9 @@ class Command(ProjectCommand):
             f"CONN_MAX_AGE={connection.settings_dict['CONN_MAX_AGE']}; log {log}"
         )
         server = start_gunicorn(port, workers=1, threads=1, log=log)
-        postmaster = self._postmaster()
+        postmaster = postmaster_pid(connection)
+        if connection.vendor == "postgresql" and postmaster is None:
+            self.stderr.write("PostgreSQL is not on this machine: its CPU is not counted")
         try:
             base = f"http://127.0.0.1:{port}"
             batches = {}
@@ -242,20 +244,6 @@ class Command(ProjectCommand):
             f"{len(answered):,} answered ({len(made):,} assignments); prepared in {time.monotonic() - started:.1f} s"
         )
         return batch
-
-    def _postmaster(self) -> int | None:
-        """PostgreSQL's postmaster (parent of this connection's backend), when it runs on this machine."""
-        if connection.vendor != "postgresql":
-            return None
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_backend_pid()")
-            backend = cursor.fetchone()[0]
-        try:
-            with open(f"/proc/{backend}/stat") as stat:
-                return int(stat.read().rsplit(")", 1)[1].split()[1])
-        except OSError:
-            self.stderr.write("PostgreSQL is not on this machine: its CPU is not counted")
-            return None
 
     # -- measuring ---------------------------------------------------------------------------
     def _measure(

@@ -16,7 +16,7 @@ from annotation import services
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.labels import LABELS
 from annotation.models import Assignment, Batch, Hit, HitQuery, Judgment, Provider
-from benchmarks.measure import tree_cpu_seconds
+from benchmarks.measure import postmaster_pid, tree_cpu_seconds
 from benchmarks.site_load import format_table, free_port
 from benchmarks.site_server import start_gunicorn, stop
 from benchmarks.virtual_annotator import VirtualAnnotator
@@ -79,7 +79,7 @@ class Command(ProjectCommand):
                 ("distribution PNG", f"/metrics/{report.name}/distribution.png?cutoff=10"),
                 ("metric SVG", f"/metrics/{report.name}/metric.svg?metric=ARaB&variant=tf"),
             ]
-            rows = self._measure(client, probe, server.pid, self._postmaster(), pages, o["repeats"])
+            rows = self._measure(client, probe, server.pid, postmaster_pid(connection), pages, o["repeats"])
             client.close()
             probe.close()
         finally:
@@ -162,18 +162,6 @@ class Command(ProjectCommand):
             Judgment.objects.bulk_create(judgments, batch_size=5000)
             Hit.objects.filter(batch=batch).update(status=Hit.Status.COMPLETE)
         return batch
-
-    def _postmaster(self) -> int | None:
-        if connection.vendor != "postgresql":
-            return None
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_backend_pid()")
-            backend = cursor.fetchone()[0]
-        try:
-            with open(f"/proc/{backend}/stat") as stat:
-                return int(stat.read().rsplit(")", 1)[1].split()[1])
-        except OSError:
-            return None
 
     # -- measuring ---------------------------------------------------------------------------
     def _measure(self, client, probe, gunicorn: int, postmaster: int | None, pages, repeats: int):
