@@ -23,7 +23,7 @@ from typing import Any
 
 from django.db.models import Count
 
-from annotation.models import Assignment, Batch
+from annotation.models import Assignment, Batch, HitQuery
 from annotation.results.selectors import agreement
 
 
@@ -34,19 +34,22 @@ def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[d
     report = report if report is not None else agreement(batch, bootstrap=0)
     agreement_by_worker = {row["worker"]: row for row in report["per_worker"]}
     ds_accuracy = {row["worker"]: row["accuracy"] for row in report["worker_confusion"]}
-    assignments = (
-        Assignment.objects.filter(hit__batch=batch, submitted_at__isnull=False)
-        .exclude(status=Assignment.Status.VOID)  # not the named worker's work (see annotation.prolific.services)
-        .select_related("worker")
-        .annotate(queries=Count("hit__hit_queries"))
+    # Plain tuples, not a model instance per assignment (a 5,000-query batch has 15,000), and the
+    # queries per HIT counted once per HIT, not joined into every assignment's row.
+    per_hit = dict(
+        HitQuery.objects.filter(hit__batch=batch).values("hit_id").annotate(n=Count("id")).values_list("hit_id", "n")
     )
+    # Void work is not the named worker's (see annotation.prolific.services).
+    submitted = Assignment.objects.filter(hit__batch=batch, submitted_at__isnull=False)
+    fields = ("worker__pseudonym", "worker__blocked", "status", "gold_correct", "gold_total", "accepted_at")
+    assignments = submitted.exclude(status=Assignment.Status.VOID).values_list(*fields, "submitted_at", "hit_id")
     rows: dict[str, dict[str, Any]] = {}
-    for a in assignments:
+    for pseudonym, blocked, status, gold_correct, gold_total, accepted, submitted, hit_id in assignments:
         row = rows.setdefault(
-            a.worker.pseudonym,
+            pseudonym,
             {
-                "worker": a.worker.pseudonym,
-                "blocked": a.worker.blocked,
+                "worker": pseudonym,
+                "blocked": blocked,
                 "assignments": 0,
                 "gold_correct": 0,
                 "gold_total": 0,
@@ -55,11 +58,12 @@ def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[d
             },
         )
         row["assignments"] += 1
-        row["rejected"] += a.status == Assignment.Status.REJECTED
-        row["gold_correct"] += a.gold_correct or 0
-        row["gold_total"] += a.gold_total or 0
-        if a.accepted_at and a.queries:
-            row["_seconds"].append((a.submitted_at - a.accepted_at).total_seconds() / a.queries)
+        row["rejected"] += status == Assignment.Status.REJECTED
+        row["gold_correct"] += gold_correct or 0
+        row["gold_total"] += gold_total or 0
+        queries = per_hit.get(hit_id, 0)
+        if accepted and queries:
+            row["_seconds"].append((submitted - accepted).total_seconds() / queries)
     flags = {f.worker.pseudonym: f for f in batch.worker_flags.select_related("worker")}
     result = []
     for pseudonym in sorted(rows):
