@@ -31,14 +31,18 @@ paired differences (run − baseline per query, also linear) are coherent.
 - **Share of the width the labels contribute**: 1 − (query-only width ÷ combined width),
   clipped to [0, 1].
 - **Test** (a report on a batch marks significance by it): two-sided bootstrap
-  p = min(1, 2·min(P*(β* ≤ 0), P*(β* ≥ 0))) of the corrected paired difference — below α,
-  unadjusted, exactly when the combined (1 − α) interval excludes 0 — Holm-adjusted within the
-  project's family (:data:`metrics.significance.POLICY`).
-- A label with (almost) no probability mass over the judged queries (< :data:`MIN_MASS`) is
-  dropped from P: its mean cannot be estimated and it barely mixes into the others. A draw in
-  which a label's mass falls below :data:`MIN_DRAW_MASS` (or the fit is ill-conditioned) is left
-  out; with fewer than :data:`MIN_USABLE_DRAWS` of the draws usable the interval is undefined
-  (shown as –): too few queries to separate the labels.
+  p = min(1, 2·(1 + min(#{β* ≤ 0}, #{β* ≥ 0}))/(B + 1)) of the corrected paired difference —
+  unadjusted, below α only when the combined (1 − α) interval excludes 0 (up to one draw's
+  resolution) — Holm-adjusted within the project's family (:data:`metrics.significance.POLICY`).
+- **Which labels get a mean of their own** (:func:`design`): a label other than n needs at least
+  :data:`MIN_MASS` queries' worth of probability, else its mean is barely identified and its
+  noise spills into μ_n. The labels below that are pooled into one "other" column (one mean
+  for them); a pool still below it joins the largest gendered label; and when all the
+  gendered probability together is below it, the corrected value is the π_n-weighted mean
+  (what the few uncertain queries could shift is then at most that mass ÷ N of a range).
+  A draw in which a kept label's mass falls below :data:`MIN_DRAW_MASS` (or the fit is
+  ill-conditioned) is left out; with fewer than :data:`MIN_USABLE_DRAWS` of the draws usable
+  the interval is undefined (shown as –): too few queries to separate the labels.
 
 Coverage (``tests/metrics/test_label_uncertainty.py``, simulated crowds of 3 votes with known
 truth): the combined interval covers the true-set mean at its nominal rate within Monte-Carlo
@@ -59,8 +63,8 @@ from .significance import ALPHA, LEVEL, bootstrap_ci, holm
 
 #: The label whose class mean is the report's value.
 NON_GENDERED = "n"
-#: A label with less probability mass than this over the judged queries is left out of P.
-MIN_MASS = 1.0
+#: A label other than n gets its own mean only with at least this many queries' worth of probability.
+MIN_MASS = 10.0
 #: A bootstrap draw is left out when a label's mass in it is below this or the fit is ill-conditioned.
 MIN_DRAW_MASS = 0.5
 MAX_CONDITION = 1e8
@@ -95,13 +99,38 @@ def resampling_weights(n: int, samples: int = DEFAULT_SAMPLES, seed: int = DEFAU
     return rng.multinomial(n, np.full(n, 1.0 / n), size=samples).astype(np.float64)
 
 
-def usable_labels(probabilities: pd.DataFrame) -> list[str]:
-    """The labels kept in P: :data:`NON_GENDERED` always, the others with mass ≥ :data:`MIN_MASS`."""
-    mass = probabilities.sum(axis=0)
-    return [c for c in probabilities.columns if c == NON_GENDERED or mass[c] >= MIN_MASS]
+def design(probabilities: pd.DataFrame) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """The regression's design from the label probabilities: ``(P, column of n, row weights)``.
+
+    Labels other than n with at least :data:`MIN_MASS` of probability keep their own column;
+    the others are pooled into one column, or, if the pool is below :data:`MIN_MASS` too, added
+    to the largest kept gendered label. With no gendered label (or pool) reaching it, P is a
+    single column of ones and the rows are weighted by π_n: the π_n-weighted mean.
+    """
+    frame = probabilities.astype(float)
+    n = frame[NON_GENDERED].to_numpy(dtype=np.float64)
+    others = [c for c in frame.columns if c != NON_GENDERED]
+    mass = frame[others].sum(axis=0)
+    kept = [c for c in others if mass[c] >= MIN_MASS]
+    small = [c for c in others if c not in kept]
+    columns = [frame[c].to_numpy(dtype=np.float64) for c in kept]
+    pooled = frame[small].sum(axis=1).to_numpy(dtype=np.float64) if small else np.zeros(len(frame))
+    if pooled.sum() >= MIN_MASS:
+        columns.append(pooled)
+    elif columns:
+        largest = int(np.argmax([column.sum() for column in columns]))
+        columns[largest] = columns[largest] + pooled
+    if not columns:
+        return np.ones((len(frame), 1)), 0, n
+    return np.column_stack([n, *columns]), 0, None
 
 
-def class_means(probabilities: np.ndarray, values: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+def class_means(
+    probabilities: np.ndarray,
+    values: np.ndarray,
+    weights: np.ndarray | None = None,
+    row_weights: np.ndarray | None = None,
+) -> np.ndarray:
     """Least-squares class means β (``[K × C]``; ``[B × K × C]`` with ``weights`` ``[B × N]``).
 
     ``probabilities``: ``[N × K]`` label probabilities; ``values``: ``[N × C]``, NaN where a query
@@ -115,6 +144,8 @@ def class_means(probabilities: np.ndarray, values: np.ndarray, weights: np.ndarr
         values = values[:, None]
     single = weights is None
     w = np.ones((1, p.shape[0])) if single else np.asarray(weights, dtype=np.float64)
+    if row_weights is not None:  # weighted least squares (the π_n-weighted mean of :func:`design`)
+        w = w * np.asarray(row_weights, dtype=np.float64)[None, :]
     out = np.full((w.shape[0], p.shape[1], values.shape[1]), np.nan)
     present = ~np.isnan(values)
     patterns: dict[bytes, list[int]] = {}
@@ -157,7 +188,8 @@ def bootstrap_p(means: np.ndarray) -> np.ndarray:
     below = np.where(valid, means <= 0, False).sum(axis=0)
     above = np.where(valid, means >= 0, False).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.minimum(1.0, 2.0 * np.minimum(below, above) / count)
+        # (1 + m)/(B + 1), not m/B: a bootstrap p is never 0 (its resolution is one draw).
+        p = np.minimum(1.0, 2.0 * (1.0 + np.minimum(below, above)) / (count + 1.0))
     return np.where((count > 0) & (count >= MIN_USABLE_DRAWS * len(means)), p, np.nan)
 
 
@@ -189,10 +221,8 @@ def combined_summary(
     ``wide``: per run, queries × ``(metric, variant, cutoff)`` values (NaN = no value) of every
     judged query; ``probabilities``: judged qid × label probabilities (rows sum to 1).
     """
-    probabilities = probabilities[usable_labels(probabilities)]
     qids = list(probabilities.index.astype(str))
-    p = probabilities.to_numpy(dtype=np.float64)
-    n_column = list(probabilities.columns).index(NON_GENDERED)
+    p, n_column, row_weights = design(probabilities)
     weights = resampling_weights(len(qids), samples, seed)
     members = sorted(in_set)
     runs = list(wide)
@@ -201,8 +231,8 @@ def combined_summary(
     rows: dict[tuple, dict] = {}
 
     def fit(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        point = class_means(p, values)[n_column]
-        draws = class_means(p, values, weights)[:, n_column, :]
+        point = class_means(p, values, row_weights=row_weights)[n_column]
+        draws = class_means(p, values, weights, row_weights)[:, n_column, :]
         low, high = percentile_interval(draws, level)
         return point, low, high, draws
 

@@ -242,6 +242,15 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
 
 #: How long a browser keeps a plot before asking again (with its ETag: usually a 304).
 PLOT_MAX_AGE = 24 * 3600
+#: The parameters each figure reads: the only ones in its cache key (any other is ignored, so an
+#: invented parameter never draws and stores another file). An unknown kind keys on nothing.
+PLOT_PARAMETERS = {
+    "cutoffs": (),
+    "distribution": ("cutoff",),
+    "metric": ("metric", "variant"),
+    "tradeoff": ("x", "y"),
+    "labels": ("metric", "variant", "cutoff"),
+}
 
 
 def _plot_response(request: HttpRequest, report: Report, kind: str, suffix: str, draw) -> HttpResponse:
@@ -252,7 +261,7 @@ def _plot_response(request: HttpRequest, report: Report, kind: str, suffix: str,
 
     from .services.plot_cache import cached_plot, plot_key
 
-    params = {key: value for key, value in request.GET.items() if key != "download"}
+    params = {key: request.GET[key].strip() for key in PLOT_PARAMETERS.get(kind, ()) if key in request.GET}
     etag = f'"{plot_key(report, kind, params)}"'
     if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
         response = HttpResponseNotModified()

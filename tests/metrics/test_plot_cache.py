@@ -67,3 +67,15 @@ def test_a_report_built_again_under_the_same_name_gets_new_figures(report, resea
     )
     second = researcher_client.get(f"/metrics/{rebuilt.name}/cutoffs.png")
     assert first["ETag"] != second["ETag"] and first.content != second.content
+
+
+@pytest.mark.django_db
+def test_parameters_a_figure_does_not_read_make_no_new_file(report, researcher_client):
+    """Only the figure's own parameters key it: ?x=1, ?x=2 … never draw and store more files."""
+    from pathlib import Path
+
+    first = researcher_client.get(f"/metrics/{report.name}/metric.svg?metric=ARaB&variant=tf")
+    other = researcher_client.get(f"/metrics/{report.name}/metric.svg?metric=ARaB&variant=tf&x=1&y=2")
+    assert first["ETag"] == other["ETag"]
+    folder = Path(plot_path(report, "k", "svg")).parent
+    assert len(list(folder.glob("*.svg"))) == 1
