@@ -12,7 +12,8 @@ Pure (numpy, pandas; no Django). A report on a batch's labels
   so each band has data); a band with fewer than :data:`MIN_BAND` sample queries uses all of
   that label's. Counts are the sample's design weights (post-stratified), smoothed by adding
   :data:`PRIOR_COUNT` to every label (Jeffreys-like: a band never claims certainty from a
-  finite sample).
+  finite sample). A machine label the sample never shows, or a batch without a readable sample,
+  falls back to the machine's own confidence (:func:`confidence_rows`).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ def band_distributions(
     for label in set(machine.tolist()):
         same = s_machine == label
         rows = np.flatnonzero(machine == label)
-        if not same.any():
-            out[rows] += np.eye(len(labels))[index[label]]  # never sampled: the machine's word, smoothed
+        if not same.any():  # never sampled: the machine's own confidence, as without any sample
+            out[rows] = confidence_rows(labels, [label] * len(rows), conf[rows])
             continue
         edges = np.quantile(s_conf[same], np.linspace(0, 1, BANDS + 1)[1:-1]) if same.sum() >= BANDS else []
         sample_band = np.searchsorted(edges, s_conf[same], side="right")
@@ -64,6 +65,14 @@ def band_distributions(
             shares = counts / counts.sum() * use.sum()  # weights rescaled to the band's query count
             out[rows[query_band == band]] += shares
     return out / out.sum(axis=1, keepdims=True)
+
+
+def confidence_rows(labels: Sequence[str], machine: Sequence[str], confidence: Sequence[float]) -> np.ndarray:
+    """Without a calibration sample for them: the machine's confidence for its label, the rest
+    spread evenly over the other labels."""
+    own = np.clip(np.asarray(confidence, dtype=np.float64), 0.0, 1.0)[:, None]
+    chosen = one_hot(labels, machine)
+    return chosen * own + (1 - chosen) * (1 - own) / (len(labels) - 1)
 
 
 def one_hot(labels: Sequence[str], chosen: Sequence[str]) -> np.ndarray:

@@ -525,7 +525,6 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
     answers), an accepted label gets the machine's own confidence, the rest spread evenly
     (``calibrated`` False, said on the report).
     """
-    import numpy as np
     import pandas as pd
 
     from annotation.machine import label_probabilities as lp
@@ -559,8 +558,7 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
             )
         else:
             calibrated = False
-            own = np.clip(np.asarray(confidence, dtype=np.float64), 0.0, 1.0)[:, None]
-            rows = lp.one_hot(LABELS, machine) * own + (1 - lp.one_hot(LABELS, machine)) * (1 - own) / (len(LABELS) - 1)
+            rows = lp.confidence_rows(LABELS, machine, confidence)
         parts.append(pd.DataFrame(rows, index=accepted, columns=LABELS))
     table = pd.concat([part for part in parts if len(part)]) if any(len(p) for p in parts) else None
     if table is None:
