@@ -99,30 +99,41 @@ def resampling_weights(n: int, samples: int = DEFAULT_SAMPLES, seed: int = DEFAU
     return rng.multinomial(n, np.full(n, 1.0 / n), size=samples).astype(np.float64)
 
 
-def design(probabilities: pd.DataFrame) -> tuple[np.ndarray, int, np.ndarray | None]:
-    """The regression's design from the label probabilities: ``(P, column of n, row weights)``.
+def label_map(probabilities: pd.DataFrame) -> tuple[np.ndarray, bool]:
+    """How the labels become the regression's columns: ``(T, weighted)``, P = probabilities · T.
 
-    Labels other than n with at least :data:`MIN_MASS` of probability keep their own column;
-    the others are pooled into one column, or, if the pool is below :data:`MIN_MASS` too, added
-    to the largest kept gendered label. With no gendered label (or pool) reaching it, P is a
-    single column of ones and the rows are weighted by π_n: the π_n-weighted mean.
+    ``T`` is labels × columns, column 0 for n. Labels other than n with at least
+    :data:`MIN_MASS` of probability keep a column; the others are pooled into one column, or, if
+    the pool is below :data:`MIN_MASS` too, added to the largest kept gendered label. With no
+    gendered label (or pool) reaching it, ``weighted`` is true: one column of ones, rows weighted
+    by π_n, i.e. the π_n-weighted mean.
     """
-    frame = probabilities.astype(float)
-    n = frame[NON_GENDERED].to_numpy(dtype=np.float64)
-    others = [c for c in frame.columns if c != NON_GENDERED]
-    mass = frame[others].sum(axis=0)
+    labels = list(probabilities.columns)
+    mass = probabilities.astype(float).sum(axis=0)
+    others = [c for c in labels if c != NON_GENDERED]
     kept = [c for c in others if mass[c] >= MIN_MASS]
     small = [c for c in others if c not in kept]
-    columns = [frame[c].to_numpy(dtype=np.float64) for c in kept]
-    pooled = frame[small].sum(axis=1).to_numpy(dtype=np.float64) if small else np.zeros(len(frame))
-    if pooled.sum() >= MIN_MASS:
-        columns.append(pooled)
-    elif columns:
-        largest = int(np.argmax([column.sum() for column in columns]))
-        columns[largest] = columns[largest] + pooled
-    if not columns:
-        return np.ones((len(frame), 1)), 0, n
-    return np.column_stack([n, *columns]), 0, None
+    pooled = float(sum(mass[c] for c in small))
+    width = 1 + len(kept) + (1 if small and pooled >= MIN_MASS else 0)
+    if width == 1:
+        return np.eye(len(labels), 1, -labels.index(NON_GENDERED)), True
+    t = np.zeros((len(labels), width))
+    t[labels.index(NON_GENDERED), 0] = 1.0
+    for j, c in enumerate(kept, start=1):
+        t[labels.index(c), j] = 1.0
+    target = width - 1 if pooled >= MIN_MASS else 1 + int(np.argmax([mass[c] for c in kept]))
+    for c in small:
+        t[labels.index(c), target] = 1.0
+    return t, False
+
+
+def design(probabilities: pd.DataFrame) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """The regression's design: ``(P, column of n, row weights)`` (:func:`label_map`)."""
+    t, weighted = label_map(probabilities)
+    pi = probabilities.astype(float).to_numpy()
+    if weighted:
+        return np.ones((len(pi), 1)), 0, pi @ t[:, 0]
+    return pi @ t, 0, None
 
 
 def class_means(
@@ -302,44 +313,76 @@ def _finite(value) -> float | None:
 def contributions(
     run_values: pd.Series,
     baseline_values: pd.Series,
-    probability: Mapping[str, float],
+    probabilities: pd.DataFrame,
     in_set: set[str] | frozenset[str],
-) -> pd.DataFrame:
-    """Which queries move a paired difference, and how uncertain their labels are.
+) -> tuple[float | None, pd.DataFrame]:
+    """Which queries move a paired difference, and how uncertain their labels are, for the
+    estimator a report on a batch's labels uses: the label-corrected mean difference D
+    (:func:`class_means` of d_q = run − baseline over every judged query with both values).
 
-    For a query q with paired difference d_q = run − baseline, the point estimate is
-    D = mean of d over S (n queries). Its label is wrong with probability 1 − π_q when q ∈ S and
-    π_q when q ∉ S; flipping it would change D by (D − d_q)/(n − 1) (leaving S) or
-    (d_q − D)/(n + 1) (joining S). ``expected_shift`` = P(wrong) × |change|: where an
-    adjudication most changes the result in expectation. Also ``contribution`` = d_q / n for
-    the members of S (the parts D is the sum of).
+    Settling query q (a ruling makes its label certain) replaces its row of P by label c's with
+    probability π_qc; refitting gives D'(q, c). ``expected_shift`` = Σ_c π_qc·|D'(q, c) − D|: where
+    an adjudication moves the result most, in expectation. ``if_non_gendered`` = D'(q, n) − D and
+    ``if_gendered`` = the expected D' − D given q is not non-gendered. One K×K solve per query
+    and label, all at once.
 
-    Columns ``qid, difference, probability, in_set, contribution, if_flipped, expected_shift``,
-    sorted by ``expected_shift`` descending (queries without a paired value left out).
+    Returns ``(D, table)``; the table's columns are ``qid, difference, probability`` (π_n),
+    ``in_set, if_non_gendered, if_gendered, expected_shift``, sorted by expected shift
+    (queries without a paired value or probabilities left out).
     """
     joined = pd.concat([run_values.rename("a"), baseline_values.rename("b")], axis=1, join="inner").dropna()
-    qids = [str(q) for q in joined.index if str(q) in probability or str(q) in in_set]
     joined.index = joined.index.astype(str)
-    joined = joined.loc[qids]
-    difference = (joined["a"] - joined["b"]).to_numpy(dtype=np.float64)
-    member = np.array([q in in_set for q in qids], dtype=bool)
-    pi = np.array([float(probability.get(q, 1.0 if q in in_set else 0.0)) for q in qids], dtype=np.float64)
-    n = int(member.sum())
-    mean = float(difference[member].mean()) if n else 0.0
+    probabilities = probabilities.copy()
+    probabilities.index = probabilities.index.astype(str)
+    qids = [q for q in joined.index if q in probabilities.index]
+    columns = ["qid", "difference", "probability", "in_set", "if_non_gendered", "if_gendered", "expected_shift"]
+    if not qids:
+        return None, pd.DataFrame(columns=columns)
+    pi = probabilities.loc[qids].astype(float)
+    labels = list(pi.columns)
+    n_label = labels.index(NON_GENDERED)
+    d = (joined.loc[qids, "a"] - joined.loc[qids, "b"]).to_numpy(dtype=np.float64)
+    t, weighted = label_map(pi)
+    pis = pi.to_numpy()
+    if weighted:
+        x, w = np.ones((len(qids), 1)), pis @ t[:, 0]
+        settled_x = np.ones((len(labels), 1))
+        settled_w = t[:, 0]  # 1 for n, 0 otherwise
+    else:
+        x, w = pis @ t, np.ones(len(qids))
+        settled_x, settled_w = t, np.ones(len(labels))  # one-hot label c → row c of T
+    gram = np.einsum("q,qi,qj->ij", w, x, x)
+    moment = np.einsum("q,qi,q->i", w, x, d)
+    beta = np.linalg.solve(gram, moment) if np.linalg.cond(gram) < MAX_CONDITION else np.full(len(gram), np.nan)
+    # Every (query, label): remove the query's row, add the settled one, solve. [Q × L × K × K]
+    own = w[:, None, None] * np.einsum("qi,qj->qij", x, x)
+    new = settled_w[:, None, None] * np.einsum("ci,cj->cij", settled_x, settled_x)
+    grams = gram[None, None] - own[:, None] + new[None, :]
+    moments = (
+        moment[None, None]
+        - (w * d)[:, None, None] * x[:, None, :]
+        + (settled_w[:, None] * settled_x)[None] * d[:, None, None]
+    )
+    solvable = np.linalg.cond(grams) < MAX_CONDITION
+    settled = np.full(grams.shape[:2], np.nan)
+    if solvable.any():
+        settled[solvable] = np.linalg.solve(grams[solvable], moments[solvable][..., None])[..., 0, 0]
+    change = settled - beta[0]
+    gendered = 1.0 - pis[:, n_label]
+    others = np.delete(np.arange(len(labels)), n_label)
     with np.errstate(invalid="ignore", divide="ignore"):
-        leaving = np.where(n > 1, (mean - difference) / max(n - 1, 1), np.nan)
-        joining = (difference - mean) / (n + 1)
-    if_flipped = np.where(member, leaving, joining)
-    wrong = np.where(member, 1.0 - pi, pi)
+        if_gendered = np.where(gendered > 0, np.nansum(pis[:, others] * change[:, others], axis=1) / gendered, np.nan)
     table = pd.DataFrame(
         {
             "qid": qids,
-            "difference": difference,
-            "probability": pi,
-            "in_set": member,
-            "contribution": np.where(member, difference / max(n, 1), 0.0),
-            "if_flipped": if_flipped,
-            "expected_shift": wrong * np.abs(np.nan_to_num(if_flipped)),
-        }
+            "difference": d,
+            "probability": pis[:, n_label],
+            "in_set": [q in in_set for q in qids],
+            "if_non_gendered": change[:, n_label],
+            "if_gendered": if_gendered,
+            "expected_shift": np.nansum(pis * np.abs(change), axis=1),
+        },
+        columns=columns,
     )
-    return table.sort_values(["expected_shift", "qid"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    table = table.sort_values(["expected_shift", "qid"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    return (None if np.isnan(beta[0]) else float(beta[0])), table

@@ -163,7 +163,9 @@ def report_contributions(report: Report, run: str, metric: str, variant: str, cu
 
     ServiceError for a report not on a batch, without a baseline, or an unknown column or run.
     """
-    from .label_uncertainty import NON_GENDERED, contributions
+    from annotation.labels import LABELS
+
+    from .label_uncertainty import contributions
 
     if not report.baseline_id:
         raise ServiceError(f"report {report.name!r} has no baseline: there is no paired difference to explain")
@@ -180,13 +182,13 @@ def report_contributions(report: Report, run: str, metric: str, variant: str, cu
         part = column[column["run"] == name]
         return part.set_index(part["qid"].astype(str))["value"]
 
-    probability = dict(zip(labels["qid"].astype(str), labels[NON_GENDERED].astype(float), strict=True))
-    members = set(labels.loc[labels["in_set"], "qid"].astype(str))
-    table = contributions(series(run), series(baseline), probability, members)
     by_qid = labels.set_index(labels["qid"].astype(str))
+    probabilities = by_qid[[label for label in LABELS if label in by_qid.columns]]
+    members = set(labels.loc[labels["in_set"], "qid"].astype(str))
+    difference, table = contributions(series(run), series(baseline), probabilities, members)
     rows = [
         {
-            **row,
+            **{key: None if isinstance(value, float) and value != value else value for key, value in row.items()},
             "source": by_qid.at[row["qid"], "source"] if row["qid"] in by_qid.index else None,
             "label": by_qid.at[row["qid"], "label"] if row["qid"] in by_qid.index else None,
         }
@@ -199,7 +201,8 @@ def report_contributions(report: Report, run: str, metric: str, variant: str, cu
         "metric": metric,
         "variant": variant,
         "cutoff": cutoff,
-        "difference": float(in_set["difference"].mean()) if len(in_set) else None,
+        "difference": difference,  # label-corrected: the report's difference_corrected
+        "set_difference": float(in_set["difference"].mean()) if len(in_set) else None,
         "queries": len(in_set),
         "uncertain": int(((table["probability"] > 0.05) & (table["probability"] < 0.95)).sum()),
         "expected_shift_total": float(table["expected_shift"].sum()),

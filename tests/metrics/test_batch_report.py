@@ -182,3 +182,18 @@ def test_papers_tables_show_the_reports_p_values(built):
     assert compared
     other = report_table(built, "ecir2024", cutoff=2, baseline="b")  # another baseline: the t-test, said so
     assert other["significance"]["test"].startswith("two-sided paired t-test")
+
+
+@pytest.mark.django_db
+def test_contributions_of_certain_queries_are_valid_json(batch, runs, client, django_user_model):
+    """A ruled query is certain: it has no "if gendered" move (null in JSON, never NaN, never a 500)."""
+    from annotation.quality.services.adjudication import adjudicate
+
+    researcher = django_user_model.objects.create_user("res5", password="pw-secret-123", is_staff=True)
+    adjudicate(batch, "1", "n", "a ruling", researcher)
+    report = services.build_batch_report("ruled-json", batch, runs, SETTINGS, baseline=runs[0], bar=False)
+    client.force_login(researcher)
+    answer = client.get(f"/api/metrics/reports/{report.name}/contributions/?run=b&metric=ARaB&variant=tf&cutoff=2")
+    assert answer.status_code == 200
+    ruled = next(row for row in answer.json()["rows"] if row["qid"] == "1")
+    assert ruled["if_gendered"] is None and ruled["expected_shift"] == 0.0

@@ -146,22 +146,47 @@ def test_combined_interval_covers_the_true_set_value_where_the_query_only_one_do
 
 
 def test_contributions_rank_uncertain_influential_queries_first():
-    """d = (B − A) per query; S = {q1, q2, q3}, D = mean over S = (0 + 0 + 3)/3 = 1.
+    """Four queries, gendered probability below ten queries' worth, so D is the π_n-weighted mean:
+    π_n = (1, 1, 0.6, 0.5), the rest "m"; d = B − A = (0, 0, 3, 5); D = (1.8 + 2.5)/3.1 = 1.387097.
 
-    q3 (π = 0.6, in S): flipping removes it, D → (0 + 0)/2 = 0, change (1 − 3)/2 = −1,
-    P(wrong) = 0.4, expected shift 0.4. q4 (π = 0.5, outside): joining gives (0 + 0 + 3 + 5)/4 = 2,
-    change (5 − 1)/4 = 1, expected shift 0.5. q1 (π = 1): never wrong, 0.
+    Settling q3 as n: (3 + 2.5)/3.5 = 1.571429 (+0.184332); as m: 2.5/2.5 = 1 (−0.387097);
+    expected shift 0.6·0.184332 + 0.4·0.387097 = 0.265438. Settling q4 as n: 6.8/3.6 = 1.888889
+    (+0.501792); as m: 1.8/2.6 = 0.692308 (−0.694789); expected 0.598291. q1, q2 are certain: 0.
     """
-    a = pd.Series([0.0, 0.0, 0.0, 0.0], index=["q1", "q2", "q3", "q4"])
-    b = pd.Series([0.0, 0.0, 3.0, 5.0], index=["q1", "q2", "q3", "q4"])
-    table = lu.contributions(b, a, {"q1": 1.0, "q2": 0.9, "q3": 0.6, "q4": 0.5}, {"q1", "q2", "q3"})
+    qids = ["q1", "q2", "q3", "q4"]
+    a = pd.Series([0.0, 0.0, 0.0, 0.0], index=qids)
+    b = pd.Series([0.0, 0.0, 3.0, 5.0], index=qids)
+    pi_n = np.array([1.0, 1.0, 0.6, 0.5])
+    probabilities = pd.DataFrame({"n": pi_n, "f": 0.0, "m": 1 - pi_n, "o": 0.0}, index=qids, columns=LABELS)
+    difference, table = lu.contributions(b, a, probabilities, {"q1", "q2", "q3", "q4"})
+    assert difference == pytest.approx(4.3 / 3.1)
     assert list(table["qid"][:2]) == ["q4", "q3"]
     by = table.set_index("qid")
-    assert by.loc["q4", "expected_shift"] == pytest.approx(0.5)
-    assert by.loc["q3", "expected_shift"] == pytest.approx(0.4)
-    assert by.loc["q3", "if_flipped"] == pytest.approx(-1.0)
+    assert by.loc["q4", "expected_shift"] == pytest.approx(
+        0.5 * (6.8 / 3.6 - 4.3 / 3.1) + 0.5 * (4.3 / 3.1 - 1.8 / 2.6)
+    )
+    assert by.loc["q3", "if_non_gendered"] == pytest.approx(5.5 / 3.5 - 4.3 / 3.1)
+    assert by.loc["q3", "if_gendered"] == pytest.approx(1.0 - 4.3 / 3.1)
     assert by.loc["q1", "expected_shift"] == pytest.approx(0.0)
-    assert by.loc["q3", "contribution"] == pytest.approx(1.0)
+
+
+def test_contributions_refit_the_class_means_with_gendered_labels():
+    """With enough gendered probability for a column of its own, settling a query refits the
+    least-squares class means: the result equals a fresh fit with that query's row made certain."""
+    rng = np.random.default_rng(4)
+    qids = [f"q{i}" for i in range(60)]
+    pi_n = rng.uniform(0.0, 1.0, 60)
+    probabilities = pd.DataFrame({"n": pi_n, "f": 1 - pi_n, "m": 0.0, "o": 0.0}, index=qids, columns=LABELS)
+    a = pd.Series(0.0, index=qids)
+    b = pd.Series(rng.normal(0.1, 0.3, 60), index=qids)
+    difference, table = lu.contributions(b, a, probabilities, set(qids[:30]))
+    p, n_column, _ = lu.design(probabilities)
+    assert difference == pytest.approx(lu.class_means(p, b.to_numpy())[n_column, 0])
+    settled = probabilities.copy()
+    settled.loc["q7"] = [1.0, 0.0, 0.0, 0.0]
+    p7, _, _ = lu.design(settled)
+    refit = lu.class_means(p7, b.to_numpy())[n_column, 0]
+    assert table.set_index("qid").loc["q7", "if_non_gendered"] == pytest.approx(refit - difference)
 
 
 def test_worked_example_of_the_docs():
