@@ -329,10 +329,14 @@ class PlanRequestSerializer(serializers.Serializer):
     )
     power = serializers.FloatField(min_value=0.5, max_value=0.99, default=0.8)
     alpha = serializers.FloatField(min_value=0.001, max_value=0.5, default=0.05)
-    queries = serializers.CharField(required=False, help_text="The pilot's query set (without a report).")
+    queries = serializers.CharField(
+        required=False, help_text="The pilot's query set (without a report): its newest stored report with both runs."
+    )
     report = serializers.CharField(required=False, help_text="The pilot report (default: the newest on the query set).")
     pool = serializers.CharField(required=False, help_text="Adds the pooled queries to annotate and their cost.")
-    draws = serializers.IntegerField(min_value=100, max_value=20000, default=2000)
+    draws = serializers.IntegerField(
+        min_value=100, max_value=2000, default=2000, help_text="Simulated studies per size (the command allows more)."
+    )
     reward = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=Decimal("0.01"), required=False)
     assignments_per_query = serializers.IntegerField(min_value=1, max_value=50, required=False)
     queries_per_hit = serializers.IntegerField(min_value=1, max_value=100, required=False)

@@ -32,7 +32,7 @@ from .defaults import (
 from .models import Report
 from .power import DEFAULT_DRAWS
 from .services import parse_cutoffs
-from .services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER, MAX_DRAWS
+from .services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
 from .vocabulary import METRICS
 
 if TYPE_CHECKING:
@@ -405,7 +405,8 @@ class PlanForm(forms.Form):
         required=False,
         error_messages={"invalid_choice": "no pool named %(value)s"},
     )
-    draws = forms.IntegerField(min_value=100, max_value=MAX_DRAWS, initial=DEFAULT_DRAWS, required=False)
+    # A page or API request simulates at most DEFAULT_DRAWS studies per size (the command: up to 20,000).
+    draws = forms.IntegerField(min_value=100, max_value=DEFAULT_DRAWS, initial=DEFAULT_DRAWS, required=False)
     reward = forms.DecimalField(min_value=Decimal("0.01"), decimal_places=2, required=False)
     assignments_per_query = forms.IntegerField(min_value=1, max_value=50, required=False)
     queries_per_hit = forms.IntegerField(min_value=1, max_value=100, required=False)
@@ -443,6 +444,7 @@ class PlanForm(forms.Form):
             power_target=data.get("power") or DEFAULT_POWER,
             alpha=data.get("alpha") or DEFAULT_ALPHA,
             draws=data.get("draws") or DEFAULT_DRAWS,
+            compute=False,  # a request plans on a stored report, never builds one
             cost_settings=services.CostSettings(
                 data.get("reward") or defaults.reward,
                 data.get("assignments_per_query") or defaults.assignments_per_query,

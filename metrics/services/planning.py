@@ -169,9 +169,11 @@ def find_pilot(
     query_set: str | None = None,
     report: str | None = None,
     bar: bool = False,
+    compute: bool = True,
 ) -> Pilot:
     """The pilot of a plan: a given report, else the newest report on ``query_set`` with both runs
-    and the cutoff, else computed on the fly (see the module docstring)."""
+    and the cutoff, else computed on the fly (see the module docstring) unless ``compute`` is
+    false (a web request: a report over a whole query set is a job, not a request's work)."""
     from ..selectors import report_per_query
 
     if metric not in BY_NAME:
@@ -209,6 +211,11 @@ def find_pilot(
             raise ServiceError(
                 f"no report on {query_set} holds {run_a} and {run_b}: build one with the qrels "
                 f"(bias_report --qrels) to plan on {metric}"
+            )
+        if not compute:
+            raise ServiceError(
+                f"no stored report on {query_set} holds {run_a} and {run_b} at cutoff {cutoff}: "
+                "build one (the report page or bias_report), then plan on it"
             )
         from .reports import ReportSettings, compute_report
 
@@ -311,8 +318,11 @@ def plan_study(
     cost_settings: CostSettings = CostSettings(),
     on_step: Callable[[int, float], None] | None = None,
     bar: bool = False,
+    compute: bool = True,
 ) -> dict[str, Any]:
-    """The study plan as a JSON-ready dict (keys in docs/metrics.md, "Planning a study")."""
+    """The study plan as a JSON-ready dict (keys in docs/metrics.md, "Planning a study").
+
+    ``compute=False`` (the page and the API): the pilot must be a stored report."""
     import numpy as np
 
     if not (isinstance(delta, (int, float)) and math.isfinite(delta) and delta > 0):
@@ -331,7 +341,15 @@ def plan_study(
         if pool_obj is None:
             raise ServiceError(f"no pool named {pool!r}")
     pilot = find_pilot(
-        run_a, run_b, metric, cutoff=cutoff, variant=variant, query_set=query_set, report=report, bar=bar
+        run_a,
+        run_b,
+        metric,
+        cutoff=cutoff,
+        variant=variant,
+        query_set=query_set,
+        report=report,
+        bar=bar,
+        compute=compute,
     )
     d: np.ndarray = pilot.differences
     sd = float(np.std(d, ddof=1))
@@ -351,6 +369,7 @@ def plan_study(
             "sd_difference": sd,
         },
         "test": "two-sided paired t-test of A against B (metrics.significance.paired_t_test), a family of one",
+        "note": _test_note(pilot),
         "delta": float(delta),
         "power": power_target,
         "alpha": alpha,
@@ -371,6 +390,18 @@ def plan_study(
     if pool_obj is not None:
         plan |= _pool_plan(pool_obj, pilot, found.n, cost_settings)
     return plan
+
+
+def _test_note(pilot: Pilot) -> str | None:
+    """Where the pilot's own report tests otherwise than the plan assumes, say so."""
+    report = Report.objects.filter(name=pilot.report).first() if pilot.report else None
+    if report is not None and report.on_batch:
+        return (
+            f"report {report.name} is on a batch's labels: it marks significance by the combined test "
+            "(labels' uncertainty too, Holm over every run against the baseline), which needs more "
+            "queries than this plan for the paired t-test"
+        )
+    return None
 
 
 def _finite(value: float) -> float | None:

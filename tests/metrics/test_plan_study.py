@@ -298,6 +298,7 @@ def test_the_api_gives_the_plan(world, api):
         ({"pool": "nope"}, "pool"),
         ({"power": 1.5}, "power"),
         ({"draws": 10}, "draws"),
+        ({"draws": 5000}, "draws"),  # a request simulates at most 2,000 studies per size
         ({"variant": "plain"}, "detail"),  # the pilot refuses: a ServiceError, 400 with detail
         ({"cutoff": 20}, "detail"),
     ],
@@ -308,6 +309,13 @@ def test_the_api_refuses_bad_input_with_json_4xx(world, api, change, field):
     response = api(body)
     assert response.status_code == 400, response.content
     assert field in response.json()
+
+
+def test_a_request_plans_on_a_stored_report_and_never_builds_one(world, api):
+    """Building a pilot over a whole query set is a job's work, not a request's: the API says so."""
+    response = api({"runs": ["a", "b"], "metric": "ARaB", "delta": 0.01, "queries": "q", "draws": 200})
+    assert response.status_code == 400
+    assert "no stored report" in response.json()["detail"]
 
 
 def test_the_api_says_when_a_difference_is_out_of_reach(world, api):

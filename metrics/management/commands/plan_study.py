@@ -109,6 +109,8 @@ def describe(plan: dict) -> list[str]:
         f"Test: {plan['test']}; α = {plan['alpha']}; {plan['draws']} simulated studies per size "
         f"(Monte-Carlo s.e. of a power ≈ {plan['monte_carlo_se']:.3f})",
     ]
+    if plan.get("note"):
+        lines.append(f"Note: {plan['note']}.")
     if plan["n_queries"] is None:
         lines.append(f"Δ{what} = {plan['delta']:g} cannot be detected with {plan['power']:.0%} power within the limit.")
     else:
