@@ -28,16 +28,23 @@ def batch_by_name(name: str) -> Batch | None:
 
 
 def batch_progress(batch: Batch) -> dict[str, int | float | None]:
-    """Counts for the batch page, the API and the commands."""
+    """Counts for the batch page, its live fragment (polled every 2 s), the API and the commands:
+    four aggregate queries, one per table."""
     hits = batch.hits.aggregate(
         total=Count("pk"),
         published=Count("pk", filter=~Q(provider_id=None)),
+        expected=Sum("max_assignments"),
     )
-    expected = sum(batch.hits.values_list("max_assignments", flat=True))
+    expected = hits["expected"] or 0
     by_status = dict(
         Assignment.objects.filter(hit__batch=batch).values_list("status").annotate(n=Count("pk")).order_by()
     )
-    judgments = Judgment.objects.filter(batch_query__batch=batch)
+    judgments = Judgment.objects.filter(batch_query__batch=batch).aggregate(
+        total=Count("pk"), invalid=Count("pk", filter=Q(label=None))
+    )
+    queries = batch.queries.aggregate(
+        total=Count("pk", filter=Q(is_gold=False)), gold=Count("pk", filter=Q(is_gold=True))
+    )
     done = by_status.get(Assignment.Status.SUBMITTED, 0) + by_status.get(Assignment.Status.APPROVED, 0)
     return {
         "hits": hits["total"],
@@ -47,11 +54,11 @@ def batch_progress(batch: Batch) -> dict[str, int | float | None]:
         "submitted": by_status.get(Assignment.Status.SUBMITTED, 0),
         "approved": by_status.get(Assignment.Status.APPROVED, 0),
         "rejected": by_status.get(Assignment.Status.REJECTED, 0),
-        "judgments": judgments.count(),
-        "invalid_judgments": judgments.filter(label=None).count(),
+        "judgments": judgments["total"],
+        "invalid_judgments": judgments["invalid"],
         "fraction": min(1.0, done / expected) if expected else None,
-        "queries": batch.queries.filter(is_gold=False).count(),
-        "gold_queries": batch.queries.filter(is_gold=True).count(),
+        "queries": queries["total"],
+        "gold_queries": queries["gold"],
     }
 
 
