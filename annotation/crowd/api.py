@@ -279,6 +279,7 @@ def _preview_data(batch: Batch) -> dict:
         "to_pay": asdict(preview.to_pay),
         "paid": asdict(preview.paid),
         "unconfirmed": preview.unconfirmed,
+        "needs_person": preview.needs_person,
     }
 
 

@@ -321,6 +321,10 @@ class BonusPreviewSerializer(serializers.Serializer):
     to_pay = BonusCostSerializer()
     paid = BonusCostSerializer()
     unconfirmed = serializers.IntegerField()
+    needs_person = serializers.IntegerField(
+        help_text="Unconfirmed rows past PROLIFIC_BONUS_SETTLE_SECONDS: never paid again automatically; "
+        "check Prolific, then confirm them paid or unpaid (manage.py prolific_bonus --confirm-paid/--confirm-unpaid)."
+    )
 
 
 class BonusPayRequestSerializer(serializers.Serializer):
@@ -336,6 +340,9 @@ class BonusPaySerializer(serializers.Serializer):
     paid_now = serializers.IntegerField()
     amount_paid_now = serializers.CharField()
     confirmed = serializers.IntegerField()
-    retried = serializers.IntegerField()
     unconfirmed = serializers.IntegerField()
+    needs_person = serializers.IntegerField(
+        help_text="Of unconfirmed: past the settle time, Prolific still shows nothing; a person must check "
+        "Prolific, then --confirm-paid or --confirm-unpaid (nothing is ever paid twice automatically)."
+    )
     recorded = serializers.IntegerField()

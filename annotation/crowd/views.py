@@ -396,5 +396,10 @@ def batch_bonus_pay(request: HttpRequest, name: str) -> HttpResponse:
             text += f" {result.confirmed} earlier payment(s) confirmed on Prolific."
         if result.unconfirmed:
             text += f" {result.unconfirmed} payment(s) unconfirmed: never paid again before Prolific shows them."
+        if result.needs_person:
+            text += (
+                f" {result.needs_person} still not shown on Prolific after the settle time: needs a person: "
+                "check Prolific, then --confirm-paid or --confirm-unpaid."
+            )
         messages.success(request, text)
     return redirect(f"{reverse('annotation:batch-detail', args=[batch.name])}#bonuses")

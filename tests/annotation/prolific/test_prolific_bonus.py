@@ -17,7 +17,7 @@ from decimal import Decimal
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation import services
@@ -133,17 +133,45 @@ def test_a_payment_prolific_does_not_show_yet_is_never_paid_again(server, provid
     assert server.calls.count("pay_bonuses") == 1 and ledger(server, batch) == OWED
 
 
-def test_a_pay_that_failed_without_paying_is_paid_once_after_the_settle_time(server, provider, batch, settings):
+def test_a_pay_that_failed_without_paying_is_paid_again_only_once_a_person_confirms_it_unpaid(
+    server, provider, batch, settings
+):
     server.faults["pay_bonuses"] = ["error"]  # a 502: Prolific did nothing, but the client cannot know
     assert prolific_bonuses.pay_bonuses(batch, provider).unconfirmed == 3
     assert prolific_bonuses.pay_bonuses(batch, provider).unconfirmed == 3  # within the settle time: wait
     assert server.calls.count("pay_bonuses") == 1 and ledger(server, batch) == {}
+    with pytest.raises(StateError, match="cannot be confirmed unpaid before"):  # too early: refused, nothing changed
+        prolific_bonuses.confirm_bonuses(batch, paid=False, provider=provider)
+    assert set(BonusPayment.objects.values_list("state", flat=True)) == {"paying"}
 
-    settings.PROLIFIC_BONUS_SETTLE_SECONDS = 0  # Prolific's silence now says "not paid"
+    settings.PROLIFIC_BONUS_SETTLE_SECONDS = 0  # past the settle time: still never paid again automatically
+    for _ in range(2):
+        result = prolific_bonuses.pay_bonuses(batch, provider)
+        assert (result.paid_now, result.unconfirmed, result.needs_person) == (0, 3, 3)
+    assert server.calls.count("pay_bonuses") == 1 and ledger(server, batch) == {}
+    assert preview_bonuses(batch).needs_person == 3
+
+    # A person checked Prolific's site: not paid. Only now is the same bulk paid again, once.
+    assert prolific_bonuses.confirm_bonuses(batch, paid=False, provider=provider).unpaid == 3
     result = prolific_bonuses.pay_bonuses(batch, provider)
-    assert (result.retried, result.paid_now, result.amount_paid_now) == (3, 3, Decimal("0.50"))
+    assert (result.paid_now, result.amount_paid_now, result.needs_person) == (3, Decimal("0.50"), 0)
     assert ledger(server, batch) == OWED
     assert server.calls.count("set_up_bonuses") == 1  # the same bulk, paid once now
+    assert prolific_bonuses.pay_bonuses(batch, provider).paid_now == 0 and ledger(server, batch) == OWED
+
+
+def test_a_payment_later_than_the_settle_time_is_never_paid_twice(server, provider, batch, settings):
+    server.pay_delay = 7200  # Prolific shows the bonus two hours later (or in another unit: the same)
+    server.faults["pay_bonuses"] = ["lose_response"]  # paid; the answer lost
+    prolific_bonuses.pay_bonuses(batch, provider)
+    settings.PROLIFIC_BONUS_SETTLE_SECONDS = 0
+    assert prolific_bonuses.pay_bonuses(batch, provider).needs_person == 3
+    assert server.calls.count("pay_bonuses") == 1 and ledger(server, batch) == OWED  # no second pay
+    server.pay_delay = 0  # a person checks, then confirms unpaid: Prolific is read again first and shows it
+    done = prolific_bonuses.confirm_bonuses(batch, paid=False, provider=provider)
+    assert (done.paid, done.unpaid) == (3, 0)
+    prolific_bonuses.pay_bonuses(batch, provider)
+    assert server.calls.count("pay_bonuses") == 1 and ledger(server, batch) == OWED
 
 
 def test_throttling_and_refusals_pay_nothing_twice(server, provider, batch):
@@ -179,6 +207,9 @@ def test_a_worker_restarting_between_two_steps_never_pays_twice(server, provider
     assert prolific_bonuses.pay_bonuses(second, provider).unconfirmed == 1  # not paid blindly
     assert ledger(server, second) == {}
     settings.PROLIFIC_BONUS_SETTLE_SECONDS = 0
+    assert prolific_bonuses.pay_bonuses(second, provider).needs_person == 1  # nor after the settle time
+    assert ledger(server, second) == {}
+    assert prolific_bonuses.confirm_bonuses(second, paid=False, provider=provider).unpaid == 1  # a person checked
     assert prolific_bonuses.pay_bonuses(second, provider).paid_now == 1
     assert ledger(server, second) == {hexid("PID9"): Decimal("0.40")}
 
@@ -214,6 +245,55 @@ def test_pays_arriving_while_a_pay_is_in_prolifics_pay_call_pay_nothing(server, 
     assert isinstance(busy, StateError) and "Paying bonuses of batch 'bon' is already under way" in str(busy)
     assert (unleased.paid_now, unleased.unconfirmed) == (0, 3)  # it saw them being paid: hands off
     assert first.paid_now == 3
+    assert ledger(server, batch) == OWED and server.calls.count("pay_bonuses") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_confirming_unpaid_while_a_pay_is_in_its_call_is_refused(server, provider, batch, settings):
+    """Confirming runs under the batch's lease: during a pay's call it is told the batch is busy and
+    changes nothing (it used to move the "paying" rows back, and the next pay paid the bulk twice)."""
+    from django.db import connection
+
+    settings.PROLIFIC_BONUS_SETTLE_SECONDS = 0  # even past the settle time
+    outcomes: list[object] = []
+    pay_call = provider.client.pay_bonuses
+
+    def confirm():
+        try:
+            outcomes.append(prolific_bonuses.confirm_bonuses(batch, paid=False, provider=provider))
+        except StateError as exc:
+            outcomes.append(exc)
+        finally:
+            connection.close()
+
+    def paying(bulk_id):
+        thread = threading.Thread(target=confirm)
+        thread.start()
+        thread.join(30)
+        pay_call(bulk_id)
+
+    provider.client.pay_bonuses = paying
+    assert prolific_bonuses.pay_bonuses(batch, provider).paid_now == 3
+    (busy,) = outcomes
+    assert isinstance(busy, StateError) and "Paying bonuses of batch 'bon' is already under way" in str(busy)
+    provider.client.pay_bonuses = pay_call
+    prolific_bonuses.pay_bonuses(batch, provider)
+    assert set(BonusPayment.objects.values_list("state", flat=True)) == {"paid"}
+    assert ledger(server, batch) == OWED and server.calls.count("pay_bonuses") == 1
+
+
+def test_the_previewed_total_is_compared_after_settling_and_counts_only_what_a_pay_sends(server, provider, batch):
+    prolific_bonuses._record(batch, prolific_bonuses.bonus_rule(batch))
+    prolific_bonuses._set_up(batch, provider)
+    other = BonusPayment.objects.filter(batch=batch).order_by("pk").first()
+    # Another pay claimed part of the bulk: a pay sends nothing of it, and the preview says so.
+    BonusPayment.objects.filter(pk=other.pk).update(state="paying", pay_attempted=timezone.now())
+    assert preview_bonuses(batch).to_pay.total == Decimal("0.00")
+    provider.client.pay_bonuses(other.bulk_id)  # that pay reaches Prolific
+    # Settled first (Prolific shows the bulk paid): nothing is left to pay, so $0.00 is the total now.
+    with pytest.raises(StateError, match=r"now \$0.00, not the \$0.67"):
+        prolific_bonuses.pay_bonuses(batch, provider, expected_total="0.67")
+    assert prolific_bonuses.pay_bonuses(batch, provider, expected_total="0.00").paid_now == 0
     assert ledger(server, batch) == OWED and server.calls.count("pay_bonuses") == 1
 
 
@@ -306,6 +386,8 @@ def test_the_command_previews_and_pays(server, batch, settings):
     server.faults["pay_bonuses"] = ["lose_response"]
     call_command("prolific_bonus", batch.name, "--pay", stdout=out)
     assert "3 bonus(es) may have been paid" in out.getvalue()
+    with pytest.raises(CommandError, match="cannot be confirmed unpaid before .* UTC"):  # too early
+        call_command("prolific_bonus", batch.name, "--confirm-unpaid", stdout=out)
     call_command("prolific_bonus", batch.name, "--pay", stdout=out)
     assert "3 earlier payment(s) confirmed on Prolific" in out.getvalue()
     assert ledger(server, batch) == OWED
