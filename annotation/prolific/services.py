@@ -466,9 +466,16 @@ def sync_prolific(
             _reconcile(sub, assignments.get(sub.id), provider, approve_all, result)
             progress.advance()
     result.bonuses_paid, result.bonuses_unconfirmed = pay_bonuses(batch, provider)
-    result.gold_failures_blocked = _record_gold_failures(batch, provider)
     result.places = ensure_places(batch, provider, submissions)
     result.completed = complete_if_done(batch)
+    # Last, and never in the way of the work above: a group call that fails (Prolific down, the
+    # group deleted on Prolific's site) is logged and sent again at the next sync.
+    try:
+        result.gold_failures_blocked = _record_gold_failures(batch, provider)
+    except ProlificError as exc:
+        logger.warning(
+            "batch %s: the failed-gold block-list could not be updated (next sync retries): %s", batch.name, exc
+        )
     return result
 
 

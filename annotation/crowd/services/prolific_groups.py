@@ -25,6 +25,9 @@ Idempotence protocol (Prolific takes no request token):
   simply sent again, and ``added`` is set once Prolific answered.
 - clean-up: ``delete_attempted`` is committed before ``DELETE /participant-groups/{id}/``;
   a group Prolific no longer knows (404) is deleted already.
+- the failed-gold group deleted on Prolific's site: an add answered 404 forgets its id
+  (:func:`forget_group`), makes it again and sends every recorded member again. A sync never
+  stops on this group: it is updated last, and a failure is logged and retried next sync.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.crowd.clients.prolific_api import ProlificUnknownOutcome
+from annotation.crowd.clients.prolific_api import ProlificError, ProlificUnknownOutcome
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.providers.prolific import GOLD_FAILED_GROUP
 from annotation.models import Assignment, Batch, GroupMember, ParticipantGroup, Provider
@@ -169,7 +172,24 @@ def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) ->
         return 0
     provider = _provider(provider)
     group = ensure_group(provider, GOLD_FAILED_GROUP, ParticipantGroup.Role.GOLD_FAILED)
+    try:
+        return fill_group(provider, group, failed, reason=f"failed gold in {batch.name}")
+    except ProlificError as exc:
+        if exc.status != 404:
+            raise
+    # Prolific no longer knows the group (deleted on its site): forget its id, make it again and
+    # send every member recorded so far (the new group starts empty).
+    logger.warning("participant group %r (%s) is gone on Prolific: making it again", group.name, group.group_id)
+    forget_group(group)
+    group = ensure_group(provider, GOLD_FAILED_GROUP, ParticipantGroup.Role.GOLD_FAILED)
     return fill_group(provider, group, failed, reason=f"failed gold in {batch.name}")
+
+
+def forget_group(group: ParticipantGroup) -> None:
+    """A group Prolific answers 404 for: marked deleted without an id (``ensure_group`` makes it again), members unsent."""
+    with transaction.atomic():
+        ParticipantGroup.objects.filter(pk=group.pk).update(group_id="", deleted=True, create_attempted=None)
+        group.members.update(added=False)
 
 
 def clean_up_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:
