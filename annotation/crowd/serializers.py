@@ -337,6 +337,8 @@ class BonusPayRequestSerializer(serializers.Serializer):
 
 
 class BonusPaySerializer(serializers.Serializer):
+    """A bonus pay job's ``result`` (``annotation.pay_bonuses``; with ``batch`` and ``url``)."""
+
     paid_now = serializers.IntegerField()
     amount_paid_now = serializers.CharField()
     confirmed = serializers.IntegerField()

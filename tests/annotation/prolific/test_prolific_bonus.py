@@ -28,6 +28,7 @@ from annotation.crowd.services.sync import sync_batch
 from annotation.models import BonusPayment
 from benchmarks.fakes.prolific import hexid
 from core.errors import ServiceError, StateError
+from core.models import Job
 from tests.annotation.prolific import test_prolific as base
 from tests.annotation.prolific.test_prolific import Participant, _publish
 
@@ -329,7 +330,9 @@ def test_the_dashboard_counts_bonuses_with_prolifics_fee(server, provider, batch
     assert spent(batch, 3) - before == Decimal("0.67")
 
 
-def test_the_batch_page_previews_and_pays_once_whatever_the_clicks(server, provider, batch, admin_client, client):
+def test_the_batch_page_previews_and_pays_once_whatever_the_clicks(
+    server, provider, batch, admin_client, client, django_capture_on_commit_callbacks
+):
     page = admin_client.get(f"/annotation/batches/{batch.name}/")
     html = page.content.decode()
     assert 'id="bonus-total"' in html and "<strong>$0.67</strong>" in html
@@ -340,9 +343,16 @@ def test_the_batch_page_previews_and_pays_once_whatever_the_clicks(server, provi
 
     stale = admin_client.post(pay, {"expected_total": "0.40"}, follow=True)
     assert "not the $0.40 previewed" in stale.content.decode() and ledger(server, batch) == {}
-    for _ in range(2):  # a double click
-        admin_client.post(pay, {"expected_total": "0.67"})
+    # The pay runs as a background job (its remote calls may take minutes): the click goes to its page.
+    with django_capture_on_commit_callbacks(execute=True):
+        first = admin_client.post(pay, {"expected_total": "0.67"})
+    job = Job.objects.get(kind="annotation.pay_bonuses")
+    assert first.status_code == 302 and first["Location"] == f"/jobs/{job.pk}/"
+    assert job.status == "done" and job.result["paid_now"] == 3 and job.result["amount_paid_now"] == "0.50"
+    again = admin_client.post(pay, {"expected_total": "0.67"}, follow=True)  # a double click: nothing to pay
+    assert "now $0.00, not the $0.67 previewed" in again.content.decode()
     assert ledger(server, batch) == OWED and server.calls.count("pay_bonuses") == 1
+    assert Job.objects.filter(kind="annotation.pay_bonuses").count() == 1
     after = admin_client.get(f"/annotation/batches/{batch.name}/").content.decode()
     assert "paid already: $0.67 with fees" in after and 'id="bonus-pay"' not in after
 
@@ -352,7 +362,9 @@ def test_the_batch_page_previews_and_pays_once_whatever_the_clicks(server, provi
     assert "can no longer change" in rule.content.decode()
 
 
-def test_the_api_previews_sets_and_pays_with_json_errors(server, provider, batch, admin_client, query_set):
+def test_the_api_previews_sets_and_pays_with_json_errors(
+    server, provider, batch, admin_client, query_set, django_capture_on_commit_callbacks
+):
     url = f"/api/annotation/batches/{batch.name}/bonuses/"
     preview = admin_client.get(url).json()
     assert preview["to_pay"] == {
@@ -367,10 +379,19 @@ def test_the_api_previews_sets_and_pays_with_json_errors(server, provider, batch
     assert bad.status_code == 400 and "amount" in bad.json()
     moved = admin_client.post(f"{url}pay/", {"expected_total": "9.99"}, content_type="application/json")
     assert moved.status_code == 409 and "previewed" in moved.json()["detail"]
-    done = admin_client.post(f"{url}pay/", {"expected_total": "0.67"}, content_type="application/json")
-    assert done.status_code == 200 and done.json()["paid_now"] == 3
-    assert admin_client.post(f"{url}pay/").json()["paid_now"] == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        started = admin_client.post(f"{url}pay/", {"expected_total": "0.67"}, content_type="application/json")
+    assert started.status_code == 202 and started.json()["kind"] == "annotation.pay_bonuses"
+    done = admin_client.get(started["Location"]).json()
+    assert done["status"] == "done" and done["result"]["paid_now"] == 3
+    with django_capture_on_commit_callbacks(execute=True):
+        repeat = admin_client.post(f"{url}pay/")
+    assert repeat.status_code == 202 and admin_client.get(repeat["Location"]).json()["result"]["paid_now"] == 0
     assert ledger(server, batch) == OWED
+    # A pay of this batch queued or running: a second is refused at once (409), nothing queued.
+    Job.objects.filter(pk=started.json()["id"]).update(status="running")
+    busy = admin_client.post(f"{url}pay/")
+    assert busy.status_code == 409 and "being paid already" in busy.json()["detail"]
     assert admin_client.get("/api/annotation/batches/nope/bonuses/").status_code == 404
     local = services.create_batch("loc", services.BatchSettings(), query_set=query_set)
     refused = admin_client.post(f"/api/annotation/batches/{local.name}/bonuses/pay/")
@@ -386,7 +407,7 @@ def test_the_command_previews_and_pays(server, batch, settings):
     server.faults["pay_bonuses"] = ["lose_response"]
     call_command("prolific_bonus", batch.name, "--pay", stdout=out)
     assert "3 bonus(es) may have been paid" in out.getvalue()
-    with pytest.raises(CommandError, match="cannot be confirmed unpaid before .* UTC"):  # too early
+    with pytest.raises(CommandError, match=r"cannot be confirmed unpaid before .* UTC"):  # too early
         call_command("prolific_bonus", batch.name, "--confirm-unpaid", stdout=out)
     call_command("prolific_bonus", batch.name, "--pay", stdout=out)
     assert "3 earlier payment(s) confirmed on Prolific" in out.getvalue()
