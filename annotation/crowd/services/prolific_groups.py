@@ -9,7 +9,9 @@ right than the batch's ``gold_pass_fraction``) are added, at sync, to the worksp
 *failed gold checks* group, which every later study blocks unless the batch admits them
 (``admit_gold_failures``). The study's filters name the groups when it is created
 (``participant_group_blocklist`` / ``participant_group_allowlist``,
-:func:`annotation.crowd.providers.prolific.study_groups`); a batch's own groups are deleted
+:func:`annotation.crowd.providers.prolific.study_groups`), and every sync of the batch adds the
+participants its named batches gained since (:func:`refill_groups`: a batch excluded while it
+still runs keeps its later participants out too); a batch's own groups are deleted
 once its study is closed (:func:`clean_up_groups`); the failed-gold group lives on.
 
 Idempotence protocol (Prolific takes no request token):
@@ -143,6 +145,31 @@ def prepare_groups(batch: Batch, provider: CrowdProvider | None = None) -> list[
         fill_group(provider, group, _participants_of(names), reason=f"{key}: {', '.join(names)}"[:200])
         made.append(group)
     return made
+
+
+def refill_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:
+    """Add to the batch's own allow- and block-list groups the participants its named batches have now; returns how many were sent.
+
+    Called at every sync of the batch: a batch it excludes (or admits) that is still running gains
+    participants after publication, and they join the group then (not only those of the publication's
+    snapshot). Only groups already made are refilled (the study names those); no call when nobody is new.
+    """
+    if not Batch.objects.filter(pk=batch.pk, status=Batch.Status.PUBLISHED).exists():
+        return 0  # its study is closed: its groups are, or are about to be, deleted
+    options = batch.provider_options or {}
+    sent = 0
+    for key, role in (
+        ("exclude_batches", ParticipantGroup.Role.EXCLUDE),
+        ("allow_batches", ParticipantGroup.Role.ALLOW),
+    ):
+        names = options.get(key) or []
+        group = ParticipantGroup.objects.filter(batch=batch, role=role, deleted=False).exclude(group_id="").first()
+        if not names or group is None:
+            continue
+        sent += fill_group(
+            _provider(provider), group, _participants_of(names), reason=f"{key}: {', '.join(names)}"[:200]
+        )
+    return sent
 
 
 def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) -> int:

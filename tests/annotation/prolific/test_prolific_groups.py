@@ -244,3 +244,17 @@ def test_a_failed_group_call_never_stalls_the_sync_and_a_deleted_group_is_made_a
     adds = server.calls.count("add_participants")
     sync_batch(first, provider)  # nothing new: no call
     assert server.calls.count("add_participants") == adds
+
+
+def test_each_sync_adds_the_later_participants_of_an_excluded_batch(server, provider, query_set, client_class):
+    first = _first_wave(server, provider, query_set, client_class)
+    second = _publish(make_prolific_batch(query_set, "wave2", bonus="0", exclude_batches=["wave1"]), provider)
+    [group] = _live(server, "took part before wave2")
+    assert group["participants"] == {hexid("PID1"), hexid("PID2"), hexid("PID3")}  # at publication
+    # wave1 still runs: a participant arrives there after wave2 was published.
+    assert Participant(server, first.hit_type_id, hexid("PID4"), client_class).arrival.status_code == 302
+    assert sync_batch(second, provider).prolific.group_members_added == 1
+    assert group["participants"] == {hexid(f"PID{i}") for i in range(1, 5)}
+    adds = server.calls.count("add_participants")
+    assert sync_batch(second, provider).prolific.group_members_added == 0  # nobody new: no call
+    assert server.calls.count("add_participants") == adds and server.calls.count("create_group") == 1
