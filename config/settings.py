@@ -420,10 +420,14 @@ PROLIFIC_WEBHOOK_MAX_AGE_SECONDS = env_int("PROLIFIC_WEBHOOK_MAX_AGE_SECONDS", 3
 #: ``manage.py poll_prolific`` (every minute from a timer) re-reads each published Prolific batch
 #: not re-read for this long (seconds): without webhooks ...
 PROLIFIC_POLL_SECONDS = env_int("PROLIFIC_POLL_SECONDS", 300, minimum=1)
-#: ... and while the workspace's subscriptions are confirmed (events that never arrive are caught).
+#: ... and while webhooks are seen to work: the subscriptions confirmed and a verified event received
+#: within this long (or the subscriptions confirmed less than this long ago). Events that never
+#: arrive are caught; a broken delivery path (wrong SITE_URL, secret replaced) keeps the short interval.
 PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS = env_int("PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS", 3600, minimum=1)
-#: A bonus pay whose answer was lost, and which no submission shows yet, is paid again only after
-#: this long (seconds): Prolific pays asynchronously (annotation.crowd.services.prolific_bonuses).
+#: The earliest (seconds after its pay call) a person may confirm unpaid a bonus pay whose answer
+#: was lost and which no submission shows (``prolific_bonus --confirm-unpaid``); past it such a
+#: bulk is reported as needing a person, never paid again automatically: Prolific pays
+#: asynchronously (annotation.crowd.services.prolific_bonuses).
 PROLIFIC_BONUS_SETTLE_SECONDS = env_int("PROLIFIC_BONUS_SETTLE_SECONDS", 3600, minimum=60)
 
 

@@ -27,7 +27,6 @@ from annotation.crowd.serializers import (
     BatchRequestSerializer,
     BatchSerializer,
     BonusPayRequestSerializer,
-    BonusPaySerializer,
     BonusPreviewSerializer,
     BonusRuleRequestSerializer,
     CancelledSerializer,
@@ -43,7 +42,7 @@ from annotation.crowd.serializers import (
     WorkerQualitySerializer,
 )
 from annotation.crowd.services import prolific_bonuses
-from annotation.crowd.services.background import start_escalate, start_publish, start_sync
+from annotation.crowd.services.background import start_escalate, start_pay_bonuses, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch
 from annotation.labels import LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
@@ -279,6 +278,7 @@ def _preview_data(batch: Batch) -> dict:
         "to_pay": asdict(preview.to_pay),
         "paid": asdict(preview.paid),
         "unconfirmed": preview.unconfirmed,
+        "needs_person": preview.needs_person,
     }
 
 
@@ -315,10 +315,10 @@ class BonusPayView(APIView):
 
     @extend_schema(
         request=BonusPayRequestSerializer,
-        responses={200: BonusPaySerializer, 400: ErrorSerializer, 409: ErrorSerializer, 502: ErrorSerializer},
+        responses={202: JobSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request, name: str, format=None):
-        """Pay what the rule owes and is not paid yet; a repeat, or a click while a pay runs (409), pays nothing twice."""
+        """Pay what the rule owes and is not paid yet, as a background job (202; its result: ``BonusPay``);
+        a repeat, or a click while a pay runs (409), pays nothing twice."""
         expected = body_object(request).get("expected_total")
-        result = prolific_bonuses.pay_bonuses(_prolific_batch(name), expected_total=expected)
-        return Response(BonusPaySerializer(asdict(result)).data)
+        return job_started(start_pay_bonuses(_prolific_batch(name), expected_total=expected))

@@ -5,11 +5,13 @@ Read-only: nothing here changes state (the writes are in :mod:`.services`).
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.conf import settings
 from django.db.models import Count, Q, QuerySet, Sum
+from django.utils import timezone
 
 from annotation.crowd.bonus_rules import BonusRule, Owed, RuleError, Work, owed
 from annotation.crowd.costs import BonusCost, bonus_cost
@@ -140,6 +142,9 @@ class BonusPreview:
     paid: BonusCost | None = None
     #: Rows whose pay call lost its answer and Prolific does not show yet.
     unconfirmed: int = 0
+    #: Of ``unconfirmed``: rows past ``PROLIFIC_BONUS_SETTLE_SECONDS`` since their pay call. Never paid
+    #: again automatically: a person checks Prolific, then confirms them paid or unpaid.
+    needs_person: int = 0
 
 
 def newly_owed(batch: Batch, rule: BonusRule | None) -> list[Owed]:
@@ -175,9 +180,16 @@ def preview_bonuses(batch: Batch) -> BonusPreview:
         for o in new
     ]
     rows.sort(key=lambda row: row["participant"])
-    waiting = [r.amount for r in recorded if r.state in (BonusPayment.State.OWED, BonusPayment.State.SET_UP)] + [
-        o.amount for o in new
-    ]
+    # What a pay would send: owed rows (set up afresh), set-up bulks none of whose rows another
+    # pay claimed (such a bulk is paid whole or not at all, settled from Prolific's state), new work.
+    claimed = {r.bulk_id for r in recorded if r.state != BonusPayment.State.SET_UP and r.bulk_id}
+    waiting = [
+        r.amount
+        for r in recorded
+        if r.state == BonusPayment.State.OWED or (r.state == BonusPayment.State.SET_UP and r.bulk_id not in claimed)
+    ] + [o.amount for o in new]
+    paying = [r for r in recorded if r.state == BonusPayment.State.PAYING]
+    settle = dt.timedelta(seconds=settings.PROLIFIC_BONUS_SETTLE_SECONDS)
     return BonusPreview(
         rule=rule,
         rows=rows,
@@ -185,5 +197,6 @@ def preview_bonuses(batch: Batch) -> BonusPreview:
         paid=bonus_cost(
             [r.amount for r in recorded if r.state == BonusPayment.State.PAID], prolific_fee_rate=_fee_rate()
         ),
-        unconfirmed=sum(1 for r in recorded if r.state == BonusPayment.State.PAYING),
+        unconfirmed=len(paying),
+        needs_person=sum(1 for r in paying if r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle),
     )

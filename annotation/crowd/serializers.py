@@ -321,6 +321,10 @@ class BonusPreviewSerializer(serializers.Serializer):
     to_pay = BonusCostSerializer()
     paid = BonusCostSerializer()
     unconfirmed = serializers.IntegerField()
+    needs_person = serializers.IntegerField(
+        help_text="Unconfirmed rows past PROLIFIC_BONUS_SETTLE_SECONDS: never paid again automatically; "
+        "check Prolific, then confirm them paid or unpaid (manage.py prolific_bonus --confirm-paid/--confirm-unpaid)."
+    )
 
 
 class BonusPayRequestSerializer(serializers.Serializer):
@@ -333,9 +337,14 @@ class BonusPayRequestSerializer(serializers.Serializer):
 
 
 class BonusPaySerializer(serializers.Serializer):
+    """A bonus pay job's ``result`` (``annotation.pay_bonuses``; with ``batch`` and ``url``)."""
+
     paid_now = serializers.IntegerField()
     amount_paid_now = serializers.CharField()
     confirmed = serializers.IntegerField()
-    retried = serializers.IntegerField()
     unconfirmed = serializers.IntegerField()
+    needs_person = serializers.IntegerField(
+        help_text="Of unconfirmed: past the settle time, Prolific still shows nothing; a person must check "
+        "Prolific, then --confirm-paid or --confirm-unpaid (nothing is ever paid twice automatically)."
+    )
     recorded = serializers.IntegerField()

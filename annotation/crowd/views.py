@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
 from annotation.crowd.selectors import BonusPreview, batch_progress, preview_bonuses
 from annotation.crowd.services import prolific_bonuses
-from annotation.crowd.services.background import start_escalate, start_publish, start_sync
+from annotation.crowd.services.background import start_escalate, start_pay_bonuses, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
 from annotation.crowd.services.publishing import render_hit_html
 from annotation.inhouse.services.handout import is_annotator
@@ -384,17 +384,12 @@ def batch_bonus_rule(request: HttpRequest, name: str) -> HttpResponse:
 @researcher_required
 @require_POST
 def batch_bonus_pay(request: HttpRequest, name: str) -> HttpResponse:
-    """Pay the bonuses owed, exactly once: a second click finds them paid (or the batch busy) and pays nothing."""
+    """Pay the bonuses owed, exactly once, as a background job (its remote calls may take minutes): a
+    second click finds a pay running, or the total changed, or nothing to pay, and pays nothing."""
     batch = get_object_or_404(Batch, name=name)
     try:
-        result = prolific_bonuses.pay_bonuses(batch, expected_total=request.POST.get("expected_total") or None)
+        job = start_pay_bonuses(batch, expected_total=request.POST.get("expected_total") or None)
     except ServiceError as exc:
         messages.error(request, str(exc))
-    else:
-        text = f"Paid {result.paid_now} bonus(es) now (${result.amount_paid_now})."
-        if result.confirmed:
-            text += f" {result.confirmed} earlier payment(s) confirmed on Prolific."
-        if result.unconfirmed:
-            text += f" {result.unconfirmed} payment(s) unconfirmed: never paid again before Prolific shows them."
-        messages.success(request, text)
-    return redirect(f"{reverse('annotation:batch-detail', args=[batch.name])}#bonuses")
+        return redirect(f"{reverse('annotation:batch-detail', args=[batch.name])}#bonuses")
+    return redirect("core:job-detail", pk=job.pk)

@@ -107,6 +107,8 @@ class ProlificSyncResult:
     stopped: bool = False
     #: Participants newly added to the failed-gold block-list group (issue 32).
     gold_failures_blocked: int = 0
+    #: Participants of the batches it excludes or admits, added to its groups at this sync.
+    group_members_added: int = 0
 
 
 def block_participant(worker: Worker, provider: CrowdProvider | None = None) -> None:
@@ -466,9 +468,22 @@ def sync_prolific(
             _reconcile(sub, assignments.get(sub.id), provider, approve_all, result)
             progress.advance()
     result.bonuses_paid, result.bonuses_unconfirmed = pay_bonuses(batch, provider)
-    result.gold_failures_blocked = _record_gold_failures(batch, provider)
     result.places = ensure_places(batch, provider, submissions)
     result.completed = complete_if_done(batch)
+    # Last, and never in the way of the work above: a group call that fails (Prolific down, the
+    # group deleted on Prolific's site) is logged and sent again at the next sync.
+    try:
+        result.gold_failures_blocked = _record_gold_failures(batch, provider)
+    except ProlificError as exc:
+        logger.warning(
+            "batch %s: the failed-gold block-list could not be updated (next sync retries): %s", batch.name, exc
+        )
+    try:
+        result.group_members_added = _refill_groups(batch, provider)
+    except ProlificError as exc:
+        logger.warning(
+            "batch %s: its participant groups could not be refilled (next sync retries): %s", batch.name, exc
+        )
     return result
 
 
@@ -613,6 +628,13 @@ def _record_gold_failures(batch: Batch, provider: CrowdProvider) -> int:
     from annotation.crowd.services.prolific_groups import record_gold_failures
 
     return record_gold_failures(batch, provider)
+
+
+def _refill_groups(batch: Batch, provider: CrowdProvider) -> int:
+    """The batch's allow- and block-lists gain the participants its named batches took since publication."""
+    from annotation.crowd.services.prolific_groups import refill_groups
+
+    return refill_groups(batch, provider)
 
 
 def _clean_up_groups(batch: Batch, provider: CrowdProvider) -> None:

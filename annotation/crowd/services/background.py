@@ -1,11 +1,12 @@
-"""Publishing, syncing, escalating and pre-labelling as background jobs, followed through a ``core.models.Job``.
+"""Publishing, syncing, escalating, paying bonuses and pre-labelling as background jobs, followed through a ``core.models.Job``.
 
 Each job is declared once here (:func:`core.jobs.background_job`): its kind, its Celery
 task's name and its work; ``start_*`` check the batch and start it. The Job is sent only
 once the caller's transaction has committed (so the worker sees the batch and the job), and
 runs in this process when no broker is configured (``core.jobs.in_process``). Publishing,
 syncing and escalating record every provider call before making it, so a redelivery after
-a crash finishes the work instead of repeating it. Pre-labelling is a job because a chat
+a crash finishes the work instead of repeating it; paying bonuses records its intent before
+each call and settles lost answers from Prolific's state (never paying twice). Pre-labelling is a job because a chat
 model may take minutes; a redelivery reruns it, which costs nothing: the chat model's
 answers are cached and the labels of the same labeller are replaced, not added.
 """
@@ -13,11 +14,13 @@ answers are cached and the labels of the same labeller are replaced, not added.
 from __future__ import annotations
 
 from dataclasses import asdict
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 
+from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.publishing import check_publishable, publish_batch
 from annotation.crowd.services.sync import sync_batch
 from annotation.machine.services.prelabels import PRELABEL_JOB_KIND, prelabel_batch, refuse_running_prelabel
@@ -65,6 +68,35 @@ def escalate_job(
     job.result = {"batch": batch.name, "extra_assignments": added, "url": _batch_url(batch)}
     job.message = f"Added {added} assignment(s)"
     return added
+
+
+#: The kind of a bonus pay's Job (one queued or running per batch at a time).
+PAY_BONUSES_JOB_KIND = "annotation.pay_bonuses"
+
+
+# A refusal (nothing to pay, the total moved, Prolific refused before paying, the batch busy)
+# fails the Job with its message; a redelivery after a crash is safe (the pay's protocol).
+@background_job(PAY_BONUSES_JOB_KIND, task="annotation.tasks.pay_bonuses_task", failures=(ServiceError,))
+def pay_bonuses_job(job: Job, batch_id: int, expected_total: str | None = None) -> dict:
+    batch = Batch.objects.get(pk=batch_id)
+    result = prolific_bonuses.pay_bonuses(batch, expected_total=expected_total)
+    job.result = {
+        "batch": batch.name,
+        **asdict(result),
+        "amount_paid_now": str(result.amount_paid_now),
+        "url": f"{_batch_url(batch)}#bonuses",
+    }
+    job.message = f"Paid {result.paid_now} bonus(es) now (${result.amount_paid_now})"
+    if result.confirmed:
+        job.message += f"; {result.confirmed} earlier payment(s) confirmed on Prolific"
+    if result.unconfirmed:
+        job.message += f"; {result.unconfirmed} unconfirmed: never paid again before Prolific shows them"
+    if result.needs_person:
+        job.message += (
+            f"; {result.needs_person} still not shown on Prolific after the settle time: needs a person: "
+            "check Prolific, then --confirm-paid or --confirm-unpaid"
+        )
+    return job.result
 
 
 def _machine_url(batch: Batch) -> str:
@@ -130,6 +162,39 @@ def start_escalate(
 ) -> Job:
     _require_status(batch, Batch.Status.PUBLISHED, Batch.Status.COMPLETED)
     return escalate_job.start(f"Escalate {batch.name}", batch.pk, max_assignments, confirmed_hits, until)
+
+
+def start_pay_bonuses(batch: Batch, *, expected_total: str | None = None) -> Job:
+    """Pay the batch's bonuses in the background (its remote calls may take minutes: never in a request).
+
+    Refused at once (a message on the page, 400/409 in the API) when the batch is not a published
+    Prolific batch, a pay of it is queued or running, or the total to pay already differs from the
+    previewed ``expected_total`` (the job compares it again after settling unconfirmed payments).
+    """
+    from annotation.crowd.selectors import check_prolific, preview_bonuses
+
+    check_prolific(batch)
+    if not batch.hit_type_id:
+        raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
+    if expected_total is not None:
+        now = preview_bonuses(batch).to_pay.total
+        try:
+            same = Decimal(str(expected_total)) == now
+        except ArithmeticError:
+            raise ServiceError(f"expected_total {expected_total!r} is not an amount of dollars") from None
+        if not same:
+            raise StateError(
+                f"the total to pay is now ${now}, not the ${expected_total} previewed: check the preview again"
+            )
+        expected_total = str(expected_total)
+    with transaction.atomic():  # one pay job per batch at a time (decided under the batch's row lock)
+        list(Batch.objects.select_for_update().filter(pk=batch.pk).values_list("pk"))
+        live = Job.objects.filter(
+            kind=PAY_BONUSES_JOB_KIND, status__in=[Job.Status.PENDING, Job.Status.RUNNING], arguments__0=batch.pk
+        ).first()
+        if live is not None:
+            raise StateError(f"bonuses of batch {batch.name!r} are being paid already (job {live.pk})")
+        return pay_bonuses_job.start(f"Pay bonuses of {batch.name}", batch.pk, expected_total)
 
 
 def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, train: str | None = None) -> Job:

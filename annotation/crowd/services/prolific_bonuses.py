@@ -21,10 +21,11 @@ Idempotence protocol (a lost answer, a retry, two clicks or a worker restart nev
    the bonuses paid on each participant's submission (``bonus_payments``, in cents). A bulk
    bonus is paid as a whole, so one of its participants showing their bonus (or one of its
    rows already ``paid``) means the bulk was paid: every row of it becomes ``paid``. Prolific pays asynchronously ("in the
-   following minutes"), so a bulk nobody's submission shows yet stays ``paying``
-   (unconfirmed) and is never paid again until ``PROLIFIC_BONUS_SETTLE_SECONDS`` (default
-   3600) have passed since the pay call: then Prolific's state says it was not paid, the
-   rows go back to ``set_up`` and the same bulk is paid once more (step 5);
+   following minutes", later at times, and ``bonus_payments`` may be shown in another unit), so
+   a bulk nobody's submission shows stays ``paying`` (unconfirmed) and is **never paid again
+   automatically**: once ``PROLIFIC_BONUS_SETTLE_SECONDS`` (default 3600) have passed since its
+   pay call it is reported as needing a person (``needs_person``: check Prolific's site, then
+   :func:`confirm_bonuses`);
 3. the intent: a ``BonusPayment`` row per batch × participant (unique) with its amount is
    committed before any call (``owed``);
 4. ``owed`` rows are set up in bulk bonuses (up to 200 participants each); each id is saved with them (``set_up``) when
@@ -36,8 +37,10 @@ Idempotence protocol (a lost answer, a retry, two clicks or a worker restart nev
    429 past the retries) puts them back to ``set_up``; a lost answer or a 5xx (it may have
    paid) leaves them ``paying``, for step 2 of a later pay to settle from Prolific's state.
 
-A person may also settle unconfirmed rows after checking Prolific's site
-(:func:`confirm_bonuses`: paid, or not paid and to be paid again).
+A person settles unconfirmed rows after checking Prolific's site (:func:`confirm_bonuses`,
+under the batch's lease): paid, or not paid -- refused before ``PROLIFIC_BONUS_SETTLE_SECONDS``
+have passed since the pay call, and Prolific is read once more first (a bulk it shows is
+marked paid instead). Confirming "not paid" is the only way a bulk is ever paid a second time.
 """
 
 from __future__ import annotations
@@ -69,10 +72,11 @@ State = BonusPayment.State
 
 
 def settle_seconds() -> int:
-    """How long after a pay call Prolific's silence means the bulk was not paid (it pays asynchronously)."""
+    """The earliest (seconds after its pay call) a person may confirm an unseen bulk unpaid (Prolific pays asynchronously)."""
     return settings.PROLIFIC_BONUS_SETTLE_SECONDS
 
 
+@one_per_batch("Setting the bonus rule")
 @transaction.atomic
 def set_bonus_rule(batch: Batch, kind: str, amount: Decimal | str) -> BonusRule:
     """Set (or change) the batch's bonus rule; refused once a bonus under it has been recorded."""
@@ -97,8 +101,9 @@ class PayResult:
     amount_paid_now: Decimal = Decimal("0.00")
     #: Rows an earlier lost answer left unsettled, now found paid on Prolific.
     confirmed: int = 0
-    #: Rows an earlier lost answer left unsettled that Prolific showed unpaid after the settle time (paid again now).
-    retried: int = 0
+    #: Of ``unconfirmed``: rows past the settle time that Prolific still does not show. Never paid
+    #: again automatically: a person checks Prolific, then confirms them paid or unpaid.
+    needs_person: int = 0
     #: Rows still unconfirmed: paid, perhaps; Prolific does not show it yet.
     unconfirmed: int = 0
     recorded: int = 0
@@ -127,18 +132,17 @@ def reconcile(batch: Batch, provider: CrowdProvider, result: PayResult) -> None:
                 .exclude(state=State.PAID)
                 .update(state=State.PAID, paid_at=timezone.now())
             )
-        elif all(r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle for r in paying):
-            logger.warning(
-                "batch %s: bulk bonus %s shows on no submission %s after its pay call: paying it again",
-                batch.name,
-                bulk_id,
-                settle,
-            )
-            result.retried += BonusPayment.objects.filter(pk__in=[r.pk for r in paying], state=State.PAYING).update(
-                state=State.SET_UP, pay_attempted=None
-            )
         else:
             result.unconfirmed += len(open_rows)
+            if all(r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle for r in paying):
+                logger.warning(
+                    "batch %s: bulk bonus %s shows on no submission %s after its pay call: "
+                    "needs a person (check Prolific, then --confirm-paid or --confirm-unpaid)",
+                    batch.name,
+                    bulk_id,
+                    settle,
+                )
+                result.needs_person += len(open_rows)
 
 
 def _record(batch: Batch, rule: BonusRule | None) -> int:
@@ -198,7 +202,22 @@ def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> Non
         except ProlificError:
             BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(state=State.SET_UP, pay_attempted=None)
             raise  # refused before anything was done: the rows can be paid later
-        BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(state=State.PAID, paid_at=timezone.now())
+        updated = BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(
+            state=State.PAID, paid_at=timezone.now()
+        )
+        if updated != len(keys):
+            # Someone changed these rows during the call (they hold the lease, so this is not
+            # expected): Prolific paid the bulk whole, say so loudly.
+            logger.warning(
+                "batch %s: bulk bonus %s paid, but %d of its %d rows were no longer 'paying' at the answer",
+                batch.name,
+                bulk_id,
+                len(keys) - updated,
+                len(keys),
+            )
+            BonusPayment.objects.filter(pk__in=keys).exclude(state=State.PAID).update(
+                state=State.PAID, paid_at=timezone.now()
+            )
         result.paid_now += len(keys)
         result.amount_paid_now += sum((r.amount for r in rows), Decimal("0.00"))
 
@@ -213,6 +232,12 @@ def pay_bonuses(
     when paying now would send another total (work approved since the preview, say).
     """
     check_prolific(batch)
+    if not batch.hit_type_id:
+        raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
+    rule = bonus_rule(batch)
+    provider = provider or get_provider(Provider.PROLIFIC)
+    result = PayResult()
+    reconcile(batch, provider, result)  # first: what is paid now depends on it
     if expected_total is not None:
         now = preview_bonuses(batch).to_pay.total
         try:
@@ -223,12 +248,6 @@ def pay_bonuses(
             raise StateError(
                 f"the total to pay is now ${now}, not the ${expected_total} previewed: check the preview again"
             )
-    if not batch.hit_type_id:
-        raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
-    rule = bonus_rule(batch)
-    provider = provider or get_provider(Provider.PROLIFIC)
-    result = PayResult()
-    reconcile(batch, provider, result)
     if rule is None and not batch.bonus_payments.exclude(state=State.PAID).exists():
         raise ServiceError(f"batch {batch.name!r} has no bonus rule; set one first")
     result.recorded = _record(batch, rule)
@@ -237,10 +256,54 @@ def pay_bonuses(
     return result
 
 
-@transaction.atomic
-def confirm_bonuses(batch: Batch, *, paid: bool) -> int:
-    """After checking on Prolific's site: mark unconfirmed rows paid, or not paid (the next pay pays them)."""
+@dataclass
+class ConfirmResult:
+    #: Rows recorded paid (a person said so, or Prolific now shows the bulk).
+    paid: int = 0
+    #: Rows the next pay pays again (their bulk: a person checked Prolific and it shows nothing).
+    unpaid: int = 0
+
+
+@one_per_batch("Confirming bonuses")
+def confirm_bonuses(batch: Batch, *, paid: bool, provider: CrowdProvider | None = None) -> ConfirmResult:
+    """After checking on Prolific's site: mark unconfirmed (``paying``) rows paid, or not paid (the next pay pays them).
+
+    Held under the batch's lease, so it never runs while a pay is in its call (told the batch is
+    busy). "Not paid" is refused (``StateError``, nothing changed) while any unconfirmed bulk's pay
+    call is more recent than ``PROLIFIC_BONUS_SETTLE_SECONDS`` (Prolific pays asynchronously), and
+    each bulk is read on Prolific once more first: one it shows now is marked paid instead.
+    """
+    check_prolific(batch)
     unconfirmed = batch.bonus_payments.filter(state=State.PAYING)
+    result = ConfirmResult()
     if paid:
-        return unconfirmed.update(state=State.PAID, paid_at=timezone.now())
-    return unconfirmed.update(state=State.SET_UP, pay_attempted=None)
+        result.paid = unconfirmed.update(state=State.PAID, paid_at=timezone.now())
+        return result
+    rows = list(unconfirmed.order_by("pk"))
+    settle = dt.timedelta(seconds=settle_seconds())
+    recent = [r for r in rows if r.pay_attempted is not None and timezone.now() - r.pay_attempted < settle]
+    if recent:
+        earliest = max(r.pay_attempted for r in recent) + settle
+        raise StateError(
+            f"batch {batch.name!r}: {len(recent)} bonus(es) were sent to Prolific less than {settle_seconds()} s ago "
+            f"(PROLIFIC_BONUS_SETTLE_SECONDS) and Prolific pays asynchronously: they cannot be confirmed unpaid "
+            f"before {earliest:%Y-%m-%d %H:%M:%S} UTC; check Prolific's site again then"
+        )
+    provider = provider or get_provider(Provider.PROLIFIC)
+    for bulk_id in sorted({r.bulk_id for r in rows}):
+        bulk = [r for r in rows if r.bulk_id == bulk_id]
+        already = batch.bonus_payments.filter(bulk_id=bulk_id, state=State.PAID).exists()
+        keys = [r.pk for r in bulk]
+        with transaction.atomic():
+            if already or any(_shown_on_prolific(provider, r) for r in bulk):
+                logger.warning(
+                    "batch %s: bulk bonus %s confirmed unpaid, but Prolific shows it paid", batch.name, bulk_id
+                )
+                result.paid += BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(
+                    state=State.PAID, paid_at=timezone.now()
+                )
+            else:
+                result.unpaid += BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(
+                    state=State.SET_UP, pay_attempted=None
+                )
+    return result

@@ -9,7 +9,9 @@ right than the batch's ``gold_pass_fraction``) are added, at sync, to the worksp
 *failed gold checks* group, which every later study blocks unless the batch admits them
 (``admit_gold_failures``). The study's filters name the groups when it is created
 (``participant_group_blocklist`` / ``participant_group_allowlist``,
-:func:`annotation.crowd.providers.prolific.study_groups`); a batch's own groups are deleted
+:func:`annotation.crowd.providers.prolific.study_groups`), and every sync of the batch adds the
+participants its named batches gained since (:func:`refill_groups`: a batch excluded while it
+still runs keeps its later participants out too); a batch's own groups are deleted
 once its study is closed (:func:`clean_up_groups`); the failed-gold group lives on.
 
 Idempotence protocol (Prolific takes no request token):
@@ -25,6 +27,9 @@ Idempotence protocol (Prolific takes no request token):
   simply sent again, and ``added`` is set once Prolific answered.
 - clean-up: ``delete_attempted`` is committed before ``DELETE /participant-groups/{id}/``;
   a group Prolific no longer knows (404) is deleted already.
+- the failed-gold group deleted on Prolific's site: an add answered 404 forgets its id
+  (:func:`forget_group`), makes it again and sends every recorded member again. A sync never
+  stops on this group: it is updated last, and a failure is logged and retried next sync.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.crowd.clients.prolific_api import ProlificUnknownOutcome
+from annotation.crowd.clients.prolific_api import ProlificError, ProlificUnknownOutcome
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.providers.prolific import GOLD_FAILED_GROUP
 from annotation.models import Assignment, Batch, GroupMember, ParticipantGroup, Provider
@@ -142,6 +147,31 @@ def prepare_groups(batch: Batch, provider: CrowdProvider | None = None) -> list[
     return made
 
 
+def refill_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:
+    """Add to the batch's own allow- and block-list groups the participants its named batches have now; returns how many were sent.
+
+    Called at every sync of the batch: a batch it excludes (or admits) that is still running gains
+    participants after publication, and they join the group then (not only those of the publication's
+    snapshot). Only groups already made are refilled (the study names those); no call when nobody is new.
+    """
+    if not Batch.objects.filter(pk=batch.pk, status=Batch.Status.PUBLISHED).exists():
+        return 0  # its study is closed: its groups are, or are about to be, deleted
+    options = batch.provider_options or {}
+    sent = 0
+    for key, role in (
+        ("exclude_batches", ParticipantGroup.Role.EXCLUDE),
+        ("allow_batches", ParticipantGroup.Role.ALLOW),
+    ):
+        names = options.get(key) or []
+        group = ParticipantGroup.objects.filter(batch=batch, role=role, deleted=False).exclude(group_id="").first()
+        if not names or group is None:
+            continue
+        sent += fill_group(
+            _provider(provider), group, _participants_of(names), reason=f"{key}: {', '.join(names)}"[:200]
+        )
+    return sent
+
+
 def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) -> int:
     """Add the batch's participants whose work failed its gold threshold to the failed-gold block-list; returns how many were new.
 
@@ -169,7 +199,24 @@ def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) ->
         return 0
     provider = _provider(provider)
     group = ensure_group(provider, GOLD_FAILED_GROUP, ParticipantGroup.Role.GOLD_FAILED)
+    try:
+        return fill_group(provider, group, failed, reason=f"failed gold in {batch.name}")
+    except ProlificError as exc:
+        if exc.status != 404:
+            raise
+    # Prolific no longer knows the group (deleted on its site): forget its id, make it again and
+    # send every member recorded so far (the new group starts empty).
+    logger.warning("participant group %r (%s) is gone on Prolific: making it again", group.name, group.group_id)
+    forget_group(group)
+    group = ensure_group(provider, GOLD_FAILED_GROUP, ParticipantGroup.Role.GOLD_FAILED)
     return fill_group(provider, group, failed, reason=f"failed gold in {batch.name}")
+
+
+def forget_group(group: ParticipantGroup) -> None:
+    """A group Prolific answers 404 for: marked deleted without an id (``ensure_group`` makes it again), members unsent."""
+    with transaction.atomic():
+        ParticipantGroup.objects.filter(pk=group.pk).update(group_id="", deleted=True, create_attempted=None)
+        group.members.update(added=False)
 
 
 def clean_up_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:

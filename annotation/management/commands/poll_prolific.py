@@ -6,7 +6,7 @@ class Command(ProjectCommand):
     help = (
         "Reconcile the Prolific workspace's webhook subscriptions with the published batches, then re-read "
         "from Prolific each published Prolific batch not re-read for PROLIFIC_POLL_SECONDS (or, while the "
-        "webhooks are confirmed, PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS): events that never arrive are caught. "
+        "webhooks are confirmed and a verified event arrived within it, PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS): events that never arrive are caught. "
         "Safe to run at any time; run it every minute (systemd timer or cron)."
     )
 

@@ -3,6 +3,11 @@ from annotation.crowd.services import prolific_bonuses
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand
 
+NEEDS_PERSON = (
+    "{} bonus(es) still not shown on Prolific after PROLIFIC_BONUS_SETTLE_SECONDS: needs a person: "
+    "check Prolific, then --confirm-paid or --confirm-unpaid (nothing is ever paid twice automatically)"
+)
+
 
 def describe(preview: BonusPreview) -> list[str]:
     """The preview as lines: the rule, one line per participant, the total to pay now with Prolific's fee."""
@@ -20,6 +25,8 @@ def describe(preview: BonusPreview) -> list[str]:
         lines.append(
             f"{preview.unconfirmed} bonus(es) whose pay call lost its answer: --pay first reads Prolific's state"
         )
+    if preview.needs_person:
+        lines.append(NEEDS_PERSON.format(preview.needs_person))
     return lines
 
 
@@ -30,8 +37,9 @@ class Command(ProjectCommand):
         "--preview (the default) shows what each participant gets and the total with Prolific's fee "
         "(PROLIFIC_FEE_RATE); --pay pays what is owed through Prolific's bulk bonus calls, once: a lost "
         "answer, a retry or a second --pay never pays twice (a pay whose answer was lost is settled from "
-        "Prolific's state first). --confirm-paid / --confirm-unpaid settle, after checking on Prolific's "
-        "site, bonuses whose payment Prolific does not show yet."
+        "Prolific's state first); a payment Prolific still does not show after PROLIFIC_BONUS_SETTLE_SECONDS "
+        "is never paid again automatically: --confirm-paid / --confirm-unpaid settle it after a person checks "
+        "Prolific's site (--confirm-unpaid only after the settle time, and Prolific is read once more first)."
     )
 
     def add_arguments(self, parser):
@@ -42,7 +50,9 @@ class Command(ProjectCommand):
         what.add_argument("--pay", action="store_true", help="pay the bonuses owed, exactly once")
         what.add_argument("--confirm-paid", action="store_true", help="Prolific shows the unconfirmed ones paid")
         what.add_argument(
-            "--confirm-unpaid", action="store_true", help="Prolific shows them unpaid: the next --pay pays them"
+            "--confirm-unpaid",
+            action="store_true",
+            help="Prolific shows them unpaid (after the settle time): the next --pay pays them",
         )
 
     def handle(self, **o):
@@ -68,10 +78,14 @@ class Command(ProjectCommand):
                             "not show them yet): they are never paid again before Prolific's state says so"
                         )
                     )
+                if result.needs_person:
+                    self.stdout.write(self.style.WARNING(NEEDS_PERSON.format(result.needs_person)))
             elif o["confirm_paid"] or o["confirm_unpaid"]:
-                count = prolific_bonuses.confirm_bonuses(batch, paid=o["confirm_paid"])
-                state = "recorded as paid" if o["confirm_paid"] else "to be paid by the next --pay"
-                self.stdout.write(self.style.SUCCESS(f"{count} bonus(es) {state}."))
+                done = prolific_bonuses.confirm_bonuses(batch, paid=o["confirm_paid"])
+                text = f"{done.paid} bonus(es) recorded as paid"
+                if o["confirm_unpaid"]:
+                    text += f" (Prolific shows them paid now); {done.unpaid} to be paid by the next --pay"
+                self.stdout.write(self.style.SUCCESS(text + "."))
             else:
                 for line in describe(preview_bonuses(batch)):
                     self.stdout.write(line)

@@ -17,7 +17,7 @@ from decimal import Decimal
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation import services
@@ -28,6 +28,7 @@ from annotation.crowd.services.sync import sync_batch
 from annotation.models import BonusPayment
 from benchmarks.fakes.prolific import hexid
 from core.errors import ServiceError, StateError
+from core.models import Job
 from tests.annotation.prolific import test_prolific as base
 from tests.annotation.prolific.test_prolific import Participant, _publish
 
@@ -133,17 +134,45 @@ def test_a_payment_prolific_does_not_show_yet_is_never_paid_again(server, provid
     assert server.calls.count("pay_bonuses") == 1 and ledger(server, batch) == OWED
 
 
-def test_a_pay_that_failed_without_paying_is_paid_once_after_the_settle_time(server, provider, batch, settings):
+def test_a_pay_that_failed_without_paying_is_paid_again_only_once_a_person_confirms_it_unpaid(
+    server, provider, batch, settings
+):
     server.faults["pay_bonuses"] = ["error"]  # a 502: Prolific did nothing, but the client cannot know
     assert prolific_bonuses.pay_bonuses(batch, provider).unconfirmed == 3
     assert prolific_bonuses.pay_bonuses(batch, provider).unconfirmed == 3  # within the settle time: wait
     assert server.calls.count("pay_bonuses") == 1 and ledger(server, batch) == {}
+    with pytest.raises(StateError, match="cannot be confirmed unpaid before"):  # too early: refused, nothing changed
+        prolific_bonuses.confirm_bonuses(batch, paid=False, provider=provider)
+    assert set(BonusPayment.objects.values_list("state", flat=True)) == {"paying"}
 
-    settings.PROLIFIC_BONUS_SETTLE_SECONDS = 0  # Prolific's silence now says "not paid"
+    settings.PROLIFIC_BONUS_SETTLE_SECONDS = 0  # past the settle time: still never paid again automatically
+    for _ in range(2):
+        result = prolific_bonuses.pay_bonuses(batch, provider)
+        assert (result.paid_now, result.unconfirmed, result.needs_person) == (0, 3, 3)
+    assert server.calls.count("pay_bonuses") == 1 and ledger(server, batch) == {}
+    assert preview_bonuses(batch).needs_person == 3
+
+    # A person checked Prolific's site: not paid. Only now is the same bulk paid again, once.
+    assert prolific_bonuses.confirm_bonuses(batch, paid=False, provider=provider).unpaid == 3
     result = prolific_bonuses.pay_bonuses(batch, provider)
-    assert (result.retried, result.paid_now, result.amount_paid_now) == (3, 3, Decimal("0.50"))
+    assert (result.paid_now, result.amount_paid_now, result.needs_person) == (3, Decimal("0.50"), 0)
     assert ledger(server, batch) == OWED
     assert server.calls.count("set_up_bonuses") == 1  # the same bulk, paid once now
+    assert prolific_bonuses.pay_bonuses(batch, provider).paid_now == 0 and ledger(server, batch) == OWED
+
+
+def test_a_payment_later_than_the_settle_time_is_never_paid_twice(server, provider, batch, settings):
+    server.pay_delay = 7200  # Prolific shows the bonus two hours later (or in another unit: the same)
+    server.faults["pay_bonuses"] = ["lose_response"]  # paid; the answer lost
+    prolific_bonuses.pay_bonuses(batch, provider)
+    settings.PROLIFIC_BONUS_SETTLE_SECONDS = 0
+    assert prolific_bonuses.pay_bonuses(batch, provider).needs_person == 3
+    assert server.calls.count("pay_bonuses") == 1 and ledger(server, batch) == OWED  # no second pay
+    server.pay_delay = 0  # a person checks, then confirms unpaid: Prolific is read again first and shows it
+    done = prolific_bonuses.confirm_bonuses(batch, paid=False, provider=provider)
+    assert (done.paid, done.unpaid) == (3, 0)
+    prolific_bonuses.pay_bonuses(batch, provider)
+    assert server.calls.count("pay_bonuses") == 1 and ledger(server, batch) == OWED
 
 
 def test_throttling_and_refusals_pay_nothing_twice(server, provider, batch):
@@ -179,6 +208,9 @@ def test_a_worker_restarting_between_two_steps_never_pays_twice(server, provider
     assert prolific_bonuses.pay_bonuses(second, provider).unconfirmed == 1  # not paid blindly
     assert ledger(server, second) == {}
     settings.PROLIFIC_BONUS_SETTLE_SECONDS = 0
+    assert prolific_bonuses.pay_bonuses(second, provider).needs_person == 1  # nor after the settle time
+    assert ledger(server, second) == {}
+    assert prolific_bonuses.confirm_bonuses(second, paid=False, provider=provider).unpaid == 1  # a person checked
     assert prolific_bonuses.pay_bonuses(second, provider).paid_now == 1
     assert ledger(server, second) == {hexid("PID9"): Decimal("0.40")}
 
@@ -217,6 +249,59 @@ def test_pays_arriving_while_a_pay_is_in_prolifics_pay_call_pay_nothing(server, 
     assert ledger(server, batch) == OWED and server.calls.count("pay_bonuses") == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_confirming_unpaid_while_a_pay_is_in_its_call_is_refused(server, provider, batch, settings):
+    """Confirming runs under the batch's lease: during a pay's call it is told the batch is busy and
+    changes nothing (it used to move the "paying" rows back, and the next pay paid the bulk twice)."""
+    from django.db import connection
+
+    settings.PROLIFIC_BONUS_SETTLE_SECONDS = 0  # even past the settle time
+    outcomes: list[object] = []
+    pay_call = provider.client.pay_bonuses
+
+    def confirm():
+        for attempt in (
+            lambda: prolific_bonuses.confirm_bonuses(batch, paid=False, provider=provider),
+            lambda: prolific_bonuses.set_bonus_rule(batch, "flat", "0.30"),  # the rule under the lease too
+        ):
+            try:
+                outcomes.append(attempt())
+            except StateError as exc:
+                outcomes.append(exc)
+        connection.close()
+
+    def paying(bulk_id):
+        thread = threading.Thread(target=confirm)
+        thread.start()
+        thread.join(30)
+        pay_call(bulk_id)
+
+    provider.client.pay_bonuses = paying
+    assert prolific_bonuses.pay_bonuses(batch, provider).paid_now == 3
+    for busy in outcomes:  # both told the batch is busy, nothing changed
+        assert isinstance(busy, StateError) and "Paying bonuses of batch 'bon' is already under way" in str(busy)
+    assert len(outcomes) == 2 and preview_bonuses(batch).rule.kind == "per_gold"
+    provider.client.pay_bonuses = pay_call
+    prolific_bonuses.pay_bonuses(batch, provider)
+    assert set(BonusPayment.objects.values_list("state", flat=True)) == {"paid"}
+    assert ledger(server, batch) == OWED and server.calls.count("pay_bonuses") == 1
+
+
+def test_the_previewed_total_is_compared_after_settling_and_counts_only_what_a_pay_sends(server, provider, batch):
+    prolific_bonuses._record(batch, prolific_bonuses.bonus_rule(batch))
+    prolific_bonuses._set_up(batch, provider)
+    other = BonusPayment.objects.filter(batch=batch).order_by("pk").first()
+    # Another pay claimed part of the bulk: a pay sends nothing of it, and the preview says so.
+    BonusPayment.objects.filter(pk=other.pk).update(state="paying", pay_attempted=timezone.now())
+    assert preview_bonuses(batch).to_pay.total == Decimal("0.00")
+    provider.client.pay_bonuses(other.bulk_id)  # that pay reaches Prolific
+    # Settled first (Prolific shows the bulk paid): nothing is left to pay, so $0.00 is the total now.
+    with pytest.raises(StateError, match=r"now \$0.00, not the \$0.67"):
+        prolific_bonuses.pay_bonuses(batch, provider, expected_total="0.67")
+    assert prolific_bonuses.pay_bonuses(batch, provider, expected_total="0.00").paid_now == 0
+    assert ledger(server, batch) == OWED and server.calls.count("pay_bonuses") == 1
+
+
 def test_a_bulk_partly_claimed_by_another_pay_is_never_paid_from_here(server, provider, batch, settings):
     prolific_bonuses._record(batch, prolific_bonuses.bonus_rule(batch))
     prolific_bonuses._set_up(batch, provider)
@@ -249,7 +334,9 @@ def test_the_dashboard_counts_bonuses_with_prolifics_fee(server, provider, batch
     assert spent(batch, 3) - before == Decimal("0.67")
 
 
-def test_the_batch_page_previews_and_pays_once_whatever_the_clicks(server, provider, batch, admin_client, client):
+def test_the_batch_page_previews_and_pays_once_whatever_the_clicks(
+    server, provider, batch, admin_client, client, django_capture_on_commit_callbacks
+):
     page = admin_client.get(f"/annotation/batches/{batch.name}/")
     html = page.content.decode()
     assert 'id="bonus-total"' in html and "<strong>$0.67</strong>" in html
@@ -260,9 +347,16 @@ def test_the_batch_page_previews_and_pays_once_whatever_the_clicks(server, provi
 
     stale = admin_client.post(pay, {"expected_total": "0.40"}, follow=True)
     assert "not the $0.40 previewed" in stale.content.decode() and ledger(server, batch) == {}
-    for _ in range(2):  # a double click
-        admin_client.post(pay, {"expected_total": "0.67"})
+    # The pay runs as a background job (its remote calls may take minutes): the click goes to its page.
+    with django_capture_on_commit_callbacks(execute=True):
+        first = admin_client.post(pay, {"expected_total": "0.67"})
+    job = Job.objects.get(kind="annotation.pay_bonuses")
+    assert first.status_code == 302 and first["Location"] == f"/jobs/{job.pk}/"
+    assert job.status == "done" and job.result["paid_now"] == 3 and job.result["amount_paid_now"] == "0.50"
+    again = admin_client.post(pay, {"expected_total": "0.67"}, follow=True)  # a double click: nothing to pay
+    assert "now $0.00, not the $0.67 previewed" in again.content.decode()
     assert ledger(server, batch) == OWED and server.calls.count("pay_bonuses") == 1
+    assert Job.objects.filter(kind="annotation.pay_bonuses").count() == 1
     after = admin_client.get(f"/annotation/batches/{batch.name}/").content.decode()
     assert "paid already: $0.67 with fees" in after and 'id="bonus-pay"' not in after
 
@@ -272,7 +366,9 @@ def test_the_batch_page_previews_and_pays_once_whatever_the_clicks(server, provi
     assert "can no longer change" in rule.content.decode()
 
 
-def test_the_api_previews_sets_and_pays_with_json_errors(server, provider, batch, admin_client, query_set):
+def test_the_api_previews_sets_and_pays_with_json_errors(
+    server, provider, batch, admin_client, query_set, django_capture_on_commit_callbacks
+):
     url = f"/api/annotation/batches/{batch.name}/bonuses/"
     preview = admin_client.get(url).json()
     assert preview["to_pay"] == {
@@ -287,10 +383,19 @@ def test_the_api_previews_sets_and_pays_with_json_errors(server, provider, batch
     assert bad.status_code == 400 and "amount" in bad.json()
     moved = admin_client.post(f"{url}pay/", {"expected_total": "9.99"}, content_type="application/json")
     assert moved.status_code == 409 and "previewed" in moved.json()["detail"]
-    done = admin_client.post(f"{url}pay/", {"expected_total": "0.67"}, content_type="application/json")
-    assert done.status_code == 200 and done.json()["paid_now"] == 3
-    assert admin_client.post(f"{url}pay/").json()["paid_now"] == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        started = admin_client.post(f"{url}pay/", {"expected_total": "0.67"}, content_type="application/json")
+    assert started.status_code == 202 and started.json()["kind"] == "annotation.pay_bonuses"
+    done = admin_client.get(started["Location"]).json()
+    assert done["status"] == "done" and done["result"]["paid_now"] == 3
+    with django_capture_on_commit_callbacks(execute=True):
+        repeat = admin_client.post(f"{url}pay/")
+    assert repeat.status_code == 202 and admin_client.get(repeat["Location"]).json()["result"]["paid_now"] == 0
     assert ledger(server, batch) == OWED
+    # A pay of this batch queued or running: a second is refused at once (409), nothing queued.
+    Job.objects.filter(pk=started.json()["id"]).update(status="running")
+    busy = admin_client.post(f"{url}pay/")
+    assert busy.status_code == 409 and "being paid already" in busy.json()["detail"]
     assert admin_client.get("/api/annotation/batches/nope/bonuses/").status_code == 404
     local = services.create_batch("loc", services.BatchSettings(), query_set=query_set)
     refused = admin_client.post(f"/api/annotation/batches/{local.name}/bonuses/pay/")
@@ -306,6 +411,8 @@ def test_the_command_previews_and_pays(server, batch, settings):
     server.faults["pay_bonuses"] = ["lose_response"]
     call_command("prolific_bonus", batch.name, "--pay", stdout=out)
     assert "3 bonus(es) may have been paid" in out.getvalue()
+    with pytest.raises(CommandError, match=r"cannot be confirmed unpaid before .* UTC"):  # too early
+        call_command("prolific_bonus", batch.name, "--confirm-unpaid", stdout=out)
     call_command("prolific_bonus", batch.name, "--pay", stdout=out)
     assert "3 earlier payment(s) confirmed on Prolific" in out.getvalue()
     assert ledger(server, batch) == OWED

@@ -21,7 +21,9 @@ def test_a_double_click_on_pay_pays_each_participant_once(server, provider, batc
     assert page.locator("#bonus-preview tbody tr").count() == 3
     with page.expect_navigation():
         page.get_by_role("button", name="Pay $0.67").dblclick()
-    page.wait_for_load_state()
+    page.wait_for_load_state()  # the pay's job page (it runs in the background)
+    assert "Pay bonuses of bon" in page.content()
+    page.goto(f"/annotation/batches/{batch.name}/#bonuses")
     assert bonus.ledger(server, batch) == bonus.OWED
     assert server.calls.count("pay_bonuses") == 1
     assert "paid already: $0.67 with fees" in page.locator("#bonus-total").inner_text()

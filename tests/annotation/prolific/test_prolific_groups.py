@@ -216,3 +216,45 @@ def test_without_a_workspace_a_gold_failure_is_logged_and_the_sync_goes_on(
     found = sync_batch(first, provider).prolific
     assert (found.approved, found.rejected, found.gold_failures_blocked) == (1, 1, 0)
     assert not _live(server, GOLD_FAILED_GROUP) and "join no block-list group" in caplog.text
+
+
+def test_a_failed_group_call_never_stalls_the_sync_and_a_deleted_group_is_made_again(
+    server, provider, query_set, client_class, caplog
+):
+    first = _first_wave(server, provider, query_set, client_class)
+    sync_batch(first, provider)
+    [gold] = _live(server, GOLD_FAILED_GROUP)
+    # A new gold failure, and Prolific refuses every group add: the sync still does its other work.
+    late = Participant(server, first.hit_type_id, hexid("PID4"), client_class)
+    late.answer(override={"g1": "f"})
+    late.complete()
+    server.standing["add_participants"] = "status:403"
+    found = sync_batch(first, provider).prolific
+    assert (found.rejected, found.gold_failures_blocked) == (1, 0)  # PID4 reviewed; the group not updated
+    assert "failed-gold block-list could not be updated" in caplog.text
+    del server.standing["add_participants"]
+
+    # The researcher deleted the group on Prolific's site: its stored id answers 404.
+    server.groups[gold["id"]]["is_deleted"] = True
+    found = sync_batch(first, provider).prolific
+    assert found.gold_failures_blocked == 2  # made again, with every member recorded so far
+    [again] = _live(server, GOLD_FAILED_GROUP)
+    assert again["id"] != gold["id"] and again["participants"] == {hexid("PID2"), hexid("PID4")}
+    assert ParticipantGroup.objects.get(name=GOLD_FAILED_GROUP).group_id == again["id"]
+    adds = server.calls.count("add_participants")
+    sync_batch(first, provider)  # nothing new: no call
+    assert server.calls.count("add_participants") == adds
+
+
+def test_each_sync_adds_the_later_participants_of_an_excluded_batch(server, provider, query_set, client_class):
+    first = _first_wave(server, provider, query_set, client_class)
+    second = _publish(make_prolific_batch(query_set, "wave2", bonus="0", exclude_batches=["wave1"]), provider)
+    [group] = _live(server, "took part before wave2")
+    assert group["participants"] == {hexid("PID1"), hexid("PID2"), hexid("PID3")}  # at publication
+    # wave1 still runs: a participant arrives there after wave2 was published.
+    assert Participant(server, first.hit_type_id, hexid("PID4"), client_class).arrival.status_code == 302
+    assert sync_batch(second, provider).prolific.group_members_added == 1
+    assert group["participants"] == {hexid(f"PID{i}") for i in range(1, 5)}
+    adds = server.calls.count("add_participants")
+    assert sync_batch(second, provider).prolific.group_members_added == 0  # nobody new: no call
+    assert server.calls.count("add_participants") == adds and server.calls.count("create_group") == 1

@@ -339,7 +339,7 @@ def test_the_endpoint_answers_json_4xx_to_anything_it_refuses(hooked, provider, 
     # A genuine event about a session this site never saw: recorded, nothing to re-read.
     body, headers = signed(secret, payload, event_id="e-unknown")
     status, _, answer = post(url, body, headers)
-    assert (status, answer["outcome"], answer["batch"], answer["job"]) == (202, "ignored", None, None)
+    assert (status, answer["outcome"], answer["batch"], answer["job"]) == (200, "ignored", None, None)
     assert resyncs() == 0
 
 
@@ -366,3 +366,37 @@ def test_no_subscription_is_asked_for_an_address_prolific_cannot_deliver_to(db, 
     settings.SITE_URL = "http://localhost:8000"
     state = reconcile_webhooks()
     assert "https" in state.error and not ProlificSubscription.objects.exists()
+
+
+def test_confirmed_subscriptions_without_verified_events_keep_the_short_polling_interval(
+    hooked, provider, batch, live_server, settings, caplog
+):
+    """Confirmed subscriptions say only that Prolific should deliver: a broken path (a wrong SITE_URL
+    or proxy, the secret replaced elsewhere: every delivery refused 403) must not slow polling down."""
+    from core.services.ratelimit import shared_cache
+
+    with quietly(hooked):
+        _publish(batch, provider)
+    window = settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS
+    assert ProlificSubscription.objects.filter(confirmed=True).count() == 2
+    assert webhooks_active()  # just confirmed: events may not have come yet
+    later = timezone.now() + timezone.timedelta(seconds=window + 1)
+    with quietly(hooked):
+        # Past the window with no verified event since: the short interval.
+        assert not webhooks_active(later)
+        assert poll_prolific(now=later).interval == settings.PROLIFIC_POLL_SECONDS
+    # A verified delivery (re-dated as if it had come within the window then): the long interval again.
+    payload = {"resource_id": hexid("nobody"), "event_type": "submission.status.change", "status": "RETURNED"}
+    body, headers = signed(ProlificHookSecret.objects.get().value, payload, event_id="e-verified")
+    assert post(endpoint(live_server), body, headers)[0] == 200
+    ProlificEvent.objects.update(received=later - timezone.timedelta(seconds=60))
+    with quietly(hooked):
+        assert webhooks_active(later) and poll_prolific(now=later).interval == window
+
+    # The secret replaced elsewhere: every delivery is refused 403, and repeated refusals are logged.
+    shared_cache().clear()
+    payload = {"resource_id": batch.hit_type_id, "event_type": "study.status.change", "status": "ACTIVE"}
+    for i in range(3):
+        body, headers = signed("a-secret-made-elsewhere", payload, event_id=f"e-elsewhere-{i}")
+        assert post(endpoint(live_server), body, headers)[0] == 403
+    assert "3 Prolific webhook deliveries refused for a bad signature" in caplog.text

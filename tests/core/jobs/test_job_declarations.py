@@ -23,6 +23,7 @@ RECORDED = {
     "annotation.publish": "annotation.tasks.publish_batch_task",
     "annotation.sync": "annotation.tasks.sync_batch_task",
     "annotation.escalate": "annotation.tasks.escalate_batch_task",
+    "annotation.pay_bonuses": "annotation.tasks.pay_bonuses_task",
     "annotation.prelabel": "annotation.tasks.prelabel_task",
     "annotation.prolific.resync": "annotation.tasks.prolific_resync_task",
     "pool": "pooling.tasks.build_pool_task",

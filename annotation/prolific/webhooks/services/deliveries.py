@@ -26,8 +26,10 @@ reads them all); a re-read that finds a sync of the batch under way waits for it
 before the change.
 
 **Polling** (:func:`poll_prolific`, ``manage.py poll_prolific`` every minute): each
-published Prolific batch not re-read for ``PROLIFIC_POLL_SECONDS`` (or, while the
-workspace's subscriptions are confirmed, ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``) is
+published Prolific batch not re-read for ``PROLIFIC_POLL_SECONDS`` (or, while webhooks
+are seen to work -- subscriptions confirmed and a verified event received within
+``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``, :func:`~.subscriptions.webhooks_active` --
+``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``) is
 re-read, so an event dropped on the way is caught at the longer interval; it also
 reconciles the subscriptions (:func:`~.subscriptions.reconcile_webhooks`).
 """
@@ -35,6 +37,7 @@ reconciles the subscriptions (:func:`~.subscriptions.reconcile_webhooks`).
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +55,9 @@ from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.services.leases import LeaseHeld
+from core.services.ratelimit import shared_cache
+
+logger = logging.getLogger(__name__)
 
 #: The background job that re-reads a batch after an event (or a poll).
 RESYNC_KIND = "annotation.prolific.resync"
@@ -99,24 +105,56 @@ def batch_of(delivery: Delivery) -> Batch | None:
     return None
 
 
+#: Bad signatures counted per hour; a warning at these counts (then every 100th).
+BAD_SIGNATURE_WARNINGS = (3, 10)
+
+
+def _note_bad_signature() -> None:
+    """Count a delivery refused for its signature; warn when they repeat. One is a forgery; many usually mean
+    the workspace's secret was replaced elsewhere (or a proxy alters bodies): every real delivery is refused,
+    and polling is the only way events arrive (webhooks count as inactive without verified events)."""
+    key = f"prolific.webhooks.bad_signatures:{int(time.time() // 3600)}"
+    cache = shared_cache()
+    if cache.add(key, 1, timeout=3601):
+        count = 1
+    else:
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired in between
+            cache.add(key, 1, timeout=3601)
+            count = 1
+    if count in BAD_SIGNATURE_WARNINGS or count % 100 == 0:
+        logger.warning(
+            "%d Prolific webhook deliveries refused for a bad signature this hour: was the workspace's secret "
+            "replaced elsewhere, or does a proxy alter the body? Polling keeps its short interval meanwhile.",
+            count,
+        )
+
+
 def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
     """Verify a delivery, record it once and schedule the re-read of its batch; :class:`DeliveryRefused` otherwise."""
     secret = _secret()
     if secret is None:
         raise DeliveryRefused(403, "not_set_up", "Prolific webhooks are not set up on this site (no secret)")
-    delivery = read_delivery(
-        headers,
-        body,
-        secret,
-        now=time.time() if now is None else now,
-        max_age=settings.PROLIFIC_WEBHOOK_MAX_AGE_SECONDS,
-    )
+    try:
+        delivery = read_delivery(
+            headers,
+            body,
+            secret,
+            now=time.time() if now is None else now,
+            max_age=settings.PROLIFIC_WEBHOOK_MAX_AGE_SECONDS,
+        )
+    except DeliveryRefused as exc:
+        if exc.code == "bad_signature":
+            _note_bad_signature()
+        raise
     if ProlificEvent.objects.filter(event_id=delivery.event_id).exists():
         return Receipt(200, "duplicate", delivery.event_id)
     batch = batch_of(delivery)
     if batch is not None and batch.status == Batch.Status.DRAFT:
         batch = None
-    receipt = Receipt(202, "ignored", delivery.event_id, batch.name if batch else None)
+    # 200 "ignored" (recorded, nothing to re-read) unless a re-read is scheduled or joined (202).
+    receipt = Receipt(200, "ignored", delivery.event_id, batch.name if batch else None)
     try:
         with transaction.atomic():
             event = ProlificEvent.objects.create(
@@ -131,6 +169,7 @@ def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
                 job, joined = schedule_resync(batch)
                 ProlificEvent.objects.filter(pk=event.pk).update(job_id=job.pk)
                 receipt.job, receipt.outcome = job.pk, "joined" if joined else "scheduled"
+                receipt.status = 202
     except IntegrityError:
         if ProlificEvent.objects.filter(event_id=delivery.event_id).exists():
             return Receipt(200, "duplicate", delivery.event_id)
@@ -194,7 +233,7 @@ class PollResult:
 def poll_prolific(*, now: dt.datetime | None = None) -> PollResult:
     """Reconcile the subscriptions, then re-read each published Prolific batch not re-read within the interval."""
     state = reconcile_webhooks()
-    active = webhooks_active()
+    active = webhooks_active(now)
     interval = settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS if active else settings.PROLIFIC_POLL_SECONDS
     since = (now or timezone.now()) - dt.timedelta(seconds=interval)
     result = PollResult(interval=interval, webhooks_active=active, webhooks=state)

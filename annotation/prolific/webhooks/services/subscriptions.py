@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from annotation.crowd.clients.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.crowd.providers import get_provider
-from annotation.models import Batch, ProlificHookSecret, ProlificSubscription, Provider
+from annotation.models import Batch, ProlificEvent, ProlificHookSecret, ProlificSubscription, Provider
 from annotation.prolific.signatures import EVENT_TYPES
 from core.errors import ServiceError
 from core.services.leases import LeaseHeld, exclusive
@@ -69,15 +69,30 @@ def webhooks_needed() -> bool:
     )
 
 
-def webhooks_active() -> bool:
-    """Whether the workspace's subscriptions to every event type are confirmed (polling may then slow down)."""
+def webhooks_active(now: dt.datetime | None = None) -> bool:
+    """Whether webhooks are seen to work, so polling may slow down (``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``).
+
+    Confirmed subscriptions to every event type say only that Prolific *should* deliver: a wrong
+    ``SITE_URL`` or proxy, or the secret replaced elsewhere (every delivery then refused 403),
+    breaks delivery without changing them. So webhooks count as active only while a verified
+    event arrived within ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS`` (or the subscriptions were
+    confirmed less than that long ago, before any event could come): otherwise polling keeps
+    its short interval.
+    """
     workspace = settings.PROLIFIC_WORKSPACE_ID
     if not (settings.PROLIFIC_WEBHOOKS and workspace):
         return False
-    confirmed = ProlificSubscription.objects.filter(
-        workspace_id=workspace, confirmed=True, target_url=endpoint_url()
-    ).values_list("event_type", flat=True)
-    return set(confirmed) >= set(EVENT_TYPES)
+    confirmed = list(
+        ProlificSubscription.objects.filter(
+            workspace_id=workspace, confirmed=True, target_url=endpoint_url()
+        ).values_list("event_type", "updated")
+    )
+    if not {event for event, _ in confirmed} >= set(EVENT_TYPES):
+        return False
+    since = (now or timezone.now()) - dt.timedelta(seconds=settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS)
+    if max(updated for _, updated in confirmed) >= since:
+        return True
+    return ProlificEvent.objects.filter(received__gte=since).exists()
 
 
 def reconcile_webhooks(client: Prolific | None = None) -> WebhookState | None:
@@ -94,6 +109,7 @@ def reconcile_webhooks(client: Prolific | None = None) -> WebhookState | None:
     try:
         with exclusive(f"prolific.webhooks:{workspace}", "Prolific webhooks of the workspace", LEASE):
             client = client or get_provider(Provider.PROLIFIC).client
+            state.needed = webhooks_needed()  # decided under the lease: a batch published meanwhile counts
             if state.needed:
                 _subscribe(client, workspace, state)
             else:
@@ -151,7 +167,9 @@ def _subscribe(client: Prolific, workspace: str, state: WebhookState) -> None:
         if found:
             keep = next((s for s in found if s["id"] == row.remote_id), found[0])
             _delete_remote(client, [s for s in found if s is not keep], state)  # never two
-            ProlificSubscription.objects.filter(pk=row.pk).update(remote_id=keep["id"], hook_secret="", confirmed=True)
+            ProlificSubscription.objects.filter(pk=row.pk).update(
+                remote_id=keep["id"], hook_secret="", confirmed=True, updated=timezone.now()
+            )
             state.subscribed.append(event_type)
             continue
         if row.remote_id and row.hook_secret:  # created, its confirmation not made (or lost)
@@ -161,7 +179,9 @@ def _subscribe(client: Prolific, workspace: str, state: WebhookState) -> None:
                 if exc.upstream:
                     raise
             else:
-                ProlificSubscription.objects.filter(pk=row.pk).update(hook_secret="", confirmed=True)
+                ProlificSubscription.objects.filter(pk=row.pk).update(
+                    hook_secret="", confirmed=True, updated=timezone.now()
+                )
                 state.subscribed.append(event_type)
                 continue
         if disabled is None:
@@ -175,7 +195,7 @@ def _subscribe(client: Prolific, workspace: str, state: WebhookState) -> None:
         ProlificSubscription.objects.filter(pk=row.pk).update(remote_id=created["id"], hook_secret=hook_secret)
         state.created += 1
         client.confirm_hook_subscription(created["id"], hook_secret)
-        ProlificSubscription.objects.filter(pk=row.pk).update(hook_secret="", confirmed=True)
+        ProlificSubscription.objects.filter(pk=row.pk).update(hook_secret="", confirmed=True, updated=timezone.now())
         state.subscribed.append(event_type)
 
 
