@@ -14,7 +14,6 @@ answers are cached and the labels of the same labeller are replaced, not added.
 from __future__ import annotations
 
 from dataclasses import asdict
-from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
@@ -171,21 +170,14 @@ def start_pay_bonuses(batch: Batch, *, expected_total: str | None = None) -> Job
     Prolific batch, a pay of it is queued or running, or the total to pay already differs from the
     previewed ``expected_total`` (the job compares it again after settling unconfirmed payments).
     """
-    from annotation.crowd.selectors import check_prolific, preview_bonuses
+    from annotation.crowd.selectors import check_prolific
+    from annotation.crowd.services.prolific_bonuses import check_expected_total
 
     check_prolific(batch)
     if not batch.hit_type_id:
         raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
+    check_expected_total(batch, expected_total)
     if expected_total is not None:
-        now = preview_bonuses(batch).to_pay.total
-        try:
-            same = Decimal(str(expected_total)) == now
-        except ArithmeticError:
-            raise ServiceError(f"expected_total {expected_total!r} is not an amount of dollars") from None
-        if not same:
-            raise StateError(
-                f"the total to pay is now ${now}, not the ${expected_total} previewed: check the preview again"
-            )
         expected_total = str(expected_total)
     with transaction.atomic():  # one pay job per batch at a time (decided under the batch's row lock)
         list(Batch.objects.select_for_update().filter(pk=batch.pk).values_list("pk"))

@@ -222,6 +222,22 @@ def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> Non
         result.amount_paid_now += sum((r.amount for r in rows), Decimal("0.00"))
 
 
+def check_expected_total(batch: Batch, expected_total) -> None:
+    """Refuse (``StateError``) when paying now would send another total than the ``expected_total``
+    the researcher previewed (None: no check); ``ServiceError`` when it is not an amount."""
+    if expected_total is None:
+        return
+    now = preview_bonuses(batch).to_pay.total
+    try:
+        same = Decimal(str(expected_total)) == now
+    except ArithmeticError:
+        raise ServiceError(f"expected_total {expected_total!r} is not an amount of dollars") from None
+    if not same:
+        raise StateError(
+            f"the total to pay is now ${now}, not the ${expected_total} previewed: check the preview again"
+        )
+
+
 @one_per_batch("Paying bonuses")
 def pay_bonuses(
     batch: Batch, provider: CrowdProvider | None = None, *, expected_total: Decimal | str | None = None
@@ -238,16 +254,7 @@ def pay_bonuses(
     provider = provider or get_provider(Provider.PROLIFIC)
     result = PayResult()
     reconcile(batch, provider, result)  # first: what is paid now depends on it
-    if expected_total is not None:
-        now = preview_bonuses(batch).to_pay.total
-        try:
-            same = Decimal(str(expected_total)) == now
-        except ArithmeticError:
-            raise ServiceError(f"expected_total {expected_total!r} is not an amount of dollars") from None
-        if not same:
-            raise StateError(
-                f"the total to pay is now ${now}, not the ${expected_total} previewed: check the preview again"
-            )
+    check_expected_total(batch, expected_total)
     if rule is None and not batch.bonus_payments.exclude(state=State.PAID).exists():
         raise ServiceError(f"batch {batch.name!r} has no bonus rule; set one first")
     result.recorded = _record(batch, rule)
