@@ -197,3 +197,26 @@ def test_contributions_of_certain_queries_are_valid_json(batch, runs, client, dj
     assert answer.status_code == 200
     ruled = next(row for row in answer.json()["rows"] if row["qid"] == "1")
     assert ruled["if_gendered"] is None and ruled["expected_shift"] == 0.0
+
+
+@pytest.mark.django_db
+def test_the_command_lists_what_moves_a_difference(built):
+    """``manage.py what_moves``: the same figures as the page and the API, in words or JSON."""
+    import io
+    import json
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from metrics.selectors import report_contributions
+
+    out = io.StringIO()
+    call_command("what_moves", built.name, "--run", "b", "--metric", "ARaB", "--cutoff", "2", "--json", stdout=out)
+    assert json.loads(out.getvalue()) == json.loads(json.dumps(report_contributions(built, "b", "ARaB", "tf", 2, 20)))
+    words = io.StringIO()
+    call_command("what_moves", built.name, "--run", "b", "--metric", "ARaB", "--cutoff", "2", stdout=words)
+    assert "label-corrected difference" in words.getvalue() and "expected shift" in words.getvalue()
+    with pytest.raises(CommandError, match="other than its baseline"):
+        call_command("what_moves", built.name, "--run", "a", "--metric", "ARaB", "--cutoff", "2")
+    with pytest.raises(CommandError, match="no report on a batch's labels named"):
+        call_command("what_moves", "nope", "--run", "b")
