@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 
 from .defaults import DEFAULT_SAMPLES, DEFAULT_SEED, LABEL_UNCERTAINTY_COLUMNS
-from .significance import ALPHA, LEVEL, bootstrap_ci, holm
+from .significance import ALPHA, LEVEL, bootstrap_ci, holm, resampling_weights
 
 #: The label whose class mean is the report's value.
 NON_GENDERED = "n"
@@ -89,14 +89,6 @@ def policy_text(baseline: str | None) -> str:
         f"p: {COMBINED_POLICY['test']}, against {baseline}; family: {COMBINED_POLICY['family']}; "
         f"{COMBINED_POLICY['correction']}-adjusted; * p < {ALPHA} (the combined interval excludes 0)."
     )
-
-
-def resampling_weights(n: int, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
-    """``[samples × n]`` multinomial weights: how often each draw counts each query."""
-    rng = np.random.default_rng(seed)
-    if n == 0:
-        return np.zeros((samples, 0))
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=samples).astype(np.float64)
 
 
 def label_map(probabilities: pd.DataFrame) -> tuple[np.ndarray, bool]:

@@ -54,6 +54,15 @@ CORRELATION_POLICY = {
 }
 
 
+def resampling_weights(n: int, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """``[samples × n]`` multinomial weights: how often each resample counts each query (the one
+    way the project resamples queries: the report's intervals and :mod:`metrics.label_uncertainty`)."""
+    if n == 0:
+        return np.zeros((samples, 0))
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=samples).astype(np.float64)
+
+
 def bootstrap_means(values: np.ndarray, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
     """``[samples × columns]`` means of resampled rows of ``values`` (``[queries × columns]``).
 
@@ -62,9 +71,7 @@ def bootstrap_means(values: np.ndarray, samples: int = DEFAULT_SAMPLES, seed: in
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
-    n = values.shape[0]
-    rng = np.random.default_rng(seed)
-    weights = rng.multinomial(n, np.full(n, 1.0 / n), size=samples).astype(np.float64)
+    weights = resampling_weights(values.shape[0], samples, seed)
     present = ~np.isnan(values)
     sums = weights @ np.where(present, values, 0.0)
     counts = weights @ present.astype(np.float64)
