@@ -10,78 +10,26 @@ including the machine and its calibration (:mod:`annotation.machine.selectors`,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from annotation.labels import EXPORT_CATEGORIES
-from annotation.machine.selectors import calibration_report
 from annotation.models import Batch, Export
+from annotation.publication.selectors import batch_facts, routing_facts
 from annotation.results.export_formats import (
     EXPORT_FORMATS,
     card_facts,
     dataset_card,
     export_rows,
-    machine_facts,
     write_dataset_card,
 )
-from annotation.results.selectors import CITATION, BatchAnswers, agreement, latest_routing, min_votes, query_results
+from annotation.results.selectors import CITATION, BatchAnswers, agreement, min_votes, query_results
 from core.errors import ServiceError
 from core.files import check_writable, file_sha256
 from core.services.storage import cache_dir
 from pooling import services as pooling_services
 from pooling.models import QuerySet
-
-
-def _source(batch: Batch) -> str:
-    """The pool or query set a batch annotates, with the ir_datasets dataset its queries came from."""
-    query_set = batch.pool.source if batch.pool else batch.query_set
-    name = batch.pool.name if batch.pool else batch.query_set.name
-    origin = query_set.dataset_source if query_set is not None else ""
-    return f"{name} (queries from {origin})" if origin else name
-
-
-def _batch_facts(batch: Batch) -> dict[str, Any]:
-    """What a dataset card says of the batch behind an export."""
-    return {
-        "name": batch.name,
-        "provider_display": batch.get_provider_display(),
-        "source": _source(batch),
-        "provider": batch.provider,
-        "assignments_per_query": batch.assignments_per_query,
-        "queries_per_hit": batch.queries_per_hit,
-        "reward": batch.reward,
-        "gold_per_hit": batch.gold_per_hit,
-        "qualifications": batch.qualifications,
-        "created": batch.created.date(),
-        "published": batch.published.date() if batch.published else None,
-        "cost": batch.cost or None,
-    }
-
-
-def _machine_facts(batch: Batch) -> dict[str, Any] | None:
-    """The routing in force and the calibration figures of a machine-labelled batch, for its card."""
-    routing = latest_routing(batch)
-    if routing is None:
-        return None
-    try:
-        calibration = calibration_report(batch, routing.labeller)  # the interval the page and command show
-    except ServiceError:
-        calibration = None
-    decision = {
-        "labeller": routing.labeller,
-        "model": routing.model,
-        "prompt_version": routing.prompt_version,
-        "threshold": routing.threshold,
-        "target_accuracy": routing.target_accuracy,
-        "risk": routing.risk,
-        "conservative": routing.conservative,
-        "estimated_accuracy": routing.estimated_accuracy,
-        "accuracy_ci": routing.accuracy_ci,
-        "accepted": len(routing.accepted),
-    }
-    return machine_facts(decision, calibration)
 
 
 def card_path_for(path: Path) -> Path:
@@ -117,7 +65,7 @@ def export_queries(
     results = query_results(batch, answers)
     rows = export_rows(results, category)
     facts = card_facts(
-        batch=_batch_facts(batch),
+        batch=batch_facts(batch),
         category=category,
         rows=rows,
         results=results,
@@ -126,7 +74,7 @@ def export_queries(
         file_name=path.name,
         exported=timezone.now().date(),
         citation=CITATION,
-        machine=_machine_facts(batch),
+        machine=routing_facts(batch),
         file_format=fmt,
     )
     EXPORT_FORMATS[fmt].write(rows, path)
