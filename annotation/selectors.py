@@ -13,11 +13,13 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 - :mod:`annotation.results.selectors` -- judgments, labels and their sources, agreement, gold,
   rulings (label sensitivity reads the crowd here);
 - :mod:`annotation.machine.selectors` -- machine runs, calibration, the non-gendered sets by
-  label source, and each batch's state (the researchers' dashboard).
+  label source, and each batch's state (the researchers' dashboard);
+- :mod:`annotation.publication.selectors` -- the study's facts every published description states.
 """
 
 from annotation.crowd.selectors import batches
 from annotation.machine.selectors import batch_overview, label_probabilities, non_gendered_by_source
+from annotation.publication.selectors import study_facts
 from annotation.results.selectors import (
     adjudicated_labels,
     answers_version,
@@ -42,4 +44,5 @@ __all__ = [
     "latest_routing",
     "min_votes",
     "non_gendered_by_source",
+    "study_facts",
 ]
