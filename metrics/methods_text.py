@@ -32,7 +32,7 @@ def _share(value: float | None) -> str:
 def _ci(ci) -> str:
     if not ci or ci[0] is None:
         return ""
-    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+    return f"$[{ci[0]:.3f}, {ci[1]:.3f}]$"
 
 
 def _tt(text: object) -> str:
@@ -58,11 +58,14 @@ def _pool_sentence(pool: dict) -> str:
 def _crowd_sentences(facts: dict) -> list[str]:
     batch, quality, labels = facts["batch"], facts["quality"], facts["labels"]
     per_task = batch["queries_per_hit"]
+    names = _list(escape(name.lower()) for name in labels["names"].values())
+    cost = batch.get("cost")
+    total = cost.get("total") if isinstance(cost, dict) else cost
     sentences = [
-        f"Each of the {labels['queries']} queries was labelled as non-gendered, female, male or other by "
-        f"{batch['assignments_per_query']} annotators on {escape(batch['provider_display'])} "
-        f"({per_task} quer{'y' if per_task == 1 else 'ies'} per task, paid {escape(batch['reward'])} USD per task"
-        + (f"; total cost {escape(batch['cost'])} USD" if batch.get("cost") else "")
+        f"Each of the {labels['queries']} queries was labelled as {names} by "
+        f"{batch['assignments_per_query']} annotators ({escape(batch['provider_display'])}; "
+        f"{per_task} quer{'y' if per_task == 1 else 'ies'} per task, paid {escape(batch['reward'])} USD per task"
+        + (f"; total cost {escape(total)} USD" if total else "")
         + ")."
     ]
     prolific = facts.get("prolific")
@@ -109,7 +112,7 @@ def _agreement_sentence(agreement: dict) -> str | None:
         else ""
     )
     return (
-        f"Inter-annotator agreement was Krippendorff's $\\alpha = {alpha:.3f}$\\cite{{krippendorff2018}}{interval}, "
+        f"Inter-annotator agreement was Krippendorff's $\\alpha = {alpha:.3f}$ \\cite{{krippendorff2018}}{interval}, "
         f"over {agreement['judgments']} judgments by {agreement['workers']} annotators."
     )
 
@@ -200,7 +203,7 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     if facts.get("pool"):
         sentences.append(_pool_sentence(facts["pool"]))
     else:
-        sentences.append(f"The queries are those of \\texttt{{{escape(facts['batch']['source'])}}}.")
+        sentences.append(f"The queries are those of the query set \\texttt{{{escape(facts['batch']['source'])}}}.")
     pool = facts.get("pool") or {}
     if _is_msmarco(pool.get("dataset"), pool.get("source"), facts["batch"]["source"]):
         sentences[-1] = sentences[-1][:-1] + " (MS MARCO \\cite{bajaj2016})."
