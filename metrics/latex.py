@@ -215,3 +215,79 @@ def document(title: str, tables: Sequence[str], figures: Sequence[str], intro: s
     lines += [rf"\input{{{name}}}" for name in figures]
     lines += [r"\bibliographystyle{plain}", r"\bibliography{references}", r"\end{document}", ""]
     return "\n".join(lines)
+
+
+def _interval(low, high) -> str:
+    return "--" if _missing(low) or _missing(high) else f"$[{low:.4f}, {high:.4f}]$"
+
+
+def _missing(value) -> bool:
+    return value is None or value != value  # None or NaN
+
+
+def uncertainty_tex(rows: Sequence[dict], cutoff: int, baseline: str | None, alpha: float = 0.05) -> str:
+    """A report on a batch's labels at one cutoff (``rows``: its results there, as dicts with the
+    fields of :data:`metrics.defaults.LABEL_UNCERTAINTY_COLUMNS`), as the report page and
+    :func:`metrics.formatting.uncertainty_table` show it: per metric and variant, each run's value with
+    its query-only 95% interval, the label-corrected value with the interval that also carries the
+    labels' uncertainty and the labels' share of its width; against the baseline, the difference's
+    two intervals and the combined test's p (``*``: p < ``alpha``)."""
+
+    def value(number_) -> str:
+        return "--" if _missing(number_) else f"${number_:.4f}$"
+
+    headers = ["Run", "Value", "Query-only 95\\%", "Corrected", "With labels 95\\%", "Labels"]
+    headers += ["$\\Delta$ query-only 95\\%", "$\\Delta$ with labels 95\\%", "$p$"]
+    lines = [
+        r"\begin{table}[tbp]",
+        r"\centering",
+        rf"\caption{{Values with the labels' uncertainty at cutoff {cutoff}"
+        + (rf", against \texttt{{{escape(baseline)}}}" if baseline else "")
+        + ".}",
+        r"\label{tab:labels}",
+        r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
+        r"\begin{tabular}{l" + "r" * (len(headers) - 1) + "}",
+        r"\toprule",
+        " & ".join(headers) + r" \\",
+    ]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["metric"], row["variant"]), []).append(row)
+    for (metric, variant), part in groups.items():
+        lines += [
+            r"\midrule",
+            rf"\multicolumn{{{len(headers)}}}{{l}}{{\emph{{{escape(metric)} [{escape(variant)}] @{cutoff}}}}} \\",
+        ]
+        for row in part:
+            p = row.get("p_value")
+            mark = "*" if not _missing(p) and p < alpha else ""
+            share = row.get("label_share")
+            cells = [
+                escape(row["run"]),
+                value(row.get("value")),
+                _interval(row.get("ci_low"), row.get("ci_high")),
+                value(row.get("corrected")),
+                _interval(row.get("combined_low"), row.get("combined_high")),
+                "--" if _missing(share) else f"{share:.0%}".replace("%", r"\%"),
+                _interval(row.get("difference_low"), row.get("difference_high")),
+                _interval(row.get("difference_combined_low"), row.get("difference_combined_high")),
+                "--" if _missing(p) else number(p, ".4f", mark),
+            ]
+            lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}%", "}"]
+    lines += [
+        r"\par\smallskip",
+        r"\begin{minipage}{\linewidth}\footnotesize",
+        "Corrected: the mean over the truly non-gendered queries, estimated from every judged query's label "
+        "probabilities; its interval resamples the queries and re-fits the labels' class means. Labels: the "
+        "share of that interval's width the labels contribute."
+        + (
+            rf" $^{{*}}$\,$p < {alpha}$: bootstrap test of the label-corrected paired difference, "
+            r"Holm-adjusted \cite{holm1979} within each metric, variant and cutoff."
+            if baseline
+            else ""
+        ),
+        r"\end{minipage}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"

@@ -102,6 +102,13 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
     }
 
 
+def labels_rows(summary, cutoff: int) -> list[dict]:
+    """A report on a batch's labels: its results at ``cutoff`` for the papers' four metrics
+    (:data:`FIGURE_METRICS`), the rows of ``table-labels.tex`` (every metric is in the results CSV)."""
+    rows = summary[(summary["cutoff"] == cutoff) & summary["metric"].isin(FIGURE_METRICS)]
+    return rows.to_dict("records")
+
+
 def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str, bytes, str]]:
     """(kind, PDF, caption) of each figure the report can draw."""
     from .. import plots
@@ -148,7 +155,7 @@ def paper_files(report: Report) -> dict[str, bytes]:
     from .. import selectors
     from ..bibliography import bibtex, cited_keys
     from ..defaults import TABLE_LAYOUTS
-    from ..latex import document, escape, figure_tex, table_label, table_tex
+    from ..latex import document, escape, figure_tex, table_label, table_tex, uncertainty_tex
     from ..methods_text import methods_tex
     from .reports import software_version
 
@@ -163,6 +170,10 @@ def paper_files(report: Report) -> dict[str, bytes]:
     for table in tables:
         texts[f"table-{table['layout']}.tex"] = table_tex(table)
     cutoff = tables[0]["cutoff"] if tables else max(report.cutoffs)
+    if report.on_batch:
+        texts["table-labels.tex"] = uncertainty_tex(
+            labels_rows(summary, cutoff), cutoff, report.baseline.name if report.baseline_id else None
+        )
     files: dict[str, bytes] = {}
     figure_names = []
     for kind, pdf, caption in _figures(report, summary, per_query, cutoff):
@@ -170,6 +181,7 @@ def paper_files(report: Report) -> dict[str, bytes]:
         texts[f"fig-{kind}.tex"] = figure_tex(f"fig-{kind}", caption, f"fig:{kind}")
         figure_names.append(f"fig-{kind}")
     refs = [rf"Table~\ref{{{table_label(table)}}}" for table in tables]
+    refs += [r"Table~\ref{tab:labels}"] if "table-labels.tex" in texts else []
     refs += [rf"Figure~\ref{{fig:{name.removeprefix('fig-')}}}" for name in figure_names]
     intro = (
         f"\\section*{{Results}}\nResults of report \\texttt{{{escape(report.name)}}}: {', '.join(refs)}.\n"

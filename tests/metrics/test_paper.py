@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 
 from annotation import selectors as annotation_selectors
 from annotation.results.services.exports import export_queries
-from metrics import selectors, tables
+from metrics import formatting, selectors, tables
 from metrics.bibliography import ENTRIES, bibtex, cited_keys
 from metrics.defaults import TABLE_LAYOUTS
 from metrics.latex import escape, table_tex
@@ -195,6 +195,38 @@ def test_report_on_a_batch_uses_its_combined_marks_and_cites_dawid_skene(batch, 
     tex = files["table-ecir2024.tex"].decode()
     assert _latex_rows(tex) == _text_rows(tables.table_text(table), [r["run"] for r in table["rows"]])
     assert "bootstrap of the label-corrected paired difference" in tex  # the footnote states the combined test
+    # The labels' table: the page's and uncertainty_table's figures, for the papers' four metrics.
+    summary = selectors.report_summary(report)
+    shown = summary[(summary["cutoff"] == 2) & summary["metric"].isin(["RaB", "ARaB", "NFaiRR", "TExFAIR"])]
+    expected = [
+        " ".join(line.split())
+        for line in formatting.uncertainty_table(shown, 2).splitlines()
+        if line.split() and line.split()[0] in ("a", "b", "c")
+    ]
+    labels = files["table-labels.tex"].decode()
+    # RaB and ARaB (tf, bool), NFaiRR, TExFAIR (rbdf, plain): 7 blocks of 3 runs.
+    assert _label_rows(labels) == expected and len(expected) == 7 * 3
+    assert r"\label{tab:labels}" in labels and "against \\texttt{a}" in labels
+
+
+def _label_rows(tex: str) -> list[str]:
+    """The runs' rows of ``table-labels.tex`` in ``uncertainty_table``'s notation."""
+    rows = []
+    for line in tex.split("\\bottomrule")[0].splitlines():
+        if not line.endswith("\\\\") or line.startswith("\\multicolumn") or line.startswith("Run"):
+            continue
+        cells = [c.strip() for c in re.split(r"(?<!\\)&", line.removesuffix("\\\\"))]
+        out = [cells[0]]
+        for cell in cells[1:]:
+            cell = cell.replace("\\%", "%")
+            if cell == "--":
+                out.append("–")
+            elif cell.startswith("$["):
+                out.append(cell.strip("$"))
+            else:
+                out.append(_latex_cell(cell) if cell.startswith("$") else cell)
+        rows.append(" ".join(out))
+    return rows
 
 
 def _compile(folder: Path) -> str:
@@ -239,12 +271,19 @@ def test_command_writes_a_bundle_that_compiles(judged, tmp_path):
 @needs_pdflatex
 @pytest.mark.slow
 @pytest.mark.django_db
-def test_bundle_of_an_annotated_study_compiles(batch, tmp_path):
+def test_bundles_of_an_annotated_study_compile(batch, tmp_path):
+    """On the set the batch's export registered, and on the batch's labels (with the labels' table)."""
     export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
     call_command("bias_report", queries="ng", runs="a,c", cutoffs="1,2", bootstrap=20, name="ng-rep", verbosity=0)
-    folder = write_paper_bundle(Report.objects.get(name="ng-rep"), tmp_path / "paper")
-    log = _compile(folder)
-    assert "undefined" not in log.lower(), log[-2000:]
+    call_command(
+        "bias_report", from_batch=batch.name, runs="a,b,c", cutoffs="1,2", bootstrap=20, baseline="a",
+        name="on-batch", verbosity=0, stdout=io.StringIO(),
+    )  # fmt: skip
+    for name in ("ng-rep", "on-batch"):
+        folder = write_paper_bundle(Report.objects.get(name=name), tmp_path / f"paper-{name}")
+        log = _compile(folder)
+        assert "undefined" not in log.lower(), log[-2000:]
+    assert (tmp_path / "paper-on-batch" / "table-labels.tex").exists()
 
 
 @pytest.mark.django_db
