@@ -18,11 +18,11 @@ from typing import Any
 from .latex import escape
 
 
-def _list(items) -> str:
+def _list(items, conjunction: str = "and") -> str:
     items = [str(item) for item in items]
     if len(items) <= 1:
         return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
+    return ", ".join(items[:-1]) + f" {conjunction} " + items[-1]
 
 
 def _share(value: float | None) -> str:
@@ -58,7 +58,7 @@ def _pool_sentence(pool: dict) -> str:
 def _crowd_sentences(facts: dict) -> list[str]:
     batch, quality, labels = facts["batch"], facts["quality"], facts["labels"]
     per_task = batch["queries_per_hit"]
-    names = _list(escape(name.lower()) for name in labels["names"].values())
+    names = _list((escape(name.lower()) for name in labels["names"].values()), "or")
     cost = batch.get("cost")
     total = cost.get("total") if isinstance(cost, dict) else cost
     sentences = [
