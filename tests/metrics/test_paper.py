@@ -325,3 +325,16 @@ def test_page_link_and_api_give_the_zip_to_researchers_only(judged, client, djan
     Path(Report.objects.get(name="tab").per_query).unlink()
     gone = client.get(api)
     assert gone.status_code == 404 and "missing" in gone.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_bias_only_report_without_baseline(world):
+    """No qrels, no baseline: the tables say which columns are missing, carry no marks or p, cite no test."""
+    call_command("bias_report", queries="q", runs="a,c", cutoffs="1,2", bootstrap=20, name="bare", verbosity=0)
+    files = paper_files(Report.objects.get(name="bare"))
+    assert "fig-tradeoff.pdf" not in files and "fig-cutoffs.pdf" in files
+    ecir = files["table-ecir2024.tex"].decode()
+    assert "Not in this report: MRR, nDCG." in ecir and "$p$" not in ecir and "^{*}" not in ecir
+    cites, bib = _cites_and_bib(files)
+    assert cites == bib and "student1908" not in cites and "macavaney2022" not in cites
+    assert "compared with the baseline" not in files["methods.tex"].decode()
