@@ -41,8 +41,8 @@ from core.files import file_sha256
 #: The file that marks a folder as a published dataset (and may be replaced by a new one).
 CROISSANT = "croissant.json"
 README = "README.md"
-#: Seconds a push may wait on the Hub for one request before it gives up.
-PUSH_TIMEOUT = 30
+#: Seconds a push waits on the Hub for one step of a request (connect, send, read) before it gives up.
+PUSH_TIMEOUT = 60
 
 
 class HubError(ProviderError):
@@ -151,14 +151,30 @@ def upload_command(folder: str | os.PathLike, repo_id: str, private: bool = Fals
     return shlex.join(command)
 
 
+def _bound_hub_requests(timeout: float) -> None:
+    """Give huggingface_hub's shared HTTP client a timeout (its default waits forever on a silent server)."""
+    import httpx2  # huggingface_hub's HTTP client
+    from huggingface_hub import set_client_factory
+
+    set_client_factory(lambda: httpx2.Client(follow_redirects=True, timeout=timeout))
+
+
 def push_folder(
-    folder: str | os.PathLike, repo_id: str, *, token: str | None, private: bool = False, endpoint: str | None = None
+    folder: str | os.PathLike,
+    repo_id: str,
+    *,
+    token: str | None,
+    private: bool = False,
+    endpoint: str | None = None,
+    timeout: float = PUSH_TIMEOUT,
 ) -> str:
     """Upload ``folder`` to the Hub as dataset ``repo_id`` (created if missing); returns the commit's URL.
 
     Without ``token`` it refuses (ServiceError) and names the upload command to run instead.
-    ``endpoint`` (default: ``HF_ENDPOINT`` or the Hub) is read at call time. Any failure of
-    the Hub or the network is a ProviderError naming the repository, not a traceback.
+    ``endpoint`` (default: ``HF_ENDPOINT`` or the Hub) is read at call time; each step of a
+    request waits at most ``timeout`` seconds (huggingface_hub retries a few times with
+    backoff). Any failure of the Hub or the network is a :class:`HubError` naming the
+    repository, not a traceback.
     """
     folder = Path(folder)
     if not (folder / CROISSANT).is_file():
@@ -170,8 +186,7 @@ def push_folder(
             "HF_TOKEN is not set, so nothing was uploaded. Set HF_TOKEN to a write token and run again, "
             f"or upload the folder yourself: {upload_command(folder, repo_id, private)}"
         )
-    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", str(PUSH_TIMEOUT))
-    os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", str(PUSH_TIMEOUT))
+    _bound_hub_requests(timeout)
     from huggingface_hub import HfApi
 
     api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
