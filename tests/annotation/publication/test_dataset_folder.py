@@ -158,3 +158,22 @@ def test_the_command_requires_a_license_and_lists_what_is_left(annotated, tmp_pa
 def test_configs_declare_a_text_qid():
     for config in CONFIGS.values():
         assert config.columns[0].name == "qid" and config.columns[0].arrow == "string"
+
+
+def test_source_datasets_name_the_collection_the_queries_came_from(db, tmp_path):
+    from pooling.models import QuerySet
+    from pooling.services import create_query_set
+    from tests.annotation.conftest import make_batch
+
+    query_set = create_query_set(
+        "dev",
+        [("1", "what is a synapse")],
+        origin=QuerySet.Origin.IMPORTED,
+        source="ir_datasets:msmarco-passage/dev/small (ir_datasets 0.5.9)",
+    )
+    batch = make_batch(query_set, name="irds")
+    yaml = pytest.importorskip("yaml")
+    publish_dataset(batch, tmp_path / "d", "mit")
+    meta = yaml.safe_load(_header((tmp_path / "d" / "README.md").read_text()))
+    assert meta["source_datasets"] == ["extended|msmarco-passage/dev/small"]
+    assert meta["annotations_creators"] == ["crowdsourced"]  # nothing labelled yet: still the crowd's dataset
