@@ -23,6 +23,7 @@ from annotation.publication.selectors import study_facts
 from annotation.results.selectors import (
     adjudicated_labels,
     answers_version,
+    batch_of_query_set,
     gold_judgments,
     gold_labels,
     judgments_frame,
@@ -34,6 +35,7 @@ from annotation.results.selectors import (
 __all__ = [
     "adjudicated_labels",
     "answers_version",
+    "batch_of_query_set",
     "batch_overview",
     "batches",
     "gold_judgments",

@@ -3,6 +3,7 @@
 from decimal import Decimal
 
 from django.db.models import Prefetch
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import action
@@ -209,6 +210,26 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         except ServiceError as exc:
             return Response({"detail": str(exc)}, status=400)
         return Response(table)
+
+    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY})
+    @action(detail=True, url_path="paper")
+    def paper(self, request, name=None, format=None):
+        """The report's paper bundle as a zip (``metrics.services.paper``): its papers' tables as LaTeX
+        (booktabs, the same marks and p-values as ``table``), its figures as PDF, ``methods.tex`` from the
+        study's facts, ``references.bib`` and a ``main.tex`` that compiles. 404 with ``detail`` if the
+        report's files are gone."""
+        from django.http import HttpResponse
+
+        from .services.paper import paper_zip
+
+        report = self.get_object()
+        try:
+            body = paper_zip(report)
+        except ServiceError as exc:
+            return Response({"detail": str(exc)}, status=404)
+        response = HttpResponse(body, content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{report.name}-paper.zip"'
+        return response
 
 
 class LabelSensitivityView(APIView):

@@ -4,7 +4,8 @@ Never ``pyplot``: its global state is not safe in a server process serving sever
 requests at once. Each function builds its own :class:`~matplotlib.figure.Figure` and
 returns PNG bytes, or SVG bytes for the report page's per-metric and fairness–effectiveness plots
 (:func:`metric_figure`, :func:`tradeoff_figure`), which scale and follow dark mode
-(the site's SVG style, :mod:`core.svg_plots`).
+(the site's SVG style, :mod:`core.svg_plots`). The report's figures also take ``format="pdf"``:
+the same drawing as a vector PDF for a paper (:mod:`metrics.services.paper`).
 
 Nothing is clipped: figures are saved with a tight bounding box (every legend, label and
 run name inside), and long axis labels are wrapped rather than run past the figure's edge.
@@ -33,6 +34,25 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
+def _pdf(figure: Figure) -> bytes:
+    """A vector PDF for a paper (the paper bundle, :mod:`metrics.services.paper`): undated, so the
+    same report gives the same bytes; :data:`~core.svg_plots.INK` is near-black on paper."""
+    from matplotlib.backends.backend_pdf import FigureCanvasPdf
+
+    FigureCanvasPdf(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="pdf", metadata={"CreationDate": None}, bbox_inches="tight", pad_inches=PAD_INCHES)
+    return buffer.getvalue()
+
+
+def _save(figure: Figure, format: str) -> bytes:
+    """``figure`` as ``png`` (the page's raster plots), ``svg`` (the site's style) or ``pdf`` (a paper)."""
+    savers = {"png": _png, "svg": svg_bytes, "pdf": _pdf}
+    if format not in savers:
+        raise ValueError(f"unknown figure format {format!r}; choose one of {', '.join(savers)}")
+    return savers[format](figure)
+
+
 def _wrap(text: str, width: int) -> str:
     """An axis label broken into lines of at most ``width`` characters, so it never outruns its axis."""
     import textwrap
@@ -45,7 +65,7 @@ def _panels(summary: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(pairs, key=lambda mv: (metric_position(mv[0]), variant_position(mv[1])))
 
 
-def cutoff_figure(summary: pd.DataFrame) -> bytes:
+def cutoff_figure(summary: pd.DataFrame, *, format: str = "png") -> bytes:
     """Bias of every run against the cutoff, one panel per metric and variant (cf. Figure 1 of
     Rekabsaz & Schedl 2020), with the bootstrap 95% CI as a band."""
     panels = _panels(summary) if len(summary) else []
@@ -73,10 +93,10 @@ def cutoff_figure(summary: pd.DataFrame) -> bytes:
     if panels:
         handles, labels = figure.axes[0].get_legend_handles_labels()
         figure.legend(handles, labels, loc="outside lower center", ncols=min(len(runs), 6))
-    return _png(figure)
+    return _save(figure, format)
 
 
-def distribution_figure(per_query: pd.DataFrame, cutoff: int) -> bytes:
+def distribution_figure(per_query: pd.DataFrame, cutoff: int, *, format: str = "png") -> bytes:
     """Per-query distribution of every metric at one cutoff: a box plot per run and panel."""
     data = per_query[per_query["cutoff"] == cutoff]
     panels = _panels(data) if len(data) else []
@@ -93,7 +113,7 @@ def distribution_figure(per_query: pd.DataFrame, cutoff: int) -> bytes:
             axes.axhline(0.0, color="0.6", linewidth=0.8)
         axes.set_title(f"{metric}@{cutoff} [{variant}]")
         axes.tick_params(axis="x", labelrotation=30, labelsize="small")
-    return _png(figure)
+    return _save(figure, format)
 
 
 def sensitivity_figure(table: pd.DataFrame, cutoff: int) -> bytes:
@@ -189,7 +209,7 @@ def _legend(figure: Figure, axes, runs: int) -> None:
             text.set_color(INK)
 
 
-def metric_figure(summary: pd.DataFrame, metric: str, variant: str) -> bytes:
+def metric_figure(summary: pd.DataFrame, metric: str, variant: str, *, format: str = "svg") -> bytes:
     """One metric (and variant) of every run against the cutoff, the bootstrap 95% CI as error bars:
     an SVG about 4 inches wide that scales (legible at 390 px) and follows dark mode."""
     data = summary[(summary["metric"] == metric) & (summary["variant"] == variant)]
@@ -219,10 +239,12 @@ def metric_figure(summary: pd.DataFrame, metric: str, variant: str) -> bytes:
         axes.set_xlim(cutoffs[0] - 0.5, cutoffs[0] + 0.5)
     ink(axes)
     _legend(figure, axes, len(runs))
-    return svg_bytes(figure)
+    return _save(figure, format)
 
 
-def tradeoff_figure(summary: pd.DataFrame, x: tuple[str, str, int], y: tuple[str, str, int]) -> bytes:
+def tradeoff_figure(
+    summary: pd.DataFrame, x: tuple[str, str, int], y: tuple[str, str, int], *, format: str = "svg"
+) -> bytes:
     """Fairness against effectiveness: each run a point at (``x``, ``y``) — each a (metric, variant,
     cutoff) of the report — with the bootstrap 95% CIs as error bars both ways, named by its run."""
     keyed = summary.set_index(["run", "metric", "variant", "cutoff"])
@@ -258,10 +280,10 @@ def tradeoff_figure(summary: pd.DataFrame, x: tuple[str, str, int], y: tuple[str
     axes.set_ylabel(_wrap(f"{y[0]}@{y[2]} [{y[1]}] ({note(y[0])})", 30), fontsize=9)
     ink(axes)
     _legend(figure, axes, len(runs))
-    return svg_bytes(figure)
+    return _save(figure, format)
 
 
-def label_interval_figure(rows: pd.DataFrame) -> bytes:
+def label_interval_figure(rows: pd.DataFrame, *, format: str = "svg") -> bytes:
     """One metric at one cutoff of a report on a batch's labels: per run, the value with its
     query-only 95% interval (thin, hollow) above the label-corrected value with the interval that
     also carries the labels' uncertainty (thick, filled). An SVG that scales and follows dark mode."""
@@ -291,4 +313,4 @@ def label_interval_figure(rows: pd.DataFrame) -> bytes:
     axes.set_title(f"{metric}@{cutoff} [{variant}]", fontsize=11)
     axes.set_xlabel(_wrap(f"{note(metric)}; hollow: queries only, filled: with labels", 44), fontsize=9)
     ink(axes)
-    return svg_bytes(figure)
+    return _save(figure, format)

@@ -587,3 +587,19 @@ def plan_panel(request: HttpRequest) -> HttpResponse:
         "metrics/_plan_panel.html",
         {"form": form, "plan": plan, "provider": provider, "cost": cost, "asked": asked},
     )
+
+
+@researcher_required
+def report_paper(request: HttpRequest, name: str) -> HttpResponse:
+    """The report's paper bundle as a zip (:func:`metrics.services.paper.paper_zip`): LaTeX tables,
+    PDF figures, ``methods.tex``, ``references.bib`` and a ``main.tex`` that compiles as it is."""
+    from .services.paper import paper_zip
+
+    report = get_object_or_404(Report, name=name)
+    try:
+        body = paper_zip(report)
+    except ServiceError as exc:
+        raise Http404(str(exc)) from None
+    response = HttpResponse(body, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{report.name}-paper.zip"'
+    return response

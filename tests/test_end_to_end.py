@@ -64,6 +64,10 @@ def test_demo_runs_the_whole_path(settings, tmp_path):
     assert labelled.on_batch and labelled.label_batch.name == "demo-machine"
     assert "With the labels' uncertainty" in printed and "with labels 95%" in printed
     assert labelled.results.exclude(combined_low=None).exists()
+    # It ends by writing the paper bundle, and says where.
+    paper = demo / "paper"
+    assert f"Paper bundle of {report.name} in {paper}" in printed
+    assert {"main.tex", "methods.tex", "references.bib", "table-ecir2024.tex"} <= {p.name for p in paper.iterdir()}
 
     # Running it again changes nothing and does not fail.
     call_command("demo", passages=3000, queries=200, stdout=StringIO())

@@ -542,3 +542,12 @@ def gold_failed_qids(batch: Batch) -> set[str]:
         .values_list("batch_query__qid", flat=True)
         .distinct()
     )
+
+
+def batch_of_query_set(query_set) -> Batch | None:
+    """The batch whose export registered ``query_set`` (its newest such export), or None: a report on an
+    exported set is described by that batch's facts (the paper bundle's methods paragraph)."""
+    from annotation.models import Export
+
+    export = Export.objects.filter(query_set=query_set).select_related("batch").order_by("-created", "-pk").first()
+    return export.batch if export is not None else None

@@ -12,7 +12,8 @@ so that it is never taken for the pure module it drives:
 - :mod:`.crbo` -- CRBO of a run against its run on the counterfactual collection, as a job;
 - :mod:`.variant_preference` -- which gendered version of each document a run prefers, as a job;
 - :mod:`.counterfactual_collection` -- write and register a gender-swapped collection, as a job;
-- :mod:`.planning` -- a study plan: queries, pooled queries and cost to detect a difference (reads only).
+- :mod:`.planning` -- a study plan: queries, pooled queries and cost to detect a difference (reads only);
+- :mod:`.paper` -- a report's paper bundle: LaTeX tables, PDF figures, methods, references (reads only).
 
 Everything is re-exported here: ``from metrics import services; services.build_report(...)``.
 ``LabelSensitivity``, the result type of :func:`label_sensitivity`, lives beside the pure
@@ -28,6 +29,7 @@ from .counterfactual_collection import (
 )
 from .crbo import crbo_job, crbo_summary, start_crbo
 from .labelling import label_sensitivity, label_sensitivity_job, start_label_sensitivity
+from .paper import paper_zip, write_paper_bundle
 from .planning import CostSettings, plan_study
 from .reports import (
     REPRESENTATIVE_WORDLIST,
@@ -66,6 +68,7 @@ __all__ = [
     "default_representative_wordlist",
     "label_sensitivity",
     "label_sensitivity_job",
+    "paper_zip",
     "parse_cutoffs",
     "parse_measures",
     "per_query_values",
@@ -80,4 +83,5 @@ __all__ = [
     "start_preference",
     "start_report",
     "write_counterfactual_collection",
+    "write_paper_bundle",
 ]

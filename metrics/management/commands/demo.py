@@ -192,6 +192,9 @@ class Command(ProjectCommand):
         else:
             self.stdout.write(f"Report {LABELS_REPORT!r} is already built; see /metrics/{LABELS_REPORT}/")
 
+        self.step("Publishing: the paper bundle (LaTeX tables, figures, methods, references)")
+        call_command("paper", report.name, "--out", str(out / "paper"), stdout=self.stdout)
+
         user_model = get_user_model()
         if not user_model.objects.filter(username="demo").exists():
             user_model.objects.create_superuser("demo", "demo@example.org", "demo")

@@ -83,7 +83,9 @@ def test_an_arrival_while_prolific_misbehaves_asks_once_and_answers_at_once(
     assert first["Retry-After"] == "15"
     again, took = _arrive(client_class(), batch, hexid("PID1"), session)
     other, _ = _arrive(client_class(), batch, hexid("SYBIL2"), hexid("made-up-2"))
-    assert again.status_code == other.status_code == 503 and took < 0.5
+    # Not asked again (the count below) and not held behind the first ask: the pause costs what a
+    # normal page does on a busy machine (a wall-clock 0.5 s failed once at 2.0 s under a loaded CI).
+    assert again.status_code == other.status_code == 503 and took < NORMAL_TIME
     assert _asks(server) == 1
     assert not ProlificSession.objects.exists() and not Worker.objects.exists()
     assert not Session.objects.exists()  # nor a browser session row per made-up arrival

@@ -1,0 +1,293 @@
+"""The methods paragraph of a paper bundle (``methods.tex``), written from the study's facts.
+
+Pure (no Django): :func:`methods_tex` takes the batch's facts exactly as
+:func:`annotation.selectors.study_facts` returns them (so every figure — an agreement interval,
+a count of rulings, the non-gendered share — is the one the dataset card and the Croissant
+fields state; nothing is recomputed here) and the report's settings (:func:`report_settings`'s
+keys, gathered by :mod:`metrics.services.paper`). Without a batch the queries were given, and
+the paragraph says so.
+
+Every method and dataset it names is cited with ``\\cite`` (keys of
+:data:`metrics.bibliography.ENTRIES`), and only those it names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .latex import escape
+
+
+def _list(items, conjunction: str = "and") -> str:
+    items = [str(item) for item in items]
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + f" {conjunction} " + items[-1]
+
+
+def _share(value: float | None) -> str:
+    return "--" if value is None else rf"{100 * value:.1f}\%"
+
+
+def _ci(ci) -> str:
+    if not ci or ci[0] is None:
+        return ""
+    return f"$[{ci[0]:.3f}, {ci[1]:.3f}]$"
+
+
+def _tt(text: object) -> str:
+    return rf"\texttt{{{escape(text)}}}"
+
+
+def _is_msmarco(*names: str | None) -> bool:
+    return any(name and "msmarco" in name.lower().replace("-", "").replace("_", "") for name in names)
+
+
+def _pool_sentence(pool: dict) -> str:
+    dataset = f" (queries from \\texttt{{{escape(pool['dataset'])}}})" if pool.get("dataset") else ""
+    runs = _list(_tt(run) for run in pool["runs"])
+    return (
+        f"The queries were pooled from the runs {runs} on the "
+        f"query set \\texttt{{{escape(pool['source'])}}}{dataset}: for each run, the {pool['depth']} queries whose "
+        f"top {pool['rank_cutoff']} documents lean most female and the {pool['depth']} leaning most male by RaB "
+        f"\\cite{{rekabsaz2020}} ({escape(pool['magnitude'])} magnitude, word list \\texttt{{{escape(pool['wordlist'])}}}, "
+        f"{escape(pool['tokenizer'])} tokenizer), their union being the pool."
+    )
+
+
+def _crowd_sentences(facts: dict) -> list[str]:
+    batch, quality, labels = facts["batch"], facts["quality"], facts["labels"]
+    per_task = batch["queries_per_hit"]
+    names = _list((escape(name.lower()) for name in labels["names"].values()), "or")
+    cost = batch.get("cost")
+    total = cost.get("total") if isinstance(cost, dict) else cost
+    sentences = [
+        f"Each of the {labels['queries']} queries was labelled as {names} by "
+        f"{batch['assignments_per_query']} annotators ({escape(batch['provider_display'])}; "
+        f"{per_task} quer{'y' if per_task == 1 else 'ies'} per task, paid {escape(batch['reward'])} USD per task"
+        + (f"; total cost {escape(total)} USD" if total else "")
+        + ")."
+    ]
+    prolific = facts.get("prolific")
+    if prolific and prolific.get("filters"):
+        sentences.append(f"Participants were screened on Prolific ({len(prolific['filters'])} screeners).")
+    controls = []
+    if quality.get("gold_per_hit"):
+        controls.append(
+            f"{quality['gold_per_hit']} gold question{'s' if quality['gold_per_hit'] != 1 else ''} per task "
+            f"(a task passes with {_share(quality['gold_pass_fraction'])} of them right)"
+        )
+    if quality.get("training_queries"):
+        controls.append(
+            f"a qualification of {quality['training_queries']} training queries "
+            f"(pass mark {_share(quality['training_pass_fraction'])})"
+        )
+    for key, what in (
+        ("warn_gold_accuracy", "workers were flagged below a gold accuracy of"),
+        ("block_gold_accuracy", "blocked below a gold accuracy of"),
+        ("warn_agreement", "flagged below an agreement with the majority of"),
+        ("block_agreement", "blocked below an agreement with the majority of"),
+    ):
+        if quality.get(key) is not None:
+            controls.append(f"{what} {_share(quality[key])}")
+    if quality.get("escalate_until"):
+        controls.append(
+            f"disputed queries were sent to further annotators (up to {quality['escalation_cap']} more; "
+            f"{quality['escalations']} escalation{'s' if quality['escalations'] != 1 else ''} applied)"
+        )
+    if controls:
+        sentences.append("Quality controls: " + "; ".join(controls) + ".")
+    return sentences
+
+
+def _agreement_sentence(agreement: dict) -> str | None:
+    alpha = agreement.get("krippendorff_alpha")
+    if alpha is None:
+        return None
+    ci = _ci(agreement.get("alpha_ci"))
+    interval = (
+        f" ({100 * agreement['level']:g}\\% CI {ci}, {agreement['bootstrap_resamples']} bootstrap resamples "
+        "\\cite{efron1979})"
+        if ci
+        else ""
+    )
+    return (
+        f"Inter-annotator agreement was Krippendorff's $\\alpha = {alpha:.3f}$ \\cite{{krippendorff2018}}{interval}, "
+        f"over {agreement['judgments']} judgments by {agreement['workers']} annotators."
+    )
+
+
+def _labels_sentences(facts: dict) -> list[str]:
+    labels = facts["labels"]
+    sentences = [
+        f"A query's label is the majority vote of at least {facts['batch']['min_votes']} votes "
+        f"(ties set aside): {labels['labelled']} of {labels['queries']} queries were labelled"
+        + (
+            f", {labels['set_aside']['disputed']} set aside as disputed and "
+            f"{labels['set_aside']['too_few_votes']} for too few votes"
+            if labels["set_aside"]["disputed"] or labels["set_aside"]["too_few_votes"]
+            else ""
+        )
+        + (
+            f"; a researcher ruled on {labels['adjudicated']} quer{'y' if labels['adjudicated'] == 1 else 'ies'}"
+            if labels["adjudicated"]
+            else ""
+        )
+        + "."
+    ]
+    sources = labels.get("sources") or {}
+    if len(sources) > 1:
+        sentences.append(
+            "Label sources: " + ", ".join(f"{escape(source)} {count}" for source, count in sources.items()) + "."
+        )
+    share = facts["non_gendered_share"]
+    if share.get("estimate") is not None:
+        sentences.append(
+            f"{share['count']} of the {share['total']} labelled queries ({_share(share['estimate'])}; "
+            f"95\\% Wilson score interval \\cite{{wilson1927}} {_ci(share['ci'])}) are non-gendered."
+        )
+    return sentences
+
+
+def _machine_sentences(machine: dict) -> list[str]:
+    model = f", model \\texttt{{{escape(machine['model'])}}}" if machine.get("model") else ""
+    threshold = machine.get("confidence threshold")
+    sentences = [
+        f"A machine labeller ({escape(machine['labeller'])}{model}, prompt/rules version "
+        f"{escape(machine.get('prompt / rules version') or '--')}) labelled the queries first; "
+        + (
+            f"its labels at confidence {threshold:g} or above were accepted ({machine['machine-accepted queries']} "
+            "queries) and the rest went to the crowd."
+            if threshold is not None
+            else "none of its labels was accepted and every query went to the crowd."
+        )
+    ]
+    if machine.get("calibration sample"):
+        kappa_ci = _ci(machine.get("kappa 95% CI"))
+        kappa = machine["calibration Cohen's kappa"]
+        sentences.append(
+            f"On a blind calibration sample labelled by the crowd ({escape(machine['calibration sample'])}), its "
+            f"accuracy was {machine['calibration accuracy']:.3f} and Cohen's $\\kappa$ \\cite{{cohen1960}} "
+            f"{kappa:.3f}" + (f" (95\\% CI {kappa_ci})" if kappa_ci else "") + "; "
+            f"expected calibration error {machine['expected calibration error']:.3f}, Brier score "
+            f"{machine['Brier score']:.3f}. The sample also estimates each label's share of the whole batch by "
+            "prediction-powered inference \\cite{angelopoulos2023ppi}."
+        )
+    guarantee = machine.get("guarantee") or ""
+    if machine.get("risk δ") is not None and not isinstance(machine.get("risk δ"), str):
+        sentences.append(
+            f"Guarantee: {escape(guarantee)}, certified by fixed-sequence testing \\cite{{angelopoulos2021ltt}}."
+        )
+    else:
+        sentences.append(f"Guarantee: {escape(guarantee)}.")
+    accuracy = machine.get("estimated accuracy of accepted labels")
+    if accuracy is not None:
+        ci = _ci(machine.get("its 95% CI"))
+        sentences.append(
+            f"The accepted labels' estimated accuracy is {accuracy:.3f}" + (f" (95\\% CI {ci})" if ci else "") + "."
+        )
+    return sentences
+
+
+def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:
+    """How the queries were chosen and labelled (``facts``: the batch's study facts), or that they were given."""
+    if facts is None:
+        source = settings.get("dataset_source")
+        cite = " \\cite{bajaj2016}" if _is_msmarco(source, settings["query_set"]) else ""
+        origin = f", from \\texttt{{{escape(source)}}}{cite}" if source else cite
+        return (
+            f"The {settings['queries']} queries of the query set \\texttt{{{escape(settings['query_set'])}}}{origin} "
+            "were given; they were not annotated on this platform."
+        )
+    sentences = []
+    if facts.get("pool"):
+        sentences.append(_pool_sentence(facts["pool"]))
+    else:
+        sentences.append(f"The queries are those of the query set \\texttt{{{escape(facts['batch']['source'])}}}.")
+    pool = facts.get("pool") or {}
+    if _is_msmarco(pool.get("dataset"), pool.get("source"), facts["batch"]["source"]):
+        sentences[-1] = sentences[-1][:-1] + " (MS MARCO \\cite{bajaj2016})."
+    if facts.get("machine"):
+        sentences += _machine_sentences(facts["machine"])
+    sentences += _crowd_sentences(facts)
+    agreement = _agreement_sentence(facts["agreement"])
+    if agreement:
+        sentences.append(agreement)
+    sentences += _labels_sentences(facts)
+    return " ".join(sentences)
+
+
+def metrics_paragraph(settings: dict[str, Any]) -> str:
+    """What was measured and how: the metrics the report holds with their settings, the intervals and the tests."""
+    metrics = set(settings["metrics"])
+    runs = _list(_tt(run) for run in settings["runs"])
+    sentences = [
+        f"We measured the runs {runs} on {settings['report_queries']} queries at the cutoffs "
+        f"{_list(settings['cutoffs'])}, documents tokenised by the {escape(settings['tokenizer'])} tokenizer."
+    ]
+    if settings.get("on_batch"):
+        sentences.append(
+            "The queries are those labelled non-gendered; each value is also corrected for the labels' "
+            "uncertainty, every judged query weighted by its label probabilities (the crowd's Dawid--Skene "
+            "posterior \\cite{dawid1979}, one-hot for a ruling, the calibration sample's for a machine label), "
+            "and its interval carries that uncertainty as well as the queries' sampling."
+        )
+    if metrics & {"RaB", "ARaB"}:
+        sentences.append(
+            "Rank bias: RaB and ARaB \\cite{rekabsaz2020} with term-frequency and Boolean magnitudes over the "
+            f"definitional word list \\texttt{{{escape(settings['wordlist'])}}} (0 is balanced, positive leans male)."
+        )
+    if metrics & {"NFaiRR", "TExFAIR"}:
+        named = []
+        if "NFaiRR" in metrics:
+            named.append(
+                f"NFaiRR \\cite{{rekabsaz2021}} (a document with at most $\\tau = {settings['threshold']:g}$ "
+                f"representative words is neutral; normalised {escape(settings['nfairr_normalisation'])})"
+            )
+        if "TExFAIR" in metrics:
+            named.append("TExFAIR \\cite{abolghasemi2024}")
+        sentences.append(
+            f"Fairness of representation: {_list(named)}, with the representative word list "
+            f"\\texttt{{{escape(settings['representative_wordlist'])}}} (1 is fair)."
+        )
+    exposure = []
+    if "AWRF" in metrics:
+        exposure.append("AWRF \\cite{sapiezynski2019}")
+    if metrics & {"rKL", "rND", "rRD"}:
+        exposure.append("rKL, rND and rRD \\cite{yang2017}")
+    if exposure:
+        sentences.append(f"Exposure: {_list(exposure)}; {escape(settings['exposure_settings'])}.")
+    if settings.get("qrels") and settings.get("measures"):
+        unjudged = settings.get("unjudged") or 0
+        sentences.append(
+            f"Effectiveness ({escape(', '.join(settings['measures']))}) was computed with ir\\_measures "
+            f"\\cite{{macavaney2022}} against the relevance judgments \\texttt{{{escape(settings['qrels'])}}}; "
+            "a judged query a run did not return counts as 0"
+            + (f", and the {unjudged} unjudged queries are left out of the means" if unjudged else "")
+            + "."
+        )
+    sentences.append(
+        f"Intervals are 95\\% percentile bootstrap intervals over the queries \\cite{{efron1979}} "
+        f"({settings['bootstrap_samples']} resamples, seed {settings['seed']})."
+    )
+    policy = settings.get("policy")
+    if policy:
+        combined = settings.get("on_batch")
+        test = (
+            escape(policy["test"])
+            if combined
+            else escape(policy["test"]).replace("paired t-test", "paired $t$-test \\cite{student1908}")
+        )
+        sentences.append(
+            f"Each run is compared with the baseline \\texttt{{{escape(policy['baseline'])}}} by a {test}; "
+            f"family: {escape(policy['family'])}; {escape(policy['correction'])}-corrected \\cite{{holm1979}}; "
+            f"significant at $p < {policy['alpha']}$."
+        )
+    sentences.append(f"Software: {escape(settings['software_version'])}.")
+    return " ".join(sentences)
+
+
+def methods_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:
+    """``methods.tex``: the annotation paragraph, then the metrics paragraph (LaTeX with ``\\cite``)."""
+    header = "% Generated from the study's facts by the platform's paper bundle; edit freely.\n"
+    return header + annotation_paragraph(facts, settings) + "\n\n" + metrics_paragraph(settings) + "\n"

@@ -1,0 +1,340 @@
+"""The paper bundle (``manage.py paper``, the report page's zip, ``/api/metrics/reports/<name>/paper/``):
+LaTeX tables whose cells are the report's tables', a methods paragraph from the study's facts, a
+bibliography of exactly what the text cites, and a document that compiles with pdflatex."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation import selectors as annotation_selectors
+from annotation.results.services.exports import export_queries
+from metrics import formatting, selectors, tables
+from metrics.bibliography import ENTRIES, bibtex, cited_keys
+from metrics.defaults import TABLE_LAYOUTS
+from metrics.latex import escape, table_tex
+from metrics.models import Report
+from metrics.services.paper import paper_files, write_paper_bundle
+
+QRELS = "1 0 d1 2\n1 0 d3 0\n2 0 d4 1\n3 0 d2 1\n"
+BIB_KEY = re.compile(r"^@\w+\{([^,]+),", re.MULTILINE)
+
+
+@pytest.fixture
+def judged(world):
+    path = world / "qrels.txt"
+    path.write_text(QRELS)
+    call_command("import_qrels", str(path), name="judged", queries="q", collection="tiny", verbosity=0)
+
+
+def build(name="tab", **extra) -> Report:
+    options = {"queries": "q", "runs": "a,c", "cutoffs": "1,2", "qrels": "judged", "measures": "MRR@2,nDCG@2,R@2"}
+    call_command("bias_report", **options, bootstrap=20, name=name, verbosity=0, stdout=io.StringIO(), **extra)
+    return Report.objects.get(name=name)
+
+
+def _latex_cell(cell: str) -> str:
+    """A LaTeX table cell in ``table_text``'s notation: ``$0.1234^{*}$`` → ``0.1234*``, ``--`` → ``–``."""
+    cell = cell.strip()
+    if cell == "--":
+        return "–"
+    match = re.fullmatch(r"\$([+-]?\d+\.\d+)(\^\{\*\}|\^\{\\dagger\})?\$", cell)
+    assert match, cell
+    return match.group(1) + {"^{*}": "*", "^{\\dagger}": "†"}.get(match.group(2) or "", "")
+
+
+def _latex_rows(tex: str) -> dict[str, list[str]]:
+    """Run → its cells, from a table's ``.tex`` (the rows between ``\\midrule`` and ``\\bottomrule``)."""
+    body = tex.split("\\midrule\n", 1)[1].split("\\bottomrule", 1)[0]
+    rows = {}
+    for line in body.strip().splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)&", line.strip().removesuffix("\\\\"))]
+        if cells[0]:  # a run's row (a p row has an empty first cell)
+            rows[cells[0]] = [_latex_cell(c) for c in cells[1:]]
+    return rows
+
+
+def _text_rows(text: str, runs: list[str]) -> dict[str, list[str]]:
+    """Run → its cells, from :func:`metrics.tables.table_text` (values with their marks glued on)."""
+    rows = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] in runs:
+            rows[parts[0]] = parts[1:]
+    return rows
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("layout", TABLE_LAYOUTS)
+def test_latex_table_cells_are_the_report_tables(judged, layout):
+    report = build(baseline="a")
+    table = selectors.report_table(report, layout)
+    tex = table_tex(table)
+    text = tables.table_text(table)
+    runs = [row["run"] for row in table["rows"]]
+    assert _latex_rows(tex) == _text_rows(text, runs)
+    assert len(_latex_rows(tex)["a"]) == len(table["columns"]) + 2 * len(table["correlations"])
+    # The p row under c carries the same adjusted p-values as the text's p line.
+    p_text = re.findall(r"p (\d\.\d{4})", text)
+    assert re.findall(r"\$p\$ (\d\.\d{4})", tex) == p_text and p_text
+    # The footnote states the test and the correction; labels are escaped ([ ] of RaB[tf]).
+    assert "two-sided paired t-test" in tex and "Holm \\cite{holm1979}" in tex and "against \\texttt{a}" in tex
+    assert "\\toprule" in tex and "\\bottomrule" in tex and f"\\label{{tab:{layout}}}" in tex
+    if layout == "sigir2020":
+        assert "RaB{[}tf{]}@1" in tex and "MRR@2" in tex
+
+
+def test_marks_become_superscripts_from_a_hand_made_table():
+    """A significant cell and a significant correlation, with a run name full of LaTeX's specials."""
+    table = {
+        "layout": "ecir2024",
+        "title": "T & Co",
+        "cutoff": 10,
+        "baseline": "bm25",
+        "significance": {"test": "t", "family": "f", "correction": "Holm", "alpha": 0.05, "baseline": "bm25"},
+        "correlation_significance": {"test": "r", "family": "g", "correction": "Holm", "alpha": 0.05},
+        "columns": [{"label": "nDCG@10"}],
+        "correlations": [{"a": "X", "b": "Y"}],
+        "missing": ["MRR"],
+        "rows": [
+            {
+                "run": "bert_50%#1",
+                "cells": [{"value": -0.12345, "mark": "*", "p_value": 0.0123}],
+                "correlations": [{"pearson_r": 0.5, "pearson_mark": "†", "kendall_tau": None, "kendall_mark": ""}],
+            }
+        ],
+    }
+    tex = table_tex(table)
+    assert r"bert\_50\%\#1 & $-0.1235^{*}$ & $+0.500^{\dagger}$ & -- \\" in tex
+    assert r"{\scriptsize $p$ 0.0123}" in tex and r"\caption{T \& Co; cutoff 10.}" in tex
+    assert r"\multicolumn{2}{c}{X vs Y}" in tex and r"\cmidrule(lr){3-4}" in tex
+    assert "Not in this report: MRR." in tex
+
+
+def test_escape():
+    assert escape("a_b & c% $d #e {f} ~g ^h \\i") == (r"a\_b \& c\% \$d \#e \{f\} \~{}g \^{}h $\backslash$i")
+    assert escape("τ ≥ 1 – Müller [x] 日") == r"$\tau$ $\geq$ 1 -- Müller {[}x{]} ?"
+
+
+def test_bibliography_holds_exactly_the_cited_works():
+    text = r"see \cite{wilson1927,holm1979} and \citep[p.~2]{efron1979}; again \cite{holm1979}"
+    assert cited_keys(text) == ["wilson1927", "holm1979", "efron1979"]
+    assert BIB_KEY.findall(bibtex(cited_keys(text))) == ["wilson1927", "holm1979", "efron1979"]
+    assert all(BIB_KEY.findall(entry) == [key] for key, entry in ENTRIES.items())
+    with pytest.raises(KeyError, match="nobody2000"):
+        bibtex(["nobody2000"])
+
+
+def _cites_and_bib(files: dict[str, bytes]) -> tuple[list[str], list[str]]:
+    texts = [body.decode() for name, body in files.items() if name.endswith(".tex")]
+    return sorted(cited_keys(*texts)), sorted(BIB_KEY.findall(files["references.bib"].decode()))
+
+
+@pytest.mark.django_db
+def test_given_queries_bundle_cites_what_it_uses(judged):
+    report = build(baseline="a")
+    files = paper_files(report)
+    assert set(files) == {
+        "README.txt", "main.tex", "methods.tex", "references.bib",
+        "table-ecir2024.tex", "table-sigir2020.tex", "table-exposure.tex",
+        "fig-cutoffs.pdf", "fig-cutoffs.tex", "fig-distribution.pdf", "fig-distribution.tex",
+        "fig-tradeoff.pdf", "fig-tradeoff.tex",
+    }  # fmt: skip
+    assert all(files[name].startswith(b"%PDF-") for name in files if name.endswith(".pdf"))
+    cites, bib = _cites_and_bib(files)
+    assert cites == bib
+    methods = files["methods.tex"].decode()
+    assert r"The 3 queries of the query set \texttt{q} were given" in methods
+    for fact in ("cutoffs 1 and 2", "20 resamples, seed 0", r"\texttt{a}", r"\cite{student1908}", "ir\\_measures"):
+        assert fact in methods, fact
+    # No annotation: nothing about agreement, Wilson or Dawid–Skene is cited.
+    assert not {"krippendorff2018", "wilson1927", "dawid1979", "angelopoulos2023ppi"} & set(cites)
+    # The same bytes on each build (undated PDFs): the page's zip and the API's are reproducible.
+    assert paper_files(report) == files
+
+
+@pytest.mark.django_db
+def test_methods_state_the_batchs_facts_for_a_report_on_its_export(batch, tmp_path):
+    """A report on the query set a batch's export registered is described by that batch's facts,
+    each figure as ``study_facts`` gives it."""
+    export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
+    call_command("bias_report", queries="ng", runs="a,c", cutoffs="1,2", bootstrap=20, name="ng-rep", verbosity=0)
+    report = Report.objects.get(name="ng-rep")
+    facts = annotation_selectors.study_facts(batch)
+    methods = paper_files(report)["methods.tex"].decode()
+    agreement, share = facts["agreement"], facts["non_gendered_share"]
+    assert f"Krippendorff's $\\alpha = {agreement['krippendorff_alpha']:.3f}$" in methods
+    assert f"{share['count']} of the {share['total']} labelled queries" in methods
+    assert f"{100 * share['estimate']:.1f}\\%" in methods and f"[{share['ci'][0]:.3f}, {share['ci'][1]:.3f}]" in methods
+    assert (
+        "labelled as non-gendered, female, male or other or multiple genders by 3 annotators (In-house" in methods
+        and "paid 0.05 USD per task; total cost 0.15 USD" in methods
+    )
+    assert f"{facts['labels']['set_aside']['disputed']} set aside as disputed" in methods
+    cites, bib = _cites_and_bib(paper_files(report))
+    assert cites == bib and {"krippendorff2018", "wilson1927"} <= set(cites)
+    assert "were given" not in methods
+
+
+@pytest.mark.django_db
+def test_report_on_a_batch_uses_its_combined_marks_and_cites_dawid_skene(batch, world):
+    from metrics import services
+    from pooling.models import Run
+
+    runs = [Run.objects.get(name=n) for n in ("a", "b", "c")]
+    settings = services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=200, seed=3)
+    report = services.build_batch_report("on-batch", batch, runs, settings, baseline=runs[0], bar=False)
+    files = paper_files(report)
+    methods = files["methods.tex"].decode()
+    assert "Dawid--Skene" in methods and "bootstrap of the label-corrected paired difference" in methods
+    table = selectors.report_table(report, "ecir2024")
+    tex = files["table-ecir2024.tex"].decode()
+    assert _latex_rows(tex) == _text_rows(tables.table_text(table), [r["run"] for r in table["rows"]])
+    assert "bootstrap of the label-corrected paired difference" in tex  # the footnote states the combined test
+    # The labels' table: the page's and uncertainty_table's figures, for the papers' four metrics.
+    summary = selectors.report_summary(report)
+    shown = summary[(summary["cutoff"] == 2) & summary["metric"].isin(["RaB", "ARaB", "NFaiRR", "TExFAIR"])]
+    expected = [
+        " ".join(line.split())
+        for line in formatting.uncertainty_table(shown, 2).splitlines()
+        if line.split() and line.split()[0] in ("a", "b", "c")
+    ]
+    labels = files["table-labels.tex"].decode()
+    # RaB and ARaB (tf, bool), NFaiRR, TExFAIR (rbdf, plain): 7 blocks of 3 runs.
+    assert _label_rows(labels) == expected and len(expected) == 7 * 3
+    assert r"\label{tab:labels}" in labels and "against \\texttt{a}" in labels
+
+
+def _label_rows(tex: str) -> list[str]:
+    """The runs' rows of ``table-labels.tex`` in ``uncertainty_table``'s notation."""
+    rows = []
+    for line in tex.split("\\bottomrule")[0].splitlines():
+        if not line.endswith("\\\\") or line.startswith("\\multicolumn") or line.startswith("Run"):
+            continue
+        cells = [c.strip() for c in re.split(r"(?<!\\)&", line.removesuffix("\\\\"))]
+        out = [cells[0]]
+        for cell in cells[1:]:
+            cell = cell.replace("\\%", "%")
+            if cell == "--":
+                out.append("–")
+            elif cell.startswith("$["):
+                out.append(cell.strip("$"))
+            else:
+                out.append(_latex_cell(cell) if cell.startswith("$") else cell)
+        rows.append(" ".join(out))
+    return rows
+
+
+def _compile(folder: Path) -> str:
+    """pdflatex, bibtex, pdflatex twice (as README.txt says); the final log."""
+    run = {"cwd": folder, "capture_output": True, "text": True, "timeout": 120}
+    latex = ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"]
+    first = subprocess.run(latex, **run)
+    assert first.returncode == 0, first.stdout[-3000:]
+    if shutil.which("bibtex"):
+        bib = subprocess.run(["bibtex", "main"], **run)
+        assert bib.returncode == 0, bib.stdout
+    for _ in range(2):
+        done = subprocess.run(latex, **run)
+        assert done.returncode == 0, done.stdout[-3000:]
+    return (folder / "main.log").read_text(errors="replace")
+
+
+needs_pdflatex = pytest.mark.skipif(
+    shutil.which("pdflatex") is None, reason="pdflatex is not installed (apt-get install texlive-latex-recommended)"
+)
+
+
+@needs_pdflatex
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_command_writes_a_bundle_that_compiles(judged, tmp_path):
+    build(baseline="a")
+    out = io.StringIO()
+    call_command("paper", "tab", out=str(tmp_path / "bundle"), stdout=out)
+    assert "Paper bundle of tab in" in out.getvalue()
+    log = _compile(tmp_path / "bundle")
+    assert "undefined" not in log.lower() and "Citation" not in log, log[-2000:]
+    assert (tmp_path / "bundle" / "main.pdf").stat().st_size > 10_000
+    bbl = (tmp_path / "bundle" / "main.bbl").read_text()
+    assert "Rekabsaz" in bbl and "Holm" in bbl
+    # Written again over the earlier bundle (it holds main.tex): replaced, the compile outputs gone.
+    call_command("paper", "tab", out=str(tmp_path / "bundle"), stdout=io.StringIO())
+    assert not (tmp_path / "bundle" / "main.pdf").exists() and (tmp_path / "bundle" / "main.tex").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".bundle")]  # no temporary folder left
+
+
+@needs_pdflatex
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_bundles_of_an_annotated_study_compile(batch, tmp_path):
+    """On the set the batch's export registered, and on the batch's labels (with the labels' table)."""
+    export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
+    call_command("bias_report", queries="ng", runs="a,c", cutoffs="1,2", bootstrap=20, name="ng-rep", verbosity=0)
+    call_command(
+        "bias_report", from_batch=batch.name, runs="a,b,c", cutoffs="1,2", bootstrap=20, baseline="a",
+        name="on-batch", verbosity=0, stdout=io.StringIO(),
+    )  # fmt: skip
+    for name in ("ng-rep", "on-batch"):
+        folder = write_paper_bundle(Report.objects.get(name=name), tmp_path / f"paper-{name}")
+        log = _compile(folder)
+        assert "undefined" not in log.lower(), log[-2000:]
+    assert (tmp_path / "paper-on-batch" / "table-labels.tex").exists()
+
+
+@pytest.mark.django_db
+def test_command_refuses_a_folder_that_is_not_a_bundle(judged, tmp_path):
+    build()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("keep me")
+    with pytest.raises(CommandError, match="not a paper bundle"):
+        call_command("paper", "tab", out=str(tmp_path / "mine"))
+    assert (tmp_path / "mine" / "thesis.tex").read_text() == "keep me"
+    with pytest.raises(CommandError, match="does not exist"):
+        call_command("paper", "tab", out=str(tmp_path / "no" / "such"))
+    with pytest.raises(CommandError, match="no report named 'nope'"):
+        call_command("paper", "nope", out=str(tmp_path / "x"))
+
+
+@pytest.mark.django_db
+def test_page_link_and_api_give_the_zip_to_researchers_only(judged, client, django_user_model):
+    build(baseline="a")
+    url, api = "/metrics/tab/paper.zip", "/api/metrics/reports/tab/paper/"
+    assert client.get(url).status_code == 302  # anonymous: to the login page
+    assert client.get(api).status_code in (401, 403)
+    client.force_login(django_user_model.objects.create_user("ann", password="pw-secret-123"))
+    assert client.get(url).status_code in (302, 403)
+    refused = client.get(api)
+    assert refused.status_code == 403 and refused.json()["detail"]
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    assert 'href="/metrics/tab/paper.zip"' in client.get("/metrics/tab/").content.decode()
+    for address in (url, api):
+        response = client.get(address)
+        assert response.status_code == 200 and response["Content-Type"] == "application/zip", address
+        assert 'filename="tab-paper.zip"' in response["Content-Disposition"]
+        names = zipfile.ZipFile(io.BytesIO(response.content)).namelist()
+        assert "tab-paper/main.tex" in names and "tab-paper/table-ecir2024.tex" in names
+    assert client.get("/api/metrics/reports/nope/paper/").status_code == 404
+    Path(Report.objects.get(name="tab").per_query).unlink()
+    gone = client.get(api)
+    assert gone.status_code == 404 and "missing" in gone.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_bias_only_report_without_baseline(world):
+    """No qrels, no baseline: the tables say which columns are missing, carry no marks or p, cite no test."""
+    call_command("bias_report", queries="q", runs="a,c", cutoffs="1,2", bootstrap=20, name="bare", verbosity=0)
+    files = paper_files(Report.objects.get(name="bare"))
+    assert "fig-tradeoff.pdf" not in files and "fig-cutoffs.pdf" in files
+    ecir = files["table-ecir2024.tex"].decode()
+    assert "Not in this report: MRR, nDCG." in ecir and "$p$" not in ecir and "^{*}" not in ecir
+    cites, bib = _cites_and_bib(files)
+    assert cites == bib and "student1908" not in cites and "macavaney2022" not in cites
+    assert "compared with the baseline" not in files["methods.tex"].decode()

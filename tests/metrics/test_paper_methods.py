@@ -1,0 +1,113 @@
+"""methods.tex of a study with a pool and a machine labeller: the batch's real study facts, with the
+pool's and the machine's facts in the shapes ``annotation.publication.selectors`` gives them
+(``machine_facts`` itself makes the machine's), stated, cited and compiled."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from annotation.results.export_formats import machine_facts
+from annotation.selectors import study_facts
+from metrics.bibliography import bibtex, cited_keys
+from metrics.latex import document
+from metrics.methods_text import methods_tex
+
+DECISION = {
+    "labeller": "rules",
+    "model": "",
+    "prompt_version": "v1",
+    "threshold": 0.9,
+    "target_accuracy": 0.95,
+    "risk": 0.05,
+    "conservative": False,
+    "estimated_accuracy": 0.97,
+    "accuracy_ci": [0.93, 0.99],
+    "accepted": 120,
+}
+CALIBRATION = {"sample_batch": "mach-part-1", "n": 200, "accuracy": 0.955, "kappa": 0.9, "kappa_ci": [0.85, 0.94]}
+CALIBRATION |= {"ece": 0.03, "brier": 0.08}
+POOL = {
+    "name": "sigir20",
+    "source": "dev",
+    "dataset": "msmarco-passage/dev/small",
+    "runs": ["bm25", "bert_base"],
+    "rank_cutoff": 10,
+    "depth": 500,
+    "magnitude": "tf",
+    "tokenizer": "words",
+    "wordlist": "genderspecific-32+32",
+}
+SETTINGS = {
+    "report": "r",
+    "query_set": "ng",
+    "dataset_source": None,
+    "queries": 2,
+    "report_queries": 2,
+    "runs": ["a", "c"],
+    "metrics": ["RaB", "ARaB"],
+    "cutoffs": [10],
+    "tokenizer": "words",
+    "wordlist": "genderspecific-32+32",
+    "representative_wordlist": "representative-163+163",
+    "threshold": 1.0,
+    "nfairr_normalisation": "by the collection",
+    "exposure_settings": "",
+    "qrels": None,
+    "measures": [],
+    "unjudged": 0,
+    "bootstrap_samples": 1000,
+    "seed": 0,
+    "policy": None,
+    "on_batch": False,
+    "software_version": "genderbias test",
+}
+
+
+@pytest.fixture
+def facts(batch):
+    facts = study_facts(batch)
+    facts["machine"] = machine_facts(DECISION, CALIBRATION)
+    facts["pool"] = POOL
+    return facts
+
+
+@pytest.mark.django_db
+def test_pool_and_machine_are_stated_and_cited(facts):
+    tex = methods_tex(facts, SETTINGS)
+    assert r"pooled from the runs \texttt{bm25} and \texttt{bert\_base}" in tex
+    assert "the 500 queries whose top 10 documents lean most female" in tex and "(MS MARCO \\cite{bajaj2016})" in tex
+    assert "its labels at confidence 0.9 or above were accepted (120 queries)" in tex
+    assert r"accuracy was 0.955 and Cohen's $\kappa$ \cite{cohen1960} 0.900 (95\% CI $[0.850, 0.940]$)" in tex
+    assert "expected calibration error 0.030, Brier score 0.080" in tex
+    # The guarantee in machine_facts' own words, its signs as LaTeX, with the method cited.
+    assert r"with probability $\geq$ 0.95 (1 $-$ $\delta$) over the blind sample" in tex
+    assert r"\cite{angelopoulos2021ltt}" in tex and r"\cite{angelopoulos2023ppi}" in tex
+    assert r"estimated accuracy is 0.970 (95\% CI $[0.930, 0.990]$)" in tex
+    # Only the metrics the report holds: no NFaiRR, no test without a baseline.
+    assert "rekabsaz2021" not in tex and "holm1979" not in tex and "student1908" not in tex
+
+
+@pytest.mark.django_db
+def test_point_estimate_routing_promises_nothing_and_cites_no_guarantee(facts):
+    facts["machine"] = machine_facts({**DECISION, "risk": None}, None)
+    tex = methods_tex(facts, SETTINGS)
+    assert "Guarantee: no guarantee (point estimate)." in tex
+    assert not {"angelopoulos2021ltt", "angelopoulos2023ppi", "cohen1960"} & set(cited_keys(tex))
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (texlive-latex-recommended)")
+def test_the_paragraph_compiles(facts, tmp_path):
+    tex = methods_tex(facts, SETTINGS)
+    (tmp_path / "methods.tex").write_text(tex)
+    (tmp_path / "references.bib").write_text(bibtex(cited_keys(tex)))
+    (tmp_path / "main.tex").write_text(document("Methods only", [], []))
+    latex = ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"]
+    for step in (latex, ["bibtex", "main"], latex, latex):
+        if shutil.which(step[0]):
+            done = subprocess.run(step, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stdout[-2000:]
+    assert "undefined" not in (tmp_path / "main.log").read_text(errors="replace").lower()
