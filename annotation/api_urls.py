@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from annotation.crowd import api
 from annotation.inhouse import api as api_team
 from annotation.machine import api as api_prelabelling
+from annotation.publication import api as api_publication
 
 router = DefaultRouter()
 router.register("batches", api.BatchViewSet)
@@ -40,5 +41,7 @@ urlpatterns = [
     # Prolific bonuses (issue 32).
     path("batches/<slug:name>/bonuses/", api.BonusPreviewView.as_view(), name="api-batch-bonuses"),
     path("batches/<slug:name>/bonuses/pay/", api.BonusPayView.as_view(), name="api-batch-bonuses-pay"),
+    # The Hugging Face-ready dataset folder, zipped (publication/api.py).
+    path("batches/<slug:name>/dataset/", api_publication.PublishDatasetView.as_view(), name="api-batch-dataset"),
     *router.urls,
 ]

@@ -7,6 +7,7 @@ from annotation.inhouse import views as inhouse
 from annotation.machine import views as machine
 from annotation.prolific import views as prolific
 from annotation.prolific.webhooks import views as prolific_webhooks
+from annotation.publication import views as publication
 from annotation.results import views as results
 
 app_name = "annotation"
@@ -33,6 +34,7 @@ urlpatterns = [
     path("batches/<slug:name>/bonuses/pay/", crowd.batch_bonus_pay, name="batch-bonus-pay"),
     path("batches/<slug:name>/export/", crowd.batch_export, name="batch-export"),
     path("exports/<int:pk>/<str:part>/", crowd.export_download, name="export-download"),
+    path("batches/<slug:name>/dataset/", publication.batch_publish_dataset, name="batch-publish-dataset"),
     path("batches/<slug:name>/agreement/", crowd.batch_agreement, name="batch-agreement"),
     path("batches/<slug:name>/review/", results.batch_review, name="batch-review"),
     # <key:qid>: any query id (a/b, .., é q) as one segment, escaped by core.converters.

@@ -34,6 +34,12 @@ def source_of(batch: Batch) -> str:
     return f"{name} (queries from {origin})" if origin else name
 
 
+def source_dataset(batch: Batch) -> str | None:
+    """The ir_datasets collection the batch's queries came from (``ir_datasets:<id> (...)``), if known."""
+    query_set = batch.pool.source if batch.pool else batch.query_set
+    return (query_set.dataset_source or None) if query_set is not None else None
+
+
 def batch_facts(batch: Batch) -> dict[str, Any]:
     """The batch's settings as a dataset card states them (dates and money as given, for the card's own layout)."""
     return {
@@ -135,7 +141,8 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
     screeners and options, Prolific batches only), ``agreement`` (the agreement report's figures
     with their interval), ``labels`` (queries, labelled, per-label counts, label sources,
     rulings, set-aside queries and why, votes per query), ``non_gendered_share`` (among
-    labelled queries, :func:`share_interval`), ``machine`` (:func:`routing_facts`) and
+    labelled queries, :func:`share_interval`), ``source_dataset`` (:func:`source_dataset`),
+    ``machine`` (:func:`routing_facts`) and
     ``results`` (the per-query rows of :func:`annotation.results.selectors.query_results`).
     """
     answers = answers or BatchAnswers(batch)
@@ -195,6 +202,7 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
             },
         },
         "non_gendered_share": share_interval(counts["n"], len(labelled)),
+        "source_dataset": source_dataset(batch),
         "machine": routing_facts(batch),
         "results": results,
     }

@@ -1,0 +1,56 @@
+import os
+
+from annotation.management.commands._common import command_errors, get_batch
+from annotation.publication.hub_card import HUB_LICENSES
+from annotation.publication.services import publish_dataset, push_folder, upload_command
+from core.management.cli import ProjectCommand
+
+
+class Command(ProjectCommand):
+    help = (
+        "Write a batch as a dataset folder ready for the Hugging Face Hub: Parquet configurations (queries, "
+        "non_gendered, aggregated; judgments with --with-judgments), README.md with the Hub's YAML header and "
+        "the study's facts, and croissant.json (Croissant 1.0 with Responsible-AI fields). --push uploads it "
+        "when HF_TOKEN is set; otherwise the command prints the upload command to run."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="batch name")
+        parser.add_argument("--out", required=True, help="folder to write (its parent must exist)")
+        parser.add_argument(
+            "--license",
+            required=True,
+            choices=HUB_LICENSES,
+            metavar="LICENSE",
+            help="the dataset's license, a Hub identifier (no default: the researcher chooses): "
+            + ", ".join(HUB_LICENSES),
+        )
+        parser.add_argument(
+            "--with-judgments",
+            action="store_true",
+            help="also publish every judgment under dataset-local annotator pseudonyms (off by default)",
+        )
+        parser.add_argument("--push", metavar="REPO_ID", help="upload to this Hub dataset (OWNER/NAME); needs HF_TOKEN")
+        parser.add_argument("--private", action="store_true", help="with --push: create the repository private")
+
+    def handle(self, name, out, license, with_judgments, push, private, **o):
+        batch = get_batch(name)
+        with command_errors():
+            publication = publish_dataset(batch, out, license, with_judgments=with_judgments)
+        rows = ", ".join(f"{config} {n}" for config, n in publication.rows.items())
+        self.stdout.write(self.style.SUCCESS(f"Wrote the dataset folder {publication.path} (rows: {rows})."))
+        self.stdout.write("Files: " + ", ".join(publication.files))
+        self.stdout.write("Before publishing, fill in what the platform cannot know (README.md and croissant.json):")
+        for field, why in publication.researcher_fields.items():
+            self.stdout.write(f"  - {field}: {why}")
+        if push:
+            token = os.environ.get("HF_TOKEN")
+            with command_errors():
+                url = push_folder(publication.path, push, token=token, private=private)
+            self.stdout.write(self.style.SUCCESS(f"Uploaded to the Hub: {url}"))
+        else:
+            self.stdout.write(
+                "To upload it: "
+                + upload_command(publication.path, "OWNER/NAME")
+                + "  (or rerun with --push OWNER/NAME)"
+            )

@@ -1,0 +1,253 @@
+"""The ``README.md`` of a published dataset folder: the Hub's YAML header and the card's text.
+
+The header follows the Hugging Face Hub's dataset-card conventions (``license``,
+``language``, ``annotations_creators``, ``task_categories``, ``size_categories``,
+``source_datasets``, ``configs`` naming each configuration's ``data_files``), so the Hub
+shows the dataset's viewer and filters and ``datasets.load_dataset(folder, name=...)``
+finds every configuration. The text states how the labels were made, from
+:func:`annotation.publication.selectors.study_facts` through
+:mod:`annotation.publication.statements`.
+
+The license is the researcher's choice: there is no default (:func:`check_license`). The
+queries' text comes from a source collection with its own terms, which the card points out.
+
+Pure: facts in, text out. The YAML is written by hand (JSON-quoted strings are valid YAML
+scalars), so no YAML library is needed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from annotation.labels import LABEL_NAMES, LABELS
+from annotation.publication import statements
+from annotation.publication.tables import Config
+
+#: The Hub's license identifiers a dataset is commonly published under
+#: (https://huggingface.co/docs/hub/repositories-licenses); ``other`` asks the researcher to
+#: state the terms in the card.
+HUB_LICENSES = (
+    "cc0-1.0",
+    "cc-by-4.0",
+    "cc-by-sa-4.0",
+    "cc-by-nc-4.0",
+    "cc-by-nc-sa-4.0",
+    "cc-by-nd-4.0",
+    "cc-by-nc-nd-4.0",
+    "cc-by-3.0",
+    "cc-by-sa-3.0",
+    "cc-by-nc-3.0",
+    "cc-by-nc-sa-3.0",
+    "odc-by",
+    "odbl",
+    "pddl",
+    "cdla-permissive-1.0",
+    "cdla-permissive-2.0",
+    "cdla-sharing-1.0",
+    "c-uda",
+    "apache-2.0",
+    "mit",
+    "unlicense",
+    "other",
+)
+
+#: The Hub's size categories, by number of rows of the main configuration.
+SIZE_CATEGORIES = (
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+)
+
+
+def check_license(license_id: str | None) -> str:
+    """The researcher's license, checked against :data:`HUB_LICENSES` (ValueError naming the choices)."""
+    if not license_id:
+        raise ValueError(f"choose a license for the dataset (--license): one of {', '.join(HUB_LICENSES)}")
+    if license_id not in HUB_LICENSES:
+        raise ValueError(f"unknown license {license_id!r}: choose one of {', '.join(HUB_LICENSES)}")
+    return license_id
+
+
+def size_category(rows: int) -> str:
+    """The Hub's size category of a dataset of ``rows`` rows."""
+    for limit, name in SIZE_CATEGORIES:
+        if rows < limit:
+            return name
+    return "n>10M"
+
+
+def annotations_creators(facts: Mapping[str, Any]) -> list[str]:
+    """``crowdsourced``; ``machine-generated`` with machine-accepted labels; ``expert-generated`` with rulings."""
+    sources = facts["labels"]["sources"]
+    creators = ["crowdsourced"]
+    if sources.get("machine-accepted"):
+        creators.append("machine-generated")
+    if sources.get("adjudicated"):
+        creators.append("expert-generated")
+    return creators
+
+
+def source_datasets(facts: Mapping[str, Any]) -> list[str]:
+    """``extended|<ir_datasets id>`` when the queries came from a known collection, else ``original``."""
+    origin = facts.get("source_dataset") or ""
+    if origin.startswith("ir_datasets:"):
+        return [f"extended|{origin.removeprefix('ir_datasets:').split(' ')[0]}"]
+    return ["original"]
+
+
+def _yaml(value: Any, indent: int = 0) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(item, (Mapping, list)) and item:
+                lines.append(f"{pad}{key}:")
+                lines += _yaml(item, indent + 2)
+            else:
+                lines.append(f"{pad}{key}: {json.dumps(item, ensure_ascii=False)}")
+    else:
+        for item in value:
+            if isinstance(item, Mapping):
+                first, *rest = _yaml(item, indent + 2)
+                lines.append(f"{pad}- {first.lstrip()}")
+                lines += rest
+            else:
+                lines.append(f"{pad}- {json.dumps(item, ensure_ascii=False)}")
+    return lines
+
+
+def header(facts: Mapping[str, Any], configs: Sequence[Config], license_id: str, pretty_name: str) -> dict[str, Any]:
+    """The card's YAML metadata as a dict (see :func:`render_header`)."""
+    return {
+        "license": check_license(license_id),
+        "language": ["en"],
+        "pretty_name": pretty_name,
+        "annotations_creators": annotations_creators(facts),
+        "language_creators": ["found"],
+        "multilinguality": ["monolingual"],
+        "task_categories": ["text-classification"],
+        "task_ids": ["multi-class-classification"],
+        "size_categories": [size_category(facts["labels"]["queries"])],
+        "source_datasets": source_datasets(facts),
+        "tags": ["gender-bias", "information-retrieval", "croissant"],
+        "configs": [
+            {
+                "config_name": config.name,
+                "data_files": [{"split": "train", "path": config.file_name}],
+                **({"default": True} if i == 0 else {}),
+            }
+            for i, config in enumerate(configs)
+        ],
+    }
+
+
+def render_header(metadata: Mapping[str, Any]) -> str:
+    """The ``---``-fenced YAML block at the top of the card."""
+    return "\n".join(["---", *_yaml(metadata), "---", ""])
+
+
+def _row(*cells: Any) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+
+def card(
+    facts: Mapping[str, Any],
+    configs: Sequence[Config],
+    rows: Mapping[str, int],
+    *,
+    license_id: str,
+    pretty_name: str,
+    citation: str,
+    published: str,
+) -> str:
+    """The whole ``README.md``: YAML header, then what the dataset is and how it was made.
+
+    ``rows`` maps each configuration to its number of rows; ``published`` is the date written.
+    """
+    batch, labels = facts["batch"], facts["labels"]
+    share = facts["non_gendered_share"]
+    lines = [render_header(header(facts, configs, license_id, pretty_name)), f"# {pretty_name}", ""]
+    lines += [
+        f"{labels['queries']} queries annotated for gender reference ({', '.join(LABEL_NAMES[c] for c in LABELS)}) "
+        f"by annotators recruited through {batch['provider_display']}, on the gender-bias annotation platform "
+        f"(batch `{batch['name']}`); "
+        f"{labels['labelled']} labelled, {labels['counts']['n']} of them Non-gendered (share "
+        f"{statements.number(share['estimate'])}, 95% {share['method']} interval {statements.interval(share['ci'])}). "
+        f"Written {published}.",
+        "",
+        "## Configurations",
+        "",
+        _row("Configuration", "File", "Rows", "What it holds"),
+        _row("---", "---", "---", "---"),
+    ]
+    lines += [_row(f"`{c.name}`", f"`{c.file_name}`", rows[c.name], c.description) for c in configs]
+    if not any(c.name == "judgments" for c in configs):
+        lines += ["", "The raw judgments are not included (the researcher did not opt in)."]
+    lines += [
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        "",
+        f'queries = load_dataset("<repo or folder>", name="{configs[0].name}")',
+        "```",
+        "",
+    ]
+    for config in configs:
+        lines += [f"### Columns of `{config.name}`", "", _row("Column", "Type", "Meaning"), _row("---", "---", "---")]
+        lines += [_row(f"`{c.name}`", c.arrow, c.description) for c in config.columns]
+        lines.append("")
+    lines += ["## How the queries were chosen", "", statements.collection(facts), ""]
+    lines += ["## How the labels were made", "", statements.platform(facts), "", statements.protocol(facts), ""]
+    demographics = statements.demographics(facts)
+    if demographics:
+        lines += [demographics, ""]
+    lines += ["## Agreement and labels", "", statements.analysis(facts), ""]
+    lines += [_row("Label", "Code", "Queries"), _row("---", "---", "---")]
+    lines += [_row(LABEL_NAMES[code], code, labels["counts"][code]) for code in LABELS]
+    lines += ["", _row("Label source", "Queries"), _row("---", "---")]
+    lines += [_row(source, n) for source, n in labels["sources"].items()]
+    set_aside = labels["set_aside"]
+    lines += [
+        "",
+        f"Set aside: {set_aside['disputed']} queries disputed (their votes tied) and {set_aside['too_few_votes']} "
+        f"with fewer than {batch['min_votes']} usable votes. They stay in `queries` with their `status` and no label.",
+        "",
+    ]
+    if facts["machine"]:
+        lines += ["## Machine labels", "", statements.machine_tools(facts) or "", ""]
+        lines += [_row("Fact", "Value"), _row("---", "---")]
+        lines += [_row(key, value) for key, value in facts["machine"].items()]
+        lines.append("")
+    lines += ["## Biases and limitations", ""]
+    lines += [f"- {item}" for item in (*statements.biases(facts), *statements.limitations(facts))]
+    lines += ["", "## Personal information", "", statements.personal_information(facts), ""]
+    lines += [
+        "## Responsible AI metadata",
+        "",
+        "`croissant.json` describes every file and column in Croissant 1.0 with its Responsible-AI fields "
+        "(data collection, annotation protocol and platform, annotations per item, annotator demographics where "
+        "screeners chose them, machine annotation tools, annotation analysis, biases, limitations, personal "
+        "information, use cases). The researcher fills in before publishing:",
+        "",
+    ]
+    lines += [f"- `{field}`: {why}" for field, why in statements.RESEARCHER_FIELDS.items()]
+    lines += ["", "## License", "", f"`{license_id}`, chosen by the researcher."]
+    if license_id == "other":
+        lines.append("State the terms here before uploading.")
+    lines += [
+        f"The query text comes from {batch['source']}; its own terms of use apply to the text.",
+        "",
+        "## Citation",
+        "",
+        "The annotation follows:",
+        "",
+        "```",
+        citation.strip(),
+        "```",
+        "",
+    ]
+    return "\n".join(lines)

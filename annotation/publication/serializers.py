@@ -1,0 +1,12 @@
+"""Request body of ``POST /api/annotation/batches/<name>/dataset/`` (the folder comes back as a zip)."""
+
+from rest_framework import serializers
+
+from annotation.publication.hub_card import HUB_LICENSES
+
+
+class PublishDatasetRequestSerializer(serializers.Serializer):
+    license = serializers.ChoiceField(choices=HUB_LICENSES, help_text="The Hub's license identifier (no default).")
+    with_judgments = serializers.BooleanField(
+        default=False, help_text="Also publish every judgment under dataset-local pseudonyms."
+    )

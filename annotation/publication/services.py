@@ -1,0 +1,203 @@
+"""Publishing a batch as a dataset folder a researcher uploads as it is, zipped for download, or pushed to the Hub.
+
+:func:`publish_dataset` writes the folder: one Parquet file per configuration
+(:mod:`annotation.publication.tables`), ``README.md`` with the Hub's YAML header
+(:mod:`annotation.publication.hub_card`) and ``croissant.json``
+(:mod:`annotation.publication.croissant`), all from one read of the study's facts
+(:func:`annotation.publication.selectors.study_facts`). The folder is a file, not state: no
+row is written to the database.
+
+The folder is written whole or not at all: into a temporary folder beside the target, then
+renamed into place, so a reader (or an upload) never sees half a dataset and a failure leaves
+the previous folder as it was. A folder that exists is replaced only when it is empty or a
+folder this service wrote (it holds ``croissant.json``); anything else is refused, never
+overwritten.
+
+:func:`push_folder` uploads a folder through ``huggingface_hub`` when a token is given; without
+one it refuses and names the one command to run (:func:`upload_command`). No machine of the
+project reaches the Hub: the tests check the folder, the refusals and a push to a closed port.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.utils import timezone
+
+from annotation.models import Batch
+from annotation.publication import croissant, hub_card, statements, tables
+from annotation.publication.selectors import study_facts
+from annotation.results.selectors import CITATION
+from core.errors import ProviderError, ServiceError
+from core.files import file_sha256
+
+#: The file that marks a folder as a published dataset (and may be replaced by a new one).
+CROISSANT = "croissant.json"
+README = "README.md"
+#: Seconds a push waits on the Hub for one step of a request (connect, send, read) before it gives up.
+PUSH_TIMEOUT = 60
+
+
+class HubError(ProviderError):
+    """The Hub (or the way to it) failed an upload: trying again later may work (502 in the API)."""
+
+    upstream = True
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What :func:`publish_dataset` wrote."""
+
+    path: Path
+    files: list[str]
+    rows: dict[str, int]
+    license: str
+    researcher_fields: dict[str, str] = field(default_factory=lambda: dict(statements.RESEARCHER_FIELDS))
+
+
+def _write_folder(
+    batch: Batch, folder: Path, license_id: str, with_judgments: bool
+) -> tuple[list[str], dict[str, int]]:
+    import json
+
+    facts = study_facts(batch)
+    configs = tables.configs_for(with_judgments)
+    rows = tables.config_rows(facts["results"], with_judgments)
+    digests: dict[str, str] = {}
+    for config in configs:
+        path = tables.write_parquet(config, rows[config.name], folder / config.file_name)
+        digests[config.file_name] = file_sha256(path)
+    counts = {config.name: len(rows[config.name]) for config in configs}
+    published = timezone.now().date().isoformat()
+    title = f"{batch.name}: gender-annotated queries"
+    card = hub_card.card(
+        facts, configs, counts, license_id=license_id, pretty_name=title, citation=CITATION, published=published
+    )
+    (folder / README).write_text(card, encoding="utf-8")
+    metadata = croissant.croissant(
+        facts, configs, digests, license_id=license_id, title=title, published=published, citation=CITATION
+    )
+    (folder / CROISSANT).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return [c.file_name for c in configs] + [README, CROISSANT], counts
+
+
+def _check_target(target: Path) -> None:
+    if not target.parent.is_dir():
+        raise ServiceError(f"cannot write {target}: the folder {target.parent} does not exist")
+    if target.exists():
+        if not target.is_dir():
+            raise ServiceError(f"cannot write {target}: it is a file, not a folder")
+        if any(target.iterdir()) and not (target / CROISSANT).is_file():
+            raise ServiceError(
+                f"{target} is not empty and is not a dataset folder written by publish_dataset; choose another --out"
+            )
+    if not os.access(target.parent, os.W_OK):
+        raise ServiceError(f"cannot write {target}: the folder {target.parent} is not writable")
+
+
+def publish_dataset(batch: Batch, out: str | os.PathLike, license_id: str, with_judgments: bool = False) -> Publication:
+    """Write ``batch``'s dataset folder at ``out`` (see the module's docstring); returns what it wrote.
+
+    ``license_id`` is the researcher's choice among :data:`annotation.publication.hub_card.HUB_LICENSES`;
+    ``with_judgments`` adds the raw judgments under dataset-local pseudonyms.
+    """
+    try:
+        license_id = hub_card.check_license(license_id)
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from None
+    target = Path(out).absolute()
+    _check_target(target)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        files, counts = _write_folder(batch, staging, license_id, with_judgments)
+        staging.chmod(0o755)
+        if target.exists():
+            old = target.with_name(f".{target.name}.old-{os.getpid()}")
+            target.rename(old)
+            staging.rename(target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return Publication(path=target, files=files, rows=counts, license=license_id)
+
+
+def publication_zip(batch: Batch, license_id: str, with_judgments: bool = False) -> tuple[str, bytes]:
+    """The dataset folder as a zip (file name, bytes) for download: written in a temporary folder, then zipped."""
+    with tempfile.TemporaryDirectory(prefix="publish-") as tmp:
+        name = croissant.dataset_name(batch.name)
+        publication = publish_dataset(batch, Path(tmp) / name, license_id, with_judgments)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for file_name in publication.files:
+                archive.write(publication.path / file_name, f"{name}/{file_name}")
+    return f"{name}-dataset.zip", buffer.getvalue()
+
+
+def upload_command(folder: str | os.PathLike, repo_id: str, private: bool = False) -> str:
+    """The one command that uploads ``folder`` as dataset ``repo_id`` (``hf``, the CLI of huggingface_hub)."""
+    command = ["hf", "upload", repo_id, str(folder), ".", "--repo-type", "dataset"]
+    if private:
+        command.append("--private")
+    return shlex.join(command)
+
+
+def _bound_hub_requests(timeout: float) -> None:
+    """Give huggingface_hub's shared HTTP client a timeout (its default waits forever on a silent server)."""
+    import httpx2  # huggingface_hub's HTTP client
+    from huggingface_hub import set_client_factory
+
+    set_client_factory(lambda: httpx2.Client(follow_redirects=True, timeout=timeout))
+
+
+def push_folder(
+    folder: str | os.PathLike,
+    repo_id: str,
+    *,
+    token: str | None,
+    private: bool = False,
+    endpoint: str | None = None,
+    timeout: float = PUSH_TIMEOUT,
+) -> str:
+    """Upload ``folder`` to the Hub as dataset ``repo_id`` (created if missing); returns the commit's URL.
+
+    Without ``token`` it refuses (ServiceError) and names the upload command to run instead.
+    ``endpoint`` (default: ``HF_ENDPOINT`` or the Hub) is read at call time; each step of a
+    request waits at most ``timeout`` seconds (huggingface_hub retries a few times with
+    backoff). Any failure of the Hub or the network is a :class:`HubError` naming the
+    repository, not a traceback.
+    """
+    folder = Path(folder)
+    if not (folder / CROISSANT).is_file():
+        raise ServiceError(f"{folder} is not a dataset folder written by publish_dataset")
+    if "/" not in repo_id or repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise ServiceError(f"not a Hub repository id: {repo_id!r} (use OWNER/NAME)")
+    if not token:
+        raise ServiceError(
+            "HF_TOKEN is not set, so nothing was uploaded. Set HF_TOKEN to a write token and run again, "
+            f"or upload the folder yourself: {upload_command(folder, repo_id, private)}"
+        )
+    _bound_hub_requests(timeout)
+    from huggingface_hub import HfApi
+
+    api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        commit = api.upload_folder(
+            repo_id=repo_id,
+            folder_path=str(folder),
+            repo_type="dataset",
+            commit_message="Publish the dataset folder (publish_dataset)",
+        )
+    except Exception as exc:
+        raise HubError(f"upload of {folder} to the Hub dataset {repo_id} failed: {type(exc).__name__}: {exc}") from None
+    return str(getattr(commit, "commit_url", commit))
