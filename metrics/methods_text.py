@@ -55,10 +55,6 @@ def _pool_sentence(pool: dict) -> str:
     )
 
 
-#: Where the annotators came from, as a methods section says it.
-RECRUITED = {"local": "in-house annotators", "mturk": "Amazon Mechanical Turk", "prolific": "Prolific"}
-
-
 def _crowd_sentences(facts: dict) -> list[str]:
     batch, quality, labels = facts["batch"], facts["quality"], facts["labels"]
     per_task = batch["queries_per_hit"]
@@ -67,7 +63,7 @@ def _crowd_sentences(facts: dict) -> list[str]:
     total = cost.get("total") if isinstance(cost, dict) else cost
     sentences = [
         f"Each of the {labels['queries']} queries was labelled as {names} by "
-        f"{batch['assignments_per_query']} annotators ({escape(RECRUITED.get(batch['provider'], batch['provider_display']))}; "
+        f"{batch['assignments_per_query']} {escape(batch['annotators'])} ("
         f"{per_task} quer{'y' if per_task == 1 else 'ies'} per task, paid {escape(batch['reward'])} USD per task"
         + (f"; total cost {escape(total)} USD" if total else "")
         + ")."

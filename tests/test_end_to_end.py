@@ -64,7 +64,10 @@ def test_demo_runs_the_whole_path(settings, tmp_path):
     assert labelled.on_batch and labelled.label_batch.name == "demo-machine"
     assert "With the labels' uncertainty" in printed and "with labels 95%" in printed
     assert labelled.results.exclude(combined_low=None).exists()
-    # It ends by writing the paper bundle, and says where.
+    # It ends by writing the dataset folder and the paper bundle, and says where.
+    dataset = demo / "dataset"
+    assert str(dataset) in printed
+    assert {"README.md", "croissant.json", "non_gendered.parquet"} <= {p.name for p in dataset.rglob("*")}
     paper = demo / "paper"
     assert f"Paper bundle of {report.name} in {paper}" in printed
     assert {"main.tex", "methods.tex", "references.bib", "table-ecir2024.tex"} <= {p.name for p in paper.iterdir()}

@@ -149,7 +149,7 @@ def croissant(
         "alternateName": title,
         "description": (
             f"{labels['queries']} queries annotated for gender reference (Non-gendered, Female, Male, Other or "
-            f"multiple genders) by annotators recruited through {batch['provider_display']}; "
+            f"multiple genders) by {batch['annotators']}; "
             f"{labels['labelled']} labelled. "
             "Configurations: " + ", ".join(c.name for c in configs) + "."
         ),

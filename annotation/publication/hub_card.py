@@ -173,7 +173,7 @@ def card(
     lines = [render_header(header(facts, configs, license_id, pretty_name)), f"# {pretty_name}", ""]
     lines += [
         f"{labels['queries']} queries annotated for gender reference ({', '.join(LABEL_NAMES[c] for c in LABELS)}) "
-        f"by annotators recruited through {batch['provider_display']}, on the gender-bias annotation platform "
+        f"by {batch['annotators']}, on the gender-bias annotation platform "
         f"(batch `{batch['name']}`); "
         f"{labels['labelled']} labelled, {labels['counts']['n']} of them Non-gendered (share "
         f"{statements.number(share['estimate'])}, 95% {share['method']} interval {statements.interval(share['ci'])}). "

@@ -24,6 +24,12 @@ from core.errors import ServiceError
 
 #: The confidence level of every interval :func:`study_facts` states.
 LEVEL = 0.95
+#: Who labelled the queries, by provider, as every published text names them ("by 3 ...").
+ANNOTATORS = {
+    "local": "in-house annotators",
+    "mturk": "crowd workers recruited through Amazon Mechanical Turk",
+    "prolific": "participants recruited through Prolific",
+}
 
 
 def source_of(batch: Batch) -> str:
@@ -45,6 +51,7 @@ def batch_facts(batch: Batch) -> dict[str, Any]:
     return {
         "name": batch.name,
         "provider_display": batch.get_provider_display(),
+        "annotators": ANNOTATORS.get(batch.provider, f"annotators ({batch.get_provider_display()})"),
         "source": source_of(batch),
         "provider": batch.provider,
         "assignments_per_query": batch.assignments_per_query,

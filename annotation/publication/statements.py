@@ -71,10 +71,7 @@ def collection(facts: Mapping[str, Any]) -> str:
 def platform(facts: Mapping[str, Any]) -> str:
     """The annotation platform and crowd provider."""
     batch = facts["batch"]
-    return (
-        f"Annotated on the gender-bias annotation platform (batch {batch['name']!r}); annotators recruited "
-        f"through {batch['provider_display']}."
-    )
+    return f"Annotated on the gender-bias annotation platform (batch {batch['name']!r}) by {batch['annotators']}."
 
 
 def protocol(facts: Mapping[str, Any]) -> str:

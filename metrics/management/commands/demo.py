@@ -192,6 +192,11 @@ class Command(ProjectCommand):
         else:
             self.stdout.write(f"Report {LABELS_REPORT!r} is already built; see /metrics/{LABELS_REPORT}/")
 
+        self.step("Publishing: the labelled queries as a Hugging Face-ready dataset folder with Croissant metadata")
+        call_command(
+            "publish_dataset", "demo-batch", "--out", str(out / "dataset"), "--license", "cc-by-4.0",
+            stdout=self.stdout,
+        )  # fmt: skip
         self.step("Publishing: the paper bundle (LaTeX tables, figures, methods, references)")
         call_command("paper", report.name, "--out", str(out / "paper"), stdout=self.stdout)
 

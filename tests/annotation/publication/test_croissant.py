@@ -74,7 +74,7 @@ def test_files_fields_and_rai_facts(folder, annotated):  # noqa: F811
     low, high = facts["agreement"]["alpha_ci"]
     assert f"[{low:.3f}, {high:.3f}]" in analysis and "1 set aside as disputed" in analysis
     assert "rulings: 1" in doc["rai:dataAnnotationProtocol"][0]
-    assert "In-house annotators" in doc["rai:dataAnnotationPlatform"][0]
+    assert "by in-house annotators" in doc["rai:dataAnnotationPlatform"][0]
     # A crowd batch without screeners or machine: those fields are left out, not filled with guesses.
     assert "rai:annotatorDemographics" not in doc and "rai:machineAnnotationTools" not in doc
     for field in RESEARCHER_FIELDS:

@@ -93,6 +93,7 @@ def test_rai_fields_leave_out_what_does_not_apply():
         "batch": {
             "name": "b",
             "provider_display": "Prolific",
+            "annotators": "participants recruited through Prolific",
             "source": "gq",
             "assignments_per_query": 3,
             "queries_per_hit": 10,
