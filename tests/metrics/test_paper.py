@@ -174,7 +174,7 @@ def test_methods_state_the_batchs_facts_for_a_report_on_its_export(batch, tmp_pa
     assert f"{share['count']} of the {share['total']} labelled queries" in methods
     assert f"{100 * share['estimate']:.1f}\\%" in methods and f"[{share['ci'][0]:.3f}, {share['ci'][1]:.3f}]" in methods
     assert (
-        "labelled as non-gendered, female, male or other or multiple genders by 3 in-house annotators (10 queries per task"
+        "labelled as non-gendered, female, male or other or multiple genders by 3 in-house annotators (3 queries per task"
         in methods
         and "paid 0.05 USD per task; total cost 0.15 USD" in methods
     )
