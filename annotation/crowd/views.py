@@ -12,7 +12,9 @@ from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
@@ -29,7 +31,13 @@ from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.budget import extra_spent
 from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS, plan_escalation
-from annotation.results.selectors import BatchAnswers, agreement, query_results
+from annotation.results.selectors import (
+    BatchAnswers,
+    agreement,
+    cached_for_answers,
+    query_results,
+    set_aside_rows,
+)
 from annotation.results.services.exports import export_for_download
 from annotation.results.views import export_file_response
 from core.errors import ServiceError
@@ -111,7 +119,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "batch": batch,
             "progress": progress,
             "state": batch_state(batch, progress),
-            "agreement": agreement(batch, bootstrap=0),
+            "agreement": agreement(batch, bootstrap=0, progress=progress),
             "hits": hits,
             "exports": batch.exports.select_related("query_set"),
             "export_form": ExportForm(),
@@ -150,7 +158,7 @@ def batch_live(request: HttpRequest, name: str) -> HttpResponse:
         "batch": batch,
         "progress": progress,
         "state": batch_state(batch, progress),
-        "agreement": agreement(batch, bootstrap=0),
+        "agreement": agreement(batch, bootstrap=0, progress=progress),
         "failed_gold": _failed_gold(batch),
     }
     return render(request, "annotation/_batch_live.html", context)
@@ -248,9 +256,41 @@ def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
 
 @researcher_required
 def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
+    """The agreement report. What depends on the answers alone (the figures, the Dawid-Skene
+    matrices and disagreements) is rendered once per answer version and kept for every worker
+    (:func:`cached_for_answers`); the worker-quality table (blocks and flags change without
+    an answer) and the set-aside table (paged, searched, sorted per request) are rendered per view."""
     batch = get_object_or_404(Batch, name=name)
     answers = BatchAnswers(batch)
     report = agreement(batch, answers=answers)
+    figures = cached_for_answers(answers, f"agreement-figures:{batch.name}", lambda: _agreement_figures(batch, report))
+    dawid_skene = cached_for_answers(
+        answers,
+        f"agreement-dawid-skene:{batch.name}",
+        lambda: render_to_string(
+            "annotation/_agreement_dawid_skene.html",
+            {"batch": batch, "report": report | {"method_disagreements": _by_qid(report["method_disagreements"])}},
+        ),
+    )
+    # Every qid table of the page in the same, natural order ("2" before "10").
+    set_aside = table_page(
+        request, set_aside_rows(batch, answers), lambda r: f"{r['qid']} {r['query']}", sort_keys=SET_ASIDE_SORTS
+    )
+    return render(
+        request,
+        "annotation/batch_agreement.html",
+        {
+            "batch": batch,
+            "report": report,
+            "figures": mark_safe(figures),  # rendered by a template, escaped there
+            "dawid_skene": mark_safe(dawid_skene),
+            "set_aside": set_aside,
+            "worker_quality": worker_quality(batch, report),
+        },
+    )
+
+
+def _agreement_figures(batch: Batch, report: dict) -> str:
     labelled_count = sum(report["labels"].values())
     labelled_total = labelled_count or 1
     label_bars = [
@@ -280,17 +320,8 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
         {"name": LABEL_NAMES[label], "cells": [{"value": v, "shade": round(0.5 * v / peak, 2)} for v in row]}
         for label, row in zip(report["confusion"]["labels"], matrix, strict=True)
     ]
-    # Every qid table of the page in the same, natural order ("2" before "10").
-    set_aside = table_page(
-        request,
-        natural_sorted((r for r in query_results(batch, answers) if r["label"] is None and r["votes"]), _qid),
-        lambda r: f"{r['qid']} {r['query']}",
-        sort_keys=SET_ASIDE_SORTS,
-    )
-    report["method_disagreements"] = natural_sorted(report["method_disagreements"], _qid)
-    return render(
-        request,
-        "annotation/batch_agreement.html",
+    return render_to_string(
+        "annotation/_agreement_figures.html",
         {
             "batch": batch,
             "report": report,
@@ -299,10 +330,12 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "category_alpha": category_alpha,
             "confusion": confusion,
             "label_names": [LABEL_NAMES[label] for label in LABELS],
-            "set_aside": set_aside,
-            "worker_quality": worker_quality(batch, report),
         },
     )
+
+
+def _by_qid(rows: list[dict]) -> list[dict]:
+    return natural_sorted(rows, _qid)
 
 
 def _qid(row: dict) -> str:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import DatabaseError, transaction
 from django.db.models import Count, Max, Q
 
-from annotation.crowd.selectors import batch_progress
+from annotation.crowd.selectors import batch_progress, judgment_counts
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 
@@ -148,9 +148,7 @@ def answers_version(batch: Batch) -> str:
         submitted=Max("submitted_at"),
         reviewed=Max("reviewed_at"),
     )
-    judged = Judgment.objects.filter(batch_query__batch__in=ids).aggregate(
-        n=Count("id"), last=Max("id"), labelled=Count("label")
-    )
+    judged = judgment_counts(ids)
     rulings = Adjudication.objects.filter(batch_query__batch__in=ids).aggregate(
         n=Count("id"), last=Max("id"), decided=Max("decided_at")
     )
@@ -202,6 +200,31 @@ def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
                 logger.warning("results cache unavailable (%s); not stored", exc)
     answers.memo[kind] = value
     return value
+
+
+def cached_for_answers(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per answer version of ``answers.batch``, shared by every worker
+    (:func:`_cached`): for a page that keeps what it shows of the answers (its rendered
+    figures) rather than recomputing it from them at each view. ``kind`` names what is kept
+    and everything besides the answers it depends on."""
+    return _cached(answers, f"page:{kind}", compute)
+
+
+def set_aside_rows(batch: Batch, answers: BatchAnswers | None = None) -> list[dict[str, Any]]:
+    """The judged queries of ``batch`` without a label (disputed or too few votes, not settled),
+    in natural qid order, each with ``qid``, ``query``, ``counts`` (votes per label) and
+    ``dawid_skene``: the agreement page's table, cached with the answers apart from
+    :func:`query_results` (a page of it then reads a few hundred rows, not every query's)."""
+    from core.natural import natural_sorted
+
+    answers = answers or BatchAnswers(batch)
+
+    def rows() -> list[dict[str, Any]]:
+        kept = ("qid", "query", "counts", "dawid_skene")
+        chosen = (r for r in query_results(batch, answers) if r["label"] is None and r["votes"])
+        return natural_sorted(({k: r[k] for k in kept} for r in chosen), lambda r: r["qid"])
+
+    return _cached(answers, "set_aside_rows", rows)
 
 
 def _contained(call: Callable[[], T]) -> T:
@@ -376,7 +399,12 @@ def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
 
 
 def agreement(
-    batch: Batch, *, bootstrap: int | None = None, seed: int = 0, answers: BatchAnswers | None = None
+    batch: Batch,
+    *,
+    bootstrap: int | None = None,
+    seed: int = 0,
+    answers: BatchAnswers | None = None,
+    progress: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The agreement report of :mod:`annotation.results.agreement` plus what the batch's records add.
 
@@ -389,7 +417,8 @@ def agreement(
     researcher settled), ``set_aside`` (judged qids without a majority, including too few
     votes, that no researcher settled), ``method_disagreements`` (majority vs. Dawid-Skene), ``worker_confusion``
     (Dawid-Skene's estimate per worker: rows the true label, columns the label given, and
-    the estimated accuracy), ``progress``.
+    the estimated accuracy), ``progress`` (:func:`batch_progress`, read afresh unless the caller
+    read it in this request: ``progress``).
     """
     from django.conf import settings
 
@@ -398,7 +427,7 @@ def agreement(
     answers = answers or BatchAnswers(batch)
     report = _cached(answers, f"agreement:{bootstrap}:{seed}", lambda: _agreement(batch, answers, bootstrap, seed))
     # Progress counts every assignment (taken, abandoned ...), not only answers: always read afresh.
-    return report | {"progress": batch_progress(batch)}
+    return report | {"progress": progress if progress is not None else batch_progress(batch)}
 
 
 def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -> dict[str, Any]:

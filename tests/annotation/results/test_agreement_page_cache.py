@@ -1,0 +1,95 @@
+"""The agreement page keeps what it shows of the answers (issue 31): its figures and the
+Dawid-Skene section are rendered once per answer version, the set-aside table is read from a
+cached list of the set-aside queries alone. What it shows is what a page without any cache
+shows, and a new answer or ruling is on the next view, never an old rendering."""
+
+import re
+
+import pytest
+
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.models import WorkerFlag
+from annotation.quality.services.adjudication import adjudicate
+from annotation.results import selectors as results
+from tests.annotation.conftest import answers_for, make_batch
+
+NO_CACHE = {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}
+
+
+def page(client, url):
+    answer = client.get(url)
+    assert answer.status_code == 200
+    html = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", answer.content.decode())
+    return re.sub(r'"X-CSRFToken": "[^"]+"', "", html)
+
+
+def uncached(client, url, settings):
+    kept = settings.CACHES
+    settings.CACHES = kept | {"results": NO_CACHE}
+    try:
+        return page(client, url)
+    finally:
+        settings.CACHES = kept
+
+
+@pytest.fixture
+def batch(query_set, annotators, settings):
+    """Three answers wanted per query; two annotators disagree on 101 and 105 (both set aside)."""
+    from annotation import services
+
+    settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 10
+    batch = make_batch(query_set, "cached", assignments_per_query=3)
+    services.publish_batch(batch)
+    for index, user in enumerate(annotators[:2]):
+        while (assignment := next_assignment(user, batch)) is not None:
+            override = {"101": "f", "105": "m"} if index == 1 else None
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
+    return batch
+
+
+def test_the_page_equals_the_page_without_a_cache_and_follows_every_change(
+    batch, annotators, researcher, client, settings
+):
+    client.force_login(researcher)
+    url = f"/annotation/batches/{batch.name}/agreement/"
+    first = page(client, url)
+    assert page(client, url) == first == uncached(client, url, settings)  # kept, and the same
+    assert 'id="set-aside-count">2<' in first and ">105</a>" in first
+
+    # A ruling: 101 leaves the set-aside table and the count, at once.
+    adjudicate(batch, "101", "n", "clearly not about a gender", researcher)
+    ruled = page(client, url)
+    assert ruled != first and ruled == uncached(client, url, settings)
+    table = ruled.split('<table id="set-aside">')[1].split("</table>")[0]
+    assert 'id="set-aside-count">1<' in ruled and ">101</a>" not in table and ">105</a>" in table
+
+    # A third annotator's answers: 105 has a majority now; every figure moves with them.
+    while (assignment := next_assignment(annotators[2], batch)) is not None:
+        submit_local_assignment(assignment, answers_for(assignment))
+    answered = page(client, url)
+    assert answered == uncached(client, url, settings)
+    assert "No judged query was set aside." in answered
+
+
+def test_a_flag_is_shown_at_once_although_no_answer_changed(batch, researcher, client):
+    """Worker quality is rendered at each view: a block is not an answer, the version stays."""
+    client.force_login(researcher)
+    url = f"/annotation/batches/{batch.name}/agreement/"
+    version = results.answers_version(batch)
+    assert "Blocked:" not in page(client, url)
+    worker = batch.hits.first().assignments.first().worker
+    WorkerFlag.objects.create(batch=batch, worker=worker, level="block", reason="too fast")
+    assert results.answers_version(batch) == version
+    assert "<strong>Blocked:</strong> too fast" in page(client, url)
+
+
+def test_set_aside_rows_are_the_set_aside_queries_of_the_results(batch, researcher):
+    expected = [
+        {"qid": r["qid"], "query": r["query"], "counts": r["counts"], "dawid_skene": r["dawid_skene"]}
+        for r in results.query_results(batch)
+        if r["label"] is None and r["votes"]
+    ]
+    assert [r["qid"] for r in expected] == ["101", "105"]
+    assert results.set_aside_rows(batch) == expected
+    adjudicate(batch, "105", "m", "the query names a man", researcher)
+    assert [r["qid"] for r in results.set_aside_rows(batch)] == ["101"]
