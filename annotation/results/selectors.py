@@ -175,17 +175,27 @@ def answers_version(batch: Batch) -> str:
 def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
     """``compute()`` once per answer version of ``answers.batch``, shared by every worker.
 
-    The ``results`` cache (``settings.CACHES``: the database's ``results_cache`` table, or
-    Redis) holds it under the batch's :func:`answers_version`; within one request the
-    value is also kept on ``answers``. A cache that cannot be read or written (its table
-    not created yet) only costs the recomputation, never the page.
+    The ``results`` cache (:func:`remembered`) holds it under the batch's
+    :func:`answers_version`; within one request the value is also kept on ``answers``.
     """
     if kind in answers.memo:
         return answers.memo[kind]
+    value = remembered(f"batch-{answers.batch.pk}:{answers.version}:{kind}", compute)
+    answers.memo[kind] = value
+    return value
+
+
+def remembered(key: str, compute: Callable[[], T]) -> T:
+    """The value kept under ``key`` in the ``results`` cache, else ``compute()``, kept there.
+
+    The ``results`` cache (``settings.CACHES``: the database's ``results_cache`` table, or
+    Redis) is shared by every worker: what one computed, the others read. ``key`` must name
+    everything the value depends on (a version). A cache that cannot be read or written
+    (its table not created yet) only costs the recomputation, never the page.
+    """
     from django.core.cache import caches
 
     cache = caches["results"]
-    key = f"batch-{answers.batch.pk}:{answers.version}:{kind}"
     try:
         value = _contained(lambda: cache.get(key))
     except DatabaseError as exc:  # e.g. the table not migrated yet
@@ -198,7 +208,6 @@ def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
                 _contained(lambda: cache.set(key, value))
             except DatabaseError as exc:
                 logger.warning("results cache unavailable (%s); not stored", exc)
-    answers.memo[kind] = value
     return value
 
 
