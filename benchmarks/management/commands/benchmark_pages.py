@@ -52,6 +52,13 @@ class Command(ProjectCommand):
             "--sample", type=int, default=300, help="calibration sample of the machine-labelled batch (300 queries)"
         )
         parser.add_argument(
+            "--browser",
+            type=int,
+            default=0,
+            help="also load the report page this many times in Chromium (Playwright; CHROMIUM_PATH, "
+            "default /usr/bin/chromium): HTML and every image, in a new browser and again (0: not)",
+        )
+        parser.add_argument(
             "--new-workers",
             type=int,
             default=3,
@@ -103,12 +110,22 @@ class Command(ProjectCommand):
                     float(rows[0]["repeat CPU ms"]),
                 )
             )
+            browser = (
+                self._browser(
+                    f"http://127.0.0.1:{port}", dict(client.cookies), f"/metrics/{report.name}/", o["browser"]
+                )
+                if o["browser"]
+                else []
+            )
             client.close()
             probe.close()
         finally:
             stop(server)
         self.stdout.write(f"\n{o['queries']:,} queries, {o['queries'] * 3:,} judgments; report of {o['runs']} runs")
         self.stdout.write(format_table(rows))
+        if browser:
+            self.stdout.write("\nThe report page in Chromium, HTML and every image loaded (ms from navigation):")
+            self.stdout.write(format_table(browser))
 
     # -- the state ---------------------------------------------------------------------------
     def _state(self, queries: int, runs: int, passages: int) -> tuple[Batch, Report]:
@@ -212,6 +229,59 @@ class Command(ProjectCommand):
         return batch
 
     # -- measuring ---------------------------------------------------------------------------
+    def _browser(self, base: str, cookies: dict[str, str], path: str, times: int) -> list[dict]:
+        """The report page as Chromium loads it, after the plots' first drawing (the measurement
+        above drew them): the time from navigation until the page and every one of its images are
+        loaded, in a new browser profile (nothing cached) and then again in the same one (what a
+        researcher coming back pays: images kept or revalidated). The window is tall enough that
+        every lazily loaded image is in view, so all of them load."""
+        import os
+
+        from playwright.sync_api import sync_playwright
+
+        chromium = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+        complete = "Array.from(document.images).every(image => image.complete && image.naturalWidth > 0)"
+        timings = """() => {
+            const navigation = performance.getEntriesByType("navigation")[0];
+            const images = performance.getEntriesByType("resource").filter(r => r.initiatorType === "img");
+            return [navigation.responseEnd, navigation.loadEventEnd,
+                    Math.max(0, ...images.map(r => r.responseEnd)), performance.now(), document.images.length];
+        }"""
+        fresh, again = [], []
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium,
+                headless=True,
+                args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
+            )
+            try:
+                for _ in range(times):
+                    context = browser.new_context(viewport={"width": 1280, "height": 20000})
+                    context.add_cookies([{"name": k, "value": v, "url": base} for k, v in cookies.items()])
+                    page = context.new_page()
+                    for into in (fresh, again):
+                        answer = page.goto(base + path, wait_until="load")
+                        if answer is None or answer.status != 200:
+                            raise CommandError(f"Chromium: GET {path} answered {answer and answer.status}")
+                        page.wait_for_function(complete, polling=10, timeout=60_000)
+                        into.append(page.evaluate(timings))
+                    context.close()
+            finally:
+                browser.close()
+
+        def row(load: str, runs: list) -> dict:
+            html, loaded, images, complete, count = (statistics.median(r[i] for r in runs) for i in range(5))
+            return {
+                "load": load,
+                "HTML ms": f"{html:.0f}",
+                "load event ms": f"{loaded:.0f}",
+                "last image ms": f"{images:.0f}",
+                "all images shown ms": f"{complete:.0f}",
+                "images": int(count),
+            }
+
+        return [row("new browser (nothing cached)", fresh), row("again (same browser)", again)]
+
     def _new_worker(self, client, gunicorn: int, postmaster: int | None, port: int, path: str, times: int, base: float):
         """The first view of ``path`` in a new worker (what a restart or a new worker pays, the
         report computed by another): each time the workers are stopped, gunicorn's master forks
