@@ -93,3 +93,19 @@ def test_set_aside_rows_are_the_set_aside_queries_of_the_results(batch, research
     assert results.set_aside_rows(batch) == expected
     adjudicate(batch, "105", "m", "the query names a man", researcher)
     assert [r["qid"] for r in results.set_aside_rows(batch)] == ["101"]
+
+
+def test_the_review_queue_reads_its_kept_rows_as_the_whole_list_would(batch, researcher, client, settings):
+    """The queue keeps only the queries with a status; a walk from a query without one (103, between
+    the disputed 101 and 105) still goes on in batch order, and such a query is still shown."""
+    client.force_login(researcher)
+    review = f"/annotation/batches/{batch.name}/review/"
+    assert client.get(review + "?status=disputed&after=103")["Location"].endswith("qid=105")
+    assert client.get(review + "?status=disputed&after=106")["Location"].endswith("qid=101")  # round again
+    for query in ("?status=disputed", "?status=disputed&qid=103", "?status=settled"):
+        shown = page(client, review + query)
+        assert shown == uncached(client, review + query, settings)
+    assert "103" in page(client, review + "?status=disputed&qid=103")
+    adjudicate(batch, "105", "m", "the query names a man", researcher)
+    assert client.get(review + "?status=disputed&after=103")["Location"].endswith("qid=101")
+    assert client.get(review + "?status=settled&after=101")["Location"].endswith("qid=105")
