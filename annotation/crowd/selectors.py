@@ -29,9 +29,10 @@ def batch_by_name(name: str) -> Batch | None:
     return Batch.objects.filter(name=name).first()
 
 
-def batch_progress(batch: Batch) -> dict[str, int | float | None]:
+def batch_progress(batch: Batch, judged: dict[str, int | None] | None = None) -> dict[str, int | float | None]:
     """Counts for the batch page, its live fragment (polled every 2 s), the API and the commands:
-    five aggregate queries, none reading a judgment row (:func:`judgment_counts`)."""
+    five aggregate queries, none reading a judgment row (:func:`judgment_counts`; ``judged``: those
+    counts of ``batch`` when the caller read them already)."""
     hits = batch.hits.aggregate(
         total=Count("pk"),
         published=Count("pk", filter=~Q(provider_id=None)),
@@ -41,7 +42,7 @@ def batch_progress(batch: Batch) -> dict[str, int | float | None]:
     by_status = dict(
         Assignment.objects.filter(hit__batch=batch).values_list("status").annotate(n=Count("pk")).order_by()
     )
-    judgments = judgment_counts([batch.pk])
+    judgments = judged if judged is not None else judgment_counts([batch.pk])
     queries = batch.queries.aggregate(
         total=Count("pk", filter=Q(is_gold=False)), gold=Count("pk", filter=Q(is_gold=True))
     )

@@ -18,7 +18,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
-from annotation.crowd.selectors import BonusPreview, batch_progress, preview_bonuses
+from annotation.crowd.selectors import BonusPreview, batch_progress, judgment_counts, preview_bonuses
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.background import start_escalate, start_pay_bonuses, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
@@ -111,7 +111,8 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     # One page of HITs, their answers counted in SQL: the page's cost does not grow with the batch.
     hits = Paginator(batch.hits.order_by("position").annotate(answered=Count("assignments")), HITS_PER_PAGE)
     hits = hits.get_page(request.GET.get("hits"))
-    progress = batch_progress(batch)
+    judged = judgment_counts([batch.pk])  # counted once for the progress and the answers' version
+    progress = batch_progress(batch, judged)
     return render(
         request,
         "annotation/batch_detail.html",
@@ -119,7 +120,9 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "batch": batch,
             "progress": progress,
             "state": batch_state(batch, progress),
-            "agreement": agreement(batch, bootstrap=0, progress=progress),
+            "agreement": agreement(
+                batch, bootstrap=0, progress=progress, answers=BatchAnswers(batch, own_judgments=judged)
+            ),
             "hits": hits,
             "exports": batch.exports.select_related("query_set"),
             "export_form": ExportForm(),
@@ -153,12 +156,15 @@ def _failed_gold(batch: Batch):
 def batch_live(request: HttpRequest, name: str) -> HttpResponse:
     """The batch page's live part (htmx polls it while the batch is published)."""
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
-    progress = batch_progress(batch)
+    judged = judgment_counts([batch.pk])  # counted once for the progress and the answers' version
+    progress = batch_progress(batch, judged)
     context = {
         "batch": batch,
         "progress": progress,
         "state": batch_state(batch, progress),
-        "agreement": agreement(batch, bootstrap=0, progress=progress),
+        "agreement": agreement(
+            batch, bootstrap=0, progress=progress, answers=BatchAnswers(batch, own_judgments=judged)
+        ),
         "failed_gold": _failed_gold(batch),
     }
     return render(request, "annotation/_batch_live.html", context)

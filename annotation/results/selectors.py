@@ -128,7 +128,7 @@ def min_votes(batch: Batch) -> int:
     return min(MIN_VOTES, batch.assignments_per_query)
 
 
-def answers_version(batch: Batch) -> str:
+def answers_version(batch: Batch, *, own_judgments: dict[str, int | None] | None = None) -> str:
     """A key that changes whenever what ``batch``'s answers add up to may change.
 
     Everything :class:`BatchAnswers`, :func:`query_results` and :func:`agreement` read: the
@@ -148,7 +148,9 @@ def answers_version(batch: Batch) -> str:
         submitted=Max("submitted_at"),
         reviewed=Max("reviewed_at"),
     )
-    judged = judgment_counts(ids)
+    # The caller's count of the batch's own judgments (read for its progress in this request) stands
+    # for them when no derived batch adds its own.
+    judged = own_judgments if own_judgments is not None and ids == [batch.pk] else judgment_counts(ids)
     rulings = Adjudication.objects.filter(batch_query__batch__in=ids).aggregate(
         n=Count("id"), last=Max("id"), decided=Max("decided_at")
     )
@@ -253,8 +255,10 @@ class BatchAnswers:
     query and one Dawid-Skene fit per request instead of one per use.
     """
 
-    def __init__(self, batch: Batch) -> None:
+    def __init__(self, batch: Batch, *, own_judgments: dict[str, int | None] | None = None) -> None:
         self.batch = batch
+        #: :func:`judgment_counts` of the batch alone, when the caller read them in this request.
+        self.own_judgments = own_judgments
         #: What was computed from these answers in this request (see :func:`_cached`).
         self.memo: dict[str, Any] = {}
 
@@ -266,7 +270,7 @@ class BatchAnswers:
     @cached_property
     def version(self) -> str:
         """The batch's :func:`answers_version` when these answers were first asked for it."""
-        return answers_version(self.batch)
+        return answers_version(self.batch, own_judgments=self.own_judgments)
 
     @cached_property
     def votes(self) -> pd.DataFrame:

@@ -115,3 +115,12 @@ def test_counting_reads_indexes_only(local_batch):
             plan = " ".join(row[-1] for row in cursor.fetchall())
         step = next(row for row in plan.split("SEARCH") if row.strip().startswith("annotation_judgment"))
         assert "COVERING INDEX" in step or "judgment_invalid" in step, plan
+
+
+def test_counts_read_once_for_the_progress_make_the_same_version(local_batch, annotators):
+    """The batch page and its live fragment count the judgments once for the progress and the version."""
+    assignment = next_assignment(annotators[0], local_batch)
+    submit_local_assignment(assignment, answers_for(assignment, override={"101": ""}))
+    judged = judgment_counts([local_batch.pk])
+    assert results.answers_version(local_batch, own_judgments=judged) == results.answers_version(local_batch)
+    assert batch_progress(local_batch, judged) == batch_progress(local_batch)
