@@ -26,7 +26,7 @@ from annotation.crowd.services.publishing import render_hit_html
 from annotation.inhouse.services.handout import is_annotator
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine.selectors import batch_state
-from annotation.models import Assignment, Batch, Export, Hit
+from annotation.models import Assignment, Batch, Export, Hit, Worker
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.budget import extra_spent
@@ -291,9 +291,30 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "figures": mark_safe(figures),  # rendered by a template, escaped there
             "dawid_skene": mark_safe(dawid_skene),
             "set_aside": set_aside,
-            "worker_quality": worker_quality(batch, report),
+            "worker_quality": _worker_quality(batch, answers, report),
         },
     )
+
+
+def _worker_quality(batch: Batch, answers: BatchAnswers, report: dict) -> list[dict]:
+    """:func:`worker_quality`, its figures kept per answer version (they come from the assignments
+    and the agreement report, which the version covers: 15,000 assignments read at each view
+    of a 50,000-query batch otherwise); who is blocked and flagged is not an answer and is read
+    at each view, as ``worker_quality`` reads it."""
+    rows = cached_for_answers(answers, "worker-quality", lambda: worker_quality(batch, report))
+    blocked = dict(
+        Worker.objects.filter(pseudonym__in=[row["worker"] for row in rows]).values_list("pseudonym", "blocked")
+    )
+    flags = {f.worker.pseudonym: f for f in batch.worker_flags.select_related("worker")}
+    return [
+        row
+        | {
+            "blocked": blocked.get(row["worker"], row["blocked"]),
+            "flag": flags[row["worker"]].level if row["worker"] in flags else None,
+            "flag_reason": flags[row["worker"]].reason if row["worker"] in flags else "",
+        }
+        for row in rows
+    ]
 
 
 def _agreement_figures(batch: Batch, report: dict) -> str:

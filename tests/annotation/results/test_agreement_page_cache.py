@@ -7,8 +7,10 @@ import re
 
 import pytest
 
+from annotation.crowd import views
 from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import WorkerFlag
+from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import selectors as results
 from tests.annotation.conftest import answers_for, make_batch
@@ -72,7 +74,7 @@ def test_the_page_equals_the_page_without_a_cache_and_follows_every_change(
 
 
 def test_a_flag_is_shown_at_once_although_no_answer_changed(batch, researcher, client):
-    """Worker quality is rendered at each view: a block is not an answer, the version stays."""
+    """Who is blocked or flagged is read at each view: a block is not an answer, the version stays."""
     client.force_login(researcher)
     url = f"/annotation/batches/{batch.name}/agreement/"
     version = results.answers_version(batch)
@@ -80,7 +82,15 @@ def test_a_flag_is_shown_at_once_although_no_answer_changed(batch, researcher, c
     worker = batch.hits.first().assignments.first().worker
     WorkerFlag.objects.create(batch=batch, worker=worker, level="block", reason="too fast")
     assert results.answers_version(batch) == version
-    assert "<strong>Blocked:</strong> too fast" in page(client, url)
+    shown = page(client, url)
+    assert "<strong>Blocked:</strong> too fast" in shown and "<td>yes</td>" not in shown
+    worker.blocked = True
+    worker.save(update_fields=["blocked"])
+    assert results.answers_version(batch) == version
+    assert "<td>yes</td>" in page(client, url)
+    assert worker_quality(batch) == views._worker_quality(
+        batch, results.BatchAnswers(batch), results.agreement(batch, bootstrap=0)
+    )
 
 
 def test_set_aside_rows_are_the_set_aside_queries_of_the_results(batch, researcher):
