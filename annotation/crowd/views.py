@@ -108,9 +108,18 @@ HITS_PER_PAGE = 50
 @researcher_required
 def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool", "parent"), name=name)
-    # One page of HITs, their answers counted in SQL: the page's cost does not grow with the batch.
-    hits = Paginator(batch.hits.order_by("position").annotate(answered=Count("assignments")), HITS_PER_PAGE)
-    hits = hits.get_page(request.GET.get("hits"))
+    # One page of HITs, then their answers counted in SQL for that page's HITs alone: the page's
+    # cost does not grow with the batch (counting in the page's own query grouped every HIT first).
+    hits = Paginator(batch.hits.order_by("position"), HITS_PER_PAGE).get_page(request.GET.get("hits"))
+    answered = dict(
+        Assignment.objects.filter(hit__in=[hit.pk for hit in hits])
+        .values("hit")
+        .annotate(n=Count("pk"))
+        .values_list("hit", "n")
+        .order_by()
+    )
+    for hit in hits:
+        hit.answered = answered.get(hit.pk, 0)
     judged = judgment_counts([batch.pk])  # counted once for the progress and the answers' version
     progress = batch_progress(batch, judged)
     return render(
