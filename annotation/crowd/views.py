@@ -6,13 +6,17 @@ list doubles as the annotators' home, which shows them where to start.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import inspect
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import render_to_string
+from django.template.loader import get_template, render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
@@ -278,10 +282,13 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
     answers = BatchAnswers(batch)
     report = agreement(batch, answers=answers)
-    figures = cached_for_answers(answers, f"agreement-figures:{batch.name}", lambda: _agreement_figures(batch, report))
+    # Kept under what else they show: the batch's name (in links), the interval's resamples, and
+    # the templates themselves (a deploy that changes them never serves an old rendering).
+    kept = f"{batch.name}:{report['bootstrap_resamples']}:{_templates_key(AGREEMENT_PARTS)}"
+    figures = cached_for_answers(answers, f"agreement-figures:{kept}", lambda: _agreement_figures(batch, report))
     dawid_skene = cached_for_answers(
         answers,
-        f"agreement-dawid-skene:{batch.name}",
+        f"agreement-dawid-skene:{kept}",
         lambda: render_to_string(
             "annotation/_agreement_dawid_skene.html",
             {"batch": batch, "report": report | {"method_disagreements": _by_qid(report["method_disagreements"])}},
@@ -324,6 +331,20 @@ def _worker_quality(batch: Batch, answers: BatchAnswers, report: dict) -> list[d
         }
         for row in rows
     ]
+
+
+#: The agreement page's parts rendered once per answer version, and the template tags they use.
+AGREEMENT_PARTS = ("annotation/_agreement_figures.html", "annotation/_agreement_dawid_skene.html")
+
+
+@functools.cache
+def _templates_key(names: tuple[str, ...]) -> str:
+    """A fingerprint of the templates ``names`` and of the code of their tag libraries, read once per process."""
+    from annotation.templatetags import labels
+
+    sources = [get_template(name).template.source for name in names]
+    sources.append(inspect.getsource(labels))
+    return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:12]
 
 
 def _agreement_figures(batch: Batch, report: dict) -> str:

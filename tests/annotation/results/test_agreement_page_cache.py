@@ -119,3 +119,13 @@ def test_the_review_queue_reads_its_kept_rows_as_the_whole_list_would(batch, res
     adjudicate(batch, "105", "m", "the query names a man", researcher)
     assert client.get(review + "?status=disputed&after=103")["Location"].endswith("qid=101")
     assert client.get(review + "?status=settled&after=101")["Location"].endswith("qid=105")
+
+
+def test_a_new_number_of_resamples_is_shown_at_once(batch, researcher, client, settings):
+    """The kept figures name the interval's resamples: a deployment that changes the setting shows its interval."""
+    client.force_login(researcher)
+    url = f"/annotation/batches/{batch.name}/agreement/"
+    assert "(10 bootstrap resamples)" in page(client, url)
+    settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 20
+    shown = page(client, url)
+    assert "(20 bootstrap resamples)" in shown and shown == uncached(client, url, settings)
