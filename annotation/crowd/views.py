@@ -317,7 +317,8 @@ def _worker_quality(batch: Batch, answers: BatchAnswers, report: dict) -> list[d
     and the agreement report, which the version covers: 15,000 assignments read at each view
     of a 50,000-query batch otherwise); who is blocked and flagged is not an answer and is read
     at each view, as ``worker_quality`` reads it."""
-    rows = cached_for_answers(answers, "worker-quality", lambda: worker_quality(batch, report))
+    code = _code_key(worker_quality)  # a deploy that changes the rows never reads old ones
+    rows = cached_for_answers(answers, f"worker-quality:{code}", lambda: worker_quality(batch, report))
     blocked = dict(
         Worker.objects.filter(pseudonym__in=[row["worker"] for row in rows]).values_list("pseudonym", "blocked")
     )
@@ -345,6 +346,12 @@ def _templates_key(names: tuple[str, ...]) -> str:
     sources = [get_template(name).template.source for name in names]
     sources.append(inspect.getsource(labels))
     return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:12]
+
+
+@functools.cache
+def _code_key(function) -> str:
+    """A fingerprint of ``function``'s module source, read once per process."""
+    return hashlib.sha256(inspect.getsource(inspect.getmodule(function)).encode()).hexdigest()[:12]
 
 
 def _agreement_figures(batch: Batch, report: dict) -> str:
