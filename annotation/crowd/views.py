@@ -6,17 +6,23 @@ list doubles as the annotators' home, which shows them where to start.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import inspect
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import get_template, render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
-from annotation.crowd.selectors import BonusPreview, batch_progress, preview_bonuses
+from annotation.crowd.selectors import BonusPreview, batch_progress, judgment_counts, preview_bonuses
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.background import start_escalate, start_pay_bonuses, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
@@ -24,12 +30,18 @@ from annotation.crowd.services.publishing import render_hit_html
 from annotation.inhouse.services.handout import is_annotator
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine.selectors import batch_state
-from annotation.models import Assignment, Batch, Export, Hit
+from annotation.models import Assignment, Batch, Export, Hit, Worker
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.budget import extra_spent
 from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS, plan_escalation
-from annotation.results.selectors import BatchAnswers, agreement, query_results
+from annotation.results.selectors import (
+    BatchAnswers,
+    agreement,
+    cached_for_answers,
+    query_results,
+    set_aside_rows,
+)
 from annotation.results.services.exports import export_for_download
 from annotation.results.views import export_file_response
 from core.errors import ServiceError
@@ -100,10 +112,20 @@ HITS_PER_PAGE = 50
 @researcher_required
 def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool", "parent"), name=name)
-    # One page of HITs, their answers counted in SQL: the page's cost does not grow with the batch.
-    hits = Paginator(batch.hits.order_by("position").annotate(answered=Count("assignments")), HITS_PER_PAGE)
-    hits = hits.get_page(request.GET.get("hits"))
-    progress = batch_progress(batch)
+    # One page of HITs, then their answers counted in SQL for that page's HITs alone: the page's
+    # cost does not grow with the batch (counting in the page's own query grouped every HIT first).
+    hits = Paginator(batch.hits.order_by("position"), HITS_PER_PAGE).get_page(request.GET.get("hits"))
+    answered = dict(
+        Assignment.objects.filter(hit__in=[hit.pk for hit in hits])
+        .values("hit")
+        .annotate(n=Count("pk"))
+        .values_list("hit", "n")
+        .order_by()
+    )
+    for hit in hits:
+        hit.answered = answered.get(hit.pk, 0)
+    judged = judgment_counts([batch.pk])  # counted once for the progress and the answers' version
+    progress = batch_progress(batch, judged)
     return render(
         request,
         "annotation/batch_detail.html",
@@ -111,7 +133,9 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "batch": batch,
             "progress": progress,
             "state": batch_state(batch, progress),
-            "agreement": agreement(batch, bootstrap=0),
+            "agreement": agreement(
+                batch, bootstrap=0, progress=progress, answers=BatchAnswers(batch, own_judgments=judged)
+            ),
             "hits": hits,
             "exports": batch.exports.select_related("query_set"),
             "export_form": ExportForm(),
@@ -145,12 +169,15 @@ def _failed_gold(batch: Batch):
 def batch_live(request: HttpRequest, name: str) -> HttpResponse:
     """The batch page's live part (htmx polls it while the batch is published)."""
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
-    progress = batch_progress(batch)
+    judged = judgment_counts([batch.pk])  # counted once for the progress and the answers' version
+    progress = batch_progress(batch, judged)
     context = {
         "batch": batch,
         "progress": progress,
         "state": batch_state(batch, progress),
-        "agreement": agreement(batch, bootstrap=0),
+        "agreement": agreement(
+            batch, bootstrap=0, progress=progress, answers=BatchAnswers(batch, own_judgments=judged)
+        ),
         "failed_gold": _failed_gold(batch),
     }
     return render(request, "annotation/_batch_live.html", context)
@@ -248,9 +275,86 @@ def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
 
 @researcher_required
 def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
+    """The agreement report. What depends on the answers alone (the figures, the Dawid-Skene
+    matrices and disagreements) is rendered once per answer version and kept for every worker
+    (:func:`cached_for_answers`); the worker-quality table (blocks and flags change without
+    an answer) and the set-aside table (paged, searched, sorted per request) are rendered per view."""
     batch = get_object_or_404(Batch, name=name)
     answers = BatchAnswers(batch)
     report = agreement(batch, answers=answers)
+    # Kept under what else they show: the batch's name (in links), the interval's resamples, and
+    # the templates themselves (a deploy that changes them never serves an old rendering).
+    kept = f"{batch.name}:{report['bootstrap_resamples']}:{_templates_key(AGREEMENT_PARTS)}"
+    figures = cached_for_answers(answers, f"agreement-figures:{kept}", lambda: _agreement_figures(batch, report))
+    dawid_skene = cached_for_answers(
+        answers,
+        f"agreement-dawid-skene:{kept}",
+        lambda: render_to_string(
+            "annotation/_agreement_dawid_skene.html",
+            {"batch": batch, "report": report | {"method_disagreements": _by_qid(report["method_disagreements"])}},
+        ),
+    )
+    # Every qid table of the page in the same, natural order ("2" before "10").
+    set_aside = table_page(
+        request, set_aside_rows(batch, answers), lambda r: f"{r['qid']} {r['query']}", sort_keys=SET_ASIDE_SORTS
+    )
+    return render(
+        request,
+        "annotation/batch_agreement.html",
+        {
+            "batch": batch,
+            "report": report,
+            "figures": mark_safe(figures),  # rendered by a template, escaped there
+            "dawid_skene": mark_safe(dawid_skene),
+            "set_aside": set_aside,
+            "worker_quality": _worker_quality(batch, answers, report),
+        },
+    )
+
+
+def _worker_quality(batch: Batch, answers: BatchAnswers, report: dict) -> list[dict]:
+    """:func:`worker_quality`, its figures kept per answer version (they come from the assignments
+    and the agreement report, which the version covers: 15,000 assignments read at each view
+    of a 50,000-query batch otherwise); who is blocked and flagged is not an answer and is read
+    at each view, as ``worker_quality`` reads it."""
+    code = _code_key(worker_quality)  # a deploy that changes the rows never reads old ones
+    rows = cached_for_answers(answers, f"worker-quality:{code}", lambda: worker_quality(batch, report))
+    blocked = dict(
+        Worker.objects.filter(pseudonym__in=[row["worker"] for row in rows]).values_list("pseudonym", "blocked")
+    )
+    flags = {f.worker.pseudonym: f for f in batch.worker_flags.select_related("worker")}
+    return [
+        row
+        | {
+            "blocked": blocked.get(row["worker"], row["blocked"]),
+            "flag": flags[row["worker"]].level if row["worker"] in flags else None,
+            "flag_reason": flags[row["worker"]].reason if row["worker"] in flags else "",
+        }
+        for row in rows
+    ]
+
+
+#: The agreement page's parts rendered once per answer version, and the template tags they use.
+AGREEMENT_PARTS = ("annotation/_agreement_figures.html", "annotation/_agreement_dawid_skene.html")
+
+
+@functools.cache
+def _templates_key(names: tuple[str, ...]) -> str:
+    """A fingerprint of the templates ``names`` and of the code of their tag libraries, read once per process."""
+    from annotation.templatetags import labels
+
+    sources = [get_template(name).template.source for name in names]
+    sources.append(inspect.getsource(labels))
+    return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:12]
+
+
+@functools.cache
+def _code_key(function) -> str:
+    """A fingerprint of ``function``'s module source, read once per process."""
+    return hashlib.sha256(inspect.getsource(inspect.getmodule(function)).encode()).hexdigest()[:12]
+
+
+def _agreement_figures(batch: Batch, report: dict) -> str:
     labelled_count = sum(report["labels"].values())
     labelled_total = labelled_count or 1
     label_bars = [
@@ -280,17 +384,8 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
         {"name": LABEL_NAMES[label], "cells": [{"value": v, "shade": round(0.5 * v / peak, 2)} for v in row]}
         for label, row in zip(report["confusion"]["labels"], matrix, strict=True)
     ]
-    # Every qid table of the page in the same, natural order ("2" before "10").
-    set_aside = table_page(
-        request,
-        natural_sorted((r for r in query_results(batch, answers) if r["label"] is None and r["votes"]), _qid),
-        lambda r: f"{r['qid']} {r['query']}",
-        sort_keys=SET_ASIDE_SORTS,
-    )
-    report["method_disagreements"] = natural_sorted(report["method_disagreements"], _qid)
-    return render(
-        request,
-        "annotation/batch_agreement.html",
+    return render_to_string(
+        "annotation/_agreement_figures.html",
         {
             "batch": batch,
             "report": report,
@@ -299,10 +394,12 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "category_alpha": category_alpha,
             "confusion": confusion,
             "label_names": [LABEL_NAMES[label] for label in LABELS],
-            "set_aside": set_aside,
-            "worker_quality": worker_quality(batch, report),
         },
     )
+
+
+def _by_qid(rows: list[dict]) -> list[dict]:
+    return natural_sorted(rows, _qid)
 
 
 def _qid(row: dict) -> str:

@@ -18,7 +18,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.cache import cache
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -41,7 +40,7 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
 from annotation.machine.services.routing import DEFAULT_RISK, guarantee_text, plan_routing, plan_summary, route_batch
 from annotation.models import Batch
-from annotation.results.selectors import latest_routing
+from annotation.results.selectors import latest_routing, remembered
 from core.errors import ServiceError
 from core.services.uploads import staged_uploads
 from core.web.permissions import researcher_required
@@ -197,7 +196,8 @@ def _report_with_figures(batch: Batch) -> dict[str, Any]:
     if version is None:
         return compute()  # no sample: the service says so
     # "v2": the report's keys changed (against_truth, the alt-test's verdict); never serve an older shape.
-    return cache.get_or_set(f"calibration-report:v2:{batch.pk}:{version}", compute, timeout=3600)
+    # In the results cache, shared by every worker: a worker's first view reads what another computed.
+    return remembered(f"calibration-report:v2:{batch.pk}:{version}", compute)
 
 
 def _calibration_context(batch: Batch) -> dict[str, Any]:

@@ -352,6 +352,11 @@ class Judgment(models.Model):
                 name="judgment_label_or_reason",
             ),
         ]
+        indexes = [
+            # A batch's invalid answers counted along its assignments without reading any judgment
+            # row (answers_version, batch_progress: their other counts use the assignment index).
+            models.Index(fields=["assignment"], condition=Q(label__isnull=True), name="judgment_invalid"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.batch_query.qid}: {self.label or self.invalid_reason}"

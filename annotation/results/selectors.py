@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import DatabaseError, transaction
 from django.db.models import Count, Max, Q
 
-from annotation.crowd.selectors import batch_progress
+from annotation.crowd.selectors import batch_progress, judgment_counts
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 
@@ -128,7 +128,7 @@ def min_votes(batch: Batch) -> int:
     return min(MIN_VOTES, batch.assignments_per_query)
 
 
-def answers_version(batch: Batch) -> str:
+def answers_version(batch: Batch, *, own_judgments: dict[str, int | None] | None = None) -> str:
     """A key that changes whenever what ``batch``'s answers add up to may change.
 
     Everything :class:`BatchAnswers`, :func:`query_results` and :func:`agreement` read: the
@@ -148,9 +148,9 @@ def answers_version(batch: Batch) -> str:
         submitted=Max("submitted_at"),
         reviewed=Max("reviewed_at"),
     )
-    judged = Judgment.objects.filter(batch_query__batch__in=ids).aggregate(
-        n=Count("id"), last=Max("id"), labelled=Count("label")
-    )
+    # The caller's count of the batch's own judgments (read for its progress in this request) stands
+    # for them when no derived batch adds its own.
+    judged = own_judgments if own_judgments is not None and ids == [batch.pk] else judgment_counts(ids)
     rulings = Adjudication.objects.filter(batch_query__batch__in=ids).aggregate(
         n=Count("id"), last=Max("id"), decided=Max("decided_at")
     )
@@ -177,17 +177,27 @@ def answers_version(batch: Batch) -> str:
 def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
     """``compute()`` once per answer version of ``answers.batch``, shared by every worker.
 
-    The ``results`` cache (``settings.CACHES``: the database's ``results_cache`` table, or
-    Redis) holds it under the batch's :func:`answers_version`; within one request the
-    value is also kept on ``answers``. A cache that cannot be read or written (its table
-    not created yet) only costs the recomputation, never the page.
+    The ``results`` cache (:func:`remembered`) holds it under the batch's
+    :func:`answers_version`; within one request the value is also kept on ``answers``.
     """
     if kind in answers.memo:
         return answers.memo[kind]
+    value = remembered(f"batch-{answers.batch.pk}:{answers.version}:{kind}", compute)
+    answers.memo[kind] = value
+    return value
+
+
+def remembered(key: str, compute: Callable[[], T]) -> T:
+    """The value kept under ``key`` in the ``results`` cache, else ``compute()``, kept there.
+
+    The ``results`` cache (``settings.CACHES``: the database's ``results_cache`` table, or
+    Redis) is shared by every worker: what one computed, the others read. ``key`` must name
+    everything the value depends on (a version). A cache that cannot be read or written
+    (its table not created yet) only costs the recomputation, never the page.
+    """
     from django.core.cache import caches
 
     cache = caches["results"]
-    key = f"batch-{answers.batch.pk}:{answers.version}:{kind}"
     try:
         value = _contained(lambda: cache.get(key))
     except DatabaseError as exc:  # e.g. the table not migrated yet
@@ -200,8 +210,32 @@ def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
                 _contained(lambda: cache.set(key, value))
             except DatabaseError as exc:
                 logger.warning("results cache unavailable (%s); not stored", exc)
-    answers.memo[kind] = value
     return value
+
+
+def cached_for_answers(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per answer version of ``answers.batch``, shared by every worker
+    (:func:`_cached`): for a page that keeps what it shows of the answers (its rendered
+    figures) rather than recomputing it from them at each view. ``kind`` names what is kept
+    and everything besides the answers it depends on."""
+    return _cached(answers, f"page:{kind}", compute)
+
+
+def set_aside_rows(batch: Batch, answers: BatchAnswers | None = None) -> list[dict[str, Any]]:
+    """The judged queries of ``batch`` without a label (disputed or too few votes, not settled),
+    in natural qid order, each with ``qid``, ``query``, ``counts`` (votes per label) and
+    ``dawid_skene``: the agreement page's table, cached with the answers apart from
+    :func:`query_results` (a page of it then reads a few hundred rows, not every query's)."""
+    from core.natural import natural_sorted
+
+    answers = answers or BatchAnswers(batch)
+
+    def rows() -> list[dict[str, Any]]:
+        kept = ("qid", "query", "counts", "dawid_skene")
+        chosen = (r for r in query_results(batch, answers) if r["label"] is None and r["votes"])
+        return natural_sorted(({k: r[k] for k in kept} for r in chosen), lambda r: r["qid"])
+
+    return _cached(answers, "set_aside_rows", rows)
 
 
 def _contained(call: Callable[[], T]) -> T:
@@ -221,8 +255,10 @@ class BatchAnswers:
     query and one Dawid-Skene fit per request instead of one per use.
     """
 
-    def __init__(self, batch: Batch) -> None:
+    def __init__(self, batch: Batch, *, own_judgments: dict[str, int | None] | None = None) -> None:
         self.batch = batch
+        #: :func:`judgment_counts` of the batch alone, when the caller read them in this request.
+        self.own_judgments = own_judgments
         #: What was computed from these answers in this request (see :func:`_cached`).
         self.memo: dict[str, Any] = {}
 
@@ -234,7 +270,7 @@ class BatchAnswers:
     @cached_property
     def version(self) -> str:
         """The batch's :func:`answers_version` when these answers were first asked for it."""
-        return answers_version(self.batch)
+        return answers_version(self.batch, own_judgments=self.own_judgments)
 
     @cached_property
     def votes(self) -> pd.DataFrame:
@@ -376,7 +412,12 @@ def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
 
 
 def agreement(
-    batch: Batch, *, bootstrap: int | None = None, seed: int = 0, answers: BatchAnswers | None = None
+    batch: Batch,
+    *,
+    bootstrap: int | None = None,
+    seed: int = 0,
+    answers: BatchAnswers | None = None,
+    progress: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The agreement report of :mod:`annotation.results.agreement` plus what the batch's records add.
 
@@ -389,7 +430,8 @@ def agreement(
     researcher settled), ``set_aside`` (judged qids without a majority, including too few
     votes, that no researcher settled), ``method_disagreements`` (majority vs. Dawid-Skene), ``worker_confusion``
     (Dawid-Skene's estimate per worker: rows the true label, columns the label given, and
-    the estimated accuracy), ``progress``.
+    the estimated accuracy), ``progress`` (:func:`batch_progress`, read afresh unless the caller
+    read it in this request: ``progress``).
     """
     from django.conf import settings
 
@@ -398,7 +440,7 @@ def agreement(
     answers = answers or BatchAnswers(batch)
     report = _cached(answers, f"agreement:{bootstrap}:{seed}", lambda: _agreement(batch, answers, bootstrap, seed))
     # Progress counts every assignment (taken, abandoned ...), not only answers: always read afresh.
-    return report | {"progress": batch_progress(batch)}
+    return report | {"progress": progress if progress is not None else batch_progress(batch)}
 
 
 def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -> dict[str, Any]:

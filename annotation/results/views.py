@@ -14,6 +14,8 @@ path) and streamed in blocks (``FileResponse``), so a large export never sits in
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 from urllib.parse import urlencode
 
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
@@ -24,6 +26,8 @@ from annotation.crowd.forms import AdjudicateForm
 from annotation.labels import LABEL_NAMES, VOCABULARY
 from annotation.models import Batch, Export
 from annotation.quality.services.adjudication import adjudicate
+from annotation.results import review as review_module
+from annotation.results import selectors as results_selectors
 from annotation.results.export_formats import EXPORT_FORMATS
 from annotation.results.review import (
     DISPUTED,
@@ -34,13 +38,55 @@ from annotation.results.review import (
     status_counts,
     with_status,
 )
-from annotation.results.selectors import escalated_qids, gold_failed_qids, query_results
+from annotation.results.selectors import (
+    BatchAnswers,
+    cached_for_answers,
+    escalated_qids,
+    gold_failed_qids,
+    query_results,
+)
 from core.errors import ServiceError
 from core.web.permissions import researcher_required
 
+#: A fingerprint of the code behind the queue's rows: the statuses and the per-query results.
+_CODE = hashlib.sha256(
+    (inspect.getsource(review_module) + inspect.getsource(results_selectors._query_results)).encode()
+).hexdigest()[:12]
 
-def _rows(batch: Batch) -> list[dict]:
-    return review_rows(query_results(batch), escalated_qids(batch), gold_failed_qids(batch))
+
+def _rows(batch: Batch) -> tuple[list[dict], int]:
+    """The queue: the rows of the queries that have a status (all the review walks or counts), in
+    batch order, each with its ``index`` among all the batch's queries, and how many queries the
+    batch has. Kept per answer version and set of escalated queries (:func:`cached_for_answers`):
+    a view reads the few hundred rows with a status, not every query's."""
+    answers = BatchAnswers(batch)
+    escalated = escalated_qids(batch)  # escalations are not answers: read at each view
+    # The escalated queries and the code that makes the rows (a deploy never reads old rows).
+    key = hashlib.sha256(",".join([_CODE, *sorted(escalated)]).encode()).hexdigest()[:16]
+
+    def queue() -> dict:
+        rows = review_rows(query_results(batch, answers), escalated, gold_failed_qids(batch))
+        kept = [row | {"index": index} for index, row in enumerate(rows) if row["statuses"]]
+        return {"rows": kept, "total": len(rows)}
+
+    found = cached_for_answers(answers, f"review-queue:{key}", queue)
+    return found["rows"], found["total"]
+
+
+def _any_row(batch: Batch, qid: str) -> dict | None:
+    """A query's row whatever its status (one without a status is not in the queue)."""
+    rows = review_rows(query_results(batch), escalated_qids(batch), gold_failed_qids(batch))
+    return next((row for row in rows if row["qid"] == qid), None)
+
+
+def _following(batch: Batch, rows: list[dict], status: str, after: str) -> dict | None:
+    """:func:`next_query` over the queue; a query ``after`` without a status is placed in batch order first."""
+    if all(row["qid"] != after for row in rows):
+        position = batch.queries.filter(is_gold=False, qid=after).values_list("position", flat=True).first()
+        if position is not None:
+            index = batch.queries.filter(is_gold=False, position__lt=position).count()
+            rows = sorted([*rows, {"qid": after, "statuses": [], "index": index}], key=lambda row: row["index"])
+    return next_query(rows, status, after)
 
 
 def _status(request: HttpRequest) -> str:
@@ -54,7 +100,9 @@ def _review_url(batch: Batch, status: str, **params: str) -> str:
     return f"{reverse('annotation:batch-review', args=[batch.name])}?{urlencode({'status': status, **params})}"
 
 
-def _context(batch: Batch, rows: list[dict], status: str, current: dict | None, form=None, ruled=False) -> dict:
+def _context(
+    batch: Batch, rows: list[dict], total: int, status: str, current: dict | None, form=None, ruled=False
+) -> dict:
     in_filter = with_status(rows, status)
     if current is not None:
         for vote in current["votes"]:
@@ -72,7 +120,7 @@ def _context(batch: Batch, rows: list[dict], status: str, current: dict | None, 
             {"status": s, "name": STATUS_NAMES[s], "count": n, "url": _review_url(batch, s)}
             for s, n in status_counts(rows).items()
         ],
-        "total": len(rows),
+        "total": total,
         "current": current,
         "position": next((i for i, row in enumerate(in_filter, 1) if current and row["qid"] == current["qid"]), None),
         "in_filter": len(in_filter),
@@ -94,18 +142,18 @@ def batch_review(request: HttpRequest, name: str) -> HttpResponse:
     status = _status(request)
     if request.method == "POST":
         return _rule(request, batch, status)
-    rows = _rows(batch)
+    rows, total = _rows(batch)
     if "after" in request.GET:
-        following = next_query(rows, status, request.GET["after"])
+        following = _following(batch, rows, status, request.GET["after"])
         return redirect(_review_url(batch, status, **({"qid": following["qid"]} if following else {})))
     qid = request.GET.get("qid")
     if qid is not None:
-        current = next((row for row in rows if row["qid"] == qid), None)
+        current = next((row for row in rows if row["qid"] == qid), None) or _any_row(batch, qid)
         if current is None:
             raise Http404("no such query in this batch")
     else:
         current = next_query(rows, status)
-    return render(request, "annotation/review.html", _context(batch, rows, status, current))
+    return render(request, "annotation/review.html", _context(batch, rows, total, status, current))
 
 
 def _rule(request: HttpRequest, batch: Batch, status: str) -> HttpResponse:
@@ -121,11 +169,11 @@ def _rule(request: HttpRequest, batch: Batch, status: str) -> HttpResponse:
     htmx = request.headers.get("HX-Request") == "true"
     if ok and not htmx:
         return redirect(_review_url(batch, status, qid=qid))
-    rows = _rows(batch)
-    current = next((row for row in rows if row["qid"] == qid), None)
+    rows, total = _rows(batch)
+    current = next((row for row in rows if row["qid"] == qid), None) or _any_row(batch, qid)
     if current is None:
         raise Http404("no such query in this batch")
-    context = _context(batch, rows, status, current, form=None if ok else form, ruled=ok)
+    context = _context(batch, rows, total, status, current, form=None if ok else form, ruled=ok)
     context["error"] = error
     template = "annotation/_review_panel.html" if htmx else "annotation/review.html"
     return render(request, template, context | {"oob": htmx}, status=200 if ok else 400)

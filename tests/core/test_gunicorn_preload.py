@@ -57,3 +57,23 @@ def test_the_master_has_imported_every_heavy_module_the_site_imports():
     loaded = set(json.loads(out.strip().splitlines()[-1]))
     missing = {name: where for name, where in _heavy_imports().items() if name not in loaded}
     assert not missing, f"add to config.gunicorn.PRELOADED: {missing}"
+
+
+def test_the_master_compiles_the_sites_templates_once_for_every_worker():
+    """In a fresh interpreter with DEBUG off (the cached loader, as served): after ``when_ready`` the
+    pages' templates are compiled and kept, so a new worker's first view compiles none."""
+    script = (
+        "import django, json; django.setup(); from config import gunicorn; gunicorn.when_ready(None); "
+        "from django.template import engines; loader = engines['django'].engine.template_loaders[0]; "
+        "print(json.dumps([type(loader).__name__, sorted(loader.get_template_cache)]))"
+    )
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "config.settings", "DJANGO_DEBUG": "0"}
+    env.setdefault("DJANGO_SECRET_KEY", "x" * 60)
+    env.setdefault("WORKER_PSEUDONYM_KEY", "y" * 60)
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    kind, kept = json.loads(out.strip().splitlines()[-1])
+    assert kind == "Loader"  # django.template.loaders.cached
+    for page in ("annotation/prelabelling/calibration.html", "annotation/batch_agreement.html", "base.html"):
+        assert page in kept

@@ -48,6 +48,22 @@ class Command(ProjectCommand):
         parser.add_argument("--repeats", type=int, default=5, help="repeat requests per page (5)")
         parser.add_argument("--workers", type=int, default=1, help="gunicorn workers (1: one request at a time)")
         parser.add_argument("--threads", type=int, default=1, help="threads per worker (1)")
+        parser.add_argument(
+            "--sample", type=int, default=300, help="calibration sample of the machine-labelled batch (300 queries)"
+        )
+        parser.add_argument(
+            "--browser",
+            type=int,
+            default=0,
+            help="also load the report page this many times in Chromium (Playwright; CHROMIUM_PATH, "
+            "default /usr/bin/chromium): HTML and every image, in a new browser and again (0: not)",
+        )
+        parser.add_argument(
+            "--new-workers",
+            type=int,
+            default=3,
+            help="times a worker is replaced to measure the calibration report's first view in a new worker (3)",
+        )
 
     def handle(self, **o):
         if min(o["queries"], o["runs"], o["repeats"], o["workers"], o["threads"]) < 1:
@@ -56,6 +72,7 @@ class Command(ProjectCommand):
             raise CommandError("this database holds real batches: run the benchmark on a throw-away database")
         with command_errors():
             batch, report = self._state(o["queries"], o["runs"], o["passages"])
+            machine = self._machine_batch(batch, o["sample"])
         user = f"{PREFIX}researcher"
         model = get_user_model()
         if not model.objects.filter(username=user).exists():
@@ -78,14 +95,37 @@ class Command(ProjectCommand):
                 ("report page", f"/metrics/{report.name}/"),
                 ("distribution PNG", f"/metrics/{report.name}/distribution.png?cutoff=10"),
                 ("metric SVG", f"/metrics/{report.name}/metric.svg?metric=ARaB&variant=tf"),
+                ("calibration report", f"/annotation/batches/{machine.name}/calibration/"),
             ]
-            rows = self._measure(client, probe, server.pid, postmaster_pid(connection), pages, o["repeats"])
+            postmaster = postmaster_pid(connection)
+            rows = self._measure(client, probe, server.pid, postmaster, pages, o["repeats"])
+            rows.append(
+                self._new_worker(
+                    client,
+                    server.pid,
+                    postmaster,
+                    port,
+                    pages[-1][1],
+                    o["new_workers"],
+                    float(rows[0]["repeat CPU ms"]),
+                )
+            )
+            browser = (
+                self._browser(
+                    f"http://127.0.0.1:{port}", dict(client.cookies), f"/metrics/{report.name}/", o["browser"]
+                )
+                if o["browser"]
+                else []
+            )
             client.close()
             probe.close()
         finally:
             stop(server)
         self.stdout.write(f"\n{o['queries']:,} queries, {o['queries'] * 3:,} judgments; report of {o['runs']} runs")
         self.stdout.write(format_table(rows))
+        if browser:
+            self.stdout.write("\nThe report page in Chromium, HTML and every image loaded (ms from navigation):")
+            self.stdout.write(format_table(browser))
 
     # -- the state ---------------------------------------------------------------------------
     def _state(self, queries: int, runs: int, passages: int) -> tuple[Batch, Report]:
@@ -117,6 +157,31 @@ class Command(ProjectCommand):
                 cursor.execute("ANALYZE")
         self.stdout.write(f"Built batch and report {name} in {time.monotonic() - started:.0f} s")
         return batch, report
+
+    def _machine_batch(self, crowd: Batch, sample: int) -> Batch:
+        """A machine-labelled batch of the same queries (the rules pre-labeller) whose blind
+        calibration sample of ``sample`` queries three simulated annotators answered (85% right)."""
+        from annotation.inhouse.services.simulation import simulate_local_annotations
+        from annotation.machine.services.calibration import create_calibration_sample
+        from annotation.machine.services.prelabels import prelabel_batch
+
+        name = f"{crowd.name}-machine"
+        batch = Batch.objects.filter(name=name).first()
+        if batch is not None:
+            return batch
+        started = time.monotonic()
+        settings = services.BatchSettings(
+            provider="local", assignments_per_query=3, queries_per_hit=10, reward=Decimal("0.05")
+        )
+        batch = services.create_batch(name, settings, query_set=crowd.query_set)
+        prelabel_batch(batch, "rules")
+        sample_batch = create_calibration_sample(batch, sample, seed=1)
+        services.publish_batch(sample_batch)
+        simulate_local_annotations(sample_batch, annotators=3, accuracy=0.85, seed=2, prefix=f"{PREFIX}sim")
+        self.stdout.write(
+            f"Built machine-labelled batch {name} ({sample}-query sample) in {time.monotonic() - started:.0f} s"
+        )
+        return batch
 
     def _batch(self, name: str, query_set: QuerySet) -> Batch:
         """A published in-house batch whose every HIT has three answers from a simulated crowd
@@ -164,6 +229,98 @@ class Command(ProjectCommand):
         return batch
 
     # -- measuring ---------------------------------------------------------------------------
+    def _browser(self, base: str, cookies: dict[str, str], path: str, times: int) -> list[dict]:
+        """The report page as Chromium loads it, after the plots' first drawing (the measurement
+        above drew them): the time from navigation until the page and every one of its images are
+        loaded, in a new browser profile (nothing cached) and then again in the same one (what a
+        researcher coming back pays: images kept or revalidated). The window is tall enough that
+        every lazily loaded image is in view, so all of them load."""
+        import os
+
+        from playwright.sync_api import sync_playwright
+
+        chromium = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+        complete = "Array.from(document.images).every(image => image.complete && image.naturalWidth > 0)"
+        timings = """() => {
+            const navigation = performance.getEntriesByType("navigation")[0];
+            const images = performance.getEntriesByType("resource").filter(r => r.initiatorType === "img");
+            return [navigation.responseEnd, navigation.loadEventEnd,
+                    Math.max(0, ...images.map(r => r.responseEnd)), performance.now(), document.images.length];
+        }"""
+        fresh, again = [], []
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium,
+                headless=True,
+                args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
+            )
+            try:
+                for _ in range(times):
+                    context = browser.new_context(viewport={"width": 1280, "height": 20000})
+                    context.add_cookies([{"name": k, "value": v, "url": base} for k, v in cookies.items()])
+                    page = context.new_page()
+                    for into in (fresh, again):
+                        answer = page.goto(base + path, wait_until="load")
+                        if answer is None or answer.status != 200:
+                            raise CommandError(f"Chromium: GET {path} answered {answer and answer.status}")
+                        page.wait_for_function(complete, polling=10, timeout=60_000)
+                        into.append(page.evaluate(timings))
+                    context.close()
+            finally:
+                browser.close()
+
+        def row(load: str, runs: list) -> dict:
+            html, loaded, images, complete, count = (statistics.median(r[i] for r in runs) for i in range(5))
+            return {
+                "load": load,
+                "HTML ms": f"{html:.0f}",
+                "load event ms": f"{loaded:.0f}",
+                "last image ms": f"{images:.0f}",
+                "all images shown ms": f"{complete:.0f}",
+                "images": int(count),
+            }
+
+        return [row("new browser (nothing cached)", fresh), row("again (same browser)", again)]
+
+    def _new_worker(self, client, gunicorn: int, postmaster: int | None, port: int, path: str, times: int, base: float):
+        """The first view of ``path`` in a new worker (what a restart or a new worker pays, the
+        report computed by another): each time the workers are stopped, gunicorn's master forks
+        new ones, and once they answer the login page the view is timed."""
+        import os
+        import signal
+
+        from benchmarks.measure import children
+        from benchmarks.site_server import site_answers
+
+        def cpu() -> float:
+            return tree_cpu_seconds(gunicorn) + (tree_cpu_seconds(postmaster) if postmaster else 0.0)
+
+        costs, walls = [], []
+        for _ in range(times):
+            old = set(children(gunicorn))
+            for pid in old:
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 60
+            while (set(children(gunicorn)) & old or not children(gunicorn)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            while not site_answers(port) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            client.close()  # a new connection: the old one was the stopped worker's
+            before, wall = cpu(), time.perf_counter()
+            answer = client.request("GET", path)
+            if answer.status != 200:
+                raise CommandError(f"GET {path} answered {answer.status}")
+            costs.append((cpu() - before) * 1000)
+            walls.append((time.perf_counter() - wall) * 1000)
+        first = statistics.median(costs)
+        return {
+            "page": "calibration report, new worker",
+            "first CPU ms": f"{first:.1f}",
+            "repeat CPU ms": "",
+            "× template": f"{first / base:.1f}" if base > 0 else "–",
+            "repeat wall ms": f"{statistics.median(walls):.1f}",
+        }
+
     def _measure(self, client, probe, gunicorn: int, postmaster: int | None, pages, repeats: int):
         def cpu() -> float:
             return tree_cpu_seconds(gunicorn) + (tree_cpu_seconds(postmaster) if postmaster else 0.0)

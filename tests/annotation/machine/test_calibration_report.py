@@ -166,3 +166,36 @@ def test_after_an_extension_the_alt_test_and_the_truth_figures_use_the_whole_sam
     assert report["n"] + report["pending"] > 60  # the agreement figures merge the chain
     assert report["alt_test"]["sample_size"] == 85 and report["alt_test"]["items"] == 85
     assert report["against_truth"]["items"] == 85
+
+
+def test_the_page_computes_the_report_once_for_every_worker_and_again_after_a_new_answer(
+    answered, researcher, client, monkeypatch
+):
+    """The report (a 2,000-resample bootstrap, the alt-test, PPI++) is kept in the shared results
+    cache under the sample's version (issue 31): a new worker (here: the per-process cache
+    emptied) reads it, never computes it again; a new answer in the sample is a new version."""
+    from django.core.cache import cache
+    from django.urls import reverse
+
+    from annotation.machine import views
+
+    batch, sample_batch = answered
+    computed = []
+    original = views.calibration_report
+    monkeypatch.setattr(views, "calibration_report", lambda *a, **k: computed.append(1) or original(*a, **k))
+    client.force_login(researcher)
+    url = reverse("annotation:batch-calibration", args=[batch.name])
+
+    def report_part(page: str) -> str:  # the page without its per-request token
+        return page[page.index("<main") :]
+
+    first = report_part(client.get(url).content.decode())
+    cache.clear()  # what a new process has: nothing of its own
+    assert report_part(client.get(url).content.decode()) == first and len(computed) == 1
+    # A ruling on a sampled query changes the sample's version: the report is computed again.
+    from annotation.quality.services.adjudication import adjudicate
+
+    qid = sample_batch.queries.filter(is_gold=False).order_by("position").first().qid
+    adjudicate(sample_batch, qid, "o", "a ruling after the first view", researcher)
+    again = report_part(client.get(url).content.decode())
+    assert len(computed) == 2 and again != first
