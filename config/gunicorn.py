@@ -40,6 +40,7 @@ PRELOADED = (
     "matplotlib.figure",
     "matplotlib.backends.backend_agg",
     "matplotlib.backends.backend_svg",
+    "matplotlib.backends.backend_pdf",  # the paper bundle's figures
     "ppi_py",
     "sklearn.linear_model",
     "sklearn.feature_extraction.text",
