@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import os
+import secrets
 import shlex
 import shutil
 import tempfile
@@ -69,7 +70,9 @@ def _write_folder(
 
     facts = study_facts(batch)
     configs = tables.configs_for(with_judgments)
-    rows = tables.config_rows(facts["results"], with_judgments)
+    # A fresh secret per publication, never stored: the annotators' dataset ids link to no other publication.
+    salt = secrets.token_bytes(tables.SALT_BYTES) if with_judgments else None
+    rows = tables.config_rows(facts["results"], with_judgments, salt)
     digests: dict[str, str] = {}
     for config in configs:
         path = tables.write_parquet(config, rows[config.name], folder / config.file_name)
