@@ -9,9 +9,14 @@ row is written to the database.
 
 The folder is written whole or not at all: into a temporary folder beside the target, then
 renamed into place, so a reader (or an upload) never sees half a dataset and a failure leaves
-the previous folder as it was. A folder that exists is replaced only when it is empty or a
-folder this service wrote (it holds ``croissant.json``); anything else is refused, never
-overwritten.
+the previous folder as it was. Beside the dataset's files it writes a manifest,
+``.publish_dataset.json``, with each file's SHA-256. A folder that exists is replaced only
+when it is empty or holds nothing but the manifest's files, unchanged: a folder holding
+anything else (a git clone of the Hub repository, the researcher's notes, a hand-edited
+``README.md``) is refused with the names of the unknown and edited files, never deleted.
+With ``force`` the command writes its files into such a folder one by one (each replaced
+atomically, hand edits to them overwritten), removes the files of its previous manifest that
+are unchanged and no longer written, and leaves every other file where it is.
 
 :func:`push_folder` uploads a folder through ``huggingface_hub`` when a token is given; without
 one it refuses and names the one command to run (:func:`upload_command`). No machine of the
@@ -39,8 +44,9 @@ from annotation.results.selectors import CITATION
 from core.errors import ProviderError, ServiceError
 from core.files import file_sha256
 
-#: The file that marks a folder as a published dataset (and may be replaced by a new one).
 CROISSANT = "croissant.json"
+#: The manifest of what publish_dataset wrote (file -> SHA-256): what a re-run may replace.
+MANIFEST = ".publish_dataset.json"
 README = "README.md"
 #: Seconds a push waits on the Hub for one step of a request (connect, send, read) before it gives up.
 PUSH_TIMEOUT = 60
@@ -60,6 +66,8 @@ class Publication:
     files: list[str]
     rows: dict[str, int]
     license: str
+    #: Files of the folder this publication left in place (only with ``force``: the others' files).
+    kept: list[str] = field(default_factory=list)
     researcher_fields: dict[str, str] = field(default_factory=lambda: dict(statements.RESEARCHER_FIELDS))
 
 
@@ -88,40 +96,109 @@ def _write_folder(
         facts, configs, digests, license_id=license_id, title=title, published=published, citation=CITATION
     )
     (folder / CROISSANT).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return [c.file_name for c in configs] + [README, CROISSANT], counts
+    files = [c.file_name for c in configs] + [README, CROISSANT]
+    digests |= {name: file_sha256(folder / name) for name in (README, CROISSANT)}
+    manifest = {"written_by": "publish_dataset", "batch": batch.name, "files": {name: digests[name] for name in files}}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return files, counts
 
 
-def _check_target(target: Path) -> None:
+def _manifest(folder: Path) -> dict[str, str]:
+    """The files (name -> SHA-256) of the manifest in ``folder``; empty when it has none (or an unreadable one)."""
+    import json
+
+    try:
+        files = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    if not isinstance(files, dict):
+        return {}
+    # Plain names in the folder only: a manifest naming "../x" must never make a re-run touch x.
+    return {str(k): str(v) for k, v in files.items() if str(k) == Path(str(k)).name and str(k) not in (".", "..")}
+
+
+def foreign_files(folder: Path) -> tuple[list[str], list[str]]:
+    """What in ``folder`` a re-run must not delete: (unknown entries, edited files), by name.
+
+    Unknown: anything its manifest does not list (a folder is named with a trailing ``/``);
+    edited: a listed file whose SHA-256 changed since it was written. Both empty means the
+    folder is (a subset of) what publish_dataset wrote, so replacing it loses nothing.
+    """
+    written = _manifest(folder)
+    unknown, edited = [], []
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        if entry.name == MANIFEST and written:
+            continue
+        if entry.name not in written or entry.is_symlink() or not entry.is_file():
+            unknown.append(entry.name + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
+        elif file_sha256(entry) != written[entry.name]:
+            edited.append(entry.name)
+    return unknown, edited
+
+
+def _check_target(target: Path, force: bool) -> bool:
+    """Refuse a target a publication would harm; True when the existing folder is written into (``force``)."""
     if not target.parent.is_dir():
         raise ServiceError(f"cannot write {target}: the folder {target.parent} does not exist")
-    if target.exists():
-        if not target.is_dir():
-            raise ServiceError(f"cannot write {target}: it is a file, not a folder")
-        if any(target.iterdir()) and not (target / CROISSANT).is_file():
-            raise ServiceError(
-                f"{target} is not empty and is not a dataset folder written by publish_dataset; choose another --out"
-            )
+    if target.exists() and not target.is_dir():
+        raise ServiceError(f"cannot write {target}: it is a file, not a folder")
     if not os.access(target.parent, os.W_OK):
         raise ServiceError(f"cannot write {target}: the folder {target.parent} is not writable")
+    if not target.exists() or not any(target.iterdir()):
+        return False
+    unknown, edited = foreign_files(target)
+    if not unknown and not edited:
+        return False
+    if force:
+        if not os.access(target, os.W_OK):
+            raise ServiceError(f"cannot write into {target}: it is not writable")
+        return True
+    found = []
+    if unknown:
+        found.append("files publish_dataset did not write: " + ", ".join(unknown))
+    if edited:
+        found.append("files edited since it wrote them: " + ", ".join(edited))
+    raise ServiceError(
+        f"{target} holds {'; and '.join(found)}. Nothing was changed. Choose another --out, or pass --force to "
+        "write the dataset's files into it (overwriting those it writes, keeping every other file)."
+    )
 
 
-def publish_dataset(batch: Batch, out: str | os.PathLike, license_id: str, with_judgments: bool = False) -> Publication:
+def _write_into(staging: Path, target: Path, files: list[str]) -> list[str]:
+    """``force``: move the new files over the target's one by one; returns the target's files left in place."""
+    previous = _manifest(target)
+    for name in [*files, MANIFEST]:
+        os.replace(staging / name, target / name)
+    for name, digest in previous.items():  # ours, unchanged and no longer written: nothing is lost
+        path = target / name
+        if name not in files and path.is_file() and not path.is_symlink() and file_sha256(path) == digest:
+            path.unlink()
+    return sorted(p.name for p in target.iterdir() if p.name not in files and p.name != MANIFEST)
+
+
+def publish_dataset(
+    batch: Batch, out: str | os.PathLike, license_id: str, with_judgments: bool = False, force: bool = False
+) -> Publication:
     """Write ``batch``'s dataset folder at ``out`` (see the module's docstring); returns what it wrote.
 
     ``license_id`` is the researcher's choice among :data:`annotation.publication.hub_card.HUB_LICENSES`;
-    ``with_judgments`` adds the raw judgments under dataset-local pseudonyms.
+    ``with_judgments`` adds the raw judgments under dataset-local pseudonyms; ``force`` writes
+    into a folder holding other (or edited) files, keeping the others.
     """
     try:
         license_id = hub_card.check_license(license_id)
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
     target = Path(out).absolute()
-    _check_target(target)
+    into = _check_target(target, force)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    kept: list[str] = []
     try:
         files, counts = _write_folder(batch, staging, license_id, with_judgments)
         staging.chmod(0o755)
-        if target.exists():
+        if into:
+            kept = _write_into(staging, target, files)
+        elif target.exists():
             old = target.with_name(f".{target.name}.old-{os.getpid()}")
             target.rename(old)
             staging.rename(target)
@@ -131,7 +208,7 @@ def publish_dataset(batch: Batch, out: str | os.PathLike, license_id: str, with_
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    return Publication(path=target, files=files, rows=counts, license=license_id)
+    return Publication(path=target, files=files, rows=counts, license=license_id, kept=kept)
 
 
 def publication_zip(batch: Batch, license_id: str, with_judgments: bool = False) -> tuple[str, bytes]:
@@ -151,6 +228,7 @@ def upload_command(folder: str | os.PathLike, repo_id: str, private: bool = Fals
     command = ["hf", "upload", repo_id, str(folder), ".", "--repo-type", "dataset"]
     if private:
         command.append("--private")
+    command += ["--exclude", MANIFEST]  # the manifest is for re-runs here, not for the Hub
     return shlex.join(command)
 
 
@@ -200,6 +278,7 @@ def push_folder(
             folder_path=str(folder),
             repo_type="dataset",
             commit_message="Publish the dataset folder (publish_dataset)",
+            ignore_patterns=[MANIFEST],
         )
     except Exception as exc:
         raise HubError(f"upload of {folder} to the Hub dataset {repo_id} failed: {type(exc).__name__}: {exc}") from None

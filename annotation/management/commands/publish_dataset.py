@@ -30,16 +30,24 @@ class Command(ProjectCommand):
             action="store_true",
             help="also publish every judgment under dataset-local annotator pseudonyms (off by default)",
         )
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="write into an --out holding files publish_dataset did not write (or edited ones): overwrite the "
+            "files it writes, keep every other file",
+        )
         parser.add_argument("--push", metavar="REPO_ID", help="upload to this Hub dataset (OWNER/NAME); needs HF_TOKEN")
         parser.add_argument("--private", action="store_true", help="with --push: create the repository private")
 
-    def handle(self, name, out, license, with_judgments, push, private, **o):
+    def handle(self, name, out, license, with_judgments, push, private, force, **o):
         batch = get_batch(name)
         with command_errors():
-            publication = publish_dataset(batch, out, license, with_judgments=with_judgments)
+            publication = publish_dataset(batch, out, license, with_judgments=with_judgments, force=force)
         rows = ", ".join(f"{config} {n}" for config, n in publication.rows.items())
         self.stdout.write(self.style.SUCCESS(f"Wrote the dataset folder {publication.path} (rows: {rows})."))
         self.stdout.write("Files: " + ", ".join(publication.files))
+        if publication.kept:
+            self.stdout.write("Left in place (not written by publish_dataset): " + ", ".join(publication.kept))
         self.stdout.write("Before publishing, fill in what the platform cannot know (README.md and croissant.json):")
         for field, why in publication.researcher_fields.items():
             self.stdout.write(f"  - {field}: {why}")

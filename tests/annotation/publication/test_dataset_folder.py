@@ -130,7 +130,7 @@ def test_the_card_header_follows_the_hub_conventions(annotated, tmp_path):
 def test_a_machine_free_folder_is_replaced_only_when_it_is_ours(annotated, tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
-    with pytest.raises(ServiceError, match="not a dataset folder"):
+    with pytest.raises(ServiceError, match=r"did not write: notes\.txt"):
         publish_dataset(annotated, tmp_path / "mine", "mit")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
     out = tmp_path / "again"

@@ -48,7 +48,10 @@ def test_a_bad_repository_id_or_folder_is_refused_before_any_request(annotated, 
         push_folder(tmp_path / "d", "just-a-name", token="hf_x")
     with pytest.raises(ServiceError, match="not a dataset folder"):
         push_folder(tmp_path, "me/gq", token="hf_x")
-    assert upload_command("/x y", "me/gq") == "hf upload me/gq '/x y' . --repo-type dataset"
+    assert (
+        upload_command("/x y", "me/gq")
+        == "hf upload me/gq '/x y' . --repo-type dataset --exclude .publish_dataset.json"
+    )
 
 
 def test_an_unreachable_hub_is_a_clean_command_error_in_bounded_time(annotated, tmp_path, monkeypatch):  # noqa: F811

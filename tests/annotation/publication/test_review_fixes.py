@@ -1,5 +1,7 @@
 """Fixes from the review of dataset publishing: each test failed before its fix."""
 
+import json
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -49,3 +51,47 @@ def test_each_publication_draws_a_fresh_salt_and_numbers_by_it(annotated, tmp_pa
     assert len(drawn) == 2 and drawn[0] != drawn[1] and all(len(salt) >= 32 for salt in drawn)
     for salt, rows in zip(drawn, published, strict=True):
         assert rows == {(r["qid"], r["label"], r["annotator"]) for r in tables.judgment_rows(results, salt)}
+
+
+def test_a_rerun_never_deletes_what_it_did_not_write(annotated, tmp_path, capsys):  # noqa: F811
+    from django.core.management import call_command
+
+    from core.errors import ServiceError
+
+    # A git clone of the Hub repository, with the files of an earlier publication and the user's own.
+    clone = tmp_path / "clone"
+    publish_dataset(annotated, clone, "mit", with_judgments=True)
+    assert json.loads((clone / ".publish_dataset.json").read_text())["files"]["README.md"]
+    (clone / ".git").mkdir()
+    (clone / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (clone / "NOTES.md").write_text("my notes")
+    with pytest.raises(ServiceError, match=r"did not write: \.git/, NOTES\.md\..*--force"):
+        publish_dataset(annotated, clone, "mit")
+    assert (clone / ".git" / "HEAD").is_file() and (clone / "NOTES.md").read_text() == "my notes"
+
+    # A hand edit of the card is named, not thrown away.
+    edited = tmp_path / "edited"
+    publish_dataset(annotated, edited, "mit")
+    (edited / "README.md").write_text("my own card")
+    with pytest.raises(ServiceError, match=r"edited since it wrote them: README\.md"):
+        publish_dataset(annotated, edited, "mit")
+    assert (edited / "README.md").read_text() == "my own card"
+    # An old-style folder (croissant.json, no manifest) is not taken for ours either.
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "croissant.json").write_text("{}")
+    with pytest.raises(ServiceError, match=r"did not write: croissant\.json"):
+        publish_dataset(annotated, legacy, "mit")
+
+    # --force writes the dataset's files, removes its own unchanged ones no longer written (the
+    # judgments) and keeps every other file.
+    call_command("publish_dataset", annotated.name, "--out", str(clone), "--license", "mit", "--force")
+    assert "Left in place (not written by publish_dataset): .git, NOTES.md" in capsys.readouterr().out
+    assert (clone / ".git" / "HEAD").is_file() and (clone / "NOTES.md").read_text() == "my notes"
+    assert not (clone / "judgments.parquet").exists()
+    assert pq.read_table(clone / "queries.parquet").num_rows == 6
+    # An unchanged folder of ours (or a subset of it) is replaced whole without --force.
+    publish_dataset(annotated, edited, "mit", force=True)
+    (edited / "non_gendered.parquet").unlink()
+    publish_dataset(annotated, edited, "mit", with_judgments=True)
+    assert (edited / "judgments.parquet").is_file() and (edited / "non_gendered.parquet").is_file()
