@@ -80,13 +80,25 @@ def size_category(rows: int) -> str:
     return "n>10M"
 
 
+#: The Hub's ``annotations_creators`` value for each provider's annotators: a site's own
+#: (in-house) annotators are the researchers' experts, MTurk workers and Prolific participants
+#: the crowd. The Hub's values: crowdsourced, expert-generated, found, machine-generated,
+#: no-annotation, other.
+PROVIDER_CREATORS = {"local": "expert-generated", "mturk": "crowdsourced", "prolific": "crowdsourced"}
+
+
 def annotations_creators(facts: Mapping[str, Any]) -> list[str]:
-    """``crowdsourced``; ``machine-generated`` with machine-accepted labels; ``expert-generated`` with rulings."""
+    """Who made the labels, in the Hub's words.
+
+    The provider's annotators (:data:`PROVIDER_CREATORS`; ``other`` for an unknown provider);
+    ``machine-generated`` only when machine-accepted labels are in the data;
+    ``expert-generated`` also when a researcher's ruling settled a label.
+    """
     sources = facts["labels"]["sources"]
-    creators = ["crowdsourced"]
-    if sources.get("machine-accepted"):
+    creators = [PROVIDER_CREATORS.get(facts["batch"].get("provider"), "other")]
+    if sources.get("machine-accepted", 0) > 0:
         creators.append("machine-generated")
-    if sources.get("adjudicated"):
+    if sources.get("adjudicated", 0) > 0 and "expert-generated" not in creators:
         creators.append("expert-generated")
     return creators
 

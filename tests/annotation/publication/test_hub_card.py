@@ -21,14 +21,27 @@ def test_size_category_edges(rows, category):
     assert hub_card.size_category(rows) == category
 
 
-def test_creators_follow_the_label_sources():
-    def facts(**sources):
-        return {"labels": {"sources": sources}}
+def test_creators_follow_the_provider_and_the_label_sources():
+    def facts(provider="mturk", **sources):
+        return {"batch": {"provider": provider}, "labels": {"sources": sources}}
 
     assert hub_card.annotations_creators(facts(**{"crowd majority": 5})) == ["crowdsourced"]
+    assert hub_card.annotations_creators(facts("prolific", **{"crowd majority": 5})) == ["crowdsourced"]
+    # A site's own annotators are not a crowd.
+    assert hub_card.annotations_creators(facts("local", **{"crowd majority": 5})) == ["expert-generated"]
     both = facts(**{"crowd majority": 5, "machine-accepted": 3, "adjudicated": 1})
     assert hub_card.annotations_creators(both) == ["crowdsourced", "machine-generated", "expert-generated"]
-    assert hub_card.annotations_creators(facts(**{"machine-accepted": 0})) == ["crowdsourced"]
+    local = facts("local", **{"machine-accepted": 3, "adjudicated": 1})
+    assert hub_card.annotations_creators(local) == ["expert-generated", "machine-generated"]
+    assert hub_card.annotations_creators(facts(**{"machine-accepted": 0, "adjudicated": 0})) == ["crowdsourced"]
+    assert set(hub_card.annotations_creators(facts("local", **{"machine-accepted": 1, "adjudicated": 1}))) <= {
+        "crowdsourced",
+        "expert-generated",
+        "found",
+        "machine-generated",
+        "no-annotation",
+        "other",
+    }
 
 
 def test_source_datasets_name_the_ir_datasets_collection():
