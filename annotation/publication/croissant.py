@@ -23,7 +23,9 @@ from typing import Any
 from annotation.publication import statements
 from annotation.publication.tables import Config
 
-CONFORMS_TO = "http://mlcommons.org/croissant/1.0"
+#: The specifications the file follows: Croissant 1.0 and its Responsible-AI extension (a file
+#: with ``rai:`` fields declares both, as the RAI specification asks).
+CONFORMS_TO = ["http://mlcommons.org/croissant/1.0", "http://mlcommons.org/croissant/RAI/1.0"]
 PARQUET = "application/x-parquet"
 
 #: Croissant 1.0's JSON-LD context (https://github.com/mlcommons/croissant, datasets/1.0).
@@ -144,7 +146,7 @@ def croissant(
     return {
         "@context": CONTEXT,
         "@type": "sc:Dataset",
-        "conformsTo": CONFORMS_TO,
+        "conformsTo": list(CONFORMS_TO),
         "name": dataset_name(batch["name"]),
         "alternateName": title,
         "description": (
