@@ -117,10 +117,28 @@ def protocol(facts: Mapping[str, Any]) -> str:
 
 
 def annotations_per_item(facts: Mapping[str, Any]) -> str:
-    """Votes per query: planned and as given."""
-    per_query = facts["agreement"]["judgments_per_query"]
-    given = f"; {per_query:.2f} usable votes per query on average" if isinstance(per_query, (int, float)) else ""
-    return f"{facts['batch']['assignments_per_query']} annotators per query planned{given}."
+    """Votes per query: planned, and as given (the mean over every query, and how many have none).
+
+    ``agreement.judgments_per_query`` is the distribution {usable votes: queries} over the
+    queries with at least one vote; the batch's other queries have no human vote (a
+    machine-accepted label, or no usable answer yet).
+    """
+    planned = f"{facts['batch']['assignments_per_query']} annotators per query planned"
+    queries = facts["labels"]["queries"]
+    distribution = {int(votes): int(n) for votes, n in (facts["agreement"].get("judgments_per_query") or {}).items()}
+    voted = sum(n for votes, n in distribution.items() if votes > 0)
+    if not queries:
+        return f"{planned}; no queries."
+    total = sum(votes * n for votes, n in distribution.items())
+    unvoted = max(queries - voted, 0)
+    text = f"{planned}; {total / queries:.2f} usable human votes per query on average over the {queries} queries"
+    if voted and unvoted:
+        text += f" ({total / voted:.2f} over the {voted} queries with votes)"
+    machine = facts["labels"]["sources"].get("machine-accepted", 0)
+    text += f"; {unvoted} of {queries} queries have no human vote"
+    if machine:
+        text += f" ({machine} queries carry a machine-accepted label)"
+    return text + "."
 
 
 def demographics(facts: Mapping[str, Any]) -> str | None:

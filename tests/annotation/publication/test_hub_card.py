@@ -126,7 +126,7 @@ def test_rai_fields_leave_out_what_does_not_apply():
             "fleiss_kappa": None,
             "judgments": 0,
             "workers": 0,
-            "judgments_per_query": None,
+            "judgments_per_query": {},
         },
         "labels": {
             "queries": 3,
@@ -144,4 +144,27 @@ def test_rai_fields_leave_out_what_does_not_apply():
     assert "rai:machineAnnotationTools" not in fields
     assert "No gold questions" in fields["rai:dataAnnotationProtocol"][0]
     assert "no interval (too little data)" in fields["rai:dataAnnotationAnalysis"][0]
-    assert fields["rai:annotationsPerItem"] == "3 annotators per query planned."
+    assert fields["rai:annotationsPerItem"] == (
+        "3 annotators per query planned; 0.00 usable human votes per query on average over the 3 queries; "
+        "3 of 3 queries have no human vote."
+    )
+
+
+def test_annotations_per_item_is_the_mean_of_the_vote_distribution():
+    facts = {
+        "batch": {"assignments_per_query": 3},
+        # 10 queries: 2 with 2 votes, 5 with 3 votes (what the agreement report counts), 3 with none.
+        "agreement": {"judgments_per_query": {"2": 2, "3": 5}},
+        "labels": {"queries": 10, "sources": {"crowd majority": 7, "machine-accepted": 3}},
+    }
+    # (2*2 + 5*3) / 10 = 1.90 over every query; 19 / 7 = 2.71 over the voted ones.
+    assert statements.annotations_per_item(facts) == (
+        "3 annotators per query planned; 1.90 usable human votes per query on average over the 10 queries "
+        "(2.71 over the 7 queries with votes); 3 of 10 queries have no human vote "
+        "(3 queries carry a machine-accepted label)."
+    )
+    facts["labels"] = {"queries": 7, "sources": {"crowd majority": 7}}
+    assert statements.annotations_per_item(facts) == (
+        "3 annotators per query planned; 2.71 usable human votes per query on average over the 7 queries; "
+        "0 of 7 queries have no human vote."
+    )
