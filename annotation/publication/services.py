@@ -25,6 +25,7 @@ project reaches the Hub: the tests check the folder, the refusals and a push to 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import secrets
@@ -32,6 +33,7 @@ import shlex
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -232,12 +234,36 @@ def upload_command(folder: str | os.PathLike, repo_id: str, private: bool = Fals
     return shlex.join(command)
 
 
-def _bound_hub_requests(timeout: float) -> None:
-    """Give huggingface_hub's shared HTTP client a timeout (its default waits forever on a silent server)."""
+@contextlib.contextmanager
+def _bounded_hub_client(timeout: float) -> Iterator[None]:
+    """huggingface_hub's shared HTTP client with a timeout, for the block only.
+
+    Its default client waits forever on a silent server. The client built here is the default
+    one (:func:`huggingface_hub.utils._http.default_client_factory`: its request hook honours
+    ``HF_HUB_OFFLINE`` and adds request ids) with a timeout; the factory in force before is put
+    back afterwards, so nothing else in the process is changed.
+    """
     import httpx2  # huggingface_hub's HTTP client
     from huggingface_hub import set_client_factory
+    from huggingface_hub.utils import _http
 
-    set_client_factory(lambda: httpx2.Client(follow_redirects=True, timeout=timeout))
+    previous = _http._GLOBAL_CLIENT_FACTORY  # no public getter in huggingface_hub 1.x
+
+    def bounded() -> httpx2.Client:
+        client = previous()
+        client.timeout = httpx2.Timeout(timeout)
+        if _http.hf_request_event_hook not in client.event_hooks.get("request", []):
+            client.event_hooks = {
+                **client.event_hooks,
+                "request": [_http.hf_request_event_hook, *client.event_hooks.get("request", [])],
+            }
+        return client
+
+    set_client_factory(bounded)
+    try:
+        yield
+    finally:
+        set_client_factory(previous)
 
 
 def push_folder(
@@ -267,19 +293,25 @@ def push_folder(
             "HF_TOKEN is not set, so nothing was uploaded. Set HF_TOKEN to a write token and run again, "
             f"or upload the folder yourself: {upload_command(folder, repo_id, private)}"
         )
-    _bound_hub_requests(timeout)
     from huggingface_hub import HfApi
+    from huggingface_hub.errors import OfflineModeIsEnabled
 
     api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
     try:
-        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        commit = api.upload_folder(
-            repo_id=repo_id,
-            folder_path=str(folder),
-            repo_type="dataset",
-            commit_message="Publish the dataset folder (publish_dataset)",
-            ignore_patterns=[MANIFEST],
-        )
+        with _bounded_hub_client(timeout):
+            api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+            commit = api.upload_folder(
+                repo_id=repo_id,
+                folder_path=str(folder),
+                repo_type="dataset",
+                commit_message="Publish the dataset folder (publish_dataset)",
+                ignore_patterns=[MANIFEST],
+            )
+    except OfflineModeIsEnabled:
+        raise ServiceError(
+            "HF_HUB_OFFLINE is set, so nothing was uploaded. Unset it and run again, or upload the folder "
+            f"yourself: {upload_command(folder, repo_id, private)}"
+        ) from None
     except Exception as exc:
         raise HubError(f"upload of {folder} to the Hub dataset {repo_id} failed: {type(exc).__name__}: {exc}") from None
     return str(getattr(commit, "commit_url", commit))

@@ -95,3 +95,25 @@ def test_a_rerun_never_deletes_what_it_did_not_write(annotated, tmp_path, capsys
     (edited / "non_gendered.parquet").unlink()
     publish_dataset(annotated, edited, "mit", with_judgments=True)
     assert (edited / "judgments.parquet").is_file() and (edited / "non_gendered.parquet").is_file()
+
+
+def test_a_push_keeps_the_hubs_offline_hook_and_puts_the_client_factory_back(annotated, tmp_path, monkeypatch):  # noqa: F811
+    from django.core.management import CommandError, call_command
+    from huggingface_hub import constants
+    from huggingface_hub.utils import _http
+
+    def mine():  # a factory someone else in the process set
+        return _http.default_client_factory()
+
+    _http.set_client_factory(mine)
+    try:
+        monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # what HF_HUB_OFFLINE=1 sets at import
+        with pytest.raises(CommandError, match="HF_HUB_OFFLINE is set, so nothing was uploaded") as refused:
+            call_command(
+                "publish_dataset", annotated.name, "--out", str(tmp_path / "d"), "--license", "mit", "--push", "me/gq"
+            )
+        assert "hf upload me/gq" in str(refused.value)
+        assert _http._GLOBAL_CLIENT_FACTORY is mine  # put back, not replaced process-wide
+    finally:
+        _http.set_client_factory(_http.default_client_factory)
