@@ -8,7 +8,7 @@
 row is written to the database.
 
 The folder is written whole or not at all: into a temporary folder beside the target, then
-renamed into place, so a reader (or an upload) never sees half a dataset and a failure leaves
+swapped into place (:func:`core.files.replace_folder`: rolled back if the swap fails), so a reader (or an upload) never sees half a dataset and a failure leaves
 the previous folder as it was. Beside the dataset's files it writes a manifest,
 ``.publish_dataset.json``, with each file's SHA-256. A folder that exists is replaced only
 when it is empty or holds nothing but the manifest's files, unchanged: a folder holding
@@ -44,7 +44,7 @@ from annotation.publication import croissant, hub_card, statements, tables
 from annotation.publication.selectors import study_facts
 from annotation.results.selectors import CITATION
 from core.errors import ProviderError, ServiceError
-from core.files import file_sha256
+from core.files import file_sha256, replace_folder
 
 CROISSANT = "croissant.json"
 #: The manifest of what publish_dataset wrote (file -> SHA-256): what a re-run may replace.
@@ -142,6 +142,11 @@ def _check_target(target: Path, force: bool) -> bool:
     """Refuse a target a publication would harm; True when the existing folder is written into (``force``)."""
     if not target.parent.is_dir():
         raise ServiceError(f"cannot write {target}: the folder {target.parent} does not exist")
+    if target.is_symlink():
+        raise ServiceError(
+            f"{target} is a symbolic link; publish_dataset does not replace links: pass the folder it points to "
+            f"({os.path.realpath(target)}) as --out"
+        )
     if target.exists() and not target.is_dir():
         raise ServiceError(f"cannot write {target}: it is a file, not a folder")
     if not os.access(target.parent, os.W_OK):
@@ -191,22 +196,19 @@ def publish_dataset(
         license_id = hub_card.check_license(license_id)
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
-    target = Path(out).absolute()
+    target = Path(os.path.abspath(out))  # "..", "a/../b" normalised; a symbolic link is not followed
     into = _check_target(target, force)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     kept: list[str] = []
     try:
         files, counts = _write_folder(batch, staging, license_id, with_judgments)
-        staging.chmod(0o755)
         if into:
             kept = _write_into(staging, target, files)
-        elif target.exists():
-            old = target.with_name(f".{target.name}.old-{os.getpid()}")
-            target.rename(old)
-            staging.rename(target)
-            shutil.rmtree(old, ignore_errors=True)
         else:
-            staging.rename(target)
+            replace_folder(staging, target)
+    except OSError as exc:
+        state = "some of its files may already be the new ones" if into else "it was left as it was"
+        raise ServiceError(f"could not write {target} ({type(exc).__name__}: {exc}); {state}") from None
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

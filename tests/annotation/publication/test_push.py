@@ -14,8 +14,12 @@ from tests.annotation.publication.test_dataset_folder import annotated  # noqa: 
 
 
 @pytest.fixture(autouse=True)
-def _default_hub_client():
-    """push_folder gives huggingface_hub's shared client a timeout; put the default back after each test."""
+def _default_hub_client(monkeypatch):
+    """Online (huggingface_hub reads HF_HUB_OFFLINE once, at import: another test's offline loading may
+    have set it) with the default client factory after each test."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     yield
     from huggingface_hub import set_client_factory
     from huggingface_hub.utils._http import default_client_factory

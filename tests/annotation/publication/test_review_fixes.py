@@ -1,6 +1,8 @@
 """Fixes from the review of dataset publishing: each test failed before its fix."""
 
 import json
+import os
+import stat
 
 import pyarrow.parquet as pq
 import pytest
@@ -117,3 +119,50 @@ def test_a_push_keeps_the_hubs_offline_hook_and_puts_the_client_factory_back(ann
         assert _http._GLOBAL_CLIENT_FACTORY is mine  # put back, not replaced process-wide
     finally:
         _http.set_client_factory(_http.default_client_factory)
+
+
+def test_replace_folder_rolls_back_and_never_collides(tmp_path):
+    from core.files import replace_folder
+
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "a.txt").write_text("old")
+    # A staging folder that cannot take the target's place: the previous folder comes back as it was.
+    with pytest.raises(FileNotFoundError):
+        replace_folder(tmp_path / "no-such-staging", target)
+    assert (target / "a.txt").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no aside folder left behind
+    # Leftovers of an earlier crash (any pid) do not collide with the aside folder.
+    for pid in (os.getpid(), 1, 2):
+        (tmp_path / f".out.old-{pid}").mkdir()
+        (tmp_path / f".out.old-{pid}" / "x").write_text("x")
+    staging = tmp_path / ".out.staging"
+    staging.mkdir(mode=0o700)
+    (staging / "a.txt").write_text("new")
+    assert replace_folder(staging, target) == target
+    assert (target / "a.txt").read_text() == "new" and stat.S_IMODE(target.stat().st_mode) == 0o755
+    assert not staging.exists() and len(list(tmp_path.iterdir())) == 4  # out and the three leftovers
+    # A symbolic link is refused, not replaced by a folder.
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    staging.mkdir()
+    with pytest.raises(IsADirectoryError, match="symbolic link"):
+        replace_folder(staging, link)
+    assert link.is_symlink() and (target / "a.txt").read_text() == "new"
+
+
+def test_a_leftover_or_a_symlinked_out_is_a_clean_refusal_or_no_matter(annotated, tmp_path):  # noqa: F811
+    from core.errors import ServiceError
+
+    out = tmp_path / "gq"
+    publish_dataset(annotated, out, "mit")
+    (tmp_path / f".gq.old-{os.getpid()}").mkdir()  # left by a crash of the old code
+    (tmp_path / f".gq.old-{os.getpid()}" / "x").write_text("x")
+    publish_dataset(annotated, out, "mit", with_judgments=True)  # replaced, no OSError
+    assert (out / "judgments.parquet").is_file()
+    link = tmp_path / "link"
+    link.symlink_to(out)
+    with pytest.raises(ServiceError, match=r"symbolic link.*pass the folder it points to"):
+        publish_dataset(annotated, link, "mit")
+    assert link.is_symlink() and (out / "judgments.parquet").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".gq.old-{os.getpid()}", "gq", "link"]
