@@ -53,14 +53,21 @@ HUB_LICENSES = (
     "other",
 )
 
-#: The Hub's size categories, by number of rows of the main configuration.
+#: The Hub's size categories, by number of rows of the main configuration (upper bound, name);
+#: beyond the last bound: ``n>1T``.
 SIZE_CATEGORIES = (
     (1_000, "n<1K"),
     (10_000, "1K<n<10K"),
     (100_000, "10K<n<100K"),
     (1_000_000, "100K<n<1M"),
     (10_000_000, "1M<n<10M"),
+    (100_000_000, "10M<n<100M"),
+    (1_000_000_000, "100M<n<1B"),
+    (10_000_000_000, "1B<n<10B"),
+    (100_000_000_000, "10B<n<100B"),
+    (1_000_000_000_000, "100B<n<1T"),
 )
+LARGEST_SIZE_CATEGORY = "n>1T"
 
 
 def check_license(license_id: str | None) -> str:
@@ -77,7 +84,7 @@ def size_category(rows: int) -> str:
     for limit, name in SIZE_CATEGORIES:
         if rows < limit:
             return name
-    return "n>10M"
+    return LARGEST_SIZE_CATEGORY
 
 
 #: The Hub's ``annotations_creators`` value for each provider's annotators: a site's own

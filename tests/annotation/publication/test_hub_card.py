@@ -15,6 +15,12 @@ from annotation.publication.croissant import rai_fields
         (9999, "1K<n<10K"),
         (10_000, "10K<n<100K"),
         (2_000_000, "1M<n<10M"),
+        (10_000_000, "10M<n<100M"),  # was "n>10M", not a Hub category
+        (999_999_999, "100M<n<1B"),
+        (5_000_000_000, "1B<n<10B"),
+        (99_999_999_999, "10B<n<100B"),
+        (100_000_000_000, "100B<n<1T"),
+        (1_000_000_000_000, "n>1T"),
     ],
 )
 def test_size_category_edges(rows, category):
