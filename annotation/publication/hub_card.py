@@ -236,8 +236,8 @@ def card(
         f"with fewer than {batch['min_votes']} usable votes. They stay in `queries` with their `status` and no label.",
         "",
     ]
-    if facts["machine"]:
-        lines += ["## Machine labels", "", statements.machine_tools(facts) or "", ""]
+    if statements.machine_tools(facts):
+        lines += ["## Machine labels", "", statements.machine_tools(facts), ""]
         lines += [_row("Fact", "Value"), _row("---", "---")]
         lines += [_row(key, value) for key, value in facts["machine"].items()]
         lines.append("")

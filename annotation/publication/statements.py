@@ -111,8 +111,9 @@ def protocol(facts: Mapping[str, Any]) -> str:
         "with too few votes are set aside. A researcher's ruling, with its reason, replaces the majority "
         f"(rulings: {facts['labels']['adjudicated']})."
     )
-    if facts["machine"]:
-        parts.append(machine_tools(facts))
+    machine = machine_tools(facts) or machine_unused(facts)
+    if machine:
+        parts.append(machine)
     return " ".join(parts)
 
 
@@ -155,10 +156,32 @@ def demographics(facts: Mapping[str, Any]) -> str | None:
     )
 
 
-def machine_tools(facts: Mapping[str, Any]) -> str | None:
-    """The machine labeller, its calibration and the routing's guarantee (None for a crowd-only batch)."""
+def machine_labels(facts: Mapping[str, Any]) -> int:
+    """How many of the data's labels a machine produced (machine-accepted queries)."""
+    return int(((facts.get("labels") or {}).get("sources") or {}).get("machine-accepted", 0))
+
+
+def machine_unused(facts: Mapping[str, Any]) -> str | None:
+    """For a routing that accepted no label: that a machine labeller ran but none of its labels is in the data."""
     machine = facts.get("machine")
-    if not machine:
+    if not machine or machine_labels(facts) > 0:
+        return None
+    return (
+        f"A machine labeller ({machine['labeller']}, model {machine['model']}) was calibrated, but none of its "
+        f"labels was accepted (confidence threshold {number(machine['confidence threshold'])}): every label in "
+        "the data comes from people."
+    )
+
+
+def machine_tools(facts: Mapping[str, Any]) -> str | None:
+    """The machine labeller, its calibration and the routing's guarantee.
+
+    None for a crowd-only batch, and for a routing that accepted no label: machine wording (the
+    card's section, Croissant's ``rai:machineAnnotationTools``, the bias) only when
+    machine-accepted labels are in the data.
+    """
+    machine = facts.get("machine")
+    if not machine or machine_labels(facts) <= 0:
         return None
     parts = [
         f"A machine labeller ({machine['labeller']}, model {machine['model']}, prompt/rules "
@@ -210,7 +233,7 @@ def biases(facts: Mapping[str, Any]) -> list[str]:
             "The queries were pooled for the runs' rank bias, so they over-represent queries on which rankers "
             "differ by gender; shares are not those of the source query log."
         )
-    if facts["machine"]:
+    if machine_tools(facts):
         items.append(
             "Machine-accepted labels were not seen by the crowd; their accuracy is estimated on a blind sample "
             "(see the machine annotation tools)."

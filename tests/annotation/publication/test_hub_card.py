@@ -100,7 +100,7 @@ def test_machine_tools_state_the_guarantee_and_calibration():
         "expected calibration error": 0.04,
         "Brier score": 0.1,
     }
-    text = statements.machine_tools({"machine": machine})
+    text = statements.machine_tools({"machine": machine, "labels": {"sources": {"machine-accepted": 120}}})
     assert "chat, model gpt-x, prompt/rules gender-v2" in text and "confidence 0.970" in text
     assert "120 queries" in text and "[0.950, 0.995]" in text and "with probability ≥ 0.95" in text
     assert "Cohen's kappa 0.880 (95% CI [0.800, 0.930])" in text and "rb-cal" in text

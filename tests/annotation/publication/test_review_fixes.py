@@ -166,3 +166,76 @@ def test_a_leftover_or_a_symlinked_out_is_a_clean_refusal_or_no_matter(annotated
         publish_dataset(annotated, link, "mit")
     assert link.is_symlink() and (out / "judgments.parquet").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == [f".gq.old-{os.getpid()}", "gq", "link"]
+
+
+def _facts(machine_accepted: int) -> dict:
+    """A Prolific batch's facts with a machine routing in force that accepted ``machine_accepted`` labels."""
+    return {
+        "batch": {
+            "name": "b",
+            "provider": "prolific",
+            "annotators": "participants recruited through Prolific",
+            "source": "gq",
+            "assignments_per_query": 3,
+            "queries_per_hit": 10,
+            "reward": "1.00",
+            "qualifications": {},
+            "min_votes": 2,
+        },
+        "pool": None,
+        "quality": {"gold_per_hit": 0, "training_queries": 0, "escalate_until": None},
+        "prolific": None,
+        "agreement": {
+            "level": 0.95,
+            "krippendorff_alpha": 0.8,
+            "alpha_ci": [0.7, 0.9],
+            "bootstrap_resamples": 1000,
+            "percent_agreement": 0.9,
+            "fleiss_kappa": 0.8,
+            "judgments": 30,
+            "workers": 5,
+            "judgments_per_query": {"3": 10},
+        },
+        "labels": {
+            "queries": 10 + machine_accepted,
+            "labelled": 10 + machine_accepted,
+            "counts": {"n": 4 + machine_accepted, "f": 3, "m": 3, "o": 0},
+            "sources": {"crowd majority": 10, **({"machine-accepted": machine_accepted} if machine_accepted else {})},
+            "adjudicated": 0,
+            "set_aside": {"disputed": 0, "too_few_votes": 0},
+        },
+        "non_gendered_share": {"estimate": 0.4, "ci": [0.17, 0.69], "method": "Wilson score"},
+        "source_dataset": None,
+        "machine": {
+            "labeller": "chat",
+            "model": "gpt-x",
+            "prompt / rules version": "v1",
+            "confidence threshold": 0.99,
+            "guarantee": "no guarantee (point estimate)",
+            "estimated accuracy of accepted labels": None,
+            "its 95% CI": [None, None],
+            "machine-accepted queries": machine_accepted,
+        },
+    }
+
+
+def test_a_routing_that_accepted_nothing_gets_no_machine_wording():
+    from annotation.publication import hub_card, statements
+    from annotation.publication.croissant import rai_fields
+
+    none = _facts(0)
+    fields = rai_fields(none)
+    assert "rai:machineAnnotationTools" not in fields
+    assert not any("Machine-accepted" in item for item in fields["rai:dataBiases"])
+    assert "none of its labels was accepted" in fields["rai:dataAnnotationProtocol"][0]
+    card = hub_card.card(
+        none, list(tables.configs_for(False)), dict.fromkeys(tables.CONFIGS, 10), license_id="mit",
+        pretty_name="b", citation="@x{}", published="2026-01-01",
+    )  # fmt: skip
+    assert "## Machine labels" not in card and "machine-generated" not in card.split("---")[1]
+    some = _facts(4)
+    fields = rai_fields(some)
+    assert "(4 queries" in fields["rai:machineAnnotationTools"][0]
+    assert any("Machine-accepted" in item for item in fields["rai:dataBiases"])
+    assert "none of its labels" not in fields["rai:dataAnnotationProtocol"][0]
+    assert statements.machine_labels(some) == 4
