@@ -268,6 +268,24 @@ def _bounded_hub_client(timeout: float) -> Iterator[None]:
         set_client_factory(previous)
 
 
+def check_repo_id(repo_id: str) -> str:
+    """``repo_id`` if it is a Hub dataset id OWNER/NAME by huggingface_hub's own rules, else a ServiceError.
+
+    Checked before any request, so a typo is a message about the id, not a failed upload that
+    reads like a Hub outage.
+    """
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if not isinstance(repo_id, str) or repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise ServiceError(f"not a Hub repository id: {repo_id!r} (use OWNER/NAME)")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        raise ServiceError(f"not a Hub repository id: {repo_id!r} (use OWNER/NAME): {exc}") from None
+    return repo_id
+
+
 def push_folder(
     folder: str | os.PathLike,
     repo_id: str,
@@ -288,8 +306,7 @@ def push_folder(
     folder = Path(folder)
     if not (folder / CROISSANT).is_file():
         raise ServiceError(f"{folder} is not a dataset folder written by publish_dataset")
-    if "/" not in repo_id or repo_id.count("/") != 1 or not all(repo_id.split("/")):
-        raise ServiceError(f"not a Hub repository id: {repo_id!r} (use OWNER/NAME)")
+    check_repo_id(repo_id)
     if not token:
         raise ServiceError(
             "HF_TOKEN is not set, so nothing was uploaded. Set HF_TOKEN to a write token and run again, "

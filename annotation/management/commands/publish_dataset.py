@@ -2,7 +2,7 @@ import os
 
 from annotation.management.commands._common import command_errors, get_batch
 from annotation.publication.hub_card import HUB_LICENSES
-from annotation.publication.services import publish_dataset, push_folder, upload_command
+from annotation.publication.services import check_repo_id, publish_dataset, push_folder, upload_command
 from core.management.cli import ProjectCommand
 
 
@@ -42,6 +42,8 @@ class Command(ProjectCommand):
     def handle(self, name, out, license, with_judgments, push, private, force, **o):
         batch = get_batch(name)
         with command_errors():
+            if push:
+                check_repo_id(push)  # before writing anything
             publication = publish_dataset(batch, out, license, with_judgments=with_judgments, force=force)
         rows = ", ".join(f"{config} {n}" for config, n in publication.rows.items())
         self.stdout.write(self.style.SUCCESS(f"Wrote the dataset folder {publication.path} (rows: {rows})."))

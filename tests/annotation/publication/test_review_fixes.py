@@ -239,3 +239,15 @@ def test_a_routing_that_accepted_nothing_gets_no_machine_wording():
     assert any("Machine-accepted" in item for item in fields["rai:dataBiases"])
     assert "none of its labels" not in fields["rai:dataAnnotationProtocol"][0]
     assert statements.machine_labels(some) == 4
+
+
+@pytest.mark.parametrize("repo_id", ["me/bad name", "me/..", "me/-x", "me/a--b", "me/x.git", "me/" + "x" * 97])
+def test_a_bad_repository_id_is_named_not_reported_as_a_hub_failure(annotated, tmp_path, repo_id):  # noqa: F811
+    from core.errors import ServiceError
+
+    if not (tmp_path / "d").exists():
+        publish_dataset(annotated, tmp_path / "d", "mit")
+    # A closed port: were the id not checked first, this would be a HubError (502, "try later").
+    with pytest.raises(ServiceError, match=r"not a Hub repository id.*OWNER/NAME") as refused:
+        services.push_folder(tmp_path / "d", repo_id, token="hf_x", endpoint="http://127.0.0.1:9", timeout=1)
+    assert not isinstance(refused.value, services.HubError)
