@@ -251,3 +251,13 @@ def test_a_bad_repository_id_is_named_not_reported_as_a_hub_failure(annotated, t
     with pytest.raises(ServiceError, match=r"not a Hub repository id.*OWNER/NAME") as refused:
         services.push_folder(tmp_path / "d", repo_id, token="hf_x", endpoint="http://127.0.0.1:9", timeout=1)
     assert not isinstance(refused.value, services.HubError)
+
+
+def test_the_exports_card_names_who_labelled_as_every_published_text_does(annotated, tmp_path):  # noqa: F811
+    from annotation.results.services.exports import export_queries
+
+    export = export_queries(annotated, "all", tmp_path / "all.csv", fmt="csv")
+    card = (tmp_path / "all.csv.md").read_text()
+    assert card == export.card
+    assert f"Queries of batch {annotated.name!r} labelled by in-house annotators as Non-gendered" in card
+    assert "crowd workers" not in card and "In-house annotators (this site))" not in card
