@@ -139,8 +139,17 @@ def croissant(
     title: str,
     published: str,
     citation: str,
+    license_terms: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The folder's ``croissant.json`` (``sha256`` maps each configuration's file name to its digest)."""
+    """The folder's ``croissant.json`` (``sha256`` maps each configuration's file name to its digest).
+
+    ``license`` is the Hub identifier, or for ``other`` the license's link (a URL) or name.
+    """
+    terms = dict(license_terms or {})
+    link = terms.get("license_link", "")
+    license_value = (
+        (link if link.startswith(("http://", "https://")) else terms["license_name"]) if terms else license_id
+    )
     batch = facts["batch"]
     labels = facts["labels"]
     return {
@@ -155,7 +164,7 @@ def croissant(
             f"{labels['labelled']} labelled. "
             "Configurations: " + ", ".join(c.name for c in configs) + "."
         ),
-        "license": license_id,
+        "license": license_value,
         "inLanguage": "en",
         "datePublished": published,
         "version": "1.0.0",

@@ -74,7 +74,7 @@ class Publication:
 
 
 def _write_folder(
-    batch: Batch, folder: Path, license_id: str, with_judgments: bool
+    batch: Batch, folder: Path, license_id: str, with_judgments: bool, license_terms: dict[str, str]
 ) -> tuple[list[str], dict[str, int]]:
     import json
 
@@ -91,11 +91,25 @@ def _write_folder(
     published = timezone.now().date().isoformat()
     title = f"{batch.name}: gender-annotated queries"
     card = hub_card.card(
-        facts, configs, counts, license_id=license_id, pretty_name=title, citation=CITATION, published=published
+        facts,
+        configs,
+        counts,
+        license_id=license_id,
+        pretty_name=title,
+        citation=CITATION,
+        published=published,
+        license_terms=license_terms,
     )
     (folder / README).write_text(card, encoding="utf-8")
     metadata = croissant.croissant(
-        facts, configs, digests, license_id=license_id, title=title, published=published, citation=CITATION
+        facts,
+        configs,
+        digests,
+        license_id=license_id,
+        title=title,
+        published=published,
+        citation=CITATION,
+        license_terms=license_terms,
     )
     (folder / CROISSANT).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     files = [c.file_name for c in configs] + [README, CROISSANT]
@@ -184,16 +198,24 @@ def _write_into(staging: Path, target: Path, files: list[str]) -> list[str]:
 
 
 def publish_dataset(
-    batch: Batch, out: str | os.PathLike, license_id: str, with_judgments: bool = False, force: bool = False
+    batch: Batch,
+    out: str | os.PathLike,
+    license_id: str,
+    with_judgments: bool = False,
+    force: bool = False,
+    license_name: str | None = None,
+    license_link: str | None = None,
 ) -> Publication:
     """Write ``batch``'s dataset folder at ``out`` (see the module's docstring); returns what it wrote.
 
     ``license_id`` is the researcher's choice among :data:`annotation.publication.hub_card.HUB_LICENSES`;
     ``with_judgments`` adds the raw judgments under dataset-local pseudonyms; ``force`` writes
-    into a folder holding other (or edited) files, keeping the others.
+    into a folder holding other (or edited) files, keeping the others. ``license_name`` and
+    ``license_link`` name the terms of ``license_id`` ``other`` (required with it, refused otherwise).
     """
     try:
         license_id = hub_card.check_license(license_id)
+        license_terms = hub_card.check_license_terms(license_id, license_name, license_link)
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
     target = Path(os.path.abspath(out))  # "..", "a/../b" normalised; a symbolic link is not followed
@@ -201,7 +223,7 @@ def publish_dataset(
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     kept: list[str] = []
     try:
-        files, counts = _write_folder(batch, staging, license_id, with_judgments)
+        files, counts = _write_folder(batch, staging, license_id, with_judgments, license_terms)
         if into:
             kept = _write_into(staging, target, files)
         else:
@@ -215,11 +237,24 @@ def publish_dataset(
     return Publication(path=target, files=files, rows=counts, license=license_id, kept=kept)
 
 
-def publication_zip(batch: Batch, license_id: str, with_judgments: bool = False) -> tuple[str, bytes]:
+def publication_zip(
+    batch: Batch,
+    license_id: str,
+    with_judgments: bool = False,
+    license_name: str | None = None,
+    license_link: str | None = None,
+) -> tuple[str, bytes]:
     """The dataset folder as a zip (file name, bytes) for download: written in a temporary folder, then zipped."""
     with tempfile.TemporaryDirectory(prefix="publish-") as tmp:
         name = croissant.dataset_name(batch.name)
-        publication = publish_dataset(batch, Path(tmp) / name, license_id, with_judgments)
+        publication = publish_dataset(
+            batch,
+            Path(tmp) / name,
+            license_id,
+            with_judgments,
+            license_name=license_name,
+            license_link=license_link,
+        )
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             for file_name in publication.files:

@@ -26,6 +26,16 @@ class Command(ProjectCommand):
             + ", ".join(HUB_LICENSES),
         )
         parser.add_argument(
+            "--license-name",
+            metavar="NAME",
+            help="with --license other: the license's name for the Hub's license_name (e.g. my-license-1.0)",
+        )
+        parser.add_argument(
+            "--license-link",
+            metavar="URL_OR_FILE",
+            help="with --license other: the Hub's license_link, a URL of the terms or a file you add (e.g. LICENSE)",
+        )
+        parser.add_argument(
             "--with-judgments",
             action="store_true",
             help="also publish every judgment under dataset-local annotator pseudonyms (off by default)",
@@ -39,12 +49,20 @@ class Command(ProjectCommand):
         parser.add_argument("--push", metavar="REPO_ID", help="upload to this Hub dataset (OWNER/NAME); needs HF_TOKEN")
         parser.add_argument("--private", action="store_true", help="with --push: create the repository private")
 
-    def handle(self, name, out, license, with_judgments, push, private, force, **o):
+    def handle(self, name, out, license, with_judgments, push, private, force, license_name, license_link, **o):
         batch = get_batch(name)
         with command_errors():
             if push:
                 check_repo_id(push)  # before writing anything
-            publication = publish_dataset(batch, out, license, with_judgments=with_judgments, force=force)
+            publication = publish_dataset(
+                batch,
+                out,
+                license,
+                with_judgments=with_judgments,
+                force=force,
+                license_name=license_name,
+                license_link=license_link,
+            )
         rows = ", ".join(f"{config} {n}" for config, n in publication.rows.items())
         self.stdout.write(self.style.SUCCESS(f"Wrote the dataset folder {publication.path} (rows: {rows})."))
         self.stdout.write("Files: " + ", ".join(publication.files))

@@ -261,3 +261,63 @@ def test_the_exports_card_names_who_labelled_as_every_published_text_does(annota
     assert card == export.card
     assert f"Queries of batch {annotated.name!r} labelled by in-house annotators as Non-gendered" in card
     assert "crowd workers" not in card and "In-house annotators (this site))" not in card
+
+
+def test_license_other_names_its_terms_in_the_hubs_yaml(annotated, tmp_path, client, researcher):  # noqa: F811
+    import yaml
+    from django.core.management import CommandError, call_command
+
+    from core.errors import ServiceError
+
+    with pytest.raises(CommandError, match="--license-name"):
+        call_command("publish_dataset", annotated.name, "--out", str(tmp_path / "a"), "--license", "other")
+    with pytest.raises(ServiceError, match="go with --license other only"):
+        publish_dataset(annotated, tmp_path / "b", "mit", license_name="x", license_link="LICENSE")
+    with pytest.raises(ServiceError, match="lowercase"):
+        publish_dataset(annotated, tmp_path / "c", "other", license_name="My License", license_link="LICENSE")
+    with pytest.raises(ServiceError, match="URL or a file name"):
+        publish_dataset(annotated, tmp_path / "c", "other", license_name="x", license_link="../etc/passwd")
+    assert not any((tmp_path / name).exists() for name in "abc")  # refused before writing
+
+    call_command(
+        "publish_dataset", annotated.name, "--out", str(tmp_path / "d"), "--license", "other",
+        "--license-name", "study-terms-1.0", "--license-link", "https://example.org/terms",
+    )  # fmt: skip
+    readme = (tmp_path / "d" / "README.md").read_text()
+    meta = yaml.safe_load(readme.split("---\n")[1])
+    assert (meta["license"], meta["license_name"], meta["license_link"]) == (
+        "other",
+        "study-terms-1.0",
+        "https://example.org/terms",
+    )
+    assert "`other`: `study-terms-1.0`, chosen by the researcher; its terms: https://example.org/terms." in readme
+    assert json.loads((tmp_path / "d" / "croissant.json").read_text())["license"] == "https://example.org/terms"
+    publish_dataset(annotated, tmp_path / "e", "other", license_name="study-terms", license_link="LICENSE")
+    assert (
+        "its terms: LICENSE (add this file to the folder before uploading)"
+        in (tmp_path / "e" / "README.md").read_text()
+    )
+
+    client.force_login(researcher)  # the API takes them too
+    body = {"license": "other", "license_name": "study-terms", "license_link": "LICENSE"}
+    response = client.post(f"/api/annotation/batches/{annotated.name}/dataset/", body, content_type="application/json")
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    refused = client.post(
+        f"/api/annotation/batches/{annotated.name}/dataset/", {"license": "other"}, content_type="application/json"
+    )
+    assert refused.status_code == 400 and "--license-name" in refused.json()["detail"]
+
+
+def test_the_cards_machine_table_rounds_like_its_prose():
+    from annotation.publication import hub_card
+
+    facts = _facts(4)
+    facts["machine"] |= {"estimated accuracy of accepted labels": 0.9812345, "its 95% CI": [0.95012, 0.99456]}
+    card = hub_card.card(
+        facts, list(tables.configs_for(False)), dict.fromkeys(tables.CONFIGS, 10), license_id="mit",
+        pretty_name="b", citation="@x{}", published="2026-01-01",
+    )  # fmt: skip
+    table = card.split("## Machine labels")[1].split("## Biases")[0]
+    assert "| estimated accuracy of accepted labels | 0.981 |" in table
+    assert "| its 95% CI | [0.950, 0.995] |" in table and "0.98123" not in table
+    assert "| confidence threshold | 0.990 |" in table and "| machine-accepted queries | 4 |" in table
