@@ -71,6 +71,12 @@ class Conflict(exceptions.APIException):
     default_code = "conflict"
 
 
+class PayloadTooLarge(exceptions.APIException):
+    status_code = 413
+    default_detail = "The request body is too large."
+    default_code = "payload_too_large"
+
+
 class BadGateway(exceptions.APIException):
     status_code = 502
     default_detail = "The crowd provider failed to answer."
@@ -92,9 +98,22 @@ def exception_handler(exc, context) -> Response | None:
     ``{field: [message, ...]}``.
     A body nested too deeply for the JSON decoder (``[[[[...`` 100,000 deep: a
     ``RecursionError`` inside the parser) is a 400 like any unreadable body.
+    A body larger than ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (Django's ``RequestDataTooBig``, raised
+    when the view first reads ``request.data``) is a 413, and too many form fields or files
+    (``TooManyFieldsSent``, ``TooManyFilesSent``) a 400, in JSON rather than Django's HTML page.
     Anything else stays a 500: a bug, not a refusal.
     """
-    if isinstance(exc, RecursionError) and _raised_by_a_parser(exc):
+    from django.conf import settings
+    from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+
+    if isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge(
+            f"the request body is larger than the {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes this site accepts "
+            "(DATA_UPLOAD_MAX_MEMORY_SIZE); send files as uploads (multipart), not in the body"
+        )
+    elif isinstance(exc, (TooManyFieldsSent, TooManyFilesSent)):
+        exc = ValidationError({"detail": str(exc)})
+    elif isinstance(exc, RecursionError) and _raised_by_a_parser(exc):
         exc = exceptions.ParseError("JSON parse error - the body is nested too deeply")
     elif isinstance(exc, ProviderError) and exc.upstream:
         exc = BadGateway(str(exc))

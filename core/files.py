@@ -2,7 +2,8 @@
 
 Write a temporary file beside the target, then ``os.replace`` it over the target: a
 reader never sees half a file, and an interruption leaves the previous version (or
-nothing) in place. Also the one streaming file hash. Pure module (no Django).
+nothing) in place. Folders are swapped the same way (:func:`replace_folder`). Also the one
+streaming file hash. Pure module (no Django).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -77,3 +79,38 @@ def write_parquet_atomic(frame, path: str | os.PathLike) -> Path:
     with atomic_path(path) as tmp:
         frame.write_parquet(tmp)
     return Path(path)
+
+
+def replace_folder(staging: str | os.PathLike, target: str | os.PathLike, mode: int = 0o755) -> Path:
+    """Put the complete folder ``staging`` in the place of ``target``, whole or not at all.
+
+    ``staging`` is a folder written beside ``target`` (same file system, e.g. made with
+    ``tempfile.mkdtemp(dir=target.parent)``); it gets ``mode`` (mkdtemp makes it 0700). An
+    existing ``target`` is first renamed onto a fresh empty folder of a unique name (POSIX
+    ``rename`` replaces an empty folder atomically), so a leftover of an earlier crash never
+    collides; if ``staging`` then cannot take its place, the old folder is renamed back (the
+    error is raised with ``target`` as it was), else it is deleted. A symbolic link as
+    ``target`` is refused (``IsADirectoryError``), never replaced by a folder: the caller
+    decides, and names the folder it points to. Readers see the old folder or the new one,
+    never half of one; the caller decides beforehand whether ``target`` may be replaced at all.
+    """
+    staging, target = Path(staging), Path(target)
+    if target.is_symlink():
+        raise IsADirectoryError(f"{target} is a symbolic link (to {os.path.realpath(target)}); not replaced")
+    staging.chmod(mode)
+    if not target.exists():
+        os.rename(staging, target)
+        return target
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    try:
+        os.rename(target, old)  # onto the empty folder just made: atomic, and no name is shared
+    except BaseException:
+        old.rmdir()
+        raise
+    try:
+        os.rename(staging, target)
+    except BaseException:
+        os.rename(old, target)  # roll back: the previous folder, as it was
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return target

@@ -34,5 +34,11 @@ class PublishDatasetView(APIView):
         params = PublishDatasetRequestSerializer(data=body_object(request))
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        file_name, archive = publication_zip(batch, data["license"], data["with_judgments"])
+        file_name, archive = publication_zip(
+            batch,
+            data["license"],
+            data["with_judgments"],
+            license_name=data.get("license_name"),
+            license_link=data.get("license_link"),
+        )
         return zip_response(file_name, archive)

@@ -23,7 +23,9 @@ from typing import Any
 from annotation.publication import statements
 from annotation.publication.tables import Config
 
-CONFORMS_TO = "http://mlcommons.org/croissant/1.0"
+#: The specifications the file follows: Croissant 1.0 and its Responsible-AI extension (a file
+#: with ``rai:`` fields declares both, as the RAI specification asks).
+CONFORMS_TO = ["http://mlcommons.org/croissant/1.0", "http://mlcommons.org/croissant/RAI/1.0"]
 PARQUET = "application/x-parquet"
 
 #: Croissant 1.0's JSON-LD context (https://github.com/mlcommons/croissant, datasets/1.0).
@@ -137,14 +139,23 @@ def croissant(
     title: str,
     published: str,
     citation: str,
+    license_terms: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The folder's ``croissant.json`` (``sha256`` maps each configuration's file name to its digest)."""
+    """The folder's ``croissant.json`` (``sha256`` maps each configuration's file name to its digest).
+
+    ``license`` is the Hub identifier, or for ``other`` the license's link (a URL) or name.
+    """
+    terms = dict(license_terms or {})
+    link = terms.get("license_link", "")
+    license_value = (
+        (link if link.startswith(("http://", "https://")) else terms["license_name"]) if terms else license_id
+    )
     batch = facts["batch"]
     labels = facts["labels"]
     return {
         "@context": CONTEXT,
         "@type": "sc:Dataset",
-        "conformsTo": CONFORMS_TO,
+        "conformsTo": list(CONFORMS_TO),
         "name": dataset_name(batch["name"]),
         "alternateName": title,
         "description": (
@@ -153,7 +164,7 @@ def croissant(
             f"{labels['labelled']} labelled. "
             "Configurations: " + ", ".join(c.name for c in configs) + "."
         ),
-        "license": license_id,
+        "license": license_value,
         "inLanguage": "en",
         "datePublished": published,
         "version": "1.0.0",

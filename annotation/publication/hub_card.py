@@ -18,6 +18,7 @@ scalars), so no YAML library is needed.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -53,14 +54,21 @@ HUB_LICENSES = (
     "other",
 )
 
-#: The Hub's size categories, by number of rows of the main configuration.
+#: The Hub's size categories, by number of rows of the main configuration (upper bound, name);
+#: beyond the last bound: ``n>1T``.
 SIZE_CATEGORIES = (
     (1_000, "n<1K"),
     (10_000, "1K<n<10K"),
     (100_000, "10K<n<100K"),
     (1_000_000, "100K<n<1M"),
     (10_000_000, "1M<n<10M"),
+    (100_000_000, "10M<n<100M"),
+    (1_000_000_000, "100M<n<1B"),
+    (10_000_000_000, "1B<n<10B"),
+    (100_000_000_000, "10B<n<100B"),
+    (1_000_000_000_000, "100B<n<1T"),
 )
+LARGEST_SIZE_CATEGORY = "n>1T"
 
 
 def check_license(license_id: str | None) -> str:
@@ -72,21 +80,70 @@ def check_license(license_id: str | None) -> str:
     return license_id
 
 
+#: The Hub's convention for ``license: other``: ``license_name`` a lowercase slug (e.g.
+#: ``my-license-1.0``), ``license_link`` the terms (a URL, or a file of the repository such as ``LICENSE``).
+LICENSE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+LICENSE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def check_license_terms(license_id: str, license_name: str | None, license_link: str | None) -> dict[str, str]:
+    """``license_name`` and ``license_link`` for the YAML header: required with ``other``, refused otherwise.
+
+    ValueError naming what is wrong. ``license_link`` is an http(s) URL or a file name of the
+    repository (``LICENSE``, ``LICENSE.md``) that the researcher adds to the folder.
+    """
+    license_name, license_link = (license_name or "").strip(), (license_link or "").strip()
+    if license_id != "other":
+        if license_name or license_link:
+            raise ValueError(f"--license-name and --license-link go with --license other only (not {license_id})")
+        return {}
+    if not license_name or not license_link:
+        raise ValueError(
+            "with --license other, name the license (--license-name, e.g. my-license-1.0) and link its terms "
+            "(--license-link, a URL or a file of the repository such as LICENSE)"
+        )
+    if not LICENSE_NAME.match(license_name):
+        raise ValueError(
+            f"--license-name {license_name!r}: lowercase letters, digits, '.', '-' and '_' only (e.g. my-license-1.0)"
+        )
+    if not (re.match(r"^https?://[^\s\"]+$", license_link) or LICENSE_FILE.match(license_link)):
+        raise ValueError(f"--license-link {license_link!r}: an http(s) URL or a file name such as LICENSE")
+    return {"license_name": license_name, "license_link": license_link}
+
+
+def license_file(terms: Mapping[str, str]) -> str | None:
+    """The repository file the license link names (the researcher adds it), or None for a URL or no link."""
+    link = terms.get("license_link") or ""
+    return None if not link or link.startswith(("http://", "https://")) else link
+
+
 def size_category(rows: int) -> str:
     """The Hub's size category of a dataset of ``rows`` rows."""
     for limit, name in SIZE_CATEGORIES:
         if rows < limit:
             return name
-    return "n>10M"
+    return LARGEST_SIZE_CATEGORY
+
+
+#: The Hub's ``annotations_creators`` value for each provider's annotators: a site's own
+#: (in-house) annotators are the researchers' experts, MTurk workers and Prolific participants
+#: the crowd. The Hub's values: crowdsourced, expert-generated, found, machine-generated,
+#: no-annotation, other.
+PROVIDER_CREATORS = {"local": "expert-generated", "mturk": "crowdsourced", "prolific": "crowdsourced"}
 
 
 def annotations_creators(facts: Mapping[str, Any]) -> list[str]:
-    """``crowdsourced``; ``machine-generated`` with machine-accepted labels; ``expert-generated`` with rulings."""
+    """Who made the labels, in the Hub's words.
+
+    The provider's annotators (:data:`PROVIDER_CREATORS`; ``other`` for an unknown provider);
+    ``machine-generated`` only when machine-accepted labels are in the data;
+    ``expert-generated`` also when a researcher's ruling settled a label.
+    """
     sources = facts["labels"]["sources"]
-    creators = ["crowdsourced"]
-    if sources.get("machine-accepted"):
+    creators = [PROVIDER_CREATORS.get(facts["batch"].get("provider"), "other")]
+    if sources.get("machine-accepted", 0) > 0:
         creators.append("machine-generated")
-    if sources.get("adjudicated"):
+    if sources.get("adjudicated", 0) > 0 and "expert-generated" not in creators:
         creators.append("expert-generated")
     return creators
 
@@ -120,10 +177,21 @@ def _yaml(value: Any, indent: int = 0) -> list[str]:
     return lines
 
 
-def header(facts: Mapping[str, Any], configs: Sequence[Config], license_id: str, pretty_name: str) -> dict[str, Any]:
-    """The card's YAML metadata as a dict (see :func:`render_header`)."""
+def header(
+    facts: Mapping[str, Any],
+    configs: Sequence[Config],
+    license_id: str,
+    pretty_name: str,
+    license_terms: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The card's YAML metadata as a dict (see :func:`render_header`).
+
+    ``license_terms`` (:func:`check_license_terms`) adds ``license_name`` and ``license_link``
+    after ``license: other``, as the Hub expects.
+    """
     return {
         "license": check_license(license_id),
+        **dict(license_terms or {}),
         "language": ["en"],
         "pretty_name": pretty_name,
         "annotations_creators": annotations_creators(facts),
@@ -150,6 +218,17 @@ def render_header(metadata: Mapping[str, Any]) -> str:
     return "\n".join(["---", *_yaml(metadata), "---", ""])
 
 
+def _fact(value: Any) -> str:
+    """A fact as the prose states it: numbers to 3 decimals, a pair of numbers as an interval."""
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, (int, float)) or v is None for v in value)
+    ):
+        return statements.interval(value)
+    return statements.number(value)
+
+
 def _row(*cells: Any) -> str:
     return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
 
@@ -163,6 +242,7 @@ def card(
     pretty_name: str,
     citation: str,
     published: str,
+    license_terms: Mapping[str, str] | None = None,
 ) -> str:
     """The whole ``README.md``: YAML header, then what the dataset is and how it was made.
 
@@ -170,7 +250,8 @@ def card(
     """
     batch, labels = facts["batch"], facts["labels"]
     share = facts["non_gendered_share"]
-    lines = [render_header(header(facts, configs, license_id, pretty_name)), f"# {pretty_name}", ""]
+    terms = dict(license_terms or {})
+    lines = [render_header(header(facts, configs, license_id, pretty_name, terms)), f"# {pretty_name}", ""]
     lines += [
         f"{labels['queries']} queries annotated for gender reference ({', '.join(LABEL_NAMES[c] for c in LABELS)}) "
         f"by {batch['annotators']}, on the gender-bias annotation platform "
@@ -217,10 +298,10 @@ def card(
         f"with fewer than {batch['min_votes']} usable votes. They stay in `queries` with their `status` and no label.",
         "",
     ]
-    if facts["machine"]:
-        lines += ["## Machine labels", "", statements.machine_tools(facts) or "", ""]
+    if statements.machine_tools(facts):
+        lines += ["## Machine labels", "", statements.machine_tools(facts), ""]
         lines += [_row("Fact", "Value"), _row("---", "---")]
-        lines += [_row(key, value) for key, value in facts["machine"].items()]
+        lines += [_row(key, _fact(value)) for key, value in facts["machine"].items()]
         lines.append("")
     lines += ["## Biases and limitations", ""]
     lines += [f"- {item}" for item in (*statements.biases(facts), *statements.limitations(facts))]
@@ -235,9 +316,14 @@ def card(
         "",
     ]
     lines += [f"- `{field}`: {why}" for field, why in statements.RESEARCHER_FIELDS.items()]
-    lines += ["", "## License", "", f"`{license_id}`, chosen by the researcher."]
-    if license_id == "other":
-        lines.append("State the terms here before uploading.")
+    lines += ["", "## License", ""]
+    if terms:
+        lines.append(
+            f"`other`: `{terms['license_name']}`, chosen by the researcher; its terms: {terms['license_link']}"
+            + (" (add this file to the folder before uploading)." if license_file(terms) else ".")
+        )
+    else:
+        lines.append(f"`{license_id}`, chosen by the researcher.")
     lines += [
         f"The query text comes from {batch['source']}; its own terms of use apply to the text.",
         "",

@@ -111,16 +111,35 @@ def protocol(facts: Mapping[str, Any]) -> str:
         "with too few votes are set aside. A researcher's ruling, with its reason, replaces the majority "
         f"(rulings: {facts['labels']['adjudicated']})."
     )
-    if facts["machine"]:
-        parts.append(machine_tools(facts))
+    machine = machine_tools(facts) or machine_unused(facts)
+    if machine:
+        parts.append(machine)
     return " ".join(parts)
 
 
 def annotations_per_item(facts: Mapping[str, Any]) -> str:
-    """Votes per query: planned and as given."""
-    per_query = facts["agreement"]["judgments_per_query"]
-    given = f"; {per_query:.2f} usable votes per query on average" if isinstance(per_query, (int, float)) else ""
-    return f"{facts['batch']['assignments_per_query']} annotators per query planned{given}."
+    """Votes per query: planned, and as given (the mean over every query, and how many have none).
+
+    ``agreement.judgments_per_query`` is the distribution {usable votes: queries} over the
+    queries with at least one vote; the batch's other queries have no human vote (a
+    machine-accepted label, or no usable answer yet).
+    """
+    planned = f"{facts['batch']['assignments_per_query']} annotators per query planned"
+    queries = facts["labels"]["queries"]
+    distribution = {int(votes): int(n) for votes, n in (facts["agreement"].get("judgments_per_query") or {}).items()}
+    voted = sum(n for votes, n in distribution.items() if votes > 0)
+    if not queries:
+        return f"{planned}; no queries."
+    total = sum(votes * n for votes, n in distribution.items())
+    unvoted = max(queries - voted, 0)
+    text = f"{planned}; {total / queries:.2f} usable human votes per query on average over the {queries} queries"
+    if voted and unvoted:
+        text += f" ({total / voted:.2f} over the {voted} queries with votes)"
+    machine = facts["labels"]["sources"].get("machine-accepted", 0)
+    text += f"; {unvoted} of {queries} queries have no human vote"
+    if machine:
+        text += f" ({machine} queries carry a machine-accepted label)"
+    return text + "."
 
 
 def demographics(facts: Mapping[str, Any]) -> str | None:
@@ -137,10 +156,32 @@ def demographics(facts: Mapping[str, Any]) -> str | None:
     )
 
 
-def machine_tools(facts: Mapping[str, Any]) -> str | None:
-    """The machine labeller, its calibration and the routing's guarantee (None for a crowd-only batch)."""
+def machine_labels(facts: Mapping[str, Any]) -> int:
+    """How many of the data's labels a machine produced (machine-accepted queries)."""
+    return int(((facts.get("labels") or {}).get("sources") or {}).get("machine-accepted", 0))
+
+
+def machine_unused(facts: Mapping[str, Any]) -> str | None:
+    """For a routing that accepted no label: that a machine labeller ran but none of its labels is in the data."""
     machine = facts.get("machine")
-    if not machine:
+    if not machine or machine_labels(facts) > 0:
+        return None
+    return (
+        f"A machine labeller ({machine['labeller']}, model {machine['model']}) was calibrated, but none of its "
+        f"labels was accepted (confidence threshold {number(machine['confidence threshold'])}): every label in "
+        "the data comes from people."
+    )
+
+
+def machine_tools(facts: Mapping[str, Any]) -> str | None:
+    """The machine labeller, its calibration and the routing's guarantee.
+
+    None for a crowd-only batch, and for a routing that accepted no label: machine wording (the
+    card's section, Croissant's ``rai:machineAnnotationTools``, the bias) only when
+    machine-accepted labels are in the data.
+    """
+    machine = facts.get("machine")
+    if not machine or machine_labels(facts) <= 0:
         return None
     parts = [
         f"A machine labeller ({machine['labeller']}, model {machine['model']}, prompt/rules "
@@ -192,7 +233,7 @@ def biases(facts: Mapping[str, Any]) -> list[str]:
             "The queries were pooled for the runs' rank bias, so they over-represent queries on which rankers "
             "differ by gender; shares are not those of the source query log."
         )
-    if facts["machine"]:
+    if machine_tools(facts):
         items.append(
             "Machine-accepted labels were not seen by the crowd; their accuracy is estimated on a blind sample "
             "(see the machine annotation tools)."

@@ -8,15 +8,20 @@ description), so the files, the card and the Croissant fields cannot disagree.
 The rows are made from the per-query results of
 :func:`annotation.results.selectors.query_results` as :func:`annotation.publication.selectors.study_facts`
 hands them over: nothing is recomputed here. Annotators appear under pseudonyms made for this
-dataset (``annotator-001``, ...), numbered in the order of the platform's own pseudonyms, so
-the published ids cannot be linked to another dataset published from the platform, nor to a
-provider's worker id.
+dataset (``annotator-001``, ...), numbered in the order of an HMAC of the platform's own
+pseudonyms keyed on a random salt drawn for each publication and then forgotten
+(:func:`pseudonyms`). Numbering in the platform's order would give a person the same id in
+every dataset published from the platform (linkable across datasets); with a fresh salt two
+publications, even of the same batch, share no mapping, and no id links to a provider's
+worker id.
 
 Pure: pyarrow is imported inside :func:`write_parquet` (a heavy library, used only when writing).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -177,16 +182,31 @@ def aggregated_row(result: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def pseudonyms(results: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """The platform's worker pseudonyms -> this dataset's (``annotator-001``, ...), in sorted order."""
-    workers = sorted({vote["worker"] for r in results for vote in r["votes"]})
+#: Bytes of the per-publication salt (the service draws it with ``secrets.token_bytes``).
+SALT_BYTES = 32
+
+
+def pseudonyms(results: Iterable[Mapping[str, Any]], salt: bytes) -> dict[str, str]:
+    """The platform's worker pseudonyms -> this dataset's (``annotator-001``, ...).
+
+    Numbered in the order of ``HMAC-SHA256(salt, platform pseudonym)``: with a salt drawn afresh
+    for each publication and never stored, the numbering is a random permutation that no other
+    publication shares and that nobody can recompute. ``salt`` must be non-empty.
+    """
+    if not salt:
+        raise ValueError("pseudonyms need a non-empty per-publication salt")
+
+    def key(worker: str) -> bytes:
+        return hmac.new(salt, str(worker).encode("utf-8"), hashlib.sha256).digest()
+
+    workers = sorted({vote["worker"] for r in results for vote in r["votes"]}, key=key)
     width = max(3, len(str(len(workers))))
     return {worker: f"annotator-{i:0{width}d}" for i, worker in enumerate(workers, start=1)}
 
 
-def judgment_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows of ``judgments``: every usable vote, by query (batch order) then annotator."""
-    names = pseudonyms(results)
+def judgment_rows(results: Sequence[Mapping[str, Any]], salt: bytes) -> list[dict[str, Any]]:
+    """Rows of ``judgments``: every usable vote, by query (batch order) then annotator (see :func:`pseudonyms`)."""
+    names = pseudonyms(results, salt)
     rows = [
         {
             "qid": str(r["qid"]),
@@ -201,8 +221,13 @@ def judgment_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: (order[row["qid"]], row["annotator"]))
 
 
-def config_rows(results: Sequence[Mapping[str, Any]], with_judgments: bool) -> dict[str, list[dict[str, Any]]]:
-    """Each configuration's rows (see :data:`CONFIGS`), from the batch's per-query results."""
+def config_rows(
+    results: Sequence[Mapping[str, Any]], with_judgments: bool, salt: bytes | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Each configuration's rows (see :data:`CONFIGS`), from the batch's per-query results.
+
+    ``salt`` (the per-publication secret of :func:`pseudonyms`) is needed with ``with_judgments``.
+    """
     queries = [query_row(r) for r in results]
     rows = {
         "queries": queries,
@@ -210,7 +235,9 @@ def config_rows(results: Sequence[Mapping[str, Any]], with_judgments: bool) -> d
         "aggregated": [aggregated_row(r) for r in results],
     }
     if with_judgments:
-        rows["judgments"] = judgment_rows(results)
+        if not salt:
+            raise ValueError("the judgments configuration needs a per-publication salt")
+        rows["judgments"] = judgment_rows(results, salt)
     return rows
 
 

@@ -31,7 +31,14 @@ def batch_publish_dataset(request: HttpRequest, name: str) -> HttpResponse:
         messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
         return redirect("annotation:batch-detail", name=batch.name)
     try:
-        file_name, data = publication_zip(batch, form.cleaned_data["license"], form.cleaned_data["with_judgments"])
+        fields = form.cleaned_data
+        file_name, data = publication_zip(
+            batch,
+            fields["license"],
+            fields["with_judgments"],
+            license_name=fields["license_name"],
+            license_link=fields["license_link"],
+        )
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:batch-detail", name=batch.name)

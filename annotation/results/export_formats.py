@@ -330,7 +330,7 @@ def card_facts(
     facts = {
         "title": f"{batch['name']}: {'all labelled' if every else LABEL_NAMES[CATEGORY_SLUGS[category]]} queries",
         "description": (
-            f"Queries of batch {batch['name']!r} labelled by crowd workers ({batch['provider_display']}) as "
+            f"Queries of batch {batch['name']!r} labelled by {batch['annotators']} as "
             "Non-gendered, Female, Male or Other or multiple genders, aggregated by majority vote "
             f"(strict plurality of at least {min_votes} votes). Disputed queries and queries with "
             "too few votes are set aside. This file holds "
@@ -378,9 +378,9 @@ def card_facts(
     sources = [r.get("label_source") for r in labelled]
     if machine:
         facts["description"] = (
-            f"Queries of batch {batch['name']!r}, labelled by a machine first and checked by crowd workers "
-            f"({batch['provider_display']}) on a blind calibration sample; the machine's labels at or above a "
-            "confidence threshold were accepted and the rest went to the crowd (majority vote, strict plurality "
+            f"Queries of batch {batch['name']!r}, labelled by a machine first and checked by {batch['annotators']} "
+            "on a blind calibration sample; the machine's labels at or above a "
+            "confidence threshold were accepted and the rest went to them (majority vote, strict plurality "
             f"of at least {min_votes} votes; disputed queries set aside). "
             + (
                 "Each query's label source is in the file. "

@@ -2,7 +2,7 @@ import os
 
 from annotation.management.commands._common import command_errors, get_batch
 from annotation.publication.hub_card import HUB_LICENSES
-from annotation.publication.services import publish_dataset, push_folder, upload_command
+from annotation.publication.services import check_repo_id, publish_dataset, push_folder, upload_command
 from core.management.cli import ProjectCommand
 
 
@@ -26,20 +26,48 @@ class Command(ProjectCommand):
             + ", ".join(HUB_LICENSES),
         )
         parser.add_argument(
+            "--license-name",
+            metavar="NAME",
+            help="with --license other: the license's name for the Hub's license_name (e.g. my-license-1.0)",
+        )
+        parser.add_argument(
+            "--license-link",
+            metavar="URL_OR_FILE",
+            help="with --license other: the Hub's license_link, a URL of the terms or a file you add (e.g. LICENSE)",
+        )
+        parser.add_argument(
             "--with-judgments",
             action="store_true",
             help="also publish every judgment under dataset-local annotator pseudonyms (off by default)",
         )
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="write into an --out holding files publish_dataset did not write (or edited ones): overwrite the "
+            "files it writes, keep every other file",
+        )
         parser.add_argument("--push", metavar="REPO_ID", help="upload to this Hub dataset (OWNER/NAME); needs HF_TOKEN")
         parser.add_argument("--private", action="store_true", help="with --push: create the repository private")
 
-    def handle(self, name, out, license, with_judgments, push, private, **o):
+    def handle(self, name, out, license, with_judgments, push, private, force, license_name, license_link, **o):
         batch = get_batch(name)
         with command_errors():
-            publication = publish_dataset(batch, out, license, with_judgments=with_judgments)
+            if push:
+                check_repo_id(push)  # before writing anything
+            publication = publish_dataset(
+                batch,
+                out,
+                license,
+                with_judgments=with_judgments,
+                force=force,
+                license_name=license_name,
+                license_link=license_link,
+            )
         rows = ", ".join(f"{config} {n}" for config, n in publication.rows.items())
         self.stdout.write(self.style.SUCCESS(f"Wrote the dataset folder {publication.path} (rows: {rows})."))
         self.stdout.write("Files: " + ", ".join(publication.files))
+        if publication.kept:
+            self.stdout.write("Left in place (not written by publish_dataset): " + ", ".join(publication.kept))
         self.stdout.write("Before publishing, fill in what the platform cannot know (README.md and croissant.json):")
         for field, why in publication.researcher_fields.items():
             self.stdout.write(f"  - {field}: {why}")

@@ -58,7 +58,15 @@ def test_mlcroissant_validates_it_and_reads_every_record_set_as_the_parquet_rows
 
 def test_files_fields_and_rai_facts(folder, annotated):  # noqa: F811
     doc = json.loads((folder / "croissant.json").read_text())
-    assert doc["conformsTo"] == CONFORMS_TO and doc["@context"] == CONTEXT and doc["@type"] == "sc:Dataset"
+    assert (
+        doc["conformsTo"]
+        == CONFORMS_TO
+        == [
+            "http://mlcommons.org/croissant/1.0",
+            "http://mlcommons.org/croissant/RAI/1.0",
+        ]
+    )
+    assert doc["@context"] == CONTEXT and doc["@type"] == "sc:Dataset"
     files = {f["name"]: f for f in doc["distribution"]}
     assert set(files) == {c.file_name for c in CONFIGS.values()}
     for name, entry in files.items():

@@ -110,7 +110,7 @@ def test_the_card_header_follows_the_hub_conventions(annotated, tmp_path):
     yaml = pytest.importorskip("yaml")
     meta = yaml.safe_load(_header(readme))
     assert meta["license"] == "cc-by-nc-4.0" and meta["language"] == ["en"]
-    assert meta["annotations_creators"] == ["crowdsourced", "expert-generated"]  # a ruling, no machine
+    assert meta["annotations_creators"] == ["expert-generated"]  # in-house annotators and a ruling, no machine
     assert meta["task_categories"] == ["text-classification"] and meta["size_categories"] == ["n<1K"]
     assert meta["source_datasets"] == ["original"]  # a file of the user's, not an ir_datasets collection
     configs = {c["config_name"]: c for c in meta["configs"]}
@@ -130,7 +130,7 @@ def test_the_card_header_follows_the_hub_conventions(annotated, tmp_path):
 def test_a_machine_free_folder_is_replaced_only_when_it_is_ours(annotated, tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
-    with pytest.raises(ServiceError, match="not a dataset folder"):
+    with pytest.raises(ServiceError, match=r"did not write: notes\.txt"):
         publish_dataset(annotated, tmp_path / "mine", "mit")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
     out = tmp_path / "again"
@@ -176,4 +176,4 @@ def test_source_datasets_name_the_collection_the_queries_came_from(db, tmp_path)
     publish_dataset(batch, tmp_path / "d", "mit")
     meta = yaml.safe_load(_header((tmp_path / "d" / "README.md").read_text()))
     assert meta["source_datasets"] == ["extended|msmarco-passage/dev/small"]
-    assert meta["annotations_creators"] == ["crowdsourced"]  # nothing labelled yet: still the crowd's dataset
+    assert meta["annotations_creators"] == ["expert-generated"]  # in-house annotators; nothing labelled yet

@@ -15,20 +15,39 @@ from annotation.publication.croissant import rai_fields
         (9999, "1K<n<10K"),
         (10_000, "10K<n<100K"),
         (2_000_000, "1M<n<10M"),
+        (10_000_000, "10M<n<100M"),  # was "n>10M", not a Hub category
+        (999_999_999, "100M<n<1B"),
+        (5_000_000_000, "1B<n<10B"),
+        (99_999_999_999, "10B<n<100B"),
+        (100_000_000_000, "100B<n<1T"),
+        (1_000_000_000_000, "n>1T"),
     ],
 )
 def test_size_category_edges(rows, category):
     assert hub_card.size_category(rows) == category
 
 
-def test_creators_follow_the_label_sources():
-    def facts(**sources):
-        return {"labels": {"sources": sources}}
+def test_creators_follow_the_provider_and_the_label_sources():
+    def facts(provider="mturk", **sources):
+        return {"batch": {"provider": provider}, "labels": {"sources": sources}}
 
     assert hub_card.annotations_creators(facts(**{"crowd majority": 5})) == ["crowdsourced"]
+    assert hub_card.annotations_creators(facts("prolific", **{"crowd majority": 5})) == ["crowdsourced"]
+    # A site's own annotators are not a crowd.
+    assert hub_card.annotations_creators(facts("local", **{"crowd majority": 5})) == ["expert-generated"]
     both = facts(**{"crowd majority": 5, "machine-accepted": 3, "adjudicated": 1})
     assert hub_card.annotations_creators(both) == ["crowdsourced", "machine-generated", "expert-generated"]
-    assert hub_card.annotations_creators(facts(**{"machine-accepted": 0})) == ["crowdsourced"]
+    local = facts("local", **{"machine-accepted": 3, "adjudicated": 1})
+    assert hub_card.annotations_creators(local) == ["expert-generated", "machine-generated"]
+    assert hub_card.annotations_creators(facts(**{"machine-accepted": 0, "adjudicated": 0})) == ["crowdsourced"]
+    assert set(hub_card.annotations_creators(facts("local", **{"machine-accepted": 1, "adjudicated": 1}))) <= {
+        "crowdsourced",
+        "expert-generated",
+        "found",
+        "machine-generated",
+        "no-annotation",
+        "other",
+    }
 
 
 def test_source_datasets_name_the_ir_datasets_collection():
@@ -81,7 +100,7 @@ def test_machine_tools_state_the_guarantee_and_calibration():
         "expected calibration error": 0.04,
         "Brier score": 0.1,
     }
-    text = statements.machine_tools({"machine": machine})
+    text = statements.machine_tools({"machine": machine, "labels": {"sources": {"machine-accepted": 120}}})
     assert "chat, model gpt-x, prompt/rules gender-v2" in text and "confidence 0.970" in text
     assert "120 queries" in text and "[0.950, 0.995]" in text and "with probability ≥ 0.95" in text
     assert "Cohen's kappa 0.880 (95% CI [0.800, 0.930])" in text and "rb-cal" in text
@@ -113,7 +132,7 @@ def test_rai_fields_leave_out_what_does_not_apply():
             "fleiss_kappa": None,
             "judgments": 0,
             "workers": 0,
-            "judgments_per_query": None,
+            "judgments_per_query": {},
         },
         "labels": {
             "queries": 3,
@@ -131,4 +150,27 @@ def test_rai_fields_leave_out_what_does_not_apply():
     assert "rai:machineAnnotationTools" not in fields
     assert "No gold questions" in fields["rai:dataAnnotationProtocol"][0]
     assert "no interval (too little data)" in fields["rai:dataAnnotationAnalysis"][0]
-    assert fields["rai:annotationsPerItem"] == "3 annotators per query planned."
+    assert fields["rai:annotationsPerItem"] == (
+        "3 annotators per query planned; 0.00 usable human votes per query on average over the 3 queries; "
+        "3 of 3 queries have no human vote."
+    )
+
+
+def test_annotations_per_item_is_the_mean_of_the_vote_distribution():
+    facts = {
+        "batch": {"assignments_per_query": 3},
+        # 10 queries: 2 with 2 votes, 5 with 3 votes (what the agreement report counts), 3 with none.
+        "agreement": {"judgments_per_query": {"2": 2, "3": 5}},
+        "labels": {"queries": 10, "sources": {"crowd majority": 7, "machine-accepted": 3}},
+    }
+    # (2*2 + 5*3) / 10 = 1.90 over every query; 19 / 7 = 2.71 over the voted ones.
+    assert statements.annotations_per_item(facts) == (
+        "3 annotators per query planned; 1.90 usable human votes per query on average over the 10 queries "
+        "(2.71 over the 7 queries with votes); 3 of 10 queries have no human vote "
+        "(3 queries carry a machine-accepted label)."
+    )
+    facts["labels"] = {"queries": 7, "sources": {"crowd majority": 7}}
+    assert statements.annotations_per_item(facts) == (
+        "3 annotators per query planned; 2.71 usable human votes per query on average over the 7 queries; "
+        "0 of 7 queries have no human vote."
+    )

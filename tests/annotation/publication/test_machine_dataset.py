@@ -40,7 +40,7 @@ def test_machine_labels_are_published_with_their_source_confidence_and_guarantee
 
     readme = (out / "README.md").read_text()
     meta = yaml.safe_load(readme.split("---\n")[1])
-    assert meta["annotations_creators"] == ["crowdsourced", "machine-generated"]
+    assert meta["annotations_creators"] == ["expert-generated", "machine-generated"]  # in-house annotators
     assert "## Machine labels" in readme and "no guarantee (point estimate" in readme
     doc = json.loads((out / "croissant.json").read_text())
     tools = doc["rai:machineAnnotationTools"][0]

@@ -14,8 +14,12 @@ from tests.annotation.publication.test_dataset_folder import annotated  # noqa: 
 
 
 @pytest.fixture(autouse=True)
-def _default_hub_client():
-    """push_folder gives huggingface_hub's shared client a timeout; put the default back after each test."""
+def _default_hub_client(monkeypatch):
+    """Online (huggingface_hub reads HF_HUB_OFFLINE once, at import: another test's offline loading may
+    have set it) with the default client factory after each test."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     yield
     from huggingface_hub import set_client_factory
     from huggingface_hub.utils._http import default_client_factory
@@ -48,7 +52,10 @@ def test_a_bad_repository_id_or_folder_is_refused_before_any_request(annotated, 
         push_folder(tmp_path / "d", "just-a-name", token="hf_x")
     with pytest.raises(ServiceError, match="not a dataset folder"):
         push_folder(tmp_path, "me/gq", token="hf_x")
-    assert upload_command("/x y", "me/gq") == "hf upload me/gq '/x y' . --repo-type dataset"
+    assert (
+        upload_command("/x y", "me/gq")
+        == "hf upload me/gq '/x y' . --repo-type dataset --exclude .publish_dataset.json"
+    )
 
 
 def test_an_unreachable_hub_is_a_clean_command_error_in_bounded_time(annotated, tmp_path, monkeypatch):  # noqa: F811

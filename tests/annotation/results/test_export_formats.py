@@ -229,7 +229,8 @@ def _card_for(file_name: str) -> str:
         "progress": {"invalid_judgments": 0, "rejected": 0, "submitted": 1, "approved": 0, "assignments_expected": 3},
     }  # fmt: skip
     batch = {
-        "name": "b", "provider_display": "In-house", "source": "pool p", "provider": "local",
+        "name": "b", "provider_display": "In-house", "annotators": "in-house annotators", "source": "pool p",
+        "provider": "local",
         "assignments_per_query": 3, "queries_per_hit": 10, "reward": "0.05", "gold_per_hit": 0, "qualifications": {},
         "created": dt.datetime(2026, 1, 1), "published": None, "cost": {"total": "1.00"},
     }  # fmt: skip
