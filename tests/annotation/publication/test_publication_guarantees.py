@@ -1,4 +1,6 @@
-"""Fixes from the review of dataset publishing: each test failed before its fix."""
+"""What a publication promises: annotator ids unlinkable across datasets, nothing deleted it did not write, the
+Hub's offline mode kept, clean refusals for bad folders and repository ids, wording true to the data (each test
+failed before its fix, from the review of dataset publishing)."""
 
 import json
 import os
