@@ -34,6 +34,8 @@ from core.textfiles import (
     line_too_long,
 )
 
+from .runformats import RUN_FORMATS, RUN_ORDERS  # re-exported: the readers' callers name them here
+
 BLOCK_SIZE = 16 * 1024 * 1024
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -341,11 +343,6 @@ def _raise_repeated_docid(path: Path, candidates: set[int], skipped: Skipped | N
 
 # --- runs --------------------------------------------------------------------------------
 
-RUN_ORDERS = ("score", "file")
-#: ``trec``: ``qid Q0 docid rank score tag``; ``msmarco``: ``qid docid rank`` (MS MARCO's
-#: run format, no score: documents are ordered by rank); ``auto``: decided by the column
-#: count of the first non-blank line.
-RUN_FORMATS = ("auto", "trec", "msmarco")
 _RUN_LINES = {
     "trec": (r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$", ["qid", "q0", "docid", "rank", "score", "tag"]),
     "msmarco": (r"^\s*(\S+)\s+(\S+)\s+(\S+)\s*$", ["qid", "docid", "rank"]),

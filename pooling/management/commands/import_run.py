@@ -6,7 +6,7 @@ from core.management.cli import ProjectCommand, command_errors, get_named, repor
 from core.services.names import validate_name
 from pooling import services
 from pooling.models import Collection, Run
-from pooling.readers import RUN_FORMATS
+from pooling.runformats import RUN_FORMATS
 
 
 class Command(ProjectCommand):
