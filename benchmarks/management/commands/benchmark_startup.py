@@ -8,6 +8,7 @@ one's interpreter.
 """
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -63,7 +64,7 @@ class Command(ProjectCommand):
         if o["compare"]:
             roots.append(Path(o["compare"]).resolve())
         commands = [c.split() for c in o["commands"].split(",") if c.strip()]
-        measured: dict[tuple[Path, str], list[float]] = {}
+        measured: dict[tuple[Path, str], list[tuple[float, float]]] = {}
         with tempfile.TemporaryDirectory(prefix="bench-startup-") as work:
             work = Path(work)
             envs = {}
@@ -86,29 +87,39 @@ class Command(ProjectCommand):
                         measured.setdefault((root, "migrate (new PostgreSQL database)"), []).append(
                             self._migrate_postgres(root, env, o["postgres"], f"{i}_{round_}")
                         )
-        self.stdout.write(f"medians of {o['repeat']} fresh processes, rounds interleaved\n")
-        header = " | ".join(f"{root} ms | × help" for root in roots)
-        self.stdout.write(f"| command | {header} |\n| --- |" + " ---: | ---: |" * len(roots))
+        self.stdout.write(
+            f"medians of {o['repeat']} fresh processes, rounds interleaved; wall ms and the process's CPU ms "
+            "(user + system; on PostgreSQL the server's work is not in it), each × `manage.py help`'s\n"
+        )
+        header = " | ".join(f"{root}: wall ms | × help | CPU ms | × help" for root in roots)
+        self.stdout.write(f"| command | {header} |\n| --- |" + " ---: | ---: | ---: | ---: |" * len(roots))
         names = list(dict.fromkeys(name for _, name in measured))
         for name in names:
             cells = []
             for root in roots:
-                median = statistics.median(measured[root, name])
-                floor = statistics.median(measured[root, "help"])
-                cells.append(f"{median * 1000:,.0f} | {median / floor:.2f}×")
+                wall = statistics.median(w for w, _ in measured[root, name])
+                cpu = statistics.median(c for _, c in measured[root, name])
+                floor_wall = statistics.median(w for w, _ in measured[root, "help"])
+                floor_cpu = statistics.median(c for _, c in measured[root, "help"])
+                cells.append(
+                    f"{wall * 1000:,.0f} | {wall / floor_wall:.2f}× | {cpu * 1000:,.0f} | {cpu / floor_cpu:.2f}×"
+                )
             self.stdout.write(f"| `manage.py {name}` | {' | '.join(cells)} |")
 
-    def _run(self, root: Path, arguments: list[str], env: dict) -> float:
+    def _run(self, root: Path, arguments: list[str], env: dict) -> tuple[float, float]:
+        """Wall seconds and CPU seconds (user + system) of one fresh ``manage.py`` process."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "manage.py", *arguments], cwd=root, env=env, capture_output=True, text=True
         )
         seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(arguments)} failed:\n{done.stderr}")
-        return seconds
+        return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
-    def _migrate_postgres(self, root: Path, env: dict, server: str, tag: str) -> float:
+    def _migrate_postgres(self, root: Path, env: dict, server: str, tag: str) -> tuple[float, float]:
         import psycopg
 
         name = f"bench_startup_{os.getpid()}_{tag}"
