@@ -34,7 +34,8 @@ SMALL_COMMANDS = [
 class Command(ProjectCommand):
     help = (
         "Start-up of first use, each a fresh process, medians of --repeat interleaved rounds: "
-        "'manage.py help' (Django's floor), small commands (their --help, and 'check'), and "
+        "'manage.py help' (Django's floor), small commands (their --help, 'check', and import_queries "
+        "on a 10-line file), and "
         "'manage.py migrate' on a new SQLite file (and, with --postgres, on a new PostgreSQL "
         "database); prints milliseconds and the multiple of 'manage.py help'."
     )
@@ -67,6 +68,8 @@ class Command(ProjectCommand):
         measured: dict[tuple[Path, str], list[tuple[float, float]]] = {}
         with tempfile.TemporaryDirectory(prefix="bench-startup-") as work:
             work = Path(work)
+            queries = work / "ten-queries.tsv"
+            queries.write_text("".join(f"s{i}\tstart-up query {i}\n" for i in range(10)))
             envs = {}
             for i, root in enumerate(roots):
                 envs[root] = dict(
@@ -79,6 +82,11 @@ class Command(ProjectCommand):
                     measured.setdefault((root, "help"), []).append(self._run(root, ["help"], env))
                     for command in commands:
                         measured.setdefault((root, " ".join(command)), []).append(self._run(root, command, env))
+                    # A small command doing its work: a 10-line query file, a new name each time.
+                    small = ["import_queries", str(queries), "--name", f"startup-{i}-{round_}", "-v", "0"]
+                    measured.setdefault((root, "import_queries (a 10-line file)"), []).append(
+                        self._run(root, small, env)
+                    )
                     fresh = dict(env, DATABASE_URL=f"sqlite:///{work / f'fresh{i}-{round_}.sqlite3'}")
                     measured.setdefault((root, "migrate (new SQLite file)"), []).append(
                         self._run(root, ["migrate", "-v0"], fresh)
