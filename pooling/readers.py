@@ -14,7 +14,6 @@ import gzip
 import hashlib
 import io
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -137,46 +136,36 @@ def iter_blocks(
             raise ValueError(f"{path}: a gzipped file cannot be read from the middle")
         file.seek(start)
         remaining = None if end is None else end - start
-        # A plain file's bytes are its blocks: they are hashed in a thread of their own while
-        # this one splits them into lines (hashlib and polars both release the GIL). A
-        # gzipped file's digest is of its compressed bytes, hashed as they are read.
-        hasher = ThreadPoolExecutor(1) if digest is not None and not gzipped else None
-        raw = _HashingReader(file, digest if hasher is None else None)
+        raw = _HashingReader(file, digest)
         buffered = io.BufferedReader(raw, buffer_size=1024 * 1024)
         stream: BinaryIO = gzip.GzipFile(fileobj=buffered) if gzipped else buffered  # type: ignore[assignment]
         line = first_line
         rest = b""
         counter = SizeCounter(path, DECOMPRESSED, start)  # a range of a plain file counts from its start
         block_start = start  # where ``rest + chunk`` begins in the uncompressed stream
-        try:
-            while True:
-                size = block_size if remaining is None or gzipped else min(block_size, remaining)
-                if size == 0:
-                    break
-                with gzip_errors(path):
-                    chunk = stream.read(size)
-                if remaining is not None:
-                    remaining -= len(chunk)
-                if not chunk:
-                    break
-                if hasher is not None:
-                    hasher.submit(digest.update, chunk)  # one thread: the blocks are hashed in file order
-                counter.add(chunk, line)
-                data = rest + chunk
-                cut = data.rfind(b"\n") + 1
-                block, rest = data[:cut], data[cut:]
-                if block:
-                    check_line_lengths(path, block, line)
-                    yield lines_frame(path, block, line, block_start if offsets else None), raw.position
-                    line += block.count(b"\n")
-                    block_start += cut
-                if len(rest) > MAX_LINE_BYTES:  # never gather an endless line (a gzip bomb of NULs)
-                    raise line_too_long(path, line)
-            if rest:
-                yield lines_frame(path, rest, line, block_start if offsets else None), raw.position
-        finally:
-            if hasher is not None:
-                hasher.shutdown(wait=True)  # every block hashed before the caller reads the digest
+        while True:
+            size = block_size if remaining is None or gzipped else min(block_size, remaining)
+            if size == 0:
+                break
+            with gzip_errors(path):
+                chunk = stream.read(size)
+            if remaining is not None:
+                remaining -= len(chunk)
+            if not chunk:
+                break
+            counter.add(chunk, line)
+            data = rest + chunk
+            cut = data.rfind(b"\n") + 1
+            block, rest = data[:cut], data[cut:]
+            if block:
+                check_line_lengths(path, block, line)
+                yield lines_frame(path, block, line, block_start if offsets else None), raw.position
+                line += block.count(b"\n")
+                block_start += cut
+            if len(rest) > MAX_LINE_BYTES:  # never gather an endless line (a gzip bomb of NULs)
+                raise line_too_long(path, line)
+        if rest:
+            yield lines_frame(path, rest, line, block_start if offsets else None), raw.position
 
 
 def lines_frame(path: Path, data: bytes, first_line: int, start: int | None = None) -> pl.DataFrame:
