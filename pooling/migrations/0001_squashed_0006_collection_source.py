@@ -6,8 +6,8 @@ beside this file). Same end state as the originals (tests/core/test_migrations.p
 
 The job table: 0001 created ``pooling_job`` and 0002 renamed it ``core_job`` when the Job
 model moved to ``core``. Here the table is made as ``core_job`` with the columns 0001 gave
-it, without ever entering pooling's state; ``core``'s squash (which runs after this one)
-records the model and adds the later columns, exactly as on a database coming from 0002.
+it, without ever entering pooling's state; ``core``'s 0001 (which runs after this one)
+records the model and its 0003 adds the later columns, as on a database coming from 0002.
 """
 
 import django.db.models.deletion
