@@ -5,9 +5,10 @@ them; a database with some of them applied runs the remaining originals instead 
 beside this file). Same end state as the originals (tests/core/test_migrations.py).
 
 The job table: 0001 created ``pooling_job`` and 0002 renamed it ``core_job`` when the Job
-model moved to ``core``. Here the table is made as ``core_job`` with the columns 0001 gave
-it, without ever entering pooling's state; ``core``'s 0001 (which runs after this one)
-records the model and its 0003 adds the later columns, as on a database coming from 0002.
+model moved to ``core``. Here the same two steps make it, with the columns 0001 gave it,
+without ever entering pooling's state (PostgreSQL keeps the first name in the primary key's,
+``pooling_job_pkey``, as on every database made before); ``core``'s 0001 (which runs after
+this one) records the model and its 0003 adds the later columns, as after 0002.
 """
 
 import django.db.models.deletion
@@ -65,8 +66,9 @@ class Migration(migrations.Migration):
                         ("created", models.DateTimeField(auto_now_add=True)),
                         ("updated", models.DateTimeField(auto_now=True)),
                     ],
-                    options={"ordering": ["-created"], "db_table": "core_job"},
+                    options={"ordering": ["-created"]},
                 ),
+                migrations.AlterModelTable(name="job", table="core_job"),
             ],
         ),
         core.db.migrations.CreateModels(

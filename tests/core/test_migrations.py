@@ -85,7 +85,7 @@ def fill(apps):
     identity = get("annotation", "WorkerIdentity").objects.create(provider="prolific", external_id="P1")
     worker = get("annotation", "Worker").objects.create(pseudonym="w1", provider="prolific", identity=identity)
     assignment = get("annotation", "Assignment").objects.create(hit=hit, worker=worker, provider_assignment_id="A1")
-    get("annotation", "Judgment").objects.create(assignment=assignment, batch_query=bq, label="male")
+    get("annotation", "Judgment").objects.create(assignment=assignment, batch_query=bq, label="m")
 
 
 def schema():
@@ -185,7 +185,7 @@ def test_a_database_migrated_with_the_originals_ends_like_a_new_one_and_keeps_it
     assert rows["job"] == [["scan", "kept across the move to core", "", 0]]  # 0003's columns added with defaults
     assert rows["queries"] == [["q0", "his job"], ["q1", "her job"]]
     assert rows["run"] == [["r", "c"]]
-    assert rows["judgments"] == [["male", "w1", "q0"]]
+    assert rows["judgments"] == [["m", "w1", "q0"]]
     # 0008 ran on this existing batch (the squash leaves that data migration out): a study
     # already on Prolific keeps the code derived from its id and creation time.
     assert rows["completion_code"].startswith(f"C{rows['batch_id']:X}")
