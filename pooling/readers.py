@@ -34,6 +34,8 @@ from core.textfiles import (
     line_too_long,
 )
 
+from .runformats import RUN_FORMATS, RUN_ORDERS  # re-exported: the readers' callers name them here
+
 BLOCK_SIZE = 16 * 1024 * 1024
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -341,11 +343,6 @@ def _raise_repeated_docid(path: Path, candidates: set[int], skipped: Skipped | N
 
 # --- runs --------------------------------------------------------------------------------
 
-RUN_ORDERS = ("score", "file")
-#: ``trec``: ``qid Q0 docid rank score tag``; ``msmarco``: ``qid docid rank`` (MS MARCO's
-#: run format, no score: documents are ordered by rank); ``auto``: decided by the column
-#: count of the first non-blank line.
-RUN_FORMATS = ("auto", "trec", "msmarco")
 _RUN_LINES = {
     "trec": (r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$", ["qid", "q0", "docid", "rank", "score", "tag"]),
     "msmarco": (r"^\s*(\S+)\s+(\S+)\s+(\S+)\s*$", ["qid", "docid", "rank"]),
@@ -443,8 +440,57 @@ def _repeated_pairs(fields: pl.DataFrame) -> pl.DataFrame:
     return candidates.filter(pl.col("line") != first).sort("line")
 
 
+class KnownDocids:
+    """A collection's docids, for checking runs against: which of a run's docids it holds.
+
+    Built once (each docid beside its 8-byte hash, sorted by hash) and shared by every run
+    of the collection read in one process. A check sorts the run's docids by hash and joins
+    the two sorted frames (a merge, not a hash table of the whole collection built again per
+    run), then compares the strings of the pairs found, so the answer is exact.
+    """
+
+    def __init__(self, docids: pl.Series) -> None:
+        docids = docids.cast(pl.String)
+        self._index = pl.DataFrame({"hash": docids.hash(seed=0), "known": docids}).sort("hash")
+
+    def __len__(self) -> int:
+        return self._index.height
+
+    def contains(self, docids: pl.Series) -> np.ndarray:
+        """A boolean per docid: whether the collection holds it."""
+        found = np.zeros(len(docids), dtype=bool)
+        probe = pl.DataFrame({"row": np.arange(len(docids)), "hash": docids.hash(seed=0), "docid": docids}).sort("hash")
+        pairs = probe.join(self._index, on="hash", how="inner")  # a hash shared by two docids gives both pairs
+        found[pairs.filter(pl.col("docid") == pl.col("known"))["row"].to_numpy()] = True
+        return found
+
+
+#: Any whitespace but a lone space between fields: such a block takes the general pattern.
+_IRREGULAR_SPACE = r"\s\s|^\s|\s$|[^\S ]"
+
+
+def _split_plain_lines(lines: pl.DataFrame, columns: list[str]) -> pl.DataFrame | None:
+    """The fields of every line when each has exactly ``len(columns)`` fields, one space apart
+    and no other whitespace (as run files are written); otherwise ``None``.
+
+    For such lines a split on the space gives exactly the groups of :data:`_RUN_LINES`'
+    pattern, in a third of its time (a 375,000-line run: 0.33 s against 1.08 s, side by side);
+    any other block, and every bad line's message, is left to the pattern.
+    """
+    text = pl.col("text")
+    irregular = lines.select(
+        (text.str.count_matches(" ", literal=True) != len(columns) - 1).any()
+        | text.str.contains(_IRREGULAR_SPACE).any()
+    ).item()
+    if irregular:
+        return None
+    return lines.select(
+        "line", text.str.split_exact(" ", len(columns) - 1).struct.rename_fields(columns).alias("f")
+    ).unnest("f")
+
+
 def _parse_run_block(
-    path: Path, lines: pl.DataFrame, known: pl.DataFrame | None, skipped: Skipped | None, run_format: str = "trec"
+    path: Path, lines: pl.DataFrame, known: KnownDocids | None, skipped: Skipped | None, run_format: str = "trec"
 ) -> pl.DataFrame:
     """Validate one block of run lines; keep ``line, qid, docid, score`` (the text is dropped).
 
@@ -453,8 +499,10 @@ def _parse_run_block(
     """
     pattern, columns = _RUN_LINES[run_format]
     lines = lines.filter(pl.col("text").str.strip_chars() != "")
-    fields = lines.select("line", pl.col("text").str.extract_groups(pattern).alias("f")).unnest("f")
-    fields.columns = ["line", *columns]
+    fields = _split_plain_lines(lines, columns)
+    if fields is None:
+        fields = lines.select("line", pl.col("text").str.extract_groups(pattern).alias("f")).unnest("f")
+        fields.columns = ["line", *columns]
     bad = fields.filter(pl.col("qid").is_null())
     for (line,) in bad.select("line").iter_rows():
         found = len(lines.filter(pl.col("line") == line)["text"][0].split())
@@ -482,18 +530,19 @@ def _parse_run_block(
     fields = fields.select("line", "qid", "docid", pl.col("score_value").alias("score"))
 
     if known is not None:
-        unknown = fields.join(known, on="docid", how="anti").sort("line")
+        held = pl.Series(known.contains(fields["docid"]))
+        unknown = fields.filter(~held).sort("line")
         for line, docid in unknown.select("line", "docid").iter_rows():
             raise_or_skip(InputError(path, line, f"docid {docid!r} is not in the collection"), skipped)
         if len(unknown):
-            fields = fields.join(known, on="docid", how="semi", maintain_order="left")
+            fields = fields.filter(held)
     return fields
 
 
 def read_run(
     path: str | Path,
     order: str = "score",
-    known_docids: pl.Series | None = None,
+    known_docids: pl.Series | KnownDocids | None = None,
     skipped: Skipped | None = None,
     run_format: str = "auto",
 ) -> RunTable:
@@ -532,14 +581,14 @@ def check_run_file(path: str | Path, order: str, run_format: str) -> tuple[Path,
 def parse_run_lines(
     path: Path,
     run_format: str,
-    known_docids: pl.Series | None = None,
+    known_docids: pl.Series | KnownDocids | None = None,
     skipped: Skipped | None = None,
     byte_range: tuple[int, int] | None = None,
     first_line: int = 1,
 ) -> pl.DataFrame:
     """Validated lines of a run (or of one ``byte_range`` of it, whose first line is the
     file's line ``first_line``): ``line, qid, docid, score``, in file order."""
-    known = known_docids.cast(pl.String).to_frame("docid") if known_docids is not None else None
+    known = KnownDocids(known_docids) if isinstance(known_docids, pl.Series) else known_docids
     blocks = iter_blocks(path, byte_range=byte_range, first_line=first_line)
     parts = [_parse_run_block(path, lines, known, skipped, run_format) for lines, _ in blocks]
     return pl.concat(parts) if parts else pl.DataFrame(schema=RUN_FIELDS)

@@ -37,8 +37,9 @@ def engine_import(work: Path, collection: Path, queries: Path, runs: list[Path])
     phases["import_collection"] = time.perf_counter() - start
     t = time.perf_counter()
     services.import_queries(queries, "q")
+    known = services.known_docids(collection_obj)  # as `import_run r1 r2 ...` does: prepared once
     for i, path in enumerate(runs):
-        services.import_run(path, f"run{i}", collection_obj, order=Run.Order.FILE)
+        services.import_run(path, f"run{i}", collection_obj, order=Run.Order.FILE, known=known)
     phases["import_queries_and_runs"] = time.perf_counter() - t
     return phases
 

@@ -42,7 +42,7 @@ from .imports import (
 )
 from .pools import PoolSettings, build_pool, pool_job, start_pool, write_query_file
 from .qrels import import_qrels
-from .runs import import_run, parse_run_chunk, read_run_chunked
+from .runs import import_run, known_docids, parse_run_chunk, read_run_chunked
 
 __all__ = [
     "IMPORT_KINDS",
@@ -61,6 +61,7 @@ __all__ = [
     "import_queries",
     "import_run",
     "import_wordlist",
+    "known_docids",
     "parse_run_chunk",
     "pool_job",
     "qrels_frame",

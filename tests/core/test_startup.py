@@ -116,3 +116,37 @@ def test_every_apps_tasks_are_bound_to_the_projects_celery_app_whichever_loads_f
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["genderbias"] * 3
+
+
+EVERY_COMMAND_PROBE = """
+import importlib, json, pkgutil, sys
+import django
+django.setup()
+loaded = {}
+before = {m for m in HEAVY if m in sys.modules}
+for app in ("core", "pooling", "annotation", "metrics"):
+    commands = importlib.import_module(f"{app}.management.commands")
+    for info in pkgutil.iter_modules(commands.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{app}.management.commands.{info.name}")
+        module.Command().create_parser("manage.py", info.name)  # what `manage.py NAME --help` builds
+        loaded[info.name] = sorted(m for m in HEAVY if m in sys.modules and m not in before)
+        before = {m for m in HEAVY if m in sys.modules}
+print(json.dumps(loaded))
+"""
+
+
+@pytest.mark.slow
+def test_no_command_loads_a_heavy_library_to_start():
+    """Every command of the product (not the benchmarks), imported and its parser built as
+    ``manage.py NAME --help`` does, in one interpreter: no heavy library is loaded by then.
+    Each is imported inside the function that uses it (readers, plots, tables), so a small
+    command starts within a few tens of ms of ``manage.py help`` (docs/benchmarks.md, "Start-up")."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(ROOT)}
+    probe = f"HEAVY = {HEAVY!r}\n" + EVERY_COMMAND_PROBE
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(loaded) > 30  # every command was reached
+    assert {name: heavy for name, heavy in loaded.items() if heavy} == {}

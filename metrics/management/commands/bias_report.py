@@ -2,7 +2,7 @@ from django.core.management.base import CommandError
 
 from core.files import atomic_path, atomic_write, check_writable
 from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
-from metrics import formatting, plots, selectors, services
+from metrics import selectors, services
 from metrics.defaults import (
     AWRF_WEIGHTS,
     COLLECTION_BACKGROUND,
@@ -148,6 +148,8 @@ class Command(ProjectCommand):
         )
 
     def handle(self, **o):
+        from metrics import formatting, plots  # here: pandas and matplotlib, which a command's --help need not load
+
         query_set = get_named(QuerySet, o["queries"], "query set") if o["queries"] else None
         batch = None
         if o["from_batch"]:

@@ -1,7 +1,6 @@
 from pathlib import Path
 
 from django.core.management.base import CommandError
-from tqdm import tqdm
 
 from core.files import check_writable
 from core.management.cli import ProjectCommand, command_errors, get_named
@@ -39,6 +38,8 @@ class Command(ProjectCommand):
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else default_representative_wordlist()
         swapper = Swapper(swap_table(words.words.items(), her=o["her"]))
         source = Path(collection.path)
+        from tqdm import tqdm  # here: a command's --help need not load it
+
         with tqdm(
             total=source.stat().st_size, unit="B", unit_scale=True, desc="Swapping", disable=o["verbosity"] == 0
         ) as bar:

@@ -1,7 +1,8 @@
 from core.files import atomic_write, check_writable
 from core.management.cli import ProjectCommand, command_errors, get_named_list
 from core.spreadsheet import write_csv
-from metrics.rbo import DEFAULT_DEPTH, DEFAULT_P
+from metrics.defaults import CRBO_DEPTH as DEFAULT_DEPTH
+from metrics.defaults import CRBO_P as DEFAULT_P
 from metrics.services import crbo_summary
 from pooling.models import Run
 

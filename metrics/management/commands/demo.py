@@ -14,7 +14,6 @@ from core.management.cli import ProjectCommand
 from metrics.models import Report
 from metrics.selectors import report_summary
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run
-from pooling.synthetic import SyntheticSpec, write_collection, write_qrels, write_queries, write_runs
 
 RUNS = ("ranker-a", "ranker-b", "ranker-c")
 #: The report on the machine-labelled batch's labels (intervals with the labels' uncertainty).
@@ -87,6 +86,8 @@ class Command(ProjectCommand):
     def handle(self, passages, queries, **options):
         out = Path(settings.VAR_DIR) / "demo"
         out.mkdir(parents=True, exist_ok=True)
+        from pooling.synthetic import SyntheticSpec, write_collection, write_qrels, write_queries, write_runs
+
         spec = SyntheticSpec(passages=passages, queries=queries, runs=len(RUNS), depth=50)
         if not (out / "collection.tsv").exists():
             self.step(

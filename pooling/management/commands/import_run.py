@@ -6,7 +6,7 @@ from core.management.cli import ProjectCommand, command_errors, get_named, repor
 from core.services.names import validate_name
 from pooling import services
 from pooling.models import Collection, Run
-from pooling.readers import RUN_FORMATS
+from pooling.runformats import RUN_FORMATS
 
 
 class Command(ProjectCommand):
@@ -54,6 +54,7 @@ class Command(ProjectCommand):
         with command_errors():
             for n in names:
                 validate_name(n, "run")
+        known = None if chunks else services.known_docids(collection_obj)  # prepared once for every file
         for path, run_name_ in zip(paths, names, strict=True):
             with command_errors():
                 result = services.import_run(
@@ -64,6 +65,7 @@ class Command(ProjectCommand):
                     skip_bad_lines=skip_bad_lines,
                     run_format=run_format,
                     chunks=chunks,
+                    known=known,
                 )
             run = result.obj
             report_import(self, result, f"run {run.name!r}: {run.queries:,} queries, {run.rows:,} rows")

@@ -94,8 +94,9 @@ class Command(ProjectCommand):
             collection = services.import_collection(path, run_name(path), bar=o["verbosity"] > 0).obj
         else:
             collection = get_named(Collection, o["collection"], "collection")
+        known = services.known_docids(collection)  # prepared once for every run
         for path in files:
-            services.import_run(path, run_name(path), collection)
+            services.import_run(path, run_name(path), collection, known=known)
         o["runs"] = ",".join(run_name(e) if _is_file(e) else e for e in entries)
 
 

@@ -1,0 +1,118 @@
+"""The run reader's two fast paths give exactly what the general ones gave.
+
+- Lines with one space between fields (as run files are written) are split on the space
+  instead of matched by the whitespace pattern: same fields, and any other block (tabs,
+  runs of spaces, other whitespace, a wrong column count) still goes to the pattern.
+- Docids are checked against the collection by a merge of hash-sorted frames
+  (``KnownDocids``) instead of a join rebuilding a hash table of the whole collection per
+  run: the same rows kept and refused, in the same order.
+"""
+
+import random
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from core.errors import InputError, Skipped
+from pooling import readers
+
+
+def _pattern_fields(lines: pl.DataFrame, run_format: str) -> pl.DataFrame:
+    pattern, columns = readers._RUN_LINES[run_format]
+    fields = lines.select("line", pl.col("text").str.extract_groups(pattern).alias("f")).unnest("f")
+    fields.columns = ["line", *columns]
+    return fields
+
+
+def _lines(texts: list[str]) -> pl.DataFrame:
+    return pl.DataFrame({"line": range(1, len(texts) + 1), "text": texts}, schema={"line": pl.Int64, "text": pl.String})
+
+
+def _trec_lines(rng: random.Random, n: int) -> list[str]:
+    return [
+        f"q{rng.randrange(50)} Q0 d{rng.randrange(10**6)} {rng.randrange(1, 1000)} {rng.uniform(-50, 50):.6f} run-{i % 3}"
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_splitting_plain_lines_gives_the_patterns_fields(seed):
+    rng = random.Random(seed)
+    trec = _lines(_trec_lines(rng, 2000))
+    assert readers._split_plain_lines(trec, readers._RUN_LINES["trec"][1]).equals(_pattern_fields(trec, "trec"))
+    msmarco = _lines([f"{rng.randrange(99)} {rng.randrange(10**6)} {rng.randrange(1, 1001)}" for _ in range(2000)])
+    assert readers._split_plain_lines(msmarco, readers._RUN_LINES["msmarco"][1]).equals(
+        _pattern_fields(msmarco, "msmarco")
+    )
+
+
+@pytest.mark.parametrize(
+    "odd_line",
+    [
+        "q1 Q0 d1 1 2.5 tag extra",  # seven columns
+        "q1 Q0 d1 1 2.5",  # five
+        "q1\tQ0 d1 1 2.5 tag",  # a tab
+        "q1 Q0  d1 1 2.5 tag",  # two spaces: still six columns for the pattern
+        " q1 Q0 d1 1 2.5 tag",  # leading space
+        "q1 Q0 d1 1 2.5 tag ",  # trailing space
+        "q1 Q0 d1\u00a0x 1 2.5 tag",  # a no-break space is whitespace to the pattern
+        "q1 Q0 d1\u2003 1 2.5 tag",  # an em space beside a space
+    ],
+)
+def test_a_block_with_any_other_whitespace_or_column_count_takes_the_pattern(odd_line):
+    lines = _lines([*_trec_lines(random.Random(0), 100), odd_line])
+    assert readers._split_plain_lines(lines, readers._RUN_LINES["trec"][1]) is None
+    # and the reader still reads it as the pattern says (the bad ones refused by line)
+    skipped = Skipped()
+    fields = readers._parse_run_block(Path("run.trec"), lines, None, skipped, "trec")
+    pattern = _pattern_fields(lines, "trec").filter(pl.col("qid").is_not_null())
+    assert fields["line"].to_list() == [
+        line for line, rank in pattern.select("line", "rank").iter_rows() if rank.lstrip("-").isdigit()
+    ]
+
+
+def test_a_run_file_reads_the_same_whatever_whitespace_separates_its_fields(tmp_path):
+    rng = random.Random(7)
+    plain = _trec_lines(rng, 3000)
+    spaced = ["\t".join(line.split(" ")).replace("\tQ0\t", "  Q0   ") for line in plain]
+    (tmp_path / "plain.trec").write_text("\n".join(plain) + "\n")
+    (tmp_path / "spaced.trec").write_text("\n".join(spaced) + "\n")
+    for order in ("score", "file"):
+        a = readers.read_run(tmp_path / "plain.trec", order=order)
+        b = readers.read_run(tmp_path / "spaced.trec", order=order)
+        assert a.frame.equals(b.frame)
+        assert (a.reordered_ties, a.interleaved_queries) == (b.reordered_ties, b.interleaved_queries)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_known_docids_holds_exactly_the_collections_docids(seed):
+    rng = np.random.default_rng(seed)
+    collection = pl.Series([f"d{i}" for i in rng.choice(10**6, size=20_000, replace=False)], dtype=pl.String)
+    collection = pl.concat([collection, collection[:50]])  # a docid listed twice still counts once
+    asked = pl.Series([f"d{i}" for i in rng.integers(0, 10**6, size=30_000)] + ["", "D1", "d", "d01"], dtype=pl.String)
+    expected = asked.is_in(collection.implode()).to_numpy()
+    found = readers.KnownDocids(collection).contains(asked)
+    assert found.dtype == bool and (found == expected).all()
+    assert 0 < expected.sum() < len(asked)  # both kinds were asked
+    assert not readers.KnownDocids(collection[:0]).contains(asked).any()
+    assert len(readers.KnownDocids(collection).contains(asked[:0])) == 0
+
+
+def test_unknown_docids_are_refused_by_line_in_file_order(tmp_path):
+    lines = [f"q{i // 10} Q0 d{i} {i % 10 + 1} {100 - i % 10} r" for i in range(100)]
+    lines[17] = "q1 Q0 nowhere 8 93 r"
+    lines[3] = "q0 Q0 missing 4 97 r"
+    (tmp_path / "run.trec").write_text("\n".join(lines) + "\n")
+    known = pl.Series([f"d{i}" for i in range(100)])
+    with pytest.raises(InputError) as refused:
+        readers.read_run(tmp_path / "run.trec", known_docids=readers.KnownDocids(known))
+    assert (refused.value.line, refused.value.problem) == (4, "docid 'missing' is not in the collection")
+    skipped = Skipped()
+    table = readers.read_run(tmp_path / "run.trec", known_docids=known, skipped=skipped)
+    assert [(e.line, e.problem) for e in skipped.errors] == [
+        (4, "docid 'missing' is not in the collection"),
+        (18, "docid 'nowhere' is not in the collection"),
+    ]
+    assert len(table.frame) == 98 and "missing" not in table.frame["docid"].to_list()
