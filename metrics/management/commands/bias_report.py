@@ -2,7 +2,6 @@ from django.core.management.base import CommandError
 
 from core.files import atomic_path, atomic_write, check_writable
 from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
-from metrics import selectors, services
 from metrics.defaults import (
     AWRF_WEIGHTS,
     COLLECTION_BACKGROUND,
@@ -148,7 +147,8 @@ class Command(ProjectCommand):
         )
 
     def handle(self, **o):
-        from metrics import formatting, plots  # here: pandas and matplotlib, which a command's --help need not load
+        # Here, not at the top: the report's machinery, pandas and matplotlib, which --help need not load.
+        from metrics import formatting, plots, selectors, services
 
         query_set = get_named(QuerySet, o["queries"], "query set") if o["queries"] else None
         batch = None
