@@ -22,6 +22,7 @@ into place when complete), :func:`paper_zip` returns the same files zipped.
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import tempfile
@@ -35,8 +36,11 @@ from ..models import Report
 
 #: Metrics drawn against the cutoff and as per-query distributions (the papers' four).
 FIGURE_METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
-#: Marks a folder as a bundle, so writing again may replace it.
-MARKER = "main.tex"
+#: Marks a folder as a bundle (JSON: the report's name and the bundle's files), so writing again
+#: may replace it, and only if it holds nothing else but :data:`BUILD_OUTPUTS`.
+MARKER = ".paper-bundle"
+#: What compiling a bundle adds beside its files (pdflatex, bibtex): replacing the bundle drops them.
+BUILD_OUTPUTS = frozenset({".aux", ".log", ".bbl", ".blg", ".pdf", ".out"})
 #: Where a zip's entries are dated (the bundle of one report is the same bytes each time).
 ZIP_DATE = (2020, 1, 1, 0, 0, 0)
 
@@ -205,17 +209,59 @@ def paper_files(report: Report) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
+def _refuse_unsafe(target: Path) -> None:
+    """ServiceError if ``target`` names no folder of its own: ``.``, ``..``, the root, or a folder the
+    working directory is inside (replacing it would move the folder the command runs in)."""
+    resolved = target.resolve()
+    cwd = Path.cwd().resolve()
+    if target.name in ("", ".", "..") or resolved == resolved.parent or resolved == cwd or resolved in cwd.parents:
+        raise ServiceError(
+            f"--out {target} is the current folder or one of its parents: give a folder of its own "
+            "for the bundle, e.g. --out paper"
+        )
+
+
+def _unknown_files(target: Path) -> list[str]:
+    """The entries of an existing ``target`` that replacing it would lose: [] if it is empty or an
+    earlier bundle (its :data:`MARKER` lists its files) holding only those files and LaTeX's build
+    outputs (:data:`BUILD_OUTPUTS`); else the names of the other entries (every entry, if unmarked)."""
+    entries = sorted(path.name for path in target.iterdir())
+    if not entries:
+        return []
+    try:
+        known = set(json.loads((target / MARKER).read_text(encoding="utf-8"))["files"]) | {MARKER}
+    except (OSError, ValueError, KeyError, TypeError):
+        return entries
+    return [
+        name
+        for name in entries
+        if name not in known and not (Path(name).suffix in BUILD_OUTPUTS and (target / name).is_file())
+    ]
+
+
 def write_paper_bundle(report: Report, out: str | os.PathLike) -> Path:
     """Write the bundle to the folder ``out`` (its parent must exist): written in a temporary folder
     beside it and renamed into place, so ``out`` never holds half a bundle. An existing ``out`` is
-    replaced only if it is empty or an earlier bundle (it holds ``main.tex``); else ServiceError."""
+    replaced only if it is empty or an earlier bundle (it holds :data:`MARKER` and nothing but that
+    bundle's files and LaTeX's build outputs); else ServiceError naming the files it would lose.
+    If the final rename fails, the earlier bundle is put back."""
     target = Path(out)
+    _refuse_unsafe(target)
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
         raise ServiceError(f"cannot write {target}: the folder {parent} does not exist")
-    if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / MARKER).exists())):
-        raise ServiceError(f"{target} exists and is not a paper bundle: give a new or empty folder")
+    if target.exists() or target.is_symlink():
+        if not target.is_dir() or target.is_symlink():
+            raise ServiceError(f"{target} exists and is not a paper bundle (not a folder): give a new or empty folder")
+        unknown = _unknown_files(target)
+        if unknown:
+            shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+            raise ServiceError(
+                f"{target} exists and is not a paper bundle: it holds {shown}, which writing the bundle "
+                "would delete; give a new or empty folder"
+            )
     files = paper_files(report)
+    files[MARKER] = (json.dumps({"report": report.name, "files": sorted(files)}, indent=1) + "\n").encode()
     staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}."))
     try:
         for name, body in files.items():
@@ -225,7 +271,11 @@ def write_paper_bundle(report: Report, out: str | os.PathLike) -> Path:
             old = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.old."))
             old.rmdir()
             target.rename(old)
-            staging.rename(target)
+            try:
+                staging.rename(target)
+            except BaseException:
+                old.rename(target)
+                raise
             shutil.rmtree(old, ignore_errors=True)
         else:
             staging.rename(target)

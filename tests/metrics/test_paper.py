@@ -5,6 +5,7 @@ bibliography of exactly what the text cites, and a document that compiles with p
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -339,3 +340,57 @@ def test_bias_only_report_without_baseline(world):
     cites, bib = _cites_and_bib(files)
     assert cites == bib and "student1908" not in cites and "macavaney2022" not in cites
     assert "compared with the baseline" not in files["methods.tex"].decode()
+
+
+@pytest.mark.django_db
+def test_out_replaces_only_its_own_bundle(judged, tmp_path, monkeypatch):
+    """A folder holding a ``main.tex`` of the researcher's is not a bundle: refused, the files named
+    and kept. An earlier bundle (its ``.paper-bundle`` marker) with LaTeX's build outputs is replaced;
+    one holding anything else is refused; ``--out .`` is refused."""
+    build()
+    thesis = tmp_path / "thesis"
+    thesis.mkdir()
+    (thesis / "main.tex").write_text("my thesis")
+    (thesis / "chapter1.tex").write_text("keep me")
+    with pytest.raises(CommandError, match=r"not a paper bundle: it holds chapter1\.tex, main\.tex"):
+        call_command("paper", "tab", out=str(thesis))
+    assert (thesis / "main.tex").read_text() == "my thesis" and (thesis / "chapter1.tex").read_text() == "keep me"
+
+    bundle = tmp_path / "bundle"
+    call_command("paper", "tab", out=str(bundle), stdout=io.StringIO())
+    marker = json.loads((bundle / ".paper-bundle").read_text())
+    assert marker["report"] == "tab" and "main.tex" in marker["files"] and "methods.tex" in marker["files"]
+    for output in ("main.pdf", "main.aux", "main.log", "main.bbl", "main.blg", "main.out"):
+        (bundle / output).write_text("built")
+    call_command("paper", "tab", out=str(bundle), stdout=io.StringIO())  # build outputs: replaced
+    assert not (bundle / "main.pdf").exists() and (bundle / "main.tex").exists()
+    (bundle / "notes.txt").write_text("mine")
+    (bundle / "sections").mkdir()
+    with pytest.raises(CommandError, match=r"it holds notes\.txt, sections"):
+        call_command("paper", "tab", out=str(bundle))
+    assert (bundle / "notes.txt").read_text() == "mine"
+
+    monkeypatch.chdir(bundle)
+    for here in (".", "..", str(bundle)):
+        with pytest.raises(CommandError, match="current folder or one of its parents"):
+            call_command("paper", "tab", out=here)
+    assert (bundle / "notes.txt").exists() and (bundle / "main.tex").exists()
+
+
+@pytest.mark.django_db
+def test_a_failed_final_rename_puts_the_earlier_bundle_back(judged, tmp_path, monkeypatch):
+    report = build()
+    bundle = write_paper_bundle(report, tmp_path / "bundle")
+    before = {path.name: path.read_bytes() for path in bundle.iterdir()}
+    rename = Path.rename
+
+    def failing(self, target):
+        if Path(target) == bundle and self.name.startswith(".bundle.") and ".old." not in self.name:
+            raise OSError("simulated: the disk went away")
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", failing)
+    with pytest.raises(OSError, match="simulated"):
+        write_paper_bundle(report, bundle)
+    assert {path.name: path.read_bytes() for path in bundle.iterdir()} == before
+    assert not [path for path in tmp_path.iterdir() if path.name.startswith(".bundle")]  # no temporary folder left

@@ -14,7 +14,9 @@ class Command(ProjectCommand):
     def add_arguments(self, parser):
         parser.add_argument("report", help="the report's name")
         parser.add_argument(
-            "--out", required=True, help="folder to write (its parent must exist; an earlier bundle there is replaced)"
+            "--out",
+            required=True,
+            help="folder to write (its parent must exist; an earlier bundle there, marked by .paper-bundle, is replaced; any other files are refused)",
         )
 
     def handle(self, *args, **options):
