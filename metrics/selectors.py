@@ -114,18 +114,26 @@ def report_table(
     cutoff: int | None = None,
     baseline: str | None = None,
     correlate: str | None = None,
+    summary: pd.DataFrame | None = None,
+    per_query: pd.DataFrame | None = None,
 ) -> dict:
     """The ``layout`` table of a report (:func:`metrics.tables.build_table`), its CIs from the stored
-    results; ``baseline`` defaults to the report's. ServiceError for a bad choice or a missing file."""
+    results; ``baseline`` defaults to the report's. ServiceError for a bad choice or a missing file.
+
+    ``summary`` and ``per_query`` (:func:`report_summary`, :func:`report_per_query`): frames already
+    read, so a caller building several tables reads the files once."""
     from . import tables
 
     if baseline is None and report.baseline_id:
         baseline = report.baseline.name
-    summary = report_summary(report)
+    if summary is None:
+        summary = report_summary(report)
+    if per_query is None:
+        per_query = report_per_query(report)
     try:
         pairs = [tables.parse_pair(correlate)] if correlate else None
         table = tables.build_table(
-            report_per_query(report),
+            per_query,
             layout,
             cutoff=cutoff,
             baseline=baseline or None,

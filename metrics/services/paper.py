@@ -16,7 +16,10 @@ The bundle (``manage.py paper REPORT --out DIR``, the report page's "Paper bundl
 - ``main.tex`` (compiles as it is) and ``README.txt`` (how to use the files in a paper).
 
 Reads only: :func:`write_paper_bundle` writes a folder (a temporary folder beside it, renamed
-into place when complete), :func:`paper_zip` returns the same files zipped.
+into place when complete), :func:`paper_zip` returns the same files zipped. The page and the API
+never build in the request (a large report's bundle takes seconds): the ``metrics.paper`` job
+(:func:`start_paper_bundle`) builds the zip once and keeps it beside the report's cached plots
+(:func:`build_paper_zip`), and every download serves that file (:func:`cached_paper_zip`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from typing import Any
 
 from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
+from core.jobs import background_job
+from core.models import Job
 
 from ..models import Report
 
@@ -165,7 +170,7 @@ def paper_files(report: Report) -> dict[str, bytes]:
 
     summary = selectors.report_summary(report)
     per_query = selectors.report_per_query(report)
-    tables = [selectors.report_table(report, layout) for layout in TABLE_LAYOUTS]
+    tables = [selectors.report_table(report, layout, summary=summary, per_query=per_query) for layout in TABLE_LAYOUTS]
     tables = [table for table in tables if table["columns"]]
     batch = report_batch(report)
     facts = annotation_selectors.study_facts(batch) if batch is not None else None
@@ -283,6 +288,66 @@ def write_paper_bundle(report: Report, out: str | os.PathLike) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+def check_paper_inputs(report: Report) -> None:
+    """ServiceError if a file the bundle reads is gone (checked before a job is started for it)."""
+    for file, what in (
+        (report.per_query, "per-query file"),
+        (report.labels_file if report.on_batch else "", "label file"),
+    ):
+        if file and not Path(file).exists():
+            raise ServiceError(f"the {what} of report {report.name!r} is missing ({file}); build the report again")
+
+
+def paper_key(report: Report) -> tuple[dict[str, str], str]:
+    """The cached zip's parameters (:func:`metrics.services.plot_cache.plot_key` adds the report and
+    the software version) and its key: the batch's answers version too, as ``methods.tex`` states
+    the batch's facts (an adjudication after the build gives a new bundle)."""
+    from .plot_cache import plot_key
+
+    batch = report_batch(report)
+    params = {"answers": annotation_selectors.answers_version(batch)} if batch is not None else {}
+    return params, plot_key(report, "paper", params)
+
+
+def cached_paper_zip(report: Report) -> Path | None:
+    """The bundle's zip if a build already kept it (:func:`build_paper_zip`), else None."""
+    from .plot_cache import plot_path
+
+    path = plot_path(report, paper_key(report)[1], "zip")
+    return path if path.exists() else None
+
+
+def build_paper_zip(report: Report) -> Path:
+    """Build the bundle's zip and keep it beside the report's cached plots (atomically; any worker
+    serves it then): a repeat download is a file response."""
+    from .plot_cache import cached_plot
+
+    params, _ = paper_key(report)
+    path, _ = cached_plot(report, "paper", params, "zip", lambda: paper_zip(report))
+    return path
+
+
+@background_job("metrics.paper", task="metrics.tasks.paper_bundle_task", failures=(ServiceError,))
+def paper_bundle_job(job: Job, report_id: int) -> None:
+    """Build a report's paper zip into the cache (read-only: a redelivery builds it again)."""
+    from django.urls import reverse
+
+    report = Report.objects.get(pk=report_id)
+    build_paper_zip(report)
+    job.result = {"url": reverse("metrics:report-paper", args=[report.name]), "report": report.name}
+    job.message = f"Paper bundle of {report.name} ready"
+
+
+def start_paper_bundle(report: Report) -> Job:
+    """The Job building the report's zip: the one already pending or running, else a new one.
+    ServiceError if the report's files are gone."""
+    check_paper_inputs(report)
+    running = Job.objects.filter(
+        kind=paper_bundle_job.kind, arguments=[report.pk], status__in=[Job.Status.PENDING, Job.Status.RUNNING]
+    ).first()
+    return running or paper_bundle_job.start(f"Paper bundle of {report.name}", report.pk)
 
 
 def paper_zip(report: Report) -> bytes:
