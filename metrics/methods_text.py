@@ -17,6 +17,11 @@ from typing import Any
 
 from .latex import escape
 
+#: The label sources of :func:`annotation.selectors.study_facts` (``labels.sources``), as
+#: ``annotation.results.selectors`` names them (this module is pure: it cannot import them).
+CROWD, ADJUDICATED, MACHINE = "crowd majority", "adjudicated", "machine-accepted"
+SOURCE_ORDER = (CROWD, ADJUDICATED, MACHINE)
+
 
 def _list(items, conjunction: str = "and") -> str:
     items = [str(item) for item in items]
@@ -55,17 +60,34 @@ def _pool_sentence(pool: dict) -> str:
     )
 
 
+def _crowd_queries(facts: dict) -> int:
+    """How many queries the crowd labelled: all of them, or those no machine label was accepted for."""
+    return facts["labels"]["queries"] - (facts["labels"].get("sources") or {}).get(MACHINE, 0)
+
+
 def _crowd_sentences(facts: dict) -> list[str]:
     batch, quality, labels = facts["batch"], facts["quality"], facts["labels"]
     per_task = batch["queries_per_hit"]
     names = _list((escape(name.lower()) for name in labels["names"].values()), "or")
     cost = batch.get("cost")
-    total = cost.get("total") if isinstance(cost, dict) else cost
+    estimate = cost.get("total") if isinstance(cost, dict) else cost
+    if batch.get("spent") is not None:  # what was paid (the crowd batches of a machine-labelled one)
+        paid = f"; {escape(batch['spent'])} USD spent in all"
+    elif estimate and not facts.get("machine"):  # a machine-labelled batch's own estimate is never spent
+        paid = f"; estimated cost at creation {escape(estimate)} USD"
+    else:
+        paid = ""
+    crowd = _crowd_queries(facts)
+    who = (
+        f"The {crowd} quer{'y' if crowd == 1 else 'ies'} that went to the crowd were each"
+        if facts.get("machine")
+        else f"Each of the {labels['queries']} queries was"
+    )
     sentences = [
-        f"Each of the {labels['queries']} queries was labelled as {names} by "
+        f"{who} labelled as {names} by "
         f"{batch['assignments_per_query']} {escape(batch['annotators'])} ("
         f"{per_task} quer{'y' if per_task == 1 else 'ies'} per task, paid {escape(batch['reward'])} USD per task"
-        + (f"; total cost {escape(total)} USD" if total else "")
+        + paid
         + ")."
     ]
     prolific = facts.get("prolific")
@@ -119,27 +141,33 @@ def _agreement_sentence(agreement: dict) -> str | None:
 
 def _labels_sentences(facts: dict) -> list[str]:
     labels = facts["labels"]
+    sources = labels.get("sources") or {}
+    parts = [
+        f"{count} {what}"
+        for source, what in (
+            (CROWD, "by the crowd's plurality"),
+            (ADJUDICATED, "by a researcher's ruling"),
+            (MACHINE, "machine-accepted"),
+        )
+        if (count := sources.get(source))
+    ]
+    parts += [f"{count} {escape(source)}" for source, count in sources.items() if source not in SOURCE_ORDER]
+    set_aside = labels["set_aside"]
+    if set_aside["disputed"]:
+        parts.append(f"{set_aside['disputed']} set aside as disputed")
+    if set_aside["too_few_votes"]:
+        parts.append(f"{set_aside['too_few_votes']} set aside for too few votes")
+    rule = (
+        f"A crowd label is the strict plurality of at least {facts['batch']['min_votes']} usable votes "
+        "(ties and queries with too few votes are set aside), replaced by a researcher's ruling where there is one"
+    )
+    if sources.get(MACHINE):
+        rule += "; a machine-accepted label stands as the machine gave it"
     sentences = [
-        f"A query's label is the majority vote of at least {facts['batch']['min_votes']} votes "
-        f"(ties set aside): {labels['labelled']} of {labels['queries']} queries were labelled"
-        + (
-            f", {labels['set_aside']['disputed']} set aside as disputed and "
-            f"{labels['set_aside']['too_few_votes']} for too few votes"
-            if labels["set_aside"]["disputed"] or labels["set_aside"]["too_few_votes"]
-            else ""
-        )
-        + (
-            f"; a researcher ruled on {labels['adjudicated']} quer{'y' if labels['adjudicated'] == 1 else 'ies'}"
-            if labels["adjudicated"]
-            else ""
-        )
+        f"{rule}. Of the {labels['queries']} queries, {labels['labelled']} were labelled"
+        + (" (" + ", ".join(parts) + ")" if parts else "")
         + "."
     ]
-    sources = labels.get("sources") or {}
-    if len(sources) > 1:
-        sentences.append(
-            "Label sources: " + ", ".join(f"{escape(source)} {count}" for source, count in sources.items()) + "."
-        )
     share = facts["non_gendered_share"]
     if share.get("estimate") is not None:
         sentences.append(

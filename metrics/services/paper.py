@@ -80,6 +80,15 @@ def report_batch(report: Report):
     return annotation_selectors.batch_of_query_set(report.query_set)
 
 
+def batch_facts(batch) -> dict[str, Any]:
+    """The batch's study facts (:func:`annotation.selectors.study_facts`) with what its crowd work
+    actually cost (``batch.spent``, USD, bonuses included: for a machine-labelled batch, its crowd
+    batches'; :func:`annotation.selectors.batch_state`), not the estimate recorded at its creation."""
+    facts = annotation_selectors.study_facts(batch)
+    spent = annotation_selectors.batch_state(batch)["spent"]
+    return {**facts, "batch": {**facts["batch"], "spent": f"{spent:.2f}"}}
+
+
 def report_settings(report: Report, summary) -> dict[str, Any]:
     """The report's settings as :func:`metrics.methods_text.methods_tex` states them."""
     from .. import selectors
@@ -173,7 +182,7 @@ def paper_files(report: Report) -> dict[str, bytes]:
     tables = [selectors.report_table(report, layout, summary=summary, per_query=per_query) for layout in TABLE_LAYOUTS]
     tables = [table for table in tables if table["columns"]]
     batch = report_batch(report)
-    facts = annotation_selectors.study_facts(batch) if batch is not None else None
+    facts = batch_facts(batch) if batch is not None else None
 
     texts: dict[str, str] = {"methods.tex": methods_tex(facts, report_settings(report, summary))}
     for table in tables:

@@ -111,3 +111,39 @@ def test_the_paragraph_compiles(facts, tmp_path):
             done = subprocess.run(step, cwd=tmp_path, capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, done.stdout[-2000:]
     assert "undefined" not in (tmp_path / "main.log").read_text(errors="replace").lower()
+
+
+@pytest.mark.django_db
+def test_a_machine_labelled_batch_is_described_by_its_label_sources(facts):
+    """200 queries: 80 machine-accepted, the 120 others to the crowd (119 labelled by plurality, 1
+    disputed). The crowd did not label every query, the machine's labels are no vote, and the cost is
+    what was spent, never the all-crowd estimate of the batch's creation."""
+    facts["labels"] |= {
+        "queries": 200,
+        "labelled": 199,
+        "sources": {"machine-accepted": 80, "crowd majority": 119},
+        "adjudicated": 0,
+        "set_aside": {"disputed": 1, "too_few_votes": 0},
+    }
+    facts["batch"] |= {"cost": {"total": "30.00"}, "spent": "12.40", "min_votes": 2}
+    tex = methods_tex(facts, SETTINGS)
+    assert "Each of the 200 queries" not in tex and "majority vote" not in tex and "30.00" not in tex
+    assert "The 120 queries that went to the crowd were each labelled as non-gendered" in tex
+    assert "12.40 USD spent in all" in tex
+    assert "A crowd label is the strict plurality of at least 2 usable votes" in tex
+    assert "a machine-accepted label stands as the machine gave it" in tex
+    assert (
+        "Of the 200 queries, 199 were labelled (119 by the crowd's plurality, 80 machine-accepted, "
+        "1 set aside as disputed)." in tex
+    )
+    del facts["batch"]["spent"]  # without what was spent: no figure for a machine-labelled batch
+    assert "USD spent" not in methods_tex(facts, SETTINGS) and "30.00" not in methods_tex(facts, SETTINGS)
+    facts["machine"] = None
+    assert "estimated cost at creation 30.00 USD" in methods_tex(facts, SETTINGS)
+
+
+def test_the_label_sources_are_annotations():
+    from annotation.results.selectors import SOURCES
+    from metrics.methods_text import SOURCE_ORDER
+
+    assert SOURCE_ORDER == SOURCES
