@@ -242,6 +242,9 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     if agreement:
         sentences.append(agreement)
     sentences += _labels_sentences(facts)
+    drift = settings.get("labels_drift")
+    if drift:  # a comment a reader of the source sees, and the sentence itself
+        return "% NOTE: the labels changed after the report was built.\n" + " ".join(sentences) + " " + escape(drift)
     return " ".join(sentences)
 
 

@@ -89,6 +89,38 @@ def batch_facts(batch) -> dict[str, Any]:
     return {**facts, "batch": {**facts["batch"], "spent": f"{spent:.2f}"}}
 
 
+def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | None:
+    """Why the batch's facts (read now) may not be the labels the report measured, or None.
+
+    A report is frozen at its build; the batch's labels are not (a ruling, a late sync). A report on
+    a batch's labels stores the batch's answers version: a different one now means they changed.
+    A report on an exported set is compared with the export's stored label counts."""
+    if batch is None or facts is None:
+        return None
+    if report.label_batch_id:
+        if report.answers_version and report.answers_version != annotation_selectors.answers_version(batch):
+            return (
+                f"The labels of batch {batch.name} changed after the report was built (a ruling or a later sync): "
+                "the annotation figures describe them as they are now, while the report measured the "
+                "non-gendered queries as labelled at its build."
+            )
+        return None
+    from annotation.models import Export
+
+    export = Export.objects.filter(query_set=report.query_set, batch=batch).order_by("-created", "-pk").first()
+    if export is None:
+        return None
+    then = {label: count for label, count in (export.counts or {}).items() if label != "set_aside" and count}
+    now = {label: count for label, count in facts["labels"]["counts"].items() if count}
+    if then == now:
+        return None
+    was = ", ".join(f"{facts['labels']['names'].get(label, label).lower()} {count}" for label, count in then.items())
+    return (
+        f"The labels of batch {batch.name} changed after its export wrote this report's {export.queries} "
+        f"{export.category} queries (labels then: {was}): the annotation figures describe them as they are now."
+    )
+
+
 def report_settings(report: Report, summary) -> dict[str, Any]:
     """The report's settings as :func:`metrics.methods_text.methods_tex` states them."""
     from .. import selectors
@@ -184,7 +216,8 @@ def paper_files(report: Report) -> dict[str, bytes]:
     batch = report_batch(report)
     facts = batch_facts(batch) if batch is not None else None
 
-    texts: dict[str, str] = {"methods.tex": methods_tex(facts, report_settings(report, summary))}
+    settings = report_settings(report, summary) | {"labels_drift": labels_drift(report, batch, facts)}
+    texts: dict[str, str] = {"methods.tex": methods_tex(facts, settings)}
     for table in tables:
         texts[f"table-{table['layout']}.tex"] = table_tex(table)
     cutoff = tables[0]["cutoff"] if tables else max(report.cutoffs)
@@ -357,6 +390,13 @@ def start_paper_bundle(report: Report) -> Job:
         kind=paper_bundle_job.kind, arguments=[report.pk], status__in=[Job.Status.PENDING, Job.Status.RUNNING]
     ).first()
     return running or paper_bundle_job.start(f"Paper bundle of {report.name}", report.pk)
+
+
+def paper_warnings(report: Report) -> list[str]:
+    """What the researcher should know before using the bundle (the command prints it)."""
+    batch = report_batch(report)
+    drift = labels_drift(report, batch, batch_facts(batch)) if batch is not None else None
+    return [drift] if drift else []
 
 
 def paper_zip(report: Report) -> bytes:

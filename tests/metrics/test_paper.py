@@ -435,3 +435,29 @@ def test_the_bundle_reads_the_per_query_file_once(judged, monkeypatch):
     monkeypatch.setattr(selectors, "_read", lambda *args: reads.append(args[2]) or read(*args))
     files = paper_files(report)
     assert reads == ["per-query file"] and "table-exposure.tex" in files
+
+
+@pytest.mark.django_db
+def test_methods_say_when_the_labels_changed_after_the_report(batch, tmp_path, django_user_model):
+    """A ruling after the export (or after a report on the batch's labels) changes the batch's facts
+    but not the report: methods.tex says so (a comment and a sentence) and the command warns."""
+    from annotation.quality.services.adjudication import adjudicate
+
+    export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
+    call_command("bias_report", queries="ng", runs="a,c", cutoffs="1,2", bootstrap=20, name="ng-rep", verbosity=0)
+    call_command(
+        "bias_report", from_batch=batch.name, runs="a,b,c", cutoffs="1,2", bootstrap=20, baseline="a",
+        name="on-batch", verbosity=0, stdout=io.StringIO(),
+    )  # fmt: skip
+    for name in ("ng-rep", "on-batch"):
+        assert "changed after" not in paper_files(Report.objects.get(name=name))["methods.tex"].decode()
+    researcher = django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True)
+    adjudicate(batch, "3", "f", "a later ruling", researcher)
+    ng = paper_files(Report.objects.get(name="ng-rep"))["methods.tex"].decode()
+    assert "% NOTE: the labels changed after the report was built." in ng
+    assert "changed after its export wrote this report's" in ng and "non-gendered queries (labels then:" in ng
+    on_batch = paper_files(Report.objects.get(name="on-batch"))["methods.tex"].decode()
+    assert "changed after the report was built (a ruling or a later sync)" in on_batch
+    err = io.StringIO()
+    call_command("paper", "ng-rep", out=str(tmp_path / "b"), stdout=io.StringIO(), stderr=err)
+    assert "Warning: The labels of batch" in err.getvalue()
