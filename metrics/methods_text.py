@@ -5,7 +5,7 @@ Pure (no Django): :func:`methods_tex` takes the batch's facts exactly as
 a count of rulings, the non-gendered share — is the one the dataset card and the Croissant
 fields state; nothing is recomputed here) and the report's settings (:func:`report_settings`'s
 keys, gathered by :mod:`metrics.services.paper`). Without a batch the queries were given, and
-the paragraph says so.
+the paragraph says so (and no more: a batch may have labelled them without exporting this set).
 
 Every method and dataset it names is cited with ``\\cite`` (keys of
 :data:`metrics.bibliography.ENTRIES`), and only those it names.
@@ -225,7 +225,7 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
         origin = f", from \\texttt{{{escape(source)}}}{cite}" if source else cite
         return (
             f"The {settings['queries']} queries of the query set \\texttt{{{escape(settings['query_set'])}}}{origin} "
-            "were given; they were not annotated on this platform."
+            "were given."
         )
     sentences = []
     if facts.get("pool"):
