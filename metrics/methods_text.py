@@ -113,9 +113,17 @@ def _crowd_sentences(facts: dict) -> list[str]:
         if quality.get(key) is not None:
             controls.append(f"{what} {_share(quality[key])}")
     if quality.get("escalate_until"):
+        until = str(quality["escalate_until"])
+        settled = (
+            f"Dawid--Skene's largest posterior \\cite{{dawid1979}} for it reached {escape(until.split(':', 1)[1])}"
+            if until.startswith("posterior:")
+            else "it had a strict majority"
+        )
+        escalations = quality["escalations"]
         controls.append(
-            f"disputed queries were sent to further annotators (up to {quality['escalation_cap']} more; "
-            f"{quality['escalations']} escalation{'s' if quality['escalations'] != 1 else ''} applied)"
+            "a task with an unsettled query was given one more assignment per round (every query of the task "
+            f"gets a vote more) until {settled} or the task had {quality['escalation_cap']} assignments in all "
+            f"({escalations} escalation{'s' if escalations != 1 else ''} applied)"
         )
     if controls:
         sentences.append("Quality controls: " + "; ".join(controls) + ".")
@@ -202,7 +210,8 @@ def _machine_sentences(machine: dict) -> list[str]:
             "prediction-powered inference \\cite{angelopoulos2023ppi}."
         )
     guarantee = machine.get("guarantee") or ""
-    if machine.get("risk δ") is not None and not isinstance(machine.get("risk δ"), str):
+    certified = machine.get("confidence threshold") is not None and isinstance(machine.get("risk δ"), (int, float))
+    if certified:
         sentences.append(
             f"Guarantee: {escape(guarantee)}, certified by fixed-sequence testing \\cite{{angelopoulos2021ltt}}."
         )

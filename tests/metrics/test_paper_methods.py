@@ -147,3 +147,30 @@ def test_the_label_sources_are_annotations():
     from metrics.methods_text import SOURCE_ORDER
 
     assert SOURCE_ORDER == SOURCES
+
+
+@pytest.mark.django_db
+def test_escalation_is_stated_as_it_works(facts):
+    """The cap is the assignments a task (HIT) may reach in all, and a round adds an assignment to the
+    whole task; with ``posterior:P`` a query is settled by Dawid–Skene's posterior, not a majority."""
+    facts["quality"] |= {"escalate_until": "posterior:0.9", "escalation_cap": 7, "escalations": 3}
+    tex = methods_tex(facts, SETTINGS)
+    assert "up to 7 more" not in tex and "disputed queries were sent" not in tex
+    assert (
+        "a task with an unsettled query was given one more assignment per round (every query of the task gets a "
+        "vote more) until Dawid--Skene's largest posterior \\cite{dawid1979} for it reached 0.9 or the task had "
+        "7 assignments in all (3 escalations applied)"
+    ) in tex
+    facts["quality"] |= {"escalate_until": "majority", "escalations": 1}
+    assert "until it had a strict majority or the task had 7 assignments in all (1 escalation applied)" in (
+        methods_tex(facts, SETTINGS)
+    )
+
+
+@pytest.mark.django_db
+def test_no_certified_threshold_is_never_called_certified(facts):
+    facts["machine"] = machine_facts({**DECISION, "threshold": None, "accepted": 0, "estimated_accuracy": None,
+                                      "accuracy_ci": None}, CALIBRATION)  # fmt: skip
+    tex = methods_tex(facts, SETTINGS)
+    assert "Guarantee: no threshold could be certified" in tex and "certified by" not in tex
+    assert "angelopoulos2021ltt" not in cited_keys(tex)
