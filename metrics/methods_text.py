@@ -302,7 +302,11 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         sentences.append(
             f"Effectiveness ({escape(', '.join(settings['measures']))}) was computed with ir\\_measures "
             f"\\cite{{macavaney2022}} against the relevance judgments \\texttt{{{escape(settings['qrels'])}}}; "
-            "a judged query a run did not return counts as 0"
+            + (
+                "a judged query a run did not return is left out of that run's means"
+                if settings.get("unreturned_left_out")
+                else "a judged query a run did not return counts as 0"
+            )
             + (f", and the {unjudged} unjudged queries are left out of the means" if unjudged else "")
             + "."
         )

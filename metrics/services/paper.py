@@ -144,6 +144,8 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
         "qrels": report.qrels.name if report.qrels_id else None,
         "measures": list(report.measures or []),
         "unjudged": len(report.unjudged or []),
+        # Built before a judged query a run did not return counted as 0 (``Report.unreturned`` null).
+        "unreturned_left_out": report.qrels_id is not None and report.unreturned is None,
         "bootstrap_samples": report.bootstrap_samples,
         "seed": report.seed,
         "policy": selectors.report_policy(report),

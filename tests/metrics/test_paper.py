@@ -462,3 +462,14 @@ def test_methods_say_when_the_labels_changed_after_the_report(batch, tmp_path, d
     err = io.StringIO()
     call_command("paper", "ng-rep", out=str(tmp_path / "b"), stdout=io.StringIO(), stderr=err)
     assert "Warning: The labels of batch" in err.getvalue()
+
+
+@pytest.mark.django_db
+def test_methods_state_the_effectiveness_rule_the_report_was_built_with(judged):
+    """A report built before unreturned judged queries counted as 0 (``unreturned`` null) left them out."""
+    report = build()
+    assert "a judged query a run did not return counts as 0" in paper_files(report)["methods.tex"].decode()
+    Report.objects.filter(pk=report.pk).update(unreturned=None)
+    methods = paper_files(Report.objects.get(pk=report.pk))["methods.tex"].decode()
+    assert "a judged query a run did not return is left out of that run's means" in methods
+    assert "counts as 0" not in methods
