@@ -40,6 +40,19 @@ def _ci(ci) -> str:
     return f"$[{ci[0]:.3f}, {ci[1]:.3f}]$"
 
 
+def _share_ci(ci) -> str:
+    """A share's interval in the share's own form (percent)."""
+    if not ci or ci[0] is None:
+        return ""
+    return rf"[{100 * ci[0]:.1f}\%, {100 * ci[1]:.1f}\%]"
+
+
+def _sample(text: str) -> str:
+    """``name (detail)`` as ``\\texttt{name} (detail)``: the caller sets it outside parentheses."""
+    name, _, detail = str(text).partition(" (")
+    return _tt(name) + (f" ({escape(detail)}" if detail else ", labelled by the crowd")
+
+
 def _tt(text: object) -> str:
     return rf"\texttt{{{escape(text)}}}"
 
@@ -92,12 +105,16 @@ def _crowd_sentences(facts: dict) -> list[str]:
     ]
     prolific = facts.get("prolific")
     if prolific and prolific.get("filters"):
-        sentences.append(f"Participants were screened on Prolific ({len(prolific['filters'])} screeners).")
+        screeners = len(prolific["filters"])
+        sentences.append(
+            f"Participants were screened on Prolific ({screeners} screener{'s' if screeners != 1 else ''})."
+        )
     controls = []
     if quality.get("gold_per_hit"):
         controls.append(
             f"{quality['gold_per_hit']} gold question{'s' if quality['gold_per_hit'] != 1 else ''} per task "
-            f"(a task passes with {_share(quality['gold_pass_fraction'])} of them right)"
+            f"(a task passes with at least {_share(quality['gold_pass_fraction'])} of them right; "
+            "a failed task's answers are not counted)"
         )
     if quality.get("training_queries"):
         controls.append(
@@ -179,8 +196,8 @@ def _labels_sentences(facts: dict) -> list[str]:
     share = facts["non_gendered_share"]
     if share.get("estimate") is not None:
         sentences.append(
-            f"{share['count']} of the {share['total']} labelled queries ({_share(share['estimate'])}; "
-            f"95\\% Wilson score interval \\cite{{wilson1927}} {_ci(share['ci'])}) are non-gendered."
+            f"{share['count']} of the {share['total']} labelled queries ({_share(share['estimate'])}, "
+            f"95\\% Wilson score interval \\cite{{wilson1927}} {_share_ci(share['ci'])}) are non-gendered."
         )
     return sentences
 
@@ -202,7 +219,7 @@ def _machine_sentences(machine: dict) -> list[str]:
         kappa_ci = _ci(machine.get("kappa 95% CI"))
         kappa = machine["calibration Cohen's kappa"]
         sentences.append(
-            f"On a blind calibration sample labelled by the crowd ({escape(machine['calibration sample'])}), its "
+            f"On its blind calibration sample {_sample(machine['calibration sample'])}, the machine's "
             f"accuracy was {machine['calibration accuracy']:.3f} and Cohen's $\\kappa$ \\cite{{cohen1960}} "
             f"{kappa:.3f}" + (f" (95\\% CI {kappa_ci})" if kappa_ci else "") + "; "
             f"expected calibration error {machine['expected calibration error']:.3f}, Brier score "
@@ -213,7 +230,9 @@ def _machine_sentences(machine: dict) -> list[str]:
     certified = machine.get("confidence threshold") is not None and isinstance(machine.get("risk δ"), (int, float))
     if certified:
         sentences.append(
-            f"Guarantee: {escape(guarantee)}, certified by fixed-sequence testing \\cite{{angelopoulos2021ltt}}."
+            f"Guarantee: {escape(guarantee)} \\cite{{angelopoulos2021ltt}}."
+            if "fixed-sequence" in guarantee
+            else f"Guarantee: {escape(guarantee)}, certified by fixed-sequence testing \\cite{{angelopoulos2021ltt}}."
         )
     else:
         sentences.append(f"Guarantee: {escape(guarantee)}.")
@@ -262,8 +281,8 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
     metrics = set(settings["metrics"])
     runs = _list(_tt(run) for run in settings["runs"])
     sentences = [
-        f"We measured the runs {runs} on {settings['report_queries']} queries at the cutoffs "
-        f"{_list(settings['cutoffs'])}, documents tokenised by the {escape(settings['tokenizer'])} tokenizer."
+        f"We measured the runs {runs} on {settings['report_queries']} queries at "
+        f"{'cutoffs' if len(settings['cutoffs']) != 1 else 'cutoff'} {_list(settings['cutoffs'])}, documents tokenised by the {escape(settings['tokenizer'])} tokenizer."
     ]
     if settings.get("on_batch"):
         sentences.append(
@@ -307,7 +326,11 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
                 if settings.get("unreturned_left_out")
                 else "a judged query a run did not return counts as 0"
             )
-            + (f", and the {unjudged} unjudged queries are left out of the means" if unjudged else "")
+            + (
+                f", and the {unjudged} unjudged quer{'y is' if unjudged == 1 else 'ies are'} left out of the means"
+                if unjudged
+                else ""
+            )
             + "."
         )
     sentences.append(

@@ -174,7 +174,8 @@ def test_methods_state_the_batchs_facts_for_a_report_on_its_export(batch, tmp_pa
     agreement, share = facts["agreement"], facts["non_gendered_share"]
     assert f"Krippendorff's $\\alpha = {agreement['krippendorff_alpha']:.3f}$" in methods
     assert f"{share['count']} of the {share['total']} labelled queries" in methods
-    assert f"{100 * share['estimate']:.1f}\\%" in methods and f"[{share['ci'][0]:.3f}, {share['ci'][1]:.3f}]" in methods
+    assert f"{100 * share['estimate']:.1f}\\%" in methods  # the share and its interval in one form
+    assert f"[{100 * share['ci'][0]:.1f}\\%, {100 * share['ci'][1]:.1f}\\%]" in methods
     assert (
         "labelled as non-gendered, female, male or other or multiple genders by 3 in-house annotators (3 queries per task"
         in methods

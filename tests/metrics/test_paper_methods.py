@@ -66,6 +66,14 @@ SETTINGS = {
 }
 
 
+def _deepest_parenthesis(text: str) -> int:
+    depth = deepest = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
 @pytest.fixture
 def facts(batch):
     facts = study_facts(batch)
@@ -81,6 +89,11 @@ def test_pool_and_machine_are_stated_and_cited(facts):
     assert "the 500 queries whose top 10 documents lean most female" in tex and "(MS MARCO \\cite{bajaj2016})" in tex
     assert "its labels at confidence 0.9 or above were accepted (120 queries)" in tex
     assert r"accuracy was 0.955 and Cohen's $\kappa$ \cite{cohen1960} 0.900 (95\% CI $[0.850, 0.940]$)" in tex
+    assert (
+        r"On its blind calibration sample \texttt{mach-part-1} (200 queries labelled by the crowd), the machine's"
+        in tex
+    )
+    assert _deepest_parenthesis(tex) == 1 and tex.count("fixed-sequence") == 1
     assert "expected calibration error 0.030, Brier score 0.080" in tex
     # The guarantee in machine_facts' own words, its signs as LaTeX, with the method cited.
     assert r"with probability $\geq$ 0.95 (1 $-$ $\delta$) over the blind sample" in tex
@@ -174,3 +187,16 @@ def test_no_certified_threshold_is_never_called_certified(facts):
     tex = methods_tex(facts, SETTINGS)
     assert "Guarantee: no threshold could be certified" in tex and "certified by" not in tex
     assert "angelopoulos2021ltt" not in cited_keys(tex)
+
+
+@pytest.mark.django_db
+def test_wording_agrees_in_number_and_states_the_rules(facts):
+    facts["quality"] |= {"gold_per_hit": 2, "gold_pass_fraction": 0.5}
+    facts["prolific"] = {"filters": [{"filter_id": "sex", "selected_values": ["0", "1"]}], "devices": None}
+    settings = SETTINGS | {"cutoffs": [10], "qrels": "judged", "measures": ["nDCG@10"], "unjudged": 1}
+    tex = methods_tex(facts, settings)
+    assert "(1 screener)" in tex and "at cutoff 10," in tex and "the 1 unjudged query is left out" in tex
+    assert "2 gold questions per task (a task passes with at least 50.0\\% of them right; a failed task's " in tex
+    assert "answers are not counted)" in tex and "majority vote" not in tex
+    tex = methods_tex(facts, SETTINGS | {"cutoffs": [5, 10], "unjudged": 2, "qrels": "j", "measures": ["MRR"]})
+    assert "at cutoffs 5 and 10," in tex and "the 2 unjudged queries are left out" in tex
