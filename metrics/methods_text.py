@@ -53,12 +53,22 @@ def _sample(text: str) -> str:
     return _tt(name) + (f" ({escape(detail)}" if detail else ", labelled by the crowd")
 
 
+def _collection(collection: dict) -> str:
+    """A collection's name, with its ir_datasets source (MS MARCO cited when that is its source)."""
+    source = collection.get("dataset_source")
+    if not source:
+        return _tt(collection["name"])
+    cite = " \\cite{bajaj2016}" if _is_msmarco(source) else ""
+    return f"{_tt(collection['name'])} (from {_tt(source.partition(' (')[0])}{cite})"  # no nested parentheses
+
+
 def _tt(text: object) -> str:
     return rf"\texttt{{{escape(text)}}}"
 
 
-def _is_msmarco(*names: str | None) -> bool:
-    return any(name and "msmarco" in name.lower().replace("-", "").replace("_", "") for name in names)
+def _is_msmarco(*sources: str | None) -> bool:
+    """Whether a dataset source (``ir_datasets:<id> …``, never a name the researcher chose) is MS MARCO."""
+    return any(source and "msmarco" in source.lower().replace("-", "").replace("_", "") for source in sources)
 
 
 def _pool_sentence(pool: dict) -> str:
@@ -249,7 +259,7 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     """How the queries were chosen and labelled (``facts``: the batch's study facts), or that they were given."""
     if facts is None:
         source = settings.get("dataset_source")
-        cite = " \\cite{bajaj2016}" if _is_msmarco(source, settings["query_set"]) else ""
+        cite = " \\cite{bajaj2016}" if _is_msmarco(source) else ""
         origin = f", from \\texttt{{{escape(source)}}}{cite}" if source else cite
         return (
             f"The {settings['queries']} queries of the query set \\texttt{{{escape(settings['query_set'])}}}{origin} "
@@ -261,7 +271,7 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     else:
         sentences.append(f"The queries are those of the query set \\texttt{{{escape(facts['batch']['source'])}}}.")
     pool = facts.get("pool") or {}
-    if _is_msmarco(pool.get("dataset"), pool.get("source"), facts["batch"]["source"]):
+    if _is_msmarco(pool.get("dataset"), facts.get("source_dataset")):
         sentences[-1] = sentences[-1][:-1] + " (MS MARCO \\cite{bajaj2016})."
     if facts.get("machine"):
         sentences += _machine_sentences(facts["machine"])
@@ -270,6 +280,12 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     if agreement:
         sentences.append(agreement)
     sentences += _labels_sentences(facts)
+    export = settings.get("export")
+    if export:
+        sentences.append(
+            f"The report measures the {export['queries']} queries labelled {escape(export['category'])} that "
+            f"the batch's export wrote as the query set \\texttt{{{escape(settings['query_set'])}}}."
+        )
     drift = settings.get("labels_drift")
     if drift:  # a comment a reader of the source sees, and the sentence itself
         return "% NOTE: the labels changed after the report was built.\n" + " ".join(sentences) + " " + escape(drift)
@@ -284,6 +300,12 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         f"We measured the runs {runs} on {settings['report_queries']} queries at "
         f"{'cutoffs' if len(settings['cutoffs']) != 1 else 'cutoff'} {_list(settings['cutoffs'])}, documents tokenised by the {escape(settings['tokenizer'])} tokenizer."
     ]
+    collections = settings.get("collections") or []
+    if collections:
+        named = [_collection(c) for c in collections]
+        sentences.append(
+            f"The runs rank the passages of the collection{'s' if len(named) != 1 else ''} {_list(named)}."
+        )
     if settings.get("on_batch"):
         sentences.append(
             "The queries are those labelled non-gendered; each value is also corrected for the labels' "

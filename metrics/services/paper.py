@@ -36,6 +36,7 @@ from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
+from pooling.models import Collection
 
 from ..models import Report
 
@@ -151,7 +152,23 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
         "policy": selectors.report_policy(report),
         "on_batch": report.on_batch,
         "software_version": report.software_version,
+        "collections": [
+            {"name": c.name, "dataset_source": c.dataset_source or None}
+            for c in Collection.objects.filter(runs__in=report.runs.all()).distinct().order_by("name")
+        ],
+        "export": export_facts(report),
     }
+
+
+def export_facts(report: Report) -> dict[str, Any] | None:
+    """The export that registered the report's query set (its category and size), or None: a report on
+    a batch's own labels or on given queries."""
+    from annotation.models import Export
+
+    if report.label_batch_id:
+        return None
+    export = Export.objects.filter(query_set=report.query_set).order_by("-created", "-pk").first()
+    return {"category": export.category, "queries": export.queries} if export is not None else None
 
 
 def labels_rows(summary, cutoff: int) -> list[dict]:

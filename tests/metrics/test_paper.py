@@ -183,6 +183,11 @@ def test_methods_state_the_batchs_facts_for_a_report_on_its_export(batch, tmp_pa
         in methods
     )
     assert "total cost" not in methods and "majority vote" not in methods
+    assert (
+        f"The report measures the {facts['labels']['counts']['n']} queries labelled non-gendered that the batch's "
+        r"export wrote as the query set \texttt{ng}." in methods
+    )
+    assert r"The runs rank the passages of the collection \texttt{tiny}." in methods
     assert f"{facts['labels']['set_aside']['disputed']} set aside as disputed" in methods
     cites, bib = _cites_and_bib(paper_files(report))
     assert cites == bib and {"krippendorff2018", "wilson1927"} <= set(cites)

@@ -200,3 +200,16 @@ def test_wording_agrees_in_number_and_states_the_rules(facts):
     assert "answers are not counted)" in tex and "majority vote" not in tex
     tex = methods_tex(facts, SETTINGS | {"cutoffs": [5, 10], "unjudged": 2, "qrels": "j", "measures": ["MRR"]})
     assert "at cutoffs 5 and 10," in tex and "the 2 unjudged queries are left out" in tex
+
+
+def test_ms_marco_is_cited_from_a_dataset_source_only():
+    """A query set merely named msmarco is no evidence; an ir_datasets source is (the collection's too)."""
+    given = SETTINGS | {"query_set": "msmarco-dev", "dataset_source": None, "collections": [{"name": "c"}]}
+    tex = methods_tex(None, given)
+    assert "bajaj2016" not in cited_keys(tex) and r"rank the passages of the collection \texttt{c}." in tex
+    source = "ir_datasets:msmarco-passage (ir_datasets 0.5.9)"
+    tex = methods_tex(None, given | {"collections": [{"name": "c", "dataset_source": source}, {"name": "d"}]})
+    assert cited_keys(tex).count("bajaj2016") == 1
+    assert (
+        r"collections \texttt{c} (from \texttt{ir\_datasets:msmarco-passage} \cite{bajaj2016}) and \texttt{d}." in tex
+    )
