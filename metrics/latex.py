@@ -124,7 +124,7 @@ def table_notes(table: dict) -> list[str]:
         notes.append(
             rf"$^{{\dagger}}$\,correlation with $p < {corr['alpha']}$: {escape(corr['test'])}; "
             f"family: {escape(corr['family'])}; {escape(corr['correction'])}-adjusted. "
-            r"$r$: Pearson, $\tau$: Kendall \cite{kendall1938}."
+            r"$r$: Pearson, $\tau$: Kendall's $\tau_b$ \cite{kendall1945}."
         )
     if table["missing"]:
         notes.append(f"Not in this report: {escape(', '.join(table['missing']))}.")

@@ -234,7 +234,8 @@ def _machine_sentences(machine: dict) -> list[str]:
             f"{kappa:.3f}" + (f" (95\\% CI {kappa_ci})" if kappa_ci else "") + "; "
             f"expected calibration error {machine['expected calibration error']:.3f}, Brier score "
             f"{machine['Brier score']:.3f}. The sample also estimates each label's share of the whole batch by "
-            "prediction-powered inference \\cite{angelopoulos2023ppi}."
+            "prediction-powered inference \\cite{angelopoulos2023ppi} in its power-tuned form, PPI++ "
+            "\\cite{angelopoulos2023ppiplus}."
         )
     guarantee = machine.get("guarantee") or ""
     certified = machine.get("confidence threshold") is not None and isinstance(machine.get("risk δ"), (int, float))

@@ -117,6 +117,10 @@ def test_marks_become_superscripts_from_a_hand_made_table():
     assert r"{\scriptsize $p$ 0.0123}" in tex and r"\caption{T \& Co; cutoff 10.}" in tex
     assert r"\multicolumn{2}{c}{X vs Y}" in tex and r"\cmidrule(lr){3-4}" in tex
     assert "Not in this report: MRR." in tex
+    # τ is τ-b (scipy's kendalltau): Kendall's 1945 paper on ties, not the 1938 τ-a.
+    assert "kendall1945" in cited_keys(tex) and "kendall1938" not in tex and r"Kendall's $\tau_b$" in tex
+    entry = bibtex(["kendall1945"])
+    assert "The Treatment of Ties in Ranking Problems" in entry and "year    = {1945}" in entry and "{33}" in entry
 
 
 def test_escape():
