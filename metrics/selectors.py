@@ -63,7 +63,35 @@ def _read(report: Report, file: str, what: str) -> pd.DataFrame:
     path = Path(file)
     if not path.exists():
         raise ServiceError(f"the {what} of report {report.name!r} is missing ({path}); build the report again")
-    return pl.read_parquet(path).to_pandas()
+    try:
+        return pl.read_parquet(path).to_pandas()
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise _unreadable(report, path, what, exc) from None
+
+
+def _unreadable(report: Report, path: Path, what: str, exc: Exception) -> ServiceError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return ServiceError(
+        f"the {what} of report {report.name!r} cannot be read ({path}: {first}); build the report again"
+    )
+
+
+def check_report_files(report: Report) -> None:
+    """ServiceError if a file a report's values are read from is missing or not a readable Parquet
+    file (its footer is read, not its rows): checked before long work is started on them."""
+    import polars as pl
+
+    files = [(report.per_query, "per-query file")]
+    if report.on_batch:
+        files.append((report.labels_file, "label file"))
+    for file, what in files:
+        path = Path(file)
+        if not path.exists():
+            raise ServiceError(f"the {what} of report {report.name!r} is missing ({path}); build the report again")
+        try:
+            pl.read_parquet_schema(path)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise _unreadable(report, path, what, exc) from None
 
 
 def default_report_name(query_set: QuerySet, run_names: Sequence[str]) -> str:

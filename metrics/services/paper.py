@@ -351,16 +351,6 @@ def write_paper_bundle(report: Report, out: str | os.PathLike) -> Path:
     return target
 
 
-def check_paper_inputs(report: Report) -> None:
-    """ServiceError if a file the bundle reads is gone (checked before a job is started for it)."""
-    for file, what in (
-        (report.per_query, "per-query file"),
-        (report.labels_file if report.on_batch else "", "label file"),
-    ):
-        if file and not Path(file).exists():
-            raise ServiceError(f"the {what} of report {report.name!r} is missing ({file}); build the report again")
-
-
 def paper_key(report: Report) -> tuple[dict[str, str], str]:
     """The cached zip's parameters (:func:`metrics.services.plot_cache.plot_key` adds the report and
     the software version) and its key: the batch's answers version too, as ``methods.tex`` states
@@ -404,7 +394,9 @@ def paper_bundle_job(job: Job, report_id: int) -> None:
 def start_paper_bundle(report: Report) -> Job:
     """The Job building the report's zip: the one already pending or running, else a new one.
     ServiceError if the report's files are gone."""
-    check_paper_inputs(report)
+    from .. import selectors
+
+    selectors.check_report_files(report)
     running = Job.objects.filter(
         kind=paper_bundle_job.kind, arguments=[report.pk], status__in=[Job.Status.PENDING, Job.Status.RUNNING]
     ).first()

@@ -483,3 +483,17 @@ def test_methods_state_the_effectiveness_rule_the_report_was_built_with(judged):
     methods = paper_files(Report.objects.get(pk=report.pk))["methods.tex"].decode()
     assert "a judged query a run did not return is left out of that run's means" in methods
     assert "counts as 0" not in methods
+
+
+@pytest.mark.django_db
+def test_an_unreadable_per_query_file_is_a_json_400_not_a_500(judged, client, django_user_model):
+    """A per-query file that exists but is not Parquet (a truncated copy, a disk error)."""
+    report = build(baseline="a")
+    Path(report.per_query).write_bytes(b"not a parquet")
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    for address in ("/api/metrics/reports/tab/paper/", "/api/metrics/reports/tab/table/?layout=ecir2024"):
+        response = client.get(address)
+        assert 400 <= response.status_code < 500, (address, response.status_code)
+        assert "per-query file of report 'tab' cannot be read" in response.json()["detail"], address
+    with pytest.raises(CommandError, match="cannot be read"):
+        call_command("paper", "tab", out=str(Path(report.per_query).parent / "bundle"))
