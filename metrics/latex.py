@@ -25,7 +25,7 @@ _SPECIAL = {
     "\\": r"$\backslash$",
     "&": r"\&",
     "%": r"\%",
-    "$": r"\$",
+    "$": r"$\$$",  # math's dollar is the Computer Modern Type 1 one; text's \$ would pull a TS1 bitmap font
     "#": r"\#",
     "_": r"\_",
     "{": r"\{",

@@ -178,6 +178,17 @@ def labels_rows(summary, cutoff: int) -> list[dict]:
     return rows.to_dict("records")
 
 
+def _cutoffs_caption(bias) -> str:
+    """The cutoff figure's caption by what it draws: bands need two cutoffs and the intervals."""
+    cutoffs = sorted(set(bias["cutoff"]))
+    if len(cutoffs) == 1:
+        return f"Bias of each run at cutoff {cutoffs[0]}, one point per run and metric (one cutoff: no band is drawn)."
+    bands = bias[["ci_low", "ci_high"]].astype(float).notna().all(axis=None)
+    return "Bias of each run against the cutoff" + (
+        ", with bootstrap 95% confidence intervals as bands." if bands else "."
+    )
+
+
 def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str, bytes, str]]:
     """(kind, PDF, caption) of each figure the report can draw."""
     from .. import plots
@@ -190,7 +201,7 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
             (
                 "cutoffs",
                 plots.cutoff_figure(bias, format="pdf"),
-                "Bias of each run against the cutoff, with bootstrap 95% confidence intervals as bands.",
+                _cutoffs_caption(bias),
             )
         )
     spread = per_query[per_query["metric"].isin(FIGURE_METRICS)]

@@ -124,7 +124,7 @@ def test_marks_become_superscripts_from_a_hand_made_table():
 
 
 def test_escape():
-    assert escape("a_b & c% $d #e {f} ~g ^h \\i") == (r"a\_b \& c\% \$d \#e \{f\} \~{}g \^{}h $\backslash$i")
+    assert escape("a_b & c% $d #e {f} ~g ^h \\i") == (r"a\_b \& c\% $\$$d \#e \{f\} \~{}g \^{}h $\backslash$i")
     assert escape("τ ≥ 1 – Müller [x] 日") == r"$\tau$ $\geq$ 1 -- Müller {[}x{]} ?"
 
 
@@ -497,3 +497,30 @@ def test_an_unreadable_per_query_file_is_a_json_400_not_a_500(judged, client, dj
         assert "per-query file of report 'tab' cannot be read" in response.json()["detail"], address
     with pytest.raises(CommandError, match="cannot be read"):
         call_command("paper", "tab", out=str(Path(report.per_query).parent / "bundle"))
+
+
+@needs_pdflatex
+@pytest.mark.skipif(shutil.which("pdffonts") is None, reason="pdffonts is not installed (poppler-utils)")
+def test_escaped_names_keep_type1_fonts(tmp_path):
+    """A ``$`` (or any escaped special) in a name sets in the document's Type 1 fonts: no bitmap (Type 3)
+    font is pulled in (text-mode ``\\$`` takes the dollar from a TS1 font Debian has only as bitmaps)."""
+    from metrics.latex import document
+
+    (tmp_path / "methods.tex").write_text(escape("run $5 & 10% #1 a_b {x} ~y ^z \\w <v> |u| [t] Müller τ ≥ –"))
+    (tmp_path / "main.tex").write_text(document("Fonts", [], []))
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    fonts = subprocess.run(["pdffonts", "main.pdf"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "Type 3" not in fonts and "Type 1" in fonts, fonts
+
+
+@pytest.mark.django_db
+def test_the_cutoff_figure_caption_says_what_is_drawn(world):
+    call_command("bias_report", queries="q", runs="a,c", cutoffs="2", bootstrap=20, name="one", verbosity=0)
+    caption = paper_files(Report.objects.get(name="one"))["fig-cutoffs.tex"].decode()
+    assert "at cutoff 2" in caption and "no band is drawn" in caption and "as bands" not in caption
+    call_command("bias_report", queries="q", runs="a,c", cutoffs="1,2", bootstrap=20, name="two", verbosity=0)
+    assert "as bands" in paper_files(Report.objects.get(name="two"))["fig-cutoffs.tex"].decode()
