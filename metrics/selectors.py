@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ServiceError
 from pooling.models import QuerySet
@@ -92,6 +92,31 @@ def check_report_files(report: Report) -> None:
             pl.read_parquet_schema(path)
         except (OSError, pl.exceptions.PolarsError) as exc:
             raise _unreadable(report, path, what, exc) from None
+
+
+def tradeoff_axes(summary: pd.DataFrame, x: str | None = None, y: str | None = None) -> dict[str, Any] | None:
+    """The fairness–effectiveness plot's axes, for the report page and the paper bundle alike: ``x``
+    among the effectiveness measures, ``y`` among the bias and fairness metrics (``metric:variant@k``
+    names; by default nDCG, or the first measure, against NFaiRR at the same cutoff, else the first
+    such metric). ``{"x", "y", "effect", "fair"}`` (keys as ``(metric, variant, cutoff)``), or None
+    without an effectiveness measure or a bias metric."""
+    from .vocabulary import BY_NAME
+
+    keys = list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
+    effect = [k for k in keys if k[0] in BY_NAME and BY_NAME[k[0]].effectiveness]
+    fair = [k for k in keys if k[0] in BY_NAME and not BY_NAME[k[0]].effectiveness]
+    if not effect or not fair:
+        return None
+    chosen_x = next((k for k in effect if key_name(k) == x), None)
+    chosen_x = chosen_x or next((k for k in effect if k[0] == "nDCG"), effect[0])
+    chosen_y = next((k for k in fair if key_name(k) == y), None)
+    chosen_y = chosen_y or next((k for k in fair if k[0] == "NFaiRR" and k[2] == chosen_x[2]), None) or fair[0]
+    return {"x": chosen_x, "y": chosen_y, "effect": effect, "fair": fair}
+
+
+def key_name(key: tuple[str, str, int]) -> str:
+    """A result's key as the page's choices name it: ``metric:variant@cutoff``."""
+    return f"{key[0]}:{key[1]}@{key[2]}"
 
 
 def default_report_name(query_set: QuerySet, run_names: Sequence[str]) -> str:

@@ -346,5 +346,10 @@ def significance_note(policy: dict) -> str:
     )
 
 
-def _number(value: float | None, spec: str = ".4f") -> str:
-    return "–" if value is None else format(value, spec)
+def number_text(value: float | None, spec: str = ".4f", missing: str = "–") -> str:
+    """A table's figure as every table shows it (``.4f`` values, ``+.3f`` correlations; ``missing``
+    for none): the text table's and, in math mode, the LaTeX table's (:func:`metrics.latex.number`)."""
+    return missing if value is None else format(value, spec)
+
+
+_number = number_text

@@ -191,8 +191,7 @@ def _cutoffs_caption(bias) -> str:
 
 def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str, bytes, str]]:
     """(kind, PDF, caption) of each figure the report can draw."""
-    from .. import plots
-    from ..vocabulary import BY_NAME
+    from .. import plots, selectors
 
     figures = []
     bias = summary[summary["metric"].isin(FIGURE_METRICS)]
@@ -213,17 +212,14 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
                 f"Per-query values at cutoff {cutoff}: a box plot per run (triangles: means).",
             )
         )
-    keys = list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
-    effect = [k for k in keys if k[0] in BY_NAME and BY_NAME[k[0]].effectiveness]
-    fair = [k for k in keys if k[0] == "NFaiRR"]
-    if effect and fair:
-        x = next((k for k in effect if k[0] == "nDCG"), effect[0])
-        y = next((k for k in fair if k[2] == cutoff), fair[0])
+    axes = selectors.tradeoff_axes(summary)  # the report page's default axes
+    if axes is not None:
+        x, y = axes["x"], axes["y"]
         figures.append(
             (
                 "tradeoff",
                 plots.tradeoff_figure(summary, x, y, format="pdf"),
-                f"Fairness ({y[0]}@{y[2]}) against effectiveness ({x[0]}@{x[2]}) of each run, "
+                f"{y[0]}@{y[2]} against effectiveness ({x[0]}@{x[2]}) of each run, "
                 "with bootstrap 95% confidence intervals both ways.",
             )
         )

@@ -37,7 +37,8 @@ def judged(world):
 
 def build(name="tab", **extra) -> Report:
     options = {"queries": "q", "runs": "a,c", "cutoffs": "1,2", "qrels": "judged", "measures": "MRR@2,nDCG@2,R@2"}
-    call_command("bias_report", **options, bootstrap=20, name=name, verbosity=0, stdout=io.StringIO(), **extra)
+    options |= extra
+    call_command("bias_report", **options, bootstrap=20, name=name, verbosity=0, stdout=io.StringIO())
     return Report.objects.get(name=name)
 
 
@@ -524,3 +525,15 @@ def test_the_cutoff_figure_caption_says_what_is_drawn(world):
     assert "at cutoff 2" in caption and "no band is drawn" in caption and "as bands" not in caption
     call_command("bias_report", queries="q", runs="a,c", cutoffs="1,2", bootstrap=20, name="two", verbosity=0)
     assert "as bands" in paper_files(Report.objects.get(name="two"))["fig-cutoffs.tex"].decode()
+
+
+@pytest.mark.django_db
+def test_the_tradeoff_figure_has_the_pages_default_axes(judged, client, django_user_model):
+    """One choice of axes (``selectors.tradeoff_axes``): nDCG@1 against NFaiRR at nDCG's cutoff, on the
+    page and in the bundle (the bundle used to take NFaiRR at the table's cutoff, 2)."""
+    report = build(measures="nDCG@1,MRR@2")
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    title = client.get("/metrics/tab/").context["tradeoff"]["title"]
+    caption = paper_files(report)["fig-tradeoff.tex"].decode()
+    assert title == "NFaiRR@1 against nDCG@1"
+    assert "NFaiRR@1 against effectiveness (nDCG@1)" in caption
