@@ -321,16 +321,16 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         )
     if metrics & {"NFaiRR", "TExFAIR"}:
         named = []
-        if "NFaiRR" in metrics:
+        if "NFaiRR" in metrics:  # the normalisation's text has parentheses of its own: none around it
             named.append(
-                f"NFaiRR \\cite{{rekabsaz2021}} (a document with at most $\\tau = {settings['threshold']:g}$ "
-                f"representative words is neutral; normalised {escape(settings['nfairr_normalisation'])})"
+                f"NFaiRR \\cite{{rekabsaz2021}} normalised {escape(settings['nfairr_normalisation'])}, a document "
+                f"with at most $\\tau = {settings['threshold']:g}$ representative words counting as neutral"
             )
         if "TExFAIR" in metrics:
             named.append("TExFAIR \\cite{abolghasemi2024}")
         sentences.append(
-            f"Fairness of representation: {_list(named)}, with the representative word list "
-            f"\\texttt{{{escape(settings['representative_wordlist'])}}} (1 is fair)."
+            f"Fairness of representation, with the representative word list "
+            f"\\texttt{{{escape(settings['representative_wordlist'])}}} (1 is fair): {'; and '.join(named)}."
         )
     exposure = []
     if "AWRF" in metrics:

@@ -94,6 +94,11 @@ def test_pool_and_machine_are_stated_and_cited(facts):
         in tex
     )
     assert _deepest_parenthesis(tex) == 1 and tex.count("fixed-sequence") == 1
+    fair = SETTINGS | {
+        "metrics": ["NFaiRR", "TExFAIR"],
+        "nfairr_normalisation": "by the collection (Σ w_r over the cutoff)",
+    }
+    assert _deepest_parenthesis(methods_tex(facts, fair)) == 1
     assert "expected calibration error 0.030, Brier score 0.080" in tex
     # The guarantee in machine_facts' own words, its signs as LaTeX, with the method cited.
     assert r"with probability $\geq$ 0.95 (1 $-$ $\delta$) over the blind sample" in tex
