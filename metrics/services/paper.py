@@ -27,6 +27,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -304,12 +305,28 @@ def _unknown_files(target: Path) -> list[str]:
     try:
         known = set(json.loads((target / MARKER).read_text(encoding="utf-8"))["files"]) | {MARKER}
     except (OSError, ValueError, KeyError, TypeError):
-        return entries
+        known = _legacy_bundle(target, entries)
+        if known is None:
+            return entries
     return [
         name
         for name in entries
         if name not in known and not (Path(name).suffix in BUILD_OUTPUTS and (target / name).is_file())
     ]
+
+
+def _legacy_bundle(target: Path, entries: list[str]) -> set[str] | None:
+    """A bundle written before :data:`MARKER` existed (the demo's folder of an earlier release): its
+    README.txt is the bundle's own and every other name is one a bundle writes. Its files, else None."""
+    try:
+        own = (target / "README.txt").read_text(encoding="utf-8").startswith("Paper bundle of report ")
+    except (OSError, UnicodeDecodeError):
+        return None
+    names = {"README.txt", "main.tex", "methods.tex", "references.bib"}
+    bundle = {
+        name for name in entries if name in names or re.fullmatch(r"(table-[\w-]+\.tex|fig-[\w-]+\.(tex|pdf))", name)
+    }
+    return bundle if own and (target / "main.tex").is_file() else None
 
 
 def write_paper_bundle(report: Report, out: str | os.PathLike) -> Path:

@@ -411,6 +411,21 @@ def test_out_replaces_only_its_own_bundle(judged, tmp_path, monkeypatch):
         call_command("paper", "tab", out=str(bundle))
     assert (bundle / "notes.txt").read_text() == "mine"
 
+    # A bundle of an earlier release (no marker; the demo's folder): recognised by its own README.txt.
+    (bundle / "notes.txt").unlink()
+    (bundle / "sections").rmdir()
+    (bundle / ".paper-bundle").unlink()
+    (bundle / "main.pdf").write_text("built")
+    call_command("paper", "tab", out=str(bundle), stdout=io.StringIO())
+    assert (bundle / ".paper-bundle").exists() and not (bundle / "main.pdf").exists()
+    (bundle / ".paper-bundle").unlink()
+    (bundle / "notes.txt").write_text("mine")
+    with pytest.raises(CommandError, match=r"it holds notes\.txt, which"):
+        call_command("paper", "tab", out=str(bundle))
+    (bundle / "README.txt").write_text("my own readme")  # main.tex beside a README of the researcher's
+    with pytest.raises(CommandError, match=r"it holds .*README\.txt"):
+        call_command("paper", "tab", out=str(bundle))
+
     monkeypatch.chdir(bundle)
     for here in (".", "..", str(bundle)):
         with pytest.raises(CommandError, match="current folder or one of its parents"):
