@@ -552,3 +552,15 @@ def test_the_tradeoff_figure_has_the_pages_default_axes(judged, client, django_u
     caption = paper_files(report)["fig-tradeoff.tex"].decode()
     assert title == "NFaiRR@1 against nDCG@1"
     assert "NFaiRR@1 against effectiveness (nDCG@1)" in caption
+
+
+@pytest.mark.django_db
+def test_a_second_download_joins_the_bundles_job_still_queued(judged):
+    from core.models import Job
+    from metrics.services.paper import start_paper_bundle
+
+    report = build()
+    first = start_paper_bundle(report)  # not committed: still pending
+    assert start_paper_bundle(report) == first and Job.objects.filter(kind="metrics.paper").count() == 1
+    Job.objects.filter(pk=first.pk).update(status=Job.Status.FAILED)
+    assert start_paper_bundle(report) != first  # a failed build is tried again
