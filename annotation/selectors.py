@@ -18,7 +18,7 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 """
 
 from annotation.crowd.selectors import batches
-from annotation.machine.selectors import batch_overview, label_probabilities, non_gendered_by_source
+from annotation.machine.selectors import batch_overview, batch_state, label_probabilities, non_gendered_by_source
 from annotation.publication.selectors import study_facts
 from annotation.results.selectors import (
     adjudicated_labels,
@@ -37,6 +37,7 @@ __all__ = [
     "answers_version",
     "batch_of_query_set",
     "batch_overview",
+    "batch_state",
     "batches",
     "gold_judgments",
     "gold_labels",

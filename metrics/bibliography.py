@@ -119,15 +119,15 @@ ENTRIES: dict[str, str] = {
   year    = {1979},
   doi     = {10.1214/aos/1176344552}
 }""",
-    "kendall1938": """@article{kendall1938,
+    "kendall1945": """@article{kendall1945,
   author  = {M. G. Kendall},
-  title   = {A New Measure of Rank Correlation},
+  title   = {The Treatment of Ties in Ranking Problems},
   journal = {Biometrika},
-  volume  = {30},
-  number  = {1/2},
-  pages   = {81--93},
-  year    = {1938},
-  doi     = {10.2307/2332226}
+  volume  = {33},
+  number  = {3},
+  pages   = {239--251},
+  year    = {1945},
+  doi     = {10.1093/biomet/33.3.239}
 }""",
     "macavaney2022": """@inproceedings{macavaney2022,
   author    = {Sean MacAvaney and Craig Macdonald and Iadh Ounis},
@@ -155,6 +155,15 @@ ENTRIES: dict[str, str] = {
   title   = {Learn then Test: Calibrating Predictive Algorithms to Achieve Risk Control},
   journal = {arXiv preprint arXiv:2110.01052},
   year    = {2021}
+}""",
+    "angelopoulos2023ppiplus": """@misc{angelopoulos2023ppiplus,
+  author        = {Anastasios N. Angelopoulos and John C. Duchi and Tijana Zrnic},
+  title         = {{PPI++}: Efficient Prediction-Powered Inference},
+  year          = {2023},
+  eprint        = {2311.01453},
+  archivePrefix = {arXiv},
+  primaryClass  = {stat.ML},
+  doi           = {10.48550/arXiv.2311.01453}
 }""",
     "angelopoulos2023ppi": """@article{angelopoulos2023ppi,
   author  = {Anastasios N. Angelopoulos and Stephen Bates and Clara Fannjiang and Michael I. Jordan and Tijana Zrnic},

@@ -59,6 +59,12 @@ def results_csv(summary: pd.DataFrame) -> str:
     )
 
 
+def p_mark(p: float | None, alpha: float = 0.05) -> str:
+    """``*`` when ``p`` (the combined test's, a report on a batch's labels) is below ``alpha``, else
+    ``""``: the one rule of :func:`uncertainty_table` and :func:`metrics.latex.uncertainty_tex`."""
+    return "*" if p is not None and not pd.isna(p) and p < alpha else ""
+
+
 def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05) -> str:
     """A report on a batch's labels at one cutoff, as text: per metric, variant and run, the value
     with its query-only 95% interval, the label-corrected value with the combined interval and
@@ -87,7 +93,7 @@ def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05) -
         lines = [f"{metric} [{variant}] @{cutoff}", header, "-" * len(header)]
         for r in part.itertuples(index=False):
             p = r.p_value
-            mark = "*" if p is not None and not pd.isna(p) and p < alpha else " "
+            mark = p_mark(p, alpha) or " "
             lines.append(
                 f"{r.run:<{width}}{number(r.value):>8} {interval(r.ci_low, r.ci_high):>20} {number(r.corrected):>10} "
                 f"{interval(r.combined_low, r.combined_high):>20} {share(r.label_share):>7}"

@@ -25,7 +25,7 @@ _SPECIAL = {
     "\\": r"$\backslash$",
     "&": r"\&",
     "%": r"\%",
-    "$": r"\$",
+    "$": r"$\$$",  # math's dollar is the Computer Modern Type 1 one; text's \$ would pull a TS1 bitmap font
     "#": r"\#",
     "_": r"\_",
     "{": r"\{",
@@ -93,10 +93,12 @@ def number(value: float | None, spec: str = ".4f", mark: str = "") -> str:
     """A table's figure in math mode with its mark as a superscript (``$0.1234^{*}$``); ``--`` for none.
 
     The digits are :func:`metrics.tables.table_text`'s (``.4f`` values, ``+.3f`` correlations)."""
+    from .tables import number_text
+
     if value is None:
         return "--"
     sup = {"*": "^{*}", "†": r"^{\dagger}"}.get(mark, "")
-    return f"${format(value, spec)}{sup}$"
+    return f"${number_text(value, spec)}{sup}$"
 
 
 def _p(value: float | None) -> str:
@@ -124,7 +126,7 @@ def table_notes(table: dict) -> list[str]:
         notes.append(
             rf"$^{{\dagger}}$\,correlation with $p < {corr['alpha']}$: {escape(corr['test'])}; "
             f"family: {escape(corr['family'])}; {escape(corr['correction'])}-adjusted. "
-            r"$r$: Pearson, $\tau$: Kendall \cite{kendall1938}."
+            r"$r$: Pearson, $\tau$: Kendall's $\tau_b$ \cite{kendall1945}."
         )
     if table["missing"]:
         notes.append(f"Not in this report: {escape(', '.join(table['missing']))}.")
@@ -233,8 +235,10 @@ def uncertainty_tex(rows: Sequence[dict], cutoff: int, baseline: str | None, alp
     labels' uncertainty and the labels' share of its width; against the baseline, the difference's
     two intervals and the combined test's p (``*``: p < ``alpha``)."""
 
+    from .formatting import p_mark
+
     def value(number_) -> str:
-        return "--" if _missing(number_) else f"${number_:.4f}$"
+        return "--" if _missing(number_) else number(number_)
 
     headers = ["Run", "Value", "Query-only 95\\%", "Corrected", "With labels 95\\%", "Labels"]
     headers += ["$\\Delta$ query-only 95\\%", "$\\Delta$ with labels 95\\%", "$p$"]
@@ -260,7 +264,7 @@ def uncertainty_tex(rows: Sequence[dict], cutoff: int, baseline: str | None, alp
         ]
         for row in part:
             p = row.get("p_value")
-            mark = "*" if not _missing(p) and p < alpha else ""
+            mark = p_mark(None if _missing(p) else p, alpha)
             share = row.get("label_share")
             cells = [
                 escape(row["run"]),

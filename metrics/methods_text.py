@@ -5,7 +5,7 @@ Pure (no Django): :func:`methods_tex` takes the batch's facts exactly as
 a count of rulings, the non-gendered share — is the one the dataset card and the Croissant
 fields state; nothing is recomputed here) and the report's settings (:func:`report_settings`'s
 keys, gathered by :mod:`metrics.services.paper`). Without a batch the queries were given, and
-the paragraph says so.
+the paragraph says so (and no more: a batch may have labelled them without exporting this set).
 
 Every method and dataset it names is cited with ``\\cite`` (keys of
 :data:`metrics.bibliography.ENTRIES`), and only those it names.
@@ -16,6 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from .latex import escape
+
+#: The label sources of :func:`annotation.selectors.study_facts` (``labels.sources``), as
+#: ``annotation.results.selectors`` names them (this module is pure: it cannot import them).
+CROWD, ADJUDICATED, MACHINE = "crowd majority", "adjudicated", "machine-accepted"
+SOURCE_ORDER = (CROWD, ADJUDICATED, MACHINE)
 
 
 def _list(items, conjunction: str = "and") -> str:
@@ -35,12 +40,35 @@ def _ci(ci) -> str:
     return f"$[{ci[0]:.3f}, {ci[1]:.3f}]$"
 
 
+def _share_ci(ci) -> str:
+    """A share's interval in the share's own form (percent)."""
+    if not ci or ci[0] is None:
+        return ""
+    return rf"[{100 * ci[0]:.1f}\%, {100 * ci[1]:.1f}\%]"
+
+
+def _sample(text: str) -> str:
+    """``name (detail)`` as ``\\texttt{name} (detail)``: the caller sets it outside parentheses."""
+    name, _, detail = str(text).partition(" (")
+    return _tt(name) + (f" ({escape(detail)}" if detail else ", labelled by the crowd")
+
+
+def _collection(collection: dict) -> str:
+    """A collection's name, with its ir_datasets source (MS MARCO cited when that is its source)."""
+    source = collection.get("dataset_source")
+    if not source:
+        return _tt(collection["name"])
+    cite = " \\cite{bajaj2016}" if _is_msmarco(source) else ""
+    return f"{_tt(collection['name'])} (from {_tt(source.partition(' (')[0])}{cite})"  # no nested parentheses
+
+
 def _tt(text: object) -> str:
     return rf"\texttt{{{escape(text)}}}"
 
 
-def _is_msmarco(*names: str | None) -> bool:
-    return any(name and "msmarco" in name.lower().replace("-", "").replace("_", "") for name in names)
+def _is_msmarco(*sources: str | None) -> bool:
+    """Whether a dataset source (``ir_datasets:<id> …``, never a name the researcher chose) is MS MARCO."""
+    return any(source and "msmarco" in source.lower().replace("-", "").replace("_", "") for source in sources)
 
 
 def _pool_sentence(pool: dict) -> str:
@@ -55,27 +83,48 @@ def _pool_sentence(pool: dict) -> str:
     )
 
 
+def _crowd_queries(facts: dict) -> int:
+    """How many queries the crowd labelled: all of them, or those no machine label was accepted for."""
+    return facts["labels"]["queries"] - (facts["labels"].get("sources") or {}).get(MACHINE, 0)
+
+
 def _crowd_sentences(facts: dict) -> list[str]:
     batch, quality, labels = facts["batch"], facts["quality"], facts["labels"]
     per_task = batch["queries_per_hit"]
     names = _list((escape(name.lower()) for name in labels["names"].values()), "or")
     cost = batch.get("cost")
-    total = cost.get("total") if isinstance(cost, dict) else cost
+    estimate = cost.get("total") if isinstance(cost, dict) else cost
+    if batch.get("spent") is not None:  # what was paid (the crowd batches of a machine-labelled one)
+        paid = f"; {escape(batch['spent'])} USD spent in all"
+    elif estimate and not facts.get("machine"):  # a machine-labelled batch's own estimate is never spent
+        paid = f"; estimated cost at creation {escape(estimate)} USD"
+    else:
+        paid = ""
+    crowd = _crowd_queries(facts)
+    who = (
+        f"The {crowd} quer{'y' if crowd == 1 else 'ies'} that went to the crowd were each"
+        if facts.get("machine")
+        else f"Each of the {labels['queries']} queries was"
+    )
     sentences = [
-        f"Each of the {labels['queries']} queries was labelled as {names} by "
+        f"{who} labelled as {names} by "
         f"{batch['assignments_per_query']} {escape(batch['annotators'])} ("
         f"{per_task} quer{'y' if per_task == 1 else 'ies'} per task, paid {escape(batch['reward'])} USD per task"
-        + (f"; total cost {escape(total)} USD" if total else "")
+        + paid
         + ")."
     ]
     prolific = facts.get("prolific")
     if prolific and prolific.get("filters"):
-        sentences.append(f"Participants were screened on Prolific ({len(prolific['filters'])} screeners).")
+        screeners = len(prolific["filters"])
+        sentences.append(
+            f"Participants were screened on Prolific ({screeners} screener{'s' if screeners != 1 else ''})."
+        )
     controls = []
     if quality.get("gold_per_hit"):
         controls.append(
             f"{quality['gold_per_hit']} gold question{'s' if quality['gold_per_hit'] != 1 else ''} per task "
-            f"(a task passes with {_share(quality['gold_pass_fraction'])} of them right)"
+            f"(a task passes with at least {_share(quality['gold_pass_fraction'])} of them right; "
+            "a failed task's answers are not counted)"
         )
     if quality.get("training_queries"):
         controls.append(
@@ -91,9 +140,17 @@ def _crowd_sentences(facts: dict) -> list[str]:
         if quality.get(key) is not None:
             controls.append(f"{what} {_share(quality[key])}")
     if quality.get("escalate_until"):
+        until = str(quality["escalate_until"])
+        settled = (
+            f"Dawid--Skene's largest posterior \\cite{{dawid1979}} for it reached {escape(until.split(':', 1)[1])}"
+            if until.startswith("posterior:")
+            else "it had a strict majority"
+        )
+        escalations = quality["escalations"]
         controls.append(
-            f"disputed queries were sent to further annotators (up to {quality['escalation_cap']} more; "
-            f"{quality['escalations']} escalation{'s' if quality['escalations'] != 1 else ''} applied)"
+            "a task with an unsettled query was given one more assignment per round (every query of the task "
+            f"gets a vote more) until {settled} or the task had {quality['escalation_cap']} assignments in all "
+            f"({escalations} escalation{'s' if escalations != 1 else ''} applied)"
         )
     if controls:
         sentences.append("Quality controls: " + "; ".join(controls) + ".")
@@ -119,32 +176,38 @@ def _agreement_sentence(agreement: dict) -> str | None:
 
 def _labels_sentences(facts: dict) -> list[str]:
     labels = facts["labels"]
+    sources = labels.get("sources") or {}
+    parts = [
+        f"{count} {what}"
+        for source, what in (
+            (CROWD, "by the crowd's plurality"),
+            (ADJUDICATED, "by a researcher's ruling"),
+            (MACHINE, "machine-accepted"),
+        )
+        if (count := sources.get(source))
+    ]
+    parts += [f"{count} {escape(source)}" for source, count in sources.items() if source not in SOURCE_ORDER]
+    set_aside = labels["set_aside"]
+    if set_aside["disputed"]:
+        parts.append(f"{set_aside['disputed']} set aside as disputed")
+    if set_aside["too_few_votes"]:
+        parts.append(f"{set_aside['too_few_votes']} set aside for too few votes")
+    rule = (
+        f"A crowd label is the strict plurality of at least {facts['batch']['min_votes']} usable votes "
+        "(ties and queries with too few votes are set aside), replaced by a researcher's ruling where there is one"
+    )
+    if sources.get(MACHINE):
+        rule += "; a machine-accepted label stands as the machine gave it"
     sentences = [
-        f"A query's label is the majority vote of at least {facts['batch']['min_votes']} votes "
-        f"(ties set aside): {labels['labelled']} of {labels['queries']} queries were labelled"
-        + (
-            f", {labels['set_aside']['disputed']} set aside as disputed and "
-            f"{labels['set_aside']['too_few_votes']} for too few votes"
-            if labels["set_aside"]["disputed"] or labels["set_aside"]["too_few_votes"]
-            else ""
-        )
-        + (
-            f"; a researcher ruled on {labels['adjudicated']} quer{'y' if labels['adjudicated'] == 1 else 'ies'}"
-            if labels["adjudicated"]
-            else ""
-        )
+        f"{rule}. Of the {labels['queries']} queries, {labels['labelled']} were labelled"
+        + (" (" + ", ".join(parts) + ")" if parts else "")
         + "."
     ]
-    sources = labels.get("sources") or {}
-    if len(sources) > 1:
-        sentences.append(
-            "Label sources: " + ", ".join(f"{escape(source)} {count}" for source, count in sources.items()) + "."
-        )
     share = facts["non_gendered_share"]
     if share.get("estimate") is not None:
         sentences.append(
-            f"{share['count']} of the {share['total']} labelled queries ({_share(share['estimate'])}; "
-            f"95\\% Wilson score interval \\cite{{wilson1927}} {_ci(share['ci'])}) are non-gendered."
+            f"{share['count']} of the {share['total']} labelled queries ({_share(share['estimate'])}, "
+            f"95\\% Wilson score interval \\cite{{wilson1927}} {_share_ci(share['ci'])}) are non-gendered."
         )
     return sentences
 
@@ -166,17 +229,21 @@ def _machine_sentences(machine: dict) -> list[str]:
         kappa_ci = _ci(machine.get("kappa 95% CI"))
         kappa = machine["calibration Cohen's kappa"]
         sentences.append(
-            f"On a blind calibration sample labelled by the crowd ({escape(machine['calibration sample'])}), its "
+            f"On its blind calibration sample {_sample(machine['calibration sample'])}, the machine's "
             f"accuracy was {machine['calibration accuracy']:.3f} and Cohen's $\\kappa$ \\cite{{cohen1960}} "
             f"{kappa:.3f}" + (f" (95\\% CI {kappa_ci})" if kappa_ci else "") + "; "
             f"expected calibration error {machine['expected calibration error']:.3f}, Brier score "
             f"{machine['Brier score']:.3f}. The sample also estimates each label's share of the whole batch by "
-            "prediction-powered inference \\cite{angelopoulos2023ppi}."
+            "prediction-powered inference \\cite{angelopoulos2023ppi} in its power-tuned form, PPI++ "
+            "\\cite{angelopoulos2023ppiplus}."
         )
     guarantee = machine.get("guarantee") or ""
-    if machine.get("risk δ") is not None and not isinstance(machine.get("risk δ"), str):
+    certified = machine.get("confidence threshold") is not None and isinstance(machine.get("risk δ"), (int, float))
+    if certified:
         sentences.append(
-            f"Guarantee: {escape(guarantee)}, certified by fixed-sequence testing \\cite{{angelopoulos2021ltt}}."
+            f"Guarantee: {escape(guarantee)} \\cite{{angelopoulos2021ltt}}."
+            if "fixed-sequence" in guarantee
+            else f"Guarantee: {escape(guarantee)}, certified by fixed-sequence testing \\cite{{angelopoulos2021ltt}}."
         )
     else:
         sentences.append(f"Guarantee: {escape(guarantee)}.")
@@ -193,11 +260,11 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     """How the queries were chosen and labelled (``facts``: the batch's study facts), or that they were given."""
     if facts is None:
         source = settings.get("dataset_source")
-        cite = " \\cite{bajaj2016}" if _is_msmarco(source, settings["query_set"]) else ""
+        cite = " \\cite{bajaj2016}" if _is_msmarco(source) else ""
         origin = f", from \\texttt{{{escape(source)}}}{cite}" if source else cite
         return (
             f"The {settings['queries']} queries of the query set \\texttt{{{escape(settings['query_set'])}}}{origin} "
-            "were given; they were not annotated on this platform."
+            "were given."
         )
     sentences = []
     if facts.get("pool"):
@@ -205,7 +272,7 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     else:
         sentences.append(f"The queries are those of the query set \\texttt{{{escape(facts['batch']['source'])}}}.")
     pool = facts.get("pool") or {}
-    if _is_msmarco(pool.get("dataset"), pool.get("source"), facts["batch"]["source"]):
+    if _is_msmarco(pool.get("dataset"), facts.get("source_dataset")):
         sentences[-1] = sentences[-1][:-1] + " (MS MARCO \\cite{bajaj2016})."
     if facts.get("machine"):
         sentences += _machine_sentences(facts["machine"])
@@ -214,6 +281,15 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     if agreement:
         sentences.append(agreement)
     sentences += _labels_sentences(facts)
+    export = settings.get("export")
+    if export:
+        sentences.append(
+            f"The report measures the {export['queries']} queries labelled {escape(export['category'])} that "
+            f"the batch's export wrote as the query set \\texttt{{{escape(settings['query_set'])}}}."
+        )
+    drift = settings.get("labels_drift")
+    if drift:  # a comment a reader of the source sees, and the sentence itself
+        return "% NOTE: the labels changed after the report was built.\n" + " ".join(sentences) + " " + escape(drift)
     return " ".join(sentences)
 
 
@@ -222,9 +298,15 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
     metrics = set(settings["metrics"])
     runs = _list(_tt(run) for run in settings["runs"])
     sentences = [
-        f"We measured the runs {runs} on {settings['report_queries']} queries at the cutoffs "
-        f"{_list(settings['cutoffs'])}, documents tokenised by the {escape(settings['tokenizer'])} tokenizer."
+        f"We measured the runs {runs} on {settings['report_queries']} queries at "
+        f"{'cutoffs' if len(settings['cutoffs']) != 1 else 'cutoff'} {_list(settings['cutoffs'])}, documents tokenised by the {escape(settings['tokenizer'])} tokenizer."
     ]
+    collections = settings.get("collections") or []
+    if collections:
+        named = [_collection(c) for c in collections]
+        sentences.append(
+            f"The runs rank the passages of the collection{'s' if len(named) != 1 else ''} {_list(named)}."
+        )
     if settings.get("on_batch"):
         sentences.append(
             "The queries are those labelled non-gendered; each value is also corrected for the labels' "
@@ -239,16 +321,16 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         )
     if metrics & {"NFaiRR", "TExFAIR"}:
         named = []
-        if "NFaiRR" in metrics:
+        if "NFaiRR" in metrics:  # the normalisation's text has parentheses of its own: none around it
             named.append(
-                f"NFaiRR \\cite{{rekabsaz2021}} (a document with at most $\\tau = {settings['threshold']:g}$ "
-                f"representative words is neutral; normalised {escape(settings['nfairr_normalisation'])})"
+                f"NFaiRR \\cite{{rekabsaz2021}} normalised {escape(settings['nfairr_normalisation'])}, a document "
+                f"with at most $\\tau = {settings['threshold']:g}$ representative words counting as neutral"
             )
         if "TExFAIR" in metrics:
             named.append("TExFAIR \\cite{abolghasemi2024}")
         sentences.append(
-            f"Fairness of representation: {_list(named)}, with the representative word list "
-            f"\\texttt{{{escape(settings['representative_wordlist'])}}} (1 is fair)."
+            f"Fairness of representation, with the representative word list "
+            f"\\texttt{{{escape(settings['representative_wordlist'])}}} (1 is fair): {'; and '.join(named)}."
         )
     exposure = []
     if "AWRF" in metrics:
@@ -262,8 +344,16 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         sentences.append(
             f"Effectiveness ({escape(', '.join(settings['measures']))}) was computed with ir\\_measures "
             f"\\cite{{macavaney2022}} against the relevance judgments \\texttt{{{escape(settings['qrels'])}}}; "
-            "a judged query a run did not return counts as 0"
-            + (f", and the {unjudged} unjudged queries are left out of the means" if unjudged else "")
+            + (
+                "a judged query a run did not return is left out of that run's means"
+                if settings.get("unreturned_left_out")
+                else "a judged query a run did not return counts as 0"
+            )
+            + (
+                f", and the {unjudged} unjudged quer{'y is' if unjudged == 1 else 'ies are'} left out of the means"
+                if unjudged
+                else ""
+            )
             + "."
         )
     sentences.append(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ServiceError
 from pooling.models import QuerySet
@@ -63,7 +63,60 @@ def _read(report: Report, file: str, what: str) -> pd.DataFrame:
     path = Path(file)
     if not path.exists():
         raise ServiceError(f"the {what} of report {report.name!r} is missing ({path}); build the report again")
-    return pl.read_parquet(path).to_pandas()
+    try:
+        return pl.read_parquet(path).to_pandas()
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise _unreadable(report, path, what, exc) from None
+
+
+def _unreadable(report: Report, path: Path, what: str, exc: Exception) -> ServiceError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return ServiceError(
+        f"the {what} of report {report.name!r} cannot be read ({path}: {first}); build the report again"
+    )
+
+
+def check_report_files(report: Report) -> None:
+    """ServiceError if a file a report's values are read from is missing or not a readable Parquet
+    file (its footer is read, not its rows): checked before long work is started on them."""
+    import polars as pl
+
+    files = [(report.per_query, "per-query file")]
+    if report.on_batch:
+        files.append((report.labels_file, "label file"))
+    for file, what in files:
+        path = Path(file)
+        if not path.exists():
+            raise ServiceError(f"the {what} of report {report.name!r} is missing ({path}); build the report again")
+        try:
+            pl.read_parquet_schema(path)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise _unreadable(report, path, what, exc) from None
+
+
+def tradeoff_axes(summary: pd.DataFrame, x: str | None = None, y: str | None = None) -> dict[str, Any] | None:
+    """The fairness–effectiveness plot's axes, for the report page and the paper bundle alike: ``x``
+    among the effectiveness measures, ``y`` among the bias and fairness metrics (``metric:variant@k``
+    names; by default nDCG, or the first measure, against NFaiRR at the same cutoff, else the first
+    such metric). ``{"x", "y", "effect", "fair"}`` (keys as ``(metric, variant, cutoff)``), or None
+    without an effectiveness measure or a bias metric."""
+    from .vocabulary import BY_NAME
+
+    keys = list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
+    effect = [k for k in keys if k[0] in BY_NAME and BY_NAME[k[0]].effectiveness]
+    fair = [k for k in keys if k[0] in BY_NAME and not BY_NAME[k[0]].effectiveness]
+    if not effect or not fair:
+        return None
+    chosen_x = next((k for k in effect if key_name(k) == x), None)
+    chosen_x = chosen_x or next((k for k in effect if k[0] == "nDCG"), effect[0])
+    chosen_y = next((k for k in fair if key_name(k) == y), None)
+    chosen_y = chosen_y or next((k for k in fair if k[0] == "NFaiRR" and k[2] == chosen_x[2]), None) or fair[0]
+    return {"x": chosen_x, "y": chosen_y, "effect": effect, "fair": fair}
+
+
+def key_name(key: tuple[str, str, int]) -> str:
+    """A result's key as the page's choices name it: ``metric:variant@cutoff``."""
+    return f"{key[0]}:{key[1]}@{key[2]}"
 
 
 def default_report_name(query_set: QuerySet, run_names: Sequence[str]) -> str:
@@ -114,18 +167,26 @@ def report_table(
     cutoff: int | None = None,
     baseline: str | None = None,
     correlate: str | None = None,
+    summary: pd.DataFrame | None = None,
+    per_query: pd.DataFrame | None = None,
 ) -> dict:
     """The ``layout`` table of a report (:func:`metrics.tables.build_table`), its CIs from the stored
-    results; ``baseline`` defaults to the report's. ServiceError for a bad choice or a missing file."""
+    results; ``baseline`` defaults to the report's. ServiceError for a bad choice or a missing file.
+
+    ``summary`` and ``per_query`` (:func:`report_summary`, :func:`report_per_query`): frames already
+    read, so a caller building several tables reads the files once."""
     from . import tables
 
     if baseline is None and report.baseline_id:
         baseline = report.baseline.name
-    summary = report_summary(report)
+    if summary is None:
+        summary = report_summary(report)
+    if per_query is None:
+        per_query = report_per_query(report)
     try:
         pairs = [tables.parse_pair(correlate)] if correlate else None
         table = tables.build_table(
-            report_per_query(report),
+            per_query,
             layout,
             cutoff=cutoff,
             baseline=baseline or None,

@@ -157,8 +157,7 @@ def _uncertainty_cell(row) -> dict:
     return cell
 
 
-def _key_name(key: tuple[str, str, int]) -> str:
-    return f"{key[0]}:{key[1]}@{key[2]}"
+_key_name = selectors.key_name
 
 
 def _tradeoff_context(request: HttpRequest, summary) -> dict:
@@ -166,17 +165,10 @@ def _tradeoff_context(request: HttpRequest, summary) -> dict:
     fairness metrics (default nDCG, or the first measure, against NFaiRR at the same cutoff)."""
     from urllib.parse import urlencode
 
-    from .vocabulary import BY_NAME
-
-    keys = list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
-    effect = [k for k in keys if k[0] in BY_NAME and BY_NAME[k[0]].effectiveness]
-    fair = [k for k in keys if k[0] in BY_NAME and not BY_NAME[k[0]].effectiveness]
-    if not effect or not fair:
+    axes = selectors.tradeoff_axes(summary, request.GET.get("x"), request.GET.get("y"))
+    if axes is None:
         return {}
-    x = next((k for k in effect if _key_name(k) == request.GET.get("x")), None)
-    x = x or next((k for k in effect if k[0] == "nDCG"), effect[0])
-    y = next((k for k in fair if _key_name(k) == request.GET.get("y")), None)
-    y = y or next((k for k in fair if k[0] == "NFaiRR" and k[2] == x[2]), None) or fair[0]
+    x, y, effect, fair = axes["x"], axes["y"], axes["effect"], axes["fair"]
     return {
         "tradeoff": {
             "x": _key_name(x),
@@ -591,15 +583,19 @@ def plan_panel(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def report_paper(request: HttpRequest, name: str) -> HttpResponse:
-    """The report's paper bundle as a zip (:func:`metrics.services.paper.paper_zip`): LaTeX tables,
-    PDF figures, ``methods.tex``, ``references.bib`` and a ``main.tex`` that compiles as it is."""
-    from .services.paper import paper_zip
+    """The report's paper bundle as a zip (:mod:`metrics.services.paper`): LaTeX tables, PDF figures,
+    ``methods.tex``, ``references.bib`` and a ``main.tex`` that compiles as it is. Built once, in a
+    background job (the job's page leads back here when it is done), then served as a file."""
+    from django.http import FileResponse
+
+    from .services.paper import cached_paper_zip, start_paper_bundle
 
     report = get_object_or_404(Report, name=name)
+    path = cached_paper_zip(report)
+    if path is not None:
+        return FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-paper.zip")
     try:
-        body = paper_zip(report)
+        job = start_paper_bundle(report)
     except ServiceError as exc:
         raise Http404(str(exc)) from None
-    response = HttpResponse(body, content_type="application/zip")
-    response["Content-Disposition"] = f'attachment; filename="{report.name}-paper.zip"'
-    return response
+    return redirect("core:job-detail", pk=job.pk)

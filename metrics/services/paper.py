@@ -16,13 +16,18 @@ The bundle (``manage.py paper REPORT --out DIR``, the report page's "Paper bundl
 - ``main.tex`` (compiles as it is) and ``README.txt`` (how to use the files in a paper).
 
 Reads only: :func:`write_paper_bundle` writes a folder (a temporary folder beside it, renamed
-into place when complete), :func:`paper_zip` returns the same files zipped.
+into place when complete), :func:`paper_zip` returns the same files zipped. The page and the API
+never build in the request (a large report's bundle takes seconds): the ``metrics.paper`` job
+(:func:`start_paper_bundle`) builds the zip once and keeps it beside the report's cached plots
+(:func:`build_paper_zip`), and every download serves that file (:func:`cached_paper_zip`).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -30,13 +35,19 @@ from typing import Any
 
 from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
+from core.jobs import background_job
+from core.models import Job
+from pooling.models import Collection
 
 from ..models import Report
 
 #: Metrics drawn against the cutoff and as per-query distributions (the papers' four).
 FIGURE_METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
-#: Marks a folder as a bundle, so writing again may replace it.
-MARKER = "main.tex"
+#: Marks a folder as a bundle (JSON: the report's name and the bundle's files), so writing again
+#: may replace it, and only if it holds nothing else but :data:`BUILD_OUTPUTS`.
+MARKER = ".paper-bundle"
+#: What compiling a bundle adds beside its files (pdflatex, bibtex): replacing the bundle drops them.
+BUILD_OUTPUTS = frozenset({".aux", ".log", ".bbl", ".blg", ".pdf", ".out"})
 #: Where a zip's entries are dated (the bundle of one report is the same bytes each time).
 ZIP_DATE = (2020, 1, 1, 0, 0, 0)
 
@@ -71,6 +82,47 @@ def report_batch(report: Report):
     return annotation_selectors.batch_of_query_set(report.query_set)
 
 
+def batch_facts(batch) -> dict[str, Any]:
+    """The batch's study facts (:func:`annotation.selectors.study_facts`) with what its crowd work
+    actually cost (``batch.spent``, USD, bonuses included: for a machine-labelled batch, its crowd
+    batches'; :func:`annotation.selectors.batch_state`), not the estimate recorded at its creation."""
+    facts = annotation_selectors.study_facts(batch)
+    spent = annotation_selectors.batch_state(batch)["spent"]
+    return {**facts, "batch": {**facts["batch"], "spent": f"{spent:.2f}"}}
+
+
+def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | None:
+    """Why the batch's facts (read now) may not be the labels the report measured, or None.
+
+    A report is frozen at its build; the batch's labels are not (a ruling, a late sync). A report on
+    a batch's labels stores the batch's answers version: a different one now means they changed.
+    A report on an exported set is compared with the export's stored label counts."""
+    if batch is None or facts is None:
+        return None
+    if report.label_batch_id:
+        if report.answers_version and report.answers_version != annotation_selectors.answers_version(batch):
+            return (
+                f"The labels of batch {batch.name} changed after the report was built (a ruling or a later sync): "
+                "the annotation figures describe them as they are now, while the report measured the "
+                "non-gendered queries as labelled at its build."
+            )
+        return None
+    from annotation.models import Export
+
+    export = Export.objects.filter(query_set=report.query_set, batch=batch).order_by("-created", "-pk").first()
+    if export is None:
+        return None
+    then = {label: count for label, count in (export.counts or {}).items() if label != "set_aside" and count}
+    now = {label: count for label, count in facts["labels"]["counts"].items() if count}
+    if then == now:
+        return None
+    was = ", ".join(f"{facts['labels']['names'].get(label, label).lower()} {count}" for label, count in then.items())
+    return (
+        f"The labels of batch {batch.name} changed after its export wrote this report's {export.queries} "
+        f"{export.category} queries (labels then: {was}): the annotation figures describe them as they are now."
+    )
+
+
 def report_settings(report: Report, summary) -> dict[str, Any]:
     """The report's settings as :func:`metrics.methods_text.methods_tex` states them."""
     from .. import selectors
@@ -94,12 +146,30 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
         "qrels": report.qrels.name if report.qrels_id else None,
         "measures": list(report.measures or []),
         "unjudged": len(report.unjudged or []),
+        # Built before a judged query a run did not return counted as 0 (``Report.unreturned`` null).
+        "unreturned_left_out": report.qrels_id is not None and report.unreturned is None,
         "bootstrap_samples": report.bootstrap_samples,
         "seed": report.seed,
         "policy": selectors.report_policy(report),
         "on_batch": report.on_batch,
         "software_version": report.software_version,
+        "collections": [
+            {"name": c.name, "dataset_source": c.dataset_source or None}
+            for c in Collection.objects.filter(runs__in=report.runs.all()).distinct().order_by("name")
+        ],
+        "export": export_facts(report),
     }
+
+
+def export_facts(report: Report) -> dict[str, Any] | None:
+    """The export that registered the report's query set (its category and size), or None: a report on
+    a batch's own labels or on given queries."""
+    from annotation.models import Export
+
+    if report.label_batch_id:
+        return None
+    export = Export.objects.filter(query_set=report.query_set).order_by("-created", "-pk").first()
+    return {"category": export.category, "queries": export.queries} if export is not None else None
 
 
 def labels_rows(summary, cutoff: int) -> list[dict]:
@@ -109,10 +179,20 @@ def labels_rows(summary, cutoff: int) -> list[dict]:
     return rows.to_dict("records")
 
 
+def _cutoffs_caption(bias) -> str:
+    """The cutoff figure's caption by what it draws: bands need two cutoffs and the intervals."""
+    cutoffs = sorted(set(bias["cutoff"]))
+    if len(cutoffs) == 1:
+        return f"Bias of each run at cutoff {cutoffs[0]}, one point per run and metric (one cutoff: no band is drawn)."
+    bands = bias[["ci_low", "ci_high"]].astype(float).notna().all(axis=None)
+    return "Bias of each run against the cutoff" + (
+        ", with bootstrap 95% confidence intervals as bands." if bands else "."
+    )
+
+
 def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str, bytes, str]]:
     """(kind, PDF, caption) of each figure the report can draw."""
-    from .. import plots
-    from ..vocabulary import BY_NAME
+    from .. import plots, selectors
 
     figures = []
     bias = summary[summary["metric"].isin(FIGURE_METRICS)]
@@ -121,7 +201,7 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
             (
                 "cutoffs",
                 plots.cutoff_figure(bias, format="pdf"),
-                "Bias of each run against the cutoff, with bootstrap 95% confidence intervals as bands.",
+                _cutoffs_caption(bias),
             )
         )
     spread = per_query[per_query["metric"].isin(FIGURE_METRICS)]
@@ -133,17 +213,14 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
                 f"Per-query values at cutoff {cutoff}: a box plot per run (triangles: means).",
             )
         )
-    keys = list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
-    effect = [k for k in keys if k[0] in BY_NAME and BY_NAME[k[0]].effectiveness]
-    fair = [k for k in keys if k[0] == "NFaiRR"]
-    if effect and fair:
-        x = next((k for k in effect if k[0] == "nDCG"), effect[0])
-        y = next((k for k in fair if k[2] == cutoff), fair[0])
+    axes = selectors.tradeoff_axes(summary)  # the report page's default axes
+    if axes is not None:
+        x, y = axes["x"], axes["y"]
         figures.append(
             (
                 "tradeoff",
                 plots.tradeoff_figure(summary, x, y, format="pdf"),
-                f"Fairness ({y[0]}@{y[2]}) against effectiveness ({x[0]}@{x[2]}) of each run, "
+                f"{y[0]}@{y[2]} against effectiveness ({x[0]}@{x[2]}) of each run, "
                 "with bootstrap 95% confidence intervals both ways.",
             )
         )
@@ -161,12 +238,13 @@ def paper_files(report: Report) -> dict[str, bytes]:
 
     summary = selectors.report_summary(report)
     per_query = selectors.report_per_query(report)
-    tables = [selectors.report_table(report, layout) for layout in TABLE_LAYOUTS]
+    tables = [selectors.report_table(report, layout, summary=summary, per_query=per_query) for layout in TABLE_LAYOUTS]
     tables = [table for table in tables if table["columns"]]
     batch = report_batch(report)
-    facts = annotation_selectors.study_facts(batch) if batch is not None else None
+    facts = batch_facts(batch) if batch is not None else None
 
-    texts: dict[str, str] = {"methods.tex": methods_tex(facts, report_settings(report, summary))}
+    settings = report_settings(report, summary) | {"labels_drift": labels_drift(report, batch, facts)}
+    texts: dict[str, str] = {"methods.tex": methods_tex(facts, settings)}
     for table in tables:
         texts[f"table-{table['layout']}.tex"] = table_tex(table)
     cutoff = tables[0]["cutoff"] if tables else max(report.cutoffs)
@@ -205,17 +283,75 @@ def paper_files(report: Report) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
+def _refuse_unsafe(target: Path) -> None:
+    """ServiceError if ``target`` names no folder of its own: ``.``, ``..``, the root, or a folder the
+    working directory is inside (replacing it would move the folder the command runs in)."""
+    resolved = target.resolve()
+    cwd = Path.cwd().resolve()
+    if target.name in ("", ".", "..") or resolved == resolved.parent or resolved == cwd or resolved in cwd.parents:
+        raise ServiceError(
+            f"--out {target} is the current folder or one of its parents: give a folder of its own "
+            "for the bundle, e.g. --out paper"
+        )
+
+
+def _unknown_files(target: Path) -> list[str]:
+    """The entries of an existing ``target`` that replacing it would lose: [] if it is empty or an
+    earlier bundle (its :data:`MARKER` lists its files) holding only those files and LaTeX's build
+    outputs (:data:`BUILD_OUTPUTS`); else the names of the other entries (every entry, if unmarked)."""
+    entries = sorted(path.name for path in target.iterdir())
+    if not entries:
+        return []
+    try:
+        known = set(json.loads((target / MARKER).read_text(encoding="utf-8"))["files"]) | {MARKER}
+    except (OSError, ValueError, KeyError, TypeError):
+        known = _legacy_bundle(target, entries)
+        if known is None:
+            return entries
+    return [
+        name
+        for name in entries
+        if name not in known and not (Path(name).suffix in BUILD_OUTPUTS and (target / name).is_file())
+    ]
+
+
+def _legacy_bundle(target: Path, entries: list[str]) -> set[str] | None:
+    """A bundle written before :data:`MARKER` existed (the demo's folder of an earlier release): its
+    README.txt is the bundle's own and every other name is one a bundle writes. Its files, else None."""
+    try:
+        own = (target / "README.txt").read_text(encoding="utf-8").startswith("Paper bundle of report ")
+    except (OSError, UnicodeDecodeError):
+        return None
+    names = {"README.txt", "main.tex", "methods.tex", "references.bib"}
+    bundle = {
+        name for name in entries if name in names or re.fullmatch(r"(table-[\w-]+\.tex|fig-[\w-]+\.(tex|pdf))", name)
+    }
+    return bundle if own and (target / "main.tex").is_file() else None
+
+
 def write_paper_bundle(report: Report, out: str | os.PathLike) -> Path:
     """Write the bundle to the folder ``out`` (its parent must exist): written in a temporary folder
     beside it and renamed into place, so ``out`` never holds half a bundle. An existing ``out`` is
-    replaced only if it is empty or an earlier bundle (it holds ``main.tex``); else ServiceError."""
+    replaced only if it is empty or an earlier bundle (it holds :data:`MARKER` and nothing but that
+    bundle's files and LaTeX's build outputs); else ServiceError naming the files it would lose.
+    If the final rename fails, the earlier bundle is put back."""
     target = Path(out)
+    _refuse_unsafe(target)
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
         raise ServiceError(f"cannot write {target}: the folder {parent} does not exist")
-    if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / MARKER).exists())):
-        raise ServiceError(f"{target} exists and is not a paper bundle: give a new or empty folder")
+    if target.exists() or target.is_symlink():
+        if not target.is_dir() or target.is_symlink():
+            raise ServiceError(f"{target} exists and is not a paper bundle (not a folder): give a new or empty folder")
+        unknown = _unknown_files(target)
+        if unknown:
+            shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+            raise ServiceError(
+                f"{target} exists and is not a paper bundle: it holds {shown}, which writing the bundle "
+                "would delete; give a new or empty folder"
+            )
     files = paper_files(report)
+    files[MARKER] = (json.dumps({"report": report.name, "files": sorted(files)}, indent=1) + "\n").encode()
     staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}."))
     try:
         for name, body in files.items():
@@ -225,7 +361,11 @@ def write_paper_bundle(report: Report, out: str | os.PathLike) -> Path:
             old = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.old."))
             old.rmdir()
             target.rename(old)
-            staging.rename(target)
+            try:
+                staging.rename(target)
+            except BaseException:
+                old.rename(target)
+                raise
             shutil.rmtree(old, ignore_errors=True)
         else:
             staging.rename(target)
@@ -233,6 +373,65 @@ def write_paper_bundle(report: Report, out: str | os.PathLike) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+def paper_key(report: Report) -> tuple[dict[str, str], str]:
+    """The cached zip's parameters (:func:`metrics.services.plot_cache.plot_key` adds the report and
+    the software version) and its key: the batch's answers version too, as ``methods.tex`` states
+    the batch's facts (an adjudication after the build gives a new bundle)."""
+    from .plot_cache import plot_key
+
+    batch = report_batch(report)
+    params = {"answers": annotation_selectors.answers_version(batch)} if batch is not None else {}
+    return params, plot_key(report, "paper", params)
+
+
+def cached_paper_zip(report: Report) -> Path | None:
+    """The bundle's zip if a build already kept it (:func:`build_paper_zip`), else None."""
+    from .plot_cache import plot_path
+
+    path = plot_path(report, paper_key(report)[1], "zip")
+    return path if path.exists() else None
+
+
+def build_paper_zip(report: Report) -> Path:
+    """Build the bundle's zip and keep it beside the report's cached plots (atomically; any worker
+    serves it then): a repeat download is a file response."""
+    from .plot_cache import cached_plot
+
+    params, _ = paper_key(report)
+    path, _ = cached_plot(report, "paper", params, "zip", lambda: paper_zip(report))
+    return path
+
+
+@background_job("metrics.paper", task="metrics.tasks.paper_bundle_task", failures=(ServiceError,))
+def paper_bundle_job(job: Job, report_id: int) -> None:
+    """Build a report's paper zip into the cache (read-only: a redelivery builds it again)."""
+    from django.urls import reverse
+
+    report = Report.objects.get(pk=report_id)
+    build_paper_zip(report)
+    job.result = {"url": reverse("metrics:report-paper", args=[report.name]), "report": report.name}
+    job.message = f"Paper bundle of {report.name} ready"
+
+
+def start_paper_bundle(report: Report) -> Job:
+    """The Job building the report's zip: the one already pending or running, else a new one.
+    ServiceError if the report's files are gone."""
+    from .. import selectors
+
+    selectors.check_report_files(report)
+    running = Job.objects.filter(
+        kind=paper_bundle_job.kind, arguments=[report.pk], status__in=[Job.Status.PENDING, Job.Status.RUNNING]
+    ).first()
+    return running or paper_bundle_job.start(f"Paper bundle of {report.name}", report.pk)
+
+
+def paper_warnings(report: Report) -> list[str]:
+    """What the researcher should know before using the bundle (the command prints it)."""
+    batch = report_batch(report)
+    drift = labels_drift(report, batch, batch_facts(batch)) if batch is not None else None
+    return [drift] if drift else []
 
 
 def paper_zip(report: Report) -> bytes:

@@ -5,6 +5,7 @@ bibliography of exactly what the text cites, and a document that compiles with p
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -36,7 +37,8 @@ def judged(world):
 
 def build(name="tab", **extra) -> Report:
     options = {"queries": "q", "runs": "a,c", "cutoffs": "1,2", "qrels": "judged", "measures": "MRR@2,nDCG@2,R@2"}
-    call_command("bias_report", **options, bootstrap=20, name=name, verbosity=0, stdout=io.StringIO(), **extra)
+    options |= extra
+    call_command("bias_report", **options, bootstrap=20, name=name, verbosity=0, stdout=io.StringIO())
     return Report.objects.get(name=name)
 
 
@@ -116,10 +118,14 @@ def test_marks_become_superscripts_from_a_hand_made_table():
     assert r"{\scriptsize $p$ 0.0123}" in tex and r"\caption{T \& Co; cutoff 10.}" in tex
     assert r"\multicolumn{2}{c}{X vs Y}" in tex and r"\cmidrule(lr){3-4}" in tex
     assert "Not in this report: MRR." in tex
+    # τ is τ-b (scipy's kendalltau): Kendall's 1945 paper on ties, not the 1938 τ-a.
+    assert "kendall1945" in cited_keys(tex) and "kendall1938" not in tex and r"Kendall's $\tau_b$" in tex
+    entry = bibtex(["kendall1945"])
+    assert "The Treatment of Ties in Ranking Problems" in entry and "year    = {1945}" in entry and "{33}" in entry
 
 
 def test_escape():
-    assert escape("a_b & c% $d #e {f} ~g ^h \\i") == (r"a\_b \& c\% \$d \#e \{f\} \~{}g \^{}h $\backslash$i")
+    assert escape("a_b & c% $d #e {f} ~g ^h \\i") == (r"a\_b \& c\% $\$$d \#e \{f\} \~{}g \^{}h $\backslash$i")
     assert escape("τ ≥ 1 – Müller [x] 日") == r"$\tau$ $\geq$ 1 -- Müller {[}x{]} ?"
 
 
@@ -151,7 +157,8 @@ def test_given_queries_bundle_cites_what_it_uses(judged):
     cites, bib = _cites_and_bib(files)
     assert cites == bib
     methods = files["methods.tex"].decode()
-    assert r"The 3 queries of the query set \texttt{q} were given" in methods
+    assert r"The 3 queries of the query set \texttt{q} were given." in methods
+    assert "not annotated" not in methods  # a batch may have labelled them without an export of this set
     for fact in ("cutoffs 1 and 2", "20 resamples, seed 0", r"\texttt{a}", r"\cite{student1908}", "ir\\_measures"):
         assert fact in methods, fact
     # No annotation: nothing about agreement, Wilson or Dawid–Skene is cited.
@@ -172,12 +179,20 @@ def test_methods_state_the_batchs_facts_for_a_report_on_its_export(batch, tmp_pa
     agreement, share = facts["agreement"], facts["non_gendered_share"]
     assert f"Krippendorff's $\\alpha = {agreement['krippendorff_alpha']:.3f}$" in methods
     assert f"{share['count']} of the {share['total']} labelled queries" in methods
-    assert f"{100 * share['estimate']:.1f}\\%" in methods and f"[{share['ci'][0]:.3f}, {share['ci'][1]:.3f}]" in methods
+    assert f"{100 * share['estimate']:.1f}\\%" in methods  # the share and its interval in one form
+    assert f"[{100 * share['ci'][0]:.1f}\\%, {100 * share['ci'][1]:.1f}\\%]" in methods
     assert (
         "labelled as non-gendered, female, male or other or multiple genders by 3 in-house annotators (3 queries per task"
         in methods
-        and "paid 0.05 USD per task; total cost 0.15 USD" in methods
+        and f"paid 0.05 USD per task; {annotation_selectors.batch_state(batch)['spent']:.2f} USD spent in all"
+        in methods
     )
+    assert "total cost" not in methods and "majority vote" not in methods
+    assert (
+        f"The report measures the {facts['labels']['counts']['n']} queries labelled non-gendered that the batch's "
+        r"export wrote as the query set \texttt{ng}." in methods
+    )
+    assert r"The runs rank the passages of the collection \texttt{tiny}." in methods
     assert f"{facts['labels']['set_aside']['disputed']} set aside as disputed" in methods
     cites, bib = _cites_and_bib(paper_files(report))
     assert cites == bib and {"krippendorff2018", "wilson1927"} <= set(cites)
@@ -305,7 +320,14 @@ def test_command_refuses_a_folder_that_is_not_a_bundle(judged, tmp_path):
 
 
 @pytest.mark.django_db
-def test_page_link_and_api_give_the_zip_to_researchers_only(judged, client, django_user_model):
+def test_page_link_and_api_give_the_zip_to_researchers_only(
+    judged, client, django_user_model, django_capture_on_commit_callbacks, monkeypatch
+):
+    """The zip is built once, in a background job (the request only starts it: 202 with the job from
+    the API, the job's page from the site), then served as a file on every download."""
+    from core.models import Job
+    from metrics.services import paper
+
     build(baseline="a")
     url, api = "/metrics/tab/paper.zip", "/api/metrics/reports/tab/paper/"
     assert client.get(url).status_code == 302  # anonymous: to the login page
@@ -314,18 +336,38 @@ def test_page_link_and_api_give_the_zip_to_researchers_only(judged, client, djan
     assert client.get(url).status_code in (302, 403)
     refused = client.get(api)
     assert refused.status_code == 403 and refused.json()["detail"]
+    assert not Job.objects.exists()
     client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
     assert 'href="/metrics/tab/paper.zip"' in client.get("/metrics/tab/").content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client.get(api)
+    job = Job.objects.get(kind="metrics.paper")
+    assert (
+        started.status_code == 202 and started.json()["id"] == job.pk and started["Location"] == f"/api/jobs/{job.pk}/"
+    )
+    assert job.status == Job.Status.DONE and job.result["url"] == url
+    monkeypatch.setattr(paper, "paper_zip", lambda report: pytest.fail("built again"))
     for address in (url, api):
         response = client.get(address)
         assert response.status_code == 200 and response["Content-Type"] == "application/zip", address
         assert 'filename="tab-paper.zip"' in response["Content-Disposition"]
-        names = zipfile.ZipFile(io.BytesIO(response.content)).namelist()
+        names = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))).namelist()
         assert "tab-paper/main.tex" in names and "tab-paper/table-ecir2024.tex" in names
+    assert Job.objects.count() == 1
     assert client.get("/api/metrics/reports/nope/paper/").status_code == 404
-    Path(Report.objects.get(name="tab").per_query).unlink()
-    gone = client.get(api)
+
+    monkeypatch.undo()
+    build("tab2", baseline="a")  # the page starts the job and shows its progress, which leads back here
+    with django_capture_on_commit_callbacks(execute=True):
+        page = client.get("/metrics/tab2/paper.zip")
+    job = Job.objects.filter(kind="metrics.paper").latest("pk")
+    assert page.status_code == 302 and page["Location"] == f"/jobs/{job.pk}/" and job.status == Job.Status.DONE
+    assert client.get("/metrics/tab2/paper.zip").status_code == 200
+    build("tab3")
+    Path(Report.objects.get(name="tab3").per_query).unlink()
+    gone = client.get("/api/metrics/reports/tab3/paper/")
     assert gone.status_code == 404 and "missing" in gone.json()["detail"]
+    assert client.get("/metrics/tab3/paper.zip").status_code == 404
 
 
 @pytest.mark.django_db
@@ -339,3 +381,186 @@ def test_bias_only_report_without_baseline(world):
     cites, bib = _cites_and_bib(files)
     assert cites == bib and "student1908" not in cites and "macavaney2022" not in cites
     assert "compared with the baseline" not in files["methods.tex"].decode()
+
+
+@pytest.mark.django_db
+def test_out_replaces_only_its_own_bundle(judged, tmp_path, monkeypatch):
+    """A folder holding a ``main.tex`` of the researcher's is not a bundle: refused, the files named
+    and kept. An earlier bundle (its ``.paper-bundle`` marker) with LaTeX's build outputs is replaced;
+    one holding anything else is refused; ``--out .`` is refused."""
+    build()
+    thesis = tmp_path / "thesis"
+    thesis.mkdir()
+    (thesis / "main.tex").write_text("my thesis")
+    (thesis / "chapter1.tex").write_text("keep me")
+    with pytest.raises(CommandError, match=r"not a paper bundle: it holds chapter1\.tex, main\.tex"):
+        call_command("paper", "tab", out=str(thesis))
+    assert (thesis / "main.tex").read_text() == "my thesis" and (thesis / "chapter1.tex").read_text() == "keep me"
+
+    bundle = tmp_path / "bundle"
+    call_command("paper", "tab", out=str(bundle), stdout=io.StringIO())
+    marker = json.loads((bundle / ".paper-bundle").read_text())
+    assert marker["report"] == "tab" and "main.tex" in marker["files"] and "methods.tex" in marker["files"]
+    for output in ("main.pdf", "main.aux", "main.log", "main.bbl", "main.blg", "main.out"):
+        (bundle / output).write_text("built")
+    call_command("paper", "tab", out=str(bundle), stdout=io.StringIO())  # build outputs: replaced
+    assert not (bundle / "main.pdf").exists() and (bundle / "main.tex").exists()
+    (bundle / "notes.txt").write_text("mine")
+    (bundle / "sections").mkdir()
+    with pytest.raises(CommandError, match=r"it holds notes\.txt, sections"):
+        call_command("paper", "tab", out=str(bundle))
+    assert (bundle / "notes.txt").read_text() == "mine"
+
+    # A bundle of an earlier release (no marker; the demo's folder): recognised by its own README.txt.
+    (bundle / "notes.txt").unlink()
+    (bundle / "sections").rmdir()
+    (bundle / ".paper-bundle").unlink()
+    (bundle / "main.pdf").write_text("built")
+    call_command("paper", "tab", out=str(bundle), stdout=io.StringIO())
+    assert (bundle / ".paper-bundle").exists() and not (bundle / "main.pdf").exists()
+    (bundle / ".paper-bundle").unlink()
+    (bundle / "notes.txt").write_text("mine")
+    with pytest.raises(CommandError, match=r"it holds notes\.txt, which"):
+        call_command("paper", "tab", out=str(bundle))
+    (bundle / "README.txt").write_text("my own readme")  # main.tex beside a README of the researcher's
+    with pytest.raises(CommandError, match=r"it holds .*README\.txt"):
+        call_command("paper", "tab", out=str(bundle))
+
+    monkeypatch.chdir(bundle)
+    for here in (".", "..", str(bundle)):
+        with pytest.raises(CommandError, match="current folder or one of its parents"):
+            call_command("paper", "tab", out=here)
+    assert (bundle / "notes.txt").exists() and (bundle / "main.tex").exists()
+
+
+@pytest.mark.django_db
+def test_a_failed_final_rename_puts_the_earlier_bundle_back(judged, tmp_path, monkeypatch):
+    report = build()
+    bundle = write_paper_bundle(report, tmp_path / "bundle")
+    before = {path.name: path.read_bytes() for path in bundle.iterdir()}
+    rename = Path.rename
+
+    def failing(self, target):
+        if Path(target) == bundle and self.name.startswith(".bundle.") and ".old." not in self.name:
+            raise OSError("simulated: the disk went away")
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", failing)
+    with pytest.raises(OSError, match="simulated"):
+        write_paper_bundle(report, bundle)
+    assert {path.name: path.read_bytes() for path in bundle.iterdir()} == before
+    assert not [path for path in tmp_path.iterdir() if path.name.startswith(".bundle")]  # no temporary folder left
+
+
+@pytest.mark.django_db
+def test_the_bundle_reads_the_per_query_file_once(judged, monkeypatch):
+    """Three tables and the figures from one read of each stored file (a large report's file is read
+    in seconds; the old bundle read it four times)."""
+    report = build(baseline="a")
+    reads = []
+    read = selectors._read
+    monkeypatch.setattr(selectors, "_read", lambda *args: reads.append(args[2]) or read(*args))
+    files = paper_files(report)
+    assert reads == ["per-query file"] and "table-exposure.tex" in files
+
+
+@pytest.mark.django_db
+def test_methods_say_when_the_labels_changed_after_the_report(batch, tmp_path, django_user_model):
+    """A ruling after the export (or after a report on the batch's labels) changes the batch's facts
+    but not the report: methods.tex says so (a comment and a sentence) and the command warns."""
+    from annotation.quality.services.adjudication import adjudicate
+
+    export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
+    call_command("bias_report", queries="ng", runs="a,c", cutoffs="1,2", bootstrap=20, name="ng-rep", verbosity=0)
+    call_command(
+        "bias_report", from_batch=batch.name, runs="a,b,c", cutoffs="1,2", bootstrap=20, baseline="a",
+        name="on-batch", verbosity=0, stdout=io.StringIO(),
+    )  # fmt: skip
+    for name in ("ng-rep", "on-batch"):
+        assert "changed after" not in paper_files(Report.objects.get(name=name))["methods.tex"].decode()
+    researcher = django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True)
+    adjudicate(batch, "3", "f", "a later ruling", researcher)
+    ng = paper_files(Report.objects.get(name="ng-rep"))["methods.tex"].decode()
+    assert "% NOTE: the labels changed after the report was built." in ng
+    assert "changed after its export wrote this report's" in ng and "non-gendered queries (labels then:" in ng
+    on_batch = paper_files(Report.objects.get(name="on-batch"))["methods.tex"].decode()
+    assert "changed after the report was built (a ruling or a later sync)" in on_batch
+    err = io.StringIO()
+    call_command("paper", "ng-rep", out=str(tmp_path / "b"), stdout=io.StringIO(), stderr=err)
+    assert "Warning: The labels of batch" in err.getvalue()
+
+
+@pytest.mark.django_db
+def test_methods_state_the_effectiveness_rule_the_report_was_built_with(judged):
+    """A report built before unreturned judged queries counted as 0 (``unreturned`` null) left them out."""
+    report = build()
+    assert "a judged query a run did not return counts as 0" in paper_files(report)["methods.tex"].decode()
+    Report.objects.filter(pk=report.pk).update(unreturned=None)
+    methods = paper_files(Report.objects.get(pk=report.pk))["methods.tex"].decode()
+    assert "a judged query a run did not return is left out of that run's means" in methods
+    assert "counts as 0" not in methods
+
+
+@pytest.mark.django_db
+def test_an_unreadable_per_query_file_is_a_json_400_not_a_500(judged, client, django_user_model):
+    """A per-query file that exists but is not Parquet (a truncated copy, a disk error)."""
+    report = build(baseline="a")
+    Path(report.per_query).write_bytes(b"not a parquet")
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    for address in ("/api/metrics/reports/tab/paper/", "/api/metrics/reports/tab/table/?layout=ecir2024"):
+        response = client.get(address)
+        assert 400 <= response.status_code < 500, (address, response.status_code)
+        assert "per-query file of report 'tab' cannot be read" in response.json()["detail"], address
+    with pytest.raises(CommandError, match="cannot be read"):
+        call_command("paper", "tab", out=str(Path(report.per_query).parent / "bundle"))
+
+
+@needs_pdflatex
+@pytest.mark.skipif(shutil.which("pdffonts") is None, reason="pdffonts is not installed (poppler-utils)")
+def test_escaped_names_keep_type1_fonts(tmp_path):
+    """A ``$`` (or any escaped special) in a name sets in the document's Type 1 fonts: no bitmap (Type 3)
+    font is pulled in (text-mode ``\\$`` takes the dollar from a TS1 font Debian has only as bitmaps)."""
+    from metrics.latex import document
+
+    (tmp_path / "methods.tex").write_text(escape("run $5 & 10% #1 a_b {x} ~y ^z \\w <v> |u| [t] Müller τ ≥ –"))
+    (tmp_path / "main.tex").write_text(document("Fonts", [], []))
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    fonts = subprocess.run(["pdffonts", "main.pdf"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "Type 3" not in fonts and "Type 1" in fonts, fonts
+
+
+@pytest.mark.django_db
+def test_the_cutoff_figure_caption_says_what_is_drawn(world):
+    call_command("bias_report", queries="q", runs="a,c", cutoffs="2", bootstrap=20, name="one", verbosity=0)
+    caption = paper_files(Report.objects.get(name="one"))["fig-cutoffs.tex"].decode()
+    assert "at cutoff 2" in caption and "no band is drawn" in caption and "as bands" not in caption
+    call_command("bias_report", queries="q", runs="a,c", cutoffs="1,2", bootstrap=20, name="two", verbosity=0)
+    assert "as bands" in paper_files(Report.objects.get(name="two"))["fig-cutoffs.tex"].decode()
+
+
+@pytest.mark.django_db
+def test_the_tradeoff_figure_has_the_pages_default_axes(judged, client, django_user_model):
+    """One choice of axes (``selectors.tradeoff_axes``): nDCG@1 against NFaiRR at nDCG's cutoff, on the
+    page and in the bundle (the bundle used to take NFaiRR at the table's cutoff, 2)."""
+    report = build(measures="nDCG@1,MRR@2")
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    title = client.get("/metrics/tab/").context["tradeoff"]["title"]
+    caption = paper_files(report)["fig-tradeoff.tex"].decode()
+    assert title == "NFaiRR@1 against nDCG@1"
+    assert "NFaiRR@1 against effectiveness (nDCG@1)" in caption
+
+
+@pytest.mark.django_db
+def test_a_second_download_joins_the_bundles_job_still_queued(judged):
+    from core.models import Job
+    from metrics.services.paper import start_paper_bundle
+
+    report = build()
+    first = start_paper_bundle(report)  # not committed: still pending
+    assert start_paper_bundle(report) == first and Job.objects.filter(kind="metrics.paper").count() == 1
+    Job.objects.filter(pk=first.pk).update(status=Job.Status.FAILED)
+    assert start_paper_bundle(report) != first  # a failed build is tried again

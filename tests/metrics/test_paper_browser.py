@@ -8,10 +8,13 @@ import base64
 import io
 import shutil
 import subprocess
+import time
 import zipfile
 
 import pytest
 from django.core.management import call_command
+
+from core.models import Job
 
 QRELS = "1 0 d1 2\n1 0 d3 0\n2 0 d4 1\n3 0 d2 1\n"
 
@@ -59,8 +62,20 @@ def test_downloaded_bundle_compiles_and_its_first_page_shows(report, browser, li
         page.get_by_role("button", name="Log in").click()
         page.wait_for_load_state()
         page.goto("/metrics/paperish/")
+        # The first download starts the bundle's job and shows its page; once it is done, the page's
+        # link (or its own redirect) downloads the kept zip.
+        page.locator("#paper-bundle").click()
+        page.wait_for_url("**/jobs/*/")
+        job = Job.objects.get(kind="metrics.paper")
+        for _ in range(600):
+            job.refresh_from_db()
+            if job.status in (Job.Status.DONE, Job.Status.FAILED):
+                break
+            time.sleep(0.1)
+        assert job.status == Job.Status.DONE, job.message
+        page.reload()
         with page.expect_download() as download:
-            page.locator("#paper-bundle").click()
+            page.locator("#result a").click()
         archive = tmp_path / "paper.zip"
         download.value.save_as(archive)
         assert download.value.suggested_filename == "paperish-paper.zip"

@@ -66,6 +66,14 @@ SETTINGS = {
 }
 
 
+def _deepest_parenthesis(text: str) -> int:
+    depth = deepest = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
 @pytest.fixture
 def facts(batch):
     facts = study_facts(batch)
@@ -81,10 +89,22 @@ def test_pool_and_machine_are_stated_and_cited(facts):
     assert "the 500 queries whose top 10 documents lean most female" in tex and "(MS MARCO \\cite{bajaj2016})" in tex
     assert "its labels at confidence 0.9 or above were accepted (120 queries)" in tex
     assert r"accuracy was 0.955 and Cohen's $\kappa$ \cite{cohen1960} 0.900 (95\% CI $[0.850, 0.940]$)" in tex
+    assert (
+        r"On its blind calibration sample \texttt{mach-part-1} (200 queries labelled by the crowd), the machine's"
+        in tex
+    )
+    assert _deepest_parenthesis(tex) == 1 and tex.count("fixed-sequence") == 1
+    fair = SETTINGS | {
+        "metrics": ["NFaiRR", "TExFAIR"],
+        "nfairr_normalisation": "by the collection (Σ w_r over the cutoff)",
+    }
+    assert _deepest_parenthesis(methods_tex(facts, fair)) == 1
     assert "expected calibration error 0.030, Brier score 0.080" in tex
     # The guarantee in machine_facts' own words, its signs as LaTeX, with the method cited.
     assert r"with probability $\geq$ 0.95 (1 $-$ $\delta$) over the blind sample" in tex
     assert r"\cite{angelopoulos2021ltt}" in tex and r"\cite{angelopoulos2023ppi}" in tex
+    # The shares are PPI++ estimates (annotation.machine.proportions): cited as such.
+    assert r"PPI++ \cite{angelopoulos2023ppiplus}" in tex and "2311.01453" in bibtex(cited_keys(tex))
     assert r"estimated accuracy is 0.970 (95\% CI $[0.930, 0.990]$)" in tex
     # Only the metrics the report holds: no NFaiRR, no test without a baseline.
     assert "rekabsaz2021" not in tex and "holm1979" not in tex and "student1908" not in tex
@@ -111,3 +131,92 @@ def test_the_paragraph_compiles(facts, tmp_path):
             done = subprocess.run(step, cwd=tmp_path, capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, done.stdout[-2000:]
     assert "undefined" not in (tmp_path / "main.log").read_text(errors="replace").lower()
+
+
+@pytest.mark.django_db
+def test_a_machine_labelled_batch_is_described_by_its_label_sources(facts):
+    """200 queries: 80 machine-accepted, the 120 others to the crowd (119 labelled by plurality, 1
+    disputed). The crowd did not label every query, the machine's labels are no vote, and the cost is
+    what was spent, never the all-crowd estimate of the batch's creation."""
+    facts["labels"] |= {
+        "queries": 200,
+        "labelled": 199,
+        "sources": {"machine-accepted": 80, "crowd majority": 119},
+        "adjudicated": 0,
+        "set_aside": {"disputed": 1, "too_few_votes": 0},
+    }
+    facts["batch"] |= {"cost": {"total": "30.00"}, "spent": "12.40", "min_votes": 2}
+    tex = methods_tex(facts, SETTINGS)
+    assert "Each of the 200 queries" not in tex and "majority vote" not in tex and "30.00" not in tex
+    assert "The 120 queries that went to the crowd were each labelled as non-gendered" in tex
+    assert "12.40 USD spent in all" in tex
+    assert "A crowd label is the strict plurality of at least 2 usable votes" in tex
+    assert "a machine-accepted label stands as the machine gave it" in tex
+    assert (
+        "Of the 200 queries, 199 were labelled (119 by the crowd's plurality, 80 machine-accepted, "
+        "1 set aside as disputed)." in tex
+    )
+    del facts["batch"]["spent"]  # without what was spent: no figure for a machine-labelled batch
+    assert "USD spent" not in methods_tex(facts, SETTINGS) and "30.00" not in methods_tex(facts, SETTINGS)
+    facts["machine"] = None
+    assert "estimated cost at creation 30.00 USD" in methods_tex(facts, SETTINGS)
+
+
+def test_the_label_sources_are_annotations():
+    from annotation.results.selectors import SOURCES
+    from metrics.methods_text import SOURCE_ORDER
+
+    assert SOURCE_ORDER == SOURCES
+
+
+@pytest.mark.django_db
+def test_escalation_is_stated_as_it_works(facts):
+    """The cap is the assignments a task (HIT) may reach in all, and a round adds an assignment to the
+    whole task; with ``posterior:P`` a query is settled by Dawid–Skene's posterior, not a majority."""
+    facts["quality"] |= {"escalate_until": "posterior:0.9", "escalation_cap": 7, "escalations": 3}
+    tex = methods_tex(facts, SETTINGS)
+    assert "up to 7 more" not in tex and "disputed queries were sent" not in tex
+    assert (
+        "a task with an unsettled query was given one more assignment per round (every query of the task gets a "
+        "vote more) until Dawid--Skene's largest posterior \\cite{dawid1979} for it reached 0.9 or the task had "
+        "7 assignments in all (3 escalations applied)"
+    ) in tex
+    facts["quality"] |= {"escalate_until": "majority", "escalations": 1}
+    assert "until it had a strict majority or the task had 7 assignments in all (1 escalation applied)" in (
+        methods_tex(facts, SETTINGS)
+    )
+
+
+@pytest.mark.django_db
+def test_no_certified_threshold_is_never_called_certified(facts):
+    facts["machine"] = machine_facts({**DECISION, "threshold": None, "accepted": 0, "estimated_accuracy": None,
+                                      "accuracy_ci": None}, CALIBRATION)  # fmt: skip
+    tex = methods_tex(facts, SETTINGS)
+    assert "Guarantee: no threshold could be certified" in tex and "certified by" not in tex
+    assert "angelopoulos2021ltt" not in cited_keys(tex)
+
+
+@pytest.mark.django_db
+def test_wording_agrees_in_number_and_states_the_rules(facts):
+    facts["quality"] |= {"gold_per_hit": 2, "gold_pass_fraction": 0.5}
+    facts["prolific"] = {"filters": [{"filter_id": "sex", "selected_values": ["0", "1"]}], "devices": None}
+    settings = SETTINGS | {"cutoffs": [10], "qrels": "judged", "measures": ["nDCG@10"], "unjudged": 1}
+    tex = methods_tex(facts, settings)
+    assert "(1 screener)" in tex and "at cutoff 10," in tex and "the 1 unjudged query is left out" in tex
+    assert "2 gold questions per task (a task passes with at least 50.0\\% of them right; a failed task's " in tex
+    assert "answers are not counted)" in tex and "majority vote" not in tex
+    tex = methods_tex(facts, SETTINGS | {"cutoffs": [5, 10], "unjudged": 2, "qrels": "j", "measures": ["MRR"]})
+    assert "at cutoffs 5 and 10," in tex and "the 2 unjudged queries are left out" in tex
+
+
+def test_ms_marco_is_cited_from_a_dataset_source_only():
+    """A query set merely named msmarco is no evidence; an ir_datasets source is (the collection's too)."""
+    given = SETTINGS | {"query_set": "msmarco-dev", "dataset_source": None, "collections": [{"name": "c"}]}
+    tex = methods_tex(None, given)
+    assert "bajaj2016" not in cited_keys(tex) and r"rank the passages of the collection \texttt{c}." in tex
+    source = "ir_datasets:msmarco-passage (ir_datasets 0.5.9)"
+    tex = methods_tex(None, given | {"collections": [{"name": "c", "dataset_source": source}, {"name": "d"}]})
+    assert cited_keys(tex).count("bajaj2016") == 1
+    assert (
+        r"collections \texttt{c} (from \texttt{ir\_datasets:msmarco-passage} \cite{bajaj2016}) and \texttt{d}." in tex
+    )

@@ -1,6 +1,6 @@
 from core.management.cli import ProjectCommand, command_errors, get_named
 from metrics.models import Report
-from metrics.services.paper import write_paper_bundle
+from metrics.services.paper import paper_warnings, write_paper_bundle
 
 
 class Command(ProjectCommand):
@@ -14,7 +14,9 @@ class Command(ProjectCommand):
     def add_arguments(self, parser):
         parser.add_argument("report", help="the report's name")
         parser.add_argument(
-            "--out", required=True, help="folder to write (its parent must exist; an earlier bundle there is replaced)"
+            "--out",
+            required=True,
+            help="folder to write (its parent must exist; an earlier bundle there, marked by .paper-bundle, is replaced; any other files are refused)",
         )
 
     def handle(self, *args, **options):
@@ -23,4 +25,6 @@ class Command(ProjectCommand):
             folder = write_paper_bundle(report, options["out"])
         names = sorted(path.name for path in folder.iterdir())
         self.stdout.write(self.style.SUCCESS(f"Paper bundle of {report.name} in {folder}: {', '.join(names)}"))
+        for warning in paper_warnings(report):
+            self.stderr.write(self.style.WARNING(f"Warning: {warning}"))
         self.stdout.write(f"Compile it: cd {folder} && pdflatex main && bibtex main && pdflatex main && pdflatex main")
