@@ -35,6 +35,7 @@ from typing import Any
 
 from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
+from core.files import replace_folder
 from core.jobs import background_job
 from core.models import Job
 from pooling.models import Collection
@@ -356,23 +357,10 @@ def write_paper_bundle(report: Report, out: str | os.PathLike) -> Path:
     try:
         for name, body in files.items():
             (staging / name).write_bytes(body)
-        os.chmod(staging, 0o755)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.old."))
-            old.rmdir()
-            target.rename(old)
-            try:
-                staging.rename(target)
-            except BaseException:
-                old.rename(target)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(target)
+        return replace_folder(staging, target)  # whole or not at all; the earlier bundle back on failure
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return target
 
 
 def paper_key(report: Report) -> tuple[dict[str, str], str]:

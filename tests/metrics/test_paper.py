@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -438,14 +439,15 @@ def test_a_failed_final_rename_puts_the_earlier_bundle_back(judged, tmp_path, mo
     report = build()
     bundle = write_paper_bundle(report, tmp_path / "bundle")
     before = {path.name: path.read_bytes() for path in bundle.iterdir()}
-    rename = Path.rename
+    rename = os.rename  # core.files.replace_folder's
 
-    def failing(self, target):
-        if Path(target) == bundle and self.name.startswith(".bundle.") and ".old." not in self.name:
+    def failing(source, target):
+        name = Path(source).name
+        if Path(target) == bundle and name.startswith(".bundle.") and ".old" not in name:
             raise OSError("simulated: the disk went away")
-        return rename(self, target)
+        return rename(source, target)
 
-    monkeypatch.setattr(Path, "rename", failing)
+    monkeypatch.setattr(os, "rename", failing)
     with pytest.raises(OSError, match="simulated"):
         write_paper_bundle(report, bundle)
     assert {path.name: path.read_bytes() for path in bundle.iterdir()} == before
