@@ -3,7 +3,6 @@ from core.management.cli import ProjectCommand, command_errors, get_named_list
 from core.spreadsheet import write_csv
 from metrics.defaults import CRBO_DEPTH as DEFAULT_DEPTH
 from metrics.defaults import CRBO_P as DEFAULT_P
-from metrics.services import crbo_summary
 from pooling.models import Run
 
 
@@ -29,6 +28,9 @@ class Command(ProjectCommand):
         parser.add_argument("--per-query", help="also write qid,rbo lines to this CSV file")
 
     def handle(self, **o):
+        # Here, not at the top: the services (and what they load) are not needed by --help.
+        from metrics.services import crbo_summary
+
         run, counterfactual = get_named_list(Run, [o["run"], o["counterfactual_run"]], "run")
         with command_errors():
             if o["per_query"]:

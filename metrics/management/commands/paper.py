@@ -1,6 +1,5 @@
 from core.management.cli import ProjectCommand, command_errors, get_named
 from metrics.models import Report
-from metrics.services.paper import paper_warnings, write_paper_bundle
 
 
 class Command(ProjectCommand):
@@ -20,6 +19,9 @@ class Command(ProjectCommand):
         )
 
     def handle(self, *args, **options):
+        # Here, not at the top: the services (and what they load) are not needed by --help.
+        from metrics.services.paper import paper_warnings, write_paper_bundle
+
         report = get_named(Report.objects.all(), options["report"], "report")
         with command_errors():
             folder = write_paper_bundle(report, options["out"])

@@ -1,6 +1,5 @@
 from core.management.cli import ProjectCommand, command_errors, get_named, name_list
 from metrics.defaults import VARIANT_VERSIONS as VERSIONS
-from metrics.services import preference_summary
 from pooling.models import Run
 
 
@@ -18,6 +17,9 @@ class Command(ProjectCommand):
         parser.add_argument("--versions", default=",".join(VERSIONS), help="version suffixes (default m,f,n)")
 
     def handle(self, **o):
+        # Here, not at the top: the services (and what they load) are not needed by --help.
+        from metrics.services import preference_summary
+
         run = get_named(Run, o["run"], "run")
         with command_errors():
             result = preference_summary(run, separator=o["separator"], versions=name_list(o["versions"]))
