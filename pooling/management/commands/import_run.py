@@ -54,7 +54,7 @@ class Command(ProjectCommand):
         with command_errors():
             for n in names:
                 validate_name(n, "run")
-        known = None if chunks else services.known_docids(collection_obj)  # prepared once for every file
+            known = None if chunks else services.known_docids(collection_obj)  # prepared once for every file
         for path, run_name_ in zip(paths, names, strict=True):
             with command_errors():
                 result = services.import_run(
