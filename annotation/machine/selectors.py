@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Avg, Count, Max
+from django.db.models import Avg, Count, Max, Q
 
 from annotation.crowd.selectors import batch_progress, is_machine_labelled, spent
 from annotation.labels import LABEL_NAMES, LABELS
@@ -263,8 +263,14 @@ def report_version(batch: Batch) -> str | None:
     if sample is None:
         return None
     chain = [link.pk for link in sample_chain(sample)]
+    usable = Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]) & ~Q(gold_passed=False)
     work = Assignment.objects.filter(hit__batch__in=chain).aggregate(
-        n=Count("id"), submitted=Max("submitted_at"), reviewed=Max("reviewed_at")
+        n=Count("id"),
+        # by state, as answers_version: voiding or rejecting an answer changes neither count nor times
+        usable=Count("id", filter=usable),
+        approved=Count("id", filter=Q(status=Assignment.Status.APPROVED)),
+        submitted=Max("submitted_at"),
+        reviewed=Max("reviewed_at"),
     )
     rulings = Adjudication.objects.filter(batch_query__batch__in=chain).aggregate(n=Count("id"), last=Max("decided_at"))
     labelled = PreLabel.objects.filter(batch_query__batch=batch).aggregate(n=Count("id"), last=Max("created"))

@@ -39,6 +39,7 @@ from django.db.models import Count, Max, Q
 from annotation.crowd.selectors import batch_progress, judgment_counts
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
+from core.version import code_key
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -156,7 +157,10 @@ def answers_version(batch: Batch, *, own_judgments: dict[str, int | None] | None
     )
     routing = latest_routing(batch)
     machine = (
-        PreLabel.objects.filter(batch_query__batch=batch).aggregate(n=Count("id"), last=Max("id"))
+        # ``created``: a labeller run again with the same identity rewrites its rows in place (same ids)
+        PreLabel.objects.filter(batch_query__batch=batch).aggregate(
+            n=Count("id"), last=Max("id"), created=Max("created")
+        )
         if routing is not None
         else {}
     )
@@ -192,12 +196,15 @@ def remembered(key: str, compute: Callable[[], T]) -> T:
 
     The ``results`` cache (``settings.CACHES``: the database's ``results_cache`` table, or
     Redis) is shared by every worker: what one computed, the others read. ``key`` must name
-    everything the value depends on (a version). A cache that cannot be read or written
+    everything the value depends on (a version); the code's version (:func:`core.version.code_key`)
+    is added here, so figures the code computed before a deployment are not served after it. A
+    cache that cannot be read or written
     (its table not created yet) only costs the recomputation, never the page.
     """
     from django.core.cache import caches
 
     cache = caches["results"]
+    key = f"{code_key()}:{key}"  # what another version of the code computed is never served
     try:
         value = _contained(lambda: cache.get(key))
     except DatabaseError as exc:  # e.g. the table not migrated yet

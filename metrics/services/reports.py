@@ -12,8 +12,6 @@ union of the documents of every run (top max-cutoff) and of the background run.
 
 from __future__ import annotations
 
-import subprocess
-import tomllib
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,7 +19,6 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
-from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 
@@ -31,6 +28,7 @@ from core.jobs import background_job
 from core.models import Job
 from core.services.names import validate_name
 from core.services.storage import cache_dir
+from core.version import software_version
 from pooling.analysis import check_same_collection
 from pooling.models import Qrels, QuerySet, Run
 from pooling.services import document_counts_for, qrels_frame, register_wordlist, run_frame, top_rankings
@@ -63,22 +61,6 @@ def default_representative_wordlist() -> GenderWords:
 
 
 @cache
-def software_version() -> str:
-    """``genderbias <version>`` plus the git commit when the code runs from a checkout."""
-    root = Path(settings.BASE_DIR)
-    try:
-        version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
-        version = "unknown"
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    return f"genderbias {version}" + (f" ({commit})" if commit else "")
-
-
 @dataclass(frozen=True)
 class ReportSettings:
     cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
