@@ -33,6 +33,7 @@ RECORDED = {
     "metrics.crbo": "metrics.tasks.crbo_task",
     "metrics.preference": "metrics.tasks.preference_task",
     "metrics.counterfactual": "metrics.tasks.counterfactual_collection_task",
+    "metrics.paper": "metrics.tasks.paper_bundle_task",
 }
 
 
