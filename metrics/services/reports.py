@@ -15,7 +15,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
@@ -60,7 +59,6 @@ def default_representative_wordlist() -> GenderWords:
     return load_wordlist(REPRESENTATIVE_WORDLIST, name="representative-163+163")
 
 
-@cache
 @dataclass(frozen=True)
 class ReportSettings:
     cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
