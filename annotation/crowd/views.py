@@ -6,17 +6,13 @@ list doubles as the annotators' home, which shows them where to start.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import inspect
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import get_template, render_to_string
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
@@ -282,9 +278,9 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
     answers = BatchAnswers(batch)
     report = agreement(batch, answers=answers)
-    # Kept under what else they show: the batch's name (in links), the interval's resamples, and
-    # the templates themselves (a deploy that changes them never serves an old rendering).
-    kept = f"{batch.name}:{report['bootstrap_resamples']}:{_templates_key(AGREEMENT_PARTS)}"
+    # Kept under what else they show: the batch's name (in links) and the interval's resamples (the
+    # code's version, templates included, is in every results-cache key: results.selectors.remembered).
+    kept = f"{batch.name}:{report['bootstrap_resamples']}"
     figures = cached_for_answers(answers, f"agreement-figures:{kept}", lambda: _agreement_figures(batch, report))
     dawid_skene = cached_for_answers(
         answers,
@@ -317,8 +313,7 @@ def _worker_quality(batch: Batch, answers: BatchAnswers, report: dict) -> list[d
     and the agreement report, which the version covers: 15,000 assignments read at each view
     of a 50,000-query batch otherwise); who is blocked and flagged is not an answer and is read
     at each view, as ``worker_quality`` reads it."""
-    code = _code_key(worker_quality)  # a deploy that changes the rows never reads old ones
-    rows = cached_for_answers(answers, f"worker-quality:{code}", lambda: worker_quality(batch, report))
+    rows = cached_for_answers(answers, "worker-quality", lambda: worker_quality(batch, report))
     blocked = dict(
         Worker.objects.filter(pseudonym__in=[row["worker"] for row in rows]).values_list("pseudonym", "blocked")
     )
@@ -332,26 +327,6 @@ def _worker_quality(batch: Batch, answers: BatchAnswers, report: dict) -> list[d
         }
         for row in rows
     ]
-
-
-#: The agreement page's parts rendered once per answer version, and the template tags they use.
-AGREEMENT_PARTS = ("annotation/_agreement_figures.html", "annotation/_agreement_dawid_skene.html")
-
-
-@functools.cache
-def _templates_key(names: tuple[str, ...]) -> str:
-    """A fingerprint of the templates ``names`` and of the code of their tag libraries, read once per process."""
-    from annotation.templatetags import labels
-
-    sources = [get_template(name).template.source for name in names]
-    sources.append(inspect.getsource(labels))
-    return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:12]
-
-
-@functools.cache
-def _code_key(function) -> str:
-    """A fingerprint of ``function``'s module source, read once per process."""
-    return hashlib.sha256(inspect.getsource(inspect.getmodule(function)).encode()).hexdigest()[:12]
 
 
 def _agreement_figures(batch: Batch, report: dict) -> str:

@@ -50,3 +50,11 @@ def test_share_interval_is_wilson_by_hand():
     assert share["estimate"] == 0.4
     assert share["ci"] == [round(centre - half, 4), round(centre + half, 4)]
     assert share_interval(0, 0)["estimate"] is None
+
+
+@pytest.mark.parametrize(("count", "total"), [(0, 7), (2, 5), (187, 413), (413, 413), (1, 3750)])
+def test_share_interval_equals_scipys_wilson_interval(count, total):
+    from scipy.stats import binomtest
+
+    reference = binomtest(count, total).proportion_ci(confidence_level=0.95, method="wilson")
+    assert share_interval(count, total)["ci"] == [round(reference.low, 4), round(reference.high, 4)]
