@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, Max, Q, QuerySet, Sum
@@ -29,38 +30,68 @@ def batch_by_name(name: str) -> Batch | None:
     return Batch.objects.filter(name=name).first()
 
 
-def batch_progress(batch: Batch, judged: dict[str, int | None] | None = None) -> dict[str, int | float | None]:
+def batch_progress(
+    batch: Batch,
+    judged: dict[str, int | None] | None = None,
+    assignments: dict[str, Any] | None = None,
+) -> dict[str, int | float | None]:
     """Counts for the batch page, its live fragment (polled every 2 s), the API and the commands:
-    five aggregate queries, none reading a judgment row (:func:`judgment_counts`; ``judged``: those
-    counts of ``batch`` when the caller read them already)."""
+    four aggregate queries, none reading a judgment row (:func:`judgment_counts`; ``judged``: those
+    counts of ``batch`` when the caller read them already; ``assignments``: its
+    :func:`assignment_counts`, likewise)."""
     hits = batch.hits.aggregate(
         total=Count("pk"),
         published=Count("pk", filter=~Q(provider_id=None)),
         expected=Sum("max_assignments"),
     )
     expected = hits["expected"] or 0
-    by_status = dict(
-        Assignment.objects.filter(hit__batch=batch).values_list("status").annotate(n=Count("pk")).order_by()
-    )
+    work = assignments if assignments is not None else assignment_counts([batch.pk])
     judgments = judged if judged is not None else judgment_counts([batch.pk])
-    queries = batch.queries.aggregate(
-        total=Count("pk", filter=Q(is_gold=False)), gold=Count("pk", filter=Q(is_gold=True))
-    )
-    done = by_status.get(Assignment.Status.SUBMITTED, 0) + by_status.get(Assignment.Status.APPROVED, 0)
+    # Every query along the batch's index, the few gold ones along their partial index: no row read.
+    every = batch.queries.count()
+    gold = batch.queries.filter(is_gold=True).count()
+    submitted, approved = work["status_submitted"], work["status_approved"]
     return {
         "hits": hits["total"],
         "hits_published": hits["published"],
         "assignments_expected": expected,
-        "assigned": by_status.get(Assignment.Status.ASSIGNED, 0),
-        "submitted": by_status.get(Assignment.Status.SUBMITTED, 0),
-        "approved": by_status.get(Assignment.Status.APPROVED, 0),
-        "rejected": by_status.get(Assignment.Status.REJECTED, 0),
+        "assigned": work["status_assigned"],
+        "submitted": submitted,
+        "approved": approved,
+        "rejected": work["status_rejected"],
         "judgments": judgments["n"],
         "invalid_judgments": judgments["n"] - judgments["labelled"],
-        "fraction": min(1.0, done / expected) if expected else None,
-        "queries": queries["total"],
-        "gold_queries": queries["gold"],
+        "fraction": min(1.0, (submitted + approved) / expected) if expected else None,
+        "queries": every - gold,
+        "gold_queries": gold,
     }
+
+
+#: What :func:`annotation.results.selectors.answers_version` reads of the assignments (its ``work``).
+WORK_KEYS = ("n", "last", "usable", "approved", "submitted", "reviewed")
+
+
+def assignment_counts(batch_ids: list[int]) -> dict[str, Any]:
+    """One pass over the assignments of the batches ``batch_ids``: what the answers' version reads
+    (:data:`WORK_KEYS`: how many, the largest id, how many usable (submitted or approved and not
+    failing their gold questions) and approved, the last submitted and reviewed), how many are in
+    each status (``status_<status>``, the progress) and how many failed their gold questions
+    (``failed_gold``: the batch page lists them only when there are any).
+
+    The batch page and its live fragment read the assignments once for all three (three passes
+    over a 50,000-query batch's 15,000 assignments before).
+    """
+    done = [Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]
+    return Assignment.objects.filter(hit__batch__in=batch_ids).aggregate(
+        n=Count("id"),
+        last=Max("id"),
+        usable=Count("id", filter=Q(status__in=done) & ~Q(gold_passed=False)),
+        approved=Count("id", filter=Q(status=Assignment.Status.APPROVED)),
+        submitted=Max("submitted_at"),
+        reviewed=Max("reviewed_at"),
+        failed_gold=Count("id", filter=Q(gold_passed=False)),
+        **{f"status_{status}": Count("id", filter=Q(status=status)) for status in Assignment.Status.values},
+    )
 
 
 def judgment_counts(batch_ids: list[int]) -> dict[str, int | None]:

@@ -18,7 +18,13 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
-from annotation.crowd.selectors import BonusPreview, batch_progress, judgment_counts, preview_bonuses
+from annotation.crowd.selectors import (
+    BonusPreview,
+    assignment_counts,
+    batch_progress,
+    judgment_counts,
+    preview_bonuses,
+)
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.background import start_escalate, start_pay_bonuses, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
@@ -34,6 +40,7 @@ from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS, plan
 from annotation.results.selectors import (
     BatchAnswers,
     agreement,
+    agreement_summary,
     cached_for_answers,
     query_results,
     set_aside_rows,
@@ -120,23 +127,15 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     )
     for hit in hits:
         hit.answered = answered.get(hit.pk, 0)
-    judged = judgment_counts([batch.pk])  # counted once for the progress and the answers' version
-    progress = batch_progress(batch, judged)
     return render(
         request,
         "annotation/batch_detail.html",
-        {
-            "batch": batch,
-            "progress": progress,
-            "state": batch_state(batch, progress),
-            "agreement": agreement(
-                batch, bootstrap=0, progress=progress, answers=BatchAnswers(batch, own_judgments=judged)
-            ),
+        _live(batch)
+        | {
             "hits": hits,
             "exports": batch.exports.select_related("query_set"),
             "export_form": ExportForm(),
             "escalations": batch.escalations.select_related("hit"),
-            "failed_gold": _failed_gold(batch),
             "extra_spent": extra_spent(batch),
             "flags": batch.worker_flags.count(),
             "comparison": _mturk_comparison(batch),
@@ -165,18 +164,25 @@ def _failed_gold(batch: Batch):
 def batch_live(request: HttpRequest, name: str) -> HttpResponse:
     """The batch page's live part (htmx polls it while the batch is published)."""
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool"), name=name)
-    judged = judgment_counts([batch.pk])  # counted once for the progress and the answers' version
-    progress = batch_progress(batch, judged)
-    context = {
+    return render(request, "annotation/_batch_live.html", _live(batch))
+
+
+def _live(batch: Batch) -> dict:
+    """The live part's context (the batch page shows it too): the batch's assignments and
+    judgments counted once for the progress, the answers' version and the work that failed its
+    gold questions (listed only when there is any), and what the page shows of the agreement
+    (:func:`agreement_summary`, a few numbers kept per answer version)."""
+    judged = judgment_counts([batch.pk])
+    counted = assignment_counts([batch.pk])
+    progress = batch_progress(batch, judged, counted)
+    answers = BatchAnswers(batch, own_judgments=judged, own_assignments=counted)
+    return {
         "batch": batch,
         "progress": progress,
         "state": batch_state(batch, progress),
-        "agreement": agreement(
-            batch, bootstrap=0, progress=progress, answers=BatchAnswers(batch, own_judgments=judged)
-        ),
-        "failed_gold": _failed_gold(batch),
+        "agreement": agreement_summary(batch, answers=answers, progress=progress),
+        "failed_gold": _failed_gold(batch) if counted["failed_gold"] else Assignment.objects.none(),
     }
-    return render(request, "annotation/_batch_live.html", context)
 
 
 def _start(request: HttpRequest, name: str, start) -> HttpResponse:

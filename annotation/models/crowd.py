@@ -210,6 +210,10 @@ class BatchQuery(models.Model):
                 name="gold_has_label",
             ),
         ]
+        indexes = [
+            # The few gold questions of a batch counted without reading its queries (its progress).
+            models.Index(fields=["batch"], condition=Q(is_gold=True), name="batchquery_gold"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.qid}: {self.text}"

@@ -34,9 +34,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError, transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max
 
-from annotation.crowd.selectors import batch_progress, judgment_counts
+from annotation.crowd.selectors import WORK_KEYS, assignment_counts, batch_progress, judgment_counts
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 from core.version import code_key
@@ -129,7 +129,12 @@ def min_votes(batch: Batch) -> int:
     return min(MIN_VOTES, batch.assignments_per_query)
 
 
-def answers_version(batch: Batch, *, own_judgments: dict[str, int | None] | None = None) -> str:
+def answers_version(
+    batch: Batch,
+    *,
+    own_judgments: dict[str, int | None] | None = None,
+    own_assignments: dict[str, Any] | None = None,
+) -> str:
     """A key that changes whenever what ``batch``'s answers add up to may change.
 
     Everything :class:`BatchAnswers`, :func:`query_results` and :func:`agreement` read: the
@@ -138,23 +143,17 @@ def answers_version(batch: Batch, *, own_judgments: dict[str, int | None] | None
     in which state, the last submitted and reviewed), their judgments, the researchers'
     rulings and the routing in force with its machine labels. A few aggregate queries:
     what they stand for (Dawid-Skene, bootstraps) is the expensive part.
+
+    ``own_judgments`` and ``own_assignments``: :func:`judgment_counts` and :func:`assignment_counts`
+    of the batch alone, when the caller read them in this request (for its progress); they stand
+    for the answers when no derived batch adds its own.
     """
     ids = crowd_batch_ids(batch)
-    usable = Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]) & ~Q(gold_passed=False)
-    work = Assignment.objects.filter(hit__batch__in=ids).aggregate(
-        n=Count("id"),
-        last=Max("id"),
-        usable=Count("id", filter=usable),
-        approved=Count("id", filter=Q(status=Assignment.Status.APPROVED)),
-        submitted=Max("submitted_at"),
-        reviewed=Max("reviewed_at"),
-    )
-    # The caller's count of the batch's own judgments (read for its progress in this request) stands
-    # for them when no derived batch adds its own.
-    judged = own_judgments if own_judgments is not None and ids == [batch.pk] else judgment_counts(ids)
-    rulings = Adjudication.objects.filter(batch_query__batch__in=ids).aggregate(
-        n=Count("id"), last=Max("id"), decided=Max("decided_at")
-    )
+    alone = ids == [batch.pk]
+    counted = own_assignments if own_assignments is not None and alone else assignment_counts(ids)
+    work = {key: counted[key] for key in WORK_KEYS}
+    judged = own_judgments if own_judgments is not None and alone else judgment_counts(ids)
+    rulings = _rulings_of(ids).aggregate(n=Count("id"), last=Max("id"), decided=Max("decided_at"))
     routing = latest_routing(batch)
     machine = (
         # ``created``: a labeller run again with the same identity rewrites its rows in place (same ids)
@@ -176,6 +175,22 @@ def answers_version(batch: Batch, *, own_judgments: dict[str, int | None] | None
         sorted(machine.items()),
     )
     return hashlib.sha256(repr(state).encode()).hexdigest()[:32]
+
+
+def _rulings_of(batch_ids: list[int]):
+    """The rulings on the queries of the batches ``batch_ids``, for counting them.
+
+    Rulings are few (a researcher's, one by one): each ruling's batch is read through its
+    query's primary key, so counting reads the rulings, not the batch's queries (SQLite, which
+    keeps no statistics, went along every query of the batch: 50,000 index searches at 50,000
+    queries, for a handful of rulings).
+    """
+    from django.db.models import OuterRef, Subquery
+
+    from annotation.models import BatchQuery
+
+    batch_of = Subquery(BatchQuery.objects.filter(pk=OuterRef("batch_query_id")).order_by().values("batch_id")[:1])
+    return Adjudication.objects.alias(of_batch=batch_of).filter(of_batch__in=batch_ids).order_by()
 
 
 def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
@@ -262,10 +277,18 @@ class BatchAnswers:
     query and one Dawid-Skene fit per request instead of one per use.
     """
 
-    def __init__(self, batch: Batch, *, own_judgments: dict[str, int | None] | None = None) -> None:
+    def __init__(
+        self,
+        batch: Batch,
+        *,
+        own_judgments: dict[str, int | None] | None = None,
+        own_assignments: dict[str, Any] | None = None,
+    ) -> None:
         self.batch = batch
-        #: :func:`judgment_counts` of the batch alone, when the caller read them in this request.
+        #: :func:`judgment_counts` and :func:`assignment_counts` of the batch alone, when the caller
+        #: read them in this request.
         self.own_judgments = own_judgments
+        self.own_assignments = own_assignments
         #: What was computed from these answers in this request (see :func:`_cached`).
         self.memo: dict[str, Any] = {}
 
@@ -277,7 +300,7 @@ class BatchAnswers:
     @cached_property
     def version(self) -> str:
         """The batch's :func:`answers_version` when these answers were first asked for it."""
-        return answers_version(self.batch, own_judgments=self.own_judgments)
+        return answers_version(self.batch, own_judgments=self.own_judgments, own_assignments=self.own_assignments)
 
     @cached_property
     def votes(self) -> pd.DataFrame:
@@ -448,6 +471,27 @@ def agreement(
     report = _cached(answers, f"agreement:{bootstrap}:{seed}", lambda: _agreement(batch, answers, bootstrap, seed))
     # Progress counts every assignment (taken, abandoned ...), not only answers: always read afresh.
     return report | {"progress": progress if progress is not None else batch_progress(batch)}
+
+
+def agreement_summary(
+    batch: Batch, *, answers: BatchAnswers | None = None, progress: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What the batch page and its live fragment (polled every 2 s) show of :func:`agreement`:
+    ``krippendorff_alpha``, ``judgments`` (usable), ``set_aside_count``, plus ``progress`` (as
+    :func:`agreement`). Kept per answer version apart from the report, whose per-query lists
+    (set aside, disagreements: 186 KB at 50,000 queries) a poll would otherwise read whole."""
+    answers = answers or BatchAnswers(batch)
+
+    def summary() -> dict[str, Any]:
+        report = agreement(batch, bootstrap=0, answers=answers, progress={})
+        return {
+            "krippendorff_alpha": report["krippendorff_alpha"],
+            "judgments": report["judgments"],
+            "set_aside_count": len(report["set_aside"]),
+        }
+
+    kept = _cached(answers, "agreement-summary:0:0", summary)
+    return kept | {"progress": progress if progress is not None else batch_progress(batch)}
 
 
 def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -> dict[str, Any]:
