@@ -15,6 +15,7 @@ path) and streamed in blocks (``FileResponse``), so a large export never sits in
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
@@ -45,24 +46,71 @@ from annotation.results.selectors import (
 from core.errors import ServiceError
 from core.web.permissions import researcher_required
 
+#: Rows of the review queue kept together (:func:`_queue`): a view reads the queue's statuses and
+#: the one part holding the query it shows.
+REVIEW_PART = 50
 
-def _rows(batch: Batch) -> tuple[list[dict], int]:
-    """The queue: the rows of the queries that have a status (all the review walks or counts), in
-    batch order, each with its ``index`` among all the batch's queries, and how many queries the
-    batch has. Kept per answer version and set of escalated queries (:func:`cached_for_answers`):
-    a view reads the few hundred rows with a status, not every query's."""
+
+@dataclass
+class _Queue:
+    """The review queue of a batch as a view reads it: ``rows`` (the queries with a status, in batch
+    order, each with its ``qid``, ``statuses`` and ``index`` among all the batch's queries: what
+    the walk and the counts need), ``total`` (the batch's queries) and, on demand, a row whole
+    (:meth:`full`: votes, counts, Dawid-Skene, the ruling) from the part of the queue kept with it."""
+
+    batch: Batch
+    answers: BatchAnswers
+    key: str
+    rows: list[dict]
+    total: int
+
+    def full(self, row: dict | None) -> dict | None:
+        """``row`` (one of :attr:`rows`) with everything the panel shows."""
+        if row is None:
+            return None
+        part = next(i for i, kept in enumerate(self.rows) if kept["qid"] == row["qid"]) // REVIEW_PART
+        rows = cached_for_answers(
+            self.answers,
+            f"review-rows:{self.key}:{REVIEW_PART}:{part}",
+            lambda: _kept_rows(self.batch, self.answers)[part],
+        )
+        return next(kept for kept in rows if kept["qid"] == row["qid"])
+
+    def find(self, qid: str) -> dict | None:
+        """The whole row of query ``qid``, whatever its status (one without a status is not kept)."""
+        row = next((row for row in self.rows if row["qid"] == qid), None)
+        return self.full(row) if row is not None else _any_row(self.batch, qid)
+
+
+def _kept_rows(batch: Batch, answers: BatchAnswers) -> list[list[dict]]:
+    """The whole rows of the queries that have a status, in batch order, each with its ``index``
+    among all the batch's queries, cut in parts of :data:`REVIEW_PART`."""
+    rows = review_rows(query_results(batch, answers), escalated_qids(batch), gold_failed_qids(batch))
+    kept = [row | {"index": index} for index, row in enumerate(rows) if row["statuses"]]
+    return [kept[start : start + REVIEW_PART] for start in range(0, len(kept), REVIEW_PART)]
+
+
+def _queue(batch: Batch) -> _Queue:
+    """The queue, kept per answer version and set of escalated queries (:func:`cached_for_answers`):
+    a view reads the statuses of the queries that have one (a few hundred small rows, not every
+    query's) and one part of their whole rows."""
     answers = BatchAnswers(batch)
     escalated = escalated_qids(batch)  # escalations are not answers: read at each view
     # The escalated queries (the code's version is in every results-cache key: a deploy never reads old rows).
     key = hashlib.sha256(",".join(sorted(escalated)).encode()).hexdigest()[:16]
 
     def queue() -> dict:
-        rows = review_rows(query_results(batch, answers), escalated, gold_failed_qids(batch))
-        kept = [row | {"index": index} for index, row in enumerate(rows) if row["statuses"]]
-        return {"rows": kept, "total": len(rows)}
+        total = batch.queries.filter(is_gold=False).count()
+        parts = _kept_rows(batch, answers)
+        for part, rows in enumerate(parts):  # kept now: the first view of each part reads no results
+            cached_for_answers(answers, f"review-rows:{key}:{REVIEW_PART}:{part}", lambda rows=rows: rows)
+        walk = [
+            {"qid": row["qid"], "statuses": row["statuses"], "index": row["index"]} for rows in parts for row in rows
+        ]
+        return {"rows": walk, "total": total}
 
     found = cached_for_answers(answers, f"review-queue:{key}", queue)
-    return found["rows"], found["total"]
+    return _Queue(batch, answers, key, found["rows"], found["total"])
 
 
 def _any_row(batch: Batch, qid: str) -> dict | None:
@@ -134,18 +182,18 @@ def batch_review(request: HttpRequest, name: str) -> HttpResponse:
     status = _status(request)
     if request.method == "POST":
         return _rule(request, batch, status)
-    rows, total = _rows(batch)
+    queue = _queue(batch)
     if "after" in request.GET:
-        following = _following(batch, rows, status, request.GET["after"])
+        following = _following(batch, queue.rows, status, request.GET["after"])
         return redirect(_review_url(batch, status, **({"qid": following["qid"]} if following else {})))
     qid = request.GET.get("qid")
     if qid is not None:
-        current = next((row for row in rows if row["qid"] == qid), None) or _any_row(batch, qid)
+        current = queue.find(qid)
         if current is None:
             raise Http404("no such query in this batch")
     else:
-        current = next_query(rows, status)
-    return render(request, "annotation/review.html", _context(batch, rows, total, status, current))
+        current = queue.full(next_query(queue.rows, status))
+    return render(request, "annotation/review.html", _context(batch, queue.rows, queue.total, status, current))
 
 
 def _rule(request: HttpRequest, batch: Batch, status: str) -> HttpResponse:
@@ -161,11 +209,11 @@ def _rule(request: HttpRequest, batch: Batch, status: str) -> HttpResponse:
     htmx = request.headers.get("HX-Request") == "true"
     if ok and not htmx:
         return redirect(_review_url(batch, status, qid=qid))
-    rows, total = _rows(batch)
-    current = next((row for row in rows if row["qid"] == qid), None) or _any_row(batch, qid)
+    queue = _queue(batch)
+    current = queue.find(qid)
     if current is None:
         raise Http404("no such query in this batch")
-    context = _context(batch, rows, total, status, current, form=None if ok else form, ruled=ok)
+    context = _context(batch, queue.rows, queue.total, status, current, form=None if ok else form, ruled=ok)
     context["error"] = error
     template = "annotation/_review_panel.html" if htmx else "annotation/review.html"
     return render(request, template, context | {"oob": htmx}, status=200 if ok else 400)
