@@ -6,6 +6,9 @@ list doubles as the annotators' home, which shows them where to start.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -50,7 +53,8 @@ from annotation.results.views import export_file_response
 from core.errors import ServiceError
 from core.natural import natural_key, natural_sorted
 from core.services.uploads import staged_uploads
-from core.web.paging import table_page
+from core.web import paging
+from core.web.paging import TablePage, table_page
 from core.web.permissions import researcher_required
 
 
@@ -278,48 +282,113 @@ def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
 @researcher_required
 def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     """The agreement report. What depends on the answers alone (the figures, the Dawid-Skene
-    matrices and disagreements) is rendered once per answer version and kept for every worker
-    (:func:`cached_for_answers`); the worker-quality table (blocks and flags change without
-    an answer) and the set-aside table (paged, searched, sorted per request) are rendered per view."""
+    matrices and disagreements, worker quality's figures) is rendered once per answer version and
+    kept for every worker (:func:`cached_for_answers`): the report itself is read only when one of
+    them is missing. Who is blocked or flagged (not an answer) is read at each view; the set-aside
+    table's default view reads the one page it shows, kept in pages (searched or sorted, the
+    whole list)."""
     batch = get_object_or_404(Batch, name=name)
-    answers = BatchAnswers(batch)
-    report = agreement(batch, answers=answers)
+    # The assignments and judgments counted once, for the answers' version (the page shows no progress).
+    answers = BatchAnswers(
+        batch, own_judgments=judgment_counts([batch.pk]), own_assignments=assignment_counts([batch.pk])
+    )
+    kept_report: list[dict] = []
+
+    def report() -> dict:
+        if not kept_report:
+            kept_report.append(agreement(batch, answers=answers, progress={}))
+        return kept_report[0]
+
     # Kept under what else they show: the batch's name (in links) and the interval's resamples (the
     # code's version, templates included, is in every results-cache key: results.selectors.remembered).
-    kept = f"{batch.name}:{report['bootstrap_resamples']}"
-    figures = cached_for_answers(answers, f"agreement-figures:{kept}", lambda: _agreement_figures(batch, report))
+    kept = f"{batch.name}:{settings.AGREEMENT_BOOTSTRAP_RESAMPLES}"
+    figures = cached_for_answers(answers, f"agreement-figures:{kept}", lambda: _agreement_figures(batch, report()))
     dawid_skene = cached_for_answers(
         answers,
         f"agreement-dawid-skene:{kept}",
         lambda: render_to_string(
             "annotation/_agreement_dawid_skene.html",
-            {"batch": batch, "report": report | {"method_disagreements": _by_qid(report["method_disagreements"])}},
+            {
+                "batch": batch,
+                "report": report() | {"method_disagreements": _by_qid(report()["method_disagreements"])},
+            },
         ),
-    )
-    # Every qid table of the page in the same, natural order ("2" before "10").
-    set_aside = table_page(
-        request, set_aside_rows(batch, answers), lambda r: f"{r['qid']} {r['query']}", sort_keys=SET_ASIDE_SORTS
     )
     return render(
         request,
         "annotation/batch_agreement.html",
         {
             "batch": batch,
-            "report": report,
             "figures": mark_safe(figures),  # rendered by a template, escaped there
             "dawid_skene": mark_safe(dawid_skene),
-            "set_aside": set_aside,
+            "set_aside": _set_aside_table(request, batch, answers),
             "worker_quality": _worker_quality(batch, answers, report),
         },
     )
 
 
-def _worker_quality(batch: Batch, answers: BatchAnswers, report: dict) -> list[dict]:
+def _set_aside_table(request: HttpRequest, batch: Batch, answers: BatchAnswers) -> TablePage:
+    """The set-aside table's page. Searched or sorted: :func:`table_page` over the whole list
+    (:func:`set_aside_rows`); otherwise (the default view) the one page asked for, read from the
+    list kept in pages (:class:`_KeptPages`): the same page, without reading the whole list."""
+    text_of = lambda r: f"{r['qid']} {r['query']}"  # noqa: E731
+    query = request.GET.get("q", "").strip()[:200]
+    sort = request.GET.get("sort", "").strip()
+    if query or sort.lstrip("-") in SET_ASIDE_SORTS:
+        # Every qid table of the page in the same, natural order ("2" before "10").
+        return table_page(request, set_aside_rows(batch, answers), text_of, sort_keys=SET_ASIDE_SORTS)
+    per_page = paging.ROWS_PER_PAGE  # read at each view, as table_page reads it
+    pages = _KeptPages(batch, answers, per_page)
+    return TablePage(
+        Paginator(pages, per_page).get_page(request.GET.get("page")), "", len(pages), "", tuple(SET_ASIDE_SORTS)
+    )
+
+
+class _KeptPages(Sequence):
+    """:func:`set_aside_rows` as a sequence kept in pages of ``per_page`` rows per answer version
+    (:func:`cached_for_answers`): its length and a slice of it read the pages they need only."""
+
+    def __init__(self, batch: Batch, answers: BatchAnswers, per_page: int) -> None:
+        self.batch, self.answers, self.per_page = batch, answers, per_page
+        self.total = cached_for_answers(
+            answers, "set-aside-total", lambda: len(set_aside_rows(self.batch, self.answers))
+        )
+
+    def __len__(self) -> int:
+        return self.total
+
+    def _page(self, number: int) -> list[dict]:
+        start = number * self.per_page
+        return cached_for_answers(
+            self.answers,
+            f"set-aside-page:{self.per_page}:{number}",
+            lambda: set_aside_rows(self.batch, self.answers)[start : start + self.per_page],
+        )
+
+    def __getitem__(self, index):
+        if not isinstance(index, slice):
+            return self[index : index + 1][0] if index >= 0 else self[self.total + index]
+        start, stop, step = index.indices(self.total)
+        if start >= stop:
+            return []
+        rows = [
+            row
+            for number in range(start // self.per_page, (stop - 1) // self.per_page + 1)
+            for row in self._page(number)
+        ]
+        first = (start // self.per_page) * self.per_page
+        return rows[start - first : stop - first : step]
+
+
+def _worker_quality(batch: Batch, answers: BatchAnswers, report) -> list[dict]:
     """:func:`worker_quality`, its figures kept per answer version (they come from the assignments
     and the agreement report, which the version covers: 15,000 assignments read at each view
     of a 50,000-query batch otherwise); who is blocked and flagged is not an answer and is read
-    at each view, as ``worker_quality`` reads it."""
-    rows = cached_for_answers(answers, "worker-quality", lambda: worker_quality(batch, report))
+    at each view, as ``worker_quality`` reads it. ``report``: a callable giving the agreement
+    report (read only when the figures are not kept), or the report."""
+    rows = cached_for_answers(
+        answers, "worker-quality", lambda: worker_quality(batch, report() if callable(report) else report)
+    )
     blocked = dict(
         Worker.objects.filter(pseudonym__in=[row["worker"] for row in rows]).values_list("pseudonym", "blocked")
     )
