@@ -81,17 +81,28 @@ def assignment_counts(batch_ids: list[int]) -> dict[str, Any]:
     The batch page and its live fragment read the assignments once for all three (three passes
     over a 50,000-query batch's 15,000 assignments before).
     """
-    done = [Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]
-    return Assignment.objects.filter(hit__batch__in=batch_ids).aggregate(
-        n=Count("id"),
-        last=Max("id"),
-        usable=Count("id", filter=Q(status__in=done) & ~Q(gold_passed=False)),
-        approved=Count("id", filter=Q(status=Assignment.Status.APPROVED)),
-        submitted=Max("submitted_at"),
-        reviewed=Max("reviewed_at"),
-        failed_gold=Count("id", filter=Q(gold_passed=False)),
-        **{f"status_{status}": Count("id", filter=Q(status=status)) for status in Assignment.Status.values},
+    groups = (
+        Assignment.objects.filter(hit__batch__in=batch_ids)
+        .values_list("status", "gold_passed")
+        .annotate(n=Count("*"), last=Max("id"), submitted=Max("submitted_at"), reviewed=Max("reviewed_at"))
+        .order_by()
     )
+    done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED)
+    counts: dict[str, Any] = dict.fromkeys(("n", "usable", "approved", "failed_gold"), 0)
+    counts |= {f"status_{status}": 0 for status in Assignment.Status.values}
+    latest: dict[str, list] = {"last": [], "submitted": [], "reviewed": []}
+    # One row per status and gold outcome, summed here (what one aggregate per figure gave before).
+    for status, gold_passed, n, last, submitted, reviewed in groups:
+        counts["n"] += n
+        counts["usable"] += n if status in done and gold_passed is not False else 0
+        counts["approved"] += n if status == Assignment.Status.APPROVED else 0
+        counts["failed_gold"] += n if gold_passed is False else 0
+        if f"status_{status}" in counts:
+            counts[f"status_{status}"] += n
+        for key, value in (("last", last), ("submitted", submitted), ("reviewed", reviewed)):
+            if value is not None:
+                latest[key].append(value)
+    return counts | {key: max(values) if values else None for key, values in latest.items()}
 
 
 def judgment_counts(batch_ids: list[int]) -> dict[str, int | None]:
@@ -104,7 +115,9 @@ def judgment_counts(batch_ids: list[int]) -> dict[str, int | None]:
     9 ms against 1.7 ms for 15,000 judgments on SQLite).
     """
     judgments = Judgment.objects.filter(assignment__hit__batch__in=batch_ids)
-    counts = judgments.aggregate(n=Count("id"), last=Max("id"))
+    # COUNT(*), not COUNT(id): the same number (an id is never NULL) without reading each entry's id
+    # for the count (18.7 against 14.5 ms for 150,000 judgments on SQLite).
+    counts = judgments.aggregate(n=Count("*"), last=Max("id"))
     invalid = judgments.filter(label=None).count()
     return {"n": counts["n"], "last": counts["last"], "labelled": counts["n"] - invalid}
 
