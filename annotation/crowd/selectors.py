@@ -5,18 +5,20 @@ Read-only: nothing here changes state (the writes are in :mod:`.services`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
 from annotation.crowd.bonus_rules import BonusRule, Owed, RuleError, Work, owed
 from annotation.crowd.costs import BonusCost, bonus_cost
-from annotation.models import Assignment, Batch, Bonus, BonusPayment, Judgment, Provider
+from annotation.models import Assignment, Batch, BatchQuery, Bonus, BonusPayment, Hit, Judgment, Provider
 from core.errors import ServiceError
 
 
@@ -34,22 +36,19 @@ def batch_progress(
     batch: Batch,
     judged: dict[str, int | None] | None = None,
     assignments: dict[str, Any] | None = None,
+    *,
+    counts: dict[str, Any] | None = None,
 ) -> dict[str, int | float | None]:
-    """Counts for the batch page, its live fragment (polled every 2 s), the API and the commands:
-    four aggregate queries, none reading a judgment row (:func:`judgment_counts`; ``judged``: those
-    counts of ``batch`` when the caller read them already; ``assignments``: its
-    :func:`assignment_counts`, likewise)."""
-    hits = batch.hits.aggregate(
-        total=Count("pk"),
-        published=Count("pk", filter=~Q(provider_id=None)),
-        expected=Sum("max_assignments"),
-    )
+    """Counts for the batch page, its live fragment (polled every 2 s), the API and the commands,
+    read by :func:`answer_counts` (kept per change of what they count, on SQLite), none reading a
+    judgment row; ``judged`` and ``assignments``: its :func:`judgment_counts` and
+    :func:`assignment_counts` of ``batch`` when the caller read them already; ``counts``: its
+    :func:`answer_counts`, likewise."""
+    counts = counts if counts is not None else answer_counts([batch.pk])
+    work = assignments if assignments is not None else counts["assignments"]
+    judgments = judged if judged is not None else counts["judged"]
+    hits, queries = counts["hits"], counts["queries"]
     expected = hits["expected"] or 0
-    work = assignments if assignments is not None else assignment_counts([batch.pk])
-    judgments = judged if judged is not None else judgment_counts([batch.pk])
-    # Every query along the batch's index, the few gold ones along their partial index: no row read.
-    every = batch.queries.count()
-    gold = batch.queries.filter(is_gold=True).count()
     submitted, approved = work["status_submitted"], work["status_approved"]
     return {
         "hits": hits["total"],
@@ -62,9 +61,100 @@ def batch_progress(
         "judgments": judgments["n"],
         "invalid_judgments": judgments["n"] - judgments["labelled"],
         "fraction": min(1.0, (submitted + approved) / expected) if expected else None,
-        "queries": every - gold,
-        "gold_queries": gold,
+        "queries": queries["every"] - queries["gold"],
+        "gold_queries": queries["gold"],
     }
+
+
+# -- the counts of what a batch's answers are, kept per change on SQLite (issue 31) ----------------
+#: On SQLite, triggers add a row to this table on every UPDATE and DELETE of the tables the counts
+#: read (migration ``annotation/0021_answers_counts``); their INSERTs move the tables' sequences.
+CHANGES = "annotation_answers_change"
+COUNTED_TABLES = ("annotation_judgment", "annotation_assignment", "annotation_hit", "annotation_batchquery")
+TRIGGERS = tuple(
+    f"answers_change_{table.removeprefix('annotation_')}_{operation}"
+    for table in COUNTED_TABLES
+    for operation in ("update", "delete")
+)
+
+
+def changes_stamp() -> tuple | None:
+    """What moves with every committed write to the judgments, assignments, HITs and batch
+    queries, read in O(1): their AUTOINCREMENT sequences (every INSERT; ids are never reused) and
+    the last row of the change log (every UPDATE and DELETE, through triggers that fire whatever
+    the code that writes). SQLite writes one transaction at a time, so two committed states with
+    the same stamp hold the same rows. None where that does not hold: another database (whose
+    sequences do not follow the order of commits), or a trigger missing (a later migration that
+    rebuilt one of the tables drops its triggers)."""
+    if connection.vendor != "sqlite":
+        return None
+    marks = ", ".join(["%s"] * len(TRIGGERS))
+    tables = ", ".join(["%s"] * len(COUNTED_TABLES))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})", TRIGGERS)
+        if cursor.fetchone()[0] != len(TRIGGERS):
+            return None
+        cursor.execute(f"SELECT name, seq FROM sqlite_sequence WHERE name IN ({tables})", COUNTED_TABLES)
+        sequences = dict(cursor.fetchall())
+        cursor.execute(f'SELECT MAX("id") FROM "{CHANGES}"')
+        changed = cursor.fetchone()[0]
+    return (*(sequences.get(table) for table in COUNTED_TABLES), changed)
+
+
+def _count(batch_ids: list[int]) -> dict[str, Any]:
+    hits = Hit.objects.filter(batch__in=batch_ids).aggregate(
+        total=Count("pk"),
+        published=Count("pk", filter=~Q(provider_id=None)),
+        expected=Sum("max_assignments"),
+    )
+    # Every query along the batch's index, the few gold ones along their partial index: no row read.
+    queries = BatchQuery.objects.filter(batch__in=batch_ids)
+    return {
+        "judged": judgment_counts(batch_ids),
+        "assignments": assignment_counts(batch_ids),
+        "hits": hits,
+        "queries": {"every": queries.count(), "gold": queries.filter(is_gold=True).count()},
+    }
+
+
+def answer_counts(batch_ids: list[int]) -> dict[str, Any]:
+    """The counts of the batches ``batch_ids`` that their progress and their answers' version
+    read: ``judged`` (:func:`judgment_counts`), ``assignments`` (:func:`assignment_counts`),
+    ``hits`` (how many, published, assignments expected) and ``queries`` (``every``, ``gold``).
+
+    Counting reads every judgment and assignment of the batches (150,000 and 15,000 at 50,000
+    queries). On SQLite they are kept in the shared ``results`` cache under :func:`changes_stamp`
+    and counted again only after a write to what they count (any batch's: the stamp is the
+    database's); a value is kept only when counted in one snapshot with its stamp and outside any
+    transaction of the caller (which might yet be rolled back). Elsewhere, counted at each call.
+    """
+    from django.core.cache import caches
+
+    from core.version import code_key
+
+    stamp = changes_stamp()
+    if stamp is None:
+        return _count(batch_ids)
+    cache = caches["results"]
+
+    def key(stamp: tuple) -> str:
+        return f"{code_key()}:answer-counts:{'-'.join(map(str, batch_ids))}:{'-'.join(map(str, stamp))}"
+
+    try:
+        kept = cache.get(key(stamp))
+    except DatabaseError:  # the cache's table not made yet: count
+        kept = None
+    if kept is not None:
+        return kept
+    if connection.in_atomic_block:
+        return _count(batch_ids)  # the caller's transaction may hold writes it rolls back
+    with transaction.atomic():  # one snapshot for the stamp and what it stands for
+        stamp = changes_stamp()
+        counted = _count(batch_ids)
+    if stamp is not None:
+        with contextlib.suppress(DatabaseError):  # not kept: counted again next time
+            cache.set(key(stamp), counted)
+    return counted
 
 
 #: What :func:`annotation.results.selectors.answers_version` reads of the assignments (its ``work``).

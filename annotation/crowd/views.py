@@ -21,13 +21,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
-from annotation.crowd.selectors import (
-    BonusPreview,
-    assignment_counts,
-    batch_progress,
-    judgment_counts,
-    preview_bonuses,
-)
+from annotation.crowd.selectors import BonusPreview, answer_counts, batch_progress, preview_bonuses
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.background import start_escalate, start_pay_bonuses, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
@@ -176,10 +170,10 @@ def _live(batch: Batch) -> dict:
     judgments counted once for the progress, the answers' version and the work that failed its
     gold questions (listed only when there is any), and what the page shows of the agreement
     (:func:`agreement_summary`, a few numbers kept per answer version)."""
-    judged = judgment_counts([batch.pk])
-    counted = assignment_counts([batch.pk])
-    progress = batch_progress(batch, judged, counted)
-    answers = BatchAnswers(batch, own_judgments=judged, own_assignments=counted)
+    counts = answer_counts([batch.pk])
+    counted = counts["assignments"]
+    progress = batch_progress(batch, counts=counts)
+    answers = BatchAnswers(batch, own_judgments=counts["judged"], own_assignments=counted)
     return {
         "batch": batch,
         "progress": progress,
@@ -288,10 +282,7 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     table's default view reads the one page it shows, kept in pages (searched or sorted, the
     whole list)."""
     batch = get_object_or_404(Batch, name=name)
-    # The assignments and judgments counted once, for the answers' version (the page shows no progress).
-    answers = BatchAnswers(
-        batch, own_judgments=judgment_counts([batch.pk]), own_assignments=assignment_counts([batch.pk])
-    )
+    answers = BatchAnswers(batch)  # its version reads the counts once (the page shows no progress)
     kept_report: list[dict] = []
 
     def report() -> dict:

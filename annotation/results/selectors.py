@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import DatabaseError, transaction
 from django.db.models import Count, Max
 
-from annotation.crowd.selectors import WORK_KEYS, assignment_counts, batch_progress, judgment_counts
+from annotation.crowd.selectors import WORK_KEYS, answer_counts, batch_progress
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 from core.version import code_key
@@ -150,9 +150,11 @@ def answers_version(
     """
     ids = crowd_batch_ids(batch)
     alone = ids == [batch.pk]
-    counted = own_assignments if own_assignments is not None and alone else assignment_counts(ids)
+    own = alone and own_assignments is not None and own_judgments is not None
+    counts = None if own else answer_counts(ids)
+    counted = own_assignments if own else counts["assignments"]
     work = {key: counted[key] for key in WORK_KEYS}
-    judged = own_judgments if own_judgments is not None and alone else judgment_counts(ids)
+    judged = own_judgments if own else counts["judged"]
     rulings = _rulings_of(ids).aggregate(n=Count("id"), last=Max("id"), decided=Max("decided_at"))
     routing = latest_routing(batch)
     machine = (

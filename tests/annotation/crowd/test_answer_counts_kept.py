@@ -1,0 +1,116 @@
+"""A batch's counts are kept per change of what they count, on SQLite (issue 31).
+
+``answer_counts`` (the judgments, assignments, HITs and queries a batch's progress and its
+answers' version count) is kept in the shared results cache under ``changes_stamp``: the
+AUTOINCREMENT sequences of those tables (every INSERT) and the last row of a log that triggers
+write on every UPDATE and DELETE, whatever the code that writes. After every kind of write the
+counts read must be those counted afresh, and with no write in between they must be read from
+the cache, not counted again.
+"""
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from annotation import services
+from annotation.crowd import selectors
+from annotation.crowd.services.batches import cancel_batch
+from annotation.inhouse.services.handout import next_assignment, release_held_hits, submit_local_assignment
+from annotation.models import Assignment, Hit, Judgment
+from annotation.quality.services.adjudication import adjudicate
+from annotation.results import selectors as results
+from tests.annotation.conftest import answers_for, make_batch
+
+#: A query that counts judgments (the stamp names the table only as a string).
+COUNTED = "FROM \"annotation_judgment\""
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "sqlite", reason="the counts are kept on SQLite only"),
+]
+
+
+def kept_and_right(batches):
+    """Each batch's counts (and both together, as a machine batch's version reads them) are those
+    counted afresh; asked again with no write between, they are read without counting."""
+    for ids in [[b.pk] for b in batches] + [[b.pk for b in batches]]:
+        fresh = selectors._count(ids)
+        assert selectors.answer_counts(ids) == fresh, ids
+        with CaptureQueriesContext(connection) as queries:
+            assert selectors.answer_counts(ids) == fresh
+        assert not any(COUNTED in q["sql"] for q in queries.captured_queries), ids
+    for batch in batches:
+        assert results.answers_version(batch) == results.answers_version(
+            batch, own_judgments=selectors._count([batch.pk])["judged"]
+        )
+
+
+def test_the_counts_follow_every_kind_of_write(query_set, annotators, researcher):
+    assert selectors.changes_stamp() is not None  # the triggers are there (migration 0021)
+    first = make_batch(query_set, "first", assignments_per_query=3)
+    second = make_batch(query_set, "second", assignments_per_query=3)
+    kept_and_right([first, second])  # drafts: no HIT yet
+    for batch in (first, second):
+        services.publish_batch(batch)
+    kept_and_right([first, second])
+
+    held = next_assignment(annotators[0], first)  # a hand-out
+    kept_and_right([first, second])
+    submit_local_assignment(held, answers_for(held, override={"102": ""}))  # answers, one invalid
+    kept_and_right([first, second])
+    while (assignment := next_assignment(annotators[0], first)) is not None:
+        submit_local_assignment(assignment, answers_for(assignment))
+    kept_and_right([first, second])
+
+    next_assignment(annotators[1], first)
+    kept_and_right([first, second])
+    release_held_hits(annotators[1].pk)  # given back (abandoned)
+    kept_and_right([first, second])
+    adjudicate(first, "101", "n", "clearly not about a gender", researcher)  # a ruling: not a count
+    kept_and_right([first, second])
+
+    # Writes that no service makes, straight to the rows: an approval, a judgment made invalid,
+    # one deleted, an assignment deleted with its judgments, a HIT's assignments changed in bulk.
+    done = Assignment.objects.filter(hit__batch=first, status=Assignment.Status.SUBMITTED).order_by("pk")
+    Assignment.objects.filter(pk=done.first().pk).update(status=Assignment.Status.APPROVED)
+    kept_and_right([first, second])
+    judgment = Judgment.objects.filter(assignment__hit__batch=first, label__isnull=False).order_by("pk").first()
+    Judgment.objects.filter(pk=judgment.pk).update(label=None, invalid_reason="made invalid by hand")
+    kept_and_right([first, second])
+    Judgment.objects.filter(pk=judgment.pk).delete()
+    kept_and_right([first, second])
+    done.last().delete()
+    kept_and_right([first, second])
+    Hit.objects.filter(batch=first).update(max_assignments=4)
+    kept_and_right([first, second])
+
+    cancel_batch(second)  # its HITs withdrawn
+    kept_and_right([first, second])
+
+
+def test_nothing_is_kept_from_inside_a_transaction_nor_without_the_triggers(local_batch, annotators):
+    assignment = next_assignment(annotators[0], local_batch)
+    with transaction.atomic():
+        submit_local_assignment(assignment, answers_for(assignment))
+        inside = selectors.answer_counts([local_batch.pk])  # sees its own answers, which may yet roll back
+        assert inside["judged"]["n"] == 3
+        with CaptureQueriesContext(connection) as queries:
+            selectors.answer_counts([local_batch.pk])
+        assert any(COUNTED in q["sql"] for q in queries.captured_queries)  # not kept
+        transaction.set_rollback(True)
+    assert selectors.answer_counts([local_batch.pk])["judged"]["n"] == 0
+
+    with connection.cursor() as cursor:
+        cursor.execute('DROP TRIGGER "answers_change_judgment_delete"')  # as a later rebuild of the table would
+    try:
+        assert selectors.changes_stamp() is None
+        selectors.answer_counts([local_batch.pk])
+        with CaptureQueriesContext(connection) as queries:
+            assert selectors.answer_counts([local_batch.pk]) == selectors._count([local_batch.pk])
+        assert any(COUNTED in q["sql"] for q in queries.captured_queries)  # counted each time
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                'CREATE TRIGGER "answers_change_judgment_delete" AFTER DELETE ON "annotation_judgment" '
+                'BEGIN INSERT INTO "annotation_answers_change" ("id") VALUES (NULL); END'
+            )
