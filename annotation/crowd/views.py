@@ -166,10 +166,11 @@ def batch_live(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _live(batch: Batch) -> dict:
-    """The live part's context (the batch page shows it too): the batch's assignments and
-    judgments counted once for the progress, the answers' version and the work that failed its
-    gold questions (listed only when there is any), and what the page shows of the agreement
-    (:func:`agreement_summary`, a few numbers kept per answer version)."""
+    """The live part's context (the batch page shows it too): the batch's counts read once
+    (:func:`answer_counts`, kept per change of what they count on SQLite) for the progress, the
+    answers' version and the work that failed its gold questions (listed only when there is any),
+    and what the page shows of the agreement (:func:`agreement_summary`, a few numbers kept per
+    answer version)."""
     counts = answer_counts([batch.pk])
     counted = counts["assignments"]
     progress = batch_progress(batch, counts=counts)
