@@ -36,17 +36,20 @@ def _forwards(apps, schema_editor):
     pass
 
 
+class CountingAddField(migrations.AddField):
+    """A subclass of a schema operation: it may do more in ``database_forwards``."""
+
+
 @pytest.mark.parametrize(
     "operations",
     [
         [_model(), migrations.AddField("thing", "size", models.IntegerField(default=0))],
         [CreateModels([_model("A"), _model("B")]), migrations.AddIndex("a", models.Index(fields=["id"], name="a_i"))],
-        [migrations.RunPython(_forwards, migrations.RunPython.noop)],
-        [migrations.SeparateDatabaseAndState(database_operations=[_model()], state_operations=[])],
+        [migrations.RunPython(migrations.RunPython.noop, _forwards)],
         [migrations.AlterModelTable("thing", "other"), migrations.RenameField("thing", "size", "length")],
     ],
 )
-def test_a_plan_of_schema_changes_and_python_is_made_in_one_step(operations):
+def test_a_plan_of_schema_changes_is_made_in_one_step(operations):
     assert _plan_of(*operations) is not None
 
 
@@ -55,11 +58,40 @@ def test_a_plan_of_schema_changes_and_python_is_made_in_one_step(operations):
     [
         [_model(), migrations.RunSQL("CREATE INDEX thing_raw ON probe_thing (id)")],
         [migrations.SeparateDatabaseAndState(database_operations=[migrations.RunSQL("SELECT 1")])],
+        # A data migration run with the final models would not see the columns of its time.
+        [_model(), migrations.RunPython(_forwards)],
+        # The database side of a SeparateDatabaseAndState need not end where its state does.
+        [migrations.SeparateDatabaseAndState(database_operations=[_model()], state_operations=[])],
+        [CountingAddField("thing", "size", models.IntegerField(default=0))],
     ],
 )
-def test_raw_sql_anywhere_in_the_plan_makes_migrate_replay_it(operations):
-    """Raw SQL may make what no model describes: only replaying it makes it."""
+def test_a_plan_with_more_than_schema_changes_nobody_read_is_replayed(operations):
+    """Raw SQL, data steps, a database side apart from the state, custom operations: only a
+    replay makes what they make, unless the migration was read for a new database (REVIEWED)."""
     assert _plan_of(*operations) is None
+
+
+def test_a_migration_that_is_not_atomic_is_replayed():
+    assert _plan_of(_model()) is not None
+    migration_atomic = migrations.Migration.atomic
+    try:
+        migrations.Migration.atomic = False
+        assert _plan_of(_model()) is None
+    finally:
+        migrations.Migration.atomic = migration_atomic
+
+
+def test_every_migration_read_for_a_new_database_is_in_the_plan():
+    """``REVIEWED`` names real migrations and functions (a renamed one would be replayed silently)."""
+    from django.db.migrations.loader import MigrationLoader
+
+    from core.db.new_database import REVIEWED
+
+    graph = MigrationLoader(None, ignore_no_migrations=True).graph  # from the files alone
+    for key, functions in REVIEWED.items():
+        migration = graph.nodes[key]
+        names = {op.code.__name__ for op in migration.operations if isinstance(op, migrations.RunPython)}
+        assert functions <= names, key
 
 
 PROBE = r"""

@@ -3,7 +3,8 @@
 - **A new database** (no table at all, every migration to apply, no option that asks for
   something else) is made from the migrations' end state in one transaction and every
   migration recorded as applied (``core.db.new_database``): 0.5 s where replaying the
-  migrations took 1.5 s. Any other database, a plan holding an operation whose effect is more
+  migrations took 1.5 s. (With ``--run-syncdb``, apps without migrations are synced first,
+  outside that transaction, as Django does.) Any other database, a plan holding an operation whose effect is more
   than its end state (a ``RunSQL``), or ``--replay``, is migrated as Django does, one
   migration after another.
 - **The checks**: Django's ``migrate`` runs every system check first; the URL, template,
@@ -16,10 +17,12 @@
 from importlib import import_module
 
 from django.apps import apps
+from django.core.management.base import no_translations
 from django.core.management.commands.migrate import Command as DjangoMigrate
 from django.core.management.sql import emit_post_migrate_signal, emit_pre_migrate_signal
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.state import ProjectState
 from django.utils.module_loading import module_has_submodule
 
 from core.management.cli import ProjectCommand
@@ -38,22 +41,23 @@ class Command(DjangoMigrate):
             "--replay",
             action="store_true",
             help="apply every migration one by one even on a new database (by default a new database "
-            "is made from the models in one step and every migration recorded as applied)",
+            "is made from the migrations' end state in one step and every migration recorded as applied)",
         )
 
+    @no_translations
     def handle(self, *args, **options):
-        if not any(options.get(name) for name in OTHER_WORK) and self._made_from_models(options):
+        if not any(options.get(name) for name in OTHER_WORK) and self._made_in_one_step(options):
             return
         super().handle(*args, **options)
 
-    def _made_from_models(self, options) -> bool:
-        """Make a new database from the models; False (nothing done) if it is not new or the plan needs replaying."""
+    def _made_in_one_step(self, options) -> bool:
+        """Make a new database in one step; False (nothing done) if it is not new or the plan needs replaying."""
         from core.db.new_database import create_from_models, is_empty, new_database_plan
 
         database = options["database"]
         connection = connections[database]
         connection.prepare_database()
-        if not is_empty(connection):
+        if not connection.features.can_rollback_ddl or not is_empty(connection):
             return False
         executor = MigrationExecutor(connection)
         if executor.loader.detect_conflicts():
@@ -66,7 +70,9 @@ class Command(DjangoMigrate):
         for app_config in apps.get_app_configs():  # as Django's migrate: the apps' signal receivers
             if module_has_submodule(app_config.module, "management"):
                 import_module(".management", app_config.name)
-        emit_pre_migrate_signal(self.verbosity, self.interactive, database, stdout=self.stdout, apps=apps, plan=plan)
+        # As Django sends it: the state of a database with no migration applied.
+        before = ProjectState(real_apps=executor.loader.unmigrated_apps).apps
+        emit_pre_migrate_signal(self.verbosity, self.interactive, database, stdout=self.stdout, apps=before, plan=plan)
         if options["run_syncdb"] and executor.loader.unmigrated_apps:
             self.sync_apps(connection, executor.loader.unmigrated_apps)
         end = create_from_models(executor, plan)
