@@ -99,8 +99,12 @@ def schema():
             constraints = []
             for name, c in connection.introspection.get_constraints(cursor, table).items():
                 # SQLite names what Django leaves unnamed by position (fk_0, sqlite_autoindex_t_1...).
-                anonymous = name.startswith(("sqlite_autoindex", "__unnamed_constraint", "__primary__")) or (
-                    connection.vendor == "sqlite" and c["foreign_key"]
+                # PostgreSQL names a primary key when it creates the table (``<table>_pkey``) and
+                # keeps that name when Django renames the table (core's job table was pooling's).
+                anonymous = (
+                    name.startswith(("sqlite_autoindex", "__unnamed_constraint", "__primary__"))
+                    or (connection.vendor == "sqlite" and c["foreign_key"])
+                    or c["primary_key"]
                 )
                 constraints.append(
                     [
@@ -138,21 +142,71 @@ if mode == "middle":
 elif mode == "all":
     loader = MigrationLoader(connection, replace_migrations=False)
     apply_originals([key for key in loader.graph.leaf_nodes() if not loader.graph.nodes[key].replaces])
-call_command("migrate", verbosity=0)
+import io
+
+said = io.StringIO()
+call_command("migrate", verbosity=1, stdout=said, replay=mode == "replayed")
 recorded = set(MigrationLoader(connection).applied_migrations)
 squashes = sorted(
     f"{app}.{name}" for app, name in recorded if app in ("core", "pooling", "annotation", "metrics") and "squashed" in name
 )
-print(json.dumps({"schema": schema(), "squashes": squashes, "rows": rows() if mode == "middle" else None}))
+from django.contrib.auth.models import Permission
+
+print(
+    json.dumps(
+        {
+            "schema": schema(),
+            "squashes": squashes,
+            "recorded": sorted(f"{app}.{name}" for app, name in recorded),
+            "permissions": sorted(Permission.objects.values_list("content_type__app_label", "codename")),
+            "made_from_models": "A new database" in said.getvalue(),
+            "rows": rows() if mode == "middle" else None,
+        }
+    )
+)
 """
 
 
-def _migrated(mode: str, tmp_path: Path) -> dict:
+#: The suite's PostgreSQL server when it runs on one (bin/test's second stage), else None.
+SUITE_POSTGRES = (
+    os.environ.get("DATABASE_URL", "") if os.environ.get("DATABASE_URL", "").startswith("postgres") else None
+)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_database(request, tmp_path):
+    """``new_database(name)``: the URL of a new, empty database of the parametrised kind
+    (PostgreSQL: on the suite's server, dropped afterwards)."""
+    if request.param == "sqlite":
+        yield lambda name: f"sqlite:///{tmp_path / name}.sqlite3"
+        return
+    if SUITE_POSTGRES is None:
+        pytest.skip("PostgreSQL: run by bin/test's PostgreSQL stage (DATABASE_URL=postgres://...)")
+    import uuid
+
+    import psycopg
+
+    server, made = SUITE_POSTGRES.rsplit("/", 1)[0], []
+
+    def make(name: str) -> str:
+        database = f"migrations_{name}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{database}"')
+        made.append(database)
+        return f"{server}/{database}"
+
+    yield make
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        for database in made:
+            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def _migrated(mode: str, tmp_path: Path, url: str | None = None) -> dict:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "PYTHONPATH": str(ROOT),
-        "DATABASE_URL": f"sqlite:///{tmp_path / mode}.sqlite3",
+        "DATABASE_URL": url or f"sqlite:///{tmp_path / mode}.sqlite3",
         "VAR_DIR": str(tmp_path / f"var-{mode}"),
     }
     done = subprocess.run(
@@ -163,23 +217,32 @@ def _migrated(mode: str, tmp_path: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_a_database_migrated_with_the_originals_ends_like_a_new_one_and_keeps_its_rows(tmp_path):
-    fresh = _migrated("fresh", tmp_path)
-    middle = _migrated("middle", tmp_path)
-    everything = _migrated("all", tmp_path)
+def test_a_database_migrated_with_the_originals_ends_like_a_new_one_and_keeps_its_rows(tmp_path, new_database):
+    """A new database made from the models (``migrate``'s default), one made by replaying the
+    squashes (``--replay``), a deployment's database part-migrated with the originals and one with
+    every original: the same tables, columns, constraints, recorded migrations and permissions."""
+    fresh = _migrated("fresh", tmp_path, new_database("fresh"))
+    replayed = _migrated("replayed", tmp_path, new_database("replayed"))
+    middle = _migrated("middle", tmp_path, new_database("middle"))
+    everything = _migrated("all", tmp_path, new_database("all"))
 
+    assert [fresh["made_from_models"], replayed["made_from_models"], middle["made_from_models"]] == [True, False, False]
+    assert everything["made_from_models"] is False
     assert "core_job" in fresh["schema"] and "pooling_job" not in fresh["schema"]
     assert {"shared_cache", "results_cache"} <= set(fresh["schema"])
-    for other in (middle, everything):
+    assert len(fresh["permissions"]) > 100
+    for other in (replayed, middle, everything):
         assert set(other["schema"]) == set(fresh["schema"])
         differing = [table for table, described in fresh["schema"].items() if other["schema"][table] != described]
         assert differing == [], {t: (other["schema"][t], fresh["schema"][t]) for t in differing}
+        assert other["recorded"] == fresh["recorded"]
+        assert other["permissions"] == fresh["permissions"]
 
     squashes = [
         "annotation.0001_squashed_0019_prolific_groups_bonuses",
         "pooling.0001_squashed_0006_collection_source",
     ]
-    assert fresh["squashes"] == middle["squashes"] == everything["squashes"] == squashes
+    assert fresh["squashes"] == replayed["squashes"] == middle["squashes"] == everything["squashes"] == squashes
 
     rows = middle["rows"]
     assert rows["job"] == [["scan", "kept across the move to core", "", 0]]  # 0003's columns added with defaults
