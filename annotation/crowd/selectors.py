@@ -68,7 +68,8 @@ def batch_progress(
 
 # -- the counts of what a batch's answers are, kept per change on SQLite (issue 31) ----------------
 #: On SQLite, triggers add a row to this table on every UPDATE and DELETE of the tables the counts
-#: read (migration ``annotation/0021_answers_counts``); their INSERTs move the tables' sequences.
+#: read (made after every migrate: :mod:`annotation.crowd.services.change_log`); their INSERTs move
+#: the tables' sequences.
 CHANGES = "annotation_answers_change"
 COUNTED_TABLES = ("annotation_judgment", "annotation_assignment", "annotation_hit", "annotation_batchquery")
 TRIGGERS = tuple(
