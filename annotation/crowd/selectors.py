@@ -67,39 +67,38 @@ def batch_progress(
 
 
 # -- the counts of what a batch's answers are, kept per change on SQLite (issue 31) ----------------
-#: On SQLite, triggers add a row to this table on every UPDATE and DELETE of the tables the counts
-#: read (made after every migrate: :mod:`annotation.crowd.services.change_log`); their INSERTs move
-#: the tables' sequences.
+#: On SQLite, triggers add one to this table's single row on every INSERT, UPDATE and DELETE of the
+#: tables the counts read (made after every migrate: :mod:`annotation.crowd.services.change_log`).
 CHANGES = "annotation_answers_change"
 COUNTED_TABLES = ("annotation_judgment", "annotation_assignment", "annotation_hit", "annotation_batchquery")
+
+
+def trigger_name(table: str, operation: str) -> str:
+    return f"answers_change_{table.removeprefix('annotation_')}_{operation}"
+
+
 TRIGGERS = tuple(
-    f"answers_change_{table.removeprefix('annotation_')}_{operation}"
-    for table in COUNTED_TABLES
-    for operation in ("update", "delete")
+    trigger_name(table, operation) for table in COUNTED_TABLES for operation in ("insert", "update", "delete")
 )
 
 
 def changes_stamp() -> tuple | None:
     """What moves with every committed write to the judgments, assignments, HITs and batch
-    queries, read in O(1): their AUTOINCREMENT sequences (every INSERT; ids are never reused) and
-    the last row of the change log (every UPDATE and DELETE, through triggers that fire whatever
-    the code that writes). SQLite writes one transaction at a time, so two committed states with
-    the same stamp hold the same rows. None where that does not hold: another database (whose
-    sequences do not follow the order of commits), or a trigger missing (a later migration that
-    rebuilt one of the tables drops its triggers)."""
+    queries, read in O(1): the change counter that triggers move on every INSERT, UPDATE and
+    DELETE, whatever the code that writes, and the token drawn when the database got it. SQLite
+    writes one transaction at a time, so two committed states with the same stamp hold the same
+    rows. None where that does not hold: another database, or a trigger missing (a later
+    migration that rebuilt one of the tables drops its triggers until the next migrate's end)."""
     if connection.vendor != "sqlite":
         return None
     marks = ", ".join(["%s"] * len(TRIGGERS))
-    tables = ", ".join(["%s"] * len(COUNTED_TABLES))
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})", TRIGGERS)
         if cursor.fetchone()[0] != len(TRIGGERS):
             return None
-        cursor.execute(f"SELECT name, seq FROM sqlite_sequence WHERE name IN ({tables})", COUNTED_TABLES)
-        sequences = dict(cursor.fetchall())
-        cursor.execute(f'SELECT MAX("id") FROM "{CHANGES}"')
-        changed = cursor.fetchone()[0]
-    return (*(sequences.get(table) for table in COUNTED_TABLES), changed)
+        cursor.execute(f'SELECT "token", "changes" FROM "{CHANGES}" WHERE "id" = 1')
+        row = cursor.fetchone()
+    return tuple(row) if row is not None else None
 
 
 def _count(batch_ids: list[int]) -> dict[str, Any]:
