@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection
 from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -85,10 +85,11 @@ TRIGGERS = tuple(
 def changes_stamp() -> tuple | None:
     """What moves with every committed write to the judgments, assignments, HITs and batch
     queries, read in O(1): the change counter that triggers move on every INSERT, UPDATE and
-    DELETE, whatever the code that writes, and the token drawn when the database got it. SQLite
+    DELETE, whatever the code that writes, and the token drawn at the last ``migrate``. SQLite
     writes one transaction at a time, so two committed states with the same stamp hold the same
-    rows. None where that does not hold: another database, or a trigger missing (a later
-    migration that rebuilt one of the tables drops its triggers until the next migrate's end)."""
+    rows (a migration that rebuilds a table drops its triggers, and the ``migrate`` that ran it
+    draws a new token at its end). None where that does not hold: another database, or a
+    trigger missing (until the end of the ``migrate`` that dropped it)."""
     if connection.vendor != "sqlite":
         return None
     marks = ", ".join(["%s"] * len(TRIGGERS))
@@ -125,8 +126,9 @@ def answer_counts(batch_ids: list[int]) -> dict[str, Any]:
     Counting reads every judgment and assignment of the batches (150,000 and 15,000 at 50,000
     queries). On SQLite they are kept in the shared ``results`` cache under :func:`changes_stamp`
     and counted again only after a write to what they count (any batch's: the stamp is the
-    database's); a value is kept only when counted in one snapshot with its stamp and outside any
-    transaction of the caller (which might yet be rolled back). Elsewhere, counted at each call.
+    database's); a value is kept only when the stamp did not move while it was counted, and
+    never from inside a transaction of the caller (which might yet be rolled back). Counting
+    takes no lock: annotators' writes never wait on it. Elsewhere, counted at each call.
     """
     from django.core.cache import caches
 
@@ -148,10 +150,11 @@ def answer_counts(batch_ids: list[int]) -> dict[str, Any]:
         return kept
     if connection.in_atomic_block:
         return _count(batch_ids)  # the caller's transaction may hold writes it rolls back
-    with transaction.atomic():  # one snapshot for the stamp and what it stands for
-        stamp = changes_stamp()
-        counted = _count(batch_ids)
-    if stamp is not None:
+    # Counted without a transaction of its own (one would take SQLite's write lock: every
+    # annotator's write would wait on the count) and kept only if the stamp did not move while
+    # counting: every write moves it in its own transaction, so nothing was committed between.
+    counted = _count(batch_ids)
+    if changes_stamp() == stamp:
         with contextlib.suppress(DatabaseError):  # not kept: counted again next time
             cache.set(key(stamp), counted)
     return counted

@@ -359,7 +359,10 @@ class _KeptPages(Sequence):
 
     def __getitem__(self, index):
         if not isinstance(index, slice):
-            return self[index : index + 1][0] if index >= 0 else self[self.total + index]
+            index = index + self.total if index < 0 else index
+            if not 0 <= index < self.total:
+                raise IndexError(index)
+            return self[index : index + 1][0]
         start, stop, step = index.indices(self.total)
         if start >= stop:
             return []

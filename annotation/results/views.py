@@ -72,9 +72,10 @@ class _Queue:
         rows = cached_for_answers(
             self.answers,
             f"review-rows:{self.key}:{REVIEW_PART}:{part}",
-            lambda: _kept_rows(self.batch, self.answers)[part],
+            lambda: (_kept_rows(self.batch, self.answers)[part : part + 1] or [[]])[0],
         )
-        return next(kept for kept in rows if kept["qid"] == row["qid"])
+        # Not in its part: the part was made again after the escalations changed under the walk.
+        return next((kept for kept in rows if kept["qid"] == row["qid"]), None) or _any_row(self.batch, row["qid"])
 
     def find(self, qid: str) -> dict | None:
         """The whole row of query ``qid``, whatever its status (one without a status is not kept)."""

@@ -3,8 +3,9 @@
 Triggers add one to the single row of ``annotation_answers_change`` on every INSERT, UPDATE and
 DELETE of judgments, assignments, HITs and batch queries, whatever the code that writes them (a
 service, a bulk update, the admin, a shell, a restore with ids of its own). That row (its
-counter and a token drawn once per database, so that a new database never repeats an old
-stamp) is :func:`annotation.crowd.selectors.changes_stamp`, under which the counts are kept.
+counter and a token drawn at every ``migrate``, so that no other database, copy or migrated
+state repeats a stamp) is :func:`annotation.crowd.selectors.changes_stamp`, under which the
+counts are kept. After restoring a database from a copy, run ``migrate`` (it draws a new token).
 One row, not a row per change: the counter stays one row however long the study runs, and
 SQLite writes one transaction at a time, so no writer ever waits on it (on PostgreSQL such a row
 would queue every hand-out; nothing is made there, and the counts are read at each request).
@@ -38,8 +39,13 @@ def install_change_log(using: str = "default") -> bool:
             f'CREATE TABLE IF NOT EXISTS "{CHANGES}" ("id" integer NOT NULL PRIMARY KEY CHECK ("id" = 1), '
             '"changes" integer NOT NULL, "token" text NOT NULL)'
         )
+        # A new token at every migrate: while a migration rebuilt a counted table its triggers
+        # were gone and its writes uncounted, and a database restored from a copy has the copy's
+        # counter; the counts kept under an older token are never read again.
         cursor.execute(
-            f'INSERT OR IGNORE INTO "{CHANGES}" ("id", "changes", "token") VALUES (1, 0, %s)', [secrets.token_hex(8)]
+            f'INSERT INTO "{CHANGES}" ("id", "changes", "token") VALUES (1, 0, %s) '
+            'ON CONFLICT ("id") DO UPDATE SET "token" = excluded."token"',
+            [secrets.token_hex(8)],
         )
         for table in COUNTED_TABLES:
             for operation in ("insert", "update", "delete"):

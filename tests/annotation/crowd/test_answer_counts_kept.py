@@ -124,3 +124,36 @@ def test_nothing_is_kept_from_inside_a_transaction_nor_without_the_triggers(loca
     finally:
         assert install_change_log()  # as the next migrate does
     assert selectors.changes_stamp() is not None
+
+
+def test_writes_while_a_migration_had_dropped_the_triggers_are_never_hidden(local_batch, annotators):
+    """A migration that rebuilds a counted table drops its triggers; writes until the end of that
+    ``migrate`` move no counter. The ``migrate`` draws a new token at its end, so the counts kept
+    before are never served for the state after."""
+    assignment = next_assignment(annotators[0], local_batch)
+    submit_local_assignment(assignment, answers_for(assignment))
+    before = selectors.answer_counts([local_batch.pk])  # kept
+    with connection.cursor() as cursor:
+        cursor.execute('DROP TRIGGER "answers_change_judgment_update"')  # a table rebuild, mid-migrate
+    Judgment.objects.filter(assignment=assignment).update(label=None, invalid_reason="by a migration")
+    assert install_change_log()  # the end of that migrate
+    after = selectors.answer_counts([local_batch.pk])
+    assert after == selectors._count([local_batch.pk])
+    assert after["judged"]["labelled"] == before["judged"]["labelled"] - 3
+
+
+def test_counting_takes_no_lock_that_would_hold_annotators_back(local_batch, annotators):
+    """SQLite has one writer at a time: a transaction around the count (``BEGIN IMMEDIATE`` in this
+    project's settings) would make every hand-out and answer wait while a 50,000-query batch is
+    counted. The count runs in autocommit and is kept only if the stamp held still."""
+    assignment = next_assignment(annotators[0], local_batch)
+    submit_local_assignment(assignment, answers_for(assignment))
+    with CaptureQueriesContext(connection) as queries:
+        counted = selectors.answer_counts([local_batch.pk])
+    sql = [q["sql"] for q in queries.captured_queries]
+    counting = max(i for i, statement in enumerate(sql) if COUNTED in statement)  # counted, not read
+    # (Keeping the result in the database cache afterwards is the cache's own short transaction.)
+    assert not any(statement.upper().startswith(("BEGIN", "SAVEPOINT")) for statement in sql[:counting])
+    with CaptureQueriesContext(connection) as queries:
+        assert selectors.answer_counts([local_batch.pk]) == counted
+    assert not any(COUNTED in q["sql"] for q in queries.captured_queries)  # kept
