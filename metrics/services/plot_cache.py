@@ -4,8 +4,10 @@ A report never changes after it is built, so a figure of it — its kind and par
 the same on every view. The first request draws it (:mod:`metrics.plots`) and writes it
 atomically under ``CACHE_DIR/plots/<report id>/``; later requests, from any worker, serve the
 file. The key holds the report's id and creation time (a report deleted and built again under
-the same name gets new files), the kind, the parameters as asked and the software version (a
-new release draws again). Only a figure that was drawn is stored: a request with bad parameters
+the same name gets new files), the kind, the parameters as asked, the software version (a
+new release draws again) and :data:`metrics.plots.DRAWING`, the version of how figures are drawn
+(a change of the drawing code draws again even where the software version stays the same, as in a
+deployment without git). Only a figure that was drawn is stored: a request with bad parameters
 is refused before anything is written. The key doubles as the response's ETag.
 """
 
@@ -24,8 +26,10 @@ from .reports import software_version
 
 
 def plot_key(report: Report, kind: str, params: Mapping[str, str]) -> str:
-    """The figure's identity: report, kind, parameters and software version, hashed."""
-    identity = [report.pk, report.created.isoformat(), kind, sorted(params.items()), software_version()]
+    """The figure's identity: report, kind, parameters, software version and drawing version, hashed."""
+    from ..plots import DRAWING
+
+    identity = [report.pk, report.created.isoformat(), kind, sorted(params.items()), software_version(), DRAWING]
     return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:32]
 
 
