@@ -120,3 +120,25 @@ def lighten(svg: bytes) -> bytes:
         declarations["xmlns:xlink"] = XLINK
     root.attrib = declarations | root.attrib
     return (head + ET.tostring(root, encoding="unicode") + "\n").encode("utf-8")
+
+
+_STYLE = re.compile(r"<style[^>]*>.*?</style>|<defs>\s*</defs>", re.S)
+
+
+def inline(svg: str, prefix: str, label: str, *, element_id: str = "") -> str:
+    """A drawn SVG as markup for a page: without its XML prolog and its own ``<style>`` elements
+    (inside a page they would style the whole page; the page's stylesheet gives the same rules to
+    ``svg.plot``, and its colour is the page's own), ids prefixed with ``prefix`` so that several
+    figures' ids never meet, and ``role="img"`` with ``label`` for screen readers, as ``alt``."""
+    from html import escape
+
+    body = _STYLE.sub("", svg[svg.index("<svg") :]).strip()
+    body = (
+        body.replace(' id="', f' id="{prefix}')
+        .replace("url(#", f"url(#{prefix}")
+        .replace('href="#', f'href="#{prefix}')
+    )
+    attributes = f'class="plot svg" role="img" aria-label="{escape(label)}"'
+    if element_id:
+        attributes += f' id="{escape(element_id)}"'
+    return body.replace("<svg ", f"<svg {attributes} ", 1)

@@ -51,3 +51,25 @@ def cached_plot(
         with atomic_path(path) as staging:
             staging.write_bytes(data)
     return path, key
+
+
+def drawn_plot(report: Report, kind: str, params: Mapping[str, str], suffix: str) -> tuple[bytes, str] | None:
+    """The figure's bytes and key if any worker drew it already, else ``None``: a page shows a drawn
+    figure in its own HTML and leaves one never drawn to its own request, which draws it."""
+    key = plot_key(report, kind, params)
+    try:
+        return plot_path(report, key, suffix).read_bytes(), key
+    except FileNotFoundError:
+        return None
+
+
+def png_size(report: Report, kind: str, params: Mapping[str, str]) -> tuple[int, int] | None:
+    """Width and height in pixels of a drawn PNG figure (its header's first chunk), else ``None``."""
+    try:
+        with plot_path(report, plot_key(report, kind, params), "png").open("rb") as file:
+            header = file.read(24)
+    except FileNotFoundError:
+        return None
+    if len(header) < 24 or header[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
