@@ -10,13 +10,16 @@ the same drawing as a vector PDF for a paper (:mod:`metrics.services.paper`).
 Nothing is clipped: figures are saved with a tight bounding box (every legend, label and
 run name inside), and long axis labels are wrapped rather than run past the figure's edge.
 The SVGs are drawn about 3.7 inches wide with 9-point axis text, so at a 390 px phone width
-(about 360 px of image) the text stays above 11 px.
+(about 360 px of image) the text stays above 11 px. Their text is SVG ``<text>`` in the browser's
+own sans-serif (:data:`SVG_SETTINGS`), not glyph outlines, and their markup is rewritten into fewer
+elements (:mod:`metrics.svg_markup`): the same drawing in less of the browser's time.
 """
 
 from __future__ import annotations
 
 import io
 import itertools
+import threading
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -24,6 +27,7 @@ from matplotlib.figure import Figure
 
 from core.svg_plots import INK, PAD_INCHES, PALETTE, ink, svg_bytes
 
+from .svg_markup import lighten
 from .vocabulary import is_rab_like, metric_position, note, variant_position
 
 
@@ -45,9 +49,39 @@ def _pdf(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
+#: Version of how the figures are drawn and written, part of every cached figure's key
+#: (:mod:`metrics.services.plot_cache`): raise it when a change draws them differently, so that no
+#: figure drawn before is served, even by a deployment whose software version did not change.
+DRAWING = 2
+#: matplotlib settings of the report's SVGs. Text stays text (``<text>``, 90% of the old SVG's
+#: bytes were glyph outlines): the browser sets it in DejaVu Sans, the font matplotlib measures
+#: it with (first in the stack, so the layout is unchanged), or in a font of about its width;
+#: the page loads no font from anywhere. Ids are hashed with a fixed salt, so the same figure is
+#: the same bytes (matplotlib salts them with a random uuid otherwise).
+SVG_SETTINGS = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "genderbias-metrics-plots",
+    "font.sans-serif": ["DejaVu Sans", "Bitstream Vera Sans", "Verdana", "Arial", "Helvetica"],
+}
+#: ``rcParams`` are global: a server's threads save SVGs one at a time, so that one thread's
+#: settings are never taken as another's defaults and left behind (other figures, PNG and PDF,
+#: draw with the first font of the stack either way).
+_SVG_LOCK = threading.Lock()
+
+
+def _svg(figure: Figure) -> bytes:
+    """``figure`` in the site's SVG style (:func:`~core.svg_plots.svg_bytes`) with
+    :data:`SVG_SETTINGS`, in fewer elements (:func:`~metrics.svg_markup.lighten`): the same drawing."""
+    import matplotlib
+
+    with _SVG_LOCK, matplotlib.rc_context(SVG_SETTINGS):
+        data = svg_bytes(figure)
+    return lighten(data)
+
+
 def _save(figure: Figure, format: str) -> bytes:
     """``figure`` as ``png`` (the page's raster plots), ``svg`` (the site's style) or ``pdf`` (a paper)."""
-    savers = {"png": _png, "svg": svg_bytes, "pdf": _pdf}
+    savers = {"png": _png, "svg": _svg, "pdf": _pdf}
     if format not in savers:
         raise ValueError(f"unknown figure format {format!r}; choose one of {', '.join(savers)}")
     return savers[format](figure)

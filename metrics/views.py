@@ -59,7 +59,12 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
             if any(cells):
                 rows.append({"run": run, "cells": cells, "queries": next(c["queries"] for c in cells if c)})
         plot = urlencode({"metric": group_metric, "variant": variant})
-        groups.append({"metric": group_metric, "variant": variant, "rows": rows, "plot": plot})
+        svg = _drawn_svg(
+            report, "metric", {"metric": group_metric, "variant": variant},
+            f"{group_metric} [{variant}] of every run against the cutoff, with 95% confidence intervals "
+            "(values in the results table)",
+        )  # fmt: skip
+        groups.append({"metric": group_metric, "variant": variant, "rows": rows, "plot": plot, "svg": svg})
     context = {
         "report": report,
         "groups": groups,
@@ -71,8 +76,9 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
         "unreturned": [{"run": run, "qids": qids} for run, qids in (report.unreturned or {}).items() if qids],
         "old_convention": report.qrels_id is not None and report.unreturned is None,
         "significance": selectors.report_policy_text(report),
+        "distribution_size": _distribution_size(report),
     }
-    context |= _tradeoff_context(request, summary)
+    context |= _tradeoff_context(request, report, summary)
     context |= _table_context(request, report, runs)
     context |= _uncertainty_context(request, report, summary)
     state = {key: request.GET.get(key, "") for key in ("metric", "x", "y", "layout", "cutoff", "baseline", "lcutoff")}
@@ -86,6 +92,31 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
         )
     }
     return render(request, "metrics/report_detail.html", context)
+
+
+def _drawn_svg(report: Report, kind: str, params: dict, label: str, element_id: str = "") -> str | None:
+    """A figure some worker already drew, as markup for the page (``None`` if never drawn: the page
+    then shows it as an image, whose request draws it). Inline, a browser builds it with the page
+    and asks for nothing more: in Chromium, a new researcher's report page fully loaded in about
+    half the time of twelve image requests (docs/benchmarks.md). The figure stays a file with an
+    ETag too, for its link."""
+    from django.utils.safestring import mark_safe
+
+    from .services.plot_cache import drawn_plot
+    from .svg_markup import inline
+
+    drawn = drawn_plot(report, kind, params, "svg")
+    if drawn is None:
+        return None
+    data, key = drawn
+    return mark_safe(inline(data.decode("utf-8"), f"f{key[:8]}-", label, element_id=element_id))
+
+
+def _distribution_size(report: Report) -> tuple[int, int] | None:
+    """The page's per-query distribution PNG's size when drawn, so the browser lays it out once."""
+    from .services.plot_cache import png_size
+
+    return png_size(report, "distribution", {"cutoff": str(report.cutoffs[-1])}) if report.cutoffs else None
 
 
 def _cell(row) -> dict:
@@ -125,7 +156,12 @@ def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
                     {"run": cell["run"], "metric": metric, "variant": variant, "cutoff": cutoff}
                 )
         plot = urlencode({"metric": metric, "variant": variant, "cutoff": cutoff})
-        groups.append({"metric": metric, "variant": variant, "rows": cells, "plot": plot})
+        svg = _drawn_svg(
+            report, "labels", {"metric": metric, "variant": variant, "cutoff": str(cutoff)},
+            f"{metric}@{cutoff} [{variant}]: each run's value with its query-only interval and the corrected value "
+            "with the interval that carries the labels' uncertainty (values in the table above)",
+        )  # fmt: skip
+        groups.append({"metric": metric, "variant": variant, "rows": cells, "plot": plot, "svg": svg})
     batch = report.label_batch
     return {
         "uncertainty": {
@@ -160,7 +196,7 @@ def _uncertainty_cell(row) -> dict:
 _key_name = selectors.key_name
 
 
-def _tradeoff_context(request: HttpRequest, summary) -> dict:
+def _tradeoff_context(request: HttpRequest, report: Report, summary) -> dict:
     """The fairness–effectiveness plot's choices: x among the effectiveness measures, y among the
     fairness metrics (default nDCG, or the first measure, against NFaiRR at the same cutoff)."""
     from urllib.parse import urlencode
@@ -169,6 +205,11 @@ def _tradeoff_context(request: HttpRequest, summary) -> dict:
     if axes is None:
         return {}
     x, y, effect, fair = axes["x"], axes["y"], axes["effect"], axes["fair"]
+    title = f"{y[0]}@{y[2]} against {x[0]}@{x[2]}"
+    svg = _drawn_svg(
+        report, "tradeoff", {"x": _key_name(x), "y": _key_name(y)},
+        f"{title}: each run a point with its 95% confidence intervals (values in the results table)", "tradeoff-plot",
+    )  # fmt: skip
     return {
         "tradeoff": {
             "x": _key_name(x),
@@ -176,7 +217,8 @@ def _tradeoff_context(request: HttpRequest, summary) -> dict:
             "x_choices": [_key_name(k) for k in effect],
             "y_choices": [_key_name(k) for k in fair],
             "query": urlencode({"x": _key_name(x), "y": _key_name(y)}),
-            "title": f"{y[0]}@{y[2]} against {x[0]}@{x[2]}",
+            "title": title,
+            "svg": svg,
         }
     }
 
