@@ -74,3 +74,20 @@ def answers_for(assignment, truth=TRUTH, override=None):
         hq.field_name: override.get(hq.batch_query.qid, truth.get(hq.batch_query.qid, hq.batch_query.gold_label))
         for hq in assignment.hit.hit_queries.select_related("batch_query")
     }
+
+
+#: ann-b's answers where they differ from ann-a's (the truth): five of the six queries disputed.
+DISAGREEING = {"101": "f", "102": "m", "104": "n", "105": "o", "106": "n"}
+
+
+def disputed_batch(query_set, annotators, name: str):
+    """A published batch of two votes a query, ann-a answering the truth and ann-b
+    :data:`DISAGREEING`: 101, 102, 104, 105 and 106 disputed, 103 agreed."""
+    from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+
+    batch = make_batch(query_set, name, assignments_per_query=2)
+    services.publish_batch(batch)
+    for user, override in zip(annotators[:2], [None, DISAGREEING], strict=True):
+        while (assignment := next_assignment(user, batch)) is not None:
+            submit_local_assignment(assignment, answers_for(assignment, override=override))
+    return batch

@@ -4,12 +4,10 @@ search and order shows what the page without any cache shows, and a ruling is on
 
 import pytest
 
-from annotation import services
 from annotation.crowd import views
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import selectors as results
-from tests.annotation.conftest import answers_for, make_batch
+from tests.annotation.conftest import disputed_batch
 from tests.annotation.results.test_agreement_page_cache import page, uncached
 
 
@@ -19,13 +17,7 @@ def batch(query_set, annotators, monkeypatch, settings):
     (three pages)."""
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 10
     monkeypatch.setattr("core.web.paging.ROWS_PER_PAGE", 2)
-    batch = make_batch(query_set, "pages", assignments_per_query=2)
-    services.publish_batch(batch)
-    other = {"101": "f", "102": "m", "104": "n", "105": "o", "106": "n"}
-    for user, override in zip(annotators[:2], [None, other], strict=True):
-        while (assignment := next_assignment(user, batch)) is not None:
-            submit_local_assignment(assignment, answers_for(assignment, override=override))
-    return batch
+    return disputed_batch(query_set, annotators, "pages")
 
 
 def table(html: str) -> str:

@@ -7,12 +7,10 @@ from decimal import Decimal
 
 import pytest
 
-from annotation import services
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Escalation
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import views
-from tests.annotation.conftest import answers_for, make_batch
+from tests.annotation.conftest import disputed_batch
 from tests.annotation.results.test_agreement_page_cache import page, uncached
 
 QIDS = ["101", "102", "103", "104", "105", "106"]
@@ -23,13 +21,7 @@ def batch(query_set, annotators, monkeypatch):
     """Parts of two rows; ann-b disagrees with ann-a on 101, 102, 104, 105 and 106: five disputed
     queries (three parts), 103 agreed (no status)."""
     monkeypatch.setattr(views, "REVIEW_PART", 2)
-    batch = make_batch(query_set, "parts", assignments_per_query=2)
-    services.publish_batch(batch)
-    other = {"101": "f", "102": "m", "104": "n", "105": "o", "106": "n"}
-    for user, override in zip(annotators[:2], [None, other], strict=True):
-        while (assignment := next_assignment(user, batch)) is not None:
-            submit_local_assignment(assignment, answers_for(assignment, override=override))
-    return batch
+    return disputed_batch(query_set, annotators, "parts")
 
 
 def shown_everywhere(client, url, settings):
