@@ -6,8 +6,6 @@ list doubles as the annotators' home, which shows them where to start.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -36,6 +34,7 @@ from annotation.quality.services.budget import extra_spent
 from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS, plan_escalation
 from annotation.results.selectors import (
     BatchAnswers,
+    SetAsidePages,
     agreement,
     agreement_summary,
     cached_for_answers,
@@ -322,7 +321,7 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
 def _set_aside_table(request: HttpRequest, batch: Batch, answers: BatchAnswers) -> TablePage:
     """The set-aside table's page. Searched or sorted: :func:`table_page` over the whole list
     (:func:`set_aside_rows`); otherwise (the default view) the one page asked for, read from the
-    list kept in pages (:class:`_KeptPages`): the same page, without reading the whole list."""
+    list kept in pages (:class:`SetAsidePages`): the same page, without reading the whole list."""
     text_of = lambda r: f"{r['qid']} {r['query']}"  # noqa: E731
     query = request.GET.get("q", "").strip()[:200]
     sort = request.GET.get("sort", "").strip()
@@ -330,49 +329,10 @@ def _set_aside_table(request: HttpRequest, batch: Batch, answers: BatchAnswers) 
         # Every qid table of the page in the same, natural order ("2" before "10").
         return table_page(request, set_aside_rows(batch, answers), text_of, sort_keys=SET_ASIDE_SORTS)
     per_page = paging.ROWS_PER_PAGE  # read at each view, as table_page reads it
-    pages = _KeptPages(batch, answers, per_page)
+    pages = SetAsidePages(batch, answers, per_page)
     return TablePage(
         Paginator(pages, per_page).get_page(request.GET.get("page")), "", len(pages), "", tuple(SET_ASIDE_SORTS)
     )
-
-
-class _KeptPages(Sequence):
-    """:func:`set_aside_rows` as a sequence kept in pages of ``per_page`` rows per answer version
-    (:func:`cached_for_answers`): its length and a slice of it read the pages they need only."""
-
-    def __init__(self, batch: Batch, answers: BatchAnswers, per_page: int) -> None:
-        self.batch, self.answers, self.per_page = batch, answers, per_page
-        self.total = cached_for_answers(
-            answers, "set-aside-total", lambda: len(set_aside_rows(self.batch, self.answers))
-        )
-
-    def __len__(self) -> int:
-        return self.total
-
-    def _page(self, number: int) -> list[dict]:
-        start = number * self.per_page
-        return cached_for_answers(
-            self.answers,
-            f"set-aside-page:{self.per_page}:{number}",
-            lambda: set_aside_rows(self.batch, self.answers)[start : start + self.per_page],
-        )
-
-    def __getitem__(self, index):
-        if not isinstance(index, slice):
-            index = index + self.total if index < 0 else index
-            if not 0 <= index < self.total:
-                raise IndexError(index)
-            return self[index : index + 1][0]
-        start, stop, step = index.indices(self.total)
-        if start >= stop:
-            return []
-        rows = [
-            row
-            for number in range(start // self.per_page, (stop - 1) // self.per_page + 1)
-            for row in self._page(number)
-        ]
-        first = (start // self.per_page) * self.per_page
-        return rows[start - first : stop - first : step]
 
 
 def _worker_quality(batch: Batch, answers: BatchAnswers, report) -> list[dict]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -39,6 +39,7 @@ from django.db.models import Count, Max
 from annotation.crowd.selectors import WORK_KEYS, answer_counts, batch_progress
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
+from annotation.results.review import next_query, review_rows
 from core.version import code_key
 
 if TYPE_CHECKING:
@@ -646,3 +647,127 @@ def batch_of_query_set(query_set) -> Batch | None:
 
     export = Export.objects.filter(query_set=query_set).select_related("batch").order_by("-created", "-pk").first()
     return export.batch if export is not None else None
+
+
+class SetAsidePages(Sequence):
+    """:func:`set_aside_rows` as a sequence kept in pages of ``per_page`` rows per answer version
+    (:func:`cached_for_answers`): its length and a slice of it read the pages they need only."""
+
+    def __init__(self, batch: Batch, answers: BatchAnswers, per_page: int) -> None:
+        self.batch, self.answers, self.per_page = batch, answers, per_page
+        self.total = cached_for_answers(
+            answers, "set-aside-total", lambda: len(set_aside_rows(self.batch, self.answers))
+        )
+
+    def __len__(self) -> int:
+        return self.total
+
+    def _page(self, number: int) -> list[dict]:
+        start = number * self.per_page
+        return cached_for_answers(
+            self.answers,
+            f"set-aside-page:{self.per_page}:{number}",
+            lambda: set_aside_rows(self.batch, self.answers)[start : start + self.per_page],
+        )
+
+    def __getitem__(self, index):
+        if not isinstance(index, slice):
+            index = index + self.total if index < 0 else index
+            if not 0 <= index < self.total:
+                raise IndexError(index)
+            return self[index : index + 1][0]
+        start, stop, step = index.indices(self.total)
+        if start >= stop:
+            return []
+        rows = [
+            row
+            for number in range(start // self.per_page, (stop - 1) // self.per_page + 1)
+            for row in self._page(number)
+        ]
+        first = (start // self.per_page) * self.per_page
+        return rows[start - first : stop - first : step]
+
+
+# -- the review queue (kept per answer version and set of escalations) ---------------------------
+#: Rows of the review queue kept together (:func:`review_queue`): a view reads the queue's statuses and
+#: the one part holding the query it shows.
+REVIEW_PART = 50
+
+
+@dataclass
+class ReviewQueue:
+    """The review queue of a batch as a view reads it: ``rows`` (the queries with a status, in batch
+    order, each with its ``qid``, ``statuses`` and ``index`` among all the batch's queries: what
+    the walk and the counts need), ``total`` (the batch's queries) and, on demand, a row whole
+    (:meth:`full`: votes, counts, Dawid-Skene, the ruling) from the part of the queue kept with it."""
+
+    batch: Batch
+    answers: BatchAnswers
+    key: str
+    rows: list[dict]
+    total: int
+
+    def full(self, row: dict | None) -> dict | None:
+        """``row`` (one of :attr:`rows`) with everything the panel shows."""
+        if row is None:
+            return None
+        part = next(i for i, kept in enumerate(self.rows) if kept["qid"] == row["qid"]) // REVIEW_PART
+        rows = cached_for_answers(
+            self.answers,
+            f"review-rows:{self.key}:{REVIEW_PART}:{part}",
+            lambda: (_kept_review_rows(self.batch, self.answers)[part : part + 1] or [[]])[0],
+        )
+        # Not in its part: the part was made again after the escalations changed under the walk.
+        return next((kept for kept in rows if kept["qid"] == row["qid"]), None) or review_row(self.batch, row["qid"])
+
+    def find(self, qid: str) -> dict | None:
+        """The whole row of query ``qid``, whatever its status (one without a status is not kept)."""
+        row = next((row for row in self.rows if row["qid"] == qid), None)
+        return self.full(row) if row is not None else review_row(self.batch, qid)
+
+
+def _kept_review_rows(batch: Batch, answers: BatchAnswers) -> list[list[dict]]:
+    """The whole rows of the queries that have a status, in batch order, each with its ``index``
+    among all the batch's queries, cut in parts of :data:`REVIEW_PART`."""
+    rows = review_rows(query_results(batch, answers), escalated_qids(batch), gold_failed_qids(batch))
+    kept = [row | {"index": index} for index, row in enumerate(rows) if row["statuses"]]
+    return [kept[start : start + REVIEW_PART] for start in range(0, len(kept), REVIEW_PART)]
+
+
+def review_queue(batch: Batch) -> ReviewQueue:
+    """The queue, kept per answer version and set of escalated queries (:func:`cached_for_answers`):
+    a view reads the statuses of the queries that have one (a few hundred small rows, not every
+    query's) and one part of their whole rows."""
+    answers = BatchAnswers(batch)
+    escalated = escalated_qids(batch)  # escalations are not answers: read at each view
+    # The escalated queries (the code's version is in every results-cache key: a deploy never reads old rows).
+    key = hashlib.sha256(",".join(sorted(escalated)).encode()).hexdigest()[:16]
+
+    def queue() -> dict:
+        total = batch.queries.filter(is_gold=False).count()
+        parts = _kept_review_rows(batch, answers)
+        for part, rows in enumerate(parts):  # kept now: the first view of each part reads no results
+            cached_for_answers(answers, f"review-rows:{key}:{REVIEW_PART}:{part}", lambda rows=rows: rows)
+        walk = [
+            {"qid": row["qid"], "statuses": row["statuses"], "index": row["index"]} for rows in parts for row in rows
+        ]
+        return {"rows": walk, "total": total}
+
+    found = cached_for_answers(answers, f"review-queue:{key}", queue)
+    return ReviewQueue(batch, answers, key, found["rows"], found["total"])
+
+
+def review_row(batch: Batch, qid: str) -> dict | None:
+    """A query's row whatever its status (one without a status is not in the queue)."""
+    rows = review_rows(query_results(batch), escalated_qids(batch), gold_failed_qids(batch))
+    return next((row for row in rows if row["qid"] == qid), None)
+
+
+def following_query(batch: Batch, rows: list[dict], status: str, after: str) -> dict | None:
+    """:func:`next_query` over the queue; a query ``after`` without a status is placed in batch order first."""
+    if all(row["qid"] != after for row in rows):
+        position = batch.queries.filter(is_gold=False, qid=after).values_list("position", flat=True).first()
+        if position is not None:
+            index = batch.queries.filter(is_gold=False, position__lt=position).count()
+            rows = sorted([*rows, {"qid": after, "statuses": [], "index": index}], key=lambda row: row["index"])
+    return next_query(rows, status, after)

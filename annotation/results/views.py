@@ -14,8 +14,6 @@ path) and streamed in blocks (``FileResponse``), so a large export never sits in
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
@@ -32,102 +30,12 @@ from annotation.results.review import (
     REVIEW_STATUSES,
     STATUS_NAMES,
     next_query,
-    review_rows,
     status_counts,
     with_status,
 )
-from annotation.results.selectors import (
-    BatchAnswers,
-    cached_for_answers,
-    escalated_qids,
-    gold_failed_qids,
-    query_results,
-)
+from annotation.results.selectors import following_query, review_queue
 from core.errors import ServiceError
 from core.web.permissions import researcher_required
-
-#: Rows of the review queue kept together (:func:`_queue`): a view reads the queue's statuses and
-#: the one part holding the query it shows.
-REVIEW_PART = 50
-
-
-@dataclass
-class _Queue:
-    """The review queue of a batch as a view reads it: ``rows`` (the queries with a status, in batch
-    order, each with its ``qid``, ``statuses`` and ``index`` among all the batch's queries: what
-    the walk and the counts need), ``total`` (the batch's queries) and, on demand, a row whole
-    (:meth:`full`: votes, counts, Dawid-Skene, the ruling) from the part of the queue kept with it."""
-
-    batch: Batch
-    answers: BatchAnswers
-    key: str
-    rows: list[dict]
-    total: int
-
-    def full(self, row: dict | None) -> dict | None:
-        """``row`` (one of :attr:`rows`) with everything the panel shows."""
-        if row is None:
-            return None
-        part = next(i for i, kept in enumerate(self.rows) if kept["qid"] == row["qid"]) // REVIEW_PART
-        rows = cached_for_answers(
-            self.answers,
-            f"review-rows:{self.key}:{REVIEW_PART}:{part}",
-            lambda: (_kept_rows(self.batch, self.answers)[part : part + 1] or [[]])[0],
-        )
-        # Not in its part: the part was made again after the escalations changed under the walk.
-        return next((kept for kept in rows if kept["qid"] == row["qid"]), None) or _any_row(self.batch, row["qid"])
-
-    def find(self, qid: str) -> dict | None:
-        """The whole row of query ``qid``, whatever its status (one without a status is not kept)."""
-        row = next((row for row in self.rows if row["qid"] == qid), None)
-        return self.full(row) if row is not None else _any_row(self.batch, qid)
-
-
-def _kept_rows(batch: Batch, answers: BatchAnswers) -> list[list[dict]]:
-    """The whole rows of the queries that have a status, in batch order, each with its ``index``
-    among all the batch's queries, cut in parts of :data:`REVIEW_PART`."""
-    rows = review_rows(query_results(batch, answers), escalated_qids(batch), gold_failed_qids(batch))
-    kept = [row | {"index": index} for index, row in enumerate(rows) if row["statuses"]]
-    return [kept[start : start + REVIEW_PART] for start in range(0, len(kept), REVIEW_PART)]
-
-
-def _queue(batch: Batch) -> _Queue:
-    """The queue, kept per answer version and set of escalated queries (:func:`cached_for_answers`):
-    a view reads the statuses of the queries that have one (a few hundred small rows, not every
-    query's) and one part of their whole rows."""
-    answers = BatchAnswers(batch)
-    escalated = escalated_qids(batch)  # escalations are not answers: read at each view
-    # The escalated queries (the code's version is in every results-cache key: a deploy never reads old rows).
-    key = hashlib.sha256(",".join(sorted(escalated)).encode()).hexdigest()[:16]
-
-    def queue() -> dict:
-        total = batch.queries.filter(is_gold=False).count()
-        parts = _kept_rows(batch, answers)
-        for part, rows in enumerate(parts):  # kept now: the first view of each part reads no results
-            cached_for_answers(answers, f"review-rows:{key}:{REVIEW_PART}:{part}", lambda rows=rows: rows)
-        walk = [
-            {"qid": row["qid"], "statuses": row["statuses"], "index": row["index"]} for rows in parts for row in rows
-        ]
-        return {"rows": walk, "total": total}
-
-    found = cached_for_answers(answers, f"review-queue:{key}", queue)
-    return _Queue(batch, answers, key, found["rows"], found["total"])
-
-
-def _any_row(batch: Batch, qid: str) -> dict | None:
-    """A query's row whatever its status (one without a status is not in the queue)."""
-    rows = review_rows(query_results(batch), escalated_qids(batch), gold_failed_qids(batch))
-    return next((row for row in rows if row["qid"] == qid), None)
-
-
-def _following(batch: Batch, rows: list[dict], status: str, after: str) -> dict | None:
-    """:func:`next_query` over the queue; a query ``after`` without a status is placed in batch order first."""
-    if all(row["qid"] != after for row in rows):
-        position = batch.queries.filter(is_gold=False, qid=after).values_list("position", flat=True).first()
-        if position is not None:
-            index = batch.queries.filter(is_gold=False, position__lt=position).count()
-            rows = sorted([*rows, {"qid": after, "statuses": [], "index": index}], key=lambda row: row["index"])
-    return next_query(rows, status, after)
 
 
 def _status(request: HttpRequest) -> str:
@@ -183,9 +91,9 @@ def batch_review(request: HttpRequest, name: str) -> HttpResponse:
     status = _status(request)
     if request.method == "POST":
         return _rule(request, batch, status)
-    queue = _queue(batch)
+    queue = review_queue(batch)
     if "after" in request.GET:
-        following = _following(batch, queue.rows, status, request.GET["after"])
+        following = following_query(batch, queue.rows, status, request.GET["after"])
         return redirect(_review_url(batch, status, **({"qid": following["qid"]} if following else {})))
     qid = request.GET.get("qid")
     if qid is not None:
@@ -210,7 +118,7 @@ def _rule(request: HttpRequest, batch: Batch, status: str) -> HttpResponse:
     htmx = request.headers.get("HX-Request") == "true"
     if ok and not htmx:
         return redirect(_review_url(batch, status, qid=qid))
-    queue = _queue(batch)
+    queue = review_queue(batch)
     current = queue.find(qid)
     if current is None:
         raise Http404("no such query in this batch")

@@ -9,7 +9,7 @@ import pytest
 
 from annotation.models import Escalation
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results import views
+from annotation.results import selectors
 from tests.annotation.conftest import disputed_batch
 from tests.annotation.results.test_agreement_page_cache import page, uncached
 
@@ -20,7 +20,7 @@ QIDS = ["101", "102", "103", "104", "105", "106"]
 def batch(query_set, annotators, monkeypatch):
     """Parts of two rows; ann-b disagrees with ann-a on 101, 102, 104, 105 and 106: five disputed
     queries (three parts), 103 agreed (no status)."""
-    monkeypatch.setattr(views, "REVIEW_PART", 2)
+    monkeypatch.setattr(selectors, "REVIEW_PART", 2)
     return disputed_batch(query_set, annotators, "parts")
 
 
@@ -42,7 +42,7 @@ def shown_everywhere(client, url, settings):
 def test_every_query_of_every_part_is_shown_as_without_a_cache(batch, researcher, client, settings):
     client.force_login(researcher)
     url = f"/annotation/batches/{batch.name}/review/"
-    queue = views._queue(batch)
+    queue = selectors.review_queue(batch)
     assert [row["qid"] for row in queue.rows] == ["101", "102", "104", "105", "106"]
     assert [row["index"] for row in queue.rows] == [0, 1, 3, 4, 5]
     assert queue.total == 6
