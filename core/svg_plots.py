@@ -16,7 +16,10 @@ function that saves, so importing this module costs nothing.
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -33,16 +36,34 @@ SVG_STYLE = "<style>svg{color:#1d232a}@media (prefers-color-scheme: dark){svg{co
 PALETTE = ("#2f7fd1", "#e07b00", "#2a9d5c", "#c8447a", "#8c6bd6", "#9a8a1a", "#17a2b8", "#b55d3c")
 
 
+#: matplotlib's settings are the process's: every SVG is saved under this lock, and a caller that
+#: wants other settings holds it around them (:func:`svg_settings`), so that one thread's settings
+#: (the report's text as text) are never another's.
+_SAVING = threading.RLock()
+
+
+@contextmanager
+def svg_settings(settings: Mapping[str, Any]) -> Iterator[None]:
+    """:func:`svg_bytes` inside saves with matplotlib's ``settings`` (rcParams), and no other thread
+    saves an SVG meanwhile."""
+    import matplotlib
+
+    with _SAVING, matplotlib.rc_context(rc=dict(settings)):
+        yield
+
+
 def svg_bytes(figure: Figure) -> bytes:
     """``figure`` as SVG: transparent, undated (no ``dc:date``), cropped to
-    what it draws (nothing clipped), :data:`INK` as ``currentColor``, :data:`SVG_STYLE` inside."""
+    what it draws (nothing clipped), :data:`INK` as ``currentColor``, :data:`SVG_STYLE` inside;
+    with the settings of the :func:`svg_settings` around it, if any."""
     from matplotlib.backends.backend_svg import FigureCanvasSVG
 
     FigureCanvasSVG(figure)
     buffer = io.BytesIO()
-    figure.savefig(
-        buffer, format="svg", transparent=True, metadata={"Date": None}, bbox_inches="tight", pad_inches=PAD_INCHES
-    )
+    with _SAVING:
+        figure.savefig(
+            buffer, format="svg", transparent=True, metadata={"Date": None}, bbox_inches="tight", pad_inches=PAD_INCHES
+        )
     text = buffer.getvalue().decode("utf-8").replace(INK, "currentColor")
     start = text.index("<svg")
     end = text.index(">", start) + 1

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import io
 import itertools
-import threading
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from core.svg_plots import INK, PAD_INCHES, PALETTE, ink, svg_bytes
+from core.svg_plots import INK, PAD_INCHES, PALETTE, ink, svg_bytes, svg_settings
 
 from .svg_markup import lighten
 from .vocabulary import is_rab_like, metric_position, note, variant_position
@@ -63,20 +62,21 @@ SVG_SETTINGS = {
     "svg.hashsalt": "genderbias-metrics-plots",
     "font.sans-serif": ["DejaVu Sans", "Bitstream Vera Sans", "Verdana", "Arial", "Helvetica"],
 }
-#: ``rcParams`` are global: a server's threads save SVGs one at a time, so that one thread's
-#: settings are never taken as another's defaults and left behind (other figures, PNG and PDF,
-#: draw with the first font of the stack either way).
-_SVG_LOCK = threading.Lock()
 
 
 def _svg(figure: Figure) -> bytes:
-    """``figure`` in the site's SVG style (:func:`~core.svg_plots.svg_bytes`) with
-    :data:`SVG_SETTINGS`, in fewer elements (:func:`~metrics.svg_markup.lighten`): the same drawing."""
-    import matplotlib
+    """``figure`` in the site's SVG style (:func:`~core.svg_plots.svg_bytes`, which saves one figure
+    at a time: matplotlib's settings are global) with :data:`SVG_SETTINGS` (:func:`~core.svg_plots.svg_settings`), in fewer elements
+    (:func:`~metrics.svg_markup.lighten`): the same drawing. Text XML cannot hold (a control
+    character in a label) is drawn as outlines instead, as before."""
+    from xml.etree.ElementTree import ParseError
 
-    with _SVG_LOCK, matplotlib.rc_context(SVG_SETTINGS):
+    with svg_settings(SVG_SETTINGS):
         data = svg_bytes(figure)
-    return lighten(data)
+    try:
+        return lighten(data)
+    except ParseError:
+        return svg_bytes(figure)
 
 
 def _save(figure: Figure, format: str) -> bytes:

@@ -24,6 +24,8 @@ XLINK = "http://www.w3.org/1999/xlink"
 _PREFIXES = {XLINK: "xlink", "http://www.w3.org/XML/1998/namespace": "xml"}
 _HREF = "xlink:href"
 _REFERENCE = re.compile(r"url\(#([^)]+)\)")
+#: A start or empty tag (attribute values are escaped: no ``<`` or ``>`` inside).
+_TAG = re.compile(r"<[^/!?][^<>]*>")
 
 
 def _tag(element: ET.Element) -> str:
@@ -133,11 +135,16 @@ def inline(svg: str, prefix: str, label: str, *, element_id: str = "") -> str:
     from html import escape
 
     body = _STYLE.sub("", svg[svg.index("<svg") :]).strip()
-    body = (
-        body.replace(' id="', f' id="{prefix}')
-        .replace("url(#", f"url(#{prefix}")
-        .replace('href="#', f'href="#{prefix}')
-    )
+
+    def prefixed(tag: re.Match) -> str:  # inside tags only: a label's text is left as it reads
+        return (
+            tag[0]
+            .replace(' id="', f' id="{prefix}')
+            .replace("url(#", f"url(#{prefix}")
+            .replace('href="#', f'href="#{prefix}')
+        )
+
+    body = _TAG.sub(prefixed, body)
     attributes = f'class="plot svg" role="img" aria-label="{escape(label)}"'
     if element_id:
         attributes += f' id="{escape(element_id)}"'

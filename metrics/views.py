@@ -109,7 +109,13 @@ def _drawn_svg(report: Report, kind: str, params: dict, label: str, element_id: 
     if drawn is None:
         return None
     data, key = drawn
-    return mark_safe(inline(data.decode("utf-8"), f"f{key[:8]}-", label, element_id=element_id))
+    try:
+        svg = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "<svg" not in svg or not svg.rstrip().endswith("</svg>"):
+        return None  # not a whole figure (a damaged file): an image, as if never drawn
+    return mark_safe(inline(svg, f"f{key[:8]}-", label, element_id=element_id))
 
 
 def _distribution_size(report: Report) -> tuple[int, int] | None:

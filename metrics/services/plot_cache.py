@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -48,8 +49,10 @@ def cached_plot(
     path = plot_path(report, key, suffix)
     if not path.exists():
         data = draw()
-        with atomic_path(path) as staging:
-            staging.write_bytes(data)
+        with atomic_path(path) as staging, open(staging, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())  # a page inlines the file: never a name over a half-written file
     return path, key
 
 
@@ -59,7 +62,7 @@ def drawn_plot(report: Report, kind: str, params: Mapping[str, str], suffix: str
     key = plot_key(report, kind, params)
     try:
         return plot_path(report, key, suffix).read_bytes(), key
-    except FileNotFoundError:
+    except OSError:  # never drawn, or unreadable: the page leaves it to its own request
         return None
 
 
@@ -68,7 +71,7 @@ def png_size(report: Report, kind: str, params: Mapping[str, str]) -> tuple[int,
     try:
         with plot_path(report, plot_key(report, kind, params), "png").open("rb") as file:
             header = file.read(24)
-    except FileNotFoundError:
+    except OSError:
         return None
     if len(header) < 24 or header[12:16] != b"IHDR":
         return None

@@ -91,3 +91,74 @@ def test_inline_figure_draws_what_the_image_draws(browser, scheme):
     difference = ImageChops.difference(*blurred).convert("L")
     assert ImageChops.difference(a, Image.new("RGB", a.size, a.getpixel((0, 0)))).getbbox() is not None  # drawn
     assert sum(difference.histogram()[64:]) == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("damage", [b"", b"\xff\xfe not utf-8", b'<?xml version="1.0"?>\n<svg xmlns="x"><g>'])
+def test_a_damaged_figure_file_is_shown_as_an_image_not_pasted_into_the_page(damage, report, client, django_user_model):
+    """An empty, undecodable or cut-short file under a figure's name (a disk that filled up, a
+    copy) is left to its image: the page answers and its markup stays whole."""
+    from metrics.services.plot_cache import plot_key, plot_path
+
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    client.get(f"/metrics/{report.name}/metric.svg?metric=ARaB&variant=tf")
+    path = plot_path(report, plot_key(report, "metric", {"metric": "ARaB", "variant": "tf"}), "svg")
+    path.write_bytes(damage)
+    response = client.get(f"/metrics/{report.name}/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert '<img class="plot svg" src="/metrics/inline/metric.svg?metric=ARaB&amp;variant=tf"' in page
+    assert "<svg" not in page
+
+
+def test_only_tags_get_the_prefix_a_label_reads_as_written():
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><defs><path id="m"/></defs><use xlink:href="#m"/><text>run id="x" url(#y) href="#z"</text></svg>'
+    markup = inline(svg, "p-", "label")
+    assert '<path id="p-m"/>' in markup and 'xlink:href="#p-m"' in markup
+    assert '<text>run id="x" url(#y) href="#z"</text>' in markup
+
+
+def test_a_label_xml_cannot_hold_is_drawn_as_outlines():
+    """With text as text, a control character in a label would make the SVG unreadable XML."""
+    from matplotlib.figure import Figure
+
+    from metrics.plots import _svg
+
+    figure = Figure()
+    figure.add_subplot().set_title("run\x01name")
+    data = _svg(figure)
+    assert data.rstrip().endswith(b"</svg>") and b"<text" not in data  # outlines, still a whole SVG
+
+
+def test_other_svgs_never_take_the_reports_settings():
+    """matplotlib's settings are global: the calibration report's figures (``svg_bytes`` without
+    settings) keep glyph outlines however many report figures are saved at the same time."""
+    import threading
+
+    from matplotlib.figure import Figure
+
+    from core.svg_plots import svg_bytes
+    from metrics.plots import _svg
+
+    def figure():
+        made = Figure()
+        made.add_subplot().set_title("a title")
+        return made
+
+    stop, texts = threading.Event(), []
+
+    def reports():
+        while not stop.is_set():
+            _svg(figure())
+
+    threads = [threading.Thread(target=reports) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(15):
+            texts.append(svg_bytes(figure()).count(b"<text"))
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert texts == [0] * 15
