@@ -74,10 +74,20 @@ def file_sha256(path: str | os.PathLike, block_size: int = 8 * 1024 * 1024) -> s
     return digest.hexdigest()
 
 
-def write_parquet_atomic(frame, path: str | os.PathLike) -> Path:
-    """Write a polars frame as a Parquet file that readers never see half-written."""
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """``data`` as the file ``path``, which readers never see half-written, even after a crash."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return Path(path)
+
+
+def write_parquet_atomic(frame, path: str | os.PathLike, compression: str = "zstd") -> Path:
+    """Write a polars frame as a Parquet file that readers never see half-written
+    (``compression``: polars' codec; lz4 writes in a third of zstd's time, as fast to read)."""
     with atomic_path(path) as tmp:
-        frame.write_parquet(tmp)
+        frame.write_parquet(tmp, compression=compression)
     return Path(path)
 
 

@@ -199,9 +199,6 @@ def _uncertainty_cell(row) -> dict:
     return cell
 
 
-_key_name = selectors.key_name
-
-
 def _tradeoff_context(request: HttpRequest, report: Report, summary) -> dict:
     """The fairness–effectiveness plot's choices: x among the effectiveness measures, y among the
     fairness metrics (default nDCG, or the first measure, against NFaiRR at the same cutoff)."""
@@ -213,16 +210,16 @@ def _tradeoff_context(request: HttpRequest, report: Report, summary) -> dict:
     x, y, effect, fair = axes["x"], axes["y"], axes["effect"], axes["fair"]
     title = f"{y[0]}@{y[2]} against {x[0]}@{x[2]}"
     svg = _drawn_svg(
-        report, "tradeoff", {"x": _key_name(x), "y": _key_name(y)},
+        report, "tradeoff", {"x": selectors.key_name(x), "y": selectors.key_name(y)},
         f"{title}: each run a point with its 95% confidence intervals (values in the results table)", "tradeoff-plot",
     )  # fmt: skip
     return {
         "tradeoff": {
-            "x": _key_name(x),
-            "y": _key_name(y),
-            "x_choices": [_key_name(k) for k in effect],
-            "y_choices": [_key_name(k) for k in fair],
-            "query": urlencode({"x": _key_name(x), "y": _key_name(y)}),
+            "x": selectors.key_name(x),
+            "y": selectors.key_name(y),
+            "x_choices": [selectors.key_name(k) for k in effect],
+            "y_choices": [selectors.key_name(k) for k in fair],
+            "query": urlencode({"x": selectors.key_name(x), "y": selectors.key_name(y)}),
             "title": title,
             "svg": svg,
         }
@@ -352,7 +349,9 @@ def report_svg(request: HttpRequest, name: str, kind: str) -> HttpResponse:
 
     def draw() -> bytes:
         summary = selectors.report_summary(report)
-        keys = {_key_name(k): k for k in zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)}
+        keys = {
+            selectors.key_name(k): k for k in zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)
+        }
         if kind == "metric":
             metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "")
             if not ((summary["metric"] == metric) & (summary["variant"] == variant)).any():

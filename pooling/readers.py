@@ -10,6 +10,7 @@ errors are located exactly (line numbers count every line of the file, blank one
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import hashlib
 import io
@@ -446,12 +447,19 @@ class KnownDocids:
     Built once (each docid beside its 8-byte hash, sorted by hash) and shared by every run
     of the collection read in one process. A check sorts the run's docids by hash and joins
     the two sorted frames (a merge, not a hash table of the whole collection built again per
-    run), then compares the strings of the pairs found, so the answer is exact.
+    run), then compares the strings of the pairs found, so the answer is exact. ``docids`` may be
+    a function giving them: then they are read at the first check, so a command that finds every
+    run already imported never reads the collection.
     """
 
-    def __init__(self, docids: pl.Series) -> None:
-        docids = docids.cast(pl.String)
-        self._index = pl.DataFrame({"hash": docids.hash(seed=0), "known": docids}).sort("hash")
+    def __init__(self, docids: pl.Series | Callable[[], pl.Series]) -> None:
+        self._docids = docids
+
+    @functools.cached_property
+    def _index(self) -> pl.DataFrame:
+        docids = (self._docids() if callable(self._docids) else self._docids).cast(pl.String)
+        self._docids = None
+        return pl.DataFrame({"hash": docids.hash(seed=0), "known": docids}).sort("hash")
 
     def __len__(self) -> int:
         return self._index.height

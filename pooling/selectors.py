@@ -88,7 +88,7 @@ def run_frame(run: Run) -> pl.DataFrame:
     if len(table.frame) != run.rows:
         raise ServiceError(f"run {run.name!r}: rebuilding its cache gave {len(table.frame)} rows, not {run.rows}")
     data.parent.mkdir(parents=True, exist_ok=True)
-    write_parquet_atomic(table.frame, data)
+    write_parquet_atomic(table.frame, data, compression="lz4")  # as import_run writes it
     return table.frame
 
 

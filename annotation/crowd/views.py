@@ -283,12 +283,9 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
     whole list)."""
     batch = get_object_or_404(Batch, name=name)
     answers = BatchAnswers(batch)  # its version reads the counts once (the page shows no progress)
-    kept_report: list[dict] = []
 
-    def report() -> dict:
-        if not kept_report:
-            kept_report.append(agreement(batch, answers=answers, progress={}))
-        return kept_report[0]
+    def report() -> dict:  # computed at most once a request: agreement keeps it on ``answers``
+        return agreement(batch, answers=answers, progress={})
 
     # Kept under what else they show: the batch's name (in links) and the interval's resamples (the
     # code's version, templates included, is in every results-cache key: results.selectors.remembered).

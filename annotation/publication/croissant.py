@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from annotation.publication import statements
+from annotation.publication.hub_card import license_file
 from annotation.publication.tables import Config
 
 #: The specifications the file follows: Croissant 1.0 and its Responsible-AI extension (a file
@@ -146,9 +147,9 @@ def croissant(
     ``license`` is the Hub identifier, or for ``other`` the license's link (a URL) or name.
     """
     terms = dict(license_terms or {})
-    link = terms.get("license_link", "")
+    # Croissant's license is a URL or a name: the link when it is one, else the license's name.
     license_value = (
-        (link if link.startswith(("http://", "https://")) else terms["license_name"]) if terms else license_id
+        (terms["license_link"] if license_file(terms) is None else terms["license_name"]) if terms else license_id
     )
     batch = facts["batch"]
     labels = facts["labels"]

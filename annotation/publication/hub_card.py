@@ -298,8 +298,8 @@ def card(
         f"with fewer than {batch['min_votes']} usable votes. They stay in `queries` with their `status` and no label.",
         "",
     ]
-    if statements.machine_tools(facts):
-        lines += ["## Machine labels", "", statements.machine_tools(facts), ""]
+    if tools := statements.machine_tools(facts):
+        lines += ["## Machine labels", "", tools, ""]
         lines += [_row("Fact", "Value"), _row("---", "---")]
         lines += [_row(key, _fact(value)) for key, value in facts["machine"].items()]
         lines.append("")

@@ -135,7 +135,7 @@ def annotations_per_item(facts: Mapping[str, Any]) -> str:
     text = f"{planned}; {total / queries:.2f} usable human votes per query on average over the {queries} queries"
     if voted and unvoted:
         text += f" ({total / voted:.2f} over the {voted} queries with votes)"
-    machine = facts["labels"]["sources"].get("machine-accepted", 0)
+    machine = machine_labels(facts)
     text += f"; {unvoted} of {queries} queries have no human vote"
     if machine:
         text += f" ({machine} queries carry a machine-accepted label)"

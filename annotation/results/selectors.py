@@ -715,21 +715,26 @@ class ReviewQueue:
         rows = cached_for_answers(
             self.answers,
             f"review-rows:{self.key}:{REVIEW_PART}:{part}",
-            lambda: (_kept_review_rows(self.batch, self.answers)[part : part + 1] or [[]])[0],
+            lambda: (_kept_review_rows(self.batch, self.answers, escalated_qids(self.batch))[part : part + 1] or [[]])[
+                0
+            ],
         )
         # Not in its part: the part was made again after the escalations changed under the walk.
-        return next((kept for kept in rows if kept["qid"] == row["qid"]), None) or review_row(self.batch, row["qid"])
+        return next((kept for kept in rows if kept["qid"] == row["qid"]), None) or review_row(
+            self.batch, row["qid"], self.answers
+        )
 
     def find(self, qid: str) -> dict | None:
         """The whole row of query ``qid``, whatever its status (one without a status is not kept)."""
         row = next((row for row in self.rows if row["qid"] == qid), None)
-        return self.full(row) if row is not None else review_row(self.batch, qid)
+        return self.full(row) if row is not None else review_row(self.batch, qid, self.answers)
 
 
-def _kept_review_rows(batch: Batch, answers: BatchAnswers) -> list[list[dict]]:
-    """The whole rows of the queries that have a status, in batch order, each with its ``index``
-    among all the batch's queries, cut in parts of :data:`REVIEW_PART`."""
-    rows = review_rows(query_results(batch, answers), escalated_qids(batch), gold_failed_qids(batch))
+def _kept_review_rows(batch: Batch, answers: BatchAnswers, escalated: set[str]) -> list[list[dict]]:
+    """The whole rows of the queries that have a status (``escalated``: the escalated queries), in
+    batch order, each with its ``index`` among all the batch's queries, cut in parts of
+    :data:`REVIEW_PART`."""
+    rows = review_rows(query_results(batch, answers), escalated, gold_failed_qids(batch))
     kept = [row | {"index": index} for index, row in enumerate(rows) if row["statuses"]]
     return [kept[start : start + REVIEW_PART] for start in range(0, len(kept), REVIEW_PART)]
 
@@ -745,7 +750,7 @@ def review_queue(batch: Batch) -> ReviewQueue:
 
     def queue() -> dict:
         total = batch.queries.filter(is_gold=False).count()
-        parts = _kept_review_rows(batch, answers)
+        parts = _kept_review_rows(batch, answers, escalated)
         for part, rows in enumerate(parts):  # kept now: the first view of each part reads no results
             cached_for_answers(answers, f"review-rows:{key}:{REVIEW_PART}:{part}", lambda rows=rows: rows)
         walk = [
@@ -757,9 +762,9 @@ def review_queue(batch: Batch) -> ReviewQueue:
     return ReviewQueue(batch, answers, key, found["rows"], found["total"])
 
 
-def review_row(batch: Batch, qid: str) -> dict | None:
+def review_row(batch: Batch, qid: str, answers: BatchAnswers | None = None) -> dict | None:
     """A query's row whatever its status (one without a status is not in the queue)."""
-    rows = review_rows(query_results(batch), escalated_qids(batch), gold_failed_qids(batch))
+    rows = review_rows(query_results(batch, answers), escalated_qids(batch), gold_failed_qids(batch))
     return next((row for row in rows if row["qid"] == qid), None)
 
 

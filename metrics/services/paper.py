@@ -230,12 +230,13 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
 
 def paper_files(report: Report) -> dict[str, bytes]:
     """Every file of the report's bundle, by name. ServiceError if the report's files are gone."""
+    from core.version import software_version
+
     from .. import selectors
     from ..bibliography import bibtex, cited_keys
     from ..defaults import TABLE_LAYOUTS
     from ..latex import document, escape, figure_tex, table_label, table_tex, uncertainty_tex
     from ..methods_text import methods_tex
-    from .reports import software_version
 
     summary = selectors.report_summary(report)
     per_query = selectors.report_per_query(report)

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from core.files import atomic_path
+from core.files import atomic_write_bytes
 from core.services.storage import cache_dir
+from core.version import software_version
 
 from ..models import Report
-from .reports import software_version
 
 
 def plot_key(report: Report, kind: str, params: Mapping[str, str]) -> str:
@@ -49,10 +48,7 @@ def cached_plot(
     path = plot_path(report, key, suffix)
     if not path.exists():
         data = draw()
-        with atomic_path(path) as staging, open(staging, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())  # a page inlines the file: never a name over a half-written file
+        atomic_write_bytes(path, data)  # a page inlines the file: never a name over a half-written file
     return path, key
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from django.db import transaction
 
 from core.errors import InputError, ServiceError, Skipped
-from core.files import atomic_path, file_sha256, write_parquet_atomic
+from core.files import file_sha256, write_parquet_atomic
 from core.services.names import validate_name
 from core.services.storage import cache_dir
 
@@ -33,10 +33,11 @@ if TYPE_CHECKING:
 
 def known_docids(collection: Collection) -> KnownDocids:
     """The collection's docids prepared for checking runs: build it once to import several
-    runs of the collection in one process (``import_run(..., known=...)``)."""
+    runs of the collection in one process (``import_run(..., known=...)``); they are read at
+    the first run actually checked (none when every run is already imported)."""
     from ..readers import KnownDocids
 
-    return KnownDocids(collection_docids(collection))
+    return KnownDocids(lambda: collection_docids(collection))
 
 
 def import_run(
@@ -88,8 +89,7 @@ def import_run(
             "they were gathered at each query's first appearance, as trec_eval does"
         )
     data_path = cache_dir("runs") / f"{sha}-{order}-{collection.sha256[:16]}.parquet"
-    with atomic_path(data_path) as tmp:  # lz4: a third of zstd's time to write, read as fast
-        table.frame.write_parquet(tmp, compression="lz4")
+    write_parquet_atomic(table.frame, data_path, compression="lz4")
     with transaction.atomic():
         run = Run.objects.create(
             name=name,
