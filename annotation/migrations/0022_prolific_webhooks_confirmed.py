@@ -44,4 +44,8 @@ class Migration(migrations.Migration):
             model_name="prolificevent",
             index=models.Index(fields=["workspace_id", "received"], name="prolific_event_workspace"),
         ),
+        migrations.AddIndex(
+            model_name="prolificevent",
+            index=models.Index(fields=["event_type", "batch"], name="prolific_event_type_batch"),
+        ),
     ]

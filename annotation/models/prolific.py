@@ -130,7 +130,12 @@ class ProlificEvent(models.Model):
 
     class Meta:
         ordering = ["received", "pk"]
-        indexes = [models.Index(fields=["workspace_id", "received"], name="prolific_event_workspace")]
+        indexes = [
+            # The last verified event of a workspace (webhooks active or not), and the high-return-rate
+            # warnings the dashboard reads every few seconds, without reading every event.
+            models.Index(fields=["workspace_id", "received"], name="prolific_event_workspace"),
+            models.Index(fields=["event_type", "batch"], name="prolific_event_type_batch"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.event_type} {self.resource_id} ({self.event_id})"
