@@ -14,11 +14,13 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
   rulings (label sensitivity reads the crowd here);
 - :mod:`annotation.machine.selectors` -- machine runs, calibration, the non-gendered sets by
   label source, and each batch's state (the researchers' dashboard);
-- :mod:`annotation.publication.selectors` -- the study's facts every published description states.
+- :mod:`annotation.publication.selectors` -- the study's facts every published description states;
+- :mod:`annotation.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
 """
 
 from annotation.crowd.selectors import batches
 from annotation.machine.selectors import batch_overview, batch_state, label_probabilities, non_gendered_by_source
+from annotation.prolific.webhooks.selectors import return_rate_warnings
 from annotation.publication.selectors import study_facts
 from annotation.results.selectors import (
     adjudicated_labels,
@@ -47,5 +49,6 @@ __all__ = [
     "latest_routing",
     "min_votes",
     "non_gendered_by_source",
+    "return_rate_warnings",
     "study_facts",
 ]

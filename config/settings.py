@@ -412,17 +412,19 @@ PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = env_int("PROLIFIC_ARRIVAL_CHECKS_
 #: These counters and memories live in the ``shared`` cache (see Caches above).
 
 # --- Prolific webhooks, and polling as their fallback (docs/prolific.md, "Webhooks") -----------
-#: Publishing a Prolific batch subscribes the workspace to submission and study status changes,
-#: delivered to SITE_URL + /annotation/prolific/webhooks/events/ (an https address Prolific can reach).
+#: Publishing a Prolific batch subscribes the workspace to submission and study status changes, study
+#: progress changes and high return rates, delivered to SITE_URL + /annotation/prolific/webhooks/events/
+#: (an https address Prolific can reach).
 PROLIFIC_WEBHOOKS = env_bool("PROLIFIC_WEBHOOKS", True)
 #: A delivery signed longer ago than this (seconds), or this far ahead, is refused (replays).
 PROLIFIC_WEBHOOK_MAX_AGE_SECONDS = env_int("PROLIFIC_WEBHOOK_MAX_AGE_SECONDS", 300, minimum=1)
 #: ``manage.py poll_prolific`` (every minute from a timer) re-reads each published Prolific batch
 #: not re-read for this long (seconds): without webhooks ...
 PROLIFIC_POLL_SECONDS = env_int("PROLIFIC_POLL_SECONDS", 300, minimum=1)
-#: ... and while webhooks are seen to work: the subscriptions confirmed and a verified event received
-#: within this long (or the subscriptions confirmed less than this long ago). Events that never
-#: arrive are caught; a broken delivery path (wrong SITE_URL, secret replaced) keeps the short interval.
+#: ... and while webhooks are seen to work: every subscription confirmed by this site, a verified event
+#: received within this long and no delivery refused since (no grace period after a confirmation).
+#: Events that never arrive are caught; a broken delivery path (wrong SITE_URL, secret replaced) gives
+#: the short interval at the next poll (annotation.prolific.webhooks.selectors).
 PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS = env_int("PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS", 3600, minimum=1)
 #: The earliest (seconds after its pay call) a person may confirm unpaid a bonus pay whose answer
 #: was lost and which no submission shows (``prolific_bonus --confirm-unpaid``); past it such a

@@ -570,6 +570,7 @@ def _live() -> dict:
         job.percent = round(100 * fraction)
     batches = annotation_selectors.batch_overview(limit=BATCHES_SHOWN)
     return {
+        "return_rate_warnings": annotation_selectors.return_rate_warnings(published_only=True),
         "active_jobs": active,
         "finished_jobs": finished,
         "batch_rows": batches,

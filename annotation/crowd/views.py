@@ -28,6 +28,7 @@ from annotation.inhouse.services.handout import is_annotator
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine.selectors import batch_state
 from annotation.models import Assignment, Batch, Export, Hit, Worker
+from annotation.prolific.webhooks.selectors import batch_webhooks
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.budget import extra_spent
@@ -137,6 +138,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "flags": batch.worker_flags.count(),
             "comparison": _mturk_comparison(batch),
             "bonuses": _bonus_preview(batch),
+            "prolific": batch_webhooks(batch),
         },
     )
 

@@ -72,8 +72,11 @@ class ProlificSubscription(models.Model):
 
     ``create_attempted`` is committed before ``POST /hooks/subscriptions/`` (which is not safe to
     repeat); ``remote_id`` and ``hook_secret`` (the ``X-Hook-Secret`` that confirms it) as soon as
-    Prolific answers; ``confirmed`` once it delivers. After a lost answer the subscriptions are
-    listed before anything is created again, so there is never a second one.
+    Prolific answers. ``confirmed_at`` is set only when this site's confirm call
+    (``POST /hooks/subscriptions/{id}/`` with that secret) succeeded -- never because a list shows
+    a subscription: one whose secret is unknown (a lost answer) is deleted and made again. After a
+    lost answer the subscriptions are listed before anything is created again, so there is never a
+    second one. ``updated`` changes with every write and says nothing about deliveries (issue 41).
     """
 
     workspace_id = models.CharField(max_length=64)
@@ -81,7 +84,9 @@ class ProlificSubscription(models.Model):
     target_url = models.CharField(max_length=500)
     remote_id = models.CharField(max_length=64, blank=True)
     hook_secret = models.CharField(max_length=200, blank=True)
-    confirmed = models.BooleanField(default=False)
+    confirmed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When this site's confirm call with the X-Hook-Secret succeeded."
+    )
     create_attempted = models.DateTimeField(null=True, blank=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -93,19 +98,29 @@ class ProlificSubscription(models.Model):
     def __str__(self) -> str:
         return f"{self.event_type} -> {self.target_url}"
 
+    @property
+    def confirmed(self) -> bool:
+        """Whether this site's confirm call succeeded (``confirmed_at``)."""
+        return self.confirmed_at is not None
+
 
 class ProlificEvent(models.Model):
     """A verified webhook delivery acted on, once: inserted in the transaction that schedules its action.
 
     ``event_id`` (``X-Event-ID``, the same for Prolific's re-deliveries) and ``signature`` (a
-    SHA-256 of the signature header: the same signed request replayed under another event id)
-    are unique, so a duplicate or a replay changes nothing.
+    SHA-256 of the signature's decoded bytes: the same signed request replayed under another
+    event id, however its base64 is spelled) are unique, so a duplicate or a replay changes
+    nothing. ``workspace_id`` is the workspace whose secret verified it: a recent event of this
+    workspace is what makes webhooks count as active. ``metadata`` is kept for
+    ``study.has_high_return_rate`` alone (shown to the researcher).
     """
 
     event_id = models.CharField(max_length=100, unique=True)
     signature = models.CharField(max_length=64, unique=True)
     event_type = models.CharField(max_length=100)
     resource_id = models.CharField(max_length=64)
+    workspace_id = models.CharField(max_length=64, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
     signed_at = models.DateTimeField(help_text="X-Prolific-Request-Timestamp of the delivery.")
     received = models.DateTimeField(auto_now_add=True)
     batch = models.ForeignKey(Batch, on_delete=models.SET_NULL, null=True, blank=True, related_name="prolific_events")
@@ -115,6 +130,12 @@ class ProlificEvent(models.Model):
 
     class Meta:
         ordering = ["received", "pk"]
+        indexes = [
+            # The last verified event of a workspace (webhooks active or not), and the high-return-rate
+            # warnings the dashboard reads every few seconds, without reading every event.
+            models.Index(fields=["workspace_id", "received"], name="prolific_event_workspace"),
+            models.Index(fields=["event_type", "batch"], name="prolific_event_type_batch"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.event_type} {self.resource_id} ({self.event_id})"

@@ -1,14 +1,35 @@
 """Prolific's webhook deliveries: their signature checked, their headers and body read. Pure (no Django).
 
-Prolific signs each delivery with the workspace's secret (``POST /hooks/secrets/``): the
-``X-Prolific-Request-Signature`` header is the base64 of HMAC-SHA256 over the
-``X-Prolific-Request-Timestamp`` header (a UNIX time, in seconds) followed by the raw body
-(docs.prolific.com/api-reference/webhooks/verifying). ``X-Event-ID`` names the event and
-stays the same when Prolific delivers it again (at least once, in no guaranteed order).
+What Prolific's reference says (docs.prolific.com/api-reference/webhooks/verifying):
+each delivery carries ``X-Prolific-Request-Signature`` and ``X-Prolific-Request-Timestamp``,
+"a UNIX timestamp of when the request was sent"; the signature is
+``base64.b64encode(hmac.new(secret, timestamp + body, sha256).digest())`` and is checked with
+``hmac.compare_digest(calculated_signature, signature)`` -- the *base64 text* compared with
+the header's text. ``X-Event-ID`` names the event and stays the same when Prolific
+delivers it again (at least once: ".../idempotency-and-the-x-event-id-header"), in no
+guaranteed order (".../handling-event-order-with-x-timestamp"). The bodies
+(".../receiving") are JSON objects with ``resource_id`` and ``event_type``:
+``submission.status.change`` (a submission), ``study.status.change``,
+``study.progress.change`` and ``study.has_high_return_rate`` (a study; the last with a
+``metadata`` object).
+
+**Timestamps.** The reference says a UNIX timestamp and no more, and signs the header's
+text as it is. So :func:`parse_timestamp` takes every UNIX time in seconds: whole
+(``1800000000``) or with a fractional part (``1800000000.123456``, what Python's
+``time.time()`` prints). Nothing else is a UNIX timestamp (no ISO 8601, no sign, no
+exponent, no milliseconds: the reference documents none): those are refused as malformed.
+Either way the text is signed as received, never re-formatted.
+
+**Signatures.** As the reference does, the expected signature's base64 text is compared
+with the header's text (constant time). Python's ``b64decode`` would also accept spellings
+of the same 32 bytes that Prolific never sends (other values of the unused low bits of the
+last character); compared as text, they do not verify (403), so a captured signature
+re-spelled is refused. The replay guard keys on the decoded bytes
+(``Delivery.signature_digest``, SHA-256 of the 32 bytes), not on the text.
 
 :func:`read_delivery` refuses, before anything is stored or done:
 
-- a delivery without the headers, or with a timestamp that is not a whole number (400);
+- a delivery without the headers, or with a timestamp that is not a UNIX time (400);
 - a body larger than :data:`MAX_BODY_BYTES` (413);
 - a timestamp more than ``max_age`` seconds from now, either way (400, *stale*): a
   captured delivery cannot be replayed later;
@@ -16,23 +37,22 @@ stays the same when Prolific delivers it again (at least once, in no guaranteed 
   constant time (403): a forged delivery, or a body or timestamp changed on the way;
 - a signed body that is not a JSON object with an event type and a resource id (400).
 
-It then gives the :class:`Delivery`: the event's id, type and the id of the resource it is
-about (a submission or a study). Nothing else of the body is kept: the receiver re-reads
-that resource from Prolific and believes only what Prolific answers then. The
-``signature_digest`` (SHA-256 of the signature) lets the receiver refuse a replay of the
-same signed request under another event id within the timestamp's window.
+It then gives the :class:`Delivery`: the event's id, type, the id of the resource it is
+about (a submission or a study) and, for :data:`HIGH_RETURN_RATE`, the event's ``metadata``
+(a JSON object, at most :data:`MAX_METADATA_CHARS` once written out; shown to the
+researcher). Nothing else of the body is kept: the receiver re-reads that resource from
+Prolific and believes only what Prolific answers then.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 SIGNATURE_HEADER = "X-Prolific-Request-Signature"
 TIMESTAMP_HEADER = "X-Prolific-Request-Timestamp"
@@ -44,10 +64,17 @@ MAX_BODY_BYTES = 64 * 1024
 #: The events the platform subscribes to.
 SUBMISSION_STATUS = "submission.status.change"
 STUDY_STATUS = "study.status.change"
-EVENT_TYPES = (SUBMISSION_STATUS, STUDY_STATUS)
+STUDY_PROGRESS = "study.progress.change"
+HIGH_RETURN_RATE = "study.has_high_return_rate"
+EVENT_TYPES = (SUBMISSION_STATUS, STUDY_STATUS, STUDY_PROGRESS, HIGH_RETURN_RATE)
+#: The events about a study (their resource id is the study's id); the others are about a submission.
+STUDY_EVENTS = (STUDY_STATUS, STUDY_PROGRESS, HIGH_RETURN_RATE)
+#: A high-return-rate event's metadata is kept for the researcher up to this size (JSON characters).
+MAX_METADATA_CHARS = 2000
 _EVENT_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 _RESOURCE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+#: A UNIX time in seconds, whole or with a fractional part (see the module's docstring).
+_TIMESTAMP = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,20})?")
 
 
 class DeliveryRefused(Exception):
@@ -66,8 +93,12 @@ class Delivery:
     event_id: str
     event_type: str
     resource_id: str
-    timestamp: int
+    #: Seconds since the epoch, as signed (a fractional part kept).
+    timestamp: float
+    #: SHA-256 (hex) of the signature's decoded bytes: the replay guard's key.
     signature_digest: str
+    #: A high-return-rate event's ``metadata`` (empty for the other events).
+    metadata: dict = field(default_factory=dict)
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -77,13 +108,27 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
 
 
 def signature_matches(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
-    """Whether ``signature`` is the secret's over ``timestamp`` and ``body`` (constant-time compare)."""
+    """Whether ``signature`` is the secret's over ``timestamp`` and ``body``: the base64 texts compared in
+    constant time, as the reference's example does (another spelling of the same bytes does not match)."""
     try:
-        given = base64.b64decode(signature.encode("ascii"), validate=True)
-    except (UnicodeEncodeError, binascii.Error, ValueError):
+        given = signature.encode("ascii")
+    except UnicodeEncodeError:
         return False
-    expected = hmac.new(secret.encode(), timestamp.encode() + body, hashlib.sha256).digest()
-    return hmac.compare_digest(expected, given)
+    return hmac.compare_digest(sign(secret, timestamp, body).encode("ascii"), given)
+
+
+def signature_digest(signature: str) -> str:
+    """The replay guard's key: SHA-256 (hex) of a verified signature's decoded bytes (one key per signed
+    request, whatever else could spell it)."""
+    return hashlib.sha256(base64.b64decode(signature.encode("ascii"), validate=True)).hexdigest()
+
+
+def parse_timestamp(text: str) -> float:
+    """``X-Prolific-Request-Timestamp`` as seconds since the epoch: a UNIX time, whole or fractional;
+    :class:`DeliveryRefused` (400) for anything else (see the module's docstring)."""
+    if not _TIMESTAMP.fullmatch(text):
+        raise DeliveryRefused(400, "malformed_timestamp", f"{TIMESTAMP_HEADER} is not a UNIX time in seconds")
+    return float(text)
 
 
 def _header(headers: Mapping[str, str], name: str) -> str:
@@ -102,13 +147,12 @@ def read_delivery(
     signature = _header(headers, SIGNATURE_HEADER)
     timestamp = _header(headers, TIMESTAMP_HEADER)
     event_id = _header(headers, EVENT_ID_HEADER)
-    if not _TIMESTAMP.fullmatch(timestamp):
-        raise DeliveryRefused(400, "malformed_timestamp", f"{TIMESTAMP_HEADER} is not a UNIX time in seconds")
+    seconds = parse_timestamp(timestamp)
     if not _EVENT_ID.fullmatch(event_id):
         raise DeliveryRefused(400, "malformed_event_id", f"{EVENT_ID_HEADER} is not an event id")
     if len(body) > MAX_BODY_BYTES:
         raise DeliveryRefused(413, "too_large", f"a delivery of more than {MAX_BODY_BYTES} bytes")
-    if abs(now - int(timestamp)) > max_age:
+    if abs(now - seconds) > max_age:
         raise DeliveryRefused(400, "stale", f"the delivery was signed more than {max_age} s from now")
     if not secret or not signature_matches(secret, timestamp, body, signature):
         raise DeliveryRefused(403, "bad_signature", "the signature is not this workspace's")
@@ -125,6 +169,19 @@ def read_delivery(
         event_id=event_id,
         event_type=event_type[:100],
         resource_id=resource_id,
-        timestamp=int(timestamp),
-        signature_digest=hashlib.sha256(signature.encode("utf-8", "replace")).hexdigest(),
+        timestamp=seconds,
+        signature_digest=signature_digest(signature),
+        metadata=_metadata(event) if event_type == HIGH_RETURN_RATE else {},
     )
+
+
+def _metadata(event: dict) -> dict:
+    """The event's ``metadata`` object when it is one and small enough to show; else nothing."""
+    metadata = event.get("metadata")
+    if not isinstance(metadata, dict):
+        return {}
+    try:
+        written = json.dumps(metadata)
+    except (TypeError, ValueError, RecursionError):
+        return {}
+    return metadata if len(written) <= MAX_METADATA_CHARS else {}

@@ -19,8 +19,9 @@ answer holds only its own connection; ``hung_up`` records (``time.monotonic()``)
 client closed the connection before it was whole (how a test sees a client give up on a drip).
 
 Webhooks: the hooks API (a secret per workspace, subscriptions confirmed with their
-``X-Hook-Secret``) and a sender that POSTs each status change, signed as Prolific signs it, to
-the subscribed URL, with faults (``hook_faults``: drop, duplicate, forge, stale, delay, hold);
+``X-Hook-Secret``) and a sender that POSTs each status change (and the study's progress change
+that comes with a submission's, and a high return rate on demand), signed as Prolific signs it,
+to the subscribed URL, with faults (``hook_faults``: drop, duplicate, forge, stale, delay, hold);
 see "webhooks" below.
 
 Ids are Prolific's shape, 24 lowercase hex characters (the site refuses others): the server
@@ -111,6 +112,11 @@ class FakeProlific:
     hook_faults: list[str] = field(default_factory=list)
     deliveries: list[dict] = field(default_factory=list)
     hook_timeout: float = 10.0
+    #: Whether ``GET /hooks/subscriptions/`` applies its ``is_enabled`` filter (the reference's default);
+    #: ``False``: every subscription listed whatever is asked, each with its own ``is_enabled`` (issue 41).
+    hook_list_filtered: bool = True
+    #: Whether ``X-Prolific-Request-Timestamp`` has a fractional part (``time.time()`` as Python prints it).
+    hook_fractional_timestamps: bool = False
     _held: list[tuple] = field(default_factory=list)
     _sender: threading.Thread | None = None
     _queue: queue.Queue | None = None
@@ -338,15 +344,19 @@ class FakeProlific:
     # -- webhooks (issue 32) ---------------------------------------------------------------------
     # The hooks API as the reference describes it (docs.prolific.com/api-reference/webhooks): one
     # secret per workspace (creating one replaces the old), subscriptions that deliver only once
-    # confirmed with the X-Hook-Secret header their creation answered. The sender: each status
-    # change of a submission (set_status, a transition) or a study (a transition) is POSTed to
-    # every enabled subscription of its event type, from a sender thread, with the body the
-    # reference shows and the headers X-Prolific-Request-Signature (base64 HMAC-SHA256 of the
-    # workspace's secret over X-Prolific-Request-Timestamp + body), X-Prolific-Request-Timestamp,
-    # X-Event-ID and X-Timestamp, one at a time in order. ``hook_faults`` are used up one per event: ``drop`` (never
-    # sent), ``duplicate`` (the same request twice), ``forge`` (signed with another secret),
-    # ``stale`` (signed ten minutes ago), ``delay:s`` (sent after s seconds), ``hold`` (sent after
-    # the next event: out of order). ``deliveries`` records each request sent and its answer.
+    # confirmed with the X-Hook-Secret header their creation answered (listed with ``is_enabled``
+    # false until then; an answer lost with ``lose_response`` leaves the subscription made, its
+    # secret known to nobody). The sender: each status change of a submission (set_status, a
+    # transition; with it the study's ``study.progress.change``) or a study (a transition), and
+    # ``high_return_rate`` (``study.has_high_return_rate``), is POSTed to every enabled subscription
+    # of its event type, from a sender thread, with the body the reference shows ("Receiving") and
+    # the headers X-Prolific-Request-Signature (base64 HMAC-SHA256 of the workspace's secret over
+    # X-Prolific-Request-Timestamp + body), X-Prolific-Request-Timestamp, X-Event-ID and
+    # X-Timestamp, one at a time in order. ``hook_faults`` are used up one per change (every event
+    # of one change shares it): ``drop`` (never sent), ``duplicate`` (the same request twice),
+    # ``forge`` (signed with another secret), ``stale`` (signed ten minutes ago), ``delay:s`` (sent
+    # after s seconds), ``hold`` (sent after the next change's: out of order). ``deliveries``
+    # records each request sent and its answer.
     def list_hook_secrets(self, args, query, body):
         workspace = query.get("workspace_id", [""])[0]
         return 200, {"results": [dict(s) for w, s in self.hook_secrets.items() if w == workspace]}
@@ -368,7 +378,8 @@ class FakeProlific:
         items = [
             self._public(s)
             for s in self.hook_subscriptions.values()
-            if (workspace is None or s["workspace_id"] == workspace) and s["is_enabled"] == enabled
+            if (workspace is None or s["workspace_id"] == workspace)
+            and (s["is_enabled"] == enabled or not self.hook_list_filtered)
         ]
         return 200, self._page(items, query, self.base + "/api/v1/hooks/subscriptions/")
 
@@ -413,30 +424,47 @@ class FakeProlific:
 
     def _submission_changed(self, session: str) -> None:
         submission = self.submissions[session]
+        study_id = submission["study_id"]
         self._emit(
-            "submission.status.change",
-            {
-                "resource_id": session,
-                "event_type": "submission.status.change",
-                "participant_id": submission["participant_id"],
-                "status": submission["status"],
-            },
+            [
+                (
+                    "submission.status.change",
+                    {
+                        "resource_id": session,
+                        "event_type": "submission.status.change",
+                        "participant_id": submission["participant_id"],
+                        "status": submission["status"],
+                    },
+                ),
+                ("study.progress.change", {"resource_id": study_id, "event_type": "study.progress.change"}),
+            ]
         )
 
     def _study_changed(self, study_id: str) -> None:
         status = self.studies[study_id]["status"]
         self._emit(
-            "study.status.change",
-            {"resource_id": study_id, "event_type": "study.status.change", "metadata": {}, "status": status},
+            [
+                (
+                    "study.status.change",
+                    {"resource_id": study_id, "event_type": "study.status.change", "metadata": {}, "status": status},
+                )
+            ]
         )
 
-    def _emit(self, event_type: str, payload: dict) -> None:
+    def high_return_rate(self, study_id: str, metadata: dict | None = None) -> None:
+        """Prolific's warning that many participants return the study (``study.has_high_return_rate``)."""
+        event_type = "study.has_high_return_rate"
+        self._emit([(event_type, {"resource_id": study_id, "event_type": event_type, "metadata": metadata or {}})])
+
+    def _emit(self, events: list[tuple[str, dict]]) -> None:
+        """The events of one change, sharing one fault (see "webhooks" above)."""
         fault = self.hook_faults.pop(0) if self.hook_faults else ""
-        event = (event_type, payload, fault, _id())
+        change = [(event_type, payload, fault, _id()) for event_type, payload in events]
         if fault == "hold":
-            self._held.append(event)
+            self._held.extend(change)
             return
-        self._send_event(*event)
+        for event in change:
+            self._send_event(*event)
         while self._held:  # what was held goes after this one: out of order
             self._send_event(*self._held.pop(0))
 
@@ -469,19 +497,26 @@ class FakeProlific:
         kind, _, seconds = fault.partition(":")
         if kind == "delay":
             time.sleep(float(seconds))
-        now = int(time.time()) - (600 if kind == "stale" else 0)
+        sent = time.time() - (600 if kind == "stale" else 0)
+        stamp = str(sent) if self.hook_fractional_timestamps else str(int(sent))
         body = json.dumps(payload).encode()
         key = ("not-" + secret) if kind == "forge" else secret
-        signature = base64.b64encode(hmac.new(key.encode(), str(now).encode() + body, hashlib.sha256).digest())
+        signature = base64.b64encode(hmac.new(key.encode(), stamp.encode() + body, hashlib.sha256).digest())
         headers = {
             "Content-Type": "application/json",
             "X-Prolific-Request-Signature": signature.decode(),
-            "X-Prolific-Request-Timestamp": str(now),
+            "X-Prolific-Request-Timestamp": stamp,
             "X-Event-ID": event_id,
-            "X-Timestamp": str(now),
+            "X-Timestamp": stamp,
         }
         for _ in range(2 if kind == "duplicate" else 1):
-            record = {"event_id": event_id, "payload": payload, "fault": fault, "sent": time.monotonic()}
+            record = {
+                "event_id": event_id,
+                "payload": payload,
+                "fault": fault,
+                "sent": time.monotonic(),
+                "stamp": stamp,
+            }
             request = urllib.request.Request(url, data=body, headers=headers, method="POST")
             try:
                 with urllib.request.urlopen(request, timeout=self.hook_timeout) as answer:
@@ -571,6 +606,7 @@ class FakeProlific:
             return int(fault.partition(":")[2]), {"error": {"detail": f"scripted {fault}"}}, {}, ""
         status, answer = getattr(self, name)(args, query, body)
         if fault == "lose_response":
+            self._answer_headers = {}  # lost with the answer (an X-Hook-Secret nobody will ever see)
             return -1, {}, {}, ""
         headers, self._answer_headers = self._answer_headers, {}
         if fault and fault.partition(":")[0] in ("slow", "drip", "html", "garbled"):

@@ -338,6 +338,20 @@ class Prolific:
         query = urllib.parse.urlencode({"workspace_id": workspace_id, "is_enabled": "true" if enabled else "false"})
         return [s for s in self.pages(f"hooks/subscriptions/?{query}") if isinstance(s.get("id"), str)]
 
+    def all_hook_subscriptions(self, workspace_id: str) -> list[dict]:
+        """Every subscription of the workspace, enabled or not, once each, with ``is_enabled`` as Prolific
+        shows it. Both lists are read and each subscription judged by its own ``is_enabled`` (by the list
+        it came from only when it has none), so nothing depends on how the ``is_enabled`` filter is
+        applied. Being listed, even enabled, never says *this site* confirmed a subscription."""
+        seen: dict[str, dict] = {}
+        for enabled in (True, False):
+            for subscription in self.hook_subscriptions(workspace_id, enabled=enabled):
+                shown = subscription.get("is_enabled")
+                seen.setdefault(
+                    subscription["id"], {**subscription, "is_enabled": shown if isinstance(shown, bool) else enabled}
+                )
+        return list(seen.values())
+
     def create_hook_subscription(self, workspace_id: str, event_type: str, target_url: str) -> tuple[dict, str]:
         """``POST /hooks/subscriptions/``: (the subscription, its ``X-Hook-Secret`` for confirming it). Not repeatable.
 
@@ -367,9 +381,14 @@ class Prolific:
         return mine[-1], hook_secret
 
     def confirm_hook_subscription(self, subscription_id: str, hook_secret: str) -> dict:
-        """``POST /hooks/subscriptions/{id}/`` with the ``X-Hook-Secret``: the subscription starts delivering."""
+        """``POST /hooks/subscriptions/{id}/`` with the ``X-Hook-Secret`` (docs.prolific.com/api-reference/
+        webhooks/confirm-subscription): the subscription starts delivering. Repeatable (confirming again
+        confirms nothing new). An answer that shows the subscription not enabled is a :class:`ProlificError`."""
         path = f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/"
-        return self.request("POST", path, {"secret": hook_secret})
+        answer = self.request("POST", path, {"secret": hook_secret})
+        if isinstance(answer, dict) and answer.get("is_enabled") is False:
+            raise ProlificError(f"Prolific answered the confirmation of subscription {subscription_id} as not enabled")
+        return answer
 
     def delete_hook_subscription(self, subscription_id: str) -> bool:
         """``DELETE /hooks/subscriptions/{id}/``; ``False`` when Prolific knows no such subscription (already gone)."""

@@ -6,18 +6,16 @@ class Command(ProjectCommand):
     help = (
         "Reconcile the Prolific workspace's webhook subscriptions with the published batches, then re-read "
         "from Prolific each published Prolific batch not re-read for PROLIFIC_POLL_SECONDS (or, while the "
-        "webhooks are confirmed and a verified event arrived within it, PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS): events that never arrive are caught. "
-        "Safe to run at any time; run it every minute (systemd timer or cron)."
+        "webhooks are seen to work -- a verified event arrived within it, every subscription confirmed by this "
+        "site, no delivery refused since -- PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS): events that never arrive are "
+        "caught. Prints which interval applies and why. Safe to run at any time; run it every minute (systemd "
+        "timer or cron)."
     )
 
     def handle(self, **options):
         with command_errors():
             result = poll_prolific()
         if options["verbosity"] > 0:
-            webhooks = "active" if result.webhooks_active else "not active"
-            self.stdout.write(
-                f"Webhooks {webhooks}; polling every {result.interval} s; re-read now: "
-                f"{', '.join(result.started) or 'none'}"
-            )
+            self.stdout.write(f"{result.status.sentence}; re-read now: {', '.join(result.started) or 'none'}")
             if result.webhooks is not None and result.webhooks.error:
                 self.stdout.write(self.style.WARNING(f"Webhooks not reconciled: {result.webhooks.error}"))

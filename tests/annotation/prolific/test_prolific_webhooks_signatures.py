@@ -2,7 +2,7 @@
 
 The expected signatures are computed as Prolific's reference shows it ("Verifying": base64 of
 HMAC-SHA256 with the workspace's secret over the timestamp followed by the body), written out
-here independently of the module under test.
+here independently of the module under test. The bodies are the reference's ("Receiving").
 """
 
 import base64
@@ -13,7 +13,9 @@ import json
 import pytest
 
 from annotation.prolific.signatures import (
+    EVENT_TYPES,
     MAX_BODY_BYTES,
+    MAX_METADATA_CHARS,
     DeliveryRefused,
     read_delivery,
     sign,
@@ -53,7 +55,9 @@ def test_a_genuine_delivery_is_read():
         SESSION,
         NOW,
     )
-    assert got.signature_digest == hashlib.sha256(headers["X-Prolific-Request-Signature"].encode()).hexdigest()
+    # The replay guard's key is the signature's 32 decoded bytes, hashed (not its base64 text).
+    decoded = base64.b64decode(headers["X-Prolific-Request-Signature"])
+    assert len(decoded) == 32 and got.signature_digest == hashlib.sha256(decoded).hexdigest()
     # The module signs exactly as the reference does, and headers are found whatever their case.
     assert sign(SECRET, str(NOW), raw) == headers["X-Prolific-Request-Signature"]
     lower = {k.lower(): v for k, v in headers.items()}
@@ -111,6 +115,12 @@ def test_a_stale_or_future_timestamp_is_refused_even_when_signed(skew):
         ("X-Event-ID", "   ", "missing_header"),
         ("X-Prolific-Request-Timestamp", "1.8e9", "malformed_timestamp"),
         ("X-Prolific-Request-Timestamp", "-1800000000", "malformed_timestamp"),
+        ("X-Prolific-Request-Timestamp", "1800000000.", "malformed_timestamp"),
+        ("X-Prolific-Request-Timestamp", ".5", "malformed_timestamp"),
+        ("X-Prolific-Request-Timestamp", "+1800000000", "malformed_timestamp"),
+        ("X-Prolific-Request-Timestamp", "1800000000,5", "malformed_timestamp"),
+        ("X-Prolific-Request-Timestamp", "2027-01-15T08:00:00Z", "malformed_timestamp"),
+        ("X-Prolific-Request-Timestamp", "nan", "malformed_timestamp"),
         ("X-Event-ID", "a" * 101, "malformed_event_id"),
         ("X-Event-ID", "evt/../1", "malformed_event_id"),
     ],
@@ -174,3 +184,93 @@ def test_the_compare_is_hmacs_constant_time_one(monkeypatch):
     assert signature_matches(SECRET, str(NOW), raw, headers["X-Prolific-Request-Signature"])
     assert not signature_matches(SECRET, str(NOW), raw + b" ", headers["X-Prolific-Request-Signature"])
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("stamp", ["1800000000", "1800000000.5", "1800000000.123456", "1800000000.1234567890123"])
+def test_every_unix_time_the_reference_allows_is_accepted_whole_or_fractional(stamp):
+    """ "A UNIX timestamp of when the request was sent": whole seconds or with a fractional part (Python's
+    ``str(time.time())``), signed as its text; still bounded by the maximum age."""
+    headers, raw = delivery(timestamp=stamp)
+    got = read_delivery(headers, raw, SECRET, now=NOW + 100)
+    assert got.timestamp == float(stamp)
+    # Bounded either way, the fractional part counted: 300 s after it is fine, a little more is stale.
+    assert read_delivery(headers, raw, SECRET, now=float(stamp) + 300).event_id == "evt-1"
+    with pytest.raises(DeliveryRefused) as refused:
+        read_delivery(headers, raw, SECRET, now=float(stamp) + 300.001)
+    assert refused.value.code == "stale"
+    with pytest.raises(DeliveryRefused) as refused:
+        read_delivery(headers, raw, SECRET, now=float(stamp) - 300.001)
+    assert refused.value.code == "stale"
+    # The text is what is signed: the same instant written otherwise does not verify.
+    if "." in stamp:
+        headers["X-Prolific-Request-Timestamp"] = stamp + "0"
+        with pytest.raises(DeliveryRefused) as refused:
+            read_delivery(headers, raw, SECRET, now=NOW)
+        assert refused.value.code == "bad_signature"
+
+
+def _respellings(signature: str) -> dict[str, str]:
+    """Other spellings of the same 32 bytes: each decodes to them in some base64 decoder."""
+    raw = base64.b64decode(signature)
+    last = signature[-2]  # the last data character: its two low bits are padding, unused
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    spare = alphabet[alphabet.index(last) ^ 1]
+    spellings = {
+        "unused bits set": signature[:-2] + spare + "=",
+        "no padding": signature.rstrip("="),
+        "double padding": signature + "=",
+        "urlsafe alphabet": base64.urlsafe_b64encode(raw).decode(),
+        "line break inside": signature[:20] + "\n" + signature[20:],
+        "space inside": signature[:20] + " " + signature[20:],
+    }
+    assert base64.b64decode(spellings["unused bits set"], validate=True) == raw  # Python itself accepts this one
+    return {name: text for name, text in spellings.items() if text != signature}
+
+
+def test_another_spelling_of_a_genuine_signature_does_not_verify():
+    """The reference compares the base64 texts (``hmac.compare_digest(calculated_signature, signature)``):
+    a captured signature re-spelled (the same bytes) is refused 403, so it cannot be replayed as new."""
+    headers, raw = delivery()
+    genuine = headers["X-Prolific-Request-Signature"]
+    respelled = _respellings(genuine)
+    # Make sure one of them changes only the unused bits (the case a bytes comparison let through).
+    assert "unused bits set" in respelled
+    for name, text in respelled.items():
+        with pytest.raises(DeliveryRefused) as refused:
+            read_delivery({**headers, "X-Prolific-Request-Signature": text}, raw, SECRET, now=NOW)
+        assert (refused.value.status, refused.value.code) == (403, "bad_signature"), name
+
+
+def test_the_four_event_types_of_the_reference_are_read_with_a_high_return_rates_metadata():
+    study = "b1b2c3d4e5f6a1b2c3d4e5f6"
+    bodies = {
+        "submission.status.change": {
+            "resource_id": SESSION,
+            "event_type": "submission.status.change",
+            "participant_id": "p" * 24,
+            "status": "RETURNED",
+        },
+        "study.status.change": {
+            "resource_id": study,
+            "event_type": "study.status.change",
+            "metadata": {},
+            "status": "ACTIVE",
+        },
+        "study.progress.change": {"resource_id": study, "event_type": "study.progress.change"},
+        "study.has_high_return_rate": {
+            "resource_id": study,
+            "event_type": "study.has_high_return_rate",
+            "metadata": {"return_rate": 0.41},
+        },
+    }
+    assert set(bodies) == set(EVENT_TYPES)
+    for event_type, body in bodies.items():
+        headers, raw = delivery(body)
+        got = read_delivery(headers, raw, SECRET, now=NOW)
+        assert (got.event_type, got.resource_id) == (event_type, body["resource_id"])
+        assert got.metadata == ({"return_rate": 0.41} if event_type == "study.has_high_return_rate" else {})
+    # Metadata that is no object, or too large to show, is left out (the event is still read).
+    for metadata in ([1, 2], "x", {"note": "x" * MAX_METADATA_CHARS}):
+        body = {"resource_id": study, "event_type": "study.has_high_return_rate", "metadata": metadata}
+        headers, raw = delivery(body)
+        assert read_delivery(headers, raw, SECRET, now=NOW).metadata == {}

@@ -3,19 +3,33 @@
 **Receiving** (:func:`receive`, called by the endpoint). A delivery is verified first
 (:func:`annotation.prolific.signatures.read_delivery`: signature with the workspace's stored
 secret, timestamp within ``PROLIFIC_WEBHOOK_MAX_AGE_SECONDS``); anything refused is a JSON
-4xx and changes nothing. A verified delivery's content is trusted only to say *what to
-re-read*: its resource id is looked up here (a study id names its batch; a submission id the
-assignment or the confirmed session that holds it) and the batch is re-read from Prolific by
-the existing sync (``sync_batch``: every submission of the study as Prolific answers it
-now, a returned or timed-out place freed, a submission awaiting review settled, the study
-stopped when the batch is done). What the event says the status is, is never used: a
-forged event cannot get past the signature, and a genuine one delivered twice, late or out
-of order only causes one more re-read of the present state.
+4xx and changes nothing (a refusal for its signature or timestamp is remembered, so webhooks
+stop counting as active: :mod:`annotation.prolific.webhooks.selectors`). A verified
+delivery's content is trusted only to say *what to re-read*: its resource id is looked up
+here (a study id names its batch; a submission id the assignment or the confirmed session
+that holds it) and the batch is re-read from Prolific by the existing sync (``sync_batch``:
+every submission of the study as Prolific answers it now, a returned or timed-out place
+freed, a submission awaiting review settled, the study stopped when the batch is done).
+What the event says the status is, is never used: a forged event cannot get past the
+signature, and a genuine one delivered twice, late or out of order only causes one more
+re-read of the present state -- never a step backwards.
+
+The events (docs.prolific.com/api-reference/webhooks/receiving):
+
+- ``submission.status.change``, ``study.status.change`` and ``study.progress.change`` (the
+  study's places taken or freed, its submissions' progress): the batch is re-read;
+- ``study.has_high_return_rate``: recorded with its batch and its ``metadata``, and shown as a
+  warning on the batch page and the dashboard (``selectors.return_rate_warnings``); nothing is
+  re-read (the warning says nothing about a submission's state);
+- any other type, or a resource this site does not know: recorded, nothing done ("ignored").
 
 **Once.** The event is inserted (``ProlificEvent``: its ``X-Event-ID`` unique, and the
-signature's digest unique) in the same transaction that schedules the re-read, so a
-duplicate (Prolific delivers at least once) is answered 200 and does nothing, and the same
-signed request replayed under another event id is refused (409).
+digest of the signature's decoded bytes unique) in the same transaction that schedules the
+re-read. A delivery whose event id was already recorded (Prolific delivers at least once, the
+same id on every retry: ".../idempotency-and-the-x-event-id-header") is answered 200
+"duplicate" and does nothing; the same signed request replayed under another event id is
+refused (409), whatever the base64 spelling of its signature (another spelling does not even
+verify: :mod:`annotation.prolific.signatures`).
 
 **At once, without waiting on Prolific in the request.** The request makes no remote call:
 it answers 202 as soon as the event is stored, and the re-read runs as a background job
@@ -26,12 +40,12 @@ reads them all); a re-read that finds a sync of the batch under way waits for it
 before the change.
 
 **Polling** (:func:`poll_prolific`, ``manage.py poll_prolific`` every minute): each
-published Prolific batch not re-read for ``PROLIFIC_POLL_SECONDS`` (or, while webhooks
-are seen to work -- subscriptions confirmed and a verified event received within
-``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``, :func:`~.subscriptions.webhooks_active` --
-``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``) is
-re-read, so an event dropped on the way is caught at the longer interval; it also
-reconciles the subscriptions (:func:`~.subscriptions.reconcile_webhooks`).
+published Prolific batch not re-read for the interval of
+:func:`~annotation.prolific.webhooks.selectors.webhook_status` -- ``PROLIFIC_POLL_SECONDS``,
+or ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS`` while webhooks are seen to work (a verified event of
+this workspace within that time, every subscription confirmed by this site, no refusal since)
+-- is re-read, so an event dropped on the way is caught; it also reconciles the subscriptions
+(:func:`~.subscriptions.reconcile_webhooks`).
 """
 
 from __future__ import annotations
@@ -49,8 +63,16 @@ from django.utils import timezone
 from annotation.crowd.services.background import sync_job
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, ProlificEvent, ProlificHookSecret, ProlificSession, Provider
-from annotation.prolific.signatures import STUDY_STATUS, SUBMISSION_STATUS, Delivery, DeliveryRefused, read_delivery
-from annotation.prolific.webhooks.services.subscriptions import WebhookState, reconcile_webhooks, webhooks_active
+from annotation.prolific.signatures import (
+    HIGH_RETURN_RATE,
+    STUDY_EVENTS,
+    SUBMISSION_STATUS,
+    Delivery,
+    DeliveryRefused,
+    read_delivery,
+)
+from annotation.prolific.webhooks.selectors import COUNTED_REFUSALS, WebhookStatus, refusal_key, webhook_status
+from annotation.prolific.webhooks.services.subscriptions import WebhookState, reconcile_webhooks
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
@@ -67,7 +89,8 @@ LEASE_WAIT_SECONDS = 60
 
 @dataclass
 class Receipt:
-    """What was done with a verified delivery: ``outcome`` is ``scheduled``, ``joined``, ``duplicate`` or ``ignored``."""
+    """What was done with a verified delivery: ``outcome`` is ``scheduled``, ``joined`` (a re-read),
+    ``recorded`` (a warning kept), ``duplicate`` or ``ignored``."""
 
     status: int
     outcome: str
@@ -88,7 +111,7 @@ def _secret() -> str | None:
 
 def batch_of(delivery: Delivery) -> Batch | None:
     """The batch the event's resource belongs to, as this site knows it (nothing else of the event is used)."""
-    if delivery.event_type == STUDY_STATUS:
+    if delivery.event_type in STUDY_EVENTS:
         return Batch.objects.filter(provider=Provider.PROLIFIC, hit_type_id=delivery.resource_id).first()
     if delivery.event_type == SUBMISSION_STATUS:
         held = (
@@ -109,12 +132,19 @@ def batch_of(delivery: Delivery) -> Batch | None:
 BAD_SIGNATURE_WARNINGS = (3, 10)
 
 
-def _note_bad_signature() -> None:
-    """Count a delivery refused for its signature; warn when they repeat. One is a forgery; many usually mean
-    the workspace's secret was replaced elsewhere (or a proxy alters bodies): every real delivery is refused,
-    and polling is the only way events arrive (webhooks count as inactive without verified events)."""
-    key = f"prolific.webhooks.bad_signatures:{int(time.time() // 3600)}"
+def _note_refused(code: str, now: float) -> None:
+    """Remember a refusal for its signature or its timestamp (webhooks then count as inactive until a verified
+    event arrives: the short polling interval), and count bad signatures, warning when they repeat. One is a
+    forgery; many usually mean the workspace's secret was replaced elsewhere (or a proxy alters bodies): every
+    real delivery is refused, and polling is the only way events arrive."""
+    workspace = settings.PROLIFIC_WORKSPACE_ID
     cache = shared_cache()
+    if code in COUNTED_REFUSALS and workspace:
+        timeout = settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS + 60
+        cache.set(refusal_key(workspace), {"at": now, "code": code}, timeout=timeout)
+    if code != "bad_signature":
+        return
+    key = f"prolific.webhooks.bad_signatures:{int(now // 3600)}"
     if cache.add(key, 1, timeout=3601):
         count = 1
     else:
@@ -132,29 +162,27 @@ def _note_bad_signature() -> None:
 
 
 def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
-    """Verify a delivery, record it once and schedule the re-read of its batch; :class:`DeliveryRefused` otherwise."""
+    """Verify a delivery, record it once and act on it (see the module's docstring); :class:`DeliveryRefused`
+    otherwise."""
     secret = _secret()
     if secret is None:
         raise DeliveryRefused(403, "not_set_up", "Prolific webhooks are not set up on this site (no secret)")
+    now = time.time() if now is None else now
     try:
-        delivery = read_delivery(
-            headers,
-            body,
-            secret,
-            now=time.time() if now is None else now,
-            max_age=settings.PROLIFIC_WEBHOOK_MAX_AGE_SECONDS,
-        )
+        delivery = read_delivery(headers, body, secret, now=now, max_age=settings.PROLIFIC_WEBHOOK_MAX_AGE_SECONDS)
     except DeliveryRefused as exc:
-        if exc.code == "bad_signature":
-            _note_bad_signature()
+        _note_refused(exc.code, now)
         raise
     if ProlificEvent.objects.filter(event_id=delivery.event_id).exists():
         return Receipt(200, "duplicate", delivery.event_id)
     batch = batch_of(delivery)
     if batch is not None and batch.status == Batch.Status.DRAFT:
         batch = None
-    # 200 "ignored" (recorded, nothing to re-read) unless a re-read is scheduled or joined (202).
-    receipt = Receipt(200, "ignored", delivery.event_id, batch.name if batch else None)
+    rereads = batch is not None and delivery.event_type != HIGH_RETURN_RATE
+    # 200 "ignored" (recorded, nothing to do) or "recorded" (a warning kept), unless a re-read is scheduled
+    # or joined (202).
+    outcome = "recorded" if batch is not None and not rereads else "ignored"
+    receipt = Receipt(200, outcome, delivery.event_id, batch.name if batch else None)
     try:
         with transaction.atomic():
             event = ProlificEvent.objects.create(
@@ -162,10 +190,12 @@ def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
                 signature=delivery.signature_digest,
                 event_type=delivery.event_type,
                 resource_id=delivery.resource_id,
+                workspace_id=settings.PROLIFIC_WORKSPACE_ID,
+                metadata=delivery.metadata,
                 signed_at=dt.datetime.fromtimestamp(delivery.timestamp, tz=dt.UTC),
                 batch=batch,
             )
-            if batch is not None:
+            if rereads:
                 job, joined = schedule_resync(batch)
                 ProlificEvent.objects.filter(pk=event.pk).update(job_id=job.pk)
                 receipt.job, receipt.outcome = job.pk, "joined" if joined else "scheduled"
@@ -222,21 +252,27 @@ def resync_job(job: Job, batch_id: int) -> dict:
 
 @dataclass
 class PollResult:
-    """What one poll did: the interval used, whether webhooks were active, the batches re-read."""
+    """What one poll did: the webhooks' status (and so the interval used), the batches re-read."""
 
-    interval: int
-    webhooks_active: bool
+    status: WebhookStatus
     started: list[str] = field(default_factory=list)
     webhooks: WebhookState | None = None
+
+    @property
+    def interval(self) -> int:
+        return self.status.interval
+
+    @property
+    def webhooks_active(self) -> bool:
+        return self.status.active
 
 
 def poll_prolific(*, now: dt.datetime | None = None) -> PollResult:
     """Reconcile the subscriptions, then re-read each published Prolific batch not re-read within the interval."""
     state = reconcile_webhooks()
-    active = webhooks_active(now)
-    interval = settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS if active else settings.PROLIFIC_POLL_SECONDS
-    since = (now or timezone.now()) - dt.timedelta(seconds=interval)
-    result = PollResult(interval=interval, webhooks_active=active, webhooks=state)
+    status = webhook_status(now)
+    since = (now or timezone.now()) - dt.timedelta(seconds=status.interval)
+    result = PollResult(status=status, webhooks=state)
     batches = Batch.objects.filter(provider=Provider.PROLIFIC, status=Batch.Status.PUBLISHED).exclude(hit_type_id="")
     for batch in batches.order_by("pk"):
         recent = (

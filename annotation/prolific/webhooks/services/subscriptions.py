@@ -1,13 +1,30 @@
 """The workspace's webhook secret and subscriptions: there exactly while a published Prolific batch needs them.
 
 :func:`reconcile_webhooks` is the one entry point: with a published Prolific batch it makes
-sure the workspace has its secret and one confirmed subscription per event type
-(:data:`~annotation.prolific.signatures.EVENT_TYPES`) delivering to :func:`endpoint_url`;
+sure the workspace has its secret and one subscription per event type
+(:data:`~annotation.prolific.signatures.EVENT_TYPES`) delivering to
+:func:`~annotation.prolific.webhooks.selectors.endpoint_url` and confirmed by this site;
 without one it deletes them (the secret is kept: Prolific has one per workspace). It runs
 after a batch is published (``publish_batch``), after a re-read that finished a batch, and at
 every ``manage.py poll_prolific`` (so a batch completed or cancelled elsewhere, a subscription
 Prolific disabled after failed deliveries, or a change of ``SITE_URL`` is put right within
 a minute). A failure to reach Prolific never fails the caller: polling stays the fallback.
+
+Prolific's protocol (docs.prolific.com/api-reference/webhooks/subscribing, and
+".../confirm-subscription"): ``POST /hooks/subscriptions/`` answers the subscription's ``id``
+and an ``X-Hook-Secret`` header; the subscription delivers only once
+``POST /hooks/subscriptions/{id}/`` is sent with ``{"secret": <X-Hook-Secret>}``. That secret
+is answered once, with the creation, and no list shows it.
+
+**Confirmed means: this site confirmed it.** ``ProlificSubscription.confirmed_at`` is set
+only when this site's confirm call with the subscription's ``X-Hook-Secret`` succeeded,
+never because a list shows a subscription (a list cannot say whether it was confirmed, and
+an unconfirmed one delivers nothing). A subscription of ours that Prolific lists (enabled)
+under the id this site confirmed is kept; every other one matching the event type and target
+URL -- an unconfirmed leftover whose creation lost its answer (its ``X-Hook-Secret`` is
+unknown: it can never be confirmed), one Prolific disabled after failed deliveries, one made
+by another process whose secret this site lacks -- is deleted, and a new one is made and
+confirmed.
 
 Idempotence protocol (Prolific takes no request token; creating a secret or a subscription
 is not safe to repeat):
@@ -15,13 +32,20 @@ is not safe to repeat):
 - one reconciliation per workspace at a time (a ``core.services.leases`` lease);
 - the secret: the stored one (``ProlificHookSecret``) is used; without it, Prolific's list of
   the workspace's secrets is read first and an existing secret adopted (creating one would
-  replace it); only then is one created, and after a lost answer the list is read again;
-- a subscription: the workspace's enabled subscriptions are listed first and one matching
-  (event type and target URL) adopted, any other match deleted; one created but never
-  confirmed is confirmed with its stored ``X-Hook-Secret``; disabled leftovers (a lost
-  answer's, or one Prolific disabled) are deleted; only then is ``create_attempted`` committed
-  and ``POST /hooks/subscriptions/`` sent, its id and ``X-Hook-Secret`` saved at once, and it
-  is confirmed. A retry, a second process or a worker restart therefore never leaves two.
+  replace it); only then is one created, and after a lost answer the list is read again.
+  While deliveries are refused for their signature (since the last verified one), the list
+  is read at each reconciliation and a secret replaced elsewhere adopted;
+- a subscription: every subscription of the workspace is listed first, enabled or not
+  (:meth:`~annotation.crowd.clients.prolific_api.Prolific.all_hook_subscriptions`); ours,
+  confirmed by this site and shown enabled, is kept and any other match deleted (never two);
+  one created whose confirmation was not made (or lost) is confirmed with its stored
+  ``X-Hook-Secret``; anything else matching is deleted; only then is ``create_attempted``
+  committed and ``POST /hooks/subscriptions/`` sent, its id and ``X-Hook-Secret`` saved at once,
+  and it is confirmed. A retry, a second process or a worker restart therefore never leaves two,
+  and a lost answer never leaves one counted as confirmed.
+
+A subscription kept as it is writes nothing: no reconciliation makes webhooks look active
+(that takes a verified event: :mod:`annotation.prolific.webhooks.selectors`).
 """
 
 from __future__ import annotations
@@ -31,13 +55,13 @@ import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.urls import reverse
 from django.utils import timezone
 
 from annotation.crowd.clients.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.crowd.providers import get_provider
-from annotation.models import Batch, ProlificEvent, ProlificHookSecret, ProlificSubscription, Provider
+from annotation.models import Batch, ProlificHookSecret, ProlificSubscription, Provider
 from annotation.prolific.signatures import EVENT_TYPES
+from annotation.prolific.webhooks.selectors import endpoint_url, webhook_status
 from core.errors import ServiceError
 from core.services.leases import LeaseHeld, exclusive
 
@@ -57,42 +81,11 @@ class WebhookState:
     error: str = ""
 
 
-def endpoint_url() -> str:
-    """Where Prolific delivers: this site's public address (``SITE_URL``) and the endpoint's path."""
-    return settings.SITE_URL.rstrip("/") + reverse("annotation:prolific-webhook")
-
-
 def webhooks_needed() -> bool:
     """Whether a published Prolific batch is waiting for its participants' events."""
     return (
         Batch.objects.filter(provider=Provider.PROLIFIC, status=Batch.Status.PUBLISHED).exclude(hit_type_id="").exists()
     )
-
-
-def webhooks_active(now: dt.datetime | None = None) -> bool:
-    """Whether webhooks are seen to work, so polling may slow down (``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``).
-
-    Confirmed subscriptions to every event type say only that Prolific *should* deliver: a wrong
-    ``SITE_URL`` or proxy, or the secret replaced elsewhere (every delivery then refused 403),
-    breaks delivery without changing them. So webhooks count as active only while a verified
-    event arrived within ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS`` (or the subscriptions were
-    confirmed less than that long ago, before any event could come): otherwise polling keeps
-    its short interval.
-    """
-    workspace = settings.PROLIFIC_WORKSPACE_ID
-    if not (settings.PROLIFIC_WEBHOOKS and workspace):
-        return False
-    confirmed = list(
-        ProlificSubscription.objects.filter(
-            workspace_id=workspace, confirmed=True, target_url=endpoint_url()
-        ).values_list("event_type", "updated")
-    )
-    if not {event for event, _ in confirmed} >= set(EVENT_TYPES):
-        return False
-    since = (now or timezone.now()) - dt.timedelta(seconds=settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS)
-    if max(updated for _, updated in confirmed) >= since:
-        return True
-    return ProlificEvent.objects.filter(received__gte=since).exists()
 
 
 def reconcile_webhooks(client: Prolific | None = None) -> WebhookState | None:
@@ -122,12 +115,22 @@ def reconcile_webhooks(client: Prolific | None = None) -> WebhookState | None:
     return state
 
 
-def ensure_secret(client: Prolific, workspace: str) -> str:
-    """The workspace's secret: the stored one, else Prolific's existing one, else a new one (see the protocol)."""
+def ensure_secret(client: Prolific, workspace: str, *, refresh: bool = False) -> str:
+    """The workspace's secret: the stored one, else Prolific's existing one, else a new one (see the protocol).
+
+    With ``refresh`` (deliveries were refused for their signature since the last verified one: the
+    secret may have been replaced elsewhere, Prolific keeping one per workspace) Prolific's list is
+    read again and a secret other than the stored one adopted, so deliveries verify again."""
     stored = ProlificHookSecret.objects.filter(workspace_id=workspace).first()
-    if stored is not None:
+    if stored is not None and not refresh:
         return stored.value
     existing = client.hook_secrets(workspace)
+    if stored is not None:
+        if existing and existing[0]["value"] != stored.value:
+            logger.warning("The webhook secret of Prolific workspace %s was replaced elsewhere: adopted", workspace)
+            stored.secret_id, stored.value = str(existing[0].get("id") or ""), existing[0]["value"]
+            stored.save(update_fields=["secret_id", "value"])
+        return stored.value
     if existing:
         secret = existing[0]
     else:
@@ -149,54 +152,58 @@ def _matches(subscriptions: list[dict], event_type: str, target: str) -> list[di
 
 
 def _subscribe(client: Prolific, workspace: str, state: WebhookState) -> None:
-    ensure_secret(client, workspace)
+    ensure_secret(client, workspace, refresh=webhook_status().refused == "bad_signature")
     target = endpoint_url()
-    enabled = client.hook_subscriptions(workspace)
-    disabled: list[dict] | None = None
+    remote = client.all_hook_subscriptions(workspace)
     for event_type in EVENT_TYPES:
         row, _ = ProlificSubscription.objects.get_or_create(
             workspace_id=workspace, event_type=event_type, defaults={"target_url": target}
         )
         if row.target_url != target:  # SITE_URL changed: the old address's subscription goes
-            _delete_remote(client, [s for s in enabled if s["id"] == row.remote_id], state)
-            ProlificSubscription.objects.filter(pk=row.pk).update(
-                target_url=target, remote_id="", hook_secret="", confirmed=False
-            )
-            row.refresh_from_db()
-        found = _matches(enabled, event_type, target)
-        if found:
-            keep = next((s for s in found if s["id"] == row.remote_id), found[0])
-            _delete_remote(client, [s for s in found if s is not keep], state)  # never two
-            ProlificSubscription.objects.filter(pk=row.pk).update(
-                remote_id=keep["id"], hook_secret="", confirmed=True, updated=timezone.now()
-            )
+            _delete_remote(client, [s for s in remote if s["id"] == row.remote_id], state)
+            _record(row, target_url=target, remote_id="", hook_secret="", confirmed_at=None)
+        found = _matches(remote, event_type, target)
+        mine = next((s for s in found if row.remote_id and s["id"] == row.remote_id), None)
+        if mine is not None and row.confirmed and mine["is_enabled"]:
+            _delete_remote(client, [s for s in found if s is not mine], state)  # never two
             state.subscribed.append(event_type)
             continue
-        if row.remote_id and row.hook_secret:  # created, its confirmation not made (or lost)
-            try:
-                client.confirm_hook_subscription(row.remote_id, row.hook_secret)
-            except ProlificError as exc:
-                if exc.upstream:
-                    raise
-            else:
-                ProlificSubscription.objects.filter(pk=row.pk).update(
-                    hook_secret="", confirmed=True, updated=timezone.now()
-                )
-                state.subscribed.append(event_type)
-                continue
-        if disabled is None:
-            disabled = client.hook_subscriptions(workspace, enabled=False)
-        _delete_remote(client, _matches(disabled, event_type, target), state)  # unconfirmed or disabled leftovers
+        if row.remote_id and row.hook_secret and _confirm(client, row):  # created, its confirmation not made
+            _delete_remote(client, [s for s in found if s["id"] != row.remote_id], state)
+            state.subscribed.append(event_type)
+            continue
+        # Unconfirmed leftovers whose secret is unknown, ones Prolific disabled, others' ones: gone.
+        _delete_remote(client, found, state)
         # The intent, committed before the call that is not safe to repeat.
-        ProlificSubscription.objects.filter(pk=row.pk).update(
-            create_attempted=timezone.now(), remote_id="", hook_secret="", confirmed=False
-        )
+        _record(row, create_attempted=timezone.now(), remote_id="", hook_secret="", confirmed_at=None)
         created, hook_secret = client.create_hook_subscription(workspace, event_type, target)
-        ProlificSubscription.objects.filter(pk=row.pk).update(remote_id=created["id"], hook_secret=hook_secret)
+        _record(row, remote_id=created["id"], hook_secret=hook_secret)
         state.created += 1
-        client.confirm_hook_subscription(created["id"], hook_secret)
-        ProlificSubscription.objects.filter(pk=row.pk).update(hook_secret="", confirmed=True, updated=timezone.now())
+        if not _confirm(client, row):
+            raise ProlificError(f"Prolific refused to confirm the new {event_type} subscription {created['id']}")
         state.subscribed.append(event_type)
+
+
+def _record(row: ProlificSubscription, **fields) -> None:
+    """Save these fields of the row at once (each step of the protocol is committed before the next call)."""
+    ProlificSubscription.objects.filter(pk=row.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(row, name, value)
+
+
+def _confirm(client: Prolific, row: ProlificSubscription) -> bool:
+    """Confirm the row's subscription with its ``X-Hook-Secret``; ``confirmed_at`` is set when that call
+    succeeded, and only then. ``False`` when Prolific refused it (a 4xx: the secret is not the
+    subscription's, or it is gone): it is then deleted and made again. Prolific's failures raise."""
+    try:
+        client.confirm_hook_subscription(row.remote_id, row.hook_secret)
+    except ProlificError as exc:
+        if exc.upstream:
+            raise
+        logger.warning("Prolific refused to confirm webhook subscription %s: %s", row.remote_id, exc)
+        return False
+    _record(row, hook_secret="", confirmed_at=timezone.now())
+    return True
 
 
 def _delete_remote(client: Prolific, subscriptions: list[dict], state: WebhookState) -> None:
@@ -210,7 +217,7 @@ def _unsubscribe(client: Prolific, workspace: str, state: WebhookState) -> None:
     if not rows.exists():
         return
     targets = set(rows.values_list("target_url", flat=True)) | {endpoint_url()}
-    remote = client.hook_subscriptions(workspace) + client.hook_subscriptions(workspace, enabled=False)
+    remote = client.all_hook_subscriptions(workspace)
     ids = set(rows.exclude(remote_id="").values_list("remote_id", flat=True))
     ours = [
         s for s in remote if s["id"] in ids or (s.get("event_type") in EVENT_TYPES and s.get("target_url") in targets)
