@@ -25,7 +25,7 @@ NOT_PLAIN = ["1_0", "٣", "０.５", "1e2", "NaN", "Infinity", "-1", "0.005", ".
 
 @pytest.mark.parametrize("text", NOT_PLAIN)
 def test_only_plain_ascii_dollars_are_amounts(text):
-    with pytest.raises(AmountError, match="^reward: "):
+    with pytest.raises(AmountError, match=r"^reward: "):
         parse_amount(text, "reward")
 
 
@@ -85,7 +85,7 @@ def test_the_command_refuses_amounts_that_are_not_plain_dollars(query_set, optio
 
 
 def test_a_bonus_is_bounded_by_what_one_participant_can_earn(query_set, admin_client, settings):
-    assert settings.BONUS_MAX_PER_PARTICIPANT_USD == Decimal("100")
+    assert Decimal("100") == settings.BONUS_MAX_PER_PARTICIPANT_USD
     # The flat bonus: $100,000 to one participant (it was accepted with a $533,200.53 estimate).
     answer = _api(admin_client, provider="prolific", bonus="100000")
     assert answer.status_code == 400, answer.json()

@@ -141,7 +141,7 @@ def test_every_figure_of_an_mturk_batch_is_what_mturk_charged(mturk, query_set, 
     assert spent(batch) == mturk.charged() == Decimal("0.32")
     assignment = Assignment.objects.filter(hit__batch=batch).order_by("pk").first()
     mturk_admin.send_bonus(assignment, "0.04", "careful work")
-    with pytest.raises(StateError, match="has a bonus of \\$0.04 already"):
+    with pytest.raises(StateError, match=r"has a bonus of \$0.04 already"):
         mturk_admin.send_bonus(assignment, "0.04", "careful work")  # once per assignment
     # A $0.04 bonus + 20% ($0.008), at least $0.01: $0.05 more.
     assert spent(batch) == mturk.charged() == Decimal("0.37")
