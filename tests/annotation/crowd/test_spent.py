@@ -12,6 +12,7 @@ bonuses paid: a batch with bonuses was counted twice.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from decimal import Decimal
 
@@ -163,3 +164,92 @@ def test_every_figure_of_an_in_house_batch_is_its_rewards(query_set, researcher,
         submit_local_assignment(assignment, {hq.field_name: "n" for hq in assignment.hit.hit_queries.all()})
     assert spent(batch) == Decimal("0.10")  # 2 answered × $0.05
     assert set(shown(client, batch, tmp_path).values()) == {"0.10"}
+
+
+def test_prolifics_fee_is_rounded_once_per_charge_as_the_docs_say():
+    """docs/prolific.md: the fee is PROLIFIC_FEE_RATE of a charge's total, rounded half-up once: a
+    study's rewards, each bulk bonus. Three $0.10 bonuses in one bulk: 33.3% of $0.30 = $0.0999 ->
+    $0.10 (rounded per participant: 3 × $0.0333 -> 3 × $0.03 = $0.09); the same three in three
+    bulks: $0.09. Rewards: 3 × $0.25 = $0.75, 33.3% = $0.24975 -> $0.25 (per place: $0.24)."""
+    from annotation.crowd.costs import bonus_costs, spent_on
+
+    ten = Decimal("0.10")
+    assert bonus_costs([[ten, ten, ten]], prolific_fee_rate=Decimal("0.333")).fees == Decimal("0.10")
+    assert bonus_costs([[ten], [ten], [ten]], prolific_fee_rate=Decimal("0.333")).fees == Decimal("0.09")
+    done = spent_on(
+        "prolific",
+        Decimal("0.25"),
+        3,
+        assignments_per_hit=1,
+        prolific_fee_rate=Decimal("0.333"),
+        bonus_charges=[[ten, ten, ten]],
+    )
+    assert (done.rewards, done.reward_fees, done.bonuses, done.bonus_fees) == (
+        Decimal("0.75"),
+        Decimal("0.25"),
+        Decimal("0.30"),
+        Decimal("0.10"),
+    )
+    assert done.total == Decimal("1.40")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_older_bonus_rows_and_option_become_the_one_system_counted_once(query_set):
+    """Migration 0022: a batch's --bonus becomes the flat rule paid at sync, each Bonus row a
+    BonusPayment with its amount, bulk, pay time and state; spent counts each once."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("annotation", "0021_batchquery_gold_index")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    Batch_, Hit_, Identity, Worker_, Assignment_, Bonus = (
+        old.get_model("annotation", name)
+        for name in ("Batch", "Hit", "WorkerIdentity", "Worker", "Assignment", "Bonus")
+    )
+    batch = Batch_.objects.create(
+        name="old",
+        query_set_id=query_set.pk,
+        provider="prolific",
+        reward=Decimal("0.90"),
+        assignments_per_query=2,
+        queries_per_hit=3,
+        provider_options={"estimated_minutes": 4, "bonus": "0.25"},
+        cost={"total": "6.13", "assignments_total": 4},
+        hit_type_id="study1",
+        lifetime=dt.timedelta(days=7),
+        assignment_duration=dt.timedelta(minutes=30),
+        auto_approval_delay=dt.timedelta(days=3),
+    )
+    hit = Hit_.objects.create(batch=batch, position=1, unique_token="t1", max_assignments=2)
+    when = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
+    states = {}
+    for i, (paid, attempted, bulk) in enumerate([(True, when, "b1"), (False, when, "b2"), (False, None, "")]):
+        identity = Identity.objects.create(provider="prolific", external_id=f"pid{i}")
+        worker = Worker_.objects.create(identity=identity, pseudonym=f"w{i}", provider="prolific")
+        assignment = Assignment_.objects.create(
+            hit=hit, worker=worker, provider_assignment_id=f"s{i}", status="approved"
+        )
+        Bonus.objects.create(
+            assignment=assignment, amount=Decimal("0.25"), paid=paid, pay_attempted=attempted, bulk_id=bulk
+        )
+        states[f"pid{i}"] = ("paid", "paying", "owed")[i]
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    from annotation.models import BonusPayment
+
+    batch = Batch.objects.get(name="old")
+    assert batch.provider_options == {
+        "estimated_minutes": 4,
+        "bonus_rule": {"kind": "flat", "amount": "0.25", "at_sync": True},
+    }
+    rows = {r.participant_id: r for r in BonusPayment.objects.filter(batch=batch)}
+    assert {pid: r.state for pid, r in rows.items()} == states
+    assert rows["pid0"].paid_at == when and rows["pid1"].pay_attempted == when and rows["pid1"].bulk_id == "b2"
+    assert all(r.amount == Decimal("0.25") and r.assignment_id is None for r in rows.values())
+    # Sent: one paid bulk and one unconfirmed ($0.25 + $0.08325 -> $0.08 each); 0 answered counted here.
+    assert spent(batch, 0) == Decimal("0.66")
