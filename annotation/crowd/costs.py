@@ -275,7 +275,10 @@ def bonus_cost(
 
 
 def bonus_costs(
-    charges: Iterable[Iterable[Decimal]], provider: str = "prolific", *, prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE
+    charges: Iterable[Iterable[Decimal]],
+    provider: str = "prolific",
+    *,
+    prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE,
 ) -> BonusCost:
     """The cost of several bonus charges (each a group the platform charges at once, e.g. a Prolific
     bulk: :func:`bonus_cost` each, its fee rounded on its own total), summed.

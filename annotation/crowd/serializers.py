@@ -3,7 +3,6 @@
 Workers appear by pseudonym only; a serializer never reaches ``WorkerIdentity``.
 """
 
-
 from django.urls import reverse
 from rest_framework import serializers
 

@@ -172,8 +172,6 @@ def _record(batch: Batch, rule: BonusRule | None) -> int:
     return len(new)
 
 
-
-
 def _set_up(batch: Batch, provider: CrowdProvider) -> None:
     rows = list(batch.bonus_payments.filter(state=State.OWED).order_by("pk"))
     for start in range(0, len(rows), BULK_SIZE):
