@@ -13,7 +13,7 @@ from annotation.models import (
     Assignment,
     Batch,
     BatchQuery,
-    Bonus,
+    BonusPayment,
     Escalation,
     Export,
     Hit,
@@ -120,13 +120,9 @@ admin.site.register(Escalation, ReadOnlyAdmin)
 admin.site.register(Export, ReadOnlyAdmin)
 
 
-@admin.register(Bonus)
-class BonusAdmin(admin.ModelAdmin):
-    """Bonuses owed to Prolific participants: read-only, they are paid by sync_batch (docs/prolific.md)."""
+@admin.register(BonusPayment)
+class BonusPaymentAdmin(ReadOnlyAdmin):
+    """Bonuses of every provider (issue 41), read-only: the services record and pay them (docs/prolific.md)."""
 
-    list_display = ["assignment", "amount", "bulk_id", "pay_attempted", "paid"]
-    list_filter = ["paid", "assignment__hit__batch"]
-    readonly_fields = ["assignment", "amount", "bulk_id", "pay_attempted", "paid", "created"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
+    list_display = ["batch", "participant_id", "amount", "state", "bulk_id", "pay_attempted", "paid_at"]
+    list_filter = ["state", "batch"]

@@ -393,6 +393,10 @@ PROLIFIC_WORKSPACE_ID = env_str("PROLIFIC_WORKSPACE_ID", "")
 PROLIFIC_COMPLETION_URL = env_str("PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete?cc=")
 #: Prolific's platform fee on rewards and bonuses (33.3% for academic accounts, 42.8% otherwise).
 PROLIFIC_FEE_RATE = env_decimal("PROLIFIC_FEE_RATE", "0.333")
+#: The most one participant may earn in bonuses from one batch (USD): a bonus rule under which
+#: anyone could earn more (a flat lump, or every check question of every assignment they can
+#: take) is refused when set, as a likely typo (annotation.crowd.bonus_rules; issue 41).
+BONUS_MAX_PER_PARTICIPANT_USD = env_decimal("BONUS_MAX_PER_PARTICIPANT_USD", "100")
 #: This site's public base URL: the study URL participants open is built from it.
 SITE_URL = env_str("SITE_URL", "http://localhost:8000")
 

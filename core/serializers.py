@@ -23,3 +23,24 @@ class JobSerializer(serializers.ModelSerializer):
             "created",
             "updated",
         ]
+
+
+class MoneyField(serializers.DecimalField):
+    """An amount of dollars in a request (:func:`core.amounts.parse_amount`): a JSON string or
+    number of ASCII digits with at most two decimals inside ``[minimum, maximum]``; a 400 naming the field."""
+
+    def __init__(self, *, minimum: str = "0", maximum: str | None = None, **kwargs) -> None:
+        self.minimum, self.maximum = minimum, maximum
+        kwargs.setdefault("max_digits", 14)
+        kwargs.setdefault("decimal_places", 2)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        from core.amounts import AmountError, parse_amount
+
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            data = str(data)  # JSON numbers arrive as floats: read as the text that was sent
+        try:
+            return parse_amount(data, self.field_name or "amount", minimum=self.minimum, maximum=self.maximum)
+        except AmountError as exc:
+            raise serializers.ValidationError(str(exc)) from None

@@ -2,30 +2,45 @@
 
 A Prolific batch may promise a bonus for careful work. The rule is one of
 
-- ``flat``: ``amount`` dollars to every participant whose work was approved;
+- ``flat``: ``amount`` dollars to every participant whose work was approved (a lump: once per
+  participant, however many assignments they did);
 - ``per_gold``: ``amount`` dollars per check question (gold) answered right in approved work.
 
 Only approved work earns a bonus (rejected, returned and void work never does). The rule is
-kept in the batch's Prolific options (``bonus_rule``: ``{"kind": ..., "amount": "0.20"}``);
-:func:`owed` turns it and the participants' approved work into one amount per participant,
-which the service records as the intent before anything is paid
-(``annotation.crowd.services.prolific_bonuses``), and :func:`most` gives the largest sum the
-rule can cost for the batch's cost estimate. Money is ``Decimal``, whole cents.
+kept in the batch's Prolific options (``bonus_rule``: ``{"kind": ..., "amount": "0.20"}``, and
+``"at_sync": true`` for a rule paid at every sync). The older flat ``--bonus`` option (``bonus``:
+USD to every approved participant, paid at every sync) is that rule: :func:`rule_of_options`
+reads either spelling as one :class:`BonusRule`, so there is one way to pay, record and count a
+bonus. :func:`owed` turns the rule and the participants' approved work into one amount per
+participant, which the service records as the intent before anything is paid
+(``annotation.crowd.services.prolific_bonuses``); :func:`most` gives the largest sum the rule can
+cost for the batch's cost estimate, and :func:`participant_most` the largest one participant can
+earn, which :func:`check_participant_most` holds under the configured maximum
+(``BONUS_MAX_PER_PARTICIPANT_USD``). Money is ``Decimal``, whole cents, read by
+:func:`core.amounts.parse_amount` (plain ASCII decimals).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from dataclasses import field as dataclass_field
+from decimal import Decimal
+
+from core.amounts import AmountError, parse_amount
 
 KINDS = {
     "flat": "a flat bonus for approved work",
     "per_gold": "a bonus per check question answered right in approved work",
 }
 CENT = Decimal("0.01")
-#: A bonus above this per participant is refused as a likely typo (Prolific pays it at once).
-MAX_PER_PARTICIPANT = Decimal("100.00")
+#: Participants per bulk bonus on Prolific (it pays up to 200 per request): one charge, one fee, each.
+BULK_SIZE = 200
+#: The largest amount a rule may name (what a ``BonusPayment`` holds: 8 digits, 2 decimals).
+MAX_AMOUNT = Decimal("999999.99")
+#: What a participant may earn in bonuses from one batch unless configured otherwise
+#: (``settings.BONUS_MAX_PER_PARTICIPANT_USD``): more is refused as a likely typo (Prolific pays at once).
+DEFAULT_MAX_PER_PARTICIPANT = Decimal("100.00")
 
 
 class RuleError(ValueError):
@@ -36,37 +51,100 @@ class RuleError(ValueError):
 class BonusRule:
     kind: str
     amount: Decimal
+    #: Paid at every sync (the older ``--bonus``), not only when a person pays it.
+    at_sync: bool = False
+    #: The field the amount came from, named in a refusal ("bonus rule amount", "bonus"); not part of the rule.
+    field: str = dataclass_field(default="bonus rule amount", compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise RuleError(f"unknown bonus rule {self.kind!r}; use {' or '.join(KINDS)}")
+            raise RuleError(f"unknown bonus rule kind {self.kind!r}; use {' or '.join(KINDS)}")
         try:
-            amount = Decimal(self.amount)
-        except (InvalidOperation, TypeError, ValueError):
-            raise RuleError(f"bonus amount {self.amount!r} is not an amount of dollars") from None
-        if not amount.is_finite() or amount <= 0 or amount != amount.quantize(CENT):
-            raise RuleError(f"the bonus amount must be whole cents, above 0 (got {self.amount})")
-        if amount > MAX_PER_PARTICIPANT:
-            raise RuleError(f"a bonus amount above ${MAX_PER_PARTICIPANT} is refused (got {amount})")
+            amount = parse_amount(self.amount, self.field, minimum=CENT, maximum=MAX_AMOUNT)
+        except AmountError as exc:
+            raise RuleError(str(exc)) from None
+        if not isinstance(self.at_sync, bool):
+            raise RuleError("bonus rule: at_sync must be true or false")
         object.__setattr__(self, "amount", amount)
 
     @classmethod
     def from_options(cls, options: Mapping | None) -> BonusRule | None:
-        """The rule stored in a batch's Prolific options, or None (no rule)."""
-        stored = (options or {}).get("bonus_rule")
-        if not stored:
-            return None
-        if not isinstance(stored, Mapping):
-            raise RuleError("bonus_rule must be an object with kind and amount")
-        return cls(str(stored.get("kind", "")), stored.get("amount", ""))
+        """The rule stored in a batch's Prolific options, or None (no rule); see :func:`rule_of_options`."""
+        return rule_of_options(options)
 
-    def as_options(self) -> dict[str, str]:
-        return {"kind": self.kind, "amount": str(self.amount)}
+    def as_options(self) -> dict:
+        stored: dict = {"kind": self.kind, "amount": str(self.amount)}
+        if self.at_sync:
+            stored["at_sync"] = True
+        return stored
 
     def describe(self) -> str:
+        when = ", paid at every sync" if self.at_sync else ""
         if self.kind == "flat":
-            return f"${self.amount} to every participant whose work was approved"
-        return f"${self.amount} per check question answered right in approved work"
+            return f"${self.amount} to every participant whose work was approved{when}"
+        return f"${self.amount} per check question answered right in approved work{when}"
+
+
+def rule_of_options(options: Mapping | None) -> BonusRule | None:
+    """The batch's one bonus rule from its Prolific options, or None.
+
+    ``bonus_rule`` (``{"kind", "amount", "at_sync"}``), or the older flat ``bonus`` (USD to every
+    approved participant, paid at every sync: the rule ``flat`` with ``at_sync``; ``0`` or empty:
+    none). Both at once are refused: they would pay twice.
+    """
+    options = options or {}
+    stored, flat = options.get("bonus_rule"), options.get("bonus")
+    if flat not in (None, ""):
+        try:
+            flat_amount = parse_amount(flat, "bonus", maximum=MAX_AMOUNT)
+        except AmountError as exc:
+            raise RuleError(str(exc)) from None
+        if flat_amount > 0:
+            if stored:
+                raise RuleError("bonus and bonus rule cannot both be set (they would pay twice): choose one")
+            return BonusRule("flat", flat_amount, at_sync=True, field="bonus")
+    if not stored:
+        return None
+    if not isinstance(stored, Mapping):
+        raise RuleError("bonus rule must be an object with kind and amount")
+    return BonusRule(str(stored.get("kind", "")), stored.get("amount", ""), at_sync=stored.get("at_sync", False))
+
+
+def participant_most(rule: BonusRule | None, assignments_per_participant: int, gold_per_hit: int) -> Decimal:
+    """The most one participant can earn from ``rule`` in a batch where they can take
+    ``assignments_per_participant`` assignments (one on Prolific: one submission per study) of
+    ``gold_per_hit`` check questions each: a ``flat`` rule's lump once, a ``per_gold`` rule's
+    amount for every check question of every assignment they can take.
+
+    >>> participant_most(BonusRule("per_gold", Decimal("0.50")), 1, 3)
+    Decimal('1.50')
+    """
+    if rule is None:
+        return Decimal("0.00")
+    if rule.kind == "flat":
+        return rule.amount
+    return (rule.amount * max(0, assignments_per_participant) * max(0, gold_per_hit)).quantize(CENT)
+
+
+def check_participant_most(
+    rule: BonusRule | None, assignments_per_participant: int, gold_per_hit: int, maximum: Decimal
+) -> None:
+    """Refuse (:class:`RuleError`, naming the field) a rule under which one participant could earn
+    more than ``maximum`` from the batch (``BONUS_MAX_PER_PARTICIPANT_USD``)."""
+    most_one = participant_most(rule, assignments_per_participant, gold_per_hit)
+    if rule is None or most_one <= maximum:
+        return
+    if rule.kind == "flat":
+        how = f"${rule.amount} to each approved participant"
+    else:
+        how = (
+            f"${rule.amount} × {max(0, gold_per_hit)} check question(s) × {assignments_per_participant} "
+            "assignment(s) a participant can take"
+        )
+    raise RuleError(
+        f"{rule.field}: a participant could earn up to ${most_one} in bonuses from this batch ({how}), above the "
+        f"maximum of ${Decimal(maximum).quantize(CENT)} per participant (setting BONUS_MAX_PER_PARTICIPANT_USD)"
+    )
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,15 @@
   for academic and non-profit accounts, 42.8% otherwise, per prolific.com/pricing; VAT
   where it applies comes on top and is in Prolific's own cost calculator,
   ``annotation.prolific.services.quote``). Prolific charges the share of the total, so the fee is
-  rounded once, on the total: 39 places at $0.10 pay $3.90 + 33.3% = $1.30 in fees
-  ($5.20), not 39 × $0.03 = $1.17. ``per_assignment_fee`` is then that total's average
+  rounded half-up to the cent once per charge, on its total: a study's rewards (39 places at
+  $0.10 pay $3.90 + 33.3% = $1.30 in fees, $5.20; not 39 × $0.03 = $1.17), and each bulk bonus
+  payment (its set-up answers one ``fees`` figure for the whole bulk: three $0.10 bonuses in one
+  bulk pay $0.30 + $0.10, not 3 × $0.03). ``per_assignment_fee`` is then that total's average
   per place (to 1/100 of a cent), for display.
+
+What a batch has **spent** (:func:`spent_on`; the one figure every page, card and text shows,
+:func:`annotation.crowd.selectors.spent`) is priced by the same rules, never from the estimate:
+the answered assignments at the provider's price, plus the bonuses sent, each charge with its fee.
 
 Amazon Mechanical Turk charges requesters a commission on top of the worker
 reward: 20% of the reward, or 40% for HITs with 10 or more assignments, and at
@@ -266,3 +272,106 @@ def bonus_cost(
     else:
         raise ValueError(f"no prices known for provider {provider!r}")
     return BonusCost(bonuses=bonuses, fees=fees, total=bonuses + fees, fee_rate=rate, participants=len(paid))
+
+
+def bonus_costs(
+    charges: Iterable[Iterable[Decimal]],
+    provider: str = "prolific",
+    *,
+    prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE,
+) -> BonusCost:
+    """The cost of several bonus charges (each a group the platform charges at once, e.g. a Prolific
+    bulk: :func:`bonus_cost` each, its fee rounded on its own total), summed.
+
+    >>> bonus_costs([[Decimal("0.10")] * 3, [Decimal("0.10")]]).total  # $0.30 + $0.10, $0.10 + $0.03
+    Decimal('0.53')
+    """
+    parts = [bonus_cost(group, provider, prolific_fee_rate=prolific_fee_rate) for group in charges]
+    if not parts:
+        return bonus_cost([], provider, prolific_fee_rate=prolific_fee_rate)
+    return BonusCost(
+        bonuses=sum((c.bonuses for c in parts), Decimal("0.00")),
+        fees=sum((c.fees for c in parts), Decimal("0.00")),
+        total=sum((c.total for c in parts), Decimal("0.00")),
+        fee_rate=parts[0].fee_rate,
+        participants=sum(c.participants for c in parts),
+    )
+
+
+# -- what a batch has spent (issue 41) ------------------------------------------------------------
+@dataclass(frozen=True)
+class Spent:
+    """What a batch's work and bonuses cost on its platform: each part, its fee, and the sum."""
+
+    rewards: Decimal
+    reward_fees: Decimal
+    bonuses: Decimal
+    bonus_fees: Decimal
+    total: Decimal
+
+
+def work_cost(
+    provider: str,
+    reward: Decimal,
+    answered: int,
+    *,
+    assignments_per_hit: int,
+    masters: bool = False,
+    prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE,
+) -> Cost:
+    """What ``answered`` assignments of a batch cost on ``provider``, the fee included: MTurk's
+    commission per assignment at the rate of the batch's HITs (extensions keep it), Prolific's
+    share of the rewards' total rounded once, nothing on top in-house.
+
+    >>> work_cost("prolific", Decimal("0.10"), 3, assignments_per_hit=3).total
+    Decimal('0.40')
+    """
+    amount = _money(reward)
+    if answered < 0:
+        raise ValueError("answered assignments cannot be negative")
+    if provider == "local":
+        return _cost(amount, Decimal("0"), answered, minimum=Decimal("0.00"))
+    if provider == "mturk":
+        return _cost(amount, fee_rate(assignments_per_hit) + (MASTERS_FEE_RATE if masters else 0), answered)
+    if provider == "prolific":
+        return _share_of_total(amount, Decimal(prolific_fee_rate), answered)
+    raise ValueError(f"no prices known for provider {provider!r}")
+
+
+def spent_on(
+    provider: str,
+    reward: Decimal,
+    answered: int,
+    *,
+    assignments_per_hit: int,
+    masters: bool = False,
+    prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE,
+    bonus_charges: Iterable[Iterable[Decimal]] = (),
+) -> Spent:
+    """What a batch has spent: ``answered`` assignments (:func:`work_cost`) and the bonuses sent,
+    ``bonus_charges`` grouped as the platform charged them (a Prolific bulk, one MTurk bonus), each
+    group with its fee (:func:`bonus_cost`).
+
+    >>> spent_on("prolific", Decimal("0.10"), 3, assignments_per_hit=1,
+    ...          bonus_charges=[[Decimal("0.10")] * 3]).total
+    Decimal('0.80')
+    """
+    work = work_cost(
+        provider,
+        reward,
+        answered,
+        assignments_per_hit=assignments_per_hit,
+        masters=masters,
+        prolific_fee_rate=prolific_fee_rate,
+    )
+    charged = bonus_costs(bonus_charges, provider, prolific_fee_rate=prolific_fee_rate)
+    bonuses, fees = charged.bonuses, charged.fees
+    rewards = work.rewards.quantize(CENT)
+    reward_fees = work.fees.quantize(CENT)
+    return Spent(
+        rewards=rewards,
+        reward_fees=reward_fees,
+        bonuses=bonuses,
+        bonus_fees=fees,
+        total=rewards + reward_fees + bonuses + fees,
+    )

@@ -14,6 +14,7 @@ from annotation.models import Batch, HitQuery, Provider
 from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from annotation.results.export_formats import EXPORT_FORMATS
 from core.errors import InputError, ServiceError
+from core.forms import MoneyField
 from core.services.uploads import upload_too_large_message
 from pooling.models import Pool, QuerySet
 
@@ -94,8 +95,8 @@ class BatchForm(forms.Form):
     queries_per_hit = forms.IntegerField(
         min_value=1, max_value=100, initial=10, label="Queries per HIT", help_text="Queries on one HIT page."
     )
-    reward = forms.DecimalField(
-        min_value=Decimal("0.01"), decimal_places=2, initial=Decimal("0.05"), help_text="USD per assignment."
+    reward = MoneyField(
+        name="reward", minimum="0.01", maximum="999999.99", initial=Decimal("0.05"), help_text="USD per assignment."
     )
     gold = forms.FileField(required=False, label="Gold file", help_text="qid<TAB>query<TAB>label (n/f/m/o) lines.")
     gold_per_hit = forms.IntegerField(min_value=0, max_value=20, initial=0, help_text="Gold questions in every HIT.")
@@ -112,8 +113,11 @@ class BatchForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         help_text="Prolific only: devices participants may use (none ticked: any).",
     )
-    bonus = forms.DecimalField(
-        required=False, min_value=Decimal("0"), decimal_places=2, help_text="Prolific only: USD on top of the reward."
+    bonus = MoneyField(
+        name="bonus",
+        required=False,
+        maximum="999999.99",
+        help_text="Prolific only: USD to every approved participant, paid at every sync (a flat bonus rule).",
     )
     exclude_batches = forms.ModelMultipleChoiceField(
         Batch.objects.filter(provider=Provider.PROLIFIC),
@@ -142,8 +146,13 @@ class BatchForm(forms.Form):
         label="Bonus rule",
         help_text="Prolific only: a bonus previewed and paid from the batch page (not with the bonus above).",
     )
-    bonus_rule_amount = forms.DecimalField(
-        required=False, min_value=Decimal("0.01"), decimal_places=2, label="Bonus rule amount", help_text="USD."
+    bonus_rule_amount = MoneyField(
+        name="bonus rule amount",
+        required=False,
+        minimum="0.01",
+        maximum="999999.99",
+        label="Bonus rule amount",
+        help_text="USD.",
     )
 
     warn_gold_accuracy = forms.FloatField(
@@ -161,10 +170,10 @@ class BatchForm(forms.Form):
     min_answers_judged = forms.IntegerField(
         required=False, min_value=1, initial=10, help_text="Answers a worker needs before a threshold applies."
     )
-    extra_budget = forms.DecimalField(
+    extra_budget = MoneyField(
+        name="extra budget",
         required=False,
-        min_value=Decimal("0"),
-        decimal_places=2,
+        maximum="999999.99",
         help_text="USD re-offered places and escalations may add to the estimate (empty: no limit).",
     )
 

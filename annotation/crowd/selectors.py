@@ -16,9 +16,9 @@ from django.db import DatabaseError, connection
 from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
-from annotation.crowd.bonus_rules import BonusRule, Owed, RuleError, Work, owed
-from annotation.crowd.costs import BonusCost, bonus_cost
-from annotation.models import Assignment, Batch, BatchQuery, Bonus, BonusPayment, Hit, Judgment, Provider
+from annotation.crowd.bonus_rules import BULK_SIZE, BonusRule, Owed, RuleError, Work, owed
+from annotation.crowd.costs import BonusCost, Spent, bonus_costs, spent_on
+from annotation.models import Assignment, Batch, BatchQuery, BonusPayment, Hit, Judgment, Provider
 from core.errors import ServiceError
 
 
@@ -215,32 +215,53 @@ def judgment_counts(batch_ids: list[int]) -> dict[str, int | None]:
     return {"n": counts["n"], "last": counts["last"], "labelled": counts["n"] - invalid}
 
 
-def spent(batch: Batch, answered: int) -> Decimal:
-    """USD spent on ``batch`` so far: ``answered`` (submitted or approved) assignments at the price per
-    assignment of the estimate recorded when it was created (reward + fee), plus bonuses recorded.
-    Rejected work is not paid; extra assignments (escalations, re-offers) count once answered."""
-    cost = batch.cost or {}
-    assignments = int(cost.get("assignments_total") or 0)
-    price = Decimal(cost["total"]) / assignments if assignments and cost.get("total") else Decimal(batch.reward)
-    bonuses = Bonus.objects.filter(assignment__hit__batch=batch).aggregate(total=Sum("amount"))["total"] or 0
-    return (price * answered + bonuses_spent(batch, Decimal(bonuses))).quantize(Decimal("0.01"))
+def spending(batch: Batch, answered: int | None = None) -> Spent:
+    """What ``batch`` has spent on its platform, part by part (:func:`annotation.crowd.costs.spent_on`):
+    its ``answered`` (submitted or approved) assignments at the provider's price, fee included, and
+    the bonuses sent (paid, or sent and unconfirmed: :func:`bonus_charges`), each charge with its fee.
 
-
-# -- bonuses with their fee (issue 32) ---------------------------------------------------------
-def bonuses_spent(batch: Batch, legacy: Decimal = Decimal("0")) -> Decimal:
-    """USD of the batch's bonuses sent to the platform (paid, or sent and unconfirmed), with its fee:
-    the bonus rule's (``BonusPayment``) and ``legacy``, the ``--bonus`` paid at sync (``Bonus``)."""
-    sent = list(
-        BonusPayment.objects.filter(
-            batch=batch, state__in=[BonusPayment.State.PAID, BonusPayment.State.PAYING]
-        ).values_list("amount", flat=True)
+    Priced by the provider's rules, never from the estimate recorded at creation (which holds the
+    most the bonus rule could cost: counting it per assignment and the bonuses paid again counted
+    them twice). Rejected and void work is not paid; extra assignments (escalations, re-offers)
+    count once answered; work awaiting review counts as it is charged when approved (by a review
+    or the platform's auto-approval). ``answered``: counted here when not given.
+    """
+    if answered is None:
+        answered = Assignment.objects.filter(
+            hit__batch=batch, status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]
+        ).count()
+    return spent_on(
+        batch.provider,
+        Decimal(batch.reward),
+        answered,
+        assignments_per_hit=batch.assignments_per_query,
+        masters=bool((batch.qualifications or {}).get("masters")),
+        prolific_fee_rate=_fee_rate(),
+        bonus_charges=bonus_charges(batch),
     )
-    if legacy:
-        sent.append(legacy)
-    if not sent:
-        return Decimal("0")
-    provider = batch.provider if batch.provider in ("local", "mturk", "prolific") else "local"
-    return bonus_cost(sent, provider, prolific_fee_rate=Decimal(settings.PROLIFIC_FEE_RATE)).total
+
+
+def spent(batch: Batch, answered: int | None = None) -> Decimal:
+    """USD ``batch`` has spent, fees and bonuses included: the one figure of the dashboard, the batch
+    list and page, the dataset card and the methods text (:func:`spending`'s total)."""
+    return spending(batch, answered).total
+
+
+def bonus_charges(batch: Batch) -> list[list[Decimal]]:
+    """The bonuses sent for ``batch`` (``BonusPayment`` paid, or paying: sent, unconfirmed) grouped as
+    its platform charges them, each group with one fee: a Prolific bulk bonus (its set-up answers one
+    ``fees`` for the bulk), each MTurk bonus (``SendBonus``: 20%, at least $0.01, per bonus), in-house
+    all at once (no fee)."""
+    rows = BonusPayment.objects.filter(
+        batch=batch, state__in=[BonusPayment.State.PAID, BonusPayment.State.PAYING]
+    ).values_list("pk", "bulk_id", "amount")
+    if batch.provider == Provider.LOCAL:
+        return [[amount for _, _, amount in rows]]
+    groups: dict[object, list[Decimal]] = {}
+    for pk, bulk_id, amount in rows:
+        key = bulk_id if batch.provider == Provider.PROLIFIC and bulk_id else pk
+        groups.setdefault(key, []).append(amount)
+    return list(groups.values())
 
 
 def is_machine_labelled(batch: Batch) -> bool:
@@ -299,9 +320,10 @@ class BonusPreview:
 
 
 def newly_owed(batch: Batch, rule: BonusRule | None) -> list[Owed]:
+    """What ``rule`` owes participants it has no record for yet (its rows: no assignment named)."""
     if rule is None:
         return []
-    recorded = set(batch.bonus_payments.values_list("participant_id", flat=True))
+    recorded = set(batch.bonus_payments.filter(assignment=None).values_list("participant_id", flat=True))
     return [o for o in owed(rule, approved_work(batch)) if o.participant_id not in recorded]
 
 
@@ -331,23 +353,28 @@ def preview_bonuses(batch: Batch) -> BonusPreview:
         for o in new
     ]
     rows.sort(key=lambda row: row["participant"])
-    # What a pay would send: owed rows (set up afresh), set-up bulks none of whose rows another
-    # pay claimed (such a bulk is paid whole or not at all, settled from Prolific's state), new work.
+    # What a pay would send, bulk by bulk as it will be charged (one fee each): set-up bulks none of
+    # whose rows another pay claimed (such a bulk is paid whole or not at all, settled from
+    # Prolific's state), then owed rows (by record) and new work, set up afresh BULK_SIZE at a time.
     claimed = {r.bulk_id for r in recorded if r.state != BonusPayment.State.SET_UP and r.bulk_id}
-    waiting = [
-        r.amount
-        for r in recorded
-        if r.state == BonusPayment.State.OWED or (r.state == BonusPayment.State.SET_UP and r.bulk_id not in claimed)
-    ] + [o.amount for o in new]
+    set_up: dict[str, list[Decimal]] = {}
+    for r in recorded:
+        if r.state == BonusPayment.State.SET_UP and r.bulk_id not in claimed:
+            set_up.setdefault(r.bulk_id, []).append(r.amount)
+    fresh = [r.amount for r in sorted(recorded, key=lambda r: r.pk) if r.state == BonusPayment.State.OWED]
+    fresh += [o.amount for o in new]
+    to_pay = [*set_up.values(), *(fresh[i : i + BULK_SIZE] for i in range(0, len(fresh), BULK_SIZE))]
+    paid: dict[str, list[Decimal]] = {}
+    for r in recorded:
+        if r.state == BonusPayment.State.PAID:
+            paid.setdefault(r.bulk_id or str(r.pk), []).append(r.amount)
     paying = [r for r in recorded if r.state == BonusPayment.State.PAYING]
     settle = dt.timedelta(seconds=settings.PROLIFIC_BONUS_SETTLE_SECONDS)
     return BonusPreview(
         rule=rule,
         rows=rows,
-        to_pay=bonus_cost(waiting, prolific_fee_rate=_fee_rate()),
-        paid=bonus_cost(
-            [r.amount for r in recorded if r.state == BonusPayment.State.PAID], prolific_fee_rate=_fee_rate()
-        ),
+        to_pay=bonus_costs(to_pay, prolific_fee_rate=_fee_rate()),
+        paid=bonus_costs(list(paid.values()), prolific_fee_rate=_fee_rate()),
         unconfirmed=len(paying),
         needs_person=sum(1 for r in paying if r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle),
     )

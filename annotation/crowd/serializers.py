@@ -3,8 +3,6 @@
 Workers appear by pseudonym only; a serializer never reaches ``WorkerIdentity``.
 """
 
-from decimal import Decimal
-
 from django.urls import reverse
 from rest_framework import serializers
 
@@ -12,7 +10,7 @@ from annotation.labels import CATEGORY_SLUGS, EXPORT_CATEGORIES, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
 from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from annotation.results.export_formats import DEFAULT_EXPORT_FORMAT, EXPORT_FORMATS
-from core.serializers import JobSerializer
+from core.serializers import JobSerializer, MoneyField
 
 
 class BatchSerializer(serializers.ModelSerializer):
@@ -232,7 +230,7 @@ class BatchRequestSerializer(serializers.Serializer):
     provider = serializers.ChoiceField(choices=["local", "mturk"], default="local")
     assignments_per_query = serializers.IntegerField(default=3)
     queries_per_hit = serializers.IntegerField(default=10)
-    reward = serializers.DecimalField(max_digits=8, decimal_places=2, default="0.05")
+    reward = MoneyField(minimum="0.01", maximum="999999.99", default="0.05", help_text="USD per assignment.")
     gold = serializers.FileField(required=False, help_text="qid<TAB>query<TAB>label lines (multipart).")
     gold_per_hit = serializers.IntegerField(default=0)
     locales = serializers.CharField(required=False)
@@ -294,7 +292,7 @@ class CancelledSerializer(serializers.Serializer):
 # -- Prolific bonuses (issue 32) -------------------------------------------------------------
 class BonusRuleRequestSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["flat", "per_gold"], help_text="flat: per approved participant.")
-    amount = serializers.DecimalField(max_digits=8, decimal_places=2, min_value=Decimal("0.01"), help_text="USD.")
+    amount = MoneyField(minimum="0.01", maximum="999999.99", help_text="USD (plain ASCII digits, e.g. 0.50).")
 
 
 class BonusRowSerializer(serializers.Serializer):
@@ -328,9 +326,8 @@ class BonusPreviewSerializer(serializers.Serializer):
 
 
 class BonusPayRequestSerializer(serializers.Serializer):
-    expected_total = serializers.DecimalField(
-        max_digits=10,
-        decimal_places=2,
+    expected_total = MoneyField(
+        maximum="99999999.99",
         required=False,
         help_text="The total (bonuses + fee) previewed: refused (409) if paying now would send another.",
     )

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
 
 from django import forms
 
 from annotation.machine.services.routing import DEFAULT_RISK
 from annotation.models import Batch
+from core.forms import MoneyField
 from core.services.uploads import upload_too_large_message
 
 
@@ -138,10 +138,10 @@ class RoutingForm(forms.Form):
         label="No guarantee",
         help_text="Choose by the sample's point estimate instead: no guarantee, falls short far more often than any risk.",
     )
-    budget = forms.DecimalField(
+    budget = MoneyField(
+        name="budget",
         required=False,
-        min_value=Decimal("0"),
-        decimal_places=2,
+        maximum="99999999.99",
         help_text="USD the routed queries may cost (empty: no limit); what it does not pay for stays unlabelled.",
     )
 

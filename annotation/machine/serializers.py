@@ -9,7 +9,7 @@ from annotation.machine.services.routing import (
     ESTIMATE,
     GUARANTEE,
 )
-from core.serializers import JobSerializer
+from core.serializers import JobSerializer, MoneyField
 
 
 class PrelabelRequestSerializer(serializers.Serializer):
@@ -72,9 +72,7 @@ class CalibrationSampleSerializer(serializers.Serializer):
 
 class RoutingRequestSerializer(serializers.Serializer):
     target_accuracy = serializers.FloatField(help_text="In (0, 1], e.g. 0.95.")
-    budget = serializers.DecimalField(
-        max_digits=10, decimal_places=2, min_value=0, required=False, allow_null=True, help_text="USD; empty: no limit."
-    )
+    budget = MoneyField(maximum="99999999.99", required=False, allow_null=True, help_text="USD; empty: no limit.")
     risk = serializers.FloatField(
         default=DEFAULT_RISK,
         help_text="The guarantee's δ: probability that the accepted labels fall short of the target anyway.",

@@ -28,7 +28,6 @@ from annotation.models.crowd import (
 from annotation.models.inhouse import Account, AccountState
 from annotation.models.machine import PreLabel, PreLabelAnswer, Routing
 from annotation.models.prolific import (
-    Bonus,
     BonusPayment,
     GroupMember,
     ParticipantGroup,
@@ -48,7 +47,6 @@ __all__ = [
     "Assignment",
     "Batch",
     "BatchQuery",
-    "Bonus",
     "BonusPayment",
     "Escalation",
     "Export",

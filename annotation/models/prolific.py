@@ -1,4 +1,5 @@
-"""State of Prolific participants: their sessions on this site and the bonuses paid to them."""
+"""State of Prolific participants (their sessions on this site, groups, webhooks) and the bonuses
+paid to any crowd's workers (``BonusPayment``: one record for every provider since issue 41)."""
 
 from __future__ import annotations
 
@@ -26,28 +27,6 @@ class ProlificSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} ({self.participant_id})"
-
-
-class Bonus(models.Model):
-    """A bonus owed to a Prolific participant for approved work, recorded before it is paid.
-
-    ``bulk_id`` is saved when Prolific has set the payment up and ``pay_attempted`` just
-    before the (non-idempotent) pay call: a bonus with ``pay_attempted`` but not ``paid``
-    is never paid again automatically (see ``annotation.prolific.services``).
-    """
-
-    assignment = models.OneToOneField(Assignment, on_delete=models.PROTECT, related_name="bonus")
-    amount = models.DecimalField(max_digits=8, decimal_places=2)
-    bulk_id = models.CharField(max_length=100, blank=True)
-    pay_attempted = models.DateTimeField(null=True, blank=True)
-    paid = models.BooleanField(default=False)
-    created = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["created", "pk"]
-
-    def __str__(self) -> str:
-        return f"bonus {self.amount} for {self.assignment}"
 
 
 # -- webhooks (issue 32): the workspace's secret, its subscriptions, the events received -------------
@@ -193,7 +172,13 @@ class GroupMember(models.Model):
 
 
 class BonusPayment(models.Model):
-    """A batch's bonus to one participant under the batch's bonus rule: the intent, recorded before any call.
+    """A batch's bonus to one participant: the intent, recorded before any call. The one record of
+    bonuses for every provider, so every bonus is paid, recorded and counted one way.
+
+    A bonus rule's (``assignment`` empty) is unique per batch × participant. A bonus sent for one
+    assignment (MTurk's ``SendBonus`` by hand, ``manage.py mturk_admin bonus``; and the older per-sync
+    ``--bonus`` rows of a participant beyond their first, kept by migration 0022) names it, unique per
+    assignment.
 
     States (``annotation.crowd.services.prolific_bonuses`` documents the protocol):
     ``owed`` (recorded) -> ``set_up`` (Prolific's bulk bonus record made, ``bulk_id`` saved)
@@ -209,6 +194,10 @@ class BonusPayment(models.Model):
         PAID = "paid"
 
     batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="bonus_payments")
+    #: The one assignment this bonus is for, when it was sent for one (empty: a bonus rule's, per participant).
+    assignment = models.ForeignKey(
+        Assignment, null=True, blank=True, on_delete=models.PROTECT, related_name="bonus_payments"
+    )
     participant_id = models.CharField(max_length=64)
     #: The participant's submission (session) in the batch's study: where Prolific shows their bonuses.
     submission_id = models.CharField(max_length=64)
@@ -223,7 +212,14 @@ class BonusPayment(models.Model):
     class Meta:
         ordering = ["created", "pk"]
         constraints = [
-            models.UniqueConstraint(fields=["batch", "participant_id"], name="one_bonus_per_batch_participant")
+            models.UniqueConstraint(
+                fields=["batch", "participant_id"],
+                condition=models.Q(assignment__isnull=True),
+                name="one_bonus_per_batch_participant",
+            ),
+            models.UniqueConstraint(
+                fields=["assignment"], condition=models.Q(assignment__isnull=False), name="one_bonus_per_assignment"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -36,12 +36,9 @@ Idempotence protocol (Prolific takes no request token):
   submission already approved or rejected is never transitioned again;
 - places: the study's place count is *set* to a total computed from the state
   (:func:`ensure_places`), never increased by a delta, so repeating it adds nothing;
-- bonuses: a ``Bonus`` row per approved assignment is committed before anything is
-  sent; the bulk payment is set up (this pays nothing, so a lost answer is simply set up
-  again), its id saved, then ``pay_attempted`` committed *before* the pay call, which
-  Prolific warns is not idempotent. A bonus whose pay call lost its answer is therefore
-  never paid again automatically: sync reports it as unconfirmed for a person to check
-  on Prolific (and ``confirm_bonuses`` marks it paid);
+- bonuses: a rule paid at every sync (the older ``--bonus``) is paid by the one bonus path,
+  :mod:`annotation.crowd.services.prolific_bonuses` (its protocol: recorded before anything is
+  sent, a lost pay answer settled from Prolific's state, never paid twice automatically);
 - judgments: answers are stored once per assignment (``submit_local_assignment``
   refuses a second submit), and a submission is matched to its assignment by session id.
 """
@@ -55,7 +52,6 @@ import logging
 import math
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -63,7 +59,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.crowd.clients.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome, Submission
+from annotation.crowd.clients.prolific_api import Prolific, ProlificError, Submission
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.providers.prolific import (
     BLOCKED_GROUP,
@@ -80,7 +76,7 @@ from annotation.crowd.services.answers import review_assignment
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.statuses import complete_if_done
 from annotation.inhouse.services.handout import claim_hit, release_abandoned
-from annotation.models import Assignment, Batch, Bonus, ProlificSession, Provider, Worker
+from annotation.models import Assignment, Batch, ProlificSession, Provider, Worker
 from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
@@ -569,51 +565,17 @@ def close_study(batch: Batch, provider: CrowdProvider | None = None) -> bool:
 
 # -- bonuses --------------------------------------------------------------------------------
 def pay_bonuses(batch: Batch, provider: CrowdProvider) -> tuple[int, int]:
-    """Pay the batch's bonus once to every approved participant; returns (paid now, unconfirmed)."""
-    amount = Decimal(str(batch.provider_options.get("bonus") or "0"))
-    if amount > 0:
-        owed = Assignment.objects.filter(hit__batch=batch, status=Assignment.Status.APPROVED, bonus__isnull=True)
-        Bonus.objects.bulk_create([Bonus(assignment=a, amount=amount) for a in owed], ignore_conflicts=True)
-    pending = Bonus.objects.filter(assignment__hit__batch=batch, paid=False).select_related(
-        "assignment__worker__identity"
-    )
-    unconfirmed = [b for b in pending if b.pay_attempted is not None]
-    to_pay = [b for b in pending if b.pay_attempted is None]
-    if not to_pay:
-        return 0, len(unconfirmed)
-    by_bulk: dict[str, list[Bonus]] = {}
-    fresh = [b for b in to_pay if not b.bulk_id]
-    if fresh:
-        totals: Counter = Counter()
-        for bonus in fresh:
-            totals[bonus.assignment.worker.identity.external_id] += bonus.amount
-        bulk_id = provider.client.set_up_bonuses(batch.hit_type_id, dict(totals))
-        Bonus.objects.filter(pk__in=[b.pk for b in fresh]).update(bulk_id=bulk_id)
-        for bonus in fresh:
-            bonus.bulk_id = bulk_id
-    for bonus in to_pay:
-        by_bulk.setdefault(bonus.bulk_id, []).append(bonus)
-    paid = 0
-    for bulk_id, bonuses in by_bulk.items():
-        keys = [b.pk for b in bonuses]
-        Bonus.objects.filter(pk__in=keys).update(pay_attempted=timezone.now())
-        try:
-            provider.client.pay_bonuses(bulk_id)
-        except ProlificUnknownOutcome:
-            unconfirmed += bonuses
-            continue
-        Bonus.objects.filter(pk__in=keys).update(paid=True)
-        paid += len(bonuses)
-    return paid, len(unconfirmed)
+    """Pay the batch's bonus rule at sync when it says so (the older ``--bonus``: ``at_sync``), through
+    the one bonus path (:func:`annotation.crowd.services.prolific_bonuses.pay_bonuses`, exactly once);
+    returns (paid now, unconfirmed). A rule paid on demand is left to the person who pays it."""
+    from annotation.crowd.selectors import bonus_rule
+    from annotation.crowd.services import prolific_bonuses
 
-
-@transaction.atomic
-def confirm_bonuses(batch: Batch, *, paid: bool) -> int:
-    """After checking on Prolific: mark unconfirmed bonuses paid, or free them to be paid again."""
-    unconfirmed = Bonus.objects.filter(assignment__hit__batch=batch, paid=False, pay_attempted__isnull=False)
-    if paid:
-        return unconfirmed.update(paid=True)
-    return unconfirmed.update(pay_attempted=None, bulk_id="")
+    rule = bonus_rule(batch)
+    if rule is None or not rule.at_sync:
+        return 0, 0
+    paid = prolific_bonuses.pay_bonuses(batch, provider)
+    return paid.paid_now, paid.unconfirmed
 
 
 def quote(batch: Batch, provider: CrowdProvider | None = None) -> Decimal:

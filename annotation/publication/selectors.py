@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.labels import LABEL_NAMES, LABELS
-from annotation.machine.selectors import calibration_report
+from annotation.machine.selectors import batch_state, calibration_report
 from annotation.models import Batch, Escalation
 from annotation.results.export_formats import machine_facts
 from annotation.results.selectors import BatchAnswers, agreement, latest_routing, min_votes, query_results
@@ -62,6 +62,9 @@ def batch_facts(batch: Batch) -> dict[str, Any]:
         "created": batch.created.date(),
         "published": batch.published.date() if batch.published else None,
         "cost": batch.cost or None,
+        # What it spent, fees and bonuses included (its crowd batches' for a machine-labelled one):
+        # the one figure of the dashboard, the batch list and page (annotation.machine.selectors.batch_state).
+        "spent": batch_state(batch)["spent"],
     }
 
 
@@ -167,6 +170,7 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
         "batch": settings
         | {
             "reward": str(settings["reward"]),
+            "spent": f"{settings['spent']:.2f}",
             "created": settings["created"].isoformat(),
             "published": settings["published"].isoformat() if settings["published"] else None,
             "min_votes": min_votes(batch),

@@ -296,6 +296,19 @@ def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dic
     ]
 
 
+def cost_facts(batch: Mapping[str, Any]) -> Any:
+    """The card's "Cost (USD)": what the batch spent (``batch["spent"]``, fees and bonuses included, the
+    figure every page shows) beside the estimate recorded at its creation; the estimate alone for a
+    batch whose spending is not given."""
+    cost = batch.get("cost")
+    if batch.get("spent") is None:
+        return cost
+    facts = {"spent (fees and bonuses included)": batch["spent"]}
+    if isinstance(cost, Mapping) and cost.get("total") is not None:
+        facts["estimated at creation (the most it could cost)"] = cost["total"]
+    return facts
+
+
 def card_facts(
     *,
     batch: Mapping[str, Any],
@@ -363,7 +376,7 @@ def card_facts(
             "published": batch["published"].isoformat() if batch["published"] else None,
             "exported": exported.isoformat(),
         },
-        "cost": batch["cost"],
+        "cost": cost_facts(batch),
         "files": [file_name],
         "queries in batch": len(results),
         "exported queries": len(rows),

@@ -6,6 +6,14 @@ error parsing. Only the operations the product uses are implemented. Faults can 
 scripted per operation: ``throttle`` answers ThrottlingException, ``refuse`` a RequestError
 (not retried), ``lose_response``
 carries out the request and then answers 500 as if the response had been lost on the way.
+
+Money (issue 41): as MTurk's pricing page states, approving an assignment charges its reward plus
+the commission (20% of the reward, 40% on HITs of 10 or more assignments, 5% more with Masters, at
+least $0.01 per assignment), and ``SendBonus`` charges the bonus plus 20% of it (at least $0.01);
+each commission is a charge of its own, rounded half-up to the cent. A ``SendBonus`` repeated with
+its ``UniqueRequestToken`` pays nothing more (MTurk answers that the token was processed).
+``charges`` records every charge (kind, assignment, amount, commission); :meth:`FakeMTurk.charged`
+sums them: what the requester's balance paid.
 """
 
 from __future__ import annotations
@@ -15,11 +23,19 @@ import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler
 
 from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
+#: Masters' qualification type ids (production, sandbox), as MTurk documents them.
+MASTERS = {"2F1QJWKUDD8XADTFD2Q0G6UTO95ALH", "2ARFPLSP75KLA8M8DH1HTEQVJT3SY6"}
+CENT = Decimal("0.01")
+
+
+def _commission(amount: Decimal, rate: Decimal) -> Decimal:
+    return max(CENT, (amount * rate).quantize(CENT, rounding=ROUND_HALF_UP))
 
 
 def _id() -> str:
@@ -39,6 +55,21 @@ class FakeMTurk:
     blocks: list[tuple[str, str]] = field(default_factory=list)
     #: Idempotency tokens of CreateAdditionalAssignmentsForHIT already processed.
     extension_tokens: set[str] = field(default_factory=set)
+    #: What the requester was charged: (kind "reward" or "bonus", AssignmentId, amount, commission).
+    charges: list[tuple[str, str, Decimal, Decimal]] = field(default_factory=list)
+    #: SendBonus request tokens already processed.
+    bonus_tokens: set[str] = field(default_factory=set)
+
+    def charged(self, hit_ids: set[str] | None = None) -> Decimal:
+        """Every dollar charged (rewards, bonuses, their commissions), of the HITs ``hit_ids`` (None: all)."""
+        return sum(
+            (
+                amount + commission
+                for _, assignment_id, amount, commission in self.charges
+                if hit_ids is None or self.assignments[assignment_id]["HITId"] in hit_ids
+            ),
+            Decimal("0.00"),
+        )
 
     # -- what workers do ------------------------------------------------------------
     def submit(self, hit_id: str, worker_id: str, answer_xml: str) -> str:
@@ -134,7 +165,34 @@ class FakeMTurk:
         return 200, {}
 
     def ApproveAssignment(self, body):
-        return self._review(body, "Approved")
+        status, answer = self._review(body, "Approved")
+        if status == 200:
+            assignment = self.assignments[body["AssignmentId"]]
+            hit = self.hits[assignment["HITId"]]
+            hit_type = self.hit_types[hit["HITTypeId"]]
+            reward = Decimal(hit_type["Reward"])
+            rate = Decimal("0.40") if hit["MaxAssignments"] >= 10 else Decimal("0.20")
+            required = {q.get("QualificationTypeId") for q in hit_type.get("QualificationRequirements") or []}
+            if required & MASTERS:
+                rate += Decimal("0.05")
+            self.charges.append(("reward", assignment["AssignmentId"], reward, _commission(reward, rate)))
+        return status, answer
+
+    def SendBonus(self, body):
+        token = body.get("UniqueRequestToken")
+        if token and token in self.bonus_tokens:
+            return 400, {
+                "__type": "RequestError",
+                "Message": f'The idempotency token "{token}" has already been processed.',
+            }
+        assignment = self.assignments.get(body["AssignmentId"])
+        if assignment is None or assignment["WorkerId"] != body["WorkerId"]:
+            return 400, {"__type": "RequestError", "Message": "Assignment does not exist for this worker."}
+        amount = Decimal(body["BonusAmount"])
+        self.charges.append(("bonus", assignment["AssignmentId"], amount, _commission(amount, Decimal("0.20"))))
+        if token:
+            self.bonus_tokens.add(token)
+        return 200, {}
 
     def RejectAssignment(self, body):
         return self._review(body, "Rejected")

@@ -37,8 +37,8 @@ a session belongs to, which the site asks when a participant arrives.
 Participant groups (issue 32): listed per workspace (deleted ones left out), created,
 members listed, added (members already there ignored), removed (non-members ignored),
 deleted (a second delete answers 404). Bulk bonuses: set up only for participants who took
-part in the study (else 400, as the reference says), answered with amount, fees and total
-in cents; each pay of a bulk pays it again (the reference warns the call is not idempotent)
+part in the study (else 400, as the reference says), answered with amount, fees (one fee for
+the bulk, ``fee_rate`` of its total, rounded half-up to the cent) and total in cents; each pay of a bulk pays it again (the reference warns the call is not idempotent)
 into the ledger ``payments`` (``paid`` sums it per participant), and ``GET
 /submissions/{id}/`` shows a participant's bonuses (``bonus_payments``, cents) once
 ``pay_delay`` seconds have passed since each was paid (Prolific pays asynchronously).
@@ -62,7 +62,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlencode, urlparse
 
@@ -126,6 +126,12 @@ class FakeProlific:
     #: Prolific takes to show a paid bonus on the submission (it pays asynchronously).
     payment_times: list[float] = field(default_factory=list)
     pay_delay: float = 0.0
+    #: Money (issue 41): the workspace's service fee (an academic account's 33.3%, no VAT) and what
+    #: was taken from its balance, ``(study, kind, amount, fees)`` in dollars: "reward" when a
+    #: submission is approved, "bonus" at each pay of a bulk (its set-up's amount and fees, again at
+    #: every pay). See :meth:`charged`.
+    fee_rate: Decimal = Decimal("0.333")
+    charges: list[tuple[str, str, Decimal, Decimal]] = field(default_factory=list)
 
     # -- what participants do ----------------------------------------------------------
     def start(self, study_id: str, participant_id: str) -> tuple[str, str]:
@@ -282,6 +288,9 @@ class FakeProlific:
                 return 400, {"error": {"detail": "message (100+ characters) and rejection_category are required"}}
             submission["rejection"] = (body["rejection_category"], body["message"])
         submission["status"] = target
+        if target == "APPROVED":  # the reward is paid: its fee is charged on the study's rewards (see charged)
+            reward = Decimal(self.studies[submission["study_id"]]["reward"]) / 100
+            self.charges.append((submission["study_id"], "reward", reward, Decimal("0")))
         self._submission_changed(submission["id"])
         return 200, submission
 
@@ -295,7 +304,9 @@ class FakeProlific:
         bulk = {"id": _id(), "study": body["study_id"], "rows": [(pid, Decimal(amount)) for pid, amount in rows]}
         self.bulk_bonuses[bulk["id"]] = bulk
         amount = sum(a for _, a in bulk["rows"]) * 100  # cents, as the reference answers
-        fees = (amount / 3).quantize(Decimal("0.01"))
+        # One fee for the bulk, on its total, to the cent (a balance moves in whole cents).
+        fees = (amount * self.fee_rate).quantize(Decimal("1"), rounding=ROUND_HALF_UP)
+        bulk["charge"] = (amount / 100, fees / 100)
         return 201, {
             "id": bulk["id"],
             "study": bulk["study"],
@@ -311,6 +322,7 @@ class FakeProlific:
             return 404, {"error": {"detail": "Not found."}}
         # Not idempotent, as the reference warns: paying the same bulk twice pays twice.
         self.payments += [(bulk["study"], pid, amount) for pid, amount in bulk["rows"]]
+        self.charges.append((bulk["study"], "bonus", *bulk["charge"]))
         self.payment_times += [time.monotonic()] * len(bulk["rows"])
         return 202, {}
 
@@ -553,6 +565,15 @@ class FakeProlific:
             for (study, pid, amount), paid in zip(self.payments, self.payment_times, strict=False)
             if study == study_id and pid == participant_id and now - paid >= self.pay_delay
         ]
+
+    def charged(self, study_id: str) -> Decimal:
+        """What the study took from the workspace's balance (dollars): the approved submissions'
+        rewards with the service fee on their total, rounded half-up to the cent once, and every
+        bulk bonus paid with its own fee (as its set-up answered), VAT none."""
+        rewards = sum((a for s, k, a, _ in self.charges if s == study_id and k == "reward"), Decimal("0"))
+        fee = (rewards * self.fee_rate).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+        bonuses = sum((a + f for s, k, a, f in self.charges if s == study_id and k == "bonus"), Decimal("0"))
+        return (rewards + fee + bonuses).quantize(Decimal("0.01"))
 
     def paid(self, study_id: str, participant_id: str) -> Decimal:
         """The ledger: every dollar paid to a participant in a study, however many times."""

@@ -84,12 +84,10 @@ def report_batch(report: Report):
 
 
 def batch_facts(batch) -> dict[str, Any]:
-    """The batch's study facts (:func:`annotation.selectors.study_facts`) with what its crowd work
-    actually cost (``batch.spent``, USD, bonuses included: for a machine-labelled batch, its crowd
-    batches'; :func:`annotation.selectors.batch_state`), not the estimate recorded at its creation."""
-    facts = annotation_selectors.study_facts(batch)
-    spent = annotation_selectors.batch_state(batch)["spent"]
-    return {**facts, "batch": {**facts["batch"], "spent": f"{spent:.2f}"}}
+    """The batch's study facts (:func:`annotation.selectors.study_facts`), which state what its crowd
+    work actually cost (``batch.spent``, USD, fees and bonuses included: for a machine-labelled batch,
+    its crowd batches'; the figure of every page), not the estimate recorded at its creation."""
+    return annotation_selectors.study_facts(batch)
 
 
 def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | None:

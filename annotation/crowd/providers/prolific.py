@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Iterator
-from decimal import Decimal
 
 from django.conf import settings
 from django.db.models import Count, Q
@@ -70,9 +69,6 @@ def validate_options(options: dict) -> None:
     bad = [d for d in options.get("devices", []) if d not in DEVICES]
     if bad:
         raise ServiceError(f"unknown device(s) {', '.join(bad)}; use {', '.join(DEVICES)}")
-    bonus = Decimal(str(options.get("bonus", "0")))
-    if bonus < 0 or bonus != bonus.quantize(Decimal("0.01")):
-        raise ServiceError("--bonus must be whole cents, at least 0")
     for name in options.get("exclude_batches", []):
         if not Batch.objects.filter(name=name).exists():
             raise ServiceError(f"--exclude-batch {name!r}: no such batch")
@@ -83,15 +79,15 @@ def validate_options(options: dict) -> None:
     both = set(options.get("allow_batches", [])) & set(options.get("exclude_batches", []))
     if both:
         raise ServiceError(f"a batch cannot be both allowed and excluded: {', '.join(sorted(both))}")
-    if options.get("bonus_rule"):
-        from annotation.crowd.bonus_rules import BonusRule, RuleError
+    # The bonus rule, or the older flat bonus (the same rule, paid at every sync): one of them, plain
+    # ASCII dollars (annotation.crowd.bonus_rules.rule_of_options). Its bound needs the batch's gold
+    # questions: BatchSettings.validate checks it.
+    from annotation.crowd.bonus_rules import RuleError, rule_of_options
 
-        try:
-            BonusRule.from_options(options)
-        except RuleError as exc:
-            raise ServiceError(str(exc)) from None
-        if Decimal(str(options.get("bonus") or "0")) > 0:
-            raise ServiceError("--bonus (paid at every sync) and a bonus rule cannot both be set: choose one")
+    try:
+        rule_of_options(options)
+    except RuleError as exc:
+        raise ServiceError(str(exc)) from None
 
 
 #: Letters and digits that cannot be mistaken for each other; 10 of them are 50 random bits.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -28,6 +28,8 @@ MAX_AUTO_APPROVAL_DELAY = 30 * 24 * 3600
 #: to reject invalid work first.
 DEFAULT_AUTO_APPROVAL_DELAY = dt.timedelta(days=3)
 QUALIFICATION_KEYS = {"locales", "min_approval_rate", "min_approved_hits", "masters"}
+#: The largest reward per assignment (what ``Batch.reward`` holds: 8 digits, 2 decimals).
+MAX_REWARD = "999999.99"
 
 
 @dataclass(frozen=True)
@@ -74,12 +76,7 @@ class BatchSettings:
             raise ServiceError("assignments per HIT must be at least 1")
         if not 1 <= self.queries_per_hit <= 100:
             raise ServiceError("queries per HIT must be between 1 and 100")
-        try:
-            reward = Decimal(self.reward)
-        except (InvalidOperation, TypeError):
-            raise ServiceError(f"reward {self.reward!r} is not an amount of dollars") from None
-        if not reward.is_finite() or reward < Decimal("0.01") or reward != reward.quantize(Decimal("0.01")):
-            raise ServiceError(f"reward must be whole cents, at least 0.01 (got {self.reward})")
+        check_amount(self.reward, "reward", minimum="0.01", maximum=MAX_REWARD)
         for name, value, low, high in (
             ("lifetime", self.lifetime, MIN_LIFETIME, MAX_LIFETIME),
             ("assignment duration", self.assignment_duration, MIN_LIFETIME, MAX_LIFETIME),
@@ -107,11 +104,60 @@ class BatchSettings:
             validate_options(self.provider_options)
         if self.gold_per_hit < 0:
             raise ServiceError("gold queries per HIT cannot be negative")
+        if self.provider_options:
+            check_bonus_rule(bonus_rule_of(self.provider_options), self.provider, self.gold_per_hit)
         if not 0 < self.gold_pass_fraction <= 1:
             raise ServiceError("the gold pass fraction must be in (0, 1]")
         validate_thresholds({name: getattr(self, name) for name in (*THRESHOLD_FIELDS, "min_answers_judged")})
-        if self.extra_budget is not None and Decimal(self.extra_budget) < 0:
-            raise ServiceError("the extra budget cannot be negative")
+        if self.extra_budget is not None:
+            check_amount(self.extra_budget, "extra budget", minimum="0")
+
+
+def check_amount(value: object, field: str, *, minimum: str = "0", maximum: str | None = None) -> Decimal:
+    """``value`` as whole-cent dollars (:func:`core.amounts.parse_amount`), or a ``ServiceError`` naming ``field``."""
+    from core.amounts import AmountError, parse_amount
+
+    try:
+        return parse_amount(value, field, minimum=minimum, maximum=maximum)
+    except AmountError as exc:
+        raise ServiceError(str(exc)) from None
+
+
+def bonus_max_per_participant() -> Decimal:
+    """What one participant may earn in bonuses from one batch (``BONUS_MAX_PER_PARTICIPANT_USD``, default 100)."""
+    return Decimal(str(django_settings.BONUS_MAX_PER_PARTICIPANT_USD))
+
+
+def assignments_per_participant(provider: str, hits: int | None) -> int:
+    """How many assignments one participant can take in a batch: one on Prolific (one submission per
+    study), one per HIT elsewhere (a worker takes a HIT once; ``hits`` None: not known, counted as one)."""
+    if provider == Provider.PROLIFIC:
+        return 1
+    return max(1, hits or 1)
+
+
+def bonus_rule_of(options: dict | None):
+    """The batch's bonus rule from its provider options (``annotation.crowd.bonus_rules.rule_of_options``:
+    ``bonus_rule``, or the older flat ``bonus``), or None; a ``ServiceError`` naming the field."""
+    from annotation.crowd.bonus_rules import RuleError, rule_of_options
+
+    try:
+        return rule_of_options(options)
+    except RuleError as exc:
+        raise ServiceError(str(exc)) from None
+
+
+def check_bonus_rule(rule, provider: str, gold_per_hit: int, hits: int | None = None) -> None:
+    """Refuse a rule under which one participant could earn more than ``BONUS_MAX_PER_PARTICIPANT_USD``
+    from the batch (every assignment they can take, each with every check question right, plus a flat lump)."""
+    from annotation.crowd.bonus_rules import RuleError, check_participant_most
+
+    try:
+        check_participant_most(
+            rule, assignments_per_participant(provider, hits), gold_per_hit, bonus_max_per_participant()
+        )
+    except RuleError as exc:
+        raise ServiceError(str(exc)) from None
 
 
 #: Quality thresholds applied at every sync (``annotation.quality.services.thresholds``); None: off.

@@ -15,7 +15,7 @@ from django.db import transaction
 from annotation.crowd.costs import Cost, provider_cost
 from annotation.crowd.hit_groups import group_into_hits
 from annotation.crowd.providers import CrowdProvider, get_provider
-from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
+from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery, bonus_rule_of
 from annotation.labels import label_code
 from annotation.models import Batch, BatchQuery, Hit, HitQuery, Provider
 from core.errors import InputError, ServiceError, StateError
@@ -176,12 +176,21 @@ def estimate_cost(settings: BatchSettings, queries: int) -> dict[str, str | int]
 
 
 def most_bonuses(settings: BatchSettings, assignments: int) -> Decimal:
-    """The most a batch's bonuses can cost (issue 32): its bonus rule, or ``--bonus``, for every assignment approved."""
-    from annotation.crowd.bonus_rules import BonusRule, most
+    """The most a batch's bonuses can cost (issue 32): its bonus rule (the older flat ``bonus`` is one,
+    ``annotation.crowd.bonus_rules.rule_of_options``) for every assignment approved."""
+    from annotation.crowd.bonus_rules import most
 
-    options = settings.provider_options or {}
-    flat = Decimal(str(options.get("bonus") or "0")) * assignments
-    return flat + most(BonusRule.from_options(options), assignments, settings.gold_per_hit)
+    return most(bonus_rule_of(settings.provider_options), assignments, settings.gold_per_hit)
+
+
+def stored_options(options: dict) -> dict:
+    """A batch's Prolific options as stored: the older flat ``bonus`` kept as the bonus rule it is
+    (``flat``, paid at every sync), so every batch has one bonus rule or none (issue 41)."""
+    stored = {key: value for key, value in options.items() if key != "bonus"}
+    rule = bonus_rule_of(options)
+    if rule is not None:
+        stored["bonus_rule"] = rule.as_options()
+    return stored
 
 
 def mturk_comparison(reward: Decimal | str, assignments_per_query: int, hits: int) -> dict[str, str | int]:
@@ -210,7 +219,7 @@ def create_batch(
     (a derived batch: :mod:`.calibration`, :mod:`.routing`). Nothing is sent to a provider yet.
     """
     query_set, queries = _check_sources(name, settings, query_set, pool, gold, only_qids)
-    provider_options = dict(settings.provider_options)
+    provider_options = stored_options(dict(settings.provider_options))
     if settings.provider == Provider.PROLIFIC and not provider_options.get("completion_code"):
         from annotation.crowd.providers.prolific import new_completion_code
 

@@ -11,11 +11,12 @@ import datetime as dt
 from decimal import Decimal
 
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 from annotation.crowd.providers import MTurkProvider
-from annotation.models import Assignment, Batch, Escalation, Hit, Provider, Worker
-from core.errors import ServiceError
+from annotation.models import Assignment, Batch, BonusPayment, Escalation, Hit, Provider, Worker
+from core.errors import ServiceError, StateError
 
 
 def default_mturk():
@@ -69,19 +70,58 @@ def add_assignments(hit: Hit, count: int, mturk=None) -> Escalation:
     return escalation
 
 
-def send_bonus(assignment: Assignment, amount: Decimal, reason: str, mturk=None) -> None:
-    """Pay a bonus for one assignment; one bonus per assignment (the request token says so)."""
+def send_bonus(assignment: Assignment, amount: Decimal | str, reason: str, mturk=None) -> BonusPayment:
+    """Pay a bonus for one assignment, exactly once, recorded as every bonus is (``BonusPayment``, issue 41).
+
+    The row (``paying``) is committed before ``SendBonus``, whose request token (one per assignment)
+    makes a repeat after a lost answer a success, not a second payment: so a retry, with the amount
+    recorded, settles it. A second bonus for the same assignment, and one that would bring the
+    worker's bonuses from the batch above ``BONUS_MAX_PER_PARTICIPANT_USD``, are refused.
+    """
+    from annotation.crowd.services.batch_settings import bonus_max_per_participant, check_amount
+
     if assignment.worker.provider != Provider.MTURK:
         raise ServiceError("bonuses are paid through MTurk; this is not an MTurk assignment")
     if not reason.strip():
         raise ServiceError("MTurk shows workers the reason for a bonus; give one")
+    amount = check_amount(amount, "bonus amount", minimum="0.01", maximum="999999.99")
+    batch = assignment.hit.batch
+    worker_id = assignment.worker.identity.external_id
+    with transaction.atomic():
+        row = BonusPayment.objects.select_for_update().filter(assignment=assignment).first()
+        if row is not None and (row.state == BonusPayment.State.PAID or row.amount != amount):
+            raise StateError(
+                f"assignment {assignment.provider_assignment_id} has a bonus of ${row.amount} already ({row.state})"
+            )
+        if row is None:
+            earned = BonusPayment.objects.filter(batch=batch, participant_id=worker_id).aggregate(total=Sum("amount"))
+            most = bonus_max_per_participant()
+            if (earned["total"] or Decimal("0")) + amount > most:
+                raise ServiceError(
+                    f"bonus amount: ${amount} would bring this worker's bonuses from batch {batch.name!r} to "
+                    f"${(earned['total'] or Decimal('0')) + amount}, above the maximum of ${most} per participant "
+                    "(setting BONUS_MAX_PER_PARTICIPANT_USD)"
+                )
+            row = BonusPayment.objects.create(
+                batch=batch,
+                assignment=assignment,
+                participant_id=worker_id,
+                submission_id=assignment.provider_assignment_id,
+                amount=amount,
+                reason=reason[:200],
+                state=BonusPayment.State.PAYING,
+                pay_attempted=timezone.now(),
+            )
     (mturk or default_mturk()).send_bonus(
-        worker_id=assignment.worker.identity.external_id,
+        worker_id=worker_id,
         assignment_id=assignment.provider_assignment_id,
-        amount=Decimal(amount),
+        amount=amount,
         reason=reason,
         unique_request_token=f"bonus-{assignment.provider_assignment_id}"[:64],
     )
+    BonusPayment.objects.filter(pk=row.pk).update(state=BonusPayment.State.PAID, paid_at=timezone.now())
+    row.refresh_from_db()
+    return row
 
 
 def block_worker(worker: Worker, reason: str, mturk=None) -> None:

@@ -54,7 +54,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.crowd.bonus_rules import BonusRule, RuleError
+from annotation.crowd.bonus_rules import BULK_SIZE, BonusRule, RuleError
 from annotation.crowd.clients.prolific_api import ProlificError, ProlificUnknownOutcome, cents
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.selectors import (  # the reads: the preview, the rule, what is owed
@@ -63,6 +63,7 @@ from annotation.crowd.selectors import (  # the reads: the preview, the rule, wh
     newly_owed,
     preview_bonuses,
 )
+from annotation.crowd.services.batch_settings import check_amount, check_bonus_rule
 from annotation.crowd.services.locking import one_per_batch
 from annotation.models import Batch, BonusPayment, Provider
 from core.errors import ServiceError, StateError
@@ -79,18 +80,26 @@ def settle_seconds() -> int:
 @one_per_batch("Setting the bonus rule")
 @transaction.atomic
 def set_bonus_rule(batch: Batch, kind: str, amount: Decimal | str) -> BonusRule:
-    """Set (or change) the batch's bonus rule; refused once a bonus under it has been recorded."""
+    """Set (or change) the batch's bonus rule; refused once a bonus under it has been recorded, and
+    when one participant could earn more than ``BONUS_MAX_PER_PARTICIPANT_USD`` under it.
+
+    ``amount`` is plain ASCII dollars (:func:`core.amounts.parse_amount`; refusals name the field).
+    A rule set here is paid when a person pays it; a rule paid at every sync (the older ``bonus``)
+    keeps being so only while it is not changed."""
     check_prolific(batch)
     batch = Batch.objects.select_for_update().get(pk=batch.pk)
     try:
         rule = BonusRule(kind, amount)
     except RuleError as exc:
         raise ServiceError(str(exc)) from None
-    if Decimal(str(batch.provider_options.get("bonus") or "0")) > 0:
-        raise StateError(f"batch {batch.name!r} pays a bonus at every sync (--bonus); a rule would pay twice")
-    if rule != bonus_rule(batch) and batch.bonus_payments.exists():
+    check_bonus_rule(rule, batch.provider, batch.gold_per_hit, batch.hits.count())
+    current = bonus_rule(batch)
+    if current is not None and (current.kind, current.amount) == (rule.kind, rule.amount):
+        return current  # the same rule again: nothing changes (one paid at every sync stays so)
+    if batch.bonus_payments.filter(assignment=None).exists():
         raise StateError(f"batch {batch.name!r} has bonuses recorded under its rule; the rule can no longer change")
-    batch.provider_options = {**batch.provider_options, "bonus_rule": rule.as_options()}
+    options = {key: value for key, value in batch.provider_options.items() if key != "bonus"}
+    batch.provider_options = {**options, "bonus_rule": rule.as_options()}
     batch.save(update_fields=["provider_options"])
     return rule
 
@@ -163,10 +172,6 @@ def _record(batch: Batch, rule: BonusRule | None) -> int:
     return len(new)
 
 
-#: Participants per bulk bonus (Prolific pays up to 200 per request).
-BULK_SIZE = 200
-
-
 def _set_up(batch: Batch, provider: CrowdProvider) -> None:
     rows = list(batch.bonus_payments.filter(state=State.OWED).order_by("pk"))
     for start in range(0, len(rows), BULK_SIZE):
@@ -227,12 +232,9 @@ def check_expected_total(batch: Batch, expected_total) -> None:
     the researcher previewed (None: no check); ``ServiceError`` when it is not an amount."""
     if expected_total is None:
         return
+    expected = check_amount(expected_total, "expected_total", maximum="99999999.99")
     now = preview_bonuses(batch).to_pay.total
-    try:
-        same = Decimal(str(expected_total)) == now
-    except ArithmeticError:
-        raise ServiceError(f"expected_total {expected_total!r} is not an amount of dollars") from None
-    if not same:
+    if expected != now:
         raise StateError(
             f"the total to pay is now ${now}, not the ${expected_total} previewed: check the preview again"
         )

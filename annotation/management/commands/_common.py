@@ -6,7 +6,7 @@ import datetime as dt
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.core.management.base import CommandError
 
@@ -27,10 +27,16 @@ def duration(text: str) -> dt.timedelta:
 
 
 def money(text: str) -> Decimal:
+    """An amount of dollars on the command line (for argparse ``type=``): plain ASCII digits with at
+    most two decimals (:func:`core.amounts.parse_amount`); argparse names the option refusing it."""
+    import argparse
+
+    from core.amounts import AmountError, parse_amount
+
     try:
-        return Decimal(text)
-    except InvalidOperation:
-        raise ValueError(f"not an amount of dollars: {text!r}") from None
+        return parse_amount(text, "amount")
+    except AmountError as exc:
+        raise argparse.ArgumentTypeError(exc.problem) from None
 
 
 def qualifications(values: list[str] | None) -> dict:

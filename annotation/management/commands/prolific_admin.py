@@ -43,7 +43,11 @@ class Command(BaseCommand):
                 prolific.block_participant(worker)
                 self.stdout.write(self.style.SUCCESS(f"Blocked {worker.pseudonym}."))
             else:
+                from annotation.crowd.services.prolific_bonuses import confirm_bonuses  # the one bonus path
+
                 batch = get_batch(o["batch"])
-                count = prolific.confirm_bonuses(batch, paid=o["paid"])
-                state = "recorded as paid" if o["paid"] else "to be paid at the next sync"
-                self.stdout.write(self.style.SUCCESS(f"{count} bonus payment(s) {state}."))
+                done = confirm_bonuses(batch, paid=o["paid"])
+                text = f"{done.paid} bonus payment(s) recorded as paid"
+                if done.unpaid:
+                    text += f"; {done.unpaid} to be paid at the next pay (or sync, for a rule paid at every sync)"
+                self.stdout.write(self.style.SUCCESS(text + "."))

@@ -212,7 +212,7 @@ def test_prolific_eligibility_from_the_form_reaches_the_batch_and_is_refused_els
     assert options == {
         "estimated_minutes": 7,
         "devices": ["desktop", "mobile"],
-        "bonus": "0.25",
+        "bonus_rule": {"kind": "flat", "amount": "0.25", "at_sync": True},  # the bonus: a flat rule paid at sync
     }
     response = client.post(reverse("annotation:batch-create"), {**FORM, "name": "web2", "queries": "gq", **prolific})
     assert response.status_code == 400

@@ -190,7 +190,11 @@ def test_bad_input_is_a_form_error_naming_the_field(calibrated, researcher, clie
     response = client.get(routing, {"target_accuracy": "1.5"})
     assert response.status_code == 400 and "the target accuracy must be in (0, 1]" in response.content.decode()
     response = client.get(routing, {"target_accuracy": "0.9", "budget": "-1"})
-    assert response.status_code == 400 and "greater than or equal to 0" in response.content.decode()
+    # A budget is plain dollars (issue 41): a negative one is refused naming the field.
+    assert (
+        response.status_code == 400
+        and "budget: &#x27;-1&#x27; is not an amount of dollars" in response.content.decode()
+    )
     response = client.post(routing, {"target_accuracy": "1.5"})
     assert response.status_code == 400 and not Batch.objects.filter(purpose=Batch.Purpose.ROUTED).exists()
     assert not Job.objects.filter(kind="annotation.prelabel").exists()

@@ -17,11 +17,12 @@ from annotation import services
 from annotation.crowd.clients.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.crowd.providers import ProlificProvider
 from annotation.crowd.providers import prolific as prolific_rules
+from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.batches import cancel_batch
 from annotation.crowd.services.sync import sync_batch
 from annotation.inhouse.services.handout import submit_local_assignment
-from annotation.models import Assignment, Batch, Bonus, Judgment, Worker
+from annotation.models import Assignment, Batch, BonusPayment, Judgment, Worker
 from annotation.prolific import services as prolific_services
 from benchmarks.fakes.prolific import TOKEN, FakeProlific, hexid, serve
 from core.errors import ServiceError
@@ -219,6 +220,7 @@ def test_a_bonus_whose_payment_lost_its_answer_is_never_paid_twice(server, provi
     p1.answer()
     p1.complete()
     server.faults["pay_bonuses"] = ["lose_response"]
+    server.pay_delay = 3600  # Prolific pays asynchronously: the submission shows nothing yet
 
     first = sync_batch(batch, provider).prolific
     assert (first.bonuses_paid, first.bonuses_unconfirmed) == (0, 1)
@@ -229,9 +231,12 @@ def test_a_bonus_whose_payment_lost_its_answer_is_never_paid_twice(server, provi
     assert len(server.payments) == 1  # not paid a second time
     assert server.calls.count("pay_bonuses") == 1
 
-    assert prolific_services.confirm_bonuses(batch, paid=True) == 1
-    assert Bonus.objects.get().paid
+    # The flat bonus (--bonus) is paid at sync by the one bonus path: a person settles it as any
+    # bonus, or a later sync sees it on the submission once Prolific shows it.
+    assert prolific_bonuses.confirm_bonuses(batch, paid=True, provider=provider).paid == 1
+    assert BonusPayment.objects.get().state == BonusPayment.State.PAID
     assert sync_batch(batch, provider).prolific.bonuses_unconfirmed == 0
+    assert len(server.payments) == 1 and server.calls.count("pay_bonuses") == 1
 
 
 def test_escalation_adds_places_once_whatever_the_retries(server, provider, batch):
@@ -347,7 +352,7 @@ def test_create_batch_command_takes_the_prolific_options(query_set, tmp_path):
         "estimated_minutes": 5,
         "devices": ["desktop", "tablet"],
         "filters": [{"filter_id": "current-country-of-residence", "selected_values": ["1", "2"]}],
-        "bonus": "0.20",
+        "bonus_rule": {"kind": "flat", "amount": "0.20", "at_sync": True},  # --bonus: the flat rule, paid at sync
     }
     # $4.80 of rewards with their fee, and up to 4 × $0.20 = $0.80 of bonuses + 33.3% ($0.27).
     assert "4 assignments × ($0.90 reward + $0.30 fee) + up to $0.80 bonuses and their fee = $5.87" in out.getvalue()
