@@ -72,7 +72,7 @@ REVIEWED: dict[tuple[str, str], frozenset[str]] = {
     # The shared and results cache tables, which no model describes.
     ("annotation", "0001_squashed_0019_prolific_groups_bonuses"): frozenset({"create_cache_tables"}),
     # Turns the older --bonus options and Bonus rows into bonus rules and BonusPayment rows: none exist yet.
-    ("annotation", "0022_one_bonus_system"): frozenset(),
+    ("annotation", "0023_one_bonus_system"): frozenset(),
 }
 
 

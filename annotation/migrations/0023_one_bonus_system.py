@@ -74,7 +74,7 @@ def forward(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0021_batchquery_gold_index"),
+        ("annotation", "0022_prolific_webhooks_confirmed"),
     ]
 
     operations = [
