@@ -22,8 +22,8 @@ category's name or slug, or the first three letters or more of exactly one of th
 mass renormalised over the tokens the endpoint listed, and the mass of listed tokens that
 name no label kept as ``unknown`` (it counts against the label, as unparseable answers do).
 A server that ignores ``logprobs`` (``null``, absent, or of another shape) leaves the answer
-a plain one; one that refuses them (HTTP 400) is asked again without, and not asked for them
-again.
+a plain one; one that refuses them (HTTP 400) is asked again without, and once answered so,
+not asked for them again.
 
 Confidence (:func:`vote`). Each answer is read as a label (a code ``n``/``f``/``m``/``o`` or a category slug,
 quotes and a final full stop ignored); anything else is *unparseable*: counted, never
@@ -64,7 +64,7 @@ counts that are not whole numbers from 0 to 10^9), without asking again.
 
 A job's bounds. ``job_deadline`` (seconds from the first :meth:`ChatPreLabeller.label`) and a
 circuit breaker (``max_consecutive_failures`` failed queries in a row, or a share
-``max_failure_share`` of the queries asked, from :data:`MIN_FOR_SHARE` on; a 401/403/404 at
+``max_failure_share`` of the queries asked (each draw of a query counts), from :data:`MIN_FOR_SHARE` on; a 401/403/404 at
 once) stop the labeller: queries not yet begun are not sent, and
 :class:`~annotation.machine.prelabellers.interface.PreLabelStopped` carries the predictions it did make, so
 the service stores them. An answer longer than ``max_answer_chars`` is kept as the label it
