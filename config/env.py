@@ -46,7 +46,7 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise _bad(name, value, "a boolean: 1/0, true/false, yes/no or on/off")
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
     value = _raw(name)
     if value is None:
         return default
@@ -56,6 +56,8 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
         raise _bad(name, value, "a whole number") from None
     if minimum is not None and number < minimum:
         raise _bad(name, value, f"a whole number of at least {minimum}")
+    if maximum is not None and number > maximum:
+        raise _bad(name, value, f"a whole number of at most {maximum}")
     return number
 
 

@@ -446,8 +446,14 @@ PRELABEL_MODEL = env_str("PRELABEL_MODEL", "")
 #: A prompt of your own for the chat labeller: the system prompt, a line ``---``, then the user
 #: template with ``{query}``; versioned by its text (empty: the built-in, versioned prompt).
 PRELABEL_PROMPT_FILE = env_str("PRELABEL_PROMPT_FILE", "")
-#: Answers sampled per query (their vote shares are the confidence), at this temperature.
-PRELABEL_SAMPLES = env_int("PRELABEL_SAMPLES", 5, minimum=1)
+#: Answers first sampled per query, at this temperature (one call: ``n``). A query whose answers
+#: came without log-probabilities is then drawn up to PRELABEL_MAX_SAMPLES, within
+#: PRELABEL_SAMPLE_BUDGET answers per query on average (docs/prelabelling.md: the confidence).
+PRELABEL_SAMPLES = env_int("PRELABEL_SAMPLES", 3, minimum=1)
+PRELABEL_MAX_SAMPLES = env_int("PRELABEL_MAX_SAMPLES", 16, minimum=1)
+PRELABEL_SAMPLE_BUDGET = env_float("PRELABEL_SAMPLE_BUDGET", 16.0, minimum=1.0)
+#: Alternatives asked for at each answer token (``logprobs``/``top_logprobs``; 0: not asked).
+PRELABEL_TOP_LOGPROBS = env_int("PRELABEL_TOP_LOGPROBS", 5, minimum=0, maximum=20)
 PRELABEL_TEMPERATURE = env_float("PRELABEL_TEMPERATURE", 1.0, minimum=0.01)
 #: Calls in flight at once.
 PRELABEL_CONCURRENCY = env_int("PRELABEL_CONCURRENCY", 4, minimum=1)

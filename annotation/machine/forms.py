@@ -43,7 +43,7 @@ class PrelabelForm(forms.Form):
         required=False,
         min_value=1,
         max_value=50,
-        help_text="openai only: answers sampled per query (default from the settings).",
+        help_text="openai only: answers first sampled per query, more up to PRELABEL_MAX_SAMPLES without log-probabilities (default from the settings).",
     )
     train = forms.CharField(
         required=False,

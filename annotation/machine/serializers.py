@@ -16,7 +16,11 @@ class PrelabelRequestSerializer(serializers.Serializer):
     labeller = serializers.CharField(
         help_text="rules, trained or openai (openai needs PRELABEL_API_URL and PRELABEL_MODEL)."
     )
-    samples = serializers.IntegerField(required=False, min_value=1, help_text="openai only: answers per query.")
+    samples = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="openai only: answers first drawn per query (more up to PRELABEL_MAX_SAMPLES where no log-probabilities come back).",
+    )
     train = serializers.CharField(
         required=False,
         help_text="trained only: batch:NAME, that batch's human labels (default: this batch's); or a train_file.",

@@ -1,11 +1,23 @@
 """A small OpenAI-compatible chat-completions server on loopback, for the chat pre-labeller.
 
-``POST /v1/chat/completions`` with ``{model, messages, temperature, n}`` answers
-``{id, object, created, model, choices: [{index, message: {role, content}, finish_reason}],
+``POST /v1/chat/completions`` with ``{model, messages, temperature, n, logprobs, top_logprobs}`` answers
+``{id, object, created, model, choices: [{index, message: {role, content}, logprobs, finish_reason}],
 usage: {prompt_tokens, completion_tokens, total_tokens}}``. The answers to a query are
-scripted in ``answers`` (query text -> the contents handed out in turn, cycling); an
+scripted in ``answers`` (query text -> the answers handed out in turn, cycling); an
 unscripted query is answered ``n``. Usage: 20 prompt tokens a request, 1 completion
 token a choice. ``max_n`` caps the choices of one answer (servers that ignore ``n``).
+Requests answered 400 are logged in ``refused``.
+
+Log-probabilities, as OpenAI's API gives them (https://platform.openai.com/docs/api-reference/chat/create):
+asked ``logprobs: true`` (``top_logprobs`` 0-20, which needs ``logprobs: true``, else 400), a
+choice's ``logprobs`` is ``{content: [{token, logprob, bytes, top_logprobs: [{token, logprob,
+bytes}]}], refusal: null}`` with one entry per token of the answer (words with their leading
+space, punctuation apart), else ``null``. A scripted answer is a string (the model was sure of
+its first token: logprob 0, the other alternatives listed at -9999.0, "very unlikely") or
+``{"content": "f", "top": {"f": -0.2, "m": -1.8, ...}}``, whose ``top`` lists the first token's
+alternatives (the most likely ``top_logprobs`` of them are sent). ``logprobs`` = ``"honour"``
+(default), ``"ignore"`` (``null`` whatever was asked: servers that do not implement them) or
+``"refuse"`` (400 when they are asked for).
 
 Faults, taken in turn from ``faults`` one per request (``""``: none): ``throttle`` (429 with
 ``Retry-After: 0``), ``throttle_bare`` (429 without ``Retry-After``), ``error`` (500),
@@ -38,6 +50,7 @@ class FakeOpenAI:
     max_n: int = 128
     model: str = "test-model"
     requests: list[dict] = field(default_factory=list)
+    refused: list[dict] = field(default_factory=list)  #: requests answered 400
     turns: dict[str, int] = field(default_factory=dict)
     in_flight: int = 0
     most_in_flight: int = 0
@@ -46,6 +59,7 @@ class FakeOpenAI:
     drip_for: float = 6.0
     huge_chars: int = 2_000_000
     redirect_to: str = ""
+    logprobs: str = "honour"
 
     def query_of(self, body: dict) -> str:
         """The query of the user message: the JSON string between ``<query>`` lines, else after ``Query: ``."""
@@ -55,16 +69,55 @@ class FakeOpenAI:
             return json.loads(match.group(1))
         return json.loads(content.removeprefix("Query: "))
 
-    def complete(self, body: dict) -> list[str]:
+    def complete(self, body: dict) -> list[dict]:
+        """The next ``n`` scripted answers of the body's query, as choices (with logprobs when asked and honoured)."""
         query = self.query_of(body)
         script = self.answers.get(query, ["n"])
         n = min(int(body.get("n", 1)), self.max_n)
-        contents = []
-        for _ in range(n):
+        with_logprobs = body.get("logprobs") is True and self.logprobs == "honour"
+        choices = []
+        for index in range(n):
             turn = self.turns.get(query, 0)
             self.turns[query] = turn + 1
-            contents.append(script[turn % len(script)])
-        return contents
+            answer = script[turn % len(script)]
+            content = answer["content"] if isinstance(answer, dict) else answer
+            choice = {"index": index, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            choice["logprobs"] = (
+                {"content": token_logprobs(answer, int(body.get("top_logprobs") or 0)), "refusal": None}
+                if with_logprobs
+                else None
+            )
+            choices.append(choice)
+        return choices
+
+
+#: Listed after the token chosen when a scripted answer gives no alternatives.
+FILLERS = ["\n", " ", ".", "The", "I", "This", "Label", "It", "A", "Answer"] + [f"<{i}>" for i in range(10)]
+
+
+def tokens_of(content: str) -> list[str]:
+    """A rough tokenisation: words with their leading whitespace, each punctuation mark apart."""
+    return re.findall(r"\s*\w+|\s*[^\w\s]", content)
+
+
+def _entry(token: str, logprob: float) -> dict:
+    return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+
+def token_logprobs(answer: str | dict, k: int) -> list[dict]:
+    """``logprobs.content`` of one answer: its first token with the scripted alternatives, the rest sure."""
+    content = answer["content"] if isinstance(answer, dict) else answer
+    tokens = tokens_of(content)
+    entries = []
+    for position, token in enumerate(tokens):
+        if position == 0 and isinstance(answer, dict):
+            top = sorted(answer["top"].items(), key=lambda item: -item[1])
+            chosen = answer["top"].get(token, -9999.0)
+        else:
+            top = [(token, 0.0)] + [(filler, -9999.0) for filler in FILLERS if filler != token]
+            chosen = 0.0
+        entries.append({**_entry(token, chosen), "top_logprobs": [_entry(t, lp) for t, lp in top[:k]]})
+    return entries
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -91,8 +144,18 @@ class _Handler(BaseHTTPRequestHandler):
             body.get("model") != fake.model and "model",
             not (body.get("temperature", 0) > 0) and "temperature",
             [m["role"] for m in body.get("messages", [])] != ["system", "user"] and "messages",
+            "top_logprobs" in body
+            and not (
+                body.get("logprobs") is True
+                and isinstance(body["top_logprobs"], int)
+                and 0 <= body["top_logprobs"] <= 20
+            )
+            and "top_logprobs",
+            fake.logprobs == "refuse" and body.get("logprobs") and "logprobs are not supported by this model",
         ]
         if any(problems):
+            with self.server.lock:
+                fake.refused.append(body)
             return self._reply(400, json.dumps({"error": {"message": f"bad request: {problems}"}}).encode())
         with self.server.lock:
             fake.requests.append(body)
@@ -124,20 +187,17 @@ class _Handler(BaseHTTPRequestHandler):
             huge = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "n" * fake.huge_chars}}]}
             return self._reply(200, json.dumps(huge).encode())
         with self.server.lock:
-            contents = fake.complete(body)
+            choices = fake.complete(body)
         answer = {
             "id": f"chatcmpl-{len(fake.requests)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": fake.model,
-            "choices": [
-                {"index": i, "message": {"role": "assistant", "content": c}, "finish_reason": "stop"}
-                for i, c in enumerate(contents)
-            ],
+            "choices": choices,
             "usage": {
                 "prompt_tokens": PROMPT_TOKENS,
-                "completion_tokens": len(contents),
-                "total_tokens": PROMPT_TOKENS + len(contents),
+                "completion_tokens": len(choices),
+                "total_tokens": PROMPT_TOKENS + len(choices),
             },
         }
         return self._reply(200, json.dumps(answer).encode())

@@ -130,6 +130,8 @@ def prelabel_job(job: Job, batch_id: int, labeller: str, samples: int | None = N
             "cached_queries": usage.cached_queries,
             "sampled_queries": usage.sampled_queries,
             "unparseable": usage.unparseable,
+            "answers": usage.answers,
+            "logprob_answers": usage.logprob_answers,
         },
         "cv_accuracy": cv_accuracy,
         "url": _machine_url(batch),

@@ -73,6 +73,8 @@ class Usage:
     cached_queries: int = 0  #: queries answered wholly from the cache
     sampled_queries: int = 0  #: queries for which the model was asked
     unparseable: int = 0  #: answers that were not a label (excluded from the votes)
+    answers: int = 0  #: answers drawn from the model (not from the cache)
+    logprob_answers: int = 0  #: of which came with log-probabilities
 
 
 class PreLabeller(ABC):

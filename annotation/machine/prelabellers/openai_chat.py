@@ -1,21 +1,56 @@
-"""The chat pre-labeller: any OpenAI-compatible chat-completions endpoint, k samples voted.
+"""The chat pre-labeller: any OpenAI-compatible chat-completions endpoint, its answers and their log-probabilities.
 
 Each query is sent, as data (:func:`quote_query`: a JSON string between ``<query>`` lines that it
 cannot close; the built-in system prompt says never to follow instructions in it), with a versioned prompt (:class:`Prompt`: the built-in one below,
 :data:`PROMPT_VERSION`, or a researcher's own from a file, versioned by its text) as ``POST {base}/chat/completions`` with ``{model, messages,
-temperature, n}``; the answers are ``choices[].message.content`` and the cost is read from
+temperature, n, logprobs, top_logprobs}``; the answers are ``choices[].message.content`` and the cost is read from
 ``usage.prompt_tokens`` / ``usage.completion_tokens`` at the configured prices (USD per
 million tokens). A server that returns fewer choices than ``n`` is asked again for the rest.
 
-Votes. Each answer is read as a label (a code ``n``/``f``/``m``/``o`` or a category slug,
+Log-probabilities. OpenAI's chat completions API ("Create chat completion",
+https://platform.openai.com/docs/api-reference/chat/create; the same fields in ``openai-python``'s
+``completion_create_params`` and ``ChatCompletionTokenLogprob``) returns, when asked
+``logprobs: true, top_logprobs: k`` (k from 0 to 20), ``choices[i].logprobs.content[j]`` =
+``{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}, ...]}`` per token of the
+answer ("in rare cases" fewer than k alternatives), and ``choices[i].logprobs`` = ``null`` when
+not asked. ``n`` is "how many chat completion choices to generate": the prompt is paid once
+for all of them. Of each answer the first token that is more than whitespace, quotes or
+markdown is the label's; its listed alternatives (:func:`read_top_logprobs`, kept with the
+answer) give the answer's *distribution* over the four labels (:func:`distribution`): each
+token read as a label (:func:`token_label`: case, spaces and quotes ignored, a code, a
+category's name or slug, or the first three letters or more of exactly one of them), the
+mass renormalised over the tokens the endpoint listed, and the mass of listed tokens that
+name no label kept as ``unknown`` (it counts against the label, as unparseable answers do).
+A server that ignores ``logprobs`` (``null``, absent, or of another shape) leaves the answer
+a plain one; one that refuses them (HTTP 400) is asked again without, and once answered so,
+not asked for them again.
+
+Confidence (:func:`vote`). Each answer is read as a label (a code ``n``/``f``/``m``/``o`` or a category slug,
 quotes and a final full stop ignored); anything else is *unparseable*: counted, never
-guessed, and left out of the vote. The label is the most voted one (ties: the first in
-the labels' order n, f, m, o); its confidence is its share of **all** k answers, so
-unparseable answers lower it. A query with no parseable answer gets no label.
+guessed. When some answers carry a distribution, the label is the most probable one of the
+mean over all answers (an answer that names a label without a distribution counts as that
+label for certain, an unparseable one as no label) and its mean probability is the
+confidence: a continuous figure. Otherwise the label is the most voted one (ties: the first
+in the labels' order n, f, m, o) and its confidence the posterior mean of its share of all k
+answers under a uniform prior, (votes + 1) / (k + 2), so that 3 votes of 3 (0.8) rank below
+15 of 16 (0.889): queries drawn a different number of times stay comparable. A query with
+no parseable answer and no distribution gets no label.
+
+Sampling (:meth:`ChatPreLabeller.label`). Every query first gets ``samples`` answers (one
+call, ``n``). A query some of whose answers carry a distribution is then settled: more
+answers to the same prompt repeat the same first-token distribution. The others (answers
+without log-probabilities) are drawn up to ``max_samples`` in a second call, within a
+``budget`` of answers per query on average over the queries labelled together, the most
+confident first (they are those routing would accept, and a high target needs them finely
+ranked; see docs/prelabelling.md for what each order keeps); a query that does not fit keeps
+its first answers, and its confidence says how few they are.
 
 Cache. Answers are kept per (model, prompt version, query text) in an :class:`AnswerCache`
-(the service gives one over the database): a rerun asks for nothing, and asking for more
-samples asks only for the missing ones. The cache is used from the calling thread only.
+(the service gives one over the database): a plain answer as its text, one with
+log-probabilities as ``{"content", "top": [[token, logprob], ...]}``, so answers cached
+before log-probabilities were asked for are used as they are. A rerun asks for nothing
+(the second draw is decided from the answers held, and the budget counts them), and asking
+for more samples asks only for the missing ones. The cache is used from the calling thread only.
 
 Transport. Calls run in a small thread pool (``concurrency``) through the project's one HTTP
 client (:class:`core.http.JsonClient`): each query's call has a deadline (retries included),
@@ -29,7 +64,7 @@ counts that are not whole numbers from 0 to 10^9), without asking again.
 
 A job's bounds. ``job_deadline`` (seconds from the first :meth:`ChatPreLabeller.label`) and a
 circuit breaker (``max_consecutive_failures`` failed queries in a row, or a share
-``max_failure_share`` of the queries asked, from :data:`MIN_FOR_SHARE` on; a 401/403/404 at
+``max_failure_share`` of the queries asked (each draw of a query counts), from :data:`MIN_FOR_SHARE` on; a 401/403/404 at
 once) stop the labeller: queries not yet begun are not sent, and
 :class:`~annotation.machine.prelabellers.interface.PreLabelStopped` carries the predictions it did make, so
 the service stores them. An answer longer than ``max_answer_chars`` is kept as the label it
@@ -40,6 +75,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 import time
 import urllib.parse
@@ -50,7 +86,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
-from annotation.labels import LABELS, label_code
+from annotation.labels import LABELS, VOCABULARY, label_code
 from annotation.machine.prelabellers.interface import Prediction, PreLabelError, PreLabeller, PreLabelStopped, register
 from core.http import HttpError, JsonClient
 
@@ -135,24 +171,163 @@ def messages(query: str, prompt: Prompt = DEFAULT_PROMPT) -> list[dict[str, str]
     ]
 
 
+#: What may surround the label in an answer (and is skipped before the label's token).
+FORMATTING = "\"'`*"
+
+
+def answer_content(answer: Any) -> Any:
+    """The text of a kept answer: itself (a plain answer) or its ``content`` (one with log-probabilities)."""
+    return answer.get("content") if isinstance(answer, dict) else answer
+
+
 def parse_answer(content: Any) -> str | None:
     """The label an answer names, or ``None`` (unparseable)."""
+    content = answer_content(content)
     if not isinstance(content, str):
         return None
-    text = content.strip().strip("\"'`*").strip().rstrip(".").strip().strip("\"'`*").strip()
+    text = content.strip().strip(FORMATTING).strip().rstrip(".").strip().strip(FORMATTING).strip()
     return label_code(text) if text else None
 
 
+#: A token names a label by at least this many first letters of one label's name or slug ("Fem", "Non").
+MIN_PREFIX = 3
+_LABEL_WORDS = tuple((word, label.code) for label in VOCABULARY for word in {label.name.lower(), label.slug})
+
+
+def token_label(token: Any) -> str | None:
+    """The label one token names: a code, a category's name or slug, or a prefix of at least
+    :data:`MIN_PREFIX` letters of exactly one of those (the first token of "Non-gendered");
+    case, spaces, quotes and a final full stop ignored. ``None``: no label."""
+    code = parse_answer(token)
+    if code is not None or not isinstance(token, str):
+        return code
+    text = token.strip().strip(FORMATTING).strip().lower()
+    if len(text) < MIN_PREFIX:
+        return None
+    codes = {code for word, code in _LABEL_WORDS if word.startswith(text)}
+    return codes.pop() if len(codes) == 1 else None
+
+
+#: The most listed alternatives kept of one answer (the API lists at most 20, plus the token chosen).
+MAX_TOP = 21
+#: A listed token longer than this is kept cut (it names no label either way).
+MAX_TOKEN_CHARS = 40
+#: How far into an answer the label's token is looked for.
+MAX_LEADING_TOKENS = 8
+
+
+def _logprob(value: Any) -> float | None:
+    """A log-probability as listed (a finite number not above 0; rounding above 0 is taken as 0), else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value > 1e-6:
+        return None
+    return min(float(value), 0.0)
+
+
+def read_top_logprobs(logprobs: Any) -> list[list] | None:
+    """``[[token, logprob], ...]`` at the label's position of one choice's ``logprobs``, or ``None``.
+
+    The label's position is the answer's first token that is more than whitespace and
+    :data:`FORMATTING`; its ``top_logprobs`` are kept in order, the token chosen added when they
+    do not list it. Anything not of the documented shape (see the module docstring), or a
+    position listing no alternative to the token chosen, is ``None``: the answer is voted as text.
+    """
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list):
+        return None
+    for position in content[:MAX_LEADING_TOKENS]:
+        if not isinstance(position, dict) or not isinstance(position.get("token"), str):
+            return None
+        if not position["token"].strip().strip(FORMATTING).strip():
+            continue
+        listed = position.get("top_logprobs")
+        listed = listed if isinstance(listed, list) else []
+        top: dict[str, float] = {}
+        for item in [*listed, position]:
+            if not isinstance(item, dict) or not isinstance(item.get("token"), str):
+                continue
+            value = _logprob(item.get("logprob"))
+            token = item["token"][:MAX_TOKEN_CHARS]
+            if value is not None and token not in top and len(top) < MAX_TOP:
+                top[token] = value
+        return [[token, value] for token, value in top.items()] if len(top) > 1 else None
+    return None
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One answer's probabilities of the labels (``p``: code -> probability) and of listed tokens naming none (``unknown``)."""
+
+    p: dict[str, float]
+    unknown: float
+
+
+def distribution(answer: Any) -> Distribution | None:
+    """The distribution of an answer kept with log-probabilities whose text names a label, else ``None``.
+
+    Mass exp(logprob) per listed token, summed per label (:func:`token_label`) and divided by
+    the mass of all tokens listed: what the endpoint did not list is not known to be a label or
+    not, so it is spread in proportion. An answer whose text names no label (it talked
+    instead of answering) carries none: it counts as unparseable, whatever its first token.
+    """
+    if not isinstance(answer, dict) or parse_answer(answer) is None or not isinstance(answer.get("top"), list):
+        return None
+    masses = {code: 0.0 for code in LABELS}
+    total = unknown = 0.0
+    for entry in answer["top"]:
+        if not (isinstance(entry, list | tuple) and len(entry) == 2) or _logprob(entry[1]) is None:
+            continue
+        mass = math.exp(_logprob(entry[1]))
+        total += mass
+        code = token_label(entry[0])
+        if code is None:
+            unknown += mass
+        else:
+            masses[code] += mass
+    if sum(masses.values()) <= 0:  # no listed token names a label (a tokenisation not foreseen): read the text
+        return None
+    return Distribution({code: mass / total for code, mass in masses.items()}, unknown / total)
+
+
 def vote(answers: Sequence[Any]) -> Prediction:
-    """The most voted label and its share of all answers (see the module docstring)."""
+    """The label and confidence of a query's answers (see the module docstring: Confidence)."""
     parsed = [parse_answer(answer) for answer in answers]
     counts = Counter(code for code in parsed if code)
     unparseable = sum(code is None for code in parsed)
-    detail = {"votes": {c: counts[c] for c in LABELS if counts[c]}, "unparseable": unparseable, "samples": len(parsed)}
+    detail: dict[str, Any] = {
+        "votes": {c: counts[c] for c in LABELS if counts[c]},
+        "unparseable": unparseable,
+        "samples": len(parsed),
+    }
+    dists = [distribution(answer) for answer in answers]
+    if any(dists):
+        mean = {code: 0.0 for code in LABELS}
+        unknown = 0.0
+        for code, dist in zip(parsed, dists, strict=True):
+            if dist is not None:
+                unknown += dist.unknown
+                for label, p in dist.p.items():
+                    mean[label] += p
+            elif code is not None:  # named a label, no log-probabilities: that label for certain
+                mean[code] += 1.0
+        mean = {code: p / len(answers) for code, p in mean.items()}
+        best = max(LABELS, key=lambda code: (mean[code], -LABELS.index(code)))
+        detail |= {
+            "basis": "logprobs",
+            "logprob_answers": sum(d is not None for d in dists),
+            "distribution": {code: round(p, 6) for code, p in mean.items() if p > 0},
+            "unknown": round(unknown / len(answers), 6),
+        }
+        return Prediction(best, mean[best], detail)
+    detail["basis"] = "votes"
     if not counts:
         return Prediction(None, 0.0, detail)
     best = max(LABELS, key=lambda code: (counts[code], -LABELS.index(code)))
-    return Prediction(best, counts[best] / len(parsed), detail)
+    return Prediction(best, (counts[best] + 1) / (len(parsed) + 2), detail)
+
+
+def settled(answers: Sequence[Any]) -> bool:
+    """Whether a query's confidence comes from log-probabilities (more answers would not refine it)."""
+    return any(distribution(answer) is not None for answer in answers)
 
 
 @dataclass
@@ -165,6 +340,8 @@ class Sampled:
     requests: int = 0
 
 
+#: Alternatives asked for at each token (the API allows 0 to 20): enough to hold the four labels and a stray.
+DEFAULT_TOP_LOGPROBS = 5
 #: The largest token count believed from one answer's ``usage`` (a number beyond it is a broken answer).
 MAX_TOKENS = 10**9
 #: An answer longer than this is kept (cached, voted) as the label it names, or as unparseable.
@@ -192,26 +369,32 @@ def bounded_answer(content: Any, limit: int = MAX_ANSWER_CHARS) -> str | None:
     return content if len(content) <= limit else parse_answer(content)
 
 
-def read_choices(answer: Any, limit: int = MAX_ANSWER_CHARS) -> tuple[list[str | None], int, int]:
-    """The answers and the prompt and completion tokens of one chat completion, or a PreLabelError
-    saying what is wrong with it (valid JSON of another shape is a clear error, never a raw one)."""
+def read_choices(answer: Any, limit: int = MAX_ANSWER_CHARS) -> tuple[list[Any], int, int]:
+    """The answers (each as kept: see the module docstring, Cache) and the prompt and completion
+    tokens of one chat completion, or a PreLabelError saying what is wrong with it (valid JSON of
+    another shape is a clear error, never a raw one; log-probabilities of another shape are ignored)."""
     if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list):
         raise PreLabelError("chat completions: an answer without a list of choices", 502)
-    contents = []
+    answers: list[Any] = []
     for choice in answer["choices"]:
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
             raise PreLabelError("chat completions: an answer whose choice has no message object", 502)
-        contents.append(bounded_answer(message.get("content"), limit))
+        content = bounded_answer(message.get("content"), limit)
+        top = read_top_logprobs(choice.get("logprobs"))
+        answers.append(content if top is None else {"content": content, "top": top})
     usage = answer.get("usage") or {}
-    return contents, _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
+    return answers, _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
 
 
 class ChatClient:
     """An OpenAI-compatible endpoint at ``base_url`` (``.../v1/``); ``sleep`` injectable for tests.
 
     ``timeout`` bounds each attempt's reads, ``deadline`` one query's call in all (retries
-    included), ``max_bytes`` an answer's size (see :mod:`core.http`).
+    included), ``max_bytes`` an answer's size (see :mod:`core.http`). ``top_logprobs`` (0 to 20)
+    alternatives are asked for at each token (0: no log-probabilities asked); when a call
+    asking for them is refused (HTTP 400) and the same call without them is answered,
+    ``logprobs_refused`` is set and they are not asked for again.
     """
 
     def __init__(
@@ -229,6 +412,7 @@ class ChatClient:
         sleep: Callable[[float], None] = time.sleep,
         prompt: Prompt = DEFAULT_PROMPT,
         max_answer_chars: int = MAX_ANSWER_CHARS,
+        top_logprobs: int = DEFAULT_TOP_LOGPROBS,
     ) -> None:
         if not model:
             raise PreLabelError("PRELABEL_MODEL is not set: name the model the endpoint serves")
@@ -244,6 +428,10 @@ class ChatClient:
         self.sleep = sleep
         self.prompt = prompt
         self.max_answer_chars = max_answer_chars
+        if not 0 <= top_logprobs <= 20:
+            raise PreLabelError(f"PRELABEL_TOP_LOGPROBS: from 0 to 20 (the API's range), got {top_logprobs}")
+        self.top_logprobs = top_logprobs
+        self.logprobs_refused = False
         try:
             self.transport = JsonClient(
                 self.url,
@@ -272,21 +460,38 @@ class ChatClient:
         return answer
 
     def sample(self, query: str, k: int, temperature: float, *, deadline: float | None = None) -> Sampled:
-        """``k`` answers to the prompt for ``query`` (``n=k``; asked again if fewer came back).
+        """``k`` answers to the prompt for ``query`` (``n=k``; asked again if fewer came back), with
+        log-probabilities when asked for and given.
 
         ``deadline`` (seconds) bounds the whole query, however many calls it takes."""
         result = Sampled([])
         ends = None if deadline is None else time.monotonic() + deadline
+        ask_logprobs = bool(self.top_logprobs) and not self.logprobs_refused
+        refused = False
         while len(result.answers) < k:
-            body = {"model": self.model, "messages": messages(query, self.prompt), "temperature": temperature}
+            body: dict[str, Any] = {
+                "model": self.model,
+                "messages": messages(query, self.prompt),
+                "temperature": temperature,
+            }
             if k - len(result.answers) > 1:
                 body["n"] = k - len(result.answers)
+            if ask_logprobs:
+                body |= {"logprobs": True, "top_logprobs": self.top_logprobs}
             left = None if ends is None else ends - time.monotonic()
             if left is not None and left <= 0:
                 raise PreLabelError("chat completions: the job's deadline passed", upstream=True)
-            contents, prompt_tokens, completion_tokens = read_choices(
-                self.complete(body, deadline=left), self.max_answer_chars
-            )
+            try:
+                answer = self.complete(body, deadline=left)
+            except PreLabelError as exc:
+                if exc.status == 400 and ask_logprobs:  # perhaps an endpoint that refuses them: ask without
+                    ask_logprobs = False
+                    refused = True
+                    continue
+                raise
+            if refused:  # the same call without them was answered: not asked for them again
+                self.logprobs_refused = True
+            contents, prompt_tokens, completion_tokens = read_choices(answer, self.max_answer_chars)
             result.requests += 1
             result.prompt_tokens += prompt_tokens
             result.completion_tokens += completion_tokens
@@ -325,6 +530,10 @@ class MemoryCache:
 
 @register("openai")
 class ChatPreLabeller(PreLabeller):
+    """See the module docstring. ``samples`` answers first; a query without log-probabilities is
+    drawn up to ``max_samples`` (default: ``samples``, no second draw) within ``budget`` answers
+    per query on average (default: ``max_samples``, no limit but that)."""
+
     prompt_version = PROMPT_VERSION
 
     def __init__(
@@ -332,6 +541,8 @@ class ChatPreLabeller(PreLabeller):
         client: ChatClient,
         *,
         samples: int = 5,
+        max_samples: int | None = None,
+        budget: float | None = None,
         temperature: float = 1.0,
         concurrency: int = 4,
         cache: AnswerCache | None = None,
@@ -351,6 +562,10 @@ class ChatPreLabeller(PreLabeller):
         self.model = client.model
         self.prompt_version = client.prompt.version
         self.samples = samples
+        self.max_samples = max(samples, max_samples or samples)
+        self.budget = float(budget) if budget is not None else float(self.max_samples)
+        if not self.budget > 0:
+            raise ValueError("budget must be above 0 answers per query")
         self.temperature = temperature
         self.concurrency = max(1, concurrency)
         self.cache = cache if cache is not None else MemoryCache()
@@ -413,9 +628,71 @@ class ChatPreLabeller(PreLabeller):
         self.usage.requests += sampled.requests
         self.usage.prompt_tokens += sampled.prompt_tokens
         self.usage.completion_tokens += sampled.completion_tokens
+        self.usage.answers += len(sampled.answers)
+        self.usage.logprob_answers += sum(isinstance(answer, dict) for answer in sampled.answers)
         self.usage.cost += (
             sampled.prompt_tokens * self.prompt_price + sampled.completion_tokens * self.completion_price
         ) / 1_000_000
+
+    def _ask(self, wanted: dict[str, int], known: dict[str, Sampled]) -> tuple[list[PreLabelError], set[str]]:
+        """Ask for ``wanted[text]`` more answers of each text (in the pool), merging them into
+        ``known`` and the cache as they are collected; the failures, and the texts not asked
+        (the job stopped first)."""
+        failures: list[PreLabelError] = []
+        unasked: set[str] = set()
+        if not wanted:
+            return failures, unasked
+        with self._lock:
+            self.stopped = self.stopped or self._breaker()
+        if self.stopped is not None:
+            return failures, set(wanted)
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(wanted))) as pool:
+            futures: dict[str, Future] = {t: pool.submit(self._sample, t, n) for t, n in wanted.items()}
+            for text, future in futures.items():  # collected in this thread: the cache is not shared
+                try:
+                    sampled = future.result()
+                except PreLabelError as exc:
+                    failures.append(exc)
+                    continue
+                if sampled is None:  # not asked: the job stopped first
+                    unasked.add(text)
+                    continue
+                self._spend(sampled)
+                before = known.get(text, Sampled([]))
+                merged = Sampled(
+                    before.answers + sampled.answers,
+                    before.prompt_tokens + sampled.prompt_tokens,
+                    before.completion_tokens + sampled.completion_tokens,
+                    before.requests + sampled.requests,
+                )
+                self.cache.put(self.model, self.prompt_version, text, merged)
+                known[text] = merged
+        return failures, unasked
+
+    def second_draw(self, texts: Sequence[str], known: dict[str, Sampled]) -> dict[str, int]:
+        """The answers to add per query after the first draw (see the module docstring: Sampling).
+
+        Decided from the answers held alone, so a rerun decides the same: a query whose first
+        draw is complete, with no answer carrying log-probabilities and fewer than
+        ``max_samples`` answers, is drawn up to ``max_samples`` if that fits in what is left of
+        ``budget × len(texts)`` answers (those held count, up to ``max_samples`` each), most
+        confident first (ties: in the order asked). One that does not fit is left; a later,
+        smaller one may fit."""
+        held = {t: len(known[t].answers) if t in known else 0 for t in texts}
+        left = self.budget * len(texts) - sum(min(n, self.max_samples) for n in held.values())
+        candidates = [
+            t
+            for t in texts
+            if self.samples <= held[t] < self.max_samples and not settled(known[t].answers[: self.max_samples])
+        ]
+        confidence = {t: vote(known[t].answers[: self.max_samples]).confidence for t in candidates}
+        wanted: dict[str, int] = {}
+        for text in sorted(candidates, key=lambda t: -confidence[t]):  # stable: ties in the order asked
+            need = self.max_samples - held[text]
+            if need <= left + 1e-9:
+                wanted[text] = need
+                left -= need
+        return wanted
 
     def label(self, queries: Sequence[tuple[str, str]]) -> list[Prediction]:
         """Predictions from the cache and the endpoint; failures raise :class:`PreLabelStopped`
@@ -424,53 +701,35 @@ class ChatPreLabeller(PreLabeller):
             self.started = self.clock()
         texts = list(dict.fromkeys(text for _, text in queries))
         known = self.cache.get_many(self.model, self.prompt_version, texts)
-        missing = {t: self.samples - len(known[t].answers) if t in known else self.samples for t in texts}
-        missing = {t: n for t, n in missing.items() if n > 0}
-        self.usage.cached_queries += len(texts) - len(missing)
-        self.usage.sampled_queries += len(missing)
-        failure: PreLabelError | None = None
-        failures = 0
-        if missing:
-            with self._lock:
-                self.stopped = self.stopped or self._breaker()
-        if missing and self.stopped is None:
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(missing))) as pool:
-                futures: dict[str, Future] = {t: pool.submit(self._sample, t, n) for t, n in missing.items()}
-                for text, future in futures.items():  # collected in this thread: the cache is not shared
-                    try:
-                        sampled = future.result()
-                    except PreLabelError as exc:
-                        failure = failure or exc
-                        failures += 1
-                        continue
-                    if sampled is None:  # not asked: the job stopped first
-                        continue
-                    self._spend(sampled)
-                    before = known.get(text, Sampled([]))
-                    merged = Sampled(
-                        before.answers + sampled.answers,
-                        before.prompt_tokens + sampled.prompt_tokens,
-                        before.completion_tokens + sampled.completion_tokens,
-                        before.requests + sampled.requests,
-                    )
-                    self.cache.put(self.model, self.prompt_version, text, merged)
-                    known[text] = merged
+        first = {t: self.samples - (len(known[t].answers) if t in known else 0) for t in texts}
+        first = {t: n for t, n in first.items() if n > 0}
+        failures, unasked = self._ask(first, known)
+        second: dict[str, int] = {}
+        if self.stopped is None:
+            second = self.second_draw(texts, known)
+            more_failures, more_unasked = self._ask(second, known)
+            failures += more_failures
+            unasked |= more_unasked
+        asked = set(first) | set(second)
+        self.usage.cached_queries += len(texts) - len(asked)
+        self.usage.sampled_queries += len(asked)
         predictions = {
-            t: vote(known[t].answers[: self.samples])
+            t: vote(known[t].answers[: self.max_samples])
             for t in texts
             if len(known.get(t, Sampled([])).answers) >= self.samples
         }
         for prediction in predictions.values():
             self.usage.unparseable += prediction.detail["unparseable"]
         stop = self.stopped
-        if failure is None and stop is None:
+        if not failures and stop is None:
             return [predictions[text] for _, text in queries]
         # What was answered is cached and its labels are kept: a rerun asks only for the rest.
-        unasked = len(missing) - failures - sum(1 for t in missing if t in predictions)
-        why = f"stopped: {stop}" if stop else f"{failures} quer{'y' if failures == 1 else 'ies'} failed"
+        failure = failures[0] if failures else None
+        count = len(failures)
+        why = f"stopped: {stop}" if stop else f"{count} quer{'y' if count == 1 else 'ies'} failed"
         message = f"{why} (first: {failure})" if failure else why
-        if unasked > 0:
-            message += f"; {unasked} not asked"
+        if unasked:
+            message += f"; {len(unasked)} not asked"
         status = failure.status if failure else None
         upstream = failure.upstream if failure else True
         raise PreLabelStopped(message, [predictions.get(text) for _, text in queries], status, upstream=upstream)

@@ -210,11 +210,14 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
             max_attempts=settings.PRELABEL_MAX_ATTEMPTS,
             max_bytes=settings.PRELABEL_MAX_RESPONSE_BYTES,
             max_answer_chars=settings.PRELABEL_MAX_ANSWER_CHARS,
+            top_logprobs=settings.PRELABEL_TOP_LOGPROBS,
         )
         return get_prelabeller(
             "openai",
             client=client,
             samples=samples or settings.PRELABEL_SAMPLES,
+            max_samples=settings.PRELABEL_MAX_SAMPLES,
+            budget=settings.PRELABEL_SAMPLE_BUDGET,
             temperature=settings.PRELABEL_TEMPERATURE,
             concurrency=settings.PRELABEL_CONCURRENCY,
             cache=DatabaseAnswerCache(),

@@ -29,7 +29,10 @@ class Command(ProjectCommand):
             ),
         )
         parser.add_argument(
-            "--samples", type=int, default=None, help="answers sampled per query (openai; default PRELABEL_SAMPLES)"
+            "--samples",
+            type=int,
+            default=None,
+            help="answers first sampled per query (openai; default PRELABEL_SAMPLES; more up to PRELABEL_MAX_SAMPLES)",
         )
         parser.add_argument(
             "--train",
@@ -66,6 +69,10 @@ class Command(ProjectCommand):
             out(
                 f"Requests: {usage.requests} ({usage.sampled_queries} queries asked, {usage.cached_queries} from the "
                 f"cache); unparseable answers: {usage.unparseable}"
+            )
+            out(
+                f"Answers drawn: {usage.answers} ({usage.logprob_answers} with log-probabilities); "
+                f"{usage.answers / max(1, usage.sampled_queries):.1f} per query asked"
             )
             out(
                 f"Tokens: {usage.prompt_tokens} prompt + {usage.completion_tokens} completion; "

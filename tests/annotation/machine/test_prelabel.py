@@ -65,8 +65,9 @@ def test_answers_are_parsed_strictly_and_voted_over_all_samples():
         None,
     ]
     prediction = vote(["f", "f", "m", "maybe", "f"])
-    assert (prediction.label, prediction.confidence) == ("f", 0.6)
-    assert prediction.detail == {"votes": {"f": 3, "m": 1}, "unparseable": 1, "samples": 5}
+    # Without log-probabilities: the posterior mean of the share, (3 + 1) / (5 + 2), unparseable answers counted.
+    assert (prediction.label, prediction.confidence) == ("f", 4 / 7)
+    assert prediction.detail == {"votes": {"f": 3, "m": 1}, "unparseable": 1, "samples": 5, "basis": "votes"}
     assert vote(["m", "f"]).label == "f"  # a tie goes to the first in the labels' order
     assert vote(["??", "no idea"]).label is None
 
@@ -137,7 +138,15 @@ def test_chat_labels_votes_and_costs_then_a_rerun_makes_no_request(fake_openai, 
     assert summary.usage.prompt_tokens == 6 * PROMPT_TOKENS and summary.usage.completion_tokens == 18
     assert summary.usage.cost == Decimal(120 * 1 + 18 * 4) / 1_000_000
     detail = PreLabel.objects.get(batch_query__qid="102", labeller="openai").detail
-    assert detail == {"votes": {"f": 2, "m": 1}, "unparseable": 0, "samples": 3}
+    assert detail == {
+        "votes": {"f": 2, "m": 1},
+        "unparseable": 0,
+        "samples": 3,
+        "basis": "logprobs",  # the fake gives each scripted answer's first token with logprob 0
+        "logprob_answers": 3,
+        "distribution": {"f": 0.666667, "m": 0.333333},
+        "unknown": 0.0,
+    }
     assert PreLabelAnswer.objects.count() == 6
 
     again = prelabel_batch(batch, "openai")
@@ -187,7 +196,8 @@ def test_unparseable_answers_are_counted_never_guessed(fake_openai, batch):
     assert stored(batch)["102"] == ("f", pytest.approx(2 / 3))  # share of all 3 samples
     assert "101" not in stored(batch)
     assert summary.unlabelled == 1 and summary.usage.unparseable == 4
-    assert PreLabelAnswer.objects.get(text=TEXT["101"]).answers == ["maybe", "", "n or o"]
+    kept = PreLabelAnswer.objects.get(text=TEXT["101"]).answers  # kept with their log-probabilities
+    assert [openai_chat.answer_content(a) for a in kept] == ["maybe", "", "n or o"]
 
 
 def test_a_server_that_ignores_n_is_asked_again_and_calls_are_limited(fake_openai, batch):

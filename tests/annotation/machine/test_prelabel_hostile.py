@@ -114,8 +114,10 @@ def test_a_huge_answer_is_refused_and_a_long_one_is_cached_as_its_label(fake_ope
     with pytest.raises(PreLabelStopped, match="more than the limit of 100000 bytes"):
         prelabel_batch(batch, "openai")
     answers = [a for row in PreLabelAnswer.objects.all() for a in row.answers]
-    assert max(len(a) for a in answers) <= settings.PRELABEL_MAX_ANSWER_CHARS
-    assert PreLabelAnswer.objects.get(text=text).answers == ["f"]
+    assert max(len(openai_chat.answer_content(a)) for a in answers) <= settings.PRELABEL_MAX_ANSWER_CHARS
+    (kept,) = PreLabelAnswer.objects.get(text=text).answers
+    assert kept["content"] == "f" and kept["top"][0] == ["Female", 0.0]  # the label's token and its alternatives
+    assert len(json.dumps(kept)) < 1000
     assert stored(batch)[batch.queries.order_by("position").first().qid] == ("f", 1.0)
 
 
@@ -123,7 +125,7 @@ def test_a_long_unparseable_answer_is_cached_as_unparseable(fake_openai, batch):
     text = batch.queries.order_by("position").first().text
     fake_openai.answers = {text: ["I cannot say. " * 100]}
     prelabel_batch(batch, chat_labeller(fake_openai, samples=1))
-    assert PreLabelAnswer.objects.get(text=text).answers == [None]
+    assert [openai_chat.answer_content(a) for a in PreLabelAnswer.objects.get(text=text).answers] == [None]
     assert json.dumps(list(PreLabelAnswer.objects.values_list("answers", flat=True))).count("cannot") == 0
 
 
