@@ -187,12 +187,12 @@ CHECKING_MESSAGE = (
 )
 BUSY_MESSAGE = (
     "Prolific is busy and has not confirmed your place yet. This page tries again by itself in"
-    " {seconds} seconds and takes you to the study as soon as Prolific answers. Please keep it open:"
+    " {wait} and takes you to the study as soon as Prolific answers. Please keep it open:"
     " there is no need to reload it or to return the study."
 )
 CLIENT_MESSAGE = (
     "Many people are opening this study from your connection. This page tries again by itself in"
-    " {seconds} seconds. Please keep it open."
+    " {wait}. Please keep it open."
 )
 
 #: Checks of arrivals running at once in one process, on threads of their own (never a request's).
@@ -208,6 +208,16 @@ WAITING_REQUESTS = 1
 CONFIRMED_SECONDS = 3600
 #: After a check failed, the link's next check waits the page's refresh time doubled per failure, at most this long.
 FAILED_WAIT_MAX = 60
+
+
+def _seconds(n: int) -> str:
+    return "1 second" if n == 1 else f"{n} seconds"
+
+
+def busy(seconds: float) -> ArrivalDeferred:
+    """The waiting page when no check could begin: Prolific (or the site) is asked again in ``seconds``."""
+    wait = max(1, math.ceil(seconds))
+    return ArrivalDeferred(BUSY_MESSAGE.format(wait=_seconds(wait)), wait)
 
 
 @dataclass(frozen=True)
@@ -387,8 +397,7 @@ def _settled(outcome: _Outcome) -> str:
         return outcome.value
     if outcome.kind == "refused":
         raise ArrivalRefused(outcome.value)
-    wait = math.ceil(outcome.retry_after)
-    raise ArrivalDeferred(BUSY_MESSAGE.format(seconds=wait), wait)
+    raise busy(outcome.retry_after)
 
 
 def _confirmed_status(link: _Link, client: str | None) -> str:
@@ -412,15 +421,14 @@ def _confirmed_status(link: _Link, client: str | None) -> str:
         raise ArrivalDeferred(CHECKING_MESSAGE, refresh, checking=True)
     failed = found.get(link.key("failed")) or {}
     if failed.get("until", 0) > time.time():
-        wait = math.ceil(failed["until"] - time.time())
-        raise ArrivalDeferred(BUSY_MESSAGE.format(seconds=wait), wait)
+        raise busy(failed["until"] - time.time())
     if client is not None:
         wait = over_limit(f"prolific-arrivals:{client}", settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE)
         if wait:
-            raise ClientOverLimit(CLIENT_MESSAGE.format(seconds=wait), wait)
+            raise ClientOverLimit(CLIENT_MESSAGE.format(wait=_seconds(wait)), wait)
     wait = over_limit(f"prolific-arrival-checks:{link.study_id}", settings.PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE)
     if wait:
-        raise ArrivalDeferred(BUSY_MESSAGE.format(seconds=wait), wait)
+        raise busy(wait)
     deadline = settings.PROLIFIC_ARRIVAL_DEADLINE_SECONDS
     # Kept past the deadline by the time a check may wait for a thread: a check that dies leaves no mark for good.
     if not cache.add(link.key("checking"), 1, math.ceil(deadline) + 5):
@@ -432,7 +440,7 @@ def _confirmed_status(link: _Link, client: str | None) -> str:
     future = _submit(link, deadline_at, failures)
     if future is None:
         cache.delete(link.key("checking"))
-        raise ArrivalDeferred(BUSY_MESSAGE.format(seconds=refresh), refresh)
+        raise busy(refresh)
     return _settled(_wait_for(future))
 
 

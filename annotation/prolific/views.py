@@ -98,8 +98,7 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
         # The shared cache's or the session's database busy past its timeout under a flood
         # (SQLite, many writers at once): the page waits and asks again, never a 500.
         logger.exception("arrival at batch %s deferred: the database was busy", batch.name)
-        deferred = prolific.ArrivalDeferred(prolific.BUSY_MESSAGE.format(seconds=5), 5)
-        return _waiting_page(request, deferred, 503)
+        return _waiting_page(request, prolific.busy(5), 503)
     except prolific.StudyClosed as exc:
         return _prolific_page(request, str(exc), 200, return_link=True)
     except prolific.ArrivalRefused as exc:

@@ -533,6 +533,7 @@ def site(transactional_db, server, tmp_path, settings):
             with sqlite3.connect(path) as copy:
                 connection.connection.backup(copy)
             env["DATABASE_URL"] = f"sqlite:///{path}"
+            state["database"] = path
         else:
             from tests.faults.servers import database_url
 
