@@ -431,7 +431,6 @@ def _report(command, o: dict, batch, launch: Launch, label: str = "", shares: Fa
     """The table of steps, the error rate, the launch's figures, and stored = accepted (a ``CommandError`` when they differ)."""
     tally, n = launch.tally, launch.participants
     rows = step_rows(tally, STEPS)
-    both = [a + b for a, b in zip(tally.latencies["arrival"], tally.latencies["HIT page"], strict=False)]
     submitted = Assignment.objects.filter(
         hit__batch=batch, status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]
     ).count()
@@ -451,10 +450,14 @@ def _report(command, o: dict, batch, launch: Launch, label: str = "", shares: Fa
         f"load average {os.getloadavg()[0]:.2f}"
     )
     command.stdout.write(format_table(rows))
-    command.stdout.write(
-        "(arrival: the study link, confirmed with Prolific, a HIT claimed, each load of it timed; arrival + HIT page "
-        f"is the next-HIT step of benchmark_load: p95 {percentiles(both)[1] * 1000:,.0f} ms)"
-    )
+    if tally.reloads:
+        command.stdout.write("(arrival: each load of the study link, the pages that wait included)")
+    else:
+        both = [a + b for a, b in zip(tally.latencies["arrival"], tally.latencies["HIT page"], strict=False)]
+        command.stdout.write(
+            "(arrival: the study link, confirmed with Prolific, a HIT claimed; arrival + HIT page is the next-HIT "
+            f"step of benchmark_load: p95 {percentiles(both)[1] * 1000:,.0f} ms)"
+        )
     settle = launch.settle_seconds
     command.stdout.write(
         f"settled: {'never' if settle is None else f'{settle:.1f} s'}; longest wait for a HIT {launch.longest_wait:.1f} s "

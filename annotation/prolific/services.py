@@ -74,6 +74,7 @@ from annotation.crowd.providers.prolific import (
     NO_WORK_MESSAGE,
     PROLIFIC_ID,
     RETURN_MESSAGE,
+    api_client,
     ensure_places,
     group_id,
     total_places,
@@ -168,7 +169,7 @@ class ArrivalDeferred(ServiceError):
     over their rate, this process's checks all busy, or this link's last check failed).
     """
 
-    def __init__(self, message: str, retry_after: int, *, checking: bool = False) -> None:
+    def __init__(self, message: str, retry_after: float, *, checking: bool = False) -> None:
         super().__init__(message)
         self.retry_after = max(1, math.ceil(retry_after))
         self.checking = checking
@@ -251,8 +252,6 @@ def arrival_client(deadline: float) -> Prolific:
     never a wait shorter than Prolific asked. The deadline bounds the whole call, however slowly
     an answer trickles in (``core.http``'s watchdog), so a check's thread is free again after it.
     """
-    from annotation.crowd.providers.prolific import api_client
-
     return api_client(
         max_attempts=10,
         timeout=max(0.1, deadline / 2),
