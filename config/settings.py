@@ -251,6 +251,7 @@ CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 #: ... on this many background threads per process ("threads": a request answers at once), or
 #: "inline", in the committing thread (the test suite). manage.py commands always run them inline.
+#: "inline" also checks Prolific arrivals in the request's own thread (annotation.prolific.services).
 JOB_LOCAL_RUNNER = env_choice("JOB_LOCAL_RUNNER", "threads", ("threads", "inline"))
 JOB_LOCAL_THREADS = env_int("JOB_LOCAL_THREADS", 2, minimum=1)
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -327,8 +328,8 @@ SPECTACULAR_SETTINGS = {
 #: under its key prefix; otherwise each in its own database table (made by ``migrate``: no
 #: separate ``createcachetable``), so that culling or clearing the results, however many
 #: there are, never touches the arrivals' state:
-#: - ``shared`` (table ``shared_cache``): Prolific arrivals' rate-limit counters, pause and
-#:   remembered refusals (core.services.ratelimit);
+#: - ``shared`` (table ``shared_cache``): Prolific arrivals' rate-limit counters, checks under
+#:   way and their remembered answers, the pace of Prolific calls (core.services.ratelimit);
 #: - ``results`` (table ``results_cache``): what a batch's answers add up to (agreement,
 #:   bootstrap intervals, Dawid-Skene, per-query results), keyed by the batch's answer version
 #:   (annotation.results.selectors.answers_version), so every worker reuses what one of them
@@ -400,20 +401,28 @@ BONUS_MAX_PER_PARTICIPANT_USD = env_decimal("BONUS_MAX_PER_PARTICIPANT_USD", "10
 #: This site's public base URL: the study URL participants open is built from it.
 SITE_URL = env_str("SITE_URL", "http://localhost:8000")
 
-# --- Prolific arrivals: bounded, remembered, rate-limited (docs/prolific.md) -------------------
-#: A session's first arrival asks Prolific once, waiting at most this long (seconds), never retried
-#: in the request: a slow, throttling or failing Prolific gives the "reload in a minute" page (503).
-PROLIFIC_ARRIVAL_TIMEOUT_SECONDS = env_float("PROLIFIC_ARRIVAL_TIMEOUT_SECONDS", 3.0, minimum=0.1)
-#: After such a failure, no arrival asks Prolific for this long (seconds): all get the 503 page at once.
-PROLIFIC_ARRIVAL_PAUSE_SECONDS = env_int("PROLIFIC_ARRIVAL_PAUSE_SECONDS", 15, minimum=0)
+# --- Prolific arrivals: confirmed in the background, remembered, rate-limited (docs/prolific.md) --
+#: All of the site's calls to Prolific's API (every process: arrivals, syncs, publishing) start at
+#: most this many times a second, evenly spread (Prolific documents no fixed limit: see
+#: annotation.crowd.providers.prolific.api_client); each call also honours its own 429's Retry-After.
+PROLIFIC_API_CALLS_PER_SECOND = env_float("PROLIFIC_API_CALLS_PER_SECOND", 10.0, minimum=0.1)
+#: A session's first arrival starts a check with Prolific on a background thread and waits for it
+#: at most this long (seconds); then the participant gets the page that waits and takes them in by itself.
+PROLIFIC_ARRIVAL_TIMEOUT_SECONDS = env_float("PROLIFIC_ARRIVAL_TIMEOUT_SECONDS", 2.0, minimum=0.1)
+#: How long one check keeps asking Prolific (seconds), retrying throttled, failed or lost calls.
+PROLIFIC_ARRIVAL_DEADLINE_SECONDS = env_float("PROLIFIC_ARRIVAL_DEADLINE_SECONDS", 15.0, minimum=0.5)
+#: The waiting page asks again by itself every this many seconds (its refresh and Retry-After).
+PROLIFIC_ARRIVAL_REFRESH_SECONDS = env_int("PROLIFIC_ARRIVAL_REFRESH_SECONDS", 2, minimum=1)
 #: A link Prolific refused (unknown session, another study's or participant's, returned) is refused
 #: from memory for this long (seconds), without asking again.
 PROLIFIC_ARRIVAL_REFUSED_SECONDS = env_int("PROLIFIC_ARRIVAL_REFUSED_SECONDS", 300, minimum=0)
-#: Arrivals from one client address (core.web.client_ip) per minute; more get a friendly 429 page.
+#: New sessions checked from one client address (core.web.client_ip) per minute; more get a page
+#: that waits (429). The waiting page's own refreshes are not counted.
 PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = env_int("PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE", 30, minimum=1)
-#: New sessions of one study checked with Prolific per minute; more get the 503 page.
+#: New sessions of one study checked with Prolific per minute; more get the waiting page (503).
 PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = env_int("PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE", 600, minimum=1)
-#: These counters and memories live in the ``shared`` cache (see Caches above).
+#: These counters, the checks under way, their answers and the pace live in the ``shared`` cache
+#: (see Caches above). With JOB_LOCAL_RUNNER = "inline" (the test suite) a check runs in the request.
 
 # --- Prolific webhooks, and polling as their fallback (docs/prolific.md, "Webhooks") -----------
 #: Publishing a Prolific batch subscribes the workspace to submission and study status changes, study

@@ -19,6 +19,10 @@ What every call gets, whoever makes it:
 - **No redirects.** A 3xx is an error (it is never followed), and an absolute URL outside the
   configured origin is refused before anything is sent: the ``Authorization`` header never
   leaves the origin it was configured for.
+- **A shared rate.** ``pace``, when given, is asked before each attempt for a start within
+  the time left (``core.services.ratelimit.shared_pace``: one rate every process of the site
+  shares); the attempt waits for it, and a call with no free start before its deadline fails
+  at once, having sent nothing (``kind`` ``throttled``, no ``status``).
 - **A size limit.** Bodies are read streamed and the call fails once more than ``max_bytes``
   arrived (or a ``Content-Length`` says they would): a 100 MB answer is never held.
 - **Repeatable or not.** ``repeatable=False`` marks a call that is not safe to send twice (it
@@ -71,7 +75,8 @@ class HttpError(Exception):
     ``redirect``, ``too_large``, ``not_json``, ``origin``; ``upstream`` tells a failure of the
     service (retrying later may work) from a refusal of the request; ``unknown_outcome`` that a
     call which is not repeatable may have been carried out; ``text`` the start of an error
-    answer's body (for the provider's message); ``attempts`` how many were made.
+    answer's body (for the provider's message); ``attempts`` how many were made;
+    ``retry_after`` the seconds the last answer asked to wait (``Retry-After``), if it did.
     """
 
     def __init__(
@@ -84,8 +89,10 @@ class HttpError(Exception):
         unknown_outcome: bool = False,
         text: str = "",
         attempts: int = 1,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
+        self.retry_after = retry_after
         self.kind = kind
         self.status = status
         self.upstream = upstream
@@ -117,6 +124,9 @@ class JsonClient:
     max_bytes: int = 10 * 1024 * 1024
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
+    #: Asked before each attempt with the seconds left: the seconds to wait for a start of a shared
+    #: rate of calls, or ``None`` when none is free within them (see the module docstring).
+    pace: Callable[[float], float | None] | None = None
     #: The headers (names in lower case) of the last answer read (an answer's header that a caller needs, e.g. Prolific's X-Hook-Secret).
     last_headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -162,6 +172,8 @@ class JsonClient:
             try:
                 if remaining <= 0:
                     raise _Retry(HttpError(f"no answer within the {budget:g} s deadline", kind="deadline"), sent=False)
+                if self.pace is not None:
+                    remaining = self._paced(remaining, ends, budget)
                 return self._attempt(method, url, data, headers, remaining, budget)
             except HttpError as error:  # not worth another attempt
                 error.attempts = attempt
@@ -185,10 +197,24 @@ class JsonClient:
                 self.sleep(delay)
         raise AssertionError("unreachable")
 
+    def _paced(self, remaining: float, ends: float, budget: float) -> float:
+        """Wait for this attempt's start of the shared rate; the seconds then left (an ``HttpError`` if none is free in time)."""
+        wait = self.pace(remaining)
+        if wait is None or wait >= remaining:
+            raise HttpError(
+                f"no free start of the shared rate of calls within the {budget:g} s deadline (nothing sent)",
+                kind="throttled",
+            )
+        if wait > 0:
+            self.sleep(wait)
+        return ends - self.clock()
+
     @staticmethod
     def _final(error: HttpError, retry: _Retry, repeatable: bool) -> HttpError:
         if not repeatable and retry.sent and error.kind != "throttled":
             error.unknown_outcome = True
+        if retry.retry_after is not None:
+            error.retry_after = retry.retry_after
         return error
 
     def _attempt(

@@ -11,15 +11,17 @@ so :func:`verify_arrival` serves a session only after Prolific's ``GET /submissi
 said it is a session of *this* study, of *this* participant, and reserved or active; the
 answer is kept (``ProlificSession``, so a reload asks nothing) and binds the session to
 the browser that first opened it. A link whose ids are not Prolific's shape (24 lowercase
-hex characters) is refused without asking. Nothing slow or remote waits in the web request
-without a bound: an arrival asks Prolific at most once, with a short timeout that is also
-the call's deadline, and no retries (:func:`arrival_client`); Prolific's 4xx about the link
-refuses that link only; when Prolific is slow, throttling or failing the participant is
-asked at once to reload in a minute (:class:`ArrivalDeferred`), no arrival asks again for
-``PROLIFIC_ARRIVAL_PAUSE_SECONDS`` (then one probes), and a link whose check failed waits
-longer; a link Prolific refused is refused from memory for a while; new sessions checked
-per study are rate-limited (the view limits each client, an IPv6 client per /64). All of
-it in the cache every process shares (``core.services.ratelimit``). Nothing is handed out unconfirmed. The
+hex characters) is refused without asking. Nothing slow or remote holds a web request:
+a new session's check runs on a few threads of the process (:func:`_submit`), asking
+Prolific again after a 429 (its ``Retry-After`` honoured, per call), a 5xx or a lost
+answer until ``PROLIFIC_ARRIVAL_DEADLINE_SECONDS``, every call paced with all of the site's
+others (:func:`annotation.crowd.providers.prolific.api_client`); the request waits for it
+``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at most, then the participant gets a page that waits
+and takes them in by itself (:class:`ArrivalDeferred`), which finds the check's outcome in
+the cache every process shares (``core.services.ratelimit``). A throttled or failed call
+delays only its own link: there is no pause for everyone. Prolific's 4xx about the link
+refuses that link only, remembered for a while; new checks per client address (an IPv6
+client per /64) and per study are rate-limited. Nothing is handed out unconfirmed. The
 completion code is random per study (:func:`completion_code`), so it cannot be guessed
 from ids or times. At sync, an assignment whose session Prolific does not attribute to
 its participant is voided (``Assignment.Status.VOID``): never counted, reviewed, paid or
@@ -68,6 +70,7 @@ from annotation.crowd.providers.prolific import (
     NO_WORK_MESSAGE,
     PROLIFIC_ID,
     RETURN_MESSAGE,
+    api_client,
     ensure_places,
     group_id,
     total_places,
@@ -155,71 +158,114 @@ def browser_digest(secret: str) -> str:
 
 
 class ArrivalDeferred(ServiceError):
-    """Prolific could not be asked about an arrival just now: the participant reloads later; nothing is handed out.
+    """Prolific has not confirmed this arrival yet: nothing is handed out, and the page waits and asks again by itself.
 
-    ``retry_after``: seconds after which asking again may work (the page's ``Retry-After``).
+    ``retry_after``: seconds after which the page asks again (its refresh and ``Retry-After``);
+    ``checking``: a check with Prolific is under way (rather than not begun: this study's checks
+    over their rate, this process's checks all busy, or this link's last check failed).
     """
 
-    def __init__(self, message: str, retry_after: int) -> None:
+    def __init__(self, message: str, retry_after: float, *, checking: bool = False) -> None:
         super().__init__(message)
-        self.retry_after = retry_after
+        self.retry_after = max(1, math.ceil(retry_after))
+        self.checking = checking
 
 
-#: The shared cache's key of "no arrival asks Prolific until then" (a UNIX time). Kept
-#: ``PROBE_WINDOW`` seconds past that time, so the pause ends with one probe, not a stampede.
-PAUSE_KEY = "prolific-arrivals:paused-until"
-#: Held by the one arrival that asks Prolific when a pause has ended (the others get the 503 at once).
-PROBE_KEY = "prolific-arrivals:probe"
-#: How long after a pause's end its record stays (seconds): arrivals then probe one at a time.
-PROBE_WINDOW = 60
-#: A link whose check failed in a way the link itself might cause (5xx, garbled, lost, slow) is
-#: not asked about again for this many pauses: one crafted link cannot end pause after pause.
-DEFERRED_PAUSES = 4
+class ClientOverLimit(ArrivalDeferred):
+    """This client address has started more checks this minute than ``PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE``."""
 
 
-def arrival_client() -> Prolific:
-    """The client arrivals ask Prolific with: one attempt, a short timeout and deadline, no back-off in the request.
+UNKNOWN_SESSION = "Prolific does not know this session. Please open the study from Prolific."
+#: The waiting page's words: what is happening, that the page acts by itself, what to do (nothing).
+CHECKING_MESSAGE = (
+    "We are confirming your place with Prolific. This page checks again by itself every few seconds"
+    " and takes you to the study as soon as Prolific answers. Please keep it open: there is no need"
+    " to reload it or to return the study."
+)
+BUSY_MESSAGE = (
+    "Prolific is busy and has not confirmed your place yet. This page tries again by itself in"
+    " {wait} and takes you to the study as soon as Prolific answers. Please keep it open:"
+    " there is no need to reload it or to return the study."
+)
+CLIENT_MESSAGE = (
+    "Many people are opening this study from your connection. This page tries again by itself in"
+    " {wait}. Please keep it open."
+)
 
-    The deadline bounds the whole call (a Prolific that drips its answer frees the pool's
-    thread after the arrival timeout, not after the client's default ``CALL_DEADLINE``).
+#: Checks of arrivals running at once in one process, on threads of their own (never a request's).
+CHECK_THREADS = 4
+#: Checks started in one process and not yet finished, at most: past it the page waits and asks again.
+CHECK_BACKLOG = 64
+#: Requests of one process waiting for their check at once (``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at
+#: most); the others get the waiting page at once, so arrivals never hold a worker's threads. And
+#: once a wait ran out, none waits until a check of the process answers within the timeout again
+#: (or ``PROLIFIC_ARRIVAL_DEADLINE_SECONDS`` have passed): a slow Prolific holds no request.
+WAITING_REQUESTS = 1
+#: A confirmed link's answer is kept this long (seconds) for the browser that comes back for it.
+CONFIRMED_SECONDS = 3600
+#: After a check failed, the link's next check waits the page's refresh time doubled per failure, at most this long.
+FAILED_WAIT_MAX = 60
+
+
+def _seconds(n: int) -> str:
+    return "1 second" if n == 1 else f"{n} seconds"
+
+
+def busy(seconds: float) -> ArrivalDeferred:
+    """The waiting page when no check could begin: Prolific (or the site) is asked again in ``seconds``."""
+    wait = max(1, math.ceil(seconds))
+    return ArrivalDeferred(BUSY_MESSAGE.format(wait=_seconds(wait)), wait)
+
+
+@dataclass(frozen=True)
+class _Link:
+    """A study link's ids. The memories are keyed by the whole link, so a stranger's wrong
+    participant id never refuses (nor confirms) the real owner's session."""
+
+    study_id: str
+    participant_id: str
+    session_id: str
+
+    def key(self, kind: str) -> str:
+        link = f"{self.study_id}:{self.participant_id}:{self.session_id}".encode()
+        return f"prolific-arrivals:{kind}:{hashlib.sha256(link).hexdigest()}"
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """A check's outcome: ``confirmed`` (the session's status), ``refused`` (the message) or ``failed``."""
+
+    kind: str
+    value: str = ""
+    retry_after: float = 0.0
+
+
+def arrival_client(deadline: float) -> Prolific:
+    """The client a check asks Prolific with: retries (each 429's ``Retry-After`` honoured) within ``deadline`` seconds.
+
+    Paced with every other call of the site (:func:`annotation.crowd.providers.prolific.api_client`).
+    A ``Retry-After`` beyond the deadline ends the check at once (it is remembered for the link),
+    never a wait shorter than Prolific asked. The deadline bounds the whole call, however slowly
+    an answer trickles in (``core.http``'s watchdog), so a check's thread is free again after it.
     """
-    timeout = settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS
-    return Prolific(
-        settings.PROLIFIC_API_URL,
-        settings.PROLIFIC_API_TOKEN,
-        max_attempts=1,
-        timeout=timeout,
-        deadline=timeout,
+    return api_client(
+        max_attempts=10,
+        timeout=max(0.1, deadline / 2),
+        deadline=deadline,
+        base_delay=0.25,
+        max_delay=deadline,
     )
 
 
-_asking = None
-_asking_made = threading.Lock()
+def _ask(session_id: str, deadline: float) -> Submission | None:
+    """Prolific's answer about ``session_id`` within ``deadline`` seconds, or ``ProlificError``.
 
-
-def _ask_once(client: Prolific, session_id: str) -> Submission | None:
-    """Prolific's answer about ``session_id``, or ``ProlificError`` within the arrival timeout, whatever Prolific does.
-
-    The client's timeout bounds each socket read, not a whole answer that trickles in byte by
-    byte; the call therefore runs on a small pool of threads and the request waits for it
-    at most the timeout (a call still running then finishes on its own, its answer unused).
     A garbled answer (not JSON, not a submission) is Prolific failing, like a 5xx.
     """
-    global _asking
-    from concurrent.futures import ThreadPoolExecutor
-
-    with _asking_made:  # made lazily: after gunicorn forks its workers, never in the master
-        if _asking is None:
-            _asking = ThreadPoolExecutor(max_workers=4, thread_name_prefix="prolific-arrival")
-    timeout = settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS
-    future = _asking.submit(client.get_submission, session_id)
+    if deadline <= 0:
+        raise ProlificError("the check waited its whole deadline for a thread", upstream=True)
     try:
-        submission = future.result(timeout=timeout + 0.25)
-    except TimeoutError:
-        future.cancel()
-        raise ProlificError(
-            f"Prolific GET submissions/{session_id}/: no whole answer in {timeout:g} s", upstream=True
-        ) from None
+        submission = arrival_client(deadline).get_submission(session_id)
     except ProlificError:
         raise
     except (ValueError, LookupError, TypeError, AttributeError, http.client.HTTPException, OSError) as exc:
@@ -232,127 +278,182 @@ def _ask_once(client: Prolific, session_id: str) -> Submission | None:
     return submission
 
 
-def _link_key(kind: str, batch: Batch, participant_id: str, session_id: str) -> str:
-    """Keyed by the whole link, so a stranger's wrong participant id never refuses the real owner's session."""
-    link = f"{batch.hit_type_id}:{participant_id}:{session_id}".encode()
-    return f"prolific-arrivals:{kind}:{hashlib.sha256(link).hexdigest()}"
-
-
-def _refusal_key(batch: Batch, participant_id: str, session_id: str) -> str:
-    return _link_key("refused", batch, participant_id, session_id)
-
-
-def _deferral_key(batch: Batch, participant_id: str, session_id: str) -> str:
-    return _link_key("deferred", batch, participant_id, session_id)
-
-
-def _refuse(batch: Batch, participant_id: str, session_id: str, message: str) -> ArrivalRefused:
-    if settings.PROLIFIC_ARRIVAL_REFUSED_SECONDS:
-        shared_cache().set(
-            _refusal_key(batch, participant_id, session_id), message, settings.PROLIFIC_ARRIVAL_REFUSED_SECONDS
-        )
-    return ArrivalRefused(message)
-
-
-UNKNOWN_SESSION = "Prolific does not know this session. Please open the study from Prolific."
-RELOAD_MESSAGE = "We could not confirm your session with Prolific just now. Please reload this page in a minute."
-
-
 def _about_the_link(exc: ProlificError) -> bool:
     """Prolific's answer is about the session asked for (403, 404, other 4xx): that link's refusal.
 
-    Not 401 (Prolific refuses this site's token) nor 429 (Prolific throttles this site): those
-    are about every arrival. Anything else (3xx, 5xx, no status: lost, slow, garbled) is
-    Prolific failing.
+    Not 401 (Prolific refuses this site's token) nor 429 (Prolific throttles this site).
+    Anything else (3xx, 5xx, no status: lost, slow, garbled, no start of the pace) is Prolific failing.
     """
     return exc.status is not None and 400 <= exc.status < 500 and exc.status not in (401, 429)
 
 
-def _about_this_site(exc: ProlificError) -> bool:
-    """401 and 429 concern this site's token and rate, whatever link was asked about."""
-    return exc.status in (401, 429)
-
-
-def _seconds_until(moment: float) -> int:
-    return max(1, math.ceil(moment - time.time()))
-
-
-def _confirm_with_prolific(batch: Batch, participant_id: str, session_id: str, client: Prolific | None) -> Submission:
-    """Prolific's answer about a new session, asked at most once; refusals, failures and pauses remembered.
-
-    - a refusal (the session is unknown, of another study or participant, not entering; or
-      Prolific answers 403/404/4xx about it) is that link's, remembered
-      ``PROLIFIC_ARRIVAL_REFUSED_SECONDS``;
-    - a failure nobody can choose per link (401: our token; 429: our rate) pauses every
-      arrival for ``PROLIFIC_ARRIVAL_PAUSE_SECONDS``;
-    - a failure that might come from the link itself (3xx, 5xx, garbled, lost, too slow)
-      pauses every arrival too, and defers this link for ``DEFERRED_PAUSES`` pauses, so that
-      one crafted link cannot end pause after pause;
-    - when a pause ends, one arrival probes Prolific (``PROBE_KEY``); the others get the 503
-      page until its answer ends the pause or starts a new one.
-    """
-    cache = shared_cache()
-    refused = cache.get(_refusal_key(batch, participant_id, session_id))
-    if refused is not None:
-        raise ArrivalRefused(refused)
-    deferred_until = cache.get(_deferral_key(batch, participant_id, session_id))
-    if deferred_until is not None and deferred_until > time.time():
-        raise ArrivalDeferred(RELOAD_MESSAGE, _seconds_until(deferred_until))
-    paused_until = cache.get(PAUSE_KEY)
-    if paused_until is not None and paused_until > time.time():
-        raise ArrivalDeferred(RELOAD_MESSAGE, _seconds_until(paused_until))
-    wait = over_limit(
-        f"prolific-arrival-checks:{batch.hit_type_id}", settings.PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE
-    )
-    if wait:
-        raise ArrivalDeferred(RELOAD_MESSAGE, wait)
-    timeout = settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS
-    probing = paused_until is not None  # a pause just ended: one arrival at a time asks
-    if probing and not cache.add(PROBE_KEY, 1, math.ceil(timeout) + 2):
-        raise ArrivalDeferred(RELOAD_MESSAGE, 1)
-    try:
-        submission = _ask_once(client or arrival_client(), session_id)
-    except ProlificError as exc:
-        if _about_the_link(exc):
-            # Prolific refuses to look this id up: a link nobody was given (no pause for anyone else).
-            _pause_over(cache, probing)
-            raise _refuse(batch, participant_id, session_id, UNKNOWN_SESSION) from exc
-        # Slow, throttling, failing, garbled, or this site's token refused: nobody asks for a while.
-        pause = settings.PROLIFIC_ARRIVAL_PAUSE_SECONDS
-        if pause:
-            now = time.time()
-            # The record outlives the pause by PROBE_WINDOW (and a second: the database cache
-            # rounds expiry times down); the time stored is what ends it.
-            cache.set(PAUSE_KEY, now + pause, pause + PROBE_WINDOW + 1)
-            if not _about_this_site(exc):
-                deferred = pause * DEFERRED_PAUSES
-                cache.set(_deferral_key(batch, participant_id, session_id), now + deferred, deferred + 1)
-        if probing:
-            cache.delete(PROBE_KEY)
-        logger.warning("Prolific could not confirm session %r of batch %s: %s", session_id[:64], batch.name, exc)
-        raise ArrivalDeferred(RELOAD_MESSAGE, max(pause, 1)) from exc
-    _pause_over(cache, probing)
+def _judge(link: _Link, submission: Submission | None) -> _Outcome:
+    """Prolific's answer about a session, as this link's confirmation or refusal."""
     if submission is None:
-        raise _refuse(batch, participant_id, session_id, UNKNOWN_SESSION)
-    if submission.study_id != batch.hit_type_id:
-        raise _refuse(batch, participant_id, session_id, "This Prolific session belongs to another study.")
-    if submission.participant_id != participant_id:
-        raise _refuse(batch, participant_id, session_id, "This Prolific session belongs to another participant.")
+        return _Outcome("refused", UNKNOWN_SESSION)
+    if submission.study_id != link.study_id:
+        return _Outcome("refused", "This Prolific session belongs to another study.")
+    if submission.participant_id != link.participant_id:
+        return _Outcome("refused", "This Prolific session belongs to another participant.")
     if submission.status not in ENTERING:
-        raise _refuse(
-            batch,
-            participant_id,
-            session_id,
+        return _Outcome(
+            "refused",
             f"Prolific reports this session as {submission.status.lower()[:40]}, so it cannot start the study.",
         )
-    return submission
+    return _Outcome("confirmed", submission.status)
 
 
-def _pause_over(cache, probing: bool) -> None:
-    """Prolific answered the probe: every arrival may ask again."""
-    if probing:
-        cache.delete(PAUSE_KEY)
-        cache.delete(PROBE_KEY)
+def _check(link: _Link, deadline_at: float, failures: int) -> _Outcome:
+    """Ask Prolific about ``link`` until ``deadline_at`` (``time.monotonic()``) and remember the outcome.
+
+    Runs on a check thread (or inline, in the request's): its outcome goes into the shared cache
+    before the link's "checking" mark is removed, so whichever worker serves the participant's next
+    page finds it. A failure is remembered with the time the link's next check waits for (what
+    Prolific's ``Retry-After`` asked, or the refresh time doubled per failure in a row).
+    """
+    try:
+        submission = _ask(link.session_id, deadline_at - time.monotonic())
+    except ProlificError as exc:
+        if _about_the_link(exc):
+            outcome = _Outcome("refused", UNKNOWN_SESSION)
+        else:
+            backoff = settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS * 2**failures
+            outcome = _Outcome("failed", retry_after=max(exc.retry_after or 0.0, min(backoff, FAILED_WAIT_MAX)))
+            log = logger.error if exc.status == 401 else logger.warning
+            log("Prolific could not confirm session %r: %s", link.session_id[:64], exc)
+    else:
+        outcome = _judge(link, submission)
+    _remember(link, outcome, failures)
+    return outcome
+
+
+def _remember(link: _Link, outcome: _Outcome, failures: int) -> None:
+    """Keep a check's outcome for the next page (the shared cache), then end the link's "checking" mark."""
+    cache = shared_cache()
+    try:
+        if outcome.kind == "confirmed":
+            cache.set(link.key("confirmed"), outcome.value, CONFIRMED_SECONDS)
+        elif outcome.kind == "refused" and settings.PROLIFIC_ARRIVAL_REFUSED_SECONDS:
+            cache.set(link.key("refused"), outcome.value, settings.PROLIFIC_ARRIVAL_REFUSED_SECONDS)
+        elif outcome.kind == "failed":
+            until = time.time() + outcome.retry_after
+            cache.set(link.key("failed"), {"until": until, "failures": failures + 1}, 600)
+        cache.delete(link.key("checking"))
+    except Exception:  # the cache's database busy past its timeout: the mark expires by itself
+        logger.exception("the outcome of the check of session %r was not kept", link.session_id[:64])
+
+
+_pool_lock = threading.Lock()
+_pool = None
+_pool_pid: int | None = None
+_started = 0  # checks submitted in this process and not yet finished (under _pool_lock)
+_waiting = threading.BoundedSemaphore(WAITING_REQUESTS)
+_slow_until = 0.0  # time.monotonic() until which no request of this process waits for its check
+
+
+def _submit(link: _Link, deadline_at: float, failures: int):
+    """Start the check on this process's check threads; the future, or ``None`` when ``CHECK_BACKLOG`` are under way."""
+    global _pool, _pool_pid, _started
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _pool_lock:  # made lazily, and again after a fork: gunicorn's workers never share the master's
+        if _pool is None or _pool_pid != os.getpid():
+            _pool, _pool_pid, _started = (
+                ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix="prolific-arrival"),
+                os.getpid(),
+                0,
+            )
+        if _started >= CHECK_BACKLOG:
+            return None
+        _started += 1
+        return _pool.submit(_check_on_thread, link, deadline_at, failures)
+
+
+def _check_on_thread(link: _Link, deadline_at: float, failures: int) -> _Outcome:
+    global _started, _slow_until
+    from django.db import connections
+
+    began = time.monotonic()
+    try:
+        outcome = _check(link, deadline_at, failures)
+        if time.monotonic() - began <= settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS:
+            _slow_until = 0.0  # Prolific answers in time again: requests may wait for their checks
+        return outcome
+    finally:
+        with _pool_lock:
+            _started -= 1
+        connections.close_all()  # this thread's own connections (the database cache's): nothing else closes them
+
+
+def _settled(outcome: _Outcome) -> str:
+    """The confirmed status of an outcome, or the refusal or the waiting page it means."""
+    if outcome.kind == "confirmed":
+        return outcome.value
+    if outcome.kind == "refused":
+        raise ArrivalRefused(outcome.value)
+    raise busy(outcome.retry_after)
+
+
+def _confirmed_status(link: _Link, client: str | None) -> str:
+    """Prolific's word on a new session: its status once confirmed; ``ArrivalRefused`` or ``ArrivalDeferred`` otherwise.
+
+    The link's memories first (a refusal, a confirmation, a check under way, a failed check's
+    wait), so a page that comes back asks Prolific nothing. Otherwise a new check, within this
+    client's and this study's rates: started on a check thread of this process, the request
+    waiting for it at most ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` (if fewer than
+    ``WAITING_REQUESTS`` wait already). No outcome of one link ever holds up another: there is
+    no pause for everyone, only the pace of all calls (``api_client``).
+    """
+    cache = shared_cache()
+    found = cache.get_many([link.key(kind) for kind in ("refused", "confirmed", "checking", "failed")])
+    refresh = settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS
+    if link.key("refused") in found:
+        raise ArrivalRefused(found[link.key("refused")])
+    if link.key("confirmed") in found:
+        return found[link.key("confirmed")]
+    if link.key("checking") in found:
+        raise ArrivalDeferred(CHECKING_MESSAGE, refresh, checking=True)
+    failed = found.get(link.key("failed")) or {}
+    if failed.get("until", 0) > time.time():
+        raise busy(failed["until"] - time.time())
+    if client is not None:
+        wait = over_limit(f"prolific-arrivals:{client}", settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE)
+        if wait:
+            raise ClientOverLimit(CLIENT_MESSAGE.format(wait=_seconds(wait)), wait)
+    wait = over_limit(f"prolific-arrival-checks:{link.study_id}", settings.PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE)
+    if wait:
+        raise busy(wait)
+    deadline = settings.PROLIFIC_ARRIVAL_DEADLINE_SECONDS
+    # Kept past the deadline by the time a check may wait for a thread: a check that dies leaves no mark for good.
+    if not cache.add(link.key("checking"), 1, math.ceil(deadline) + 5):
+        raise ArrivalDeferred(CHECKING_MESSAGE, refresh, checking=True)  # the same link, a moment ago
+    deadline_at = time.monotonic() + deadline
+    failures = failed.get("failures", 0)
+    if settings.JOB_LOCAL_RUNNER == "inline":  # the test suite: in this thread, as a Job would be
+        return _settled(_check(link, deadline_at, failures))
+    future = _submit(link, deadline_at, failures)
+    if future is None:
+        cache.delete(link.key("checking"))
+        raise busy(refresh)
+    return _settled(_wait_for(future))
+
+
+def _wait_for(future) -> _Outcome:
+    """The outcome of a check just started, if it comes within ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS``
+    and this request may wait for it (``WAITING_REQUESTS``); else ``ArrivalDeferred``: the check
+    goes on, and the participant's next page finds its outcome."""
+    global _slow_until
+    refresh = settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS
+    if time.monotonic() < _slow_until or not _waiting.acquire(blocking=False):
+        raise ArrivalDeferred(CHECKING_MESSAGE, refresh, checking=True)
+    try:
+        return future.result(timeout=settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS)
+    except TimeoutError:
+        _slow_until = time.monotonic() + settings.PROLIFIC_ARRIVAL_DEADLINE_SECONDS
+        raise ArrivalDeferred(CHECKING_MESSAGE, refresh, checking=True) from None
+    finally:
+        _waiting.release()
 
 
 def verify_arrival(
@@ -362,32 +463,31 @@ def verify_arrival(
     session_id: str,
     *,
     browser_secret: str,
-    client: Prolific | None = None,
+    client: str | None = None,
 ) -> ProlificSession:
     """The confirmed session of this arrival; raises ``ArrivalRefused`` for anything Prolific does not confirm.
 
-    The first arrival of a session asks Prolific whose session it is, once (``client``,
-    by default :func:`arrival_client`); its answer is kept, bound to this browser, and a
-    refusal is remembered for ``PROLIFIC_ARRIVAL_REFUSED_SECONDS``. Raises ``ServiceError``
-    at once, asking nothing, for a link whose ids are not Prolific's shape. Raises
-    ``ArrivalDeferred`` when Prolific could not be asked now (slow, throttling, failing,
-    garbled, paused after such a failure, this link deferred after its own failure, another
-    arrival probing after a pause, or this study's checks over their rate): the
-    caller asks the participant to try again and hands out nothing. ``StudyClosed`` when
-    the batch needs nobody any more.
+    The first arrival of a session has it checked with Prolific (:func:`_confirmed_status`;
+    ``client`` is the client address's key, whose new checks are rate-limited); its answer is
+    kept, bound to this browser (``ProlificSession``: a reload asks nothing), and a refusal is
+    remembered for ``PROLIFIC_ARRIVAL_REFUSED_SECONDS``. Raises ``ServiceError`` at once,
+    asking nothing, for a link whose ids are not Prolific's shape. Raises ``ArrivalDeferred``
+    while Prolific has not answered (a check under way, or not begun): the caller shows the
+    page that waits and asks again by itself, and hands out nothing. ``StudyClosed`` when the
+    batch needs nobody any more.
     """
     check_link(batch, participant_id, study_id, session_id)
     browser = browser_digest(browser_secret)
     known = ProlificSession.objects.filter(session_id=session_id).first()
     if known is None:
-        submission = _confirm_with_prolific(batch, participant_id, session_id, client)
+        status = _confirmed_status(_Link(study_id, participant_id, session_id), client)
         try:
             with transaction.atomic():
                 return ProlificSession.objects.create(
                     session_id=session_id,
                     batch=batch,
                     participant_id=participant_id,
-                    status=submission.status,
+                    status=status,
                     browser=browser,
                 )
         except IntegrityError:  # the same session arriving twice at once: the first one keeps it

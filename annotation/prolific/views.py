@@ -33,58 +33,72 @@ PROLIFIC_BROWSER_KEY = "prolific_browser"
 
 
 def _prolific_page(
-    request: HttpRequest, message: str, status: int, *, return_link: bool = False, retry_after: int = 0
+    request: HttpRequest,
+    message: str,
+    status: int,
+    *,
+    return_link: bool = False,
+    retry_after: int = 0,
+    heading: str = "",
 ) -> HttpResponse:
+    """A participant's page; with ``retry_after`` one that waits: it asks again by itself after that many
+    seconds (``<meta http-equiv="refresh">``, no script: it works wherever the page shows, and loads
+    nothing from elsewhere) and says so in ``Retry-After``."""
     from annotation.crowd.providers.prolific import return_url
 
-    context = {"message": message, "return_url": return_url() if return_link else ""}
-    if status in (429, 503):
-        context["heading"] = "Please try again in a minute"
+    context = {
+        "message": message,
+        "return_url": return_url() if return_link else "",
+        "heading": heading,
+        "refresh": retry_after,
+    }
     response = render(request, "annotation/no_more_hits.html", context, status=status)
     if retry_after:
         response["Retry-After"] = str(retry_after)
     return response
 
 
+def _waiting_page(request: HttpRequest, deferred, status: int) -> HttpResponse:
+    if deferred.checking:
+        heading = "Confirming your place with Prolific"
+    else:
+        heading = "Please wait a moment" if status == 429 else "Waiting for Prolific"
+    return _prolific_page(request, str(deferred), status, retry_after=deferred.retry_after, heading=heading)
+
+
 def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     """Where the Prolific study URL leads: confirm the session with Prolific, then hand the participant a HIT.
 
-    Anyone can open it, so each client address (an IPv6 client's /64) has a few arrivals a
-    minute (a friendly 429 page past them), a malformed link is refused at once, and confirming takes at most one short call to Prolific
-    (:func:`annotation.prolific.services.verify_arrival`).
+    Anyone can open it, so a malformed link is refused at once, each client address (an IPv6
+    client's /64) starts a few checks a minute, and a check with Prolific holds this request
+    ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at most (:func:`annotation.prolific.services.verify_arrival`).
+    Until Prolific has answered, the participant gets a page that waits and comes back here by
+    itself: 202 while a check is under way, 503 when none could begin yet, 429 past the client's rate.
     """
     import secrets
 
-    from django.conf import settings
-
     from annotation.crowd.providers.prolific import RETURN_MESSAGE
     from annotation.prolific import services as prolific
-    from core.services.ratelimit import client_key, over_limit
+    from core.services.ratelimit import client_key
     from core.web.client_ip import client_ip
 
-    client = client_key(client_ip(request))  # an IPv6 client's /64: one subscriber, however many addresses
-    try:
-        wait = over_limit(f"prolific-arrivals:{client}", settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE)
-    except OperationalError:
-        logger.exception("arrival at %s deferred: the database was busy", name)
-        return _prolific_page(request, prolific.RELOAD_MESSAGE, 503, retry_after=5)
-    if wait:
-        message = "Too many attempts to open this study from your connection. Please reload this page in a minute."
-        return _prolific_page(request, message, 429, retry_after=wait)
     batch = get_object_or_404(Batch, name=name, provider="prolific")
     link = [request.GET.get(key, "") for key in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")]
-    # Kept in the browser's session only once an arrival is confirmed: refused or deferred
+    # Kept in the browser's session only once an arrival is confirmed: refused or waiting
     # arrivals (a flood of made-up links) write no session row.
     browser = request.session.get(PROLIFIC_BROWSER_KEY) or secrets.token_urlsafe(32)
+    client = client_key(client_ip(request))  # an IPv6 client's /64: one subscriber, however many addresses
     try:
-        session = prolific.verify_arrival(batch, *link, browser_secret=browser)
+        session = prolific.verify_arrival(batch, *link, browser_secret=browser, client=client)
+    except prolific.ClientOverLimit as exc:
+        return _waiting_page(request, exc, 429)
     except prolific.ArrivalDeferred as exc:
-        return _prolific_page(request, str(exc), 503, retry_after=exc.retry_after)
+        return _waiting_page(request, exc, 202 if exc.checking else 503)
     except OperationalError:
         # The shared cache's or the session's database busy past its timeout under a flood
-        # (SQLite, many writers at once): the participant reloads in a minute, never a 500.
+        # (SQLite, many writers at once): the page waits and asks again, never a 500.
         logger.exception("arrival at batch %s deferred: the database was busy", batch.name)
-        return _prolific_page(request, prolific.RELOAD_MESSAGE, 503, retry_after=5)
+        return _waiting_page(request, prolific.busy(5), 503)
     except prolific.StudyClosed as exc:
         return _prolific_page(request, str(exc), 200, return_link=True)
     except prolific.ArrivalRefused as exc:

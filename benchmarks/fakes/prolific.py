@@ -17,6 +17,11 @@ call; ``standing`` holds a fault for every call of a route until it is removed (
 ``fake.standing["get_submission"] = "throttle:30"``). Delays happen outside the server's lock, so a slow
 answer holds only its own connection; ``hung_up`` records (``time.monotonic()``) each answer whose
 client closed the connection before it was whole (how a test sees a client give up on a drip).
+Random faults, as a busy Prolific deals them (``shares``: :class:`FaultShares`, drawn per API call
+from a seeded generator, scripted faults first): a share of calls throttled (429 with
+``Retry-After``), a share failed (502, nothing done), a share whose answer is lost (done, then the
+connection dropped), every answer ``latency`` seconds late; ``dealt`` counts what was dealt and
+``call_times`` records when each call came (``time.monotonic()``).
 
 Webhooks: the hooks API (a secret per workspace, subscriptions confirmed with their
 ``X-Hook-Secret``) and a sender that POSTs each status change (and the study's progress change
@@ -52,6 +57,7 @@ import hashlib
 import hmac
 import json
 import queue
+import random
 import re
 import secrets
 import threading
@@ -90,6 +96,26 @@ def hexid(name: str) -> str:
     if len(spelled) > 24:
         raise ValueError(f"{name!r}: at most 12 characters")
     return spelled.ljust(24, "0")
+
+
+@dataclass(frozen=True)
+class FaultShares:
+    """The shares of API calls a busy Prolific throttles (429, ``Retry-After: retry_after`` seconds),
+    fails (502) or answers and loses (the work done, the answer dropped); each answer ``latency`` s late."""
+
+    throttled: float = 0.0
+    failed: float = 0.0
+    lost: float = 0.0
+    retry_after: int = 1
+    latency: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if (
+            min(self.throttled, self.failed, self.lost, self.latency) < 0
+            or self.throttled + self.failed + self.lost > 1
+        ):
+            raise ValueError(f"fault shares must be between 0 and 1 in all: {self}")
 
 
 @dataclass
@@ -132,6 +158,30 @@ class FakeProlific:
     #: every pay). See :meth:`charged`.
     fee_rate: Decimal = Decimal("0.333")
     charges: list[tuple[str, str, Decimal, Decimal]] = field(default_factory=list)
+    # -- random faults of a busy Prolific (issue 41): see FaultShares ------------------------
+    shares: FaultShares = field(default_factory=FaultShares)
+    dealt: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    call_times: list[tuple[str, float]] = field(default_factory=list)
+    _dice: random.Random | None = None
+
+    def random_fault(self, name: str) -> str | None:
+        """The fault ``shares`` deal this API call (``None``: none), counted in ``dealt``."""
+        shares = self.shares
+        if name == "complete" or not (shares.throttled or shares.failed or shares.lost):
+            return None  # the completion URL is Prolific's page for the participant, not its API
+        if self._dice is None:
+            self._dice = random.Random(shares.seed)
+        draw = self._dice.random()
+        for fault, share in (
+            (f"throttle:{shares.retry_after}", shares.throttled),
+            ("error", shares.failed),
+            ("lose_response", shares.lost),
+        ):
+            if draw < share:
+                self.dealt[fault.partition(":")[0]] += 1
+                return fault
+            draw -= share
+        return None
 
     # -- what participants do ----------------------------------------------------------
     def start(self, study_id: str, participant_id: str) -> tuple[str, str]:
@@ -613,9 +663,11 @@ class FakeProlific:
             return 404, {"error": {"detail": f"no route {method} {path}"}}, {}, ""
         name, args = found
         self.calls.append(name)
+        self.call_times.append((name, time.monotonic()))
         if name != "complete" and token != f"Token {TOKEN}":
             return 401, {"error": {"detail": "Invalid token."}}, {}, ""
         fault = self.faults[name].pop(0) if self.faults[name] else self.standing.get(name)
+        fault = fault or self.random_fault(name)
         if fault == "throttle_bare":
             return 429, {"error": {"detail": "Request was throttled."}}, {}, ""
         if fault and fault.startswith("throttle"):  # "throttle" or "throttle:<seconds>"
@@ -632,7 +684,7 @@ class FakeProlific:
         headers, self._answer_headers = self._answer_headers, {}
         if fault and fault.partition(":")[0] in ("slow", "drip", "html", "garbled"):
             return status, answer, headers, fault
-        return status, answer, headers, ""
+        return status, answer, headers, f"slow:{self.shares.latency}" if self.shares.latency else ""
 
 
 class _Handler(BaseHTTPRequestHandler):

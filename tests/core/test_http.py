@@ -155,3 +155,36 @@ def test_outbound_settings_fail_loudly(monkeypatch, name, value, expected):
     }[name]
     with pytest.raises(ImproperlyConfigured, match=f"{name}={value!r}: expected {expected}"):
         read()
+
+
+def test_a_paced_call_waits_for_its_start_and_each_retry_asks_again(hostile):
+    """Issue 41: ``pace`` is asked before every attempt with the time left; the call sleeps what it
+    answers, so the site's calls together keep a shared rate (core.services.ratelimit.shared_pace)."""
+    hostile.script = ["throttle:1", "ok"]
+    asked, sleeps = [], []
+
+    def pace(within: float) -> float:
+        asked.append(within)
+        return 0.25
+
+    assert client(hostile, deadline=5.0, pace=pace, sleep=sleeps.append).request("GET", "x") == {"ok": True}
+    assert len(asked) == 2 and 4.0 < asked[1] <= asked[0] <= 5.0
+    assert sleeps == [0.25, 1.0, 0.25]  # the start, the 429's Retry-After, the retry's start
+
+
+def test_a_call_with_no_free_start_before_its_deadline_fails_at_once_having_sent_nothing(hostile):
+    for answer in (None, 7.0):  # none free at all, or only one past the 5 s deadline
+        with pytest.raises(HttpError, match="no free start of the shared rate") as caught:
+            client(hostile, deadline=5.0, pace=lambda within, answer=answer: answer).request(
+                "POST", "x", {}, repeatable=False
+            )
+        assert caught.value.kind == "throttled" and caught.value.upstream and not caught.value.unknown_outcome
+    assert hostile.requests == []
+
+
+def test_a_retry_after_past_the_deadline_is_reported_with_the_failure(hostile):
+    """The caller learns how long the server asked to wait (a Prolific arrival's link then waits it)."""
+    hostile.script = ["throttle:30"]
+    with pytest.raises(HttpError) as caught:
+        client(hostile, deadline=5.0, max_delay=60).request("GET", "x")
+    assert caught.value.retry_after == 30.0

@@ -10,7 +10,9 @@ Retries. Calls go through the project's one HTTP client (:class:`core.http.JsonC
 an overall ``deadline`` per call, answers of at most ``max_bytes``, no redirects, the token
 sent to the configured origin only). A 429 or a 5xx answer, a connection that breaks before
 an answer arrives and an answer that is not JSON are retried with exponential back-off
-(``Retry-After`` is honoured when given), up to ``max_attempts``. Only calls that are safe to repeat are retried blindly: reads, the
+(``Retry-After`` is honoured when given, per call), up to ``max_attempts``; ``pace`` (optional)
+spaces the calls' starts by a rate every process of the site shares (see
+``annotation.crowd.providers.prolific.api_client``). Only calls that are safe to repeat are retried blindly: reads, the
 submission transitions (documented as idempotent) and PATCHing a study's absolute place
 count. Creating a study, transitioning it and paying a bulk bonus are *not* safe to repeat -- Prolific takes no request token --
 so those raise :class:`ProlificUnknownOutcome` after a lost answer, and the services
@@ -82,10 +84,14 @@ class ProlificError(ProviderError):
     the latter, which has no ``status``).
     """
 
-    def __init__(self, message: str, status: int | None = None, *, upstream: bool | None = None) -> None:
+    def __init__(
+        self, message: str, status: int | None = None, *, upstream: bool | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.upstream = upstream if upstream is not None else (status is not None and (status >= 500 or status == 429))
+        #: The seconds Prolific's last answer asked to wait before asking again (``Retry-After``), if it did.
+        self.retry_after = retry_after
 
 
 class ProlificUnknownOutcome(ProlificError):
@@ -145,6 +151,7 @@ class Prolific:
         sleep: Callable[[float], None] = time.sleep,
         deadline: float = CALL_DEADLINE,
         max_bytes: int = MAX_RESPONSE_BYTES,
+        pace: Callable[[float], float | None] | None = None,
     ) -> None:
         if not token:
             raise ProlificError("PROLIFIC_API_TOKEN is not set: create a token in Prolific's settings (API tokens)")
@@ -157,6 +164,7 @@ class Prolific:
         self.sleep = sleep
         self.deadline = deadline
         self.max_bytes = max_bytes
+        self.pace = pace
 
     # -- transport --------------------------------------------------------------------
     def transport(self) -> JsonClient:
@@ -171,6 +179,7 @@ class Prolific:
             max_delay=self.max_delay,
             max_bytes=self.max_bytes,
             sleep=self.sleep,
+            pace=self.pace,
         )
 
     def request(self, method: str, path: str, body: Any = None, *, repeatable: bool = True) -> Any:
@@ -450,7 +459,7 @@ def _prolific_error(method: str, path: str, exc: HttpError) -> ProlificError:
         return ProlificUnknownOutcome(f"{where}: {exc}; it may have been done", exc.status)
     if exc.kind == "refused":
         return ProlificError(f"{where}: HTTP {exc.status}: {_detail(exc.text)}", exc.status)
-    return ProlificError(f"{where}: {exc}", exc.status, upstream=exc.upstream)
+    return ProlificError(f"{where}: {exc}", exc.status, upstream=exc.upstream, retry_after=exc.retry_after)
 
 
 def _detail(text: str) -> str:

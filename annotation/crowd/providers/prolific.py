@@ -275,6 +275,27 @@ def ensure_places(batch: Batch, provider: ProlificProvider, submissions=None) ->
     return current
 
 
+def api_client(**options) -> Prolific:
+    """A client of Prolific's API as configured, its calls' starts paced by one rate every process shares.
+
+    Prolific documents no fixed rate limit: its API "has the same rate limit and availability as
+    our web application" (docs.prolific.com, API reference, "Rate limits and API status"), and
+    "Prolific does not enforce fixed rate limits on API calls. Instead, limits are implicit and
+    arise from contention on shared resources -- primarily the workspace wallet"; a call over
+    them is answered "429 Too Many Requests", to be retried "with exponential back-off"
+    (docs.prolific.com, "Managing high loads"). So every call honours its own 429's
+    ``Retry-After`` and backs off (``core.http``), and all of the site's calls together (every
+    gunicorn and Celery worker: arrivals, syncs, publishing) start at most
+    ``PROLIFIC_API_CALLS_PER_SECOND`` a second, evenly spread
+    (``core.services.ratelimit.shared_pace``), so the site never sends Prolific a burst.
+    ``options`` are the client's own (timeouts, attempts, deadline).
+    """
+    from core.services.ratelimit import shared_pace
+
+    pace = shared_pace("prolific-api", settings.PROLIFIC_API_CALLS_PER_SECOND)
+    return Prolific(settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN, pace=pace, **options)
+
+
 @register("prolific")
 class ProlificProvider(CrowdProvider):
     """Prolific: one study per batch; participants do their HIT groups on this site.
@@ -291,7 +312,7 @@ class ProlificProvider(CrowdProvider):
 
     def __init__(self, client=None) -> None:
         if client is None:
-            client = Prolific(settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN)
+            client = api_client()
         self.client = client
         self._stopped: set[str] = set()
 

@@ -50,6 +50,26 @@ class Command(ProjectCommand):
             "server run in this process (benchmarks/fakes/prolific.py)",
         )
         parser.add_argument("--over", type=float, default=60, help="seconds the --burst arrivals spread over (60)")
+        parser.add_argument(
+            "--places",
+            type=int,
+            default=0,
+            help="a launch: the study's places (default: one per --burst participant); the others wait for a "
+            "place on Prolific, as its participants do",
+        )
+        parser.add_argument(
+            "--faults",
+            default="",
+            help="THROTTLED,FAILED,LOST: shares of Prolific's answers throttled (429, Retry-After 1 s), failed (502) "
+            "and lost, e.g. 0.1,0.03,0.01; the launch then runs twice, on two studies: without faults, then with",
+        )
+        parser.add_argument("--forged", type=int, default=0, help="forged arrivals mixed into the --burst (0)")
+        parser.add_argument(
+            "--give-up",
+            type=float,
+            default=60,
+            help="seconds a participant waits on the site before returning the study (60)",
+        )
 
     def handle(self, **o):
         for option in ("annotators", "duration", "hits", "queries_per_hit", "workers", "threads"):

@@ -55,3 +55,29 @@ def test_participant_arrives_from_prolific_answers_and_is_sent_back_with_the_cod
     assert prolific_server.completed_by == [completion_code(batch)]
     stored = dict(Judgment.objects.filter(assignment=assignment).values_list("batch_query__qid", "label"))
     assert stored == {hq.batch_query.qid: TRUTH.get(hq.batch_query.qid, "m") for hq in hit_queries}
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_participant_prolific_cannot_confirm_yet_is_taken_in_by_the_waiting_page(
+    query_set, prolific_server, page, settings
+):
+    """Issue 41: Prolific throttles the check for the whole deadline; the participant sees a page
+    that says it is waiting and will take them in by itself; nobody reloads it, and once Prolific
+    answers again the page itself brings them to their HIT."""
+    settings.PROLIFIC_ARRIVAL_DEADLINE_SECONDS = 0.5
+    settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS = 1
+    batch = make_prolific_batch(query_set)
+    provider = ProlificProvider(Prolific(f"{prolific_server.base}/api/v1/", TOKEN, sleep=lambda s: None))
+    services.publish_batch(batch, provider)
+    batch.refresh_from_db()
+    session, study_url = prolific_server.start(batch.hit_type_id, hexid("PIDWAIT"))
+    prolific_server.standing["get_submission"] = "throttle:1"
+
+    page.goto(study_url)
+    assert page.get_by_role("heading", name="Waiting for Prolific").count() == 1
+    assert "takes you to the study as soon as Prolific answers" in page.get_by_role("status").inner_text()
+    assert not Assignment.objects.filter(provider_assignment_id=session).exists()
+    del prolific_server.standing["get_submission"]
+    page.get_by_role("heading", name=batch.title).wait_for(timeout=10_000)  # no reload, no click
+    assert Assignment.objects.filter(provider_assignment_id=session).exists()

@@ -120,11 +120,10 @@ def test_a_missing_cache_table_costs_only_the_recomputation(answered, counted):
 def test_culling_or_clearing_the_results_never_touches_the_prolific_arrivals_state(settings, db):
     """A database cache culls a third of its table past MAX_ENTRIES and ``clear()`` empties
     the table: with the results in the arrivals' table, many results (or clearing them) wiped
-    the pause, the remembered refusals and the rate counters. Here the results cache is filled
+    the checks' remembered answers, the remembered refusals and the rate counters. Here the results cache is filled
     to three times its (lowered) limit, then cleared: the arrivals' entries are all there."""
     from django.core.cache import caches
 
-    from annotation.prolific.services import PAUSE_KEY
     from core.services.ratelimit import SHARED, over_limit, shared_cache
 
     limited = {"MAX_ENTRIES": 30, "CULL_FREQUENCY": 3}
@@ -133,7 +132,8 @@ def test_culling_or_clearing_the_results_never_touches_the_prolific_arrivals_sta
         for name, config in settings.CACHES.items()
     }
     arrivals = shared_cache()
-    arrivals.set(PAUSE_KEY, 1e12, 600)
+    confirmed = "prolific-arrivals:confirmed:0123"
+    arrivals.set(confirmed, "ACTIVE", 600)
     refusals = {f"prolific-arrivals:refused:{i:02d}": "refused" for i in range(20)}
     arrivals.set_many(refusals, 600)
     assert over_limit("prolific-arrivals:192.0.2.7", 5, now=1_000_000_000.0) == 0
@@ -144,6 +144,6 @@ def test_culling_or_clearing_the_results_never_touches_the_prolific_arrivals_sta
         cursor.execute("SELECT COUNT(*) FROM results_cache")
         assert cursor.fetchone()[0] <= 31  # the results were culled, in their own table
     cached.clear()
-    assert arrivals.get(PAUSE_KEY) == 1e12
+    assert arrivals.get(confirmed) == "ACTIVE"
     assert arrivals.get_many(list(refusals)) == refusals
     assert over_limit("prolific-arrivals:192.0.2.7", 1, now=1_000_000_000.0) > 0  # the first count was kept
