@@ -358,7 +358,7 @@ class PlanRequestSerializer(serializers.Serializer):
     report = serializers.CharField(required=False, help_text="The pilot report (default: the newest on the query set).")
     pool = serializers.CharField(required=False, help_text="Adds the pooled queries to annotate and their cost.")
     draws = serializers.IntegerField(
-        min_value=100, max_value=2000, default=2000, help_text="Simulated studies per size (the command allows more)."
+        min_value=100, max_value=2000, default=2000, help_text="Simulated studies (the command allows more)."
     )
     reward = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=Decimal("0.01"), required=False)
     assignments_per_query = serializers.IntegerField(min_value=1, max_value=50, required=False)

@@ -405,7 +405,7 @@ class PlanForm(forms.Form):
         required=False,
         error_messages={"invalid_choice": "no pool named %(value)s"},
     )
-    # A page or API request simulates at most DEFAULT_DRAWS studies per size (the command: up to 20,000).
+    # A page or API request simulates at most DEFAULT_DRAWS studies (the command: up to 20,000).
     draws = forms.IntegerField(min_value=100, max_value=DEFAULT_DRAWS, initial=DEFAULT_DRAWS, required=False)
     reward = forms.DecimalField(min_value=Decimal("0.01"), decimal_places=2, required=False)
     assignments_per_query = forms.IntegerField(min_value=1, max_value=50, required=False)
