@@ -24,8 +24,10 @@ from .defaults import (
     DEFAULT_AWRF_P,
     DEFAULT_AWRF_WEIGHTS,
     DEFAULT_CUT_STEP,
+    DEFAULT_EXPOSURE_FORM,
     DEFAULT_EXPOSURE_TARGET,
     DEFAULT_PROTECTED,
+    EXPOSURE_FORMS,
     PROTECTED_GROUPS,
     TABLE_LAYOUTS,
     VARIANT_VERSIONS,
@@ -71,6 +73,12 @@ class ReportRequestSerializer(serializers.Serializer):
         max_value=10_000,
         default=DEFAULT_CUT_STEP,
         help_text="rKL/rND/rRD's cut points: every this many ranks.",
+    )
+    exposure_form = serializers.ChoiceField(
+        choices=list(EXPOSURE_FORMS),
+        default=DEFAULT_EXPOSURE_FORM,
+        help_text="AWRF, rKL, rND, rRD: 'adapted' (the platform's, against the target share) or 'reference' "
+        "(as the cited papers' code computes them).",
     )
 
 

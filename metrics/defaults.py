@@ -28,7 +28,7 @@ DEFAULT_EXPOSURE_TARGET = 0.5
 PROTECTED_GROUPS = ("female", "male")
 DEFAULT_PROTECTED = "female"
 DEFAULT_CUT_STEP = 10
-#: How the exposure metrics are defined (their wording: :data:`metrics.vocabulary.EXPOSURE_FORMS`):
+#: How the exposure metrics are defined (their wording: :data:`metrics.vocabulary.FORM_DEFINITIONS`):
 #: ``adapted`` (default), the platform's adaptation to documents ranked from a collection (the
 #: target share as reference), or ``reference``, as the cited papers' reference code computes them.
 EXPOSURE_FORMS = ("adapted", "reference")

@@ -57,7 +57,7 @@ maximum (the reference code estimates it by sampling unfair rankings). Cut point
 gendered document yet (G_i = 0) are left out of both sums; none left (no gendered document in
 the top k): 0, fair, as AWRF's 1. 0 is fair, 1 the most unfair. The paper's discount is 1/log2 i (its code uses 1/log2(i + 1)).
 
-Two forms (``ExposureSettings.form``; their wording: :data:`metrics.vocabulary.EXPOSURE_FORMS`)
+Two forms (``ExposureSettings.form``; their wording: :data:`metrics.vocabulary.FORM_DEFINITIONS`)
 --------------------------------------------------------------------------------------------
 Everything above is the **adapted** form (default): the platform's adaptation to documents a ranker
 chose from a collection, where the reference must be a target, not the list's own composition. The

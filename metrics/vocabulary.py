@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .defaults import EXPOSURE_FORMS
+
 #: ``direction``: values closer to 0 are fairer (signed: positive leans male, negative female).
 TOWARDS_ZERO = "closer to 0 is fairer"
 #: ``direction``: higher values are fairer (1 is fair).
@@ -104,7 +106,7 @@ class ExposureForm:
 #: The token a reference-form result carries in its variant (``female,reference``, ``dcg,reference``).
 REFERENCE_TOKEN = "reference"
 
-EXPOSURE_FORMS: dict[str, ExposureForm] = {
+FORM_DEFINITIONS: dict[str, ExposureForm] = {
     form.name: form
     for form in (
         ExposureForm(
@@ -140,6 +142,9 @@ EXPOSURE_FORMS: dict[str, ExposureForm] = {
 }
 
 
+assert tuple(FORM_DEFINITIONS) == EXPOSURE_FORMS
+
+
 def variant_form(variant: str) -> str:
     """The form an exposure metric's stored variant label was computed in (``reference`` when it
     carries :data:`REFERENCE_TOKEN`, else ``adapted``)."""
@@ -150,7 +155,7 @@ def form_statement(form: str, metrics) -> str:
     """Which form the exposure metrics among ``metrics`` were computed in and how it differs from the
     papers cited for them, as one text for the methods paragraph, the tables' notes and the report
     page (empty when no exposure metric is among them)."""
-    chosen = EXPOSURE_FORMS[form]
+    chosen = FORM_DEFINITIONS[form]
     present = set(metrics)
     parts = []
     if "AWRF" in present:
