@@ -119,7 +119,7 @@ FORM_DEFINITIONS: dict[str, ExposureForm] = {
             "rKL, rND and rRD in the platform's adapted form: each prefix's protected share is compared with "
             "the target share, not with the protected share of the whole ranked list, which would call a list "
             "of one gender only fair; the normaliser is the exact maximum over lists with the same cut points "
-            "(the reference code's: the most unfair reordering of the same items, sampled); the list's end is "
+            "(the reference code's: rankings generated from the same items, sampled); the list's end is "
             "a cut point too; the discount is 1/log2 i as printed in the paper (the code: 1/log2(i + 1)); rKL is "
             "in nats without the code's 0.001 floor, and rRD counts an all-protected prefix as fair (the code: "
             "as the most unfair)",
@@ -133,10 +133,11 @@ FORM_DEFINITIONS: dict[str, ExposureForm] = {
             "rKL, rND and rRD in the reference form (Yang and Stoyanovich's code): each prefix at the cut points "
             "(every step ranks) against the protected share of the whole ranked list, discount 1/log2(i + 1) "
             "(the paper prints 1/log2 i), rKL with the code's 0.001 floor for a prefix share of 0 or 1, rRD "
-            "counting an all-protected prefix as most unfair, as the code does; normalised by the more unfair of "
-            "the two reorderings of the list's gendered documents, protected last or protected first (the code "
-            "samples the second at fairness probability 0.98, and for rRD takes the first alone); a list of one "
-            "group only, or without a cut point before its end, is undefined and left out",
+            "counting an all-protected prefix as most unfair, as the code does; normalised as the code "
+            "normalises, by the larger of the values expected of the rankings its generator makes from the "
+            "list's documents at fairness probability 0 (protected last) and 0.98 (0.5 for rRD), where the code "
+            "averages 10 sampled rankings each; a list of one group only, or without a cut point before its end, "
+            "is undefined and left out",
         ),
     )
 }
@@ -162,4 +163,4 @@ def form_statement(form: str, metrics) -> str:
         parts.append(chosen.awrf)
     if present & {"rKL", "rND", "rRD"}:
         parts.append(chosen.rank)
-    return "; ".join(parts) + "." if parts else ""
+    return "".join(f"{part}. " for part in parts).strip()

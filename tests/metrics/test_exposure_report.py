@@ -211,7 +211,7 @@ def test_a_report_in_the_reference_form_records_it_and_says_so_everywhere(world,
     text = page.content.decode()
     assert definition.rank in text.replace("&#x27;", "'")
     table = user_client.get("/api/metrics/reports/ref/table/?layout=exposure&cutoff=2").json()
-    assert table["definitions"] == [f"{definition.awrf}; {definition.rank}."]
+    assert table["definitions"] == [f"{definition.awrf}. {definition.rank}."]
 
     from metrics.services.paper import paper_files
 
