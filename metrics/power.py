@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 #: Simulated studies, each read at every size (Monte-Carlo s.e. ≈ 0.009 at power 0.8).
 DEFAULT_DRAWS = 2000
-#: Largest size the search simulates (2,000 studies read to it take a few seconds); beyond it the
+#: Largest size the search simulates (2,000 studies read to it: about 7 s on one core); beyond it the
 #: plan says "not reached" and gives the normal formula's figure alone.
 MAX_QUERIES = 50_000
 #: One seeded piece of a stream of simulated studies: this many studies × this many queries.
