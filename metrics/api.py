@@ -24,8 +24,10 @@ from .defaults import (
     DEFAULT_AWRF_P,
     DEFAULT_AWRF_WEIGHTS,
     DEFAULT_CUT_STEP,
+    DEFAULT_EXPOSURE_FORM,
     DEFAULT_EXPOSURE_TARGET,
     DEFAULT_PROTECTED,
+    EXPOSURE_FORMS,
     PROTECTED_GROUPS,
     TABLE_LAYOUTS,
     VARIANT_VERSIONS,
@@ -71,6 +73,12 @@ class ReportRequestSerializer(serializers.Serializer):
         max_value=10_000,
         default=DEFAULT_CUT_STEP,
         help_text="rKL/rND/rRD's cut points: every this many ranks.",
+    )
+    exposure_form = serializers.ChoiceField(
+        choices=list(EXPOSURE_FORMS),
+        default=DEFAULT_EXPOSURE_FORM,
+        help_text="AWRF, rKL, rND, rRD: 'adapted' (the platform's, against the target share) or 'reference' "
+        "(as the cited papers' code computes them).",
     )
 
 
@@ -358,7 +366,7 @@ class PlanRequestSerializer(serializers.Serializer):
     report = serializers.CharField(required=False, help_text="The pilot report (default: the newest on the query set).")
     pool = serializers.CharField(required=False, help_text="Adds the pooled queries to annotate and their cost.")
     draws = serializers.IntegerField(
-        min_value=100, max_value=2000, default=2000, help_text="Simulated studies per size (the command allows more)."
+        min_value=100, max_value=2000, default=2000, help_text="Simulated studies (the command allows more)."
     )
     reward = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=Decimal("0.01"), required=False)
     assignments_per_query = serializers.IntegerField(min_value=1, max_value=50, required=False)

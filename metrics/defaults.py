@@ -28,6 +28,11 @@ DEFAULT_EXPOSURE_TARGET = 0.5
 PROTECTED_GROUPS = ("female", "male")
 DEFAULT_PROTECTED = "female"
 DEFAULT_CUT_STEP = 10
+#: How the exposure metrics are defined (their wording: :data:`metrics.vocabulary.FORM_DEFINITIONS`):
+#: ``adapted`` (default), the platform's adaptation to documents ranked from a collection (the
+#: target share as reference), or ``reference``, as the cited papers' reference code computes them.
+EXPOSURE_FORMS = ("adapted", "reference")
+DEFAULT_EXPOSURE_FORM = "adapted"
 #: Bootstrap resamples and seed for confidence intervals.
 DEFAULT_SAMPLES = 1000
 DEFAULT_SEED = 0

@@ -23,6 +23,7 @@ from .defaults import (
     DEFAULT_AWRF_P,
     DEFAULT_AWRF_WEIGHTS,
     DEFAULT_CUT_STEP,
+    DEFAULT_EXPOSURE_FORM,
     DEFAULT_EXPOSURE_TARGET,
     DEFAULT_PROTECTED,
     DEFAULT_SAMPLES,
@@ -33,7 +34,7 @@ from .models import Report
 from .power import DEFAULT_DRAWS
 from .services import parse_cutoffs
 from .services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
-from .vocabulary import METRICS
+from .vocabulary import FORM_DEFINITIONS, METRICS
 
 if TYPE_CHECKING:
     from .sensitivity import LabelSensitivity
@@ -114,6 +115,14 @@ class ReportForm(forms.Form):
         label="rKL/rND/rRD cut step",
         help_text="Cut points every this many ranks (and the cutoff); 10 as Yang & Stoyanovich.",
     )
+    exposure_form = forms.ChoiceField(
+        choices=[(form.name, f"{form.name}: {form.title}") for form in FORM_DEFINITIONS.values()],
+        initial=DEFAULT_EXPOSURE_FORM,
+        required=False,
+        label="Exposure metrics' form",
+        help_text="adapted: against the target share (the platform's); reference: as the cited papers' code, "
+        "against the list's own composition, comparable with numbers it computed.",
+    )
 
     def clean_measures(self):
         try:
@@ -141,6 +150,7 @@ class ReportForm(forms.Form):
             "exposure_target": DEFAULT_EXPOSURE_TARGET,
             "protected_group": DEFAULT_PROTECTED,
             "cut_step": DEFAULT_CUT_STEP,
+            "exposure_form": DEFAULT_EXPOSURE_FORM,
         }
         for field, default in defaults.items():
             if data.get(field) in (None, "") and field not in self.errors:
@@ -180,6 +190,7 @@ class ReportForm(forms.Form):
                 exposure_target=data["exposure_target"],
                 protected_group=data["protected_group"],
                 cut_step=data["cut_step"],
+                exposure_form=data["exposure_form"],
             ),
             background=data["background"],
             baseline=data["baseline"],
@@ -405,7 +416,7 @@ class PlanForm(forms.Form):
         required=False,
         error_messages={"invalid_choice": "no pool named %(value)s"},
     )
-    # A page or API request simulates at most DEFAULT_DRAWS studies per size (the command: up to 20,000).
+    # A page or API request simulates at most DEFAULT_DRAWS studies (the command: up to 20,000).
     draws = forms.IntegerField(min_value=100, max_value=DEFAULT_DRAWS, initial=DEFAULT_DRAWS, required=False)
     reward = forms.DecimalField(min_value=Decimal("0.01"), decimal_places=2, required=False)
     assignments_per_query = forms.IntegerField(min_value=1, max_value=50, required=False)

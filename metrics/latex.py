@@ -112,7 +112,8 @@ def table_label(table: dict) -> str:
 
 def table_notes(table: dict) -> list[str]:
     """The table's footnotes, as :func:`metrics.tables.table_text` states them: the significance
-    policy (test, family, correction), the correlations' policy and the columns the report lacks."""
+    policy (test, family, correction), the correlations' policy, how its exposure metrics are defined
+    and the columns the report lacks."""
     notes = []
     policy = table.get("significance")
     if table.get("baseline") and policy:
@@ -128,6 +129,7 @@ def table_notes(table: dict) -> list[str]:
             f"family: {escape(corr['family'])}; {escape(corr['correction'])}-adjusted. "
             r"$r$: Pearson, $\tau$: Kendall's $\tau_b$ \cite{kendall1945}."
         )
+    notes += [escape(definition) for definition in table.get("definitions", [])]
     if table["missing"]:
         notes.append(f"Not in this report: {escape(', '.join(table['missing']))}.")
     return notes

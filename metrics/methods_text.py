@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .defaults import DEFAULT_EXPOSURE_FORM
 from .latex import escape
+from .vocabulary import form_statement
 
 #: The label sources of :func:`annotation.selectors.study_facts` (``labels.sources``), as
 #: ``annotation.results.selectors`` names them (this module is pure: it cannot import them).
@@ -339,6 +341,8 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         exposure.append("rKL, rND and rRD \\cite{yang2017}")
     if exposure:
         sentences.append(f"Exposure: {_list(exposure)}; {escape(settings['exposure_settings'])}.")
+        # Which form was used and how it differs from the papers just cited (metrics.vocabulary).
+        sentences.append(escape(form_statement(settings.get("exposure_form", DEFAULT_EXPOSURE_FORM), metrics)))
     if settings.get("qrels") and settings.get("measures"):
         unjudged = settings.get("unjudged") or 0
         sentences.append(

@@ -14,6 +14,7 @@ from django.db import models
 from pooling.models import Qrels, QuerySet, Run, WordList
 
 from .defaults import COLLECTION_BACKGROUND
+from .vocabulary import EXPOSURE, FORM_DEFINITIONS, form_statement
 
 
 class Report(models.Model):
@@ -55,6 +56,12 @@ class Report(models.Model):
     )
     protected_group = models.CharField(max_length=10, default="female", help_text="rKL/rND/rRD's protected group.")
     cut_step = models.PositiveIntegerField(default=10, help_text="rKL/rND/rRD's cut points: every this many ranks.")
+    exposure_form = models.CharField(
+        max_length=20,
+        default="adapted",
+        help_text="How AWRF, rKL, rND, rRD were defined: 'adapted' (the platform's: the target share as "
+        "reference) or 'reference' (as the cited papers' reference code computes them).",
+    )
     baseline = models.ForeignKey(
         Run,
         on_delete=models.PROTECT,
@@ -140,11 +147,18 @@ class Report(models.Model):
     def exposure_settings(self) -> str:
         """The exposure metrics' choices, in words, for the report page and the command."""
         weights = f"geometric (p = {self.awrf_p:g})" if self.awrf_weights == "geometric" else self.awrf_weights
+        target = "" if self.exposure_form == "reference" else f"target female share {self.exposure_target:g}; "
         return (
-            f"AWRF with {weights} weights; target female share {self.exposure_target:g}; rKL/rND/rRD with "
-            f"{self.protected_group} protected, cut points every {self.cut_step} ranks; neutral documents "
-            "(at most τ representative words) outside the groups"
+            f"AWRF with {weights} weights; {target}rKL/rND/rRD with {self.protected_group} protected, cut points "
+            f"every {self.cut_step} ranks; neutral documents (at most τ representative words) outside the groups; "
+            f"{FORM_DEFINITIONS[self.exposure_form].title}"
         )
+
+    @property
+    def exposure_definition(self) -> str:
+        """Which form the exposure metrics were computed in and how it differs from the cited papers
+        (:func:`metrics.vocabulary.form_statement`): the report page, the methods text, the tables."""
+        return form_statement(self.exposure_form, EXPOSURE)
 
 
 class Result(models.Model):

@@ -25,16 +25,29 @@ replacement; its paired t statistic is t = d̄* / (s* / √n) (the paired test i
 test of the differences), rejected where |t| > t_{1−α/2, n−1} (equivalently p < α); differences
 that do not vary (s* = 0) reject when their mean is not 0, as the report's test does. The power at
 n is the share of ``draws`` simulated studies that reject (Monte-Carlo standard error
-√(p(1 − p)/draws): 0.009 at p = 0.8 with 2,000 draws). All draws of one n are one matrix
-(``draws × n`` indices), in blocks that bound memory.
+√(p(1 − p)/draws): 0.009 at p = 0.8 with 2,000 draws).
 
-- :func:`sample_size` starts at the normal formula's n, brackets the smallest n whose simulated
-  power reaches 1 − β (doubling or halving the step) and bisects it; each n's draws come from a
-  generator seeded by (seed, n), so a size's power is the same whenever it is asked for (common
-  random numbers: the search sees no noise from re-drawing the same n).
-- :func:`minimum_detectable_difference` holds the draws of one n fixed: only d̄* moves with Δ, so
-  the power as a function of Δ is computed exactly for those draws and bisected.
-- :func:`simulated_power` is the power at one n and Δ.
+**Common random numbers across sizes** (:class:`PowerCurve`): each simulated study is one long
+sequence of queries drawn with replacement, and the study of n queries is its first n. Every size
+reads the same draws, so the power curve n ↦ power(n) moves with n, not with fresh noise at each
+size: neighbouring sizes differ by the few studies whose verdict the added queries change. (Drawing
+each size afresh, a search stops at the first size whose noisy estimate clears the target, and
+promises about 1 s.e. more power than that size has: the selection of a lucky draw.) Cumulative
+sums along each sequence give every size's mean and variance in one pass, so the whole curve up to
+n costs what one size of n did. The sequences come in seeded pieces (:data:`STREAM_ROWS` ×
+:data:`STREAM_COLUMNS`, generator seeded by (seed, stream, piece)), so a size's power is the same
+however far the curve was read.
+
+- :func:`sample_size` reads the curve of the search stream from n = 2 up to where it stands 2 s.e.
+  above the target (first up to the normal formula's n, then further in stretches), and takes the
+  size after its **last** value below the target (the curve is monotone up to the few studies near
+  the critical value, so the first and last crossing are neighbours; the last is the conservative
+  one). Then the power at that n is **re-estimated on an independent stream** (:data:`CHECK_STREAM`),
+  whose figure, with its Monte-Carlo s.e., is the plan's claim: no selection touched it. Should it
+  fall below the target − 2 s.e., n steps up by 2% at a time until it does not.
+- :func:`minimum_detectable_difference` holds the studies of one n fixed: only d̄* moves with Δ, so
+  the power as a function of Δ is computed exactly for those studies and bisected.
+- :func:`simulated_power` is the curve's value at one n and Δ.
 
 Pure: numpy and scipy are imported inside the functions (the start-up rule).
 """
@@ -45,13 +58,24 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-#: Simulated studies per candidate size (Monte-Carlo s.e. ≈ 0.009 at power 0.8).
+#: Simulated studies, each read at every size (Monte-Carlo s.e. ≈ 0.009 at power 0.8).
 DEFAULT_DRAWS = 2000
-#: Largest size the search simulates (2,000 draws of it take about a second); beyond it the plan
-#: says "not reached" and gives the normal formula's figure alone.
+#: Largest size the search simulates (2,000 studies read to it: about 7 s on one core); beyond it the
+#: plan says "not reached" and gives the normal formula's figure alone.
 MAX_QUERIES = 50_000
-#: Bound on the index matrix held at once (draws × n).
-BLOCK_CELLS = 4_000_000
+#: One seeded piece of a stream of simulated studies: this many studies × this many queries.
+STREAM_ROWS = 500
+STREAM_COLUMNS = 512
+#: The streams: the search's power curve, and the independent re-estimate at the chosen n.
+SEARCH_STREAM = 0
+CHECK_STREAM = 1
+#: The search reads its curve until it stands this many s.e. above the target; the re-estimate
+#: steps n up while it falls this many s.e. below it.
+CHECK_SE = 2.0
+#: How far n steps up (a share of n, at least 1) when the re-estimate falls short.
+STEP_UP = 0.02
+#: A study whose differences' variance is at most this (sd ≤ 1e-15) does not vary.
+FLAT = 1e-30
 
 #: SIGIR 2020's annotated MS MARCO dev queries (Rekabsaz & Schedl 2020; the GenderBias_IR
 #: repository's ``queries_gender_annotated.csv``): 1,765 of 3,750 non-gendered. The share a plan
@@ -117,32 +141,119 @@ def _centred(differences: Sequence[float]):
     return values - values.mean()
 
 
-def _draw_statistics(centred, n: int, draws: int, seed: int):
-    """Means and standard deviations (ddof 1) of ``draws`` resamples of size ``n`` of ``centred``."""
+def _prefix_statistics(centred, draws: int, seed: int, stream: int):
+    """The simulated studies of one stream, a chunk of sizes at a time (see the module docstring).
+
+    Each of the ``draws`` studies is one sequence of queries drawn with replacement from the pilot;
+    the study of n queries is the first n of its sequence, so every size reads the same draws
+    (common random numbers). The sequences are generated in pieces of :data:`STREAM_ROWS` studies ×
+    :data:`STREAM_COLUMNS` queries, piece (b, c) from a generator seeded by (seed, stream, b, c): a
+    size's figures never depend on how far the stream was read. Yields ``(start, stop, sizes, means,
+    variances)`` per piece, studies ``start:stop`` and sizes n = ``sizes``: each study's mean and
+    variance (ddof 1; NaN at n = 1) of its first n centred differences. The variance is exactly 0
+    when the first n are all equal (sums of the differences from the study's first value)."""
+    import itertools
+
     import numpy as np
 
-    rng = np.random.default_rng([seed, n])
-    means = np.empty(draws)
-    sds = np.empty(draws)
-    block = max(1, BLOCK_CELLS // n)
-    for start in range(0, draws, block):
-        stop = min(draws, start + block)
-        sample = centred[rng.integers(0, len(centred), size=(stop - start, n))]
-        means[start:stop] = sample.mean(axis=1)
-        sds[start:stop] = sample.std(axis=1, ddof=1)
-    return means, sds
+    m = len(centred)
+    first, s1, s2 = np.zeros(draws), np.zeros(draws), np.zeros(draws)
+    for chunk in itertools.count():
+        sizes = np.arange(chunk * STREAM_COLUMNS + 1, (chunk + 1) * STREAM_COLUMNS + 1, dtype=np.float64)
+        for block, start in enumerate(range(0, draws, STREAM_ROWS)):
+            stop = min(draws, start + STREAM_ROWS)
+            rng = np.random.default_rng([seed, stream, block, chunk])
+            values = centred[rng.integers(0, m, size=(stop - start, STREAM_COLUMNS))]
+            if chunk == 0:
+                first[start:stop] = values[:, 0]
+            values -= first[start:stop, None]
+            c1 = np.cumsum(values, axis=1)
+            c1 += s1[start:stop, None]
+            values *= values
+            c2 = np.cumsum(values, axis=1)
+            c2 += s2[start:stop, None]
+            s1[start:stop], s2[start:stop] = c1[:, -1], c2[:, -1]
+            means = first[start:stop, None] + c1 / sizes
+            with np.errstate(invalid="ignore", divide="ignore"):
+                variances = np.maximum(c2 - c1 * c1 / sizes, 0.0) / (sizes - 1.0)
+            yield start, stop, sizes, means, variances
 
 
-def _rejection_rate(means, sds, n: int, delta: float, alpha: float) -> float:
-    """Share of draws whose paired t-test rejects, the differences shifted by Δ."""
+def _rejects(means, variances, sizes, delta: float, alpha: float):
+    """Whether each simulated study's paired t-test rejects, the differences shifted by Δ: |t| >
+    t_{1−α/2, n−1}, compared squared (no square root); a study whose differences do not vary
+    rejects when its mean is not 0; a study of one query never."""
     import numpy as np
     from scipy import stats
 
-    critical = float(stats.t.ppf(1 - alpha / 2, n - 1))
+    with np.errstate(invalid="ignore"):
+        critical = stats.t.ppf(1 - alpha / 2, sizes - 1.0)
     shifted = means + delta
-    flat = sds <= 1e-15
-    reject = np.where(flat, np.abs(shifted) > 1e-15, np.abs(shifted) > critical * sds / math.sqrt(n))
-    return float(reject.mean())
+    flat = variances <= FLAT
+    with np.errstate(invalid="ignore"):
+        varying = shifted * shifted * sizes > critical * critical * variances
+    return np.where(flat, np.abs(shifted) > 1e-15, varying) & (sizes >= 2)
+
+
+class PowerCurve:
+    """The simulated power at every size n of one stream of studies (common random numbers: the
+    study of n queries is the first n of each simulated sequence, so neighbouring sizes share
+    their draws and the curve moves with n, not with the noise of fresh draws).
+
+    ``stream`` picks independent sequences: :data:`SEARCH_STREAM` for the search and
+    :data:`CHECK_STREAM` for the re-estimate at the chosen n. Read lazily, a chunk of sizes at a time."""
+
+    def __init__(self, centred, delta: float, alpha: float, draws: int, seed: int, stream: int):
+        import numpy as np
+
+        self.delta, self.alpha, self.draws = delta, alpha, draws
+        self._pieces = _prefix_statistics(centred, draws, seed, stream)
+        self._rejections = np.zeros(0, dtype=np.int64)
+
+    def _extend(self, n: int) -> None:
+        import numpy as np
+
+        while len(self._rejections) < n:
+            counts = np.zeros(STREAM_COLUMNS, dtype=np.int64)
+            stop = 0
+            while stop < self.draws:
+                _, stop, sizes, means, variances = next(self._pieces)
+                counts += _rejects(means, variances, sizes, self.delta, self.alpha).sum(axis=0)
+            self._rejections = np.concatenate([self._rejections, counts])
+
+    def at(self, n: int) -> float:
+        """The share of the ``draws`` studies of ``n`` queries that reject."""
+        self._extend(n)
+        return float(self._rejections[n - 1] / self.draws)
+
+    def values(self, n: int):
+        """The power at sizes 1 … ``n`` (numpy array; index n − 1)."""
+        self._extend(n)
+        return self._rejections[:n] / self.draws
+
+
+def _draw_statistics(centred, n: int, draws: int, seed: int, stream: int = 0):
+    """Means and variances (ddof 1) of the ``draws`` studies of ``n`` queries of ``stream`` (the first
+    n of each sequence: the same studies :class:`PowerCurve` reads at n)."""
+    import numpy as np
+
+    means, variances = np.empty(draws), np.empty(draws)
+    chunk, column = divmod(n - 1, STREAM_COLUMNS)
+    for start, stop, sizes, chunk_means, chunk_variances in _prefix_statistics(centred, draws, seed, stream):
+        if int(sizes[0]) == chunk * STREAM_COLUMNS + 1:
+            means[start:stop] = chunk_means[:, column]
+            variances[start:stop] = chunk_variances[:, column]
+            if stop == draws:
+                break
+    return means, variances
+
+
+def _rejection_rate(means, variances, n: int, delta: float, alpha: float) -> float:
+    """Share of the studies of one size whose paired t-test rejects, the differences shifted by Δ
+    (:func:`_rejects` on that size's statistics)."""
+    import numpy as np
+
+    return float(_rejects(means, variances, np.float64(n), delta, alpha).mean())
 
 
 def simulated_power(
@@ -152,23 +263,35 @@ def simulated_power(
     alpha: float = 0.05,
     draws: int = DEFAULT_DRAWS,
     seed: int = 0,
+    stream: int = 0,
 ) -> float:
     """Empirical power of the two-sided paired t-test with ``n`` queries drawn from the pilot's
-    ``differences`` shifted to mean ``delta`` (see the module docstring)."""
+    ``differences`` shifted to mean ``delta`` (see the module docstring): the value of
+    :class:`PowerCurve` at n for this seed and stream."""
     if n < 2:
         raise ValueError("a paired t-test needs at least 2 queries")
-    means, sds = _draw_statistics(_centred(differences), n, draws, seed)
-    return _rejection_rate(means, sds, n, delta, alpha)
+    return PowerCurve(_centred(differences), delta, alpha, draws, seed, stream).at(n)
+
+
+def monte_carlo_se(power: float, draws: int) -> float:
+    """√(p(1 − p)/draws): the standard error of a simulated power from ``draws`` studies."""
+    return math.sqrt(power * (1 - power) / draws)
 
 
 @dataclass(frozen=True)
 class SampleSize:
-    """The smallest n whose simulated power reaches the target, and the search that found it."""
+    """The planned n, its power re-estimated on independent draws, and the search that found it."""
 
-    n: int | None  #: None: not reached within :data:`MAX_QUERIES`
-    power: float | None  #: simulated power at ``n``
-    normal_n: int  #: the normal formula's n (the search starts there, or at ``max_n`` if below it)
-    steps: tuple[tuple[int, float], ...]  #: (n, simulated power) in the order tried
+    n: int | None  #: None: not reached within ``max_n`` (:data:`MAX_QUERIES`)
+    power: float | None  #: the power at ``n`` re-estimated on an independent stream (:data:`CHECK_STREAM`)
+    power_se: float | None  #: its Monte-Carlo standard error √(p(1 − p)/draws)
+    search_n: int | None  #: where the search stream's power curve last crossed the target
+    search_power: float | None  #: that curve's value at ``search_n``
+    normal_n: int  #: the normal formula's n (the search first reads the curve up to it)
+    draws: int
+    #: ``(stage, n, power)`` in order: ``search`` (the curve's value at the end of each stretch
+    #: read) and ``re-estimate`` (the independent stream at each n checked).
+    steps: tuple[tuple[str, int, float], ...]
 
 
 def sample_size(
@@ -180,9 +303,11 @@ def sample_size(
     seed: int = 0,
     *,
     max_n: int = MAX_QUERIES,
-    on_step: Callable[[int, float], None] | None = None,
+    on_step: Callable[[str, int, float], None] | None = None,
 ) -> SampleSize:
-    """Smallest n with simulated power ≥ ``power`` (normal start, bracket, bisection)."""
+    """Smallest n with simulated power ≥ ``power`` on the common-random-numbers curve, then its power
+    re-estimated on independent draws, n stepped up while that falls below ``power`` − 2 s.e. (see
+    the module docstring)."""
     import numpy as np
 
     _check(alpha, power)
@@ -194,42 +319,47 @@ def sample_size(
     if normal_n > 4 * max_n:
         # The normal power at max_n is then below Φ((z_{1−α/2} + z_{1−β})/2 − z_{1−α/2}) (0.29 for
         # the usual 0.8 and 0.05): out of reach, not worth a simulation of max_n queries.
-        return SampleSize(None, None, normal_n, ())
-    start = min(max_n, normal_n)
-    tried: dict[int, float] = {}
-    steps: list[tuple[int, float]] = []
+        return SampleSize(None, None, None, None, None, normal_n, draws, ())
+    steps: list[tuple[str, int, float]] = []
 
-    def at(n: int) -> float:
-        if n not in tried:
-            means, sds = _draw_statistics(centred, n, draws, seed)
-            tried[n] = _rejection_rate(means, sds, n, delta, alpha)
-            steps.append((n, tried[n]))
-            if on_step is not None:
-                on_step(n, tried[n])
-        return tried[n]
+    def step(stage: str, n: int, value: float) -> None:
+        steps.append((stage, n, value))
+        if on_step is not None:
+            on_step(stage, n, value)
 
-    if at(start) >= power:
-        high, step = start, max(1, start // 8)
-        low = max(1, start - step)
-        while low > 1 and at(low) >= power:
-            high, step = low, step * 2
-            low = max(1, low - step)
-    else:
-        low, step = start, max(1, start // 8)
-        high = min(max_n, start + step)
-        while at(high) < power:
-            if high >= max_n:
-                return SampleSize(None, None, normal_n, tuple(steps))
-            low, step = high, step * 2
-            high = min(max_n, high + step)
-    # at(low) < power ≤ at(high) (n = 1, never tried, counts as below: a paired test needs two): bisect.
-    while high - low > 1:
-        middle = (low + high) // 2
-        if at(middle) >= power:
-            high = middle
-        else:
-            low = middle
-    return SampleSize(high, tried[high], normal_n, tuple(steps))
+    def result(n, value, search_n, search_power) -> SampleSize:
+        se = None if value is None else monte_carlo_se(value, draws)
+        return SampleSize(n, value, se, search_n, search_power, normal_n, draws, tuple(steps))
+
+    # The search: read the curve until its end is settled above the target (2 s.e.), then take the
+    # size after its last value below the target.
+    settled = power + CHECK_SE * monte_carlo_se(power, draws)
+    curve = PowerCurve(centred, delta, alpha, draws, seed, SEARCH_STREAM)
+    upto = max(2, min(max_n, normal_n))
+    while True:
+        step("search", upto, curve.at(upto))
+        if curve.at(upto) >= settled or upto >= max_n:
+            break
+        upto = min(max_n, upto + max(STREAM_COLUMNS, upto // 4))
+    if curve.at(upto) < power:
+        return result(None, None, None, None)
+    values = curve.values(upto)
+    below = np.flatnonzero(values[1:] < power)  # sizes 2 … upto; n = 1 never rejects
+    search_n = int(below[-1]) + 3 if below.size else 2
+    search_power = float(values[search_n - 1])
+
+    # The re-estimate at n on an independent stream, n stepped up while it falls short by more than 2 s.e.
+    check = PowerCurve(centred, delta, alpha, draws, seed, CHECK_STREAM)
+    floor = power - CHECK_SE * monte_carlo_se(power, draws)
+    n = search_n
+    while True:
+        value = check.at(n)
+        step("re-estimate", n, value)
+        if value >= floor:
+            return result(n, value, search_n, search_power)
+        if n >= max_n:
+            return result(None, None, search_n, search_power)
+        n = min(max_n, n + max(1, math.ceil(STEP_UP * n)))
 
 
 def minimum_detectable_difference(
@@ -248,16 +378,16 @@ def minimum_detectable_difference(
     if n < 2:
         raise ValueError("a paired t-test needs at least 2 queries")
     centred = _centred(differences)
-    means, sds = _draw_statistics(centred, n, draws, seed)
+    means, variances = _draw_statistics(centred, n, draws, seed)
     scale = float(np.std(centred, ddof=1))
     low, high = 0.0, scale
-    while _rejection_rate(means, sds, n, high, alpha) < power:
+    while _rejection_rate(means, variances, n, high, alpha) < power:
         low, high = high, high * 2
         if high > scale * 1e6:  # cannot happen with varying differences; a guard, not a result
             return math.inf
     while high - low > scale * 1e-6:
         middle = (low + high) / 2
-        if _rejection_rate(means, sds, n, middle, alpha) >= power:
+        if _rejection_rate(means, variances, n, middle, alpha) >= power:
             high = middle
         else:
             low = middle

@@ -77,6 +77,7 @@ class ReportSerializer(ReportListSerializer):
             "exposure_target",
             "protected_group",
             "cut_step",
+            "exposure_form",
             "qrels",
             "measures",
             "unjudged",

@@ -83,10 +83,14 @@ def bootstrap_ci(
     values: np.ndarray, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, level: float = LEVEL
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap CI of the mean of every column: ``(low, high)`` arrays."""
+    import warnings
+
     means = bootstrap_means(values, samples, seed)
     alpha = (1.0 - level) / 2.0
-    low = np.nanquantile(means, alpha, axis=0)
-    high = np.nanquantile(means, 1.0 - alpha, axis=0)
+    with warnings.catch_warnings():  # a column without any value (all undefined) has no interval: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low = np.nanquantile(means, alpha, axis=0)
+        high = np.nanquantile(means, 1.0 - alpha, axis=0)
     return low, high
 
 

@@ -40,7 +40,7 @@ from scipy import stats
 
 from .defaults import TABLE_LAYOUTS
 from .significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
-from .vocabulary import BY_NAME, variant_position
+from .vocabulary import BY_NAME, EXPOSURE, form_statement, variant_form, variant_position
 
 ALPHA = 0.05  # the policy's (metrics.significance.ALPHA)
 #: How the papers name a run's mean of a per-query measure.
@@ -287,6 +287,7 @@ def build_table(
         metric, variant, k = column.pop("key_tuple")
         column.update(key=f"{metric}:{variant}@{k}", metric=metric, variant=variant, cutoff=int(k))
     return {
+        "definitions": definitions(columns),
         "layout": chosen.name,
         "title": chosen.title,
         "cutoff": int(cutoff),
@@ -301,6 +302,16 @@ def build_table(
         "rows": rows,
         "missing": missing,
     }
+
+
+def definitions(columns: Sequence[dict]) -> list[str]:
+    """How the table's exposure metrics are defined and how that differs from the papers cited for
+    them, one note per form their variants were computed in (:func:`metrics.vocabulary.form_statement`)."""
+    forms: dict[str, list[str]] = {}
+    for column in columns:
+        if column["metric"] in EXPOSURE:
+            forms.setdefault(variant_form(column["variant"]), []).append(column["metric"])
+    return [form_statement(form, metrics) for form, metrics in forms.items()]
 
 
 def table_text(table: dict) -> str:
@@ -333,6 +344,7 @@ def table_text(table: dict) -> str:
             f"† correlation with p < {policy['alpha']}: {policy['test']}; family: {policy['family']}; "
             f"{policy['correction']}-adjusted. r: Pearson, τ: Kendall"
         )
+    notes += table.get("definitions", [])
     if table["missing"]:
         notes.append(f"not in this report: {', '.join(table['missing'])}")
     return "\n".join([*lines, *notes])

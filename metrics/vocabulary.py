@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .defaults import EXPOSURE_FORMS
+
 #: ``direction``: values closer to 0 are fairer (signed: positive leans male, negative female).
 TOWARDS_ZERO = "closer to 0 is fairer"
 #: ``direction``: higher values are fairer (1 is fair).
@@ -85,3 +87,80 @@ def metric_position(name: str) -> int:
 def variant_position(variant: str) -> tuple[int, str]:
     """Place of a variant within its metric: the paper's variant first, then by name."""
     return (0, "") if variant in PRIMARY_VARIANTS else (1, variant)
+
+
+# --- the exposure metrics' two forms ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExposureForm:
+    """One way of defining the exposure metrics (``--exposure-form``; :mod:`metrics.exposure`), and
+    how each family of them stands to the paper the methods text cites for it."""
+
+    name: str  #: stored on the report (``Report.exposure_form``); ``reference`` is written into the variant
+    title: str
+    awrf: str  #: AWRF (Sapiezynski et al. 2019) in this form, and how it differs from the paper's code
+    rank: str  #: rKL, rND, rRD (Yang & Stoyanovich 2017) in this form, and how it differs
+
+
+#: The token a reference-form result carries in its variant (``female,reference``, ``dcg,reference``).
+REFERENCE_TOKEN = "reference"
+
+FORM_DEFINITIONS: dict[str, ExposureForm] = {
+    form.name: form
+    for form in (
+        ExposureForm(
+            "adapted",
+            "the platform's adapted form",
+            "AWRF in the platform's adapted form (TREC Fair Ranking 2021-22's): 1 minus the Jensen-Shannon "
+            "divergence between the groups' shares of attention and the target share; it differs from the "
+            "reference code (FairRankTune), which compares the groups' attention per member in the ranked "
+            "list by the ratio of the smaller to the larger, so that the list's own composition is the reference",
+            "rKL, rND and rRD in the platform's adapted form: each prefix's protected share is compared with "
+            "the target share, not with the protected share of the whole ranked list, which would call a list "
+            "of one gender only fair; the normaliser is the exact maximum over lists with the same cut points "
+            "(the reference code's: rankings generated from the same items, sampled); the list's end is "
+            "a cut point too; the discount is 1/log2 i as printed in the paper (the code: 1/log2(i + 1)); rKL is "
+            "in nats without the code's 0.001 floor, and rRD counts an all-protected prefix as fair (the code: "
+            "as the most unfair)",
+        ),
+        ExposureForm(
+            "reference",
+            "the reference form of the cited papers' code",
+            "AWRF in the reference form (FairRankTune's AWRF with its min-max ratio): the smaller over the larger "
+            "of the two groups' attention per member in the ranked list, 1 being fair; a list of one group only "
+            "scores 1, one without a gendered document is undefined and left out",
+            "rKL, rND and rRD in the reference form (Yang and Stoyanovich's code): each prefix at the cut points "
+            "(every step ranks) against the protected share of the whole ranked list, discount 1/log2(i + 1) "
+            "(the paper prints 1/log2 i), rKL with the code's 0.001 floor for a prefix share of 0 or 1, rRD "
+            "counting an all-protected prefix as most unfair, as the code does; normalised as the code "
+            "normalises, by the larger of the values expected of the rankings its generator makes from the "
+            "list's documents at fairness probability 0 (protected last) and 0.98 (0.5 for rRD), where the code "
+            "averages 10 sampled rankings each; a list of one group only, or without a cut point before its end, "
+            "is undefined and left out",
+        ),
+    )
+}
+
+
+assert tuple(FORM_DEFINITIONS) == EXPOSURE_FORMS
+
+
+def variant_form(variant: str) -> str:
+    """The form an exposure metric's stored variant label was computed in (``reference`` when it
+    carries :data:`REFERENCE_TOKEN`, else ``adapted``)."""
+    return "reference" if REFERENCE_TOKEN in str(variant).split(",") else "adapted"
+
+
+def form_statement(form: str, metrics) -> str:
+    """Which form the exposure metrics among ``metrics`` were computed in and how it differs from the
+    papers cited for them, as one text for the methods paragraph, the tables' notes and the report
+    page (empty when no exposure metric is among them)."""
+    chosen = FORM_DEFINITIONS[form]
+    present = set(metrics)
+    parts = []
+    if "AWRF" in present:
+        parts.append(chosen.awrf)
+    if present & {"rKL", "rND", "rRD"}:
+        parts.append(chosen.rank)
+    return "".join(f"{part}. " for part in parts).strip()

@@ -142,6 +142,7 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
         "threshold": report.threshold,
         "nfairr_normalisation": report.nfairr_normalisation,
         "exposure_settings": report.exposure_settings,
+        "exposure_form": report.exposure_form,
         "qrels": report.qrels.name if report.qrels_id else None,
         "measures": list(report.measures or []),
         "unjudged": len(report.unjudged or []),

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 DEFAULT_POWER = 0.8
 DEFAULT_ALPHA = 0.05
 DEFAULT_CUTOFF = 10
-#: Most simulated studies per size a request may ask for (the API and the page).
+#: Most simulated studies a command may ask for (the API and the page: at most power.DEFAULT_DRAWS).
 MAX_DRAWS = 20000
 
 
@@ -316,7 +316,7 @@ def plan_study(
     draws: int = power.DEFAULT_DRAWS,
     seed: int = 0,
     cost_settings: CostSettings = CostSettings(),
-    on_step: Callable[[int, float], None] | None = None,
+    on_step: Callable[[str, int, float], None] | None = None,
     bar: bool = False,
     compute: bool = True,
 ) -> dict[str, Any]:
@@ -375,9 +375,12 @@ def plan_study(
         "alpha": alpha,
         "draws": draws,
         "seed": seed,
-        "monte_carlo_se": math.sqrt(power_target * (1 - power_target) / draws),
+        "monte_carlo_se": power.monte_carlo_se(power_target, draws),
         "n_queries": found.n,
         "simulated_power_at_n": found.power,
+        "simulated_power_at_n_se": found.power_se,
+        "power_statement": power_statement(found.power, found.power_se, draws),
+        "search": {"n": found.search_n, "power": found.search_power, "steps": [list(s) for s in found.steps]},
         "n_queries_normal": found.normal_n,
         "current_n": current,
         "minimum_detectable_difference": _finite(
@@ -390,6 +393,16 @@ def plan_study(
     if pool_obj is not None:
         plan |= _pool_plan(pool_obj, pilot, found.n, cost_settings)
     return plan
+
+
+def power_statement(value: float | None, se: float | None, draws: int) -> str | None:
+    """The plan's power at its n as the command, the panel and the API say it, e.g. "power 0.806 ±
+    0.009 (Monte-Carlo s.e., 2,000 draws)": the re-estimate on independent draws, to the s.e.'s first
+    significant digit (None without a plan)."""
+    if value is None or se is None:
+        return None
+    decimals = max(2, -math.floor(math.log10(se))) if se > 0 else 3
+    return f"power {value:.{decimals}f} ± {se:.{decimals}f} (Monte-Carlo s.e., {draws:,} draws)"
 
 
 def _test_note(pilot: Pilot) -> str | None:

@@ -76,13 +76,21 @@ class ReportSettings:
     exposure_target: float = exposure_defaults.DEFAULT_EXPOSURE_TARGET
     protected_group: str = exposure_defaults.DEFAULT_PROTECTED
     cut_step: int = exposure_defaults.DEFAULT_CUT_STEP
+    #: ``adapted`` (the platform's) or ``reference`` (the cited papers' code): :mod:`metrics.exposure`.
+    exposure_form: str = exposure_defaults.DEFAULT_EXPOSURE_FORM
 
     def exposure(self):
         """The :class:`metrics.exposure.ExposureSettings` of these settings (τ is NFaiRR's)."""
         from ..exposure import ExposureSettings
 
         return ExposureSettings(
-            self.awrf_weights, self.awrf_p, self.exposure_target, self.protected_group, self.cut_step, self.threshold
+            self.awrf_weights,
+            self.awrf_p,
+            self.exposure_target,
+            self.protected_group,
+            self.cut_step,
+            self.threshold,
+            form=self.exposure_form,
         )
 
     def validate(self) -> None:
@@ -477,6 +485,7 @@ def _store(
                 exposure_target=report_settings.exposure_target,
                 protected_group=report_settings.protected_group,
                 cut_step=report_settings.cut_step,
+                exposure_form=report_settings.exposure_form,
                 baseline=baseline,
                 qrels=qrels,
                 measures=list(computed.measures),

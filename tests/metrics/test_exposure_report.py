@@ -14,6 +14,7 @@ from django.urls import reverse
 from core.models import Job
 from metrics import services
 from metrics.models import Report
+from metrics.vocabulary import FORM_DEFINITIONS
 from pooling.models import QuerySet, Run
 
 
@@ -169,3 +170,83 @@ def test_the_api_and_form_take_and_check_the_exposure_settings(user_client, worl
     assert page.status_code == 400 and "strictly between 0 and 1" in page.content.decode()
     with pytest.raises(services.ServiceError, match="protected group"):
         services.ReportSettings(protected_group="other").validate()
+
+
+@pytest.mark.django_db
+def test_a_report_in_the_reference_form_records_it_and_says_so_everywhere(world, user_client, tmp_path):
+    """``--exposure-form reference`` (issue 40, item 5): the report stores its form, the variants carry it,
+    and the command, the page, the table's notes and the paper bundle's methods text state which form
+    was used and how it differs from the papers cited."""
+    out, stdout = tmp_path / "r.csv", io.StringIO()
+    call_command(
+        "bias_report",
+        queries="q",
+        runs="a,c",
+        cutoffs="2",
+        cut_step=1,
+        exposure_form="reference",
+        name="ref",
+        out=str(out),
+        bootstrap=10,
+        verbosity=0,
+        stdout=stdout,
+    )
+    report = Report.objects.get(name="ref")
+    assert report.exposure_form == "reference"
+    rows = {(r["run"], r["metric"], r["variant"]): r for r in csv.DictReader(io.StringIO(out.read_text()))}
+    # rND@2, cut points 1 and 2 (step 1), discount 1/log2(i + 1), against each list's own share:
+    # q1 [d1 female, d3 neutral]: one group only → undefined; q2 [d3, d4 balanced]: one half-woman, the
+    # share is its own at every cut → Z = 0, undefined; q3 [d2 male, d1 female]: q = ½, cut 1 |0 − ½|·1,
+    # cut 2 0; the code's normaliser (protected last: the same list) ½ → 1. One query defined.
+    rnd = rows[("a", "rND", "female,reference,step=1")]
+    assert (float(rnd["value"]), int(rnd["queries"])) == (pytest.approx(1.0), 1)
+    # AWRF@2 (dcg weights), attention per member, smaller over larger: q1 one group → 1; q2 the balanced
+    # document is half of each group → 1; q3 the man at rank 1 (1), the woman at rank 2 (1/log2 3).
+    assert float(rows[("a", "AWRF", "dcg,reference")]["value"]) == pytest.approx((2 + 1 / math.log2(3)) / 3)
+    definition = FORM_DEFINITIONS["reference"]
+    assert definition.rank in stdout.getvalue() and definition.awrf in stdout.getvalue()
+    assert report.exposure_settings.endswith("the reference form of the cited papers' code")
+
+    page = user_client.get(reverse("metrics:report-detail", args=["ref"]) + "?layout=exposure&cutoff=2")
+    text = page.content.decode()
+    assert definition.rank in text.replace("&#x27;", "'")
+    table = user_client.get("/api/metrics/reports/ref/table/?layout=exposure&cutoff=2").json()
+    assert table["definitions"] == [f"{definition.awrf}. {definition.rank}."]
+
+    from metrics.services.paper import paper_files
+
+    files = paper_files(report)
+    methods = files["methods.tex"].decode()
+    assert "rKL, rND and rRD in the reference form (Yang and Stoyanovich's code)" in methods
+    assert "\\cite{yang2017}" in methods and "\\cite{sapiezynski2019}" in methods
+    assert "in the reference form (FairRankTune's AWRF with its min-max ratio)" in files["table-exposure.tex"].decode()
+
+
+@pytest.mark.django_db
+def test_an_adapted_report_states_how_it_differs_from_the_papers(report):
+    """Every report stored before the option (migration 0007: ``adapted``) keeps its meaning and now says
+    which form it is in: the methods text and the exposure table name the differences."""
+    from metrics.services.paper import paper_files
+    from metrics.tables import table_text
+
+    assert report.exposure_form == "adapted"
+    assert report.results.filter(metric="rND", variant="female").exists()  # no "reference" in the variant
+    methods = paper_files(report)["methods.tex"].decode()
+    assert "rKL, rND and rRD in the platform's adapted form" in methods
+    assert "not with the protected share of the whole ranked list" in methods
+    assert "1 minus the Jensen-Shannon divergence" in methods
+    from metrics import selectors
+
+    table = selectors.report_table(report, "exposure", cutoff=2)
+    assert FORM_DEFINITIONS["adapted"].rank in table_text(table)
+
+
+@pytest.mark.django_db
+def test_the_form_is_checked_by_the_api_and_the_form(user_client, world):
+    body = {"name": "x", "queries": "q", "runs": ["a", "b"], "cutoffs": "2", "exposure_form": "paper"}
+    refused = user_client.post("/api/metrics/reports/", body, content_type="application/json")
+    assert refused.status_code == 400 and "exposure_form" in refused.json()
+    page = user_client.post(reverse("metrics:report-create"), body)
+    assert page.status_code == 400 and "exposure_form" in page.content.decode()
+    with pytest.raises(services.ServiceError, match="unknown exposure form"):
+        services.ReportSettings(exposure_form="paper").validate()

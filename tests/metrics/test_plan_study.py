@@ -77,6 +77,18 @@ def test_a_plan_from_a_given_report_is_the_pure_computation_on_its_differences(w
     )
     assert plan["power_at_current_n"] == pytest.approx(power.simulated_power(d, 0.01, 40, draws=1000), abs=0.002)
     assert "pooled_to_annotate" not in plan  # no pool, no pooled count
+    # The claim is the power re-estimated at n on the planner's independent stream, with its s.e.
+    found = power.sample_size(d, 0.01, draws=1000)
+    assert (plan["simulated_power_at_n"], plan["search"]["n"]) == (found.power, found.search_n)
+    se = math.sqrt(found.power * (1 - found.power) / 1000)
+    assert plan["simulated_power_at_n_se"] == pytest.approx(se)
+    assert plan["power_statement"] == f"power {found.power:.2f} ± {se:.2f} (Monte-Carlo s.e., 1,000 draws)"
+
+
+def test_the_power_statement_rounds_to_the_first_significant_digit_of_its_se():
+    assert planning.power_statement(0.8061, 0.00885, 2000) == "power 0.806 ± 0.009 (Monte-Carlo s.e., 2,000 draws)"
+    assert planning.power_statement(0.81, 0.0124, 1000) == "power 0.81 ± 0.01 (Monte-Carlo s.e., 1,000 draws)"
+    assert planning.power_statement(None, None, 2000) is None
 
 
 def test_without_a_report_the_newest_on_the_query_set_holding_both_runs_and_the_cutoff(world):
@@ -248,6 +260,8 @@ def test_the_command_says_the_plan_in_words(world):
     )
     text = out.getvalue()
     assert "To detect ΔARaB@10 = 0.01 with 80% power you need about" in text
+    plan = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", draws=500)
+    assert f"non-gendered queries: {plan['power_statement']}, re-estimated there on fresh draws" in text
     assert "minimum detectable difference" in text
 
 
@@ -368,6 +382,7 @@ def test_the_batch_page_loads_the_panel_and_the_panel_says_the_plan(world, clien
         f"annotate about {plan['pooled_to_annotate']} pooled queries, about ${plan['cost']['mturk']:.2f}."
     )
     assert sentence in answer
+    assert f"{plan['power_statement']}, re-estimated on fresh draws" in answer
     assert plan["pool_queries"] == 10 and plan["pooled_to_annotate"] > 10
     assert "The pool holds 10 queries: too few" in answer
 

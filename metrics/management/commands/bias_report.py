@@ -8,9 +8,11 @@ from metrics.defaults import (
     DEFAULT_AWRF_P,
     DEFAULT_AWRF_WEIGHTS,
     DEFAULT_CUT_STEP,
+    DEFAULT_EXPOSURE_FORM,
     DEFAULT_EXPOSURE_TARGET,
     DEFAULT_NORMALISER,
     DEFAULT_PROTECTED,
+    EXPOSURE_FORMS,
     NORMALISERS,
     PROTECTED_GROUPS,
     TABLE_LAYOUTS,
@@ -121,6 +123,13 @@ class Command(ProjectCommand):
             help="rKL/rND/rRD's cut points: every this many ranks, and the cutoff (default 10, Yang & Stoyanovich's)",
         )
         parser.add_argument(
+            "--exposure-form",
+            choices=EXPOSURE_FORMS,
+            default=DEFAULT_EXPOSURE_FORM,
+            help="AWRF, rKL, rND, rRD: adapted (default: the platform's, against the target share) or reference "
+            "(as the cited papers' code: FairRankTune's AWRF, Yang & Stoyanovich's FairRank; see docs/metrics.md)",
+        )
+        parser.add_argument(
             "--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)"
         )
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -184,6 +193,7 @@ class Command(ProjectCommand):
                 exposure_target=o["exposure_target"],
                 protected_group=o["protected_group"],
                 cut_step=o["cut_step"],
+                exposure_form=o["exposure_form"],
             )
             report_settings.validate()
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
@@ -204,7 +214,7 @@ class Command(ProjectCommand):
             )
         summary = selectors.report_summary(report)
         self.stdout.write(f"NFaiRR normalised {report.nfairr_normalisation}.\n")
-        self.stdout.write(f"Exposure metrics: {report.exposure_settings}.\n")
+        self.stdout.write(f"Exposure metrics: {report.exposure_settings}.\n{report.exposure_definition}\n")
         self.stdout.write(formatting.terminal_table(summary))
         if report.qrels_id:
             self.stdout.write(f"\n{formatting.unjudged_note(report.qrels.name, report.unjudged)}")

@@ -53,7 +53,7 @@ class Command(ProjectCommand):
             "--draws",
             type=int,
             default=DEFAULT_DRAWS,
-            help=f"simulated studies per candidate size (default {DEFAULT_DRAWS}: Monte-Carlo s.e. ≈ 0.009)",
+            help=f"simulated studies (default {DEFAULT_DRAWS}: Monte-Carlo s.e. of a power ≈ 0.009)",
         )
         parser.add_argument("--seed", type=int, default=0, help="seed of the simulation (default 0)")
         parser.add_argument("--reward", type=_money, default=Decimal("0.05"), help="USD per assignment (0.05)")
@@ -68,10 +68,12 @@ class Command(ProjectCommand):
         if not o["queries"] and not o["report"]:
             raise CommandError("give --queries (the pilot's query set) or --report")
 
-        def step(n: int, power: float) -> None:
-            self.stderr.write(f"  n = {n}: simulated power {power:.3f}")
+        def step(stage: str, n: int, power: float) -> None:
+            self.stderr.write(f"  {stage}: n = {n}: simulated power {power:.3f}")
 
-        self.stderr.write(f"Simulating {o['draws']} studies per candidate size…")
+        self.stderr.write(
+            f"Simulating {o['draws']} studies, every size reading the same draws; then the chosen size on fresh ones…"
+        )
         with command_errors(ValueError):
             plan = plan_study(
                 runs[0],
@@ -106,18 +108,24 @@ def describe(plan: dict) -> list[str]:
         f"Pilot: {pilot['source']} (query set {pilot['query_set']}): {pilot['metric']}[{pilot['variant']}]"
         f"@{pilot['cutoff']} of {pilot['runs'][0]} − {pilot['runs'][1]} over {pilot['queries']} queries: "
         f"mean {pilot['mean_difference']:.4g}, sd {pilot['sd_difference']:.4g}",
-        f"Test: {plan['test']}; α = {plan['alpha']}; {plan['draws']} simulated studies per size "
-        f"(Monte-Carlo s.e. of a power ≈ {plan['monte_carlo_se']:.3f})",
+        f"Test: {plan['test']}; α = {plan['alpha']}; {plan['draws']} simulated studies, every size reading "
+        f"the same draws (Monte-Carlo s.e. of a power ≈ {plan['monte_carlo_se']:.3f})",
     ]
     if plan.get("note"):
         lines.append(f"Note: {plan['note']}.")
     if plan["n_queries"] is None:
         lines.append(f"Δ{what} = {plan['delta']:g} cannot be detected with {plan['power']:.0%} power within the limit.")
     else:
+        search = plan["search"]
+        stepped = (
+            f", stepped up from {search['n']} where the re-estimate fell short"
+            if search["n"] != plan["n_queries"]
+            else ""
+        )
         lines.append(
             f"To detect Δ{what} = {plan['delta']:g} with {plan['power']:.0%} power you need about "
-            f"{plan['n_queries']} non-gendered queries (simulated power there {plan['simulated_power_at_n']:.3f}; "
-            f"normal formula: {plan['n_queries_normal']})."
+            f"{plan['n_queries']} non-gendered queries: {plan['power_statement']}, re-estimated there on fresh "
+            f"draws{stepped} (normal formula: {plan['n_queries_normal']})."
         )
     lines.append(
         f"At the pilot's {plan['current_n']} queries: minimum detectable difference "
