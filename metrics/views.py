@@ -268,7 +268,9 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
     report = get_object_or_404(Report, name=name)
     try:
         body = formatting.per_query_csv(
-            selectors.report_per_query(report), selectors.report_summary(report), selectors.report_policy_text(report)
+            selectors.report_per_query_export(report),
+            selectors.report_summary(report),
+            selectors.report_policy_text(report),
         )
     except ServiceError as exc:
         raise Http404(str(exc)) from None

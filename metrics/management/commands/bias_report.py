@@ -232,7 +232,7 @@ class Command(ProjectCommand):
                 self.stdout.write(f"Wrote results to {o['out']}")
             if o["per_query"]:
                 per_query = formatting.per_query_csv(
-                    selectors.report_per_query(report), summary, selectors.report_policy_text(report)
+                    selectors.report_per_query_export(report), summary, selectors.report_policy_text(report)
                 )
                 atomic_write(o["per_query"], lambda f: f.write(per_query), newline="")
                 self.stdout.write(f"Wrote per-query values to {o['per_query']}")
