@@ -105,7 +105,7 @@ def crowd_judgments(
     and the gold questions' known labels."""
     n, k = len(truth), len(LABELS)
     kinds = np.zeros(crowd.workers, dtype=np.int64)  # 0 good, 1 spammer, 2 lazy
-    spam = int(round(crowd.spammers * crowd.workers))
+    spam = round(crowd.spammers * crowd.workers)
     kinds[:spam] = 1
     kinds[spam : spam + crowd.lazy] = 2
     kinds = rng.permutation(kinds)

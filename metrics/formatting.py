@@ -119,6 +119,24 @@ def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05) -
     return "\n\n".join(blocks)
 
 
+def crowd_quality_note(quality: dict | None) -> str:
+    """The crowd's informativeness in one line, and the warning when the label-corrected intervals
+    are not to be trusted (:func:`annotation.machine.label_probabilities.crowd_quality`)."""
+    if not quality or quality.get("information") is None:
+        return ""
+    said = (
+        f"Crowd: {quality['information']:.2f} bits about the true label per answer "
+        f"({quality['workers']} workers, {quality['uninformative']:.0%} of the answers from uninformative ones)"
+    )
+    if quality.get("warning"):
+        return (
+            f"WARNING: the crowd is too poor for the intervals with labels to be trusted. {said}, below "
+            f"{quality['threshold']:.2f} bits, under which simulated studies' intervals covered the truth "
+            "less than 90% of the time (docs/metrics.md)."
+        )
+    return said + "."
+
+
 def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, policy: str = "") -> str:
     """One row per run, query, metric, variant and cutoff (qids and run names neutralised).
 

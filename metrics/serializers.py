@@ -88,6 +88,7 @@ class ReportSerializer(ReportListSerializer):
             "label_batch",
             "answers_version",
             "labels_calibrated",
+            "crowd_quality",
             "results",
         ]
 

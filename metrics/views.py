@@ -177,6 +177,7 @@ def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
             "batch": batch.name,
             "stale": report.answers_version != annotation_selectors.answers_version(batch),
             "calibrated": report.labels_calibrated,
+            "quality": report.crowd_quality,
         }
     }
 

@@ -217,6 +217,9 @@ class Command(ProjectCommand):
                 "from every judged query's label probabilities):\n"
             )
             self.stdout.write(formatting.uncertainty_table(summary, cutoff))
+            quality_note = formatting.crowd_quality_note(report.crowd_quality)
+            if quality_note:
+                self.stdout.write("\n" + quality_note)
         if report.baseline_id:
             self.stdout.write(f"\n{selectors.report_policy_text(report)}")
         if o["table"]:
