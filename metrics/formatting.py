@@ -28,7 +28,7 @@ PER_QUERY_CSV_COLUMNS = [*PER_QUERY_COLUMNS, *SUMMARY_COLUMNS]
 #: What the per-query CSV of a report on a batch's labels adds: the query's label probabilities,
 #: final label, its source and whether it is in the point-estimate set, and the report's corrected
 #: value and difference for the row's run (recomputable from the file: docs/metrics.md).
-LABEL_CSV_COLUMNS = [
+PER_QUERY_LABEL_COLUMNS = [
     "in_set",
     "label",
     "label_source",
@@ -147,11 +147,11 @@ def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, 
     how that p was made (``policy``: :func:`metrics.significance.policy_text`) on rows with one.
 
     A report on a batch's labels (``per_query`` from :func:`metrics.selectors.report_per_query_export`:
-    every judged query, with ``in_set`` and the label probabilities) adds :data:`LABEL_CSV_COLUMNS`;
+    every judged query, with ``in_set`` and the label probabilities) adds :data:`PER_QUERY_LABEL_COLUMNS`;
     ``mean`` and its interval remain the point-estimate set's (the rows with ``in_set`` true).
     """
     labelled = "in_set" in per_query.columns
-    base = PER_QUERY_COLUMNS + ([c for c in LABEL_CSV_COLUMNS if c in per_query.columns] if labelled else [])
+    base = PER_QUERY_COLUMNS + ([c for c in PER_QUERY_LABEL_COLUMNS if c in per_query.columns] if labelled else [])
     if summary is None:
         return csv_text(base, per_query[base].itertuples(index=False, name=None))
     kept = ["run", "metric", "variant", "cutoff", "value", "ci_low", "ci_high", "p_value"]
@@ -161,7 +161,7 @@ def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, 
     frame = per_query[base].astype({"cutoff": "int64"})
     frame = frame.merge(shown, on=["run", "metric", "variant", "cutoff"], how="left")
     frame["significance"] = [policy if p is not None and not pd.isna(p) else "" for p in frame["p_value"]]
-    columns = PER_QUERY_CSV_COLUMNS + ([c for c in LABEL_CSV_COLUMNS if c in frame.columns] if labelled else [])
+    columns = PER_QUERY_CSV_COLUMNS + ([c for c in PER_QUERY_LABEL_COLUMNS if c in frame.columns] if labelled else [])
     return csv_text(columns, frame[columns].itertuples(index=False, name=None))
 
 

@@ -142,8 +142,12 @@ class LabelModel:
 #: Below this answer-weighted mean informativeness of the crowd's workers (bits: the mutual
 #: information between a query's true label and a worker's answer, :func:`crowd_quality`), the
 #: intervals built on the crowd's label probabilities are not to be trusted. Chosen by simulation
-#: (``benchmarks/crowd_simulation.py``; docs/metrics.md, "When the crowd is too poor").
-MIN_INFORMATION = 0.0
+#: (``benchmarks/crowd_simulation.py``; docs/metrics.md, "When the crowd is too poor"): over 100
+#: studies of 1,000 queries each, the heavy-noise crowd (35% spammers, accuracy 0.55–0.85) scored
+#: 0.17–0.55 bits and its intervals covered 0.51; the moderate crowd scored 0.43–0.89 bits. At
+#: 0.55 the warning was raised in every heavy study (100%, also every one whose interval missed)
+#: and in 6% of the moderate ones.
+MIN_INFORMATION = 0.55
 
 
 def crowd_quality(fit: Any) -> dict[str, Any]:
