@@ -25,6 +25,20 @@ PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
 #: What the per-query CSV adds to each value: the figures the report shows for its run.
 SUMMARY_COLUMNS = ["mean", "ci_low", "ci_high", "p_value", "significance"]
 PER_QUERY_CSV_COLUMNS = [*PER_QUERY_COLUMNS, *SUMMARY_COLUMNS]
+#: What the per-query CSV of a report on a batch's labels adds: the query's label probabilities,
+#: final label, its source and whether it is in the point-estimate set, and the report's corrected
+#: value and difference for the row's run (recomputable from the file: docs/metrics.md).
+PER_QUERY_LABEL_COLUMNS = [
+    "in_set",
+    "label",
+    "label_source",
+    "p_n",
+    "p_f",
+    "p_m",
+    "p_o",
+    "corrected",
+    "difference_corrected",
+]
 
 
 def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
@@ -105,6 +119,24 @@ def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05) -
     return "\n\n".join(blocks)
 
 
+def crowd_quality_note(quality: dict | None) -> str:
+    """The crowd's informativeness in one line, and the warning when the label-corrected intervals
+    are not to be trusted (:func:`annotation.machine.label_probabilities.crowd_quality`)."""
+    if not quality or quality.get("information") is None:
+        return ""
+    said = (
+        f"Crowd: {quality['information']:.2f} bits about the true label per answer "
+        f"({quality['workers']} workers, {quality['uninformative']:.0%} of the answers from uninformative ones)"
+    )
+    if quality.get("warning"):
+        return (
+            f"WARNING: the crowd is too poor for the intervals with labels to be trusted. {said}, below "
+            f"{quality['threshold']:.2f} bits, under which simulated studies' intervals covered the truth "
+            "less than 90% of the time (docs/metrics.md)."
+        )
+    return said + "."
+
+
 def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, policy: str = "") -> str:
     """One row per run, query, metric, variant and cutoff (qids and run names neutralised).
 
@@ -113,17 +145,24 @@ def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, 
     bootstrap 95% CI ``ci_low, ci_high`` and ``p_value`` against the baseline, empty where
     undefined, so the file alone is enough to redraw the report's table; ``significance`` states
     how that p was made (``policy``: :func:`metrics.significance.policy_text`) on rows with one.
+
+    A report on a batch's labels (``per_query`` from :func:`metrics.selectors.report_per_query_export`:
+    every judged query, with ``in_set`` and the label probabilities) adds :data:`PER_QUERY_LABEL_COLUMNS`;
+    ``mean`` and its interval remain the point-estimate set's (the rows with ``in_set`` true).
     """
+    labelled = "in_set" in per_query.columns
+    base = PER_QUERY_COLUMNS + ([c for c in PER_QUERY_LABEL_COLUMNS if c in per_query.columns] if labelled else [])
     if summary is None:
-        return csv_text(PER_QUERY_COLUMNS, per_query[PER_QUERY_COLUMNS].itertuples(index=False, name=None))
-    shown = summary[["run", "metric", "variant", "cutoff", "value", "ci_low", "ci_high", "p_value"]].rename(
-        columns={"value": "mean"}
-    )
-    shown = shown.astype({"cutoff": "int64"})
-    frame = per_query[PER_QUERY_COLUMNS].astype({"cutoff": "int64"})
+        return csv_text(base, per_query[base].itertuples(index=False, name=None))
+    kept = ["run", "metric", "variant", "cutoff", "value", "ci_low", "ci_high", "p_value"]
+    if labelled:
+        kept += [c for c in ("corrected", "difference_corrected") if c in summary.columns]
+    shown = summary[kept].rename(columns={"value": "mean"}).astype({"cutoff": "int64"})
+    frame = per_query[base].astype({"cutoff": "int64"})
     frame = frame.merge(shown, on=["run", "metric", "variant", "cutoff"], how="left")
     frame["significance"] = [policy if p is not None and not pd.isna(p) else "" for p in frame["p_value"]]
-    return csv_text(PER_QUERY_CSV_COLUMNS, frame[PER_QUERY_CSV_COLUMNS].itertuples(index=False, name=None))
+    columns = PER_QUERY_CSV_COLUMNS + ([c for c in PER_QUERY_LABEL_COLUMNS if c in frame.columns] if labelled else [])
+    return csv_text(columns, frame[columns].itertuples(index=False, name=None))
 
 
 def unjudged_note(qrels: str, unjudged: list[str], limit: int = 20) -> str:

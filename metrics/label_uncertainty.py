@@ -53,7 +53,7 @@ to people and unusual for the rankers) are outside what any label model can corr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -128,6 +128,18 @@ def design(probabilities: pd.DataFrame) -> tuple[np.ndarray, int, np.ndarray | N
     return pi @ t, 0, None
 
 
+def design_draws(probabilities: pd.DataFrame, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each draw's design ``([B × N × C], row weights [B × N] or None)``, with the columns of the
+    point estimate's :func:`label_map` (which labels get a mean of their own is decided once)."""
+    t, weighted = label_map(probabilities)
+    draws = np.asarray(draws, dtype=np.float64)
+    if draws.shape[1:] != probabilities.shape:
+        raise ValueError(f"label probability draws of shape {draws.shape[1:]}, expected {probabilities.shape}")
+    if weighted:
+        return np.ones((*draws.shape[:2], 1)), draws @ t[:, 0]
+    return draws @ t, None
+
+
 def class_means(
     probabilities: np.ndarray,
     values: np.ndarray,
@@ -136,37 +148,47 @@ def class_means(
 ) -> np.ndarray:
     """Least-squares class means β (``[K × C]``; ``[B × K × C]`` with ``weights`` ``[B × N]``).
 
-    ``probabilities``: ``[N × K]`` label probabilities; ``values``: ``[N × C]``, NaN where a query
-    has no value for that column (it is left out of that column's fit). Columns sharing a
-    missing-value pattern are solved together. A singular fit (a label with no mass in a draw)
-    gives NaN for that draw.
+    ``probabilities``: ``[N × K]`` label probabilities, or ``[B × N × K]`` one matrix per draw (the
+    crowd model refitted in each: :func:`combined_summary`'s ``draws``); ``values``: ``[N × C]``,
+    NaN where a query has no value for that column (it is left out of that column's fit).
+    ``row_weights``: ``[N]`` or ``[B × N]``. Columns sharing a missing-value pattern are solved
+    together. A singular fit (a label with no mass in a draw) gives NaN for that draw.
     """
     p = np.asarray(probabilities, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
     single = weights is None
-    w = np.ones((1, p.shape[0])) if single else np.asarray(weights, dtype=np.float64)
+    n = p.shape[-2]
+    w = np.ones((1, n)) if single else np.asarray(weights, dtype=np.float64)
     if row_weights is not None:  # weighted least squares (the π_n-weighted mean of :func:`design`)
-        w = w * np.asarray(row_weights, dtype=np.float64)[None, :]
-    out = np.full((w.shape[0], p.shape[1], values.shape[1]), np.nan)
+        w = w * np.asarray(row_weights, dtype=np.float64).reshape(-1, n)
+    per_draw = p.ndim == 3
+    out = np.full((w.shape[0], p.shape[-1], values.shape[1]), np.nan)
     present = ~np.isnan(values)
     patterns: dict[bytes, list[int]] = {}
     for j in range(values.shape[1]):
         patterns.setdefault(present[:, j].tobytes(), []).append(j)
     for columns in patterns.values():
         rows = present[:, columns[0]]
-        pr, wr = p[rows], w[:, rows]
-        gram = np.einsum("bq,qi,qj->bij", wr, pr, pr)  # [B × K × K]
-        # Pᵀ W v for every column of the pattern at once: [B × K × C']
-        moments = (wr @ (pr[:, :, None] * values[rows][:, columns][:, None, :]).reshape(rows.sum(), -1)).reshape(
-            w.shape[0], p.shape[1], len(columns)
-        )
+        wr, vr = w[:, rows], values[rows][:, columns]
+        if per_draw:
+            pr = p[:, rows, :]
+            gram = np.einsum("bq,bqi,bqj->bij", wr, pr, pr)  # [B × K × K]
+            moments = np.einsum("bq,bqi,qc->bic", wr, pr, vr)  # [B × K × C']
+            mass = np.einsum("bq,bqi->bi", wr, pr)
+        else:
+            pr = p[rows]
+            gram = np.einsum("bq,qi,qj->bij", wr, pr, pr)  # [B × K × K]
+            # Pᵀ W v for every column of the pattern at once: [B × K × C']
+            moments = (wr @ (pr[:, :, None] * vr[:, None, :]).reshape(rows.sum(), -1)).reshape(
+                w.shape[0], p.shape[1], len(columns)
+            )
+            mass = wr @ pr  # [B × K]
         # A draw in which a label has (almost) no mass cannot estimate its mean: left out (NaN).
-        mass = wr @ pr  # [B × K]
         solvable = (mass >= MIN_DRAW_MASS).all(axis=1) & (np.linalg.cond(gram) < MAX_CONDITION)
         if solvable.any():
-            out[np.ix_(solvable, np.arange(p.shape[1]), columns)] = np.linalg.solve(gram[solvable], moments[solvable])
+            out[np.ix_(solvable, np.arange(p.shape[-1]), columns)] = np.linalg.solve(gram[solvable], moments[solvable])
     return out[0] if single else out
 
 
@@ -215,6 +237,7 @@ def combined_summary(
     samples: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
     level: float = LEVEL,
+    draws: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """``summary`` (one row per run × metric × variant × cutoff, as
     :func:`metrics.significance.summarise` made it over the point-estimate set S) with
@@ -223,10 +246,17 @@ def combined_summary(
 
     ``wide``: per run, queries × ``(metric, variant, cutoff)`` values (NaN = no value) of every
     judged query; ``probabilities``: judged qid × label probabilities (rows sum to 1).
+    ``draws``: given the bootstrap's query multiplicities ``[B × N]`` (rows of ``probabilities``),
+    the label probabilities of every query in each draw ``[B × N × K]`` -- the crowd model refitted
+    on the draw (:meth:`annotation.machine.label_probabilities.LabelModel.draws`), so that its
+    estimation error enters every interval; without it the probabilities are held fixed.
     """
     qids = list(probabilities.index.astype(str))
     p, n_column, row_weights = design(probabilities)
     weights = resampling_weights(len(qids), samples, seed)
+    p_draws, row_weight_draws = p, row_weights
+    if draws is not None:
+        p_draws, row_weight_draws = design_draws(probabilities, draws(weights))
     members = sorted(in_set)
     runs = list(wide)
     columns = sorted({key for table in wide.values() for key in table.columns})
@@ -235,9 +265,9 @@ def combined_summary(
 
     def fit(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         point = class_means(p, values, row_weights=row_weights)[n_column]
-        draws = class_means(p, values, weights, row_weights)[:, n_column, :]
-        low, high = percentile_interval(draws, level)
-        return point, low, high, draws
+        fitted = class_means(p_draws, values, weights, row_weight_draws)[:, n_column, :]
+        low, high = percentile_interval(fitted, level)
+        return point, low, high, fitted
 
     for run in runs:
         point, low, high, _ = fit(aligned[run])

@@ -313,9 +313,11 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         sentences.append(
             "The queries are those labelled non-gendered; each value is also corrected for the labels' "
             "uncertainty, every judged query weighted by its label probabilities (the crowd's Dawid--Skene "
-            "posterior \\cite{dawid1979}, one-hot for a ruling, the calibration sample's for a machine label), "
-            "and its interval carries that uncertainty as well as the queries' sampling."
+            "posterior \\cite{dawid1979} with priors on the workers' confusion matrices, one-hot for a ruling, "
+            "the calibration sample's for a machine label), and its interval carries that uncertainty as well as "
+            "the queries' sampling, the crowd model being refitted in every bootstrap resample."
         )
+        sentences += _crowd_quality_sentences(settings.get("crowd_quality"))
     if metrics & {"RaB", "ARaB"}:
         sentences.append(
             "Rank bias: RaB and ARaB \\cite{rekabsaz2020} with term-frequency and Boolean magnitudes over the "
@@ -379,6 +381,22 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         )
     sentences.append(f"Software: {escape(settings['software_version'])}.")
     return " ".join(sentences)
+
+
+def _crowd_quality_sentences(quality: dict[str, Any] | None) -> list[str]:
+    """The crowd's informativeness, and the warning when it is below the simulated threshold."""
+    if not quality or quality.get("information") is None:
+        return []
+    said = (
+        f"The crowd's answers carry {quality['information']:.2f} bits of information about the true label "
+        f"per answer (mean over {quality['workers']} workers, weighted by their answers)"
+    )
+    if quality.get("warning"):
+        return [
+            said + f", below the {quality['threshold']:.2f} bits under which simulated studies' label-corrected "
+            "intervals covered the truth less than 90\\% of the time: those intervals may be too narrow."
+        ]
+    return [said + "."]
 
 
 def methods_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:

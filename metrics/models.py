@@ -117,6 +117,12 @@ class Report(models.Model):
     labels_calibrated = models.BooleanField(
         null=True, blank=True, help_text="Machine-accepted labels were calibrated on a blind sample (null: none)."
     )
+    crowd_quality = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="A report on a batch's labels: how much the crowd's answers say and whether the "
+        "label-corrected intervals are to be trusted (annotation.machine.label_probabilities.crowd_quality).",
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

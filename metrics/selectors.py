@@ -45,6 +45,22 @@ def report_per_query(report: Report) -> pd.DataFrame:
     return frame
 
 
+def report_per_query_export(report: Report) -> pd.DataFrame:
+    """What the per-query export holds: :func:`report_per_query`; for a report on a batch's labels,
+    the values of *every* judged query (the set's and the others') with each query's label
+    probabilities ``p_n, p_f, p_m, p_o``, its final ``label``, ``label_source`` and ``in_set``:
+    everything the report's corrected figures are computed from (docs/metrics.md, "Recomputing
+    the corrected figures from the export")."""
+    if not report.on_batch:
+        return report_per_query(report)
+    labels = report_labels(report)
+    probabilities = {c: f"p_{c}" for c in labels.columns if c not in ("qid", "source", "label", "in_set")}
+    labels = labels.rename(columns=probabilities | {"source": "label_source"})
+    frame = report_judged_values(report).merge(labels, on="qid", how="left")
+    frame["in_set"] = frame["in_set"].fillna(False).astype(bool)
+    return frame
+
+
 def report_judged_values(report: Report) -> pd.DataFrame:
     """A report on a batch's labels: per-query values of *every* judged query (the set's and the others')."""
     return _read(report, report.per_query, "per-query file")

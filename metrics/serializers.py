@@ -89,6 +89,7 @@ class ReportSerializer(ReportListSerializer):
             "label_batch",
             "answers_version",
             "labels_calibrated",
+            "crowd_quality",
             "results",
         ]
 

@@ -177,6 +177,7 @@ def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
             "batch": batch.name,
             "stale": report.answers_version != annotation_selectors.answers_version(batch),
             "calibrated": report.labels_calibrated,
+            "quality": report.crowd_quality,
         }
     }
 
@@ -268,7 +269,9 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
     report = get_object_or_404(Report, name=name)
     try:
         body = formatting.per_query_csv(
-            selectors.report_per_query(report), selectors.report_summary(report), selectors.report_policy_text(report)
+            selectors.report_per_query_export(report),
+            selectors.report_summary(report),
+            selectors.report_policy_text(report),
         )
     except ServiceError as exc:
         raise Http404(str(exc)) from None

@@ -20,8 +20,10 @@ crowd's given the true label, so errors shared on hard queries bias A_true up):
 - **de-noised accuracy** A_true = Σ_i w_i·p_i(m_i) / W: the expected share of the batch's
   machine labels equal to the true label. Every sampled item with a vote counts, disputed
   ones too (their posterior is as informative as any). Interval: percentile bootstrap of the
-  items within their strata, the posteriors held fixed, so it leaves out the uncertainty of
-  the fitted confusion matrices (too narrow when each worker gave few votes).
+  items within their strata with the crowd model *refitted in every draw*
+  (:func:`refitted_interval`), so the uncertainty of the fitted confusion matrices and class
+  shares is in it (holding the posteriors fixed left it out: the interval covered the truth in
+  16–22% of simulated studies).
 - **class shares** π_t = Σ_i w_i·p_i(t) / W: the batch's true-label distribution.
 - **the crowd's vote** q_t(g) = Σ_j p_{i(j)}(t)·1[g_j = g] / Σ_j p_{i(j)}(t) over the votes j
   on the sample's real items (plus :data:`~annotation.results.aggregation.DS_SMOOTHING` per cell): how a
@@ -210,6 +212,51 @@ def denoised_accuracy(
     return estimate, _stratified_bootstrap(right, w, s, bootstrap=bootstrap, seed=seed, alpha=alpha)
 
 
+def refitted_interval(
+    ds: Any,
+    items: Sequence[str],
+    machine: np.ndarray,
+    weights: np.ndarray,
+    strata: Sequence[Any],
+    *,
+    bootstrap: int,
+    seed: int,
+    alpha: float,
+) -> tuple[float, float]:
+    """The percentile interval of A_true with the crowd model refitted in every draw.
+
+    The assessed ``items`` are resampled within their ``strata``; every other item of the fit
+    (gold answers, sampled queries without a machine label) is resampled on its own. Each draw
+    refits Dawid–Skene (:func:`annotation.results.crowd_model.bootstrap_posteriors`) with those
+    multiplicities and recomputes A_true on the draw: the estimation error of the workers'
+    confusion matrices and of the class shares is in the interval, not only the items'.
+    """
+    from annotation.results import crowd_model
+
+    if bootstrap == 0:
+        return (math.nan, math.nan)
+    encoded = ds.encoded
+    rng = np.random.default_rng(seed)
+    row = {str(item): r for r, item in enumerate(encoded.items)}
+    rows = np.array([row[item] for item in items], dtype=np.int64)
+    strata = np.asarray(strata)
+    multiplicity = np.zeros((bootstrap, encoded.n_items))
+    for stratum in np.unique(strata):
+        members = rows[strata == stratum]
+        drawn = rng.multinomial(len(members), np.full(len(members), 1 / len(members)), bootstrap)
+        multiplicity[:, members] = drawn
+    others = np.setdiff1d(np.arange(encoded.n_items), rows)
+    if len(others):
+        multiplicity[:, others] = rng.multinomial(len(others), np.full(len(others), 1 / len(others)), bootstrap)
+    start = ds.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
+    posteriors = crowd_model.bootstrap_posteriors(encoded, multiplicity, start)
+    right = posteriors[:, rows, machine]  # [B × assessed]
+    w = multiplicity[:, rows] * weights[None, :]
+    estimates = (w * right).sum(axis=1) / w.sum(axis=1)
+    low, high = np.quantile(estimates, [alpha / 2, 1 - alpha / 2])
+    return (float(low), float(high))
+
+
 #: The machine's worker id in the Dawid-Skene fit (no pseudonym can hold a NUL).
 MACHINE_WORKER = "\0machine"
 
@@ -254,8 +301,9 @@ def crowd_reliability(
     posteriors = ds.posteriors.loc[items, list(labels)].to_numpy(dtype=float)
     m = np.array([index[machine[item]] for item in items], dtype=np.int64)
     w = np.array([weights[item] for item in items], dtype=float)
-    accuracy, interval = denoised_accuracy(
-        posteriors, m, w, [strata[item] for item in items], bootstrap=bootstrap, seed=seed, alpha=alpha
+    accuracy, _ = denoised_accuracy(posteriors, m, w, [strata[item] for item in items], bootstrap=0)
+    interval = refitted_interval(
+        ds, items, m, w, [strata[item] for item in items], bootstrap=bootstrap, seed=seed, alpha=alpha
     )
     shares = (w[:, None] * posteriors).sum(axis=0) / w.sum()
     row = {item: r for r, item in enumerate(ds.posteriors.index)}

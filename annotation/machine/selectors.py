@@ -515,6 +515,12 @@ class LabelProbabilities:
     calibrated: bool  #: machine-accepted labels were calibrated on a blind sample (else: the machine's confidence)
     texts: dict[str, str]  #: qid -> query text, every query of the batch (gold left out), batch order
     version: str  #: the batch's answers version when read (:func:`annotation.results.selectors.answers_version`)
+    #: The crowd model behind ``table`` (:class:`annotation.machine.label_probabilities.LabelModel`):
+    #: its ``draws`` refit the crowd's Dawid-Skene per bootstrap draw.
+    model: Any = None
+    #: How far the crowd's intervals can be trusted (:func:`annotation.machine.label_probabilities.crowd_quality`),
+    #: None without crowd answers.
+    quality: dict[str, Any] | None = None
 
     @property
     def non_gendered(self) -> list[str]:
@@ -541,12 +547,15 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
     final = labels_with_sources(batch, answers)
     parts = []
     frame = answers.frame
+    fitted, crowd, quality = None, [], None
     if not frame.empty:
         gold = gold_labels(batch)
         seeded = frame if not gold else pd.concat([frame, gold_judgments(batch)], ignore_index=True)
-        posteriors = dawid_skene(seeded, gold=gold).posteriors.reindex(columns=list(LABELS), fill_value=0.0)
+        fitted = dawid_skene(seeded, gold=gold)
+        posteriors = fitted.posteriors.reindex(columns=list(LABELS), fill_value=0.0)
         crowd = [q for q in posteriors.index.astype(str) if q not in gold]
         parts.append(posteriors.loc[crowd])
+        quality = lp.crowd_quality(fitted)
     rulings = sorted(q for q, s in final.items() if s.source == ADJUDICATED)
     parts.append(pd.DataFrame(lp.one_hot(LABELS, [final[q].label for q in rulings]), index=rulings, columns=LABELS))
     accepted = sorted(q for q, s in final.items() if s.source == MACHINE)
@@ -572,8 +581,12 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
     table = table[~table.index.duplicated(keep="last")]  # a ruling overrides the crowd's posterior
     table.index = table.index.astype(str)
     table.index.name = "qid"
+    table = table.astype(float)
+    replaced = set(rulings) | set(accepted)  # rows a ruling or an accepted machine label fills
     return LabelProbabilities(
-        table=table.astype(float),
+        table=table,
+        model=lp.LabelModel(table, fitted, [q for q in crowd if q not in replaced]),
+        quality=quality,
         source={q: s.source for q, s in final.items()},
         label={q: s.label for q, s in final.items()},
         calibrated=calibrated,

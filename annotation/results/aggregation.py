@@ -31,30 +31,33 @@ definitions are short, so they are written out here, vectorised.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS  # noqa: F401  (one definition, re-exported)
+from annotation.results import crowd_model
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("item", "worker", "label")
 
-#: Pseudo-count added to every cell of the confusion matrices and the priors in
-#: Dawid-Skene, so that a label a worker never used (or a class no item has yet)
-#: gets a small probability instead of zero; a zero would make one contrary vote
-#: veto an otherwise certain item and could stall EM in a degenerate state.
+#: Pseudo-count added to every cell of the crowd's pooled vote distribution
+#: (:func:`annotation.machine.crowd_reliability.crowd_vote`), so that a label nobody gave
+#: keeps a small probability instead of zero. (Dawid-Skene's own priors: :mod:`.crowd_model`.)
 DS_SMOOTHING: float = 0.01
 
 
-def validate_judgments(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
-    """Check a judgments frame and return a clean copy with string ``item``/``worker`` columns.
+def validate_judgments(
+    judgments: pd.DataFrame, labels: Sequence[str] = LABELS, repeatable: Collection[str] = ()
+) -> pd.DataFrame:
+    """Check a judgments frame and return a clean copy with string ``item``/``worker`` columns,
+    one answer per worker and item (:func:`one_answer_per_worker`).
 
-    Raises ``ValueError`` for missing columns, missing values, labels outside
-    ``labels`` (naming them, so a bad import is easy to trace) and for a worker
-    judging the same item twice (MTurk does not allow it, and it would make the
-    workers × items reliability matrix ambiguous).
+    Raises ``ValueError`` for missing columns, missing values and labels outside ``labels``
+    (naming them, so a bad import is easy to trace). Every aggregator, agreement figure and
+    crowd model reads its judgments through here, so the rule for a repeated answer is applied
+    in this one place.
     """
     if not isinstance(judgments, pd.DataFrame):
         raise TypeError(f"judgments must be a pandas DataFrame, not {type(judgments).__name__}")
@@ -71,13 +74,30 @@ def validate_judgments(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) 
     unknown = sorted(set(frame["label"].unique()) - set(labels))
     if unknown:
         raise ValueError(f"unknown label(s) {', '.join(map(repr, unknown))}; expected one of {', '.join(labels)}")
-    duplicated = frame.duplicated(["item", "worker"], keep=False)
-    if duplicated.any():
-        first = frame.loc[duplicated].iloc[0]
-        raise ValueError(
-            f"{int(duplicated.sum())} judgments repeat an (item, worker) pair, e.g. worker {first['worker']!r} on item {first['item']!r}"
-        )
-    return frame.reset_index(drop=True)
+    return one_answer_per_worker(frame, repeatable)
+
+
+def one_answer_per_worker(judgments: pd.DataFrame, repeatable: Collection[str] = ()) -> pd.DataFrame:
+    """The rule for a worker who answered the same item more than once (a gold question met in
+    several HITs or crowd parts, a query offered again): **the latest answer counts** -- the
+    last row of the pair, callers giving rows in the order they were answered (the selectors
+    order by assignment) -- except on the items in ``repeatable``, whose every answer is kept.
+
+    Why: the crowd model treats the votes on an item as independent given its true label; a
+    worker's second answer to the same query is not independent of the first (the same
+    reading of the same words), so counting both would give that worker two votes and make
+    a query look more certain than it is. The latest is the worker's considered answer (after
+    gold feedback, or on the re-offered place that counts). A gold question's true label is
+    known (``repeatable``: Dawid-Skene's gold items), so there is no latent label to
+    double-count: each answer is one more observation of how that worker answers a query of
+    that label, and all of them estimate the worker's confusion matrix.
+    """
+    if not len(judgments):
+        return judgments.reset_index(drop=True)
+    repeat = judgments.duplicated(["item", "worker"], keep="last")
+    if len(repeatable):
+        repeat &= ~judgments["item"].isin(set(map(str, repeatable)))
+    return judgments.loc[~repeat.to_numpy()].reset_index(drop=True)
 
 
 def label_counts(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
@@ -140,6 +160,8 @@ class DawidSkeneResult:
     priors: pd.Series
     iterations: int
     converged: bool
+    #: The judgments as the model read them (:mod:`.crowd_model`): what a bootstrap refits.
+    encoded: crowd_model.Encoded | None = None
 
     def label_table(self) -> pd.DataFrame:
         """One row per item: ``label`` and ``posterior`` (Dawid-Skene's probability of that
@@ -150,49 +172,6 @@ class DawidSkeneResult:
         return table
 
 
-def _m_step(
-    posteriors: np.ndarray,
-    item_idx: np.ndarray,
-    worker_idx: np.ndarray,
-    label_idx: np.ndarray,
-    n_workers: int,
-    smoothing: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Priors and per-worker confusion matrices from soft item labels (smoothed maximum a posteriori)."""
-    n_labels = posteriors.shape[1]
-    priors = posteriors.sum(axis=0) + smoothing
-    priors /= priors.sum()
-    # counts[w, t, g] = sum over worker w's judgments with given label g of P(item true label = t)
-    counts = np.zeros((n_workers, n_labels, n_labels))
-    np.add.at(counts, (worker_idx, slice(None), label_idx), posteriors[item_idx])
-    counts += smoothing
-    confusion = counts / counts.sum(axis=2, keepdims=True)
-    return priors, confusion
-
-
-def _e_step(
-    priors: np.ndarray,
-    confusion: np.ndarray,
-    item_idx: np.ndarray,
-    worker_idx: np.ndarray,
-    label_idx: np.ndarray,
-    n_items: int,
-) -> tuple[np.ndarray, float]:
-    """Posterior over true labels per item and the marginal log-likelihood of all judgments."""
-    n_labels = priors.shape[0]
-    # log P(given label | true label t) for every judgment, shape judgments × labels
-    log_lik = np.log(confusion[worker_idx, :, label_idx])
-    log_post = np.tile(np.log(priors), (n_items, 1))
-    np.add.at(log_post, item_idx, log_lik)
-    peak = log_post.max(axis=1, keepdims=True)
-    unnormalised = np.exp(log_post - peak)
-    norm = unnormalised.sum(axis=1, keepdims=True)
-    posteriors = unnormalised / norm
-    log_likelihood = float((np.log(norm) + peak).sum())
-    assert posteriors.shape == (n_items, n_labels)
-    return posteriors, log_likelihood
-
-
 def dawid_skene(
     judgments: pd.DataFrame,
     labels: Sequence[str] = LABELS,
@@ -200,7 +179,9 @@ def dawid_skene(
     tol: float = 1e-6,
     gold: Mapping[str, str] | None = None,
 ) -> DawidSkeneResult:
-    """Dawid & Skene (1979) EM aggregation of categorical crowd labels.
+    """Dawid & Skene (1979) EM aggregation of categorical crowd labels, with the priors of
+    :mod:`annotation.results.crowd_model` (maximum a posteriori: each worker's confusion rows
+    shrunk towards the pooled crowd's, class shares with half a query per label).
 
     Initialised from majority-vote *soft* counts (each item's vote shares), so
     the first M-step estimates every worker's confusion matrix against the
@@ -219,17 +200,15 @@ def dawid_skene(
     if max_iter < 1:
         raise ValueError("max_iter must be at least 1")
     labels = tuple(labels)
-    frame = validate_judgments(judgments, labels)
     gold = {str(item): str(label) for item, label in (gold or {}).items()}
+    frame = validate_judgments(judgments, labels, repeatable=gold)
     unknown = sorted(set(gold.values()) - set(labels))
     if unknown:
         raise ValueError(f"unknown gold label(s) {', '.join(map(repr, unknown))}; expected one of {', '.join(labels)}")
-    items, item_idx = np.unique(frame["item"].to_numpy(dtype=str), return_inverse=True)
-    workers, worker_idx = np.unique(frame["worker"].to_numpy(dtype=str), return_inverse=True)
-    label_idx = pd.Categorical(frame["label"], categories=list(labels)).codes.astype(np.int64)
-    n_items, n_workers, n_labels = len(items), len(workers), len(labels)
+    encoded = crowd_model.encode(frame, labels, gold)
+    items, workers, n_labels = encoded.items, encoded.workers, len(labels)
 
-    if n_items == 0:
+    if encoded.n_items == 0:
         empty = pd.DataFrame(
             np.zeros((0, n_labels)), index=pd.Index([], name="item", dtype=object), columns=list(labels)
         )
@@ -241,28 +220,9 @@ def dawid_skene(
             iterations=0,
             converged=True,
         )
-
-    posteriors = np.zeros((n_items, n_labels))
-    np.add.at(posteriors, (item_idx, label_idx), 1.0)
-    posteriors /= posteriors.sum(axis=1, keepdims=True)
-    gold_rows = np.array([i for i, item in enumerate(items) if item in gold], dtype=np.int64)
-    gold_onehot = np.zeros((len(gold_rows), n_labels))
-    gold_onehot[np.arange(len(gold_rows)), [labels.index(gold[items[i]]) for i in gold_rows]] = 1.0
-    posteriors[gold_rows] = gold_onehot
-
-    previous = -np.inf
-    converged = False
-    iterations = 0
-    for iterations in range(1, max_iter + 1):  # noqa: B007 -- the count is reported
-        priors, confusion = _m_step(posteriors, item_idx, worker_idx, label_idx, n_workers, DS_SMOOTHING)
-        posteriors, log_likelihood = _e_step(priors, confusion, item_idx, worker_idx, label_idx, n_items)
-        posteriors[gold_rows] = gold_onehot
-        if abs(log_likelihood - previous) <= tol * max(1.0, abs(log_likelihood)):
-            converged = True
-            break
-        previous = log_likelihood
-    # Parameters consistent with the final posteriors.
-    priors, confusion = _m_step(posteriors, item_idx, worker_idx, label_idx, n_workers, DS_SMOOTHING)
+    fitted = crowd_model.fit(encoded, max_iter=max_iter, tol=tol)
+    posteriors, priors, confusion = fitted.posteriors[0], fitted.priors[0], fitted.confusion[0]
+    iterations, converged = fitted.iterations, fitted.converged
 
     item_index = pd.Index(items.astype(object), name="item")
     posterior_frame = pd.DataFrame(posteriors, index=item_index, columns=list(labels))
@@ -282,6 +242,7 @@ def dawid_skene(
         priors=pd.Series(priors, index=list(labels), name="prior"),
         iterations=iterations,
         converged=converged,
+        encoded=encoded,
     )
 
 

@@ -118,10 +118,16 @@ def usable_judgments(batch: Batch):
 
 
 def judgments_frame(batch: Batch) -> pd.DataFrame:
-    """One row per usable judgment: ``item`` (qid), ``worker`` (pseudonym), ``label``."""
+    """One row per usable judgment: ``item`` (qid), ``worker`` (pseudonym), ``label``, in the order
+    answered (by assignment): a worker's repeated answer to a query counts once, the latest
+    (:func:`annotation.results.aggregation.one_answer_per_worker`, applied by every aggregator)."""
     import pandas as pd
 
-    rows = usable_judgments(batch).values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
+    rows = (
+        usable_judgments(batch)
+        .order_by("assignment_id", "pk")
+        .values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
+    )
     return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
 
 
@@ -610,15 +616,21 @@ def gold_labels(batch: Batch) -> dict[str, str]:
 def gold_judgments(batch: Batch) -> pd.DataFrame:
     """Answers to the batch's gold questions (``item``, ``worker`` pseudonym, ``label``), from
     assignments that were submitted or approved — including those that failed their gold
-    questions: a wrong answer on a gold item is exactly what seeds a worker's confusion matrix."""
+    questions: a wrong answer on a gold item is exactly what seeds a worker's confusion matrix.
+    A worker meets a gold question in every HIT (and in every crowd part of a batch labelled by a
+    machine first): each answer is kept, Dawid-Skene counts them all against the known label."""
     import pandas as pd
 
-    rows = Judgment.objects.filter(
-        batch_query__batch__in=crowd_batch_ids(batch),
-        batch_query__is_gold=True,
-        label__isnull=False,
-        assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
-    ).values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
+    rows = (
+        Judgment.objects.filter(
+            batch_query__batch__in=crowd_batch_ids(batch),
+            batch_query__is_gold=True,
+            label__isnull=False,
+            assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
+        )
+        .order_by("assignment_id", "pk")
+        .values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
+    )
     return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
 
 

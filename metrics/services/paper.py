@@ -152,6 +152,7 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
         "seed": report.seed,
         "policy": selectors.report_policy(report),
         "on_batch": report.on_batch,
+        "crowd_quality": report.crowd_quality,
         "software_version": report.software_version,
         "collections": [
             {"name": c.name, "dataset_source": c.dataset_source or None}

@@ -277,6 +277,7 @@ def _compute(
             baseline=base_name,
             samples=report_settings.bootstrap_samples,
             seed=report_settings.seed,
+            draws=(lambda weights: labels.model.draws(weights, report_settings.seed)) if labels.model else None,
         )
     return Computed(
         per_query, order_summary(summary), runs, words, representative, measures, unjudged, unreturned, labels
@@ -501,6 +502,7 @@ def _store(
                 labels_calibrated=labels.calibrated
                 if labels is not None and "machine-accepted" in labels.source.values()
                 else None,
+                crowd_quality=labels.quality if labels is not None else None,
             )
             report.runs.set(computed.runs)
             Result.objects.bulk_create(

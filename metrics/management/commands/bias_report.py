@@ -227,6 +227,9 @@ class Command(ProjectCommand):
                 "from every judged query's label probabilities):\n"
             )
             self.stdout.write(formatting.uncertainty_table(summary, cutoff))
+            quality_note = formatting.crowd_quality_note(report.crowd_quality)
+            if quality_note:
+                self.stdout.write("\n" + quality_note)
         if report.baseline_id:
             self.stdout.write(f"\n{selectors.report_policy_text(report)}")
         if o["table"]:
@@ -242,7 +245,7 @@ class Command(ProjectCommand):
                 self.stdout.write(f"Wrote results to {o['out']}")
             if o["per_query"]:
                 per_query = formatting.per_query_csv(
-                    selectors.report_per_query(report), summary, selectors.report_policy_text(report)
+                    selectors.report_per_query_export(report), summary, selectors.report_policy_text(report)
                 )
                 atomic_write(o["per_query"], lambda f: f.write(per_query), newline="")
                 self.stdout.write(f"Wrote per-query values to {o['per_query']}")

@@ -1,0 +1,229 @@
+"""The crowd model under every label probability: Dawid–Skene with priors, refitted per bootstrap draw.
+
+Pure (numpy, scipy.sparse; no Django). :func:`annotation.results.aggregation.dawid_skene` fits it
+once; :func:`bootstrap_posteriors` refits it inside each draw of a cluster bootstrap over the items,
+so that the estimation error of the workers' confusion matrices and of the class shares enters
+every interval built on the posteriors (a report on a batch's labels, the machine's de-noised
+accuracy), not only the sampling of the queries.
+
+Model (Dawid & Skene 1979, maximum a posteriori): item i has a true label T_i ~ π; each answer j
+of worker w on it is drawn from row T_i of w's confusion matrix θ_w, independently given T_i.
+
+- **Confusion rows**: a Dirichlet prior centred on the *pooled* crowd's row, worth
+  :data:`CONFUSION_PRIOR` answers (empirical Bayes: the pooled rows are re-estimated at each
+  M-step from every worker's soft counts). A worker who met few queries of a label answers them
+  as the crowd does, not as a uniform guess: plain Dawid–Skene with a tiny pseudo-count gives
+  such a row ¼ on every label, so three noisy votes that disagree (n, f, m) look likelier under
+  a rare label a worker never saw (o) than under any other, and the model invents mass for o.
+  The pooled rows' own prior (:data:`POOLED_PRIOR` answers of "right :data:`POOLED_RIGHT` of
+  the time") matters only for a label (almost) no query has.
+- **Class shares**: Dirichlet(1 + :data:`CLASS_PRIOR`): half a query's worth per label, so a
+  label nobody supports keeps a share near 0 (never exactly 0: a single contrary vote cannot
+  then veto an otherwise certain item, and EM cannot stall in a degenerate state).
+- **Gold**: items with a known label keep it (posterior one-hot in every round); every answer
+  to them counts, repeated ones too (:func:`annotation.results.aggregation.one_answer_per_worker`).
+- Spammers (rows alike: the answer does not depend on the truth) and a lazy worker (one label
+  for everything) get rows that carry no evidence, so their votes stop moving the posteriors.
+
+EM starts from the items' vote shares (gold one-hot) and stops when the log posterior changes by
+less than ``tol`` of its size. The work is vectorised over the judgments (sparse incidence
+matrices) and over bootstrap draws at once: a refit at 3,750 items × 3 votes costs a few
+milliseconds per draw (``docs/benchmarks.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Answers' worth of the pooled crowd's row in the prior of each worker's confusion row.
+CONFUSION_PRIOR = 4.0
+#: The pooled crowd's rows have a prior too, worth :data:`POOLED_PRIOR` answers, centred on "a
+#: vote names the true label :data:`POOLED_RIGHT` of the time, the rest spread evenly": it decides
+#: only a label (almost) no query has, whose row the data cannot estimate.
+POOLED_PRIOR = 2.0
+POOLED_RIGHT = 0.7
+#: Pseudo-count of every label in the prior of the class shares.
+CLASS_PRIOR = 0.5
+#: A floor under every probability, against log(0) for a label nobody gave.
+FLOOR = 1e-6
+#: Bootstrap draws refitted together (memory: draws × judgments × labels floats).
+CHUNK = 50
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A judgments frame as integer codes, and the incidence matrices the EM sums with."""
+
+    items: np.ndarray  #: item ids (str), sorted
+    workers: np.ndarray  #: worker ids (str), sorted
+    labels: tuple[str, ...]
+    item_idx: np.ndarray  #: per judgment
+    worker_idx: np.ndarray
+    label_idx: np.ndarray
+    gold_rows: np.ndarray  #: rows of items with a known label
+    gold_onehot: np.ndarray  #: their known labels, one-hot
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.workers)
+
+
+def encode(frame, labels: Sequence[str], gold: Mapping[str, str]) -> Encoded:
+    """Codes of a validated judgments frame (``item, worker, label``; see
+    :func:`annotation.results.aggregation.validate_judgments`) and the rows of its gold items."""
+    import pandas as pd
+
+    labels = tuple(labels)
+    items, item_idx = np.unique(frame["item"].to_numpy(dtype=str), return_inverse=True)
+    workers, worker_idx = np.unique(frame["worker"].to_numpy(dtype=str), return_inverse=True)
+    label_idx = pd.Categorical(frame["label"], categories=list(labels)).codes.astype(np.int64)
+    gold_rows = np.array([i for i, item in enumerate(items) if item in gold], dtype=np.int64)
+    onehot = np.zeros((len(gold_rows), len(labels)))
+    onehot[np.arange(len(gold_rows)), [labels.index(gold[items[i]]) for i in gold_rows]] = 1.0
+    return Encoded(items, workers, labels, item_idx, worker_idx, label_idx, gold_rows, onehot)
+
+
+@dataclass
+class Fit:
+    """One or more fits (leading axis: the draw). ``posteriors`` [B × items × K], ``priors``
+    [B × K], ``confusion`` [B × workers × K (true) × K (given)]."""
+
+    posteriors: np.ndarray
+    priors: np.ndarray
+    confusion: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def _incidence(encoded: Encoded):
+    """Sparse (judgments × items) and (judgments × worker·label) indicator matrices."""
+    from scipy import sparse
+
+    n = len(encoded.item_idx)
+    ones = np.ones(n)
+    rows = np.arange(n)
+    k = len(encoded.labels)
+    by_item = sparse.csr_matrix((ones, (rows, encoded.item_idx)), shape=(n, encoded.n_items))
+    by_answer = sparse.csr_matrix(
+        (ones, (rows, encoded.worker_idx * k + encoded.label_idx)), shape=(n, encoded.n_workers * k)
+    )
+    return by_item, by_answer
+
+
+def _m_step(
+    posteriors: np.ndarray, weights: np.ndarray, encoded: Encoded, by_answer_t
+) -> tuple[np.ndarray, np.ndarray]:
+    """MAP class shares and confusion matrices of every draw from soft labels ``posteriors``
+    [B × N × K] and item multiplicities ``weights`` [B × N]."""
+    b, _, k = posteriors.shape
+    soft = posteriors * weights[:, :, None]  # [B × N × K]
+    priors = soft.sum(axis=1) + CLASS_PRIOR
+    priors /= priors.sum(axis=1, keepdims=True)
+    per_answer = soft[:, encoded.item_idx, :]  # [B × J × K]
+    stacked = per_answer.transpose(1, 0, 2).reshape(len(encoded.item_idx), b * k)
+    counts = np.asarray(by_answer_t @ stacked)  # [W·G × B·K]
+    counts = counts.reshape(encoded.n_workers, k, b, k).transpose(2, 0, 3, 1)  # [B × W × T × G]
+    base = np.full((k, k), (1.0 - POOLED_RIGHT) / (k - 1))
+    np.fill_diagonal(base, POOLED_RIGHT)
+    pooled = counts.sum(axis=1) + POOLED_PRIOR * base  # [B × T × G]
+    pooled /= pooled.sum(axis=2, keepdims=True)
+    confusion = counts + CONFUSION_PRIOR * pooled[:, None, :, :]
+    confusion /= confusion.sum(axis=3, keepdims=True)
+    return priors, np.maximum(confusion, FLOOR)
+
+
+def _e_step(priors: np.ndarray, confusion: np.ndarray, encoded: Encoded, by_item_t) -> tuple[np.ndarray, np.ndarray]:
+    """Posteriors [B × N × K] and each draw's log marginal likelihood [B]."""
+    b, k = priors.shape
+    log_lik = np.log(confusion[:, encoded.worker_idx, :, encoded.label_idx])  # [J × B × K]
+    summed = np.asarray(by_item_t @ log_lik.reshape(len(encoded.item_idx), b * k))  # [N × B·K]
+    log_post = summed.reshape(encoded.n_items, b, k).transpose(1, 0, 2) + np.log(priors)[:, None, :]
+    peak = log_post.max(axis=2, keepdims=True)
+    unnormalised = np.exp(log_post - peak)
+    norm = unnormalised.sum(axis=2, keepdims=True)
+    return unnormalised / norm, (np.log(norm) + peak)[:, :, 0].sum(axis=1)
+
+
+def _fix_gold(posteriors: np.ndarray, encoded: Encoded) -> np.ndarray:
+    if len(encoded.gold_rows):
+        posteriors[:, encoded.gold_rows, :] = encoded.gold_onehot[None]
+    return posteriors
+
+
+def vote_shares(encoded: Encoded) -> np.ndarray:
+    """[N × K]: each item's share of votes per label (gold one-hot): where EM starts."""
+    shares = np.zeros((encoded.n_items, len(encoded.labels)))
+    np.add.at(shares, (encoded.item_idx, encoded.label_idx), 1.0)
+    shares /= shares.sum(axis=1, keepdims=True)
+    return _fix_gold(shares[None], encoded)[0]
+
+
+def fit(
+    encoded: Encoded,
+    weights: np.ndarray | None = None,
+    start: np.ndarray | None = None,
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-6,
+) -> Fit:
+    """EM for every draw at once: ``weights`` [B × N] item multiplicities (default: one draw of
+    ones), ``start`` [N × K] or [B × N × K] initial soft labels (default :func:`vote_shares`).
+    Converged when every draw's log likelihood moved by at most ``tol`` of its size."""
+    if max_iter < 1:
+        raise ValueError("max_iter must be at least 1")
+    weights = np.ones((1, encoded.n_items)) if weights is None else np.asarray(weights, dtype=np.float64)
+    b = weights.shape[0]
+    start = vote_shares(encoded) if start is None else np.asarray(start, dtype=np.float64)
+    posteriors = _fix_gold(np.broadcast_to(start, (b, *start.shape[-2:])).copy(), encoded)
+    by_item, by_answer = _incidence(encoded)
+    by_item_t, by_answer_t = by_item.T.tocsr(), by_answer.T.tocsr()
+    previous = np.full(b, -np.inf)
+    converged = False
+    iterations = 0
+    for iterations in range(1, max_iter + 1):  # noqa: B007 -- the count is reported
+        priors, confusion = _m_step(posteriors, weights, encoded, by_answer_t)
+        posteriors, log_likelihood = _e_step(priors, confusion, encoded, by_item_t)
+        posteriors = _fix_gold(posteriors, encoded)
+        if np.all(np.abs(log_likelihood - previous) <= tol * np.maximum(1.0, np.abs(log_likelihood))):
+            converged = True
+            break
+        previous = log_likelihood
+    priors, confusion = _m_step(posteriors, weights, encoded, by_answer_t)
+    return Fit(posteriors, priors, confusion, iterations, converged)
+
+
+def bootstrap_posteriors(
+    encoded: Encoded, weights: np.ndarray, start: np.ndarray, *, max_iter: int = 50, tol: float = 1e-5
+) -> np.ndarray:
+    """[B × N × K] (float32) posteriors of every item under the model refitted with each draw's
+    item multiplicities ``weights`` [B × N], warm-started from the full fit's ``start`` [N × K].
+    Every item gets a posterior, also one a draw left out (weight 0): the refitted workers'
+    confusion matrices and class shares applied to its votes."""
+    weights = np.asarray(weights, dtype=np.float64)
+    out = np.empty((weights.shape[0], encoded.n_items, len(encoded.labels)), dtype=np.float32)
+    for first in range(0, weights.shape[0], CHUNK):
+        chunk = weights[first : first + CHUNK]
+        out[first : first + len(chunk)] = fit(encoded, chunk, start, max_iter=max_iter, tol=tol).posteriors
+    return out
+
+
+def worker_accuracy(confusion: np.ndarray, priors: np.ndarray) -> np.ndarray:
+    """Each worker's probability of answering the true label, Σ_t π_t θ_w(t, t) ([W])."""
+    return np.einsum("t,wtt->w", priors, confusion)
+
+
+def informativeness(confusion: np.ndarray, priors: np.ndarray) -> np.ndarray:
+    """Each worker's mutual information between the true label and the answer, in bits ([W]):
+    0 for a spammer or a lazy worker (the answer says nothing about the truth)."""
+    joint = priors[:, None] * confusion  # [W × T × G]
+    given = joint.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(joint > 0, joint * np.log2(joint / (priors[None, :, None] * given)), 0.0)
+    return terms.sum(axis=(1, 2))

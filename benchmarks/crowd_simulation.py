@@ -1,0 +1,175 @@
+"""Simulated studies with a realistic crowd, for the coverage of the label-based intervals.
+
+Pure (numpy, pandas; no Django): the coverage tests (``tests/metrics/test_crowd_coverage.py``)
+and the ``crowd_coverage`` benchmark command both draw their studies here.
+
+A study: N queries whose true labels follow the class shares of the SIGIR 2020 study (or the
+study's 3,750 real labels, :func:`reference_truth`); per query, the values of two runs A and B
+whose class means differ (gendered queries are more biased: the case label noise distorts); a
+crowd of workers who each answer HITs of :attr:`Crowd.per_hit` queries plus one gold question,
+three workers per query:
+
+- **class confusion**: a worker right with probability a errs along the study's lines
+  (:data:`ERRORS`: a non-gendered query read as male more often than as female, a gendered one
+  read as non-gendered when its cue is missed, "other" rarely chosen);
+- **unequal workers**: a drawn from a range, and activity (how many HITs) from a Zipf law;
+- **spammers**: a share of the workers answer at random;
+- **a lazy worker** answers "non-gendered" to everything;
+- **gold**: every HIT holds one of :attr:`Crowd.gold` gold questions (known labels), so a worker
+  meets the same gold question again and again;
+- optionally **ranking-dependent errors**: a worker's error rate on a query grows with run A's
+  value on it (``dependence``), the case no label model can correct.
+
+The machine (for the de-noised accuracy) labels every query with its own confusion of accuracy
+:data:`MACHINE_ACCURACY`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+LABELS = ("n", "f", "m", "o")
+#: The SIGIR 2020 study's shares (1,765 n, 742 f, 1,202 m, 41 o of 3,750).
+SHARES = np.array([1765, 742, 1202, 41]) / 3750
+#: Where a worker's errors go, by true label (rows: n, f, m, o; the diagonal unused).
+ERRORS = np.array(
+    [
+        [0.0, 0.30, 0.55, 0.15],
+        [0.60, 0.0, 0.30, 0.10],
+        [0.65, 0.25, 0.0, 0.10],
+        [0.30, 0.35, 0.35, 0.0],
+    ]
+)
+#: Class means of run A and of the paired difference B − A (gendered queries lean harder).
+MEAN_A = np.array([0.05, 0.40, 0.50, 0.10])
+MEAN_DIFFERENCE = np.array([0.02, 0.15, 0.25, 0.05])
+SD_A, SD_DIFFERENCE = 0.2, 0.1
+MACHINE_ACCURACY = 0.905
+
+
+@dataclass(frozen=True)
+class Crowd:
+    """How the crowd is made (see the module docstring)."""
+
+    workers: int = 40
+    votes: int = 3
+    accuracy: tuple[float, float] = (0.70, 0.95)
+    spammers: float = 0.10
+    lazy: int = 1
+    gold: int = 10
+    per_hit: int = 10
+    zipf: float = 1.0
+    dependence: float = 0.0  #: error odds multiplied by exp(dependence · z), z = run A's standardised value
+
+
+MODERATE = Crowd()
+HEAVY = Crowd(accuracy=(0.55, 0.85), spammers=0.35)
+
+
+def reference_truth(path: str | Path) -> np.ndarray | None:
+    """The study's 3,750 labels as codes (``qid,query,label``; the label is the last field), or
+    None when the reference file is not there."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    codes = [LABELS.index(line.rstrip("\n").rsplit(",", 1)[1]) for line in path.open(encoding="utf-8") if line.strip()]
+    return np.array(codes, dtype=np.int64)
+
+
+def synthetic_truth(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n labels with the study's shares, exactly (rounded), in random order."""
+    counts = np.floor(SHARES * n).astype(int)
+    counts[0] += n - counts.sum()
+    return rng.permutation(np.repeat(np.arange(len(LABELS)), counts))
+
+
+def values(rng: np.random.Generator, truth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-query values of runs A and B."""
+    a = MEAN_A[truth] + rng.normal(0, SD_A, len(truth))
+    b = a + MEAN_DIFFERENCE[truth] + rng.normal(0, SD_DIFFERENCE, len(truth))
+    return a, b
+
+
+def _confusion(accuracy: float) -> np.ndarray:
+    return accuracy * np.eye(len(LABELS)) + (1 - accuracy) * ERRORS
+
+
+def crowd_judgments(
+    rng: np.random.Generator, truth: np.ndarray, crowd: Crowd, a: np.ndarray | None = None
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The crowd's answers (``item, worker, label``, in the order answered; gold items ``g<i>``)
+    and the gold questions' known labels."""
+    n, k = len(truth), len(LABELS)
+    kinds = np.zeros(crowd.workers, dtype=np.int64)  # 0 good, 1 spammer, 2 lazy
+    spam = round(crowd.spammers * crowd.workers)
+    kinds[:spam] = 1
+    kinds[spam : spam + crowd.lazy] = 2
+    kinds = rng.permutation(kinds)
+    accuracy = rng.uniform(*crowd.accuracy, crowd.workers)
+    activity = 1.0 / np.arange(1, crowd.workers + 1) ** crowd.zipf
+    activity = rng.permutation(activity / activity.sum())
+    gold_truth = rng.choice(k - 1, size=crowd.gold, p=SHARES[:3] / SHARES[:3].sum())
+    confusions = np.stack([_confusion(x) for x in accuracy])
+    z = np.zeros(n) if a is None or crowd.dependence == 0 else (a - a.mean()) / a.std()
+    order = rng.permutation(n)
+    hits = [order[i : i + crowd.per_hit] for i in range(0, n, crowd.per_hit)]
+    rows: list[tuple[str, str, str]] = []
+    for hit_number, hit in enumerate(hits):
+        chosen = rng.choice(crowd.workers, size=crowd.votes, replace=False, p=activity)
+        gold_item = hit_number % crowd.gold
+        for w in chosen:
+            worker = f"w{w}"
+            for q in (*hit, -1 - gold_item):
+                t = gold_truth[-1 - q] if q < 0 else truth[q]
+                if kinds[w] == 1:
+                    given = rng.integers(k)
+                elif kinds[w] == 2:
+                    given = 0
+                else:
+                    row = confusions[w, t].copy()
+                    if q >= 0 and crowd.dependence:
+                        odds = (1 - row[t]) / row[t] * np.exp(crowd.dependence * z[q])
+                        wrong = odds / (1 + odds)
+                        row = (1 - wrong) * np.eye(k)[t] + wrong * ERRORS[t]
+                    given = rng.choice(k, p=row)
+                rows.append((f"g{-1 - q}" if q < 0 else f"q{q}", worker, LABELS[given]))
+    frame = pd.DataFrame(rows, columns=["item", "worker", "label"])
+    return frame, {f"g{i}": LABELS[t] for i, t in enumerate(gold_truth)}
+
+
+def machine_labels(rng: np.random.Generator, truth: np.ndarray, accuracy: float = MACHINE_ACCURACY) -> np.ndarray:
+    """The machine's label codes: right with probability ``accuracy``, else along :data:`ERRORS`."""
+    confusion = _confusion(accuracy)
+    cumulative = confusion[truth].cumsum(axis=1)
+    return (rng.random(len(truth))[:, None] > cumulative).sum(axis=1)
+
+
+@dataclass
+class Study:
+    """One simulated study: truth, values, the crowd's answers, the machine's labels."""
+
+    truth: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    judgments: pd.DataFrame
+    gold: dict[str, str]
+    machine: np.ndarray
+
+    @property
+    def qids(self) -> list[str]:
+        return [f"q{i}" for i in range(len(self.truth))]
+
+
+def study(rng: np.random.Generator, truth: np.ndarray, crowd: Crowd = MODERATE) -> Study:
+    """Draw one study on ``truth``."""
+    a, b = values(rng, truth)
+    judgments, gold = crowd_judgments(rng, truth, crowd, a)
+    return Study(truth, a, b, judgments, gold, machine_labels(rng, truth))
+
+
+def with_dependence(crowd: Crowd, dependence: float) -> Crowd:
+    return replace(crowd, dependence=dependence)
