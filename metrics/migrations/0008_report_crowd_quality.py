@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("metrics", "0006_report_label_batch"),
+        ("metrics", "0007_report_exposure_form"),
     ]
 
     operations = [
