@@ -92,7 +92,7 @@ def test_warn_flag_is_lifted_when_the_worker_recovers_and_needs_enough_answers(g
         ({"block_gold_accuracy": 1.5}, "between 0 and 1"),
         ({"warn_agreement": 0.5, "block_agreement": 0.7}, "above the warn one"),
         ({"min_answers_judged": 0}, "at least 1"),
-        ({"extra_budget": Decimal("-1")}, "cannot be negative"),
+        ({"extra_budget": Decimal("-1")}, "extra budget: must be at least 0"),
     ],
 )
 def test_create_batch_refuses_bad_thresholds(query_set, values, message):
