@@ -64,6 +64,7 @@ class Stage:
     kept: np.ndarray = field(repr=False)  #: population indices it keeps (sample items included)
     looked_at: np.ndarray = field(repr=False)  #: G_i: the indices the stage's test read (kept ⊆ looked_at)
     certification: Certification | None = field(default=None, repr=False)
+    decided: np.ndarray = field(default_factory=lambda: np.array([], dtype=int), repr=False)  #: V_i's indices
 
     @property
     def passed_on(self) -> int:
@@ -129,7 +130,9 @@ def certify_cascade(
         items = first[population[first]]
         if not population.any() or len(items) == 0:
             empty = np.array([], dtype=int)
-            stages.append(Stage(i, delta, int(population.sum()), 0, None, empty, empty))
+            stages.append(
+                Stage(i, delta, int(population.sum()), 0, None, empty, empty, None, np.flatnonzero(population))
+            )
             continue
         result = certify_threshold(
             conf[i, items],
@@ -147,5 +150,6 @@ def certify_cascade(
         looked = np.flatnonzero(at >= failed["threshold"]) if failed is not None else np.flatnonzero(population)
         kept_by[kept] = i
         remaining[looked] = False
-        stages.append(Stage(i, delta, int(population.sum()), len(items), result.threshold, kept, looked, result))
+        decided = np.flatnonzero(population)
+        stages.append(Stage(i, delta, len(decided), len(items), result.threshold, kept, looked, result, decided))
     return Cascade(stages, kept_by, target, risk)
