@@ -32,7 +32,8 @@ The guarantee (:func:`certify_threshold`, the default rule)
     (:func:`candidate_thresholds`: the distinct confidences, at most ``MAX_CANDIDATES`` at
     population quantiles, from the most confident down, starting at the first whose accepted
     set is expected to hold ``START_FACTOR`` × :func:`perfect_record` sample items (the fewest
-    all-right items either test can pass on); a smaller
+    all-right items either test can pass on; confidences compared at ``CONFIDENCE_DECIMALS``, so
+    a threshold never splits a tie, :func:`tied`); a smaller
     set could not pass, and in a fixed sequence its failure would stop every lower one). The
     same sequence serves every extension of the sample.
 

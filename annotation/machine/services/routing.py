@@ -347,8 +347,8 @@ def plan_routing(
     if risk is not None and not chosen["certified"] and not chosen.get("awaiting_votes") and "observed" in chosen:
         advice = _advice(batch, sample, target_accuracy, risk, *chosen["observed"])
     split = split_by_threshold({qid: m.confidence for qid, m in sample.rest.items()}, chosen["threshold"])
-    if stages:
-        kept = set(chosen["accepted"])
+    if stages:  # (a cascade on a sample still awaiting votes keeps nothing yet: the plan says why)
+        kept = set(chosen.get("accepted", []))
         rest = {qid: m.confidence for qid, m in sample.rest.items() if qid not in kept}
         split = replace(split_by_threshold(rest, None), accepted=sorted(kept))
     sampled = set(sample.drawn) | {q for link in sample.chain for q in link.derivation["stratum_of"]}

@@ -13,7 +13,6 @@ when present, else synthetic labels with the study's class shares (the tests say
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,34 +28,23 @@ from annotation.machine.routing_statistics import (
     perfect_record,
     split_by_threshold,
 )
+from benchmarks.routing_path import chat_answers, label_and_confidence, truth_queries
 
 REDRAWS = 1000
 MC_SE = math.sqrt(DEFAULT_RISK * (1 - DEFAULT_RISK) / REDRAWS)  # 0.0069
 ALLOWED = DEFAULT_RISK + 3 * MC_SE  # 0.0707
-STUDY = Path(__file__).resolve().parents[3] / ".." / "shared" / "reference" / "queries_gender_annotated.csv"
 
 
-def study_truth(size: int, seed: int = 0) -> tuple[np.ndarray, str]:
+def study_truth(size: int) -> tuple[np.ndarray, str]:
     """``size`` true labels (indices into LABELS): the study's first ``size`` queries, else synthetic ones
-    with the study's shares (n 1,765, f 742, m 1,202, o 41 of 3,750); and which it is."""
-    if STUDY.exists():
-        lines = STUDY.read_text(encoding="utf-8").splitlines()[1:]
-        return np.array([LABELS.index(line.rsplit(",", 1)[1]) for line in lines[:size]]), "study"
-    shares = np.array([1765, 742, 1202, 41]) / 3750
-    return np.random.default_rng(seed).choice(4, size=size, p=shares), "synthetic"
+    with the study's shares (:func:`benchmarks.routing_path.truth_queries`); and which it is."""
+    rows, source = truth_queries(size)
+    return np.array([LABELS.index(label) for _, _, label in rows]), source
 
 
 def chat_machine(truth: np.ndarray, seed: int, *, easy: float = 0.7, samples: int = 16):
-    """A chat model sampled ``samples`` times per query: on an easy query (share ``easy``) each answer is right
-    with probability U(0.93, 1), on a hard one U(0.35, 0.9); wrong answers name Non-gendered on a gendered
-    query and a gender on a Non-gendered one. Label: the most frequent answer; confidence: its share."""
-    rng = np.random.default_rng(seed)
-    n = len(truth)
-    p = np.where(rng.random(n) < easy, rng.uniform(0.93, 1.0, n), rng.uniform(0.35, 0.9, n))
-    wrong = np.where(truth == 0, rng.integers(1, 4, n), 0)
-    answers = np.where(rng.random((samples, n)) < p, truth, wrong)
-    counts = np.stack([(answers == k).sum(axis=0) for k in range(4)])
-    return counts.argmax(axis=0), counts.max(axis=0) / samples
+    """The routing benchmark's chat model (:mod:`benchmarks.routing_path`): label and confidence per query."""
+    return label_and_confidence(chat_answers(truth, seed, easy=easy, samples=samples))
 
 
 def _draws(size: int, n: int):
@@ -166,7 +154,7 @@ def test_the_reference_rule_lets_routing_certify_and_keeps_the_guarantee():
     undecided queries (up to 7 assignments) lets it, and the kept sets stay at the target against the
     reference in all but ≤ δ + 3 s.e. of 1,000 redraws (measured on the study's labels: violation 0.004,
     kept share 0.016 → 0.53)."""
-    truth, _ = study_truth(1000)
+    truth, source = study_truth(1000)
     labels, confidence = chat_machine(truth, seed=5)
     crowd = noisy_crowd(LABELS, class_shares=np.bincount(truth, minlength=4) / len(truth))
     arguments = {"crowd": crowd, "sample_of": _draws(1000, 300), "target": 0.9, "risk": DEFAULT_RISK}
@@ -177,7 +165,7 @@ def test_the_reference_rule_lets_routing_certify_and_keeps_the_guarantee():
     assert escalated.violation_rate_truth <= ALLOWED
     assert escalated.undecided_share < 0.01 < 0.05 < split.first_round_split
     assert escalated.export_accuracy >= escalated.crowd_only_accuracy - 0.005
-    print(escalated.as_dict(), split.kept_share)
+    print(source, escalated.as_dict(), split.kept_share)
 
 
 @pytest.mark.slow
@@ -190,7 +178,7 @@ def test_a_cascade_keeps_its_guarantee_with_a_noisy_crowd():
     (the rules 0.11 of the batch, the chat model 0.24, the weaker one 0.008: 0.36 in all, below the 0.52 the
     chat model keeps alone, since each stage gets δ/3 and the rules read queries the chat model would have
     kept; a cascade saves the chat model's calls, not crowd labels)."""
-    truth, _ = study_truth(1000)
+    truth, source = study_truth(1000)
     rng = np.random.default_rng(1)
     sure = rng.random(1000) < 0.3
     rules_right = rng.random(1000) < np.where(sure, 0.99, 0.8)
@@ -214,7 +202,7 @@ def test_a_cascade_keeps_its_guarantee_with_a_noisy_crowd():
     assert cascade.violation_rate <= ALLOWED
     assert cascade.violation_rate_truth <= ALLOWED
     assert all(share > 0 for share in cascade.per_stage_kept) and cascade.kept_share > 0.3
-    print(cascade.as_dict())
+    print(source, cascade.as_dict())
 
 
 @pytest.mark.slow

@@ -172,3 +172,13 @@ def test_calibrate_sizes_the_first_draw_before_drawing(routed_batch):  # noqa: F
     text = out.getvalue()
     assert "First draws of 'rb' drawn whole, target 0.9" in text and "Keeps the most: --sample" in text
     assert not routed_batch.derived.exists()  # nothing drawn
+
+
+def test_a_cascade_on_a_sample_awaiting_votes_keeps_nothing_yet(routed_batch):  # noqa: F811
+    """Found by the API fuzz test: a cascade planned before the sample is answered was a 500."""
+    sample = create_calibration_sample(routed_batch, 60, seed=0)
+    services.publish_batch(sample)
+    simulate_local_annotations(sample, annotators=3, accuracy=0.6, seed=1)  # splits the next sync escalates
+    plan = plan_routing(routed_batch, 0.9, cascade=["sure"])
+    assert plan.awaiting_votes > 0 and plan.accepted == [] and not plan.certified
+    assert "get more votes at the next sync" in " ".join(plan_summary(plan))
