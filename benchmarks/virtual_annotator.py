@@ -201,11 +201,12 @@ class VirtualAnnotator:
 
         return self._timed("next", work)
 
-    def submit(self, hit: Hit) -> bool:
-        """Answer every query of the HIT at random; ``True`` when accepted, ``False`` when refused."""
+    def submit(self, hit: Hit, answers: dict[str, str] | None = None) -> bool:
+        """Answer every query of the HIT (``answers``: field -> label; default at random); ``True`` when
+        accepted, ``False`` when refused."""
 
         def work() -> bool:
-            form = {name: self.random.choice(LABELS) for name in hit.fields}
+            form = dict(answers) if answers is not None else {name: self.random.choice(LABELS) for name in hit.fields}
             form["csrfmiddlewaretoken"] = hit.csrf
             answer = self.request("POST", hit.path, form)
             if answer.status != 302:

@@ -144,7 +144,14 @@ class CalibrationSampleView(_BatchView):
         data = self.checked(CalibrationSampleRequestSerializer, body_object(request))
         with transaction.atomic():  # a publishing job that cannot start leaves no sample behind
             child = create_calibration_sample(
-                batch, data["sample"], labeller=data.get("labeller"), seed=data["seed"], extend=data["extend"]
+                batch,
+                data["sample"],
+                labeller=data.get("labeller"),
+                seed=data["seed"],
+                extend=data["extend"],
+                extendable=data["extendable"],
+                escalation_cap=data.get("escalation_cap"),
+                until=data["until"],
             )
             job = start_publish(child) if data["publish"] else None
         derivation = child.derivation
@@ -160,10 +167,22 @@ class CalibrationSampleView(_BatchView):
             "look": derivation["look"],
             "extends": extends,
             "queries": len(derivation["stratum_of"]),
+            "extendable": derivation.get("extendable", True),
+            "reference": _reference_with_text(derivation.get("reference")),
             "strata": derivation["strata"],
             "publish_job": job,
         }
         return Response(CalibrationSampleSerializer(answer).data, status=status.HTTP_201_CREATED)
+
+
+def _reference_with_text(record: dict | None) -> dict | None:
+    """The sample's reference rule as recorded, with the sentence that states it."""
+    if not record:
+        return None
+    from annotation.machine.crowd_simulation import ReferenceRule
+
+    rule = ReferenceRule(votes=record["votes"], cap=record["cap"], posterior=record.get("posterior"))
+    return record | {"text": rule.describe()}
 
 
 class CalibrationReportView(_BatchView):
@@ -200,6 +219,7 @@ class RoutingView(_BatchView):
         if not data["qids"]:
             for key in QID_LISTS:
                 plan.pop(key)
+            plan["stages"] = [{k: v for k, v in stage.items() if k != "accepted"} for stage in plan["stages"]]
         return Response(plan)
 
     @extend_schema(

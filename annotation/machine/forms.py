@@ -112,6 +112,25 @@ class CalibrationSampleForm(forms.Form):
         required=False, help_text="Sample this pre-labeller's labels (default: the latest run)."
     )
     seed = forms.IntegerField(min_value=0, initial=0, required=False, help_text="Random seed of the sample.")
+    escalation_cap = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=50,
+        label="More votes for undecided queries, up to",
+        help_text="Assignments a sample HIT may get when a query of it has no decisive crowd label (empty: 7; the "
+        "batch's votes per query: none, a split then counts as the machine's error).",
+    )
+    until = forms.CharField(
+        required=False,
+        max_length=30,
+        label="Decisive when",
+        help_text="majority (a strict majority) or posterior:P (its posterior at least P too, e.g. posterior:0.9).",
+    )
+    extendable = forms.BooleanField(
+        required=False,
+        help_text="Draw it to be extended later (routing then spends 0.2 of its risk on a test that allows it); "
+        "without it, all of the risk goes to the exact test of this draw, which keeps more.",
+    )
     publish = forms.BooleanField(required=False, initial=True, help_text="Publish the sample's HITs at once.")
 
     def __init__(self, *args, labellers: Sequence[str] = (), **kwargs) -> None:
@@ -144,6 +163,23 @@ class RoutingForm(forms.Form):
         maximum="99999999.99",
         help_text="USD the routed queries may cost (empty: no limit); what it does not pay for stays unlabelled.",
     )
+    cascade = forms.CharField(
+        required=False,
+        max_length=200,
+        help_text="Labellers in sequence, e.g. rules:0.9,trained,openai (a floor after the colon): each keeps what "
+        "it certifies, the rest goes on (empty: the sample's labeller alone).",
+    )
+
+    def clean_cascade(self) -> list[str] | None:
+        from annotation.machine.services.routing import parse_cascade
+        from core.errors import ServiceError
+
+        names = [item.strip() for item in (self.cleaned_data.get("cascade") or "").split(",") if item.strip()]
+        try:
+            parse_cascade(names)
+        except ServiceError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return names or None
 
     def clean_target_accuracy(self) -> float:
         value = self.cleaned_data["target_accuracy"]

@@ -179,6 +179,36 @@ class CalibrationSample:
     design: str = RANDOM_DESIGN  #: how the sample was drawn (routing's guarantee needs a simple random one)
     planned: int = 0  #: the size of the first draw
     unanswered: int = 0  #: sampled queries still awaiting votes (a split with enough votes is answered)
+    #: what "right" means: the sample's final crowd label under this rule (:func:`reference_rule`)
+    reference: Any = None
+    #: sampled queries with their votes in but no decisive label (yet): escalated, or errors for any machine
+    undecided: list[str] = field(default_factory=list)
+    extendable: bool = True  #: drawn to be extended (δ split with the betting test); False: drawn whole
+
+
+def reference_rule(first: dict[str, Any], votes: int) -> Any:
+    """The reference rule a sample was drawn with (its first link's ``derivation["reference"]``): a
+    :class:`annotation.machine.crowd_simulation.ReferenceRule`. A sample drawn before the rule was
+    recorded: ``votes`` votes, no escalation, a strict majority (splits count against the machine)."""
+    from annotation.machine.crowd_simulation import ReferenceRule
+
+    recorded = first.get("reference")
+    if not recorded:
+        return ReferenceRule(votes=votes, cap=votes)
+    return ReferenceRule(votes=recorded["votes"], cap=recorded["cap"], posterior=recorded.get("posterior"))
+
+
+def decisive_labels(answers: BatchAnswers, posterior: float | None) -> dict[str, str]:
+    """``qid -> label`` of the queries whose crowd label is decisive: a researcher's ruling, or a strict
+    majority (with ``posterior``: whose Dawid–Skene posterior is at least that too, as escalation's
+    ``posterior:P`` reads it)."""
+    labels = answers.labels
+    if posterior is None:
+        return labels
+    rulings = answers.rulings
+    fit = answers.dawid_skene
+    best = fit.posteriors.max(axis=1) if fit is not None else {}
+    return {q: label for q, label in labels.items() if q in rulings or float(best.get(q, 0.0)) >= posterior - 1e-12}
 
 
 def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batch | None = None) -> CalibrationSample:
@@ -201,12 +231,13 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
         stratum_of |= link.derivation["stratum_of"]
     order = drawn_order(chain)
     machine = machine_labels(batch, identity)
+    rule = reference_rule(first, batch.assignments_per_query)
     crowd: dict[str, str] = {}
     frames = []
     settled: set[str] = set()  # enough votes for a majority (labelled or a final split)
     for link in chain:
         answers = BatchAnswers(link)
-        crowd |= answers.labels
+        crowd |= decisive_labels(answers, rule.posterior)
         frames.append(answers.frame)
         votes_of = answers.votes
         if len(votes_of):
@@ -241,6 +272,9 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
         in_training=sorted(q for q, m in machine.items() if m.in_training),
         design=RANDOM_DESIGN if all(link.derivation.get("design") == RANDOM_DESIGN for link in chain) else "stratified",
         planned=int(first.get("planned", first["requested"])),
+        reference=rule,
+        undecided=[q for q in drawn if q not in crowd and q in settled],
+        extendable=bool(first.get("extendable", True)),
     )
 
 
@@ -326,9 +360,36 @@ def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: 
     report["n"] = len(sample.qids)
     report["alt_test"] = _alt_test(batch, sample)
     report["against_truth"] = _against_truth(batch, sample, bootstrap=bootstrap)
+    report["routing_ceiling"] = routing_ceiling_of(batch, sample, report["against_truth"])
     rest_labels = [m.label for m in sample.rest.values()]
     report["proportions"] = category_proportions(sample.human, sample.machine, rest_labels, weights=sample.weights)
     return report
+
+
+def routing_ceiling_of(batch: Batch, sample: CalibrationSample, figures: dict[str, Any]) -> dict[str, Any]:
+    """The ceiling as routing counts it (:func:`annotation.machine.crowd_simulation.routing_ceiling`): the best
+    agreement with the sample's reference label any machine can expect, a query without a decisive label
+    an error, under the crowd model fitted to the sample (``figures``: ``against_truth``), with the sample's
+    rule and, beside it, with the first votes alone. None without a fitted model."""
+    from dataclasses import replace
+
+    from annotation.machine.crowd_simulation import ceiling_by_label, crowd_from_figures
+
+    rule = sample.reference
+    try:
+        model = crowd_from_figures(figures)
+    except ValueError:
+        return {"value": None, "first_votes": None, "by_label": {}, "rule": rule.describe()}
+    per_hit = batch.queries_per_hit
+    shares = model.priors()
+    by_label = ceiling_by_label(model, rule, queries_per_hit=per_hit)
+    first = ceiling_by_label(model, replace(rule, cap=rule.votes), queries_per_hit=per_hit)
+    return {
+        "value": float(shares @ by_label),
+        "first_votes": float(shares @ first),
+        "by_label": dict(zip(model.labels, by_label.tolist(), strict=True)),
+        "rule": rule.describe(),
+    }
 
 
 def _sample_machine(batch: Batch, sample: CalibrationSample) -> dict[str, MachineLabel]:
@@ -394,6 +455,15 @@ def _gold_votes(chain: list[Batch]) -> tuple[Any, dict[str, str]]:
     rows = [(f"gold:{qid}:{assignment}", worker, label, known) for qid, assignment, worker, label, known in rows]
     frame = pd.DataFrame([row[:3] for row in rows], columns=["item", "worker", "label"])
     return frame, {item: known for item, _, _, known in rows if known}
+
+
+def fitted_crowd(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
+    """The crowd model fitted to the sample's votes (the report's ``against_truth`` without its
+    bootstrap): what routing's ceiling and ``route_audit --crowd fitted`` simulate. StateError
+    when the sample has no votes yet."""
+    if sample.votes is None or not len(sample.votes):
+        raise StateError(f"the calibration sample {sample.sample_batch.name!r} has no votes yet")
+    return _against_truth(batch, sample, bootstrap=0)
 
 
 def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -> dict[str, Any]:

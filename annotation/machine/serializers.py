@@ -49,7 +49,22 @@ class CalibrationSampleRequestSerializer(serializers.Serializer):
     extend = serializers.BooleanField(
         default=False,
         help_text="Add the queries to the batch's sample (a further random draw; routing's guarantee stays valid). "
-        "Without it a second sample is refused (409) while one exists.",
+        "Without it a second sample is refused (409) while one exists; a sample drawn whole cannot be extended.",
+    )
+    extendable = serializers.BooleanField(
+        default=False,
+        help_text="Draw a sample that can be extended (routing spends 0.2 of δ on a betting test that allows it); "
+        "default: drawn whole, all of δ on the exact test.",
+    )
+    escalation_cap = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=50,
+        help_text="Assignments a sample HIT may be escalated to when a query of it has no decisive crowd label "
+        "(default 7; the batch's votes per query: no escalation).",
+    )
+    until = serializers.CharField(
+        default="majority", help_text="When a crowd label is decisive: majority, or posterior:P (0.5 < P < 1)."
     )
 
 
@@ -70,6 +85,10 @@ class CalibrationSampleSerializer(serializers.Serializer):
     look = serializers.IntegerField(help_text="1 for the first draw, 2 for its first extension, ...")
     extends = serializers.CharField(allow_null=True, help_text="The sample batch this one extends (null: first draw).")
     queries = serializers.IntegerField()
+    extendable = serializers.BooleanField(help_text="Drawn to be extended (δ split); false: drawn whole.")
+    reference = serializers.DictField(
+        allow_null=True, help_text="What right means: votes, cap, until, posterior, text (the sample's reference rule)."
+    )
     strata = StratumSerializer(many=True)
     publish_job = JobSerializer(allow_null=True, help_text="Publishing the sample (null: not published).")
 
@@ -84,6 +103,13 @@ class RoutingRequestSerializer(serializers.Serializer):
     no_guarantee = serializers.BooleanField(
         default=False, help_text="Choose by the sample's point estimate instead: NO guarantee."
     )
+    cascade = serializers.ListField(
+        child=serializers.CharField(max_length=60),
+        required=False,
+        max_length=10,
+        help_text="Labellers in sequence, each NAME or NAME:FLOOR (e.g. rules:0.9, trained, openai): each keeps what "
+        "it certifies at the target, the rest goes on; one guarantee for all they keep.",
+    )
 
     def validate_target_accuracy(self, value: float) -> float:
         if not 0 < value <= 1:
@@ -95,9 +121,23 @@ class RoutingRequestSerializer(serializers.Serializer):
             raise serializers.ValidationError("the risk must be between 0 and 1, e.g. 0.05")
         return value
 
+    def validate_cascade(self, value: list[str]) -> list[str]:
+        from annotation.machine.services.routing import parse_cascade
+        from core.errors import ServiceError
+
+        try:
+            parse_cascade(value)
+        except ServiceError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+        return value
+
     def routing_arguments(self) -> dict:
         data = self.validated_data
-        return {"budget": data.get("budget"), "risk": None if data["no_guarantee"] else data["risk"]}
+        return {
+            "budget": data.get("budget"),
+            "risk": None if data["no_guarantee"] else data["risk"],
+            "cascade": data.get("cascade") or None,
+        }
 
 
 class RoutingPreviewRequestSerializer(RoutingRequestSerializer):
@@ -122,7 +162,17 @@ class RoutingSerializer(serializers.Serializer):
     over_budget = serializers.IntegerField()
     cost = serializers.DecimalField(max_digits=10, decimal_places=2, coerce_to_string=True)
     saving = serializers.DecimalField(max_digits=10, decimal_places=2, coerce_to_string=True)
+    reference = serializers.DictField(
+        help_text="What right meant: the sample's reference rule ({} before it was kept)."
+    )
+    stages = serializers.SerializerMethodField(help_text="A cascade's labellers in order (empty: one labeller).")
     created = serializers.DateTimeField()
+
+    def get_stages(self, routing) -> list[dict]:
+        return [
+            {k: v for k, v in stage.items() if k != "accepted"} | {"accepted_count": len(stage.get("accepted", []))}
+            for stage in routing.stages
+        ]
 
     def get_accepted_count(self, routing) -> int:
         return len(routing.accepted)

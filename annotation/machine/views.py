@@ -165,7 +165,14 @@ def batch_calibration_sample(request: HttpRequest, name: str) -> HttpResponse:
         try:
             with transaction.atomic():  # a publishing job that cannot start leaves no sample behind
                 child = create_calibration_sample(
-                    batch, data["sample"], labeller=data["labeller"] or None, seed=data["seed"] or 0, extend=extend
+                    batch,
+                    data["sample"],
+                    labeller=data["labeller"] or None,
+                    seed=data["seed"] or 0,
+                    extend=extend,
+                    extendable=data["extendable"],
+                    escalation_cap=data["escalation_cap"],
+                    until=data["until"] or "majority",
                 )
                 job = start_publish(child) if data["publish"] else None
         except ServiceError as exc:
@@ -200,7 +207,7 @@ def _report_with_figures(batch: Batch) -> dict[str, Any]:
         return compute()  # no sample: the service says so
     # "v2": the report's keys changed (against_truth, the alt-test's verdict); never serve an older shape.
     # In the results cache, shared by every worker: a worker's first view reads what another computed.
-    return remembered(f"calibration-report:v2:{batch.pk}:{version}", compute)
+    return remembered(f"calibration-report:v3:{batch.pk}:{version}", compute)
 
 
 def _calibration_context(batch: Batch) -> dict[str, Any]:
@@ -255,7 +262,11 @@ def batch_calibration_live(request: HttpRequest, name: str) -> HttpResponse:
 
 def _routing_arguments(form: RoutingForm) -> dict[str, Any]:
     data = form.cleaned_data
-    return {"budget": data.get("budget"), "risk": None if data.get("no_guarantee") else data.get("risk")}
+    return {
+        "budget": data.get("budget"),
+        "risk": None if data.get("no_guarantee") else data.get("risk"),
+        "cascade": data.get("cascade"),
+    }
 
 
 @researcher_required

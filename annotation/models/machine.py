@@ -102,6 +102,18 @@ class Routing(models.Model):
     over_budget = models.PositiveIntegerField(default=0, help_text="Below the threshold but left out by the budget.")
     cost = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
     saving = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
+    reference = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What right meant: the sample's reference rule (votes, cap, until, posterior, text); empty: the "
+        "crowd majority of the first votes.",
+    )
+    stages = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="A cascade's labellers in order, each {labeller, model, prompt_version, floor, threshold, risk, "
+        "accepted: qids}; empty: one labeller (the fields above).",
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

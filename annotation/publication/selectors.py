@@ -88,6 +88,8 @@ def routing_facts(batch: Batch) -> dict[str, Any] | None:
         "estimated_accuracy": routing.estimated_accuracy,
         "accuracy_ci": routing.accuracy_ci,
         "accepted": len(routing.accepted),
+        "reference": routing.reference,
+        "stages": [{k: v for k, v in stage.items() if k != "accepted"} for stage in routing.stages],
     }
     return machine_facts(decision, calibration)
 

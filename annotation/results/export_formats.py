@@ -418,11 +418,20 @@ def guarantee_fact(routing: Mapping[str, Any]) -> str:
     if risk is None:
         how = "; the CI's lower bound met the target" if routing.get("conservative") else ""
         return f"no guarantee (point estimate{how})"
-    if routing.get("threshold") is None:
+    stages = routing.get("stages") or []
+    kept_by_stages = any(stage.get("threshold") is not None for stage in stages)
+    if routing.get("threshold") is None and not kept_by_stages:
         return f"no threshold could be certified at target {target:g} and risk δ = {risk:g}: no machine label accepted"
+    reference = (routing.get("reference") or {}).get("text")
+    against = f"the reference label: {reference}" if reference else "the crowd-majority label"
+    kept = (
+        f"the labels each of the {len(stages)} labellers of the cascade kept (and so all of them together) are"
+        if len(stages) > 1
+        else "the machine-accepted labels are"
+    )
     return (
-        f"with probability ≥ {1 - risk:g} (1 − δ) over the blind sample, the machine-accepted labels are at "
-        f"least {target:g} right against the crowd-majority label (fixed-sequence test)"
+        f"with probability ≥ {1 - risk:g} (1 − δ) over the blind sample, {kept} at least {target:g} right "
+        f"(fixed-sequence test) against {against}"
     )
 
 
@@ -442,6 +451,17 @@ def machine_facts(routing: Mapping[str, Any], calibration: Mapping[str, Any] | N
         "its 95% CI": routing["accuracy_ci"] or None,
         "machine-accepted queries": routing["accepted"],
     }
+    stages = routing.get("stages") or []
+    if len(stages) > 1:
+        facts["cascade"] = (
+            " → ".join(
+                f"{stage['labeller']} ({stage['model']}; threshold "
+                f"{'none' if stage.get('threshold') is None else format(stage['threshold'], '.3f')}, "
+                f"{stage.get('kept', 0)} kept, δ = {stage.get('risk', 0):g})"
+                for stage in stages
+            )
+            + " → crowd"
+        )
     if calibration:
         facts |= {
             "calibration sample": f"{calibration['sample_batch']} ({calibration['n']} queries labelled by the crowd)",

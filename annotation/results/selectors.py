@@ -82,18 +82,30 @@ def latest_routing(batch: Batch) -> Routing | None:
 
 
 def machine_accepted(batch: Batch) -> dict[str, LabelSource]:
-    """The machine labels routing accepted for ``batch`` (none when it was not routed)."""
+    """The machine labels routing accepted for ``batch`` (none when it was not routed); a cascade's
+    (``Routing.stages``): each stage's accepted queries with its own labeller's label."""
     routing = latest_routing(batch)
     if routing is None or not routing.accepted:
         return {}
-    rows = PreLabel.objects.filter(
-        batch_query__batch=batch,
-        batch_query__qid__in=routing.accepted,
-        labeller=routing.labeller,
-        model=routing.model,
-        prompt_version=routing.prompt_version,
-    ).values_list("batch_query__qid", "label", "confidence")
-    return {qid: LabelSource(label, MACHINE, confidence) for qid, label, confidence in rows}
+    stages = routing.stages or [
+        {
+            "labeller": routing.labeller,
+            "model": routing.model,
+            "prompt_version": routing.prompt_version,
+            "accepted": routing.accepted,
+        }
+    ]
+    found: dict[str, LabelSource] = {}
+    for stage in stages:
+        rows = PreLabel.objects.filter(
+            batch_query__batch=batch,
+            batch_query__qid__in=stage["accepted"],
+            labeller=stage["labeller"],
+            model=stage["model"],
+            prompt_version=stage["prompt_version"],
+        ).values_list("batch_query__qid", "label", "confidence")
+        found |= {qid: LabelSource(label, MACHINE, confidence) for qid, label, confidence in rows}
+    return found
 
 
 def crowd_batch_ids(batch: Batch) -> list[int]:

@@ -32,7 +32,24 @@ from annotation.crowd.services import background  # noqa: F401
 from annotation.crowd.services.batch_settings import BatchSettings
 from annotation.crowd.services.batches import create_batch, estimate_cost
 from annotation.crowd.services.publishing import publish_batch
+from annotation.crowd.services.sync import sync_batch
 from annotation.inhouse.services.handout import create_annotator
+from annotation.machine.services.calibration import create_calibration_sample, follow_reference
+from annotation.machine.services.prelabels import prelabel_batch
+from annotation.machine.services.routing import audit_routing, plan_routing, route_batch
 from annotation.prolific.webhooks.services import deliveries  # noqa: F401  (the Prolific re-read job)
 
-__all__ = ["BatchSettings", "create_annotator", "create_batch", "estimate_cost", "publish_batch"]
+__all__ = [
+    "BatchSettings",
+    "audit_routing",
+    "create_annotator",
+    "create_batch",
+    "create_calibration_sample",
+    "estimate_cost",
+    "follow_reference",
+    "plan_routing",
+    "prelabel_batch",
+    "publish_batch",
+    "route_batch",
+    "sync_batch",
+]

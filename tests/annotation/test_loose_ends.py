@@ -27,7 +27,7 @@ def extended(db) -> tuple[Batch, Batch]:
     query_set = create_query_set("mq", _texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="mach", assignments_per_query=3, queries_per_hit=5)
     prelabel_batch(batch, NoisyMachine())
-    first = create_calibration_sample(batch, 30, seed=1)
+    first = create_calibration_sample(batch, 30, seed=1, extendable=True)
     services.publish_batch(first)
     extension = create_calibration_sample(batch, 20, seed=2, extend=True)
     services.publish_batch(extension)
@@ -82,7 +82,8 @@ def test_the_card_states_the_guarantee_or_that_there_is_none(db, tmp_path):
     assert facts["target accuracy"] == "0.900" and facts["risk δ"] == "0.050"
     assert facts["guarantee"] == (
         "with probability ≥ 0.95 (1 − δ) over the blind sample, the machine-accepted labels are at least 0.9 "
-        "right against the crowd-majority label (fixed-sequence test)"
+        "right (fixed-sequence test) against the reference label: the sample's crowd label from 3 votes (a strict "
+        "majority); a query without one counts as the machine's error"
     )
 
     cancel_batch(routing.routed_batch)  # routed again on the point estimate: the card says so

@@ -20,6 +20,7 @@ The sample is read against a machine, and its report computed, by
 from __future__ import annotations
 
 from collections import Counter
+from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -39,12 +40,57 @@ from annotation.machine.selectors import (
     same_population,
     sample_chain,
 )
-from annotation.models import Batch, BatchQuery
+from annotation.models import Batch, BatchQuery, Provider
 from core.errors import ServiceError, StateError
 from core.services.names import validate_name
 
 #: The sample size when none is given: enough for kappa within about +-0.1.
 DEFAULT_SAMPLE = 200
+
+
+def reference_record(batch: Batch, escalation_cap: int | None, until: str = "majority") -> dict[str, Any]:
+    """The reference rule a new sample records (``derivation["reference"]``): ``votes`` (the batch's
+    assignments per query), ``cap`` (default :data:`annotation.machine.crowd_simulation.DEFAULT_CAP`,
+    never below ``votes``; equal: no escalation), ``until`` and its ``posterior`` (None: a strict
+    majority). Checked as escalation checks it (``ServiceError`` naming the setting)."""
+    from annotation.machine.crowd_simulation import DEFAULT_CAP
+    from annotation.quality.services.escalation import parse_until
+
+    votes = batch.assignments_per_query
+    cap = max(DEFAULT_CAP, votes) if escalation_cap is None else escalation_cap
+    if cap < votes:
+        raise ServiceError(f"the escalation cap ({cap}) is below the batch's {votes} assignments per HIT")
+    if batch.provider == Provider.MTURK and votes < 10 <= cap:
+        raise ServiceError("MTurk cannot extend a HIT created with fewer than 10 assignments to 10 or more")
+    posterior = parse_until(until)
+    return {
+        "votes": votes,
+        "cap": cap,
+        "until": "majority" if posterior is None else f"posterior:{posterior:g}",
+        "posterior": posterior,
+    }
+
+
+def escalation_limit(batch: Batch, queries: int, reference: dict[str, Any]) -> Decimal:
+    """The most the reference rule's escalation can add to a batch of ``queries``: every HIT to the cap."""
+    from annotation.quality.services.budget import extra_assignment_price
+
+    hits = -(-queries // batch.queries_per_hit)
+    return (hits * (reference["cap"] - reference["votes"]) * extra_assignment_price(batch)).quantize(Decimal("0.01"))
+
+
+def follow_reference(child: Batch, reference: dict[str, Any]) -> None:
+    """Let every sync of ``child`` escalate its undecided queries by the reference rule, within the
+    rule's own limit (:func:`escalation_limit`, added to the batch's extra budget for re-offers; no
+    escalation when the cap is the votes)."""
+    from annotation.quality.services.budget import set_extra_budget
+    from annotation.quality.services.escalation import set_auto_escalation
+
+    if reference["cap"] <= reference["votes"]:
+        return
+    limit = escalation_limit(child, child.queries.filter(is_gold=False).count(), reference)
+    set_extra_budget(child, limit + (child.extra_budget or Decimal("0")))  # on top of the re-offers' budget
+    set_auto_escalation(child, reference["until"], max_assignments=reference["cap"])
 
 
 def settings_of(batch: Batch) -> BatchSettings:
@@ -116,6 +162,9 @@ def create_calibration_sample(
     seed: int = 0,
     name: str = "",
     extend: bool = False,
+    extendable: bool = False,
+    escalation_cap: int | None = None,
+    until: str = "majority",
 ) -> Batch:
     """Draw a blind simple random sample of ``batch``'s machine-labelled queries and make it a batch.
 
@@ -128,6 +177,13 @@ def create_calibration_sample(
     and the name chosen, so two requests at once make one sample, and the second is refused
     (a sample exists) instead of paying the crowd twice. Nothing is sent to the provider:
     publish it like any batch (the command and the page do).
+
+    ``extendable``: draw a sample that may be extended later (routing then splits δ between the
+    exact test of the first draw and a betting test of the whole sample); by default the sample
+    is drawn whole and all of δ goes to the exact test, which keeps more, and an extension is
+    refused. ``escalation_cap`` and ``until``: the reference rule (:func:`reference_record`): the
+    sample's queries without a decisive crowd label get more votes at every sync, up to the cap
+    (recorded on the first draw; an extension follows it).
     """
     from annotation.machine.calibration_statistics import random_sample
 
@@ -137,6 +193,7 @@ def create_calibration_sample(
         raise ServiceError(f"the seed must be a non-negative integer, got {seed}")
     if name:
         validate_name(name, "batch")
+    reference = None if extend else reference_record(batch, escalation_cap, until)
     with transaction.atomic():
         parent = _locked_parent(batch)
         current = calibration_batch(parent)
@@ -147,6 +204,12 @@ def create_calibration_sample(
             )
         if current is None and extend:
             raise StateError(f"batch {parent.name!r} has no calibration sample to extend; draw one first")
+        if extend and not sample_chain(current)[0].derivation.get("extendable", True):
+            raise StateError(
+                f"the calibration sample of {parent.name!r} was drawn whole (not extendable): all of the risk went to "
+                "the exact test of its one draw, so an extension could not be tested. Cancel it and draw a larger "
+                "sample (calibrate --sample N; routing's plan sizes it), or draw with --extendable"
+            )
         if extend and _routed_in_force(parent):
             raise StateError(
                 f"batch {parent.name!r} was routed on its sample: cancel the routed batch before extending the sample"
@@ -183,6 +246,8 @@ def create_calibration_sample(
             "population_key": population_key(machine),
             "requested": sample,
             "planned": chain[0].derivation.get("planned", chain[0].derivation["requested"]) if chain else sample,
+            "extendable": chain[0].derivation.get("extendable", True) if chain else extendable,
+            "reference": (chain[0].derivation.get("reference") if chain else reference),
             "extends": chain[-1].pk if chain else None,
             "look": len(chain) + 1,
             "order": qids,
@@ -198,9 +263,12 @@ def create_calibration_sample(
             raise ServiceError(f"a batch named {name!r} exists already")
         try:
             with transaction.atomic():
-                return create_derived_batch(
+                child = create_derived_batch(
                     parent, name, qids, purpose=Batch.Purpose.CALIBRATION, derivation=derivation, seed=seed
                 )
+                if derivation["reference"]:
+                    follow_reference(child, derivation["reference"])
+                return child
         except IntegrityError as exc:  # a name taken by a request outside this lock (e.g. a plain batch)
             raise StateError(f"batch {name!r} could not be created ({exc}); try again") from None
 

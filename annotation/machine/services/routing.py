@@ -26,7 +26,7 @@ batch is cancelled.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -40,7 +40,13 @@ from annotation.machine.selectors import (
     read_sample,
     same_population,
 )
-from annotation.machine.services.calibration import DEFAULT_SAMPLE, create_derived_batch, part_name, settings_of
+from annotation.machine.services.calibration import (
+    DEFAULT_SAMPLE,
+    create_derived_batch,
+    follow_reference,
+    part_name,
+    settings_of,
+)
 from annotation.models import Batch, Routing
 from core.errors import ServiceError, StateError
 
@@ -86,11 +92,27 @@ class RoutingPlan:
     more_reason: str = ""
     failed_threshold: float | None = None  #: where fixed-sequence testing stopped (guarantee rule)
     candidates: list[dict] = field(default_factory=list, repr=False)
+    reference: str = ""  #: what "right" means: the sample's reference rule in words
+    undecided: int = 0  #: sample queries with their votes in but no decisive crowd label
+    awaiting_votes: int = 0  #: sample queries whose HIT still gets votes (escalation, open places)
+    escalation_spent: Decimal = Decimal("0")  #: what the sample's escalations cost so far
+    escalation_next: Decimal = Decimal("0")  #: the next escalation round of the sample (at the next sync)
+    escalation_limit: Decimal = Decimal("0")  #: the most the sample's escalation may still add (to the cap)
+    extendable: bool = True  #: the sample may be extended (δ split); False: drawn whole
+    ceiling: float | None = None  #: best agreement with the reference any machine can expect, as routing counts it
+    ceiling_best: dict = field(
+        default_factory=dict
+    )  #: the label whose queries the crowd gets most right: label, ceiling
+    in_reach: list[dict] = field(default_factory=list)  #: what would bring an out-of-reach target in reach
+    sizing: list[dict] = field(default_factory=list)  #: first-draw sizes at the observed profile
+    stages: list[dict] = field(default_factory=list)  #: a cascade's labellers, each with its threshold and kept
+    reference_rule: dict = field(default_factory=dict)  #: votes, cap, until, posterior, text (recorded by routing)
 
     @property
     def saving(self) -> Decimal:
-        """Against labelling on the crowd every query that ends up labelled (over-budget ones end unlabelled)."""
-        return self.cost_all - self.cost - self.calibration_cost
+        """Against labelling on the crowd every query that ends up labelled (over-budget ones end unlabelled):
+        the routed queries and the sample, its escalations included."""
+        return self.cost_all - self.cost - self.calibration_cost - self.escalation_spent
 
     @property
     def labelled(self) -> int:
@@ -159,6 +181,7 @@ def _choose(sample: CalibrationSample, target: float, risk: float | None) -> dic
     confidence = [sample.population[q].confidence for q in drawn]
     correct = [sample.crowd.get(q) == sample.population[q].label for q in drawn]  # no crowd label yet: not right
     population = [m.confidence for m in sample.population.values()]
+    state = reference_state(sample)
     result = certify_threshold(
         confidence,
         correct,
@@ -166,8 +189,11 @@ def _choose(sample: CalibrationSample, target: float, risk: float | None) -> dic
         target=target,
         risk=risk,
         planned=sample.planned or len(drawn),
-        pending=sample.unanswered,
+        pending=len(state["pending"]),
+        extendable=sample.extendable,
     )
+    if state["escalating"]:
+        result = replace(result, more_reason=_pending_reason(state))
     earlier = _earlier_guarantee(sample)
     if result.threshold is not None and earlier is not None and earlier != (target, risk):
         return _no_certificate(
@@ -180,7 +206,14 @@ def _choose(sample: CalibrationSample, target: float, risk: float | None) -> dic
     estimate, ci, accepted = (None, None, 0)
     if result.threshold is not None:
         estimate, ci, accepted = accuracy_at(confidence, correct, None, result.threshold)
-    return {
+    reference = {
+        "undecided": len(sample.undecided),
+        "awaiting_votes": len(state["pending"]),
+        "escalation_spent": state["spent"],
+        "escalation_next": state["next"],
+        "escalation_limit": state["limit"],
+    }
+    return reference | {
         "threshold": result.threshold,
         "estimated_accuracy": estimate,
         "accuracy_ci": list(ci) if ci else None,
@@ -189,10 +222,65 @@ def _choose(sample: CalibrationSample, target: float, risk: float | None) -> dic
         "more_needed": result.more_needed if result.threshold is None else None,
         "more_reason": result.more_reason if result.threshold is None else "",
         "failed_threshold": (
-            result.first_failure["threshold"] if result.first_failure and not sample.unanswered else None
+            result.first_failure["threshold"] if result.first_failure and not state["pending"] else None
         ),
         "candidates": result.candidates,
+        "observed": (confidence, correct, population),
     }
+
+
+def reference_state(sample: CalibrationSample) -> dict[str, Any]:
+    """Where the sample's reference labels stand: ``pending`` (qids whose label may still change: no
+    decisive label and fewer votes than a majority needs, or in a HIT that still gets votes: open
+    places, or an undecided query the next sync escalates), ``escalating`` (undecided ones the next
+    sync gives one more assignment), ``next`` (that round's cost), ``spent`` (the sample's escalations
+    so far) and ``limit`` (what they may still add). An undecided query that can get no more votes
+    (its HIT at the cap, the limit spent) keeps no label: an error for any machine."""
+    from django.db.models import Count, Q
+
+    from annotation.models import Assignment, Hit
+    from annotation.quality.services.budget import affordable, budget_left, extra_assignment_price, extra_spent
+
+    drawn, undecided = set(sample.drawn), set(sample.undecided)
+    pending = {q for q in drawn if q not in sample.crowd and q not in undecided}
+    escalating: set[str] = set()
+    spent = next_round = limit = Decimal("0")
+    done = Q(assignments__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED])
+    for link in sample.chain or [sample.sample_batch]:
+        spent += extra_spent(link)
+        left = budget_left(link)
+        limit += left if left is not None and link.escalate_until else Decimal("0")
+        hits = (
+            Hit.objects.filter(batch=link)
+            .exclude(status=Hit.Status.EXPIRED)
+            .annotate(answered=Count("assignments", filter=done))
+        )
+        price = extra_assignment_price(link) if link.escalate_until else Decimal("0")
+        for hit in hits.prefetch_related("hit_queries__batch_query"):
+            qids = {hq.batch_query.qid for hq in hit.hit_queries.all()} & drawn
+            if hit.answered < hit.max_assignments and hit.status != Hit.Status.PENDING:
+                pending |= qids
+            elif (
+                qids & undecided
+                and link.escalate_until
+                and hit.max_assignments < link.escalation_cap
+                and affordable(link, 1) > 0
+            ):
+                escalating |= qids & undecided
+                pending |= qids
+                next_round += price
+    return {"pending": pending, "escalating": escalating, "next": next_round, "spent": spent, "limit": limit}
+
+
+def _pending_reason(state: dict[str, Any]) -> str:
+    waiting = len(state["pending"])
+    text = f"{waiting} sample {'query' if waiting == 1 else 'queries'} still awaiting votes"
+    if state["escalating"]:
+        text += (
+            f" ({len(state['escalating'])} without a decisive crowd label get more votes at the next sync of the "
+            f"sample, ${state['next']:.2f})"
+        )
+    return text + ": nothing is certified until the sample's reference labels are final"
 
 
 def _earlier_guarantee(sample: CalibrationSample) -> tuple[float, float] | None:
@@ -233,8 +321,13 @@ def plan_routing(
     risk: float | None = DEFAULT_RISK,
     labeller: str | None = None,
     sample_batch: Batch | None = None,
+    cascade: list[str] | None = None,
 ) -> RoutingPlan:
-    """Choose the threshold and split the batch; see the module docstring. Writes nothing."""
+    """Choose the threshold and split the batch; see the module docstring. Writes nothing.
+
+    ``cascade``: labellers in order (``name`` or ``name:floor``, :func:`parse_cascade`), each keeping
+    what it certifies at the target (:mod:`annotation.machine.cascade_statistics`); the guarantee
+    only (``risk`` set)."""
     from annotation.machine.routing_statistics import split_by_threshold
 
     if not 0 < target_accuracy <= 1:
@@ -245,8 +338,19 @@ def plan_routing(
     sample = read_sample(batch, labeller, sample_batch=sample_batch)
     if not sample.qids:
         raise StateError(f"the calibration sample {sample.sample_batch.name!r} has no crowd label yet")
-    chosen = _choose(sample, target_accuracy, risk)
+    stages = parse_cascade(cascade) if cascade else []
+    if stages and risk is None:
+        raise ServiceError("a cascade needs the guarantee (a risk): each labeller keeps only what it certifies")
+    chosen = _choose_cascade(batch, sample, target_accuracy, risk, stages) if stages else None
+    chosen = chosen or _choose(sample, target_accuracy, risk)
+    advice = {}
+    if risk is not None and not chosen["certified"] and not chosen.get("awaiting_votes") and "observed" in chosen:
+        advice = _advice(batch, sample, target_accuracy, risk, *chosen["observed"])
     split = split_by_threshold({qid: m.confidence for qid, m in sample.rest.items()}, chosen["threshold"])
+    if stages:  # (a cascade on a sample still awaiting votes keeps nothing yet: the plan says why)
+        kept = set(chosen.get("accepted", []))
+        rest = {qid: m.confidence for qid, m in sample.rest.items() if qid not in kept}
+        split = replace(split_by_threshold(rest, None), accepted=sorted(kept))
     sampled = set(sample.drawn) | {q for link in sample.chain for q in link.derivation["stratum_of"]}
     queries = dict(batch.queries.values_list("qid", "is_gold"))
     gold = sum(queries.values())
@@ -287,15 +391,254 @@ def plan_routing(
         more_reason=chosen.get("more_reason", ""),
         failed_threshold=chosen.get("failed_threshold"),
         candidates=chosen["candidates"],
+        reference=sample.reference.describe(),
+        undecided=chosen.get("undecided", len(sample.undecided)),
+        awaiting_votes=chosen.get("awaiting_votes", 0),
+        escalation_spent=chosen.get("escalation_spent", Decimal("0")),
+        escalation_next=chosen.get("escalation_next", Decimal("0")),
+        escalation_limit=chosen.get("escalation_limit", Decimal("0")),
+        extendable=sample.extendable,
+        reference_rule=_rule_record(sample.reference),
+        stages=chosen.get("stages", []),
+        **advice,
     )
     plan.cost_all = _cost(batch, plan.labelled)
     return plan
 
 
+def _rule_record(rule) -> dict[str, Any]:
+    return {
+        "votes": rule.votes,
+        "cap": rule.cap,
+        "until": rule.until,
+        "posterior": rule.posterior,
+        "text": rule.describe(),
+    }
+
+
+def parse_cascade(names: list[str]) -> list[tuple[str, float | None]]:
+    """``["rules:0.9", "trained", "openai"]`` -> ``[("rules", 0.9), ("trained", None), ("openai", None)]``:
+    each labeller with its floor (the lowest confidence it may keep; below it, queries go on unread).
+    ServiceError naming the bad item."""
+    stages = []
+    for item in names:
+        name, _, floor = str(item).strip().partition(":")
+        if not name:
+            raise ServiceError(f"cascade: {item!r} names no labeller")
+        try:
+            value = float(floor) if floor else None
+        except ValueError:
+            value = -1.0
+        if value is not None and not 0 <= value <= 1:
+            raise ServiceError(f"cascade: the floor of {item!r} must be a confidence in [0, 1], e.g. rules:0.8")
+        stages.append((name, value))
+    if len({name for name, _ in stages}) != len(stages):
+        raise ServiceError("cascade: a labeller appears twice")
+    return stages
+
+
+def _choose_cascade(
+    batch: Batch, sample: CalibrationSample, target: float, risk: float, stages: list[tuple[str, float | None]]
+) -> dict[str, Any]:
+    """The cascade certified on the sample's first draw (:func:`annotation.machine.cascade_statistics.certify_cascade`)."""
+    import numpy as np
+
+    from annotation.machine.cascade_statistics import certify_cascade
+    from annotation.machine.selectors import identity_for, machine_labels
+
+    plain = _choose(sample, target, risk)  # the sample's checks (design, population, pending) and its state
+    if plain.get("awaiting_votes") or sample.design != RANDOM_DESIGN:
+        return None
+    qids = list(sample.population)
+    index = {q: i for i, q in enumerate(qids)}
+    identities = [identity_for(batch, name) for name, _ in stages]
+    labels = []
+    confidence = np.full((len(stages), len(qids)), np.nan)
+    for i, identity in enumerate(identities):
+        mine = {q: m for q, m in machine_labels(batch, identity).items() if not m.in_training and q in index}
+        labels.append({q: m.label for q, m in mine.items()})
+        for q, m in mine.items():
+            confidence[i, index[q]] = m.confidence
+    drawn = [index[q] for q in sample.drawn]
+    correct = np.zeros_like(confidence, dtype=bool)
+    for i in range(len(stages)):
+        for q in sample.drawn:
+            correct[i, index[q]] = sample.crowd.get(q) is not None and labels[i].get(q) == sample.crowd[q]
+    result = certify_cascade(
+        confidence,
+        correct,
+        drawn,
+        target=target,
+        risk=risk,
+        planned=min(sample.planned or len(drawn), len(drawn)),
+        floors=[floor for _, floor in stages],
+    )
+    earlier = _earlier_guarantee(sample)
+    kept_any = any(len(stage.kept) for stage in result.stages)
+    if kept_any and earlier is not None and earlier != (target, risk):
+        return plain | {
+            "threshold": None,
+            "certified": False,
+            "accepted": [],
+            "stages": [],
+            "more_reason": (
+                f"the sample's labels were used already for a guaranteed routing at target {earlier[0]:g} and risk "
+                f"{earlier[1]:g}: another target or risk on the same sample has no guarantee (target changed after "
+                "seeing the labels)"
+            ),
+        }
+    sampled = set(sample.drawn)
+    described, accepted = [], []
+    kept_items = right_items = 0
+    for (_, floor), identity, stage in zip(stages, identities, result.stages, strict=True):
+        kept = [qids[j] for j in stage.kept]
+        outside = sorted(q for q in kept if q not in sampled)
+        accepted += outside
+        items = [q for q in kept if q in sampled]
+        kept_items += len(items)
+        right_items += sum(1 for q in items if labels[stage.index].get(q) == sample.crowd.get(q))
+        described.append(
+            identity.as_dict()
+            | {
+                "floor": floor,
+                "risk": stage.risk,
+                "population": stage.population,
+                "sample_items": stage.sample_items,
+                "threshold": stage.threshold,
+                "kept": len(outside),
+                "looked_at": len(stage.looked_at),
+                "passed_on": stage.passed_on,
+                "machine_cost": str(_machine_cost(batch, identity, [qids[j] for j in stage.decided])),
+                "accepted": outside,
+            }
+        )
+    return plain | {
+        "threshold": None,
+        "estimated_accuracy": right_items / kept_items if kept_items else None,
+        "accuracy_ci": None,
+        "sample_accepted": kept_items,
+        "certified": kept_any,
+        "more_needed": None,
+        "more_reason": "" if kept_any else "no labeller of the cascade could certify any threshold",
+        "failed_threshold": None,
+        "accepted": sorted(accepted),
+        "stages": described,
+    }
+
+
+def _machine_cost(batch: Batch, identity, qids: list[str]) -> Decimal:
+    """What ``identity``'s answers on ``qids`` cost at the configured prices (its cached tokens; a
+    labeller without answers to pay for, rules or trained, costs nothing): what a cascade's stage
+    must pay for, the queries earlier stages passed on."""
+    from django.conf import settings
+
+    from annotation.machine.services.prelabels import _sha
+    from annotation.models import PreLabelAnswer
+
+    texts = dict(batch.queries.filter(qid__in=qids).values_list("qid", "text"))
+    hashes = [_sha(text) for text in texts.values()]
+    rows = PreLabelAnswer.objects.filter(
+        model=identity.model, prompt_version=identity.prompt_version, text_sha256__in=hashes
+    ).values_list("prompt_tokens", "completion_tokens")
+    per_token = Decimal(settings.PRELABEL_PROMPT_PRICE) / Decimal(1_000_000)
+    per_completion = Decimal(settings.PRELABEL_COMPLETION_PRICE) / Decimal(1_000_000)
+    total = sum((prompt * per_token + completion * per_completion for prompt, completion in rows), Decimal("0"))
+    return total.quantize(Decimal("0.0001"))
+
+
+def size_sample(
+    batch: Batch, target: float, *, risk: float = DEFAULT_RISK, labeller: str | None = None, redraws: int = 200
+) -> list[dict[str, Any]]:
+    """Before drawing: for each first-draw size (drawn whole), the share of draws that certify ``target``
+    and the machine labels kept, at an *assumed* accuracy profile: the machine's confidence taken as
+    its agreement with the reference (a calibrated machine, a reliable reference; the plan after the
+    sample uses the observed profile instead), with each size's crowd cost (escalations not included)."""
+    from annotation.machine.routing_forecast import size_first_draw
+    from annotation.machine.selectors import identity_for, machine_labels
+
+    if not 0 < target <= 1:
+        raise ServiceError(f"the target accuracy must be in (0, 1], got {target}")
+    if not 0 < risk < 1:
+        raise ServiceError(f"the risk must be between 0 and 1 (e.g. 0.05), got {risk}")
+    identity = identity_for(batch, labeller)
+    population = [m.confidence for m in machine_labels(batch, identity).values() if not m.in_training]
+    if not population:
+        raise StateError(f"no query of batch {batch.name!r} has a machine label from {identity}")
+    rows = size_first_draw(population, population, target=target, risk=risk, redraws=redraws)
+    return [
+        {
+            "sample": row.sample,
+            "certified_rate": row.certified_rate,
+            "kept_share": row.kept_share,
+            "kept": round(row.kept_share * len(population)),
+            "cost": str(_cost(batch, row.sample)),
+        }
+        for row in rows
+    ]
+
+
+#: Escalation caps the plan tries when a target is out of reach with the sample's crowd.
+CAPS_TRIED = (5, 7, 9, 11)
+
+
+def _advice(batch: Batch, sample: CalibrationSample, target: float, risk: float, confidence, correct, population):
+    """When nothing is certified: the ceiling as routing counts it (from the crowd model fitted to the
+    sample's votes) and what would bring an out-of-reach target in reach; the first draw a sample
+    drawn whole would need at the observed accuracy profile, with its cost."""
+    from dataclasses import replace as with_cap
+
+    from annotation.machine.crowd_simulation import ceiling_by_label, crowd_from_figures
+    from annotation.machine.routing_forecast import observed_profile, profile_at, size_first_draw
+    from annotation.machine.selectors import fitted_crowd
+
+    advice: dict[str, Any] = {}
+    try:
+        model = crowd_from_figures(fitted_crowd(batch, sample))
+    except (ValueError, StateError):
+        model = None
+    rule = sample.reference
+    if model is not None:
+        per_hit = batch.queries_per_hit
+        shares = model.priors()
+        by_label = ceiling_by_label(model, rule, queries_per_hit=per_hit)
+        advice["ceiling"] = float(shares @ by_label)
+        best = int(by_label.argmax())
+        advice["ceiling_best"] = {"label": model.labels[best], "ceiling": float(by_label[best])}
+        if by_label[best] < target:  # no kept set, however chosen, can reach it
+            for cap in sorted({c for c in CAPS_TRIED if c > rule.cap}):
+                if batch.provider == "mturk" and rule.votes < 10 <= cap:
+                    break
+                more = ceiling_by_label(model, with_cap(rule, cap=cap), queries_per_hit=per_hit)
+                advice["in_reach"] = [*advice.get("in_reach", []), {"cap": cap, "ceiling": float(more.max())}]
+                if more.max() >= target:
+                    break
+    levels, agreement = observed_profile(confidence, correct)
+    rows = size_first_draw(population, profile_at(levels, agreement, population), target=target, risk=risk, redraws=100)
+    advice["sizing"] = [
+        {
+            "sample": row.sample,
+            "certified_rate": row.certified_rate,
+            "kept_share": row.kept_share,
+            "kept": round(row.kept_share * len(population)),
+            "cost": str(_cost(batch, row.sample)),
+        }
+        for row in rows
+    ]
+    return advice
+
+
 def plan_summary(plan: RoutingPlan) -> list[str]:
     """The plan in sentences, the same on the command line and the page: where every query goes."""
     lines = []
-    if plan.threshold is None:
+    for stage in plan.stages:
+        floor = "" if stage["floor"] is None else f", floor {stage['floor']:g}"
+        at = "keeps nothing" if stage["threshold"] is None else f"threshold {stage['threshold']:.3f}"
+        lines.append(
+            f"  {stage['labeller']} ({stage['model']}{floor}, δ = {stage['risk']:.3g}): decided on {stage['population']}"
+            f" queries ({stage['sample_items']} sample), {at}, keeps {stage['kept']} outside the sample; "
+            f"{stage['passed_on']} passed on; its labels cost ${stage['machine_cost']}."
+        )
+    if plan.threshold is None and not (plan.stages and plan.certified):
         if plan.risk is None:
             lines.append(
                 f"No confidence threshold of {plan.labeller} meets {plan.target_accuracy:.3g} on the sample's point "
@@ -317,6 +660,12 @@ def plan_summary(plan: RoutingPlan) -> list[str]:
                     )
                 else:
                     lines.append(f"The first candidate that failed ({where}): {plan.more_reason}.")
+            lines += _advice_lines(plan)
+    elif plan.stages:
+        lines.append(
+            f"Cascade of {len(plan.stages)} labellers, each certified at target {plan.target_accuracy:.3g} with risk "
+            f"δ/{len(plan.stages)}: {guarantee_text(plan.risk, plan.target_accuracy, cascade=True)}."
+        )
     elif plan.risk is None:
         lo, hi = plan.accuracy_ci
         lines.append(
@@ -349,18 +698,88 @@ def plan_summary(plan: RoutingPlan) -> list[str]:
         f"labelled by the crowd so far), {len(plan.accepted)} machine-accepted, {len(plan.to_humans)} to the "
         f"crowd{why}{unlabelled}."
     )
+    escalated = f" and ${plan.escalation_spent} its escalations" if plan.escalation_spent else ""
     lines.append(
-        f"Cost: ${plan.cost} for the routed queries (+ ${plan.calibration_cost} the sample cost); the "
+        f"Cost: ${plan.cost} for the routed queries (+ ${plan.calibration_cost} the sample cost{escalated}); the "
         f"{plan.labelled} queries that end up labelled, all on the crowd: ${plan.cost_all}; saving ${plan.saving}."
     )
+    if plan.reference:
+        undecided = (
+            f" {plan.undecided} sample {'query has' if plan.undecided == 1 else 'queries have'} no decisive label"
+            if plan.undecided
+            else ""
+        )
+        if plan.awaiting_votes:
+            undecided += f"{',' if undecided else ''} {plan.awaiting_votes} still awaiting votes"
+        undecided += "." if undecided else ""
+        more = f" Escalation may add at most ${plan.escalation_limit} more." if plan.escalation_limit else ""
+        lines.append(f"Right means agreeing with {plan.reference}.{undecided}{more}")
     return lines
 
 
-def guarantee_text(risk: float, target: float) -> str:
-    """The guarantee in one clause, as the command, the page and the docs state it."""
+def _advice_lines(plan: RoutingPlan) -> list[str]:
+    """When nothing is certified: whether the target is in reach with this crowd, and how large a
+    first draw would certify it at the observed accuracy profile."""
+    lines = []
+    best = plan.ceiling_best or {}
+    if best and best["ceiling"] < plan.target_accuracy:
+        reach = next((row for row in plan.in_reach if row["ceiling"] >= plan.target_accuracy), None)
+        remedy = (
+            f"escalating the undecided queries up to {reach['cap']} assignments would raise it to "
+            f"{reach['ceiling']:.3f}"
+            if reach
+            else "no escalation cap tried brings it there: a better crowd (qualifications, gold questions)"
+        )
+        lines.append(
+            f"Target {plan.target_accuracy:.3g} is OUT OF REACH with this crowd: the best agreement with its reference "
+            f"label any machine can expect, counted as routing counts it (a query without a decisive label is an "
+            f"error), is {plan.ceiling:.3f} on a set like the batch and {best['ceiling']:.3f} even on its "
+            f"{best['label']} queries alone. To bring it in reach: {remedy}, or a target of at most "
+            f"{best['ceiling']:.3f}."
+        )
+    elif plan.ceiling is not None and plan.ceiling < plan.target_accuracy:
+        lines.append(
+            f"Target {plan.target_accuracy:.3g} is out of reach on a set like the batch with this crowd (the best "
+            f"agreement any machine can expect with its reference label, as routing counts it: {plan.ceiling:.3f}); "
+            f"only a kept set rich in {best['label']} queries (up to {best['ceiling']:.3f}) can reach it."
+        )
+    elif plan.ceiling is not None:
+        lines.append(
+            f"In reach with this crowd: the best agreement any machine can expect with its reference label is "
+            f"{plan.ceiling:.3f} (as routing counts it)."
+        )
+    best = max(plan.sizing, key=lambda row: (row["kept_share"], -row["sample"]), default=None)
+    if best is not None and best["kept_share"] > 0:
+        lines.append(
+            f"At the machine's accuracy profile observed on the sample, a first draw of {best['sample']} queries "
+            f"(${best['cost']}) drawn whole would certify in {best['certified_rate']:.0%} of draws and keep about "
+            f"{best['kept']} machine labels ({best['kept_share']:.0%} of the batch). A new sample is a new look: "
+            "state the two risks added."
+        )
+    elif plan.sizing:
+        lines.append(
+            "At the machine's accuracy profile observed on the sample, no first draw of up to "
+            f"{plan.sizing[-1]['sample']} queries certifies the target: a larger sample cannot help this machine."
+        )
+    if not plan.extendable and plan.risk is not None:
+        lines.append(
+            "Extending this sample cannot help: it was drawn whole, all of the risk went to the exact test of its one "
+            "draw."
+        )
+    return lines
+
+
+def guarantee_text(risk: float, target: float, *, cascade: bool = False) -> str:
+    """The guarantee in one clause, as the command, the page and the docs state it ("right": the
+    reference label, which the plan's and the page's next sentence states)."""
+    kept = (
+        "the labels each labeller keeps (and so all the machines keep together)"
+        if cascade
+        else "the machine's labels of the queries at or above the threshold"
+    )
     return (
-        f"with probability at least {1 - risk:.3g} over the draw of the blind sample, the machine's labels of the "
-        f"queries at or above the threshold agree with the crowd majority on at least {target:.3g} of them"
+        f"with probability at least {1 - risk:.3g} over the draw of the blind sample, {kept} agree with the "
+        f"reference label (the sample's final crowd label) on at least {target:.3g} of them"
     )
 
 
@@ -406,6 +825,7 @@ def route_batch(
     name: str = "",
     seed: int = 0,
     plan: RoutingPlan | None = None,
+    cascade: list[str] | None = None,
 ) -> Routing:
     """Record the plan's decision and make its crowd queries a derived batch (not yet published).
 
@@ -419,7 +839,7 @@ def route_batch(
     it a plan on a sample nobody uses any more): else a ``StateError``, nothing recorded.
     """
     _check_routable(batch)
-    plan = plan or plan_routing(batch, target_accuracy, budget=budget, risk=risk, labeller=labeller)
+    plan = plan or plan_routing(batch, target_accuracy, budget=budget, risk=risk, labeller=labeller, cascade=cascade)
     with transaction.atomic():
         locked = Batch.objects.select_for_update().get(pk=batch.pk)
         _check_routable(locked)
@@ -438,9 +858,12 @@ def route_batch(
                     "threshold": plan.threshold,
                     "risk": plan.risk,
                     "seed": seed,
+                    "reference": plan.reference_rule or None,
                 },
                 seed=seed,
             )
+            if plan.reference_rule:  # the crowd that labels the routed queries is the one the machine was measured on
+                follow_reference(routed, plan.reference_rule)
         return Routing.objects.create(
             batch=batch,
             routed_batch=routed,
@@ -458,6 +881,8 @@ def route_batch(
             over_budget=len(plan.over_budget),
             cost=plan.cost,
             saving=plan.saving,
+            reference=plan.reference_rule,
+            stages=plan.stages,
         )
 
 
@@ -471,17 +896,36 @@ def audit_routing(
     redraws: int = 1000,
     labeller: str | None = None,
     progress=None,
+    crowd: str | None = None,
+    escalation_cap: int | None = None,
+    until: str = "majority",
+    extendable: bool = False,
+    cascade: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Check the guarantee on ``batch``'s own machine labels before paying a crowd: redraw the blind
-    sample ``redraws`` times as ``calibrate`` would (redraw r is ``calibrate --seed r``'s draw),
-    take ``labels_file``'s labels as the crowd's, certify a threshold on each and compare its
-    accepted set with the file. Reads only; see :func:`annotation.machine.routing_statistics.audit`.
+    """Forecast routing on ``batch``'s own machine labels before paying a crowd: redraw the blind
+    sample ``redraws`` times as ``calibrate`` would (redraw r is ``calibrate --seed r``'s draw), certify
+    on each and compare with ``labels_file``'s labels, read as the true labels. Reads only.
+
+    ``crowd``: who labels the sample and the routed queries. ``"none"``: nobody errs, the file's labels
+    are the crowd's (the vectorised :func:`annotation.machine.routing_statistics.audit`); ``"fitted"``:
+    the crowd model fitted to the batch's calibration sample; a path: a crowd model in JSON
+    (:func:`annotation.machine.crowd_simulation.crowd_from_dict`). Default: fitted when the batch has
+    a sample with votes, else none. With a crowd, each redraw simulates it labelling the sample (with
+    the reference rule: the sample's own, else ``escalation_cap`` and ``until``), the rest and a
+    crowd-only labelling (:func:`annotation.machine.routing_forecast.simulate_path`): the forecast
+    the real path is measured against. ``extendable``: the sample's design (default: drawn whole, as
+    ``calibrate`` draws it). ``cascade``: labellers in sequence as ``route --cascade``.
 
     Shares are fractions of the batch's queries (gold left out). The file must label every
     machine-labelled query the routing is made on (the trained-on ones left out).
     """
+
+    import numpy as np
+
     from annotation.crowd.services.batches import read_labelled_file
+    from annotation.labels import LABELS
     from annotation.machine.calibration_statistics import random_sample
+    from annotation.machine.routing_forecast import simulate_path
     from annotation.machine.routing_statistics import audit
     from annotation.machine.selectors import identity_for, machine_labels
     from core.errors import InputError
@@ -494,7 +938,8 @@ def audit_routing(
         raise ServiceError(f"the sample needs at least one query, got {sample}")
     if redraws < 1:
         raise ServiceError(f"at least one redraw is needed, got {redraws}")
-    identity = identity_for(batch, labeller)
+    stages = parse_cascade(cascade) if cascade else []
+    identity = identity_for(batch, stages[0][0] if stages else labeller)
     population = {q: m for q, m in machine_labels(batch, identity).items() if not m.in_training}
     truth = {q.qid: q.label for q in read_labelled_file(labels_file)}
     missing = sorted(set(population) - set(truth))
@@ -507,24 +952,104 @@ def audit_routing(
         )
     qids = sorted(population)
     index = {q: i for i, q in enumerate(qids)}
-    confidence = [population[q].confidence for q in qids]
-    correct = [population[q].label == truth[q] for q in qids]
     samples = [[index[q] for q in random_sample(qids, sample, seed=r)] for r in range(redraws)]
-    result = audit(
-        confidence,
-        correct,
-        samples,
-        target=target_accuracy,
-        risk=risk,
-        batch_size=batch.queries.filter(is_gold=False).count(),
-        planned=sample,
-        progress=progress,
-    )
-    return identity.as_dict() | {
+    batch_size = batch.queries.filter(is_gold=False).count()
+    model, crowd_used, rule = _audit_crowd(batch, crowd, escalation_cap, until)
+    base = identity.as_dict() | {
         "batch": batch.name,
         "labels": str(labels_file),
         "sample": min(sample, len(qids)),
         "population": len(qids),
-        "true_accuracy": sum(correct) / len(correct),
-        **result.as_dict(),
+        "true_accuracy": sum(population[q].label == truth[q] for q in qids) / len(qids),
+        "crowd": crowd_used,
+        "reference": rule.describe(),
+        "extendable": extendable,
+        "cascade": [name for name, _ in stages],
     }
+    if model is None and not stages:
+        confidence = [population[q].confidence for q in qids]
+        correct = [population[q].label == truth[q] for q in qids]
+        result = audit(
+            confidence,
+            correct,
+            samples,
+            target=target_accuracy,
+            risk=risk,
+            batch_size=batch_size,
+            planned=sample,
+            progress=progress,
+            extendable=extendable,
+        )
+        return base | result.as_dict()
+    names = [name for name, _ in stages] or [identity.labeller]
+    labels = np.full((len(names), len(qids)), -1)
+    confidence = np.full((len(names), len(qids)), np.nan)
+    for i, name in enumerate(names):
+        mine = machine_labels(batch, identity if i == 0 else identity_for(batch, name))
+        for q, m in mine.items():
+            if q in index and not m.in_training:
+                labels[i, index[q]] = LABELS.index(m.label)
+                confidence[i, index[q]] = m.confidence
+    forecast = simulate_path(
+        np.array([LABELS.index(truth[q]) for q in qids]),
+        labels,
+        confidence,
+        crowd=model,
+        rule=rule,
+        sample_of=lambda r: samples[r],
+        redraws=redraws,
+        target=target_accuracy,
+        risk=risk,
+        extendable=extendable and not stages,
+        queries_per_hit=batch.queries_per_hit,
+        progress=progress,
+        floors=[floor for _, floor in stages] or None,
+    )
+    scale = len(qids) / batch_size if batch_size else 1.0
+    figures = forecast.as_dict()
+    for key in ("kept_share", "kept_share_se", "kept_with_sample"):
+        figures[key] *= scale
+    figures["per_stage_kept"] = [share * scale for share in figures["per_stage_kept"]]
+    figures["machine_labelled_share"] = figures["kept_share"]
+    figures["kept_share"] = figures.pop("kept_with_sample")
+    return base | figures
+
+
+def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, until: str):
+    """(crowd model or None, what it is in words, the reference rule) for :func:`audit_routing`."""
+    import json
+    from pathlib import Path
+
+    from annotation.labels import LABELS
+    from annotation.machine.crowd_simulation import ReferenceRule, crowd_from_dict, crowd_from_figures
+    from annotation.machine.selectors import fitted_crowd
+    from annotation.machine.services.calibration import reference_record
+    from core.errors import InputError
+
+    sample = None
+    if calibration_batch(batch) is not None:
+        sample = read_sample(batch)
+    if sample is not None and sample.reference is not None and escalation_cap is None and until == "majority":
+        rule = sample.reference
+    else:
+        record = reference_record(batch, escalation_cap, until)
+        rule = ReferenceRule(votes=record["votes"], cap=record["cap"], posterior=record["posterior"])
+    if crowd is None:
+        crowd = "fitted" if sample is not None and sample.votes is not None and len(sample.votes) else "none"
+    if crowd == "none":
+        return None, "none: the labels file is the crowd's (no crowd error, no escalation)", rule
+    if crowd == "fitted":
+        if sample is None:
+            raise StateError(
+                f"batch {batch.name!r} has no calibration sample to fit a crowd model to; give --crowd FILE"
+            )
+        return crowd_from_figures(fitted_crowd(batch, sample)), "fitted to the calibration sample's votes", rule
+    path = Path(crowd)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        model = crowd_from_dict(data if isinstance(data, dict) else {}, tuple(LABELS))
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read the crowd model ({exc.strerror})") from None
+    except ValueError as exc:
+        raise InputError(str(path), None, f"not a crowd model: {exc}") from None
+    return model, f"the crowd model in {path.name}", rule

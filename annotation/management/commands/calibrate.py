@@ -1,6 +1,7 @@
 from annotation.crowd.services.publishing import publish_batch
 from annotation.labels import LABEL_NAMES
-from annotation.machine.services.calibration import DEFAULT_SAMPLE, create_calibration_sample
+from annotation.machine.services.calibration import DEFAULT_SAMPLE, create_calibration_sample, escalation_limit
+from annotation.machine.services.routing import DEFAULT_RISK, size_sample
 from annotation.management.commands._common import command_errors, format_cost, get_batch
 from core.management.cli import ProjectCommand
 
@@ -10,10 +11,14 @@ class Command(ProjectCommand):
         "Draw a blind calibration sample of a machine-labelled batch: a simple random sample of its "
         "machine-labelled queries (in draw order, as routing's guarantee needs), made a batch of its own "
         "(BATCH-part-N, a name that tells annotators nothing) with the batch's settings on its provider, and "
-        "published. Annotators see ordinary HITs: no machine label, no confidence. A batch has one sample: "
-        "--extend takes the next --sample queries of the first draw's random permutation and adds them to it as a "
-        "further batch (the union is still one simple random sample, so routing's guarantee stays valid). When the crowd has "
-        "labelled it, see: manage.py calibration BATCH."
+        "published. Annotators see ordinary HITs: no machine label, no confidence. By default the sample is drawn "
+        "whole: all of routing's risk goes to the exact test of this one draw, which keeps the most; --extendable "
+        "draws one that --extend can continue later (the union is still one simple random sample; routing then "
+        "spends 0.2 of its risk on a test that allows it). The sample's queries without a decisive crowd label "
+        "get more votes at every sync, up to --escalation-cap assignments of their HIT (default 7; the batch's "
+        "votes per query: none, a split then counts as the machine's error): routing certifies against that "
+        "final crowd label. --size-for A prints, before drawing anything, how large a first draw would certify A. "
+        "When the crowd has labelled it, see: manage.py calibration BATCH."
     )
 
     def add_arguments(self, parser):
@@ -27,6 +32,27 @@ class Command(ProjectCommand):
         parser.add_argument(
             "--extend", action="store_true", help="add --sample queries to the batch's sample instead of a new one"
         )
+        parser.add_argument(
+            "--extendable", action="store_true", help="draw a sample that --extend may continue (δ split)"
+        )
+        parser.add_argument(
+            "--escalation-cap",
+            type=int,
+            help="assignments a sample HIT may get when one of its queries has no decisive crowd label (default 7)",
+        )
+        parser.add_argument(
+            "--until",
+            default="majority",
+            help="when a crowd label is decisive: majority (default) or posterior:P, e.g. posterior:0.9",
+        )
+        parser.add_argument(
+            "--size-for",
+            type=float,
+            metavar="A",
+            help="draw nothing: print how large a first draw would certify target A (at the machine's confidence "
+            "taken as its accuracy), with its cost",
+        )
+        parser.add_argument("--risk", type=float, default=DEFAULT_RISK, help="with --size-for: the risk δ (0.05)")
         parser.add_argument("--labeller", help="sample this pre-labeller's labels (default: the latest run)")
         parser.add_argument(
             "--seed",
@@ -38,26 +64,62 @@ class Command(ProjectCommand):
         parser.add_argument("--sample-name", default="", help="name of the sample's batch (default BATCH-part-N)")
         parser.add_argument("--no-publish", action="store_true", help="create the sample's batch but do not publish it")
 
-    def handle(self, name, sample, extend, labeller, seed, sample_name, no_publish, **o):
+    def handle(self, name, sample, extend, extendable, escalation_cap, until, size_for, risk, labeller, seed, **o):
         batch = get_batch(name)
+        out = self.stdout.write
         with command_errors():
+            if size_for is not None:
+                rows = size_sample(batch, size_for, risk=risk, labeller=labeller)
+                out(
+                    f"First draws of {batch.name!r} drawn whole, target {size_for:g}, risk {risk:g}, at the machine's "
+                    "confidence taken as its agreement with the reference (200 simulated draws each):"
+                )
+                out(f"  {'sample':>7} {'certifies':>10} {'kept':>7} {'cost':>10}")
+                for row in rows:
+                    out(f"  {row['sample']:>7} {row['certified_rate']:>10.0%} {row['kept']:>7} {'$' + row['cost']:>10}")
+                best = max(rows, key=lambda row: (row["kept"], -row["sample"]), default=None)
+                if best and best["kept"]:
+                    out(
+                        f"Keeps the most: --sample {best['sample']}. (Every sample query is labelled by the crowd anyway.)"
+                    )
+                else:
+                    out("No size certifies the target at this profile: the machine cannot reach it.")
+                return
             child = create_calibration_sample(
-                batch, sample, labeller=labeller, seed=seed, name=sample_name, extend=extend
+                batch,
+                sample,
+                labeller=labeller,
+                seed=seed,
+                name=o["sample_name"],
+                extend=extend,
+                extendable=extendable,
+                escalation_cap=escalation_cap,
+                until=until,
             )
             derivation = child.derivation
             what = f"extension {derivation['look'] - 1} of the calibration sample" if extend else "Calibration sample"
-            self.stdout.write(
+            out(
                 f"{what[0].upper() + what[1:]} {child.name!r}: {len(derivation['stratum_of'])} queries of "
                 f"{batch.name!r} drawn at random, labelled by {derivation['labeller']} ({derivation['model']}, "
                 f"{derivation['prompt_version']}) as:"
             )
             for stratum in derivation["strata"]:
-                self.stdout.write(
-                    f"  {LABEL_NAMES[stratum['label']]:<26} {stratum['sampled']:>5} of {stratum['population']}"
+                out(f"  {LABEL_NAMES[stratum['label']]:<26} {stratum['sampled']:>5} of {stratum['population']}")
+            out(f"Cost: {format_cost(child.cost)}")
+            reference = derivation.get("reference")
+            if reference and reference["cap"] > reference["votes"]:
+                limit = escalation_limit(child, len(derivation["stratum_of"]), reference)
+                out(
+                    f"Queries without a decisive crowd label ({reference['until']}) get more votes at every sync, up to "
+                    f"{reference['cap']} assignments of their HIT: at most ${limit} more (usually a small part of it)."
                 )
-            self.stdout.write(f"Cost: {format_cost(child.cost)}")
-            if no_publish:
-                self.stdout.write(f"Publish it with: manage.py publish_batch {child.name}")
+            out(
+                "Drawn to be extendable (risk split with a betting test)."
+                if derivation.get("extendable")
+                else "Drawn whole: all of routing's risk goes to the exact test of this draw; it cannot be extended."
+            )
+            if o["no_publish"]:
+                out(f"Publish it with: manage.py publish_batch {child.name}")
                 return
             published = publish_batch(child, bar=o["verbosity"] > 0)
-        self.stdout.write(self.style.SUCCESS(f"Published {published} HIT(s) of {child.name!r} on {child.provider}."))
+        out(self.style.SUCCESS(f"Published {published} HIT(s) of {child.name!r} on {child.provider}."))

@@ -37,6 +37,12 @@ class Command(ProjectCommand):
         )
         parser.add_argument("--budget", type=money, help="USD the routed queries may cost at most")
         parser.add_argument("--labeller", help="whose labels to route by (default: the sample's pre-labeller)")
+        parser.add_argument(
+            "--cascade",
+            help="labellers in sequence, e.g. rules:0.9,trained,openai (NAME:FLOOR: below the floor a query goes on "
+            "unread): each keeps what it certifies at the target with risk δ/m, the rest goes on; one guarantee for "
+            "all the machines keep",
+        )
         parser.add_argument("--routed-name", default="", help="name of the routed batch (default BATCH-part-N)")
         parser.add_argument("--no-publish", action="store_true", help="create the routed batch but do not publish it")
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -44,11 +50,19 @@ class Command(ProjectCommand):
     def handle(self, name, target_accuracy, risk, no_guarantee, budget, labeller, routed_name, no_publish, yes, **o):
         if not no_guarantee and not 0 < risk < 1:
             raise CommandError(f"--risk must be between 0 and 1 (e.g. 0.05), got {risk}")
+        cascade = [item.strip() for item in (o["cascade"] or "").split(",") if item.strip()] or None
+        if cascade and no_guarantee:
+            raise CommandError("--cascade needs the guarantee: each labeller keeps only what it certifies")
         batch = get_batch(name)
         out = self.stdout.write
         with command_errors():
             plan = plan_routing(
-                batch, target_accuracy, budget=budget, risk=None if no_guarantee else risk, labeller=labeller
+                batch,
+                target_accuracy,
+                budget=budget,
+                risk=None if no_guarantee else risk,
+                labeller=labeller,
+                cascade=cascade,
             )
             for line in plan_summary(plan):
                 out(line)

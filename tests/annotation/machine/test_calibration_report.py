@@ -26,7 +26,7 @@ def answered(db) -> tuple[Batch, Batch]:
     query_set = create_query_set("mq", _texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="mach", assignments_per_query=3, queries_per_hit=5)
     prelabel_batch(batch, NoisyMachine())
-    sample_batch = create_calibration_sample(batch, 60, seed=1)
+    sample_batch = create_calibration_sample(batch, 60, seed=1, extendable=True)
     services.publish_batch(sample_batch)
     simulate_local_annotations(sample_batch, annotators=3, accuracy=0.55, seed=2)
     return batch, sample_batch

@@ -70,6 +70,9 @@ def routed_batch(db):
 
 
 def _answered_sample(batch, size=150, seed=0, **options):
+    """A sample three annotators answered, drawn without escalation (cap = the 3 votes: a split stays an error)
+    unless ``escalation_cap`` is given; the escalation path is tested on its own below."""
+    options.setdefault("escalation_cap", 3)
     sample = create_calibration_sample(batch, size, seed=seed, **options)
     services.publish_batch(sample)
     simulate_local_annotations(sample, annotators=3, accuracy=0.97, seed=seed + 1)
@@ -121,7 +124,7 @@ def test_the_guarantee_refuses_a_stratified_sample_and_the_estimate_is_labelled(
 
 def test_one_sample_per_batch_and_an_extension_continues_it(routed_batch):
     batch = routed_batch
-    first = create_calibration_sample(batch, 100, seed=0)
+    first = create_calibration_sample(batch, 100, seed=0, extendable=True)
     with pytest.raises(StateError, match="has a calibration sample already"):
         create_calibration_sample(batch, 100, seed=1)
     assert batch.derived.filter(purpose=Batch.Purpose.CALIBRATION).count() == 1
@@ -143,7 +146,7 @@ def test_one_sample_per_batch_and_an_extension_continues_it(routed_batch):
 
 def test_an_extension_continues_the_first_draws_permutation_whatever_seed_it_is_given(routed_batch):
     batch = routed_batch
-    first = create_calibration_sample(batch, 60, seed=5)
+    first = create_calibration_sample(batch, 60, seed=5, extendable=True)
     second = create_calibration_sample(batch, 40, seed=9, extend=True)  # --seed of an extension: ignored
     eligible = [q for q, m in machine_labels(batch, identity_for(batch)).items() if not m.in_training]
     assert first.derivation["order"] + second.derivation["order"] == random_sample(eligible, 100, seed=5)
@@ -153,7 +156,7 @@ def test_an_extension_continues_the_first_draws_permutation_whatever_seed_it_is_
 
 def test_an_extension_from_another_population_is_refused(routed_batch):
     batch = routed_batch
-    create_calibration_sample(batch, 60, seed=5)
+    create_calibration_sample(batch, 60, seed=5, extendable=True)
     PreLabel.objects.filter(batch_query__batch=batch, batch_query__qid="n0").delete()  # the population shrank
     with pytest.raises(StateError, match="not those the sample"):
         create_calibration_sample(batch, 40, extend=True)
@@ -162,7 +165,7 @@ def test_an_extension_from_another_population_is_refused(routed_batch):
 @pytest.mark.slow
 def test_a_routing_keeps_its_sample_when_the_sample_is_extended(routed_batch):
     batch = routed_batch
-    first = _answered_sample(batch, 150)
+    first = _answered_sample(batch, 150, extendable=True)
     routing = route_batch(batch, 0.9)
     before = plan_routing(batch, 0.9, sample_batch=routing.sample_batch)
     with pytest.raises(StateError, match="cancel the routed batch before extending"):
@@ -191,7 +194,7 @@ def test_a_plan_on_a_sample_no_longer_in_force_is_not_routed(routed_batch):
     from annotation.models import Routing
 
     batch = routed_batch
-    first = _answered_sample(batch, 150)
+    first = _answered_sample(batch, 150, extendable=True)
     on_first = plan_routing(batch, 0.9)
     extension = create_calibration_sample(batch, 30, seed=3, extend=True)  # in another tab, after the plan
     message = f"made on the calibration sample '{first.name}', but the sample in force is '{extension.name}'"
@@ -244,8 +247,10 @@ def test_route_audit_redraws_the_sample_as_calibrate_would(routed_batch, tmp_pat
         samples,
         target=0.9,
         batch_size=400,
+        extendable=False,  # the design calibrate draws by default: the whole δ on the exact test
     )
     assert {k: result[k] for k in expected.as_dict()} == expected.as_dict()
+    assert result["crowd"].startswith("none") and result["extendable"] is False  # no sample: no crowd to fit
     # Redraw 0 is exactly the sample `calibrate --sample 100 --seed 0` draws.
     assert create_calibration_sample(batch, 100, seed=0).derivation["order"] == [qids[i] for i in samples[0]]
     # The 240 sure queries are right, the 140 unsure ones about half: the oracle's largest set meeting 0.9
@@ -294,7 +299,7 @@ def test_the_page_makes_one_sample_and_extends_it(routed_batch, researcher, clie
 
     client.force_login(researcher)
     url = reverse("annotation:batch-calibration-sample", args=["rb"])
-    assert client.post(url, {"sample": 40, "seed": 0}).status_code == 302
+    assert client.post(url, {"sample": 40, "seed": 0, "extendable": "on"}).status_code == 302
     twice = client.post(url, {"sample": 40, "seed": 1})
     assert twice.status_code == 400 and "has a calibration sample already" in twice.content.decode()
     page = client.get(reverse("annotation:batch-machine", args=["rb"])).content.decode()
