@@ -23,6 +23,11 @@ from django.db.models import Q
 
 
 def forward(apps, schema_editor):
+    # PostgreSQL: the rows written here would leave deferred foreign-key checks pending, and the
+    # index of the new ``assignment`` column, created at the migration's end, cannot be built on a
+    # table with pending trigger events; checked at once instead, none is left pending.
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     Batch = apps.get_model("annotation", "Batch")
     Bonus = apps.get_model("annotation", "Bonus")
     BonusPayment = apps.get_model("annotation", "BonusPayment")
