@@ -301,7 +301,11 @@ def crowd_reliability(
     posteriors = ds.posteriors.loc[items, list(labels)].to_numpy(dtype=float)
     m = np.array([index[machine[item]] for item in items], dtype=np.int64)
     w = np.array([weights[item] for item in items], dtype=float)
-    accuracy, _ = denoised_accuracy(posteriors, m, w, [strata[item] for item in items], bootstrap=0)
+    # A_true from the held-out posteriors (each item's under the model fitted on the others), as
+    # every figure with an interval on the labels and as its refitted interval: the in-sample
+    # posteriors are over-confident in each item's own majority.
+    held_out = ds.held_out.loc[items, list(labels)].to_numpy(dtype=float)
+    accuracy, _ = denoised_accuracy(held_out, m, w, [strata[item] for item in items], bootstrap=0)
     interval = refitted_interval(
         ds, items, m, w, [strata[item] for item in items], bootstrap=bootstrap, seed=seed, alpha=alpha
     )
