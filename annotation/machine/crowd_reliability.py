@@ -18,7 +18,9 @@ about T beyond the votes; the model assumes the machine's errors independent of 
 crowd's given the true label, so errors shared on hard queries bias A_true up):
 
 - **de-noised accuracy** A_true = Σ_i w_i·p_i(m_i) / W: the expected share of the batch's
-  machine labels equal to the true label. Every sampled item with a vote counts, disputed
+  machine labels equal to the true label, p_i the *held-out* posterior (the model fitted on the
+  other items, :func:`annotation.results.crowd_model.held_out_posteriors`: the in-sample one is
+  over-confident in each item's own majority). Every sampled item with a vote counts, disputed
   ones too (their posterior is as informative as any). Interval: percentile bootstrap of the
   items within their strata with the crowd model *refitted in every draw*
   (:func:`refitted_interval`), so the uncertainty of the fitted confusion matrices and class
