@@ -173,3 +173,68 @@ def study(rng: np.random.Generator, truth: np.ndarray, crowd: Crowd = MODERATE) 
 
 def with_dependence(crowd: Crowd, dependence: float) -> Crowd:
     return replace(crowd, dependence=dependence)
+
+
+#: What :func:`coverage_study` checks, in the order the coverage table prints them.
+COVERED = ("value", "difference", "denoised")
+
+
+def coverage_study(rng: np.random.Generator, crowd: Crowd, n: int, seed: int, samples: int = 200) -> dict:
+    """One study drawn on a synthetic truth of ``n`` queries and the report's own estimators on it,
+    as a report on a batch's labels and the calibration report compute them: does each interval
+    cover its truth?
+
+    - ``value`` / ``difference``: the combined interval of run A's label-corrected value and of B − A
+      (:func:`metrics.label_uncertainty.combined_summary` with the crowd model refitted in each of
+      ``samples`` draws, :meth:`annotation.machine.label_probabilities.LabelModel.draws`) against the
+      true non-gendered means :data:`MEAN_A` [n] and :data:`MEAN_DIFFERENCE` [n];
+    - ``denoised``: the machine's de-noised accuracy interval
+      (:func:`annotation.machine.crowd_reliability.crowd_reliability`, every query sampled, one
+      stratum) against :data:`MACHINE_ACCURACY`;
+    - ``warning``: the crowd-quality warning (:func:`annotation.machine.label_probabilities.crowd_quality`).
+    """
+    from annotation.machine.crowd_reliability import crowd_reliability
+    from annotation.machine.label_probabilities import LabelModel, crowd_quality
+    from annotation.results.aggregation import dawid_skene
+    from metrics import label_uncertainty, significance
+
+    drawn = study(rng, synthetic_truth(rng, n), crowd)
+    qids = drawn.qids
+    ds = dawid_skene(drawn.judgments, gold=drawn.gold)
+    table = ds.held_out.loc[qids, list(LABELS)]
+    long = pd.concat(
+        [
+            pd.DataFrame({"run": run, "qid": qids, "metric": "ARaB", "variant": "tf", "cutoff": 10, "value": v})
+            for run, v in (("A", drawn.a), ("B", drawn.b))
+        ],
+        ignore_index=True,
+    )
+    in_set = {q for q, label in zip(qids, ds.labels.loc[qids], strict=True) if label == LABELS[0]}
+    summary = significance.summarise(long[long["qid"].isin(in_set)], baseline="A", samples=samples, seed=seed)
+    out = label_uncertainty.combined_summary(
+        significance.wide_values(long), table, in_set, summary, baseline="A", samples=samples, seed=seed,
+        draws=LabelModel(table, ds, qids).draws,
+    ).set_index("run")  # fmt: skip
+    reliability = crowd_reliability(
+        drawn.judgments, {q: LABELS[m] for q, m in zip(qids, drawn.machine, strict=True)}, dict.fromkeys(qids, 1.0),
+        dict.fromkeys(qids, "s"), votes_per_query=crowd.votes, gold=drawn.gold, bootstrap=samples, seed=seed,
+    )  # fmt: skip
+
+    def covers(low, high, truth: float) -> bool:
+        return low is not None and not pd.isna(low) and not pd.isna(high) and low <= truth <= high
+
+    return {
+        "value": covers(out.loc["A", "combined_low"], out.loc["A", "combined_high"], MEAN_A[0]),
+        "difference": covers(
+            out.loc["B", "difference_combined_low"], out.loc["B", "difference_combined_high"], MEAN_DIFFERENCE[0]
+        ),
+        "denoised": covers(*reliability.accuracy_true_ci, MACHINE_ACCURACY),
+        "warning": crowd_quality(ds)["warning"],
+    }
+
+
+def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per column of :data:`COVERED` and ``warning``: the share of studies, its Monte-Carlo
+    standard error √(p(1 − p)/studies) and the number of studies."""
+    share = results[[*COVERED, "warning"]].astype(float).mean()
+    return pd.DataFrame({"share": share, "mc_se": np.sqrt(share * (1 - share) / len(results)), "studies": len(results)})

@@ -18,7 +18,9 @@ about T beyond the votes; the model assumes the machine's errors independent of 
 crowd's given the true label, so errors shared on hard queries bias A_true up):
 
 - **de-noised accuracy** A_true = Σ_i w_i·p_i(m_i) / W: the expected share of the batch's
-  machine labels equal to the true label. Every sampled item with a vote counts, disputed
+  machine labels equal to the true label, p_i the *held-out* posterior (the model fitted on the
+  other items, :func:`annotation.results.crowd_model.held_out_posteriors`: the in-sample one is
+  over-confident in each item's own majority). Every sampled item with a vote counts, disputed
   ones too (their posterior is as informative as any). Interval: percentile bootstrap of the
   items within their strata with the crowd model *refitted in every draw*
   (:func:`refitted_interval`), so the uncertainty of the fitted confusion matrices and class
@@ -301,7 +303,11 @@ def crowd_reliability(
     posteriors = ds.posteriors.loc[items, list(labels)].to_numpy(dtype=float)
     m = np.array([index[machine[item]] for item in items], dtype=np.int64)
     w = np.array([weights[item] for item in items], dtype=float)
-    accuracy, _ = denoised_accuracy(posteriors, m, w, [strata[item] for item in items], bootstrap=0)
+    # A_true from the held-out posteriors (each item's under the model fitted on the others), as
+    # every figure with an interval on the labels and as its refitted interval: the in-sample
+    # posteriors are over-confident in each item's own majority.
+    held_out = ds.held_out.loc[items, list(labels)].to_numpy(dtype=float)
+    accuracy, _ = denoised_accuracy(held_out, m, w, [strata[item] for item in items], bootstrap=0)
     interval = refitted_interval(
         ds, items, m, w, [strata[item] for item in items], bootstrap=bootstrap, seed=seed, alpha=alpha
     )

@@ -622,7 +622,8 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
         gold = gold_labels(batch)
         seeded = frame if not gold else pd.concat([frame, gold_judgments(batch)], ignore_index=True)
         fitted = dawid_skene(seeded, gold=gold)
-        posteriors = fitted.posteriors.reindex(columns=list(LABELS), fill_value=0.0)
+        # Held out: each query's posterior under the model fitted on the others (calibrated).
+        posteriors = fitted.held_out.reindex(columns=list(LABELS), fill_value=0.0)
         crowd = [q for q in posteriors.index.astype(str) if q not in gold]
         parts.append(posteriors.loc[crowd])
         quality = lp.crowd_quality(fitted)

@@ -162,6 +162,10 @@ class DawidSkeneResult:
     converged: bool
     #: The judgments as the model read them (:mod:`.crowd_model`): what a bootstrap refits.
     encoded: crowd_model.Encoded | None = None
+    #: Each item's posterior under the model fitted on the other items
+    #: (:func:`.crowd_model.held_out_posteriors`): calibrated where ``posteriors`` are
+    #: over-confident in their own majority; every interval built on the labels uses these.
+    held_out: pd.DataFrame | None = None
 
     def label_table(self) -> pd.DataFrame:
         """One row per item: ``label`` and ``posterior`` (Dawid-Skene's probability of that
@@ -219,6 +223,7 @@ def dawid_skene(
             priors=pd.Series(np.full(n_labels, 1.0 / n_labels), index=list(labels), name="prior"),
             iterations=0,
             converged=True,
+            held_out=empty,
         )
     fitted = crowd_model.fit(encoded, max_iter=max_iter, tol=tol)
     posteriors, priors, confusion = fitted.posteriors[0], fitted.priors[0], fitted.confusion[0]
@@ -243,6 +248,7 @@ def dawid_skene(
         iterations=iterations,
         converged=converged,
         encoded=encoded,
+        held_out=pd.DataFrame(fitted.held_out[0], index=item_index, columns=list(labels)),
     )
 
 

@@ -100,6 +100,9 @@ class Fit:
     confusion: np.ndarray
     iterations: int
     converged: bool
+    #: [B × items × K]: each item's posterior under the model fitted on the *other* items
+    #: (:func:`held_out_posteriors`): what every interval built on the labels uses.
+    held_out: np.ndarray | None = None
 
 
 def _incidence(encoded: Encoded):
@@ -117,15 +120,15 @@ def _incidence(encoded: Encoded):
     return by_item, by_answer
 
 
-def _m_step(
+def _counts(
     posteriors: np.ndarray, weights: np.ndarray, encoded: Encoded, by_answer_t
 ) -> tuple[np.ndarray, np.ndarray]:
-    """MAP class shares and confusion matrices of every draw from soft labels ``posteriors``
-    [B × N × K] and item multiplicities ``weights`` [B × N]."""
+    """The Dirichlet posteriors' parameters of every draw, from soft labels ``posteriors``
+    [B × N × K] and item multiplicities ``weights`` [B × N]: class counts plus their prior [B × K]
+    and each worker's confusion counts plus their prior [B × W × T × G]."""
     b, _, k = posteriors.shape
     soft = posteriors * weights[:, :, None]  # [B × N × K]
-    priors = soft.sum(axis=1) + CLASS_PRIOR
-    priors /= priors.sum(axis=1, keepdims=True)
+    classes = soft.sum(axis=1) + CLASS_PRIOR
     per_answer = soft[:, encoded.item_idx, :]  # [B × J × K]
     stacked = per_answer.transpose(1, 0, 2).reshape(len(encoded.item_idx), b * k)
     counts = np.asarray(by_answer_t @ stacked)  # [W·G × B·K]
@@ -134,9 +137,46 @@ def _m_step(
     np.fill_diagonal(base, POOLED_RIGHT)
     pooled = counts.sum(axis=1) + POOLED_PRIOR * base  # [B × T × G]
     pooled /= pooled.sum(axis=2, keepdims=True)
-    confusion = counts + CONFUSION_PRIOR * pooled[:, None, :, :]
-    confusion /= confusion.sum(axis=3, keepdims=True)
+    return classes, counts + CONFUSION_PRIOR * pooled[:, None, :, :]
+
+
+def _m_step(
+    posteriors: np.ndarray, weights: np.ndarray, encoded: Encoded, by_answer_t
+) -> tuple[np.ndarray, np.ndarray]:
+    """MAP class shares and confusion matrices of every draw (the modes of :func:`_counts`'
+    Dirichlets, with the pseudo-counts as the means' parameters)."""
+    classes, confusion = _counts(posteriors, weights, encoded, by_answer_t)
+    priors = classes / classes.sum(axis=1, keepdims=True)
+    confusion = confusion / confusion.sum(axis=3, keepdims=True)
     return priors, np.maximum(confusion, FLOOR)
+
+
+def held_out_posteriors(posteriors: np.ndarray, weights: np.ndarray, encoded: Encoded, by_item_t, by_answer_t):
+    """[B × N × K]: each item's posterior given its own votes and the model fitted on the other
+    items, from the converged soft labels ``posteriors`` [B × N × K].
+
+    The fitted confusion matrices and class shares were estimated from every item, each item's
+    own votes included: an item's soft label has pulled its voters' rows toward its own majority,
+    so reading its votes through those rows again makes it look more certain of that majority
+    than it is (with three votes per item and a worker seen on few items, much more: a truly
+    non-gendered query two workers read as male got P(n) 0.04 where 8% of such queries were
+    non-gendered). Here item i's own soft counts (multiplicity × posterior, one answer per worker)
+    are taken out of its voters' Dirichlet counts and out of the class counts before its votes
+    are read: θ⁻ⁱ_w(t, g) = (n_wtg − m_i p_i(t)·1[g = g_ij] + prior) / (n_wt − m_i p_i(t) + prior),
+    the posterior-mean (predictive) rows given the other items — the conditional of the
+    collapsed Gibbs sampler of Bayesian Dawid–Skene, with soft counts (CVB0, Asuncion et al.
+    2009). Gold items keep their known label."""
+    b, n, k = posteriors.shape
+    classes, counts = _counts(posteriors, weights, encoded, by_answer_t)
+    own = posteriors * weights[:, :, None]  # [B × N × K]
+    own_answer = own[:, encoded.item_idx, :].transpose(1, 0, 2)  # [J × B × K]
+    cell = counts[:, encoded.worker_idx, :, encoded.label_idx] - own_answer  # [J × B × K]
+    row = counts.sum(axis=3)[:, encoded.worker_idx, :].transpose(1, 0, 2) - own_answer
+    log_lik = np.log(np.maximum(cell, FLOOR)) - np.log(np.maximum(row, FLOOR))
+    summed = np.asarray(by_item_t @ log_lik.reshape(len(encoded.item_idx), b * k))
+    log_post = summed.reshape(n, b, k).transpose(1, 0, 2) + np.log(np.maximum(classes[:, None, :] - own, FLOOR))
+    unnormalised = np.exp(log_post - log_post.max(axis=2, keepdims=True))
+    return _fix_gold(unnormalised / unnormalised.sum(axis=2, keepdims=True), encoded)
 
 
 def _e_step(priors: np.ndarray, confusion: np.ndarray, encoded: Encoded, by_item_t) -> tuple[np.ndarray, np.ndarray]:
@@ -196,21 +236,22 @@ def fit(
             break
         previous = log_likelihood
     priors, confusion = _m_step(posteriors, weights, encoded, by_answer_t)
-    return Fit(posteriors, priors, confusion, iterations, converged)
+    held_out = held_out_posteriors(posteriors, weights, encoded, by_item_t, by_answer_t)
+    return Fit(posteriors, priors, confusion, iterations, converged, held_out)
 
 
 def bootstrap_posteriors(
     encoded: Encoded, weights: np.ndarray, start: np.ndarray, *, max_iter: int = 50, tol: float = 1e-5
 ) -> np.ndarray:
-    """[B × N × K] (float32) posteriors of every item under the model refitted with each draw's
-    item multiplicities ``weights`` [B × N], warm-started from the full fit's ``start`` [N × K].
-    Every item gets a posterior, also one a draw left out (weight 0): the refitted workers'
-    confusion matrices and class shares applied to its votes."""
+    """[B × N × K] (float32) held-out posteriors (:func:`held_out_posteriors`) of every item under
+    the model refitted with each draw's item multiplicities ``weights`` [B × N], warm-started from
+    the full fit's ``start`` [N × K]. Every item gets a posterior, also one a draw left out
+    (weight 0): the refitted workers' confusion matrices and class shares applied to its votes."""
     weights = np.asarray(weights, dtype=np.float64)
     out = np.empty((weights.shape[0], encoded.n_items, len(encoded.labels)), dtype=np.float32)
     for first in range(0, weights.shape[0], CHUNK):
         chunk = weights[first : first + CHUNK]
-        out[first : first + len(chunk)] = fit(encoded, chunk, start, max_iter=max_iter, tol=tol).posteriors
+        out[first : first + len(chunk)] = fit(encoded, chunk, start, max_iter=max_iter, tol=tol).held_out
     return out
 
 

@@ -1,16 +1,20 @@
-"""Coverage of the label-corrected intervals on a realistic simulated crowd (issue 40, item 2).
+"""Coverage of the label-based intervals on a realistic simulated crowd (issue 40, items 2 and 4).
 
-Studies from :mod:`benchmarks.crowd_simulation`: a *synthetic* truth with the SIGIR 2020 study's
-class shares (so the test runs without the reference data), 1,000 queries, three workers per
-query out of 40 with class confusion, unequal accuracy and activity, spammers, a lazy worker
-and a gold question in every HIT; the crowd model fitted with gold, refitted in every bootstrap
-draw (:meth:`annotation.machine.label_probabilities.LabelModel.draws`), and the report's
-estimator (:func:`metrics.label_uncertainty.combined_summary`).
+Studies from :func:`benchmarks.crowd_simulation.coverage_study`: a *synthetic* truth with the SIGIR
+2020 study's class shares (so the test runs without the reference data), 1,000 queries, three
+workers per query out of 40 with class confusion, unequal accuracy and activity, spammers, a lazy
+worker and a gold question in every HIT; the crowd model fitted with gold, each query read through
+its *held-out* posterior (:func:`annotation.results.crowd_model.held_out_posteriors`) and the model
+refitted in every bootstrap draw; the report's estimator
+(:func:`metrics.label_uncertainty.combined_summary`) and the calibration report's de-noised accuracy
+(:func:`annotation.machine.crowd_reliability.crowd_reliability`).
 
-Measured over 100 studies per crowd, 200 resamples each: moderate crowd 0.91 (value) and 0.91
-(difference) at nominal 0.95; heavy crowd (35% spammers) 0.51, with the crowd-quality warning
-raised in all of its studies and in 6% of the moderate ones. The issue's target of ≥ 0.93 at
-moderate noise is **not reached yet** (docs/metrics.md says so); this test guards what holds.
+The full simulation (100 studies at 1,000 queries, 30 at 3,750, 200 resamples each) is run by
+``manage.py crowd_coverage`` (docs/benchmarks.md, figures in docs/metrics.md): at 1,000 queries the
+value covered 0.94 (MC s.e. 0.024) and the difference 0.89 (0.031) at nominal 0.95, against 0.88 and
+0.85 with the in-sample posteriors on the same seeds; at 3,750 queries 0.93 and 0.93 (0.046) either
+way. This test runs a smaller set within CI's budget and asserts one-sided bounds that a coverage at
+the measured level passes and a gross failure does not.
 """
 
 from __future__ import annotations
@@ -19,66 +23,51 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.machine.label_probabilities import LabelModel, crowd_quality
+from annotation.machine.label_probabilities import crowd_quality
 from annotation.results.aggregation import dawid_skene
 from benchmarks import crowd_simulation as cs
-from metrics import label_uncertainty as lu
-from metrics import significance
 
-
-def _one_study(rng: np.random.Generator, crowd: cs.Crowd, n: int, seed: int, samples: int = 200) -> dict:
-    study = cs.study(rng, cs.synthetic_truth(rng, n), crowd)
-    ds = dawid_skene(study.judgments, gold=study.gold)
-    table = ds.posteriors.loc[study.qids, list(cs.LABELS)]
-    long = pd.concat(
-        [
-            pd.DataFrame({"run": run, "qid": study.qids, "metric": "ARaB", "variant": "tf", "cutoff": 10, "value": v})
-            for run, v in (("A", study.a), ("B", study.b))
-        ],
-        ignore_index=True,
-    )
-    in_set = {q for q, row in zip(study.qids, table.to_numpy(), strict=True) if row.argmax() == 0}
-    summary = significance.summarise(long[long["qid"].isin(in_set)], baseline="A", samples=samples, seed=seed)
-    out = lu.combined_summary(
-        significance.wide_values(long),
-        table,
-        in_set,
-        summary,
-        baseline="A",
-        samples=samples,
-        seed=seed,
-        draws=LabelModel(table, ds, study.qids).draws,
-    ).set_index("run")
-
-    def covers(low, high, truth) -> bool:
-        return low is not None and not pd.isna(low) and low <= truth <= high
-
-    return {
-        "value": covers(out.loc["A", "combined_low"], out.loc["A", "combined_high"], cs.MEAN_A[0]),
-        "difference": covers(
-            out.loc["B", "difference_combined_low"], out.loc["B", "difference_combined_high"], cs.MEAN_DIFFERENCE[0]
-        ),
-        "warning": crowd_quality(ds)["warning"],
-    }
+MODERATE_STUDIES = 30
+HEAVY_STUDIES = 10
+#: Resamples per study: 100 (the benchmark's 200 halved, for CI's budget; the percentile's ends are noisier).
+SAMPLES = 100
 
 
 @pytest.mark.slow
 def test_moderate_crowd_coverage_and_heavy_crowd_warning():
-    """60 moderate and 40 heavy studies of 1,000 queries.
+    """30 moderate and 10 heavy studies of 1,000 queries, 100 resamples each (CI's budget).
 
-    Monte-Carlo standard error of a coverage near 0.91 over 60 draws: √(0.91·0.09/60) ≈ 0.037.
-    Asserted: moderate coverage ≥ 0.91 − 2·0.037 ≈ 0.84 for the value and the difference (the
-    measured 0.91 at 100 draws, one-sided 2 s.e.; the fixed-posterior interval measured 0.90 for
-    the difference in the same runs); heavy crowd: the warning is raised in ≥ 95% of the studies
-    whose interval missed the truth (measured 100%).
+    Monte-Carlo standard error of a coverage p over 30 studies: √(p(1 − p)/30), 0.055 at 0.90 and
+    0.040 at 0.95. Measured with ``manage.py crowd_coverage`` (200 resamples): value 0.94 and 0.97,
+    difference 0.89 and 0.90, de-noised accuracy 0.95 (100 studies on seeds [2040, s], 60 on
+    [4040, s]); this test's own 30 studies (100 resamples): 0.93, 0.83 and 0.83. Asserted, one-sided
+    about 2 s.e. below the pooled levels (value 0.95, difference 0.89, de-noised 0.91 with this test's
+    studies in): value ≥ 0.85, difference ≥ 0.78, de-noised accuracy ≥ 0.80, and value and difference
+    together (60 intervals, correlated) ≥ 0.83. These bounds catch a gross failure (the two-level
+    bootstrap of docs/metrics.md covered 0.26, the heavy crowd 0.51), not a shortfall of a few points
+    (posteriors held fixed in the bootstrap: 0.86 / 0.83 over 100 studies, which would pass) and not
+    the 0.93 of issue 40, which 30 studies cannot resolve: that figure is ``manage.py crowd_coverage``'s.
+    The in-sample posteriors' bias is tested directly in ``tests/annotation/results/test_crowd_model.py``.
+
+    Heavy crowd (35% spammers, accuracy 0.55–0.85; coverage 0.53 / 0.50 over 30 studies, 200 resamples): its
+    coverage is below 0.90 here too, and the crowd-quality warning is raised in ≥ 95% of the studies whose interval
+    missed the truth (measured: all of them).
     """
-    rng = np.random.default_rng(2040)
-    moderate = pd.DataFrame([_one_study(rng, cs.MODERATE, 1000, seed) for seed in range(60)])
-    heavy = pd.DataFrame([_one_study(rng, cs.HEAVY, 1000, seed) for seed in range(40)])
-    print("moderate", moderate.mean().to_dict(), "heavy", heavy.mean().to_dict())
-    se = np.sqrt(0.91 * 0.09 / len(moderate))
-    assert moderate["value"].mean() >= 0.91 - 2 * se, moderate.mean()
-    assert moderate["difference"].mean() >= 0.91 - 2 * se, moderate.mean()
+    moderate = pd.DataFrame(
+        [
+            cs.coverage_study(np.random.default_rng([2040, s]), cs.MODERATE, 1000, s, SAMPLES)
+            for s in range(MODERATE_STUDIES)
+        ]
+    )
+    heavy = pd.DataFrame(
+        [cs.coverage_study(np.random.default_rng([2041, s]), cs.HEAVY, 1000, s, SAMPLES) for s in range(HEAVY_STUDIES)]
+    )
+    print("moderate", cs.coverage_table(moderate), "heavy", cs.coverage_table(heavy), sep="\n")
+    assert moderate["value"].mean() >= 0.85, moderate.mean()
+    assert moderate["difference"].mean() >= 0.78, moderate.mean()
+    assert (moderate["value"].mean() + moderate["difference"].mean()) / 2 >= 0.83, moderate.mean()
+    assert moderate["denoised"].mean() >= 0.80, moderate.mean()
+    assert heavy[["value", "difference"]].to_numpy().mean() < 0.90, heavy.mean()
     missed = heavy[~(heavy["value"] & heavy["difference"])]
     assert len(missed) and missed["warning"].mean() >= 0.95, heavy.mean()
     assert moderate["warning"].mean() <= 0.25, moderate.mean()

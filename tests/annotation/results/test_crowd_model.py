@@ -1,0 +1,77 @@
+"""The crowd model's held-out posteriors (annotation.results.crowd_model.held_out_posteriors): each
+item read through the model fitted on the other items, against a refit without it, and the bias of
+the label-corrected value they remove on a simulated crowd with a known truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from annotation.results import crowd_model
+from annotation.results.aggregation import dawid_skene
+from benchmarks import crowd_simulation as cs
+from metrics import label_uncertainty as lu
+
+
+def test_a_held_out_posterior_is_the_e_step_of_the_model_fitted_without_the_item():
+    rng = np.random.default_rng(3)
+    truth = cs.synthetic_truth(rng, 120)
+    judgments, gold = cs.crowd_judgments(rng, truth, cs.Crowd(workers=8))
+    ds = dawid_skene(judgments, gold=gold)
+    encoded = ds.encoded
+    posteriors = ds.posteriors.to_numpy()[None]
+    by_item, by_answer = crowd_model._incidence(encoded)
+    by_item_t, by_answer_t = by_item.T.tocsr(), by_answer.T.tocsr()
+    for i in rng.choice([r for r in range(encoded.n_items) if r not in set(encoded.gold_rows)], 12, replace=False):
+        weights = np.ones((1, encoded.n_items))
+        weights[0, i] = 0.0
+        # The item's own soft counts out of its voters' rows and the class counts, then its votes read.
+        priors, confusion = crowd_model._m_step(posteriors, weights, encoded, by_answer_t)
+        expected, _ = crowd_model._e_step(priors, confusion, encoded, by_item_t)
+        # (the pooled rows keep the item in held_out_posteriors; without it they move by < 1/3,000 answers)
+        np.testing.assert_allclose(ds.held_out.to_numpy()[i], expected[0, i], atol=2e-3)
+    # Gold items keep their label; every row is a distribution.
+    np.testing.assert_allclose(ds.held_out.to_numpy()[encoded.gold_rows], encoded.gold_onehot)
+    np.testing.assert_allclose(ds.held_out.sum(axis=1), 1.0)
+
+
+@pytest.mark.slow
+def test_held_out_posteriors_remove_the_in_sample_bias_of_the_corrected_value():
+    """60 studies of 1,000 queries with the moderate crowd; each study's corrected value and
+    difference (:func:`metrics.label_uncertainty.class_means`, every label its own column) from the
+    in-sample and from the held-out posteriors, minus the same estimator on the true labels (one-hot),
+    so the queries' sampling cancels and only the labels' error is left.
+
+    Measured (mean over 60 studies, MC s.e. about 0.0012 for the value and 0.0006 for the
+    difference): in sample +0.0030 and +0.0011 — the study-to-study spread of the corrected
+    difference is 0.0067, so the bias alone costs coverage; held out +0.0009 and +0.0001. Asserted:
+    the paired change (held out − in sample), −0.0021 (s.e. 0.0001) and −0.0010 (s.e. 0.00005), is
+    below 0 by 3 s.e., and the held-out error is the smaller. Queries the crowd thinks gendered
+    (P(n) in [0.01, 0.3)) are truly non-gendered more often than either says (in sample 0.077 said,
+    0.133 found; held out 0.082 said, 0.125 found): asserted, the held-out gap is the smaller.
+    """
+    errors, p_in, p_out, is_n = [], [], [], []
+    for s in range(60):
+        rng = np.random.default_rng([2040, s])
+        drawn = cs.study(rng, cs.synthetic_truth(rng, 1000), cs.MODERATE)
+        ds = dawid_skene(drawn.judgments, gold=drawn.gold)
+        values = np.column_stack([drawn.a, drawn.b - drawn.a])
+        onehot = lu.class_means(np.eye(len(cs.LABELS))[drawn.truth], values)[0]
+        tables = [frame.loc[drawn.qids, list(cs.LABELS)].to_numpy() for frame in (ds.posteriors, ds.held_out)]
+        errors.append([lu.class_means(t, values)[0] - onehot for t in tables])
+        p_in.append(tables[0][:, 0])
+        p_out.append(tables[1][:, 0])
+        is_n.append(drawn.truth == 0)
+    errors = np.array(errors)  # [study × (in sample, held out) × (value, difference)]
+    change = errors[:, 1] - errors[:, 0]
+    mc = change.std(axis=0, ddof=1) / np.sqrt(len(change))
+    print("in sample", errors[:, 0].mean(axis=0), "held out", errors[:, 1].mean(axis=0), "change", change.mean(0), mc)
+    assert (errors[:, 0].mean(axis=0) > 0).all()
+    assert (change.mean(axis=0) + 3 * mc < 0).all()
+    assert (np.abs(errors[:, 1].mean(axis=0)) < np.abs(errors[:, 0].mean(axis=0))).all()
+    is_n = np.concatenate(is_n)
+    gaps = []
+    for p in (np.concatenate(p_in), np.concatenate(p_out)):
+        band = (p >= 0.01) & (p < 0.3)
+        gaps.append(is_n[band].mean() - p[band].mean())
+    assert 0 < gaps[1] < gaps[0], gaps
