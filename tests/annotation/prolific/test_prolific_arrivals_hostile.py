@@ -639,8 +639,17 @@ def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_an
         site["start"]()
     _session, url = server.start(batch.hit_type_id, hexid("PIDREAL"))
     parts = url.split("/", 3)[3]
-    status, seconds, _ = _get(port, f"/{parts}", source="127.0.200.1")
-    assert status == 302 and seconds < PROMPT
+    # At once, or (where the flood's waits ran out in this process, so no request waits for a
+    # check until one answers in time again: PostgreSQL keeps its site running) by the waiting
+    # page's own refreshes, as the participant's browser follows them: within two of them.
+    status, waited, retry_after = _get(port, f"/{parts}", source="127.0.200.1")
+    refreshes = 0
+    while status in WAITING and refreshes < 2:
+        pause = int(retry_after)
+        time.sleep(pause)
+        status, seconds, retry_after = _get(port, f"/{parts}", source="127.0.200.1")
+        waited, refreshes = waited + pause + seconds, refreshes + 1
+    assert status == 302 and waited < PROMPT + 2 * 2, (status, waited, refreshes)
     log = site["log"].read_text()
     assert "Traceback" not in log, log[-3000:]
 
