@@ -3,8 +3,7 @@
 Pure (numpy, pandas; no Django): the coverage tests (``tests/metrics/test_crowd_coverage.py``)
 and the ``crowd_coverage`` benchmark command both draw their studies here.
 
-A study: N queries whose true labels follow the class shares of the SIGIR 2020 study (or the
-study's 3,750 real labels, :func:`reference_truth`); per query, the values of two runs A and B
+A study: N queries whose true labels follow the class shares of the SIGIR 2020 study; per query, the values of two runs A and B
 whose class means differ (gendered queries are more biased: the case label noise distorts); a
 crowd of workers who each answer HITs of :attr:`Crowd.per_hit` queries plus one gold question,
 three workers per query:
@@ -27,7 +26,6 @@ The machine (for the de-noised accuracy) labels every query with its own confusi
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -68,16 +66,6 @@ class Crowd:
 
 MODERATE = Crowd()
 HEAVY = Crowd(accuracy=(0.55, 0.85), spammers=0.35)
-
-
-def reference_truth(path: str | Path) -> np.ndarray | None:
-    """The study's 3,750 labels as codes (``qid,query,label``; the label is the last field), or
-    None when the reference file is not there."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    codes = [LABELS.index(line.rstrip("\n").rsplit(",", 1)[1]) for line in path.open(encoding="utf-8") if line.strip()]
-    return np.array(codes, dtype=np.int64)
 
 
 def synthetic_truth(rng: np.random.Generator, n: int) -> np.ndarray:

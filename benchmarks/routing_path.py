@@ -37,11 +37,9 @@ SAMPLES = 16
 def truth_queries(size: int, seed: int = 0, path: Path = STUDY_FILE) -> tuple[list[tuple[str, str, str]], str]:
     """``size`` (qid, text, true label) and where they come from (``"study"`` or ``"synthetic"``)."""
     if path.exists():
-        rows = []
-        for line in path.read_text(encoding="utf-8").splitlines()[1:]:
-            qid, rest = line.split(",", 1)
-            text, label = rest.rsplit(",", 1)
-            rows.append((qid, text, label))
+        from annotation.services import read_labelled_file  # the one reader of the study's CSV (no header)
+
+        rows = [(gold.qid, gold.text, gold.label) for gold in read_labelled_file(path)]
         if len(rows) >= size:
             return rows[:size], "study"
     rng = np.random.default_rng(seed)

@@ -30,7 +30,7 @@ The reads are in each sub-domain's ``selectors`` module (see :mod:`annotation.se
 # app by importing this package.
 from annotation.crowd.services import background  # noqa: F401
 from annotation.crowd.services.batch_settings import BatchSettings
-from annotation.crowd.services.batches import create_batch, estimate_cost
+from annotation.crowd.services.batches import create_batch, estimate_cost, read_labelled_file
 from annotation.crowd.services.publishing import publish_batch
 from annotation.crowd.services.sync import sync_batch
 from annotation.inhouse.services.handout import create_annotator
@@ -50,6 +50,7 @@ __all__ = [
     "plan_routing",
     "prelabel_batch",
     "publish_batch",
+    "read_labelled_file",
     "route_batch",
     "sync_batch",
 ]
