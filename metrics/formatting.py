@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from core.p_values import p_value_text
 from core.spreadsheet import csv_text
 
 from .defaults import AGGREGATIONS, DISPUTED_POLICIES, LABEL_SOURCE, LABEL_SOURCES, LABEL_UNCERTAINTY_COLUMNS
@@ -226,7 +227,9 @@ def terminal_table(summary: pd.DataFrame, alpha: float = 0.05) -> str:
             ps = [lookup.get((run, metric, variant, c)) for c in cutoffs]
             ps = [None if r is None or r.p_value is None or pd.isna(r.p_value) else r.p_value for r in ps]
             if any(p is not None for p in ps):
-                lines.append(f"{'':<{width}}" + "".join(f"{'' if p is None else f'p {p:.4f}':>10} " for p in ps))
+                lines.append(
+                    f"{'':<{width}}" + "".join(f"{'' if p is None else 'p ' + p_value_text(p):>10} " for p in ps)
+                )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from core.p_values import p_value_text
+
 #: LaTeX's special characters and their text-mode escapes (brackets too: ``[`` after ``\\`` is read
 #: as the row's optional argument).
 _SPECIAL = {
@@ -102,7 +104,10 @@ def number(value: float | None, spec: str = ".4f", mark: str = "") -> str:
 
 
 def _p(value: float | None) -> str:
-    return "" if value is None else rf"{{\scriptsize $p$ {value:.4f}}}"
+    if value is None:
+        return ""
+    text = p_value_text(value).replace("<", "$<$")
+    return rf"{{\scriptsize $p$ {text}}}"
 
 
 def table_label(table: dict) -> str:

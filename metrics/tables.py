@@ -38,6 +38,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from core.p_values import p_value_text
+
 from .defaults import TABLE_LAYOUTS
 from .significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
 from .vocabulary import BY_NAME, EXPOSURE, form_statement, variant_form, variant_position
@@ -332,7 +334,9 @@ def table_text(table: dict) -> str:
             cells.append(_number(result["kendall_tau"], "+.3f") + (result["kendall_mark"] or " "))
         lines.append(f"{row['run']:<{width}}" + "".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)))
         if any(cell["p_value"] is not None for cell in row["cells"]):
-            ps = [("" if cell["p_value"] is None else f"p {cell['p_value']:.4f}") + " " for cell in row["cells"]]
+            ps = [
+                ("" if cell["p_value"] is None else "p " + p_value_text(cell["p_value"])) + " " for cell in row["cells"]
+            ]
             ps += [""] * (len(headers) - len(ps))
             lines.append(f"{'':<{width}}" + "".join(f"{c:>{w}}" for c, w in zip(ps, widths, strict=True)))
     notes = []

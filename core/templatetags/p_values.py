@@ -1,0 +1,12 @@
+"""``{{ cell.p_value|p_value }}``: :func:`core.p_values.p_value_text` in templates."""
+
+from django import template
+
+from core.p_values import p_value_text
+
+register = template.Library()
+
+
+@register.filter(name="p_value")
+def p_value(value: float | None) -> str:
+    return p_value_text(value)
