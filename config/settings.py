@@ -111,6 +111,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # An empty 405 (require_POST) becomes a page saying which methods the address takes.
+    "core.web.middleware.explain_wrong_methods",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns a lock-out into the "locked out" response.
     "axes.middleware.AxesMiddleware",

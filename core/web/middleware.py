@@ -1,4 +1,6 @@
-"""Requests no database can look up: a NUL character in the path or the query string.
+"""Middleware of the site's own: requests no database can look up, and refusals that say why.
+
+A NUL character in the path or the query string:
 
 PostgreSQL refuses a string literal containing NUL (psycopg raises ``ValueError`` before the
 query is sent), so ``/api/pooling/runs/%00/`` or ``?batch=%00`` would reach a lookup and
@@ -27,5 +29,28 @@ def refuse_nul_characters(get_response: Callable[[HttpRequest], HttpResponse]) -
                 return JsonResponse({"detail": MESSAGE}, status=400)
             return HttpResponseBadRequest(MESSAGE, content_type="text/plain; charset=utf-8")
         return get_response(request)
+
+    return middleware
+
+
+def explain_wrong_methods(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
+    """A page refused for its method (``require_POST`` answers an empty 405) becomes a page that says
+    which methods it takes and leads on: opening ``/metrics/new/`` in a browser showed a blank page.
+
+    The status and ``Allow`` header stay; API answers (JSON already) and non-empty 405s pass through.
+    """
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        response = get_response(request)
+        if response.status_code != 405 or request.path.startswith("/api/") or response.content:
+            return response
+        from django.template.loader import render_to_string
+
+        allowed = [m.strip() for m in response.get("Allow", "").split(",") if m.strip()]
+        page = render_to_string("405.html", {"method": request.method, "allowed": allowed}, request=request)
+        friendly = HttpResponse(page, status=405)
+        if allowed:
+            friendly["Allow"] = ", ".join(allowed)
+        return friendly
 
     return middleware

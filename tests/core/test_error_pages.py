@@ -45,3 +45,24 @@ def test_a_refusal_is_logged_as_one_line_without_a_traceback(client, annotator, 
     assert [r.getMessage() for r in records] == [f"Forbidden (Permission denied): {url}"]
     assert records[0].exc_info is None
     assert caplog.text.count("\n") == 1 and "Traceback" not in caplog.text
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/metrics/new/", "/annotation/batches/any-name/publish/"])
+def test_a_page_opened_with_the_wrong_method_says_what_it_takes(client, django_user_model, url):
+    """Issue 45: ``/metrics/new/`` answered a GET with an empty 405."""
+    researcher = django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True)
+    client.force_login(researcher)
+    response = client.get(url)
+    page = response.content.decode()
+    assert response.status_code == 405 and response["Allow"] == "POST"
+    assert "does not answer a GET request: it takes POST" in page
+    assert 'href="/">Back to the home page</a>' in page and '<link rel="stylesheet"' in page
+
+
+@pytest.mark.django_db
+def test_an_api_405_stays_json(client, django_user_model):
+    researcher = django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True)
+    client.force_login(researcher)
+    response = client.delete("/api/jobs/")
+    assert response.status_code == 405 and response["Content-Type"] == "application/json"
