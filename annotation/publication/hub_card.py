@@ -24,7 +24,7 @@ from typing import Any
 
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.publication import statements
-from annotation.publication.tables import Config
+from annotation.publication.tables import CLASS, CLASS_NAMES, Config
 
 #: The Hub's license identifiers a dataset is commonly published under
 #: (https://huggingface.co/docs/hub/repositories-licenses); ``other`` asks the researcher to
@@ -156,16 +156,43 @@ def source_datasets(facts: Mapping[str, Any]) -> list[str]:
     return ["original"]
 
 
+def _key(key: Any) -> str:
+    """A mapping key as YAML reads it back as text: quoted when it would read as a number (``'0'``)."""
+    return json.dumps(str(key)) if str(key).lstrip("-").isdigit() else str(key)
+
+
+def dataset_info(configs: Sequence[Config], rows: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
+    """The card's ``dataset_info``: each configuration's features as the Hub declares them.
+
+    A label column is a ``class_label`` of :data:`annotation.publication.tables.CLASS_NAMES`
+    (the Parquet files' ``ClassLabel``), so ``datasets`` loads it as a four-class label.
+    """
+    info = []
+    for config in configs:
+        features = []
+        for column in config.columns:
+            if column.arrow == CLASS:
+                dtype: Any = {"class_label": {"names": {str(i): name for i, name in enumerate(CLASS_NAMES)}}}
+            else:
+                dtype = column.arrow
+            features.append({"name": column.name, "dtype": dtype})
+        entry: dict[str, Any] = {"config_name": config.name, "features": features}
+        if rows is not None:
+            entry["splits"] = [{"name": "train", "num_examples": rows[config.name]}]
+        info.append(entry)
+    return info
+
+
 def _yaml(value: Any, indent: int = 0) -> list[str]:
     pad = " " * indent
     lines: list[str] = []
     if isinstance(value, Mapping):
         for key, item in value.items():
             if isinstance(item, (Mapping, list)) and item:
-                lines.append(f"{pad}{key}:")
+                lines.append(f"{pad}{_key(key)}:")
                 lines += _yaml(item, indent + 2)
             else:
-                lines.append(f"{pad}{key}: {json.dumps(item, ensure_ascii=False)}")
+                lines.append(f"{pad}{_key(key)}: {json.dumps(item, ensure_ascii=False)}")
     else:
         for item in value:
             if isinstance(item, Mapping):
@@ -183,6 +210,7 @@ def header(
     license_id: str,
     pretty_name: str,
     license_terms: Mapping[str, str] | None = None,
+    rows: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The card's YAML metadata as a dict (see :func:`render_header`).
 
@@ -210,6 +238,7 @@ def header(
             }
             for i, config in enumerate(configs)
         ],
+        "dataset_info": dataset_info(configs, rows),
     }
 
 
@@ -251,14 +280,12 @@ def card(
     batch, labels = facts["batch"], facts["labels"]
     share = facts["non_gendered_share"]
     terms = dict(license_terms or {})
-    lines = [render_header(header(facts, configs, license_id, pretty_name, terms)), f"# {pretty_name}", ""]
+    lines = [render_header(header(facts, configs, license_id, pretty_name, terms, rows)), f"# {pretty_name}", ""]
     lines += [
-        f"{labels['queries']} queries annotated for gender reference ({', '.join(LABEL_NAMES[c] for c in LABELS)}) "
-        f"by {batch['annotators']}, on the gender-bias annotation platform "
-        f"(batch `{batch['name']}`); "
-        f"{labels['labelled']} labelled, {labels['counts']['n']} of them Non-gendered (share "
+        f"{statements.summary(facts)} Made on the gender-bias annotation platform (batch `{batch['name']}`); "
+        f"{labels['counts']['n']} of the labelled queries are Non-gendered (share "
         f"{statements.number(share['estimate'])}, 95% {share['method']} interval {statements.interval(share['ci'])}). "
-        f"Written {published}.",
+        f"{statements.cost(facts)} Written {published}.",
         "",
         "## Configurations",
         "",
@@ -274,7 +301,14 @@ def card(
         "from datasets import load_dataset",
         "",
         f'queries = load_dataset("<repo or folder>", name="{configs[0].name}")',
+        'label = queries["train"].features["label"]  # ClassLabel: '
+        + ", ".join(f"{i} {code}" for i, code in enumerate(CLASS_NAMES)),
         "```",
+        "",
+        "`label` is a class index (a `ClassLabel` of the codes "
+        + ", ".join(f"`{code}`" for code in CLASS_NAMES)
+        + "); `label_name` holds its name. `labelled_by` says who made each label (crowd, in-house, adjudicator "
+        "or machine; for a machine label, which labeller, model and prompt version, and the guarantee).",
         "",
     ]
     for config in configs:
@@ -291,6 +325,11 @@ def card(
     lines += [_row(LABEL_NAMES[code], code, labels["counts"][code]) for code in LABELS]
     lines += ["", _row("Label source", "Queries"), _row("---", "---")]
     lines += [_row(source, n) for source, n in labels["sources"].items()]
+    lines += ["", _row("Labelled by", "Queries", "Share"), _row("---", "---", "---")]
+    lines += [
+        _row(agent, n, f"{100 * n / labels['labelled']:.1f}%" if labels["labelled"] else "n/a")
+        for agent, n in labels["labelled_by"].items()
+    ]
     set_aside = labels["set_aside"]
     lines += [
         "",
@@ -303,13 +342,18 @@ def card(
         lines += [_row("Fact", "Value"), _row("---", "---")]
         lines += [_row(key, _fact(value)) for key, value in facts["machine"].items()]
         lines.append("")
-    lines += ["## Biases and limitations", ""]
+    lines += ["## Uses", ""]
+    lines += [f"- {item}" for item in statements.use_cases(facts)]
+    lines += ["", "## Out-of-scope use", ""]
+    lines += [f"- {item}" for item in statements.out_of_scope(facts)]
+    lines += ["", "## Biases and limitations", ""]
     lines += [f"- {item}" for item in (*statements.biases(facts), *statements.limitations(facts))]
     lines += ["", "## Personal information", "", statements.personal_information(facts), ""]
     lines += [
         "## Responsible AI metadata",
         "",
-        "`croissant.json` describes every file and column in Croissant 1.0 with its Responsible-AI fields "
+        "`croissant.json` describes every file and column in Croissant 1.1 (each label a `cr:Label` of the four "
+        "classes, attributed row by row with `prov:wasAttributedTo`) with its Responsible-AI fields "
         "(data collection, annotation protocol and platform, annotations per item, annotator demographics where "
         "screeners chose them, machine annotation tools, annotation analysis, biases, limitations, personal "
         "information, use cases). The researcher fills in before publishing:",
@@ -325,9 +369,20 @@ def card(
     else:
         lines.append(f"`{license_id}`, chosen by the researcher.")
     lines += [
-        f"The query text comes from {batch['source']}; its own terms of use apply to the text.",
+        statements.source_terms(facts),
+        "",
+        "## Contact",
+        "",
+        statements.contact(facts),
         "",
         "## Citation",
+        "",
+        "Cite the dataset (`CITATION.cff` and `.zenodo.json` beside this card hold the same; fill in the authors "
+        "and the address once uploaded):",
+        "",
+        "```bibtex",
+        bibtex(facts, pretty_name, published),
+        "```",
         "",
         "The annotation follows:",
         "",
@@ -337,3 +392,104 @@ def card(
         "",
     ]
     return "\n".join(lines)
+
+
+#: What a citation of the dataset says where only the researcher knows (the authors, the address).
+AUTHORS_TO_FILL = "The dataset's authors (to fill in)"
+
+
+def citation_key(facts: Mapping[str, Any], published: str) -> str:
+    """The dataset's BibTeX key: its name and year (letters, digits and ``_`` only)."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", facts["batch"]["name"]).strip("_").lower() + f"_{published[:4]}"
+
+
+def bibtex(facts: Mapping[str, Any], title: str, published: str) -> str:
+    """The dataset's own BibTeX entry (``@misc``); its authors and address are the researcher's to fill in."""
+
+    def braced(text: str) -> str:
+        return text.replace("\\", "").replace("{", "").replace("}", "")
+
+    return "\n".join(
+        [
+            f"@misc{{{citation_key(facts, published)},",
+            f"  author       = {{{{{AUTHORS_TO_FILL}}}}},",
+            f"  title        = {{{braced(title)}}},",
+            f"  year         = {{{published[:4]}}},",
+            "  howpublished = {Dataset},",
+            f"  note         = {{{braced(statements.summary(facts))}}}",
+            "}",
+        ]
+    )
+
+
+def citation_cff(facts: Mapping[str, Any], title: str, published: str, license_id: str, citation: str) -> str:
+    """``CITATION.cff`` (Citation File Format 1.2.0) of the dataset, in YAML (JSON-quoted scalars)."""
+    data: dict[str, Any] = {
+        "cff-version": "1.2.0",
+        "message": "If you use this dataset, please cite it as below.",
+        "type": "dataset",
+        "title": title,
+        "abstract": statements.summary(facts),
+        "authors": [{"name": AUTHORS_TO_FILL}],
+        "date-released": published,
+        "version": "1.0.0",
+        "keywords": ["gender bias", "information retrieval", "query annotation"],
+        "references": [
+            {
+                "type": "conference-paper",
+                "title": citation.strip(),
+                "authors": [{"name": "Navid Rekabsaz"}, {"name": "Markus Schedl"}],
+                "year": 2020,
+                "doi": "10.1145/3397271.3401280",
+            }
+        ],
+    }
+    if license_id != "other":
+        data["license"] = CFF_LICENSES.get(license_id, license_id)
+    return "\n".join(_yaml(data)) + "\n"
+
+
+#: SPDX identifiers (CITATION.cff's ``license``) of the Hub's license ids that differ from them.
+CFF_LICENSES = {
+    "cc0-1.0": "CC0-1.0",
+    "cc-by-4.0": "CC-BY-4.0",
+    "cc-by-sa-4.0": "CC-BY-SA-4.0",
+    "cc-by-nc-4.0": "CC-BY-NC-4.0",
+    "cc-by-nc-sa-4.0": "CC-BY-NC-SA-4.0",
+    "cc-by-nd-4.0": "CC-BY-ND-4.0",
+    "cc-by-nc-nd-4.0": "CC-BY-NC-ND-4.0",
+    "cc-by-3.0": "CC-BY-3.0",
+    "cc-by-sa-3.0": "CC-BY-SA-3.0",
+    "cc-by-nc-3.0": "CC-BY-NC-3.0",
+    "cc-by-nc-sa-3.0": "CC-BY-NC-SA-3.0",
+    "odc-by": "ODC-By-1.0",
+    "odbl": "ODbL-1.0",
+    "pddl": "PDDL-1.0",
+    "cdla-permissive-1.0": "CDLA-Permissive-1.0",
+    "cdla-permissive-2.0": "CDLA-Permissive-2.0",
+    "cdla-sharing-1.0": "CDLA-Sharing-1.0",
+    "c-uda": "C-UDA-1.0",
+    "apache-2.0": "Apache-2.0",
+    "mit": "MIT",
+    "unlicense": "Unlicense",
+}
+
+
+def zenodo_json(facts: Mapping[str, Any], title: str, published: str, license_id: str) -> dict[str, Any]:
+    """``.zenodo.json``: the deposit metadata Zenodo reads from a repository (upload type dataset)."""
+    data: dict[str, Any] = {
+        "upload_type": "dataset",
+        "title": title,
+        "description": statements.summary(facts),
+        "creators": [{"name": AUTHORS_TO_FILL}],
+        "publication_date": published,
+        "version": "1.0.0",
+        "keywords": ["gender bias", "information retrieval", "query annotation"],
+        "related_identifiers": [
+            {"identifier": "10.1145/3397271.3401280", "relation": "references", "scheme": "doi"},
+        ],
+        "notes": statements.source_terms(facts),
+    }
+    if license_id != "other":
+        data["license"] = license_id
+    return data

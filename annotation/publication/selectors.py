@@ -19,7 +19,16 @@ from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine.selectors import batch_state, calibration_report
 from annotation.models import Batch, Escalation
 from annotation.results.export_formats import machine_facts
-from annotation.results.selectors import BatchAnswers, agreement, latest_routing, min_votes, query_results
+from annotation.results.selectors import (
+    ADJUDICATED,
+    CROWD,
+    MACHINE,
+    BatchAnswers,
+    agreement,
+    latest_routing,
+    min_votes,
+    query_results,
+)
 from core.errors import ServiceError
 
 #: The confidence level of every interval :func:`study_facts` states.
@@ -46,6 +55,18 @@ def source_dataset(batch: Batch) -> str | None:
     return (query_set.dataset_source or None) if query_set is not None else None
 
 
+def source_query_set(batch: Batch) -> str:
+    """The query set the batch's queries were taken from (a pool's source, not the pool), with its origin.
+
+    The query text is the source's: its terms of use are the ones a card names for the text.
+    """
+    query_set = batch.pool.source if batch.pool else batch.query_set
+    if query_set is None:
+        return source_of(batch)
+    origin = query_set.dataset_source
+    return f"{query_set.name} (queries from {origin})" if origin else query_set.name
+
+
 def batch_facts(batch: Batch) -> dict[str, Any]:
     """The batch's settings as a dataset card states them (dates and money as given, for the card's own layout)."""
     return {
@@ -53,6 +74,7 @@ def batch_facts(batch: Batch) -> dict[str, Any]:
         "provider_display": batch.get_provider_display(),
         "annotators": ANNOTATORS.get(batch.provider, f"annotators ({batch.get_provider_display()})"),
         "source": source_of(batch),
+        "query_set": source_query_set(batch),
         "provider": batch.provider,
         "assignments_per_query": batch.assignments_per_query,
         "queries_per_hit": batch.queries_per_hit,
@@ -145,6 +167,56 @@ def share_interval(count: int, total: int) -> dict[str, Any]:
     }
 
 
+#: Who a label is attributed to (the dataset's ``labelled_by`` column, Croissant's
+#: ``prov:wasAttributedTo``): a crowd majority, a majority of the site's own annotators, a
+#: researcher's ruling, or a machine labeller.
+AGENTS = ("crowd", "in-house", "adjudicator", "machine")
+
+
+def label_agents(batch: Batch, results: list[dict[str, Any]], machine: dict[str, Any] | None) -> dict[str, dict]:
+    """Who made each labelled query's label (qid -> agent), from the platform's records.
+
+    ``labelled_by`` is one of :data:`AGENTS`: the source of the label
+    (:func:`annotation.results.selectors.query_results`' ``label_source``) and, for a majority,
+    the batch's provider (its own annotators are in-house, MTurk's and Prolific's the crowd). A
+    machine-accepted label names the labeller, model and prompt version of the routing stage
+    that accepted it (one stage unless a cascade) and the routing's guarantee
+    (``machine``: :func:`routing_facts`).
+    """
+    stages: dict[str, dict[str, Any]] = {}
+    routing = latest_routing(batch)
+    if routing is not None:
+        for stage in routing.stages or [
+            {
+                "labeller": routing.labeller,
+                "model": routing.model,
+                "prompt_version": routing.prompt_version,
+                "accepted": routing.accepted,
+            }
+        ]:
+            for qid in stage.get("accepted") or []:
+                stages.setdefault(str(qid), stage)
+    majority = "in-house" if batch.provider == "local" else "crowd"
+    agents: dict[str, dict] = {}
+    for row in results:
+        source, qid = row["label_source"], str(row["qid"])
+        if row["label"] is None or source is None:
+            continue
+        agent: dict[str, Any] = {
+            "labelled_by": {CROWD: majority, ADJUDICATED: "adjudicator", MACHINE: "machine"}[source]
+        }
+        if source == MACHINE:
+            stage = stages[qid]
+            agent |= {
+                "machine_labeller": stage["labeller"],
+                "machine_model": stage["model"],
+                "prompt_version": stage["prompt_version"],
+                "label_guarantee": (machine or {}).get("guarantee"),
+            }
+        agents[qid] = agent
+    return agents
+
+
 def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, Any]:
     """Everything a published description of ``batch`` states, from one read of its answers.
 
@@ -154,8 +226,9 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
     with their interval), ``labels`` (queries, labelled, per-label counts, label sources,
     rulings, set-aside queries and why, votes per query), ``non_gendered_share`` (among
     labelled queries, :func:`share_interval`), ``source_dataset`` (:func:`source_dataset`),
-    ``machine`` (:func:`routing_facts`) and
-    ``results`` (the per-query rows of :func:`annotation.results.selectors.query_results`).
+    ``machine`` (:func:`routing_facts`),
+    ``results`` (the per-query rows of :func:`annotation.results.selectors.query_results`) and
+    ``label_agents`` (who made each label, :func:`label_agents`).
     """
     answers = answers or BatchAnswers(batch)
     results = query_results(batch, answers)
@@ -168,6 +241,11 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
     for row in labelled:
         sources[row["label_source"]] = sources.get(row["label_source"], 0) + 1
     counts = {label: sum(r["label"] == label for r in labelled) for label in LABELS}
+    machine = routing_facts(batch)
+    agents = label_agents(batch, results, machine)
+    labelled_by = {agent: 0 for agent in AGENTS}
+    for agent in agents.values():
+        labelled_by[agent["labelled_by"]] += 1
     return {
         "batch": settings
         | {
@@ -208,6 +286,8 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
             "counts": counts,
             "names": dict(LABEL_NAMES),
             "sources": sources,
+            # Who made the labels (:data:`AGENTS`, every one listed): the card's and methods' shares.
+            "labelled_by": labelled_by,
             "adjudicated": sum(r["adjudicated"] for r in labelled),
             "set_aside": {
                 "disputed": sum(r["disputed"] and not r["too_few_votes"] for r in unlabelled),
@@ -216,6 +296,7 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
         },
         "non_gendered_share": share_interval(counts["n"], len(labelled)),
         "source_dataset": source_dataset(batch),
-        "machine": routing_facts(batch),
+        "machine": machine,
         "results": results,
+        "label_agents": agents,
     }

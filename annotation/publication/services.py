@@ -47,6 +47,9 @@ from core.errors import ProviderError, ServiceError
 from core.files import file_sha256, replace_folder
 
 CROISSANT = "croissant.json"
+#: The dataset's citation (Citation File Format) and Zenodo deposit metadata, beside the card.
+CITATION_CFF = "CITATION.cff"
+ZENODO = ".zenodo.json"
 #: The manifest of what publish_dataset wrote (file -> SHA-256): what a re-run may replace.
 MANIFEST = ".publish_dataset.json"
 README = "README.md"
@@ -82,7 +85,7 @@ def _write_folder(
     configs = tables.configs_for(with_judgments)
     # A fresh secret per publication, never stored: the annotators' dataset ids link to no other publication.
     salt = secrets.token_bytes(tables.SALT_BYTES) if with_judgments else None
-    rows = tables.config_rows(facts["results"], with_judgments, salt)
+    rows = tables.config_rows(facts["results"], with_judgments, salt, facts["label_agents"])
     digests: dict[str, str] = {}
     for config in configs:
         path = tables.write_parquet(config, rows[config.name], folder / config.file_name)
@@ -112,8 +115,13 @@ def _write_folder(
         license_terms=license_terms,
     )
     (folder / CROISSANT).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    files = [c.file_name for c in configs] + [README, CROISSANT]
-    digests |= {name: file_sha256(folder / name) for name in (README, CROISSANT)}
+    (folder / CITATION_CFF).write_text(
+        hub_card.citation_cff(facts, title, published, license_id, CITATION), encoding="utf-8"
+    )
+    zenodo = hub_card.zenodo_json(facts, title, published, license_id)
+    (folder / ZENODO).write_text(json.dumps(zenodo, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    files = [c.file_name for c in configs] + [README, CROISSANT, CITATION_CFF, ZENODO]
+    digests |= {name: file_sha256(folder / name) for name in (README, CROISSANT, CITATION_CFF, ZENODO)}
     manifest = {"written_by": "publish_dataset", "batch": batch.name, "files": {name: digests[name] for name in files}}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return files, counts

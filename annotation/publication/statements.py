@@ -45,6 +45,13 @@ def interval(ci: Any, digits: int = 3) -> str:
     return f"[{number(float(ci[0]), digits)}, {number(float(ci[1]), digits)}]"
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 query``, ``2 queries``: a number with its noun in the right number."""
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {plural or (noun[:-1] + 'ies' if noun.endswith('y') and noun[-2:-1] not in 'aeiou' else noun + 's')}"
+
+
 def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
@@ -53,15 +60,81 @@ def _money(value: Any) -> str:
     return f"${value}" if value not in (None, "") else "n/a"
 
 
+#: How each agent of ``labels.labelled_by`` is named in a sentence ("... by in-house annotators").
+AGENT_PHRASES = {
+    "crowd": "a majority of {annotators}",
+    "in-house": "a majority of {annotators}",
+    "adjudicator": "a researcher's ruling (adjudication)",
+    "machine": "a machine labeller, accepted by routing",
+}
+
+
+def _agent_phrase(facts: Mapping[str, Any], agent: str) -> str:
+    phrase = AGENT_PHRASES[agent].format(annotators=facts["batch"]["annotators"])
+    machine = facts.get("machine")
+    if agent == "machine" and machine:
+        phrase += (
+            f" ({machine['labeller']}, model {machine['model']}, prompt/rules {machine['prompt / rules version']})"
+        )
+    return phrase
+
+
+def who_labelled(facts: Mapping[str, Any]) -> str:
+    """Who made the labels, with each one's share: the card's opening and Croissant's description.
+
+    From ``labels.labelled_by`` (:func:`annotation.publication.selectors.label_agents`), largest
+    first, so a batch whose labels are mostly a machine's says so first.
+    """
+    labels = facts["labels"]
+    labelled = labels["labelled"]
+    if not labelled:
+        return "no query is labelled yet"
+    shares = sorted(((n, agent) for agent, n in labels["labelled_by"].items() if n), key=lambda pair: -pair[0])
+    return "; ".join(f"{n} ({100 * n / labelled:.1f}%) by {_agent_phrase(facts, agent)}" for n, agent in shares)
+
+
+def summary(facts: Mapping[str, Any]) -> str:
+    """What the dataset is, in one sentence: queries, the four classes, how many labelled and by whom."""
+    labels = facts["labels"]
+    names = ", ".join(LABEL_NAMES[c] for c in LABELS)
+    return (
+        f"{count(labels['queries'], 'query')} annotated for gender reference ({names}); "
+        f"{labels['labelled']} labelled: {who_labelled(facts)}."
+    )
+
+
+def cost(facts: Mapping[str, Any]) -> str:
+    """What the labels cost: the USD spent, fees and bonuses included (``batch.spent``, the figure of the
+    batch page and of the methods text), never the estimate recorded at creation."""
+    batch = facts["batch"]
+    text = f"Spent on annotation: {_money(batch['spent'])} (fees and bonuses included"
+    if facts.get("machine"):
+        text += "; the crowd batches of this machine-first batch: its calibration sample and routed queries"
+    return text + ")."
+
+
+def source_query_set(facts: Mapping[str, Any]) -> str:
+    """The source query set the text comes from (a pool's source, not the pool)."""
+    return facts["batch"].get("query_set") or facts["batch"]["source"]
+
+
+def source_terms(facts: Mapping[str, Any]) -> str:
+    """The terms the query text is under: the source query set's, not the dataset's license."""
+    return f"The query text comes from the query set {source_query_set(facts)}; its own terms of use apply to the text."
+
+
 def collection(facts: Mapping[str, Any]) -> str:
     """Where the queries come from: the pool (runs, cutoff, depth, word list) or the query set."""
     pool = facts["pool"]
     batch = facts["batch"]
+    queries = facts["labels"]["queries"]
     if pool is None:
-        return f"The {facts['labels']['queries']} queries are the query set {batch['source']}, annotated as a whole."
+        what = "The query is" if queries == 1 else f"The {queries} queries are"
+        return f"{what} the query set {batch['source']}, annotated as a whole."
     dataset = f" (queries from {pool['dataset']})" if pool["dataset"] else ""
+    what = "The query was" if facts["labels"]["queries"] == 1 else f"The {facts['labels']['queries']} queries were"
     return (
-        f"The {facts['labels']['queries']} queries were pooled from query set {pool['source']}{dataset}: the union, "
+        f"{what} pooled from query set {pool['source']}{dataset}: the union, "
         f"over the runs {', '.join(pool['runs']) or 'none'}, of the top {pool['depth']} queries of each run's "
         f"female- and male-leaning lists, ranked by the run's rank bias (RaB@{pool['rank_cutoff']}, "
         f"{pool['magnitude']} magnitude, {pool['tokenizer']} tokenizer, word list {pool['wordlist']})."
@@ -71,7 +144,10 @@ def collection(facts: Mapping[str, Any]) -> str:
 def platform(facts: Mapping[str, Any]) -> str:
     """The annotation platform and crowd provider."""
     batch = facts["batch"]
-    return f"Annotated on the gender-bias annotation platform (batch {batch['name']!r}) by {batch['annotators']}."
+    by = batch["annotators"]
+    if machine_labels(facts):
+        by = f"a machine labeller and {by}"
+    return f"Annotated on the gender-bias annotation platform (batch {batch['name']!r}) by {by}."
 
 
 def protocol(facts: Mapping[str, Any]) -> str:
@@ -79,7 +155,7 @@ def protocol(facts: Mapping[str, Any]) -> str:
     batch, quality = facts["batch"], facts["quality"]
     names = ", ".join(f"{LABEL_NAMES[code]} ({code})" for code in LABELS)
     parts = [
-        f"Each query was shown to {batch['assignments_per_query']} annotators, {batch['queries_per_hit']} queries "
+        f"Each query was shown to {batch['assignments_per_query']} annotators, {count(batch['queries_per_hit'], 'query')} "
         f"per task, paid {_money(batch['reward'])} per task; annotators chose one of {names} "
         "following Rekabsaz and Schedl (SIGIR 2020).",
     ]
@@ -132,13 +208,15 @@ def annotations_per_item(facts: Mapping[str, Any]) -> str:
         return f"{planned}; no queries."
     total = sum(votes * n for votes, n in distribution.items())
     unvoted = max(queries - voted, 0)
-    text = f"{planned}; {total / queries:.2f} usable human votes per query on average over the {queries} queries"
+    text = (
+        f"{planned}; {total / queries:.2f} usable human votes per query on average over the {count(queries, 'query')}"
+    )
     if voted and unvoted:
-        text += f" ({total / voted:.2f} over the {voted} queries with votes)"
+        text += f" ({total / voted:.2f} over the {count(voted, 'query')} with votes)"
     machine = machine_labels(facts)
-    text += f"; {unvoted} of {queries} queries have no human vote"
+    text += f"; {unvoted} of {count(queries, 'query')} {'has' if unvoted == 1 else 'have'} no human vote"
     if machine:
-        text += f" ({machine} queries carry a machine-accepted label)"
+        text += f" ({count(machine, 'query')} {'carries' if machine == 1 else 'carry'} a machine-accepted label)"
     return text + "."
 
 
@@ -186,7 +264,7 @@ def machine_tools(facts: Mapping[str, Any]) -> str | None:
     parts = [
         f"A machine labeller ({machine['labeller']}, model {machine['model']}, prompt/rules "
         f"{machine['prompt / rules version']}) labelled the queries first; its labels at or above confidence "
-        f"{number(machine['confidence threshold'])} were accepted ({machine['machine-accepted queries']} queries, "
+        f"{number(machine['confidence threshold'])} were accepted ({count(machine['machine-accepted queries'], 'query')}, "
         f"estimated accuracy {number(machine['estimated accuracy of accepted labels'])}, 95% CI "
         f"{interval(machine['its 95% CI'])}) and the rest went to the crowd. Guarantee: {machine['guarantee']}."
     ]
@@ -213,7 +291,7 @@ def analysis(facts: Mapping[str, Any]) -> str:
         f"{interval(agreement['alpha_ci'])} ({agreement['bootstrap_resamples']} resamples); percent agreement "
         f"{number(agreement['percent_agreement'])}; Fleiss' kappa {number(agreement['fleiss_kappa'])}; "
         f"{agreement['judgments']} usable judgments by {agreement['workers']} annotators. "
-        f"{labels['labelled']} of {labels['queries']} queries labelled ({counts}; sources: {sources}); "
+        f"{labels['labelled']} of {count(labels['queries'], 'query')} labelled ({counts}; sources: {sources}); "
         f"{set_aside['disputed']} set aside as disputed (tied votes) and {set_aside['too_few_votes']} for too few "
         f"votes. Non-gendered share among labelled queries {number(share['estimate'])}, {level}% "
         f"{share['method']} interval {interval(share['ci'])}."
@@ -245,7 +323,9 @@ def limitations(facts: Mapping[str, Any]) -> list[str]:
     """What a reuser must not read into the data."""
     set_aside = facts["labels"]["set_aside"]
     return [
-        f"{set_aside['disputed'] + set_aside['too_few_votes']} queries have no label (disputed or too few votes); "
+        f"{count(set_aside['disputed'] + set_aside['too_few_votes'], 'query')} "
+        f"{'has' if set_aside['disputed'] + set_aside['too_few_votes'] == 1 else 'have'} no label "
+        "(disputed or too few votes); "
         "they are kept in the queries configuration with their status, never as labelled.",
         "English queries only; the labels describe the query text, not the searcher.",
     ]
@@ -267,3 +347,29 @@ def use_cases(facts: Mapping[str, Any]) -> list[str]:
         "Training and evaluating classifiers of a query's gender reference.",
         "Studying annotator agreement on gender judgments (aggregated and judgments configurations).",
     ]
+
+
+def out_of_scope(facts: Mapping[str, Any]) -> list[str]:
+    """What the dataset must not be used for, from how it was made."""
+    items = [
+        "Inferring or assigning the gender of a person (a searcher, an annotator or anyone a query names): the "
+        "labels describe the query text only.",
+        "Treating the four classes as a complete account of gender identity.",
+        "Estimating how often queries of the source log refer to a gender"
+        + (": the queries were pooled for rank bias, not sampled." if facts["pool"] is not None else " beyond it."),
+    ]
+    if machine_labels(facts):
+        items.append(
+            "Using the machine-accepted labels (labelled_by = machine) as human judgments, e.g. to measure "
+            "annotator agreement or to evaluate the same machine labeller."
+        )
+    return items
+
+
+def contact(facts: Mapping[str, Any]) -> str:
+    """Where to report an error: the researcher's, who maintains the dataset (``rai:dataReleaseMaintenancePlan``)."""
+    return (
+        f"The researchers who published batch {facts['batch']['name']!r} maintain this dataset; they add their "
+        "address here before publishing. Report a wrong label with its qid: each label's source and who made it "
+        "(`label_source`, `labelled_by`) say how it was made."
+    )

@@ -32,6 +32,16 @@ from annotation.labels import LABEL_NAMES, LABELS
 
 #: The label whose queries make the ``non_gendered`` configuration.
 NON_GENDERED = "n"
+#: The Arrow type of a final label: the index of its class in :data:`CLASS_NAMES` (Hugging Face's
+#: ``ClassLabel``: an ``int64``, empty when set aside), so ``datasets`` loads it as a four-class label.
+CLASS = "class"
+#: The four classes in index order: the platform's label codes (``n``, ``f``, ``m``, ``o``).
+CLASS_NAMES: tuple[str, ...] = tuple(LABELS)
+
+
+def class_index(code: str | None) -> int | None:
+    """A label code's class index (None for no label)."""
+    return CLASS_NAMES.index(code) if code else None
 
 
 @dataclass(frozen=True)
@@ -39,12 +49,29 @@ class Column:
     """One column of a configuration: its name, Arrow type, Croissant data type and meaning."""
 
     name: str
-    arrow: str  #: ``string``, ``int64``, ``float64`` or ``bool``
+    arrow: str  #: ``string``, ``int64``, ``float64``, ``bool`` or :data:`CLASS` (a label's class index)
     description: str
 
     @property
-    def croissant_type(self) -> str:
+    def croissant_type(self) -> str | list[str]:
+        """Croissant's ``dataType``: a class index is an integer that is a label (``cr:Label``)."""
+        if self.arrow == CLASS:
+            return ["sc:Integer", "cr:Label"]
         return {"string": "sc:Text", "int64": "sc:Integer", "float64": "sc:Float", "bool": "sc:Boolean"}[self.arrow]
+
+    @property
+    def storage(self) -> str:
+        """The Arrow type the Parquet file stores (a class index is an ``int64``)."""
+        return "int64" if self.arrow == CLASS else self.arrow
+
+    def hf_feature(self) -> dict[str, Any]:
+        """The column as Hugging Face ``datasets`` declares it (``Features.to_dict`` form)."""
+        if self.arrow == CLASS:
+            return {"dtype": "int64", "names": list(CLASS_NAMES), "_type": "ClassLabel"}
+        return {
+            "dtype": {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool"}[self.arrow],
+            "_type": "Value",
+        }
 
 
 @dataclass(frozen=True)
@@ -66,8 +93,9 @@ _QUERY_COLUMNS = (
     Column("query", "string", "Query text, as the annotators saw it."),
     Column(
         "label",
-        "string",
-        "Final label: n (Non-gendered), f (Female), m (Male), o (Other or multiple genders); empty when set aside.",
+        CLASS,
+        "Final label, a class index: 0 n (Non-gendered), 1 f (Female), 2 m (Male), 3 o (Other or multiple "
+        "genders); empty when set aside.",
     ),
     Column("label_name", "string", "The final label's name; empty when set aside."),
     Column(
@@ -86,7 +114,25 @@ _QUERY_COLUMNS = (
         "ds_posterior", "float64", "Dawid-Skene posterior probability of the final label (empty without crowd votes)."
     ),
     Column("machine_confidence", "float64", "The machine labeller's confidence, for machine-accepted labels only."),
+    Column(
+        "labelled_by",
+        "string",
+        "Who the final label is attributed to (prov:wasAttributedTo): crowd (a crowd majority), in-house "
+        "(a majority of the site's own annotators), adjudicator (a researcher's ruling) or machine; empty when "
+        "set aside.",
+    ),
+    Column("machine_labeller", "string", "The machine labeller, for machine-accepted labels only."),
+    Column("machine_model", "string", "The machine labeller's model, for machine-accepted labels only."),
+    Column("prompt_version", "string", "The machine's prompt or rules version, for machine-accepted labels only."),
+    Column(
+        "label_guarantee",
+        "string",
+        "What the routing that accepted a machine label promises of it; for machine-accepted labels only.",
+    ),
 )
+
+#: The columns of ``queries`` that say who made each label (the label's provenance in ``croissant.json``).
+PROVENANCE_COLUMNS = ("labelled_by", "machine_labeller", "machine_model", "prompt_version", "label_guarantee")
 
 _AGGREGATED_COLUMNS = (
     Column("qid", "string", "Query id."),
@@ -108,7 +154,7 @@ _JUDGMENT_COLUMNS = (
     Column(
         "annotator", "string", "The annotator's pseudonym in this dataset (annotator-001, ...), linked to no other id."
     ),
-    Column("label", "string", "The annotator's label (n, f, m or o)."),
+    Column("label", CLASS, "The annotator's label, a class index: 0 n, 1 f, 2 m, 3 o."),
     Column("label_name", "string", "The label's name."),
 )
 
@@ -146,13 +192,18 @@ def _status(result: Mapping[str, Any]) -> str:
     return "too few votes" if result["too_few_votes"] else "disputed"
 
 
-def query_row(result: Mapping[str, Any]) -> dict[str, Any]:
-    """A row of ``queries`` (and ``non_gendered``) from one per-query result."""
+def query_row(result: Mapping[str, Any], agent: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A row of ``queries`` (and ``non_gendered``) from one per-query result and its label's agent.
+
+    ``agent`` (:func:`annotation.publication.selectors.label_agents`): who made the label,
+    and for a machine label which machine, prompt and guarantee; None for no label.
+    """
     label = result["label"]
+    agent = agent or {}
     return {
         "qid": str(result["qid"]),
         "query": result["query"],
-        "label": label,
+        "label": class_index(label),
         "label_name": LABEL_NAMES[label] if label else None,
         "label_source": result.get("label_source"),
         "status": _status(result),
@@ -160,6 +211,7 @@ def query_row(result: Mapping[str, Any]) -> dict[str, Any]:
         "crowd_label": result.get("crowd_label"),
         "ds_posterior": (result.get("ds_posteriors") or {}).get(label) if label else None,
         "machine_confidence": result.get("machine_confidence"),
+        **{column: agent.get(column) for column in PROVENANCE_COLUMNS},
     }
 
 
@@ -211,7 +263,7 @@ def judgment_rows(results: Sequence[Mapping[str, Any]], salt: bytes) -> list[dic
         {
             "qid": str(r["qid"]),
             "annotator": names[v["worker"]],
-            "label": v["label"],
+            "label": class_index(v["label"]),
             "label_name": LABEL_NAMES[v["label"]],
         }
         for r in results
@@ -222,16 +274,21 @@ def judgment_rows(results: Sequence[Mapping[str, Any]], salt: bytes) -> list[dic
 
 
 def config_rows(
-    results: Sequence[Mapping[str, Any]], with_judgments: bool, salt: bytes | None = None
+    results: Sequence[Mapping[str, Any]],
+    with_judgments: bool,
+    salt: bytes | None = None,
+    agents: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Each configuration's rows (see :data:`CONFIGS`), from the batch's per-query results.
 
-    ``salt`` (the per-publication secret of :func:`pseudonyms`) is needed with ``with_judgments``.
+    ``salt`` (the per-publication secret of :func:`pseudonyms`) is needed with ``with_judgments``;
+    ``agents`` maps a labelled query's qid to who made its label (``study_facts``' ``label_agents``).
     """
-    queries = [query_row(r) for r in results]
+    agents = agents or {}
+    queries = [query_row(r, agents.get(str(r["qid"]))) for r in results]
     rows = {
         "queries": queries,
-        "non_gendered": [row for row in queries if row["label"] == NON_GENDERED],
+        "non_gendered": [row for row in queries if row["label"] == class_index(NON_GENDERED)],
         "aggregated": [aggregated_row(r) for r in results],
     }
     if with_judgments:
@@ -241,12 +298,24 @@ def config_rows(
     return rows
 
 
+def hf_features(config: Config) -> dict[str, Any]:
+    """The configuration's Hugging Face ``datasets`` features (``Features.to_dict`` form)."""
+    return {c.name: c.hf_feature() for c in config.columns}
+
+
 def arrow_schema(config: Config):
-    """The configuration's explicit Arrow schema (every column nullable; ``qid`` always text)."""
+    """The configuration's explicit Arrow schema (every column nullable; ``qid`` always text).
+
+    Its metadata carries the Hugging Face features (key ``huggingface``, as ``datasets`` writes
+    it), so ``datasets`` reads a label column as a ``ClassLabel`` of :data:`CLASS_NAMES`.
+    """
+    import json
+
     import pyarrow as pa
 
     types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
-    return pa.schema([pa.field(c.name, types[c.arrow], nullable=True) for c in config.columns])
+    schema = pa.schema([pa.field(c.name, types[c.storage], nullable=True) for c in config.columns])
+    return schema.with_metadata({"huggingface": json.dumps({"info": {"features": hf_features(config)}})})
 
 
 def write_parquet(config: Config, rows: Sequence[Mapping[str, Any]], path: str | os.PathLike) -> Path:

@@ -39,8 +39,18 @@ def test_mlcroissant_validates_it_and_reads_every_record_set_as_the_parquet_rows
     assert not issues.errors
     assert all(CITE_AS in warning for warning in issues.warnings), issues.warnings
     names = [record_set.name for record_set in dataset.metadata.record_sets]
-    assert names == ["queries", "non_gendered", "aggregated", "judgments"]
-    for name in names:
+    assert names == ["label_classes", "queries", "non_gendered", "aggregated", "judgments"]
+    # The four classes, in the order of the Parquet files' ClassLabel.
+    classes = [
+        {k.removeprefix("label_classes/"): _plain(v) for k, v in r.items()} for r in dataset.records("label_classes")
+    ]
+    assert classes == [
+        {"index": 0, "code": "n", "name": "Non-gendered"},
+        {"index": 1, "code": "f", "name": "Female"},
+        {"index": 2, "code": "m", "name": "Male"},
+        {"index": 3, "code": "o", "name": "Other or multiple genders"},
+    ]
+    for name in names[1:]:
         expected = pq.read_table(folder / CONFIGS[name].file_name).to_pylist()
         records = [
             {key.removeprefix(f"{name}/"): _plain(value) for key, value in record.items()}
@@ -62,7 +72,7 @@ def test_files_fields_and_rai_facts(folder, annotated):  # noqa: F811
         doc["conformsTo"]
         == CONFORMS_TO
         == [
-            "http://mlcommons.org/croissant/1.0",
+            "http://mlcommons.org/croissant/1.1",
             "http://mlcommons.org/croissant/RAI/1.0",
         ]
     )

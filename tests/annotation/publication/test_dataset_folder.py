@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.labels import LABEL_NAMES
 from annotation.publication.services import publish_dataset
+from annotation.publication.tables import CLASS_NAMES as CLASSES
 from annotation.publication.tables import CONFIGS
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results.selectors import query_results
@@ -59,8 +60,15 @@ def test_every_configuration_loads_offline_and_equals_the_database(annotated, tm
             "judgments.parquet",
             "README.md",
             "croissant.json",
+            "CITATION.cff",
+            ".zenodo.json",
         ]
     )
+    from datasets import ClassLabel, load_dataset
+
+    for config in ("queries", "non_gendered", "judgments"):  # a four-class label, as the Parquet declares it
+        feature = load_dataset(str(out), name=config, cache_dir=str(offline_hf))["train"].features["label"]
+        assert isinstance(feature, ClassLabel) and feature.names == ["n", "f", "m", "o"]
     results = query_results(annotated)
     by_qid = {r["qid"]: r for r in results}
 
@@ -68,19 +76,19 @@ def test_every_configuration_loads_offline_and_equals_the_database(annotated, tm
     assert [row["qid"] for row in queries] == [r["qid"] for r in results] == ["101", "102", "103", "104", "105", "106"]
     for row in queries:
         r = by_qid[row["qid"]]
-        assert row["query"] == r["query"] and row["label"] == r["label"]
+        assert row["query"] == r["query"] and row["label"] == (CLASSES.index(r["label"]) if r["label"] else None)
         assert row["label_source"] == r["label_source"] and row["adjudicated"] == r["adjudicated"]
         assert row["label_name"] == (LABEL_NAMES[r["label"]] if r["label"] else None)
         expected = r["ds_posteriors"][r["label"]] if r["label"] else None
         assert row["ds_posterior"] == pytest.approx(expected) if expected is not None else row["ds_posterior"] is None
     statuses = {row["qid"]: (row["status"], row["label"], row["label_source"]) for row in queries}
     assert statuses["104"] == ("disputed", None, None)  # set aside, kept, never labelled
-    assert statuses["106"] == ("labelled", "f", "adjudicated")
+    assert statuses["106"] == ("labelled", CLASSES.index("f"), "adjudicated")
     assert next(row for row in queries if row["qid"] == "106")["crowd_label"] is None  # 1-1 before the ruling
 
     non_gendered = _load(out, "non_gendered", offline_hf)
     assert [row["qid"] for row in non_gendered] == ["101", "105"]
-    assert non_gendered == [row for row in queries if row["label"] == "n"]
+    assert non_gendered == [row for row in queries if row["label"] == CLASSES.index("n")]
 
     aggregated = {row["qid"]: row for row in _load(out, "aggregated", offline_hf)}
     assert aggregated["104"] | {} == aggregated["104"]
@@ -96,8 +104,8 @@ def test_every_configuration_loads_offline_and_equals_the_database(annotated, tm
     platform = {v["worker"] for r in results for v in r["votes"]}
     assert not platform & {row["annotator"] for row in judgments}  # the platform's pseudonyms stay in
     # The same annotator keeps one pseudonym: ann-b is the one who said f on 104.
-    ann_b = next(row["annotator"] for row in judgments if row["qid"] == "104" and row["label"] == "f")
-    assert {(row["qid"], row["label"]) for row in judgments if row["annotator"] == ann_b} >= {
+    ann_b = next(row["annotator"] for row in judgments if row["qid"] == "104" and row["label_name"] == "Female")
+    assert {(row["qid"], CLASSES[row["label"]]) for row in judgments if row["annotator"] == ann_b} >= {
         ("104", "f"),
         ("106", "m"),
     }

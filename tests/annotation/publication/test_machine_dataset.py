@@ -11,6 +11,7 @@ from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import route_batch
 from annotation.publication.services import publish_dataset
+from annotation.publication.tables import CLASS_NAMES
 from annotation.results.selectors import MACHINE, query_results
 from tests.annotation.machine.test_calibration_flow import machine_batch  # noqa: F401 (fixture)
 
@@ -33,7 +34,7 @@ def test_machine_labels_are_published_with_their_source_confidence_and_guarantee
     machine_rows = {qid for qid, row in rows.items() if row["label_source"] == MACHINE}
     assert machine_rows == set(routing.accepted) and len(rows) == len(results)
     for qid in machine_rows:
-        assert rows[qid]["label"] == results[qid]["label"]
+        assert rows[qid]["label"] == CLASS_NAMES.index(results[qid]["label"])
         assert rows[qid]["machine_confidence"] == results[qid]["machine_confidence"] >= routing.threshold
         assert rows[qid]["ds_posterior"] is None  # no crowd vote on it
     assert all(rows[q]["machine_confidence"] is None for q in rows if q not in machine_rows)

@@ -8,12 +8,21 @@ import zipfile
 import pytest
 
 from annotation.publication.services import publication_zip
+from annotation.publication.tables import CLASS_NAMES
 from annotation.results.selectors import query_results
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.publication.test_dataset_folder import annotated  # noqa: F401 (fixture)
 
-FOLDER = ["queries.parquet", "non_gendered.parquet", "aggregated.parquet", "README.md", "croissant.json"]
+FOLDER = [
+    "queries.parquet",
+    "non_gendered.parquet",
+    "aggregated.parquet",
+    "README.md",
+    "croissant.json",
+    "CITATION.cff",
+    ".zenodo.json",
+]
 
 
 def _members(content: bytes) -> dict[str, bytes]:
@@ -39,7 +48,9 @@ def test_the_batch_page_publishes_a_zip(annotated, researcher, client):  # noqa:
     members = _members(response.content)
     assert sorted(members) == sorted(f"b1/{name}" for name in [*FOLDER, "judgments.parquet"])
     queries = _rows(members["b1/queries.parquet"])
-    assert [(r["qid"], r["label"]) for r in queries] == [(r["qid"], r["label"]) for r in query_results(annotated)]
+    assert [(r["qid"], r["label"]) for r in queries] == [
+        (r["qid"], CLASS_NAMES.index(r["label"]) if r["label"] else None) for r in query_results(annotated)
+    ]
     assert b'license: "cc-by-4.0"' in members["b1/README.md"]
 
 
