@@ -394,6 +394,21 @@ def card(
     return "\n".join(lines)
 
 
+#: The method the annotation follows (:data:`annotation.results.selectors.CITATION`) as a CFF reference.
+METHOD_REFERENCE: dict[str, Any] = {
+    "type": "conference-paper",
+    "title": "Do Neural Ranking Models Intensify Gender Bias?",
+    "authors": [
+        {"family-names": "Rekabsaz", "given-names": "Navid"},
+        {"family-names": "Schedl", "given-names": "Markus"},
+    ],
+    "collection-title": "Proceedings of SIGIR 2020",
+    "year": 2020,
+    "start": 2065,
+    "end": 2068,
+    "doi": "10.1145/3397271.3401280",
+}
+
 #: What a citation of the dataset says where only the researcher knows (the authors, the address).
 AUTHORS_TO_FILL = "The dataset's authors (to fill in)"
 
@@ -407,7 +422,9 @@ def bibtex(facts: Mapping[str, Any], title: str, published: str) -> str:
     """The dataset's own BibTeX entry (``@misc``); its authors and address are the researcher's to fill in."""
 
     def braced(text: str) -> str:
-        return text.replace("\\", "").replace("{", "").replace("}", "")
+        """Text safe inside a BibTeX field: no braces or backslashes, LaTeX's special characters escaped."""
+        text = text.replace("\\", "").replace("{", "").replace("}", "")
+        return re.sub(r"([%&#_$])", r"\\\1", text)
 
     return "\n".join(
         [
@@ -434,22 +451,16 @@ def citation_cff(facts: Mapping[str, Any], title: str, published: str, license_i
         "date-released": published,
         "version": "1.0.0",
         "keywords": ["gender bias", "information retrieval", "query annotation"],
-        "references": [
-            {
-                "type": "conference-paper",
-                "title": citation.strip(),
-                "authors": [{"name": "Navid Rekabsaz"}, {"name": "Markus Schedl"}],
-                "year": 2020,
-                "doi": "10.1145/3397271.3401280",
-            }
-        ],
+        # The method the labels follow (the card's "The annotation follows"), as CFF structures a reference.
+        "references": [METHOD_REFERENCE | {"notes": citation.strip()}],
     }
-    if license_id != "other":
-        data["license"] = CFF_LICENSES.get(license_id, license_id)
+    if license_id in CFF_LICENSES:
+        data["license"] = CFF_LICENSES[license_id]
     return "\n".join(_yaml(data)) + "\n"
 
 
-#: SPDX identifiers (CITATION.cff's ``license``) of the Hub's license ids that differ from them.
+#: SPDX identifiers (CITATION.cff's ``license``, an enum of the SPDX list in CFF 1.2.0's schema) of the
+#: Hub's license ids; one it lacks (``cdla-permissive-2.0``, ``other``) is left out of the file.
 CFF_LICENSES = {
     "cc0-1.0": "CC0-1.0",
     "cc-by-4.0": "CC-BY-4.0",
@@ -466,7 +477,6 @@ CFF_LICENSES = {
     "odbl": "ODbL-1.0",
     "pddl": "PDDL-1.0",
     "cdla-permissive-1.0": "CDLA-Permissive-1.0",
-    "cdla-permissive-2.0": "CDLA-Permissive-2.0",
     "cdla-sharing-1.0": "CDLA-Sharing-1.0",
     "c-uda": "C-UDA-1.0",
     "apache-2.0": "Apache-2.0",
@@ -486,7 +496,7 @@ def zenodo_json(facts: Mapping[str, Any], title: str, published: str, license_id
         "version": "1.0.0",
         "keywords": ["gender bias", "information retrieval", "query annotation"],
         "related_identifiers": [
-            {"identifier": "10.1145/3397271.3401280", "relation": "references", "scheme": "doi"},
+            {"identifier": METHOD_REFERENCE["doi"], "relation": "references", "scheme": "doi"},
         ],
         "notes": statements.source_terms(facts),
     }

@@ -28,6 +28,7 @@ from annotation.results.selectors import (
     latest_routing,
     min_votes,
     query_results,
+    usable_judgments,
 )
 from core.errors import ServiceError
 
@@ -178,7 +179,8 @@ def label_agents(batch: Batch, results: list[dict[str, Any]], machine: dict[str,
 
     ``labelled_by`` is one of :data:`AGENTS`: the source of the label
     (:func:`annotation.results.selectors.query_results`' ``label_source``) and, for a majority,
-    the batch's provider (its own annotators are in-house, MTurk's and Prolific's the crowd). A
+    the providers of the batches its usable votes were given in (all on the site's own
+    annotators: in-house; any on MTurk or Prolific: the crowd). A
     machine-accepted label names the labeller, model and prompt version of the routing stage
     that accepted it (one stage unless a cascade) and the routing's guarantee
     (``machine``: :func:`routing_facts`).
@@ -196,12 +198,17 @@ def label_agents(batch: Batch, results: list[dict[str, Any]], machine: dict[str,
         ]:
             for qid in stage.get("accepted") or []:
                 stages.setdefault(str(qid), stage)
-    majority = "in-house" if batch.provider == "local" else "crowd"
+    # A majority is the in-house annotators' when every usable vote on the query came from a batch on
+    # the site's own annotators, else the crowd's (a machine-first batch's votes are in its derived batches).
+    providers: dict[str, set[str]] = {}
+    for qid, provider in usable_judgments(batch).values_list("batch_query__qid", "assignment__hit__batch__provider"):
+        providers.setdefault(str(qid), set()).add(provider)
     agents: dict[str, dict] = {}
     for row in results:
         source, qid = row["label_source"], str(row["qid"])
         if row["label"] is None or source is None:
             continue
+        majority = "in-house" if providers.get(qid, {batch.provider}) == {"local"} else "crowd"
         agent: dict[str, Any] = {
             "labelled_by": {CROWD: majority, ADJUDICATED: "adjudicator", MACHINE: "machine"}[source]
         }

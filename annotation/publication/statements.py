@@ -60,18 +60,20 @@ def _money(value: Any) -> str:
     return f"${value}" if value not in (None, "") else "n/a"
 
 
-#: How each agent of ``labels.labelled_by`` is named in a sentence ("... by in-house annotators").
+#: How each agent of ``labels.labelled_by`` is named in a sentence ("... by a majority of in-house annotators").
 AGENT_PHRASES = {
-    "crowd": "a majority of {annotators}",
-    "in-house": "a majority of {annotators}",
+    "crowd": "a majority of crowd workers",
+    "in-house": "a majority of in-house annotators",
     "adjudicator": "a researcher's ruling (adjudication)",
     "machine": "a machine labeller, accepted by routing",
 }
 
 
 def _agent_phrase(facts: Mapping[str, Any], agent: str) -> str:
-    phrase = AGENT_PHRASES[agent].format(annotators=facts["batch"]["annotators"])
-    machine = facts.get("machine")
+    batch, machine = facts["batch"], facts.get("machine")
+    if agent == "crowd" and batch.get("provider") != "local":
+        return f"a majority of {batch['annotators']}"  # the provider's crowd, by name
+    phrase = AGENT_PHRASES[agent]
     if agent == "machine" and machine:
         phrase += (
             f" ({machine['labeller']}, model {machine['model']}, prompt/rules {machine['prompt / rules version']})"
@@ -355,8 +357,12 @@ def out_of_scope(facts: Mapping[str, Any]) -> list[str]:
         "Inferring or assigning the gender of a person (a searcher, an annotator or anyone a query names): the "
         "labels describe the query text only.",
         "Treating the four classes as a complete account of gender identity.",
-        "Estimating how often queries of the source log refer to a gender"
-        + (": the queries were pooled for rank bias, not sampled." if facts["pool"] is not None else " beyond it."),
+        "Estimating how often a search log's queries refer to a gender"
+        + (
+            ": the queries were pooled for the runs' rank bias, not sampled from the log."
+            if facts["pool"] is not None
+            else ", unless the query set is a random sample of that log."
+        ),
     ]
     if machine_labels(facts):
         items.append(
