@@ -10,7 +10,7 @@ class Command(ProjectCommand):
     help = (
         "Write a batch as a dataset folder ready for the Hugging Face Hub: Parquet configurations (queries, "
         "non_gendered, aggregated; judgments with --with-judgments), README.md with the Hub's YAML header and "
-        "the study's facts, and croissant.json (Croissant 1.0 with Responsible-AI fields). --push uploads it "
+        "the study's facts, and croissant.json (Croissant 1.1 with Responsible-AI fields and each label's provenance). --push uploads it "
         "when HF_TOKEN is set; otherwise the command prints the upload command to run."
     )
 
