@@ -70,6 +70,7 @@ def source_query_set(batch: Batch) -> str:
 
 def batch_facts(batch: Batch) -> dict[str, Any]:
     """The batch's settings as a dataset card states them (dates and money as given, for the card's own layout)."""
+    state = batch_state(batch)
     return {
         "name": batch.name,
         "provider_display": batch.get_provider_display(),
@@ -85,9 +86,13 @@ def batch_facts(batch: Batch) -> dict[str, Any]:
         "created": batch.created.date(),
         "published": batch.published.date() if batch.published else None,
         "cost": batch.cost or None,
-        # What it spent, fees and bonuses included (its crowd batches' for a machine-labelled one):
-        # the one figure of the dashboard, the batch list and page (annotation.machine.selectors.batch_state).
-        "spent": batch_state(batch)["spent"],
+        # What it spent, fees and bonuses included (its crowd batches' for a machine-labelled one), and the
+        # assignments answered of those asked for (theirs too): the figures of the dashboard, the batch
+        # list and page (annotation.machine.selectors.batch_state).
+        "spent": state["spent"],
+        "answered": state["answered"],
+        "expected": state["expected"],
+        "machine_first": state["kind"] == "machine",
     }
 
 

@@ -298,14 +298,18 @@ def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dic
 
 def cost_facts(batch: Mapping[str, Any]) -> Any:
     """The card's "Cost (USD)": what the batch spent (``batch["spent"]``, fees and bonuses included, the
-    figure every page shows) beside the estimate recorded at its creation; the estimate alone for a
-    batch whose spending is not given."""
+    figure every page shows) beside the estimate recorded at its creation (for a machine-first batch,
+    whose own HITs are never published, named as the page names it: what the crowd alone would have
+    cost); the estimate alone for a batch whose spending is not given."""
     cost = batch.get("cost")
     if batch.get("spent") is None:
         return cost
     facts = {"spent (fees and bonuses included)": batch["spent"]}
     if isinstance(cost, Mapping) and cost.get("total") is not None:
-        facts["estimated at creation (the most it could cost)"] = cost["total"]
+        if batch.get("machine_first"):  # its own HITs are never published: the batch page's comparison
+            facts["the crowd alone for all queries (never spent)"] = cost["total"]
+        else:
+            facts["estimated at creation (the most it could cost)"] = cost["total"]
     return facts
 
 
@@ -385,7 +389,12 @@ def card_facts(
         "usable judgments": report["judgments"],
         "invalid judgments": progress["invalid_judgments"],
         "rejected assignments": progress["rejected"],
-        "answered assignments": f"{progress['submitted'] + progress['approved']} of {progress['assignments_expected']}",
+        # A machine-first batch's assignments are its crowd batches' (as its page counts them), never its own.
+        ("answered assignments (its crowd batches)" if batch.get("machine_first") else "answered assignments"): (
+            f"{batch['answered']} of {batch['expected']}"
+            if batch.get("answered") is not None
+            else f"{progress['submitted'] + progress['approved']} of {progress['assignments_expected']}"
+        ),
         "citation": citation,
     }
     sources = [r.get("label_source") for r in labelled]

@@ -21,6 +21,7 @@ from annotation.models import Adjudication, Batch, Judgment, PreLabel
 from annotation.publication.services import publish_dataset
 from annotation.publication.tables import CLASS_NAMES
 from annotation.quality.services.adjudication import adjudicate
+from annotation.results.services.exports import export_queries
 from tests.annotation.machine.test_calibration_flow import machine_batch  # noqa: F401 (fixture)
 
 
@@ -169,6 +170,17 @@ def test_the_machine_first_card_states_the_batch_pages_counts_and_money(four_sou
         assert section in readme
     meta = yaml.safe_load(readme.split("---\n")[1])
     assert meta["annotations_creators"] == ["expert-generated", "machine-generated"]
+
+    # The export's card beside a TSV: the same money, and the assignments its crowd batches answered (the
+    # page's "answered in its crowd batches"), not the batch's own unpublished HITs ("0 of N").
+    export_queries(batch, "all", tmp_path / "mach.tsv")
+    export_card = (tmp_path / "mach.tsv.md").read_text()
+    assert _number(r"\| spent \(fees and bonuses included\) \| ([0-9.]+) \|", export_card) == shown("spent")
+    answered = re.search(r"\| answered assignments \(its crowd batches\) \| (\d+) of (\d+) \|", export_card)
+    summary = re.search(r"(\d+) / (\d+) assignments answered in its crowd batches", page)
+    assert answered and summary and answered.groups() == summary.groups() and answered.group(1) != "0"
+    assert "the crowd alone for all queries (never spent)" in export_card
+    assert "estimated at creation" not in export_card
 
 
 def _one_query_facts() -> dict:
