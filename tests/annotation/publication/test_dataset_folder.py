@@ -185,3 +185,20 @@ def test_source_datasets_name_the_collection_the_queries_came_from(db, tmp_path)
     meta = yaml.safe_load(_header((tmp_path / "d" / "README.md").read_text()))
     assert meta["source_datasets"] == ["extended|msmarco-passage/dev/small"]
     assert meta["annotations_creators"] == ["expert-generated"]  # in-house annotators; nothing labelled yet
+    readme = (tmp_path / "d" / "README.md").read_text()
+    assert not re.search(r"\b1 queries\b", readme) and "1 query annotated" in readme
+    origin = "dev (queries from ir_datasets:msmarco-passage/dev/small (ir_datasets 0.5.9))"
+    assert f"The query text comes from the query set {origin}; its own terms of use apply" in readme
+
+
+def test_the_text_is_under_the_source_query_sets_terms_not_the_pools(db):
+    from types import SimpleNamespace
+
+    from annotation.publication.selectors import source_of, source_query_set
+    from pooling.models import QuerySet
+    from pooling.services import create_query_set
+
+    query_set = create_query_set("robust", [("1", "q")], origin=QuerySet.Origin.IMPORTED, source="ir_datasets:x (y)")
+    pooled = SimpleNamespace(pool=SimpleNamespace(name="top-biased", source=query_set), query_set=None)
+    assert source_of(pooled) == "top-biased (queries from ir_datasets:x (y))"  # what the batch annotates
+    assert source_query_set(pooled) == "robust (queries from ir_datasets:x (y))"  # whose terms the text is under
