@@ -67,7 +67,7 @@ class Column:
     def hf_feature(self) -> dict[str, Any]:
         """The column as Hugging Face ``datasets`` declares it (``Features.to_dict`` form)."""
         if self.arrow == CLASS:
-            return {"dtype": "int64", "names": list(CLASS_NAMES), "_type": "ClassLabel"}
+            return {"names": list(CLASS_NAMES), "_type": "ClassLabel"}
         return {
             "dtype": {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool"}[self.arrow],
             "_type": "Value",
