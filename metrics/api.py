@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from core.api import form_data, form_errors, job_started
 from core.errors import ServiceError
+from core.numbers import NumberError, parse_count
 from core.serializers import JobSerializer
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
@@ -28,6 +29,7 @@ from .defaults import (
     DEFAULT_EXPOSURE_TARGET,
     DEFAULT_PROTECTED,
     EXPOSURE_FORMS,
+    MAX_CUTOFF,
     PROTECTED_GROUPS,
     TABLE_LAYOUTS,
     VARIANT_VERSIONS,
@@ -163,10 +165,10 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         report = self.get_object()
         params = request.query_params
         try:
-            cutoff = int(params.get("cutoff", ""))
-            limit = min(1000, max(1, int(params.get("limit") or 50)))
-        except ValueError:
-            return Response({"detail": "cutoff and limit must be integers"}, status=400)
+            cutoff = parse_count(params.get("cutoff", ""), "cutoff", minimum=1, maximum=MAX_CUTOFF)
+            limit = parse_count(params.get("limit") or "50", "limit", minimum=1, maximum=1000)
+        except NumberError as exc:
+            return Response({"detail": str(exc)}, status=400)
         if not report.on_batch:
             return Response({"detail": f"report {report.name!r} is not on a batch's labels"}, status=400)
         try:
@@ -204,9 +206,13 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
 
         params = request.query_params
         try:
-            cutoff = int(params["cutoff"]) if params.get("cutoff", "").strip() else None
-        except ValueError:
-            return Response({"detail": "cutoff must be an integer"}, status=400)
+            cutoff = (
+                parse_count(params["cutoff"], "cutoff", minimum=1, maximum=MAX_CUTOFF)
+                if params.get("cutoff", "").strip()
+                else None
+            )
+        except NumberError as exc:
+            return Response({"detail": str(exc)}, status=400)
         try:
             table = report_table(
                 self.get_object(),
@@ -245,7 +251,9 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
 class LabelSensitivityView(APIView):
     """Label sensitivity of a batch (``?batch=&runs=a,b&cutoffs=5,10,20&threshold=0.9&background=&bootstrap=``).
 
-    Computed on request, not stored: ``rows`` (aggregation, disputed, run, metric, variant,
+    Computed on request, not stored, within bounds (at most ``REQUEST_SENSITIVITY_RUNS`` runs and
+    ``REQUEST_SENSITIVITY_CUTOFFS`` cutoffs of :mod:`metrics.defaults`, 5 each; bootstrap at most
+    2000; more: 400 naming the field, and the page runs it as a job): ``rows`` (aggregation, disputed, run, metric, variant,
     cutoff, value, ci_low, ci_high, n_queries), ``rankings`` (Kendall's tau against
     majority/drop and the swapped pairs), ``set_sizes`` (non-gendered queries per
     aggregation/policy). Bad parameters: 400 with ``detail``; an unknown batch: 404.
@@ -274,6 +282,10 @@ class LabelSensitivityView(APIView):
                 return Response({"detail": f"no batch named {form.data['batch']!r}"}, status=404)
             detail = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
             return Response({"detail": detail, "errors": form.errors}, status=400)
+        beyond = form.request_bound_errors()
+        if beyond:
+            detail = "; ".join(f"{field}: {error}" for field, error in beyond.items())
+            return Response({"detail": detail, "errors": {f: [e] for f, e in beyond.items()}}, status=400)
         try:
             result = form.compute()
         except ServiceError as exc:

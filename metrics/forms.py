@@ -275,8 +275,21 @@ class LabelSensitivityForm(forms.Form):
             return None
 
     def compute(self) -> LabelSensitivity:
-        """Compute label sensitivity now (the API): a refused request is a ServiceError."""
+        """Compute label sensitivity now (the API), within the request's bounds
+        (:meth:`request_bound_errors`, checked first): a refused request is a ServiceError."""
         return self._call(services.label_sensitivity, self.cleaned_data["batch"], bar=False)
+
+    def request_bound_errors(self) -> dict[str, str]:
+        """What a valid form asks past the bounds of one request, by field (empty: within them)."""
+        from .defaults import REQUEST_SENSITIVITY_CUTOFFS, REQUEST_SENSITIVITY_RUNS
+
+        beyond = "in one request; the label-sensitivity page runs more as a job"
+        errors = {}
+        if len(self.cleaned_data["runs"]) > REQUEST_SENSITIVITY_RUNS:
+            errors["runs"] = f"at most {REQUEST_SENSITIVITY_RUNS} runs {beyond}"
+        if len(self.cleaned_data["cutoffs"]) > REQUEST_SENSITIVITY_CUTOFFS:
+            errors["cutoffs"] = f"at most {REQUEST_SENSITIVITY_CUTOFFS} cutoffs {beyond}"
+        return errors
 
     def _call(self, service, batch, **extra):
         """``service`` on ``batch`` with this form's runs and settings: the one place the form's

@@ -1,0 +1,17 @@
+"""Numbers in a request read as plain ASCII digits (issue 44.5): ``"²".isdigit()`` is true and
+``int("²")`` raises, so a check by ``isdigit`` let a superscript through to a 500."""
+
+from django.urls import reverse
+
+
+def test_a_superscript_content_length_is_refused_not_a_500(client, db):
+    url = reverse("annotation:prolific-webhook")
+    answer = client.post(url, b"{}", content_type="application/json", CONTENT_LENGTH="²")
+    assert answer.status_code == 413 and answer.json()["error"] == "too_large"
+
+
+def test_a_superscript_escalation_cap_in_the_link_is_ignored_not_a_500(local_batch, researcher, client):
+    client.force_login(researcher)
+    url = reverse("annotation:batch-escalate", args=[local_batch.name])
+    assert client.get(url, {"max_assignments": "²"}).status_code == 200  # the default cap, as for any bad value
+    assert client.get(url, {"max_assignments": "3"}).status_code == 200
