@@ -7,7 +7,13 @@ interpreter's digit limit. :func:`parse_count` is the one reading of a whole num
 API or a command takes (cutoffs, sizes, counts): ASCII digits only, at most
 :data:`MAX_DIGITS`, inside ``[minimum, maximum]``, or :class:`NumberError`, whose message names
 the field and the bound. :func:`parse_counts` reads a comma-separated list of them, at most
-``most`` values (a bound on the work they ask for). Amounts of money: :mod:`core.amounts`.
+``most`` values (a bound on the work they ask for). :func:`parse_decimal` reads a number with a
+fraction (a threshold, a risk, an accuracy) the same way: ``float()`` too takes ``١.٥``,
+``1_0``, ``1e3``, ``nan`` and ``inf``. Amounts of money: :mod:`core.amounts`.
+
+The form fields (``core.forms.CountField``/``DecimalNumberField``), the API's
+(``core.serializers.CountField``/``DecimalNumberField``) and the commands' argument types
+(``core.management.cli.whole_number``/``decimal_number``) all read through these.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import re
 #: ASCII digits only (``\d`` and ``str.isdigit`` accept every Unicode digit and superscript).
 DIGITS = re.compile(r"[0-9]{1,18}")
 MAX_DIGITS = 18
+#: A plain decimal: an optional minus, ASCII digits, at most one point with digits on both sides.
+DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
 #: What a person may type around a number (ASCII spaces and tabs).
 AROUND = " \t"
 
@@ -73,3 +81,38 @@ def parse_counts(text: object, field: str, *, minimum: int = 0, maximum: int, mo
         raise NumberError(field, f"at most {most} values (got {len(parts)})")
     values = {parse_count(part, field, minimum=minimum, maximum=maximum) for part in parts}
     return tuple(sorted(values))
+
+
+def parse_decimal(value: object, field: str, *, minimum: float | None = None, maximum: float | None = None) -> float:
+    """``value`` as a plain decimal number in ``[minimum, maximum]`` (either bound optional), or
+    :class:`NumberError` naming ``field``.
+
+    A string must be an optional ``-`` and ASCII digits with at most one point (``0.9``, ``-2``,
+    ``10``; not ``.5``, ``1e3``, ``nan``, ``inf``, ``١.٥``, ``1_0``); an int or a finite float (a
+    JSON number) is taken as it is.
+
+    >>> parse_decimal("0.95", "target_accuracy", minimum=0, maximum=1)
+    0.95
+    """
+    import math
+
+    if isinstance(value, bool):
+        raise NumberError(field, f"{value!r} is not a number")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise NumberError(field, f"{value!r} is not a finite number")
+        number = float(value)
+    elif isinstance(value, str):
+        text = value.strip(AROUND)
+        if not DECIMAL.fullmatch(text):
+            raise NumberError(
+                field, f"{_shown(value)} is not a plain decimal number: use ASCII digits and a point, like 0.5"
+            )
+        number = float(text)
+    else:
+        raise NumberError(field, f"expected a number, got {type(value).__name__}")
+    if minimum is not None and number < minimum:
+        raise NumberError(field, f"must be at least {minimum:g} (got {number:g})")
+    if maximum is not None and number > maximum:
+        raise NumberError(field, f"must be at most {maximum:g} (got {number:g})")
+    return number

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from core.api import form_data, form_errors, job_started
 from core.errors import ServiceError
 from core.numbers import NumberError, parse_count
-from core.serializers import JobSerializer
+from core.serializers import CountField, DecimalNumberField, JobSerializer
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from .counterfactual import HER_CHOICES
@@ -61,16 +61,16 @@ class ReportRequestSerializer(serializers.Serializer):
     awrf_weights = serializers.ChoiceField(
         choices=list(AWRF_WEIGHTS), default=DEFAULT_AWRF_WEIGHTS, help_text="AWRF's position weights."
     )
-    awrf_p = serializers.FloatField(
+    awrf_p = DecimalNumberField(
         default=DEFAULT_AWRF_P, help_text="Geometric weights: the first rank's share of attention, in (0, 1)."
     )
-    exposure_target = serializers.FloatField(
+    exposure_target = DecimalNumberField(
         default=DEFAULT_EXPOSURE_TARGET, help_text="Target female share (AWRF, rKL, rND, rRD), in (0, 1)."
     )
     protected_group = serializers.ChoiceField(
         choices=list(PROTECTED_GROUPS), default=DEFAULT_PROTECTED, help_text="rKL/rND/rRD's protected group."
     )
-    cut_step = serializers.IntegerField(
+    cut_step = CountField(
         min_value=1,
         max_value=10_000,
         default=DEFAULT_CUT_STEP,
@@ -298,8 +298,8 @@ class CrboRequestSerializer(serializers.Serializer):
 
     run = serializers.CharField(help_text="The ranker's run on the collection.")
     counterfactual_run = serializers.CharField(help_text="The same ranker's run on the counterfactual collection.")
-    depth = serializers.IntegerField(min_value=1, max_value=10000, default=CRBO_DEPTH)
-    p = serializers.FloatField(min_value=0.0, max_value=1.0, default=CRBO_P, help_text="RBO persistence, in (0, 1).")
+    depth = CountField(min_value=1, max_value=10000, default=CRBO_DEPTH)
+    p = DecimalNumberField(min_value=0.0, max_value=1.0, default=CRBO_P, help_text="RBO persistence, in (0, 1).")
 
 
 class PreferenceRequestSerializer(serializers.Serializer):
@@ -365,24 +365,24 @@ class PlanRequestSerializer(serializers.Serializer):
         child=serializers.CharField(), min_length=2, max_length=2, help_text="The two runs A, B (Δ is A − B)."
     )
     metric = serializers.CharField(help_text="e.g. ARaB, RaB, NFaiRR, TExFAIR, nDCG.")
-    delta = serializers.FloatField(help_text="The difference to detect, > 0.")
-    cutoff = serializers.IntegerField(min_value=1, max_value=10000, default=10)
+    delta = DecimalNumberField(help_text="The difference to detect, > 0.")
+    cutoff = CountField(min_value=1, max_value=10000, default=10)
     variant = serializers.CharField(
         required=False, help_text="Default: the paper's (tf for RaB/ARaB, rbdf for TExFAIR)."
     )
-    power = serializers.FloatField(min_value=0.5, max_value=0.99, default=0.8)
-    alpha = serializers.FloatField(min_value=0.001, max_value=0.5, default=0.05)
+    power = DecimalNumberField(min_value=0.5, max_value=0.99, default=0.8)
+    alpha = DecimalNumberField(min_value=0.001, max_value=0.5, default=0.05)
     queries = serializers.CharField(
         required=False, help_text="The pilot's query set (without a report): its newest stored report with both runs."
     )
     report = serializers.CharField(required=False, help_text="The pilot report (default: the newest on the query set).")
     pool = serializers.CharField(required=False, help_text="Adds the pooled queries to annotate and their cost.")
-    draws = serializers.IntegerField(
+    draws = CountField(
         min_value=100, max_value=2000, default=2000, help_text="Simulated studies (the command allows more)."
     )
     reward = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=Decimal("0.01"), required=False)
-    assignments_per_query = serializers.IntegerField(min_value=1, max_value=50, required=False)
-    queries_per_hit = serializers.IntegerField(min_value=1, max_value=100, required=False)
+    assignments_per_query = CountField(min_value=1, max_value=50, required=False)
+    queries_per_hit = CountField(min_value=1, max_value=100, required=False)
 
 
 class PlanView(APIView):

@@ -32,3 +32,54 @@ def test_a_list_is_sorted_distinct_and_bounded_in_length():
         parse_counts(" , ", "cutoffs", maximum=100, most=3)
     with pytest.raises(NumberError, match=r"^cutoffs: '②' is not a whole number"):
         parse_counts("5,②", "cutoffs", maximum=100, most=3)
+
+
+@pytest.mark.parametrize("text", ["١.٥", "1e3", "nan", "inf", "-inf", ".5", "1.", "1_0.5", "0x1", "", "1.2.3"])
+def test_a_decimal_is_plain_ascii_digits_and_one_point(text):
+    from core.numbers import parse_decimal
+
+    with pytest.raises(NumberError, match=r"^risk: .*not a plain decimal number"):
+        parse_decimal(text, "risk")
+
+
+def test_a_decimal_within_its_range():
+    from core.numbers import parse_decimal
+
+    assert parse_decimal(" 0.05 ", "risk", minimum=0, maximum=1) == 0.05
+    assert parse_decimal("-2", "shift") == -2.0 and parse_decimal(0.5, "risk") == 0.5
+    with pytest.raises(NumberError, match=r"^risk: must be at most 1 \(got 1.5\)$"):
+        parse_decimal("1.5", "risk", minimum=0, maximum=1)
+    with pytest.raises(NumberError, match="not a finite number"):
+        parse_decimal(float("nan"), "risk")
+
+
+def test_the_form_and_api_fields_read_through_the_one_parser():
+    """``forms.IntegerField`` and DRF's took ``١٠`` as 10, ``FloatField`` ``1e3`` and ``nan``."""
+    from django import forms
+
+    from core.forms import CountField, DecimalNumberField
+    from core.serializers import CountField as ApiCount
+    from core.serializers import DecimalNumberField as ApiDecimal
+
+    class Form(forms.Form):
+        depth = CountField(min_value=1, max_value=100)
+        risk = DecimalNumberField(min_value=0, max_value=1, required=False)
+
+    assert Form({"depth": "10", "risk": "0.5"}).is_valid()
+    bad = Form({"depth": "١٠", "risk": "nan"})
+    assert not bad.is_valid()
+    assert "is not a whole number" in bad.errors["depth"][0] and "not a plain decimal" in bad.errors["risk"][0]
+    assert not Form({"depth": "101"}).is_valid()  # the field's range still holds
+
+    from rest_framework import serializers
+
+    class Body(serializers.Serializer):
+        depth = ApiCount(min_value=1, max_value=100)
+        risk = ApiDecimal(min_value=0, max_value=1, required=False)
+
+    assert Body(data={"depth": 10, "risk": 0.5}).is_valid()
+    assert Body(data={"depth": "10", "risk": "0.5"}).is_valid()
+    for body, field in (({"depth": "١٠"}, "depth"), ({"depth": 10.0}, "depth"), ({"depth": 5, "risk": "1e-1"}, "risk")):
+        checked = Body(data=body)
+        assert not checked.is_valid() and field in checked.errors
+    assert not Body(data={"depth": 101}).is_valid()

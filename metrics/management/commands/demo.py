@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from core.management.cli import ProjectCommand
+from core.management.cli import ProjectCommand, whole_number
 from metrics.models import Report
 from metrics.selectors import report_summary
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run
@@ -78,8 +78,10 @@ class Command(ProjectCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--passages", type=int, default=20_000, help="synthetic collection size (default 20,000)")
-        parser.add_argument("--queries", type=int, default=600, help="synthetic queries (default 600)")
+        parser.add_argument(
+            "--passages", type=whole_number, default=20_000, help="synthetic collection size (default 20,000)"
+        )
+        parser.add_argument("--queries", type=whole_number, default=600, help="synthetic queries (default 600)")
         account = parser.add_mutually_exclusive_group()
         account.add_argument(
             "--create-demo-user",
