@@ -83,3 +83,11 @@ def test_the_form_and_api_fields_read_through_the_one_parser():
         checked = Body(data=body)
         assert not checked.is_valid() and field in checked.errors
     assert not Body(data={"depth": 101}).is_valid()
+
+
+@pytest.mark.parametrize(("option", "value"), [("--depth", "١٠"), ("--depth", "1_0"), ("--p", "nan"), ("--p", "1e-1")])
+def test_a_commands_number_is_refused_by_its_option_before_any_work(option, value):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match=f"argument {option}: '{value}' is not a"):
+        call_command("crbo", "--run", "a", "--counterfactual-run", "b", option, value)
