@@ -155,3 +155,29 @@ def test_six_simultaneous_starts_make_one_job(action, monkeypatch):
     assert sum(isinstance(o, Job) for o in outcomes) == 1
     assert all("already" in str(o) for o in outcomes if not isinstance(o, Job))
     assert Job.objects.filter(kind=f"annotation.{action}").count() == 1
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_six_simultaneous_routings_make_one_routed_batch(monkeypatch):
+    from annotation.machine.services.routing import route_batch
+    from annotation.models import Routing
+    from tests.annotation.machine.test_routing_service import _answered_sample
+
+    _needs_postgresql()
+    monkeypatch.setattr("core.tasks.send_job", lambda job, task=None: None)
+    batch = _machine_batch()
+    _answered_sample(batch)
+
+    def route():
+        from django.db import transaction
+
+        with transaction.atomic():  # as the API: route, then start publishing the routed batch
+            routing = route_batch(Batch.objects.get(pk=batch.pk), 0.9)
+            return start_publish(routing.routed_batch)
+
+    outcomes = _at_once(route)
+    assert sum(isinstance(o, Job) for o in outcomes) == 1
+    assert all("was routed already" in str(o) for o in outcomes if not isinstance(o, Job))
+    assert Routing.objects.filter(batch=batch).count() == 1
+    assert batch.derived.filter(purpose=Batch.Purpose.ROUTED).count() == 1
