@@ -1,7 +1,5 @@
 """REST endpoints of the metrics app: reports with their results, and building one as a job."""
 
-from decimal import Decimal
-
 from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -14,7 +12,7 @@ from rest_framework.views import APIView
 from core.api import form_data, form_errors, job_started
 from core.errors import ServiceError
 from core.numbers import NumberError, parse_count
-from core.serializers import CountField, DecimalNumberField, JobSerializer
+from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from .counterfactual import HER_CHOICES
@@ -380,7 +378,7 @@ class PlanRequestSerializer(serializers.Serializer):
     draws = CountField(
         min_value=100, max_value=2000, default=2000, help_text="Simulated studies (the command allows more)."
     )
-    reward = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=Decimal("0.01"), required=False)
+    reward = MoneyField(minimum="0.01", required=False)
     assignments_per_query = CountField(min_value=1, max_value=50, required=False)
     queries_per_hit = CountField(min_value=1, max_value=100, required=False)
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from django import forms
 
 from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
-from core.forms import CountField, DecimalNumberField
+from core.forms import CountField, DecimalNumberField, MoneyField
 from core.models import Job
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run, WordList
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
@@ -432,7 +431,7 @@ class PlanForm(forms.Form):
     )
     # A page or API request simulates at most DEFAULT_DRAWS studies (the command: up to 20,000).
     draws = CountField(min_value=100, max_value=DEFAULT_DRAWS, initial=DEFAULT_DRAWS, required=False)
-    reward = forms.DecimalField(min_value=Decimal("0.01"), decimal_places=2, required=False)
+    reward = MoneyField(name="reward", minimum="0.01", required=False)
     assignments_per_query = CountField(min_value=1, max_value=50, required=False)
     queries_per_hit = CountField(min_value=1, max_value=100, required=False)
 

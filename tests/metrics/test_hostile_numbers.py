@@ -56,3 +56,12 @@ def test_label_sensitivity_in_a_request_is_bounded(world, batch, staff_client):
 def test_report_cutoff_parameters_refuse_unicode_digits(world, staff_client):
     answer = staff_client.get("/api/metrics/reports/nope/table/", {"cutoff": "²"})
     assert answer.status_code == 400 and answer.json()["detail"].startswith("cutoff: '²' is not a whole number")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("reward", "٠.٥"), ("draws", "١٠٠٠"), ("power", "nan"), ("delta", "1e-2")]
+)
+def test_the_plan_api_refuses_numbers_that_are_not_plain_ascii(db, staff_client, field, value):
+    body = {"runs": ["a", "b"], "metric": "ARaB", "delta": "0.01"} | {field: value}
+    answer = staff_client.post("/api/metrics/plan/", body, content_type="application/json")
+    assert answer.status_code == 400 and field in answer.json(), answer.content
