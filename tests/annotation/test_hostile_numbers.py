@@ -15,3 +15,16 @@ def test_a_superscript_escalation_cap_in_the_link_is_ignored_not_a_500(local_bat
     url = reverse("annotation:batch-escalate", args=[local_batch.name])
     assert client.get(url, {"max_assignments": "²"}).status_code == 200  # the default cap, as for any bad value
     assert client.get(url, {"max_assignments": "3"}).status_code == 200
+
+
+def test_a_cascade_floor_is_a_plain_decimal():
+    """``float()`` read ``rules:٠.٥`` as a floor of 0.5; every number is plain ASCII (core.numbers)."""
+    import pytest
+
+    from annotation.machine.services.routing import parse_cascade
+    from core.errors import ServiceError
+
+    assert parse_cascade(["rules:0.5", "trained"]) == [("rules", 0.5), ("trained", None)]
+    for item in ("rules:٠.٥", "rules:nan", "rules:5e-1", "rules:1.5"):
+        with pytest.raises(ServiceError, match="must be a confidence in"):
+            parse_cascade([item])

@@ -49,6 +49,7 @@ from annotation.machine.services.calibration import (
 )
 from annotation.models import Batch, Routing
 from core.errors import ServiceError, StateError
+from core.numbers import NumberError, parse_decimal
 from core.services.once import claim
 
 #: The risk δ when none is given.
@@ -426,12 +427,12 @@ def parse_cascade(names: list[str]) -> list[tuple[str, float | None]]:
         name, _, floor = str(item).strip().partition(":")
         if not name:
             raise ServiceError(f"cascade: {item!r} names no labeller")
-        try:
-            value = float(floor) if floor else None
-        except ValueError:
-            value = -1.0
-        if value is not None and not 0 <= value <= 1:
-            raise ServiceError(f"cascade: the floor of {item!r} must be a confidence in [0, 1], e.g. rules:0.8")
+        try:  # a plain ASCII decimal (core.numbers): float() took "٠.٥" and "nan"
+            value = parse_decimal(floor, "cascade", minimum=0, maximum=1) if floor else None
+        except NumberError:
+            raise ServiceError(
+                f"cascade: the floor of {item!r} must be a confidence in [0, 1], e.g. rules:0.8"
+            ) from None
         stages.append((name, value))
     if len({name for name, _ in stages}) != len(stages):
         raise ServiceError("cascade: a labeller appears twice")
