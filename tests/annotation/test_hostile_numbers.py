@@ -28,3 +28,15 @@ def test_a_cascade_floor_is_a_plain_decimal():
     for item in ("rules:٠.٥", "rules:nan", "rules:5e-1", "rules:1.5"):
         with pytest.raises(ServiceError, match="must be a confidence in"):
             parse_cascade([item])
+
+
+def test_an_escalations_posterior_is_a_plain_decimal():
+    import pytest
+
+    from annotation.quality.services.escalation import parse_until
+    from core.errors import ServiceError
+
+    assert parse_until("posterior:0.9") == 0.9 and parse_until("majority") is None
+    for text in ("posterior:٠.٩", "posterior:9e-1", "posterior:nan"):
+        with pytest.raises(ServiceError, match="--until"):
+            parse_until(text)
