@@ -44,3 +44,36 @@ class MoneyField(serializers.DecimalField):
             return parse_amount(data, self.field_name or "amount", minimum=self.minimum, maximum=self.maximum)
         except AmountError as exc:
             raise serializers.ValidationError(str(exc)) from None
+
+
+class CountField(serializers.IntegerField):
+    """A whole number in a request: a JSON integer, or a string of ASCII digits
+    (:func:`core.numbers.parse_count`: ``serializers.IntegerField`` took ``"١٠"`` as 10 and ``10.0``
+    as 10); the range is the field's ``min_value``/``max_value``, and a 400 names the field."""
+
+    def to_internal_value(self, data):
+        from core.numbers import NumberError, parse_count
+
+        if isinstance(data, str) and len(data) > self.MAX_STRING_LENGTH:
+            self.fail("max_string_length")
+        try:
+            number = parse_count(data, self.field_name or "value", maximum=10**18)
+        except NumberError as exc:
+            raise serializers.ValidationError(exc.problem) from None
+        return number
+
+
+class DecimalNumberField(serializers.FloatField):
+    """A number with a fraction in a request: a finite JSON number, or a string that is a plain ASCII
+    decimal (:func:`core.numbers.parse_decimal`: ``serializers.FloatField`` took ``"nan"``, ``"1e3"``
+    and ``"١.٥"``); the range is the field's ``min_value``/``max_value``."""
+
+    def to_internal_value(self, data):
+        from core.numbers import NumberError, parse_decimal
+
+        if isinstance(data, str) and len(data) > self.MAX_STRING_LENGTH:
+            self.fail("max_string_length")
+        try:
+            return parse_decimal(data, self.field_name or "value")
+        except NumberError as exc:
+            raise serializers.ValidationError(exc.problem) from None

@@ -1,7 +1,5 @@
 """REST endpoints of the metrics app: reports with their results, and building one as a job."""
 
-from decimal import Decimal
-
 from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -13,7 +11,8 @@ from rest_framework.views import APIView
 
 from core.api import form_data, form_errors, job_started
 from core.errors import ServiceError
-from core.serializers import JobSerializer
+from core.numbers import NumberError, parse_count
+from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from .counterfactual import HER_CHOICES
@@ -28,6 +27,7 @@ from .defaults import (
     DEFAULT_EXPOSURE_TARGET,
     DEFAULT_PROTECTED,
     EXPOSURE_FORMS,
+    MAX_CUTOFF,
     PROTECTED_GROUPS,
     TABLE_LAYOUTS,
     VARIANT_VERSIONS,
@@ -59,16 +59,16 @@ class ReportRequestSerializer(serializers.Serializer):
     awrf_weights = serializers.ChoiceField(
         choices=list(AWRF_WEIGHTS), default=DEFAULT_AWRF_WEIGHTS, help_text="AWRF's position weights."
     )
-    awrf_p = serializers.FloatField(
+    awrf_p = DecimalNumberField(
         default=DEFAULT_AWRF_P, help_text="Geometric weights: the first rank's share of attention, in (0, 1)."
     )
-    exposure_target = serializers.FloatField(
+    exposure_target = DecimalNumberField(
         default=DEFAULT_EXPOSURE_TARGET, help_text="Target female share (AWRF, rKL, rND, rRD), in (0, 1)."
     )
     protected_group = serializers.ChoiceField(
         choices=list(PROTECTED_GROUPS), default=DEFAULT_PROTECTED, help_text="rKL/rND/rRD's protected group."
     )
-    cut_step = serializers.IntegerField(
+    cut_step = CountField(
         min_value=1,
         max_value=10_000,
         default=DEFAULT_CUT_STEP,
@@ -163,10 +163,10 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         report = self.get_object()
         params = request.query_params
         try:
-            cutoff = int(params.get("cutoff", ""))
-            limit = min(1000, max(1, int(params.get("limit") or 50)))
-        except ValueError:
-            return Response({"detail": "cutoff and limit must be integers"}, status=400)
+            cutoff = parse_count(params.get("cutoff", ""), "cutoff", minimum=1, maximum=MAX_CUTOFF)
+            limit = parse_count(params.get("limit") or "50", "limit", minimum=1, maximum=1000)
+        except NumberError as exc:
+            return Response({"detail": str(exc)}, status=400)
         if not report.on_batch:
             return Response({"detail": f"report {report.name!r} is not on a batch's labels"}, status=400)
         try:
@@ -204,9 +204,13 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
 
         params = request.query_params
         try:
-            cutoff = int(params["cutoff"]) if params.get("cutoff", "").strip() else None
-        except ValueError:
-            return Response({"detail": "cutoff must be an integer"}, status=400)
+            cutoff = (
+                parse_count(params["cutoff"], "cutoff", minimum=1, maximum=MAX_CUTOFF)
+                if params.get("cutoff", "").strip()
+                else None
+            )
+        except NumberError as exc:
+            return Response({"detail": str(exc)}, status=400)
         try:
             table = report_table(
                 self.get_object(),
@@ -245,7 +249,9 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
 class LabelSensitivityView(APIView):
     """Label sensitivity of a batch (``?batch=&runs=a,b&cutoffs=5,10,20&threshold=0.9&background=&bootstrap=``).
 
-    Computed on request, not stored: ``rows`` (aggregation, disputed, run, metric, variant,
+    Computed on request, not stored, within bounds (at most ``REQUEST_SENSITIVITY_RUNS`` runs and
+    ``REQUEST_SENSITIVITY_CUTOFFS`` cutoffs of :mod:`metrics.defaults`, 5 each; bootstrap at most
+    2000; more: 400 naming the field, and the page runs it as a job): ``rows`` (aggregation, disputed, run, metric, variant,
     cutoff, value, ci_low, ci_high, n_queries), ``rankings`` (Kendall's tau against
     majority/drop and the swapped pairs), ``set_sizes`` (non-gendered queries per
     aggregation/policy). Bad parameters: 400 with ``detail``; an unknown batch: 404.
@@ -274,6 +280,10 @@ class LabelSensitivityView(APIView):
                 return Response({"detail": f"no batch named {form.data['batch']!r}"}, status=404)
             detail = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
             return Response({"detail": detail, "errors": form.errors}, status=400)
+        beyond = form.request_bound_errors()
+        if beyond:
+            detail = "; ".join(f"{field}: {error}" for field, error in beyond.items())
+            return Response({"detail": detail, "errors": {f: [e] for f, e in beyond.items()}}, status=400)
         try:
             result = form.compute()
         except ServiceError as exc:
@@ -286,8 +296,8 @@ class CrboRequestSerializer(serializers.Serializer):
 
     run = serializers.CharField(help_text="The ranker's run on the collection.")
     counterfactual_run = serializers.CharField(help_text="The same ranker's run on the counterfactual collection.")
-    depth = serializers.IntegerField(min_value=1, max_value=10000, default=CRBO_DEPTH)
-    p = serializers.FloatField(min_value=0.0, max_value=1.0, default=CRBO_P, help_text="RBO persistence, in (0, 1).")
+    depth = CountField(min_value=1, max_value=10000, default=CRBO_DEPTH)
+    p = DecimalNumberField(min_value=0.0, max_value=1.0, default=CRBO_P, help_text="RBO persistence, in (0, 1).")
 
 
 class PreferenceRequestSerializer(serializers.Serializer):
@@ -353,24 +363,24 @@ class PlanRequestSerializer(serializers.Serializer):
         child=serializers.CharField(), min_length=2, max_length=2, help_text="The two runs A, B (Δ is A − B)."
     )
     metric = serializers.CharField(help_text="e.g. ARaB, RaB, NFaiRR, TExFAIR, nDCG.")
-    delta = serializers.FloatField(help_text="The difference to detect, > 0.")
-    cutoff = serializers.IntegerField(min_value=1, max_value=10000, default=10)
+    delta = DecimalNumberField(help_text="The difference to detect, > 0.")
+    cutoff = CountField(min_value=1, max_value=10000, default=10)
     variant = serializers.CharField(
         required=False, help_text="Default: the paper's (tf for RaB/ARaB, rbdf for TExFAIR)."
     )
-    power = serializers.FloatField(min_value=0.5, max_value=0.99, default=0.8)
-    alpha = serializers.FloatField(min_value=0.001, max_value=0.5, default=0.05)
+    power = DecimalNumberField(min_value=0.5, max_value=0.99, default=0.8)
+    alpha = DecimalNumberField(min_value=0.001, max_value=0.5, default=0.05)
     queries = serializers.CharField(
         required=False, help_text="The pilot's query set (without a report): its newest stored report with both runs."
     )
     report = serializers.CharField(required=False, help_text="The pilot report (default: the newest on the query set).")
     pool = serializers.CharField(required=False, help_text="Adds the pooled queries to annotate and their cost.")
-    draws = serializers.IntegerField(
+    draws = CountField(
         min_value=100, max_value=2000, default=2000, help_text="Simulated studies (the command allows more)."
     )
-    reward = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=Decimal("0.01"), required=False)
-    assignments_per_query = serializers.IntegerField(min_value=1, max_value=50, required=False)
-    queries_per_hit = serializers.IntegerField(min_value=1, max_value=100, required=False)
+    reward = MoneyField(minimum="0.01", required=False)
+    assignments_per_query = CountField(min_value=1, max_value=50, required=False)
+    queries_per_hit = CountField(min_value=1, max_value=100, required=False)
 
 
 class PlanView(APIView):

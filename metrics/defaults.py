@@ -8,6 +8,16 @@ without loading numpy, pandas or scipy.
 
 #: Rank cutoffs of the SIGIR 2020 tables.
 DEFAULT_CUTOFFS = (5, 10, 20, 30)
+#: The bounds of the cutoffs a form, the API or a command takes (each cutoff's measures cost a
+#: pass over every run: a million cutoffs held a request for minutes): at most this many, each
+#: at most :data:`MAX_CUTOFF` (the deepest rank a report reads).
+MAX_CUTOFFS = 20
+MAX_CUTOFF = 10000
+#: What label sensitivity computes inside one API request (``GET /api/metrics/label-sensitivity/``):
+#: at most this many runs and cutoffs (200 cutoffs held a thread for 150 s and answered 21 MB);
+#: more is the page's job (``metrics.services.start_label_sensitivity``).
+REQUEST_SENSITIVITY_RUNS = 5
+REQUEST_SENSITIVITY_CUTOFFS = 5
 #: NFaiRR's background when no background run is given, and its variant label then.
 COLLECTION_BACKGROUND = "collection"
 #: How deep a background run is read for NFaiRR's ideal ranking.

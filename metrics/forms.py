@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from django import forms
 
 from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
+from core.forms import CountField, DecimalNumberField, MoneyField
 from core.models import Job
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run, WordList
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
@@ -89,13 +89,13 @@ class ReportForm(forms.Form):
         required=False,
         label="AWRF position weights",
     )
-    awrf_p = forms.FloatField(
+    awrf_p = DecimalNumberField(
         initial=DEFAULT_AWRF_P,
         required=False,
         label="AWRF geometric p",
         help_text="With geometric weights: the first rank's share of attention, in (0, 1).",
     )
-    exposure_target = forms.FloatField(
+    exposure_target = DecimalNumberField(
         initial=DEFAULT_EXPOSURE_TARGET,
         required=False,
         label="Target female share",
@@ -107,7 +107,7 @@ class ReportForm(forms.Form):
         required=False,
         label="rKL/rND/rRD protected group",
     )
-    cut_step = forms.IntegerField(
+    cut_step = CountField(
         initial=DEFAULT_CUT_STEP,
         min_value=1,
         max_value=10_000,
@@ -228,7 +228,7 @@ class LabelSensitivityForm(forms.Form):
         error_messages={"invalid_choice": "unknown run: %(value)s", "required": "choose at least one run"},
     )
     cutoffs = forms.CharField(initial="5,10,20", required=False, help_text="Comma-separated rank cutoffs.")
-    threshold = forms.FloatField(
+    threshold = DecimalNumberField(
         initial=CONFIDENCE_THRESHOLD,
         required=False,
         min_value=0,
@@ -238,7 +238,7 @@ class LabelSensitivityForm(forms.Form):
     background = forms.ModelChoiceField(
         Run.objects.all(), to_field_name="name", required=False, empty_label="the collection", label="NFaiRR background"
     )
-    bootstrap = forms.IntegerField(initial=DEFAULT_SAMPLES, required=False, min_value=1, max_value=2000)
+    bootstrap = CountField(initial=DEFAULT_SAMPLES, required=False, min_value=1, max_value=2000)
 
     @classmethod
     def from_query(cls, params) -> LabelSensitivityForm:
@@ -275,8 +275,21 @@ class LabelSensitivityForm(forms.Form):
             return None
 
     def compute(self) -> LabelSensitivity:
-        """Compute label sensitivity now (the API): a refused request is a ServiceError."""
+        """Compute label sensitivity now (the API), within the request's bounds
+        (:meth:`request_bound_errors`, checked first): a refused request is a ServiceError."""
         return self._call(services.label_sensitivity, self.cleaned_data["batch"], bar=False)
+
+    def request_bound_errors(self) -> dict[str, str]:
+        """What a valid form asks past the bounds of one request, by field (empty: within them)."""
+        from .defaults import REQUEST_SENSITIVITY_CUTOFFS, REQUEST_SENSITIVITY_RUNS
+
+        beyond = "in one request; the label-sensitivity page runs more as a job"
+        errors = {}
+        if len(self.cleaned_data["runs"]) > REQUEST_SENSITIVITY_RUNS:
+            errors["runs"] = f"at most {REQUEST_SENSITIVITY_RUNS} runs {beyond}"
+        if len(self.cleaned_data["cutoffs"]) > REQUEST_SENSITIVITY_CUTOFFS:
+            errors["cutoffs"] = f"at most {REQUEST_SENSITIVITY_CUTOFFS} cutoffs {beyond}"
+        return errors
 
     def _call(self, service, batch, **extra):
         """``service`` on ``batch`` with this form's runs and settings: the one place the form's
@@ -303,8 +316,8 @@ class CrboForm(forms.Form):
     counterfactual_run = forms.ModelChoiceField(
         Run.objects.all(), to_field_name="name", help_text="The same ranker's run on the counterfactual collection."
     )
-    depth = forms.IntegerField(min_value=1, max_value=10000, initial=CRBO_DEPTH, help_text="Ranks compared.")
-    p = forms.FloatField(min_value=0.0, max_value=1.0, initial=CRBO_P, help_text="RBO persistence, in (0, 1).")
+    depth = CountField(min_value=1, max_value=10000, initial=CRBO_DEPTH, help_text="Ranks compared.")
+    p = DecimalNumberField(min_value=0.0, max_value=1.0, initial=CRBO_P, help_text="RBO persistence, in (0, 1).")
 
     def clean(self):
         data = super().clean()
@@ -406,10 +419,10 @@ class PlanForm(forms.Form):
     )
     metric = forms.ChoiceField(choices=[(m, m) for m in METRICS], initial="ARaB")
     variant = forms.CharField(required=False, help_text="Default: the paper's (tf, rbdf).")
-    cutoff = forms.IntegerField(min_value=1, max_value=10000, initial=DEFAULT_CUTOFF, required=False)
-    delta = forms.FloatField(label="Δ", help_text="The difference A − B to detect.")
-    power = forms.FloatField(min_value=0.5, max_value=0.99, initial=DEFAULT_POWER, required=False)
-    alpha = forms.FloatField(min_value=0.001, max_value=0.5, initial=DEFAULT_ALPHA, required=False, label="α")
+    cutoff = CountField(min_value=1, max_value=10000, initial=DEFAULT_CUTOFF, required=False)
+    delta = DecimalNumberField(label="Δ", help_text="The difference A − B to detect.")
+    power = DecimalNumberField(min_value=0.5, max_value=0.99, initial=DEFAULT_POWER, required=False)
+    alpha = DecimalNumberField(min_value=0.001, max_value=0.5, initial=DEFAULT_ALPHA, required=False, label="α")
     pool = forms.ModelChoiceField(
         Pool.objects.all(),
         to_field_name="name",
@@ -417,10 +430,10 @@ class PlanForm(forms.Form):
         error_messages={"invalid_choice": "no pool named %(value)s"},
     )
     # A page or API request simulates at most DEFAULT_DRAWS studies (the command: up to 20,000).
-    draws = forms.IntegerField(min_value=100, max_value=DEFAULT_DRAWS, initial=DEFAULT_DRAWS, required=False)
-    reward = forms.DecimalField(min_value=Decimal("0.01"), decimal_places=2, required=False)
-    assignments_per_query = forms.IntegerField(min_value=1, max_value=50, required=False)
-    queries_per_hit = forms.IntegerField(min_value=1, max_value=100, required=False)
+    draws = CountField(min_value=100, max_value=DEFAULT_DRAWS, initial=DEFAULT_DRAWS, required=False)
+    reward = MoneyField(name="reward", minimum="0.01", required=False)
+    assignments_per_query = CountField(min_value=1, max_value=50, required=False)
+    queries_per_hit = CountField(min_value=1, max_value=100, required=False)
 
     def clean_delta(self) -> float:
         delta = self.cleaned_data["delta"]

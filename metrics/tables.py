@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from core.numbers import DIGITS
 from core.p_values import p_value_text
 
 from .defaults import TABLE_LAYOUTS
@@ -113,7 +114,7 @@ def parse_spec(text: str) -> Spec:
     body, _, cutoff = text.strip().partition("@")
     metric, _, variant = body.partition(":")
     metric = MEASURE_ALIASES.get(metric.strip(), metric.strip())
-    if metric not in BY_NAME or (cutoff and not cutoff.strip().isdigit()):
+    if metric not in BY_NAME or (cutoff and not DIGITS.fullmatch(cutoff.strip())):  # ASCII: "²".isdigit()
         raise ValueError(f"bad metric {text.strip()!r}: give NAME[:variant][@k], NAME one of {', '.join(BY_NAME)}")
     return Spec(metric, variant.strip() or None, int(cutoff) if cutoff.strip() else None)
 

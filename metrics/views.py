@@ -27,6 +27,16 @@ from .forms import CounterfactualForm, CrboForm, LabelSensitivityForm, PlanForm,
 from .models import Report
 
 
+def _cutoff(value: str | int) -> int:
+    """A cutoff of a link's parameters (:func:`core.numbers.parse_count`); a ``ValueError`` (its
+    ``NumberError``) names it, which the views turn into their message or a 404."""
+    from core.numbers import parse_count
+
+    from .defaults import MAX_CUTOFF
+
+    return parse_count(value, "cutoff", minimum=1, maximum=MAX_CUTOFF)
+
+
 @researcher_required
 def report_list(request: HttpRequest) -> HttpResponse:
     reports = Report.objects.select_related("query_set").prefetch_related("runs")
@@ -149,7 +159,7 @@ def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
     if not report.on_batch:
         return {}
     try:
-        cutoff = int(request.GET.get("lcutoff") or (10 if 10 in report.cutoffs else max(report.cutoffs)))
+        cutoff = _cutoff(request.GET.get("lcutoff") or (10 if 10 in report.cutoffs else max(report.cutoffs)))
     except ValueError:
         cutoff = max(report.cutoffs)
     rows = summary[summary["cutoff"] == cutoff]
@@ -241,7 +251,7 @@ def _table_context(request: HttpRequest, report: Report, runs: list[str]) -> dic
         return context
     context["layout"] = layout
     try:
-        cutoff = int(request.GET["cutoff"]) if request.GET.get("cutoff", "").strip() else None
+        cutoff = _cutoff(request.GET["cutoff"]) if request.GET.get("cutoff", "").strip() else None
         context["table"] = selectors.report_table(report, layout, cutoff=cutoff, baseline=baseline)
     except ValueError:
         context["table_error"] = "the cutoff must be an integer"
@@ -328,7 +338,7 @@ def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
             return plots.cutoff_figure(selectors.report_summary(report))
         if kind == "distribution":
             try:
-                cutoff = int(request.GET.get("cutoff", max(report.cutoffs)))
+                cutoff = _cutoff(request.GET.get("cutoff", max(report.cutoffs)))
                 per_query = selectors.report_per_query(report)
             except (ValueError, ServiceError) as exc:
                 raise Http404(str(exc)) from None
@@ -370,7 +380,7 @@ def report_svg(request: HttpRequest, name: str, kind: str) -> HttpResponse:
                 raise Http404("the report is not on a batch's labels")
             metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "")
             try:
-                cutoff = int(request.GET.get("cutoff", ""))
+                cutoff = _cutoff(request.GET.get("cutoff", ""))
             except ValueError:
                 raise Http404("give the cutoff") from None
             chosen = summary[
@@ -393,7 +403,7 @@ def report_contributions(request: HttpRequest, name: str) -> HttpResponse:
     if not report.on_batch:
         raise Http404("the report is not on a batch's labels")
     try:
-        cutoff = int(request.GET.get("cutoff", ""))
+        cutoff = _cutoff(request.GET.get("cutoff", ""))
         found = selectors.report_contributions(
             report, request.GET.get("run", ""), request.GET.get("metric", ""), request.GET.get("variant", ""), cutoff
         )

@@ -13,7 +13,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.views import APIView
 
 from core.api import StagedUploadsMixin, body_object, form_data, form_errors, job_started
-from core.serializers import JobSerializer
+from core.serializers import CountField, JobSerializer
 
 from . import services
 from .analysis import MAGNITUDES
@@ -79,8 +79,8 @@ class PoolRequestSerializer(serializers.Serializer):
     name = serializers.SlugField(help_text="Name of the pool and of its query set.")
     queries = serializers.CharField(help_text="The query set's name.")
     runs = serializers.ListField(child=serializers.CharField(), help_text="Names of the runs to pool.")
-    rank_cutoff = serializers.IntegerField(min_value=1, default=10, help_text="t of RaB@t.")
-    depth = serializers.IntegerField(min_value=1, default=500, help_text="Queries taken from the top of each list.")
+    rank_cutoff = CountField(min_value=1, default=10, help_text="t of RaB@t.")
+    depth = CountField(min_value=1, default=500, help_text="Queries taken from the top of each list.")
     magnitude = serializers.ChoiceField(choices=list(MAGNITUDES), default="tf")
     tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
     wordlist = serializers.CharField(required=False, help_text="An imported word list's name (default: built-in).")

@@ -17,7 +17,7 @@ from pooling.models import Pool, Qrels, QuerySet
 def test_demo_runs_the_whole_path(settings, tmp_path):
     settings.VAR_DIR = tmp_path
     out = StringIO()
-    call_command("demo", passages=3000, queries=200, stdout=out)
+    call_command("demo", passages=3000, queries=200, create_demo_user=True, stdout=out)  # the suite: DEBUG off
     demo = Path(tmp_path) / "demo"
 
     pool = Pool.objects.get(name="demo-pool")
@@ -73,5 +73,23 @@ def test_demo_runs_the_whole_path(settings, tmp_path):
     assert {"main.tex", "methods.tex", "references.bib", "table-ecir2024.tex"} <= {p.name for p in paper.iterdir()}
 
     # Running it again changes nothing and does not fail.
-    call_command("demo", passages=3000, queries=200, stdout=StringIO())
+    call_command("demo", passages=3000, queries=200, create_demo_user=True, stdout=StringIO())
     assert Pool.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_demo_with_debug_off_refuses_to_make_its_superuser_unless_told(settings, tmp_path):
+    """Issue 44.5: ``manage.py demo`` with debug off (e.g. on PostgreSQL in production) silently created
+    the superuser demo/demo. Refused before any work now, with what to pass."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import CommandError
+
+    from pooling.models import Collection
+
+    settings.VAR_DIR, settings.DEBUG = tmp_path, False
+    with pytest.raises(CommandError, match=r"DEBUG is off .*--create-demo-user .*--no-demo-user"):
+        call_command("demo", passages=3000, queries=200, stdout=StringIO())
+    assert not get_user_model().objects.filter(username="demo").exists()
+    assert not Collection.objects.exists() and not (tmp_path / "demo").exists()  # nothing begun
+    with pytest.raises(CommandError, match="not allowed with argument"):
+        call_command("demo", "--create-demo-user", "--no-demo-user")

@@ -221,6 +221,17 @@ def batch_cancel(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("annotation:batch-detail", name=batch.name)
 
 
+def _count_or(text: str, field: str, default: int | None) -> int | None:
+    """``text`` as an ASCII whole number (:func:`core.numbers.parse_count`), else ``default``
+    (a link's parameter the form then asks for again)."""
+    from core.numbers import NumberError, parse_count
+
+    try:
+        return parse_count(text, field, maximum=10**9)
+    except NumberError:
+        return default
+
+
 @researcher_required
 def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
     """Show which HITs would get one more assignment and what it costs; start it on confirmation."""
@@ -229,8 +240,8 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
     cap, until = DEFAULT_MAX_ASSIGNMENTS, request.GET.get("until", "majority")
     if form.is_bound and form.is_valid():
         cap, until = form.cleaned_data["max_assignments"], form.cleaned_data["until"] or "majority"
-    elif request.GET.get("max_assignments", "").isdigit():
-        cap = int(request.GET["max_assignments"])
+    elif request.GET.get("max_assignments"):
+        cap = _count_or(request.GET["max_assignments"], "max_assignments", cap)
     try:
         plan = plan_escalation(batch, cap, until)
     except ServiceError as exc:
@@ -238,7 +249,9 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
         return redirect("annotation:batch-detail", name=batch.name)
     if form.is_bound and form.is_valid():
         # Only what the page showed (and its cost) is paid for, whatever was synced since.
-        confirmed = [int(pk) for pk in request.POST.get("hits", "").split(",") if pk.isdigit()]
+        confirmed = [
+            n for pk in request.POST.get("hits", "").split(",") if (n := _count_or(pk, "hits", None)) is not None
+        ]
         return _start(
             request,
             name,

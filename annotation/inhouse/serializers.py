@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from annotation.inhouse.services import team
+from core.serializers import CountField, DecimalNumberField
 
 
 class AnnotatorSerializer(serializers.Serializer):
@@ -49,15 +50,15 @@ class TeamRequestSerializer(serializers.Serializer):
 class TeamProgressSerializer(serializers.Serializer):
     username = serializers.CharField()
     active = serializers.BooleanField()
-    answered = serializers.IntegerField(help_text="HITs submitted (whatever their review).")
-    in_progress = serializers.IntegerField(help_text="HITs handed out and not yet submitted.")
-    hits = serializers.IntegerField(help_text="HITs in the batch (each annotator answers a HIT at most once).")
-    gold_correct = serializers.IntegerField()
-    gold_total = serializers.IntegerField()
-    gold_accuracy = serializers.FloatField(allow_null=True)
-    agreement = serializers.FloatField(allow_null=True, help_text="Share agreeing with the others' majority.")
-    compared = serializers.IntegerField()
-    rejected = serializers.IntegerField()
+    answered = CountField(help_text="HITs submitted (whatever their review).")
+    in_progress = CountField(help_text="HITs handed out and not yet submitted.")
+    hits = CountField(help_text="HITs in the batch (each annotator answers a HIT at most once).")
+    gold_correct = CountField()
+    gold_total = CountField()
+    gold_accuracy = DecimalNumberField(allow_null=True)
+    agreement = DecimalNumberField(allow_null=True, help_text="Share agreeing with the others' majority.")
+    compared = CountField()
+    rejected = CountField()
     blocked = serializers.BooleanField()
     flag = serializers.CharField(allow_null=True)
 

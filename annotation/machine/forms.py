@@ -8,7 +8,7 @@ from django import forms
 
 from annotation.machine.services.routing import DEFAULT_RISK
 from annotation.models import Batch
-from core.forms import MoneyField
+from core.forms import CountField, DecimalNumberField, MoneyField
 from core.services.uploads import upload_too_large_message
 
 
@@ -39,7 +39,7 @@ class PrelabelForm(forms.Form):
     """
 
     labeller = forms.ChoiceField(widget=_SelectWithDisabled)
-    samples = forms.IntegerField(
+    samples = CountField(
         required=False,
         min_value=1,
         max_value=50,
@@ -105,14 +105,14 @@ class PrelabelForm(forms.Form):
 class CalibrationSampleForm(forms.Form):
     """Draw the blind calibration sample of a machine-labelled batch (and publish it)."""
 
-    sample = forms.IntegerField(
+    sample = CountField(
         min_value=1, max_value=100_000, label="Sample size", help_text="Queries the crowd labels blind."
     )
     labeller = forms.ChoiceField(
         required=False, help_text="Sample this pre-labeller's labels (default: the latest run)."
     )
-    seed = forms.IntegerField(min_value=0, initial=0, required=False, help_text="Random seed of the sample.")
-    escalation_cap = forms.IntegerField(
+    seed = CountField(min_value=0, initial=0, required=False, help_text="Random seed of the sample.")
+    escalation_cap = CountField(
         required=False,
         min_value=1,
         max_value=50,
@@ -144,10 +144,10 @@ class CalibrationSampleForm(forms.Form):
 class RoutingForm(forms.Form):
     """Route a machine-labelled batch: previewed by GET, confirmed by POST (the same fields)."""
 
-    target_accuracy = forms.FloatField(
+    target_accuracy = DecimalNumberField(
         initial=0.95, help_text="Accuracy the machine-accepted labels must reach against the crowd majority, in (0, 1]."
     )
-    risk = forms.FloatField(
+    risk = DecimalNumberField(
         required=False,
         initial=DEFAULT_RISK,
         help_text="Probability that the accepted labels fall short of the target anyway (the guarantee's δ; default 0.05).",

@@ -9,14 +9,14 @@ from annotation.machine.services.routing import (
     ESTIMATE,
     GUARANTEE,
 )
-from core.serializers import JobSerializer, MoneyField
+from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
 
 
 class PrelabelRequestSerializer(serializers.Serializer):
     labeller = serializers.CharField(
         help_text="rules, trained or openai (openai needs PRELABEL_API_URL and PRELABEL_MODEL)."
     )
-    samples = serializers.IntegerField(
+    samples = CountField(
         required=False,
         min_value=1,
         help_text="openai only: answers first drawn per query (more up to PRELABEL_MAX_SAMPLES where no log-probabilities come back).",
@@ -32,19 +32,19 @@ class PrelabelRunSerializer(serializers.Serializer):
     labeller = serializers.CharField()
     model = serializers.CharField()
     prompt_version = serializers.CharField()
-    counts = serializers.DictField(child=serializers.IntegerField(), help_text="Label code -> queries.")
-    labelled = serializers.IntegerField()
-    mean_confidence = serializers.FloatField(allow_null=True)
-    cv_accuracy = serializers.FloatField(allow_null=True, help_text="trained only: cross-validated accuracy.")
+    counts = serializers.DictField(child=CountField(), help_text="Label code -> queries.")
+    labelled = CountField()
+    mean_confidence = DecimalNumberField(allow_null=True)
+    cv_accuracy = DecimalNumberField(allow_null=True, help_text="trained only: cross-validated accuracy.")
     created = serializers.DateTimeField()
 
 
 class CalibrationSampleRequestSerializer(serializers.Serializer):
-    sample = serializers.IntegerField(min_value=1, help_text="Queries to draw (with extend: how many more).")
+    sample = CountField(min_value=1, help_text="Queries to draw (with extend: how many more).")
     labeller = serializers.CharField(
         required=False, help_text="Sample this pre-labeller's labels (default: the latest)."
     )
-    seed = serializers.IntegerField(default=0, min_value=0)
+    seed = CountField(default=0, min_value=0)
     publish = serializers.BooleanField(default=True, help_text="Publish the sample's HITs at once.")
     extend = serializers.BooleanField(
         default=False,
@@ -56,7 +56,7 @@ class CalibrationSampleRequestSerializer(serializers.Serializer):
         help_text="Draw a sample that can be extended (routing spends 0.2 of δ on a betting test that allows it); "
         "default: drawn whole, all of δ on the exact test.",
     )
-    escalation_cap = serializers.IntegerField(
+    escalation_cap = CountField(
         required=False,
         min_value=1,
         max_value=50,
@@ -70,8 +70,8 @@ class CalibrationSampleRequestSerializer(serializers.Serializer):
 
 class StratumSerializer(serializers.Serializer):
     label = serializers.CharField()
-    population = serializers.IntegerField()
-    sampled = serializers.IntegerField()
+    population = CountField()
+    sampled = CountField()
 
 
 class CalibrationSampleSerializer(serializers.Serializer):
@@ -80,11 +80,11 @@ class CalibrationSampleSerializer(serializers.Serializer):
     labeller = serializers.CharField()
     model = serializers.CharField()
     prompt_version = serializers.CharField()
-    seed = serializers.IntegerField()
+    seed = CountField()
     design = serializers.CharField(help_text="simple random: drawn as routing's guarantee needs.")
-    look = serializers.IntegerField(help_text="1 for the first draw, 2 for its first extension, ...")
+    look = CountField(help_text="1 for the first draw, 2 for its first extension, ...")
     extends = serializers.CharField(allow_null=True, help_text="The sample batch this one extends (null: first draw).")
-    queries = serializers.IntegerField()
+    queries = CountField()
     extendable = serializers.BooleanField(help_text="Drawn to be extended (δ split); false: drawn whole.")
     reference = serializers.DictField(
         allow_null=True, help_text="What right means: votes, cap, until, posterior, text (the sample's reference rule)."
@@ -94,9 +94,9 @@ class CalibrationSampleSerializer(serializers.Serializer):
 
 
 class RoutingRequestSerializer(serializers.Serializer):
-    target_accuracy = serializers.FloatField(help_text="In (0, 1], e.g. 0.95.")
+    target_accuracy = DecimalNumberField(help_text="In (0, 1], e.g. 0.95.")
     budget = MoneyField(maximum="99999999.99", required=False, allow_null=True, help_text="USD; empty: no limit.")
-    risk = serializers.FloatField(
+    risk = DecimalNumberField(
         default=DEFAULT_RISK,
         help_text="The guarantee's δ: probability that the accepted labels fall short of the target anyway.",
     )
@@ -151,15 +151,15 @@ class RoutingSerializer(serializers.Serializer):
     model = serializers.CharField()
     prompt_version = serializers.CharField()
     sample_batch = serializers.CharField(source="sample_batch.name", allow_null=True, default=None)
-    target_accuracy = serializers.FloatField()
-    risk = serializers.FloatField(allow_null=True, help_text="The guarantee's δ; null: point estimate, no guarantee.")
+    target_accuracy = DecimalNumberField()
+    risk = DecimalNumberField(allow_null=True, help_text="The guarantee's δ; null: point estimate, no guarantee.")
     rule = serializers.SerializerMethodField()
-    threshold = serializers.FloatField(allow_null=True)
-    estimated_accuracy = serializers.FloatField(allow_null=True)
-    accuracy_ci = serializers.ListField(child=serializers.FloatField())
+    threshold = DecimalNumberField(allow_null=True)
+    estimated_accuracy = DecimalNumberField(allow_null=True)
+    accuracy_ci = serializers.ListField(child=DecimalNumberField())
     accepted_count = serializers.SerializerMethodField()
-    to_humans = serializers.IntegerField()
-    over_budget = serializers.IntegerField()
+    to_humans = CountField()
+    over_budget = CountField()
     cost = serializers.DecimalField(max_digits=10, decimal_places=2, coerce_to_string=True)
     saving = serializers.DecimalField(max_digits=10, decimal_places=2, coerce_to_string=True)
     reference = serializers.DictField(
@@ -184,11 +184,11 @@ class RoutingSerializer(serializers.Serializer):
 class CachedAnswersSerializer(serializers.Serializer):
     model = serializers.CharField()
     prompt_version = serializers.CharField()
-    queries = serializers.IntegerField(help_text="Query texts whose answers are cached.")
-    requests = serializers.IntegerField(help_text="Requests those answers took.")
+    queries = CountField(help_text="Query texts whose answers are cached.")
+    requests = CountField(help_text="Requests those answers took.")
 
 
 class ClearedCacheSerializer(serializers.Serializer):
     model = serializers.CharField()
     prompt_version = serializers.CharField(allow_null=True)
-    deleted = serializers.IntegerField(help_text="Query texts whose cached answers were forgotten.")
+    deleted = CountField(help_text="Query texts whose cached answers were forgotten.")

@@ -84,6 +84,13 @@ def check_license(license_id: str | None) -> str:
 #: ``my-license-1.0``), ``license_link`` the terms (a URL, or a file of the repository such as ``LICENSE``).
 LICENSE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 LICENSE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+#: An http(s) URL as the card writes it unchanged into its YAML and Markdown: a host name (or
+#: IPv4), an optional port, then only RFC 3986's unreserved and reserved characters and
+#: percent escapes: no white space, ``<``, ``>``, ``"``, backtick, ``\``, braces, ``|``, ``^``
+#: (``https://x.org/<img/src=x/onerror=...>`` passed a looser check and reached the card raw).
+LICENSE_URL = re.compile(
+    r"https?://[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(?::[0-9]{1,5})?(?:[/?#][A-Za-z0-9._~%!$&'()*+,;=:@/?#-]{0,1900})?"
+)
 
 
 def check_license_terms(license_id: str, license_name: str | None, license_link: str | None) -> dict[str, str]:
@@ -106,7 +113,7 @@ def check_license_terms(license_id: str, license_name: str | None, license_link:
         raise ValueError(
             f"--license-name {license_name!r}: lowercase letters, digits, '.', '-' and '_' only (e.g. my-license-1.0)"
         )
-    if not (re.match(r"^https?://[^\s\"]+$", license_link) or LICENSE_FILE.match(license_link)):
+    if not (LICENSE_URL.fullmatch(license_link) or LICENSE_FILE.fullmatch(license_link)):
         raise ValueError(f"--license-link {license_link!r}: an http(s) URL or a file name such as LICENSE")
     return {"license_name": license_name, "license_link": license_link}
 

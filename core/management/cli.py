@@ -83,3 +83,29 @@ def get_named_list(model: type[Model], names: Iterable[str], what: str) -> list[
     if unknown:
         raise CommandError(f"unknown {what}(s): {', '.join(unknown)}")
     return [found[name] for name in names]
+
+
+def whole_number(text: str) -> int:
+    """An ``add_argument(type=...)`` for a whole number: ASCII digits only (:func:`core.numbers.parse_count`;
+    ``type=int`` took ``١٠`` and ``1_0``); argparse names the option in its refusal. Ranges: the service's."""
+    import argparse
+
+    from core.numbers import NumberError, parse_count
+
+    try:
+        return parse_count(text, "value", maximum=10**18)
+    except NumberError as exc:
+        raise argparse.ArgumentTypeError(exc.problem) from None
+
+
+def decimal_number(text: str) -> float:
+    """An ``add_argument(type=...)`` for a number with a fraction (:func:`core.numbers.parse_decimal`;
+    ``type=float`` took ``nan``, ``inf``, ``1e3`` and ``١.٥``). Ranges: the service's."""
+    import argparse
+
+    from core.numbers import NumberError, parse_decimal
+
+    try:
+        return parse_decimal(text, "value")
+    except NumberError as exc:
+        raise argparse.ArgumentTypeError(exc.problem) from None

@@ -154,19 +154,17 @@ class Computed:
     labels: object | None = None
 
 
-def parse_cutoffs(text: str) -> tuple[int, ...]:
-    """``"5,10,20"`` → ``(5, 10, 20)``, or ServiceError naming the bad part."""
-    values = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if not part.isdigit() or int(part) < 1:
-            raise ServiceError(f"bad cutoff {part!r}: cutoffs are positive integers, e.g. 5,10,20,30")
-        values.append(int(part))
-    if not values:
-        raise ServiceError("give at least one cutoff, e.g. 5,10,20,30")
-    return tuple(sorted(set(values)))
+def parse_cutoffs(text: str, field: str = "cutoffs") -> tuple[int, ...]:
+    """``"5,10,20"`` → ``(5, 10, 20)``: ASCII whole numbers from 1 to ``MAX_CUTOFF``, at most
+    ``MAX_CUTOFFS`` of them (:func:`core.numbers.parse_counts`), or ServiceError naming ``field``."""
+    from core.numbers import NumberError, parse_counts
+
+    from ..defaults import MAX_CUTOFF, MAX_CUTOFFS
+
+    try:
+        return parse_counts(text, field, minimum=1, maximum=MAX_CUTOFF, most=MAX_CUTOFFS)
+    except NumberError as exc:
+        raise ServiceError(f"{exc}; cutoffs are whole numbers from 1 to {MAX_CUTOFF}, e.g. 5,10,20,30") from None
 
 
 def parse_measures(measures: str | Sequence[str]) -> tuple[str, ...]:

@@ -98,7 +98,7 @@ def test_staff_form_builds_a_report_through_the_task(
     assert report.results.filter(metric="NFaiRR", variant="c:exact").exists()
     assert "by c alone" in client.get(reverse("metrics:report-detail", args=["exact-form"])).content.decode()
     bad = client.post(reverse("metrics:report-create"), {**data, "name": "x", "cutoffs": "a"})
-    assert bad.status_code == 400 and "bad cutoff" in bad.content.decode()
+    assert bad.status_code == 400 and "cutoffs: &#x27;a&#x27; is not a whole number" in bad.content.decode()
 
 
 def test_api_builds_a_report_as_a_job_with_the_forms_rules(user_client, world, django_capture_on_commit_callbacks):

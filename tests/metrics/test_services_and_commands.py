@@ -181,8 +181,8 @@ def test_bias_report_command_writes_csv_table_and_plot(world, tmp_path):
     [
         ({"queries": "nope", "runs": "a"}, "no query set named 'nope'"),
         ({"queries": "q", "runs": "a,zz"}, "unknown run"),
-        ({"queries": "q", "runs": "a", "cutoffs": "5,x"}, "bad cutoff 'x'"),
-        ({"queries": "q", "runs": "a", "cutoffs": "0"}, "bad cutoff '0'"),
+        ({"queries": "q", "runs": "a", "cutoffs": "5,x"}, "cutoffs: 'x' is not a whole number"),
+        ({"queries": "q", "runs": "a", "cutoffs": "0"}, r"cutoffs: must be at least 1 \(got 0\)"),
         ({"queries": "q", "runs": "a", "background": "zz"}, "unknown run"),
         ({"queries": "q", "runs": "a", "name": "x/y z"}, "use letters, digits, hyphens and underscores"),
         ({"queries": "q", "runs": "a", "out": "/nonexistent-folder/bias.csv"}, "folder /nonexistent-folder does not"),

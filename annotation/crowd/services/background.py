@@ -22,12 +22,13 @@ from django.urls import reverse
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.publishing import check_publishable, publish_batch
 from annotation.crowd.services.sync import sync_batch
-from annotation.machine.services.prelabels import PRELABEL_JOB_KIND, prelabel_batch, refuse_running_prelabel
+from annotation.machine.services.prelabels import PRELABEL_JOB_KIND, live_prelabel, prelabel_batch
 from annotation.models import Batch
 from annotation.quality.services.escalation import escalate_batch
 from core.errors import InputError, ServiceError, StateError
 from core.jobs import background_job
 from core.models import Job
+from core.services.once import claim, start_once
 
 
 def _require_status(batch: Batch, *allowed: str) -> None:
@@ -150,19 +151,24 @@ def prelabel_job(job: Job, batch_id: int, labeller: str, samples: int | None = N
 def start_publish(batch: Batch) -> Job:
     _require_status(batch, Batch.Status.DRAFT, Batch.Status.PUBLISHED)
     check_publishable(batch)
-    return publish_job.start(f"Publish {batch.name}", batch.pk)
+    busy = f"batch {batch.name!r} is being published already"
+    return start_once(publish_job, batch, f"Publish {batch.name}", batch.pk, busy=busy)
 
 
 def start_sync(batch: Batch, *, approve_all: bool = False) -> Job:
     _require_status(batch, Batch.Status.PUBLISHED, Batch.Status.COMPLETED, Batch.Status.CANCELLED)
-    return sync_job.start(f"Sync {batch.name}", batch.pk, approve_all)
+    # A sync re-offers rejected places and escalates: paid work, one sync of a batch at a time.
+    busy = f"batch {batch.name!r} is being synced already"
+    return start_once(sync_job, batch, f"Sync {batch.name}", batch.pk, approve_all, busy=busy)
 
 
 def start_escalate(
     batch: Batch, *, max_assignments: int, confirmed_hits: list[int] | None = None, until: str = "majority"
 ) -> Job:
     _require_status(batch, Batch.Status.PUBLISHED, Batch.Status.COMPLETED)
-    return escalate_job.start(f"Escalate {batch.name}", batch.pk, max_assignments, confirmed_hits, until)
+    busy = f"batch {batch.name!r} is being escalated already"
+    args = (batch.pk, max_assignments, confirmed_hits, until)
+    return start_once(escalate_job, batch, f"Escalate {batch.name}", *args, busy=busy)
 
 
 def start_pay_bonuses(batch: Batch, *, expected_total: str | None = None) -> Job:
@@ -181,14 +187,8 @@ def start_pay_bonuses(batch: Batch, *, expected_total: str | None = None) -> Job
     check_expected_total(batch, expected_total)
     if expected_total is not None:
         expected_total = str(expected_total)
-    with transaction.atomic():  # one pay job per batch at a time (decided under the batch's row lock)
-        list(Batch.objects.select_for_update().filter(pk=batch.pk).values_list("pk"))
-        live = Job.objects.filter(
-            kind=PAY_BONUSES_JOB_KIND, status__in=[Job.Status.PENDING, Job.Status.RUNNING], arguments__0=batch.pk
-        ).first()
-        if live is not None:
-            raise StateError(f"bonuses of batch {batch.name!r} are being paid already (job {live.pk})")
-        return pay_bonuses_job.start(f"Pay bonuses of {batch.name}", batch.pk, expected_total)
+    busy = f"bonuses of batch {batch.name!r} are being paid already"  # one pay job per batch at a time
+    return start_once(pay_bonuses_job, batch, f"Pay bonuses of {batch.name}", batch.pk, expected_total, busy=busy)
 
 
 def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, train: str | None = None) -> Job:
@@ -206,5 +206,5 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
     if train is not None:
         args.append(train)
     with transaction.atomic():  # one job per batch and machine at a time (decided under the batch's row lock)
-        refuse_running_prelabel(batch, labeller, train)
+        claim(batch, lambda: live_prelabel(batch, labeller, train))
         return prelabel_job.start(f"Pre-label {batch.name} with {labeller}", *args)

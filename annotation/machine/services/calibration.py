@@ -43,6 +43,7 @@ from annotation.machine.selectors import (
 from annotation.models import Batch, BatchQuery, Provider
 from core.errors import ServiceError, StateError
 from core.services.names import validate_name
+from core.services.once import claim
 
 #: The sample size when none is given: enough for kappa within about +-0.1.
 DEFAULT_SAMPLE = 200
@@ -173,9 +174,10 @@ def create_calibration_sample(
     (``derivation["extends"]``); the union in draw order is still one simple random sample, so
     routing's guarantee stays valid (:mod:`annotation.machine.routing_statistics`). Refused when the
     machine-labelled queries are no longer the population the first draw was drawn from.
-    Race-free: the parent's row is locked while the sample in force is checked, the qids drawn
-    and the name chosen, so two requests at once make one sample, and the second is refused
-    (a sample exists) instead of paying the crowd twice. Nothing is sent to the provider:
+    Race-free (:mod:`core.services.once`): the parent's row is locked while the sample in force is
+    checked, the qids drawn and the name chosen, so two requests at once make one sample, and the
+    second is refused (a sample exists) instead of paying the crowd twice; likewise an extension
+    is refused while an earlier extension is live (:func:`_live_sample`). Nothing is sent to the provider:
     publish it like any batch (the command and the page do).
 
     ``extendable``: draw a sample that may be extended later (routing then splits δ between the
@@ -197,11 +199,7 @@ def create_calibration_sample(
     with transaction.atomic():
         parent = _locked_parent(batch)
         current = calibration_batch(parent)
-        if current is not None and not extend:
-            raise StateError(
-                f"batch {parent.name!r} has a calibration sample already ({current.name}); extend it "
-                "(calibrate --extend, or extend=true) or cancel it first"
-            )
+        claim(parent, lambda: _live_sample(parent, current, extend))  # paid work exactly once
         if current is None and extend:
             raise StateError(f"batch {parent.name!r} has no calibration sample to extend; draw one first")
         if extend and not sample_chain(current)[0].derivation.get("extendable", True):
@@ -271,6 +269,30 @@ def create_calibration_sample(
                 return child
         except IntegrityError as exc:  # a name taken by a request outside this lock (e.g. a plain batch)
             raise StateError(f"batch {name!r} could not be created ({exc}); try again") from None
+
+
+def _live_sample(parent: Batch, current: Batch | None, extend: bool) -> str | None:
+    """Why a new draw of ``parent``'s sample is a duplicate (:func:`core.services.once.claim`), or None.
+
+    A first draw: while a sample is in force. An extension: while an earlier extension of the
+    sample is live (a draft, or published and not yet completed): six identical requests at once
+    make one extension, and the next extension waits for the answers of this one (or its
+    cancellation), which is when a look at the sample can ask for more.
+    """
+    if current is None:
+        return None
+    if not extend:
+        return (
+            f"batch {parent.name!r} has a calibration sample already ({current.name}); extend it "
+            "(calibrate --extend, or extend=true) or cancel it first"
+        )
+    live = [part for part in sample_chain(current)[1:] if part.status in (Batch.Status.DRAFT, Batch.Status.PUBLISHED)]
+    if live:
+        return (
+            f"the calibration sample of {parent.name!r} is being extended already (batch {live[-1].name}, "
+            f"{live[-1].status}); extend again once its answers are in (completed), or cancel it"
+        )
+    return None
 
 
 def _check_population(chain: list[Batch], machine: dict[str, str]) -> None:

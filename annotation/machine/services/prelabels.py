@@ -36,7 +36,7 @@ from annotation.machine.prelabellers.interface import Prediction, PreLabelStoppe
 from annotation.machine.prelabellers.openai_chat import DEFAULT_PROMPT, ChatClient, Prompt, Sampled
 from annotation.models import Batch, BatchQuery, PreLabel, PreLabelAnswer
 from annotation.results.selectors import BatchAnswers
-from core.errors import InputError, ServiceError, StateError
+from core.errors import InputError, ServiceError
 
 CHUNK = 200
 
@@ -106,35 +106,34 @@ def clear_answer_cache(model: str, prompt_version: str | None = None) -> int:
 PRELABEL_JOB_KIND = "annotation.prelabel"
 
 
-def refuse_running_prelabel(batch: Batch, labeller: str, train: str | None = None) -> None:
-    """Refuse (409) a second pre-labelling of ``batch`` by the same machine while one is queued or running.
+def live_prelabel(batch: Batch, labeller: str, train: str | None = None) -> str | None:
+    """Why a second pre-labelling of ``batch`` by the same machine is refused (409) while one is queued
+    or running, or None.
 
-    Three posts at once must not start three jobs paying for the same answers. Called in the
-    transaction that starts the job: the batch's row is locked first, so of two concurrent
-    posts the second sees the first one's Job. The same machine is the same labeller (and, for
-    ``trained``, the same training source: an uploaded file by its content, see
-    :class:`_TrainingSource`); the chat labeller's model is the site's setting. A refused
-    post's kept upload is deleted (no job will read it).
+    Three posts at once must not start three jobs paying for the same answers: called by
+    :func:`core.services.once.claim` under the batch's row lock, in the transaction that starts
+    the job, so of two concurrent posts the second sees the first one's Job. The same machine is
+    the same labeller (and, for ``trained``, the same training source: an uploaded file by its
+    content, see :class:`_TrainingSource`); the chat labeller's model is the site's setting. A
+    refused post's kept upload is deleted (no job will read it).
     """
     from core.models import Job
+    from core.services.once import LIVE_JOB
 
-    list(Batch.objects.select_for_update().filter(pk=batch.pk).values_list("pk"))
     live = Job.objects.filter(
-        kind=PRELABEL_JOB_KIND,
-        status__in=[Job.Status.PENDING, Job.Status.RUNNING],
-        arguments__0=batch.pk,
-        arguments__1=labeller,
-    )
+        kind=PRELABEL_JOB_KIND, status__in=LIVE_JOB, arguments__0=batch.pk, arguments__1=labeller
+    ).order_by("pk")
     source = _TrainingSource.of(train) if labeller == "trained" else None
     for job in live:
         if source is not None and not source.same_as(_TrainingSource.of((job.arguments[3:4] or [None])[0])):
             continue  # another training source: another machine
         if source is not None and source.upload:
             Path(str(train)).unlink(missing_ok=True)  # this post's kept upload: no job will read it
-        raise StateError(
+        return (
             f"batch {batch.name!r} is already being pre-labelled with {labeller} (job {job.pk}, {job.status}); "
             "wait for that job to end"
         )
+    return None
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ from annotation.machine.services.calibration import (
 )
 from annotation.models import Batch, Routing
 from core.errors import ServiceError, StateError
+from core.numbers import NumberError, parse_decimal
+from core.services.once import claim
 
 #: The risk δ when none is given.
 DEFAULT_RISK = 0.05
@@ -425,12 +427,12 @@ def parse_cascade(names: list[str]) -> list[tuple[str, float | None]]:
         name, _, floor = str(item).strip().partition(":")
         if not name:
             raise ServiceError(f"cascade: {item!r} names no labeller")
-        try:
-            value = float(floor) if floor else None
-        except ValueError:
-            value = -1.0
-        if value is not None and not 0 <= value <= 1:
-            raise ServiceError(f"cascade: the floor of {item!r} must be a confidence in [0, 1], e.g. rules:0.8")
+        try:  # a plain ASCII decimal (core.numbers): float() took "٠.٥" and "nan"
+            value = parse_decimal(floor, "cascade", minimum=0, maximum=1) if floor else None
+        except NumberError:
+            raise ServiceError(
+                f"cascade: the floor of {item!r} must be a confidence in [0, 1], e.g. rules:0.8"
+            ) from None
         stages.append((name, value))
     if len({name for name, _ in stages}) != len(stages):
         raise ServiceError("cascade: a labeller appears twice")
@@ -790,17 +792,25 @@ def _some(qids: list[str], shown: int = 5) -> str:
 def _check_routable(batch: Batch) -> None:
     if batch.status != Batch.Status.DRAFT:
         raise StateError(f"batch {batch.name!r} is {batch.status}; routing is for a machine-labelled draft")
+    refusal = _live_routing(batch)
+    if refusal:
+        raise StateError(refusal)
+
+
+def _live_routing(batch: Batch) -> str | None:
+    """Why routing ``batch`` again is a duplicate (:func:`core.services.once.claim`): a routed batch in force."""
     live = (
         batch.routings.filter(routed_batch__isnull=False)
         .exclude(routed_batch__status=Batch.Status.CANCELLED)
         .select_related("routed_batch")
         .first()
     )
-    if live is not None:
-        raise StateError(
-            f"batch {batch.name!r} was routed already: its routed batch {live.routed_batch.name} is "
-            f"{live.routed_batch.status}; cancel it to route again"
-        )
+    if live is None:
+        return None
+    return (
+        f"batch {batch.name!r} was routed already: its routed batch {live.routed_batch.name} is "
+        f"{live.routed_batch.status}; cancel it to route again"
+    )
 
 
 def _sample_in_force(batch: Batch, plan: RoutingPlan) -> Batch:
@@ -830,8 +840,8 @@ def route_batch(
     """Record the plan's decision and make its crowd queries a derived batch (not yet published).
 
     ``plan`` is the one shown and confirmed (the command's); without it the plan is made here.
-    The batch's row is locked while it is checked and routed, so two requests at once cannot
-    both route it (and pay the crowd twice). A routing that sent nothing to the crowd is
+    The batch's row is locked while it is checked and routed (:mod:`core.services.once`), so two
+    requests at once cannot both route it (and pay the crowd twice). A routing that sent nothing to the crowd is
     superseded by the new one (the latest routing is the one in force).
 
     The plan is made before the lock, so under it the sample the plan was made on must still
@@ -841,7 +851,8 @@ def route_batch(
     _check_routable(batch)
     plan = plan or plan_routing(batch, target_accuracy, budget=budget, risk=risk, labeller=labeller, cascade=cascade)
     with transaction.atomic():
-        locked = Batch.objects.select_for_update().get(pk=batch.pk)
+        claim(batch, lambda: _live_routing(batch))  # paid work exactly once (core.services.once)
+        locked = Batch.objects.get(pk=batch.pk)
         _check_routable(locked)
         sample_batch = _sample_in_force(locked, plan)
         routed = None

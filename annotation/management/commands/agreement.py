@@ -3,7 +3,7 @@ import json
 from annotation.labels import LABEL_NAMES
 from annotation.management.commands._common import command_errors, get_batch
 from annotation.results.selectors import agreement
-from core.management.cli import ProjectCommand
+from core.management.cli import ProjectCommand, whole_number
 
 
 def _number(value, digits: int = 3) -> str:
@@ -21,7 +21,7 @@ class Command(ProjectCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
         parser.add_argument(
             "--bootstrap",
-            type=int,
+            type=whole_number,
             default=None,
             help="bootstrap resamples for alpha's 95%% CI (0 = none; default AGREEMENT_BOOTSTRAP_RESAMPLES, 1000)",
         )

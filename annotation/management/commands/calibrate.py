@@ -3,7 +3,7 @@ from annotation.labels import LABEL_NAMES
 from annotation.machine.services.calibration import DEFAULT_SAMPLE, create_calibration_sample, escalation_limit
 from annotation.machine.services.routing import DEFAULT_RISK, size_sample
 from annotation.management.commands._common import command_errors, format_cost, get_batch
-from core.management.cli import ProjectCommand
+from core.management.cli import ProjectCommand, decimal_number, whole_number
 
 
 class Command(ProjectCommand):
@@ -25,7 +25,7 @@ class Command(ProjectCommand):
         parser.add_argument("name", help="the machine-labelled batch (a draft with pre-labels)")
         parser.add_argument(
             "--sample",
-            type=int,
+            type=whole_number,
             default=DEFAULT_SAMPLE,
             help=f"queries to draw (default {DEFAULT_SAMPLE}); with --extend, how many more",
         )
@@ -37,7 +37,7 @@ class Command(ProjectCommand):
         )
         parser.add_argument(
             "--escalation-cap",
-            type=int,
+            type=whole_number,
             help="assignments a sample HIT may get when one of its queries has no decisive crowd label (default 7)",
         )
         parser.add_argument(
@@ -47,16 +47,18 @@ class Command(ProjectCommand):
         )
         parser.add_argument(
             "--size-for",
-            type=float,
+            type=decimal_number,
             metavar="A",
             help="draw nothing: print how large a first draw would certify target A (at the machine's confidence "
             "taken as its accuracy), with its cost",
         )
-        parser.add_argument("--risk", type=float, default=DEFAULT_RISK, help="with --size-for: the risk δ (0.05)")
+        parser.add_argument(
+            "--risk", type=decimal_number, default=DEFAULT_RISK, help="with --size-for: the risk δ (0.05)"
+        )
         parser.add_argument("--labeller", help="sample this pre-labeller's labels (default: the latest run)")
         parser.add_argument(
             "--seed",
-            type=int,
+            type=whole_number,
             default=0,
             help="random seed of the draw (default 0); an extension continues the first draw's permutation "
             "(its seed), so --seed does not change what --extend draws",

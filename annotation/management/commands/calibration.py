@@ -3,7 +3,7 @@ import json
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine.selectors import calibration_report
 from annotation.management.commands._common import command_errors, get_batch
-from core.management.cli import ProjectCommand
+from core.management.cli import ProjectCommand, whole_number
 
 
 def _ci(pair) -> str:
@@ -30,7 +30,7 @@ class Command(ProjectCommand):
         )
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
         parser.add_argument(
-            "--bootstrap", type=int, default=2000, help="bootstrap resamples for kappa's CI (default 2000)"
+            "--bootstrap", type=whole_number, default=2000, help="bootstrap resamples for kappa's CI (default 2000)"
         )
 
     def handle(self, name, labeller, json: bool, bootstrap, **o):

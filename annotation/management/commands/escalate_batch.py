@@ -7,7 +7,7 @@ from annotation.quality.services.escalation import (
     plan_escalation,
     set_auto_escalation,
 )
-from core.management.cli import ProjectCommand
+from core.management.cli import ProjectCommand, whole_number
 
 
 class Command(ProjectCommand):
@@ -22,7 +22,7 @@ class Command(ProjectCommand):
         parser.add_argument("name", help="batch name")
         parser.add_argument(
             "--max-assignments",
-            type=int,
+            type=whole_number,
             default=DEFAULT_MAX_ASSIGNMENTS,
             help=f"cap on assignments per HIT (default {DEFAULT_MAX_ASSIGNMENTS})",
         )

@@ -4,7 +4,7 @@ from django.utils import timezone
 from annotation.crowd.services import mturk_admin
 from annotation.management.commands._common import command_errors, duration, get_batch, money
 from annotation.models import Assignment, Worker
-from core.management.cli import ProjectCommand
+from core.management.cli import ProjectCommand, whole_number
 
 
 class Command(ProjectCommand):
@@ -20,13 +20,13 @@ class Command(ProjectCommand):
         for name, text in (("expire", "stop offering a HIT"), ("extend", "offer a HIT for longer")):
             p = sub.add_parser(name, help=text)
             p.add_argument("batch")
-            p.add_argument("--hit", type=int, required=True, help="HIT position within the batch (1-based)")
+            p.add_argument("--hit", type=whole_number, required=True, help="HIT position within the batch (1-based)")
             if name == "extend":
                 p.add_argument("--by", type=duration, required=True, help="from now, e.g. 2d")
         p = sub.add_parser("add-assignments", help="more workers for one HIT")
         p.add_argument("batch")
-        p.add_argument("--hit", type=int, required=True, help="HIT position within the batch (1-based)")
-        p.add_argument("--count", type=int, required=True)
+        p.add_argument("--hit", type=whole_number, required=True, help="HIT position within the batch (1-based)")
+        p.add_argument("--count", type=whole_number, required=True)
         p = sub.add_parser("bonus", help="pay a bonus for an assignment")
         p.add_argument("assignment_id", help="the MTurk AssignmentId")
         p.add_argument("--amount", type=money, required=True, help="USD")

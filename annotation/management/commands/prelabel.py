@@ -4,7 +4,7 @@ from annotation.labels import LABEL_NAMES
 from annotation.machine.prelabellers import prelabeller_names
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.management.commands._common import command_errors, get_batch
-from core.management.cli import ProjectCommand
+from core.management.cli import ProjectCommand, whole_number
 
 
 class Command(ProjectCommand):
@@ -30,7 +30,7 @@ class Command(ProjectCommand):
         )
         parser.add_argument(
             "--samples",
-            type=int,
+            type=whole_number,
             default=None,
             help="answers first sampled per query (openai; default PRELABEL_SAMPLES; more up to PRELABEL_MAX_SAMPLES)",
         )

@@ -3,7 +3,7 @@ from django.core.management.base import CommandError
 from annotation.crowd.services.publishing import publish_batch
 from annotation.machine.services.routing import DEFAULT_RISK, plan_routing, plan_summary, route_batch
 from annotation.management.commands._common import command_errors, format_cost, get_batch, money
-from core.management.cli import ProjectCommand
+from core.management.cli import ProjectCommand, decimal_number
 
 
 class Command(ProjectCommand):
@@ -22,11 +22,14 @@ class Command(ProjectCommand):
     def add_arguments(self, parser):
         parser.add_argument("name", help="the machine-labelled batch, with a calibration sample labelled by the crowd")
         parser.add_argument(
-            "--target-accuracy", type=float, required=True, help="accuracy the accepted labels must reach, e.g. 0.95"
+            "--target-accuracy",
+            type=decimal_number,
+            required=True,
+            help="accuracy the accepted labels must reach, e.g. 0.95",
         )
         parser.add_argument(
             "--risk",
-            type=float,
+            type=decimal_number,
             default=DEFAULT_RISK,
             help=f"probability that the accepted set falls short of the target anyway (default {DEFAULT_RISK})",
         )

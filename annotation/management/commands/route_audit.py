@@ -5,7 +5,7 @@ from django.core.management.base import CommandError
 from annotation.machine.services.calibration import DEFAULT_SAMPLE
 from annotation.machine.services.routing import DEFAULT_RISK, audit_routing
 from annotation.management.commands._common import command_errors, get_batch
-from core.management.cli import ProjectCommand
+from core.management.cli import ProjectCommand, decimal_number, whole_number
 from core.progress import Progress
 
 
@@ -30,22 +30,27 @@ class Command(ProjectCommand):
         parser.add_argument("name", help="the machine-labelled batch")
         parser.add_argument("--labels", required=True, metavar="FILE", help="the labelled file taken as the crowd's")
         parser.add_argument(
-            "--target-accuracy", type=float, required=True, help="accuracy the accepted labels must reach, e.g. 0.95"
+            "--target-accuracy",
+            type=decimal_number,
+            required=True,
+            help="accuracy the accepted labels must reach, e.g. 0.95",
         )
         parser.add_argument(
-            "--risk", type=float, default=DEFAULT_RISK, help=f"the guarantee's δ (default {DEFAULT_RISK})"
+            "--risk", type=decimal_number, default=DEFAULT_RISK, help=f"the guarantee's δ (default {DEFAULT_RISK})"
         )
         parser.add_argument(
             "--sample",
-            type=int,
+            type=whole_number,
             default=DEFAULT_SAMPLE,
             help=f"blind sample size per redraw (default {DEFAULT_SAMPLE})",
         )
-        parser.add_argument("--redraws", type=int, default=1000, help="how many samples to draw (default 1000)")
+        parser.add_argument(
+            "--redraws", type=whole_number, default=1000, help="how many samples to draw (default 1000)"
+        )
         parser.add_argument("--labeller", help="whose labels (default: the batch's latest pre-labeller)")
         parser.add_argument("--crowd", help="fitted, none or a crowd model FILE (JSON); see above")
         parser.add_argument(
-            "--escalation-cap", type=int, help="the reference rule's cap (default: the sample's, else 7)"
+            "--escalation-cap", type=whole_number, help="the reference rule's cap (default: the sample's, else 7)"
         )
         parser.add_argument("--until", default="majority", help="majority or posterior:P (default: the sample's)")
         parser.add_argument(

@@ -1,7 +1,7 @@
 from annotation.crowd.services.sync import sync_batch
 from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.management.commands._common import command_errors, get_batch
-from core.management.cli import ProjectCommand
+from core.management.cli import ProjectCommand, decimal_number, whole_number
 
 
 class Command(ProjectCommand):
@@ -12,9 +12,11 @@ class Command(ProjectCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="batch name (provider local, published)")
-        parser.add_argument("--annotators", type=int, default=5, help="simulated annotators (default 5)")
-        parser.add_argument("--accuracy", type=float, default=0.9, help="chance of the word-list answer (default 0.9)")
-        parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        parser.add_argument("--annotators", type=whole_number, default=5, help="simulated annotators (default 5)")
+        parser.add_argument(
+            "--accuracy", type=decimal_number, default=0.9, help="chance of the word-list answer (default 0.9)"
+        )
+        parser.add_argument("--seed", type=whole_number, default=0, help="random seed (default 0)")
 
     def handle(self, name, annotators, accuracy, seed, **o):
         batch = get_batch(name)

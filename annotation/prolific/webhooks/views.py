@@ -15,6 +15,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from annotation.prolific.signatures import MAX_BODY_BYTES, DeliveryRefused
 from annotation.prolific.webhooks.services.deliveries import receive
+from core.numbers import NumberError, parse_count
 
 
 def _refused(status: int, code: str, detail: str) -> JsonResponse:
@@ -27,8 +28,9 @@ def prolific_webhook(request: HttpRequest) -> JsonResponse:
         response = _refused(405, "method_not_allowed", "deliveries are POSTed")
         response["Allow"] = "POST"
         return response
-    length = request.META.get("CONTENT_LENGTH") or "0"
-    if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+    try:  # ASCII digits only: "²".isdigit() is true and int("²") raised (a 500)
+        parse_count(request.META.get("CONTENT_LENGTH") or "0", "Content-Length", maximum=MAX_BODY_BYTES)
+    except NumberError:
         return _refused(413, "too_large", f"a delivery of more than {MAX_BODY_BYTES} bytes")
     try:
         receipt = receive(request.headers, request.body)

@@ -39,6 +39,7 @@ from annotation.models import Assignment, Batch, Escalation, Hit, Provider
 from annotation.quality.services.budget import affordable, budget_left
 from annotation.results.selectors import BatchAnswers
 from core.errors import ServiceError
+from core.numbers import NumberError, parse_decimal
 
 DEFAULT_MAX_ASSIGNMENTS = 7
 
@@ -52,9 +53,9 @@ def parse_until(text: str) -> float | None:
     if text == "majority":
         return None
     kind, _, value = text.partition(":")
-    try:
-        target = float(value)
-    except ValueError:
+    try:  # a plain ASCII decimal (core.numbers): float() took "posterior:٠.٩"
+        target = parse_decimal(value, "until")
+    except NumberError:
         target = -1.0
     if kind != "posterior" or not 0.5 < target < 1:
         raise ServiceError(f"--until {text!r}: expected {UNTIL_CHOICES}")

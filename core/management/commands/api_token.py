@@ -3,7 +3,7 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from core.management.cli import ProjectCommand, command_errors
+from core.management.cli import ProjectCommand, command_errors, whole_number
 from core.services.api_tokens import api_token, revoke_api_token
 
 
@@ -22,7 +22,10 @@ class Command(ProjectCommand):
         action.add_argument("--renew", action="store_true", help="replace the account's token with a new one")
         action.add_argument("--revoke", action="store_true", help="delete the account's token; print nothing")
         parser.add_argument(
-            "--expires-days", type=int, metavar="N", help="the new token stops working after N days (default: never)"
+            "--expires-days",
+            type=whole_number,
+            metavar="N",
+            help="the new token stops working after N days (default: never)",
         )
 
     def handle(self, username, renew, revoke, expires_days, **options):

@@ -1,7 +1,15 @@
 from django.core.management.base import CommandError
 
 from core.files import atomic_path, atomic_write, check_writable
-from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
+from core.management.cli import (
+    ProjectCommand,
+    command_errors,
+    decimal_number,
+    get_named,
+    get_named_list,
+    name_list,
+    whole_number,
+)
 from metrics.defaults import (
     AWRF_WEIGHTS,
     COLLECTION_BACKGROUND,
@@ -58,7 +66,7 @@ class Command(ProjectCommand):
         )
         parser.add_argument(
             "--threshold",
-            type=float,
+            type=decimal_number,
             default=1,
             help="NFaiRR's τ: documents with at most τ list words are neutral (default 1)",
         )
@@ -99,13 +107,13 @@ class Command(ProjectCommand):
         )
         parser.add_argument(
             "--awrf-p",
-            type=float,
+            type=decimal_number,
             default=DEFAULT_AWRF_P,
             help="geometric AWRF weights: the first rank's share of attention, in (0, 1) (default 0.5)",
         )
         parser.add_argument(
             "--exposure-target",
-            type=float,
+            type=decimal_number,
             default=DEFAULT_EXPOSURE_TARGET,
             help="target female share of exposure (AWRF) and of each prefix (rKL, rND, rRD), in (0, 1) "
             "(default 0.5: equal)",
@@ -118,7 +126,7 @@ class Command(ProjectCommand):
         )
         parser.add_argument(
             "--cut-step",
-            type=int,
+            type=whole_number,
             default=DEFAULT_CUT_STEP,
             help="rKL/rND/rRD's cut points: every this many ranks, and the cutoff (default 10, Yang & Stoyanovich's)",
         )
@@ -130,9 +138,9 @@ class Command(ProjectCommand):
             "(as the cited papers' code: FairRankTune's AWRF, Yang & Stoyanovich's FairRank; see docs/metrics.md)",
         )
         parser.add_argument(
-            "--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)"
+            "--bootstrap", type=whole_number, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)"
         )
-        parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+        parser.add_argument("--seed", type=whole_number, default=0, help="bootstrap seed (default 0)")
         parser.add_argument("--name", help="name of the stored report (default: derived from the query set and runs)")
         parser.add_argument("--out", help="write the results as CSV: run,metric,variant,cutoff,value,queries")
         parser.add_argument(
@@ -149,7 +157,7 @@ class Command(ProjectCommand):
             "NFaiRR, TExFAIR, AWRF, rKL, rND, rRD, r and tau between AWRF and NFaiRR per run)",
         )
         parser.add_argument(
-            "--table-cutoff", type=int, help="the table's cutoff (default 10 when computed, else the largest)"
+            "--table-cutoff", type=whole_number, help="the table's cutoff (default 10 when computed, else the largest)"
         )
         parser.add_argument(
             "--correlate", help="with --table: the two metrics to correlate per run, e.g. TExFAIR:plain,NFaiRR@20"

@@ -1,5 +1,5 @@
 from core.files import atomic_write, check_writable
-from core.management.cli import ProjectCommand, command_errors, get_named_list
+from core.management.cli import ProjectCommand, command_errors, decimal_number, get_named_list, whole_number
 from core.spreadsheet import write_csv
 from metrics.defaults import CRBO_DEPTH as DEFAULT_DEPTH
 from metrics.defaults import CRBO_P as DEFAULT_P
@@ -20,10 +20,10 @@ class Command(ProjectCommand):
             "--counterfactual-run", required=True, help="the same ranker's run on the counterfactual collection"
         )
         parser.add_argument(
-            "--depth", type=int, default=DEFAULT_DEPTH, help=f"ranks compared (default {DEFAULT_DEPTH})"
+            "--depth", type=whole_number, default=DEFAULT_DEPTH, help=f"ranks compared (default {DEFAULT_DEPTH})"
         )
         parser.add_argument(
-            "--p", type=float, default=DEFAULT_P, help=f"RBO persistence p in (0, 1) (default {DEFAULT_P})"
+            "--p", type=decimal_number, default=DEFAULT_P, help=f"RBO persistence p in (0, 1) (default {DEFAULT_P})"
         )
         parser.add_argument("--per-query", help="also write qid,rbo lines to this CSV file")
 

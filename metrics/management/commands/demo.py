@@ -8,9 +8,9 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
-from core.management.cli import ProjectCommand
+from core.management.cli import ProjectCommand, whole_number
 from metrics.models import Report
 from metrics.selectors import report_summary
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run
@@ -73,17 +73,36 @@ class Command(ProjectCommand):
         "Run the whole path on a small synthetic collection: import, pool, annotate with simulated "
         "in-house annotators, review agreement, export the non-gendered queries and measure the "
         "runs' bias on them, with their effectiveness (MRR, nDCG, recall, precision at 10) against "
-        "synthetic qrels. Safe to run again: finished steps are skipped. Creates the user demo/demo."
+        "synthetic qrels. Safe to run again: finished steps are skipped. Creates the superuser demo/demo "
+        "(with DEBUG off only when told: --create-demo-user)."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--passages", type=int, default=20_000, help="synthetic collection size (default 20,000)")
-        parser.add_argument("--queries", type=int, default=600, help="synthetic queries (default 600)")
+        parser.add_argument(
+            "--passages", type=whole_number, default=20_000, help="synthetic collection size (default 20,000)"
+        )
+        parser.add_argument("--queries", type=whole_number, default=600, help="synthetic queries (default 600)")
+        account = parser.add_mutually_exclusive_group()
+        account.add_argument(
+            "--create-demo-user",
+            action="store_true",
+            help="create the superuser demo (password demo) even with DEBUG off: anyone who reaches the site "
+            "could then log in as a superuser",
+        )
+        account.add_argument("--no-demo-user", action="store_true", help="run the path without the demo account")
 
     def step(self, title: str) -> None:
         self.stdout.write(self.style.MIGRATE_HEADING(f"==> {title}"))
 
-    def handle(self, passages, queries, **options):
+    def handle(self, passages, queries, create_demo_user=False, no_demo_user=False, **options):
+        user_model = get_user_model()
+        make_user = not no_demo_user and not user_model.objects.filter(username="demo").exists()
+        if make_user and not settings.DEBUG and not create_demo_user:  # refused before any work
+            raise CommandError(
+                "DEBUG is off (a production site): the demo would create the superuser 'demo' with the password "
+                "'demo', which anyone who reaches the site could log in with. Pass --create-demo-user to create it "
+                "anyway, or --no-demo-user to run the demo without it (bin/demo runs with DJANGO_DEBUG=1)"
+            )
         out = Path(settings.VAR_DIR) / "demo"
         out.mkdir(parents=True, exist_ok=True)
         from pooling.synthetic import SyntheticSpec, write_collection, write_qrels, write_queries, write_runs
@@ -201,7 +220,9 @@ class Command(ProjectCommand):
         self.step("Publishing: the paper bundle (LaTeX tables, figures, methods, references)")
         call_command("paper", report.name, "--out", str(out / "paper"), stdout=self.stdout)
 
-        user_model = get_user_model()
-        if not user_model.objects.filter(username="demo").exists():
+        if make_user:
             user_model.objects.create_superuser("demo", "demo@example.org", "demo")
-        self.stdout.write(self.style.SUCCESS(f"Done. Files are in {out}; log in to the site as demo / demo."))
+        if no_demo_user:
+            self.stdout.write(self.style.SUCCESS(f"Done. Files are in {out} (no demo account made)."))
+        else:
+            self.stdout.write(self.style.SUCCESS(f"Done. Files are in {out}; log in to the site as demo / demo."))

@@ -2,7 +2,15 @@ from django.core.management.base import CommandError
 
 from annotation import selectors as annotation_selectors
 from core.files import atomic_path, atomic_write, check_writable
-from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
+from core.management.cli import (
+    ProjectCommand,
+    command_errors,
+    decimal_number,
+    get_named,
+    get_named_list,
+    name_list,
+    whole_number,
+)
 from metrics import services
 from metrics.defaults import CONFIDENCE_THRESHOLD, DEFAULT_NORMALISER, DEFAULT_SAMPLES, DEFAULT_SEED, NORMALISERS
 from metrics.models import COLLECTION_BACKGROUND
@@ -31,10 +39,10 @@ class Command(ProjectCommand):
         )
         parser.add_argument("--rankings", help="also write the ranking changes as CSV (tau and swapped pairs)")
         parser.add_argument("--plot", help="PNG of every configuration at --plot-cutoff (default: the largest)")
-        parser.add_argument("--plot-cutoff", type=int, help="cutoff of the plot")
+        parser.add_argument("--plot-cutoff", type=whole_number, help="cutoff of the plot")
         parser.add_argument(
             "--threshold",
-            type=float,
+            type=decimal_number,
             default=CONFIDENCE_THRESHOLD,
             help="'confident' keeps labels whose confidence (vote share, posterior, Wawa weight share) "
             f"is at least this (default {CONFIDENCE_THRESHOLD})",
@@ -42,15 +50,20 @@ class Command(ProjectCommand):
         parser.add_argument("--wordlist", help="'word,f|m' file for RaB/ARaB (default: the 32+32 definitional words)")
         parser.add_argument("--representative-wordlist", help="'word,f|m' file for NFaiRR/TExFAIR")
         parser.add_argument("--tokenizer", choices=TOKENIZERS, default=DEFAULT_TOKENIZER)
-        parser.add_argument("--nfairr-threshold", type=float, default=1, help="NFaiRR's tau (default 1)")
+        parser.add_argument("--nfairr-threshold", type=decimal_number, default=1, help="NFaiRR's tau (default 1)")
         parser.add_argument(
             "--background", default=COLLECTION_BACKGROUND, help="NFaiRR's background: 'collection' or a run"
         )
         parser.add_argument("--nfairr-normaliser", choices=NORMALISERS, default=DEFAULT_NORMALISER)
         parser.add_argument(
-            "--bootstrap", type=int, default=DEFAULT_SAMPLES, help=f"bootstrap resamples (default {DEFAULT_SAMPLES})"
+            "--bootstrap",
+            type=whole_number,
+            default=DEFAULT_SAMPLES,
+            help=f"bootstrap resamples (default {DEFAULT_SAMPLES})",
         )
-        parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
+        parser.add_argument(
+            "--seed", type=whole_number, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})"
+        )
 
     def handle(self, **o):
         from metrics import formatting, plots

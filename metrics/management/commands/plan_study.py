@@ -4,7 +4,7 @@ from decimal import Decimal, InvalidOperation
 
 from django.core.management.base import CommandError
 
-from core.management.cli import ProjectCommand, command_errors
+from core.management.cli import ProjectCommand, command_errors, decimal_number, whole_number
 from metrics.power import DEFAULT_DRAWS
 from metrics.services import CostSettings, plan_study
 from metrics.services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
@@ -35,30 +35,30 @@ class Command(ProjectCommand):
         parser.add_argument("--runs", required=True, help="the two runs compared, A,B (the difference is A − B)")
         parser.add_argument("--metric", required=True, help="e.g. ARaB, RaB, NFaiRR, TExFAIR, nDCG")
         parser.add_argument(
-            "--cutoff", type=int, default=DEFAULT_CUTOFF, help=f"rank cutoff (default {DEFAULT_CUTOFF})"
+            "--cutoff", type=whole_number, default=DEFAULT_CUTOFF, help=f"rank cutoff (default {DEFAULT_CUTOFF})"
         )
         parser.add_argument(
             "--variant", help="the metric's variant (default: the paper's, tf for RaB/ARaB, rbdf for TExFAIR)"
         )
-        parser.add_argument("--delta", type=float, required=True, help="the difference to detect, > 0")
+        parser.add_argument("--delta", type=decimal_number, required=True, help="the difference to detect, > 0")
         parser.add_argument(
-            "--power", type=float, default=DEFAULT_POWER, help=f"wanted power 1 − β (default {DEFAULT_POWER})"
+            "--power", type=decimal_number, default=DEFAULT_POWER, help=f"wanted power 1 − β (default {DEFAULT_POWER})"
         )
         parser.add_argument(
-            "--alpha", type=float, default=DEFAULT_ALPHA, help=f"level of the test (default {DEFAULT_ALPHA})"
+            "--alpha", type=decimal_number, default=DEFAULT_ALPHA, help=f"level of the test (default {DEFAULT_ALPHA})"
         )
         parser.add_argument("--pool", help="the pool of candidate queries to annotate: adds pooled queries and cost")
         parser.add_argument("--report", help="the pilot report (default: see above)")
         parser.add_argument(
             "--draws",
-            type=int,
+            type=whole_number,
             default=DEFAULT_DRAWS,
             help=f"simulated studies (default {DEFAULT_DRAWS}: Monte-Carlo s.e. of a power ≈ 0.009)",
         )
-        parser.add_argument("--seed", type=int, default=0, help="seed of the simulation (default 0)")
+        parser.add_argument("--seed", type=whole_number, default=0, help="seed of the simulation (default 0)")
         parser.add_argument("--reward", type=_money, default=Decimal("0.05"), help="USD per assignment (0.05)")
-        parser.add_argument("--assignments", type=int, default=3, help="workers per query (3)")
-        parser.add_argument("--queries-per-hit", type=int, default=10, help="queries per HIT (10)")
+        parser.add_argument("--assignments", type=whole_number, default=3, help="workers per query (3)")
+        parser.add_argument("--queries-per-hit", type=whole_number, default=10, help="queries per HIT (10)")
         parser.add_argument("--json", action="store_true", help="print the plan as JSON (progress still on stderr)")
 
     def handle(self, **o):

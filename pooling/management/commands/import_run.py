@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from core.management.cli import ProjectCommand, command_errors, get_named, report_import
+from core.management.cli import ProjectCommand, command_errors, get_named, report_import, whole_number
 from core.services.names import validate_name
 from pooling import services
 from pooling.models import Collection, Run
@@ -38,7 +38,7 @@ class Command(ProjectCommand):
         parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines and report them")
         parser.add_argument(
             "--chunks",
-            type=int,
+            type=whole_number,
             help="hand reading each file to Celery workers, split into this many byte ranges read in "
             "parallel (start workers first: docs/deployment.md); a chunk whose worker is lost is read "
             "again by the next try (default: all in this process)",

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import CommandError
 
 from core.files import check_writable
-from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
+from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list, whole_number
 from pooling import selectors, services
 from pooling.analysis import MAGNITUDES
 from pooling.management.commands.import_run import run_name
@@ -30,9 +30,9 @@ class Command(ProjectCommand):
         parser.add_argument(
             "--collection", help="collection name (or file) the run files rank; needed only when --runs has files"
         )
-        parser.add_argument("--rank-cutoff", type=int, default=10, help="t of RaB@t (default 10)")
+        parser.add_argument("--rank-cutoff", type=whole_number, default=10, help="t of RaB@t (default 10)")
         parser.add_argument(
-            "--depth", type=int, default=500, help="queries taken from the top of each list (default 500)"
+            "--depth", type=whole_number, default=500, help="queries taken from the top of each list (default 500)"
         )
         parser.add_argument(
             "--magnitude", choices=MAGNITUDES, default="tf", help="gender magnitude (default tf = ln(1+count))"

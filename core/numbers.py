@@ -1,0 +1,118 @@
+"""Whole numbers typed by a person: plain ASCII decimals inside a stated range. Pure module.
+
+Python reads far more than a person means by a number: ``int("١٠")`` is 10, ``int("1_0")``
+is 10, ``int("+10")`` is 10, ``"²".isdigit()`` is true (and ``int("²")`` then raises, a 500
+on every page that trusted ``isdigit``), and ``int("9" * 5000)`` refuses only past the
+interpreter's digit limit. :func:`parse_count` is the one reading of a whole number a form, an
+API or a command takes (cutoffs, sizes, counts): ASCII digits only, at most
+:data:`MAX_DIGITS`, inside ``[minimum, maximum]``, or :class:`NumberError`, whose message names
+the field and the bound. :func:`parse_counts` reads a comma-separated list of them, at most
+``most`` values (a bound on the work they ask for). :func:`parse_decimal` reads a number with a
+fraction (a threshold, a risk, an accuracy) the same way: ``float()`` too takes ``١.٥``,
+``1_0``, ``1e3``, ``nan`` and ``inf``. Amounts of money: :mod:`core.amounts`.
+
+The form fields (``core.forms.CountField``/``DecimalNumberField``), the API's
+(``core.serializers.CountField``/``DecimalNumberField``) and the commands' argument types
+(``core.management.cli.whole_number``/``decimal_number``) all read through these.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: ASCII digits only (``\d`` and ``str.isdigit`` accept every Unicode digit and superscript).
+DIGITS = re.compile(r"[0-9]{1,18}")
+MAX_DIGITS = 18
+#: A plain decimal: an optional minus, ASCII digits, at most one point with digits on both sides.
+DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
+#: What a person may type around a number (ASCII spaces and tabs).
+AROUND = " \t"
+
+
+class NumberError(ValueError):
+    """A number that is not plain ASCII digits, or out of its range; ``str()`` names the field."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 40 else value[:40] + "…")
+
+
+def parse_count(value: object, field: str, *, minimum: int = 0, maximum: int) -> int:
+    """``value`` as a whole number in ``[minimum, maximum]``, or :class:`NumberError` naming ``field``.
+
+    A string must be ASCII digits (``10``, ``007``; not ``+10``, ``1_0``, ``١٠``, ``²``, ``①``,
+    ``1e3``, ``10.0``); an ``int`` (not a bool) is taken as it is.
+
+    >>> parse_count(" 10 ", "cutoff", minimum=1, maximum=100)
+    10
+    """
+    if isinstance(value, bool):
+        raise NumberError(field, f"{value!r} is not a whole number")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str):
+        text = value.strip(AROUND)
+        if not DIGITS.fullmatch(text):
+            raise NumberError(field, f"{_shown(value)} is not a whole number: use ASCII digits 0-9, like 10")
+        number = int(text)
+    else:
+        raise NumberError(field, f"expected a whole number, got {type(value).__name__}")
+    if number < minimum:
+        raise NumberError(field, f"must be at least {minimum} (got {number})")
+    if number > maximum:
+        raise NumberError(field, f"must be at most {maximum} (got {number})")
+    return number
+
+
+def parse_counts(text: object, field: str, *, minimum: int = 0, maximum: int, most: int) -> tuple[int, ...]:
+    """``"5,10,20"`` → ``(5, 10, 20)``: sorted, distinct, each by :func:`parse_count`, at least one and
+    at most ``most`` of them; empty parts are skipped. :class:`NumberError` naming ``field`` otherwise."""
+    if not isinstance(text, str):
+        raise NumberError(field, f"expected comma-separated whole numbers, got {type(text).__name__}")
+    parts = [part for part in text.split(",") if part.strip(AROUND)]
+    if not parts:
+        raise NumberError(field, "give at least one value, e.g. 5,10,20")
+    if len(parts) > most:
+        raise NumberError(field, f"at most {most} values (got {len(parts)})")
+    values = {parse_count(part, field, minimum=minimum, maximum=maximum) for part in parts}
+    return tuple(sorted(values))
+
+
+def parse_decimal(value: object, field: str, *, minimum: float | None = None, maximum: float | None = None) -> float:
+    """``value`` as a plain decimal number in ``[minimum, maximum]`` (either bound optional), or
+    :class:`NumberError` naming ``field``.
+
+    A string must be an optional ``-`` and ASCII digits with at most one point (``0.9``, ``-2``,
+    ``10``; not ``.5``, ``1e3``, ``nan``, ``inf``, ``١.٥``, ``1_0``); an int or a finite float (a
+    JSON number) is taken as it is.
+
+    >>> parse_decimal("0.95", "target_accuracy", minimum=0, maximum=1)
+    0.95
+    """
+    import math
+
+    if isinstance(value, bool):
+        raise NumberError(field, f"{value!r} is not a number")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise NumberError(field, f"{value!r} is not a finite number")
+        number = float(value)
+    elif isinstance(value, str):
+        text = value.strip(AROUND)
+        if not DECIMAL.fullmatch(text):
+            raise NumberError(
+                field, f"{_shown(value)} is not a plain decimal number: use ASCII digits and a point, like 0.5"
+            )
+        number = float(text)
+    else:
+        raise NumberError(field, f"expected a number, got {type(value).__name__}")
+    if minimum is not None and number < minimum:
+        raise NumberError(field, f"must be at least {minimum:g} (got {number:g})")
+    if maximum is not None and number > maximum:
+        raise NumberError(field, f"must be at most {maximum:g} (got {number:g})")
+    return number

@@ -1,0 +1,67 @@
+"""Cutoffs as a hostile client types them, and the bounds of label sensitivity in a request (issue 44.4/44.5):
+``²`` and ``①`` gave a 500 on the report API, the report form and the label-sensitivity endpoint
+(``"²".isdigit()`` is true, ``int("²")`` raises); 200 cutoffs held a request for 150 s."""
+
+import pytest
+from django.urls import reverse
+
+from metrics.defaults import MAX_CUTOFFS, REQUEST_SENSITIVITY_CUTOFFS, REQUEST_SENSITIVITY_RUNS
+from metrics.models import Report
+
+
+@pytest.fixture
+def staff_client(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("boss", password="pw-secret-123", is_staff=True))
+    return client
+
+
+@pytest.mark.parametrize("cutoffs", ["²", "5,①", "١٠", "1_0"])
+def test_a_unicode_cutoff_is_a_4xx_naming_the_field(world, batch, staff_client, cutoffs):
+    api = staff_client.get(reverse("metrics-api-label-sensitivity"), {"batch": "sens", "runs": "a", "cutoffs": cutoffs})
+    assert api.status_code == 400 and api.json()["detail"].startswith("cutoffs: ")
+    body = {"name": "r", "queries": "q", "runs": ["a"], "cutoffs": cutoffs, "tokenizer": "words"}
+    report = staff_client.post("/api/metrics/reports/", body, content_type="application/json")
+    assert report.status_code == 400 and report.json()["cutoffs"][0].startswith("cutoffs: ")
+    form = staff_client.post(reverse("metrics:report-create"), body)
+    assert form.status_code == 400 and "cutoffs: " in form.content.decode()
+    assert not Report.objects.exists()
+
+
+def test_cutoffs_are_bounded_in_number_everywhere(world, staff_client):
+    many = ",".join(str(c) for c in range(1, MAX_CUTOFFS + 2))
+    body = {"name": "r", "queries": "q", "runs": ["a"], "cutoffs": many, "tokenizer": "words"}
+    answer = staff_client.post("/api/metrics/reports/", body, content_type="application/json")
+    assert answer.status_code == 400
+    assert answer.json()["cutoffs"][0].startswith(f"cutoffs: at most {MAX_CUTOFFS} values (got {MAX_CUTOFFS + 1})")
+    deep = staff_client.post("/api/metrics/reports/", body | {"cutoffs": "10001"}, content_type="application/json")
+    assert deep.status_code == 400 and deep.json()["cutoffs"][0].startswith("cutoffs: must be at most 10000")
+
+
+def test_label_sensitivity_in_a_request_is_bounded(world, batch, staff_client):
+    api = reverse("metrics-api-label-sensitivity")
+    cutoffs = ",".join(str(c) for c in range(1, REQUEST_SENSITIVITY_CUTOFFS + 2))
+    answer = staff_client.get(api, {"batch": "sens", "runs": "a", "cutoffs": cutoffs, "bootstrap": "5"})
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == {
+        "cutoffs": [
+            f"at most {REQUEST_SENSITIVITY_CUTOFFS} cutoffs in one request; the label-sensitivity page runs more as a job"
+        ]
+    }
+    runs = ",".join(["a", "b", "c"] * 2)  # the form keeps distinct runs: ask for more than exist
+    within = staff_client.get(api, {"batch": "sens", "runs": runs, "cutoffs": "1", "bootstrap": "5"})
+    assert within.status_code == 200  # three distinct runs: within the bound
+    assert REQUEST_SENSITIVITY_RUNS < 6
+
+
+def test_report_cutoff_parameters_refuse_unicode_digits(world, staff_client):
+    answer = staff_client.get("/api/metrics/reports/nope/table/", {"cutoff": "²"})
+    assert answer.status_code == 400 and answer.json()["detail"].startswith("cutoff: '²' is not a whole number")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("reward", "٠.٥"), ("draws", "١٠٠٠"), ("power", "nan"), ("delta", "1e-2")]
+)
+def test_the_plan_api_refuses_numbers_that_are_not_plain_ascii(db, staff_client, field, value):
+    body = {"runs": ["a", "b"], "metric": "ARaB", "delta": "0.01"} | {field: value}
+    answer = staff_client.post("/api/metrics/plan/", body, content_type="application/json")
+    assert answer.status_code == 400 and field in answer.json(), answer.content
