@@ -1,4 +1,16 @@
+from importlib import import_module
+
 from django.apps import AppConfig
+
+#: The modules that plug the sub-domains above crowd into a batch's life cycle
+#: (:mod:`annotation.crowd.services.hooks`), imported once the app is ready, in this order: what
+#: they register runs in it. crowd itself imports none of them (docs/architecture.md).
+PLUG_INS = (
+    "annotation.quality.services.training",  # a new batch's training queries (created)
+    "annotation.quality.services.loop",  # every sync ends with the quality loop (sync_steps)
+    "annotation.prolific.services",  # a Prolific batch's sync (platform_syncs)
+    "annotation.prolific.webhooks.services.subscriptions",  # after publishing: the webhooks (published)
+)
 
 
 class AnnotationConfig(AppConfig):
@@ -6,13 +18,16 @@ class AnnotationConfig(AppConfig):
     name = "annotation"
 
     def ready(self) -> None:
-        """Sessions and one-time links end for good when an account's rights change (annotation.accounts)."""
+        """Sessions and one-time links end for good when an account's rights change (annotation.accounts);
+        the sub-domains' hooks are registered (:data:`PLUG_INS`)."""
         from django.db.models.signals import post_migrate
 
         from annotation.accounts import watch_accounts
 
         watch_accounts()
         post_migrate.connect(_change_log, sender=self)
+        for module in PLUG_INS:
+            import_module(module)
 
 
 def _change_log(sender, using: str = "default", **kwargs) -> None:
