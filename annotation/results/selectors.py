@@ -594,7 +594,7 @@ def labels_with_sources(batch: Batch, answers: BatchAnswers | None = None) -> di
 def source_counts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, int]:
     """How many labelled queries of ``batch`` take their label from each source
     (:data:`SOURCES`: crowd majority, adjudicated, machine-accepted), cached
-    with the answers (:func:`_cached`); the counts :func:`annotation.machine.selectors.batch_state` shows."""
+    with the answers (:func:`_cached`); the counts :func:`batch_state` shows."""
     answers = answers or BatchAnswers(batch)
 
     def count() -> dict[str, int]:

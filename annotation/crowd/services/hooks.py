@@ -9,9 +9,11 @@ thresholds, an escalation round). Each of these is a function its sub-domain reg
 crowd services call what is registered, in the order it was registered.
 
 Who registers is declared once, above every sub-domain: ``annotation.apps.PLUG_INS``, the modules
-``AnnotationConfig.ready()`` imports, so every process (site, worker, command, test) has them before
-it touches a batch. A module registers with the decorators below as it loads; a module loaded again
-replaces its own registration (same module and name), never adds a second one.
+``AnnotationConfig.ready()`` hands to :func:`plug_in`. They are imported the first time any point
+is used (once per process, under a lock, so two threads never see half of them), not while the app
+loads: a command that touches no batch starts without them. A module registers with the decorators
+below as it loads; a module loaded again replaces its own registration (same module and name),
+never adds a second one.
 
 The points:
 
@@ -27,11 +29,35 @@ The points:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 F = Callable[..., Any]
+
+_plug_ins: tuple[str, ...] = ()
+_loaded = False
+_loading = threading.RLock()
+
+
+def plug_in(modules: Sequence[str]) -> None:
+    """The modules that register hooks (``annotation.apps.PLUG_INS``), imported at the first use of a point."""
+    global _plug_ins, _loaded
+    with _loading:
+        _plug_ins, _loaded = tuple(modules), False
+
+
+def _load_plug_ins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    with _loading:
+        if not _loaded:
+            for module in _plug_ins:
+                importlib.import_module(module)
+            _loaded = True
 
 
 @dataclass(frozen=True)
@@ -56,7 +82,7 @@ class Hooks:
         """Decorator (``@hooks.register`` or ``@hooks.register(provider="prolific")``): keep ``function``."""
 
         def keep(function: F) -> F:
-            hook = _Hook(function, provider)
+            hook = _Hook(function, None if provider is None else str(provider))
             for i, other in enumerate(self._hooks):
                 if _same(other.function, function):
                     self._hooks[i] = hook  # its module loaded again
@@ -68,6 +94,7 @@ class Hooks:
 
     def for_provider(self, provider: str) -> list[F]:
         """The functions that run for a batch of ``provider``, in order."""
+        _load_plug_ins()
         return [h.function for h in self._hooks if h.provider in (None, provider)]
 
     def run(self, batch, *args: Any, **kwargs: Any) -> None:
@@ -88,16 +115,19 @@ class PlatformSyncs:
     def register(self, provider: str):
         """Decorator: ``function`` syncs the batches of ``provider``."""
 
+        name = str(provider)  # Provider.PROLIFIC or "prolific": the stored name
+
         def keep(function: F) -> F:
-            other = self._syncs.get(provider)
+            other = self._syncs.get(name)
             if other is not None and not _same(other, function):
-                raise ValueError(f"{provider!r} is synced by {other.__module__}.{other.__qualname__} already")
-            self._syncs[provider] = function
+                raise ValueError(f"{name!r} is synced by {other.__module__}.{other.__qualname__} already")
+            self._syncs[name] = function
             return function
 
         return keep
 
     def get(self, provider: str) -> F | None:
+        _load_plug_ins()
         return self._syncs.get(provider)
 
     def __repr__(self) -> str:
