@@ -187,8 +187,8 @@ def test_dataset_card_omits_sections_without_facts():
 
 def test_export_vocabulary_is_the_one_the_model_form_api_and_command_use():
     """Formats and categories are declared once (export_formats, labels); every shell offers exactly those."""
-    from annotation.crowd.forms import ExportForm
-    from annotation.crowd.serializers import ExportRequestSerializer
+    from annotation.results.forms import ExportForm
+    from annotation.results.serializers import ExportRequestSerializer
     from annotation.labels import EXPORT_CATEGORIES
     from annotation.models import Export
     from annotation.results.export_formats import EXPORT_FORMATS, format_for_path
