@@ -536,6 +536,30 @@ def _review(assignment: Assignment, provider: CrowdProvider, approve_all: bool) 
     return review_assignment(assignment, provider, approve_all=approve_all)
 
 
+@platform_syncs.register(Provider.PROLIFIC)
+def sync_prolific_batch(
+    batch: Batch, provider: CrowdProvider, *, approve_all: bool = False, job: Job | None = None, bar: bool = False
+) -> SyncResult:
+    """A Prolific batch's sync (:func:`annotation.crowd.services.sync.sync_batch` hands it over whole):
+    the study's submissions (:func:`sync_prolific`), the HITs' statuses, the steps every sync ends with
+    (the quality loop), and the study stopped once the batch is done (nobody more is sent to it)."""
+    found = sync_prolific(batch, provider, approve_all=approve_all, job=job, bar=bar)
+    settle_hit_statuses(batch)  # rejected and returned submissions free their places
+    result = SyncResult(
+        updated=found.updated + found.freed,
+        approved=found.approved,
+        rejected=found.rejected,
+        kept=found.kept,
+        completed=found.completed,
+        prolific=found,
+    )
+    run_sync_steps(batch, provider, result)
+    result.completed = batch.status == Batch.Status.COMPLETED  # an escalation round reopens it
+    if result.completed:
+        found.stopped = close_study(batch, provider)
+    return result
+
+
 def sync_prolific(
     batch: Batch,
     provider: CrowdProvider | None = None,
@@ -617,30 +641,6 @@ def _reconcile(sub, assignment: Assignment | None, provider: CrowdProvider, appr
 
 #: How long a hand-out may wait for its session to appear in the study's submissions.
 UNKNOWN_SESSION_GRACE = dt.timedelta(minutes=10)
-
-
-@platform_syncs.register(Provider.PROLIFIC)
-def sync_prolific_batch(
-    batch: Batch, provider: CrowdProvider, *, approve_all: bool = False, job: Job | None = None, bar: bool = False
-) -> SyncResult:
-    """A Prolific batch's sync (:func:`annotation.crowd.services.sync.sync_batch` hands it over whole):
-    the study's submissions (:func:`sync_prolific`), the HITs' statuses, the steps every sync ends with
-    (the quality loop), and the study stopped once the batch is done (nobody more is sent to it)."""
-    found = sync_prolific(batch, provider, approve_all=approve_all, job=job, bar=bar)
-    settle_hit_statuses(batch)  # rejected and returned submissions free their places
-    result = SyncResult(
-        updated=found.updated + found.freed,
-        approved=found.approved,
-        rejected=found.rejected,
-        kept=found.kept,
-        completed=found.completed,
-        prolific=found,
-    )
-    run_sync_steps(batch, provider, result)
-    result.completed = batch.status == Batch.Status.COMPLETED  # an escalation round reopens it
-    if result.completed:
-        found.stopped = close_study(batch, provider)
-    return result
 
 
 def void_unattributed(batch: Batch, submissions) -> int:
