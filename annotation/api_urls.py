@@ -3,7 +3,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from annotation.crowd import api
+from annotation.batches import api
 from annotation.inhouse import api as api_team
 from annotation.machine import api as api_prelabelling
 from annotation.publication import api as api_publication

@@ -1,18 +1,31 @@
 from django.apps import AppConfig
 
+#: The modules that plug the sub-domains above crowd into a batch's life cycle
+#: (:mod:`annotation.crowd.services.hooks`), imported in this order at the first use of a hook
+#: (what they register runs in it). crowd itself imports none of them (docs/architecture.md).
+PLUG_INS = (
+    "annotation.quality.services.training",  # a new batch's training queries (created)
+    "annotation.quality.services.loop",  # every sync ends with the quality loop (sync_steps)
+    "annotation.prolific.services",  # a Prolific batch's sync (platform_syncs)
+    "annotation.prolific.webhooks.services.subscriptions",  # after publishing: the webhooks (published)
+)
+
 
 class AnnotationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "annotation"
 
     def ready(self) -> None:
-        """Sessions and one-time links end for good when an account's rights change (annotation.accounts)."""
+        """Sessions and one-time links end for good when an account's rights change (annotation.accounts);
+        the sub-domains' hooks are declared (:data:`PLUG_INS`, loaded when a hook is first used)."""
         from django.db.models.signals import post_migrate
 
         from annotation.accounts import watch_accounts
+        from annotation.crowd.services.hooks import plug_in
 
         watch_accounts()
         post_migrate.connect(_change_log, sender=self)
+        plug_in(PLUG_INS)
 
 
 def _change_log(sender, using: str = "default", **kwargs) -> None:

@@ -11,21 +11,23 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 
 - :mod:`annotation.crowd.selectors` -- batches, their progress and spending;
 - :mod:`annotation.results.selectors` -- judgments, labels and their sources, agreement, gold,
-  rulings (label sensitivity reads the crowd here);
+  rulings (label sensitivity reads the crowd here), each batch's state (the researchers' dashboard);
 - :mod:`annotation.machine.selectors` -- machine runs, calibration, the non-gendered sets by
-  label source, and each batch's state (the researchers' dashboard);
+  label source;
 - :mod:`annotation.publication.selectors` -- the study's facts every published description states;
 - :mod:`annotation.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
 """
 
 from annotation.crowd.selectors import batches
-from annotation.machine.selectors import batch_overview, batch_state, label_probabilities, non_gendered_by_source
+from annotation.machine.selectors import label_probabilities, non_gendered_by_source
 from annotation.prolific.webhooks.selectors import return_rate_warnings
 from annotation.publication.selectors import study_facts
 from annotation.results.selectors import (
     adjudicated_labels,
     answers_version,
     batch_of_query_set,
+    batch_overview,
+    batch_state,
     gold_judgments,
     gold_labels,
     judgments_frame,

@@ -2,44 +2,44 @@
 
 from django.urls import path
 
-from annotation.crowd import views as crowd
+from annotation.batches import views as batches
 from annotation.inhouse import views as inhouse
 from annotation.machine import views as machine
 from annotation.prolific import views as prolific
 from annotation.prolific.webhooks import views as prolific_webhooks
 from annotation.publication import views as publication
-from annotation.results import views as results
+from annotation.quality import views as quality
 
 app_name = "annotation"
 urlpatterns = [
-    path("", crowd.batch_list, name="batch-list"),
-    path("live/", crowd.batch_list_live, name="batch-list-live"),
+    path("", batches.batch_list, name="batch-list"),
+    path("live/", batches.batch_list_live, name="batch-list-live"),
     path("next/", inhouse.next_hit, name="next"),
     path("assignments/<int:pk>/", inhouse.assignment_page, name="assignment"),
     path("batches/<slug:name>/training/", inhouse.training_page, name="training"),
-    path("batches/new/", crowd.batch_create, name="batch-create"),
-    path("batches/new/estimate/", crowd.batch_estimate, name="batch-estimate"),
+    path("batches/new/", batches.batch_create, name="batch-create"),
+    path("batches/new/estimate/", batches.batch_estimate, name="batch-estimate"),
     path("prolific/<slug:name>/", prolific.prolific_start, name="prolific-start"),
     path("prolific/hits/<int:pk>/", prolific.prolific_hit, name="prolific-hit"),
     path("prolific/<slug:name>/training/", prolific.prolific_training, name="prolific-training"),
     # Two segments: never a batch's study link (prolific/<name>/), whatever the batch's name.
     path("prolific/webhooks/events/", prolific_webhooks.prolific_webhook, name="prolific-webhook"),
-    path("batches/<slug:name>/", crowd.batch_detail, name="batch-detail"),
-    path("batches/<slug:name>/live/", crowd.batch_live, name="batch-live"),
-    path("batches/<slug:name>/publish/", crowd.batch_publish, name="batch-publish"),
-    path("batches/<slug:name>/sync/", crowd.batch_sync, name="batch-sync"),
-    path("batches/<slug:name>/escalate/", crowd.batch_escalate, name="batch-escalate"),
-    path("batches/<slug:name>/cancel/", crowd.batch_cancel, name="batch-cancel"),
-    path("batches/<slug:name>/bonuses/rule/", crowd.batch_bonus_rule, name="batch-bonus-rule"),
-    path("batches/<slug:name>/bonuses/pay/", crowd.batch_bonus_pay, name="batch-bonus-pay"),
-    path("batches/<slug:name>/export/", crowd.batch_export, name="batch-export"),
-    path("exports/<int:pk>/<str:part>/", crowd.export_download, name="export-download"),
+    path("batches/<slug:name>/", batches.batch_detail, name="batch-detail"),
+    path("batches/<slug:name>/live/", batches.batch_live, name="batch-live"),
+    path("batches/<slug:name>/publish/", batches.batch_publish, name="batch-publish"),
+    path("batches/<slug:name>/sync/", batches.batch_sync, name="batch-sync"),
+    path("batches/<slug:name>/escalate/", batches.batch_escalate, name="batch-escalate"),
+    path("batches/<slug:name>/cancel/", batches.batch_cancel, name="batch-cancel"),
+    path("batches/<slug:name>/bonuses/rule/", batches.batch_bonus_rule, name="batch-bonus-rule"),
+    path("batches/<slug:name>/bonuses/pay/", batches.batch_bonus_pay, name="batch-bonus-pay"),
+    path("batches/<slug:name>/export/", batches.batch_export, name="batch-export"),
+    path("exports/<int:pk>/<str:part>/", batches.export_download, name="export-download"),
     path("batches/<slug:name>/dataset/", publication.batch_publish_dataset, name="batch-publish-dataset"),
-    path("batches/<slug:name>/agreement/", crowd.batch_agreement, name="batch-agreement"),
-    path("batches/<slug:name>/review/", results.batch_review, name="batch-review"),
+    path("batches/<slug:name>/agreement/", batches.batch_agreement, name="batch-agreement"),
+    path("batches/<slug:name>/review/", quality.batch_review, name="batch-review"),
     # <key:qid>: any query id (a/b, .., é q) as one segment, escaped by core.converters.
-    path("batches/<slug:name>/queries/<key:qid>/", crowd.batch_query, name="batch-query"),
-    path("batches/<slug:name>/hits/<int:position>/preview/", crowd.hit_preview, name="hit-preview"),
+    path("batches/<slug:name>/queries/<key:qid>/", batches.batch_query, name="batch-query"),
+    path("batches/<slug:name>/hits/<int:position>/preview/", batches.hit_preview, name="hit-preview"),
     # Machine pre-labelling, calibration and routing (views/machine.py).
     path("batches/<slug:name>/machine/", machine.batch_machine, name="batch-machine"),
     path("batches/<slug:name>/machine/prelabel/", machine.batch_prelabel, name="batch-prelabel"),

@@ -38,7 +38,13 @@ The rules (one test each; a failure lists the offending imports or modules):
 - no import cycle between the project's modules, function-level imports included, and none
   even through ``if TYPE_CHECKING:`` imports;
 - no two modules of one app share a last name in different layers (a pure ``calibration``
-  beside ``services/calibration``), except the layer names themselves.
+  beside ``services/calibration``), except the layer names themselves;
+- an app's **sub-domains** (``annotation.crowd``, ``annotation.quality`` …; ``models/<sub-domain>``
+  counts as its sub-domain's) keep the order of :data:`SUB_DOMAIN_ORDER`, function-level imports
+  included: a sub-domain imports only sub-domains on lower levels, so no two import each other
+  both ways, and crowd, at the base, imports none of them. The order names every sub-domain.
+
+``python tests/test_architecture.py`` prints the sub-domain import graph (``-v``: every module pair).
 """
 
 from __future__ import annotations
@@ -92,6 +98,18 @@ SHELLS = frozenset(
 #: The layers that shells call and that never call shells back.
 INNER = frozenset({"services", "selectors", "providers", "models"})
 FRAMEWORKS = ("django", "rest_framework", "celery")
+#: An app's sub-domains, bottom to top, by level: a sub-domain imports only those on lower levels;
+#: those of one level import none of each other. docs/architecture.md draws this order.
+SUB_DOMAIN_ORDER = {
+    "annotation": (
+        ("crowd",),  # batches, HITs, publishing, sync, answers, providers: the kernel
+        ("results",),  # what the answers add up to, a batch's state
+        ("quality",),  # the quality loop: escalation, re-offers, thresholds, training, rulings
+        ("machine", "inhouse"),  # machine labelling; in-house annotators
+        ("prolific", "publication"),  # Prolific participants; publishing a study and exports
+        ("batches",),  # the researcher's batch pages and API, composing everything
+    )
+}
 
 
 def _build(*, exclude_type_checking_imports: bool):
@@ -362,3 +380,156 @@ def test_no_two_modules_of_an_app_share_a_name_in_different_layers(graph):
     assert clashes == set(), "modules of one app named alike in different layers:\n  " + "\n  ".join(
         sorted(", ".join(sorted(c)) for c in clashes)
     )
+
+
+# --- an app's sub-domains and their order ----------------------------------------------------------
+
+
+def sub_domain_of(module: str, sub_domains: set[str]) -> str | None:
+    """The sub-domain ``module`` belongs to (``models/<sub-domain>`` is its sub-domain's), or None (app-level)."""
+    parts = _parts(module)
+    if parts and parts[0] in sub_domains:
+        return parts[0]
+    if len(parts) > 1 and parts[0] == "models" and parts[1] in sub_domains:
+        return parts[1]
+    return None
+
+
+def sub_domain_imports(graph, app: str) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """(importer's sub-domain, imported's) -> the module pairs behind it, function-level imports included
+    (grimp reads every import statement of a module, in functions too)."""
+    sub_domains = _sub_domains(graph, app)
+    pairs: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for importer in sorted(m for m in graph.modules if _app(m) == app and ".migrations" not in m):
+        mine = sub_domain_of(importer, sub_domains)
+        if mine is None:
+            continue
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            theirs = sub_domain_of(imported, sub_domains)
+            if theirs is not None and theirs != mine:
+                pairs[(mine, theirs)].append((importer, imported))
+    return dict(pairs)
+
+
+def both_ways(pairs) -> list[tuple[str, str]]:
+    """The sub-domains that import each other (each pair once, sorted)."""
+    return sorted({tuple(sorted(pair)) for pair in pairs if (pair[1], pair[0]) in pairs})
+
+
+def out_of_order(pairs, order) -> list[tuple[str, str]]:
+    """The module imports into a sub-domain on the importer's level or above (unplaced ones count as wrong)."""
+    level = {sub_domain: rank for rank, tier in enumerate(order) for sub_domain in tier}
+    return sorted(
+        imports
+        for (mine, theirs), module_pairs in pairs.items()
+        if level.get(theirs, len(order)) >= level.get(mine, -1)
+        for imports in module_pairs
+    )
+
+
+def _sub_domain_listing(pairs, verbose: bool = False) -> str:
+    lines = []
+    for (mine, theirs), module_pairs in sorted(pairs.items()):
+        back = "  BOTH WAYS" if (theirs, mine) in pairs else ""
+        lines.append(f"{mine:>12} -> {theirs:<12} {len(module_pairs):3} module pair(s){back}")
+        if verbose:
+            lines += [f"{'':16}{a} -> {b}" for a, b in module_pairs]
+    return "\n".join(lines)
+
+
+def test_the_order_places_every_sub_domain(graph):
+    for app, order in SUB_DOMAIN_ORDER.items():
+        placed = [sub_domain for tier in order for sub_domain in tier]
+        assert len(placed) == len(set(placed)), f"{app}: a sub-domain placed twice in {order}"
+        assert set(placed) == _sub_domains(graph, app), (
+            f"{app}'s sub-domains {sorted(_sub_domains(graph, app))} are not exactly those SUB_DOMAIN_ORDER places "
+            f"{sorted(placed)}: place a new one (docs/architecture.md draws the order)"
+        )
+
+
+def test_no_two_sub_domains_import_each_other(graph):
+    for app in SUB_DOMAIN_ORDER:
+        pairs = sub_domain_imports(graph, app)
+        assert both_ways(pairs) == [], f"{app}'s sub-domains importing each other both ways:\n" + _sub_domain_listing(
+            {p: v for p, v in pairs.items() if tuple(sorted(p)) in both_ways(pairs)}, verbose=True
+        )
+
+
+def test_sub_domains_keep_their_order(graph):
+    for app, order in SUB_DOMAIN_ORDER.items():
+        wrong = out_of_order(sub_domain_imports(graph, app), order)
+        assert wrong == [], (
+            f"{app}: imports into a sub-domain on the importer's level or above "
+            f"({' < '.join('/'.join(tier) for tier in order)}):" + _listing(wrong)
+        )
+
+
+def test_crowd_the_kernel_imports_no_other_sub_domain(graph):
+    """What the order implies, said on its own: crowd imports none of annotation's other sub-domains."""
+    wrong = [
+        pair
+        for (mine, _), pairs in sub_domain_imports(graph, "annotation").items()
+        if mine == "crowd"
+        for pair in pairs
+    ]
+    assert wrong == [], (
+        "crowd importing other sub-domains (register a hook: annotation.crowd.services.hooks):" + _listing(wrong)
+    )
+
+
+def _write_tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_the_sub_domain_checks_catch_a_backwards_import(tmp_path, monkeypatch):
+    """A deliberately broken copy: a tiny app whose kernel imports a sub-domain above it inside a
+    function (hidden from a reader of its first lines), and whose models run backwards too. The
+    checks must name each offending import, and pass on the same app without them."""
+    app = f"fake_app_{tmp_path.name.replace('-', '_')}"
+    order = (("crowd",), ("quality",), ("batches",))
+    good = {
+        f"{app}/__init__.py": "",
+        f"{app}/labels.py": "",
+        f"{app}/models/__init__.py": "",
+        f"{app}/models/crowd.py": f"from {app} import labels\n",
+        f"{app}/models/quality.py": f"from {app}.models import crowd\n",
+        f"{app}/crowd/__init__.py": "",
+        f"{app}/crowd/services/__init__.py": "",
+        f"{app}/crowd/services/sync.py": f"from {app}.models import crowd\n\ndef sync():\n    return crowd\n",
+        f"{app}/quality/__init__.py": "",
+        f"{app}/quality/loop.py": f"from {app}.crowd.services import sync\n",
+        f"{app}/batches/__init__.py": "",
+        f"{app}/batches/views.py": f"from {app}.quality import loop\nfrom {app}.crowd.services import sync\n",
+    }
+    broken = good | {
+        # crowd reaching up inside a function, and crowd's models pointing at quality's
+        f"{app}/crowd/services/sync.py": f"def sync():\n    from {app}.quality import loop\n\n    return loop\n",
+        f"{app}/models/crowd.py": f"from {app}.models import quality\n",
+    }
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    _write_tree(tmp_path, good)
+    pairs = sub_domain_imports(grimp.build_graph(app, cache_dir=None), app)
+    assert set(pairs) == {("quality", "crowd"), ("batches", "quality"), ("batches", "crowd")}
+    assert both_ways(pairs) == [] and out_of_order(pairs, order) == []
+
+    _write_tree(tmp_path, broken)
+    pairs = sub_domain_imports(grimp.build_graph(app, cache_dir=None), app)
+    assert both_ways(pairs) == [("crowd", "quality")]
+    assert out_of_order(pairs, order) == [
+        (f"{app}.crowd.services.sync", f"{app}.quality.loop"),
+        (f"{app}.models.crowd", f"{app}.models.quality"),
+    ]
+    # a sub-domain the order does not place is out of order too, whichever way it imports
+    assert out_of_order(pairs, (("crowd",), ("batches",))) != []
+
+
+if __name__ == "__main__":  # the sub-domain import graph, as the tests above compute it
+    for app in SUB_DOMAIN_ORDER:
+        print(f"{app}: {' < '.join('/'.join(tier) for tier in SUB_DOMAIN_ORDER[app])}")
+        print(
+            _sub_domain_listing(sub_domain_imports(_build(exclude_type_checking_imports=True), app), "-v" in sys.argv)
+        )

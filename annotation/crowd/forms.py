@@ -9,10 +9,9 @@ from django import forms
 
 from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery
 from annotation.crowd.services.batches import create_batch, estimate_cost, read_gold_file
-from annotation.labels import EXPORT_CATEGORIES, LABEL_CHOICES
+from annotation.labels import LABEL_CHOICES
 from annotation.models import Batch, HitQuery, Provider
-from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS
-from annotation.results.export_formats import EXPORT_FORMATS
+from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from core.errors import InputError, ServiceError
 from core.forms import MoneyField
 from core.services.uploads import upload_too_large_message
@@ -279,14 +278,6 @@ class BatchForm(forms.Form):
             query_set=data.get("queries"),
             gold=data["gold_queries"],
         )
-
-
-class ExportForm(forms.Form):
-    category = forms.ChoiceField(choices=[(c, c) for c in EXPORT_CATEGORIES], initial="non-gendered")
-    format = forms.ChoiceField(choices=[(f.name, f.description) for f in EXPORT_FORMATS.values()])
-    as_query_set = forms.SlugField(
-        required=False, label="Also register as query set", help_text="e.g. to measure the runs' bias on it"
-    )
 
 
 class AdjudicateForm(forms.Form):

@@ -6,10 +6,9 @@ Workers appear by pseudonym only; a serializer never reaches ``WorkerIdentity``.
 from django.urls import reverse
 from rest_framework import serializers
 
-from annotation.labels import CATEGORY_SLUGS, EXPORT_CATEGORIES, LABELS
+from annotation.labels import CATEGORY_SLUGS, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
-from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS
-from annotation.results.export_formats import DEFAULT_EXPORT_FORMAT, EXPORT_FORMATS
+from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from core.serializers import JobSerializer, MoneyField
 
 
@@ -147,12 +146,6 @@ class ExportSerializer(serializers.ModelSerializer):
             "query_set",
             "created",
         ]
-
-
-class ExportRequestSerializer(serializers.Serializer):
-    category = serializers.ChoiceField(choices=list(EXPORT_CATEGORIES))
-    format = serializers.ChoiceField(choices=list(EXPORT_FORMATS), default=DEFAULT_EXPORT_FORMAT)
-    as_query_set = serializers.SlugField(required=False, allow_blank=True)
 
 
 class AdjudicateRequestSerializer(serializers.Serializer):

@@ -4,6 +4,7 @@ finite-sample guarantee, category shares (PPI++) and the alternative-annotator t
 Pure: :mod:`.prelabellers`, :mod:`.calibration_statistics`, :mod:`.routing_statistics`,
 :mod:`.proportions`, :mod:`.alternative_annotator`, :mod:`.crowd_reliability`,
 :mod:`.calibration_plots`. Reads: :mod:`.selectors` (runs, the calibration sample and its report,
-the non-gendered sets by label source, every batch's state). Writes: :mod:`.services`. Shells: :mod:`.views`, :mod:`.api` with
+the non-gendered sets by label source). Writes: :mod:`.services` (with the pre-labelling job,
+:mod:`.services.background`). Shells: :mod:`.views`, :mod:`.api` with
 :mod:`.serializers`, :mod:`.forms`.
 """

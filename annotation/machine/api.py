@@ -31,7 +31,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.crowd.services.background import start_prelabel, start_publish
+from annotation.crowd.services.background import start_publish
 from annotation.machine.forms import PrelabelForm
 from annotation.machine.selectors import calibration_report, prelabel_runs
 from annotation.machine.serializers import (
@@ -45,6 +45,7 @@ from annotation.machine.serializers import (
     RoutingRequestSerializer,
     RoutingSerializer,
 )
+from annotation.machine.services.background import start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache
 from annotation.machine.services.routing import (

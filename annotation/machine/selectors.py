@@ -1,5 +1,5 @@
 """Reads of machine labelling: the machines' runs on a batch, the blind calibration sample read
-against a machine with its report, the non-gendered sets by label source, and a batch's state.
+against a machine with its report, the non-gendered sets by label source.
 
 A batch labelled by a machine first (:mod:`.services.prelabels`) stays a draft; its crowd
 work goes through *derived* batches (``Batch.parent``): first a calibration sample
@@ -15,11 +15,6 @@ whole batch by prediction-powered inference. Each sampled query is weighted by t
 of its machine label's sampling rate (N_s / n_s, post-stratified), so the figures estimate
 the batch, not the sample. Queries the machine was trained on (``detail["in_training"]``) are left out.
 
-:func:`batch_state` is here, at the top of the sub-domains, because a machine-labelled
-batch's state sums its derived crowd batches and counts its label sources
-(:func:`annotation.results.selectors.source_counts`); it is the one reading of every batch's
-state (crowd, machine-labelled, calibration, routed).
-
 Read-only: nothing here changes state (the writes are in :mod:`.services`).
 """
 
@@ -28,12 +23,10 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from django.db.models import Avg, Count, Max, Q
 
-from annotation.crowd.selectors import batch_progress, is_machine_labelled, spent
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Judgment, PreLabel
 from annotation.results.selectors import (
@@ -44,7 +37,6 @@ from annotation.results.selectors import (
     labels_with_sources,
     latest_routing,
     machine_accepted,
-    source_counts,
 )
 from core.errors import StateError
 
@@ -664,91 +656,3 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
         texts=dict(batch.queries.filter(is_gold=False).order_by("position").values_list("qid", "text")),
         version=answers.version,
     )
-
-
-# --- a batch's state: the batch page, the batch list and the dashboard ---
-
-
-def batch_state(batch: Batch, progress: dict | None = None) -> dict[str, Any]:
-    """What ``batch`` is and where it stands: the one reading behind the batch page, the batch list
-    and the dashboard, so the three never disagree.
-
-    Keys: ``kind`` (``crowd``; ``machine``: :func:`annotation.crowd.selectors.is_machine_labelled`; ``calibration`` or
-    ``routed``: a derived batch), ``status`` (the status shown: "machine-labelled" for a
-    machine-labelled batch), ``progress`` (:func:`annotation.crowd.selectors.batch_progress`), ``answered`` and
-    ``expected`` assignments, ``fraction`` (of the bar), ``spent`` (USD), ``estimate`` (USD,
-    None for a machine-labelled batch: what its own HITs would cost is never spent nor
-    committed). A machine-labelled batch adds ``machine``: ``queries``, ``accepted``
-    (labels the machine gave that stand), ``crowd`` (labelled by the crowd or a ruling),
-    ``sample`` and ``routed`` (queries sent to the crowd in its calibration sample and
-    routed batches), ``unlabelled``; ``parts`` (its crowd batches, each with its own
-    state); ``spent`` (theirs, bonuses included), ``committed`` (what their published
-    HITs may still cost) and ``planned`` (their drafts' estimates).
-    """
-    progress = progress if progress is not None else batch_progress(batch)
-    answered = progress["submitted"] + progress["approved"]
-    kind = batch.purpose or "crowd"
-    if kind == "crowd" and is_machine_labelled(batch):
-        return _machine_state(batch, progress)
-    return {
-        "kind": kind,
-        "status": batch.status,
-        "progress": progress,
-        "answered": answered,
-        "expected": progress["assignments_expected"],
-        "fraction": progress["fraction"],
-        "spent": spent(batch, answered),
-        "estimate": (batch.cost or {}).get("total"),
-        "machine": None,
-    }
-
-
-def _machine_state(batch: Batch, progress: dict) -> dict[str, Any]:
-    parts = []
-    for part in batch.derived.order_by("created", "pk"):
-        state = batch_state(part)
-        estimate = Decimal(state["estimate"] or 0)
-        live = part.status == Batch.Status.PUBLISHED
-        state |= {
-            "batch": part,
-            "queries": state["progress"]["queries"],
-            "committed": max(Decimal("0.00"), estimate - state["spent"]) if live else Decimal("0.00"),
-            "planned": estimate if part.status == Batch.Status.DRAFT else Decimal("0.00"),
-        }
-        parts.append(state)
-    counted = [p for p in parts if p["batch"].status != Batch.Status.CANCELLED]
-    sources = source_counts(batch)
-    queries = progress["queries"]
-    labelled = sum(sources.values())
-    machine = {
-        "queries": queries,
-        "accepted": sources.get(MACHINE, 0),
-        "crowd": labelled - sources.get(MACHINE, 0),
-        "sample": sum(p["queries"] for p in counted if p["kind"] == Batch.Purpose.CALIBRATION),
-        "routed": sum(p["queries"] for p in counted if p["kind"] == Batch.Purpose.ROUTED),
-        "unlabelled": queries - labelled,
-    }
-    answered = sum(p["answered"] for p in parts)
-    return {
-        "kind": "machine",
-        "status": "machine-labelled",
-        "progress": progress,
-        "answered": answered,
-        "expected": sum(p["expected"] for p in counted),
-        "fraction": labelled / queries if queries else None,
-        "spent": sum((p["spent"] for p in parts), Decimal("0.00")),
-        "committed": sum((p["committed"] for p in parts), Decimal("0.00")),
-        "planned": sum((p["planned"] for p in parts), Decimal("0.00")),
-        "estimate": None,
-        "all_crowd_estimate": (batch.cost or {}).get("total"),
-        "machine": machine,
-        "parts": parts,
-    }
-
-
-def batch_overview(limit: int | None = None) -> list[dict]:
-    """Batches, newest first, each with ``batch`` and its :func:`batch_state`."""
-    return [
-        {"batch": batch} | batch_state(batch)
-        for batch in Batch.objects.select_related("query_set", "pool").order_by("-created", "-pk")[:limit]
-    ]

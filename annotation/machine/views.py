@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from annotation.crowd.services.background import start_prelabel, start_publish
+from annotation.crowd.services.background import start_publish
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine import calibration_plots
 from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
@@ -36,6 +36,7 @@ from annotation.machine.selectors import (
     prelabel_runs,
     report_version,
 )
+from annotation.machine.services.background import start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
 from annotation.machine.services.routing import DEFAULT_RISK, guarantee_text, plan_routing, plan_summary, route_batch

@@ -22,6 +22,10 @@ from django.db.models import Q
 from annotation.labels import LABEL_CHOICES
 from pooling.models import Pool, Query, QuerySet
 
+#: The most assignments a HIT is escalated to unless the researcher says otherwise (``Batch.escalation_cap``,
+#: the escalation page, its form and API, ``manage.py escalate_batch``).
+DEFAULT_MAX_ASSIGNMENTS = 7
+
 
 class Provider(models.TextChoices):
     LOCAL = "local", "In-house annotators (this site)"
@@ -132,7 +136,9 @@ class Batch(models.Model):
         blank=True,
         help_text='Escalate at every sync until "majority" or "posterior:P" is reached ("": only by hand).',
     )
-    escalation_cap = models.PositiveSmallIntegerField(default=7, help_text="Most assignments a HIT is escalated to.")
+    escalation_cap = models.PositiveSmallIntegerField(
+        default=DEFAULT_MAX_ASSIGNMENTS, help_text="Most assignments a HIT is escalated to."
+    )
     training_pass_fraction = models.FloatField(
         default=0.8, help_text="Share of the training queries a worker must get right before their first HIT."
     )

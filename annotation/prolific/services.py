@@ -76,8 +76,10 @@ from annotation.crowd.providers.prolific import (
     total_places,
 )
 from annotation.crowd.services.answers import review_assignment
+from annotation.crowd.services.hooks import platform_syncs
 from annotation.crowd.services.pseudonyms import worker_for
-from annotation.crowd.services.statuses import complete_if_done
+from annotation.crowd.services.statuses import complete_if_done, settle_hit_statuses
+from annotation.crowd.services.sync import SyncResult, run_sync_steps
 from annotation.inhouse.services.handout import claim_hit, release_abandoned
 from annotation.models import Assignment, Batch, ProlificSession, Provider, Worker
 from core.errors import ServiceError
@@ -532,6 +534,30 @@ def _review(assignment: Assignment, provider: CrowdProvider, approve_all: bool) 
         )
         return "rejected"
     return review_assignment(assignment, provider, approve_all=approve_all)
+
+
+@platform_syncs.register(Provider.PROLIFIC)
+def sync_prolific_batch(
+    batch: Batch, provider: CrowdProvider, *, approve_all: bool = False, job: Job | None = None, bar: bool = False
+) -> SyncResult:
+    """A Prolific batch's sync (:func:`annotation.crowd.services.sync.sync_batch` hands it over whole):
+    the study's submissions (:func:`sync_prolific`), the HITs' statuses, the steps every sync ends with
+    (the quality loop), and the study stopped once the batch is done (nobody more is sent to it)."""
+    found = sync_prolific(batch, provider, approve_all=approve_all, job=job, bar=bar)
+    settle_hit_statuses(batch)  # rejected and returned submissions free their places
+    result = SyncResult(
+        updated=found.updated + found.freed,
+        approved=found.approved,
+        rejected=found.rejected,
+        kept=found.kept,
+        completed=found.completed,
+        prolific=found,
+    )
+    run_sync_steps(batch, provider, result)
+    result.completed = batch.status == Batch.Status.COMPLETED  # an escalation round reopens it
+    if result.completed:
+        found.stopped = close_study(batch, provider)
+    return result
 
 
 def sync_prolific(

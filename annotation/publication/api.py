@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from annotation.models import Batch
 from annotation.publication.serializers import PublishDatasetRequestSerializer
-from annotation.publication.services import publication_zip
+from annotation.publication.services.dataset import publication_zip
 from annotation.publication.views import zip_response
 from core.api import ErrorSerializer, body_object
 

@@ -1,7 +1,7 @@
 """What the platform knows of how a batch's labels were made: the study's facts, read once.
 
 Every published description of a batch states these facts: the dataset card beside an export
-(:mod:`annotation.results.services.exports`), the Hugging Face dataset card and the Croissant
+(:mod:`annotation.publication.services.exports`), the Hugging Face dataset card and the Croissant
 Responsible-AI fields of a published dataset folder, and the methods paragraph of a paper
 bundle (``metrics``). They all read them here, so a figure (an agreement interval, a count of
 rulings, the non-gendered share) is the same in each.
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.labels import LABEL_NAMES, LABELS
-from annotation.machine.selectors import batch_state, calibration_report
+from annotation.machine.selectors import calibration_report
 from annotation.models import Batch, Escalation
 from annotation.results.export_formats import machine_facts
 from annotation.results.selectors import (
@@ -25,6 +25,7 @@ from annotation.results.selectors import (
     MACHINE,
     BatchAnswers,
     agreement,
+    batch_state,
     latest_routing,
     min_votes,
     query_results,
@@ -88,7 +89,7 @@ def batch_facts(batch: Batch) -> dict[str, Any]:
         "cost": batch.cost or None,
         # What it spent, fees and bonuses included (its crowd batches' for a machine-labelled one), and the
         # assignments answered of those asked for (theirs too): the figures of the dashboard, the batch
-        # list and page (annotation.machine.selectors.batch_state).
+        # list and page (annotation.results.selectors.batch_state).
         "spent": state["spent"],
         "answered": state["answered"],
         "expected": state["expected"],

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from annotation.models import Batch
 from annotation.publication.forms import PublishDatasetForm
-from annotation.publication.services import publication_zip
+from annotation.publication.services.dataset import publication_zip
 from core.errors import ServiceError
 from core.web.permissions import researcher_required
 

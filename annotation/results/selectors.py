@@ -1,5 +1,5 @@
 """Reads of what a batch's answers add up to: judgments, labels and where each comes from,
-agreement, and what the review queue and the exports read.
+agreement, what the review queue and the exports read, and a batch's state (:func:`batch_state`).
 
 Only usable judgments count: a label (not an invalid answer) to a real query (not a gold
 question) in an assignment that was not rejected and did not fail its gold questions.
@@ -30,13 +30,14 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError, transaction
 from django.db.models import Count, Max
 
-from annotation.crowd.selectors import WORK_KEYS, answer_counts, batch_progress
+from annotation.crowd.selectors import WORK_KEYS, answer_counts, batch_progress, is_machine_labelled, spent
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 from annotation.results.review import next_query, review_rows
@@ -593,7 +594,7 @@ def labels_with_sources(batch: Batch, answers: BatchAnswers | None = None) -> di
 def source_counts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, int]:
     """How many labelled queries of ``batch`` take their label from each source
     (:data:`SOURCES`: crowd majority, adjudicated, machine-accepted), cached
-    with the answers (:func:`_cached`); the counts :func:`annotation.machine.selectors.batch_state` shows."""
+    with the answers (:func:`_cached`); the counts :func:`batch_state` shows."""
     answers = answers or BatchAnswers(batch)
 
     def count() -> dict[str, int]:
@@ -800,3 +801,95 @@ def following_query(batch: Batch, rows: list[dict], status: str, after: str) -> 
             index = batch.queries.filter(is_gold=False, position__lt=position).count()
             rows = sorted([*rows, {"qid": after, "statuses": [], "index": index}], key=lambda row: row["index"])
     return next_query(rows, status, after)
+
+
+# --- a batch's state: the batch page, the batch list, the dashboard, the dataset card -------------
+# Here, below everything that shows it, because a machine-labelled batch's state counts its label
+# sources (:func:`source_counts`) and sums its derived crowd batches (their progress and spend:
+# :mod:`annotation.crowd.selectors`); it is the one reading of every batch's state (crowd,
+# machine-labelled, calibration, routed), so no two pages, cards or texts disagree on a figure.
+
+
+def batch_state(batch: Batch, progress: dict | None = None) -> dict[str, Any]:
+    """What ``batch`` is and where it stands: the one reading behind the batch page, the batch list
+    and the dashboard, so the three never disagree.
+
+    Keys: ``kind`` (``crowd``; ``machine``: :func:`annotation.crowd.selectors.is_machine_labelled`; ``calibration`` or
+    ``routed``: a derived batch), ``status`` (the status shown: "machine-labelled" for a
+    machine-labelled batch), ``progress`` (:func:`annotation.crowd.selectors.batch_progress`), ``answered`` and
+    ``expected`` assignments, ``fraction`` (of the bar), ``spent`` (USD), ``estimate`` (USD,
+    None for a machine-labelled batch: what its own HITs would cost is never spent nor
+    committed). A machine-labelled batch adds ``machine``: ``queries``, ``accepted``
+    (labels the machine gave that stand), ``crowd`` (labelled by the crowd or a ruling),
+    ``sample`` and ``routed`` (queries sent to the crowd in its calibration sample and
+    routed batches), ``unlabelled``; ``parts`` (its crowd batches, each with its own
+    state); ``spent`` (theirs, bonuses included), ``committed`` (what their published
+    HITs may still cost) and ``planned`` (their drafts' estimates).
+    """
+    progress = progress if progress is not None else batch_progress(batch)
+    answered = progress["submitted"] + progress["approved"]
+    kind = batch.purpose or "crowd"
+    if kind == "crowd" and is_machine_labelled(batch):
+        return _machine_state(batch, progress)
+    return {
+        "kind": kind,
+        "status": batch.status,
+        "progress": progress,
+        "answered": answered,
+        "expected": progress["assignments_expected"],
+        "fraction": progress["fraction"],
+        "spent": spent(batch, answered),
+        "estimate": (batch.cost or {}).get("total"),
+        "machine": None,
+    }
+
+
+def _machine_state(batch: Batch, progress: dict) -> dict[str, Any]:
+    parts = []
+    for part in batch.derived.order_by("created", "pk"):
+        state = batch_state(part)
+        estimate = Decimal(state["estimate"] or 0)
+        live = part.status == Batch.Status.PUBLISHED
+        state |= {
+            "batch": part,
+            "queries": state["progress"]["queries"],
+            "committed": max(Decimal("0.00"), estimate - state["spent"]) if live else Decimal("0.00"),
+            "planned": estimate if part.status == Batch.Status.DRAFT else Decimal("0.00"),
+        }
+        parts.append(state)
+    counted = [p for p in parts if p["batch"].status != Batch.Status.CANCELLED]
+    sources = source_counts(batch)
+    queries = progress["queries"]
+    labelled = sum(sources.values())
+    machine = {
+        "queries": queries,
+        "accepted": sources.get(MACHINE, 0),
+        "crowd": labelled - sources.get(MACHINE, 0),
+        "sample": sum(p["queries"] for p in counted if p["kind"] == Batch.Purpose.CALIBRATION),
+        "routed": sum(p["queries"] for p in counted if p["kind"] == Batch.Purpose.ROUTED),
+        "unlabelled": queries - labelled,
+    }
+    answered = sum(p["answered"] for p in parts)
+    return {
+        "kind": "machine",
+        "status": "machine-labelled",
+        "progress": progress,
+        "answered": answered,
+        "expected": sum(p["expected"] for p in counted),
+        "fraction": labelled / queries if queries else None,
+        "spent": sum((p["spent"] for p in parts), Decimal("0.00")),
+        "committed": sum((p["committed"] for p in parts), Decimal("0.00")),
+        "planned": sum((p["planned"] for p in parts), Decimal("0.00")),
+        "estimate": None,
+        "all_crowd_estimate": (batch.cost or {}).get("total"),
+        "machine": machine,
+        "parts": parts,
+    }
+
+
+def batch_overview(limit: int | None = None) -> list[dict]:
+    """Batches, newest first, each with ``batch`` and its :func:`batch_state`."""
+    return [
+        {"batch": batch} | batch_state(batch)
+        for batch in Batch.objects.select_related("query_set", "pool").order_by("-created", "-pk")[:limit]
+    ]

@@ -12,16 +12,19 @@ Every write of the app lives in a sub-domain's ``services`` package, one module 
 - :mod:`annotation.crowd.services` -- batches (create, cancel) and their settings, publishing,
   answers (check, record, review), sync with the provider, HIT statuses, locking,
   pseudonyms, MTurk administration, and the background jobs (:mod:`.background`:
-  publishing, syncing, escalating, pre-labelling, each declared once with
+  publishing, syncing, paying bonuses, each declared once with
   :func:`core.jobs.background_job` and a progress record);
 - :mod:`annotation.inhouse.services` -- in-house annotators: accounts, handing out HITs,
   submitting answers, the team and its access, simulated annotators;
 - :mod:`annotation.prolific.services` -- Prolific participants: arrivals, the study's
   submissions reconciled, bonuses, the study stopped when the batch is done;
-- :mod:`annotation.quality.services` -- escalation of disputed queries, re-offers, the budget
-  of extras, worker thresholds, training, a researcher's adjudication;
-- :mod:`annotation.results.services` -- exports of the labelled query sets;
-- :mod:`annotation.machine.services` -- pre-labels, the blind calibration sample, routing.
+- :mod:`annotation.quality.services` -- escalation of disputed queries (and its job,
+  :mod:`.background`), re-offers, the budget of extras, worker thresholds, training, a
+  researcher's adjudication, the quality loop at every sync;
+- :mod:`annotation.publication.services` -- exports of the labelled query sets with their
+  dataset cards, the Hugging Face-ready dataset folder;
+- :mod:`annotation.machine.services` -- pre-labels (and their job, :mod:`.background`), the
+  blind calibration sample, routing.
 
 The reads are in each sub-domain's ``selectors`` module (see :mod:`annotation.selectors`).
 """
@@ -34,10 +37,12 @@ from annotation.crowd.services.batches import create_batch, estimate_cost, read_
 from annotation.crowd.services.publishing import publish_batch
 from annotation.crowd.services.sync import sync_batch
 from annotation.inhouse.services.handout import create_annotator
+from annotation.machine.services import background as machine_jobs  # noqa: F401  (pre-labelling)
 from annotation.machine.services.calibration import create_calibration_sample, follow_reference
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import audit_routing, plan_routing, route_batch
 from annotation.prolific.webhooks.services import deliveries  # noqa: F401  (the Prolific re-read job)
+from annotation.quality.services import background as quality_jobs  # noqa: F401  (escalating)
 
 __all__ = [
     "BatchSettings",

@@ -31,7 +31,7 @@ from annotation.machine.prelabellers.openai_chat import Sampled
 from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
-from annotation.results.services.exports import export_for_download
+from annotation.publication.services.exports import export_for_download
 from core.services.api_tokens import api_token
 from pooling.models import QuerySet
 from pooling.services import create_query_set

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from annotation.machine import selectors
+from annotation.results import selectors
 from tests.annotation.machine.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
 from tests.annotation.machine.test_site_machine_state import expected_counts, routed  # noqa: F401 (fixture)
 

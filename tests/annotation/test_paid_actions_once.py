@@ -15,10 +15,11 @@ import pytest
 from django.db import connection
 
 from annotation import services
-from annotation.crowd.services.background import start_escalate, start_publish, start_sync
+from annotation.crowd.services.background import start_publish, start_sync
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import Batch
+from annotation.quality.services.background import start_escalate
 from core.errors import StateError
 from core.models import Job
 from pooling.models import QuerySet

@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from annotation import services as annotation_services
 from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.publication.services.exports import export_queries
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results.services.exports import export_queries
 from core.models import Job
 from metrics import sensitivity, services
 from metrics.models import Result

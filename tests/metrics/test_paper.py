@@ -17,7 +17,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation import selectors as annotation_selectors
-from annotation.results.services.exports import export_queries
+from annotation.publication.services.exports import export_queries
 from metrics import formatting, selectors, tables
 from metrics.bibliography import ENTRIES, bibtex, cited_keys
 from metrics.defaults import TABLE_LAYOUTS

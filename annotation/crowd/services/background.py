@@ -1,34 +1,32 @@
-"""Publishing, syncing, escalating, paying bonuses and pre-labelling as background jobs, followed through a ``core.models.Job``.
+"""Publishing, syncing and paying bonuses as background jobs, followed through a ``core.models.Job``.
 
 Each job is declared once here (:func:`core.jobs.background_job`): its kind, its Celery
-task's name and its work; ``start_*`` check the batch and start it. The Job is sent only
+task's name and its work; ``start_*`` check the batch and start it. The sub-domains above
+crowd declare their own jobs beside their services, with the helpers here
+(``_require_status``, ``_batch_url``): escalating in
+:mod:`annotation.quality.services.background`, pre-labelling in
+:mod:`annotation.machine.services.background`. The Job is sent only
 once the caller's transaction has committed (so the worker sees the batch and the job), and
 runs in this process when no broker is configured (``core.jobs.in_process``). Publishing,
 syncing and escalating record every provider call before making it, so a redelivery after
 a crash finishes the work instead of repeating it; paying bonuses records its intent before
-each call and settles lost answers from Prolific's state (never paying twice). Pre-labelling is a job because a chat
-model may take minutes; a redelivery reruns it, which costs nothing: the chat model's
-answers are cached and the labels of the same labeller are replaced, not added.
+each call and settles lost answers from Prolific's state (never paying twice).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
-from django.conf import settings
-from django.db import transaction
 from django.urls import reverse
 
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.publishing import check_publishable, publish_batch
 from annotation.crowd.services.sync import sync_batch
-from annotation.machine.services.prelabels import PRELABEL_JOB_KIND, live_prelabel, prelabel_batch
 from annotation.models import Batch
-from annotation.quality.services.escalation import escalate_batch
-from core.errors import InputError, ServiceError, StateError
+from core.errors import ServiceError, StateError
 from core.jobs import background_job
 from core.models import Job
-from core.services.once import claim, start_once
+from core.services.once import start_once
 
 
 def _require_status(batch: Batch, *allowed: str) -> None:
@@ -57,17 +55,6 @@ def sync_job(job: Job, batch_id: int, approve_all: bool = False) -> dict:
     job.result = {"batch": batch.name, **result, "url": _batch_url(batch)}
     job.message = f"{result['new']} new assignment(s), {result['approved']} approved, {result['rejected']} rejected"
     return result
-
-
-@background_job("annotation.escalate", task="annotation.tasks.escalate_batch_task")
-def escalate_job(
-    job: Job, batch_id: int, max_assignments: int, confirmed_hits: list[int] | None = None, until: str = "majority"
-) -> int:
-    batch = Batch.objects.get(pk=batch_id)
-    added = len(escalate_batch(batch, max_assignments, confirmed_hits=confirmed_hits, until=until))
-    job.result = {"batch": batch.name, "extra_assignments": added, "url": _batch_url(batch)}
-    job.message = f"Added {added} assignment(s)"
-    return added
 
 
 #: The kind of a bonus pay's Job (one queued or running per batch at a time).
@@ -99,55 +86,6 @@ def pay_bonuses_job(job: Job, batch_id: int, expected_total: str | None = None) 
     return job.result
 
 
-def _machine_url(batch: Batch) -> str:
-    return reverse("annotation:batch-machine", args=[batch.name])
-
-
-# ValueError: an unknown labeller, or samples given to one that takes none (bad input, no retry).
-@background_job(
-    PRELABEL_JOB_KIND, task="annotation.tasks.prelabel_task", failures=(ServiceError, InputError, ValueError)
-)
-def prelabel_job(job: Job, batch_id: int, labeller: str, samples: int | None = None, train: str | None = None) -> dict:
-    batch = Batch.objects.get(pk=batch_id)
-    # ``train`` only when given: only the trained labeller takes it.
-    extra = {} if train is None else {"train": train}
-    summary = prelabel_batch(batch, labeller, samples=samples, **extra)
-    usage = summary.usage
-    cv_accuracy = getattr(summary, "cv_accuracy", None)
-    job.result = {
-        "batch": batch.name,
-        "labeller": summary.labeller,
-        "model": summary.model,
-        "prompt_version": summary.prompt_version,
-        "counts": summary.counts,
-        "labelled": summary.labelled,
-        "unlabelled": summary.unlabelled,
-        "mean_confidence": summary.mean_confidence,
-        "usage": {
-            "requests": usage.requests,
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "cost": str(usage.cost),
-            "cached_queries": usage.cached_queries,
-            "sampled_queries": usage.sampled_queries,
-            "unparseable": usage.unparseable,
-            "answers": usage.answers,
-            "logprob_answers": usage.logprob_answers,
-        },
-        "cv_accuracy": cv_accuracy,
-        "url": _machine_url(batch),
-    }
-    mean = "-" if summary.mean_confidence is None else f"{summary.mean_confidence:.3f}"
-    job.message = (
-        f"{summary.labelled} quer{'y' if summary.labelled == 1 else 'ies'} labelled by {summary.labeller} "
-        f"({summary.model}, {summary.prompt_version}), {summary.unlabelled} without a label; mean confidence {mean}"
-        + (f"; cross-validated accuracy {cv_accuracy:.3f}" if cv_accuracy is not None else "")
-        + (f"; {summary.cv_note}" if getattr(summary, "cv_note", "") else "")
-        + (f"; {usage.requests} request(s), ${usage.cost}" if usage.requests else "")
-    )
-    return job.result
-
-
 def start_publish(batch: Batch) -> Job:
     _require_status(batch, Batch.Status.DRAFT, Batch.Status.PUBLISHED)
     check_publishable(batch)
@@ -160,15 +98,6 @@ def start_sync(batch: Batch, *, approve_all: bool = False) -> Job:
     # A sync re-offers rejected places and escalates: paid work, one sync of a batch at a time.
     busy = f"batch {batch.name!r} is being synced already"
     return start_once(sync_job, batch, f"Sync {batch.name}", batch.pk, approve_all, busy=busy)
-
-
-def start_escalate(
-    batch: Batch, *, max_assignments: int, confirmed_hits: list[int] | None = None, until: str = "majority"
-) -> Job:
-    _require_status(batch, Batch.Status.PUBLISHED, Batch.Status.COMPLETED)
-    busy = f"batch {batch.name!r} is being escalated already"
-    args = (batch.pk, max_assignments, confirmed_hits, until)
-    return start_once(escalate_job, batch, f"Escalate {batch.name}", *args, busy=busy)
 
 
 def start_pay_bonuses(batch: Batch, *, expected_total: str | None = None) -> Job:
@@ -189,22 +118,3 @@ def start_pay_bonuses(batch: Batch, *, expected_total: str | None = None) -> Job
         expected_total = str(expected_total)
     busy = f"bonuses of batch {batch.name!r} are being paid already"  # one pay job per batch at a time
     return start_once(pay_bonuses_job, batch, f"Pay bonuses of {batch.name}", batch.pk, expected_total, busy=busy)
-
-
-def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, train: str | None = None) -> Job:
-    """Pre-label ``batch`` in the background; input no run could accept is refused at once (a
-    message on the page, a 400 in the API) rather than queued as a job that can only fail."""
-    from annotation.machine.prelabellers import prelabeller_names
-
-    if labeller not in prelabeller_names():
-        raise ServiceError(f"unknown pre-labeller {labeller!r}; known: {', '.join(prelabeller_names())}")
-    if samples is not None and (labeller != "openai" or samples < 1):
-        raise ServiceError("samples: only the openai pre-labeller takes samples, at least 1")
-    if labeller == "openai" and not (settings.PRELABEL_API_URL and settings.PRELABEL_MODEL):
-        raise ServiceError("the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings")
-    args: list = [batch.pk, labeller, samples]
-    if train is not None:
-        args.append(train)
-    with transaction.atomic():  # one job per batch and machine at a time (decided under the batch's row lock)
-        claim(batch, lambda: live_prelabel(batch, labeller, train))
-        return prelabel_job.start(f"Pre-label {batch.name} with {labeller}", *args)

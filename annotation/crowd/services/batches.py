@@ -16,6 +16,7 @@ from annotation.crowd.costs import Cost, provider_cost
 from annotation.crowd.hit_groups import group_into_hits
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery, bonus_rule_of
+from annotation.crowd.services.hooks import created
 from annotation.labels import label_code
 from annotation.models import Batch, BatchQuery, Hit, HitQuery, Provider
 from core.errors import InputError, ServiceError, StateError
@@ -215,7 +216,7 @@ def create_batch(
     Queries are shuffled (seeded) before grouping so that one HIT does not hold a run of
     similar queries; ``gold_per_hit`` gold questions are then placed at random positions
     of every HIT, cycling through ``gold``. ``training`` queries (known labels) make the
-    qualification step (:mod:`.training`). ``only_qids`` keeps those queries of the set alone
+    qualification step (:mod:`annotation.quality.services.training`, registered in :data:`.hooks.created`). ``only_qids`` keeps those queries of the set alone
     (a derived batch: :mod:`.calibration`, :mod:`.routing`). Nothing is sent to a provider yet.
     """
     query_set, queries = _check_sources(name, settings, query_set, pool, gold, only_qids)
@@ -256,10 +257,7 @@ def create_batch(
         )
         hit_queries += [HitQuery(hit=hit, batch_query=bq, position=i) for i, bq in enumerate(members, start=1)]
     HitQuery.objects.bulk_create(hit_queries, batch_size=2000)
-    if training:
-        from annotation.quality.services.training import add_training
-
-        add_training(batch, training, settings.training_pass_fraction)
+    created.run(batch, settings, training=training)  # e.g. the training queries stored (the qualification step)
     batch.cost = estimate_cost(settings, len(batch_queries))
     batch.save(update_fields=["cost"])
     return batch

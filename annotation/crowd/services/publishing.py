@@ -31,6 +31,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from annotation.crowd.providers import CrowdProvider, get_provider
+from annotation.crowd.services.hooks import published
 from annotation.crowd.services.locking import one_per_batch
 from annotation.labels import VOCABULARY
 from annotation.models import Batch, Hit, HitQuery
@@ -153,8 +154,5 @@ def publish_batch(
         batch.status = Batch.Status.PUBLISHED
         batch.published = timezone.now()
         batch.save(update_fields=["status", "published"])
-    if batch.provider == "prolific":  # its workspace's webhooks (docs/prolific.md); a failure leaves polling
-        from annotation.prolific.webhooks.services.subscriptions import reconcile_webhooks
-
-        reconcile_webhooks(getattr(provider, "client", None))
+    published.run(batch, provider)  # what follows a publication (Prolific: its workspace's webhooks)
     return len(pending)

@@ -8,10 +8,11 @@ from django.db import IntegrityError, transaction
 
 from annotation.crowd.providers import CrowdProvider, RemoteAssignment, get_provider
 from annotation.crowd.services.answers import record_answers, review_assignment
+from annotation.crowd.services.hooks import platform_syncs, sync_steps
 from annotation.crowd.services.locking import one_per_batch
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.statuses import complete_if_done, settle_hit_statuses
-from annotation.models import Assignment, Batch, Hit, Provider
+from annotation.models import Assignment, Batch, Hit
 from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
@@ -86,26 +87,9 @@ def sync_batch(
     if batch.status == Batch.Status.DRAFT:
         raise ServiceError(f"batch {batch.name!r} is not published yet")
     provider = provider or get_provider(batch.provider)
-    if batch.provider == Provider.PROLIFIC:
-        from annotation.prolific.services import sync_prolific
-
-        found = sync_prolific(batch, provider, approve_all=approve_all, job=job, bar=bar)
-        settle_hit_statuses(batch)  # rejected and returned submissions free their places
-        result = SyncResult(
-            updated=found.updated + found.freed,
-            approved=found.approved,
-            rejected=found.rejected,
-            kept=found.kept,
-            completed=found.completed,
-            prolific=found,
-        )
-        _close_the_loop(batch, provider, result)
-        result.completed = batch.status == Batch.Status.COMPLETED  # an escalation round reopens it
-        if result.completed:
-            from annotation.prolific.services import close_study
-
-            found.stopped = close_study(batch, provider)  # nobody more is sent to a finished batch
-        return result
+    platform_sync = platform_syncs.get(batch.provider)
+    if platform_sync is not None:  # its answers are not read HIT by HIT (Prolific: its study's submissions)
+        return platform_sync(batch, provider, approve_all=approve_all, job=job, bar=bar)
     result = SyncResult()
     hits = list(batch.hits.exclude(provider_id=None).select_related("batch").order_by("position"))
     with Progress(f"Syncing {batch.name}", total=len(hits), unit="HIT", job=job, bar=bar) as progress:
@@ -126,27 +110,17 @@ def sync_batch(
     for assignment in submitted:
         outcome = review_assignment(assignment, provider, approve_all=approve_all)
         setattr(result, outcome, getattr(result, outcome) + 1)
-    _close_the_loop(batch, provider, result)
+    run_sync_steps(batch, provider, result)
     settle_hit_statuses(batch)
     result.completed = complete_if_done(batch)
     return result
 
 
-def _close_the_loop(batch: Batch, provider: CrowdProvider, result: SyncResult) -> None:
-    """After the review: offer rejected places again, apply the thresholds, run an escalation round.
+def run_sync_steps(batch: Batch, provider: CrowdProvider, result: SyncResult) -> None:
+    """After the review, the steps the sub-domains above crowd registered (:data:`.hooks.sync_steps`:
+    the quality loop's re-offers, thresholds and escalation round), in order.
 
-    Each step is idempotent on its own (see :mod:`.reoffers`, :mod:`.thresholds`,
-    :mod:`.escalation`), so a sync interrupted anywhere is finished by the next.
+    Each step is idempotent on its own, so a sync interrupted anywhere is finished by the next.
+    A platform's own sync (:data:`.hooks.platform_syncs`) calls this too, after its own review.
     """
-    from annotation.quality.services.escalation import escalation_round
-    from annotation.quality.services.reoffers import reoffer_rejected
-    from annotation.quality.services.thresholds import apply_thresholds
-
-    offered = reoffer_rejected(batch, provider)
-    result.reoffered, result.reoffer_over_budget = offered.offered, offered.over_budget
-    result.reoffer_refused = offered.refused
-    judged = apply_thresholds(batch, provider)
-    result.flagged, result.blocked = judged.flagged, judged.blocked
-    if batch.escalate_until and batch.status in (Batch.Status.PUBLISHED, Batch.Status.COMPLETED):
-        escalations = escalation_round(batch, batch.escalation_cap, provider, until=batch.escalate_until)
-        result.escalated = sum(e.added for e in escalations)
+    sync_steps.run(batch, provider, result)

@@ -47,6 +47,7 @@ from annotation.crowd.services.statuses import ANSWERED, settle_hit_status
 from annotation.inhouse.selectors import ANNOTATORS_GROUP
 from annotation.inhouse.services.team_access import assignment_open, batch_open_to, is_open_to, open_to
 from annotation.models import FREES_PLACE, Assignment, Batch, Hit, HitQuery, Provider, Worker
+from annotation.quality.services.training import training_plan
 from core.errors import ServiceError
 
 #: How many locked candidates to try before giving up on a busy moment.
@@ -213,15 +214,17 @@ def next_hit_for(user) -> NextHit:
     (after a submit, the usual case), the hand-out query is skipped.
     Raises :class:`NotAnnotator` for anyone who is not an annotator.
     """
-    from annotation.quality.services.training import training_plan
-
     with transaction.atomic():
         worker = annotator_worker(user, lock=not _writes_serialised())
         if worker is None:
             raise NotAnnotator("Only annotators are given HITs.")
         # The training step due, the batches a new HIT may come from, and (the same on every
         # row) whether the worker holds a hand-out: one query.
-        batches = Batch.objects.filter(provider=Provider.LOCAL).annotate(worker_holds=Exists(_handed_out(worker)))
+        batches = (
+            Batch.objects.filter(provider=Provider.LOCAL)
+            .filter(open_to(worker))  # team_access: only batches open to them, training included
+            .annotate(worker_holds=Exists(_handed_out(worker)))
+        )
         due, qualified = training_plan(batches, worker)
         if due is not None:
             return NextHit(training=due)

@@ -2,8 +2,8 @@
 
 The one rule, asked wherever work or a batch's training queries are handed out: the
 hand-out (:func:`.local.claim_hit`, and the HIT a worker holds: one whose batch closed to
-them is given back), the HIT page and its submit, the training plan
-(:func:`.training.training_plan`) and the training page; and when a batch's team changes
+them is given back), the HIT page and its submit, the batches the next-HIT page hands to
+quality's training plan (:func:`.handout.next_hit_for`) and the training page; and when a batch's team changes
 (:func:`.team.set_batch_team` gives back the HITs held by those it no longer is open to). A batch without a
 team is open to everyone; Prolific and MTurk batches never have one.
 

@@ -138,7 +138,7 @@ def live_prelabel(batch: Batch, labeller: str, train: str | None = None) -> str 
 
 @dataclass(frozen=True)
 class _TrainingSource:
-    """What a trained job learns from, as :func:`refuse_running_prelabel` compares two of them.
+    """What a trained job learns from, as :func:`live_prelabel` compares two of them.
 
     Each upload is kept under a random prefix (``core.services.uploads.keep_upload``), so two posts of
     the same file have two paths: an upload is its original name and its content's SHA-256.

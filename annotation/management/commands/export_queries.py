@@ -1,7 +1,7 @@
 from annotation.labels import EXPORT_CATEGORIES
 from annotation.management.commands._common import command_errors, get_batch
+from annotation.publication.services.exports import export_queries
 from annotation.results.export_formats import EXPORT_FORMATS, format_for_path
-from annotation.results.services.exports import export_queries
 from core.management.cli import ProjectCommand
 
 

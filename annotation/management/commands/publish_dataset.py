@@ -2,7 +2,7 @@ import os
 
 from annotation.management.commands._common import command_errors, get_batch
 from annotation.publication.hub_card import HUB_LICENSES
-from annotation.publication.services import check_repo_id, publish_dataset, push_folder, upload_command
+from annotation.publication.services.dataset import check_repo_id, publish_dataset, push_folder, upload_command
 from core.management.cli import ProjectCommand
 
 

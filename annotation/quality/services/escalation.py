@@ -36,13 +36,11 @@ from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.services.locking import one_per_batch
 from annotation.crowd.services.statuses import settle_hit_statuses
 from annotation.models import Assignment, Batch, Escalation, Hit, Provider
+from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from annotation.quality.services.budget import affordable, budget_left
 from annotation.results.selectors import BatchAnswers
 from core.errors import ServiceError
 from core.numbers import NumberError, parse_decimal
-
-DEFAULT_MAX_ASSIGNMENTS = 7
-
 
 UNTIL_CHOICES = "majority or posterior:P (0.5 < P < 1)"
 

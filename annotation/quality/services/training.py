@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
-from annotation.crowd.services.batch_settings import GoldQuery
+from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery
+from annotation.crowd.services.hooks import created
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Batch, Provider, Qualification, TrainingQuery, Worker
 from core.errors import ServiceError
@@ -53,6 +54,13 @@ def add_training(batch: Batch, queries: Sequence[GoldQuery], pass_fraction: floa
     batch.training_pass_fraction = pass_fraction
 
 
+@created.register
+def store_training(batch: Batch, settings: BatchSettings, *, training: Sequence[GoldQuery]) -> None:
+    """A new batch's training queries, if it has any (``create_batch``'s ``training``, in its transaction)."""
+    if training:
+        add_training(batch, training, settings.training_pass_fraction)
+
+
 def qualified_batches(batches: QuerySet, worker: Worker) -> QuerySet:
     """``batches`` without those whose training ``worker`` has not passed."""
     has_training = Exists(TrainingQuery.objects.filter(batch=OuterRef("pk")))
@@ -64,18 +72,16 @@ def training_plan(batches: QuerySet, worker: Worker) -> tuple[Batch | None, list
     """The first published batch open to ``worker`` whose training they have not taken yet
     (``None``: none), and the batches ``claim_hit`` may hand out, in one query.
 
-    A batch whose team the worker is not on is neither: its training queries (and, once
-    answered, their answer key) are for the workers it may be given to (team_access).
+    ``batches`` are those open to ``worker`` already: a batch whose team the worker is not on
+    is neither, its training queries (and, once answered, their answer key) are for the workers
+    it may be given to (the caller, the hand-out, applies its rule: ``inhouse.services.team_access``).
 
     ``qualified`` is what ``claim_hit`` reads from ``qualified_batches(batches, worker)``:
-    published, open to the worker (team_access), training passed or none, oldest first,
-    with ``pk`` and ``assignment_duration``. The next-HIT page asks both on every request.
+    published, training passed or none, oldest first, with ``pk`` and ``assignment_duration``.
+    The next-HIT page asks both on every request.
     """
-    from annotation.inhouse.services.team_access import open_to
-
     rows = (
         batches.filter(status=Batch.Status.PUBLISHED)
-        .filter(open_to(worker))
         .annotate(
             has_training=Exists(TrainingQuery.objects.filter(batch=OuterRef("pk"))),
             taken=Exists(Qualification.objects.filter(batch=OuterRef("pk"), worker=worker)),

@@ -26,7 +26,7 @@ from annotation.crowd.services import mturk_admin, prolific_bonuses
 from annotation.crowd.services.sync import sync_batch
 from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Assignment, Batch
-from annotation.results.services.exports import export_queries
+from annotation.publication.services.exports import export_queries
 from benchmarks.fakes.mturk import FakeMTurk
 from benchmarks.fakes.mturk import serve as serve_mturk
 from benchmarks.fakes.prolific import hexid

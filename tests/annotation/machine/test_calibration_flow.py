@@ -19,8 +19,8 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch, Routing
+from annotation.publication.services.exports import export_queries
 from annotation.results.selectors import MACHINE, BatchAnswers, labels_with_sources
-from annotation.results.services.exports import export_queries
 from core.errors import ServiceError, StateError
 from pooling.models import QuerySet
 from pooling.services import create_query_set

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from annotation.crowd.services.background import start_prelabel
 from annotation.machine.prelabellers import PreLabelError, openai_chat
 from annotation.machine.prelabellers.interface import PreLabelStopped
+from annotation.machine.services.background import start_prelabel
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import PreLabel, PreLabelAnswer
 from core.models import Job

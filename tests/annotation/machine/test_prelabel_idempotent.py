@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from annotation.crowd.services.background import start_prelabel
+from annotation.machine.services.background import start_prelabel
 from core.errors import StateError
 from core.models import Job
 from tests.annotation.conftest import make_batch

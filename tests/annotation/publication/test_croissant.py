@@ -7,7 +7,7 @@ import pytest
 
 from annotation.publication.croissant import CONFORMS_TO, CONTEXT
 from annotation.publication.selectors import study_facts
-from annotation.publication.services import publish_dataset
+from annotation.publication.services.dataset import publish_dataset
 from annotation.publication.statements import RESEARCHER_FIELDS
 from annotation.publication.tables import CONFIGS
 from core.files import file_sha256

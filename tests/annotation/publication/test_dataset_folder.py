@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.labels import LABEL_NAMES
-from annotation.publication.services import publish_dataset
+from annotation.publication.services.dataset import publish_dataset
 from annotation.publication.tables import CLASS_NAMES as CLASSES
 from annotation.publication.tables import CONFIGS
 from annotation.quality.services.adjudication import adjudicate

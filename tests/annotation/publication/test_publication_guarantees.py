@@ -9,8 +9,9 @@ import stat
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.publication import services, tables
-from annotation.publication.services import publish_dataset
+from annotation.publication import tables
+from annotation.publication.services import dataset as services
+from annotation.publication.services.dataset import publish_dataset
 from annotation.results.selectors import query_results
 from tests.annotation.publication.test_dataset_folder import annotated  # noqa: F401 (fixture)
 
@@ -258,7 +259,7 @@ def test_a_bad_repository_id_is_named_not_reported_as_a_hub_failure(annotated, t
 
 
 def test_the_exports_card_names_who_labelled_as_every_published_text_does(annotated, tmp_path):  # noqa: F811
-    from annotation.results.services.exports import export_queries
+    from annotation.publication.services.exports import export_queries
 
     export = export_queries(annotated, "all", tmp_path / "all.csv", fmt="csv")
     card = (tmp_path / "all.csv.md").read_text()

@@ -8,7 +8,7 @@ import time
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.publication.services import HubError, publish_dataset, push_folder, upload_command
+from annotation.publication.services.dataset import HubError, publish_dataset, push_folder, upload_command
 from core.errors import ServiceError
 from tests.annotation.publication.test_dataset_folder import annotated  # noqa: F401 (fixture)
 

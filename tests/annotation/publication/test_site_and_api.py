@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from annotation.publication.services import publication_zip
+from annotation.publication.services.dataset import publication_zip
 from annotation.publication.tables import CLASS_NAMES
 from annotation.results.selectors import query_results
 from pooling.models import QuerySet

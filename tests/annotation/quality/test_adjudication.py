@@ -9,11 +9,11 @@ from django.core.management import CommandError, call_command
 
 from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Adjudication
+from annotation.publication.services.exports import export_queries
 from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.escalation import plan_escalation
 from annotation.results.aggregation import dawid_skene
 from annotation.results.selectors import agreement, judgments_frame, query_results
-from annotation.results.services.exports import export_queries
 from annotation.selectors import adjudicated_labels
 from core.errors import ServiceError
 from tests.annotation.conftest import TRUTH, answers_for

@@ -8,7 +8,7 @@ from annotation import services
 from annotation.crowd.services.batches import read_gold_file
 from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Adjudication
-from annotation.results.services.exports import export_queries
+from annotation.publication.services.exports import export_queries
 from tests.annotation.conftest import TRUTH, answers_for
 
 KEYS = {"n": "1", "f": "2", "m": "3", "o": "4"}

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from annotation.crowd import views
+from annotation.batches import views
 from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import WorkerFlag
 from annotation.quality.selectors import worker_quality

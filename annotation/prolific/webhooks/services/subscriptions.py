@@ -58,7 +58,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotation.crowd.clients.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
-from annotation.crowd.providers import get_provider
+from annotation.crowd.providers import CrowdProvider, get_provider
+from annotation.crowd.services.hooks import published
 from annotation.models import Batch, ProlificHookSecret, ProlificSubscription, Provider
 from annotation.prolific.signatures import EVENT_TYPES
 from annotation.prolific.webhooks.selectors import endpoint_url, webhook_status
@@ -113,6 +114,12 @@ def reconcile_webhooks(client: Prolific | None = None) -> WebhookState | None:
         state.error = str(exc)
         logger.warning("Prolific webhooks of workspace %s not reconciled: %s", workspace, exc)
     return state
+
+
+@published.register(provider=Provider.PROLIFIC)
+def follow_published(batch: Batch, provider: CrowdProvider) -> None:
+    """After a Prolific batch is published: its workspace's webhooks (docs/prolific.md); a failure leaves polling."""
+    reconcile_webhooks(getattr(provider, "client", None))
 
 
 def ensure_secret(client: Prolific, workspace: str, *, refresh: bool = False) -> str:

@@ -18,31 +18,34 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm, ExportForm
+from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm
 from annotation.crowd.selectors import BonusPreview, answer_counts, batch_progress, preview_bonuses
 from annotation.crowd.services import prolific_bonuses
-from annotation.crowd.services.background import start_escalate, start_pay_bonuses, start_publish, start_sync
+from annotation.crowd.services.background import start_pay_bonuses, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
 from annotation.crowd.services.publishing import render_hit_html
 from annotation.inhouse.services.handout import is_annotator
 from annotation.labels import LABEL_NAMES, LABELS
-from annotation.machine.selectors import batch_state
 from annotation.models import Assignment, Batch, Export, Hit, Worker
+from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from annotation.prolific.webhooks.selectors import batch_webhooks
+from annotation.publication.services.exports import export_for_download
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
+from annotation.quality.services.background import start_escalate
 from annotation.quality.services.budget import extra_spent
-from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS, plan_escalation
+from annotation.quality.services.escalation import plan_escalation
+from annotation.results.forms import ExportForm
 from annotation.results.selectors import (
     BatchAnswers,
     SetAsidePages,
     agreement,
     agreement_summary,
+    batch_state,
     cached_for_answers,
     query_results,
     set_aside_rows,
 )
-from annotation.results.services.exports import export_for_download
 from annotation.results.views import export_file_response
 from core.errors import ServiceError
 from core.natural import natural_key, natural_sorted

@@ -1,4 +1,4 @@
-"""REST endpoints of the annotation app.
+"""REST endpoints of a batch and its records (``/api/annotation/batches/`` …).
 
 Researchers (staff) see batches, HITs, every assignment and judgment, agreement and
 exports, and can start publishing, syncing and exports. Annotators reach only their own
@@ -33,7 +33,6 @@ from annotation.crowd.serializers import (
     CostEstimateSerializer,
     EscalateRequestSerializer,
     EscalationStartedSerializer,
-    ExportRequestSerializer,
     ExportSerializer,
     HitSerializer,
     JudgmentSerializer,
@@ -42,16 +41,18 @@ from annotation.crowd.serializers import (
     WorkerQualitySerializer,
 )
 from annotation.crowd.services import prolific_bonuses
-from annotation.crowd.services.background import start_escalate, start_pay_bonuses, start_publish, start_sync
+from annotation.crowd.services.background import start_pay_bonuses, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch
 from annotation.labels import LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
+from annotation.publication.services.exports import export_for_download
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services import adjudication as adjudication_services
+from annotation.quality.services.background import start_escalate
 from annotation.quality.services.escalation import plan_escalation
 from annotation.results import selectors as results_selectors
 from annotation.results.selectors import query_results
-from annotation.results.services.exports import export_for_download
+from annotation.results.serializers import ExportRequestSerializer
 from annotation.results.views import export_file_response
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors, job_started
 from core.errors import StateError

@@ -1,0 +1,30 @@
+"""The quality loop at every sync: rejected places offered again, the thresholds applied, an escalation round.
+
+Registered as a step of every sync (:data:`annotation.crowd.services.hooks.sync_steps`), after
+the review and, for a Prolific batch, after its study's submissions are read. Each step is
+idempotent on its own (:mod:`.reoffers`, :mod:`.thresholds`, :mod:`.escalation`), so a sync
+interrupted anywhere is finished by the next.
+"""
+
+from __future__ import annotations
+
+from annotation.crowd.providers import CrowdProvider
+from annotation.crowd.services.hooks import sync_steps
+from annotation.crowd.services.sync import SyncResult
+from annotation.models import Batch
+from annotation.quality.services.escalation import escalation_round
+from annotation.quality.services.reoffers import reoffer_rejected
+from annotation.quality.services.thresholds import apply_thresholds
+
+
+@sync_steps.register
+def close_the_loop(batch: Batch, provider: CrowdProvider, result: SyncResult) -> None:
+    """After the review: offer rejected places again, apply the thresholds, run an escalation round."""
+    offered = reoffer_rejected(batch, provider)
+    result.reoffered, result.reoffer_over_budget = offered.offered, offered.over_budget
+    result.reoffer_refused = offered.refused
+    judged = apply_thresholds(batch, provider)
+    result.flagged, result.blocked = judged.flagged, judged.blocked
+    if batch.escalate_until and batch.status in (Batch.Status.PUBLISHED, Batch.Status.COMPLETED):
+        escalations = escalation_round(batch, batch.escalation_cap, provider, until=batch.escalate_until)
+        result.escalated = sum(e.added for e in escalations)

@@ -1,1 +1,0 @@
-"""Results of a batch: what its answers add up to, and its exports."""
