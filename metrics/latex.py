@@ -146,13 +146,14 @@ HEADER_CHARS = 9
 
 
 def _mark(mark: str) -> str:
-    """A mark at the cell's own size (a superscript would be set at 6 pt): ``*`` or ``\\dag``."""
-    return {"*": "*", "†": r"\dag"}.get(mark, r"\phantom{*}" if mark == " " else "")
+    """A mark at the cell's own size (a superscript would be set at 6 pt): ``*``, or ``$\\dagger$`` in math
+    (text mode's ``\\dag`` is a TS1 glyph, which pdflatex draws as a bitmap from Debian's fonts)."""
+    return {"*": "*", "†": r"$\dagger$"}.get(mark, r"\phantom{*}" if mark == " " else "")
 
 
 def cell_tex(value: float | None, spec: str = ".4f", mark: str = "") -> str:
     """A figure as the tables set it: the digits in math (``$0.1234$``) and the mark after it at the
-    same size (``*``, ``\\dag``); ``--`` for none."""
+    same size (``*``, ``$\\dagger$``); ``--`` for none."""
     from .tables import number_text
 
     if value is None:
@@ -237,9 +238,9 @@ def table_notes(table: dict, marks: set[str] | None = None, intervals: bool = Fa
         corr = table["correlation_significance"]
         said = "" if "†" in marks else "no correlation is significant; "
         notes.append(
-            (rf"\dag\,correlation with $p < {corr['alpha']}$: " if "†" in marks else "Correlations: ")
-            + f"{said}{escape(corr['test'])}; family: {escape(corr['family'])}; {escape(corr['correction'])}-adjusted. "
-            r"Pearson's $r$; Kendall's $\tau$ is $\tau$-b \cite{kendall1945}."
+            (rf"$\dagger$\,correlation with $p < {corr['alpha']}$: " if "†" in marks else "Correlations: ")
+            + f"{said}{escape(corr['test'])}; family: {escape(corr['family'])}; "
+            + rf"{escape(corr['correction'])}-adjusted \cite{{holm1979}}. Kendall's $\tau$ is $\tau$-b \cite{{kendall1945}}."
         )
     if intervals:
         notes.append(
@@ -300,6 +301,7 @@ def table_tex(table: dict, caption: str | None = None) -> str:
         lines += [
             rf"\caption{{{shown}.}}",
             rf"\label{{{table_label(table)}{'' if number_ == 0 else f'-{number_ + 1}'}}}",
+            r"\smallskip",  # a caption above the table, clear of its top rule
         ]
         lines += [r"\begin{tabular}{@{}l" + "r" * n + "@{}}", r"\toprule"]
         lines.append(" & ".join(["", *(_header(runs[i]) for i in chunk)]) + r" \\")
@@ -470,7 +472,8 @@ def uncertainty_tex(rows: Sequence[dict], cutoff: int, baseline: str | None, alp
         )
         + "."
     )
-    lines = [r"\begin{table}[tbp]", r"\centering", _SIZE, rf"\caption{{{caption}}}", r"\label{tab:labels}", *values]
+    lines = [r"\begin{table}[tbp]", r"\centering", _SIZE, rf"\caption{{{caption}}}", r"\label{tab:labels}"]
+    lines += [r"\smallskip", *values]
     if baseline:
         lines += [r"\par\medskip", *against]
     test = (

@@ -242,7 +242,7 @@ def paper_files(report: Report, title: str | None = None) -> dict[str, bytes]:
     from .. import selectors
     from ..bibliography import bibtex, cited_keys
     from ..defaults import TABLE_LAYOUTS
-    from ..latex import document, escape, figure_tex, table_label, table_tex, uncertainty_tex
+    from ..latex import document, figure_tex, table_label, table_tex, uncertainty_tex
     from ..methods_text import default_title, limitations_tex, methods_tex
 
     summary = selectors.report_summary(report)
@@ -274,9 +274,8 @@ def paper_files(report: Report, title: str | None = None) -> dict[str, bytes]:
     refs += [r"Table~\ref{tab:labels}"] if "table-labels.tex" in texts else []
     refs += [rf"Figure~\ref{{fig:{name.removeprefix('fig-')}}}" for name in figure_names]
     intro = (
-        f"\\section*{{Results}}\nResults of report \\texttt{{{escape(report.name)}}}: {', '.join(refs)}.\n"
-        if refs
-        else ""
+        # The report's id in a comment: in the text a long id cannot break and runs past the column.
+        f"% Report: {report.name}\n\\section*{{Results}}\nThe results: {', '.join(refs)}.\n" if refs else ""
     )
     texts["main.tex"] = document(
         title.strip() if title and title.strip() else default_title(facts, settings),

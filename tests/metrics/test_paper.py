@@ -44,14 +44,14 @@ def build(name="tab", **extra) -> Report:
 
 
 def _latex_cell(cell: str) -> str:
-    """A LaTeX table cell in ``table_text``'s notation: ``$0.1234$*`` → ``0.1234*``, ``$+0.500$\\dag`` →
+    """A LaTeX table cell in ``table_text``'s notation: ``$0.1234$*`` → ``0.1234*``, ``$+0.500$$\\dagger$`` →
     ``+0.500†``, ``--`` → ``–``."""
     cell = cell.strip()
     if cell == "--":
         return "–"
-    match = re.fullmatch(r"\$([+-]?\d+\.\d+)\$(\*|\\dag)?", cell)
+    match = re.fullmatch(r"\$([+-]?\d+\.\d+)\$(\*|\$\\dagger\$)?", cell)
     assert match, cell
-    return match.group(1) + {"*": "*", "\\dag": "†"}.get(match.group(2) or "", "")
+    return match.group(1) + {"*": "*", "$\\dagger$": "†"}.get(match.group(2) or "", "")
 
 
 def _latex_rows(tex: str) -> dict[str, list[str]]:
@@ -125,13 +125,13 @@ def test_marks_become_superscripts_from_a_hand_made_table():
         ],
     }
     tex = table_tex(table)
-    assert r"nDCG@10 & $-0.1235$* \\" in tex and r"Pearson $r$ & $+0.500$\dag \\" in tex
+    assert r"nDCG@10 & $-0.1235$* \\" in tex and r"Pearson $r$ & $+0.500$$\dagger$ \\" in tex
     assert r"Kendall $\tau$ & -- \\" in tex and r"bert\_50\%\#1" in tex.replace(r"\\", "").replace("}", "").replace(
         "{", ""
     )
     assert r"\caption{T \& Co: each run's mean over the queries (rows: measures; columns: runs).}" in tex
     assert r"Over the queries: X vs Y" in tex
-    assert r"*\,$p < 0.05$ (adjusted) against \texttt{bm25}" in tex and r"\dag\,correlation with" in tex
+    assert r"*\,$p < 0.05$ (adjusted) against \texttt{bm25}" in tex and r"$\dagger$\,correlation with" in tex
     assert "Not in this report: MRR." in tex
     # τ is τ-b (scipy's kendalltau): Kendall's 1945 paper on ties, not the 1938 τ-a.
     assert "kendall1945" in cited_keys(tex) and "kendall1938" not in tex and r"Kendall's $\tau$ is $\tau$-b" in tex

@@ -28,14 +28,16 @@ TEMPLATES = {
     "sigconf-twocolumn": r"\documentclass[10pt,twocolumn]{article}"
     r"\usepackage[textwidth=7in,textheight=9.25in,columnsep=0.33in]{geometry}",
 }
+#: A report id as long as the demo's: it must not run past a column in the text.
+NAME = "demo-non-gendered-ranker-a-ranker-b-ranker-c"
 #: Smallest word box (points) of 7 pt type (Computer Modern: 6.19; see the module docstring).
 MIN_BOX = 6.1
 #: Overfull boxes up to this much are LaTeX's rounding, not a table past the margin.
 OVERFULL_TOLERANCE = 1.0
 
 needs_tools = pytest.mark.skipif(
-    any(shutil.which(tool) is None for tool in ("pdflatex", "pdftoppm", "pdftotext")),
-    reason="needs pdflatex and poppler-utils (pdftoppm, pdftotext)",
+    any(shutil.which(tool) is None for tool in ("pdflatex", "pdftoppm", "pdftotext", "pdffonts")),
+    reason="needs pdflatex and poppler-utils (pdftoppm, pdftotext, pdffonts)",
 )
 
 
@@ -84,9 +86,9 @@ def test_every_table_and_figure_reads_at_print_size_in_both_templates(world, tmp
     call_command("import_qrels", str(world / "qrels.txt"), name="judged", queries="q", collection="tiny", verbosity=0)
     call_command(
         "bias_report", queries="q", runs="a,b,c", cutoffs="1,2,3", qrels="judged", measures="MRR@2,nDCG@2,R@2",
-        bootstrap=20, baseline="a", name="pages", verbosity=0, stdout=io.StringIO(),
+        bootstrap=20, baseline="a", name=NAME, verbosity=0, stdout=io.StringIO(),
     )  # fmt: skip
-    folder = write_paper_bundle(Report.objects.get(name="pages"), tmp_path / "bundle")
+    folder = write_paper_bundle(Report.objects.get(name=NAME), tmp_path / "bundle")
     main = (folder / "main.tex").read_text()
     for template, preamble in TEMPLATES.items():
         # The whole document in the template: compiles, nothing overflows.
@@ -103,6 +105,9 @@ def test_every_table_and_figure_reads_at_print_size_in_both_templates(world, tmp
         assert len(list(tmp_path.glob(f"{template}-*.png"))) == pages >= 4
         words = word_boxes(pdf)
         assert len({page for page, _, _ in words}) == pages  # every page has text (a table or a figure's)
+        # No bitmap (Type 3 without a name) font from TeX: a TS1 glyph such as text-mode \dag would be one.
+        fonts = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True, check=True).stdout
+        assert not [line for line in fonts.splitlines() if line.startswith("[none]")], fonts
         small = [(page, word, round(height, 2)) for page, word, height in words if height < MIN_BOX]
         assert small == [], (template, small[:20])
     assert "resizebox" not in "".join(p.read_text() for p in folder.glob("table-*.tex"))
