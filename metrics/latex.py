@@ -109,18 +109,6 @@ def prose(text: object) -> str:
     return "".join(out)
 
 
-def number(value: float | None, spec: str = ".4f", mark: str = "") -> str:
-    """A table's figure in math mode with its mark as a superscript (``$0.1234^{*}$``); ``--`` for none.
-
-    The digits are :func:`metrics.tables.table_text`'s (``.4f`` values, ``+.3f`` correlations)."""
-    from .tables import number_text
-
-    if value is None:
-        return "--"
-    sup = {"*": "^{*}", "†": r"^{\dagger}"}.get(mark, "")
-    return f"${number_text(value, spec)}{sup}$"
-
-
 def _p(value: float | None) -> str:
     if value is None:
         return ""
@@ -256,9 +244,8 @@ def _caption_cutoffs(table: dict) -> str:
     cutoffs = sorted({int(column["cutoff"]) for column in table["columns"] if column.get("cutoff") is not None})
     if not cutoffs:
         return ""
-    from .methods_text import _list
-
-    return f"cutoff{'s' if len(cutoffs) > 1 else ''} {_list(cutoffs)}"
+    listed = ", ".join(map(str, cutoffs[:-1])) + f" and {cutoffs[-1]}" if len(cutoffs) > 1 else str(cutoffs[0])
+    return f"cutoff{'s' if len(cutoffs) > 1 else ''} {listed}"
 
 
 def table_tex(table: dict, caption: str | None = None) -> str:
