@@ -126,3 +126,49 @@ def test_overfull_and_word_boxes_read_what_latex_and_poppler_write(tmp_path):
     _latex(tmp_path, "t.tex")
     heights = {word: height for _, word, height in word_boxes(tmp_path / "t.pdf")}
     assert heights["small"] < MIN_BOX <= heights["seven"]
+
+
+def _many_runs_table(runs: int) -> dict:
+    """A hand-made SIGIR 2020 table: ``runs`` runs with long names, three measures, intervals and marks."""
+    columns = [
+        {"label": f"RaB[tf]@{k}", "metric": "RaB", "variant": "tf", "cutoff": k} for k in (5, 10, 20)
+    ]  # fmt: skip
+    cell = {"value": -0.12345, "ci_low": -0.2, "ci_high": -0.05, "mark": "*", "p_value": 0.01}
+    return {
+        "layout": "sigir2020",
+        "title": "Rank bias",
+        "baseline": "run-0",
+        "significance": {"test": "t", "family": "f", "correction": "Holm", "alpha": 0.05, "baseline": "run-0"},
+        "correlations": [],
+        "correlation_significance": None,
+        "columns": columns,
+        "missing": [],
+        "rows": [
+            {"run": f"bm25-monot5-{i}-reranked-long-name", "cells": [dict(cell) for _ in columns], "correlations": []}
+            for i in range(runs)
+        ],
+    }
+
+
+def test_runs_that_do_not_fit_a_column_go_to_a_second_part():
+    from metrics.latex import table_tex
+
+    tex = table_tex(_many_runs_table(9))
+    parts = tex.count(r"\begin{table}")
+    assert parts >= 2 and r"\label{tab:sigir2020}" in tex and r"\label{tab:sigir2020-2}" in tex
+    assert "runs 1--" in tex and "notes under the last part" in tex
+    assert tex.count("Holm") == 1 and tex.rindex("Holm") > tex.rindex(r"\begin{table}")  # notes once, at the end
+    assert "resizebox" not in tex
+    # Every run is in exactly one part.
+    assert sum(tex.count(f"monot5-{i}-") for i in range(9)) == 9
+
+
+@needs_tools
+def test_a_split_table_fits_a_two_column_page(tmp_path):
+    from metrics.latex import table_tex
+
+    (tmp_path / "table-many.tex").write_text(table_tex(_many_runs_table(9)))
+    (tmp_path / "pages.tex").write_text(pages_document(TEMPLATES["sigconf-twocolumn"], tmp_path))
+    log = _latex(tmp_path, "pages.tex")
+    assert [w for w in overfull(log) if w > OVERFULL_TOLERANCE] == [], overfull(log)
+    assert [(w, round(h, 2)) for _, w, h in word_boxes(tmp_path / "pages.pdf") if h < MIN_BOX] == []
