@@ -34,11 +34,12 @@ ENTRIES: dict[str, str] = {
   title     = {Measuring Bias in a Ranked List Using Term-Based Representations},
   booktitle = {Advances in Information Retrieval: 46th European Conference on Information Retrieval (ECIR 2024)},
   series    = {Lecture Notes in Computer Science},
-  volume    = {14611},
+  volume    = {14612},
+  number    = {Part V},
   pages     = {3--19},
   publisher = {Springer},
   year      = {2024},
-  doi       = {10.1007/978-3-031-56066-8_1}
+  doi       = {10.1007/978-3-031-56069-9_1}
 }""",
     "sapiezynski2019": """@inproceedings{sapiezynski2019,
   author    = {Piotr Sapiezynski and Wesley Zeng and Ronald E. Robertson and Alan Mislove and Christo Wilson},
@@ -60,7 +61,8 @@ ENTRIES: dict[str, str] = {
   author  = {Payal Bajaj and Daniel Campos and Nick Craswell and Li Deng and Jianfeng Gao and Xiaodong Liu and Rangan Majumder and Andrew McNamara and Bhaskar Mitra and Tri Nguyen and Mir Rosenberg and Xia Song and Alina Stoica and Saurabh Tiwary and Tong Wang},
   title   = {{MS MARCO}: A Human Generated {MAchine} {Reading} {COmprehension} Dataset},
   journal = {arXiv preprint arXiv:1611.09268},
-  year    = {2016}
+  year    = {2016},
+  doi     = {10.48550/arXiv.1611.09268}
 }""",
     "krippendorff2018": """@book{krippendorff2018,
   author    = {Klaus Krippendorff},
@@ -68,7 +70,9 @@ ENTRIES: dict[str, str] = {
   edition   = {Fourth},
   publisher = {SAGE Publications},
   address   = {Thousand Oaks, CA},
-  year      = {2018}
+  year      = {2018},
+  doi       = {10.4135/9781071878781},
+  note      = {The DOI is the fourth edition's online version (Sage Research Methods)}
 }""",
     "dawid1979": """@article{dawid1979,
   author  = {A. P. Dawid and A. M. Skene},
@@ -97,7 +101,8 @@ ENTRIES: dict[str, str] = {
   volume  = {6},
   number  = {2},
   pages   = {65--70},
-  year    = {1979}
+  year    = {1979},
+  doi     = {10.2307/4615733}
 }""",
     "student1908": """@article{student1908,
   author  = {{Student}},
@@ -154,7 +159,8 @@ ENTRIES: dict[str, str] = {
   author  = {Anastasios N. Angelopoulos and Stephen Bates and Emmanuel J. Cand{\\`e}s and Michael I. Jordan and Lihua Lei},
   title   = {Learn then Test: Calibrating Predictive Algorithms to Achieve Risk Control},
   journal = {arXiv preprint arXiv:2110.01052},
-  year    = {2021}
+  year    = {2021},
+  doi     = {10.48550/arXiv.2110.01052}
 }""",
     "angelopoulos2023ppiplus": """@misc{angelopoulos2023ppiplus,
   author        = {Anastasios N. Angelopoulos and John C. Duchi and Tijana Zrnic},

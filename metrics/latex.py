@@ -50,6 +50,7 @@ _UNICODE = {
     "β": r"$\beta$",
     "π": r"$\pi$",
     "Σ": r"$\Sigma$",
+    "ε": r"$\varepsilon$",
     "†": r"$^{\dagger}$",
     "–": "--",
     "—": "---",
@@ -91,16 +92,21 @@ def escape(text: object) -> str:
     return "".join(out)
 
 
-def number(value: float | None, spec: str = ".4f", mark: str = "") -> str:
-    """A table's figure in math mode with its mark as a superscript (``$0.1234^{*}$``); ``--`` for none.
+def prose(text: object) -> str:
+    """:func:`escape`, with the symbols the platform's texts write as ``w_r``, ``ε_g`` or ``TE_G`` set as
+    math (``$w_{r}$``): a subscript in text mode would print as ``w\\_r``."""
+    import re as _re
 
-    The digits are :func:`metrics.tables.table_text`'s (``.4f`` values, ``+.3f`` correlations)."""
-    from .tables import number_text
-
-    if value is None:
-        return "--"
-    sup = {"*": "^{*}", "†": r"^{\dagger}"}.get(mark, "")
-    return f"${number_text(value, spec)}{sup}$"
+    pattern = _re.compile(r"(?<![\w\\])([A-Za-zα-ωΑ-Ω]{1,2})_(\{[^}]*\}|[A-Za-z0-9]+)(?![\w])")
+    out, last = [], 0
+    for match in pattern.finditer(str(text)):
+        out.append(escape(str(text)[last : match.start()]))
+        base = escape(match.group(1)).strip("$")
+        sub = match.group(2).strip("{}")
+        out.append(rf"${base}_{{{escape(sub).strip('$')}}}$")
+        last = match.end()
+    out.append(escape(str(text)[last:]))
+    return "".join(out)
 
 
 def _p(value: float | None) -> str:
@@ -110,88 +116,233 @@ def _p(value: float | None) -> str:
     return rf"{{\scriptsize $p$ {text}}}"
 
 
+#: The narrowest text column the tables are laid out for: a two-column ACM ``sigconf`` page's
+#: (241 pt; Springer LNCS's one column is 346 pt). A table wider than this is split by runs into
+#: several tables, never scaled: its type stays :data:`TABLE_POINTS`.
+COLUMN_POINTS = 241.0
+#: The tables' type size (points) and its leading: readable at print size (venues ask for 8 pt or more).
+TABLE_POINTS = 8
+#: Approximate advance of a character of Computer Modern at :data:`TABLE_POINTS` (digits are 0.531 em;
+#: letters average a little less), and the space between columns (``\tabcolsep`` on both sides).
+CHAR_POINTS = 0.53 * TABLE_POINTS
+COLUMN_SEP = 4.0
+_SIZE = (
+    rf"\fontsize{{{TABLE_POINTS}}}{{{TABLE_POINTS + 1.5:g}}}\selectfont\setlength{{\tabcolsep}}{{{COLUMN_SEP / 2:g}pt}}"
+)
+#: A header longer than this many characters is broken into lines (at ``-``, ``_``, ``.`` or anywhere).
+HEADER_CHARS = 9
+
+
+def _mark(mark: str) -> str:
+    """A mark at the cell's own size (a superscript would be set at 6 pt): ``*``, or ``$\\dagger$`` in math
+    (text mode's ``\\dag`` is a TS1 glyph, which pdflatex draws as a bitmap from Debian's fonts)."""
+    return {"*": "*", "†": r"$\dagger$"}.get(mark, r"\phantom{*}" if mark == " " else "")
+
+
+def cell_tex(value: float | None, spec: str = ".4f", mark: str = "") -> str:
+    """A figure as the tables set it: the digits in math (``$0.1234$``) and the mark after it at the
+    same size (``*``, ``$\\dagger$``); ``--`` for none."""
+    from .tables import number_text
+
+    if value is None:
+        return "--"
+    return f"${number_text(value, spec)}${_mark(mark)}"
+
+
+def half_width(low: float | None, high: float | None) -> float | None:
+    """Half the width of an interval (``None`` when either end is missing)."""
+    return None if _missing(low) or _missing(high) else (high - low) / 2
+
+
+def _header(name: str) -> str:
+    """A run's name as a column head, broken into lines of at most :data:`HEADER_CHARS` characters."""
+    import re as _re
+
+    parts, line = [], ""
+    for piece in _re.split(r"(?<=[-_./])", name):
+        while len(piece) > HEADER_CHARS:
+            if line:
+                parts.append(line)
+                line = ""
+            parts.append(piece[:HEADER_CHARS])
+            piece = piece[HEADER_CHARS:]
+        if len(line) + len(piece) > HEADER_CHARS and line:
+            parts.append(line)
+            line = ""
+        line += piece
+    if line:
+        parts.append(line)
+    if len(parts) <= 1:
+        return escape(name)
+    return r"\begin{tabular}[b]{@{}c@{}}" + r"\\".join(escape(part) for part in parts) + r"\end{tabular}"
+
+
+def _width(chars: int) -> float:
+    return chars * CHAR_POINTS + COLUMN_SEP
+
+
+def run_chunks(runs: Sequence[str], label_chars: int, cell_chars: int, width: float = COLUMN_POINTS) -> list[list[int]]:
+    """The runs (their indices) of each part of a table whose rows are measures and columns runs:
+    as many runs side by side as fit ``width`` points after the label column, the rest in the next part."""
+    room = width - _width(label_chars)
+    chunks: list[list[int]] = [[]]
+    used = 0.0
+    for i, run in enumerate(runs):
+        need = _width(max(cell_chars, min(len(run), HEADER_CHARS)))
+        if chunks[-1] and used + need > room:
+            chunks.append([])
+            used = 0.0
+        chunks[-1].append(i)
+        used += need
+    return chunks
+
+
 def table_label(table: dict) -> str:
     """The ``\\label`` of a table: ``tab:<layout>``."""
     return f"tab:{table['layout']}"
 
 
-def table_notes(table: dict) -> list[str]:
-    """The table's footnotes, as :func:`metrics.tables.table_text` states them: the significance
-    policy (test, family, correction), the correlations' policy, how its exposure metrics are defined
-    and the columns the report lacks."""
+def table_notes(table: dict, marks: set[str] | None = None, intervals: bool = False) -> list[str]:
+    """The table's notes: the significance policy (test, family, correction; the mark stated only
+    when a cell carries it, else that no run differs), the correlations' policy, the intervals, how
+    its exposure metrics are defined and the columns the report lacks."""
+    marks = {"*", "†"} if marks is None else marks
     notes = []
     policy = table.get("significance")
     if table.get("baseline") and policy:
-        notes.append(
-            rf"$^{{*}}$\,$p < {policy['alpha']}$ against \texttt{{{escape(policy['baseline'])}}}. "
-            f"Test: {escape(policy['test'])}; family: {escape(policy['family'])}; "
-            rf"correction: {escape(policy['correction'])} \cite{{holm1979}} ($p$ shown adjusted)."
+        rule = (
+            f"test: {escape(policy['test'])}; family: {escape(policy['family'])}; "
+            rf"correction: {escape(policy['correction'])} \cite{{holm1979}}"
         )
+        if "*" in marks:
+            notes.append(
+                rf"*\,$p < {policy['alpha']}$ (adjusted) against \texttt{{{escape(policy['baseline'])}}}; {rule}."
+            )
+        else:
+            notes.append(
+                rf"No run differs from \texttt{{{escape(policy['baseline'])}}} at $p < {policy['alpha']}$ (adjusted); {rule}."
+            )
     if table["correlations"]:
         corr = table["correlation_significance"]
+        said = "" if "†" in marks else "no correlation is significant; "
         notes.append(
-            rf"$^{{\dagger}}$\,correlation with $p < {corr['alpha']}$: {escape(corr['test'])}; "
-            f"family: {escape(corr['family'])}; {escape(corr['correction'])}-adjusted. "
-            r"$r$: Pearson, $\tau$: Kendall's $\tau_b$ \cite{kendall1945}."
+            (rf"$\dagger$\,correlation with $p < {corr['alpha']}$: " if "†" in marks else "Correlations: ")
+            + f"{said}{escape(corr['test'])}; family: {escape(corr['family'])}; "
+            + rf"{escape(corr['correction'])}-adjusted \cite{{holm1979}}. Kendall's $\tau$ is $\tau$-b \cite{{kendall1945}}."
         )
-    notes += [escape(definition) for definition in table.get("definitions", [])]
+    if intervals:
+        notes.append(
+            r"$\pm$: half the width of the 95\% percentile bootstrap interval over the queries \cite{efron1979}."
+        )
+    notes += [prose(definition) for definition in table.get("definitions", [])]
     if table["missing"]:
         notes.append(f"Not in this report: {escape(', '.join(table['missing']))}.")
     return notes
 
 
+def _caption_cutoffs(table: dict) -> str:
+    cutoffs = sorted({int(column["cutoff"]) for column in table["columns"] if column.get("cutoff") is not None})
+    if not cutoffs:
+        return ""
+    listed = ", ".join(map(str, cutoffs[:-1])) + f" and {cutoffs[-1]}" if len(cutoffs) > 1 else str(cutoffs[0])
+    return f"cutoff{'s' if len(cutoffs) > 1 else ''} {listed}"
+
+
 def table_tex(table: dict, caption: str | None = None) -> str:
-    """One table (:func:`metrics.tables.build_table`'s dict) as a ``table`` float with a
-    ``booktabs`` tabular: a row per run (values with ``*`` marks, then r and τ per correlated pair
-    with ``†`` marks), a ``p`` row under a run compared with the baseline, and the footnotes. A
-    table wider than the text is scaled down to it (``\\resizebox``), never up."""
-    headers = [escape(column["label"]) for column in table["columns"]]
-    # Each correlated pair heads its two columns (r, τ) in a row above the metrics' names.
-    groups, rules = [""] * (1 + len(headers)), []
-    for pair in table["correlations"]:
-        start = len(headers) + 2
-        groups.append(rf"\multicolumn{{2}}{{c}}{{{escape(pair['a'])} vs {escape(pair['b'])}}}")
-        rules.append(rf"\cmidrule(lr){{{start}-{start + 1}}}")
-        headers += ["$r$", r"$\tau$"]
-    lines = [
-        r"\begin{table}[tbp]",
-        r"\centering",
-        rf"\caption{{{escape(caption or table['title'])}; cutoff {table['cutoff']}.}}",
-        rf"\label{{{table_label(table)}}}",
-        r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
-        r"\begin{tabular}{l" + "r" * len(headers) + "}",
-        r"\toprule",
-        *([" & ".join(groups) + r" \\", " ".join(rules)] if rules else []),
-        " & ".join(["Run", *headers]) + r" \\",
-        r"\midrule",
-    ]
-    for row in table["rows"]:
-        cells = [number(cell["value"], ".4f", cell["mark"]) for cell in row["cells"]]
-        for result in row["correlations"]:
-            cells.append(number(result["pearson_r"], "+.3f", result["pearson_mark"]))
-            cells.append(number(result["kendall_tau"], "+.3f", result["kendall_mark"]))
-        lines.append(" & ".join([escape(row["run"]), *cells]) + r" \\")
-        if any(cell["p_value"] is not None for cell in row["cells"]):
-            ps = [_p(cell["p_value"]) for cell in row["cells"]]
-            ps += [""] * (len(headers) - len(ps))
-            lines.append(" & ".join(["", *ps]) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}%", "}"]
-    notes = table_notes(table)
-    if notes:
-        lines += [r"\par\smallskip", r"\begin{minipage}{\linewidth}\footnotesize"]
-        lines += [note + (r"\\" if i < len(notes) - 1 else "") for i, note in enumerate(notes)]
-        lines.append(r"\end{minipage}")
-    lines.append(r"\end{table}")
-    return "\n".join(lines) + "\n"
+    """One table (:func:`metrics.tables.build_table`'s dict) as ``table`` floats that fit a column of
+    :data:`COLUMN_POINTS` at :data:`TABLE_POINTS` type, never scaled: a row per measure (its label names
+    the cutoff), a column per run, each cell the run's mean over the queries with its mark (``*``
+    against the baseline) and, under it, ± half the width of its bootstrap 95% interval; then, per
+    correlated pair, Pearson's r and Kendall's τ of each run (``†``). Runs that do not fit side by side
+    go to a second part (a float of its own). The notes state the test, family and correction of each
+    mark a cell carries, and only of those."""
+    runs = [row["run"] for row in table["rows"]]
+    labels = [escape(column["label"]) for column in table["columns"]]
+    label_chars = max([len(column["label"]) for column in table["columns"]] + [10 if table["correlations"] else 3])
+    chunks = run_chunks(runs, label_chars, 9)
+    marks = {cell["mark"] for row in table["rows"] for cell in row["cells"] if cell["mark"]}
+    marks |= {
+        r[f"{kind}_mark"]
+        for row in table["rows"]
+        for r in row["correlations"]
+        for kind in ("pearson", "kendall")
+        if r[f"{kind}_mark"]
+    }
+    intervals = any(
+        half_width(cell.get("ci_low"), cell.get("ci_high")) is not None
+        for row in table["rows"]
+        for cell in row["cells"]
+    )
+    what = f"{escape(caption or table['title'])}: each run's mean over the queries"
+    cutoffs = _caption_cutoffs(table)
+    what += f" (rows: measures at {cutoffs}" if cutoffs else " (rows: measures"
+    what += "; columns: runs)"
+    what += r", $\pm$ half its 95\% interval" if intervals else ""
+    parts = []
+    for number_, chunk in enumerate(chunks):
+        n = len(chunk)
+        lines = [r"\begin{table}[tbp]", r"\centering", _SIZE]
+        shown = what + (f"; runs {chunk[0] + 1}--{chunk[-1] + 1} of {len(runs)}" if len(chunks) > 1 else "")
+        if len(chunks) > 1 and number_ < len(chunks) - 1:
+            shown += "; notes under the last part"
+        lines += [
+            rf"\caption{{{shown}.}}",
+            rf"\label{{{table_label(table)}{'' if number_ == 0 else f'-{number_ + 1}'}}}",
+            r"\smallskip",  # a caption above the table, clear of its top rule
+        ]
+        lines += [r"\begin{tabular}{@{}l" + "r" * n + "@{}}", r"\toprule"]
+        lines.append(" & ".join(["", *(_header(runs[i]) for i in chunk)]) + r" \\")
+        lines.append(r"\midrule")
+        previous = None
+        for c, (column, label_) in enumerate(zip(table["columns"], labels, strict=True)):
+            group = column.get("cutoff") if str(column.get("metric")) in ("RaB", "ARaB") else None
+            if previous is not None and group != previous:
+                lines.append(r"\addlinespace[2pt]")
+            previous = group
+            cells = [table["rows"][i]["cells"][c] for i in chunk]
+            lines.append(
+                " & ".join([label_, *(cell_tex(cell["value"], ".4f", cell["mark"]) for cell in cells)]) + r" \\"
+            )
+            halves = [half_width(cell.get("ci_low"), cell.get("ci_high")) for cell in cells]
+            if any(h is not None for h in halves):
+                lines.append(
+                    " & ".join(["", *("" if h is None else rf"$\pm {h:.4f}$\phantom{{*}}" for h in halves)])
+                    + r" \\[1pt]"
+                )
+        for p, pair in enumerate(table["correlations"]):
+            lines += [
+                r"\midrule",
+                rf"\multicolumn{{{n + 1}}}{{@{{}}l}}{{Over the queries: {escape(pair['a'])} vs {escape(pair['b'])}}} \\",
+            ]
+            for kind, name, stat in (
+                ("pearson", "Pearson $r$", "pearson_r"),
+                ("kendall", r"Kendall $\tau$", "kendall_tau"),
+            ):
+                results = [table["rows"][i]["correlations"][p] for i in chunk]
+                lines.append(
+                    " & ".join([name, *(cell_tex(r[stat], "+.3f", r[f"{kind}_mark"]) for r in results)]) + r" \\"
+                )
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        notes = table_notes(table, marks, intervals) if number_ == len(chunks) - 1 else []
+        if notes:
+            lines += [r"\par\smallskip", r"\begin{minipage}{\linewidth}" + _SIZE]
+            lines += [note + (r"\\" if i < len(notes) - 1 else "") for i, note in enumerate(notes)]
+            lines.append(r"\end{minipage}")
+        lines.append(r"\end{table}")
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
 
 
-def figure_tex(file: str, caption: str, label: str, width: str = r"\linewidth") -> str:
-    """A ``figure`` float including ``file`` (a PDF of the bundle) at ``width``."""
+def figure_tex(file: str, caption: str, label: str, width: str | None = None) -> str:
+    """A ``figure`` float including ``file`` (a PDF of the bundle) at its natural size: the figures are
+    drawn as wide as a column (:data:`metrics.plots.PAPER_WIDTH`) with their type at 7 pt or more, so
+    neither scaling down (smaller type) nor up (larger than the text's) is needed; ``width`` overrides."""
+    option = f"[width={width}]" if width else ""
     return "\n".join(
         [
             r"\begin{figure}[tbp]",
             r"\centering",
-            rf"\includegraphics[width={width}]{{{file}}}",
+            rf"\includegraphics{option}{{{file}}}",
             rf"\caption{{{escape(caption)}}}",
             rf"\label{{{label}}}",
             r"\end{figure}",
@@ -200,7 +351,9 @@ def figure_tex(file: str, caption: str, label: str, width: str = r"\linewidth") 
     )
 
 
-def document(title: str, tables: Sequence[str], figures: Sequence[str], intro: str = "") -> str:
+def document(
+    title: str, tables: Sequence[str], figures: Sequence[str], intro: str = "", limitations: bool = False
+) -> str:
     """A minimal article that ``\\input``s ``methods.tex``, each table's and figure's ``.tex`` (names
     without the suffix) and the bibliography: the bundle compiles as it is (``pdflatex``, ``bibtex``,
     ``pdflatex`` twice)."""
@@ -222,12 +375,10 @@ def document(title: str, tables: Sequence[str], figures: Sequence[str], intro: s
         lines.append(intro)
     lines += [rf"\input{{{name}}}" for name in tables]
     lines += [rf"\input{{{name}}}" for name in figures]
+    if limitations:
+        lines += [r"\section*{Limitations}", r"\input{limitations}"]
     lines += [r"\bibliographystyle{plain}", r"\bibliography{references}", r"\end{document}", ""]
     return "\n".join(lines)
-
-
-def _interval(low, high) -> str:
-    return "--" if _missing(low) or _missing(high) else f"$[{low:.4f}, {high:.4f}]$"
 
 
 def _missing(value) -> bool:
@@ -238,63 +389,93 @@ def uncertainty_tex(rows: Sequence[dict], cutoff: int, baseline: str | None, alp
     """A report on a batch's labels at one cutoff (``rows``: its results there, as dicts with the
     fields of :data:`metrics.defaults.LABEL_UNCERTAINTY_COLUMNS`), as the report page and
     :func:`metrics.formatting.uncertainty_table` show it: per metric and variant, each run's value with
-    its query-only 95% interval, the label-corrected value with the interval that also carries the
-    labels' uncertainty and the labels' share of its width; against the baseline, the difference's
-    two intervals and the combined test's p (``*``: p < ``alpha``)."""
+    ± half its query-only 95% interval, the label-corrected value with ± half the interval that also
+    carries the labels' uncertainty, and the labels' share of that width; against the baseline, the
+    difference's two intervals and the combined test's p (``*``: p < ``alpha``), in a second tabular
+    under the first, so that the table fits a column (:data:`COLUMN_POINTS`) at :data:`TABLE_POINTS`."""
 
     from .formatting import p_mark
 
-    def value(number_) -> str:
-        return "--" if _missing(number_) else number(number_)
+    def value(number_, low, high) -> str:
+        if _missing(number_):
+            return "--"
+        half = half_width(low, high)
+        return cell_tex(number_) + ("" if half is None else rf" $\pm {half:.4f}$")
 
-    headers = ["Run", "Value", "Query-only 95\\%", "Corrected", "With labels 95\\%", "Labels"]
-    headers += ["$\\Delta$ query-only 95\\%", "$\\Delta$ with labels 95\\%", "$p$"]
-    lines = [
-        r"\begin{table}[tbp]",
-        r"\centering",
-        rf"\caption{{Values with the labels' uncertainty at cutoff {cutoff}"
-        + (rf", against \texttt{{{escape(baseline)}}}" if baseline else "")
-        + ".}",
-        r"\label{tab:labels}",
-        r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
-        r"\begin{tabular}{l" + "r" * (len(headers) - 1) + "}",
-        r"\toprule",
-        " & ".join(headers) + r" \\",
-    ]
+    def interval(low, high) -> str:
+        return "--" if _missing(low) or _missing(high) else f"$[{low:.3f}, {high:.3f}]$"
+
     groups: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
         groups.setdefault((row["metric"], row["variant"]), []).append(row)
+    marked = False
+    values = [r"\begin{tabular}{@{}lrrr@{}}", r"\toprule", r"Run & Value & Corrected & Labels \\"]
+    against = [
+        r"\begin{tabular}{@{}lrrr@{}}",
+        r"\toprule",
+        r"Run & $\Delta$ query-only & $\Delta$ with labels & $p$ \\",
+    ]
     for (metric, variant), part in groups.items():
-        lines += [
-            r"\midrule",
-            rf"\multicolumn{{{len(headers)}}}{{l}}{{\emph{{{escape(metric)} [{escape(variant)}] @{cutoff}}}}} \\",
-        ]
+        heading = rf"\multicolumn{{4}}{{@{{}}l}}{{\emph{{{escape(metric)} {{[}}{escape(variant)}{{]}} @{cutoff}}}}} \\"
+        values += [r"\midrule", heading]
+        against += [r"\midrule", heading]
         for row in part:
-            p = row.get("p_value")
-            mark = p_mark(None if _missing(p) else p, alpha)
             share = row.get("label_share")
-            cells = [
-                escape(row["run"]),
-                value(row.get("value")),
-                _interval(row.get("ci_low"), row.get("ci_high")),
-                value(row.get("corrected")),
-                _interval(row.get("combined_low"), row.get("combined_high")),
-                "--" if _missing(share) else f"{share:.0%}".replace("%", r"\%"),
-                _interval(row.get("difference_low"), row.get("difference_high")),
-                _interval(row.get("difference_combined_low"), row.get("difference_combined_high")),
-                "--" if _missing(p) else number(p, ".4f", mark),
-            ]
-            lines.append(" & ".join(cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}%", "}"]
+            values.append(
+                " & ".join(
+                    [
+                        _header(str(row["run"])),
+                        value(row.get("value"), row.get("ci_low"), row.get("ci_high")),
+                        value(row.get("corrected"), row.get("combined_low"), row.get("combined_high")),
+                        "--" if _missing(share) else f"{share:.0%}".replace("%", r"\%"),
+                    ]
+                )
+                + r" \\"
+            )
+            if baseline and row["run"] != baseline:
+                p = row.get("p_value")
+                mark = p_mark(None if _missing(p) else p, alpha)
+                marked = marked or bool(mark)
+                p_text = "--" if _missing(p) else p_value_text(p).replace("<", "$<$") + _mark(mark)
+                against.append(
+                    " & ".join(
+                        [
+                            _header(str(row["run"])),
+                            interval(row.get("difference_low"), row.get("difference_high")),
+                            interval(row.get("difference_combined_low"), row.get("difference_combined_high")),
+                            p_text,
+                        ]
+                    )
+                    + r" \\"
+                )
+    values += [r"\bottomrule", r"\end{tabular}"]
+    against += [r"\bottomrule", r"\end{tabular}"]
+    caption = (
+        f"Values with the labels' uncertainty at cutoff {cutoff}: each run's mean $\\pm$ half its 95\\% interval"
+        + (
+            rf"; below, each run's difference from \texttt{{{escape(baseline)}}} with its 95\% intervals"
+            if baseline
+            else ""
+        )
+        + "."
+    )
+    lines = [r"\begin{table}[tbp]", r"\centering", _SIZE, rf"\caption{{{caption}}}", r"\label{tab:labels}"]
+    lines += [r"\smallskip", *values]
+    if baseline:
+        lines += [r"\par\medskip", *against]
+    test = (
+        "bootstrap test of the label-corrected paired difference, "
+        r"Holm-adjusted \cite{holm1979} within each metric, variant and cutoff."
+    )
     lines += [
         r"\par\smallskip",
-        r"\begin{minipage}{\linewidth}\footnotesize",
-        "Corrected: the mean over the truly non-gendered queries, estimated from every judged query's label "
-        "probabilities; its interval resamples the queries and re-fits the labels' class means. Labels: the "
-        "share of that interval's width the labels contribute."
+        r"\begin{minipage}{\linewidth}" + _SIZE,
+        "Value: the mean over the queries labelled non-gendered, $\\pm$ half its query-only 95\\% bootstrap interval "
+        "\\cite{efron1979}. Corrected: the mean over the truly non-gendered queries, estimated from every judged "
+        "query's label probabilities; its interval resamples the queries and re-fits the labels' class means. "
+        "Labels: the share of that interval's width the labels contribute."
         + (
-            rf" $^{{*}}$\,$p < {alpha}$: bootstrap test of the label-corrected paired difference, "
-            r"Holm-adjusted \cite{holm1979} within each metric, variant and cutoff."
+            (rf" *\,$p < {alpha}$: " if marked else rf" No run differs at $p < {alpha}$; $p$: ") + test
             if baseline
             else ""
         ),

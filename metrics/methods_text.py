@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from .defaults import DEFAULT_EXPOSURE_FORM
-from .latex import escape
+from .latex import escape, prose
 from .vocabulary import form_statement
 
 #: The label sources of :func:`annotation.selectors.study_facts` (``labels.sources``), as
@@ -327,7 +327,7 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         named = []
         if "NFaiRR" in metrics:  # the normalisation's text has parentheses of its own: none around it
             named.append(
-                f"NFaiRR \\cite{{rekabsaz2021}} normalised {escape(settings['nfairr_normalisation'])}, a document "
+                f"NFaiRR \\cite{{rekabsaz2021}} normalised {prose(settings['nfairr_normalisation'])}, a document "
                 f"with at most $\\tau = {settings['threshold']:g}$ representative words counting as neutral"
             )
         if "TExFAIR" in metrics:
@@ -342,9 +342,9 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
     if metrics & {"rKL", "rND", "rRD"}:
         exposure.append("rKL, rND and rRD \\cite{yang2017}")
     if exposure:
-        sentences.append(f"Exposure: {_list(exposure)}; {escape(settings['exposure_settings'])}.")
+        sentences.append(f"Exposure: {_list(exposure)}; {prose(settings['exposure_settings'])}.")
         # Which form was used and how it differs from the papers just cited (metrics.vocabulary).
-        sentences.append(escape(form_statement(settings.get("exposure_form", DEFAULT_EXPOSURE_FORM), metrics)))
+        sentences.append(prose(form_statement(settings.get("exposure_form", DEFAULT_EXPOSURE_FORM), metrics)))
     if settings.get("qrels") and settings.get("measures"):
         unjudged = settings.get("unjudged") or 0
         sentences.append(
@@ -403,3 +403,77 @@ def methods_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:
     """``methods.tex``: the annotation paragraph, then the metrics paragraph (LaTeX with ``\\cite``)."""
     header = "% Generated from the study's facts by the platform's paper bundle; edit freely.\n"
     return header + annotation_paragraph(facts, settings) + "\n\n" + metrics_paragraph(settings) + "\n"
+
+
+def limitations_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:
+    """``limitations.tex``: what a reader should weigh, in the study's own figures (the same facts
+    :func:`methods_tex` states): the annotators' agreement, the share of queries set aside as disputed,
+    the share of labels a machine gave and the guarantee they carry, the unjudged queries left out of
+    effectiveness, and whether the intervals carry the labels' uncertainty."""
+    sentences = []
+    if facts is None:
+        sentences.append(
+            "The queries were given, not labelled on the platform: their gender labels, and how reliable those "
+            "are, are the source's; the intervals carry the queries' sampling only."
+        )
+    else:
+        alpha = facts["agreement"].get("krippendorff_alpha")
+        if alpha is not None:
+            ci = _ci(facts["agreement"].get("alpha_ci"))
+            strength = "high" if alpha >= 0.8 else "moderate" if alpha >= 0.667 else "low"
+            sentences.append(
+                f"Agreement between annotators was {strength} (Krippendorff's $\\alpha = {alpha:.3f}$"
+                + (f", 95\\% CI {ci}" if ci else "")
+                + "; 0.667 is the lowest value commonly accepted for tentative conclusions \\cite{krippendorff2018})."
+            )
+        labels = facts["labels"]
+        total = labels["queries"] or 0
+        disputed = labels["set_aside"]["disputed"]
+        few = labels["set_aside"]["too_few_votes"]
+        if total:
+            sentences.append(
+                f"{disputed} of the {total} queries ({_share(disputed / total)}) were set aside as disputed"
+                + (f" and {few} ({_share(few / total)}) for too few votes" if few else "")
+                + "; the measured set leaves out the queries annotators disagree on, which may differ from the rest."
+            )
+        machine_count = (labels.get("sources") or {}).get(MACHINE, 0)
+        if facts.get("machine") and labels["labelled"]:
+            guarantee = facts["machine"].get("guarantee") or "none stated"
+            accuracy = facts["machine"].get("estimated accuracy of accepted labels")
+            sentences.append(
+                f"{machine_count} of the {labels['labelled']} labels ({_share(machine_count / labels['labelled'])}) "
+                f"were given by a machine and not checked one by one; they carry the guarantee {escape(guarantee)}"
+                + (f" (estimated accuracy {accuracy:.3f})" if accuracy is not None else "")
+                + ", a statement about the accepted labels as a whole, not about each."
+            )
+        sentences.append(
+            "The intervals carry the labels' uncertainty as well as the queries' sampling."
+            if settings.get("on_batch")
+            else "The intervals carry the queries' sampling only, not the uncertainty of the labels that chose "
+            "the queries; a report on the batch's labels carries both."
+        )
+    unjudged = settings.get("unjudged") or 0
+    if settings.get("qrels") and unjudged:
+        sentences.append(
+            f"{unjudged} of the {settings['report_queries']} queries have no relevance judgments and are left out "
+            "of the effectiveness means, which therefore describe fewer queries than the bias measures."
+        )
+    header = "% Generated from the study's facts by the platform's paper bundle; edit freely.\n"
+    return header + " ".join(sentences) + "\n"
+
+
+def default_title(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:
+    """The bundle's title when the researcher gives none: what was measured, on what, from the study's
+    facts (never the report's internal name)."""
+    runs = len(settings.get("runs") or [])
+    queries = settings.get("report_queries") or settings.get("queries")
+    export = settings.get("export") or {}
+    kind = export.get("category") or ("non-gendered" if settings.get("on_batch") else "")
+    pool = (facts or {}).get("pool") or {}
+    source = settings.get("dataset_source") or (facts or {}).get("source_dataset") or pool.get("dataset")
+    dataset = "MS MARCO " if _is_msmarco(source) else ""
+    kind_text = f"{kind} " if kind else ""
+    return (
+        f"Gender Bias of {runs} Ranking Run{'s' if runs != 1 else ''} on {queries} {kind_text}{dataset}"
+        f"Quer{'ies' if queries != 1 else 'y'}"
+    )

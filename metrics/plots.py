@@ -44,14 +44,53 @@ def _pdf(figure: Figure) -> bytes:
 
     FigureCanvasPdf(figure)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="pdf", metadata={"CreationDate": None}, bbox_inches="tight", pad_inches=PAD_INCHES)
+    # The page is the figure's own size (no tight crop): the paper places it at its natural width,
+    # :data:`PAPER_WIDTH`, so its type is the size it was drawn at (constrained layout keeps it inside).
+    figure.savefig(buffer, format="pdf", metadata={"CreationDate": None})
     return buffer.getvalue()
+
+
+#: A paper's figure width (inches): a two-column ACM ``sigconf`` column is 3.33 in (241 pt); on a
+#: one-column page (Springer LNCS, 4.8 in) the figure sits centred at the same natural size.
+PAPER_WIDTH = 3.3
+#: The paper figures' type size (points), at the placed size: venues ask for 7 pt or more.
+PAPER_POINTS = 8
+#: Okabe and Ito's colour-blind-safe palette (without its yellow, faint on white paper): the paper's series.
+PAPER_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000")
+#: Each run's marker and line style, so runs are told apart without colour (print, colour blindness).
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 2)), (0, (3, 1)), (0, (6, 2)))
+
+
+def series_style(i: int, paper: bool = False) -> dict:
+    """The ``i``-th run's colour, marker and line style (the site's :data:`~core.svg_plots.PALETTE`,
+    or :data:`PAPER_PALETTE` on paper): the same run looks the same in every figure of a report."""
+    palette = PAPER_PALETTE if paper else PALETTE
+    return {
+        "color": palette[i % len(palette)],
+        "marker": MARKERS[i % len(MARKERS)],
+        "linestyle": LINESTYLES[i % len(LINESTYLES)],
+    }
+
+
+def _paper_text(figure: Figure) -> None:
+    """Every text of ``figure`` at :data:`PAPER_POINTS` (ticks one point less, never below 7)."""
+    for axes in figure.axes:
+        axes.title.set_fontsize(PAPER_POINTS)
+        axes.xaxis.label.set_fontsize(PAPER_POINTS)
+        axes.yaxis.label.set_fontsize(PAPER_POINTS - 1)
+        axes.tick_params(labelsize=PAPER_POINTS - 1)
+        for text in axes.texts:
+            text.set_fontsize(PAPER_POINTS - 1)
+    for legend in figure.legends:
+        for text in legend.get_texts():
+            text.set_fontsize(PAPER_POINTS)
 
 
 #: Version of how the figures are drawn and written, part of every cached figure's key
 #: (:mod:`metrics.services.plot_cache`): raise it when a change draws them differently, so that no
 #: figure drawn before is served, even by a deployment whose software version did not change.
-DRAWING = 2
+DRAWING = 3
 #: matplotlib settings of the report's SVGs. Text stays text (``<text>``, 90% of the old SVG's
 #: bytes were glyph outlines): the browser sets it in DejaVu Sans, the font matplotlib measures
 #: it with (first in the stack, so the layout is unchanged), or in a font of about its width;
@@ -103,10 +142,14 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png") -> bytes:
     """Bias of every run against the cutoff, one panel per metric and variant (cf. Figure 1 of
     Rekabsaz & Schedl 2020), with the bootstrap 95% CI as a band."""
     panels = _panels(summary) if len(summary) else []
-    columns = min(3, max(1, len(panels)))
+    paper = format == "pdf"
+    columns = min(2 if paper else 3, max(1, len(panels)))
     rows = max(1, -(-len(panels) // columns))
-    figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
     runs = list(dict.fromkeys(summary["run"])) if len(summary) else []
+    if paper:  # a column wide, panels 1.5 in high, the legend's rows under them
+        figure = Figure(figsize=(PAPER_WIDTH, 1.55 * rows + 0.2 + 0.16 * -(-len(runs) // 2)), layout="constrained")
+    else:
+        figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
     for i, (metric, variant) in enumerate(panels):
         axes = figure.add_subplot(rows, columns, i + 1)
         data = summary[(summary["metric"] == metric) & (summary["variant"] == variant)]
@@ -114,19 +157,24 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png") -> bytes:
             line = data[data["run"] == run].sort_values("cutoff")
             if not len(line):
                 continue
-            axes.plot(line["cutoff"], line["value"], marker="o", label=run)
+            style = series_style(runs.index(run), paper)
+            axes.plot(line["cutoff"], line["value"], label=run, markersize=4 if paper else 6, linewidth=1.2, **style)
             low, high = line["ci_low"].astype(float), line["ci_high"].astype(float)
             if low.notna().all() and high.notna().all():
-                axes.fill_between(line["cutoff"], low, high, alpha=0.15)
+                axes.fill_between(line["cutoff"], low, high, alpha=0.15, color=style["color"], linewidth=0)
         if is_rab_like(metric):
             axes.axhline(0.0, color="0.6", linewidth=0.8)
         axes.set_title(f"{metric} [{variant}]")
         axes.set_xlabel("cutoff")
-        axes.set_ylabel(_wrap(note(metric), 28), fontsize="small")
+        axes.set_ylabel(_wrap(note(metric), 22 if paper else 28), fontsize="small")
         axes.set_xticks(sorted(data["cutoff"].unique()))
     if panels:
         handles, labels = figure.axes[0].get_legend_handles_labels()
-        figure.legend(handles, labels, loc="outside lower center", ncols=min(len(runs), 6))
+        figure.legend(
+            handles, labels, loc="outside lower center", ncols=min(len(runs), 2 if paper else 6), frameon=not paper
+        )
+    if paper:
+        _paper_text(figure)
     return _save(figure, format)
 
 
@@ -134,19 +182,32 @@ def distribution_figure(per_query: pd.DataFrame, cutoff: int, *, format: str = "
     """Per-query distribution of every metric at one cutoff: a box plot per run and panel."""
     data = per_query[per_query["cutoff"] == cutoff]
     panels = _panels(data) if len(data) else []
-    columns = min(3, max(1, len(panels)))
+    paper = format == "pdf"
+    columns = min(2 if paper else 3, max(1, len(panels)))
     rows = max(1, -(-len(panels) // columns))
     runs = list(pd.unique(per_query["run"])) if len(per_query) else []  # in order; not a Python pass per row
-    figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
+    if paper:  # a column wide; a row of each panel per run
+        figure = Figure(figsize=(PAPER_WIDTH, (0.7 + 0.22 * max(1, len(runs))) * rows), layout="constrained")
+    else:
+        figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
     for i, (metric, variant) in enumerate(panels):
         axes = figure.add_subplot(rows, columns, i + 1)
         panel = data[(data["metric"] == metric) & (data["variant"] == variant)]
         values = [panel.loc[panel["run"] == run, "value"].dropna().to_numpy() for run in runs]
-        axes.boxplot(values, tick_labels=runs, showmeans=True, flierprops={"markersize": 2})
+        # On paper the runs read down the side, unturned (turned names print small and crooked).
+        axes.boxplot(
+            values, tick_labels=runs, showmeans=True, flierprops={"markersize": 2},
+            orientation="horizontal" if paper else "vertical",
+        )  # fmt: skip
         if is_rab_like(metric):
-            axes.axhline(0.0, color="0.6", linewidth=0.8)
+            (axes.axvline if paper else axes.axhline)(0.0, color="0.6", linewidth=0.8)
         axes.set_title(f"{metric}@{cutoff} [{variant}]")
-        axes.tick_params(axis="x", labelrotation=30, labelsize="small")
+        if paper:
+            axes.invert_yaxis()  # the first run on top
+        else:
+            axes.tick_params(axis="x", labelrotation=30, labelsize="small")
+    if paper:
+        _paper_text(figure)
     return _save(figure, format)
 
 
@@ -260,8 +321,7 @@ def metric_figure(summary: pd.DataFrame, metric: str, variant: str, *, format: s
         low = (values - line["ci_low"].astype(float).to_numpy()).clip(min=0)
         high = (line["ci_high"].astype(float).to_numpy() - values).clip(min=0)
         axes.errorbar(
-            x, values, yerr=[low, high], marker="o", markersize=4, capsize=3, linewidth=1.4,
-            color=PALETTE[i % len(PALETTE)], label=run,
+            x, values, yerr=[low, high], markersize=4, capsize=3, linewidth=1.4, label=run, **series_style(i),
         )  # fmt: skip
     if is_rab_like(metric):
         axes.axhline(0.0, color=INK, linewidth=0.8, alpha=0.6)
@@ -283,7 +343,8 @@ def tradeoff_figure(
     cutoff) of the report — with the bootstrap 95% CIs as error bars both ways, named by its run."""
     keyed = summary.set_index(["run", "metric", "variant", "cutoff"])
     runs = list(dict.fromkeys(summary["run"]))
-    figure = Figure(figsize=(3.7, 3.4), layout="constrained")
+    paper = format == "pdf"
+    figure = Figure(figsize=(PAPER_WIDTH, 3.0) if paper else (3.7, 3.4), layout="constrained")
     axes = figure.add_subplot()
     xs = [keyed.loc[(run, *x), "value"] for run in runs if (run, *x) in keyed.index]
     middle = (min(xs) + max(xs)) / 2 if xs and not pd.isna(min(xs)) else 0.0
@@ -296,10 +357,11 @@ def tradeoff_figure(
             continue
         xerr = [[max(0.0, a["value"] - a["ci_low"])], [max(0.0, a["ci_high"] - a["value"])]]
         yerr = [[max(0.0, b["value"] - b["ci_low"])], [max(0.0, b["ci_high"] - b["value"])]]
-        color = PALETTE[i % len(PALETTE)]
+        style = series_style(i, paper)
         axes.errorbar(
-            [a["value"]], [b["value"]], xerr=xerr, yerr=yerr, fmt="o", markersize=5, capsize=3, color=color, label=run
-        )
+            [a["value"]], [b["value"]], xerr=xerr, yerr=yerr, linestyle="none", marker=style["marker"],
+            markersize=5, capsize=3, color=style["color"], label=run,
+        )  # fmt: skip
         # A name reads away from the middle, so the rightmost run's name does not run off the figure.
         left = a["value"] > middle
         axes.annotate(
@@ -314,6 +376,8 @@ def tradeoff_figure(
     axes.set_ylabel(_wrap(f"{y[0]}@{y[2]} [{y[1]}] ({note(y[0])})", 30), fontsize=9)
     ink(axes)
     _legend(figure, axes, len(runs))
+    if paper:
+        _paper_text(figure)
     return _save(figure, format)
 
 

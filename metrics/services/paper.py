@@ -61,14 +61,20 @@ Files
   main.tex          a minimal document using everything below; it compiles as it is:
                       pdflatex main && bibtex main && pdflatex main && pdflatex main
   methods.tex       the methods paragraphs (queries, annotation, metrics, statistics), with \\cite keys
-  table-*.tex       the papers' tables (booktabs); marks and footnotes state the test and correction
-  fig-*.pdf         the figures as vector PDF; fig-*.tex places each as a figure float
+  limitations.tex   a limitations paragraph in the study's own figures (agreement, disputed and machine
+                      shares, unjudged queries, what the intervals carry)
+  table-*.tex       the papers' tables (booktabs) at 8 pt, a row per measure and a column per run, split
+                      into parts (never scaled) to fit a two-column page's column; marks and notes state
+                      the test, family and correction; +- half the 95% bootstrap interval under each value
+  fig-*.pdf         the figures as vector PDF, a column (3.3 in) wide with 7-8 pt text: place them at
+                      their natural size
+                      (fig-*.tex places each as a figure float)
   references.bib    every work the .tex files cite, and no other
 
 Using it in a paper
   1. Copy the files next to your paper's .tex.
   2. In the preamble: \\usepackage{{booktabs}} and \\usepackage{{graphicx}} (and amsmath).
-  3. Where they belong: \\input{{methods}}, \\input{{table-ecir2024}} (etc.), \\input{{fig-cutoffs}} (etc.).
+  3. Where they belong: \\input{{methods}}, \\input{{limitations}}, \\input{{table-ecir2024}} (etc.), \\input{{fig-cutoffs}} (etc.).
   4. Add the entries of references.bib to your bibliography (or \\bibliography{{yourrefs,references}}).
 Tables are labelled tab:<layout>, figures fig:<kind>; refer to them with \\ref.
 The text is a starting point: edit it to your paper's voice; the figures in it are the platform's.
@@ -228,15 +234,16 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
     return figures
 
 
-def paper_files(report: Report) -> dict[str, bytes]:
-    """Every file of the report's bundle, by name. ServiceError if the report's files are gone."""
+def paper_files(report: Report, title: str | None = None) -> dict[str, bytes]:
+    """Every file of the report's bundle, by name; ``title`` is the document's (default: what was
+    measured on what, :func:`metrics.methods_text.default_title`). ServiceError if the report's files are gone."""
     from core.version import software_version
 
     from .. import selectors
     from ..bibliography import bibtex, cited_keys
     from ..defaults import TABLE_LAYOUTS
-    from ..latex import document, escape, figure_tex, table_label, table_tex, uncertainty_tex
-    from ..methods_text import methods_tex
+    from ..latex import document, figure_tex, table_label, table_tex, uncertainty_tex
+    from ..methods_text import default_title, limitations_tex, methods_tex
 
     summary = selectors.report_summary(report)
     per_query = selectors.report_per_query(report)
@@ -246,7 +253,10 @@ def paper_files(report: Report) -> dict[str, bytes]:
     facts = batch_facts(batch) if batch is not None else None
 
     settings = report_settings(report, summary) | {"labels_drift": labels_drift(report, batch, facts)}
-    texts: dict[str, str] = {"methods.tex": methods_tex(facts, settings)}
+    texts: dict[str, str] = {
+        "methods.tex": methods_tex(facts, settings),
+        "limitations.tex": limitations_tex(facts, settings),
+    }
     for table in tables:
         texts[f"table-{table['layout']}.tex"] = table_tex(table)
     cutoff = tables[0]["cutoff"] if tables else max(report.cutoffs)
@@ -264,15 +274,15 @@ def paper_files(report: Report) -> dict[str, bytes]:
     refs += [r"Table~\ref{tab:labels}"] if "table-labels.tex" in texts else []
     refs += [rf"Figure~\ref{{fig:{name.removeprefix('fig-')}}}" for name in figure_names]
     intro = (
-        f"\\section*{{Results}}\nResults of report \\texttt{{{escape(report.name)}}}: {', '.join(refs)}.\n"
-        if refs
-        else ""
+        # The report's id in a comment: in the text a long id cannot break and runs past the column.
+        f"% Report: {report.name}\n\\section*{{Results}}\nThe results: {', '.join(refs)}.\n" if refs else ""
     )
     texts["main.tex"] = document(
-        f"Gender bias of the runs of report {report.name}",
+        title.strip() if title and title.strip() else default_title(facts, settings),
         [name.removesuffix(".tex") for name in texts if name.startswith("table-")],
         figure_names,
         intro,
+        limitations=True,
     )
     keys = cited_keys(*texts.values())
     texts["references.bib"] = bibtex(keys)
@@ -324,14 +334,14 @@ def _legacy_bundle(target: Path, entries: list[str]) -> set[str] | None:
         own = (target / "README.txt").read_text(encoding="utf-8").startswith("Paper bundle of report ")
     except (OSError, UnicodeDecodeError):
         return None
-    names = {"README.txt", "main.tex", "methods.tex", "references.bib"}
+    names = {"README.txt", "main.tex", "methods.tex", "limitations.tex", "references.bib"}
     bundle = {
         name for name in entries if name in names or re.fullmatch(r"(table-[\w-]+\.tex|fig-[\w-]+\.(tex|pdf))", name)
     }
     return bundle if own and (target / "main.tex").is_file() else None
 
 
-def write_paper_bundle(report: Report, out: str | os.PathLike) -> Path:
+def write_paper_bundle(report: Report, out: str | os.PathLike, title: str | None = None) -> Path:
     """Write the bundle to the folder ``out`` (its parent must exist): written in a temporary folder
     beside it and renamed into place, so ``out`` never holds half a bundle. An existing ``out`` is
     replaced only if it is empty or an earlier bundle (it holds :data:`MARKER` and nothing but that
@@ -352,7 +362,7 @@ def write_paper_bundle(report: Report, out: str | os.PathLike) -> Path:
                 f"{target} exists and is not a paper bundle: it holds {shown}, which writing the bundle "
                 "would delete; give a new or empty folder"
             )
-    files = paper_files(report)
+    files = paper_files(report, title)
     files[MARKER] = (json.dumps({"report": report.name, "files": sorted(files)}, indent=1) + "\n").encode()
     staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}."))
     try:

@@ -18,7 +18,7 @@ from django.core.management import CommandError, call_command
 
 from annotation import selectors as annotation_selectors
 from annotation.publication.services.exports import export_queries
-from metrics import formatting, selectors, tables
+from metrics import selectors, tables
 from metrics.bibliography import ENTRIES, bibtex, cited_keys
 from metrics.defaults import TABLE_LAYOUTS
 from metrics.latex import escape, table_tex
@@ -44,23 +44,30 @@ def build(name="tab", **extra) -> Report:
 
 
 def _latex_cell(cell: str) -> str:
-    """A LaTeX table cell in ``table_text``'s notation: ``$0.1234^{*}$`` → ``0.1234*``, ``--`` → ``–``."""
+    """A LaTeX table cell in ``table_text``'s notation: ``$0.1234$*`` → ``0.1234*``, ``$+0.500$$\\dagger$`` →
+    ``+0.500†``, ``--`` → ``–``."""
     cell = cell.strip()
     if cell == "--":
         return "–"
-    match = re.fullmatch(r"\$([+-]?\d+\.\d+)(\^\{\*\}|\^\{\\dagger\})?\$", cell)
+    match = re.fullmatch(r"\$([+-]?\d+\.\d+)\$(\*|\$\\dagger\$)?", cell)
     assert match, cell
-    return match.group(1) + {"^{*}": "*", "^{\\dagger}": "†"}.get(match.group(2) or "", "")
+    return match.group(1) + {"*": "*", "$\\dagger$": "†"}.get(match.group(2) or "", "")
 
 
 def _latex_rows(tex: str) -> dict[str, list[str]]:
-    """Run → its cells, from a table's ``.tex`` (the rows between ``\\midrule`` and ``\\bottomrule``)."""
-    body = tex.split("\\midrule\n", 1)[1].split("\\bottomrule", 1)[0]
-    rows = {}
-    for line in body.strip().splitlines():
-        cells = [c.strip() for c in re.split(r"(?<!\\)&", line.strip().removesuffix("\\\\"))]
-        if cells[0]:  # a run's row (a p row has an empty first cell)
-            rows[cells[0]] = [_latex_cell(c) for c in cells[1:]]
+    """Run → its cells, from a table's ``.tex`` (a row per measure, a column per run, the parts
+    side by side): the values of each run's column, top to bottom."""
+    rows: dict[str, list[str]] = {}
+    for part in tex.split("\\begin{table}")[1:]:
+        head, body = part.split("\\toprule\n", 1)[1].split("\\midrule\n", 1)
+        runs = [re.sub(r"\\begin\{tabular\}\[b\]\{@\{\}c@\{\}\}|\\end\{tabular\}|\\\\", "", c).strip()
+                for c in re.split(r"(?<!\\)&", head.strip().removesuffix("\\\\"))[1:]]  # fmt: skip
+        body = body.split("\\bottomrule", 1)[0]
+        for line in body.strip().splitlines():
+            cells = [c.strip() for c in re.split(r"(?<!\\)&", line.strip().split("\\\\")[0])]
+            if len(cells) == len(runs) + 1 and cells[0]:  # a measure's row (an interval row has no label)
+                for run, cell in zip(runs, cells[1:], strict=True):
+                    rows.setdefault(run.replace("\\_", "_"), []).append(_latex_cell(cell))
     return rows
 
 
@@ -84,11 +91,14 @@ def test_latex_table_cells_are_the_report_tables(judged, layout):
     runs = [row["run"] for row in table["rows"]]
     assert _latex_rows(tex) == _text_rows(text, runs)
     assert len(_latex_rows(tex)["a"]) == len(table["columns"]) + 2 * len(table["correlations"])
-    # The p row under c carries the same adjusted p-values as the text's p line.
-    p_text = re.findall(r"p (\d\.\d{4})", text)
-    assert re.findall(r"\$p\$ (\d\.\d{4})", tex) == p_text and p_text
-    # The footnote states the test and the correction; labels are escaped ([ ] of RaB[tf]).
-    assert "two-sided paired t-test" in tex and "Holm \\cite{holm1979}" in tex and "against \\texttt{a}" in tex
+    # Each value has ± half its interval under it; the note states the test and the correction (and the
+    # * only when a cell carries it); labels are escaped ([ ] of RaB[tf]); nothing is scaled.
+    halves = re.findall(r"\$\\pm (\d\.\d{4})\$", tex)
+    cell = table["rows"][0]["cells"][0]
+    assert f"{(cell['ci_high'] - cell['ci_low']) / 2:.4f}" == halves[0]
+    assert "two-sided paired t-test" in tex and "Holm \\cite{holm1979}" in tex and "\\texttt{a}" in tex
+    assert ("*\\,$p <" in tex) == any(c["mark"] == "*" for row in table["rows"] for c in row["cells"])
+    assert "resizebox" not in tex and "scalebox" not in tex and "cutoff 10" not in tex
     assert "\\toprule" in tex and "\\bottomrule" in tex and f"\\label{{tab:{layout}}}" in tex
     if layout == "sigir2020":
         assert "RaB{[}tf{]}@1" in tex and "MRR@2" in tex
@@ -115,12 +125,16 @@ def test_marks_become_superscripts_from_a_hand_made_table():
         ],
     }
     tex = table_tex(table)
-    assert r"bert\_50\%\#1 & $-0.1235^{*}$ & $+0.500^{\dagger}$ & -- \\" in tex
-    assert r"{\scriptsize $p$ 0.0123}" in tex and r"\caption{T \& Co; cutoff 10.}" in tex
-    assert r"\multicolumn{2}{c}{X vs Y}" in tex and r"\cmidrule(lr){3-4}" in tex
+    assert r"nDCG@10 & $-0.1235$* \\" in tex and r"Pearson $r$ & $+0.500$$\dagger$ \\" in tex
+    assert r"Kendall $\tau$ & -- \\" in tex and r"bert\_50\%\#1" in tex.replace(r"\\", "").replace("}", "").replace(
+        "{", ""
+    )
+    assert r"\caption{T \& Co: each run's mean over the queries (rows: measures; columns: runs).}" in tex
+    assert r"Over the queries: X vs Y" in tex
+    assert r"*\,$p < 0.05$ (adjusted) against \texttt{bm25}" in tex and r"$\dagger$\,correlation with" in tex
     assert "Not in this report: MRR." in tex
     # τ is τ-b (scipy's kendalltau): Kendall's 1945 paper on ties, not the 1938 τ-a.
-    assert "kendall1945" in cited_keys(tex) and "kendall1938" not in tex and r"Kendall's $\tau_b$" in tex
+    assert "kendall1945" in cited_keys(tex) and "kendall1938" not in tex and r"Kendall's $\tau$ is $\tau$-b" in tex
     entry = bibtex(["kendall1945"])
     assert "The Treatment of Ties in Ranking Problems" in entry and "year    = {1945}" in entry and "{33}" in entry
 
@@ -149,7 +163,7 @@ def test_given_queries_bundle_cites_what_it_uses(judged):
     report = build(baseline="a")
     files = paper_files(report)
     assert set(files) == {
-        "README.txt", "main.tex", "methods.tex", "references.bib",
+        "README.txt", "main.tex", "methods.tex", "limitations.tex", "references.bib",
         "table-ecir2024.tex", "table-sigir2020.tex", "table-exposure.tex",
         "fig-cutoffs.pdf", "fig-cutoffs.tex", "fig-distribution.pdf", "fig-distribution.tex",
         "fig-tradeoff.pdf", "fig-tradeoff.tex",
@@ -218,15 +232,20 @@ def test_report_on_a_batch_uses_its_combined_marks_and_cites_dawid_skene(batch, 
     # The labels' table: the page's and uncertainty_table's figures, for the papers' four metrics.
     summary = selectors.report_summary(report)
     shown = summary[(summary["cutoff"] == 2) & summary["metric"].isin(["RaB", "ARaB", "NFaiRR", "TExFAIR"])]
-    expected = [
-        " ".join(line.split())
-        for line in formatting.uncertainty_table(shown, 2).splitlines()
-        if line.split() and line.split()[0] in ("a", "b", "c")
-    ]
     labels = files["table-labels.tex"].decode()
-    # RaB and ARaB (tf, bool), NFaiRR, TExFAIR (rbdf, plain): 7 blocks of 3 runs.
-    assert _label_rows(labels) == expected and len(expected) == 7 * 3
-    assert r"\label{tab:labels}" in labels and "against \\texttt{a}" in labels
+    # RaB and ARaB (tf, bool), NFaiRR, TExFAIR (rbdf, plain): 7 blocks of 3 runs, each run's value and
+    # corrected value with ± half their intervals, and each run but the baseline's difference intervals.
+    assert len(shown) == 7 * 3
+    for r in shown.itertuples(index=False):
+        value = f"${r.value:.4f}$ $\\pm {(r.ci_high - r.ci_low) / 2:.4f}$"
+        assert f"{r.run} & {value} & " in labels
+        if r.combined_high == r.combined_high:  # not NaN (a constant run has no label-corrected interval)
+            corrected = f"${r.corrected:.4f}$ $\\pm {(r.combined_high - r.combined_low) / 2:.4f}$"
+            assert f"{value} & {corrected} & {r.label_share:.0%}".replace("%", "\\%") in labels
+        if r.run != "a":
+            assert f"{r.run} & $[{r.difference_low:.3f}, {r.difference_high:.3f}]$" in labels
+    assert r"\label{tab:labels}" in labels and "from \\texttt{a}" in labels
+    assert "resizebox" not in labels
 
 
 def _label_rows(tex: str) -> list[str]:

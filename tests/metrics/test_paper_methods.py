@@ -4,6 +4,7 @@ pool's and the machine's facts in the shapes ``annotation.publication.selectors`
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -13,7 +14,7 @@ from annotation.results.export_formats import machine_facts
 from annotation.selectors import study_facts
 from metrics.bibliography import bibtex, cited_keys
 from metrics.latex import document
-from metrics.methods_text import methods_tex
+from metrics.methods_text import default_title, limitations_tex, methods_tex
 
 DECISION = {
     "labeller": "rules",
@@ -220,3 +221,68 @@ def test_ms_marco_is_cited_from_a_dataset_source_only():
     assert (
         r"collections \texttt{c} (from \texttt{ir\_datasets:msmarco-passage} \cite{bajaj2016}) and \texttt{d}." in tex
     )
+
+
+def test_every_bibliography_entry_has_a_doi_or_url_and_every_cited_key_resolves():
+    """An entry a reviewer cannot look up is a finding; so is a ``\\cite`` that would print [?]."""
+    from metrics.bibliography import ENTRIES
+
+    for key, entry in ENTRIES.items():
+        assert entry.startswith("@") and f"{{{key}," in entry.splitlines()[0], key
+        assert re.search(r"^\s*(doi|url)\s*=\s*\{[^}]+\}", entry, re.MULTILINE), f"{key} has neither doi nor url"
+        doi = re.search(r"^\s*doi\s*=\s*\{([^}]+)\}", entry, re.MULTILINE)
+        assert doi is None or re.fullmatch(r"10\.\d{4,9}/\S+", doi.group(1)), (key, doi and doi.group(1))
+    # TExFAIR is in ECIR 2024 Part V (LNCS 14612): the DOI and volume the publisher's record gives.
+    assert "10.1007/978-3-031-56069-9_1" in ENTRIES["abolghasemi2024"] and "{14612}" in ENTRIES["abolghasemi2024"]
+    assert "10.2307/4615733" in ENTRIES["holm1979"]
+
+
+@pytest.mark.django_db
+def test_every_key_the_bundle_texts_cite_resolves(facts):
+    from metrics.latex import uncertainty_tex
+
+    settings = SETTINGS | {
+        "metrics": ["RaB", "NFaiRR", "TExFAIR", "AWRF", "rKL"],
+        "policy": {"test": "two-sided paired t-test", "family": "f", "correction": "Holm", "alpha": 0.05, "baseline": "a"},
+        "exposure_settings": "AWRF with dcg weights",
+        "qrels": "q",
+        "measures": ["nDCG@10"],
+    }  # fmt: skip
+    texts = [methods_tex(facts, settings), limitations_tex(facts, settings), uncertainty_tex([], 10, "a")]
+    keys = cited_keys(*texts)
+    assert {"holm1979", "efron1979", "krippendorff2018"} <= set(keys)
+    assert len(re.findall(r"^@", bibtex(keys), re.MULTILINE)) == len(keys)  # one entry per key, none missing
+
+
+@pytest.mark.django_db
+def test_limitations_state_the_studys_own_figures(facts):
+    labels = facts["labels"]
+    tex = limitations_tex(facts, SETTINGS | {"qrels": "q", "unjudged": 1, "report_queries": 2})
+    alpha = facts["agreement"]["krippendorff_alpha"]
+    if alpha is not None:
+        assert f"$\\alpha = {alpha:.3f}$" in tex
+    total, disputed = labels["queries"], labels["set_aside"]["disputed"]
+    assert f"{disputed} of the {total} queries ({100 * disputed / total:.1f}\\%) were set aside as disputed" in tex
+    machine = (labels.get("sources") or {}).get("machine-accepted", 0)
+    assert f"{machine} of the {labels['labelled']} labels" in tex and "fixed-sequence" in tex  # its guarantee
+    assert "1 of the 2 queries have no relevance judgments" in tex
+    assert "the queries' sampling only" in tex  # not a report on the batch's labels
+    assert "carry the labels' uncertainty as well" in limitations_tex(facts, SETTINGS | {"on_batch": True})
+    given = limitations_tex(None, SETTINGS)
+    assert "were given" in given and "Krippendorff" not in given
+
+
+def test_the_default_title_is_the_studys_not_the_reports_id():
+    settings = SETTINGS | {"report": "rep-2024-07-x1", "export": {"category": "non-gendered", "queries": 2}}
+    title = default_title({"source_dataset": "msmarco-passage/dev/small"}, settings)
+    assert title == "Gender Bias of 2 Ranking Runs on 2 non-gendered MS MARCO Queries"
+    assert "rep-2024" not in title and default_title(None, SETTINGS | {"runs": ["a"]}).startswith(
+        "Gender Bias of 1 Ranking Run "
+    )
+
+
+def test_subscripted_symbols_are_set_as_math():
+    tex = methods_tex(
+        None, SETTINGS | {"metrics": ["NFaiRR"], "nfairr_normalisation": "by the collection (Σ w_r over the cutoff)"}
+    )
+    assert r"$\Sigma$ $w_{r}$ over the cutoff" in tex and r"w\_r" not in tex

@@ -18,13 +18,18 @@ class Command(ProjectCommand):
             help="folder to write (its parent must exist; an earlier bundle there, marked by .paper-bundle, is replaced; any other files are refused)",
         )
 
+        parser.add_argument(
+            "--title",
+            help="the paper's title in main.tex (default: what was measured on what, from the study's facts)",
+        )
+
     def handle(self, *args, **options):
         # Here, not at the top: the services (and what they load) are not needed by --help.
         from metrics.services.paper import paper_warnings, write_paper_bundle
 
         report = get_named(Report.objects.all(), options["report"], "report")
         with command_errors():
-            folder = write_paper_bundle(report, options["out"])
+            folder = write_paper_bundle(report, options["out"], title=options.get("title"))
         names = sorted(path.name for path in folder.iterdir())
         self.stdout.write(self.style.SUCCESS(f"Paper bundle of {report.name} in {folder}: {', '.join(names)}"))
         for warning in paper_warnings(report):
