@@ -109,11 +109,9 @@ def prose(text: object) -> str:
     return "".join(out)
 
 
-def _p(value: float | None) -> str:
-    if value is None:
-        return ""
-    text = p_value_text(value).replace("<", "$<$")
-    return rf"{{\scriptsize $p$ {text}}}"
+def p_value_tex(value: float | None) -> str:
+    """A p-value as :func:`core.p_values.p_value_text` writes it, in LaTeX text (``$<$ 0.0001``)."""
+    return p_value_text(value).replace("<", "$<$")
 
 
 #: The narrowest text column the tables are laid out for: a two-column ACM ``sigconf`` page's
@@ -436,7 +434,7 @@ def uncertainty_tex(rows: Sequence[dict], cutoff: int, baseline: str | None, alp
                 p = row.get("p_value")
                 mark = p_mark(None if _missing(p) else p, alpha)
                 marked = marked or bool(mark)
-                p_text = "--" if _missing(p) else p_value_text(p).replace("<", "$<$") + _mark(mark)
+                p_text = "--" if _missing(p) else p_value_tex(p) + _mark(mark)
                 against.append(
                     " & ".join(
                         [

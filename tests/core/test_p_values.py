@@ -7,7 +7,7 @@ import pytest
 from django.template import Context, Template
 
 from core.p_values import p_value_text
-from metrics.latex import _p as latex_p
+from metrics.latex import p_value_tex
 
 
 @pytest.mark.parametrize(
@@ -32,6 +32,6 @@ def test_the_rule(p, text):
 def test_a_page_the_terminal_and_latex_write_it_the_same_way():
     page = Template("{% load p_values %}p {{ p|p_value }}").render(Context({"p": 7e-323}))
     assert page == "p &lt; 0.0001"  # escaped for HTML, read as "p < 0.0001"
-    assert latex_p(7e-323) == r"{\scriptsize $p$ $<$ 0.0001}"
-    assert latex_p(0.0123) == r"{\scriptsize $p$ 0.0123}"
-    assert latex_p(None) == ""
+    assert p_value_tex(7e-323) == "$<$ 0.0001"
+    assert p_value_tex(0.0123) == "0.0123"
+    assert p_value_tex(None) == ""
