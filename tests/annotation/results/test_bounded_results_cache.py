@@ -116,6 +116,8 @@ def test_a_batchs_figures_of_older_answers_are_removed_when_its_answers_change(q
 def test_the_answer_counts_keep_only_the_latest_stamp(query_set, annotators):
     from annotation.crowd.selectors import answer_counts
 
+    if connection.vendor != "sqlite":
+        pytest.skip("the answer counts are kept on SQLite only (elsewhere counted at each call)")
     batch = make_batch(query_set, "counted", assignments_per_query=2)
     services.publish_batch(batch)
     answer_counts([batch.pk])
