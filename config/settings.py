@@ -246,6 +246,12 @@ IMPORT_MAX_DECOMPRESSED_BYTES = env_int("IMPORT_MAX_DECOMPRESSED_BYTES", 32 * 10
 #: training and labelled files (the trained labeller's). Every line is then held as Python
 #: objects (a few hundred bytes each), so this bounds a worker's memory.
 IMPORT_MAX_HELD_BYTES = env_int("IMPORT_MAX_HELD_BYTES", 64 * 1024**2, minimum=1)
+#: How many times its compressed size a gzip file may expand (every reader, site and command
+#: line), checked while decompressing past its first IMPORT_EXPANSION_FREE_BYTES: text
+#: compresses 3-10 times, a compression bomb (2 MB of one repeated line, 2 GiB expanded)
+#: a thousand, and is refused after a few megabytes, at flat memory.
+IMPORT_MAX_EXPANSION_RATIO = env_int("IMPORT_MAX_EXPANSION_RATIO", 100, minimum=2)
+IMPORT_EXPANSION_FREE_BYTES = env_int("IMPORT_EXPANSION_FREE_BYTES", 4 * 1024**2, minimum=0)
 
 # --- Celery ---------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
@@ -336,18 +342,33 @@ SPECTACULAR_SETTINGS = {
 #:   bootstrap intervals, Dawid-Skene, per-query results), keyed by the batch's answer version
 #:   (annotation.results.selectors.answers_version), so every worker reuses what one of them
 #:   computed until new answers or rulings arrive. RESULTS_CACHE_SECONDS=0 caches nothing.
+#:   Bounded by RESULTS_CACHE_MAX_BYTES; kept in the database (or RESULTS_CACHE_URL's own Redis),
+#:   never in SHARED_CACHE_URL's, whose memory the Celery broker may share.
 SHARED_CACHE_URL = env_str("SHARED_CACHE_URL", "")
 if SHARED_CACHE_URL and not SHARED_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
     raise ImproperlyConfigured(f"SHARED_CACHE_URL={SHARED_CACHE_URL!r}: expected redis://, rediss:// or unix://")
 #: How long a cached result is kept (seconds); a new answer makes a new key at once anyway.
 RESULTS_CACHE_SECONDS = env_int("RESULTS_CACHE_SECONDS", 7 * 24 * 3600, minimum=0)
+#: The most the results cache holds (bytes, pickled values: what the table or Redis keeps),
+#: enforced by the code on either backend (core.db.bounded_cache): past it, entries go oldest
+#: first; a batch's entries of older answers go when newer ones are stored.
+RESULTS_CACHE_MAX_BYTES = env_int("RESULTS_CACHE_MAX_BYTES", 256 * 1024**2, minimum=1024)
+#: A Redis of its own for the results cache (redis://…/N), apart from the broker's and the
+#: shared cache's memory; give that server a maxmemory and ``maxmemory-policy allkeys-lru``
+#: (docs/deployment.md). Unset: the database table ``results_cache`` (never the broker's Redis).
+RESULTS_CACHE_URL = env_str("RESULTS_CACHE_URL", "")
+#: The most the report figures' files under CACHE_DIR/plots may hold (bytes; the paper bundles'
+#: zips too): past it the least recently drawn go (metrics.services.plot_cache), drawn again if asked.
+PLOT_CACHE_MAX_BYTES = env_int("PLOT_CACHE_MAX_BYTES", 512 * 1024**2, minimum=1024)
+if RESULTS_CACHE_URL and not RESULTS_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(f"RESULTS_CACHE_URL={RESULTS_CACHE_URL!r}: expected redis://, rediss:// or unix://")
 
 
-def _shared_backend(table: str) -> dict:
-    """Redis at SHARED_CACHE_URL, or the database table ``table`` (a database cache culls a
-    third of its table past MAX_ENTRIES: one table per cache keeps one cache's load from
-    culling the other's entries)."""
-    if SHARED_CACHE_URL:
+def _shared_backend(table: str, redis: bool = True) -> dict:
+    """Redis at SHARED_CACHE_URL (unless ``redis`` is false), or the database table ``table`` (a
+    database cache culls a third of its table past MAX_ENTRIES: one table per cache keeps one
+    cache's load from culling the other's entries)."""
+    if SHARED_CACHE_URL and redis:
         return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": SHARED_CACHE_URL}
     return {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
@@ -360,7 +381,12 @@ CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "shared": _shared_backend("shared_cache") | {"KEY_PREFIX": "shared"},
     "results": (
-        _shared_backend("results_cache") | {"TIMEOUT": RESULTS_CACHE_SECONDS, "KEY_PREFIX": "results"}
+        (
+            {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": RESULTS_CACHE_URL}
+            if RESULTS_CACHE_URL
+            else _shared_backend("results_cache", redis=False)
+        )
+        | {"TIMEOUT": RESULTS_CACHE_SECONDS, "KEY_PREFIX": "results"}
         if RESULTS_CACHE_SECONDS
         else {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}
     ),

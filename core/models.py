@@ -91,3 +91,28 @@ class ApiToken(models.Model):
 
     def expired(self, now=None) -> bool:
         return self.expires is not None and self.expires <= (now or timezone.now())
+
+
+class CacheEntry(models.Model):
+    """What one entry of a bounded cache (``results``) weighs, so its bound is enforced by the code
+    on any backend (the database table or Redis; :mod:`core.db.bounded_cache`): entries past the
+    bound are deleted oldest first, and a generation's older versions when a new one is stored."""
+
+    cache = models.CharField(max_length=40)
+    key = models.CharField(max_length=1000)
+    bytes = models.BigIntegerField()
+    #: What the entry belongs to (``batch-17``) and the version it was computed for: storing
+    #: another version of the generation removes this one (stale, e.g. older answers).
+    generation = models.CharField(max_length=200, blank=True)
+    version = models.CharField(max_length=200, blank=True)
+    stored = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cache", "key"], name="cache_entry_unique_key")]
+        indexes = [
+            models.Index(fields=["cache", "stored"], name="cache_entry_age"),
+            models.Index(fields=["cache", "generation"], name="cache_entry_generation"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cache}:{self.key} ({self.bytes:,} bytes)"

@@ -16,7 +16,7 @@ from its settings (:func:`configure_limits`, called by ``core.services.input_lim
 
 from __future__ import annotations
 
-import gzip
+import io
 import re
 import zlib
 from collections.abc import Iterator
@@ -34,6 +34,13 @@ GZIP_MAGIC = b"\x1f\x8b"
 MAX_LINE_BYTES = 1024 * 1024
 #: How much :func:`open_text` decompresses at a time.
 READ_SIZE = 1024 * 1024
+#: How many compressed bytes the gzip reader (:class:`GunzipStream`) takes from the file at a time,
+#: and the most it expands at once: decompression proceeds in blocks of fixed size, never whole.
+GZIP_BLOCK = 64 * 1024
+#: The most blank lines in a row any reader accepts: a file of newlines (a megabyte of them
+#: gzipped is a gigabyte, a billion lines) is refused at its start instead of being read
+#: line by line for minutes.
+MAX_BLANK_LINES = 10_000
 
 
 @dataclass
@@ -57,12 +64,42 @@ HELD = InputLimit(
 )
 
 
-def configure_limits(*, decompressed: int | None = None, held: int | None = None) -> None:
+@dataclass
+class ExpansionLimit:
+    """How far a gzip file may expand relative to its compressed bytes.
+
+    Text compresses three to ten times (runs, collections, queries); a file that expands a
+    hundred times more than it takes from disk is not text of the project's kinds but a
+    compression bomb (a megabyte of one line or of newlines repeated, a gigabyte once
+    expanded). Checked as the stream is decompressed, past the first ``free`` expanded bytes
+    (a small file is never refused for its ratio), so such a file is refused after a few
+    megabytes, before any reader has parsed or held them.
+    """
+
+    ratio: int
+    free: int
+    setting: str = "IMPORT_MAX_EXPANSION_RATIO"
+
+
+EXPANSION = ExpansionLimit(100, 4 * 1024**2)
+
+
+def configure_limits(
+    *,
+    decompressed: int | None = None,
+    held: int | None = None,
+    ratio: int | None = None,
+    ratio_free: int | None = None,
+) -> None:
     """Set the limits (the site calls this with its settings, and again when tests change them)."""
     if decompressed is not None:
         DECOMPRESSED.bytes = decompressed
     if held is not None:
         HELD.bytes = held
+    if ratio is not None:
+        EXPANSION.ratio = ratio
+    if ratio_free is not None:
+        EXPANSION.free = ratio_free
 
 
 def too_large(path: str | Path, line: int, limit: InputLimit) -> InputError:
@@ -103,31 +140,133 @@ def safe_basename(name: str | None, default: str = "upload") -> str:
     return base[-120:].lstrip(".") or default
 
 
+def too_compressed(path: str | Path, line: int, limit: ExpansionLimit) -> InputError:
+    """The one error for a gzip file past its :class:`ExpansionLimit`, naming the line reached."""
+    return InputError(
+        path,
+        line,
+        f"the gzip file expands more than {limit.ratio} times its compressed size past its first "
+        f"{limit.free:,} bytes (setting {limit.setting}): a compression bomb or lines repeated "
+        "over and over, not a file to import; reading stopped here",
+    )
+
+
+class GunzipStream(io.RawIOBase):
+    """The expanded bytes of a gzip file, decompressed in fixed-size blocks (:data:`GZIP_BLOCK`).
+
+    The one gzip reader of the project (:func:`open_binary`, :func:`pooling.readers.iter_blocks`,
+    the counterfactual writer): each ``read`` takes at most :data:`GZIP_BLOCK` compressed bytes at
+    a time and expands at most what it was asked for, so memory is the caller's buffer, whatever
+    the file expands to. It counts what it took and gave, and refuses the file past
+    :data:`EXPANSION` (:func:`too_compressed`, naming the line reached). Concatenated gzip members
+    are read in turn (as ``gzip`` does); a truncated or corrupt stream is an :class:`InputError`.
+    """
+
+    def __init__(self, path: str | Path, raw: BinaryIO, limit: ExpansionLimit | None = None) -> None:
+        self.path, self.raw, self.limit = path, raw, limit or EXPANSION
+        self.taken = self.given = self.newlines = 0
+        self._inflate = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        self._input = b""
+        self._started = False  # a member's first byte was taken (then its end must come)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._expand(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def _take(self) -> bytes:
+        data = self.raw.read(GZIP_BLOCK)
+        self.taken += len(data)
+        return data
+
+    def _expand(self, size: int) -> bytes:
+        while size > 0:
+            if self._inflate.eof:  # a member ended: another may follow (zero padding is ignored)
+                rest = self._inflate.unused_data.lstrip(b"\0")
+                while not rest and (more := self._take()):
+                    rest = more.lstrip(b"\0")
+                if not rest:
+                    return b""
+                self._inflate, self._input = zlib.decompressobj(zlib.MAX_WBITS | 16), rest
+            if not self._input:
+                self._input = self._take()
+                if not self._input:
+                    if self._started:
+                        raise InputError(self.path, None, "the gzip file is truncated (it ends before its last block)")
+                    return b""
+            self._started = True
+            try:
+                data = self._inflate.decompress(self._input, min(size, GZIP_BLOCK))
+            except zlib.error as exc:
+                raise InputError(self.path, None, f"the gzip file is corrupt ({exc})") from None
+            self._input = self._inflate.unconsumed_tail
+            if self._inflate.eof:
+                self._started = False
+            if data:
+                self._count(data)
+                return data
+        return b""
+
+    def _count(self, data: bytes) -> None:
+        line = self.newlines + 1
+        self.given += len(data)
+        self.newlines += data.count(b"\n")
+        if self.given > self.limit.free and self.given > self.limit.ratio * max(self.taken, 1):
+            raise too_compressed(self.path, line, self.limit)
+
+
+def expanded(path: str | Path, raw: BinaryIO) -> BinaryIO:
+    """``raw`` (positioned at the file's start) as its expanded bytes: through :class:`GunzipStream`
+    when it begins with the gzip magic, else itself. Buffered, so callers read any size."""
+    start = raw.read(2)
+    raw.seek(-len(start), io.SEEK_CUR)
+    if start != GZIP_MAGIC:
+        return raw
+    return io.BufferedReader(GunzipStream(path, raw), buffer_size=GZIP_BLOCK)  # type: ignore[return-value]
+
+
 @contextmanager
 def open_binary(path: str | Path) -> Iterator[BinaryIO]:
-    """Open a file for reading bytes, transparently un-gzipping it."""
+    """Open a file for reading bytes, transparently un-gzipping it (:func:`expanded`)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, None, "no such file")
     with open(path, "rb") as raw:
-        gzipped = raw.read(2) == GZIP_MAGIC
-        raw.seek(0)
-        if gzipped:
-            with gzip_errors(path), gzip.GzipFile(fileobj=raw) as unzipped:
-                yield unzipped  # type: ignore[misc]
-        else:
-            yield raw
+        yield expanded(path, raw)
 
 
-@contextmanager
-def gzip_errors(path: str | Path) -> Iterator[None]:
-    """A truncated or corrupt gzip stream read inside the block becomes ``path: problem``, not a traceback."""
-    try:
-        yield
-    except EOFError:
-        raise InputError(path, None, "the gzip file is truncated (it ends before its last block)") from None
-    except (gzip.BadGzipFile, zlib.error) as exc:
-        raise InputError(path, None, f"the gzip file is corrupt ({exc})") from None
+class BlankRun:
+    """Counts blank lines in a row across the blocks a reader takes, refusing more than
+    :data:`MAX_BLANK_LINES` (:func:`too_many_blank_lines`). Works on bytes, with substring
+    searches: a block of ordinary lines costs two ``find`` calls."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path, self.carried = path, 0  # blank lines at the end of the blocks so far
+
+    def check(self, data: bytes, first_line: int) -> None:
+        """``data``: whole lines (lines ``first_line``… of the file)."""
+        for ending in (b"\n", b"\r\n"):
+            found = data.find(ending * (MAX_BLANK_LINES + 2))  # a line's end, then more than the limit
+            if found >= 0:
+                raise too_many_blank_lines(self.path, first_line + data.count(b"\n", 0, found + 1))
+        stripped = data.lstrip(b"\r\n")
+        leading = data.count(b"\n", 0, len(data) - len(stripped))
+        if self.carried + leading > MAX_BLANK_LINES:
+            raise too_many_blank_lines(self.path, first_line)
+        trailing = data.count(b"\n", len(data.rstrip(b"\r\n")))
+        self.carried = self.carried + leading if not stripped else max(trailing - 1, 0)
+
+
+def too_many_blank_lines(path: str | Path, line: int) -> InputError:
+    """The one error for a file of blank lines (:data:`MAX_BLANK_LINES`), naming where they begin."""
+    return InputError(
+        path,
+        line,
+        f"more than {MAX_BLANK_LINES:,} blank lines in a row (the limit of every reader): not a file of text lines",
+    )
 
 
 def decode_utf8(path: Path, data: bytes, first_line: int) -> str:
@@ -177,12 +316,14 @@ def open_text(path: str | Path, limit: InputLimit | None = None) -> Iterator[Ite
 
 def _text_lines(path: Path, stream: BinaryIO, counter: SizeCounter) -> Iterator[str]:
     number, rest = 1, b""  # ``number``: the file's number of the first line in ``rest``
+    blanks = BlankRun(path)
     while chunk := stream.read(READ_SIZE):
         counter.add(chunk, number)
         data = rest + chunk
         cut = data.rfind(b"\n") + 1
         block, rest = data[:cut], data[cut:]
         if block:
+            blanks.check(block, number)
             lines = _decoded_lines(path, block, number)
             number += len(lines)
             yield from lines

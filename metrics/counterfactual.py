@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from core.files import atomic_path
-from core.textfiles import MAX_LINE_BYTES, line_too_long
+from core.textfiles import MAX_LINE_BYTES, expanded, line_too_long
 
 #: (female, male) pairs swapped in both directions.
 PAIRS: tuple[tuple[str, str], ...] = (
@@ -155,11 +155,9 @@ class Swapper:
 
 
 def _open_input(path: Path):
+    """The file and its expanded bytes, through the project's one bounded gzip reader."""
     raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the returned handle
-    gzipped = raw.read(2) == b"\x1f\x8b"
-    raw.seek(0)
-    stream = gzip.GzipFile(fileobj=raw) if gzipped else raw
-    return raw, stream
+    return raw, expanded(path, raw)
 
 
 def write_counterfactual(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from urllib.parse import urlencode
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -309,10 +309,13 @@ def _plot_response(request: HttpRequest, report: Report, kind: str, suffix: str,
     from django.http import HttpResponseNotModified
     from django.utils.cache import patch_cache_control
 
-    from .services.plot_cache import cached_plot, plot_key
+    from .services.plot_cache import PlotParameterError, cached_plot, plot_key
 
     params = {key: request.GET[key].strip() for key in PLOT_PARAMETERS.get(kind, ()) if key in request.GET}
-    etag = f'"{plot_key(report, kind, params)}"'
+    try:
+        etag = f'"{plot_key(report, kind, params)}"'  # parameters as values: one figure for 10 and 010
+    except PlotParameterError as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
         response = HttpResponseNotModified()
     else:

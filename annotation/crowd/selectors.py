@@ -130,23 +130,25 @@ def answer_counts(batch_ids: list[int]) -> dict[str, Any]:
     never from inside a transaction of the caller (which might yet be rolled back). Counting
     takes no lock: annotators' writes never wait on it. Elsewhere, counted at each call.
     """
-    from django.core.cache import caches
+    from django.conf import settings
 
+    from core.db import bounded_cache
     from core.version import code_key
 
     stamp = changes_stamp()
-    if stamp is None:
+    if stamp is None or not settings.RESULTS_CACHE_SECONDS:
         return _count(batch_ids)
-    cache = caches["results"]
+    # One generation per set of batches: a new stamp's counts replace the last ones (bounded_cache).
+    generation = f"answer-counts:{'-'.join(map(str, batch_ids))}"
 
     def key(stamp: tuple) -> str:
-        return f"{code_key()}:answer-counts:{'-'.join(map(str, batch_ids))}:{'-'.join(map(str, stamp))}"
+        return f"{code_key()}:{generation}:{'-'.join(map(str, stamp))}"
 
     try:
-        kept = cache.get(key(stamp))
+        kept = bounded_cache.read("results", key(stamp))
     except DatabaseError:  # the cache's table not made yet: count
-        kept = None
-    if kept is not None:
+        kept = bounded_cache.MISSING
+    if kept is not bounded_cache.MISSING:
         return kept
     if connection.in_atomic_block:
         return _count(batch_ids)  # the caller's transaction may hold writes it rolls back
@@ -156,7 +158,14 @@ def answer_counts(batch_ids: list[int]) -> dict[str, Any]:
     counted = _count(batch_ids)
     if changes_stamp() == stamp:
         with contextlib.suppress(DatabaseError):  # not kept: counted again next time
-            cache.set(key(stamp), counted)
+            bounded_cache.store(
+                "results",
+                key(stamp),
+                counted,
+                max_bytes=settings.RESULTS_CACHE_MAX_BYTES,
+                generation=generation,
+                version="-".join(map(str, stamp)),
+            )
     return counted
 
 

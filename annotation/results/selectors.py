@@ -223,12 +223,16 @@ def _cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
     """
     if kind in answers.memo:
         return answers.memo[kind]
-    value = remembered(f"batch-{answers.batch.pk}:{answers.version}:{kind}", compute)
+    value = remembered(
+        f"batch-{answers.batch.pk}:{answers.version}:{kind}",
+        compute,
+        generation=(f"batch-{answers.batch.pk}", answers.version),
+    )
     answers.memo[kind] = value
     return value
 
 
-def remembered(key: str, compute: Callable[[], T]) -> T:
+def remembered(key: str, compute: Callable[[], T], *, generation: tuple[str, str] | None = None) -> T:
     """The value kept under ``key`` in the ``results`` cache, else ``compute()``, kept there.
 
     The ``results`` cache (``settings.CACHES``: the database's ``results_cache`` table, or
@@ -237,21 +241,41 @@ def remembered(key: str, compute: Callable[[], T]) -> T:
     is added here, so figures the code computed before a deployment are not served after it. A
     cache that cannot be read or written
     (its table not created yet) only costs the recomputation, never the page.
-    """
-    from django.core.cache import caches
 
-    cache = caches["results"]
-    key = f"{code_key()}:{key}"  # what another version of the code computed is never served
+    The cache is bounded (:mod:`core.db.bounded_cache`, ``RESULTS_CACHE_MAX_BYTES``): entries past
+    the bound go oldest first. ``generation``: ``(name, version)`` of what the value belongs to
+    (``("batch-17", answers version)``); storing it removes the name's entries of other versions,
+    so a batch keeps the figures of its current answers only.
+    """
+    from django.conf import settings
+
+    from core.db import bounded_cache
+
+    if not settings.RESULTS_CACHE_SECONDS:
+        return compute()
+    code = code_key()
+    key = f"{code}:{key}"  # what another version of the code computed is never served
+    cached = True
     try:
-        value = _contained(lambda: cache.get(key))
+        value = _contained(lambda: bounded_cache.read("results", key))
     except DatabaseError as exc:  # e.g. the table not migrated yet
         logger.warning("results cache unavailable (%s); computing without it", exc)
-        cache, value = None, None
-    if value is None:
+        cached, value = False, bounded_cache.MISSING
+    if value is bounded_cache.MISSING:
         value = compute()
-        if cache is not None:
+        if cached:
+            name, version = generation or ("", "")
             try:
-                _contained(lambda: cache.set(key, value))
+                _contained(
+                    lambda: bounded_cache.store(
+                        "results",
+                        key,
+                        value,
+                        max_bytes=settings.RESULTS_CACHE_MAX_BYTES,
+                        generation=name,
+                        version=f"{code}:{version}" if name else "",
+                    )
+                )
             except DatabaseError as exc:
                 logger.warning("results cache unavailable (%s); not stored", exc)
     return value

@@ -1,7 +1,8 @@
 """The site's input limits handed to the pure readers (:mod:`core.textfiles`).
 
 The readers are pure and read no settings; this applies ``IMPORT_MAX_DECOMPRESSED_BYTES``
-and ``IMPORT_MAX_HELD_BYTES`` to them when the apps load (:class:`core.apps.CoreConfig`),
+``IMPORT_MAX_HELD_BYTES``, ``IMPORT_MAX_EXPANSION_RATIO`` and
+``IMPORT_EXPANSION_FREE_BYTES`` to them when the apps load (:class:`core.apps.CoreConfig`),
 and again whenever a test overrides either setting.
 """
 
@@ -11,11 +12,21 @@ from django.conf import settings
 
 from core.textfiles import configure_limits
 
-SETTINGS = ("IMPORT_MAX_DECOMPRESSED_BYTES", "IMPORT_MAX_HELD_BYTES")
+SETTINGS = (
+    "IMPORT_MAX_DECOMPRESSED_BYTES",
+    "IMPORT_MAX_HELD_BYTES",
+    "IMPORT_MAX_EXPANSION_RATIO",
+    "IMPORT_EXPANSION_FREE_BYTES",
+)
 
 
 def apply_input_limits() -> None:
-    configure_limits(decompressed=settings.IMPORT_MAX_DECOMPRESSED_BYTES, held=settings.IMPORT_MAX_HELD_BYTES)
+    configure_limits(
+        decompressed=settings.IMPORT_MAX_DECOMPRESSED_BYTES,
+        held=settings.IMPORT_MAX_HELD_BYTES,
+        ratio=settings.IMPORT_MAX_EXPANSION_RATIO,
+        ratio_free=settings.IMPORT_EXPANSION_FREE_BYTES,
+    )
 
 
 def input_limit_changed(*, setting: str, **kwargs) -> None:

@@ -9,27 +9,64 @@ new release draws again) and :data:`metrics.plots.DRAWING`, the version of how f
 (a change of the drawing code draws again even where the software version stays the same, as in a
 deployment without git). Only a figure that was drawn is stored: a request with bad parameters
 is refused before anything is written. The key doubles as the response's ETag.
+
+The key holds the parameters as values, not as typed (:func:`normalised`): ``?cutoff=10`` and
+``?cutoff=010`` are one figure, and a number not written in ASCII digits (``١٠``, ``1_0``, ``²``)
+is refused with :class:`PlotParameterError` (a 400 naming the field) before anything is drawn.
+The files are bounded (``PLOT_CACHE_MAX_BYTES``, :func:`evict`): past it, the least recently
+written go first (a figure evicted is drawn again when next asked for).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from core.errors import ServiceError
 from core.files import atomic_write_bytes
 from core.services.storage import cache_dir
 from core.version import software_version
 
 from ..models import Report
 
+#: The figures' parameters that are whole numbers: keyed by their value.
+NUMBER_PARAMETERS = frozenset({"cutoff"})
+_ASCII_DIGITS = re.compile(r"[0-9]{1,9}")
+
+
+class PlotParameterError(ServiceError):
+    """A figure's parameter that is not what it must be; ``field`` names it (the view's 400)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+
+
+def normalised(params: Mapping[str, str]) -> dict[str, str | int]:
+    """The parameters as the figure reads them: text stripped, numbers (:data:`NUMBER_PARAMETERS`)
+    as ints parsed from ASCII digits only (``010`` is 10); anything else is refused, naming it."""
+    values: dict[str, str | int] = {}
+    for field, raw in params.items():
+        text = raw.strip()
+        if field in NUMBER_PARAMETERS:
+            if not _ASCII_DIGITS.fullmatch(text):
+                raise PlotParameterError(field, f"{text[:20]!r} is not a whole number written in the digits 0-9")
+            values[field] = int(text)
+        else:
+            values[field] = text
+    return values
+
 
 def plot_key(report: Report, kind: str, params: Mapping[str, str]) -> str:
-    """The figure's identity: report, kind, parameters, software version and drawing version, hashed."""
+    """The figure's identity: report, kind, parameters (their values: :func:`normalised`), software
+    version and drawing version, hashed. Raises :class:`PlotParameterError` for a bad number."""
     from ..plots import DRAWING
 
-    identity = [report.pk, report.created.isoformat(), kind, sorted(params.items()), software_version(), DRAWING]
+    values = sorted(normalised(params).items())
+    identity = [report.pk, report.created.isoformat(), kind, values, software_version(), DRAWING]
     return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:32]
 
 
@@ -49,7 +86,39 @@ def cached_plot(
     if not path.exists():
         data = draw()
         atomic_write_bytes(path, data)  # a page inlines the file: never a name over a half-written file
+        evict(keep=path)
     return path, key
+
+
+def evict(max_bytes: int | None = None, keep: Path | None = None) -> int:
+    """Delete the least recently written figures until the plot cache holds at most ``max_bytes``
+    (default ``PLOT_CACHE_MAX_BYTES``), never ``keep`` (the one just written); returns how many.
+    A file another worker deletes first is skipped."""
+    from django.conf import settings
+
+    limit = settings.PLOT_CACHE_MAX_BYTES if max_bytes is None else max_bytes
+    files = []
+    for path in cache_dir("plots").rglob("*"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        if path.is_file() and not path.name.startswith("."):  # not a file another worker is writing
+            files.append((stat.st_mtime, stat.st_size, path))
+    over = sum(size for _, size, _ in files) - limit
+    deleted = 0
+    for _, size, path in sorted(files):
+        if over <= 0:
+            break
+        if path == keep:
+            continue
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        over -= size
+        deleted += 1
+    return deleted
 
 
 def drawn_plot(report: Report, kind: str, params: Mapping[str, str], suffix: str) -> tuple[bytes, str] | None:

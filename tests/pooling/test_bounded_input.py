@@ -22,6 +22,17 @@ from core.textfiles import MAX_LINE_BYTES, open_text
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = f"is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader)"
+#: A bomb compresses about a thousand times: the gzip reader refuses it for its expansion
+#: (core.textfiles.EXPANSION) after its first few megabytes, before any line is gathered.
+BOMB = "the gzip file expands more than 100 times its compressed size"
+
+
+def refused_as_bomb(message: str, path: Path, line: int) -> bool:
+    """The file named at ``line`` for its expansion, or (a reader taking a megabyte at a time
+    meets the endless line first) for its line: either way before holding more than megabytes."""
+    return message.startswith((f"{path}:{line}: {BOMB}", f"{path}:{line}: the line {PROBLEM}"))
+
+
 #: The readers' peak must stay far below what holding the expanded file would take (> 1 GiB).
 PEAK_LIMIT_MB = 400
 
@@ -102,10 +113,7 @@ def run_reader(reader: str, path: Path, tmp_path: Path) -> dict:
 def test_every_reader_refuses_a_gzip_bomb_at_flat_memory(reader, bomb, bombs, tmp_path):
     outcome = run_reader(reader, bombs[bomb], tmp_path)
     line = 1 if bomb == "nuls" else 3
-    assert (
-        outcome["error"]
-        == f"{bombs[bomb]}:{line}: the line {PROBLEM}: this is not a file of text lines, or its line breaks are missing"
-    )
+    assert refused_as_bomb(outcome["error"], bombs[bomb], line), outcome
     assert outcome["peak_mb"] < PEAK_LIMIT_MB, outcome
 
 
@@ -153,7 +161,7 @@ def test_the_gold_file_reader_refuses_a_bomb(bombs):
 
     with pytest.raises(InputError) as err:
         read_gold_file(bombs["nuls"])
-    assert str(err.value).startswith(f"{bombs['nuls']}:1: the line {PROBLEM}")
+    assert refused_as_bomb(str(err.value), bombs["nuls"], 1)
 
 
 @pytest.mark.django_db
@@ -168,7 +176,7 @@ def test_the_import_commands_refuse_a_bomb_naming_the_file(command, bombs, tmp_p
     options = {"collection": "c"} if command == "import_run" else {}
     with pytest.raises(CommandError) as err:
         call_command(command, str(bombs["nuls"]), name="bomb", verbosity=0, **options)
-    assert str(err.value).startswith(f"{bombs['nuls']}:1: the line {PROBLEM}")
+    assert refused_as_bomb(str(err.value), bombs["nuls"], 1)
     assert not Collection.objects.filter(name="bomb").exists()
     assert not QuerySet.objects.exists() and not Run.objects.exists()
 
@@ -204,4 +212,4 @@ def test_an_uploaded_bomb_fails_its_import_job_with_the_problem(
     assert response.status_code == 202
     job = Job.objects.get(pk=response.json()["id"])
     assert job.status == Job.Status.FAILED
-    assert "bomb.tsv.gz:1: the line " + PROBLEM in job.message
+    assert "bomb.tsv.gz:1: " + BOMB in job.message  # a collection is read 16 MiB at a time
