@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from annotation.batches import api
 from annotation.inhouse import api as api_team
 from annotation.machine import api as api_prelabelling
+from annotation.prolific import api as api_prolific
 from annotation.publication import api as api_publication
 
 router = DefaultRouter()
@@ -41,6 +42,11 @@ urlpatterns = [
     # Prolific bonuses (issue 32).
     path("batches/<slug:name>/bonuses/", api.BonusPreviewView.as_view(), name="api-batch-bonuses"),
     path("batches/<slug:name>/bonuses/pay/", api.BonusPayView.as_view(), name="api-batch-bonuses-pay"),
+    path(
+        "batches/<slug:name>/prolific-submissions/",
+        api_prolific.SubmissionsView.as_view(),
+        name="api-batch-prolific-submissions",
+    ),
     # The Hugging Face-ready dataset folder, zipped (publication/api.py).
     path("batches/<slug:name>/dataset/", api_publication.PublishDatasetView.as_view(), name="api-batch-dataset"),
     *router.urls,

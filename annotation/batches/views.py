@@ -26,8 +26,9 @@ from annotation.crowd.services.batches import cancel_batch, mturk_comparison
 from annotation.crowd.services.publishing import render_hit_html
 from annotation.inhouse.services.handout import is_annotator
 from annotation.labels import LABEL_NAMES, LABELS
-from annotation.models import Assignment, Batch, Export, Hit, Worker
+from annotation.models import Assignment, Batch, Export, Hit, Provider, Worker
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
+from annotation.prolific.selectors import submissions as prolific_submissions
 from annotation.prolific.webhooks.selectors import batch_webhooks
 from annotation.publication.services.exports import export_for_download
 from annotation.quality.selectors import worker_quality
@@ -142,6 +143,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "comparison": _mturk_comparison(batch),
             "bonuses": _bonus_preview(batch),
             "prolific": batch_webhooks(batch),
+            "submissions": prolific_submissions(batch) if batch.provider == Provider.PROLIFIC else None,
         },
     )
 

@@ -34,6 +34,7 @@ from annotation.models.prolific import (
     ProlificEvent,
     ProlificHookSecret,
     ProlificSession,
+    ProlificSubmission,
     ProlificSubscription,
 )
 from annotation.models.quality import Adjudication, Escalation, Qualification, Reoffer, TrainingQuery, WorkerFlag
@@ -61,6 +62,7 @@ __all__ = [
     "ProlificEvent",
     "ProlificHookSecret",
     "ProlificSession",
+    "ProlificSubmission",
     "ProlificSubscription",
     "Provider",
     "Qualification",

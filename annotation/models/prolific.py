@@ -29,6 +29,30 @@ class ProlificSession(models.Model):
         return f"{self.session_id} ({self.participant_id})"
 
 
+class ProlificSubmission(models.Model):
+    """A submission of a batch's study as Prolific last listed it (each sync reads the whole list).
+
+    Prolific's own figures of a participant's session — its status (returned, timed out,
+    approved...), when it started and was completed — kept so the batch page and API can show
+    them beside this site's quality figures (issue 45: what Prolific's dashboard shows). The
+    session's work here is the :class:`Assignment` whose ``provider_assignment_id`` is this id.
+    """
+
+    submission_id = models.CharField(max_length=64, unique=True)
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="prolific_submissions")
+    participant_id = models.CharField(max_length=64)
+    status = models.CharField(max_length=30)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    listed_at = models.DateTimeField(help_text="When a sync last read it from Prolific.")
+
+    class Meta:
+        indexes = [models.Index(fields=["batch", "status"], name="prolific_submission_status")]
+
+    def __str__(self) -> str:
+        return f"{self.submission_id} ({self.status})"
+
+
 # -- webhooks (issue 32): the workspace's secret, its subscriptions, the events received -------------
 class ProlificHookSecret(models.Model):
     """The workspace's webhook secret (``POST /hooks/secrets/``), made once and kept: deliveries are verified with it.

@@ -60,6 +60,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from annotation.crowd.clients.prolific_api import Prolific, ProlificError, Submission
 from annotation.crowd.providers import CrowdProvider, get_provider
@@ -81,7 +82,7 @@ from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.statuses import complete_if_done, settle_hit_statuses
 from annotation.crowd.services.sync import SyncResult, run_sync_steps
 from annotation.inhouse.services.handout import claim_hit, release_abandoned
-from annotation.models import Assignment, Batch, ProlificSession, Provider, Worker
+from annotation.models import Assignment, Batch, ProlificSession, ProlificSubmission, Provider, Worker
 from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
@@ -578,6 +579,7 @@ def sync_prolific(
     result = ProlificSyncResult()
     submissions = list(provider.client.submissions(batch.hit_type_id))
     result.submissions = len(submissions)
+    record_submissions(batch, submissions)
     # First, before anything is reviewed, paid or judged: work Prolific does not attribute.
     result.voided = void_unattributed(batch, submissions)
     result.freed += result.voided
@@ -607,6 +609,43 @@ def sync_prolific(
             "batch %s: its participant groups could not be refilled (next sync retries): %s", batch.name, exc
         )
     return result
+
+
+def record_submissions(batch: Batch, submissions) -> int:
+    """Keep what Prolific listed of each submission (status, start, completion) for the batch's page and API.
+
+    One upsert per sync, in a transaction: rows for sessions Prolific no longer lists are left
+    as last seen (a listing never deletes work). A timestamp Prolific writes in a shape Django
+    cannot read is kept as unknown rather than failing the sync. Returns the rows written.
+    """
+    now = timezone.now()
+    rows = {
+        sub.id: ProlificSubmission(
+            submission_id=sub.id,
+            batch=batch,
+            participant_id=sub.participant_id,
+            status=sub.status[:30],
+            started_at=_moment(sub.started_at),
+            completed_at=_moment(sub.completed_at),
+            listed_at=now,
+        )
+        for sub in submissions
+    }
+    if not rows:
+        return 0
+    fields = ["participant_id", "status", "started_at", "completed_at", "listed_at"]
+    with transaction.atomic():
+        ProlificSubmission.objects.bulk_create(
+            rows.values(), update_conflicts=True, unique_fields=["submission_id"], update_fields=fields
+        )
+    return len(rows)
+
+
+def _moment(text: str | None) -> dt.datetime | None:
+    try:
+        return parse_datetime(text) if text else None
+    except ValueError:
+        return None
 
 
 def _reconcile(sub, assignment: Assignment | None, provider: CrowdProvider, approve_all: bool, result) -> None:

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime as dt
 import hashlib
 import hmac
 import json
@@ -76,6 +77,11 @@ from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
 
 TOKEN = "test-token"
 FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
+
+
+def _now() -> str:
+    """Now, as Prolific writes a moment (ISO 8601, UTC, microseconds)."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _id() -> str:
@@ -197,7 +203,8 @@ class FakeProlific:
             "study_id": study_id,
             "participant_id": participant_id,
             "status": "ACTIVE",
-            "started_at": "2026-11-22T10:00:00Z",
+            "started_at": _now(),
+            "completed_at": None,
         }
         url = study["external_study_url"]
         for placeholder, value in (
@@ -210,6 +217,8 @@ class FakeProlific:
 
     def set_status(self, session: str, status: str) -> None:
         self.submissions[session]["status"] = status
+        if status == "AWAITING REVIEW" and not self.submissions[session].get("completed_at"):
+            self.submissions[session]["completed_at"] = _now()  # as Prolific stamps a completion
         self._submission_changed(session)
 
     def _taken(self, study_id: str) -> int:
@@ -317,7 +326,6 @@ class FakeProlific:
         return 200, {
             **detail,
             "participant": submission["participant_id"],
-            "completed_at": None,
             "bonus_payments": bonuses,
         }
 
