@@ -261,6 +261,13 @@ def sensitivity_csv(table: pd.DataFrame) -> str:
     return csv_text(CSV_COLUMNS, ([*row[:5], int(row[5]), *row[6:9], int(row[9])] for row in rows))
 
 
+def dependence_csv(table: pd.DataFrame) -> str:
+    """CSV of :func:`metrics.label_uncertainty.dependence_table` (empty where undefined; run names neutralised)."""
+    from .label_uncertainty import DEPENDENCE_COLUMNS
+
+    return csv_text(DEPENDENCE_COLUMNS, table[DEPENDENCE_COLUMNS].itertuples(index=False, name=None))
+
+
 def rankings_csv(rankings: pd.DataFrame) -> str:
     """CSV of :func:`metrics.sensitivity.ranking_changes` (τ empty where undefined)."""
     columns = list(rankings.columns)
@@ -294,6 +301,33 @@ def rankings_text(result: LabelSensitivity) -> str:
     return "\n".join(lines)
 
 
+def dependence_text(result: LabelSensitivity) -> str:
+    """Plain-text table of the sensitivity check for ranking-dependent labelling errors (empty
+    without one): per run, metric and cutoff, the corrected difference against the baseline, its
+    combined interval and significance at each dependence D."""
+    table = result.dependence
+    if table is None:
+        return ""
+    lines = [
+        f"If labelling errors depend on the rankings (odds of a wrong label x exp(D*z), z = {result.baseline}'s "
+        "standardised value): the label-corrected difference against it, its combined interval moved by the "
+        "shift, and whether the interval excludes 0.",
+        f"  {'run':<12} {'metric':<18} {'D':>6} {'difference':>11} {'shift':>9}  interval",
+    ]
+
+    def number(value) -> str:
+        return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:+.4f}"
+
+    for row in table.itertuples(index=False):
+        metric = f"{row.metric}[{row.variant}]@{row.cutoff}"
+        mark = {True: "*", False: ""}.get(row.significant, "–")
+        lines.append(
+            f"  {row.run:<12} {metric:<18} {row.dependence:>6.2f} {number(row.difference_corrected):>11} "
+            f"{row.shift:>+9.4f}  [{number(row.difference_combined_low)}, {number(row.difference_combined_high)}] {mark}"
+        )
+    return "\n".join(lines)
+
+
 def sensitivity_result(result: LabelSensitivity) -> dict:
     """JSON-safe form of a :class:`~metrics.sensitivity.LabelSensitivity` (NaN as ``None``): what the
     API returns and what a label-sensitivity job keeps as its result for the page."""
@@ -313,4 +347,6 @@ def sensitivity_result(result: LabelSensitivity) -> dict:
         "set_sizes": {f"{a}/{d}": n for (a, d), n in result.set_sizes.items()},
         "rows": plain(result.table.to_dict("records")),
         "rankings": plain(result.rankings.to_dict("records")),
+        "baseline": result.baseline,
+        "dependence": None if result.dependence is None else plain(result.dependence.to_dict("records")),
     }

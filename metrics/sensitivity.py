@@ -78,6 +78,10 @@ class LabelSensitivity:
     rankings: pd.DataFrame
     set_sizes: dict[tuple[str, str], int]
     nfairr_normalisation: str
+    #: The sensitivity check for ranking-dependent labelling errors
+    #: (:func:`metrics.label_uncertainty.dependence_table`), when dependences were asked for.
+    dependence: pd.DataFrame | None = None
+    baseline: str | None = None
 
 
 def aggregated_labels(

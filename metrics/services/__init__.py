@@ -28,7 +28,7 @@ from .counterfactual_collection import (
     write_counterfactual_collection,
 )
 from .crbo import crbo_job, crbo_summary, start_crbo
-from .labelling import label_sensitivity, label_sensitivity_job, start_label_sensitivity
+from .labelling import label_sensitivity, label_sensitivity_job, parse_dependences, start_label_sensitivity
 from .paper import paper_zip, write_paper_bundle
 from .planning import CostSettings, plan_study
 from .reports import (
@@ -70,6 +70,7 @@ __all__ = [
     "label_sensitivity_job",
     "paper_zip",
     "parse_cutoffs",
+    "parse_dependences",
     "parse_measures",
     "per_query_values",
     "plan_study",

@@ -29,6 +29,27 @@ if TYPE_CHECKING:
     from ..sensitivity import LabelSensitivity
 
 
+def parse_dependences(text: str) -> tuple[float, ...]:
+    """``"0,0.5,1"`` → ``(0.0, 0.5, 1.0)``, or ServiceError naming the bad part."""
+    import math
+
+    values = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            value = float(part)
+        except ValueError:
+            raise ServiceError(f"bad dependence {part!r}: give numbers, e.g. 0,0.5,1") from None
+        if not math.isfinite(value):
+            raise ServiceError(f"bad dependence {part!r}: give finite numbers, e.g. 0,0.5,1")
+        values.append(value)
+    if not values:
+        raise ServiceError("give at least one dependence, e.g. 0,0.5,1")
+    return tuple(values)
+
+
 def label_sensitivity(
     batch,
     runs: Sequence[Run],
@@ -40,6 +61,8 @@ def label_sensitivity(
     background: Run | None = None,
     job: Job | None = None,
     bar: bool = True,
+    dependence: Sequence[float] = (),
+    baseline: Run | None = None,
 ) -> LabelSensitivity:
     """Bias of ``runs`` on the non-gendered set of ``batch`` under every aggregation × disputed policy.
 
@@ -50,6 +73,13 @@ def label_sensitivity(
     summarised as a report would be, so majority/drop equals ``bias_report`` on the exported
     non-gendered set with the same settings (when no query is adjudicated: the export applies
     rulings first).
+
+    ``dependence``: also the sensitivity check for labelling errors that depend on the rankings
+    (:func:`metrics.label_uncertainty.dependence_table`): the report on the batch's labels
+    (:func:`metrics.services.reports.compute_batch_report`, against ``baseline``, default the first
+    run) and how far each label-corrected difference, its combined interval and its significance
+    move if the odds of a query's label being wrong grow by exp(D·z) with the baseline's
+    standardised value z, for each D.
     """
     from annotation import selectors
 
@@ -98,6 +128,21 @@ def label_sensitivity(
         normalisation = f"by {background.name} alone (exact original definition)"
     else:
         normalisation = f"by {background.name} together with every run given"
+    dependence_rows, baseline_name = None, None
+    if dependence:
+        from .. import label_uncertainty, significance
+        from .reports import compute_batch_report
+
+        base = baseline or runs[0]
+        baseline_name = base.name
+        computed = compute_batch_report(
+            batch, runs, report_settings, baseline=base, wordlist=wordlist, representative=representative,
+            background=background, job=job, bar=bar,
+        )  # fmt: skip
+        dependence_rows = label_uncertainty.dependence_table(
+            significance.wide_values(computed.per_query), computed.labels.table, computed.summary, base.name,
+            [float(d) for d in dependence],
+        )  # fmt: skip
     return sensitivity.LabelSensitivity(
         batch=batch.name,
         runs=[run.name for run in runs],
@@ -107,6 +152,8 @@ def label_sensitivity(
         rankings=sensitivity.ranking_changes(table),
         set_sizes={key: len(qids) for key, qids in sets.items()},
         nfairr_normalisation=normalisation,
+        dependence=dependence_rows,
+        baseline=baseline_name,
     )
 
 

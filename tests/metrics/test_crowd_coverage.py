@@ -49,6 +49,16 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     the 0.93 of issue 40, which 30 studies cannot resolve: that figure is ``manage.py crowd_coverage``'s.
     The in-sample posteriors' bias is tested directly in ``tests/annotation/results/test_crowd_model.py``.
 
+    What these bounds can and cannot tell (binomial over 30 studies, s.e. √(p(1 − p)/30)): a correct 0.95
+    procedure fails the value's bound (≥ 26 of 30) with probability 0.016 and the difference's or de-noised
+    accuracy's (≥ 24 of 30) with 0.0006; a 0.90 procedure fails them with only 0.18 and 0.026, an 0.80 one with
+    0.74 and 0.39, a 0.60 one with 0.998 and 0.98. Issue 40's "≥ 0.93" is not asserted, because the difference
+    at 1,000 queries does not reach it (200 studies on seeds [2040, s]: value 0.910, difference 0.915, de-noised
+    0.920, s.e. 0.020; docs/metrics.md, "Coverage, as simulated"): a test that
+    tells 0.95 from 0.90 with a false-failure rate of 0.3% (threshold 0.95 − 3.09 s.e.) and fails a 0.90
+    procedure 91% of the time needs about 450 studies (threshold 0.918), some 35 minutes of CPU: that is the
+    benchmark's job (``manage.py crowd_coverage --studies 450``), not CI's.
+
     Heavy crowd (35% spammers, accuracy 0.55–0.85; coverage 0.53 / 0.50 over 30 studies, 200 resamples): its
     coverage is below 0.90 here too, and the crowd-quality warning is raised in ≥ 95% of the studies whose interval
     missed the truth (measured: all of them).

@@ -342,3 +342,36 @@ def test_a_machine_labelled_batch_gains_rows_by_label_source(world):
     assert set(hybrid_a["n_queries"]) == {2}
     # The crowd's rows are the crowd's answers alone (the routed query 3): majority/drop is {3}.
     assert result.set_sizes[("majority", "drop")] == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.slow
+def test_label_sensitivity_command_dependence_check(batch, tmp_path):
+    """--dependence: D = 0 repeats the report on the batch's labels (its label-corrected differences
+    against the baseline), every D gets a row per run, metric and cutoff, and the text says so."""
+    out, table = tmp_path / "s.csv", tmp_path / "d.csv"
+    stdout = io.StringIO()
+    call_command(
+        "label_sensitivity", "sens", runs="a,b", cutoffs="2", out=str(out), bootstrap=50, dependence="0,1.5",
+        baseline="a", dependence_out=str(table), verbosity=0, stdout=stdout,
+    )  # fmt: skip
+    rows = pd.read_csv(table)
+    assert list(rows.columns) == [
+        "run", "metric", "variant", "cutoff", "dependence", "difference_corrected", "difference_combined_low",
+        "difference_combined_high", "shift", "significant",
+    ]  # fmt: skip
+    assert set(rows["run"]) == {"b"} and set(rows["dependence"]) == {0.0, 1.5}
+    report = services.compute_batch_report(
+        batch, list(Run.objects.filter(name__in=["a", "b"]).order_by("name")),
+        services.ReportSettings(cutoffs=(2,), bootstrap_samples=50), baseline=Run.objects.get(name="a"), bar=False,
+    ).summary.set_index(["run", "metric", "variant", "cutoff"])  # fmt: skip
+    plain = rows[rows["dependence"] == 0.0]
+    assert len(plain) == len(rows) / 2 and (plain["shift"] == 0).all()
+    for row in plain.itertuples(index=False):
+        expected = report.loc[(row.run, row.metric, row.variant, row.cutoff), "difference_corrected"]
+        assert row.difference_corrected == pytest.approx(expected, abs=1e-12, nan_ok=True)
+    assert "If labelling errors depend on the rankings" in stdout.getvalue()
+    with pytest.raises(CommandError, match="bad dependence"):
+        call_command("label_sensitivity", "sens", runs="a,b", out=str(out), dependence="x", verbosity=0)
+    with pytest.raises(CommandError, match="--baseline zz is not one of"):
+        call_command("label_sensitivity", "sens", runs="a,b", out=str(out), dependence="1", baseline="zz", verbosity=0)

@@ -64,6 +64,14 @@ class Command(ProjectCommand):
         parser.add_argument(
             "--seed", type=whole_number, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})"
         )
+        parser.add_argument(
+            "--dependence",
+            help="comma-separated D values, e.g. 0,0.5,1: also how far each label-corrected difference against "
+            "--baseline and its interval move if the odds of a wrong label grow by exp(D*z) with the baseline's "
+            "standardised value z (D > 0: labels less trustworthy where the baseline's value is high)",
+        )
+        parser.add_argument("--baseline", help="run the differences are taken against (default: the first of --runs)")
+        parser.add_argument("--dependence-out", help="also write the dependence table as CSV")
 
     def handle(self, **o):
         from metrics import formatting, plots
@@ -72,10 +80,16 @@ class Command(ProjectCommand):
         names = name_list(o["runs"])
         if not names:
             raise CommandError("give at least one run with --runs")
+        with command_errors():
+            dependence = services.parse_dependences(o["dependence"]) if o["dependence"] else ()
+        if o["baseline"] and o["baseline"] not in names:
+            raise CommandError(f"--baseline {o['baseline']} is not one of --runs {o['runs']}")
+        if (o["baseline"] or o["dependence_out"]) and not dependence:
+            raise CommandError("--baseline and --dependence-out go with --dependence")
         wanted = [*names, *([o["background"]] if o["background"] != COLLECTION_BACKGROUND else [])]
         runs = {run.name: run for run in get_named_list(Run, wanted, "run")}
         with command_errors():
-            for option in ("out", "rankings", "plot"):
+            for option in ("out", "rankings", "plot", "dependence_out"):
                 if o[option]:
                     check_writable(o[option])
             cutoffs = services.parse_cutoffs(o["cutoffs"])
@@ -93,14 +107,22 @@ class Command(ProjectCommand):
                 representative=load_wordlist(o["representative_wordlist"]) if o["representative_wordlist"] else None,
                 background=runs.get(o["background"]),
                 bar=o["verbosity"] > 0,
+                dependence=dependence,
+                baseline=runs[o["baseline"]] if o["baseline"] else None,
             )
             atomic_write(o["out"], lambda f: f.write(formatting.sensitivity_csv(result.table)), newline="")
             if o["rankings"]:
                 atomic_write(o["rankings"], lambda f: f.write(formatting.rankings_csv(result.rankings)), newline="")
+            if o["dependence_out"]:
+                atomic_write(
+                    o["dependence_out"], lambda f: f.write(formatting.dependence_csv(result.dependence)), newline=""
+                )
             if o["plot"]:
                 with atomic_path(o["plot"]) as tmp:
                     tmp.write_bytes(plots.sensitivity_figure(result.table, o["plot_cutoff"] or max(cutoffs)))
         self.stdout.write(formatting.rankings_text(result))
+        if result.dependence is not None:
+            self.stdout.write(formatting.dependence_text(result))
         self.stdout.write(self.style.SUCCESS(f"Wrote {len(result.table)} rows to {o['out']}"))
         if o["rankings"]:
             self.stdout.write(f"Wrote the ranking changes to {o['rankings']}")
