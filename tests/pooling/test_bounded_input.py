@@ -17,6 +17,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
+from benchmarks.upload_memory import write_repeated
 from core.errors import InputError
 from core.textfiles import MAX_LINE_BYTES, open_text
 
@@ -38,15 +39,8 @@ PEAK_LIMIT_MB = 400
 
 
 def write_gzip(path: Path, head: bytes, fill: bytes, total: int) -> Path:
-    """``head`` then ``fill`` repeated up to ``total`` bytes, gzipped in 16 MiB pieces."""
-    piece = fill * (16 * 1024 * 1024 // len(fill))
-    with gzip.open(path, "wb", compresslevel=9) as out:
-        out.write(head)
-        written = len(head)
-        while written < total:
-            out.write(piece[: total - written])
-            written += len(piece)
-    return path
+    """``head`` then ``fill`` repeated up to ``total`` bytes, gzipped (the benchmark's own writer)."""
+    return write_repeated(path, fill, total, head)
 
 
 @pytest.fixture(scope="module")
