@@ -16,6 +16,7 @@ from annotation.labels import CATEGORY_SLUGS, EXPORT_CATEGORIES, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
 from annotation.quality.services.escalation import DEFAULT_MAX_ASSIGNMENTS
 from annotation.results.export_formats import DEFAULT_EXPORT_FORMAT, EXPORT_FORMATS
+from core.amounts import AMOUNT
 from core.serializers import JobSerializer, MoneyField
 
 
@@ -291,7 +292,18 @@ def _option_field(option: BatchOption, *, only: str | None = None, component: st
     else:  # text, codes
         base, extra = serializers.CharField, {"allow_blank": True}
     field_class = type(f"{base.__name__}Option", (_ReadByOption, base), {"option": option})
+    if kind == "money":  # what parse_amount reads: ASCII digits, at most two decimals (no sign, no exponent)
+        field_class = extend_schema_field({"type": "string", "format": "decimal", "pattern": f"^{AMOUNT.pattern}$"})(
+            field_class
+        )
+        low, high = option.minimum or "0", option.maximum
+        kwargs["help_text"] += f" From {low} to {high} USD." if high else f" At least {low} USD."
     return field_class(**{k: v for k, v in extra.items() if v is not None}, **kwargs)
+
+
+@extend_schema_field({"type": "string", "format": "binary"})
+class GoldFileField(serializers.FileField):
+    """The gold file: an upload (a multipart part), documented as one whatever the request's media type."""
 
 
 @functools.cache
@@ -306,7 +318,9 @@ def batch_request_serializer(provider: str, *, estimate: bool = False) -> type[s
     fields["pool"] = serializers.CharField(required=False, help_text="A pool's name (or give queries).")
     fields["queries"] = serializers.CharField(required=False, help_text="A query set's name (or give pool).")
     if not estimate:
-        fields["gold"] = serializers.FileField(required=False, help_text="qid<TAB>query<TAB>label lines (multipart).")
+        fields["gold"] = GoldFileField(
+            required=False, allow_null=True, help_text="qid<TAB>query<TAB>label lines (multipart; null: none)."
+        )
     title = provider_class(provider).__name__.removesuffix("Provider")
     name = f"{title}Batch{'Estimate' if estimate else ''}Request"
     for option in batch_options(provider):
