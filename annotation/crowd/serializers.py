@@ -241,6 +241,10 @@ class _ReadByOption:
         except OptionError as exc:
             raise serializers.ValidationError(str(exc)) from None
 
+    def run_validators(self, value) -> None:
+        if value is not None:  # nothing given (blank): the default applies, there is no value to bound
+            super().run_validators(value)
+
 
 def _provider_field(option: BatchOption, value: str, component: str) -> serializers.Field:
     """``provider`` in one platform's request: that platform alone (the default's needs no saying).

@@ -68,6 +68,16 @@ class CrowdProvider(ABC):
         return None
 
     # -- prices (annotation.crowd.costs asks the provider) ------------------------------------
+    #: False where the platform takes no fee (in-house): its cost estimate shows what a crowd
+    #: platform would charge beside it.
+    takes_fees: bool = True
+    #: How the platform charges bonuses, each charge with its own fee: ``"each"`` bonus on its own
+    #: (MTurk's SendBonus), a ``"bulk"`` set up at once (Prolific's bulk bonus; a bonus without a
+    #: bulk id alone), or all ``"at_once"`` (no fee to round).
+    bonus_charges: str = "each"
+    #: True where the batch page previews and pays a bonus rule (Prolific's bulk bonuses).
+    pays_bonus_rules: bool = False
+
     @classmethod
     def work_cost(
         cls,

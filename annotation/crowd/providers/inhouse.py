@@ -21,6 +21,8 @@ class LocalProvider(CrowdProvider):
     short_label = "In-house"
     answers_on_site = True
     rejects_invalid = False  # nothing is paid or approved by itself: kept for a person to look at
+    takes_fees = False
+    bonus_charges = "at_once"
 
     @classmethod
     def work_cost(cls, reward: Decimal, count: int, **_: object) -> Cost:

@@ -113,9 +113,9 @@ class BatchOption:
     def parse(self, value: Any) -> Any:
         """``value`` (text typed by a person, or a JSON value) as the option holds it, or :class:`OptionError`.
 
-        ``None`` and ``""`` (nothing given) are ``None``; the caller applies ``default``.
+        ``None`` and ``""`` (nothing given; ``[]`` for a list) are ``None``; the caller applies ``default``.
         """
-        if value is None or value == "" or value == []:
+        if value is None or value == "" or (value == [] and self.kind in ("choices", "codes", "batches")):
             return None
         try:
             return self._read(value)

@@ -430,6 +430,8 @@ class ProlificProvider(CrowdProvider):
     batch_options = (*CrowdProvider.batch_options, *OPTIONS)
     #: A batch is one study, and a participant submits a study once.
     assignments_per_participant = 1
+    bonus_charges = "bulk"
+    pays_bonus_rules = True
 
     @classmethod
     def work_cost(cls, reward: Decimal, count: int, *, account_fee_rate: Decimal | None = None, **_: object) -> Cost:
