@@ -90,8 +90,8 @@ class OptionField(forms.Field):
 def _number_input(option: BatchOption, step: str) -> forms.NumberInput:
     attrs = {"step": step}
     attrs.update({k: str(v) for k, v in (("min", option.minimum), ("max", option.maximum)) if v is not None})
+    attrs.setdefault("min", "0")  # no count, share or amount is negative
     if option.kind == "share":
-        attrs.setdefault("min", "0")
         attrs.setdefault("max", "1")
     return forms.NumberInput(attrs=attrs)
 

@@ -193,7 +193,7 @@ def provider_option() -> BatchOption:
     return BatchOption(
         "provider",
         "choice",
-        "the crowd platform",
+        "The crowd platform: who does the work and what it costs.",
         default="local",
         choices=tuple((name, provider_class(name).label or name) for name in provider_names()),
     )

@@ -238,32 +238,24 @@ class Offered:
     why_not: str = ""
 
 
-#: Every field of :class:`BatchSettings`, and where each shell offers it. Stored on ``Batch``
-#: under the same name, except ``seed`` (used once, to shuffle the queries into HITs).
-OFFERED: dict[str, Offered] = {
-    "provider": Offered("provider", "--provider"),
-    "assignments_per_query": Offered("assignments_per_query", "--assignments"),
-    "queries_per_hit": Offered("queries_per_hit", "--queries-per-hit"),
-    "reward": Offered("reward", "--reward"),
-    "lifetime": Offered(None, "--lifetime", "the form keeps MTurk's default HIT lifetime (7 days)"),
-    "assignment_duration": Offered(None, "--assignment-duration", "the form keeps the default 30 minutes"),
-    "auto_approval_delay": Offered(None, "--auto-approve", "the form keeps the default 3 days"),
-    "qualifications": Offered(
-        "locales", "--qualification", "form: locales, min_approval_rate, min_approved_hits, masters"
-    ),
-    "gold_per_hit": Offered("gold_per_hit", "--gold-per-hit"),
-    "gold_pass_fraction": Offered(
+def _offered() -> dict[str, Offered]:
+    """Where each shell offers each field of :class:`BatchSettings`, read off the options' declarations."""
+    from dataclasses import fields
+
+    offered: dict[str, Offered] = {}
+    for name, (option, _owner) in all_batch_options().items():
+        into = option.store_key if option.into == "settings" else option.into
+        if into in offered:  # a dict's first option stands for it (the others are beside it)
+            continue
+        why = option.why if option.into == "settings" else f"form and command: one field per {into} option"
+        offered[into] = Offered(option.name if option.on_form else None, option.cli, why)
+    offered["gold_pass_fraction"] = Offered(
         None, None, "every gold question must be right (1.0) unless set through the services"
-    ),
-    "gold_feedback": Offered(None, "--no-gold-feedback", "the form keeps feedback on"),
-    "seed": Offered(None, "--seed", "the form uses seed 0"),
-    "provider_options": Offered("estimated_minutes", "--estimated-minutes", "form and command: one field per option"),
-    "warn_gold_accuracy": Offered("warn_gold_accuracy", "--warn-gold"),
-    "block_gold_accuracy": Offered("block_gold_accuracy", "--block-gold"),
-    "warn_agreement": Offered("warn_agreement", "--warn-agreement"),
-    "block_agreement": Offered("block_agreement", "--block-agreement"),
-    "min_answers_judged": Offered("min_answers_judged", "--min-answers"),
-    "extra_budget": Offered("extra_budget", "--budget"),
-    "training_pass_fraction": Offered(None, "--training-pass", "the form has no training file yet"),
-}
+    )
+    return {f.name: offered[f.name] for f in fields(BatchSettings)}
+
+
+#: Every field of :class:`BatchSettings`, and where each shell offers it (from the declarations).
+#: Stored on ``Batch`` under the same name, except ``seed`` (used once, to shuffle the queries into HITs).
+OFFERED: dict[str, Offered] = _offered()
 NOT_STORED = frozenset({"seed"})
