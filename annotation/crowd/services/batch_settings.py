@@ -243,7 +243,7 @@ def _offered() -> dict[str, Offered]:
     from dataclasses import fields
 
     offered: dict[str, Offered] = {}
-    for name, (option, _owner) in all_batch_options().items():
+    for option, _owner in all_batch_options().values():
         into = option.store_key if option.into == "settings" else option.into
         if into in offered:  # a dict's first option stands for it (the others are beside it)
             continue
