@@ -1,5 +1,9 @@
 """What an annotation batch costs, in exact decimal dollars, by provider.
 
+Each platform's prices are its provider's (``CrowdProvider.work_cost`` and ``bonus_fees``, found
+by :func:`prices_of` in the registry); this module holds the arithmetic they share and the
+figures built on them. The rules, as the providers apply them:
+
 - ``local`` (in-house annotators): the rewards only; no crowd platform takes a fee.
 - ``mturk``: the commission below, plus the Masters surcharge of 5% of the reward when
   Masters are required (MTurk's pricing page: "an additional 5% of the reward").
