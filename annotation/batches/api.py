@@ -8,7 +8,7 @@ assignments and judgments. Workers are named by pseudonym everywhere.
 from dataclasses import asdict
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -17,6 +17,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.crowd.forms import BatchForm
+from annotation.crowd.providers.base import all_batch_options, provider_option
+from annotation.crowd.providers.options import OptionError
 from annotation.crowd.selectors import batch_progress, preview_bonuses
 from annotation.crowd.serializers import (
     AdjudicateRequestSerializer,
@@ -24,7 +26,6 @@ from annotation.crowd.serializers import (
     AgreementSerializer,
     AssignmentSerializer,
     BatchProgressSerializer,
-    BatchRequestSerializer,
     BatchSerializer,
     BonusPayRequestSerializer,
     BonusPreviewSerializer,
@@ -39,6 +40,8 @@ from annotation.crowd.serializers import (
     QueryResultSerializer,
     SyncRequestSerializer,
     WorkerQualitySerializer,
+    batch_request_serializer,
+    batch_request_serializers,
 )
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.background import start_pay_bonuses, start_publish, start_sync
@@ -67,6 +70,45 @@ QUERY_FILTERS = [
 ]
 
 
+#: The request of batch creation, one shape per registered platform (``provider`` tells which; none: local).
+BATCH_REQUEST = PolymorphicProxySerializer(
+    component_name="BatchRequest", serializers=batch_request_serializers, resource_type_field_name=None
+)
+BATCH_ESTIMATE_REQUEST = PolymorphicProxySerializer(
+    component_name="BatchEstimateRequest",
+    serializers=lambda: batch_request_serializers(estimate=True),
+    resource_type_field_name=None,
+)
+
+
+#: Options whose value is a list (a form sends one entry per item).
+LIST_FIELDS = frozenset(
+    name for name, (option, _owner) in all_batch_options().items() if option.kind in ("choices", "batches")
+)
+
+
+def batch_form_data(data, *, estimate: bool = False) -> dict:
+    """The request read by its platform's serializer (a 400 naming the field), as the batch form's data.
+
+    The platform's fields come checked and with their defaults filled in; any other field sent
+    (another platform's option) is handed on as sent, so the services refuse it by name rather
+    than drop it unseen.
+    """
+    provider = data.get("provider") or "local"
+    try:
+        provider_option().parse(provider)
+    except OptionError as exc:
+        raise ValidationError({"provider": [str(exc)]}) from None
+    params = batch_request_serializer(provider, estimate=estimate)(data=data)
+    params.is_valid(raise_exception=True)
+    multiple = getattr(data, "getlist", None)
+    sent = {key: (multiple(key) if multiple else data[key]) for key in data if key not in params.fields}
+    for key, value in sent.items():
+        if multiple and len(value) == 1 and key not in LIST_FIELDS:
+            sent[key] = value[0]
+    return {**sent, **params.validated_data}
+
+
 class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     queryset = Batch.objects.select_related("query_set", "pool")
     serializer_class = BatchSerializer
@@ -74,20 +116,29 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     lookup_field = "name"
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
-    def _form(self, request, **kwargs) -> BatchForm:
+    def _form(self, request, *, estimate_only: bool = False) -> BatchForm:
         data, files = body_object(request), request.FILES  # parse the body first: it sets upload_too_large
-        form = BatchForm(data, files, too_large=getattr(request._request, "upload_too_large", None), **kwargs)
+        form = BatchForm(
+            batch_form_data(data, estimate=estimate_only),
+            files,
+            too_large=getattr(request._request, "upload_too_large", None),
+            estimate_only=estimate_only,
+        )
         if not form.is_valid():
             raise form_errors(form)
         return form
 
-    @extend_schema(request={"multipart/form-data": BatchRequestSerializer}, responses={201: BatchSerializer})
+    @extend_schema(
+        # Multipart, as the gold file travels in it (JSON bodies are read the same way, without a file).
+        request={"multipart/form-data": BATCH_REQUEST},
+        responses={201: BatchSerializer, 400: ErrorSerializer},
+    )
     def create(self, request, *args, **kwargs):
         """Create a batch from a pool or a query set (the batch page's rules); nothing is published yet."""
         batch = self._form(request).create()
         return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=BatchRequestSerializer, responses=CostEstimateSerializer)
+    @extend_schema(request=BATCH_ESTIMATE_REQUEST, responses={200: CostEstimateSerializer, 400: ErrorSerializer})
     @action(detail=False, methods=["post"])
     def estimate(self, request, format=None):
         """What a batch with these settings would cost (``name`` and ``gold`` not needed)."""

@@ -19,6 +19,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm
+from annotation.crowd.providers.base import provider_class
 from annotation.crowd.selectors import BonusPreview, answer_counts, batch_progress, preview_bonuses
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.background import start_pay_bonuses, start_publish, start_sync
@@ -102,7 +103,7 @@ def batch_estimate(request: HttpRequest) -> HttpResponse:
     form = BatchForm(request.GET, estimate_only=True)
     estimate = form.estimate() if form.is_valid() else None
     comparison = None
-    if estimate and form.cleaned_data["settings"].provider == "local":
+    if estimate and not provider_class(form.cleaned_data["settings"].provider).takes_fees:
         settings = form.cleaned_data["settings"]
         comparison = mturk_comparison(settings.reward, settings.assignments_per_query, estimate["hits"])
     return render(
@@ -150,7 +151,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 def _mturk_comparison(batch: Batch) -> dict | None:
     """An in-house batch's cost on MTurk, for comparison (as its live estimate showed it)."""
-    if batch.provider != "local" or not batch.cost or "hits" not in batch.cost:
+    if provider_class(batch.provider).takes_fees or not batch.cost or "hits" not in batch.cost:
         return None
     return mturk_comparison(batch.reward, batch.assignments_per_query, batch.cost["hits"])
 
@@ -483,7 +484,7 @@ def hit_preview(request: HttpRequest, name: str, position: int) -> HttpResponse:
 # -- Prolific bonuses (issue 32) -------------------------------------------------------------
 def _bonus_preview(batch: Batch) -> BonusPreview | None:
     """The batch page's bonus panel: a Prolific batch's preview (None for other providers)."""
-    return preview_bonuses(batch) if batch.provider == "prolific" else None
+    return preview_bonuses(batch) if provider_class(batch.provider).pays_bonus_rules else None
 
 
 @researcher_required

@@ -1,5 +1,9 @@
 """What an annotation batch costs, in exact decimal dollars, by provider.
 
+Each platform's prices are its provider's (``CrowdProvider.work_cost`` and ``bonus_fees``, found
+by :func:`prices_of` in the registry); this module holds the arithmetic they share and the
+figures built on them. The rules, as the providers apply them:
+
 - ``local`` (in-house annotators): the rewards only; no crowd platform takes a fee.
 - ``mturk``: the commission below, plus the Masters surcharge of 5% of the reward when
   Masters are required (MTurk's pricing page: "an additional 5% of the reward").
@@ -116,6 +120,36 @@ def _share_of_total(reward: Decimal, rate: Decimal, assignments_total: int) -> C
     )
 
 
+def prices_of(provider: str):
+    """The provider class that prices work and bonuses on ``provider`` (its ``work_cost`` and ``bonus_fees``).
+
+    The rules are the provider's; this module keeps the arithmetic they share (a commission per
+    assignment, a share of the total) so every price is rounded the same way.
+    """
+    from annotation.crowd.providers.base import provider_class
+    from core.lazy_registry import UnknownName
+
+    try:
+        return provider_class(provider)
+    except UnknownName:
+        raise ValueError(f"no prices known for provider {provider!r}") from None
+
+
+def per_assignment_fees(reward: Decimal, rate: Decimal, count: int, minimum: Decimal = MIN_FEE) -> Cost:
+    """A commission of ``rate`` on each of ``count`` assignments, rounded half-up to the cent each, at least ``minimum``."""
+    return _cost(reward, rate, count, minimum)
+
+
+def share_of_total(reward: Decimal, rate: Decimal, count: int) -> Cost:
+    """A fee of ``rate`` of the rewards' total, rounded half-up to the cent once, on the total."""
+    return _share_of_total(reward, rate, count)
+
+
+def no_fees(reward: Decimal, count: int) -> Cost:
+    """The rewards alone: no platform takes a fee."""
+    return _cost(reward, Decimal("0"), count, minimum=Decimal("0.00"))
+
+
 def batch_cost(reward: Decimal, assignments: int, hits: int) -> Cost:
     """Cost of ``hits`` HITs with ``assignments`` assignments each, every assignment paying ``reward``.
 
@@ -211,15 +245,9 @@ def provider_cost(
         raise ValueError("a HIT needs at least one assignment")
     if hits < 0:
         raise ValueError("hits cannot be negative")
-    total = assignments * hits
-    if provider == "local":
-        cost = _cost(amount, Decimal("0"), total, minimum=Decimal("0.00"))
-    elif provider == "mturk":
-        cost = _cost(amount, fee_rate(assignments) + (MASTERS_FEE_RATE if masters else 0), total)
-    elif provider == "prolific":
-        cost = _share_of_total(amount, Decimal(prolific_fee_rate), total)
-    else:
-        raise ValueError(f"no prices known for provider {provider!r}")
+    cost = prices_of(provider).work_cost(
+        amount, assignments * hits, assignments_per_hit=assignments, masters=masters, account_fee_rate=prolific_fee_rate
+    )
     if not bonuses:
         return cost
     extra = bonus_cost([Decimal(bonuses)], provider, prolific_fee_rate=prolific_fee_rate)
@@ -261,16 +289,7 @@ def bonus_cost(
             raise ValueError(f"a bonus must be whole cents, at least 0 (got {value})")
     paid = [v for v in values if v > 0]
     bonuses = sum(paid, Decimal("0.00"))
-    if provider == "local":
-        rate, fees = Decimal("0"), Decimal("0.00")
-    elif provider == "mturk":
-        rate = MTURK_BONUS_FEE_RATE
-        fees = sum((assignment_fee(v, rate) for v in paid), Decimal("0.00"))
-    elif provider == "prolific":
-        rate = Decimal(prolific_fee_rate)
-        fees = (bonuses * rate).quantize(CENT, rounding=ROUND_HALF_UP)
-    else:
-        raise ValueError(f"no prices known for provider {provider!r}")
+    rate, fees = prices_of(provider).bonus_fees(paid, account_fee_rate=prolific_fee_rate)
     return BonusCost(bonuses=bonuses, fees=fees, total=bonuses + fees, fee_rate=rate, participants=len(paid))
 
 
@@ -329,13 +348,9 @@ def work_cost(
     amount = _money(reward)
     if answered < 0:
         raise ValueError("answered assignments cannot be negative")
-    if provider == "local":
-        return _cost(amount, Decimal("0"), answered, minimum=Decimal("0.00"))
-    if provider == "mturk":
-        return _cost(amount, fee_rate(assignments_per_hit) + (MASTERS_FEE_RATE if masters else 0), answered)
-    if provider == "prolific":
-        return _share_of_total(amount, Decimal(prolific_fee_rate), answered)
-    raise ValueError(f"no prices known for provider {provider!r}")
+    return prices_of(provider).work_cost(
+        amount, answered, assignments_per_hit=assignments_per_hit, masters=masters, account_fee_rate=prolific_fee_rate
+    )
 
 
 def spent_on(

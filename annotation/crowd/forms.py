@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
 
 from django import forms
 
-from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery
+from annotation.crowd.providers.base import all_batch_options, provider_class
+from annotation.crowd.providers.options import BatchOption, OptionError
+from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery, settings_from_options
 from annotation.crowd.services.batches import create_batch, estimate_cost, read_gold_file
 from annotation.labels import LABEL_CHOICES
-from annotation.models import Batch, HitQuery, Provider
+from annotation.models import Batch, HitQuery
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from core.errors import InputError, ServiceError
-from core.forms import MoneyField
 from core.services.uploads import upload_too_large_message
 from pooling.models import Pool, QuerySet
 
@@ -71,12 +71,73 @@ class EscalateForm(forms.Form):
     confirm = forms.BooleanField(required=True, label="I accept the extra cost shown above")
 
 
-class BatchForm(forms.Form):
+class OptionField(forms.Field):
+    """A batch option typed on the form (page and API), read by its declaration (:meth:`BatchOption.parse`):
+    the one check of its rule, whichever shell the value came through; the message names the field."""
+
+    def __init__(self, option: BatchOption, **kwargs) -> None:
+        self.option = option
+        super().__init__(**kwargs)
+
+    def to_python(self, value):
+        try:
+            return self.option.parse(value)
+        except OptionError as exc:
+            raise forms.ValidationError(str(exc), code="invalid") from None
+
+
+def _number_input(option: BatchOption, step: str) -> forms.NumberInput:
+    attrs = {"step": step}
+    attrs.update({k: str(v) for k, v in (("min", option.minimum), ("max", option.maximum)) if v is not None})
+    attrs.setdefault("min", "0")  # no count, share or amount is negative
+    if option.kind == "share":
+        attrs.setdefault("max", "1")
+    return forms.NumberInput(attrs=attrs)
+
+
+def option_form_field(option: BatchOption, owner: str | None) -> forms.Field:
+    """The form's field for ``option`` (``owner``: the one platform that takes it, named in its help)."""
+    help_text = f"{provider_class(owner).short_label} only: {option.help}" if owner else option.help
+    common = {"required": False, "help_text": help_text, "initial": option.default}
+    if option.label:
+        common["label"] = option.label
+    if option.kind == "choice":
+        blank = [] if option.default is not None else [("", "none")]
+        if option.name == "bonus_rule_kind":
+            blank = [("", "no bonus rule")]
+        return forms.ChoiceField(choices=[*blank, *option.choices], **common)
+    if option.kind == "choices":
+        return forms.MultipleChoiceField(choices=option.choices, widget=forms.CheckboxSelectMultiple, **common)
+    if option.kind == "flag":
+        return forms.BooleanField(**common)
+    if option.kind == "batches":
+        return forms.ModelMultipleChoiceField(Batch.objects.filter(provider=owner), to_field_name="name", **common)
+    widget = {
+        "whole": lambda: _number_input(option, "1"),
+        "share": lambda: _number_input(option, "any"),
+        "money": lambda: _number_input(option, "0.01"),
+    }.get(option.kind, forms.TextInput)()
+    return OptionField(option, widget=widget, **common)
+
+
+#: The batch options' fields, derived from the providers' declarations (every platform's: the
+#: services refuse a value for another platform than the one chosen, naming it).
+BatchOptionsForm = forms.Form.__class__(
+    "BatchOptionsForm",
+    (forms.Form,),
+    {name: option_form_field(option, owner) for name, (option, owner) in all_batch_options().items() if option.on_form},
+)
+
+
+class BatchForm(BatchOptionsForm):
     """A new batch from a pool or a query set (page and API alike); the rules are the services'.
 
     ``estimate()`` gives the cost :func:`~annotation.crowd.services.batches.create_batch` will record, for
-    the live estimate shown before the researcher confirms; ``create()`` makes the batch.
+    the live estimate shown before the researcher confirms; ``create()`` makes the batch. The
+    batch options' fields come from the providers' declarations (:class:`BatchOptionsForm`).
     """
+
+    field_order = ["name", "pool", "queries", "provider", "assignments_per_query", "queries_per_hit", "reward", "gold"]
 
     name = forms.SlugField(max_length=100, help_text="Letters, digits, hyphens and underscores.")
     pool = forms.ModelChoiceField(
@@ -89,92 +150,7 @@ class BatchForm(forms.Form):
         label="Query set",
         help_text="…or of this query set.",
     )
-    provider = forms.ChoiceField(choices=Provider.choices, initial=Provider.LOCAL)
-    assignments_per_query = forms.IntegerField(min_value=1, max_value=50, initial=3, help_text="Workers per query.")
-    queries_per_hit = forms.IntegerField(
-        min_value=1, max_value=100, initial=10, label="Queries per HIT", help_text="Queries on one HIT page."
-    )
-    reward = MoneyField(
-        name="reward", minimum="0.01", maximum="999999.99", initial=Decimal("0.05"), help_text="USD per assignment."
-    )
     gold = forms.FileField(required=False, label="Gold file", help_text="qid<TAB>query<TAB>label (n/f/m/o) lines.")
-    gold_per_hit = forms.IntegerField(min_value=0, max_value=20, initial=0, help_text="Gold questions in every HIT.")
-    locales = forms.CharField(required=False, help_text="MTurk only: worker countries, e.g. US,GB.")
-    min_approval_rate = forms.IntegerField(required=False, min_value=0, max_value=100, help_text="MTurk only (%).")
-    min_approved_hits = forms.IntegerField(required=False, min_value=0, help_text="MTurk only.")
-    masters = forms.BooleanField(required=False, help_text="MTurk only: Masters workers.")
-    estimated_minutes = forms.IntegerField(
-        required=False, min_value=1, max_value=24 * 60, help_text="Prolific only: minutes one HIT takes (default 10)."
-    )
-    devices = forms.MultipleChoiceField(
-        required=False,
-        choices=[(d, d) for d in ("desktop", "tablet", "mobile")],
-        widget=forms.CheckboxSelectMultiple,
-        help_text="Prolific only: devices participants may use (none ticked: any).",
-    )
-    bonus = MoneyField(
-        name="bonus",
-        required=False,
-        maximum="999999.99",
-        help_text="Prolific only: USD to every approved participant, paid at every sync (a flat bonus rule).",
-    )
-    exclude_batches = forms.ModelMultipleChoiceField(
-        Batch.objects.filter(provider=Provider.PROLIFIC),
-        to_field_name="name",
-        required=False,
-        help_text="Prolific only: exclude everyone who took part in these batches.",
-    )
-    # Participant groups across waves and the bonus rule (issue 32).
-    allow_batches = forms.ModelMultipleChoiceField(
-        Batch.objects.filter(provider=Provider.PROLIFIC),
-        to_field_name="name",
-        required=False,
-        help_text="Prolific only: only those who took part in these batches may take this one.",
-    )
-    admit_gold_failures = forms.BooleanField(
-        required=False,
-        help_text="Prolific only: let in participants who failed another batch's gold threshold (kept out by default).",
-    )
-    bonus_rule_kind = forms.ChoiceField(
-        required=False,
-        choices=[
-            ("", "no bonus rule"),
-            ("flat", "flat, per approved participant"),
-            ("per_gold", "per check question right"),
-        ],
-        label="Bonus rule",
-        help_text="Prolific only: a bonus previewed and paid from the batch page (not with the bonus above).",
-    )
-    bonus_rule_amount = MoneyField(
-        name="bonus rule amount",
-        required=False,
-        minimum="0.01",
-        maximum="999999.99",
-        label="Bonus rule amount",
-        help_text="USD.",
-    )
-
-    warn_gold_accuracy = forms.FloatField(
-        required=False, min_value=0, max_value=1, help_text="Flag workers below this share of gold answers right."
-    )
-    block_gold_accuracy = forms.FloatField(
-        required=False, min_value=0, max_value=1, help_text="Block workers below this share (applied at every sync)."
-    )
-    warn_agreement = forms.FloatField(
-        required=False, min_value=0, max_value=1, help_text="Flag workers agreeing with the majority less often."
-    )
-    block_agreement = forms.FloatField(
-        required=False, min_value=0, max_value=1, help_text="Block workers agreeing with the majority less often."
-    )
-    min_answers_judged = forms.IntegerField(
-        required=False, min_value=1, initial=10, help_text="Answers a worker needs before a threshold applies."
-    )
-    extra_budget = MoneyField(
-        name="extra budget",
-        required=False,
-        maximum="999999.99",
-        help_text="USD re-offered places and escalations may add to the estimate (empty: no limit).",
-    )
 
     def __init__(self, *args, estimate_only: bool = False, too_large: str | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -209,45 +185,13 @@ class BatchForm(forms.Form):
         return data
 
     def batch_settings(self) -> BatchSettings:
-        data = self.cleaned_data
-        qualifications: dict = {}
-        locales = [c.strip().upper() for c in (data.get("locales") or "").split(",") if c.strip()]
-        if locales:
-            qualifications["locales"] = locales
-        if data.get("min_approval_rate") is not None:
-            qualifications["min_approval_rate"] = data["min_approval_rate"]
-        if data.get("min_approved_hits") is not None:
-            qualifications["min_approved_hits"] = data["min_approved_hits"]
-        if data.get("masters"):
-            qualifications["masters"] = True
-        options = {
-            "estimated_minutes": data.get("estimated_minutes"),
-            "devices": data.get("devices") or None,
-            "bonus": str(data["bonus"]) if data.get("bonus") is not None else None,
-            "exclude_batches": [b.name for b in data.get("exclude_batches") or []] or None,
-            "allow_batches": [b.name for b in data.get("allow_batches") or []] or None,
-            "admit_gold_failures": True if data.get("admit_gold_failures") else None,
-            "bonus_rule": (
-                {"kind": data["bonus_rule_kind"], "amount": str(data.get("bonus_rule_amount") or "")}
-                if data.get("bonus_rule_kind")
-                else None
-            ),
-        }
-        return BatchSettings(
-            provider_options={key: value for key, value in options.items() if value is not None},
-            provider=data["provider"],
-            assignments_per_query=data["assignments_per_query"],
-            queries_per_hit=data["queries_per_hit"],
-            reward=data["reward"],
-            qualifications=qualifications,
-            gold_per_hit=data.get("gold_per_hit") or 0,
-            warn_gold_accuracy=data.get("warn_gold_accuracy"),
-            block_gold_accuracy=data.get("block_gold_accuracy"),
-            warn_agreement=data.get("warn_agreement"),
-            block_agreement=data.get("block_agreement"),
-            min_answers_judged=data.get("min_answers_judged") or 10,
-            extra_budget=data.get("extra_budget"),
-        )
+        values = {}
+        for name, field in self.fields.items():
+            value = self.cleaned_data.get(name)
+            if isinstance(field, forms.ModelMultipleChoiceField):
+                value = [batch.name for batch in value or []]
+            values[name] = value
+        return settings_from_options(values)
 
     def _read_gold(self) -> list[GoldQuery]:
         upload = self.cleaned_data.get("gold")

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from annotation.crowd.bonus_rules import BULK_SIZE, BonusRule, Owed, RuleError, Work, owed
 from annotation.crowd.costs import BonusCost, Spent, bonus_costs, spent_on
+from annotation.crowd.providers.base import provider_class
 from annotation.models import Assignment, Batch, BatchQuery, BonusPayment, Hit, Judgment, Provider
 from core.errors import ServiceError
 
@@ -264,11 +265,12 @@ def bonus_charges(batch: Batch) -> list[list[Decimal]]:
     rows = BonusPayment.objects.filter(
         batch=batch, state__in=[BonusPayment.State.PAID, BonusPayment.State.PAYING]
     ).values_list("pk", "bulk_id", "amount")
-    if batch.provider == Provider.LOCAL:
+    charges = provider_class(batch.provider).bonus_charges
+    if charges == "at_once":
         return [[amount for _, _, amount in rows]]
     groups: dict[object, list[Decimal]] = {}
     for pk, bulk_id, amount in rows:
-        key = bulk_id if batch.provider == Provider.PROLIFIC and bulk_id else pk
+        key = bulk_id if charges == "bulk" and bulk_id else pk
         groups.setdefault(key, []).append(amount)
     return list(groups.values())
 

@@ -3,12 +3,19 @@
 Workers appear by pseudonym only; a serializer never reaches ``WorkerIdentity``.
 """
 
+import functools
+from decimal import Decimal
+
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotation.crowd.providers.base import batch_options, provider_class, provider_names
+from annotation.crowd.providers.options import BatchOption, OptionError
 from annotation.labels import CATEGORY_SLUGS, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
+from core.amounts import AMOUNT
 from core.serializers import JobSerializer, MoneyField
 
 
@@ -214,22 +221,115 @@ class WorkerQualitySerializer(serializers.Serializer):
     flag_reason = serializers.CharField(allow_blank=True)
 
 
-class BatchRequestSerializer(serializers.Serializer):
-    """What creating a batch takes (the batch page's form; ``pool`` or ``queries``, not both)."""
+class _ReadByOption:
+    """A request field read by its batch option's declaration (:meth:`BatchOption.parse`): the one
+    check of the option's rule, the form's as well; a 400 naming the field. The DRF class it is
+    mixed into (integer, number, decimal, list...) is what the OpenAPI schema documents."""
 
-    name = serializers.SlugField()
-    pool = serializers.CharField(required=False)
-    queries = serializers.CharField(required=False, help_text="A query set's name.")
-    provider = serializers.ChoiceField(choices=["local", "mturk"], default="local")
-    assignments_per_query = serializers.IntegerField(default=3)
-    queries_per_hit = serializers.IntegerField(default=10)
-    reward = MoneyField(minimum="0.01", maximum="999999.99", default="0.05", help_text="USD per assignment.")
-    gold = serializers.FileField(required=False, help_text="qid<TAB>query<TAB>label lines (multipart).")
-    gold_per_hit = serializers.IntegerField(default=0)
-    locales = serializers.CharField(required=False)
-    min_approval_rate = serializers.IntegerField(required=False)
-    min_approved_hits = serializers.IntegerField(required=False)
-    masters = serializers.BooleanField(required=False)
+    option: BatchOption
+
+    def to_internal_value(self, data):
+        try:
+            return self.option.parse(data)
+        except OptionError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def run_validators(self, value) -> None:
+        if value is not None:  # nothing given (blank): the default applies, there is no value to bound
+            super().run_validators(value)
+
+
+def _provider_field(option: BatchOption, value: str, component: str) -> serializers.Field:
+    """``provider`` in one platform's request: that platform alone (the default's needs no saying).
+
+    Its enum is named after the request it belongs to (``x-spec-enum-id``: drf-spectacular names
+    an enum used by one component after it), as each platform's request has its own one-value enum.
+    """
+    schema = {"type": "string", "enum": [value], "x-spec-enum-id": f"{component}-provider"}
+    if value == option.default:
+        schema["default"] = value
+    field_class = extend_schema_field(schema)(type("ProviderField", (serializers.ChoiceField,), {}))
+    kwargs = {"default": value} if value == option.default else {}
+    return field_class(choices=[value], help_text=f"{dict(option.choices)[value]}.", **kwargs)
+
+
+def _option_field(option: BatchOption, *, only: str | None = None, component: str = "") -> serializers.Field:
+    """The request field of ``option`` (``only``: the one value ``provider`` takes in a platform's request)."""
+    kwargs: dict = {"help_text": option.help, "required": False}
+    nullable = {"allow_null": True} if option.default is None else {}
+    if option.default is not None:
+        kwargs["default"] = option.default
+    kind = option.kind
+    if option.name == "provider":
+        return _provider_field(option, only or option.default, component)
+    if kind == "whole":
+        base = serializers.IntegerField
+        extra = {"min_value": option.minimum or 0, "max_value": option.maximum, **nullable}
+    elif kind == "share":
+        low = 0.0 if option.minimum is None else option.minimum
+        high = 1.0 if option.maximum is None else option.maximum
+        base, extra = serializers.FloatField, {"min_value": low, "max_value": high, **nullable}
+    elif kind == "money":
+        base = serializers.DecimalField
+        extra = {
+            "max_digits": 14,
+            "decimal_places": 2,
+            "min_value": Decimal(option.minimum or "0"),
+            "max_value": Decimal(option.maximum) if option.maximum is not None else None,
+            **nullable,
+        }
+    elif kind == "choice":
+        base, extra = serializers.ChoiceField, {"choices": list(option.choices), "allow_blank": option.default is None}
+    elif kind == "choices":
+        return serializers.ListField(child=serializers.ChoiceField(choices=list(option.choices)), **kwargs)
+    elif kind == "batches":
+        return serializers.ListField(child=serializers.SlugField(), **kwargs)
+    elif kind == "flag":
+        return serializers.BooleanField(**kwargs)
+    else:  # text, codes
+        base, extra = serializers.CharField, {"allow_blank": True}
+    field_class = type(f"{base.__name__}Option", (_ReadByOption, base), {"option": option})
+    if kind == "money":  # what parse_amount reads: ASCII digits, at most two decimals (no sign, no exponent)
+        field_class = extend_schema_field({"type": "string", "format": "decimal", "pattern": f"^{AMOUNT.pattern}$"})(
+            field_class
+        )
+        low, high = option.minimum or "0", option.maximum
+        kwargs["help_text"] += f" From {low} to {high} USD." if high else f" At least {low} USD."
+    return field_class(**{k: v for k, v in extra.items() if v is not None}, **kwargs)
+
+
+@extend_schema_field({"type": "string"})
+class GoldFileField(serializers.FileField):
+    """The gold file: a multipart file part. Documented as a string, not ``format: binary``:
+    Schemathesis cannot generate a binary inside a ``oneOf`` body ("Unsupported type: 'Binary'")."""
+
+
+@functools.cache
+def batch_request_serializer(provider: str, *, estimate: bool = False) -> type[serializers.Serializer]:
+    """What creating a batch on ``provider`` takes (``estimate``: what its cost estimate takes, no
+    ``name`` nor ``gold``): the batch form's source fields and every option the provider declares
+    for the form (:func:`annotation.crowd.providers.base.batch_options`). The endpoint reads the
+    request with it, so the schema documents exactly what it accepts."""
+    fields: dict[str, serializers.Field] = {}
+    if not estimate:
+        fields["name"] = serializers.SlugField(max_length=100, help_text="Letters, digits, hyphens and underscores.")
+    fields["pool"] = serializers.CharField(required=False, help_text="A pool's name (or give queries).")
+    fields["queries"] = serializers.CharField(required=False, help_text="A query set's name (or give pool).")
+    if not estimate:
+        fields["gold"] = GoldFileField(
+            required=False, allow_null=True, help_text="qid<TAB>query<TAB>label lines (multipart; null: none)."
+        )
+    title = provider_class(provider).__name__.removesuffix("Provider")
+    name = f"{title}Batch{'Estimate' if estimate else ''}Request"
+    for option in batch_options(provider):
+        if option.on_form:
+            fields[option.name] = _option_field(option, only=provider, component=name)
+    return type(name, (serializers.Serializer,), {**fields, "__doc__": f"A batch on {provider_class(provider).label}."})
+
+
+def batch_request_serializers(*, estimate: bool = False) -> list[type[serializers.Serializer]]:
+    """One request serializer per registered platform (the schema's ``oneOf``)."""
+    return [batch_request_serializer(name, estimate=estimate) for name in provider_names()]
 
 
 class CostEstimateSerializer(serializers.Serializer):

@@ -18,9 +18,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from annotation.crowd.providers.options import COMMON_OPTIONS, BatchOption
 from core.lazy_registry import LazyRegistry
 
 if TYPE_CHECKING:
+    from decimal import Decimal
+
     from annotation.models import Assignment, Batch, Hit
 
 
@@ -42,6 +45,63 @@ class CrowdProvider(ABC):
     """What the services need from a crowd platform."""
 
     name: str = ""
+    #: How pages and the API's choices name the platform.
+    label: str = ""
+    #: The short name help texts use ("MTurk only: ...").
+    short_label: str = ""
+    #: The batch options the platform takes, declared once (:mod:`.options`): the shared ones
+    #: here, a provider adds its own (``batch_options = CrowdProvider.batch_options + (...)``).
+    #: The form, the API's serializer and schema, the command and ``BatchSettings`` follow them.
+    batch_options: tuple[BatchOption, ...] = COMMON_OPTIONS
+    #: Assignments one participant may take in a batch: ``None``, one per HIT (a worker takes a
+    #: HIT once); ``1`` where a batch is one study a participant submits once (Prolific).
+    assignments_per_participant: int | None = None
+
+    @classmethod
+    def own_options(cls) -> tuple[BatchOption, ...]:
+        """The options only this platform takes (not the shared ones)."""
+        return tuple(option for option in cls.batch_options if option not in COMMON_OPTIONS)
+
+    @classmethod
+    def check_settings(cls, batch_settings: Any) -> None:
+        """Refuse ``BatchSettings`` this platform would refuse (a ``ServiceError``), beyond the options' own ranges."""
+        return None
+
+    # -- prices (annotation.crowd.costs asks the provider) ------------------------------------
+    #: False where the platform takes no fee (in-house): its cost estimate shows what a crowd
+    #: platform would charge beside it.
+    takes_fees: bool = True
+    #: How the platform charges bonuses, each charge with its own fee: ``"each"`` bonus on its own
+    #: (MTurk's SendBonus), a ``"bulk"`` set up at once (Prolific's bulk bonus; a bonus without a
+    #: bulk id alone), or all ``"at_once"`` (no fee to round).
+    bonus_charges: str = "each"
+    #: True where the batch page previews and pays a bonus rule (Prolific's bulk bonuses).
+    pays_bonus_rules: bool = False
+
+    @classmethod
+    def work_cost(
+        cls,
+        reward: Decimal,
+        count: int,
+        *,
+        assignments_per_hit: int,
+        masters: bool = False,
+        account_fee_rate: Decimal | None = None,
+    ) -> Any:
+        """What ``count`` assignments at ``reward`` cost on this platform, its fee included (an
+        :class:`annotation.crowd.costs.Cost`: costs asks the provider, so this module does not import it).
+
+        ``assignments_per_hit``: how many each HIT was created with (MTurk's rate depends on it);
+        ``account_fee_rate``: the fee rate of the requester's account where the platform prices by
+        account (Prolific's academic rate by default).
+        """
+        raise ValueError(f"no prices known for provider {cls.name!r}")
+
+    @classmethod
+    def bonus_fees(cls, paid: list[Decimal], *, account_fee_rate: Decimal | None = None) -> tuple[Decimal, Decimal]:
+        """The platform's fee rate and fee on paying ``paid`` (positive, whole cents) as one charge."""
+        raise ValueError(f"no prices known for provider {cls.name!r}")
+
     #: True when answers arrive through this site (the local provider) rather than by polling.
     answers_on_site: bool = False
     #: True when a submission with a query left unanswered (or answered with something that
@@ -115,8 +175,8 @@ def register(name: str) -> Callable[[type[CrowdProvider]], type[CrowdProvider]]:
     return _REGISTRY.register(name)
 
 
-def provider_class(name: str) -> Callable[..., CrowdProvider]:
-    return _REGISTRY.get_class(name)
+def provider_class(name: str) -> type[CrowdProvider]:
+    return _REGISTRY.get_class(name)  # type: ignore[return-value]
 
 
 def get_provider(name: str, **kwargs: Any) -> CrowdProvider:
@@ -126,3 +186,29 @@ def get_provider(name: str, **kwargs: Any) -> CrowdProvider:
 
 def provider_names() -> list[str]:
     return _REGISTRY.names()
+
+
+def provider_option() -> BatchOption:
+    """The ``provider`` option: its choices are the registry's names, each with its provider's label."""
+    return BatchOption(
+        "provider",
+        "choice",
+        "The crowd platform: who does the work and what it costs.",
+        default="local",
+        choices=tuple((name, provider_class(name).label or name) for name in provider_names()),
+    )
+
+
+def batch_options(name: str) -> tuple[BatchOption, ...]:
+    """Every option a batch on provider ``name`` takes, ``provider`` first."""
+    return (provider_option(), *provider_class(name).batch_options)
+
+
+def all_batch_options() -> dict[str, tuple[BatchOption, str | None]]:
+    """Every option of every registered provider, by name, with the provider that alone takes it (or None: all do)."""
+    options: dict[str, tuple[BatchOption, str | None]] = {"provider": (provider_option(), None)}
+    options.update({option.name: (option, None) for option in COMMON_OPTIONS})
+    for name in provider_names():
+        for option in provider_class(name).own_options():
+            options.setdefault(option.name, (option, name))
+    return options

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from annotation.crowd.costs import Cost, no_fees
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
 
 if TYPE_CHECKING:
@@ -15,8 +17,21 @@ if TYPE_CHECKING:
 class LocalProvider(CrowdProvider):
     """In-house annotators working on this site: nothing to call, answers are stored as they come."""
 
+    label = "In-house annotators (this site)"
+    short_label = "In-house"
     answers_on_site = True
     rejects_invalid = False  # nothing is paid or approved by itself: kept for a person to look at
+    takes_fees = False
+    bonus_charges = "at_once"
+
+    @classmethod
+    def work_cost(cls, reward: Decimal, count: int, **_: object) -> Cost:
+        """The rewards only: no crowd platform takes a fee."""
+        return no_fees(reward, count)
+
+    @classmethod
+    def bonus_fees(cls, paid: list[Decimal], **_: object) -> tuple[Decimal, Decimal]:
+        return Decimal("0"), Decimal("0.00")
 
     def prepare(self, batch: Batch) -> str:
         return ""

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
+from annotation.crowd.costs import (
+    MASTERS_FEE_RATE,
+    MTURK_BONUS_FEE_RATE,
+    Cost,
+    assignment_fee,
+    fee_rate,
+    per_assignment_fees,
+)
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
+from annotation.crowd.providers.options import BatchOption
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Hit
@@ -26,6 +35,58 @@ _MTURK_STATUSES = {"Submitted": "submitted", "Approved": "approved", "Rejected":
 @register("mturk")
 class MTurkProvider(CrowdProvider):
     """Amazon Mechanical Turk (or any server speaking its API), through :class:`annotation.crowd.clients.mturk_api.MTurk`."""
+
+    label = "Amazon Mechanical Turk"
+    short_label = "MTurk"
+    #: Who may work on the HITs (MTurk's qualification requirements, ``Batch.qualifications``).
+    batch_options = (
+        *CrowdProvider.batch_options,
+        BatchOption("locales", "codes", "worker countries, e.g. US,GB.", into="qualifications", metavar="US,GB"),
+        BatchOption(
+            "min_approval_rate",
+            "whole",
+            "least share of a worker's work approved, in %.",
+            minimum=0,
+            maximum=100,
+            into="qualifications",
+        ),
+        BatchOption(
+            "min_approved_hits",
+            "whole",
+            "least number of a worker's HITs approved.",
+            minimum=0,
+            maximum=1_000_000_000,
+            into="qualifications",
+        ),
+        BatchOption("masters", "flag", "Masters workers.", into="qualifications"),
+    )
+
+    @classmethod
+    def work_cost(
+        cls, reward: Decimal, count: int, *, assignments_per_hit: int, masters: bool = False, **_: object
+    ) -> Cost:
+        """The commission per assignment: 20%, or 40% for HITs of 10 or more assignments (extensions
+        keep the rate the HIT was created with), at least $0.01, plus 5% of the reward for Masters."""
+        return per_assignment_fees(reward, fee_rate(assignments_per_hit) + (MASTERS_FEE_RATE if masters else 0), count)
+
+    @classmethod
+    def bonus_fees(cls, paid: list[Decimal], **_: object) -> tuple[Decimal, Decimal]:
+        """20% of each bonus, at least $0.01, rounded per bonus."""
+        rate = MTURK_BONUS_FEE_RATE
+        return rate, sum((assignment_fee(v, rate) for v in paid), Decimal("0.00"))
+
+    @classmethod
+    def check_settings(cls, batch_settings) -> None:
+        """MTurk approves (and pays) what nobody reviewed: its delay must leave a sync time to reject first."""
+        interval = dt.timedelta(seconds=settings.MTURK_SYNC_INTERVAL_SECONDS)
+        if batch_settings.auto_approval_delay <= interval:
+            from core.errors import ServiceError
+
+            raise ServiceError(
+                f"auto-approval delay must be longer than the sync interval ({interval}, setting "
+                f"MTURK_SYNC_INTERVAL_SECONDS; got {batch_settings.auto_approval_delay}): MTurk approves and pays "
+                "every assignment not reviewed by then, however invalid"
+            )
 
     #: MTurk keeps a UniqueRequestToken for 24 hours; an hour's margin.
     token_memory = dt.timedelta(hours=23)

@@ -16,12 +16,15 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Iterator
+from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
 from django.db.models import Count, Q
 
 from annotation.crowd.clients.prolific_api import DEVICES, Prolific, ProlificError, ProlificUnknownOutcome, cents
+from annotation.crowd.costs import CENT, PROLIFIC_ACADEMIC_FEE_RATE, Cost, share_of_total
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
+from annotation.crowd.providers.options import MAX_REWARD, BatchOption, OptionError, options_by_name
 from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, WorkerIdentity
 from core.errors import ServiceError
 
@@ -58,17 +61,130 @@ NO_WORK_MESSAGE = (
 )
 
 
+def read_filter(text: str) -> dict:
+    """``FILTER_ID=v1,v2`` -> one of Prolific's eligibility filters (selected values)."""
+    key, _, values = text.partition("=")
+    chosen = [v.strip() for v in values.split(",") if v.strip()]
+    if not key.strip() or not chosen:
+        raise OptionError(
+            "filter", f"not a filter: {text!r} (use FILTER_ID=value1,value2, e.g. current-country-of-residence=1,2)"
+        )
+    return {"filter_id": key.strip(), "selected_values": chosen}
+
+
+def read_bonus_rule(text: str) -> dict:
+    """``flat:0.50`` or ``per_gold:0.10`` as the stored rule (its kind and amount checked with the batch's settings)."""
+    kind, _, amount = text.partition(":")
+    return {"kind": kind.strip(), "amount": amount.strip()}
+
+
+PROLIFIC_ONLY = "Prolific only: "
+#: A Prolific study's options (``Batch.provider_options``), declared once for the form, the API and the command.
+OPTIONS: tuple[BatchOption, ...] = (
+    BatchOption(
+        "estimated_minutes",
+        "whole",
+        "minutes one HIT group takes, shown to participants; 10 when not given.",
+        minimum=1,
+        maximum=24 * 60,
+        into="provider_options",
+    ),
+    BatchOption(
+        "devices",
+        "choices",
+        "devices participants may use (none: any).",
+        choices=tuple((d, d) for d in DEVICES),
+        flag="--device",
+        into="provider_options",
+    ),
+    BatchOption(
+        "filters",
+        "text",
+        "eligibility filter, repeatable: FILTER_ID=value1,value2 (Prolific's filter ids and values)",
+        flag="--filter",
+        metavar="ID=VALUES",
+        repeat=True,
+        on_form=False,
+        why="Prolific's filter ids and values are typed on the command line",
+        into="provider_options",
+        read_flag=read_filter,
+    ),
+    BatchOption(
+        "bonus",
+        "money",
+        "USD to every approved participant, paid at every sync (a flat bonus rule).",
+        maximum=MAX_REWARD,
+        into="provider_options",
+    ),
+    BatchOption(
+        "exclude_batches",
+        "batches",
+        "exclude everyone who took part in these batches.",
+        flag="--exclude-batch",
+        metavar="BATCH",
+        into="provider_options",
+    ),
+    # Participant groups across waves and the bonus rule (issue 32).
+    BatchOption(
+        "allow_batches",
+        "batches",
+        "only those who took part in these batches may take this one.",
+        flag="--allow-batch",
+        metavar="BATCH",
+        into="provider_options",
+    ),
+    BatchOption(
+        "admit_gold_failures",
+        "flag",
+        "let in participants who failed another batch's gold threshold (kept out by default).",
+        into="provider_options",
+    ),
+    BatchOption(
+        "bonus_rule_kind",
+        "choice",
+        "a bonus previewed and paid from the batch page (not with the bonus above).",
+        choices=(("flat", "flat, per approved participant"), ("per_gold", "per check question right")),
+        label="Bonus rule",
+        flag=None,
+        into="provider_options",
+        key="bonus_rule.kind",
+    ),
+    BatchOption(
+        "bonus_rule_amount",
+        "money",
+        "USD.",
+        minimum="0.01",
+        maximum=MAX_REWARD,
+        label="Bonus rule amount",
+        flag=None,
+        into="provider_options",
+        key="bonus_rule.amount",
+    ),
+    BatchOption(
+        "bonus_rule",
+        "text",
+        "a bonus rule paid with manage.py prolific_bonus: flat:0.50 (per approved participant) "
+        "or per_gold:0.10 (per check question right in approved work)",
+        metavar="KIND:USD",
+        on_form=False,
+        why="the form takes it as bonus_rule_kind and bonus_rule_amount",
+        into="provider_options",
+        read_flag=read_bonus_rule,
+    ),
+)
+_BY_NAME = options_by_name(OPTIONS)
+
+
 def validate_options(options: dict) -> None:
     """Refuse Prolific settings the API would refuse, before the batch is created."""
     unknown = set(options) - OPTION_KEYS
     if unknown:
         raise ServiceError(f"unknown Prolific option(s): {', '.join(sorted(unknown))}")
-    minutes = options.get("estimated_minutes", 10)
-    if not isinstance(minutes, int) or not 1 <= minutes <= 24 * 60:
-        raise ServiceError("--estimated-minutes must be a whole number of minutes between 1 and 1440")
-    bad = [d for d in options.get("devices", []) if d not in DEVICES]
-    if bad:
-        raise ServiceError(f"unknown device(s) {', '.join(bad)}; use {', '.join(DEVICES)}")
+    for name in ("estimated_minutes", "devices"):  # the declared option's own check, whoever built the options
+        try:
+            _BY_NAME[name].parse(options.get(name))
+        except OptionError as exc:
+            raise ServiceError(str(exc)) from None
     for name in options.get("exclude_batches", []):
         if not Batch.objects.filter(name=name).exists():
             raise ServiceError(f"--exclude-batch {name!r}: no such batch")
@@ -308,7 +424,30 @@ class ProlificProvider(CrowdProvider):
     submissions with them when the batch is synced.
     """
 
+    label = "Prolific"
+    short_label = "Prolific"
     answers_on_site = True
+    batch_options = (*CrowdProvider.batch_options, *OPTIONS)
+    #: A batch is one study, and a participant submits a study once.
+    assignments_per_participant = 1
+    bonus_charges = "bulk"
+    pays_bonus_rules = True
+
+    @classmethod
+    def work_cost(cls, reward: Decimal, count: int, *, account_fee_rate: Decimal | None = None, **_: object) -> Cost:
+        """Prolific's platform fee: a share of the total paid (33.3% for academic accounts), rounded once."""
+        return share_of_total(reward, Decimal(account_fee_rate or PROLIFIC_ACADEMIC_FEE_RATE), count)
+
+    @classmethod
+    def bonus_fees(cls, paid: list[Decimal], *, account_fee_rate: Decimal | None = None) -> tuple[Decimal, Decimal]:
+        """The same share on bonuses ("our regular pricing structure also applies to bonus payments"), on the total."""
+        rate = Decimal(account_fee_rate or PROLIFIC_ACADEMIC_FEE_RATE)
+        return rate, (sum(paid, Decimal("0.00")) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
+
+    @classmethod
+    def check_settings(cls, batch_settings) -> None:
+        if batch_settings.provider_options:
+            validate_options(batch_settings.provider_options)
 
     def __init__(self, client=None) -> None:
         if client is None:

@@ -1,7 +1,10 @@
-"""The settings of a batch, declared once: what ``create_batch`` takes and the rules it checks.
+"""The settings of a batch: what ``create_batch`` takes and the rules it checks.
 
-:class:`BatchSettings` is what the batch form (page and API) and ``manage.py create_batch``
-build and :func:`annotation.crowd.services.batches.create_batch` records on the ``Batch``;
+The options are declared once, on the providers (``annotation.crowd.providers.options``: the
+shared ones, and each platform's own); the defaults below are theirs, and
+:func:`settings_from_options` builds the settings from the values the batch form (page and
+API) and ``manage.py create_batch`` read with the declaration.
+:class:`BatchSettings` is what :func:`annotation.crowd.services.batches.create_batch` records on the ``Batch``;
 ``BatchSettings.validate`` refuses, before anything is created or paid for, what a
 provider would refuse. ``tests/annotation/crowd/test_batch_settings.py`` holds the form, the
 command's options and the model's columns to this declaration.
@@ -10,26 +13,32 @@ command's options and the model's columns to this declaration.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings as django_settings
 
-from annotation.models import Provider
+from annotation.crowd.providers.base import all_batch_options, batch_options, provider_class, provider_names
+from annotation.crowd.providers.options import (
+    COMMON_OPTIONS,
+    MAX_AUTO_APPROVAL_DELAY,
+    MAX_LIFETIME,
+    MAX_REWARD,
+    MIN_LIFETIME,
+    BatchOption,
+    options_by_name,
+)
 from core.errors import ServiceError
 
-#: MTurk's limits on the durations a HIT type and a HIT accept (seconds).
-MIN_LIFETIME = 30
-MAX_LIFETIME = 365 * 24 * 3600
-MAX_AUTO_APPROVAL_DELAY = 30 * 24 * 3600
+__all__ = ["MAX_AUTO_APPROVAL_DELAY", "MAX_LIFETIME", "MAX_REWARD", "MIN_LIFETIME"]
+
+_COMMON = options_by_name(COMMON_OPTIONS)
 #: How long MTurk waits before approving (and paying) an assignment nobody reviewed: long
 #: enough for several syncs (``settings.MTURK_SYNC_INTERVAL_SECONDS``, a day by default)
 #: to reject invalid work first.
-DEFAULT_AUTO_APPROVAL_DELAY = dt.timedelta(days=3)
-QUALIFICATION_KEYS = {"locales", "min_approval_rate", "min_approved_hits", "masters"}
-#: The largest reward per assignment (what ``Batch.reward`` holds: 8 digits, 2 decimals).
-MAX_REWARD = "999999.99"
+DEFAULT_AUTO_APPROVAL_DELAY: dt.timedelta = _COMMON["auto_approval_delay"].default
 
 
 @dataclass(frozen=True)
@@ -41,20 +50,24 @@ class GoldQuery:
     label: str
 
 
+#: The shared options' defaults (immutable values: numbers, amounts, durations).
+_DEFAULTS = {name: option.default for name, option in _COMMON.items()}
+
+
 @dataclass
 class BatchSettings:
-    provider: str = Provider.LOCAL
-    assignments_per_query: int = 3
-    queries_per_hit: int = 10
-    reward: Decimal = Decimal("0.05")
-    lifetime: dt.timedelta = dt.timedelta(days=7)
-    assignment_duration: dt.timedelta = dt.timedelta(minutes=30)
+    provider: str = "local"
+    assignments_per_query: int = _DEFAULTS["assignments_per_query"]
+    queries_per_hit: int = _DEFAULTS["queries_per_hit"]
+    reward: Decimal = _DEFAULTS["reward"]
+    lifetime: dt.timedelta = _DEFAULTS["lifetime"]
+    assignment_duration: dt.timedelta = _DEFAULTS["assignment_duration"]
     auto_approval_delay: dt.timedelta = DEFAULT_AUTO_APPROVAL_DELAY
     qualifications: dict = field(default_factory=dict)
-    gold_per_hit: int = 0
+    gold_per_hit: int = _DEFAULTS["gold_per_hit"]
     gold_pass_fraction: float = 1.0
-    gold_feedback: bool = True
-    seed: int = 0
+    gold_feedback: bool = _DEFAULTS["gold_feedback"]
+    seed: int = _DEFAULTS["seed"]
     #: Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.
     provider_options: dict = field(default_factory=dict)
     #: Quality thresholds applied at every sync (see annotation.quality.services.thresholds); None: off.
@@ -62,16 +75,17 @@ class BatchSettings:
     block_gold_accuracy: float | None = None
     warn_agreement: float | None = None
     block_agreement: float | None = None
-    min_answers_judged: int = 10
+    min_answers_judged: int = _DEFAULTS["min_answers_judged"]
     #: USD re-offers and escalations may add to the estimate (annotation.quality.services.budget); None: no limit.
     extra_budget: Decimal | None = None
     #: Share of the training queries (create_batch's ``training``) a worker must get right first.
-    training_pass_fraction: float = 0.8
+    training_pass_fraction: float = _DEFAULTS["training_pass_fraction"]
 
     def validate(self) -> None:
         """Refuse settings MTurk would refuse, before anything is created or paid for."""
-        if self.provider not in Provider.values:
-            raise ServiceError(f"unknown provider {self.provider!r}; choose one of {', '.join(Provider.values)}")
+        if self.provider not in provider_names():
+            raise ServiceError(f"unknown provider {self.provider!r}; choose one of {', '.join(provider_names())}")
+        platform = provider_class(self.provider)
         if self.assignments_per_query < 1:
             raise ServiceError("assignments per HIT must be at least 1")
         if not 1 <= self.queries_per_hit <= 100:
@@ -84,24 +98,14 @@ class BatchSettings:
         ):
             if not low <= value.total_seconds() <= high:
                 raise ServiceError(f"{name} must be between {low} s and {high} s (got {value})")
-        interval = dt.timedelta(seconds=django_settings.MTURK_SYNC_INTERVAL_SECONDS)
-        if self.provider == Provider.MTURK and self.auto_approval_delay <= interval:
-            raise ServiceError(
-                f"auto-approval delay must be longer than the sync interval ({interval}, setting "
-                f"MTURK_SYNC_INTERVAL_SECONDS; got {self.auto_approval_delay}): MTurk approves and pays "
-                "every assignment not reviewed by then, however invalid"
-            )
-        unknown = set(self.qualifications) - QUALIFICATION_KEYS
+        for into in ("qualifications", "provider_options"):
+            if getattr(self, into) and not any(option.into == into for option in platform.batch_options):
+                raise ServiceError(_not_taken(into))
+        keys = {option.store_key for option in platform.batch_options if option.into == "qualifications"}
+        unknown = set(self.qualifications) - keys
         if unknown:
             raise ServiceError(f"unknown qualification setting(s): {', '.join(sorted(unknown))}")
-        if self.qualifications and self.provider != Provider.MTURK:
-            raise ServiceError("qualifications only apply to the mturk provider")
-        if self.provider_options:
-            if self.provider != Provider.PROLIFIC:
-                raise ServiceError("Prolific options only apply to the prolific provider")
-            from annotation.crowd.providers.prolific import validate_options
-
-            validate_options(self.provider_options)
+        platform.check_settings(self)
         if self.gold_per_hit < 0:
             raise ServiceError("gold queries per HIT cannot be negative")
         if self.provider_options:
@@ -111,6 +115,49 @@ class BatchSettings:
         validate_thresholds({name: getattr(self, name) for name in (*THRESHOLD_FIELDS, "min_answers_judged")})
         if self.extra_budget is not None:
             check_amount(self.extra_budget, "extra budget", minimum="0")
+
+
+def settings_from_options(values: Mapping[str, Any]) -> BatchSettings:
+    """The settings made of the options' values as the shells read them (:meth:`BatchOption.parse`).
+
+    An option missing or ``None`` keeps its default; a value stored in a dict (qualifications,
+    provider options) is kept only when given (``False`` flags and empty lists are left out).
+    Every registered platform's options are read, whichever ``provider`` is chosen, so a value for
+    another platform is refused by :meth:`BatchSettings.validate` rather than dropped unseen.
+    """
+    kwargs: dict[str, Any] = {"provider": values.get("provider") or "local"}
+    stored: dict[str, dict] = {"qualifications": {}, "provider_options": {}}
+    for name, (option, _owner) in all_batch_options().items():
+        value = values.get(name)
+        if name == "provider" or value is None or value == [] or value == "":
+            continue
+        if option.into == "settings":
+            kwargs[option.store_key] = value
+            continue
+        if option.kind == "flag" and not value:
+            continue
+        target = stored[option.into]
+        *path, last = option.store_key.split(".")
+        for part in path:
+            target = target.setdefault(part, {})
+        target[last] = str(value) if option.kind == "money" else value
+    return BatchSettings(**kwargs, **stored)
+
+
+def options_of(provider: str) -> tuple[BatchOption, ...]:
+    """Every option a batch on ``provider`` takes (``provider`` first): what its request documents."""
+    return batch_options(provider)
+
+
+def _not_taken(into: str) -> str:
+    """Why settings stored ``into`` (qualifications, provider options) are refused: the platforms that take them."""
+    owners = [name for name in provider_names() if any(o.into == into for o in provider_class(name).own_options())]
+    what = (
+        "qualifications"
+        if into == "qualifications"
+        else f"{' or '.join(provider_class(n).label for n in owners)} options"
+    )
+    return f"{what} only apply to the {' or '.join(owners)} provider"
 
 
 def check_amount(value: object, field: str, *, minimum: str = "0", maximum: str | None = None) -> Decimal:
@@ -129,11 +176,10 @@ def bonus_max_per_participant() -> Decimal:
 
 
 def assignments_per_participant(provider: str, hits: int | None) -> int:
-    """How many assignments one participant can take in a batch: one on Prolific (one submission per
-    study), one per HIT elsewhere (a worker takes a HIT once; ``hits`` None: not known, counted as one)."""
-    if provider == Provider.PROLIFIC:
-        return 1
-    return max(1, hits or 1)
+    """How many assignments one participant can take in a batch: the provider's own number (one on
+    Prolific: one submission per study), else one per HIT (a worker takes a HIT once; ``hits`` None:
+    not known, counted as one)."""
+    return provider_class(provider).assignments_per_participant or max(1, hits or 1)
 
 
 def bonus_rule_of(options: dict | None):
@@ -192,32 +238,24 @@ class Offered:
     why_not: str = ""
 
 
-#: Every field of :class:`BatchSettings`, and where each shell offers it. Stored on ``Batch``
-#: under the same name, except ``seed`` (used once, to shuffle the queries into HITs).
-OFFERED: dict[str, Offered] = {
-    "provider": Offered("provider", "--provider"),
-    "assignments_per_query": Offered("assignments_per_query", "--assignments"),
-    "queries_per_hit": Offered("queries_per_hit", "--queries-per-hit"),
-    "reward": Offered("reward", "--reward"),
-    "lifetime": Offered(None, "--lifetime", "the form keeps MTurk's default HIT lifetime (7 days)"),
-    "assignment_duration": Offered(None, "--assignment-duration", "the form keeps the default 30 minutes"),
-    "auto_approval_delay": Offered(None, "--auto-approve", "the form keeps the default 3 days"),
-    "qualifications": Offered(
-        "locales", "--qualification", "form: locales, min_approval_rate, min_approved_hits, masters"
-    ),
-    "gold_per_hit": Offered("gold_per_hit", "--gold-per-hit"),
-    "gold_pass_fraction": Offered(
+def _offered() -> dict[str, Offered]:
+    """Where each shell offers each field of :class:`BatchSettings`, read off the options' declarations."""
+    from dataclasses import fields
+
+    offered: dict[str, Offered] = {}
+    for option, _owner in all_batch_options().values():
+        into = option.store_key if option.into == "settings" else option.into
+        if into in offered:  # a dict's first option stands for it (the others are beside it)
+            continue
+        why = option.why if option.into == "settings" else f"form and command: one field per {into} option"
+        offered[into] = Offered(option.name if option.on_form else None, option.cli, why)
+    offered["gold_pass_fraction"] = Offered(
         None, None, "every gold question must be right (1.0) unless set through the services"
-    ),
-    "gold_feedback": Offered(None, "--no-gold-feedback", "the form keeps feedback on"),
-    "seed": Offered(None, "--seed", "the form uses seed 0"),
-    "provider_options": Offered("estimated_minutes", "--estimated-minutes", "form and command: one field per option"),
-    "warn_gold_accuracy": Offered("warn_gold_accuracy", "--warn-gold"),
-    "block_gold_accuracy": Offered("block_gold_accuracy", "--block-gold"),
-    "warn_agreement": Offered("warn_agreement", "--warn-agreement"),
-    "block_agreement": Offered("block_agreement", "--block-agreement"),
-    "min_answers_judged": Offered("min_answers_judged", "--min-answers"),
-    "extra_budget": Offered("extra_budget", "--budget"),
-    "training_pass_fraction": Offered(None, "--training-pass", "the form has no training file yet"),
-}
+    )
+    return {f.name: offered[f.name] for f in fields(BatchSettings)}
+
+
+#: Every field of :class:`BatchSettings`, and where each shell offers it (from the declarations).
+#: Stored on ``Batch`` under the same name, except ``seed`` (used once, to shuffle the queries into HITs).
+OFFERED: dict[str, Offered] = _offered()
 NOT_STORED = frozenset({"seed"})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
@@ -14,16 +13,13 @@ from annotation.models import Batch
 from core.management.cli import command_errors as base_command_errors
 from core.management.cli import get_named
 
-_DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
 
 def duration(text: str) -> dt.timedelta:
-    """``90`` or ``90s``, ``30m``, ``12h``, ``7d`` -> timedelta (for argparse ``type=``)."""
-    match = _DURATION.match(text)
-    if not match:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 45s, 30m, 12h, 7d)")
-    return dt.timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
+    """``90`` or ``90s``, ``30m``, ``12h``, ``7d`` -> timedelta (for argparse ``type=``: a ``ValueError``,
+    which argparse reports as ``invalid duration value``), read as the batch options read it."""
+    from annotation.crowd.providers.options import read_duration
+
+    return read_duration("duration", text)
 
 
 def money(text: str) -> Decimal:
@@ -39,33 +35,38 @@ def money(text: str) -> Decimal:
         raise argparse.ArgumentTypeError(exc.problem) from None
 
 
+#: ``--qualification KEY=VALUE``'s keys, and the MTurk batch option each one sets.
+QUALIFICATION_SPECS = {
+    "locale": "locales",
+    "approval-rate": "min_approval_rate",
+    "approved-hits": "min_approved_hits",
+    "masters": "masters",
+}
+
+
 def qualifications(values: list[str] | None) -> dict:
-    """``locale=US,GB``, ``approval-rate=95``, ``approved-hits=1000``, ``masters`` -> the batch's settings."""
+    """``locale=US,GB``, ``approval-rate=95``, ``approved-hits=1000``, ``masters`` -> the MTurk options' values,
+    each read by the option's own check (:mod:`annotation.crowd.providers.options`)."""
+    from annotation.crowd.providers.base import provider_class
+    from annotation.crowd.providers.options import OptionError, options_by_name
+
+    options = options_by_name(provider_class("mturk").own_options())
     result: dict = {}
     for value in values or []:
-        key, _, arg = value.partition("=")
+        key, has_value, arg = value.partition("=")
         key = key.strip().lower()
+        if key not in QUALIFICATION_SPECS or (key == "masters") == bool(has_value):
+            raise CommandError(
+                f"unknown --qualification {value!r}; use locale=US,GB, approval-rate=95, approved-hits=1000 or masters"
+            )
+        option = options[QUALIFICATION_SPECS[key]]
         try:
-            if key == "locale":
-                result["locales"] = [c.strip().upper() for c in arg.split(",") if c.strip()]
-                if not result["locales"]:
-                    raise ValueError
-            elif key == "approval-rate":
-                result["min_approval_rate"] = int(arg)
-                if not 0 <= result["min_approval_rate"] <= 100:
-                    raise ValueError
-            elif key == "approved-hits":
-                result["min_approved_hits"] = int(arg)
-                if result["min_approved_hits"] < 0:
-                    raise ValueError
-            elif key == "masters" and not arg:
-                result["masters"] = True
-            else:
-                raise CommandError(
-                    f"unknown --qualification {value!r}; use locale=US,GB, approval-rate=95, approved-hits=1000 or masters"
-                )
-        except ValueError:
+            parsed = True if key == "masters" else option.parse(arg)
+        except OptionError:
             raise CommandError(f"bad value in --qualification {value!r}") from None
+        if parsed is None:
+            raise CommandError(f"bad value in --qualification {value!r}")
+        result[option.name] = parsed
     return result
 
 
@@ -87,12 +88,3 @@ def format_cost(cost: dict) -> str:
         f"{cost['assignments_total']} assignments × (${cost['per_assignment_reward']} reward + "
         f"${cost['per_assignment_fee']} fee){extra} = ${cost['total']}"
     )
-
-
-def prolific_filter(text: str) -> dict:
-    """``FILTER_ID=v1,v2`` -> one of Prolific's eligibility filters (selected values)."""
-    key, _, values = text.partition("=")
-    chosen = [v.strip() for v in values.split(",") if v.strip()]
-    if not key.strip() or not chosen:
-        raise ValueError(f"not a filter: {text!r} (use FILTER_ID=value1,value2, e.g. current-country-of-residence=1,2)")
-    return {"filter_id": key.strip(), "selected_values": chosen}
