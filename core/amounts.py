@@ -79,57 +79,6 @@ def parse_amount(
     return amount
 
 
-#: A whole number as a person types it: ASCII digits only (``int()`` also reads ``1_0``, ``٣`` and
-#: ``３``), at most 12 of them (a bound on what is read, far above any count here).
-WHOLE = re.compile(r"[0-9]{1,12}")
-#: A share as a person types it: ASCII digits, at most one point (``0.8``, ``1``, ``.5`` refused as
-#: an amount is: a leading digit), at most six decimals; no exponent, ``NaN`` or ``Infinity``.
-SHARE = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,6})?")
-
-
-def parse_whole(value: object, field: str, *, minimum: int = 0, maximum: int | None = None) -> int:
-    """``value`` as a whole number in ``[minimum, maximum]``, or :class:`AmountError` naming ``field``.
-
-    The one reading of a count typed by a person (the batch form and the API, the commands): a
-    string of ASCII digits or an ``int`` (a JSON number), nothing ``int()`` reads beyond that.
-
-    >>> parse_whole("12", "queries per HIT", minimum=1, maximum=100)
-    12
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise AmountError(field, f"{_shown(value)} is not a whole number: use ASCII digits, like 3")
-    if isinstance(value, str):
-        text = value.strip(AROUND)
-        if not WHOLE.fullmatch(text):
-            raise AmountError(field, f"{_shown(value)} is not a whole number: use ASCII digits, like 3")
-        value = int(text)
-    if value < minimum:
-        raise AmountError(field, f"must be at least {minimum} (got {value})")
-    if maximum is not None and value > maximum:
-        raise AmountError(field, f"must be at most {maximum} (got {value})")
-    return value
-
-
-def parse_share(value: object, field: str, *, minimum: float = 0.0, maximum: float = 1.0) -> float:
-    """``value`` as a decimal number in ``[minimum, maximum]`` (a share, a fraction), or :class:`AmountError`.
-
-    A string of ASCII digits with at most one point, or a JSON number; no exponent, ``NaN``,
-    ``Infinity`` or digits of other scripts (all of which ``float()`` reads).
-
-    >>> parse_share("0.8", "training pass")
-    0.8
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise AmountError(field, f"{_shown(value)} is not a number: use ASCII digits and a point, like 0.8")
-    text = (value if isinstance(value, str) else repr(value)).strip(AROUND)
-    if not SHARE.fullmatch(text):
-        raise AmountError(field, f"{_shown(value)} is not a number: use ASCII digits and a point, like 0.8")
-    number = float(text)
-    if not minimum <= number <= maximum:
-        raise AmountError(field, f"must be between {minimum:g} and {maximum:g} (got {text})")
-    return number
-
-
 def _shown(value: object) -> str:
     """``value`` as quoted in a refusal, cut to 40 characters."""
     text = repr(value)

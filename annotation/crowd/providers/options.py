@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from core.amounts import AmountError, parse_amount, parse_share, parse_whole
+from core.amounts import AmountError, parse_amount
+from core.numbers import NumberError, parse_count, parse_decimal
 
 #: The kinds of option, and what a value of each is once read.
 KINDS = {
@@ -50,6 +51,11 @@ class OptionError(ValueError):
     def __init__(self, field: str, problem: str) -> None:
         self.field, self.problem = field, problem
         super().__init__(f"{field}: {problem}")
+
+
+#: The largest count an option without its own maximum takes (a bound on what is read: far above any
+#: count here, within every integer column).
+LARGEST_COUNT = 999_999_999
 
 
 @dataclass(frozen=True)
@@ -119,17 +125,18 @@ class BatchOption:
             return None
         try:
             return self._read(value)
-        except AmountError as exc:
+        except (AmountError, NumberError) as exc:
             raise OptionError(self.field, exc.problem) from None
 
     def _read(self, value: Any) -> Any:
         kind = self.kind
         if kind == "whole":
-            return parse_whole(value, self.field, minimum=self.minimum or 0, maximum=self.maximum)
+            top = LARGEST_COUNT if self.maximum is None else self.maximum
+            return parse_count(value, self.field, minimum=self.minimum or 0, maximum=top)
         if kind == "share":
             low = 0.0 if self.minimum is None else self.minimum
             high = 1.0 if self.maximum is None else self.maximum
-            return parse_share(value, self.field, minimum=low, maximum=high)
+            return parse_decimal(value, self.field, minimum=low, maximum=high)
         if kind == "money":
             return parse_amount(
                 str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value,
