@@ -77,9 +77,3 @@ def parse_amount(
     if high is not None and amount > high:
         raise AmountError(field, f"must be at most {high.quantize(CENT)} (got {amount})")
     return amount
-
-
-def _shown(value: object) -> str:
-    """``value`` as quoted in a refusal, cut to 40 characters."""
-    text = repr(value)
-    return text if len(text) <= 42 else text[:40] + "…"

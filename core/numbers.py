@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 
 #: ASCII digits only (``\d`` and ``str.isdigit`` accept every Unicode digit and superscript).
-DIGITS = re.compile(r"[0-9]{1,18}")
 MAX_DIGITS = 18
+DIGITS = re.compile(rf"[0-9]{{1,{MAX_DIGITS}}}")
 #: A plain decimal: an optional minus, ASCII digits, at most one point with digits on both sides.
 DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
 #: What a person may type around a number (ASCII spaces and tabs).

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from annotation.models import Assignment, Batch, ProlificSubmission
+from annotation.models import Assignment, Batch
 from annotation.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
 
 #: At most this many submissions are listed on the page and in one API answer (newest first);
@@ -54,16 +54,25 @@ def submissions(batch: Batch) -> Submissions:
             hit__batch=batch, provider_assignment_id__in=[r.submission_id for r in records[:SHOWN]]
         ).select_related("worker")
     }
-    pseudonyms = dict(
-        Assignment.objects.filter(hit__batch=batch).values_list("worker__identity__external_id", "worker__pseudonym")
+    # Sessions without work here (returned before answering) named by their participant's other work, if any.
+    without_work = {r.participant_id for r in records[:SHOWN] if r.submission_id not in work}
+    pseudonyms = (
+        dict(
+            Assignment.objects.filter(hit__batch=batch, worker__identity__external_id__in=without_work).values_list(
+                "worker__identity__external_id", "worker__pseudonym"
+            )
+        )
+        if without_work
+        else {}
     )
     by_status: dict[str, int] = {}
     times = []
     for record in records:
         by_status[record.status] = by_status.get(record.status, 0) + 1
         times.append(seconds_taken(record.started_at, record.completed_at))
+    rates = [hourly_rate(batch.reward, seconds) for seconds in times]
     rows = []
-    for record, seconds in zip(records[:SHOWN], times, strict=False):
+    for record, seconds, rate in zip(records[:SHOWN], times, rates, strict=False):
         assignment = work.get(record.submission_id)
         rows.append(
             SubmissionRow(
@@ -74,7 +83,7 @@ def submissions(batch: Batch) -> Submissions:
                 started_at=record.started_at,
                 completed_at=record.completed_at,
                 seconds=seconds,
-                hourly_rate=hourly_rate(batch.reward, seconds),
+                hourly_rate=rate,
                 gold_correct=assignment.gold_correct if assignment else None,
                 gold_total=assignment.gold_total if assignment else None,
                 valid=assignment.valid if assignment else None,
@@ -85,11 +94,7 @@ def submissions(batch: Batch) -> Submissions:
         total=len(records),
         by_status=dict(sorted(by_status.items())),
         median_seconds=median_or_none(times),
-        median_hourly_rate=median_or_none(hourly_rate(batch.reward, s) for s in times),
+        median_hourly_rate=median_or_none(rates),
         reward=batch.reward,
         listed_at=max((r.listed_at for r in records), default=None),
     )
-
-
-def has_submissions(batch: Batch) -> bool:
-    return ProlificSubmission.objects.filter(batch=batch).exists()

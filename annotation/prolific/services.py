@@ -611,10 +611,14 @@ def sync_prolific(
     return result
 
 
+#: The longest status a submission row keeps (its column's length).
+STATUS_LENGTH = ProlificSubmission._meta.get_field("status").max_length
+
+
 def record_submissions(batch: Batch, submissions) -> int:
     """Keep what Prolific listed of each submission (status, start, completion) for the batch's page and API.
 
-    One upsert per sync, in a transaction: rows for sessions Prolific no longer lists are left
+    One upsert per sync (``bulk_create`` is atomic): rows for sessions Prolific no longer lists are left
     as last seen (a listing never deletes work). A timestamp Prolific writes in a shape Django
     cannot read is kept as unknown rather than failing the sync. Returns the rows written.
     """
@@ -624,7 +628,7 @@ def record_submissions(batch: Batch, submissions) -> int:
             submission_id=sub.id,
             batch=batch,
             participant_id=sub.participant_id,
-            status=sub.status[:30],
+            status=sub.status[:STATUS_LENGTH],
             started_at=_moment(sub.started_at),
             completed_at=_moment(sub.completed_at),
             listed_at=now,
@@ -634,10 +638,9 @@ def record_submissions(batch: Batch, submissions) -> int:
     if not rows:
         return 0
     fields = ["participant_id", "status", "started_at", "completed_at", "listed_at"]
-    with transaction.atomic():
-        ProlificSubmission.objects.bulk_create(
-            rows.values(), update_conflicts=True, unique_fields=["submission_id"], update_fields=fields
-        )
+    ProlificSubmission.objects.bulk_create(  # one statement per batch of rows, atomic as bulk_create is
+        rows.values(), update_conflicts=True, unique_fields=["submission_id"], update_fields=fields
+    )
     return len(rows)
 
 
