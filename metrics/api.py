@@ -364,7 +364,7 @@ class PlanRequestSerializer(serializers.Serializer):
     )
     metric = serializers.CharField(help_text="e.g. ARaB, RaB, NFaiRR, TExFAIR, nDCG.")
     delta = DecimalNumberField(help_text="The difference to detect, > 0.")
-    cutoff = CountField(min_value=1, max_value=10000, default=10)
+    cutoff = CountField(min_value=1, max_value=MAX_CUTOFF, default=10)
     variant = serializers.CharField(
         required=False, help_text="Default: the paper's (tf for RaB/ARaB, rbdf for TExFAIR)."
     )

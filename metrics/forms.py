@@ -27,6 +27,7 @@ from .defaults import (
     DEFAULT_EXPOSURE_TARGET,
     DEFAULT_PROTECTED,
     DEFAULT_SAMPLES,
+    MAX_CUTOFF,
     PROTECTED_GROUPS,
     VARIANT_VERSIONS,
 )
@@ -419,7 +420,7 @@ class PlanForm(forms.Form):
     )
     metric = forms.ChoiceField(choices=[(m, m) for m in METRICS], initial="ARaB")
     variant = forms.CharField(required=False, help_text="Default: the paper's (tf, rbdf).")
-    cutoff = CountField(min_value=1, max_value=10000, initial=DEFAULT_CUTOFF, required=False)
+    cutoff = CountField(min_value=1, max_value=MAX_CUTOFF, initial=DEFAULT_CUTOFF, required=False)
     delta = DecimalNumberField(label="Δ", help_text="The difference A − B to detect.")
     power = DecimalNumberField(min_value=0.5, max_value=0.99, initial=DEFAULT_POWER, required=False)
     alpha = DecimalNumberField(min_value=0.001, max_value=0.5, initial=DEFAULT_ALPHA, required=False, label="α")

@@ -17,6 +17,7 @@ breaks a compile. The document keeps LaTeX's default font encoding: T1 would nee
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from core.p_values import p_value_text
@@ -92,14 +93,15 @@ def escape(text: object) -> str:
     return "".join(out)
 
 
+#: A symbol with a subscript in the platform's texts (``w_r``, ``ε_g``, ``TE_G``), for :func:`prose`.
+_SUBSCRIPT = re.compile(r"(?<![\w\\])([A-Za-zα-ωΑ-Ω]{1,2})_(\{[^}]*\}|[A-Za-z0-9]+)(?![\w])")
+
+
 def prose(text: object) -> str:
     """:func:`escape`, with the symbols the platform's texts write as ``w_r``, ``ε_g`` or ``TE_G`` set as
     math (``$w_{r}$``): a subscript in text mode would print as ``w\\_r``."""
-    import re as _re
-
-    pattern = _re.compile(r"(?<![\w\\])([A-Za-zα-ωΑ-Ω]{1,2})_(\{[^}]*\}|[A-Za-z0-9]+)(?![\w])")
     out, last = [], 0
-    for match in pattern.finditer(str(text)):
+    for match in _SUBSCRIPT.finditer(str(text)):
         out.append(escape(str(text)[last : match.start()]))
         base = escape(match.group(1)).strip("$")
         sub = match.group(2).strip("{}")
@@ -154,10 +156,8 @@ def half_width(low: float | None, high: float | None) -> float | None:
 
 def _header(name: str) -> str:
     """A run's name as a column head, broken into lines of at most :data:`HEADER_CHARS` characters."""
-    import re as _re
-
     parts, line = [], ""
-    for piece in _re.split(r"(?<=[-_./])", name):
+    for piece in re.split(r"(?<=[-_./])", name):
         while len(piece) > HEADER_CHARS:
             if line:
                 parts.append(line)
