@@ -344,9 +344,17 @@ SPECTACULAR_SETTINGS = {
 #:   computed until new answers or rulings arrive. RESULTS_CACHE_SECONDS=0 caches nothing.
 #:   Bounded by RESULTS_CACHE_MAX_BYTES; kept in the database (or RESULTS_CACHE_URL's own Redis),
 #:   never in SHARED_CACHE_URL's, whose memory the Celery broker may share.
-SHARED_CACHE_URL = env_str("SHARED_CACHE_URL", "")
-if SHARED_CACHE_URL and not SHARED_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
-    raise ImproperlyConfigured(f"SHARED_CACHE_URL={SHARED_CACHE_URL!r}: expected redis://, rediss:// or unix://")
+
+
+def _redis_url(name: str) -> str:
+    """The environment's ``name``: empty, or a Redis address (else a clear refusal naming it)."""
+    url = env_str(name, "")
+    if url and not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured(f"{name}={url!r}: expected redis://, rediss:// or unix://")
+    return url
+
+
+SHARED_CACHE_URL = _redis_url("SHARED_CACHE_URL")
 #: How long a cached result is kept (seconds); a new answer makes a new key at once anyway.
 RESULTS_CACHE_SECONDS = env_int("RESULTS_CACHE_SECONDS", 7 * 24 * 3600, minimum=0)
 #: The most the results cache holds (bytes, pickled values: what the table or Redis keeps),
@@ -356,12 +364,10 @@ RESULTS_CACHE_MAX_BYTES = env_int("RESULTS_CACHE_MAX_BYTES", 256 * 1024**2, mini
 #: A Redis of its own for the results cache (redis://…/N), apart from the broker's and the
 #: shared cache's memory; give that server a maxmemory and ``maxmemory-policy allkeys-lru``
 #: (docs/deployment.md). Unset: the database table ``results_cache`` (never the broker's Redis).
-RESULTS_CACHE_URL = env_str("RESULTS_CACHE_URL", "")
+RESULTS_CACHE_URL = _redis_url("RESULTS_CACHE_URL")
 #: The most the report figures' files under CACHE_DIR/plots may hold (bytes; the paper bundles'
 #: zips too): past it the least recently drawn go (metrics.services.plot_cache), drawn again if asked.
 PLOT_CACHE_MAX_BYTES = env_int("PLOT_CACHE_MAX_BYTES", 512 * 1024**2, minimum=1024)
-if RESULTS_CACHE_URL and not RESULTS_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
-    raise ImproperlyConfigured(f"RESULTS_CACHE_URL={RESULTS_CACHE_URL!r}: expected redis://, rediss:// or unix://")
 
 
 def _shared_backend(table: str, redis: bool = True) -> dict:
