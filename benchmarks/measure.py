@@ -5,13 +5,29 @@ from __future__ import annotations
 import resource
 
 
-def peak_memory_mb() -> float:
-    """This process's peak resident memory (VmHWM): unlike ``ru_maxrss``, not inherited across fork."""
-    with open("/proc/self/status") as status:
+def peak_memory_mb(pid: int | str = "self") -> float:
+    """A process's peak resident memory (VmHWM; this process by default): unlike ``ru_maxrss``,
+    not inherited across fork."""
+    with open(f"/proc/{pid}/status") as status:
         for line in status:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if pid == "self" else 0.0
+
+
+def tree_peak_memory_mb(pid: int) -> float:
+    """The largest peak resident memory among a live process and its descendants (a Celery
+    worker's pool child does the work, so its own figure is the worker's)."""
+    peaks = []
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            peaks.append(peak_memory_mb(current))
+        except OSError:
+            continue
+        todo += children(current)
+    return max(peaks, default=0.0)
 
 
 # --- server CPU from /proc (Linux) ------------------------------------------------------------

@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from benchmarks.measure import tree_peak_memory_mb
+
 
 def _env(work: Path, broker: str) -> dict:
     env = dict(os.environ)
@@ -37,8 +39,10 @@ RUN_SPEC = {"queries": 7_000, "runs": 1, "depth": 1_000}
 
 
 def run_scan_benchmark(
-    work: Path, passages: int, workers: list[int], redis_port: int, what: str = "scan"
+    work: Path, passages: int, workers: list[int], redis_port: int, what: str = "scan", run: Path | None = None
 ) -> Iterator[str]:
+    """Yields the progress and the table; ``run`` is the run file ``run-import`` imports (default:
+    a 7,000 x 1,000 synthetic run written in ``work``)."""
     from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
 
     if what not in WHAT:
@@ -50,7 +54,9 @@ def run_scan_benchmark(
         yield f"Writing {passages:,} synthetic passages to {collection} …"
         write_collection(collection, SyntheticSpec(passages=passages))
     target = collection
-    if what == "run-import":
+    if what == "run-import" and run is not None:
+        target = run.resolve()
+    elif what == "run-import":
         runs = work / f"runs-{passages}"
         target = runs / "run1.trec"
         if not target.exists():
@@ -109,20 +115,28 @@ def run_scan_benchmark(
                     capture_output=True,
                     text=True,
                 ).stdout
+                memory = [tree_peak_memory_mb(proc.pid) for proc in procs]
             finally:
                 for proc in procs:
                     proc.terminate()
                 for proc in procs:
                     proc.wait(timeout=60)
-            results[n] = json.loads(out.strip().splitlines()[-1])
+            results[n] = json.loads(out.strip().splitlines()[-1]) | {"worker_mb": memory}
         single = results[0]
-        yield f"{'approach':<28}{'seconds':>9}{'speed-up':>10}  same {'counts' if what == 'scan' else 'run'}"
-        yield f"{WHAT[what]:<28}{single['seconds']:>9.1f}{1:>9.2f}x  (reference)"
+        yield (
+            f"{'approach':<28}{'seconds':>9}{'speed-up':>10}  same {'counts' if what == 'scan' else 'run'}"
+            "  peak MB (measuring process; each worker)"
+        )
+        yield f"{WHAT[what]:<28}{single['seconds']:>9.1f}{1:>9.2f}x  (reference)  {single['peak_mb']:,.0f}"
         for n in workers:
             r = results[n]
             same = "yes" if r["digest"] == single["digest"] else "NO"
             label = f"{n} worker(s), {r['chunks']} chunk(s)"
-            yield f"{label:<28}{r['seconds']:>9.1f}{single['seconds'] / r['seconds']:>9.2f}x  {same}"
+            workers_mb = ", ".join(f"{mb:,.0f}" for mb in r["worker_mb"])
+            yield (
+                f"{label:<28}{r['seconds']:>9.1f}{single['seconds'] / r['seconds']:>9.2f}x  {same:<12}"
+                f"{r['peak_mb']:,.0f}; {workers_mb}"
+            )
     finally:
         redis.terminate()
         redis.wait(timeout=30)
@@ -150,6 +164,8 @@ def _measure(what: str, work: Path, collection_path: Path, target: Path, workers
     import hashlib
 
     import django
+
+    from benchmarks.measure import peak_memory_mb
 
     django.setup()
     from pooling import magnitudes as mag
@@ -180,7 +196,7 @@ def _measure(what: str, work: Path, collection_path: Path, target: Path, workers
     else:  # a run import removes its chunks once read
         chunks = len(byte_ranges(target, workers))
     digest = hashlib.sha256(result.sort(result.columns).write_csv().encode()).hexdigest()
-    return {"seconds": seconds, "chunks": chunks, "digest": digest, "rows": len(result)}
+    return {"seconds": seconds, "chunks": chunks, "digest": digest, "rows": len(result), "peak_mb": peak_memory_mb()}
 
 
 if __name__ == "__main__":

@@ -18,9 +18,20 @@ from benchmarks.measure import peak_memory_mb
 
 
 def naive_pool(
-    collection: Path, queries: Path, runs: list[Path], words: dict[str, str], cutoff: int, depth: int
+    collection: Path,
+    queries: Path,
+    runs: list[Path],
+    words: dict[str, str],
+    cutoff: int,
+    depth: int,
+    phases: dict[str, float] | None = None,
 ) -> list[str]:
-    """The reference notebooks' pooling, kept deliberately plain (file order, whitespace split)."""
+    """The reference notebooks' pooling, kept deliberately plain (file order, whitespace split).
+
+    ``phases``, if given, receives the seconds of its two parts: ``collection`` (a counter per
+    passage, held) and ``runs`` (every run read and its lists made), which grow with different
+    sizes (the full-size benchmark scales each by its own)."""
+    start = time.perf_counter()
     doc_counters: dict[str, Counter] = {}
     with open(collection, encoding="utf-8") as f:
         for line in f:
@@ -34,6 +45,7 @@ def naive_pool(
             math.log(1 + sum(counter[w] for w in female)),
             math.log(1 + sum(counter[w] for w in male)),
         )
+    collection_seconds = time.perf_counter() - start
     with open(queries, encoding="utf-8") as f:
         qids = {line.split("\t", 1)[0] for line in f}
     pooled: set[str] = set()
@@ -53,6 +65,8 @@ def naive_pool(
         female_list = sorted(rab, key=lambda q: (round(rab[q], 12), int(q)))[:depth]
         male_list = sorted(rab, key=lambda q: (-round(rab[q], 12), int(q)))[:depth]
         pooled.update(female_list, male_list)
+    if phases is not None:
+        phases.update(collection=collection_seconds, runs=time.perf_counter() - start - collection_seconds)
     return sorted(pooled, key=int)
 
 

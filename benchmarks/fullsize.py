@@ -1,0 +1,304 @@
+"""Benchmark: the design card's study at its full size, registered and pooled as a user types it.
+
+MS MARCO passage ranking's real sizes: 8,841,823 passages (about 56 words each), the 6,980 dev
+queries, 14 rankers' runs 1,000 deep (97.7M run lines). Synthetic data of those sizes
+(:mod:`pooling.synthetic`'s collection and queries, runs written here in blocks) is registered
+and pooled one command per file, each a fresh ``manage.py`` process on a new SQLite database, as
+the README tells a user to do; for every step the wall time, the process's CPU time, its peak
+memory (``ru_maxrss`` of the child, from ``wait4``) and the disk the site's data folder and
+database hold after it.
+
+The reference notebooks' approach (``benchmarks.pooling.naive``: a ``Counter`` per passage held
+in memory) needs about 5 GB per million passages, so it cannot run whole on a 24 GB machine: it
+runs on a prefix of the collection (``reference_passages``) with the run lines that rank those
+passages, its two phases timed apart, and each phase is scaled by its own size (passages, run
+lines) to the full study. The scaled figure is printed as such.
+
+Pure orchestration (no Django at module level): the measured commands run as subprocesses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+#: MS MARCO passage ranking (v1): collection.tsv's passages, the dev set's queries, and the
+#: design card's 14 rankers, each ranking the top 1,000 passages per query.
+MSMARCO = {"passages": 8_841_823, "queries": 6_980, "runs": 14, "depth": 1_000}
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    seconds: float
+    cpu_seconds: float
+    peak_mb: float
+    disk_mb: float
+
+
+def write_runs_fast(
+    directory: Path, queries_path: Path, passages: int, runs: int, depth: int, seed: int = 13
+) -> list[Path]:
+    """TREC runs of ``depth`` distinct random passages per query, written in blocks of queries with
+    polars (the product's :func:`pooling.synthetic.write_runs` writes a line at a time, which takes
+    tens of minutes at 97.7M lines). Same line shape: ``qid Q0 docid rank score tag``."""
+    import numpy as np
+    import polars as pl
+
+    qids = np.array([line.split("\t", 1)[0] for line in queries_path.read_text(encoding="utf-8").splitlines()])
+    paths = []
+    block = 500
+    for r in range(runs):
+        rng = np.random.default_rng(seed + 100 + r)
+        path = directory / f"run{r + 1}.trec"
+        tag = f"run{r + 1}"
+        with open(path, "wb") as out:
+            for start in range(0, len(qids), block):
+                chunk = qids[start : start + block]
+                docs = rng.integers(0, passages, size=(len(chunk), depth))
+                ordered = np.sort(docs, axis=1)
+                for row in np.flatnonzero((np.diff(ordered, axis=1) == 0).any(axis=1)):
+                    docs[row] = rng.choice(passages, size=depth, replace=False)
+                scores = -np.sort(-rng.random((len(chunk), depth)), axis=1) * 30
+                frame = pl.DataFrame(
+                    {
+                        "qid": np.repeat(chunk, depth),
+                        "q0": "Q0",
+                        "docid": docs.ravel(),
+                        "rank": np.tile(np.arange(1, depth + 1), len(chunk)),
+                        "score": scores.ravel(),
+                        "tag": tag,
+                    }
+                )
+                frame.write_csv(out, separator=" ", include_header=False, float_precision=4)
+        paths.append(path)
+    return paths
+
+
+def write_data(work: Path, sizes: dict) -> Iterator[str | dict]:
+    """Write (or reuse) the collection, queries and runs in ``work``; yields progress lines, then
+    a dict of the files. ``collection-<passages>.tsv`` is the name :mod:`benchmarks.scan` reuses."""
+    from pooling.synthetic import SyntheticSpec, write_collection, write_queries
+
+    spec = SyntheticSpec(passages=sizes["passages"], queries=sizes["queries"])
+    collection = work / f"collection-{sizes['passages']}.tsv"
+    queries = work / f"queries-{sizes['queries']}.tsv"
+    runs_dir = work / f"runs-{sizes['passages']}-{sizes['queries']}x{sizes['depth']}"
+    if not collection.exists():
+        yield f"Writing {sizes['passages']:,} synthetic passages to {collection} …"
+        start = time.perf_counter()
+        write_collection(collection.with_suffix(".part"), spec)
+        collection.with_suffix(".part").rename(collection)
+        yield f"  done in {time.perf_counter() - start:.0f} s ({collection.stat().st_size / 2**30:.2f} GiB)"
+    if not queries.exists():
+        write_queries(queries, spec)
+    runs = sorted(runs_dir.glob("run*.trec"), key=lambda p: int(p.stem[3:]))
+    if len(runs) < sizes["runs"]:
+        yield f"Writing {sizes['runs']} runs of {sizes['queries']:,} queries x {sizes['depth']:,} to {runs_dir} …"
+        start = time.perf_counter()
+        parts = runs_dir.with_suffix(".part")
+        parts.mkdir(parents=True, exist_ok=True)
+        runs = write_runs_fast(parts, queries, sizes["passages"], sizes["runs"], sizes["depth"])
+        parts.rename(runs_dir)
+        runs = sorted(runs_dir.glob("run*.trec"), key=lambda p: int(p.stem[3:]))
+        size = sum(p.stat().st_size for p in runs)
+        yield f"  done in {time.perf_counter() - start:.0f} s ({size / 2**30:.2f} GiB)"
+    yield {"collection": collection, "queries": queries, "runs": runs[: sizes["runs"]]}
+
+
+def _disk_mb(*paths: Path) -> float:
+    total = 0
+    for path in paths:
+        if path.is_file():
+            total += path.stat().st_size
+        elif path.is_dir():
+            total += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return total / 2**20
+
+
+def run_command(arguments: list[str], env: dict, cwd: Path) -> tuple[float, float, float]:
+    """Run ``python manage.py ARGUMENTS`` as a user does; its wall seconds, CPU seconds (user +
+    system, its own and its children's) and peak resident memory in MB (``ru_maxrss``)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", *arguments], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _pid, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"manage.py {' '.join(arguments)} failed:\n{process.stderr.read().decode()[-2000:]}")
+    process.stderr.close()
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def register_and_pool(work: Path, files: dict, cutoff: int = 10, depth: int = 500) -> Iterator[str | Step]:
+    """Every command a user types, in order, on a new SQLite database in ``work/site``: yields a
+    progress line before each step and its :class:`Step` after it."""
+    site = work / "site"
+    if site.exists():
+        import shutil
+
+        shutil.rmtree(site)
+    site.mkdir(parents=True)
+    database = site / "db.sqlite3"
+    import secrets
+
+    # As in production (bin/_bench.sh): debug off, the keys it then requires made for this run.
+    env = dict(os.environ, VAR_DIR=str(site / "var"), DATABASE_URL=f"sqlite:///{database}", DJANGO_DEBUG="0")
+    env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))
+    env.setdefault("WORKER_PSEUDONYM_KEY", secrets.token_urlsafe(50))
+    names = [p.stem for p in files["runs"]]
+    steps: list[tuple[str, list[str]]] = [
+        ("migrate", ["migrate", "-v", "0"]),
+        ("import_collection", ["import_collection", str(files["collection"]), "--name", "msmarco", "-v", "0"]),
+        ("import_queries", ["import_queries", str(files["queries"]), "--name", "dev", "-v", "0"]),
+    ]
+    steps += [
+        (f"import_run {name}", ["import_run", str(path), "--collection", "msmarco", "--order", "file", "-v", "0"])
+        for name, path in zip(names, files["runs"], strict=True)
+    ]
+    steps.append(
+        (
+            "pool",
+            [
+                *("pool", "--name", "pool", "--queries", "dev", "--runs", ",".join(names)),
+                *("--rank-cutoff", str(cutoff), "--depth", str(depth), "--tokenizer", "whitespace"),
+                *("--out", str(work / "pooled.tsv"), "-v", "0"),
+            ],
+        )
+    )
+    root = Path(__file__).resolve().parent.parent
+    for name, arguments in steps:
+        yield f"  {name} …"
+        seconds, cpu, peak = run_command(arguments, env, root)
+        yield Step(name, seconds, cpu, peak, _disk_mb(site))
+
+
+def reference_on_prefix(work: Path, files: dict, passages: int, cutoff: int = 10, depth: int = 500) -> dict:
+    """The reference notebooks' pooling on the first ``passages`` passages and the run lines that
+    rank them, in a fresh process; its phases' seconds, its peak memory and the sizes to scale by."""
+    prefix = work / f"reference-{passages}"
+    prefix.mkdir(exist_ok=True)
+    collection = prefix / "collection.tsv"
+    if not collection.exists():
+        with open(files["collection"], "rb") as source, open(collection.with_suffix(".part"), "wb") as out:
+            for i, line in enumerate(source):
+                if i == passages:
+                    break
+                out.write(line)
+        collection.with_suffix(".part").rename(collection)
+    runs = []
+    lines = 0
+    for path in files["runs"]:
+        target = prefix / path.name
+        if not target.exists():
+            with open(path, "rb") as source, open(target.with_suffix(".part"), "wb") as out:
+                for line in source:
+                    if int(line.split(b" ", 3)[2]) < passages:
+                        out.write(line)
+            target.with_suffix(".part").rename(target)
+        with open(target, "rb") as f:
+            lines += sum(1 for _ in f)
+        runs.append(target)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.fullsize",
+            "reference",
+            str(collection),
+            str(files["queries"]),
+            str(cutoff),
+            str(depth),
+            *map(str, runs),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result.update(passages=passages, run_lines=lines)
+    return result
+
+
+def scale_reference(measured: dict, passages: int, run_lines: int) -> dict:
+    """The reference's time and memory at the full size: the collection phase (a ``Counter`` per
+    passage, held) scales with the passages, the runs phase with the run lines; memory with the
+    passages (the held counters are nearly all of it). Linear in both, as its loops are."""
+    by_passages = passages / measured["passages"]
+    by_lines = run_lines / max(measured["run_lines"], 1)
+    phases = measured["phases"]
+    return {
+        "seconds": phases["collection"] * by_passages + phases["runs"] * by_lines,
+        "peak_mb": measured["peak_mb"] * by_passages,
+    }
+
+
+def table(steps: list[Step], reference: dict, scaled: dict, sizes: dict, run_lines: int) -> list[str]:
+    """The figures as a Markdown table, one row per step, then registration + pool beside the
+    reference's scaled time."""
+    rows = [
+        "| step | seconds | CPU s | peak MB | disk after, MB |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for step in steps:
+        rows.append(
+            f"| `{step.name}` | {step.seconds:,.1f} | {step.cpu_seconds:,.1f} | {step.peak_mb:,.0f} | {step.disk_mb:,.0f} |"
+        )
+    runs = [s for s in steps if s.name.startswith("import_run")]
+    total = sum(s.seconds for s in steps)
+    peak = max(s.peak_mb for s in steps)
+    rows.append(
+        f"| **all {len(steps)} commands** (runs: {sum(s.seconds for s in runs):,.1f} s) | **{total:,.1f}** | "
+        f"{sum(s.cpu_seconds for s in steps):,.1f} | **{peak:,.0f}** | {steps[-1].disk_mb:,.0f} |"
+    )
+    rows += [
+        "",
+        f"Study: {sizes['passages']:,} passages, {sizes['queries']:,} queries, {sizes['runs']} runs x "
+        f"{sizes['depth']:,} ({run_lines:,} run lines).",
+        f"Reference (the notebooks' approach) measured on {reference['passages']:,} passages and the "
+        f"{reference['run_lines']:,} run lines that rank them: collection {reference['phases']['collection']:.1f} s, "
+        f"runs {reference['phases']['runs']:.1f} s, peak {reference['peak_mb']:,.0f} MB; scaled to the full study: "
+        f"{scaled['seconds']:,.0f} s and {scaled['peak_mb']:,.0f} MB.",
+        f"Registration + pool, as typed: {total:,.1f} s, peak {peak:,.0f} MB: "
+        f"{scaled['seconds'] / total:.1f}x the reference's scaled time; pool alone "
+        f"{scaled['seconds'] / steps[-1].seconds:.1f}x.",
+    ]
+    return rows
+
+
+def _reference_main(argv: list[str]) -> None:
+    """In the subprocess: the reference's pooling with its two phases timed."""
+    from benchmarks.measure import peak_memory_mb
+    from benchmarks.pooling.naive import naive_pool
+    from pooling.wordlists import default_wordlist
+
+    collection, queries, cutoff, depth, *runs = argv
+    phases: dict[str, float] = {}
+    start = time.perf_counter()
+    qids = naive_pool(
+        Path(collection),
+        Path(queries),
+        [Path(r) for r in runs],
+        default_wordlist().words,
+        int(cutoff),
+        int(depth),
+        phases,
+    )
+    print(
+        json.dumps(
+            {"seconds": time.perf_counter() - start, "phases": phases, "peak_mb": peak_memory_mb(), "pooled": len(qids)}
+        )
+    )
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "reference":
+        _reference_main(sys.argv[2:])

@@ -1,0 +1,77 @@
+"""Thin shell over :mod:`benchmarks.fullsize` (and :mod:`benchmarks.scan` for the workers)."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from core.numbers import NumberError, parse_counts
+
+
+class Command(BaseCommand):
+    help = (
+        "The design card's study at MS MARCO's full size (8,841,823 passages, 6,980 queries, 14 runs x "
+        "1,000): writes synthetic data of those sizes (kept in --work for reruns), then registers and "
+        "pools it one command per file, each a fresh manage.py process on a new SQLite database, "
+        "printing wall time, CPU time, peak memory and disk per step beside the reference notebooks' "
+        "approach (measured on a prefix of the collection and scaled); then the collection scan and a "
+        "run's import over 1 and 2 real Celery workers (--workers; 0 to skip)."
+    )
+
+    def add_arguments(self, parser):
+        from benchmarks.fullsize import MSMARCO
+
+        parser.add_argument("--work", default="var/benchmark-fullsize", help="folder for the data (about 10 GB)")
+        parser.add_argument("--passages", type=int, default=MSMARCO["passages"], help="passages (default: MS MARCO's)")
+        parser.add_argument("--queries", type=int, default=MSMARCO["queries"], help="queries (default: the dev set's)")
+        parser.add_argument("--runs", type=int, default=MSMARCO["runs"], help="runs (default 14)")
+        parser.add_argument("--depth", type=int, default=MSMARCO["depth"], help="documents per query (default 1,000)")
+        parser.add_argument(
+            "--reference-passages",
+            type=int,
+            default=1_000_000,
+            help="passages the reference approach runs on before scaling (it needs ~5 GB per million; 0 skips it)",
+        )
+        parser.add_argument(
+            "--workers", default="1,2", help="Celery worker counts for the scan and a run's import (0 skips)"
+        )
+        parser.add_argument("--redis-port", type=int, default=56507, help="loopback port of the benchmark's Redis")
+
+    def handle(self, work, passages, queries, runs, depth, reference_passages, workers, redis_port, **options):
+        from benchmarks.fullsize import Step, reference_on_prefix, register_and_pool, scale_reference, table, write_data
+        from benchmarks.scan import run_scan_benchmark
+
+        work = Path(work).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        sizes = {"passages": passages, "queries": queries, "runs": runs, "depth": depth}
+        files = None
+        for item in write_data(work, sizes):
+            if isinstance(item, dict):
+                files = item
+            else:
+                self.stdout.write(item)
+        self.stdout.write("Registration and pool, one command per file:")
+        steps = []
+        for item in register_and_pool(work, files):
+            if isinstance(item, Step):
+                steps.append(item)
+                self.stdout.write(
+                    f"    {item.seconds:8.1f} s  {item.cpu_seconds:8.1f} s CPU  {item.peak_mb:7,.0f} MB peak  "
+                    f"{item.disk_mb:8,.0f} MB on disk"
+                )
+            else:
+                self.stdout.write(item)
+        run_lines = queries * depth * runs
+        if reference_passages:
+            self.stdout.write(f"The reference approach on the first {reference_passages:,} passages …")
+            reference = reference_on_prefix(work, files, reference_passages)
+            scaled = scale_reference(reference, passages, run_lines)
+            self.stdout.write("\n" + "\n".join(table(steps, reference, scaled, sizes, run_lines)))
+        try:
+            worker_counts = [n for n in parse_counts(workers, "--workers", maximum=16, most=4) if n]
+        except NumberError as error:
+            raise CommandError(str(error)) from None
+        if worker_counts:
+            for what in ("scan", "run-import"):
+                self.stdout.write(f"\n{what} over {', '.join(map(str, worker_counts))} Celery worker(s):")
+                for line in run_scan_benchmark(work, passages, worker_counts, redis_port, what, files["runs"][0]):
+                    self.stdout.write(line)
