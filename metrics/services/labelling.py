@@ -29,24 +29,30 @@ if TYPE_CHECKING:
     from ..sensitivity import LabelSensitivity
 
 
-def parse_dependences(text: str) -> tuple[float, ...]:
-    """``"0,0.5,1"`` → ``(0.0, 0.5, 1.0)``, or ServiceError naming the bad part."""
-    import math
+#: At most this many dependences in one sensitivity check (each is a recomputation of the figures),
+#: each within ±:data:`MAX_DEPENDENCE` (odds tilted by exp(D·z): past 5, one standard deviation of
+#: the baseline multiplies a query's odds of a wrong label by e⁵ ≈ 150).
+MAX_DEPENDENCES = 10
+MAX_DEPENDENCE = 5.0
 
-    values = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            value = float(part)
-        except ValueError:
-            raise ServiceError(f"bad dependence {part!r}: give numbers, e.g. 0,0.5,1") from None
-        if not math.isfinite(value):
-            raise ServiceError(f"bad dependence {part!r}: give finite numbers, e.g. 0,0.5,1")
-        values.append(value)
-    if not values:
+
+def parse_dependences(text: str) -> tuple[float, ...]:
+    """``"0,0.5,1"`` → ``(0.0, 0.5, 1.0)``: each a plain decimal read by the project's one number
+    reader (:func:`core.numbers.parse_decimal`), within the bounds above; ServiceError naming the bad
+    part otherwise."""
+    from core.numbers import NumberError, parse_decimal
+
+    parts = [part for part in text.split(",") if part.strip()]
+    if not parts:
         raise ServiceError("give at least one dependence, e.g. 0,0.5,1")
+    if len(parts) > MAX_DEPENDENCES:
+        raise ServiceError(f"at most {MAX_DEPENDENCES} dependences (got {len(parts)})")
+    values = []
+    for part in parts:
+        try:
+            values.append(parse_decimal(part, "dependence", minimum=-MAX_DEPENDENCE, maximum=MAX_DEPENDENCE))
+        except NumberError as exc:
+            raise ServiceError(f"bad dependence {part.strip()!r}: {exc.problem}; give numbers, e.g. 0,0.5,1") from None
     return tuple(values)
 
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from core.errors import ServiceError
 from core.files import atomic_write_bytes
+from core.numbers import NumberError, parse_count
 from core.services.storage import cache_dir
 from core.version import software_version
 
@@ -34,7 +34,6 @@ from ..models import Report
 
 #: The figures' parameters that are whole numbers: keyed by their value.
 NUMBER_PARAMETERS = frozenset({"cutoff"})
-_ASCII_DIGITS = re.compile(r"[0-9]{1,9}")
 
 
 class PlotParameterError(ServiceError):
@@ -47,16 +46,19 @@ class PlotParameterError(ServiceError):
 
 def normalised(params: Mapping[str, str]) -> dict[str, str | int]:
     """The parameters as the figure reads them: text stripped, numbers (:data:`NUMBER_PARAMETERS`)
-    as ints parsed from ASCII digits only (``010`` is 10); anything else is refused, naming it."""
+    read by the project's one number reader (:func:`core.numbers.parse_count`: ASCII digits only,
+    ``010`` is 10, at most the report's deepest cutoff); anything else is refused, naming it."""
+    from ..defaults import MAX_CUTOFF
+
     values: dict[str, str | int] = {}
     for field, raw in params.items():
-        text = raw.strip()
         if field in NUMBER_PARAMETERS:
-            if not _ASCII_DIGITS.fullmatch(text):
-                raise PlotParameterError(field, f"{text[:20]!r} is not a whole number written in the digits 0-9")
-            values[field] = int(text)
+            try:
+                values[field] = parse_count(raw, field, maximum=MAX_CUTOFF)
+            except NumberError as exc:
+                raise PlotParameterError(field, exc.problem) from None
         else:
-            values[field] = text
+            values[field] = raw.strip()
     return values
 
 

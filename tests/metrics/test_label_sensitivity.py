@@ -375,3 +375,16 @@ def test_label_sensitivity_command_dependence_check(batch, tmp_path):
         call_command("label_sensitivity", "sens", runs="a,b", out=str(out), dependence="x", verbosity=0)
     with pytest.raises(CommandError, match="--baseline zz is not one of"):
         call_command("label_sensitivity", "sens", runs="a,b", out=str(out), dependence="1", baseline="zz", verbosity=0)
+
+
+@pytest.mark.parametrize(
+    "typed, problem",
+    [("x", "not a plain decimal"), ("nan", "not a plain decimal"), ("1e1", "not a plain decimal"),
+     ("١", "not a plain decimal"), ("6", "at most 5"), ("-5.5", "at least -5"), (",".join("0" * 11), "at most 10")],
+)  # fmt: skip
+def test_dependences_are_plain_bounded_decimals(typed, problem):
+    from core.errors import ServiceError
+
+    with pytest.raises(ServiceError, match=problem):
+        services.parse_dependences(typed)
+    assert services.parse_dependences(" 0, -0.5 ,1,,") == (0.0, -0.5, 1.0)
