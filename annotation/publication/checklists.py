@@ -180,10 +180,9 @@ def pay_sentence(row: Mapping[str, Any]) -> str:
     text = f"Batch {row['batch']}: {who}, paid {_money(row['reward'])} per task of {count(row['per_task'], 'query')}"
     rate = row.get("median_hourly_rate")
     if rate is not None:
-        minutes = row["median_seconds"] / 60
         text += (
-            f"; median effective hourly rate ${rate:.2f} (the reward over the median time taken, {minutes:.1f} "
-            f"minutes, {row['rate_source']}, over {count(row['timed'], 'task')})"
+            f"; median effective hourly rate ${rate:.2f} (the reward over each task's time taken; median time "
+            f"{row['median_seconds'] / 60:.1f} minutes, {row['rate_source']})"
         )
     else:
         text += f"; no task time recorded yet, so no effective hourly rate ({row['rate_source']})"
@@ -198,7 +197,7 @@ def _instructions_item(page: Mapping[str, Any] | None) -> str:
     shot = (
         f"a screenshot of the task page with the batch's first queries is {page['screenshot']}"
         if page.get("screenshot")
-        else f"no screenshot was taken ({page['note']}); {page['html']} is the page itself, to open in a browser"
+        else f"{page['note']}; {page['html']} is the page itself, to open in a browser"
     )
     return (
         f'Every task page showed the instructions below, in full; the study was listed as "{page["title"]}" '
@@ -239,7 +238,8 @@ def checklist_items(
     ``rate_source``, ``estimated_minutes``); ``page``: the task page (``title``, ``description``,
     ``instructions``, ``html``, ``screenshot`` or ``note``), None if the batch has no task.
     """
-    people = human_labels(facts) > 0 or bool(facts["agreement"].get("judgments"))
+    # People were asked (a crowd batch ran) or answered: the annotator questions apply.
+    people = bool(pay) or human_labels(facts) > 0 or bool(facts["agreement"].get("judgments"))
     machine = machine_sentence(facts)
     spent = facts["batch"]["spent"]
     pay_text = " ".join(pay_sentence(row) for row in pay) or "No crowd batch was run."

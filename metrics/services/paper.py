@@ -277,7 +277,11 @@ def task_page(batch, screenshots: bool) -> tuple[dict[str, Any] | None, dict[str
         "html": HIT_PAGE,
     }
     files = {HIT_PAGE: html.encode("utf-8")}
-    png, why = screenshot(html) if screenshots else (None, "screenshots were off for this build (PAPER_SCREENSHOTS)")
+    png, why = (
+        screenshot(html)
+        if screenshots
+        else (None, "screenshots were off for this build (PAPER_SCREENSHOTS), so the page was not photographed")
+    )
     if png:
         files[HIT_SCREENSHOT] = png
         page["screenshot"] = HIT_SCREENSHOT
