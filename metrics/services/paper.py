@@ -545,9 +545,20 @@ def start_paper_bundle(report: Report) -> Job:
 
 def paper_warnings(report: Report) -> list[str]:
     """What the researcher should know before using the bundle (the command prints it)."""
+    from django.conf import settings as django_settings
+
+    from annotation.publication.screenshot import chromium_path
+
     batch = report_batch(report)
     drift = labels_drift(report, batch, batch_facts(batch)) if batch is not None else None
-    return [drift] if drift else []
+    warnings = [drift] if drift else []
+    browser = chromium_path()
+    if batch is not None and getattr(django_settings, "PAPER_SCREENSHOTS", True) and not os.access(browser, os.X_OK):
+        warnings.append(
+            f"Chromium was not found at {browser} (install Debian's chromium, or set CHROMIUM_PATH): the bundle "
+            f"keeps the task page as {HIT_PAGE}, without its screenshot"
+        )
+    return warnings
 
 
 def paper_zip(report: Report) -> bytes:

@@ -35,3 +35,19 @@ def test_the_checklist_with_the_task_pages_screenshot_compiles_in_both_templates
         log = _latex(folder, f"main-{template}.tex")
         assert HIT_SCREENSHOT in log  # the screenshot is placed
         assert [w for w in overfull(log) if w > OVERFULL_TOLERANCE] == [], (template, overfull(log))
+
+
+@pytest.mark.django_db
+def test_without_chromium_the_command_warns_and_writes_the_page(batch, tmp_path, monkeypatch, settings):
+    settings.PAPER_SCREENSHOTS = True  # as in production: only the missing browser stops it
+    monkeypatch.setenv("CHROMIUM_PATH", str(tmp_path / "no-chromium"))
+    call_command(
+        "bias_report", from_batch=batch.name, runs="a,c", cutoffs="1,2", bootstrap=20,
+        name="on-batch", verbosity=0, stdout=io.StringIO(),
+    )  # fmt: skip
+    err = io.StringIO()
+    call_command("paper", "on-batch", out=str(tmp_path / "bundle"), stdout=io.StringIO(), stderr=err)
+    assert f"Chromium was not found at {tmp_path / 'no-chromium'}" in err.getvalue()
+    assert (tmp_path / "bundle" / HIT_PAGE).is_file() and not (tmp_path / "bundle" / HIT_SCREENSHOT).exists()
+    checklist = (tmp_path / "bundle" / "checklist.md").read_text()
+    assert "Chromium was not found" in checklist and f"{HIT_PAGE} is the page itself" in checklist
