@@ -523,12 +523,17 @@ def checklist_tex(items: Sequence, page: dict | None) -> str:
         lines.append("\\\\\n".join(escape(line) for line in page["instructions"].splitlines()))
         lines.append(r"\end{quote}")
         if page.get("screenshot"):
+            from annotation.publication.screenshot import PRINT_POINTS_PER_PIXEL, WINDOW
+
+            # Across both columns of a two-column page (figure*), at a width that prints the page's body
+            # type at 7 pt: a column-wide screenshot would set it at 4 pt.
+            width = f"{WINDOW[0] * PRINT_POINTS_PER_PIXEL:.0f}pt"
             lines += [
-                figure_tex(
-                    page["screenshot"],
-                    "The task page as annotators saw it, with the batch's first queries.",
-                    "fig:task-page",
-                    width=r"\linewidth",
-                ).rstrip("\n")
+                r"\begin{figure*}[tbp]",
+                r"\centering",
+                rf"\includegraphics[width={width}]{{{page['screenshot']}}}",
+                r"\caption{The task page as annotators saw it, with the batch's first queries.}",
+                r"\label{fig:task-page}",
+                r"\end{figure*}",
             ]
     return "\n".join(lines) + "\n"

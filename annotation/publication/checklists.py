@@ -200,8 +200,8 @@ def _instructions_item(page: Mapping[str, Any] | None) -> str:
         else f"{page['note']}; {page['html']} is the page itself, to open in a browser"
     )
     return (
-        f'Every task page showed the instructions below, in full; the study was listed as "{page["title"]}" '
-        f'("{page["description"]}"). {shot[0].upper() + shot[1:]}.'
+        f"Every task page showed the instructions below, in full; the study was listed as \u201c{page['title']}\u201d "
+        f"(\u201c{page['description']}\u201d). {shot[0].upper() + shot[1:]}."
     )
 
 

@@ -18,8 +18,14 @@ import tempfile
 from pathlib import Path
 
 #: The window the page is drawn in (CSS pixels): wide and tall enough that the page opens its
-#: instructions (its script does from 700 x 700) and shows the first queries below them.
-WINDOW = (1000, 1300)
+#: instructions (its script does from 700 x 700) and shows the first queries below them; narrow
+#: enough that, printed with its 16 px body type at 7 pt (:data:`PRINT_POINTS_PER_PIXEL`), it
+#: fits a one-column LNCS page (346 pt) and spans a two-column page.
+WINDOW = (760, 1000)
+#: Device pixels per CSS pixel: the PNG is drawn at twice the window (about 330 dpi when printed).
+SCALE = 2
+#: Printed size of a CSS pixel: the page's 16 px body type at 7 pt.
+PRINT_POINTS_PER_PIXEL = 7 / 16
 #: Longest a screenshot may take before it is given up (a browser start on a loaded machine).
 TIMEOUT_SECONDS = 90
 #: PNG's first eight bytes.
@@ -57,6 +63,7 @@ def screenshot(html: str, chromium: str | None = None, window: tuple[int, int] =
             "--blink-settings=preferredColorScheme=1",  # light, as printed
             f"--user-data-dir={Path(folder) / 'profile'}",
             f"--window-size={window[0]},{window[1]}",
+            f"--force-device-scale-factor={SCALE}",
             f"--screenshot={out}",
             page.as_uri(),
         ]

@@ -29,7 +29,7 @@ def test_the_checklist_with_the_task_pages_screenshot_compiles_in_both_templates
     main = (folder / "main.tex").read_text()
     assert main.index(r"\bibliography{references}") < main.index(r"\input{checklist}")
     checklist = (folder / "checklist.tex").read_text()
-    assert rf"\includegraphics[width=\linewidth]{{{HIT_SCREENSHOT}}}" in checklist
+    assert rf"\includegraphics[width=332pt]{{{HIT_SCREENSHOT}}}" in checklist and r"\begin{figure*}" in checklist
     for template, preamble in TEMPLATES.items():
         (folder / f"main-{template}.tex").write_text(main.replace(r"\documentclass[11pt]{article}", preamble))
         log = _latex(folder, f"main-{template}.tex")

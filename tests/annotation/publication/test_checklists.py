@@ -168,7 +168,7 @@ def test_without_chromium_the_bundle_keeps_the_page_and_says_why(local_batch, mo
 def test_the_screenshot_is_the_task_page_drawn_by_chromium(local_batch):
     import os
 
-    from annotation.publication.screenshot import PNG_SIGNATURE, WINDOW, chromium_path
+    from annotation.publication.screenshot import PNG_SIGNATURE, SCALE, WINDOW, chromium_path
 
     if not os.access(chromium_path(), os.X_OK):
         pytest.skip("chromium is not installed (apt-get install chromium)")
@@ -176,7 +176,8 @@ def test_the_screenshot_is_the_task_page_drawn_by_chromium(local_batch):
     png = files[HIT_SCREENSHOT]
     assert png.startswith(PNG_SIGNATURE) and page["screenshot"] == HIT_SCREENSHOT
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-    assert (width, height) == WINDOW
+    assert (width, height) == (WINDOW[0] * SCALE, WINDOW[1] * SCALE)  # drawn at twice the window, for print
     _, items = _items(local_batch, page)
     assert f"is {HIT_SCREENSHOT}" in items["D1"].text
-    assert rf"\includegraphics[width=\linewidth]{{{HIT_SCREENSHOT}}}" in checklist_tex(list(items.values()), page)
+    # Printed so that the page's 16 px body type is 7 pt: 760 px at 7/16 pt each, 332 pt (across two columns).
+    assert rf"\includegraphics[width=332pt]{{{HIT_SCREENSHOT}}}" in checklist_tex(list(items.values()), page)
