@@ -20,7 +20,7 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 - :mod:`annotation.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
 """
 
-from annotation.crowd.selectors import batches
+from annotation.crowd.selectors import batches, is_machine_labelled
 from annotation.machine.selectors import label_probabilities, non_gendered_by_source
 from annotation.prolific.selectors import submissions as prolific_submissions
 from annotation.prolific.webhooks.selectors import return_rate_warnings
@@ -48,6 +48,7 @@ __all__ = [
     "batches",
     "gold_judgments",
     "gold_labels",
+    "is_machine_labelled",
     "judgments_frame",
     "label_probabilities",
     "labels_with_sources",

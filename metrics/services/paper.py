@@ -201,7 +201,7 @@ def crowd_batches(batch) -> list:
     crowd batches (calibration sample, routed queries; cancelled ones left out)."""
     from annotation.models import Batch
 
-    if batch.derived.exists():
+    if annotation_selectors.is_machine_labelled(batch):  # its own tasks are never published
         return list(batch.derived.exclude(status=Batch.Status.CANCELLED).order_by("created", "pk"))
     return [batch]
 
