@@ -15,11 +15,14 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 - :mod:`annotation.machine.selectors` -- machine runs, calibration, the non-gendered sets by
   label source;
 - :mod:`annotation.publication.selectors` -- the study's facts every published description states;
+- :mod:`annotation.prolific.selectors` -- a Prolific batch's submissions, with the effective hourly rate
+  (the paper bundle's checklist states the batch page's figure);
 - :mod:`annotation.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
 """
 
-from annotation.crowd.selectors import batches
+from annotation.crowd.selectors import batches, is_machine_labelled
 from annotation.machine.selectors import label_probabilities, non_gendered_by_source
+from annotation.prolific.selectors import submissions as prolific_submissions
 from annotation.prolific.webhooks.selectors import return_rate_warnings
 from annotation.publication.selectors import study_facts
 from annotation.results.selectors import (
@@ -45,12 +48,14 @@ __all__ = [
     "batches",
     "gold_judgments",
     "gold_labels",
+    "is_machine_labelled",
     "judgments_frame",
     "label_probabilities",
     "labels_with_sources",
     "latest_routing",
     "min_votes",
     "non_gendered_by_source",
+    "prolific_submissions",
     "return_rate_warnings",
     "study_facts",
 ]

@@ -350,7 +350,12 @@ def figure_tex(file: str, caption: str, label: str, width: str | None = None) ->
 
 
 def document(
-    title: str, tables: Sequence[str], figures: Sequence[str], intro: str = "", limitations: bool = False
+    title: str,
+    tables: Sequence[str],
+    figures: Sequence[str],
+    intro: str = "",
+    limitations: bool = False,
+    checklist: bool = False,
 ) -> str:
     """A minimal article that ``\\input``s ``methods.tex``, each table's and figure's ``.tex`` (names
     without the suffix) and the bibliography: the bundle compiles as it is (``pdflatex``, ``bibtex``,
@@ -375,7 +380,10 @@ def document(
     lines += [rf"\input{{{name}}}" for name in figures]
     if limitations:
         lines += [r"\section*{Limitations}", r"\input{limitations}"]
-    lines += [r"\bibliographystyle{plain}", r"\bibliography{references}", r"\end{document}", ""]
+    lines += [r"\bibliographystyle{plain}", r"\bibliography{references}"]
+    if checklist:  # after the references, as the venues place their checklists
+        lines += [r"\appendix", r"\section*{Checklists}", r"\input{checklist}"]
+    lines += [r"\end{document}", ""]
     return "\n".join(lines)
 
 
@@ -480,4 +488,52 @@ def uncertainty_tex(rows: Sequence[dict], cutoff: int, baseline: str | None, alp
         r"\end{minipage}",
         r"\end{table}",
     ]
+    return "\n".join(lines) + "\n"
+
+
+def checklist_tex(items: Sequence, page: dict | None) -> str:
+    """``checklist.tex``: the venues' annotator and language-model questions
+    (:func:`annotation.publication.checklists.checklist_items`) with their answers from the records, the
+    instructions as the task page showed them and its screenshot (a figure a column wide) when taken.
+    What only the authors can answer is set in bold, to be found before submitting."""
+    from annotation.publication.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
+
+    venues = list(dict.fromkeys(item.venue for item in items))
+
+    lines = [
+        "% Generated from the study's records by the platform's paper bundle: fill in every",
+        f"% {TO_ANSWER} before submitting. Questions quoted from:",
+        *(f"%   {venue}: {SOURCES[venue]}" for venue in venues),
+    ]
+    for venue in venues:
+        lines += [
+            rf"\paragraph{{{escape(SHORT_SOURCES[venue])}.}}",
+            r"\begin{description}",
+        ]
+        for item in (i for i in items if i.venue == venue):
+            answer = rf"\textbf{{{escape(item.answer)}}}" if item.answer == TO_ANSWER else escape(item.answer)
+            lines.append(
+                rf"\item[{escape(item.key)}] \emph{{{escape(item.question)}}} Answer: {answer}. {escape(item.text)}"
+            )
+            if item.researcher:
+                lines.append(r"\textbf{" + escape(TO_ANSWER) + "}" + escape(item.researcher.removeprefix(TO_ANSWER)))
+        lines.append(r"\end{description}")
+    if page:
+        lines += [r"\paragraph{Instructions as shown on the task page.}", r"\begin{quote}"]
+        lines.append("\\\\\n".join(escape(line) for line in page["instructions"].splitlines()))
+        lines.append(r"\end{quote}")
+        if page.get("screenshot"):
+            from annotation.publication.screenshot import PRINT_POINTS_PER_PIXEL, WINDOW
+
+            # Across both columns of a two-column page (figure*), at a width that prints the page's body
+            # type at 7 pt: a column-wide screenshot would set it at 4 pt.
+            width = f"{WINDOW[0] * PRINT_POINTS_PER_PIXEL:.0f}pt"
+            lines += [
+                r"\begin{figure*}[tbp]",
+                r"\centering",
+                rf"\includegraphics[width={width}]{{{page['screenshot']}}}",
+                r"\caption{The task page as annotators saw it, with the batch's first queries.}",
+                r"\label{fig:task-page}",
+                r"\end{figure*}",
+            ]
     return "\n".join(lines) + "\n"

@@ -34,7 +34,7 @@ The reads are in each sub-domain's ``selectors`` module (see :mod:`annotation.se
 from annotation.crowd.services import background  # noqa: F401
 from annotation.crowd.services.batch_settings import BatchSettings
 from annotation.crowd.services.batches import create_batch, estimate_cost, read_labelled_file
-from annotation.crowd.services.publishing import publish_batch
+from annotation.crowd.services.publishing import publish_batch, render_hit_html
 from annotation.crowd.services.sync import sync_batch
 from annotation.inhouse.services.handout import create_annotator
 from annotation.machine.services import background as machine_jobs  # noqa: F401  (pre-labelling)
@@ -56,6 +56,7 @@ __all__ = [
     "prelabel_batch",
     "publish_batch",
     "read_labelled_file",
+    "render_hit_html",
     "route_batch",
     "sync_batch",
 ]

@@ -49,6 +49,10 @@ FIGURE_METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
 MARKER = ".paper-bundle"
 #: What compiling a bundle adds beside its files (pdflatex, bibtex): replacing the bundle drops them.
 BUILD_OUTPUTS = frozenset({".aux", ".log", ".bbl", ".blg", ".pdf", ".out"})
+#: The task page in the bundle (the checklists' D1 and item 14): the page itself, always, and its
+#: screenshot when Chromium could take it.
+HIT_PAGE = "hit-page.html"
+HIT_SCREENSHOT = "hit-page.png"
 #: Where a zip's entries are dated (the bundle of one report is the same bytes each time).
 ZIP_DATE = (2020, 1, 1, 0, 0, 0)
 
@@ -70,11 +74,17 @@ Files
                       their natural size
                       (fig-*.tex places each as a figure float)
   references.bib    every work the .tex files cite, and no other
+  checklist.tex     ACL's Responsible NLP checklist (D, E) and NeurIPS's items 14-16 answered from the
+                      study's records (instructions, pay and hourly rate, annotators, the machine labeller);
+  checklist.md        the same in Markdown; fill in every [to be answered by the authors]
+  hit-page.html     the task page annotators saw, with the batch's first queries (self-contained);
+  hit-page.png        its screenshot by headless Chromium, when Chromium was there at build time
 
 Using it in a paper
   1. Copy the files next to your paper's .tex.
   2. In the preamble: \\usepackage{{booktabs}} and \\usepackage{{graphicx}} (and amsmath).
-  3. Where they belong: \\input{{methods}}, \\input{{limitations}}, \\input{{table-ecir2024}} (etc.), \\input{{fig-cutoffs}} (etc.).
+  3. Where they belong: \\input{{methods}}, \\input{{limitations}}, \\input{{table-ecir2024}} (etc.), \\input{{fig-cutoffs}} (etc.);
+     \\input{{checklist}} after the references (or copy its answers into the venue's form).
   4. Add the entries of references.bib to your bibliography (or \\bibliography{{yourrefs,references}}).
 Tables are labelled tab:<layout>, figures fig:<kind>; refer to them with \\ref.
 The text is a starting point: edit it to your paper's voice; the figures in it are the platform's.
@@ -186,6 +196,100 @@ def labels_rows(summary, cutoff: int) -> list[dict]:
     return rows.to_dict("records")
 
 
+def crowd_batches(batch) -> list:
+    """The batches people answered the batch's tasks in: its own, or a machine-first batch's derived
+    crowd batches (calibration sample, routed queries; cancelled ones left out)."""
+    from annotation.models import Batch
+
+    if annotation_selectors.is_machine_labelled(batch):  # its own tasks are never published
+        return list(batch.derived.exclude(status=Batch.Status.CANCELLED).order_by("created", "pk"))
+    return [batch]
+
+
+def crowd_pay(batch) -> list[dict[str, Any]]:
+    """Each crowd batch's recruitment and pay from the provider's records, for the checklists (D2, 14).
+
+    Prolific: the batch page's figures (:func:`annotation.selectors.prolific_submissions`: the reward
+    over the time Prolific measured, median over the submissions). MTurk: the same rate
+    (:mod:`annotation.prolific.pay_rate`) over the assignments' accept-to-submit times. In-house:
+    the tasks submitted (the platform pays no one)."""
+    from annotation.models import Assignment
+    from annotation.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
+
+    rows = []
+    for part in crowd_batches(batch):
+        done = Assignment.objects.filter(
+            hit__batch=part, status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]
+        )
+        row: dict[str, Any] = {
+            "batch": part.name,
+            "provider": part.provider,
+            "reward": str(part.reward),
+            "per_task": part.queries_per_hit,
+            "tasks": done.count(),
+            "median_seconds": None,
+            "median_hourly_rate": None,
+            "rate_source": "",
+            "estimated_minutes": None,
+        }
+        if part.provider == "prolific":
+            listed = annotation_selectors.prolific_submissions(part)
+            row |= {
+                "median_seconds": listed.median_seconds,
+                "median_hourly_rate": listed.median_hourly_rate,
+                "rate_source": f"from Prolific's records of {listed.total} submission{'s' if listed.total != 1 else ''}",
+                "estimated_minutes": (part.provider_options or {}).get("estimated_minutes"),
+            }
+        elif part.provider != "local":
+            times = [seconds_taken(a, b) for a, b in done.values_list("accepted_at", "submitted_at")]
+            timed = sum(t is not None for t in times)
+            row |= {
+                "median_seconds": median_or_none(times),
+                "median_hourly_rate": median_or_none(hourly_rate(part.reward, t) for t in times),
+                "rate_source": f"from the accept-to-submit times of {timed} assignment{'s' if timed != 1 else ''}",
+            }
+        rows.append(row)
+    return rows
+
+
+def task_page(batch, screenshots: bool) -> tuple[dict[str, Any] | None, dict[str, bytes]]:
+    """The task page of the batch's first task (the real template, preview mode, its first queries),
+    what the checklists say of it, and its files (:data:`HIT_PAGE`; :data:`HIT_SCREENSHOT` when
+    ``screenshots`` and Chromium could take it, else the page says why not). (None, {}) without a task."""
+    from annotation.models import Hit
+    from annotation.publication.checklists import instructions_text
+    from annotation.publication.screenshot import screenshot
+    from annotation.services import render_hit_html
+
+    hit = (
+        Hit.objects.filter(batch__in=crowd_batches(batch))
+        .select_related("batch")
+        .order_by("batch__created", "batch_id", "position")
+        .first()
+    )
+    if hit is None:
+        return None, {}
+    html = render_hit_html(hit, mode="preview", action="")
+    page: dict[str, Any] = {
+        "title": hit.batch.title,
+        "description": hit.batch.description,
+        "instructions": instructions_text(html),
+        "html": HIT_PAGE,
+    }
+    files = {HIT_PAGE: html.encode("utf-8")}
+    png, why = (
+        screenshot(html)
+        if screenshots
+        else (None, "screenshots were off for this build (PAPER_SCREENSHOTS), so the page was not photographed")
+    )
+    if png:
+        files[HIT_SCREENSHOT] = png
+        page["screenshot"] = HIT_SCREENSHOT
+    else:
+        page["note"] = why
+    return page, files
+
+
 def _cutoffs_caption(bias) -> str:
     """The cutoff figure's caption by what it draws: bands need two cutoffs and the intervals."""
     cutoffs = sorted(set(bias["cutoff"]))
@@ -234,15 +338,21 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
     return figures
 
 
-def paper_files(report: Report, title: str | None = None) -> dict[str, bytes]:
+def paper_files(report: Report, title: str | None = None, screenshots: bool | None = None) -> dict[str, bytes]:
     """Every file of the report's bundle, by name; ``title`` is the document's (default: what was
-    measured on what, :func:`metrics.methods_text.default_title`). ServiceError if the report's files are gone."""
+    measured on what, :func:`metrics.methods_text.default_title`). ServiceError if the report's files are gone.
+
+    ``screenshots``: photograph the task page with headless Chromium (default: the setting
+    ``PAPER_SCREENSHOTS``, on); only the job and the command build a bundle, never a request."""
+    from django.conf import settings as django_settings
+
+    from annotation.publication.checklists import checklist_items, checklist_markdown
     from core.version import software_version
 
     from .. import selectors
     from ..bibliography import bibtex, cited_keys
     from ..defaults import TABLE_LAYOUTS
-    from ..latex import document, figure_tex, table_label, table_tex, uncertainty_tex
+    from ..latex import checklist_tex, document, figure_tex, table_label, table_tex, uncertainty_tex
     from ..methods_text import default_title, limitations_tex, methods_tex
 
     summary = selectors.report_summary(report)
@@ -265,6 +375,12 @@ def paper_files(report: Report, title: str | None = None) -> dict[str, bytes]:
             labels_rows(summary, cutoff), cutoff, report.baseline.name if report.baseline_id else None
         )
     files: dict[str, bytes] = {}
+    if batch is not None:
+        shoot = getattr(django_settings, "PAPER_SCREENSHOTS", True) if screenshots is None else screenshots
+        page, files = task_page(batch, shoot)
+        items = checklist_items(facts, crowd_pay(batch), page)
+        texts["checklist.tex"] = checklist_tex(items, page)
+        texts["checklist.md"] = checklist_markdown(items, page)
     figure_names = []
     for kind, pdf, caption in _figures(report, summary, per_query, cutoff):
         files[f"fig-{kind}.pdf"] = pdf
@@ -283,6 +399,7 @@ def paper_files(report: Report, title: str | None = None) -> dict[str, bytes]:
         figure_names,
         intro,
         limitations=True,
+        checklist="checklist.tex" in texts,
     )
     keys = cited_keys(*texts.values())
     texts["references.bib"] = bibtex(keys)
@@ -428,9 +545,20 @@ def start_paper_bundle(report: Report) -> Job:
 
 def paper_warnings(report: Report) -> list[str]:
     """What the researcher should know before using the bundle (the command prints it)."""
+    from django.conf import settings as django_settings
+
+    from annotation.publication.screenshot import chromium_path
+
     batch = report_batch(report)
     drift = labels_drift(report, batch, batch_facts(batch)) if batch is not None else None
-    return [drift] if drift else []
+    warnings = [drift] if drift else []
+    browser = chromium_path()
+    if batch is not None and getattr(django_settings, "PAPER_SCREENSHOTS", True) and not os.access(browser, os.X_OK):
+        warnings.append(
+            f"Chromium was not found at {browser} (install Debian's chromium, or set CHROMIUM_PATH): the bundle "
+            f"keeps the task page as {HIT_PAGE}, without its screenshot"
+        )
+    return warnings
 
 
 def paper_zip(report: Report) -> bytes:

@@ -31,6 +31,14 @@ def write_run(path, rankings):
     return path
 
 
+@pytest.fixture(autouse=True)
+def _no_screenshots_unless_browser(request, settings):
+    """Paper bundles built in these tests keep the task page's HTML but take no screenshot (a browser
+    start per bundle); the browser-marked tests take it."""
+    if request.node.get_closest_marker("browser") is None:
+        settings.PAPER_SCREENSHOTS = False
+
+
 @pytest.fixture
 def world(db, tmp_path):
     collection = tmp_path / "collection.tsv"
