@@ -220,3 +220,31 @@ def test_a_labelled_query_set_is_a_pre_labellers_training_or_test_data(tmp_path)
         "queries:labelled",
     )
     assert [(q.qid, q.label) for q in read_labelled("queries:labelled")] == [("1", "f"), ("2", "n")]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_preview_columns_are_changed_in_a_browser_and_the_import_uses_them(
+    page, login, django_user_model, tmp_path
+):
+    django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
+    login("researcher")
+    path = tmp_path / "labelled.csv"
+    path.write_text("id,query,gender,notes\n1,flu symptoms,neutral,a note\n2,first queen of england,female,b\n")
+    page.goto(reverse("pooling:import-create", args=["queries"]))
+    page.get_by_label("Name").fill("mapped")
+    page.get_by_label("File").set_input_files(str(path))
+    page.locator("#preview-columns").wait_for()
+    assert page.locator("#preview-rows thead th").all_inner_texts() == ["qid", "query", "label"]
+    assert page.locator("#preview-rows tbody tr").first.inner_text().split("\t") == ["1", "flu symptoms", "n"]
+    page.locator('select[data-column-role="query"]').select_option("4")  # the notes, as the query
+    page.locator("#preview-rows tbody tr").first.filter(has_text="a note").wait_for()
+    page.locator('select[data-column-role="label"]').select_option("none")
+    page.locator("#preview-rows thead th").nth(2).wait_for(state="detached")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.get_by_role("button", name="Import").click()
+    page.wait_for_url("**/jobs/**")
+    rows = list(QuerySet.objects.get(name="mapped").queries.values_list("qid", "text", "label"))
+    assert rows == [("1", "a note", ""), ("2", "b", "")]
