@@ -17,13 +17,17 @@ class AnnotationConfig(AppConfig):
 
     def ready(self) -> None:
         """Sessions and one-time links end for good when an account's rights change (annotation.accounts);
-        the sub-domains' hooks are declared (:data:`PLUG_INS`, loaded when a hook is first used)."""
+        the sub-domains' hooks are declared (:data:`PLUG_INS`, loaded when a hook is first used); pooling
+        reads a query file's labels with this app's vocabulary."""
         from django.db.models.signals import post_migrate
 
         from annotation.accounts import watch_accounts
         from annotation.crowd.services.hooks import plug_in
+        from annotation.labels import ACCEPTED_SPELLINGS, label_code
+        from pooling.queryfiles import LABELS
 
         watch_accounts()
+        LABELS.use(label_code, ACCEPTED_SPELLINGS)  # a labelled query file is read with the one vocabulary
         post_migrate.connect(_change_log, sender=self)
         plug_in(PLUG_INS)
 

@@ -69,8 +69,31 @@ ALL_CATEGORIES = "all"
 EXPORT_CATEGORIES: tuple[str, ...] = (*CATEGORY_SLUGS, ALL_CATEGORIES)
 
 
+#: Other spellings of the labels found in labelled files (the study's and common ones), lower-cased.
+SPELLINGS: dict[str, str] = {
+    "neutral": "n",
+    "nongendered": "n",
+    "non_gendered": "n",
+    "women": "f",
+    "woman": "f",
+    "men": "m",
+    "man": "m",
+    "multiple": "o",
+    "both": "o",
+}
+#: What a file's label column may hold, as the errors list it.
+ACCEPTED_SPELLINGS = "n, f, m, o, a category (non-gendered, female, male, other) or its name (e.g. Non-gendered)"
+
+
 def label_code(text: str) -> str | None:
-    """A label given as a code (``n``) or a category slug (``non-gendered``), as its code; else None."""
-    value = text.strip().lower()
+    """A label given as a code (``n``), a category slug (``non-gendered``), its name
+    (``Other or multiple genders``) or another known spelling (``neutral``: :data:`SPELLINGS`),
+    as its code; else None."""
+    value = text.strip().strip('"').lower()
     value = CATEGORY_SLUGS.get(value, value)
+    value = _NAMES.get(value, value)
+    value = SPELLINGS.get(value, value)
     return value if value in LABELS else None
+
+
+_NAMES: dict[str, str] = {label.name.lower(): label.code for label in VOCABULARY}

@@ -126,6 +126,20 @@ class ImportRequestSerializer(serializers.Serializer):
         help_text="Kind dataset only (instead of file or path): an ir_datasets id such as msmarco-passage/dev/small.",
     )
     skip_bad_lines = serializers.BooleanField(required=False)
+    qid_column = serializers.CharField(
+        required=False, help_text="Query sets only: the id column, a header name or a number (default: guessed)."
+    )
+    query_column = serializers.CharField(
+        required=False, help_text="Query sets only: the query column, a header name or a number (default: guessed)."
+    )
+    label_column = serializers.CharField(
+        required=False, help_text="Query sets only: the label column, or none (default: guessed)."
+    )
+    labels_as = serializers.ChoiceField(
+        choices=["", "gold", "test"],
+        required=False,
+        help_text="Query sets only: where a labelled file's labels lead next (gold: the batch form).",
+    )
 
 
 class ImportView(StagedUploadsMixin, APIView):

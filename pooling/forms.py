@@ -46,6 +46,21 @@ class PoolForm(forms.Form):
         )
 
 
+#: A query file's column choices: the form's fields (the preview's selects post them too).
+COLUMN_FIELDS = {"qid": "qid_column", "query": "query_column", "label": "label_column"}
+#: What the form offers to do with a labelled query set's labels (the job's result leads there).
+LABELS_AS = [
+    ("", "keep them with the query set"),
+    ("gold", "gold questions for a new batch"),
+    ("test", "a labelled test set for a pre-labeller"),
+]
+
+
+def chosen_columns(data) -> dict[str, str]:
+    """The columns chosen in ``data`` (a form's or the preview's POST): role -> header name or number."""
+    return {role: str(data.get(name, "")).strip() for role, name in COLUMN_FIELDS.items() if data.get(name)}
+
+
 class ImportForm(forms.Form):
     """Import one file, uploaded or registered by its path on the server (pages and API alike).
 
@@ -75,6 +90,19 @@ class ImportForm(forms.Form):
         help_text="An ir_datasets id, such as msmarco-passage/dev/small (https://ir-datasets.com).",
     )
     skip_bad_lines = forms.BooleanField(required=False, help_text="Skip malformed lines and report them.")
+    qid_column = forms.CharField(
+        required=False, max_length=200, label="Query id column", help_text="A header name or a number (1 = first)."
+    )
+    query_column = forms.CharField(required=False, max_length=200, label="Query column")
+    label_column = forms.CharField(
+        required=False, max_length=200, label="Label column", help_text="none: the file's labels are not kept."
+    )
+    labels_as = forms.ChoiceField(
+        choices=LABELS_AS,
+        required=False,
+        label="Use the labels as",
+        help_text="A labelled file (qid,query,label): its labels stay with the query set either way.",
+    )
 
     def __init__(self, kind: str, *args, too_large: str | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -89,6 +117,17 @@ class ImportForm(forms.Form):
         else:
             self.fields["collection"].help_text = "The collection the judged documents are in."
             self.fields["file"].help_text = "Upload a TREC qrels file: 'qid 0 docid relevance' lines (.gz accepted)."
+        if kind != "queries":
+            for name in (*COLUMN_FIELDS.values(), "labels_as"):
+                del self.fields[name]
+        else:  # the columns are chosen in the preview (guessed from the header): hidden here
+            for name in COLUMN_FIELDS.values():
+                self.fields[name].widget = forms.HiddenInput()
+            self.fields[
+                "file"
+            ].help_text = (
+                "qid<TAB>query lines, or a CSV or TSV with a header (qid,query,label: the study's), .gz accepted."
+            )
         if kind == "dataset":
             del self.fields["file"], self.fields["path"]
             self.fields["name"].help_text = "Name of the collection, query set and qrels made from it."
@@ -137,6 +176,8 @@ class ImportForm(forms.Form):
             options |= {"collection": data["collection"].name, "order": data.get("order") or Run.Order.SCORE}
         if self.kind == "qrels":
             options |= {"collection": data["collection"].name, "queries": data["queries"].name}
+        if self.kind == "queries":
+            options |= {"columns": chosen_columns(data), "labels_as": data.get("labels_as", "")}
         # The file as the user named it (an upload's own name, or the path as given), for
         # the job's messages: never the staging or cache path (pooling.services.imports.import_job).
         options["file_name"] = data["file"].name if data.get("file") else str(self.data.get("path", "")).strip()

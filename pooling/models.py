@@ -71,6 +71,12 @@ class Query(models.Model):
     qid = models.CharField(max_length=100)
     text = models.TextField()
     position = models.PositiveIntegerField(help_text="Order in the source file.")
+    label = models.CharField(
+        max_length=1,
+        blank=True,
+        default="",
+        help_text="The gender label a labelled query file gave (a code of annotation.labels), else empty.",
+    )
 
     class Meta:
         ordering = ["query_set", "position"]

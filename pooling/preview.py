@@ -132,6 +132,29 @@ class Preview:
     more_problems: int = 0
     #: Runs: the format detected (``trec`` or ``msmarco``).
     run_format: str | None = None
+    #: Query files: the columns chosen (role -> header name or 1-based number), and the table
+    #: read (:class:`pooling.queryfiles.QueryTable`: the file's columns and which is which).
+    chosen: dict = field(default_factory=dict)
+    table: object = None
+
+    def mapping(self) -> list[dict]:
+        """Query files: each role (id, query, label) with the file's columns to choose from
+        (``value`` the 1-based number, ``name``, ``selected``); empty before a table is read."""
+        if self.table is None:
+            return []
+        from .queryfiles import ROLES
+
+        return [
+            {
+                "role": role,
+                "columns": [
+                    {"value": i + 1, "name": name, "selected": self.table.columns.get(role) == i}
+                    for i, name in enumerate(self.table.names)
+                ],
+                "none": role == "label" and "label" not in self.table.columns,
+            }
+            for role in ROLES
+        ]
 
     def add_problems(self, errors: Iterable[InputError]) -> None:
         for error in errors:
@@ -179,6 +202,7 @@ def preview_head(
     file_name: str = "file",
     known_docids: Callable[[list[str]], Iterable[str]] | None = None,
     rows: int = PREVIEW_ROWS,
+    columns: dict | None = None,
 ) -> Preview:
     """Parse ``lines`` (:func:`head_lines`) as the ``kind`` import would (``collection``,
     ``queries``, ``run``, ``wordlist``), collecting every problem.
@@ -191,6 +215,7 @@ def preview_head(
     """
     preview = Preview(kind, lines=lines.count(b"\n") + (0 if lines.endswith(b"\n") or not lines else 1))
     preview.whole_file = whole_file
+    preview.chosen = dict(columns or {})
     if not lines and not whole_file:
         preview.problems.append(Problem(1, f"no line ends within the first {PREVIEW_BYTES // 1024} KB"))
         return preview
@@ -223,16 +248,28 @@ def _collection(preview: Preview, path: Path, skipped: Skipped, known, rows: int
 
 
 def _queries(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
-    from .queryfiles import read_queries
+    from .queryfiles import ColumnChoiceError, first_table, read_query_table, with_columns
 
     preview.columns = ["qid", "query"]
+    table = first_table(path)
+    if table is not None:
+        try:
+            preview.table = with_columns(table, preview.chosen)
+        except ColumnChoiceError as exc:
+            preview.table = table
+            skipped.add(InputError(path, None, f"{exc.path}: {exc.problem}"))
+            return
     try:
-        queries = read_queries(path, skipped=skipped)
+        queries, preview.table = read_query_table(path, preview.chosen, skipped=skipped)
     except InputError as exc:
         if exc.line is not None or whole:  # "no queries" of a head cut short is not the file's
             skipped.add(exc)
         return
-    preview.rows = [(qid, _short(text)) for qid, text in queries[:rows]]
+    if preview.table.labelled:
+        preview.columns.append("label")
+        preview.rows = [(qid, _short(text), label) for qid, text, label in queries[:rows]]
+    else:
+        preview.rows = [(qid, _short(text)) for qid, text, _ in queries[:rows]]
 
 
 def _run(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:

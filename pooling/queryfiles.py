@@ -14,8 +14,10 @@ Pure and light (standard library only).
 
 from __future__ import annotations
 
+import csv
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import InputError, Skipped, raise_or_skip
@@ -92,3 +94,243 @@ def write_queries(queries: Iterable[tuple[object, object]], path: str | Path) ->
 
     atomic_write(path, write, newline="")
     return count
+
+
+# --- Query tables: CSV or TSV files with a header, the study's ``qid,query,label`` ---------------
+
+#: Header names guessed as each column (lower-cased, spaces and hyphens as ``_``), best first.
+COLUMN_NAMES: dict[str, tuple[str, ...]] = {
+    "qid": ("qid", "query_id", "queryid", "id", "topic_id", "topic", "number"),
+    "query": ("query", "text", "query_text", "question", "title", "keywords"),
+    "label": ("label", "gender", "category", "class", "annotation"),
+}
+#: The roles a column may play, in the order the preview shows them.
+ROLES: tuple[str, ...] = ("qid", "query", "label")
+
+
+class LabelVocabulary:
+    """How a label value of a file is read (registered by the app that owns the labels).
+
+    Pooling keeps labels without knowing them: the one vocabulary of gender labels lives in
+    ``annotation.labels``, above this app, and plugs its reader in here at start-up
+    (``annotation.apps``), so a labelled query file is read with it and nothing else.
+    """
+
+    def __init__(self) -> None:
+        self.read: Callable[[str], str | None] | None = None
+        self.accepted = ""
+
+    def use(self, read: Callable[[str], str | None], accepted: str) -> None:
+        """``read``: a value's code, or None when unknown; ``accepted``: what the error lists."""
+        self.read, self.accepted = read, accepted
+
+
+LABELS = LabelVocabulary()
+
+
+class ColumnChoiceError(InputError):
+    """A column choice the file cannot meet; ``path`` names the choice (``qid_column`` …), not a file."""
+
+
+@dataclass(frozen=True)
+class QueryTable:
+    """How a query file's lines split into columns, and which column is which.
+
+    ``header``: the column names of the first line, or None when it holds data;
+    ``columns``: role -> 0-based column (``label`` absent when unlabelled);
+    ``delimiter``: ``"\\t"`` or ``","``.
+    """
+
+    delimiter: str
+    header: tuple[str, ...] | None
+    columns: dict[str, int]
+    width: int
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every column's name: the header's, else ``column 1``, ``column 2`` …"""
+        return self.header or tuple(f"column {i + 1}" for i in range(self.width))
+
+    @property
+    def labelled(self) -> bool:
+        return "label" in self.columns
+
+    @property
+    def plain(self) -> bool:
+        """The format rankers read (``qid<TAB>query``, no header): read by :func:`read_queries`."""
+        return self.delimiter == "\t" and self.header is None and self.columns == {"qid": 0, "query": 1}
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s\-]+", "_", name.strip().strip('"').lower())
+
+
+def guess_columns(header: Sequence[str]) -> dict[str, int]:
+    """Each role's column, guessed from header names (:data:`COLUMN_NAMES`); a role is left out
+    when no name fits, and no column plays two roles."""
+    keys = [_key(name) for name in header]
+    columns: dict[str, int] = {}
+    for role in ROLES:
+        for name in COLUMN_NAMES[role]:
+            if name in keys and keys.index(name) not in columns.values():
+                columns[role] = keys.index(name)
+                break
+    return columns
+
+
+def _fields(path: Path, number: int, line: str, delimiter: str) -> list[str]:
+    if delimiter == "\t":
+        return line.split("\t")
+    if '"' not in line:
+        return line.split(",")
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error as exc:
+        raise InputError(path, number, f"not a valid csv line ({exc})") from None
+
+
+def detect_table(path: str | Path, first_line: str, number: int = 1) -> QueryTable:
+    """How a file is laid out, from its name and first non-blank line.
+
+    A tab in the line makes it TSV, else a comma (or a ``.csv`` name) makes it CSV. The line
+    is a header when its names give both a query id and a query column (:func:`guess_columns`);
+    otherwise the columns are the study's: the id first, the query next, and a third (last)
+    column is the label when the vocabulary reads the first line's last field as one
+    (``986563,who was known as the heretic king,m``).
+    """
+    path = Path(path)
+    line = first_line.rstrip("\r\n")
+    delimiter = (
+        "\t" if "\t" in line or ("," not in line and not path.name.lower().endswith((".csv", ".csv.gz"))) else ","
+    )
+    fields = _fields(path, number, line, delimiter)
+    guessed = guess_columns(fields)
+    if "qid" in guessed and "query" in guessed:
+        return QueryTable(delimiter, tuple(f.strip().strip('"') for f in fields), guessed, len(fields))
+    if delimiter == "\t":  # qid<TAB>query, or with a label as the third column
+        if len(fields) == 3 and LABELS.read is not None and LABELS.read(fields[2]) is not None:
+            return QueryTable("\t", None, {"qid": 0, "query": 1, "label": 2}, 3)
+        return QueryTable("\t", None, {"qid": 0, "query": 1}, 2)
+    last = fields[-1] if len(fields) >= 3 else ""
+    if LABELS.read is not None and LABELS.read(last) is not None:
+        return QueryTable(",", None, {"qid": 0, "query": 1, "label": 2}, 3)
+    return QueryTable(",", None, {"qid": 0, "query": 1}, 2)
+
+
+def with_columns(table: QueryTable, chosen: dict[str, str | int | None]) -> QueryTable:
+    """``table`` with the columns the user chose (role -> a header name or a 1-based number;
+    ``label`` empty or ``none``: unlabelled). A name not in the header, a number out of range
+    or one column given two roles is an :class:`InputError` naming the field."""
+    columns = dict(table.columns)
+    keys = [_key(name) for name in table.names]
+    for role in ROLES:
+        value = chosen.get(role)
+        if value is None or str(value).strip() == "":
+            continue
+        text = str(value).strip()
+        if role == "label" and text.lower() in ("none", "-", "0"):
+            columns.pop("label", None)
+            continue
+        if text.isdigit() and 1 <= int(text) <= table.width:
+            columns[role] = int(text) - 1
+        elif _key(text) in keys:
+            columns[role] = keys.index(_key(text))
+        else:
+            raise ColumnChoiceError(
+                f"{role}_column",
+                None,
+                f"no column {text!r}; the file's columns: {', '.join(table.names)} (or 1–{table.width})",
+            )
+    if "qid" not in columns or "query" not in columns:
+        missing = [role for role in ("qid", "query") if role not in columns]
+        raise ColumnChoiceError(f"{missing[0]}_column", None, f"choose the {' and '.join(missing)} column")
+    used = [columns[role] for role in columns]
+    if len(set(used)) != len(used):
+        raise ColumnChoiceError("columns", None, "one column cannot be two of id, query and label")
+    return QueryTable(table.delimiter, table.header, columns, max(table.width, max(used) + 1))
+
+
+def _row(path: Path, number: int, line: str, table: QueryTable) -> list[str]:
+    """A line's fields as ``table`` lays them out. A CSV line with more fields than the table
+    (the study's file: no quoting, a query may hold commas) gives the extra ones to the query
+    column, the fields before it read from the left and those after it from the right."""
+    fields = _fields(path, number, line, table.delimiter)
+    if len(fields) > table.width and table.delimiter == "," and '"' not in line:
+        at = table.columns["query"]
+        after = table.width - at - 1
+        fields = [*fields[:at], ",".join(fields[at : len(fields) - after]), *fields[len(fields) - after :]]
+    if len(fields) != table.width:
+        sep = "tabs" if table.delimiter == "\t" else "commas"
+        raise InputError(path, number, f"expected {table.width} columns separated by {sep}, found {len(fields)}")
+    return fields
+
+
+def read_query_table(
+    path: str | Path,
+    chosen: dict[str, str | int | None] | None = None,
+    skipped: Skipped | None = None,
+) -> tuple[list[tuple[str, str, str]], QueryTable]:
+    """Read a query file of any layout :func:`detect_table` knows: ``(qid, query, label code)``
+    in file order (the code ``""`` when unlabelled) and the table read.
+
+    ``chosen``: the columns the user chose (:func:`with_columns`), else the ones guessed. The
+    rules of :func:`read_queries` hold (text normalised, a repeated or empty id and an empty
+    query are bad lines); a label the vocabulary (:data:`LABELS`) does not know is a bad line
+    naming the value and what is accepted. Read through ``open_text`` as every query file is
+    (streamed, gzip, UTF-8, lines and the file bounded).
+    """
+    path = Path(path)
+    table = first_table(path)
+    if table is None:
+        raise InputError(path, None, "no queries")
+    table = with_columns(table, chosen or {})
+    if table.plain:  # the rankers' format, read by its own reader (its messages are the ones people know)
+        return [(qid, text, "") for qid, text in read_queries(path, skipped)], table
+    rows: list[tuple[str, str, str]] = []
+    seen: dict[str, int] = {}
+    with open_text(path) as lines:
+        header = table.header is not None
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            if header:  # the first non-blank line
+                header = False
+                continue
+            try:
+                fields = _row(path, number, line, table)
+            except InputError as exc:
+                raise_or_skip(exc, skipped)
+                continue
+            qid = fields[table.columns["qid"]].strip()
+            text = normalise_text(fields[table.columns["query"]]).strip()
+            label = ""
+            if table.labelled:
+                value = fields[table.columns["label"]].strip()
+                label = (LABELS.read(value) if LABELS.read else None) or ""
+                if not label:
+                    problem = f"unknown label {value!r}; use {LABELS.accepted}" if value else "no label"
+                    raise_or_skip(InputError(path, number, problem), skipped)
+                    continue
+            if not qid:
+                raise_or_skip(InputError(path, number, "empty query id"), skipped)
+            elif not text:
+                raise_or_skip(InputError(path, number, f"query {qid!r} has no text"), skipped)
+            elif qid in seen:
+                raise_or_skip(
+                    InputError(path, number, f"query id {qid!r} repeats (first on line {seen[qid]})"), skipped
+                )
+            else:
+                seen[qid] = number
+                rows.append((qid, text, label))
+    if not rows:
+        raise InputError(path, None, "no queries")
+    return rows, table
+
+
+def first_table(path: str | Path) -> QueryTable | None:
+    """:func:`detect_table` of a file's first non-blank line (None when it has none)."""
+    with open_text(path) as lines:
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                return detect_table(path, line, number)
+    return None

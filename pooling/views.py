@@ -19,9 +19,9 @@ from core.web.paging import table_page
 from core.web.permissions import researcher_required
 
 from . import selectors, services
-from .forms import ImportForm, PoolForm
+from .forms import ImportForm, PoolForm, chosen_columns
 from .models import Collection, Pool, Qrels
-from .preview import PREVIEW_BYTES, docids_in_index, head_lines, preview_head, read_head
+from .preview import MAX_PROBLEMS, PREVIEW_BYTES, docids_in_index, head_lines, preview_head, read_head
 from .queryfiles import query_lines
 
 
@@ -188,7 +188,12 @@ def import_preview(request: HttpRequest, kind: str) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     upload, path = request.FILES.get("file"), request.POST.get("path", "").strip()
-    context: dict = {"kind": kind, "what": services.IMPORT_KINDS[kind], "kb": PREVIEW_BYTES // 1024}
+    context: dict = {
+        "kind": kind,
+        "what": services.IMPORT_KINDS[kind],
+        "kb": PREVIEW_BYTES // 1024,
+        "max_problems": MAX_PROBLEMS,
+    }
     try:
         if upload and path:
             raise ServiceError("give a file or a path on the server, not both")
@@ -208,7 +213,10 @@ def import_preview(request: HttpRequest, kind: str) -> HttpResponse:
             index = selectors.docid_index(collection)
             known = lambda docids: docids_in_index(index, docids)  # noqa: E731
         context["collection"] = collection
-        context["preview"] = preview_head(kind, lines, whole, file_name=context["file_name"], known_docids=known)
+        columns = chosen_columns(request.POST) if kind == "queries" else None
+        context["preview"] = preview_head(
+            kind, lines, whole, file_name=context["file_name"], known_docids=known, columns=columns
+        )
     except (ServiceError, InputError) as exc:
         context["error"] = str(exc) if not isinstance(exc, InputError) else exc.problem
         return render(request, "pooling/import_preview.html", context, status=400)

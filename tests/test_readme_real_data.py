@@ -1,19 +1,14 @@
-"""The README's "Using it on real data" example runs as written, command by command.
+"""The README's "Using it on real data" example: its block, its input files, what it makes.
 
-The block is read from README.md itself (so an edit there is tested at once) and every
-``python manage.py ...`` line is run with its own words, in a folder holding small synthetic
-files under the names the README gives them. Only two things stand in for people: the
-annotator's password prompt is answered, and after ``publish_batch`` the in-house annotators
-answer (``simulate_annotations``), as the README's "then, as work comes in" says they do.
+The block is read from README.md itself (so an edit there is tested at once); every
+``python manage.py ...`` line of it (and of every other README block) is run with its own words
+by ``tests/test_readme_commands.py``, in a folder holding the small synthetic files written
+here under the names the README gives them; :func:`check_real_data_outputs` is what it must make.
 """
 
 import os
 import shlex
-from io import StringIO
 from pathlib import Path
-
-import pytest
-from django.core.management import call_command
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -59,30 +54,17 @@ def test_the_block_is_found_and_leads_with_in_house_annotators():
     assert created[created.index("--provider") + 1] != "mturk"  # Mechanical Turk closed on 30 September 2026
 
 
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.slow
-def test_real_data_example_runs_as_written(tmp_path, monkeypatch, settings):
-    settings.VAR_DIR = tmp_path / "var"
-    write_inputs(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("getpass.getpass", lambda prompt="": "a-long-annotator-passphrase")
+def check_real_data_outputs(folder: Path) -> None:
+    """What the block makes, once its commands have run in ``folder`` (run with every other
+    README command by ``tests/test_readme_commands.py``, in one world)."""
     from annotation.models import Batch, Judgment
     from metrics.models import Report
     from pooling.models import Pool
 
-    for words in real_data_commands():
-        out = StringIO()
-        try:
-            call_command(*words, stdout=out, stderr=StringIO())
-        except BaseException as exc:  # the command line and its error, not just a traceback
-            raise AssertionError(f"README command failed: manage.py {shlex.join(words)}: {exc!r}") from exc
-        if words[0] == "publish_batch":  # "then, as work comes in": the annotators answer
-            call_command("simulate_annotations", words[1], stdout=StringIO())
-
     assert Pool.objects.get(name="sigir20").runs.count() == 3
     batch = Batch.objects.get(name="sigir20")
     assert batch.provider == "local" and Judgment.objects.filter(assignment__hit__batch=batch).exists()
-    non_gendered = (tmp_path / "non-gendered.tsv").read_text().splitlines()
+    non_gendered = (folder / "non-gendered.tsv").read_text().splitlines()
     assert non_gendered and all(len(line.split("\t")) == 2 for line in non_gendered)
-    assert {"bias.csv", "bias.png", "sensitivity.csv", "bias-labels.csv", "pool.tsv"} <= set(os.listdir(tmp_path))
+    assert {"bias.csv", "bias.png", "sensitivity.csv", "bias-labels.csv", "pool.tsv"} <= set(os.listdir(folder))
     assert Report.objects.filter(name="sigir20-labels", label_batch=batch).exists()

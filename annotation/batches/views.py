@@ -92,7 +92,7 @@ def batch_create(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Batch {batch.name} created: publish it when ready.")
                 return redirect("annotation:batch-detail", name=batch.name)
         return render(request, "annotation/batch_form.html", {"form": form}, status=400)
-    initial = {key: request.GET[key] for key in ("pool", "queries") if request.GET.get(key)}
+    initial = {key: request.GET[key] for key in ("pool", "queries", "gold_set") if request.GET.get(key)}
     return render(request, "annotation/batch_form.html", {"form": BatchForm(initial=initial)})
 
 

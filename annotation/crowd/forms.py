@@ -9,7 +9,7 @@ from django import forms
 from annotation.crowd.providers.base import all_batch_options, provider_class
 from annotation.crowd.providers.options import BatchOption, OptionError
 from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery, settings_from_options
-from annotation.crowd.services.batches import create_batch, estimate_cost, read_gold_file
+from annotation.crowd.services.batches import create_batch, estimate_cost, labelled_query_set, read_gold_file
 from annotation.labels import LABEL_CHOICES
 from annotation.models import Batch, HitQuery
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
@@ -137,7 +137,17 @@ class BatchForm(BatchOptionsForm):
     batch options' fields come from the providers' declarations (:class:`BatchOptionsForm`).
     """
 
-    field_order = ["name", "pool", "queries", "provider", "assignments_per_query", "queries_per_hit", "reward", "gold"]
+    field_order = [
+        "name",
+        "pool",
+        "queries",
+        "provider",
+        "assignments_per_query",
+        "queries_per_hit",
+        "reward",
+        "gold",
+        "gold_set",
+    ]
 
     name = forms.SlugField(max_length=100, help_text="Letters, digits, hyphens and underscores.")
     pool = forms.ModelChoiceField(
@@ -151,12 +161,19 @@ class BatchForm(BatchOptionsForm):
         help_text="…or of this query set.",
     )
     gold = forms.FileField(required=False, label="Gold file", help_text="qid<TAB>query<TAB>label (n/f/m/o) lines.")
+    gold_set = forms.ModelChoiceField(
+        QuerySet.objects.exclude(queries__label="").filter(queries__isnull=False).distinct(),
+        to_field_name="name",
+        required=False,
+        label="…or gold from a labelled query set",
+        help_text="A query set imported from a labelled file (Import, a query set: qid,query,label).",
+    )
 
     def __init__(self, *args, estimate_only: bool = False, too_large: str | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.too_large = too_large  # the gold file went over IMPORT_UPLOAD_MAX_BYTES and was dropped
         if estimate_only:  # the live estimate: no name yet, and no file travels with it
-            del self.fields["name"], self.fields["gold"]
+            del self.fields["name"], self.fields["gold"], self.fields["gold_set"]
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]
@@ -172,7 +189,9 @@ class BatchForm(BatchOptionsForm):
             self.add_error("pool", "choose the pool (or the query set) to annotate")
         if self.too_large and "gold" in self.fields:
             self.add_error("gold", upload_too_large_message())
-        elif data.get("gold_per_hit") and not data.get("gold") and "gold" in self.fields:
+        elif data.get("gold") and data.get("gold_set"):
+            self.add_error("gold_set", "give a gold file or a labelled query set, not both")
+        elif data.get("gold_per_hit") and not data.get("gold") and not data.get("gold_set") and "gold" in self.fields:
             self.add_error("gold", "gold questions per HIT need a gold file")
         if self.errors:
             return data
@@ -195,6 +214,8 @@ class BatchForm(BatchOptionsForm):
 
     def _read_gold(self) -> list[GoldQuery]:
         upload = self.cleaned_data.get("gold")
+        if self.cleaned_data.get("gold_set"):
+            return labelled_query_set(self.cleaned_data["gold_set"])
         if not upload:
             return []
         staged = getattr(upload, "staged_path", None)

@@ -319,6 +319,9 @@ def batch_request_serializer(provider: str, *, estimate: bool = False) -> type[s
         fields["gold"] = GoldFileField(
             required=False, allow_null=True, help_text="qid<TAB>query<TAB>label lines (multipart; null: none)."
         )
+        fields["gold_set"] = serializers.CharField(
+            required=False, help_text="Or gold from a labelled query set: its name (imported from a labelled file)."
+        )
     title = provider_class(provider).__name__.removesuffix("Provider")
     name = f"{title}Batch{'Estimate' if estimate else ''}Request"
     for option in batch_options(provider):

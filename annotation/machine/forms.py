@@ -82,11 +82,18 @@ class PrelabelForm(forms.Form):
         elif data.get("train") and data.get("train_file"):
             self.add_error("train", "name the training data or upload a file, not both")
         elif data.get("train"):
-            # Only batches by name: a path typed into a form would read a file of the server's.
-            name = data["train"].removeprefix("batch:")
-            if not data["train"].startswith("batch:") or not Batch.objects.filter(name=name).exists():
+            # Only batches and query sets by name: a path typed into a form would read a file of the server's.
+            from pooling.models import QuerySet
+
+            train = data["train"]
+            if train.startswith("queries:"):
+                if not QuerySet.objects.filter(name=train.removeprefix("queries:")).exclude(queries__label="").exists():
+                    self.add_error("train", f"no labelled query set named {train.removeprefix('queries:')!r}")
+            elif not train.startswith("batch:") or not Batch.objects.filter(name=train.removeprefix("batch:")).exists():
                 self.add_error(
-                    "train", f"give batch:NAME of an existing batch (got {data['train']!r}), or upload a file"
+                    "train",
+                    f"give batch:NAME of an existing batch or queries:NAME of a labelled query set (got {train!r}), "
+                    "or upload a file",
                 )
         return data
 

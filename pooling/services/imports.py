@@ -96,19 +96,34 @@ def import_collection(
 
 
 def import_queries(
-    path: str | Path, name: str, *, skip_bad_lines: bool = False, source: str = "", description: str = ""
+    path: str | Path,
+    name: str,
+    *,
+    skip_bad_lines: bool = False,
+    source: str = "",
+    description: str = "",
+    columns: dict[str, str | int | None] | None = None,
 ) -> ImportResult:
-    """Register a query set from a ``qid<TAB>query`` file (idempotent, all or nothing).
+    """Register a query set (idempotent, all or nothing) from a query file: ``qid<TAB>query``
+    lines, or a CSV or TSV with a header, or the study's ``qid,query,label``
+    (:func:`pooling.queryfiles.read_query_table`).
 
+    ``columns``: which column is the id, the query and the label (role -> header name or
+    1-based number), else guessed from the header. A label column's values are read with the
+    one label vocabulary and kept with the queries: the set is then a labelled query set,
+    which a batch can take as gold questions and a pre-labeller as training or test data.
     ``source`` (default: the file's path) and ``description`` are recorded with it.
     """
-    from ..queryfiles import read_queries
+    from ..queryfiles import ColumnChoiceError, read_query_table
 
     validate_name(name, "query set")
     path = Path(path).resolve()
     skipped = LineProblems(path=path, skip=skip_bad_lines)  # every bad line listed, refused unless skipped
     with skipped.reading():
-        queries = read_queries(path, skipped=skipped)
+        try:
+            queries, table = read_query_table(path, columns, skipped=skipped)
+        except ColumnChoiceError as exc:  # a column chosen that the file lacks: the choice is named
+            raise ServiceError(f"{exc.path}: {exc.problem}") from None
     sha = file_sha256(path)
     existing = QuerySet.objects.filter(name=name).first()
     if existing is not None:
@@ -118,7 +133,7 @@ def import_queries(
     with transaction.atomic():
         query_set = create_query_set(
             name,
-            queries,
+            queries if table.labelled else ((qid, text) for qid, text, _ in queries),
             origin=QuerySet.Origin.IMPORTED,
             source=source or str(path),
             sha256=sha,
@@ -185,14 +200,15 @@ def import_dataset(
 
 def create_query_set(
     name: str,
-    queries: Iterable[tuple[str, str]],
+    queries: Iterable[tuple[str, str]] | Iterable[tuple[str, str, str]],
     *,
     origin: str,
     source: str = "",
     sha256: str = "",
     description: str = "",
 ) -> QuerySet:
-    """Create a query set with its queries (callers hold the transaction).
+    """Create a query set with its queries, ``(qid, text)`` or ``(qid, text, label code)``
+    (callers hold the transaction).
 
     The one way a query set comes to be: imported, pooled, exported from a batch, or
     made by a benchmark or a test.
@@ -203,8 +219,8 @@ def create_query_set(
     query_set = QuerySet.objects.create(name=name, origin=origin, source=source, sha256=sha256, description=description)
     insert_rows(
         Query,
-        ["query_set_id", "qid", "text", "position"],
-        ((query_set.pk, qid, text, i) for i, (qid, text) in enumerate(queries)),
+        ["query_set_id", "qid", "text", "position", "label"],
+        ((query_set.pk, qid, text, i, label[0] if label else "") for i, (qid, text, *label) in enumerate(queries)),
     )
     return query_set
 
@@ -239,7 +255,7 @@ def import_file(
     if kind == "collection":
         return import_collection(path, name, skip_bad_lines=skip, job=job, bar=bar)
     if kind == "queries":
-        return import_queries(path, name, skip_bad_lines=skip)
+        return import_queries(path, name, skip_bad_lines=skip, columns=options.get("columns"))
     if kind == "run":
         collection = Collection.objects.filter(name=options.get("collection", "")).first()
         if collection is None:
@@ -285,19 +301,31 @@ def import_job(job: Job, kind: str, path: str, name: str, options: dict, uploade
             job.message += f"; first bad line skipped: {shown(job, str(result.skipped.errors[0]))}"
         if kind == "dataset":
             job.message += "".join(f"; {note}" for note in result.notes)
-        job.result = {
-            kind: name,
-            "created": result.created,
-            "url": reverse("home") + f"#{'collection' if kind == 'dataset' else kind}",
-            "file": shown_as,
-            **result.counts(),
-        }
+        url = reverse("home") + f"#{'collection' if kind == 'dataset' else kind}"
+        if kind == "queries":
+            labelled = result.obj.queries.exclude(label="").count()
+            if labelled:
+                job.message += f"; {labelled:,} labelled: {labels_use(name, options.get('labels_as', ''))}"
+                if options.get("labels_as") == "gold":
+                    url = reverse("annotation:batch-create") + f"?gold_set={name}"
+        job.result = {kind: name, "created": result.created, "url": url, "file": shown_as, **result.counts()}
     except (InputError, ServiceError, OSError) as exc:
         raise ServiceError(shown(job, str(exc))) from None
     finally:
         if uploaded and not keep:
             Path(path).unlink(missing_ok=True)
     return name
+
+
+def labels_use(name: str, labels_as: str) -> str:
+    """Where a labelled query set's labels go next, in words (the job's message)."""
+    gold = f"gold questions of a new batch (its form's “gold from a labelled query set”, or --gold queries:{name})"
+    test = f"a pre-labeller's training or test data (Train on queries:{name}; route_audit --labels queries:{name})"
+    if labels_as == "gold":
+        return f"use them as {gold}"
+    if labels_as == "test":
+        return f"use them as {test}"
+    return f"they can be {gold} or {test}"
 
 
 def start_import(

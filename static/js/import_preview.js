@@ -17,6 +17,7 @@
     const path = form.elements.path ? form.elements.path.value.trim() : "";
     if (path) data.append("path", path);
     if (form.elements.collection && form.elements.collection.value) data.append("collection", form.elements.collection.value);
+    for (const name of COLUMNS) if (form.elements[name] && form.elements[name].value) data.append(name, form.elements[name].value);
     const mine = ++sent;
     target.setAttribute("aria-busy", "true");
     try {
@@ -29,10 +30,24 @@
     }
   }
 
+  // A query file's columns: the preview's selects set the form's hidden fields, which the
+  // import and the next preview send; a new file starts from the columns guessed again.
+  const COLUMNS = ["qid_column", "query_column", "label_column"];
+  function freshFile() {
+    for (const name of COLUMNS) if (form.elements[name]) form.elements[name].value = "";
+    preview();
+  }
+  target.addEventListener("change", (event) => {
+    const role = event.target.dataset && event.target.dataset.columnRole;
+    if (!role || !form.elements[role + "_column"]) return;
+    form.elements[role + "_column"].value = event.target.value;
+    preview();
+  });
+
   button.hidden = false;
   button.addEventListener("click", preview);
-  form.elements.file && form.elements.file.addEventListener("change", preview);
-  form.elements.path && form.elements.path.addEventListener("change", preview);
+  form.elements.file && form.elements.file.addEventListener("change", freshFile);
+  form.elements.path && form.elements.path.addEventListener("change", freshFile);
   form.elements.collection && form.elements.collection.addEventListener("change", () => {
     if ((form.elements.file && form.elements.file.files.length) || (form.elements.path && form.elements.path.value.trim())) preview();
   });

@@ -29,9 +29,38 @@ from pooling.queryfiles import normalise_text
 CSV_HEADER = ("qid", "query", "label")
 
 
+#: How a labelled query set is named where a labelled file is expected (``--gold queries:study``).
+LABELLED_SET_PREFIX = "queries:"
+
+
 def read_gold_file(path: str | Path) -> list[GoldQuery]:
-    """Gold or training questions: a labelled query file (:func:`read_labelled_file`)."""
-    return read_labelled_file(path)
+    """Gold or training questions: a labelled query file or set (:func:`read_labelled`)."""
+    return read_labelled(path)
+
+
+def read_labelled(source: str | Path) -> list[GoldQuery]:
+    """Labelled queries from ``queries:NAME`` (a labelled query set: :func:`labelled_query_set`)
+    or a labelled file (:func:`read_labelled_file`): gold questions, training and test data
+    are taken from either alike."""
+    if str(source).startswith(LABELLED_SET_PREFIX):
+        return labelled_query_set(str(source).removeprefix(LABELLED_SET_PREFIX))
+    return read_labelled_file(source)
+
+
+def labelled_query_set(query_set: QuerySet | str) -> list[GoldQuery]:
+    """The labelled queries of a query set imported from a labelled file (its queries' labels,
+    in file order; unlabelled queries left out). A set without labels is refused: its queries
+    cannot be gold."""
+    if isinstance(query_set, str):
+        found = QuerySet.objects.filter(name=query_set).first()
+        if found is None:
+            raise ServiceError(f"no query set named {query_set!r}")
+        query_set = found
+    rows = query_set.queries.exclude(label="").order_by("position").values_list("qid", "text", "label")
+    queries = [GoldQuery(qid, text, label) for qid, text, label in rows]
+    if not queries:
+        raise ServiceError(f"query set {query_set.name!r} has no labels: import a labelled file (qid,query,label)")
+    return queries
 
 
 def read_labelled_file(path: str | Path) -> list[GoldQuery]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from annotation.crowd.services.batches import read_labelled_file
+from annotation.crowd.services.batches import LABELLED_SET_PREFIX, read_labelled, read_labelled_file
 from annotation.labels import LABELS
 from annotation.machine.prelabellers import PreLabeller, get_prelabeller
 from annotation.machine.prelabellers.interface import Prediction, PreLabelStopped, Usage
@@ -264,6 +264,9 @@ def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
         texts = dict(BatchQuery.objects.filter(batch=batch, is_gold=False).values_list("qid", "text"))
         qids = sorted(q for q in labels if q in texts)  # filtered here: no qid__in over a whole batch
         return [texts[q] for q in qids], [labels[q] for q in qids], train
+    if train.startswith(LABELLED_SET_PREFIX):  # a labelled query set (imported from a labelled file)
+        queries = read_labelled(train)
+        return [q.text for q in queries], [q.label for q in queries], train
     path = Path(train)
     if not _kept_upload(path):
         queries = read_labelled_file(path)

@@ -933,7 +933,7 @@ def audit_routing(
 
     import numpy as np
 
-    from annotation.crowd.services.batches import read_labelled_file
+    from annotation.crowd.services.batches import read_labelled
     from annotation.labels import LABELS
     from annotation.machine.calibration_statistics import random_sample
     from annotation.machine.routing_forecast import simulate_path
@@ -952,7 +952,7 @@ def audit_routing(
     stages = parse_cascade(cascade) if cascade else []
     identity = identity_for(batch, stages[0][0] if stages else labeller)
     population = {q: m for q, m in machine_labels(batch, identity).items() if not m.in_training}
-    truth = {q.qid: q.label for q in read_labelled_file(labels_file)}
+    truth = {q.qid: q.label for q in read_labelled(labels_file)}  # a file or queries:NAME
     missing = sorted(set(population) - set(truth))
     if missing:
         raise InputError(

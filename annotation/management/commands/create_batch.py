@@ -27,7 +27,12 @@ class Command(ProjectCommand):
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--pool", help="annotate the queries of this pool")
         source.add_argument("--queries", help="annotate the queries of this query set")
-        parser.add_argument("--gold", metavar="FILE", help="gold questions: qid<TAB>query<TAB>label (n/f/m/o)")
+        parser.add_argument(
+            "--gold",
+            metavar="FILE",
+            help="gold questions: qid<TAB>query<TAB>label (n/f/m/o), the study's qid,query,label, or queries:NAME "
+            "(a labelled query set)",
+        )
         parser.add_argument(
             "--training",
             metavar="FILE",

@@ -63,21 +63,23 @@ class Command(ProjectCommand):
                 license_name=license_name,
                 license_link=license_link,
             )
+        # -v 0: nothing on stdout (errors still go to stderr and the exit status).
+        say = self.stdout.write if o.get("verbosity", 1) > 0 else (lambda *args, **kwargs: None)
         rows = ", ".join(f"{config} {n}" for config, n in publication.rows.items())
-        self.stdout.write(self.style.SUCCESS(f"Wrote the dataset folder {publication.path} (rows: {rows})."))
-        self.stdout.write("Files: " + ", ".join(publication.files))
+        say(self.style.SUCCESS(f"Wrote the dataset folder {publication.path} (rows: {rows})."))
+        say("Files: " + ", ".join(publication.files))
         if publication.kept:
-            self.stdout.write("Left in place (not written by publish_dataset): " + ", ".join(publication.kept))
-        self.stdout.write("Before publishing, fill in what the platform cannot know (README.md and croissant.json):")
+            say("Left in place (not written by publish_dataset): " + ", ".join(publication.kept))
+        say("Before publishing, fill in what the platform cannot know (README.md and croissant.json):")
         for field, why in publication.researcher_fields.items():
-            self.stdout.write(f"  - {field}: {why}")
+            say(f"  - {field}: {why}")
         if push:
             token = os.environ.get("HF_TOKEN")
             with command_errors():
                 url = push_folder(publication.path, push, token=token, private=private)
-            self.stdout.write(self.style.SUCCESS(f"Uploaded to the Hub: {url}"))
+            say(self.style.SUCCESS(f"Uploaded to the Hub: {url}"))
         else:
-            self.stdout.write(
+            say(
                 "To upload it: "
                 + upload_command(publication.path, "OWNER/NAME")
                 + "  (or rerun with --push OWNER/NAME)"

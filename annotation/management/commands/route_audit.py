@@ -28,7 +28,12 @@ class Command(ProjectCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="the machine-labelled batch")
-        parser.add_argument("--labels", required=True, metavar="FILE", help="the labelled file taken as the crowd's")
+        parser.add_argument(
+            "--labels",
+            required=True,
+            metavar="FILE",
+            help="the labelled file (or queries:NAME, a labelled query set) taken as the crowd's",
+        )
         parser.add_argument(
             "--target-accuracy",
             type=decimal_number,

@@ -163,6 +163,12 @@ def test_the_command_requires_a_license_and_lists_what_is_left(annotated, tmp_pa
     assert json.loads((tmp_path / "d" / "croissant.json").read_text())["license"] == "cc0-1.0"
 
 
+def test_the_command_is_quiet_with_verbosity_0(annotated, tmp_path, capsys):
+    call_command("publish_dataset", annotated.name, "--out", str(tmp_path / "q"), "--license", "mit", "-v", "0")
+    assert capsys.readouterr() == ("", "")  # issue 45: -v 0 prints nothing
+    assert (tmp_path / "q" / "croissant.json").exists()
+
+
 def test_configs_declare_a_text_qid():
     for config in CONFIGS.values():
         assert config.columns[0].name == "qid" and config.columns[0].arrow == "string"
