@@ -14,9 +14,9 @@ from core.services.uploads import upload_too_large_message
 
 def openai_configured() -> bool:
     """Whether the chat pre-labeller can run here: it needs an endpoint and a model name."""
-    from django.conf import settings
+    from core.selectors import chat_settings
 
-    return bool(settings.PRELABEL_API_URL and settings.PRELABEL_MODEL)
+    return chat_settings().configured
 
 
 class _SelectWithDisabled(forms.Select):
