@@ -3,8 +3,6 @@ environment variables first, used without a restart, tested by a job over real H
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.db import connection as db
 
@@ -41,7 +39,7 @@ def _field(state, name):
 def _raw_row(kind: str) -> str:
     """The row as the database holds it (what a backup would hold)."""
     with db.cursor() as cursor:
-        cursor.execute("SELECT kind, \"values\", sealed FROM core_connection WHERE kind = %s", [kind])
+        cursor.execute('SELECT kind, "values", sealed FROM core_connection WHERE kind = %s', [kind])
         return repr(cursor.fetchone())
 
 
@@ -166,7 +164,12 @@ def test_with_only_environment_variables_the_clients_read_what_they_read_before(
     settings.PROLIFIC_WORKSPACE_ID = "ws"
     settings.PRELABEL_API_URL, settings.PRELABEL_MODEL, settings.PRELABEL_API_KEY = "http://127.0.0.1:2/v1/", "m", "k"
     got = prolific_settings()
-    assert (got.api_url, got.token, got.project_id, got.workspace_id) == ("http://127.0.0.1:1/api/v1/", "tok", "proj", "ws")
+    assert (got.api_url, got.token, got.project_id, got.workspace_id) == (
+        "http://127.0.0.1:1/api/v1/",
+        "tok",
+        "proj",
+        "ws",
+    )
     chat = chat_settings()
     assert (chat.api_url, chat.model, chat.api_key) == ("http://127.0.0.1:2/v1/", "m", "k")
     from annotation.crowd.providers.prolific import api_client
@@ -184,7 +187,9 @@ def test_a_connection_saved_on_the_site_is_used_by_the_next_call_without_a_resta
     assert (api_client().base_url, api_client().token) == ("http://127.0.0.1:5/api/v1/", SECRET)
     save_connection("prolific", {"token": "second-token-000000000"})
     assert api_client().token == "second-token-000000000"
-    save_connection("chat", {"api_url": "http://127.0.0.1:6/v1/", "model": "site-model", "api_key": "sk-site-key-0000000"})
+    save_connection(
+        "chat", {"api_url": "http://127.0.0.1:6/v1/", "model": "site-model", "api_key": "sk-site-key-0000000"}
+    )
     labeller = make_prelabeller("openai")
     client = labeller.client
     assert (client.url, client.model, client.api_key) == (
@@ -258,8 +263,10 @@ def test_prolific_test_succeeds_against_the_fake(key, fake_prolific, django_capt
 
 
 @pytest.mark.django_db
-def test_prolific_test_reports_a_refused_token_without_showing_it(key, fake_prolific, django_capture_on_commit_callbacks):
-    fake, url = fake_prolific
+def test_prolific_test_reports_a_refused_token_without_showing_it(
+    key, fake_prolific, django_capture_on_commit_callbacks
+):
+    _fake, url = fake_prolific
     save_connection("prolific", {"api_url": url, "token": SECRET})
     job = _test("prolific", django_capture_on_commit_callbacks)
     assert job.status == Job.Status.FAILED
@@ -313,7 +320,7 @@ def test_chat_test_succeeds_and_reports_a_wrong_key_and_a_timeout(
 
 @pytest.mark.django_db
 def test_chat_test_names_a_model_the_endpoint_refuses(key, fake_chat, django_capture_on_commit_callbacks):
-    fake, url = fake_chat
+    _fake, url = fake_chat
     save_connection("chat", {"api_url": url, "model": "no-such-model", "api_key": openai_chat.KEY})
     job = _test("chat", django_capture_on_commit_callbacks)
     assert job.status == Job.Status.FAILED and job.message.startswith("127.0.0.1 answered 400")
@@ -329,7 +336,9 @@ def test_hub_test_accepts_a_write_token_warns_of_a_read_one_and_reports_a_wrong_
     assert (job.status, job.message) == (Job.Status.DONE, "Hugging Face: token accepted (test-lab).")
     fake.tokens[huggingface.TOKEN] = "read"
     job = _test("huggingface", django_capture_on_commit_callbacks)
-    assert job.status == Job.Status.DONE and "its role is read: publish_dataset --push needs a write token" in job.message
+    assert (
+        job.status == Job.Status.DONE and "its role is read: publish_dataset --push needs a write token" in job.message
+    )
     save_connection("huggingface", {"token": "hf_wrong_token_000000"})
     job = _test("huggingface", django_capture_on_commit_callbacks)
     assert job.status == Job.Status.FAILED and job.message.startswith("401: 127.0.0.1 refused the access token")
@@ -352,4 +361,24 @@ def test_forgetting_a_connection_leaves_the_environment_in_force(key, settings):
 def test_nothing_secret_reaches_the_log(caplog, key, db):
     with caplog.at_level("DEBUG"):
         save_connection("chat", {"api_key": "sk-logged-never-0000", "model": "m"})
-    assert "sk-logged-never" not in caplog.text and json.dumps(caplog.text).count("never") == 0
+    assert "connection chat changed" in caplog.text  # it is logged: which fields, never their values
+    assert "sk-logged-never" not in caplog.text and "0000" not in caplog.text
+
+
+@pytest.mark.django_db
+def test_the_command_lists_sources_without_secrets_and_rotates(key, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    save_connection("prolific", {"token": SECRET, "project_id": "p1"})
+    out = StringIO()
+    call_command("connections", stdout=out)
+    text = out.getvalue()
+    assert SECRET not in text and "…wxyz" in text and "p1" in text and "environment (" not in text
+    new = StringIO()
+    call_command("connections", "--new-key", stdout=new)
+    settings.CONNECTIONS_KEY = f"{new.getvalue().strip()},{key}"
+    call_command("connections", "--rotate", stdout=StringIO())
+    settings.CONNECTIONS_KEY = new.getvalue().strip()
+    assert prolific_settings().token == SECRET
