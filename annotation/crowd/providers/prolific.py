@@ -250,7 +250,10 @@ def study_fields(batch: Batch, provider: ProlificProvider) -> dict:
 
     connection = prolific_settings()
     if not connection.project_id:
-        raise ServiceError("PROLIFIC_PROJECT_ID is not set: the id of the Prolific project that holds the studies")
+        raise ServiceError(
+            "PROLIFIC_PROJECT_ID is not set (in the environment or on the Connections page): the id of the "
+            "Prolific project that holds the studies"
+        )
     if connection.api_url.startswith("https://api.prolific.com") and not settings.SITE_URL.startswith("https://"):
         raise ServiceError(
             f"SITE_URL is {settings.SITE_URL!r}: participants on Prolific need this site's public https address"

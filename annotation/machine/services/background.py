@@ -81,7 +81,9 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
     from core.selectors import chat_settings
 
     if labeller == "openai" and not chat_settings().configured:
-        raise ServiceError("the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings")
+        raise ServiceError(
+            "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL (the environment or the Connections page)"
+        )
     args: list = [batch.pk, labeller, samples]
     if train is not None:
         args.append(train)

@@ -201,7 +201,9 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
 
         connection = chat_settings()
         if not connection.configured:
-            raise ServiceError("the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings")
+            raise ServiceError(
+                "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL (the environment or the Connections page)"
+            )
         client = ChatClient(
             connection.api_url,
             connection.api_key,
