@@ -62,8 +62,12 @@ def _checked(kind, values: Mapping[str, object]) -> dict[str, str]:
             raise ServiceError(f"{name}: control characters are not allowed")
         spec = kind.field(name)
         if spec.url and value:
-            parts = urllib.parse.urlsplit(value)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
+            try:
+                parts = urllib.parse.urlsplit(value)
+                good = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
+            except ValueError:  # "http://[", a port that is not a number
+                good = False
+            if not good:
                 raise ServiceError(f"{name}: an http(s) address such as {spec.default or 'https://host/v1/'}")
         checked[name] = value
     return checked

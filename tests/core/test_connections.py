@@ -206,6 +206,8 @@ def test_a_connection_saved_on_the_site_is_used_by_the_next_call_without_a_resta
         ({"tokn": "x"}, "tokn"),
         ({"api_url": "ftp://x/"}, "api_url"),
         ({"api_url": "not an address"}, "api_url"),
+        ({"api_url": "http://[::1"}, "api_url"),
+        ({"api_url": "http://host:port/"}, "api_url"),
         ({"project_id": "a\nb"}, "project_id"),
         ({"project_id": "x" * 2001}, "project_id"),
         ({"project_id": 7}, "project_id"),
