@@ -10,6 +10,7 @@ re-seal with ``manage.py connections --rotate``, then drop the old one). Docs: d
 
 from __future__ import annotations
 
+import functools
 import json
 
 from core.errors import ServiceError
@@ -62,7 +63,15 @@ def seal(values: dict[str, str], keys: str) -> str:
 
 
 def unseal(token: str, keys: str) -> dict[str, str]:
-    """The values :func:`seal` sealed; :class:`SealError` when none of ``keys`` opens them."""
+    """The values :func:`seal` sealed; :class:`SealError` when none of ``keys`` opens them.
+
+    Every client opens its connection's secrets at each use (no restart after a change), so the
+    opened values are kept per (sealed text, keys): a new secret or key is a new entry."""
+    return dict(_unsealed(token, keys))
+
+
+@functools.lru_cache(maxsize=32)
+def _unsealed(token: str, keys: str) -> tuple[tuple[str, str], ...]:
     from cryptography.fernet import InvalidToken
 
     fernet = _keys(keys)
@@ -75,7 +84,7 @@ def unseal(token: str, keys: str) -> dict[str, str]:
         ) from None
     if not isinstance(values, dict):
         raise SealError("the stored secrets are not a sealed set of fields")
-    return {str(k): str(v) for k, v in values.items()}
+    return tuple((str(k), str(v)) for k, v in values.items())
 
 
 def reseal(token: str, keys: str) -> str:

@@ -89,7 +89,8 @@ class ConnectionState:
 def connection_state(kind: str) -> ConnectionState:
     """The connection ``kind`` as in force now (one query; a stored secret opened only if in force)."""
     spec = KINDS[kind]
-    row = Connection.objects.filter(kind=kind).select_related("last_test").first()
+    # One short query (kind is unique: no ordering, no join); the page reads ``last_test`` lazily.
+    row = next(iter(Connection.objects.filter(kind=kind)[:1]), None)
     stored_plain = dict(row.values) if row is not None else {}
     environment = {f.name: environment_value(f) for f in spec.fields}
     secrets: dict[str, str] = {}
