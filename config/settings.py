@@ -18,6 +18,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from core.connection_kinds import CHAT_API_URL_DEFAULT, PROLIFIC_API_URL_DEFAULT
+
 from .env import (
     env_bool,
     env_choice,
@@ -403,6 +405,15 @@ CACHES = {
 #: page, API), shown beside the interval; 0 skips the interval.
 AGREEMENT_BOOTSTRAP_RESAMPLES = env_int("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, minimum=0)
 
+# --- Connections set on the site (core.connection_kinds; docs/deployment.md, "Connections") ---------
+#: The Fernet key(s) sealing the secrets stored on the site's Connections page: one key, or
+#: NEW,OLD while rotating (``manage.py connections --rotate``). Unset: secrets cannot be stored on
+#: the site (environment variables still work). An environment variable of a connection's field,
+#: when set, takes precedence over the value stored on the site.
+CONNECTIONS_KEY = env_str("CONNECTIONS_KEY", "")
+#: Seconds a connection test waits for each answer (twice that in all).
+CONNECTION_TEST_TIMEOUT = env_float("CONNECTION_TEST_TIMEOUT", 10.0, minimum=0.1)
+
 # --- Mechanical Turk ------------------------------------------------------------------
 #: Any MTurk-compatible server; empty means AWS's sandbox, or production with MTURK_LIVE=1.
 MTURK_ENDPOINT_URL = env_str("MTURK_ENDPOINT_URL", "")
@@ -419,7 +430,7 @@ MTURK_SYNC_INTERVAL_SECONDS = env_int("MTURK_SYNC_INTERVAL_SECONDS", 86400, mini
 
 # --- Prolific -------------------------------------------------------------------------
 #: Prolific's API (or any server speaking it); the token is sent as ``Authorization: Token ...``.
-PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
+PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", PROLIFIC_API_URL_DEFAULT)
 PROLIFIC_API_TOKEN = env_str("PROLIFIC_API_TOKEN", "")
 #: The Prolific project that holds the studies of this site, and its workspace (participant groups).
 PROLIFIC_PROJECT_ID = env_str("PROLIFIC_PROJECT_ID", "")
@@ -483,7 +494,7 @@ PROLIFIC_BONUS_SETTLE_SECONDS = env_int("PROLIFIC_BONUS_SETTLE_SECONDS", 3600, m
 # --- Pre-labelling (annotation.machine.prelabellers.openai_chat) ---------------------------------
 #: Any OpenAI-compatible chat-completions endpoint (its base, ``.../v1/``); the key is sent
 #: as ``Authorization: Bearer ...`` (empty: no header, e.g. a local server).
-PRELABEL_API_URL = env_str("PRELABEL_API_URL", "https://api.openai.com/v1/")
+PRELABEL_API_URL = env_str("PRELABEL_API_URL", CHAT_API_URL_DEFAULT)
 PRELABEL_API_KEY = env_str("PRELABEL_API_KEY", "")
 PRELABEL_MODEL = env_str("PRELABEL_MODEL", "")
 #: A prompt of your own for the chat labeller: the system prompt, a line ``---``, then the user

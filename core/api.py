@@ -4,14 +4,17 @@ and the one exception handler that turns every refusal into JSON with a 4xx stat
 when a crowd provider failed)."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, permissions, serializers, viewsets
 from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
+from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.errors import InputError, ProviderError, ServiceError, StateError
 from core.models import Job
-from core.serializers import JobSerializer
+from core.serializers import ConnectionSerializer, ConnectionUpdateSerializer, JobSerializer
 from core.services.uploads import discard_uploads, use_staging_uploads
 
 
@@ -150,3 +153,91 @@ def job_started(job) -> Response:
     response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
     response["Location"] = reverse("job-detail", args=[job.pk])
     return response
+
+
+# --- connections to outside services ------------------------------------------------------------
+
+
+class CanManageConnections(permissions.BasePermission):
+    """:func:`core.web.permissions.can_manage_connections`, for the API."""
+
+    message = "Only the researchers who manage the site's connections may use this endpoint."
+
+    def has_permission(self, request, view) -> bool:
+        from core.web.permissions import can_manage_connections
+
+        return can_manage_connections(request.user)
+
+
+def _connection_or_404(kind: str):
+    from core.connection_kinds import KINDS
+    from core.selectors import connection_state
+
+    if kind not in KINDS:
+        raise exceptions.NotFound(f"no connection {kind!r}; known: {', '.join(KINDS)}")
+    return connection_state(kind)
+
+
+class ConnectionListView(APIView):
+    """The site's connections as in force (``core.selectors``): sources, never a secret."""
+
+    permission_classes = [CanManageConnections]
+
+    @extend_schema(responses={200: ConnectionSerializer(many=True)})
+    def get(self, request, format=None):
+        from core.selectors import connection_states
+
+        return Response([ConnectionSerializer(ConnectionSerializer.of(s)).data for s in connection_states()])
+
+
+class ConnectionDetailView(APIView):
+    """One connection: read it, change what the site stores (PUT or PATCH: the fields given), forget it (DELETE)."""
+
+    permission_classes = [CanManageConnections]
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    @extend_schema(responses={200: ConnectionSerializer, 404: ErrorSerializer})
+    def get(self, request, kind: str, format=None):
+        return Response(ConnectionSerializer(ConnectionSerializer.of(_connection_or_404(kind))).data)
+
+    @extend_schema(
+        request=ConnectionUpdateSerializer,
+        responses={200: ConnectionSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
+    )
+    def put(self, request, kind: str, format=None):
+        """Store the fields given (secrets sealed with CONNECTIONS_KEY; without it, a 400 naming it)."""
+        from core.services.connections import save_connection
+
+        _connection_or_404(kind)
+        params = ConnectionUpdateSerializer(data=body_object(request))
+        params.is_valid(raise_exception=True)
+        save_connection(
+            kind,
+            params.validated_data.get("values", {}),
+            clear=params.validated_data.get("clear", []),
+            user=request.user,
+        )
+        return Response(ConnectionSerializer(ConnectionSerializer.of(_connection_or_404(kind))).data)
+
+    patch = put
+
+    @extend_schema(responses={204: None, 404: ErrorSerializer})
+    def delete(self, request, kind: str, format=None):
+        from core.services.connections import delete_connection
+
+        _connection_or_404(kind)
+        delete_connection(kind)
+        return Response(status=204)
+
+
+class ConnectionTestView(APIView):
+    """Test a connection as a background job (202 with the Job; its message says what worked or failed)."""
+
+    permission_classes = [CanManageConnections]
+
+    @extend_schema(request=None, responses={202: JobSerializer, 404: ErrorSerializer})
+    def post(self, request, kind: str, format=None):
+        from core.services.connections import start_test_connection
+
+        _connection_or_404(kind)
+        return job_started(start_test_connection(kind))

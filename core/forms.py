@@ -71,3 +71,41 @@ class MoneyField(forms.DecimalField):
             return parse_amount(str(value), self.money_name, minimum=self.minimum, maximum=self.maximum)
         except AmountError as exc:
             raise forms.ValidationError(str(exc), code="invalid") from None
+
+
+class ConnectionForm(forms.Form):
+    """One connection's fields (``core.connection_kinds``) on the Connections page. A secret's box is
+    always empty (it is never sent back to the browser): left empty it keeps the stored secret;
+    its "clear" box removes it. The service checks the values (``save_connection``)."""
+
+    def __init__(self, kind, data=None, *, state=None) -> None:
+        super().__init__(data, prefix=kind.kind)
+        self.kind = kind
+        stored = dict(state.row.values) if state is not None and state.row is not None else {}
+        for spec in kind.fields:
+            if spec.secret:
+                self.fields[spec.name] = forms.CharField(
+                    label=spec.label,
+                    required=False,
+                    max_length=2000,
+                    strip=True,
+                    help_text=spec.help + " Left empty: unchanged.",
+                    widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+                )
+                self.fields[f"clear_{spec.name}"] = forms.BooleanField(
+                    label=f"Remove the stored {spec.label.lower()}", required=False
+                )
+            else:
+                self.fields[spec.name] = forms.CharField(
+                    label=spec.label,
+                    required=False,
+                    max_length=2000,
+                    help_text=spec.help + (f" Default: {spec.default}" if spec.default else ""),
+                    initial=stored.get(spec.name, ""),
+                )
+
+    def values(self) -> dict[str, str]:
+        return {spec.name: self.cleaned_data.get(spec.name) or "" for spec in self.kind.fields}
+
+    def cleared(self) -> list[str]:
+        return [spec.name for spec in self.kind.fields if spec.secret and self.cleaned_data.get(f"clear_{spec.name}")]

@@ -116,3 +116,25 @@ class CacheEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cache}:{self.key} ({self.bytes:,} bytes)"
+
+
+class Connection(models.Model):
+    """An outside service's connection as a researcher stored it on the site (``core.connection_kinds``).
+
+    ``values`` holds the plain fields (addresses, ids); ``sealed`` the secret ones, sealed with
+    ``CONNECTIONS_KEY`` (:mod:`core.sealing`): the database, its backups and the admin never hold a
+    secret in clear. Read through ``core.selectors`` (where environment variables take precedence),
+    changed through ``core.services.connections``. ``last_test`` is the Job of its latest test.
+    """
+
+    kind = models.CharField(max_length=40, unique=True)
+    values = models.JSONField(default=dict, blank=True)
+    sealed = models.TextField(blank=True)
+    updated = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    last_test = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    def __str__(self) -> str:
+        return f"connection {self.kind}"

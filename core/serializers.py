@@ -77,3 +77,52 @@ class DecimalNumberField(serializers.FloatField):
             return parse_decimal(data, self.field_name or "value")
         except NumberError as exc:
             raise serializers.ValidationError(exc.problem) from None
+
+
+class ConnectionFieldSerializer(serializers.Serializer):
+    """One field of a connection as in force: never a secret's value, at most its last four characters."""
+
+    name = serializers.CharField()
+    label = serializers.CharField()
+    secret = serializers.BooleanField()
+    setting = serializers.CharField(help_text="The environment variable that takes precedence when set.")
+    shown = serializers.CharField(help_text="The value in force; a secret's last four characters only.")
+    source = serializers.ChoiceField(choices=["environment", "site", "default", "unset"])
+    stored = serializers.BooleanField(help_text="Whether this site stores a value (in force or overridden).")
+
+
+class ConnectionSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    title = serializers.CharField()
+    fields = ConnectionFieldSerializer(many=True)
+    problem = serializers.CharField(help_text="Why the stored secrets cannot be opened (CONNECTIONS_KEY), or empty.")
+    last_test = JobSerializer(allow_null=True)
+
+    @staticmethod
+    def of(state) -> dict:
+        return {
+            "kind": state.kind.kind,
+            "title": state.kind.title,
+            "fields": [
+                {
+                    "name": f.spec.name,
+                    "label": f.spec.label,
+                    "secret": f.spec.secret,
+                    "setting": f.spec.setting,
+                    "shown": f.shown,
+                    "source": f.source,
+                    "stored": f.stored,
+                }
+                for f in state.fields
+            ],
+            "problem": state.problem,
+            "last_test": state.last_test,
+        }
+
+
+class ConnectionUpdateSerializer(serializers.Serializer):
+    """A change of a connection: ``values`` by field name (a plain field given empty is cleared, a
+    secret given empty kept), ``clear`` the secrets to remove."""
+
+    values = serializers.DictField(child=serializers.CharField(allow_blank=True, max_length=2000), required=False)
+    clear = serializers.ListField(child=serializers.CharField(max_length=100), required=False)

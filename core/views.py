@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
 from core.models import Job
 from core.serializers import JobSerializer
-from core.web.permissions import researcher_required
+from core.web.permissions import connections_manager_required, researcher_required
 
 
 def _job_context(job: Job) -> dict:
@@ -168,3 +169,89 @@ def api_token_page(request: HttpRequest) -> HttpResponse:
             form = ApiTokenForm()
     context = {"key": key, "revoked": revoked, "token": token_of(request.user), "form": form}
     return render(request, "core/api_token.html", context)
+
+
+# --- connections to outside services (core.selectors, core.services.connections) -------------------
+
+
+def _connection_cards(forms: dict | None = None) -> list[dict]:
+    from core.forms import ConnectionForm
+    from core.selectors import connection_states
+
+    forms = forms or {}
+    return [
+        {"state": state, "form": forms.get(state.kind.kind) or ConnectionForm(state.kind, state=state)}
+        for state in connection_states()
+    ]
+
+
+@never_cache
+@connections_manager_required
+def connections_page(request: HttpRequest) -> HttpResponse:
+    """The site's connections: each field's value in force and where it comes from (an environment
+    variable, this site, the default), a secret only by its last characters; a POST stores a
+    connection's fields (``core.services.connections.save_connection``) or forgets them."""
+    from django.contrib import messages
+    from django.shortcuts import redirect
+
+    from core.connection_kinds import KINDS
+    from core.errors import ServiceError
+    from core.forms import ConnectionForm
+    from core.selectors import connection_state, connections_key
+    from core.services.connections import delete_connection, save_connection
+
+    forms: dict = {}
+    status = 200
+    if request.method == "POST":
+        kind = request.POST.get("kind", "")
+        if kind not in KINDS:
+            return HttpResponse("unknown connection", status=400)
+        if request.POST.get("action") == "forget":
+            delete_connection(kind)
+            messages.success(request, f"{KINDS[kind].title}: what this site stored is forgotten.")
+            return redirect("connections")
+        form = ConnectionForm(KINDS[kind], request.POST, state=connection_state(kind))
+        if form.is_valid():
+            try:
+                save_connection(kind, form.values(), clear=form.cleared(), user=request.user)
+            except ServiceError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"{KINDS[kind].title}: saved; the next call uses it.")
+                return redirect("connections")
+        forms[kind] = form
+        status = 400
+    context = {"cards": _connection_cards(forms), "key_set": bool(connections_key())}
+    return render(request, "core/connections.html", context, status=status)
+
+
+@connections_manager_required
+def connection_test(request: HttpRequest, kind: str) -> HttpResponse:
+    """POST: start the connection's test as a Job (never a call inside the request); back to the page,
+    where the test's outcome shows itself."""
+    from django.contrib import messages
+    from django.http import HttpResponseNotAllowed
+    from django.shortcuts import redirect
+
+    from core.connection_kinds import KINDS
+    from core.services.connections import start_test_connection
+
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    if kind not in KINDS:
+        return HttpResponse("unknown connection", status=404)
+    start_test_connection(kind)
+    messages.info(request, f"{KINDS[kind].title}: testing; the outcome appears below.")
+    return redirect(f"{reverse('connections')}#connection-{kind}")
+
+
+@never_cache
+@connections_manager_required
+def connection_test_fragment(request: HttpRequest, kind: str) -> HttpResponse:
+    """The live part of a connection's card: its latest test, polling itself while it runs."""
+    from core.connection_kinds import KINDS
+    from core.selectors import connection_state
+
+    if kind not in KINDS:
+        return HttpResponse("unknown connection", status=404)
+    return render(request, "core/_connection_test.html", {"state": connection_state(kind)})

@@ -14,9 +14,9 @@ from core.services.uploads import upload_too_large_message
 
 def openai_configured() -> bool:
     """Whether the chat pre-labeller can run here: it needs an endpoint and a model name."""
-    from django.conf import settings
+    from core.selectors import chat_settings
 
-    return bool(settings.PRELABEL_API_URL and settings.PRELABEL_MODEL)
+    return chat_settings().configured
 
 
 class _SelectWithDisabled(forms.Select):
@@ -71,7 +71,8 @@ class PrelabelForm(forms.Form):
         labeller = data.get("labeller")
         if labeller == "openai" and not openai_configured():
             self.add_error(
-                "labeller", "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings"
+                "labeller",
+                "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL (the environment or the Connections page)",
             )
         if data.get("samples") is not None and labeller and labeller != "openai":
             self.add_error("samples", "only the openai pre-labeller takes samples")

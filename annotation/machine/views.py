@@ -68,8 +68,11 @@ def chat_prompt() -> dict[str, str]:
 
 
 def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
+    from core.selectors import UNSET, connection_state
+
     sample = calibration_batch(batch)
     runs = prelabel_runs(batch)
+    chat = connection_state("chat")  # the connection in force (core.selectors.chat_settings' source)
     for run in runs:
         run["rows"] = [(LABEL_NAMES[code], run["counts"][code]) for code in LABELS]
     return {
@@ -82,8 +85,8 @@ def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
         "routing_form": RoutingForm(),
         "openai_ready": openai_configured(),
         "openai": {
-            "url": settings.PRELABEL_API_URL,
-            "model": settings.PRELABEL_MODEL,
+            "url": chat.value("api_url"),
+            "model": chat.value("model"),
             "samples": settings.PRELABEL_SAMPLES,
             "max_samples": settings.PRELABEL_MAX_SAMPLES,
             "budget": settings.PRELABEL_SAMPLE_BUDGET,
@@ -92,7 +95,7 @@ def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
             "concurrency": settings.PRELABEL_CONCURRENCY,
             "prompt_price": settings.PRELABEL_PROMPT_PRICE,
             "completion_price": settings.PRELABEL_COMPLETION_PRICE,
-            "key_set": bool(settings.PRELABEL_API_KEY),
+            "key_set": any(f.spec.secret and f.source != UNSET for f in chat.fields),
             "timeout": settings.PRELABEL_TIMEOUT,
             "call_deadline": settings.PRELABEL_CALL_DEADLINE,
             "job_deadline": settings.PRELABEL_JOB_DEADLINE,

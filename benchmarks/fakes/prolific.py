@@ -227,6 +227,7 @@ class FakeProlific:
     # -- routing ------------------------------------------------------------------------
     ROUTES = [
         ("GET", r"submissions/complete", "complete"),
+        ("GET", r"api/v1/users/me", "me"),  # the token's own account (a connection's test)
         ("POST", r"api/v1/studies", "create_study"),
         ("GET", r"api/v1/projects/(?P<project>[^/]+)/studies", "list_studies"),
         ("GET", r"api/v1/studies/(?P<study>[^/]+)", "get_study"),
@@ -271,6 +272,9 @@ class FakeProlific:
         return page
 
     # -- endpoints ------------------------------------------------------------------------
+    def me(self, args, query, body):
+        return 200, {"id": "5f0c0ffee0000000000000a1", "email": "researcher@example.org", "name": "Test Researcher"}
+
     def complete(self, args, query, body):
         code = query.get("cc", [""])[0]
         self.completed_by.append(code)

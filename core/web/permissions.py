@@ -18,3 +18,24 @@ def researcher_required(view):
         return view(request, *args, **kwargs)
 
     return wrapper
+
+
+def can_manage_connections(user) -> bool:
+    """Whether ``user`` may see, set and test the site's connections to outside services (Prolific,
+    the language model, the Hub): they spend money and publish in the lab's name. Today every
+    researcher (an active staff account); the one place to tighten to a group's owners."""
+    return bool(user.is_authenticated and user.is_active and user.is_staff)
+
+
+def connections_manager_required(view):
+    """:func:`can_manage_connections` only: visitors are sent to the login page, others get 403."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not can_manage_connections(request.user):
+            raise PermissionDenied("This page is for the researchers who manage the site's connections.")
+        return view(request, *args, **kwargs)
+
+    return wrapper

@@ -64,6 +64,7 @@ EXISTING = {
     "reports": ["rep"],
     "imports": ["queries", "qrels", "run"],
     "prelabel-cache": ["gpt-4o-mini", "org~2Fchat-model"],
+    "connections": ["prolific", "chat", "huggingface"],
 }
 PK_MODELS = {"hits": Hit, "assignments": Assignment, "judgments": Judgment, "exports": Export, "jobs": Job}
 

@@ -154,7 +154,10 @@ class Prolific:
         pace: Callable[[float], float | None] | None = None,
     ) -> None:
         if not token:
-            raise ProlificError("PROLIFIC_API_TOKEN is not set: create a token in Prolific's settings (API tokens)")
+            raise ProlificError(
+                "PROLIFIC_API_TOKEN is not set (in the environment or on the Connections page): create a token in "
+                "Prolific's settings (API tokens)"
+            )
         self.base_url = base_url.rstrip("/") + "/"
         self.token = token
         self.max_attempts = max_attempts

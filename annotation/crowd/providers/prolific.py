@@ -246,11 +246,15 @@ def total_places(batch: Batch) -> int:
 
 def study_fields(batch: Batch, provider: ProlificProvider) -> dict:
     """The body of ``POST /studies/`` for the batch (a draft; published by ``launch``)."""
-    if not settings.PROLIFIC_PROJECT_ID:
-        raise ServiceError("PROLIFIC_PROJECT_ID is not set: the id of the Prolific project that holds the studies")
-    if settings.PROLIFIC_API_URL.startswith("https://api.prolific.com") and not settings.SITE_URL.startswith(
-        "https://"
-    ):
+    from core.selectors import prolific_settings
+
+    connection = prolific_settings()
+    if not connection.project_id:
+        raise ServiceError(
+            "PROLIFIC_PROJECT_ID is not set (in the environment or on the Connections page): the id of the "
+            "Prolific project that holds the studies"
+        )
+    if connection.api_url.startswith("https://api.prolific.com") and not settings.SITE_URL.startswith("https://"):
         raise ServiceError(
             f"SITE_URL is {settings.SITE_URL!r}: participants on Prolific need this site's public https address"
         )
@@ -282,7 +286,7 @@ def study_fields(batch: Batch, provider: ProlificProvider) -> dict:
         "reward": cents(batch.reward),
         "device_compatibility": list(options.get("devices") or ["desktop"]),
         "filters": filters,
-        "project": settings.PROLIFIC_PROJECT_ID,
+        "project": connection.project_id,
     }
     return fields
 
@@ -293,7 +297,9 @@ BLOCKED_GROUP = "blocked participants"
 
 def group_id(provider: ProlificProvider, name: str) -> str:
     """The id of the workspace's group called ``name``; created when missing (looked up first)."""
-    workspace = settings.PROLIFIC_WORKSPACE_ID
+    from core.selectors import prolific_settings
+
+    workspace = prolific_settings().workspace_id
     if not workspace:
         raise ServiceError("PROLIFIC_WORKSPACE_ID is not set: participant groups belong to a Prolific workspace")
     found = provider.client.find_group(workspace, name)
@@ -406,10 +412,12 @@ def api_client(**options) -> Prolific:
     (``core.services.ratelimit.shared_pace``), so the site never sends Prolific a burst.
     ``options`` are the client's own (timeouts, attempts, deadline).
     """
+    from core.selectors import prolific_settings
     from core.services.ratelimit import shared_pace
 
+    connection = prolific_settings()
     pace = shared_pace("prolific-api", settings.PROLIFIC_API_CALLS_PER_SECOND)
-    return Prolific(settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN, pace=pace, **options)
+    return Prolific(connection.api_url, connection.token, pace=pace, **options)
 
 
 @register("prolific")
@@ -467,7 +475,9 @@ class ProlificProvider(CrowdProvider):
         it before calling): after one, the study is first looked up by its internal name,
         because a lost answer to ``POST /studies/`` may hide a study that exists.
         """
-        project = settings.PROLIFIC_PROJECT_ID
+        from core.selectors import prolific_settings
+
+        project = prolific_settings().project_id
         if batch.prepare_attempted is not None:
             found = self.client.find_study(project, self.internal_name(batch))
             if found is not None:

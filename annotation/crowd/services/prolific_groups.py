@@ -37,7 +37,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -56,7 +55,9 @@ ALLOW_NAME = "may take part in {batch}"
 
 
 def _workspace() -> str:
-    workspace = settings.PROLIFIC_WORKSPACE_ID
+    from core.selectors import prolific_settings
+
+    workspace = prolific_settings().workspace_id
     if not workspace:
         raise ServiceError("PROLIFIC_WORKSPACE_ID is not set: participant groups belong to a Prolific workspace")
     return workspace
@@ -189,7 +190,9 @@ def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) ->
     known = set(group.members.filter(added=True).values_list("participant_id", flat=True)) if group else set()
     if not set(failed) - known:
         return 0  # nothing new: no call at all
-    if not settings.PROLIFIC_WORKSPACE_ID:  # no groups without a workspace: the sync goes on without
+    from core.selectors import prolific_settings
+
+    if not prolific_settings().workspace_id:  # no groups without a workspace: the sync goes on without
         logger.warning(
             "batch %s: %d participant(s) failed its gold threshold; PROLIFIC_WORKSPACE_ID is not set, so they"
             " join no block-list group",

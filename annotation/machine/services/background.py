@@ -9,7 +9,6 @@ declared its own jobs).
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 
@@ -79,8 +78,12 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
         raise ServiceError(f"unknown pre-labeller {labeller!r}; known: {', '.join(prelabeller_names())}")
     if samples is not None and (labeller != "openai" or samples < 1):
         raise ServiceError("samples: only the openai pre-labeller takes samples, at least 1")
-    if labeller == "openai" and not (settings.PRELABEL_API_URL and settings.PRELABEL_MODEL):
-        raise ServiceError("the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings")
+    from core.selectors import chat_settings
+
+    if labeller == "openai" and not chat_settings().configured:
+        raise ServiceError(
+            "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL (the environment or the Connections page)"
+        )
     args: list = [batch.pk, labeller, samples]
     if train is not None:
         args.append(train)

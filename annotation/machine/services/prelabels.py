@@ -197,12 +197,17 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
     if samples is not None and samples < 1:
         raise ServiceError(f"samples: at least one answer per query, got {samples}")
     if name == "openai":
-        if not settings.PRELABEL_API_URL or not settings.PRELABEL_MODEL:
-            raise ServiceError("the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL in the settings")
+        from core.selectors import chat_settings
+
+        connection = chat_settings()
+        if not connection.configured:
+            raise ServiceError(
+                "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL (the environment or the Connections page)"
+            )
         client = ChatClient(
-            settings.PRELABEL_API_URL,
-            settings.PRELABEL_API_KEY,
-            settings.PRELABEL_MODEL,
+            connection.api_url,
+            connection.api_key,
+            connection.model,
             prompt=prompt_in_force(),
             timeout=settings.PRELABEL_TIMEOUT,
             deadline=settings.PRELABEL_CALL_DEADLINE,

@@ -1,5 +1,3 @@
-import os
-
 from annotation.management.commands._common import command_errors, get_batch
 from annotation.publication.hub_card import HUB_LICENSES
 from annotation.publication.services.dataset import check_repo_id, publish_dataset, push_folder, upload_command
@@ -74,9 +72,11 @@ class Command(ProjectCommand):
         for field, why in publication.researcher_fields.items():
             say(f"  - {field}: {why}")
         if push:
-            token = os.environ.get("HF_TOKEN")
+            from core.selectors import huggingface_settings
+
             with command_errors():
-                url = push_folder(publication.path, push, token=token, private=private)
+                hub = huggingface_settings()  # HF_TOKEN and HF_ENDPOINT, or the site's Connections page
+                url = push_folder(publication.path, push, token=hub.token, private=private, endpoint=hub.endpoint)
             say(self.style.SUCCESS(f"Uploaded to the Hub: {url}"))
         else:
             say(

@@ -89,7 +89,9 @@ def webhook_status(now: dt.datetime | None = None) -> WebhookStatus:
     """The status (see the module's docstring for the rule, in order)."""
     now = now or timezone.now()
     short, long = settings.PROLIFIC_POLL_SECONDS, settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS
-    workspace = settings.PROLIFIC_WORKSPACE_ID
+    from core.selectors import prolific_settings
+
+    workspace = prolific_settings().workspace_id
 
     def polling(why: str, **more) -> WebhookStatus:
         return WebhookStatus(False, short, f"Polling every {span(short)}: {why}", **more)

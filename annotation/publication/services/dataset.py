@@ -352,7 +352,8 @@ def push_folder(
     check_repo_id(repo_id)
     if not token:
         raise ServiceError(
-            "HF_TOKEN is not set, so nothing was uploaded. Set HF_TOKEN to a write token and run again, "
+            "HF_TOKEN is not set, so nothing was uploaded. Set HF_TOKEN to a write token (in the environment or on "
+            "the Connections page) and run again, "
             f"or upload the folder yourself: {upload_command(folder, repo_id, private)}"
         )
     from huggingface_hub import HfApi

@@ -76,6 +76,7 @@ from annotation.prolific.webhooks.services.subscriptions import WebhookState, re
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
+from core.selectors import prolific_settings
 from core.services.leases import LeaseHeld
 from core.services.ratelimit import shared_cache
 
@@ -103,9 +104,10 @@ class Receipt:
 
 
 def _secret() -> str | None:
-    if not settings.PROLIFIC_WEBHOOKS or not settings.PROLIFIC_WORKSPACE_ID:
+    workspace = prolific_settings().workspace_id
+    if not settings.PROLIFIC_WEBHOOKS or not workspace:
         return None
-    stored = ProlificHookSecret.objects.filter(workspace_id=settings.PROLIFIC_WORKSPACE_ID).first()
+    stored = ProlificHookSecret.objects.filter(workspace_id=workspace).first()
     return stored.value if stored else None
 
 
@@ -137,7 +139,7 @@ def _note_refused(code: str, now: float) -> None:
     event arrives: the short polling interval), and count bad signatures, warning when they repeat. One is a
     forgery; many usually mean the workspace's secret was replaced elsewhere (or a proxy alters bodies): every
     real delivery is refused, and polling is the only way events arrive."""
-    workspace = settings.PROLIFIC_WORKSPACE_ID
+    workspace = prolific_settings().workspace_id
     cache = shared_cache()
     if code in COUNTED_REFUSALS and workspace:
         timeout = settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS + 60
@@ -190,7 +192,7 @@ def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
                 signature=delivery.signature_digest,
                 event_type=delivery.event_type,
                 resource_id=delivery.resource_id,
-                workspace_id=settings.PROLIFIC_WORKSPACE_ID,
+                workspace_id=prolific_settings().workspace_id,
                 metadata=delivery.metadata,
                 signed_at=dt.datetime.fromtimestamp(delivery.timestamp, tz=dt.UTC),
                 batch=batch,

@@ -92,11 +92,19 @@ def webhooks_needed() -> bool:
 def reconcile_webhooks(client: Prolific | None = None) -> WebhookState | None:
     """Subscriptions there iff a published Prolific batch needs them; ``None`` when webhooks are off or
     another process is reconciling. Prolific's errors are logged and reported in ``error``, never raised."""
-    workspace = settings.PROLIFIC_WORKSPACE_ID
-    if not (settings.PROLIFIC_WEBHOOKS and workspace and settings.PROLIFIC_API_TOKEN):
+    from core.selectors import prolific_settings
+
+    connection = prolific_settings()
+    workspace = connection.workspace_id
+    try:
+        token = connection.token
+    except ServiceError as exc:  # a stored token the key cannot open: logged, never raised
+        logger.warning("Prolific webhooks not reconciled: %s", exc)
+        return None
+    if not (settings.PROLIFIC_WEBHOOKS and workspace and token):
         return None
     state = WebhookState(needed=webhooks_needed())
-    if settings.PROLIFIC_API_URL.startswith("https://api.prolific.com") and not endpoint_url().startswith("https://"):
+    if connection.api_url.startswith("https://api.prolific.com") and not endpoint_url().startswith("https://"):
         state.error = f"SITE_URL is {settings.SITE_URL!r}: Prolific delivers only to a public https address"
         logger.warning("Prolific webhooks not set up: %s", state.error)
         return state

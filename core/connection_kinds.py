@@ -1,0 +1,116 @@
+"""The outside services this site connects to, declared once: their fields, which are secret,
+and the environment variable that sets each. Pure (no Django).
+
+A researcher may store a connection's fields on the site (``core.services.connections``), secrets
+sealed with ``CONNECTIONS_KEY`` (:mod:`core.sealing`); an environment variable that is set takes
+precedence over the stored value, field by field (``core.selectors``: ``prolific_settings``,
+``chat_settings``, ``huggingface_settings``). The defaults here are the settings' defaults
+(``config.settings`` reads them from this module), so "set in the environment" can be told from
+"left at its default".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PROLIFIC_API_URL_DEFAULT = "https://api.prolific.com/api/v1/"
+CHAT_API_URL_DEFAULT = "https://api.openai.com/v1/"
+HUGGINGFACE_URL_DEFAULT = "https://huggingface.co"
+
+
+@dataclass(frozen=True)
+class ConnectionField:
+    """One field of a connection: ``name`` in the API and form, ``setting`` the environment
+    variable (and Django setting) that takes precedence when set, ``default`` its value when
+    neither is set, ``secret`` whether it is sealed at rest and never shown again in full."""
+
+    name: str
+    label: str
+    setting: str
+    default: str = ""
+    secret: bool = False
+    url: bool = False
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class ConnectionKind:
+    """An outside service: its ``kind`` (the URL segment and the stored row's key) and fields."""
+
+    kind: str
+    title: str
+    fields: tuple[ConnectionField, ...]
+    about: str = ""
+
+    def field(self, name: str) -> ConnectionField:
+        for field in self.fields:
+            if field.name == name:
+                return field
+        raise KeyError(name)
+
+    @property
+    def secret_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields if f.secret)
+
+
+PROLIFIC = ConnectionKind(
+    "prolific",
+    "Prolific workspace",
+    (
+        ConnectionField(
+            "api_url", "API address", "PROLIFIC_API_URL", PROLIFIC_API_URL_DEFAULT, url=True, help="Prolific's API."
+        ),
+        ConnectionField(
+            "token", "API token", "PROLIFIC_API_TOKEN", secret=True, help="Prolific: Settings, API tokens."
+        ),
+        ConnectionField("project_id", "Project id", "PROLIFIC_PROJECT_ID", help="The project that holds the studies."),
+        ConnectionField(
+            "workspace_id", "Workspace id", "PROLIFIC_WORKSPACE_ID", help="Participant groups and webhooks."
+        ),
+    ),
+    about="Publishing, syncing and paying Prolific batches; participants' arrivals; webhooks.",
+)
+
+CHAT = ConnectionKind(
+    "chat",
+    "Language-model endpoint",
+    (
+        ConnectionField(
+            "api_url",
+            "Base URL",
+            "PRELABEL_API_URL",
+            CHAT_API_URL_DEFAULT,
+            url=True,
+            help="Any OpenAI-compatible chat-completions endpoint, up to /v1/.",
+        ),
+        ConnectionField("model", "Model", "PRELABEL_MODEL", help="The model name the endpoint serves."),
+        ConnectionField(
+            "api_key", "API key", "PRELABEL_API_KEY", secret=True, help="Sent as a bearer token; empty: none."
+        ),
+    ),
+    about="The chat pre-labeller (annotation.machine).",
+)
+
+HUGGINGFACE = ConnectionKind(
+    "huggingface",
+    "Hugging Face Hub",
+    (
+        ConnectionField(
+            "endpoint", "Hub address", "HF_ENDPOINT", HUGGINGFACE_URL_DEFAULT, url=True, help="The Hub or a mirror."
+        ),
+        ConnectionField(
+            "token", "Access token", "HF_TOKEN", secret=True, help="A write token, for publish_dataset --push."
+        ),
+    ),
+    about="Uploading a published dataset folder to the Hub.",
+)
+
+KINDS: dict[str, ConnectionKind] = {kind.kind: kind for kind in (PROLIFIC, CHAT, HUGGINGFACE)}
+
+
+def hint(secret: str) -> str:
+    """What is shown of a secret once stored: its last four characters, only for a secret of at
+    least 12 (a short one would be half given away: it is shown as set, nothing of it)."""
+    if not secret:
+        return ""
+    return "…" + secret[-4:] if len(secret) >= 12 else "(set)"

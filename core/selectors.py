@@ -1,0 +1,197 @@
+"""What the shared app reads: the connections to outside services in force (``core.connection_kinds``).
+
+Every client reads its connection at use time through ONE function here (``prolific_settings``,
+``chat_settings``, ``huggingface_settings``), so a connection set on the site is used by the next
+call, without a restart. Field by field, an environment variable that is set (a Django setting
+given a value other than its default, which is how ``override_settings`` in tests looks too)
+takes precedence over the value stored on the site, which takes precedence over the default.
+A stored secret is opened (:mod:`core.sealing`) only when asked for, so a key that cannot open it
+fails the call that needs it, with a message saying so, and not the pages that show the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, PROLIFIC, ConnectionField, ConnectionKind, hint
+from core.models import Connection
+from core.sealing import KEY_SETTING, SealError, unseal
+
+#: Where a field's value in force comes from.
+ENVIRONMENT, SITE, DEFAULT, UNSET = "environment", "site", "default", "unset"
+
+
+def connections_key() -> str:
+    """``CONNECTIONS_KEY`` as the settings hold it (read at use time; empty when unset)."""
+    return getattr(settings, KEY_SETTING, "") or ""
+
+
+def environment_value(spec: ConnectionField) -> str | None:
+    """The field's value when the environment sets it, else ``None``.
+
+    Set means: the environment variable is set and not empty, or the Django setting of that name
+    differs from the declared default. Fields without a Django setting (``HF_TOKEN``,
+    ``HF_ENDPOINT``, which huggingface_hub reads itself) are read from the environment at call time.
+    """
+    if hasattr(settings, spec.setting):
+        value = str(getattr(settings, spec.setting) or "")
+        if os.environ.get(spec.setting) or value != spec.default:
+            return value
+        return None
+    value = os.environ.get(spec.setting, "")
+    return value or None
+
+
+@dataclass(frozen=True)
+class FieldState:
+    """One field as in force: its ``source`` and, for a page, ``shown`` (a secret's last four
+    characters at most); ``stored`` whether the site holds a value (used or overridden)."""
+
+    spec: ConnectionField
+    source: str
+    shown: str
+    stored: bool
+
+
+@dataclass
+class ConnectionState:
+    """A connection as in force (see the module docstring); :meth:`value` gives a field's value."""
+
+    kind: ConnectionKind
+    row: Connection | None
+    fields: tuple[FieldState, ...]
+    _values: dict[str, str] = field(repr=False)
+    #: Why the stored secrets cannot be read (a key problem), or "".
+    problem: str = ""
+
+    def value(self, name: str) -> str:
+        """The value in force of field ``name``; a stored secret that cannot be opened raises :class:`SealError`."""
+        if name not in self._values:
+            raise SealError(f"{self.kind.title}: {self.problem}")
+        return self._values[name]
+
+    def secret(self, name: str) -> Callable[[], str]:
+        return lambda: self.value(name)
+
+    @property
+    def last_test(self):
+        return self.row.last_test if self.row is not None else None
+
+    @property
+    def stored_secrets(self) -> bool:
+        return bool(self.row is not None and self.row.sealed)
+
+
+def connection_state(kind: str) -> ConnectionState:
+    """The connection ``kind`` as in force now (one query; a stored secret opened only if in force)."""
+    spec = KINDS[kind]
+    # One short query (kind is unique: no ordering, no join); the page reads ``last_test`` lazily.
+    row = next(iter(Connection.objects.filter(kind=kind)[:1]), None)
+    stored_plain = dict(row.values) if row is not None else {}
+    environment = {f.name: environment_value(f) for f in spec.fields}
+    secrets: dict[str, str] = {}
+    problem = ""
+    stored_secret_names: set[str] = set()
+    if row is not None and row.sealed:
+        try:
+            secrets = unseal(row.sealed, connections_key())
+            stored_secret_names = set(secrets)
+        except SealError as exc:
+            problem = str(exc)
+            stored_secret_names = set(spec.secret_names)  # held, unreadable
+    values: dict[str, str] = {}
+    states = []
+    for f in spec.fields:
+        stored_value = secrets.get(f.name, "") if f.secret else str(stored_plain.get(f.name) or "")
+        stored = f.name in stored_secret_names if f.secret else bool(stored_value)
+        if environment[f.name] is not None:
+            source, value = ENVIRONMENT, environment[f.name]
+        elif stored and f.secret and problem:
+            source, value = SITE, None
+        elif stored_value:
+            source, value = SITE, stored_value
+        elif f.default:
+            source, value = DEFAULT, f.default
+        else:
+            source, value = UNSET, ""
+        if value is not None:
+            values[f.name] = value
+        if f.secret:
+            shown = hint(value) if value else ("cannot be read with the current key" if value is None else "")
+        else:
+            shown = value or ""
+        states.append(FieldState(f, source, shown, stored))
+    return ConnectionState(spec, row, tuple(states), values, problem)
+
+
+def connection_states() -> list[ConnectionState]:
+    """Every declared connection as in force, in the declared order."""
+    return [connection_state(kind) for kind in KINDS]
+
+
+@dataclass(frozen=True)
+class ProlificSettings:
+    """Prolific's API address, project and workspace; ``token`` is opened when read."""
+
+    api_url: str
+    project_id: str
+    workspace_id: str
+    _token: Callable[[], str] = field(repr=False)
+
+    @property
+    def token(self) -> str:
+        return self._token()
+
+
+def prolific_settings() -> ProlificSettings:
+    """The Prolific connection in force: every client of Prolific reads it here, at use time."""
+    state = connection_state(PROLIFIC.kind)
+    return ProlificSettings(
+        state.value("api_url"), state.value("project_id"), state.value("workspace_id"), state.secret("token")
+    )
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """The OpenAI-compatible chat endpoint and model; ``api_key`` is opened when read."""
+
+    api_url: str
+    model: str
+    _api_key: Callable[[], str] = field(repr=False)
+
+    @property
+    def api_key(self) -> str:
+        return self._api_key()
+
+    @property
+    def configured(self) -> bool:
+        """Whether the chat pre-labeller can run: it needs an endpoint and a model name."""
+        return bool(self.api_url and self.model)
+
+
+def chat_settings() -> ChatSettings:
+    """The language-model connection in force: the chat pre-labeller reads it here, at use time."""
+    state = connection_state(CHAT.kind)
+    return ChatSettings(state.value("api_url"), state.value("model"), state.secret("api_key"))
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """The Hugging Face Hub's address and the token; ``token`` is opened when read."""
+
+    endpoint: str
+    _token: Callable[[], str] = field(repr=False)
+
+    @property
+    def token(self) -> str:
+        return self._token()
+
+
+def huggingface_settings() -> HubSettings:
+    """The Hugging Face connection in force: ``publish_dataset --push`` reads it here, at use time."""
+    state = connection_state(HUGGINGFACE.kind)
+    return HubSettings(state.value("endpoint"), state.secret("token"))

@@ -1,0 +1,279 @@
+"""Connections to outside services changed on the site: stored (secrets sealed), cleared, re-sealed
+under a new key, and tested by a background job.
+
+Reads are in :mod:`core.selectors` (the one function per connection every client calls). A test
+never runs inside a request: :func:`start_test_connection` records a Job (``core.test_connection``)
+whose work makes the calls and leaves a message the page shows, success or what went wrong (the
+credentials refused, the host unknown, no answer in time), never a secret.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.parse
+from collections.abc import Iterable, Mapping
+
+from django.conf import settings
+from django.db import transaction
+
+from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, PROLIFIC
+from core.errors import ServiceError
+from core.http import HttpError, JsonClient
+from core.jobs import background_job
+from core.models import Connection, Job
+from core.sealing import SealError, reseal, seal, unseal
+from core.selectors import connections_key
+
+logger = logging.getLogger(__name__)
+
+#: The longest value a field takes (an address, an id, a token).
+MAX_VALUE_CHARS = 2000
+
+
+class ConnectionTestFailed(ServiceError):
+    """A connection test that got an answer it did not want, or none: the Job fails with this message."""
+
+
+def kind_of(kind: str):
+    """The declared connection ``kind``, or a ServiceError naming the known ones."""
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise ServiceError(f"kind: unknown connection {kind!r}; known: {', '.join(KINDS)}") from None
+
+
+def _checked(kind, values: Mapping[str, object]) -> dict[str, str]:
+    names = {f.name for f in kind.fields}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ServiceError(
+            f"{unknown[0]}: not a field of the {kind.kind} connection; its fields: {', '.join(sorted(names))}"
+        )
+    checked = {}
+    for name, value in values.items():
+        if value is None:
+            value = ""
+        if not isinstance(value, str):
+            raise ServiceError(f"{name}: a text value, not {type(value).__name__}")
+        value = value.strip()
+        if len(value) > MAX_VALUE_CHARS:
+            raise ServiceError(f"{name}: at most {MAX_VALUE_CHARS} characters")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ServiceError(f"{name}: control characters are not allowed")
+        spec = kind.field(name)
+        if spec.url and value:
+            try:
+                parts = urllib.parse.urlsplit(value)
+                good = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
+            except ValueError:  # "http://[", a port that is not a number
+                good = False
+            if not good:
+                raise ServiceError(f"{name}: an http(s) address such as {spec.default or 'https://host/v1/'}")
+        checked[name] = value
+    return checked
+
+
+def save_connection(kind: str, values: Mapping[str, object], *, clear: Iterable[str] = (), user=None) -> Connection:
+    """Store the fields given in ``values`` for connection ``kind``, in one transaction.
+
+    A plain field given empty is cleared; a secret given empty is kept (a form never shows it
+    again, so an empty box means "unchanged"); ``clear`` names secrets to remove. Secrets are
+    sealed with ``CONNECTIONS_KEY``: without a key, or with one that cannot open the secrets
+    already stored (unless all of them are replaced or cleared), nothing is written and the
+    ServiceError says what to do. Fields set in the environment may be stored too; the
+    environment keeps precedence (the page says so).
+    """
+    spec = kind_of(kind)
+    checked = _checked(spec, values)
+    clear = set(clear)
+    not_secret = sorted(clear - set(spec.secret_names))
+    if not_secret:
+        raise ServiceError(f"clear: {not_secret[0]} is not a secret of the {kind} connection")
+    new_secrets = {name: value for name, value in checked.items() if spec.field(name).secret and value}
+    with transaction.atomic():
+        row, _ = Connection.objects.select_for_update().get_or_create(kind=kind)
+        secrets: dict[str, str] = {}
+        if row.sealed:
+            try:
+                secrets = unseal(row.sealed, connections_key())
+            except SealError:
+                if not set(spec.secret_names) <= set(new_secrets) | clear:
+                    raise
+        secrets.update(new_secrets)
+        for name in clear:
+            secrets.pop(name, None)
+            if name in new_secrets:
+                raise ServiceError(f"{name}: given a new value and asked to clear it")
+        plain = dict(row.values)
+        for name, value in checked.items():
+            if spec.field(name).secret:
+                continue
+            if value:
+                plain[name] = value
+            else:
+                plain.pop(name, None)
+        row.values = plain
+        row.sealed = seal(secrets, connections_key()) if secrets else ""
+        row.updated_by = user if user is not None and user.is_authenticated else None
+        row.save()
+    logger.info("connection %s changed by %s: fields %s", kind, row.updated_by, sorted(checked) + sorted(clear))
+    return row
+
+
+def delete_connection(kind: str) -> bool:
+    """Forget what the site stores for ``kind`` (the environment and defaults stay in force)."""
+    kind_of(kind)
+    deleted, _ = Connection.objects.filter(kind=kind).delete()
+    return bool(deleted)
+
+
+def reseal_connections() -> int:
+    """Seal every stored secret again with the first key of ``CONNECTIONS_KEY`` (after a new key was
+    put first); the number of connections re-sealed. All or none: one that no key opens stops it."""
+    key = connections_key()
+    count = 0
+    with transaction.atomic():
+        for row in Connection.objects.select_for_update().exclude(sealed=""):
+            try:
+                row.sealed = reseal(row.sealed, key)
+            except SealError as exc:
+                raise SealError(f"{row.kind}: {exc}") from None
+            row.save(update_fields=["sealed", "updated"])
+            count += 1
+    return count
+
+
+# --- the test -------------------------------------------------------------------------
+
+
+def _client(base_url: str, headers: dict[str, str]) -> JsonClient:
+    timeout = settings.CONNECTION_TEST_TIMEOUT
+    try:
+        return JsonClient(base_url, headers, timeout=timeout, deadline=2 * timeout, max_attempts=2, max_delay=timeout)
+    except ValueError as exc:
+        raise ConnectionTestFailed(f"the address: {exc}") from None
+
+
+def _failure(exc: HttpError, base_url: str, secret_label: str, secret: str) -> ConnectionTestFailed:
+    host = urllib.parse.urlsplit(base_url).hostname or base_url
+    text = str(exc)
+    if exc.status in (401, 403):
+        message = f"{exc.status}: {host} refused the {secret_label} (wrong, expired or without the rights needed)"
+    elif exc.status == 404:
+        message = f"404: {base_url} answers, but not as this service's API (check the address)"
+    elif exc.status:
+        detail = " ".join(exc.text.split())[:200]
+        message = f"{host} answered {exc.status}" + (f": {detail}" if detail else "")
+    elif exc.kind == "deadline" or "timed out" in text:
+        message = f"no answer from {host} within {settings.CONNECTION_TEST_TIMEOUT:g} s (timeout)"
+    elif any(
+        s in text for s in ("Name or service not known", "nodename nor servname", "getaddrinfo", "name resolution")
+    ):
+        message = f"the host {host} cannot be found (DNS): check the address"
+    elif "refused" in text.lower():
+        message = f"{host} refused the connection: nothing listens at that address"
+    else:
+        message = f"{host}: {text}"
+    if secret and len(secret) >= 4:
+        message = message.replace(secret, "…")  # a server that echoes the key must not put it on the page
+    return ConnectionTestFailed(message)
+
+
+def _call(client: JsonClient, method: str, path: str, body=None, *, label: str, secret: str):
+    try:
+        return client.request(method, path, body)
+    except HttpError as exc:
+        raise _failure(exc, client.base_url, label, secret) from None
+
+
+def check_prolific() -> str:
+    """Prolific: the token accepted (``users/me``), the project's studies and the workspace's groups readable."""
+    from core.selectors import prolific_settings
+
+    conn = prolific_settings()
+    if not conn.token:
+        raise ConnectionTestFailed("no API token is set")
+    client = _client(conn.api_url, {"Authorization": f"Token {conn.token}"})
+    me = _call(client, "GET", "users/me/", label="API token", secret=conn.token)
+    who = me.get("email") or me.get("name") or me.get("id") if isinstance(me, dict) else None
+    parts = [f"token accepted{f' ({who})' if who else ''}"]
+    if conn.project_id:
+        _call(
+            client,
+            "GET",
+            f"projects/{urllib.parse.quote(conn.project_id)}/studies/?limit=1",
+            label="API token",
+            secret=conn.token,
+        )
+        parts.append(f"project {conn.project_id} readable")
+    else:
+        parts.append("no project id set (publishing needs one)")
+    if conn.workspace_id:
+        query = urllib.parse.urlencode({"workspace_id": conn.workspace_id, "limit": 1})
+        _call(client, "GET", f"participant-groups/?{query}", label="API token", secret=conn.token)
+        parts.append(f"workspace {conn.workspace_id} readable")
+    else:
+        parts.append("no workspace id set (participant groups and webhooks need one)")
+    return "Prolific: " + "; ".join(parts) + "."
+
+
+def check_chat() -> str:
+    """The chat endpoint: one short chat completion with the model named."""
+    from core.selectors import chat_settings
+
+    conn = chat_settings()
+    if not conn.model:
+        raise ConnectionTestFailed("no model is set: name the model the endpoint serves")
+    key = conn.api_key
+    client = _client(conn.api_url, {"Authorization": f"Bearer {key}"} if key else {})
+    body = {
+        "model": conn.model,
+        "messages": [
+            {"role": "system", "content": "Connection test: answer with one letter."},
+            {"role": "user", "content": 'Query: "connection test"'},
+        ],
+        "temperature": 1.0,
+    }
+    answer = _call(client, "POST", "chat/completions", body, label="API key", secret=key)
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if not isinstance(choices, list) or not choices:
+        raise ConnectionTestFailed("the endpoint answered, but not with chat completions (no choices)")
+    return f"Language model: {conn.model} answered at {conn.api_url}."
+
+
+def check_huggingface() -> str:
+    """The Hub: the token accepted (``whoami-v2``), and whether it may write (publishing needs it)."""
+    from core.selectors import huggingface_settings
+
+    conn = huggingface_settings()
+    if not conn.token:
+        raise ConnectionTestFailed("no access token is set")
+    client = _client(conn.endpoint, {"Authorization": f"Bearer {conn.token}"})
+    me = _call(client, "GET", "api/whoami-v2", label="access token", secret=conn.token)
+    me = me if isinstance(me, dict) else {}
+    role = ((me.get("auth") or {}).get("accessToken") or {}).get("role", "")
+    name = me.get("name", "")
+    message = f"Hugging Face: token accepted{f' ({name})' if name else ''}"
+    if role and role not in ("write", "fineGrained"):
+        return message + f"; its role is {role}: publish_dataset --push needs a write token."
+    return message + "."
+
+
+CHECKS = {PROLIFIC.kind: check_prolific, CHAT.kind: check_chat, HUGGINGFACE.kind: check_huggingface}
+
+
+@background_job("core.test_connection", task="core.services.connections.connection_test_job", failures=(ServiceError,))
+def connection_test_job(job: Job, kind: str) -> None:
+    job.message = CHECKS[kind]()
+    job.result = {"kind": kind, "ok": True}
+
+
+def start_test_connection(kind: str) -> Job:
+    """Start the test of connection ``kind`` as a Job; the connection's row remembers it for the page."""
+    kind_of(kind)
+    with transaction.atomic():
+        row, _ = Connection.objects.select_for_update().get_or_create(kind=kind)
+        job = connection_test_job.start(f"Test the {KINDS[kind].title} connection", kind)
+        row.last_test = job
+        row.save(update_fields=["last_test"])
+    return job

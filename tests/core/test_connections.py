@@ -1,0 +1,386 @@
+"""Connections set on the site (issue 45, item 1): stored sealed, never shown again in full,
+environment variables first, used without a restart, tested by a job over real HTTP."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection as db
+
+from benchmarks.fakes import huggingface, openai_chat, prolific
+from core.errors import ServiceError
+from core.models import Connection, Job
+from core.sealing import SealError, new_key, reseal, seal, unseal
+from core.selectors import (
+    DEFAULT,
+    ENVIRONMENT,
+    SITE,
+    UNSET,
+    chat_settings,
+    connection_state,
+    huggingface_settings,
+    prolific_settings,
+)
+from core.services.connections import delete_connection, reseal_connections, save_connection, start_test_connection
+
+SECRET = "prolific-token-0123456789-wxyz"
+
+
+@pytest.fixture
+def key(settings):
+    settings.CONNECTIONS_KEY = new_key()
+    settings.JOB_LOCAL_RUNNER = "inline"
+    return settings.CONNECTIONS_KEY
+
+
+def _field(state, name):
+    return next(f for f in state.fields if f.spec.name == name)
+
+
+def _raw_row(kind: str) -> str:
+    """The row as the database holds it (what a backup would hold)."""
+    with db.cursor() as cursor:
+        cursor.execute('SELECT kind, "values", sealed FROM core_connection WHERE kind = %s', [kind])
+        return repr(cursor.fetchone())
+
+
+# --- sealing ----------------------------------------------------------------------------------
+
+
+def test_a_sealed_value_opens_with_its_key_only():
+    first, second = new_key(), new_key()
+    token = seal({"token": SECRET}, first)
+    assert SECRET not in token
+    assert unseal(token, first) == {"token": SECRET}
+    with pytest.raises(SealError, match="not the key they were sealed with") as refused:
+        unseal(token, second)
+    assert SECRET not in str(refused.value)
+
+
+def test_rotation_opens_with_the_old_key_listed_second_and_reseals_with_the_first():
+    old, new = new_key(), new_key()
+    token = seal({"token": SECRET}, old)
+    assert unseal(token, f"{new},{old}") == {"token": SECRET}
+    moved = reseal(token, f"{new},{old}")
+    assert unseal(moved, new) == {"token": SECRET}
+    with pytest.raises(SealError):
+        unseal(moved, old)
+
+
+def test_no_key_or_a_malformed_key_is_a_clear_error():
+    with pytest.raises(SealError, match="CONNECTIONS_KEY is not set"):
+        seal({"token": "x"}, "")
+    with pytest.raises(SealError, match="key 2 of 2 is not a Fernet key"):
+        seal({"token": "x"}, f"{new_key()},not-a-key")
+
+
+# --- stored, read, env precedence -------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_stored_secret_is_sealed_at_rest_and_shown_by_its_last_four_characters(key):
+    save_connection("prolific", {"token": SECRET, "project_id": "proj-1", "api_url": "http://127.0.0.1:9/api/v1/"})
+    assert SECRET not in _raw_row("prolific")
+    assert "proj-1" in _raw_row("prolific")  # plain fields are plain
+    state = connection_state("prolific")
+    assert _field(state, "token").source == SITE and _field(state, "token").shown == "…wxyz"
+    assert prolific_settings().token == SECRET and prolific_settings().project_id == "proj-1"
+    assert SECRET not in repr(prolific_settings())
+
+
+@pytest.mark.django_db
+def test_an_empty_secret_keeps_the_stored_one_and_clear_removes_it(key):
+    save_connection("prolific", {"token": SECRET})
+    save_connection("prolific", {"token": "", "project_id": "p2"})
+    assert prolific_settings().token == SECRET and prolific_settings().project_id == "p2"
+    save_connection("prolific", {"project_id": ""}, clear=["token"])
+    state = connection_state("prolific")
+    assert prolific_settings().token == "" and _field(state, "token").source == UNSET
+    assert _field(state, "project_id").source == UNSET and Connection.objects.get(kind="prolific").sealed == ""
+
+
+@pytest.mark.django_db
+def test_without_a_key_secrets_are_refused_and_nothing_is_written(settings):
+    settings.CONNECTIONS_KEY = ""
+    with pytest.raises(SealError, match="CONNECTIONS_KEY is not set"):
+        save_connection("chat", {"api_key": "sk-abcdefghijklmnop", "model": "m"})
+    assert not Connection.objects.exists()
+    save_connection("chat", {"model": "m"})  # plain fields need no key
+    assert chat_settings().model == "m" and chat_settings().api_key == ""
+
+
+@pytest.mark.django_db
+def test_a_key_that_cannot_open_the_stored_secrets_fails_the_call_that_needs_them_only(key, settings):
+    save_connection("prolific", {"token": SECRET, "workspace_id": "ws-1"})
+    settings.CONNECTIONS_KEY = new_key()  # the key was replaced without keeping the old one
+    connection = prolific_settings()
+    assert connection.workspace_id == "ws-1"  # the rest is read
+    with pytest.raises(ServiceError, match="not the key they were sealed with") as refused:
+        connection.token  # noqa: B018
+    assert SECRET not in str(refused.value)
+    state = connection_state("prolific")
+    assert "CONNECTIONS_KEY" in state.problem and _field(state, "token").shown == "cannot be read with the current key"
+    with pytest.raises(SealError):  # keeping the token needs the old key ...
+        save_connection("prolific", {"project_id": "p"})
+    save_connection("prolific", {"token": "a-new-token-entered-again"})  # ... replacing it does not
+    assert prolific_settings().token == "a-new-token-entered-again"
+
+
+@pytest.mark.django_db
+def test_reseal_moves_every_stored_secret_to_the_new_key(key, settings):
+    old = key
+    save_connection("prolific", {"token": SECRET})
+    save_connection("chat", {"api_key": "sk-0000000000000chat"})
+    new = new_key()
+    settings.CONNECTIONS_KEY = f"{new},{old}"
+    assert reseal_connections() == 2
+    settings.CONNECTIONS_KEY = new
+    assert prolific_settings().token == SECRET and chat_settings().api_key == "sk-0000000000000chat"
+
+
+@pytest.mark.django_db
+def test_an_environment_variable_takes_precedence_field_by_field(key, settings, monkeypatch):
+    save_connection("prolific", {"token": SECRET, "project_id": "site-project"})
+    settings.PROLIFIC_API_TOKEN = "env-token"
+    state = connection_state("prolific")
+    token, project, url = _field(state, "token"), _field(state, "project_id"), _field(state, "api_url")
+    assert (token.source, token.stored) == (ENVIRONMENT, True)
+    assert project.source == SITE and url.source == DEFAULT
+    assert prolific_settings().token == "env-token" and prolific_settings().project_id == "site-project"
+    # An environment variable set to the default value is still the environment's.
+    monkeypatch.setenv("PROLIFIC_API_URL", settings.PROLIFIC_API_URL)
+    assert _field(connection_state("prolific"), "api_url").source == ENVIRONMENT
+    # HF_TOKEN is read from the environment at call time, as publish_dataset did.
+    save_connection("huggingface", {"token": "hf_site_token_0000000"})
+    assert huggingface_settings().token == "hf_site_token_0000000"
+    monkeypatch.setenv("HF_TOKEN", "hf_env")
+    assert huggingface_settings().token == "hf_env"
+
+
+@pytest.mark.django_db
+def test_with_only_environment_variables_the_clients_read_what_they_read_before(settings):
+    settings.PROLIFIC_API_URL = "http://127.0.0.1:1/api/v1/"
+    settings.PROLIFIC_API_TOKEN = "tok"
+    settings.PROLIFIC_PROJECT_ID = "proj"
+    settings.PROLIFIC_WORKSPACE_ID = "ws"
+    settings.PRELABEL_API_URL, settings.PRELABEL_MODEL, settings.PRELABEL_API_KEY = "http://127.0.0.1:2/v1/", "m", "k"
+    got = prolific_settings()
+    assert (got.api_url, got.token, got.project_id, got.workspace_id) == (
+        "http://127.0.0.1:1/api/v1/",
+        "tok",
+        "proj",
+        "ws",
+    )
+    chat = chat_settings()
+    assert (chat.api_url, chat.model, chat.api_key) == ("http://127.0.0.1:2/v1/", "m", "k")
+    from annotation.crowd.providers.prolific import api_client
+
+    client = api_client()
+    assert (client.base_url, client.token) == ("http://127.0.0.1:1/api/v1/", "tok")
+
+
+@pytest.mark.django_db
+def test_a_connection_saved_on_the_site_is_used_by_the_next_call_without_a_restart(key):
+    from annotation.crowd.providers.prolific import api_client
+    from annotation.machine.services.prelabels import make_prelabeller
+
+    save_connection("prolific", {"token": SECRET, "api_url": "http://127.0.0.1:5/api/v1/"})
+    assert (api_client().base_url, api_client().token) == ("http://127.0.0.1:5/api/v1/", SECRET)
+    save_connection("prolific", {"token": "second-token-000000000"})
+    assert api_client().token == "second-token-000000000"
+    save_connection(
+        "chat", {"api_url": "http://127.0.0.1:6/v1/", "model": "site-model", "api_key": "sk-site-key-0000000"}
+    )
+    labeller = make_prelabeller("openai")
+    client = labeller.client
+    assert (client.url, client.model, client.api_key) == (
+        "http://127.0.0.1:6/v1/chat/completions",
+        "site-model",
+        "sk-site-key-0000000",
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [
+        ({"tokn": "x"}, "tokn"),
+        ({"api_url": "ftp://x/"}, "api_url"),
+        ({"api_url": "not an address"}, "api_url"),
+        ({"api_url": "http://[::1"}, "api_url"),
+        ({"api_url": "http://host:port/"}, "api_url"),
+        ({"project_id": "a\nb"}, "project_id"),
+        ({"project_id": "x" * 2001}, "project_id"),
+        ({"project_id": 7}, "project_id"),
+    ],
+)
+def test_bad_values_are_refused_naming_the_field_and_nothing_is_written(key, values, field):
+    with pytest.raises(ServiceError, match=f"^{field}: "):
+        save_connection("prolific", values)
+    assert not Connection.objects.exists()
+
+
+# --- the test job, over real HTTP against the fake servers -------------------------------------
+
+
+@pytest.fixture
+def fake_prolific():
+    fake = prolific.FakeProlific()
+    url, server = prolific.serve(fake)
+    yield fake, f"{url}/api/v1/"
+    server.shutdown()
+
+
+@pytest.fixture
+def fake_chat():
+    fake = openai_chat.FakeOpenAI()
+    url, server = openai_chat.serve(fake)
+    yield fake, url
+    server.shutdown()
+
+
+@pytest.fixture
+def fake_hub():
+    fake = huggingface.FakeHub()
+    url, server = huggingface.serve(fake)
+    yield fake, url
+    server.shutdown()
+
+
+def _test(kind, django_capture_on_commit_callbacks) -> Job:
+    with django_capture_on_commit_callbacks(execute=True):
+        job = start_test_connection(kind)
+    job.refresh_from_db()
+    assert Connection.objects.get(kind=kind).last_test == job
+    return job
+
+
+@pytest.mark.django_db
+def test_prolific_test_succeeds_against_the_fake(key, fake_prolific, django_capture_on_commit_callbacks):
+    fake, url = fake_prolific
+    save_connection("prolific", {"api_url": url, "token": prolific.TOKEN, "project_id": "p1", "workspace_id": "w1"})
+    job = _test("prolific", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.DONE, job.message
+    assert "token accepted (researcher@example.org)" in job.message and "workspace w1 readable" in job.message
+    assert fake.calls == ["me", "list_studies", "list_groups"]
+
+
+@pytest.mark.django_db
+def test_prolific_test_reports_a_refused_token_without_showing_it(
+    key, fake_prolific, django_capture_on_commit_callbacks
+):
+    _fake, url = fake_prolific
+    save_connection("prolific", {"api_url": url, "token": SECRET})
+    job = _test("prolific", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.FAILED
+    assert job.message.startswith("401: 127.0.0.1 refused the API token")
+    assert SECRET not in job.message and SECRET[-4:] not in job.message
+
+
+@pytest.mark.django_db
+def test_prolific_test_reports_a_timeout(key, settings, fake_prolific, django_capture_on_commit_callbacks):
+    fake, url = fake_prolific
+    settings.CONNECTION_TEST_TIMEOUT = 0.3
+    fake.faults["me"] = ["slow:2", "slow:2"]
+    save_connection("prolific", {"api_url": url, "token": prolific.TOKEN})
+    job = _test("prolific", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.FAILED
+    assert job.message == "no answer from 127.0.0.1 within 0.3 s (timeout)"
+
+
+@pytest.mark.django_db
+def test_a_host_that_does_not_exist_is_reported_as_such(key, settings, django_capture_on_commit_callbacks):
+    settings.CONNECTION_TEST_TIMEOUT = 2
+    save_connection("prolific", {"api_url": "http://no-such-host.invalid/api/v1/", "token": prolific.TOKEN})
+    job = _test("prolific", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.FAILED
+    assert "no-such-host.invalid" in job.message
+    assert "cannot be found (DNS)" in job.message or "timeout" in job.message
+
+
+@pytest.mark.django_db
+def test_chat_test_succeeds_and_reports_a_wrong_key_and_a_timeout(
+    key, settings, fake_chat, django_capture_on_commit_callbacks
+):
+    fake, url = fake_chat
+    save_connection("chat", {"api_url": url, "model": fake.model, "api_key": openai_chat.KEY})
+    job = _test("chat", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.DONE, job.message
+    assert job.message == f"Language model: {fake.model} answered at {url}."
+    assert fake.requests[-1]["model"] == fake.model
+
+    save_connection("chat", {"api_key": "sk-wrong-key-0000000"})
+    job = _test("chat", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.FAILED and job.message.startswith("401: 127.0.0.1 refused the API key")
+    assert "sk-wrong" not in job.message
+
+    save_connection("chat", {"api_key": openai_chat.KEY})
+    settings.CONNECTION_TEST_TIMEOUT = 0.3
+    fake.delay = 1.5
+    job = _test("chat", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.FAILED and job.message == "no answer from 127.0.0.1 within 0.3 s (timeout)"
+
+
+@pytest.mark.django_db
+def test_chat_test_names_a_model_the_endpoint_refuses(key, fake_chat, django_capture_on_commit_callbacks):
+    _fake, url = fake_chat
+    save_connection("chat", {"api_url": url, "model": "no-such-model", "api_key": openai_chat.KEY})
+    job = _test("chat", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.FAILED and job.message.startswith("127.0.0.1 answered 400")
+
+
+@pytest.mark.django_db
+def test_hub_test_accepts_a_write_token_warns_of_a_read_one_and_reports_a_wrong_one(
+    key, fake_hub, django_capture_on_commit_callbacks
+):
+    fake, url = fake_hub
+    save_connection("huggingface", {"endpoint": url, "token": huggingface.TOKEN})
+    job = _test("huggingface", django_capture_on_commit_callbacks)
+    assert (job.status, job.message) == (Job.Status.DONE, "Hugging Face: token accepted (test-lab).")
+    fake.tokens[huggingface.TOKEN] = "read"
+    job = _test("huggingface", django_capture_on_commit_callbacks)
+    assert (
+        job.status == Job.Status.DONE and "its role is read: publish_dataset --push needs a write token" in job.message
+    )
+    save_connection("huggingface", {"token": "hf_wrong_token_000000"})
+    job = _test("huggingface", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.FAILED and job.message.startswith("401: 127.0.0.1 refused the access token")
+
+
+@pytest.mark.django_db
+def test_a_connection_without_its_secret_fails_its_test_saying_so(key, django_capture_on_commit_callbacks):
+    job = _test("prolific", django_capture_on_commit_callbacks)
+    assert (job.status, job.message) == (Job.Status.FAILED, "no API token is set")
+
+
+@pytest.mark.django_db
+def test_forgetting_a_connection_leaves_the_environment_in_force(key, settings):
+    settings.PROLIFIC_PROJECT_ID = "env-project"
+    save_connection("prolific", {"token": SECRET})
+    assert delete_connection("prolific") and not delete_connection("prolific")
+    assert prolific_settings().token == "" and prolific_settings().project_id == "env-project"
+
+
+def test_nothing_secret_reaches_the_log(caplog, key, db):
+    with caplog.at_level("DEBUG"):
+        save_connection("chat", {"api_key": "sk-logged-never-0000", "model": "m"})
+    assert "connection chat changed" in caplog.text  # it is logged: which fields, never their values
+    assert "sk-logged-never" not in caplog.text and "0000" not in caplog.text
+
+
+@pytest.mark.django_db
+def test_the_command_lists_sources_without_secrets_and_rotates(key, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    save_connection("prolific", {"token": SECRET, "project_id": "p1"})
+    out = StringIO()
+    call_command("connections", stdout=out)
+    text = out.getvalue()
+    assert SECRET not in text and "…wxyz" in text and "p1" in text and "environment (" not in text
+    new = StringIO()
+    call_command("connections", "--new-key", stdout=new)
+    settings.CONNECTIONS_KEY = f"{new.getvalue().strip()},{key}"
+    call_command("connections", "--rotate", stdout=StringIO())
+    settings.CONNECTIONS_KEY = new.getvalue().strip()
+    assert prolific_settings().token == SECRET

@@ -1,0 +1,232 @@
+"""The Connections page and API (issue 45, item 1): who may use them, JSON 4xx on bad input,
+secrets never returned, a test started as a job whose outcome the page shows by itself."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+
+from benchmarks.fakes import openai_chat
+from core.models import Connection, Job
+from core.sealing import new_key
+from core.selectors import chat_settings, prolific_settings
+from core.web.permissions import can_manage_connections
+
+PAGE = "/connections/"
+API = "/api/connections/"
+SECRET = "sk-page-secret-000000-abcd"
+
+
+@pytest.fixture
+def key(settings):
+    settings.CONNECTIONS_KEY = new_key()
+    settings.JOB_LOCAL_RUNNER = "inline"
+
+
+@pytest.fixture
+def researcher(django_user_model):
+    return django_user_model.objects.create_user("owner", password="pw-secret-123", is_staff=True)
+
+
+@pytest.fixture
+def annotator(django_user_model):
+    user = django_user_model.objects.create_user("annotator", password="pw-secret-123")
+    group, _ = Group.objects.get_or_create(name="annotators")
+    user.groups.add(group)
+    return user
+
+
+@pytest.fixture
+def owner(client, researcher):
+    client.force_login(researcher)
+    return client
+
+
+# --- who may -----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_only_researchers_manage_connections(researcher, annotator, django_user_model):
+    assert can_manage_connections(researcher)
+    assert not can_manage_connections(annotator)
+    inactive = django_user_model.objects.create_user("gone", is_staff=True, is_active=False)
+    assert not can_manage_connections(inactive)
+
+
+@pytest.mark.django_db
+def test_anonymous_visitors_and_annotators_are_refused_everywhere(annotator, key):
+    anonymous = Client()
+    assert anonymous.get(PAGE).status_code == 302 and "/accounts/login/" in anonymous.get(PAGE)["Location"]
+    for method, path in (
+        ("get", API),
+        ("get", API + "prolific/"),
+        ("put", API + "prolific/"),
+        ("post", API + "chat/test/"),
+    ):
+        response = getattr(anonymous, method)(path, {}, content_type="application/json")
+        assert response.status_code in (401, 403) and "detail" in response.json()
+    worker = Client()
+    worker.force_login(annotator)
+    assert worker.get(PAGE).status_code == 403
+    assert worker.post(PAGE, {"kind": "chat", "chat-model": "x"}).status_code == 403
+    assert worker.post("/connections/chat/test/").status_code == 403
+    assert worker.get("/connections/chat/test/status/").status_code == 403
+    response = worker.put(API + "chat/", {"values": {"model": "x"}}, content_type="application/json")
+    assert response.status_code == 403 and response.json()["detail"]
+    assert worker.post(API + "chat/test/").status_code == 403
+    assert not Connection.objects.exists() and not Job.objects.exists()
+
+
+# --- the API -------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_api_stores_a_connection_and_never_returns_its_secret(owner, key):
+    response = owner.put(
+        API + "chat/",
+        {"values": {"api_url": "http://127.0.0.1:7/v1/", "model": "m1", "api_key": SECRET}},
+        content_type="application/json",
+    )
+    assert response.status_code == 200, response.content
+    assert SECRET not in response.content.decode()
+    fields = {f["name"]: f for f in response.json()["fields"]}
+    assert fields["api_key"]["shown"] == "…abcd" and fields["api_key"]["source"] == "site"
+    assert fields["model"]["shown"] == "m1"
+    for path in (API, API + "chat/"):
+        body = owner.get(path).content.decode()
+        assert SECRET not in body and SECRET[:-4] not in body and "…abcd" in body
+    assert chat_settings().api_key == SECRET
+    assert owner.patch(API + "chat/", {"clear": ["api_key"]}, content_type="application/json").status_code == 200
+    assert chat_settings().api_key == ""
+    assert owner.delete(API + "chat/").status_code == 204 and not Connection.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ([1, 2], "detail"),
+        ("text", "detail"),
+        ({"values": {"nope": "x"}}, "nope"),
+        ({"values": {"api_url": "file:///etc/passwd"}}, "api_url"),
+        ({"values": ["model"]}, "values"),
+        ({"values": {"model": {"a": 1}}}, "values"),
+        ({"clear": ["model"]}, "model"),
+        ({"clear": "api_key"}, "clear"),
+    ],
+)
+def test_bad_input_is_a_json_400_naming_the_field_and_changes_nothing(owner, key, body, named):
+    response = owner.put(API + "chat/", body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert named in response.content.decode()
+    assert not Connection.objects.filter(kind="chat").exclude(values={}).exists()
+
+
+@pytest.mark.django_db
+def test_an_unknown_connection_is_a_json_404(owner, key):
+    for method in ("get", "put", "delete"):
+        response = getattr(owner, method)(API + "nosuch/", {}, content_type="application/json")
+        assert response.status_code == 404 and "known: prolific, chat, huggingface" in response.json()["detail"]
+    assert owner.post(API + "nosuch/test/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_without_a_key_the_api_refuses_a_secret_with_a_400_naming_the_key(owner, settings):
+    settings.CONNECTIONS_KEY = ""
+    response = owner.put(API + "prolific/", {"values": {"token": "t" * 20}}, content_type="application/json")
+    assert response.status_code == 400 and "CONNECTIONS_KEY is not set" in response.content.decode()
+    assert not Connection.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_api_test_is_a_job_against_the_fake_server(owner, key, django_capture_on_commit_callbacks):
+    fake = openai_chat.FakeOpenAI()
+    url, server = openai_chat.serve(fake)
+    try:
+        owner.put(
+            API + "chat/",
+            {"values": {"api_url": url, "model": fake.model, "api_key": openai_chat.KEY}},
+            content_type="application/json",
+        )
+        with django_capture_on_commit_callbacks(execute=True):
+            response = owner.post(API + "chat/test/")
+        assert response.status_code == 202 and response["Location"] == f"/api/jobs/{response.json()['id']}/"
+        job = Job.objects.get(pk=response.json()["id"])
+        assert job.status == Job.Status.DONE and job.kind == "core.test_connection"
+        assert owner.get(API + "chat/").json()["last_test"]["status"] == "done"
+    finally:
+        server.shutdown()
+
+
+# --- the page ------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_page_says_which_source_is_in_force(owner, key, settings):
+    settings.PROLIFIC_API_TOKEN = "env-token-000000000000"
+    page = owner.get(PAGE).content.decode()
+    assert "environment variable <code>PROLIFIC_API_TOKEN</code>" in page
+    assert "env-token-000000000000" not in page and "…0000" in page
+    assert 'id="no-key"' not in page
+    assert 'href="/connections/"' in page  # in the menu
+
+
+@pytest.mark.django_db
+def test_the_page_stores_a_connection_and_shows_the_secret_by_its_last_four(owner, key):
+    response = owner.post(PAGE, {"kind": "prolific", "prolific-token": SECRET, "prolific-project_id": "p-9"})
+    assert response.status_code == 302
+    assert prolific_settings().token == SECRET and prolific_settings().project_id == "p-9"
+    page = owner.get(PAGE).content.decode()
+    assert SECRET not in page and "…abcd" in page and "saved on this site" in page
+    # An empty secret box keeps the secret; the box never holds it.
+    assert 'name="prolific-token"' in page and f'value="{SECRET}"' not in page
+    owner.post(PAGE, {"kind": "prolific", "prolific-token": "", "prolific-project_id": "p-10"})
+    assert prolific_settings().token == SECRET and prolific_settings().project_id == "p-10"
+    owner.post(PAGE, {"kind": "prolific", "prolific-clear_token": "on"})
+    assert prolific_settings().token == ""
+
+
+@pytest.mark.django_db
+def test_a_refused_value_is_shown_on_the_form_and_nothing_is_stored(owner, key):
+    response = owner.post(PAGE, {"kind": "chat", "chat-api_url": "gopher://x", "chat-api_key": SECRET})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "api_url: an http(s) address" in page and SECRET not in page
+    assert not Connection.objects.exists()
+    assert owner.post(PAGE, {"kind": "nosuch"}).status_code == 400
+
+
+@pytest.mark.django_db
+def test_without_a_key_the_page_says_how_to_set_one_and_refuses_secrets(owner, settings):
+    settings.CONNECTIONS_KEY = ""
+    page = owner.get(PAGE).content.decode()
+    assert 'id="no-key"' in page and "Fernet.generate_key()" in page and "CONNECTIONS_KEY" in page
+    response = owner.post(PAGE, {"kind": "chat", "chat-api_key": SECRET, "chat-model": "m"})
+    assert response.status_code == 400 and "CONNECTIONS_KEY is not set" in response.content.decode()
+    assert not Connection.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_page_test_runs_as_a_job_and_its_outcome_shows_itself(owner, key, django_capture_on_commit_callbacks):
+    assert owner.get("/connections/chat/test/").status_code == 405  # a GET starts nothing
+    fake = openai_chat.FakeOpenAI()
+    url, server = openai_chat.serve(fake)
+    try:
+        owner.post(
+            PAGE, {"kind": "chat", "chat-api_url": url, "chat-model": fake.model, "chat-api_key": "sk-wrong-000000000"}
+        )
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:  # queued, not yet run
+            response = owner.post("/connections/chat/test/")
+        assert response.status_code == 302 and response["Location"] == "/connections/#connection-chat"
+        fragment = owner.get("/connections/chat/test/status/").content.decode()
+        assert "Testing" in fragment and 'hx-trigger="every 2s"' in fragment
+        for callback in callbacks:
+            callback()
+        fragment = owner.get("/connections/chat/test/status/").content.decode()
+        assert "failed" in fragment and "401: 127.0.0.1 refused the API key" in fragment
+        assert "hx-trigger" not in fragment and "sk-wrong" not in fragment
+        page = owner.get(PAGE).content.decode()
+        assert "refused the API key" in page
+    finally:
+        server.shutdown()
