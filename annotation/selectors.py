@@ -34,6 +34,7 @@ from annotation.results.selectors import (
     labels_with_sources,
     latest_routing,
     min_votes,
+    remembered,
 )
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "latest_routing",
     "min_votes",
     "non_gendered_by_source",
+    "remembered",
     "return_rate_warnings",
     "study_facts",
 ]
