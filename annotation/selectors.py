@@ -18,7 +18,7 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 - :mod:`annotation.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
 """
 
-from annotation.crowd.selectors import batches
+from annotation.crowd.selectors import batches, query_texts
 from annotation.machine.selectors import label_probabilities, non_gendered_by_source
 from annotation.prolific.webhooks.selectors import return_rate_warnings
 from annotation.publication.selectors import study_facts
@@ -52,6 +52,7 @@ __all__ = [
     "latest_routing",
     "min_votes",
     "non_gendered_by_source",
+    "query_texts",
     "remembered",
     "return_rate_warnings",
     "study_facts",

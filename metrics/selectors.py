@@ -297,6 +297,12 @@ def report_contributions(report: Report, run: str, metric: str, variant: str, cu
         }
         for row in table.head(limit).to_dict("records")
     ]
+    # Each query's text beside its id (issue 45), as the label batch holds it.
+    from annotation.selectors import query_texts
+
+    texts = query_texts(report.label_batch_id, [row["qid"] for row in rows])
+    for row in rows:
+        row["query"] = texts.get(row["qid"], "")
     in_set = table[table["in_set"]]
     return {
         "run": run,

@@ -26,6 +26,7 @@ from annotation.crowd.selectors import (
     batch_progress,
     failed_gold_work,
     preview_bonuses,
+    query_texts,
 )
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.background import start_pay_bonuses, start_publish, start_sync
@@ -130,6 +131,10 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     answered = answered_per_hit([hit.pk for hit in hits])  # the one rule: not rejected, returned or failed
     for hit in hits:
         hit.answered = answered.get(hit.pk, 0)
+    escalations = list(batch.escalations.select_related("hit"))
+    texts = query_texts(batch, {qid for e in escalations for qid in e.disputed})
+    for e in escalations:  # each disputed query with its text (issue 45)
+        e.disputed_queries = [(qid, texts.get(str(qid), "")) for qid in e.disputed]
     return render(
         request,
         "annotation/batch_detail.html",
@@ -138,7 +143,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "hits": hits,
             "exports": batch.exports.select_related("query_set"),
             "export_form": ExportForm(),
-            "escalations": batch.escalations.select_related("hit"),
+            "escalations": escalations,
             "extra_spent": extra_spent(batch),
             "flags": batch.worker_flags.count(),
             "comparison": _mturk_comparison(batch),

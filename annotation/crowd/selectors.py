@@ -89,6 +89,16 @@ def failed_gold_work(batch: Batch) -> QuerySet[Assignment]:
     )
 
 
+def query_texts(batch: Batch | int, qids) -> dict[str, str]:
+    """The text of each of ``qids`` among ``batch``'s real queries (not gold), for a page that shows a
+    query id: every id is shown with its text (issue 45; ``core/_query_text.html``)."""
+    wanted = {str(qid) for qid in qids}
+    if not wanted:
+        return {}
+    rows = BatchQuery.objects.filter(batch=batch, is_gold=False, qid__in=wanted).values_list("qid", "text")
+    return dict(rows)
+
+
 def batch_progress(
     batch: Batch,
     judged: dict[str, int | None] | None = None,

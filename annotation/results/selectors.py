@@ -43,6 +43,7 @@ from annotation.crowd.selectors import (
     batch_progress,
     crowd_batch_ids,
     is_machine_labelled,
+    query_texts,
     spent,
 )
 from annotation.labels import LABEL_NAMES, LABELS
@@ -586,6 +587,10 @@ def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -
             }
             for qid, row in compared.iterrows()
         ]
+        # Each query's text beside its id (issue 45).
+        texts = query_texts(batch, [d["qid"] for d in disagreements])
+        for d in disagreements:
+            d["query"] = texts.get(d["qid"], "")
     labelled = list(answers.labels.values())
     report["labels"] = {label: labelled.count(label) for label in LABELS}
     report["adjudicated"] = len(answers.rulings)
