@@ -85,12 +85,16 @@ def shown(client, batch: Batch, tmp_path) -> dict[str, dict[str, str]]:
         "gold failures": {
             "batch page": gold_failures(page),
             "live part": gold_failures(live),
-            "failed-gold table": str(page.count('<tr><td class="num">', page.find('id="failed-gold-table"')))
-            if 'id="failed-gold-table"' in page
-            else "0",
+            "failed-gold table": str(failed_rows(page)),
             "API": str(api["gold_failures"]),
         },
     }
+
+
+def failed_rows(page: str) -> int:
+    """Rows of the batch page's failed-gold table (none without the table)."""
+    table = re.search(r'<table id="failed-gold-table">.*?<tbody>(.*?)</tbody>', page, re.S)
+    return table.group(1).count("<tr>") if table else 0
 
 
 def hits_table(client, batch: Batch) -> list[tuple[int, int]]:
