@@ -20,7 +20,7 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 - :mod:`annotation.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
 """
 
-from annotation.crowd.selectors import batches, is_machine_labelled
+from annotation.crowd.selectors import batches, is_machine_labelled, query_texts
 from annotation.machine.selectors import label_probabilities, non_gendered_by_source
 from annotation.prolific.selectors import submissions as prolific_submissions
 from annotation.prolific.webhooks.selectors import return_rate_warnings
@@ -37,6 +37,7 @@ from annotation.results.selectors import (
     labels_with_sources,
     latest_routing,
     min_votes,
+    remembered,
 )
 
 __all__ = [
@@ -56,6 +57,8 @@ __all__ = [
     "min_votes",
     "non_gendered_by_source",
     "prolific_submissions",
+    "query_texts",
+    "remembered",
     "return_rate_warnings",
     "study_facts",
 ]

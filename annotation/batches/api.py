@@ -147,8 +147,15 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(responses=BatchProgressSerializer)
     @action(detail=True)
     def progress(self, request, name=None, format=None):
-        """HITs published, assignments handed out, submitted, approved and rejected, judgments."""
-        return Response(BatchProgressSerializer(batch_progress(self.get_object())).data)
+        """HITs published, assignments handed out, submitted, approved and rejected, judgments; the
+        batch's answered and expected assignments, gold failures and spend as every page shows them
+        (:func:`annotation.results.selectors.batch_state`: a machine-labelled batch's are its crowd
+        batches')."""
+        batch = self.get_object()
+        progress = batch_progress(batch)
+        state = results_selectors.batch_state(batch, progress)
+        shown = {key: state[key] for key in ("answered", "expected", "gold_failures", "spent")}
+        return Response(BatchProgressSerializer(progress | {"batch": shown}).data)
 
     @extend_schema(responses=AgreementSerializer)
     @action(detail=True)

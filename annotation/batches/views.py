@@ -10,7 +10,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -20,7 +19,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm
 from annotation.crowd.providers.base import provider_class
-from annotation.crowd.selectors import BonusPreview, answer_counts, batch_progress, preview_bonuses
+from annotation.crowd.selectors import (
+    BonusPreview,
+    answer_counts,
+    answered_per_hit,
+    batch_progress,
+    failed_gold_work,
+    preview_bonuses,
+    query_texts,
+)
 from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.background import start_pay_bonuses, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
@@ -121,15 +128,13 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     # One page of HITs, then their answers counted in SQL for that page's HITs alone: the page's
     # cost does not grow with the batch (counting in the page's own query grouped every HIT first).
     hits = Paginator(batch.hits.order_by("position"), HITS_PER_PAGE).get_page(request.GET.get("hits"))
-    answered = dict(
-        Assignment.objects.filter(hit__in=[hit.pk for hit in hits])
-        .values("hit")
-        .annotate(n=Count("pk"))
-        .values_list("hit", "n")
-        .order_by()
-    )
+    answered = answered_per_hit([hit.pk for hit in hits])  # the one rule: not rejected, returned or failed
     for hit in hits:
         hit.answered = answered.get(hit.pk, 0)
+    escalations = list(batch.escalations.select_related("hit"))
+    texts = query_texts(batch, {qid for e in escalations for qid in e.disputed})
+    for e in escalations:  # each disputed query with its text (issue 45)
+        e.disputed_queries = [(qid, texts.get(str(qid), "")) for qid in e.disputed]
     return render(
         request,
         "annotation/batch_detail.html",
@@ -138,7 +143,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "hits": hits,
             "exports": batch.exports.select_related("query_set"),
             "export_form": ExportForm(),
-            "escalations": batch.escalations.select_related("hit"),
+            "escalations": escalations,
             "extra_spent": extra_spent(batch),
             "flags": batch.worker_flags.count(),
             "comparison": _mturk_comparison(batch),
@@ -154,15 +159,6 @@ def _mturk_comparison(batch: Batch) -> dict | None:
     if provider_class(batch.provider).takes_fees or not batch.cost or "hits" not in batch.cost:
         return None
     return mturk_comparison(batch.reward, batch.assignments_per_query, batch.cost["hits"])
-
-
-def _failed_gold(batch: Batch):
-    """Work that failed the gold questions, with the reason the worker was given."""
-    return (
-        Assignment.objects.filter(hit__batch=batch, gold_passed=False)
-        .select_related("hit", "worker")
-        .order_by("hit__position", "pk")
-    )
 
 
 @researcher_required
@@ -182,12 +178,13 @@ def _live(batch: Batch) -> dict:
     counted = counts["assignments"]
     progress = batch_progress(batch, counts=counts)
     answers = BatchAnswers(batch, own_judgments=counts["judged"], own_assignments=counted)
+    state = batch_state(batch, progress)
     return {
         "batch": batch,
         "progress": progress,
-        "state": batch_state(batch, progress),
+        "state": state,
         "agreement": agreement_summary(batch, answers=answers, progress=progress),
-        "failed_gold": _failed_gold(batch) if counted["failed_gold"] else Assignment.objects.none(),
+        "failed_gold": failed_gold_work(batch) if state["gold_failures"] else Assignment.objects.none(),
     }
 
 

@@ -33,6 +33,72 @@ def batch_by_name(name: str) -> Batch | None:
     return Batch.objects.filter(name=name).first()
 
 
+# -- what counts as answered and as charged: one rule for every figure (issue 45) -------------------
+# Work that failed its gold questions is rejected by the next sync (unless the researcher approves
+# everything): counted as answered before the sync and not after, a page showed 81/81 and $6.48,
+# then 68/81 and $5.44 with no new work. It counts as answered nowhere, from the moment it is
+# submitted; it is charged only once approved (``approve_all``).
+#: Answered: submitted or approved, not failed on its gold questions (its judgments count).
+ANSWERED_WORK = Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]) & ~Q(gold_passed=False)
+#: Charged by the platform: approved, or submitted and not failed on its gold questions (to be approved).
+CHARGED_WORK = Q(status=Assignment.Status.APPROVED) | (Q(status=Assignment.Status.SUBMITTED) & ~Q(gold_passed=False))
+
+
+def is_answered(status: str, gold_passed: bool | None) -> bool:
+    """:data:`ANSWERED_WORK` for one assignment's status and gold outcome (the counts' own loop)."""
+    return status in (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED) and gold_passed is not False
+
+
+def is_charged(status: str, gold_passed: bool | None) -> bool:
+    """:data:`CHARGED_WORK` for one assignment's status and gold outcome."""
+    return status == Assignment.Status.APPROVED or (status == Assignment.Status.SUBMITTED and gold_passed is not False)
+
+
+def crowd_batch_ids(batch: Batch) -> list[int]:
+    """Where ``batch``'s crowd answers are: the batch itself and, for a batch labelled by a machine
+    first, its derived batches (calibration sample, routed queries; not cancelled ones).
+
+    A derived batch holds a subset of its parent's queries under the same qids, so the
+    parent reads its children's judgments, rulings, gold failures and annotators as its own:
+    its agreement, review, exports, team and label sensitivity cover every query the crowd labelled.
+    """
+    derived = Batch.objects.filter(parent=batch).exclude(status=Batch.Status.CANCELLED).values_list("pk", flat=True)
+    return [batch.pk, *derived]
+
+
+def answered_per_hit(hit_ids: list[int]) -> dict[int, int]:
+    """Each HIT's answered assignments (:data:`ANSWERED_WORK`; rejected, returned and failed work not),
+    for the HITs table: its "Answered" is never more than its places."""
+    rows = (
+        Assignment.objects.filter(ANSWERED_WORK, hit__in=hit_ids)
+        .values("hit")
+        .annotate(n=Count("pk"))
+        .values_list("hit", "n")
+        .order_by()
+    )
+    return dict(rows)
+
+
+def failed_gold_work(batch: Batch) -> QuerySet[Assignment]:
+    """Work that failed the gold questions, in ``batch`` and its crowd batches (:func:`crowd_batch_ids`),
+    with the reason the worker was given: the batch page's list, as many as its count says."""
+    return (
+        Assignment.objects.filter(hit__batch__in=crowd_batch_ids(batch), gold_passed=False)
+        .select_related("hit__batch", "worker")
+        .order_by("hit__batch_id", "hit__position", "pk")
+    )
+
+
+def query_texts(batch: Batch | int, qids) -> dict[str, str]:
+    """The text of each of ``qids`` among ``batch``'s real queries (not gold), for a page that shows a
+    query id: every id is shown with its text (issue 45; ``core/_query_text.html``)."""
+    wanted = {str(qid) for qid in qids}
+    if not wanted:
+        return {}
+    rows = BatchQuery.objects.filter(batch=batch, is_gold=False, qid__in=wanted).values_list("qid", "text")
+    return dict(rows)
+
+
 def batch_progress(
     batch: Batch,
     judged: dict[str, int | None] | None = None,
@@ -51,6 +117,7 @@ def batch_progress(
     hits, queries = counts["hits"], counts["queries"]
     expected = hits["expected"] or 0
     submitted, approved = work["status_submitted"], work["status_approved"]
+    answered = work["usable"]
     return {
         "hits": hits["total"],
         "hits_published": hits["published"],
@@ -59,9 +126,13 @@ def batch_progress(
         "submitted": submitted,
         "approved": approved,
         "rejected": work["status_rejected"],
+        # The one answered figure (ANSWERED_WORK), what is charged (CHARGED_WORK) and the gold failures.
+        "answered": answered,
+        "charged": work["charged"],
+        "failed_gold": work["failed_gold"],
         "judgments": judgments["n"],
         "invalid_judgments": judgments["n"] - judgments["labelled"],
-        "fraction": min(1.0, (submitted + approved) / expected) if expected else None,
+        "fraction": min(1.0, answered / expected) if expected else None,
         "queries": queries["every"] - queries["gold"],
         "gold_queries": queries["gold"],
     }
@@ -176,10 +247,11 @@ WORK_KEYS = ("n", "last", "usable", "approved", "submitted", "reviewed")
 
 def assignment_counts(batch_ids: list[int]) -> dict[str, Any]:
     """One pass over the assignments of the batches ``batch_ids``: what the answers' version reads
-    (:data:`WORK_KEYS`: how many, the largest id, how many usable (submitted or approved and not
-    failing their gold questions) and approved, the last submitted and reviewed), how many are in
+    (:data:`WORK_KEYS`: how many, the largest id, how many usable (answered: :data:`ANSWERED_WORK`)
+    and approved, the last submitted and reviewed), how many are in
     each status (``status_<status>``, the progress) and how many failed their gold questions
-    (``failed_gold``: the batch page lists them only when there are any).
+    (``failed_gold``: the batch page lists them only when there are any), and how many are charged
+    (``charged``: :data:`CHARGED_WORK`, what :func:`spending` prices).
 
     The batch page and its live fragment read the assignments once for all three (three passes
     over a 50,000-query batch's 15,000 assignments before).
@@ -190,14 +262,14 @@ def assignment_counts(batch_ids: list[int]) -> dict[str, Any]:
         .annotate(n=Count("*"), last=Max("id"), submitted=Max("submitted_at"), reviewed=Max("reviewed_at"))
         .order_by()
     )
-    done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED)
-    counts: dict[str, Any] = dict.fromkeys(("n", "usable", "approved", "failed_gold"), 0)
+    counts: dict[str, Any] = dict.fromkeys(("n", "usable", "charged", "approved", "failed_gold"), 0)
     counts |= {f"status_{status}": 0 for status in Assignment.Status.values}
     latest: dict[str, list] = {"last": [], "submitted": [], "reviewed": []}
     # One row per status and gold outcome, summed here (what one aggregate per figure gave before).
     for status, gold_passed, n, last, submitted, reviewed in groups:
         counts["n"] += n
-        counts["usable"] += n if status in done and gold_passed is not False else 0
+        counts["usable"] += n if is_answered(status, gold_passed) else 0
+        counts["charged"] += n if is_charged(status, gold_passed) else 0
         counts["approved"] += n if status == Assignment.Status.APPROVED else 0
         counts["failed_gold"] += n if gold_passed is False else 0
         if f"status_{status}" in counts:
@@ -227,19 +299,19 @@ def judgment_counts(batch_ids: list[int]) -> dict[str, int | None]:
 
 def spending(batch: Batch, answered: int | None = None) -> Spent:
     """What ``batch`` has spent on its platform, part by part (:func:`annotation.crowd.costs.spent_on`):
-    its ``answered`` (submitted or approved) assignments at the provider's price, fee included, and
+    its ``answered`` (charged: :data:`CHARGED_WORK`) assignments at the provider's price, fee included, and
     the bonuses sent (paid, or sent and unconfirmed: :func:`bonus_charges`), each charge with its fee.
 
     Priced by the provider's rules, never from the estimate recorded at creation (which holds the
     most the bonus rule could cost: counting it per assignment and the bonuses paid again counted
     them twice). Rejected and void work is not paid; extra assignments (escalations, re-offers)
     count once answered; work awaiting review counts as it is charged when approved (by a review
-    or the platform's auto-approval). ``answered``: counted here when not given.
+    or the platform's auto-approval), unless it failed its gold questions (the sync rejects it: counted
+    before the sync, the figure fell after it with no new work). ``answered``: the charged count
+    (:func:`batch_progress`'s ``charged``), counted here when not given.
     """
     if answered is None:
-        answered = Assignment.objects.filter(
-            hit__batch=batch, status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]
-        ).count()
+        answered = Assignment.objects.filter(CHARGED_WORK, hit__batch=batch).count()
     return spent_on(
         batch.provider,
         Decimal(batch.reward),

@@ -56,6 +56,15 @@ class BatchSerializer(serializers.ModelSerializer):
         ]
 
 
+class BatchFiguresSerializer(serializers.Serializer):
+    """A batch's figures as every page shows them (``batch_state``)."""
+
+    answered = serializers.IntegerField(help_text="Assignments answered: submitted or approved, not failed on gold.")
+    expected = serializers.IntegerField(help_text="Assignments asked for.")
+    gold_failures = serializers.IntegerField(help_text="Assignments that failed their gold questions.")
+    spent = MoneyField(help_text="USD spent, fees and bonuses included.")
+
+
 class BatchProgressSerializer(serializers.Serializer):
     hits = serializers.IntegerField()
     hits_published = serializers.IntegerField()
@@ -64,6 +73,12 @@ class BatchProgressSerializer(serializers.Serializer):
     submitted = serializers.IntegerField()
     approved = serializers.IntegerField()
     rejected = serializers.IntegerField()
+    answered = serializers.IntegerField(help_text="This batch's own answered assignments (ANSWERED_WORK).")
+    charged = serializers.IntegerField(help_text="This batch's own assignments the platform charges for.")
+    failed_gold = serializers.IntegerField(help_text="This batch's own assignments that failed their gold questions.")
+    batch = BatchFiguresSerializer(
+        help_text="The figures the pages show (a machine-labelled batch: its crowd batches')", required=False
+    )
     judgments = serializers.IntegerField()
     invalid_judgments = serializers.IntegerField()
     fraction = serializers.FloatField(allow_null=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 
-from annotation.models import Assignment, Batch, Worker
+from annotation.models import Assignment, Batch, Hit, Worker
 from annotation.quality.selectors import worker_quality
 from core.errors import ServiceError
 
@@ -54,21 +54,28 @@ def team_progress(batch: Batch) -> list[dict]:
 
     The rows are the batch's team, or, for a batch open to everyone, every annotator who
     has taken one of its HITs. Quality figures are :func:`annotation.quality.selectors.worker_quality`'s.
+    A machine-labelled batch, whose own HITs are never published, counts its crowd batches' HITs and
+    work (:func:`annotation.crowd.selectors.crowd_batch_ids`), as its page counts their assignments.
     """
-    users = list(batch.team.order_by("username")) or list(
-        team_members().filter(annotation_identity__worker__assignments__hit__batch=batch).distinct()
+    from annotation.crowd.selectors import crowd_batch_ids
+
+    ids = crowd_batch_ids(batch)
+    ids = ids[1:] or ids  # a machine-labelled batch's work is all in its crowd batches
+    teams = get_user_model().objects.filter(annotation_team_batches__in=[batch.pk, *ids]).distinct()
+    users = list(teams.order_by("username")) or list(
+        team_members().filter(annotation_identity__worker__assignments__hit__batch__in=ids).distinct()
     )
     workers = {
         w.identity.user_id: w for w in Worker.objects.filter(identity__user__in=users).select_related("identity")
     }
     counts: dict[tuple[int, str], int] = {
         (row["worker"], row["status"]): row["n"]
-        for row in Assignment.objects.filter(hit__batch=batch, worker__in=workers.values())
+        for row in Assignment.objects.filter(hit__batch__in=ids, worker__in=workers.values())
         .values("worker", "status")
         .annotate(n=Count("pk"))
     }
     quality = {row["worker"]: row for row in worker_quality(batch)}
-    hits = batch.hits.count()
+    hits = Hit.objects.filter(batch__in=ids).count()
     rows = []
     for user in users:
         worker = workers.get(user.pk)

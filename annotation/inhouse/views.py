@@ -167,7 +167,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                 count = check.answered_count
                 messages.success(
                     request,
-                    f"Thank you: your answers to HIT {hit.position} of {hit.batch.name} were recorded. "
+                    f"Thank you: your answers to HIT {check.hit_number} of {hit.batch.name} were recorded. "
                     f"You have submitted {count} HIT{'s' if count != 1 else ''}.",
                 )
             return redirect("annotation:next")

@@ -25,6 +25,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
+from annotation.crowd.selectors import query_texts
 from annotation.crowd.services.background import start_publish
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine import calibration_plots
@@ -315,6 +316,8 @@ def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
         "form": form,
         "plan": plan,
         "summary": plan_summary(plan) if plan else [],
+        # The first queries left unlabelled, each with its text (issue 45).
+        "over_budget": _with_texts(batch, plan.over_budget[:20]) if plan else [],
         "routing": routing,
         "routed_live": live,
         "guarantee": guarantee_text(routing.risk, routing.target_accuracy) if routing and routing.risk else "",
@@ -322,3 +325,9 @@ def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
         "calibration_url": reverse("annotation:batch-calibration", args=[batch.name]),
     }
     return render(request, "annotation/prelabelling/routing.html", context, status=status)
+
+
+def _with_texts(batch: Batch, qids: list[str]) -> list[tuple[str, str]]:
+    """``qids`` in their order, each with its text (:func:`annotation.crowd.selectors.query_texts`)."""
+    texts = query_texts(batch, qids)
+    return [(qid, texts.get(qid, "")) for qid in qids]

@@ -393,7 +393,7 @@ def card_facts(
         ("answered assignments (its crowd batches)" if batch.get("machine_first") else "answered assignments"): (
             f"{batch['answered']} of {batch['expected']}"
             if batch.get("answered") is not None
-            else f"{progress['submitted'] + progress['approved']} of {progress['assignments_expected']}"
+            else f"{progress['answered']} of {progress['assignments_expected']}"
         ),
         "citation": citation,
     }

@@ -37,7 +37,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import DatabaseError, transaction
 from django.db.models import Count, Max
 
-from annotation.crowd.selectors import WORK_KEYS, answer_counts, batch_progress, is_machine_labelled, spent
+from annotation.crowd.selectors import (
+    WORK_KEYS,
+    answer_counts,
+    batch_progress,
+    crowd_batch_ids,
+    is_machine_labelled,
+    query_texts,
+    spent,
+)
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 from annotation.results.review import next_query, review_rows
@@ -107,18 +115,6 @@ def machine_accepted(batch: Batch) -> dict[str, LabelSource]:
         ).values_list("batch_query__qid", "label", "confidence")
         found |= {qid: LabelSource(label, MACHINE, confidence) for qid, label, confidence in rows}
     return found
-
-
-def crowd_batch_ids(batch: Batch) -> list[int]:
-    """Where ``batch``'s crowd answers are: the batch itself and, for a batch labelled by a machine
-    first, its derived batches (calibration sample, routed queries; not cancelled ones).
-
-    A derived batch holds a subset of its parent's queries under the same qids, so the
-    parent reads its children's judgments and rulings as its own: its agreement, review,
-    exports and label sensitivity cover every query the crowd labelled.
-    """
-    derived = Batch.objects.filter(parent=batch).exclude(status=Batch.Status.CANCELLED).values_list("pk", flat=True)
-    return [batch.pk, *derived]
 
 
 def usable_judgments(batch: Batch):
@@ -591,6 +587,10 @@ def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -
             }
             for qid, row in compared.iterrows()
         ]
+        # Each query's text beside its id (issue 45).
+        texts = query_texts(batch, [d["qid"] for d in disagreements])
+        for d in disagreements:
+            d["query"] = texts.get(d["qid"], "")
     labelled = list(answers.labels.values())
     report["labels"] = {label: labelled.count(label) for label in LABELS}
     report["adjudicated"] = len(answers.rulings)
@@ -681,9 +681,13 @@ def escalated_qids(batch: Batch) -> set[str]:
 
 
 def gold_failed_qids(batch: Batch) -> set[str]:
-    """qids of real queries with answers from assignments that failed their gold questions (not counted)."""
+    """qids of real queries with answers from assignments that failed their gold questions (not counted),
+    in ``batch`` and its crowd batches (:func:`crowd_batch_ids`: a machine-labelled batch's review
+    queue shows its parts' gold failures, as its page counts them)."""
     return set(
-        Judgment.objects.filter(batch_query__batch=batch, batch_query__is_gold=False, assignment__gold_passed=False)
+        Judgment.objects.filter(
+            batch_query__batch__in=crowd_batch_ids(batch), batch_query__is_gold=False, assignment__gold_passed=False
+        )
         .values_list("batch_query__qid", flat=True)
         .distinct()
     )
@@ -841,17 +845,17 @@ def batch_state(batch: Batch, progress: dict | None = None) -> dict[str, Any]:
     Keys: ``kind`` (``crowd``; ``machine``: :func:`annotation.crowd.selectors.is_machine_labelled`; ``calibration`` or
     ``routed``: a derived batch), ``status`` (the status shown: "machine-labelled" for a
     machine-labelled batch), ``progress`` (:func:`annotation.crowd.selectors.batch_progress`), ``answered`` and
-    ``expected`` assignments, ``fraction`` (of the bar), ``spent`` (USD), ``estimate`` (USD,
+    ``expected`` assignments (answered: :data:`annotation.crowd.selectors.ANSWERED_WORK`, the same before
+    and after a sync), ``gold_failures`` (assignments that failed their gold questions), ``fraction`` (of the bar), ``spent`` (USD), ``estimate`` (USD,
     None for a machine-labelled batch: what its own HITs would cost is never spent nor
     committed). A machine-labelled batch adds ``machine``: ``queries``, ``accepted``
     (labels the machine gave that stand), ``crowd`` (labelled by the crowd or a ruling),
     ``sample`` and ``routed`` (queries sent to the crowd in its calibration sample and
     routed batches), ``unlabelled``; ``parts`` (its crowd batches, each with its own
-    state); ``spent`` (theirs, bonuses included), ``committed`` (what their published
-    HITs may still cost) and ``planned`` (their drafts' estimates).
+    state); ``answered``, ``expected`` and ``gold_failures`` (theirs, summed); ``spent`` (theirs,
+    bonuses included), ``committed`` (what their published HITs may still cost) and ``planned`` (their drafts' estimates).
     """
     progress = progress if progress is not None else batch_progress(batch)
-    answered = progress["submitted"] + progress["approved"]
     kind = batch.purpose or "crowd"
     if kind == "crowd" and is_machine_labelled(batch):
         return _machine_state(batch, progress)
@@ -859,10 +863,11 @@ def batch_state(batch: Batch, progress: dict | None = None) -> dict[str, Any]:
         "kind": kind,
         "status": batch.status,
         "progress": progress,
-        "answered": answered,
+        "answered": progress["answered"],
         "expected": progress["assignments_expected"],
+        "gold_failures": progress["failed_gold"],
         "fraction": progress["fraction"],
-        "spent": spent(batch, answered),
+        "spent": spent(batch, progress["charged"]),
         "estimate": (batch.cost or {}).get("total"),
         "machine": None,
     }
@@ -893,13 +898,13 @@ def _machine_state(batch: Batch, progress: dict) -> dict[str, Any]:
         "routed": sum(p["queries"] for p in counted if p["kind"] == Batch.Purpose.ROUTED),
         "unlabelled": queries - labelled,
     }
-    answered = sum(p["answered"] for p in parts)
     return {
         "kind": "machine",
         "status": "machine-labelled",
         "progress": progress,
-        "answered": answered,
+        "answered": sum(p["answered"] for p in parts),
         "expected": sum(p["expected"] for p in counted),
+        "gold_failures": sum(p["gold_failures"] for p in parts),
         "fraction": labelled / queries if queries else None,
         "spent": sum((p["spent"] for p in parts), Decimal("0.00")),
         "committed": sum((p["committed"] for p in parts), Decimal("0.00")),

@@ -1,5 +1,7 @@
 """Live parts (htmx polling that stops when done) and the annotator's confirmation and count."""
 
+import re
+
 from django.urls import reverse
 
 from annotation.crowd.services.batches import cancel_batch
@@ -72,14 +74,20 @@ def test_the_annotator_gets_a_confirmation_and_their_own_count_after_each_submis
     first = client.get(reverse("annotation:next"), follow=True)
     assert 'id="my-count">You have submitted 0 HITs<' in first.content.decode()
     assert '<details class="instructions" id="instructions">' in first.content.decode()  # collapsed on phones
+    # The confirmation numbers the HIT as the page's header did (issue 45: one numbering, not the HIT's position).
+    number = re.search(r'id="hit-progress">HIT (\d+) of', first.content.decode()).group(1)
     assignment = Assignment.objects.get(worker__identity__user=annotators[0])
     response = client.post(reverse("annotation:assignment", args=[assignment.pk]), answers_for(assignment), follow=True)
     html = response.content.decode()
-    assert (
-        f"Thank you: your answers to HIT {assignment.hit.position} of b1 were recorded. You have submitted 1 HIT."
-        in html
-    )
+    assert f"Thank you: your answers to HIT {number} of b1 were recorded. You have submitted 1 HIT." in html
     assert 'id="my-count">You have submitted 1 HIT<' in html
+    # The next HIT's header goes on from there, and so does its confirmation.
+    second = Assignment.objects.filter(worker__identity__user=annotators[0]).exclude(pk=assignment.pk).first()
+    page = client.get(reverse("annotation:assignment", args=[second.pk])).content.decode()
+    after = re.search(r'id="hit-progress">HIT (\d+) of', page).group(1)
+    assert int(after) == int(number) + 1
+    done = client.post(reverse("annotation:assignment", args=[second.pk]), answers_for(second), follow=True)
+    assert f"your answers to HIT {after} of b1 were recorded" in done.content.decode()
 
 
 def test_the_batch_list_polls_while_a_batch_is_published(local_batch, researcher, client):

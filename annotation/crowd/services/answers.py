@@ -34,6 +34,9 @@ class AnswerCheck:
     gold_misses: list[tuple[BatchQuery, str | None]] = field(default_factory=list)
     #: The worker's submitted HITs after this one, when the submit was asked to count them.
     answered_count: int | None = None
+    #: This HIT's number among the worker's HITs of its batch, as the HIT page's header numbered it
+    #: ("HIT 3 of 20"), when the submit was asked to count them.
+    hit_number: int | None = None
 
     @property
     def valid(self) -> bool:

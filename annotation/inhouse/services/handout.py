@@ -601,11 +601,13 @@ def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered
     if count_answered:
         done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
         counts = Assignment.objects.filter(Q(hit_id=hit.pk) | Q(worker_id=assignment.worker_id)).aggregate(
-            hit=Count("pk", filter=Q(hit_id=hit.pk, status__in=ANSWERED)),
+            this_hit=Count("pk", filter=Q(hit_id=hit.pk, status__in=ANSWERED)),
             worker=Count("pk", filter=Q(worker_id=assignment.worker_id, status__in=done)),
+            # The header's number (answered_and_progress: their done HITs of this batch before it, plus it).
+            in_batch=Count("pk", filter=Q(worker_id=assignment.worker_id, status__in=done, hit__batch=batch.pk)),
         )
-        check.answered_count = counts["worker"]
-        settle_hit_status(hit, answered=counts["hit"])
+        check.answered_count, check.hit_number = counts["worker"], counts["in_batch"]
+        settle_hit_status(hit, answered=counts["this_hit"])
     else:
         settle_hit_status(hit)
     return check

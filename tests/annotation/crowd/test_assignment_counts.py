@@ -8,7 +8,7 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotation import services
-from annotation.crowd.selectors import WORK_KEYS, assignment_counts, batch_progress
+from annotation.crowd.selectors import CHARGED_WORK, WORK_KEYS, assignment_counts, batch_progress
 from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Assignment
 from annotation.results import selectors as results
@@ -23,6 +23,7 @@ def separately(ids):
         n=Count("id"),
         last=Max("id"),
         usable=Count("id", filter=usable),
+        charged=Count("id", filter=CHARGED_WORK),
         approved=Count("id", filter=Q(status=Assignment.Status.APPROVED)),
         submitted=Max("submitted_at"),
         reviewed=Max("reviewed_at"),

@@ -18,14 +18,20 @@ def split(local_batch, annotators):
     return local_batch
 
 
+def set_aside(html: str) -> str:
+    """The set-aside table and its pager (the Dawid-Skene tables show query texts too: issue 45)."""
+    return html.split('id="set-aside"')[1].split("</table>")[0]
+
+
 def test_set_aside_table_pages_and_searches(split, researcher, client, monkeypatch, settings):
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 10
     monkeypatch.setattr("core.web.paging.ROWS_PER_PAGE", 1)
     client.force_login(researcher)
     url = "/annotation/batches/b1/agreement/"
-    first = client.get(url).content.decode()
-    assert "what is a synapse" in first and "how to boil an egg" not in first and "page 1 of 2" in first
-    second = client.get(url + "?page=2").content.decode()
+    page = client.get(url).content.decode()
+    first = set_aside(page)
+    assert "what is a synapse" in first and "how to boil an egg" not in first and "page 1 of 2" in page
+    second = set_aside(client.get(url + "?page=2").content.decode())
     assert "how to boil an egg" in second and "what is a synapse" not in second
     found = client.get(url + "?q=egg").content.decode()
     assert "how to boil an egg" in found and "1 of 2 rows match" in found
@@ -98,9 +104,10 @@ def test_sorting_the_set_aside_table_sorts_all_its_rows(split, researcher, clien
     client.force_login(researcher)
     url = "/annotation/batches/b1/agreement/"
     # 101 (synapse) and 105 (egg) are set aside; by query text descending, the egg is not first.
-    first = client.get(url + "?sort=-query").content.decode()
+    page = client.get(url + "?sort=-query").content.decode()
+    first = set_aside(page)
     assert "what is a synapse" in first and "how to boil an egg" not in first
-    assert "?page=2&amp;sort=-query" in first
+    assert "?page=2&amp;sort=-query" in page
     second = client.get(url + "?sort=-query&page=2").content.decode()
     assert "how to boil an egg" in second
     assert "what is a synapse" in client.get(url + "?sort=qid").content.decode()

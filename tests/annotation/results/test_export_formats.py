@@ -226,7 +226,14 @@ def _card_for(file_name: str) -> str:
     report = {
         "krippendorff_alpha": None, "alpha_ci": [None, None], "bootstrap_resamples": 0, "per_category_alpha": {},
         "percent_agreement": None, "fleiss_kappa": None, "workers": 1, "judgments": 1,
-        "progress": {"invalid_judgments": 0, "rejected": 0, "submitted": 1, "approved": 0, "assignments_expected": 3},
+        "progress": {
+            "invalid_judgments": 0,
+            "rejected": 0,
+            "submitted": 1,
+            "approved": 0,
+            "answered": 1,
+            "assignments_expected": 3,
+        },
     }  # fmt: skip
     batch = {
         "name": "b", "provider_display": "In-house", "annotators": "in-house annotators", "source": "pool p",
