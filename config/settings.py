@@ -403,6 +403,11 @@ CACHES = {
 #: page, API), shown beside the interval; 0 skips the interval.
 AGREEMENT_BOOTSTRAP_RESAMPLES = env_int("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, minimum=0)
 
+# --- Annotators' corrections (annotation.inhouse.services.corrections) -------------------
+#: How long after submitting a HIT its annotator may still correct it (while none of its
+#: answers has been used); 0 turns corrections off.
+ANSWER_CORRECTION_SECONDS = env_int("ANSWER_CORRECTION_SECONDS", 600, minimum=0)
+
 # --- Mechanical Turk ------------------------------------------------------------------
 #: Any MTurk-compatible server; empty means AWS's sandbox, or production with MTURK_LIVE=1.
 MTURK_ENDPOINT_URL = env_str("MTURK_ENDPOINT_URL", "")

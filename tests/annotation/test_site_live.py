@@ -71,7 +71,8 @@ def test_the_annotator_gets_a_confirmation_and_their_own_count_after_each_submis
     client.force_login(annotators[0])
     first = client.get(reverse("annotation:next"), follow=True)
     assert 'id="my-count">You have submitted 0 HITs<' in first.content.decode()
-    assert '<details class="instructions" id="instructions">' in first.content.decode()  # collapsed on phones
+    # Open on their first HIT of the batch (issue 45); collapsed from the second on (below).
+    assert '<details class="instructions" id="instructions" open>' in first.content.decode()
     assignment = Assignment.objects.get(worker__identity__user=annotators[0])
     response = client.post(reverse("annotation:assignment", args=[assignment.pk]), answers_for(assignment), follow=True)
     html = response.content.decode()
@@ -80,6 +81,7 @@ def test_the_annotator_gets_a_confirmation_and_their_own_count_after_each_submis
         in html
     )
     assert 'id="my-count">You have submitted 1 HIT<' in html
+    assert '<details class="instructions" id="instructions">' in html
 
 
 def test_the_batch_list_polls_while_a_batch_is_published(local_batch, researcher, client):
