@@ -154,8 +154,16 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "bonuses": _bonus_preview(batch),
             "prolific": batch_webhooks(batch),
             "submissions": prolific_submissions(batch) if batch.provider == Provider.PROLIFIC else None,
+            "unfillable": _unfillable(batch),
         },
     )
+
+
+def _unfillable(batch: Batch):
+    """A team batch's places no member can take (``annotation.inhouse.selectors.unfillable_places``)."""
+    from annotation.inhouse.selectors import unfillable_places
+
+    return unfillable_places(batch)
 
 
 def _mturk_comparison(batch: Batch) -> dict | None:

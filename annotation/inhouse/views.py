@@ -32,7 +32,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.accounts import access_token_generator
 from annotation.crowd.forms import HitAnswerForm, TrainingAnswerForm
 from annotation.crowd.services.publishing import CATEGORIES, hit_page_context
-from annotation.inhouse.selectors import ANNOTATORS_GROUP, get_member, team_members, team_overview, team_progress
+from annotation.inhouse.selectors import (
+    ANNOTATORS_GROUP,
+    get_member,
+    team_members,
+    team_overview,
+    team_progress,
+    unfillable_places,
+)
 from annotation.inhouse.services import team
 from annotation.inhouse.services.corrections import (
     NotCorrectable,
@@ -418,7 +425,8 @@ def batch_team(request: HttpRequest, name: str) -> HttpResponse:
             messages.error(request, "; ".join(" ".join(errors) for errors in form.errors.values()))
         return redirect(reverse_lazy("annotation:batch-detail", kwargs={"name": batch.name}) + "#team")
     form = TeamForm(initial={"members": list(batch.team.values_list("username", flat=True))})
-    return render(request, "annotation/_batch_team.html", {"batch": batch, "form": form, **_progress(batch)})
+    context = {"batch": batch, "form": form, "unfillable": unfillable_places(batch), **_progress(batch)}
+    return render(request, "annotation/_batch_team.html", context)
 
 
 @researcher_required
