@@ -176,7 +176,8 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                 if check.gold_passed is False:
                     # Shown on the annotator's home page (the HIT page is self-contained and shows
                     # no messages), from where "Start annotating" continues with the next HIT.
-                    messages.warning(request, f"This HIT will not count: {assignment.feedback}")
+                    lost = "will not count" if hit.batch.failed_gold_answers != "keep" else "will not be paid"
+                    messages.warning(request, f"This HIT {lost}: {assignment.feedback}")
                     return redirect("annotation:batch-list")
                 count = check.answered_count
                 messages.success(

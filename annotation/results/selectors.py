@@ -37,7 +37,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import DatabaseError, transaction
 from django.db.models import Count, Max
 
-from annotation.crowd.selectors import WORK_KEYS, answer_counts, batch_progress, is_machine_labelled, spent
+from annotation.crowd.selectors import (
+    WORK_KEYS,
+    answer_counts,
+    batch_progress,
+    counts_answers,
+    is_machine_labelled,
+    spent,
+)
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 from annotation.results.review import next_query, review_rows
@@ -122,12 +129,14 @@ def crowd_batch_ids(batch: Batch) -> list[int]:
 
 
 def usable_judgments(batch: Batch):
+    """The judgments that count: real queries, a label, from work whose answers count
+    (:func:`annotation.crowd.selectors.counts_answers`: the batch's rule for failed gold checks)."""
     return Judgment.objects.filter(
+        counts_answers("assignment__"),
         batch_query__batch__in=crowd_batch_ids(batch),
         batch_query__is_gold=False,
         label__isnull=False,
-        assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
-    ).exclude(assignment__gold_passed=False)
+    )
 
 
 def judgments_frame(batch: Batch) -> pd.DataFrame:
@@ -681,9 +690,11 @@ def escalated_qids(batch: Batch) -> set[str]:
 
 
 def gold_failed_qids(batch: Batch) -> set[str]:
-    """qids of real queries with answers from assignments that failed their gold questions (not counted)."""
+    """qids of real queries with answers from assignments that failed their gold questions (not counted;
+    none in a batch that keeps such answers: ``Batch.failed_gold_answers``)."""
     return set(
         Judgment.objects.filter(batch_query__batch=batch, batch_query__is_gold=False, assignment__gold_passed=False)
+        .exclude(assignment__hit__batch__failed_gold_answers="keep")
         .values_list("batch_query__qid", flat=True)
         .distinct()
     )
