@@ -73,8 +73,8 @@ def next_hit(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied(str(exc)) from None
     if step.training is not None:
         return redirect("annotation:training", name=step.training.name)
-    if step.assignment is None:
-        return render(request, "annotation/no_more_hits.html", status=200)
+    if step.assignment is None:  # the last HIT just submitted may still be corrected from here
+        return render(request, "annotation/no_more_hits.html", {"correct_url": correction_link(request)}, status=200)
     return redirect("annotation:assignment", pk=step.assignment.pk)
 
 

@@ -210,3 +210,14 @@ def test_concurrent_corrections_leave_one_judgment_per_query(query_set):
     assert outcomes == [True] * 4
     judgments = Judgment.objects.filter(assignment=assignment)
     assert judgments.count() == 3 and len({j.label for j in judgments}) == 1
+
+
+def test_the_no_more_hits_page_after_the_last_submit_offers_the_correction(local_batch, annotators, client):
+    client.force_login(annotators[0])
+    for _ in range(2):  # both HITs of the batch
+        url = client.get(reverse("annotation:next")).url
+        assignment = Assignment.objects.get(pk=int(url.rstrip("/").rsplit("/", 1)[1]))
+        done = client.post(url, answers_for(assignment), follow=True)
+    html = done.content.decode()
+    assert "No more HITs" in html
+    assert f'href="{reverse("annotation:assignment-correct", args=[assignment.pk])}" id="correct-last"' in html
