@@ -93,20 +93,16 @@ def why_not_correctable(assignment: Assignment, now: dt.datetime | None = None) 
     return None
 
 
-def last_correctable(worker_id: int, *, batches: Q | None = None) -> Assignment | None:
-    """The worker's last submitted assignment if it can still be corrected, else ``None``.
+def last_correctable(worker_id: int) -> Assignment | None:
+    """The worker's last submitted assignment if it can still be corrected, else ``None`` (their home page).
 
-    ``batches``: a condition on the assignment limiting where to look (a Prolific session's batch).
-    A read of the worker's last few assignments along the (worker, status) index.
+    A read of their last assignment along the (worker, status) index, then :func:`why_not_correctable`.
     """
-    window = correction_window()
-    if not window:
+    if not correction_window():
         return None
     rows = Assignment.objects.filter(worker_id=worker_id, status__in=_DONE, submitted_at__isnull=False)
     last = rows.select_related("hit__batch", "worker__identity").order_by("-submitted_at", "-pk").first()
-    if last is None or (batches is not None and not rows.filter(batches, pk=last.pk).exists()):
-        return None
-    return last if why_not_correctable(last) is None else None
+    return last if last is not None and why_not_correctable(last) is None else None
 
 
 def current_answers(assignment: Assignment) -> dict[str, str]:
