@@ -16,11 +16,13 @@ urlpatterns = [
     path("live/", batches.batch_list_live, name="batch-list-live"),
     path("next/", inhouse.next_hit, name="next"),
     path("assignments/<int:pk>/", inhouse.assignment_page, name="assignment"),
+    path("assignments/<int:pk>/correct/", inhouse.correct_page, name="assignment-correct"),
     path("batches/<slug:name>/training/", inhouse.training_page, name="training"),
     path("batches/new/", batches.batch_create, name="batch-create"),
     path("batches/new/estimate/", batches.batch_estimate, name="batch-estimate"),
     path("prolific/<slug:name>/", prolific.prolific_start, name="prolific-start"),
     path("prolific/hits/<int:pk>/", prolific.prolific_hit, name="prolific-hit"),
+    path("prolific/hits/<int:pk>/correct/", prolific.prolific_correct, name="prolific-correct"),
     path("prolific/<slug:name>/training/", prolific.prolific_training, name="prolific-training"),
     # Two segments: never a batch's study link (prolific/<name>/), whatever the batch's name.
     path("prolific/webhooks/events/", prolific_webhooks.prolific_webhook, name="prolific-webhook"),

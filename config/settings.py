@@ -414,6 +414,11 @@ CONNECTIONS_KEY = env_str("CONNECTIONS_KEY", "")
 #: Seconds a connection test waits for each answer (twice that in all).
 CONNECTION_TEST_TIMEOUT = env_float("CONNECTION_TEST_TIMEOUT", 10.0, minimum=0.1)
 
+# --- Annotators' corrections (annotation.inhouse.services.corrections) -------------------
+#: How long after submitting a HIT its annotator may still correct it (while none of its
+#: answers has been used); 0 turns corrections off.
+ANSWER_CORRECTION_SECONDS = env_int("ANSWER_CORRECTION_SECONDS", 600, minimum=0)
+
 # --- Mechanical Turk ------------------------------------------------------------------
 #: Any MTurk-compatible server; empty means AWS's sandbox, or production with MTURK_LIVE=1.
 MTURK_ENDPOINT_URL = env_str("MTURK_ENDPOINT_URL", "")

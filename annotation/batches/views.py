@@ -32,7 +32,6 @@ from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.background import start_pay_bonuses, start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
 from annotation.crowd.services.publishing import render_hit_html
-from annotation.inhouse.services.handout import is_annotator
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Provider, Worker
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
@@ -68,8 +67,18 @@ from core.web.permissions import researcher_required
 def batch_list(request: HttpRequest) -> HttpResponse:
     """Researchers see every batch; annotators see where to start."""
     if not request.user.is_staff:
-        return render(request, "annotation/annotator_home.html", {"annotator": is_annotator(request.user)})
+        return render(request, "annotation/annotator_home.html", _annotator_home(request.user))
     return render(request, "annotation/batch_list.html", _batch_table())
+
+
+def _annotator_home(user) -> dict:
+    """An annotator's home: where to start, and the HIT they may still correct (``corrections``)."""
+    from annotation.inhouse.services.corrections import last_correctable
+    from annotation.inhouse.services.handout import annotator_worker
+
+    worker = annotator_worker(user)
+    last = last_correctable(worker.pk) if worker is not None else None
+    return {"annotator": worker is not None, "correctable": last}
 
 
 def _batch_table() -> dict:
@@ -150,8 +159,16 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "bonuses": _bonus_preview(batch),
             "prolific": batch_webhooks(batch),
             "submissions": prolific_submissions(batch) if batch.provider == Provider.PROLIFIC else None,
+            "unfillable": _unfillable(batch),
         },
     )
+
+
+def _unfillable(batch: Batch):
+    """A team batch's places no member can take (``annotation.inhouse.selectors.unfillable_places``)."""
+    from annotation.inhouse.selectors import unfillable_places
+
+    return unfillable_places(batch)
 
 
 def _mturk_comparison(batch: Batch) -> dict | None:

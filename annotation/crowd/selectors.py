@@ -461,3 +461,24 @@ def preview_bonuses(batch: Batch) -> BonusPreview:
         unconfirmed=len(paying),
         needs_person=sum(1 for r in paying if r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle),
     )
+
+
+def counts_answers(prefix: str = "") -> Q:
+    """The one rule of whose answers count (results, agreement, exports, calibration): a condition on
+    assignments, or through ``prefix`` on rows that reach one (``"assignment__"`` for judgments).
+
+    Submitted or approved work that passed its gold check (or had none); and, in a batch whose
+    researcher chose to keep them (``Batch.failed_gold_answers == "keep"``), the answers of work that
+    failed its gold check, whether still awaiting its review or already rejected: the failure loses
+    that HIT's pay (the review rejects it either way), not its other answers.
+    """
+    answered = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED)
+    passed = Q(**{f"{prefix}status__in": answered}) & ~Q(**{f"{prefix}gold_passed": False})
+    kept = Q(
+        **{
+            f"{prefix}gold_passed": False,
+            f"{prefix}status__in": (*answered, Assignment.Status.REJECTED),
+            f"{prefix}hit__batch__failed_gold_answers": "keep",
+        }
+    )
+    return passed | kept

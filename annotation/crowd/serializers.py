@@ -41,6 +41,7 @@ class BatchSerializer(serializers.ModelSerializer):
             "qualifications",
             "gold_per_hit",
             "gold_feedback",
+            "failed_gold_answers",
             "warn_gold_accuracy",
             "block_gold_accuracy",
             "warn_agreement",

@@ -18,7 +18,7 @@ from rest_framework.parsers import FormParser, JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.inhouse.selectors import team_members, team_progress
+from annotation.inhouse.selectors import team_members, team_progress, unfillable_places
 from annotation.inhouse.serializers import (
     AccessRequestSerializer,
     AccessSerializer,
@@ -100,6 +100,7 @@ class BatchTeamView(APIView):
             "restricted": batch.team.exists(),
             "annotators": list(batch.team.order_by("username").values_list("username", flat=True)),
             "progress": team_progress(batch),
+            "unfillable": unfillable_places(batch),
         }
         return Response(BatchTeamSerializer(data).data)
 

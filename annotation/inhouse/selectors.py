@@ -5,10 +5,12 @@ Read-only: nothing here changes state (the writes are in :mod:`.services`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 
-from annotation.models import Assignment, Batch, Hit, Worker
+from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, Worker
 from annotation.quality.selectors import worker_quality
 from core.errors import ServiceError
 
@@ -101,3 +103,50 @@ def team_progress(batch: Batch) -> list[dict]:
             }
         )
     return rows
+
+
+@dataclass(frozen=True)
+class Unfillable:
+    """Places of a team batch's open HITs that no member of its team can take: ``places`` on ``hits`` HITs."""
+
+    places: int
+    hits: int
+    #: Free places on the open HITs in all (those members can still take included).
+    free: int
+
+
+def unfillable_places(batch: Batch) -> Unfillable | None:
+    """What a published in-house batch restricted to a team can never finish without help, or ``None``.
+
+    A place on an open HIT is free when fewer assignments hold one than the HIT takes (a
+    rejected or abandoned one frees its place: ``FREES_PLACE``; a hand-out whose time ran out
+    counts as held until it is marked abandoned, within a minute). Each annotator does a HIT at
+    most once, so a free place can only go to an active, unblocked member of the team who has
+    no assignment on that HIT at all; the places beyond those members can never be filled
+    (typically a place freed by a failed gold check, which every member already did). ``None``
+    for a batch without a team, not published, or where every free place has a member to take it.
+    """
+    if batch.provider != Provider.LOCAL or batch.status != Batch.Status.PUBLISHED:
+        return None
+    team = batch.team.filter(is_active=True)
+    if not batch.team.exists():
+        return None
+    members = list(Worker.objects.filter(identity__user__in=team, blocked=False).values_list("pk", flat=True))
+    # Members without a worker yet (never handed a HIT) can take any HIT; blocked ones none.
+    takers_in_all = team.count() - team.filter(annotation_identity__worker__blocked=True).count()
+    hits = (
+        Hit.objects.filter(batch=batch, status=Hit.Status.OPEN)
+        .annotate(
+            held=Count("assignments", filter=~Q(assignments__status__in=FREES_PLACE)),
+            done=Count("assignments__worker", filter=Q(assignments__worker__in=members), distinct=True),
+        )
+        .values_list("max_assignments", "held", "done")
+    )
+    places = stuck_hits = free_in_all = 0
+    for most, held, done in hits:
+        free = max(0, most - held)
+        stuck = max(0, free - (takers_in_all - done))
+        free_in_all += free
+        places += stuck
+        stuck_hits += stuck > 0
+    return Unfillable(places=places, hits=stuck_hits, free=free_in_all) if places else None

@@ -63,8 +63,19 @@ class TeamProgressSerializer(serializers.Serializer):
     flag = serializers.CharField(allow_null=True)
 
 
+class UnfillableSerializer(serializers.Serializer):
+    places = CountField(help_text="Free places of open HITs that no active member of the team can take.")
+    hits = CountField(help_text="Open HITs with such places.")
+    free = CountField(help_text="Free places of the open HITs in all.")
+
+
 class BatchTeamSerializer(serializers.Serializer):
     batch = serializers.CharField()
     restricted = serializers.BooleanField(help_text="False: every annotator may work on the batch.")
     annotators = serializers.ListField(child=serializers.CharField())
     progress = TeamProgressSerializer(many=True)
+    unfillable = UnfillableSerializer(
+        allow_null=True,
+        help_text="Places no member can take (every member already did those HITs): add annotators "
+        "(PUT this endpoint) or close the batch (POST .../cancel/); null when the team can finish the batch.",
+    )

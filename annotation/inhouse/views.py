@@ -32,8 +32,21 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.accounts import access_token_generator
 from annotation.crowd.forms import HitAnswerForm, TrainingAnswerForm
 from annotation.crowd.services.publishing import CATEGORIES, hit_page_context
-from annotation.inhouse.selectors import ANNOTATORS_GROUP, get_member, team_members, team_overview, team_progress
+from annotation.inhouse.selectors import (
+    ANNOTATORS_GROUP,
+    get_member,
+    team_members,
+    team_overview,
+    team_progress,
+    unfillable_places,
+)
 from annotation.inhouse.services import team
+from annotation.inhouse.services.corrections import (
+    NotCorrectable,
+    correct_assignment,
+    current_answers,
+    why_not_correctable,
+)
 from annotation.inhouse.services.handout import (
     NotAnnotator,
     NotOpenToWorker,
@@ -60,8 +73,8 @@ def next_hit(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied(str(exc)) from None
     if step.training is not None:
         return redirect("annotation:training", name=step.training.name)
-    if step.assignment is None:
-        return render(request, "annotation/no_more_hits.html", status=200)
+    if step.assignment is None:  # the last HIT just submitted may still be corrected from here
+        return render(request, "annotation/no_more_hits.html", {"correct_url": correction_link(request)}, status=200)
     return redirect("annotation:assignment", pk=step.assignment.pk)
 
 
@@ -111,6 +124,7 @@ def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, cont
         ],
         "categories": CATEGORIES,
         "errors": errors,
+        "instructions_open": True,
     }
     if mode == "local":
         context["answered_count"] = answered_count(request.user)
@@ -162,21 +176,103 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                 if check.gold_passed is False:
                     # Shown on the annotator's home page (the HIT page is self-contained and shows
                     # no messages), from where "Start annotating" continues with the next HIT.
-                    messages.warning(request, f"This HIT will not count: {assignment.feedback}")
+                    lost = "will not count" if hit.batch.failed_gold_answers != "keep" else "will not be paid"
+                    messages.warning(request, f"This HIT {lost}: {assignment.feedback}")
                     return redirect("annotation:batch-list")
                 count = check.answered_count
                 messages.success(
                     request,
                     f"Thank you: your answers to HIT {check.hit_number} of {hit.batch.name} were recorded. "
                     f"You have submitted {count} HIT{'s' if count != 1 else ''}.",
+                    extra_tags=correction_tag(assignment.pk),
                 )
             return redirect("annotation:next")
         context = unanswered_context(request, hit, form, mode="local", action=action, hit_queries=hit_queries)
         context["answered_count"], context["progress"] = answered_and_progress(assignment)
+        context["instructions_open"] = context["progress"].number == 1
         return render(request, "annotation/hit.html", context, status=400)
     context = hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
     context["answered_count"], context["progress"] = answered_and_progress(assignment)
+    # Open on their first HIT of the batch only: after it the first query is in view at once.
+    context["instructions_open"] = context["progress"].number == 1
+    context["correct_url"] = correction_link(request)
     return render(request, "annotation/hit.html", context)
+
+
+#: The tag of a submit's confirmation that offers to correct it: ``correct-<assignment pk>``.
+_CORRECT = "correct-"
+
+
+def correction_tag(pk: int) -> str:
+    return f"{_CORRECT}{pk}"
+
+
+def correction_link(request: HttpRequest) -> str | None:
+    """The correction page of the HIT just submitted, read from its confirmation (no query: the
+    message travels in a cookie); the correction page itself checks whether it is still open."""
+    from django.contrib.messages import get_messages
+
+    for message in get_messages(request):  # iterating again in the template still shows them
+        for tag in message.extra_tags.split():
+            if tag.startswith(_CORRECT) and tag[len(_CORRECT) :].isdigit():
+                return reverse("annotation:assignment-correct", args=[int(tag[len(_CORRECT) :])])
+    return None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def correct_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """The HIT an annotator submitted last, with their answers, to correct while it is not yet used.
+
+    GET shows it (or says why it can no longer be corrected); POST replaces its answers
+    (``corrections.correct_assignment``): once, however often or from however many tabs it is posted.
+    """
+    mine = Assignment.objects.select_related("hit__batch", "worker__identity").annotate(
+        annotator=in_annotators(request.user.pk)
+    )
+    assignment = get_object_or_404(mine, pk=pk, worker__identity__user=request.user)
+    if not assignment.annotator:
+        raise PermissionDenied("Only annotators answer HITs.")
+    return correction_step(request, assignment, mode="local", done_url=reverse("annotation:next"))
+
+
+def correction_step(request: HttpRequest, assignment: Assignment, *, mode: str, done_url: str) -> HttpResponse:
+    """The shared HIT page for correcting ``assignment`` (in-house annotators and Prolific participants)."""
+    hit = assignment.hit
+    reason = why_not_correctable(assignment)
+    if reason is not None:
+        context = {
+            "heading": "Cannot be corrected",
+            "message": f"This HIT cannot be corrected: {reason}.",
+            "continue_url": done_url,
+        }
+        return render(request, "annotation/no_more_hits.html", context, status=409)
+    hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
+    action = request.path
+    if request.method == "POST":
+        form = HitAnswerForm(hit_queries, request.POST)
+        if form.is_valid():
+            try:
+                check = correct_assignment(assignment, form.cleaned_data, hit_queries=hit_queries)
+            except NotCorrectable as exc:
+                context = {"heading": "Cannot be corrected", "message": str(exc), "continue_url": done_url}
+                return render(request, "annotation/no_more_hits.html", context, status=409)
+            if mode == "local":  # a participant goes back to Prolific, which shows no message of ours
+                changed = "were corrected" if check is not None else "were already as you sent them"
+                messages.success(request, f"Your answers to HIT {hit.position} of {hit.batch.name} {changed}.")
+            return redirect(done_url)
+        context = unanswered_context(request, hit, form, mode=mode, action=action, hit_queries=hit_queries)
+        status = 400
+    else:
+        context = hit_page_context(
+            hit, mode=mode, action=action, answers=current_answers(assignment), hit_queries=hit_queries
+        )
+        status = 200
+    context["title"] = f"Correct your answers: {hit.batch.title}"
+    context["correcting"] = True
+    context["instructions_open"] = False
+    context["answered_count"] = answered_count(request.user) if mode == "local" else None
+    return render(request, "annotation/hit.html", context, status=status)
 
 
 def unanswered_context(request: HttpRequest, hit, form, *, mode: str, action: str, hit_queries) -> dict:
@@ -330,7 +426,8 @@ def batch_team(request: HttpRequest, name: str) -> HttpResponse:
             messages.error(request, "; ".join(" ".join(errors) for errors in form.errors.values()))
         return redirect(reverse_lazy("annotation:batch-detail", kwargs={"name": batch.name}) + "#team")
     form = TeamForm(initial={"members": list(batch.team.values_list("username", flat=True))})
-    return render(request, "annotation/_batch_team.html", {"batch": batch, "form": form, **_progress(batch)})
+    context = {"batch": batch, "form": form, "unfillable": unfillable_places(batch), **_progress(batch)}
+    return render(request, "annotation/_batch_team.html", context)
 
 
 @researcher_required

@@ -27,6 +27,7 @@ from typing import Any
 
 from django.db.models import Avg, Count, Max, Q
 
+from annotation.crowd.selectors import counts_answers
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Judgment, PreLabel
 from annotation.results.selectors import (
@@ -289,7 +290,7 @@ def report_version(batch: Batch) -> str | None:
     if sample is None:
         return None
     chain = [link.pk for link in sample_chain(sample)]
-    usable = Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]) & ~Q(gold_passed=False)
+    usable = counts_answers()  # the results' own rule (failed gold kept where the batch keeps it)
     work = Assignment.objects.filter(hit__batch__in=chain).aggregate(
         n=Count("id"),
         # by state, as answers_version: voiding or rejecting an answer changes neither count nor times
@@ -426,23 +427,20 @@ def _gold_votes(chain: list[Batch]) -> tuple[Any, dict[str, str]]:
     worker and item, so each answer is an item of its own, ``gold:<qid>:<assignment>``,
     with the known label (apart from the real queries' qids).
 
-    The same assignments as the real votes (submitted or approved, not failed on gold), so
+    The same assignments as the real votes (``counts_answers``: submitted or approved, not failed on
+    gold unless the batch keeps such answers), so
     each worker's gold answers describe the work that counts; being the ones that passed
     the gold check, they lean a little optimistic.
     """
     import pandas as pd
 
-    rows = (
-        Judgment.objects.filter(
-            batch_query__batch__in=chain,
-            batch_query__is_gold=True,
-            label__isnull=False,
-            assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
-        )
-        .exclude(assignment__gold_passed=False)
-        .values_list(
-            "batch_query__qid", "assignment_id", "assignment__worker__pseudonym", "label", "batch_query__gold_label"
-        )
+    rows = Judgment.objects.filter(
+        counts_answers("assignment__"),
+        batch_query__batch__in=chain,
+        batch_query__is_gold=True,
+        label__isnull=False,
+    ).values_list(
+        "batch_query__qid", "assignment_id", "assignment__worker__pseudonym", "label", "batch_query__gold_label"
     )
     rows = [(f"gold:{qid}:{assignment}", worker, label, known) for qid, assignment, worker, label, known in rows]
     frame = pd.DataFrame([row[:3] for row in rows], columns=["item", "worker", "label"])

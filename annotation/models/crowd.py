@@ -112,6 +112,15 @@ class Batch(models.Model):
         default=True,
         help_text="Tell a worker who fails the gold questions which ones and their right answers.",
     )
+    #: A HIT whose gold check failed loses its pay (rejected) either way; this says whether its other
+    #: answers still count (``annotation.crowd.selectors.counts_answers``).
+    failed_gold_answers = models.CharField(
+        max_length=8,
+        # As annotation.crowd.providers.options declares them (one set of choices in the API's schema).
+        choices=[("discard", "discard its other answers"), ("keep", "keep its other answers")],
+        default="discard",
+        help_text="A HIT that failed its gold check: discard its other answers, or keep them (its pay is lost either way).",
+    )
     # Quality thresholds applied at every sync (annotation.quality.services.thresholds); None: not applied.
     warn_gold_accuracy = models.FloatField(null=True, blank=True, help_text="Flag workers below this gold accuracy.")
     block_gold_accuracy = models.FloatField(null=True, blank=True, help_text="Block workers below this gold accuracy.")

@@ -17,8 +17,9 @@ from django.urls import reverse
 from annotation.crowd.forms import HitAnswerForm
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.publishing import hit_page_context
+from annotation.inhouse.services.corrections import why_not_correctable
 from annotation.inhouse.services.handout import submit_local_assignment
-from annotation.inhouse.views import training_step, unanswered_context
+from annotation.inhouse.views import correction_step, training_step, unanswered_context
 from annotation.models import Assignment, Batch, Provider
 from annotation.quality.services.training import qualification_of
 from core.errors import ServiceError
@@ -147,6 +148,17 @@ def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = get_object_or_404(Assignment.objects.select_related("hit__batch"), pk=pk)
     hit = assignment.hit
     if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
+        if request.method == "GET" and why_not_correctable(assignment) is None:
+            # Back on the HIT page after submitting (within the correction window, unused):
+            # the code again, or a correction first.
+            context = {
+                "heading": "Your answers were recorded",
+                "message": "You can still correct them for a few minutes, or go back to Prolific with your code.",
+                "continue_url": completion_url(hit.batch),
+                "continue_label": "Back to Prolific",
+                "correct_url": reverse("annotation:prolific-correct", args=[assignment.pk]),
+            }
+            return render(request, "annotation/no_more_hits.html", context)
         return redirect(completion_url(hit.batch))
     hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
     action = reverse("annotation:prolific-hit", args=[assignment.pk])
@@ -162,3 +174,20 @@ def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, "annotation/hit.html", context, status=400)
     context = hit_page_context(hit, mode="prolific", action=action, hit_queries=hit_queries)
     return render(request, "annotation/hit.html", context)
+
+
+def prolific_correct(request: HttpRequest, pk: int) -> HttpResponse:
+    """A participant corrects the HIT they submitted on this browser, while it is not yet used
+    (``annotation.inhouse.services.corrections``); then back to Prolific with the code."""
+    from annotation.crowd.providers.prolific import completion_url
+
+    if request.method not in ("GET", "POST"):
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    if pk not in request.session.get(PROLIFIC_SESSION_KEY, []):
+        raise PermissionDenied("Open this study from Prolific.")
+    assignment = get_object_or_404(
+        Assignment.objects.select_related("hit__batch", "worker__identity"),
+        pk=pk,
+        hit__batch__provider=Provider.PROLIFIC,
+    )
+    return correction_step(request, assignment, mode="prolific", done_url=completion_url(assignment.hit.batch))

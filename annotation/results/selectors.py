@@ -41,6 +41,7 @@ from annotation.crowd.selectors import (
     WORK_KEYS,
     answer_counts,
     batch_progress,
+    counts_answers,
     crowd_batch_ids,
     is_machine_labelled,
     query_texts,
@@ -118,12 +119,14 @@ def machine_accepted(batch: Batch) -> dict[str, LabelSource]:
 
 
 def usable_judgments(batch: Batch):
+    """The judgments that count: real queries, a label, from work whose answers count
+    (:func:`annotation.crowd.selectors.counts_answers`: the batch's rule for failed gold checks)."""
     return Judgment.objects.filter(
+        counts_answers("assignment__"),
         batch_query__batch__in=crowd_batch_ids(batch),
         batch_query__is_gold=False,
         label__isnull=False,
-        assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
-    ).exclude(assignment__gold_passed=False)
+    )
 
 
 def judgments_frame(batch: Batch) -> pd.DataFrame:
@@ -681,13 +684,15 @@ def escalated_qids(batch: Batch) -> set[str]:
 
 
 def gold_failed_qids(batch: Batch) -> set[str]:
-    """qids of real queries with answers from assignments that failed their gold questions (not counted),
-    in ``batch`` and its crowd batches (:func:`crowd_batch_ids`: a machine-labelled batch's review
-    queue shows its parts' gold failures, as its page counts them)."""
+    """qids of real queries with answers from assignments that failed their gold questions (not counted;
+    none in a batch that keeps such answers: ``Batch.failed_gold_answers``), in ``batch`` and its crowd
+    batches (:func:`crowd_batch_ids`: a machine-labelled batch's review queue shows its parts' gold
+    failures, as its page counts them)."""
     return set(
         Judgment.objects.filter(
             batch_query__batch__in=crowd_batch_ids(batch), batch_query__is_gold=False, assignment__gold_passed=False
         )
+        .exclude(assignment__hit__batch__failed_gold_answers="keep")
         .values_list("batch_query__qid", flat=True)
         .distinct()
     )

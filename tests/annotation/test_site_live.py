@@ -73,7 +73,8 @@ def test_the_annotator_gets_a_confirmation_and_their_own_count_after_each_submis
     client.force_login(annotators[0])
     first = client.get(reverse("annotation:next"), follow=True)
     assert 'id="my-count">You have submitted 0 HITs<' in first.content.decode()
-    assert '<details class="instructions" id="instructions">' in first.content.decode()  # collapsed on phones
+    # Open on their first HIT of the batch (issue 45); collapsed from the second on (below).
+    assert '<details class="instructions" id="instructions" open>' in first.content.decode()
     # The confirmation numbers the HIT as the page's header did (issue 45: one numbering, not the HIT's position).
     number = re.search(r'id="hit-progress">HIT (\d+) of', first.content.decode()).group(1)
     assignment = Assignment.objects.get(worker__identity__user=annotators[0])
@@ -81,6 +82,7 @@ def test_the_annotator_gets_a_confirmation_and_their_own_count_after_each_submis
     html = response.content.decode()
     assert f"Thank you: your answers to HIT {number} of b1 were recorded. You have submitted 1 HIT." in html
     assert 'id="my-count">You have submitted 1 HIT<' in html
+    assert '<details class="instructions" id="instructions">' in html
     # The next HIT's header goes on from there, and so does its confirmation.
     second = Assignment.objects.filter(worker__identity__user=annotators[0]).exclude(pk=assignment.pk).first()
     page = client.get(reverse("annotation:assignment", args=[second.pk])).content.decode()

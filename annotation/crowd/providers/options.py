@@ -291,6 +291,14 @@ COMMON_OPTIONS: tuple[BatchOption, ...] = (
         why="the form keeps feedback on",
     ),
     BatchOption(
+        "failed_gold_answers",
+        "choice",
+        "A HIT that fails its gold check loses its pay; its other answers are discarded (default) or kept.",
+        default="discard",
+        choices=(("discard", "discard its other answers"), ("keep", "keep its other answers")),
+        label="Failed gold check",
+    ),
+    BatchOption(
         "seed",
         "whole",
         "seed of the query shuffle",

@@ -67,6 +67,8 @@ class BatchSettings:
     gold_per_hit: int = _DEFAULTS["gold_per_hit"]
     gold_pass_fraction: float = 1.0
     gold_feedback: bool = _DEFAULTS["gold_feedback"]
+    #: A HIT that failed its gold check: its other answers ``discard``-ed or ``keep``-t (its pay is lost either way).
+    failed_gold_answers: str = _DEFAULTS["failed_gold_answers"]
     seed: int = _DEFAULTS["seed"]
     #: Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.
     provider_options: dict = field(default_factory=dict)

@@ -88,6 +88,8 @@ def hit_page_context(
         "queries": queries,
         "categories": CATEGORIES,
         "errors": errors,
+        # Open unless the caller knows this is not the worker's first HIT of the batch (hit.html).
+        "instructions_open": True,
     }
 
 

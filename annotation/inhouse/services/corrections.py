@@ -1,0 +1,172 @@
+"""An annotator corrects the HIT they submitted last, while none of its answers has been used.
+
+A slip (a wrong key, a query misread) is fixed by the person who made it, not left in the
+data for a researcher to find. The window is short (``settings.ANSWER_CORRECTION_SECONDS``,
+10 minutes by default; 0 turns corrections off) and closes for good as soon as anything may
+have read the answers. An assignment is **used**, and so never corrected, once any of these
+holds (each read from the models, each newer than its ``submitted_at``):
+
+- it was **reviewed**: its status is no longer ``submitted`` (approved or rejected by a sync
+  decides and sends its pay: MTurk's and Prolific's payment, an in-house sync's approval);
+- its batch was **escalated**: an ``Escalation`` of the batch was created after it was
+  submitted (the escalation's plan counted its votes);
+- a query of its HIT was **ruled on**: an ``Adjudication`` of one of its queries was decided
+  after it was submitted (the researcher read its vote);
+- its batch, or the batch whose answers it adds to (``Batch.parent``), was **exported**: an
+  ``Export`` made after it was submitted (a file and card were written with it);
+- a **bonus** was recorded for its worker in its batch, or for the assignment itself
+  (``BonusPayment``), after it was submitted (the bonus rule read its gold answers);
+- its batch is no longer published (cancelled or complete: its results are final), or the
+  worker has submitted another HIT since (only the last one is corrected).
+
+Gold questions are not corrected: their first answers stand (a worker told which check questions
+they got wrong would otherwise copy the right answers in), so a correction never changes whether
+the HIT passed its gold check.
+
+A correction replaces the assignment's judgments in one transaction (the old ones deleted, the
+new ones written and scored like a submit by ``record_answers``), under the assignment's row
+lock: two corrections posted at once run one after the other, and a correction whose answers
+equal the stored ones writes nothing, so repeating it changes nothing. Every figure follows:
+the judgments' new ids move :func:`annotation.results.selectors.answers_version` (the key of
+agreement, review and results) and the change counter behind ``answer_counts``, exactly as a
+submit does. ``submitted_at`` is kept, so correcting never extends the window.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping, Sequence
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.crowd.services.answers import AnswerCheck, record_answers
+from annotation.models import Adjudication, Assignment, Batch, BonusPayment, Escalation, Export, HitQuery, Judgment
+from core.errors import ServiceError
+
+_DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+
+
+class NotCorrectable(ServiceError):
+    """The HIT can no longer be corrected; the message says why."""
+
+
+def correction_window() -> dt.timedelta:
+    return dt.timedelta(seconds=settings.ANSWER_CORRECTION_SECONDS)
+
+
+def why_not_correctable(assignment: Assignment, now: dt.datetime | None = None) -> str | None:
+    """Why ``assignment`` cannot be corrected now (one sentence for its annotator), or ``None`` if it can.
+
+    The module's docstring defines "used". ``assignment`` is read with its HIT and batch.
+    """
+    now = now or timezone.now()
+    submitted = assignment.submitted_at
+    if assignment.status != Assignment.Status.SUBMITTED or submitted is None:
+        if assignment.status in (Assignment.Status.APPROVED, Assignment.Status.REJECTED):
+            return "this HIT was already reviewed"
+        return "this HIT has not been submitted"
+    window = correction_window()
+    if not window or now - submitted > window:
+        return "the time to correct this HIT has run out"
+    batch = assignment.hit.batch
+    if batch.status != Batch.Status.PUBLISHED:
+        return "its batch is closed"
+    later = Assignment.objects.filter(worker_id=assignment.worker_id, status__in=_DONE, submitted_at__gt=submitted)
+    if later.exists():
+        return "you have submitted another HIT since: only the last one can be corrected"
+    if Escalation.objects.filter(batch_id=batch.pk, created__gte=submitted).exists():
+        return "its answers were already used (an escalation of the batch)"
+    queries = HitQuery.objects.filter(hit_id=assignment.hit_id).values("batch_query_id")
+    if Adjudication.objects.filter(batch_query_id__in=queries, decided_at__gte=submitted).exists():
+        return "its answers were already used (a researcher's ruling)"
+    exported = [batch.pk] + ([batch.parent_id] if batch.parent_id else [])
+    if Export.objects.filter(batch_id__in=exported, created__gte=submitted).exists():
+        return "its answers were already used (an export)"
+    participant = assignment.worker.identity.external_id
+    bonus = Q(assignment_id=assignment.pk) | Q(batch_id=batch.pk, participant_id=participant)
+    if BonusPayment.objects.filter(bonus, created__gte=submitted).exists():
+        return "its answers were already used (a bonus)"
+    return None
+
+
+def last_correctable(worker_id: int) -> Assignment | None:
+    """The worker's last submitted assignment if it can still be corrected, else ``None`` (their home page).
+
+    A read of their last assignment along the (worker, status) index, then :func:`why_not_correctable`.
+    """
+    if not correction_window():
+        return None
+    rows = Assignment.objects.filter(worker_id=worker_id, status__in=_DONE, submitted_at__isnull=False)
+    last = rows.select_related("hit__batch", "worker__identity").order_by("-submitted_at", "-pk").first()
+    return last if last is not None and why_not_correctable(last) is None else None
+
+
+def current_answers(assignment: Assignment) -> dict[str, str]:
+    """The assignment's stored answers as the HIT form's fields (``q-<position>`` -> label)."""
+    positions = dict(HitQuery.objects.filter(hit_id=assignment.hit_id).values_list("batch_query_id", "position"))
+    return {
+        f"q-{positions[bq]}": label
+        for bq, label in Judgment.objects.filter(assignment=assignment).values_list("batch_query_id", "label")
+        if label and bq in positions
+    }
+
+
+def _gold_kept(assignment: Assignment, answers: Mapping[str, str]) -> dict[str, str]:
+    """``answers`` with each gold question's field set back to what was first answered (or left out)."""
+    kept = dict(answers)
+    gold = HitQuery.objects.filter(hit_id=assignment.hit_id, batch_query__is_gold=True).values_list(
+        "position", "batch_query_id"
+    )
+    first = dict(
+        Judgment.objects.filter(assignment=assignment, batch_query__is_gold=True).values_list("batch_query_id", "label")
+    )
+    for position, bq in gold:
+        field = f"q-{position}"
+        if first.get(bq):
+            kept[field] = first[bq]
+        else:
+            kept.pop(field, None)
+    return kept
+
+
+def correct_assignment(
+    assignment: Assignment, answers: Mapping[str, str], *, hit_queries: Sequence[HitQuery] | None = None
+) -> AnswerCheck | None:
+    """Replace the judgments of a submitted, unused assignment by ``answers``; ``None`` when nothing changed.
+
+    Raises :class:`NotCorrectable` (a ``ServiceError``, 409) naming why when it is no longer
+    correctable. The row lock is taken first and every condition is read again under it, so a
+    sync, escalation or export committed meanwhile is seen.
+    """
+    with transaction.atomic():
+        locked = (
+            Assignment.objects.select_for_update(of=("self",))
+            .select_related("hit__batch", "worker__identity")
+            .get(pk=assignment.pk)
+        )
+        reason = why_not_correctable(locked)
+        if reason is not None:
+            raise NotCorrectable(f"This HIT cannot be corrected: {reason}.")
+        answers = _gold_kept(locked, answers)
+        raw = json.dumps(answers, sort_keys=True)
+        if locked.raw_answer == raw:
+            return None  # the same answers again: a repeated post changes nothing
+        Judgment.objects.filter(assignment=locked).delete()
+        # Reset what only a failed gold check writes, so a correction that now passes carries no old feedback.
+        Assignment.objects.filter(pk=locked.pk).update(feedback="")
+        locked.feedback = ""
+        check = record_answers(
+            locked,
+            answers,
+            raw,
+            submitted_at=locked.submitted_at,
+            hit_queries=hit_queries,
+            only_from=(Assignment.Status.SUBMITTED,),
+        )
+    for name in ("raw_answer", "valid", "gold_correct", "gold_total", "gold_passed", "feedback"):
+        setattr(assignment, name, getattr(locked, name))
+    return check
