@@ -15,12 +15,12 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 - :mod:`annotation.machine.selectors` -- machine runs, calibration, the non-gendered sets by
   label source;
 - :mod:`annotation.publication.selectors` -- the study's facts every published description states;
-- :mod:`annotation.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
+- :mod:`annotation.platforms.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
 """
 
 from annotation.crowd.selectors import batches
 from annotation.machine.selectors import label_probabilities, non_gendered_by_source
-from annotation.prolific.webhooks.selectors import return_rate_warnings
+from annotation.platforms.prolific.webhooks.selectors import return_rate_warnings
 from annotation.publication.selectors import study_facts
 from annotation.results.selectors import (
     adjudicated_labels,

@@ -2,7 +2,7 @@
 
 N Prolific participants (no account, no password) arrive evenly spread over T seconds, each
 on its own thread with its own cookies, and do one HIT through the real study link, against
-gunicorn with the shipped config: the study link (``/annotation/prolific/<batch>/``, the
+gunicorn with the shipped config: the study link (``/annotation/platforms/prolific/<batch>/``, the
 arrival confirmed with Prolific's API, then a HIT claimed), the HIT page, the submit (a
 redirect to Prolific's completion URL). Prolific is ``benchmarks/fakes/prolific.py``'s
 ``FakeProlific``, served in this process on loopback; gunicorn is pointed at it with
@@ -289,8 +289,8 @@ def _point_at(fake_url: str, site: str, n: int) -> None:
 
 def _publish_study(n: int, per_hit: int, *, label: str = ""):
     """A batch of made-up queries published as a Prolific study with ``PLACES`` places per HIT (``n`` at least)."""
-    from annotation.crowd.clients.prolific_api import Prolific
-    from annotation.crowd.providers.prolific import ProlificProvider
+    from annotation.platforms.prolific.client import Prolific
+    from annotation.platforms.prolific.provider import ProlificProvider
     from benchmarks.fakes.prolific import TOKEN
 
     hits = math.ceil(n / PLACES)

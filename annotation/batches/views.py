@@ -21,16 +21,16 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm
 from annotation.crowd.providers.base import provider_class
 from annotation.crowd.selectors import BonusPreview, answer_counts, batch_progress, preview_bonuses
-from annotation.crowd.services import prolific_bonuses
-from annotation.crowd.services.background import start_pay_bonuses, start_publish, start_sync
+from annotation.crowd.services.background import start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
 from annotation.crowd.services.publishing import render_hit_html
-from annotation.inhouse.services.handout import is_annotator
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Provider, Worker
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
-from annotation.prolific.selectors import submissions as prolific_submissions
-from annotation.prolific.webhooks.selectors import batch_webhooks
+from annotation.platforms.inhouse.services.handout import is_annotator
+from annotation.platforms.prolific.bonuses import services as prolific_bonuses
+from annotation.platforms.prolific.selectors import submissions as prolific_submissions
+from annotation.platforms.prolific.webhooks.selectors import batch_webhooks
 from annotation.publication.services.exports import export_for_download
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
@@ -508,7 +508,7 @@ def batch_bonus_pay(request: HttpRequest, name: str) -> HttpResponse:
     second click finds a pay running, or the total changed, or nothing to pay, and pays nothing."""
     batch = get_object_or_404(Batch, name=name)
     try:
-        job = start_pay_bonuses(batch, expected_total=request.POST.get("expected_total") or None)
+        job = prolific_bonuses.start_pay_bonuses(batch, expected_total=request.POST.get("expected_total") or None)
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect(f"{reverse('annotation:batch-detail', args=[batch.name])}#bonuses")
