@@ -176,6 +176,7 @@ PLATFORMS = {
     "local": "annotation.platforms.inhouse",
     "mturk": "annotation.platforms.mturk",
     "prolific": "annotation.platforms.prolific",
+    "taskbuilder": "annotation.platforms.taskbuilder",
 }
 #: The project's providers, imported when first asked for (so loading this package loads
 #: neither Django's models nor a provider's client).
