@@ -48,7 +48,6 @@ from core.errors import ServiceError
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Hit
 
-DEVICES = ("desktop", "tablet", "mobile")
 #: A Task Builder study's options (``Batch.provider_options``), declared once for the form, API and command.
 OPTIONS: tuple[BatchOption, ...] = (
     BatchOption(
@@ -60,18 +59,11 @@ OPTIONS: tuple[BatchOption, ...] = (
         into="provider_options",
         key="estimated_minutes",
     ),
-    BatchOption(
-        "taskbuilder_devices",
-        "choices",
-        "Task Builder only: devices participants may use (none: desktop).",
-        choices=tuple((d, d) for d in DEVICES),
-        flag="--taskbuilder-device",
-        into="provider_options",
-        key="devices",
-    ),
 )
 _BY_NAME = options_by_name(OPTIONS)
-OPTION_KEYS = {"estimated_minutes", "devices"}
+OPTION_KEYS = {"estimated_minutes"}
+#: The devices a study allows: Task Builder's pages are Prolific's own.
+STUDY_DEVICES = ("desktop", "tablet", "mobile")
 #: The statuses of a study's submissions whose answers are final, as this site's assignment statuses.
 FINISHED = {"AWAITING REVIEW": "submitted", "APPROVED": "approved", "REJECTED": "rejected"}
 #: How often, and how long apart, publishing asks whether Prolific finished an import or a setup.
@@ -182,11 +174,10 @@ class TaskBuilderProvider(CrowdProvider):
         unknown = set(options) - OPTION_KEYS
         if unknown:
             raise ServiceError(f"unknown Task Builder option(s): {', '.join(sorted(unknown))}")
-        for name, key in (("taskbuilder_minutes", "estimated_minutes"), ("taskbuilder_devices", "devices")):
-            try:
-                _BY_NAME[name].parse(options.get(key))
-            except OptionError as exc:
-                raise ServiceError(str(exc)) from None
+        try:
+            _BY_NAME["taskbuilder_minutes"].parse(options.get("estimated_minutes"))
+        except OptionError as exc:
+            raise ServiceError(str(exc)) from None
 
     def __init__(self, client: TaskBuilder | None = None, *, polls: int = POLLS, poll_seconds: float = POLL_SECONDS):
         self.client = client if client is not None else api_client()
@@ -301,7 +292,7 @@ class TaskBuilderProvider(CrowdProvider):
             "estimated_completion_time": minutes,
             "maximum_allowed_time": max(minutes * 3, int(batch.assignment_duration.total_seconds() // 60)),
             "reward": cents(batch.reward),
-            "device_compatibility": list(options.get("devices") or ["desktop"]),
+            "device_compatibility": list(STUDY_DEVICES),
             "project": settings.PROLIFIC_PROJECT_ID,
         }
 
