@@ -57,11 +57,10 @@ OPTIONS: tuple[BatchOption, ...] = (
         minimum=1,
         maximum=24 * 60,
         into="provider_options",
-        key="estimated_minutes",
     ),
 )
 _BY_NAME = options_by_name(OPTIONS)
-OPTION_KEYS = {"estimated_minutes"}
+OPTION_KEYS = {"taskbuilder_minutes"}
 #: The devices a study allows: Task Builder's pages are Prolific's own.
 STUDY_DEVICES = ("desktop", "tablet", "mobile")
 #: The statuses of a study's submissions whose answers are final, as this site's assignment statuses.
@@ -175,7 +174,7 @@ class TaskBuilderProvider(CrowdProvider):
         if unknown:
             raise ServiceError(f"unknown Task Builder option(s): {', '.join(sorted(unknown))}")
         try:
-            _BY_NAME["taskbuilder_minutes"].parse(options.get("estimated_minutes"))
+            _BY_NAME["taskbuilder_minutes"].parse(options.get("taskbuilder_minutes"))
         except OptionError as exc:
             raise ServiceError(str(exc)) from None
 
@@ -277,7 +276,7 @@ class TaskBuilderProvider(CrowdProvider):
         from annotation.platforms.taskbuilder.client import cents
 
         options = batch.provider_options or {}
-        minutes = int(options.get("estimated_minutes") or 10)
+        minutes = int(options.get("taskbuilder_minutes") or 10)
         return {
             "name": batch.title,
             "internal_name": name,

@@ -60,7 +60,7 @@ def batch(query_set, tmp_path):
             gold_per_hit=1,
             gold_pass_fraction=1.0,
             reward=Decimal("0.40"),
-            provider_options={"estimated_minutes": 4},
+            provider_options={"taskbuilder_minutes": 4},
         ),
         query_set=query_set,
         gold=read_gold_file(gold_file),
@@ -218,3 +218,21 @@ def test_a_throttled_call_waits_as_long_as_prolific_asks_and_a_lost_creation_is_
         ),
     )
     assert len(fake.batches) == 1 and made["id"] in fake.batches
+
+
+def test_its_option_is_refused_on_another_platform_naming_task_builder_alone(query_set):
+    """Two platforms store provider options now: a refusal names the one whose option was given."""
+    from core.errors import ServiceError
+
+    settings = services.BatchSettings(provider="local", provider_options={"taskbuilder_minutes": 5})
+    with pytest.raises(
+        ServiceError,
+        match=r"^Prolific Task Builder \(hosted by Prolific\) options only apply to the taskbuilder provider$",
+    ):
+        services.create_batch("elsewhere", settings, query_set=query_set)
+    with pytest.raises(ServiceError, match="unknown Task Builder option"):
+        services.create_batch(
+            "odd",
+            services.BatchSettings(provider="taskbuilder", provider_options={"bonus": "0.10"}),
+            query_set=query_set,
+        )
