@@ -2,7 +2,7 @@
 
 N Prolific participants (no account, no password) arrive evenly spread over T seconds, each
 on its own thread with its own cookies, and do one HIT through the real study link, against
-gunicorn with the shipped config: the study link (``/annotation/platforms/prolific/<batch>/``, the
+gunicorn with the shipped config: the study link (``/annotation/prolific/<batch>/``, the
 arrival confirmed with Prolific's API, then a HIT claimed), the HIT page, the submit (a
 redirect to Prolific's completion URL). Prolific is ``benchmarks/fakes/prolific.py``'s
 ``FakeProlific``, served in this process on loopback; gunicorn is pointed at it with

@@ -460,7 +460,7 @@ PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = env_int("PROLIFIC_ARRIVAL_CHECKS_
 
 # --- Prolific webhooks, and polling as their fallback (docs/prolific.md, "Webhooks") -----------
 #: Publishing a Prolific batch subscribes the workspace to submission and study status changes, study
-#: progress changes and high return rates, delivered to SITE_URL + /annotation/platforms/prolific/webhooks/events/
+#: progress changes and high return rates, delivered to SITE_URL + /annotation/prolific/webhooks/events/
 #: (an https address Prolific can reach).
 PROLIFIC_WEBHOOKS = env_bool("PROLIFIC_WEBHOOKS", True)
 #: A delivery signed longer ago than this (seconds), or this far ahead, is refused (replays).

@@ -77,14 +77,14 @@ def test_participants_take_the_training_on_the_site_first(server, provider, quer
     )
     _publish(trained, provider)
     keen = Participant(server, trained.hit_type_id, hexid("PIDKEEN"), client_class)
-    assert keen.arrival["Location"] == f"/annotation/platforms/prolific/{trained.name}/training/"
+    assert keen.arrival["Location"] == f"/annotation/prolific/{trained.name}/training/"
     training = keen.browser.get(keen.arrival["Location"]).content.decode()
     assert "what is a mother" in training and 'name="q-2"' in training
     passed = keen.browser.post(keen.arrival["Location"], {"q-1": "f", "q-2": "n"}).content.decode()
     assert "2 of 2" in passed and "You passed" in passed
     onward = re.search(r'href="([^"]*prolific/pro-trained/\?[^"]*)"', passed).group(1).replace("&amp;", "&")
     hit = keen.browser.get(onward)
-    assert hit.status_code == 302 and "/annotation/platforms/prolific/hits/" in hit["Location"]
+    assert hit.status_code == 302 and "/annotation/prolific/hits/" in hit["Location"]
 
     hasty = Participant(server, trained.hit_type_id, hexid("PIDHASTY"), client_class)
     failed = hasty.browser.post(hasty.arrival["Location"], {"q-1": "m", "q-2": "n"}).content.decode()
@@ -92,8 +92,8 @@ def test_participants_take_the_training_on_the_site_first(server, provider, quer
     assert prolific_services.arrive(trained, ProlificSession.objects.get(session_id=hasty.session)) is None
     # Following the link again shows the result, not a HIT.
     again = hasty.browser.get(
-        f"/annotation/platforms/prolific/{trained.name}/?PROLIFIC_PID={hexid('PIDHASTY')}&STUDY_ID={trained.hit_type_id}&SESSION_ID={hasty.session}"
+        f"/annotation/prolific/{trained.name}/?PROLIFIC_PID={hexid('PIDHASTY')}&STUDY_ID={trained.hit_type_id}&SESSION_ID={hasty.session}"
     )
     assert again["Location"].endswith("/training/")
     # A browser that did not follow the study link is refused.
-    assert client_class().get(f"/annotation/platforms/prolific/{trained.name}/training/").status_code == 403
+    assert client_class().get(f"/annotation/prolific/{trained.name}/training/").status_code == 403

@@ -1,4 +1,4 @@
-"""The endpoint Prolific delivers webhook events to: ``POST /annotation/platforms/prolific/webhooks/events/``.
+"""The endpoint Prolific delivers webhook events to: ``POST /annotation/prolific/webhooks/events/``.
 
 No session, no CSRF token (Prolific is not a browser): what authenticates a delivery is its
 signature, checked by ``services.deliveries.receive``. Every answer is JSON: 202 (the

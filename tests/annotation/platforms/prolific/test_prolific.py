@@ -123,7 +123,7 @@ def test_publishing_makes_one_study_despite_throttling_and_a_lost_answer(server,
     assert sleeps[0] == 0  # Retry-After: 0 honoured on the 429
     assert study["internal_name"] == provider.internal_name(batch)
     assert study["external_study_url"] == (
-        "http://testserver/annotation/platforms/prolific/pro/"
+        "http://testserver/annotation/prolific/pro/"
         "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
     )
     assert study["prolific_id_option"] == "url_parameters"
