@@ -137,7 +137,7 @@ def _raise_on_lost_rights(sender, instance, update_fields=None, raw=False, **kwa
 
 
 def _release(user_id: int) -> None:
-    from annotation.inhouse.services.handout import release_held_hits
+    from annotation.platforms.inhouse.services.handout import release_held_hits
 
     release_held_hits(user_id)
 
@@ -147,7 +147,7 @@ def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_se
     and gives the HITs they held back to the queue (they may no longer answer them)."""
     from django.contrib.auth.models import Group
 
-    from annotation.inhouse.selectors import ANNOTATORS_GROUP
+    from annotation.platforms.inhouse.selectors import ANNOTATORS_GROUP
 
     if action not in ("pre_remove", "pre_clear"):
         return

@@ -4,9 +4,9 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from annotation.batches import api
-from annotation.inhouse import api as api_team
 from annotation.machine import api as api_prelabelling
-from annotation.prolific import api as api_prolific
+from annotation.platforms.inhouse import api as api_team
+from annotation.platforms.prolific import api as api_prolific
 from annotation.publication import api as api_publication
 
 router = DefaultRouter()

@@ -3,11 +3,11 @@ from django.apps import AppConfig
 #: The modules that plug the sub-domains above crowd into a batch's life cycle
 #: (:mod:`annotation.crowd.services.hooks`), imported in this order at the first use of a hook
 #: (what they register runs in it). crowd itself imports none of them (docs/architecture.md).
+#: Then each platform's own (``PLUG_INS`` of its package, in the order of
+#: ``annotation.crowd.providers.base.PLATFORMS``: a new platform adds no line here).
 PLUG_INS = (
     "annotation.quality.services.training",  # a new batch's training queries (created)
     "annotation.quality.services.loop",  # every sync ends with the quality loop (sync_steps)
-    "annotation.prolific.services",  # a Prolific batch's sync (platform_syncs)
-    "annotation.prolific.webhooks.services.subscriptions",  # after publishing: the webhooks (published)
 )
 
 
@@ -22,6 +22,7 @@ class AnnotationConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from annotation.accounts import watch_accounts
+        from annotation.crowd.providers.base import platform_plug_ins
         from annotation.crowd.services.hooks import plug_in
         from annotation.labels import ACCEPTED_SPELLINGS, label_code
         from pooling.queryfiles import LABELS
@@ -29,7 +30,7 @@ class AnnotationConfig(AppConfig):
         watch_accounts()
         LABELS.use(label_code, ACCEPTED_SPELLINGS)  # a labelled query file is read with the one vocabulary
         post_migrate.connect(_change_log, sender=self)
-        plug_in(PLUG_INS)
+        plug_in((*PLUG_INS, *platform_plug_ins()))
 
 
 def _change_log(sender, using: str = "default", **kwargs) -> None:

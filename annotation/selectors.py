@@ -15,15 +15,15 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 - :mod:`annotation.machine.selectors` -- machine runs, calibration, the non-gendered sets by
   label source;
 - :mod:`annotation.publication.selectors` -- the study's facts every published description states;
-- :mod:`annotation.prolific.selectors` -- a Prolific batch's submissions, with the effective hourly rate
+- :mod:`annotation.platforms.prolific.selectors` -- a Prolific batch's submissions, with the effective hourly rate
   (the paper bundle's checklist states the batch page's figure);
-- :mod:`annotation.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
+- :mod:`annotation.platforms.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
 """
 
 from annotation.crowd.selectors import batches, is_machine_labelled, query_texts
 from annotation.machine.selectors import label_probabilities, non_gendered_by_source
-from annotation.prolific.selectors import submissions as prolific_submissions
-from annotation.prolific.webhooks.selectors import return_rate_warnings
+from annotation.platforms.prolific.selectors import submissions as prolific_submissions
+from annotation.platforms.prolific.webhooks.selectors import return_rate_warnings
 from annotation.publication.selectors import study_facts
 from annotation.results.selectors import (
     adjudicated_labels,

@@ -3,10 +3,10 @@
 from django.urls import path
 
 from annotation.batches import views as batches
-from annotation.inhouse import views as inhouse
 from annotation.machine import views as machine
-from annotation.prolific import views as prolific
-from annotation.prolific.webhooks import views as prolific_webhooks
+from annotation.platforms.inhouse import views as inhouse
+from annotation.platforms.prolific import views as prolific
+from annotation.platforms.prolific.webhooks import views as prolific_webhooks
 from annotation.publication import views as publication
 from annotation.quality import views as quality
 

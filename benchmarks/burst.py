@@ -289,8 +289,8 @@ def _point_at(fake_url: str, site: str, n: int) -> None:
 
 def _publish_study(n: int, per_hit: int, *, label: str = ""):
     """A batch of made-up queries published as a Prolific study with ``PLACES`` places per HIT (``n`` at least)."""
-    from annotation.crowd.clients.prolific_api import Prolific
-    from annotation.crowd.providers.prolific import ProlificProvider
+    from annotation.platforms.prolific.client import Prolific
+    from annotation.platforms.prolific.provider import ProlificProvider
     from benchmarks.fakes.prolific import TOKEN
 
     hits = math.ceil(n / PLACES)

@@ -13,7 +13,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation import services as annotation_services
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from core.services.api_tokens import api_token
 from metrics.models import Report
 from pooling.models import Collection

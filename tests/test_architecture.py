@@ -11,7 +11,7 @@ may ``config`` (settings, URLs, the Celery app). ``core``, ``pooling``, ``annota
 **Layer names.** A module of an app is *Django-aware* iff a component of its dotted path after
 the app's name is one of :data:`LAYERS` (``annotation.crowd.services.sync``,
 ``core.jobs.sweeper``, ``annotation.models.crowd``, ``core.management.cli``,
-``annotation.crowd.providers.mturk``); every other module is *pure*
+``annotation.platforms.mturk.provider``); every other module is *pure*
 (``annotation.machine.routing_statistics``, ``core.http``, ``metrics.rbo``): it computes or
 reads files and runs without a Django project. Among the layer names, :data:`SHELLS` are
 what a person or a script talks to (pages, API, commands, tasks, admin, template tags);
@@ -80,6 +80,7 @@ LAYERS = frozenset(
         "management",
         "migrations",
         "models",
+        "provider",
         "providers",
         "selectors",
         "serializers",
@@ -96,19 +97,35 @@ SHELLS = frozenset(
     {"views", "api", "serializers", "forms", "tasks", "urls", "api_urls", "admin", "management", "templatetags"}
 )
 #: The layers that shells call and that never call shells back.
-INNER = frozenset({"services", "selectors", "providers", "models"})
+INNER = frozenset({"services", "selectors", "provider", "providers", "models"})
 FRAMEWORKS = ("django", "rest_framework", "celery")
+#: Folders of sub-domains: each package right under one is a sub-domain of its own, named with its
+#: folder (``annotation/platforms/prolific/`` is ``platforms.prolific``; ``models/prolific.py`` is its
+#: models). ``<folder>.*`` in :data:`SUB_DOMAIN_ORDER` places every one of them, a new one included.
+SUB_DOMAIN_FOLDERS = {"annotation": ("platforms",)}
 #: An app's sub-domains, bottom to top, by level: a sub-domain imports only those on lower levels;
 #: those of one level import none of each other. docs/architecture.md draws this order.
 SUB_DOMAIN_ORDER = {
     "annotation": (
-        ("crowd",),  # batches, HITs, publishing, sync, answers, providers: the kernel
+        ("crowd",),  # batches, HITs, publishing, sync, answers, the providers' interface: the kernel
         ("results",),  # what the answers add up to, a batch's state
         ("quality",),  # the quality loop: escalation, re-offers, thresholds, training, rulings
-        ("machine", "inhouse"),  # machine labelling; in-house annotators
-        ("prolific", "publication"),  # Prolific participants; publishing a study and exports
+        ("machine", "platforms.*"),  # machine labelling; the crowd platforms, one folder each
+        ("publication",),  # publishing a study and exports
         ("batches",),  # the researcher's batch pages and API, composing everything
     )
+}
+#: What a platform may import besides its own folder and models, the app's modules outside the
+#: sub-domains (models, labels ...) and the other apps: the kernel and the hooks' sub-domains.
+PLATFORM_INTERFACE = {"annotation": ("crowd", "results", "quality")}
+#: The one place a platform still uses another's modules, each module imported named (a debt, kept
+#: exact by the test: an entry no import needs any more fails it): Prolific participants work on
+#: this site through the in-house hand-out and HIT page.
+BETWEEN_PLATFORMS = {
+    "annotation": {
+        ("platforms.prolific", "annotation.platforms.inhouse.services.handout"),
+        ("platforms.prolific", "annotation.platforms.inhouse.views"),
+    }
 }
 
 
@@ -231,7 +248,7 @@ def test_the_layer_vocabulary_sorts_known_modules():
         "pooling.services.pools",
         "annotation.accounts",
         "annotation.models.crowd",
-        "annotation.crowd.providers.mturk",
+        "annotation.platforms.mturk.provider",
         "annotation.machine.services.routing",
         "metrics.views",
     ):
@@ -354,12 +371,24 @@ def _layer_of(module: str) -> str:
 
 
 def _sub_domains(graph, app: str) -> set[str]:
-    """The packages right under an app that are no layer: ``annotation.crowd``, ``annotation.machine`` …"""
-    return {
-        _parts(m)[0]
-        for m in graph.modules
-        if _app(m) == app and len(_parts(m)) == 1 and graph.find_children(m) and _parts(m)[0] not in LAYERS
-    }
+    """The packages right under an app that are no layer: ``annotation.crowd``, ``annotation.machine`` …;
+    under a folder of sub-domains (:data:`SUB_DOMAIN_FOLDERS`), each package: ``platforms.prolific`` …"""
+    folders = SUB_DOMAIN_FOLDERS.get(app, ())
+    found = set()
+    for m in graph.modules:
+        parts = _parts(m)
+        if _app(m) != app or not graph.find_children(m):
+            continue
+        if len(parts) == 1 and parts[0] not in LAYERS and parts[0] not in folders:
+            found.add(parts[0])
+        elif len(parts) == 2 and parts[0] in folders and parts[1] not in LAYERS:
+            found.add(".".join(parts))
+    return found
+
+
+def _sub_domain_names(graph, app: str) -> set[str]:
+    """The last names of the sub-domains and their folders (``platforms``, ``prolific`` …)."""
+    return {name.split(".")[-1] for name in _sub_domains(graph, app)} | set(SUB_DOMAIN_FOLDERS.get(app, ()))
 
 
 def test_no_two_modules_of_an_app_share_a_name_in_different_layers(graph):
@@ -373,7 +402,7 @@ def test_no_two_modules_of_an_app_share_a_name_in_different_layers(graph):
         if not _ours(module, apps) or not parts or {"commands", "templatetags"} & set(parts):
             continue
         name = parts[-1]
-        if name in LAYERS or name in _sub_domains(graph, _app(module)):
+        if name in LAYERS or name in _sub_domain_names(graph, _app(module)):
             continue
         by_name[(_app(module), name)].add(module)
     clashes = {frozenset(modules) for modules in by_name.values() if len({_layer_of(m) for m in modules}) > 1}
@@ -386,12 +415,15 @@ def test_no_two_modules_of_an_app_share_a_name_in_different_layers(graph):
 
 
 def sub_domain_of(module: str, sub_domains: set[str]) -> str | None:
-    """The sub-domain ``module`` belongs to (``models/<sub-domain>`` is its sub-domain's), or None (app-level)."""
+    """The sub-domain ``module`` belongs to (``models/<sub-domain>`` is its sub-domain's, ``models/prolific``
+    is ``platforms.prolific``'s), or None (app-level, a folder of sub-domains' own ``__init__``)."""
     parts = _parts(module)
     if parts and parts[0] in sub_domains:
         return parts[0]
-    if len(parts) > 1 and parts[0] == "models" and parts[1] in sub_domains:
-        return parts[1]
+    if len(parts) > 1 and ".".join(parts[:2]) in sub_domains:
+        return ".".join(parts[:2])
+    if len(parts) > 1 and parts[0] == "models":
+        return next((name for name in sorted(sub_domains) if name.split(".")[-1] == parts[1]), None)
     return None
 
 
@@ -416,14 +448,40 @@ def both_ways(pairs) -> list[tuple[str, str]]:
     return sorted({tuple(sorted(pair)) for pair in pairs if (pair[1], pair[0]) in pairs})
 
 
-def out_of_order(pairs, order) -> list[tuple[str, str]]:
-    """The module imports into a sub-domain on the importer's level or above (unplaced ones count as wrong)."""
-    level = {sub_domain: rank for rank, tier in enumerate(order) for sub_domain in tier}
+def _levels(order, sub_domains) -> dict[str, int]:
+    """Each sub-domain's level in ``order``; ``<folder>.*`` places every sub-domain of that folder."""
+    level = {}
+    for rank, tier in enumerate(order):
+        for placed in tier:
+            if placed.endswith(".*"):
+                level.update({s: rank for s in sub_domains if s.startswith(placed[:-1])})
+            else:
+                level[placed] = rank
+    return level
+
+
+def out_of_order(pairs, order, allowed=frozenset()) -> list[tuple[str, str]]:
+    """The module imports into a sub-domain on the importer's level or above (unplaced ones count as wrong),
+    but for those ``allowed`` (importer's sub-domain, imported module)."""
+    level = _levels(order, {s for pair in pairs for s in pair})
     return sorted(
-        imports
+        (importer, imported)
         for (mine, theirs), module_pairs in pairs.items()
         if level.get(theirs, len(order)) >= level.get(mine, -1)
-        for imports in module_pairs
+        for importer, imported in module_pairs
+        if (mine, imported) not in allowed
+    )
+
+
+def outside_the_interface(pairs, folder: str, interface, allowed=frozenset()) -> list[tuple[str, str]]:
+    """The module imports of a sub-domain in ``folder`` (a platform) into a sub-domain other than its own and
+    ``interface`` (another platform, or one above them), but for those ``allowed``."""
+    return sorted(
+        (importer, imported)
+        for (mine, theirs), module_pairs in pairs.items()
+        if mine.startswith(f"{folder}.") and theirs not in interface
+        for importer, imported in module_pairs
+        if (mine, imported) not in allowed
     )
 
 
@@ -441,7 +499,7 @@ def test_the_order_places_every_sub_domain(graph):
     for app, order in SUB_DOMAIN_ORDER.items():
         placed = [sub_domain for tier in order for sub_domain in tier]
         assert len(placed) == len(set(placed)), f"{app}: a sub-domain placed twice in {order}"
-        assert set(placed) == _sub_domains(graph, app), (
+        assert set(_levels(order, _sub_domains(graph, app))) == _sub_domains(graph, app), (
             f"{app}'s sub-domains {sorted(_sub_domains(graph, app))} are not exactly those SUB_DOMAIN_ORDER places "
             f"{sorted(placed)}: place a new one (docs/architecture.md draws the order)"
         )
@@ -457,7 +515,7 @@ def test_no_two_sub_domains_import_each_other(graph):
 
 def test_sub_domains_keep_their_order(graph):
     for app, order in SUB_DOMAIN_ORDER.items():
-        wrong = out_of_order(sub_domain_imports(graph, app), order)
+        wrong = out_of_order(sub_domain_imports(graph, app), order, BETWEEN_PLATFORMS.get(app, frozenset()))
         assert wrong == [], (
             f"{app}: imports into a sub-domain on the importer's level or above "
             f"({' < '.join('/'.join(tier) for tier in order)}):" + _listing(wrong)
@@ -475,6 +533,29 @@ def test_crowd_the_kernel_imports_no_other_sub_domain(graph):
     assert wrong == [], (
         "crowd importing other sub-domains (register a hook: annotation.crowd.services.hooks):" + _listing(wrong)
     )
+
+
+def test_a_platform_imports_only_the_interface(graph):
+    """A platform folder (``annotation/platforms/<name>/``) imports the kernel, results and quality (the
+    hooks it plugs into), the models and the app-level modules, never another platform or a sub-domain
+    above: a platform is a plug-in, added and removed as a folder."""
+    for app, folders in SUB_DOMAIN_FOLDERS.items():
+        pairs = sub_domain_imports(graph, app)
+        for folder in folders:
+            wrong = outside_the_interface(pairs, folder, PLATFORM_INTERFACE[app], BETWEEN_PLATFORMS[app])
+            assert wrong == [], f"{app}: a platform importing past its interface:" + _listing(wrong)
+
+
+def test_the_imports_between_platforms_are_exactly_those_listed(graph):
+    """:data:`BETWEEN_PLATFORMS` is a debt: an entry no import needs any more is struck off."""
+    for app, allowed in BETWEEN_PLATFORMS.items():
+        used = {
+            (mine, imported)
+            for (mine, _), module_pairs in sub_domain_imports(graph, app).items()
+            for _, imported in module_pairs
+            if (mine, imported) in allowed
+        }
+        assert used == allowed, f"{app}: listed but not imported: {sorted(allowed - used)}"
 
 
 def _write_tree(root: Path, files: dict[str, str]) -> None:
@@ -525,6 +606,67 @@ def test_the_sub_domain_checks_catch_a_backwards_import(tmp_path, monkeypatch):
     ]
     # a sub-domain the order does not place is out of order too, whichever way it imports
     assert out_of_order(pairs, (("crowd",), ("batches",))) != []
+
+
+def test_the_platform_checks_catch_a_platform_importing_another(tmp_path, monkeypatch):
+    """A deliberately broken copy for the platform rules: a tiny app with two platform folders. One
+    platform importing the other inside a function, or its models importing the other's models, or a
+    platform importing a sub-domain above the interface, is named; the same app without them passes,
+    and a platform folder added later is placed by ``platforms.*`` with no new line."""
+    app = f"fake_platforms_{tmp_path.name.replace('-', '_')}"
+    monkeypatch.setitem(SUB_DOMAIN_FOLDERS, app, ("platforms",))
+    order = (("crowd",), ("quality",), ("platforms.*",), ("pages",))
+    interface = ("crowd", "quality")
+    good = {
+        f"{app}/__init__.py": "",
+        f"{app}/models/__init__.py": "",
+        f"{app}/models/crowd.py": "",
+        f"{app}/models/alpha.py": f"from {app}.models import crowd\n",
+        f"{app}/models/beta.py": f"from {app}.models import crowd\n",
+        f"{app}/crowd/__init__.py": "",
+        f"{app}/crowd/services.py": f"from {app}.models import crowd\n",
+        f"{app}/quality/__init__.py": "",
+        f"{app}/quality/services.py": f"from {app}.crowd import services\n",
+        f"{app}/platforms/__init__.py": "",
+        f"{app}/platforms/alpha/__init__.py": "",
+        f"{app}/platforms/alpha/provider.py": f"from {app}.crowd import services\nfrom {app}.models import alpha\n",
+        f"{app}/platforms/beta/__init__.py": "",
+        f"{app}/platforms/beta/provider.py": f"from {app}.quality import services\nfrom {app}.models import beta\n",
+        f"{app}/pages/__init__.py": "",
+        f"{app}/pages/views.py": f"from {app}.platforms.alpha import provider\nfrom {app}.platforms.beta import provider as b\n",
+    }
+    broken = good | {
+        f"{app}/platforms/alpha/provider.py": (
+            f"from {app}.crowd import services\n\ndef f():\n    from {app}.platforms.beta import provider\n"
+        ),
+        f"{app}/models/alpha.py": f"from {app}.models import beta\n",
+        f"{app}/platforms/beta/services.py": f"from {app}.pages import views\n",
+    }
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    _write_tree(tmp_path, good)
+    graph = grimp.build_graph(app, cache_dir=None)
+    assert _sub_domains(graph, app) == {"crowd", "quality", "platforms.alpha", "platforms.beta", "pages"}
+    pairs = sub_domain_imports(graph, app)
+    assert out_of_order(pairs, order) == [] and outside_the_interface(pairs, "platforms", interface) == []
+
+    _write_tree(tmp_path, broken)
+    pairs = sub_domain_imports(grimp.build_graph(app, cache_dir=None), app)
+    expected = [
+        (f"{app}.models.alpha", f"{app}.models.beta"),
+        (f"{app}.platforms.alpha.provider", f"{app}.platforms.beta.provider"),
+        (f"{app}.platforms.beta.services", f"{app}.pages.views"),
+    ]
+    assert outside_the_interface(pairs, "platforms", interface) == expected
+    assert out_of_order(pairs, order) == expected
+    # an import listed as allowed is let through, by the importer's platform and the module imported
+    allowed = {("platforms.alpha", f"{app}.platforms.beta.provider")}
+    assert outside_the_interface(pairs, "platforms", interface, allowed) == [expected[0], expected[2]]
+
+    # a third platform: a folder, placed by "platforms.*" without touching the order
+    _write_tree(tmp_path, good | {f"{app}/platforms/gamma/__init__.py": "", f"{app}/platforms/gamma/provider.py": ""})
+    graph = grimp.build_graph(app, cache_dir=None)
+    assert set(_levels(order, _sub_domains(graph, app))) == _sub_domains(graph, app)
 
 
 if __name__ == "__main__":  # the sub-domain import graph, as the tests above compute it

@@ -43,11 +43,11 @@ from annotation.crowd.serializers import (
     batch_request_serializer,
     batch_request_serializers,
 )
-from annotation.crowd.services import prolific_bonuses
-from annotation.crowd.services.background import start_pay_bonuses, start_publish, start_sync
+from annotation.crowd.services.background import start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch
 from annotation.labels import LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
+from annotation.platforms.prolific.bonuses import services as prolific_bonuses
 from annotation.publication.services.exports import export_for_download
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services import adjudication as adjudication_services
@@ -367,7 +367,7 @@ class BonusPreviewView(APIView):
 
 
 class BonusPayView(APIView):
-    """Pay a Prolific batch's bonuses owed, exactly once (see annotation.crowd.services.prolific_bonuses)."""
+    """Pay a Prolific batch's bonuses owed, exactly once (see annotation.platforms.prolific.bonuses.services)."""
 
     permission_classes = [permissions.IsAdminUser]
     parser_classes = [JSONParser, FormParser, MultiPartParser]
@@ -380,4 +380,4 @@ class BonusPayView(APIView):
         """Pay what the rule owes and is not paid yet, as a background job (202; its result: ``BonusPay``);
         a repeat, or a click while a pay runs (409), pays nothing twice."""
         expected = body_object(request).get("expected_total")
-        return job_started(start_pay_bonuses(_prolific_batch(name), expected_total=expected))
+        return job_started(prolific_bonuses.start_pay_bonuses(_prolific_batch(name), expected_total=expected))

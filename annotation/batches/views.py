@@ -28,15 +28,15 @@ from annotation.crowd.selectors import (
     preview_bonuses,
     query_texts,
 )
-from annotation.crowd.services import prolific_bonuses
-from annotation.crowd.services.background import start_pay_bonuses, start_publish, start_sync
+from annotation.crowd.services.background import start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
 from annotation.crowd.services.publishing import render_hit_html
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Provider, Worker
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
-from annotation.prolific.selectors import submissions as prolific_submissions
-from annotation.prolific.webhooks.selectors import batch_webhooks
+from annotation.platforms.prolific.bonuses import services as prolific_bonuses
+from annotation.platforms.prolific.selectors import submissions as prolific_submissions
+from annotation.platforms.prolific.webhooks.selectors import batch_webhooks
 from annotation.publication.services.exports import export_for_download
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
@@ -73,8 +73,8 @@ def batch_list(request: HttpRequest) -> HttpResponse:
 
 def _annotator_home(user) -> dict:
     """An annotator's home: where to start, and the HIT they may still correct (``corrections``)."""
-    from annotation.inhouse.services.corrections import last_correctable
-    from annotation.inhouse.services.handout import annotator_worker
+    from annotation.platforms.inhouse.services.corrections import last_correctable
+    from annotation.platforms.inhouse.services.handout import annotator_worker
 
     worker = annotator_worker(user)
     last = last_correctable(worker.pk) if worker is not None else None
@@ -165,8 +165,8 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _unfillable(batch: Batch):
-    """A team batch's places no member can take (``annotation.inhouse.selectors.unfillable_places``)."""
-    from annotation.inhouse.selectors import unfillable_places
+    """A team batch's places no member can take (``annotation.platforms.inhouse.selectors.unfillable_places``)."""
+    from annotation.platforms.inhouse.selectors import unfillable_places
 
     return unfillable_places(batch)
 
@@ -522,7 +522,7 @@ def batch_bonus_pay(request: HttpRequest, name: str) -> HttpResponse:
     second click finds a pay running, or the total changed, or nothing to pay, and pays nothing."""
     batch = get_object_or_404(Batch, name=name)
     try:
-        job = start_pay_bonuses(batch, expected_total=request.POST.get("expected_total") or None)
+        job = prolific_bonuses.start_pay_bonuses(batch, expected_total=request.POST.get("expected_total") or None)
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect(f"{reverse('annotation:batch-detail', args=[batch.name])}#bonuses")

@@ -14,9 +14,9 @@ Every write of the app lives in a sub-domain's ``services`` package, one module 
   pseudonyms, MTurk administration, and the background jobs (:mod:`.background`:
   publishing, syncing, paying bonuses, each declared once with
   :func:`core.jobs.background_job` and a progress record);
-- :mod:`annotation.inhouse.services` -- in-house annotators: accounts, handing out HITs,
+- :mod:`annotation.platforms.inhouse.services` -- in-house annotators: accounts, handing out HITs,
   submitting answers, the team and its access, simulated annotators;
-- :mod:`annotation.prolific.services` -- Prolific participants: arrivals, the study's
+- :mod:`annotation.platforms.prolific.services` -- Prolific participants: arrivals, the study's
   submissions reconciled, bonuses, the study stopped when the batch is done;
 - :mod:`annotation.quality.services` -- escalation of disputed queries (and its job,
   :mod:`.background`), re-offers, the budget of extras, worker thresholds, training, a
@@ -36,12 +36,13 @@ from annotation.crowd.services.batch_settings import BatchSettings
 from annotation.crowd.services.batches import create_batch, estimate_cost, read_labelled_file
 from annotation.crowd.services.publishing import publish_batch, render_hit_html
 from annotation.crowd.services.sync import sync_batch
-from annotation.inhouse.services.handout import create_annotator
 from annotation.machine.services import background as machine_jobs  # noqa: F401  (pre-labelling)
 from annotation.machine.services.calibration import create_calibration_sample, follow_reference
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import audit_routing, plan_routing, route_batch
-from annotation.prolific.webhooks.services import deliveries  # noqa: F401  (the Prolific re-read job)
+from annotation.platforms.inhouse.services.handout import create_annotator
+from annotation.platforms.prolific.bonuses import services as prolific_bonus_jobs  # noqa: F401  (paying bonuses)
+from annotation.platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the Prolific re-read job)
 from annotation.quality.services import background as quality_jobs  # noqa: F401  (escalating)
 
 __all__ = [

@@ -211,10 +211,10 @@ def crowd_pay(batch) -> list[dict[str, Any]]:
 
     Prolific: the batch page's figures (:func:`annotation.selectors.prolific_submissions`: the reward
     over the time Prolific measured, median over the submissions). MTurk: the same rate
-    (:mod:`annotation.prolific.pay_rate`) over the assignments' accept-to-submit times. In-house:
+    (:mod:`annotation.platforms.prolific.pay_rate`) over the assignments' accept-to-submit times. In-house:
     the tasks submitted (the platform pays no one)."""
     from annotation.models import Assignment
-    from annotation.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
+    from annotation.platforms.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
 
     rows = []
     for part in crowd_batches(batch):

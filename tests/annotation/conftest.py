@@ -83,7 +83,7 @@ DISAGREEING = {"101": "f", "102": "m", "104": "n", "105": "o", "106": "n"}
 def disputed_batch(query_set, annotators, name: str):
     """A published batch of two votes a query, ann-a answering the truth and ann-b
     :data:`DISAGREEING`: 101, 102, 104, 105 and 106 disputed, 103 agreed."""
-    from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+    from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 
     batch = make_batch(query_set, name, assignments_per_query=2)
     services.publish_batch(batch)

@@ -7,8 +7,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch, Hit
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from core.models import Job
 from tests.annotation.conftest import answers_for, make_batch
 

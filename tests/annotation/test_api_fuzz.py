@@ -25,12 +25,12 @@ import pytest
 from django.core.management import call_command
 
 from annotation import services
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
-from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.prelabellers.openai_chat import Sampled
 from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from annotation.publication.services.exports import export_for_download
 from core.services.api_tokens import api_token
 from pooling.models import QuerySet

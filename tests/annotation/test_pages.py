@@ -7,9 +7,9 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from annotation.crowd.services.batches import cancel_batch
-from annotation.inhouse.services import handout
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch
+from annotation.platforms.inhouse.services import handout
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.results.selectors import agreement
 from core.models import Job
 from tests.annotation.conftest import answers_for, make_batch

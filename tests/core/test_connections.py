@@ -172,7 +172,7 @@ def test_with_only_environment_variables_the_clients_read_what_they_read_before(
     )
     chat = chat_settings()
     assert (chat.api_url, chat.model, chat.api_key) == ("http://127.0.0.1:2/v1/", "m", "k")
-    from annotation.crowd.providers.prolific import api_client
+    from annotation.platforms.prolific.provider import api_client
 
     client = api_client()
     assert (client.base_url, client.token) == ("http://127.0.0.1:1/api/v1/", "tok")
@@ -180,8 +180,8 @@ def test_with_only_environment_variables_the_clients_read_what_they_read_before(
 
 @pytest.mark.django_db
 def test_a_connection_saved_on_the_site_is_used_by_the_next_call_without_a_restart(key):
-    from annotation.crowd.providers.prolific import api_client
     from annotation.machine.services.prelabels import make_prelabeller
+    from annotation.platforms.prolific.provider import api_client
 
     save_connection("prolific", {"token": SECRET, "api_url": "http://127.0.0.1:5/api/v1/"})
     assert (api_client().base_url, api_client().token) == ("http://127.0.0.1:5/api/v1/", SECRET)

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation import services as annotation_services
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from pooling.models import QuerySet
 
 PASSAGES = {

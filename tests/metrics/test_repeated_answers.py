@@ -23,8 +23,8 @@ from django.urls import reverse
 
 from annotation import services as annotation_services
 from annotation.crowd.services.batch_settings import GoldQuery
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Assignment, Judgment
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.results.selectors import gold_judgments, judgments_frame
 from core.models import Job
 from metrics import label_uncertainty as lu

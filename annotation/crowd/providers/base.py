@@ -3,7 +3,8 @@
 The services speak to one small interface, :class:`CrowdProvider`, so the batch life
 cycle (publish, sync, review, escalate, cancel) is written once. Providers register
 under the name stored in ``Batch.provider`` (``local``, ``mturk``, ``prolific``); a new
-platform is one class decorated with ``@register("<name>")``.
+platform is a folder ``annotation/platforms/<name>/`` whose ``provider.py`` holds one class
+decorated with ``@register("<name>")``, and one line in :data:`PLATFORMS`.
 
 A provider only talks to the outside world. It never writes to the database: the
 services record what it returns, in their own transactions, in an order that makes
@@ -61,6 +62,12 @@ class CrowdProvider(ABC):
     def own_options(cls) -> tuple[BatchOption, ...]:
         """The options only this platform takes (not the shared ones)."""
         return tuple(option for option in cls.batch_options if option not in COMMON_OPTIONS)
+
+    @classmethod
+    def new_batch_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """The provider options stored with a new batch: ``options`` as given, with what the platform
+        makes itself for each batch (Prolific's random completion code) added."""
+        return options
 
     @classmethod
     def check_settings(cls, batch_settings: Any) -> None:
@@ -160,13 +167,20 @@ class CrowdProvider(ABC):
         return None
 
 
+#: The crowd platforms, one line each: the name stored in ``Batch.provider`` and the folder that
+#: is the platform (``annotation/platforms/<name>/``: its provider in ``provider.py``, its client,
+#: services, pages and the hooks it plugs in, :data:`PLUG_INS` of its package). Everything that
+#: lists platforms (the registry below, ``provider_names()``, the ``provider`` option's choices,
+#: the app's plug-ins) is derived from this table; a new platform is a folder and a line here.
+PLATFORMS = {
+    "local": "annotation.platforms.inhouse",
+    "mturk": "annotation.platforms.mturk",
+    "prolific": "annotation.platforms.prolific",
+    "taskbuilder": "annotation.platforms.taskbuilder",
+}
 #: The project's providers, imported when first asked for (so loading this package loads
 #: neither Django's models nor a provider's client).
-BUILT_IN = {
-    "local": "annotation.crowd.providers.inhouse",
-    "mturk": "annotation.crowd.providers.mturk",
-    "prolific": "annotation.crowd.providers.prolific",
-}
+BUILT_IN = {name: f"{folder}.provider" for name, folder in PLATFORMS.items()}
 _REGISTRY: LazyRegistry[CrowdProvider] = LazyRegistry("crowd provider", BUILT_IN)
 
 
@@ -212,3 +226,14 @@ def all_batch_options() -> dict[str, tuple[BatchOption, str | None]]:
         for option in provider_class(name).own_options():
             options.setdefault(option.name, (option, name))
     return options
+
+
+def platform_plug_ins() -> tuple[str, ...]:
+    """The modules each platform plugs into a batch's life cycle (:mod:`annotation.crowd.services.hooks`):
+    its package's ``PLUG_INS`` (a tuple of module names, maybe none), platform by platform in
+    :data:`PLATFORMS`' order. Reads only the packages' ``__init__``, which import nothing."""
+    import importlib
+
+    return tuple(
+        module for folder in PLATFORMS.values() for module in getattr(importlib.import_module(folder), "PLUG_INS", ())
+    )

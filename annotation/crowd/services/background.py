@@ -5,7 +5,8 @@ task's name and its work; ``start_*`` check the batch and start it. The sub-doma
 crowd declare their own jobs beside their services, with the helpers here
 (``_require_status``, ``_batch_url``): escalating in
 :mod:`annotation.quality.services.background`, pre-labelling in
-:mod:`annotation.machine.services.background`. The Job is sent only
+:mod:`annotation.machine.services.background`, paying Prolific bonuses in
+:mod:`annotation.platforms.prolific.bonuses.services`. The Job is sent only
 once the caller's transaction has committed (so the worker sees the batch and the job), and
 runs in this process when no broker is configured (``core.jobs.in_process``). Publishing,
 syncing and escalating record every provider call before making it, so a redelivery after
@@ -19,11 +20,10 @@ from dataclasses import asdict
 
 from django.urls import reverse
 
-from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.publishing import check_publishable, publish_batch
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Batch
-from core.errors import ServiceError, StateError
+from core.errors import StateError
 from core.jobs import background_job
 from core.models import Job
 from core.services.once import start_once
@@ -57,35 +57,6 @@ def sync_job(job: Job, batch_id: int, approve_all: bool = False) -> dict:
     return result
 
 
-#: The kind of a bonus pay's Job (one queued or running per batch at a time).
-PAY_BONUSES_JOB_KIND = "annotation.pay_bonuses"
-
-
-# A refusal (nothing to pay, the total moved, Prolific refused before paying, the batch busy)
-# fails the Job with its message; a redelivery after a crash is safe (the pay's protocol).
-@background_job(PAY_BONUSES_JOB_KIND, task="annotation.tasks.pay_bonuses_task", failures=(ServiceError,))
-def pay_bonuses_job(job: Job, batch_id: int, expected_total: str | None = None) -> dict:
-    batch = Batch.objects.get(pk=batch_id)
-    result = prolific_bonuses.pay_bonuses(batch, expected_total=expected_total)
-    job.result = {
-        "batch": batch.name,
-        **asdict(result),
-        "amount_paid_now": str(result.amount_paid_now),
-        "url": f"{_batch_url(batch)}#bonuses",
-    }
-    job.message = f"Paid {result.paid_now} bonus(es) now (${result.amount_paid_now})"
-    if result.confirmed:
-        job.message += f"; {result.confirmed} earlier payment(s) confirmed on Prolific"
-    if result.unconfirmed:
-        job.message += f"; {result.unconfirmed} unconfirmed: never paid again before Prolific shows them"
-    if result.needs_person:
-        job.message += (
-            f"; {result.needs_person} still not shown on Prolific after the settle time: needs a person: "
-            "check Prolific, then --confirm-paid or --confirm-unpaid"
-        )
-    return job.result
-
-
 def start_publish(batch: Batch) -> Job:
     _require_status(batch, Batch.Status.DRAFT, Batch.Status.PUBLISHED)
     check_publishable(batch)
@@ -98,23 +69,3 @@ def start_sync(batch: Batch, *, approve_all: bool = False) -> Job:
     # A sync re-offers rejected places and escalates: paid work, one sync of a batch at a time.
     busy = f"batch {batch.name!r} is being synced already"
     return start_once(sync_job, batch, f"Sync {batch.name}", batch.pk, approve_all, busy=busy)
-
-
-def start_pay_bonuses(batch: Batch, *, expected_total: str | None = None) -> Job:
-    """Pay the batch's bonuses in the background (its remote calls may take minutes: never in a request).
-
-    Refused at once (a message on the page, 400/409 in the API) when the batch is not a published
-    Prolific batch, a pay of it is queued or running, or the total to pay already differs from the
-    previewed ``expected_total`` (the job compares it again after settling unconfirmed payments).
-    """
-    from annotation.crowd.selectors import check_prolific
-    from annotation.crowd.services.prolific_bonuses import check_expected_total
-
-    check_prolific(batch)
-    if not batch.hit_type_id:
-        raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
-    check_expected_total(batch, expected_total)
-    if expected_total is not None:
-        expected_total = str(expected_total)
-    busy = f"bonuses of batch {batch.name!r} are being paid already"  # one pay job per batch at a time
-    return start_once(pay_bonuses_job, batch, f"Pay bonuses of {batch.name}", batch.pk, expected_total, busy=busy)

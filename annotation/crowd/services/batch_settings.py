@@ -102,7 +102,7 @@ class BatchSettings:
                 raise ServiceError(f"{name} must be between {low} s and {high} s (got {value})")
         for into in ("qualifications", "provider_options"):
             if getattr(self, into) and not any(option.into == into for option in platform.batch_options):
-                raise ServiceError(_not_taken(into))
+                raise ServiceError(_not_taken(into, getattr(self, into)))
         keys = {option.store_key for option in platform.batch_options if option.into == "qualifications"}
         unknown = set(self.qualifications) - keys
         if unknown:
@@ -151,9 +151,14 @@ def options_of(provider: str) -> tuple[BatchOption, ...]:
     return batch_options(provider)
 
 
-def _not_taken(into: str) -> str:
-    """Why settings stored ``into`` (qualifications, provider options) are refused: the platforms that take them."""
-    owners = [name for name in provider_names() if any(o.into == into for o in provider_class(name).own_options())]
+def _not_taken(into: str, given: Mapping[str, Any]) -> str:
+    """Why settings stored ``into`` (qualifications, provider options) are refused: the platforms that take
+    the ones ``given`` (each platform that takes any of their keys; else every platform storing ``into``)."""
+    takers = {
+        name: {o.store_key.split(".")[0] for o in provider_class(name).own_options() if o.into == into}
+        for name in provider_names()
+    }
+    owners = [name for name, keys in takers.items() if keys & set(given)] or [n for n, keys in takers.items() if keys]
     what = (
         "qualifications"
         if into == "qualifications"

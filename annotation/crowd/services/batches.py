@@ -14,11 +14,11 @@ from django.db import transaction
 
 from annotation.crowd.costs import Cost, provider_cost
 from annotation.crowd.hit_groups import group_into_hits
-from annotation.crowd.providers import CrowdProvider, get_provider
+from annotation.crowd.providers import CrowdProvider, get_provider, provider_class
 from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery, bonus_rule_of
-from annotation.crowd.services.hooks import created
+from annotation.crowd.services.hooks import cancelled, created
 from annotation.labels import label_code
-from annotation.models import Batch, BatchQuery, Hit, HitQuery, Provider
+from annotation.models import Batch, BatchQuery, Hit, HitQuery
 from core.errors import InputError, ServiceError, StateError
 from core.services.names import validate_name
 from core.textfiles import MAX_LINE_BYTES, open_text
@@ -249,11 +249,9 @@ def create_batch(
     (a derived batch: :mod:`.calibration`, :mod:`.routing`). Nothing is sent to a provider yet.
     """
     query_set, queries = _check_sources(name, settings, query_set, pool, gold, only_qids)
-    provider_options = stored_options(dict(settings.provider_options))
-    if settings.provider == Provider.PROLIFIC and not provider_options.get("completion_code"):
-        from annotation.crowd.providers.prolific import new_completion_code
-
-        provider_options["completion_code"] = new_completion_code()  # random, never derived (see .prolific)
+    provider_options = provider_class(settings.provider).new_batch_options(
+        stored_options(dict(settings.provider_options))
+    )  # what the platform makes for each batch (a Prolific study's random completion code)
     stored = {field: getattr(settings, field) for field in OFFERED if field not in NOT_STORED}
     stored |= {"reward": Decimal(settings.reward), "provider_options": provider_options}
     batch = Batch.objects.create(name=name, query_set=query_set, pool=pool, **stored)
@@ -344,8 +342,5 @@ def cancel_batch(batch: Batch, provider: CrowdProvider | None = None) -> int:
         expired += 1
     Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.CANCELLED)
     batch.status = Batch.Status.CANCELLED
-    if batch.provider == Provider.PROLIFIC:  # the stopped study's own participant groups go (issue 32)
-        from annotation.crowd.services.prolific_groups import clean_up_groups
-
-        clean_up_groups(batch, provider)
+    cancelled.run(batch, provider)  # e.g. the stopped Prolific study's own participant groups go
     return expired

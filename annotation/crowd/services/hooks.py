@@ -19,6 +19,9 @@ The points:
 
 - :data:`created`: ``hook(batch, settings, *, training)`` in :func:`~.batches.create_batch`'s
   transaction, after the batch's HITs are written (``training``: its training queries, maybe none);
+- :data:`preparing`: ``hook(batch, provider)`` in :func:`~.publishing.publish_batch` before the
+  batch is first prepared on its platform (a Prolific study's participant groups);
+- :data:`cancelled`: ``hook(batch, provider)`` at the end of :func:`~.batches.cancel_batch`;
 - :data:`published`: ``hook(batch, provider)`` after :func:`~.publishing.publish_batch` launched;
 - :data:`platform_syncs`: a platform whose answers are not read HIT by HIT
   (``sync(batch, provider, *, approve_all, job, bar) -> SyncResult``), by provider name;
@@ -136,6 +139,10 @@ class PlatformSyncs:
 
 #: After a batch is written (in create_batch's transaction): ``hook(batch, settings, *, training)``.
 created = Hooks("batch created")
+#: Before a batch is first prepared on its platform (publishing): ``hook(batch, provider)``.
+preparing = Hooks("batch preparing")
+#: After a batch is cancelled (its open HITs expired): ``hook(batch, provider)``.
+cancelled = Hooks("batch cancelled")
 #: After a batch's HITs are published and launched: ``hook(batch, provider)``.
 published = Hooks("batch published")
 #: A platform's own sync of a whole batch, by provider name.

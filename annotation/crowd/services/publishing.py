@@ -9,7 +9,7 @@ Publishing is written to survive being interrupted anywhere and run again:
 3. each HIT is created with its ``unique_token`` as MTurk's UniqueRequestToken and its id
    saved right after, in its own short write. A re-run skips HITs that have an id and
    retries the others with the same token: if MTurk created the HIT before the
-   interruption it answers HitAlreadyExists and ``annotation.crowd.clients.mturk_api`` returns the existing
+   interruption it answers HitAlreadyExists and ``annotation.platforms.mturk.client`` returns the existing
    id, so no HIT is created twice and none is left unrecorded;
 4. before ``provider.prepare`` (which creates e.g. the Prolific study) the time is saved
    in ``Batch.prepare_attempted``; a provider without request tokens looks its object up
@@ -31,7 +31,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from annotation.crowd.providers import CrowdProvider, get_provider
-from annotation.crowd.services.hooks import published
+from annotation.crowd.services.hooks import preparing, published
 from annotation.crowd.services.locking import one_per_batch
 from annotation.labels import VOCABULARY
 from annotation.models import Batch, Hit, HitQuery
@@ -125,10 +125,7 @@ def publish_batch(
     check_publishable(batch)
     provider = provider or get_provider(batch.provider)
     if not batch.hit_type_id:
-        if batch.provider == "prolific":  # its study's allow- and block-list groups first (issue 32)
-            from annotation.crowd.services.prolific_groups import prepare_groups
-
-            prepare_groups(batch, provider)
+        preparing.run(batch, provider)  # e.g. a Prolific study's allow- and block-list groups first
         # The intent is committed before the call; ``batch`` keeps the previous time, which
         # tells the provider whether an earlier attempt may have succeeded unseen.
         Batch.objects.filter(pk=batch.pk).update(prepare_attempted=timezone.now())

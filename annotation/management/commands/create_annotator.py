@@ -2,8 +2,8 @@ import getpass
 
 from django.core.management.base import CommandError
 
-from annotation.inhouse.services.handout import create_annotator, validate_username
 from annotation.management.commands._common import command_errors
+from annotation.platforms.inhouse.services.handout import create_annotator, validate_username
 from core.management.cli import ProjectCommand
 
 

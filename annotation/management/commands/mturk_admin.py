@@ -1,9 +1,9 @@
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from annotation.crowd.services import mturk_admin
 from annotation.management.commands._common import command_errors, duration, get_batch, money
 from annotation.models import Assignment, Worker
+from annotation.platforms.mturk import services as mturk_admin
 from core.management.cli import ProjectCommand, whole_number
 
 

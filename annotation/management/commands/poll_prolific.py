@@ -1,4 +1,4 @@
-from annotation.prolific.webhooks.services.deliveries import poll_prolific
+from annotation.platforms.prolific.webhooks.services.deliveries import poll_prolific
 from core.management.cli import ProjectCommand, command_errors
 
 

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.commands._common import command_errors, get_batch
 from annotation.models import Provider, Worker
-from annotation.prolific import services as prolific
+from annotation.platforms.prolific import services as prolific
 
 
 class Command(BaseCommand):
@@ -43,7 +43,7 @@ class Command(BaseCommand):
                 prolific.block_participant(worker)
                 self.stdout.write(self.style.SUCCESS(f"Blocked {worker.pseudonym}."))
             else:
-                from annotation.crowd.services.prolific_bonuses import confirm_bonuses  # the one bonus path
+                from annotation.platforms.prolific.bonuses.services import confirm_bonuses  # the one bonus path
 
                 batch = get_batch(o["batch"])
                 done = confirm_bonuses(batch, paid=o["paid"])

@@ -1,6 +1,6 @@
 from annotation.crowd.selectors import BonusPreview, preview_bonuses
-from annotation.crowd.services import prolific_bonuses
 from annotation.management.commands._common import command_errors, get_batch
+from annotation.platforms.prolific.bonuses import services as prolific_bonuses
 from core.management.cli import ProjectCommand
 
 NEEDS_PERSON = (

@@ -2,7 +2,7 @@ from annotation.crowd.services.background import start_publish
 from annotation.crowd.services.publishing import publish_batch
 from annotation.management.commands._common import command_errors, format_cost, get_batch
 from annotation.models import Provider
-from annotation.prolific.services import quote
+from annotation.platforms.prolific.services import quote
 from core.management.cli import ProjectCommand
 
 

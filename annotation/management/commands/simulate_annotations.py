@@ -1,6 +1,6 @@
 from annotation.crowd.services.sync import sync_batch
-from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.management.commands._common import command_errors, get_batch
+from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from core.management.cli import ProjectCommand, decimal_number, whole_number
 
 

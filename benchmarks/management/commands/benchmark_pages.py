@@ -161,9 +161,9 @@ class Command(ProjectCommand):
     def _machine_batch(self, crowd: Batch, sample: int) -> Batch:
         """A machine-labelled batch of the same queries (the rules pre-labeller) whose blind
         calibration sample of ``sample`` queries three simulated annotators answered (85% right)."""
-        from annotation.inhouse.services.simulation import simulate_local_annotations
         from annotation.machine.services.calibration import create_calibration_sample
         from annotation.machine.services.prelabels import prelabel_batch
+        from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 
         name = f"{crowd.name}-machine"
         batch = Batch.objects.filter(name=name).first()

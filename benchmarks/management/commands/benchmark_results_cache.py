@@ -19,8 +19,8 @@ from django.db import connection
 from django.test import Client
 
 from annotation import services
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from benchmarks.site_server import benchmark_batch
 from core.db import bounded_cache
 from core.management.cli import ProjectCommand

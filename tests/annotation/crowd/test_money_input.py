@@ -14,9 +14,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation import services
-from annotation.crowd.services import prolific_bonuses
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.models import Batch
+from annotation.platforms.prolific.bonuses import services as prolific_bonuses
 from core.amounts import AmountError, parse_amount
 from core.errors import ServiceError
 

@@ -14,15 +14,15 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from annotation import services
-from annotation.crowd.clients import mturk_api as mturk
-from annotation.crowd.clients.mturk_api import MTurkError
-from annotation.crowd.clients.prolific_api import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.models import Batch, Hit
+from annotation.platforms.mturk import client as mturk
+from annotation.platforms.mturk.client import MTurkError
+from annotation.platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
 from benchmarks.fakes import mturk as fake_mturk
 from benchmarks.fakes import prolific as fake_prolific
 from core.errors import ProviderError, ServiceError
 from core.models import Job
-from tests.annotation.prolific.test_prolific import PROJECT, make_prolific_batch
+from tests.annotation.platforms.prolific.test_prolific import PROJECT, make_prolific_batch
 
 
 @pytest.fixture

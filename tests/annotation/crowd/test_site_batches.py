@@ -4,8 +4,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch, Export
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from pooling.models import QuerySet
 from tests.annotation.conftest import answers_for
 

@@ -20,12 +20,13 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from annotation.crowd.clients.mturk_xml import build_answers_xml
 from annotation.crowd.selectors import spent
-from annotation.crowd.services import mturk_admin, prolific_bonuses
 from annotation.crowd.services.sync import sync_batch
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Assignment, Batch
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.platforms.mturk import services as mturk_admin
+from annotation.platforms.mturk.mturk_xml import build_answers_xml
+from annotation.platforms.prolific.bonuses import services as prolific_bonuses
 from annotation.publication.services.exports import export_queries
 from benchmarks.fakes.mturk import FakeMTurk
 from benchmarks.fakes.mturk import serve as serve_mturk
@@ -34,9 +35,9 @@ from core.errors import StateError
 from metrics.methods_text import methods_tex
 from metrics.services.paper import batch_facts
 from tests.annotation.conftest import TRUTH
-from tests.annotation.prolific import test_prolific as base
-from tests.annotation.prolific import test_prolific_bonus as bonus_tests
-from tests.annotation.prolific.test_prolific import Participant, _publish
+from tests.annotation.platforms.prolific import test_prolific as base
+from tests.annotation.platforms.prolific import test_prolific_bonus as bonus_tests
+from tests.annotation.platforms.prolific.test_prolific import Participant, _publish
 from tests.metrics.test_paper_methods import SETTINGS
 
 server, provider, sleeps, client_class = base.server, base.provider, base.sleeps, base.client_class

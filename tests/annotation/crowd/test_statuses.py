@@ -1,8 +1,8 @@
 """Batch and HIT statuses agree: a full HIT is not "open", a completed batch has no open HIT."""
 
 from annotation.crowd.services.sync import sync_batch
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch, Hit
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.services.escalation import escalate_batch
 from tests.annotation.conftest import answers_for
 

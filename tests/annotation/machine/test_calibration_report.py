@@ -8,11 +8,11 @@ import pytest
 
 from annotation import services
 from annotation.crowd.services.batches import read_gold_file
-from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.selectors import calibration_report, identity_for, machine_labels
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import Batch
+from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from annotation.results.selectors import BatchAnswers
 from pooling.models import QuerySet
 from pooling.services import create_query_set

@@ -4,10 +4,10 @@ field, 409 when the state refuses), researchers only."""
 import pytest
 from django.urls import reverse
 
-from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.routing import plan_routing
 from annotation.models import Batch
+from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from core.models import Job
 from tests.annotation.machine.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
 

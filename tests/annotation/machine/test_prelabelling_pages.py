@@ -14,12 +14,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services
-from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing
 from annotation.models import Assignment, Batch, PreLabel
+from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from core.models import Job
 from pooling.models import QuerySet
 from pooling.services import create_query_set

@@ -12,13 +12,13 @@ from django.core.management import CommandError, call_command
 
 from annotation import services
 from annotation.crowd.services.sync import sync_batch
-from annotation.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.machine.prelabellers import get_prelabeller
 from annotation.machine.selectors import read_sample
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import parse_cascade, plan_routing, plan_summary, route_batch
 from annotation.models import Escalation
+from annotation.platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.quality.services.budget import extra_assignment_price
 from annotation.results.selectors import machine_accepted
 from core.errors import ServiceError, StateError

@@ -14,7 +14,6 @@ from django.core.management import CommandError, call_command
 
 from annotation import services
 from annotation.crowd.services.batches import cancel_batch
-from annotation.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.labels import LABELS
 from annotation.machine.calibration_statistics import random_sample
 from annotation.machine.prelabellers.interface import Prediction, PreLabeller
@@ -24,6 +23,7 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import _cost, plan_routing, plan_summary, route_batch
 from annotation.models import Batch, PreLabel
+from annotation.platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from core.errors import ServiceError, StateError
 from pooling.models import QuerySet
 from pooling.services import create_query_set

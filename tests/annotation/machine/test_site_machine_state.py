@@ -13,10 +13,10 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch
+from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from annotation.results import selectors
 from annotation.results.selectors import BatchAnswers
 from tests.annotation.machine.test_prelabelling_pages import machine_batch, sampled  # noqa: F401  (fixtures)

@@ -27,8 +27,8 @@ from metrics.latex import checklist_tex
 from metrics.services.paper import HIT_PAGE, HIT_SCREENSHOT, crowd_pay, task_page
 from tests.annotation.conftest import make_batch
 from tests.annotation.machine.test_calibration_flow import machine_batch  # noqa: F401 (fixture)
-from tests.annotation.prolific import test_prolific as base
-from tests.annotation.prolific.test_prolific_submissions import study  # noqa: F401 (fixture)
+from tests.annotation.platforms.prolific import test_prolific as base
+from tests.annotation.platforms.prolific.test_prolific_submissions import study  # noqa: F401 (fixture)
 from tests.annotation.publication.test_label_provenance import four_sources  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
@@ -59,7 +59,7 @@ def test_the_instructions_are_the_task_pages_own_text(local_batch):
 
 
 def test_every_question_is_quoted_and_what_only_the_authors_know_is_marked(local_batch, annotators):
-    from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+    from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
     from tests.annotation.conftest import answers_for
 
     for user in annotators[:2]:

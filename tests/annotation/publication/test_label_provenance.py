@@ -14,10 +14,10 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import route_batch
 from annotation.models import Adjudication, Batch, Judgment, PreLabel
+from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from annotation.publication.services.dataset import publish_dataset
 from annotation.publication.services.exports import export_queries
 from annotation.publication.tables import CLASS_NAMES

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from annotation import services
-from annotation.inhouse.services.simulation import simulate_local_annotations
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import route_batch
+from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from annotation.publication.services.dataset import publish_dataset
 from annotation.publication.tables import CLASS_NAMES
 from annotation.results.selectors import MACHINE, query_results

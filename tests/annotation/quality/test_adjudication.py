@@ -7,8 +7,8 @@ import re
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Adjudication
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_queries
 from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.escalation import plan_escalation

@@ -8,8 +8,8 @@ from annotation import services
 from annotation.crowd.selectors import answer_counts, spent
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Assignment, Batch
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.results.selectors import answers_version, gold_failed_qids, judgments_frame
 from tests.annotation.conftest import answers_for
 

@@ -13,8 +13,8 @@ from django.core.management import call_command
 from annotation import services
 from annotation.crowd.providers import get_provider
 from annotation.crowd.services.sync import sync_batch
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Batch, Escalation, WorkerFlag
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.services.budget import budget_left, set_extra_budget
 from annotation.quality.services.escalation import (
     escalate_batch,

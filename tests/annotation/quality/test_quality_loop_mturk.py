@@ -7,16 +7,16 @@ from decimal import Decimal
 import pytest
 
 from annotation import services
-from annotation.crowd.clients.mturk_api import MTurkError
-from annotation.crowd.clients.mturk_xml import build_answers_xml
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, Hit, Reoffer, WorkerFlag
+from annotation.platforms.mturk.client import MTurkError
+from annotation.platforms.mturk.mturk_xml import build_answers_xml
 from annotation.quality.services.budget import set_extra_budget
 from annotation.quality.services.escalation import plan_escalation
 from tests.annotation.conftest import TRUTH
-from tests.annotation.crowd.test_mturk_compatible_server import server  # noqa: F401  (the server fixture)
+from tests.annotation.platforms.mturk.test_mturk_compatible_server import server  # noqa: F401  (the server fixture)
 
 
 def _answers(hit: Hit, override: dict[str, str] | None = None) -> str:

@@ -5,13 +5,21 @@ more HITs here; a participant takes the training on the site before their first 
 import re
 
 from annotation import services
-from annotation.crowd.providers import prolific as prolific_rules
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Batch, ProlificSession, WorkerFlag
-from annotation.prolific import services as prolific_services
+from annotation.platforms.prolific import provider as prolific_rules
+from annotation.platforms.prolific import services as prolific_services
 from benchmarks.fakes.prolific import hexid
-from tests.annotation.prolific.test_prolific import Participant, _publish, batch, client_class, provider, server, sleeps  # noqa: F401  (fixtures)
+from tests.annotation.platforms.prolific.test_prolific import (  # noqa: F401  (fixtures)
+    Participant,
+    _publish,
+    batch,
+    client_class,
+    provider,
+    server,
+    sleeps,
+)
 
 
 def test_participant_below_the_block_threshold_joins_the_blocked_group_once(

@@ -4,9 +4,9 @@ import datetime as dt
 
 from django.db.models import F
 
-from annotation.inhouse.services import handout
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Assignment
+from annotation.platforms.inhouse.services import handout
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.selectors import worker_quality
 from tests.annotation.conftest import answers_for
 

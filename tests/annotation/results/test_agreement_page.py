@@ -3,7 +3,7 @@
 import pytest
 
 from annotation import services
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.results.selectors import agreement
 from tests.annotation.conftest import answers_for
 

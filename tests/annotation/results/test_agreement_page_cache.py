@@ -8,8 +8,8 @@ import re
 import pytest
 
 from annotation.batches import views
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import WorkerFlag
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import selectors as results

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from annotation import services
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import selectors as results
 from annotation.results.selectors import agreement, query_results

@@ -17,8 +17,8 @@ from django.db.models import Count, Max
 from annotation import services
 from annotation.crowd.selectors import batch_progress, judgment_counts
 from annotation.crowd.services.batches import cancel_batch
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Assignment, Judgment
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import selectors as results
 from tests.annotation.conftest import answers_for, make_batch

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.results.selectors import query_results
 from pooling.models import QuerySet
 from pooling.queryfiles import read_queries

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from annotation import services
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import aggregation
 from annotation.results import agreement as agreement_module

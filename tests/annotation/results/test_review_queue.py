@@ -9,8 +9,8 @@ from decimal import Decimal
 
 import pytest
 
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.models import Adjudication, Escalation
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results.review import next_query, review_rows, status_counts
 from annotation.results.selectors import query_results

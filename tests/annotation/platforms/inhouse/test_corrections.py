@@ -1,0 +1,223 @@
+"""An annotator corrects the HIT they submitted last, while it is not yet used (issue 45, item 3)."""
+
+import datetime as dt
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation import services
+from annotation.crowd.services.sync import sync_batch
+from annotation.models import Assignment, Escalation, Export, Judgment
+from annotation.platforms.inhouse.services.corrections import NotCorrectable, correct_assignment, why_not_correctable
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.quality.services.adjudication import adjudicate
+from annotation.results.selectors import answers_version, judgments_frame
+from tests.annotation.conftest import TRUTH, answers_for
+
+#: A wrong label for every query of the fixtures (none equals its truth).
+WRONG = {"n": "f", "f": "m", "m": "o", "o": "n"}
+
+
+def _labels(assignment) -> dict[str, str]:
+    return dict(Judgment.objects.filter(assignment=assignment).values_list("batch_query__qid", "label"))
+
+
+def _submit_wrong(user):
+    """``user`` takes a HIT and submits a wrong answer to each of its real queries."""
+    assignment = next_assignment(user)
+    override = {qid: WRONG[label] for qid, label in TRUTH.items()}
+    submit_local_assignment(assignment, answers_for(assignment, override=override))
+    assignment.refresh_from_db()
+    return assignment
+
+
+def test_the_page_after_submitting_offers_the_correction_and_it_replaces_the_answers(local_batch, annotators, client):
+    client.force_login(annotators[0])
+    first = Assignment.objects.get(pk=int(client.get(reverse("annotation:next")).url.rstrip("/").rsplit("/", 1)[1]))
+    wrong = answers_for(first, override={qid: WRONG[label] for qid, label in TRUTH.items()})
+    after = client.post(reverse("annotation:assignment", args=[first.pk]), wrong, follow=True)
+    correct_url = reverse("annotation:assignment-correct", args=[first.pk])
+    html = after.content.decode()
+    assert f'href="{correct_url}" id="correct-last"' in html  # beside the confirmation, on the next HIT
+    before_version = answers_version(local_batch)
+    before_ids = set(Judgment.objects.filter(assignment=first).values_list("pk", flat=True))
+
+    page = client.get(correct_url)
+    assert page.status_code == 200
+    shown = page.content.decode()
+    for field, label in wrong.items():  # the submitted answers are shown, ready to change
+        assert f'name="{field}" value="{label}" aria-keyshortcuts' in shown
+        assert shown.count(f'name="{field}" value="{label}" aria-keyshortcuts="') == 1
+    assert 'id="correcting"' in shown and '<details class="instructions" id="instructions">' in shown
+
+    done = client.post(correct_url, answers_for(first))
+    assert done.status_code == 302 and done.url == reverse("annotation:next")
+    hit_qids = {hq.batch_query.qid for hq in first.hit.hit_queries.select_related("batch_query")}
+    assert _labels(first) == {qid: TRUTH[qid] for qid in hit_qids}  # one judgment a query, the new label
+    assert Judgment.objects.filter(assignment=first).count() == len(hit_qids)
+    assert not before_ids & set(Judgment.objects.filter(assignment=first).values_list("pk", flat=True))
+    first.refresh_from_db()
+    assert first.status == Assignment.Status.SUBMITTED and first.raw_answer.count('"q-') == len(hit_qids)
+    # Every figure reads the corrected answers: the results' key moved and the votes are the new ones.
+    assert answers_version(local_batch) != before_version
+    frame = judgments_frame(local_batch)
+    assert dict(zip(frame["item"], frame["label"], strict=True)) == {qid: TRUTH[qid] for qid in hit_qids}
+
+
+def test_a_repeated_correction_changes_nothing(local_batch, annotators):
+    assignment = _submit_wrong(annotators[0])
+    right = answers_for(assignment)
+    assert correct_assignment(assignment, right) is not None
+    ids = sorted(Judgment.objects.filter(assignment=assignment).values_list("pk", flat=True))
+    version = answers_version(local_batch)
+    assert correct_assignment(assignment, right) is None  # the same answers again: nothing written
+    assert sorted(Judgment.objects.filter(assignment=assignment).values_list("pk", flat=True)) == ids
+    assert answers_version(local_batch) == version
+
+
+def test_the_home_page_offers_the_last_hit_while_it_can_be_corrected(local_batch, annotators, client):
+    assignment = _submit_wrong(annotators[0])
+    client.force_login(annotators[0])
+    url = reverse("annotation:assignment-correct", args=[assignment.pk])
+    assert url in client.get(reverse("annotation:batch-list")).content.decode()
+    sync_batch(local_batch)  # reviewed (approved): used
+    assert url not in client.get(reverse("annotation:batch-list")).content.decode()
+
+
+def test_nobody_corrects_another_annotators_hit(local_batch, annotators, client):
+    assignment = _submit_wrong(annotators[0])
+    client.force_login(annotators[1])
+    url = reverse("annotation:assignment-correct", args=[assignment.pk])
+    assert client.get(url).status_code == 404
+    assert client.post(url, answers_for(assignment)).status_code == 404
+    assert set(_labels(assignment).values()) <= set(WRONG.values())
+    assert _labels(assignment) == {q: WRONG[TRUTH[q]] for q in _labels(assignment)}
+
+
+def _used_by_sync(batch, assignment, researcher):
+    sync_batch(batch)
+
+
+def _used_by_escalation(batch, assignment, researcher):
+    hit = assignment.hit
+    Escalation.objects.create(batch=batch, hit=hit, added=1, assignments_before=2, disputed=[], cost=0)
+
+
+def _used_by_ruling(batch, assignment, researcher):
+    qid = assignment.hit.hit_queries.filter(batch_query__is_gold=False).first().batch_query.qid
+    adjudicate(batch, qid, "n", "read the query", researcher)
+
+
+def _used_by_export(batch, assignment, researcher):
+    Export.objects.create(batch=batch, category="n", path="x.tsv", card_path="x.md", format="tsv", queries=0)
+
+
+def _used_by_time(batch, assignment, researcher):
+    Assignment.objects.filter(pk=assignment.pk).update(submitted_at=timezone.now() - dt.timedelta(minutes=11))
+
+
+def _used_by_a_later_hit(batch, assignment, researcher):
+    later = next_assignment(assignment.worker.identity.user)
+    submit_local_assignment(later, answers_for(later))
+
+
+@pytest.mark.parametrize(
+    ("use", "reason"),
+    [
+        (_used_by_sync, "already reviewed"),
+        (_used_by_escalation, "an escalation"),
+        (_used_by_ruling, "a researcher's ruling"),
+        (_used_by_export, "an export"),
+        (_used_by_time, "run out"),
+        (_used_by_a_later_hit, "only the last one"),
+    ],
+)
+def test_a_used_hit_is_never_corrected(local_batch, annotators, researcher, client, use, reason):
+    assignment = _submit_wrong(annotators[0])
+    before = _labels(assignment)
+    assert why_not_correctable(Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)) is None
+    use(local_batch, assignment, researcher)
+    with pytest.raises(NotCorrectable, match=reason):
+        correct_assignment(assignment, answers_for(assignment))
+    client.force_login(annotators[0])
+    url = reverse("annotation:assignment-correct", args=[assignment.pk])
+    page = client.post(url, answers_for(assignment))
+    assert page.status_code == 409 and reason in page.content.decode().replace("&#x27;", "'")
+    assert _labels(assignment) == before
+
+
+def test_gold_answers_are_not_corrected(gold_batch, annotators, settings):
+    assignment = next_assignment(annotators[0])
+    submit_local_assignment(assignment, answers_for(assignment, override={"g1": "n"}))  # fails the check
+    assignment.refresh_from_db()
+    assert assignment.gold_passed is False
+    right = answers_for(assignment)  # every answer right, the gold one too
+    wrong_real = {qid: WRONG[TRUTH[qid]] for qid in TRUTH}
+    right.update(
+        {
+            hq.field_name: wrong_real[hq.batch_query.qid]
+            for hq in assignment.hit.hit_queries.select_related("batch_query")
+            if not hq.batch_query.is_gold
+        }
+    )
+    correct_assignment(assignment, right)
+    assignment.refresh_from_db()
+    labels = _labels(assignment)
+    assert labels["g1"] == "n"  # the first answer to a check question stands
+    assert assignment.gold_passed is False
+    assert all(labels[q] == wrong_real[q] for q in labels if not q.startswith("g"))  # the others corrected
+
+
+def test_corrections_off_when_the_window_is_zero(local_batch, annotators, settings):
+    settings.ANSWER_CORRECTION_SECONDS = 0
+    assignment = _submit_wrong(annotators[0])
+    with pytest.raises(NotCorrectable, match="run out"):
+        correct_assignment(assignment, answers_for(assignment))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_corrections_leave_one_judgment_per_query(query_set):
+    """Four tabs post a correction at the same moment: the assignment ends with one judgment a query."""
+    import threading
+
+    from django.db import connection
+
+    from tests.annotation.conftest import make_batch
+
+    if connection.vendor == "sqlite":
+        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
+    batch = make_batch(query_set, queries_per_hit=3, assignments_per_query=2)
+    services.publish_batch(batch)
+    assignment = _submit_wrong(services.create_annotator("double-correct"))
+    start, outcomes = threading.Barrier(4), []
+
+    def correct(label):
+        try:
+            answers = {hq.field_name: label for hq in assignment.hit.hit_queries.all()}
+            start.wait(10)
+            outcomes.append(correct_assignment(assignment, answers) is not None)
+        except Exception as exc:  # any error fails the comparison below, with its text
+            outcomes.append(str(exc))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=correct, args=(label,)) for label in "nfmo"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert outcomes == [True] * 4
+    judgments = Judgment.objects.filter(assignment=assignment)
+    assert judgments.count() == 3 and len({j.label for j in judgments}) == 1
+
+
+def test_the_no_more_hits_page_after_the_last_submit_offers_the_correction(local_batch, annotators, client):
+    client.force_login(annotators[0])
+    for _ in range(2):  # both HITs of the batch
+        url = client.get(reverse("annotation:next")).url
+        assignment = Assignment.objects.get(pk=int(url.rstrip("/").rsplit("/", 1)[1]))
+        done = client.post(url, answers_for(assignment), follow=True)
+    html = done.content.decode()
+    assert "No more HITs" in html
+    assert f'href="{reverse("annotation:assignment-correct", args=[assignment.pk])}" id="correct-last"' in html

@@ -1,0 +1,238 @@
+"""A Task Builder study end to end over real HTTP, against the Task Builder–compatible server beside
+these tests (:mod:`.fake_server`): the batch's queries and gold become a dataset and a batch with the
+four-category question, published as a study; participants label on "Prolific"; a sync reads the
+finished sessions' responses and they become judgments like any other (gold checked, approved or
+rejected on Prolific, agreement, export). Throttling (429 + Retry-After), 5xx, lost answers,
+duplicated and out-of-order responses and a session still in progress are dealt on the way."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from annotation import services
+from annotation.crowd.services.batches import read_gold_file
+from annotation.crowd.services.sync import sync_batch
+from annotation.labels import LABELS
+from annotation.models import Assignment, Judgment, Worker
+from annotation.platforms.taskbuilder.client import TaskBuilder, TaskBuilderError
+from annotation.platforms.taskbuilder.provider import SCHEMA, TaskBuilderProvider, batch_items
+from annotation.publication.services.exports import export_queries
+from annotation.results.selectors import agreement_summary
+from tests.annotation.conftest import TRUTH
+from tests.annotation.platforms.taskbuilder.fake_server import TOKEN, FakeTaskBuilder, serve
+
+GOLD = {"g1": "f", "g2": "m"}
+
+
+@pytest.fixture
+def fake(settings):
+    fake = FakeTaskBuilder()
+    url, server = serve(fake)
+    settings.PROLIFIC_API_URL = url
+    settings.PROLIFIC_API_TOKEN = TOKEN
+    settings.PROLIFIC_WORKSPACE_ID = "ws-1"
+    settings.PROLIFIC_PROJECT_ID = "project-1"
+    yield fake
+    server.shutdown()
+
+
+def provider() -> TaskBuilderProvider:
+    """A provider whose client waits for nothing (back-off and polls still counted by the server)."""
+    from django.conf import settings
+
+    client = TaskBuilder(settings.PROLIFIC_API_URL, TOKEN, sleep=lambda seconds: None, base_delay=0.0)
+    return TaskBuilderProvider(client, polls=10, poll_seconds=0.0)
+
+
+@pytest.fixture
+def batch(query_set, tmp_path):
+    """6 queries in 2 HITs of 3, one gold question in each, 2 participants a HIT: 4 places."""
+    gold_file = tmp_path / "gold.tsv"
+    gold_file.write_text("g1\twhat is a mother\tf\ng2\twhat is a father\tm\n")
+    return services.create_batch(
+        "tb",
+        services.BatchSettings(
+            provider="taskbuilder",
+            queries_per_hit=3,
+            assignments_per_query=2,
+            gold_per_hit=1,
+            gold_pass_fraction=1.0,
+            reward=Decimal("0.40"),
+            provider_options={"taskbuilder_minutes": 4},
+        ),
+        query_set=query_set,
+        gold=read_gold_file(gold_file),
+    )
+
+
+def _truth_of(point: dict) -> str:
+    from annotation.models import BatchQuery
+
+    query = BatchQuery.objects.get(text=point["query"])
+    return query.gold_label if query.is_gold else TRUTH[query.qid]
+
+
+def wrong_on_gold(point: dict) -> str:
+    from annotation.models import BatchQuery
+
+    query = BatchQuery.objects.get(text=point["query"])
+    return "o" if query.is_gold else TRUTH[query.qid]
+
+
+def test_a_task_builder_study_runs_end_to_end_over_real_http(fake, batch, tmp_path):
+    # Publishing through a Prolific that throttles, fails and loses answers: each creation is
+    # looked up by name after a lost answer, the upload is PUT again after a 429 and a 5xx.
+    fake.faults["create_dataset"] = ["lose_response"]
+    fake.faults["upload"] = ["throttle:1", "error"]
+    fake.faults["import_status"] = ["error", "throttle"]
+    fake.faults["create_batch"] = ["throttle", "lose_response"]
+    fake.faults["set_up_batch"] = ["lose_response"]
+    fake.faults["create_study"] = ["lose_response"]
+    fake.faults["transition_study"] = ["throttle", "lose_response"]
+    published = services.publish_batch(batch, provider())
+    batch.refresh_from_db()
+
+    assert published == 2 and batch.status == batch.Status.PUBLISHED
+    assert len(fake.datasets) == len(fake.batches) == len(fake.studies) == 1
+    (dataset,) = fake.datasets.values()
+    (tb_batch,) = fake.batches.values()
+    (study,) = fake.studies.values()
+    assert dataset["total_datapoint_count"] == 8  # 2 HITs of 3 queries and 1 gold question, uploaded once
+    assert sorted(len(group) for group in tb_batch["groups"].values()) == [4, 4]
+    assert set(tb_batch["groups"]) == set(batch.hits.values_list("unique_token", flat=True))
+    assert tb_batch["options"] == list(LABELS) and tb_batch["status"] == "READY"
+    assert study["id"] == batch.hit_type_id and study["status"] == "ACTIVE"
+    assert study["data_collection_id"] == tb_batch["id"] and study["total_available_places"] == 4
+    assert study["reward"] == 40 and study["estimated_completion_time"] == 4
+
+    # Three participants finish (one misses the gold question), one is still working.
+    sessions = [
+        fake.work(study["id"], pid, choose)
+        for pid, choose in (("P1", _truth_of), ("P2", _truth_of), ("P3", wrong_on_gold))
+    ]
+    working = fake.start(study["id"], "P4", _truth_of, answered=2)
+    # Reading them back through duplicated, shuffled pages, a throttled and a failing read.
+    fake.duplicate_responses = fake.shuffle_responses = True
+    fake.faults["list_responses"] = ["throttle", "error"]
+    fake.faults["list_submissions"] = ["error"]
+
+    result = sync_batch(batch, provider())
+
+    assert (result.new, result.invalid, result.approved, result.rejected) == (3, 0, 2, 1)
+    assert {fake.submissions[s]["status"] for s in sessions[:2]} == {"APPROVED"}
+    assert fake.submissions[sessions[2]]["status"] == "REJECTED"
+    assert fake.submissions[sessions[2]]["rejection"][0] == "FAILED_CHECK"
+    assert fake.submissions[working]["status"] == "ACTIVE"
+    assert not Assignment.objects.filter(provider_assignment_id=working).exists()
+    recorded = Assignment.objects.filter(hit__batch=batch)
+    assert set(recorded.values_list("provider_assignment_id", flat=True)) == set(sessions)
+    assert set(Worker.objects.filter(assignments__hit__batch=batch).values_list("provider", flat=True)) == {
+        "taskbuilder"
+    }
+    # Each finished session's answers are judgments: its HIT's 3 queries and its gold question, once each.
+    assert Judgment.objects.filter(assignment__hit__batch=batch).count() == 3 * 4
+    for judgment in Judgment.objects.filter(assignment__provider_assignment_id=sessions[0]).select_related(
+        "batch_query"
+    ):
+        query = judgment.batch_query
+        assert judgment.label == (query.gold_label if query.is_gold else TRUTH[query.qid])
+
+    # A rejected session gives its place back on Prolific: nothing is added, nothing paid twice.
+    assert study["total_available_places"] == 4
+    # A second sync (a new provider: nothing cached) changes nothing.
+    again = sync_batch(batch, provider())
+    assert (again.new, again.approved, again.rejected) == (0, 0, 0)
+    assert Judgment.objects.filter(assignment__hit__batch=batch).count() == 12
+
+    # The one still working submits, a fifth takes the place the rejected one gave back; the next sync reads both.
+    fake.finish(working, _truth_of)
+    fifth = fake.work(study["id"], "P5", _truth_of)
+    result = sync_batch(batch, provider())
+    assert (result.new, result.approved, result.rejected) == (2, 2, 0)
+    assert {fake.submissions[s]["status"] for s in (working, fifth)} == {"APPROVED"}
+
+    # What the answers add up to, and the export, as for any batch: two approved votes a query, all true.
+    assert agreement_summary(batch)["judgments"] == 6 * 2
+    export = export_queries(batch, "all", tmp_path / "out.tsv")
+    assert export.queries == 6
+
+
+def test_publishing_again_after_a_failure_creates_nothing_twice(fake, batch):
+    """Prolific keeps failing the study's creation: publishing fails with the dataset and batch made;
+    publishing again finds them by name, uploads nothing twice and makes one study."""
+    fake.standing["create_study"] = "error"
+    with pytest.raises(TaskBuilderError):
+        services.publish_batch(batch, provider())
+    assert len(fake.datasets) == len(fake.batches) == 1 and not fake.studies
+
+    del fake.standing["create_study"]
+    services.publish_batch(batch, provider())
+    batch.refresh_from_db()
+    (dataset,) = fake.datasets.values()
+    assert dataset["total_datapoint_count"] == 8
+    assert len(fake.batches) == len(fake.studies) == 1
+    assert fake.calls.count("upload") == 1 and fake.calls.count("set_up_batch") == 1
+    assert batch.hit_type_id in fake.studies and fake.studies[batch.hit_type_id]["status"] == "ACTIVE"
+
+
+def test_a_refusal_is_a_clear_error_and_nothing_is_published(fake, batch):
+    """A 4xx from Prolific (here its refusal of our token) names the call, and the batch stays a draft."""
+    from django.conf import settings
+
+    client = TaskBuilder(settings.PROLIFIC_API_URL, "wrong-token", sleep=lambda seconds: None)
+    with pytest.raises(TaskBuilderError, match=r"data-collection/datasets.*HTTP 401"):
+        services.publish_batch(batch, TaskBuilderProvider(client, polls=3, poll_seconds=0.0))
+    batch.refresh_from_db()
+    assert batch.status == batch.Status.DRAFT and not fake.datasets
+
+
+def test_a_throttled_call_waits_as_long_as_prolific_asks_and_a_lost_creation_is_found_again(fake):
+    """429 with ``Retry-After: 7``: the client waits 7 s (its sleep records it) and asks again, the
+    upload's PUT included; a creation whose answer was lost is not sent twice: it is looked up by name."""
+    from django.conf import settings
+
+    waits: list[float] = []
+    client = TaskBuilder(settings.PROLIFIC_API_URL, TOKEN, sleep=waits.append, base_delay=0.25)
+    fake.faults["create_dataset"] = ["throttle:7"]
+    dataset = client.create_dataset("ws-1", "d", SCHEMA)
+    assert waits == [7.0] and len(fake.datasets) == 1
+
+    target = client.upload_url(dataset["id"], "queries.jsonl")
+    fake.faults["upload"] = ["throttle:3", "error"]
+    client.upload(
+        target["upload_url"],
+        b'{"query": "what is a synapse", "hit": "h", "hit_token": "h", "field": "q-1"}\n',
+        "application/jsonl",
+    )
+    assert waits == [7.0, 3.0, 0.5]  # what Prolific asked, then the back-off's second step
+    assert fake.imports[target["import_id"]]["status"] == "processing"
+
+    fake.faults["create_batch"] = ["lose_response"]
+    provider = TaskBuilderProvider(client, polls=3, poll_seconds=0.0)
+    made = provider._once(
+        lambda: client.find_batch("ws-1", "b"),
+        lambda: client.create_batch(
+            {"name": "b", "workspace_id": "ws-1", "dataset_id": dataset["id"], "batch_items": batch_items()}
+        ),
+    )
+    assert len(fake.batches) == 1 and made["id"] in fake.batches
+
+
+def test_its_option_is_refused_on_another_platform_naming_task_builder_alone(query_set):
+    """Two platforms store provider options now: a refusal names the one whose option was given."""
+    from core.errors import ServiceError
+
+    settings = services.BatchSettings(provider="local", provider_options={"taskbuilder_minutes": 5})
+    with pytest.raises(
+        ServiceError,
+        match=r"^Prolific Task Builder \(hosted by Prolific\) options only apply to the taskbuilder provider$",
+    ):
+        services.create_batch("elsewhere", settings, query_set=query_set)
+    with pytest.raises(ServiceError, match="unknown Task Builder option"):
+        services.create_batch(
+            "odd",
+            services.BatchSettings(provider="taskbuilder", provider_options={"bonus": "0.10"}),
+            query_set=query_set,
+        )
