@@ -124,6 +124,7 @@ PLATFORM_INTERFACE = {"annotation": ("crowd", "results", "quality")}
 BETWEEN_PLATFORMS = {
     "annotation": {
         ("platforms.prolific", "annotation.platforms.inhouse.services.handout"),
+        ("platforms.prolific", "annotation.platforms.inhouse.services.corrections"),
         ("platforms.prolific", "annotation.platforms.inhouse.views"),
     }
 }
