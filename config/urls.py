@@ -32,6 +32,7 @@ urlpatterns = [
     path("home/live/", metrics_views.home_live, name="home-live"),
     path("admin/", admin.site.urls),
     path("accounts/api-token/", core_views.api_token_page, name="api-token"),
+    path("groups/", core_views.research_groups, name="research-groups"),
     path("accounts/", include(account_urls)),
     path("jobs/", include("core.urls")),
     path("pooling/", include("pooling.urls")),

@@ -1,14 +1,199 @@
-"""State shared by every app: the progress record of long work, leases, API tokens."""
+"""State shared by every app: research groups and their scope, the progress record of long work, leases, API tokens."""
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.utils import timezone
 
+from core.db import scope as _scope
 
-class Job(models.Model):
-    """Progress record of long work (imports, pooling, publishing, reports), for pages to poll."""
+#: The group a site starts with: the migration puts every existing study and staff account in it.
+DEFAULT_GROUP_SLUG = "default"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
+class ResearchGroup(models.Model):
+    """A research group: its studies (imports, pools, batches, reports, exports, jobs) and its members.
+
+    Members act within their groups by role (:class:`Membership`); nothing of another group is
+    seen (every study model's default manager is scoped, :class:`GroupScopedManager`).
+    """
+
+    name = models.CharField(max_length=200, unique=True)
+    slug = models.SlugField(max_length=50, unique=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """A user's role in a research group.
+
+    viewer reads; researcher also creates and acts (publish, cancel, pay, manage annotators);
+    owner also manages members. An annotator answers the group's batches and sees nothing else.
+    """
+
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        RESEARCHER = "researcher"
+        VIEWER = "viewer"
+        ANNOTATOR = "annotator"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="research_memberships")
+    group = models.ForeignKey(ResearchGroup, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=12, choices=Role.choices)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "group"], name="one_membership_per_research_group")]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role} of {self.group})"
+
+
+#: Roles by what they may do: rank for "at least" (annotators rank with no researcher's role).
+ROLE_RANK = {Membership.Role.VIEWER: 1, Membership.Role.RESEARCHER: 2, Membership.Role.OWNER: 3}
+#: Roles whose requests may change state (an annotator submits answers; a viewer changes nothing).
+_WRITE_ROLES = frozenset({Membership.Role.OWNER, Membership.Role.RESEARCHER, Membership.Role.ANNOTATOR})
+
+
+def default_group() -> ResearchGroup:
+    """The site's first group, made on first ask on a site without any (a new database)."""
+    group = ResearchGroup.objects.order_by("pk").first()
+    if group is None:
+        group, _ = ResearchGroup.objects.get_or_create(slug=DEFAULT_GROUP_SLUG, defaults={"name": "Default group"})
+    return group
+
+
+def roles_of(user) -> dict[int, str]:
+    """``{group id: role}`` of ``user``: their memberships; on a site with at most one group, a staff
+    account without any is owner of it (a site with one group works as before groups existed)."""
+    if user is None or not user.is_authenticated:
+        return {}
+    if user.is_superuser:
+        every = list(ResearchGroup.objects.values_list("pk", flat=True)) or [default_group().pk]
+        return dict.fromkeys(every, Membership.Role.OWNER)
+    roles = dict(Membership.objects.filter(user=user).values_list("group_id", "role"))
+    if not roles and user.is_staff and ResearchGroup.objects.count() <= 1:
+        roles = {default_group().pk: Membership.Role.OWNER}
+    return roles
+
+
+def scope_of() -> frozenset[int] | None:
+    """The ids of the groups the current request, command or job sees; ``None``: every group.
+
+    A request sees its user's groups (all roles for a read, without viewer for a request that
+    may change state: a viewer's POST finds nothing to act on); a superuser, a visitor (whose
+    pages guard themselves) and an account without membership that is no staff (a Prolific
+    participant, reaching only the batch of their study link) are not scoped; a command with
+    ``--group`` sees that group; a job, the shell and a request seeing every group: ``None``.
+    """
+    acting = _scope.acting_group.get()
+    if acting is not None and acting[1]:
+        return frozenset({acting[0]})
+    request = _scope.current_request.get()
+    if request is None:
+        return None
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated or user.is_superuser:
+        return None
+    write = request.method not in _SAFE_METHODS
+    cache = request.__dict__.setdefault("_group_scope", {})
+    key = (user.pk, write)
+    if key not in cache:
+        roles = roles_of(user)
+        if not roles and not user.is_staff:
+            cache[key] = None
+        else:
+            ids = frozenset(g for g, role in roles.items() if not write or role in _WRITE_ROLES)
+            every = set(ResearchGroup.objects.values_list("pk", flat=True))
+            cache[key] = None if every and ids >= every else ids
+    return cache[key]
+
+
+def creation_group() -> ResearchGroup:
+    """The group a new study object goes to: the acting group (a command's ``--group``, a job's
+    group), else the requesting user's chosen group (``X-Research-Group`` header or the session's
+    choice, see :mod:`core.services.groups`) or their first where they may create; otherwise the
+    site's first group. A user with no group where they may create is refused (403)."""
+    acting = _scope.acting_group.get()
+    if acting is not None:
+        return ResearchGroup.objects.get(pk=acting[0])
+    request = _scope.current_request.get()
+    if request is None and ResearchGroup.objects.count() > 1:
+        from core.errors import InputError
+
+        raise InputError("this site has several research groups: say which with --group")
+    user = getattr(request, "user", None) if request is not None else None
+    if user is None or not user.is_authenticated or not (user.is_staff or user.is_superuser):
+        return default_group()
+    allowed = [
+        g for g, role in roles_of(user).items() if ROLE_RANK.get(role, 0) >= ROLE_RANK[Membership.Role.RESEARCHER]
+    ]
+    if not allowed:
+        raise PermissionDenied("You are a viewer only: you have no research group where you may create.")
+    chosen = chosen_group_id(request)
+    return ResearchGroup.objects.get(pk=chosen if chosen in allowed else min(allowed))
+
+
+def chosen_group_id(request) -> int | None:
+    """The group the requesting user chose to work in: the API's ``X-Research-Group`` header (a
+    group's slug) or the session's choice (the groups page)."""
+    slug = request.headers.get("X-Research-Group", "") if hasattr(request, "headers") else ""
+    if slug:
+        return ResearchGroup.objects.filter(slug=slug).values_list("pk", flat=True).first()
+    session = getattr(request, "session", None)
+    chosen = session.get("research_group") if session is not None else None
+    return chosen if isinstance(chosen, int) else None
+
+
+class GroupScopedManager(models.Manager):
+    """The default manager of every study model: only what the current scope (:func:`scope_of`) sees.
+
+    A root (a model with its own ``group``) is filtered on it; a part of a study (a HIT, a
+    judgment, a query) through ``via``, the foreign key to its owner, as a subquery of the owner's
+    own scoped manager (``scope_via`` on the model names the key; no join: ``select_for_update`` locks the model's rows only). Unscoped
+    (``_base_manager``, a job, a command without ``--group``) everything is seen, as before groups.
+    """
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        scope = scope_of()
+        if scope is None:
+            return queryset
+        via = getattr(self.model, "scope_via", None)  # a class attribute: related managers take no arguments
+        if via is None:
+            return queryset.filter(group_id__in=scope)
+        owner = self.model._meta.get_field(via).related_model
+        return queryset.filter(**{f"{via}__in": owner._default_manager.values("pk")})
+
+
+class GroupOwned(models.Model):
+    """A study's root object: it belongs to one research group, given at creation (:func:`creation_group`)."""
+
+    group = models.ForeignKey(ResearchGroup, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+
+    objects = GroupScopedManager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs) -> None:
+        if self.group_id is None:
+            self.group = creation_group()
+        super().save(*args, **kwargs)
+
+
+class Job(GroupOwned):
+    """Progress record of long work (imports, pooling, publishing, reports), for pages to poll.
+
+    It belongs to the group of who started it; its work runs acting in that group (:mod:`core.tasks`)."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
