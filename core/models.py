@@ -71,18 +71,29 @@ def default_group() -> ResearchGroup:
     return group
 
 
+def _groups_with_roles(user) -> list[tuple[int, str | None]]:
+    """Every group's id with ``user``'s role in it (``None``: not a member), in one query."""
+    role = Membership.objects.filter(user=user, group=models.OuterRef("pk")).values("role")[:1]
+    return list(ResearchGroup.objects.annotate(role=models.Subquery(role)).values_list("pk", "role"))
+
+
 def roles_of(user) -> dict[int, str]:
     """``{group id: role}`` of ``user``: their memberships; on a site with at most one group, a staff
     account without any is owner of it (a site with one group works as before groups existed)."""
+    return _roles_and_groups(user)[0]
+
+
+def _roles_and_groups(user) -> tuple[dict[int, str], frozenset[int]]:
     if user is None or not user.is_authenticated:
-        return {}
+        return {}, frozenset()
+    groups = _groups_with_roles(user)
+    every = frozenset(pk for pk, _ in groups)
     if user.is_superuser:
-        every = list(ResearchGroup.objects.values_list("pk", flat=True)) or [default_group().pk]
-        return dict.fromkeys(every, Membership.Role.OWNER)
-    roles = dict(Membership.objects.filter(user=user).values_list("group_id", "role"))
-    if not roles and user.is_staff and ResearchGroup.objects.count() <= 1:
+        return dict.fromkeys(every or [default_group().pk], Membership.Role.OWNER), every
+    roles = {pk: role for pk, role in groups if role is not None}
+    if not roles and user.is_staff and len(groups) <= 1:
         roles = {default_group().pk: Membership.Role.OWNER}
-    return roles
+    return roles, every
 
 
 def scope_of() -> frozenset[int] | None:
@@ -93,6 +104,7 @@ def scope_of() -> frozenset[int] | None:
     pages guard themselves) and an account without membership that is no staff (a Prolific
     participant, reaching only the batch of their study link) are not scoped; a command with
     ``--group`` sees that group; a job, the shell and a request seeing every group: ``None``.
+    One query per request (the user's roles in every group), kept on the request.
     """
     acting = _scope.acting_group.get()
     if acting is not None and acting[1]:
@@ -105,16 +117,13 @@ def scope_of() -> frozenset[int] | None:
         return None
     write = request.method not in _SAFE_METHODS
     cache = request.__dict__.setdefault("_group_scope", {})
-    key = (user.pk, write)
-    if key not in cache:
-        roles = roles_of(user)
-        if not roles and not user.is_staff:
-            cache[key] = None
-        else:
-            ids = frozenset(g for g, role in roles.items() if not write or role in _WRITE_ROLES)
-            every = set(ResearchGroup.objects.values_list("pk", flat=True))
-            cache[key] = None if every and ids >= every else ids
-    return cache[key]
+    if user.pk not in cache:
+        cache[user.pk] = _roles_and_groups(user)
+    roles, every = cache[user.pk]
+    if not roles and not user.is_staff:
+        return None
+    ids = frozenset(g for g, role in roles.items() if not write or role in _WRITE_ROLES)
+    return None if every and ids >= every else ids
 
 
 def creation_group() -> ResearchGroup:
@@ -127,9 +136,9 @@ def creation_group() -> ResearchGroup:
         return ResearchGroup.objects.get(pk=acting[0])
     request = _scope.current_request.get()
     if request is None and ResearchGroup.objects.count() > 1:
-        from core.errors import InputError
+        from core.errors import ServiceError
 
-        raise InputError("this site has several research groups: say which with --group")
+        raise ServiceError("this site has several research groups: say which with --group")
     user = getattr(request, "user", None) if request is not None else None
     if user is None or not user.is_authenticated or not (user.is_staff or user.is_superuser):
         return default_group()
@@ -153,25 +162,54 @@ def chosen_group_id(request) -> int | None:
     return chosen if isinstance(chosen, int) else None
 
 
-class GroupScopedManager(models.Manager):
+def _narrowed(queryset: models.QuerySet, scope: frozenset[int]) -> None:
+    """Narrow ``queryset`` in place to the groups ``scope`` (a root on its ``group``, a part of a
+    study through ``scope_via``, the key to its owner, as a subquery of the owner's scoped manager)."""
+    via = getattr(queryset.model, "scope_via", None)  # a class attribute: related managers take no arguments
+    if via is None:
+        lookup = {"group_id__in": scope}
+    else:
+        owner = queryset.model._meta.get_field(via).related_model
+        lookup = {f"{via}__in": owner._default_manager.values("pk")}
+    queryset._filter_or_exclude_inplace(False, (), lookup)
+    queryset._group_scope = scope
+
+
+class GroupScopedQuerySet(models.QuerySet):
+    """A study model's queryset: narrowed to the scope of the request, command or job that uses it.
+
+    Narrowed when made by the manager, and again when a queryset made outside any scope is used
+    inside one: a class attribute (``queryset = Batch.objects.all()`` of an API view, a form's
+    choices) is made at import, then copied (``.all()``) by each request; the copy is narrowed.
+    """
+
+    _group_scope: frozenset[int] | None = None
+
+    def _clone(self):
+        clone = super()._clone()
+        clone._group_scope = self._group_scope
+        if clone._group_scope is None:
+            scope = scope_of()
+            if scope is not None:
+                _narrowed(clone, scope)
+        return clone
+
+
+class GroupScopedManager(models.Manager.from_queryset(GroupScopedQuerySet)):
     """The default manager of every study model: only what the current scope (:func:`scope_of`) sees.
 
     A root (a model with its own ``group``) is filtered on it; a part of a study (a HIT, a
-    judgment, a query) through ``via``, the foreign key to its owner, as a subquery of the owner's
-    own scoped manager (``scope_via`` on the model names the key; no join: ``select_for_update`` locks the model's rows only). Unscoped
-    (``_base_manager``, a job, a command without ``--group``) everything is seen, as before groups.
+    judgment, a query) through ``scope_via`` (no join: ``select_for_update`` locks the model's
+    rows only). Unscoped (``_base_manager``, a job, a command without ``--group``) everything is
+    seen, as before groups.
     """
 
     def get_queryset(self):
         queryset = super().get_queryset()
         scope = scope_of()
-        if scope is None:
-            return queryset
-        via = getattr(self.model, "scope_via", None)  # a class attribute: related managers take no arguments
-        if via is None:
-            return queryset.filter(group_id__in=scope)
-        owner = self.model._meta.get_field(via).related_model
-        return queryset.filter(**{f"{via}__in": owner._default_manager.values("pk")})
+        if scope is not None:
+            _narrowed(queryset, scope)
+        return queryset
 
 
 class GroupOwned(models.Model):

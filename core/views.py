@@ -177,7 +177,7 @@ def research_groups(request: HttpRequest) -> HttpResponse:
     from django.contrib import messages
     from django.shortcuts import redirect
 
-    from core.errors import InputError
+    from core.errors import ServiceError
     from core.models import Membership, chosen_group_id, roles_of
     from core.selectors import groups_of, members
     from core.services import groups as group_services
@@ -196,7 +196,7 @@ def research_groups(request: HttpRequest) -> HttpResponse:
                 group_services.remove_member(request.user, group, request.POST.get("username", ""))
             else:
                 return HttpResponse("action: one of choose, set, remove", status=400, content_type="text/plain")
-        except InputError as exc:
+        except ServiceError as exc:
             messages.error(request, str(exc))
         return redirect("research-groups")
     roles = roles_of(request.user)

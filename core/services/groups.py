@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.text import slugify
 
-from core.errors import InputError
+from core.errors import ServiceError
 from core.models import Membership, ResearchGroup, creation_group, default_group
 from core.selectors import require_role
 
@@ -22,9 +22,9 @@ def create_group(name: str, *, owner=None) -> ResearchGroup:
     name = name.strip()
     slug = slugify(name)[:50]
     if not name or not slug:
-        raise InputError("name: a research group needs a name with letters or digits")
+        raise ServiceError("name: a research group needs a name with letters or digits")
     if ResearchGroup.objects.filter(name=name).exists() or ResearchGroup.objects.filter(slug=slug).exists():
-        raise InputError(f"name: a research group {name!r} exists already")
+        raise ServiceError(f"name: a research group {name!r} exists already")
     if ResearchGroup.objects.count() <= 1:
         _make_implicit_memberships_explicit()
     group = ResearchGroup.objects.create(name=name, slug=slug)
@@ -53,12 +53,12 @@ def set_member(by, group: ResearchGroup, username: str, role: str) -> Membership
     if by is not None:
         require_role(by, group, Membership.Role.OWNER)
     if role not in Membership.Role.values:
-        raise InputError(f"role: one of {', '.join(Membership.Role.values)}, not {role!r}")
+        raise ServiceError(f"role: one of {', '.join(Membership.Role.values)}, not {role!r}")
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
-        raise InputError(f"username: no account {username!r}")
+        raise ServiceError(f"username: no account {username!r}")
     if role == Membership.Role.ANNOTATOR and user.is_staff:
-        raise InputError(f"role: {username!r} is a staff account, not an annotator")
+        raise ServiceError(f"role: {username!r} is a staff account, not an annotator")
     with transaction.atomic():
         if ResearchGroup.objects.count() <= 1:
             _make_implicit_memberships_explicit()
@@ -83,7 +83,7 @@ def remove_member(by, group: ResearchGroup, username: str) -> None:
 
 def _keep_an_owner(group: ResearchGroup) -> None:
     if not group.memberships.filter(role=Membership.Role.OWNER).exists():
-        raise InputError("role: a research group keeps at least one owner")
+        raise ServiceError("role: a research group keeps at least one owner")
 
 
 def join_current_group(user, role: str = Membership.Role.ANNOTATOR) -> None:

@@ -20,7 +20,7 @@ class Command(ProjectCommand):
     def handle(self, create, member, remove, owner, **options):
         from django.contrib.auth import get_user_model
 
-        from core.errors import InputError
+        from core.errors import ServiceError
         from core.models import ResearchGroup, scope_of
         from core.selectors import members
         from core.services import groups
@@ -31,13 +31,13 @@ class Command(ProjectCommand):
             if create:
                 user = get_user_model().objects.filter(username=owner).first() if owner else None
                 if owner and user is None:
-                    raise InputError(f"--owner: no account {owner!r}")
+                    raise ServiceError(f"--owner: no account {owner!r}")
                 group = groups.create_group(create, owner=user)
                 self.stdout.write(self.style.SUCCESS(f"Made research group {group.name} ({group.slug})"))
                 return
             if member or remove:
                 if chosen is None:
-                    raise InputError("--group: say which research group (its slug)")
+                    raise ServiceError("--group: say which research group (its slug)")
                 if member:
                     groups.set_member(None, chosen, member[0], member[1])
                 else:
