@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import models
+from django.db.models import sql
 from django.utils import timezone
 
 from core.db import scope as _scope
@@ -162,54 +163,55 @@ def chosen_group_id(request) -> int | None:
     return chosen if isinstance(chosen, int) else None
 
 
-def _narrowed(queryset: models.QuerySet, scope: frozenset[int]) -> None:
-    """Narrow ``queryset`` in place to the groups ``scope`` (a root on its ``group``, a part of a
-    study through ``scope_via``, the key to its owner, as a subquery of the owner's scoped manager)."""
-    via = getattr(queryset.model, "scope_via", None)  # a class attribute: related managers take no arguments
+def _scope_lookup(model: type[models.Model], scope: frozenset[int]) -> dict:
+    """The filter narrowing ``model`` to the groups ``scope``: a root on its ``group``, a part of a
+    study through ``scope_via``, the key to its owner, as a subquery of the owner's scoped manager
+    (no join: ``select_for_update`` locks the model's rows only)."""
+    via = getattr(model, "scope_via", None)  # a class attribute: related managers take no arguments
     if via is None:
-        lookup = {"group_id__in": scope}
-    else:
-        owner = queryset.model._meta.get_field(via).related_model
-        lookup = {f"{via}__in": owner._default_manager.values("pk")}
-    queryset._filter_or_exclude_inplace(False, (), lookup)
-    queryset._group_scope = scope
+        return {"group_id__in": scope}
+    owner = model._meta.get_field(via).related_model
+    return {f"{via}__in": owner._default_manager.values("pk")}
+
+
+class GroupScopedQuery(sql.Query):
+    """A study model's SQL query, narrowed to the current scope when it is compiled, not when it
+    is built: a queryset made at import (an API view's ``queryset = Batch.objects.all()``, a
+    form's choices, possibly during some request) is narrowed afresh each time it runs."""
+
+    _narrowed = False
+
+    def get_compiler(self, using=None, connection=None, elide_empty=True):
+        scope = None if self._narrowed else scope_of()
+        if scope is None:
+            return super().get_compiler(using, connection, elide_empty)
+        narrowed = self.clone()
+        narrowed._narrowed = True
+        narrowed.add_q(models.Q(**_scope_lookup(self.model, scope)))
+        return narrowed.get_compiler(using, connection, elide_empty)
 
 
 class GroupScopedQuerySet(models.QuerySet):
-    """A study model's queryset: narrowed to the scope of the request, command or job that uses it.
+    """A study model's queryset: it reads only what the scope of the request, command or job that
+    runs it sees (:class:`GroupScopedQuery`); an UPDATE is narrowed the same way."""
 
-    Narrowed when made by the manager, and again when a queryset made outside any scope is used
-    inside one: a class attribute (``queryset = Batch.objects.all()`` of an API view, a form's
-    choices) is made at import, then copied (``.all()``) by each request; the copy is narrowed.
-    """
+    def __init__(self, model=None, query=None, using=None, hints=None) -> None:
+        super().__init__(model, query if query is not None else GroupScopedQuery(model), using, hints)
 
-    _group_scope: frozenset[int] | None = None
+    def update(self, **kwargs):
+        scope = scope_of()
+        if scope is None:
+            return super().update(**kwargs)
+        return super(GroupScopedQuerySet, self.filter(**_scope_lookup(self.model, scope))).update(**kwargs)
 
-    def _clone(self):
-        clone = super()._clone()
-        clone._group_scope = self._group_scope
-        if clone._group_scope is None:
-            scope = scope_of()
-            if scope is not None:
-                _narrowed(clone, scope)
-        return clone
+    update.alters_data = True
 
 
 class GroupScopedManager(models.Manager.from_queryset(GroupScopedQuerySet)):
     """The default manager of every study model: only what the current scope (:func:`scope_of`) sees.
 
-    A root (a model with its own ``group``) is filtered on it; a part of a study (a HIT, a
-    judgment, a query) through ``scope_via`` (no join: ``select_for_update`` locks the model's
-    rows only). Unscoped (``_base_manager``, a job, a command without ``--group``) everything is
-    seen, as before groups.
+    Unscoped (``_base_manager``, a job, a command without ``--group``) everything is seen, as before groups.
     """
-
-    def get_queryset(self):
-        queryset = super().get_queryset()
-        scope = scope_of()
-        if scope is not None:
-            _narrowed(queryset, scope)
-        return queryset
 
 
 class GroupOwned(models.Model):
