@@ -138,7 +138,7 @@ class Qrels(GroupOwned):
         return self.name
 
 
-class WordList(GroupOwned):
+class WordList(models.Model):
     """A gender word list (``word,f|m``), registered by content so results name what they used."""
 
     name = models.CharField(max_length=200)

@@ -9,7 +9,7 @@ def put_in_default_group(apps, schema_editor):
     group, _ = apps.get_model("core", "ResearchGroup").objects.get_or_create(
         slug="default", defaults={"name": "Default group"}
     )
-    for model in ['Collection', 'QuerySet', 'Run', 'Qrels', 'WordList', 'Pool']:
+    for model in ['Collection', 'QuerySet', 'Run', 'Qrels', 'Pool']:
         apps.get_model("pooling", model).objects.filter(group=None).update(group=group)
 
 
@@ -45,11 +45,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='run',
-            name='group',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='core.researchgroup'),
-        ),
-        migrations.AddField(
-            model_name='wordlist',
             name='group',
             field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='core.researchgroup'),
         ),

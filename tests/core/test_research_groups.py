@@ -398,6 +398,13 @@ def test_new_objects_go_to_the_creating_users_group(first_group, second_group):
     )
     assert response.status_code == 201, response.content
     assert Batch.objects.get(name="b-made").group == second_group["group"]
+    # Names are the site's: one the first group holds is refused with a 400 naming it, not a 500.
+    response = client.post(
+        "/api/annotation/batches/",
+        {"name": SECRET["batch"], "queries": "b-own", "provider": "local", "reward": "0.05"},
+        content_type="application/json",
+    )
+    assert response.status_code == 400 and b"another research group" in response.content, response.content
 
 
 def test_a_viewer_reads_but_cannot_create_cancel_or_pay(first_group, second_group, django_capture_on_commit_callbacks):
