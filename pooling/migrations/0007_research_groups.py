@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('core', '0006_research_groups'),
-        ('pooling', '0001_squashed_0006_collection_source'),
+        ('pooling', '0006_collection_source'),
     ]
 
     operations = [

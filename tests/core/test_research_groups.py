@@ -494,3 +494,19 @@ def test_commands_take_a_group(first_group, second_group, capsys):
     with pytest.raises(CommandError):  # the first group's batch, seen from the second group
         call_command("cancel_batch", SECRET["batch"], group=second_group["group"].slug, verbosity=0)
     assert Batch.objects.get(name=SECRET["batch"]).status == Batch.Status.PUBLISHED
+
+
+def test_an_api_token_acts_in_its_users_groups(first_group, second_group):
+    from core.services.api_tokens import api_token
+
+    key = api_token(second_group["researcher"])
+    client = Client()
+    headers = {"HTTP_AUTHORIZATION": f"Token {key}"}
+    assert client.get(f"/api/annotation/batches/{SECRET['batch']}/", **headers).status_code == 404
+    assert client.post(f"/api/annotation/batches/{SECRET['batch']}/cancel/", **headers).status_code == 404
+    assert client.get("/api/annotation/batches/", **headers).json()["results"] == []
+    owner_key = api_token(first_group["owner"])
+    assert (
+        client.get(f"/api/annotation/batches/{SECRET['batch']}/", HTTP_AUTHORIZATION=f"Token {owner_key}").status_code
+        == 200
+    )
