@@ -9,6 +9,7 @@ from django.db.models import sql
 from django.utils import timezone
 
 from core.db import scope as _scope
+from core.errors import ServiceError
 
 #: The group a site starts with: the migration puts every existing study and staff account in it.
 DEFAULT_GROUP_SLUG = "default"
@@ -137,8 +138,6 @@ def creation_group() -> ResearchGroup:
         return ResearchGroup.objects.get(pk=acting[0])
     request = _scope.current_request.get()
     if request is None and ResearchGroup.objects.count() > 1:
-        from core.errors import ServiceError
-
         raise ServiceError("this site has several research groups: say which with --group")
     user = getattr(request, "user", None) if request is not None else None
     if user is None or not user.is_authenticated or not (user.is_staff or user.is_superuser):
@@ -224,9 +223,25 @@ class GroupOwned(models.Model):
     class Meta:
         abstract = True
 
+    #: False: made without a group where no group can be told (a Job a scheduled command starts on a
+    #: site with several groups: seen by superusers only), rather than refused.
+    group_required = True
+
+    #: Fields naming an object whose group a new one takes (a derived batch: its parent's).
+    group_from: tuple[str, ...] = ()
+
     def save(self, *args, **kwargs) -> None:
+        for name in self.group_from if self.group_id is None else ():
+            owner = getattr(self, name, None)
+            if owner is not None and owner.group_id is not None:
+                self.group_id = owner.group_id
+                break
         if self.group_id is None:
-            self.group = creation_group()
+            try:
+                self.group = creation_group()
+            except ServiceError:
+                if self.group_required:
+                    raise
         super().save(*args, **kwargs)
 
 
@@ -234,6 +249,8 @@ class Job(GroupOwned):
     """Progress record of long work (imports, pooling, publishing, reports), for pages to poll.
 
     It belongs to the group of who started it; its work runs acting in that group (:mod:`core.tasks`)."""
+
+    group_required = False
 
     class Status(models.TextChoices):
         PENDING = "pending"

@@ -77,6 +77,8 @@ class Worker(models.Model):
 class Batch(GroupOwned):
     """A set of queries sent to a crowd provider as HITs, with what it pays and who may work on it."""
 
+    group_from = ("parent",)  # a derived batch (sample, routed, extension) is in its parent's research group
+
     class Status(models.TextChoices):
         DRAFT = "draft"
         PUBLISHED = "published"
