@@ -192,7 +192,8 @@ class GroupScopedQuery(sql.Query):
 
 class GroupScopedQuerySet(models.QuerySet):
     """A study model's queryset: it reads only what the scope of the request, command or job that
-    runs it sees (:class:`GroupScopedQuery`); an UPDATE is narrowed the same way."""
+    runs it sees (:class:`GroupScopedQuery`); an UPDATE and a DELETE (which become queries of
+    their own classes) are narrowed the same way."""
 
     def __init__(self, model=None, query=None, using=None, hints=None) -> None:
         super().__init__(model, query if query is not None else GroupScopedQuery(model), using, hints)
@@ -204,6 +205,15 @@ class GroupScopedQuerySet(models.QuerySet):
         return super(GroupScopedQuerySet, self.filter(**_scope_lookup(self.model, scope))).update(**kwargs)
 
     update.alters_data = True
+
+    def delete(self):
+        scope = scope_of()  # a fast delete becomes a DELETE query of its own: narrowed here too
+        if scope is None:
+            return super().delete()
+        return super(GroupScopedQuerySet, self.filter(**_scope_lookup(self.model, scope))).delete()
+
+    delete.alters_data = True
+    delete.queryset_only = True
 
 
 class GroupScopedManager(models.Manager.from_queryset(GroupScopedQuerySet)):

@@ -510,3 +510,18 @@ def test_an_api_token_acts_in_its_users_groups(first_group, second_group):
         client.get(f"/api/annotation/batches/{SECRET['batch']}/", HTTP_AUTHORIZATION=f"Token {owner_key}").status_code
         == 200
     )
+
+
+def test_updates_and_deletes_stay_in_the_groups_scope(first_group, second_group, rf):
+    """UPDATE and DELETE become queries of their own classes; they are narrowed like reads."""
+    from core.db.scope import answering
+
+    request = rf.post("/")
+    request.user = second_group["researcher"]
+    batch = first_group["batch"]
+    with answering(request):
+        assert Hit.objects.filter(batch_id=batch.pk).update(status=Hit.Status.EXPIRED) == 0
+        assert Export.objects.filter(batch_id=batch.pk).delete()[0] == 0
+        assert Batch.objects.filter(pk=batch.pk).count() == 0
+    assert not Hit.objects.filter(batch=batch, status=Hit.Status.EXPIRED).exists()
+    assert Export.objects.filter(batch=batch).exists()
