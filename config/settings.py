@@ -112,6 +112,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Every study model read or made within the user's research groups (docs/deployment.md).
+    "core.web.middleware.group_scope",
     "django.contrib.messages.middleware.MessageMiddleware",
     # An empty 405 (require_POST) becomes a page saying which methods the address takes.
     "core.web.middleware.explain_wrong_methods",

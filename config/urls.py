@@ -35,6 +35,7 @@ urlpatterns = [
     path("connections/", core_views.connections_page, name="connections"),
     path("connections/<slug:kind>/test/", core_views.connection_test, name="connection-test"),
     path("connections/<slug:kind>/test/status/", core_views.connection_test_fragment, name="connection-test-status"),
+    path("groups/", core_views.research_groups, name="research-groups"),
     path("accounts/", include(account_urls)),
     path("jobs/", include("core.urls")),
     path("pooling/", include("pooling.urls")),

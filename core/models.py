@@ -1,14 +1,266 @@
-"""State shared by every app: the progress record of long work, leases, API tokens."""
+"""State shared by every app: research groups and their scope, the progress record of long work, leases, API tokens."""
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import models
+from django.db.models import sql
 from django.utils import timezone
 
+from core.db import scope as _scope
+from core.errors import ServiceError
 
-class Job(models.Model):
-    """Progress record of long work (imports, pooling, publishing, reports), for pages to poll."""
+#: The group a site starts with: the migration puts every existing study and staff account in it.
+DEFAULT_GROUP_SLUG = "default"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
+class ResearchGroup(models.Model):
+    """A research group: its studies (imports, pools, batches, reports, exports, jobs) and its members.
+
+    Members act within their groups by role (:class:`Membership`); nothing of another group is
+    seen (every study model's default manager is scoped, :class:`GroupScopedManager`).
+    """
+
+    name = models.CharField(max_length=200, unique=True)
+    slug = models.SlugField(max_length=50, unique=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """A user's role in a research group.
+
+    viewer reads; researcher also creates and acts (publish, cancel, pay, manage annotators);
+    owner also manages members. An annotator answers the group's batches and sees nothing else.
+    """
+
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        RESEARCHER = "researcher"
+        VIEWER = "viewer"
+        ANNOTATOR = "annotator"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="research_memberships")
+    group = models.ForeignKey(ResearchGroup, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=12, choices=Role.choices)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "group"], name="one_membership_per_research_group")]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role} of {self.group})"
+
+
+#: Roles by what they may do: rank for "at least" (annotators rank with no researcher's role).
+ROLE_RANK = {Membership.Role.VIEWER: 1, Membership.Role.RESEARCHER: 2, Membership.Role.OWNER: 3}
+#: Roles whose requests may change state (an annotator submits answers; a viewer changes nothing).
+_WRITE_ROLES = frozenset({Membership.Role.OWNER, Membership.Role.RESEARCHER, Membership.Role.ANNOTATOR})
+
+
+def default_group() -> ResearchGroup:
+    """The site's first group, made on first ask on a site without any (a new database)."""
+    group = ResearchGroup.objects.order_by("pk").first()
+    if group is None:
+        group, _ = ResearchGroup.objects.get_or_create(slug=DEFAULT_GROUP_SLUG, defaults={"name": "Default group"})
+    return group
+
+
+def _groups_with_roles(user) -> list[tuple[int, str | None]]:
+    """Every group's id with ``user``'s role in it (``None``: not a member), in one query."""
+    role = Membership.objects.filter(user=user, group=models.OuterRef("pk")).values("role")[:1]
+    return list(ResearchGroup.objects.annotate(role=models.Subquery(role)).values_list("pk", "role"))
+
+
+def roles_of(user) -> dict[int, str]:
+    """``{group id: role}`` of ``user``: their memberships; on a site with at most one group, a staff
+    account without any is owner of it (a site with one group works as before groups existed)."""
+    return _roles_and_groups(user)[0]
+
+
+def _roles_and_groups(user) -> tuple[dict[int, str], frozenset[int]]:
+    if user is None or not user.is_authenticated:
+        return {}, frozenset()
+    groups = _groups_with_roles(user)
+    every = frozenset(pk for pk, _ in groups)
+    if user.is_superuser:
+        return dict.fromkeys(every or [default_group().pk], Membership.Role.OWNER), every
+    roles = {pk: role for pk, role in groups if role is not None}
+    if not roles and user.is_staff and len(groups) <= 1:
+        roles = {default_group().pk: Membership.Role.OWNER}
+    return roles, every
+
+
+def scope_of() -> frozenset[int] | None:
+    """The ids of the groups the current request, command or job sees; ``None``: every group.
+
+    A request sees its user's groups (all roles for a read, without viewer for a request that
+    may change state: a viewer's POST finds nothing to act on); a superuser, a visitor (whose
+    pages guard themselves) and an account without membership that is no staff (a Prolific
+    participant, reaching only the batch of their study link) are not scoped; a command with
+    ``--group`` sees that group; a job, the shell and a request seeing every group: ``None``.
+    One query per request (the user's roles in every group), kept on the request.
+    """
+    acting = _scope.acting_group.get()
+    if acting is not None and acting[1]:
+        return frozenset({acting[0]})
+    request = _scope.current_request.get()
+    if request is None:
+        return None
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated or user.is_superuser:
+        return None
+    write = request.method not in _SAFE_METHODS
+    cache = request.__dict__.setdefault("_group_scope", {})
+    if user.pk not in cache:
+        cache[user.pk] = _roles_and_groups(user)
+    roles, every = cache[user.pk]
+    if not roles and not user.is_staff:
+        return None
+    ids = frozenset(g for g, role in roles.items() if not write or role in _WRITE_ROLES)
+    return None if every and ids >= every else ids
+
+
+def creation_group() -> ResearchGroup:
+    """The group a new study object goes to: the acting group (a command's ``--group``, a job's
+    group), else the requesting user's chosen group (``X-Research-Group`` header or the session's
+    choice, see :mod:`core.services.groups`) or their first where they may create; otherwise the
+    site's first group. A user with no group where they may create is refused (403)."""
+    acting = _scope.acting_group.get()
+    if acting is not None:
+        return ResearchGroup.objects.get(pk=acting[0])
+    request = _scope.current_request.get()
+    if request is None and ResearchGroup.objects.count() > 1:
+        raise ServiceError("this site has several research groups: say which with --group")
+    user = getattr(request, "user", None) if request is not None else None
+    if user is None or not user.is_authenticated or not (user.is_staff or user.is_superuser):
+        return default_group()
+    allowed = [
+        g for g, role in roles_of(user).items() if ROLE_RANK.get(role, 0) >= ROLE_RANK[Membership.Role.RESEARCHER]
+    ]
+    if not allowed:
+        raise PermissionDenied("You are a viewer only: you have no research group where you may create.")
+    chosen = chosen_group_id(request)
+    return ResearchGroup.objects.get(pk=chosen if chosen in allowed else min(allowed))
+
+
+def chosen_group_id(request) -> int | None:
+    """The group the requesting user chose to work in: the API's ``X-Research-Group`` header (a
+    group's slug) or the session's choice (the groups page)."""
+    slug = request.headers.get("X-Research-Group", "") if hasattr(request, "headers") else ""
+    if slug:
+        return ResearchGroup.objects.filter(slug=slug).values_list("pk", flat=True).first()
+    session = getattr(request, "session", None)
+    chosen = session.get("research_group") if session is not None else None
+    return chosen if isinstance(chosen, int) else None
+
+
+def _scope_lookup(model: type[models.Model], scope: frozenset[int]) -> dict:
+    """The filter narrowing ``model`` to the groups ``scope``: a root on its ``group``, a part of a
+    study through ``scope_via``, the key to its owner, as a subquery of the owner's scoped manager
+    (no join: ``select_for_update`` locks the model's rows only)."""
+    via = getattr(model, "scope_via", None)  # a class attribute: related managers take no arguments
+    if via is None:
+        return {"group_id__in": scope}
+    owner = model._meta.get_field(via).related_model
+    return {f"{via}__in": owner._default_manager.values("pk")}
+
+
+class GroupScopedQuery(sql.Query):
+    """A study model's SQL query, narrowed to the current scope when it is compiled, not when it
+    is built: a queryset made at import (an API view's ``queryset = Batch.objects.all()``, a
+    form's choices, possibly during some request) is narrowed afresh each time it runs."""
+
+    _narrowed = False
+
+    def get_compiler(self, using=None, connection=None, elide_empty=True):
+        scope = None if self._narrowed else scope_of()
+        if scope is None:
+            return super().get_compiler(using, connection, elide_empty)
+        narrowed = self.clone()
+        narrowed._narrowed = True
+        narrowed.add_q(models.Q(**_scope_lookup(self.model, scope)))
+        return narrowed.get_compiler(using, connection, elide_empty)
+
+
+class GroupScopedQuerySet(models.QuerySet):
+    """A study model's queryset: it reads only what the scope of the request, command or job that
+    runs it sees (:class:`GroupScopedQuery`); an UPDATE and a DELETE (which become queries of
+    their own classes) are narrowed the same way."""
+
+    def __init__(self, model=None, query=None, using=None, hints=None) -> None:
+        super().__init__(model, query if query is not None else GroupScopedQuery(model), using, hints)
+
+    def update(self, **kwargs):
+        scope = scope_of()
+        if scope is None:
+            return super().update(**kwargs)
+        return super(GroupScopedQuerySet, self.filter(**_scope_lookup(self.model, scope))).update(**kwargs)
+
+    update.alters_data = True
+
+    def delete(self):
+        scope = scope_of()  # a fast delete becomes a DELETE query of its own: narrowed here too
+        if scope is None:
+            return super().delete()
+        return super(GroupScopedQuerySet, self.filter(**_scope_lookup(self.model, scope))).delete()
+
+    delete.alters_data = True
+    delete.queryset_only = True
+
+
+class GroupScopedManager(models.Manager.from_queryset(GroupScopedQuerySet)):
+    """The default manager of every study model: only what the current scope (:func:`scope_of`) sees.
+
+    Unscoped (``_base_manager``, a job, a command without ``--group``) everything is seen, as before groups.
+    """
+
+
+class GroupOwned(models.Model):
+    """A study's root object: it belongs to one research group, given at creation (:func:`creation_group`)."""
+
+    group = models.ForeignKey(ResearchGroup, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+
+    objects = GroupScopedManager()
+
+    class Meta:
+        abstract = True
+
+    #: False: made without a group where no group can be told (a Job a scheduled command starts on a
+    #: site with several groups: seen by superusers only), rather than refused.
+    group_required = True
+
+    #: Fields naming an object whose group a new one takes (a derived batch: its parent's).
+    group_from: tuple[str, ...] = ()
+
+    def save(self, *args, **kwargs) -> None:
+        for name in self.group_from if self.group_id is None else ():
+            owner = getattr(self, name, None)
+            if owner is not None and owner.group_id is not None:
+                self.group_id = owner.group_id
+                break
+        if self.group_id is None:
+            try:
+                self.group = creation_group()
+            except ServiceError:
+                if self.group_required:
+                    raise
+        super().save(*args, **kwargs)
+
+
+class Job(GroupOwned):
+    """Progress record of long work (imports, pooling, publishing, reports), for pages to poll.
+
+    It belongs to the group of who started it; its work runs acting in that group (:mod:`core.tasks`)."""
+
+    group_required = False
 
     class Status(models.TextChoices):
         PENDING = "pending"

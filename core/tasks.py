@@ -68,6 +68,7 @@ from kombu.exceptions import OperationalError as BrokerError
 # broker, eager without one), and so are the apps' other tasks: bound to Celery's default
 # app instead, annotation's tasks once went to amqp on localhost and a page's job stayed pending.
 from config.celery import app
+from core.db.scope import acting_in
 from core.jobs import in_process as local_jobs
 from core.jobs.registry import JobDeclaration, declared_jobs
 from core.models import Job
@@ -220,7 +221,8 @@ def _run_claimed(
     if heartbeat is not None:
         heartbeat.start()
     try:
-        result = work(job, *args)
+        with acting_in(job.group_id):  # what the work makes goes to the group of who started it
+            result = work(job, *args)
     except (OperationalError, InterfaceError) as exc:
         if heartbeat is not None:
             heartbeat.stop()

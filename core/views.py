@@ -255,3 +255,41 @@ def connection_test_fragment(request: HttpRequest, kind: str) -> HttpResponse:
     if kind not in KINDS:
         return HttpResponse("unknown connection", status=404)
     return render(request, "core/_connection_test.html", {"state": connection_state(kind)})
+
+
+@researcher_required
+def research_groups(request: HttpRequest) -> HttpResponse:
+    """The user's research groups, their members and roles; an owner adds, changes and removes
+    members, anyone chooses the group their new studies go to (``POST action=choose|set|remove``)."""
+    from django.contrib import messages
+    from django.shortcuts import redirect
+
+    from core.errors import ServiceError
+    from core.models import Membership, chosen_group_id, roles_of
+    from core.selectors import groups_of, members
+    from core.services import groups as group_services
+
+    if request.method == "POST":
+        group = get_object_or_404(groups_of(request.user), slug=request.POST.get("group", ""))
+        action = request.POST.get("action")
+        try:
+            if action == "choose":
+                group_services.choose_group(request, group)
+            elif action == "set":
+                group_services.set_member(
+                    request.user, group, request.POST.get("username", ""), request.POST.get("role", "")
+                )
+            elif action == "remove":
+                group_services.remove_member(request.user, group, request.POST.get("username", ""))
+            else:
+                return HttpResponse("action: one of choose, set, remove", status=400, content_type="text/plain")
+        except ServiceError as exc:
+            messages.error(request, str(exc))
+        return redirect("research-groups")
+    roles = roles_of(request.user)
+    chosen = chosen_group_id(request)
+    rows = [
+        {"group": g, "role": roles.get(g.pk), "members": members(g), "chosen": g.pk == chosen}
+        for g in groups_of(request.user)
+    ]
+    return render(request, "core/research_groups.html", {"rows": rows, "roles": Membership.Role.values})

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from django.db import models
 
+from core.models import GroupOwned, GroupScopedManager
 from pooling.models import Qrels, QuerySet, Run, WordList
 
 from .defaults import COLLECTION_BACKGROUND
 from .vocabulary import EXPOSURE, FORM_DEFINITIONS, form_statement
 
 
-class Report(models.Model):
+class Report(GroupOwned):
     name = models.SlugField(max_length=100, unique=True)
     query_set = models.ForeignKey(QuerySet, on_delete=models.PROTECT, related_name="reports")
     runs = models.ManyToManyField(Run, related_name="reports")
@@ -197,6 +198,9 @@ class Result(models.Model):
     difference_combined_high = models.FloatField(null=True)
     difference_label_share = models.FloatField(null=True)
     query_p_value = models.FloatField(null=True, help_text="The paired t-test's p (Holm), beside the combined test's.")
+
+    scope_via = "report"  # its research group is its report's
+    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["report", "pk"]

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from django.db import models
 
+from core.models import GroupOwned, GroupScopedManager
 
-class Collection(models.Model):
+
+class Collection(GroupOwned):
     """A passage collection file (``pid<TAB>passage`` lines, optionally gzipped)."""
 
     name = models.SlugField(max_length=100, unique=True)
@@ -39,7 +41,7 @@ class Collection(models.Model):
         return self.source if self.source.startswith("ir_datasets:") else ""
 
 
-class QuerySet(models.Model):
+class QuerySet(GroupOwned):
     """A named set of queries: imported from a file, made by a pool, or exported by annotation."""
 
     class Origin(models.TextChoices):
@@ -78,6 +80,9 @@ class Query(models.Model):
         help_text="The gender label a labelled query file gave (a code of annotation.labels), else empty.",
     )
 
+    scope_via = "query_set"  # its research group is its query set's
+    objects = GroupScopedManager()
+
     class Meta:
         ordering = ["query_set", "position"]
         constraints = [models.UniqueConstraint(fields=["query_set", "qid"], name="unique_qid_per_query_set")]
@@ -86,7 +91,7 @@ class Query(models.Model):
         return f"{self.qid}: {self.text}"
 
 
-class Run(models.Model):
+class Run(GroupOwned):
     """A TREC run file of one ranker over one collection."""
 
     class Order(models.TextChoices):
@@ -113,7 +118,7 @@ class Run(models.Model):
         return self.name
 
 
-class Qrels(models.Model):
+class Qrels(GroupOwned):
     """Relevance judgments (a TREC qrels file) of queries of a query set over a collection.
 
     The judgments are normalised once into a Parquet file (``qid, docid, rel``) under
@@ -151,7 +156,7 @@ class WordList(models.Model):
         return self.name
 
 
-class Pool(models.Model):
+class Pool(GroupOwned):
     """The union of the top ``depth`` queries of every run's female- and male-leaning list."""
 
     name = models.SlugField(max_length=100, unique=True)
@@ -185,6 +190,9 @@ class PoolEntry(models.Model):
         null=True, help_text="1-based position in the female list if selected."
     )
     male_position = models.PositiveIntegerField(null=True, help_text="1-based position in the male list if selected.")
+
+    scope_via = "pool"  # its research group is its pool's
+    objects = GroupScopedManager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["pool", "query", "run"], name="unique_pool_entry")]

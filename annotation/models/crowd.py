@@ -20,6 +20,7 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.labels import LABEL_CHOICES
+from core.models import GroupOwned, GroupScopedManager
 from pooling.models import Pool, Query, QuerySet
 
 #: The most assignments a HIT is escalated to unless the researcher says otherwise (``Batch.escalation_cap``,
@@ -73,8 +74,10 @@ class Worker(models.Model):
         return self.pseudonym
 
 
-class Batch(models.Model):
+class Batch(GroupOwned):
     """A set of queries sent to a crowd provider as HITs, with what it pays and who may work on it."""
+
+    group_from = ("parent",)  # a derived batch (sample, routed, extension) is in its parent's research group
 
     class Status(models.TextChoices):
         DRAFT = "draft"
@@ -216,6 +219,9 @@ class BatchQuery(models.Model):
     is_gold = models.BooleanField(default=False)
     gold_label = models.CharField(max_length=1, choices=LABEL_CHOICES, blank=True)
 
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
+
     class Meta:
         ordering = ["batch", "is_gold", "position"]
         constraints = [
@@ -261,6 +267,9 @@ class Hit(models.Model):
     queries = models.ManyToManyField(BatchQuery, through="HitQuery", related_name="hits")
     created = models.DateTimeField(auto_now_add=True)
 
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
+
     class Meta:
         ordering = ["batch", "position"]
         constraints = [
@@ -294,6 +303,9 @@ class FormPosition(models.Model):
 class HitQuery(FormPosition):
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="hit_queries")
     batch_query = models.ForeignKey(BatchQuery, on_delete=models.CASCADE, related_name="hit_queries")
+
+    scope_via = "hit"  # its research group is its hit's
+    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["hit", "position"]
@@ -333,6 +345,9 @@ class Assignment(models.Model):
     gold_passed = models.BooleanField(null=True, help_text="Null when the HIT had no gold questions.")
     feedback = models.TextField(blank=True, help_text="Sent to the worker with an approval or rejection.")
 
+    scope_via = "hit"  # its research group is its hit's
+    objects = GroupScopedManager()
+
     class Meta:
         ordering = ["hit", "submitted_at", "pk"]
         constraints = [
@@ -361,6 +376,9 @@ class Judgment(models.Model):
     # NULL means "no usable answer", which must never be mistaken for a label.
     label = models.CharField(max_length=1, choices=LABEL_CHOICES, null=True, blank=True)  # noqa: DJ001
     invalid_reason = models.CharField(max_length=200, blank=True)
+
+    scope_via = "assignment"  # its research group is its assignment's
+    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["assignment", "batch_query"]

@@ -9,6 +9,7 @@ from django.db.models import Q
 
 from annotation.labels import LABEL_CHOICES
 from annotation.models.crowd import Batch, BatchQuery
+from core.models import GroupScopedManager
 
 
 class PreLabel(models.Model):
@@ -26,6 +27,9 @@ class PreLabel(models.Model):
     confidence = models.FloatField()
     detail = models.JSONField(default=dict, blank=True, help_text="The rule that fired, or the votes.")
     created = models.DateTimeField(auto_now_add=True)
+
+    scope_via = "batch_query"  # its research group is its batch query's
+    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["batch_query", "labeller", "model", "prompt_version"]
@@ -115,6 +119,9 @@ class Routing(models.Model):
         "accepted: qids}; empty: one labeller (the fields above).",
     )
     created = models.DateTimeField(auto_now_add=True)
+
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["-created"]

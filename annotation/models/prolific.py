@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import models
 
 from annotation.models.crowd import Assignment, Batch
+from core.models import GroupScopedManager
 
 
 class ProlificSession(models.Model):
@@ -24,6 +25,9 @@ class ProlificSession(models.Model):
     status = models.CharField(max_length=30, help_text="The session's status on Prolific when it was checked.")
     browser = models.CharField(max_length=64, help_text="SHA-256 of the secret of the browser that opened it.")
     verified_at = models.DateTimeField(auto_now_add=True)
+
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
 
     def __str__(self) -> str:
         return f"{self.session_id} ({self.participant_id})"
@@ -45,6 +49,9 @@ class ProlificSubmission(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     listed_at = models.DateTimeField(help_text="When a sync last read it from Prolific.")
+
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
 
     class Meta:
         indexes = [models.Index(fields=["batch", "status"], name="prolific_submission_status")]
@@ -232,6 +239,9 @@ class BonusPayment(models.Model):
     pay_attempted = models.DateTimeField(null=True, blank=True)
     paid_at = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
+
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["created", "pk"]

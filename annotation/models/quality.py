@@ -7,6 +7,7 @@ from django.db import models
 
 from annotation.labels import LABEL_CHOICES
 from annotation.models.crowd import Assignment, Batch, BatchQuery, FormPosition, Hit, Worker
+from core.models import GroupScopedManager
 
 
 class Escalation(models.Model):
@@ -24,6 +25,9 @@ class Escalation(models.Model):
     cost = models.DecimalField(max_digits=10, decimal_places=2)
     applied = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
+
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["batch", "created", "pk"]
@@ -43,6 +47,9 @@ class TrainingQuery(FormPosition):
     qid = models.CharField(max_length=100)
     text = models.TextField()
     label = models.CharField(max_length=1, choices=LABEL_CHOICES)
+
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["batch", "position"]
@@ -71,6 +78,9 @@ class Qualification(models.Model):
     feedback = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
 
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
+
     class Meta:
         ordering = ["batch", "created"]
         constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_qualification_per_worker")]
@@ -95,6 +105,9 @@ class Reoffer(models.Model):
     cost = models.DecimalField(max_digits=10, decimal_places=2)
     applied = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
+
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["batch", "created", "pk"]
@@ -127,6 +140,9 @@ class WorkerFlag(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
+
     class Meta:
         ordering = ["batch", "worker"]
         constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_flag_per_worker_and_batch")]
@@ -147,6 +163,9 @@ class Adjudication(models.Model):
     reason = models.TextField(help_text="Why the researcher settled on this label.")
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     decided_at = models.DateTimeField()
+
+    scope_via = "batch_query"  # its research group is its batch query's
+    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["batch_query"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from annotation.models.crowd import Batch
+from core.models import GroupScopedManager
 from pooling.models import QuerySet
 
 
@@ -27,6 +28,9 @@ class Export(models.Model):
     card = models.TextField()
     query_set = models.ForeignKey(QuerySet, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created = models.DateTimeField(auto_now_add=True)
+
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["-created"]

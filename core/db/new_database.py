@@ -73,6 +73,12 @@ REVIEWED: dict[tuple[str, str], frozenset[str]] = {
     ("annotation", "0001_squashed_0019_prolific_groups_bonuses"): frozenset({"create_cache_tables"}),
     # Turns the older --bonus options and Bonus rows into bonus rules and BonusPayment rows: none exist yet.
     ("annotation", "0023_one_bonus_system"): frozenset(),
+    # Put existing studies, staff and annotators in the default group: a new database has none
+    # (its first group is made on first ask, core.models.default_group).
+    ("core", "0007_research_groups"): frozenset(),
+    ("pooling", "0008_research_groups"): frozenset(),
+    ("annotation", "0027_research_groups"): frozenset(),
+    ("metrics", "0009_research_groups"): frozenset(),
 }
 
 

@@ -32,12 +32,35 @@ class ProjectCommand(BaseCommand):
         Tags.translation,
     ]
 
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        """Every project command takes ``--group``: the research group it reads and creates in."""
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.add_argument(
+            "--group",
+            metavar="SLUG",
+            help="research group (its slug) whose studies the command sees and where what it makes goes; "
+            "default: every group is seen, and new objects go to the site's only group",
+        )
+        return parser
+
     def execute(self, *args, **options):
         """Jobs the command starts run inline: it reports their outcome, and it exits right after."""
+        from core.db.scope import acting_in
         from core.jobs.in_process import inline_jobs
 
-        with inline_jobs():
+        slug = options.pop("group", None)
+        with inline_jobs(), acting_in(_group_id(slug) if slug else None, only=True):
             return super().execute(*args, **options)
+
+
+def _group_id(slug: str) -> int:
+    from core.models import ResearchGroup
+
+    group = ResearchGroup.objects.filter(slug=slug).values_list("pk", flat=True).first()
+    if group is None:
+        known = ", ".join(ResearchGroup.objects.values_list("slug", flat=True)) or "none"
+        raise CommandError(f"--group: no research group {slug!r} (known: {known})")
+    return group
 
 
 @contextmanager

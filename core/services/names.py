@@ -20,4 +20,22 @@ def validate_name(name: str, what: str) -> str:
         raise ServiceError(
             f"{what} name {name!r} is not usable: use letters, digits, hyphens and underscores (e.g. msmarco-dev)"
         ) from None
+    _refuse_another_groups(name, what)
     return name
+
+
+def _refuse_another_groups(name: str, what: str) -> None:
+    """Names are unique on the site, and another research group's objects are not seen (the scoped
+    managers): a name one of them holds is refused here, not by the database's unique index (a 500)."""
+    from django.apps import apps
+
+    from core.models import GroupOwned, scope_of
+
+    if scope_of() is None:
+        return
+    named = [
+        m for m in apps.get_models() if issubclass(m, GroupOwned) and any(f.name == "name" for f in m._meta.fields)
+    ]
+    for model in named:  # every kind: a pool also makes a query set of its name
+        if model._base_manager.filter(name=name).exists() and not model._default_manager.filter(name=name).exists():
+            raise ServiceError(f"{what} name {name!r} is taken by another research group; choose another")

@@ -54,3 +54,20 @@ def explain_wrong_methods(get_response: Callable[[HttpRequest], HttpResponse]) -
         return friendly
 
     return middleware
+
+
+def group_scope(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
+    """Everything a request reads or makes is in its user's research groups (``core.db.scope``).
+
+    The one place pages and endpoints are scoped: every study model's default manager filters on
+    the request's groups (``core.models.GroupScopedManager``), so another group's batch, pool or
+    report is not found (404), and new objects go to the user's group. After the authentication
+    middleware; an API token's user counts once DRF has authenticated it (read lazily).
+    """
+    from core.db.scope import answering
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        with answering(request):
+            return get_response(request)
+
+    return middleware

@@ -1,4 +1,4 @@
-"""Who may see what: researchers (staff) see everything, annotators only their own work."""
+"""Who may see what: researchers (staff) see their research groups' studies (core.models scopes every query), annotators only their own work."""
 
 from functools import wraps
 

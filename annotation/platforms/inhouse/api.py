@@ -58,6 +58,9 @@ class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     lookup_field = "username"
     lookup_value_regex = r"[\w.@+-]+"
 
+    def get_queryset(self):
+        return team_members().prefetch_related("annotation_team_batches")  # per request: its groups' annotators
+
     @extend_schema(request=AnnotatorRequestSerializer, responses={201: AccessSerializer, 400: ErrorSerializer})
     def create(self, request, *args, **kwargs):
         """Add an annotator; the answer holds their one-time link or generated password, once."""

@@ -13,6 +13,7 @@ from django.db.models import Count, Q
 from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, Worker
 from annotation.quality.selectors import worker_quality
 from core.errors import ServiceError
+from core.selectors import scope_users
 
 #: The group of annotator accounts (in-house and Prolific participants alike).
 ANNOTATORS_GROUP = "annotators"
@@ -21,11 +22,9 @@ _DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Sta
 
 def team_members():
     """Every annotator account (active or not), by username; staff accounts are never annotators here."""
-    return (
-        get_user_model()
-        .objects.filter(groups__name=ANNOTATORS_GROUP, is_staff=False, is_superuser=False)
-        .order_by("username")
-    )
+    return scope_users(  # the annotators of the researcher's research groups
+        get_user_model().objects.filter(groups__name=ANNOTATORS_GROUP, is_staff=False, is_superuser=False)
+    ).order_by("username")
 
 
 def team_overview():

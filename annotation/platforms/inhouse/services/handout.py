@@ -49,6 +49,7 @@ from annotation.platforms.inhouse.selectors import ANNOTATORS_GROUP
 from annotation.platforms.inhouse.services.team_access import assignment_open, batch_open_to, is_open_to, open_to
 from annotation.quality.services.training import training_plan
 from core.errors import ServiceError
+from core.services.groups import join_current_group
 
 #: How many locked candidates to try before giving up on a busy moment.
 _CANDIDATES = 20
@@ -106,6 +107,7 @@ def create_annotator(
             user.save()
         group, _ = Group.objects.get_or_create(name=ANNOTATORS_GROUP)
         user.groups.add(group)
+        join_current_group(user)  # answers the batches of the group that made them
     local_worker(user)
     return user
 

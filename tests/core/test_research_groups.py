@@ -1,0 +1,527 @@
+"""Research groups keep studies apart: a second group's researcher reaches nothing of the first's.
+
+The walk takes every URL pattern from Django's resolver (pages, API, admin), fills its path
+parameters with the first group's objects and asks GET and POST as a researcher of the second
+group: each answer refuses (403, 404, 405, a redirect to the login) or shows none of the first
+group's names and query texts; never a 5xx. Every pattern's name is classified in
+:data:`PATTERNS`: a new URL fails this test until someone says what it is, so no address is
+skipped silently. Then the roles: a viewer reads but cannot create, cancel or pay; a researcher
+cannot manage members; an annotator of the second group is handed none of the first's HITs.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from django.core.management import call_command
+from django.test import Client
+from django.urls import URLResolver, get_resolver, reverse
+
+from annotation import services
+from annotation.models import Assignment, Batch, Export, Hit, Judgment
+from annotation.publication.services.exports import export_for_download
+from core.db.scope import acting_in
+from core.models import Job, Membership, ResearchGroup
+from core.services import groups as group_services
+from pooling.models import QuerySet, Run
+from pooling.services import PoolSettings, build_pool, create_query_set
+from tests.annotation.conftest import answers_for
+from tests.annotation.test_api_sweep import _template
+
+#: What each URL pattern (by name, namespaced) is, for the walk:
+#: ``study``: names one of a group's objects in its path: refused (403/404) for another group;
+#: ``page``: a page or list of the user's own groups: answers, showing nothing of another group;
+#: ``public``: for everyone (login, Prolific's arrival and webhooks, one-time links): nothing of a group;
+#: ``admin``: Django's admin, for superusers (a researcher's staff account has no model permission).
+PAGE, STUDY, PUBLIC, ADMIN = "page", "study", "public", "admin"
+PATTERNS: dict[str, str] = {
+    "home": PAGE,
+    "home-live": PAGE,
+    "api-token": PAGE,
+    "research-groups": PAGE,
+    "login": PUBLIC,
+    "logout": PUBLIC,
+    "password_change": PAGE,
+    "password_change_done": PAGE,
+    "core:job-detail": STUDY,
+    "core:job-progress-fragment": STUDY,
+    "core:job-progress": STUDY,
+    "pooling:import": PAGE,
+    "pooling:import-create": PAGE,
+    "pooling:import-preview": PAGE,
+    "pooling:pool-create": PAGE,
+    "pooling:pool-detail": STUDY,
+    "pooling:pool-download": STUDY,
+    "annotation:batch-list": PAGE,
+    "annotation:batch-list-live": PAGE,
+    "annotation:next": PAGE,
+    "annotation:assignment": STUDY,
+    "annotation:training": STUDY,
+    "annotation:batch-create": PAGE,
+    "annotation:batch-estimate": PAGE,
+    "annotation:prolific-start": PUBLIC,
+    "annotation:prolific-hit": PUBLIC,
+    "annotation:prolific-training": PUBLIC,
+    "annotation:prolific-webhook": PUBLIC,
+    "annotation:batch-detail": STUDY,
+    "annotation:batch-live": STUDY,
+    "annotation:batch-publish": STUDY,
+    "annotation:batch-sync": STUDY,
+    "annotation:batch-escalate": STUDY,
+    "annotation:batch-cancel": STUDY,
+    "annotation:batch-bonus-rule": STUDY,
+    "annotation:batch-bonus-pay": STUDY,
+    "annotation:batch-export": STUDY,
+    "annotation:export-download": STUDY,
+    "annotation:batch-publish-dataset": STUDY,
+    "annotation:batch-agreement": STUDY,
+    "annotation:batch-review": STUDY,
+    "annotation:batch-query": STUDY,
+    "annotation:hit-preview": STUDY,
+    "annotation:batch-machine": STUDY,
+    "annotation:batch-prelabel": STUDY,
+    "annotation:batch-prelabel-cache": STUDY,
+    "annotation:batch-calibration-sample": STUDY,
+    "annotation:batch-calibration": STUDY,
+    "annotation:batch-calibration-live": STUDY,
+    "annotation:batch-routing": STUDY,
+    "annotation:team": PAGE,
+    "annotation:team-member": STUDY,
+    "annotation:team-member-access": STUDY,
+    "annotation:team-member-active": STUDY,
+    "annotation:batch-team": STUDY,
+    "annotation:batch-team-progress": STUDY,
+    "annotation:team-welcome": PUBLIC,
+    "metrics:report-list": PAGE,
+    "metrics:report-create": PAGE,
+    "metrics:label-sensitivity": PAGE,
+    "metrics:crbo": PAGE,
+    "metrics:counterfactual-create": PAGE,
+    "metrics:crbo-detail": STUDY,
+    "metrics:crbo-plot": STUDY,
+    "metrics:crbo-csv": STUDY,
+    "metrics:preference": PAGE,
+    "metrics:preference-detail": STUDY,
+    "metrics:preference-plot": STUDY,
+    "metrics:plan-panel": PAGE,
+    "metrics:report-detail": STUDY,
+    "metrics:report-csv": STUDY,
+    "metrics:report-contributions": STUDY,
+    "metrics:report-per-query": STUDY,
+    "metrics:report-paper": STUDY,
+    "metrics:report-svg": STUDY,
+    "metrics:report-plot": STUDY,
+    "job-list": PAGE,
+    "job-detail": STUDY,
+    "import": PAGE,
+    "collection-list": PAGE,
+    "collection-detail": STUDY,
+    "queryset-list": PAGE,
+    "queryset-detail": STUDY,
+    "queryset-queries": STUDY,
+    "run-list": PAGE,
+    "run-detail": STUDY,
+    "pool-list": PAGE,
+    "pool-detail": STUDY,
+    "pool-entries": STUDY,
+    "api-root": PAGE,
+    "api-batch-team": STUDY,
+    "api-batch-prelabel": STUDY,
+    "api-batch-prelabels": STUDY,
+    "api-batch-calibration-sample": STUDY,
+    "api-batch-calibration": STUDY,
+    "api-batch-routing": STUDY,
+    # The cache of a chat model's answers is the site's (keyed by model and query text, shared by
+    # every group: docs/deployment.md says so); the walk checks it shows no study's names.
+    "api-prelabel-cache": PAGE,
+    "api-prelabel-cache-model": PAGE,
+    "api-batch-bonuses": STUDY,
+    "api-batch-bonuses-pay": STUDY,
+    "api-batch-prolific-submissions": STUDY,
+    "api-batch-dataset": STUDY,
+    "batch-list": PAGE,
+    "batch-estimate": PAGE,
+    "batch-detail": STUDY,
+    "batch-adjudicate": STUDY,
+    "batch-agreement": STUDY,
+    "batch-cancel": STUDY,
+    "batch-escalate": STUDY,
+    "batch-export": STUDY,
+    "batch-hits": STUDY,
+    "batch-progress": STUDY,
+    "batch-publish": STUDY,
+    "batch-queries": STUDY,
+    "batch-sync": STUDY,
+    "batch-workers": STUDY,
+    "hit-list": PAGE,
+    "hit-detail": STUDY,
+    "assignment-list": PAGE,
+    "assignment-detail": STUDY,
+    "judgment-list": PAGE,
+    "judgment-detail": STUDY,
+    "export-list": PAGE,
+    "export-detail": STUDY,
+    "export-download": STUDY,
+    "annotator-list": PAGE,
+    "annotator-detail": STUDY,
+    "annotator-activate": STUDY,
+    "annotator-deactivate": STUDY,
+    "annotator-reset-password": STUDY,
+    "metrics-api-label-sensitivity": PAGE,
+    "crbo": PAGE,
+    "preference": PAGE,
+    "counterfactual": PAGE,
+    "metrics-api-plan": PAGE,
+    "report-list": PAGE,
+    "report-detail": STUDY,
+    "report-contributions": STUDY,
+    "report-paper": STUDY,
+    "report-per-query": STUDY,
+    "report-table": STUDY,
+    "schema": PAGE,
+    "api-docs": PAGE,
+    "api-redoc": PAGE,
+    "api-redoc-script": PUBLIC,
+    "?": PUBLIC,  # the API's catch-all JSON 404 and favicon.ico
+}
+
+#: The first group's objects carry these names: none may appear in an answer to the second group.
+SECRET = {
+    "collection": "zq-collection",
+    "query_set": "zq-queries",
+    "run": "zq-run-one",
+    "pool": "zq-pool",
+    "report": "zq-report",
+    "batch": "zq-batch",
+    "annotator": "zq-annotator",
+}
+SECRET_TEXTS = ["zq secret query about queens", "zq secret query about kings"]
+
+
+def patterns() -> list[tuple[str, str]]:
+    """Every URL pattern as ``(namespaced name, /path/{param}/ template)``."""
+    found: list[tuple[str, str]] = []
+
+    def walk(resolver: URLResolver, prefix: str, namespaces: list[str]) -> None:
+        for pattern in resolver.url_patterns:
+            regex = prefix + pattern.pattern.regex.pattern.lstrip("^")
+            if isinstance(pattern, URLResolver):
+                walk(pattern, regex, namespaces + ([pattern.namespace] if pattern.namespace else []))
+            else:
+                names = [*namespaces, pattern.name or "?"]
+                found.append((":".join(names), "/" + _template(regex)))
+
+    walk(get_resolver(), "", [])
+    return found
+
+
+@pytest.fixture
+def first_group(tmp_path, django_user_model):
+    """The first group's study, made before the second group exists (so in the site's only group):
+    a collection, a query set, runs, a pool, a report, a published local batch answered by an
+    annotator, an export, a job."""
+    from metrics.services import ReportSettings, build_report
+    from tests.metrics.conftest import PASSAGES, QUERIES, RUN_A, write_run
+
+    (tmp_path / "collection.tsv").write_text("".join(f"{pid}\t{text}\n" for pid, text in PASSAGES.items()))
+    call_command("import_collection", str(tmp_path / "collection.tsv"), name=SECRET["collection"], verbosity=0)
+    queries = [(qid, f"zq secret query {qid}") for qid in QUERIES] + [("q1", SECRET_TEXTS[0]), ("q2", SECRET_TEXTS[1])]
+    query_set = create_query_set(SECRET["query_set"], queries, origin=QuerySet.Origin.IMPORTED)
+    call_command(
+        "import_run",
+        str(write_run(tmp_path / "run.trec", RUN_A)),
+        name=SECRET["run"],
+        collection=SECRET["collection"],
+        verbosity=0,
+    )
+    runs = list(Run.objects.all())
+    build_pool(SECRET["pool"], query_set, runs, PoolSettings(2, 2, "tf", "words"), bar=False)
+    build_report(SECRET["report"], query_set, runs, ReportSettings(cutoffs=(1, 2), bootstrap_samples=20), bar=False)
+    owner = django_user_model.objects.create_user("owner-a", password="pw-secret-123", is_staff=True)
+    annotator = services.create_annotator(SECRET["annotator"], password="pw-secret-123")
+    batch = services.create_batch(
+        SECRET["batch"],
+        services.BatchSettings(provider="local", assignments_per_query=1, queries_per_hit=4, reward=Decimal("0.05")),
+        query_set=query_set,
+    )
+    services.publish_batch(batch)
+    assignment = next_assignment(annotator, batch)
+    submit_local_assignment(assignment, answers_for(assignment, truth=dict.fromkeys(dict(queries), "n")))
+    export_for_download(batch, "all", "tsv")
+    Job.objects.create(kind="test", description=f"{SECRET['batch']} job")
+    return {"owner": owner, "batch": batch, "annotator": annotator}
+
+
+@pytest.fixture
+def second_group(first_group, django_user_model):
+    """A second group, with a researcher, a viewer and an annotator of its own."""
+    group = group_services.create_group("Second lab")
+    users = {}
+    for role in ("researcher", "viewer", "owner"):
+        users[role] = django_user_model.objects.create_user(f"b-{role}", password="pw-secret-123", is_staff=True)
+        Membership.objects.create(user=users[role], group=group, role=role)
+    with acting_in(group.pk):
+        users["annotator"] = services.create_annotator("b-annotator", password="pw-secret-123")
+    return {"group": group, **users}
+
+
+def _values(first_group) -> dict[tuple[str, str], str]:
+    """A first-group value for each (path segment before the parameter, parameter)."""
+    batch = first_group["batch"]
+    hit = Hit.objects.filter(batch=batch).first()
+    assignment = Assignment.objects.filter(hit__batch=batch).first()
+    job = Job.objects.order_by("pk").first()
+    report_job = str(job.pk)
+    return {
+        ("jobs", "pk"): str(job.pk),
+        ("pools", "name"): SECRET["pool"],
+        ("batches", "name"): SECRET["batch"],
+        ("prolific", "name"): SECRET["batch"],
+        ("assignments", "pk"): str(assignment.pk),
+        ("hits", "pk"): str(hit.pk),
+        ("exports", "pk"): str(Export.objects.filter(batch=batch).first().pk),
+        ("judgments", "pk"): str(Judgment.objects.filter(assignment=assignment).first().pk),
+        ("queries", "qid"): "q1",
+        ("hits", "position"): "1",
+        ("team", "username"): SECRET["annotator"],
+        ("annotators", "username"): SECRET["annotator"],
+        ("crbo", "pk"): report_job,
+        ("preference", "pk"): report_job,
+        ("metrics", "name"): SECRET["report"],
+        ("reports", "name"): SECRET["report"],
+        ("collections", "name"): SECRET["collection"],
+        ("query-sets", "name"): SECRET["query_set"],
+        ("runs", "name"): SECRET["run"],
+        ("import", "kind"): "queries",
+        ("imports", "kind"): "queries",
+        ("prelabel-cache", "model"): "gpt-4o-mini",
+    }
+
+
+#: Parameters whose value does not depend on the segment before them.
+ANY_SEGMENT = {"format": "json", "fmt": "tsv", "part": "data", "kind": "rab", "app_label": "annotation", "url": "x"}
+
+
+def _fill(template: str, values: dict, first_group) -> str:
+    segments = template.strip("/").split("/")
+    out = []
+    for i, segment in enumerate(segments):
+        while "{" in segment:
+            start = segment.index("{")
+            name = segment[start + 1 : segment.index("}")]
+            before = segments[i - 1] if i else ""
+            if (before, name) in values:
+                value = values[(before, name)]
+            elif name in ("object_id", "id", "content_type_id"):  # the admin: the first group's batch
+                value = str(first_group["batch"].pk)
+            elif name in ("uidb64", "token"):
+                value = "x"
+            elif name in ANY_SEGMENT:
+                value = ANY_SEGMENT[name]
+            else:
+                raise AssertionError(f"{template}: no first-group value for the parameter {name!r} after {before!r}")
+            segment = segment[:start] + value + segment[segment.index("}") + 1 :]
+        out.append(segment)
+    return "/" + "/".join(out) + ("/" if template.endswith("/") else "")
+
+
+def test_every_url_pattern_is_classified():
+    """A new URL pattern fails here until it is put in PATTERNS (and so walked as what it is)."""
+    names = {name for name, _ in patterns() if not name.startswith("admin:")}
+    assert names - set(PATTERNS) == set(), "URL patterns nobody classified for the research-group walk"
+    assert set(PATTERNS) - names == set(), "PATTERNS names URL patterns that no longer exist"
+
+
+def test_a_second_groups_researcher_reaches_nothing_of_the_first_group(first_group, second_group):
+    client = Client(raise_request_exception=False)
+    values = _values(first_group)
+    walked = refused = 0
+    problems: list[str] = []
+    for name, template in patterns():
+        kind = ADMIN if name.startswith("admin:") else PATTERNS[name]
+        path = _fill(template, values, first_group)
+        statuses = {}
+        for method in ("GET", "POST"):
+            client.force_login(second_group["researcher"])  # a POST to /accounts/logout/ logged out
+            response = client.generic(method, path)
+            statuses[method] = response.status_code
+            body = b"".join(response.streaming_content) if response.streaming else response.content
+            text = body.decode("utf-8", "replace")
+            walked += 1
+            if response.status_code >= 500:
+                problems.append(f"{method} {path} ({name}): {response.status_code}")
+            leaked = [s for s in [*SECRET.values(), *SECRET_TEXTS] if s in text]
+            if leaked and response.status_code < 400:
+                problems.append(f"{method} {path} ({name}): shows {leaked}")
+        if kind == STUDY:
+            if not {403, 404} & set(statuses.values()) or any(s < 300 for s in statuses.values()):
+                problems.append(f"{path} ({name}) names the first group's object and answered {statuses}")
+            refused += 1
+    assert problems == [], "\n".join(problems)
+    assert refused > 80 and walked > 600  # the walk walked: ~340 patterns, two methods each
+
+
+def test_a_second_group_sees_its_own_work_only(first_group, second_group):
+    """Lists are scoped, not empty by accident: the second group's own batch is listed, not the first's."""
+    client = Client()
+    client.force_login(second_group["researcher"])
+    with acting_in(second_group["group"].pk):
+        own = services.create_batch(
+            "b-batch",
+            services.BatchSettings(provider="local", queries_per_hit=1, reward=Decimal("0.05")),
+            query_set=create_query_set("b-queries-2", [("1", "who is he")], origin=QuerySet.Origin.IMPORTED),
+        )
+    assert own.group == second_group["group"]
+    listed = client.get("/api/annotation/batches/").json()
+    assert [b["name"] for b in listed["results"]] == ["b-batch"]
+    page = client.get(reverse("annotation:batch-list")).content.decode()
+    assert "b-batch" in page and SECRET["batch"] not in page
+
+
+def test_new_objects_go_to_the_creating_users_group(first_group, second_group):
+    client = Client()
+    client.force_login(second_group["researcher"])
+    response = client.post(
+        "/api/annotation/batches/",
+        {"name": "b-made", "queries": SECRET["query_set"], "provider": "local"},
+        content_type="application/json",
+    )
+    assert response.status_code == 400 and b"queries" in response.content  # not found among theirs
+    with acting_in(second_group["group"].pk):
+        create_query_set("b-own", [("1", "who is she"), ("2", "who is he")], origin=QuerySet.Origin.IMPORTED)
+    response = client.post(
+        "/api/annotation/batches/",
+        {"name": "b-made", "queries": "b-own", "provider": "local", "reward": "0.05"},
+        content_type="application/json",
+    )
+    assert response.status_code == 201, response.content
+    assert Batch.objects.get(name="b-made").group == second_group["group"]
+    # Names are the site's: one the first group holds is refused with a 400 naming it, not a 500.
+    response = client.post(
+        "/api/annotation/batches/",
+        {"name": SECRET["batch"], "queries": "b-own", "provider": "local", "reward": "0.05"},
+        content_type="application/json",
+    )
+    assert response.status_code == 400 and b"another research group" in response.content, response.content
+
+
+def test_a_viewer_reads_but_cannot_create_cancel_or_pay(first_group, second_group, django_capture_on_commit_callbacks):
+    group = ResearchGroup.objects.order_by("pk").first()  # the first group
+    viewer = second_group["viewer"]
+    Membership.objects.create(user=viewer, group=group, role=Membership.Role.VIEWER)
+    client = Client(raise_request_exception=False)
+    client.force_login(viewer)
+    batch = SECRET["batch"]
+    assert client.get(f"/api/annotation/batches/{batch}/").status_code == 200
+    assert client.get(reverse("annotation:batch-detail", args=[batch])).status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        for path in (
+            f"/api/annotation/batches/{batch}/cancel/",
+            f"/api/annotation/batches/{batch}/publish/",
+            f"/api/annotation/batches/{batch}/bonuses/pay/",
+            f"/api/annotation/annotators/{SECRET['annotator']}/deactivate/",
+            reverse("annotation:batch-cancel", args=[batch]),
+            reverse("annotation:batch-bonus-pay", args=[batch]),
+        ):
+            assert client.post(path).status_code in (403, 404), path
+        response = client.post(
+            "/api/annotation/batches/",
+            {"name": "v-made", "queries": SECRET["query_set"], "provider": "local", "reward": "0.05"},
+            content_type="application/json",
+        )
+    # Its query set is not among what a viewer may act on (400 naming the field); nothing is made.
+    assert response.status_code in (400, 403, 404), response.content
+    assert not Batch.objects.filter(name="v-made").exists()
+    assert Batch.objects.get(name=batch).status == Batch.Status.PUBLISHED
+    from django.contrib.auth import get_user_model
+
+    assert get_user_model().objects.get(username=SECRET["annotator"]).is_active
+
+
+def test_a_researcher_cannot_manage_members_an_owner_can(first_group, second_group):
+    group = second_group["group"]
+    client = Client()
+    client.force_login(second_group["researcher"])
+    client.post(
+        reverse("research-groups"), {"group": group.slug, "action": "set", "username": "b-viewer", "role": "owner"}
+    )
+    assert Membership.objects.get(user=second_group["viewer"], group=group).role == Membership.Role.VIEWER
+    client.force_login(second_group["owner"])
+    client.post(
+        reverse("research-groups"), {"group": group.slug, "action": "set", "username": "b-viewer", "role": "researcher"}
+    )
+    assert Membership.objects.get(user=second_group["viewer"], group=group).role == Membership.Role.RESEARCHER
+    # Another group's page is not the owner's to change: its slug is not found among theirs.
+    first = ResearchGroup.objects.order_by("pk").first()
+    response = client.post(
+        reverse("research-groups"), {"group": first.slug, "action": "set", "username": "b-owner", "role": "owner"}
+    )
+    assert response.status_code == 404
+    assert not Membership.objects.filter(user=second_group["owner"], group=first).exists()
+
+
+def test_an_annotator_is_handed_work_of_their_groups_only(first_group, second_group):
+    client = Client()
+    client.force_login(second_group["annotator"])
+    response = client.get(reverse("annotation:next"))
+    assert response.status_code in (200, 302)
+    assert "/assignments/" not in response.get("Location", "")  # the first group's open HIT is not theirs
+    hit = Hit.objects.filter(batch=first_group["batch"]).order_by("pk").last()
+    assert client.get(reverse("annotation:training", args=[SECRET["batch"]])).status_code == 404
+    assert hit is not None
+
+
+def test_a_site_with_one_group_works_as_before(first_group, client):
+    """Before a second group exists, a staff account without membership is owner of the only group."""
+    from django.contrib.auth import get_user_model
+
+    newcomer = get_user_model().objects.create_user("newcomer", password="pw-secret-123", is_staff=True)
+    client.force_login(newcomer)
+    assert client.get(f"/api/annotation/batches/{SECRET['batch']}/").status_code == 200
+    assert ResearchGroup.objects.count() == 1
+
+
+def test_commands_take_a_group(first_group, second_group, capsys):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="no research group"):
+        call_command("research_group", group="nope")
+    call_command("research_group", group=second_group["group"].slug)
+    out = capsys.readouterr().out
+    assert "b-researcher" in out and "owner-a" not in out
+    with pytest.raises(CommandError):  # the first group's batch, seen from the second group
+        call_command("cancel_batch", SECRET["batch"], group=second_group["group"].slug, verbosity=0)
+    assert Batch.objects.get(name=SECRET["batch"]).status == Batch.Status.PUBLISHED
+
+
+def test_an_api_token_acts_in_its_users_groups(first_group, second_group):
+    from core.services.api_tokens import api_token
+
+    key = api_token(second_group["researcher"])
+    client = Client()
+    headers = {"HTTP_AUTHORIZATION": f"Token {key}"}
+    assert client.get(f"/api/annotation/batches/{SECRET['batch']}/", **headers).status_code == 404
+    assert client.post(f"/api/annotation/batches/{SECRET['batch']}/cancel/", **headers).status_code == 404
+    assert client.get("/api/annotation/batches/", **headers).json()["results"] == []
+    owner_key = api_token(first_group["owner"])
+    assert (
+        client.get(f"/api/annotation/batches/{SECRET['batch']}/", HTTP_AUTHORIZATION=f"Token {owner_key}").status_code
+        == 200
+    )
+
+
+def test_updates_and_deletes_stay_in_the_groups_scope(first_group, second_group, rf):
+    """UPDATE and DELETE become queries of their own classes; they are narrowed like reads."""
+    from core.db.scope import answering
+
+    request = rf.post("/")
+    request.user = second_group["researcher"]
+    batch = first_group["batch"]
+    with answering(request):
+        assert Hit.objects.filter(batch_id=batch.pk).update(status=Hit.Status.EXPIRED) == 0
+        assert Export.objects.filter(batch_id=batch.pk).delete()[0] == 0
+        assert Batch.objects.filter(pk=batch.pk).count() == 0
+    assert not Hit.objects.filter(batch=batch, status=Hit.Status.EXPIRED).exists()
+    assert Export.objects.filter(batch=batch).exists()
