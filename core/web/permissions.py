@@ -22,9 +22,19 @@ def researcher_required(view):
 
 def can_manage_connections(user) -> bool:
     """Whether ``user`` may see, set and test the site's connections to outside services (Prolific,
-    the language model, the Hub): they spend money and publish in the lab's name. Today every
-    researcher (an active staff account); the one place to tighten to a group's owners."""
-    return bool(user.is_authenticated and user.is_active and user.is_staff)
+    the language model, the Hub): they spend money and publish in the lab's name, and every research
+    group's studies use them. So: a superuser; on a site with one research group (as every site
+    starts), that group's owners, which are its staff; on a site with several, superusers only, as
+    no group's owner may change what the other groups' studies use (docs/deployment.md)."""
+    if not (user.is_authenticated and user.is_active and user.is_staff):
+        return False
+    if user.is_superuser:
+        return True
+    from core.models import Membership, ResearchGroup, default_group, roles_of
+
+    if ResearchGroup.objects.count() > 1:
+        return False
+    return roles_of(user).get(default_group().pk) == Membership.Role.OWNER
 
 
 def connections_manager_required(view):

@@ -230,3 +230,23 @@ def test_the_page_test_runs_as_a_job_and_its_outcome_shows_itself(owner, key, dj
         assert "refused the API key" in page
     finally:
         server.shutdown()
+
+
+@pytest.mark.django_db
+def test_once_the_site_has_several_groups_only_superusers_manage_its_connections(key, researcher, django_user_model):
+    """Connections are the site's, used by every group's studies: a one-group site's owners (its staff)
+    manage them; once a second group exists, no group's owner may change what the others use."""
+    from core.services.groups import create_group
+
+    assert can_manage_connections(researcher)
+    other = django_user_model.objects.create_user("other-owner", password="pw-secret-123", is_staff=True)
+    create_group("Second lab", owner=other)
+    boss = django_user_model.objects.create_superuser("boss", password="pw-secret-123")
+    assert not can_manage_connections(researcher) and not can_manage_connections(other)
+    assert can_manage_connections(boss)
+    client = Client()
+    client.force_login(researcher)
+    assert client.get(PAGE).status_code == 403
+    assert client.get(API).status_code == 403
+    client.force_login(boss)
+    assert client.get(PAGE).status_code == 200
