@@ -181,13 +181,24 @@ class GroupScopedQuery(sql.Query):
     _narrowed = False
 
     def get_compiler(self, using=None, connection=None, elide_empty=True):
-        scope = None if self._narrowed else scope_of()
+        scope = None if self._narrowed or self._trimmed_to_another_table() else scope_of()
         if scope is None:
             return super().get_compiler(using, connection, elide_empty)
         narrowed = self.clone()
         narrowed._narrowed = True
         narrowed.add_q(models.Q(**_scope_lookup(self.model, scope)))
         return narrowed.get_compiler(using, connection, elide_empty)
+
+
+    def _trimmed_to_another_table(self) -> bool:
+        """The inner query of an ``exclude()`` across a relation (``split_exclude``) is made as this
+        model's query, then trimmed to start at the related table: it is no longer a query of this
+        model, and narrowing it as one writes invalid SQL. The outer query, which it only filters,
+        is narrowed, so the rows read stay within the scope."""
+        if not self.alias_map:
+            return False
+        base = self.base_table  # trim_start unrefs the model's own table and starts at the related one
+        return self.alias_refcount.get(base, 1) == 0 or self.alias_map[base].table_name != self.model._meta.db_table
 
 
 class GroupScopedQuerySet(models.QuerySet):

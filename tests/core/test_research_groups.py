@@ -14,7 +14,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from annotation.inhouse.services.handout import next_assignment, submit_local_assignment
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from django.core.management import call_command
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
@@ -58,6 +58,8 @@ PATTERNS: dict[str, str] = {
     "annotation:batch-list-live": PAGE,
     "annotation:next": PAGE,
     "annotation:assignment": STUDY,
+    "annotation:assignment-correct": STUDY,
+    "annotation:prolific-correct": PUBLIC,
     "annotation:training": STUDY,
     "annotation:batch-create": PAGE,
     "annotation:batch-estimate": PAGE,
@@ -184,6 +186,13 @@ PATTERNS: dict[str, str] = {
     "api-docs": PAGE,
     "api-redoc": PAGE,
     "api-redoc-script": PUBLIC,
+    # The site's connections: the site's, not a group's (superusers only once there are several groups).
+    "connections": PAGE,
+    "connection-test": PAGE,
+    "connection-test-status": PAGE,
+    "connection-list": PAGE,
+    "connection-detail": PAGE,
+    "connection-test-api": PAGE,
     "?": PUBLIC,  # the API's catch-all JSON 404 and favicon.ico
 }
 
@@ -297,6 +306,7 @@ def _values(first_group) -> dict[tuple[str, str], str]:
         ("import", "kind"): "queries",
         ("imports", "kind"): "queries",
         ("prelabel-cache", "model"): "gpt-4o-mini",
+        ("connections", "kind"): "prolific",
     }
 
 
@@ -525,3 +535,14 @@ def test_updates_and_deletes_stay_in_the_groups_scope(first_group, second_group,
         assert Batch.objects.filter(pk=batch.pk).count() == 0
     assert not Hit.objects.filter(batch=batch, status=Hit.Status.EXPIRED).exists()
     assert Export.objects.filter(batch=batch).exists()
+
+
+def test_an_exclude_across_a_relation_reads_within_the_scope(first_group, second_group):
+    """``exclude()`` over a multi-valued relation makes a subquery trimmed to the related table (the
+    batch form's labelled query sets): it runs, and the outer query keeps the scope."""
+    with acting_in(second_group["group"].pk):
+        create_query_set("b-labelled", [("1", "who is she")], origin=QuerySet.Origin.IMPORTED)
+    with acting_in(second_group["group"].pk, only=True):  # a command's --group: reads within it
+        names = set(QuerySet.objects.exclude(queries__text="").values_list("name", flat=True))
+    assert names == {"b-labelled"}
+    assert SECRET["query_set"] in set(QuerySet.objects.exclude(queries__text="").values_list("name", flat=True))
