@@ -189,7 +189,6 @@ class GroupScopedQuery(sql.Query):
         narrowed.add_q(models.Q(**_scope_lookup(self.model, scope)))
         return narrowed.get_compiler(using, connection, elide_empty)
 
-
     def _trimmed_to_another_table(self) -> bool:
         """The inner query of an ``exclude()`` across a relation (``split_exclude``) is made as this
         model's query, then trimmed to start at the related table: it is no longer a query of this

@@ -14,13 +14,13 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from django.core.management import call_command
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
 
 from annotation import services
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
+from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_for_download
 from core.db.scope import acting_in
 from core.models import Job, Membership, ResearchGroup
