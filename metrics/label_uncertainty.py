@@ -62,6 +62,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from core import intervals
+
 from .defaults import DEFAULT_SAMPLES, DEFAULT_SEED, LABEL_UNCERTAINTY_COLUMNS
 from .significance import ALPHA, LEVEL, bootstrap_ci, holm, resampling_weights
 
@@ -196,22 +198,64 @@ def class_means(
     return out[0] if single else out
 
 
-def percentile_interval(means: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
-    """The percentile interval of every column of bootstrap ``means`` (NaN draws left out); NaN
-    where fewer than :data:`MIN_USABLE_DRAWS` of the draws are usable (too few queries to fit)."""
-    import warnings
+class CorrectedFit:
+    """The label-corrected mean's point estimate and its bootstrap (and, for ``bca``, jackknife)
+    replicates for any value columns, all sharing one set of resampled queries and refitted label
+    probabilities (the crowd model is refitted once per draw, not once per column).
 
-    alpha = (1.0 - level) / 2.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: NaN bounds
-        low, high = np.nanquantile(means, alpha, axis=0), np.nanquantile(means, 1.0 - alpha, axis=0)
-    enough = (~np.isnan(means)).mean(axis=0) >= MIN_USABLE_DRAWS
-    return np.where(enough, low, np.nan), np.where(enough, high, np.nan)
+    ``probabilities`` and ``draws`` as :func:`combined_summary` takes them; ``jackknife``: also
+    refit on :func:`core.intervals.jackknife_weights` (needed by ``bca``; default: when
+    :data:`core.intervals.LABEL_INTERVAL` needs it).
+    """
+
+    def __init__(
+        self,
+        probabilities: pd.DataFrame,
+        samples: int = DEFAULT_SAMPLES,
+        seed: int = DEFAULT_SEED,
+        draws: Callable[..., np.ndarray] | None = None,
+        jackknife: bool | None = None,
+    ) -> None:
+        self.p, self.column, self.row_weights = design(probabilities)
+        n = len(probabilities)
+        self.weights = resampling_weights(n, samples, seed)
+        self.p_draws, self.row_weight_draws = self.p, self.row_weights
+        if draws is not None:
+            self.p_draws, self.row_weight_draws = design_draws(probabilities, draws(self.weights))
+        if jackknife is None:
+            jackknife = intervals.needs_jackknife(intervals.LABEL_INTERVAL)
+        self.jack_weights = intervals.jackknife_weights(n) if jackknife else None
+        self.p_jack, self.row_weight_jack = self.p, self.row_weights
+        if jackknife and draws is not None:
+            # The gold answers (no row of the table) are kept once each: a jackknife leaves out, it does not resample.
+            self.p_jack, self.row_weight_jack = design_draws(
+                probabilities, draws(self.jack_weights, resample_others=False)
+            )
+
+    def estimates(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(point [C], bootstrap draws [B × C], jackknife [G × C] or None)`` of ``values`` ``[N × C]``."""
+        point = class_means(self.p, values, row_weights=self.row_weights)[self.column]
+        fitted = class_means(self.p_draws, values, self.weights, self.row_weight_draws)[:, self.column, :]
+        jack = None
+        if self.jack_weights is not None:
+            jack = class_means(self.p_jack, values, self.jack_weights, self.row_weight_jack)[:, self.column, :]
+        return point, fitted, jack
+
+    def interval(
+        self, values: np.ndarray, level: float = LEVEL, construction: str = intervals.LABEL_INTERVAL
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(point, low, high, bootstrap draws)``: the ``construction`` interval
+        (:func:`core.intervals.bootstrap_interval`), undefined (NaN) where fewer than
+        :data:`MIN_USABLE_DRAWS` of the draws are usable (too few queries to fit)."""
+        point, fitted, jack = self.estimates(values)
+        accel = intervals.acceleration(jack) if intervals.needs_jackknife(construction) else None
+        low, high = intervals.bootstrap_interval(fitted, point, level, construction, accel, MIN_USABLE_DRAWS)
+        return point, low, high, fitted
 
 
 def bootstrap_p(means: np.ndarray) -> np.ndarray:
     """Two-sided percentile-bootstrap p of "the mean is 0" for every column (NaN where undefined, as
-    :func:`percentile_interval`)."""
+    :meth:`CorrectedFit.interval`)."""
     valid = ~np.isnan(means)
     count = valid.sum(axis=0)
     below = np.where(valid, means <= 0, False).sum(axis=0)
@@ -256,11 +300,7 @@ def combined_summary(
     estimation error enters every interval; without it the probabilities are held fixed.
     """
     qids = list(probabilities.index.astype(str))
-    p, n_column, row_weights = design(probabilities)
-    weights = resampling_weights(len(qids), samples, seed)
-    p_draws, row_weight_draws = p, row_weights
-    if draws is not None:
-        p_draws, row_weight_draws = design_draws(probabilities, draws(weights))
+    fitter = CorrectedFit(probabilities, samples, seed, draws)
     members = sorted(in_set)
     runs = list(wide)
     columns = sorted({key for table in wide.values() for key in table.columns})
@@ -268,10 +308,7 @@ def combined_summary(
     rows: dict[tuple, dict] = {}
 
     def fit(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        point = class_means(p, values, row_weights=row_weights)[n_column]
-        fitted = class_means(p_draws, values, weights, row_weight_draws)[:, n_column, :]
-        low, high = percentile_interval(fitted, level)
-        return point, low, high, fitted
+        return fitter.interval(values, level)
 
     for run in runs:
         point, low, high, _ = fit(aligned[run])
