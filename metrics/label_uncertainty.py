@@ -244,26 +244,14 @@ class CorrectedFit:
     def interval(
         self, values: np.ndarray, level: float = LEVEL, construction: str = intervals.LABEL_INTERVAL
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(point, low, high, bootstrap draws)``: the ``construction`` interval
-        (:func:`core.intervals.bootstrap_interval`), undefined (NaN) where fewer than
+        """``(point, low, high, p)``: the ``construction`` interval
+        (:func:`core.intervals.bootstrap_interval`) and the two-sided p of "it is 0" that inverts it
+        (:func:`core.intervals.bootstrap_p`), undefined (NaN) where fewer than
         :data:`MIN_USABLE_DRAWS` of the draws are usable (too few queries to fit)."""
         point, fitted, jack = self.estimates(values)
         accel = intervals.acceleration(jack) if intervals.needs_jackknife(construction) else None
         low, high = intervals.bootstrap_interval(fitted, point, level, construction, accel, MIN_USABLE_DRAWS)
-        return point, low, high, fitted
-
-
-def bootstrap_p(means: np.ndarray) -> np.ndarray:
-    """Two-sided percentile-bootstrap p of "the mean is 0" for every column (NaN where undefined, as
-    :meth:`CorrectedFit.interval`)."""
-    valid = ~np.isnan(means)
-    count = valid.sum(axis=0)
-    below = np.where(valid, means <= 0, False).sum(axis=0)
-    above = np.where(valid, means >= 0, False).sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        # (1 + m)/(B + 1), not m/B: a bootstrap p is never 0 (its resolution is one draw).
-        p = np.minimum(1.0, 2.0 * (1.0 + np.minimum(below, above)) / (count + 1.0))
-    return np.where((count > 0) & (count >= MIN_USABLE_DRAWS * len(means)), p, np.nan)
+        return point, low, high, intervals.bootstrap_p(fitted, point, construction, accel, MIN_USABLE_DRAWS)
 
 
 def label_share(query_width: np.ndarray, combined_width: np.ndarray) -> np.ndarray:
@@ -320,13 +308,12 @@ def combined_summary(
         for run in runs:
             if run == baseline:
                 continue
-            point, c_low, c_high, draws = fit(aligned[run] - aligned[baseline])
+            point, c_low, c_high, p_values = fit(aligned[run] - aligned[baseline])
             in_set_difference = wide[run].reindex(index=members, columns=columns).to_numpy(dtype=np.float64) - base_set
             if len(members):
                 q_low, q_high = bootstrap_ci(in_set_difference, samples, seed, level)
             else:
                 q_low = q_high = np.full(len(columns), np.nan)
-            p_values = bootstrap_p(draws)
             shares = label_share(q_high - q_low, c_high - c_low)
             for i, key in enumerate(columns):
                 rows[(run, *key)] |= {

@@ -79,3 +79,27 @@ def test_jackknife_weights_leave_out_one_block_each():
         [1, 1, 0, 1, 1, 0, 1],
     ]
     assert intervals.jackknife_weights(2, blocks=20).shape == (2, 2)
+
+
+@pytest.mark.parametrize("construction", intervals.CONSTRUCTIONS)
+def test_the_p_value_inverts_each_interval(construction):
+    """p ≤ α exactly when the (1 − α) interval excludes 0, up to the draws' resolution (B = 4,000: a
+    share moves by 1/4,001, so α within 0.004 of p is not judged). Skewed draws (shifted gamma) placed
+    so that 0 sits in either tail, around and between the estimate and the draws' centre."""
+    rng = np.random.default_rng(7)
+    base = rng.gamma(2.0, 1.0, 4000)
+    for shift, point in ((-0.3, 1.2), (-1.5, 0.6), (-2.2, 0.2), (-3.4, -0.3), (-5.0, -1.0)):
+        draws = base + shift
+        accel = 0.05 if construction == "bca" else None
+        p = intervals.bootstrap_p(draws, point, construction, accel)[0]
+        assert 0 < p <= 1
+        for alpha in np.linspace(0.01, 0.6, 60):
+            if abs(alpha - p) < 0.004:
+                continue
+            low, high = intervals.bootstrap_interval(draws, point, 1 - alpha, construction, accel)
+            assert (low > 0 or high < 0) == (p < alpha), (shift, point, alpha, p, low, high)
+
+
+def test_percentile_p_by_hand():
+    """Draws −1, 1, 2, 3 (B = 4): one ≤ 0, three ≥ 0: p = 2·(1 + 1)/5 = 0.8."""
+    assert intervals.bootstrap_p(np.array([-1.0, 1.0, 2.0, 3.0]), 1.5, "percentile")[0] == pytest.approx(0.8)

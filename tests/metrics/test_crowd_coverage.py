@@ -65,12 +65,15 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     """
     moderate = pd.DataFrame(
         [
-            cs.coverage_study(np.random.default_rng([2040, s]), cs.MODERATE, 1000, s, SAMPLES)
+            cs.coverage_study(np.random.default_rng([2040, s]), cs.MODERATE, 1000, s, SAMPLES, constructions=False)
             for s in range(MODERATE_STUDIES)
         ]
     )
     heavy = pd.DataFrame(
-        [cs.coverage_study(np.random.default_rng([2041, s]), cs.HEAVY, 1000, s, SAMPLES) for s in range(HEAVY_STUDIES)]
+        [
+            cs.coverage_study(np.random.default_rng([2041, s]), cs.HEAVY, 1000, s, SAMPLES, constructions=False)
+            for s in range(HEAVY_STUDIES)
+        ]
     )
     print("moderate", cs.coverage_table(moderate), "heavy", cs.coverage_table(heavy), sep="\n")
     assert moderate["value"].mean() >= 0.85, moderate.mean()
