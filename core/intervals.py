@@ -44,6 +44,20 @@ JACKKNIFE_BLOCKS = 20
 
 _NORMAL = NormalDist()
 
+#: Each construction in words, for the methods text, the report's policy and the page.
+DESCRIPTIONS = {
+    "percentile": "percentile bootstrap interval",
+    "basic": "basic (reverse-percentile) bootstrap interval",
+    "normal": "normal bootstrap interval (the estimate plus or minus 1.96 bootstrap standard deviations)",
+    "bc": "bias-corrected (BC) percentile bootstrap interval",
+    "bca": "bias-corrected and accelerated (BCa) bootstrap interval",
+}
+
+
+def describe(construction: str = LABEL_INTERVAL) -> str:
+    """``construction`` in words (:data:`DESCRIPTIONS`)."""
+    return DESCRIPTIONS[construction]
+
 
 def needs_jackknife(construction: str) -> bool:
     """Whether ``construction`` needs the jackknife (:func:`acceleration`): only ``bca``."""

@@ -77,8 +77,34 @@ MAX_CONDITION = 1e8
 #: Fewer usable draws than this share and the combined interval is undefined (too few queries).
 MIN_USABLE_DRAWS = 0.9
 
+#: The combined intervals' coverage as simulated (docs/metrics.md, "Coverage, as simulated";
+#: ``benchmarks/crowd_simulation.py``): nominal 0.95, the moderate crowd (3 workers a query, class
+#: confusion, 10% spammers, a lazy worker, gold), the share of studies whose interval held the truth
+#: and its Monte-Carlo s.e., for :data:`core.intervals.LABEL_INTERVAL`. Stated by the methods text.
+SIMULATED_COVERAGE = {
+    "command": "manage.py crowd_coverage --queries 1000 --studies 200",
+    "queries": 1000,
+    "studies": 200,
+    "value": (0.910, 0.020),
+    "difference": (0.915, 0.020),
+    "denoised": (0.920, 0.019),
+}
+
+
+def coverage_text() -> str:
+    """The interval construction and its simulated coverage in one sentence (methods text, LaTeX-safe)."""
+    c = SIMULATED_COVERAGE
+    return (
+        f"Intervals with labels are the {intervals.describe()}; in {c['studies']} simulated studies of "
+        f"{c['queries']:,} queries with a realistic crowd (three workers a query, class confusion, spammers, gold) "
+        f"the 95\\% intervals held the true value in {c['value'][0]:.3f} of them (s.e. {c['value'][1]:.3f}) and the "
+        f"true difference in {c['difference'][0]:.3f} ({c['difference'][1]:.3f})."
+    )
+
+
 #: The policy of a report on a batch's labels, as its tables state it.
 COMBINED_POLICY = {
+    "interval": intervals.describe(),
     "test": "bootstrap of the label-corrected paired difference (queries resampled, class means "
     "re-fitted from every query's label probabilities), two-sided",
     "family": "every run against the baseline for one metric, variant and cutoff",
@@ -93,7 +119,8 @@ def policy_text(baseline: str | None) -> str:
         return "No baseline: no significance tests. Intervals: queries and labels (label-corrected means)."
     return (
         f"p: {COMBINED_POLICY['test']}, against {baseline}; family: {COMBINED_POLICY['family']}; "
-        f"{COMBINED_POLICY['correction']}-adjusted; * p < {ALPHA} (the combined interval excludes 0)."
+        f"{COMBINED_POLICY['correction']}-adjusted; * p < {ALPHA} (the combined interval, a "
+        f"{COMBINED_POLICY['interval']}, excludes 0)."
     )
 
 
