@@ -25,13 +25,16 @@ more biased — the case that matters: E[π v] mixes in Σ π(1 − π) of their
 
 Interval: queries resampled with replacement (multinomial weights W_b), β re-fitted per draw
 (one K × K solve per draw and missing-value pattern, all columns at once); the **combined
-interval** is the percentile interval of β_n,b. All runs and metrics share the draws, so
+interval** is the bootstrap interval of β_n,b by :data:`core.intervals.LABEL_INTERVAL` (the
+percentile interval; the constructions compared by simulation: :mod:`core.intervals`,
+:class:`CorrectedFit`). All runs and metrics share the draws, so
 paired differences (run − baseline per query, also linear) are coherent.
 
 - **Share of the width the labels contribute**: 1 − (query-only width ÷ combined width),
   clipped to [0, 1].
-- **Test** (a report on a batch marks significance by it): two-sided bootstrap
-  p = min(1, 2·(1 + min(#{β* ≤ 0}, #{β* ≥ 0}))/(B + 1)) of the corrected paired difference —
+- **Test** (a report on a batch marks significance by it): the two-sided bootstrap p of the
+  corrected paired difference that inverts the combined interval (:func:`core.intervals.bootstrap_p`;
+  for the percentile interval p = min(1, 2·(1 + min(#{β* ≤ 0}, #{β* ≥ 0}))/(B + 1))) —
   unadjusted, below α only when the combined (1 − α) interval excludes 0 (up to one draw's
   resolution) — Holm-adjusted within the project's family (:data:`metrics.significance.POLICY`).
 - **Which labels get a mean of their own** (:func:`design`): a label other than n needs at least

@@ -21,9 +21,10 @@ crowd's given the true label, so errors shared on hard queries bias A_true up):
   machine labels equal to the true label, p_i the *held-out* posterior (the model fitted on the
   other items, :func:`annotation.results.crowd_model.held_out_posteriors`: the in-sample one is
   over-confident in each item's own majority). Every sampled item with a vote counts, disputed
-  ones too (their posterior is as informative as any). Interval: percentile bootstrap of the
+  ones too (their posterior is as informative as any). Interval: bootstrap of the
   items within their strata with the crowd model *refitted in every draw*
-  (:func:`refitted_interval`), so the uncertainty of the fitted confusion matrices and class
+  (:func:`refitted_interval`; the construction is every label-based interval's,
+  :data:`core.intervals.LABEL_INTERVAL`, the percentile interval), so the uncertainty of the fitted confusion matrices and class
   shares is in it (holding the posteriors fixed left it out: the interval covered the truth in
   16–22% of simulated studies).
 - **class shares** π_t = Σ_i w_i·p_i(t) / W: the batch's true-label distribution.
