@@ -96,3 +96,45 @@ def test_a_spammer_only_crowd_warns_and_a_good_crowd_does_not():
         quality = crowd_quality(dawid_skene(judgments, gold=gold))
         assert quality["warning"] is warned, quality
         assert 0 <= quality["uninformative"] <= 1 and 0 < quality["workers"] <= crowd.workers
+
+
+def test_every_construction_from_the_same_draws_and_the_reports_own_interval():
+    """One small study: every construction of core.intervals is scored, the unsuffixed figure is the
+    product's construction's, and the coverage study's interval is the report's
+    (:func:`metrics.label_uncertainty.combined_summary` on the same draws)."""
+    from annotation.machine.label_probabilities import LabelModel
+    from core import intervals
+    from metrics import label_uncertainty, significance
+
+    out = cs.coverage_study(np.random.default_rng([9, 0]), cs.MODERATE, 300, 0, samples=40)
+    for figure in cs.COVERED:
+        assert out[figure] == out[f"{figure}:{intervals.LABEL_INTERVAL}"]
+        assert all(isinstance(out[f"{figure}:{c}"], bool) for c in intervals.CONSTRUCTIONS)
+        assert out[f"{figure}:sd"] > 0 and np.isfinite(out[f"{figure}:error"]) and np.isfinite(out[f"{figure}:shift"])
+    table = cs.coverage_table(pd.DataFrame([out, out]))
+    assert {f"difference:{c}" for c in intervals.CONSTRUCTIONS} <= set(table.index)
+
+    rng = np.random.default_rng([9, 1])
+    drawn = cs.study(rng, cs.synthetic_truth(rng, 300))
+    ds = dawid_skene(drawn.judgments, gold=drawn.gold)
+    table = ds.held_out.loc[drawn.qids, list(cs.LABELS)]
+    long = pd.concat(
+        [
+            pd.DataFrame({"run": run, "qid": drawn.qids, "metric": "ARaB", "variant": "tf", "cutoff": 10, "value": v})
+            for run, v in (("A", drawn.a), ("B", drawn.b))
+        ],
+        ignore_index=True,
+    )
+    summary = significance.summarise(long, baseline="A", samples=40, seed=3)
+    draws = LabelModel(table, ds, drawn.qids).draws
+    report = label_uncertainty.combined_summary(
+        significance.wide_values(long), table, set(drawn.qids), summary, baseline="A", samples=40, seed=3, draws=draws
+    ).set_index("run")
+    fit = label_uncertainty.CorrectedFit(table, 40, 3, draws)
+    _, low, high, p = fit.interval((drawn.b - drawn.a)[:, None])
+    assert (report.loc["B", "difference_combined_low"], report.loc["B", "difference_combined_high"]) == pytest.approx(
+        (low[0], high[0])
+    )
+    assert report.loc["B", "p_value"] == pytest.approx(p[0])  # one run against the baseline: Holm leaves it
+    _, low, high, _ = fit.interval(drawn.a[:, None])
+    assert (report.loc["A", "combined_low"], report.loc["A", "combined_high"]) == pytest.approx((low[0], high[0]))
