@@ -167,62 +167,106 @@ def with_dependence(crowd: Crowd, dependence: float) -> Crowd:
 COVERED = ("value", "difference", "denoised")
 
 
-def coverage_study(rng: np.random.Generator, crowd: Crowd, n: int, seed: int, samples: int = 200) -> dict:
+def coverage_study(
+    rng: np.random.Generator, crowd: Crowd, n: int, seed: int, samples: int = 200, constructions: bool = True
+) -> dict:
     """One study drawn on a synthetic truth of ``n`` queries and the report's own estimators on it,
     as a report on a batch's labels and the calibration report compute them: does each interval
     cover its truth?
 
-    - ``value`` / ``difference``: the combined interval of run A's label-corrected value and of B − A
-      (:func:`metrics.label_uncertainty.combined_summary` with the crowd model refitted in each of
-      ``samples`` draws, :meth:`annotation.machine.label_probabilities.LabelModel.draws`) against the
-      true non-gendered means :data:`MEAN_A` [n] and :data:`MEAN_DIFFERENCE` [n];
-    - ``denoised``: the machine's de-noised accuracy interval
-      (:func:`annotation.machine.crowd_reliability.crowd_reliability`, every query sampled, one
-      stratum) against :data:`MACHINE_ACCURACY`;
+    - ``value`` / ``difference``: run A's label-corrected value and B − A with the crowd model
+      refitted in each of ``samples`` draws (:class:`metrics.label_uncertainty.CorrectedFit`, what
+      :func:`metrics.label_uncertainty.combined_summary` computes, same seed;
+      :meth:`annotation.machine.label_probabilities.LabelModel.draws`) against the true
+      non-gendered means :data:`MEAN_A` [n] and :data:`MEAN_DIFFERENCE` [n];
+    - ``denoised``: the machine's de-noised accuracy
+      (:func:`annotation.machine.crowd_reliability.denoised_fit` and ``refitted_draws``, what
+      ``crowd_reliability`` computes: every query sampled, one stratum) against :data:`MACHINE_ACCURACY`;
     - ``warning``: the crowd-quality warning (:func:`annotation.machine.label_probabilities.crowd_quality`).
+
+    ``value``, ``difference``, ``denoised``: the product's interval
+    (:data:`core.intervals.LABEL_INTERVAL`). With ``constructions``, from the same draws, also
+    ``<figure>:<construction>`` for every one of :data:`core.intervals.CONSTRUCTIONS` (``bca``'s
+    jackknife refits the crowd model 20 more times) and the diagnostics ``<figure>:error`` (estimate
+    − truth) and ``<figure>:shift`` (mean draw − estimate), each in bootstrap standard deviations,
+    and ``<figure>:sd``.
     """
-    from annotation.machine.crowd_reliability import crowd_reliability
+    from annotation.machine.crowd_reliability import denoised_fit, refitted_draws
     from annotation.machine.label_probabilities import LabelModel, crowd_quality
     from annotation.results.aggregation import dawid_skene
-    from metrics import label_uncertainty, significance
+    from core import intervals
+    from metrics.label_uncertainty import MIN_USABLE_DRAWS, CorrectedFit
+    from metrics.significance import LEVEL
 
     drawn = study(rng, synthetic_truth(rng, n), crowd)
     qids = drawn.qids
     ds = dawid_skene(drawn.judgments, gold=drawn.gold)
     table = ds.held_out.loc[qids, list(LABELS)]
-    long = pd.concat(
-        [
-            pd.DataFrame({"run": run, "qid": qids, "metric": "ARaB", "variant": "tf", "cutoff": 10, "value": v})
-            for run, v in (("A", drawn.a), ("B", drawn.b))
-        ],
-        ignore_index=True,
-    )
-    in_set = {q for q, label in zip(qids, ds.labels.loc[qids], strict=True) if label == LABELS[0]}
-    summary = significance.summarise(long[long["qid"].isin(in_set)], baseline="A", samples=samples, seed=seed)
-    out = label_uncertainty.combined_summary(
-        significance.wide_values(long), table, in_set, summary, baseline="A", samples=samples, seed=seed,
-        draws=LabelModel(table, ds, qids).draws,
-    ).set_index("run")  # fmt: skip
-    reliability = crowd_reliability(
-        drawn.judgments, {q: LABELS[m] for q, m in zip(qids, drawn.machine, strict=True)}, dict.fromkeys(qids, 1.0),
-        dict.fromkeys(qids, "s"), votes_per_query=crowd.votes, gold=drawn.gold, bootstrap=samples, seed=seed,
-    )  # fmt: skip
-
-    def covers(low, high, truth: float) -> bool:
-        return low is not None and not pd.isna(low) and not pd.isna(high) and low <= truth <= high
-
-    return {
-        "value": covers(out.loc["A", "combined_low"], out.loc["A", "combined_high"], MEAN_A[0]),
-        "difference": covers(
-            out.loc["B", "difference_combined_low"], out.loc["B", "difference_combined_high"], MEAN_DIFFERENCE[0]
-        ),
-        "denoised": covers(*reliability.accuracy_true_ci, MACHINE_ACCURACY),
-        "warning": crowd_quality(ds)["warning"],
+    names = intervals.CONSTRUCTIONS if constructions else (intervals.LABEL_INTERVAL,)
+    jackknife = any(intervals.needs_jackknife(c) for c in names)
+    fitter = CorrectedFit(table, samples, seed, LabelModel(table, ds, qids).draws, jackknife=jackknife)
+    fitted = {
+        "value": (*fitter.estimates(drawn.a[:, None]), MEAN_A[0]),
+        "difference": (*fitter.estimates((drawn.b - drawn.a)[:, None]), MEAN_DIFFERENCE[0]),
     }
+    machine = {q: LABELS[m] for q, m in zip(qids, drawn.machine, strict=True)}
+    denoised = denoised_fit(
+        drawn.judgments, machine, dict.fromkeys(qids, 1.0), dict.fromkeys(qids, "s"), gold=drawn.gold
+    )
+    draws, jack = refitted_draws(
+        denoised.ds, denoised.items, denoised.machine, denoised.weights, denoised.strata,
+        bootstrap=samples, seed=seed, jackknife=jackknife,
+    )  # fmt: skip
+    fitted["denoised"] = (
+        np.array([denoised.accuracy]),
+        draws[:, None],
+        None if jack is None else jack[:, None],
+        MACHINE_ACCURACY,
+    )
+    out: dict = {}
+    for figure, (point, boot, jack, truth) in fitted.items():
+        usable = MIN_USABLE_DRAWS if figure != "denoised" else 0.0
+        for name in names:
+            accel = intervals.acceleration(jack) if intervals.needs_jackknife(name) else None
+            low, high = intervals.bootstrap_interval(boot, point, LEVEL, name, accel, usable)
+            hit = bool(not np.isnan(low[0]) and not np.isnan(high[0]) and low[0] <= truth <= high[0])
+            out[f"{figure}:{name}"] = hit
+            if name == intervals.LABEL_INTERVAL:
+                out[figure] = hit
+        sd = float(np.nanstd(boot[:, 0], ddof=1))
+        out[f"{figure}:sd"] = sd
+        out[f"{figure}:error"] = (float(point[0]) - truth) / sd if sd > 0 else np.nan
+        out[f"{figure}:shift"] = (float(np.nanmean(boot[:, 0])) - float(point[0])) / sd if sd > 0 else np.nan
+    out["warning"] = crowd_quality(ds)["warning"]
+    return out
 
 
 def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per column of :data:`COVERED` and ``warning``: the share of studies, its Monte-Carlo
-    standard error √(p(1 − p)/studies) and the number of studies."""
-    share = results[[*COVERED, "warning"]].astype(float).mean()
+    """Per column of :data:`COVERED` (the product's interval), ``warning`` and, where present, each
+    ``<figure>:<construction>``: the share of studies, its Monte-Carlo standard error
+    √(p(1 − p)/studies) and the number of studies."""
+    from core import intervals
+
+    columns = [*COVERED, "warning"]
+    columns += [f"{f}:{c}" for f in COVERED for c in intervals.CONSTRUCTIONS if f"{f}:{c}" in results]
+    share = results[columns].astype(float).mean()
     return pd.DataFrame({"share": share, "mc_se": np.sqrt(share * (1 - share) / len(results)), "studies": len(results)})
+
+
+def bias_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per figure: the mean estimate − truth and mean draw − estimate, in bootstrap s.d. (with their
+    Monte-Carlo s.e.), and the ratio of the estimates' s.d. across studies to the mean bootstrap s.d.
+    in units of the bootstrap s.d. (1 when the bootstrap's spread is right)."""
+    rows = {}
+    for figure in COVERED:
+        if f"{figure}:error" not in results:
+            continue
+        error, shift = results[f"{figure}:error"].astype(float), results[f"{figure}:shift"].astype(float)
+        rows[figure] = {
+            "error": error.mean(),
+            "error_se": error.std(ddof=1) / np.sqrt(len(error)),
+            "shift": shift.mean(),
+            "shift_se": shift.std(ddof=1) / np.sqrt(len(shift)),
+            "spread": error.std(ddof=1),
+        }
+    return pd.DataFrame(rows).T

@@ -25,13 +25,16 @@ more biased — the case that matters: E[π v] mixes in Σ π(1 − π) of their
 
 Interval: queries resampled with replacement (multinomial weights W_b), β re-fitted per draw
 (one K × K solve per draw and missing-value pattern, all columns at once); the **combined
-interval** is the percentile interval of β_n,b. All runs and metrics share the draws, so
+interval** is the bootstrap interval of β_n,b by :data:`core.intervals.LABEL_INTERVAL` (the
+percentile interval; the constructions compared by simulation: :mod:`core.intervals`,
+:class:`CorrectedFit`). All runs and metrics share the draws, so
 paired differences (run − baseline per query, also linear) are coherent.
 
 - **Share of the width the labels contribute**: 1 − (query-only width ÷ combined width),
   clipped to [0, 1].
-- **Test** (a report on a batch marks significance by it): two-sided bootstrap
-  p = min(1, 2·(1 + min(#{β* ≤ 0}, #{β* ≥ 0}))/(B + 1)) of the corrected paired difference —
+- **Test** (a report on a batch marks significance by it): the two-sided bootstrap p of the
+  corrected paired difference that inverts the combined interval (:func:`core.intervals.bootstrap_p`;
+  for the percentile interval p = min(1, 2·(1 + min(#{β* ≤ 0}, #{β* ≥ 0}))/(B + 1))) —
   unadjusted, below α only when the combined (1 − α) interval excludes 0 (up to one draw's
   resolution) — Holm-adjusted within the project's family (:data:`metrics.significance.POLICY`).
 - **Which labels get a mean of their own** (:func:`design`): a label other than n needs at least
@@ -49,7 +52,8 @@ the combined interval covers at its nominal rate within Monte-Carlo error where 
 interval under-covers; with the fitted crowd model on a realistic crowd
 (``tests/metrics/test_crowd_coverage.py``, ``manage.py crowd_coverage``; docs/metrics.md,
 "Coverage, as simulated") the value and the paired difference covered 0.91–0.92 at 1,000
-queries (200 studies, s.e. 0.02), 0.93 at 3,750: short of nominal by the crowd model's own error. The assumption is stated on the report page and in
+queries (200 studies, s.e. 0.02), 0.93 at 3,750: short of nominal by the crowd model's own error. No
+other construction from the same draws (basic, normal, BC, BCa; :mod:`core.intervals`) reached 0.93 either. The assumption is stated on the report page and in
 ``docs/metrics.md``: errors that depend on the ranker's output (a query both ambiguous to people
 and unusual for the rankers) are outside what any label model can correct;
 :func:`dependence_table` is the sensitivity check a researcher runs on their own batch.
@@ -61,6 +65,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
+
+from core import intervals
 
 from .defaults import DEFAULT_SAMPLES, DEFAULT_SEED, LABEL_UNCERTAINTY_COLUMNS
 from .significance import ALPHA, LEVEL, bootstrap_ci, holm, resampling_weights
@@ -75,8 +81,34 @@ MAX_CONDITION = 1e8
 #: Fewer usable draws than this share and the combined interval is undefined (too few queries).
 MIN_USABLE_DRAWS = 0.9
 
+#: The combined intervals' coverage as simulated (docs/metrics.md, "Coverage, as simulated";
+#: ``benchmarks/crowd_simulation.py``): nominal 0.95, the moderate crowd (3 workers a query, class
+#: confusion, 10% spammers, a lazy worker, gold), the share of studies whose interval held the truth
+#: and its Monte-Carlo s.e., for :data:`core.intervals.LABEL_INTERVAL`. Stated by the methods text.
+SIMULATED_COVERAGE = {
+    "command": "manage.py crowd_coverage --queries 1000 --studies 200",
+    "queries": 1000,
+    "studies": 200,
+    "value": (0.910, 0.020),
+    "difference": (0.915, 0.020),
+    "denoised": (0.920, 0.019),
+}
+
+
+def coverage_text() -> str:
+    """The interval construction and its simulated coverage in one sentence (methods text, LaTeX-safe)."""
+    c = SIMULATED_COVERAGE
+    return (
+        f"Intervals with labels are the {intervals.describe()}; in {c['studies']} simulated studies of "
+        f"{c['queries']:,} queries with a realistic crowd (three workers a query, class confusion, spammers, gold) "
+        f"the 95\\% intervals held the true value in {c['value'][0]:.3f} of them (s.e. {c['value'][1]:.3f}) and the "
+        f"true difference in {c['difference'][0]:.3f} ({c['difference'][1]:.3f})."
+    )
+
+
 #: The policy of a report on a batch's labels, as its tables state it.
 COMBINED_POLICY = {
+    "interval": intervals.describe(),
     "test": "bootstrap of the label-corrected paired difference (queries resampled, class means "
     "re-fitted from every query's label probabilities), two-sided",
     "family": "every run against the baseline for one metric, variant and cutoff",
@@ -91,7 +123,8 @@ def policy_text(baseline: str | None) -> str:
         return "No baseline: no significance tests. Intervals: queries and labels (label-corrected means)."
     return (
         f"p: {COMBINED_POLICY['test']}, against {baseline}; family: {COMBINED_POLICY['family']}; "
-        f"{COMBINED_POLICY['correction']}-adjusted; * p < {ALPHA} (the combined interval excludes 0)."
+        f"{COMBINED_POLICY['correction']}-adjusted; * p < {ALPHA} (the combined interval, a "
+        f"{COMBINED_POLICY['interval']}, excludes 0)."
     )
 
 
@@ -196,30 +229,60 @@ def class_means(
     return out[0] if single else out
 
 
-def percentile_interval(means: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
-    """The percentile interval of every column of bootstrap ``means`` (NaN draws left out); NaN
-    where fewer than :data:`MIN_USABLE_DRAWS` of the draws are usable (too few queries to fit)."""
-    import warnings
+class CorrectedFit:
+    """The label-corrected mean's point estimate and its bootstrap (and, for ``bca``, jackknife)
+    replicates for any value columns, all sharing one set of resampled queries and refitted label
+    probabilities (the crowd model is refitted once per draw, not once per column).
 
-    alpha = (1.0 - level) / 2.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: NaN bounds
-        low, high = np.nanquantile(means, alpha, axis=0), np.nanquantile(means, 1.0 - alpha, axis=0)
-    enough = (~np.isnan(means)).mean(axis=0) >= MIN_USABLE_DRAWS
-    return np.where(enough, low, np.nan), np.where(enough, high, np.nan)
+    ``probabilities`` and ``draws`` as :func:`combined_summary` takes them; ``jackknife``: also
+    refit on :func:`core.intervals.jackknife_weights` (needed by ``bca``; default: when
+    :data:`core.intervals.LABEL_INTERVAL` needs it).
+    """
 
+    def __init__(
+        self,
+        probabilities: pd.DataFrame,
+        samples: int = DEFAULT_SAMPLES,
+        seed: int = DEFAULT_SEED,
+        draws: Callable[..., np.ndarray] | None = None,
+        jackknife: bool | None = None,
+    ) -> None:
+        self.p, self.column, self.row_weights = design(probabilities)
+        n = len(probabilities)
+        self.weights = resampling_weights(n, samples, seed)
+        self.p_draws, self.row_weight_draws = self.p, self.row_weights
+        if draws is not None:
+            self.p_draws, self.row_weight_draws = design_draws(probabilities, draws(self.weights))
+        if jackknife is None:
+            jackknife = intervals.needs_jackknife(intervals.LABEL_INTERVAL)
+        self.jack_weights = intervals.jackknife_weights(n) if jackknife else None
+        self.p_jack, self.row_weight_jack = self.p, self.row_weights
+        if jackknife and draws is not None:
+            # The gold answers (no row of the table) are kept once each: a jackknife leaves out, it does not resample.
+            self.p_jack, self.row_weight_jack = design_draws(
+                probabilities, draws(self.jack_weights, resample_others=False)
+            )
 
-def bootstrap_p(means: np.ndarray) -> np.ndarray:
-    """Two-sided percentile-bootstrap p of "the mean is 0" for every column (NaN where undefined, as
-    :func:`percentile_interval`)."""
-    valid = ~np.isnan(means)
-    count = valid.sum(axis=0)
-    below = np.where(valid, means <= 0, False).sum(axis=0)
-    above = np.where(valid, means >= 0, False).sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        # (1 + m)/(B + 1), not m/B: a bootstrap p is never 0 (its resolution is one draw).
-        p = np.minimum(1.0, 2.0 * (1.0 + np.minimum(below, above)) / (count + 1.0))
-    return np.where((count > 0) & (count >= MIN_USABLE_DRAWS * len(means)), p, np.nan)
+    def estimates(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(point [C], bootstrap draws [B × C], jackknife [G × C] or None)`` of ``values`` ``[N × C]``."""
+        point = class_means(self.p, values, row_weights=self.row_weights)[self.column]
+        fitted = class_means(self.p_draws, values, self.weights, self.row_weight_draws)[:, self.column, :]
+        jack = None
+        if self.jack_weights is not None:
+            jack = class_means(self.p_jack, values, self.jack_weights, self.row_weight_jack)[:, self.column, :]
+        return point, fitted, jack
+
+    def interval(
+        self, values: np.ndarray, level: float = LEVEL, construction: str = intervals.LABEL_INTERVAL
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(point, low, high, p)``: the ``construction`` interval
+        (:func:`core.intervals.bootstrap_interval`) and the two-sided p of "it is 0" that inverts it
+        (:func:`core.intervals.bootstrap_p`), undefined (NaN) where fewer than
+        :data:`MIN_USABLE_DRAWS` of the draws are usable (too few queries to fit)."""
+        point, fitted, jack = self.estimates(values)
+        accel = intervals.acceleration(jack) if intervals.needs_jackknife(construction) else None
+        low, high = intervals.bootstrap_interval(fitted, point, level, construction, accel, MIN_USABLE_DRAWS)
+        return point, low, high, intervals.bootstrap_p(fitted, point, construction, accel, MIN_USABLE_DRAWS)
 
 
 def label_share(query_width: np.ndarray, combined_width: np.ndarray) -> np.ndarray:
@@ -256,11 +319,7 @@ def combined_summary(
     estimation error enters every interval; without it the probabilities are held fixed.
     """
     qids = list(probabilities.index.astype(str))
-    p, n_column, row_weights = design(probabilities)
-    weights = resampling_weights(len(qids), samples, seed)
-    p_draws, row_weight_draws = p, row_weights
-    if draws is not None:
-        p_draws, row_weight_draws = design_draws(probabilities, draws(weights))
+    fitter = CorrectedFit(probabilities, samples, seed, draws)
     members = sorted(in_set)
     runs = list(wide)
     columns = sorted({key for table in wide.values() for key in table.columns})
@@ -268,10 +327,7 @@ def combined_summary(
     rows: dict[tuple, dict] = {}
 
     def fit(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        point = class_means(p, values, row_weights=row_weights)[n_column]
-        fitted = class_means(p_draws, values, weights, row_weight_draws)[:, n_column, :]
-        low, high = percentile_interval(fitted, level)
-        return point, low, high, fitted
+        return fitter.interval(values, level)
 
     for run in runs:
         point, low, high, _ = fit(aligned[run])
@@ -283,13 +339,12 @@ def combined_summary(
         for run in runs:
             if run == baseline:
                 continue
-            point, c_low, c_high, draws = fit(aligned[run] - aligned[baseline])
+            point, c_low, c_high, p_values = fit(aligned[run] - aligned[baseline])
             in_set_difference = wide[run].reindex(index=members, columns=columns).to_numpy(dtype=np.float64) - base_set
             if len(members):
                 q_low, q_high = bootstrap_ci(in_set_difference, samples, seed, level)
             else:
                 q_low = q_high = np.full(len(columns), np.nan)
-            p_values = bootstrap_p(draws)
             shares = label_share(q_high - q_low, c_high - c_low)
             for i, key in enumerate(columns):
                 rows[(run, *key)] |= {

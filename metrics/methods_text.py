@@ -317,6 +317,9 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
             "the calibration sample's for a machine label), and its interval carries that uncertainty as well as "
             "the queries' sampling, the crowd model being refitted in every bootstrap resample."
         )
+        from .label_uncertainty import coverage_text  # numpy and pandas: where used
+
+        sentences.append(coverage_text())
         sentences += _crowd_quality_sentences(settings.get("crowd_quality"))
     if metrics & {"RaB", "ARaB"}:
         sentences.append(

@@ -44,6 +44,10 @@ class SignificanceSerializer(serializers.Serializer):
     correction = serializers.CharField()
     alpha = serializers.FloatField()
     baseline = serializers.CharField()
+    interval = serializers.CharField(
+        required=False,
+        help_text="A report on a batch's labels: the combined interval's construction (core.intervals.LABEL_INTERVAL).",
+    )
 
 
 class ReportSerializer(ReportListSerializer):

@@ -156,6 +156,8 @@ def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
     (``?lcutoff=``, default 10 or the largest), and whether the batch's answers moved since."""
     from urllib.parse import urlencode
 
+    from core.intervals import describe as describe_interval
+
     if not report.on_batch:
         return {}
     try:
@@ -188,6 +190,7 @@ def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
             "stale": report.answers_version != annotation_selectors.answers_version(batch),
             "calibrated": report.labels_calibrated,
             "quality": report.crowd_quality,
+            "interval": describe_interval(),
         }
     }
 

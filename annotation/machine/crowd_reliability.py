@@ -21,9 +21,10 @@ crowd's given the true label, so errors shared on hard queries bias A_true up):
   machine labels equal to the true label, p_i the *held-out* posterior (the model fitted on the
   other items, :func:`annotation.results.crowd_model.held_out_posteriors`: the in-sample one is
   over-confident in each item's own majority). Every sampled item with a vote counts, disputed
-  ones too (their posterior is as informative as any). Interval: percentile bootstrap of the
+  ones too (their posterior is as informative as any). Interval: bootstrap of the
   items within their strata with the crowd model *refitted in every draw*
-  (:func:`refitted_interval`), so the uncertainty of the fitted confusion matrices and class
+  (:func:`refitted_interval`; the construction is every label-based interval's,
+  :data:`core.intervals.LABEL_INTERVAL`, the percentile interval), so the uncertainty of the fitted confusion matrices and class
   shares is in it (holding the posteriors fixed left it out: the interval covered the truth in
   16–22% of simulated studies).
 - **class shares** π_t = Σ_i w_i·p_i(t) / W: the batch's true-label distribution.
@@ -64,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from annotation.labels import LABELS
+from core import intervals
 
 #: Chunk size of the bootstrap's index matrices (cells), so memory stays bounded.
 _BOOTSTRAP_CELLS = 2_000_000
@@ -214,7 +216,7 @@ def denoised_accuracy(
     return estimate, _stratified_bootstrap(right, w, s, bootstrap=bootstrap, seed=seed, alpha=alpha)
 
 
-def refitted_interval(
+def refitted_draws(
     ds: Any,
     items: Sequence[str],
     machine: np.ndarray,
@@ -223,20 +225,20 @@ def refitted_interval(
     *,
     bootstrap: int,
     seed: int,
-    alpha: float,
-) -> tuple[float, float]:
-    """The percentile interval of A_true with the crowd model refitted in every draw.
+    jackknife: bool = False,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """A_true with the crowd model refitted in every bootstrap draw: ``(draws [B], jackknife [G] or None)``.
 
     The assessed ``items`` are resampled within their ``strata``; every other item of the fit
     (gold answers, sampled queries without a machine label) is resampled on its own. Each draw
     refits Dawid–Skene (:func:`annotation.results.crowd_model.bootstrap_posteriors`) with those
     multiplicities and recomputes A_true on the draw: the estimation error of the workers'
     confusion matrices and of the class shares is in the interval, not only the items'.
+    ``jackknife``: also refit with each block of :func:`core.intervals.jackknife_weights` of the
+    assessed items left out (the other items kept once), for ``bca``'s acceleration.
     """
     from annotation.results import crowd_model
 
-    if bootstrap == 0:
-        return (math.nan, math.nan)
     encoded = ds.encoded
     rng = np.random.default_rng(seed)
     row = {str(item): r for r, item in enumerate(encoded.items)}
@@ -250,17 +252,93 @@ def refitted_interval(
     others = np.setdiff1d(np.arange(encoded.n_items), rows)
     if len(others):
         multiplicity[:, others] = rng.multinomial(len(others), np.full(len(others), 1 / len(others)), bootstrap)
+    if jackknife:
+        blocks = intervals.jackknife_weights(len(rows))
+        left_out = np.ones((len(blocks), encoded.n_items))
+        left_out[:, rows] = blocks
+        multiplicity = np.vstack([multiplicity, left_out])
     start = ds.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
     posteriors = crowd_model.bootstrap_posteriors(encoded, multiplicity, start)
-    right = posteriors[:, rows, machine]  # [B × assessed]
+    right = posteriors[:, rows, machine]  # [B (+ G) × assessed]
     w = multiplicity[:, rows] * weights[None, :]
     estimates = (w * right).sum(axis=1) / w.sum(axis=1)
-    low, high = np.quantile(estimates, [alpha / 2, 1 - alpha / 2])
-    return (float(low), float(high))
+    return estimates[:bootstrap], (estimates[bootstrap:] if jackknife else None)
+
+
+def refitted_interval(
+    ds: Any,
+    items: Sequence[str],
+    machine: np.ndarray,
+    weights: np.ndarray,
+    strata: Sequence[Any],
+    estimate: float,
+    *,
+    bootstrap: int,
+    seed: int,
+    alpha: float,
+    construction: str = intervals.LABEL_INTERVAL,
+) -> tuple[float, float]:
+    """The interval of A_true (``estimate``) from :func:`refitted_draws`, by ``construction``
+    (:func:`core.intervals.bootstrap_interval`, the one choice of every label-based interval)."""
+    if bootstrap == 0:
+        return (math.nan, math.nan)
+    jackknife = intervals.needs_jackknife(construction)
+    draws, jack = refitted_draws(
+        ds, items, machine, weights, strata, bootstrap=bootstrap, seed=seed, jackknife=jackknife
+    )
+    accel = intervals.acceleration(jack) if jackknife else None
+    return intervals.bootstrap_interval(draws, estimate, 1.0 - alpha, construction, accel)
 
 
 #: The machine's worker id in the Dawid-Skene fit (no pseudonym can hold a NUL).
 MACHINE_WORKER = "\0machine"
+
+
+@dataclass(frozen=True)
+class DenoisedFit:
+    """The Dawid–Skene fit with the machine as one more annotator, the assessed items (with a crowd
+    vote) and their machine label codes, weights and strata, and A_true from the held-out posteriors."""
+
+    ds: Any
+    items: list[str]
+    machine: np.ndarray
+    weights: np.ndarray
+    strata: list[Any]
+    accuracy: float
+
+
+def denoised_fit(
+    judgments: Any,
+    machine: Mapping[str, str],
+    weights: Mapping[str, float],
+    strata: Mapping[str, str],
+    *,
+    gold: Mapping[str, str] | None = None,
+    labels: Sequence[str] = LABELS,
+) -> DenoisedFit:
+    """What :func:`crowd_reliability` fits before its figures (arguments as it takes them); the
+    crowd-coverage simulation reads the de-noised accuracy's draws from it
+    (:func:`refitted_draws`)."""
+    import pandas as pd
+
+    from annotation.results.aggregation import dawid_skene
+
+    voted = set(judgments["item"].astype(str))
+    items = [item for item in machine if item in voted]
+    if not items:
+        raise ValueError("no item to assess has a crowd vote")
+    machine_rows = pd.DataFrame({"item": items, "worker": MACHINE_WORKER, "label": [machine[q] for q in items]})
+    ds = dawid_skene(pd.concat([judgments, machine_rows], ignore_index=True), labels, gold=gold)
+    index = {label: code for code, label in enumerate(labels)}
+    m = np.array([index[machine[item]] for item in items], dtype=np.int64)
+    w = np.array([weights[item] for item in items], dtype=float)
+    item_strata = [strata[item] for item in items]
+    # A_true from the held-out posteriors (each item's under the model fitted on the others), as
+    # every figure with an interval on the labels and as its refitted interval: the in-sample
+    # posteriors are over-confident in each item's own majority.
+    held_out = ds.held_out.loc[items, list(labels)].to_numpy(dtype=float)
+    accuracy, _ = denoised_accuracy(held_out, m, w, item_strata, bootstrap=0)
+    return DenoisedFit(ds, items, m, w, item_strata, accuracy)
 
 
 def crowd_reliability(
@@ -289,28 +367,13 @@ def crowd_reliability(
     any machine that knows something the votes do not: E[P(T = m | votes)] equals
     P(T = m) only when m tells nothing about T beyond the votes.
     """
-    import pandas as pd
+    from annotation.results.aggregation import DS_SMOOTHING
 
-    from annotation.results.aggregation import DS_SMOOTHING, dawid_skene
-
-    voted = set(judgments["item"].astype(str))
-    items = [item for item in machine if item in voted]
-    if not items:
-        raise ValueError("no item to assess has a crowd vote")
-    machine_rows = pd.DataFrame({"item": items, "worker": MACHINE_WORKER, "label": [machine[q] for q in items]})
-    ds = dawid_skene(pd.concat([judgments, machine_rows], ignore_index=True), labels, gold=gold)
+    fitted = denoised_fit(judgments, machine, weights, strata, gold=gold, labels=labels)
+    ds, items, m, w, accuracy = fitted.ds, fitted.items, fitted.machine, fitted.weights, fitted.accuracy
     index = {label: code for code, label in enumerate(labels)}
     posteriors = ds.posteriors.loc[items, list(labels)].to_numpy(dtype=float)
-    m = np.array([index[machine[item]] for item in items], dtype=np.int64)
-    w = np.array([weights[item] for item in items], dtype=float)
-    # A_true from the held-out posteriors (each item's under the model fitted on the others), as
-    # every figure with an interval on the labels and as its refitted interval: the in-sample
-    # posteriors are over-confident in each item's own majority.
-    held_out = ds.held_out.loc[items, list(labels)].to_numpy(dtype=float)
-    accuracy, _ = denoised_accuracy(held_out, m, w, [strata[item] for item in items], bootstrap=0)
-    interval = refitted_interval(
-        ds, items, m, w, [strata[item] for item in items], bootstrap=bootstrap, seed=seed, alpha=alpha
-    )
+    interval = refitted_interval(ds, items, m, w, fitted.strata, accuracy, bootstrap=bootstrap, seed=seed, alpha=alpha)
     shares = (w[:, None] * posteriors).sum(axis=0) / w.sum()
     row = {item: r for r, item in enumerate(ds.posteriors.index)}
     # The crowd's vote is pooled over the real items only: the gold answers kept are those of

@@ -98,13 +98,14 @@ class LabelModel:
     crowd: Any = None
     crowd_qids: Sequence[str] = ()
 
-    def draws(self, weights: np.ndarray, seed: int = 0) -> np.ndarray:
+    def draws(self, weights: np.ndarray, seed: int = 0, resample_others: bool = True) -> np.ndarray:
         """``[B × N × K]`` (float32): the table's rows, the crowd's refitted on each bootstrap draw.
 
         ``weights`` ``[B × N]``: each query's multiplicity in each draw (rows of ``table``); a
         query's votes follow its row (a ruled query's too: they still describe its workers). The
         crowd model's items that are no row of the table (the gold questions' answers) are
-        resampled on their own, with replacement (seeded by ``seed``).
+        resampled on their own, with replacement (seeded by ``seed``), or kept once each with
+        ``resample_others`` false (a jackknife's rows leave queries out, they do not resample).
         :func:`annotation.results.crowd_model.bootstrap_posteriors` refits.
         """
         from annotation.results import crowd_model
@@ -124,7 +125,9 @@ class LabelModel:
         inside = mapped >= 0
         item_weights[:, inside] = weights[:, mapped[inside]]
         outside = np.flatnonzero(~inside)
-        if len(outside):
+        if len(outside) and not resample_others:
+            item_weights[:, outside] = 1.0
+        elif len(outside):
             rng = np.random.default_rng([seed, 40])
             item_weights[:, outside] = rng.multinomial(
                 len(outside), np.full(len(outside), 1 / len(outside)), weights.shape[0]

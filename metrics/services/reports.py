@@ -275,7 +275,9 @@ def _compute(
             baseline=base_name,
             samples=report_settings.bootstrap_samples,
             seed=report_settings.seed,
-            draws=(lambda weights: labels.model.draws(weights, report_settings.seed)) if labels.model else None,
+            draws=(lambda weights, **o: labels.model.draws(weights, report_settings.seed, **o))
+            if labels.model
+            else None,
         )
     return Computed(
         per_query, order_summary(summary), runs, words, representative, measures, unjudged, unreturned, labels

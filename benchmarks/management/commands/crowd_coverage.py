@@ -8,7 +8,10 @@ class Command(ProjectCommand):
         "batch's labels and the machine's de-noised accuracy, each against its known truth, and the share of "
         "studies with the crowd-quality warning; prints the share covered with its Monte-Carlo standard error. "
         "--dependence makes the workers' errors depend on run A's values (the case no label model corrects): "
-        "how far coverage falls if labelling errors depend on the rankings by that much."
+        "how far coverage falls if labelling errors depend on the rankings by that much. Every interval "
+        "construction of core.intervals (percentile, basic, normal, BC, BCa) is computed from the same draws of "
+        "each study, so the table compares them paired; the product's (core.intervals.LABEL_INTERVAL) is the "
+        "unsuffixed row. --out writes one line per study as it finishes (a long run can be read part-way)."
     )
 
     def add_arguments(self, parser):
@@ -23,6 +26,9 @@ class Command(ProjectCommand):
             help="error odds × exp(dependence · z), z = run A's standardised value",
         )
         parser.add_argument("--seed", type=int, default=2040)
+        parser.add_argument("--first", type=int, default=0, help="index of the first study (seeds [seed, s])")
+        parser.add_argument("--out", help="CSV file: one row per study, appended as each finishes")
+        parser.add_argument("--read", help="only print the tables of an --out file (no new studies)")
 
     def handle(self, **o):
         import time
@@ -34,17 +40,32 @@ class Command(ProjectCommand):
 
         crowd = cs.with_dependence(cs.MODERATE if o["crowd"] == "moderate" else cs.HEAVY, o["dependence"])
         started = time.perf_counter()
-        results = pd.DataFrame(
-            [
-                cs.coverage_study(np.random.default_rng([o["seed"], s]), crowd, o["queries"], s, o["samples"])
-                for s in range(o["studies"])
-            ]
-        )
+        if o["read"]:
+            results = pd.read_csv(o["read"])
+        else:
+            rows = []
+            for s in range(o["first"], o["first"] + o["studies"]):
+                row = {"study": s} | cs.coverage_study(
+                    np.random.default_rng([o["seed"], s]), crowd, o["queries"], s, o["samples"]
+                )
+                rows.append(row)
+                if o["out"]:
+                    pd.DataFrame([row]).to_csv(o["out"], mode="a", header=len(rows) == 1 and o["first"] == 0,
+                                               index=False)  # fmt: skip
+            results = pd.DataFrame(rows)
         seconds = time.perf_counter() - started
         self.stdout.write(
-            f"{o['crowd']} crowd, dependence {o['dependence']}, {o['queries']:,} queries, {o['studies']} studies, "
+            f"{o['crowd']} crowd, dependence {o['dependence']}, {o['queries']:,} queries, {len(results)} studies, "
             f"{o['samples']} resamples each, nominal 0.95 ({seconds:.0f} s)"
         )
-        self.stdout.write(f"{'':<12}{'share':>8}{'MC s.e.':>9}")
+        self.stdout.write(f"{'':<22}{'share':>8}{'MC s.e.':>9}")
         for name, row in cs.coverage_table(results).iterrows():
-            self.stdout.write(f"{name:<12}{row['share']:>8.3f}{row['mc_se']:>9.3f}")
+            self.stdout.write(f"{name:<22}{row['share']:>8.3f}{row['mc_se']:>9.3f}")
+        bias = cs.bias_table(results)
+        if len(bias):
+            self.stdout.write("in bootstrap s.d.: estimate − truth, mean draw − estimate (MC s.e.), s.d. of the error")
+            for name, row in bias.iterrows():
+                self.stdout.write(
+                    f"{name:<12}{row['error']:>+8.3f} ({row['error_se']:.3f}){row['shift']:>+8.3f} "
+                    f"({row['shift_se']:.3f}){row['spread']:>8.3f}"
+                )

@@ -1,0 +1,201 @@
+"""Bootstrap interval constructions: the one place that turns bootstrap draws into an interval
+for the label-based figures (the label-corrected value and paired difference,
+:mod:`metrics.label_uncertainty`; the machine's de-noised accuracy,
+:mod:`annotation.machine.crowd_reliability`), and the one place that says which construction
+they use (:data:`LABEL_INTERVAL`).
+
+Pure (numpy and the standard library). With θ̂ the point estimate, θ*_b the B bootstrap draws
+(NaN draws left out), q(p) their p-quantile, α = (1 − level)/2 and z_p = Φ⁻¹(p):
+
+- ``percentile``: [q(α), q(1 − α)];
+- ``basic`` (reverse percentile): [2θ̂ − q(1 − α), 2θ̂ − q(α)];
+- ``normal``: θ̂ ± z_{1−α}·sd(θ*);
+- ``bc`` (bias-corrected percentile, Efron 1981/1987): z₀ = Φ⁻¹(share of draws below θ̂, ties
+  counted half); [q(Φ(2z₀ + z_α)), q(Φ(2z₀ + z_{1−α}))]. When the draws sit above the estimate
+  (z₀ < 0) the bootstrap says the estimator overshoots, and the interval moves down by about
+  twice that shift relative to the percentile interval, which leaves the overshoot in;
+- ``bca`` (bias-corrected and accelerated, Efron 1987; Efron & Tibshirani 1993, §14.3): as
+  ``bc`` with q(Φ(z₀ + (z₀ + z_p)/(1 − a(z₀ + z_p)))) and the acceleration a from a
+  delete-a-group jackknife (:func:`jackknife_weights`, :func:`acceleration`): the same
+  estimator refitted with one block of the queries left out, G times.
+
+Which one the label-based figures use (:data:`LABEL_INTERVAL`) is decided by simulated coverage,
+all five computed paired from the same draws of each study (``manage.py crowd_coverage``;
+docs/metrics.md, "Coverage, as simulated"). BC, BCa and the basic interval move the interval
+against the draws' shift over the estimate, right when that shift mirrors the estimator's own bias
+(the heavy-noise crowd: the estimate runs high by about one bootstrap s.d. and the draws above it by
+as much) and wrong when it does not (the moderate crowd: the estimate is unbiased, the refitted draws
+sit about 0.25 s.d. above it all the same); the normal interval ignores the shift. None of them
+widens an interval whose draws spread less than the estimate does from study to study (1.1 bootstrap
+s.d. at 1,000 queries), which keeps the moderate crowd's value and difference below 0.93 at 1,000
+queries with every construction (176 studies: percentile 0.920 and 0.903, normal 0.909 and 0.915,
+the others lower). The percentile interval stays: the normal one did a little better over all the
+figures (22 intervals gained, 11 lost, paired; p ≈ 0.08), not enough to switch on.
+"""
+
+from __future__ import annotations
+
+import warnings
+from statistics import NormalDist
+
+import numpy as np
+
+#: The constructions :func:`bootstrap_interval` knows, in the order the coverage table prints them.
+CONSTRUCTIONS = ("percentile", "basic", "normal", "bc", "bca")
+#: The construction of every label-based interval (report, command, API, methods text, calibration
+#: report's de-noised accuracy): chosen by the simulated coverage of docs/metrics.md, not tuned
+#: (the module docstring says why the percentile interval stays).
+LABEL_INTERVAL = "percentile"
+#: Blocks of the delete-a-group jackknife for ``bca``'s acceleration (G refits).
+JACKKNIFE_BLOCKS = 20
+
+_NORMAL = NormalDist()
+
+#: Each construction in words, for the methods text, the report's policy and the page.
+DESCRIPTIONS = {
+    "percentile": "percentile bootstrap interval",
+    "basic": "basic (reverse-percentile) bootstrap interval",
+    "normal": "normal bootstrap interval (the estimate plus or minus 1.96 bootstrap standard deviations)",
+    "bc": "bias-corrected (BC) percentile bootstrap interval",
+    "bca": "bias-corrected and accelerated (BCa) bootstrap interval",
+}
+
+
+def describe(construction: str = LABEL_INTERVAL) -> str:
+    """``construction`` in words (:data:`DESCRIPTIONS`)."""
+    return DESCRIPTIONS[construction]
+
+
+def needs_jackknife(construction: str) -> bool:
+    """Whether ``construction`` needs the jackknife (:func:`acceleration`): only ``bca``."""
+    return construction == "bca"
+
+
+def jackknife_weights(n: int, blocks: int = JACKKNIFE_BLOCKS) -> np.ndarray:
+    """``[G × n]`` multiplicities of a delete-a-group jackknife: row g leaves out the items i with
+    i mod G = g (weight 0) and keeps the others once; G = min(blocks, n)."""
+    groups = max(1, min(blocks, n))
+    return (np.arange(n)[None, :] % groups != np.arange(groups)[:, None]).astype(np.float64)
+
+
+def acceleration(jackknife: np.ndarray) -> np.ndarray:
+    """The BCa acceleration a = Σ d³ / (6 (Σ d²)^{3/2}), d_g = mean of the jackknife values − θ_(g),
+    per column of ``jackknife`` ``[G × C]`` (or ``[G]``); 0 where the values do not vary, NaN rows
+    left out."""
+    values = np.asarray(jackknife, dtype=np.float64)
+    single = values.ndim == 1
+    if single:
+        values = values[:, None]
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        d = np.nanmean(values, axis=0) - values
+        squares = np.nansum(d**2, axis=0)
+        a = np.where(squares > 0, np.nansum(d**3, axis=0) / (6.0 * squares**1.5), 0.0)
+    return a[0] if single else a
+
+
+def bootstrap_interval(
+    draws: np.ndarray,
+    point: np.ndarray | float,
+    level: float = 0.95,
+    construction: str = LABEL_INTERVAL,
+    accel: np.ndarray | float | None = None,
+    min_usable: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``construction`` interval (module docstring) of every column of ``draws`` ``[B × C]``
+    (or ``[B]``: then scalars) around ``point`` ``[C]``. ``accel``: ``bca``'s acceleration per
+    column (:func:`acceleration`; required for ``bca``). NaN draws are left out; NaN bounds where
+    fewer than ``min_usable`` of the draws are usable, where no draw is or where the point is NaN.
+    """
+    if construction not in CONSTRUCTIONS:
+        raise ValueError(f"interval construction {construction!r}: expected one of {', '.join(CONSTRUCTIONS)}")
+    if construction == "bca" and accel is None:
+        raise ValueError("the bca interval needs the acceleration (a jackknife of the estimate)")
+    values = np.asarray(draws, dtype=np.float64)
+    single = values.ndim == 1
+    if single:
+        values = values[:, None]
+    columns = values.shape[1]
+    centre = np.broadcast_to(np.asarray(point, dtype=np.float64), (columns,))
+    a = np.broadcast_to(np.asarray(0.0 if accel is None else accel, dtype=np.float64), (columns,))
+    alpha = (1.0 - level) / 2.0
+    low, high = np.full(columns, np.nan), np.full(columns, np.nan)
+    for j in range(columns):
+        column = values[:, j]
+        column = column[~np.isnan(column)]
+        if not len(column) or len(column) < min_usable * len(values) or np.isnan(centre[j]):
+            continue
+        low[j], high[j] = _one(column, float(centre[j]), alpha, construction, float(a[j]))
+    return (float(low[0]), float(high[0])) if single else (low, high)
+
+
+def _one(draws: np.ndarray, point: float, alpha: float, construction: str, a: float) -> tuple[float, float]:
+    if construction == "percentile":
+        return tuple(float(x) for x in np.quantile(draws, [alpha, 1.0 - alpha]))
+    if construction == "basic":
+        q_low, q_high = np.quantile(draws, [alpha, 1.0 - alpha])
+        return float(2 * point - q_high), float(2 * point - q_low)
+    if construction == "normal":
+        half = _NORMAL.inv_cdf(1.0 - alpha) * (float(np.std(draws, ddof=1)) if len(draws) > 1 else 0.0)
+        return point - half, point + half
+    b = len(draws)
+    # Ties counted half; the share kept within half a draw of 0 and 1 so z₀ stays finite.
+    share = ((draws < point).sum() + 0.5 * (draws == point).sum()) / b
+    z0 = _NORMAL.inv_cdf(min(max(share, 0.5 / b), 1.0 - 0.5 / b))
+    levels = []
+    for p in (alpha, 1.0 - alpha):
+        z = z0 + _NORMAL.inv_cdf(p)
+        levels.append(_NORMAL.cdf(z0 + z / (1.0 - a * z)))
+    return tuple(float(x) for x in np.quantile(draws, levels))
+
+
+def bootstrap_p(
+    draws: np.ndarray,
+    point: np.ndarray | float,
+    construction: str = LABEL_INTERVAL,
+    accel: np.ndarray | float | None = None,
+    min_usable: float = 0.0,
+) -> np.ndarray:
+    """Two-sided bootstrap p of "the quantity is 0" per column of ``draws`` ``[B × C]``, inverting
+    ``construction``'s interval: p ≤ α exactly when the (1 − α) interval of
+    :func:`bootstrap_interval` excludes 0 (up to one draw's resolution: shares are (1 + m)/(B + 1),
+    so a bootstrap p is never 0). NaN where the interval is undefined.
+
+    percentile: 2·min(s(θ* ≤ 0), s(θ* ≥ 0)); basic: the same for the reflected draws 2θ̂ − θ*;
+    normal: 2(1 − Φ(|θ̂|/sd)); bc/bca: with w = Φ⁻¹(s(θ* ≤ 0)) − z₀ the lower bound is above 0 iff
+    α/2 > Φ(w/(1 + a·w) − z₀), and the upper one likewise on the reflected draws (z₀ → −z₀, a → −a).
+    """
+    if construction not in CONSTRUCTIONS:
+        raise ValueError(f"interval construction {construction!r}: expected one of {', '.join(CONSTRUCTIONS)}")
+    values = np.asarray(draws, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    columns = values.shape[1]
+    centre = np.broadcast_to(np.asarray(point, dtype=np.float64), (columns,))
+    a = np.broadcast_to(np.asarray(0.0 if accel is None else accel, dtype=np.float64), (columns,))
+    out = np.full(columns, np.nan)
+    for j in range(columns):
+        column = values[:, j]
+        column = column[~np.isnan(column)]
+        b, theta = len(column), float(centre[j])
+        if not b or b < min_usable * len(values) or np.isnan(theta):
+            continue
+        if construction == "normal":
+            sd = float(np.std(column, ddof=1)) if b > 1 else 0.0
+            out[j] = 1.0 if sd == 0 and theta == 0 else (2.0 * (1.0 - _NORMAL.cdf(abs(theta) / sd)) if sd else 0.0)
+            continue
+        if construction == "basic":
+            column = 2.0 * theta - column
+        below = (1.0 + (column <= 0).sum()) / (b + 1.0)
+        above = (1.0 + (column >= 0).sum()) / (b + 1.0)
+        if construction in ("percentile", "basic"):
+            out[j] = min(1.0, 2.0 * min(below, above))
+            continue
+        share = ((column < theta).sum() + 0.5 * (column == theta).sum()) / b
+        z0 = _NORMAL.inv_cdf(min(max(share, 0.5 / b), 1.0 - 0.5 / b))
+        sides = []
+        for s, z, acc in ((min(below, 1.0 - 0.5 / b), z0, float(a[j])), (min(above, 1.0 - 0.5 / b), -z0, -float(a[j]))):
+            w = _NORMAL.inv_cdf(s) - z
+            sides.append(_NORMAL.cdf(w / (1.0 + acc * w) - z) if 1.0 + acc * w > 0 else 1.0)
+        out[j] = min(1.0, 2.0 * min(sides))
+    return out
