@@ -48,7 +48,7 @@ import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -329,3 +329,29 @@ class JsonClient:
 def _origin(parts: urllib.parse.SplitResult) -> str:
     port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
     return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
+
+
+def list_pages(
+    get: Callable[[str], Any], path: str, page_size: int, not_a_list: Callable[[], Exception]
+) -> Iterator[dict]:
+    """Every item of a paged list endpoint (Prolific's and its Task Builder's): ``get(url)`` reads one
+    page, ``{"results": [...], "_links": {"next": {"href": ...}}}`` or a bare list; the next page is the
+    ``next`` link, or else the next offset while pages come back full. ``not_a_list()`` is raised for a
+    page that is not a list of objects (the API's own error type, naming the call)."""
+    separator = "&" if "?" in path else "?"
+    offset = 0
+    url: str | None = f"{path}{separator}limit={page_size}&offset=0"
+    while url:
+        page = get(url)
+        results = page.get("results", []) if isinstance(page, dict) else page
+        if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
+            raise not_a_list()
+        yield from results
+        link = ((page.get("_links") or {}).get("next") or {}).get("href") if isinstance(page, dict) else None
+        if link:
+            url = link
+        elif len(results) >= page_size:
+            offset += len(results)
+            url = f"{path}{separator}limit={page_size}&offset={offset}"
+        else:
+            url = None

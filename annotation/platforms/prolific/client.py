@@ -205,24 +205,16 @@ class Prolific:
         return {} if answer is None else answer
 
     def pages(self, path: str) -> Iterator[dict]:
-        """Every item of a list endpoint, following ``_links.next`` or offsets until a short page."""
-        separator = "&" if "?" in path else "?"
-        offset = 0
-        url: str | None = f"{path}{separator}limit={PAGE_SIZE}&offset=0"
-        while url:
-            page = self.request("GET", url)
-            results = page.get("results", []) if isinstance(page, dict) else page
-            if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
-                raise ProlificError(f"Prolific GET {path}: a list page that is not a list of objects", 502)
-            yield from results
-            link = ((page.get("_links") or {}).get("next") or {}).get("href") if isinstance(page, dict) else None
-            if link:
-                url = link
-            elif len(results) >= PAGE_SIZE:
-                offset += len(results)
-                url = f"{path}{separator}limit={PAGE_SIZE}&offset={offset}"
-            else:
-                url = None
+        """Every item of a list endpoint (:func:`core.http.list_pages`: ``_links.next`` followed, or
+        offsets until a short page)."""
+        from core.http import list_pages
+
+        return list_pages(
+            lambda url: self.request("GET", url),
+            path,
+            PAGE_SIZE,
+            lambda: ProlificError(f"Prolific GET {path}: a list page that is not a list of objects", 502),
+        )
 
     # -- studies ------------------------------------------------------------------------
     def create_study(self, fields: dict) -> dict:

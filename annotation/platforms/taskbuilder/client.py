@@ -116,24 +116,16 @@ class TaskBuilder:
         return {} if answer is None else answer
 
     def pages(self, path: str) -> Iterator[dict]:
-        """Every item of a list endpoint: ``_links.next`` followed, or offsets until a short page."""
-        separator = "&" if "?" in path else "?"
-        offset = 0
-        url: str | None = f"{path}{separator}limit={PAGE_SIZE}&offset=0"
-        while url:
-            page = self.request("GET", url)
-            results = page.get("results", []) if isinstance(page, dict) else page
-            if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
-                raise TaskBuilderError(f"Prolific GET {path}: a list page that is not a list of objects", 502)
-            yield from results
-            link = ((page.get("_links") or {}).get("next") or {}).get("href") if isinstance(page, dict) else None
-            if link:
-                url = link
-            elif len(results) >= PAGE_SIZE:
-                offset += len(results)
-                url = f"{path}{separator}limit={PAGE_SIZE}&offset={offset}"
-            else:
-                url = None
+        """Every item of a list endpoint (:func:`core.http.list_pages`: ``_links.next`` followed, or
+        offsets until a short page)."""
+        from core.http import list_pages
+
+        return list_pages(
+            lambda url: self.request("GET", url),
+            path,
+            PAGE_SIZE,
+            lambda: TaskBuilderError(f"Prolific GET {path}: a list page that is not a list of objects", 502),
+        )
 
     # -- datasets -----------------------------------------------------------------------
     def create_dataset(self, workspace_id: str, name: str, schema: dict) -> dict:
