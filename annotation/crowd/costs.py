@@ -145,6 +145,25 @@ def share_of_total(reward: Decimal, rate: Decimal, count: int) -> Cost:
     return _share_of_total(reward, rate, count)
 
 
+def prolific_fee_rate(account_fee_rate: Decimal | str | None) -> Decimal:
+    """The Prolific account's fee rate: its own where the account's records give one, else the
+    academic rate (33.3%)."""
+    return PROLIFIC_ACADEMIC_FEE_RATE if account_fee_rate is None else Decimal(account_fee_rate)
+
+
+def prolific_work_cost(reward: Decimal, count: int, account_fee_rate: Decimal | None = None) -> Cost:
+    """Prolific's price of ``count`` sessions at ``reward``: the fee a share of the total paid, rounded
+    once (the Prolific study and its Task Builder alike)."""
+    return share_of_total(reward, prolific_fee_rate(account_fee_rate), count)
+
+
+def prolific_bonus_fees(paid: list[Decimal], account_fee_rate: Decimal | None = None) -> tuple[Decimal, Decimal]:
+    """The same share on bonuses ("our regular pricing structure also applies to bonus payments"), on
+    the total: ``(rate, fee)``."""
+    rate = prolific_fee_rate(account_fee_rate)
+    return rate, (sum(paid, Decimal("0.00")) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
 def no_fees(reward: Decimal, count: int) -> Cost:
     """The rewards alone: no platform takes a fee."""
     return _cost(reward, Decimal("0"), count, minimum=Decimal("0.00"))

@@ -27,12 +27,12 @@ import datetime as dt
 import json
 from collections import defaultdict
 from collections.abc import Iterator
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from annotation.crowd.costs import CENT, PROLIFIC_ACADEMIC_FEE_RATE, Cost, share_of_total
+from annotation.crowd.costs import Cost, prolific_bonus_fees, prolific_work_cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
 from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
 from annotation.labels import VOCABULARY
@@ -161,13 +161,13 @@ class TaskBuilderProvider(CrowdProvider):
 
     @classmethod
     def work_cost(cls, reward: Decimal, count: int, *, account_fee_rate: Decimal | None = None, **_: object) -> Cost:
-        """Prolific's fee: a share of the total paid (33.3% for academic accounts), rounded once."""
-        return share_of_total(reward, Decimal(account_fee_rate or PROLIFIC_ACADEMIC_FEE_RATE), count)
+        """Prolific's platform fee: a share of the total paid (33.3% for academic accounts), rounded once."""
+        return prolific_work_cost(reward, count, account_fee_rate)
 
     @classmethod
     def bonus_fees(cls, paid: list[Decimal], *, account_fee_rate: Decimal | None = None) -> tuple[Decimal, Decimal]:
-        rate = Decimal(account_fee_rate or PROLIFIC_ACADEMIC_FEE_RATE)
-        return rate, (sum(paid, Decimal("0.00")) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
+        """The same share on bonuses, on the total."""
+        return prolific_bonus_fees(paid, account_fee_rate)
 
     @classmethod
     def check_settings(cls, batch_settings) -> None:
