@@ -262,7 +262,7 @@ def check_huggingface() -> str:
 CHECKS = {PROLIFIC.kind: check_prolific, CHAT.kind: check_chat, HUGGINGFACE.kind: check_huggingface}
 
 
-@background_job("core.test_connection", task="core.services.connections.connection_test_job", failures=(ServiceError,))
+@background_job("core.test_connection", task="core.tasks.test_connection_task", failures=(ServiceError,))
 def connection_test_job(job: Job, kind: str) -> None:
     job.message = CHECKS[kind]()
     job.result = {"kind": kind, "ok": True}

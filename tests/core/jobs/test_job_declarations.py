@@ -34,6 +34,7 @@ RECORDED = {
     "metrics.preference": "metrics.tasks.preference_task",
     "metrics.counterfactual": "metrics.tasks.counterfactual_collection_task",
     "metrics.paper": "metrics.tasks.paper_bundle_task",
+    "core.test_connection": "core.tasks.test_connection_task",
 }
 
 
