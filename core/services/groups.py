@@ -62,11 +62,27 @@ def set_member(by, group: ResearchGroup, username: str, role: str) -> Membership
     with transaction.atomic():
         if ResearchGroup.objects.count() <= 1:
             _make_implicit_memberships_explicit()
+        if by is not None and not by.is_superuser:
+            _refuse_another_groups_account(by, group, user)
         was_owner = group.memberships.filter(user=user, role=Membership.Role.OWNER).exists()
         membership, _ = Membership.objects.update_or_create(user=user, group=group, defaults={"role": role})
         if was_owner:
             _keep_an_owner(group)
     return membership
+
+
+def _refuse_another_groups_account(by, group: ResearchGroup, user) -> None:
+    """An owner brings in accounts of no group, or of groups they own themselves: an account of
+    another group (its annotator, say) would otherwise come under this group's team pages, where
+    its access can be reset and its work taken over. The operator (``manage.py research_group``)
+    or a superuser joins accounts across groups."""
+    others = set(Membership.objects.filter(user=user).exclude(group=group).values_list("group_id", flat=True))
+    owned = set(Membership.objects.filter(user=by, role=Membership.Role.OWNER).values_list("group_id", flat=True))
+    if others - owned:
+        raise ServiceError(
+            f"username: {user.get_username()!r} belongs to another research group; ask the site's operator "
+            "(manage.py research_group) to add them"
+        )
 
 
 def remove_member(by, group: ResearchGroup, username: str) -> None:

@@ -59,8 +59,10 @@ def claim(row: models.Model, live: Callable[[], str | None]) -> None:
 
 
 def live_job(kind: str, key: list[Any]) -> Job | None:
-    """The oldest queued or running Job of ``kind`` whose first arguments are ``key``."""
-    jobs = Job.objects.filter(kind=kind, status__in=LIVE_JOB)
+    """The oldest queued or running Job of ``kind`` whose first arguments are ``key``, whoever's group
+    it was made in (unscoped: a Job started by a member of several groups may sit in another group
+    than the asking user sees, and paid work must still start once)."""
+    jobs = Job._base_manager.filter(kind=kind, status__in=LIVE_JOB)
     for index, value in enumerate(key):
         jobs = jobs.filter(**{f"arguments__{index}": value})
     return jobs.order_by("pk").first()

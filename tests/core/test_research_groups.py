@@ -546,3 +546,41 @@ def test_an_exclude_across_a_relation_reads_within_the_scope(first_group, second
         names = set(QuerySet.objects.exclude(queries__text="").values_list("name", flat=True))
     assert names == {"b-labelled"}
     assert SECRET["query_set"] in set(QuerySet.objects.exclude(queries__text="").values_list("name", flat=True))
+
+
+def test_an_owner_cannot_bring_another_groups_annotator_under_their_team(first_group, second_group, django_user_model):
+    """Adding the first group's annotator to the second group would put them on its team pages, where
+    their access can be reset: refused for the second group's owner, done by a superuser."""
+    from core.errors import ServiceError
+
+    group = second_group["group"]
+    owner = second_group["owner"]
+    # Making the second group wrote the first's implicit memberships down: the annotator is the first group's.
+    assert Membership.objects.filter(user=first_group["annotator"]).exclude(group=group).exists()
+    with pytest.raises(ServiceError, match="belongs to another research group"):
+        group_services.set_member(owner, group, SECRET["annotator"], "annotator")
+    client = Client()
+    client.force_login(owner)
+    client.post(
+        "/groups/", {"group": group.slug, "action": "set", "username": SECRET["annotator"], "role": "annotator"}
+    )
+    assert not Membership.objects.filter(user=first_group["annotator"], group=group).exists()
+    # An account of no group, or of a group the owner owns too, may be added.
+    loner = django_user_model.objects.create_user("b-new", password="pw-secret-123")
+    group_services.set_member(owner, group, "b-new", "annotator")
+    assert Membership.objects.filter(user=loner, group=group).exists()
+    boss = django_user_model.objects.create_superuser("boss", password="pw-secret-123")
+    group_services.set_member(boss, group, SECRET["annotator"], "annotator")
+    assert Membership.objects.filter(user=first_group["annotator"], group=group).exists()
+
+
+def test_a_live_job_of_another_group_still_keeps_paid_work_to_one_start(first_group, second_group):
+    """``live_job`` decides "already under way" over every group's Jobs: one started by a member of
+    several groups may sit in a group the next asker does not see."""
+    from core.services.once import live_job
+
+    job = Job.objects.create(kind="annotation.sync", description="sync", arguments=[first_group["batch"].pk])
+    assert job.status == Job.Status.PENDING  # queued: live
+    with acting_in(second_group["group"].pk, only=True):
+        assert not Job.objects.filter(pk=job.pk).exists()  # out of this scope's sight…
+        assert live_job("annotation.sync", [first_group["batch"].pk]).pk == job.pk  # …and still found
