@@ -22,7 +22,7 @@ from core.http import HttpError, JsonClient
 from core.jobs import background_job
 from core.models import Connection, Job
 from core.sealing import SealError, reseal, seal, unseal
-from core.selectors import connections_key
+from core.selectors import connections_key, environment_value
 
 logger = logging.getLogger(__name__)
 
@@ -112,12 +112,34 @@ def save_connection(kind: str, values: Mapping[str, object], *, clear: Iterable[
                 plain[name] = value
             else:
                 plain.pop(name, None)
+        _refuse_a_secret_sent_elsewhere(spec, row.values, plain, secrets, new_secrets)
         row.values = plain
         row.sealed = seal(secrets, connections_key()) if secrets else ""
         row.updated_by = user if user is not None and user.is_authenticated else None
         row.save()
     logger.info("connection %s changed by %s: fields %s", kind, row.updated_by, sorted(checked) + sorted(clear))
     return row
+
+
+def _refuse_a_secret_sent_elsewhere(spec, before: dict, after: dict, secrets: dict, new_secrets: dict) -> None:
+    """A new address goes with its secret given again: a token stored earlier (or set in the
+    environment, which no page shows) would otherwise be sent, by the next call or a connection test,
+    to whatever host the person changing the address chose."""
+    moved = [f.name for f in spec.fields if f.url and before.get(f.name) != after.get(f.name)]
+    if not moved:
+        return
+    from_environment = [f for f in spec.fields if f.secret and environment_value(f) is not None]
+    if from_environment:
+        raise ServiceError(
+            f"{moved[0]}: the {spec.kind} connection's {from_environment[0].name} is set in the environment "
+            f"({from_environment[0].setting}); set its address there too, not on the site"
+        )
+    kept = [name for name in spec.secret_names if name in secrets and name not in new_secrets]
+    if kept:
+        raise ServiceError(
+            f"{moved[0]}: a new address needs its {kept[0]} entered again (or cleared), so that a stored "
+            "secret is never sent to another host"
+        )
 
 
 def delete_connection(kind: str) -> bool:

@@ -384,3 +384,18 @@ def test_the_command_lists_sources_without_secrets_and_rotates(key, settings):
     call_command("connections", "--rotate", stdout=StringIO())
     settings.CONNECTIONS_KEY = new.getvalue().strip()
     assert prolific_settings().token == SECRET
+
+
+@pytest.mark.django_db
+def test_a_new_address_needs_its_secret_again_so_no_stored_secret_goes_to_another_host(key, settings):
+    save_connection("prolific", {"token": SECRET, "api_url": "http://127.0.0.1:9/api/v1/"})
+    with pytest.raises(ServiceError, match="api_url: a new address needs its token entered again"):
+        save_connection("prolific", {"api_url": "http://attacker.example/api/v1/"})
+    assert prolific_settings().api_url == "http://127.0.0.1:9/api/v1/"  # nothing written
+    save_connection("prolific", {"project_id": "p2"})  # other fields change as before
+    save_connection("prolific", {"api_url": "http://127.0.0.1:8/api/v1/", "token": "a-token-entered-again"})
+    assert prolific_settings().api_url == "http://127.0.0.1:8/api/v1/"
+    # A token set in the environment (which no page shows) never goes with an address set on the site.
+    settings.PROLIFIC_API_TOKEN = "env-token-0000000000"
+    with pytest.raises(ServiceError, match="set in the environment"):
+        save_connection("prolific", {"api_url": "http://127.0.0.1:7/api/v1/", "token": "another-token-0000"})
