@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('pooling', '0001_squashed_0006_collection_source'),
+        ('pooling', '0006_collection_source'),  # the squash's last; unapplying through it keeps the order
     ]
 
     operations = [
