@@ -117,7 +117,8 @@ def login(page, django_user_model):
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``-n``), slow tests first; ``broker`` tests need a real broker:
-    without CELERY_BROKER_URL they are skipped.
+    without CELERY_BROKER_URL they are skipped; ``embedded`` tests (their own processes on SQLite,
+    whatever DATABASE_URL says) are skipped on PostgreSQL, where they would only repeat themselves.
 
     Slow first: xdist hands out tests in collection order, so the long ones (the API fuzzing
     alone is over two minutes) start at once on different workers while the others share the
@@ -129,6 +130,13 @@ def pytest_collection_modifyitems(config, items):
     """
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' collections are what xdist hands out
         items.sort(key=lambda item: (item.get_closest_marker("slow") is None, "live_server" not in item.fixturenames))
+    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        embedded = pytest.mark.skip(
+            reason="runs on the embedded default whatever the database: the SQLite stage runs it"
+        )
+        for item in items:
+            if "embedded" in item.keywords:
+                item.add_marker(embedded)
     if os.environ.get("CELERY_BROKER_URL"):
         return
     skip = pytest.mark.skip(reason="needs CELERY_BROKER_URL (bin/test starts Redis)")

@@ -21,6 +21,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.embedded
 def test_bin_serve_serves_a_fresh_database_and_says_how_to_get_an_account(tmp_path):
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_DEBUG")}

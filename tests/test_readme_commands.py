@@ -273,6 +273,7 @@ def _get(opener, url: str) -> tuple[int, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.embedded
 def test_the_first_screen_gets_a_newcomer_to_the_site(tmp_path):
     first = [c for c in readme_commands() if c.section == "Start here"]
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_DEBUG")}

@@ -38,10 +38,14 @@ def answering(request: Any) -> Iterator[None]:
 def acting_in(group_id: int | None, *, only: bool = False) -> Iterator[None]:
     """New objects go to ``group_id``; with ``only``, nothing of another group is seen either.
 
-    ``None`` leaves the surrounding scope as it is (a Job recorded before groups existed)."""
+    ``None`` leaves the surrounding scope as it is (a Job recorded before groups existed). Inside a
+    scope limited to the same group (a command's ``--group`` running its jobs inline) the limit
+    stays: the job sees what the command sees, not every group."""
     if group_id is None:
         yield
         return
+    surrounding = acting_group.get()
+    only = only or (surrounding is not None and surrounding == (group_id, True))
     token = acting_group.set((group_id, only))
     request_token = current_request.set(None) if only else None
     try:

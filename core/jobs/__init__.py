@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.db.models import Model
 
 from core.jobs import registry as job_registry
 from core.jobs.registry import JobDeclaration
@@ -47,9 +48,11 @@ if TYPE_CHECKING:
 class BackgroundJob(JobDeclaration):
     """One background job, as declared by :func:`background_job`: a :class:`~core.jobs.registry.JobDeclaration` that starts."""
 
-    def start(self, description: str, *args: Any) -> Job:
-        """Record a Job for ``work(job, *args)`` and send its task once the caller's transaction commits."""
-        return start_job(self.task, self.kind, description, *args)
+    def start(self, description: str, *args: Any, of: Model | None = None) -> Job:
+        """Record a Job for ``work(job, *args)`` and send its task once the caller's transaction commits.
+
+        ``of``: the study object the work is on (a batch, a run, a report); the Job goes to its group."""
+        return start_job(self.task, self.kind, description, *args, of=of)
 
 
 def background_job(
@@ -81,8 +84,13 @@ def create_job(kind: str, description: str = "") -> Job:
     return Job.objects.create(kind=kind, description=description[:500])
 
 
-def start_job(task: Task | str, kind: str, description: str, *args: Any) -> Job:
+def start_job(task: Task | str, kind: str, description: str, *args: Any, of: Model | None = None) -> Job:
     """Record a Job for ``task(job.pk, *args)`` and send the task once the caller's transaction commits.
+
+    The Job belongs to the research group of ``of``, the study object it works on (a member of two
+    groups syncing group A's batch while working in B: the Job, its description and what it makes
+    are A's, as the batch is); without ``of``, to the group new objects go to
+    (:func:`core.models.creation_group`). Its work runs acting in that group (:mod:`core.tasks`).
 
     ``task`` is a Celery task or its name (a declared job's :meth:`BackgroundJob.start`
     passes the name, so nothing loads Celery before the commit). Without a broker the task
@@ -90,7 +98,12 @@ def start_job(task: Task | str, kind: str, description: str, *args: Any) -> Job:
     or inline in a ``manage.py`` command.
     """
     name = task if isinstance(task, str) else task.name
-    job = Job.objects.create(kind=kind, description=description[:500], task=name, arguments=list(args))
+    group = None
+    if of is not None:
+        from core.selectors import group_of
+
+        group = group_of(of)
+    job = Job.objects.create(kind=kind, description=description[:500], task=name, arguments=list(args), group=group)
 
     def send() -> None:
         from core.tasks import send_job

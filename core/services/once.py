@@ -85,4 +85,4 @@ def start_once(
 
     with transaction.atomic():
         claim(row, live)
-        return job.start(description, *args)
+        return job.start(description, *args, of=row)

@@ -75,4 +75,4 @@ def start_counterfactual_collection(
     """Write and register the counterfactual collection in the background; returns its Job."""
     description = f"Counterfactual of {collection.name} as {name}"
     wordlist_id = wordlist.pk if wordlist is not None else None
-    return counterfactual_job.start(description, collection.pk, name, wordlist_id, her)
+    return counterfactual_job.start(description, collection.pk, name, wordlist_id, her, of=collection)

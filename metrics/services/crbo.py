@@ -106,4 +106,4 @@ def crbo_job(job: Job, run_id: int, counterfactual_run_id: int, depth: int, p: f
 def start_crbo(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P) -> Job:
     """Measure CRBO in the background once the caller's transaction commits; returns its Job."""
     description = f"CRBO of {run.name} against {counterfactual_run.name}"
-    return crbo_job.start(description, run.pk, counterfactual_run.pk, depth, p)
+    return crbo_job.start(description, run.pk, counterfactual_run.pk, depth, p, of=run)

@@ -211,4 +211,5 @@ def start_label_sensitivity(
         asdict(report_settings),
         threshold,
         background.pk if background else None,
+        of=batch,
     )

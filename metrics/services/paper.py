@@ -540,7 +540,7 @@ def start_paper_bundle(report: Report) -> Job:
     running = Job.objects.filter(
         kind=paper_bundle_job.kind, arguments=[report.pk], status__in=[Job.Status.PENDING, Job.Status.RUNNING]
     ).first()
-    return running or paper_bundle_job.start(f"Paper bundle of {report.name}", report.pk)
+    return running or paper_bundle_job.start(f"Paper bundle of {report.name}", report.pk, of=report)
 
 
 def paper_warnings(report: Report) -> list[str]:

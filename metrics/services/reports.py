@@ -608,4 +608,5 @@ def start_report(
         baseline.pk if baseline else None,
         qrels.pk if qrels else None,
         label_batch.pk if label_batch else None,
+        of=label_batch or query_set,
     )

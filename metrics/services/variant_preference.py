@@ -93,4 +93,4 @@ def preference_job(job: Job, run_id: int, separator: str, versions: list[str]) -
 def start_preference(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> Job:
     """Measure variant preference in the background once the caller's transaction commits."""
     description = f"Variant preference of {run.name}"
-    return preference_job.start(description, run.pk, separator, list(versions))
+    return preference_job.start(description, run.pk, separator, list(versions), of=run)

@@ -173,7 +173,7 @@ SUITE_POSTGRES = (
 )
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=[pytest.param("sqlite", marks=pytest.mark.embedded), "postgresql"])
 def new_database(request, tmp_path):
     """``new_database(name)``: the URL of a new, empty database of the parametrised kind
     (PostgreSQL: on the suite's server, dropped afterwards)."""
@@ -274,6 +274,7 @@ print(json.dumps({"urls": "config.urls" in sys.modules, "views": sorted(m for m 
 
 
 @pytest.mark.slow
+@pytest.mark.embedded
 def test_migrate_runs_the_checks_a_command_needs_without_importing_the_site(tmp_path):
     """``manage.py migrate`` (core's, over Django's) checks models and the database, not the
     URLs, templates and API, whose checks import every view (about 0.4 s of a new database's migrate)."""

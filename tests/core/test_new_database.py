@@ -128,6 +128,7 @@ print(json.dumps({
 
 
 @pytest.mark.slow
+@pytest.mark.embedded
 def test_a_failure_while_making_a_new_database_leaves_it_empty(tmp_path):
     """All of it is one transaction: after a failure at its last step no table is left, so
     the next ``migrate`` sees a new database again and makes it."""

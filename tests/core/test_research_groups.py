@@ -584,3 +584,32 @@ def test_a_live_job_of_another_group_still_keeps_paid_work_to_one_start(first_gr
     with acting_in(second_group["group"].pk, only=True):
         assert not Job.objects.filter(pk=job.pk).exists()  # out of this scope's sight…
         assert live_job("annotation.sync", [first_group["batch"].pk]).pk == job.pk  # …and still found
+
+
+def test_a_job_goes_to_the_group_of_the_study_it_works_on(first_group, second_group):
+    """A member of both groups, working in the second, syncs the first group's batch: the Job (its
+    description names the batch) is the first group's, as the batch is, not the worker's choice."""
+    from annotation.crowd.services.background import start_sync
+
+    batch = first_group["batch"]
+    with acting_in(second_group["group"].pk):  # new objects would go to the second group
+        job = start_sync(batch)
+    assert job.group_id == batch.group_id != second_group["group"].pk
+    with acting_in(second_group["group"].pk, only=True):
+        assert not Job.objects.filter(pk=job.pk).exists()  # the second group never sees the first's batch name
+
+
+def test_a_commands_group_holds_inside_the_jobs_it_runs_inline(first_group, second_group):
+    """``--group`` limits what a command sees; its jobs run inline acting in the same group and see
+    no more (before, the job's own scope replaced the command's and saw every group)."""
+    from core.models import scope_of
+
+    first = first_group["batch"].group_id
+    second = second_group["group"].pk
+    with acting_in(second, only=True), acting_in(second):  # core.tasks runs a job acting in its group
+        assert scope_of() == frozenset({second})
+        assert not Batch.objects.filter(pk=first_group["batch"].pk).exists()
+    with acting_in(second), acting_in(second):  # a job on a worker or a page's background thread
+        assert scope_of() is None  # unscoped, as before
+    with acting_in(second, only=True), acting_in(first):  # another group's job is not narrowed to this one
+        assert scope_of() is None

@@ -89,4 +89,4 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
         args.append(train)
     with transaction.atomic():  # one job per batch and machine at a time (decided under the batch's row lock)
         claim(batch, lambda: live_prelabel(batch, labeller, train))
-        return prelabel_job.start(f"Pre-label {batch.name} with {labeller}", *args)
+        return prelabel_job.start(f"Pre-label {batch.name} with {labeller}", *args, of=batch)

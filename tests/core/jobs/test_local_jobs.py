@@ -130,6 +130,7 @@ def runserver(tmp_path):
     assert "unreachable" not in server.output()
 
 
+@pytest.mark.embedded
 def test_jobs_started_at_once_on_runserver_without_a_broker_all_finish(runserver):
     """Three imports and a publish started through the API at once reach ``done``; a bad file's
     import ends ``failed`` with its line. (Old: the publish, from a request thread, went to
@@ -413,6 +414,7 @@ print(json.dumps({task: list(Job.objects.filter(pk=pk).values_list("status", "at
 
 
 @pytest.mark.slow
+@pytest.mark.embedded
 def test_sweep_jobs_in_a_fresh_process_without_a_broker_runs_every_apps_tasks(tmp_path):
     """``manage.py sweep_jobs`` once crashed with ``NotRegistered`` (Celery's default app, which
     knows no task). Each app's task runs: the publish taken over from its dead process is done,

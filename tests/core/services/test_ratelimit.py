@@ -56,6 +56,7 @@ print(json.dumps(starts))
 
 
 @pytest.mark.slow
+@pytest.mark.embedded
 def test_processes_claiming_at_once_never_share_a_slot(tmp_path):
     """Three processes (as gunicorn's workers) claim 15 starts each of one 20-a-second rate at
     the same moment, on one database cache: 45 starts in 45 different slots of 0.05 s, so

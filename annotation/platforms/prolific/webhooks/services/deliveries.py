@@ -223,7 +223,7 @@ def schedule_resync(batch: Batch, *, reason: str = "Prolific event") -> tuple[Jo
     )
     if queued is not None:
         return queued, True
-    return resync_job.start(f"Re-read {batch.name} from Prolific ({reason})", batch.pk), False
+    return resync_job.start(f"Re-read {batch.name} from Prolific ({reason})", batch.pk, of=batch), False
 
 
 @background_job(RESYNC_KIND, task="annotation.tasks.prolific_resync_task", failures=(ServiceError,))
