@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -117,8 +118,8 @@ def login(page, django_user_model):
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``-n``), slow tests first; ``broker`` tests need a real broker:
-    without CELERY_BROKER_URL they are skipped; ``embedded`` tests (their own processes on SQLite,
-    whatever DATABASE_URL says) are skipped on PostgreSQL, where they would only repeat themselves.
+    without CELERY_BROKER_URL they are skipped. On PostgreSQL, the tests that would only repeat
+    the SQLite stage are left to it (:func:`_leave_to_the_sqlite_stage`).
 
     Slow first: xdist hands out tests in collection order, so the long ones (the API fuzzing
     alone is over two minutes) start at once on different workers while the others share the
@@ -131,18 +132,48 @@ def pytest_collection_modifyitems(config, items):
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' collections are what xdist hands out
         items.sort(key=lambda item: (item.get_closest_marker("slow") is None, "live_server" not in item.fixturenames))
     if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        embedded = pytest.mark.skip(
-            reason="runs on the embedded default whatever the database: the SQLite stage runs it"
-        )
-        for item in items:
-            if "embedded" in item.keywords:
-                item.add_marker(embedded)
+        _leave_to_the_sqlite_stage(config, items)
     if os.environ.get("CELERY_BROKER_URL"):
         return
     skip = pytest.mark.skip(reason="needs CELERY_BROKER_URL (bin/test starts Redis)")
     for item in items:
         if "broker" in item.keywords:
             item.add_marker(skip)
+
+
+#: A test module that may reach a database other than through pytest-django's fixtures: its own
+#: processes (which inherit DATABASE_URL), the environment, or the settings' databases.
+_REACHES_A_DATABASE_ITSELF = re.compile(r"subprocess|Popen|os\.environ|DATABASE|\.vendor")
+
+
+def _touches_no_database(item) -> bool:
+    """Neither pytest-django's database (its marker, the ``db`` fixtures, a live server) nor, as far
+    as its module's text tells, any other way to one."""
+    if item.get_closest_marker("django_db") is not None:
+        return False
+    if {"_django_db_helper", "live_server"} & set(item.fixturenames):
+        return False
+    path = str(item.path)
+    if path not in _MODULE_TEXT:
+        _MODULE_TEXT[path] = bool(_REACHES_A_DATABASE_ITSELF.search(Path(path).read_text(encoding="utf-8")))
+    return not _MODULE_TEXT[path]
+
+
+_MODULE_TEXT: dict[str, bool] = {}
+
+
+def _leave_to_the_sqlite_stage(config, items) -> None:
+    """bin/test's PostgreSQL stage deselects what the SQLite stage runs alike: tests that touch no
+    database (pure computation: the same on any database; half the suite, its statistical
+    simulations among them) and ``embedded`` tests (their own processes on SQLite whatever
+    DATABASE_URL says). ``ALL_STAGES_RUN_EVERYTHING=1`` keeps them."""
+    if os.environ.get("ALL_STAGES_RUN_EVERYTHING") == "1":
+        return
+    left = [item for item in items if "embedded" in item.keywords or _touches_no_database(item)]
+    if left:
+        kept = set(map(id, left))
+        config.hook.pytest_deselected(items=left)
+        items[:] = [item for item in items if id(item) not in kept]
 
 
 def _hostile_server():
