@@ -179,3 +179,17 @@ def test_a_saved_index_of_another_polars_hash_is_not_used(tmp_path, monkeypatch)
     _saved(saved, ["a", "b"])
     monkeypatch.setattr(readers.pl, "__version__", "0.0.0-other")
     assert readers.load_known_index(saved, readers.known_index_source("collection A"), 2) is None
+
+
+def test_docids_sharing_a_hash_are_told_apart_by_their_text():
+    """Two docids with one 8-byte hash (a collision, forced here): each entry of the hash is
+    compared, so the one the collection holds is found and the other is not."""
+    held = pl.Series(["x", "z"], dtype=pl.String)
+    x_hash, z_hash = held.hash(seed=0).to_list()
+    known = readers.KnownDocids(held)
+    # "y" in the index under x's hash, before "x": the first entry of that hash is not x.
+    known.__dict__["_index"] = pl.DataFrame(
+        {"hash": pl.Series([x_hash, x_hash, z_hash], dtype=pl.UInt64), "known": ["y", "x", "z"]}
+    ).sort("hash", maintain_order=True)
+    found = known.contains(pl.Series(["x", "y", "z", "w"], dtype=pl.String))
+    assert found.tolist() == [True, False, True, False]  # y's own hash is not x's: not held
