@@ -451,11 +451,9 @@ class KnownDocids:
     """A collection's docids, for checking runs against: which of a run's docids it holds.
 
     Built once (each docid beside its 8-byte hash, sorted by hash) and shared by every run
-    of the collection read in one process. A check looks each of the run's docids' hashes up
-    in the sorted hashes (a binary search, not a hash table of the whole collection built
-    again per run, nor a join: a third of a run's import went to the join), then compares
-    the strings of the entries found, so the answer is exact (a hash shared by several
-    docids: each entry of that hash is compared). ``docids`` may be
+    of the collection read in one process. A check sorts the run's docids by hash and joins
+    the two sorted frames (a merge, not a hash table of the whole collection built again per
+    run), then compares the strings of the pairs found, so the answer is exact. ``docids`` may be
     a function giving them: then they are read at the first check, so a command that finds every
     run already imported never reads the collection.
 
@@ -497,28 +495,12 @@ class KnownDocids:
     def __len__(self) -> int:
         return self._index.height
 
-    @functools.cached_property
-    def _hashes(self) -> np.ndarray:
-        return self._index["hash"].to_numpy()
-
     def contains(self, docids: pl.Series) -> np.ndarray:
         """A boolean per docid: whether the collection holds it."""
-        docids = docids.cast(pl.String)
         found = np.zeros(len(docids), dtype=bool)
-        hashes, known = self._hashes, self._index["known"]
-        probe = docids.hash(seed=0).to_numpy()
-        at = np.searchsorted(hashes, probe)  # the first entry of the docid's hash, if the collection has it
-        rows = np.flatnonzero(at < len(hashes))
-        rows = rows[hashes[at[rows]] == probe[rows]]
-        same = (known.gather(at[rows]) == docids.gather(rows)).fill_null(False).to_numpy()
-        found[rows[same]] = True
-        for row in rows[~same].tolist():  # the hash's first entry is another docid: compare the others
-            entry, wanted = int(at[row]) + 1, docids[row]
-            while entry < len(hashes) and hashes[entry] == probe[row]:
-                if known[entry] == wanted:
-                    found[row] = True
-                    break
-                entry += 1
+        probe = pl.DataFrame({"row": np.arange(len(docids)), "hash": docids.hash(seed=0), "docid": docids}).sort("hash")
+        pairs = probe.join(self._index, on="hash", how="inner")  # a hash shared by two docids gives both pairs
+        found[pairs.filter(pl.col("docid") == pl.col("known"))["row"].to_numpy()] = True
         return found
 
 
