@@ -488,7 +488,7 @@ class KnownDocids:
         self._docids = None
         index = pl.DataFrame({"hash": docids.hash(seed=0), "known": docids}).sort("hash")
         if self._saved is not None and (self._rows is None or index.height == self._rows):
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, pl.exceptions.PolarsError):  # a lost saving, not a failed import
                 save_known_index(index, self._saved, self._source)
         return index
 

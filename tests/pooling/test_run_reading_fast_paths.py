@@ -193,3 +193,10 @@ def test_docids_sharing_a_hash_are_told_apart_by_their_text():
     ).sort("hash", maintain_order=True)
     found = known.contains(pl.Series(["x", "y", "z", "w"], dtype=pl.String))
     assert found.tolist() == [True, False, True, False]  # y's own hash is not x's: not held
+
+
+def test_an_index_that_cannot_be_saved_still_answers(tmp_path):
+    nowhere = tmp_path / "no such folder" / "c.known.parquet"
+    known = _saved(nowhere, ["a", "b"])
+    assert known.contains(pl.Series(["a", "c"], dtype=pl.String)).tolist() == [True, False]
+    assert not nowhere.parent.exists()
