@@ -55,20 +55,27 @@ def read_queries(path: str | Path, skipped: Skipped | None = None) -> list[tuple
                     InputError(path, number, "more than one tab: expected qid<TAB>query (a query text holds no tab)"),
                     skipped,
                 )
-            elif not qid:
-                raise_or_skip(InputError(path, number, "empty query id"), skipped)
-            elif not text:
-                raise_or_skip(InputError(path, number, f"query {qid!r} has no text"), skipped)
-            elif qid in seen:
-                raise_or_skip(
-                    InputError(path, number, f"query id {qid!r} repeats (first on line {seen[qid]})"), skipped
-                )
-            else:
-                seen[qid] = number
+            elif _accepted(path, number, qid, text, seen, skipped):
                 queries.append((qid, text))
     if not queries:
         raise InputError(path, None, "no queries")
     return queries
+
+
+def _accepted(path: Path, number: int, qid: str, text: str, seen: dict[str, int], skipped: Skipped | None) -> bool:
+    """The rules every query file shares, checked once for both readers: an id, a text, and an id
+    not seen before (``seen``: id -> its first line, updated). A bad line is raised, or skipped
+    and ``False``."""
+    if not qid:
+        raise_or_skip(InputError(path, number, "empty query id"), skipped)
+    elif not text:
+        raise_or_skip(InputError(path, number, f"query {qid!r} has no text"), skipped)
+    elif qid in seen:
+        raise_or_skip(InputError(path, number, f"query id {qid!r} repeats (first on line {seen[qid]})"), skipped)
+    else:
+        seen[qid] = number
+        return True
+    return False
 
 
 def single_line(text: object) -> str:
@@ -311,16 +318,7 @@ def read_query_table(
                     problem = f"unknown label {value!r}; use {LABELS.accepted}" if value else "no label"
                     raise_or_skip(InputError(path, number, problem), skipped)
                     continue
-            if not qid:
-                raise_or_skip(InputError(path, number, "empty query id"), skipped)
-            elif not text:
-                raise_or_skip(InputError(path, number, f"query {qid!r} has no text"), skipped)
-            elif qid in seen:
-                raise_or_skip(
-                    InputError(path, number, f"query id {qid!r} repeats (first on line {seen[qid]})"), skipped
-                )
-            else:
-                seen[qid] = number
+            if _accepted(path, number, qid, text, seen, skipped):
                 rows.append((qid, text, label))
     if not rows:
         raise InputError(path, None, "no queries")

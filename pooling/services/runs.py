@@ -34,10 +34,35 @@ if TYPE_CHECKING:
 def known_docids(collection: Collection) -> KnownDocids:
     """The collection's docids prepared for checking runs: build it once to import several
     runs of the collection in one process (``import_run(..., known=...)``); they are read at
-    the first run actually checked (none when every run is already imported)."""
+    the first run actually checked (none when every run is already imported).
+
+    Prepared once per collection across processes too: the sorted index is kept beside the
+    docid index (``<sha256>.known.parquet``), for the next ``import_run`` a user types. It is
+    derived from that docid index as it is now (the collection's content hash and size, the
+    index file's size and time): a file made from anything else is rebuilt, not trusted, and
+    with the docid index gone (the cache cleared) the docids are read as before, the
+    collection's file checked again (:func:`pooling.selectors.docid_index`).
+    """
     from ..readers import KnownDocids
 
-    return KnownDocids(lambda: collection_docids(collection))
+    try:
+        stat = Path(collection.docid_index).stat()
+    except OSError:
+        return KnownDocids(lambda: collection_docids(collection))
+    return KnownDocids(
+        lambda: collection_docids(collection),
+        saved=known_index_path(collection),
+        source=(
+            f"collection sha256 {collection.sha256}, {collection.passages} passages; "
+            f"docid index {stat.st_size} bytes, modified {stat.st_mtime_ns}"
+        ),
+        rows=collection.passages,
+    )
+
+
+def known_index_path(collection: Collection) -> Path:
+    """Where :func:`known_docids` keeps the collection's sorted docid index between processes."""
+    return Path(collection.docid_index).with_suffix(".known.parquet")
 
 
 def import_run(
@@ -201,7 +226,7 @@ def parse_run_chunk(chunk_id: int, collection_id: int, path: str, run_format: st
     skipped = Skipped() if skip_bad_lines else None
     try:
         fields = parse_run_lines(
-            Path(path), run_format, collection_docids(collection), skipped, (chunk.start, chunk.end), chunk.first_line
+            Path(path), run_format, known_docids(collection), skipped, (chunk.start, chunk.end), chunk.first_line
         )
     except InputError as error:
         problem = json.dumps({"line": error.line, "problem": error.problem})

@@ -28,7 +28,11 @@ def test_benchmark_pooling_engine_and_naive_give_the_same_pool(tmp_path):
     assert "first pool in one command (pool given the files)" in text
     assert float(startup[0].split("start-up")[1].split("s")[0]) > 0
     pooled = [line for line in text.splitlines() if line.startswith("| 3,000 | pool |")]
-    assert pooled and 5 < int(pooled[0].split("|")[5].replace(",", "")) <= 20
+    assert pooled and 5 < int(pooled[0].split("|")[6].replace(",", "")) <= 20
+    # As typed: one import_run per run file, each a process whose CPU time is read; same pool as naive's.
+    assert "import_run x2 " in text and "as commands" in text
+    commands = [line for line in text.splitlines() if "as commands" in line and "faster than naive" in line]
+    assert commands and "(same pool: True)" in commands[0] and "in CPU" in commands[0]
 
 
 def test_benchmark_metrics_approaches_agree():

@@ -116,3 +116,87 @@ def test_unknown_docids_are_refused_by_line_in_file_order(tmp_path):
         (18, "docid 'nowhere' is not in the collection"),
     ]
     assert len(table.frame) == 98 and "missing" not in table.frame["docid"].to_list()
+
+
+# --- the index kept between processes (a user types one import_run per file) -----------------
+
+
+def _saved(path: Path, docids: list[str], source: str = "collection A") -> readers.KnownDocids:
+    return readers.KnownDocids(pl.Series(docids, dtype=pl.String), saved=path, source=source, rows=len(docids))
+
+
+def _no_docids() -> pl.Series:
+    raise AssertionError("the saved index should have been used, not the collection's docids")
+
+
+def test_the_saved_index_is_used_by_the_next_process_and_answers_the_same(tmp_path):
+    saved = tmp_path / "c.known.parquet"
+    docids = [f"d{i}" for i in range(1000)]
+    asked = pl.Series(["d5", "d999", "d1000", "x", "d05"], dtype=pl.String)
+    first = _saved(saved, docids).contains(asked)
+    assert saved.exists()
+    again = readers.KnownDocids(_no_docids, saved=saved, source="collection A", rows=1000)
+    assert (again.contains(asked) == first).all() and first.tolist() == [True, True, False, False, False]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),  # cut short
+        lambda p: p.write_bytes(b"PAR1" + b"\0" * 64 + b"PAR1"),  # not Parquet at all
+        lambda p: p.write_bytes(p.read_bytes()[:200] + bytes(300) + p.read_bytes()[500:]),  # overwritten inside
+        lambda p: p.unlink(),
+    ],
+    ids=["truncated", "garbage", "overwritten", "removed"],
+)
+def test_a_damaged_saved_index_is_rebuilt_not_trusted(tmp_path, damage):
+    saved = tmp_path / "c.known.parquet"
+    docids = [f"d{i}" for i in range(1000)]
+    _saved(saved, docids).contains(pl.Series(["d1"]))
+    damage(saved)
+    rebuilt = _saved(saved, docids)
+    assert rebuilt.contains(pl.Series(["d1", "d999", "zz"], dtype=pl.String)).tolist() == [True, True, False]
+    assert readers.load_known_index(saved, readers.known_index_source("collection A"), 1000) is not None  # rewritten
+
+
+def test_a_saved_index_of_another_collection_or_size_is_not_used(tmp_path):
+    saved = tmp_path / "c.known.parquet"
+    _saved(saved, ["a", "b", "c"], source="collection A")
+    # Another collection's content at the same place (a foreign file): its docids are not this one's.
+    other = _saved(saved, ["x", "y"], source="collection B")
+    assert other.contains(pl.Series(["a", "x"], dtype=pl.String)).tolist() == [False, True]
+    # The same source claimed with another number of docids, or rows out of hash order: refused.
+    source = readers.known_index_source("collection B")
+    assert readers.load_known_index(saved, source, rows=3) is None
+    assert readers.load_known_index(saved, source, rows=2) is not None
+    index = pl.read_parquet(saved).sort("hash", descending=True)
+    readers.save_known_index(index, saved, source)
+    assert readers.load_known_index(saved, source, rows=2) is None
+
+
+def test_a_saved_index_of_another_polars_hash_is_not_used(tmp_path, monkeypatch):
+    saved = tmp_path / "c.known.parquet"
+    _saved(saved, ["a", "b"])
+    monkeypatch.setattr(readers.pl, "__version__", "0.0.0-other")
+    assert readers.load_known_index(saved, readers.known_index_source("collection A"), 2) is None
+
+
+def test_docids_sharing_a_hash_are_told_apart_by_their_text():
+    """Two docids with one 8-byte hash (a collision, forced here): each entry of the hash is
+    compared, so the one the collection holds is found and the other is not."""
+    held = pl.Series(["x", "z"], dtype=pl.String)
+    x_hash, z_hash = held.hash(seed=0).to_list()
+    known = readers.KnownDocids(held)
+    # "y" in the index under x's hash, before "x": the first entry of that hash is not x.
+    known.__dict__["_index"] = pl.DataFrame(
+        {"hash": pl.Series([x_hash, x_hash, z_hash], dtype=pl.UInt64), "known": ["y", "x", "z"]}
+    ).sort("hash", maintain_order=True)
+    found = known.contains(pl.Series(["x", "y", "z", "w"], dtype=pl.String))
+    assert found.tolist() == [True, False, True, False]  # y's own hash is not x's: not held
+
+
+def test_an_index_that_cannot_be_saved_still_answers(tmp_path):
+    nowhere = tmp_path / "no such folder" / "c.known.parquet"
+    known = _saved(nowhere, ["a", "b"])
+    assert known.contains(pl.Series(["a", "c"], dtype=pl.String)).tolist() == [True, False]
+    assert not nowhere.parent.exists()
