@@ -4,7 +4,8 @@ docs/architecture.md draws the picture these tests keep true. A module's place d
 layer; nobody keeps a list.
 
 **Apps**, bottom to top: ``core`` < ``pooling`` < ``annotation`` < ``metrics``. Above them
-``benchmarks`` (benchmarks, load tests, the fake outside servers) may import anything, and so
+``benchmarks`` (benchmarks, load tests, the fake outside servers of no single platform) may import anything
+(the tests included: a platform's fake server is beside its tests), and so
 may ``config`` (settings, URLs, the Celery app). ``core``, ``pooling``, ``annotation``,
 ``metrics`` and ``config`` are the *product*.
 
