@@ -121,9 +121,11 @@ SUB_DOMAIN_ORDER = {
 PLATFORM_INTERFACE = {"annotation": ("crowd", "results", "quality")}
 #: The one place a platform still uses another's modules, each module imported named (a debt, kept
 #: exact by the test: an entry no import needs any more fails it): Prolific participants work on
-#: this site through the in-house hand-out and HIT page.
+#: this site through the in-house hand-out and HIT page; Task Builder's client extends Prolific's (one
+#: Prolific API below both platforms: each endpoint written once), its client only.
 BETWEEN_PLATFORMS = {
     "annotation": {
+        ("platforms.taskbuilder", "annotation.platforms.prolific.client"),
         ("platforms.prolific", "annotation.platforms.inhouse.services.handout"),
         ("platforms.prolific", "annotation.platforms.inhouse.services.corrections"),
         ("platforms.prolific", "annotation.platforms.inhouse.views"),

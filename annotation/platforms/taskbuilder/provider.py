@@ -336,11 +336,7 @@ class TaskBuilderProvider(CrowdProvider):
         """Finished sessions and their answers, by HIT token. A response seen twice (a page read
         again, a duplicate) counts once; of two answers to one query in a session the later wins;
         a session still in progress is not read (its answers may be incomplete)."""
-        finished = {
-            s["id"]: s
-            for s in self.client.submissions(study_id)
-            if isinstance(s.get("id"), str) and s.get("status") in FINISHED
-        }
+        finished = {s.id: s for s in self.client.submissions(study_id) if s.status in FINISHED}
         tb_batch_id = self.client.get_study(study_id).get("data_collection_id")
         if not finished or not tb_batch_id:
             return {}
@@ -370,18 +366,18 @@ class TaskBuilderProvider(CrowdProvider):
             by_hit[token].append(
                 RemoteAssignment(
                     assignment_id=session,
-                    worker_id=str(submission.get("participant_id") or submission.get("participant") or ""),
-                    status=FINISHED[submission["status"]],
+                    worker_id=submission.participant_id,
+                    status=FINISHED[submission.status],
                     raw_answer=json.dumps(given, sort_keys=True),
                     answers=given,
-                    submitted_at=_moment(submission.get("completed_at")),
-                    accepted_at=_moment(submission.get("started_at")),
+                    submitted_at=_moment(submission.completed_at),
+                    accepted_at=_moment(submission.started_at),
                 )
             )
         return by_hit
 
     def approve(self, assignment: Assignment, feedback: str = "") -> bool:
-        self.client.transition_submission(assignment.provider_assignment_id, {"action": "APPROVE"})
+        self.client.approve(assignment.provider_assignment_id)
         return True
 
     def reject(self, assignment: Assignment, feedback: str) -> bool:
@@ -389,12 +385,7 @@ class TaskBuilderProvider(CrowdProvider):
             category, text = "FAILED_CHECK", feedback or "Too many check questions were answered wrongly."
         else:
             category, text = "LOW_EFFORT", feedback or "Some queries were left without a usable answer."
-        body = {
-            "action": "REJECT",
-            "rejection_category": category,
-            "message": (text.rstrip() + REJECTION_MESSAGE)[:2000],
-        }
-        self.client.transition_submission(assignment.provider_assignment_id, body)
+        self.client.reject(assignment.provider_assignment_id, category, (text.rstrip() + REJECTION_MESSAGE)[:2000])
         return True
 
     def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
