@@ -15,6 +15,8 @@ Prolific submission.
 Written from Prolific's API reference (docs.prolific.com/api-reference/task-builder: datasets,
 uploading data, batches, setup, responses) and its open-source CLI (prolific-oss/cli,
 ``model/ai_task_builder.go``, ``model/study.go``). Not confirmed there, and handled defensively:
+an import job listed in the dataset's ``imports`` carries ``import_id`` (or ``id``) and ``status`` as
+its status answer does;
 a response's ``metadata`` carries the datapoint's ``metadata`` fields (how an answer is tied to its
 query); lists are read by pages of ``results`` until a short page or no ``_links.next``; the
 datasets and batches of a workspace are listed with ``?workspace_id=`` (how a resource whose
@@ -54,6 +56,9 @@ __all__ = [
 MAX_RESPONSE_BYTES = 20 * 1024 * 1024
 #: The statuses of an import job that end it (docs: "Get Dataset Import Status").
 IMPORT_DONE = frozenset({"complete", "partial", "failed", "pending_schema"})
+#: The statuses of an import job that received its file (all but ``uninitialised``, a presigned URL never
+#: used, and ``failed``, nothing ingested): the file was sent once, and must not be sent again.
+IMPORT_RECEIVED = frozenset({"queued", "processing", "complete", "partial", "pending_schema"})
 #: The study's data collection method for a Task Builder batch.
 DATA_COLLECTION_METHOD = "AI_TASK_BUILDER_BATCH"
 #: Prolific's errors, under the names the Task Builder provider speaks of: one API, one kind of error.
@@ -79,6 +84,19 @@ class TaskBuilder(Prolific):
 
     def get_dataset(self, dataset_id: str) -> dict:
         return self.request("GET", f"data-collection/datasets/{_q(dataset_id)}")
+
+    def imports(self, dataset_id: str) -> list[dict] | None:
+        """The dataset's import jobs, most recent first, each with its ``import_id`` and ``status`` (``GET``
+        of the dataset, its ``imports``: docs "Get a Dataset", V4 datasets); ``None`` when the answer has no
+        such list (how a file sent by an attempt whose answer never came is found again)."""
+        found = self.get_dataset(dataset_id).get("imports")
+        if not isinstance(found, list):
+            return None
+        jobs = []
+        for job in found:
+            if isinstance(job, dict) and isinstance(job.get("import_id") or job.get("id"), str):
+                jobs.append({**job, "import_id": job.get("import_id") or job["id"], "status": str(job.get("status"))})
+        return jobs
 
     def upload_url(self, dataset_id: str, filename: str) -> dict:
         """A presigned URL for one file and its import job (``upload_url``, ``import_id``): repeatable

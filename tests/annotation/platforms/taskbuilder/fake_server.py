@@ -6,8 +6,12 @@ Not product code (tests import it; the product never does). It behaves as the re
 
 - a dataset is made with a schema (``text``, ``task_group_id``, ``metadata`` fields; ``strict`` refuses
   unknown fields); ``GET .../upload-url/{filename}`` makes an import job (``uninitialised``) and a
-  presigned URL on this server; the PUT of a JSONL file there moves it to ``processing``, and it is
-  ``complete`` after ``processing_polls`` looks (a line that breaks the schema makes it ``partial``);
+  presigned URL on this server; the PUT of a JSONL file there moves it to ``processing`` (the same URL
+  PUT again changes nothing), and it is ``complete`` after ``processing_polls`` looks (a line that
+  breaks the schema makes it ``partial``), its accepted lines appended to the dataset's datapoints
+  (every file received is appended: a file uploaded twice is there twice); a dataset's imports are
+  run one at a time in arrival order (a later one is ``queued`` meanwhile); ``GET`` of a dataset lists
+  its import jobs (``imports``, most recent first, as the reference's "Get a Dataset" for V4);
 - a batch's ``batch_items`` may reference only the dataset's ``text`` fields; its setup needs a
   complete import and is refused once begun; it is ``PROCESSING`` for ``processing_polls`` looks,
   then ``READY``, the datapoints grouped into task groups by their ``task_group_id`` field;
@@ -35,10 +39,12 @@ again would), ``shuffle_responses`` lists them out of order (seeded).
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tests.annotation.platforms.prolific import fake_server as prolific
@@ -61,6 +67,7 @@ class FakeTaskBuilder(FakeProlific):
     responses: list[dict] = field(default_factory=list)
     #: The task group (a HIT) each session labels.
     task_groups: dict[str, str] = field(default_factory=dict)
+    _arrivals: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     page_size: int = 3
     processing_polls: int = 2
     duplicate_responses: bool = False
@@ -186,9 +193,10 @@ class FakeTaskBuilder(FakeProlific):
         self.datasets[dataset["id"]] = dataset
         return 201, self._public_dataset(dataset)
 
-    @staticmethod
-    def _public_dataset(dataset: dict) -> dict:
-        return {k: v for k, v in dataset.items() if k != "datapoints"}
+    def _public_dataset(self, dataset: dict) -> dict:
+        jobs = [j for j in self.imports.values() if j["dataset_id"] == dataset["id"]]
+        listed = [{"import_id": j["id"], "status": j["status"], "type": "file_upload"} for j in reversed(jobs)]
+        return {k: v for k, v in dataset.items() if k != "datapoints"} | {"imports": listed}
 
     def list_datasets(self, args, query, body):
         workspace = query.get("workspace_id", [""])[0]
@@ -197,6 +205,8 @@ class FakeTaskBuilder(FakeProlific):
 
     def get_dataset(self, args, query, body):
         dataset = self.datasets.get(args["dataset"])
+        if dataset:
+            self._tick(dataset["id"])
         return (200, self._public_dataset(dataset)) if dataset else (404, {"error": {"detail": "Not found."}})
 
     def upload_url(self, args, query, body):
@@ -232,21 +242,39 @@ class FakeTaskBuilder(FakeProlific):
                 rejected += 1
                 continue
             accepted.append(point)
-        job.update(status="processing", accepted=accepted, rejected=rejected)
+        job.update(status="processing", accepted=accepted, rejected=rejected, arrived=next(self._arrivals))
         return 200, {}
+
+    def _tick(self, dataset_id: str) -> None:
+        """Time passes for the dataset's imports (at each look at the dataset or one of its imports): the
+        first received one not finished gets one look (they
+        run one at a time in arrival order, the others ``queued``); after ``processing_polls`` looks its
+        accepted lines are appended to the dataset."""
+        waiting = sorted(
+            (
+                j
+                for j in self.imports.values()
+                if j["dataset_id"] == dataset_id and j["status"] in ("processing", "queued")
+            ),
+            key=lambda j: j["arrived"],
+        )
+        for position, job in enumerate(waiting):
+            job["status"] = "processing" if position == 0 else "queued"
+        if waiting:
+            job = waiting[0]
+            job["looks"] += 1
+            if job["looks"] >= self.processing_polls:
+                dataset = self.datasets[dataset_id]
+                dataset["datapoints"] += job["accepted"]
+                dataset["total_datapoint_count"] = len(dataset["datapoints"])
+                job["status"] = "partial" if job["rejected"] else "complete"
 
     def import_status(self, args, query, body):
         job = self.imports.get(args["import_id"])
         if job is None or job["dataset_id"] != args["dataset"]:
             return 404, {"error": {"detail": "Not found."}}
-        if job["status"] == "processing":
-            job["looks"] += 1
-            if job["looks"] >= self.processing_polls:
-                dataset = self.datasets[job["dataset_id"]]
-                dataset["datapoints"] += job["accepted"]
-                dataset["total_datapoint_count"] = len(dataset["datapoints"])
-                job["status"] = "partial" if job["rejected"] else "complete"
-        answer = {"id": job["id"], "status": job["status"]}
+        self._tick(job["dataset_id"])
+        answer = {"id": job["id"], "import_id": job["id"], "status": job["status"]}
         if job["status"] in ("complete", "partial"):
             answer["accepted_count"] = len(job["accepted"])
         if job["status"] == "partial":
