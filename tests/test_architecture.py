@@ -4,7 +4,8 @@ docs/architecture.md draws the picture these tests keep true. A module's place d
 layer; nobody keeps a list.
 
 **Apps**, bottom to top: ``core`` < ``pooling`` < ``annotation`` < ``metrics``. Above them
-``benchmarks`` (benchmarks, load tests, the fake outside servers) may import anything, and so
+``benchmarks`` (benchmarks, load tests, the fake outside servers of no single platform) may import anything
+(the tests included: a platform's fake server is beside its tests), and so
 may ``config`` (settings, URLs, the Celery app). ``core``, ``pooling``, ``annotation``,
 ``metrics`` and ``config`` are the *product*.
 
@@ -120,9 +121,11 @@ SUB_DOMAIN_ORDER = {
 PLATFORM_INTERFACE = {"annotation": ("crowd", "results", "quality")}
 #: The one place a platform still uses another's modules, each module imported named (a debt, kept
 #: exact by the test: an entry no import needs any more fails it): Prolific participants work on
-#: this site through the in-house hand-out and HIT page.
+#: this site through the in-house hand-out and HIT page; Task Builder's client extends Prolific's (one
+#: Prolific API below both platforms: each endpoint written once), its client only.
 BETWEEN_PLATFORMS = {
     "annotation": {
+        ("platforms.taskbuilder", "annotation.platforms.prolific.client"),
         ("platforms.prolific", "annotation.platforms.inhouse.services.handout"),
         ("platforms.prolific", "annotation.platforms.inhouse.services.corrections"),
         ("platforms.prolific", "annotation.platforms.inhouse.views"),

@@ -18,7 +18,9 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.functional import lazy
 
+from annotation.crowd.providers.registry import PLATFORMS, platform_choices, platform_label
 from annotation.labels import LABEL_CHOICES
 from core.models import GroupOwned, GroupScopedManager
 from pooling.models import Pool, Query, QuerySet
@@ -28,16 +30,19 @@ from pooling.models import Pool, Query, QuerySet
 DEFAULT_MAX_ASSIGNMENTS = 7
 
 
-class Provider(models.TextChoices):
-    LOCAL = "local", "In-house annotators (this site)"
-    MTURK = "mturk", "Amazon Mechanical Turk"
-    PROLIFIC = "prolific", "Prolific"
+#: The platforms' stored names, one member per line of :data:`annotation.crowd.providers.registry.PLATFORMS`
+#: (``Provider.MTURK == "mturk"``, ``Provider.TASKBUILDER`` ...), each labelled by its provider class when
+#: the label is read (lazily: the providers' modules import the models). The fields below take their
+#: choices from :func:`~annotation.crowd.providers.registry.platform_choices`, the same names and labels.
+Provider = models.TextChoices(
+    "Provider", [(name.upper(), (name, lazy(platform_label, str)(name))) for name in PLATFORMS]
+)
 
 
 class WorkerIdentity(models.Model):
     """Who a worker really is: restricted to superusers in the admin, never exported."""
 
-    provider = models.CharField(max_length=20, choices=Provider.choices)
+    provider = models.CharField(max_length=20, choices=platform_choices)
     external_id = models.CharField(max_length=255, help_text="MTurk WorkerId, or the local username.")
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL,
@@ -62,7 +67,7 @@ class Worker(models.Model):
     """A crowd worker or in-house annotator, as everything but ``WorkerIdentity`` knows them."""
 
     pseudonym = models.CharField(max_length=40, unique=True)
-    provider = models.CharField(max_length=20, choices=Provider.choices)
+    provider = models.CharField(max_length=20, choices=platform_choices)
     identity = models.OneToOneField(WorkerIdentity, on_delete=models.PROTECT, related_name="worker")
     blocked = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
@@ -97,7 +102,7 @@ class Batch(GroupOwned):
         QuerySet, on_delete=models.PROTECT, null=True, blank=True, related_name="annotation_batches"
     )
     pool = models.ForeignKey(Pool, on_delete=models.PROTECT, null=True, blank=True, related_name="annotation_batches")
-    provider = models.CharField(max_length=20, choices=Provider.choices)
+    provider = models.CharField(max_length=20, choices=platform_choices)
     assignments_per_query = models.PositiveSmallIntegerField(default=3)
     queries_per_hit = models.PositiveSmallIntegerField(default=10)
     reward = models.DecimalField(max_digits=8, decimal_places=2, help_text="USD per assignment (one HIT, one worker).")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection as db
 
-from benchmarks.fakes import huggingface, openai_chat, prolific
+from benchmarks.fakes import huggingface, openai_chat
 from core.errors import ServiceError
 from core.models import Connection, Job
 from core.sealing import SealError, new_key, reseal, seal, unseal
@@ -21,6 +21,7 @@ from core.selectors import (
     prolific_settings,
 )
 from core.services.connections import delete_connection, reseal_connections, save_connection, start_test_connection
+from tests.annotation.platforms.prolific import fake_server as prolific
 
 SECRET = "prolific-token-0123456789-wxyz"
 

@@ -132,12 +132,13 @@ def test_bad_requests_are_refused_with_a_reason(world, kwargs, message):
 def test_costs_on_each_provider_by_hand(db):
     # 250 queries, 10 per HIT, 3 assignments at $0.05: 25 HITs, 75 assignments, $3.75 of rewards.
     # in-house: no fee, $3.75; MTurk: 20% = $0.01 per assignment, 75 × $0.06 = $4.50;
-    # Prolific: 33.3% of $3.75 = $1.24875 → $1.25 once on the total, $5.00.
-    assert planning.costs(250) == {"local": 3.75, "mturk": 4.50, "prolific": 5.00}
+    # Prolific: 33.3% of $3.75 = $1.24875 → $1.25 once on the total, $5.00; Task Builder is a Prolific
+    # study (every registered platform is priced): the same fee, $5.00.
+    assert planning.costs(250) == {"local": 3.75, "mturk": 4.50, "prolific": 5.00, "taskbuilder": 5.00}
     # $0.10 × 2 assignments, 5 queries per HIT, 12 queries: 3 HITs, 6 assignments, $0.60;
     # MTurk's fee $0.02 each: $0.72; Prolific $0.60 + $0.1998 → $0.20: $0.80.
     settings = planning.CostSettings(Decimal("0.10"), 2, 5)
-    assert planning.costs(12, settings) == {"local": 0.60, "mturk": 0.72, "prolific": 0.80}
+    assert planning.costs(12, settings) == {"local": 0.60, "mturk": 0.72, "prolific": 0.80, "taskbuilder": 0.80}
 
 
 def test_the_worked_example_of_the_docs(db):
@@ -149,7 +150,7 @@ def test_the_worked_example_of_the_docs(db):
     pooled = power.pooled_to_annotate(needed, 1765 / 3750)
     assert (needed, pooled) == (197, 419)
     assert (power.pooled_to_annotate(needed, high), power.pooled_to_annotate(needed, low)) == (405, 434)
-    assert planning.costs(pooled) == {"local": 6.30, "mturk": 7.56, "prolific": 8.40}
+    assert planning.costs(pooled) == {"local": 6.30, "mturk": 7.56, "prolific": 8.40, "taskbuilder": 8.40}
 
 
 def make_pool(name="pl", size=10):
@@ -248,7 +249,7 @@ def test_the_command_prints_json_with_the_promised_keys(world):
     plan = json.loads(out.getvalue())
     assert {"n_queries", "minimum_detectable_difference", "power_at_current_n"} <= set(plan)
     assert {"pooled_to_annotate", "cost"} <= set(plan)
-    assert set(plan["cost"]) == {"local", "mturk", "prolific"}
+    assert set(plan["cost"]) == {"local", "mturk", "prolific", "taskbuilder"}
     assert "simulated power" in err.getvalue()  # progress goes to stderr, not into the JSON
 
 

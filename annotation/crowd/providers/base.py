@@ -4,7 +4,8 @@ The services speak to one small interface, :class:`CrowdProvider`, so the batch 
 cycle (publish, sync, review, escalate, cancel) is written once. Providers register
 under the name stored in ``Batch.provider`` (``local``, ``mturk``, ``prolific``); a new
 platform is a folder ``annotation/platforms/<name>/`` whose ``provider.py`` holds one class
-decorated with ``@register("<name>")``, and one line in :data:`PLATFORMS`.
+decorated with ``@register("<name>")``, and one line in :data:`PLATFORMS` (:mod:`.registry`, which
+imports no provider and no model, so the models take their choices from it).
 
 A provider only talks to the outside world. It never writes to the database: the
 services record what it returns, in their own transactions, in an order that makes
@@ -20,6 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from annotation.crowd.providers.options import COMMON_OPTIONS, BatchOption
+from annotation.crowd.providers.registry import BUILT_IN as BUILT_IN
+from annotation.crowd.providers.registry import PLATFORMS as PLATFORMS
+from annotation.crowd.providers.registry import REGISTRY as _PLATFORM_REGISTRY
+from annotation.crowd.providers.registry import platform_choices as platform_choices
+from annotation.crowd.providers.registry import platform_label as platform_label
 from core.lazy_registry import LazyRegistry
 
 if TYPE_CHECKING:
@@ -167,21 +173,9 @@ class CrowdProvider(ABC):
         return None
 
 
-#: The crowd platforms, one line each: the name stored in ``Batch.provider`` and the folder that
-#: is the platform (``annotation/platforms/<name>/``: its provider in ``provider.py``, its client,
-#: services, pages and the hooks it plugs in, :data:`PLUG_INS` of its package). Everything that
-#: lists platforms (the registry below, ``provider_names()``, the ``provider`` option's choices,
-#: the app's plug-ins) is derived from this table; a new platform is a folder and a line here.
-PLATFORMS = {
-    "local": "annotation.platforms.inhouse",
-    "mturk": "annotation.platforms.mturk",
-    "prolific": "annotation.platforms.prolific",
-    "taskbuilder": "annotation.platforms.taskbuilder",
-}
-#: The project's providers, imported when first asked for (so loading this package loads
-#: neither Django's models nor a provider's client).
-BUILT_IN = {name: f"{folder}.provider" for name, folder in PLATFORMS.items()}
-_REGISTRY: LazyRegistry[CrowdProvider] = LazyRegistry("crowd provider", BUILT_IN)
+#: The registry (:mod:`.registry`: the table of platforms, one line each, and what is derived from it
+#: without importing a provider), named here too: ``base.PLATFORMS`` is ``registry.PLATFORMS``.
+_REGISTRY: LazyRegistry[CrowdProvider] = _PLATFORM_REGISTRY
 
 
 def register(name: str) -> Callable[[type[CrowdProvider]], type[CrowdProvider]]:
@@ -209,7 +203,7 @@ def provider_option() -> BatchOption:
         "choice",
         "The crowd platform: who does the work and what it costs.",
         default="local",
-        choices=tuple((name, provider_class(name).label or name) for name in provider_names()),
+        choices=tuple((name, platform_label(name)) for name in provider_names()),
     )
 
 

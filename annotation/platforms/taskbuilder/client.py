@@ -1,5 +1,6 @@
-"""A small client for Prolific's Task Builder API (``/api/v1/data-collection/``) and the few study calls
-a Task Builder study needs, over :class:`core.http.JsonClient`. Pure (no Django).
+"""A small client for Prolific's Task Builder API (``/api/v1/data-collection/``), built on Prolific's
+client (the study and submission calls a Task Builder study needs), over :class:`core.http.JsonClient`.
+Pure (no Django).
 
 Prolific hosts the labelling task itself: a *dataset* holds the datapoints (our queries, one per
 line of a JSONL file with a schema: the query's text shown, its HIT and field name kept as
@@ -14,10 +15,16 @@ Prolific submission.
 Written from Prolific's API reference (docs.prolific.com/api-reference/task-builder: datasets,
 uploading data, batches, setup, responses) and its open-source CLI (prolific-oss/cli,
 ``model/ai_task_builder.go``, ``model/study.go``). Not confirmed there, and handled defensively:
+an import job listed in the dataset's ``imports`` carries ``import_id`` (or ``id``) and ``status`` as
+its status answer does;
 a response's ``metadata`` carries the datapoint's ``metadata`` fields (how an answer is tied to its
 query); lists are read by pages of ``results`` until a short page or no ``_links.next``; the
 datasets and batches of a workspace are listed with ``?workspace_id=`` (how a resource whose
 creation lost its answer is found again by its name, which is unique per batch of this site).
+
+The study and submission calls are Prolific's own (:class:`annotation.platforms.prolific.client.Prolific`,
+which this client extends): each Prolific endpoint is written once, and its errors are Prolific's
+(:class:`TaskBuilderError` is :class:`~annotation.platforms.prolific.client.ProlificError`).
 
 Retries are :mod:`core.http`'s: a 429 (``Retry-After`` honoured), a 5xx, a broken connection and
 an unreadable answer are retried with back-off when the call is safe to repeat (reads, setting a
@@ -30,102 +37,41 @@ any second attempt.
 from __future__ import annotations
 
 import http.client
-import json
-import time
 import urllib.parse
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
+from annotation.platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome, cents
 from core.backoff import backoff_delay, retry_after_seconds
-from core.errors import ProviderError
-from core.http import HttpError, JsonClient
 
-PAGE_SIZE = 200
-#: Seconds one call may take in all, retries and back-off included.
-CALL_DEADLINE = 120.0
+__all__ = [
+    "DATA_COLLECTION_METHOD",
+    "IMPORT_DONE",
+    "TaskBuilder",
+    "TaskBuilderError",
+    "TaskBuilderUnknownOutcome",
+    "cents",
+]
+
+#: The largest answer read (a page of 200 responses, each with its metadata).
 MAX_RESPONSE_BYTES = 20 * 1024 * 1024
 #: The statuses of an import job that end it (docs: "Get Dataset Import Status").
 IMPORT_DONE = frozenset({"complete", "partial", "failed", "pending_schema"})
+#: The statuses of an import job that received its file (all but ``uninitialised``, a presigned URL never
+#: used, and ``failed``, nothing ingested): the file was sent once, and must not be sent again.
+IMPORT_RECEIVED = frozenset({"queued", "processing", "complete", "partial", "pending_schema"})
 #: The study's data collection method for a Task Builder batch.
 DATA_COLLECTION_METHOD = "AI_TASK_BUILDER_BATCH"
+#: Prolific's errors, under the names the Task Builder provider speaks of: one API, one kind of error.
+TaskBuilderError = ProlificError
+TaskBuilderUnknownOutcome = ProlificUnknownOutcome
 
 
-class TaskBuilderError(ProviderError):
-    """Prolific refused or failed a Task Builder call (``upstream``: it failed, retrying later may work)."""
+class TaskBuilder(Prolific):
+    """Prolific's API at ``base_url`` (``.../api/v1/``) with ``token``, with Task Builder's calls added to
+    Prolific's study and submission calls; ``sleep`` injectable for tests."""
 
-    def __init__(self, message: str, status: int | None = None, *, upstream: bool | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.upstream = upstream if upstream is not None else (status is not None and (status >= 500 or status == 429))
-
-
-class TaskBuilderUnknownOutcome(TaskBuilderError):
-    """A call that is not safe to repeat lost its answer: it may have been carried out."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message, status, upstream=True)
-
-
-class TaskBuilder:
-    """Prolific's API at ``base_url`` (``.../api/v1/``) with ``token``; ``sleep`` injectable for tests."""
-
-    def __init__(
-        self,
-        base_url: str,
-        token: str,
-        *,
-        max_attempts: int = 6,
-        base_delay: float = 0.5,
-        max_delay: float = 30.0,
-        timeout: float = 30.0,
-        sleep: Callable[[float], None] = time.sleep,
-        deadline: float = CALL_DEADLINE,
-        pace: Callable[[float], float | None] | None = None,
-    ) -> None:
-        if not token:
-            raise TaskBuilderError("PROLIFIC_API_TOKEN is not set: create a token in Prolific's settings (API tokens)")
-        self.base_url = base_url.rstrip("/") + "/"
-        self.sleep = sleep
-        self._transport = dict(
-            timeout=timeout,
-            deadline=deadline,
-            max_attempts=max_attempts,
-            base_delay=base_delay,
-            max_delay=max_delay,
-            max_bytes=MAX_RESPONSE_BYTES,
-            sleep=sleep,
-            pace=pace,
-        )
-        self._token = token
-
-    def request(self, method: str, path: str, body: Any = None, *, repeatable: bool = True) -> Any:
-        """One call through :class:`core.http.JsonClient`; every failure a :class:`TaskBuilderError`."""
-        try:
-            transport = JsonClient(self.base_url, {"Authorization": f"Token {self._token}"}, **self._transport)
-        except ValueError as exc:
-            raise TaskBuilderError(f"PROLIFIC_API_URL: {exc}") from None
-        try:
-            answer = transport.request(method, path, body, repeatable=repeatable)
-        except HttpError as exc:
-            where = f"Prolific {method} {path}"
-            if exc.unknown_outcome:
-                raise TaskBuilderUnknownOutcome(f"{where}: {exc}; it may have been done", exc.status) from None
-            if exc.kind == "refused":
-                raise TaskBuilderError(f"{where}: HTTP {exc.status}: {_detail(exc.text)}", exc.status) from None
-            raise TaskBuilderError(f"{where}: {exc}", exc.status, upstream=exc.upstream) from None
-        return {} if answer is None else answer
-
-    def pages(self, path: str) -> Iterator[dict]:
-        """Every item of a list endpoint (:func:`core.http.list_pages`: ``_links.next`` followed, or
-        offsets until a short page)."""
-        from core.http import list_pages
-
-        return list_pages(
-            lambda url: self.request("GET", url),
-            path,
-            PAGE_SIZE,
-            lambda: TaskBuilderError(f"Prolific GET {path}: a list page that is not a list of objects", 502),
-        )
+    def __init__(self, base_url: str, token: str, *, max_bytes: int = MAX_RESPONSE_BYTES, **options) -> None:
+        super().__init__(base_url, token, max_bytes=max_bytes, **options)
 
     # -- datasets -----------------------------------------------------------------------
     def create_dataset(self, workspace_id: str, name: str, schema: dict) -> dict:
@@ -138,6 +84,19 @@ class TaskBuilder:
 
     def get_dataset(self, dataset_id: str) -> dict:
         return self.request("GET", f"data-collection/datasets/{_q(dataset_id)}")
+
+    def imports(self, dataset_id: str) -> list[dict] | None:
+        """The dataset's import jobs, most recent first, each with its ``import_id`` and ``status`` (``GET``
+        of the dataset, its ``imports``: docs "Get a Dataset", V4 datasets); ``None`` when the answer has no
+        such list (how a file sent by an attempt whose answer never came is found again)."""
+        found = self.get_dataset(dataset_id).get("imports")
+        if not isinstance(found, list):
+            return None
+        jobs = []
+        for job in found:
+            if isinstance(job, dict) and isinstance(job.get("import_id") or job.get("id"), str):
+                jobs.append({**job, "import_id": job.get("import_id") or job["id"], "status": str(job.get("status"))})
+        return jobs
 
     def upload_url(self, dataset_id: str, filename: str) -> dict:
         """A presigned URL for one file and its import job (``upload_url``, ``import_id``): repeatable
@@ -153,8 +112,8 @@ class TaskBuilder:
         import urllib.error
         import urllib.request
 
-        timeout = self._transport["timeout"]
-        attempts = max(1, int(self._transport["max_attempts"]))
+        timeout = self.timeout
+        attempts = max(1, int(self.max_attempts))
         for attempt in range(1, attempts + 1):
             retry_after = None
             request = urllib.request.Request(upload_url, data=data, method="PUT")
@@ -174,11 +133,7 @@ class TaskBuilder:
                 raise TaskBuilderError(
                     f"uploading the dataset's file: {failure} after {attempt} attempts", upstream=True
                 )
-            self.sleep(
-                backoff_delay(
-                    attempt, retry_after, base=self._transport["base_delay"], cap=self._transport["max_delay"]
-                )
-            )
+            self.sleep(backoff_delay(attempt, retry_after, base=self.base_delay, cap=self.max_delay))
 
     def import_status(self, dataset_id: str, import_id: str) -> dict:
         return self.request("GET", f"data-collection/datasets/{_q(dataset_id)}/imports/{_q(import_id)}")
@@ -204,33 +159,6 @@ class TaskBuilder:
         """Every response of the batch (one per task and instruction a participant answered)."""
         return self.pages(f"data-collection/batches/{_q(batch_id)}/responses")
 
-    # -- the study ----------------------------------------------------------------------
-    def create_study(self, fields: dict) -> dict:
-        return self.request("POST", "studies/", fields, repeatable=False)
-
-    def find_study(self, project_id: str, internal_name: str) -> dict | None:
-        for study in self.pages(f"projects/{_q(project_id)}/studies/"):
-            if study.get("internal_name") == internal_name:
-                return study
-        return None
-
-    def get_study(self, study_id: str) -> dict:
-        return self.request("GET", f"studies/{_q(study_id)}/")
-
-    def transition_study(self, study_id: str, action: str) -> dict:
-        return self.request("POST", f"studies/{_q(study_id)}/transition/", {"action": action}, repeatable=False)
-
-    def set_places(self, study_id: str, total_available_places: int) -> dict:
-        """Absolute, so repeating it is harmless."""
-        return self.request("PATCH", f"studies/{_q(study_id)}/", {"total_available_places": total_available_places})
-
-    def submissions(self, study_id: str) -> Iterator[dict]:
-        return self.pages(f"studies/{_q(study_id)}/submissions/")
-
-    def transition_submission(self, submission_id: str, body: dict) -> dict:
-        """``APPROVE`` or ``REJECT`` (documented as idempotent: repeatable)."""
-        return self.request("POST", f"submissions/{_q(submission_id)}/transition/", body)
-
 
 def _q(value: str) -> str:
     return urllib.parse.quote(str(value), safe="")
@@ -238,25 +166,3 @@ def _q(value: str) -> str:
 
 def _named(items: Iterator[dict], name: str) -> dict | None:
     return next((item for item in items if item.get("name") == name), None)
-
-
-def _detail(text: str) -> str:
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return text[:300]
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            return str(error.get("detail") or error.get("title") or error)[:300]
-    return str(body)[:300]
-
-
-def cents(amount) -> int:
-    """Dollars as whole cents (Prolific takes rewards in the account currency's minor unit)."""
-    from decimal import Decimal
-
-    value = Decimal(amount) * 100
-    if value != value.to_integral_value():
-        raise ValueError(f"{amount} is not a whole number of cents")
-    return int(value)

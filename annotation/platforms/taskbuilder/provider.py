@@ -39,6 +39,7 @@ from annotation.labels import VOCABULARY
 from annotation.platforms.taskbuilder.client import (
     DATA_COLLECTION_METHOD,
     IMPORT_DONE,
+    IMPORT_RECEIVED,
     TaskBuilder,
     TaskBuilderError,
     TaskBuilderUnknownOutcome,
@@ -191,8 +192,9 @@ class TaskBuilderProvider(CrowdProvider):
         """The dataset, the Task Builder batch and the study (a draft); returns the study's id.
 
         Each is looked up by its name before it is created (and again after a lost answer to its
-        creation), the file is uploaded only to a dataset that holds nothing yet, the setup started
-        only on a batch that has not begun it: an interrupted publish is finished by the next.
+        creation), the file is uploaded only when no import job of the dataset ever received it
+        (:meth:`_import`), the setup started only on a batch that has not begun it: an interrupted
+        publish is finished by the next, with nothing made or imported twice.
         """
         from core.selectors import prolific_settings
 
@@ -209,8 +211,7 @@ class TaskBuilderProvider(CrowdProvider):
             lambda: self.client.find_dataset(workspace, name),
             lambda: self.client.create_dataset(workspace, name, SCHEMA),
         )
-        if int(self.client.get_dataset(dataset["id"]).get("total_datapoint_count") or 0) < len(points):
-            self._upload(dataset["id"], points)
+        self._import(dataset["id"], points)
         tb_batch = self._once(
             lambda: self.client.find_batch(workspace, name),
             lambda: self.client.create_batch(
@@ -247,13 +248,31 @@ class TaskBuilderProvider(CrowdProvider):
                 raise
             return found
 
-    def _upload(self, dataset_id: str, points: list[dict]) -> None:
-        data = "".join(json.dumps(point, ensure_ascii=False) + "\n" for point in points).encode()
-        target = self.client.upload_url(dataset_id, "queries.jsonl")
-        self.client.upload(target["upload_url"], data, target.get("content_type") or "application/jsonl")
-        status = self._wait(
-            lambda: self.client.import_status(dataset_id, target["import_id"]).get("status"), IMPORT_DONE
-        )
+    def _import(self, dataset_id: str, points: list[dict]) -> None:
+        """The batch's queries in the dataset exactly once, whatever stopped an earlier attempt.
+
+        Prolific appends every file a dataset receives, so a second upload repeats every query. The
+        dataset's import jobs (:meth:`TaskBuilder.imports`) say whether a file was received, whichever
+        attempt sent it: a crash between the upload and its import's end, an upload whose answers were
+        all lost though it arrived, a 5xx from a call that was carried out. Then that import is waited
+        for; only when none received a file (none yet, presigned URLs never used, or all ``failed``:
+        nothing ingested) is the file uploaded, once, and its own import waited for.
+        """
+        jobs = self.client.imports(dataset_id)
+        if jobs is None:  # an answer without import jobs: the datapoint count is what there is to go by
+            if int(self.client.get_dataset(dataset_id).get("total_datapoint_count") or 0) >= len(points):
+                return
+            jobs = []
+        received = [job for job in jobs if job["status"] in IMPORT_RECEIVED]
+        chosen = [job for job in received if job["status"] == "complete"] or received
+        if chosen:
+            import_id = chosen[0]["import_id"]  # the most recent, a complete one first
+        else:
+            data = "".join(json.dumps(point, ensure_ascii=False) + "\n" for point in points).encode()
+            target = self.client.upload_url(dataset_id, "queries.jsonl")
+            self.client.upload(target["upload_url"], data, target.get("content_type") or "application/jsonl")
+            import_id = target["import_id"]
+        status = self._wait(lambda: self.client.import_status(dataset_id, import_id).get("status"), IMPORT_DONE)
         if status != "complete":
             raise TaskBuilderError(f"Prolific did not import the batch's queries (import {status})", upstream=False)
 
@@ -336,11 +355,7 @@ class TaskBuilderProvider(CrowdProvider):
         """Finished sessions and their answers, by HIT token. A response seen twice (a page read
         again, a duplicate) counts once; of two answers to one query in a session the later wins;
         a session still in progress is not read (its answers may be incomplete)."""
-        finished = {
-            s["id"]: s
-            for s in self.client.submissions(study_id)
-            if isinstance(s.get("id"), str) and s.get("status") in FINISHED
-        }
+        finished = {s.id: s for s in self.client.submissions(study_id) if s.status in FINISHED}
         tb_batch_id = self.client.get_study(study_id).get("data_collection_id")
         if not finished or not tb_batch_id:
             return {}
@@ -370,18 +385,18 @@ class TaskBuilderProvider(CrowdProvider):
             by_hit[token].append(
                 RemoteAssignment(
                     assignment_id=session,
-                    worker_id=str(submission.get("participant_id") or submission.get("participant") or ""),
-                    status=FINISHED[submission["status"]],
+                    worker_id=submission.participant_id,
+                    status=FINISHED[submission.status],
                     raw_answer=json.dumps(given, sort_keys=True),
                     answers=given,
-                    submitted_at=_moment(submission.get("completed_at")),
-                    accepted_at=_moment(submission.get("started_at")),
+                    submitted_at=_moment(submission.completed_at),
+                    accepted_at=_moment(submission.started_at),
                 )
             )
         return by_hit
 
     def approve(self, assignment: Assignment, feedback: str = "") -> bool:
-        self.client.transition_submission(assignment.provider_assignment_id, {"action": "APPROVE"})
+        self.client.approve(assignment.provider_assignment_id)
         return True
 
     def reject(self, assignment: Assignment, feedback: str) -> bool:
@@ -389,12 +404,7 @@ class TaskBuilderProvider(CrowdProvider):
             category, text = "FAILED_CHECK", feedback or "Too many check questions were answered wrongly."
         else:
             category, text = "LOW_EFFORT", feedback or "Some queries were left without a usable answer."
-        body = {
-            "action": "REJECT",
-            "rejection_category": category,
-            "message": (text.rstrip() + REJECTION_MESSAGE)[:2000],
-        }
-        self.client.transition_submission(assignment.provider_assignment_id, body)
+        self.client.reject(assignment.provider_assignment_id, category, (text.rstrip() + REJECTION_MESSAGE)[:2000])
         return True
 
     def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:

@@ -47,7 +47,7 @@ class Command(ProjectCommand):
             default=0,
             help="launch burst instead: this many Prolific participants (no account) arriving over --over seconds, "
             "each doing one HIT through the study link, their arrival confirmed with a Prolific-compatible "
-            "server run in this process (benchmarks/fakes/prolific.py)",
+            "server run in this process (tests/annotation/platforms/prolific/fake_server.py)",
         )
         parser.add_argument("--over", type=float, default=60, help="seconds the --burst arrivals spread over (60)")
         parser.add_argument(

@@ -26,9 +26,9 @@ from annotation.models import Assignment, Batch
 from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_queries
 from annotation.results.selectors import review_queue
-from benchmarks.fakes.prolific import hexid
 from tests.annotation.conftest import answers_for, make_batch
 from tests.annotation.platforms.prolific import test_prolific as base
+from tests.annotation.platforms.prolific.fake_server import hexid
 from tests.annotation.platforms.prolific.test_prolific import Participant, _publish
 
 server, provider, sleeps, client_class = base.server, base.provider, base.sleeps, base.client_class

@@ -18,10 +18,10 @@ from annotation.models import Batch, Hit
 from annotation.platforms.mturk import client as mturk
 from annotation.platforms.mturk.client import MTurkError
 from annotation.platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
-from benchmarks.fakes import mturk as fake_mturk
-from benchmarks.fakes import prolific as fake_prolific
 from core.errors import ProviderError, ServiceError
 from core.models import Job
+from tests.annotation.platforms.mturk import fake_server as fake_mturk
+from tests.annotation.platforms.prolific import fake_server as fake_prolific
 from tests.annotation.platforms.prolific.test_prolific import PROJECT, make_prolific_batch
 
 

@@ -28,15 +28,15 @@ from annotation.platforms.mturk import services as mturk_admin
 from annotation.platforms.mturk.mturk_xml import build_answers_xml
 from annotation.platforms.prolific.bonuses import services as prolific_bonuses
 from annotation.publication.services.exports import export_queries
-from benchmarks.fakes.mturk import FakeMTurk
-from benchmarks.fakes.mturk import serve as serve_mturk
-from benchmarks.fakes.prolific import hexid
 from core.errors import StateError
 from metrics.methods_text import methods_tex
 from metrics.services.paper import batch_facts
 from tests.annotation.conftest import TRUTH
+from tests.annotation.platforms.mturk.fake_server import FakeMTurk
+from tests.annotation.platforms.mturk.fake_server import serve as serve_mturk
 from tests.annotation.platforms.prolific import test_prolific as base
 from tests.annotation.platforms.prolific import test_prolific_bonus as bonus_tests
+from tests.annotation.platforms.prolific.fake_server import hexid
 from tests.annotation.platforms.prolific.test_prolific import Participant, _publish
 from tests.metrics.test_paper_methods import SETTINGS
 

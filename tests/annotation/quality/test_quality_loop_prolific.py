@@ -10,7 +10,7 @@ from annotation.crowd.services.sync import sync_batch
 from annotation.models import Batch, ProlificSession, WorkerFlag
 from annotation.platforms.prolific import provider as prolific_rules
 from annotation.platforms.prolific import services as prolific_services
-from benchmarks.fakes.prolific import hexid
+from tests.annotation.platforms.prolific.fake_server import hexid
 from tests.annotation.platforms.prolific.test_prolific import (  # noqa: F401  (fixtures)
     Participant,
     _publish,

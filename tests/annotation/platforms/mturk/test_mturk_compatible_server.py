@@ -17,8 +17,8 @@ from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Hit, Judgment
 from annotation.platforms.mturk.mturk_xml import build_answers_xml
 from annotation.results.selectors import majority
-from benchmarks.fakes.mturk import FakeMTurk, serve
 from tests.annotation.conftest import TRUTH
+from tests.annotation.platforms.mturk.fake_server import FakeMTurk, serve
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from annotation.crowd.providers import ProlificProvider
 from annotation.models import Assignment, Judgment
 from annotation.platforms.prolific.client import Prolific
 from annotation.platforms.prolific.provider import completion_code
-from benchmarks.fakes.prolific import TOKEN, FakeProlific, hexid, serve
 from tests.annotation.conftest import TRUTH
+from tests.annotation.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
 from tests.annotation.platforms.prolific.test_prolific import make_prolific_batch
 
 NAMES = {"n": "Non-gendered", "f": "Female", "m": "Male", "o": "Other or multiple genders"}

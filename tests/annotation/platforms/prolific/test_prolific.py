@@ -1,4 +1,4 @@
-"""The Prolific path over real HTTP against a Prolific-compatible server (benchmarks/fakes/prolific.py).
+"""The Prolific path over real HTTP against a Prolific-compatible server (tests/annotation/platforms/prolific/fake_server.py).
 
 Participants take places on the server, follow the study URL to the site's real pages
 (Django's test client), answer the shared HIT page and are sent to the completion URL.
@@ -24,9 +24,9 @@ from annotation.platforms.prolific import provider as prolific_rules
 from annotation.platforms.prolific import services as prolific_services
 from annotation.platforms.prolific.bonuses import services as prolific_bonuses
 from annotation.platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
-from benchmarks.fakes.prolific import TOKEN, FakeProlific, hexid, serve
 from core.errors import ServiceError
 from tests.annotation.conftest import answers_for
+from tests.annotation.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
 
 PROJECT = "project-1"
 

@@ -30,8 +30,8 @@ from django.db import connection
 from django.urls import reverse
 
 from annotation.models import Assignment, ProlificSession, Worker
-from benchmarks.fakes.prolific import TOKEN, hexid
 from core.services.ratelimit import shared_cache
+from tests.annotation.platforms.prolific.fake_server import TOKEN, hexid
 from tests.annotation.platforms.prolific.test_prolific import (  # noqa: F401
     Participant,
     _publish,

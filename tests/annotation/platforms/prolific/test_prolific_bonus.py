@@ -26,10 +26,10 @@ from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import BonusPayment
 from annotation.platforms.prolific.bonuses import services as prolific_bonuses
-from benchmarks.fakes.prolific import hexid
 from core.errors import ServiceError, StateError
 from core.models import Job
 from tests.annotation.platforms.prolific import test_prolific as base
+from tests.annotation.platforms.prolific.fake_server import hexid
 from tests.annotation.platforms.prolific.test_prolific import Participant, _publish
 
 # The Prolific-compatible server and the provider talking to it, as in test_prolific.py.

@@ -16,8 +16,8 @@ from annotation.models import Batch, ParticipantGroup
 from annotation.platforms.prolific import services as prolific_services
 from annotation.platforms.prolific.groups import services as prolific_groups
 from annotation.platforms.prolific.provider import GOLD_FAILED_GROUP
-from benchmarks.fakes.prolific import hexid
 from tests.annotation.platforms.prolific import test_prolific as base
+from tests.annotation.platforms.prolific.fake_server import hexid
 from tests.annotation.platforms.prolific.test_prolific import Participant, _publish, make_prolific_batch
 
 # The Prolific-compatible server and the provider talking to it, as in test_prolific.py.

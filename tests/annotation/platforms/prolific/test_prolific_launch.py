@@ -25,7 +25,7 @@ import pytest
 from django.db import connection
 
 from benchmarks.burst import run_launch
-from benchmarks.fakes.prolific import TOKEN, FakeProlific, FaultShares, serve
+from tests.annotation.platforms.prolific.fake_server import TOKEN, FakeProlific, FaultShares, serve
 from tests.annotation.platforms.prolific.test_prolific import server  # noqa: F401
 from tests.annotation.platforms.prolific.test_prolific_arrivals_hostile import site  # noqa: F401
 

@@ -10,9 +10,9 @@ from django.urls import reverse
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import ProlificSubmission
 from annotation.platforms.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
-from benchmarks.fakes.prolific import hexid
 from tests.annotation.conftest import make_batch
 from tests.annotation.platforms.prolific import test_prolific as base
+from tests.annotation.platforms.prolific.fake_server import hexid
 from tests.annotation.platforms.prolific.test_prolific import Participant, _publish, make_prolific_batch
 
 pytestmark = pytest.mark.django_db

@@ -37,8 +37,8 @@ from annotation.platforms.prolific.client import Prolific
 from annotation.platforms.prolific.webhooks.selectors import webhook_status
 from annotation.platforms.prolific.webhooks.services.deliveries import RESYNC_KIND, poll_prolific
 from annotation.platforms.prolific.webhooks.services.subscriptions import reconcile_webhooks
-from benchmarks.fakes.prolific import TOKEN, hexid
 from core.models import Job
+from tests.annotation.platforms.prolific.fake_server import TOKEN, hexid
 from tests.annotation.platforms.prolific.test_prolific import (  # noqa: F401
     Participant,
     _publish,

@@ -6,8 +6,12 @@ Not product code (tests import it; the product never does). It behaves as the re
 
 - a dataset is made with a schema (``text``, ``task_group_id``, ``metadata`` fields; ``strict`` refuses
   unknown fields); ``GET .../upload-url/{filename}`` makes an import job (``uninitialised``) and a
-  presigned URL on this server; the PUT of a JSONL file there moves it to ``processing``, and it is
-  ``complete`` after ``processing_polls`` looks (a line that breaks the schema makes it ``partial``);
+  presigned URL on this server; the PUT of a JSONL file there moves it to ``processing`` (the same URL
+  PUT again changes nothing), and it is ``complete`` after ``processing_polls`` looks (a line that
+  breaks the schema makes it ``partial``), its accepted lines appended to the dataset's datapoints
+  (every file received is appended: a file uploaded twice is there twice); a dataset's imports are
+  run one at a time in arrival order (a later one is ``queued`` meanwhile); ``GET`` of a dataset lists
+  its import jobs (``imports``, most recent first, as the reference's "Get a Dataset" for V4);
 - a batch's ``batch_items`` may reference only the dataset's ``text`` fields; its setup needs a
   complete import and is refused once begun; it is ``PROCESSING`` for ``processing_polls`` looks,
   then ``READY``, the datapoints grouped into task groups by their ``task_group_id`` field;
@@ -20,65 +24,61 @@ Not product code (tests import it; the product never does). It behaves as the re
 - submissions are approved or rejected once (the same transition twice is ignored; a rejection needs
   a category and a message of 100 characters or more).
 
+The study and submission endpoints are the Prolific server's (:class:`FakeTaskBuilder` extends
+:class:`tests.annotation.platforms.prolific.fake_server.FakeProlific`, its routes, paging, token check,
+faults and serving): a Task Builder study is a Prolific study whose data are collected on Prolific, so
+what the Prolific server does with a study, its places and its submissions is written once. This server
+adds the ``data-collection`` routes, the presigned upload (no token) and the participants' work.
+
 Faults, scripted per route name as for the Prolific server (``faults[name]`` used up one per call,
 ``standing[name]`` for every call): ``throttle`` (429, ``Retry-After: 0``; ``throttle:N``), ``error``
-(502, nothing done), ``status:NNN``, ``lose_response`` (done, then the connection dropped).
-``duplicate_responses`` lists every response twice (as a page read again would), ``shuffle_responses``
-lists them out of order (seeded).
+(502, nothing done), ``status:NNN``, ``lose_response`` (done, then the connection dropped), and the
+Prolific server's random ``shares``. ``duplicate_responses`` lists every response twice (as a page read
+again would), ``shuffle_responses`` lists them out of order (seeded).
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import itertools
 import json
 import random
-import re
 import threading
 import uuid
-from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
-from urllib.parse import parse_qs, urlencode, urlparse
 
-from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
+from tests.annotation.platforms.prolific import fake_server as prolific
+from tests.annotation.platforms.prolific.fake_server import FREES_PLACE, TOKEN, FakeProlific, _id, _now
 
-TOKEN = "test-token"
-#: Sessions that give their place back (as on Prolific: returned, timed out, rejected).
-FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
+__all__ = ["FREES_PLACE", "TOKEN", "FakeTaskBuilder", "serve"]
+
 API = "api/v1"
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _uuid() -> str:
     return str(uuid.uuid4())
 
 
-def _hex() -> str:
-    return uuid.uuid4().hex[:24]
-
-
 @dataclass
-class FakeTaskBuilder:
+class FakeTaskBuilder(FakeProlific):
     datasets: dict[str, dict] = field(default_factory=dict)
     imports: dict[str, dict] = field(default_factory=dict)
     batches: dict[str, dict] = field(default_factory=dict)
-    studies: dict[str, dict] = field(default_factory=dict)
-    submissions: dict[str, dict] = field(default_factory=dict)
     responses: list[dict] = field(default_factory=list)
-    calls: list[str] = field(default_factory=list)
-    faults: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    standing: dict[str, str] = field(default_factory=dict)
+    #: The task group (a HIT) each session labels.
+    task_groups: dict[str, str] = field(default_factory=dict)
+    _arrivals: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     page_size: int = 3
     processing_polls: int = 2
     duplicate_responses: bool = False
     shuffle_responses: bool = False
-    base: str = ""
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Held by the participants' work and by every API call (the server's threads), so they never interleave.
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
-    ROUTES = (
+    UNAUTHENTICATED = FakeProlific.UNAUTHENTICATED | {"upload"}
+    RAW_BODY_PATHS = ("/s3/",)
+    ROUTES = [
+        *FakeProlific.ROUTES,
         ("POST", rf"{API}/data-collection/datasets", "create_dataset"),
         ("GET", rf"{API}/data-collection/datasets", "list_datasets"),
         ("GET", rf"{API}/data-collection/datasets/(?P<dataset>[^/]+)", "get_dataset"),
@@ -90,14 +90,7 @@ class FakeTaskBuilder:
         ("POST", rf"{API}/data-collection/batches/(?P<batch>[^/]+)/setup", "set_up_batch"),
         ("GET", rf"{API}/data-collection/batches/(?P<batch>[^/]+)/status", "batch_status"),
         ("GET", rf"{API}/data-collection/batches/(?P<batch>[^/]+)/responses", "list_responses"),
-        ("POST", rf"{API}/studies", "create_study"),
-        ("GET", rf"{API}/projects/(?P<project>[^/]+)/studies", "list_studies"),
-        ("GET", rf"{API}/studies/(?P<study>[^/]+)", "get_study"),
-        ("PATCH", rf"{API}/studies/(?P<study>[^/]+)", "update_study"),
-        ("POST", rf"{API}/studies/(?P<study>[^/]+)/transition", "transition_study"),
-        ("GET", rf"{API}/studies/(?P<study>[^/]+)/submissions", "list_submissions"),
-        ("POST", rf"{API}/submissions/(?P<submission>[^/]+)/transition", "transition_submission"),
-    )
+    ]
 
     # -- participants (the test plays them) -------------------------------------------------------
     def work(
@@ -116,9 +109,9 @@ class FakeTaskBuilder:
             if any(s["participant_id"] == participant_id for s in taken):
                 raise ValueError(f"{participant_id} took part already")
             batch = self.batches[study["data_collection_id"]]
-            done = {key: sum(1 for s in taken if s["group"] == key) for key in batch["groups"]}
+            done = {key: sum(1 for s in taken if self.task_groups[s["id"]] == key) for key in batch["groups"]}
             group = min(batch["groups"], key=lambda key: (done[key], list(batch["groups"]).index(key)))
-            session = _hex()
+            session = _id()
             self.submissions[session] = {
                 "id": session,
                 "study_id": study_id,
@@ -126,8 +119,8 @@ class FakeTaskBuilder:
                 "status": "ACTIVE",
                 "started_at": _now(),
                 "completed_at": None,
-                "group": group,
             }
+            self.task_groups[session] = group
             points = batch["groups"][group]
             for point in points[: len(points) if answered is None else answered]:
                 self._answer(batch, self.submissions[session], point, choose)
@@ -141,7 +134,7 @@ class FakeTaskBuilder:
             submission = self.submissions[session]
             batch = self.batches[self.studies[submission["study_id"]]["data_collection_id"]]
             answered = {r["task_id"] for r in self.responses if r["submission_id"] == session}
-            for point in batch["groups"][submission["group"]]:
+            for point in batch["groups"][self.task_groups[session]]:
                 if point["task_id"] not in answered:
                     self._answer(batch, submission, point, choose)
             submission.update(status="AWAITING REVIEW", completed_at=_now())
@@ -166,49 +159,18 @@ class FakeTaskBuilder:
             }
         )
 
-    def start(self, study_id: str, participant_id: str, choose, answered: int = 1) -> str:
-        """A participant still working: a place taken, ``answered`` tasks answered, nothing submitted."""
+    def start(self, study_id: str, participant_id: str, choose, answered: int = 1) -> str:  # type: ignore[override]
+        """A participant still working: a place taken, ``answered`` tasks answered, nothing submitted
+        (on Prolific's own pages: no study URL to follow, unlike :meth:`FakeProlific.start`)."""
         return self.work(study_id, participant_id, choose, finish=False, answered=answered)
 
-    # -- routing ----------------------------------------------------------------------------------
-    def route(self, method: str, path: str) -> tuple[str, dict] | None:
-        path = path.strip("/")
-        for verb, pattern, name in self.ROUTES:
-            match = re.fullmatch(pattern, path)
-            if verb == method and match:
-                return name, match.groupdict()
-        return None
+    # -- routing: the Prolific server's, under this server's lock ----------------------------------
+    def handle(self, method: str, path: str, query: dict, body, token: str) -> tuple[int, dict, dict, str]:
+        with self.lock:
+            return super().handle(method, path, query, body, token)
 
-    def _page(self, items: list[dict], query: dict, path: str) -> dict:
-        limit = min(int(query.get("limit", ["100"])[0]), self.page_size)
-        offset = int(query.get("offset", ["0"])[0])
-        page = {"results": items[offset : offset + limit], "meta": {"count": len(items)}, "_links": {"next": None}}
-        if offset + limit < len(items):
-            rest = {k: v[0] for k, v in query.items() if k not in ("limit", "offset")}
-            page["_links"]["next"] = {
-                "href": f"{self.base}/{path}?{urlencode({**rest, 'limit': limit, 'offset': offset + limit})}"
-            }
-        return page
-
-    def handle(self, method: str, path: str, query: dict, body, token: str) -> tuple[int, dict, dict]:
-        found = self.route(method, path)
-        if found is None:
-            return 404, {"error": {"detail": f"no route {method} {path}"}}, {}
-        name, args = found
-        self.calls.append(name)
-        if name != "upload" and token != f"Token {TOKEN}":
-            return 401, {"error": {"detail": "Invalid token."}}, {}
-        fault = self.faults[name].pop(0) if self.faults[name] else self.standing.get(name)
-        if fault and fault.startswith("throttle"):
-            return 429, {"error": {"detail": "Request was throttled."}}, {"Retry-After": fault.partition(":")[2] or "0"}
-        if fault == "error":
-            return 502, {"error": {"detail": "Bad gateway"}}, {}
-        if fault and fault.startswith("status:"):
-            return int(fault.partition(":")[2]), {"error": {"detail": f"scripted {fault}"}}, {}
-        status, answer = getattr(self, name)(args, query, body)
-        if fault == "lose_response":
-            return -1, {}, {}
-        return status, answer, {}
+    def _list(self, items: list[dict], query: dict, path: str) -> dict:
+        return self._page(items, query, f"{self.base}/{path}")
 
     # -- datasets ---------------------------------------------------------------------------------
     def create_dataset(self, args, query, body):
@@ -229,20 +191,23 @@ class FakeTaskBuilder:
             "datapoints": [],
         }
         self.datasets[dataset["id"]] = dataset
-        return 201, self._public(dataset)
+        return 201, self._public_dataset(dataset)
 
-    @staticmethod
-    def _public(dataset: dict) -> dict:
-        return {k: v for k, v in dataset.items() if k != "datapoints"}
+    def _public_dataset(self, dataset: dict) -> dict:
+        jobs = [j for j in self.imports.values() if j["dataset_id"] == dataset["id"]]
+        listed = [{"import_id": j["id"], "status": j["status"], "type": "file_upload"} for j in reversed(jobs)]
+        return {k: v for k, v in dataset.items() if k != "datapoints"} | {"imports": listed}
 
     def list_datasets(self, args, query, body):
         workspace = query.get("workspace_id", [""])[0]
-        items = [self._public(d) for d in self.datasets.values() if d["workspace_id"] == workspace]
-        return 200, self._page(items, query, f"{API}/data-collection/datasets")
+        items = [self._public_dataset(d) for d in self.datasets.values() if d["workspace_id"] == workspace]
+        return 200, self._list(items, query, f"{API}/data-collection/datasets")
 
     def get_dataset(self, args, query, body):
         dataset = self.datasets.get(args["dataset"])
-        return (200, self._public(dataset)) if dataset else (404, {"error": {"detail": "Not found."}})
+        if dataset:
+            self._tick(dataset["id"])
+        return (200, self._public_dataset(dataset)) if dataset else (404, {"error": {"detail": "Not found."}})
 
     def upload_url(self, args, query, body):
         if args["dataset"] not in self.datasets:
@@ -277,21 +242,39 @@ class FakeTaskBuilder:
                 rejected += 1
                 continue
             accepted.append(point)
-        job.update(status="processing", accepted=accepted, rejected=rejected)
+        job.update(status="processing", accepted=accepted, rejected=rejected, arrived=next(self._arrivals))
         return 200, {}
+
+    def _tick(self, dataset_id: str) -> None:
+        """Time passes for the dataset's imports (at each look at the dataset or one of its imports): the
+        first received one not finished gets one look (they
+        run one at a time in arrival order, the others ``queued``); after ``processing_polls`` looks its
+        accepted lines are appended to the dataset."""
+        waiting = sorted(
+            (
+                j
+                for j in self.imports.values()
+                if j["dataset_id"] == dataset_id and j["status"] in ("processing", "queued")
+            ),
+            key=lambda j: j["arrived"],
+        )
+        for position, job in enumerate(waiting):
+            job["status"] = "processing" if position == 0 else "queued"
+        if waiting:
+            job = waiting[0]
+            job["looks"] += 1
+            if job["looks"] >= self.processing_polls:
+                dataset = self.datasets[dataset_id]
+                dataset["datapoints"] += job["accepted"]
+                dataset["total_datapoint_count"] = len(dataset["datapoints"])
+                job["status"] = "partial" if job["rejected"] else "complete"
 
     def import_status(self, args, query, body):
         job = self.imports.get(args["import_id"])
         if job is None or job["dataset_id"] != args["dataset"]:
             return 404, {"error": {"detail": "Not found."}}
-        if job["status"] == "processing":
-            job["looks"] += 1
-            if job["looks"] >= self.processing_polls:
-                dataset = self.datasets[job["dataset_id"]]
-                dataset["datapoints"] += job["accepted"]
-                dataset["total_datapoint_count"] = len(dataset["datapoints"])
-                job["status"] = "partial" if job["rejected"] else "complete"
-        answer = {"id": job["id"], "status": job["status"]}
+        self._tick(job["dataset_id"])
+        answer = {"id": job["id"], "import_id": job["id"], "status": job["status"]}
         if job["status"] in ("complete", "partial"):
             answer["accepted_count"] = len(job["accepted"])
         if job["status"] == "partial":
@@ -345,7 +328,7 @@ class FakeTaskBuilder:
     def list_batches(self, args, query, body):
         workspace = query.get("workspace_id", [""])[0]
         items = [self._public_batch(b) for b in self.batches.values() if b["workspace_id"] == workspace]
-        return 200, self._page(items, query, f"{API}/data-collection/batches")
+        return 200, self._list(items, query, f"{API}/data-collection/batches")
 
     def set_up_batch(self, args, query, body):
         batch = self.batches.get(args["batch"])
@@ -380,121 +363,20 @@ class FakeTaskBuilder:
             items = [r for r in items for _ in (0, 1)]
         if self.shuffle_responses:
             items = random.Random(7).sample(items, len(items))
-        return 200, self._page(items, query, f"{API}/data-collection/batches/{args['batch']}/responses")
+        return 200, self._list(items, query, f"{API}/data-collection/batches/{args['batch']}/responses")
 
-    # -- the study --------------------------------------------------------------------------------
+    # -- the study: Prolific's, with the Task Builder batch it collects with checked ---------------------
     def create_study(self, args, query, body):
-        required = ("name", "internal_name", "description", "completion_codes", "reward", "total_available_places")
-        missing = [k for k in required if k not in body]
-        if missing:
-            return 400, {"error": {"detail": {k: ["This field is required."] for k in missing}}}
         if body.get("data_collection_method") != "AI_TASK_BUILDER_BATCH":
             return 400, {"error": {"detail": "a Task Builder study needs data_collection_method AI_TASK_BUILDER_BATCH"}}
         batch = self.batches.get(body.get("data_collection_id") or "")
         if batch is None or batch["status"] != "READY":
             return 400, {"error": {"detail": "data_collection_id must be a READY Task Builder batch"}}
-        study = dict(body, id=_hex(), status="UNPUBLISHED")
-        self.studies[study["id"]] = study
-        return 201, study
-
-    def list_studies(self, args, query, body):
-        items = [s for s in self.studies.values() if s.get("project") == args["project"]]
-        return 200, self._page(items, query, f"{API}/projects/{args['project']}/studies/")
-
-    def get_study(self, args, query, body):
-        study = self.studies.get(args["study"])
-        return (200, study) if study else (404, {"error": {"detail": "Not found."}})
-
-    def update_study(self, args, query, body):
-        study = self.studies[args["study"]]
-        study.update({k: v for k, v in body.items() if k == "total_available_places"})
-        return 200, study
-
-    def transition_study(self, args, query, body):
-        study = self.studies[args["study"]]
-        allowed = {"PUBLISH": {"UNPUBLISHED"}, "STOP": {"ACTIVE", "PAUSED"}}
-        action = body.get("action")
-        if study["status"] not in allowed.get(action, set()):
-            return 400, {"error": {"detail": f"cannot {action} a study that is {study['status']}"}}
-        study["status"] = {"PUBLISH": "ACTIVE", "STOP": "COMPLETED"}[action]
-        return 200, study
-
-    def list_submissions(self, args, query, body):
-        items = [
-            {k: v for k, v in s.items() if k != "group"}
-            for s in self.submissions.values()
-            if s["study_id"] == args["study"]
-        ]
-        return 200, self._page(items, query, f"{API}/studies/{args['study']}/submissions/")
-
-    def transition_submission(self, args, query, body):
-        submission = self.submissions.get(args["submission"])
-        if submission is None:
-            return 404, {"error": {"detail": "Not found."}}
-        target = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}.get(body.get("action"))
-        if target is None:
-            return 400, {"error": {"detail": f"unknown action {body.get('action')}"}}
-        if submission["status"] == target:
-            return 200, submission
-        if submission["status"] != "AWAITING REVIEW":
-            return 400, {"error": {"detail": f"cannot {body['action']} a submission that is {submission['status']}"}}
-        if target == "REJECTED":
-            if len(body.get("message", "")) < 100 or not body.get("rejection_category"):
-                return 400, {"error": {"detail": "message (100+ characters) and rejection_category are required"}}
-            submission["rejection"] = (body["rejection_category"], body["message"])
-        submission["status"] = target
-        return 200, {k: v for k, v in submission.items() if k != "group"}
+        return super().create_study(args, query, body)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: LoopbackServer
-
-    def _serve(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        url = urlparse(self.path)
-        fake = self.server.fake
-        if url.path.startswith("/s3/"):
-            body = raw
-        else:
-            try:
-                body = json.loads(raw) if raw else {}
-            except ValueError:
-                body = None
-        with self.server.lock, fake.lock:
-            if body is None:
-                status, answer, headers = 400, {"error": {"detail": "the body is not JSON"}}, {}
-            else:
-                status, answer, headers = fake.handle(
-                    self.command, url.path, parse_qs(url.query), body, self.headers.get("Authorization", "")
-                )
-        if status == -1:  # done; the answer never arrives
-            self.close_connection = True
-            self.connection.shutdown(2)
-            return
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _quietly(self):
-        try:
-            self._serve()
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    do_GET = do_POST = do_PATCH = do_PUT = _quietly
-
-    def log_message(self, *args):
-        pass
-
-
-def serve(fake: FakeTaskBuilder) -> tuple[str, LoopbackServer]:
-    """Serve ``fake`` on a free loopback port; returns the API's base URL (``.../api/v1/``) and the server."""
-    server = serve_in_thread(_Handler, fake)
-    fake.base = server.base
-    return f"{server.base}/{API}/", server
+def serve(fake: FakeTaskBuilder) -> tuple[str, prolific.LoopbackServer]:
+    """Serve ``fake`` on a free loopback port (as the Prolific server is); returns the API's base URL
+    (``.../api/v1/``) and the server."""
+    base, server = prolific.serve(fake)
+    return f"{base}/{API}/", server

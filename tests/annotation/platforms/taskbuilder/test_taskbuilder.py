@@ -177,6 +177,61 @@ def test_publishing_again_after_a_failure_creates_nothing_twice(fake, batch):
     assert batch.hit_type_id in fake.studies and fake.studies[batch.hit_type_id]["status"] == "ACTIVE"
 
 
+def _received(fake: FakeTaskBuilder) -> list[dict]:
+    """The import jobs that received a file (each file received is appended to its dataset)."""
+    return [job for job in fake.imports.values() if job["status"] != "uninitialised"]
+
+
+def test_an_upload_whose_answers_are_lost_is_imported_once_whatever_stops_publishing(fake, batch):
+    """Review finding (issue 42): the file was uploaded again after an interrupted import. Here every
+    answer to the upload is lost though the file arrived (publishing fails), then every answer to the
+    import's status is lost while it runs (publishing fails again): the next publish finds the import
+    among the dataset's and waits for it. One dataset, one batch, one study, each query once."""
+    fake.standing["upload"] = "lose_response"  # carried out, then the connection dropped, every time
+    with pytest.raises(TaskBuilderError, match="uploading the dataset's file"):
+        services.publish_batch(batch, provider())
+    assert len(fake.datasets) == 1 and len(_received(fake)) == 1 and not fake.batches and not fake.studies
+
+    del fake.standing["upload"]
+    fake.standing["import_status"] = "lose_response"
+    with pytest.raises(TaskBuilderError, match="imports/"):
+        services.publish_batch(batch, provider())
+    assert len(_received(fake)) == 1 and not fake.batches
+
+    del fake.standing["import_status"]
+    fake.faults["get_dataset"] = ["lose_response"]  # the dataset's imports read again after a lost answer
+    services.publish_batch(batch, provider())
+    batch.refresh_from_db()
+
+    assert batch.status == batch.Status.PUBLISHED
+    assert len(fake.datasets) == len(fake.batches) == len(fake.studies) == 1
+    assert fake.calls.count("upload_url") == 1 and len(_received(fake)) == 1
+    (dataset,) = fake.datasets.values()
+    points = [(point["hit_token"], point["field"]) for point in dataset["datapoints"]]
+    assert dataset["total_datapoint_count"] == len(points) == len(set(points)) == 8  # no query twice
+    (tb_batch,) = fake.batches.values()
+    assert sorted(len(group) for group in tb_batch["groups"].values()) == [4, 4]
+    assert fake.studies[batch.hit_type_id]["data_collection_id"] == tb_batch["id"]
+
+
+def test_the_imports_of_a_dataset_run_one_at_a_time_and_each_file_is_appended(fake):
+    """The test server as the reference describes it: a second file waits ``queued`` while the first is
+    processed, and both are appended (why the provider never sends its file twice)."""
+    from django.conf import settings
+
+    client = TaskBuilder(settings.PROLIFIC_API_URL, TOKEN, sleep=lambda seconds: None)
+    dataset = client.create_dataset("ws-1", "d", SCHEMA)
+    line = b'{"query": "what is a synapse", "hit": "h", "hit_token": "h", "field": "q-1"}\n'
+    first, second = (client.upload_url(dataset["id"], "queries.jsonl") for _ in range(2))
+    for target in (first, second):
+        client.upload(target["upload_url"], line, "application/jsonl")
+    assert client.import_status(dataset["id"], second["import_id"])["status"] == "queued"
+    assert [job["status"] for job in client.imports(dataset["id"])] == ["queued", "complete"]
+    assert client.import_status(dataset["id"], second["import_id"])["status"] == "processing"
+    assert client.import_status(dataset["id"], second["import_id"])["status"] == "complete"
+    assert client.get_dataset(dataset["id"])["total_datapoint_count"] == 2
+
+
 def test_a_refusal_is_a_clear_error_and_nothing_is_published(fake, batch):
     """A 4xx from Prolific (here its refusal of our token) names the call, and the batch stays a draft."""
     from django.conf import settings

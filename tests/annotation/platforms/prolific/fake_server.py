@@ -71,6 +71,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler
+from typing import ClassVar
 from urllib.parse import parse_qs, urlencode, urlparse
 
 from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
@@ -225,6 +226,10 @@ class FakeProlific:
         return sum(1 for s in self.submissions.values() if s["study_id"] == study_id and s["status"] not in FREES_PLACE)
 
     # -- routing ------------------------------------------------------------------------
+    #: Routes answered without the token (Prolific's page for the participant; a presigned upload URL).
+    UNAUTHENTICATED = frozenset({"complete"})
+    #: Paths whose request body is a file, passed to the route as bytes, not read as JSON.
+    RAW_BODY_PATHS: ClassVar[tuple[str, ...]] = ()
     ROUTES = [
         ("GET", r"submissions/complete", "complete"),
         ("GET", r"api/v1/users/me", "me"),  # the token's own account (a connection's test)
@@ -281,9 +286,12 @@ class FakeProlific:
         return 200, {"completed": code}
 
     def create_study(self, args, query, body):
+        # A study on another site needs its URL; one collecting data on Prolific (a Task Builder batch,
+        # ``data_collection_method``) does not.
+        external = () if body.get("data_collection_method") else ("external_study_url",)
         missing = [
             k
-            for k in ("name", "internal_name", "description", "external_study_url", "completion_codes", "reward")
+            for k in ("name", "internal_name", "description", *external, "completion_codes", "reward")
             if k not in body
         ]
         missing += [k for k in ("total_available_places", "estimated_completion_time") if k not in body]
@@ -676,7 +684,7 @@ class FakeProlific:
         name, args = found
         self.calls.append(name)
         self.call_times.append((name, time.monotonic()))
-        if name != "complete" and token != f"Token {TOKEN}":
+        if name not in self.UNAUTHENTICATED and token != f"Token {TOKEN}":
             return 401, {"error": {"detail": "Invalid token."}}, {}, ""
         fault = self.faults[name].pop(0) if self.faults[name] else self.standing.get(name)
         fault = fault or self.random_fault(name)
@@ -705,8 +713,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        body = json.loads(raw) if raw else {}
         url = urlparse(self.path)
+        if url.path.startswith(self.server.fake.RAW_BODY_PATHS):
+            body = raw
+        else:
+            try:
+                body = json.loads(raw) if raw else {}
+            except ValueError:
+                self._answer(400, {"error": {"detail": "the body is not JSON"}})
+                return
         with self.server.lock:
             status, answer, headers, how = self.server.fake.handle(
                 self.command, url.path, parse_qs(url.query), body, self.headers.get("Authorization", "")
@@ -746,6 +761,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.wfile.write(data)
 
+    def _answer(self, status: int, answer: dict) -> None:
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def _serve_quietly(self):
         try:
             self._serve()
@@ -753,7 +776,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.server.fake.hung_up.append(time.monotonic())
 
-    do_GET = do_POST = do_PATCH = do_DELETE = _serve_quietly
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve_quietly
 
     def log_message(self, *args):  # keep test output quiet
         pass
