@@ -528,7 +528,12 @@ def counterfactual_create(request: HttpRequest) -> HttpResponse:
 def crbo_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = _measurement(services.crbo_job.kind, pk)
     table = table_page(request, job.result["per_query"], lambda row: row[0])
-    return render(request, "metrics/crbo_detail.html", {"job": job, "result": job.result, "table": table})
+    # Each query's text beside its id (issue 45), read for the rows of this page only.
+    runs = [job.result["run"], job.result["counterfactual_run"]]
+    texts = pooling_selectors.run_query_texts(runs, [qid for qid, _ in table.rows])
+    rows = [(qid, texts.get(qid, ""), value) for qid, value in table.rows]
+    context = {"job": job, "result": job.result, "table": table, "rows": rows}
+    return render(request, "metrics/crbo_detail.html", context)
 
 
 @researcher_required

@@ -253,3 +253,31 @@ def recent_imports(limit: int = 20) -> list[dict]:
         for obj in objects
     ]
     return sorted(rows, key=lambda row: row["created"], reverse=True)[:limit]
+
+
+def run_query_texts(run_names: Sequence[str], qids) -> dict[str, str]:
+    """The text of each of ``qids`` for a page about runs (CRBO), which know their queries only by id.
+
+    A run names no query set, so the text is looked up where the runs' queries were read:
+    first the query sets the runs were pooled from (newest pool first), then any other query
+    set holding the id (newest first); a qid found nowhere is left out. The page shows every
+    id with its text (issue 45; ``core/_query_text.html``), as
+    ``annotation.crowd.selectors.query_texts`` does for a batch's queries.
+    """
+    from .models import Query
+
+    wanted = {str(qid) for qid in qids}
+    if not wanted:
+        return {}
+    pooled = list(
+        Pool.objects.filter(runs__name__in=list(run_names))
+        .order_by("-created", "-pk")
+        .values_list("source_id", flat=True)
+    )
+    rank = {query_set: index for index, query_set in enumerate(dict.fromkeys(pooled))}
+    rows = Query.objects.filter(qid__in=wanted).values_list("qid", "text", "query_set_id", "query_set__created")
+    ordered = sorted(rows, key=lambda row: (rank.get(row[2], len(rank)), -row[3].timestamp(), -row[2]))
+    texts: dict[str, str] = {}
+    for qid, text, _, _ in ordered:
+        texts.setdefault(qid, text)
+    return texts

@@ -37,21 +37,31 @@ def batch_by_name(name: str) -> Batch | None:
 # Work that failed its gold questions is rejected by the next sync (unless the researcher approves
 # everything): counted as answered before the sync and not after, a page showed 81/81 and $6.48,
 # then 68/81 and $5.44 with no new work. It counts as answered nowhere, from the moment it is
-# submitted; it is charged only once approved (``approve_all``).
-#: Answered: submitted or approved, not failed on its gold questions (its judgments count).
-ANSWERED_WORK = Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]) & ~Q(gold_passed=False)
-#: Charged by the platform: approved, or submitted and not failed on its gold questions (to be approved).
-CHARGED_WORK = Q(status=Assignment.Status.APPROVED) | (Q(status=Assignment.Status.SUBMITTED) & ~Q(gold_passed=False))
+# submitted; it is charged only once approved (``approve_all``). The same for invalid work (``valid``
+# false: a query left without an answer, or answered with something that is not a category, as an
+# answer document read from MTurk or Task Builder can be): a platform that rejects invalid work
+# (``rejects_invalid``) rejects it at the next sync, so it counts as answered nowhere either and is
+# charged only once approved (an unreadable answer document, the platform's fault, is approved).
+#: Answered: submitted or approved, not failed on its gold questions, not invalid (its judgments count).
+ANSWERED_WORK = (
+    Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]) & ~Q(gold_passed=False) & ~Q(valid=False)
+)
+#: Charged by the platform: approved, or submitted, not failed on its gold questions and not invalid (to be approved).
+CHARGED_WORK = Q(status=Assignment.Status.APPROVED) | (
+    Q(status=Assignment.Status.SUBMITTED) & ~Q(gold_passed=False) & ~Q(valid=False)
+)
 
 
-def is_answered(status: str, gold_passed: bool | None) -> bool:
-    """:data:`ANSWERED_WORK` for one assignment's status and gold outcome (the counts' own loop)."""
-    return status in (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED) and gold_passed is not False
+def is_answered(status: str, gold_passed: bool | None, valid: bool | None = None) -> bool:
+    """:data:`ANSWERED_WORK` for one assignment's status, gold outcome and validity (the counts' own loop)."""
+    answered = status in (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED)
+    return answered and gold_passed is not False and valid is not False
 
 
-def is_charged(status: str, gold_passed: bool | None) -> bool:
-    """:data:`CHARGED_WORK` for one assignment's status and gold outcome."""
-    return status == Assignment.Status.APPROVED or (status == Assignment.Status.SUBMITTED and gold_passed is not False)
+def is_charged(status: str, gold_passed: bool | None, valid: bool | None = None) -> bool:
+    """:data:`CHARGED_WORK` for one assignment's status, gold outcome and validity."""
+    to_approve = status == Assignment.Status.SUBMITTED and gold_passed is not False and valid is not False
+    return status == Assignment.Status.APPROVED or to_approve
 
 
 def crowd_batch_ids(batch: Batch) -> list[int]:
@@ -258,18 +268,18 @@ def assignment_counts(batch_ids: list[int]) -> dict[str, Any]:
     """
     groups = (
         Assignment.objects.filter(hit__batch__in=batch_ids)
-        .values_list("status", "gold_passed")
+        .values_list("status", "gold_passed", "valid")
         .annotate(n=Count("*"), last=Max("id"), submitted=Max("submitted_at"), reviewed=Max("reviewed_at"))
         .order_by()
     )
     counts: dict[str, Any] = dict.fromkeys(("n", "usable", "charged", "approved", "failed_gold"), 0)
     counts |= {f"status_{status}": 0 for status in Assignment.Status.values}
     latest: dict[str, list] = {"last": [], "submitted": [], "reviewed": []}
-    # One row per status and gold outcome, summed here (what one aggregate per figure gave before).
-    for status, gold_passed, n, last, submitted, reviewed in groups:
+    # One row per status, gold outcome and validity, summed here (what one aggregate per figure gave before).
+    for status, gold_passed, valid, n, last, submitted, reviewed in groups:
         counts["n"] += n
-        counts["usable"] += n if is_answered(status, gold_passed) else 0
-        counts["charged"] += n if is_charged(status, gold_passed) else 0
+        counts["usable"] += n if is_answered(status, gold_passed, valid) else 0
+        counts["charged"] += n if is_charged(status, gold_passed, valid) else 0
         counts["approved"] += n if status == Assignment.Status.APPROVED else 0
         counts["failed_gold"] += n if gold_passed is False else 0
         if f"status_{status}" in counts:

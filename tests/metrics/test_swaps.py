@@ -44,9 +44,11 @@ def test_crbo_page_measures_as_a_job_and_shows_table_and_plot(staff, world, djan
 
     page = staff.get(f"/metrics/crbo/{job.pk}/").content.decode()
     assert f"{(Q1 + Q2 + Q3) / 3:.4f}" in page and f"/metrics/crbo/{job.pk}/rbo.png" in page
-    assert f'<td>2</td><td class="num">{Q2:.4f}</td>' in page
+    # Each query id with its text (issue 45), from the query set holding it.
+    text = '<span class="query-text" title="what is a synapse">what is a synapse</span>'
+    assert f'<td><code>2</code>{text}\n</td><td class="num">{Q2:.4f}</td>' in page
     searched = staff.get(f"/metrics/crbo/{job.pk}/?q=3").content.decode()
-    assert "1 of 3 rows match" in searched and "<td>1</td>" not in searched
+    assert "1 of 3 rows match" in searched and "<code>1</code>" not in searched and "who is he" in searched
     plot = staff.get(f"/metrics/crbo/{job.pk}/rbo.png")
     assert plot["Content-Type"] == "image/png" and plot.content.startswith(b"\x89PNG")
     csv = staff.get(f"/metrics/crbo/{job.pk}/per-query.csv").content.decode().splitlines()
@@ -179,3 +181,27 @@ def test_crbo_warns_when_the_counterfactual_run_is_not_one(
     stderr = io.StringIO()
     call_command("crbo", run="a", counterfactual_run="c", stdout=io.StringIO(), stderr=stderr)
     assert "Warning: both runs rank the same collection (tiny)" in stderr.getvalue()
+
+
+def test_crbo_query_texts_come_from_the_query_set_the_runs_were_pooled_from(world, tmp_path):
+    """A run names no query set: the text of a qid is the one of the query set the runs were pooled
+    from, else of the newest query set holding it; an id found nowhere has none."""
+    from pooling.models import Pool, QuerySet, Run, WordList
+    from pooling.selectors import run_query_texts
+
+    other = tmp_path / "other.tsv"
+    other.write_text("1\twho is she really\n")
+    call_command("import_queries", str(other), name="other", verbosity=0)
+    # Without a pool the newest query set holding the id answers.
+    assert run_query_texts(["a", "c"], ["1", "2", "99"]) == {"1": "who is she really", "2": "what is a synapse"}
+
+    wordlist = WordList.objects.create(name="w", sha256="0" * 64, words={"she": "f"})
+    pool = Pool.objects.create(
+        name="p", source=QuerySet.objects.get(name="q"), queries=QuerySet.objects.get(name="other"),
+        wordlist=wordlist, rank_cutoff=2, depth=5, magnitude="tf", tokenizer="simple",
+    )  # fmt: skip
+    pool.runs.add(Run.objects.get(name="a"))
+    # Run a was pooled from query set q: its text wins over the newer set's.
+    assert run_query_texts(["a", "c"], ["1"]) == {"1": "who is she"}
+    assert run_query_texts(["b"], ["1"]) == {"1": "who is she really"}  # b was never pooled
+    assert run_query_texts(["a"], []) == {}

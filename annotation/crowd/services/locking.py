@@ -4,13 +4,23 @@ Two ``sync_batch`` of one batch at once would both review every submitted assign
 call the provider twice for each; two escalations would both extend. Each of these actions
 holds the batch's lease (:mod:`core.services.leases`) for its whole run; a second caller, from a
 command, a page, the API or a Celery task, is told that the batch is busy and by whom.
+
+The leases are also what an annotator's correction of their last HIT defers to: a correction is
+refused while any work that reads the batch's answers holds one (:func:`use_under_way`), and such
+work waits for a correction already under way (:func:`answers_settled`) before it reads.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import TypeVar
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from core.services.leases import exclusive
 
@@ -18,7 +28,11 @@ F = TypeVar("F", bound=Callable)
 
 
 def batch_key(batch) -> str:
-    return f"annotation.batch:{batch.pk}"
+    return batch_key_of(batch.pk)
+
+
+def batch_key_of(batch_id: int) -> str:
+    return f"annotation.batch:{batch_id}"
 
 
 def one_per_batch(action: str) -> Callable[[F], F]:
@@ -28,8 +42,63 @@ def one_per_batch(action: str) -> Callable[[F], F]:
         @functools.wraps(function)
         def wrapper(batch, *args, **kwargs):
             with exclusive(batch_key(batch), f"{action} of batch {batch.name!r}"):
+                answers_settled([batch.pk])  # a correction in flight commits first; later ones see the lease
                 return function(batch, *args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+#: How long an export's reading lease lives if its process dies (it is released as soon as the export ends).
+READ_TTL = timedelta(hours=1)
+
+
+def _read_prefix(batch_id: int) -> str:
+    return f"annotation.batch-read:{batch_id}:"
+
+
+def answers_settled(batch_ids: Iterable[int]) -> None:
+    """Wait for every correction of these batches' answers in flight to commit (the batches' row lock).
+
+    A correction (``annotation.platforms.inhouse.services.corrections``) holds the row lock of
+    its batch, and of the batch its answers add to, while it checks that nothing used them and
+    replaces them. Work that is about to read answers takes a lease first (which every later
+    correction sees and defers to), then passes this barrier: a correction that had already
+    passed its checks is committed before the reading starts, so what is read is what stays.
+    """
+    from annotation.models import Batch
+
+    with transaction.atomic():
+        rows = Batch.objects.select_for_update(of=("self",)).filter(pk__in=list(batch_ids)).order_by("pk")
+        list(rows.values_list("pk"))
+
+
+def reads_answers(action: str) -> Callable[[F], F]:
+    """Decorate ``f(batch, ...)`` that reads the batch's answers without holding the batch's lease (an
+    export): it runs holding a lease of its own (several may run at once), after :func:`answers_settled`."""
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def wrapper(batch, *args, **kwargs):
+            key = _read_prefix(batch.pk) + uuid.uuid4().hex
+            with exclusive(key, f"{action} of batch {batch.name!r}", ttl=READ_TTL):
+                answers_settled([batch.pk])
+                return function(batch, *args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def use_under_way(batch_ids: Iterable[int]) -> str | None:
+    """What reads these batches' answers right now (a live lease's purpose: a sync, an escalation, a bonus
+    payment, an export), or ``None``. Corrections read it under the batches' row lock."""
+    from core.models import Lease
+
+    ids = list(batch_ids)
+    held = Q(key__in=[batch_key_of(pk) for pk in ids])
+    for pk in ids:
+        held |= Q(key__startswith=_read_prefix(pk))
+    lease = Lease.objects.filter(held, expires__gt=timezone.now()).order_by("acquired").first()
+    return lease.purpose if lease is not None else None

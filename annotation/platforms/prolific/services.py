@@ -656,7 +656,10 @@ def _reconcile(sub, assignment: Assignment | None, provider: CrowdProvider, appr
     if assignment is not None and assignment.status == Assignment.Status.VOID:
         return  # not this participant's work: neither reviewed for them nor held against them
     if sub.status in FREED_REMOTELY:
-        if assignment is not None and assignment.status == Assignment.Status.ASSIGNED:
+        # Returned (or timed out) on Prolific, even after submitting here: unpaid, its place given to the next
+        # participant, so its work counts nowhere (it stayed "submitted", answered and charged, for good).
+        held = (Assignment.Status.ASSIGNED, Assignment.Status.SUBMITTED)
+        if assignment is not None and assignment.status in held:
             Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.ABANDONED)
             result.freed += 1
     elif sub.status == "AWAITING REVIEW":

@@ -14,6 +14,7 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.crowd.services.locking import reads_answers
 from annotation.labels import EXPORT_CATEGORIES
 from annotation.models import Batch, Export
 from annotation.publication.selectors import batch_facts, routing_facts
@@ -37,6 +38,7 @@ def card_path_for(path: Path) -> Path:
     return path.with_name(path.name + ".md")
 
 
+@reads_answers("An export")
 def export_queries(
     batch: Batch,
     category: str,

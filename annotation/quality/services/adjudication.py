@@ -27,6 +27,9 @@ def adjudicate(batch: Batch, qid: str, label: str, reason: str, user) -> Adjudic
     if not getattr(user, "is_staff", False):
         raise ServiceError("only researchers (staff) adjudicate")
     with transaction.atomic():
+        # The batch's row lock, which a correction of an answer holds while it checks for rulings:
+        # a ruling is recorded after a correction in flight, and every later correction sees it.
+        list(Batch.objects.select_for_update(of=("self",)).filter(pk=batch.pk).values_list("pk"))
         batch_query = BatchQuery.objects.filter(batch=batch, qid=qid, is_gold=False).first()
         if batch_query is None:
             raise ServiceError(f"qid: no query {qid!r} in batch {batch.name!r}")

@@ -22,7 +22,7 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.crowd.services.sync import sync_batch
-from annotation.models import Assignment, Batch
+from annotation.models import Assignment, Batch, Judgment
 from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_queries
 from annotation.results.selectors import review_queue
@@ -148,6 +148,40 @@ def test_a_prolific_batch_shows_the_same_figures_everywhere_before_and_after_a_s
     after = agreeing(shown(client, batch, tmp_path))
     assert after == before
     assert hits_table(client, batch) == table_before
+
+
+@pytest.mark.django_db
+def test_invalid_and_returned_work_counts_nowhere_and_the_sync_agrees(
+    query_set, server, provider, client_class, researcher, client, tmp_path
+):
+    """4 places: P1 answers; P2's answer document holds a query without a category (as one read from
+    MTurk or Task Builder can), which the sync rejects; P3 answers, then returns the study on Prolific.
+    P2's work counts as answered and charged nowhere from the moment it is submitted (not until a sync
+    rejects it); P3's counts until the sync that reads the return and nowhere after it (it used to stay
+    answered and charged for good). After the sync the site's spending is what Prolific charged."""
+    client.force_login(researcher)
+    batch = _publish(base.make_prolific_batch(query_set, "inv", bonus="0"), provider)
+    p1, p2, p3, _ = [Participant(server, batch.hit_type_id, hexid(f"IV{i}"), client_class) for i in range(1, 5)]
+    for person in (p1, p2, p3):
+        person.answer()
+        person.complete()
+    invalid = p2.assignment.judgments.filter(batch_query__is_gold=False).first()
+    Judgment.objects.filter(pk=invalid.pk).update(label=None, invalid_reason="not a category: 'x'")
+    Assignment.objects.filter(pk=p2.assignment.pk).update(valid=False)
+    server.set_status(p3.session, "RETURNED")  # after completing: Prolific gives the place to someone else
+
+    # P1 and P3 answered (nothing says yet that P3 returned); 2 × $0.90 with Prolific's 33.3%.
+    assert agreeing(shown(client, batch, tmp_path)) == {"answered": "2 / 4", "spent": "2.40", "gold failures": "0"}
+    assert sum(answered for _, answered in hits_table(client, batch)) == 2
+
+    result = sync_batch(batch, provider).prolific
+    assert (result.approved, result.rejected) == (1, 1)
+    assert p2.assignment.status == Assignment.Status.REJECTED
+    assert p3.assignment.status == Assignment.Status.ABANDONED
+    after = agreeing(shown(client, batch, tmp_path))
+    assert after == {"answered": "1 / 4", "spent": "1.20", "gold failures": "0"}
+    assert server.charged(batch.hit_type_id) == Decimal(after["spent"])
+    assert sum(answered for _, answered in hits_table(client, batch)) == 1
 
 
 @pytest.fixture

@@ -36,7 +36,9 @@ def old_version(batch):
     from django.db.models import Q
 
     ids = results.crowd_batch_ids(batch)
-    usable = Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]) & ~Q(gold_passed=False)
+    # Usable: ANSWERED_WORK's rule (issue 45: neither failed gold work nor invalid work counts as answered).
+    answered = Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED])
+    usable = answered & ~Q(gold_passed=False) & ~Q(valid=False)
     work = Assignment.objects.filter(hit__batch__in=ids).aggregate(
         n=Count("id"),
         last=Max("id"),

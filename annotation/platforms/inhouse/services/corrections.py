@@ -3,21 +3,35 @@
 A slip (a wrong key, a query misread) is fixed by the person who made it, not left in the
 data for a researcher to find. The window is short (``settings.ANSWER_CORRECTION_SECONDS``,
 10 minutes by default; 0 turns corrections off) and closes for good as soon as anything may
-have read the answers. An assignment is **used**, and so never corrected, once any of these
-holds (each read from the models, each newer than its ``submitted_at``):
+have read the answers. An assignment is **used**, and so never corrected, once anything read it to decide something.
+"Its batches" are its batch and the batch its answers add to (``Batch.parent``, which reads its
+crowd parts' judgments, rulings, exports and bonuses as its own: ``crowd_batch_ids``). Used means
+any of these, each read from the models and newer than its ``submitted_at``:
 
 - it was **reviewed**: its status is no longer ``submitted`` (approved or rejected by a sync
-  decides and sends its pay: MTurk's and Prolific's payment, an in-house sync's approval);
-- its batch was **escalated**: an ``Escalation`` of the batch was created after it was
-  submitted (the escalation's plan counted its votes);
-- a query of its HIT was **ruled on**: an ``Adjudication`` of one of its queries was decided
-  after it was submitted (the researcher read its vote);
-- its batch, or the batch whose answers it adds to (``Batch.parent``), was **exported**: an
-  ``Export`` made after it was submitted (a file and card were written with it);
-- a **bonus** was recorded for its worker in its batch, or for the assignment itself
-  (``BonusPayment``), after it was submitted (the bonus rule read its gold answers);
+  decides and sends its pay: MTurk's and Prolific's payment, an in-house sync's approval), or
+  its Prolific submission was approved or rejected on Prolific (``ProlificSubmission``, as the
+  last sync listed it: a **payment decided** outside this site);
+- one of its batches was **escalated**: an ``Escalation`` created after it was submitted (the
+  escalation's plan counted its votes);
+- one of its queries was **ruled on** in one of its batches (an ``Adjudication`` of the same
+  qid, decided after it was submitted: the researcher read its vote);
+- one of its batches was **exported**: an ``Export`` made after it was submitted (a file and
+  card were written with it);
+- a **bonus** was recorded on it, or for its worker in one of its batches (``BonusPayment``),
+  after it was submitted (the bonus rule read its gold answers);
+- such a use is **under way**: a sync, an escalation, a bonus payment or an export of one of
+  its batches holds its lease (``annotation.crowd.services.locking.use_under_way``);
 - its batch is no longer published (cancelled or complete: its results are final), or the
   worker has submitted another HIT since (only the last one is corrected).
+
+The checks and the replacement run under the row lock of its batches (``select_for_update``,
+taken before the assignment's): the lock the users take. Each use takes its lease (or, for a
+ruling, the batch's row lock) and then passes the same lock
+(``annotation.crowd.services.locking.answers_settled``) before it reads: a correction that
+passed its checks is committed before the use reads, and a correction that starts later sees the
+lease or the recorded use. So no export, escalation, ruling or bonus ever reads an answer that is
+then corrected.
 
 Gold questions are not corrected: their first answers stand (a worker told which check questions
 they got wrong would otherwise copy the right answers in), so a correction never changes whether
@@ -44,10 +58,23 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.crowd.services.answers import AnswerCheck, record_answers
-from annotation.models import Adjudication, Assignment, Batch, BonusPayment, Escalation, Export, HitQuery, Judgment
+from annotation.crowd.services.locking import use_under_way
+from annotation.models import (
+    Adjudication,
+    Assignment,
+    Batch,
+    BonusPayment,
+    Escalation,
+    Export,
+    HitQuery,
+    Judgment,
+    ProlificSubmission,
+)
 from core.errors import ServiceError
 
 _DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+#: A Prolific submission's statuses that decide its pay (Prolific's own words).
+_PAID_ON_PROLIFIC = ("APPROVED", "REJECTED")
 
 
 class NotCorrectable(ServiceError):
@@ -78,16 +105,38 @@ def why_not_correctable(assignment: Assignment, now: dt.datetime | None = None) 
     later = Assignment.objects.filter(worker_id=assignment.worker_id, status__in=_DONE, submitted_at__gt=submitted)
     if later.exists():
         return "you have submitted another HIT since: only the last one can be corrected"
-    if Escalation.objects.filter(batch_id=batch.pk, created__gte=submitted).exists():
+    return _used(assignment, batch, submitted)
+
+
+def _batches(batch: Batch) -> list[int]:
+    """The batches whose figures read ``batch``'s answers: itself and the batch they add to."""
+    return [batch.pk] + ([batch.parent_id] if batch.parent_id else [])
+
+
+def _used(assignment: Assignment, batch: Batch, submitted: dt.datetime) -> str | None:
+    """Why the assignment's answers count as used (the module's docstring), or ``None``."""
+    batches = _batches(batch)
+    under_way = use_under_way(batches)
+    if under_way is not None:
+        return f"its answers are being used right now ({under_way[:1].lower()}{under_way[1:]})"
+    if assignment.provider_assignment_id:
+        decided = ProlificSubmission.objects.filter(
+            submission_id=assignment.provider_assignment_id, status__in=_PAID_ON_PROLIFIC
+        )
+        if decided.exists():
+            return "this HIT was already reviewed (its payment was decided on Prolific)"
+    if Escalation.objects.filter(batch_id__in=batches, created__gte=submitted).exists():
         return "its answers were already used (an escalation of the batch)"
-    queries = HitQuery.objects.filter(hit_id=assignment.hit_id).values("batch_query_id")
-    if Adjudication.objects.filter(batch_query_id__in=queries, decided_at__gte=submitted).exists():
+    qids = HitQuery.objects.filter(hit_id=assignment.hit_id, batch_query__is_gold=False).values("batch_query__qid")
+    ruled = Adjudication.objects.filter(
+        batch_query__batch_id__in=batches, batch_query__qid__in=qids, decided_at__gte=submitted
+    )
+    if ruled.exists():
         return "its answers were already used (a researcher's ruling)"
-    exported = [batch.pk] + ([batch.parent_id] if batch.parent_id else [])
-    if Export.objects.filter(batch_id__in=exported, created__gte=submitted).exists():
+    if Export.objects.filter(batch_id__in=batches, created__gte=submitted).exists():
         return "its answers were already used (an export)"
     participant = assignment.worker.identity.external_id
-    bonus = Q(assignment_id=assignment.pk) | Q(batch_id=batch.pk, participant_id=participant)
+    bonus = Q(assignment_id=assignment.pk) | Q(batch_id__in=batches, participant_id=participant)
     if BonusPayment.objects.filter(bonus, created__gte=submitted).exists():
         return "its answers were already used (a bonus)"
     return None
@@ -139,10 +188,14 @@ def correct_assignment(
     """Replace the judgments of a submitted, unused assignment by ``answers``; ``None`` when nothing changed.
 
     Raises :class:`NotCorrectable` (a ``ServiceError``, 409) naming why when it is no longer
-    correctable. The row lock is taken first and every condition is read again under it, so a
-    sync, escalation or export committed meanwhile is seen.
+    correctable. The row locks of its batches, then of the assignment, are taken first and every
+    condition is read again under them, so a use committed meanwhile, or under way, is seen.
     """
     with transaction.atomic():
+        batch = assignment.hit.batch
+        # The users' lock (the module's docstring), in one order (by id) so two never wait on each other.
+        rows = Batch.objects.select_for_update(of=("self",)).filter(pk__in=_batches(batch)).order_by("pk")
+        list(rows.values_list("pk"))
         locked = (
             Assignment.objects.select_for_update(of=("self",))
             .select_related("hit__batch", "worker__identity")

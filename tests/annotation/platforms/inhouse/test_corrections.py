@@ -1,19 +1,21 @@
 """An annotator corrects the HIT they submitted last, while it is not yet used (issue 45, item 3)."""
 
 import datetime as dt
+from decimal import Decimal
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services
+from annotation.crowd.services.locking import one_per_batch, reads_answers
 from annotation.crowd.services.sync import sync_batch
-from annotation.models import Assignment, Escalation, Export, Judgment
+from annotation.models import Assignment, Batch, BonusPayment, Escalation, Export, Judgment, ProlificSubmission
 from annotation.platforms.inhouse.services.corrections import NotCorrectable, correct_assignment, why_not_correctable
 from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results.selectors import answers_version, judgments_frame
-from tests.annotation.conftest import TRUTH, answers_for
+from tests.annotation.conftest import TRUTH, answers_for, make_batch
 
 #: A wrong label for every query of the fixtures (none equals its truth).
 WRONG = {"n": "f", "f": "m", "m": "o", "o": "n"}
@@ -122,13 +124,62 @@ def _used_by_a_later_hit(batch, assignment, researcher):
     submit_local_assignment(later, answers_for(later))
 
 
+def _parent(batch):
+    """The batch ``batch``'s answers add to (a machine-labelled batch's crowd part reads as its parent's)."""
+    parent = make_batch(batch.query_set, name="parent")
+    Batch.objects.filter(pk=batch.pk).update(parent=parent)
+    return parent
+
+
+def _used_by_the_parents_escalation(batch, assignment, researcher):
+    _used_by_escalation(_parent(batch), assignment, researcher)
+
+
+def _used_by_a_ruling_in_the_parent(batch, assignment, researcher):
+    _used_by_ruling(_parent(batch), assignment, researcher)  # the same qid, the parent's batch query
+
+
+def _used_by_the_parents_export(batch, assignment, researcher):
+    _used_by_export(_parent(batch), assignment, researcher)
+
+
+def _bonus(batch, **fields):
+    BonusPayment.objects.create(batch=batch, submission_id="s", amount=Decimal("0.25"), **fields)
+
+
+def _used_by_a_bonus_on_it(batch, assignment, researcher):
+    _bonus(batch, assignment=assignment, participant_id=assignment.worker.identity.external_id)
+
+
+def _used_by_the_workers_bonus_in_the_parent(batch, assignment, researcher):
+    _bonus(_parent(batch), participant_id=assignment.worker.identity.external_id)
+
+
+def _used_by_a_payment_decided_on_prolific(batch, assignment, researcher):
+    Assignment.objects.filter(pk=assignment.pk).update(provider_assignment_id="5f0c0ffee0000000000000s1")
+    assignment.provider_assignment_id = "5f0c0ffee0000000000000s1"
+    ProlificSubmission.objects.create(
+        submission_id=assignment.provider_assignment_id,
+        batch=batch,
+        participant_id="p",
+        status="APPROVED",
+        listed_at=timezone.now(),
+    )
+
+
 @pytest.mark.parametrize(
     ("use", "reason"),
     [
         (_used_by_sync, "already reviewed"),
         (_used_by_escalation, "an escalation"),
+        (_used_by_the_parents_escalation, "an escalation"),
         (_used_by_ruling, "a researcher's ruling"),
+        (_used_by_a_ruling_in_the_parent, "a researcher's ruling"),
         (_used_by_export, "an export"),
+        (_used_by_the_parents_export, "an export"),
+        (_used_by_a_bonus_on_it, "a bonus"),
+        (_used_by_the_workers_bonus_in_the_parent, "a bonus"),
+        (_used_by_a_payment_decided_on_prolific, "decided on Prolific"),
         (_used_by_time, "run out"),
         (_used_by_a_later_hit, "only the last one"),
     ],
@@ -145,6 +196,53 @@ def test_a_used_hit_is_never_corrected(local_batch, annotators, researcher, clie
     page = client.post(url, answers_for(assignment))
     assert page.status_code == 409 and reason in page.content.decode().replace("&#x27;", "'")
     assert _labels(assignment) == before
+
+
+def test_unrelated_uses_leave_the_hit_correctable(local_batch, annotators, researcher):
+    """A use before the submission, or of another batch, or a ruling on a query not in the HIT, reads
+    none of its answers: the HIT stays correctable."""
+    assignment = _submit_wrong(annotators[0])
+    other = make_batch(local_batch.query_set, name="other")
+    _used_by_escalation(other, assignment, researcher)
+    _used_by_export(other, assignment, researcher)
+    _bonus(other, participant_id=assignment.worker.identity.external_id)
+    in_hit = {hq.batch_query.qid for hq in assignment.hit.hit_queries.select_related("batch_query")}
+    outside = next(qid for qid in TRUTH if qid not in in_hit)
+    adjudicate(local_batch, outside, "n", "another HIT's query", researcher)
+    Export.objects.filter(batch=other).update(created=assignment.submitted_at - dt.timedelta(seconds=1))
+    _used_by_export(local_batch, assignment, researcher)
+    Export.objects.filter(batch=local_batch).update(created=assignment.submitted_at - dt.timedelta(seconds=1))
+    assert why_not_correctable(Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)) is None
+    assert correct_assignment(assignment, answers_for(assignment)) is not None
+
+
+@pytest.mark.parametrize(
+    ("holder", "reason"),
+    [
+        (one_per_batch("A sync"), "a sync of batch 'b1'"),
+        (one_per_batch("An escalation"), "an escalation of batch 'b1'"),
+        (one_per_batch("Paying bonuses"), "paying bonuses of batch 'b1'"),
+        (reads_answers("An export"), "an export of batch 'b1'"),
+    ],
+)
+@pytest.mark.parametrize("of_parent", [False, True])
+def test_no_correction_while_a_use_is_under_way(local_batch, annotators, holder, reason, of_parent):
+    """While a sync, an escalation, a bonus payment or an export of its batch (or of the batch it adds to)
+    holds its lease, the HIT is not corrected; once it ends, it is again (had nothing been recorded)."""
+    assignment = _submit_wrong(annotators[0])
+    used = _parent(local_batch) if of_parent else local_batch
+    outcome = {}
+
+    @holder
+    def use(batch):
+        with pytest.raises(NotCorrectable, match="being used right now") as refused:
+            correct_assignment(assignment, answers_for(assignment))
+        outcome["message"] = str(refused.value)
+
+    use(used)
+    assert reason.replace("'b1'", f"{used.name!r}") in outcome["message"]
+    assert _labels(assignment) == {q: WRONG[TRUTH[q]] for q in _labels(assignment)}
+    assert correct_assignment(assignment, answers_for(assignment)) is not None  # the lease is gone
 
 
 def test_gold_answers_are_not_corrected(gold_batch, annotators, settings):
@@ -221,3 +319,71 @@ def test_the_no_more_hits_page_after_the_last_submit_offers_the_correction(local
     html = done.content.decode()
     assert "No more HITs" in html
     assert f'href="{reverse("annotation:assignment-correct", args=[assignment.pk])}" id="correct-last"' in html
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_started_during_a_correction_reads_the_corrected_answers(query_set, monkeypatch, tmp_path):
+    """The race of the review (issue 45): a correction has passed its checks and is writing when an export
+    starts. The export waits for it at the batches' row lock and writes the corrected answers; a
+    correction tried once the export is recorded is refused."""
+    import json
+    import threading
+
+    from django.db import connection
+
+    from annotation.platforms.inhouse.services import corrections
+    from annotation.publication.services.exports import export_queries
+    from tests.annotation.conftest import make_batch
+
+    if connection.vendor == "sqlite":
+        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
+    batch = make_batch(query_set, queries_per_hit=3, assignments_per_query=1)
+    services.publish_batch(batch)
+    assignment = _submit_wrong(services.create_annotator("racer"))
+    right = answers_for(assignment)
+    checked, go, outcomes = threading.Event(), threading.Event(), {}
+    record = corrections.record_answers
+
+    def held_record(*args, **kwargs):  # the correction, past its checks and holding the locks, waits here
+        checked.set()
+        go.wait(30)
+        return record(*args, **kwargs)
+
+    monkeypatch.setattr(corrections, "record_answers", held_record)
+
+    def run(name, work):
+        try:
+            outcomes[name] = work()
+        except Exception as exc:  # any error fails the comparison below, with its text
+            outcomes[name] = repr(exc)
+        finally:
+            connection.close()
+
+    path = tmp_path / "all.jsonl"
+    correcting = threading.Thread(target=run, args=("correction", lambda: correct_assignment(assignment, right)))
+    exporting = threading.Thread(target=run, args=("export", lambda: export_queries(batch, "all", path, "jsonl")))
+    correcting.start()
+    assert checked.wait(30)
+    exporting.start()
+    # The export waits at the batches' row lock, before it reads a judgment (PostgreSQL says so).
+    waiting = []
+    for _ in range(300):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%%FOR UPDATE%%'"
+            )
+            waiting = cursor.fetchall()
+        if waiting or not exporting.is_alive():
+            break
+        threading.Event().wait(0.1)
+    assert waiting and "export" not in outcomes, outcomes
+    go.set()
+    correcting.join(30)
+    exporting.join(30)
+    assert outcomes["correction"] is not None and isinstance(outcomes["export"], Export), outcomes
+    rows = {row["qid"]: row["label"] for row in map(json.loads, path.read_text().splitlines())}
+    hit_qids = {hq.batch_query.qid for hq in assignment.hit.hit_queries.select_related("batch_query")}
+    assert {qid: rows[qid] for qid in hit_qids} == {qid: TRUTH[qid] for qid in hit_qids}  # the corrected ones
+    monkeypatch.setattr(corrections, "record_answers", record)
+    with pytest.raises(NotCorrectable, match="an export"):
+        correct_assignment(assignment, answers_for(assignment, override={q: WRONG[TRUTH[q]] for q in TRUTH}))
