@@ -51,7 +51,7 @@ from annotation.machine.services.calibration import (
     settings_of,
 )
 from annotation.models import Batch, Routing
-from core.errors import FieldError, StateError
+from core.errors import FieldError, ServiceError, StateError
 from core.numbers import NumberError, parse_decimal
 from core.services.once import claim
 
@@ -1016,7 +1016,13 @@ def route_and_publish(
         # In the transaction: a publishing job that cannot start leaves no routing behind.
         job = start_publish(routed) if routed is not None and publish and not now else None
     if routed is not None and publish and now:
-        return Routed(done, published=publish_batch(routed, bar=bar))
+        try:
+            published = publish_batch(routed, bar=bar)
+        except ServiceError as exc:  # the routing stands: say where its queries are
+            raise ServiceError(
+                f"batch {batch.name!r} was routed to {routed.name!r}, whose publishing failed (publish it again): {exc}"
+            ) from exc
+        return Routed(done, published=published)
     return Routed(done, job=job)
 
 
