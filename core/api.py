@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from core.errors import InputError, ProviderError, ServiceError, StateError
+from core.errors import FieldError, InputError, ProviderError, ServiceError, StateError
 from core.models import Job
 from core.serializers import ConnectionSerializer, ConnectionUpdateSerializer, JobSerializer
 from core.services.uploads import discard_uploads, use_staging_uploads
@@ -49,12 +49,24 @@ def body_object(request) -> dict:
     return request.data
 
 
-def form_data(request, serializer_class: type[serializers.Serializer]) -> dict:
-    """The request's body, checked by the serializer that documents it (its defaults filled
-    in), as the data of the page's form, which then applies the page's rules."""
-    params = serializer_class(data=request.data)
+def checked(serializer_class: type[serializers.Serializer], data) -> dict:
+    """The API's one reading of a request: ``data`` (``body_object(request)``, ``request.data`` or
+    ``request.query_params``) parsed by the serializer that documents it, its defaults filled in;
+    a 400 naming the field when a value cannot be read.
+
+    The serializer only reads (types, formats, the fields the OpenAPI schema shows): a rule on
+    the values is checked once, by the service the endpoint calls (a :class:`~core.errors.FieldError`,
+    answered as a 400 naming the field by :func:`exception_handler`), or by the page's form
+    the endpoint hands them to (:func:`form_data`, :func:`form_errors`)."""
+    params = serializer_class(data=data)
     params.is_valid(raise_exception=True)
     return params.validated_data
+
+
+def form_data(request, serializer_class: type[serializers.Serializer]) -> dict:
+    """The request's body read by :func:`checked`, as the data of the page's form, which then
+    applies the page's rules."""
+    return checked(serializer_class, request.data)
 
 
 def form_errors(form) -> ValidationError:
@@ -94,7 +106,8 @@ def exception_handler(exc, context) -> Response | None:
     escape as 500s: :class:`~core.errors.ServiceError` (a taken name, an empty selection)
     and :class:`~core.errors.InputError` (a file's content, named with its line) are 400s;
     a :class:`~core.errors.StateError` (the object's state refuses the action, such as
-    publishing a completed batch) is a 409. A :class:`~core.errors.ProviderError` is a
+    publishing a completed batch) is a 409; a :class:`~core.errors.FieldError` (a service's check of
+    one field's rule) is a 400 naming its field, as a serializer's would. A :class:`~core.errors.ProviderError` is a
     ServiceError (400) when the provider refused the call, and a 502 when the provider
     itself failed (5xx, throttled past the retries, no answer): the request was fine and
     may succeed later. The body is always ``{"detail": message}`` or, for field errors,
@@ -122,6 +135,8 @@ def exception_handler(exc, context) -> Response | None:
         exc = BadGateway(str(exc))
     elif isinstance(exc, StateError):
         exc = Conflict(str(exc))
+    elif isinstance(exc, FieldError):
+        exc = ValidationError({exc.field: [exc.problem]})
     elif isinstance(exc, (ServiceError, InputError)):
         exc = ValidationError({"detail": str(exc)})
     elif isinstance(exc, DjangoValidationError):
@@ -209,14 +224,8 @@ class ConnectionDetailView(APIView):
         from core.services.connections import save_connection
 
         _connection_or_404(kind)
-        params = ConnectionUpdateSerializer(data=body_object(request))
-        params.is_valid(raise_exception=True)
-        save_connection(
-            kind,
-            params.validated_data.get("values", {}),
-            clear=params.validated_data.get("clear", []),
-            user=request.user,
-        )
+        data = checked(ConnectionUpdateSerializer, body_object(request))
+        save_connection(kind, data.get("values", {}), clear=data.get("clear", []), user=request.user)
         return Response(ConnectionSerializer(ConnectionSerializer.of(_connection_or_404(kind))).data)
 
     patch = put

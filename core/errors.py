@@ -4,7 +4,8 @@
   so a person can open the file and fix it.
 - :class:`ServiceError`: a request cannot be carried out as asked (a name is taken, a
   batch is in the wrong state, a run holds none of the queries). Its message is written
-  for both a page and a terminal: it names the field or object, never a command-line flag.
+  for both a page and a terminal: it names the field or object, never a command-line flag;
+  :class:`FieldError` is the one raised when one field breaks its rule.
   :class:`ProviderError` is the one raised for a crowd provider's refusal or failure.
 
 Commands turn both into ``CommandError`` (:func:`core.management.cli.command_errors`); pages show
@@ -34,6 +35,19 @@ class InputError(ValueError):
 
 class ServiceError(Exception):
     """A request that cannot be carried out as asked (the message says why)."""
+
+
+class FieldError(ServiceError):
+    """A :class:`ServiceError` about one field of the request: the service's one check of a rule
+    (a target accuracy outside (0, 1]) names the field, and each shell translates it to its own
+    words: a page shows ``problem`` under the field, the API answers ``{field: [problem]}``
+    (400), a command names its option (``--target-accuracy: problem``,
+    :func:`core.management.cli.command_errors`). ``field`` is spelt as the form and the API
+    spell it (``target_accuracy``); ``problem`` says what is wrong in words, the value included."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field, self.problem = field, problem
+        super().__init__(problem)
 
 
 class StateError(ServiceError):

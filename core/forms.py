@@ -7,6 +7,17 @@ from datetime import timedelta
 from django import forms
 
 
+def add_service_error(form: forms.Form, exc: Exception) -> None:
+    """A service's refusal shown on the page's form: a :class:`~core.errors.FieldError` (the
+    service's one check of a field's rule) under its field when the form has that field, any
+    other refusal above the fields."""
+    field = getattr(exc, "field", None)
+    if field in form.fields:
+        form.add_error(field, exc.problem)
+    else:
+        form.add_error(None, str(exc))
+
+
 class CountField(forms.IntegerField):
     """A whole number typed by a person: ASCII digits only (:func:`core.numbers.parse_count`:
     ``forms.IntegerField`` took ``١٠`` as 10); the range is the field's ``min_value``/``max_value``."""

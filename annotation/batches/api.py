@@ -57,7 +57,7 @@ from annotation.results import selectors as results_selectors
 from annotation.results.selectors import query_results
 from annotation.results.serializers import ExportRequestSerializer
 from annotation.results.views import export_file_response
-from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors, job_started
+from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
 from core.errors import StateError
 from core.serializers import JobSerializer
 
@@ -99,14 +99,14 @@ def batch_form_data(data, *, estimate: bool = False) -> dict:
         provider_option().parse(provider)
     except OptionError as exc:
         raise ValidationError({"provider": [str(exc)]}) from None
-    params = batch_request_serializer(provider, estimate=estimate)(data=data)
-    params.is_valid(raise_exception=True)
+    serializer = batch_request_serializer(provider, estimate=estimate)
+    read = checked(serializer, data)
     multiple = getattr(data, "getlist", None)
-    sent = {key: (multiple(key) if multiple else data[key]) for key in data if key not in params.fields}
+    sent = {key: (multiple(key) if multiple else data[key]) for key in data if key not in serializer().fields}
     for key, value in sent.items():
         if multiple and len(value) == 1 and key not in LIST_FIELDS:
             sent[key] = value[0]
-    return {**sent, **params.validated_data}
+    return {**sent, **read}
 
 
 class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
@@ -205,9 +205,8 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def sync(self, request, name=None, format=None):
         """Fetch and review assignments as a background job; poll the returned URL (409 while a draft)."""
-        params = SyncRequestSerializer(data=request.data)
-        params.is_valid(raise_exception=True)
-        return job_started(start_sync(self.get_object(), approve_all=params.validated_data["approve_all"]))
+        data = checked(SyncRequestSerializer, request.data)
+        return job_started(start_sync(self.get_object(), approve_all=data["approve_all"]))
 
     @extend_schema(
         request=EscalateRequestSerializer,
@@ -222,9 +221,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         or when no HIT needs another assignment.
         """
         batch = self.get_object()
-        params = EscalateRequestSerializer(data=request.data)
-        params.is_valid(raise_exception=True)
-        cap = params.validated_data["max_assignments"]
+        cap = checked(EscalateRequestSerializer, request.data)["max_assignments"]
         plan = plan_escalation(batch, cap)
         if not plan.hits:
             raise StateError(f"batch {batch.name!r} has no finished HIT with a disputed query below the cap")
@@ -252,9 +249,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     def adjudicate(self, request, name=None, format=None):
         """Settle one query's label with a reason (recorded with who and when); repeating it is harmless."""
         batch = self.get_object()
-        params = AdjudicateRequestSerializer(data=request.data)
-        params.is_valid(raise_exception=True)
-        data = params.validated_data
+        data = checked(AdjudicateRequestSerializer, request.data)
         adjudication = adjudication_services.adjudicate(batch, data["qid"], data["label"], data["reason"], request.user)
         return Response(AdjudicationSerializer(adjudication).data)
 
@@ -263,9 +258,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     def export(self, request, name=None, format=None):
         """Export the labelled queries of one category; ``download`` in the answer returns the file."""
         batch = self.get_object()
-        params = ExportRequestSerializer(data=request.data)
-        params.is_valid(raise_exception=True)
-        data = params.validated_data
+        data = checked(ExportRequestSerializer, request.data)
         export = export_for_download(
             batch, data["category"], data["format"], as_query_set=data.get("as_query_set") or None
         )
@@ -359,9 +352,8 @@ class BonusPreviewView(APIView):
     def put(self, request, name: str, format=None):
         """Set the batch's bonus rule (refused once bonuses were recorded under another); answers the preview."""
         batch = _prolific_batch(name)
-        params = BonusRuleRequestSerializer(data=body_object(request))
-        params.is_valid(raise_exception=True)
-        prolific_bonuses.set_bonus_rule(batch, params.validated_data["kind"], params.validated_data["amount"])
+        data = checked(BonusRuleRequestSerializer, body_object(request))
+        prolific_bonuses.set_bonus_rule(batch, data["kind"], data["amount"])
         batch.refresh_from_db()
         return Response(BonusPreviewSerializer(_preview_data(batch)).data)
 

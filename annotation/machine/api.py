@@ -25,7 +25,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import permissions, serializers, status
+from rest_framework import permissions, status
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
@@ -48,13 +48,9 @@ from annotation.machine.serializers import (
 from annotation.machine.services.background import start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache
-from annotation.machine.services.routing import (
-    plan_routing,
-    plan_summary,
-    route_batch,
-)
+from annotation.machine.services.routing import plan_routing, plan_summary, route_and_publish, routing_request
 from annotation.models import Batch
-from core.api import ErrorSerializer, StagedUploadsMixin, body_object, form_errors, job_started
+from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
 from core.errors import ServiceError
 from core.serializers import JobSerializer
 
@@ -68,14 +64,6 @@ class _BatchView(APIView):
 
     def batch(self, name: str) -> Batch:
         return get_object_or_404(Batch, name=name)
-
-    def checked(self, serializer_class: type[serializers.Serializer], data) -> dict:
-        return self.valid(serializer_class, data).validated_data
-
-    def valid(self, serializer_class: type[serializers.Serializer], data) -> serializers.Serializer:
-        params = serializer_class(data=data)
-        params.is_valid(raise_exception=True)
-        return params
 
 
 class PrelabelView(StagedUploadsMixin, _BatchView):
@@ -142,7 +130,7 @@ class CalibrationSampleView(_BatchView):
         409 while the batch has a sample, unless ``extend``: then a further draw from the queries not
         sampled yet, which continues it."""
         batch = self.batch(name)
-        data = self.checked(CalibrationSampleRequestSerializer, body_object(request))
+        data = checked(CalibrationSampleRequestSerializer, body_object(request))
         with transaction.atomic():  # a publishing job that cannot start leaves no sample behind
             child = create_calibration_sample(
                 batch,
@@ -213,9 +201,8 @@ class RoutingView(_BatchView):
         nothing created. Nothing certified: ``more_needed`` sample queries (``calibration-sample`` with
         ``extend``)."""
         batch = self.batch(name)
-        params = self.valid(RoutingPreviewRequestSerializer, request.query_params)
-        data = params.validated_data
-        plan_object = plan_routing(batch, data["target_accuracy"], **params.routing_arguments())
+        data = checked(RoutingPreviewRequestSerializer, request.query_params)
+        plan_object = plan_routing(batch, **routing_request(data))  # the rules checked there
         plan = plan_object.as_dict() | {"summary": plan_summary(plan_object)}
         if not data["qids"]:
             for key in QID_LISTS:
@@ -229,10 +216,9 @@ class RoutingView(_BatchView):
     )
     def post(self, request, name: str, format=None):
         """Route the batch as the preview showed and start publishing the routed queries (``publish_job``)."""
-        batch = self.batch(name)
-        params = self.valid(RoutingRequestSerializer, body_object(request))
-        with transaction.atomic():  # a publishing job that cannot start leaves no routing behind
-            routing = route_batch(batch, params.validated_data["target_accuracy"], **params.routing_arguments())
-            job = start_publish(routing.routed_batch) if routing.routed_batch else None
-        answer = RoutingSerializer(routing).data | {"publish_job": JobSerializer(job).data if job else None}
+        routed = route_and_publish(
+            self.batch(name), **routing_request(checked(RoutingRequestSerializer, body_object(request)))
+        )
+        job = routed.job
+        answer = RoutingSerializer(routed.routing).data | {"publish_job": JobSerializer(job).data if job else None}
         return Response(answer, status=status.HTTP_201_CREATED)

@@ -178,27 +178,13 @@ class RoutingForm(forms.Form):
         "it certifies, the rest goes on (empty: the sample's labeller alone).",
     )
 
+    # The form only reads the values: their rules are checked once, by the service
+    # (annotation.machine.services.routing.check_routing), whose FieldError the page shows
+    # under its field.
+
     def clean_cascade(self) -> list[str] | None:
-        from annotation.machine.services.routing import parse_cascade
-        from core.errors import ServiceError
-
-        names = [item.strip() for item in (self.cleaned_data.get("cascade") or "").split(",") if item.strip()]
-        try:
-            parse_cascade(names)
-        except ServiceError as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return names or None
-
-    def clean_target_accuracy(self) -> float:
-        value = self.cleaned_data["target_accuracy"]
-        if not 0 < value <= 1:
-            raise forms.ValidationError("the target accuracy must be in (0, 1], e.g. 0.95")
-        return value
+        return [item.strip() for item in (self.cleaned_data.get("cascade") or "").split(",") if item.strip()] or None
 
     def clean_risk(self) -> float:
         value = self.cleaned_data.get("risk")
-        if value is None:
-            return DEFAULT_RISK
-        if not 0 < value < 1:
-            raise forms.ValidationError("the risk must be between 0 and 1, e.g. 0.05")
-        return value
+        return DEFAULT_RISK if value is None else value

@@ -111,33 +111,8 @@ class RoutingRequestSerializer(serializers.Serializer):
         "it certifies at the target, the rest goes on; one guarantee for all they keep.",
     )
 
-    def validate_target_accuracy(self, value: float) -> float:
-        if not 0 < value <= 1:
-            raise serializers.ValidationError("the target accuracy must be in (0, 1], e.g. 0.95")
-        return value
-
-    def validate_risk(self, value: float) -> float:
-        if not 0 < value < 1:
-            raise serializers.ValidationError("the risk must be between 0 and 1, e.g. 0.05")
-        return value
-
-    def validate_cascade(self, value: list[str]) -> list[str]:
-        from annotation.machine.services.routing import parse_cascade
-        from core.errors import ServiceError
-
-        try:
-            parse_cascade(value)
-        except ServiceError as exc:
-            raise serializers.ValidationError(str(exc)) from None
-        return value
-
-    def routing_arguments(self) -> dict:
-        data = self.validated_data
-        return {
-            "budget": data.get("budget"),
-            "risk": None if data["no_guarantee"] else data["risk"],
-            "cascade": data.get("cascade") or None,
-        }
+    # Reads only: the rules are checked once, by annotation.machine.services.routing.check_routing
+    # (its FieldError is the same 400 naming the field, core.api.exception_handler).
 
 
 class RoutingPreviewRequestSerializer(RoutingRequestSerializer):

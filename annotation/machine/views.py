@@ -40,10 +40,18 @@ from annotation.machine.selectors import (
 from annotation.machine.services.background import start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
-from annotation.machine.services.routing import DEFAULT_RISK, guarantee_text, plan_routing, plan_summary, route_batch
+from annotation.machine.services.routing import (
+    DEFAULT_RISK,
+    guarantee_text,
+    plan_routing,
+    plan_summary,
+    route_and_publish,
+    routing_request,
+)
 from annotation.models import Batch
 from annotation.results.selectors import latest_routing, remembered
 from core.errors import ServiceError
+from core.forms import add_service_error
 from core.services.uploads import staged_uploads
 from core.web.permissions import researcher_required
 
@@ -265,15 +273,6 @@ def batch_calibration_live(request: HttpRequest, name: str) -> HttpResponse:
 # --- routing ----------------------------------------------------------------------------------
 
 
-def _routing_arguments(form: RoutingForm) -> dict[str, Any]:
-    data = form.cleaned_data
-    return {
-        "budget": data.get("budget"),
-        "risk": None if data.get("no_guarantee") else data.get("risk"),
-        "cascade": data.get("cascade"),
-    }
-
-
 @researcher_required
 def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
     """GET with the form's fields: the plan, nothing created. POST: route and publish the routed queries."""
@@ -284,12 +283,11 @@ def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
         form = RoutingForm(request.POST)
         if form.is_valid():
             try:
-                with transaction.atomic():  # a publishing job that cannot start leaves no routing behind
-                    routing = route_batch(batch, form.cleaned_data["target_accuracy"], **_routing_arguments(form))
-                    job = start_publish(routing.routed_batch) if routing.routed_batch else None
+                routed = route_and_publish(batch, **routing_request(form.cleaned_data))  # the rules checked there
             except ServiceError as exc:
-                form.add_error(None, str(exc))
+                add_service_error(form, exc)
             else:
+                routing, job = routed.routing, routed.job
                 sent = f"{routing.to_humans} queries to the crowd in {routing.routed_batch.name}" if job else "none"
                 publishing = f" Publishing them: job {job.pk}." if job else ""
                 messages.success(request, f"Routed: {len(routing.accepted)} machine-accepted, {sent}.{publishing}")
@@ -304,9 +302,9 @@ def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
         if form.is_bound:
             if form.is_valid():
                 try:
-                    plan = plan_routing(batch, form.cleaned_data["target_accuracy"], **_routing_arguments(form))
+                    plan = plan_routing(batch, **routing_request(form.cleaned_data))
                 except ServiceError as exc:
-                    form.add_error(None, str(exc))
+                    add_service_error(form, exc)
             if form.errors:
                 status = 400
     routing = latest_routing(batch)

@@ -10,7 +10,7 @@ from annotation.models import Batch
 from annotation.publication.serializers import PublishDatasetRequestSerializer
 from annotation.publication.services.dataset import publication_zip
 from annotation.publication.views import zip_response
-from core.api import ErrorSerializer, body_object
+from core.api import ErrorSerializer, body_object, checked
 
 
 class PublishDatasetView(APIView):
@@ -31,9 +31,7 @@ class PublishDatasetView(APIView):
     def post(self, request, name: str, format=None):
         """Write the dataset folder for ``name`` and answer it as a zip (``license`` required, no default)."""
         batch = get_object_or_404(Batch, name=name)
-        params = PublishDatasetRequestSerializer(data=body_object(request))
-        params.is_valid(raise_exception=True)
-        data = params.validated_data
+        data = checked(PublishDatasetRequestSerializer, body_object(request))
         file_name, archive = publication_zip(
             batch,
             data["license"],

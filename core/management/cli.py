@@ -8,14 +8,14 @@ reading a ten-line file should not pay. ``manage.py check``, ``runserver``, the 
 workers and the test suite (tests/core/test_startup.py) still run them all.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from django.core.checks import Tags
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Model, QuerySet
 
-from core.errors import InputError, ServiceError
+from core.errors import FieldError, InputError, ServiceError
 
 
 class ProjectCommand(BaseCommand):
@@ -64,10 +64,18 @@ def _group_id(slug: str) -> int:
 
 
 @contextmanager
-def command_errors(*also: type[Exception]) -> Iterator[None]:
-    """Bad input, refused requests, unwritable files (and ``also``) become ``CommandError``."""
+def command_errors(*also: type[Exception], flags: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Bad input, refused requests, unwritable files (and ``also``) become ``CommandError``.
+
+    A :class:`~core.errors.FieldError` (a service's check of one field's rule) names the command's
+    option: ``--target-accuracy: …``. The option is the field's name
+    with dashes unless ``flags`` maps the field to another (``{"target_accuracy": "--size-for"}``).
+    """
     try:
         yield
+    except FieldError as exc:
+        flag = (flags or {}).get(exc.field) or "--" + exc.field.replace("_", "-")
+        raise CommandError(f"{flag}: {exc.problem}") from None
     except (InputError, ServiceError, OSError, *also) as exc:
         raise CommandError(str(exc)) from None
 

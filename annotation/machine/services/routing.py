@@ -26,13 +26,16 @@ batch is cancelled.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
 
+from annotation.crowd.services.background import start_publish
 from annotation.crowd.services.batches import estimate_cost
+from annotation.crowd.services.publishing import publish_batch
 from annotation.machine.selectors import (
     RANDOM_DESIGN,
     CalibrationSample,
@@ -48,7 +51,7 @@ from annotation.machine.services.calibration import (
     settings_of,
 )
 from annotation.models import Batch, Routing
-from core.errors import ServiceError, StateError
+from core.errors import FieldError, ServiceError, StateError
 from core.numbers import NumberError, parse_decimal
 from core.services.once import claim
 
@@ -56,6 +59,81 @@ from core.services.once import claim
 DEFAULT_RISK = 0.05
 GUARANTEE = "guarantee"
 ESTIMATE = "point estimate (no guarantee)"
+
+
+# --- the one check of a routing request (the page, the API and the commands only translate) -----------
+
+
+def check_target_accuracy(value: float) -> float:
+    """The target accuracy's rule, checked here only (routing, its audit, sizing a sample)."""
+    if not 0 < value <= 1:
+        raise FieldError("target_accuracy", f"the target accuracy must be in (0, 1], e.g. 0.95, got {value:g}")
+    return value
+
+
+def check_risk(value: float) -> float:
+    """The guarantee's δ: a probability strictly between 0 and 1 (0 would need an infinite sample)."""
+    if not 0 < value < 1:
+        raise FieldError("risk", f"the risk must be between 0 and 1, e.g. 0.05, got {value:g}")
+    return value
+
+
+#: A routing request's fields, named alike by the page's form, the API and the services' keywords.
+ROUTING_FIELDS = ("target_accuracy", "risk", "no_guarantee", "budget", "cascade")
+
+
+def routing_request(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A routing request's fields out of what a shell read (a form's ``cleaned_data``, a serializer's
+    validated data), as :func:`plan_routing`, :func:`route_batch` and :func:`route_and_publish` take
+    them: the shells pass the values on unchecked, and :func:`check_routing` checks them."""
+    return {"target_accuracy": data.get("target_accuracy")} | {
+        name: data[name] for name in ROUTING_FIELDS[1:] if data.get(name) is not None
+    }
+
+
+@dataclass(frozen=True)
+class RoutingRequest:
+    """A routing request once its rules are checked (:func:`check_routing`)."""
+
+    target_accuracy: float
+    #: The guarantee's δ; ``None``: the point estimate, no guarantee.
+    risk: float | None
+    budget: Decimal | None
+    #: The cascade's labellers with their floors (empty: the sample's labeller alone).
+    stages: list[tuple[str, float | None]]
+
+
+def check_routing(
+    *,
+    target_accuracy: float,
+    risk: float | None = DEFAULT_RISK,
+    no_guarantee: bool = False,
+    budget: Decimal | str | None = None,
+    cascade: list[str] | None = None,
+) -> RoutingRequest:
+    """Every rule of a routing request, checked once: the page's form, the API's serializer and
+    ``manage.py route`` only read the values and hand them here (through :func:`plan_routing`,
+    :func:`route_batch` or :func:`route_and_publish`), so each refuses bad input with the same
+    :class:`~core.errors.FieldError`, which each shows in its own words.
+
+    ``no_guarantee`` (or ``risk=None``) chooses the point estimate, with no guarantee; a risk
+    given is checked either way. A cascade needs the guarantee: each labeller keeps only what
+    it certifies."""
+    if target_accuracy is None:
+        raise FieldError("target_accuracy", "the target accuracy is required, e.g. 0.95")
+    check_target_accuracy(target_accuracy)
+    if risk is not None:
+        check_risk(risk)
+    budget = None if budget in (None, "") else Decimal(str(budget))
+    if budget is not None and budget < 0:
+        raise FieldError("budget", f"the budget cannot be negative, got {budget}")
+    stages = parse_cascade(cascade) if cascade else []
+    risk = None if no_guarantee else risk
+    if stages and risk is None:
+        raise FieldError(
+            "cascade", "a cascade needs the guarantee (a risk): each labeller keeps only what it certifies"
+        )
+    return RoutingRequest(target_accuracy=target_accuracy, risk=risk, budget=budget, stages=stages)
 
 
 @dataclass
@@ -164,8 +242,6 @@ def _choose(sample: CalibrationSample, target: float, risk: float | None) -> dic
             "certified": False,
             "candidates": choice.candidates,
         }
-    if not 0 < risk < 1:
-        raise ServiceError(f"the risk must be between 0 and 1 (e.g. 0.05), got {risk}")
     if sample.design != RANDOM_DESIGN:
         raise StateError(
             f"the calibration sample {sample.sample_batch.name!r} was drawn stratified by the machine's label, "
@@ -321,28 +397,25 @@ def plan_routing(
     *,
     budget: Decimal | str | None = None,
     risk: float | None = DEFAULT_RISK,
+    no_guarantee: bool = False,
     labeller: str | None = None,
     sample_batch: Batch | None = None,
     cascade: list[str] | None = None,
 ) -> RoutingPlan:
     """Choose the threshold and split the batch; see the module docstring. Writes nothing.
 
-    ``cascade``: labellers in order (``name`` or ``name:floor``, :func:`parse_cascade`), each keeping
-    what it certifies at the target (:mod:`annotation.machine.cascade_statistics`); the guarantee
-    only (``risk`` set)."""
+    The request is checked first (:func:`check_routing`). ``cascade``: labellers in order (``name``
+    or ``name:floor``, :func:`parse_cascade`), each keeping what it certifies at the target
+    (:mod:`annotation.machine.cascade_statistics`); the guarantee only (``risk`` set)."""
     from annotation.machine.routing_statistics import split_by_threshold
 
-    if not 0 < target_accuracy <= 1:
-        raise ServiceError(f"the target accuracy must be in (0, 1], got {target_accuracy}")
-    budget = None if budget in (None, "") else Decimal(str(budget))
-    if budget is not None and budget < 0:
-        raise ServiceError("the budget cannot be negative")
+    request = check_routing(
+        target_accuracy=target_accuracy, risk=risk, no_guarantee=no_guarantee, budget=budget, cascade=cascade
+    )
+    risk, budget, stages = request.risk, request.budget, request.stages
     sample = read_sample(batch, labeller, sample_batch=sample_batch)
     if not sample.qids:
         raise StateError(f"the calibration sample {sample.sample_batch.name!r} has no crowd label yet")
-    stages = parse_cascade(cascade) if cascade else []
-    if stages and risk is None:
-        raise ServiceError("a cascade needs the guarantee (a risk): each labeller keeps only what it certifies")
     chosen = _choose_cascade(batch, sample, target_accuracy, risk, stages) if stages else None
     chosen = chosen or _choose(sample, target_accuracy, risk)
     advice = {}
@@ -421,21 +494,21 @@ def _rule_record(rule) -> dict[str, Any]:
 def parse_cascade(names: list[str]) -> list[tuple[str, float | None]]:
     """``["rules:0.9", "trained", "openai"]`` -> ``[("rules", 0.9), ("trained", None), ("openai", None)]``:
     each labeller with its floor (the lowest confidence it may keep; below it, queries go on unread).
-    ServiceError naming the bad item."""
+    A :class:`~core.errors.FieldError` of ``cascade`` naming the bad item."""
     stages = []
     for item in names:
         name, _, floor = str(item).strip().partition(":")
         if not name:
-            raise ServiceError(f"cascade: {item!r} names no labeller")
+            raise FieldError("cascade", f"{item!r} names no labeller")
         try:  # a plain ASCII decimal (core.numbers): float() took "٠.٥" and "nan"
             value = parse_decimal(floor, "cascade", minimum=0, maximum=1) if floor else None
         except NumberError:
-            raise ServiceError(
-                f"cascade: the floor of {item!r} must be a confidence in [0, 1], e.g. rules:0.8"
+            raise FieldError(
+                "cascade", f"the floor of {item!r} must be a confidence in [0, 1], e.g. rules:0.8"
             ) from None
         stages.append((name, value))
     if len({name for name, _ in stages}) != len(stages):
-        raise ServiceError("cascade: a labeller appears twice")
+        raise FieldError("cascade", "a labeller appears twice in the cascade")
     return stages
 
 
@@ -558,10 +631,8 @@ def size_sample(
     from annotation.machine.routing_forecast import size_first_draw
     from annotation.machine.selectors import identity_for, machine_labels
 
-    if not 0 < target <= 1:
-        raise ServiceError(f"the target accuracy must be in (0, 1], got {target}")
-    if not 0 < risk < 1:
-        raise ServiceError(f"the risk must be between 0 and 1 (e.g. 0.05), got {risk}")
+    check_target_accuracy(target)
+    check_risk(risk)
     identity = identity_for(batch, labeller)
     population = [m.confidence for m in machine_labels(batch, identity).values() if not m.in_training]
     if not population:
@@ -831,6 +902,7 @@ def route_batch(
     *,
     budget: Decimal | str | None = None,
     risk: float | None = DEFAULT_RISK,
+    no_guarantee: bool = False,
     labeller: str | None = None,
     name: str = "",
     seed: int = 0,
@@ -848,8 +920,20 @@ def route_batch(
     be the sample in force (an extension or a cancellation since, e.g. in another tab, makes
     it a plan on a sample nobody uses any more): else a ``StateError``, nothing recorded.
     """
+    if plan is None:  # bad input is refused as such, before the batch's state
+        check_routing(
+            target_accuracy=target_accuracy, risk=risk, no_guarantee=no_guarantee, budget=budget, cascade=cascade
+        )
     _check_routable(batch)
-    plan = plan or plan_routing(batch, target_accuracy, budget=budget, risk=risk, labeller=labeller, cascade=cascade)
+    plan = plan or plan_routing(
+        batch,
+        target_accuracy,
+        budget=budget,
+        risk=risk,
+        no_guarantee=no_guarantee,
+        labeller=labeller,
+        cascade=cascade,
+    )
     with transaction.atomic():
         claim(batch, lambda: _live_routing(batch))  # paid work exactly once (core.services.once)
         locked = Batch.objects.get(pk=batch.pk)
@@ -897,6 +981,51 @@ def route_batch(
         )
 
 
+@dataclass(frozen=True)
+class Routed:
+    """What :func:`route_and_publish` did."""
+
+    routing: Routing
+    #: Publishing the routed queries in the background (``None``: nothing to publish, or published here).
+    job: Any = None
+    #: HITs published here and now (``now=True``; else ``None``).
+    published: int | None = None
+
+
+def route_and_publish(
+    batch: Batch,
+    target_accuracy: float,
+    *,
+    publish: bool = True,
+    now: bool = False,
+    bar: bool = False,
+    **routing: Any,
+) -> Routed:
+    """Route the batch (:func:`route_batch`, its keyword arguments in ``routing``) and publish the
+    routed queries: the one action behind the routing page's "Route", ``POST
+    /api/annotation/batches/<name>/routing/`` and ``manage.py route``.
+
+    By default publishing is a background job started in the routing's transaction, so a job
+    that cannot start leaves no routing behind (the page and the API). ``now``: published here,
+    after the routing is committed, with a progress ``bar`` (the command, which reports the
+    HITs published); a failure then leaves the routed batch a draft, to publish again.
+    ``publish=False``: the routed batch is left a draft."""
+    with transaction.atomic():
+        done = route_batch(batch, target_accuracy, **routing)
+        routed = done.routed_batch
+        # In the transaction: a publishing job that cannot start leaves no routing behind.
+        job = start_publish(routed) if routed is not None and publish and not now else None
+    if routed is not None and publish and now:
+        try:
+            published = publish_batch(routed, bar=bar)
+        except ServiceError as exc:  # the routing stands: say where its queries are
+            raise ServiceError(
+                f"batch {batch.name!r} was routed to {routed.name!r}, whose publishing failed (publish it again): {exc}"
+            ) from exc
+        return Routed(done, published=published)
+    return Routed(done, job=job)
+
+
 def audit_routing(
     batch: Batch,
     labels_file: str,
@@ -941,14 +1070,12 @@ def audit_routing(
     from annotation.machine.selectors import identity_for, machine_labels
     from core.errors import InputError
 
-    if not 0 < target_accuracy <= 1:
-        raise ServiceError(f"the target accuracy must be in (0, 1], got {target_accuracy}")
-    if not 0 < risk < 1:
-        raise ServiceError(f"the risk must be between 0 and 1 (e.g. 0.05), got {risk}")
+    check_target_accuracy(target_accuracy)
+    check_risk(risk)
     if sample < 1:
-        raise ServiceError(f"the sample needs at least one query, got {sample}")
+        raise FieldError("sample", f"the sample needs at least one query, got {sample}")
     if redraws < 1:
-        raise ServiceError(f"at least one redraw is needed, got {redraws}")
+        raise FieldError("redraws", f"at least one redraw is needed, got {redraws}")
     stages = parse_cascade(cascade) if cascade else []
     identity = identity_for(batch, stages[0][0] if stages else labeller)
     population = {q: m for q, m in machine_labels(batch, identity).items() if not m.in_training}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
 
@@ -75,9 +75,10 @@ def get_batch(name: str) -> Batch:
 
 
 @contextmanager
-def command_errors() -> Iterator[None]:
-    """Service and provider errors (providers' are ``ServiceError``s) become clean command-line errors."""
-    with base_command_errors(ValueError):
+def command_errors(*, flags: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Service and provider errors (providers' are ``ServiceError``s) become clean command-line errors;
+    a field's error names the option (``flags``: :func:`core.management.cli.command_errors`)."""
+    with base_command_errors(ValueError, flags=flags):
         yield
 
 

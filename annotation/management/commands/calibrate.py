@@ -69,7 +69,7 @@ class Command(ProjectCommand):
     def handle(self, name, sample, extend, extendable, escalation_cap, until, size_for, risk, labeller, seed, **o):
         batch = get_batch(name)
         out = self.stdout.write
-        with command_errors():
+        with command_errors(flags={"target_accuracy": "--size-for"}):
             if size_for is not None:
                 rows = size_sample(batch, size_for, risk=risk, labeller=labeller)
                 out(

@@ -1,7 +1,4 @@
-from django.core.management.base import CommandError
-
-from annotation.crowd.services.publishing import publish_batch
-from annotation.machine.services.routing import DEFAULT_RISK, plan_routing, plan_summary, route_batch
+from annotation.machine.services.routing import DEFAULT_RISK, plan_routing, plan_summary, route_and_publish
 from annotation.management.commands._common import command_errors, format_cost, get_batch, money
 from core.management.cli import ProjectCommand, decimal_number
 
@@ -51,19 +48,16 @@ class Command(ProjectCommand):
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     def handle(self, name, target_accuracy, risk, no_guarantee, budget, labeller, routed_name, no_publish, yes, **o):
-        if not no_guarantee and not 0 < risk < 1:
-            raise CommandError(f"--risk must be between 0 and 1 (e.g. 0.05), got {risk}")
         cascade = [item.strip() for item in (o["cascade"] or "").split(",") if item.strip()] or None
-        if cascade and no_guarantee:
-            raise CommandError("--cascade needs the guarantee: each labeller keeps only what it certifies")
         batch = get_batch(name)
         out = self.stdout.write
-        with command_errors():
+        with command_errors():  # the request's rules are the service's (check_routing); a refusal names the option
             plan = plan_routing(
                 batch,
                 target_accuracy,
                 budget=budget,
-                risk=None if no_guarantee else risk,
+                risk=risk,
+                no_guarantee=no_guarantee,
                 labeller=labeller,
                 cascade=cascade,
             )
@@ -74,14 +68,22 @@ class Command(ProjectCommand):
                 if answer.strip().lower() not in ("y", "yes"):
                     out("Nothing done.")
                     return
-            routing = route_batch(batch, target_accuracy, name=routed_name, plan=plan)  # the plan shown
-            routed = routing.routed_batch
-            if routed is None:
-                out(self.style.SUCCESS(f"Routed: {len(routing.accepted)} machine-accepted, nothing to the crowd."))
-                return
-            out(f"Routed batch {routed.name!r}: {routing.to_humans} queries; cost {format_cost(routed.cost)}")
-            if no_publish:
-                out(f"Publish it with: manage.py publish_batch {routed.name}")
-                return
-            published = publish_batch(routed, bar=o["verbosity"] > 0)
-        out(self.style.SUCCESS(f"Published {published} HIT(s) of {routed.name!r} on {routed.provider}."))
+            done = route_and_publish(  # the plan shown, published here with a progress bar
+                batch,
+                target_accuracy,
+                name=routed_name,
+                plan=plan,
+                publish=not no_publish,
+                now=True,
+                bar=o["verbosity"] > 0,
+            )
+        routing = done.routing
+        routed = routing.routed_batch
+        if routed is None:
+            out(self.style.SUCCESS(f"Routed: {len(routing.accepted)} machine-accepted, nothing to the crowd."))
+            return
+        out(f"Routed batch {routed.name!r}: {routing.to_humans} queries; cost {format_cost(routed.cost)}")
+        if no_publish:
+            out(f"Publish it with: manage.py publish_batch {routed.name}")
+            return
+        out(self.style.SUCCESS(f"Published {done.published} HIT(s) of {routed.name!r} on {routed.provider}."))

@@ -1,7 +1,5 @@
 import json
 
-from django.core.management.base import CommandError
-
 from annotation.machine.services.calibration import DEFAULT_SAMPLE
 from annotation.machine.services.routing import DEFAULT_RISK, audit_routing
 from annotation.management.commands._common import command_errors, get_batch
@@ -66,17 +64,9 @@ class Command(ProjectCommand):
 
     def handle(self, name, labels, target_accuracy, risk, sample, redraws, labeller, json, **o):
         cascade = [item.strip() for item in (o["cascade"] or "").split(",") if item.strip()] or None
-        for option, value, good, rule in (
-            ("--target-accuracy", target_accuracy, 0 < target_accuracy <= 1, "in (0, 1], e.g. 0.95"),
-            ("--risk", risk, 0 < risk < 1, "between 0 and 1, e.g. 0.05"),
-            ("--sample", sample, sample >= 1, "at least 1"),
-            ("--redraws", redraws, redraws >= 1, "at least 1"),
-        ):
-            if not good:
-                raise CommandError(f"{option} must be {rule}, got {value}")
         batch = get_batch(name)
         bar = Progress("Redrawing the blind sample", total=redraws, unit="redraw", bar=o["verbosity"] > 0)
-        with command_errors(), bar:
+        with command_errors(), bar:  # the options' rules are audit_routing's; a refusal names the option
             result = audit_routing(
                 batch,
                 labels,
