@@ -29,7 +29,7 @@ from annotation.platforms.inhouse.serializers import (
     TeamRequestSerializer,
 )
 from annotation.platforms.inhouse.services import team
-from core.api import ErrorSerializer, body_object
+from core.api import ErrorSerializer, body_object, checked
 
 
 def _access_response(request, access: team.Access, code: int) -> Response:
@@ -42,12 +42,6 @@ def _access_response(request, access: team.Access, code: int) -> Response:
     response = Response(AccessSerializer(data).data, status=code)
     add_never_cache_headers(response)  # no-store: the password or link is shown this once
     return response
-
-
-def _checked(serializer_class, request) -> dict:
-    params = serializer_class(data=body_object(request))
-    params.is_valid(raise_exception=True)
-    return params.validated_data
 
 
 class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -64,7 +58,7 @@ class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     @extend_schema(request=AnnotatorRequestSerializer, responses={201: AccessSerializer, 400: ErrorSerializer})
     def create(self, request, *args, **kwargs):
         """Add an annotator; the answer holds their one-time link or generated password, once."""
-        data = _checked(AnnotatorRequestSerializer, request)
+        data = checked(AnnotatorRequestSerializer, body_object(request))
         access = team.add_member(data["username"], data["email"], access=data["access"])
         return _access_response(request, access, status.HTTP_201_CREATED)
 
@@ -73,7 +67,7 @@ class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     def reset_password(self, request, username=None, format=None):
         """The old password and links stop working; a new one-time link or password, shown once."""
         member = self.get_object()
-        data = _checked(AccessRequestSerializer, request)
+        data = checked(AccessRequestSerializer, body_object(request))
         return _access_response(request, team.reset_access(member, access=data["access"]), status.HTTP_200_OK)
 
     @extend_schema(request=None, responses=AnnotatorSerializer)
@@ -116,5 +110,5 @@ class BatchTeamView(APIView):
     def put(self, request, name: str, format=None):
         """Restrict the local batch to these annotators (an empty list opens it to every annotator)."""
         batch = self._batch(name)
-        team.set_batch_team(batch, _checked(TeamRequestSerializer, request)["annotators"])
+        team.set_batch_team(batch, checked(TeamRequestSerializer, body_object(request))["annotators"])
         return self._answer(batch)
