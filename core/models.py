@@ -268,7 +268,8 @@ class GroupOwned(models.Model):
 class Job(GroupOwned):
     """Progress record of long work (imports, pooling, publishing, reports), for pages to poll.
 
-    It belongs to the group of who started it; its work runs acting in that group (:mod:`core.tasks`)."""
+    It belongs to the group of the study object it works on (``start_job(of=...)``), else to the group
+    of who started it; its work runs acting in that group (:mod:`core.tasks`)."""
 
     group_required = False
 

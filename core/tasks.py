@@ -221,7 +221,7 @@ def _run_claimed(
     if heartbeat is not None:
         heartbeat.start()
     try:
-        with acting_in(job.group_id):  # what the work makes goes to the group of who started it
+        with acting_in(job.group_id):  # what the work makes goes to the Job's group (its study's)
             result = work(job, *args)
     except (OperationalError, InterfaceError) as exc:
         if heartbeat is not None:

@@ -258,11 +258,13 @@ def recent_imports(limit: int = 20) -> list[dict]:
 def run_query_texts(run_names: Sequence[str], qids) -> dict[str, str]:
     """The text of each of ``qids`` for a page about runs (CRBO), which know their queries only by id.
 
-    A run names no query set, so the text is looked up where the runs' queries were read:
-    first the query sets the runs were pooled from (newest pool first), then any other query
-    set holding the id (newest first); a qid found nowhere is left out. The page shows every
-    id with its text (issue 45; ``core/_query_text.html``), as
-    ``annotation.crowd.selectors.query_texts`` does for a batch's queries.
+    A run names no query set, so the text is looked up where the runs' queries were read: the
+    query sets the runs were pooled from (newest pool first); for a qid none of them holds, the
+    text the other query sets agree on. TREC ids repeat across collections ("1", "301"): where
+    the sets holding an id disagree, or none holds it, it is left out and the page shows the id
+    alone rather than another study's query. The page shows every id with its text where known
+    (issue 45; ``core/_query_text.html``), as ``annotation.crowd.selectors.query_texts`` does for
+    a batch's queries.
     """
     from .models import Query
 
@@ -275,9 +277,13 @@ def run_query_texts(run_names: Sequence[str], qids) -> dict[str, str]:
         .values_list("source_id", flat=True)
     )
     rank = {query_set: index for index, query_set in enumerate(dict.fromkeys(pooled))}
-    rows = Query.objects.filter(qid__in=wanted).values_list("qid", "text", "query_set_id", "query_set__created")
-    ordered = sorted(rows, key=lambda row: (rank.get(row[2], len(rank)), -row[3].timestamp(), -row[2]))
+    rows = Query.objects.filter(qid__in=wanted).values_list("qid", "text", "query_set_id")
     texts: dict[str, str] = {}
-    for qid, text, _, _ in ordered:
+    for qid, text, _ in sorted((row for row in rows if row[2] in rank), key=lambda row: rank[row[2]]):
         texts.setdefault(qid, text)
+    elsewhere: dict[str, set[str]] = {}
+    for qid, text, _ in rows:
+        if qid not in texts:
+            elsewhere.setdefault(qid, set()).add(text)
+    texts.update({qid: found.pop() for qid, found in elsewhere.items() if len(found) == 1})
     return texts

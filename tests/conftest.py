@@ -169,7 +169,7 @@ def _leave_to_the_sqlite_stage(config, items) -> None:
     DATABASE_URL says). ``ALL_STAGES_RUN_EVERYTHING=1`` keeps them."""
     if os.environ.get("ALL_STAGES_RUN_EVERYTHING") == "1":
         return
-    left = [item for item in items if "embedded" in item.keywords or _touches_no_database(item)]
+    left = [item for item in items if item.get_closest_marker("embedded") or _touches_no_database(item)]
     if left:
         kept = set(map(id, left))
         config.hook.pytest_deselected(items=left)

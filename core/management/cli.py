@@ -75,9 +75,15 @@ def command_errors(*also: type[Exception], flags: Mapping[str, str] | None = Non
         yield
     except FieldError as exc:
         flag = (flags or {}).get(exc.field) or "--" + exc.field.replace("_", "-")
-        raise CommandError(f"{flag}: {exc.problem}") from None
+        raise CommandError(_with_notes(f"{flag}: {exc.problem}", exc)) from None
     except (InputError, ServiceError, OSError, *also) as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(_with_notes(str(exc), exc)) from None
+
+
+def _with_notes(message: str, exc: BaseException) -> str:
+    """The message and what the service added on the way up (``add_note``: e.g. which batch a
+    routing made before its publishing failed)."""
+    return "; ".join([message, *getattr(exc, "__notes__", ())])
 
 
 def report_import(command, result, what: str) -> None:

@@ -104,6 +104,15 @@ def crbo_job(job: Job, run_id: int, counterfactual_run_id: int, depth: int, p: f
 
 
 def start_crbo(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P) -> Job:
-    """Measure CRBO in the background once the caller's transaction commits; returns its Job."""
+    """Measure CRBO in the background once the caller's transaction commits; returns its Job.
+
+    Both runs belong to one research group: the Job, which names both and holds their per-query
+    measurements, goes to that group (a member of two groups cannot put one group's run in a Job
+    the other group's members read)."""
+    if run.group_id != counterfactual_run.group_id:
+        raise ServiceError(
+            f"runs {run.name!r} and {counterfactual_run.name!r} belong to different research groups: "
+            "CRBO compares runs of one group"
+        )
     description = f"CRBO of {run.name} against {counterfactual_run.name}"
     return crbo_job.start(description, run.pk, counterfactual_run.pk, depth, p, of=run)

@@ -613,3 +613,20 @@ def test_a_commands_group_holds_inside_the_jobs_it_runs_inline(first_group, seco
         assert scope_of() is None  # unscoped, as before
     with acting_in(second, only=True), acting_in(first):  # another group's job is not narrowed to this one
         assert scope_of() is None
+
+
+def test_crbo_compares_runs_of_one_group_only(first_group, second_group):
+    """A member of two groups cannot put one group's run into a CRBO Job (which names both runs and
+    holds their per-query measurements) that the other group's members read."""
+    from core.errors import ServiceError
+    from metrics.services.crbo import start_crbo
+
+    run = Run.objects.get(name=SECRET["run"])
+    with acting_in(second_group["group"].pk):
+        theirs = Run.objects.create(
+            name="b-run", collection=run.collection, path=run.path, sha256=run.sha256, queries=1, rows=1, data=run.data
+        )
+    assert theirs.group_id != run.group_id
+    with pytest.raises(ServiceError, match="different research groups"):
+        start_crbo(run, theirs)
+    assert not Job.objects.filter(kind="metrics.crbo").exists()

@@ -185,15 +185,16 @@ def test_crbo_warns_when_the_counterfactual_run_is_not_one(
 
 def test_crbo_query_texts_come_from_the_query_set_the_runs_were_pooled_from(world, tmp_path):
     """A run names no query set: the text of a qid is the one of the query set the runs were pooled
-    from, else of the newest query set holding it; an id found nowhere has none."""
+    from, else the one every query set holding it agrees on; an id found nowhere, or with texts
+    that differ (TREC ids repeat across collections), has none: the page shows the id alone."""
     from pooling.models import Pool, QuerySet, Run, WordList
     from pooling.selectors import run_query_texts
 
     other = tmp_path / "other.tsv"
     other.write_text("1\twho is she really\n")
     call_command("import_queries", str(other), name="other", verbosity=0)
-    # Without a pool the newest query set holding the id answers.
-    assert run_query_texts(["a", "c"], ["1", "2", "99"]) == {"1": "who is she really", "2": "what is a synapse"}
+    # Without a pool: the text the query sets agree on; two sets with different texts for "1": none.
+    assert run_query_texts(["a", "c"], ["1", "2", "99"]) == {"2": "what is a synapse"}
 
     wordlist = WordList.objects.create(name="w", sha256="0" * 64, words={"she": "f"})
     pool = Pool.objects.create(
@@ -203,5 +204,5 @@ def test_crbo_query_texts_come_from_the_query_set_the_runs_were_pooled_from(worl
     pool.runs.add(Run.objects.get(name="a"))
     # Run a was pooled from query set q: its text wins over the newer set's.
     assert run_query_texts(["a", "c"], ["1"]) == {"1": "who is she"}
-    assert run_query_texts(["b"], ["1"]) == {"1": "who is she really"}  # b was never pooled
+    assert run_query_texts(["b"], ["1"]) == {}  # b was never pooled: "1" is ambiguous
     assert run_query_texts(["a"], []) == {}

@@ -35,8 +35,17 @@ def batch_key_of(batch_id: int) -> str:
     return f"annotation.batch:{batch_id}"
 
 
-def one_per_batch(action: str) -> Callable[[F], F]:
-    """Decorate a service ``f(batch, ...)`` so it runs holding the batch's lease."""
+#: The actions holding a batch's lease that never read its answers (a correction may go on meanwhile).
+_NOT_READING_ANSWERS: set[str] = set()
+
+
+def one_per_batch(action: str, *, reads_answers: bool = True) -> Callable[[F], F]:
+    """Decorate a service ``f(batch, ...)`` so it runs holding the batch's lease.
+
+    ``reads_answers=False``: the action never reads the answers (publishing more places, setting
+    a rule), so a correction of an answer is not held up while it runs (:func:`use_under_way`)."""
+    if not reads_answers:
+        _NOT_READING_ANSWERS.add(action)
 
     def decorate(function: F) -> F:
         @functools.wraps(function)
@@ -100,5 +109,7 @@ def use_under_way(batch_ids: Iterable[int]) -> str | None:
     held = Q(key__in=[batch_key_of(pk) for pk in ids])
     for pk in ids:
         held |= Q(key__startswith=_read_prefix(pk))
-    lease = Lease.objects.filter(held, expires__gt=timezone.now()).order_by("acquired").first()
-    return lease.purpose if lease is not None else None
+    for lease in Lease.objects.filter(held, expires__gt=timezone.now()).order_by("acquired"):
+        if not any(lease.purpose.startswith(f"{action} of batch ") for action in _NOT_READING_ANSWERS):
+            return lease.purpose
+    return None

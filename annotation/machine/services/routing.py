@@ -1018,10 +1018,11 @@ def route_and_publish(
     if routed is not None and publish and now:
         try:
             published = publish_batch(routed, bar=bar)
-        except ServiceError as exc:  # the routing stands: say where its queries are
-            raise ServiceError(
-                f"batch {batch.name!r} was routed to {routed.name!r}, whose publishing failed (publish it again): {exc}"
-            ) from exc
+        except ServiceError as exc:  # the routing stands: say where its queries are (the error keeps its kind)
+            exc.add_note(
+                f"batch {batch.name!r} was routed to {routed.name!r}, whose publishing failed: publish it again"
+            )
+            raise
         return Routed(done, published=published)
     return Routed(done, job=job)
 

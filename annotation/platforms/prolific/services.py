@@ -656,9 +656,12 @@ def _reconcile(sub, assignment: Assignment | None, provider: CrowdProvider, appr
     if assignment is not None and assignment.status == Assignment.Status.VOID:
         return  # not this participant's work: neither reviewed for them nor held against them
     if sub.status in FREED_REMOTELY:
-        # Returned (or timed out) on Prolific, even after submitting here: unpaid, its place given to the next
-        # participant, so its work counts nowhere (it stayed "submitted", answered and charged, for good).
+        # Returned on Prolific, even after submitting here: the participant withdrew, unpaid, and the place
+        # went to the next one, so the work counts nowhere (it stayed "submitted", answered and charged, for
+        # good). A time-out after submitting here is no withdrawal: the work stays for the researcher's review.
         held = (Assignment.Status.ASSIGNED, Assignment.Status.SUBMITTED)
+        if sub.status != "RETURNED":
+            held = (Assignment.Status.ASSIGNED,)
         if assignment is not None and assignment.status in held:
             Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.ABANDONED)
             result.freed += 1

@@ -273,8 +273,18 @@ class TaskBuilderProvider(CrowdProvider):
             self.client.upload(target["upload_url"], data, target.get("content_type") or "application/jsonl")
             import_id = target["import_id"]
         status = self._wait(lambda: self.client.import_status(dataset_id, import_id).get("status"), IMPORT_DONE)
-        if status != "complete":
-            raise TaskBuilderError(f"Prolific did not import the batch's queries (import {status})", upstream=False)
+        if status == "failed":  # nothing ingested: the next attempt sends the file again
+            raise TaskBuilderError(
+                f"Prolific could not import the batch's queries (import {import_id} failed); publish again to send them again",
+                upstream=True,
+            )
+        if status != "complete":  # received, but not whole: sending the file again would repeat what it holds
+            raise TaskBuilderError(
+                f"Prolific received the batch's queries but did not import them whole (import {import_id}: {status}); "
+                "this needs a person: look at the dataset on Prolific, or cancel this batch and create it again. "
+                "Publishing again will not send the file again.",
+                upstream=False,
+            )
 
     def _set_up(self, tb_batch_id: str, dataset_id: str) -> None:
         status = self.client.batch_status(tb_batch_id)

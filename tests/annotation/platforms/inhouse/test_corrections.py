@@ -245,6 +245,18 @@ def test_no_correction_while_a_use_is_under_way(local_batch, annotators, holder,
     assert correct_assignment(assignment, answers_for(assignment)) is not None  # the lease is gone
 
 
+def test_a_correction_goes_on_while_an_action_that_reads_no_answers_holds_the_batch(local_batch, annotators):
+    """Publishing more places holds the batch's lease but reads no answer: a correction is not held up."""
+    assignment = _submit_wrong(annotators[0])
+
+    @one_per_batch("Publishing", reads_answers=False)
+    def publish_more(batch):
+        return correct_assignment(assignment, answers_for(assignment))
+
+    assert publish_more(local_batch) is not None
+    assert _labels(assignment) == {q: TRUTH[q] for q in _labels(assignment)}
+
+
 def test_gold_answers_are_not_corrected(gold_batch, annotators, settings):
     assignment = next_assignment(annotators[0])
     submit_local_assignment(assignment, answers_for(assignment, override={"g1": "n"}))  # fails the check
@@ -371,6 +383,7 @@ def test_an_export_started_during_a_correction_reads_the_corrected_answers(query
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%%FOR UPDATE%%'"
+                " AND datname = current_database() AND pid <> pg_backend_pid()"  # this test's database only
             )
             waiting = cursor.fetchall()
         if waiting or not exporting.is_alive():
@@ -380,7 +393,8 @@ def test_an_export_started_during_a_correction_reads_the_corrected_answers(query
     go.set()
     correcting.join(30)
     exporting.join(30)
-    assert outcomes["correction"] is not None and isinstance(outcomes["export"], Export), outcomes
+    assert not isinstance(outcomes["correction"], str | type(None)), outcomes  # done, not an error's text
+    assert isinstance(outcomes["export"], Export), outcomes
     rows = {row["qid"]: row["label"] for row in map(json.loads, path.read_text().splitlines())}
     hit_qids = {hq.batch_query.qid for hq in assignment.hit.hit_queries.select_related("batch_query")}
     assert {qid: rows[qid] for qid in hit_qids} == {qid: TRUTH[qid] for qid in hit_qids}  # the corrected ones
