@@ -58,7 +58,7 @@ def accounts():
 
 
 #: The session's user, read on every request: compiled once (``core.db.prepared``); no study model in it.
-_session_account = Prepared(lambda pk: accounts().filter(pk=pk), scoped=False)
+_session_account = Prepared(lambda pk: accounts().filter(pk=pk), scope=None)
 
 
 def account(user) -> Account:

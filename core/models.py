@@ -80,7 +80,7 @@ def _groups_with_roles_query(user_id: int):
 
 
 #: Asked on every request that reads a study model: compiled once (``core.db.prepared``).
-_prepared_groups_with_roles = Prepared(_groups_with_roles_query, scoped=False)
+_prepared_groups_with_roles = Prepared(_groups_with_roles_query, scope=None)
 
 
 def _groups_with_roles(user) -> list[tuple[int, str | None]]:

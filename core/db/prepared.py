@@ -15,16 +15,17 @@ placeholder values; a placeholder that the compiler writes into the SQL text its
 makes the query refuse to be prepared (:class:`ImproperlyConfigured`, at its first use in a
 test), so a wrong statement is never stored.
 
-A query that reads no group-scoped model (an account, the research groups) may say
-``scoped=False``: then its key does not ask for the request's scope (which would read the
-user, and the user's own query is one of them).
+Every query says whose scope it is compiled for: ``scope=core.models.scope_of`` for one that
+reads a study model (or has one in a subquery), ``scope=None`` for one that reads none (an
+account, the research groups: asking for the scope there would read the user, and the user's
+own query is one of them). Required, so no query is prepared for one scope and run in another.
 """
 
 from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -85,8 +86,8 @@ class Prepared:
     ``query(**values)`` returns the rows as a list, exactly as ``list(build(**values))`` would.
     """
 
-    def __init__(self, build: Callable[..., QuerySet], *, scoped: bool = True) -> None:
-        self._build, self._scoped = build, scoped
+    def __init__(self, build: Callable[..., QuerySet], *, scope: Callable[[], Hashable] | None) -> None:
+        self._build, self._scope_of = build, scope
         self._compiled: dict[tuple, _Compiled] = {}
         self._lock = threading.Lock()
 
@@ -102,10 +103,5 @@ class Prepared:
                 self._compiled[key] = compiled
         return compiled.run(values)
 
-    def _scope(self) -> tuple:
-        if not self._scoped:
-            return ("unscoped",)
-        from core.models import scope_of
-
-        scope = scope_of()
-        return ("all",) if scope is None else tuple(sorted(scope))
+    def _scope(self) -> Hashable:
+        return ("unscoped",) if self._scope_of is None else ("scope", self._scope_of())

@@ -49,6 +49,7 @@ from annotation.platforms.inhouse.services.team_access import assignment_open, b
 from annotation.quality.services.training import plan_of, training_rows
 from core.db.prepared import Prepared
 from core.errors import ServiceError
+from core.models import scope_of
 from core.services.groups import join_current_group
 
 #: How many locked candidates to try before giving up on a busy moment.
@@ -170,7 +171,10 @@ def _annotator_worker_rows(user_id: int, external_id: str, *, lock: bool) -> Que
 
 #: :func:`annotator_worker`'s statement, compiled once (``core.db.prepared``): with and without the row lock.
 _annotator_worker = {
-    lock: Prepared(lambda user_id, external_id, lock=lock: _annotator_worker_rows(user_id, external_id, lock=lock))
+    lock: Prepared(
+        lambda user_id, external_id, lock=lock: _annotator_worker_rows(user_id, external_id, lock=lock),
+        scope=scope_of,
+    )
     for lock in (False, True)
 }
 
@@ -250,7 +254,7 @@ def _next_hit_batches_rows(worker_id: int) -> QuerySet:
     return training_rows(batches, worker_id)
 
 
-_next_hit_batches = Prepared(_next_hit_batches_rows)
+_next_hit_batches = Prepared(_next_hit_batches_rows, scope=scope_of)
 
 
 def local_worker(user) -> Worker:
@@ -544,7 +548,7 @@ def _progress_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySe
 
 
 #: :func:`answered_and_progress`'s statement, compiled once (``core.db.prepared``).
-_progress_counts = Prepared(_progress_counts_rows)
+_progress_counts = Prepared(_progress_counts_rows, scope=scope_of)
 
 
 def held_assignment(pk: int, user_id: int) -> Assignment | None:
@@ -565,7 +569,7 @@ def _held_assignment_rows(pk: int, user_id: int) -> QuerySet:
     )
 
 
-_held_assignment = Prepared(_held_assignment_rows)
+_held_assignment = Prepared(_held_assignment_rows, scope=scope_of)
 
 
 def hit_queries_of(hit: Hit) -> list[HitQuery]:
@@ -577,7 +581,8 @@ def hit_queries_of(hit: Hit) -> list[HitQuery]:
 
 
 _hit_queries = Prepared(
-    lambda hit_id: HitQuery.objects.filter(hit_id=hit_id).select_related("batch_query").order_by("position")
+    lambda hit_id: HitQuery.objects.filter(hit_id=hit_id).select_related("batch_query").order_by("position"),
+    scope=scope_of,
 )
 
 
@@ -656,7 +661,7 @@ def _submit_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySet:
     )
 
 
-_submit_counts = Prepared(_submit_counts_rows)
+_submit_counts = Prepared(_submit_counts_rows, scope=scope_of)
 
 
 def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered: bool) -> AnswerCheck:
