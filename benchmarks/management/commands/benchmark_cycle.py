@@ -50,16 +50,26 @@ class _Meter:
 
 
 def _statement_label(sql: str) -> str:
-    """``SELECT django_session``: a statement's verb and the first table it names (the shape, not the SQL)."""
+    """``SELECT django_session``: a statement's verb and the first table it names outside parentheses
+    (the shape of the statement, not its SQL)."""
     verb = sql.split(None, 1)[0].upper() if sql.strip() else "?"
-    table = re.search(r'(?:FROM|INTO|UPDATE)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', sql[:2000])
-    return f"{verb} {table.group(1)}" if table and verb != "BEGIN" else verb
+    if verb in ("BEGIN", "SAVEPOINT", "RELEASE", "COMMIT"):
+        return verb
+    depth, outer = 0, []
+    for char in sql[:4000]:
+        depth += char == "("
+        outer.append(char if depth == 0 else " ")
+        depth -= char == ")"
+    table = re.search(r'(?:FROM|INTO|UPDATE)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', "".join(outer))
+    return f"{verb} {table.group(1)}" if table else verb
 
 
 class _Anatomy:
-    """One request kind's statements and CPU, measured in this process: the total CPU, the time in
-    the database call, in the ORM's compiler (``SQLCompiler.as_sql``, outermost call) and in template
-    rendering (``Template.render``, outermost call); the rest is Django, middleware and views."""
+    """One request kind's statements and CPU, measured in this process (this thread's CPU time): the
+    total, the database call (on SQLite the database's own work; on PostgreSQL the client's side),
+    the ORM's compilers turning querysets into SQL (``as_sql`` of every compiler class, outermost
+    call) and template rendering (``Template.render``, outermost call); the rest is Django's request
+    handling, the middleware and the views' own Python."""
 
     def __init__(self) -> None:
         self.cpu: list[float] = []
@@ -72,44 +82,55 @@ class _Anatomy:
 
     @classmethod
     def measure(cls, into: "_Anatomy | None", request):
-        from django.db.models.sql.compiler import SQLCompiler
+        from django.db.models.sql import compiler as compilers
         from django.template.base import Template
 
         spent = {"SQL run": 0.0, "SQL compile": 0.0, "templates": 0.0}
         statements: list[str] = []
-        originals = {SQLCompiler: SQLCompiler.as_sql, Template: Template.render}
+        depth = {"SQL compile": 0, "templates": 0}
+        patched = [
+            (owner, "as_sql", "SQL compile")
+            for owner in (
+                compilers.SQLCompiler,
+                compilers.SQLInsertCompiler,
+                compilers.SQLUpdateCompiler,
+                compilers.SQLDeleteCompiler,
+                compilers.SQLAggregateCompiler,
+            )
+        ] + [(Template, "render", "templates")]
+        originals = [(owner, name, owner.__dict__[name]) for owner, name, _ in patched]
 
-        def timed(owner, part):
-            original, depth = originals[owner], [0]
-
+        def timed(original, part):
             def wrapper(*args, **kwargs):
-                depth[0] += 1
-                started = time.perf_counter()
+                depth[part] += 1
+                started = time.thread_time()
                 try:
                     return original(*args, **kwargs)
                 finally:
-                    depth[0] -= 1
-                    if depth[0] == 0:
-                        spent[part] += time.perf_counter() - started
+                    depth[part] -= 1
+                    if depth[part] == 0:
+                        spent[part] += time.thread_time() - started
 
             return wrapper
 
         def run(execute, sql, params, many, context):
             statements.append(_statement_label(sql))
-            started = time.perf_counter()
+            started = time.thread_time()
             try:
                 return execute(sql, params, many, context)
             finally:
-                spent["SQL run"] += time.perf_counter() - started
+                spent["SQL run"] += time.thread_time() - started
 
-        SQLCompiler.as_sql, Template.render = timed(SQLCompiler, "SQL compile"), timed(Template, "templates")
+        for (owner, name, part), (_, _, original) in zip(patched, originals, strict=True):
+            setattr(owner, name, timed(original, part))
         try:
-            started = time.process_time()
+            started = time.thread_time()
             with connection.execute_wrapper(run):
                 response = request()
-            cpu = time.process_time() - started
+            cpu = time.thread_time() - started
         finally:
-            SQLCompiler.as_sql, Template.render = originals[SQLCompiler], originals[Template]
+            for owner, name, original in originals:
+                setattr(owner, name, original)
         if into is not None:
             into.cpu.append(cpu)
             for part, seconds in spent.items():
@@ -122,7 +143,7 @@ class _Anatomy:
             return "not measured"
         total = statistics.median(self.cpu) * 1000
         parts = {part: statistics.median(v) * 1000 for part, v in self.parts.items()}
-        rest = max(0.0, total - sum(parts.values()))
+        rest = statistics.median(c - sum(p[i] for p in self.parts.values()) for i, c in enumerate(self.cpu)) * 1000
         split = ", ".join(f"{part} {ms:.2f}" for part, ms in parts.items())
         shapes = self.statements[-1]
         listed = "; ".join(shapes) if shapes else "none"
@@ -387,7 +408,8 @@ class Command(ProjectCommand):
         """Per request kind: its statements (in order) and its CPU in this process, split by where it goes."""
         self.stdout.write(
             "What each request does (this process, Django's test client; CPU ms per request, median; "
-            "'SQL run' is the database call's wall time, 'SQL compile' the ORM turning querysets into SQL):"
+            "'SQL run': the database call (on PostgreSQL its client side only), 'SQL compile': the ORM turning "
+            "querysets into SQL):"
         )
         for kind, anatomy in found.items():
             self.stdout.write(f"  {kind}: {anatomy.describe()}")
