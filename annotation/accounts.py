@@ -39,6 +39,7 @@ from django.db.models import F, IntegerField, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from annotation.models import Account, AccountState
+from core.db.prepared import Prepared
 
 #: A change of any of these may take something away from the account.
 _STATE_FIELDS = ("is_active", "is_staff", "is_superuser")
@@ -54,6 +55,10 @@ def accounts():
     from django.db.models import OuterRef
 
     return Account.objects.annotate(access_epoch=_epoch_of(OuterRef("pk")))
+
+
+#: The session's user, read on every request: compiled once (``core.db.prepared``); no study model in it.
+_session_account = Prepared(lambda pk: accounts().filter(pk=pk), scope=None)
 
 
 def account(user) -> Account:
@@ -84,9 +89,12 @@ class AccountBackend(ModelBackend):
     """Django's model backend, reading a session's user as an ``Account`` bound to its access epoch."""
 
     def get_user(self, user_id):
-        try:
-            user = accounts().get(pk=user_id)
-        except Account.DoesNotExist:
+        if isinstance(user_id, int) and not isinstance(user_id, bool):
+            found = _session_account(pk=user_id)
+            user = found[0] if found else None
+        else:
+            user = accounts().filter(pk=user_id).first()
+        if user is None:
             return None
         return user if self.user_can_authenticate(user) else None
 

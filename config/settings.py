@@ -83,6 +83,8 @@ SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0 if DEBUG else 31_5
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", not DEBUG)
 SESSION_COOKIE_HTTPONLY = True
+# Django's database sessions, each request's read compiled once (core/web/sessions.py, issue 46).
+SESSION_ENGINE = "core.web.sessions"
 X_FRAME_OPTIONS = "DENY"
 
 INSTALLED_APPS = [

@@ -9,6 +9,7 @@ from django.db.models import sql
 from django.utils import timezone
 
 from core.db import scope as _scope
+from core.db.prepared import Prepared
 from core.errors import ServiceError
 
 #: The group a site starts with: the migration puts every existing study and staff account in it.
@@ -73,10 +74,18 @@ def default_group() -> ResearchGroup:
     return group
 
 
+def _groups_with_roles_query(user_id: int):
+    role = Membership.objects.filter(user_id=user_id, group=models.OuterRef("pk")).values("role")[:1]
+    return ResearchGroup.objects.annotate(role=models.Subquery(role)).values_list("pk", "role")
+
+
+#: Asked on every request that reads a study model: compiled once (``core.db.prepared``).
+_prepared_groups_with_roles = Prepared(_groups_with_roles_query, scope=None)
+
+
 def _groups_with_roles(user) -> list[tuple[int, str | None]]:
     """Every group's id with ``user``'s role in it (``None``: not a member), in one query."""
-    role = Membership.objects.filter(user=user, group=models.OuterRef("pk")).values("role")[:1]
-    return list(ResearchGroup.objects.annotate(role=models.Subquery(role)).values_list("pk", "role"))
+    return _prepared_groups_with_roles(user_id=user.pk)
 
 
 def roles_of(user) -> dict[int, str]:

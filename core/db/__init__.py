@@ -1,4 +1,5 @@
-"""Bulk inserts of plain rows, for the few tables that take tens of thousands at once.
+"""Inserts of plain rows: in bulk, for the few tables that take tens of thousands at once; and a
+few rows in one statement, on a hot path (the answers of a submitted HIT).
 
 ``bulk_create`` builds a model instance and compiles SQL per row, which costs about
 50 µs a row; pooling MS MARCO writes ~27,000 provenance rows. ``insert_rows`` sends the
@@ -22,3 +23,21 @@ def insert_rows(model: type[Model], columns: Sequence[str], rows: Iterable[Seque
     placeholders = ", ".join(["%s"] * len(columns))
     with connection.cursor() as cursor:
         cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({placeholders})", list(rows))
+
+
+def insert_few_rows(model: type[Model], columns: Sequence[str], rows: Sequence[Sequence]) -> None:
+    """INSERT a few ``rows`` in one statement (a multi-row ``VALUES``), on a request's hot path.
+
+    What ``bulk_create`` sends for them, without building an instance and compiling an INSERT per
+    call (about 1 ms for a HIT's five judgments): no signals either way, ids not read back.
+    """
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    names = ", ".join(quote(c) for c in columns)
+    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    params = [value for row in rows for value in row]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {quote(model._meta.db_table)} ({names}) VALUES {', '.join([one] * len(rows))}", params
+        )

@@ -20,6 +20,7 @@ from django.utils import timezone
 from annotation.crowd.providers import CrowdProvider
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Assignment, BatchQuery, HitQuery, Judgment
+from core.db import insert_few_rows
 from core.errors import ServiceError
 
 
@@ -170,11 +171,11 @@ def record_answers(
         raise AlreadyRecorded("this HIT was already submitted")
     for name, value in values.items():
         setattr(assignment, name, value)
-    Judgment.objects.bulk_create(
-        [
-            Judgment(assignment=assignment, batch_query=bq, label=label, invalid_reason=reason)
-            for bq, label, reason in check.judgments
-        ]
+    # One multi-row INSERT, as bulk_create would send, without its per-call compile (the HIT cycle, issue 46).
+    insert_few_rows(
+        Judgment,
+        ("assignment_id", "batch_query_id", "label", "invalid_reason"),
+        [(assignment.pk, bq.pk, label, reason) for bq, label, reason in check.judgments],
     )
     return check
 

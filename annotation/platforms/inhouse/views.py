@@ -22,7 +22,6 @@ from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import BooleanField, ExpressionWrapper
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse, reverse_lazy
@@ -54,11 +53,13 @@ from annotation.platforms.inhouse.services.handout import (
     annotator_worker,
     answered_and_progress,
     answered_count,
+    held_assignment,
+    hit_queries_of,
     in_annotators,
     next_hit_for,
     submit_local_assignment,
 )
-from annotation.platforms.inhouse.services.team_access import assignment_open, open_to
+from annotation.platforms.inhouse.services.team_access import open_to
 from annotation.quality.services.training import qualification_of, submit_training
 from core.errors import ServiceError
 from core.web.permissions import researcher_required
@@ -140,11 +141,9 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
     """
     # Whether they are still an annotator, and its batch still open to them (team_access), is
     # read with it, in the same query.
-    mine = Assignment.objects.select_related("hit__batch").annotate(
-        open=ExpressionWrapper(assignment_open(), output_field=BooleanField()),
-        annotator=in_annotators(request.user.pk),
-    )
-    assignment = get_object_or_404(mine, pk=pk, worker__identity__user=request.user)
+    assignment = held_assignment(pk, request.user.pk)
+    if assignment is None:
+        raise Http404("No such HIT of yours.")
     if not assignment.annotator:
         raise PermissionDenied("Only annotators answer HITs.")
     if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
@@ -156,7 +155,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         )
         return redirect("annotation:batch-list")
     hit = assignment.hit
-    hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
+    hit_queries = hit_queries_of(hit)
     action = reverse("annotation:assignment", args=[assignment.pk])
     if request.method == "POST":
         form = HitAnswerForm(hit_queries, request.POST)

@@ -68,7 +68,7 @@ def qualified_batches(batches: QuerySet, worker: Worker) -> QuerySet:
     return batches.exclude(has_training & ~passed)
 
 
-def training_plan(batches: QuerySet, worker: Worker) -> tuple[Batch | None, list[Batch]]:
+def training_plan(batches: QuerySet, worker: Worker | int) -> tuple[Batch | None, list[Batch]]:
     """The first published batch open to ``worker`` whose training they have not taken yet
     (``None``: none), and the batches ``claim_hit`` may hand out, in one query.
 
@@ -78,9 +78,15 @@ def training_plan(batches: QuerySet, worker: Worker) -> tuple[Batch | None, list
 
     ``qualified`` is what ``claim_hit`` reads from ``qualified_batches(batches, worker)``:
     published, training passed or none, oldest first, with ``pk`` and ``assignment_duration``.
-    The next-HIT page asks both on every request.
+    The next-HIT page asks both on every request (its query prepared once:
+    :func:`training_rows` and :func:`plan_of`).
     """
-    rows = (
+    return plan_of(training_rows(batches, worker))
+
+
+def training_rows(batches: QuerySet, worker: Worker | int) -> QuerySet:
+    """:func:`training_plan`'s one query, for a caller that runs it itself (``core.db.prepared``)."""
+    return (
         batches.filter(status=Batch.Status.PUBLISHED)
         .annotate(
             has_training=Exists(TrainingQuery.objects.filter(batch=OuterRef("pk"))),
@@ -90,6 +96,10 @@ def training_plan(batches: QuerySet, worker: Worker) -> tuple[Batch | None, list
         .order_by("created", "pk")
         .only("pk", "name", "assignment_duration", "created")
     )
+
+
+def plan_of(rows) -> tuple[Batch | None, list[Batch]]:
+    """:func:`training_plan`'s answer from the rows of :func:`training_rows`."""
     due, qualified = None, []
     for batch in rows:
         if batch.has_training and not batch.taken and due is None:

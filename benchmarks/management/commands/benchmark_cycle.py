@@ -1,4 +1,5 @@
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -46,6 +47,110 @@ class _Meter:
         after = self.now()
         cpu[kind].append((after[0] - before[0], after[1] - before[1]))
         return result
+
+
+def _statement_label(sql: str) -> str:
+    """``SELECT django_session``: a statement's verb and the first table it names outside parentheses
+    (the shape of the statement, not its SQL)."""
+    verb = sql.split(None, 1)[0].upper() if sql.strip() else "?"
+    if verb in ("BEGIN", "SAVEPOINT", "RELEASE", "COMMIT"):
+        return verb
+    depth, outer = 0, []
+    for char in sql[:4000]:
+        depth += char == "("
+        outer.append(char if depth == 0 else " ")
+        depth -= char == ")"
+    table = re.search(r'(?:FROM|INTO|UPDATE)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', "".join(outer))
+    return f"{verb} {table.group(1)}" if table else verb
+
+
+class _Anatomy:
+    """One request kind's statements and CPU, measured in this process (this thread's CPU time): the
+    total, the database call (on SQLite the database's own work; on PostgreSQL the client's side),
+    the ORM's compilers turning querysets into SQL (``as_sql`` of every compiler class, outermost
+    call) and template rendering (``Template.render``, outermost call); the rest is Django's request
+    handling, the middleware and the views' own Python."""
+
+    def __init__(self) -> None:
+        self.cpu: list[float] = []
+        self.parts: dict[str, list[float]] = {"SQL run": [], "SQL compile": [], "templates": []}
+        self.statements: list[list[str]] = []
+
+    @property
+    def statements_per_request(self) -> float:
+        return statistics.mean(len(s) for s in self.statements) if self.statements else 0.0
+
+    @classmethod
+    def measure(cls, into: "_Anatomy | None", request):
+        from django.db.models.sql import compiler as compilers
+        from django.template.base import Template
+
+        spent = {"SQL run": 0.0, "SQL compile": 0.0, "templates": 0.0}
+        statements: list[str] = []
+        depth = {"SQL compile": 0, "templates": 0}
+        patched = [
+            (owner, "as_sql", "SQL compile")
+            for owner in (
+                compilers.SQLCompiler,
+                compilers.SQLInsertCompiler,
+                compilers.SQLUpdateCompiler,
+                compilers.SQLDeleteCompiler,
+                compilers.SQLAggregateCompiler,
+            )
+        ] + [(Template, "render", "templates")]
+        originals = [(owner, name, owner.__dict__[name]) for owner, name, _ in patched]
+
+        def timed(original, part):
+            def wrapper(*args, **kwargs):
+                depth[part] += 1
+                started = time.thread_time()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    depth[part] -= 1
+                    if depth[part] == 0:
+                        spent[part] += time.thread_time() - started
+
+            return wrapper
+
+        def run(execute, sql, params, many, context):
+            statements.append(_statement_label(sql))
+            started = time.thread_time()
+            try:
+                return execute(sql, params, many, context)
+            finally:
+                spent["SQL run"] += time.thread_time() - started
+
+        for (owner, name, part), (_, _, original) in zip(patched, originals, strict=True):
+            setattr(owner, name, timed(original, part))
+        try:
+            started = time.thread_time()
+            with connection.execute_wrapper(run):
+                response = request()
+            cpu = time.thread_time() - started
+        finally:
+            for owner, name, original in originals:
+                setattr(owner, name, original)
+        if into is not None:
+            into.cpu.append(cpu)
+            for part, seconds in spent.items():
+                into.parts[part].append(seconds)
+            into.statements.append(statements)
+        return response
+
+    def describe(self) -> str:
+        if not self.cpu:
+            return "not measured"
+        total = statistics.median(self.cpu) * 1000
+        parts = {part: statistics.median(v) * 1000 for part, v in self.parts.items()}
+        rest = statistics.median(c - sum(p[i] for p in self.parts.values()) for i, c in enumerate(self.cpu)) * 1000
+        split = ", ".join(f"{part} {ms:.2f}" for part, ms in parts.items())
+        shapes = self.statements[-1]
+        listed = "; ".join(shapes) if shapes else "none"
+        return (
+            f"CPU {total:.2f} ms ({split}, Django/middleware/views {rest:.2f}); "
+            f"{self.statements_per_request:g} statements: {listed}"
+        )
 
 
 class Command(ProjectCommand):
@@ -145,9 +250,10 @@ class Command(ProjectCommand):
             multiples = {}
             for size in sizes:
                 Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.PUBLISHED)
-                sql = self._count_sql(counted_user)
+                found = self._count_sql(counted_user)
                 Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.CANCELLED)
-                multiples[size] = self._report(size, cpu[size], blocks[size], sql)
+                multiples[size] = self._report(size, cpu[size], blocks[size], self._sql_counts(found))
+                self._anatomy(found)
             self._flatness(sizes, multiples)
         finally:
             stop(server)
@@ -278,37 +384,39 @@ class Command(ProjectCommand):
 
         return spent("template page"), templates, sum(spent(kind) for kind in CYCLE), cycles
 
-    def _count_sql(self, username: str) -> dict[str, float]:
-        """SQL statements per request of two HIT cycles, in this process (Django's test client, same database)."""
+    def _count_sql(self, username: str, rounds: int = 5) -> dict[str, "_Anatomy"]:
+        """What each request kind does, in this process (Django's test client, same database and settings):
+        its SQL statements and where its CPU goes, over ``rounds`` HIT cycles after one uncounted."""
         browser = Client(HTTP_HOST="127.0.0.1")
         browser.force_login(get_user_model().objects.get(username=username))
-        counts = {k: [] for k in ("template page", "next", "HIT page", "submit")}
-        statements = []
-
-        def count(execute, sql, params, many, context):
-            statements.append(sql)
-            return execute(sql, params, many, context)
-
-        def run(kind, method, path, data=None):
-            statements.clear()
-            with connection.execute_wrapper(count):
-                response = getattr(browser, method)(path, data) if data is not None else getattr(browser, method)(path)
-            counts[kind].append(len(statements))
-            return response
-
+        found = {k: _Anatomy() for k in ("template page", "next", "HIT page", "submit")}
         anonymous = Client(HTTP_HOST="127.0.0.1")
-        statements.clear()
-        with connection.execute_wrapper(count):
-            anonymous.get("/admin/login/")
-        counts["template page"].append(len(statements))
-        for _ in range(2):
-            answer = run("next", "get", "/annotation/next/")
+        for round_ in range(rounds + 1):
+            keep = round_ > 0  # the first round compiles and loads what later ones reuse
+            _Anatomy.measure(found["template page"] if keep else None, lambda: anonymous.get("/admin/login/"))
+            answer = _Anatomy.measure(found["next"] if keep else None, lambda: browser.get("/annotation/next/"))
             if answer.status_code != 302:
                 raise CommandError(f"counting: /annotation/next/ answered {answer.status_code}")
-            page = run("HIT page", "get", answer["Location"])
+            where = answer["Location"]
+            page = _Anatomy.measure(found["HIT page"] if keep else None, lambda w=where: browser.get(w))
             fields = list(dict.fromkeys(QUESTION_INPUT.findall(page.content.decode())))
-            run("submit", "post", answer["Location"], {name: "n" for name in fields})
-        return {k: statistics.mean(v) for k, v in counts.items()}
+            form = {name: "n" for name in fields}
+            _Anatomy.measure(found["submit"] if keep else None, lambda w=where, f=form: browser.post(w, f))
+        return found
+
+    def _anatomy(self, found: dict[str, "_Anatomy"]) -> None:
+        """Per request kind: its statements (in order) and its CPU in this process, split by where it goes."""
+        self.stdout.write(
+            "What each request does (this process, Django's test client; CPU ms per request, median; "
+            "'SQL run': the database call (on PostgreSQL its client side only), 'SQL compile': the ORM turning "
+            "querysets into SQL):"
+        )
+        for kind, anatomy in found.items():
+            self.stdout.write(f"  {kind}: {anatomy.describe()}")
+
+    @staticmethod
+    def _sql_counts(found: dict[str, "_Anatomy"]) -> dict[str, float]:
+        return {kind: anatomy.statements_per_request for kind, anatomy in found.items()}
 
     def _report(self, size: int, cpu: dict, blocks, sql: dict):
         """One table per batch size; ``x template``: CPU over the template pages interleaved with this size."""

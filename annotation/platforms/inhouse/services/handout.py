@@ -30,7 +30,6 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import (
     BooleanField,
-    Count,
     Exists,
     ExpressionWrapper,
     IntegerField,
@@ -47,8 +46,10 @@ from annotation.crowd.services.statuses import ANSWERED, settle_hit_status
 from annotation.models import FREES_PLACE, Assignment, Batch, Hit, HitQuery, Provider, Worker
 from annotation.platforms.inhouse.selectors import ANNOTATORS_GROUP
 from annotation.platforms.inhouse.services.team_access import assignment_open, batch_open_to, is_open_to, open_to
-from annotation.quality.services.training import training_plan
+from annotation.quality.services.training import plan_of, training_rows
+from core.db.prepared import Prepared
 from core.errors import ServiceError
+from core.models import scope_of
 from core.services.groups import join_current_group
 
 #: How many locked candidates to try before giving up on a busy moment.
@@ -152,16 +153,30 @@ def annotator_worker(user, *, lock: bool = False) -> Worker | None:
     """
     if not user.is_authenticated:
         return None
-    in_group = in_annotators(user.pk)
-    rows = Worker.objects.filter(identity__provider=Provider.LOCAL, identity__external_id=str(user.pk)).annotate(
-        annotator=in_group
-    )
-    if lock:
-        rows = rows.select_for_update(of=("self",))
-    found = rows.order_by("pk").first()
+    rows = _annotator_worker[lock](user_id=user.pk, external_id=str(user.pk))
+    found = rows[0] if rows else None
     if found is not None:
         return found if found.annotator else None
     return local_worker(user) if is_annotator(user) else None
+
+
+def _annotator_worker_rows(user_id: int, external_id: str, *, lock: bool) -> QuerySet:
+    rows = Worker.objects.filter(identity__provider=Provider.LOCAL, identity__external_id=external_id).annotate(
+        annotator=in_annotators(user_id)
+    )
+    if lock:
+        rows = rows.select_for_update(of=("self",))
+    return rows.order_by("pk")[:1]
+
+
+#: :func:`annotator_worker`'s statement, compiled once (``core.db.prepared``): with and without the row lock.
+_annotator_worker = {
+    lock: Prepared(
+        lambda user_id, external_id, lock=lock: _annotator_worker_rows(user_id, external_id, lock=lock),
+        scope=scope_of,
+    )
+    for lock in (False, True)
+}
 
 
 def release_held_hits(user_id: int) -> int:
@@ -221,17 +236,25 @@ def next_hit_for(user) -> NextHit:
         if worker is None:
             raise NotAnnotator("Only annotators are given HITs.")
         # The training step due, the batches a new HIT may come from, and (the same on every
-        # row) whether the worker holds a hand-out: one query.
-        batches = (
-            Batch.objects.filter(provider=Provider.LOCAL)
-            .filter(open_to(worker))  # team_access: only batches open to them, training included
-            .annotate(worker_holds=Exists(_handed_out(worker)))
-        )
-        due, qualified = training_plan(batches, worker)
+        # row) whether the worker holds a hand-out: one query, compiled once.
+        due, qualified = plan_of(_next_hit_batches(worker_id=worker.pk))
         if due is not None:
             return NextHit(training=due)
         holding = qualified[0].worker_holds if qualified else None
         return NextHit(assignment=next_assignment(user, worker=worker, batches=qualified, locked=True, holding=holding))
+
+
+def _next_hit_batches_rows(worker_id: int) -> QuerySet:
+    """:func:`next_hit_for`'s one read: quality's training plan over the local batches open to the worker."""
+    batches = (
+        Batch.objects.filter(provider=Provider.LOCAL)
+        .filter(open_to(worker_id))  # team_access: only batches open to them, training included
+        .annotate(worker_holds=Exists(_handed_out(worker_id)))
+    )
+    return training_rows(batches, worker_id)
+
+
+_next_hit_batches = Prepared(_next_hit_batches_rows, scope=scope_of)
 
 
 def local_worker(user) -> Worker:
@@ -495,29 +518,72 @@ def answered_and_progress(assignment: Assignment) -> tuple[int, HitProgress]:
     ``PROGRESS_COUNT_LIMIT``. (Read as columns of the assignment's own query instead, the
     counts were planned for any worker and batch: PostgreSQL then scanned every HIT.)
     """
-    worker_id, batch_id = assignment.worker_id, assignment.hit.batch_id
+    (counts,) = _progress_counts(
+        hit_id=assignment.hit_id, worker_id=assignment.worker_id, batch_id=assignment.hit.batch_id
+    )
+    answered, before, left = counts["answered"], counts["before"], counts["left"]
+    progress = HitProgress(number=before + 1, left=left, left_is_lower_bound=left >= PROGRESS_COUNT_LIMIT)
+    return answered, progress
+
+
+def _progress_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySet:
     done = Assignment.objects.filter(worker_id=worker_id, status__in=_DONE).order_by()
     mine = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=worker_id)
     left = (
         Hit.objects.filter(batch_id=batch_id, status=Hit.Status.OPEN)
-        .exclude(pk=assignment.hit_id)
+        .exclude(pk=hit_id)
         .filter(~Exists(mine))
         .order_by()
         .values("pk")[:PROGRESS_COUNT_LIMIT]
     )
-    counts = (
-        Hit.objects.filter(pk=assignment.hit_id)
+    return (
+        Hit.objects.filter(pk=hit_id)
         .annotate(
             answered=_CountOf(done.values("pk")),
             before=_CountOf(done.filter(hit__batch_id=batch_id).values("pk")),
             left=_CountOf(left),
         )
         .values("answered", "before", "left")
-        .get()
     )
-    answered, before, left = counts["answered"], counts["before"], counts["left"]
-    progress = HitProgress(number=before + 1, left=left, left_is_lower_bound=left >= PROGRESS_COUNT_LIMIT)
-    return answered, progress
+
+
+#: :func:`answered_and_progress`'s statement, compiled once (``core.db.prepared``).
+_progress_counts = Prepared(_progress_counts_rows, scope=scope_of)
+
+
+def held_assignment(pk: int, user_id: int) -> Assignment | None:
+    """The account's assignment ``pk`` for its HIT page, with its HIT and batch, and (columns of the
+    same statement) ``open``: its batch still open to them (team_access) and ``annotator``: the
+    account still in the annotators group; ``None`` when it is not theirs. Compiled once."""
+    found = _held_assignment(pk=pk, user_id=user_id)
+    return found[0] if found else None
+
+
+def _held_assignment_rows(pk: int, user_id: int) -> QuerySet:
+    return (
+        Assignment.objects.select_related("hit__batch")
+        .annotate(
+            open=ExpressionWrapper(assignment_open(), output_field=BooleanField()), annotator=in_annotators(user_id)
+        )
+        .filter(pk=pk, worker__identity__user_id=user_id)
+    )
+
+
+_held_assignment = Prepared(_held_assignment_rows, scope=scope_of)
+
+
+def hit_queries_of(hit: Hit) -> list[HitQuery]:
+    """The HIT's queries in order, each with its batch query (and ``hit`` known): compiled once."""
+    rows = _hit_queries(hit_id=hit.pk)
+    for row in rows:
+        HitQuery.hit.field.set_cached_value(row, hit)
+    return rows
+
+
+_hit_queries = Prepared(
+    lambda hit_id: HitQuery.objects.filter(hit_id=hit_id).select_related("batch_query").order_by("position"),
+    scope=scope_of,
+)
 
 
 def _writes_serialised() -> bool:
@@ -579,6 +645,25 @@ def _worker_is_annotator(worker_id: int) -> bool:
     return Worker.objects.filter(pk=worker_id).filter(worker_in_annotators(worker_id)).exists()
 
 
+def _submit_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySet:
+    """The HIT's answered assignments (its status), the worker's done HITs, and (the header's
+    number, as :func:`answered_and_progress` counts it) those of this batch: one statement."""
+    done = Assignment.objects.filter(worker_id=worker_id, status__in=_DONE).order_by()
+    answered = Assignment.objects.filter(hit_id=hit_id, status__in=ANSWERED).order_by()
+    return (
+        Hit.objects.filter(pk=hit_id)
+        .annotate(
+            this_hit=_CountOf(answered.values("pk")),
+            worker=_CountOf(done.values("pk")),
+            in_batch=_CountOf(done.filter(hit__batch_id=batch_id).values("pk")),
+        )
+        .values("this_hit", "worker", "in_batch")
+    )
+
+
+_submit_counts = Prepared(_submit_counts_rows, scope=scope_of)
+
+
 def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered: bool) -> AnswerCheck:
     """:func:`submit_local_assignment`'s work, inside its transaction."""
     hit, batch = assignment.hit, assignment.hit.batch
@@ -601,13 +686,7 @@ def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered
         assignment, answers, raw, hit_queries=hit_queries, only_from=_TAKES_ANSWERS, only_if=still_open
     )
     if count_answered:
-        done = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
-        counts = Assignment.objects.filter(Q(hit_id=hit.pk) | Q(worker_id=assignment.worker_id)).aggregate(
-            this_hit=Count("pk", filter=Q(hit_id=hit.pk, status__in=ANSWERED)),
-            worker=Count("pk", filter=Q(worker_id=assignment.worker_id, status__in=done)),
-            # The header's number (answered_and_progress: their done HITs of this batch before it, plus it).
-            in_batch=Count("pk", filter=Q(worker_id=assignment.worker_id, status__in=done, hit__batch=batch.pk)),
-        )
+        (counts,) = _submit_counts(hit_id=hit.pk, worker_id=assignment.worker_id, batch_id=batch.pk)
         check.answered_count, check.hit_number = counts["worker"], counts["in_batch"]
         settle_hit_status(hit, answered=counts["this_hit"])
     else:

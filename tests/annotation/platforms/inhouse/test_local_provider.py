@@ -398,3 +398,45 @@ def test_a_hit_cycle_reads_nothing_twice(local_batch, annotators, client, monkey
             submitted = client.post(response.url, answers)
         assert submitted.status_code == 302
         assert Judgment.objects.filter(assignment=assignment).count() == assignment.hit.hit_queries.count()
+
+
+def test_a_hit_cycle_compiles_its_reads_once(local_batch, annotators, client, monkeypatch):
+    """After the first HIT cycle the next-HIT page and the HIT page compile no SELECT through the ORM
+    (their reads are prepared once per process: ``core.db.prepared``), and the submit only its
+    conditional UPDATE's subqueries; the statements and their answers stay the ORM's (the other
+    tests of this file). Counted as calls of Django's ``SQLCompiler.as_sql``, outermost only."""
+    import time
+
+    from django.db.models.sql.compiler import SQLCompiler
+
+    from annotation.platforms.inhouse.services import handout as local
+
+    monkeypatch.setattr(local, "_released_at", time.monotonic())  # the once-a-minute release is not due
+    compiled: list[str] = []
+    original = SQLCompiler.as_sql
+
+    def counted(self, *args, **kwargs):
+        compiled.append(type(self).__name__)
+        return original(self, *args, **kwargs)
+
+    client.force_login(annotators[0])
+    for cycle in range(2):
+        monkeypatch.setattr(SQLCompiler, "as_sql", counted)
+        compiled.clear()
+        response = client.get(reverse("annotation:next"))
+        after_next = len(compiled)
+        page = client.get(response.url)
+        after_page = len(compiled)
+        assignment = Assignment.objects.get(pk=int(response.url.rstrip("/").rsplit("/", 1)[1]))
+        monkeypatch.setattr(SQLCompiler, "as_sql", original)  # the test's own reads are not counted
+        answers = answers_for(assignment)
+        monkeypatch.setattr(SQLCompiler, "as_sql", counted)
+        before_submit = len(compiled)
+        submitted = client.post(response.url, answers)
+        monkeypatch.setattr(SQLCompiler, "as_sql", original)
+        assert (response.status_code, page.status_code, submitted.status_code) == (302, 200, 302)
+        if cycle:
+            assert after_next == 0, compiled
+            assert after_page - after_next == 0, compiled
+            assert len(compiled) - before_submit <= 4, compiled
+    assert Judgment.objects.filter(assignment__worker__identity__user=annotators[0]).count() == 6

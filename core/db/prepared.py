@@ -1,0 +1,107 @@
+"""Hot read queries built and compiled once per process, then run again with new values (issue 46).
+
+On the annotator's path (next HIT, HIT page, submit) building a queryset (``filter``,
+``annotate``, ``Exists``) and compiling it to SQL cost several times the CPU of running it:
+each request spent most of its time in the ORM's query compiler, turning the same query into
+the same SQL with only an id changed. A :class:`Prepared` query is built once with placeholder
+values standing for its parameters, compiled once per database and research-group scope (the
+scope is compiled in: :class:`core.models.GroupScopedQuery`), and from then on runs the stored
+SQL with the values put where the placeholders were. Its rows become objects through the same
+compiler as before (models with ``select_related`` and annotations, ``values()``,
+``values_list()``): the statement, and so every rule it carries, is exactly the ORM's.
+
+Parameters are ints and strings only, found in the compiled statement's parameters by their
+placeholder values; a placeholder that the compiler writes into the SQL text itself, or drops,
+makes the query refuse to be prepared (:class:`ImproperlyConfigured`, at its first use in a
+test), so a wrong statement is never stored.
+
+Every query says whose scope it is compiled for: ``scope=core.models.scope_of`` for one that
+reads a study model (or has one in a subquery), ``scope=None`` for one that reads none (an
+account, the research groups: asking for the scope there would read the user, and the user's
+own query is one of them). Required, so no query is prepared for one scope and run in another.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
+from django.db.models import QuerySet
+
+#: Placeholders: negative, far from any id this site makes, and inside a 32-bit integer column's
+#: range (Django answers a lookup on a value outside it without asking the database).
+_INT_BASE = -1_987_654_000
+#: Compiled statements kept per query (one per scope and database seen): a bound, not a working size.
+_MAX_KEYS = 256
+
+
+def _placeholder(position: int, value: Any) -> int | str:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise TypeError(f"a prepared query takes ints and strings only, not {type(value).__name__}")
+    return _INT_BASE - position if isinstance(value, int) else f"~prepared-{position}~"
+
+
+class _Compiled:
+    """One compiled statement: the queryset built with placeholders, its compiler, SQL and where each value goes."""
+
+    __slots__ = ("compiler", "params", "queryset", "slots", "sql")
+
+    def __init__(self, queryset: QuerySet, placeholders: dict[str, int | str]) -> None:
+        compiler = queryset.query.get_compiler(using=queryset.db)
+        sql, params = compiler.as_sql()
+        slots: list[tuple[int, str]] = []
+        by_value = {(type(v), v): name for name, v in placeholders.items()}
+        for index, value in enumerate(params):
+            name = by_value.get((type(value), value))
+            if name is not None:
+                slots.append((index, name))
+        missing = set(placeholders) - {name for _, name in slots}
+        inlined = [name for name, v in placeholders.items() if isinstance(v, str) and v in sql]
+        if missing or inlined:
+            raise ImproperlyConfigured(
+                f"cannot prepare this query: {sorted(missing | set(inlined))} not passed as statement parameters"
+            )
+        self.queryset, self.compiler, self.sql, self.params, self.slots = queryset, compiler, sql, tuple(params), slots
+
+    def run(self, values: dict[str, Any]) -> list:
+        params = list(self.params)
+        for index, name in self.slots:
+            params[index] = values[name]
+        sql, final = self.sql, tuple(params)
+        compiler = copy.copy(self.compiler)
+        compiler.connection = connections[self.queryset.db]  # this thread's connection
+        compiler.as_sql = lambda *args, **kwargs: (sql, final)
+        queryset = self.queryset._chain()
+        queryset.query.get_compiler = lambda *args, **kwargs: compiler
+        return list(queryset._iterable_class(queryset))
+
+
+class Prepared:
+    """A read query given as ``build(**values) -> QuerySet``, compiled once per database and scope.
+
+    ``query(**values)`` returns the rows as a list, exactly as ``list(build(**values))`` would.
+    """
+
+    def __init__(self, build: Callable[..., QuerySet], *, scope: Callable[[], Hashable] | None) -> None:
+        self._build, self._scope_of = build, scope
+        self._compiled: dict[tuple, _Compiled] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, **values: Any) -> list:
+        placeholders = {name: _placeholder(i, v) for i, (name, v) in enumerate(sorted(values.items()))}
+        key = (tuple(sorted((n, type(v)) for n, v in values.items())), self._scope())
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = _Compiled(self._build(**placeholders), placeholders)
+            with self._lock:
+                if len(self._compiled) >= _MAX_KEYS:
+                    self._compiled.clear()
+                self._compiled[key] = compiled
+        return compiled.run(values)
+
+    def _scope(self) -> Hashable:
+        return ("unscoped",) if self._scope_of is None else ("scope", self._scope_of())
