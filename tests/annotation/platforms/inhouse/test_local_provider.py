@@ -415,9 +415,16 @@ def test_a_hit_cycle_compiles_its_reads_once(local_batch, annotators, client, mo
     compiled: list[str] = []
     original = SQLCompiler.as_sql
 
+    depth = [0]
+
     def counted(self, *args, **kwargs):
-        compiled.append(type(self).__name__)
-        return original(self, *args, **kwargs)
+        if not depth[0]:  # a statement, not its subqueries
+            compiled.append(type(self).__name__)
+        depth[0] += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            depth[0] -= 1
 
     client.force_login(annotators[0])
     for cycle in range(2):
@@ -436,7 +443,8 @@ def test_a_hit_cycle_compiles_its_reads_once(local_batch, annotators, client, mo
         monkeypatch.setattr(SQLCompiler, "as_sql", original)
         assert (response.status_code, page.status_code, submitted.status_code) == (302, 200, 302)
         if cycle:
-            assert after_next == 0, compiled
+            # Where a row lock is real (PostgreSQL), handing out counts the HIT's places again under it.
+            assert after_next == (0 if local._writes_serialised() else 1), compiled
             assert after_page - after_next == 0, compiled
             assert len(compiled) - before_submit <= 4, compiled
     assert Judgment.objects.filter(assignment__worker__identity__user=annotators[0]).count() == 6
