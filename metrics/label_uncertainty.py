@@ -236,7 +236,12 @@ class CorrectedFit:
 
     ``probabilities`` and ``draws`` as :func:`combined_summary` takes them; ``jackknife``: also
     refit on :func:`core.intervals.jackknife_weights` (needed by ``bca``; default: when
-    :data:`core.intervals.LABEL_INTERVAL` needs it).
+    :data:`core.intervals.LABEL_INTERVAL` needs it). ``leave_out``: given ``"workers"`` or
+    ``"answers"``, the label probabilities with the crowd model refitted without each group of a
+    delete-a-group jackknife ``[G × N × K]``
+    (:meth:`annotation.machine.label_probabilities.LabelModel.leave_out_draws`), whose spread gives
+    the workers' variance component (:meth:`extra_variance`; the ``crossed`` intervals); each read
+    once, when first needed.
     """
 
     def __init__(
@@ -246,8 +251,11 @@ class CorrectedFit:
         seed: int = DEFAULT_SEED,
         draws: Callable[..., np.ndarray] | None = None,
         jackknife: bool | None = None,
+        leave_out: Callable[[str], np.ndarray] | None = None,
     ) -> None:
+        self._leave_out, self._p_left_out = leave_out, {}
         self.p, self.column, self.row_weights = design(probabilities)
+        self.probabilities, self.shape = probabilities, probabilities.shape
         n = len(probabilities)
         self.weights = resampling_weights(n, samples, seed)
         self.p_draws, self.row_weight_draws = self.p, self.row_weights
@@ -272,6 +280,28 @@ class CorrectedFit:
             jack = class_means(self.p_jack, values, self.jack_weights, self.row_weight_jack)[:, self.column, :]
         return point, fitted, jack
 
+    def left_out_values(self, values: np.ndarray, by: str) -> np.ndarray:
+        """``[G × C]``: the corrected means of ``values`` ``[N × C]`` with the crowd model refitted
+        without each group of a jackknife ``by`` workers or answers (the queries all kept once);
+        ``[0 × C]`` without ``leave_out`` (the probabilities then held as given: no added variance)."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim == 1:
+            values = values[:, None]
+        if by not in self._p_left_out:
+            raw = self._leave_out(by) if self._leave_out is not None else np.empty((0, *self.shape))
+            self._p_left_out[by] = design_draws(self.probabilities, raw) if len(raw) else None
+        if self._p_left_out[by] is None:
+            return np.empty((0, values.shape[1]))
+        p, row_weights = self._p_left_out[by]
+        return class_means(p, values, np.ones(p.shape[:2]), row_weights)[:, self.column, :]
+
+    def extra_variance(self, values: np.ndarray, construction: str = intervals.LABEL_INTERVAL) -> np.ndarray | None:
+        """``[C]``: the variance a ``crossed`` ``construction`` adds to the bootstrap's
+        (:func:`core.intervals.extra_variance` of :meth:`left_out_values`); None for the others."""
+        if not intervals.needs_workers(construction):
+            return None
+        return intervals.extra_variance(construction, lambda by: self.left_out_values(values, by))
+
     def interval(
         self, values: np.ndarray, level: float = LEVEL, construction: str = intervals.LABEL_INTERVAL
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -281,8 +311,10 @@ class CorrectedFit:
         :data:`MIN_USABLE_DRAWS` of the draws are usable (too few queries to fit)."""
         point, fitted, jack = self.estimates(values)
         accel = intervals.acceleration(jack) if intervals.needs_jackknife(construction) else None
-        low, high = intervals.bootstrap_interval(fitted, point, level, construction, accel, MIN_USABLE_DRAWS)
-        return point, low, high, intervals.bootstrap_p(fitted, point, construction, accel, MIN_USABLE_DRAWS)
+        extra = self.extra_variance(values, construction)
+        low, high = intervals.bootstrap_interval(fitted, point, level, construction, accel, MIN_USABLE_DRAWS, extra)
+        p = intervals.bootstrap_p(fitted, point, construction, accel, MIN_USABLE_DRAWS, extra)
+        return point, low, high, p
 
 
 def label_share(query_width: np.ndarray, combined_width: np.ndarray) -> np.ndarray:
