@@ -337,6 +337,7 @@ def combined_summary(
     seed: int = DEFAULT_SEED,
     level: float = LEVEL,
     draws: Callable[[np.ndarray], np.ndarray] | None = None,
+    leave_out: Callable[[str], np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """``summary`` (one row per run × metric × variant × cutoff, as
     :func:`metrics.significance.summarise` made it over the point-estimate set S) with
@@ -351,7 +352,7 @@ def combined_summary(
     estimation error enters every interval; without it the probabilities are held fixed.
     """
     qids = list(probabilities.index.astype(str))
-    fitter = CorrectedFit(probabilities, samples, seed, draws)
+    fitter = CorrectedFit(probabilities, samples, seed, draws, leave_out=leave_out)
     members = sorted(in_set)
     runs = list(wide)
     columns = sorted({key for table in wide.values() for key in table.columns})

@@ -285,8 +285,20 @@ def jackknife_groups(encoded: Encoded, by: str, blocks: int, fixed: Sequence[str
     return group[encoded.worker_idx]
 
 
+#: EM's stopping rule for the jackknife refits (:func:`leave_out_posteriors`), tighter than the
+#: bootstrap's: a refit warm-started from the full fit and stopped early stays near it, and a
+#: jackknife's spread is multiplied by G − 1, so the shortfall shows: at 1,000 queries the
+#: workers' jackknife variance was 0.81 of the converged one with 50 rounds to 1e-5, 0.99 with 300 to 1e-8.
+JACKKNIFE_MAX_ITER, JACKKNIFE_TOL = 300, 1e-8
+
+
 def leave_out_posteriors(
-    encoded: Encoded, start: np.ndarray, groups: np.ndarray, *, max_iter: int = 50, tol: float = 1e-5
+    encoded: Encoded,
+    start: np.ndarray,
+    groups: np.ndarray,
+    *,
+    max_iter: int = JACKKNIFE_MAX_ITER,
+    tol: float = JACKKNIFE_TOL,
 ) -> np.ndarray:
     """[G × N × K] (float32) held-out posteriors of every item under the model refitted without
     each group of answers (``groups`` [J], :func:`jackknife_groups`; −1: always kept), warm-started

@@ -128,12 +128,19 @@ def test_every_construction_from_the_same_draws_and_the_reports_own_interval():
         ignore_index=True,
     )
     summary = significance.summarise(long, baseline="A", samples=40, seed=3)
-    draws = LabelModel(table, ds, drawn.qids).draws
+    model = LabelModel(table, ds, drawn.qids)
     report = label_uncertainty.combined_summary(
-        significance.wide_values(long), table, set(drawn.qids), summary, baseline="A", samples=40, seed=3, draws=draws
-    ).set_index("run")
-    fit = label_uncertainty.CorrectedFit(table, 40, 3, draws)
+        significance.wide_values(long), table, set(drawn.qids), summary, baseline="A", samples=40, seed=3,
+        draws=model.draws, leave_out=model.leave_out_draws,
+    ).set_index("run")  # fmt: skip
+    fit = label_uncertainty.CorrectedFit(table, 40, 3, model.draws, leave_out=model.leave_out_draws)
     _, low, high, p = fit.interval((drawn.b - drawn.a)[:, None])
+    # The crossed intervals hold the percentile one; the net one lies between them.
+    _, p_low, p_high, _ = fit.interval((drawn.b - drawn.a)[:, None], construction="percentile")
+    _, c_low, c_high, _ = fit.interval((drawn.b - drawn.a)[:, None], construction="crossed")
+    _, n_low, n_high, _ = fit.interval((drawn.b - drawn.a)[:, None], construction="crossed_net")
+    assert c_low[0] <= n_low[0] <= p_low[0] <= p_high[0] <= n_high[0] <= c_high[0]
+    assert c_high[0] - c_low[0] > p_high[0] - p_low[0]  # 300 queries, 40 workers: the workers' variance is not 0
     assert (report.loc["B", "difference_combined_low"], report.loc["B", "difference_combined_high"]) == pytest.approx(
         (low[0], high[0])
     )
