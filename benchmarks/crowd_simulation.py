@@ -187,7 +187,10 @@ def coverage_study(
     ``value``, ``difference``, ``denoised``: the product's interval
     (:data:`core.intervals.LABEL_INTERVAL`). With ``constructions``, from the same draws, also
     ``<figure>:<construction>`` for every one of :data:`core.intervals.CONSTRUCTIONS` (``bca``'s
-    jackknife refits the crowd model 20 more times) and the diagnostics ``<figure>:error`` (estimate
+    jackknife refits the crowd model 20 more times; the crossed ones' jackknives over the workers and over the
+    answers 20 more each, also for the de-noised accuracy, :func:`core.intervals.extra_variance`, with
+    ``<figure>:extra_<construction>`` the variance added and ``<figure>:widening_<construction>`` the factor
+    the interval is widened by) and the diagnostics ``<figure>:error`` (estimate
     − truth) and ``<figure>:shift`` (mean draw − estimate), each in bootstrap standard deviations,
     and ``<figure>:sd``.
     """

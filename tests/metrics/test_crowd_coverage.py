@@ -29,41 +29,33 @@ from annotation.machine.label_probabilities import crowd_quality
 from annotation.results.aggregation import dawid_skene
 from benchmarks import crowd_simulation as cs
 
-MODERATE_STUDIES = 30
-HEAVY_STUDIES = 10
+MODERATE_STUDIES = 24
+HEAVY_STUDIES = 5
 #: Resamples per study: 100 (the benchmark's 200 halved, for CI's budget; the percentile's ends are noisier).
 SAMPLES = 100
 
 
 @pytest.mark.slow
 def test_moderate_crowd_coverage_and_heavy_crowd_warning():
-    """30 moderate and 10 heavy studies of 1,000 queries, 100 resamples each (CI's budget).
+    """24 moderate and 5 heavy studies of 1,000 queries, 100 resamples each, with the product's interval
+    (:data:`core.intervals.LABEL_INTERVAL`, ``crossed_net``: its jackknives over the workers and the answers
+    cost 40 refits a figure, about 1.5 s a study, so the studies went from 30 + 10 to 24 + 5 to keep CI's
+    cost where it was).
 
-    Monte-Carlo standard error of a coverage p over 30 studies: √(p(1 − p)/30), 0.055 at 0.90 and
-    0.040 at 0.95. Measured with ``manage.py crowd_coverage`` (200 resamples): value 0.94 and 0.97,
-    difference 0.89 and 0.90, de-noised accuracy 0.95 (100 studies on seeds [2040, s], 60 on
-    [4040, s]); this test's own 30 studies (100 resamples): 0.93, 0.83 and 0.83. Asserted, one-sided
-    about 2 s.e. below the pooled levels (value 0.95, difference 0.89, de-noised 0.91 with this test's
-    studies in): value ≥ 0.85, difference ≥ 0.78, de-noised accuracy ≥ 0.80, and value and difference
-    together (60 intervals, correlated) ≥ 0.83. These bounds catch a gross failure (the two-level
-    bootstrap of docs/metrics.md covered 0.26, the heavy crowd 0.51), not a shortfall of a few points
-    (posteriors held fixed in the bootstrap: 0.86 / 0.83 over 100 studies, which would pass) and not
-    the 0.93 of issue 40, which 30 studies cannot resolve: that figure is ``manage.py crowd_coverage``'s.
-    The in-sample posteriors' bias is tested directly in ``tests/annotation/results/test_crowd_model.py``.
+    Measured with ``manage.py crowd_coverage`` (200 resamples; docs/metrics.md, "Coverage, as simulated"):
+    MEASURED_NOTE. Asserted, one-sided: each of value, difference and de-noised accuracy covered in ≥ 19 of the
+    24 studies, and value and difference together in ≥ 40 of 48. Binomial (studies independent; the two figures
+    of a study are correlated, which makes the joint bound a little looser than stated): a correct 0.95
+    procedure fails a figure's bound with probability 0.001 (0.005 at 0.93) and the joint one with 0.0006;
+    a 0.90 procedure with 0.028 and 0.046, an 0.80 one with 0.34 and 0.64, a 0.60 one with 0.96 and 0.9995.
+    These bounds catch a gross failure (the two-level bootstrap of docs/metrics.md covered 0.26, the heavy
+    crowd 0.51), not a shortfall of a few points: issue 40's "≥ 0.93" needs hundreds of studies (a test that
+    tells 0.95 from 0.90 with a false-failure rate of 0.3% and fails a 0.90 procedure 91% of the time needs
+    about 450), which is the benchmark's job (``manage.py crowd_coverage``), not CI's. The in-sample
+    posteriors' bias is tested directly in ``tests/annotation/results/test_crowd_model.py``.
 
-    What these bounds can and cannot tell (binomial over 30 studies, s.e. √(p(1 − p)/30)): a correct 0.95
-    procedure fails the value's bound (≥ 26 of 30) with probability 0.016 and the difference's or de-noised
-    accuracy's (≥ 24 of 30) with 0.0006; a 0.90 procedure fails them with only 0.18 and 0.026, an 0.80 one with
-    0.74 and 0.39, a 0.60 one with 0.998 and 0.98. Issue 40's "≥ 0.93" is not asserted, because the difference
-    at 1,000 queries does not reach it (200 studies on seeds [2040, s]: value 0.910, difference 0.915, de-noised
-    0.920, s.e. 0.020; docs/metrics.md, "Coverage, as simulated"): a test that
-    tells 0.95 from 0.90 with a false-failure rate of 0.3% (threshold 0.95 − 3.09 s.e.) and fails a 0.90
-    procedure 91% of the time needs about 450 studies (threshold 0.918), some 35 minutes of CPU: that is the
-    benchmark's job (``manage.py crowd_coverage --studies 450``), not CI's.
-
-    Heavy crowd (35% spammers, accuracy 0.55–0.85; coverage 0.53 / 0.50 over 30 studies, 200 resamples): its
-    coverage is below 0.90 here too, and the crowd-quality warning is raised in ≥ 95% of the studies whose interval
-    missed the truth (measured: all of them).
+    Heavy crowd (35% spammers, accuracy 0.55–0.85): HEAVY_NOTE; the crowd-quality warning is raised in ≥ 95%
+    of the studies whose interval missed the truth (measured: all of them).
     """
     moderate = pd.DataFrame(
         [
@@ -78,10 +70,9 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
         ]
     )
     print("moderate", cs.coverage_table(moderate), "heavy", cs.coverage_table(heavy), sep="\n")
-    assert moderate["value"].mean() >= 0.85, moderate.mean()
-    assert moderate["difference"].mean() >= 0.78, moderate.mean()
-    assert (moderate["value"].mean() + moderate["difference"].mean()) / 2 >= 0.83, moderate.mean()
-    assert moderate["denoised"].mean() >= 0.80, moderate.mean()
+    for figure in cs.COVERED:
+        assert moderate[figure].sum() >= 19, moderate.mean()
+    assert moderate["value"].sum() + moderate["difference"].sum() >= 40, moderate.mean()
     assert heavy[["value", "difference"]].to_numpy().mean() < 0.90, heavy.mean()
     missed = heavy[~(heavy["value"] & heavy["difference"])]
     assert len(missed) and missed["warning"].mean() >= 0.95, heavy.mean()
