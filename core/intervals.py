@@ -39,7 +39,10 @@ moderate crowd: the estimate is unbiased, the refitted draws sit about 0.25 s.d.
 same); the normal interval ignores the shift. None of those five widens an interval whose draws
 spread less than the estimate does from study to study, which kept the moderate crowd's value and
 difference below 0.93 at 1,000 queries (176 studies: percentile 0.920 and 0.903). The crossed
-constructions do: ``crossed_net`` is the product's (COVERAGE_NOTE).
+constructions do: ``crossed_net`` is the product's (value, difference and de-noised accuracy
+covered 0.966, 0.956, 0.929 over 294 studies of 1,000 queries and 0.970, 0.990, 0.950 over 100 of 3,750,
+at 1.18, 1.18, 1.09 times the percentile interval's mean width; ``crossed`` covered 0.980, 0.986, 0.966 at
+1.56, 1.54, 1.39 times the width: the answers' noise counted twice is most of the workers' jackknife variance).
 """
 
 from __future__ import annotations
