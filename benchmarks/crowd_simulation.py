@@ -187,11 +187,14 @@ def coverage_study(
     ``value``, ``difference``, ``denoised``: the product's interval
     (:data:`core.intervals.LABEL_INTERVAL`). With ``constructions``, from the same draws, also
     ``<figure>:<construction>`` for every one of :data:`core.intervals.CONSTRUCTIONS` (``bca``'s
-    jackknife refits the crowd model 20 more times) and the diagnostics ``<figure>:error`` (estimate
+    jackknife refits the crowd model 20 more times; the crossed ones' jackknives over the workers and over the
+    answers 20 more each, also for the de-noised accuracy, :func:`core.intervals.extra_variance`, with
+    ``<figure>:extra_<construction>`` the variance added and ``<figure>:widening_<construction>`` the factor
+    the interval is widened by) and the diagnostics ``<figure>:error`` (estimate
     − truth) and ``<figure>:shift`` (mean draw − estimate), each in bootstrap standard deviations,
     and ``<figure>:sd``.
     """
-    from annotation.machine.crowd_reliability import denoised_fit, refitted_draws
+    from annotation.machine.crowd_reliability import denoised_fit, leave_out_estimates, refitted_draws
     from annotation.machine.label_probabilities import LabelModel, crowd_quality
     from annotation.results.aggregation import dawid_skene
     from core import intervals
@@ -204,10 +207,15 @@ def coverage_study(
     table = ds.held_out.loc[qids, list(LABELS)]
     names = intervals.CONSTRUCTIONS if constructions else (intervals.LABEL_INTERVAL,)
     jackknife = any(intervals.needs_jackknife(c) for c in names)
-    fitter = CorrectedFit(table, samples, seed, LabelModel(table, ds, qids).draws, jackknife=jackknife)
+    model = LabelModel(table, ds, qids)
+    fitter = CorrectedFit(table, samples, seed, model.draws, jackknife=jackknife, leave_out=model.leave_out_draws)
     fitted = {
         "value": (*fitter.estimates(drawn.a[:, None]), MEAN_A[0]),
         "difference": (*fitter.estimates((drawn.b - drawn.a)[:, None]), MEAN_DIFFERENCE[0]),
+    }
+    left_out = {
+        "value": lambda by: fitter.left_out_values(drawn.a[:, None], by),
+        "difference": lambda by: fitter.left_out_values((drawn.b - drawn.a)[:, None], by),
     }
     machine = {q: LABELS[m] for q, m in zip(qids, drawn.machine, strict=True)}
     denoised = denoised_fit(
@@ -223,12 +231,23 @@ def coverage_study(
         None if jack is None else jack[:, None],
         MACHINE_ACCURACY,
     )
+    cached: dict[str, np.ndarray] = {}
+
+    def denoised_left_out(by: str) -> np.ndarray:
+        if by not in cached:
+            cached[by] = leave_out_estimates(denoised.ds, denoised.items, denoised.machine, denoised.weights, by)
+        return cached[by][:, None]
+
+    left_out["denoised"] = denoised_left_out
     out: dict = {}
     for figure, (point, boot, jack, truth) in fitted.items():
         usable = MIN_USABLE_DRAWS if figure != "denoised" else 0.0
         for name in names:
             accel = intervals.acceleration(jack) if intervals.needs_jackknife(name) else None
-            low, high = intervals.bootstrap_interval(boot, point, LEVEL, name, accel, usable)
+            extra = intervals.extra_variance(name, left_out[figure]) if intervals.needs_workers(name) else None
+            if extra is not None:
+                out[f"{figure}:extra_{name}"] = float(extra[0])
+            low, high = intervals.bootstrap_interval(boot, point, LEVEL, name, accel, usable, extra)
             hit = bool(not np.isnan(low[0]) and not np.isnan(high[0]) and low[0] <= truth <= high[0])
             out[f"{figure}:{name}"] = hit
             if name == intervals.LABEL_INTERVAL:
@@ -237,6 +256,8 @@ def coverage_study(
         out[f"{figure}:sd"] = sd
         out[f"{figure}:error"] = (float(point[0]) - truth) / sd if sd > 0 else np.nan
         out[f"{figure}:shift"] = (float(np.nanmean(boot[:, 0])) - float(point[0])) / sd if sd > 0 else np.nan
+        for name in (c for c in names if intervals.needs_workers(c)):  # how much wider than the bootstrap's
+            out[f"{figure}:widening_{name}"] = float(intervals.widening(boot[:, :1], out[f"{figure}:extra_{name}"])[0])
     out["warning"] = crowd_quality(ds)["warning"]
     return out
 
@@ -269,4 +290,7 @@ def bias_table(results: pd.DataFrame) -> pd.DataFrame:
             "shift_se": shift.std(ddof=1) / np.sqrt(len(shift)),
             "spread": error.std(ddof=1),
         }
+        for name in ("crossed", "crossed_net"):  # the mean factor the interval is widened by
+            if f"{figure}:widening_{name}" in results:
+                rows[figure][f"widening_{name}"] = results[f"{figure}:widening_{name}"].astype(float).mean()
     return pd.DataFrame(rows).T

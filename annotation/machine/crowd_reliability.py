@@ -265,6 +265,27 @@ def refitted_draws(
     return estimates[:bootstrap], (estimates[bootstrap:] if jackknife else None)
 
 
+def leave_out_estimates(
+    ds: Any, items: Sequence[str], machine: np.ndarray, weights: np.ndarray, by: str, *, blocks: int | None = None
+) -> np.ndarray:
+    """A_true with the crowd model refitted without each group of a delete-a-group jackknife ``by``
+    workers or by answers (``[G]``; :func:`annotation.results.crowd_model.jackknife_groups`, the
+    machine never left out, every assessed item kept once): what the workers' variance component
+    (:func:`core.intervals.extra_variance`) is read from, which the items' bootstrap
+    (:func:`refitted_draws`) does not see."""
+    from annotation.results import crowd_model
+
+    encoded = ds.encoded
+    row = {str(item): r for r, item in enumerate(encoded.items)}
+    rows = np.array([row[item] for item in items], dtype=np.int64)
+    start = ds.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
+    groups = crowd_model.jackknife_groups(
+        encoded, by, intervals.JACKKNIFE_BLOCKS if blocks is None else blocks, fixed=(MACHINE_WORKER,)
+    )
+    right = crowd_model.leave_out_posteriors(encoded, start, groups)[:, rows, machine]  # [G × assessed]
+    return (right * weights[None, :]).sum(axis=1) / weights.sum()
+
+
 def refitted_interval(
     ds: Any,
     items: Sequence[str],
@@ -287,7 +308,12 @@ def refitted_interval(
         ds, items, machine, weights, strata, bootstrap=bootstrap, seed=seed, jackknife=jackknife
     )
     accel = intervals.acceleration(jack) if jackknife else None
-    return intervals.bootstrap_interval(draws, estimate, 1.0 - alpha, construction, accel)
+    extra = None
+    if intervals.needs_workers(construction):
+        extra = intervals.extra_variance(
+            construction, lambda by: leave_out_estimates(ds, items, machine, weights, by)[:, None]
+        )[0]
+    return intervals.bootstrap_interval(draws, estimate, 1.0 - alpha, construction, accel, extra=extra)
 
 
 #: The machine's worker id in the Dawid-Skene fit (no pseudonym can hold a NUL).

@@ -133,10 +133,35 @@ class LabelModel:
                 len(outside), np.full(len(outside), 1 / len(outside)), weights.shape[0]
             )
         start = self.crowd.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
-        refitted = crowd_model.bootstrap_posteriors(encoded, item_weights, start)
+        return self._place(crowd_model.bootstrap_posteriors(encoded, item_weights, start), out)
+
+    def leave_out_draws(self, by: str, blocks: int | None = None) -> np.ndarray:
+        """``[G × N × K]`` (float32): the table's rows, the crowd's refitted without each group of a
+        delete-a-group jackknife ``by`` workers or by answers
+        (:func:`annotation.results.crowd_model.jackknife_groups`, G = ``blocks``, default
+        :data:`core.intervals.JACKKNIFE_BLOCKS`; :func:`annotation.results.crowd_model.leave_out_posteriors`);
+        no rows (G = 0) without a crowd. What :class:`metrics.label_uncertainty.CorrectedFit` reads
+        the workers' variance component from (:func:`core.intervals.extra_variance`)."""
+        from annotation.results import crowd_model
+        from core import intervals
+
+        if self.crowd is None or self.crowd.encoded is None or not len(self.crowd_qids):
+            return np.empty((0, *self.table.shape), dtype=np.float32)
+        encoded = self.crowd.encoded
+        start = self.crowd.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
+        groups = crowd_model.jackknife_groups(encoded, by, intervals.JACKKNIFE_BLOCKS if blocks is None else blocks)
+        refitted = crowd_model.leave_out_posteriors(encoded, start, groups)
+        out = np.broadcast_to(self.table.to_numpy(dtype=np.float32)[None], (len(refitted), *self.table.shape)).copy()
+        return self._place(refitted, out)
+
+    def _place(self, refitted: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out`` with the crowd's rows replaced by those of ``refitted`` (the fit's items, its labels)."""
+        encoded = self.crowd.encoded
+        qids = [str(q) for q in self.table.index]
+        column = {q: i for i, q in enumerate(qids)}
         order = list(self.table.columns)
         reorder = [list(encoded.labels).index(label) for label in order]
-        row_of = {item: i for i, item in enumerate(items)}
+        row_of = {str(item): i for i, item in enumerate(encoded.items)}
         crowd_rows = [q for q in self.crowd_qids if q in column and q in row_of]
         out[:, [column[q] for q in crowd_rows], :] = refitted[:, [row_of[q] for q in crowd_rows], :][:, :, reorder]
         return out

@@ -278,6 +278,7 @@ def _compute(
             draws=(lambda weights, **o: labels.model.draws(weights, report_settings.seed, **o))
             if labels.model
             else None,
+            leave_out=labels.model.leave_out_draws if labels.model else None,
         )
     return Computed(
         per_query, order_summary(summary), runs, words, representative, measures, unjudged, unreturned, labels

@@ -91,15 +91,80 @@ def test_the_p_value_inverts_each_interval(construction):
     for shift, point in ((-0.3, 1.2), (-1.5, 0.6), (-2.2, 0.2), (-3.4, -0.3), (-5.0, -1.0)):
         draws = base + shift
         accel = 0.05 if construction == "bca" else None
-        p = intervals.bootstrap_p(draws, point, construction, accel)[0]
+        extra = 0.4 if intervals.needs_workers(construction) else None
+        p = intervals.bootstrap_p(draws, point, construction, accel, extra=extra)[0]
         assert 0 < p <= 1
         for alpha in np.linspace(0.01, 0.6, 60):
             if abs(alpha - p) < 0.004:
                 continue
-            low, high = intervals.bootstrap_interval(draws, point, 1 - alpha, construction, accel)
+            low, high = intervals.bootstrap_interval(draws, point, 1 - alpha, construction, accel, extra=extra)
             assert (low > 0 or high < 0) == (p < alpha), (shift, point, alpha, p, low, high)
 
 
 def test_percentile_p_by_hand():
     """Draws −1, 1, 2, 3 (B = 4): one ≤ 0, three ≥ 0: p = 2·(1 + 1)/5 = 0.8."""
     assert intervals.bootstrap_p(np.array([-1.0, 1.0, 2.0, 3.0]), 1.5, "percentile")[0] == pytest.approx(0.8)
+
+
+def test_worker_jackknife_variance_and_the_widened_intervals_by_hand():
+    """Owen's crossed construction from its parts.
+
+    Jackknife over 4 groups of workers, values 1, 2, 4, 9: mean 4, squares 9 + 4 + 0 + 25 = 38,
+    V_workers = 3/4 · 38 = 28.5; over answers 2, 3, 3, 4: squares 1 + 0 + 0 + 1 = 2, V_answers = 1.5;
+    net 27. The draws k², k = 1..20, have variance v = 16,359 (ddof 1); adding 3v doubles their
+    spread (c = √(4v/v) = 2) about their median (100 + 121)/2 = 110.5: the percentile interval
+    (2.425, 381.475) becomes (110.5 + 2·(2.425 − 110.5), 110.5 + 2·(381.475 − 110.5)) = (−105.65, 652.45);
+    the normal one is the estimate ± 1.96·2·sd.
+    """
+    assert intervals.jackknife_variance(np.array([1.0, 2.0, 4.0, 9.0])) == pytest.approx(28.5)
+    # Per column, NaN rows left out: G = 4 for the first; 2, 3, 3, 4, 7 (mean 3.8, squares 14.8) for the second.
+    columns = np.array([[1.0, 2.0], [2.0, 3.0], [4.0, 3.0], [9.0, 4.0], [np.nan, 7.0]])
+    assert intervals.jackknife_variance(columns) == pytest.approx([28.5, 4 / 5 * 14.8])
+    values = {"workers": np.array([1.0, 2.0, 4.0, 9.0]), "answers": np.array([2.0, 3.0, 3.0, 4.0])}
+    assert intervals.extra_variance("crossed", values.__getitem__) == pytest.approx([28.5])
+    assert intervals.extra_variance("crossed_net", values.__getitem__) == pytest.approx([27.0])
+    # The answers' jackknife varying more than the workers' adds nothing: never narrower than the bootstrap's.
+    swapped = {"workers": values["answers"], "answers": values["workers"]}
+    assert intervals.extra_variance("crossed_net_normal", swapped.__getitem__) == pytest.approx([0.0])
+    with pytest.raises(ValueError, match="adds no variance"):
+        intervals.extra_variance("percentile", values.__getitem__)
+
+    v = float(np.var(DRAWS, ddof=1))
+    assert v == pytest.approx(16359.0)
+    assert intervals.widening(DRAWS, 3 * v) == pytest.approx([2.0])
+    # 1..5: v = 2.5, median 3; extra 7.5 → c = 2.
+    assert intervals.widen(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 7.5).tolist() == pytest.approx([-1, 1, 3, 5, 7])
+    assert intervals.bootstrap_interval(DRAWS, POINT, 0.95, "crossed", extra=3 * v) == pytest.approx((-105.65, 652.45))
+    half = 1.959963984540054 * 2 * float(np.std(DRAWS, ddof=1))
+    assert intervals.bootstrap_interval(DRAWS, POINT, 0.95, "crossed_normal", extra=3 * v) == pytest.approx(
+        (POINT - half, POINT + half)
+    )
+    # No added variance (or none known: NaN) is the bootstrap's own interval.
+    for extra in (0.0, np.nan):
+        assert intervals.bootstrap_interval(DRAWS, POINT, 0.95, "crossed", extra=extra) == pytest.approx(
+            (2.425, 381.475)
+        )
+    with pytest.raises(ValueError, match="workers' variance"):
+        intervals.bootstrap_interval(DRAWS, POINT, 0.95, "crossed_net")
+
+
+def test_unit_groups_deal_the_largest_units_first():
+    """Sizes 5, 1, 9, 3, 7 in 2 groups: in decreasing size 9 (unit 2), 7 (4), 5 (0), 3 (3), 1 (1) dealt
+    0, 1, 0, 1, 0; more groups than units: one unit a group."""
+    assert intervals.unit_groups(np.array([5, 1, 9, 3, 7]), 2).tolist() == [0, 0, 0, 1, 1]
+    assert sorted(intervals.unit_groups(np.array([5, 1, 9]), 20).tolist()) == [0, 1, 2]
+
+
+def test_the_widened_interval_contains_the_percentile_one():
+    """For any draws, estimate and added variance ≥ 0, the crossed interval holds the percentile
+    interval (it widens about the draws' median, which lies inside it; about the estimate, one that
+    lies outside the interval would move it, not widen it), and more added variance never narrows it."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        draws = rng.gamma(rng.uniform(0.5, 5), 1.0, 200) + rng.normal()
+        point = float(np.quantile(draws, rng.uniform(0.01, 0.99)))
+        extra = float(rng.exponential(np.var(draws)))
+        low, high = intervals.bootstrap_interval(draws, point, 0.95, "percentile")
+        wide_low, wide_high = intervals.bootstrap_interval(draws, point, 0.95, "crossed", extra=extra)
+        wider_low, wider_high = intervals.bootstrap_interval(draws, point, 0.95, "crossed", extra=2 * extra)
+        assert wider_low <= wide_low <= low + 1e-12 and high - 1e-12 <= wide_high <= wider_high

@@ -9,14 +9,13 @@ refitted in every bootstrap draw; the report's estimator
 (:func:`metrics.label_uncertainty.combined_summary`) and the calibration report's de-noised accuracy
 (:func:`annotation.machine.crowd_reliability.crowd_reliability`).
 
-The full simulation (100 studies at 1,000 queries, 30 at 3,750, 200 resamples each) is run by
-``manage.py crowd_coverage`` (docs/benchmarks.md, figures in docs/metrics.md): at 1,000 queries the
-value covered 0.94 (MC s.e. 0.024) and the difference 0.89 (0.031) at nominal 0.95, against 0.88 and
-0.85 with the in-sample posteriors on the same seeds; at 3,750 queries 0.93 and 0.93 (0.046) either
-way. The five interval constructions of :mod:`core.intervals` (percentile, basic, normal, BC, BCa), compared
-paired by the same command: none reached 0.93 for both the value and the difference at 1,000 queries (docs/metrics.md, "Interval
-constructions compared"). This test runs a smaller set within CI's budget and asserts one-sided bounds that a coverage at
-the measured level passes and a gross failure does not.
+The full simulation (hundreds of studies at 1,000 queries, tens at 3,750, 200 resamples each) is run by
+``manage.py crowd_coverage`` (docs/benchmarks.md, figures in docs/metrics.md). The bootstrap's own intervals
+(percentile, basic, normal, BC, BCa) stayed below 0.93 at 1,000 queries; the product's ``crossed_net`` (the
+bootstrap plus the workers' variance component, :func:`core.intervals.extra_variance`) reached it for the value,
+the difference and the de-noised accuracy (docs/metrics.md, "The workers' variance"). This test runs a smaller
+set within CI's budget and asserts one-sided bounds that a coverage at the measured level passes and a gross
+failure does not.
 """
 
 from __future__ import annotations
@@ -29,41 +28,37 @@ from annotation.machine.label_probabilities import crowd_quality
 from annotation.results.aggregation import dawid_skene
 from benchmarks import crowd_simulation as cs
 
-MODERATE_STUDIES = 30
-HEAVY_STUDIES = 10
+MODERATE_STUDIES = 24
+HEAVY_STUDIES = 5
 #: Resamples per study: 100 (the benchmark's 200 halved, for CI's budget; the percentile's ends are noisier).
 SAMPLES = 100
 
 
 @pytest.mark.slow
 def test_moderate_crowd_coverage_and_heavy_crowd_warning():
-    """30 moderate and 10 heavy studies of 1,000 queries, 100 resamples each (CI's budget).
+    """24 moderate and 5 heavy studies of 1,000 queries, 100 resamples each, with the product's interval
+    (:data:`core.intervals.LABEL_INTERVAL`, ``crossed_net``: its jackknives over the workers and the answers
+    cost 40 refits a figure, about 1.7 s a study (3.6 → 5.3 s), so the studies went from 30 + 10 to 24 + 5 to keep CI's
+    cost where it was).
 
-    Monte-Carlo standard error of a coverage p over 30 studies: √(p(1 − p)/30), 0.055 at 0.90 and
-    0.040 at 0.95. Measured with ``manage.py crowd_coverage`` (200 resamples): value 0.94 and 0.97,
-    difference 0.89 and 0.90, de-noised accuracy 0.95 (100 studies on seeds [2040, s], 60 on
-    [4040, s]); this test's own 30 studies (100 resamples): 0.93, 0.83 and 0.83. Asserted, one-sided
-    about 2 s.e. below the pooled levels (value 0.95, difference 0.89, de-noised 0.91 with this test's
-    studies in): value ≥ 0.85, difference ≥ 0.78, de-noised accuracy ≥ 0.80, and value and difference
-    together (60 intervals, correlated) ≥ 0.83. These bounds catch a gross failure (the two-level
-    bootstrap of docs/metrics.md covered 0.26, the heavy crowd 0.51), not a shortfall of a few points
-    (posteriors held fixed in the bootstrap: 0.86 / 0.83 over 100 studies, which would pass) and not
-    the 0.93 of issue 40, which 30 studies cannot resolve: that figure is ``manage.py crowd_coverage``'s.
-    The in-sample posteriors' bias is tested directly in ``tests/annotation/results/test_crowd_model.py``.
+    Measured with ``manage.py crowd_coverage`` (200 resamples; docs/metrics.md, "Coverage, as simulated"):
+    the product's ``crossed_net`` covered value, difference and de-noised accuracy in
+    0.966, 0.956 and 0.929 of 294 studies at 1,000 queries (s.e. 0.011–0.015; seeds [2040, 0…148] and [2040, 1000…1144];
+    the first block alone 0.940, 0.940, 0.919) and in 0.970, 0.990, 0.950 of 100 at 3,750. This test's own 24 studies
+    (seeds [2040, 0…23], 100 resamples): 22, 21 and 20 of 24 (0.917, 0.875, 0.833), warned 6 of 24. Asserted, one-sided: each of value, difference and de-noised accuracy covered in ≥ 19 of the
+    24 studies, and value and difference together in ≥ 40 of 48. Binomial (studies independent; the two figures
+    of a study are correlated, which makes the joint bound a little looser than stated): a correct 0.95
+    procedure fails a figure's bound with probability 0.001 (0.005 at 0.93) and the joint one with 0.0006;
+    a 0.90 procedure with 0.028 and 0.046, an 0.80 one with 0.34 and 0.64, a 0.60 one with 0.96 and 0.9995.
+    These bounds catch a gross failure (the two-level bootstrap of docs/metrics.md covered 0.26, the heavy
+    crowd 0.51), not a shortfall of a few points: issue 40's "≥ 0.93" needs hundreds of studies (a test that
+    tells 0.95 from 0.90 with a false-failure rate of 0.3% and fails a 0.90 procedure 91% of the time needs
+    about 450), which is the benchmark's job (``manage.py crowd_coverage``), not CI's. The in-sample
+    posteriors' bias is tested directly in ``tests/annotation/results/test_crowd_model.py``.
 
-    What these bounds can and cannot tell (binomial over 30 studies, s.e. √(p(1 − p)/30)): a correct 0.95
-    procedure fails the value's bound (≥ 26 of 30) with probability 0.016 and the difference's or de-noised
-    accuracy's (≥ 24 of 30) with 0.0006; a 0.90 procedure fails them with only 0.18 and 0.026, an 0.80 one with
-    0.74 and 0.39, a 0.60 one with 0.998 and 0.98. Issue 40's "≥ 0.93" is not asserted, because the difference
-    at 1,000 queries does not reach it (200 studies on seeds [2040, s]: value 0.910, difference 0.915, de-noised
-    0.920, s.e. 0.020; docs/metrics.md, "Coverage, as simulated"): a test that
-    tells 0.95 from 0.90 with a false-failure rate of 0.3% (threshold 0.95 − 3.09 s.e.) and fails a 0.90
-    procedure 91% of the time needs about 450 studies (threshold 0.918), some 35 minutes of CPU: that is the
-    benchmark's job (``manage.py crowd_coverage --studies 450``), not CI's.
-
-    Heavy crowd (35% spammers, accuracy 0.55–0.85; coverage 0.53 / 0.50 over 30 studies, 200 resamples): its
-    coverage is below 0.90 here too, and the crowd-quality warning is raised in ≥ 95% of the studies whose interval
-    missed the truth (measured: all of them).
+    Heavy crowd (35% spammers, accuracy 0.55–0.85): its coverage stays far below 0.90 (``crossed_net`` 0.73 and 0.69 over 51 studies of the benchmark, all warned;
+    here 2 and 2 of 5); the crowd-quality warning is raised in ≥ 95%
+    of the studies whose interval missed the truth (measured: all of them).
     """
     moderate = pd.DataFrame(
         [
@@ -78,10 +73,9 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
         ]
     )
     print("moderate", cs.coverage_table(moderate), "heavy", cs.coverage_table(heavy), sep="\n")
-    assert moderate["value"].mean() >= 0.85, moderate.mean()
-    assert moderate["difference"].mean() >= 0.78, moderate.mean()
-    assert (moderate["value"].mean() + moderate["difference"].mean()) / 2 >= 0.83, moderate.mean()
-    assert moderate["denoised"].mean() >= 0.80, moderate.mean()
+    for figure in cs.COVERED:
+        assert moderate[figure].sum() >= 19, moderate.mean()
+    assert moderate["value"].sum() + moderate["difference"].sum() >= 40, moderate.mean()
     assert heavy[["value", "difference"]].to_numpy().mean() < 0.90, heavy.mean()
     missed = heavy[~(heavy["value"] & heavy["difference"])]
     assert len(missed) and missed["warning"].mean() >= 0.95, heavy.mean()
@@ -128,12 +122,19 @@ def test_every_construction_from_the_same_draws_and_the_reports_own_interval():
         ignore_index=True,
     )
     summary = significance.summarise(long, baseline="A", samples=40, seed=3)
-    draws = LabelModel(table, ds, drawn.qids).draws
+    model = LabelModel(table, ds, drawn.qids)
     report = label_uncertainty.combined_summary(
-        significance.wide_values(long), table, set(drawn.qids), summary, baseline="A", samples=40, seed=3, draws=draws
-    ).set_index("run")
-    fit = label_uncertainty.CorrectedFit(table, 40, 3, draws)
+        significance.wide_values(long), table, set(drawn.qids), summary, baseline="A", samples=40, seed=3,
+        draws=model.draws, leave_out=model.leave_out_draws,
+    ).set_index("run")  # fmt: skip
+    fit = label_uncertainty.CorrectedFit(table, 40, 3, model.draws, leave_out=model.leave_out_draws)
     _, low, high, p = fit.interval((drawn.b - drawn.a)[:, None])
+    # The crossed intervals hold the percentile one; the net one lies between them.
+    _, p_low, p_high, _ = fit.interval((drawn.b - drawn.a)[:, None], construction="percentile")
+    _, c_low, c_high, _ = fit.interval((drawn.b - drawn.a)[:, None], construction="crossed")
+    _, n_low, n_high, _ = fit.interval((drawn.b - drawn.a)[:, None], construction="crossed_net")
+    assert c_low[0] <= n_low[0] <= p_low[0] <= p_high[0] <= n_high[0] <= c_high[0]
+    assert c_high[0] - c_low[0] > p_high[0] - p_low[0]  # 300 queries, 40 workers: the workers' variance is not 0
     assert (report.loc["B", "difference_combined_low"], report.loc["B", "difference_combined_high"]) == pytest.approx(
         (low[0], high[0])
     )

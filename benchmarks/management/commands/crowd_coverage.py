@@ -9,9 +9,10 @@ class Command(ProjectCommand):
         "studies with the crowd-quality warning; prints the share covered with its Monte-Carlo standard error. "
         "--dependence makes the workers' errors depend on run A's values (the case no label model corrects): "
         "how far coverage falls if labelling errors depend on the rankings by that much. Every interval "
-        "construction of core.intervals (percentile, basic, normal, BC, BCa) is computed from the same draws of "
+        "construction of core.intervals (percentile, basic, normal, BC, BCa, and the crossed ones that add the "
+        "workers' variance from jackknives over the workers and the answers) is computed from the same draws of "
         "each study, so the table compares them paired; the product's (core.intervals.LABEL_INTERVAL) is the "
-        "unsuffixed row. --out writes one line per study as it finishes (a long run can be read part-way)."
+        "unsuffixed row, and the crossed ones' mean widening over the bootstrap interval is printed. --out writes one line per study as it finishes (a long run can be read part-way)."
     )
 
     def add_arguments(self, parser):
@@ -58,9 +59,9 @@ class Command(ProjectCommand):
             f"{o['crowd']} crowd, dependence {o['dependence']}, {o['queries']:,} queries, {len(results)} studies, "
             f"{o['samples']} resamples each, nominal 0.95 ({seconds:.0f} s)"
         )
-        self.stdout.write(f"{'':<22}{'share':>8}{'MC s.e.':>9}")
+        self.stdout.write(f"{'':<32}{'share':>8}{'MC s.e.':>9}")
         for name, row in cs.coverage_table(results).iterrows():
-            self.stdout.write(f"{name:<22}{row['share']:>8.3f}{row['mc_se']:>9.3f}")
+            self.stdout.write(f"{name:<32}{row['share']:>8.3f}{row['mc_se']:>9.3f}")
         bias = cs.bias_table(results)
         if len(bias):
             self.stdout.write("in bootstrap s.d.: estimate − truth, mean draw − estimate (MC s.e.), s.d. of the error")
@@ -69,3 +70,8 @@ class Command(ProjectCommand):
                     f"{name:<12}{row['error']:>+8.3f} ({row['error_se']:.3f}){row['shift']:>+8.3f} "
                     f"({row['shift_se']:.3f}){row['spread']:>8.3f}"
                 )
+            widened = [c for c in bias.columns if c.startswith("widening_")]
+            if widened:
+                self.stdout.write("mean width over the bootstrap interval's: " + ", ".join(widened))
+                for name, row in bias.iterrows():
+                    self.stdout.write(f"{name:<12}" + "".join(f"{row[c]:>8.3f}" for c in widened))

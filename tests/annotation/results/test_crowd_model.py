@@ -75,3 +75,56 @@ def test_held_out_posteriors_remove_the_in_sample_bias_of_the_corrected_value():
         band = (p >= 0.01) & (p < 0.3)
         gaps.append(is_n[band].mean() - p[band].mean())
     assert 0 < gaps[1] < gaps[0], gaps
+
+
+def test_jackknife_groups_keep_a_workers_answers_together_and_never_leave_out_the_fixed():
+    """Worker a answers 3 times (the gold question g twice), c twice, b once; the machine twice.
+    By workers in 2 groups: a (3 answers) → 0, c (2) → 1, b (1) → 0, the machine (fixed) −1, and
+    a's repeated gold answers go with a. By answers: the others' answers dealt 0, 1, 0, 1, … in
+    their order; the machine's −1."""
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        [
+            ("q1", "a", "n"), ("g", "a", "m"), ("g", "a", "m"), ("q1", "b", "f"),
+            ("q2", "c", "n"), ("q1", "c", "n"), ("q1", "M", "n"), ("q2", "M", "m"),
+        ],
+        columns=["item", "worker", "label"],
+    )  # fmt: skip
+    encoded = crowd_model.encode(frame, ("n", "f", "m", "o"), {"g": "m"})
+    by_worker = crowd_model.jackknife_groups(encoded, "workers", 2, fixed=("M",))
+    expected = {"a": 0, "b": 0, "c": 1, "M": -1}
+    assert by_worker.tolist() == [expected[str(encoded.workers[w])] for w in encoded.worker_idx]
+    assert crowd_model.jackknife_groups(encoded, "answers", 2, fixed=("M",)).tolist() == [0, 1, 0, 1, 0, 1, -1, -1]
+    with pytest.raises(ValueError, match="jackknife by 'items'"):
+        crowd_model.jackknife_groups(encoded, "items", 2)
+
+
+def test_leaving_out_a_group_of_workers_is_a_fit_without_their_answers():
+    """Each row of leave_out_posteriors is the fit on the judgments without that group's workers
+    (gold included); a query only they answered is read through the refitted class shares alone."""
+    rng = np.random.default_rng(4)
+    truth = cs.synthetic_truth(rng, 150)
+    judgments, gold = cs.crowd_judgments(rng, truth, cs.Crowd(workers=12))
+    ds = dawid_skene(judgments, gold=gold)
+    encoded = ds.encoded
+    start = ds.posteriors.reindex(columns=list(encoded.labels)).to_numpy()
+    groups = crowd_model.jackknife_groups(encoded, "workers", 5)
+    refitted = crowd_model.leave_out_posteriors(encoded, start, groups)
+    assert refitted.shape == (5, encoded.n_items, 4)
+    np.testing.assert_allclose(
+        refitted[:, encoded.gold_rows], np.broadcast_to(encoded.gold_onehot, (5, *encoded.gold_onehot.shape))
+    )
+    for g in (0, 3):
+        left = {str(encoded.workers[w]) for w in np.unique(encoded.worker_idx[groups == g])}
+        kept = judgments[~judgments["worker"].isin(left)]
+        alone = dawid_skene(kept, gold={k: v for k, v in gold.items() if k in set(kept["item"])})
+        shared = [str(i) for i in encoded.items if str(i) in set(alone.held_out.index)]
+        rows = [list(map(str, encoded.items)).index(i) for i in shared]
+        # Same answers, same priors; the fit on the full item set also counts the items no one kept
+        # answered in the class shares (each by its refitted class shares): within a few hundredths.
+        np.testing.assert_allclose(refitted[g, rows], alone.held_out.loc[shared, list(encoded.labels)], atol=0.05)
+        orphans = sorted(set(map(str, encoded.items)) - set(shared))
+        if orphans:
+            r = [list(map(str, encoded.items)).index(i) for i in orphans]
+            assert np.ptp(refitted[g, r], axis=0).max() < 1e-5  # all the same: the class shares
