@@ -191,13 +191,8 @@ class FakeProlific:
         return None
 
     # -- what participants do ----------------------------------------------------------
-    def start(self, study_id: str, participant_id: str) -> tuple[str, str]:
-        """Take a place in the study: returns (session id, the study URL the participant is sent to)."""
-        study = self.studies[study_id]
-        if study["status"] != "ACTIVE":
-            raise AssertionError(f"study {study_id} is {study['status']}")
-        if self._taken(study_id) >= study["total_available_places"]:
-            raise AssertionError("no place left")
+    def _new_submission(self, study_id: str, participant_id: str) -> str:
+        """A participant's place taken (an ACTIVE submission); its id."""
         session = _id()
         self.submissions[session] = {
             "id": session,
@@ -207,6 +202,16 @@ class FakeProlific:
             "started_at": _now(),
             "completed_at": None,
         }
+        return session
+
+    def start(self, study_id: str, participant_id: str) -> tuple[str, str]:
+        """Take a place in the study: returns (session id, the study URL the participant is sent to)."""
+        study = self.studies[study_id]
+        if study["status"] != "ACTIVE":
+            raise AssertionError(f"study {study_id} is {study['status']}")
+        if self._taken(study_id) >= study["total_available_places"]:
+            raise AssertionError("no place left")
+        session = self._new_submission(study_id, participant_id)
         url = study["external_study_url"]
         for placeholder, value in (
             ("{{%PROLIFIC_PID%}}", participant_id),

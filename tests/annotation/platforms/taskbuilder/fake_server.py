@@ -48,7 +48,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tests.annotation.platforms.prolific import fake_server as prolific
-from tests.annotation.platforms.prolific.fake_server import FREES_PLACE, TOKEN, FakeProlific, _id, _now
+from tests.annotation.platforms.prolific.fake_server import FREES_PLACE, TOKEN, FakeProlific, _now
 
 __all__ = ["FREES_PLACE", "TOKEN", "FakeTaskBuilder", "serve"]
 
@@ -111,15 +111,7 @@ class FakeTaskBuilder(FakeProlific):
             batch = self.batches[study["data_collection_id"]]
             done = {key: sum(1 for s in taken if self.task_groups[s["id"]] == key) for key in batch["groups"]}
             group = min(batch["groups"], key=lambda key: (done[key], list(batch["groups"]).index(key)))
-            session = _id()
-            self.submissions[session] = {
-                "id": session,
-                "study_id": study_id,
-                "participant_id": participant_id,
-                "status": "ACTIVE",
-                "started_at": _now(),
-                "completed_at": None,
-            }
+            session = self._new_submission(study_id, participant_id)
             self.task_groups[session] = group
             points = batch["groups"][group]
             for point in points[: len(points) if answered is None else answered]:
