@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
+from benchmarks.fakes.loopback import LoopbackServer, send, serve_in_thread
 
 TOKEN = "hf_testtoken0000write"
 
@@ -31,12 +31,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: LoopbackServer
 
     def _reply(self, status: int, answer: dict) -> None:
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send(self, status, json.dumps(answer).encode())
 
     def do_GET(self):
         fake: FakeHub = self.server.fake

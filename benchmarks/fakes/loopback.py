@@ -36,6 +36,23 @@ def serve_in_thread(handler: type[BaseHTTPRequestHandler], fake: Any) -> Loopbac
     return server
 
 
+def send(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    data: bytes,
+    content_type: str = "application/json",
+    headers: dict[str, str] | None = None,
+) -> None:
+    """Answer ``status`` with ``data`` (its type and length) and any other ``headers``: every fake's one reply."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(data)))
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 def drip(handler: BaseHTTPRequestHandler, seconds: float, every: float, content_type: str | None = None) -> None:
     """Answer 200 promising 1000 bytes, then send one space every ``every`` s for ``seconds``; close."""
     handler.send_response(200)

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from benchmarks.fakes.loopback import LoopbackServer, drip, serve_in_thread
+from benchmarks.fakes.loopback import LoopbackServer, drip, send, serve_in_thread
 
 KEY = "sk-test"
 PROMPT_TOKENS = 20
@@ -124,13 +124,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: LoopbackServer
 
     def _reply(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
+        send(self, status, data, headers=headers)
 
     def do_POST(self):
         fake = self.server.fake

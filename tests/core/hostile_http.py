@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from benchmarks.fakes.loopback import LoopbackServer, drip, serve_in_thread
+from benchmarks.fakes.loopback import LoopbackServer, drip, send, serve_in_thread
 
 
 @dataclass
@@ -34,13 +34,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def _reply(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
+        send(self, status, data, headers=headers)
 
     def _handle(self) -> None:
         hostile = self.server.fake

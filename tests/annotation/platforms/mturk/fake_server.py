@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler
 
-from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
+from benchmarks.fakes.loopback import LoopbackServer, send, serve_in_thread
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 #: Masters' qualification type ids (production, sandbox), as MTurk documents them.
@@ -239,12 +239,7 @@ class _Handler(BaseHTTPRequestHandler):
         operation = self.headers.get("X-Amz-Target", "").removeprefix(TARGET_PREFIX)
         with self.server.lock:
             status, answer = self.server.fake.handle(operation, body)
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/x-amz-json-1.1")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send(self, status, json.dumps(answer).encode(), "application/x-amz-json-1.1")
 
     def log_message(self, *args):  # keep test output quiet
         pass

@@ -74,7 +74,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
 from urllib.parse import parse_qs, urlencode, urlparse
 
-from benchmarks.fakes.loopback import LoopbackServer, serve_in_thread
+from benchmarks.fakes.loopback import LoopbackServer, send, serve_in_thread
 
 TOKEN = "test-token"
 FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
@@ -767,12 +767,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _answer(self, status: int, answer: dict) -> None:
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send(self, status, json.dumps(answer).encode())
 
     def _serve_quietly(self):
         try:
