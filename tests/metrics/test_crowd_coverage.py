@@ -141,3 +141,15 @@ def test_every_construction_from_the_same_draws_and_the_reports_own_interval():
     assert report.loc["B", "p_value"] == pytest.approx(p[0])  # one run against the baseline: Holm leaves it
     _, low, high, _ = fit.interval(drawn.a[:, None])
     assert (report.loc["A", "combined_low"], report.loc["A", "combined_high"]) == pytest.approx((low[0], high[0]))
+
+
+def test_reading_a_file_that_is_not_an_out_file_names_it(tmp_path):
+    """``crowd_coverage --read`` of a missing file or of another CSV: an error naming the file, no traceback."""
+    from django.core.management import CommandError, call_command
+
+    other = tmp_path / "other.csv"
+    other.write_text("a,b\n1,2\n")
+    with pytest.raises(CommandError, match=r"--read .*other\.csv, line 1: not a crowd_coverage --out file"):
+        call_command("crowd_coverage", read=str(other))
+    with pytest.raises(CommandError, match=r"--read .*missing\.csv"):
+        call_command("crowd_coverage", read=str(tmp_path / "missing.csv"))

@@ -1,3 +1,5 @@
+from django.core.management.base import CommandError
+
 from core.management.cli import ProjectCommand
 
 
@@ -42,7 +44,15 @@ class Command(ProjectCommand):
         crowd = cs.with_dependence(cs.MODERATE if o["crowd"] == "moderate" else cs.HEAVY, o["dependence"])
         started = time.perf_counter()
         if o["read"]:
-            results = pd.read_csv(o["read"])
+            try:
+                results = pd.read_csv(o["read"])
+            except (OSError, ValueError) as exc:
+                raise CommandError(f"--read {o['read']}: {exc}") from None
+            missing = [c for c in ("study", "value", "difference", "denoised", "warning") if c not in results.columns]
+            if missing:
+                raise CommandError(
+                    f"--read {o['read']}, line 1: not a crowd_coverage --out file (no column {', '.join(missing)})"
+                )
         else:
             rows = []
             for s in range(o["first"], o["first"] + o["studies"]):
