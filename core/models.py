@@ -160,12 +160,17 @@ def creation_group() -> ResearchGroup:
     return ResearchGroup.objects.get(pk=chosen if chosen in allowed else min(allowed))
 
 
+def group_id_by_slug(slug: str) -> int | None:
+    """The id of the research group named ``slug`` (``None``: no such group)."""
+    return ResearchGroup.objects.filter(slug=slug).values_list("pk", flat=True).first()
+
+
 def chosen_group_id(request) -> int | None:
     """The group the requesting user chose to work in: the API's ``X-Research-Group`` header (a
     group's slug) or the session's choice (the groups page)."""
     slug = request.headers.get("X-Research-Group", "") if hasattr(request, "headers") else ""
     if slug:
-        return ResearchGroup.objects.filter(slug=slug).values_list("pk", flat=True).first()
+        return group_id_by_slug(slug)
     session = getattr(request, "session", None)
     chosen = session.get("research_group") if session is not None else None
     return chosen if isinstance(chosen, int) else None

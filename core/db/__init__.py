@@ -15,14 +15,18 @@ from django.db import connection
 from django.db.models import Model
 
 
+def _insert_into(model: type[Model], columns: Sequence[str]) -> tuple[str, str]:
+    """``("INSERT INTO table (columns) VALUES ", "(%s, …)")``: the statement's head and one row's placeholders."""
+    quote = connection.ops.quote_name
+    names = ", ".join(quote(c) for c in columns)
+    return f"INSERT INTO {quote(model._meta.db_table)} ({names}) VALUES ", "(" + ", ".join(["%s"] * len(columns)) + ")"
+
+
 def insert_rows(model: type[Model], columns: Sequence[str], rows: Iterable[Sequence]) -> None:
     """INSERT ``rows`` (tuples in ``columns`` order; column names as in the database)."""
-    quote = connection.ops.quote_name
-    table = quote(model._meta.db_table)
-    names = ", ".join(quote(c) for c in columns)
-    placeholders = ", ".join(["%s"] * len(columns))
+    head, one = _insert_into(model, columns)
     with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({placeholders})", list(rows))
+        cursor.executemany(head + one, list(rows))
 
 
 def insert_few_rows(model: type[Model], columns: Sequence[str], rows: Sequence[Sequence]) -> None:
@@ -33,11 +37,6 @@ def insert_few_rows(model: type[Model], columns: Sequence[str], rows: Sequence[S
     """
     if not rows:
         return
-    quote = connection.ops.quote_name
-    names = ", ".join(quote(c) for c in columns)
-    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
-    params = [value for row in rows for value in row]
+    head, one = _insert_into(model, columns)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {quote(model._meta.db_table)} ({names}) VALUES {', '.join([one] * len(rows))}", params
-        )
+        cursor.execute(head + ", ".join([one] * len(rows)), [value for row in rows for value in row])

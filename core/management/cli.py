@@ -54,9 +54,9 @@ class ProjectCommand(BaseCommand):
 
 
 def _group_id(slug: str) -> int:
-    from core.models import ResearchGroup
+    from core.models import ResearchGroup, group_id_by_slug
 
-    group = ResearchGroup.objects.filter(slug=slug).values_list("pk", flat=True).first()
+    group = group_id_by_slug(slug)
     if group is None:
         known = ", ".join(ResearchGroup.objects.values_list("slug", flat=True)) or "none"
         raise CommandError(f"--group: no research group {slug!r} (known: {known})")

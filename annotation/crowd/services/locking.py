@@ -35,23 +35,22 @@ def batch_key_of(batch_id: int) -> str:
     return f"annotation.batch:{batch_id}"
 
 
-#: The actions holding a batch's lease that never read its answers (a correction may go on meanwhile).
-_NOT_READING_ANSWERS: set[str] = set()
+#: The actions holding a batch's lease that never read its answers (publishing more places, setting a
+#: rule): a correction of an answer goes on while they run (:func:`use_under_way`), and they wait for none.
+#: Fixed here, not registered by the decorated modules, so every process reads leases alike.
+NOT_READING_ANSWERS = frozenset({"Publishing", "Setting the bonus rule"})
 
 
-def one_per_batch(action: str, *, reads_answers: bool = True) -> Callable[[F], F]:
-    """Decorate a service ``f(batch, ...)`` so it runs holding the batch's lease.
-
-    ``reads_answers=False``: the action never reads the answers (publishing more places, setting
-    a rule), so a correction of an answer is not held up while it runs (:func:`use_under_way`)."""
-    if not reads_answers:
-        _NOT_READING_ANSWERS.add(action)
+def one_per_batch(action: str) -> Callable[[F], F]:
+    """Decorate a service ``f(batch, ...)`` so it runs holding the batch's lease (``action`` names it)."""
+    reads = action not in NOT_READING_ANSWERS
 
     def decorate(function: F) -> F:
         @functools.wraps(function)
         def wrapper(batch, *args, **kwargs):
             with exclusive(batch_key(batch), f"{action} of batch {batch.name!r}"):
-                answers_settled([batch.pk])  # a correction in flight commits first; later ones see the lease
+                if reads:  # a correction in flight commits first; later ones see the lease
+                    answers_settled([batch.pk])
                 return function(batch, *args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
@@ -76,11 +75,17 @@ def answers_settled(batch_ids: Iterable[int]) -> None:
     correction sees and defers to), then passes this barrier: a correction that had already
     passed its checks is committed before the reading starts, so what is read is what stays.
     """
+    with transaction.atomic():
+        lock_batches(batch_ids)
+
+
+def lock_batches(batch_ids: Iterable[int]) -> None:
+    """Take these batches' row locks, in one order (by id) so that two takers never wait on each
+    other, until the caller's transaction ends: the lock corrections and the readers of answers share."""
     from annotation.models import Batch
 
-    with transaction.atomic():
-        rows = Batch.objects.select_for_update(of=("self",)).filter(pk__in=list(batch_ids)).order_by("pk")
-        list(rows.values_list("pk"))
+    rows = Batch.objects.select_for_update(of=("self",)).filter(pk__in=list(batch_ids)).order_by("pk")
+    list(rows.values_list("pk"))
 
 
 def reads_answers(action: str) -> Callable[[F], F]:
@@ -110,6 +115,6 @@ def use_under_way(batch_ids: Iterable[int]) -> str | None:
     for pk in ids:
         held |= Q(key__startswith=_read_prefix(pk))
     for lease in Lease.objects.filter(held, expires__gt=timezone.now()).order_by("acquired"):
-        if not any(lease.purpose.startswith(f"{action} of batch ") for action in _NOT_READING_ANSWERS):
+        if not any(lease.purpose.startswith(f"{action} of batch ") for action in NOT_READING_ANSWERS):
             return lease.purpose
     return None

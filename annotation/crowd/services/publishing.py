@@ -117,7 +117,7 @@ def check_publishable(batch: Batch) -> None:
         )
 
 
-@one_per_batch("Publishing", reads_answers=False)
+@one_per_batch("Publishing")
 def publish_batch(
     batch: Batch, provider: CrowdProvider | None = None, *, job: Job | None = None, bar: bool = False
 ) -> int:

@@ -68,24 +68,14 @@ def qualified_batches(batches: QuerySet, worker: Worker) -> QuerySet:
     return batches.exclude(has_training & ~passed)
 
 
-def training_plan(batches: QuerySet, worker: Worker | int) -> tuple[Batch | None, list[Batch]]:
-    """The first published batch open to ``worker`` whose training they have not taken yet
-    (``None``: none), and the batches ``claim_hit`` may hand out, in one query.
+def training_rows(batches: QuerySet, worker: Worker | int) -> QuerySet:
+    """The published batches open to ``worker`` with what :func:`plan_of` needs, in one query (the
+    next-HIT page runs it prepared once: ``core.db.prepared``).
 
     ``batches`` are those open to ``worker`` already: a batch whose team the worker is not on
     is neither, its training queries (and, once answered, their answer key) are for the workers
     it may be given to (the caller, the hand-out, applies its rule: ``inhouse.services.team_access``).
-
-    ``qualified`` is what ``claim_hit`` reads from ``qualified_batches(batches, worker)``:
-    published, training passed or none, oldest first, with ``pk`` and ``assignment_duration``.
-    The next-HIT page asks both on every request (its query prepared once:
-    :func:`training_rows` and :func:`plan_of`).
     """
-    return plan_of(training_rows(batches, worker))
-
-
-def training_rows(batches: QuerySet, worker: Worker | int) -> QuerySet:
-    """:func:`training_plan`'s one query, for a caller that runs it itself (``core.db.prepared``)."""
     return (
         batches.filter(status=Batch.Status.PUBLISHED)
         .annotate(
@@ -99,7 +89,10 @@ def training_rows(batches: QuerySet, worker: Worker | int) -> QuerySet:
 
 
 def plan_of(rows) -> tuple[Batch | None, list[Batch]]:
-    """:func:`training_plan`'s answer from the rows of :func:`training_rows`."""
+    """From the rows of :func:`training_rows`: the first batch whose training the worker has not
+    taken yet (``None``: none), and the batches ``claim_hit`` may hand out -- what it reads from
+    ``qualified_batches(batches, worker)``: training passed or none, oldest first, with ``pk``
+    and ``assignment_duration``."""
     due, qualified = None, []
     for batch in rows:
         if batch.has_training and not batch.taken and due is None:

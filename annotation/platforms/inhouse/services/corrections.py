@@ -58,7 +58,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.crowd.services.answers import AnswerCheck, record_answers
-from annotation.crowd.services.locking import use_under_way
+from annotation.crowd.services.locking import lock_batches, use_under_way
 from annotation.models import (
     Adjudication,
     Assignment,
@@ -193,9 +193,7 @@ def correct_assignment(
     """
     with transaction.atomic():
         batch = assignment.hit.batch
-        # The users' lock (the module's docstring), in one order (by id) so two never wait on each other.
-        rows = Batch.objects.select_for_update(of=("self",)).filter(pk__in=_batches(batch)).order_by("pk")
-        list(rows.values_list("pk"))
+        lock_batches(_batches(batch))  # the users' lock (the module's docstring)
         locked = (
             Assignment.objects.select_for_update(of=("self",))
             .select_related("hit__batch", "worker__identity")

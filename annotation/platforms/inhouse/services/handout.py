@@ -338,7 +338,7 @@ def next_assignment(
     ``worker``: the user's worker, when the caller has already checked that ``user`` is an
     annotator and read it (the next-HIT page), so neither is read twice. ``batches``: the
     batches a new HIT may come from, when the caller has read them already
-    (``training.training_plan``'s ``qualified``), else read here. ``locked``: the caller's
+    (the qualified batches of ``training.plan_of``), else read here. ``locked``: the caller's
     transaction already holds the worker's row lock (``next_hit_for``). ``holding``: whether the
     worker holds a hand-out, when the caller read it under the lock; ``False`` skips looking
     for one.
@@ -394,7 +394,7 @@ def claim_hit(worker: Worker, batches: QuerySet | Sequence[Batch], provider_assi
     on the walk at all), trying at most ``_CANDIDATES`` locked rows in all.
 
     ``batches``: a queryset, or a list already read as this would read it (published, open to
-    the worker, oldest first, with ``pk`` and ``assignment_duration``: ``training_plan``).
+    the worker, oldest first, with ``pk`` and ``assignment_duration``: ``training.plan_of``).
     """
     now = timezone.now()
     if isinstance(batches, QuerySet):

@@ -81,7 +81,7 @@ def settle_seconds() -> int:
     return settings.PROLIFIC_BONUS_SETTLE_SECONDS
 
 
-@one_per_batch("Setting the bonus rule", reads_answers=False)
+@one_per_batch("Setting the bonus rule")
 @transaction.atomic
 def set_bonus_rule(batch: Batch, kind: str, amount: Decimal | str) -> BonusRule:
     """Set (or change) the batch's bonus rule; refused once a bonus under it has been recorded, and

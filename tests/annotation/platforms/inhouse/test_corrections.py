@@ -249,7 +249,7 @@ def test_a_correction_goes_on_while_an_action_that_reads_no_answers_holds_the_ba
     """Publishing more places holds the batch's lease but reads no answer: a correction is not held up."""
     assignment = _submit_wrong(annotators[0])
 
-    @one_per_batch("Publishing", reads_answers=False)
+    @one_per_batch("Publishing")
     def publish_more(batch):
         return correct_assignment(assignment, answers_for(assignment))
 
