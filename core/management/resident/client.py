@@ -1,0 +1,228 @@
+"""``manage.py``'s side of the resident process: hand a command over, or say it cannot.
+
+Standard library only, and only the cheap part of it: this runs before Django is imported, and
+its whole cost is what a command pays instead of start-up. :func:`run` returns the command's
+exit status, or ``None`` when the command should run in this process as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import stat
+import struct
+import sys
+import time
+from pathlib import Path
+
+#: Set to ``off`` (or 0/false/no) to run every command in its own process.
+SWITCH = "MANAGE_RESIDENT"
+#: A terminal's own variables: they differ between two shells of one user and change nothing
+#: that the settings read, so they do not separate residents (the command still gets its own).
+VOLATILE = frozenset(
+    {
+        "_",
+        "PWD",
+        "OLDPWD",
+        "SHLVL",
+        "COLUMNS",
+        "LINES",
+        "TERM",
+        "TERM_PROGRAM",
+        "TERM_PROGRAM_VERSION",
+        "COLORTERM",
+        "LS_COLORS",
+        "PS1",
+        "DISPLAY",
+        "WINDOWID",
+        "SSH_CLIENT",
+        "SSH_CONNECTION",
+        "SSH_TTY",
+        "SSH_AUTH_SOCK",
+        "TMUX",
+        "TMUX_PANE",
+        "STY",
+        "WINDOW",
+    }
+)
+#: How long a command waits for a resident it started to listen (a loaded machine can take
+#: several seconds to import Django and the libraries); past it the command runs itself.
+START_SECONDS = 60.0
+_HEADER = struct.Struct("!I")
+_SUN_PATH = 108  # bytes in a Unix socket's address on Linux, with its final NUL
+
+
+class Refused(Exception):
+    """The resident will not run this command (interactive, changed files, another environment)."""
+
+
+def enabled(environ: dict[str, str] | os._Environ = os.environ) -> bool:
+    return environ.get(SWITCH, "on").strip().lower() not in {"0", "off", "false", "no"}
+
+
+def folder() -> Path | None:
+    """The user's private folder for residents' sockets, created if missing; ``None`` if it is
+    not a real folder owned by this user that nobody else can enter (then no resident is used:
+    a socket another user could replace would hand them our commands' terminals)."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    path = Path(base) / f"genderbias-resident-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None
+    return path
+
+
+def key(environ: dict[str, str], base_dir: str) -> str:
+    """What a resident was started for: commands share one only if all of it is equal. (The
+    interpreter's flags follow from the environment, as commands given options on the
+    interpreter's command line never use a resident.)"""
+    material = [
+        sys.executable,
+        sys.version,
+        os.path.realpath(base_dir),
+        os.getuid(),
+        sorted((name, value) for name, value in environ.items() if name not in VOLATILE),
+    ]
+    return hashlib.sha256(json.dumps(material, default=str).encode()).hexdigest()[:24]
+
+
+def socket_path(environ: dict[str, str], base_dir: str) -> Path | None:
+    """Where the resident for this environment listens; ``None`` where no resident can (no
+    private folder, or a path longer than a Unix socket's address holds)."""
+    where = folder()
+    if where is None:
+        return None
+    path = where / f"{key(environ, base_dir)}.sock"
+    return path if len(os.fsencode(path)) < _SUN_PATH else None
+
+
+def run(argv: list[str], base_dir: str) -> int | None:
+    """Run ``manage.py ARGV`` in a resident (starting one if none listens): its exit status,
+    or ``None`` if this process should run the command itself."""
+    if not enabled() or len(sys.orig_argv) - len(sys.argv) != 1:
+        return None  # switched off, or the interpreter was given options (-X dev, -W error…)
+    path = socket_path(dict(os.environ), base_dir)
+    if path is None or not _standard_streams_open():
+        return None
+    for _ in range(2):  # a resident that found its files changed exits: start a fresh one, once
+        connection = _connect(path) or _start_and_connect(path, base_dir)
+        if connection is None:
+            return None
+        try:
+            return _hand_over(connection, argv)
+        except Refused as why:
+            if str(why) != "stale":
+                return None
+        finally:
+            connection.close()
+    return None
+
+
+def request(path: Path, op: str, **fields) -> dict | None:
+    """Ask the resident at ``path`` a question that needs no command: ``usage`` (its CPU and
+    its commands' so far; ``settle=True`` waits for running ones to end) or ``stop``. Its
+    answer, or ``None`` if none listens."""
+    connection = _connect(path)
+    if connection is None:
+        return None
+    with connection:
+        payload = json.dumps({"op": op, **fields}).encode()
+        connection.sendall(_HEADER.pack(len(payload)) + payload)
+        line = connection.makefile("rb").readline()
+    return json.loads(line) if line else None
+
+
+def _standard_streams_open() -> bool:
+    try:
+        for fd in (0, 1, 2):
+            os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def _connect(path: Path) -> socket.socket | None:
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(str(path))
+    except OSError:
+        connection.close()
+        return None
+    return connection
+
+
+def _start_and_connect(path: Path, base_dir: str) -> socket.socket | None:
+    """Start a resident for this environment in the background and wait until it listens.
+    Two commands starting at once start two; the server's lock keeps one."""
+    import subprocess
+
+    log = path.with_suffix(".log")
+    with open(log, "wb") as out:
+        os.chmod(log, 0o600)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "core.management.resident.server",
+                str(path),
+            ],
+            cwd=base_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        connection = _connect(path)
+        if connection is not None:
+            return connection
+        if process.poll() not in (None, 0):
+            return None  # it could not start (a broken setting…): the command itself says why
+        time.sleep(0.01)
+    return None
+
+
+def _hand_over(connection: socket.socket, argv: list[str]) -> int:
+    payload = json.dumps({"op": "run", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    message = _HEADER.pack(len(payload)) + payload
+    replies = connection.makefile("rb")
+    try:  # until the command's process is named, nothing ran: any failure falls back
+        sent = socket.send_fds(connection, [message], [0, 1, 2])
+        if sent < len(message):
+            connection.sendall(message[sent:])
+        first = json.loads(replies.readline() or b'{"refused": "closed"}')
+    except (OSError, ValueError) as error:
+        raise Refused("closed") from error
+    if "refused" in first:
+        raise Refused(first["refused"])
+    child = int(first["pid"])
+    forwarded: list[int] = []
+
+    def forward(signum, _frame):
+        forwarded.append(signum)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH):
+        signal.signal(signum, forward)
+    last = replies.readline()
+    if last:
+        return int(json.loads(last)["exit"])
+    if forwarded:  # it died of the signal we passed on: so does this process, as it would have
+        signal.signal(forwarded[-1], signal.SIG_DFL)
+        os.kill(os.getpid(), forwarded[-1])
+    return 1

@@ -1,0 +1,333 @@
+"""The resident process: Django and the heavy libraries loaded once, a fork per command.
+
+Started by :mod:`.client` as ``python -m core.management.resident.server SOCKET`` with the
+command's environment. It loads everything a command would (settings, apps, the URLconf the
+system checks walk, every command's module, the database driver, polars and numpy), freezes it
+out of the garbage collector's sight (so forks share its pages), and then serves: for each
+caller of the same user it forks a child that takes over the caller's standard streams, working
+directory, environment and arguments and runs ``execute_from_command_line``; the child itself
+answers its exit status. The resident opens no database connection and starts no thread, so
+every child starts as clean as a new process.
+
+It exits when a file it imported, or a folder holding one, changed since it started (the
+caller is told so and starts a fresh one), after :data:`IDLE_SECONDS` with no command, or
+when asked to stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gc
+import json
+import logging
+import os
+import resource
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from core.management.resident.client import _HEADER, key
+
+IDLE_SECONDS = 600
+#: Commands that talk to a person at a terminal or serve until stopped: their own process.
+INTERACTIVE = frozenset(
+    {"shell", "dbshell", "runserver", "testserver", "test", "createsuperuser", "changepassword", "makemessages"}
+)
+#: Heavy libraries most data commands use; loaded once here instead of once per command.
+PRELOAD = ("numpy", "polars", "pyarrow.parquet", "pyarrow.compute", "pooling.readers")
+
+
+def main(path: Path) -> None:
+    lock = open(path.with_suffix(".lock"), "a")  # noqa: SIM115 (held for the process's life)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return  # another resident for this environment is starting or serving
+    own_key = path.stem
+    if key(dict(os.environ), os.getcwd()) != own_key:
+        return
+    _load()
+    stamps = _stamps()
+    path.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    os.chmod(path, 0o600)
+    listener.listen(64)
+    path.with_suffix(".pid").write_text(str(os.getpid()))
+    Resident(listener, path, own_key, stamps).serve()
+
+
+def _load() -> None:
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import get_commands, load_command_class
+    from django.urls import get_resolver
+
+    for module in PRELOAD:
+        with contextlib.suppress(ImportError):
+            __import__(module)
+    for name, app in get_commands().items():
+        with contextlib.suppress(Exception):
+            load_command_class(app, name)
+    try:
+        get_resolver().url_patterns  # noqa: B018 (imports every view, as the system checks would)
+        __import__(f"{settings.DATABASES['default']['ENGINE']}.base")
+        from django.db.migrations.loader import MigrationLoader
+
+        MigrationLoader(None, ignore_no_migrations=True)  # every migration's module, for ``migrate``
+    except Exception:
+        pass
+    gc.collect()
+    gc.freeze()
+
+
+def _stamps() -> dict[str, tuple[int, int]]:
+    """Every imported file and the folders holding them (a new module there could shadow one),
+    with sys.path's folders (an installed package): their modification time and size."""
+    files = {getattr(module, "__file__", None) for module in list(sys.modules.values())}
+    files.discard(None)
+    folders = {os.path.dirname(f) for f in files} | {p for p in sys.path if p}
+    stamps = {}
+    for name in files | folders:
+        try:
+            info = os.stat(name)
+        except OSError:
+            continue
+        stamps[name] = (info.st_mtime_ns, info.st_size)
+    return stamps
+
+
+def _changed(stamps: dict[str, tuple[int, int]]) -> bool:
+    for name, stamp in stamps.items():
+        try:
+            info = os.stat(name)
+        except OSError:
+            return True
+        if (info.st_mtime_ns, info.st_size) != stamp:
+            return True
+    return False
+
+
+class Resident:
+    def __init__(self, listener: socket.socket, path: Path, own_key: str, stamps: dict) -> None:
+        self.listener, self.path, self.key, self.stamps = listener, path, own_key, stamps
+        self.children: set[int] = set()
+        self.commands = 0
+        self.idle_since = time.monotonic()
+
+    def serve(self) -> None:
+        signal.signal(signal.SIGTERM, lambda *_: self._leave())
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        while True:
+            ready, _, _ = select.select([self.listener], [], [], 1.0)
+            self._reap()
+            if ready:
+                try:
+                    connection, _ = self.listener.accept()
+                    with connection:
+                        self._answer(connection)
+                except (OSError, ValueError, TypeError, AttributeError):
+                    pass  # a caller that went away or sent nonsense costs it its answer, nothing more
+                self.idle_since = time.monotonic()
+            elif not self.children and time.monotonic() - self.idle_since > IDLE_SECONDS:
+                self._leave()
+
+    def _answer(self, connection: socket.socket) -> None:
+        _pid, uid, _ = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        if uid != os.getuid():
+            return
+        connection.settimeout(10)
+        message, fds = _receive(connection)
+        try:
+            if not isinstance(message, dict):
+                return
+            if message.get("op") == "run":
+                self._run(connection, message, fds)
+            elif message.get("op") == "usage":
+                self._settle(timeout=30.0 if message.get("settle") else 0.0)
+                _reply(connection, usage=_usage(), commands=self.commands, running=len(self.children))
+            elif message.get("op") == "stop":
+                _reply(connection, stopping=os.getpid())
+                self._leave()
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _run(self, connection: socket.socket, message: dict, fds: list[int]) -> None:
+        argv = [str(a) for a in message.get("argv", [])]
+        env = {str(k): str(v) for k, v in message.get("env", {}).items()}
+        command = argv[1] if len(argv) > 1 else "help"
+        if len(fds) != 3 or key(env, os.getcwd()) != self.key:
+            return _reply(connection, refused="environment")
+        if command in INTERACTIVE:
+            return _reply(connection, refused="interactive")
+        if _changed(self.stamps):
+            self._close()  # the next caller starts a fresh resident
+            _reply(connection, refused="stale")
+            return self._leave()
+        child = os.fork()
+        if child == 0:
+            try:
+                self.listener.close()
+                _child(connection, fds, argv, str(message.get("cwd") or "/"), env)
+            finally:
+                os._exit(1)
+        self.children.add(child)
+        self.commands += 1
+
+    def _reap(self) -> None:
+        for child in list(self.children):
+            try:
+                done, _ = os.waitpid(child, os.WNOHANG)
+            except ChildProcessError:
+                done = child
+            if done:
+                self.children.discard(child)
+
+    def _settle(self, timeout: float) -> None:
+        """Reap the commands that have ended; with a ``timeout``, wait for the running ones up to
+        it (a benchmark asking after its command returned, whose fork is still exiting)."""
+        deadline = time.monotonic() + timeout
+        self._reap()
+        while self.children and time.monotonic() < deadline:
+            time.sleep(0.002)
+            self._reap()
+
+    def _close(self) -> None:
+        self.path.unlink(missing_ok=True)
+        self.path.with_suffix(".pid").unlink(missing_ok=True)
+        self.listener.close()
+
+    def _leave(self) -> None:
+        if self.listener.fileno() != -1:
+            self._close()
+        sys.exit(0)
+
+
+def _receive(connection: socket.socket) -> tuple[dict, list[int]]:
+    data, fds, _, _ = socket.recv_fds(connection, 1 << 16, 3)
+    if len(data) < _HEADER.size:
+        raise ValueError("short request")
+    (length,) = _HEADER.unpack_from(data)
+    body = bytearray(data[_HEADER.size :])
+    while len(body) < length:
+        more = connection.recv(length - len(body))
+        if not more:
+            raise ValueError("truncated request")
+        body += more
+    return json.loads(body), list(fds)
+
+
+def _reply(connection: socket.socket, **fields) -> None:
+    connection.sendall(json.dumps(fields).encode() + b"\n")
+
+
+def _usage() -> dict:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "pid": os.getpid(),
+        "cpu": own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime,
+        "maxrss_kb": max(own.ru_maxrss, children.ru_maxrss),
+    }
+
+
+def _child(connection: socket.socket, fds: list[int], argv: list[str], cwd: str, env: dict[str, str]) -> None:
+    """Become the command's process: its streams, folder, environment and arguments; run it;
+    answer its exit status. Never returns."""
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in zip((0, 1, 2), fds, strict=True):
+        os.dup2(fd, target)
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = argv
+    _take_streams()
+    _reseed()
+    connection.settimeout(None)
+    _reply(connection, pid=os.getpid())
+    threading.Thread(target=_end_with_caller, args=(connection,), daemon=True).start()
+    code = 0
+    try:
+        from django.core.management import execute_from_command_line
+
+        execute_from_command_line(argv)
+    except SystemExit as exit_:
+        code = _exit_status(exit_.code)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        code = 130
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    _finish()
+    _reply(connection, exit=code)
+    os._exit(code)
+
+
+def _take_streams() -> None:
+    """New ``sys.std*`` over the caller's descriptors, buffered as Python buffers its own
+    (line-buffered on a terminal), and loggers writing to the resident's streams moved to them."""
+    old = {id(sys.stdout), id(sys.stderr), id(sys.__stdout__), id(sys.__stderr__)}
+    encoding, errors = sys.stdout.encoding, sys.stdout.errors
+    sys.stdin = sys.__stdin__ = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stdout = sys.__stdout__ = open(  # noqa: SIM115
+        1, "w", buffering=1 if os.isatty(1) else -1, encoding=encoding, errors=errors, closefd=False
+    )
+    sys.stderr = sys.__stderr__ = open(2, "w", buffering=1, encoding=encoding, errors="backslashreplace", closefd=False)  # noqa: SIM115
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", []):
+            if type(handler) is logging.StreamHandler and id(handler.stream) in old:
+                handler.setStream(sys.stderr)
+
+
+def _reseed() -> None:
+    """A fork copies the resident's random state; a new process would have drawn its own.
+    (:mod:`random` reseeds itself at fork.)"""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
+def _end_with_caller(connection: socket.socket) -> None:
+    """The caller went away (killed, or its terminal closed): end the command as its own
+    process would have ended, rather than work on for nobody."""
+    try:
+        while connection.recv(1):
+            pass
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _exit_status(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _finish() -> None:
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
