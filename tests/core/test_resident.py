@@ -171,7 +171,7 @@ def test_a_folder_others_can_enter_is_not_used(tmp_path, monkeypatch, mode):
     folder.chmod(mode)
     assert client.folder() is None
     folder.chmod(0o700)
-    assert client.folder() == folder
+    assert client.folder() == str(folder)
 
 
 def test_a_socket_path_too_long_for_an_address_means_no_resident(tmp_path, monkeypatch):

@@ -17,7 +17,6 @@ import stat
 import struct
 import sys
 import time
-from pathlib import Path
 
 #: Set to ``off`` (or 0/false/no) to run every command in its own process.
 SWITCH = "MANAGE_RESIDENT"
@@ -64,20 +63,20 @@ def enabled(environ: dict[str, str] | os._Environ = os.environ) -> bool:
     return environ.get(SWITCH, "on").strip().lower() not in {"0", "off", "false", "no"}
 
 
-def folder() -> Path | None:
+def folder() -> str | None:
     """The user's private folder for residents' sockets, created if missing; ``None`` if it is
     not a real folder owned by this user that nobody else can enter (then no resident is used:
     a socket another user could replace would hand them our commands' terminals)."""
     base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
-    path = Path(base) / f"genderbias-resident-{os.getuid()}"
+    path = os.path.join(base, f"genderbias-resident-{os.getuid()}")
     try:
-        path.mkdir(mode=0o700)
+        os.mkdir(path, mode=0o700)
     except FileExistsError:
         pass
     except OSError:
         return None
     try:
-        info = path.lstat()
+        info = os.lstat(path)
     except OSError:
         return None
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
@@ -99,13 +98,13 @@ def key(environ: dict[str, str], base_dir: str) -> str:
     return hashlib.sha256(json.dumps(material, default=str).encode()).hexdigest()[:24]
 
 
-def socket_path(environ: dict[str, str], base_dir: str) -> Path | None:
+def socket_path(environ: dict[str, str], base_dir: str) -> str | None:
     """Where the resident for this environment listens; ``None`` where no resident can (no
     private folder, or a path longer than a Unix socket's address holds)."""
     where = folder()
     if where is None:
         return None
-    path = where / f"{key(environ, base_dir)}.sock"
+    path = os.path.join(where, f"{key(environ, base_dir)}.sock")
     return path if len(os.fsencode(path)) < _SUN_PATH else None
 
 
@@ -131,7 +130,7 @@ def run(argv: list[str], base_dir: str) -> int | None:
     return None
 
 
-def request(path: Path, op: str, **fields) -> dict | None:
+def request(path: str | os.PathLike, op: str, **fields) -> dict | None:
     """Ask the resident at ``path`` a question that needs no command: ``usage`` (its CPU and
     its commands' so far; ``settle=True`` waits for running ones to end) or ``stop``. Its
     answer, or ``None`` if none listens."""
@@ -154,22 +153,22 @@ def _standard_streams_open() -> bool:
     return True
 
 
-def _connect(path: Path) -> socket.socket | None:
+def _connect(path: str | os.PathLike) -> socket.socket | None:
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        connection.connect(str(path))
+        connection.connect(os.fspath(path))
     except OSError:
         connection.close()
         return None
     return connection
 
 
-def _start_and_connect(path: Path, base_dir: str) -> socket.socket | None:
+def _start_and_connect(path: str, base_dir: str) -> socket.socket | None:
     """Start a resident for this environment in the background and wait until it listens.
     Two commands starting at once start two; the server's lock keeps one."""
     import subprocess
 
-    log = path.with_suffix(".log")
+    log = path.removesuffix(".sock") + ".log"
     with open(log, "wb") as out:
         os.chmod(log, 0o600)
         process = subprocess.Popen(

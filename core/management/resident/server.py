@@ -41,7 +41,7 @@ INTERACTIVE = frozenset(
     {"shell", "dbshell", "runserver", "testserver", "test", "createsuperuser", "changepassword", "makemessages"}
 )
 #: Heavy libraries most data commands use; loaded once here instead of once per command.
-PRELOAD = ("numpy", "polars", "pyarrow.parquet", "pyarrow.compute", "pooling.readers")
+PRELOAD = ("numpy", "numpy.random", "polars", "pyarrow.parquet", "pyarrow.compute", "pooling.readers")
 
 
 def main(path: Path) -> None:
@@ -295,9 +295,9 @@ def _take_streams() -> None:
 def _reseed() -> None:
     """A fork copies the resident's random state; a new process would have drawn its own.
     (:mod:`random` reseeds itself at fork.)"""
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed()
+    legacy = sys.modules.get("numpy.random")
+    if legacy is not None:
+        legacy.seed()
 
 
 def _end_with_caller(connection: socket.socket) -> None:
