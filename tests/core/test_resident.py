@@ -198,3 +198,26 @@ def test_switched_off_or_given_interpreter_options_the_command_runs_itself(monke
     monkeypatch.setattr(sys, "orig_argv", [sys.executable, "-X", "dev", "manage.py", "check"])
     monkeypatch.setattr(sys, "argv", ["manage.py", "check"])
     assert client.run(["manage.py", "check"], str(ROOT)) is None
+
+
+@pytest.mark.django_db
+def test_a_fork_skips_only_the_checks_the_resident_found_clean(monkeypatch):
+    """What a fork of a resident whose checks were clean does: a command's own run of them
+    (no database) is skipped; the checks against a database, as ``migrate`` runs them, are not."""
+    from django.core import checks
+    from django.core.checks.registry import registry
+
+    from core.management.resident.server import _trust_clean_checks
+
+    monkeypatch.setattr(registry, "run_checks", registry.run_checks)  # restored after the test
+    monkeypatch.setattr(registry, "registered_checks", set(registry.registered_checks))
+
+    def broken(app_configs, databases, **kwargs):
+        return [checks.Error("broken", id="test.E001")]
+
+    registry.register(broken)
+    assert [e.id for e in registry.run_checks()] == ["test.E001"]
+    _trust_clean_checks()
+    assert registry.run_checks() == []
+    assert [e.id for e in registry.run_checks(databases=["default"])] == ["test.E001"]
+    assert [e.id for e in registry.run_checks(include_deployment_checks=True)] == ["test.E001"]
