@@ -219,5 +219,5 @@ def test_a_fork_skips_only_the_checks_the_resident_found_clean(monkeypatch):
     assert [e.id for e in registry.run_checks()] == ["test.E001"]
     _trust_clean_checks()
     assert registry.run_checks() == []
-    assert [e.id for e in registry.run_checks(databases=["default"])] == ["test.E001"]
-    assert [e.id for e in registry.run_checks(include_deployment_checks=True)] == ["test.E001"]
+    assert "test.E001" in [e.id for e in registry.run_checks(databases=["default"])]
+    assert "test.E001" in [e.id for e in registry.run_checks(include_deployment_checks=True)]
