@@ -2,7 +2,9 @@
 
 Every measurement is a fresh process as a user starts it (``python manage.py ...``), the
 median of ``--repeat``; the rounds are interleaved (one of each per round) so that load from
-elsewhere on the machine falls on all of them alike. ``--compare`` measures another
+elsewhere on the machine falls on all of them alike. Each command is measured in its own
+process (``MANAGE_RESIDENT=off``) and, for this checkout, also handed to a warm resident process
+(``core.management.resident``), its CPU counting the resident's fork that ran it. ``--compare`` measures another
 checkout's ``manage.py`` (an older commit, for a before/after) in the same rounds, with this
 one's interpreter.
 """
@@ -73,20 +75,36 @@ class Command(ProjectCommand):
             envs = {}
             for i, root in enumerate(roots):
                 envs[root] = dict(
-                    os.environ, VAR_DIR=str(work / f"var{i}"), DATABASE_URL=f"sqlite:///{work / f'small{i}.sqlite3'}"
+                    os.environ,
+                    VAR_DIR=str(work / f"var{i}"),
+                    DATABASE_URL=f"sqlite:///{work / f'small{i}.sqlite3'}",
+                    MANAGE_RESIDENT="off",
                 )
                 self._run(root, ["migrate", "-v0"], envs[root])  # the small commands' database
+            resident = dict(envs[roots[0]], MANAGE_RESIDENT="on")
+            self._run(roots[0], ["help"], resident)  # untimed: starts the resident
             for round_ in range(o["repeat"]):
                 for i, root in enumerate(roots):
+                    ways = [("", envs[root])] + ([(" (resident)", resident)] if i == 0 else [])
+                    for way, env in ways:
+                        measured.setdefault((root, f"help{way}"), []).append(self._run(root, ["help"], env))
+                        for command in commands:
+                            measured.setdefault((root, " ".join(command) + way), []).append(
+                                self._run(root, command, env)
+                            )
+                        # A small command doing its work: a 10-line query file, a new name each time.
+                        small = [
+                            "import_queries",
+                            str(queries),
+                            "--name",
+                            f"startup-{i}-{round_}{'r' if way else ''}",
+                            "-v",
+                            "0",
+                        ]
+                        measured.setdefault((root, f"import_queries (a 10-line file){way}"), []).append(
+                            self._run(root, small, env)
+                        )
                     env = envs[root]
-                    measured.setdefault((root, "help"), []).append(self._run(root, ["help"], env))
-                    for command in commands:
-                        measured.setdefault((root, " ".join(command)), []).append(self._run(root, command, env))
-                    # A small command doing its work: a 10-line query file, a new name each time.
-                    small = ["import_queries", str(queries), "--name", f"startup-{i}-{round_}", "-v", "0"]
-                    measured.setdefault((root, "import_queries (a 10-line file)"), []).append(
-                        self._run(root, small, env)
-                    )
                     fresh = dict(env, DATABASE_URL=f"sqlite:///{work / f'fresh{i}-{round_}.sqlite3'}")
                     measured.setdefault((root, "migrate (new SQLite file)"), []).append(
                         self._run(root, ["migrate", "-v0"], fresh)
@@ -95,9 +113,13 @@ class Command(ProjectCommand):
                         measured.setdefault((root, "migrate (new PostgreSQL database)"), []).append(
                             self._migrate_postgres(root, env, o["postgres"], f"{i}_{round_}")
                         )
+        from core.management.resident.client import request, socket_path
+
+        request(socket_path(resident, str(roots[0])), "stop")
         self.stdout.write(
             f"medians of {o['repeat']} fresh processes, rounds interleaved; wall ms and the process's CPU ms "
-            "(user + system; on PostgreSQL the server's work is not in it), each × `manage.py help`'s\n"
+            "(user + system, and the resident's fork for the rows so marked; on PostgreSQL the server's work "
+            "is not in it), each × `manage.py help`'s (in its own process)\n"
         )
         header = " | ".join(f"{root}: wall ms | × help | CPU ms | × help" for root in roots)
         self.stdout.write(f"| command | {header} |\n| --- |" + " ---: | ---: | ---: | ---: |" * len(roots))
@@ -105,6 +127,9 @@ class Command(ProjectCommand):
         for name in names:
             cells = []
             for root in roots:
+                if (root, name) not in measured:
+                    cells.append(" | | | ")
+                    continue
                 wall = statistics.median(w for w, _ in measured[root, name])
                 cpu = statistics.median(c for _, c in measured[root, name])
                 floor_wall = statistics.median(w for w, _ in measured[root, "help"])
@@ -115,7 +140,12 @@ class Command(ProjectCommand):
             self.stdout.write(f"| `manage.py {name}` | {' | '.join(cells)} |")
 
     def _run(self, root: Path, arguments: list[str], env: dict) -> tuple[float, float]:
-        """Wall seconds and CPU seconds (user + system) of one fresh ``manage.py`` process."""
+        """Wall seconds and CPU seconds (user + system) of one fresh ``manage.py`` process, with
+        what the resident spent on it when the command was handed to one."""
+        from core.management.resident.client import enabled, request, socket_path
+
+        sock = socket_path(env, str(root)) if enabled(env) else None
+        held = (request(sock, "usage", settle=True) or {}).get("usage", {}).get("cpu", 0.0) if sock else 0.0
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
@@ -125,7 +155,8 @@ class Command(ProjectCommand):
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(arguments)} failed:\n{done.stderr}")
-        return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        spent = (request(sock, "usage", settle=True) or {}).get("usage", {}).get("cpu", held) - held if sock else 0.0
+        return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + spent
 
     def _migrate_postgres(self, root: Path, env: dict, server: str, tag: str) -> tuple[float, float]:
         import psycopg
