@@ -149,7 +149,7 @@ def test_ctrl_c_reaches_the_command_and_the_caller_exits_as_it_would(env, tmp_pa
     time.sleep(0.5)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == 130
+    assert process.returncode == -signal.SIGINT  # as Python itself ends on an unhandled KeyboardInterrupt
     assert "KeyboardInterrupt" in err
     assert client.request(resident_of(env), "usage", settle=True)["running"] == 0  # the command ended too
 
@@ -221,3 +221,36 @@ def test_a_fork_skips_only_the_checks_the_resident_found_clean(monkeypatch):
     assert registry.run_checks() == []
     assert "test.E001" in [e.id for e in registry.run_checks(databases=["default"])]
     assert "test.E001" in [e.id for e in registry.run_checks(include_deployment_checks=True)]
+
+
+def test_the_fork_takes_on_the_callers_umask_niceness_and_limits():
+    """What ``umask 077; nice -n 3 manage.py …`` under ``ulimit -n 64`` gives the fork (read
+    back inside a real fork, as the resident's are)."""
+    import json
+    import resource
+
+    from core.management.resident.server import _inherit
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    caller = {
+        "umask": 0o077,
+        "nice": os.getpriority(os.PRIO_PROCESS, 0) + 3,
+        "limits": {"RLIMIT_NOFILE": [64, hard], "RLIMIT_NOTALIMIT": [1, 1], "os.system": [0, 0]},
+    }
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the fork)
+        try:
+            _inherit(caller)
+            mask = os.umask(0)
+            got = {"umask": mask, "nice": os.getpriority(os.PRIO_PROCESS, 0)}
+            got["nofile"] = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            os.write(write, json.dumps(got).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        got = json.loads(pipe.read())
+    os.waitpid(child, 0)
+    assert got == {"umask": 0o077, "nice": caller["nice"], "nofile": 64}
+    assert resource.getrlimit(resource.RLIMIT_NOFILE) == (soft, hard)  # this process untouched

@@ -195,8 +195,27 @@ def _start_and_connect(path: str, base_dir: str) -> socket.socket | None:
     return None
 
 
+#: Limits a shell's ``ulimit`` sets, which the command's fork takes on (it can lower its own).
+LIMITS = ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_RSS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE")
+
+
+def _process() -> dict:
+    """What a process inherits beyond its environment: umask, niceness, resource limits."""
+    import resource
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return {
+        "umask": mask,
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
+        "limits": {name: resource.getrlimit(getattr(resource, name)) for name in LIMITS if hasattr(resource, name)},
+    }
+
+
 def _hand_over(connection: socket.socket, argv: list[str]) -> int:
-    payload = json.dumps({"op": "run", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    payload = json.dumps(
+        {"op": "run", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "process": _process()}
+    ).encode()
     message = _HEADER.pack(len(payload)) + payload
     replies = connection.makefile("rb")
     try:  # until the command's process is named, nothing ran: any failure falls back
@@ -216,12 +235,24 @@ def _hand_over(connection: socket.socket, argv: list[str]) -> int:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signum)
 
+    def suspend(_signum, _frame):  # Ctrl-Z: stop the command, then this process; go on together
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGSTOP)
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)
+        signal.signal(signal.SIGTSTP, suspend)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGCONT)
+
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH):
-        signal.signal(signum, forward)
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # ignored here (nohup, a background job): there too
+            signal.signal(signum, forward)
+    if signal.getsignal(signal.SIGTSTP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTSTP, suspend)
     last = replies.readline()
-    if last:
-        return int(json.loads(last)["exit"])
-    if forwarded:  # it died of the signal we passed on: so does this process, as it would have
-        signal.signal(forwarded[-1], signal.SIG_DFL)
-        os.kill(os.getpid(), forwarded[-1])
-    return 1
+    status = int(json.loads(last)["exit"]) if last else (-forwarded[-1] if forwarded else 1)
+    if status < 0:  # it died of a signal (Ctrl-C's KeyboardInterrupt, one passed on): so does this process
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+        return 128 - status
+    return status

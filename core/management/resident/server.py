@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
+import io
 import json
 import logging
 import os
@@ -44,12 +45,15 @@ INTERACTIVE = frozenset(
 PRELOAD = ("numpy", "numpy.random", "polars", "pyarrow.parquet", "pyarrow.compute", "pooling.readers")
 
 
+#: How long a resident being started waits for another one of the same environment that
+#: is leaving (it releases its lock before it says so): past it, that one is serving.
+LOCK_SECONDS = 10.0
+
+
 def main(path: Path) -> None:
-    lock = open(path.with_suffix(".lock"), "a")  # noqa: SIM115 (held for the process's life)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return  # another resident for this environment is starting or serving
+    lock = _lock(path.with_suffix(".lock"))
+    if lock is None:
+        return  # another resident for this environment is serving
     own_key = path.stem
     if key(dict(os.environ), os.getcwd()) != own_key:
         return
@@ -61,7 +65,22 @@ def main(path: Path) -> None:
     os.chmod(path, 0o600)
     listener.listen(64)
     path.with_suffix(".pid").write_text(str(os.getpid()))
-    Resident(listener, path, own_key, stamps, checks_clean).serve()
+    Resident(listener, path, own_key, stamps, checks_clean, lock).serve()
+
+
+def _lock(path: Path):
+    """The lock that keeps one resident per environment, held for the process's life."""
+    deadline = time.monotonic() + LOCK_SECONDS
+    lock = open(path, "a")  # noqa: SIM115
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return lock
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                lock.close()
+                return None
+            time.sleep(0.05)
 
 
 def _load() -> bool:
@@ -144,9 +163,11 @@ def _changed(stamps: dict[str, tuple[int, int]]) -> bool:
 
 
 class Resident:
-    def __init__(self, listener: socket.socket, path: Path, own_key: str, stamps: dict, checks_clean: bool) -> None:
+    def __init__(
+        self, listener: socket.socket, path: Path, own_key: str, stamps: dict, checks_clean: bool, lock
+    ) -> None:
         self.listener, self.path, self.key, self.stamps = listener, path, own_key, stamps
-        self.checks_clean = checks_clean
+        self.checks_clean, self.lock = checks_clean, lock
         self.children: set[int] = set()
         self.commands = 0
         self.idle_since = time.monotonic()
@@ -207,6 +228,7 @@ class Resident:
                 self.listener.close()
                 if self.checks_clean and command != "check":
                     _trust_clean_checks()
+                _inherit(message.get("process") or {})
                 _child(connection, fds, argv, str(message.get("cwd") or "/"), env)
             finally:
                 os._exit(1)
@@ -232,9 +254,17 @@ class Resident:
             self._reap()
 
     def _close(self) -> None:
+        """Stop listening and give the place up (socket, pid, lock, an empty log) before anyone
+        is told: a resident started next for this environment finds it free."""
         self.path.unlink(missing_ok=True)
         self.path.with_suffix(".pid").unlink(missing_ok=True)
         self.listener.close()
+        log = self.path.with_suffix(".log")
+        with contextlib.suppress(OSError):
+            if log.stat().st_size == 0:
+                log.unlink()
+        self.path.with_suffix(".lock").unlink(missing_ok=True)
+        self.lock.close()
 
     def _leave(self) -> None:
         if self.listener.fileno() != -1:
@@ -269,6 +299,24 @@ def _usage() -> dict:
     }
 
 
+def _inherit(process: dict) -> None:
+    """Take on what the caller's own process would have inherited: its umask (files the
+    command writes get the caller's permissions), niceness (``nice manage.py …``) and the
+    resource limits its shell set (``ulimit -v``); a limit the fork may not raise stays lower."""
+    if "umask" in process:
+        os.umask(int(process["umask"]) & 0o777)
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        niceness = int(process["nice"])
+        if niceness > os.getpriority(os.PRIO_PROCESS, 0):
+            os.setpriority(os.PRIO_PROCESS, 0, niceness)
+    for name, (soft, hard) in (process.get("limits") or {}).items():
+        which = getattr(resource, str(name), None)
+        if which is None or not str(name).startswith("RLIMIT_"):
+            continue
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            resource.setrlimit(which, (int(soft), int(hard)))
+
+
 def _child(connection: socket.socket, fds: list[int], argv: list[str], cwd: str, env: dict[str, str]) -> None:
     """Become the command's process: its streams, folder, environment and arguments; run it;
     answer its exit status. Never returns."""
@@ -293,9 +341,9 @@ def _child(connection: socket.socket, fds: list[int], argv: list[str], cwd: str,
         execute_from_command_line(argv)
     except SystemExit as exit_:
         code = _exit_status(exit_.code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Python's own end for it: the traceback, then death by SIGINT
         traceback.print_exc()
-        code = 130
+        code = -signal.SIGINT
     except BaseException:
         traceback.print_exc()
         code = 1
@@ -309,11 +357,21 @@ def _take_streams() -> None:
     (line-buffered on a terminal), and loggers writing to the resident's streams moved to them."""
     old = {id(sys.stdout), id(sys.stderr), id(sys.__stdout__), id(sys.__stderr__)}
     encoding, errors = sys.stdout.encoding, sys.stdout.errors
+    unbuffered = bool(sys.flags.unbuffered)  # PYTHONUNBUFFERED, which the caller shares
+
+    def text(fd: int, errors: str, line: bool) -> io.TextIOWrapper:
+        raw = io.FileIO(fd, "w", closefd=False)
+        return io.TextIOWrapper(
+            raw if unbuffered else io.BufferedWriter(raw),
+            encoding=encoding,
+            errors=errors,
+            line_buffering=line and not unbuffered,
+            write_through=unbuffered,
+        )
+
     sys.stdin = sys.__stdin__ = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
-    sys.stdout = sys.__stdout__ = open(  # noqa: SIM115
-        1, "w", buffering=1 if os.isatty(1) else -1, encoding=encoding, errors=errors, closefd=False
-    )
-    sys.stderr = sys.__stderr__ = open(2, "w", buffering=1, encoding=encoding, errors="backslashreplace", closefd=False)  # noqa: SIM115
+    sys.stdout = sys.__stdout__ = text(1, errors, line=os.isatty(1))
+    sys.stderr = sys.__stderr__ = text(2, "backslashreplace", line=True)
     loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
     for logger in loggers:
         for handler in getattr(logger, "handlers", []):
@@ -340,7 +398,7 @@ def _end_with_caller(connection: socket.socket) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _exit_status(code: object) -> int:
+def _exit_status(code: object) -> int:  # as Python's own exit turns a SystemExit's code into one
     if code is None:
         return 0
     if isinstance(code, int):
