@@ -118,8 +118,7 @@ def group_roles_column(user_id_sql: str):
     joined = f"{text_of_id} || ':' || COALESCE(m.role, '')"
     aggregate = f"string_agg({joined}, ',')" if connection.vendor == "postgresql" else f"group_concat({joined}, ',')"
     sql = (
-        f"(SELECT {aggregate} FROM {groups} g LEFT JOIN {members} m "
-        f"ON m.group_id = g.id AND m.user_id = {user_id_sql})"
+        f"(SELECT {aggregate} FROM {groups} g LEFT JOIN {members} m ON m.group_id = g.id AND m.user_id = {user_id_sql})"
     )
     return RawSQL(sql, (), output_field=models.TextField(null=True))
 
@@ -267,19 +266,20 @@ class GroupScopedQuerySet(models.QuerySet):
     def __init__(self, model=None, query=None, using=None, hints=None) -> None:
         super().__init__(model, query if query is not None else GroupScopedQuery(model), using, hints)
 
-    def update(self, **kwargs):
+    def narrowed(self) -> GroupScopedQuerySet:
+        """These rows within the current scope, as a filter of their own (what an UPDATE or a DELETE,
+        which are not compiled as this queryset's query, run on)."""
         scope = scope_of()
-        if scope is None:
-            return super().update(**kwargs)
-        return super(GroupScopedQuerySet, self.filter(**_scope_lookup(self.model, scope))).update(**kwargs)
+        return self if scope is None else self.filter(**_scope_lookup(self.model, scope))
+
+    def update(self, **kwargs):
+        return super(GroupScopedQuerySet, self.narrowed()).update(**kwargs)
 
     update.alters_data = True
 
     def delete(self):
-        scope = scope_of()  # a fast delete becomes a DELETE query of its own: narrowed here too
-        if scope is None:
-            return super().delete()
-        return super(GroupScopedQuerySet, self.filter(**_scope_lookup(self.model, scope))).delete()
+        # A fast delete becomes a DELETE query of its own: narrowed here too.
+        return super(GroupScopedQuerySet, self.narrowed()).delete()
 
     delete.alters_data = True
     delete.queryset_only = True

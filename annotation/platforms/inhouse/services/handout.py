@@ -47,7 +47,7 @@ from annotation.models import FREES_PLACE, Assignment, Batch, Hit, HitQuery, Pro
 from annotation.platforms.inhouse.selectors import ANNOTATORS_GROUP
 from annotation.platforms.inhouse.services.team_access import assignment_open, batch_open_to, is_open_to, open_to
 from annotation.quality.services.training import plan_of, training_rows
-from core.db.prepared import Prepared
+from core.db.prepared import Prepared, PreparedUpdate
 from core.errors import ServiceError
 from core.models import scope_of
 from core.services.groups import join_current_group
@@ -371,14 +371,18 @@ def next_assignment(
         # queue on their row, so the second sees the assignment the first was given.
         if not locked and not _writes_serialised():
             list(Worker.objects.select_for_update().filter(pk=worker.pk).values_list("pk"))
+        # Built only when it may find something: after a submit (the usual case) building it
+        # cost more CPU than the rest of the hand-out.
         handed_out = (
             _handed_out(worker)
             .filter(in_batch)
             .select_related("hit__batch")
             .annotate(open=ExpressionWrapper(assignment_open(), output_field=BooleanField()))
             .order_by("accepted_at")
+            if holding is not False
+            else ()
         )
-        for current in handed_out if holding is not False else ():
+        for current in handed_out:
             if current.open and not timed_out(current, current.hit.batch, now):
                 return current
             # Its time ran out, or its batch closed to them (they left its team): its place is
@@ -677,6 +681,29 @@ def _submit_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySet:
 _submit_counts = Prepared(_submit_counts_rows, scope=scope_of)
 
 
+def _answer_write_rows(pk: int, batch_id: int, worker_id: int, *, annotator: bool) -> QuerySet:
+    """The submit's conditional UPDATE's rows: the assignment, while it still takes answers (on its
+    own status column: see ``record_answers``), its batch is still open to the worker and (an
+    in-house batch, ``annotator``) its worker is still an annotator."""
+    still_open = batch_open_to(batch_id, worker_id)
+    if annotator:
+        still_open &= worker_in_annotators(worker_id)
+    return Assignment.objects.filter(pk=pk, status__in=list(_TAKES_ANSWERS)).filter(still_open)
+
+
+#: The submit's UPDATE, compiled once (``core.db.prepared``): building and compiling its subqueries
+#: cost more CPU than running it. Keyed by whether the batch is in-house (the annotators check).
+_answer_write = {
+    annotator: PreparedUpdate(
+        lambda pk, batch_id, worker_id, annotator=annotator: _answer_write_rows(
+            pk, batch_id, worker_id, annotator=annotator
+        ),
+        scope=scope_of,
+    )
+    for annotator in (False, True)
+}
+
+
 def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered: bool) -> AnswerCheck:
     """:func:`submit_local_assignment`'s work, inside its transaction."""
     hit, batch = assignment.hit, assignment.hit.batch
@@ -692,11 +719,13 @@ def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered
     raw = json.dumps(dict(answers), sort_keys=True)
     # The batch must still be open to the worker (team_access), and an in-house batch's worker
     # still an annotator (not taken out of the group since): checked in the write itself.
-    still_open = batch_open_to(batch.pk, assignment.worker_id)
-    if batch.provider == Provider.LOCAL:
-        still_open &= worker_in_annotators(assignment.worker_id)
+    write = _answer_write[batch.provider == Provider.LOCAL]
     check = record_answers(
-        assignment, answers, raw, hit_queries=hit_queries, only_from=_TAKES_ANSWERS, only_if=still_open
+        assignment,
+        answers,
+        raw,
+        hit_queries=hit_queries,
+        write=lambda columns: write(columns, pk=assignment.pk, batch_id=batch.pk, worker_id=assignment.worker_id),
     )
     if count_answered:
         (counts,) = _submit_counts(hit_id=hit.pk, worker_id=assignment.worker_id, batch_id=batch.pk)
