@@ -240,7 +240,7 @@ def next_hit_for(user) -> NextHit:
         due, qualified = plan_of(_next_hit_batches(worker_id=worker.pk))
         if due is not None:
             return NextHit(training=due)
-        holding = qualified[0].worker_holds if qualified else None
+        holding = qualified[0].worker_holds > 0 if qualified else None
         return NextHit(assignment=next_assignment(user, worker=worker, batches=qualified, locked=True, holding=holding))
 
 
@@ -249,7 +249,7 @@ def _next_hit_batches_rows(worker_id: int) -> QuerySet:
     batches = (
         Batch.objects.filter(provider=Provider.LOCAL)
         .filter(open_to(worker_id))  # team_access: only batches open to them, training included
-        .annotate(worker_holds=Exists(_may_hold(worker_id)))
+        .annotate(worker_holds=_CountOf(_may_hold(worker_id).values("pk")))
     )
     return training_rows(batches, worker_id)
 
@@ -258,11 +258,13 @@ def _may_hold(worker_id: int) -> QuerySet:
     """The worker's hand-outs not submitted, in any batch: whether :func:`next_assignment` must look
     for one (it then reads them in published batches only, :func:`_handed_out`).
 
-    Without the join to the HIT and its batch: one probe of the (worker, status) index. With
-    it, PostgreSQL's generic plan for the prepared statement (its values unknown, a worker
-    guessed to hold thousands) walked every assignment of the site along the HIT index, 3.8 ms
-    at 30,000 assignments and growing with the site. A hand-out left in a batch closed since
-    costs that worker the hand-out query on their next-HIT requests, and changes no answer.
+    Counted (a worker holds one or two), without the join to the HIT and its batch: one range
+    of the (worker, status) index. PostgreSQL's generic plan for the prepared statement guesses
+    a worker holds thousands (a small team sharing a large site's assignments): asked as an
+    ``EXISTS`` it then scanned the whole table for a first match (3.8 ms at 30,000 assignments,
+    12 ms at 45,000, growing with the site; with the join, along the HIT index); a count it
+    reads from the index. A hand-out left in a batch closed since costs that worker the
+    hand-out query on their next-HIT requests, and changes no answer.
     """
     return Assignment.objects.filter(worker_id=worker_id, status=Assignment.Status.ASSIGNED)
 
@@ -546,11 +548,13 @@ def answered_and_progress(assignment: Assignment) -> tuple[int, HitProgress]:
 def _progress_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySet:
     done = Assignment.objects.filter(worker_id=worker_id, status__in=_DONE).order_by()
     mine = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=worker_id)
+    # In position order: the first PROGRESS_COUNT_LIMIT open HITs along the (batch, status,
+    # position) index. Unordered, PostgreSQL scanned the whole HIT table for them (every batch's).
     left = (
         Hit.objects.filter(batch_id=batch_id, status=Hit.Status.OPEN)
         .exclude(pk=hit_id)
         .filter(~Exists(mine))
-        .order_by()
+        .order_by("position")
         .values("pk")[:PROGRESS_COUNT_LIMIT]
     )
     return (
