@@ -559,6 +559,7 @@ def _progress_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySe
     )
     return (
         Hit.objects.filter(pk=hit_id)
+        .order_by()  # one row: without the model's ordering, which joined the batch to sort it
         .annotate(
             answered=_CountOf(done.values("pk")),
             before=_CountOf(done.filter(hit__batch_id=batch_id).values("pk")),
@@ -587,6 +588,7 @@ def _held_assignment_rows(pk: int, user_id: int) -> QuerySet:
             open=ExpressionWrapper(assignment_open(), output_field=BooleanField()), annotator=in_annotators(user_id)
         )
         .filter(pk=pk, worker__identity__user_id=user_id)
+        .order_by()  # one row at most: no sort
     )
 
 
@@ -673,6 +675,7 @@ def _submit_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySet:
     answered = Assignment.objects.filter(hit_id=hit_id, status__in=ANSWERED).order_by()
     return (
         Hit.objects.filter(pk=hit_id)
+        .order_by()  # one row: without the model's ordering, which joined the batch to sort it
         .annotate(
             this_hit=_CountOf(answered.values("pk")),
             worker=_CountOf(done.values("pk")),
