@@ -97,7 +97,9 @@ class SessionStore(sessions.SessionStore):
         if not found or found[0].read_session_data is None:
             return None
         user = found[0]
-        return user.read_session_data, user.read_session_expiry, user
+        data, expiry = user.read_session_data, user.read_session_expiry
+        del user.read_session_data, user.read_session_expiry  # the user object does not carry the session
+        return data, expiry, user
 
 
 def account(user) -> Account:
