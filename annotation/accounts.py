@@ -14,7 +14,8 @@ made when first raised), raised whenever what the account may do changes:
 and both ends check it:
 
 - **sessions**: :class:`AccountBackend` reads a session's user as an ``Account`` with its
-  epoch (one statement, as Django's backend), and the session hash covers the epoch
+  epoch (one statement, as Django's backend; on a session this process has seen, the same
+  statement that reads the session: :class:`SessionStore`), and the session hash covers the epoch
   (``Account._get_session_auth_hash``): a session opened before the raise no longer
   verifies, and Django ends it (flushes it) on its next request;
 - **one-time links**: :data:`access_token_generator` mixes the epoch into the token's hash,
@@ -40,6 +41,8 @@ from django.db.models.functions import Coalesce
 
 from annotation.models import Account, AccountState
 from core.db.prepared import Prepared
+from core.models import GROUP_ROLES, group_roles_column
+from core.web import sessions
 
 #: A change of any of these may take something away from the account.
 _STATE_FIELDS = ("is_active", "is_staff", "is_superuser")
@@ -57,8 +60,46 @@ def accounts():
     return Account.objects.annotate(access_epoch=_epoch_of(OuterRef("pk")))
 
 
+def _session_account_rows(pk: int):
+    """The session's user with its access epoch and (for the request's scope, ``core.models.scope_of``)
+    its role in every research group: one statement where there were two."""
+    from django.db import connection
+
+    user_id = f"{connection.ops.quote_name(Account._meta.db_table)}.{connection.ops.quote_name('id')}"
+    return accounts().annotate(**{GROUP_ROLES: group_roles_column(user_id)}).filter(pk=pk)
+
+
 #: The session's user, read on every request: compiled once (``core.db.prepared``); no study model in it.
-_session_account = Prepared(lambda pk: accounts().filter(pk=pk), scope=None)
+_session_account = Prepared(_session_account_rows, scope=None)
+
+
+def _session_and_account_rows(pk: int, session_key: str):
+    """:func:`_session_account_rows` with the session's row (its data and expiry) as two columns:
+    the request's session and its user in one statement (``core.web.sessions``)."""
+    from django.contrib.sessions.models import Session
+
+    session = Session.objects.filter(session_key=session_key)
+    return _session_account_rows(pk).annotate(
+        read_session_data=Subquery(session.values("session_data")[:1]),
+        read_session_expiry=Subquery(session.values("expire_date")[:1]),
+    )
+
+
+_session_and_account = Prepared(_session_and_account_rows, scope=None)
+
+
+class SessionStore(sessions.SessionStore):
+    """``SESSION_ENGINE = "annotation.accounts"``: the site's database sessions (``core.web.sessions``),
+    a session seen before read with its account (access epoch and research-group roles included)."""
+
+    def _read_with_user(self, session_key: str, user_id: int):
+        found = _session_and_account(pk=user_id, session_key=session_key)
+        if not found or found[0].read_session_data is None:
+            return None
+        user = found[0]
+        data, expiry = user.read_session_data, user.read_session_expiry
+        del user.read_session_data, user.read_session_expiry  # the user object does not carry the session
+        return data, expiry, user
 
 
 def account(user) -> Account:
@@ -90,8 +131,10 @@ class AccountBackend(ModelBackend):
 
     def get_user(self, user_id):
         if isinstance(user_id, int) and not isinstance(user_id, bool):
-            found = _session_account(pk=user_id)
-            user = found[0] if found else None
+            user = sessions.user_read_with_session(user_id)  # read with this request's session
+            if user is None:
+                found = _session_account(pk=user_id)
+                user = found[0] if found else None
         else:
             user = accounts().filter(pk=user_id).first()
         if user is None:

@@ -83,8 +83,9 @@ SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0 if DEBUG else 31_5
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", not DEBUG)
 SESSION_COOKIE_HTTPONLY = True
-# Django's database sessions, each request's read compiled once (core/web/sessions.py, issue 46).
-SESSION_ENGINE = "core.web.sessions"
+# Django's database sessions, each request's read compiled once and, once seen, read with the
+# session's account in one statement (core/web/sessions.py, annotation/accounts.py; issue 46).
+SESSION_ENGINE = "annotation.accounts"
 X_FRAME_OPTIONS = "DENY"
 
 INSTALLED_APPS = [
@@ -113,7 +114,8 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Django's, taking the user read with the session when it was (core.web.sessions).
+    "core.web.middleware.AuthenticationMiddleware",
     # Every study model read or made within the user's research groups (docs/deployment.md).
     "core.web.middleware.group_scope",
     "django.contrib.messages.middleware.MessageMiddleware",

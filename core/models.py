@@ -83,9 +83,52 @@ def _groups_with_roles_query(user_id: int):
 _prepared_groups_with_roles = Prepared(_groups_with_roles_query, scope=None)
 
 
-def _groups_with_roles(user) -> list[tuple[int, str | None]]:
-    """Every group's id with ``user``'s role in it (``None``: not a member), in one query."""
+def _groups_with_roles(user, *, read_with_user: bool = False) -> list[tuple[int, str | None]]:
+    """Every group's id with ``user``'s role in it (``None``: not a member), in one query.
+
+    ``read_with_user``: take them from the user object when its own statement read them
+    (:func:`group_roles_column`, the session's user), instead of asking again."""
+    if read_with_user:
+        text = getattr(user, GROUP_ROLES, _NOT_READ)
+        if text is not _NOT_READ:
+            return _parse_group_roles(text)
     return _prepared_groups_with_roles(user_id=user.pk)
+
+
+#: The column :func:`group_roles_column` adds to a user's row, and its marker when not read.
+GROUP_ROLES = "research_group_roles"
+_NOT_READ = object()
+
+
+def group_roles_column(user_id_sql: str):
+    """The user's role in every research group, as one text column of the user's own statement:
+    ``"3:owner,5:"`` (group 3 as owner, group 5 not a member; ``NULL``: no group at all).
+
+    ``user_id_sql`` is the SQL naming the user's id in the outer statement (its column, quoted).
+    Read with the session's user (``annotation.accounts``), the request asks for its scope
+    without another statement: the same rows as :func:`_groups_with_roles_query`, at the time
+    the request began, as that query ran at the request's first scoped read.
+    """
+    from django.db import connection
+    from django.db.models.expressions import RawSQL
+
+    quote = connection.ops.quote_name
+    groups, members = quote(ResearchGroup._meta.db_table), quote(Membership._meta.db_table)
+    text_of_id = "CAST(g.id AS TEXT)"
+    joined = f"{text_of_id} || ':' || COALESCE(m.role, '')"
+    aggregate = f"string_agg({joined}, ',')" if connection.vendor == "postgresql" else f"group_concat({joined}, ',')"
+    sql = (
+        f"(SELECT {aggregate} FROM {groups} g LEFT JOIN {members} m ON m.group_id = g.id AND m.user_id = {user_id_sql})"
+    )
+    return RawSQL(sql, (), output_field=models.TextField(null=True))
+
+
+def _parse_group_roles(text: str | None) -> list[tuple[int, str | None]]:
+    pairs = []
+    for item in text.split(",") if text else ():
+        pk, _, role = item.partition(":")
+        pairs.append((int(pk), role or None))
+    return sorted(pairs)
 
 
 def roles_of(user) -> dict[int, str]:
@@ -94,10 +137,10 @@ def roles_of(user) -> dict[int, str]:
     return _roles_and_groups(user)[0]
 
 
-def _roles_and_groups(user) -> tuple[dict[int, str], frozenset[int]]:
+def _roles_and_groups(user, *, read_with_user: bool = False) -> tuple[dict[int, str], frozenset[int]]:
     if user is None or not user.is_authenticated:
         return {}, frozenset()
-    groups = _groups_with_roles(user)
+    groups = _groups_with_roles(user, read_with_user=read_with_user)
     every = frozenset(pk for pk, _ in groups)
     if user.is_superuser:
         return dict.fromkeys(every or [default_group().pk], Membership.Role.OWNER), every
@@ -115,7 +158,8 @@ def scope_of() -> frozenset[int] | None:
     pages guard themselves) and an account without membership that is no staff (a Prolific
     participant, reaching only the batch of their study link) are not scoped; a command with
     ``--group`` sees that group; a job, the shell and a request seeing every group: ``None``.
-    One query per request (the user's roles in every group), kept on the request.
+    One read per request (the user's roles in every group), kept on the request; none when
+    the session's user was read with them (:func:`group_roles_column`).
     """
     acting = _scope.acting_group.get()
     if acting is not None and acting[1]:
@@ -129,7 +173,7 @@ def scope_of() -> frozenset[int] | None:
     write = request.method not in _SAFE_METHODS
     cache = request.__dict__.setdefault("_group_scope", {})
     if user.pk not in cache:
-        cache[user.pk] = _roles_and_groups(user)
+        cache[user.pk] = _roles_and_groups(user, read_with_user=True)
     roles, every = cache[user.pk]
     if not roles and not user.is_staff:
         return None
@@ -222,19 +266,20 @@ class GroupScopedQuerySet(models.QuerySet):
     def __init__(self, model=None, query=None, using=None, hints=None) -> None:
         super().__init__(model, query if query is not None else GroupScopedQuery(model), using, hints)
 
-    def update(self, **kwargs):
+    def narrowed(self) -> GroupScopedQuerySet:
+        """These rows within the current scope, as a filter of their own (what an UPDATE or a DELETE,
+        which are not compiled as this queryset's query, run on)."""
         scope = scope_of()
-        if scope is None:
-            return super().update(**kwargs)
-        return super(GroupScopedQuerySet, self.filter(**_scope_lookup(self.model, scope))).update(**kwargs)
+        return self if scope is None else self.filter(**_scope_lookup(self.model, scope))
+
+    def update(self, **kwargs):
+        return super(GroupScopedQuerySet, self.narrowed()).update(**kwargs)
 
     update.alters_data = True
 
     def delete(self):
-        scope = scope_of()  # a fast delete becomes a DELETE query of its own: narrowed here too
-        if scope is None:
-            return super().delete()
-        return super(GroupScopedQuerySet, self.filter(**_scope_lookup(self.model, scope))).delete()
+        # A fast delete becomes a DELETE query of its own: narrowed here too.
+        return super(GroupScopedQuerySet, self.narrowed()).delete()
 
     delete.alters_data = True
     delete.queryset_only = True

@@ -30,7 +30,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import Expression, QuerySet
 
 #: Placeholders: negative, far from any id this site makes, and inside a 32-bit integer column's
 #: range (Django answers a lookup on a value outside it without asking the database).
@@ -105,3 +105,91 @@ class Prepared:
 
     def _scope(self) -> Hashable:
         return ("unscoped",) if self._scope_of is None else ("scope", self._scope_of())
+
+
+class _Slot(Expression):
+    """A column's new value in a prepared ``UPDATE``: one statement parameter, filled at each run."""
+
+    def __init__(self, marker: int, output_field) -> None:
+        super().__init__(output_field=output_field)
+        self.marker = marker
+
+    def as_sql(self, compiler, connection):
+        return "%s", [self.marker]
+
+
+class PreparedUpdate:
+    """A conditional ``UPDATE`` given as ``rows(**values) -> QuerySet``, compiled once per database,
+    scope and set of columns written; ``write(columns, **values)`` sets ``columns`` (a mapping of
+    field name to value) on the rows and returns how many it changed, as ``rows(**values).update(**columns)``.
+
+    The rows' filter (its subqueries and the research-group scope, added as the scoped queryset's
+    own ``update`` adds it: ``narrowed()``) is the ORM's, compiled once; each column's value goes
+    in as a statement parameter, prepared for the database by its field as Django's ``update``
+    prepares it (``get_db_prep_save``), ``None`` included. Columns take plain values only, not
+    expressions. Used where the UPDATE runs on every request (the HIT's submit, issue 46).
+    """
+
+    def __init__(self, rows: Callable[..., QuerySet], *, scope: Callable[[], Hashable] | None) -> None:
+        self._rows, self._scope_of = rows, scope
+        self._compiled: dict[tuple, tuple] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, columns: dict[str, Any], **values: Any) -> int:
+        names = sorted(columns)
+        key = (
+            tuple(sorted((n, type(v)) for n, v in values.items())),
+            tuple(names),
+            ("unscoped",) if self._scope_of is None else ("scope", self._scope_of()),
+        )
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = self._compile(names, values)
+            with self._lock:
+                if len(self._compiled) >= _MAX_KEYS:
+                    self._compiled.clear()
+                self._compiled[key] = compiled
+        db, sql, params, slots, fields = compiled
+        filled = list(params)
+        connection = connections[db]
+        for index, name in slots:
+            if name in values:
+                filled[index] = values[name]
+            else:
+                filled[index] = fields[index].get_db_prep_save(columns[name], connection=connection)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, filled)
+            return cursor.rowcount
+
+    def _compile(self, names: list[str], values: dict[str, Any]):
+        from django.db.models import sql as sql_queries
+
+        placeholders = {name: _placeholder(i, v) for i, (name, v) in enumerate(sorted(values.items()))}
+        queryset = self._rows(**placeholders)
+        narrowed = getattr(queryset, "narrowed", None)
+        if narrowed is not None:
+            queryset = narrowed()
+        model = queryset.model
+        markers = {name: _INT_BASE - len(placeholders) - i for i, name in enumerate(names)}
+        query = queryset.query.chain(sql_queries.UpdateQuery)
+        query.add_update_values({name: _Slot(markers[name], model._meta.get_field(name)) for name in names})
+        query.annotations = {}
+        sql, params = query.get_compiler(queryset.db).as_sql()
+        by_value = {(type(v), v): name for name, v in placeholders.items()} | {
+            (int, m): name for name, m in markers.items()
+        }
+        slots, fields = [], {}
+        for index, value in enumerate(params):
+            name = by_value.get((type(value), value))
+            if name is not None:
+                slots.append((index, name))
+                if name in markers:
+                    fields[index] = model._meta.get_field(name)
+        found = [name for _, name in slots]
+        inlined = [name for name, v in placeholders.items() if isinstance(v, str) and v in sql]
+        missing = (set(placeholders) | set(markers)) - set(found)
+        if missing or inlined:
+            raise ImproperlyConfigured(
+                f"cannot prepare this update: {sorted(missing | set(inlined))} not passed as statement parameters"
+            )
+        return queryset.db, sql, tuple(params), slots, fields

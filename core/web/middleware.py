@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.contrib.auth.middleware import AuthenticationMiddleware as _DjangoAuthentication
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.utils.functional import SimpleLazyObject
 
 MESSAGE = "the address contains a NUL character (%00), which no name or parameter of this site can hold"
 
@@ -71,3 +73,23 @@ def group_scope(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable
             return get_response(request)
 
     return middleware
+
+
+class AuthenticationMiddleware(_DjangoAuthentication):
+    """Django's, reading the request's user while the session it came from is known, so the user
+    the session's own statement read (``core.web.sessions``) is taken instead of a second read."""
+
+    def process_request(self, request: HttpRequest) -> None:
+        super().process_request(request)
+        request.user = SimpleLazyObject(lambda: _user_of(request))
+
+
+def _user_of(request: HttpRequest):
+    from django.contrib import auth
+
+    from core.web.sessions import reading_user_of
+
+    if not hasattr(request, "_cached_user"):
+        with reading_user_of(request.session):
+            request._cached_user = auth.get_user(request)
+    return request._cached_user

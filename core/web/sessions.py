@@ -1,16 +1,36 @@
-"""Django's database sessions, with each request's read of its session compiled once (issue 46).
+"""Django's database sessions, with each request's read of its session compiled once (issue 46),
+and read in the same statement as the session's user once this process has seen the session.
 
 Every page an annotator opens reads its session first: through the ORM, building and compiling
 that one ``SELECT`` cost more CPU than running it. Here the statement is prepared once per
 process (:mod:`core.db.prepared`), keyed by the session key alone, and a session past its expiry
 is treated as not found here (Django's own read asks ``expire_date > now`` in SQL: the same
 answer). Writing, expiry and ``clearsessions`` are Django's.
+
+**The session and its user in one statement.** Django reads the session, decodes it to learn
+whose it is, then reads that user: two statements on every request. The user's id is inside
+the signed session data, out of SQL's reach, so this process remembers, for each session it
+has loaded, whose it was (:data:`_user_of_session`, bounded); on the session's next request
+here one statement reads the session's row and that user's row (a subclass supplies it:
+``annotation.accounts.SessionStore``, the account with its access epoch and research-group
+roles). The remembered id is a guess only: the session read in that statement is decoded
+as always, and the user read with it is used only when the decoded session names that same
+user (:func:`user_read_with_session`, asked by ``AccountBackend`` while the authentication
+middleware reads the user: :class:`core.web.middleware.AuthenticationMiddleware`); otherwise
+the user is read on its own, as before. Expiry, the session hash (and so the access epoch and
+rotation at login) are checked exactly as Django checks them, on rows of this request.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
 
+from django.contrib.auth import SESSION_KEY
 from django.contrib.sessions.backends import db
 from django.contrib.sessions.models import Session
 from django.core.exceptions import SuspiciousOperation
@@ -20,14 +40,41 @@ from core.db.prepared import Prepared
 
 _by_key = Prepared(lambda session_key: Session.objects.filter(session_key=session_key), scope=None)
 
+#: Session key -> the id of the user it was last loaded for, in this process (a guess, see above).
+_user_of_session: dict[str, int] = {}
+#: Sessions remembered at most; past it the memory starts again (a bound, not a working size).
+_MAX_REMEMBERED = 20_000
+_remember_lock = threading.Lock()
+#: The session store whose user the authentication middleware is reading just now.
+_reading_user_of: ContextVar[Any] = ContextVar("reading_user_of", default=None)
+
 
 class SessionStore(db.SessionStore):
-    """``SESSION_ENGINE = "core.web.sessions"``: Django's ``db`` engine, its read prepared once."""
+    """``SESSION_ENGINE = "core.web.sessions"``: Django's ``db`` engine, its read prepared once.
+
+    A subclass reads the session's user with it by overriding :meth:`_read_with_user`.
+    """
+
+    _user_row: Any = None
+
+    def _read_with_user(self, session_key: str, user_id: int) -> tuple[str, Any, Any] | None:
+        """``(session data, expiry, user)`` of the session and user ``user_id`` in one statement;
+        ``None`` when not found together (no such session or user). None here: no user is read."""
+        return None
 
     def _get_session_from_db(self):
+        self._user_row = None
         try:
             key = self.session_key
-            found = _by_key(session_key=key) if isinstance(key, str) else []
+            if not isinstance(key, str):
+                raise Session.DoesNotExist
+            guess = _user_of_session.get(key)
+            together = self._read_with_user(key, guess) if guess is not None else None
+            if together is not None:
+                data, expire_date, self._user_row = together
+                found = [Session(session_key=key, session_data=data, expire_date=expire_date)]
+            else:
+                found = _by_key(session_key=key)
             if found and found[0].expire_date > timezone.now():
                 return found[0]
             raise Session.DoesNotExist
@@ -35,4 +82,36 @@ class SessionStore(db.SessionStore):
             if isinstance(e, SuspiciousOperation):
                 logger = logging.getLogger(f"django.security.{e.__class__.__name__}")
                 logger.warning(str(e))
+            self._user_row = None
             self._session_key = None
+
+    def load(self) -> dict:
+        data = super().load()
+        user_id = data.get(SESSION_KEY)
+        if self.session_key and isinstance(user_id, str) and user_id.isdigit():
+            with _remember_lock:
+                if len(_user_of_session) >= _MAX_REMEMBERED:
+                    _user_of_session.clear()
+                _user_of_session[self.session_key] = int(user_id)
+        return data
+
+
+@contextmanager
+def reading_user_of(session: Any) -> Iterator[None]:
+    """While the request's user is read (the authentication middleware), ``session`` is the one
+    whose user :func:`user_read_with_session` offers."""
+    token = _reading_user_of.set(session)
+    try:
+        yield
+    finally:
+        _reading_user_of.reset(token)
+
+
+def user_read_with_session(user_id: Any) -> Any | None:
+    """The user ``user_id`` as the statement that read this request's session read it, if it did
+    and the session (now decoded) names that same user; ``None``: read the user as usual."""
+    session = _reading_user_of.get()
+    row = getattr(session, "_user_row", None) if session is not None else None
+    if row is None or str(row.pk) != str(user_id):
+        return None
+    return row

@@ -54,3 +54,36 @@ def test_a_query_that_cannot_be_prepared_is_refused(db):
         Prepared(lambda name: QuerySet.objects.all(), scope=scope_of)(name="unused")
     with pytest.raises(TypeError, match="float"):
         Prepared(lambda size: QuerySet.objects.filter(pk__gte=size), scope=scope_of)(size=1.5)
+
+
+def _named(name: str, source: str):
+    return QuerySet.objects.filter(name=name, source=source)
+
+
+def test_a_prepared_update_writes_what_the_orms_update_writes(two_groups):
+    """The columns' values (a text, a time) go in at each run; the rows are the filter's, within the scope."""
+    import datetime as dt
+
+    from core.db.prepared import PreparedUpdate
+
+    write = PreparedUpdate(_named, scope=scope_of)
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    assert write({"description": "first", "created": when}, name="set-a", source="") == 1
+    assert write({"description": "again"}, name="set-a", source="elsewhere") == 0  # the filter's other value
+    assert write({"description": "second", "created": when}, name="set-b", source="") == 1
+    rows = dict(QuerySet.objects.values_list("name", "description"))
+    assert rows == {"set-a": "first", "set-b": "second"}
+    assert set(QuerySet.objects.values_list("created", flat=True)) == {when}
+    _, b = two_groups
+    with acting_in(b.pk, only=True):  # group b's scope: group a's set is not found, so not written
+        assert write({"description": "from b"}, name="set-a", source="") == 0
+        assert write({"description": "from b"}, name="set-b", source="") == 1
+    assert dict(QuerySet.objects.values_list("name", "description")) == {"set-a": "first", "set-b": "from b"}
+
+
+def test_an_update_that_cannot_be_prepared_is_refused(db):
+    """A value the rows' filter does not take as a parameter is refused at the first call."""
+    from core.db.prepared import PreparedUpdate
+
+    with pytest.raises(ImproperlyConfigured, match="name"):
+        PreparedUpdate(lambda name: QuerySet.objects.all(), scope=scope_of)({"description": "x"}, name="unused")

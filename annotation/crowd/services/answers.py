@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -125,6 +125,7 @@ def record_answers(
     hit_queries: Sequence[HitQuery] | None = None,
     only_from: Collection[str] | None = None,
     only_if: Q | None = None,
+    write: Callable[[dict], int] | None = None,
 ) -> AnswerCheck:
     """Store the judgments of a not-yet-answered assignment and score its gold questions.
 
@@ -138,7 +139,10 @@ def record_answers(
     second waits, then finds the status changed and records nothing -- the same guarantee as
     locking the row and reading it again, one statement cheaper. ``only_if``: a further
     condition of that ``UPDATE`` (the batch still open to the worker: ``local._submit``),
-    with no join (its subqueries name the batch and worker by id).
+    with no join (its subqueries name the batch and worker by id). ``write``: instead of
+    ``only_from`` and ``only_if``, that conditional ``UPDATE`` as the caller prepared it
+    (``core.db.prepared.PreparedUpdate``, the HIT page's submit): given the columns, it writes
+    them and answers how many rows it changed.
 
     Only the answer's columns are written (status, times, raw answer, validity, gold, and
     ``feedback`` when gold failed), not the whole row: a column another request changes
@@ -159,15 +163,19 @@ def record_answers(
     }
     if check.gold_passed is False:
         values["feedback"] = gold_feedback(check, name_questions=batch.gold_feedback)
-    row = Assignment.objects.filter(pk=assignment.pk)
-    if only_from is not None:
-        # On the row's own column, not through a join: Django writes a join as ``id IN
-        # (subquery)``, and PostgreSQL, after waiting for the row, re-checks the row but not
-        # what the subquery saw -- both submits would pass.
-        row = row.filter(status__in=list(only_from))
-    if only_if is not None:
-        row = row.filter(only_if)
-    if not row.update(**values):
+    if write is not None:
+        changed = write(values)
+    else:
+        row = Assignment.objects.filter(pk=assignment.pk)
+        if only_from is not None:
+            # On the row's own column, not through a join: Django writes a join as ``id IN
+            # (subquery)``, and PostgreSQL, after waiting for the row, re-checks the row but not
+            # what the subquery saw -- both submits would pass.
+            row = row.filter(status__in=list(only_from))
+        if only_if is not None:
+            row = row.filter(only_if)
+        changed = row.update(**values)
+    if not changed:
         raise AlreadyRecorded("this HIT was already submitted")
     for name, value in values.items():
         setattr(assignment, name, value)

@@ -47,7 +47,7 @@ from annotation.models import FREES_PLACE, Assignment, Batch, Hit, HitQuery, Pro
 from annotation.platforms.inhouse.selectors import ANNOTATORS_GROUP
 from annotation.platforms.inhouse.services.team_access import assignment_open, batch_open_to, is_open_to, open_to
 from annotation.quality.services.training import plan_of, training_rows
-from core.db.prepared import Prepared
+from core.db.prepared import Prepared, PreparedUpdate
 from core.errors import ServiceError
 from core.models import scope_of
 from core.services.groups import join_current_group
@@ -240,7 +240,7 @@ def next_hit_for(user) -> NextHit:
         due, qualified = plan_of(_next_hit_batches(worker_id=worker.pk))
         if due is not None:
             return NextHit(training=due)
-        holding = qualified[0].worker_holds if qualified else None
+        holding = qualified[0].worker_holds > 0 if qualified else None
         return NextHit(assignment=next_assignment(user, worker=worker, batches=qualified, locked=True, holding=holding))
 
 
@@ -249,9 +249,24 @@ def _next_hit_batches_rows(worker_id: int) -> QuerySet:
     batches = (
         Batch.objects.filter(provider=Provider.LOCAL)
         .filter(open_to(worker_id))  # team_access: only batches open to them, training included
-        .annotate(worker_holds=Exists(_handed_out(worker_id)))
+        .annotate(worker_holds=_CountOf(_may_hold(worker_id).values("pk")))
     )
     return training_rows(batches, worker_id)
+
+
+def _may_hold(worker_id: int) -> QuerySet:
+    """The worker's hand-outs not submitted, in any batch: whether :func:`next_assignment` must look
+    for one (it then reads them in published batches only, :func:`_handed_out`).
+
+    Counted (a worker holds one or two), without the join to the HIT and its batch: one range
+    of the (worker, status) index. PostgreSQL's generic plan for the prepared statement guesses
+    a worker holds thousands (a small team sharing a large site's assignments): asked as an
+    ``EXISTS`` it then scanned the whole table for a first match (3.8 ms at 30,000 assignments,
+    12 ms at 45,000, growing with the site; with the join, along the HIT index); a count it
+    reads from the index. A hand-out left in a batch closed since costs that worker the
+    hand-out query on their next-HIT requests, and changes no answer.
+    """
+    return Assignment.objects.filter(worker_id=worker_id, status=Assignment.Status.ASSIGNED)
 
 
 _next_hit_batches = Prepared(_next_hit_batches_rows, scope=scope_of)
@@ -358,14 +373,18 @@ def next_assignment(
         # queue on their row, so the second sees the assignment the first was given.
         if not locked and not _writes_serialised():
             list(Worker.objects.select_for_update().filter(pk=worker.pk).values_list("pk"))
+        # Built only when it may find something: after a submit (the usual case) building it
+        # cost more CPU than the rest of the hand-out.
         handed_out = (
             _handed_out(worker)
             .filter(in_batch)
             .select_related("hit__batch")
             .annotate(open=ExpressionWrapper(assignment_open(), output_field=BooleanField()))
             .order_by("accepted_at")
+            if holding is not False
+            else ()
         )
-        for current in handed_out if holding is not False else ():
+        for current in handed_out:
             if current.open and not timed_out(current, current.hit.batch, now):
                 return current
             # Its time ran out, or its batch closed to them (they left its team): its place is
@@ -529,15 +548,18 @@ def answered_and_progress(assignment: Assignment) -> tuple[int, HitProgress]:
 def _progress_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySet:
     done = Assignment.objects.filter(worker_id=worker_id, status__in=_DONE).order_by()
     mine = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=worker_id)
+    # In position order: the first PROGRESS_COUNT_LIMIT open HITs along the (batch, status,
+    # position) index. Unordered, PostgreSQL scanned the whole HIT table for them (every batch's).
     left = (
         Hit.objects.filter(batch_id=batch_id, status=Hit.Status.OPEN)
         .exclude(pk=hit_id)
         .filter(~Exists(mine))
-        .order_by()
+        .order_by("position")
         .values("pk")[:PROGRESS_COUNT_LIMIT]
     )
     return (
         Hit.objects.filter(pk=hit_id)
+        .order_by()  # one row: without the model's ordering, which joined the batch to sort it
         .annotate(
             answered=_CountOf(done.values("pk")),
             before=_CountOf(done.filter(hit__batch_id=batch_id).values("pk")),
@@ -566,6 +588,7 @@ def _held_assignment_rows(pk: int, user_id: int) -> QuerySet:
             open=ExpressionWrapper(assignment_open(), output_field=BooleanField()), annotator=in_annotators(user_id)
         )
         .filter(pk=pk, worker__identity__user_id=user_id)
+        .order_by()  # one row at most: no sort
     )
 
 
@@ -652,6 +675,7 @@ def _submit_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySet:
     answered = Assignment.objects.filter(hit_id=hit_id, status__in=ANSWERED).order_by()
     return (
         Hit.objects.filter(pk=hit_id)
+        .order_by()  # one row: without the model's ordering, which joined the batch to sort it
         .annotate(
             this_hit=_CountOf(answered.values("pk")),
             worker=_CountOf(done.values("pk")),
@@ -662,6 +686,29 @@ def _submit_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySet:
 
 
 _submit_counts = Prepared(_submit_counts_rows, scope=scope_of)
+
+
+def _answer_write_rows(pk: int, batch_id: int, worker_id: int, *, annotator: bool) -> QuerySet:
+    """The submit's conditional UPDATE's rows: the assignment, while it still takes answers (on its
+    own status column: see ``record_answers``), its batch is still open to the worker and (an
+    in-house batch, ``annotator``) its worker is still an annotator."""
+    still_open = batch_open_to(batch_id, worker_id)
+    if annotator:
+        still_open &= worker_in_annotators(worker_id)
+    return Assignment.objects.filter(pk=pk, status__in=list(_TAKES_ANSWERS)).filter(still_open)
+
+
+#: The submit's UPDATE, compiled once (``core.db.prepared``): building and compiling its subqueries
+#: cost more CPU than running it. Keyed by whether the batch is in-house (the annotators check).
+_answer_write = {
+    annotator: PreparedUpdate(
+        lambda pk, batch_id, worker_id, annotator=annotator: _answer_write_rows(
+            pk, batch_id, worker_id, annotator=annotator
+        ),
+        scope=scope_of,
+    )
+    for annotator in (False, True)
+}
 
 
 def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered: bool) -> AnswerCheck:
@@ -679,11 +726,13 @@ def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered
     raw = json.dumps(dict(answers), sort_keys=True)
     # The batch must still be open to the worker (team_access), and an in-house batch's worker
     # still an annotator (not taken out of the group since): checked in the write itself.
-    still_open = batch_open_to(batch.pk, assignment.worker_id)
-    if batch.provider == Provider.LOCAL:
-        still_open &= worker_in_annotators(assignment.worker_id)
+    write = _answer_write[batch.provider == Provider.LOCAL]
     check = record_answers(
-        assignment, answers, raw, hit_queries=hit_queries, only_from=_TAKES_ANSWERS, only_if=still_open
+        assignment,
+        answers,
+        raw,
+        hit_queries=hit_queries,
+        write=lambda columns: write(columns, pk=assignment.pk, batch_id=batch.pk, worker_id=assignment.worker_id),
     )
     if count_answered:
         (counts,) = _submit_counts(hit_id=hit.pk, worker_id=assignment.worker_id, batch_id=batch.pk)

@@ -376,7 +376,9 @@ def test_a_hit_cycle_reads_nothing_twice(local_batch, annotators, client, monkey
     test's transaction each request's transaction is a SAVEPOINT and its RELEASE (two
     statements where a deployment counts one ``BEGIN IMMEDIATE`` on SQLite and none on
     PostgreSQL); PostgreSQL's hand-out also counts the HIT's places again under its row lock.
-    Each request reads its user's research groups once (``core.models.scope_of``): one more."""
+    The session's user is read with its research-group roles (``core.models.scope_of`` asks no
+    more: issue 46), and with the session itself once the process has seen it; the submit's
+    conditional UPDATE is prepared once, not compiled per request."""
     import time
 
     from django.db import connection
@@ -385,16 +387,18 @@ def test_a_hit_cycle_reads_nothing_twice(local_batch, annotators, client, monkey
 
     monkeypatch.setattr(local, "_released_at", time.monotonic())  # the once-a-minute release is not due
     client.force_login(annotators[0])
-    for _ in range(2):
-        with django_assert_max_num_queries(10 if connection.vendor == "postgresql" else 9):
+    for cycle in range(2):
+        # The session read alone at its first request in this process, then with its user (core.web.sessions).
+        first = 1 if cycle == 0 else 0
+        with django_assert_max_num_queries((8 if connection.vendor == "postgresql" else 7) + first):
             response = client.get(reverse("annotation:next"))
         assert response.status_code == 302
-        with django_assert_max_num_queries(6):
+        with django_assert_max_num_queries(4):
             page = client.get(response.url)
         assert page.status_code == 200
         assignment = Assignment.objects.get(pk=int(response.url.rstrip("/").rsplit("/", 1)[1]))
         answers = answers_for(assignment)
-        with django_assert_max_num_queries(10):
+        with django_assert_max_num_queries(8):
             submitted = client.post(response.url, answers)
         assert submitted.status_code == 302
         assert Judgment.objects.filter(assignment=assignment).count() == assignment.hit.hit_queries.count()
@@ -402,8 +406,8 @@ def test_a_hit_cycle_reads_nothing_twice(local_batch, annotators, client, monkey
 
 def test_a_hit_cycle_compiles_its_reads_once(local_batch, annotators, client, monkeypatch):
     """After the first HIT cycle the next-HIT page and the HIT page compile no SELECT through the ORM
-    (their reads are prepared once per process: ``core.db.prepared``), and the submit only its
-    conditional UPDATE's subqueries; the statements and their answers stay the ORM's (the other
+    (their reads are prepared once per process: ``core.db.prepared``), nor the submit (its
+    conditional UPDATE is prepared too), but for its HIT's status when the HIT fills; the statements and their answers stay the ORM's (the other
     tests of this file). Counted as calls of Django's ``SQLCompiler.as_sql``, outermost only."""
     import time
 
@@ -446,5 +450,5 @@ def test_a_hit_cycle_compiles_its_reads_once(local_batch, annotators, client, mo
             # Where a row lock is real (PostgreSQL), handing out counts the HIT's places again under it.
             assert after_next == (0 if local._writes_serialised() else 1), compiled
             assert after_page - after_next == 0, compiled
-            assert len(compiled) - before_submit <= 4, compiled
+            assert len(compiled) - before_submit <= 1, compiled[before_submit:]
     assert Judgment.objects.filter(assignment__worker__identity__user=annotators[0]).count() == 6
