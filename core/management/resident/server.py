@@ -48,6 +48,8 @@ PRELOAD = ("numpy", "numpy.random", "polars", "pyarrow.parquet", "pyarrow.comput
 #: How long a resident being started waits for another one of the same environment that
 #: is leaving (it releases its lock before it says so): past it, that one is serving.
 LOCK_SECONDS = 10.0
+#: A request is arguments and an environment: far below this.
+_LARGEST_REQUEST = 16 << 20
 
 
 def main(path: Path) -> None:
@@ -277,6 +279,8 @@ def _receive(connection: socket.socket) -> tuple[dict, list[int]]:
     if len(data) < _HEADER.size:
         raise ValueError("short request")
     (length,) = _HEADER.unpack_from(data)
+    if length > _LARGEST_REQUEST:
+        raise ValueError("request too large")
     body = bytearray(data[_HEADER.size :])
     while len(body) < length:
         more = connection.recv(length - len(body))
