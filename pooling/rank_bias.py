@@ -11,7 +11,7 @@ cumulative sums: no Python loop per query.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,15 +32,21 @@ def rank_matrices(
     missing from ``values``, are 0 (``False`` for boolean columns).
     """
     top = run.select("qid", "docid", "rank").filter(pl.col("rank") <= depth)
+    return _spread(top, values, depth)
+
+
+def _spread(top: pl.DataFrame, values: pl.DataFrame, depth: int) -> tuple[list[str], dict[str, np.ndarray], np.ndarray]:
+    """:func:`rank_matrices` of rankings already cut at ``depth``; ``values`` is joined unless
+    ``top`` has its columns already (the joined rows of several runs, in any order)."""
+    names = [name for name in values.columns if name != "docid"]
     qids = top["qid"].unique(maintain_order=True)
     top = top.join(qids.to_frame().with_row_index("row"), on="qid", how="left")
-    top = top.join(values, on="docid", how="left")
+    if not all(name in top.columns for name in names):
+        top = top.join(values, on="docid", how="left")
     rows = top["row"].to_numpy().astype(np.int64)
     cols = top["rank"].to_numpy().astype(np.int64) - 1
     matrices = {}
-    for name in values.columns:
-        if name == "docid":
-            continue
+    for name in names:
         column = top[name]
         if column.dtype == pl.Boolean:
             data, dtype = column.fill_null(False).to_numpy(), np.bool_
@@ -62,23 +68,62 @@ def rank_bias_columns(
     ``columns`` holds ``RaB@t`` and ``ARaB@t`` per cutoff, and ``n`` (documents the run has
     for the query, up to the largest cutoff), each aligned with ``qids``.
     """
+    depth = _depth(cutoffs)
+    qids, matrices, n = rank_matrices(run, _differences(magnitudes), depth)
+    return qids, _rank_bias_of(matrices["value"], n, cutoffs)
+
+
+def rank_bias_columns_by_run(
+    runs: Mapping[str, pl.DataFrame], magnitudes: pl.DataFrame, cutoffs: Sequence[int]
+) -> dict[str, tuple[list[str], dict[str, np.ndarray]]]:
+    """:func:`rank_bias_columns` of every run (name → ``(qids, columns)``), the same values.
+
+    The passages' magnitudes are joined to the rankings of all runs at once (one hash table
+    of the passages rather than one per run), then each run's matrix is built on its own.
+    """
+    depth = _depth(cutoffs)
+    values = _differences(magnitudes)
+    if not runs:
+        return {}
+    tops = pl.concat(
+        run.select("qid", "docid", "rank", pl.lit(i, dtype=pl.UInt32).alias("run")).filter(pl.col("rank") <= depth)
+        for i, run in enumerate(runs.values())
+    )
+    joined = tops.join(values, on="docid", how="left", maintain_order="left")
+    parts = joined.partition_by("run", as_dict=True, include_key=False)
+    result = {}
+    for i, name in enumerate(runs):
+        top = parts.get((i,), joined.clear().drop("run"))
+        qids, matrices, n = _spread(top, values, depth)
+        result[name] = (qids, _rank_bias_of(matrices["value"], n, cutoffs))
+    return result
+
+
+def _depth(cutoffs: Sequence[int]) -> int:
     if not cutoffs or min(cutoffs) < 1:
         raise ValueError("cutoffs must be positive integers")
-    depth = max(cutoffs)
-    values = magnitudes.select("docid", (pl.col("m") - pl.col("f")).cast(pl.Float64).alias("value"))
-    qids, matrices, n = rank_matrices(run, values, depth)
-    matrix = matrices["value"]
+    return max(cutoffs)
+
+
+def _differences(magnitudes: pl.DataFrame) -> pl.DataFrame:
+    """``docid, value``: each passage's ``m − f``, the value RaB averages."""
+    return magnitudes.select("docid", (pl.col("m") - pl.col("f")).cast(pl.Float64).alias("value"))
+
+
+def _rank_bias_of(matrix: np.ndarray, n: np.ndarray, cutoffs: Sequence[int]) -> dict[str, np.ndarray]:
+    """RaB@t, ARaB@t and ``n`` from the ``[queries × depth]`` values and each query's number of documents."""
+    depth = matrix.shape[1]
     ranks = np.arange(1, depth + 1)
     rab_at = np.cumsum(matrix, axis=1) / ranks  # RaB@r for r = 1..depth, assuming r ≤ n
     arab_sum = np.cumsum(rab_at, axis=1)
     columns = {}
-    rows = np.arange(len(qids))
+    rows = np.arange(len(n))
     for t in cutoffs:
         k = np.minimum(t, n)  # ≥ 1 for every query present in the run
         columns[f"RaB@{t}"] = rab_at[rows, k - 1]
         columns[f"ARaB@{t}"] = arab_sum[rows, k - 1] / k
     columns["n"] = np.minimum(n, depth) if len(n) else n
-    return qids, columns
+    return columns
 
 
 def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]) -> pd.DataFrame:
