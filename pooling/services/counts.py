@@ -55,18 +55,26 @@ def document_counts_for(
     check_tokenizer(tokenizer)
     wanted = pl.Series("docid", docids, dtype=pl.String).unique()
     cache = cache_dir("counts") / f"{collection.sha256[:20]}-{wordlist.sha256[:20]}-{tokenizer}.parquet"
-    cached = pl.read_parquet(cache) if cache.exists() else pl.DataFrame(schema=mag.COUNT_SCHEMA)
-    missing = wanted.to_frame().join(cached.select("docid"), on="docid", how="anti")["docid"]
-    if len(missing):
-        path = _check_unchanged(collection)
-        spans = passage_spans(collection, missing)
-        with byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
-            if spans is None:  # one pass over the whole file
-                fresh = mag.document_counts(path, missing, wordlist, tokenizer, progress=progress.update_to)
-            else:  # just the passages' bytes, found in the index
-                fresh = mag.document_counts_at(path, spans, wordlist, tokenizer, progress=progress.update_to)
-        cached = pl.concat([cached, fresh])
-        write_parquet_atomic(cached, cache)
+    cached = pl.read_parquet(cache) if cache.exists() else None
+    if cached is None and not len(wanted):
+        return pl.DataFrame(schema=mag.COUNT_SCHEMA)
+    missing = (
+        wanted if cached is None else wanted.to_frame().join(cached.select("docid"), on="docid", how="anti")["docid"]
+    )
+    if not len(missing):
+        return cached.join(wanted.to_frame(), on="docid", how="semi")
+    path = _check_unchanged(collection)
+    spans = passage_spans(collection, missing)
+    with byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
+        if spans is None:  # one pass over the whole file
+            fresh = mag.document_counts(path, missing, wordlist, tokenizer, progress=progress.update_to)
+        else:  # just the passages' bytes, found in the index
+            fresh = mag.document_counts_at(path, spans, wordlist, tokenizer, progress=progress.update_to)
+    if cached is None:  # the first counts of this (collection, word list, tokenizer): all were asked for
+        write_parquet_atomic(fresh, cache, compression="lz4")
+        return fresh
+    cached = pl.concat([cached, fresh])
+    write_parquet_atomic(cached, cache, compression="lz4")
     return cached.join(wanted.to_frame(), on="docid", how="semi")
 
 

@@ -29,6 +29,7 @@ from ..queryfiles import write_queries
 from ..selectors import top_rankings, wordlist_of
 from ..tokenize import DEFAULT_TOKENIZER
 from ..wordlists import GenderWords, default_wordlist, load_wordlist
+from .common import collector_paused
 from .counts import document_counts_for
 from .imports import create_query_set, register_wordlist
 
@@ -70,10 +71,11 @@ def build_pool(
 
     _check_pool_request(name, runs, pool_settings)
     words = wordlist or default_wordlist()
-    texts = dict(query_set.queries.values_list("qid", "text"))
-    rank_bias = _rank_bias_by_run(query_set, list(texts), runs, pool_settings, words, job=job, bar=bar)
-    result = pool_queries(rank_bias, pool_settings.depth)
-    return _store_pool(name, query_set, runs, pool_settings, words, texts, rank_bias, result)
+    with collector_paused():
+        texts = dict(query_set.queries.values_list("qid", "text"))
+        rank_bias = _rank_bias_by_run(query_set, list(texts), runs, pool_settings, words, job=job, bar=bar)
+        result = pool_queries(rank_bias, pool_settings.depth)
+        return _store_pool(name, query_set, runs, pool_settings, words, texts, rank_bias, result)
 
 
 def _check_pool_request(name: str, runs: Sequence[Run], pool_settings: PoolSettings) -> None:
