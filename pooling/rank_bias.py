@@ -32,21 +32,15 @@ def rank_matrices(
     missing from ``values``, are 0 (``False`` for boolean columns).
     """
     top = run.select("qid", "docid", "rank").filter(pl.col("rank") <= depth)
-    return _spread(top, values, depth)
-
-
-def _spread(top: pl.DataFrame, values: pl.DataFrame, depth: int) -> tuple[list[str], dict[str, np.ndarray], np.ndarray]:
-    """:func:`rank_matrices` of rankings already cut at ``depth``; ``values`` is joined unless
-    ``top`` has its columns already (the joined rows of several runs, in any order)."""
-    names = [name for name in values.columns if name != "docid"]
     qids = top["qid"].unique(maintain_order=True)
     top = top.join(qids.to_frame().with_row_index("row"), on="qid", how="left")
-    if not all(name in top.columns for name in names):
-        top = top.join(values, on="docid", how="left")
+    top = top.join(values, on="docid", how="left")
     rows = top["row"].to_numpy().astype(np.int64)
     cols = top["rank"].to_numpy().astype(np.int64) - 1
     matrices = {}
-    for name in names:
+    for name in values.columns:
+        if name == "docid":
+            continue
         column = top[name]
         if column.dtype == pl.Boolean:
             data, dtype = column.fill_null(False).to_numpy(), np.bool_
@@ -78,24 +72,38 @@ def rank_bias_columns_by_run(
 ) -> dict[str, tuple[list[str], dict[str, np.ndarray]]]:
     """:func:`rank_bias_columns` of every run (name → ``(qids, columns)``), the same values.
 
-    The passages' magnitudes are joined to the rankings of all runs at once (one hash table
-    of the passages rather than one per run), then each run's matrix is built on its own.
+    The passages' magnitudes and the queries' numbers are joined to the rankings of all
+    runs at once (one hash table of the passages rather than one per run); each run's
+    matrix is then filled in numpy, its queries in the order they first appear in the run,
+    as :func:`rank_matrices` orders them.
     """
     depth = _depth(cutoffs)
-    values = _differences(magnitudes)
     if not runs:
         return {}
     tops = pl.concat(
         run.select("qid", "docid", "rank", pl.lit(i, dtype=pl.UInt32).alias("run")).filter(pl.col("rank") <= depth)
         for i, run in enumerate(runs.values())
     )
-    joined = tops.join(values, on="docid", how="left", maintain_order="left")
-    parts = joined.partition_by("run", as_dict=True, include_key=False)
+    joined = tops.join(_differences(magnitudes), on="docid", how="left", maintain_order="left")
+    union = joined["qid"].unique(maintain_order=True)
+    joined = joined.join(union.to_frame().with_row_index("code"), on="qid", how="left", maintain_order="left")
+    union_qids = union.to_list()
+    codes = joined["code"].to_numpy().astype(np.int64)
+    cols = joined["rank"].to_numpy().astype(np.int64) - 1
+    data = joined["value"].fill_null(0).cast(pl.Float64).to_numpy()
+    bounds = np.searchsorted(joined["run"].to_numpy(), np.arange(len(runs) + 1))  # runs are in order
+    row_of = np.empty(len(union_qids), dtype=np.int64)
     result = {}
     for i, name in enumerate(runs):
-        top = parts.get((i,), joined.clear().drop("run"))
-        qids, matrices, n = _spread(top, values, depth)
-        result[name] = (qids, _rank_bias_of(matrices["value"], n, cutoffs))
+        part = slice(bounds[i], bounds[i + 1])
+        found, first = np.unique(codes[part], return_index=True)
+        present = found[np.argsort(first)]  # the run's queries in order of first appearance
+        row_of[present] = np.arange(len(present))
+        rows = row_of[codes[part]]
+        matrix = np.zeros((len(present), depth), dtype=np.float64)
+        matrix[rows, cols[part]] = data[part]
+        n = np.bincount(rows, minlength=len(present))
+        result[name] = ([union_qids[code] for code in present.tolist()], _rank_bias_of(matrix, n, cutoffs))
     return result
 
 
