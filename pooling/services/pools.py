@@ -101,7 +101,7 @@ def _rank_bias_by_run(
     """RaB@cutoff of each run's queries among ``qids``: run name → qid → RaB.
 
     Reads the runs' top ``rank_cutoff`` documents, counts gender words in those passages
-    only (cached), and leaves the arithmetic to :func:`pooling.pool.rank_bias_by_run`.
+    only (cached; not their lengths, which RaB does not use), and leaves the arithmetic to :func:`pooling.pool.rank_bias_by_run`.
     """
     import polars as pl
 
@@ -112,7 +112,9 @@ def _rank_bias_by_run(
         runs, pl.Series("qid", qids, dtype=pl.String), pool_settings.rank_cutoff, repr(query_set.name)
     )
     docids = pl.concat([f["docid"] for f in frames.values()]).unique()
-    counts = document_counts_for(runs[0].collection, docids, words, pool_settings.tokenizer, job=job, bar=bar)
+    counts = document_counts_for(
+        runs[0].collection, docids, words, pool_settings.tokenizer, lengths=False, job=job, bar=bar
+    )
     magnitudes = mag.magnitudes_frame(counts, pool_settings.magnitude)
     return rank_bias_by_run(frames, magnitudes, pool_settings.rank_cutoff)
 

@@ -86,3 +86,31 @@ def test_the_collector_is_paused_then_given_back_as_it_was():
         assert not gc.isenabled()  # paused by someone else: left paused
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("tokenizer", ["words", "whitespace"])
+def test_a_pool_leaves_lengths_uncounted_and_a_report_counts_them_as_a_cold_cache_would(world, settings, tokenizer):
+    """``pool`` counts only what RaB uses (``f``, ``m``); a later ``lengths=True`` call (a
+    report) counts those passages again and gets, and caches, what it would have got alone."""
+    import shutil
+    from pathlib import Path
+
+    from pooling.models import Collection
+    from pooling.services import document_counts_for
+    from pooling.wordlists import default_wordlist
+    from tests.pooling.conftest import PASSAGES
+
+    call_command("pool", name="p", queries="q", runs="a,b", tokenizer=tokenizer, verbosity=0)
+    collection, words, docids = Collection.objects.get(name="tiny"), default_wordlist(), sorted(PASSAGES)
+    cache = Path(settings.CACHE_DIR, "counts")
+    [cached] = [pl.read_parquet(path) for path in cache.glob("*.parquet")]
+    assert len(cached) and cached["length"].null_count() == len(cached)  # the pool counted no lengths
+    pooled = document_counts_for(collection, docids, words, tokenizer, lengths=False, bar=False).sort("docid")
+    after_pool = document_counts_for(collection, docids, words, tokenizer, bar=False).sort("docid")
+    assert after_pool["length"].null_count() == 0
+    assert after_pool.select("docid", "f", "m").equals(pooled.select("docid", "f", "m"))
+    [cached] = [pl.read_parquet(path) for path in cache.glob("*.parquet")]
+    assert sorted(cached["docid"]) == docids and cached["length"].null_count() == 0  # one row each, complete
+    shutil.rmtree(cache)
+    cold = document_counts_for(collection, docids, words, tokenizer, bar=False).sort("docid")
+    assert after_pool.equals(cold)
