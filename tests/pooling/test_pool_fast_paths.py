@@ -114,3 +114,36 @@ def test_a_pool_leaves_lengths_uncounted_and_a_report_counts_them_as_a_cold_cach
     shutil.rmtree(cache)
     cold = document_counts_for(collection, docids, words, tokenizer, bar=False).sort("docid")
     assert after_pool.equals(cold)
+
+
+def test_texts_read_a_window_at_a_time_including_empty_ones(tmp_path):
+    """Windows of the mapping begin at any passage, empty ones included (an empty window
+    cannot be mapped), and every text comes back whole, in file order."""
+    from pooling.readers import read_passage_texts, scan_collection
+
+    rng = random.Random(5)
+    texts = ["", *("" if rng.random() < 0.2 else " ".join(["wörd"] * rng.randint(1, 50)) for _ in range(400))]
+    path = tmp_path / "c.tsv"
+    path.write_text("".join(f"d{i}\t{text}\n" for i, text in enumerate(texts)), encoding="utf-8")
+    scan_collection(path, index_path=tmp_path / "index.parquet")
+    index = pl.read_parquet(tmp_path / "index.parquet")
+    for block_size in (1, 100, 5000, None):
+        read = read_passage_texts(path, index.sample(fraction=1.0, shuffle=True, seed=1), block_size=block_size)
+        assert read["docid"].to_list() == [f"d{i}" for i in range(len(texts))]
+        assert read["text"].to_list() == texts
+
+
+def test_an_empty_text_on_a_page_boundary_is_read(tmp_path):
+    import mmap
+
+    from pooling.readers import read_passage_texts, scan_collection
+
+    granularity = mmap.ALLOCATIONGRANULARITY
+    first = "x" * (granularity - len("d0\t\nd1\t"))  # d1's (empty) text starts on the boundary
+    path = tmp_path / "c.tsv"
+    path.write_text(f"d0\t{first}\nd1\t\nd2\tshe\n", encoding="utf-8")
+    scan_collection(path, index_path=tmp_path / "index.parquet")
+    index = pl.read_parquet(tmp_path / "index.parquet")
+    assert index.filter(pl.col("docid") == "d1")["start"].item() == granularity
+    read = read_passage_texts(path, index.filter(pl.col("docid") != "d0"), block_size=1)
+    assert read.rows() == [("d1", ""), ("d2", "she")]
