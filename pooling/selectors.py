@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from core.errors import ServiceError, Skipped
 from core.files import file_sha256, write_parquet_atomic
@@ -200,8 +200,6 @@ def pool_summary(pool: Pool) -> dict:
     """:func:`summarise_pool` of the pool, reading only what it shows: the entries a run's
     lists selected (a few per query) and the number of pooled queries, not every entry
     with its query's text (what ``pool`` prints after building one)."""
-    from django.db.models import Q
-
     runs = [run.name for run in pool.runs.order_by("name")]
     picks: dict[str, dict[str, tuple]] = {run: {} for run in runs}
     selected = pool.entries.filter(Q(female_position__gt=0) | Q(male_position__gt=0))
