@@ -111,7 +111,7 @@ def _rank_bias_by_run(
     frames = top_rankings(
         runs, pl.Series("qid", qids, dtype=pl.String), pool_settings.rank_cutoff, repr(query_set.name)
     )
-    docids = pl.concat([f["docid"] for f in frames.values()]).unique()
+    docids = pl.concat([f["docid"] for f in frames.values()])  # made unique by document_counts_for
     counts = document_counts_for(
         runs[0].collection, docids, words, pool_settings.tokenizer, lengths=False, job=job, bar=bar
     )
