@@ -17,7 +17,7 @@ in the size of the collection.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -36,8 +36,9 @@ def _alternation(words: Iterable[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w)))
 
 
-def count_expressions(wordlist: GenderWords, tokenizer: str) -> list[pl.Expr]:
-    """Polars expressions giving ``f``, ``m``, ``length`` over the columns :func:`count_frame` adds.
+def count_expressions(wordlist: GenderWords, tokenizer: str, lengths: bool = True) -> list[pl.Expr]:
+    """Polars expressions giving ``f``, ``m``, ``length`` over the columns :func:`count_frame` adds
+    (``lengths=False``: ``length`` left null, not counted).
 
     ``whitespace``: the tokens are ``text.split(" ")``. In the text padded with one space
     each side, `` word `` occurs exactly at the tokens equal to ``word``; one Aho-Corasick
@@ -67,7 +68,13 @@ def count_expressions(wordlist: GenderWords, tokenizer: str) -> list[pl.Expr]:
             return separated.str.count_matches(f" (?:{_alternation(words)}) ").cast(pl.Int64)
 
         length = text.str.count_matches(word_character() + "+").cast(pl.Int64)
+    if not lengths:
+        length = _NO_LENGTH
     return [count(wordlist.female).alias("f"), count(wordlist.male).alias("m"), length.alias("length")]
+
+
+#: ``length`` when it is not counted (:func:`count_frame` with ``lengths=False``).
+_NO_LENGTH = pl.lit(None, dtype=pl.Int64)
 
 
 def _whitespace_patterns(words: frozenset[str]) -> list[str]:
@@ -95,7 +102,7 @@ def separated_words(text: pl.Expr) -> pl.Expr:
 _ASCII_TOKEN = re.compile(r"[0-9A-Za-z_]+")
 
 
-def ascii_word_counts(wordlist: GenderWords) -> list[pl.Expr]:
+def ascii_word_counts(wordlist: GenderWords, lengths: bool = True) -> list[pl.Expr]:
     """``f``, ``m``, ``length`` under the ``words`` tokenizer over a lower-cased ``text`` that is all ASCII.
 
     Of ASCII, exactly ``[0-9A-Za-z_]`` is in :data:`pooling.tokenize.WORD_CATEGORIES`, which
@@ -111,24 +118,29 @@ def ascii_word_counts(wordlist: GenderWords) -> list[pl.Expr]:
             return pl.lit(0, dtype=pl.Int64)
         return text.str.count_matches(rf"(?-u:\b)(?:{_alternation(tokens)})(?-u:\b)").cast(pl.Int64)
 
-    length = text.str.count_matches(_ASCII_TOKEN.pattern).cast(pl.Int64)
+    length = text.str.count_matches(_ASCII_TOKEN.pattern).cast(pl.Int64) if lengths else _NO_LENGTH
     return [count(wordlist.female).alias("f"), count(wordlist.male).alias("m"), length.alias("length")]
 
 
-def count_frame(passages: pl.DataFrame, wordlist: GenderWords, tokenizer: str) -> pl.DataFrame:
-    """Counts for a frame with ``docid`` and ``text`` columns (texts as in the collection), in its order."""
+def count_frame(passages: pl.DataFrame, wordlist: GenderWords, tokenizer: str, lengths: bool = True) -> pl.DataFrame:
+    """Counts for a frame with ``docid`` and ``text`` columns (texts as in the collection), in its order.
+
+    ``lengths=False`` leaves ``length`` null: a pool needs only ``f`` and ``m``, and counting
+    every token was a fifth of its counting (``document_counts_for`` counts them again when
+    a report asks).
+    """
     lowered = passages.select("docid", pl.col("text").str.to_lowercase())
     if tokenizer == "whitespace":
         lowered = lowered.with_columns(whitespace_matches(pl.col("text"), wordlist).alias("matches"))
-        return lowered.select("docid", *count_expressions(wordlist, tokenizer))
+        return lowered.select("docid", *count_expressions(wordlist, tokenizer, lengths))
     if tokenizer != "words":
         raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
     # All-ASCII texts (most of MS MARCO) take the fast path; the rest the general one.
     rows = lowered.with_row_index("row")
     is_ascii = pl.col("text").str.len_bytes() == pl.col("text").str.len_chars()
-    fast = rows.filter(is_ascii).select("row", "docid", *ascii_word_counts(wordlist))
+    fast = rows.filter(is_ascii).select("row", "docid", *ascii_word_counts(wordlist, lengths))
     general = rows.filter(~is_ascii).with_columns(separated_words(pl.col("text")).alias("separated"))
-    general = general.select("row", "docid", *count_expressions(wordlist, tokenizer))
+    general = general.select("row", "docid", *count_expressions(wordlist, tokenizer, lengths))
     return pl.concat([fast, general]).sort("row").drop("row")
 
 
@@ -139,6 +151,7 @@ def document_counts(
     tokenizer: str,
     progress: Callable[[int], None] | None = None,
     byte_range: tuple[int, int] | None = None,
+    lengths: bool = True,
 ) -> pl.DataFrame:
     """Counts ``docid, f, m, length`` for the requested documents found in the collection.
 
@@ -146,6 +159,7 @@ def document_counts(
     number of (compressed) bytes read so far. ``byte_range`` (from
     :func:`pooling.readers.byte_ranges`) counts one chunk of the file, for workers
     splitting the scan; the chunks' counts concatenated equal the whole file's.
+    ``lengths=False``: ``length`` is left null (:func:`count_frame`).
     """
     path = Path(collection_path)
     wanted = None
@@ -158,7 +172,7 @@ def document_counts(
     # second thread was ~15% faster but its memory grew with the number of blocks.)
     parts = []
     for lines, position in iter_blocks(path, byte_range=byte_range):
-        counted = count_frame(parse_passages(path, lines, wanted=wanted), wordlist, tokenizer)
+        counted = count_frame(parse_passages(path, lines, wanted=wanted), wordlist, tokenizer, lengths)
         if len(counted):
             parts.append(counted)
         if progress:
@@ -174,19 +188,47 @@ def document_counts_at(
     wordlist: GenderWords,
     tokenizer: str,
     progress: Callable[[int], None] | None = None,
-    batch: int = 200_000,
+    batch: int = 40_000,
+    lengths: bool = True,
 ) -> pl.DataFrame:
     """Counts ``docid, f, m, length`` for the passages at ``spans`` (``docid, start, length``,
     from the collection's docid index): equal to :func:`document_counts` for those docids,
-    without parsing the rest of the file. ``batch`` passages are read and counted at a time."""
+    without parsing the rest of the file.
+
+    ``batch`` passages are read and counted at a time, batches on every core
+    (:func:`parallel_map`): polars lets go of the GIL while it counts, so one batch's
+    slicing overlaps another's counting. The counts come back in file order.
+    ``lengths=False``: ``length`` is left null (:func:`count_frame`).
+    """
     spans = spans.sort("start")
-    parts = []
-    for offset in range(0, len(spans), batch):
-        part = spans.slice(offset, batch)
-        parts.append(count_frame(read_passage_texts(collection_path, part), wordlist, tokenizer))
+    parts = [spans.slice(offset, batch) for offset in range(0, len(spans), batch)]
+
+    def count(part: pl.DataFrame) -> pl.DataFrame:
+        return count_frame(read_passage_texts(collection_path, part), wordlist, tokenizer, lengths)
+
+    counted = []
+    for part, counts in zip(parts, parallel_map(count, parts), strict=True):
+        counted.append(counts)
         if progress:
             progress(int(part["start"][-1] + part["length"][-1]))
-    return pl.concat(parts) if parts else pl.DataFrame(schema=COUNT_SCHEMA)
+    return pl.concat(counted) if counted else pl.DataFrame(schema=COUNT_SCHEMA)
+
+
+def parallel_map(function: Callable, items: list) -> Iterator:
+    """``map(function, items)`` on a thread per core, results in order, each as it is ready.
+
+    For work that spends its time in polars (which lets go of the GIL): threads share the
+    process's memory, so nothing is copied between them.
+    """
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = min(len(items), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    if workers <= 1:
+        yield from map(function, items)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        yield from pool.map(function, items)
 
 
 def magnitude(counts: np.ndarray | pl.Series | pl.Expr, variant: str):

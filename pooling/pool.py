@@ -105,14 +105,13 @@ def rank_bias_by_run(
     ``frames``: each run's rankings (``qid, docid, rank``) by run name; ``magnitudes``: the
     passages' gender magnitudes (:func:`pooling.magnitudes.magnitudes_frame`).
     """
-    from .rank_bias import rank_bias_columns
+    from .rank_bias import rank_bias_columns_by_run
 
     column = f"RaB@{cutoff}"
-    rank_bias = {}
-    for run, frame in frames.items():
-        qids, columns = rank_bias_columns(frame, magnitudes, [cutoff])
-        rank_bias[run] = dict(zip(qids, columns[column].tolist(), strict=True))
-    return rank_bias
+    return {
+        run: dict(zip(qids, columns[column].tolist(), strict=True))
+        for run, (qids, columns) in rank_bias_columns_by_run(frames, magnitudes, [cutoff]).items()
+    }
 
 
 def pool_provenance(

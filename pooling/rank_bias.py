@@ -11,7 +11,7 @@ cumulative sums: no Python loop per query.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -62,23 +62,76 @@ def rank_bias_columns(
     ``columns`` holds ``RaB@t`` and ``ARaB@t`` per cutoff, and ``n`` (documents the run has
     for the query, up to the largest cutoff), each aligned with ``qids``.
     """
+    depth = _depth(cutoffs)
+    qids, matrices, n = rank_matrices(run, _differences(magnitudes), depth)
+    return qids, _rank_bias_of(matrices["value"], n, cutoffs)
+
+
+def rank_bias_columns_by_run(
+    runs: Mapping[str, pl.DataFrame], magnitudes: pl.DataFrame, cutoffs: Sequence[int]
+) -> dict[str, tuple[list[str], dict[str, np.ndarray]]]:
+    """:func:`rank_bias_columns` of every run (name → ``(qids, columns)``), the same values.
+
+    The passages' magnitudes and the queries' numbers are joined to the rankings of all
+    runs at once (one hash table of the passages rather than one per run); each run's
+    matrix is then filled in numpy, its queries in the order they first appear in the run,
+    as :func:`rank_matrices` orders them.
+    """
+    depth = _depth(cutoffs)
+    if not runs:
+        return {}
+    tops = pl.concat(
+        run.select("qid", "docid", "rank", pl.lit(i, dtype=pl.UInt32).alias("run")).filter(pl.col("rank") <= depth)
+        for i, run in enumerate(runs.values())
+    )
+    joined = tops.join(_differences(magnitudes), on="docid", how="left", maintain_order="left")
+    union = joined["qid"].unique(maintain_order=True)
+    joined = joined.join(union.to_frame().with_row_index("code"), on="qid", how="left", maintain_order="left")
+    union_qids = union.to_list()
+    codes = joined["code"].to_numpy().astype(np.int64)
+    cols = joined["rank"].to_numpy().astype(np.int64) - 1
+    data = joined["value"].fill_null(0).cast(pl.Float64).to_numpy()
+    bounds = np.searchsorted(joined["run"].to_numpy(), np.arange(len(runs) + 1))  # runs are in order
+    row_of = np.empty(len(union_qids), dtype=np.int64)
+    result = {}
+    for i, name in enumerate(runs):
+        part = slice(bounds[i], bounds[i + 1])
+        found, first = np.unique(codes[part], return_index=True)
+        present = found[np.argsort(first)]  # the run's queries in order of first appearance
+        row_of[present] = np.arange(len(present))
+        rows = row_of[codes[part]]
+        matrix = np.zeros((len(present), depth), dtype=np.float64)
+        matrix[rows, cols[part]] = data[part]
+        n = np.bincount(rows, minlength=len(present))
+        result[name] = ([union_qids[code] for code in present.tolist()], _rank_bias_of(matrix, n, cutoffs))
+    return result
+
+
+def _depth(cutoffs: Sequence[int]) -> int:
     if not cutoffs or min(cutoffs) < 1:
         raise ValueError("cutoffs must be positive integers")
-    depth = max(cutoffs)
-    values = magnitudes.select("docid", (pl.col("m") - pl.col("f")).cast(pl.Float64).alias("value"))
-    qids, matrices, n = rank_matrices(run, values, depth)
-    matrix = matrices["value"]
+    return max(cutoffs)
+
+
+def _differences(magnitudes: pl.DataFrame) -> pl.DataFrame:
+    """``docid, value``: each passage's ``m − f``, the value RaB averages."""
+    return magnitudes.select("docid", (pl.col("m") - pl.col("f")).cast(pl.Float64).alias("value"))
+
+
+def _rank_bias_of(matrix: np.ndarray, n: np.ndarray, cutoffs: Sequence[int]) -> dict[str, np.ndarray]:
+    """RaB@t, ARaB@t and ``n`` from the ``[queries × depth]`` values and each query's number of documents."""
+    depth = matrix.shape[1]
     ranks = np.arange(1, depth + 1)
     rab_at = np.cumsum(matrix, axis=1) / ranks  # RaB@r for r = 1..depth, assuming r ≤ n
     arab_sum = np.cumsum(rab_at, axis=1)
     columns = {}
-    rows = np.arange(len(qids))
+    rows = np.arange(len(n))
     for t in cutoffs:
         k = np.minimum(t, n)  # ≥ 1 for every query present in the run
         columns[f"RaB@{t}"] = rab_at[rows, k - 1]
         columns[f"ARaB@{t}"] = arab_sum[rows, k - 1] / k
     columns["n"] = np.minimum(n, depth) if len(n) else n
-    return qids, columns
+    return columns
 
 
 def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]) -> pd.DataFrame:

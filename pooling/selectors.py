@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from core.errors import ServiceError, Skipped
 from core.files import file_sha256, write_parquet_atomic
@@ -100,12 +100,17 @@ def top_rankings(runs: Sequence[Run], qids, depth: int, source: str) -> dict:
     """
     import polars as pl
 
-    frames = {}
+    wanted = qids.to_frame().lazy()
+    top = {
+        run.name: (pl.scan_parquet(run.data) if Path(run.data).exists() else run_frame(run).lazy())
+        .filter(pl.col("rank") <= depth)
+        .join(wanted, on="qid", how="semi", maintain_order="left")
+        for run in runs
+    }
+    frames = dict(zip(top, pl.collect_all(top.values()), strict=True))  # the runs read side by side
     for run in runs:
-        frame = run_frame(run).filter(pl.col("rank") <= depth).join(qids.to_frame(), on="qid", how="semi")
-        if not len(frame):
+        if not len(frames[run.name]):
             raise ServiceError(f"run {run.name!r} contains none of the queries of {source}")
-        frames[run.name] = frame
     return frames
 
 
@@ -187,7 +192,26 @@ def pool_table(pool: Pool) -> tuple[list[str], list[dict]]:
 
 def summarise_pool(runs: list[str], rows: list[dict]) -> dict:
     """Size, per-list counts and pairwise overlap (Jaccard) between runs' selections, from ``pool_table``."""
-    selected = {run: {row["qid"] for row in rows if run in row["selected"]} for run in runs}
+    picks = {run: {row["qid"]: row["selected"][run] for row in rows if run in row["selected"]} for run in runs}
+    return _summary(runs, len(rows), picks)
+
+
+def pool_summary(pool: Pool) -> dict:
+    """:func:`summarise_pool` of the pool, reading only what it shows: the entries a run's
+    lists selected (a few per query) and the number of pooled queries, not every entry
+    with its query's text (what ``pool`` prints after building one)."""
+    runs = [run.name for run in pool.runs.order_by("name")]
+    picks: dict[str, dict[str, tuple]] = {run: {} for run in runs}
+    selected = pool.entries.filter(Q(female_position__gt=0) | Q(male_position__gt=0))
+    for run, qid, female, male in selected.values_list("run__name", "query__qid", "female_position", "male_position"):
+        picks[run][qid] = (female, male)
+    return _summary(runs, pool.queries.queries.count(), picks)
+
+
+def _summary(runs: list[str], size: int, picks: dict[str, dict[str, tuple]]) -> dict:
+    """The summary of a pool of ``size`` queries: ``picks`` holds, per run, each query one
+    of its lists selected, with its (female, male) positions (``None`` or 0 where not)."""
+    selected = {run: set(picks[run]) for run in runs}
     overlap = [
         [
             len(selected[a] & selected[b]) / len(selected[a] | selected[b]) if selected[a] | selected[b] else 0.0
@@ -198,13 +222,13 @@ def summarise_pool(runs: list[str], rows: list[dict]) -> dict:
     per_list = [
         {
             "run": run,
-            "female": sum(1 for row in rows if row["selected"].get(run, (None, None))[0]),
-            "male": sum(1 for row in rows if row["selected"].get(run, (None, None))[1]),
+            "female": sum(1 for female, _ in picks[run].values() if female),
+            "male": sum(1 for _, male in picks[run].values() if male),
             "only_here": len(selected[run] - set().union(*(selected[o] for o in runs if o != run))),
         }
         for run in runs
     ]
-    return {"size": len(rows), "runs": runs, "per_list": per_list, "overlap": overlap}
+    return {"size": size, "runs": runs, "per_list": per_list, "overlap": overlap}
 
 
 def overview() -> dict:

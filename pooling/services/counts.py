@@ -40,13 +40,17 @@ def document_counts_for(
     wordlist: GenderWords,
     tokenizer: str = DEFAULT_TOKENIZER,
     *,
+    lengths: bool = True,
     job: Job | None = None,
     bar: bool = True,
 ) -> pl.DataFrame:
     """Counts ``docid, f, m, length`` for ``docids``, from the cache or one pass over the collection.
 
     The cache is per (collection content, word list content, tokenizer) and grows with
-    the documents analyses ask for.
+    the documents analyses ask for. ``lengths=False`` (a pool, which needs only ``f`` and
+    ``m``) does not count the passages' tokens: their ``length`` is null, in the answer
+    and in the cache, and a later call with ``lengths=True`` (a report) counts those
+    passages again, whole, and keeps the new row.
     """
     import polars as pl
 
@@ -55,18 +59,29 @@ def document_counts_for(
     check_tokenizer(tokenizer)
     wanted = pl.Series("docid", docids, dtype=pl.String).unique()
     cache = cache_dir("counts") / f"{collection.sha256[:20]}-{wordlist.sha256[:20]}-{tokenizer}.parquet"
-    cached = pl.read_parquet(cache) if cache.exists() else pl.DataFrame(schema=mag.COUNT_SCHEMA)
-    missing = wanted.to_frame().join(cached.select("docid"), on="docid", how="anti")["docid"]
-    if len(missing):
-        path = _check_unchanged(collection)
-        spans = passage_spans(collection, missing)
-        with byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
-            if spans is None:  # one pass over the whole file
-                fresh = mag.document_counts(path, missing, wordlist, tokenizer, progress=progress.update_to)
-            else:  # just the passages' bytes, found in the index
-                fresh = mag.document_counts_at(path, spans, wordlist, tokenizer, progress=progress.update_to)
-        cached = pl.concat([cached, fresh])
-        write_parquet_atomic(cached, cache)
+    cached = pl.read_parquet(cache) if cache.exists() else None
+    if cached is None and not len(wanted):
+        return pl.DataFrame(schema=mag.COUNT_SCHEMA)
+    if cached is None:
+        missing = wanted
+    else:
+        complete = cached if not lengths else cached.filter(pl.col("length").is_not_null())
+        missing = wanted.to_frame().join(complete.select("docid"), on="docid", how="anti")["docid"]
+    if not len(missing):
+        return cached.join(wanted.to_frame(), on="docid", how="semi")
+    path = _check_unchanged(collection)
+    spans = passage_spans(collection, missing)
+    with byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
+        if spans is None:  # one pass over the whole file
+            fresh = mag.document_counts(path, missing, wordlist, tokenizer, progress.update_to, lengths=lengths)
+        else:  # just the passages' bytes, found in the index
+            fresh = mag.document_counts_at(path, spans, wordlist, tokenizer, progress.update_to, lengths=lengths)
+    if cached is None:  # the first counts of this (collection, word list, tokenizer): all were asked for
+        write_parquet_atomic(fresh, cache, compression="lz4")
+        return fresh
+    kept = cached.join(fresh.select("docid"), on="docid", how="anti")  # a row without its length is replaced
+    cached = pl.concat([kept, fresh])
+    write_parquet_atomic(cached, cache, compression="lz4")
     return cached.join(wanted.to_frame(), on="docid", how="semi")
 
 

@@ -29,6 +29,7 @@ from ..queryfiles import write_queries
 from ..selectors import top_rankings, wordlist_of
 from ..tokenize import DEFAULT_TOKENIZER
 from ..wordlists import GenderWords, default_wordlist, load_wordlist
+from .common import collector_paused
 from .counts import document_counts_for
 from .imports import create_query_set, register_wordlist
 
@@ -70,10 +71,11 @@ def build_pool(
 
     _check_pool_request(name, runs, pool_settings)
     words = wordlist or default_wordlist()
-    texts = dict(query_set.queries.values_list("qid", "text"))
-    rank_bias = _rank_bias_by_run(query_set, list(texts), runs, pool_settings, words, job=job, bar=bar)
-    result = pool_queries(rank_bias, pool_settings.depth)
-    return _store_pool(name, query_set, runs, pool_settings, words, texts, rank_bias, result)
+    with collector_paused():
+        texts = dict(query_set.queries.values_list("qid", "text"))
+        rank_bias = _rank_bias_by_run(query_set, list(texts), runs, pool_settings, words, job=job, bar=bar)
+        result = pool_queries(rank_bias, pool_settings.depth)
+        return _store_pool(name, query_set, runs, pool_settings, words, texts, rank_bias, result)
 
 
 def _check_pool_request(name: str, runs: Sequence[Run], pool_settings: PoolSettings) -> None:
@@ -99,7 +101,7 @@ def _rank_bias_by_run(
     """RaB@cutoff of each run's queries among ``qids``: run name → qid → RaB.
 
     Reads the runs' top ``rank_cutoff`` documents, counts gender words in those passages
-    only (cached), and leaves the arithmetic to :func:`pooling.pool.rank_bias_by_run`.
+    only (cached; not their lengths, which RaB does not use), and leaves the arithmetic to :func:`pooling.pool.rank_bias_by_run`.
     """
     import polars as pl
 
@@ -109,8 +111,10 @@ def _rank_bias_by_run(
     frames = top_rankings(
         runs, pl.Series("qid", qids, dtype=pl.String), pool_settings.rank_cutoff, repr(query_set.name)
     )
-    docids = pl.concat([f["docid"] for f in frames.values()]).unique()
-    counts = document_counts_for(runs[0].collection, docids, words, pool_settings.tokenizer, job=job, bar=bar)
+    docids = pl.concat([f["docid"] for f in frames.values()])  # made unique by document_counts_for
+    counts = document_counts_for(
+        runs[0].collection, docids, words, pool_settings.tokenizer, lengths=False, job=job, bar=bar
+    )
     magnitudes = mag.magnitudes_frame(counts, pool_settings.magnitude)
     return rank_bias_by_run(frames, magnitudes, pool_settings.rank_cutoff)
 

@@ -67,7 +67,7 @@ class Command(ProjectCommand):
                 )
                 return
             pool = services.build_pool(o["name"], query_set, runs, settings, words, bar=o["verbosity"] > 0)
-        summary = selectors.summarise_pool(*selectors.pool_table(pool))
+        summary = selectors.pool_summary(pool)
         self.stdout.write(
             self.style.SUCCESS(f"Pool {pool.name!r}: {summary['size']:,} unique queries from {2 * len(runs)} lists")
         )

@@ -1,0 +1,149 @@
+"""The pool's fast paths give exactly what the paths they replace give.
+
+RaB of all runs with one join (``rank_bias_columns_by_run``) against ``rank_bias_columns``
+run by run, bit for bit and in the same query order; the command's summary read from the
+selected entries only (``pool_summary``) against ``summarise_pool`` of the whole table; the
+cycle collector paused around a pool and given back as it was.
+"""
+
+import gc
+import random
+
+import numpy as np
+import polars as pl
+import pytest
+from django.core.management import call_command
+
+from pooling import selectors
+from pooling.models import Pool
+from pooling.rank_bias import rank_bias_columns, rank_bias_columns_by_run
+from pooling.services.common import collector_paused
+
+
+def _run(rng: random.Random, qids: list[str], docids: list[str], depth: int) -> pl.DataFrame:
+    """Rankings ``qid, docid, rank`` in a shuffled query order, each query 1..depth documents deep."""
+    rows = []
+    for qid in rng.sample(qids, k=len(qids) - 2):  # some queries missing from each run
+        for rank, docid in enumerate(rng.sample(docids, k=rng.randint(1, depth)), start=1):
+            rows.append((qid, docid, rank))
+    rng.shuffle(rows)  # rows of a query need not be together
+    return pl.DataFrame(rows, schema={"qid": pl.String, "docid": pl.String, "rank": pl.Int64}, orient="row")
+
+
+def test_rank_bias_of_all_runs_at_once_equals_run_by_run_bit_for_bit():
+    rng = random.Random(3)
+    # "1" and "01" (and "1.0") share a numeric sort key: the query order must not change either
+    qids = ["1", "01", "1.0", "2", "10", "x", "ü", *(str(i) for i in range(20, 60))]
+    docids = [f"d{i}" for i in range(300)]
+    magnitudes = pl.DataFrame(
+        {
+            "docid": docids[:250],  # the last 50 passages have no counts: value 0
+            "f": [np.log(1.0 + rng.randint(0, 4)) for _ in range(250)],
+            "m": [np.log(1.0 + rng.randint(0, 4)) for _ in range(250)],
+        }
+    )
+    runs = {name: _run(rng, qids, docids, 14) for name in ["b", "a", "c"]}
+    cutoffs = [1, 5, 10, 20]
+    together = rank_bias_columns_by_run(runs, magnitudes, cutoffs)
+    assert list(together) == ["b", "a", "c"]
+    for name, run in runs.items():
+        qids_alone, alone = rank_bias_columns(run, magnitudes, cutoffs)
+        qids_together, columns = together[name]
+        assert qids_together == qids_alone
+        assert alone.keys() == columns.keys()
+        for column in alone:
+            assert columns[column].dtype == alone[column].dtype
+            assert columns[column].tobytes() == alone[column].tobytes(), column
+
+
+def test_rank_bias_of_no_runs_is_empty_and_bad_cutoffs_are_refused():
+    magnitudes = pl.DataFrame({"docid": ["d"], "f": [0.0], "m": [1.0]})
+    assert rank_bias_columns_by_run({}, magnitudes, [10]) == {}
+    run = pl.DataFrame({"qid": ["1"], "docid": ["d"], "rank": [1]})
+    with pytest.raises(ValueError):
+        rank_bias_columns_by_run({"r": run}, magnitudes, [0])
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_the_commands_summary_equals_the_pages_summary(world, depth):
+    call_command("pool", name="p", queries="q", runs="a,b", depth=depth, rank_cutoff=2, verbosity=0)
+    pool = Pool.objects.get(name="p")
+    summary = selectors.pool_summary(pool)
+    assert summary == selectors.summarise_pool(*selectors.pool_table(pool))
+    assert summary["size"] == pool.queries.queries.count() > 0
+
+
+def test_the_collector_is_paused_then_given_back_as_it_was():
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a failed pool")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # paused by someone else: left paused
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("tokenizer", ["words", "whitespace"])
+def test_a_pool_leaves_lengths_uncounted_and_a_report_counts_them_as_a_cold_cache_would(world, settings, tokenizer):
+    """``pool`` counts only what RaB uses (``f``, ``m``); a later ``lengths=True`` call (a
+    report) counts those passages again and gets, and caches, what it would have got alone."""
+    import shutil
+    from pathlib import Path
+
+    from pooling.models import Collection
+    from pooling.services import document_counts_for
+    from pooling.wordlists import default_wordlist
+    from tests.pooling.conftest import PASSAGES
+
+    call_command("pool", name="p", queries="q", runs="a,b", tokenizer=tokenizer, verbosity=0)
+    collection, words, docids = Collection.objects.get(name="tiny"), default_wordlist(), sorted(PASSAGES)
+    cache = Path(settings.CACHE_DIR, "counts")
+    [cached] = [pl.read_parquet(path) for path in cache.glob("*.parquet")]
+    assert len(cached) and cached["length"].null_count() == len(cached)  # the pool counted no lengths
+    pooled = document_counts_for(collection, docids, words, tokenizer, lengths=False, bar=False).sort("docid")
+    after_pool = document_counts_for(collection, docids, words, tokenizer, bar=False).sort("docid")
+    assert after_pool["length"].null_count() == 0
+    assert after_pool.select("docid", "f", "m").equals(pooled.select("docid", "f", "m"))
+    [cached] = [pl.read_parquet(path) for path in cache.glob("*.parquet")]
+    assert sorted(cached["docid"]) == docids and cached["length"].null_count() == 0  # one row each, complete
+    shutil.rmtree(cache)
+    cold = document_counts_for(collection, docids, words, tokenizer, bar=False).sort("docid")
+    assert after_pool.equals(cold)
+
+
+def test_texts_read_a_window_at_a_time_including_empty_ones(tmp_path):
+    """Windows of the mapping begin at any passage, empty ones included (an empty window
+    cannot be mapped), and every text comes back whole, in file order."""
+    from pooling.readers import read_passage_texts, scan_collection
+
+    rng = random.Random(5)
+    texts = ["", *("" if rng.random() < 0.2 else " ".join(["wörd"] * rng.randint(1, 50)) for _ in range(400))]
+    path = tmp_path / "c.tsv"
+    path.write_text("".join(f"d{i}\t{text}\n" for i, text in enumerate(texts)), encoding="utf-8")
+    scan_collection(path, index_path=tmp_path / "index.parquet")
+    index = pl.read_parquet(tmp_path / "index.parquet")
+    for block_size in (1, 100, 5000, None):
+        read = read_passage_texts(path, index.sample(fraction=1.0, shuffle=True, seed=1), block_size=block_size)
+        assert read["docid"].to_list() == [f"d{i}" for i in range(len(texts))]
+        assert read["text"].to_list() == texts
+
+
+def test_an_empty_text_on_a_page_boundary_is_read(tmp_path):
+    import mmap
+
+    from pooling.readers import read_passage_texts, scan_collection
+
+    granularity = mmap.ALLOCATIONGRANULARITY
+    first = "x" * (granularity - len("d0\t\nd1\t"))  # d1's (empty) text starts on the boundary
+    path = tmp_path / "c.tsv"
+    path.write_text(f"d0\t{first}\nd1\t\nd2\tshe\n", encoding="utf-8")
+    scan_collection(path, index_path=tmp_path / "index.parquet")
+    index = pl.read_parquet(tmp_path / "index.parquet")
+    assert index.filter(pl.col("docid") == "d1")["start"].item() == granularity
+    read = read_passage_texts(path, index.filter(pl.col("docid") != "d0"), block_size=1)
+    assert read.rows() == [("d1", ""), ("d2", "she")]
