@@ -59,7 +59,7 @@ def resident_of(env: dict[str, str]) -> Path:
 
 
 def usage(env: dict[str, str]) -> dict:
-    answer = client.request(resident_of(env), "usage")
+    answer = client.request(resident_of(env), "usage", settle=True)
     assert answer is not None, "no resident listens"
     return answer
 
@@ -85,6 +85,11 @@ def test_a_command_in_the_resident_says_and_returns_what_its_own_process_would(e
     after = usage(env)
     assert after["usage"]["pid"] == first["usage"]["pid"]
     assert after["commands"] == first["commands"] + 2  # the resident ran both, the off switch none
+    # ... and its forks did the work (not failing at once and leaving it to the caller): an
+    # import costs its fork tens of milliseconds, a fork that fails ~1 ms and logs why
+    assert after["usage"]["commands_cpu"] - first["usage"]["commands_cpu"] > 0.03
+    log = resident_of(env).with_suffix(".log")
+    assert not log.exists() or "Traceback" not in log.read_text()
 
 
 @pytest.mark.embedded

@@ -186,7 +186,8 @@ class Resident:
                     with connection:
                         self._answer(connection)
                 except (OSError, ValueError, TypeError, AttributeError):
-                    pass  # a caller that went away or sent nonsense costs it its answer, nothing more
+                    traceback.print_exc()  # to the resident's log: a caller that went away or sent
+                    # nonsense costs it its answer, nothing more
                 self.idle_since = time.monotonic()
             elif not self.children and time.monotonic() - self.idle_since > IDLE_SECONDS:
                 self._leave()
@@ -226,12 +227,16 @@ class Resident:
             return self._leave()
         child = os.fork()
         if child == 0:
+            log = os.dup(2)  # the resident's log, before the caller's streams replace it
             try:
                 self.listener.close()
                 if self.checks_clean and command != "check":
                     _trust_clean_checks()
                 _inherit(message.get("process") or {})
                 _child(connection, fds, argv, str(message.get("cwd") or "/"), env)
+            except BaseException:  # it failed before running the command: the caller runs it itself
+                with contextlib.suppress(OSError):
+                    os.write(log, traceback.format_exc().encode())
             finally:
                 os._exit(1)
         self.children.add(child)
@@ -299,6 +304,7 @@ def _usage() -> dict:
     return {
         "pid": os.getpid(),
         "cpu": own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime,
+        "commands_cpu": children.ru_utime + children.ru_stime,  # the forks' own (ended ones)
         "maxrss_kb": max(own.ru_maxrss, children.ru_maxrss),
     }
 
@@ -361,7 +367,7 @@ def _take_streams() -> None:
     (line-buffered on a terminal), and loggers writing to the resident's streams moved to them."""
     old = {id(sys.stdout), id(sys.stderr), id(sys.__stdout__), id(sys.__stderr__)}
     encoding, errors = sys.stdout.encoding, sys.stdout.errors
-    unbuffered = bool(sys.flags.unbuffered)  # PYTHONUNBUFFERED, which the caller shares
+    unbuffered = bool(getattr(sys.stdout, "write_through", False))  # PYTHONUNBUFFERED, shared with the caller
 
     def text(fd: int, errors: str, line: bool) -> io.TextIOWrapper:
         raw = io.FileIO(fd, "w", closefd=False)
