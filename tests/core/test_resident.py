@@ -58,8 +58,9 @@ def resident_of(env: dict[str, str]) -> Path:
     return folder / f"{client.key(env, str(ROOT))}.sock"
 
 
-def usage(env: dict[str, str]) -> dict:
-    answer = client.request(resident_of(env), "usage", settle=True)
+def usage(env: dict[str, str], settle: bool = True) -> dict:
+    """The resident's answer to ``usage``; by default once the commands it runs have ended."""
+    answer = client.request(resident_of(env), "usage", settle=settle)
     assert answer is not None, "no resident listens"
     return answer
 
@@ -137,7 +138,7 @@ def test_another_database_gets_a_resident_of_its_own_and_interactive_commands_th
 
 
 @pytest.mark.embedded
-def test_ctrl_c_reaches_the_command_and_the_caller_exits_as_it_would(env, tmp_path):
+def _a_long_command_under_way(env: dict[str, str]) -> subprocess.Popen:
     assert manage(env, "check").returncode == 0
     served = usage(env)["commands"]
     process = subprocess.Popen(
@@ -149,14 +150,32 @@ def test_ctrl_c_reaches_the_command_and_the_caller_exits_as_it_would(env, tmp_pa
         text=True,
     )
     deadline = time.monotonic() + 60
-    while usage(env)["commands"] == served and time.monotonic() < deadline:
+    while usage(env, settle=False)["commands"] == served and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)
+    return process
+
+
+@pytest.mark.embedded
+def test_ctrl_c_reaches_the_command_and_the_caller_exits_as_it_would(env):
+    process = _a_long_command_under_way(env)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == -signal.SIGINT  # as Python itself ends on an unhandled KeyboardInterrupt
     assert "KeyboardInterrupt" in err
-    assert client.request(resident_of(env), "usage", settle=True)["running"] == 0  # the command ended too
+    assert usage(env)["running"] == 0  # the command ended too
+
+
+@pytest.mark.embedded
+def test_a_command_killed_in_the_resident_ends_its_caller_the_same_way(env):
+    process = _a_long_command_under_way(env)
+    resident = usage(env, settle=False)["usage"]["pid"]
+    forks = subprocess.run(["ps", "-o", "pid=", "--ppid", str(resident)], capture_output=True, text=True)
+    (fork,) = [int(pid) for pid in forks.stdout.split()]
+    os.kill(fork, signal.SIGKILL)  # the out-of-memory killer, say
+    process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL
+    assert usage(env)["running"] == 0
 
 
 def test_the_key_ignores_a_terminals_own_variables_and_nothing_else():
@@ -208,24 +227,30 @@ def test_switched_off_or_given_interpreter_options_the_command_runs_itself(monke
 @pytest.mark.django_db
 def test_a_fork_skips_only_the_checks_the_resident_found_clean(monkeypatch):
     """What a fork of a resident whose checks were clean does: a command's own run of them
-    (no database) is skipped; the checks against a database, as ``migrate`` runs them, are not."""
+    (no database) is skipped; the checks against a database, as ``migrate`` runs them, are not.
+    Asked as a command asks (``BaseCommand.check``, through ``django.core.checks.run_checks``)."""
     from django.core import checks
     from django.core.checks.registry import registry
+    from django.core.management.base import BaseCommand, SystemCheckError
 
     from core.management.resident.server import _trust_clean_checks
 
-    monkeypatch.setattr(registry, "run_checks", registry.run_checks)  # restored after the test
+    monkeypatch.setattr(checks, "run_checks", checks.run_checks)  # restored after the test
     monkeypatch.setattr(registry, "registered_checks", set(registry.registered_checks))
 
     def broken(app_configs, databases, **kwargs):
         return [checks.Error("broken", id="test.E001")]
 
     registry.register(broken)
-    assert [e.id for e in registry.run_checks()] == ["test.E001"]
+    command = BaseCommand()
+    with pytest.raises(SystemCheckError, match=r"test\.E001"):
+        command.check()
     _trust_clean_checks()
-    assert registry.run_checks() == []
-    assert "test.E001" in [e.id for e in registry.run_checks(databases=["default"])]
-    assert "test.E001" in [e.id for e in registry.run_checks(include_deployment_checks=True)]
+    command.check()  # skipped: nothing raised
+    with pytest.raises(SystemCheckError, match=r"test\.E001"):
+        command.check(databases=["default"])
+    with pytest.raises(SystemCheckError, match=r"test\.E001"):
+        command.check(include_deployment_checks=True)
 
 
 def test_the_fork_takes_on_the_callers_umask_niceness_and_limits():

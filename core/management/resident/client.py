@@ -189,8 +189,11 @@ def _start_and_connect(path: str, base_dir: str) -> socket.socket | None:
         connection = _connect(path)
         if connection is not None:
             return connection
-        if process.poll() not in (None, 0):
+        ended = process.poll()
+        if ended not in (None, 0):
             return None  # it could not start (a broken setting…): the command itself says why
+        if ended == 0:  # another resident for this environment held the lock: it is listening or soon
+            deadline = min(deadline, time.monotonic() + 2.0)
         time.sleep(0.01)
     return None
 
@@ -225,8 +228,8 @@ def _hand_over(connection: socket.socket, argv: list[str]) -> int:
         first = json.loads(replies.readline() or b'{"refused": "closed"}')
     except (OSError, ValueError) as error:
         raise Refused("closed") from error
-    if "refused" in first:
-        raise Refused(first["refused"])
+    if "pid" not in first:  # refused, or its fork ended before starting the command
+        raise Refused(first.get("refused", "failed"))
     child = int(first["pid"])
     forwarded: list[int] = []
 
@@ -249,10 +252,12 @@ def _hand_over(connection: socket.socket, argv: list[str]) -> int:
             signal.signal(signum, forward)
     if signal.getsignal(signal.SIGTSTP) is not signal.SIG_IGN:
         signal.signal(signal.SIGTSTP, suspend)
-    last = replies.readline()
-    status = int(json.loads(last)["exit"]) if last else (-forwarded[-1] if forwarded else 1)
-    if status < 0:  # it died of a signal (Ctrl-C's KeyboardInterrupt, one passed on): so does this process
-        signal.signal(-status, signal.SIG_DFL)
-        os.kill(os.getpid(), -status)
-        return 128 - status
-    return status
+    last = replies.readline()  # the resident's word on how the command's process ended
+    end = json.loads(last) if last else {"signal": forwarded[-1]} if forwarded else {"exit": 1}
+    if "signal" in end:  # it died of a signal (Ctrl-C's KeyboardInterrupt, one passed on): so does this process
+        signum = int(end["signal"])
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP take no handler
+            signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return 128 + signum
+    return int(end["exit"])

@@ -124,25 +124,32 @@ def _trust_clean_checks() -> None:
     """The system checks found nothing when the resident loaded this code with these settings
     (a changed file retires it), so a command's own run of them, without a database, would find
     nothing either: skip it, as ``--skip-checks`` would (about 65 ms of every command). ``manage.py
-    check`` and the checks a command runs against a database (``migrate``'s) still run."""
-    from django.core.checks.registry import registry
+    check`` and the checks a command runs against a database (``migrate``'s) still run. Commands
+    call ``django.core.checks.run_checks``, the registry's method bound at import: that name is
+    the one replaced."""
+    from django.core import checks
 
-    everything = registry.run_checks
+    everything = checks.run_checks
 
     def run_checks(app_configs=None, tags=None, include_deployment_checks=False, databases=None):
         if app_configs is None and not include_deployment_checks and not databases:
             return []
         return everything(app_configs, tags, include_deployment_checks, databases)
 
-    registry.run_checks = run_checks
+    checks.run_checks = run_checks
 
 
 def _stamps() -> dict[str, tuple[int, int]]:
     """Every imported file and the folders holding them (a new module there could shadow one),
-    with sys.path's folders (an installed package): their modification time and size."""
+    with sys.path's folders (an installed package) and the apps' commands' folders: their
+    modification time and size (a folder that does not exist is left out)."""
+    from django.apps import apps
+
     files = {getattr(module, "__file__", None) for module in list(sys.modules.values())}
     files.discard(None)
     folders = {os.path.dirname(f) for f in files} | {p for p in sys.path if p}
+    # the commands' folders too: the resident lists them once (a command added is a new name)
+    folders |= {os.path.join(app.path, "management", "commands") for app in apps.get_app_configs()}
     stamps = {}
     for name in files | folders:
         try:
@@ -165,71 +172,94 @@ def _changed(stamps: dict[str, tuple[int, int]]) -> bool:
 
 
 class Resident:
+    """The serving loop. Each command's connection stays open here until its fork has ended, and
+    the resident answers the fork's end as the kernel reports it (``waitpid``): an exit status, or
+    the signal that ended it, so a caller ends exactly as the command's own process would have,
+    even when the fork was killed."""
+
     def __init__(
         self, listener: socket.socket, path: Path, own_key: str, stamps: dict, checks_clean: bool, lock
     ) -> None:
         self.listener, self.path, self.key, self.stamps = listener, path, own_key, stamps
         self.checks_clean, self.lock = checks_clean, lock
-        self.children: set[int] = set()
+        self.children: dict[int, socket.socket] = {}  # a running fork -> its caller's connection
         self.commands = 0
         self.idle_since = time.monotonic()
 
     def serve(self) -> None:
         signal.signal(signal.SIGTERM, lambda *_: self._leave())
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        woken, wake = os.pipe()  # a fork's end wakes the loop at once (SIGCHLD), not at its next second
+        for fd in (woken, wake):
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(wake)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
         while True:
-            ready, _, _ = select.select([self.listener], [], [], 1.0)
+            ready, _, _ = select.select([self.listener, woken], [], [], 1.0)
+            if woken in ready:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(woken, 512)
             self._reap()
-            if ready:
+            if self.listener in ready:
                 try:
                     connection, _ = self.listener.accept()
-                    with connection:
-                        self._answer(connection)
+                except OSError:
+                    continue
+                keep = False
+                try:
+                    keep = self._answer(connection)
                 except (OSError, ValueError, TypeError, AttributeError):
                     traceback.print_exc()  # to the resident's log: a caller that went away or sent
                     # nonsense costs it its answer, nothing more
+                finally:
+                    if not keep:
+                        connection.close()
                 self.idle_since = time.monotonic()
             elif not self.children and time.monotonic() - self.idle_since > IDLE_SECONDS:
                 self._leave()
 
-    def _answer(self, connection: socket.socket) -> None:
+    def _answer(self, connection: socket.socket) -> bool:
+        """Answer one caller; whether its connection stays open (a command running)."""
         _pid, uid, _ = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
         if uid != os.getuid():
-            return
+            return False
         connection.settimeout(10)
         message, fds = _receive(connection)
         try:
             if not isinstance(message, dict):
-                return
+                return False
             if message.get("op") == "run":
-                self._run(connection, message, fds)
-            elif message.get("op") == "usage":
+                return self._run(connection, message, fds)
+            if message.get("op") == "usage":
                 self._settle(timeout=30.0 if message.get("settle") else 0.0)
                 _reply(connection, usage=_usage(), commands=self.commands, running=len(self.children))
             elif message.get("op") == "stop":
                 _reply(connection, stopping=os.getpid())
                 self._leave()
+            return False
         finally:
             for fd in fds:
                 os.close(fd)
 
-    def _run(self, connection: socket.socket, message: dict, fds: list[int]) -> None:
+    def _run(self, connection: socket.socket, message: dict, fds: list[int]) -> bool:
         argv = [str(a) for a in message.get("argv", [])]
         env = {str(k): str(v) for k, v in message.get("env", {}).items()}
         command = argv[1] if len(argv) > 1 else "help"
         if len(fds) != 3 or key(env, os.getcwd()) != self.key:
-            return _reply(connection, refused="environment")
+            _reply(connection, refused="environment")
+            return False
         if command in INTERACTIVE:
-            return _reply(connection, refused="interactive")
+            _reply(connection, refused="interactive")
+            return False
         if _changed(self.stamps):
             self._close()  # the next caller starts a fresh resident
             _reply(connection, refused="stale")
-            return self._leave()
+            self._leave()
         child = os.fork()
         if child == 0:
             log = os.dup(2)  # the resident's log, before the caller's streams replace it
             try:
-                self.listener.close()
+                self._become_a_command()
                 if self.checks_clean and command != "check":
                     _trust_clean_checks()
                 _inherit(message.get("process") or {})
@@ -239,17 +269,36 @@ class Resident:
                     os.write(log, traceback.format_exc().encode())
             finally:
                 os._exit(1)
-        self.children.add(child)
+        self.children[child] = connection
         self.commands += 1
+        return True
+
+    def _become_a_command(self) -> None:
+        """In a fresh fork: nothing of the resident's serving stays (its socket, the lock that
+        keeps one resident per environment, the other commands' connections, its signals)."""
+        signal.set_wakeup_fd(-1)
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        self.listener.close()
+        self.lock.close()
+        for other in self.children.values():
+            other.close()
 
     def _reap(self) -> None:
+        """Collect ended forks and tell each one's caller how it ended."""
         for child in list(self.children):
             try:
-                done, _ = os.waitpid(child, os.WNOHANG)
+                done, status = os.waitpid(child, os.WNOHANG)
             except ChildProcessError:
-                done = child
-            if done:
-                self.children.discard(child)
+                done, status = child, 1 << 8
+            if not done:
+                continue
+            connection = self.children.pop(child)
+            with contextlib.suppress(OSError), connection:
+                if os.WIFSIGNALED(status):
+                    _reply(connection, signal=os.WTERMSIG(status))
+                else:
+                    _reply(connection, exit=os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
     def _settle(self, timeout: float) -> None:
         """Reap the commands that have ended; with a ``timeout``, wait for the running ones up to
@@ -261,8 +310,9 @@ class Resident:
             self._reap()
 
     def _close(self) -> None:
-        """Stop listening and give the place up (socket, pid, lock, an empty log) before anyone
-        is told: a resident started next for this environment finds it free."""
+        """Stop listening and give the place up (socket, pid, the lock, an empty log) before
+        anyone is told: a resident started next for this environment finds it free. The lock
+        file itself stays: unlinked, a resident starting could lock a name another had made anew."""
         self.path.unlink(missing_ok=True)
         self.path.with_suffix(".pid").unlink(missing_ok=True)
         self.listener.close()
@@ -270,10 +320,10 @@ class Resident:
         with contextlib.suppress(OSError):
             if log.stat().st_size == 0:
                 log.unlink()
-        self.path.with_suffix(".lock").unlink(missing_ok=True)
         self.lock.close()
 
     def _leave(self) -> None:
+        """Exit; running commands go on (their callers then learn of their end from them alone)."""
         if self.listener.fileno() != -1:
             self._close()
         sys.exit(0)
@@ -329,20 +379,21 @@ def _inherit(process: dict) -> None:
 
 def _child(connection: socket.socket, fds: list[int], argv: list[str], cwd: str, env: dict[str, str]) -> None:
     """Become the command's process: its streams, folder, environment and arguments; run it;
-    answer its exit status. Never returns."""
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
-        signal.signal(signum, signal.SIG_DFL)
+    end as its own process would (the resident tells the caller how). Never returns."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for target, fd in zip((0, 1, 2), fds, strict=True):
         os.dup2(fd, target)
     os.chdir(cwd)
+    timezone = os.environ.get("TZ")  # Django set it from TIME_ZONE, as in every process of the site
     os.environ.clear()
     os.environ.update(env)
+    if timezone is not None:
+        os.environ["TZ"] = timezone
     sys.argv = argv
     _take_streams()
     _reseed()
     connection.settimeout(None)
-    _reply(connection, pid=os.getpid())
+    _reply(connection, pid=os.getpid())  # from here on the command is under way: never run twice
     threading.Thread(target=_end_with_caller, args=(connection,), daemon=True).start()
     code = 0
     try:
@@ -353,13 +404,14 @@ def _child(connection: socket.socket, fds: list[int], argv: list[str], cwd: str,
         code = _exit_status(exit_.code)
     except KeyboardInterrupt:  # Python's own end for it: the traceback, then death by SIGINT
         traceback.print_exc()
-        code = -signal.SIGINT
+        _finish()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     except BaseException:
         traceback.print_exc()
         code = 1
     _finish()
-    _reply(connection, exit=code)
-    os._exit(code)
+    os._exit(code & 0xFF)
 
 
 def _take_streams() -> None:
@@ -418,8 +470,12 @@ def _exit_status(code: object) -> int:  # as Python's own exit turns a SystemExi
 
 
 def _finish() -> None:
+    """What Python does at exit: wait for the command's own (non-daemon) threads, run the exit
+    functions, flush the streams."""
     import atexit
 
+    with contextlib.suppress(Exception):
+        threading._shutdown()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
