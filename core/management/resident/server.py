@@ -42,7 +42,8 @@ INTERACTIVE = frozenset(
     {"shell", "dbshell", "runserver", "testserver", "test", "createsuperuser", "changepassword", "makemessages"}
 )
 #: Heavy libraries most data commands use; loaded once here instead of once per command.
-PRELOAD = ("numpy", "numpy.random", "polars", "pyarrow.parquet", "pyarrow.compute", "pooling.readers")
+#: (The apps' own modules are loaded by Django's setup and the URLconf; core names no app.)
+PRELOAD = ("numpy", "numpy.random", "polars", "pyarrow.parquet", "pyarrow.compute")
 
 
 #: How long a resident being started waits for another one of the same environment that
