@@ -111,7 +111,7 @@ class Command(ProjectCommand):
         (its start-up and the forks that ran the commands) is added to the command during
         which it was spent. Without it, each command runs in its own process
         (``MANAGE_RESIDENT=off``)."""
-        from core.management.resident.client import SWITCH, request, socket_path
+        from core.management.resident.client import SWITCH, request, settled_usage, socket_path
 
         env = dict(_user_env(work, self.bytecode), **{SWITCH: "on" if resident else "off"})
         sock = socket_path(env, str(settings.BASE_DIR)) if resident else None
@@ -143,7 +143,7 @@ class Command(ProjectCommand):
         for step, arguments in steps:
             wall, used = _manage([*arguments, "-v", "0"], env)
             if sock is not None:
-                usage = (request(sock, "usage", settle=True) or {}).get("usage", {"cpu": resident_cpu, "maxrss_kb": 0})
+                usage = settled_usage(sock)
                 used += usage["cpu"] - resident_cpu
                 resident_cpu, peak_kb = usage["cpu"], max(peak_kb, usage["maxrss_kb"])
             seconds[step] = seconds.get(step, 0.0) + wall

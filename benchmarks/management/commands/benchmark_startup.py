@@ -142,10 +142,11 @@ class Command(ProjectCommand):
     def _run(self, root: Path, arguments: list[str], env: dict) -> tuple[float, float]:
         """Wall seconds and CPU seconds (user + system) of one fresh ``manage.py`` process, with
         what the resident spent on it when the command was handed to one."""
-        from core.management.resident.client import enabled, request, socket_path
+        from core.management.resident.client import enabled, request, settled_usage, socket_path
 
         sock = socket_path(env, str(root)) if enabled(env) else None
-        held = (request(sock, "usage", settle=True) or {}).get("usage", {}).get("cpu", 0.0) if sock else 0.0
+        # none listening yet: this command starts it, and its start counts
+        held = settled_usage(sock)["cpu"] if sock and request(sock, "usage") else 0.0
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
@@ -155,7 +156,7 @@ class Command(ProjectCommand):
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(arguments)} failed:\n{done.stderr}")
-        spent = (request(sock, "usage", settle=True) or {}).get("usage", {}).get("cpu", held) - held if sock else 0.0
+        spent = settled_usage(sock)["cpu"] - held if sock else 0.0
         return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + spent
 
     def _migrate_postgres(self, root: Path, env: dict, server: str, tag: str) -> tuple[float, float]:

@@ -144,6 +144,16 @@ def request(path: str | os.PathLike, op: str, **fields) -> dict | None:
     return json.loads(line) if line else None
 
 
+def settled_usage(path: str | os.PathLike) -> dict:
+    """The resident's ``usage`` once the commands it runs have ended: ``cpu`` (its own and its
+    ended forks' seconds so far, what a benchmark adds to a command's own) and ``maxrss_kb``. An
+    error if none listens: a figure without the resident's part would be wrong."""
+    answer = request(path, "usage", settle=True)
+    if answer is None:
+        raise RuntimeError(f"no resident process listens at {path}: its CPU cannot be counted")
+    return answer["usage"]
+
+
 def _standard_streams_open() -> bool:
     try:
         for fd in (0, 1, 2):
