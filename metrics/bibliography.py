@@ -11,24 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-#: key → BibTeX entry (the key is the entry's own).
+from pooling.named_sets import NAMED_SETS
+
+#: key → BibTeX entry (the key is the entry's own). The named data sets' papers are declared
+#: with the sets (:data:`pooling.named_sets.NAMED_SETS`: their cards cite them too).
 ENTRIES: dict[str, str] = {
-    "rekabsaz2020": """@inproceedings{rekabsaz2020,
-  author    = {Navid Rekabsaz and Markus Schedl},
-  title     = {Do Neural Ranking Models Intensify Gender Bias?},
-  booktitle = {Proceedings of the 43rd International ACM SIGIR Conference on Research and Development in Information Retrieval},
-  pages     = {2065--2068},
-  year      = {2020},
-  doi       = {10.1145/3397271.3401280}
-}""",
-    "rekabsaz2021": """@inproceedings{rekabsaz2021,
-  author    = {Navid Rekabsaz and Simone Kopeinik and Markus Schedl},
-  title     = {Societal Biases in Retrieved Contents: Measurement Framework and Adversarial Mitigation of {BERT} Rankers},
-  booktitle = {Proceedings of the 44th International ACM SIGIR Conference on Research and Development in Information Retrieval},
-  pages     = {306--316},
-  year      = {2021},
-  doi       = {10.1145/3404835.3462949}
-}""",
+    **{named.citation_key: named.citation for named in NAMED_SETS.values()},
     "abolghasemi2024": """@inproceedings{abolghasemi2024,
   author    = {Amin Abolghasemi and Leif Azzopardi and Arian Askari and Maarten de Rijke and Suzan Verberne},
   title     = {Measuring Bias in a Ranked List Using Term-Based Representations},

@@ -37,8 +37,16 @@ class Collection(GroupOwned):
 
     @property
     def dataset_source(self) -> str:
-        """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, else ``""``."""
-        return self.source if self.source.startswith("ir_datasets:") else ""
+        """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, ``named-set:<key>
+        (<repository>, <licence>)`` when written from a named set (:mod:`pooling.named_sets`), else ``""``."""
+        return self.source if self.source.startswith(("ir_datasets:", "named-set:")) else ""
+
+    @property
+    def named_set(self):
+        """The :class:`pooling.named_sets.NamedSet` whose documents it holds, or None."""
+        from .named_sets import set_of_source
+
+        return set_of_source(self.source)
 
 
 class QuerySet(GroupOwned):
@@ -54,6 +62,10 @@ class QuerySet(GroupOwned):
     source = models.CharField(max_length=1000, blank=True, help_text="File path or object it was made from.")
     sha256 = models.CharField(max_length=64, blank=True)
     description = models.TextField(blank=True)
+    licence = models.CharField(
+        max_length=100, blank=True, help_text="The licence of a named set's queries (SPDX), else empty."
+    )
+    citation = models.TextField(blank=True, help_text="BibTeX of the work a named set comes from, else empty.")
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -64,8 +76,16 @@ class QuerySet(GroupOwned):
 
     @property
     def dataset_source(self) -> str:
-        """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, else ``""``."""
-        return self.source if self.source.startswith("ir_datasets:") else ""
+        """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, ``named-set:<key>
+        (<repository>, <licence>)`` when imported as a named set (:mod:`pooling.named_sets`), else ``""``."""
+        return self.source if self.source.startswith(("ir_datasets:", "named-set:")) else ""
+
+    @property
+    def named_set(self):
+        """The :class:`pooling.named_sets.NamedSet` it was imported as, or None."""
+        from .named_sets import set_of_source
+
+        return set_of_source(self.source)
 
 
 class Query(models.Model):
@@ -78,6 +98,12 @@ class Query(models.Model):
         blank=True,
         default="",
         help_text="The gender label a labelled query file gave (a code of annotation.labels), else empty.",
+    )
+    categories = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="A named set's categories of the query, '; ' between them (e.g. Grep-BiasIR's 'Career'), else empty.",
     )
 
     scope_via = "query_set"  # its research group is its query set's

@@ -13,6 +13,8 @@ same file reuses them. Grouped by topic:
   started by ``start_import``);
 - :mod:`.runs` -- runs read, checked and normalised into Parquet, whole or split over
   Celery workers (``parse_run_chunk`` is the body of one chunk's task);
+- :mod:`.named` -- the field's data sets imported by name (:mod:`pooling.named_sets`), every
+  part they have, through the imports above;
 - :mod:`.qrels` -- relevance judgments (TREC qrels) read, checked and normalised into Parquet;
 - :mod:`.counts` -- gender-word counts of passages, cached, or one scan split over
   workers (``count_scan_chunk`` is the body of one chunk's task);
@@ -40,6 +42,7 @@ from .imports import (
     register_wordlist,
     start_import,
 )
+from .named import NamedSetImport, check_named_set, import_named_set, named_set_outcome
 from .pools import PoolSettings, build_pool, pool_job, start_pool, write_query_file
 from .qrels import import_qrels
 from .runs import import_run, known_docids, parse_run_chunk, read_run_chunked
@@ -47,8 +50,10 @@ from .runs import import_run, known_docids, parse_run_chunk, read_run_chunked
 __all__ = [
     "IMPORT_KINDS",
     "ImportResult",
+    "NamedSetImport",
     "PoolSettings",
     "build_pool",
+    "check_named_set",
     "count_scan_chunk",
     "create_query_set",
     "document_counts_chunked",
@@ -57,11 +62,13 @@ __all__ = [
     "import_dataset",
     "import_file",
     "import_job",
+    "import_named_set",
     "import_qrels",
     "import_queries",
     "import_run",
     "import_wordlist",
     "known_docids",
+    "named_set_outcome",
     "parse_run_chunk",
     "pool_job",
     "qrels_frame",

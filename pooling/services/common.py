@@ -67,7 +67,7 @@ def _records(obj) -> int:
     word list's words, a dataset's passages, queries and judgments together."""
     from ..models import Collection, Qrels, QuerySet, Run, WordList
 
-    if isinstance(obj, DatasetImport):
+    if isinstance(obj, DatasetImport) or hasattr(obj, "named"):  # a dataset's or a named set's parts
         return sum(_records(part) for part in obj.parts())
     if isinstance(obj, Collection):
         return obj.passages

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from django.db import transaction
@@ -206,9 +206,13 @@ def create_query_set(
     source: str = "",
     sha256: str = "",
     description: str = "",
+    licence: str = "",
+    citation: str = "",
+    categories: Mapping[str, str] | None = None,
 ) -> QuerySet:
     """Create a query set with its queries, ``(qid, text)`` or ``(qid, text, label code)``
-    (callers hold the transaction).
+    (callers hold the transaction); ``categories``: qid -> a named set's categories of the query
+    (``'; '`` between them), ``licence`` and ``citation`` the named set's.
 
     The one way a query set comes to be: imported, pooled, exported from a batch, or
     made by a benchmark or a test.
@@ -216,11 +220,23 @@ def create_query_set(
     validate_name(name, "query set")
     if QuerySet.objects.filter(name=name).exists():
         raise ServiceError(f"a query set named {name!r} already exists")
-    query_set = QuerySet.objects.create(name=name, origin=origin, source=source, sha256=sha256, description=description)
+    query_set = QuerySet.objects.create(
+        name=name,
+        origin=origin,
+        source=source,
+        sha256=sha256,
+        description=description,
+        licence=licence,
+        citation=citation,
+    )
+    categories = categories or {}
     insert_rows(
         Query,
-        ["query_set_id", "qid", "text", "position", "label"],
-        ((query_set.pk, qid, text, i, label[0] if label else "") for i, (qid, text, *label) in enumerate(queries)),
+        ["query_set_id", "qid", "text", "position", "label", "categories"],
+        (
+            (query_set.pk, qid, text, i, label[0] if label else "", categories.get(qid, ""))
+            for i, (qid, text, *label) in enumerate(queries)
+        ),
     )
     return query_set
 

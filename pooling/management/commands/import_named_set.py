@@ -1,0 +1,46 @@
+from core.management.cli import ProjectCommand, command_errors, report_import
+from pooling.named_sets import NAMED_SETS
+
+
+class Command(ProjectCommand):
+    help = (
+        "Import one of the field's data sets by name, with everything it has, from the files bundled "
+        "with the product (no network): grep-biasir (Grep-BiasIR: queries with categories, documents in "
+        "male, female and neutral wording, judgments), cpjku-msmarco and cpjku-trecdl (the bias-sensitive "
+        "MS MARCO and TREC DL 2019 queries with their categories), rekabsaz-3750 (3,750 queries with the "
+        "study's labels). The query set records the set's source, licence and citation. MS MARCO passages "
+        "cannot be shipped: give your collection with --collection. The sets' known faults are repaired "
+        "and listed with file and line. Importing again changes nothing."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("set", choices=list(NAMED_SETS), help="the set's name")
+        parser.add_argument("--name", default="", help="name of what it makes (default: the set's name)")
+        parser.add_argument(
+            "--collection",
+            default="",
+            help="an MS MARCO set's passages: your collection file, or the name of a collection already imported",
+        )
+        parser.add_argument(
+            "--qrels", default="", help="your judgments of the set's queries (TREC qrels; needs --collection)"
+        )
+
+    def handle(self, **o):
+        # Here, not at the top: the services (and what they load) are not needed by --help.
+        from pooling.services import import_named_set
+
+        with command_errors():
+            result = import_named_set(o["set"], o["name"], collection=o["collection"] or None, qrels=o["qrels"] or None)
+        found = result.obj
+        parts = []
+        if found.collection is not None:
+            parts.append(f"collection {found.collection.name!r} ({found.collection.passages:,} passages)")
+        if found.query_set is not None:
+            parts.append(f"query set {found.query_set.name!r} ({found.query_set.queries.count():,} queries)")
+        if found.qrels is not None:
+            parts.append(f"qrels {found.qrels.name!r} ({found.qrels.judgments:,} judgments)")
+        for note in result.notes:
+            self.stdout.write(f"Note: {note}" if not note.endswith(":") else note)
+        named = found.named
+        report_import(self, result, f"{named.key}: " + ", ".join(parts))
+        self.stdout.write(f"Source: {named.url} ({named.source}); licence {named.licence}; cite {named.citation_key}")

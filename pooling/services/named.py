@@ -1,0 +1,195 @@
+"""Importing the field's own data sets by name (:mod:`pooling.named_sets`): one call makes every
+part a set has, from the files bundled with the product; no network.
+
+- ``grep-biasir``: its 702 documents as a collection (written once under
+  ``CACHE_DIR/named_sets/grep-biasir/`` as ``docid<TAB>title body`` lines, the set's own ``d_id``
+  as docids), its 117 queries with their category as a query set, its judgments as qrels: all
+  under one name;
+- ``cpjku-msmarco``, ``cpjku-trecdl``: the queries with their categories; ``rekabsaz-3750``: the
+  queries with the study's labels. Their passages (MS MARCO) cannot be shipped: the user's
+  collection is registered beside them when given (a file, or the name of one registered), and
+  their qrels with it; else the import says what is missing and how to bring it.
+
+Each part is imported by the ordinary import of its kind (:func:`.imports.import_collection`,
+:func:`.qrels.import_qrels`), each idempotent and in its own transaction; the query set records
+the set's source, licence and citation (``QuerySet.source``, ``licence``, ``citation``), which the
+cards and the paper bundle state. The sets' known faults are repaired and listed, each with file
+and line, in the result's notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+
+from core.errors import InputError, ServiceError, Skipped
+from core.files import atomic_write, file_sha256
+from core.models import Job
+from core.services.names import validate_name
+from core.services.storage import cache_dir
+
+from ..models import Collection, QuerySet
+from ..named_sets import NAMED_SETS, NamedQuery, NamedSet, SetContents, bundled_file, named_set, read_named_set
+from .common import ImportResult
+from .imports import create_query_set, import_collection
+from .qrels import import_qrels
+
+
+@dataclass
+class NamedSetImport:
+    """What a named set's import registered (``None``: a part the set lacks or the user did not bring)."""
+
+    named: NamedSet
+    collection: object = None
+    query_set: object = None
+    qrels: object = None
+    #: Each known fault repaired or set aside, ``file:line: what``.
+    faults: list[str] = field(default_factory=list)
+    #: What the set needs that the product cannot ship and the user did not give.
+    missing: list[str] = field(default_factory=list)
+
+    def parts(self) -> list:
+        return [part for part in (self.collection, self.query_set, self.qrels) if part is not None]
+
+
+def check_named_set(key: str) -> NamedSet:
+    """The set called ``key``, or a :class:`ServiceError` naming the known ones (field ``set``)."""
+    try:
+        return named_set(key)
+    except KeyError as exc:
+        raise ServiceError(f"set: {exc.args[0]}") from None
+
+
+def import_named_set(
+    key: str,
+    name: str = "",
+    *,
+    collection: str | Path | None = None,
+    qrels: str | Path | None = None,
+    job: Job | None = None,
+    bar: bool = True,
+) -> ImportResult:
+    """Import the named set ``key`` under ``name`` (default: its key) with everything it has.
+
+    ``collection``: for a set whose passages cannot be shipped (MS MARCO), the user's collection
+    file, or the name of a collection already registered; ``qrels``: the user's judgments of the
+    set's queries over it (needs ``collection``). Importing again changes nothing.
+    """
+    named = check_named_set(key)
+    name = name or named.key
+    validate_name(name, "named set")
+    if qrels and not (collection or named.key == "grep-biasir"):
+        raise ServiceError("qrels: judgments need the collection they are about: give --collection too")
+    if named.key == "grep-biasir" and (collection or qrels):
+        raise ServiceError("collection: Grep-BiasIR brings its own documents and judgments; give neither")
+    found = NamedSetImport(named)
+    created = False
+
+    def add(result: ImportResult) -> object:
+        nonlocal created
+        created = created or result.created
+        return result.obj
+
+    contents = _labelled_queries(named) if named.key == "rekabsaz-3750" else read_named_set(named.key)
+    found.faults = list(contents.notes)
+    if named.key == "grep-biasir":
+        folder = cache_dir("named_sets") / named.key
+        documents, judgments = _write_grep_files(contents, folder)
+        found.collection = add(import_collection(documents, name, job=job, bar=bar, source=named.source_text))
+    found.query_set = add(_import_query_set(named, name, contents.queries))
+    if named.key == "grep-biasir":
+        found.qrels = add(import_qrels(judgments, name, found.collection, found.query_set))
+        return ImportResult(found, created, Skipped(), _notes(found))
+    if collection:
+        found.collection = add(_user_collection(collection, name, job=job, bar=bar))
+        if qrels:
+            found.qrels = add(import_qrels(qrels, name, found.collection, found.query_set))
+    else:
+        found.missing.append(named.needs)
+    return ImportResult(found, created, Skipped(), _notes(found))
+
+
+def _notes(found: NamedSetImport) -> list[str]:
+    notes = [f"{len(found.faults)} known fault(s) of the set repaired or set aside:", *found.faults]
+    if not found.faults:
+        notes = []
+    notes += [f"not imported: {what}" for what in found.missing]
+    return notes
+
+
+def _labelled_queries(named: NamedSet) -> SetContents:
+    """The 3,750 queries with their labels, read by the labelled-query reader every import uses."""
+    from ..queryfiles import read_query_table
+
+    rows, _ = read_query_table(bundled_file(named.key))
+    return SetContents([NamedQuery(qid, text, (), label) for qid, text, label in rows])
+
+
+def _write_grep_files(contents: SetContents, folder: Path) -> tuple[Path, Path]:
+    """Grep-BiasIR's documents (``docid<TAB>title body``) and judgments (``qid 0 docid rel``) as the
+    project's files (the same bytes every time: a second import finds them imported)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    documents = atomic_write(
+        folder / "collection.tsv",
+        lambda out: out.writelines(f"{d.docid}\t{d.passage}\n" for d in contents.documents),
+        newline="\n",
+    )
+    judgments = atomic_write(
+        folder / "qrels.txt",
+        lambda out: out.writelines(f"{d.qid} 0 {d.docid} {d.relevant}\n" for d in contents.documents),
+        newline="\n",
+    )
+    return documents, judgments
+
+
+def _import_query_set(named: NamedSet, name: str, queries: Sequence[NamedQuery]) -> ImportResult:
+    """The set's queries as a query set with categories and labels, its source, licence and citation."""
+    sha = file_sha256(bundled_file(named.key))
+    existing = QuerySet.objects.filter(name=name).first()
+    if existing is not None:
+        if existing.sha256 == sha and existing.source == named.source_text:
+            return ImportResult(existing, False, Skipped())
+        raise ServiceError(f"a query set named {name!r} already exists with different content; choose another name")
+    labelled = any(q.label for q in queries)
+    with transaction.atomic():
+        query_set = create_query_set(
+            name,
+            ((q.qid, q.text, q.label) if labelled else (q.qid, q.text) for q in queries),
+            origin=QuerySet.Origin.IMPORTED,
+            source=named.source_text,
+            sha256=sha,
+            description=named.title,
+            licence=named.licence,
+            citation=named.citation,
+            categories={q.qid: "; ".join(q.categories) for q in queries if q.categories},
+        )
+    return ImportResult(query_set, True, Skipped())
+
+
+def _user_collection(collection: str | Path, name: str, *, job: Job | None, bar: bool) -> ImportResult:
+    """The user's passages: a collection registered by that name, else a file registered under ``name``."""
+    registered = Collection.objects.filter(name=str(collection)).first()
+    if registered is not None:
+        return ImportResult(registered, False, Skipped())
+    path = Path(collection)
+    if not path.is_file():
+        raise InputError(path, None, "no such file, and no collection registered by that name")
+    return import_collection(path, name, job=job, bar=bar)
+
+
+def named_set_outcome(result: ImportResult) -> str:
+    """What an import made, in one line (a job's message, a command's summary)."""
+    found: NamedSetImport = result.obj
+    made = [
+        f"{what} {part.name}"
+        for what, part in (("collection", found.collection), ("query set", found.query_set), ("qrels", found.qrels))
+        if part is not None
+    ]
+    state = "Imported" if result.created else "Already imported (unchanged)"
+    return f"{state}: {found.named.key} as {', '.join(made)}"
+
+
+__all__ = ["NAMED_SETS", "NamedSetImport", "check_named_set", "import_named_set", "named_set_outcome"]

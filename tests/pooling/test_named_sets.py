@@ -1,0 +1,204 @@
+"""The field's data sets imported by name (``manage.py import_named_set``), compared with the
+reference files (../shared/reference) read here independently: pandas for the CSV and TSV files,
+plain line scans for where the known faults are."""
+
+import filecmp
+import io
+import socket
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from django.core.management import CommandError, call_command
+
+from pooling.models import Collection, Qrels, QuerySet
+from pooling.named_sets import DATA_DIR, NAMED_SETS
+
+GREP_FILES = [
+    "queries.csv",
+    "LICENSE",
+    *[
+        f"queries-documents_{c}.csv"
+        for c in (
+            "Appearance",
+            "Career",
+            "Child Care",
+            "Cognitive Capabilities",
+            "Domestic Work",
+            "Physical Capabilities",
+            "Sex & Relationship",
+        )
+    ],
+]
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """No network: any attempt to connect fails the test."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a named set's import tried to reach the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+def run(*args) -> str:
+    out = io.StringIO()
+    call_command("import_named_set", *args, stdout=out)
+    return out.getvalue()
+
+
+def lines_holding(path: Path, text: str) -> list[int]:
+    """The 1-based numbers of the physical lines of ``path`` holding ``text``."""
+    return [n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if text in line]
+
+
+def test_bundled_files_are_the_references_with_their_licences(reference_dir):
+    for name in GREP_FILES:
+        assert filecmp.cmp(DATA_DIR / "grep-biasir" / name, reference_dir / "grep-biasir" / name, shallow=False), name
+    for name in (
+        "LICENSE",
+        "msmarco_passage.dev.fair.FULL_ANNOTATION.tsv",
+        "trecdeep19_passage.fair.FULL_ANNOTATION.tsv",
+    ):
+        assert filecmp.cmp(DATA_DIR / "cpjku-fair" / name, reference_dir / "cpjku-fair" / name, shallow=False), name
+    assert filecmp.cmp(
+        DATA_DIR / "rekabsaz-3750" / "queries_gender_annotated.csv",
+        reference_dir / "queries_gender_annotated.csv",
+        shallow=False,
+    )
+    assert "CC0 1.0 Universal" in (DATA_DIR / "grep-biasir" / "LICENSE").read_text()
+    assert "MIT License" in (DATA_DIR / "rekabsaz-3750" / "LICENSE").read_text()
+
+
+@pytest.mark.django_db
+def test_grep_biasir_imports_everything_offline(reference_dir, offline):
+    out = run("grep-biasir")
+    folder = reference_dir / "grep-biasir"
+    queries = pd.read_csv(folder / "queries.csv", dtype=str)
+    documents = pd.concat(
+        [pd.read_csv(path, dtype=str) for path in sorted(folder.glob("queries-documents_*.csv"))], ignore_index=True
+    )
+    query_set = QuerySet.objects.get(name="grep-biasir")
+    stored = {q.qid: (q.text, q.categories) for q in query_set.queries.all()}
+    assert stored == {r.q_id: (r.query, r.category) for r in queries.itertuples()}
+    assert len(stored) == 117
+    collection = Collection.objects.get(name="grep-biasir")
+    assert collection.passages == len(documents) == 702
+    texts = dict(line.split("\t", 1) for line in Path(collection.path).read_text(encoding="utf-8").splitlines())
+    for row in documents.itertuples():
+        assert texts[row.d_id] == f"{row.doc_title} {row.document}".replace("\n", " ").strip()
+    qrels = Qrels.objects.get(name="grep-biasir")
+    assert (qrels.judgments, qrels.relevant, qrels.queries) == (702, int((documents.relevant == "1").sum()), 117)
+
+    assert query_set.licence == "CC0-1.0" and "krieg2023grep" in query_set.citation
+    assert query_set.source.startswith("named-set:grep-biasir") and "ed44a46" in query_set.source
+    assert query_set.dataset_source == query_set.source and collection.dataset_source.startswith("named-set:")
+    # Each fault named with its file and line, found here by a plain scan of the file.
+    sex = folder / "queries-documents_Sex & Relationship.csv"
+    botrh = lines_holding(sex, ",botrh,")
+    both = lines_holding(sex, ",both,")
+    assert len(botrh) == 1 and len(both) == 4
+    for number in botrh:
+        assert f"queries-documents_Sex & Relationship.csv:{number}: content_gender 'botrh' (a typo" in out
+    for number in both:
+        assert f"queries-documents_Sex & Relationship.csv:{number}: content_gender 'both' is not F, M or N" in out
+    assert "licence CC0-1.0" in out
+
+    again = run("grep-biasir")
+    assert "Already imported (unchanged)" in again
+    assert QuerySet.objects.filter(name="grep-biasir").count() == 1
+
+
+def _canonical(category: str) -> str:
+    """The categories as the dataset's README defines them (independent of the product's table)."""
+    known = ["Career", "Education", "Social Inequality", "Health", "Politics", "Violence and Exploitation"]
+    fixed = {"social inequaltiy": "Social Inequality"}
+    value = category.strip()
+    return next((k for k in known if k.lower() == value.lower()), fixed.get(value.lower(), value))
+
+
+@pytest.mark.django_db
+def test_cpjku_msmarco_queries_with_categories_and_what_is_missing(reference_dir, offline):
+    out = run("cpjku-msmarco")
+    path = reference_dir / "cpjku-fair" / "msmarco_passage.dev.fair.FULL_ANNOTATION.tsv"
+    table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    expected = {}
+    for row in table.itertuples():
+        cats = list(dict.fromkeys(_canonical(c) for c in row.Categories.split(",") if c.strip()))
+        expected[row.QID] = (row.Query.strip(), "; ".join(cats))
+    query_set = QuerySet.objects.get(name="cpjku-msmarco")
+    assert {q.qid: (q.text, q.categories) for q in query_set.queries.all()} == expected
+    assert len(expected) == 215
+    # the 215 are the QS2 set of the plain file
+    plain = pd.read_csv(reference_dir / "msmarco_passage.dev.fair.tsv", sep="\t", header=None, dtype=str)
+    assert set(plain[0]) == set(expected)
+    assert query_set.licence == "MIT" and "rekabsaz2021" in query_set.citation
+
+    name = path.name
+    categories = {n: line.split("\t")[2] for n, line in enumerate(path.read_text().splitlines(), 1) if n > 1}
+    for typo, times in (("Social Inequaltiy", 3), ("career", 1), ("Violence and exploitation", 2)):
+        found = [n for n, cell in categories.items() if typo in [c.strip() for c in cell.split(",")]]
+        assert len(found) == times
+        for number in found:
+            assert f"{name}:{number}: category '{typo}' read as" in out
+    empty = [n for n, cell in categories.items() if cell == ""]
+    assert len(empty) == 3
+    for number in empty:
+        assert f"{name}:{number}: query " in out and "has no category" in out
+    (comma,) = lines_holding(path, "Health (status, access)")
+    assert f"{name}:{comma}: Domains 'Health (status, access)'" in out
+    assert "not imported: the MS MARCO passage collection" in out and "--collection" in out
+    assert not Collection.objects.exists()
+
+
+@pytest.mark.django_db
+def test_cpjku_trecdl_has_the_queries_of_the_plain_file(reference_dir):
+    run("cpjku-trecdl")
+    plain = pd.read_csv(reference_dir / "cpjku-fair" / "trecdeep19_passage.fair.tsv", sep="\t", header=None, dtype=str)
+    stored = dict(QuerySet.objects.get(name="cpjku-trecdl").queries.values_list("qid", "text"))
+    assert stored == dict(zip(plain[0], plain[1].str.strip(), strict=True))
+    assert len(stored) == NAMED_SETS["cpjku-trecdl"].queries == 30  # the files hold 30, not 29
+
+
+@pytest.mark.django_db
+def test_rekabsaz_3750_with_the_study_labels(reference_dir):
+    run("rekabsaz-3750", "--name", "study-3750")
+    expected = {}
+    for line in (reference_dir / "queries_gender_annotated.csv").read_text(encoding="utf-8").splitlines():
+        qid, rest = line.split(",", 1)
+        text, label = rest.rsplit(",", 1)
+        expected[qid] = (text.strip(), label.strip())
+    query_set = QuerySet.objects.get(name="study-3750")
+    assert dict((q, (t, lab)) for q, t, lab in query_set.queries.values_list("qid", "text", "label")) == expected
+    assert len(expected) == 3750 and query_set.licence == "MIT"
+
+
+@pytest.mark.django_db
+def test_user_collection_and_qrels_beside_an_msmarco_set(tmp_path):
+    plain = pd.read_csv(DATA_DIR / "cpjku-fair" / "trecdeep19_passage.fair.FULL_ANNOTATION.tsv", sep="\t", dtype=str)
+    qid = plain.QID.iloc[0]
+    collection = tmp_path / "passages.tsv"
+    collection.write_text("p1\tthe nurse and her patient\np2\tthe doctor and his patient\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(f"{qid} 0 p1 1\n{qid} 0 p2 0\n")
+    out = run("cpjku-trecdl", "--collection", str(collection), "--qrels", str(qrels))
+    assert Collection.objects.get(name="cpjku-trecdl").passages == 2
+    assert Qrels.objects.get(name="cpjku-trecdl").judgments == 2
+    assert "not imported" not in out
+    # A collection already registered is taken by its name.
+    run("cpjku-msmarco", "--collection", "cpjku-trecdl")
+    assert Collection.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_refusals_name_what_is_wrong(tmp_path):
+    with pytest.raises(CommandError, match="invalid choice"):
+        run("grep-bias")
+    with pytest.raises(CommandError, match="collection: Grep-BiasIR brings its own"):
+        run("grep-biasir", "--collection", str(tmp_path / "x.tsv"))
+    with pytest.raises(CommandError, match="qrels: judgments need the collection"):
+        run("cpjku-msmarco", "--qrels", str(tmp_path / "q.txt"))
+    with pytest.raises(CommandError, match="no such file, and no collection registered"):
+        run("cpjku-msmarco", "--collection", str(tmp_path / "absent.tsv"))
