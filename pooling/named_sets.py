@@ -419,7 +419,10 @@ def bundled_file(key: str, data_dir: Path | None = None) -> Path:
     return folder_of(named, data_dir) / named.files[0]
 
 
-def wording_variants(documents: list[Document]) -> dict[str, tuple[str, str, str]]:
-    """docid -> ``(qid, item, wording)`` of every document with a wording: what variant preference
-    reads for a run over Grep-BiasIR's documents (its docids are the set's own ``d_id``)."""
-    return {d.docid: (d.qid, d.item, d.wording) for d in documents if d.wording}
+def wording_variants(documents: list[Document] | None = None) -> dict[str, tuple[str, str, str]]:
+    """docid -> ``(qid, item, wording)`` of every Grep-BiasIR document (default: the bundled set's):
+    what variant preference reads for a run over its documents (their docids are the set's own
+    ``d_id``). A document the set gives no wording (``both``) has wording ``""``: its case is then
+    incomplete, not missing."""
+    documents = read_grep_biasir().documents if documents is None else documents
+    return {d.docid: (d.qid, d.item, d.wording) for d in documents}

@@ -33,14 +33,29 @@ def _no_versions_message(run: Run, separator: str, versions: Sequence[str]) -> s
     )
 
 
+def wordings_of(run: Run) -> dict[str, tuple[str, str, str]] | None:
+    """docid -> ``(query, case, wording)`` when ``run`` ranks a named set's documents that come in
+    wordings (Grep-BiasIR: :func:`pooling.named_sets.wording_variants`), else None (the versions are
+    then read from docid suffixes)."""
+    named = run.collection.named_set
+    if named is None or "wordings" not in named.has:
+        return None
+    from pooling.named_sets import wording_variants
+
+    return wording_variants()
+
+
 def check_versioned_run(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> None:
     """Refuse (:class:`ServiceError`) a run none of whose docids ends in ``<separator><version>``:
     an ordinary run has no cases to count. Read before a measurement starts, so a page or the
-    API refuses it with a 400 rather than starting a job that can only fail."""
+    API refuses it with a 400 rather than starting a job that can only fail. A run over a named
+    set's worded documents (Grep-BiasIR) needs no suffixes."""
     import polars as pl
 
     from pooling.services import run_frame
 
+    if wordings_of(run) is not None:
+        return
     versions = [v.strip() for v in versions if v.strip()]
     suffixes = [f"{separator}{v}" for v in versions]
     docids = run_frame(run).lazy().select("docid").unique()
@@ -52,31 +67,64 @@ def check_versioned_run(run: Run, *, separator: str = "-", versions: Sequence[st
 def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> dict:
     """Which version of each document ``run`` scores highest (Sundararaman & Subramanian 2022).
 
-    Keys: ``run``, ``separator``, ``versions``, ``cases``, ``decided``, ``ties``,
-    ``incomplete`` and ``wins`` (``{version: {"wins": n, "fraction": f}}``, fractions over
-    the decided cases).
+    Versions are read from docid suffixes (``<doc><separator><version>``), or, for a run over
+    Grep-BiasIR's documents, from the set's own wordings (:func:`wordings_of`): each query's
+    relevant and non-relevant document, in male, female and neutral wording.
+
+    Keys: ``run``, ``separator``, ``versions``, ``versions_from`` (``docid suffixes`` or the named
+    set's wordings), ``cases``, ``decided``, ``ties``, ``incomplete``, ``wins`` (``{version: {"wins":
+    n, "fraction": f}}``, fractions over the decided cases) and ``per_query`` (a row per case:
+    ``qid``, ``item``, ``winner`` — a version, ``tie`` or ``incomplete`` — and ``ranks``, where the run
+    put each version).
     """
     from pooling.services import run_frame
 
-    from ..preference import split_versions, variant_preference
+    from ..preference import known_versions, split_versions, variant_cases, variant_preference
 
     versions = list(dict.fromkeys(v.strip() for v in versions if v.strip()))
     if len(versions) < 2:
         raise ServiceError("give at least two version suffixes (e.g. m,f,n)")
-    scores = split_versions(run_frame(run), separator, versions)
-    if not len(scores):
-        raise ServiceError(_no_versions_message(run, separator, versions))
+    wordings = wordings_of(run)
+    if wordings is not None:
+        scores = known_versions(run_frame(run), wordings, versions)
+        versions_from = f"the wordings of {run.collection.named_set.key}"
+        if not len(scores):
+            raise ServiceError(
+                f"run {run.name!r} ranks none of its queries' own {run.collection.named_set.key} documents"
+            )
+    else:
+        scores = split_versions(run_frame(run), separator, versions)
+        versions_from = "docid suffixes"
+        if not len(scores):
+            raise ServiceError(_no_versions_message(run, separator, versions))
     result = variant_preference(scores, versions)
+    cases = variant_cases(scores, versions)
     return {
         "run": run.name,
         "separator": separator,
         "versions": versions,
+        "versions_from": versions_from,
         "cases": result.cases,
         "decided": result.decided,
         "ties": result.ties,
         "incomplete": result.incomplete,
         "wins": {v: {"wins": result.wins[v], "fraction": _finite(result.fraction(v))} for v in versions},
+        "per_query": [
+            {
+                "qid": row["qid"],
+                "item": row["item"],
+                "winner": row["winner"],
+                "ranks": {v: (None if math.isnan(row[f"rank_{v}"]) else int(row[f"rank_{v}"])) for v in versions},
+            }
+            for row in _natural(cases.to_dict("records"))
+        ],
     }
+
+
+def _natural(rows: list[dict]) -> list[dict]:
+    from core.natural import natural_key
+
+    return sorted(rows, key=lambda row: (natural_key(row["qid"]), row["item"]))
 
 
 @background_job("metrics.preference", task="metrics.tasks.preference_task")
