@@ -12,6 +12,7 @@ so that it is never taken for the pure module it drives:
 - :mod:`.crbo` -- CRBO of a run against its run on the counterfactual collection, as a job;
 - :mod:`.variant_preference` -- which gendered version of each document a run prefers, as a job;
 - :mod:`.counterfactual_collection` -- write and register a gender-swapped collection, as a job;
+- :mod:`.set_comparison` -- the same runs on several query sets: each set's ranking and the agreement (τ), as a job;
 - :mod:`.planning` -- a study plan: queries, pooled queries and cost to detect a difference (reads only);
 - :mod:`.paper` -- a report's paper bundle: LaTeX tables, PDF figures, methods, references (reads only).
 
@@ -48,6 +49,7 @@ from .reports import (
     software_version,
     start_report,
 )
+from .set_comparison import build_set_reports, compare_reports, compare_sets_job, start_compare_sets
 from .variant_preference import check_versioned_run, preference_job, preference_summary, start_preference
 
 __all__ = [
@@ -59,7 +61,10 @@ __all__ = [
     "ServiceError",
     "build_batch_report",
     "build_report",
+    "build_set_reports",
     "check_versioned_run",
+    "compare_reports",
+    "compare_sets_job",
     "compute_batch_report",
     "compute_report",
     "counterfactual_job",
@@ -78,6 +83,7 @@ __all__ = [
     "preference_summary",
     "report_job",
     "software_version",
+    "start_compare_sets",
     "start_counterfactual_collection",
     "start_crbo",
     "start_label_sensitivity",
