@@ -9,7 +9,7 @@ from django import forms
 
 from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
-from core.forms import CountField, DecimalNumberField, MoneyField
+from core.forms import CountField, DecimalNumberField, MoneyField, add_service_error
 from core.models import Job
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run, WordList
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
@@ -35,7 +35,7 @@ from .models import Report
 from .power import DEFAULT_DRAWS
 from .services import parse_cutoffs
 from .services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
-from .vocabulary import FORM_DEFINITIONS, METRICS
+from .vocabulary import BY_NAME, FORM_DEFINITIONS, METRICS
 
 if TYPE_CHECKING:
     from .sensitivity import LabelSensitivity
@@ -203,7 +203,7 @@ class ReportForm(forms.Form):
         from .models import Report
 
         name = self.cleaned_data["name"]
-        if name in ("new", "crbo", "preference", "label-sensitivity", "plan"):
+        if name in ("new", "crbo", "preference", "label-sensitivity", "plan", "sets"):
             raise forms.ValidationError(f"{name!r} names a page of the reports; choose another name")
         if Report.objects.filter(name=name).exists():
             raise forms.ValidationError("a report with this name exists")
@@ -484,3 +484,43 @@ class PlanForm(forms.Form):
         except ServiceError as exc:
             self.add_error(None, str(exc))
             return None
+
+
+class CompareSetsForm(forms.Form):
+    """The same runs on several query sets: a report per set, one metric to rank the runs by."""
+
+    reports = forms.ModelMultipleChoiceField(
+        Report.objects.select_related("query_set").order_by("-created"),
+        to_field_name="name",
+        widget=forms.CheckboxSelectMultiple,
+        help_text="A report per query set, of the same runs (or as many runs of the same rankers, in the same order).",
+    )
+    metric = forms.ChoiceField(choices=[(name, name) for name in BY_NAME], initial="ARaB")
+    variant = forms.CharField(
+        required=False, max_length=100, help_text="Empty: the metric's own (tf for RaB and ARaB)."
+    )
+    cutoff = CountField(min_value=1, max_value=MAX_CUTOFF, initial=10, label="Rank cutoff")
+    samples = CountField(min_value=1, max_value=100_000, initial=1000, label="Bootstrap replicates")
+    seed = CountField(min_value=0, max_value=2**31 - 1, initial=0, required=False)
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            try:
+                data["variant"] = services.check_comparison(
+                    list(data["reports"]), data["metric"], data.get("variant") or "", data["cutoff"], data["samples"]
+                )
+            except ServiceError as exc:
+                add_service_error(self, exc)
+        return data
+
+    def start(self) -> Job:
+        data = self.cleaned_data
+        return services.start_compare_sets(
+            list(data["reports"]),
+            data["metric"],
+            variant=data["variant"],
+            cutoff=data["cutoff"],
+            samples=data["samples"],
+            seed=data.get("seed") or 0,
+        )

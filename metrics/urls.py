@@ -18,6 +18,9 @@ urlpatterns = [
     path("preference/", views.preference_list, name="preference"),
     path("preference/<int:pk>/", views.preference_detail, name="preference-detail"),
     path("preference/<int:pk>/wins.png", views.preference_plot, name="preference-plot"),
+    # The same runs across query sets (before the report routes: a report may not be named sets).
+    path("sets/", views.sets_list, name="sets"),
+    path("sets/<int:pk>/", views.sets_detail, name="sets-detail"),
     # The batch-creation page's study-plan panel (before the report routes: a report may not be named plan).
     path("plan/", views.plan_panel, name="plan-panel"),
     path("<slug:name>/", views.report_detail, name="report-detail"),

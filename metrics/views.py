@@ -23,7 +23,15 @@ from pooling import selectors as pooling_selectors
 from pooling.models import Qrels
 
 from . import selectors, services
-from .forms import CounterfactualForm, CrboForm, LabelSensitivityForm, PlanForm, PreferenceForm, ReportForm
+from .forms import (
+    CompareSetsForm,
+    CounterfactualForm,
+    CrboForm,
+    LabelSensitivityForm,
+    PlanForm,
+    PreferenceForm,
+    ReportForm,
+)
 from .models import Report
 
 
@@ -671,3 +679,29 @@ def report_paper(request: HttpRequest, name: str) -> HttpResponse:
     except ServiceError as exc:
         raise Http404(str(exc)) from None
     return redirect("core:job-detail", pk=job.pk)
+
+
+@researcher_required
+def sets_list(request: HttpRequest) -> HttpResponse:
+    """The same runs on several query sets: the comparisons made so far and the form to make one."""
+    return _swap_page(request, CompareSetsForm, services.compare_sets_job.kind, "metrics/sets_list.html")
+
+
+@researcher_required
+def sets_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """Each set's ranking of the runs, side by side, and the agreement between every two sets."""
+    job = _measurement(services.compare_sets_job.kind, pk)
+    result = job.result
+    rows = []
+    for rank in range(len(result["systems"])):
+        cells = []
+        for described in result["sets"]:
+            system = described["order"][rank]
+            run = next(r for r in described["runs"] if r["system"] == system)
+            cells.append({"system": system, "mean": run["mean"], "ci": run["ci"]})
+        rows.append({"rank": rank + 1, "cells": cells})
+    names = [s["name"] for s in result["sets"]]
+    by_pair = {(p["a"], p["b"]): p for p in result["pairs"]} | {(p["b"], p["a"]): p for p in result["pairs"]}
+    matrix = [{"name": a, "cells": [None if a == b else by_pair[(a, b)] for b in names]} for a in names]
+    context = {"job": job, "result": result, "rows": rows, "matrix": matrix, "names": names}
+    return render(request, "metrics/sets_detail.html", context)

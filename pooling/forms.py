@@ -3,7 +3,7 @@
 from django import forms
 
 from core.errors import ServiceError
-from core.forms import CountField
+from core.forms import CountField, add_service_error
 from core.models import Job
 from core.services.uploads import check_import_path, keep_upload, upload_too_large_message
 
@@ -11,6 +11,7 @@ from . import services
 from .analysis import MAGNITUDES
 from .irdatasets import check_dataset_id
 from .models import Collection, QuerySet, Run, WordList
+from .named_sets import NAMED_SETS
 from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 
@@ -191,3 +192,50 @@ class ImportForm(forms.Form):
                 path.unlink(missing_ok=True)
                 raise
         return services.start_import(self.kind, data["path"], data["name"], options)
+
+
+class NamedSetForm(forms.Form):
+    """Import one of the field's data sets by name (the named sets' page and the API alike)."""
+
+    set = forms.ChoiceField(choices=[(key, key) for key in NAMED_SETS], label="Data set")
+    name = forms.SlugField(max_length=100, required=False, help_text="Name of what it makes (default: the set's name).")
+    collection = forms.CharField(
+        required=False,
+        max_length=1000,
+        help_text="An MS MARCO set's passages: a collection already imported (its name) or the absolute path "
+        "of your collection file on the server.",
+    )
+    qrels = forms.CharField(
+        required=False,
+        max_length=1000,
+        help_text="Your judgments of the set's queries over that collection: a TREC qrels file's path on the server.",
+    )
+
+    def clean(self):
+        data = super().clean()
+        collection = (data.get("collection") or "").strip()
+        if collection and not Collection.objects.filter(name=collection).exists():
+            try:
+                collection = str(check_import_path(collection, "collection"))
+            except ServiceError as exc:
+                self.add_error("collection", str(exc).removeprefix("collection: "))
+        data["collection"] = collection
+        qrels = (data.get("qrels") or "").strip()
+        if qrels:
+            try:
+                qrels = str(check_import_path(qrels, "qrels"))
+            except ServiceError as exc:
+                self.add_error("qrels", str(exc).removeprefix("qrels: "))
+        data["qrels"] = qrels
+        if data.get("set") and not self.errors:
+            try:
+                services.check_named_import(data["set"], data.get("name") or "", collection, qrels)
+            except ServiceError as exc:
+                add_service_error(self, exc)
+        return data
+
+    def start(self) -> Job:
+        data = self.cleaned_data
+        return services.start_named_set(
+            data["set"], data.get("name") or "", collection=data["collection"], qrels=data["qrels"]
+        )

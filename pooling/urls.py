@@ -7,6 +7,7 @@ from . import views
 app_name = "pooling"
 urlpatterns = [
     path("import/", views.import_index, name="import"),
+    path("named-sets/", views.named_sets, name="named-sets"),
     path("import/<str:kind>/", views.import_create, name="import-create"),
     path("import/<str:kind>/preview/", views.import_preview, name="import-preview"),
     path("pools/new/", views.pool_create, name="pool-create"),

@@ -19,8 +19,9 @@ from core.web.paging import table_page
 from core.web.permissions import researcher_required
 
 from . import selectors, services
-from .forms import ImportForm, PoolForm, chosen_columns
-from .models import Collection, Pool, Qrels
+from .forms import ImportForm, NamedSetForm, PoolForm, chosen_columns
+from .models import Collection, Pool, Qrels, QuerySet
+from .named_sets import NAMED_SETS, SOURCE_PREFIX
 from .preview import MAX_PROBLEMS, PREVIEW_BYTES, docids_in_index, head_lines, preview_head, read_head
 from .queryfiles import query_lines
 
@@ -111,7 +112,7 @@ def pool_create(request: HttpRequest) -> HttpResponse:
 def import_index(request: HttpRequest) -> HttpResponse:
     """The imports; what was imported lately, from the site or by a command; the import jobs
     started from the site with their outcome (failures included); every set of relevance judgments."""
-    jobs = Job.objects.filter(kind=services.import_job.kind).order_by("-pk")[:10]
+    jobs = Job.objects.filter(kind__in=[services.import_job.kind, services.named_set_job.kind]).order_by("-pk")[:10]
     context = {
         "kinds": services.IMPORT_KINDS,
         "jobs": jobs,
@@ -221,3 +222,22 @@ def import_preview(request: HttpRequest, kind: str) -> HttpResponse:
         context["error"] = str(exc) if not isinstance(exc, InputError) else exc.problem
         return render(request, "pooling/import_preview.html", context, status=400)
     return render(request, "pooling/import_preview.html", context)
+
+
+@researcher_required
+def named_sets(request: HttpRequest) -> HttpResponse:
+    """The field's data sets by name: what each holds, its source, licence and citation, whether it
+    is imported here, and a form to import it (a job); the last imports' repaired faults."""
+    form = NamedSetForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            return redirect("core:job-detail", pk=form.start().pk)
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+    imported: dict[str, list[str]] = {}
+    for name, source in QuerySet.objects.filter(source__startswith=SOURCE_PREFIX).values_list("name", "source"):
+        imported.setdefault(source[len(SOURCE_PREFIX) :].split(" ", 1)[0], []).append(name)
+    sets = [{"set": named, "imported": imported.get(key, [])} for key, named in NAMED_SETS.items()]
+    jobs = Job.objects.filter(kind=services.named_set_job.kind).order_by("-pk")[:5]
+    status = 400 if form.is_bound else 200
+    return render(request, "pooling/named_sets.html", {"form": form, "sets": sets, "jobs": jobs}, status=status)

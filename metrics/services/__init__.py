@@ -49,7 +49,13 @@ from .reports import (
     software_version,
     start_report,
 )
-from .set_comparison import build_set_reports, compare_reports, compare_sets_job, start_compare_sets
+from .set_comparison import (
+    build_set_reports,
+    check_comparison,
+    compare_reports,
+    compare_sets_job,
+    start_compare_sets,
+)
 from .variant_preference import check_versioned_run, preference_job, preference_summary, start_preference
 
 __all__ = [
@@ -62,6 +68,7 @@ __all__ = [
     "build_batch_report",
     "build_report",
     "build_set_reports",
+    "check_comparison",
     "check_versioned_run",
     "compare_reports",
     "compare_sets_job",

@@ -42,7 +42,15 @@ from .imports import (
     register_wordlist,
     start_import,
 )
-from .named import NamedSetImport, check_named_set, import_named_set, named_set_outcome
+from .named import (
+    NamedSetImport,
+    check_named_import,
+    check_named_set,
+    import_named_set,
+    named_set_job,
+    named_set_outcome,
+    start_named_set,
+)
 from .pools import PoolSettings, build_pool, pool_job, start_pool, write_query_file
 from .qrels import import_qrels
 from .runs import import_run, known_docids, parse_run_chunk, read_run_chunked
@@ -53,6 +61,7 @@ __all__ = [
     "NamedSetImport",
     "PoolSettings",
     "build_pool",
+    "check_named_import",
     "check_named_set",
     "count_scan_chunk",
     "create_query_set",
@@ -68,6 +77,7 @@ __all__ = [
     "import_run",
     "import_wordlist",
     "known_docids",
+    "named_set_job",
     "named_set_outcome",
     "parse_run_chunk",
     "pool_job",
@@ -76,6 +86,7 @@ __all__ = [
     "register_wordlist",
     "run_frame",
     "start_import",
+    "start_named_set",
     "start_pool",
     "top_rankings",
     "wordlist_of",

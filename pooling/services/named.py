@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
+from django.urls import reverse
 
-from core.errors import InputError, ServiceError, Skipped
+from core.errors import FieldError, InputError, ServiceError, Skipped
 from core.files import atomic_write, file_sha256
+from core.jobs import background_job
 from core.models import Job
 from core.services.names import validate_name
 from core.services.storage import cache_dir
@@ -56,11 +58,24 @@ class NamedSetImport:
 
 
 def check_named_set(key: str) -> NamedSet:
-    """The set called ``key``, or a :class:`ServiceError` naming the known ones (field ``set``)."""
+    """The set called ``key``, or a :class:`FieldError` naming the known ones (field ``set``)."""
     try:
         return named_set(key)
     except KeyError as exc:
-        raise ServiceError(f"set: {exc.args[0]}") from None
+        raise FieldError("set", exc.args[0]) from None
+
+
+def check_named_import(key: str, name: str, collection: object, qrels: object) -> NamedSet:
+    """Every rule of a named set's import request, checked once (the command, the page and the
+    API only translate): the set is known, the name valid, the user's files asked only where the
+    set lacks them, judgments only with the collection they are about."""
+    named = check_named_set(key)
+    validate_name(name or named.key, "named set")
+    if named.key == "grep-biasir" and (collection or qrels):
+        raise FieldError("collection", "Grep-BiasIR brings its own documents and judgments; give neither")
+    if qrels and not collection:
+        raise FieldError("qrels", "judgments need the collection they are about: give the collection too")
+    return named
 
 
 def import_named_set(
@@ -78,13 +93,8 @@ def import_named_set(
     file, or the name of a collection already registered; ``qrels``: the user's judgments of the
     set's queries over it (needs ``collection``). Importing again changes nothing.
     """
-    named = check_named_set(key)
+    named = check_named_import(key, name, collection, qrels)
     name = name or named.key
-    validate_name(name, "named set")
-    if qrels and not (collection or named.key == "grep-biasir"):
-        raise ServiceError("qrels: judgments need the collection they are about: give --collection too")
-    if named.key == "grep-biasir" and (collection or qrels):
-        raise ServiceError("collection: Grep-BiasIR brings its own documents and judgments; give neither")
     found = NamedSetImport(named)
     created = False
 
@@ -192,4 +202,42 @@ def named_set_outcome(result: ImportResult) -> str:
     return f"{state}: {found.named.key} as {', '.join(made)}"
 
 
-__all__ = ["NAMED_SETS", "NamedSetImport", "check_named_set", "import_named_set", "named_set_outcome"]
+@background_job("import.named_set", task="pooling.tasks.named_set_task", failures=(InputError, ServiceError, OSError))
+def named_set_job(job: Job, key: str, name: str, collection: str, qrels: str) -> None:
+    """Import a named set (idempotent: a redelivery finds it imported). Its result lists each
+    known fault repaired and what is missing, for the named sets' page."""
+    result = import_named_set(key, name, collection=collection or None, qrels=qrels or None, job=job, bar=False)
+    found: NamedSetImport = result.obj
+    job.message = named_set_outcome(result)
+    if found.faults:
+        job.message += f"; {len(found.faults)} known fault(s) repaired or set aside (listed on the page)"
+    if found.missing:
+        job.message += "; not imported: " + "; ".join(found.missing)
+    job.result = {
+        "set": key,
+        "query_set": found.query_set.name if found.query_set is not None else None,
+        "created": result.created,
+        "faults": found.faults,
+        "missing": found.missing,
+        "url": reverse("pooling:named-sets"),
+    }
+
+
+def start_named_set(key: str, name: str = "", *, collection: str = "", qrels: str = "") -> Job:
+    """Import a named set in the background once the caller's transaction commits (the page, the API)."""
+    named = check_named_import(key, name, collection, qrels)
+    return named_set_job.start(
+        f"Import named set {named.key} as {name or named.key}", named.key, name, collection, qrels
+    )
+
+
+__all__ = [
+    "NAMED_SETS",
+    "NamedSetImport",
+    "check_named_import",
+    "check_named_set",
+    "import_named_set",
+    "named_set_job",
+    "named_set_outcome",
+    "start_named_set",
+]

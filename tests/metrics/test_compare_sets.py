@@ -159,3 +159,40 @@ def test_refusals(world):
             "XYZ",
             stdout=io.StringIO(),
         )
+
+
+@pytest.fixture
+def staff(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    return client
+
+
+@pytest.mark.django_db
+def test_across_sets_page_compares_reports_as_a_job(staff, world, django_capture_on_commit_callbacks):
+    from core.models import Job
+    from metrics.services import build_set_reports
+    from pooling.models import QuerySet, Run
+
+    runs = list(Run.objects.filter(name__in=RUNS).order_by("name"))
+    build_set_reports([(QuerySet.objects.get(name=n), runs) for n in ("set-a", "set-b")], "page", cutoffs=[3])
+    assert "Across sets" in staff.get("/metrics/sets/").content.decode()
+    refused = staff.post("/metrics/sets/", {"reports": ["page-set-a"], "metric": "ARaB", "cutoff": 3, "samples": 100})
+    assert refused.status_code == 400 and "at least two reports" in refused.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        staff.post(
+            "/metrics/sets/",
+            {"reports": ["page-set-a", "page-set-b"], "metric": "NFaiRR", "cutoff": 3, "samples": 100, "seed": 1},
+        )
+    job = Job.objects.get(kind="metrics.compare_sets")
+    assert job.status == Job.Status.DONE, job.message
+    values = {}
+    for name in ("page-set-a", "page-set-b"):
+        frame = pd.read_parquet(Report.objects.get(name=name).per_query)
+        frame = frame[(frame.metric == "NFaiRR") & (frame.cutoff == 3)]
+        values[name] = frame.groupby("run")["value"].mean().reindex(list(RUNS)).to_numpy()
+    expected = kendalltau(values["page-set-a"], values["page-set-b"]).statistic
+    assert job.result["pairs"][0]["tau"] == pytest.approx(expected)
+    page = staff.get(f"/metrics/sets/{job.pk}/").content.decode()
+    assert 'id="sets-rankings"' in page and 'id="sets-agreement"' in page
+    assert f"{expected:.3f}" in page
+    assert "http://" not in page.split("</header>", 1)[-1] and "https://" not in page

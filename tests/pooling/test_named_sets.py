@@ -202,3 +202,30 @@ def test_refusals_name_what_is_wrong(tmp_path):
         run("cpjku-msmarco", "--qrels", str(tmp_path / "q.txt"))
     with pytest.raises(CommandError, match="no such file, and no collection registered"):
         run("cpjku-msmarco", "--collection", str(tmp_path / "absent.tsv"))
+
+
+@pytest.fixture
+def staff(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    return client
+
+
+@pytest.mark.django_db
+def test_named_sets_page_imports_a_set_as_a_job(staff, reference_dir, django_capture_on_commit_callbacks):
+    from core.models import Job
+
+    page = staff.get("/pooling/named-sets/").content.decode()
+    for key, named in NAMED_SETS.items():
+        assert f'id="set-{key}"' in page and named.licence in page
+    assert 'href="/pooling/named-sets/"' in page  # in the navigation
+    refused = staff.post("/pooling/named-sets/", {"set": "cpjku-msmarco", "qrels": "/nowhere/qrels.txt"})
+    assert refused.status_code == 400
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post("/pooling/named-sets/", {"set": "grep-biasir"})
+    job = Job.objects.get(kind="import.named_set")
+    assert response.status_code == 302 and job.status == Job.Status.DONE, job.message
+    assert QuerySet.objects.get(name="grep-biasir").queries.count() == 117
+    page = staff.get("/pooling/named-sets/").content.decode()
+    assert "Imported as <strong>grep-biasir</strong>" in page
+    (number,) = lines_holding(reference_dir / "grep-biasir" / "queries-documents_Sex & Relationship.csv", ",botrh,")
+    assert f"queries-documents_Sex &amp; Relationship.csv:{number}: content_gender &#x27;botrh&#x27;" in page
