@@ -258,12 +258,23 @@ def _machine_sentences(machine: dict) -> list[str]:
     return sentences
 
 
+def _named_set(named: dict[str, Any], cite: str = "") -> str:
+    """``<name> \\cite{key} (<source>, licence L)``: a named data set, cited, with its licence (MS MARCO's
+    citation ``cite`` beside it when its queries are MS MARCO's)."""
+    return (
+        f"{escape(named['short'])} \\cite{{{named['citation_key']}}}{cite} "
+        f"(\\texttt{{{escape(named['source'])}}}, licence {escape(named['licence'])})"
+    )
+
+
 def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:
     """How the queries were chosen and labelled (``facts``: the batch's study facts), or that they were given."""
     if facts is None:
         source = settings.get("dataset_source")
         cite = " \\cite{bajaj2016}" if _is_msmarco(source) else ""
         origin = f", from \\texttt{{{escape(source)}}}{cite}" if source else cite
+        if settings.get("named_set"):
+            origin = f", {_named_set(settings['named_set'], cite)}"
         return (
             f"The {settings['queries']} queries of the query set \\texttt{{{escape(settings['query_set'])}}}{origin} "
             "were given."
@@ -276,6 +287,8 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     pool = facts.get("pool") or {}
     if _is_msmarco(pool.get("dataset"), facts.get("source_dataset")):
         sentences[-1] = sentences[-1][:-1] + " (MS MARCO \\cite{bajaj2016})."
+    if (facts.get("batch") or {}).get("queries_from"):
+        sentences.append(f"The queries come from {_named_set(facts['batch']['queries_from'])}.")
     if facts.get("machine"):
         sentences += _machine_sentences(facts["machine"])
     sentences += _crowd_sentences(facts)

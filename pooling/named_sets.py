@@ -48,6 +48,7 @@ class NamedSet:
 
     key: str  #: the name a command and the page take (``grep-biasir``)
     title: str
+    short: str  #: how a sentence names it (the methods text, the cards)
     folder: str  #: its folder under :data:`DATA_DIR`
     files: tuple[str, ...]  #: the files read, in the folder
     source: str  #: the repository and commit the files are copied from
@@ -105,6 +106,7 @@ NAMED_SETS: dict[str, NamedSet] = {
         NamedSet(
             key="grep-biasir",
             title="Grep-BiasIR: 117 bias-sensitive queries, 702 documents in male, female and neutral wording",
+            short="Grep-BiasIR",
             folder="grep-biasir",
             files=("queries.csv", "queries-documents_<Category>.csv"),
             source="KlaraKrieg/GrepBiasIR@ed44a46",
@@ -119,6 +121,7 @@ NAMED_SETS: dict[str, NamedSet] = {
         NamedSet(
             key="cpjku-msmarco",
             title="The 215 bias-sensitive MS MARCO dev queries with their categories",
+            short="the bias-sensitive MS MARCO dev queries of Rekabsaz, Kopeinik and Schedl",
             folder="cpjku-fair",
             files=("msmarco_passage.dev.fair.FULL_ANNOTATION.tsv",),
             source="CPJKU/FairnessRetrievalResults@81693da",
@@ -135,6 +138,7 @@ NAMED_SETS: dict[str, NamedSet] = {
             key="cpjku-trecdl",
             # 30 in both of the repository's files (the reference README and issue 52 say 29).
             title="The 30 bias-sensitive TREC DL 2019 passage queries with their categories",
+            short="the bias-sensitive TREC DL 2019 queries of Rekabsaz, Kopeinik and Schedl",
             folder="cpjku-fair",
             files=("trecdeep19_passage.fair.FULL_ANNOTATION.tsv",),
             source="CPJKU/FairnessRetrievalResults@81693da",
@@ -150,6 +154,7 @@ NAMED_SETS: dict[str, NamedSet] = {
         NamedSet(
             key="rekabsaz-3750",
             title="3,750 MS MARCO dev queries with the study's gender labels",
+            short="the gender-annotated MS MARCO dev queries of Rekabsaz and Schedl",
             folder="rekabsaz-3750",
             files=("queries_gender_annotated.csv",),
             source="navid-rekabsaz/GenderBias_IR",

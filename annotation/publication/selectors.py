@@ -69,6 +69,25 @@ def source_query_set(batch: Batch) -> str:
     return f"{query_set.name} (queries from {origin})" if origin else query_set.name
 
 
+def queries_from(batch: Batch) -> dict[str, Any] | None:
+    """The named data set the batch's queries come from (:mod:`pooling.named_sets`): its name, title,
+    source, licence and citation as its query set records them; None for other queries."""
+    query_set = batch.pool.source if batch.pool else batch.query_set
+    named = query_set.named_set if query_set is not None else None
+    if named is None:
+        return None
+    return {
+        "set": named.key,
+        "title": named.title,
+        "short": named.short,
+        "source": named.source,
+        "url": named.url,
+        "licence": query_set.licence or named.licence,
+        "citation_key": named.citation_key,
+        "citation": query_set.citation or named.citation,
+    }
+
+
 def batch_facts(batch: Batch) -> dict[str, Any]:
     """The batch's settings as a dataset card states them (dates and money as given, for the card's own layout)."""
     state = batch_state(batch)
@@ -94,6 +113,7 @@ def batch_facts(batch: Batch) -> dict[str, Any]:
         "answered": state["answered"],
         "expected": state["expected"],
         "machine_first": state["kind"] == "machine",
+        "queries_from": queries_from(batch),
     }
 
 

@@ -122,6 +122,12 @@ def source_query_set(facts: Mapping[str, Any]) -> str:
 
 def source_terms(facts: Mapping[str, Any]) -> str:
     """The terms the query text is under: the source query set's, not the dataset's license."""
+    origin = facts["batch"].get("queries_from")
+    if origin:
+        return (
+            f"The query text comes from {origin['short']} ({origin['source']}, {origin['url']}), under its "
+            f"licence {origin['licence']}; cite it as {origin['citation_key']}."
+        )
     return f"The query text comes from the query set {source_query_set(facts)}; its own terms of use apply to the text."
 
 

@@ -397,6 +397,13 @@ def card_facts(
         ),
         "citation": citation,
     }
+    origin = batch.get("queries_from")
+    if origin:  # a named data set's queries: where they come from, on what terms, and whom to cite
+        facts["queries from"] = (
+            f"{origin['short']}: {origin['source']} ({origin['url']}), licence {origin['licence']}; "
+            f"cite {origin['citation_key']} (below)"
+        )
+        facts["citation"] = f"{citation.strip()}\n\n{origin['citation'].strip()}" if citation else origin["citation"]
     sources = [r.get("label_source") for r in labelled]
     if machine:
         facts["description"] = (

@@ -210,6 +210,7 @@ def staff(client, django_user_model):
     return client
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_named_sets_page_imports_a_set_as_a_job(staff, reference_dir, django_capture_on_commit_callbacks):
     from core.models import Job
