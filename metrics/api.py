@@ -32,9 +32,10 @@ from .defaults import (
     TABLE_LAYOUTS,
     VARIANT_VERSIONS,
 )
-from .forms import CounterfactualForm, CrboForm, PreferenceForm, ReportForm
+from .forms import CompareSetsForm, CounterfactualForm, CrboForm, PreferenceForm, ReportForm
 from .models import Report, Result
 from .serializers import LabelSensitivitySerializer, PerQuerySerializer, ReportListSerializer, ReportSerializer
+from .vocabulary import BY_NAME
 
 
 class ReportRequestSerializer(serializers.Serializer):
@@ -329,6 +330,33 @@ class PreferenceView(APIView):
     @extend_schema(request=PreferenceRequestSerializer, responses={202: JobSerializer})
     def post(self, request, format=None):
         form = PreferenceForm(form_data(request, PreferenceRequestSerializer))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())
+
+
+class CompareSetsRequestSerializer(serializers.Serializer):
+    """What comparing runs across query sets takes (the Across sets page's form)."""
+
+    reports = serializers.ListField(
+        child=serializers.CharField(), min_length=2, help_text="A report per query set (names), of the same runs."
+    )
+    metric = serializers.ChoiceField(choices=list(BY_NAME), default="ARaB")
+    variant = serializers.CharField(required=False, default="", allow_blank=True, help_text="Empty: the metric's own.")
+    cutoff = CountField(min_value=1, max_value=MAX_CUTOFF, default=10)
+    samples = CountField(min_value=1, max_value=100_000, default=1000, help_text="Bootstrap replicates.")
+    seed = CountField(min_value=0, max_value=2**31 - 1, default=0)
+
+
+class CompareSetsView(APIView):
+    """``POST /api/metrics/compare-sets/``: each set's ranking of the runs and Kendall's τ between the
+    sets' orders, as a job; its ``result`` holds them."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=CompareSetsRequestSerializer, responses={202: JobSerializer})
+    def post(self, request, format=None):
+        form = CompareSetsForm(form_data(request, CompareSetsRequestSerializer))
         if not form.is_valid():
             raise form_errors(form)
         return job_started(form.start())

@@ -17,8 +17,9 @@ from core.serializers import CountField, JobSerializer
 
 from . import services
 from .analysis import MAGNITUDES
-from .forms import ImportForm, PoolForm
+from .forms import ImportForm, NamedSetForm, PoolForm
 from .models import Collection, Pool, QuerySet, Run
+from .named_sets import NAMED_SETS
 from .serializers import (
     CollectionSerializer,
     PoolEntrySerializer,
@@ -161,6 +162,35 @@ class ImportView(StagedUploadsMixin, APIView):
         data, files = body_object(request), request.FILES  # parse the body first: it sets upload_too_large
         too_large = getattr(request._request, "upload_too_large", None)
         form = ImportForm(kind, data, files, too_large=too_large)
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())
+
+
+class NamedSetRequestSerializer(serializers.Serializer):
+    """What importing a named set takes (the Named sets page's form)."""
+
+    set = serializers.ChoiceField(choices=list(NAMED_SETS), help_text="The set's name.")
+    name = serializers.SlugField(required=False, default="", allow_blank=True, help_text="Default: the set's name.")
+    collection = serializers.CharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="An MS MARCO set's passages: a collection's name, or a file's path on the server.",
+    )
+    qrels = serializers.CharField(
+        required=False, default="", allow_blank=True, help_text="Judgments of the set's queries: a path on the server."
+    )
+
+
+class NamedSetView(APIView):
+    """``POST /api/pooling/named-sets/``: import one of the field's data sets by name, as a job."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=NamedSetRequestSerializer, responses={202: JobSerializer})
+    def post(self, request, format=None):
+        form = NamedSetForm(form_data(request, NamedSetRequestSerializer))
         if not form.is_valid():
             raise form_errors(form)
         return job_started(form.start())

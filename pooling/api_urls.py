@@ -13,5 +13,6 @@ router.register("pools", api.PoolViewSet)
 
 urlpatterns = [
     path("imports/<str:kind>/", api.ImportView.as_view(), name="import"),
+    path("named-sets/", api.NamedSetView.as_view(), name="named-sets"),
     *router.urls,
 ]

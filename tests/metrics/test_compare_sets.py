@@ -196,3 +196,25 @@ def test_across_sets_page_compares_reports_as_a_job(staff, world, django_capture
     assert 'id="sets-rankings"' in page and 'id="sets-agreement"' in page
     assert f"{expected:.3f}" in page
     assert "http://" not in page.split("</header>", 1)[-1] and "https://" not in page
+
+
+@pytest.mark.django_db
+def test_compare_sets_api(staff, world, django_capture_on_commit_callbacks):
+    from metrics.services import build_set_reports
+    from pooling.models import QuerySet, Run
+
+    runs = list(Run.objects.filter(name__in=RUNS).order_by("name"))
+    build_set_reports([(QuerySet.objects.get(name=n), runs) for n in ("set-a", "set-b")], "api", cutoffs=[3])
+    refused = staff.post(
+        "/api/metrics/compare-sets/",
+        {"reports": ["api-set-a", "api-set-b"], "metric": "ARaB", "cutoff": 7},
+        content_type="application/json",
+    )
+    assert refused.status_code == 400 and "metric" in refused.json()
+    with django_capture_on_commit_callbacks(execute=True):
+        started = staff.post(
+            "/api/metrics/compare-sets/",
+            {"reports": ["api-set-a", "api-set-b"], "metric": "ARaB", "cutoff": 3, "samples": 50},
+            content_type="application/json",
+        )
+    assert started.status_code == 202

@@ -230,3 +230,23 @@ def test_named_sets_page_imports_a_set_as_a_job(staff, reference_dir, django_cap
     assert "Imported as <strong>grep-biasir</strong>" in page
     (number,) = lines_holding(reference_dir / "grep-biasir" / "queries-documents_Sex & Relationship.csv", ",botrh,")
     assert f"queries-documents_Sex &amp; Relationship.csv:{number}: content_gender &#x27;botrh&#x27;" in page
+
+
+@pytest.mark.django_db
+def test_named_set_api_starts_a_job_and_refuses_as_json(staff, django_capture_on_commit_callbacks):
+    from core.models import Job
+
+    refused = staff.post(
+        "/api/pooling/named-sets/", {"set": "grep-biasir", "collection": "x"}, content_type="application/json"
+    )
+    assert refused.status_code == 400 and "collection" in refused.json()
+    unknown = staff.post("/api/pooling/named-sets/", {"set": "nope"}, content_type="application/json")
+    assert unknown.status_code == 400 and "set" in unknown.json()
+    with django_capture_on_commit_callbacks(execute=True):
+        started = staff.post(
+            "/api/pooling/named-sets/", {"set": "cpjku-trecdl", "name": "trecdl"}, content_type="application/json"
+        )
+    assert started.status_code == 202
+    job = Job.objects.get(pk=started.json()["id"])
+    assert job.status == Job.Status.DONE and job.result["query_set"] == "trecdl"
+    assert "not imported: the MS MARCO passage collection" in job.message
