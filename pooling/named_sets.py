@@ -324,7 +324,8 @@ def read_grep_biasir(folder: Path | None = None) -> SetContents:
 # --- CPJKU's bias-sensitive queries ----------------------------------------------------------
 
 _CPJKU_COLUMNS = ("QID", "Query", "Categories", "Domains")
-#: The categories of the CPJKU annotation (UN Women's challenges, the dataset's README).
+#: The categories of the CPJKU annotation: the five of the dataset's README table (after UN Women's
+#: review) and Violence and Exploitation, which its data uses (11 queries) but its README's table omits.
 CPJKU_CATEGORIES = ("Career", "Education", "Social Inequality", "Health", "Politics", "Violence and Exploitation")
 #: Known misspellings, lower-cased, and what they stand for.
 _CATEGORY_TYPOS = {"social inequaltiy": "Social Inequality"}
