@@ -218,3 +218,30 @@ def test_compare_sets_api(staff, world, django_capture_on_commit_callbacks):
             content_type="application/json",
         )
     assert started.status_code == 202
+
+
+@pytest.mark.django_db
+def test_compare_sets_api_odd_bodies_get_a_4xx(staff, world):
+    from metrics.services import build_set_reports
+    from pooling.models import QuerySet, Run
+
+    runs = list(Run.objects.filter(name__in=RUNS).order_by("name"))
+    build_set_reports([(QuerySet.objects.get(name=n), runs) for n in ("set-a", "set-b")], "odd", cutoffs=[3])
+    pair = ["odd-set-a", "odd-set-b"]
+    bodies = [
+        {},
+        {"reports": "odd-set-a"},
+        {"reports": [1, 2]},
+        {"reports": ["odd-set-a", "odd-set-a"]},
+        {"reports": ["odd-set-a", None]},
+        {"reports": ["odd-set-a", "nope"]},
+        {"reports": pair, "metric": "RR"},
+        {"reports": pair, "metric": "ARaB", "variant": "x\x00" * 40},
+        {"reports": pair, "metric": "ARaB", "cutoff": 0},
+        {"reports": pair, "metric": "ARaB", "cutoff": 3, "samples": 10**9},
+        {"reports": pair, "metric": "ARaB", "cutoff": 3, "seed": -1},
+        {"reports": pair, "metric": "ARaB", "cutoff": "٣"},
+    ]
+    for body in bodies:
+        answer = staff.post("/api/metrics/compare-sets/", body, content_type="application/json")
+        assert 400 <= answer.status_code < 500, (body, answer.status_code, answer.content[:300])

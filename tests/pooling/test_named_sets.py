@@ -250,3 +250,24 @@ def test_named_set_api_starts_a_job_and_refuses_as_json(staff, django_capture_on
     job = Job.objects.get(pk=started.json()["id"])
     assert job.status == Job.Status.DONE and job.result["query_set"] == "trecdl"
     assert "not imported: the MS MARCO passage collection" in job.message
+
+
+@pytest.mark.django_db
+def test_named_set_api_odd_bodies_get_a_4xx(staff):
+    bodies = [
+        {},
+        {"set": 5},
+        {"set": None},
+        {"set": ["grep-biasir"]},
+        {"set": "grep-biasir", "name": "../x"},
+        {"set": "cpjku-msmarco", "collection": "a\x00b"},
+        {"set": "cpjku-msmarco", "collection": "/etc/passwd"},
+        {"set": "cpjku-msmarco", "collection": "relative.tsv", "qrels": "q\x00"},
+        {"set": "cpjku-msmarco", "qrels": 7},
+        {"set": "cpjku-msmarco", "name": "x" * 500},
+    ]
+    for body in bodies:
+        answer = staff.post("/api/pooling/named-sets/", body, content_type="application/json")
+        assert 400 <= answer.status_code < 500, (body, answer.status_code, answer.content[:300])
+        assert isinstance(answer.json(), dict)
+    assert staff.post("/api/pooling/named-sets/", "[1]", content_type="application/json").status_code == 400
