@@ -339,8 +339,21 @@ class CompareSetsRequestSerializer(serializers.Serializer):
     """What comparing runs across query sets takes (the Across sets page's form)."""
 
     reports = serializers.ListField(
-        child=serializers.CharField(), min_length=2, help_text="A report per query set (names), of the same runs."
+        child=serializers.CharField(),
+        required=False,
+        default=list,
+        help_text="A report per query set (names), of the same runs.",
     )
+    query_sets = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        default=list,
+        help_text="Or query sets (names) to score ``runs`` on: a report per set is built first (or reused).",
+    )
+    runs = serializers.ListField(
+        child=serializers.CharField(), required=False, default=list, help_text="The runs scored on ``query_sets``."
+    )
+    prefix = serializers.SlugField(required=False, default="across", max_length=60)
     metric = serializers.ChoiceField(choices=list(BY_NAME), default="ARaB")
     variant = serializers.CharField(required=False, default="", allow_blank=True, help_text="Empty: the metric's own.")
     cutoff = CountField(min_value=1, max_value=MAX_CUTOFF, default=10)

@@ -493,7 +493,26 @@ class CompareSetsForm(forms.Form):
         Report.objects.select_related("query_set").order_by("-created"),
         to_field_name="name",
         widget=forms.CheckboxSelectMultiple,
+        required=False,
         help_text="A report per query set, of the same runs (or as many runs of the same rankers, in the same order).",
+    )
+    query_sets = forms.ModelMultipleChoiceField(
+        QuerySet.objects.order_by("name"),
+        to_field_name="name",
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Or query sets",
+        help_text="Query sets to score the runs below on: a report per set is built first (or reused).",
+    )
+    runs = forms.ModelMultipleChoiceField(
+        Run.objects.order_by("name"),
+        to_field_name="name",
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="The runs scored on each query set chosen above.",
+    )
+    prefix = forms.SlugField(
+        max_length=60, initial="across", required=False, help_text="The built reports are named <prefix>-<query set>."
     )
     metric = forms.ChoiceField(choices=[(name, name) for name in BY_NAME], initial="ARaB")
     variant = forms.CharField(
@@ -505,11 +524,24 @@ class CompareSetsForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        data["prefix"] = data.get("prefix") or "across"
         if not self.errors:
+            reports, query_sets = list(data["reports"]), list(data["query_sets"])
             try:
-                data["variant"] = services.check_comparison(
-                    list(data["reports"]), data["metric"], data.get("variant") or "", data["cutoff"], data["samples"]
-                )
+                if query_sets:
+                    services.check_set_building(
+                        reports,
+                        query_sets,
+                        list(data["runs"]),
+                        data["metric"],
+                        data["cutoff"],
+                        data["samples"],
+                        data["prefix"],
+                    )
+                else:
+                    data["variant"] = services.check_comparison(
+                        reports, data["metric"], data.get("variant") or "", data["cutoff"], data["samples"]
+                    )
             except ServiceError as exc:
                 add_service_error(self, exc)
         return data
@@ -519,8 +551,11 @@ class CompareSetsForm(forms.Form):
         return services.start_compare_sets(
             list(data["reports"]),
             data["metric"],
-            variant=data["variant"],
+            variant=data.get("variant") or "",
             cutoff=data["cutoff"],
             samples=data["samples"],
             seed=data.get("seed") or 0,
+            query_sets=list(data["query_sets"]),
+            runs=list(data["runs"]),
+            prefix=data["prefix"],
         )

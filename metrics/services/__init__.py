@@ -52,6 +52,7 @@ from .reports import (
 from .set_comparison import (
     build_set_reports,
     check_comparison,
+    check_set_building,
     compare_reports,
     compare_sets_job,
     start_compare_sets,
@@ -69,6 +70,7 @@ __all__ = [
     "build_report",
     "build_set_reports",
     "check_comparison",
+    "check_set_building",
     "check_versioned_run",
     "compare_reports",
     "compare_sets_job",

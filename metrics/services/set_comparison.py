@@ -136,18 +136,68 @@ def compare_reports(
 
 @background_job("metrics.compare_sets", task="metrics.tasks.compare_sets_task", failures=(ServiceError,))
 def compare_sets_job(
-    job: Job, report_ids: list[int], metric: str, variant: str, cutoff: int, samples: int, seed: int
+    job: Job,
+    report_ids: list[int],
+    metric: str,
+    variant: str,
+    cutoff: int,
+    samples: int,
+    seed: int,
+    build: list | None = None,
+    prefix: str = "across",
 ) -> None:
-    """A comparison across sets (read-only: a redelivery computes it again). Its Jobs hold the
-    comparisons: the page lists them by ``compare_sets_job.kind``."""
+    """A comparison across sets: ``build`` (``[[query set id, [run ids]], ...]``) makes or reuses a
+    report per set first (:func:`build_set_reports`, each reused by a redelivery), then the reports
+    are compared (read-only). Its Jobs hold the comparisons: the page lists them by ``compare_sets_job.kind``."""
     by_pk = Report.objects.in_bulk(report_ids)
     reports = [by_pk[pk] for pk in report_ids]
+    if build:
+        query_sets = QuerySet.objects.in_bulk([qs for qs, _ in build])
+        runs = Run.objects.in_bulk([r for _, ids in build for r in ids])
+        specs = [(query_sets[qs], [runs[r] for r in ids]) for qs, ids in build]
+        reports += build_set_reports(specs, prefix, cutoffs=[cutoff])
     result = compare_reports(reports, metric, variant=variant, cutoff=cutoff, samples=samples, seed=seed)
     job.result = {**result, "url": reverse("metrics:sets-detail", args=[job.pk])}
     mean = result["mean_tau"]
     job.message = f"{len(reports)} sets, {len(result['systems'])} runs; mean τ " + (
         f"{mean:.2f}" if mean is not None else "undefined"
     )
+
+
+def check_set_building(
+    reports: Sequence[Report],
+    query_sets: Sequence[QuerySet],
+    runs: Sequence[Run],
+    metric: str,
+    cutoff: int,
+    samples: int,
+    prefix: str,
+) -> None:
+    """The rules of a comparison whose reports are built first (a report per query set, of ``runs``):
+    at least two sets in all, two runs, free or reusable report names; the variant is checked once
+    the reports exist."""
+    from core.services.names import validate_name
+
+    if len(reports) + len(query_sets) < 2:
+        raise FieldError("query_sets", "choose at least two query sets (or reports) to compare")
+    if len(runs) < 2:
+        raise FieldError("runs", "choose at least two runs to score on the query sets")
+    if metric not in BY_NAME:
+        raise FieldError("metric", f"unknown metric {metric!r}; choose one of {', '.join(BY_NAME)}")
+    if not 1 <= samples <= 100_000:
+        raise FieldError("samples", f"bootstrap samples must be between 1 and 100,000, not {samples}")
+    names = [r.name for r in runs]
+    for query_set in query_sets:
+        name = f"{prefix}-{query_set.name}"[:100]
+        try:
+            validate_name(name, "report")
+        except ServiceError as exc:
+            raise FieldError("prefix", str(exc)) from None
+        existing = Report.objects.filter(name=name).first()
+        if existing is not None and (existing.query_set_id != query_set.pk or list(existing.run_order) != names):
+            raise FieldError(
+                "prefix", f"a report named {name!r} exists over other queries or runs; choose another prefix"
+            )
 
 
 def start_compare_sets(
@@ -158,13 +208,25 @@ def start_compare_sets(
     cutoff: int = 10,
     samples: int = DEFAULT_SAMPLES,
     seed: int = 0,
+    query_sets: Sequence[QuerySet] = (),
+    runs: Sequence[Run] = (),
+    prefix: str = "across",
 ) -> Job:
-    """Compare the reports' sets in the background once the caller's transaction commits."""
+    """Compare the sets in the background once the caller's transaction commits: the reports', and
+    those of ``query_sets`` scored with ``runs`` (a report per set built first, or reused)."""
     reports = list(dict.fromkeys(reports))
-    variant = check_comparison(reports, metric, variant, cutoff, samples)
-    description = f"{metric}@{cutoff} across " + ", ".join(r.query_set.name for r in reports)
+    query_sets = list(dict.fromkeys(query_sets))
+    if query_sets:
+        check_set_building(reports, query_sets, runs, metric, cutoff, samples, prefix)
+        build = [[qs.pk, [r.pk for r in runs]] for qs in query_sets]
+    else:
+        variant = check_comparison(reports, metric, variant, cutoff, samples)
+        build = None
+    names = [r.query_set.name for r in reports] + [qs.name for qs in query_sets]
+    description = f"{metric}@{cutoff} across " + ", ".join(names)
+    of = reports[0] if reports else query_sets[0]
     return compare_sets_job.start(
-        description, [r.pk for r in reports], metric, variant, cutoff, samples, seed, of=reports[0]
+        description, [r.pk for r in reports], metric, variant, cutoff, samples, seed, build, prefix, of=of
     )
 
 

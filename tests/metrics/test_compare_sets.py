@@ -245,3 +245,27 @@ def test_compare_sets_api_odd_bodies_get_a_4xx(staff, world):
     for body in bodies:
         answer = staff.post("/api/metrics/compare-sets/", body, content_type="application/json")
         assert 400 <= answer.status_code < 500, (body, answer.status_code, answer.content[:300])
+
+
+@pytest.mark.django_db
+def test_across_sets_page_builds_a_report_per_set_first(staff, world, django_capture_on_commit_callbacks):
+    from core.models import Job
+
+    form = {"query_sets": ["set-a", "set-b"], "runs": list(RUNS), "metric": "ARaB", "cutoff": 3, "samples": 100}
+    refused = staff.post("/metrics/sets/", form | {"runs": ["r1"]})
+    assert refused.status_code == 400 and "at least two runs" in refused.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        staff.post("/metrics/sets/", form | {"prefix": "built"})
+    job = Job.objects.get(kind="metrics.compare_sets")
+    assert job.status == Job.Status.DONE, job.message
+    assert job.result["reports"] == ["built-set-a", "built-set-b"]
+    means = []
+    for name in job.result["reports"]:
+        frame = pd.read_parquet(Report.objects.get(name=name).per_query)
+        frame = frame[(frame.metric == "ARaB") & (frame.variant == "tf") & (frame.cutoff == 3)]
+        means.append(-frame.groupby("run")["value"].mean().reindex(list(RUNS)).abs().to_numpy())
+    assert job.result["pairs"][0]["tau"] == pytest.approx(kendalltau(*means).statistic)
+    # The same built reports are taken again, not built twice.
+    with django_capture_on_commit_callbacks(execute=True):
+        staff.post("/metrics/sets/", form | {"prefix": "built", "seed": 2})
+    assert Report.objects.filter(name__startswith="built-").count() == 2
