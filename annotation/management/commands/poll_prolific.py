@@ -17,5 +17,7 @@ class Command(ProjectCommand):
             result = poll_prolific()
         if options["verbosity"] > 0:
             self.stdout.write(f"{result.status.sentence}; re-read now: {', '.join(result.started) or 'none'}")
+            if result.resumed:
+                self.stdout.write(f"Publication resumed (the study is live on Prolific): {', '.join(result.resumed)}")
             if result.webhooks is not None and result.webhooks.error:
                 self.stdout.write(self.style.WARNING(f"Webhooks not reconciled: {result.webhooks.error}"))

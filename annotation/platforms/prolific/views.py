@@ -31,6 +31,8 @@ PROLIFIC_SESSION_KEY = "prolific_assignments"
 PROLIFIC_TRAINING_KEY = "prolific_training"
 #: A random secret of this browser: the Prolific sessions it opens are bound to it.
 PROLIFIC_BROWSER_KEY = "prolific_browser"
+#: The links this browser brought signed by Prolific (verified), by batch: ``{name: [pid, study, session]}``.
+PROLIFIC_SIGNED_KEY = "prolific_signed"
 
 
 def _prolific_page(
@@ -89,8 +91,24 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     # arrivals (a flood of made-up links) write no session row.
     browser = request.session.get(PROLIFIC_BROWSER_KEY) or secrets.token_urlsafe(32)
     client = client_key(client_ip(request))  # an IPv6 client's /64: one subscriber, however many addresses
+    token = request.GET.get("prolific_token", "")
+    signed = (request.session.get(PROLIFIC_SIGNED_KEY) or {}).get(batch.name)
     try:
-        session = prolific.verify_arrival(batch, *link, browser_secret=browser, client=client)
+        if token and prolific.signed_urls(batch):
+            # Prolific's signed link (issue 56): checked here, no API call. Once verified it is kept in
+            # this browser's session and the page comes back without the token, which lives two minutes.
+            signed = list(prolific.read_signed_link(batch, token, browser_secret=browser))
+            request.session[PROLIFIC_BROWSER_KEY] = browser
+            request.session[PROLIFIC_SIGNED_KEY] = {
+                **(request.session.get(PROLIFIC_SIGNED_KEY) or {}),
+                batch.name: signed,
+            }
+            return redirect("annotation:prolific-start", name=batch.name)
+        if signed and not any(link):
+            link = signed
+            session = prolific.admit_signed(batch, *link, browser_secret=browser)
+        else:  # a study without signed URLs (or a link without its token): Prolific is asked, as before
+            session = prolific.verify_arrival(batch, *link, browser_secret=browser, client=client)
     except prolific.ClientOverLimit as exc:
         return _waiting_page(request, exc, 429)
     except prolific.ArrivalDeferred as exc:
@@ -131,11 +149,9 @@ def prolific_training(request: HttpRequest, name: str) -> HttpResponse:
         raise PermissionDenied("Open this study from Prolific.")
     batch = get_object_or_404(Batch, name=name, provider=Provider.PROLIFIC, status=Batch.Status.PUBLISHED)
     link = started["link"]
-    back = (
-        reverse("annotation:prolific-start", args=[batch.name])
-        + "?"
-        + urlencode(dict(zip(("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"), link, strict=True)))
-    )
+    back = reverse("annotation:prolific-start", args=[batch.name])
+    if (request.session.get(PROLIFIC_SIGNED_KEY) or {}).get(batch.name) != link:  # a signed link: kept in the session
+        back += "?" + urlencode(dict(zip(("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"), link, strict=True)))
     return training_step(request, batch, worker_for(Provider.PROLIFIC, link[0]), mode="prolific", continue_url=back)
 
 

@@ -170,6 +170,14 @@ class FakeProlific:
     dealt: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     call_times: list[tuple[str, float]] = field(default_factory=list)
     _dice: random.Random | None = None
+    # -- signed study URLs (issue 56): see "Signed study URLs" below ----------------------------
+    #: The workspace (and organisation, when linked to one) a signed study URL's ``prolific`` claim names.
+    study_workspace: str = ""
+    study_organisation: str = ""
+    #: The ``aud`` of a signed study URL: "url" (the reference's payload: the external study URL as
+    #: resolved) or "domain" (the JWKS page's words: the tool's domain).
+    token_audience: str = "url"
+    study_keys: list[tuple[str, object]] = field(default_factory=list)  # (kid, private key); the last signs
 
     def random_fault(self, name: str) -> str | None:
         """The fault ``shares`` deal this API call (``None``: none), counted in ``dealt``."""
@@ -219,7 +227,76 @@ class FakeProlific:
             ("{{%SESSION_ID%}}", session),
         ):
             url = url.replace(placeholder, value)
+        if study.get("is_external_study_url_secure"):
+            url += ("&" if "?" in url else "?") + urlencode({"prolific_token": self.study_token(url)})
         return session, url
+
+    # -- signed study URLs (issue 56) -------------------------------------------------------------
+    # As the reference's study field ``is_external_study_url_secure`` describes: the study URL's
+    # parameters signed into a JWT (RS256, header ``kid`` and ``typ``), added as ``prolific_token``;
+    # payload iss, iat, exp (iat + 2 minutes), aud (``token_audience``), sub (the session) and
+    # ``prolific`` (each parameter of the URL with its value, ``workspace_id``, ``organisation_id``
+    # when set). The public keys at ``GET /.well-known/study/jwks.json`` (``JwksResponse``).
+    def rotate_study_key(self) -> str:
+        """A new signing key, used from now on (the old ones stay published); its kid."""
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        kid = _id()
+        self.study_keys.append((kid, rsa.generate_private_key(public_exponent=65537, key_size=2048)))
+        return kid
+
+    def study_claims(self, url: str, *, now: float | None = None) -> dict:
+        """The payload Prolific signs for the resolved study URL ``url``."""
+        now = time.time() if now is None else now
+        parts = urlparse(url)
+        values = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        signed = dict(values, workspace_id=self.study_workspace)
+        if self.study_organisation:
+            signed["organisation_id"] = self.study_organisation
+        audience = url if self.token_audience == "url" else f"{parts.scheme}://{parts.netloc}"
+        return {
+            "iss": "https://www.prolific.com",
+            "iat": int(now),
+            "exp": int(now) + 120,
+            "aud": audience,
+            "sub": values.get("SESSION_ID", ""),
+            "prolific": signed,
+        }
+
+    def sign_study_claims(self, claims: dict, *, key=None, kid: str | None = None) -> str:
+        """``claims`` signed as Prolific signs a study URL (by the current key unless ``key``/``kid`` given)."""
+        import jwt
+
+        if not self.study_keys:
+            self.rotate_study_key()
+        current_kid, current_key = self.study_keys[-1]
+        return jwt.encode(
+            claims, key or current_key, algorithm="RS256", headers={"kid": kid or current_kid, "typ": "JWT"}
+        )
+
+    def study_token(self, url: str) -> str:
+        return self.sign_study_claims(self.study_claims(url))
+
+    def jwks(self, args, query, body):
+        import jwt
+
+        if not self.study_keys:
+            self.rotate_study_key()
+        keys = []
+        for kid, key in self.study_keys:
+            public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+            keys.append(
+                {
+                    "kty": "RSA",
+                    "kid": kid,
+                    "alg": "RS256",
+                    "n": public["n"],
+                    "e": public["e"],
+                    "use": "sig",
+                    "key_ops": ["verify"],
+                }
+            )
+        return 200, {"keys": keys}
 
     def set_status(self, session: str, status: str) -> None:
         self.submissions[session]["status"] = status
@@ -232,12 +309,13 @@ class FakeProlific:
 
     # -- routing ------------------------------------------------------------------------
     #: Routes answered without the token (Prolific's page for the participant; a presigned upload URL).
-    UNAUTHENTICATED = frozenset({"complete"})
+    UNAUTHENTICATED = frozenset({"complete", "jwks"})
     #: Paths whose request body is a file, passed to the route as bytes, not read as JSON.
     RAW_BODY_PATHS: ClassVar[tuple[str, ...]] = ()
     ROUTES = [
         ("GET", r"submissions/complete", "complete"),
         ("GET", r"api/v1/users/me", "me"),  # the token's own account (a connection's test)
+        ("GET", r"\.well-known/study/jwks\.json", "jwks"),  # signed study URLs' keys (issue 56)
         ("POST", r"api/v1/studies", "create_study"),
         ("GET", r"api/v1/projects/(?P<project>[^/]+)/studies", "list_studies"),
         ("GET", r"api/v1/studies/(?P<study>[^/]+)", "get_study"),

@@ -264,6 +264,8 @@ class PollResult:
     status: WebhookStatus
     started: list[str] = field(default_factory=list)
     webhooks: WebhookState | None = None
+    #: Draft batches whose interrupted publication was started again (their study live on Prolific).
+    resumed: list[str] = field(default_factory=list)
 
     @property
     def interval(self) -> int:
@@ -275,11 +277,23 @@ class PollResult:
 
 
 def poll_prolific(*, now: dt.datetime | None = None) -> PollResult:
-    """Reconcile the subscriptions, then re-read each published Prolific batch not re-read within the interval."""
+    """Reconcile the subscriptions, then re-read each published Prolific batch not re-read within the interval.
+
+    First, a publication interrupted while Prolific has the study live is started again
+    (:func:`annotation.platforms.prolific.services.resume_interrupted_publications`): the participants
+    Prolific already sent wait on a page that lets them in once the site has caught up.
+    """
+    from annotation.platforms.prolific.services import resume_interrupted_publications
+
+    result = PollResult(status=webhook_status(now))
+    try:
+        result.resumed = resume_interrupted_publications()
+    except ServiceError as exc:  # not configured, Prolific down: the rest of the poll goes on
+        logger.warning("interrupted publications not checked: %s", exc)
     state = reconcile_webhooks()
     status = webhook_status(now)
     since = (now or timezone.now()) - dt.timedelta(seconds=status.interval)
-    result = PollResult(status=status, webhooks=state)
+    result.status, result.webhooks = status, state
     batches = Batch.objects.filter(provider=Provider.PROLIFIC, status=Batch.Status.PUBLISHED).exclude(hit_type_id="")
     for batch in batches.order_by("pk"):
         recent = (
