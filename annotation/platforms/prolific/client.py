@@ -394,6 +394,29 @@ class Prolific:
             raise ProlificError(f"Prolific answered the confirmation of subscription {subscription_id} as not enabled")
         return answer
 
+    def subscription_events(self, subscription_id: str, statuses: tuple[str, ...] = ()) -> Iterator[dict]:
+        """``GET /hooks/subscriptions/{id}/events/``: the subscription's event log (the reference's
+        ``SubscriptionEventList``: ``results`` only, paged by ``offset`` and ``limit``), filtered by
+        ``statuses`` (the reference: "a single status or a JSON array of statuses as a string").
+
+        The answer has no link to a next page nor a count, and a server may cap ``limit``: pages are
+        read at growing offsets until one comes back empty, so a short page never ends the log early.
+        """
+        path = f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/events/"
+        query = {"status": json.dumps(list(statuses))} if statuses else {}
+        offset = 0
+        for _ in range(10_000):  # a bound on a server that never answers an empty page
+            answer = self.request(
+                "GET", f"{path}?{urllib.parse.urlencode({**query, 'limit': PAGE_SIZE, 'offset': offset})}"
+            )
+            results = answer.get("results") if isinstance(answer, dict) else None
+            if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
+                raise ProlificError(f"Prolific GET {path}: not a list of events", 502)
+            if not results:
+                return
+            yield from results
+            offset += len(results)
+
     def delete_hook_subscription(self, subscription_id: str) -> bool:
         """``DELETE /hooks/subscriptions/{id}/``; ``False`` when Prolific knows no such subscription (already gone)."""
         try:

@@ -150,6 +150,16 @@ class FakeProlific:
     hook_list_filtered: bool = True
     #: Whether ``X-Prolific-Request-Timestamp`` has a fractional part (``time.time()`` as Python prints it).
     hook_fractional_timestamps: bool = False
+    #: Each subscription's event log (``GET /hooks/subscriptions/{id}/events/``), by subscription id: every
+    #: event made for it, ``PENDING`` until an attempt is answered 2xx (``SUCCEEDED``) or every attempt
+    #: failed (``FAILED``). Prolific redelivers "on failure due to network issues, timeouts and listener
+    #: errors", the X-Event-ID unchanged, "up to 12 delivery attempts over 24 hours" with full jitter
+    #: ("Idempotency and the X-Event-ID Header", "Persistent Failures & Disabling Logic"): here
+    #: ``hook_attempts`` attempts (1 unless a test asks for more), a random wait of up to
+    #: ``hook_retry_delay`` seconds before each retry, each retry signed with the time it is sent.
+    hook_events: dict[str, list[dict]] = field(default_factory=dict)
+    hook_attempts: int = 1
+    hook_retry_delay: float = 0.0
     _held: list[tuple] = field(default_factory=list)
     _sender: threading.Thread | None = None
     _queue: queue.Queue | None = None
@@ -336,6 +346,7 @@ class FakeProlific:
         ("POST", r"api/v1/hooks/subscriptions", "create_hook_subscription"),
         ("POST", r"api/v1/hooks/subscriptions/(?P<subscription>[^/]+)", "confirm_hook_subscription"),
         ("DELETE", r"api/v1/hooks/subscriptions/(?P<subscription>[^/]+)", "delete_hook_subscription"),
+        ("GET", r"api/v1/hooks/subscriptions/(?P<subscription>[^/]+)/events", "subscription_events"),
         # participant groups across waves (issue 32)
         ("GET", r"api/v1/participant-groups/(?P<group>[^/]+)/participants", "list_members"),
         ("DELETE", r"api/v1/participant-groups/(?P<group>[^/]+)/participants", "remove_participants"),
@@ -520,7 +531,8 @@ class FakeProlific:
     # X-Timestamp, one at a time in order. ``hook_faults`` are used up one per change (every event
     # of one change shares it): ``drop`` (never sent), ``duplicate`` (the same request twice),
     # ``forge`` (signed with another secret), ``stale`` (signed ten minutes ago), ``delay:s`` (sent
-    # after s seconds), ``hold`` (sent after the next change's: out of order). ``deliveries``
+    # after s seconds), ``hold`` (sent after the next change's: out of order), ``twin`` (each event with a
+    # distinct twin of the same body, both sent in the same second: signed alike). ``deliveries``
     # records each request sent and its answer.
     def list_hook_secrets(self, args, query, body):
         workspace = query.get("workspace_id", [""])[0]
@@ -622,9 +634,13 @@ class FakeProlific:
         self._emit([(event_type, {"resource_id": study_id, "event_type": event_type, "metadata": metadata or {}})])
 
     def _emit(self, events: list[tuple[str, dict]]) -> None:
-        """The events of one change, sharing one fault (see "webhooks" above)."""
+        """The events of one change, sharing one fault (see "webhooks" above). ``twin``: each event comes
+        with a second, distinct event (its own id) of the same body, both sent in the same second -- so
+        signed alike, as Prolific signs the timestamp and the body, not the event id (issue 56)."""
         fault = self.hook_faults.pop(0) if self.hook_faults else ""
         change = [(event_type, payload, fault, _id()) for event_type, payload in events]
+        if fault == "twin":
+            change += [(event_type, payload, fault, _id()) for event_type, payload in events]
         if fault == "hold":
             self._held.extend(change)
             return
@@ -634,12 +650,29 @@ class FakeProlific:
             self._send_event(*self._held.pop(0))
 
     def _send_event(self, event_type: str, payload: dict, fault: str, event_id: str) -> None:
-        if fault == "drop":
+        entries = []
+        for subscription in self.enabled_subscriptions(event_type):
+            entry = {
+                "id": event_id,
+                "datetime_created": _now(),
+                "datetime_updated": _now(),
+                "event_type": event_type,
+                "resource_id": payload["resource_id"],
+                "status": "PENDING",
+                "target_url": subscription["target_url"],
+                "payload": payload,
+            }
+            self.hook_events.setdefault(subscription["id"], []).append(entry)
+            entries.append((subscription, entry))
+        if fault == "drop":  # lost on the way, every attempt: Prolific counts it failed
+            for _, entry in entries:
+                entry.update(status="FAILED", datetime_updated=_now())
             self.deliveries.append({"event_id": event_id, "payload": payload, "fault": fault, "code": None})
             return
-        for subscription in self.enabled_subscriptions(event_type):
+        at = float(int(time.time())) if fault == "twin" else None  # both twins stamped with this second
+        for subscription, entry in entries:
             secret = self.hook_secrets.get(subscription["workspace_id"], {}).get("value", "")
-            self._outbox().put((subscription["target_url"], secret, payload, fault, event_id))
+            self._outbox().put((subscription["target_url"], secret, payload, fault, event_id, entry, at))
 
     def _outbox(self) -> queue.Queue:
         """Deliveries go out one at a time, in the order they were made, from one sender thread."""
@@ -658,11 +691,28 @@ class FakeProlific:
             finally:
                 self._queue.task_done()
 
-    def _deliver(self, url: str, secret: str, payload: dict, fault: str, event_id: str) -> None:
+    def _deliver(
+        self, url: str, secret: str, payload: dict, fault: str, event_id: str, entry: dict, at: float | None = None
+    ) -> None:
         kind, _, seconds = fault.partition(":")
         if kind == "delay":
             time.sleep(float(seconds))
-        sent = time.time() - (600 if kind == "stale" else 0)
+        for attempt in range(max(1, self.hook_attempts)):
+            if attempt:
+                time.sleep(random.uniform(0, self.hook_retry_delay))  # full jitter
+            codes = self._attempt(url, secret, payload, kind, event_id, fault, at if not attempt else None)
+            if any(code is not None and 200 <= code < 300 for code in codes):
+                entry.update(status="SUCCEEDED", datetime_updated=_now())
+                return
+        entry.update(status="FAILED", datetime_updated=_now())
+
+    def _attempt(
+        self, url: str, secret: str, payload: dict, kind: str, event_id: str, fault: str, at: float | None
+    ) -> list:
+        """One delivery attempt (two requests for ``duplicate``), sent at ``at`` (default now); the status
+        codes answered (``None``: no answer)."""
+        codes = []
+        sent = (time.time() if at is None else at) - (600 if kind == "stale" else 0)
         stamp = str(sent) if self.hook_fractional_timestamps else str(int(sent))
         body = json.dumps(payload).encode()
         key = ("not-" + secret) if kind == "forge" else secret
@@ -692,6 +742,31 @@ class FakeProlific:
                 record.update(code=None, answer=repr(exc))
             record["answered"] = time.monotonic()
             self.deliveries.append(record)
+            codes.append(record.get("code"))
+        return codes
+
+    def subscription_events(self, args, query, body):
+        """The reference's ``SubscriptionEventList``: ``results`` only, paged by ``offset``/``limit`` (capped at
+        ``page_size``), filtered by ``status`` (one status, or a JSON array of them as a string) and ``resource_id``."""
+        if args["subscription"] not in self.hook_subscriptions:
+            return 404, {"error": {"detail": "Not found."}}
+        wanted = query.get("status", [""])[0]
+        if wanted.startswith("["):
+            try:
+                statuses = set(json.loads(wanted))
+            except ValueError:
+                return 400, {"error": {"detail": "status is not a JSON array"}}
+        else:
+            statuses = {wanted} if wanted else set()
+        resource = query.get("resource_id", [""])[0]
+        items = [
+            dict(e)
+            for e in self.hook_events.get(args["subscription"], [])
+            if (not statuses or e["status"] in statuses) and (not resource or e["resource_id"] == resource)
+        ]
+        limit = min(int(query.get("limit", ["100"])[0]), self.page_size)
+        offset = int(query.get("offset", ["0"])[0])
+        return 200, {"results": items[offset : offset + limit]}
 
     @contextlib.contextmanager
     def deliveries_held(self) -> Iterator[None]:
