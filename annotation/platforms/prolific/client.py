@@ -417,6 +417,19 @@ class Prolific:
             yield from results
             offset += len(results)
 
+    # -- rehearsals with test participants (issue 56) -------------------------------------------
+    def create_test_participant(self, email: str) -> dict:
+        """``POST /researchers/participants/`` (the reference's "Create a test participant for a researcher"):
+        ``{"participant_id": ...}``. Not repeatable (one test participant per researcher account)."""
+        return self.request("POST", "researchers/participants/", {"email": email}, repeatable=False)
+
+    def create_test_study(self, study_id: str) -> dict:
+        """``POST /studies/{id}/test-study`` ("Create a test study"): a test study made from the *draft* study and
+        published to the workspace's test participants; ``{"study_id", "study_url"}``. Not repeatable."""
+        return self.request(
+            "POST", f"studies/{urllib.parse.quote(study_id, safe='')}/test-study", None, repeatable=False
+        )
+
     def delete_hook_subscription(self, subscription_id: str) -> bool:
         """``DELETE /hooks/subscriptions/{id}/``; ``False`` when Prolific knows no such subscription (already gone)."""
         try:

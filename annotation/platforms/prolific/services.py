@@ -520,6 +520,17 @@ def verify_arrival(
     )
 
 
+def confirm_link(participant_id: str, study_id: str, session_id: str, *, client: str | None = None) -> str:
+    """Prolific's word on a link of a study that is not the batch's own (a rehearsal's test study): the session's
+    status, checked as any arrival (:func:`_confirmed_status`), nothing recorded; ``ServiceError`` for a link not
+    of Prolific's shape."""
+    if not all(isinstance(v, str) and PROLIFIC_ID.fullmatch(v) for v in (participant_id, study_id, session_id)):
+        raise ServiceError(
+            "the link from Prolific is incomplete or malformed: PROLIFIC_PID, STUDY_ID and SESSION_ID are needed"
+        )
+    return _confirmed_status(_Link(study_id, participant_id, session_id), client)
+
+
 def _keep_session(batch: Batch, participant_id: str, session_id: str, browser: str, status) -> ProlificSession:
     """The session's row: made with ``status()`` (Prolific's word on it) the first time, bound to ``browser``;
     a later arrival must be the same batch, participant and browser."""

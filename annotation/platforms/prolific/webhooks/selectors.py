@@ -224,5 +224,13 @@ def batch_webhooks(batch: Batch) -> dict | None:
     published (``status``) and Prolific's high-return-rate warnings about its study; ``None`` for other batches."""
     if batch.provider != Provider.PROLIFIC:
         return None
+    from annotation.platforms.prolific.selectors import rehearsal_of
+
     published = batch.status == Batch.Status.PUBLISHED
-    return {"status": webhook_status() if published else None, "warnings": return_rate_warnings([batch.pk])}
+    return {
+        "status": webhook_status() if published else None,
+        "warnings": return_rate_warnings([batch.pk]),
+        # A rehearsal with Prolific's test participants (issue 56): offered while the batch is a draft.
+        "rehearsal": rehearsal_of(batch),
+        "rehearsable": batch.status == Batch.Status.DRAFT,
+    }

@@ -188,6 +188,9 @@ class FakeProlific:
     #: resolved) or "domain" (the JWKS page's words: the tool's domain).
     token_audience: str = "url"
     study_keys: list[tuple[str, object]] = field(default_factory=list)  # (kid, private key); the last signs
+    # -- rehearsals (issue 56): test participants and test studies, see "Testing" below -------------------
+    test_participants: dict[str, str] = field(default_factory=dict)  # email -> participant id
+    test_studies: set[str] = field(default_factory=set)
 
     def random_fault(self, name: str) -> str | None:
         """The fault ``shares`` deal this API call (``None``: none), counted in ``dealt``."""
@@ -331,6 +334,8 @@ class FakeProlific:
         ("GET", r"api/v1/studies/(?P<study>[^/]+)", "get_study"),
         ("PATCH", r"api/v1/studies/(?P<study>[^/]+)", "update_study"),
         ("POST", r"api/v1/studies/(?P<study>[^/]+)/transition", "transition_study"),
+        ("POST", r"api/v1/studies/(?P<study>[^/]+)/test-study", "create_test_study"),  # issue 56
+        ("POST", r"api/v1/researchers/participants", "create_test_participant"),  # issue 56
         ("GET", r"api/v1/studies/(?P<study>[^/]+)/submissions", "list_submissions"),
         ("POST", r"api/v1/submissions/(?P<submission>[^/]+)/transition", "transition_submission"),
         ("GET", r"api/v1/submissions/(?P<submission>[^/]+)", "get_submission"),
@@ -394,6 +399,33 @@ class FakeProlific:
         study = dict(body, id=_id(), status="UNPUBLISHED")
         self.studies[study["id"]] = study
         return 201, study
+
+    # -- testing (issue 56) -------------------------------------------------------------------------
+    # As the reference's "Create a test participant for a researcher" (201 ``{"participant_id"}``; one per
+    # researcher account, says Prolific's help "Test study as a participant": a second is refused) and
+    # "Create a test study" (the study must be a draft and a test participant must exist; a test study made
+    # from it and published to the workspace's test participants; 200 ``{"study_id", "study_url"}``).
+    def create_test_participant(self, args, query, body):
+        email = body.get("email")
+        if not isinstance(email, str) or "@" not in email:
+            return 400, {"error": {"detail": {"email": ["Enter a valid email address."]}}}
+        if self.test_participants:
+            return 400, {"error": {"detail": "a test participant already exists for this researcher"}}
+        self.test_participants[email] = _id()
+        return 201, {"participant_id": self.test_participants[email]}
+
+    def create_test_study(self, args, query, body):
+        draft = self.studies.get(args["study"])
+        if draft is None:
+            return 404, {"error": {"detail": "Not found."}}
+        if draft["status"] != "UNPUBLISHED":
+            return 400, {"error": {"detail": f"a test study needs a draft study; this one is {draft['status']}"}}
+        if not self.test_participants:
+            return 400, {"error": {"detail": "create a test participant first"}}
+        test = dict(draft, id=_id(), status="ACTIVE")
+        self.studies[test["id"]] = test
+        self.test_studies.add(test["id"])
+        return 200, {"study_id": test["id"], "study_url": f"{self.base}/studies/{test['id']}"}
 
     def list_studies(self, args, query, body):
         items = [s for s in self.studies.values() if s.get("project") == args["project"]]
