@@ -413,3 +413,29 @@ def test_an_unsigned_arrival_in_the_window_waits_and_the_poll_catches_the_site_u
     draft = make_prolific_batch(query_set, name="never")
     assert prolific_services.resume_interrupted_publications(provider) == []
     assert Batch.objects.get(pk=draft.pk).status == Batch.Status.DRAFT
+
+
+def test_a_signed_participant_who_returns_or_times_out_frees_their_place(
+    signed_server, signed_batch, provider, client_class
+):
+    from annotation.crowd.services.sync import sync_batch
+
+    hit = signed_batch.hits.get(position=1)
+    people = []
+    for i in range(2):  # the first group's two places
+        session, url = signed_server.start(signed_batch.hit_type_id, hexid(f"free{i}"))
+        page = _arrive(client_class(), url)
+        assert page.status_code == 302
+        people.append(session)
+    assert {a.hit_id for a in Assignment.objects.filter(provider_assignment_id__in=people)} == {hit.pk}
+    signed_server.set_status(people[0], "RETURNED")
+    signed_server.set_status(people[1], "TIMED-OUT")
+    sync_batch(signed_batch, provider)
+    assert set(Assignment.objects.filter(provider_assignment_id__in=people).values_list("status", flat=True)) == {
+        Assignment.Status.ABANDONED
+    }
+    # The freed places are the first group's again: the next signed arrivals take them.
+    for i in range(2):
+        session, url = signed_server.start(signed_batch.hit_type_id, hexid(f"next{i}"))
+        assert _arrive(client_class(), url).status_code == 302
+        assert Assignment.objects.get(provider_assignment_id=session).hit_id == hit.pk
