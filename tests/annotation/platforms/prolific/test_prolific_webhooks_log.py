@@ -16,6 +16,7 @@ import json
 from collections import Counter
 
 from django.core.management import call_command
+from django.urls import reverse
 
 from annotation.models import Assignment, ProlificEvent
 from annotation.platforms.prolific.webhooks.selectors import webhook_status
@@ -65,7 +66,7 @@ def test_events_alike_in_the_same_second_are_all_acknowledged(hooked, provider, 
 
 
 def test_a_webhook_lost_in_delivery_is_recovered_from_the_event_log_once(
-    hooked, provider, batch, client_class, settings, capsys
+    hooked, provider, batch, client_class, settings, capsys, client, researcher
 ):
     with quietly(hooked):
         _publish(batch, provider)
@@ -95,6 +96,9 @@ def test_a_webhook_lost_in_delivery_is_recovered_from_the_event_log_once(
     assert (again.read, again.recovered) == (2, 0) and resyncs() == jobs
     status = webhook_status()
     assert status.behind == 2 and "Webhooks are behind: 2 events Prolific did not deliver" in status.sentence
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:batch-detail", args=[batch.name])).content.decode()
+    assert "Webhooks are behind: 2 events Prolific did not deliver" in page
     # Recovered events never count as delivered: the last verified event is the one before them.
     assert status.last_event is None or status.last_event < recovered.order_by("received").first().received
 
