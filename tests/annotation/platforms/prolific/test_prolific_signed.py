@@ -439,3 +439,32 @@ def test_a_signed_participant_who_returns_or_times_out_frees_their_place(
         session, url = signed_server.start(signed_batch.hit_type_id, hexid(f"next{i}"))
         assert _arrive(client_class(), url).status_code == 302
         assert Assignment.objects.get(provider_assignment_id=session).hit_id == hit.pk
+
+
+def test_tokens_of_another_algorithm_or_no_signature_or_garbage_are_refused(signed_server, signed_batch, client_class):
+    """The classic JWT forgeries: ``alg: none``, HS256 keyed with Prolific's *public* key (an RS256 verifier
+    that trusted the header would accept it), a token far too long, and text that is no JWT."""
+    import base64
+    import hashlib
+    import hmac
+    import json
+
+    from cryptography.hazmat.primitives import serialization
+
+    session, plain, claims = _signed_url(signed_server, signed_batch, "algs")
+    kid, key = signed_server.study_keys[-1]
+
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+    body = b64(json.dumps(claims).encode())
+    unsigned = f"{b64(json.dumps({'alg': 'none', 'kid': kid, 'typ': 'JWT'}).encode())}.{body}."
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    head = b64(json.dumps({"alg": "HS256", "kid": kid, "typ": "JWT"}).encode())
+    confused = f"{head}.{body}.{b64(hmac.new(public, f'{head}.{body}'.encode(), hashlib.sha256).digest())}"
+    for token in (unsigned, confused, "x" * 9000, "not-a-jwt"):
+        browser = client_class()
+        page = _arrive(browser, _with_token(plain, token))
+        assert page.status_code == 403, (token[:40], page.status_code)
+        assert b"open the study again from there" in page.content
+        _nothing_recorded(signed_batch, session, browser)
