@@ -237,8 +237,10 @@ def _rehearsal_arrival(request: HttpRequest, batch: Batch, link: list, token: st
             if signed[1] != rehearsal_study_id(batch):
                 return None  # a real study's link: the ordinary path (its token is single-use, so check here)
             link = signed
-        else:
+        elif link[1] == rehearsal_study_id(batch):
             prolific.confirm_link(*link, client=client)
+        else:
+            return None
     except prolific.ArrivalDeferred as exc:
         return _waiting_page(request, exc, 202 if exc.checking else 503)
     except prolific.ArrivalRefused as exc:

@@ -20,6 +20,7 @@ from django.urls import reverse
 from annotation.models import Assignment, Batch, Judgment, ProlificSession, Worker
 from annotation.platforms.prolific.rehearsal import services as rehearsals
 from core.errors import StateError
+from tests.annotation.platforms.prolific.fake_server import hexid
 from tests.annotation.platforms.prolific.test_prolific import (  # noqa: F401
     _publish,
     batch,
@@ -133,3 +134,26 @@ def test_the_batch_page_offers_the_rehearsal_and_its_button_starts_it(
     page = client.get(reverse("annotation:batch-detail", args=[batch.name])).content.decode()
     assert test_study in page and "Finish the rehearsal" in page
     assert client.get(reverse("annotation:prolific-rehearse", args=[batch.name])).status_code == 405
+
+
+def test_a_rehearsal_of_a_signed_study_checks_the_test_participants_token(
+    server, query_set, provider, client_class, settings
+):
+    from annotation.platforms.prolific.jwks import services as jwks
+
+    jwks.forget()
+    settings.PROLIFIC_WEBHOOKS = False
+    server.study_workspace = settings.PROLIFIC_WORKSPACE_ID
+    signed = make_prolific_batch(query_set, name="rehearse-signed", signed_urls=True)
+    rehearsals.rehearse(signed, email=EMAIL, provider=provider)
+    (test_study,) = server.test_studies
+    assert server.studies[test_study]["is_external_study_url_secure"] is True
+    calls = len(server.calls)
+    _test_participant_takes_part(server, test_study, client_class)
+    assert "get_submission" not in server.calls[calls:]  # the token, not an API call
+    assert not Assignment.objects.exists() and not ProlificSession.objects.exists()
+    # A made-up session of the test study without a token is asked about, and refused.
+    browser = client_class()
+    path = reverse("annotation:prolific-start", args=[signed.name])
+    page = browser.get(path, {"PROLIFIC_PID": hexid("nobody"), "STUDY_ID": test_study, "SESSION_ID": hexid("nosuch")})
+    assert page.status_code == 403 and "prolific_rehearsal" not in browser.session
