@@ -141,7 +141,12 @@ def run_burst(command, o: dict) -> None:
     site = f"http://127.0.0.1:{port}"
     _point_at(fake_url, site, n + forged)
     runs = [("without faults", FaultShares())] + ([("with faults", faults)] if faults else [])
-    studies = [_publish_study(places, per_hit, label="clean" if i == 0 else "faults") for i in range(len(runs))]
+    signed = bool(o.get("signed"))
+    if signed:
+        fake.study_workspace = settings.PROLIFIC_WORKSPACE_ID  # what Prolific signs into each study URL
+    studies = [
+        _publish_study(places, per_hit, label="clean" if i == 0 else "faults", signed=signed) for i in range(len(runs))
+    ]
     for batch, hits in studies:
         command.stdout.write(
             f"Study {batch.hit_type_id} for batch {batch.name!r}: {hits} HITs of {per_hit}, {hits * PLACES} places; "
@@ -287,7 +292,7 @@ def _point_at(fake_url: str, site: str, n: int) -> None:
         setattr(settings, key, value)  # and this process publishes through the same fake
 
 
-def _publish_study(n: int, per_hit: int, *, label: str = ""):
+def _publish_study(n: int, per_hit: int, *, label: str = "", signed: bool = False):
     """A batch of made-up queries published as a Prolific study with ``PLACES`` places per HIT (``n`` at least)."""
     from annotation.platforms.prolific.client import Prolific
     from annotation.platforms.prolific.provider import ProlificProvider
@@ -302,7 +307,7 @@ def _publish_study(n: int, per_hit: int, *, label: str = ""):
             assignments_per_query=PLACES,
             queries_per_hit=per_hit,
             reward=Decimal("0.90"),
-            provider_options={"estimated_minutes": 4},
+            provider_options={"estimated_minutes": 4, **({"signed_urls": True} if signed else {})},
         ),
     )
     services.publish_batch(batch, ProlificProvider(Prolific(settings.PROLIFIC_API_URL, TOKEN)))
@@ -357,6 +362,11 @@ def _one_participant(
     step = "arrival"
     try:
         answer, waited = _until_answered(browser, f"{parts.path}?{parts.query}", tally, give_up)
+        back = urlsplit(answer.headers.get("location", "")).path if answer is not None else ""
+        if answer is not None and answer.status == 302 and back == parts.path:
+            # A signed study URL (issue 56): the token verified, the page comes back without it.
+            more, waited_more = _until_answered(browser, back, tally, max(0.0, give_up - waited))
+            answer, waited = more, waited + waited_more
         if answer is None:
             tally.count("gave_up")
             _return_study(fake, lock, parse_session(url))

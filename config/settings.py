@@ -480,6 +480,21 @@ PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = env_int("PROLIFIC_ARRIVAL_CHECKS_
 #: These counters, the checks under way, their answers and the pace live in the ``shared`` cache
 #: (see Caches above). With JOB_LOCAL_RUNNER = "inline" (the test suite) a check runs in the request.
 
+# --- Prolific's signed study URLs (docs/prolific.md, "Signed study links"; issue 56) -------------
+#: New Prolific batches ask for Prolific's signed study URL (``is_external_study_url_secure``): each
+#: arrival carries a JWT checked here with Prolific's published keys, with no API call (the workspace
+#: must have the feature). A batch's own ``signed_urls`` option wins.
+PROLIFIC_SIGNED_URLS = env_bool("PROLIFIC_SIGNED_URLS", False)
+#: The organisation the workspace is linked to, if any: a signed link must then name it too.
+PROLIFIC_ORGANISATION_ID = env_str("PROLIFIC_ORGANISATION_ID", "")
+#: Where Prolific publishes the study-signing keys (default: /.well-known/study/jwks.json at the API's origin).
+PROLIFIC_JWKS_URL = env_str("PROLIFIC_JWKS_URL", "")
+#: The keys are fetched again after this long (seconds; Prolific: "at least daily", so at most 86400)
+#: and when a link names a key the set does not hold.
+PROLIFIC_JWKS_REFRESH_SECONDS = env_int("PROLIFIC_JWKS_REFRESH_SECONDS", 6 * 3600, minimum=60)
+#: One attempt to fetch the keys waits this long at most (seconds; two attempts).
+PROLIFIC_JWKS_TIMEOUT_SECONDS = env_float("PROLIFIC_JWKS_TIMEOUT_SECONDS", 3.0, minimum=0.1)
+
 # --- Prolific webhooks, and polling as their fallback (docs/prolific.md, "Webhooks") -----------
 #: Publishing a Prolific batch subscribes the workspace to submission and study status changes, study
 #: progress changes and high return rates, delivered to SITE_URL + /annotation/prolific/webhooks/events/

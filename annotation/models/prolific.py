@@ -117,16 +117,20 @@ class ProlificSubscription(models.Model):
 class ProlificEvent(models.Model):
     """A verified webhook delivery acted on, once: inserted in the transaction that schedules its action.
 
-    ``event_id`` (``X-Event-ID``, the same for Prolific's re-deliveries) and ``signature`` (a
-    SHA-256 of the signature's decoded bytes: the same signed request replayed under another
-    event id, however its base64 is spelled) are unique, so a duplicate or a replay changes
-    nothing. ``workspace_id`` is the workspace whose secret verified it: a recent event of this
-    workspace is what makes webhooks count as active. ``metadata`` is kept for
+    ``event_id`` (``X-Event-ID``, the same for Prolific's re-deliveries; or the event's id in the
+    subscription's event log) is unique, so a duplicate changes nothing. ``signature`` (a SHA-256 of
+    the signature's decoded bytes) is kept but not unique: Prolific signs the timestamp and the
+    body, not the event id, so two genuine events with the same body in the same second carry the
+    same signature (issue 56); each is recorded and only ever causes a re-read. ``recovered``: found
+    in the event log (``GET hooks/subscriptions/{id}/events/``), never delivered; such events do not
+    make webhooks count as active and say by how much they are behind. ``workspace_id`` is the
+    workspace whose secret verified it (or whose log held it). ``metadata`` is kept for
     ``study.has_high_return_rate`` alone (shown to the researcher).
     """
 
     event_id = models.CharField(max_length=100, unique=True)
-    signature = models.CharField(max_length=64, unique=True)
+    signature = models.CharField(max_length=64, blank=True, db_index=True)
+    recovered = models.BooleanField(default=False, help_text="Found in Prolific's event log, never delivered.")
     event_type = models.CharField(max_length=100)
     resource_id = models.CharField(max_length=64)
     workspace_id = models.CharField(max_length=64, blank=True)

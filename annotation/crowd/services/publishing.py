@@ -117,13 +117,12 @@ def check_publishable(batch: Batch) -> None:
         )
 
 
-@one_per_batch("Publishing")
-def publish_batch(
-    batch: Batch, provider: CrowdProvider | None = None, *, job: Job | None = None, bar: bool = False
-) -> int:
-    """Put every not-yet-published HIT of the batch on the provider; returns how many were published now."""
-    check_publishable(batch)
-    provider = provider or get_provider(batch.provider)
+def prepare_batch(batch: Batch, provider: CrowdProvider) -> str:
+    """The provider's container of the batch (a Prolific draft study, an MTurk HIT type), made once; its id.
+
+    The first step of :func:`publish_batch`, also taken alone by a rehearsal (a Prolific test study is
+    made from the draft study: ``annotation.platforms.prolific.rehearsal.services``).
+    """
     if not batch.hit_type_id:
         preparing.run(batch, provider)  # e.g. a Prolific study's allow- and block-list groups first
         # The intent is committed before the call; ``batch`` keeps the previous time, which
@@ -133,6 +132,17 @@ def publish_batch(
         if hit_type_id:
             Batch.objects.filter(pk=batch.pk).update(hit_type_id=hit_type_id)
             batch.hit_type_id = hit_type_id
+    return batch.hit_type_id
+
+
+@one_per_batch("Publishing")
+def publish_batch(
+    batch: Batch, provider: CrowdProvider | None = None, *, job: Job | None = None, bar: bool = False
+) -> int:
+    """Put every not-yet-published HIT of the batch on the provider; returns how many were published now."""
+    check_publishable(batch)
+    provider = provider or get_provider(batch.provider)
+    prepare_batch(batch, provider)
     pending = list(batch.hits.filter(provider_id=None).select_related("batch").order_by("position"))
     action = provider.form_action()
     with Progress(f"Publishing {batch.name}", total=len(pending), unit="HIT", job=job, bar=bar) as progress:

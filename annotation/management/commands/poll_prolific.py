@@ -17,5 +17,17 @@ class Command(ProjectCommand):
             result = poll_prolific()
         if options["verbosity"] > 0:
             self.stdout.write(f"{result.status.sentence}; re-read now: {', '.join(result.started) or 'none'}")
+            recovery = result.recovery
+            if recovery.recovered:
+                self.stdout.write(
+                    self.style.WARNING(
+                        f"Webhooks behind: {recovery.recovered} event(s) Prolific did not deliver recovered from its"
+                        f" event log now; re-read: {', '.join(recovery.batches) or 'none'}"
+                    )
+                )
+            if recovery.error:
+                self.stdout.write(self.style.WARNING(f"An event log could not be read: {recovery.error}"))
+            if result.resumed:
+                self.stdout.write(f"Publication resumed (the study is live on Prolific): {', '.join(result.resumed)}")
             if result.webhooks is not None and result.webhooks.error:
                 self.stdout.write(self.style.WARNING(f"Webhooks not reconciled: {result.webhooks.error}"))

@@ -394,6 +394,42 @@ class Prolific:
             raise ProlificError(f"Prolific answered the confirmation of subscription {subscription_id} as not enabled")
         return answer
 
+    def subscription_events(self, subscription_id: str, statuses: tuple[str, ...] = ()) -> Iterator[dict]:
+        """``GET /hooks/subscriptions/{id}/events/``: the subscription's event log (the reference's
+        ``SubscriptionEventList``: ``results`` only, paged by ``offset`` and ``limit``), filtered by
+        ``statuses`` (the reference: "a single status or a JSON array of statuses as a string").
+
+        The answer has no link to a next page nor a count, and a server may cap ``limit``: pages are
+        read at growing offsets until one comes back empty, so a short page never ends the log early.
+        """
+        path = f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/events/"
+        query = {"status": json.dumps(list(statuses))} if statuses else {}
+        offset = 0
+        for _ in range(10_000):  # a bound on a server that never answers an empty page
+            answer = self.request(
+                "GET", f"{path}?{urllib.parse.urlencode({**query, 'limit': PAGE_SIZE, 'offset': offset})}"
+            )
+            results = answer.get("results") if isinstance(answer, dict) else None
+            if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
+                raise ProlificError(f"Prolific GET {path}: not a list of events", 502)
+            if not results:
+                return
+            yield from results
+            offset += len(results)
+
+    # -- rehearsals with test participants (issue 56) -------------------------------------------
+    def create_test_participant(self, email: str) -> dict:
+        """``POST /researchers/participants/`` (the reference's "Create a test participant for a researcher"):
+        ``{"participant_id": ...}``. Not repeatable (one test participant per researcher account)."""
+        return self.request("POST", "researchers/participants/", {"email": email}, repeatable=False)
+
+    def create_test_study(self, study_id: str) -> dict:
+        """``POST /studies/{id}/test-study`` ("Create a test study"): a test study made from the *draft* study and
+        published to the workspace's test participants; ``{"study_id", "study_url"}``. Not repeatable."""
+        return self.request(
+            "POST", f"studies/{urllib.parse.quote(study_id, safe='')}/test-study", None, repeatable=False
+        )
+
     def delete_hook_subscription(self, subscription_id: str) -> bool:
         """``DELETE /hooks/subscriptions/{id}/``; ``False`` when Prolific knows no such subscription (already gone)."""
         try:

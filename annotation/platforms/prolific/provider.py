@@ -43,6 +43,8 @@ PROLIFIC_ID = re.compile(r"[0-9a-f]{24}")  # used with fullmatch
 OPTION_KEYS = {"estimated_minutes", "devices", "filters", "bonus", "exclude_batches", "completion_code"}
 #: Participant groups across waves and the bonus rule (issue 32).
 OPTION_KEYS |= {"allow_batches", "admit_gold_failures", "bonus_rule"}
+#: Signed study URLs and rehearsals with test participants (issue 56).
+OPTION_KEYS |= {"signed_urls", "rehearsal"}
 
 
 CONTACT = " If you think this is a mistake, please message us through Prolific."
@@ -172,6 +174,15 @@ OPTIONS: tuple[BatchOption, ...] = (
         read_flag=read_bonus_rule,
     ),
 )
+OPTIONS += (
+    BatchOption(
+        "signed_urls",
+        "flag",
+        "participants arrive with Prolific's signed study URL, checked on this site with no API call per "
+        "arrival (the workspace must have the feature; default PROLIFIC_SIGNED_URLS).",
+        into="provider_options",
+    ),
+)
 _BY_NAME = options_by_name(OPTIONS)
 
 
@@ -288,6 +299,14 @@ def study_fields(batch: Batch, provider: ProlificProvider) -> dict:
         "filters": filters,
         "project": connection.project_id,
     }
+    if options.get("signed_urls"):
+        if not connection.workspace_id:
+            raise ServiceError(
+                "PROLIFIC_WORKSPACE_ID is not set: a signed study link is checked against the workspace it names"
+            )
+        # Prolific signs the URL's parameters into a JWT added as ``prolific_token`` (the reference's
+        # study field ``is_external_study_url_secure``); annotation.platforms.prolific.study_tokens checks it.
+        fields["is_external_study_url_secure"] = True
     return fields
 
 
@@ -446,6 +465,8 @@ class ProlificProvider(CrowdProvider):
         """The study's completion code, random, never derived (:func:`completion_code`), unless given."""
         if not options.get("completion_code"):
             options = {**options, "completion_code": new_completion_code()}
+        if "signed_urls" not in options and settings.PROLIFIC_SIGNED_URLS:
+            options = {**options, "signed_urls": True}
         return options
 
     @classmethod

@@ -98,3 +98,19 @@ def submissions(batch: Batch) -> Submissions:
         reward=batch.reward,
         listed_at=max((r.listed_at for r in records), default=None),
     )
+
+
+# -- rehearsals with Prolific's test participants (issue 56) ---------------------------------------------
+#: Where a batch's rehearsal is recorded: ``Batch.provider_options[REHEARSAL_KEY]``
+#: (``annotation.platforms.prolific.rehearsal.services`` writes it).
+REHEARSAL_KEY = "rehearsal"
+
+
+def rehearsal_of(batch: Batch) -> dict:
+    """What is recorded of the batch's rehearsal (empty when none was asked for)."""
+    return dict((batch.provider_options or {}).get(REHEARSAL_KEY) or {})
+
+
+def rehearsal_study_id(batch: Batch) -> str:
+    """The id of the batch's test study, or ``""``."""
+    return rehearsal_of(batch).get("study_id", "")

@@ -24,7 +24,7 @@ Either way the text is signed as received, never re-formatted.
 with the header's text (constant time). Python's ``b64decode`` would also accept spellings
 of the same 32 bytes that Prolific never sends (other values of the unused low bits of the
 last character); compared as text, they do not verify (403), so a captured signature
-re-spelled is refused. The replay guard keys on the decoded bytes
+re-spelled is refused. What is recorded of a signature keys on the decoded bytes
 (``Delivery.signature_digest``, SHA-256 of the 32 bytes), not on the text.
 
 :func:`read_delivery` refuses, before anything is stored or done:
@@ -95,7 +95,7 @@ class Delivery:
     resource_id: str
     #: Seconds since the epoch, as signed (a fractional part kept).
     timestamp: float
-    #: SHA-256 (hex) of the signature's decoded bytes: the replay guard's key.
+    #: SHA-256 (hex) of the signature's decoded bytes (recorded with the event; not unique: events alike in one second share it).
     signature_digest: str
     #: A high-return-rate event's ``metadata`` (empty for the other events).
     metadata: dict = field(default_factory=dict)
@@ -118,7 +118,7 @@ def signature_matches(secret: str, timestamp: str, body: bytes, signature: str) 
 
 
 def signature_digest(signature: str) -> str:
-    """The replay guard's key: SHA-256 (hex) of a verified signature's decoded bytes (one key per signed
+    """What is recorded of a signature: SHA-256 (hex) of a verified signature's decoded bytes (one key per signed
     request, whatever else could spell it)."""
     return hashlib.sha256(base64.b64decode(signature.encode("ascii"), validate=True)).hexdigest()
 

@@ -13,6 +13,7 @@ from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from annotation.crowd.forms import HitAnswerForm
 from annotation.crowd.services.pseudonyms import worker_for
@@ -21,8 +22,10 @@ from annotation.models import Assignment, Batch, Provider
 from annotation.platforms.inhouse.services.corrections import why_not_correctable
 from annotation.platforms.inhouse.services.handout import submit_local_assignment
 from annotation.platforms.inhouse.views import correction_step, training_step, unanswered_context
+from annotation.platforms.prolific.selectors import rehearsal_study_id
 from annotation.quality.services.training import qualification_of
 from core.errors import ServiceError
+from core.web.permissions import researcher_required
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +34,10 @@ PROLIFIC_SESSION_KEY = "prolific_assignments"
 PROLIFIC_TRAINING_KEY = "prolific_training"
 #: A random secret of this browser: the Prolific sessions it opens are bound to it.
 PROLIFIC_BROWSER_KEY = "prolific_browser"
+#: The links this browser brought signed by Prolific (verified), by batch: ``{name: [pid, study, session]}``.
+PROLIFIC_SIGNED_KEY = "prolific_signed"
+#: The rehearsals this browser was let into (a test participant's confirmed link), by batch.
+PROLIFIC_REHEARSAL_KEY = "prolific_rehearsal"
 
 
 def _prolific_page(
@@ -75,6 +82,12 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at most (:func:`annotation.platforms.prolific.services.verify_arrival`).
     Until Prolific has answered, the participant gets a page that waits and comes back here by
     itself: 202 while a check is under way, 503 when none could begin yet, 429 past the client's rate.
+
+    A study with signed URLs (issue 56) brings ``prolific_token``: checked here with no API call
+    (:func:`annotation.platforms.prolific.services.read_signed_link`), kept in this browser's session,
+    and the page comes back without it (:func:`~annotation.platforms.prolific.services.admit_signed`).
+    While the site is still finishing a publication that Prolific already opened, the page waits (202)
+    instead of refusing. A link of the batch's test study goes to the rehearsal page.
     """
     import secrets
 
@@ -89,8 +102,29 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     # arrivals (a flood of made-up links) write no session row.
     browser = request.session.get(PROLIFIC_BROWSER_KEY) or secrets.token_urlsafe(32)
     client = client_key(client_ip(request))  # an IPv6 client's /64: one subscriber, however many addresses
+    token = request.GET.get("prolific_token", "")
+    signed = (request.session.get(PROLIFIC_SIGNED_KEY) or {}).get(batch.name)
+    rehearsal = rehearsal_study_id(batch)
+    if rehearsal and (link[1] == rehearsal or token):
+        rehearsing = _rehearsal_arrival(request, batch, link, token, browser, client)
+        if rehearsing is not None:
+            return rehearsing
     try:
-        session = prolific.verify_arrival(batch, *link, browser_secret=browser, client=client)
+        if token and prolific.signed_urls(batch):
+            # Prolific's signed link (issue 56): checked here, no API call. Once verified it is kept in
+            # this browser's session and the page comes back without the token, which lives two minutes.
+            signed = list(prolific.read_signed_link(batch, token, browser_secret=browser))
+            request.session[PROLIFIC_BROWSER_KEY] = browser
+            request.session[PROLIFIC_SIGNED_KEY] = {
+                **(request.session.get(PROLIFIC_SIGNED_KEY) or {}),
+                batch.name: signed,
+            }
+            return redirect("annotation:prolific-start", name=batch.name)
+        if signed and not any(link):
+            link = signed
+            session = prolific.admit_signed(batch, *link, browser_secret=browser)
+        else:  # a study without signed URLs (or a link without its token): Prolific is asked, as before
+            session = prolific.verify_arrival(batch, *link, browser_secret=browser, client=client)
     except prolific.ClientOverLimit as exc:
         return _waiting_page(request, exc, 429)
     except prolific.ArrivalDeferred as exc:
@@ -131,11 +165,9 @@ def prolific_training(request: HttpRequest, name: str) -> HttpResponse:
         raise PermissionDenied("Open this study from Prolific.")
     batch = get_object_or_404(Batch, name=name, provider=Provider.PROLIFIC, status=Batch.Status.PUBLISHED)
     link = started["link"]
-    back = (
-        reverse("annotation:prolific-start", args=[batch.name])
-        + "?"
-        + urlencode(dict(zip(("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"), link, strict=True)))
-    )
+    back = reverse("annotation:prolific-start", args=[batch.name])
+    if (request.session.get(PROLIFIC_SIGNED_KEY) or {}).get(batch.name) != link:  # a signed link: kept in the session
+        back += "?" + urlencode(dict(zip(("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"), link, strict=True)))
     return training_step(request, batch, worker_for(Provider.PROLIFIC, link[0]), mode="prolific", continue_url=back)
 
 
@@ -191,3 +223,78 @@ def prolific_correct(request: HttpRequest, pk: int) -> HttpResponse:
         hit__batch__provider=Provider.PROLIFIC,
     )
     return correction_step(request, assignment, mode="prolific", done_url=completion_url(assignment.hit.batch))
+
+
+# -- rehearsals with Prolific's test participants (issue 56) ---------------------------------------------
+def _rehearsal_arrival(request: HttpRequest, batch: Batch, link: list, token: str, browser: str, client: str):
+    """A test participant of the batch's test study: checked as any participant (its signed link, or Prolific
+    asked), then sent to the rehearsal page; ``None`` when the link is not the test study's (the caller goes on)."""
+    from annotation.platforms.prolific import services as prolific
+
+    try:
+        if token and prolific.signed_urls(batch):
+            signed = list(prolific.read_signed_link(batch, token, browser_secret=browser))
+            if signed[1] != rehearsal_study_id(batch):
+                return None  # a real study's link: the ordinary path (its token is single-use, so check here)
+            link = signed
+        elif link[1] == rehearsal_study_id(batch):
+            prolific.confirm_link(*link, client=client)
+        else:
+            return None
+    except prolific.ArrivalDeferred as exc:
+        return _waiting_page(request, exc, 202 if exc.checking else 503)
+    except prolific.ArrivalRefused as exc:
+        return _prolific_page(request, str(exc), 403)
+    except ServiceError as exc:
+        return _prolific_page(request, str(exc), 400)
+    request.session[PROLIFIC_BROWSER_KEY] = browser
+    request.session[PROLIFIC_REHEARSAL_KEY] = {**(request.session.get(PROLIFIC_REHEARSAL_KEY) or {}), batch.name: link}
+    return redirect("annotation:prolific-rehearsal", name=batch.name)
+
+
+def prolific_rehearsal(request: HttpRequest, name: str) -> HttpResponse:
+    """The rehearsal page: the batch's first HIT exactly as a participant sees it; the answers are checked as
+    the HIT page checks them and then dropped (nothing recorded), and the participant goes back to Prolific
+    with the study's completion code."""
+    from annotation.platforms.prolific.provider import completion_url
+
+    batch = get_object_or_404(Batch, name=name, provider=Provider.PROLIFIC)
+    link = (request.session.get(PROLIFIC_REHEARSAL_KEY) or {}).get(batch.name)
+    if not link or link[1] != rehearsal_study_id(batch):
+        raise PermissionDenied("Open this test study from Prolific.")
+    hit = batch.hits.order_by("position").first()
+    if hit is None:
+        return _prolific_page(request, "This batch has no HIT to rehearse.", 200)
+    hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
+    action = reverse("annotation:prolific-rehearsal", args=[batch.name])
+    if request.method == "POST":
+        form = HitAnswerForm(hit_queries, request.POST)
+        if form.is_valid():  # a rehearsal: checked, never stored
+            return redirect(completion_url(batch))
+        context = unanswered_context(request, hit, form, mode="prolific", action=action, hit_queries=hit_queries)
+        return render(request, "annotation/hit.html", context, status=400)
+    context = hit_page_context(hit, mode="prolific", action=action, hit_queries=hit_queries)
+    return render(request, "annotation/hit.html", context)
+
+
+@researcher_required
+@require_POST
+def prolific_rehearse(request: HttpRequest, name: str) -> HttpResponse:
+    """The batch page's button: rehearse the batch with Prolific's test participants (or finish the rehearsal),
+    as a background job."""
+    from django.contrib import messages
+
+    from annotation.platforms.prolific.rehearsal.services import start_rehearsal
+
+    batch = get_object_or_404(Batch, name=name)
+    try:
+        job = start_rehearsal(
+            batch,
+            email=request.POST.get("email", "").strip(),
+            again=bool(request.POST.get("again")),
+            finish=bool(request.POST.get("finish")),
+        )
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect(f"{reverse('annotation:batch-detail', args=[batch.name])}#rehearsal")
+    return redirect("core:job-detail", pk=job.pk)

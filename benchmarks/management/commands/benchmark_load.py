@@ -65,6 +65,12 @@ class Command(ProjectCommand):
         )
         parser.add_argument("--forged", type=int, default=0, help="forged arrivals mixed into the --burst (0)")
         parser.add_argument(
+            "--signed",
+            action="store_true",
+            help="the launch's studies use Prolific's signed study URL (a JWT checked on the site, no API call "
+            "per arrival; issue 56) instead of asking Prolific about each session",
+        )
+        parser.add_argument(
             "--give-up",
             type=float,
             default=60,

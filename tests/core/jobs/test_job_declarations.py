@@ -26,6 +26,7 @@ RECORDED = {
     "annotation.pay_bonuses": "annotation.tasks.pay_bonuses_task",
     "annotation.prelabel": "annotation.tasks.prelabel_task",
     "annotation.prolific.resync": "annotation.tasks.prolific_resync_task",
+    "annotation.prolific.rehearse": "annotation.tasks.prolific_rehearse_task",
     "pool": "pooling.tasks.build_pool_task",
     "import": "pooling.tasks.import_task",
     "report": "metrics.tasks.build_report_task",

@@ -83,11 +83,50 @@ class WebhookStatus:
     unconfirmed: tuple[str, ...] = field(default_factory=tuple)
     #: Why a delivery was refused since the last verified event (``bad_signature``, ``stale``), or "".
     refused: str = ""
+    #: Events Prolific did not deliver, recovered from its event log within ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``
+    #: (issue 56), and by how much the latest of them was late (seconds from the event to its recovery).
+    behind: int = 0
+    behind_by: float | None = None
+
+
+def _behind(workspace: str, now: dt.datetime) -> tuple[int, float | None]:
+    since = now - dt.timedelta(seconds=settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS)
+    rows = list(
+        ProlificEvent.objects.filter(workspace_id=workspace, recovered=True, received__gte=since)
+        .order_by("-received")
+        .values_list("signed_at", "received")
+    )
+    if not rows:
+        return 0, None
+    signed, received = rows[0]
+    return len(rows), max(0.0, (received - signed).total_seconds())
 
 
 def webhook_status(now: dt.datetime | None = None) -> WebhookStatus:
-    """The status (see the module's docstring for the rule, in order)."""
+    """The status (see the module's docstring for the rule, in order), and whether webhooks are behind:
+    events Prolific did not deliver, recovered from its event log (they never count as delivered)."""
+    import dataclasses
+
     now = now or timezone.now()
+    status = _webhook_status(now)
+    from core.selectors import prolific_settings
+
+    workspace = prolific_settings().workspace_id
+    if not workspace or not settings.PROLIFIC_WEBHOOKS:
+        return status
+    count, late = _behind(workspace, now)
+    if not count:
+        return status
+    window = span(settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS)
+    sentence = (
+        f"{status.sentence}. Webhooks are behind: {count} event{'s' if count != 1 else ''} Prolific did not deliver"
+        f" in the last {window} {'were' if count != 1 else 'was'} recovered from its event log, the latest"
+        f" {span(late)} after it happened"
+    )
+    return dataclasses.replace(status, sentence=sentence, behind=count, behind_by=late)
+
+
+def _webhook_status(now: dt.datetime) -> WebhookStatus:
     short, long = settings.PROLIFIC_POLL_SECONDS, settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS
     from core.selectors import prolific_settings
 
@@ -107,7 +146,7 @@ def webhook_status(now: dt.datetime | None = None) -> WebhookStatus:
     )
     unconfirmed = tuple(event for event in EVENT_TYPES if event not in confirmed)
     last = (
-        ProlificEvent.objects.filter(workspace_id=workspace)
+        ProlificEvent.objects.filter(workspace_id=workspace, recovered=False)  # delivered, not read from the log
         .order_by("-received")
         .values_list("received", flat=True)
         .first()
@@ -185,5 +224,13 @@ def batch_webhooks(batch: Batch) -> dict | None:
     published (``status``) and Prolific's high-return-rate warnings about its study; ``None`` for other batches."""
     if batch.provider != Provider.PROLIFIC:
         return None
+    from annotation.platforms.prolific.selectors import rehearsal_of
+
     published = batch.status == Batch.Status.PUBLISHED
-    return {"status": webhook_status() if published else None, "warnings": return_rate_warnings([batch.pk])}
+    return {
+        "status": webhook_status() if published else None,
+        "warnings": return_rate_warnings([batch.pk]),
+        # A rehearsal with Prolific's test participants (issue 56): offered while the batch is a draft.
+        "rehearsal": rehearsal_of(batch),
+        "rehearsable": batch.status == Batch.Status.DRAFT,
+    }

@@ -150,6 +150,16 @@ class FakeProlific:
     hook_list_filtered: bool = True
     #: Whether ``X-Prolific-Request-Timestamp`` has a fractional part (``time.time()`` as Python prints it).
     hook_fractional_timestamps: bool = False
+    #: Each subscription's event log (``GET /hooks/subscriptions/{id}/events/``), by subscription id: every
+    #: event made for it, ``PENDING`` until an attempt is answered 2xx (``SUCCEEDED``) or every attempt
+    #: failed (``FAILED``). Prolific redelivers "on failure due to network issues, timeouts and listener
+    #: errors", the X-Event-ID unchanged, "up to 12 delivery attempts over 24 hours" with full jitter
+    #: ("Idempotency and the X-Event-ID Header", "Persistent Failures & Disabling Logic"): here
+    #: ``hook_attempts`` attempts (1 unless a test asks for more), a random wait of up to
+    #: ``hook_retry_delay`` seconds before each retry, each retry signed with the time it is sent.
+    hook_events: dict[str, list[dict]] = field(default_factory=dict)
+    hook_attempts: int = 1
+    hook_retry_delay: float = 0.0
     _held: list[tuple] = field(default_factory=list)
     _sender: threading.Thread | None = None
     _queue: queue.Queue | None = None
@@ -170,6 +180,17 @@ class FakeProlific:
     dealt: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     call_times: list[tuple[str, float]] = field(default_factory=list)
     _dice: random.Random | None = None
+    # -- signed study URLs (issue 56): see "Signed study URLs" below ----------------------------
+    #: The workspace (and organisation, when linked to one) a signed study URL's ``prolific`` claim names.
+    study_workspace: str = ""
+    study_organisation: str = ""
+    #: The ``aud`` of a signed study URL: "url" (the reference's payload: the external study URL as
+    #: resolved) or "domain" (the JWKS page's words: the tool's domain).
+    token_audience: str = "url"
+    study_keys: list[tuple[str, object]] = field(default_factory=list)  # (kid, private key); the last signs
+    # -- rehearsals (issue 56): test participants and test studies, see "Testing" below -------------------
+    test_participants: dict[str, str] = field(default_factory=dict)  # email -> participant id
+    test_studies: set[str] = field(default_factory=set)
 
     def random_fault(self, name: str) -> str | None:
         """The fault ``shares`` deal this API call (``None``: none), counted in ``dealt``."""
@@ -219,7 +240,76 @@ class FakeProlific:
             ("{{%SESSION_ID%}}", session),
         ):
             url = url.replace(placeholder, value)
+        if study.get("is_external_study_url_secure"):
+            url += ("&" if "?" in url else "?") + urlencode({"prolific_token": self.study_token(url)})
         return session, url
+
+    # -- signed study URLs (issue 56) -------------------------------------------------------------
+    # As the reference's study field ``is_external_study_url_secure`` describes: the study URL's
+    # parameters signed into a JWT (RS256, header ``kid`` and ``typ``), added as ``prolific_token``;
+    # payload iss, iat, exp (iat + 2 minutes), aud (``token_audience``), sub (the session) and
+    # ``prolific`` (each parameter of the URL with its value, ``workspace_id``, ``organisation_id``
+    # when set). The public keys at ``GET /.well-known/study/jwks.json`` (``JwksResponse``).
+    def rotate_study_key(self) -> str:
+        """A new signing key, used from now on (the old ones stay published); its kid."""
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        kid = _id()
+        self.study_keys.append((kid, rsa.generate_private_key(public_exponent=65537, key_size=2048)))
+        return kid
+
+    def study_claims(self, url: str, *, now: float | None = None) -> dict:
+        """The payload Prolific signs for the resolved study URL ``url``."""
+        now = time.time() if now is None else now
+        parts = urlparse(url)
+        values = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        signed = dict(values, workspace_id=self.study_workspace)
+        if self.study_organisation:
+            signed["organisation_id"] = self.study_organisation
+        audience = url if self.token_audience == "url" else f"{parts.scheme}://{parts.netloc}"
+        return {
+            "iss": "https://www.prolific.com",
+            "iat": int(now),
+            "exp": int(now) + 120,
+            "aud": audience,
+            "sub": values.get("SESSION_ID", ""),
+            "prolific": signed,
+        }
+
+    def sign_study_claims(self, claims: dict, *, key=None, kid: str | None = None) -> str:
+        """``claims`` signed as Prolific signs a study URL (by the current key unless ``key``/``kid`` given)."""
+        import jwt
+
+        if not self.study_keys:
+            self.rotate_study_key()
+        current_kid, current_key = self.study_keys[-1]
+        return jwt.encode(
+            claims, key or current_key, algorithm="RS256", headers={"kid": kid or current_kid, "typ": "JWT"}
+        )
+
+    def study_token(self, url: str) -> str:
+        return self.sign_study_claims(self.study_claims(url))
+
+    def jwks(self, args, query, body):
+        import jwt
+
+        if not self.study_keys:
+            self.rotate_study_key()
+        keys = []
+        for kid, key in self.study_keys:
+            public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+            keys.append(
+                {
+                    "kty": "RSA",
+                    "kid": kid,
+                    "alg": "RS256",
+                    "n": public["n"],
+                    "e": public["e"],
+                    "use": "sig",
+                    "key_ops": ["verify"],
+                }
+            )
+        return 200, {"keys": keys}
 
     def set_status(self, session: str, status: str) -> None:
         self.submissions[session]["status"] = status
@@ -232,17 +322,20 @@ class FakeProlific:
 
     # -- routing ------------------------------------------------------------------------
     #: Routes answered without the token (Prolific's page for the participant; a presigned upload URL).
-    UNAUTHENTICATED = frozenset({"complete"})
+    UNAUTHENTICATED = frozenset({"complete", "jwks"})
     #: Paths whose request body is a file, passed to the route as bytes, not read as JSON.
     RAW_BODY_PATHS: ClassVar[tuple[str, ...]] = ()
     ROUTES = [
         ("GET", r"submissions/complete", "complete"),
         ("GET", r"api/v1/users/me", "me"),  # the token's own account (a connection's test)
+        ("GET", r"\.well-known/study/jwks\.json", "jwks"),  # signed study URLs' keys (issue 56)
         ("POST", r"api/v1/studies", "create_study"),
         ("GET", r"api/v1/projects/(?P<project>[^/]+)/studies", "list_studies"),
         ("GET", r"api/v1/studies/(?P<study>[^/]+)", "get_study"),
         ("PATCH", r"api/v1/studies/(?P<study>[^/]+)", "update_study"),
         ("POST", r"api/v1/studies/(?P<study>[^/]+)/transition", "transition_study"),
+        ("POST", r"api/v1/studies/(?P<study>[^/]+)/test-study", "create_test_study"),  # issue 56
+        ("POST", r"api/v1/researchers/participants", "create_test_participant"),  # issue 56
         ("GET", r"api/v1/studies/(?P<study>[^/]+)/submissions", "list_submissions"),
         ("POST", r"api/v1/submissions/(?P<submission>[^/]+)/transition", "transition_submission"),
         ("GET", r"api/v1/submissions/(?P<submission>[^/]+)", "get_submission"),
@@ -258,6 +351,7 @@ class FakeProlific:
         ("POST", r"api/v1/hooks/subscriptions", "create_hook_subscription"),
         ("POST", r"api/v1/hooks/subscriptions/(?P<subscription>[^/]+)", "confirm_hook_subscription"),
         ("DELETE", r"api/v1/hooks/subscriptions/(?P<subscription>[^/]+)", "delete_hook_subscription"),
+        ("GET", r"api/v1/hooks/subscriptions/(?P<subscription>[^/]+)/events", "subscription_events"),
         # participant groups across waves (issue 32)
         ("GET", r"api/v1/participant-groups/(?P<group>[^/]+)/participants", "list_members"),
         ("DELETE", r"api/v1/participant-groups/(?P<group>[^/]+)/participants", "remove_participants"),
@@ -305,6 +399,33 @@ class FakeProlific:
         study = dict(body, id=_id(), status="UNPUBLISHED")
         self.studies[study["id"]] = study
         return 201, study
+
+    # -- testing (issue 56) -------------------------------------------------------------------------
+    # As the reference's "Create a test participant for a researcher" (201 ``{"participant_id"}``; one per
+    # researcher account, says Prolific's help "Test study as a participant": a second is refused) and
+    # "Create a test study" (the study must be a draft and a test participant must exist; a test study made
+    # from it and published to the workspace's test participants; 200 ``{"study_id", "study_url"}``).
+    def create_test_participant(self, args, query, body):
+        email = body.get("email")
+        if not isinstance(email, str) or "@" not in email:
+            return 400, {"error": {"detail": {"email": ["Enter a valid email address."]}}}
+        if self.test_participants:
+            return 400, {"error": {"detail": "a test participant already exists for this researcher"}}
+        self.test_participants[email] = _id()
+        return 201, {"participant_id": self.test_participants[email]}
+
+    def create_test_study(self, args, query, body):
+        draft = self.studies.get(args["study"])
+        if draft is None:
+            return 404, {"error": {"detail": "Not found."}}
+        if draft["status"] != "UNPUBLISHED":
+            return 400, {"error": {"detail": f"a test study needs a draft study; this one is {draft['status']}"}}
+        if not self.test_participants:
+            return 400, {"error": {"detail": "create a test participant first"}}
+        test = dict(draft, id=_id(), status="ACTIVE")
+        self.studies[test["id"]] = test
+        self.test_studies.add(test["id"])
+        return 200, {"study_id": test["id"], "study_url": f"{self.base}/studies/{test['id']}"}
 
     def list_studies(self, args, query, body):
         items = [s for s in self.studies.values() if s.get("project") == args["project"]]
@@ -442,7 +563,8 @@ class FakeProlific:
     # X-Timestamp, one at a time in order. ``hook_faults`` are used up one per change (every event
     # of one change shares it): ``drop`` (never sent), ``duplicate`` (the same request twice),
     # ``forge`` (signed with another secret), ``stale`` (signed ten minutes ago), ``delay:s`` (sent
-    # after s seconds), ``hold`` (sent after the next change's: out of order). ``deliveries``
+    # after s seconds), ``hold`` (sent after the next change's: out of order), ``twin`` (each event with a
+    # distinct twin of the same body, both sent in the same second: signed alike). ``deliveries``
     # records each request sent and its answer.
     def list_hook_secrets(self, args, query, body):
         workspace = query.get("workspace_id", [""])[0]
@@ -544,9 +666,13 @@ class FakeProlific:
         self._emit([(event_type, {"resource_id": study_id, "event_type": event_type, "metadata": metadata or {}})])
 
     def _emit(self, events: list[tuple[str, dict]]) -> None:
-        """The events of one change, sharing one fault (see "webhooks" above)."""
+        """The events of one change, sharing one fault (see "webhooks" above). ``twin``: each event comes
+        with a second, distinct event (its own id) of the same body, both sent in the same second -- so
+        signed alike, as Prolific signs the timestamp and the body, not the event id (issue 56)."""
         fault = self.hook_faults.pop(0) if self.hook_faults else ""
         change = [(event_type, payload, fault, _id()) for event_type, payload in events]
+        if fault == "twin":
+            change += [(event_type, payload, fault, _id()) for event_type, payload in events]
         if fault == "hold":
             self._held.extend(change)
             return
@@ -556,12 +682,29 @@ class FakeProlific:
             self._send_event(*self._held.pop(0))
 
     def _send_event(self, event_type: str, payload: dict, fault: str, event_id: str) -> None:
-        if fault == "drop":
+        entries = []
+        for subscription in self.enabled_subscriptions(event_type):
+            entry = {
+                "id": event_id,
+                "datetime_created": _now(),
+                "datetime_updated": _now(),
+                "event_type": event_type,
+                "resource_id": payload["resource_id"],
+                "status": "PENDING",
+                "target_url": subscription["target_url"],
+                "payload": payload,
+            }
+            self.hook_events.setdefault(subscription["id"], []).append(entry)
+            entries.append((subscription, entry))
+        if fault == "drop":  # lost on the way, every attempt: Prolific counts it failed
+            for _, entry in entries:
+                entry.update(status="FAILED", datetime_updated=_now())
             self.deliveries.append({"event_id": event_id, "payload": payload, "fault": fault, "code": None})
             return
-        for subscription in self.enabled_subscriptions(event_type):
+        at = float(int(time.time())) if fault == "twin" else None  # both twins stamped with this second
+        for subscription, entry in entries:
             secret = self.hook_secrets.get(subscription["workspace_id"], {}).get("value", "")
-            self._outbox().put((subscription["target_url"], secret, payload, fault, event_id))
+            self._outbox().put((subscription["target_url"], secret, payload, fault, event_id, entry, at))
 
     def _outbox(self) -> queue.Queue:
         """Deliveries go out one at a time, in the order they were made, from one sender thread."""
@@ -580,11 +723,28 @@ class FakeProlific:
             finally:
                 self._queue.task_done()
 
-    def _deliver(self, url: str, secret: str, payload: dict, fault: str, event_id: str) -> None:
+    def _deliver(
+        self, url: str, secret: str, payload: dict, fault: str, event_id: str, entry: dict, at: float | None = None
+    ) -> None:
         kind, _, seconds = fault.partition(":")
         if kind == "delay":
             time.sleep(float(seconds))
-        sent = time.time() - (600 if kind == "stale" else 0)
+        for attempt in range(max(1, self.hook_attempts)):
+            if attempt:
+                time.sleep(random.uniform(0, self.hook_retry_delay))  # full jitter
+            codes = self._attempt(url, secret, payload, kind, event_id, fault, at if not attempt else None)
+            if any(code is not None and 200 <= code < 300 for code in codes):
+                entry.update(status="SUCCEEDED", datetime_updated=_now())
+                return
+        entry.update(status="FAILED", datetime_updated=_now())
+
+    def _attempt(
+        self, url: str, secret: str, payload: dict, kind: str, event_id: str, fault: str, at: float | None
+    ) -> list:
+        """One delivery attempt (two requests for ``duplicate``), sent at ``at`` (default now); the status
+        codes answered (``None``: no answer)."""
+        codes = []
+        sent = (time.time() if at is None else at) - (600 if kind == "stale" else 0)
         stamp = str(sent) if self.hook_fractional_timestamps else str(int(sent))
         body = json.dumps(payload).encode()
         key = ("not-" + secret) if kind == "forge" else secret
@@ -614,6 +774,31 @@ class FakeProlific:
                 record.update(code=None, answer=repr(exc))
             record["answered"] = time.monotonic()
             self.deliveries.append(record)
+            codes.append(record.get("code"))
+        return codes
+
+    def subscription_events(self, args, query, body):
+        """The reference's ``SubscriptionEventList``: ``results`` only, paged by ``offset``/``limit`` (capped at
+        ``page_size``), filtered by ``status`` (one status, or a JSON array of them as a string) and ``resource_id``."""
+        if args["subscription"] not in self.hook_subscriptions:
+            return 404, {"error": {"detail": "Not found."}}
+        wanted = query.get("status", [""])[0]
+        if wanted.startswith("["):
+            try:
+                statuses = set(json.loads(wanted))
+            except ValueError:
+                return 400, {"error": {"detail": "status is not a JSON array"}}
+        else:
+            statuses = {wanted} if wanted else set()
+        resource = query.get("resource_id", [""])[0]
+        items = [
+            dict(e)
+            for e in self.hook_events.get(args["subscription"], [])
+            if (not statuses or e["status"] in statuses) and (not resource or e["resource_id"] == resource)
+        ]
+        limit = min(int(query.get("limit", ["100"])[0]), self.page_size)
+        offset = int(query.get("offset", ["0"])[0])
+        return 200, {"results": items[offset : offset + limit]}
 
     @contextlib.contextmanager
     def deliveries_held(self) -> Iterator[None]:

@@ -23,13 +23,25 @@ The events (docs.prolific.com/api-reference/webhooks/receiving):
   re-read (the warning says nothing about a submission's state);
 - any other type, or a resource this site does not know: recorded, nothing done ("ignored").
 
-**Once.** The event is inserted (``ProlificEvent``: its ``X-Event-ID`` unique, and the
-digest of the signature's decoded bytes unique) in the same transaction that schedules the
-re-read. A delivery whose event id was already recorded (Prolific delivers at least once, the
-same id on every retry: ".../idempotency-and-the-x-event-id-header") is answered 200
-"duplicate" and does nothing; the same signed request replayed under another event id is
-refused (409), whatever the base64 spelling of its signature (another spelling does not even
-verify: :mod:`annotation.platforms.prolific.signatures`).
+**Once.** The event is inserted (``ProlificEvent``, its ``X-Event-ID`` unique) in the same
+transaction that schedules the re-read. A delivery whose event id was already recorded (Prolific
+delivers at least once, the same id on every retry: ".../idempotency-and-the-x-event-id-header")
+is answered 200 "duplicate" and does nothing. Prolific signs the timestamp and the body, not the
+event id ("Verifying"), so two distinct events with the same body sent in the same second (two
+``study.progress.change`` of one study, say) carry the same signature: a delivery whose signed
+content was seen before under another event id is acknowledged like any other (2xx) and, being
+trusted only to say what to re-read, causes at most one more re-read -- never a refusal, which
+Prolific would retry and finally count as failed (issue 56). Another base64 spelling of a
+signature does not even verify (:mod:`annotation.platforms.prolific.signatures`).
+
+**Missed deliveries** (:func:`recover_missed_events`, at every ``poll_prolific``): each confirmed
+subscription's event log (``GET /hooks/subscriptions/{id}/events/``, the reference's
+``SubscriptionEventList``) is read for the events Prolific has not delivered (``FAILED``, or
+``PENDING`` for more than :data:`PENDING_GRACE_SECONDS` while it retries: an event it delivered
+with a 2xx answer was recorded here before that answer); each one not recorded yet is recorded
+(``recovered``) and its batch re-read, once.
+How many were recovered recently, and how late, is what the batch page and ``poll_prolific`` say
+when webhooks are behind (:func:`~annotation.platforms.prolific.webhooks.selectors.webhook_status`).
 
 **At once, without waiting on Prolific in the request.** The request makes no remote call:
 it answers 202 as soon as the event is stored, and the re-read runs as a background job
@@ -207,12 +219,8 @@ def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
                 ProlificEvent.objects.filter(pk=event.pk).update(job_id=job.pk)
                 receipt.job, receipt.outcome = job.pk, "joined" if joined else "scheduled"
                 receipt.status = 202
-    except IntegrityError:
-        if ProlificEvent.objects.filter(event_id=delivery.event_id).exists():
-            return Receipt(200, "duplicate", delivery.event_id)
-        raise DeliveryRefused(
-            409, "replayed", "this signed request was already received under another event id"
-        ) from None
+    except IntegrityError:  # the same event id delivered twice at once: the first one acts
+        return Receipt(200, "duplicate", delivery.event_id)
     return receipt
 
 
@@ -257,6 +265,122 @@ def resync_job(job: Job, batch_id: int) -> dict:
     return job.result
 
 
+#: The statuses of an event Prolific has not delivered (the reference's ``SubscriptionEventStatus``).
+UNDELIVERED = ("FAILED", "PENDING")
+#: A ``PENDING`` event is taken from the log only once this old (seconds since it was created): before,
+#: its delivery is most likely on its way (and would then count as a delivery, which keeps webhooks
+#: "active"); after, Prolific is retrying it ("up to 12 delivery attempts over 24 hours").
+PENDING_GRACE_SECONDS = 120
+
+
+@dataclass
+class Recovery:
+    """What reading the event logs found: events read, recorded now (missed deliveries), re-reads started."""
+
+    read: int = 0
+    recovered: int = 0
+    batches: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+def _moment(text: object) -> dt.datetime | None:
+    from django.utils.dateparse import parse_datetime
+
+    try:
+        return parse_datetime(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def recover_missed_events(client=None) -> Recovery:
+    """Each confirmed subscription's undelivered events not recorded yet: recorded and acted on once (see
+    the module's docstring). A subscription whose log cannot be read is skipped (the next poll reads it)."""
+    from annotation.models import ProlificSubscription
+    from annotation.platforms.prolific.client import ProlificError
+    from annotation.platforms.prolific.provider import api_client
+
+    result = Recovery()
+    workspace = prolific_settings().workspace_id
+    if not settings.PROLIFIC_WEBHOOKS or not workspace:
+        return result
+    subscriptions = list(
+        ProlificSubscription.objects.filter(workspace_id=workspace, confirmed_at__isnull=False).exclude(remote_id="")
+    )
+    if not subscriptions:
+        return result
+    for subscription in subscriptions:
+        try:
+            client = client or api_client()
+            events = list(client.subscription_events(subscription.remote_id, UNDELIVERED))
+        except ProlificError as exc:
+            result.error = str(exc)
+            logger.warning("the event log of subscription %s could not be read: %s", subscription.remote_id, exc)
+            continue
+        result.read += len(events)
+        ripe = timezone.now() - dt.timedelta(seconds=PENDING_GRACE_SECONDS)
+        for event in events:
+            if event.get("status") == "PENDING" and (_moment(event.get("datetime_created")) or ripe) > ripe:
+                continue  # probably on its way
+            recorded, batch = _recover(event, workspace)
+            result.recovered += recorded
+            if batch is not None and batch.name not in result.batches:
+                result.batches.append(batch.name)
+    return result
+
+
+def _recover(event: dict, workspace: str) -> tuple[bool, Batch | None]:
+    """Record one undelivered event of the log (once) and schedule its batch's re-read: (recorded now,
+    the batch re-read or None)."""
+    from annotation.platforms.prolific.signatures import _EVENT_ID, _RESOURCE_ID
+
+    payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
+    event_id = event.get("id")
+    event_type = event.get("event_type") or payload.get("event_type")
+    resource_id = event.get("resource_id") or payload.get("resource_id")
+    if not (isinstance(event_id, str) and _EVENT_ID.fullmatch(event_id)):
+        return False, None
+    if not (isinstance(event_type, str) and isinstance(resource_id, str) and _RESOURCE_ID.fullmatch(resource_id)):
+        return False, None
+    if ProlificEvent.objects.filter(event_id=event_id).exists():
+        return False, None
+    delivery = Delivery(
+        event_id=event_id,
+        event_type=event_type[:100],
+        resource_id=resource_id,
+        timestamp=0.0,
+        signature_digest="",
+        metadata=payload.get("metadata")
+        if event_type == HIGH_RETURN_RATE and isinstance(payload.get("metadata"), dict)
+        else {},
+    )
+    batch = batch_of(delivery)
+    if batch is not None and batch.status == Batch.Status.DRAFT:
+        batch = None
+    created = _moment(event.get("datetime_created")) or timezone.now()
+    try:
+        with transaction.atomic():
+            row = ProlificEvent.objects.create(
+                event_id=event_id,
+                signature="",
+                recovered=True,
+                event_type=delivery.event_type,
+                resource_id=resource_id,
+                workspace_id=workspace,
+                metadata=delivery.metadata,
+                signed_at=created,
+                batch=batch,
+            )
+            if batch is not None and event_type != HIGH_RETURN_RATE:
+                job, _joined = schedule_resync(batch, reason="an event Prolific did not deliver")
+                ProlificEvent.objects.filter(pk=row.pk).update(job_id=job.pk)
+    except IntegrityError:  # delivered meanwhile
+        return False, None
+    logger.warning(
+        "Prolific event %s (%s %s) was not delivered: recovered from its event log", event_id, event_type, resource_id
+    )
+    return True, batch if batch is not None and event_type != HIGH_RETURN_RATE else None
+
+
 @dataclass
 class PollResult:
     """What one poll did: the webhooks' status (and so the interval used), the batches re-read."""
@@ -264,6 +388,10 @@ class PollResult:
     status: WebhookStatus
     started: list[str] = field(default_factory=list)
     webhooks: WebhookState | None = None
+    #: Draft batches whose interrupted publication was started again (their study live on Prolific).
+    resumed: list[str] = field(default_factory=list)
+    #: Events Prolific did not deliver, found in the subscriptions' event logs (:func:`recover_missed_events`).
+    recovery: Recovery = field(default_factory=Recovery)
 
     @property
     def interval(self) -> int:
@@ -275,11 +403,24 @@ class PollResult:
 
 
 def poll_prolific(*, now: dt.datetime | None = None) -> PollResult:
-    """Reconcile the subscriptions, then re-read each published Prolific batch not re-read within the interval."""
+    """Reconcile the subscriptions, then re-read each published Prolific batch not re-read within the interval.
+
+    First, a publication interrupted while Prolific has the study live is started again
+    (:func:`annotation.platforms.prolific.services.resume_interrupted_publications`): the participants
+    Prolific already sent wait on a page that lets them in once the site has caught up.
+    """
+    from annotation.platforms.prolific.services import resume_interrupted_publications
+
+    result = PollResult(status=webhook_status(now))
+    try:
+        result.resumed = resume_interrupted_publications()
+    except ServiceError as exc:  # not configured, Prolific down: the rest of the poll goes on
+        logger.warning("interrupted publications not checked: %s", exc)
     state = reconcile_webhooks()
+    result.recovery = recover_missed_events()
     status = webhook_status(now)
     since = (now or timezone.now()) - dt.timedelta(seconds=status.interval)
-    result = PollResult(status=status, webhooks=state)
+    result.status, result.webhooks = status, state
     batches = Batch.objects.filter(provider=Provider.PROLIFIC, status=Batch.Status.PUBLISHED).exclude(hit_type_id="")
     for batch in batches.order_by("pk"):
         recent = (
