@@ -75,6 +75,7 @@ from typing import ClassVar
 from urllib.parse import parse_qs, urlencode, urlparse
 
 from benchmarks.fakes.loopback import LoopbackServer, send, serve_in_thread
+from tests.annotation.platforms.prolific import contract
 
 TOKEN = "test-token"
 FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
@@ -331,6 +332,11 @@ class FakeProlific:
 
     def list_submissions(self, args, query, body):
         items = [s for s in self.submissions.values() if s["study_id"] == args["study"]]
+        taken = defaultdict(int)
+        for s in items:
+            taken[s["participant_id"]] += 1
+        # As the reference's SubmissionShort: has_siblings says the participant has another submission in the study.
+        items = [{**s, "has_siblings": taken[s["participant_id"]] > 1} for s in items]
         return 200, self._page(items, query, self.base + f"/api/v1/studies/{args['study']}/submissions/")
 
     def get_submission(self, args, query, body):
@@ -399,7 +405,7 @@ class FakeProlific:
         self.payments += [(bulk["study"], pid, amount) for pid, amount in bulk["rows"]]
         self.charges.append((bulk["study"], "bonus", *bulk["charge"]))
         self.payment_times += [time.monotonic()] * len(bulk["rows"])
-        return 202, {}
+        return 202, "The bonuses will be paid asynchronously."  # the reference's answer: a JSON string
 
     def cost(self, args, query, body):
         # A third of the reward as fee, rounded to the cent per place (an academic account, no VAT).
@@ -679,10 +685,23 @@ class FakeProlific:
         if group is None:
             return 404, {"error": {"detail": "Not found."}}
         group["is_deleted"] = True
-        return 200, {}
+        return 204, None
 
     def handle(self, method: str, path: str, query: dict, body: dict, token: str) -> tuple[int, dict, dict, str]:
-        """(status, answer, headers, how): ``how`` is how the handler delivers it ("", "slow:s", "drip:s", "html")."""
+        """(status, answer, headers, how): ``how`` is how the handler delivers it ("", "slow:s", "drip:s", "html").
+
+        Held to Prolific's published reference (:mod:`tests.annotation.platforms.prolific.contract`): an
+        operation it does not offer is refused 404/405 and a request it refuses 400, as Prolific would;
+        an answer that breaks its response schema becomes a 500 naming the breach (both recorded)."""
+        refused = contract.checked(method, path, query, body, token)
+        if refused:
+            return *refused, {}, ""
+        status, answer, headers, how = self._handle(method, path, query, body, token)
+        if status != -1 and how.partition(":")[0] not in ("html", "garbled"):  # a hostile answer is meant to break it
+            status, answer = contract.answer_checked(method, path, query, status, answer)
+        return status, answer, headers, how
+
+    def _handle(self, method: str, path: str, query: dict, body: dict, token: str) -> tuple[int, dict, dict, str]:
         found = self.route(method, path)
         if found is None:
             return 404, {"error": {"detail": f"no route {method} {path}"}}, {}, ""
