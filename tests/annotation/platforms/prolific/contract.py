@@ -276,17 +276,26 @@ class Call:
         return "/api/v1/" + re.sub(r"\{[^}]*\}", "5f0c0ffee0000000000000a1", self.path).lstrip("/")
 
 
-def _path_text(node: ast.expr) -> str | None:
+def _path_text(node: ast.expr, local: dict[str, str] | None = None) -> str | None:
+    """The path a string or f-string writes (a field that is a local path name spelled out, others ``{…}``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else "{…}" for v in node.values)
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            elif isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name) and local:
+                parts.append(local.get(value.value.id, "{…}"))
+            else:
+                parts.append("{…}")
+        return "".join(parts)
     return None
 
 
 def _named_path(arg: ast.expr, local: dict[str, str]) -> str | None:
     """The path an argument writes, or the one a local name of the function was given."""
-    return local.get(arg.id) if isinstance(arg, ast.Name) else _path_text(arg)
+    return local.get(arg.id) if isinstance(arg, ast.Name) else _path_text(arg, local)
 
 
 def client_calls() -> list[Call]:
@@ -297,13 +306,13 @@ def client_calls() -> list[Call]:
         named: dict[int, dict[str, str]] = {}  # per function: the paths its local names hold
         for function in ast.walk(tree):
             if isinstance(function, ast.FunctionDef):
-                local = {
-                    target.id: text
-                    for assign in ast.walk(function)
-                    if isinstance(assign, ast.Assign)
-                    for target in assign.targets
-                    if isinstance(target, ast.Name) and (text := _path_text(assign.value)) is not None
-                }
+                local: dict[str, str] = {}
+                for assign in ast.walk(function):
+                    if isinstance(assign, ast.Assign):
+                        for target in assign.targets:
+                            text = _path_text(assign.value, local)
+                            if isinstance(target, ast.Name) and text is not None:
+                                local[target.id] = text
                 for inner in ast.walk(function):
                     named[id(inner)] = local
         for node in ast.walk(tree):

@@ -84,9 +84,9 @@ def wrong_on_gold(point: dict) -> str:
 def test_a_task_builder_study_runs_end_to_end_over_real_http(fake, batch, tmp_path):
     # Publishing through a Prolific that throttles, fails and loses answers: each creation is
     # looked up by name after a lost answer, the upload is PUT again after a 429 and a 5xx.
-    fake.faults["create_dataset"] = ["lose_response"]
+    fake.faults["create_dataset"] = ["throttle"]
     fake.faults["upload"] = ["throttle:1", "error"]
-    fake.faults["import_status"] = ["error", "throttle"]
+    fake.faults["dataset_status"] = ["error", "throttle"]
     fake.faults["create_batch"] = ["throttle", "lose_response"]
     fake.faults["set_up_batch"] = ["lose_response"]
     fake.faults["create_study"] = ["lose_response"]
@@ -105,6 +105,7 @@ def test_a_task_builder_study_runs_end_to_end_over_real_http(fake, batch, tmp_pa
     assert tb_batch["options"] == list(LABELS) and tb_batch["status"] == "READY"
     assert study["id"] == batch.hit_type_id and study["status"] == "ACTIVE"
     assert study["data_collection_id"] == tb_batch["id"] and study["total_available_places"] == 4
+    assert study["data_collection_metadata"] == {"annotators_per_task": 2}  # the batch's answers per query
     assert study["reward"] == 40 and study["estimated_completion_time"] == 4
 
     # Three participants finish (one misses the gold question), one is still working.
@@ -185,21 +186,22 @@ def _received(fake: FakeTaskBuilder) -> list[dict]:
 def test_an_upload_whose_answers_are_lost_is_imported_once_whatever_stops_publishing(fake, batch):
     """Review finding (issue 42): the file was uploaded again after an interrupted import. Here every
     answer to the upload is lost though the file arrived (publishing fails), then every answer to the
-    import's status is lost while it runs (publishing fails again): the next publish finds the import
-    among the dataset's and waits for it. One dataset, one batch, one study, each query once."""
+    dataset's status is lost while it is imported (publishing fails again): the next publish sees from
+    the dataset's status that it received a file and waits for it. One dataset, one batch, one study,
+    each query once."""
     fake.standing["upload"] = "lose_response"  # carried out, then the connection dropped, every time
     with pytest.raises(TaskBuilderError, match="uploading the dataset's file"):
         services.publish_batch(batch, provider())
-    assert len(fake.datasets) == 1 and len(_received(fake)) == 1 and not fake.batches and not fake.studies
+    assert len(fake.datasets) == len(fake.batches) == 1 and len(_received(fake)) == 1 and not fake.studies
 
     del fake.standing["upload"]
-    fake.standing["import_status"] = "lose_response"
-    with pytest.raises(TaskBuilderError, match="imports/"):
+    fake.standing["dataset_status"] = "lose_response"
+    with pytest.raises(TaskBuilderError, match="status"):
         services.publish_batch(batch, provider())
-    assert len(_received(fake)) == 1 and not fake.batches
+    assert len(_received(fake)) == 1
 
-    del fake.standing["import_status"]
-    fake.faults["get_dataset"] = ["lose_response"]  # the dataset's imports read again after a lost answer
+    del fake.standing["dataset_status"]
+    fake.faults["list_batches"] = ["lose_response"]  # the batch looked up again after a lost answer
     services.publish_batch(batch, provider())
     batch.refresh_from_db()
 
@@ -214,22 +216,37 @@ def test_an_upload_whose_answers_are_lost_is_imported_once_whatever_stops_publis
     assert fake.studies[batch.hit_type_id]["data_collection_id"] == tb_batch["id"]
 
 
-def test_the_imports_of_a_dataset_run_one_at_a_time_and_each_file_is_appended(fake):
-    """The test server as the reference describes it: a second file waits ``queued`` while the first is
-    processed, and both are appended (why the provider never sends its file twice)."""
+def test_a_dataset_whose_creation_lost_its_answer_is_left_empty_and_nothing_is_imported_twice(fake, batch):
+    """The reference lists no datasets, so a dataset whose creation answer was lost cannot be found again:
+    another is made, and the lost one stays empty (no file, no batch, no study uses it)."""
+    fake.faults["create_dataset"] = ["lose_response"]
+    with pytest.raises(TaskBuilderError, match="may have been done"):
+        services.publish_batch(batch, provider())
+    services.publish_batch(batch, provider())
+    batch.refresh_from_db()
+    assert batch.status == batch.Status.PUBLISHED and len(fake.datasets) == 2
+    assert sorted(d["total_datapoint_count"] for d in fake.datasets.values()) == [0, 8]
+    (tb_batch,) = fake.batches.values()
+    assert fake.datasets[tb_batch["dataset_id"]]["total_datapoint_count"] == 8
+    assert len(fake.studies) == 1 and fake.calls.count("upload_url") == 1
+
+
+def test_the_files_a_dataset_receives_are_imported_one_at_a_time_and_each_is_appended(fake):
+    """The test server as the pages describe it: a second file waits while the first is processed, the
+    dataset is ``PROCESSING`` until both are in, and both are appended (why the provider never sends
+    its file twice)."""
     from django.conf import settings
 
     client = TaskBuilder(settings.PROLIFIC_API_URL, TOKEN, sleep=lambda seconds: None)
     dataset = client.create_dataset("ws-1", "d", SCHEMA)
+    assert dataset["status"] == "UNINITIALISED" == client.dataset_status(dataset["id"])
     line = b'{"query": "what is a synapse", "hit": "h", "hit_token": "h", "field": "q-1"}\n'
     first, second = (client.upload_url(dataset["id"], "queries.jsonl") for _ in range(2))
     for target in (first, second):
         client.upload(target["upload_url"], line, "application/jsonl")
-    assert client.import_status(dataset["id"], second["import_id"])["status"] == "queued"
-    assert [job["status"] for job in client.imports(dataset["id"])] == ["queued", "complete"]
-    assert client.import_status(dataset["id"], second["import_id"])["status"] == "processing"
-    assert client.import_status(dataset["id"], second["import_id"])["status"] == "complete"
-    assert client.get_dataset(dataset["id"])["total_datapoint_count"] == 2
+    looks = [client.dataset_status(dataset["id"]) for _ in range(4)]
+    assert looks == ["PROCESSING", "PROCESSING", "PROCESSING", "READY"]
+    assert fake.datasets[dataset["id"]]["total_datapoint_count"] == 2
 
 
 def test_a_refusal_is_a_clear_error_and_nothing_is_published(fake, batch):
@@ -237,7 +254,7 @@ def test_a_refusal_is_a_clear_error_and_nothing_is_published(fake, batch):
     from django.conf import settings
 
     client = TaskBuilder(settings.PROLIFIC_API_URL, "wrong-token", sleep=lambda seconds: None)
-    with pytest.raises(TaskBuilderError, match=r"data-collection/datasets.*HTTP 401"):
+    with pytest.raises(TaskBuilderError, match=r"data-collection/.*HTTP 401"):
         services.publish_batch(batch, TaskBuilderProvider(client, polls=3, poll_seconds=0.0))
     batch.refresh_from_db()
     assert batch.status == batch.Status.DRAFT and not fake.datasets
@@ -262,14 +279,20 @@ def test_a_throttled_call_waits_as_long_as_prolific_asks_and_a_lost_creation_is_
         "application/jsonl",
     )
     assert waits == [7.0, 3.0, 0.5]  # what Prolific asked, then the back-off's second step
-    assert fake.imports[target["import_id"]]["status"] == "processing"
+    assert client.dataset_status(dataset["id"]) == "PROCESSING"
 
     fake.faults["create_batch"] = ["lose_response"]
     provider = TaskBuilderProvider(client, polls=3, poll_seconds=0.0)
     made = provider._once(
         lambda: client.find_batch("ws-1", "b"),
         lambda: client.create_batch(
-            {"name": "b", "workspace_id": "ws-1", "dataset_id": dataset["id"], "batch_items": batch_items()}
+            {
+                "name": "b",
+                "workspace_id": "ws-1",
+                "dataset_id": dataset["id"],
+                "task_details": {"task_name": "t", "task_introduction": "i", "task_steps": "s"},
+                "batch_items": batch_items(),
+            }
         ),
     )
     assert len(fake.batches) == 1 and made["id"] in fake.batches
