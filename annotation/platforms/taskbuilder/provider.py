@@ -68,8 +68,11 @@ FINISHED = {"AWAITING REVIEW": "submitted", "APPROVED": "approved", "REJECTED": 
 #: How often, and how long apart, publishing asks whether Prolific finished an import or a setup.
 POLLS = 60
 POLL_SECONDS = 2.0
-#: How long after a session is completed its responses may still be listed: read before then only when
-#: every query of its HIT has its answer listed, read as it is after.
+#: How long after a session is completed its responses are waited for: Prolific lists them late (tens of
+#: seconds), a changed answer as a later response. A session is read once this long has passed and every
+#: query of its HIT has its answer listed ...
+QUIET_SECONDS = 120
+#: ... or, if some answer is still not listed, once this long has passed (read as it is then).
 SETTLE_SECONDS = 15 * 60
 #: The dataset's fields: the query shown, the HIT as the task group, the rest kept to tie answers back.
 SCHEMA = {
@@ -197,10 +200,16 @@ class TaskBuilderProvider(CrowdProvider):
         *,
         polls: int = POLLS,
         poll_seconds: float = POLL_SECONDS,
+        quiet_seconds: float = QUIET_SECONDS,
         settle_seconds: float = SETTLE_SECONDS,
+        clock=None,
     ):
+        from django.utils import timezone
+
         self.client = client if client is not None else api_client()
-        self.polls, self.poll_seconds, self.settle_seconds = polls, poll_seconds, settle_seconds
+        self.polls, self.poll_seconds = polls, poll_seconds
+        self.quiet_seconds, self.settle_seconds = quiet_seconds, settle_seconds
+        self.clock = clock or timezone.now
         self._answers: dict[str, dict[str, list[RemoteAssignment]]] = {}
         self._stopped: set[str] = set()
 
@@ -380,15 +389,14 @@ class TaskBuilderProvider(CrowdProvider):
         Prolific lists a session's responses some time after the session is finished, and may list one
         twice or list a changed answer later: a response counts once (by its id); of two answers to one
         query in a session the later wins; a finished session is read only once every query of its HIT
-        has an answer listed, or once ``settle_seconds`` passed since it was completed (then it is read
-        as it is): nobody is reviewed before their responses are in. A session still in progress is not
+        has an answer listed and ``quiet_seconds`` passed since it was completed (a late or changed answer
+        listed meanwhile), or once ``settle_seconds`` passed (then it is read as it is): nobody is reviewed
+        before their responses are in. A session still in progress is not
         read. A participant who took the study again (after a rejection, say) is read once: the session
         this site recorded, else their first. Responses whose ``metadata`` do not tie them to a query of
         the batch are left out; when none of a finished session's do, Prolific's answers cannot be tied
         to the queries at all, and the sync stops with an error naming the batch.
         """
-        from django.utils import timezone
-
         from annotation.models import Assignment, HitQuery
 
         study_id = batch.hit_type_id
@@ -434,15 +442,14 @@ class TaskBuilderProvider(CrowdProvider):
                 "keep them as metadata fields (docs/prolific.md, Task Builder)",
                 upstream=False,
             )
-        now = timezone.now()
+        now = self.clock()
         by_hit: dict[str, list[RemoteAssignment]] = defaultdict(list)
         for session, token in hit_of.items():
             submission = finished[session]
             given = {field: value for field, (_, _, value) in sorted(answers[session].items())}
             completed = _moment(submission.completed_at)
-            settled = set(given) >= fields[token] or (
-                completed is not None and (now - completed).total_seconds() >= self.settle_seconds
-            )
+            waited = (now - completed).total_seconds() if completed is not None else self.quiet_seconds
+            settled = waited >= self.settle_seconds or (set(given) >= fields[token] and waited >= self.quiet_seconds)
             if not settled and session not in recorded:
                 continue  # some of its responses are not listed yet: read at a later sync
             by_hit[token].append(

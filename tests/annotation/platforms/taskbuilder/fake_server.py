@@ -24,8 +24,9 @@ Not product code (tests import it; the product never does). It behaves as they d
   with the datapoint's ``metadata``; with ``change_share`` an answer is first given otherwise and changed,
   a later response) and submits (``AWAITING REVIEW``); :meth:`start` leaves one working;
 - responses are listed in pages of ``results`` with ``meta.count`` and no links (the reference's shape),
-  ``page_size`` at a time by ``offset``; with ``late_share`` a share of them is listed only after
-  ``late_reads`` more reads of the list (Prolific lists responses after the submission that made them);
+  ``page_size`` at a time by ``offset``; with ``late_share`` a share of them is listed only up to
+  ``late_seconds`` later on the server's ``clock`` (Prolific lists responses after the submission that
+  made them; :meth:`advance` moves the clock);
 - submissions are approved or rejected once (the same transition twice is ignored; a rejection needs
   a category and a message of 100 characters or more).
 
@@ -78,13 +79,14 @@ class FakeTaskBuilder(FakeProlific):
     processing_polls: int = 2
     duplicate_responses: bool = False
     shuffle_responses: bool = False
-    #: A share of responses listed only after ``late_reads`` more reads of the batch's responses.
+    #: The server's clock (participants work, submit and responses are listed on it; :meth:`advance` moves it).
+    clock: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC).replace(microsecond=0))
+    #: A share of responses listed only some time (up to ``late_seconds``, uniform) after they were given.
     late_share: float = 0.0
-    late_reads: int = 1
+    late_seconds: float = 40.0
     #: A share of answers first given otherwise, then changed (a later response for the same task).
     change_share: float = 0.0
     seed: int = 0
-    response_reads: int = 0
     _rng: random.Random | None = None
     _clock: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     #: Held by the participants' work and by every API call (the server's threads), so they never interleave.
@@ -111,9 +113,14 @@ class FakeTaskBuilder(FakeProlific):
             self._rng = random.Random(self.seed)
         return self._rng
 
+    def advance(self, seconds: float) -> None:
+        """Time passes on the server's clock."""
+        with self.lock:
+            self.clock += dt.timedelta(seconds=seconds)
+
     def _stamp(self) -> str:
-        """A moment after every other this server gave (responses are ordered by it, as Prolific's)."""
-        moment = dt.datetime(2026, 11, 25, tzinfo=dt.UTC) + dt.timedelta(milliseconds=next(self._clock))
+        """Now on the server's clock, after every other moment it gave (responses are ordered by it, as Prolific's)."""
+        moment = self.clock + dt.timedelta(microseconds=next(self._clock))
         return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
     # -- places: every task group times its annotators -----------------------------------------
@@ -152,7 +159,7 @@ class FakeTaskBuilder(FakeProlific):
             for point in points[: len(points) if answered is None else answered]:
                 self._answer(batch, self.submissions[session], point, choose)
             if finish:
-                self.submissions[session].update(status="AWAITING REVIEW", completed_at=_now())
+                self.submissions[session].update(status="AWAITING REVIEW", completed_at=self._stamp())
             return session
 
     def finish(self, session: str, choose) -> None:
@@ -164,7 +171,7 @@ class FakeTaskBuilder(FakeProlific):
             for point in batch["groups"][self.task_groups[session]]:
                 if point["task_id"] not in answered:
                     self._answer(batch, submission, point, choose)
-            submission.update(status="AWAITING REVIEW", completed_at=_now())
+            submission.update(status="AWAITING REVIEW", completed_at=self._stamp())
 
     def _answer(self, batch: dict, submission: dict, point: dict, choose) -> None:
         value = choose(point)
@@ -173,6 +180,7 @@ class FakeTaskBuilder(FakeProlific):
             given = [next(o for o in batch["options"] if o != value), value]  # first another answer, then changed
         for answer in given:
             late = self.late_share and self.rng().random() < self.late_share
+            delay = dt.timedelta(seconds=self.rng().uniform(0, self.late_seconds) if late else 0)
             self.responses.append(
                 {
                     "id": _uuid(),
@@ -189,7 +197,7 @@ class FakeTaskBuilder(FakeProlific):
                     },
                     "created_at": self._stamp(),
                     "schema_version": 4,
-                    "_listed_from": self.response_reads + (self.late_reads if late else 0),
+                    "_listed_at": self.clock + delay,
                 }
             )
 
@@ -397,14 +405,13 @@ class FakeTaskBuilder(FakeProlific):
 
     def list_responses(self, args, query, body):
         """Pages of ``results`` with ``meta.count`` and no links, by ``offset`` (the reference's shape); a
-        late response is listed from the read its ``_listed_from`` names on."""
+        late response is listed once the clock reaches its ``_listed_at``."""
         if args["batch"] not in self.batches:
             return 404, {"error": {"detail": "Not found."}}
-        self.response_reads += 1
         items = [
             {k: v for k, v in r.items() if not k.startswith("_")}
             for r in self.responses
-            if r["batch_id"] == args["batch"] and r["_listed_from"] < self.response_reads
+            if r["batch_id"] == args["batch"] and r["_listed_at"] <= self.clock
         ]
         if self.duplicate_responses:
             items = [r for r in items for _ in (0, 1)]

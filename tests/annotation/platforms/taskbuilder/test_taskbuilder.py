@@ -17,7 +17,7 @@ from annotation.crowd.services.sync import sync_batch
 from annotation.labels import LABELS
 from annotation.models import Assignment, Judgment, Worker
 from annotation.platforms.taskbuilder.client import TaskBuilder, TaskBuilderError
-from annotation.platforms.taskbuilder.provider import SCHEMA, TaskBuilderProvider, batch_items
+from annotation.platforms.taskbuilder.provider import QUIET_SECONDS, SCHEMA, TaskBuilderProvider, batch_items
 from annotation.publication.services.exports import export_queries
 from annotation.results.selectors import agreement_summary
 from tests.annotation.conftest import TRUTH
@@ -38,12 +38,19 @@ def fake(settings):
     server.shutdown()
 
 
-def provider() -> TaskBuilderProvider:
-    """A provider whose client waits for nothing (back-off and polls still counted by the server)."""
+def provider(fake: FakeTaskBuilder | None = None) -> TaskBuilderProvider:
+    """A provider whose client waits for nothing (back-off and polls still counted by the server), on the
+    server's clock when given."""
     from django.conf import settings
 
     client = TaskBuilder(settings.PROLIFIC_API_URL, TOKEN, sleep=lambda seconds: None, base_delay=0.0)
-    return TaskBuilderProvider(client, polls=10, poll_seconds=0.0)
+    return TaskBuilderProvider(client, polls=10, poll_seconds=0.0, clock=(lambda: fake.clock) if fake else None)
+
+
+def synced(fake: FakeTaskBuilder, batch, *, wait: float = QUIET_SECONDS + 1):
+    """A sync ``wait`` seconds later on the server's clock (by default once finished sessions are quiet)."""
+    fake.advance(wait)
+    return sync_batch(batch, provider(fake))
 
 
 @pytest.fixture
@@ -119,7 +126,7 @@ def test_a_task_builder_study_runs_end_to_end_over_real_http(fake, batch, tmp_pa
     fake.faults["list_responses"] = ["throttle", "error"]
     fake.faults["list_submissions"] = ["error"]
 
-    result = sync_batch(batch, provider())
+    result = synced(fake, batch)
 
     assert (result.new, result.invalid, result.approved, result.rejected) == (3, 0, 2, 1)
     assert {fake.submissions[s]["status"] for s in sessions[:2]} == {"APPROVED"}
@@ -143,14 +150,14 @@ def test_a_task_builder_study_runs_end_to_end_over_real_http(fake, batch, tmp_pa
     # A rejected session gives its place back on Prolific: nothing is added, nothing paid twice.
     assert study["total_available_places"] == 4
     # A second sync (a new provider: nothing cached) changes nothing.
-    again = sync_batch(batch, provider())
+    again = synced(fake, batch)
     assert (again.new, again.approved, again.rejected) == (0, 0, 0)
     assert Judgment.objects.filter(assignment__hit__batch=batch).count() == 12
 
     # The one still working submits, a fifth takes the place the rejected one gave back; the next sync reads both.
     fake.finish(working, _truth_of)
     fifth = fake.work(study["id"], "P5", _truth_of)
-    result = sync_batch(batch, provider())
+    result = synced(fake, batch)
     assert (result.new, result.approved, result.rejected) == (2, 2, 0)
     assert {fake.submissions[s]["status"] for s in (working, fifth)} == {"APPROVED"}
 
@@ -314,3 +321,100 @@ def test_its_option_is_refused_on_another_platform_naming_task_builder_alone(que
             services.BatchSettings(provider="taskbuilder", provider_options={"bonus": "0.10"}),
             query_set=query_set,
         )
+
+
+def _published(fake, batch) -> dict:
+    services.publish_batch(batch, provider())
+    batch.refresh_from_db()
+    return fake.studies[batch.hit_type_id]
+
+
+def test_each_task_group_takes_the_batchs_answers_per_query_and_escalation_adds_places_a_group_can_take(fake, batch):
+    """Prolific gives each task group ``annotators_per_task`` participants (1 when not set): the batch's 2
+    answers per query make 2 HITs x 2 = 4 places, every one of which a participant can take, and no fifth.
+    An escalated HIT raises the number for every group (Prolific's one lever): 2 more places, one each."""
+    study = _published(fake, batch)
+    assert study["data_collection_metadata"] == {"annotators_per_task": 2} and study["total_available_places"] == 4
+    for pid in ("P1", "P2", "P3", "P4"):
+        fake.work(study["id"], pid, _truth_of)
+    with pytest.raises(ValueError, match="4 places taken"):
+        fake.work(study["id"], "P5", _truth_of)
+    assert synced(fake, batch).approved == 4
+
+    from annotation.models import Hit
+
+    hit = batch.hits.order_by("position").first()
+    Hit.objects.filter(pk=hit.pk).update(max_assignments=3)  # as escalation_round does before asking for places
+    hit.refresh_from_db()
+    provider().add_assignments(hit, 1, "escalation-1")
+    provider().add_assignments(hit, 1, "escalation-1")  # repeated: nothing more
+    assert study["data_collection_metadata"] == {"annotators_per_task": 3} and study["total_available_places"] == 6
+    assert fake.calls.count("update_study") == 1
+    groups = {fake.task_groups[fake.work(study["id"], pid, _truth_of)] for pid in ("P5", "P6")}
+    assert groups == set(batch.hits.values_list("unique_token", flat=True))
+    result = synced(fake, batch)
+    assert result.new == 2 and Assignment.objects.filter(hit=hit, status="approved").count() == 3
+
+
+def test_responses_listed_late_or_changed_are_waited_for_and_nobody_is_judged_on_a_missing_one(fake, batch):
+    """Prolific lists a session's responses up to 40 s after the session is finished, and a changed answer
+    as a later response. A session is not read (not stored, not reviewed) until it has been quiet for
+    ``QUIET_SECONDS`` with every query of its HIT answered; then its answers are the last given: the honest
+    are approved, the one who missed gold rejected, each once."""
+    study = _published(fake, batch)
+    fake.late_share, fake.late_seconds, fake.change_share, fake.seed = 0.5, 40.0, 0.5, 3
+    honest = [fake.work(study["id"], pid, _truth_of) for pid in ("P1", "P2", "P3")]
+    cheat = fake.work(study["id"], "P4", wrong_on_gold)
+    assert any(r["_listed_at"] > fake.clock for r in fake.responses)  # the draw dealt late ones
+    assert len(fake.responses) > 4 * 4  # and changed answers (two responses to one task)
+
+    for wait in (0, 30, 60):  # responses still arriving: nobody stored, reviewed or rejected
+        assert synced(fake, batch, wait=wait).new == 0
+    assert all(s["status"] == "AWAITING REVIEW" for s in fake.submissions.values())
+
+    result = synced(fake, batch)
+    assert (result.new, result.approved, result.rejected) == (4, 3, 1)
+    assert [fake.submissions[s]["status"] for s in honest] == ["APPROVED"] * 3
+    assert fake.submissions[cheat]["status"] == "REJECTED"
+    for judgment in Judgment.objects.filter(assignment__provider_assignment_id__in=honest).select_related(
+        "batch_query"
+    ):
+        query = judgment.batch_query
+        assert judgment.label == (query.gold_label if query.is_gold else TRUTH[query.qid])
+    assert synced(fake, batch).new == 0  # each reviewed once
+
+
+def test_responses_that_do_not_tie_answers_to_queries_stop_the_sync_naming_the_batch(fake, batch):
+    """The answer-to-query link is the datapoint's metadata on each response; a Prolific that returns none is
+    a clear error naming the batch, and nothing is stored or reviewed."""
+    study = _published(fake, batch)
+    for tb_batch in fake.batches.values():
+        tb_batch["metadata_fields"] = []  # responses without the datapoint's metadata
+    session = fake.work(study["id"], "P1", _truth_of)
+    with pytest.raises(TaskBuilderError, match=r"batch 'tb'.*no metadata \(hit_token, field\)"):
+        synced(fake, batch)
+    assert not Assignment.objects.filter(hit__batch=batch).exists()
+    assert fake.submissions[session]["status"] == "AWAITING REVIEW"
+
+
+def test_a_participant_who_takes_the_study_again_is_recorded_once_and_the_sync_carries_on(fake, batch):
+    """Rejected (gold missed), the place freed, the same participant takes the study again: the sync
+    records their first session only and goes on with everyone else's (it stopped at them before)."""
+    study = _published(fake, batch)
+    first = fake.work(study["id"], "P1", wrong_on_gold)
+    assert synced(fake, batch).rejected == 1
+    again = fake.work(study["id"], "P1", _truth_of)
+    others = [fake.work(study["id"], pid, _truth_of) for pid in ("P2", "P3")]
+    result = synced(fake, batch)
+    assert result.new == 2 and result.approved == 2
+    stored = Assignment.objects.filter(hit__batch=batch)
+    assert set(stored.values_list("provider_assignment_id", flat=True)) == {first, *others}
+    assert (
+        stored.filter(
+            worker__in=stored.get(provider_assignment_id=first).worker.__class__.objects.filter(
+                assignments__provider_assignment_id=first
+            )
+        ).count()
+        == 1
+    )
+    assert fake.submissions[again]["status"] == "AWAITING REVIEW"  # left for a person on Prolific
