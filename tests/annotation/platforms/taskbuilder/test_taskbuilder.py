@@ -418,3 +418,52 @@ def test_a_participant_who_takes_the_study_again_is_recorded_once_and_the_sync_c
         == 1
     )
     assert fake.submissions[again]["status"] == "AWAITING REVIEW"  # left for a person on Prolific
+
+
+def test_a_signed_status_change_of_a_task_builder_study_re_reads_its_batch(fake, batch, settings):
+    """A Task Builder study is a Prolific study: publishing subscribes the workspace to Prolific's events,
+    and a signed ``study.status.change`` of the study (and a submission's) schedules a re-read of its batch
+    (202, not "ignored"), which reviews the finished session."""
+    import base64
+    import datetime as dt
+    import hashlib
+    import hmac
+    import json
+    import time
+
+    from annotation.models import ProlificEvent, ProlificHookSecret
+    from annotation.platforms.prolific.webhooks.services.deliveries import receive, resync_job
+    from core.models import Job
+
+    settings.PROLIFIC_WEBHOOKS = True
+    settings.SITE_URL = "http://127.0.0.1:9"  # where the test server's own deliveries go (refused): polled here
+    study = _published(fake, batch)
+    assert sorted(s["event_type"] for s in fake.enabled_subscriptions()) == sorted(
+        ["study.has_high_return_rate", "study.progress.change", "study.status.change", "submission.status.change"]
+    )
+    secret = ProlificHookSecret.objects.get(workspace_id="ws-1").value
+    fake.clock -= dt.timedelta(minutes=10)  # the session completed ten minutes ago: settled at the re-read
+    session = fake.work(study["id"], "P1", _truth_of)
+
+    def delivered(payload: dict, event_id: str):
+        body = json.dumps(payload).encode()
+        stamp = str(int(time.time()))
+        signature = base64.b64encode(hmac.new(secret.encode(), stamp.encode() + body, hashlib.sha256).digest())
+        headers = {
+            "X-Prolific-Request-Signature": signature.decode(),
+            "X-Prolific-Request-Timestamp": stamp,
+            "X-Event-ID": event_id,
+        }
+        return receive(headers, body)
+
+    status = {"resource_id": study["id"], "event_type": "study.status.change", "status": "AWAITING REVIEW"}
+    receipt = delivered(status, "e-study")
+    assert (receipt.status, receipt.outcome, receipt.batch) == (202, "scheduled", batch.name)
+    assert ProlificEvent.objects.get(event_id="e-study").batch == batch
+    job = Job.objects.get(pk=receipt.job)
+    resync_job.work(job, batch.pk)
+    assert fake.submissions[session]["status"] == "APPROVED"
+    assert Assignment.objects.get(provider_assignment_id=session).status == "approved"
+    # The session's own event names a stored assignment of the Task Builder batch: a re-read too.
+    changed = {"resource_id": session, "event_type": "submission.status.change", "status": "APPROVED"}
+    assert delivered(changed, "e-session").status == 202

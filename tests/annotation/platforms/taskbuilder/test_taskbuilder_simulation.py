@@ -201,7 +201,7 @@ def test_a_task_builder_batch_of_200_queries_settles_against_a_harsh_reference_s
     for line in (tmp_path / "all.jsonl").read_text().splitlines():
         record = json.loads(line)
         exported[record["qid"]] = sorted(v["label"] for v in record["votes"])
-    # A query whose 3 votes all differ is disputed, and not written as labelled (docs/annotation.md).
+    # A query whose 3 votes all differ is disputed, and not written as labelled (docs/metrics.md, "Disputed queries").
     agreed = {q for q in queries if Counter(approved_votes[q]).most_common(1)[0][1] >= 2}
     assert 0 < len(queries - agreed) < QUERIES // 10
     assert exported == {q: sorted(approved_votes[q]) for q in agreed}
