@@ -74,9 +74,10 @@ def _explode_object_queries(spec: dict) -> dict:
     """Query parameters that are objects as OpenAPI 3.0 serializes them (``style: form``, ``explode: true``,
     the defaults): each property its own query parameter. The reference's one such parameter is
     ``GET /participant-groups/``'s ``filter`` (``oneOf`` an object with ``workspace_id`` or one with
-    ``project_id``), sent as ``?workspace_id=…`` -- as Prolific's page "Get a list of all participant
-    groups within a project or workspace" shows it --, which openapi-core 0.23 does not read back
-    into the object; the properties become optional parameters, and one of them must be given."""
+    ``project_id``; so too on Prolific's page "Get a list of all participant groups within a project or
+    workspace"), sent as ``?workspace_id=…``, the serialization OpenAPI 3.0 gives an object in the query
+    by default (``form``, exploded), which openapi-core 0.23 does not read back into the object; the
+    properties become optional parameters, and one of them must be given."""
     schemas = spec["components"]["schemas"]
 
     def resolved(schema: dict) -> dict:

@@ -467,3 +467,19 @@ def test_a_signed_status_change_of_a_task_builder_study_re_reads_its_batch(fake,
     # The session's own event names a stored assignment of the Task Builder batch: a re-read too.
     changed = {"resource_id": session, "event_type": "submission.status.change", "status": "APPROVED"}
     assert delivered(changed, "e-session").status == 202
+
+
+def test_slow_processing_stops_publishing_and_publishing_again_resumes_where_it_stopped(fake, batch):
+    """Prolific takes longer to import the queries and to make the tasks than publishing waits: publishing
+    stops ("publish again later"), and publishing again waits on, sending nothing twice."""
+    fake.processing_polls = 7
+    slow = TaskBuilderProvider(provider().client, polls=4, poll_seconds=0.0)
+    with pytest.raises(TaskBuilderError, match="still processing"):
+        services.publish_batch(batch, slow)  # the dataset's import is not over
+    with pytest.raises(TaskBuilderError, match="still processing"):
+        services.publish_batch(batch, slow)  # the import is over; the tasks are still being made
+    assert fake.calls.count("upload") == fake.calls.count("set_up_batch") == 1 and not fake.studies
+    services.publish_batch(batch, slow)
+    batch.refresh_from_db()
+    assert batch.status == batch.Status.PUBLISHED and len(fake.datasets) == len(fake.batches) == 1
+    assert fake.calls.count("upload") == fake.calls.count("set_up_batch") == fake.calls.count("create_study") == 1
