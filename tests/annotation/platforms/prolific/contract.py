@@ -56,6 +56,9 @@ CLIENT_FILES = (
     *sorted((ROOT / "annotation/platforms/prolific").glob("client*.py")),
     ROOT / "annotation/platforms/taskbuilder/client.py",
 )
+#: Calls to Prolific made outside the clients: (file, the function that makes them, the helper it calls
+#: with ``(client, METHOD, path)``): the Connections page's test of a Prolific connection.
+OTHER_CALLERS = ((ROOT / "core/services/connections.py", "check_prolific", "_call"),)
 
 
 def _const_as_enum(node: Any) -> Any:
@@ -329,4 +332,15 @@ def client_calls() -> list[Call]:
             if method and path is not None:
                 where = f"{file.relative_to(ROOT)}:{node.lineno}"
                 calls.append(Call(where, str(method).upper(), path.partition("?")[0]))
+    for file, caller, helper in OTHER_CALLERS:
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not (isinstance(function, ast.FunctionDef) and function.name == caller):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == helper:
+                    method, path = node.args[1], _path_text(node.args[2])
+                    if isinstance(method, ast.Constant) and path is not None:
+                        where = f"{file.relative_to(ROOT)}:{node.lineno}"
+                        calls.append(Call(where, str(method.value).upper(), path.partition("?")[0]))
     return calls

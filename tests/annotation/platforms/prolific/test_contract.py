@@ -55,6 +55,7 @@ def test_the_source_scan_misses_no_call():
                 unlisted.append(f"{where}: {text.strip()}")
     assert not unlisted, "calls the contract does not see:\n" + "\n".join(unlisted)
     assert len(CALLS) >= 30  # studies, submissions, bonuses, groups, hooks, Task Builder: all found
+    assert sum(c.where.startswith("core/services/connections.py") for c in CALLS) == 3  # the connection's test
 
 
 def _routes(server_class) -> list[tuple[str, str]]:
