@@ -293,9 +293,7 @@ class TaskBuilderProvider(CrowdProvider):
             data = "".join(json.dumps(point, ensure_ascii=False) + "\n" for point in points).encode()
             target = self.client.upload_url(dataset_id, "queries.jsonl")
             self.client.upload(target["upload_url"], data, "application/jsonl")
-        status = self._wait(lambda: self.client.dataset_status(dataset_id), DATASET_DONE | {"UNINITIALISED"})
-        if status == "UNINITIALISED":  # the upload was answered but not received yet: the next look says
-            status = self._wait(lambda: self.client.dataset_status(dataset_id), DATASET_DONE)
+        status = self._wait(lambda: self.client.dataset_status(dataset_id), DATASET_DONE)
         if status != "READY":
             raise TaskBuilderError(
                 f"Prolific received the batch's queries but could not import them (dataset {dataset_id}: {status}); "

@@ -11,13 +11,15 @@ of its API for data collectors, from prolific-oss/cli's ``contract_test/``), rea
 - :meth:`Contract.response_errors` validates an answer a test server gives against the operation's
   response schema for its status (a 2xx status the operation does not declare is an error too).
 
-How a Prolific-compatible test server uses it (``FakeProlific.handle`` does, so every server built
-on it does, the Task Builder one included, whatever routes it adds): ``refusal = checked(fake,
-method, path, query, body, token)`` before it routes a call -- a path the reference does not have
-is answered 404, a method the reference does not offer on a path it has 405, a request whose body
-or parameters the reference refuses 400, as Prolific answers them -- and ``answer_checked(fake,
-method, path, query, status, answer)`` after: an answer that breaks the response schema is turned
-into a 500 naming the breach. Both record what they found in :data:`VIOLATIONS`, which the tests'
+How a Prolific-compatible test server uses it (the Prolific server's request handler,
+``tests/annotation/platforms/prolific/fake_server.py``'s ``_Handler._serve``, does, so every server
+served by it does, the Task Builder one included, whatever routes it adds): ``refused =
+checked(method, path, query, body, token)`` before the server routes a call -- ``(status, answer)``
+to send instead: a path the reference does not have is answered 404, a method the reference does not
+offer on a path it has 405, a request whose body or parameters the reference refuses 400, as Prolific
+answers them -- and ``status, answer = answer_checked(method, path, query, status, answer)`` on what
+the server answered: an answer that breaks the response schema is turned into a 500 naming the
+breach. Both run outside the server's lock (a validation takes a few milliseconds). Both record what they found in :data:`VIOLATIONS`, which the tests'
 autouse fixture (tests/conftest.py) requires empty at the end of every test: a test server that
 drifts from the reference, or a client call the reference does not offer, fails the test that
 showed it. Paths outside ``/api/`` and ``/.well-known/`` (a participant's completion page, a

@@ -688,20 +688,7 @@ class FakeProlific:
         return 204, None
 
     def handle(self, method: str, path: str, query: dict, body: dict, token: str) -> tuple[int, dict, dict, str]:
-        """(status, answer, headers, how): ``how`` is how the handler delivers it ("", "slow:s", "drip:s", "html").
-
-        Held to Prolific's published reference (:mod:`tests.annotation.platforms.prolific.contract`): an
-        operation it does not offer is refused 404/405 and a request it refuses 400, as Prolific would;
-        an answer that breaks its response schema becomes a 500 naming the breach (both recorded)."""
-        refused = contract.checked(method, path, query, body, token)
-        if refused:
-            return *refused, {}, ""
-        status, answer, headers, how = self._handle(method, path, query, body, token)
-        if status != -1 and how.partition(":")[0] not in ("html", "garbled"):  # a hostile answer is meant to break it
-            status, answer = contract.answer_checked(method, path, query, status, answer)
-        return status, answer, headers, how
-
-    def _handle(self, method: str, path: str, query: dict, body: dict, token: str) -> tuple[int, dict, dict, str]:
+        """(status, answer, headers, how): ``how`` is how the handler delivers it ("", "slow:s", "drip:s", "html")."""
         found = self.route(method, path)
         if found is None:
             return 404, {"error": {"detail": f"no route {method} {path}"}}, {}, ""
@@ -746,10 +733,19 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 self._answer(400, {"error": {"detail": "the body is not JSON"}})
                 return
+        # Held to Prolific's published reference (tests/annotation/platforms/prolific/contract.py), outside the
+        # lock (a validation takes milliseconds): an operation it does not offer is refused 404/405 and a
+        # request it refuses 400, as Prolific would; an answer that breaks its response schemas becomes a
+        # 500 naming the breach (both recorded, failing the test).
+        query, token = parse_qs(url.query), self.headers.get("Authorization", "")
+        refused = contract.checked(self.command, url.path, query, body, token)
+        if refused:
+            self._answer(*refused)
+            return
         with self.server.lock:
-            status, answer, headers, how = self.server.fake.handle(
-                self.command, url.path, parse_qs(url.query), body, self.headers.get("Authorization", "")
-            )
+            status, answer, headers, how = self.server.fake.handle(self.command, url.path, query, body, token)
+        if status != -1 and how.partition(":")[0] not in ("html", "garbled"):  # a hostile answer is meant to break it
+            status, answer = contract.answer_checked(self.command, url.path, query, status, answer)
         if status == -1:  # the change is made; the answer never arrives
             self.close_connection = True
             self.connection.shutdown(2)
