@@ -51,6 +51,8 @@ HOST = "https://api.prolific.com"
 API_PREFIXES = ("/api/", "/.well-known/")
 #: What the test servers found against the reference since the last :func:`reset` (one string each).
 VIOLATIONS: list[str] = []
+#: The operations (``operationId``) whose requests a test server validated and passed on, in this process.
+SEEN: set[str] = set()
 _LOCK = threading.Lock()
 ROOT = Path(__file__).resolve().parents[4]
 #: The modules whose calls to Prolific the contract must cover (each call site is listed by :func:`client_calls`).
@@ -252,6 +254,8 @@ def checked(method: str, path: str, query: dict, body: Any, token: str) -> tuple
         if errors:
             _record(errors)
             return 400, {"error": {"detail": errors[0]}}
+        with _LOCK:
+            SEEN.add(contract.operation(method, path).operation_id)
     return None
 
 

@@ -135,3 +135,82 @@ def test_a_study_body_the_reference_refuses_is_refused_as_prolific_would():
     assert status == 400 and fake.studies == {}
     found = contract.reset()
     assert len(found) == 1 and "reward" in found[0]
+
+
+@pytest.fixture
+def task_builder(settings, query_set, tmp_path):
+    """The Task Builder server (Prolific's routes and Task Builder's) serving the settings' Prolific API,
+    and a Task Builder batch of 6 queries, 2 HITs with one gold question each, 2 answers a query."""
+    from annotation import services
+    from annotation.crowd.services.batches import read_gold_file
+    from tests.annotation.platforms.taskbuilder.fake_server import serve as serve_task_builder
+
+    fake = FakeTaskBuilder()
+    url, server = serve_task_builder(fake)
+    settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN = url, TOKEN
+    settings.PROLIFIC_WORKSPACE_ID, settings.PROLIFIC_PROJECT_ID = "ws-1", "project-1"
+    gold_file = tmp_path / "gold.tsv"
+    gold_file.write_text("g1\twhat is a mother\tf\ng2\twhat is a father\tm\n")
+    batch = services.create_batch(
+        "tb",
+        services.BatchSettings(
+            provider="taskbuilder", queries_per_hit=3, assignments_per_query=2, gold_per_hit=1, gold_pass_fraction=1.0
+        ),
+        query_set=query_set,
+        gold=read_gold_file(gold_file),
+    )
+    yield fake, batch
+    server.shutdown()
+
+
+def test_every_operation_the_clients_call_is_sent_through_a_validating_server(task_builder, settings):
+    """Each operation the call sites name is driven once through the Task Builder server (which serves
+    Prolific's routes too), with the bodies and parameters the clients build, and validated there: a
+    Task Builder batch published, worked and synced (approve, reject), escalated; the study's places,
+    its cost, a submission read, bonuses set up and paid, participant groups, the webhook calls, and the
+    Connections page's test. A call site added without driving it here fails, naming its operation."""
+    from decimal import Decimal
+
+    from annotation import services
+    from annotation.crowd.services.sync import sync_batch
+    from annotation.platforms.prolific.client import Prolific
+    from core.services.connections import check_prolific
+    from tests.annotation.platforms.taskbuilder.test_taskbuilder import _truth_of, provider, wrong_on_gold
+
+    fake, batch = task_builder
+    contract.SEEN.clear()
+    services.publish_batch(batch, provider())
+    batch.refresh_from_db()
+    study_id = batch.hit_type_id
+    sessions = [fake.work(study_id, "P1", _truth_of), fake.work(study_id, "P2", wrong_on_gold)]
+    fake.advance(3600)
+    sync_batch(batch, provider(fake))
+    hit = batch.hits.first()
+    type(hit).objects.filter(pk=hit.pk).update(max_assignments=3)
+    provider(fake).add_assignments(batch.hits.get(pk=hit.pk), 1, "e1")
+
+    client = Prolific(settings.PROLIFIC_API_URL, TOKEN, sleep=lambda seconds: None)
+    client.set_places(study_id, 9)
+    client.study_cost(Decimal("0.40"), 4)
+    client.get_submission(sessions[0])
+    client.submission_bonuses(sessions[0])
+    client.pay_bonuses(client.set_up_bonuses(study_id, {"P1": Decimal("0.10")}))
+    group = client.create_group("ws-1", "g")
+    assert client.find_group("ws-1", "g")["id"] == group["id"]
+    client.add_to_group(group["id"], ["P1", "P2"])
+    client.group_members(group["id"])
+    client.remove_from_group(group["id"], ["P2"])
+    client.delete_group(group["id"])
+    client.hook_secrets("ws-1")
+    client.create_hook_secret("ws-1")
+    subscription, secret = client.create_hook_subscription("ws-1", "study.status.change", "https://example.org/h/")
+    client.confirm_hook_subscription(subscription["id"], secret)
+    client.all_hook_subscriptions("ws-1")
+    client.delete_hook_subscription(subscription["id"])
+    check_prolific()
+
+    reference = contract.reference()
+    called = {reference.operation(c.method, c.example()).operation_id: c.where for c in CALLS}
+    assert not contract.reset()
+    missing = {op: where for op, where in called.items() if op not in contract.SEEN}
+    assert not missing, f"operations called by the clients but never driven through a validating server: {missing}"
