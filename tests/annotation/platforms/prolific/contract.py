@@ -282,8 +282,11 @@ class Call:
     path: str
 
     def example(self) -> str:
-        """The path with each field filled in (as the ids the project sends)."""
-        return "/api/v1/" + re.sub(r"\{[^}]*\}", "5f0c0ffee0000000000000a1", self.path).lstrip("/")
+        """The path with each field filled in (as the ids the project sends): under ``/api/v1/`` unless it is
+        absolute (``/.well-known/...``, or a URL of the API's host)."""
+        path = re.sub(r"\{[^}]*\}", "5f0c0ffee0000000000000a1", self.path)
+        path = re.sub(r"^https?://[^/]+", "", path)
+        return path if path.startswith("/") else "/api/v1/" + path
 
 
 def _path_text(node: ast.expr, local: dict[str, str] | None = None) -> str | None:
