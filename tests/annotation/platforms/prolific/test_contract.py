@@ -149,6 +149,7 @@ def task_builder(settings, query_set, tmp_path):
     url, server = serve_task_builder(fake)
     settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN = url, TOKEN
     settings.PROLIFIC_WORKSPACE_ID, settings.PROLIFIC_PROJECT_ID = "ws-1", "project-1"
+    settings.SITE_URL = "http://127.0.0.1:9"  # the test server's webhook deliveries are refused: nothing else gets them
     gold_file = tmp_path / "gold.tsv"
     gold_file.write_text("g1\twhat is a mother\tf\ng2\twhat is a father\tm\n")
     batch = services.create_batch(

@@ -34,6 +34,7 @@ def fake(settings):
     settings.PROLIFIC_API_TOKEN = TOKEN
     settings.PROLIFIC_WORKSPACE_ID = "ws-1"
     settings.PROLIFIC_PROJECT_ID = "project-1"
+    settings.SITE_URL = "http://127.0.0.1:9"  # the test server's webhook deliveries are refused: nothing else gets them
     yield fake
     server.shutdown()
 
@@ -436,7 +437,6 @@ def test_a_signed_status_change_of_a_task_builder_study_re_reads_its_batch(fake,
     from core.models import Job
 
     settings.PROLIFIC_WEBHOOKS = True
-    settings.SITE_URL = "http://127.0.0.1:9"  # where the test server's own deliveries go (refused): polled here
     study = _published(fake, batch)
     assert sorted(s["event_type"] for s in fake.enabled_subscriptions()) == sorted(
         ["study.has_high_return_rate", "study.progress.change", "study.status.change", "submission.status.change"]

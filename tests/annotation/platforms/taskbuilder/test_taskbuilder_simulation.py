@@ -56,6 +56,7 @@ def harsh(settings, db):
     settings.PROLIFIC_API_TOKEN = TOKEN
     settings.PROLIFIC_WORKSPACE_ID = "ws-1"
     settings.PROLIFIC_PROJECT_ID = "project-1"
+    settings.SITE_URL = "http://127.0.0.1:9"  # the test server's webhook deliveries are refused: nothing else gets them
     yield fake
     server.shutdown()
 
