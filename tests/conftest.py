@@ -194,3 +194,15 @@ def _hostile_server():
 #: answer tries to send the client elsewhere (redirects, off-origin "next page" links).
 hostile = pytest.fixture(_hostile_server, name="hostile")
 elsewhere = pytest.fixture(_hostile_server, name="elsewhere")
+
+
+@pytest.fixture(autouse=True)
+def _prolific_contract():
+    """Every Prolific-compatible test server checks calls and answers against Prolific's published
+    reference (tests/annotation/platforms/prolific/contract.py); what it found in a test fails that test."""
+    from tests.annotation.platforms.prolific import contract
+
+    contract.reset()
+    yield
+    found = contract.reset()
+    assert not found, "Prolific's reference (publicapi.yaml) was broken:\n" + "\n".join(dict.fromkeys(found))

@@ -12,15 +12,29 @@ the participants. Their answers are read back with ``GET /data-collection/batche
 the study's submissions say which sessions are finished and are approved or rejected as any
 Prolific submission.
 
-Written from Prolific's API reference (docs.prolific.com/api-reference/task-builder: datasets,
-uploading data, batches, setup, responses) and its open-source CLI (prolific-oss/cli,
-``model/ai_task_builder.go``, ``model/study.go``). Not confirmed there, and handled defensively:
-an import job listed in the dataset's ``imports`` carries ``import_id`` (or ``id``) and ``status`` as
-its status answer does;
-a response's ``metadata`` carries the datapoint's ``metadata`` fields (how an answer is tied to its
-query); lists are read by pages of ``results`` until a short page or no ``_links.next``; the
-datasets and batches of a workspace are listed with ``?workspace_id=`` (how a resource whose
-creation lost its answer is found again by its name, which is unique per batch of this site).
+Checked against Prolific's published API reference (``publicapi.yaml``, April 2026: the contract tests
+under tests/annotation/platforms/prolific/ hold every call here to it): every call is one of its
+operations. Where it and Prolific's documentation pages disagree, the pages are followed, and the
+call says so:
+
+- the dataset is made with a ``schema`` (a V4 dataset: a ``task_group_id`` field groups a HIT's queries,
+  ``metadata`` fields are kept with each datapoint), as the pages "Working with Datasets" and "Defining a
+  Dataset Schema" describe; the reference's request names only ``name`` and ``workspace_id`` (its
+  schema allows more);
+- the batch is made with ``batch_items`` (the question shown beside the query), as the page "Create a
+  Batch" describes, which calls the reference's ``POST .../instructions`` deprecated;
+- the pages track a V4 upload by its import job (``GET .../datasets/{id}/imports/{id}``, "Get a
+  Dataset"'s ``imports``); the reference offers neither, only ``GET .../datasets/{id}/status``, which
+  is what is asked here: ``UNINITIALISED`` until a file arrives, ``READY`` once it is imported;
+- there is no list of datasets in the reference (the pages have none either): a dataset is found again
+  through the batch it was attached to (``datasets`` of ``GET .../batches?workspace_id=``), and a
+  dataset whose creation lost its answer before any batch named it stays empty and unused;
+- the reference's responses are pages of ``results`` with ``meta.count`` and no links: they are read
+  by offset until ``meta.count`` are seen (a ``_links.next`` followed when one is given);
+- how a response is tied to its query: the reference's response has a free ``metadata`` object, and
+  "Defining a Dataset Schema" says a ``metadata`` field is "an internal value included in exports";
+  the provider reads the datapoint's ``metadata`` fields there and says so, naming the batch, when a
+  finished session's responses carry none.
 
 The study and submission calls are Prolific's own (:class:`annotation.platforms.prolific.client.Prolific`,
 which this client extends): each Prolific endpoint is written once, and its errors are Prolific's
@@ -40,12 +54,12 @@ import http.client
 import urllib.parse
 from collections.abc import Iterator
 
-from annotation.platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome, cents
+from annotation.platforms.prolific.client import PAGE_SIZE, Prolific, ProlificError, ProlificUnknownOutcome, cents
 from core.backoff import backoff_delay, retry_after_seconds
 
 __all__ = [
+    "DATASET_DONE",
     "DATA_COLLECTION_METHOD",
-    "IMPORT_DONE",
     "TaskBuilder",
     "TaskBuilderError",
     "TaskBuilderUnknownOutcome",
@@ -54,11 +68,8 @@ __all__ = [
 
 #: The largest answer read (a page of 200 responses, each with its metadata).
 MAX_RESPONSE_BYTES = 20 * 1024 * 1024
-#: The statuses of an import job that end it (docs: "Get Dataset Import Status").
-IMPORT_DONE = frozenset({"complete", "partial", "failed", "pending_schema"})
-#: The statuses of an import job that received its file (all but ``uninitialised``, a presigned URL never
-#: used, and ``failed``, nothing ingested): the file was sent once, and must not be sent again.
-IMPORT_RECEIVED = frozenset({"queued", "processing", "complete", "partial", "pending_schema"})
+#: The statuses of a dataset (and of a batch's setup) that end its processing (reference: "Get Dataset Status").
+DATASET_DONE = frozenset({"READY", "ERROR"})
 #: The study's data collection method for a Task Builder batch.
 DATA_COLLECTION_METHOD = "AI_TASK_BUILDER_BATCH"
 #: Prolific's errors, under the names the Task Builder provider speaks of: one API, one kind of error.
@@ -73,34 +84,21 @@ class TaskBuilder(Prolific):
     def __init__(self, base_url: str, token: str, *, max_bytes: int = MAX_RESPONSE_BYTES, **options) -> None:
         super().__init__(base_url, token, max_bytes=max_bytes, **options)
 
-    # -- datasets -----------------------------------------------------------------------
+    # -- datasets ---------------------------------------------------------------------------
     def create_dataset(self, workspace_id: str, name: str, schema: dict) -> dict:
-        """``POST /data-collection/datasets`` with a schema (a V4 dataset). Not repeatable."""
+        """``POST /data-collection/datasets`` with a schema (a V4 dataset, page "Working with Datasets").
+        Not repeatable."""
         body = {"name": name, "workspace_id": workspace_id, "schema": schema}
         return self.request("POST", "data-collection/datasets", body, repeatable=False)
 
-    def find_dataset(self, workspace_id: str, name: str) -> dict | None:
-        return _named(self.pages(f"data-collection/datasets?workspace_id={_q(workspace_id)}"), name)
-
-    def get_dataset(self, dataset_id: str) -> dict:
-        return self.request("GET", f"data-collection/datasets/{_q(dataset_id)}")
-
-    def imports(self, dataset_id: str) -> list[dict] | None:
-        """The dataset's import jobs, most recent first, each with its ``import_id`` and ``status`` (``GET``
-        of the dataset, its ``imports``: docs "Get a Dataset", V4 datasets); ``None`` when the answer has no
-        such list (how a file sent by an attempt whose answer never came is found again)."""
-        found = self.get_dataset(dataset_id).get("imports")
-        if not isinstance(found, list):
-            return None
-        jobs = []
-        for job in found:
-            if isinstance(job, dict) and isinstance(job.get("import_id") or job.get("id"), str):
-                jobs.append({**job, "import_id": job.get("import_id") or job["id"], "status": str(job.get("status"))})
-        return jobs
+    def dataset_status(self, dataset_id: str) -> str:
+        """``GET /data-collection/datasets/{id}/status``: ``UNINITIALISED`` (no file received), ``PROCESSING``,
+        ``READY`` or ``ERROR``."""
+        answer = self.request("GET", f"data-collection/datasets/{_q(dataset_id)}/status")
+        return str(answer.get("status") or "") if isinstance(answer, dict) else ""
 
     def upload_url(self, dataset_id: str, filename: str) -> dict:
-        """A presigned URL for one file and its import job (``upload_url``, ``import_id``): repeatable
-        (an unused import job stays ``uninitialised``)."""
+        """A presigned URL for one file (``upload_url``): repeatable (an unused URL changes nothing)."""
         answer = self.request("GET", f"data-collection/datasets/{_q(dataset_id)}/upload-url/{_q(filename)}")
         if not isinstance(answer, dict) or not isinstance(answer.get("upload_url"), str):
             raise TaskBuilderError("Prolific answered an upload URL request without upload_url", 502)
@@ -135,15 +133,13 @@ class TaskBuilder(Prolific):
                 )
             self.sleep(backoff_delay(attempt, retry_after, base=self.base_delay, cap=self.max_delay))
 
-    def import_status(self, dataset_id: str, import_id: str) -> dict:
-        return self.request("GET", f"data-collection/datasets/{_q(dataset_id)}/imports/{_q(import_id)}")
-
     # -- batches ------------------------------------------------------------------------
     def create_batch(self, fields: dict) -> dict:
-        """``POST /data-collection/batches`` (its layout in ``batch_items``). Not repeatable."""
+        """``POST /data-collection/batches`` (its layout in ``batch_items``, page "Create a Batch"). Not repeatable."""
         return self.request("POST", "data-collection/batches", fields, repeatable=False)
 
     def find_batch(self, workspace_id: str, name: str) -> dict | None:
+        """The workspace's batch of this name (``GET /data-collection/batches?workspace_id=``), or ``None``."""
         return _named(self.pages(f"data-collection/batches?workspace_id={_q(workspace_id)}"), name)
 
     def set_up_batch(self, batch_id: str, dataset_id: str) -> None:
@@ -156,8 +152,42 @@ class TaskBuilder(Prolific):
         return str(answer.get("status", "")) if isinstance(answer, dict) else ""
 
     def responses(self, batch_id: str) -> Iterator[dict]:
-        """Every response of the batch (one per task and instruction a participant answered)."""
-        return self.pages(f"data-collection/batches/{_q(batch_id)}/responses")
+        """Every response of the batch listed now, each once (by its ``id``): pages of ``results`` read by
+        offset until ``meta.count`` are seen (the reference's pages have no links; a ``_links.next`` is
+        followed when given); a page that adds nothing ends the read (the rest are read at the next sync)."""
+        path = f"data-collection/batches/{_q(batch_id)}/responses"
+        seen: set[str] = set()
+        offset = 0
+        url: str | None = f"{path}?limit={PAGE_SIZE}&offset=0"
+        while url:
+            page = self.request("GET", url)
+            results = page.get("results") if isinstance(page, dict) else page
+            if results is None:
+                results = []
+            if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
+                raise TaskBuilderError(f"Prolific GET {path}: a list page that is not a list of objects", 502)
+            for item in results:
+                key = str(item.get("id"))
+                if key not in seen:
+                    seen.add(key)
+                    yield item
+            meta = page.get("meta") if isinstance(page, dict) else None
+            count = meta.get("count") if isinstance(meta, dict) else None
+            link = ((page.get("_links") or {}).get("next") or {}).get("href") if isinstance(page, dict) else None
+            offset += len(results)
+            if link:
+                url = link
+            elif results and (offset < count if isinstance(count, int) else len(results) >= PAGE_SIZE):
+                url = f"{path}?limit={PAGE_SIZE}&offset={offset}"
+            else:
+                url = None
+
+    # -- the study's annotators per task ------------------------------------------------------
+    def set_annotators_per_task(self, study_id: str, annotators: int) -> dict:
+        """``PATCH /studies/{id}/`` ``data_collection_metadata.annotators_per_task`` (absolute, so repeatable):
+        Prolific makes the study's places every task group times this (it can only grow once published)."""
+        body = {"data_collection_metadata": {"annotators_per_task": annotators}}
+        return self.request("PATCH", f"studies/{_q(study_id)}/", body)
 
 
 def _q(value: str) -> str:

@@ -38,8 +38,7 @@ from annotation.crowd.providers.options import BatchOption, OptionError, options
 from annotation.labels import VOCABULARY
 from annotation.platforms.taskbuilder.client import (
     DATA_COLLECTION_METHOD,
-    IMPORT_DONE,
-    IMPORT_RECEIVED,
+    DATASET_DONE,
     TaskBuilder,
     TaskBuilderError,
     TaskBuilderUnknownOutcome,
@@ -69,6 +68,12 @@ FINISHED = {"AWAITING REVIEW": "submitted", "APPROVED": "approved", "REJECTED": 
 #: How often, and how long apart, publishing asks whether Prolific finished an import or a setup.
 POLLS = 60
 POLL_SECONDS = 2.0
+#: How long after a session is completed its responses are waited for: Prolific lists them late (tens of
+#: seconds), a changed answer as a later response. A session is read once this long has passed and every
+#: query of its HIT has its answer listed ...
+QUIET_SECONDS = 120
+#: ... or, if some answer is still not listed, once this long has passed (read as it is then).
+SETTLE_SECONDS = 15 * 60
 #: The dataset's fields: the query shown, the HIT as the task group, the rest kept to tie answers back.
 SCHEMA = {
     "strict": True,
@@ -109,6 +114,14 @@ def datapoints(batch: Batch) -> list[dict]:
         }
         for hq in rows
     ]
+
+
+def annotators_per_task(batch: Batch) -> int:
+    """The participants Prolific gives each task group: the most answers any of the batch's HITs asks for
+    (its answers per query, more once escalation added some; Prolific has one number for every group)."""
+    from django.db.models import Max
+
+    return max(int(batch.hits.aggregate(most=Max("max_assignments"))["most"] or 0), 1)
 
 
 def batch_items() -> list[dict]:
@@ -181,9 +194,22 @@ class TaskBuilderProvider(CrowdProvider):
         except OptionError as exc:
             raise ServiceError(str(exc)) from None
 
-    def __init__(self, client: TaskBuilder | None = None, *, polls: int = POLLS, poll_seconds: float = POLL_SECONDS):
+    def __init__(
+        self,
+        client: TaskBuilder | None = None,
+        *,
+        polls: int = POLLS,
+        poll_seconds: float = POLL_SECONDS,
+        quiet_seconds: float = QUIET_SECONDS,
+        settle_seconds: float = SETTLE_SECONDS,
+        clock=None,
+    ):
+        from django.utils import timezone
+
         self.client = client if client is not None else api_client()
         self.polls, self.poll_seconds = polls, poll_seconds
+        self.quiet_seconds, self.settle_seconds = quiet_seconds, settle_seconds
+        self.clock = clock or timezone.now
         self._answers: dict[str, dict[str, list[RemoteAssignment]]] = {}
         self._stopped: set[str] = set()
 
@@ -191,10 +217,12 @@ class TaskBuilderProvider(CrowdProvider):
     def prepare(self, batch: Batch) -> str:
         """The dataset, the Task Builder batch and the study (a draft); returns the study's id.
 
-        Each is looked up by its name before it is created (and again after a lost answer to its
-        creation), the file is uploaded only when no import job of the dataset ever received it
-        (:meth:`_import`), the setup started only on a batch that has not begun it: an interrupted
-        publish is finished by the next, with nothing made or imported twice.
+        The Task Builder batch and the study are looked up by name before they are made (and again
+        after a lost answer to their creation); the dataset is the one the batch was made with (the
+        reference lists no datasets: one made by an attempt that stopped before its batch stays empty
+        and unused); the file is uploaded only while the dataset has received none (its status
+        ``UNINITIALISED``); the setup started only on a batch that has not begun it. So an interrupted
+        publish is finished by the next, with nothing made with data, imported or set up twice.
         """
         from core.selectors import prolific_settings
 
@@ -206,29 +234,34 @@ class TaskBuilderProvider(CrowdProvider):
                 "workspace and project) for a Task Builder study"
             )
         name = names(batch)
-        points = datapoints(batch)
-        dataset = self._once(
-            lambda: self.client.find_dataset(workspace, name),
-            lambda: self.client.create_dataset(workspace, name, SCHEMA),
-        )
-        self._import(dataset["id"], points)
-        tb_batch = self._once(
-            lambda: self.client.find_batch(workspace, name),
-            lambda: self.client.create_batch(
-                {
-                    "name": name,
-                    "workspace_id": workspace,
-                    "dataset_id": dataset["id"],
-                    "task_details": {
-                        "task_name": batch.title,
-                        "task_introduction": batch.description,
-                        "task_steps": QUESTION,
-                    },
-                    "batch_items": batch_items(),
-                }
-            ),
-        )
-        self._set_up(tb_batch["id"], dataset["id"])
+        tb_batch = self.client.find_batch(workspace, name)
+        if tb_batch is None:
+            dataset = self.client.create_dataset(workspace, name, SCHEMA)
+            tb_batch = self._once(
+                lambda: self.client.find_batch(workspace, name),
+                lambda: self.client.create_batch(
+                    {
+                        "name": name,
+                        "workspace_id": workspace,
+                        "dataset_id": dataset["id"],
+                        "task_details": {
+                            "task_name": batch.title,
+                            "task_introduction": batch.description,
+                            "task_steps": QUESTION,
+                        },
+                        "batch_items": batch_items(),
+                    }
+                ),
+            )
+        attached = [d.get("id") for d in tb_batch.get("datasets") or [] if isinstance(d, dict)]
+        if len(attached) != 1 or not isinstance(attached[0], str):
+            raise TaskBuilderError(
+                f"Prolific's Task Builder batch {tb_batch.get('id')} for batch {batch.name!r} has "
+                f"{len(attached)} datasets, not the one it was made with; this needs a person",
+                upstream=False,
+            )
+        self._import(attached[0], datapoints(batch))
+        self._set_up(tb_batch["id"], attached[0])
         study = self._once(
             lambda: self.client.find_study(project, name),
             lambda: self.client.create_study(self._study_fields(batch, name, tb_batch["id"], project)),
@@ -252,35 +285,18 @@ class TaskBuilderProvider(CrowdProvider):
         """The batch's queries in the dataset exactly once, whatever stopped an earlier attempt.
 
         Prolific appends every file a dataset receives, so a second upload repeats every query. The
-        dataset's import jobs (:meth:`TaskBuilder.imports`) say whether a file was received, whichever
-        attempt sent it: a crash between the upload and its import's end, an upload whose answers were
-        all lost though it arrived, a 5xx from a call that was carried out. Then that import is waited
-        for; only when none received a file (none yet, presigned URLs never used, or all ``failed``:
-        nothing ingested) is the file uploaded, once, and its own import waited for.
+        dataset's status says whether a file was received, whichever attempt sent it (a crash between
+        the upload and its import's end, an upload whose answers were all lost though it arrived): only
+        while it is ``UNINITIALISED`` is the file uploaded; then the import is waited for.
         """
-        jobs = self.client.imports(dataset_id)
-        if jobs is None:  # an answer without import jobs: the datapoint count is what there is to go by
-            if int(self.client.get_dataset(dataset_id).get("total_datapoint_count") or 0) >= len(points):
-                return
-            jobs = []
-        received = [job for job in jobs if job["status"] in IMPORT_RECEIVED]
-        chosen = [job for job in received if job["status"] == "complete"] or received
-        if chosen:
-            import_id = chosen[0]["import_id"]  # the most recent, a complete one first
-        else:
+        if self.client.dataset_status(dataset_id) == "UNINITIALISED":
             data = "".join(json.dumps(point, ensure_ascii=False) + "\n" for point in points).encode()
             target = self.client.upload_url(dataset_id, "queries.jsonl")
-            self.client.upload(target["upload_url"], data, target.get("content_type") or "application/jsonl")
-            import_id = target["import_id"]
-        status = self._wait(lambda: self.client.import_status(dataset_id, import_id).get("status"), IMPORT_DONE)
-        if status == "failed":  # nothing ingested: the next attempt sends the file again
+            self.client.upload(target["upload_url"], data, "application/jsonl")
+        status = self._wait(lambda: self.client.dataset_status(dataset_id), DATASET_DONE)
+        if status != "READY":
             raise TaskBuilderError(
-                f"Prolific could not import the batch's queries (import {import_id} failed); publish again to send them again",
-                upstream=True,
-            )
-        if status != "complete":  # received, but not whole: sending the file again would repeat what it holds
-            raise TaskBuilderError(
-                f"Prolific received the batch's queries but did not import them whole (import {import_id}: {status}); "
+                f"Prolific received the batch's queries but could not import them (dataset {dataset_id}: {status}); "
                 "this needs a person: look at the dataset on Prolific, or cancel this batch and create it again. "
                 "Publishing again will not send the file again.",
                 upstream=False,
@@ -293,7 +309,7 @@ class TaskBuilderProvider(CrowdProvider):
                 self.client.set_up_batch(tb_batch_id, dataset_id)
             if self.client.batch_status(tb_batch_id) == "UNINITIALISED":
                 self.client.set_up_batch(tb_batch_id, dataset_id)
-        status = self._wait(lambda: self.client.batch_status(tb_batch_id), {"READY", "ERROR"})
+        status = self._wait(lambda: self.client.batch_status(tb_batch_id), DATASET_DONE)
         if status != "READY":
             raise TaskBuilderError(f"Prolific could not make the batch's tasks (status {status})", upstream=True)
 
@@ -314,17 +330,21 @@ class TaskBuilderProvider(CrowdProvider):
 
         options = batch.provider_options or {}
         minutes = int(options.get("taskbuilder_minutes") or 10)
+        annotators = annotators_per_task(batch)
         return {
             "name": batch.title,
             "internal_name": name,
             "description": batch.description,
             "data_collection_method": DATA_COLLECTION_METHOD,
             "data_collection_id": tb_batch_id,
+            # Without it Prolific gives each task group one participant (the reference's "Study").
+            "data_collection_metadata": {"annotators_per_task": annotators},
             "prolific_id_option": "not_required",
             "completion_codes": [
                 {"code": "TASKBUILDER", "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}
             ],
-            "total_available_places": sum(batch.hits.values_list("max_assignments", flat=True)),
+            # What Prolific makes of it anyway: every task group (a HIT) times its annotators.
+            "total_available_places": batch.hits.count() * annotators,
             "estimated_completion_time": minutes,
             "maximum_allowed_time": max(minutes * 3, int(batch.assignment_duration.total_seconds() // 60)),
             "reward": cents(batch.reward),
@@ -355,43 +375,81 @@ class TaskBuilderProvider(CrowdProvider):
 
     # -- answers ----------------------------------------------------------------------------
     def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
-        """The HIT's finished submissions, each with its answers (read once per batch and sync)."""
+        """The HIT's finished submissions whose answers are all in, each with them (read once per batch and sync)."""
         study_id = hit.batch.hit_type_id
         if study_id not in self._answers:
-            self._answers[study_id] = self._read(study_id)
+            self._answers[study_id] = self._read(hit.batch)
         return iter(self._answers[study_id].get(hit.unique_token, []))
 
-    def _read(self, study_id: str) -> dict[str, list[RemoteAssignment]]:
-        """Finished sessions and their answers, by HIT token. A response seen twice (a page read
-        again, a duplicate) counts once; of two answers to one query in a session the later wins;
-        a session still in progress is not read (its answers may be incomplete)."""
+    def _read(self, batch: Batch) -> dict[str, list[RemoteAssignment]]:
+        """Finished sessions and their answers, by HIT token, as Prolific's responses settle.
+
+        Prolific lists a session's responses some time after the session is finished, and may list one
+        twice or list a changed answer later: a response counts once (by its id); of two answers to one
+        query in a session the later wins; a finished session is read only once every query of its HIT
+        has an answer listed and ``quiet_seconds`` passed since it was completed (a late or changed answer
+        listed meanwhile), or once ``settle_seconds`` passed (then it is read as it is): nobody is reviewed
+        before their responses are in. A session still in progress is not
+        read. A participant who took the study again (after a rejection, say) is read once: the session
+        this site recorded, else their first. Responses whose ``metadata`` do not tie them to a query of
+        the batch are left out; when none of a finished session's do, Prolific's answers cannot be tied
+        to the queries at all, and the sync stops with an error naming the batch.
+        """
+        from annotation.models import Assignment, HitQuery
+
+        study_id = batch.hit_type_id
         finished = {s.id: s for s in self.client.submissions(study_id) if s.status in FINISHED}
         tb_batch_id = self.client.get_study(study_id).get("data_collection_id")
         if not finished or not tb_batch_id:
             return {}
-        answers: dict[str, dict[str, tuple[str, str]]] = defaultdict(dict)
+        recorded = set(
+            Assignment.objects.filter(hit__batch=batch, provider_assignment_id__in=list(finished)).values_list(
+                "provider_assignment_id", flat=True
+            )
+        )
+        first: dict[str, str] = {}
+        for session in sorted(finished.values(), key=lambda s: (s.id not in recorded, s.started_at or "", s.id)):
+            first.setdefault(session.participant_id, session.id)
+        read = set(first.values())
+        fields: dict[str, set[str]] = defaultdict(set)
+        for hit_query in HitQuery.objects.filter(hit__batch=batch).select_related("hit"):
+            fields[hit_query.hit.unique_token].add(hit_query.field_name)
+        answers: dict[str, dict[str, tuple[str, str, str]]] = defaultdict(dict)
         hit_of: dict[str, str] = {}
-        seen: set[str] = set()
+        unlinked: set[str] = set()
         for response in self.client.responses(tb_batch_id):
             session = response.get("submission_id")
-            if session not in finished or response.get("id") in seen:
+            if session not in read:
                 continue
-            seen.add(response.get("id"))
             metadata = response.get("metadata") or {}
             field, token = metadata.get("field"), metadata.get("hit_token")
-            if not isinstance(field, str) or not isinstance(token, str) or hit_of.setdefault(session, token) != token:
-                continue  # not one of our queries, or a session across two HITs: its answers are not read
+            if token not in fields or field not in fields[token] or hit_of.setdefault(session, token) != token:
+                unlinked.add(session)
+                continue  # not one of this batch's queries, or a session across two HITs: not read
             values = [
                 a.get("value") for a in (response.get("response") or {}).get("answer") or [] if isinstance(a, dict)
             ]
             value = values[0] if len(values) == 1 and isinstance(values[0], str) else ""
-            created = str(response.get("created_at") or "")
-            if field not in answers[session] or answers[session][field][0] <= created:
-                answers[session][field] = (created, value)
+            stamp = (str(response.get("created_at") or ""), str(response.get("id") or ""), value)
+            if field not in answers[session] or answers[session][field] < stamp:
+                answers[session][field] = stamp
+        if unlinked and not hit_of:
+            raise TaskBuilderError(
+                f"batch {batch.name!r}: Prolific's responses to Task Builder batch {tb_batch_id} carry no metadata "
+                "(hit_token, field) tying them to the batch's queries, so no answer can be read; the dataset must "
+                "keep them as metadata fields (docs/prolific.md, Task Builder)",
+                upstream=False,
+            )
+        now = self.clock()
         by_hit: dict[str, list[RemoteAssignment]] = defaultdict(list)
         for session, token in hit_of.items():
             submission = finished[session]
-            given = {field: value for field, (_, value) in sorted(answers[session].items())}
+            given = {field: value for field, (_, _, value) in sorted(answers[session].items())}
+            completed = _moment(submission.completed_at)
+            waited = (now - completed).total_seconds() if completed is not None else self.quiet_seconds
+            settled = waited >= self.settle_seconds or (set(given) >= fields[token] and waited >= self.quiet_seconds)
+            if not settled and session not in recorded:
+                continue  # some of its responses are not listed yet: read at a later sync
             by_hit[token].append(
                 RemoteAssignment(
                     assignment_id=session,
@@ -399,7 +457,7 @@ class TaskBuilderProvider(CrowdProvider):
                     status=FINISHED[submission.status],
                     raw_answer=json.dumps(given, sort_keys=True),
                     answers=given,
-                    submitted_at=_moment(submission.completed_at),
+                    submitted_at=completed,
                     accepted_at=_moment(submission.started_at),
                 )
             )
@@ -418,11 +476,15 @@ class TaskBuilderProvider(CrowdProvider):
         return True
 
     def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
-        """The study's places set to every assignment the batch's HITs now allow (absolute: repeating it adds nothing)."""
-        total = sum(hit.batch.hits.values_list("max_assignments", flat=True))
-        current = int(self.client.get_study(hit.batch.hit_type_id).get("total_available_places") or 0)
-        if total > current:
-            self.client.set_places(hit.batch.hit_type_id, total)
+        """More answers for ``hit``: Prolific's annotators per task raised to the most any HIT now asks for
+        (absolute: repeating it adds nothing). Prolific places a participant in a task group, and its only
+        way to add places a group can take is this number, for every group: places added by the study's
+        place count alone would be taken by no one. Every HIT gets the extra answers (docs/prolific.md)."""
+        wanted = annotators_per_task(hit.batch)
+        study = self.client.get_study(hit.batch.hit_type_id)
+        current = (study.get("data_collection_metadata") or {}).get("annotators_per_task") or 1
+        if wanted > int(current):
+            self.client.set_annotators_per_task(hit.batch.hit_type_id, wanted)
 
     def expire(self, hit: Hit) -> None:
         """Stop the study (once per batch, and only if it runs)."""

@@ -8,3 +8,9 @@ polling interval, and why) and what Prolific warned of; ``views`` is the endpoin
 posts to. docs/prolific.md,
 "Webhooks", says how to set them up.
 """
+
+#: The platforms whose batches are Prolific studies these webhooks follow, by ``Batch.provider``: Prolific's
+#: own (a study on this site) and Task Builder's (a study whose data Prolific collects, same API, same
+#: workspace, same events). Read by the deliveries (which batch an event names), the subscriptions (whether
+#: a published batch needs them) and the poll.
+STUDY_PROVIDERS = ("prolific", "taskbuilder")

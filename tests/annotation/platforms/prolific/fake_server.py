@@ -75,6 +75,7 @@ from typing import ClassVar
 from urllib.parse import parse_qs, urlencode, urlparse
 
 from benchmarks.fakes.loopback import LoopbackServer, send, serve_in_thread
+from tests.annotation.platforms.prolific import contract
 
 TOKEN = "test-token"
 FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
@@ -452,6 +453,11 @@ class FakeProlific:
 
     def list_submissions(self, args, query, body):
         items = [s for s in self.submissions.values() if s["study_id"] == args["study"]]
+        taken = defaultdict(int)
+        for s in items:
+            taken[s["participant_id"]] += 1
+        # As the reference's SubmissionShort: has_siblings says the participant has another submission in the study.
+        items = [{**s, "has_siblings": taken[s["participant_id"]] > 1} for s in items]
         return 200, self._page(items, query, self.base + f"/api/v1/studies/{args['study']}/submissions/")
 
     def get_submission(self, args, query, body):
@@ -520,7 +526,7 @@ class FakeProlific:
         self.payments += [(bulk["study"], pid, amount) for pid, amount in bulk["rows"]]
         self.charges.append((bulk["study"], "bonus", *bulk["charge"]))
         self.payment_times += [time.monotonic()] * len(bulk["rows"])
-        return 202, {}
+        return 202, "The bonuses will be paid asynchronously."  # the reference's answer: a JSON string
 
     def cost(self, args, query, body):
         # A third of the reward as fee, rounded to the cent per place (an academic account, no VAT).
@@ -864,7 +870,7 @@ class FakeProlific:
         if group is None:
             return 404, {"error": {"detail": "Not found."}}
         group["is_deleted"] = True
-        return 200, {}
+        return 204, None
 
     def handle(self, method: str, path: str, query: dict, body: dict, token: str) -> tuple[int, dict, dict, str]:
         """(status, answer, headers, how): ``how`` is how the handler delivers it ("", "slow:s", "drip:s", "html")."""
@@ -912,10 +918,19 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 self._answer(400, {"error": {"detail": "the body is not JSON"}})
                 return
+        # Held to Prolific's published reference (tests/annotation/platforms/prolific/contract.py), outside the
+        # lock (a validation takes milliseconds): an operation it does not offer is refused 404/405 and a
+        # request it refuses 400, as Prolific would; an answer that breaks its response schemas becomes a
+        # 500 naming the breach (both recorded, failing the test).
+        query, token = parse_qs(url.query), self.headers.get("Authorization", "")
+        refused = contract.checked(self.command, url.path, query, body, token)
+        if refused:
+            self._answer(*refused)
+            return
         with self.server.lock:
-            status, answer, headers, how = self.server.fake.handle(
-                self.command, url.path, parse_qs(url.query), body, self.headers.get("Authorization", "")
-            )
+            status, answer, headers, how = self.server.fake.handle(self.command, url.path, query, body, token)
+        if status != -1 and how.partition(":")[0] not in ("html", "garbled"):  # a hostile answer is meant to break it
+            status, answer = contract.answer_checked(self.command, url.path, query, status, answer)
         if status == -1:  # the change is made; the answer never arrives
             self.close_connection = True
             self.connection.shutdown(2)

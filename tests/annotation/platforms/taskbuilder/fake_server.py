@@ -1,26 +1,32 @@
-"""A Task Builder–compatible test server on loopback, written from Prolific's API reference (Task Builder:
-datasets, uploading data to a V4 dataset, batches with ``batch_items``, setup, status, responses; and the
-study and submission calls a Task Builder study needs).
+"""A Task Builder–compatible test server on loopback, held to Prolific's published API reference
+(``publicapi.yaml``, through :mod:`tests.annotation.platforms.prolific.contract`, which the Prolific
+server it extends applies to every call and answer) and, where the reference is silent, to Prolific's
+pages ("Working with Datasets", "Defining a Dataset Schema", "Create a Batch").
 
-Not product code (tests import it; the product never does). It behaves as the reference describes:
+Not product code (tests import it; the product never does). It behaves as they describe:
 
 - a dataset is made with a schema (``text``, ``task_group_id``, ``metadata`` fields; ``strict`` refuses
-  unknown fields); ``GET .../upload-url/{filename}`` makes an import job (``uninitialised``) and a
-  presigned URL on this server; the PUT of a JSONL file there moves it to ``processing`` (the same URL
-  PUT again changes nothing), and it is ``complete`` after ``processing_polls`` looks (a line that
-  breaks the schema makes it ``partial``), its accepted lines appended to the dataset's datapoints
-  (every file received is appended: a file uploaded twice is there twice); a dataset's imports are
-  run one at a time in arrival order (a later one is ``queued`` meanwhile); ``GET`` of a dataset lists
-  its import jobs (``imports``, most recent first, as the reference's "Get a Dataset" for V4);
-- a batch's ``batch_items`` may reference only the dataset's ``text`` fields; its setup needs a
-  complete import and is refused once begun; it is ``PROCESSING`` for ``processing_polls`` looks,
-  then ``READY``, the datapoints grouped into task groups by their ``task_group_id`` field;
+  unknown fields), ``UNINITIALISED``; ``GET .../upload-url/{filename}`` (201) gives a presigned URL on
+  this server; the PUT of a JSONL file there makes the dataset ``PROCESSING`` (the same URL PUT again
+  changes nothing), and ``READY`` after ``processing_polls`` looks at its status (``ERROR`` when a line
+  breaks the schema), its lines appended to the dataset's datapoints (every file received is appended:
+  a file uploaded twice is there twice). No list of datasets, no dataset by id, no import jobs: the
+  reference has none (405/404);
+- a batch's ``batch_items`` may reference only the dataset's ``text`` fields; its setup needs a ``READY``
+  dataset and is refused once begun (204); it is ``PROCESSING`` for ``processing_polls`` looks, then
+  ``READY``, the datapoints grouped into task groups by their ``task_group_id`` field;
 - a study made with ``data_collection_method`` ``AI_TASK_BUILDER_BATCH`` needs a ``READY`` batch as
-  ``data_collection_id``; ``PUBLISH`` makes it ``ACTIVE``; a participant (:meth:`FakeTaskBuilder.work`)
-  takes a place (a returned, timed-out or rejected session gives its place back), gets the task group
-  done by fewest, answers each task (a ``multiple_choice`` response
-  with the datapoint's ``metadata``) and submits (``AWAITING REVIEW``); :meth:`start` leaves one working
-  (``ACTIVE``, some answers given);
+  ``data_collection_id``; its places are every task group times ``data_collection_metadata.
+  annotators_per_task`` (1 when not given), recounted so when that number is raised; ``PUBLISH`` makes it
+  ``ACTIVE``; a participant (:meth:`FakeTaskBuilder.work`) takes a place in a task group that has fewer
+  than that many participants (a returned, timed-out or rejected session gives its place back; with none
+  left, no one can start), the one done by fewest, answers each task (a ``multiple_choice`` response
+  with the datapoint's ``metadata``; with ``change_share`` an answer is first given otherwise and changed,
+  a later response) and submits (``AWAITING REVIEW``); :meth:`start` leaves one working;
+- responses are listed in pages of ``results`` with ``meta.count`` and no links (the reference's shape),
+  ``page_size`` at a time by ``offset``; with ``late_share`` a share of them is listed only up to
+  ``late_seconds`` later on the server's ``clock`` (Prolific lists responses after the submission that
+  made them; :meth:`advance` moves the clock);
 - submissions are approved or rejected once (the same transition twice is ignored; a rejection needs
   a category and a message of 100 characters or more).
 
@@ -39,6 +45,7 @@ again would), ``shuffle_responses`` lists them out of order (seeded).
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import json
 import random
@@ -72,6 +79,16 @@ class FakeTaskBuilder(FakeProlific):
     processing_polls: int = 2
     duplicate_responses: bool = False
     shuffle_responses: bool = False
+    #: The server's clock (participants work, submit and responses are listed on it; :meth:`advance` moves it).
+    clock: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC).replace(microsecond=0))
+    #: A share of responses listed only some time (up to ``late_seconds``, uniform) after they were given.
+    late_share: float = 0.0
+    late_seconds: float = 40.0
+    #: A share of answers first given otherwise, then changed (a later response for the same task).
+    change_share: float = 0.0
+    seed: int = 0
+    _rng: random.Random | None = None
+    _clock: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     #: Held by the participants' work and by every API call (the server's threads), so they never interleave.
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -80,17 +97,39 @@ class FakeTaskBuilder(FakeProlific):
     ROUTES = [
         *FakeProlific.ROUTES,
         ("POST", rf"{API}/data-collection/datasets", "create_dataset"),
-        ("GET", rf"{API}/data-collection/datasets", "list_datasets"),
-        ("GET", rf"{API}/data-collection/datasets/(?P<dataset>[^/]+)", "get_dataset"),
+        ("GET", rf"{API}/data-collection/datasets/(?P<dataset>[^/]+)/status", "dataset_status"),
         ("GET", rf"{API}/data-collection/datasets/(?P<dataset>[^/]+)/upload-url/(?P<filename>[^/]+)", "upload_url"),
-        ("GET", rf"{API}/data-collection/datasets/(?P<dataset>[^/]+)/imports/(?P<import_id>[^/]+)", "import_status"),
         ("PUT", r"s3/(?P<import_id>[^/]+)", "upload"),
         ("POST", rf"{API}/data-collection/batches", "create_batch"),
         ("GET", rf"{API}/data-collection/batches", "list_batches"),
+        ("GET", rf"{API}/data-collection/batches/(?P<batch>[^/]+)", "get_batch"),
         ("POST", rf"{API}/data-collection/batches/(?P<batch>[^/]+)/setup", "set_up_batch"),
         ("GET", rf"{API}/data-collection/batches/(?P<batch>[^/]+)/status", "batch_status"),
         ("GET", rf"{API}/data-collection/batches/(?P<batch>[^/]+)/responses", "list_responses"),
     ]
+
+    def rng(self) -> random.Random:
+        if self._rng is None:
+            self._rng = random.Random(self.seed)
+        return self._rng
+
+    def advance(self, seconds: float) -> None:
+        """Time passes on the server's clock."""
+        with self.lock:
+            self.clock += dt.timedelta(seconds=seconds)
+
+    def _stamp(self) -> str:
+        """Now on the server's clock, after every other moment it gave (responses are ordered by it, as Prolific's)."""
+        moment = self.clock + dt.timedelta(microseconds=next(self._clock))
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    # -- places: every task group times its annotators -----------------------------------------
+    def annotators(self, study: dict) -> int:
+        return int((study.get("data_collection_metadata") or {}).get("annotators_per_task") or 1)
+
+    def _recount(self, study: dict) -> None:
+        batch = self.batches[study["data_collection_id"]]
+        study["total_available_places"] = len(batch["groups"]) * self.annotators(study)
 
     # -- participants (the test plays them) -------------------------------------------------------
     def work(
@@ -110,14 +149,17 @@ class FakeTaskBuilder(FakeProlific):
                 raise ValueError(f"{participant_id} took part already")
             batch = self.batches[study["data_collection_id"]]
             done = {key: sum(1 for s in taken if self.task_groups[s["id"]] == key) for key in batch["groups"]}
-            group = min(batch["groups"], key=lambda key: (done[key], list(batch["groups"]).index(key)))
+            room = [key for key in batch["groups"] if done[key] < self.annotators(study)]
+            if not room:
+                raise ValueError(f"study {study_id}: no task group has room ({len(taken)} places taken)")
+            group = min(room, key=lambda key: (done[key], list(batch["groups"]).index(key)))
             session = self._new_submission(study_id, participant_id)
             self.task_groups[session] = group
             points = batch["groups"][group]
             for point in points[: len(points) if answered is None else answered]:
                 self._answer(batch, self.submissions[session], point, choose)
             if finish:
-                self.submissions[session].update(status="AWAITING REVIEW", completed_at=_now())
+                self.submissions[session].update(status="AWAITING REVIEW", completed_at=self._stamp())
             return session
 
     def finish(self, session: str, choose) -> None:
@@ -129,27 +171,35 @@ class FakeTaskBuilder(FakeProlific):
             for point in batch["groups"][self.task_groups[session]]:
                 if point["task_id"] not in answered:
                     self._answer(batch, submission, point, choose)
-            submission.update(status="AWAITING REVIEW", completed_at=_now())
+            submission.update(status="AWAITING REVIEW", completed_at=self._stamp())
 
     def _answer(self, batch: dict, submission: dict, point: dict, choose) -> None:
-        self.responses.append(
-            {
-                "id": _uuid(),
-                "batch_id": batch["id"],
-                "participant_id": submission["participant_id"],
-                "submission_id": submission["id"],
-                "task_id": point["task_id"],
-                "correlation_id": _uuid(),
-                "metadata": {k: point[k] for k in batch["metadata_fields"] if k in point},
-                "response": {
-                    "instruction_id": batch["instruction_id"],
-                    "type": "multiple_choice",
-                    "answer": [{"value": choose(point)}],
-                },
-                "created_at": _now(),
-                "schema_version": 4,
-            }
-        )
+        value = choose(point)
+        given = [value]
+        if self.change_share and self.rng().random() < self.change_share:
+            given = [next(o for o in batch["options"] if o != value), value]  # first another answer, then changed
+        for answer in given:
+            late = self.late_share and self.rng().random() < self.late_share
+            delay = dt.timedelta(seconds=self.rng().uniform(0, self.late_seconds) if late else 0)
+            self.responses.append(
+                {
+                    "id": _uuid(),
+                    "batch_id": batch["id"],
+                    "participant_id": submission["participant_id"],
+                    "submission_id": submission["id"],
+                    "task_id": point["task_id"],
+                    "correlation_id": _uuid(),
+                    "metadata": {k: point[k] for k in batch["metadata_fields"] if k in point},
+                    "response": {
+                        "instruction_id": batch["instruction_id"],
+                        "type": "multiple_choice",
+                        "answer": [{"value": answer}],
+                    },
+                    "created_at": self._stamp(),
+                    "schema_version": 4,
+                    "_listed_at": self.clock + delay,
+                }
+            )
 
     def start(self, study_id: str, participant_id: str, choose, answered: int = 1) -> str:  # type: ignore[override]
         """A participant still working: a place taken, ``answered`` tasks answered, nothing submitted
@@ -179,38 +229,42 @@ class FakeTaskBuilder(FakeProlific):
             "workspace_id": body["workspace_id"],
             "schema": schema,
             "created_at": _now(),
+            "created_by": "5f0c0ffee0000000000000a1",
             "total_datapoint_count": 0,
             "datapoints": [],
         }
         self.datasets[dataset["id"]] = dataset
         return 201, self._public_dataset(dataset)
 
+    def _status_of(self, dataset_id: str) -> str:
+        jobs = [j for j in self.imports.values() if j["dataset_id"] == dataset_id and j["status"] != "uninitialised"]
+        if not jobs:
+            return "UNINITIALISED"
+        if any(j["status"] in ("processing", "queued") for j in jobs):
+            return "PROCESSING"
+        return "ERROR" if any(j["status"] in ("partial", "failed") for j in jobs) else "READY"
+
     def _public_dataset(self, dataset: dict) -> dict:
-        jobs = [j for j in self.imports.values() if j["dataset_id"] == dataset["id"]]
-        listed = [{"import_id": j["id"], "status": j["status"], "type": "file_upload"} for j in reversed(jobs)]
-        return {k: v for k, v in dataset.items() if k != "datapoints"} | {"imports": listed}
+        keep = ("id", "name", "workspace_id", "created_at", "created_by", "total_datapoint_count")
+        return {k: dataset[k] for k in keep} | {"status": self._status_of(dataset["id"])}
 
-    def list_datasets(self, args, query, body):
-        workspace = query.get("workspace_id", [""])[0]
-        items = [self._public_dataset(d) for d in self.datasets.values() if d["workspace_id"] == workspace]
-        return 200, self._list(items, query, f"{API}/data-collection/datasets")
-
-    def get_dataset(self, args, query, body):
+    def dataset_status(self, args, query, body):
         dataset = self.datasets.get(args["dataset"])
-        if dataset:
-            self._tick(dataset["id"])
-        return (200, self._public_dataset(dataset)) if dataset else (404, {"error": {"detail": "Not found."}})
+        if dataset is None:
+            return 404, {"error": {"detail": "Not found."}}
+        self._tick(dataset["id"])
+        return 200, {"status": self._status_of(dataset["id"])}
 
     def upload_url(self, args, query, body):
         if args["dataset"] not in self.datasets:
             return 404, {"error": {"detail": "Not found."}}
         job = {"id": _uuid(), "dataset_id": args["dataset"], "status": "uninitialised", "looks": 0}
         self.imports[job["id"]] = job
-        return 200, {
+        return 201, {
             "upload_url": f"{self.base}/s3/{job['id']}?X-Amz-Signature=fake",
             "http_method": "PUT",
-            "import_id": job["id"],
-            "content_type": "application/jsonl",
+            "dataset_id": args["dataset"],
+            "expires_at": "2030-01-01T00:00:00Z",
         }
 
     def upload(self, args, query, body):
@@ -218,7 +272,7 @@ class FakeTaskBuilder(FakeProlific):
         if job is None:
             return 403, {"error": {"detail": "signature does not match"}}
         if job["status"] != "uninitialised":
-            return 200, {}  # the same object PUT again: S3 keeps the last, the import job runs once
+            return 200, {}  # the same object PUT again: S3 keeps the last, the import runs once
         dataset = self.datasets[job["dataset_id"]]
         fields = dataset["schema"]["fields"]
         accepted, rejected = [], 0
@@ -238,10 +292,9 @@ class FakeTaskBuilder(FakeProlific):
         return 200, {}
 
     def _tick(self, dataset_id: str) -> None:
-        """Time passes for the dataset's imports (at each look at the dataset or one of its imports): the
-        first received one not finished gets one look (they
-        run one at a time in arrival order, the others ``queued``); after ``processing_polls`` looks its
-        accepted lines are appended to the dataset."""
+        """Time passes for the dataset's imports (at each look at its status): the first received one not
+        finished gets one look (they run one at a time in arrival order, the others ``queued``); after
+        ``processing_polls`` looks its accepted lines are appended to the dataset."""
         waiting = sorted(
             (
                 j
@@ -260,18 +313,6 @@ class FakeTaskBuilder(FakeProlific):
                 dataset["datapoints"] += job["accepted"]
                 dataset["total_datapoint_count"] = len(dataset["datapoints"])
                 job["status"] = "partial" if job["rejected"] else "complete"
-
-    def import_status(self, args, query, body):
-        job = self.imports.get(args["import_id"])
-        if job is None or job["dataset_id"] != args["dataset"]:
-            return 404, {"error": {"detail": "Not found."}}
-        self._tick(job["dataset_id"])
-        answer = {"id": job["id"], "import_id": job["id"], "status": job["status"]}
-        if job["status"] in ("complete", "partial"):
-            answer["accepted_count"] = len(job["accepted"])
-        if job["status"] == "partial":
-            answer["rejected_count"] = job["rejected"]
-        return 200, answer
 
     # -- batches ----------------------------------------------------------------------------------
     def create_batch(self, args, query, body):
@@ -302,6 +343,8 @@ class FakeTaskBuilder(FakeProlific):
             "dataset_id": dataset["id"],
             "status": "UNINITIALISED",
             "created_at": _now(),
+            "created_by": "5f0c0ffee0000000000000a1",
+            "task_details": body["task_details"],
             "batch_items": body["batch_items"],
             "instruction_id": instructions[0]["id"],
             "options": [o["value"] for o in instructions[0]["options"]],
@@ -312,15 +355,28 @@ class FakeTaskBuilder(FakeProlific):
         self.batches[batch["id"]] = batch
         return 201, self._public_batch(batch)
 
-    @staticmethod
-    def _public_batch(batch: dict) -> dict:
-        keep = ("id", "name", "workspace_id", "status", "created_at", "batch_items")
-        return {k: batch[k] for k in keep} | {"total_task_count": sum(len(g) for g in batch["groups"].values())}
+    def _public_batch(self, batch: dict) -> dict:
+        """As the reference's ``AiTaskBuilderBatch``."""
+        dataset = self.datasets[batch["dataset_id"]]
+        keep = ("id", "name", "workspace_id", "status", "created_at", "created_by", "task_details")
+        return {k: batch[k] for k in keep} | {
+            "datasets": [
+                {"id": dataset["id"], "total_datapoint_count": dataset["total_datapoint_count"], "filename": "q.jsonl"}
+            ],
+            "schema_version": 4,
+            "total_task_count": sum(len(g) for g in batch["groups"].values()),
+            "total_instruction_count": 1,
+            "total_task_groups": len(batch["groups"]),
+        }
 
     def list_batches(self, args, query, body):
         workspace = query.get("workspace_id", [""])[0]
         items = [self._public_batch(b) for b in self.batches.values() if b["workspace_id"] == workspace]
         return 200, self._list(items, query, f"{API}/data-collection/batches")
+
+    def get_batch(self, args, query, body):
+        batch = self.batches.get(args["batch"])
+        return (200, self._public_batch(batch)) if batch else (404, {"error": {"detail": "Not found."}})
 
     def set_up_batch(self, args, query, body):
         batch = self.batches.get(args["batch"])
@@ -329,13 +385,13 @@ class FakeTaskBuilder(FakeProlific):
         if batch["status"] != "UNINITIALISED":
             return 400, {"error": {"detail": f"batch is {batch['status']}: set up already"}}
         dataset = self.datasets[body.get("dataset_id") or batch["dataset_id"]]
-        if not any(j["status"] == "complete" and j["dataset_id"] == dataset["id"] for j in self.imports.values()):
-            return 400, {"error": {"detail": "the dataset has no complete import"}}
+        if self._status_of(dataset["id"]) != "READY":  # the reference: the dataset must be READY
+            return 400, {"error": {"detail": f"the dataset is {self._status_of(dataset['id'])}, not READY"}}
         group_field = next(k for k, f in dataset["schema"]["fields"].items() if f["type"] == "task_group_id")
         for point in dataset["datapoints"]:
             batch["groups"].setdefault(point[group_field], []).append(dict(point, task_id=_uuid()))
         batch["status"] = "PROCESSING"
-        return 202, {}
+        return 204, None
 
     def batch_status(self, args, query, body):
         batch = self.batches.get(args["batch"])
@@ -348,14 +404,22 @@ class FakeTaskBuilder(FakeProlific):
         return 200, {"status": batch["status"]}
 
     def list_responses(self, args, query, body):
+        """Pages of ``results`` with ``meta.count`` and no links, by ``offset`` (the reference's shape); a
+        late response is listed once the clock reaches its ``_listed_at``."""
         if args["batch"] not in self.batches:
             return 404, {"error": {"detail": "Not found."}}
-        items = [r for r in self.responses if r["batch_id"] == args["batch"]]
+        items = [
+            {k: v for k, v in r.items() if not k.startswith("_")}
+            for r in self.responses
+            if r["batch_id"] == args["batch"] and r["_listed_at"] <= self.clock
+        ]
         if self.duplicate_responses:
             items = [r for r in items for _ in (0, 1)]
         if self.shuffle_responses:
             items = random.Random(7).sample(items, len(items))
-        return 200, self._list(items, query, f"{API}/data-collection/batches/{args['batch']}/responses")
+        limit = min(int(query.get("limit", ["100"])[0]), self.page_size)
+        offset = int(query.get("offset", ["0"])[0])
+        return 200, {"results": items[offset : offset + limit], "meta": {"count": len(items)}}
 
     # -- the study: Prolific's, with the Task Builder batch it collects with checked ---------------------
     def create_study(self, args, query, body):
@@ -364,7 +428,23 @@ class FakeTaskBuilder(FakeProlific):
         batch = self.batches.get(body.get("data_collection_id") or "")
         if batch is None or batch["status"] != "READY":
             return 400, {"error": {"detail": "data_collection_id must be a READY Task Builder batch"}}
-        return super().create_study(args, query, body)
+        status, study = super().create_study(args, query, body)
+        if status == 201:
+            self._recount(study)  # its places: every task group times its annotators, whatever was asked
+        return status, study
+
+    def update_study(self, args, query, body):
+        study = self.studies.get(args["study"])
+        if study is None:
+            return 404, {"error": {"detail": "Not found."}}
+        wanted = (body.get("data_collection_metadata") or {}).get("annotators_per_task")
+        if wanted is not None and study.get("data_collection_id") in self.batches:
+            if study["status"] != "UNPUBLISHED" and int(wanted) < self.annotators(study):
+                return 400, {"error": {"detail": "annotators_per_task can only be increased on a published study"}}
+            status, _ = super().update_study(args, query, body)
+            self._recount(study)
+            return status, study
+        return super().update_study(args, query, body)
 
 
 def serve(fake: FakeTaskBuilder) -> tuple[str, prolific.LoopbackServer]:

@@ -74,7 +74,7 @@ from django.utils import timezone
 
 from annotation.crowd.services.background import sync_job
 from annotation.crowd.services.sync import sync_batch
-from annotation.models import Assignment, Batch, ProlificEvent, ProlificHookSecret, ProlificSession, Provider
+from annotation.models import Assignment, Batch, ProlificEvent, ProlificHookSecret, ProlificSession
 from annotation.platforms.prolific.signatures import (
     HIGH_RETURN_RATE,
     STUDY_EVENTS,
@@ -83,6 +83,7 @@ from annotation.platforms.prolific.signatures import (
     DeliveryRefused,
     read_delivery,
 )
+from annotation.platforms.prolific.webhooks import STUDY_PROVIDERS
 from annotation.platforms.prolific.webhooks.selectors import (
     COUNTED_REFUSALS,
     WebhookStatus,
@@ -131,11 +132,11 @@ def _secret() -> str | None:
 def batch_of(delivery: Delivery) -> Batch | None:
     """The batch the event's resource belongs to, as this site knows it (nothing else of the event is used)."""
     if delivery.event_type in STUDY_EVENTS:
-        return Batch.objects.filter(provider=Provider.PROLIFIC, hit_type_id=delivery.resource_id).first()
+        return Batch.objects.filter(provider__in=STUDY_PROVIDERS, hit_type_id=delivery.resource_id).first()
     if delivery.event_type == SUBMISSION_STATUS:
         held = (
             Assignment.objects.filter(
-                provider_assignment_id=delivery.resource_id, hit__batch__provider=Provider.PROLIFIC
+                provider_assignment_id=delivery.resource_id, hit__batch__provider__in=STUDY_PROVIDERS
             )
             .select_related("hit__batch")
             .first()
@@ -421,7 +422,7 @@ def poll_prolific(*, now: dt.datetime | None = None) -> PollResult:
     status = webhook_status(now)
     since = (now or timezone.now()) - dt.timedelta(seconds=status.interval)
     result.status, result.webhooks = status, state
-    batches = Batch.objects.filter(provider=Provider.PROLIFIC, status=Batch.Status.PUBLISHED).exclude(hit_type_id="")
+    batches = Batch.objects.filter(provider__in=STUDY_PROVIDERS, status=Batch.Status.PUBLISHED).exclude(hit_type_id="")
     for batch in batches.order_by("pk"):
         recent = (
             Job.objects.filter(kind__in=(RESYNC_KIND, sync_job.kind), arguments__0=batch.pk, created__gte=since)

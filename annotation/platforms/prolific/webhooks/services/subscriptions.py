@@ -62,6 +62,7 @@ from annotation.crowd.services.hooks import published
 from annotation.models import Batch, ProlificHookSecret, ProlificSubscription, Provider
 from annotation.platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
 from annotation.platforms.prolific.signatures import EVENT_TYPES
+from annotation.platforms.prolific.webhooks import STUDY_PROVIDERS
 from annotation.platforms.prolific.webhooks.selectors import endpoint_url, webhook_status
 from core.errors import ServiceError
 from core.services.leases import LeaseHeld, exclusive
@@ -85,7 +86,9 @@ class WebhookState:
 def webhooks_needed() -> bool:
     """Whether a published Prolific batch is waiting for its participants' events."""
     return (
-        Batch.objects.filter(provider=Provider.PROLIFIC, status=Batch.Status.PUBLISHED).exclude(hit_type_id="").exists()
+        Batch.objects.filter(provider__in=STUDY_PROVIDERS, status=Batch.Status.PUBLISHED)
+        .exclude(hit_type_id="")
+        .exists()
     )
 
 
@@ -127,6 +130,13 @@ def reconcile_webhooks(client: Prolific | None = None) -> WebhookState | None:
 @published.register(provider=Provider.PROLIFIC)
 def follow_published(batch: Batch, provider: CrowdProvider) -> None:
     """After a Prolific batch is published: its workspace's webhooks (docs/prolific.md); a failure leaves polling."""
+    reconcile_webhooks(getattr(provider, "client", None))
+
+
+@published.register(provider=Provider.TASKBUILDER)
+def follow_published_task_builder(batch: Batch, provider: CrowdProvider) -> None:
+    """The same after a Task Builder batch is published: its study is a Prolific study of the workspace
+    (``STUDY_PROVIDERS``), whose events re-read it as they re-read a Prolific batch."""
     reconcile_webhooks(getattr(provider, "client", None))
 
 
