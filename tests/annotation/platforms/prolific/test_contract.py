@@ -207,7 +207,13 @@ def test_every_operation_the_clients_call_is_sent_through_a_validating_server(ta
     subscription, secret = client.create_hook_subscription("ws-1", "study.status.change", "https://example.org/h/")
     client.confirm_hook_subscription(subscription["id"], secret)
     client.all_hook_subscriptions("ws-1")
+    list(client.subscription_events(subscription["id"], ("FAILED", "PENDING")))
     client.delete_hook_subscription(subscription["id"])
+    # A rehearsal: a test participant, then a test study made from a draft (the draft is the server's
+    # state here; creating a study was driven above through the Task Builder publish).
+    client.create_test_participant("rehearsal@example.org")
+    fake.studies["draft-contract"] = dict(fake.studies[study_id], id="draft-contract", status="UNPUBLISHED")
+    client.create_test_study("draft-contract")
     check_prolific()
 
     reference = contract.reference()
