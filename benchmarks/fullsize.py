@@ -150,14 +150,12 @@ def register_and_pool(work: Path, files: dict, cutoff: int = 10, depth: int = 50
     import secrets
 
     # As in production (bin/_bench.sh): debug off, the keys it then requires made for this run.
-    # Each command in its own process (MANAGE_RESIDENT=off): its peak memory and CPU are then its
-    # own, which wait4 reads; what the resident process saves is benchmark_pooling's to show.
+    # Each command is its own process: its peak memory and CPU are its own, which wait4 reads.
     env = dict(
         os.environ,
         VAR_DIR=str(site / "var"),
         DATABASE_URL=f"sqlite:///{database}",
         DJANGO_DEBUG="0",
-        MANAGE_RESIDENT="off",
     )
     env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))
     env.setdefault("WORKER_PSEUDONYM_KEY", secrets.token_urlsafe(50))

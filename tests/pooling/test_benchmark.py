@@ -29,8 +29,10 @@ def test_benchmark_pooling_engine_and_naive_give_the_same_pool(tmp_path):
     assert float(startup[0].split("start-up")[1].split("s")[0]) > 0
     pooled = [line for line in text.splitlines() if line.startswith("| 3,000 | pool |")]
     assert pooled and 5 < int(pooled[0].split("|")[6].replace(",", "")) <= 20
-    # As typed: one import_run per run file, each a process whose CPU time is read; same pool as naive's.
-    assert "import_run x2 " in text and "as commands" in text
+    # As the README types it: one import_run given both run files, each command a process whose
+    # CPU time and peak memory are read; same pool as naive's.
+    typed = [line for line in text.splitlines() if "as typed (a process per command" in line]
+    assert typed and "import_run " in typed[0] and typed[0].count(" MB)") == 5
     commands = [line for line in text.splitlines() if "as commands" in line and "faster than naive" in line]
     assert commands and "(same pool: True)" in commands[0] and "in CPU" in commands[0]
 

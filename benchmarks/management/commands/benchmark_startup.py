@@ -2,9 +2,7 @@
 
 Every measurement is a fresh process as a user starts it (``python manage.py ...``), the
 median of ``--repeat``; the rounds are interleaved (one of each per round) so that load from
-elsewhere on the machine falls on all of them alike. Each command is measured in its own
-process (``MANAGE_RESIDENT=off``) and, for this checkout, also handed to a warm resident process
-(``core.management.resident``), its CPU counting the resident's fork that ran it. ``--compare`` measures another
+elsewhere on the machine falls on all of them alike. ``--compare`` measures another
 checkout's ``manage.py`` (an older commit, for a before/after) in the same rounds, with this
 one's interpreter.
 """
@@ -78,15 +76,11 @@ class Command(ProjectCommand):
                     os.environ,
                     VAR_DIR=str(work / f"var{i}"),
                     DATABASE_URL=f"sqlite:///{work / f'small{i}.sqlite3'}",
-                    MANAGE_RESIDENT="off",
                 )
                 self._run(root, ["migrate", "-v0"], envs[root])  # the small commands' database
-            resident = dict(envs[roots[0]], MANAGE_RESIDENT="on")
-            self._run(roots[0], ["help"], resident)  # untimed: starts the resident
             for round_ in range(o["repeat"]):
                 for i, root in enumerate(roots):
-                    ways = [("", envs[root])] + ([(" (resident)", resident)] if i == 0 else [])
-                    for way, env in ways:
+                    for way, env in [("", envs[root])]:
                         measured.setdefault((root, f"help{way}"), []).append(self._run(root, ["help"], env))
                         for command in commands:
                             measured.setdefault((root, " ".join(command) + way), []).append(
@@ -113,13 +107,9 @@ class Command(ProjectCommand):
                         measured.setdefault((root, "migrate (new PostgreSQL database)"), []).append(
                             self._migrate_postgres(root, env, o["postgres"], f"{i}_{round_}")
                         )
-        from core.management.resident.client import request, socket_path
-
-        request(socket_path(resident, str(roots[0])), "stop")
         self.stdout.write(
             f"medians of {o['repeat']} fresh processes, rounds interleaved; wall ms and the process's CPU ms "
-            "(user + system, and the resident's fork for the rows so marked; on PostgreSQL the server's work "
-            "is not in it), each × `manage.py help`'s (in its own process)\n"
+            "(user + system; on PostgreSQL the server's work is not in it), each × `manage.py help`'s\n"
         )
         header = " | ".join(f"{root}: wall ms | × help | CPU ms | × help" for root in roots)
         self.stdout.write(f"| command | {header} |\n| --- |" + " ---: | ---: | ---: | ---: |" * len(roots))
@@ -140,13 +130,7 @@ class Command(ProjectCommand):
             self.stdout.write(f"| `manage.py {name}` | {' | '.join(cells)} |")
 
     def _run(self, root: Path, arguments: list[str], env: dict) -> tuple[float, float]:
-        """Wall seconds and CPU seconds (user + system) of one fresh ``manage.py`` process, with
-        what the resident spent on it when the command was handed to one."""
-        from core.management.resident.client import enabled, request, settled_usage, socket_path
-
-        sock = socket_path(env, str(root)) if enabled(env) else None
-        # none listening yet: this command starts it, and its start counts
-        held = settled_usage(sock)["cpu"] if sock and request(sock, "usage") else 0.0
+        """Wall seconds and CPU seconds (user + system) of one fresh ``manage.py`` process."""
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
@@ -156,8 +140,7 @@ class Command(ProjectCommand):
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(arguments)} failed:\n{done.stderr}")
-        spent = settled_usage(sock)["cpu"] - held if sock else 0.0
-        return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + spent
+        return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
     def _migrate_postgres(self, root: Path, env: dict, server: str, tag: str) -> tuple[float, float]:
         import psycopg
