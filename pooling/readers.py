@@ -137,7 +137,11 @@ def iter_blocks(
             raise ValueError(f"{path}: a gzipped file cannot be read from the middle")
         file.seek(start)
         remaining = None if end is None else end - start
-        raw = _HashingReader(file, digest)
+        # A plain file's blocks are its bytes: they are hashed on a second thread (hashlib lets
+        # go of the GIL), beside the parsing of the block before (a gzipped file's compressed
+        # bytes are hashed as they are read).
+        hasher = _BlockHasher(digest) if digest is not None and not gzipped else None
+        raw = _HashingReader(file, None if hasher else digest)
         buffered = io.BufferedReader(raw, buffer_size=1024 * 1024)
         # The one gzip reader (core.textfiles): fixed-size blocks, refused past its expansion limit.
         stream: BinaryIO = io.BufferedReader(GunzipStream(path, buffered)) if gzipped else buffered  # type: ignore[assignment]
@@ -155,6 +159,8 @@ def iter_blocks(
                 remaining -= len(chunk)
             if not chunk:
                 break
+            if hasher:
+                hasher.add(chunk)
             counter.add(chunk, line)
             data = rest + chunk
             cut = data.rfind(b"\n") + 1
@@ -169,6 +175,34 @@ def iter_blocks(
                 raise line_too_long(path, line)
         if rest:
             yield lines_frame(path, rest, line, block_start if offsets else None), raw.position
+        if hasher:
+            hasher.finish()
+
+
+class _BlockHasher:
+    """Feeds a hashlib digest block after block on one other thread, in order: at most one
+    block waits (the next is handed over once the one before is hashed)."""
+
+    def __init__(self, digest) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.digest = digest
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="hash")
+        self._pending = None
+
+    def add(self, block: bytes) -> None:
+        self._wait()
+        self._pending = self._thread.submit(self.digest.update, block)
+
+    def finish(self) -> None:
+        """Wait until every block is in the digest (and let the thread go)."""
+        self._wait()
+        self._thread.shutdown(wait=True)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            self._pending.result()
+            self._pending = None
 
 
 def lines_frame(path: Path, data: bytes, first_line: int, start: int | None = None) -> pl.DataFrame:
