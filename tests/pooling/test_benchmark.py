@@ -26,6 +26,10 @@ def test_benchmark_pooling_engine_and_naive_give_the_same_pool(tmp_path):
     startup = [line for line in text.splitlines() if "start-up" in line]
     assert startup and "manage.py import_queries on a 10-line file" in startup[0]
     assert "first pool in one command (pool given the files)" in text
+    # Where pool's work goes: every step of build_pool, each with its CPU and wall seconds.
+    phases = text.split("where pool's work goes", 1)[1].split("first pool in one command", 1)[0]
+    for step in ("django.setup()", "top rankings", "passages read and counted", "RaB", "pool stored"):
+        assert step in phases
     assert float(startup[0].split("start-up")[1].split("s")[0]) > 0
     pooled = [line for line in text.splitlines() if line.startswith("| 3,000 | pool |")]
     assert pooled and 5 < int(pooled[0].split("|")[6].replace(",", "")) <= 20

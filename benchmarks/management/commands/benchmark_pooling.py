@@ -62,6 +62,7 @@ class Command(ProjectCommand):
                     *map(str, files["runs"]),
                 ]
                 row = {"passages": size, "import": self._child("import", args), "pool": self._child("pool", args)}
+                row["phases"] = self._child("phases", args)["phases"]
                 row["startup"] = self._startup(Path(work))
             with tempfile.TemporaryDirectory(prefix="bench-") as work:
                 row["first"] = self._child("first", [work, *args[1:]])
@@ -171,6 +172,9 @@ class Command(ProjectCommand):
             f"{'':>20}  start-up {row['startup']['command']:4.2f} s  (manage.py import_queries on a 10-line file; "
             f"manage.py help {row['startup']['help']:4.2f} s; medians of {row['startup']['repeat']} fresh processes)"
         )
+        self.stdout.write(f"{'':>20}  where pool's work goes (a fresh process, CPU s / wall s):")
+        for name, spent in row["phases"].items():
+            self.stdout.write(f"{'':>22}  {spent['cpu']:5.2f} / {spent['wall']:5.2f}  {name}")
         f = row["first"]
         self.stdout.write(
             f"{'':>20}  first pool in one command (pool given the files): {f['seconds']:6.1f} s {f['peak_mb']:6.0f} MB"
