@@ -148,7 +148,7 @@ class Command(ProjectCommand):
         for name in ("help", "import_queries (a 10-line file)", "migrate (new SQLite file)"):
             (w1, c1), (w0, c0) = median["this checkout", name], median["bare Django", name]
             self.stdout.write(
-                f"  {name}: {c1 * 1000:,.0f} ms against {c0 * 1000:,.0f} ms, +{(c1 - c0) * 1000:,.0f} ms, "
+                f"  {name}: {c1 * 1000:,.0f} ms against {c0 * 1000:,.0f} ms, {(c1 - c0) * 1000:+,.0f} ms, "
                 f"{c1 / c0:.2f}× ({w1 * 1000:,.0f} against {w0 * 1000:,.0f} ms)"
             )
 
