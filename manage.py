@@ -12,8 +12,12 @@ def main() -> None:
 
     try:
         execute_from_command_line(sys.argv)
-    except ImproperlyConfigured as error:  # a misconfigured environment is the operator's to fix
-        sys.exit(f"configuration error: {error}")
+    except ImproperlyConfigured as error:
+        from django.conf import settings
+
+        if settings.configured:  # raised by a command's own work: its traceback helps
+            raise
+        sys.exit(f"configuration error: {error}")  # the settings could not load: the operator's to fix
 
 
 if __name__ == "__main__":
