@@ -3,8 +3,9 @@
 MS MARCO passage ranking's real sizes: 8,841,823 passages (about 56 words each), the 6,980 dev
 queries, 14 rankers' runs 1,000 deep (97.7M run lines). Synthetic data of those sizes
 (:mod:`pooling.synthetic`'s collection and queries, runs written here in blocks) is registered
-and pooled one command per file, each a fresh ``manage.py`` process on a new SQLite database, as
-the README tells a user to do; for every step the wall time, the process's CPU time, its peak
+and pooled as the README tells a user to do (``import_collection``, ``import_queries``, one
+``import_run`` given every run, ``pool``), each command a fresh ``manage.py`` process on a new
+SQLite database; for every step the wall time, the process's CPU time, its peak
 memory (``ru_maxrss`` of the child, from ``wait4``) and the disk the site's data folder and
 database hold after it.
 
@@ -150,14 +151,12 @@ def register_and_pool(work: Path, files: dict, cutoff: int = 10, depth: int = 50
     import secrets
 
     # As in production (bin/_bench.sh): debug off, the keys it then requires made for this run.
-    # Each command in its own process (MANAGE_RESIDENT=off): its peak memory and CPU are then its
-    # own, which wait4 reads; what the resident process saves is benchmark_pooling's to show.
+    # Each command is its own process: its peak memory and CPU are its own, which wait4 reads.
     env = dict(
         os.environ,
         VAR_DIR=str(site / "var"),
         DATABASE_URL=f"sqlite:///{database}",
         DJANGO_DEBUG="0",
-        MANAGE_RESIDENT="off",
     )
     env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))
     env.setdefault("WORKER_PSEUDONYM_KEY", secrets.token_urlsafe(50))
@@ -167,10 +166,13 @@ def register_and_pool(work: Path, files: dict, cutoff: int = 10, depth: int = 50
         ("import_collection", ["import_collection", str(files["collection"]), "--name", "msmarco", "-v", "0"]),
         ("import_queries", ["import_queries", str(files["queries"]), "--name", "dev", "-v", "0"]),
     ]
-    steps += [
-        (f"import_run {name}", ["import_run", str(path), "--collection", "msmarco", "--order", "file", "-v", "0"])
-        for name, path in zip(names, files["runs"], strict=True)
-    ]
+    # As the README types it: one import_run given every run file (named after their files).
+    steps.append(
+        (
+            f"import_run ({len(names)} runs)",
+            ["import_run", *map(str, files["runs"]), "--collection", "msmarco", "--order", "file", "-v", "0"],
+        )
+    )
     steps.append(
         (
             "pool",

@@ -3,19 +3,26 @@
 The key comes from the environment (``CONNECTIONS_KEY``), never from the database or
 ``SECRET_KEY``: a copy of the database (a backup, a dump handed to a colleague) then holds
 nothing usable, and rotating Django's ``SECRET_KEY`` after a leak (which ends sessions) does not
-silently make every stored token unreadable. ``CONNECTIONS_KEY`` is one Fernet key, or several
+silently make every stored token unreadable. When none is given, the first secret stored makes
+one, once, in a file only its owner may read (:func:`key_in_file`: ``VAR_DIR/connections.key``),
+which every later process reads: a site started by ``bin/demo`` stores secrets without a new
+variable or a restart. ``CONNECTIONS_KEY`` is one Fernet key, or several
 separated by commas: the first seals, every one of them opens (rotation: put the new key first,
 re-seal with ``manage.py connections --rotate``, then drop the old one). Docs: docs/deployment.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+from pathlib import Path
 
 from core.errors import ServiceError
 
 KEY_SETTING = "CONNECTIONS_KEY"
+#: The key file's name in the site's data folder, when ``CONNECTIONS_KEY`` is not set.
+KEY_FILE = "connections.key"
 
 
 class SealError(ServiceError):
@@ -28,6 +35,39 @@ def new_key() -> str:
     from cryptography.fernet import Fernet
 
     return Fernet.generate_key().decode()
+
+
+def key_in_file(path: Path, *, create: bool) -> str:
+    """The key kept in ``path``; with ``create``, a new one written there first if there is none.
+
+    Made once: the new key is written to a private file of its own (mode 0600) and linked into
+    place, so two processes making one at the same time end with one key, both reading it; a file
+    found is never replaced. Without ``create`` and without the file: ``""`` (no key yet)."""
+    import os
+    import tempfile
+
+    path = Path(path)
+    if not path.exists():
+        if not create:
+            return ""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, draft = tempfile.mkstemp(dir=path.parent, prefix=".connections-key-")  # mode 0600
+        try:
+            with os.fdopen(descriptor, "w") as file:
+                file.write(new_key() + "\n")
+            with contextlib.suppress(FileExistsError):  # another process made it first: its key is the one
+                os.link(draft, path)
+        finally:
+            os.unlink(draft)
+    try:
+        text = path.read_text().strip()
+    except OSError as exc:
+        raise SealError(f"the key file {path} cannot be read ({exc.strerror}); set {KEY_SETTING} instead") from None
+    if not text:
+        raise SealError(
+            f"the key file {path} is empty; remove it (no secret can be opened without its key) or set {KEY_SETTING}"
+        )
+    return text
 
 
 def _keys(keys: str):

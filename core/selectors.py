@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
@@ -27,15 +28,21 @@ from django.db.models import Model, QuerySet
 
 from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, PROLIFIC, ConnectionField, ConnectionKind, hint
 from core.models import ROLE_RANK, Connection, Membership, ResearchGroup, roles_of, scope_of
-from core.sealing import KEY_SETTING, SealError, unseal
+from core.sealing import KEY_FILE, KEY_SETTING, SealError, key_in_file, unseal
 
 #: Where a field's value in force comes from.
 ENVIRONMENT, SITE, DEFAULT, UNSET = "environment", "site", "default", "unset"
 
 
 def connections_key() -> str:
-    """``CONNECTIONS_KEY`` as the settings hold it (read at use time; empty when unset)."""
-    return getattr(settings, KEY_SETTING, "") or ""
+    """``CONNECTIONS_KEY`` as the settings hold it (read at use time), else the key made in the
+    site's data folder (:func:`core.sealing.key_in_file`); empty when neither is there yet."""
+    return getattr(settings, KEY_SETTING, "") or key_in_file(connections_key_file(), create=False)
+
+
+def connections_key_file() -> Path:
+    """Where the key is made when ``CONNECTIONS_KEY`` is not set: ``VAR_DIR/connections.key``."""
+    return Path(settings.VAR_DIR) / KEY_FILE
 
 
 def environment_value(spec: ConnectionField) -> str | None:

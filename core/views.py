@@ -197,7 +197,7 @@ def connections_page(request: HttpRequest) -> HttpResponse:
     from core.connection_kinds import KINDS
     from core.errors import ServiceError
     from core.forms import ConnectionForm
-    from core.selectors import connection_state, connections_key
+    from core.selectors import connection_state, connections_key, connections_key_file
     from core.services.connections import delete_connection, save_connection
 
     forms: dict = {}
@@ -221,7 +221,11 @@ def connections_page(request: HttpRequest) -> HttpResponse:
                 return redirect("connections")
         forms[kind] = form
         status = 400
-    context = {"cards": _connection_cards(forms), "key_set": bool(connections_key())}
+    context = {
+        "cards": _connection_cards(forms),
+        "key_set": bool(connections_key()),
+        "key_file": connections_key_file(),
+    }
     return render(request, "core/connections.html", context, status=status)
 
 

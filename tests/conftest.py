@@ -12,9 +12,6 @@ import pytest
 REFERENCE_DIR = Path(
     os.environ.get("REFERENCE_DIR") or Path(__file__).resolve().parent.parent.parent / "shared" / "reference"
 )
-# The commands the tests start run in their own processes, not in a resident one that would
-# outlive the test (tests/core/test_resident.py switches it on for itself).
-os.environ["MANAGE_RESIDENT"] = "off"
 # Playwright's sync API runs an event loop in this thread; Django must still allow ORM calls.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 

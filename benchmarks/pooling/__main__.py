@@ -3,7 +3,8 @@
 ``python -m benchmarks.pooling MODE WORK COLLECTION QUERIES CUTOFF DEPTH RUN...``, MODE one of
 ``naive`` (the reference notebooks' pooling), ``first`` (a first pool in one command),
 ``import`` (this project's registration) or ``pool`` (this project's pool of what
-``import`` registered, in the same WORK folder).
+``import`` registered, in the same WORK folder) or ``phases`` (where that pool's work goes, step by
+step, without storing it).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ def _main(argv: list[str]) -> None:
                 Path(work), Path(collection), Path(queries), run_paths, int(cutoff), int(depth)
             )
             return qids, {}
+    elif mode == "phases":
+        print(json.dumps({"phases": engine.engine_pool_phases(Path(work), int(cutoff), int(depth))}))
+        return
     elif mode == "import":
 
         def step():

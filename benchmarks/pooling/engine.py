@@ -83,3 +83,69 @@ def engine_first_pool(
         verbosity=0,
     )
     return sorted(Pool.objects.get(name="first").queries.queries.values_list("qid", flat=True), key=int)
+
+
+def engine_pool_phases(work: Path, cutoff: int, depth: int) -> dict[str, dict[str, float]]:
+    """Where a ``pool`` command's work goes: the steps of ``services.build_pool`` one by one, in a
+    fresh process on what ``engine_import`` registered (cold word-count cache), each step's CPU
+    seconds (user + system, all threads) and wall seconds, Django's start-up and the heavy
+    libraries' imports included; nothing is stored (the last step's transaction is rolled back)."""
+    import resource
+
+    def clock() -> tuple[float, float]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime, time.perf_counter()
+
+    import shutil
+
+    shutil.rmtree(work / "cache" / "counts", ignore_errors=True)  # cold, as the pool measured before it
+    phases: dict[str, dict[str, float]] = {}
+    cpu, wall = 0.0, time.perf_counter()  # CPU from the process's start: the interpreter's own too
+
+    def step(name: str) -> None:
+        nonlocal cpu, wall
+        now_cpu, now_wall = clock()
+        phases[name] = {"cpu": now_cpu - cpu, "wall": now_wall - wall}
+        cpu, wall = now_cpu, now_wall
+
+    _django(work)
+    step("Python and django.setup()")
+    import polars as pl
+
+    step("import polars")
+    import numpy  # noqa: F401  (what the readers and magnitudes import)
+
+    step("import numpy")
+    from django.db import transaction
+
+    from pooling import magnitudes
+    from pooling.models import QuerySet, Run
+    from pooling.pool import pool_queries, rank_bias_by_run
+    from pooling.selectors import passage_spans, top_rankings
+    from pooling.services import pools
+    from pooling.services.counts import document_counts_for
+    from pooling.wordlists import default_wordlist
+
+    step("the pooling modules")
+    runs = list(Run.objects.order_by("name"))
+    query_set = QuerySet.objects.get(name="q")
+    words = default_wordlist()
+    texts = dict(query_set.queries.values_list("qid", "text"))
+    step("rows and word list read")
+    frames = top_rankings(runs, pl.Series("qid", list(texts), dtype=pl.String), cutoff, "q")
+    step("top rankings of the runs")
+    docids = pl.concat([f["docid"] for f in frames.values()])
+    passage_spans(runs[0].collection, docids.unique())
+    step("passage spans looked up (docid index)")
+    counts = document_counts_for(runs[0].collection, docids, words, "whitespace", lengths=False, bar=False)
+    step("passages read and counted (spans again), cache written")
+    rank_bias = rank_bias_by_run(frames, magnitudes.magnitudes_frame(counts, "tf"), cutoff)
+    step("RaB of every query and run")
+    result = pool_queries(rank_bias, depth)
+    step("lists and their union")
+    with transaction.atomic():
+        settings = pools.PoolSettings(cutoff, depth, "tf", "whitespace")
+        pools._store_pool(f"phases{time.time_ns()}", query_set, runs, settings, words, texts, rank_bias, result)
+        step("pool stored (query set, provenance rows)")
+        transaction.set_rollback(True)
+    return phases

@@ -21,8 +21,8 @@ from core.errors import ServiceError
 from core.http import HttpError, JsonClient
 from core.jobs import background_job
 from core.models import Connection, Job
-from core.sealing import SealError, reseal, seal, unseal
-from core.selectors import connections_key, environment_value
+from core.sealing import KEY_SETTING, SealError, key_in_file, reseal, seal, unseal
+from core.selectors import connections_key, connections_key_file, environment_value
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,8 @@ def save_connection(kind: str, values: Mapping[str, object], *, clear: Iterable[
 
     A plain field given empty is cleared; a secret given empty is kept (a form never shows it
     again, so an empty box means "unchanged"); ``clear`` names secrets to remove. Secrets are
-    sealed with ``CONNECTIONS_KEY``: without a key, or with one that cannot open the secrets
+    sealed with ``CONNECTIONS_KEY`` (or, when it is not set, the key the first secret stored makes
+    in ``VAR_DIR/connections.key``): with a key that cannot open the secrets
     already stored (unless all of them are replaced or cleared), nothing is written and the
     ServiceError says what to do. Fields set in the environment may be stored too; the
     environment keeps precedence (the page says so).
@@ -114,11 +115,17 @@ def save_connection(kind: str, values: Mapping[str, object], *, clear: Iterable[
                 plain.pop(name, None)
         _refuse_a_secret_sent_elsewhere(spec, row.values, plain, secrets, new_secrets)
         row.values = plain
-        row.sealed = seal(secrets, connections_key()) if secrets else ""
+        row.sealed = seal(secrets, _sealing_key()) if secrets else ""
         row.updated_by = user if user is not None and user.is_authenticated else None
         row.save()
     logger.info("connection %s changed by %s: fields %s", kind, row.updated_by, sorted(checked) + sorted(clear))
     return row
+
+
+def _sealing_key() -> str:
+    """The key that seals: ``CONNECTIONS_KEY``, else the one in the site's data folder, made
+    there now if this is the first secret stored (:func:`core.sealing.key_in_file`)."""
+    return getattr(settings, KEY_SETTING, "") or key_in_file(connections_key_file(), create=True)
 
 
 def _refuse_a_secret_sent_elsewhere(spec, before: dict, after: dict, secrets: dict, new_secrets: dict) -> None:

@@ -100,13 +100,56 @@ def test_an_empty_secret_keeps_the_stored_one_and_clear_removes_it(key):
 
 
 @pytest.mark.django_db
-def test_without_a_key_secrets_are_refused_and_nothing_is_written(settings):
-    settings.CONNECTIONS_KEY = ""
-    with pytest.raises(SealError, match="CONNECTIONS_KEY is not set"):
-        save_connection("chat", {"api_key": "sk-abcdefghijklmnop", "model": "m"})
-    assert not Connection.objects.exists()
-    save_connection("chat", {"model": "m"})  # plain fields need no key
-    assert chat_settings().model == "m" and chat_settings().api_key == ""
+def test_without_a_key_the_first_secret_makes_one_in_the_data_folder_once(settings, tmp_path):
+    """bin/demo sets no CONNECTIONS_KEY: the first secret stored makes a key in VAR_DIR, private
+    to its owner, which opens what it sealed (read here with cryptography's Fernet itself) and is
+    never replaced; plain fields need no key and make none."""
+    from cryptography.fernet import Fernet
+
+    settings.CONNECTIONS_KEY, settings.VAR_DIR = "", tmp_path
+    key_file = tmp_path / "connections.key"
+    save_connection("chat", {"model": "m"})
+    assert not key_file.exists() and chat_settings().model == "m"
+    save_connection("chat", {"api_key": "sk-abcdefghijklmnop", "model": "m"})
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    made = key_file.read_text()
+    sealed = Connection.objects.get(kind="chat").sealed
+    assert "sk-abcdefghijklmnop" not in sealed
+    assert Fernet(made.strip().encode()).decrypt(sealed.encode()) == b'{"api_key": "sk-abcdefghijklmnop"}'
+    assert chat_settings().api_key == "sk-abcdefghijklmnop"  # read back at use time, no restart
+    save_connection("prolific", {"token": SECRET})
+    assert key_file.read_text() == made and prolific_settings().token == SECRET
+    assert not [p for p in tmp_path.iterdir() if p.name != "connections.key"]  # no draft left behind
+
+
+def test_processes_making_the_key_at_once_end_with_one_key(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "var" / "connections.key"
+    make = f"from pathlib import Path; from core.sealing import key_in_file; print(key_in_file(Path({str(path)!r}), create=True))"
+    root = Path(__file__).resolve().parents[2]
+    processes = [
+        subprocess.Popen([sys.executable, "-c", make], cwd=root, stdout=subprocess.PIPE, text=True) for _ in range(6)
+    ]
+    keys = {process.communicate(timeout=60)[0].strip() for process in processes}
+    assert all(process.returncode == 0 for process in processes)
+    assert keys == {path.read_text().strip()}
+
+
+def test_an_empty_or_unreadable_key_file_is_an_error_naming_it(tmp_path):
+    from core.sealing import key_in_file
+
+    path = tmp_path / "connections.key"
+    assert key_in_file(path, create=False) == "" and not path.exists()
+    path.write_text("")
+    with pytest.raises(SealError, match=f"the key file {path} is empty"):
+        key_in_file(path, create=True)
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(SealError, match=f"the key file {path} cannot be read"):
+        key_in_file(path, create=True)
 
 
 @pytest.mark.django_db

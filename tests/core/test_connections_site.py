@@ -132,11 +132,11 @@ def test_an_unknown_connection_is_a_json_404(owner, key):
 
 
 @pytest.mark.django_db
-def test_without_a_key_the_api_refuses_a_secret_with_a_400_naming_the_key(owner, settings):
-    settings.CONNECTIONS_KEY = ""
+def test_without_a_key_the_api_stores_a_secret_under_a_key_it_makes(owner, settings, tmp_path):
+    settings.CONNECTIONS_KEY, settings.VAR_DIR = "", tmp_path
     response = owner.put(API + "prolific/", {"values": {"token": "t" * 20}}, content_type="application/json")
-    assert response.status_code == 400 and "CONNECTIONS_KEY is not set" in response.content.decode()
-    assert not Connection.objects.exists()
+    assert response.status_code == 200, response.content
+    assert (tmp_path / "connections.key").is_file() and prolific_settings().token == "t" * 20
 
 
 @pytest.mark.django_db
@@ -198,13 +198,16 @@ def test_a_refused_value_is_shown_on_the_form_and_nothing_is_stored(owner, key):
 
 
 @pytest.mark.django_db
-def test_without_a_key_the_page_says_how_to_set_one_and_refuses_secrets(owner, settings):
-    settings.CONNECTIONS_KEY = ""
+def test_without_a_key_the_page_says_where_one_will_be_made_and_stores_secrets(owner, settings, tmp_path):
+    """After bin/demo (no CONNECTIONS_KEY), a secret is saved on the page and used by the next
+    call: no variable to set, no restart."""
+    settings.CONNECTIONS_KEY, settings.VAR_DIR = "", tmp_path
     page = owner.get(PAGE).content.decode()
-    assert 'id="no-key"' in page and "Fernet.generate_key()" in page and "CONNECTIONS_KEY" in page
+    assert 'id="no-key"' in page and str(tmp_path / "connections.key") in page and "CONNECTIONS_KEY" in page
     response = owner.post(PAGE, {"kind": "chat", "chat-api_key": SECRET, "chat-model": "m"})
-    assert response.status_code == 400 and "CONNECTIONS_KEY is not set" in response.content.decode()
-    assert not Connection.objects.exists()
+    assert response.status_code == 302
+    assert chat_settings().api_key == SECRET and (tmp_path / "connections.key").is_file()
+    assert 'id="no-key"' not in owner.get(PAGE).content.decode()
 
 
 @pytest.mark.django_db

@@ -1,8 +1,8 @@
 """Start-up stays light: loading the apps and the URLconf imports no heavy library.
 
-Heavy libraries are imported where they are used (services' functions, pure modules),
-so web workers, Celery workers and commands start as fast as Django itself. This is a
-module-presence check in a fresh interpreter, not a timing.
+Heavy libraries (the one list: ``core.startup.HEAVY_MODULES``) are imported where they are
+used (services' functions, pure modules), so web workers, Celery workers and commands start
+as fast as Django itself. These are module-presence checks in a fresh interpreter, not timings.
 """
 
 import json
@@ -14,24 +14,45 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from core.startup import HEAVY_MODULES
+
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = [
-    "scipy",
-    "matplotlib",
-    "polars",
-    "pyarrow",
-    "boto3",
-    "botocore",
-    "pandas",
-    "numpy",
-    "krippendorff",
-    "tqdm",
-    "ir_measures",
-    "ir_datasets",
-    "pytrec_eval",
-    "sklearn",
-    "ppi_py",
-]
+
+SETUP_PROBE = """
+import importlib.util, json, sys
+from core.startup import HEAVY_MODULES, heavy_modules_loaded
+missing = [name for name in HEAVY_MODULES if importlib.util.find_spec(name) is None]
+import django
+django.setup()
+print(json.dumps({"heavy": heavy_modules_loaded(), "missing": missing, "modules": sorted(sys.modules)}))
+"""
+
+
+def _probe(code: str, **variables: str) -> dict | list:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(ROOT), **variables}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_django_setup_imports_no_heavy_library():
+    """What every command and worker pays before its own work: the settings, the apps' models,
+    admin modules and ``ready``. The list's names are real packages of the environment (a
+    misspelt name would pass for ever), and a module of the list imported at setup fails it."""
+    loaded = _probe(SETUP_PROBE)
+    assert loaded["missing"] == []
+    assert loaded["heavy"] == []
+    assert "django" in loaded["modules"] and "annotation.models" in loaded["modules"]  # the probe did set up
+
+
+def test_the_check_sees_a_heavy_library_imported_at_setup(tmp_path):
+    """The probe itself: a settings module that imports one of the listed libraries is caught."""
+    (tmp_path / "heavy_settings.py").write_text(
+        "from config.settings import *  # noqa: F403\nimport numpy  # noqa: F401\n"
+    )
+    loaded = _probe(SETUP_PROBE, DJANGO_SETTINGS_MODULE="heavy_settings", PYTHONPATH=f"{ROOT}:{tmp_path}")
+    assert loaded["heavy"] == ["numpy"]
+
 
 PROBE = """
 import importlib, json, os, sys
@@ -53,16 +74,13 @@ for app in ("core", "pooling", "annotation", "metrics"):
         except ModuleNotFoundError as exc:
             if exc.name != f"{app}.{module}":
                 raise
-print(json.dumps(sorted(m for m in HEAVY if m in sys.modules)))
+from core.startup import heavy_modules_loaded
+print(json.dumps(heavy_modules_loaded()))
 """
 
 
 def test_loading_apps_and_urls_imports_no_heavy_library():
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(ROOT)}
-    probe = f"HEAVY = {HEAVY!r}\n" + PROBE
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    assert _probe(PROBE) == []
 
 
 def test_every_system_check_passes_including_the_ones_commands_leave_out(capsys):
@@ -80,8 +98,6 @@ for app in ("pooling", "annotation", "metrics"):
 for app in ("core", "pooling", "annotation", "metrics"):
     commands = importlib.import_module(f"{app}.management.commands")
     for info in pkgutil.iter_modules(commands.__path__):
-        if info.name == "sweep_jobs":  # its whole work is sending tasks
-            continue
         importlib.import_module(f"{app}.management.commands.{info.name}")
 print(json.dumps(sorted(m for m in ("celery", "kombu") if m in sys.modules)))
 """
@@ -144,7 +160,7 @@ def test_no_command_loads_a_heavy_library_to_start():
     Each is imported inside the function that uses it (readers, plots, tables), so a small
     command starts within a few tens of ms of ``manage.py help`` (docs/benchmarks.md, "Start-up")."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(ROOT)}
-    probe = f"HEAVY = {HEAVY!r}\n" + EVERY_COMMAND_PROBE
+    probe = f"HEAVY = {HEAVY_MODULES!r}\n" + EVERY_COMMAND_PROBE
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout.strip().splitlines()[-1])

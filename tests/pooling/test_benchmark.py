@@ -26,11 +26,17 @@ def test_benchmark_pooling_engine_and_naive_give_the_same_pool(tmp_path):
     startup = [line for line in text.splitlines() if "start-up" in line]
     assert startup and "manage.py import_queries on a 10-line file" in startup[0]
     assert "first pool in one command (pool given the files)" in text
+    # Where pool's work goes: every step of build_pool, each with its CPU and wall seconds.
+    phases = text.split("where pool's work goes", 1)[1].split("first pool in one command", 1)[0]
+    for step in ("django.setup()", "top rankings", "passages read and counted", "RaB", "pool stored"):
+        assert step in phases
     assert float(startup[0].split("start-up")[1].split("s")[0]) > 0
     pooled = [line for line in text.splitlines() if line.startswith("| 3,000 | pool |")]
     assert pooled and 5 < int(pooled[0].split("|")[6].replace(",", "")) <= 20
-    # As typed: one import_run per run file, each a process whose CPU time is read; same pool as naive's.
-    assert "import_run x2 " in text and "as commands" in text
+    # As the README types it: one import_run given both run files, each command a process whose
+    # CPU time and peak memory are read; same pool as naive's.
+    typed = [line for line in text.splitlines() if "as typed (a process per command" in line]
+    assert typed and "import_run " in typed[0] and typed[0].count(" MB)") == 5
     commands = [line for line in text.splitlines() if "as commands" in line and "faster than naive" in line]
     assert commands and "(same pool: True)" in commands[0] and "in CPU" in commands[0]
 

@@ -11,7 +11,8 @@ class Command(BaseCommand):
     help = (
         "The design card's study at MS MARCO's full size (8,841,823 passages, 6,980 queries, 14 runs x "
         "1,000): writes synthetic data of those sizes (kept in --work for reruns), then registers and "
-        "pools it one command per file, each a fresh manage.py process on a new SQLite database, "
+        "pools it as the README types it (one import_run given every run), each command a fresh manage.py "
+        "process on a new SQLite database, "
         "printing wall time, CPU time, peak memory and disk per step beside the reference notebooks' "
         "approach (measured on a prefix of the collection and scaled); then the collection scan and a "
         "run's import over 1 and 2 real Celery workers (--workers; 0 to skip)."
@@ -49,7 +50,7 @@ class Command(BaseCommand):
                 files = item
             else:
                 self.stdout.write(item)
-        self.stdout.write("Registration and pool, one command per file:")
+        self.stdout.write(f"Registration and pool, as the README types them (load average {_loadavg()}):")
         steps = []
         for item in register_and_pool(work, files):
             if isinstance(item, Step):
@@ -60,6 +61,7 @@ class Command(BaseCommand):
                 )
             else:
                 self.stdout.write(item)
+        self.stdout.write(f"  done (load average {_loadavg()})")
         run_lines = queries * depth * runs
         if reference_passages:
             self.stdout.write(f"The reference approach on the first {reference_passages:,} passages …")
@@ -75,3 +77,12 @@ class Command(BaseCommand):
                 self.stdout.write(f"\n{what} over {', '.join(map(str, worker_counts))} Celery worker(s):")
                 for line in run_scan_benchmark(work, passages, worker_counts, redis_port, what, files["runs"][0]):
                     self.stdout.write(line)
+
+
+def _loadavg() -> str:
+    """The machine's load averages (1, 5, 15 minutes), as /proc/loadavg gives them."""
+    try:
+        with open("/proc/loadavg") as file:
+            return " ".join(file.read().split()[:3])
+    except OSError:
+        return "unknown"

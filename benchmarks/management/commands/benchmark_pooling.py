@@ -62,13 +62,12 @@ class Command(ProjectCommand):
                     *map(str, files["runs"]),
                 ]
                 row = {"passages": size, "import": self._child("import", args), "pool": self._child("pool", args)}
+                row["phases"] = self._child("phases", args)["phases"]
                 row["startup"] = self._startup(Path(work))
             with tempfile.TemporaryDirectory(prefix="bench-") as work:
                 row["first"] = self._child("first", [work, *args[1:]])
             with tempfile.TemporaryDirectory(prefix="bench-") as work:
-                row["commands"] = self._commands(Path(work), files, o["pool_depth"], resident=True)
-            with tempfile.TemporaryDirectory(prefix="bench-") as work:
-                row["own_processes"] = self._commands(Path(work), files, o["pool_depth"], resident=False)
+                row["commands"] = self._commands(Path(work), files, o["pool_depth"])
             row["grep"] = self._grep(files["collection"])
             if size <= o["naive_up_to"]:
                 row["naive"] = self._child("naive", args)
@@ -101,30 +100,20 @@ class Command(ProjectCommand):
         )
         return json.loads(out.stdout.strip().splitlines()[-1])
 
-    def _commands(self, work: Path, files: dict, depth: int, resident: bool) -> dict:
-        """Registration and pool as a user types them, one command per file, each a fresh
-        ``manage.py`` process on a new database: ``migrate``, ``import_collection``,
-        ``import_queries``, ``import_run`` once per run file, ``pool``. Wall and CPU seconds
-        per command and in all; the steps of the same name (the run imports) are summed, their
-        count kept. With ``resident`` the commands hand their work to a resident process as a
-        user's do (core.management.resident): it is started by the first command, and its CPU
-        (its start-up and the forks that ran the commands) is added to the command during
-        which it was spent. Without it, each command runs in its own process
-        (``MANAGE_RESIDENT=off``)."""
-        from core.management.resident.client import SWITCH, request, settled_usage, socket_path
-
-        env = dict(_user_env(work, self.bytecode), **{SWITCH: "on" if resident else "off"})
-        sock = socket_path(env, str(settings.BASE_DIR)) if resident else None
+    def _commands(self, work: Path, files: dict, depth: int) -> dict:
+        """Registration and pool as the README types them, each command a fresh ``manage.py``
+        process on a new database: ``migrate``, ``import_collection``, ``import_queries``,
+        ``import_run`` given every run file at once, ``pool``. Per command its wall seconds, its
+        CPU seconds and its peak memory (user + system and ``ru_maxrss`` of the process that did
+        the work, from ``wait4``)."""
+        env = _user_env(work, self.bytecode)
         names = [Path(r).stem for r in files["runs"]]
         out = work / "pooled.tsv"
         steps = [
             ("migrate", ["migrate"]),
             ("import_collection", ["import_collection", str(files["collection"]), "--name", "bench"]),
             ("import_queries", ["import_queries", str(files["queries"]), "--name", "q"]),
-            *(
-                ("import_run", ["import_run", str(r), "--collection", "bench", "--order", "file"])
-                for r in files["runs"]
-            ),
+            ("import_run", ["import_run", *map(str, files["runs"]), "--collection", "bench", "--order", "file"]),
             (
                 "pool",
                 [
@@ -134,32 +123,20 @@ class Command(ProjectCommand):
             ),
         ]
         _manage(["help"], env)  # untimed: Python compiles the project once, as at a user's first command
-        if sock is not None:
-            request(sock, "stop")  # ... and the timed sequence starts the resident itself
         seconds: dict[str, float] = {}
         cpu: dict[str, float] = {}
-        counts: dict[str, int] = {}
-        resident_cpu, peak_kb = 0.0, 0
+        peak: dict[str, float] = {}
         for step, arguments in steps:
-            wall, used = _manage([*arguments, "-v", "0"], env)
-            if sock is not None:
-                usage = settled_usage(sock)
-                used += usage["cpu"] - resident_cpu
-                resident_cpu, peak_kb = usage["cpu"], max(peak_kb, usage["maxrss_kb"])
-            seconds[step] = seconds.get(step, 0.0) + wall
-            cpu[step] = cpu.get(step, 0.0) + used
-            counts[step] = counts.get(step, 0) + 1
-        if sock is not None:
-            request(sock, "stop")
+            seconds[step], cpu[step], peak[step] = _manage([*arguments, "-v", "0"], env)
         qids = sorted((line.split("\t", 1)[0] for line in out.read_text().splitlines()), key=int)
         return {
             "seconds": sum(seconds.values()),
             "cpu": sum(cpu.values()),
             "steps": seconds,
             "cpu_steps": cpu,
-            "counts": counts,
+            "peak_steps": peak,
             "qids": qids,
-            "peak_mb": peak_kb / 1024 if peak_kb else None,
+            "peak_mb": max(peak.values()),
             "pooled": len(qids),
         }
 
@@ -169,7 +146,7 @@ class Command(ProjectCommand):
         each a fresh process against the database the import step created."""
         queries = work / "ten-queries.tsv"
         queries.write_text("".join(f"s{i}\tstart-up query {i}\n" for i in range(10)))
-        env = dict(_user_env(work, self.bytecode), MANAGE_RESIDENT="off")  # each its own process
+        env = _user_env(work, self.bytecode)
         _manage(["help"], env)  # untimed: the bytecode compiled once
 
         def seconds(*arguments: str) -> float:
@@ -195,20 +172,21 @@ class Command(ProjectCommand):
             f"{'':>20}  start-up {row['startup']['command']:4.2f} s  (manage.py import_queries on a 10-line file; "
             f"manage.py help {row['startup']['help']:4.2f} s; medians of {row['startup']['repeat']} fresh processes)"
         )
+        self.stdout.write(f"{'':>20}  where pool's work goes (a fresh process, CPU s / wall s):")
+        for name, spent in row["phases"].items():
+            self.stdout.write(f"{'':>22}  {spent['cpu']:5.2f} / {spent['wall']:5.2f}  {name}")
         f = row["first"]
         self.stdout.write(
             f"{'':>20}  first pool in one command (pool given the files): {f['seconds']:6.1f} s {f['peak_mb']:6.0f} MB"
         )
-        for c, how in ((row["commands"], "handed to the resident process"), (row["own_processes"], "a process each")):
-            each = ", ".join(
-                f"{k}{' x' + str(c['counts'][k]) if c['counts'][k] > 1 else ''} {v:.1f} s (CPU {c['cpu_steps'][k]:.1f})"
-                for k, v in c["steps"].items()
-            )
-            self.stdout.write(
-                f"{'':>20}  as commands (one per file, {how}; bytecode "
-                f"{'cached' if self.bytecode else 'not cached'}): {c['seconds']:6.1f} s, CPU {c['cpu']:.1f} s ({each})"
-            )
         c = row["commands"]
+        each = ", ".join(
+            f"{k} {v:.1f} s (CPU {c['cpu_steps'][k]:.1f}, {c['peak_steps'][k]:.0f} MB)" for k, v in c["steps"].items()
+        )
+        self.stdout.write(
+            f"{'':>20}  as typed (a process per command; bytecode "
+            f"{'cached' if self.bytecode else 'not cached'}): {c['seconds']:6.1f} s, CPU {c['cpu']:.1f} s ({each})"
+        )
         if "naive" in row:
             n = row["naive"]
             self.stdout.write(
@@ -220,8 +198,6 @@ class Command(ProjectCommand):
                 f"{'':>20}  as commands {n['seconds'] / c['seconds']:.1f}x faster than naive, "
                 f"{n['cpu'] / c['cpu']:.1f}x in CPU (same pool: {n['qids'] == c['qids']}); "
                 f"its pool command {n['seconds'] / c['steps']['pool']:.1f}x, {n['cpu'] / c['cpu_steps']['pool']:.1f}x in CPU"
-                f"; a process each {n['seconds'] / row['own_processes']['seconds']:.1f}x, "
-                f"{n['cpu'] / row['own_processes']['cpu']:.1f}x in CPU"
             )
 
     def _markdown(self, rows: list[dict], o: dict) -> str:
@@ -231,13 +207,13 @@ class Command(ProjectCommand):
         ]
         for row in rows:
             naive = row.get("naive")
-            commands, own = row["commands"], row["own_processes"]
+            commands = row["commands"]
 
             def last(c: dict) -> dict:
                 return {
                     "seconds": c["steps"]["pool"],
                     "cpu": c["cpu_steps"]["pool"],
-                    "peak_mb": None,
+                    "peak_mb": c["peak_steps"]["pool"],
                     "pooled": c["pooled"],
                 }
 
@@ -252,10 +228,8 @@ class Command(ProjectCommand):
                 "pool": row["pool"],
                 "import + pool": both,
                 "first pool in one command": row["first"],
-                "as commands (as typed, the resident process)": commands,
-                "`pool` as a command (the resident process)": last(commands),
-                "as commands (a process each, `MANAGE_RESIDENT=off`)": own,
-                "`pool` as a command (a fresh process)": last(own),
+                "as typed (5 commands, a process each)": commands,
+                "`pool` as a command (its own process)": last(commands),
             }
             if naive:
                 steps["naive"] = naive
@@ -288,9 +262,10 @@ def _user_env(work: Path, bytecode: Path | None) -> dict[str, str]:
     return env
 
 
-def _manage(arguments: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Run ``manage.py ARGUMENTS`` as a fresh process: its wall seconds and its CPU seconds
-    (user + system, from ``wait4``: on a shared machine the CPU is the steadier figure)."""
+def _manage(arguments: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """Run ``manage.py ARGUMENTS`` as a fresh process: its wall seconds, its CPU seconds (user +
+    system, from ``wait4``: on a shared machine the CPU is the steadier figure) and its peak
+    memory in MB (``ru_maxrss``: the process that did the work, not a client of it)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(
@@ -302,4 +277,4 @@ def _manage(arguments: list[str], env: dict[str, str]) -> tuple[float, float]:
         if process.returncode:
             err.seek(0)
             raise subprocess.CalledProcessError(process.returncode, process.args, stderr=err.read())
-    return wall, usage.ru_utime + usage.ru_stime
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024

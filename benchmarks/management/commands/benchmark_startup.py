@@ -2,11 +2,12 @@
 
 Every measurement is a fresh process as a user starts it (``python manage.py ...``), the
 median of ``--repeat``; the rounds are interleaved (one of each per round) so that load from
-elsewhere on the machine falls on all of them alike. Each command is measured in its own
-process (``MANAGE_RESIDENT=off``) and, for this checkout, also handed to a warm resident process
-(``core.management.resident``), its CPU counting the resident's fork that ran it. ``--compare`` measures another
-checkout's ``manage.py`` (an older commit, for a before/after) in the same rounds, with this
-one's interpreter.
+elsewhere on the machine falls on all of them alike. Beside this checkout, a bare Django
+project with the same framework apps (:mod:`benchmarks.bare_django`) runs ``help``, its own
+``import_queries`` on the same 10-line file and ``migrate``: what this project adds to Django's
+own start-up. ``--compare`` measures another checkout's ``manage.py`` (an older commit, for a
+before/after) in the same rounds, with this one's interpreter. Python caches the bytecode (in
+the work folder) as it does for a user; one untimed ``help`` per project compiles it first.
 """
 
 import os
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -37,9 +39,9 @@ class Command(ProjectCommand):
     help = (
         "Start-up of first use, each a fresh process, medians of --repeat interleaved rounds: "
         "'manage.py help' (Django's floor), small commands (their --help, 'check', and import_queries "
-        "on a 10-line file), and "
-        "'manage.py migrate' on a new SQLite file (and, with --postgres, on a new PostgreSQL "
-        "database); prints milliseconds and the multiple of 'manage.py help'."
+        "on a 10-line file) and 'manage.py migrate' on a new SQLite file (and, with --postgres, on a new "
+        "PostgreSQL database), beside a bare Django project with the same framework apps; prints "
+        "milliseconds, the multiple of 'manage.py help' and the machine's load"
     )
 
     def add_arguments(self, parser):
@@ -63,90 +65,95 @@ class Command(ProjectCommand):
         )
 
     def handle(self, **o):
-        roots = [Path(settings.BASE_DIR).resolve()]
-        if o["compare"]:
-            roots.append(Path(o["compare"]).resolve())
+        from benchmarks.bare_django import framework_apps, write_bare_project
+
+        here = Path(settings.BASE_DIR).resolve()
         commands = [c.split() for c in o["commands"].split(",") if c.strip()]
-        measured: dict[tuple[Path, str], list[tuple[float, float]]] = {}
+        measured: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        load = [_loadavg()]
         with tempfile.TemporaryDirectory(prefix="bench-startup-") as work:
             work = Path(work)
             queries = work / "ten-queries.tsv"
             queries.write_text("".join(f"s{i}\tstart-up query {i}\n" for i in range(10)))
-            envs = {}
-            for i, root in enumerate(roots):
-                envs[root] = dict(
-                    os.environ,
-                    VAR_DIR=str(work / f"var{i}"),
-                    DATABASE_URL=f"sqlite:///{work / f'small{i}.sqlite3'}",
-                    MANAGE_RESIDENT="off",
+            base = {
+                k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "DJANGO_SETTINGS_MODULE")
+            }
+            base["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+            bare = write_bare_project(
+                work / "bare",
+                framework_apps(settings.INSTALLED_APPS, ("core", "pooling", "annotation", "metrics", "benchmarks")),
+            )
+            # label -> (folder, environment for a database file, whether it has the project's commands)
+            projects: dict[str, tuple[Path, Callable[[Path], dict], bool]] = {
+                "this checkout": (
+                    here,
+                    lambda db, i=0: dict(base, VAR_DIR=str(work / "var0"), DATABASE_URL=f"sqlite:///{db}"),
+                    True,
+                ),
+                "bare Django": (bare, lambda db: dict(base, BARE_DATABASE=str(db)), False),
+            }
+            if o["compare"]:
+                projects["compared"] = (
+                    Path(o["compare"]).resolve(),
+                    lambda db: dict(base, VAR_DIR=str(work / "var1"), DATABASE_URL=f"sqlite:///{db}"),
+                    True,
                 )
-                self._run(root, ["migrate", "-v0"], envs[root])  # the small commands' database
-            resident = dict(envs[roots[0]], MANAGE_RESIDENT="on")
-            self._run(roots[0], ["help"], resident)  # untimed: starts the resident
+            envs = {}
+            for i, (label, (root, env_of, _)) in enumerate(projects.items()):
+                envs[label] = env_of(work / f"small{i}.sqlite3")
+                self._run(root, ["help"], envs[label])  # untimed: the bytecode compiled once
+                self._run(root, ["migrate", "-v0"], envs[label])  # the small commands' database
             for round_ in range(o["repeat"]):
-                for i, root in enumerate(roots):
-                    ways = [("", envs[root])] + ([(" (resident)", resident)] if i == 0 else [])
-                    for way, env in ways:
-                        measured.setdefault((root, f"help{way}"), []).append(self._run(root, ["help"], env))
-                        for command in commands:
-                            measured.setdefault((root, " ".join(command) + way), []).append(
-                                self._run(root, command, env)
-                            )
-                        # A small command doing its work: a 10-line query file, a new name each time.
-                        small = [
-                            "import_queries",
-                            str(queries),
-                            "--name",
-                            f"startup-{i}-{round_}{'r' if way else ''}",
-                            "-v",
-                            "0",
-                        ]
-                        measured.setdefault((root, f"import_queries (a 10-line file){way}"), []).append(
-                            self._run(root, small, env)
-                        )
-                    env = envs[root]
-                    fresh = dict(env, DATABASE_URL=f"sqlite:///{work / f'fresh{i}-{round_}.sqlite3'}")
-                    measured.setdefault((root, "migrate (new SQLite file)"), []).append(
+                for i, (label, (root, env_of, ours)) in enumerate(projects.items()):
+                    env = envs[label]
+                    measured.setdefault((label, "help"), []).append(self._run(root, ["help"], env))
+                    for command in commands if ours else []:
+                        measured.setdefault((label, " ".join(command)), []).append(self._run(root, command, env))
+                    # A small command doing its work: a 10-line query file, a new name each time.
+                    small = ["import_queries", str(queries), "--name", f"startup-{i}-{round_}", "-v", "0"]
+                    measured.setdefault((label, "import_queries (a 10-line file)"), []).append(
+                        self._run(root, small, env)
+                    )
+                    fresh = env_of(work / f"fresh{i}-{round_}.sqlite3")
+                    measured.setdefault((label, "migrate (new SQLite file)"), []).append(
                         self._run(root, ["migrate", "-v0"], fresh)
                     )
-                    if o["postgres"]:
-                        measured.setdefault((root, "migrate (new PostgreSQL database)"), []).append(
+                    if o["postgres"] and ours:
+                        measured.setdefault((label, "migrate (new PostgreSQL database)"), []).append(
                             self._migrate_postgres(root, env, o["postgres"], f"{i}_{round_}")
                         )
-        from core.management.resident.client import request, socket_path
-
-        request(socket_path(resident, str(roots[0])), "stop")
+        load.append(_loadavg())
         self.stdout.write(
             f"medians of {o['repeat']} fresh processes, rounds interleaved; wall ms and the process's CPU ms "
-            "(user + system, and the resident's fork for the rows so marked; on PostgreSQL the server's work "
-            "is not in it), each × `manage.py help`'s (in its own process)\n"
+            "(user + system; on PostgreSQL the server's work is not in it), each × its own project's "
+            f"`manage.py help`; load average before {load[0]}, after {load[1]} (/proc/loadavg)\n"
         )
-        header = " | ".join(f"{root}: wall ms | × help | CPU ms | × help" for root in roots)
-        self.stdout.write(f"| command | {header} |\n| --- |" + " ---: | ---: | ---: | ---: |" * len(roots))
+        labels = list(projects)
+        header = " | ".join(f"{label}: wall ms | CPU ms | × help" for label in labels)
+        self.stdout.write(f"| command | {header} |\n| --- |" + " ---: | ---: | ---: |" * len(labels))
         names = list(dict.fromkeys(name for _, name in measured))
+        median = {
+            key: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for key, v in measured.items()
+        }
         for name in names:
             cells = []
-            for root in roots:
-                if (root, name) not in measured:
-                    cells.append(" | | | ")
+            for label in labels:
+                if (label, name) not in median:
+                    cells.append(" | | ")
                     continue
-                wall = statistics.median(w for w, _ in measured[root, name])
-                cpu = statistics.median(c for _, c in measured[root, name])
-                floor_wall = statistics.median(w for w, _ in measured[root, "help"])
-                floor_cpu = statistics.median(c for _, c in measured[root, "help"])
-                cells.append(
-                    f"{wall * 1000:,.0f} | {wall / floor_wall:.2f}× | {cpu * 1000:,.0f} | {cpu / floor_cpu:.2f}×"
-                )
+                wall, cpu = median[label, name]
+                cells.append(f"{wall * 1000:,.0f} | {cpu * 1000:,.0f} | {cpu / median[label, 'help'][1]:.2f}×")
             self.stdout.write(f"| `manage.py {name}` | {' | '.join(cells)} |")
+        self.stdout.write("\nThis checkout beside the bare Django project (CPU; wall in brackets):")
+        for name in ("help", "import_queries (a 10-line file)", "migrate (new SQLite file)"):
+            (w1, c1), (w0, c0) = median["this checkout", name], median["bare Django", name]
+            self.stdout.write(
+                f"  {name}: {c1 * 1000:,.0f} ms against {c0 * 1000:,.0f} ms, {(c1 - c0) * 1000:+,.0f} ms, "
+                f"{c1 / c0:.2f}× ({w1 * 1000:,.0f} against {w0 * 1000:,.0f} ms)"
+            )
 
     def _run(self, root: Path, arguments: list[str], env: dict) -> tuple[float, float]:
-        """Wall seconds and CPU seconds (user + system) of one fresh ``manage.py`` process, with
-        what the resident spent on it when the command was handed to one."""
-        from core.management.resident.client import enabled, request, settled_usage, socket_path
-
-        sock = socket_path(env, str(root)) if enabled(env) else None
-        # none listening yet: this command starts it, and its start counts
-        held = settled_usage(sock)["cpu"] if sock and request(sock, "usage") else 0.0
+        """Wall seconds and CPU seconds (user + system) of one fresh ``manage.py`` process."""
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
@@ -156,8 +163,7 @@ class Command(ProjectCommand):
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(arguments)} failed:\n{done.stderr}")
-        spent = settled_usage(sock)["cpu"] - held if sock else 0.0
-        return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + spent
+        return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
     def _migrate_postgres(self, root: Path, env: dict, server: str, tag: str) -> tuple[float, float]:
         import psycopg
@@ -171,3 +177,12 @@ class Command(ProjectCommand):
         finally:
             with psycopg.connect(server, autocommit=True) as admin:
                 admin.execute(f'DROP DATABASE "{name}"')
+
+
+def _loadavg() -> str:
+    """The machine's load averages (1, 5 and 15 minutes) as /proc/loadavg gives them."""
+    try:
+        with open("/proc/loadavg") as file:
+            return " ".join(file.read().split()[:3])
+    except OSError:
+        return "unknown"

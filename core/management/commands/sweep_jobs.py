@@ -1,8 +1,5 @@
 from django.core.management.base import CommandError
-from kombu.exceptions import OperationalError as BrokerError
-from redis.exceptions import RedisError
 
-from core.jobs.sweeper import sweep_jobs
 from core.management.cli import ProjectCommand
 
 
@@ -15,6 +12,12 @@ class Command(ProjectCommand):
     )
 
     def handle(self, **options):
+        # Its whole work is the broker's: Celery, kombu and redis are loaded here, not to start (core.startup).
+        from kombu.exceptions import OperationalError as BrokerError
+        from redis.exceptions import RedisError
+
+        from core.jobs.sweeper import sweep_jobs
+
         try:
             sweep = sweep_jobs()
         except (BrokerError, RedisError, OSError) as exc:

@@ -1,0 +1,34 @@
+"""``{% if request.user|may_act:batch %}``: whether a page shows a button that changes ``batch``.
+
+A viewer reads a group's studies and changes nothing: a form whose POST would answer 403 or 404 is
+not shown to them. The rule is the one requests are scoped by (:func:`core.models.scope_of`, a
+POST sees the groups where the user is researcher or owner); the object's group is its
+``group_id``, or for an account (a team member) the groups it belongs to.
+"""
+
+from __future__ import annotations
+
+from django import template
+
+from core.models import ROLE_RANK, Membership, roles_of
+
+register = template.Library()
+
+
+@register.filter
+def may_act(user, obj=None) -> bool:
+    """Whether ``user`` may change ``obj`` (a study object, an account, or ``None``: anything at all)."""
+    if user is None or not user.is_authenticated:
+        return False
+    if user.is_superuser:
+        return True
+    roles = roles_of(user)
+    acting = {group for group, role in roles.items() if ROLE_RANK.get(role, 0) >= ROLE_RANK[Membership.Role.RESEARCHER]}
+    if obj is None:
+        return bool(acting)
+    if hasattr(obj, "group_id"):
+        return obj.group_id is None or obj.group_id in acting
+    if hasattr(obj, "research_memberships"):  # an account: acting in any group it belongs to
+        groups = set(obj.research_memberships.values_list("group_id", flat=True))
+        return bool(groups & acting) or (not groups and bool(acting))
+    return bool(acting)
