@@ -118,7 +118,9 @@ def test_leaving_out_a_group_of_workers_is_a_fit_without_their_answers():
     for g in (0, 3):
         left = {str(encoded.workers[w]) for w in np.unique(encoded.worker_idx[groups == g])}
         kept = judgments[~judgments["worker"].isin(left)]
-        alone = dawid_skene(kept, gold={k: v for k, v in gold.items() if k in set(kept["item"])})
+        alone = dawid_skene(
+            kept, gold={k: v for k, v in gold.items() if k in set(kept["item"])}, model=ds.encoded.choice.model
+        )
         shared = [str(i) for i in encoded.items if str(i) in set(alone.held_out.index)]
         rows = [list(map(str, encoded.items)).index(i) for i in shared]
         # Same answers, same priors; the fit on the full item set also counts the items no one kept
