@@ -396,7 +396,7 @@ def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> 
 
     free = np.setdiff1d(np.arange(encoded.n_items), encoded.gold_rows)
     if len(free) < 2 * folds:  # too few queries to score: the simpler model
-        return ModelChoice(ONE_COIN, 0.0, 0.0, 0.0, int(len(free)))
+        return ModelChoice(ONE_COIN, 0.0, 0.0, 0.0, len(free))
     fold = np.full(encoded.n_items, -1, dtype=np.int64)
     fold[np.random.default_rng(seed).permutation(free)] = np.arange(len(free)) % folds
     weights = np.stack([(fold != f).astype(np.float64) for f in range(folds)])
@@ -411,7 +411,7 @@ def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> 
     se = float(difference.std(ddof=1) * np.sqrt(len(difference)))
     one_coin, full = float(scored[ONE_COIN].sum()), float(scored[SHRINKAGE].sum())
     chosen = SHRINKAGE if full - one_coin > CHOICE_SE * se else ONE_COIN
-    return ModelChoice(chosen, one_coin, full, se, int(len(free)))
+    return ModelChoice(chosen, one_coin, full, se, len(free))
 
 
 def bootstrap_posteriors(
