@@ -395,10 +395,24 @@ def _crowd_quality_sentences(quality: dict[str, Any] | None) -> list[str]:
         f"per answer (mean over {quality['workers']} workers, weighted by their answers)"
     )
     if quality.get("warning"):
-        return [
-            said + f", below the {quality['threshold']:.2f} bits under which simulated studies' label-corrected "
-            "intervals covered the truth less than 90\\% of the time: those intervals may be too narrow."
-        ]
+        reasons = quality.get("reasons") or ["information"]
+        sentences = []
+        if "information" in reasons:
+            sentences.append(
+                said + f", below the {quality['threshold']:.2f} bits under which simulated studies' label-corrected "
+                "intervals covered the truth less than 90\\% of the time: those intervals may be too narrow."
+            )
+        else:
+            sentences.append(said + ".")
+        if "misfit" in reasons and quality.get("split"):
+            split = quality["split"]
+            sentences.append(
+                f"The crowd model does not fit the answers: {split['observed']:.0f} queries had no two answers alike "
+                f"where replicate crowds drawn from the fitted model had {split['expected']:.0f} "
+                f"(s.d. {split['sd']:.1f}), so the answers to a query are not independent given its label and the "
+                "label-corrected intervals may be too narrow."
+            )
+        return sentences
     return [said + "."]
 
 

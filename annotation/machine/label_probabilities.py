@@ -176,34 +176,58 @@ class LabelModel:
 #: 0.55 the warning was raised in every heavy study (100%, also every one whose interval missed)
 #: and in 6% of the moderate ones.
 MIN_INFORMATION = 0.55
+#: The model check (:func:`annotation.results.crowd_model.predictive_check`) fails when the real
+#: crowd has more split (or split and unanimous) queries than the fitted model's replicate crowds,
+#: by more than this many of their standard deviations: the votes on a query are not independent
+#: given its label (item difficulty), and the intervals are too narrow. Chosen by simulation
+#: (``manage.py crowd_coverage``, docs/quality.md "The crowd model"): one-sided, about 2.5% of
+#: crowds the model fits per statistic.
+MAX_MISFIT_Z = 2.0
 
 
 def crowd_quality(fit: Any) -> dict[str, Any]:
-    """How much the crowd's answers say, from a Dawid–Skene fit
+    """How much the crowd's answers say and whether the model fits them, from a Dawid–Skene fit
     (:class:`annotation.results.aggregation.DawidSkeneResult`): ``information`` (bits per answer,
     answer-weighted mean over the workers of :func:`annotation.results.crowd_model.informativeness`),
     ``accuracy`` (answer-weighted mean probability of answering the true label), ``uninformative``
     (share of answers from workers whose answers carry under 0.1 bit: spammers, a lazy worker),
-    ``workers``, ``answers``, the ``threshold`` and ``warning``: true when ``information`` is below
-    :data:`MIN_INFORMATION`, i.e. the label-corrected intervals may under-cover."""
+    ``workers``, ``answers``, the ``threshold``, ``model`` (one-coin or full, as the judgments chose:
+    :func:`annotation.results.crowd_model.choose_shrinkage`), ``misfit`` (the largest z of the
+    posterior-predictive check, :func:`annotation.results.crowd_model.predictive_check`) and
+    ``warning``: true when ``information`` is below :data:`MIN_INFORMATION` or ``misfit`` above
+    :data:`MAX_MISFIT_Z`, i.e. the label-corrected intervals may under-cover; ``reasons`` says which."""
     from annotation.results import crowd_model
 
     encoded = fit.encoded
     if encoded is None or encoded.n_items == 0:
         return {"warning": False, "information": None, "accuracy": None, "uninformative": None,
-                "workers": 0, "answers": 0, "threshold": MIN_INFORMATION}  # fmt: skip
+                "workers": 0, "answers": 0, "threshold": MIN_INFORMATION, "model": None, "misfit": None,
+                "reasons": []}  # fmt: skip
     confusion = np.stack([fit.confusion[str(w)].to_numpy(dtype=np.float64) for w in encoded.workers])
     priors = fit.priors.to_numpy(dtype=np.float64)
     answers = np.bincount(encoded.worker_idx, minlength=encoded.n_workers).astype(np.float64)
     information = crowd_model.informativeness(confusion, priors)
     accuracy = crowd_model.worker_accuracy(confusion, priors)
     mean_information = float((information * answers).sum() / answers.sum())
+    check = crowd_model.predictive_check(encoded, priors, confusion)
+    misfit = max(check["split"]["z"], check["extreme"]["z"], check["gold"]["z"])
+    reasons = []
+    if mean_information < MIN_INFORMATION:
+        reasons.append("information")
+    if misfit > MAX_MISFIT_Z:
+        reasons.append("misfit")
     return {
-        "warning": bool(mean_information < MIN_INFORMATION),
+        "warning": bool(reasons),
+        "reasons": reasons,
         "information": mean_information,
         "accuracy": float((accuracy * answers).sum() / answers.sum()),
         "uninformative": float(answers[information < 0.1].sum() / answers.sum()),
         "workers": int(encoded.n_workers),
         "answers": int(answers.sum()),
         "threshold": MIN_INFORMATION,
+        "model": encoded.choice.model if encoded.choice is not None else None,
+        "misfit": float(misfit),
+        "split": check["split"],
+        "gold": check["gold"],
+        "misfit_threshold": MAX_MISFIT_Z,
     }
