@@ -199,6 +199,18 @@ def study(rng: np.random.Generator, truth: np.ndarray, crowd: Crowd = MODERATE) 
     return Study(truth, a, b, judgments, gold, machine_labels(rng, truth))
 
 
+def answered(drawn: Study) -> Study:
+    """The study restricted to the queries with at least one answer left (gold selection can discard
+    every answer to a query: it is then not judged, as in a batch), renumbered ``q0…``."""
+    seen = set(drawn.judgments["item"])
+    keep = np.array([q in seen for q in drawn.qids], dtype=bool)
+    if keep.all():
+        return drawn
+    renamed = {f"q{old}": f"q{new}" for new, old in enumerate(np.flatnonzero(keep))}
+    judgments = drawn.judgments.assign(item=drawn.judgments["item"].map(lambda item: renamed.get(item, item)))
+    return Study(drawn.truth[keep], drawn.a[keep], drawn.b[keep], judgments, drawn.gold, drawn.machine[keep])
+
+
 def with_dependence(crowd: Crowd, dependence: float) -> Crowd:
     return replace(crowd, dependence=dependence)
 
@@ -241,7 +253,7 @@ def coverage_study(
     from metrics.label_uncertainty import MIN_USABLE_DRAWS, CorrectedFit
     from metrics.significance import LEVEL
 
-    drawn = study(rng, synthetic_truth(rng, n), crowd)
+    drawn = answered(study(rng, synthetic_truth(rng, n), crowd))
     qids = drawn.qids
     ds = dawid_skene(drawn.judgments, gold=drawn.gold)
     table = ds.held_out.loc[qids, list(LABELS)]
