@@ -313,13 +313,16 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         sentences.append(
             "The queries are those labelled non-gendered; each value is also corrected for the labels' "
             "uncertainty, every judged query weighted by its label probabilities (the crowd's Dawid--Skene "
-            "posterior \\cite{dawid1979} with priors on the workers' confusion matrices, one-hot for a ruling, "
+            "posterior \\cite{dawid1979} with priors, one accuracy per worker and the crowd's error pattern or full "
+            "confusion matrices shrunk to them as held-out queries' votes chose, one-hot for a ruling, "
             "the calibration sample's for a machine label), and its interval carries that uncertainty as well as "
             "the queries' sampling, the crowd model being refitted in every bootstrap resample."
         )
-        from .label_uncertainty import coverage_text  # numpy and pandas: where used
+        from core import intervals
 
-        sentences.append(coverage_text())
+        # Only what was measured on this study: the construction, and the crowd model's own check on
+        # its answers (simulated coverages are the docs' business, not this paper's).
+        sentences.append(f"Intervals with labels are the {intervals.describe()}.")
         sentences += _crowd_quality_sentences(settings.get("crowd_quality"))
     if metrics & {"RaB", "ARaB"}:
         sentences.append(
@@ -413,6 +416,25 @@ def _crowd_quality_sentences(quality: dict[str, Any] | None) -> list[str]:
                 "label-corrected intervals may be too narrow."
             )
         return sentences
+    return [said + ".", *_model_check_sentences(quality)]
+
+
+def _model_check_sentences(quality: dict[str, Any]) -> list[str]:
+    """The crowd model's posterior-predictive check on this study's answers, when it passed."""
+    split = quality.get("split")
+    if not split:
+        return []
+    said = (
+        f"A posterior-predictive check of the crowd model on these answers found {split['observed']:.0f} queries "
+        f"with no two answers alike where replicate crowds drawn from the fitted model had {split['expected']:.0f} "
+        f"(s.d. {split['sd']:.1f})"
+    )
+    gold = quality.get("gold") or {}
+    if gold.get("questions", 0) >= 3:
+        said += (
+            f", and the {gold['questions']} gold questions' shares of right answers scattered as the model allows "
+            f"($\\chi^2$ = {gold['chi2']:.1f})"
+        )
     return [said + "."]
 
 
