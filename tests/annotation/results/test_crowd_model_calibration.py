@@ -175,3 +175,57 @@ def test_study_size_crowds_get_calibrated_posteriors(name, draw):
     (Monte-Carlo s.e. of ECE about 0.003); unanimous 3-vote queries' median posterior 0.998 or more;
     no class above its true share by more than 0.018 (n, where the Bayes rule leans too)."""
     check([scored(draw, seed) for seed in range(2)])
+
+
+@pytest.mark.slow
+def test_the_prolific_like_crowd_leaves_the_corrected_value_unbiased():
+    """Issue 58, item 4, in small: 12 Prolific-like studies of 3,750 queries (740 participants, 11–22
+    answers each; ``crowd_simulation.prolific``). Each study's corrected value of run A and paired
+    difference (:func:`metrics.label_uncertainty.class_means` on the held-out posteriors) minus the same
+    estimator on the true labels, so only the labels' error is left. The value's study-to-study s.d. at
+    3,750 queries is about 0.0063 (docs/metrics.md), a quarter of it 0.0016. Measured (these 12
+    studies): +0.0028 (MC s.e. 0.0014) and +0.0013 (0.0006); the model before issue 58 +0.0067 (0.0011)
+    and +0.0031 (0.0005), which this test fails; one coin forced +0.0014 (0.0011) and +0.0007 (0.0005).
+    Asserted: |mean| ≤ 0.0016 + 2 MC s.e. for both (item 4's bound, ¼ s.e., is met within MC error for
+    the difference, not shown for the value)."""
+    from metrics import label_uncertainty as lu
+
+    errors = []
+    for s in range(12):
+        rng = np.random.default_rng([2040, s])
+        drawn = cs.study(rng, cs.synthetic_truth(rng, 3750), cs.prolific(3750))
+        ds = dawid_skene(drawn.judgments, gold=drawn.gold)
+        values = np.column_stack([drawn.a, drawn.b - drawn.a])
+        held = ds.held_out.loc[drawn.qids, list(LABELS)].to_numpy()
+        errors.append((lu.class_means(held, values) - lu.class_means(np.eye(4)[drawn.truth], values))[0])
+    errors = np.array(errors)
+    mean, mc = errors.mean(axis=0), errors.std(axis=0, ddof=1) / np.sqrt(len(errors))
+    print("bias", mean, "MC s.e.", mc)
+    assert (np.abs(mean) <= 0.0016 + 2 * mc).all(), (mean, mc)
+
+
+def test_gold_selection_drops_the_other_answers_of_every_assignment_that_failed_gold():
+    """``Crowd(discard_failed_gold=True)``: checked against the rows the same seed gives without it."""
+    from dataclasses import replace
+
+    kept, gold = cs.crowd_judgments(
+        np.random.default_rng(5),
+        cs.synthetic_truth(np.random.default_rng(5), 300),
+        replace(cs.MODERATE, discard_failed_gold=True),
+    )
+    everything, _ = cs.crowd_judgments(
+        np.random.default_rng(5), cs.synthetic_truth(np.random.default_rng(5), 300), cs.MODERATE
+    )
+    rows = everything.to_numpy().tolist()
+    assignments, current = [], []
+    for row in rows:  # an assignment: a worker's answers to one HIT, its gold answer last
+        current.append(row)
+        if row[0].startswith("g"):
+            assignments.append(current)
+            current = []
+    expected = []
+    for answers in assignments:
+        passed = answers[-1][2] == gold[answers[-1][0]]
+        expected += answers if passed else answers[-1:]
+    assert kept.to_numpy().tolist() == expected
+    assert len(kept) < len(everything)  # some failed
