@@ -145,6 +145,11 @@ def crowd_quality_note(quality: dict | None) -> str:
                 f"two answers alike where the model expects {split.get('expected', 0):.0f} (misfit "
                 f"z = {quality['misfit']:.1f}); the votes on a query are not independent given its label"
             )
+        if "sparse" in reasons:
+            why.append(
+                f"{quality['sparse']:.0%} of the answers come from workers with fewer than "
+                f"{quality['min_worker_answers']} answers, whose reliability the model estimates from too few"
+            )
         return f"WARNING: the intervals with labels may be too narrow ({'; '.join(why)}; docs/quality.md). {said}."
     return said + "."
 

@@ -415,6 +415,12 @@ def _crowd_quality_sentences(quality: dict[str, Any] | None) -> list[str]:
                 f"(s.d. {split['sd']:.1f}), so the answers to a query are not independent given its label and the "
                 "label-corrected intervals may be too narrow."
             )
+        if "sparse" in reasons:
+            sentences.append(
+                f"{quality['sparse'] * 100:.0f}\\% of the answers came from workers with fewer than "
+                f"{quality['min_worker_answers']} answers, whose reliability the crowd model estimates from too few: "
+                "the label-corrected intervals may be too narrow."
+            )
         return sentences
     return [said + ".", *_model_check_sentences(quality)]
 

@@ -170,12 +170,19 @@ class LabelModel:
 #: Below this answer-weighted mean informativeness of the crowd's workers (bits: the mutual
 #: information between a query's true label and a worker's answer, :func:`crowd_quality`), the
 #: intervals built on the crowd's label probabilities are not to be trusted. Chosen by simulation
-#: (``benchmarks/crowd_simulation.py``; docs/metrics.md, "When the crowd is too poor"): over 100
-#: studies of 1,000 queries each, the heavy-noise crowd (35% spammers, accuracy 0.55–0.85) scored
-#: 0.17–0.55 bits and its intervals covered 0.51; the moderate crowd scored 0.43–0.89 bits. At
-#: 0.55 the warning was raised in every heavy study (100%, also every one whose interval missed)
-#: and in 6% of the moderate ones.
-MIN_INFORMATION = 0.55
+#: (``benchmarks/crowd_simulation.py``; docs/metrics.md, "When the crowd is too poor"): with issue
+#: 58's crowd model, 20 heavy-noise studies of 1,000 queries (35% spammers, accuracy 0.55–0.85; seeds
+#: [2041, s]) scored 0.13–0.40 bits, 30 moderate ones ([2040, s]) 0.47–0.85. (The model before: heavy
+#: 0.17–0.55, moderate 0.43–0.89, threshold 0.55.)
+MIN_INFORMATION = 0.45
+#: A worker with fewer answers than this has a reliability estimated from too few of them ...
+MIN_WORKER_ANSWERS = 30
+#: ... and when more than this share of the answers come from such workers, the intervals may be too
+#: narrow: on a Prolific-like crowd (participants with 11–22 answers each, 3,750 queries) the
+#: label-corrected value and difference covered about 0.8 (docs/quality.md, "The crowd model"),
+#: where the study's crowd (a few busy workers giving most answers) covered about 0.9. Measured shares:
+#: Prolific-like 0.52–0.64, the study's crowd at 1,000 queries 0.03–0.10, at 3,750 0.00.
+MAX_SPARSE_SHARE = 0.3
 #: The model check (:func:`annotation.results.crowd_model.predictive_check`) fails when the real
 #: crowd has more split (or split and unanimous) queries than the fitted model's replicate crowds,
 #: by more than this many of their standard deviations: the votes on a query are not independent
@@ -195,7 +202,9 @@ def crowd_quality(fit: Any) -> dict[str, Any]:
     :func:`annotation.results.crowd_model.choose_shrinkage`), ``misfit`` (the largest z of the
     posterior-predictive check, :func:`annotation.results.crowd_model.predictive_check`) and
     ``warning``: true when ``information`` is below :data:`MIN_INFORMATION` or ``misfit`` above
-    :data:`MAX_MISFIT_Z`, i.e. the label-corrected intervals may under-cover; ``reasons`` says which."""
+    :data:`MAX_MISFIT_Z`, or ``sparse`` (the share of answers from workers with fewer than
+    :data:`MIN_WORKER_ANSWERS`) above :data:`MAX_SPARSE_SHARE`, i.e. the label-corrected intervals may
+    under-cover; ``reasons`` says which."""
     from annotation.results import crowd_model
 
     encoded = fit.encoded
@@ -216,6 +225,9 @@ def crowd_quality(fit: Any) -> dict[str, Any]:
         reasons.append("information")
     if misfit > MAX_MISFIT_Z:
         reasons.append("misfit")
+    sparse = float(answers[answers < MIN_WORKER_ANSWERS].sum() / answers.sum())
+    if sparse > MAX_SPARSE_SHARE:
+        reasons.append("sparse")
     return {
         "warning": bool(reasons),
         "reasons": reasons,
@@ -230,4 +242,6 @@ def crowd_quality(fit: Any) -> dict[str, Any]:
         "split": check["split"],
         "gold": check["gold"],
         "misfit_threshold": MAX_MISFIT_Z,
+        "sparse": sparse,
+        "min_worker_answers": MIN_WORKER_ANSWERS,
     }
