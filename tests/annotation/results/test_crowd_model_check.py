@@ -84,3 +84,23 @@ def test_the_report_and_the_methods_text_say_why_they_warn():
     assert not crowd_quality_note(quiet).startswith("WARNING")
     poor = quality | {"reasons": ["information"]}
     assert "too poor" in crowd_quality_note(poor) and "does not fit" not in crowd_quality_note(poor)
+
+
+@pytest.mark.slow
+def test_a_crowd_of_participants_with_few_answers_each_is_warned_and_the_study_crowd_is_not():
+    """Prolific-like (``crowd_simulation.prolific``: 1.5 HITs of 11 answers a participant on average)
+    against the study's crowd (40 workers, Zipf activity), 1,000 queries each: the share of answers from
+    workers with fewer than 30 answers, counted here from the answers themselves, decides the reason."""
+    from annotation.machine.label_probabilities import MAX_SPARSE_SHARE, MIN_WORKER_ANSWERS
+    from metrics.formatting import crowd_quality_note
+
+    for crowd, warned in ((cs.prolific(1000), True), (cs.MODERATE, False)):
+        rng = np.random.default_rng([9, 1])
+        drawn = cs.study(rng, cs.synthetic_truth(rng, 1000), crowd)
+        per_worker = drawn.judgments.groupby("worker").size()  # gold answers repeat: all of them count
+        share = per_worker[per_worker < MIN_WORKER_ANSWERS].sum() / per_worker.sum()
+        quality = crowd_quality(dawid_skene(drawn.judgments, gold=drawn.gold))
+        assert quality["sparse"] == pytest.approx(share)
+        assert ("sparse" in quality["reasons"]) is warned is bool(share > MAX_SPARSE_SHARE)
+        if warned:
+            assert f"fewer than {MIN_WORKER_ANSWERS} answers" in crowd_quality_note(quality)
