@@ -17,7 +17,17 @@ three workers per query:
 - **gold**: every HIT holds one of :attr:`Crowd.gold` gold questions (known labels), so a worker
   meets the same gold question again and again;
 - optionally **ranking-dependent errors**: a worker's error rate on a query grows with run A's
-  value on it (``dependence``), the case no label model can correct.
+  value on it (``dependence``), the case no label model can correct;
+- optionally **item difficulty**: every worker's error odds on a query (or gold question) are
+  multiplied by exp(``difficulty`` · d), d ~ N(0, 1) drawn per query and independent of the runs
+  (the votes on a query are no longer independent given its label);
+- optionally **gold selection** (``discard_failed_gold``): an assignment whose gold answer is wrong
+  loses its other answers (a batch's default ``--failed-gold-answers discard``); its gold answer
+  stays in what the crowd model reads (:func:`annotation.results.selectors.gold_judgments`).
+
+:func:`prolific` is a Prolific-like crowd: many participants of equal activity, each taking one or
+two HITs of ten queries and a gold question (11–22 answers; 200 participants for 1,000 queries,
+740 for 3,750).
 
 The machine (for the de-noised accuracy) labels every query with its own confusion of accuracy
 :data:`MACHINE_ACCURACY`.
@@ -62,10 +72,29 @@ class Crowd:
     per_hit: int = 10
     zipf: float = 1.0
     dependence: float = 0.0  #: error odds multiplied by exp(dependence · z), z = run A's standardised value
+    difficulty: float = 0.0  #: error odds multiplied by exp(difficulty · d), d ~ N(0, 1) per query
+    discard_failed_gold: bool = False  #: an assignment with a wrong gold answer loses its other answers
 
 
 MODERATE = Crowd()
 HEAVY = Crowd(accuracy=(0.55, 0.85), spammers=0.35)
+#: The crowds ``crowd_coverage --crowd`` offers (``prolific``: :func:`prolific`, sized to the queries).
+CROWDS = {
+    "moderate": MODERATE,
+    "heavy": HEAVY,
+    "difficulty": replace(MODERATE, difficulty=1.0),
+    "gold-selected": replace(MODERATE, discard_failed_gold=True),
+}
+
+
+def prolific(queries: int) -> Crowd:
+    """A Prolific-like crowd for ``queries`` queries: participants of equal activity taking 1.5 HITs
+    of ten queries on average (``queries`` × 3 votes / 10 / 1.5 participants)."""
+    return Crowd(workers=max(20, round(queries * 3 / 10 / 1.52)), zipf=0.0, per_hit=10)
+
+
+def crowd_named(name: str, queries: int) -> Crowd:
+    return prolific(queries) if name == "prolific" else CROWDS[name]
 
 
 def synthetic_truth(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -103,6 +132,9 @@ def crowd_judgments(
     gold_truth = rng.choice(k - 1, size=crowd.gold, p=SHARES[:3] / SHARES[:3].sum())
     confusions = np.stack([_confusion(x) for x in accuracy])
     z = np.zeros(n) if a is None or crowd.dependence == 0 else (a - a.mean()) / a.std()
+    # Hardness of each query and gold question (drawn only when asked: same seeds, same crowds).
+    hardness = rng.standard_normal(n + crowd.gold) if crowd.difficulty else np.zeros(n + crowd.gold)
+    odds_factor = np.exp(np.concatenate([crowd.dependence * z, np.zeros(crowd.gold)]) + crowd.difficulty * hardness)
     order = rng.permutation(n)
     hits = [order[i : i + crowd.per_hit] for i in range(0, n, crowd.per_hit)]
     rows: list[tuple[str, str, str]] = []
@@ -119,14 +151,22 @@ def crowd_judgments(
                     given = 0
                 else:
                     row = confusions[w, t].copy()
-                    if q >= 0 and crowd.dependence:
-                        odds = (1 - row[t]) / row[t] * np.exp(crowd.dependence * z[q])
+                    if (q >= 0 and crowd.dependence) or crowd.difficulty:  # gold index n + g
+                        odds = (1 - row[t]) / row[t] * odds_factor[q if q >= 0 else n - 1 - q]
                         wrong = odds / (1 + odds)
                         row = (1 - wrong) * np.eye(k)[t] + wrong * ERRORS[t]
                     given = rng.choice(k, p=row)
                 rows.append((f"g{-1 - q}" if q < 0 else f"q{q}", worker, LABELS[given]))
     frame = pd.DataFrame(rows, columns=["item", "worker", "label"])
-    return frame, {f"g{i}": LABELS[t] for i, t in enumerate(gold_truth)}
+    gold = {f"g{i}": LABELS[t] for i, t in enumerate(gold_truth)}
+    if crowd.discard_failed_gold:
+        is_gold = frame["item"].str.startswith("g").to_numpy()
+        assignment = np.concatenate([[0], np.cumsum(is_gold)[:-1]])  # each assignment ends with its gold row
+        wrong = is_gold & (frame["label"].to_numpy() != frame["item"].map(gold).to_numpy())
+        failed = np.zeros(assignment.max() + 1, dtype=bool)
+        failed[assignment[wrong]] = True
+        frame = frame.loc[~(failed[assignment] & ~is_gold)].reset_index(drop=True)
+    return frame, gold
 
 
 def machine_labels(rng: np.random.Generator, truth: np.ndarray, accuracy: float = MACHINE_ACCURACY) -> np.ndarray:
@@ -157,6 +197,18 @@ def study(rng: np.random.Generator, truth: np.ndarray, crowd: Crowd = MODERATE) 
     a, b = values(rng, truth)
     judgments, gold = crowd_judgments(rng, truth, crowd, a)
     return Study(truth, a, b, judgments, gold, machine_labels(rng, truth))
+
+
+def answered(drawn: Study) -> Study:
+    """The study restricted to the queries with at least one answer left (gold selection can discard
+    every answer to a query: it is then not judged, as in a batch), renumbered ``q0…``."""
+    seen = set(drawn.judgments["item"])
+    keep = np.array([q in seen for q in drawn.qids], dtype=bool)
+    if keep.all():
+        return drawn
+    renamed = {f"q{old}": f"q{new}" for new, old in enumerate(np.flatnonzero(keep))}
+    judgments = drawn.judgments.assign(item=drawn.judgments["item"].map(lambda item: renamed.get(item, item)))
+    return Study(drawn.truth[keep], drawn.a[keep], drawn.b[keep], judgments, drawn.gold, drawn.machine[keep])
 
 
 def with_dependence(crowd: Crowd, dependence: float) -> Crowd:
@@ -201,7 +253,7 @@ def coverage_study(
     from metrics.label_uncertainty import MIN_USABLE_DRAWS, CorrectedFit
     from metrics.significance import LEVEL
 
-    drawn = study(rng, synthetic_truth(rng, n), crowd)
+    drawn = answered(study(rng, synthetic_truth(rng, n), crowd))
     qids = drawn.qids
     ds = dawid_skene(drawn.judgments, gold=drawn.gold)
     table = ds.held_out.loc[qids, list(LABELS)]
@@ -258,7 +310,9 @@ def coverage_study(
         out[f"{figure}:shift"] = (float(np.nanmean(boot[:, 0])) - float(point[0])) / sd if sd > 0 else np.nan
         for name in (c for c in names if intervals.needs_workers(c)):  # how much wider than the bootstrap's
             out[f"{figure}:widening_{name}"] = float(intervals.widening(boot[:, :1], out[f"{figure}:extra_{name}"])[0])
-    out["warning"] = crowd_quality(ds)["warning"]
+    quality = crowd_quality(ds)
+    out["warning"] = quality["warning"]
+    out["misfit"], out["information"], out["model"] = quality["misfit"], quality["information"], quality["model"]
     return out
 
 

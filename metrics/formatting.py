@@ -130,11 +130,27 @@ def crowd_quality_note(quality: dict | None) -> str:
         f"({quality['workers']} workers, {quality['uninformative']:.0%} of the answers from uninformative ones)"
     )
     if quality.get("warning"):
-        return (
-            f"WARNING: the crowd is too poor for the intervals with labels to be trusted. {said}, below "
-            f"{quality['threshold']:.2f} bits, under which simulated studies' intervals covered the truth "
-            "less than 90% of the time (docs/metrics.md)."
-        )
+        reasons = quality.get("reasons") or ["information"]
+        why = []
+        if "information" in reasons:
+            why.append(
+                f"the crowd is too poor: {quality['information']:.2f} bits per answer, below "
+                f"{quality['threshold']:.2f}, under which simulated studies' intervals covered the truth "
+                "less than 90% of the time"
+            )
+        if "misfit" in reasons:
+            split = quality.get("split") or {}
+            why.append(
+                f"the crowd model does not fit the answers: {split.get('observed', 0):.0f} queries split with no "
+                f"two answers alike where the model expects {split.get('expected', 0):.0f} (misfit "
+                f"z = {quality['misfit']:.1f}); the votes on a query are not independent given its label"
+            )
+        if "sparse" in reasons:
+            why.append(
+                f"{quality['sparse']:.0%} of the answers come from workers with fewer than "
+                f"{quality['min_worker_answers']} answers, whose reliability the model estimates from too few"
+            )
+        return f"WARNING: the intervals with labels may be too narrow ({'; '.join(why)}; docs/quality.md). {said}."
     return said + "."
 
 

@@ -54,8 +54,9 @@ interval under-covers; with the fitted crowd model on a realistic crowd
 (``tests/metrics/test_crowd_coverage.py``, ``manage.py crowd_coverage``; docs/metrics.md,
 "Coverage, as simulated") the bootstrap's percentile interval fell short at 1,000 queries (0.92 and
 0.90 over 176 studies): the bootstrap redraws the queries, not the workers. With the workers'
-variance component added (:data:`SIMULATED_COVERAGE`: the value, the difference and the
-de-noised accuracy each at ≥ 0.93). The assumption is stated on the report page and in
+variance component added, the value, the difference and the de-noised accuracy each at ≥ 0.93
+(docs/metrics.md; these are simulations' figures, so the methods text does not state them: it
+states the crowd model's check on the study's own answers, :mod:`metrics.methods_text`). The assumption is stated on the report page and in
 ``docs/metrics.md``: errors that depend on the ranker's output (a query both ambiguous to people
 and unusual for the rankers) are outside what any label model can correct;
 :func:`dependence_table` is the sensitivity check a researcher runs on their own batch.
@@ -82,42 +83,6 @@ MIN_DRAW_MASS = 0.5
 MAX_CONDITION = 1e8
 #: Fewer usable draws than this share and the combined interval is undefined (too few queries).
 MIN_USABLE_DRAWS = 0.9
-
-#: The combined intervals' coverage as simulated (docs/metrics.md, "Coverage, as simulated";
-#: ``benchmarks/crowd_simulation.py``): nominal 0.95, the moderate crowd (3 workers a query, class
-#: confusion, 10% spammers, a lazy worker, gold), the share of studies whose interval held the truth
-#: and its Monte-Carlo s.e., for :data:`core.intervals.LABEL_INTERVAL`, at 1,000 queries and (``larger``)
-#: at the study's 3,750. Stated by the methods text.
-SIMULATED_COVERAGE = {
-    "command": "manage.py crowd_coverage --queries 1000 --studies 400 (seeds [2040, 0…] and, --first 1000, [2040, 1000…])",
-    "queries": 1000,
-    "studies": 294,
-    "value": (0.966, 0.011),
-    "difference": (0.956, 0.012),
-    "denoised": (0.929, 0.015),
-    "larger": {
-        "command": "manage.py crowd_coverage --queries 3750 --studies 150 (likewise)",
-        "queries": 3750,
-        "studies": 100,
-        "value": (0.970, 0.017),
-        "difference": (0.990, 0.010),
-        "denoised": (0.950, 0.022),
-    },
-}
-
-
-def coverage_text() -> str:
-    """The interval construction and its simulated coverage in one sentence (methods text, LaTeX-safe)."""
-    c, d = SIMULATED_COVERAGE, SIMULATED_COVERAGE["larger"]
-    return (
-        f"Intervals with labels are the {intervals.describe()}; in {c['studies']} simulated studies of "
-        f"{c['queries']:,} queries with a realistic crowd (three workers a query, class confusion, spammers, gold) "
-        f"the 95\\% intervals held the true value in {c['value'][0]:.3f} of them (s.e. {c['value'][1]:.3f}), the "
-        f"true difference in {c['difference'][0]:.3f} ({c['difference'][1]:.3f}) and the machine's true accuracy in "
-        f"{c['denoised'][0]:.3f} ({c['denoised'][1]:.3f}); in {d['studies']} studies of {d['queries']:,} queries "
-        f"{d['value'][0]:.3f}, {d['difference'][0]:.3f} and {d['denoised'][0]:.3f}."
-    )
-
 
 #: The policy of a report on a batch's labels, as its tables state it.
 COMBINED_POLICY = {

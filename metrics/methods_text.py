@@ -326,13 +326,16 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         sentences.append(
             "The queries are those labelled non-gendered; each value is also corrected for the labels' "
             "uncertainty, every judged query weighted by its label probabilities (the crowd's Dawid--Skene "
-            "posterior \\cite{dawid1979} with priors on the workers' confusion matrices, one-hot for a ruling, "
+            "posterior \\cite{dawid1979} with priors, one accuracy per worker and the crowd's error pattern or full "
+            "confusion matrices shrunk to them as held-out queries' votes chose, one-hot for a ruling, "
             "the calibration sample's for a machine label), and its interval carries that uncertainty as well as "
             "the queries' sampling, the crowd model being refitted in every bootstrap resample."
         )
-        from .label_uncertainty import coverage_text  # numpy and pandas: where used
+        from core import intervals
 
-        sentences.append(coverage_text())
+        # Only what was measured on this study: the construction, and the crowd model's own check on
+        # its answers (simulated coverages are the docs' business, not this paper's).
+        sentences.append(f"Intervals with labels are the {intervals.describe()}.")
         sentences += _crowd_quality_sentences(settings.get("crowd_quality"))
     if metrics & {"RaB", "ARaB"}:
         sentences.append(
@@ -408,10 +411,49 @@ def _crowd_quality_sentences(quality: dict[str, Any] | None) -> list[str]:
         f"per answer (mean over {quality['workers']} workers, weighted by their answers)"
     )
     if quality.get("warning"):
-        return [
-            said + f", below the {quality['threshold']:.2f} bits under which simulated studies' label-corrected "
-            "intervals covered the truth less than 90\\% of the time: those intervals may be too narrow."
-        ]
+        reasons = quality.get("reasons") or ["information"]
+        sentences = []
+        if "information" in reasons:
+            sentences.append(
+                said + f", below the {quality['threshold']:.2f} bits under which simulated studies' label-corrected "
+                "intervals covered the truth less than 90\\% of the time: those intervals may be too narrow."
+            )
+        else:
+            sentences.append(said + ".")
+        if "misfit" in reasons and quality.get("split"):
+            split = quality["split"]
+            sentences.append(
+                f"The crowd model does not fit the answers: {split['observed']:.0f} queries had no two answers alike "
+                f"where replicate crowds drawn from the fitted model had {split['expected']:.0f} "
+                f"(s.d. {split['sd']:.1f}), so the answers to a query are not independent given its label and the "
+                "label-corrected intervals may be too narrow."
+            )
+        if "sparse" in reasons:
+            sentences.append(
+                f"{quality['sparse'] * 100:.0f}\\% of the answers came from workers with fewer than "
+                f"{quality['min_worker_answers']} answers, whose reliability the crowd model estimates from too few: "
+                "the label-corrected intervals may be too narrow."
+            )
+        return sentences
+    return [said + ".", *_model_check_sentences(quality)]
+
+
+def _model_check_sentences(quality: dict[str, Any]) -> list[str]:
+    """The crowd model's posterior-predictive check on this study's answers, when it passed."""
+    split = quality.get("split")
+    if not split:
+        return []
+    said = (
+        f"A posterior-predictive check of the crowd model on these answers found {split['observed']:.0f} queries "
+        f"with no two answers alike where replicate crowds drawn from the fitted model had {split['expected']:.0f} "
+        f"(s.d. {split['sd']:.1f})"
+    )
+    gold = quality.get("gold") or {}
+    if gold.get("questions", 0) >= 3:
+        said += (
+            f", and the {gold['questions']} gold questions' shares of right answers scattered as the model allows "
+            f"($\\chi^2$ = {gold['chi2']:.1f})"
+        )
     return [said + "."]
 
 

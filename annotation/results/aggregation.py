@@ -182,6 +182,7 @@ def dawid_skene(
     max_iter: int = 100,
     tol: float = 1e-6,
     gold: Mapping[str, str] | None = None,
+    model: str = "auto",
 ) -> DawidSkeneResult:
     """Dawid & Skene (1979) EM aggregation of categorical crowd labels, with the priors of
     :mod:`annotation.results.crowd_model` (maximum a posteriori: each worker's confusion rows
@@ -200,16 +201,21 @@ def dawid_skene(
     to their known label in every round, so the workers' answers on them estimate
     the confusion matrices against the truth rather than against the crowd
     (semi-supervised EM). Gold items keep posterior 1 for their label.
+
+    ``model``: ``"auto"`` (the judgments choose, :func:`.crowd_model.choose_shrinkage`),
+    ``"one-coin"`` or ``"full"`` (:mod:`.crowd_model`).
     """
     if max_iter < 1:
         raise ValueError("max_iter must be at least 1")
+    if model not in crowd_model.MODELS:
+        raise ValueError(f"model {model!r}: expected one of {', '.join(crowd_model.MODELS)}")
     labels = tuple(labels)
     gold = {str(item): str(label) for item, label in (gold or {}).items()}
     frame = validate_judgments(judgments, labels, repeatable=gold)
     unknown = sorted(set(gold.values()) - set(labels))
     if unknown:
         raise ValueError(f"unknown gold label(s) {', '.join(map(repr, unknown))}; expected one of {', '.join(labels)}")
-    encoded = crowd_model.encode(frame, labels, gold)
+    encoded = crowd_model.encode(frame, labels, gold, model=model)
     items, workers, n_labels = encoded.items, encoded.workers, len(labels)
 
     if encoded.n_items == 0:

@@ -8,22 +8,38 @@ accuracy), not only the sampling of the queries.
 
 Model (Dawid & Skene 1979, maximum a posteriori): item i has a true label T_i ~ π; each answer j
 of worker w on it is drawn from row T_i of w's confusion matrix θ_w, independently given T_i.
+The confusion matrices are built in two layers, and the data choose how far the second goes
+(:func:`choose_shrinkage`):
 
-- **Confusion rows**: a Dirichlet prior centred on the *pooled* crowd's row, worth
-  :data:`CONFUSION_PRIOR` answers (empirical Bayes: the pooled rows are re-estimated at each
-  M-step from every worker's soft counts). A worker who met few queries of a label answers them
-  as the crowd does, not as a uniform guess: plain Dawid–Skene with a tiny pseudo-count gives
-  such a row ¼ on every label, so three noisy votes that disagree (n, f, m) look likelier under
-  a rare label a worker never saw (o) than under any other, and the model invents mass for o.
-  The pooled rows' own prior (:data:`POOLED_PRIOR` answers of "right :data:`POOLED_RIGHT` of
-  the time") matters only for a label (almost) no query has.
+- **One coin per worker, one error pattern for the crowd**: worker w names the truth with
+  probability a_w whatever the label, and errs along the crowd's pooled error pattern E (rows:
+  true label; how the wrong answers spread, estimated from every worker's soft counts):
+  θ_w(t, t) = a_w, θ_w(t, g) = (1 − a_w) E(t, g). a_w has a Beta prior worth
+  :data:`SKILL_PRIOR` answers centred on the crowd's pooled accuracy (itself with a prior of
+  :data:`POOLED_PRIOR` answers of "right :data:`POOLED_RIGHT` of the time"); E has
+  :data:`PATTERN_PRIOR` pseudo-answers in each wrong cell. A worker's every answer estimates
+  a_w, so a worker with 11 answers (a Prolific participant) or a label no query has (o in the
+  demo's pool) still gets a sound row: the diagonal of a rare label's row is a_w, never free.
+  Full per-worker rows are unidentifiable there: with three votes per query and a rare label,
+  EM drifts to a state where the rare label's row "answers o a third of the time", absorbs the
+  queries with an o vote and invents a class (the demo's crowd: 13% Other where 0.1% are).
+- **Full confusion rows**, each a Dirichlet around the worker's one-coin row worth
+  :data:`SHRINKAGE` answers: a worker whose errors have their own shape (a lazy worker who
+  answers n to everything, a spammer, a worker who swaps two labels) keeps it once the data
+  show it.
+
+:func:`choose_shrinkage` picks between them (``Encoded.shrinkage``: :data:`ONE_COIN` or
+:data:`SHRINKAGE`) by the held-out log likelihood of the queries' votes (5 folds of the items):
+the full rows win only when they predict held-out queries' votes better by more than
+:data:`CHOICE_SE` standard errors of the paired difference (the simpler model otherwise).
+
 - **Class shares**: Dirichlet(1 + :data:`CLASS_PRIOR`): half a query's worth per label, so a
   label nobody supports keeps a share near 0 (never exactly 0: a single contrary vote cannot
   then veto an otherwise certain item, and EM cannot stall in a degenerate state).
 - **Gold**: items with a known label keep it (posterior one-hot in every round); every answer
   to them counts, repeated ones too (:func:`annotation.results.aggregation.one_answer_per_worker`).
-- Spammers (rows alike: the answer does not depend on the truth) and a lazy worker (one label
-  for everything) get rows that carry no evidence, so their votes stop moving the posteriors.
+- Spammers and a lazy worker get rows that carry (almost) no evidence, so their votes stop
+  moving the posteriors.
 
 EM starts from the items' vote shares (gold one-hot) and stops when the log posterior changes by
 less than ``tol`` of its size. The work is vectorised over the judgments (sparse incidence
@@ -38,13 +54,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Answers' worth of the pooled crowd's row in the prior of each worker's confusion row.
-CONFUSION_PRIOR = 4.0
-#: The pooled crowd's rows have a prior too, worth :data:`POOLED_PRIOR` answers, centred on "a
-#: vote names the true label :data:`POOLED_RIGHT` of the time, the rest spread evenly": it decides
-#: only a label (almost) no query has, whose row the data cannot estimate.
+#: Answers' worth of the crowd's pooled accuracy in the Beta prior of each worker's accuracy a_w.
+#: A worker with few answers agrees with the posteriors its own votes helped make, so its accuracy
+#: read from them is too high and its votes too trusted: on a Prolific-like crowd (11–22 answers per
+#: participant, 3,750 queries, 8 studies, one coin forced) the corrected value came out +0.0049 (s.e.
+#: 0.0014) too high with a prior of 4 answers, +0.0019 with 12, +0.0006 (0.0015) with 25 (with the
+#: held-out choice, 12 studies: +0.0028 (0.0014)); the study's crowd (workers with hundreds of
+#: answers) moved by under 0.0006 (docs/quality.md, "The crowd model").
+SKILL_PRIOR = 25.0
+#: The pooled accuracy's own prior: :data:`POOLED_PRIOR` answers of "right :data:`POOLED_RIGHT`
+#: of the time".
 POOLED_PRIOR = 2.0
 POOLED_RIGHT = 0.7
+#: Pseudo-answers in each wrong cell of the crowd's error pattern E.
+PATTERN_PRIOR = 1.0
+#: The two models :func:`choose_shrinkage` picks from (``Encoded.shrinkage``): one coin per
+#: worker (the rows *are* the one-coin rows), or full rows shrunk to them with this many answers' worth.
+ONE_COIN = float("inf")
+SHRINKAGE = 16.0
+#: What :func:`encode` may be asked for (``auto``: :func:`choose_shrinkage`).
+MODELS = {"auto": None, "one-coin": ONE_COIN, "full": SHRINKAGE}
+#: The full rows win when their held-out log likelihood beats the one-coin's by this many s.e.
+CHOICE_SE = 2.0
+#: Folds of the items in :func:`choose_shrinkage`.
+FOLDS = 5
 #: Pseudo-count of every label in the prior of the class shares.
 CLASS_PRIOR = 0.5
 #: A floor under every probability, against log(0) for a label nobody gave.
@@ -65,6 +98,11 @@ class Encoded:
     label_idx: np.ndarray
     gold_rows: np.ndarray  #: rows of items with a known label
     gold_onehot: np.ndarray  #: their known labels, one-hot
+    #: How far the workers' rows may leave their one-coin rows (:data:`ONE_COIN` or
+    #: :data:`SHRINKAGE` answers' worth): every refit of these judgments uses the same model.
+    shrinkage: float = SHRINKAGE
+    #: Why (:func:`choose_shrinkage`), when :func:`encode` chose it.
+    choice: ModelChoice | None = None
 
     @property
     def n_items(self) -> int:
@@ -75,9 +113,10 @@ class Encoded:
         return len(self.workers)
 
 
-def encode(frame, labels: Sequence[str], gold: Mapping[str, str]) -> Encoded:
+def encode(frame, labels: Sequence[str], gold: Mapping[str, str], *, model: str = "auto") -> Encoded:
     """Codes of a validated judgments frame (``item, worker, label``; see
-    :func:`annotation.results.aggregation.validate_judgments`) and the rows of its gold items."""
+    :func:`annotation.results.aggregation.validate_judgments`) and the rows of its gold items,
+    with the model of :data:`MODELS` (``auto``: the one the judgments choose, :func:`choose_shrinkage`)."""
     import pandas as pd
 
     labels = tuple(labels)
@@ -87,7 +126,36 @@ def encode(frame, labels: Sequence[str], gold: Mapping[str, str]) -> Encoded:
     gold_rows = np.array([i for i, item in enumerate(items) if item in gold], dtype=np.int64)
     onehot = np.zeros((len(gold_rows), len(labels)))
     onehot[np.arange(len(gold_rows)), [labels.index(gold[items[i]]) for i in gold_rows]] = 1.0
-    return Encoded(items, workers, labels, item_idx, worker_idx, label_idx, gold_rows, onehot)
+    encoded = Encoded(items, workers, labels, item_idx, worker_idx, label_idx, gold_rows, onehot)
+    from dataclasses import replace
+
+    if model != "auto":
+        return replace(encoded, shrinkage=MODELS[model])
+    if encoded.n_items == 0:
+        return encoded
+    choice = choose_shrinkage(encoded)
+    return replace(encoded, shrinkage=choice.shrinkage, choice=choice)
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """:func:`choose_shrinkage`'s verdict: the held-out log likelihood of the queries' votes under
+    each model, summed over the non-gold items, and the paired difference's standard error."""
+
+    shrinkage: float
+    one_coin: float  #: held-out log likelihood under one coin per worker
+    full: float  #: under full rows shrunk to them
+    se: float  #: standard error of (full − one_coin), from the items' paired differences
+    items: int  #: items scored
+
+    @property
+    def model(self) -> str:
+        return "one-coin" if self.shrinkage == ONE_COIN else "full"
+
+    @property
+    def gain(self) -> float:
+        """Full − one-coin, in standard errors (positive: the full rows predict better)."""
+        return (self.full - self.one_coin) / self.se if self.se > 0 else 0.0
 
 
 @dataclass
@@ -123,32 +191,74 @@ def _incidence(encoded: Encoded):
 def _counts(
     posteriors: np.ndarray, weights: np.ndarray, encoded: Encoded, by_answer_t
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The Dirichlet posteriors' parameters of every draw, from soft labels ``posteriors``
-    [B × N × K] and item multiplicities ``weights`` [B × N]: class counts plus their prior [B × K]
-    and each worker's confusion counts plus their prior [B × W × T × G]."""
+    """Soft counts of every draw, from soft labels ``posteriors`` [B × N × K] and item
+    multiplicities ``weights`` [B × N]: class counts plus their prior [B × K] and each worker's
+    confusion counts [B × W × T × G] (no prior)."""
     b, _, k = posteriors.shape
     soft = posteriors * weights[:, :, None]  # [B × N × K]
     classes = soft.sum(axis=1) + CLASS_PRIOR
     per_answer = soft[:, encoded.item_idx, :]  # [B × J × K]
     stacked = per_answer.transpose(1, 0, 2).reshape(len(encoded.item_idx), b * k)
     counts = np.asarray(by_answer_t @ stacked)  # [W·G × B·K]
-    counts = counts.reshape(encoded.n_workers, k, b, k).transpose(2, 0, 3, 1)  # [B × W × T × G]
-    base = np.full((k, k), (1.0 - POOLED_RIGHT) / (k - 1))
-    np.fill_diagonal(base, POOLED_RIGHT)
-    pooled = counts.sum(axis=1) + POOLED_PRIOR * base  # [B × T × G]
-    pooled /= pooled.sum(axis=2, keepdims=True)
-    return classes, counts + CONFUSION_PRIOR * pooled[:, None, :, :]
+    return classes, counts.reshape(encoded.n_workers, k, b, k).transpose(2, 0, 3, 1)  # [B × W × T × G]
+
+
+@dataclass(frozen=True)
+class _Coins:
+    """The one-coin layer of every draw: the soft counts each worker's accuracy is estimated from
+    (``right`` and ``answers`` [B × W]) and the crowd's pooled wrong answers ``wrong`` [B × T × G]
+    (0 on the diagonal), from which the pooled accuracy and the error pattern E follow."""
+
+    right: np.ndarray
+    answers: np.ndarray
+    wrong: np.ndarray
+
+    @property
+    def pooled(self) -> np.ndarray:
+        """The crowd's MAP accuracy [B]."""
+        return _pooled(self.right.sum(axis=1), self.answers.sum(axis=1))
+
+    @property
+    def pattern(self) -> np.ndarray:
+        """E [B × T × G]: rows sum to 1 over the wrong answers, 0 on the diagonal."""
+        k = self.wrong.shape[-1]
+        cells = self.wrong + PATTERN_PRIOR * (1.0 - np.eye(k))
+        return cells / cells.sum(axis=2, keepdims=True)
+
+    def accuracy(self) -> np.ndarray:
+        """Each worker's MAP accuracy a_w [B × W]."""
+        return (self.right + SKILL_PRIOR * self.pooled[:, None]) / (self.answers + SKILL_PRIOR)
+
+
+def _pooled(right, answers):
+    return (right + POOLED_PRIOR * POOLED_RIGHT) / (answers + POOLED_PRIOR)
+
+
+def _coins(counts: np.ndarray) -> _Coins:
+    k = counts.shape[-1]
+    right = np.einsum("bwtt->bw", counts)
+    return _Coins(right, counts.sum(axis=(2, 3)), counts.sum(axis=1) * (1.0 - np.eye(k)))
+
+
+def _one_coin_rows(accuracy: np.ndarray, pattern: np.ndarray) -> np.ndarray:
+    """[B × W × T × G]: θ_w(t, t) = a_w, θ_w(t, g) = (1 − a_w) E(t, g)."""
+    k = pattern.shape[-1]
+    a = accuracy[:, :, None, None]
+    return a * np.eye(k) + (1.0 - a) * pattern[:, None, :, :]
 
 
 def _m_step(
     posteriors: np.ndarray, weights: np.ndarray, encoded: Encoded, by_answer_t
 ) -> tuple[np.ndarray, np.ndarray]:
-    """MAP class shares and confusion matrices of every draw (the modes of :func:`_counts`'
-    Dirichlets, with the pseudo-counts as the means' parameters)."""
-    classes, confusion = _counts(posteriors, weights, encoded, by_answer_t)
+    """MAP class shares [B × K] and confusion matrices [B × W × T × G] of every draw."""
+    classes, counts = _counts(posteriors, weights, encoded, by_answer_t)
     priors = classes / classes.sum(axis=1, keepdims=True)
-    confusion = confusion / confusion.sum(axis=3, keepdims=True)
-    return priors, np.maximum(confusion, FLOOR)
+    coins = _coins(counts)
+    rows = _one_coin_rows(coins.accuracy(), coins.pattern)
+    if encoded.shrinkage != ONE_COIN:
+        rows = counts + encoded.shrinkage * rows
+        rows /= rows.sum(axis=3, keepdims=True)
+    return priors, np.maximum(rows, FLOOR)
 
 
 def held_out_posteriors(posteriors: np.ndarray, weights: np.ndarray, encoded: Encoded, by_item_t, by_answer_t):
@@ -158,21 +268,48 @@ def held_out_posteriors(posteriors: np.ndarray, weights: np.ndarray, encoded: En
     The fitted confusion matrices and class shares were estimated from every item, each item's
     own votes included: an item's soft label has pulled its voters' rows toward its own majority,
     so reading its votes through those rows again makes it look more certain of that majority
-    than it is (with three votes per item and a worker seen on few items, much more: a truly
-    non-gendered query two workers read as male got P(n) 0.04 where 8% of such queries were
-    non-gendered). Here item i's own soft counts (multiplicity × posterior, one answer per worker)
-    are taken out of its voters' Dirichlet counts and out of the class counts before its votes
-    are read: θ⁻ⁱ_w(t, g) = (n_wtg − m_i p_i(t)·1[g = g_ij] + prior) / (n_wt − m_i p_i(t) + prior),
-    the posterior-mean (predictive) rows given the other items — the conditional of the
-    collapsed Gibbs sampler of Bayesian Dawid–Skene, with soft counts (CVB0, Asuncion et al.
-    2009). Gold items keep their known label."""
+    than it is (with three votes per item and a worker seen on few items, much more). Here item
+    i's own soft counts (multiplicity m_i × posterior p_i, one answer per worker) are taken out
+    of its voters' counts and out of the class counts before its votes are read: the worker's
+    accuracy a⁻ⁱ_w = (r_w − m_i p_i(g_ij) + prior) / (n_w − m_i + prior), its one-coin row c⁻ⁱ_w
+    from it, and (full rows) θ⁻ⁱ_w(t, g) = (n_wtg − m_i p_i(t)·1[g = g_ij] + S c⁻ⁱ_w(t, g)) /
+    (n_wt − m_i p_i(t) + S) — the posterior-mean (predictive) rows given the other items, the
+    conditional of the collapsed Gibbs sampler of Bayesian Dawid–Skene with soft counts (CVB0,
+    Asuncion et al. 2009). The crowd's pooled accuracy and error pattern keep the item (one
+    query in thousands of answers). Gold items keep their known label."""
     b, n, k = posteriors.shape
     classes, counts = _counts(posteriors, weights, encoded, by_answer_t)
-    own = posteriors * weights[:, :, None]  # [B × N × K]
-    own_answer = own[:, encoded.item_idx, :].transpose(1, 0, 2)  # [J × B × K]
-    cell = counts[:, encoded.worker_idx, :, encoded.label_idx] - own_answer  # [J × B × K]
-    row = counts.sum(axis=3)[:, encoded.worker_idx, :].transpose(1, 0, 2) - own_answer
-    log_lik = np.log(np.maximum(cell, FLOOR)) - np.log(np.maximum(row, FLOOR))
+    coins = _coins(counts)
+    i, w, g = encoded.item_idx, encoded.worker_idx, encoded.label_idx
+    jj = np.arange(len(g))
+    own = posteriors * weights[:, :, None]  # [B × N × K]: m_i p_i(t)
+    own_answer = own[:, i, :].transpose(1, 0, 2)  # [J × B × K]
+    right_out = own_answer[jj, :, g]  # [J × B]: m_i p_i(g_ij)
+    answers_out = weights[:, i].T  # [J × B]: m_i
+    # The item's share of the crowd's pooled accuracy and error pattern (all its votes).
+    item_right = np.asarray(by_item_t @ right_out)  # [N × B]
+    votes = np.asarray(by_item_t @ np.eye(k)[g])  # [N × K]: the item's votes per label
+    pooled = _pooled(
+        coins.right.sum(axis=1)[None, :] - item_right[i],
+        coins.answers.sum(axis=1)[None, :] - (answers_out * votes.sum(axis=1)[i, None]),
+    )  # [J × B]
+    accuracy = (coins.right[:, w].T - right_out + SKILL_PRIOR * pooled) / (
+        coins.answers[:, w].T - answers_out + SKILL_PRIOR
+    )  # [J × B]: a⁻ⁱ_w
+    off = 1.0 - np.eye(k)[g][:, None, :]  # [J × 1 × T]: 1[t ≠ g_ij]
+    cell = coins.wrong[:, :, g].transpose(2, 0, 1) - own_answer * votes[i, g][:, None, None] * off
+    row = coins.wrong.sum(axis=2)[None] - own_answer * (votes.sum(axis=1)[i, None, None] - votes[i][:, None, :])
+    wrong = (np.maximum(cell, 0.0) + PATTERN_PRIOR * off) / (
+        np.maximum(row, 0.0) + PATTERN_PRIOR * (k - 1)
+    )  # E⁻ⁱ(t, g_ij)
+    coin = (1.0 - off) * accuracy[:, :, None] + off * (1.0 - accuracy[:, :, None]) * wrong  # [J × B × T]
+    if encoded.shrinkage == ONE_COIN:
+        theta = coin
+    else:
+        cell = counts[:, w, :, g] - own_answer  # [J × B × T]
+        row = counts.sum(axis=3)[:, w, :].transpose(1, 0, 2) - own_answer
+        theta = (np.maximum(cell, 0.0) + encoded.shrinkage * coin) / (np.maximum(row, 0.0) + encoded.shrinkage)
+    log_lik = np.log(np.maximum(theta, FLOOR))
     summed = np.asarray(by_item_t @ log_lik.reshape(len(encoded.item_idx), b * k))
     log_post = summed.reshape(n, b, k).transpose(1, 0, 2) + np.log(np.maximum(classes[:, None, :] - own, FLOOR))
     unnormalised = np.exp(log_post - log_post.max(axis=2, keepdims=True))
@@ -181,6 +318,14 @@ def held_out_posteriors(posteriors: np.ndarray, weights: np.ndarray, encoded: En
 
 def _e_step(priors: np.ndarray, confusion: np.ndarray, encoded: Encoded, by_item_t) -> tuple[np.ndarray, np.ndarray]:
     """Posteriors [B × N × K] and each draw's log marginal likelihood [B]."""
+    posteriors, per_item = _e_step_items(priors, confusion, encoded, by_item_t)
+    return posteriors, per_item.sum(axis=1)
+
+
+def _e_step_items(
+    priors: np.ndarray, confusion: np.ndarray, encoded: Encoded, by_item_t
+) -> tuple[np.ndarray, np.ndarray]:
+    """Posteriors [B × N × K] and each item's log marginal likelihood of its votes [B × N]."""
     b, k = priors.shape
     log_lik = np.log(confusion[:, encoded.worker_idx, :, encoded.label_idx])  # [J × B × K]
     summed = np.asarray(by_item_t @ log_lik.reshape(len(encoded.item_idx), b * k))  # [N × B·K]
@@ -188,7 +333,7 @@ def _e_step(priors: np.ndarray, confusion: np.ndarray, encoded: Encoded, by_item
     peak = log_post.max(axis=2, keepdims=True)
     unnormalised = np.exp(log_post - peak)
     norm = unnormalised.sum(axis=2, keepdims=True)
-    return unnormalised / norm, (np.log(norm) + peak)[:, :, 0].sum(axis=1)
+    return unnormalised / norm, (np.log(norm) + peak)[:, :, 0]
 
 
 def _fix_gold(posteriors: np.ndarray, encoded: Encoded) -> np.ndarray:
@@ -212,6 +357,7 @@ def fit(
     *,
     max_iter: int = 100,
     tol: float = 1e-6,
+    held_out: bool = True,
 ) -> Fit:
     """EM for every draw at once: ``weights`` [B × N] item multiplicities (default: one draw of
     ones), ``start`` [N × K] or [B × N × K] initial soft labels (default :func:`vote_shares`).
@@ -236,8 +382,42 @@ def fit(
             break
         previous = log_likelihood
     priors, confusion = _m_step(posteriors, weights, encoded, by_answer_t)
-    held_out = held_out_posteriors(posteriors, weights, encoded, by_item_t, by_answer_t)
-    return Fit(posteriors, priors, confusion, iterations, converged, held_out)
+    left_out = held_out_posteriors(posteriors, weights, encoded, by_item_t, by_answer_t) if held_out else None
+    return Fit(posteriors, priors, confusion, iterations, converged, left_out)
+
+
+def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> ModelChoice:
+    """One coin per worker or full rows (``Encoded.shrinkage``), by the held-out log likelihood of
+    the queries' votes: the non-gold items are dealt into ``folds`` folds (seeded), each model is
+    fitted ``folds`` times with one fold left out (gold always in), and each left-out item's votes
+    are scored by log Σ_t π_t Π_j θ_w(t, g_ij) under the fit without it. The full rows are chosen
+    when their total beats the one-coin's by more than :data:`CHOICE_SE` standard errors of the
+    items' paired differences: more parameters must earn their place on queries they did not see.
+
+    On the demo's crowd (5 workers of accuracy 0.7 erring evenly, nearly every query non-gendered)
+    the one coin wins and the full rows invent a class; on a crowd with a lazy worker, spammers and
+    class-dependent errors, thousands of queries, the full rows win by tens of s.e.
+    (docs/quality.md, "The crowd model")."""
+    from dataclasses import replace
+
+    free = np.setdiff1d(np.arange(encoded.n_items), encoded.gold_rows)
+    if len(free) < 2 * folds:  # too few queries to score: the simpler model
+        return ModelChoice(ONE_COIN, 0.0, 0.0, 0.0, len(free))
+    fold = np.full(encoded.n_items, -1, dtype=np.int64)
+    fold[np.random.default_rng(seed).permutation(free)] = np.arange(len(free)) % folds
+    weights = np.stack([(fold != f).astype(np.float64) for f in range(folds)])
+    by_item, _ = _incidence(encoded)
+    by_item_t = by_item.T.tocsr()
+    scored = {}
+    for shrinkage in (ONE_COIN, SHRINKAGE):
+        fitted = fit(replace(encoded, shrinkage=shrinkage), weights, held_out=False)
+        _, per_item = _e_step_items(fitted.priors, fitted.confusion, encoded, by_item_t)
+        scored[shrinkage] = per_item[fold[free], free]
+    difference = scored[SHRINKAGE] - scored[ONE_COIN]
+    se = float(difference.std(ddof=1) * np.sqrt(len(difference)))
+    one_coin, full = float(scored[ONE_COIN].sum()), float(scored[SHRINKAGE].sum())
+    chosen = SHRINKAGE if full - one_coin > CHOICE_SE * se else ONE_COIN
+    return ModelChoice(chosen, one_coin, full, se, len(free))
 
 
 def bootstrap_posteriors(
@@ -336,3 +516,85 @@ def informativeness(confusion: np.ndarray, priors: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(joint > 0, joint * np.log2(joint / (priors[None, :, None] * given)), 0.0)
     return terms.sum(axis=(1, 2))
+
+
+#: The statistics of :func:`predictive_check`: how many queries' votes all agree, how many split
+#: with no two alike, and the two together (over the queries with at least three votes).
+CHECKED = ("unanimous", "split", "extreme")
+
+
+def predictive_check(
+    encoded: Encoded, priors: np.ndarray, confusion: np.ndarray, *, replicates: int = 200, seed: int = 0
+) -> dict[str, dict[str, float]]:
+    """A posterior-predictive check of the fitted model (``priors`` [K], ``confusion`` [W × K × K]):
+    ``replicates`` crowds are drawn from it on the same design (each non-gold query's true label from
+    the class shares, each of its answers from its worker's row), and each statistic of
+    :data:`CHECKED` of the real votes is set against its distribution over the replicates:
+    ``observed``, ``expected``, ``sd`` and ``z`` = (observed − expected) / sd.
+
+    The model takes a query's votes to be independent given its label: when they are not (some
+    queries are harder for everyone, workers copy, a selection kept only some answers), the real
+    crowd has more unanimous and more split queries than any crowd the model can draw, and the
+    intervals built on its posteriors are too narrow."""
+    rng = np.random.default_rng(seed)
+    k = len(encoded.labels)
+    free = np.ones(encoded.n_items, dtype=bool)
+    free[encoded.gold_rows] = False
+    on_free = free[encoded.item_idx]
+    items, workers, given = encoded.item_idx[on_free], encoded.worker_idx[on_free], encoded.label_idx[on_free]
+    votes = np.bincount(items, minlength=encoded.n_items)
+    scored = free & (votes >= 3)
+
+    def statistics(labels: np.ndarray) -> np.ndarray:  # labels [R × J] → [R × 2]
+        r = labels.shape[0]
+        counts = np.zeros((r, encoded.n_items, k))
+        np.add.at(counts, (np.arange(r)[:, None], items[None, :], labels), 1.0)
+        counts = counts[:, scored]
+        top = counts.max(axis=2)
+        total = votes[scored][None, :]
+        unanimous, split = (top == total).sum(axis=1), (top == 1).sum(axis=1)
+        return np.stack([unanimous, split, unanimous + split], axis=1).astype(np.float64)
+
+    truth = rng.choice(k, size=(replicates, encoded.n_items), p=priors / priors.sum())
+    rows = confusion[workers[None, :], truth[:, items], :]  # [R × J × K]
+    drawn = (rng.random((replicates, len(items)))[:, :, None] > rows.cumsum(axis=2)).sum(axis=2)
+    simulated = statistics(np.minimum(drawn, k - 1))
+    observed = statistics(given[None, :])[0]
+    expected, sd = simulated.mean(axis=0), simulated.std(axis=0, ddof=1)
+    out = {
+        name: {
+            "observed": float(observed[s]),
+            "expected": float(expected[s]),
+            "sd": float(sd[s]),
+            "z": float((observed[s] - expected[s]) / sd[s]) if sd[s] > 0 else 0.0,
+        }
+        for s, name in enumerate(CHECKED)
+    }
+    out["gold"] = gold_check(encoded, confusion)
+    return out
+
+
+def gold_check(encoded: Encoded, confusion: np.ndarray, min_answers: int = 5) -> dict[str, float]:
+    """Do the gold questions differ in difficulty more than the model allows? Per gold question with
+    at least ``min_answers`` answers, its right answers against the model's expectation Σ_j θ_wj(t, t)
+    (variance Σ_j θ(1 − θ)); ``chi2`` = Σ (observed − expected)² / variance over the G questions, and
+    ``z`` = (chi2 − G) / √(2G) (0 with fewer than 3 such questions). When some queries are harder for
+    every worker, the gold questions are too, and their shares right scatter beyond the binomial."""
+    on_gold = np.isin(encoded.item_idx, encoded.gold_rows)
+    if not on_gold.any():
+        return {"chi2": 0.0, "questions": 0, "z": 0.0}
+    truth = np.full(encoded.n_items, -1)
+    truth[encoded.gold_rows] = encoded.gold_onehot.argmax(axis=1)
+    items, workers, given = encoded.item_idx[on_gold], encoded.worker_idx[on_gold], encoded.label_idx[on_gold]
+    t = truth[items]
+    right_p = confusion[workers, t, t]
+    observed = np.bincount(items, (given == t).astype(np.float64), minlength=encoded.n_items)
+    expected = np.bincount(items, right_p, minlength=encoded.n_items)
+    variance = np.bincount(items, right_p * (1 - right_p), minlength=encoded.n_items)
+    count = np.bincount(items, minlength=encoded.n_items)
+    used = (count >= min_answers) & (variance > 0)
+    questions = int(used.sum())
+    if questions < 3:
+        return {"chi2": 0.0, "questions": questions, "z": 0.0}
+    chi2 = float((((observed - expected) ** 2)[used] / variance[used]).sum())
+    return {"chi2": chi2, "questions": questions, "z": (chi2 - questions) / np.sqrt(2 * questions)}

@@ -35,7 +35,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError, transaction
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 
 from annotation.crowd.selectors import (
     WORK_KEYS,
@@ -655,18 +655,24 @@ def gold_labels(batch: Batch) -> dict[str, str]:
 
 def gold_judgments(batch: Batch) -> pd.DataFrame:
     """Answers to the batch's gold questions (``item``, ``worker`` pseudonym, ``label``), from
-    assignments that were submitted or approved — including those that failed their gold
-    questions: a wrong answer on a gold item is exactly what seeds a worker's confusion matrix.
+    assignments that were submitted or approved, and from those that failed their gold questions
+    whether still awaiting review or already rejected for it, under either failed-gold rule
+    (``Batch.failed_gold_answers``: the rule decides which answers count as labels and which work
+    is paid, not what the crowd model learns of the worker). A wrong answer on a gold item is
+    exactly what seeds a worker's confusion matrix: reading only the gold answers of assignments
+    that passed, the model saw every gold answer right and rated every worker too well (issue 58).
     A worker meets a gold question in every HIT (and in every crowd part of a batch labelled by a
     machine first): each answer is kept, Dawid-Skene counts them all against the known label."""
     import pandas as pd
 
+    answered = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED)
+    failed = Q(assignment__gold_passed=False, assignment__status=Assignment.Status.REJECTED)
     rows = (
         Judgment.objects.filter(
+            Q(assignment__status__in=answered) | failed,
             batch_query__batch__in=crowd_batch_ids(batch),
             batch_query__is_gold=True,
             label__isnull=False,
-            assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
         )
         .order_by("assignment_id", "pk")
         .values_list("batch_query__qid", "assignment__worker__pseudonym", "label")

@@ -74,12 +74,12 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     )
     print("moderate", cs.coverage_table(moderate), "heavy", cs.coverage_table(heavy), sep="\n")
     for figure in cs.COVERED:
-        assert moderate[figure].sum() >= 19, moderate.mean()
-    assert moderate["value"].sum() + moderate["difference"].sum() >= 40, moderate.mean()
-    assert heavy[["value", "difference"]].to_numpy().mean() < 0.90, heavy.mean()
+        assert moderate[figure].sum() >= 19, moderate.mean(numeric_only=True)
+    assert moderate["value"].sum() + moderate["difference"].sum() >= 40, moderate.mean(numeric_only=True)
+    assert heavy[["value", "difference"]].to_numpy().mean() < 0.90, heavy.mean(numeric_only=True)
     missed = heavy[~(heavy["value"] & heavy["difference"])]
-    assert len(missed) and missed["warning"].mean() >= 0.95, heavy.mean()
-    assert moderate["warning"].mean() <= 0.25, moderate.mean()
+    assert len(missed) and missed["warning"].mean() >= 0.95, heavy.mean(numeric_only=True)
+    assert moderate["warning"].mean() <= 0.25, moderate.mean(numeric_only=True)
 
 
 def test_a_spammer_only_crowd_warns_and_a_good_crowd_does_not():

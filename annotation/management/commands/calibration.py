@@ -80,7 +80,9 @@ def against_truth_lines(truth: dict) -> list[str]:
         f"Against the truth (Dawid-Skene on the sample's votes with {truth['gold']} answer(s) to gold questions, "
         f"the machine as one more annotator; {truth['items']} queries):",
         f"  machine's accuracy against the true label (de-noised)  {_num(truth['accuracy_true'])} "
-        f"{_ci(truth['accuracy_true_ci'] if None not in truth['accuracy_true_ci'] else None)}",
+        f"{_ci(truth['accuracy_true_ci'] if None not in truth['accuracy_true_ci'] else None)} "
+        "(assumes the machine's and the crowd's errors independent given the true label: errors shared on "
+        "hard queries make it optimistic)",
         f"  ceiling: the best accuracy against a {truth['votes_per_query']}-vote crowd majority any machine "
         f"can expect  {_num(truth['ceiling'])}",
         f"  a second, independent crowd majority agrees with the first  {_num(truth['self_agreement'])}",

@@ -21,7 +21,12 @@ class Command(ProjectCommand):
         parser.add_argument("--queries", type=int, default=1000)
         parser.add_argument("--studies", type=int, default=100)
         parser.add_argument("--samples", type=int, default=200, help="bootstrap resamples per study (default 200)")
-        parser.add_argument("--crowd", choices=("moderate", "heavy"), default="moderate")
+        parser.add_argument(
+            "--crowd",
+            choices=("moderate", "heavy", "difficulty", "gold-selected", "prolific"),
+            default="moderate",
+            help="benchmarks/crowd_simulation.py: CROWDS, or prolific (sized to --queries)",
+        )
         parser.add_argument(
             "--dependence",
             type=float,
@@ -29,6 +34,11 @@ class Command(ProjectCommand):
             help="error odds × exp(dependence · z), z = run A's standardised value",
         )
         parser.add_argument("--seed", type=int, default=2040)
+        parser.add_argument(
+            "--product-only",
+            action="store_true",
+            help="only the product's interval (core.intervals.LABEL_INTERVAL), not every construction: faster",
+        )
         parser.add_argument("--first", type=int, default=0, help="index of the first study (seeds [seed, s])")
         parser.add_argument("--out", help="CSV file: one row per study, appended as each finishes")
         parser.add_argument("--read", help="only print the tables of an --out file (no new studies)")
@@ -41,7 +51,7 @@ class Command(ProjectCommand):
 
         from benchmarks import crowd_simulation as cs
 
-        crowd = cs.with_dependence(cs.MODERATE if o["crowd"] == "moderate" else cs.HEAVY, o["dependence"])
+        crowd = cs.with_dependence(cs.crowd_named(o["crowd"], o["queries"]), o["dependence"])
         started = time.perf_counter()
         if o["read"]:
             try:
@@ -57,7 +67,12 @@ class Command(ProjectCommand):
             rows = []
             for s in range(o["first"], o["first"] + o["studies"]):
                 row = {"study": s} | cs.coverage_study(
-                    np.random.default_rng([o["seed"], s]), crowd, o["queries"], s, o["samples"]
+                    np.random.default_rng([o["seed"], s]),
+                    crowd,
+                    o["queries"],
+                    s,
+                    o["samples"],
+                    constructions=not o["product_only"],
                 )
                 rows.append(row)
                 if o["out"]:

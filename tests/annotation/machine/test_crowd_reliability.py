@@ -181,7 +181,10 @@ def test_denoised_accuracy_is_close_to_the_truth_where_agreement_with_the_crowd_
     errors = np.array(errors)
     mean = errors.mean(axis=0)
     mc = errors.std(axis=0, ddof=1) / np.sqrt(REDRAWS)  # Monte-Carlo error of each mean
-    # Measured (50 redraws, mean error and its Monte-Carlo error): de-noised -0.0098 (0.0017) from the
+    # Measured (50 redraws, mean error and its Monte-Carlo error), issue 58's crowd model (full rows for the
+    # de-noised fit): de-noised -0.0049 (0.0016), agreement with the crowd majority -0.055 (0.003),
+    # P(true = machine | votes) alone -0.119 (0.004), self-agreement -0.009 (0.003), crowd accuracy -0.004
+    # (0.002), expected agreement -0.004 (0.002). Before it: de-noised -0.0098 (0.0017) from the
     # held-out posteriors (-0.0015 (0.0016) from the in-sample ones, which on the realistic crowd of
     # benchmarks/crowd_simulation.py are biased +0.0065 (0.0016) where the held-out are -0.0002); agreement
     # with the crowd majority -0.055 (0.003); P(true = machine | votes) alone -0.126 (0.005); the model's

@@ -10,7 +10,7 @@ from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch
 from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
-from annotation.results.selectors import answers_version, gold_failed_qids, judgments_frame
+from annotation.results.selectors import answers_version, gold_failed_qids, gold_judgments, judgments_frame
 from tests.annotation.conftest import answers_for
 
 
@@ -73,6 +73,24 @@ def test_a_failed_check_loses_the_pay_and_the_rule_decides_the_other_answers(que
     else:
         assert figures["votes"] == 9
         assert ann_b not in figures["voters_of_hit_1"] and figures["failed_qids"] == sorted(hit_1)
+
+
+@pytest.mark.parametrize("rule", ["discard", "keep"])
+def test_the_crowd_model_reads_the_gold_answers_of_a_failed_check_under_either_rule(
+    query_set, annotators, tmp_path, rule
+):
+    """The rejected assignment's wrong gold answer (g1 answered m, known f) is what tells the model
+    that ann-b errs (issue 58): the model reads it whether or not the rule keeps its other answers."""
+    batch = _gold_batch(query_set, tmp_path, f"gj-{rule}", failed_gold_answers=rule)
+    _answer(batch, annotators)
+    sync_batch(batch)
+    failed = Assignment.objects.get(hit__batch=batch, gold_passed=False)
+    assert failed.status == Assignment.Status.REJECTED
+    gold = gold_judgments(batch)
+    ann_b = gold[gold["worker"] == failed.worker.pseudonym]
+    # ann-b met both gold questions in both HITs: 4 answers, the wrong one among them.
+    assert len(ann_b) == 4 and ((ann_b["item"] == "g1") & (ann_b["label"] == "m")).sum() == 1
+    assert len(gold) == 8
 
 
 def test_the_default_is_to_discard_and_the_option_is_offered_by_form_api_and_page(

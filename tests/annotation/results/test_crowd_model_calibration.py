@@ -1,0 +1,231 @@
+"""The crowd model against the truth of crowds it was not built on, against crowd-kit's Dawid–Skene
+(crowdkit.aggregation.DawidSkene, the field's library, tests only) and against the Bayes rule with the
+crowd's true parameters, on the same answers (issue 58).
+
+Crowds:
+
+- **the demo's**: 1,000 queries nearly all truly non-gendered (shares n 0.97, f 0.015, m 0.014,
+  o 0.001: the demo's word-list pool has almost no gendered query), answered as
+  ``simulate_annotations --annotators 5 --accuracy 0.7`` answers (3 of 5 annotators per query, the
+  truth with probability 0.7, one of the other three labels otherwise: the simulation of
+  :mod:`annotation.platforms.inhouse.services.simulation`, written out here);
+- **the study's with gold**: 3,750 queries with the SIGIR 2020 shares, 40 workers of unequal
+  accuracy and activity erring along class-dependent lines, 10% spammers, a lazy worker, a gold
+  question in every HIT (``benchmarks/crowd_simulation.py``, MODERATE), and the same crowd when the
+  assignments that failed gold lose their other answers (the default ``discard``) but keep their
+  gold answer for the model (``gold_selected``);
+- **a Prolific-like crowd**: 3,750 queries, 500 participants of equal activity with 15 queries and
+  a gold question per HIT (11–22 answers each).
+
+Expected values come from the simulation's truth, crowd-kit and the Bayes rule; none from the model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from annotation.results.aggregation import dawid_skene, validate_judgments
+from benchmarks import crowd_simulation as cs
+
+pytestmark = pytest.mark.filterwarnings("ignore:::crowdkit")  # crowd-kit 1.4.2 on pandas 3: deprecation notices
+
+LABELS = cs.LABELS
+DEMO_SHARES = np.array([0.97, 0.015, 0.014, 0.001])
+DEMO_ACCURACY = 0.7
+PROLIFIC = cs.Crowd(workers=500, zipf=0.0, per_hit=15)
+
+
+def demo_crowd(rng: np.random.Generator, n: int = 1000, annotators: int = 5, votes: int = 3):
+    truth = rng.choice(len(LABELS), n, p=DEMO_SHARES)
+    rows = []
+    for i, t in enumerate(truth):
+        for w in rng.choice(annotators, votes, replace=False):
+            wrong = [k for k in range(len(LABELS)) if k != t]
+            given = t if rng.random() < DEMO_ACCURACY else rng.choice(wrong)
+            rows.append((f"q{i}", f"simulated-{w}", LABELS[given]))
+    return truth, pd.DataFrame(rows, columns=["item", "worker", "label"]), {}
+
+
+def gold_selected(rng: np.random.Generator, crowd: cs.Crowd = cs.MODERATE, n: int = 3750):
+    """The study's crowd where every assignment whose gold answer was wrong loses its other answers
+    (``--failed-gold-answers discard``); its gold answer stays in the model's input."""
+    drawn = cs.study(rng, cs.synthetic_truth(rng, n), crowd)
+    j = drawn.judgments
+    is_gold = j["item"].str.startswith("g").to_numpy()
+    assignment = np.concatenate([[0], np.cumsum(is_gold)[:-1]])  # each assignment ends with its gold row
+    wrong = is_gold & (j["label"].to_numpy() != j["item"].map(drawn.gold).to_numpy())
+    failed = np.zeros(assignment.max() + 1, dtype=bool)
+    failed[assignment[wrong]] = True
+    keep = ~(failed[assignment] & ~is_gold)
+    return drawn.truth, j.loc[keep].reset_index(drop=True), drawn.gold
+
+
+def study_crowd(rng: np.random.Generator, crowd: cs.Crowd = cs.MODERATE, n: int = 3750):
+    drawn = cs.study(rng, cs.synthetic_truth(rng, n), crowd)
+    return drawn.truth, drawn.judgments, drawn.gold
+
+
+def bayes_rule(judgments: pd.DataFrame, items: list[str]) -> np.ndarray:
+    """The label of highest posterior under the demo crowd's true parameters (independent of the model)."""
+    confusion = np.full((4, 4), (1 - DEMO_ACCURACY) / 3)
+    np.fill_diagonal(confusion, DEMO_ACCURACY)
+    row = {q: r for r, q in enumerate(items)}
+    log_post = np.tile(np.log(DEMO_SHARES), (len(items), 1))
+    for item, _, label in judgments.itertuples(index=False):
+        log_post[row[item]] += np.log(confusion[:, LABELS.index(label)])
+    return log_post.argmax(axis=1)
+
+
+def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
+    """Σ_b (share of labels in bin b) × |mean confidence − share right| over 10 equal-width bins."""
+    which = np.minimum((confidence * bins).astype(int), bins - 1)
+    return float(
+        sum(
+            (which == b).mean() * abs(confidence[which == b].mean() - correct[which == b].mean())
+            for b in range(bins)
+            if (which == b).any()
+        )
+    )
+
+
+def scored(draw, seed: int) -> dict:
+    """One crowd drawn, fitted by the project's model and crowd-kit's; what the Done-when of issue 58 reads."""
+    from crowdkit.aggregation import DawidSkene
+
+    truth, judgments, gold = draw(np.random.default_rng(seed))
+    ds = dawid_skene(judgments, gold=gold)
+    items = [f"q{i}" for i in range(len(truth)) if f"q{i}" in ds.posteriors.index]
+    true = truth[[int(q[1:]) for q in items]]
+    exported = ds.label_table().loc[items]  # what the export prints: label and ds_posterior
+    label = exported["label"].map(LABELS.index).to_numpy()
+    frame = validate_judgments(judgments, repeatable=gold)
+    crowdkit = DawidSkene(n_iter=100).fit_predict(frame.rename(columns={"item": "task"}))
+    counted = frame[frame["item"].isin(items)]
+    unanimous = counted.groupby("item")["label"].agg(lambda x: len(x) == 3 and x.nunique() == 1)
+    return {
+        "truth": true,
+        "label": label,
+        "posterior": exported["posterior"].to_numpy(),
+        "held_out": ds.held_out.loc[items, list(LABELS)].to_numpy(),
+        "crowdkit": crowdkit.loc[items].map(LABELS.index).to_numpy(),
+        "unanimous": unanimous.reindex(items, fill_value=False).to_numpy(),
+        "judgments": counted,
+        "items": items,
+        "model": ds.encoded.choice.model,
+    }
+
+
+def check(runs: list[dict], ece_bound: float = 0.05) -> dict:
+    truth = np.concatenate([r["truth"] for r in runs])
+    label = np.concatenate([r["label"] for r in runs])
+    posterior = np.concatenate([r["posterior"] for r in runs])
+    held = np.concatenate([r["held_out"] for r in runs])
+    right = label == truth
+    figures = {
+        "accuracy": right.mean(),
+        "crowdkit": np.mean([(r["crowdkit"] == r["truth"]).mean() for r in runs]),
+        "ece": expected_calibration_error(posterior, right),
+        "ece_held_out": expected_calibration_error(held.max(axis=1), held.argmax(axis=1) == truth),
+        "unanimous_median": float(np.median(posterior[np.concatenate([r["unanimous"] for r in runs])])),
+        "excess": np.mean(
+            [
+                np.bincount(r["label"], minlength=4) / len(r["label"])
+                - np.bincount(r["truth"], minlength=4) / len(r["truth"])
+                for r in runs
+            ],
+            axis=0,
+        ),
+    }
+    print({k: np.round(v, 4) for k, v in figures.items()}, [r["model"] for r in runs])
+    assert figures["ece"] <= ece_bound, figures
+    assert figures["ece_held_out"] <= ece_bound, figures
+    assert figures["unanimous_median"] >= 0.90, figures
+    assert figures["accuracy"] >= figures["crowdkit"] - 0.01, figures
+    assert (figures["excess"] <= 0.02).all(), figures
+    return figures
+
+
+@pytest.mark.slow
+def test_the_demo_crowd_gets_calibrated_posteriors_and_no_invented_other():
+    """4 demo crowds (4,000 queries). Measured: accuracy 0.976 (crowd-kit 0.870, the Bayes rule with
+    the true parameters within 0.002), ECE 0.005 (held out 0.006; Monte-Carlo s.e. about 0.003 from
+    the spread over the four draws), unanimous 3-vote queries median posterior 1.00, share labelled
+    n 0.015 above the truth (the Bayes rule's own lean to the class of 97%), Other 0.0008 where 0.0015 are (Bayes rule 0.978 right).
+    Before issue 58: 13% Other, accuracy 0.74, ECE 0.08–0.15 (the full rows invented the class)."""
+    runs = [scored(demo_crowd, seed) for seed in range(4)]
+    figures = check(runs)
+    bayes = np.mean([(bayes_rule(r["judgments"], r["items"]) == r["truth"]).mean() for r in runs])
+    assert figures["accuracy"] >= bayes - 0.01, (figures, bayes)
+    other = np.mean([(r["label"] == LABELS.index("o")).mean() for r in runs])
+    assert other <= DEMO_SHARES[3] + 0.005, other
+    assert {r["model"] for r in runs} == {"one-coin"}  # the crowd errs evenly: the full rows do not earn their place
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name, draw",
+    [("study", study_crowd), ("gold_selected", gold_selected), ("prolific", lambda rng: study_crowd(rng, PROLIFIC))],
+)
+def test_study_size_crowds_get_calibrated_posteriors(name, draw):
+    """2 crowds of 3,750 queries each. Measured (issue 58's Done-when; figures in docs/quality.md):
+    study with gold: accuracy 0.916 against crowd-kit's 0.907, ECE 0.010 (held out 0.009);
+    gold-selected 0.900/0.890, ECE 0.010; Prolific-like 0.921/0.876, ECE 0.013 (held out 0.005)
+    (Monte-Carlo s.e. of ECE about 0.003); unanimous 3-vote queries' median posterior 0.998 or more;
+    no class above its true share by more than 0.018 (n, where the Bayes rule leans too)."""
+    check([scored(draw, seed) for seed in range(2)])
+
+
+@pytest.mark.slow
+def test_the_prolific_like_crowd_leaves_the_corrected_value_unbiased():
+    """Issue 58, item 4, in small: 12 Prolific-like studies of 3,750 queries (740 participants, 11–22
+    answers each; ``crowd_simulation.prolific``). Each study's corrected value of run A and paired
+    difference (:func:`metrics.label_uncertainty.class_means` on the held-out posteriors) minus the same
+    estimator on the true labels, so only the labels' error is left. The value's study-to-study s.d. at
+    3,750 queries is about 0.0063 (docs/metrics.md), a quarter of it 0.0016. Measured (these 12
+    studies): +0.0028 (MC s.e. 0.0014) and +0.0013 (0.0006); the model before issue 58 +0.0067 (0.0011)
+    and +0.0031 (0.0005), which this test fails; one coin forced +0.0014 (0.0011) and +0.0007 (0.0005).
+    Asserted: |mean| ≤ 0.0016 + 2 MC s.e. for both (item 4's bound, ¼ s.e., is met within MC error for
+    the difference, not shown for the value)."""
+    from metrics import label_uncertainty as lu
+
+    errors = []
+    for s in range(12):
+        rng = np.random.default_rng([2040, s])
+        drawn = cs.study(rng, cs.synthetic_truth(rng, 3750), cs.prolific(3750))
+        ds = dawid_skene(drawn.judgments, gold=drawn.gold)
+        values = np.column_stack([drawn.a, drawn.b - drawn.a])
+        held = ds.held_out.loc[drawn.qids, list(LABELS)].to_numpy()
+        errors.append((lu.class_means(held, values) - lu.class_means(np.eye(4)[drawn.truth], values))[0])
+    errors = np.array(errors)
+    mean, mc = errors.mean(axis=0), errors.std(axis=0, ddof=1) / np.sqrt(len(errors))
+    print("bias", mean, "MC s.e.", mc)
+    assert (np.abs(mean) <= 0.0016 + 2 * mc).all(), (mean, mc)
+
+
+def test_gold_selection_drops_the_other_answers_of_every_assignment_that_failed_gold():
+    """``Crowd(discard_failed_gold=True)``: checked against the rows the same seed gives without it."""
+    from dataclasses import replace
+
+    kept, gold = cs.crowd_judgments(
+        np.random.default_rng(5),
+        cs.synthetic_truth(np.random.default_rng(5), 300),
+        replace(cs.MODERATE, discard_failed_gold=True),
+    )
+    everything, _ = cs.crowd_judgments(
+        np.random.default_rng(5), cs.synthetic_truth(np.random.default_rng(5), 300), cs.MODERATE
+    )
+    rows = everything.to_numpy().tolist()
+    assignments, current = [], []
+    for row in rows:  # an assignment: a worker's answers to one HIT, its gold answer last
+        current.append(row)
+        if row[0].startswith("g"):
+            assignments.append(current)
+            current = []
+    expected = []
+    for answers in assignments:
+        passed = answers[-1][2] == gold[answers[-1][0]]
+        expected += answers if passed else answers[-1:]
+    assert kept.to_numpy().tolist() == expected
+    assert len(kept) < len(everything)  # some failed
