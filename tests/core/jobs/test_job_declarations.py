@@ -36,6 +36,8 @@ RECORDED = {
     "metrics.counterfactual": "metrics.tasks.counterfactual_collection_task",
     "metrics.paper": "metrics.tasks.paper_bundle_task",
     "core.test_connection": "core.tasks.test_connection_task",
+    "import.named_set": "pooling.tasks.named_set_task",
+    "metrics.compare_sets": "metrics.tasks.compare_sets_task",
 }
 
 
