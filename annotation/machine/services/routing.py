@@ -324,7 +324,7 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
     decisive label and fewer votes than a majority needs, or in a HIT that still gets votes: open
     places, or an undecided query the next sync escalates), ``escalating`` (undecided ones the next
     sync gives one more assignment), ``next`` (that round's cost), ``spent`` (the sample's escalations
-    so far), ``limit`` (what they may still add) and ``waits`` (:func:`sample_waits`: each HIT the
+    so far), ``limit`` (what they may still add) and ``waits`` (each HIT the
     sample waits on, and why). An undecided query that can get no more votes (its HIT at the cap, the
     limit spent, or a team batch's HIT every member did) keeps no label: an error for any machine."""
     from django.db.models import Count, Q

