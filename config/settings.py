@@ -18,7 +18,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from core.connection_kinds import CHAT_API_URL_DEFAULT, PROLIFIC_API_URL_DEFAULT
+from core.connection_kinds import CHAT_API_URL_DEFAULT, CHAT_TOKEN_LIMIT_DEFAULT, PROLIFIC_API_URL_DEFAULT
 
 from .env import (
     env_bool,
@@ -523,6 +523,11 @@ PROLIFIC_BONUS_SETTLE_SECONDS = env_int("PROLIFIC_BONUS_SETTLE_SECONDS", 3600, m
 PRELABEL_API_URL = env_str("PRELABEL_API_URL", CHAT_API_URL_DEFAULT)
 PRELABEL_API_KEY = env_str("PRELABEL_API_KEY", "")
 PRELABEL_MODEL = env_str("PRELABEL_MODEL", "")
+#: The request field that caps each answer's length: max_tokens (llama.cpp, vLLM, most servers) or
+#: max_completion_tokens (OpenAI's reasoning models); a 400 naming the other switches to it.
+PRELABEL_TOKEN_LIMIT_FIELD = env_str("PRELABEL_TOKEN_LIMIT_FIELD", CHAT_TOKEN_LIMIT_DEFAULT)
+#: The cap itself: the most tokens one answer may take (a label takes a few).
+PRELABEL_MAX_ANSWER_TOKENS = env_int("PRELABEL_MAX_ANSWER_TOKENS", 16, minimum=1, maximum=4096)
 #: A prompt of your own for the chat labeller: the system prompt, a line ``---``, then the user
 #: template with ``{query}``; versioned by its text (empty: the built-in, versioned prompt).
 PRELABEL_PROMPT_FILE = env_str("PRELABEL_PROMPT_FILE", "")

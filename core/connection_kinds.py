@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 PROLIFIC_API_URL_DEFAULT = "https://api.prolific.com/api/v1/"
 CHAT_API_URL_DEFAULT = "https://api.openai.com/v1/"
+#: The request field that caps a chat answer's length (the chat labeller's TOKEN_LIMIT_FIELDS).
+CHAT_TOKEN_LIMIT_DEFAULT = "max_tokens"
 HUGGINGFACE_URL_DEFAULT = "https://huggingface.co"
 
 
@@ -86,6 +88,14 @@ CHAT = ConnectionKind(
         ConnectionField("model", "Model", "PRELABEL_MODEL", help="The model name the endpoint serves."),
         ConnectionField(
             "api_key", "API key", "PRELABEL_API_KEY", secret=True, help="Sent as a bearer token; empty: none."
+        ),
+        ConnectionField(
+            "token_limit",
+            "Answer-length field",
+            "PRELABEL_TOKEN_LIMIT_FIELD",
+            CHAT_TOKEN_LIMIT_DEFAULT,
+            help="The request field that caps each answer: max_tokens (llama.cpp, vLLM, most servers) or "
+            "max_completion_tokens (OpenAI's reasoning models); a refusal that names the other switches to it.",
         ),
     ),
     about="The chat pre-labeller (annotation.machine).",

@@ -177,6 +177,8 @@ class ChatSettings:
     api_url: str
     model: str
     _api_key: Callable[[], str] = field(repr=False)
+    #: the request field that caps each answer's length (``max_tokens`` or ``max_completion_tokens``)
+    token_limit: str = "max_tokens"
 
     @property
     def api_key(self) -> str:
@@ -191,7 +193,9 @@ class ChatSettings:
 def chat_settings() -> ChatSettings:
     """The language-model connection in force: the chat pre-labeller reads it here, at use time."""
     state = connection_state(CHAT.kind)
-    return ChatSettings(state.value("api_url"), state.value("model"), state.secret("api_key"))
+    return ChatSettings(
+        state.value("api_url"), state.value("model"), state.secret("api_key"), state.value("token_limit")
+    )
 
 
 @dataclass(frozen=True)

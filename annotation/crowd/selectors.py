@@ -492,3 +492,25 @@ def counts_answers(prefix: str = "") -> Q:
         }
     )
     return passed | kept
+
+
+def place_takers(batch: Batch, hit_ids: list[int]) -> dict[int, int] | None:
+    """How many annotators could still take a place on each of ``hit_ids`` of ``batch``: ``None`` for a
+    batch open to anyone (no team); for a batch restricted to a team, its active members who are not
+    blocked and hold no assignment on that HIT (one assignment per annotator and HIT, whatever became of
+    it: a member whose work failed its gold check has done the HIT). A member never handed a HIT yet can
+    take any. The one count of who is left to fill a team's places: the team's warning, escalation
+    (never a place nobody can take) and routing's wait (who is needed) read it."""
+    from annotation.models import Worker
+
+    if not batch.team.exists():
+        return None
+    team = batch.team.filter(is_active=True)
+    members = list(Worker.objects.filter(identity__user__in=team, blocked=False).values_list("pk", flat=True))
+    takers_in_all = team.count() - team.filter(annotation_identity__worker__blocked=True).count()
+    done = dict(
+        Hit.objects.filter(pk__in=hit_ids)
+        .annotate(done=Count("assignments__worker", filter=Q(assignments__worker__in=members), distinct=True))
+        .values_list("pk", "done")
+    )
+    return {pk: max(0, takers_in_all - done.get(pk, 0)) for pk in hit_ids}

@@ -199,7 +199,9 @@ class RoutingView(_BatchView):
         threshold, accuracy on the sample, where every query of the batch goes (gold, sample, accepted,
         to the crowd, over budget: unlabelled), cost and saving on the queries that end up labelled;
         nothing created. Nothing certified: ``more_needed`` sample queries (``calibration-sample`` with
-        ``extend``)."""
+        ``extend``). While a query of the blind sample may still change its crowd label, ``ready`` is
+        false and ``waiting`` lists each HIT it waits on (sample batch, HIT position, its sample queries,
+        why, annotators the team lacks for it): the POST then routes nothing."""
         batch = self.batch(name)
         data = checked(RoutingPreviewRequestSerializer, request.query_params)
         plan_object = plan_routing(batch, **routing_request(data))  # the rules checked there
@@ -215,7 +217,9 @@ class RoutingView(_BatchView):
         responses={201: RoutingSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request, name: str, format=None):
-        """Route the batch as the preview showed and start publishing the routed queries (``publish_job``)."""
+        """Route the batch as the preview showed and start publishing the routed queries (``publish_job``).
+        409, nothing routed or published, while the blind sample waits (the message says for what), whatever
+        the rule (``no_guarantee`` included)."""
         routed = route_and_publish(
             self.batch(name), **routing_request(checked(RoutingRequestSerializer, body_object(request)))
         )

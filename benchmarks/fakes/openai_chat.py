@@ -17,7 +17,17 @@ its first token: logprob 0, the other alternatives listed at -9999.0, "very unli
 ``{"content": "f", "top": {"f": -0.2, "m": -1.8, ...}}``, whose ``top`` lists the first token's
 alternatives (the most likely ``top_logprobs`` of them are sent). ``logprobs`` = ``"honour"``
 (default), ``"ignore"`` (``null`` whatever was asked: servers that do not implement them) or
-``"refuse"`` (400 when they are asked for).
+``"refuse"`` (400 when they are asked for). ``logprobs_shape`` = ``"chat"`` (default, the shape above)
+or ``"completion"``: the text-completion shape ``{tokens, token_logprobs, top_logprobs: [{token:
+logprob}], text_offset}`` that llama-cpp-python's chat answers carried before 0.2.58.
+
+The answer's length, as servers cap it: ``token_limit`` = ``"max_tokens"`` (default: llama.cpp,
+vLLM) reads ``max_tokens``; ``"max_completion_tokens"`` (OpenAI's reasoning models) reads that one and
+refuses ``max_tokens`` with OpenAI's 400 ("Unsupported parameter: 'max_tokens' is not supported with
+this model. Use 'max_completion_tokens' instead."). An answer longer than the cap is cut to that many
+tokens (``tokens_of``) with ``finish_reason: "length"``; a request with no cap gets the whole scripted
+answer, which may be a long free text. ``count_tokens``: usage counts the tokens of each answer sent
+(default: 1 a choice).
 
 Faults, taken in turn from ``faults`` one per request (``""``: none): ``throttle`` (429 with
 ``Retry-After: 0``), ``throttle_bare`` (429 without ``Retry-After``), ``error`` (500),
@@ -60,6 +70,14 @@ class FakeOpenAI:
     huge_chars: int = 2_000_000
     redirect_to: str = ""
     logprobs: str = "honour"
+    logprobs_shape: str = "chat"
+    token_limit: str = "max_tokens"
+    count_tokens: bool = False
+
+    def cap_of(self, body: dict) -> int | None:
+        """The answer's cap the request sets in the field this server reads (``None``: no cap)."""
+        value = body.get(self.token_limit)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
     def query_of(self, body: dict) -> str:
         """The query of the user message: the JSON string between ``<query>`` lines, else after ``Query: ``."""
@@ -81,12 +99,19 @@ class FakeOpenAI:
             self.turns[query] = turn + 1
             answer = script[turn % len(script)]
             content = answer["content"] if isinstance(answer, dict) else answer
-            choice = {"index": index, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-            choice["logprobs"] = (
-                {"content": token_logprobs(answer, int(body.get("top_logprobs") or 0)), "refusal": None}
-                if with_logprobs
-                else None
-            )
+            cap, finish = self.cap_of(body), "stop"
+            if cap is not None and len(tokens_of(content)) > cap:
+                content, finish = "".join(tokens_of(content)[:cap]), "length"
+                answer = {**answer, "content": content} if isinstance(answer, dict) else content
+            choice = {"index": index, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
+            choice["logprobs"] = None
+            if with_logprobs:
+                entries = token_logprobs(answer, int(body.get("top_logprobs") or 0))
+                choice["logprobs"] = (
+                    completion_shaped(entries)
+                    if self.logprobs_shape == "completion"
+                    else {"content": entries, "refusal": None}
+                )
             choices.append(choice)
         return choices
 
@@ -120,6 +145,20 @@ def token_logprobs(answer: str | dict, k: int) -> list[dict]:
     return entries
 
 
+def completion_shaped(entries: list[dict]) -> dict:
+    """The chat shape's ``content`` entries in the text-completion shape (llama-cpp-python before 0.2.58)."""
+    offsets, at = [], 0
+    for entry in entries:
+        offsets.append(at)
+        at += len(entry["token"])
+    return {
+        "tokens": [e["token"] for e in entries],
+        "text_offset": offsets,
+        "token_logprobs": [e["logprob"] for e in entries],
+        "top_logprobs": [{t["token"]: t["logprob"] for t in e["top_logprobs"]} for e in entries],
+    }
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: LoopbackServer
 
@@ -146,6 +185,10 @@ class _Handler(BaseHTTPRequestHandler):
             )
             and "top_logprobs",
             fake.logprobs == "refuse" and body.get("logprobs") and "logprobs are not supported by this model",
+            fake.token_limit == "max_completion_tokens"
+            and "max_tokens" in body
+            and "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+            "'max_completion_tokens' instead.",
         ]
         if any(problems):
             with self.server.lock:
@@ -182,6 +225,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._reply(200, json.dumps(huge).encode())
         with self.server.lock:
             choices = fake.complete(body)
+        completion = len(choices)
+        if fake.count_tokens:
+            completion = sum(len(tokens_of(c["message"]["content"])) for c in choices)
         answer = {
             "id": f"chatcmpl-{len(fake.requests)}",
             "object": "chat.completion",
@@ -190,8 +236,8 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": choices,
             "usage": {
                 "prompt_tokens": PROMPT_TOKENS,
-                "completion_tokens": len(choices),
-                "total_tokens": PROMPT_TOKENS + len(choices),
+                "completion_tokens": completion,
+                "total_tokens": PROMPT_TOKENS + completion,
             },
         }
         return self._reply(200, json.dumps(answer).encode())

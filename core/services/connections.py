@@ -262,6 +262,9 @@ def check_chat() -> str:
             {"role": "user", "content": 'Query: "connection test"'},
         ],
         "temperature": 1.0,
+        # Capped as every labelling request is, in the field the connection declares: a server that
+        # refuses that field fails the test here, before a job does.
+        conn.token_limit: settings.PRELABEL_MAX_ANSWER_TOKENS,
     }
     answer = _call(client, "POST", "chat/completions", body, label="API key", secret=key)
     choices = answer.get("choices") if isinstance(answer, dict) else None

@@ -11,8 +11,9 @@ Reads only (no state changes), in three steps:
    resamples.
 2. **The non-gendered share** (:func:`non_gendered_share`) of a pool's queries, with its Wilson
    95% interval: from the pool's batches labelled so far (every label source: crowd majority,
-   rulings, accepted machine labels); else from the export that made the pilot's query set (its
-   label counts); else the SIGIR 2020 annotated set (1,765 of 3,750), stated as such.
+   rulings, accepted machine labels; a batch on the pool's query set is the pool's); else from the
+   export that made the pilot's query set (its label counts) when it exported this pool's labels;
+   else the SIGIR 2020 annotated set (1,765 of 3,750), stated as such. Never another pool's share.
 3. **The cost** (:func:`costs`) of annotating that many pooled queries on each provider, by the
    batch form's own estimate (:func:`annotation.services.estimate_cost`, on
    :mod:`annotation.crowd.costs`), and, where a batch of the pool was routed after machine
@@ -26,6 +27,8 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+
+from django.db.models import Q
 
 from annotation import selectors as annotation_selectors
 from annotation import services as annotation_services
@@ -227,8 +230,10 @@ def find_pilot(
 
 
 def _pool_batches(pool: Pool) -> list[Batch]:
+    """The pool's own batches: made on the pool, or on its pooled queries' query set (a batch made with
+    ``--query-set POOL-queries`` has no pool of its own but labels this pool's queries, and no other's)."""
     return list(
-        Batch.objects.filter(pool=pool, parent__isnull=True)
+        Batch.objects.filter(Q(pool=pool) | Q(query_set=pool.queries_id), parent__isnull=True)
         .exclude(status=Batch.Status.CANCELLED)
         .order_by("created", "pk")
     )
@@ -248,8 +253,13 @@ def non_gendered_share(pool: Pool, pilot_query_set: str | None = None) -> Share:
         count = sum(label == NON_GENDERED for label in labels.values())
         return _share(count, len(labels), f"labelled so far in batch(es) {', '.join(names)} of pool {pool.name}")
     if pilot_query_set:
+        # Only an export of this pool's labels: another pool's share is not this pool's (issue 58).
         export = (
-            Export.objects.filter(query_set__name=pilot_query_set).select_related("batch").order_by("-created").first()
+            Export.objects.filter(query_set__name=pilot_query_set)
+            .filter(Q(batch__pool=pool) | Q(batch__query_set=pool.queries_id))
+            .select_related("batch")
+            .order_by("-created")
+            .first()
         )
         if export is not None:
             counts = {label: int(export.counts.get(label, 0)) for label in LABELS}

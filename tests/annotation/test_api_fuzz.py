@@ -26,17 +26,15 @@ from django.core.management import call_command
 
 from annotation import services
 from annotation.machine.prelabellers.openai_chat import Sampled
-from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
 from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
-from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from annotation.publication.services.exports import export_for_download
 from core.services.api_tokens import api_token
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import answers_for, make_batch
-from tests.annotation.machine.test_prelabelling_pages import _queries
+from tests.annotation.machine.test_prelabelling_pages import _queries, answer_until_in
 
 #: Examples per operation: enough to send bad types, missing fields and odd names everywhere.
 MAX_EXAMPLES = 6
@@ -94,7 +92,7 @@ def _seed_machine_labelling() -> None:
     )
     prelabel_batch(machine, "rules")
     services.publish_batch(create_calibration_sample(machine, 60, seed=1))
-    simulate_local_annotations(calibration_batch(machine), annotators=4, accuracy=0.85)
+    answer_until_in(machine)  # 4 annotators at 0.85, then its escalations: routing waits for them (issue 58)
     fresh = services.create_batch(
         "mc", settings, query_set=create_query_set("mq2", _queries(40), origin=QuerySet.Origin.IMPORTED)
     )

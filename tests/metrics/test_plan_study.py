@@ -389,3 +389,46 @@ def test_the_batch_page_loads_the_panel_and_the_panel_says_the_plan(world, clien
 
     refused = client.get("/metrics/plan/", params | {"plan-delta": "-1"}).content.decode()
     assert "Δ must be a positive number" in refused and "To detect" not in refused
+
+
+def _labelled(batch, labels, staff):
+    for i, label in enumerate(labels):
+        adjudicate(batch, f"x{i}", label, "clear", staff)
+
+
+def test_each_pool_plans_with_its_own_share_never_another_pools(world, staff):
+    """Issue 58: plan_study took another pool's non-gendered share (0.136 where the pool's was 0.203).
+    Two pools of different shares: pool "one" labelled on a batch made on the pool (4 of 5 non-gendered),
+    pool "two" on a batch made on its pooled query set with no pool named (1 of 5); the pilot's query set
+    is the export of pool one's labels. Each plans with its own share, counted here from the labels given;
+    a third pool without labels takes the stated SIGIR 2020 share, not pool one's export."""
+    from annotation.models import Export
+
+    stored_report(world, "pilot")
+    one, two = make_pool("one"), make_pool("two")
+    first = annotation_services.create_batch("one-batch", annotation_services.BatchSettings(), pool=one)
+    _labelled(first, ["n", "n", "n", "n", "f"], staff)
+    second = annotation_services.create_batch("two-batch", annotation_services.BatchSettings(), query_set=two.queries)
+    _labelled(second, ["m", "f", "n", "o", "f"], staff)
+    Export.objects.create(  # the pilot's query set "q" made by exporting pool one's labels: 8 of 10 non-gendered
+        batch=first,
+        path="x",
+        card_path="x",
+        format="csv",
+        category="all",
+        queries=10,
+        counts={"n": 8, "f": 1, "m": 1, "o": 0},
+        card="",
+        query_set=QuerySet.objects.get(name="q"),
+    )
+    expected = {"one": (4, 5), "two": (1, 5)}
+    for name, (count, total) in expected.items():
+        plan = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", pool=name, draws=200)
+        share = plan["non_gendered_share"]
+        assert (share["count"], share["total"]) == (count, total), name
+        assert f"{name}-batch" in share["source"]
+        assert plan["pooled_to_annotate"] == math.ceil(plan["n_queries"] * total / count - 1e-9)
+    make_pool("three")
+    share = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", pool="three", draws=200)["non_gendered_share"]
+    assert (share["count"], share["total"]) == power.SIGIR2020_NON_GENDERED
+    assert share["source"].startswith("assumed: the SIGIR 2020")

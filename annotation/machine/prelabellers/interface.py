@@ -75,6 +75,8 @@ class Usage:
     unparseable: int = 0  #: answers that were not a label (excluded from the votes)
     answers: int = 0  #: answers drawn from the model (not from the cache)
     logprob_answers: int = 0  #: of which came with log-probabilities
+    #: calls made one answer at a time because the server gave fewer choices than ``n`` asked (llama.cpp)
+    separate_calls: int = 0
 
 
 class PreLabeller(ABC):

@@ -232,6 +232,8 @@ def read_top_logprobs(logprobs: Any) -> list[list] | None:
     position listing no alternative to the token chosen, is ``None``: the answer is voted as text.
     """
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if content is None and isinstance(logprobs, dict):
+        content = _completion_shaped(logprobs)
     if not isinstance(content, list):
         return None
     for position in content[:MAX_LEADING_TOKENS]:
@@ -251,6 +253,20 @@ def read_top_logprobs(logprobs: Any) -> list[list] | None:
                 top[token] = value
         return [[token, value] for token, value in top.items()] if len(top) > 1 else None
     return None
+
+
+def _completion_shaped(logprobs: dict) -> list[dict] | None:
+    """The text-completion shape of log-probabilities (``tokens``, ``token_logprobs`` and
+    ``top_logprobs`` as one ``{token: logprob}`` per position: llama-cpp-python's chat answers before
+    0.2.58, and its completions) read as the chat shape's ``content``; ``None`` when it is not that shape."""
+    tokens, values, tops = (logprobs.get(key) for key in ("tokens", "token_logprobs", "top_logprobs"))
+    if not (isinstance(tokens, list) and isinstance(values, list) and isinstance(tops, list)):
+        return None
+    content = []
+    for token, value, top in zip(tokens, values, tops, strict=False):
+        listed = [{"token": t, "logprob": v} for t, v in top.items()] if isinstance(top, dict) else []
+        content.append({"token": token, "logprob": value, "top_logprobs": listed})
+    return content
 
 
 @dataclass(frozen=True)
@@ -346,6 +362,21 @@ DEFAULT_TOP_LOGPROBS = 5
 MAX_TOKENS = 10**9
 #: An answer longer than this is kept (cached, voted) as the label it names, or as unparseable.
 MAX_ANSWER_CHARS = 200
+#: The most tokens a label's answer may take (the request's cap): a label is a few tokens ("n",
+#: "Non-gendered."); an uncapped small model wrote ~225 tokens (5 s) per answer on llama.cpp.
+DEFAULT_MAX_ANSWER_TOKENS = 16
+#: The request fields that cap an answer's length. ``max_tokens``: the chat API's first one, which
+#: llama.cpp's server, vLLM and most OpenAI-compatible servers read; ``max_completion_tokens``:
+#: OpenAI's newer one, which its reasoning models require (they refuse ``max_tokens`` with HTTP 400).
+TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+
+
+def wants_other_limit_field(text: str, sent: str) -> bool:
+    """Whether an HTTP 400's text refuses the cap's field ``sent`` and names the other one (OpenAI:
+    "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'
+    instead."): the request is then sent again with the other field."""
+    other = TOKEN_LIMIT_FIELDS[1 - TOKEN_LIMIT_FIELDS.index(sent)]
+    return sent in text and other in text
 
 
 def _tokens(usage: Any, key: str) -> int:
@@ -395,6 +426,15 @@ class ChatClient:
     alternatives are asked for at each token (0: no log-probabilities asked); when a call
     asking for them is refused (HTTP 400) and the same call without them is answered,
     ``logprobs_refused`` is set and they are not asked for again.
+
+    Every request caps the answer at ``max_answer_tokens`` in the field ``token_limit`` (one of
+    :data:`TOKEN_LIMIT_FIELDS`, the connection's declared choice); a 400 that refuses that field and
+    names the other (:func:`wants_other_limit_field`) is sent again with the other, which is kept for
+    the calls after it (``token_limit_switched``). A server that ignores ``n`` (llama.cpp's: one choice
+    whatever ``n``) is seen at its first answer of fewer choices than asked (``n_ignored``): the missing
+    answers are then asked one call each, and only when needed (an answer with log-probabilities
+    settles its query: more answers would repeat its first-token distribution); ``n`` is not sent to
+    it again, and the calls it took are counted (``Sampled.requests``, ``separate_calls``).
     """
 
     def __init__(
@@ -413,6 +453,8 @@ class ChatClient:
         prompt: Prompt = DEFAULT_PROMPT,
         max_answer_chars: int = MAX_ANSWER_CHARS,
         top_logprobs: int = DEFAULT_TOP_LOGPROBS,
+        max_answer_tokens: int = DEFAULT_MAX_ANSWER_TOKENS,
+        token_limit: str = TOKEN_LIMIT_FIELDS[0],
     ) -> None:
         if not model:
             raise PreLabelError("PRELABEL_MODEL is not set: name the model the endpoint serves")
@@ -432,6 +474,18 @@ class ChatClient:
             raise PreLabelError(f"PRELABEL_TOP_LOGPROBS: from 0 to 20 (the API's range), got {top_logprobs}")
         self.top_logprobs = top_logprobs
         self.logprobs_refused = False
+        if isinstance(max_answer_tokens, bool) or not isinstance(max_answer_tokens, int) or max_answer_tokens < 1:
+            raise PreLabelError(f"PRELABEL_MAX_ANSWER_TOKENS: at least 1 token, got {max_answer_tokens!r}")
+        if token_limit not in TOKEN_LIMIT_FIELDS:
+            raise PreLabelError(
+                f"PRELABEL_TOKEN_LIMIT_FIELD: one of {', '.join(TOKEN_LIMIT_FIELDS)}, got {token_limit!r}"
+            )
+        self.max_answer_tokens = max_answer_tokens
+        self.token_limit = token_limit
+        self.token_limit_switched = False
+        self.n_ignored = False  #: the server answered fewer choices than ``n`` asked: it ignores ``n``
+        self.separate_calls = 0  #: calls made for answers a server that ignores ``n`` did not give
+        self._state = threading.Lock()
         try:
             self.transport = JsonClient(
                 self.url,
@@ -468,14 +522,19 @@ class ChatClient:
         ends = None if deadline is None else time.monotonic() + deadline
         ask_logprobs = bool(self.top_logprobs) and not self.logprobs_refused
         refused = False
+        limit = self.token_limit
         while len(result.answers) < k:
+            if result.answers and self.n_ignored and settled(result.answers):
+                break  # one call per answer, and this one's log-probabilities already settle the query
+            wanted = k - len(result.answers)
             body: dict[str, Any] = {
                 "model": self.model,
                 "messages": messages(query, self.prompt),
                 "temperature": temperature,
+                limit: self.max_answer_tokens,  # a label is a few tokens: every request caps the answer
             }
-            if k - len(result.answers) > 1:
-                body["n"] = k - len(result.answers)
+            if wanted > 1 and not self.n_ignored:
+                body["n"] = wanted
             if ask_logprobs:
                 body |= {"logprobs": True, "top_logprobs": self.top_logprobs}
             left = None if ends is None else ends - time.monotonic()
@@ -484,6 +543,11 @@ class ChatClient:
             try:
                 answer = self.complete(body, deadline=left)
             except PreLabelError as exc:
+                if exc.status == 400 and wants_other_limit_field(str(exc), limit):  # the server wants the other
+                    limit = TOKEN_LIMIT_FIELDS[1 - TOKEN_LIMIT_FIELDS.index(limit)]
+                    with self._state:
+                        self.token_limit, self.token_limit_switched = limit, True
+                    continue
                 if exc.status == 400 and ask_logprobs:  # perhaps an endpoint that refuses them: ask without
                     ask_logprobs = False
                     refused = True
@@ -495,10 +559,15 @@ class ChatClient:
             result.requests += 1
             result.prompt_tokens += prompt_tokens
             result.completion_tokens += completion_tokens
-            contents = contents[: k - len(result.answers)]
             if not contents:
                 raise PreLabelError("chat completions: an answer with no choices", 502)
-            result.answers += contents
+            if result.answers:  # a call for answers the first did not give
+                with self._state:
+                    self.separate_calls += 1
+            if "n" in body and len(contents) < wanted:  # one choice whatever n: llama.cpp's server
+                with self._state:
+                    self.n_ignored = True
+            result.answers += contents[:wanted]
         return result
 
 
@@ -701,7 +770,9 @@ class ChatPreLabeller(PreLabeller):
             self.started = self.clock()
         texts = list(dict.fromkeys(text for _, text in queries))
         known = self.cache.get_many(self.model, self.prompt_version, texts)
-        first = {t: self.samples - (len(known[t].answers) if t in known else 0) for t in texts}
+        # A query whose answers held carry log-probabilities is settled (a server that ignores n gave one).
+        first = {t: 0 if t in known and settled(known[t].answers) else self.samples for t in texts}
+        first = {t: n - (len(known[t].answers) if t in known else 0) for t, n in first.items()}
         first = {t: n for t, n in first.items() if n > 0}
         failures, unasked = self._ask(first, known)
         second: dict[str, int] = {}
@@ -713,10 +784,11 @@ class ChatPreLabeller(PreLabeller):
         asked = set(first) | set(second)
         self.usage.cached_queries += len(texts) - len(asked)
         self.usage.sampled_queries += len(asked)
+        self.usage.separate_calls = getattr(self.client, "separate_calls", 0)
         predictions = {
             t: vote(known[t].answers[: self.max_samples])
             for t in texts
-            if len(known.get(t, Sampled([])).answers) >= self.samples
+            if len(known.get(t, Sampled([])).answers) >= self.samples or (t in known and settled(known[t].answers))
         }
         for prediction in predictions.values():
             self.usage.unparseable += prediction.detail["unparseable"]

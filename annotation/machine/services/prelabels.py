@@ -215,6 +215,8 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
             max_bytes=settings.PRELABEL_MAX_RESPONSE_BYTES,
             max_answer_chars=settings.PRELABEL_MAX_ANSWER_CHARS,
             top_logprobs=settings.PRELABEL_TOP_LOGPROBS,
+            max_answer_tokens=settings.PRELABEL_MAX_ANSWER_TOKENS,
+            token_limit=connection.token_limit,
         )
         return get_prelabeller(
             "openai",

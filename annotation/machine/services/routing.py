@@ -187,6 +187,14 @@ class RoutingPlan:
     sizing: list[dict] = field(default_factory=list)  #: first-draw sizes at the observed profile
     stages: list[dict] = field(default_factory=list)  #: a cascade's labellers, each with its threshold and kept
     reference_rule: dict = field(default_factory=dict)  #: votes, cap, until, posterior, text (recorded by routing)
+    #: the HITs the sample waits on (:func:`reference_state`): batch, hit (its position), queries, qids, reason,
+    #: needed (annotators the team lacks for it)
+    waiting: list[dict] = field(default_factory=list)
+
+    @property
+    def ready(self) -> bool:
+        """The blind sample is in (no sample query may still change its label): only then can it be routed."""
+        return not self.awaiting_votes
 
     @property
     def saving(self) -> Decimal:
@@ -205,6 +213,7 @@ class RoutingPlan:
             data[f"{key}_count"] = len(data[key])
         data["saving"] = self.saving
         data["labelled"] = self.labelled
+        data["ready"] = self.ready
         data["unlabelled"] = len(self.over_budget)
         return {k: str(v) if isinstance(v, Decimal) else v for k, v in data.items()}
 
@@ -227,8 +236,11 @@ def _affordable(batch: Batch, budget: Decimal, wanted: int) -> int:
     return low
 
 
-def _choose(sample: CalibrationSample, target: float, risk: float | None) -> dict[str, Any]:
-    """The threshold by the guarantee (``risk``) or by the point estimate (``risk`` None)."""
+def _choose(
+    sample: CalibrationSample, target: float, risk: float | None, state: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The threshold by the guarantee (``risk``) or by the point estimate (``risk`` None); ``state``: the
+    sample's :func:`reference_state`, when the caller has it."""
     from annotation.machine.routing_statistics import accuracy_at, certify_threshold, choose_threshold
 
     if risk is None:
@@ -259,7 +271,7 @@ def _choose(sample: CalibrationSample, target: float, risk: float | None) -> dic
     confidence = [sample.population[q].confidence for q in drawn]
     correct = [sample.crowd.get(q) == sample.population[q].label for q in drawn]  # no crowd label yet: not right
     population = [m.confidence for m in sample.population.values()]
-    state = reference_state(sample)
+    state = state or reference_state(sample)
     result = certify_threshold(
         confidence,
         correct,
@@ -312,42 +324,149 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
     decisive label and fewer votes than a majority needs, or in a HIT that still gets votes: open
     places, or an undecided query the next sync escalates), ``escalating`` (undecided ones the next
     sync gives one more assignment), ``next`` (that round's cost), ``spent`` (the sample's escalations
-    so far) and ``limit`` (what they may still add). An undecided query that can get no more votes
-    (its HIT at the cap, the limit spent) keeps no label: an error for any machine."""
+    so far), ``limit`` (what they may still add) and ``waits`` (each HIT the
+    sample waits on, and why). An undecided query that can get no more votes (its HIT at the cap, the
+    limit spent, or a team batch's HIT every member did) keeps no label: an error for any machine."""
     from django.db.models import Count, Q
 
-    from annotation.models import Assignment, Hit
+    from annotation.crowd.selectors import place_takers
+    from annotation.models import FREES_PLACE, Assignment, Hit
     from annotation.quality.services.budget import affordable, budget_left, extra_assignment_price, extra_spent
 
     drawn, undecided = set(sample.drawn), set(sample.undecided)
     pending = {q for q in drawn if q not in sample.crowd and q not in undecided}
     escalating: set[str] = set()
+    waits: list[dict[str, Any]] = []
+    on_hits: set[str] = set()
     spent = next_round = limit = Decimal("0")
     done = Q(assignments__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED])
     for link in sample.chain or [sample.sample_batch]:
         spent += extra_spent(link)
         left = budget_left(link)
         limit += left if left is not None and link.escalate_until else Decimal("0")
-        hits = (
+        hits = list(
             Hit.objects.filter(batch=link)
             .exclude(status=Hit.Status.EXPIRED)
-            .annotate(answered=Count("assignments", filter=done))
+            .annotate(
+                answered=Count("assignments", filter=done),
+                held=Count("assignments", filter=~Q(assignments__status__in=FREES_PLACE)),
+            )
+            .prefetch_related("hit_queries__batch_query")
         )
+        takers = place_takers(link, [hit.pk for hit in hits]) if hits else None
         price = extra_assignment_price(link) if link.escalate_until else Decimal("0")
-        for hit in hits.prefetch_related("hit_queries__batch_query"):
+        for hit in hits:
             qids = {hq.batch_query.qid for hq in hit.hit_queries.all()} & drawn
-            if hit.answered < hit.max_assignments and hit.status != Hit.Status.PENDING:
+            on_hits |= qids
+            free = max(0, hit.max_assignments - hit.held)
+            can_take = None if takers is None else takers[hit.pk]
+            if hit.status == Hit.Status.PENDING:
+                if qids & pending:
+                    waits.append(_wait(link, hit, qids & pending, "not published yet: publish the sample"))
+            elif hit.answered < hit.max_assignments:
                 pending |= qids
+                waits.append(_open_wait(link, hit, qids, free, hit.held - hit.answered, can_take))
             elif (
                 qids & undecided
                 and link.escalate_until
                 and hit.max_assignments < link.escalation_cap
                 and affordable(link, 1) > 0
+                and (can_take is None or can_take > 0)  # a team escalates only where a member can answer
             ):
                 escalating |= qids & undecided
                 pending |= qids
                 next_round += price
-    return {"pending": pending, "escalating": escalating, "next": next_round, "spent": spent, "limit": limit}
+                waits.append(
+                    _wait(
+                        link,
+                        hit,
+                        qids,
+                        f"{len(qids & undecided)} without a decisive label: the HIT gets one more assignment at the "
+                        f"next sync of {link.name} (${price:.2f})",
+                    )
+                )
+    lost = sorted(pending - on_hits)
+    if lost:
+        waits.append(
+            {
+                "batch": (sample.chain or [sample.sample_batch])[-1].name,
+                "hit": None,
+                "queries": len(lost),
+                "qids": lost,
+                "reason": "on no live HIT (the sample is not published, or its HIT expired): publish or extend it",
+                "needed": 0,
+            }
+        )
+    return {
+        "pending": pending,
+        "escalating": escalating,
+        "next": next_round,
+        "spent": spent,
+        "limit": limit,
+        "waits": waits,
+    }
+
+
+def _wait(link: Batch, hit, qids: set[str], reason: str, needed: int = 0) -> dict[str, Any]:
+    return {
+        "batch": link.name,
+        "hit": hit.position,
+        "queries": len(qids),
+        "qids": sorted(qids),
+        "reason": reason,
+        "needed": needed,
+    }
+
+
+def _open_wait(link: Batch, hit, qids: set[str], free: int, out: int, can_take: int | None) -> dict[str, Any]:
+    """A HIT of the sample that still gets votes: its places handed out, open, or that nobody can take."""
+    parts = []
+    if out > 0:
+        parts.append(f"{out} handed out, awaiting the answers")
+    stuck = 0 if can_take is None else max(0, free - can_take)
+    open_ = free - stuck
+    if open_ > 0:
+        who = f"{can_take} member(s) of the team can take them" if can_take is not None else f"on {link.provider}"
+        parts.append(f"{open_} place(s) open, {who}")
+    if stuck:
+        parts.append(
+            f"{stuck} place(s) NO member of the team can take (every active member did this HIT: a place freed by a "
+            f"failed gold check or a returned HIT, or added by escalation): add {stuck} annotator(s) to the team of "
+            f"{link.name}"
+        )
+    if not parts:  # answers submitted, not yet synced
+        parts.append("answers in, awaiting the next sync")
+    return _wait(link, hit, qids, "; ".join(parts), needed=stuck)
+
+
+def sample_waits_text(plan_or_state: Any) -> list[str]:
+    """The sample's wait in sentences: how many sample queries, on which HITs, and why (the plan's
+    summary, the refusal of :func:`route_batch`)."""
+    waits = plan_or_state["waits"] if isinstance(plan_or_state, dict) else plan_or_state.waiting
+    awaiting = len(plan_or_state["pending"]) if isinstance(plan_or_state, dict) else plan_or_state.awaiting_votes
+    if not awaiting:
+        return []
+    hits = [w for w in waits if w["hit"] is not None]
+    lines = [
+        f"Routing publishes nothing while the blind sample waits: {awaiting} sample "
+        f"{'query' if awaiting == 1 else 'queries'} on {len(hits)} HIT(s) may still change their crowd label."
+    ]
+    for wait in waits[:_WAITS_SHOWN]:
+        where = f"HIT {wait['hit']} of {wait['batch']}" if wait["hit"] is not None else wait["batch"]
+        lines.append(f"  {where} ({wait['queries']} sample queries: {_some(wait['qids'], 3)}): {wait['reason']}.")
+    if len(waits) > _WAITS_SHOWN:
+        lines.append(f"  ... and {len(waits) - _WAITS_SHOWN} more HIT(s).")
+    needed = max((w["needed"] for w in waits), default=0)
+    if needed:
+        lines.append(
+            f"The team cannot finish the sample: {needed} more annotator(s) who have not done those HITs are needed "
+            "(add them to the batch's team)."
+        )
+    return lines
+
+
+#: HITs named one by one in the wait's sentences (the API lists them all).
+_WAITS_SHOWN = 10
 
 
 def _pending_reason(state: dict[str, Any]) -> str:
@@ -415,9 +534,11 @@ def plan_routing(
     risk, budget, stages = request.risk, request.budget, request.stages
     sample = read_sample(batch, labeller, sample_batch=sample_batch)
     if not sample.qids:
-        raise StateError(f"the calibration sample {sample.sample_batch.name!r} has no crowd label yet")
-    chosen = _choose_cascade(batch, sample, target_accuracy, risk, stages) if stages else None
-    chosen = chosen or _choose(sample, target_accuracy, risk)
+        waits = " ".join(line.strip() for line in sample_waits_text(reference_state(sample)))
+        raise StateError(f"the calibration sample {sample.sample_batch.name!r} has no crowd label yet. {waits}".strip())
+    state = reference_state(sample)  # what the sample still waits for: routing publishes nothing until it is in
+    chosen = _choose_cascade(batch, sample, target_accuracy, risk, stages, state) if stages else None
+    chosen = chosen or _choose(sample, target_accuracy, risk, state)
     advice = {}
     if risk is not None and not chosen["certified"] and not chosen.get("awaiting_votes") and "observed" in chosen:
         advice = _advice(batch, sample, target_accuracy, risk, *chosen["observed"])
@@ -468,7 +589,8 @@ def plan_routing(
         candidates=chosen["candidates"],
         reference=sample.reference.describe(),
         undecided=chosen.get("undecided", len(sample.undecided)),
-        awaiting_votes=chosen.get("awaiting_votes", 0),
+        awaiting_votes=len(state["pending"]),  # whatever the rule: nothing is routed while the sample waits
+        waiting=state["waits"],
         escalation_spent=chosen.get("escalation_spent", Decimal("0")),
         escalation_next=chosen.get("escalation_next", Decimal("0")),
         escalation_limit=chosen.get("escalation_limit", Decimal("0")),
@@ -513,7 +635,12 @@ def parse_cascade(names: list[str]) -> list[tuple[str, float | None]]:
 
 
 def _choose_cascade(
-    batch: Batch, sample: CalibrationSample, target: float, risk: float, stages: list[tuple[str, float | None]]
+    batch: Batch,
+    sample: CalibrationSample,
+    target: float,
+    risk: float,
+    stages: list[tuple[str, float | None]],
+    state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The cascade certified on the sample's first draw (:func:`annotation.machine.cascade_statistics.certify_cascade`)."""
     import numpy as np
@@ -521,7 +648,7 @@ def _choose_cascade(
     from annotation.machine.cascade_statistics import certify_cascade
     from annotation.machine.selectors import identity_for, machine_labels
 
-    plain = _choose(sample, target, risk)  # the sample's checks (design, population, pending) and its state
+    plain = _choose(sample, target, risk, state)  # the sample's checks (design, population, pending) and its state
     if plain.get("awaiting_votes") or sample.design != RANDOM_DESIGN:
         return None
     qids = list(sample.population)
@@ -701,8 +828,9 @@ def _advice(batch: Batch, sample: CalibrationSample, target: float, risk: float,
 
 
 def plan_summary(plan: RoutingPlan) -> list[str]:
-    """The plan in sentences, the same on the command line and the page: where every query goes."""
-    lines = []
+    """The plan in sentences, the same on the command line and the page: where every query goes. While
+    the blind sample waits, first what it waits for (routing publishes nothing until it is in)."""
+    lines = sample_waits_text(plan)
     for stage in plan.stages:
         floor = "" if stage["floor"] is None else f", floor {stage['floor']:g}"
         at = "keeps nothing" if stage["threshold"] is None else f"threshold {stage['threshold']:.3f}"
@@ -896,6 +1024,14 @@ def _sample_in_force(batch: Batch, plan: RoutingPlan) -> Batch:
     return in_force
 
 
+def refuse_while_waiting(waits: list[dict], awaiting: int) -> None:
+    """The one check that routing never spends blind: while a sample query may still change its crowd label, nothing is
+    routed or published, whatever the rule (no flag overrides it); the refusal says what the sample waits for."""
+    if awaiting:
+        lines = sample_waits_text({"waits": waits, "pending": range(awaiting)})
+        raise StateError(" ".join(line.strip() for line in lines))
+
+
 def route_batch(
     batch: Batch,
     target_accuracy: float,
@@ -939,6 +1075,10 @@ def route_batch(
         locked = Batch.objects.get(pk=batch.pk)
         _check_routable(locked)
         sample_batch = _sample_in_force(locked, plan)
+        refuse_while_waiting(plan.waiting, plan.awaiting_votes)  # a plan made on a sample that waited: no
+        # Under the lock, the sample as it is now (votes, escalations and syncs since the plan was shown).
+        now = reference_state(read_sample(locked, plan.labeller, sample_batch=sample_batch))
+        refuse_while_waiting(now["waits"], len(now["pending"]))
         routed = None
         if plan.to_humans:
             routed = create_derived_batch(

@@ -1,4 +1,10 @@
-from annotation.machine.services.routing import DEFAULT_RISK, plan_routing, plan_summary, route_and_publish
+from annotation.machine.services.routing import (
+    DEFAULT_RISK,
+    plan_routing,
+    plan_summary,
+    refuse_while_waiting,
+    route_and_publish,
+)
 from annotation.management.commands._common import command_errors, format_cost, get_batch, money
 from core.management.cli import ProjectCommand, decimal_number
 
@@ -12,8 +18,9 @@ class Command(ProjectCommand):
         "it, those the machine was trained on and those it did not label go to the crowd (lowest confidence "
         "first, within --budget) as a batch of their own (BATCH-part-N); what the budget does not pay for stays "
         "unlabelled and is named. When no threshold can be certified it says how many more sample queries "
-        "would be needed (calibrate BATCH --extend --sample N). Shows the plan and asks before creating "
-        "anything (or pass --yes)."
+        "would be needed (calibrate BATCH --extend --sample N). While a query of the blind sample may still "
+        "change its crowd label it routes and publishes nothing, whatever the flags, and says which HITs the "
+        "sample waits on and why. Shows the plan and asks before creating anything (or pass --yes)."
     )
 
     def add_arguments(self, parser):
@@ -63,6 +70,7 @@ class Command(ProjectCommand):
             )
             for line in plan_summary(plan):
                 out(line)
+            refuse_while_waiting(plan.waiting, plan.awaiting_votes)  # whatever the flags: nothing routed blind
             if not yes:
                 answer = input("Go ahead? [y/N] ")
                 if answer.strip().lower() not in ("y", "yes"):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 
+from annotation.crowd.selectors import place_takers
 from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, Worker
 from annotation.quality.selectors import worker_quality
 from core.errors import ServiceError
@@ -127,24 +128,19 @@ def unfillable_places(batch: Batch) -> Unfillable | None:
     """
     if batch.provider != Provider.LOCAL or batch.status != Batch.Status.PUBLISHED:
         return None
-    team = batch.team.filter(is_active=True)
     if not batch.team.exists():
         return None
-    members = list(Worker.objects.filter(identity__user__in=team, blocked=False).values_list("pk", flat=True))
-    # Members without a worker yet (never handed a HIT) can take any HIT; blocked ones none.
-    takers_in_all = team.count() - team.filter(annotation_identity__worker__blocked=True).count()
-    hits = (
+    rows = (
         Hit.objects.filter(batch=batch, status=Hit.Status.OPEN)
-        .annotate(
-            held=Count("assignments", filter=~Q(assignments__status__in=FREES_PLACE)),
-            done=Count("assignments__worker", filter=Q(assignments__worker__in=members), distinct=True),
-        )
-        .values_list("max_assignments", "held", "done")
+        .annotate(held=Count("assignments", filter=~Q(assignments__status__in=FREES_PLACE)))
+        .values_list("pk", "max_assignments", "held")
     )
+    hits = {pk: (most, held) for pk, most, held in rows}
+    takers = place_takers(batch, list(hits)) or {}  # the one count of who is left to take a team's places
     places = stuck_hits = free_in_all = 0
-    for most, held, done in hits:
+    for pk, (most, held) in hits.items():
         free = max(0, most - held)
-        stuck = max(0, free - (takers_in_all - done))
+        stuck = max(0, free - takers[pk])
         free_in_all += free
         places += stuck
         stuck_hits += stuck > 0

@@ -18,7 +18,8 @@ query reaches P, e.g. 0.9). ``Batch.extra_budget`` caps what escalations (with r
 how many it left out. With ``Batch.escalate_until`` set (``escalate_batch --auto``),
 every sync runs one round by itself (:func:`escalation_round`): one more assignment for
 each finished HIT with an unsettled query, until it is settled, the HIT reaches
-``Batch.escalation_cap`` or the budget is spent.
+``Batch.escalation_cap`` or the budget is spent. A batch restricted to a team adds no place that
+no member of the team can take (every member did the HIT): there the team's size is the cap.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from django.db.models import Count, Q
 
 from annotation.crowd.costs import Cost, extra_assignments_cost, provider_cost
 from annotation.crowd.providers import CrowdProvider, get_provider
+from annotation.crowd.selectors import place_takers
 from annotation.crowd.services.locking import one_per_batch
 from annotation.crowd.services.statuses import settle_hit_statuses
 from annotation.models import Assignment, Batch, Escalation, Hit, Provider
@@ -86,6 +88,9 @@ class EscalationPlan:
     over_budget: list[tuple[Hit, list[str]]] = field(default_factory=list)
     #: What the budget still allows before this round (``None``: no budget).
     budget_left: Decimal | None = None
+    #: Of ``at_cap``, the queries of a team batch's HITs that every member of the team did already: the
+    #: team's size is their cap (a bigger team would escalate them).
+    team_limit: list[str] = field(default_factory=list)
 
     @property
     def extra_assignments(self) -> int:
@@ -119,7 +124,10 @@ def plan_escalation(
         raise ServiceError("MTurk cannot extend a HIT created with fewer than 10 assignments to 10 or more")
     resolved = settled_queries(batch, until)
     plan = EscalationPlan(batch, until=until, budget_left=budget_left(batch))
-    for hit in _finished_hits(batch):
+    finished = _finished_hits(batch)
+    # A team batch never adds a place no member can take (each did the HIT): it would wait for ever.
+    takers = place_takers(batch, [hit.pk for hit in finished]) if finished else None
+    for hit in finished:
         qids = list(
             hit.hit_queries.filter(batch_query__is_gold=False)
             .exclude(batch_query__qid__in=resolved)
@@ -130,6 +138,9 @@ def plan_escalation(
             continue
         if hit.max_assignments >= max_assignments:
             plan.at_cap += qids
+        elif takers is not None and not takers[hit.pk]:
+            plan.at_cap += qids
+            plan.team_limit += qids
         else:
             plan.hits.append((hit, qids))
     paid_for = affordable(batch, len(plan.hits)) if plan.hits else 0

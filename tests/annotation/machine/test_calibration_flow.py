@@ -6,11 +6,12 @@ import json
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from sklearn.metrics import cohen_kappa_score
 
 from annotation import services
 from annotation.crowd.services.publishing import check_publishable, render_hit_html
+from annotation.crowd.services.sync import sync_batch
 from annotation.labels import LABELS
 from annotation.machine.prelabellers.interface import Prediction, PreLabeller
 from annotation.machine.selectors import calibration_report, machine_labels, read_sample
@@ -67,6 +68,25 @@ class NoisyMachine(PreLabeller):
             label = truth if right else LABELS[(LABELS.index(truth) + 1) % len(LABELS)]
             predictions.append(Prediction(label, confidence, {"truth": truth}))
         return predictions
+
+
+def _answer_until_in(batch, sample_batch=None, annotators=4, accuracy=0.95):
+    """Sync and answer every link of the sample round by round until no sample query awaits votes (its
+    escalations in, up to 7 votes: as many annotators answer): routing waits for that (issue 58)."""
+    from annotation.machine.selectors import read_sample
+    from annotation.machine.services.routing import reference_state
+
+    links = list(Batch.objects.filter(parent=batch, purpose=Batch.Purpose.CALIBRATION).order_by("pk"))
+    for round_ in range(10):
+        if not reference_state(read_sample(batch))["pending"]:
+            return
+        for link in links:
+            sync_batch(link)
+            simulate_local_annotations(link, annotators=max(annotators, 7), accuracy=accuracy, seed=10 + round_)
+    raise AssertionError("the sample never came in")
+
+
+answer_sample_until_in = _answer_until_in
 
 
 @pytest.fixture
@@ -151,6 +171,10 @@ def test_the_machine_first_path(machine_batch, tmp_path):
     assert tight.labelled == batch.queries.count() - len(tight.over_budget)
     assert tight.cost_all < plan.cost_all
 
+    with pytest.raises(StateError, match="publishes nothing while the blind sample waits"):
+        route_batch(batch, 0.9, risk=None)  # its split queries still get votes (issue 58)
+    _answer_until_in(batch, sample_batch)
+    plan = plan_routing(batch, 0.9, risk=None)
     routing = route_batch(batch, 0.9, risk=None)
     routed = routing.routed_batch
     assert routed.purpose == Batch.Purpose.ROUTED and routed.parent == batch
@@ -206,10 +230,21 @@ def test_route_command_shows_the_plan_and_creates_the_routed_batch(machine_batch
     sample_batch = create_calibration_sample(machine_batch, 60, seed=1)
     services.publish_batch(sample_batch)
     simulate_local_annotations(sample_batch, annotators=4, accuracy=0.95, seed=2)
+    # Issue 58: the sample's split queries await their escalation: no flag routes (nor publishes) blind.
+    waiting = plan_routing(machine_batch, 0.9)
+    assert waiting.awaiting_votes and not waiting.ready
+    for flags in (["--yes"], ["--no-guarantee", "--yes"]):
+        out = StringIO()
+        with pytest.raises(CommandError, match="Routing publishes nothing while the blind sample waits"):
+            call_command("route", "mach", "--target-accuracy", "0.9", *flags, stdout=out)
+        assert "more assignment at the next sync of mach-part-1" in out.getvalue()
+    assert not Routing.objects.exists() and not machine_batch.derived.filter(purpose="routed").exists()
+    _answer_until_in(machine_batch, sample_batch)
     monkeypatch.setattr("builtins.input", lambda prompt: "n")
     out = StringIO()
     call_command("route", "mach", "--target-accuracy", "0.9", stdout=out)
     assert "No threshold could be certified" in out.getvalue() and "Nothing done." in out.getvalue()
+    assert "waits" not in out.getvalue()
     out = StringIO()
     call_command("route", "mach", "--target-accuracy", "0.9", "--no-guarantee", stdout=out)
     assert "NO GUARANTEE" in out.getvalue() and "saving $" in out.getvalue() and "Nothing done." in out.getvalue()

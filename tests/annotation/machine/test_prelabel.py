@@ -126,7 +126,7 @@ def stored(batch, labeller="openai"):
     }
 
 
-def test_chat_labels_votes_and_costs_then_a_rerun_makes_no_request(fake_openai, batch):
+def test_chat_labels_votes_and_costs_then_a_rerun_makes_no_request(fake_openai, batch, settings):
     fake_openai.answers = {TEXT["102"]: ["f", "f", "m"], TEXT["103"]: ["m"], TEXT["104"]: ["o", "f", "Other."]}
     summary = prelabel_batch(batch, "openai")
     assert stored(batch)["102"] == ("f", pytest.approx(2 / 3))
@@ -155,9 +155,18 @@ def test_chat_labels_votes_and_costs_then_a_rerun_makes_no_request(fake_openai, 
     assert again.counts == summary.counts
     assert PreLabel.objects.filter(labeller="openai").count() == 6  # replaced, not added
 
+    # Answers with log-probabilities settle a query: more samples would repeat the same first-token
+    # distribution, so asking for 5 asks for nothing more (issue 58: each answer is a paid call on llama.cpp).
+    more = prelabel_batch(batch, "openai", samples=5)
+    assert len(fake_openai.requests) == 6 and more.usage.requests == 0 and more.counts == summary.counts
+    fake_openai.logprobs = "ignore"
+    PreLabelAnswer.objects.all().delete()
+    settings.PRELABEL_MAX_SAMPLES = 3  # no second draw
+    plain = prelabel_batch(batch, "openai")  # plain answers: each query's 3, one call each (n=3)
+    assert [r["n"] for r in fake_openai.requests[6:]] == [3] * 6
     more = prelabel_batch(batch, "openai", samples=5)  # only the two missing samples are asked
-    assert {r["n"] for r in fake_openai.requests[6:]} == {2} and len(fake_openai.requests) == 12
-    assert more.usage.completion_tokens == 12
+    assert {r["n"] for r in fake_openai.requests[12:]} == {2} and len(fake_openai.requests) == 18
+    assert more.usage.completion_tokens == 12 and plain.counts == summary.counts
 
 
 def test_throttling_server_errors_lost_and_garbled_answers_are_retried(fake_openai, batch):
@@ -200,12 +209,30 @@ def test_unparseable_answers_are_counted_never_guessed(fake_openai, batch):
     assert [openai_chat.answer_content(a) for a in kept] == ["maybe", "", "n or o"]
 
 
-def test_a_server_that_ignores_n_is_asked_again_and_calls_are_limited(fake_openai, batch):
+def test_a_server_that_ignores_n_is_asked_again_only_when_needed_and_calls_are_limited(fake_openai, batch):
+    """llama.cpp's server answers one choice whatever ``n``. Plain answers: the missing ones are asked one
+    call each (3 calls a query) and counted; ``n`` is not sent again once it was seen ignored. Answers with
+    log-probabilities: the first settles its query (its first-token distribution is what more would repeat),
+    so one call a query (issue 58)."""
     fake_openai.max_n = 1
     fake_openai.delay = 0.05
-    prelabel_batch(batch, chat_labeller(fake_openai, concurrency=2))
+    fake_openai.logprobs = "ignore"
+    labeller = chat_labeller(fake_openai, concurrency=2)
+    prelabel_batch(batch, labeller)
     assert len(fake_openai.requests) == 6 * 3
     assert fake_openai.most_in_flight == 2
+    assert labeller.client.n_ignored and labeller.usage.separate_calls == 6 * 2 == labeller.client.separate_calls
+    assert sum("n" in r for r in fake_openai.requests) <= 2  # the calls in flight before it was seen
+    assert all(p.detail["samples"] == 3 for p in PreLabel.objects.filter(labeller="openai"))
+
+    PreLabelAnswer.objects.all().delete()
+    fake_openai.requests.clear()
+    fake_openai.logprobs = "honour"
+    labeller = chat_labeller(fake_openai, concurrency=1)
+    summary = prelabel_batch(batch, labeller)
+    assert len(fake_openai.requests) == 6 and summary.usage.requests == 6 and labeller.usage.separate_calls == 0
+    rows = PreLabel.objects.filter(labeller="openai")
+    assert rows.count() == 6 and all(p.detail["basis"] == "logprobs" and p.detail["samples"] == 1 for p in rows)
 
 
 def test_rules_through_the_service_and_the_command(batch):

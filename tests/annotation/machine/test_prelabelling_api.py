@@ -7,9 +7,14 @@ from django.urls import reverse
 from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.routing import plan_routing
 from annotation.models import Batch
-from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from core.models import Job
-from tests.annotation.machine.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
+from tests.annotation.machine.test_prelabelling_pages import (  # noqa: F401 (fixtures)
+    answer_until_in,
+    calibrated,
+    machine_batch,
+    sampled,
+    splitting_target,
+)
 
 REPORT_KEYS = {
     "labeller",
@@ -81,7 +86,7 @@ def test_the_whole_path_through_the_api(machine_batch, researcher, client, djang
     assert twice.status_code == 409 and "has a calibration sample already" in twice.json()["detail"]
     assert Batch.objects.filter(purpose=Batch.Purpose.CALIBRATION).count() == 1
 
-    simulate_local_annotations(child, annotators=4, accuracy=0.85)
+    answer_until_in(machine_batch)  # routing waits for the sample's escalations (issue 58)
     report = client.get(_api("mb", "calibration")).json()
     assert set(report) >= REPORT_KEYS
     assert report["labeller"] == "rules" and report["n"] >= 10 and len(report["kappa_ci"]) == 2
@@ -93,11 +98,12 @@ def test_the_whole_path_through_the_api(machine_batch, researcher, client, djang
     certified = client.get(_api("mb", "routing"), {"target_accuracy": 0.95}).json()
     assert certified["rule"] == "guarantee" and certified["threshold"] is None and certified["more_reason"]
     # The point-estimate rule, labelled as such.
-    estimate = {"target_accuracy": 0.97, "no_guarantee": True}  # splits this draw
+    target = splitting_target(machine_batch)
+    estimate = {"target_accuracy": target, "no_guarantee": True}
     preview = client.get(_api("mb", "routing"), estimate)
     assert preview.status_code == 200, preview.json()
     assert preview.json()["rule"] == "point estimate (no guarantee)"
-    plan = plan_routing(machine_batch, 0.97, risk=None)
+    plan = plan_routing(machine_batch, target, risk=None)
     assert plan.accepted and plan.to_humans
     data = preview.json()
     assert "accepted" not in data and "to_humans" not in data
@@ -105,7 +111,7 @@ def test_the_whole_path_through_the_api(machine_batch, researcher, client, djang
     assert data["threshold"] == plan.threshold and data["cost"] == str(plan.cost) and data["saving"] == str(plan.saving)
     budgeted = client.get(_api("mb", "routing"), estimate | {"budget": "0.45"}).json()
     assert budgeted["over_budget_count"] > 0 and budgeted["budget"] == "0.45"
-    assert budgeted["to_humans_count"] == len(plan_routing(machine_batch, 0.97, budget="0.45", risk=None).to_humans)
+    assert budgeted["to_humans_count"] == len(plan_routing(machine_batch, target, budget="0.45", risk=None).to_humans)
     with_qids = client.get(_api("mb", "routing"), estimate | {"qids": 1}).json()
     assert with_qids["to_humans"] == plan.to_humans and with_qids["accepted"] == plan.accepted
 

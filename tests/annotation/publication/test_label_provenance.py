@@ -22,7 +22,7 @@ from annotation.publication.services.dataset import publish_dataset
 from annotation.publication.services.exports import export_queries
 from annotation.publication.tables import CLASS_NAMES
 from annotation.quality.services.adjudication import adjudicate
-from tests.annotation.machine.test_calibration_flow import machine_batch  # noqa: F401 (fixture)
+from tests.annotation.machine.test_calibration_flow import answer_sample_until_in, machine_batch  # noqa: F401
 
 
 @pytest.fixture
@@ -32,6 +32,7 @@ def four_sources(machine_batch, researcher):  # noqa: F811
     sample = create_calibration_sample(machine_batch, 60, seed=1)
     services.publish_batch(sample)
     simulate_local_annotations(sample, annotators=4, accuracy=0.95, seed=2)
+    answer_sample_until_in(machine_batch)  # routing waits for the sample's escalations (issue 58)
     routing = route_batch(machine_batch, 0.9, risk=None)
     routed = routing.routed_batch
     services.publish_batch(routed)

@@ -13,7 +13,7 @@ from annotation.platforms.inhouse.services.simulation import simulate_local_anno
 from annotation.publication.services.dataset import publish_dataset
 from annotation.publication.tables import CLASS_NAMES
 from annotation.results.selectors import MACHINE, query_results
-from tests.annotation.machine.test_calibration_flow import machine_batch  # noqa: F401 (fixture)
+from tests.annotation.machine.test_calibration_flow import answer_sample_until_in, machine_batch  # noqa: F401
 
 
 @pytest.mark.slow
@@ -24,6 +24,7 @@ def test_machine_labels_are_published_with_their_source_confidence_and_guarantee
     sample = create_calibration_sample(machine_batch, 60, seed=1)
     services.publish_batch(sample)
     simulate_local_annotations(sample, annotators=4, accuracy=0.95, seed=2)
+    answer_sample_until_in(machine_batch)  # routing waits for the sample's escalations (issue 58)
     routing = route_batch(machine_batch, 0.9, risk=None)
     assert routing.accepted  # some machine labels accepted, the rest routed (unanswered: too few votes)
 

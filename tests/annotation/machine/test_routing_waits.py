@@ -1,0 +1,174 @@
+"""Issue 58: the machine route never spends blind. While a query of the blind sample may still change its
+crowd label, ``route`` (command, API, page) routes and publishes nothing, whatever the flags, and says what
+the sample waits for: how many sample queries, on which HITs, and why (places open, handed out, an
+escalation at the next sync, places no member of the team can take and how many annotators are needed).
+A three-person team completes the sample (a team batch never escalates past its members); a place freed
+by a failed gold check names the annotator needed, and once one is added the sample comes in. Then, at
+target 0.90, the crowd sees at most 60% of the queries."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation import services
+from annotation.crowd.services.batches import read_gold_file
+from annotation.crowd.services.sync import sync_batch
+from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.prelabels import prelabel_batch
+from annotation.machine.services.routing import plan_routing, route_batch
+from annotation.models import Assignment, Batch, Escalation, Hit, Routing
+from annotation.platforms.inhouse.services.handout import create_annotator
+from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
+from core.errors import StateError
+from pooling.models import QuerySet
+from pooling.services import create_query_set
+from tests.annotation.machine.test_routing_service import SureMachine, _texts
+
+TEAM = [f"simulated-{i}" for i in (1, 2, 3)]
+
+
+@pytest.fixture
+def team_batch(db, tmp_path):
+    """400 queries (240 the machine is sure and right on, 160 it is unsure of), 3 votes a query, 10 queries
+    and one gold question a HIT, a team of three in-house annotators (the simulated accounts)."""
+    gold = tmp_path / "gold.tsv"
+    gold.write_text("gq1\twhat is a mother\tf\ngq2\twhat is a father\tm\n")
+    query_set = create_query_set("tq", _texts(), origin=QuerySet.Origin.IMPORTED)
+    settings = services.BatchSettings(assignments_per_query=3, queries_per_hit=10, gold_per_hit=1)
+    batch = services.create_batch("tb", settings, query_set=query_set, gold=read_gold_file(gold))
+    members = [create_annotator(name, reuse=True) for name in TEAM]
+    batch.team.set(members)
+    prelabel_batch(batch, SureMachine())
+    return batch
+
+
+def _route_refused(batch, *flags):
+    out = StringIO()
+    with pytest.raises(CommandError, match="Routing publishes nothing while the blind sample waits") as refused:
+        call_command("route", batch.name, "--target-accuracy", "0.9", *flags, stdout=out)
+    return out.getvalue(), str(refused.value)
+
+
+def _answer(username, batch, hits):
+    """``username`` answers their next ``hits`` HITs of ``batch`` (``None``: all they can) with the true labels."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+    from annotation.platforms.inhouse.services.simulation import oracle_label
+
+    user = get_user_model().objects.get(username=username)
+    for _ in range(hits if hits is not None else 10**6):
+        assignment = next_assignment(user, batch)
+        if assignment is None:
+            return
+        answers = {}
+        for hq in assignment.hit.hit_queries.select_related("batch_query"):
+            query = hq.batch_query
+            answers[hq.field_name] = query.gold_label if query.is_gold else oracle_label(query.text)
+        submit_local_assignment(assignment, answers)
+
+
+def _nothing_routed(batch):
+    return not Routing.objects.exists() and not Batch.objects.filter(purpose=Batch.Purpose.ROUTED).exists()
+
+
+@pytest.mark.slow
+def test_route_publishes_nothing_while_the_sample_waits_and_a_team_of_three_completes_it(
+    team_batch, researcher, client
+):
+    batch = team_batch
+    sample = create_calibration_sample(batch, 100, seed=0)  # a team batch: its team comes along
+    assert set(sample.team.values_list("username", flat=True)) == set(TEAM)
+    assert sample.escalate_until == "majority" and sample.escalation_cap == 7
+
+    # Drawn, not yet published: every query waits, and no flag routes.
+    with pytest.raises(StateError, match="100 sample queries on 10 HIT"):
+        plan_routing(batch, 0.9)
+    for flags in ([], ["--yes"], ["--no-guarantee", "--yes"], ["--risk", "0.2", "--yes"]):
+        _, refusal = _route_refused(batch, *flags)
+        assert "100 sample queries on 10 HIT(s)" in refusal and "not published yet" in refusal
+    assert _nothing_routed(batch)
+
+    services.publish_batch(sample)
+    hits = list(Hit.objects.filter(batch=sample).order_by("position"))
+    for name in TEAM:  # each member answers the first two HITs (rightly): 20 queries labelled, 80 waiting
+        _answer(name, sample, hits=2)
+    plan = plan_routing(batch, 0.9, risk=None)  # the point estimate waits too
+    assert not plan.ready and plan.awaiting_votes == 80 and len(plan.waiting) == 8
+    assert all(w["reason"] == "3 place(s) open, 3 member(s) of the team can take them" for w in plan.waiting)
+    assert sorted(w["hit"] for w in plan.waiting) == [h.position for h in hits[2:]]
+    shown, _ = _route_refused(batch, "--no-guarantee", "--yes")
+    assert "80 sample queries on 8 HIT(s)" in shown and f"HIT 3 of {sample.name}" in shown
+
+    client.force_login(researcher)
+    api = f"/api/annotation/batches/{batch.name}/routing/"
+    preview = client.get(api, {"target_accuracy": 0.9}).json()
+    assert preview["ready"] is False and preview["awaiting_votes"] == 80 and len(preview["waiting"]) == 8
+    for body in ({"target_accuracy": 0.9}, {"target_accuracy": 0.9, "no_guarantee": True}):
+        response = client.post(api, body, content_type="application/json")
+        assert response.status_code == 409 and "publishes nothing" in response.json()["detail"]
+    page = client.get(f"/annotation/batches/{batch.name}/routing/", {"target_accuracy": 0.9}).content.decode()
+    assert 'id="sample-waits-table"' in page and 'id="routing-confirm"' not in page
+    with pytest.raises(StateError, match="publishes nothing"):
+        route_batch(batch, 0.9, no_guarantee=True)
+    assert _nothing_routed(batch)
+
+    # The team of three answers at 0.85 (splits, and some failed gold checks).
+    simulate_local_annotations(sample, annotators=3, accuracy=0.85, seed=4)
+    failed = Assignment.objects.filter(hit__batch=sample, gold_passed=False).count()
+    assert failed  # (seed 4: some member failed a gold question)
+    for round_ in range(6):  # syncs: reviews reject the failed work; no escalation past the team's three
+        sync_batch(sample)
+        simulate_local_annotations(sample, annotators=3, accuracy=0.85, seed=10 + round_)
+    assert not Escalation.objects.filter(batch=sample).exists()  # every member did every HIT
+    plan = plan_routing(batch, 0.9)
+    stuck = [w for w in plan.waiting if w["needed"]]
+    assert not plan.ready and stuck and all("NO member of the team can take" in w["reason"] for w in stuck)
+    needed = max(w["needed"] for w in stuck)
+    shown, refusal = _route_refused(batch, "--yes")
+    assert f"{needed} more annotator(s) who have not done those HITs are needed" in shown
+    assert _nothing_routed(batch)
+
+    # The page said how many are needed: that many new members fill those places, and the sample comes in.
+    added = [f"simulated-{4 + i}" for i in range(needed)]
+    sample.team.add(*[create_annotator(name, reuse=True) for name in added])
+    for _ in range(8):  # they take the stuck places, then the escalations new members make possible
+        for name in added:
+            _answer(name, sample, hits=None)
+        sync_batch(sample)
+        if plan_routing(batch, 0.9).ready:
+            break
+    plan = plan_routing(batch, 0.9)
+    assert plan.ready and not plan.waiting, plan.waiting
+
+    # Once the sample is in: certified at 0.90, and the crowd sees at most 60% of the queries.
+    assert plan.certified and plan.threshold == 0.97
+    queries = batch.queries.filter(is_gold=False).count()
+    seen_by_crowd = plan.sampled + len(plan.to_humans) + len(plan.over_budget)
+    assert seen_by_crowd / queries <= 0.60
+    out = StringIO()
+    call_command("route", batch.name, "--target-accuracy", "0.9", "--yes", stdout=out)
+    routing = Routing.objects.get()
+    assert routing.to_humans == len(plan.to_humans) and "Published" in out.getvalue()
+
+
+def test_a_team_of_three_completes_a_sample_whose_splits_it_cannot_escalate(db):
+    """Without gold failures, three members answer every HIT once and the sample is in: a split query is
+    final (the team's size is its cap; it counts as the machine's error), never a place nobody can take."""
+    query_set = create_query_set("t3", _texts()[200:320], origin=QuerySet.Origin.IMPORTED)
+    settings = services.BatchSettings(assignments_per_query=3, queries_per_hit=10)
+    batch = services.create_batch("t3b", settings, query_set=query_set)
+    batch.team.set([create_annotator(name, reuse=True) for name in TEAM])
+    prelabel_batch(batch, SureMachine())
+    sample = create_calibration_sample(batch, 60, seed=0)
+    services.publish_batch(sample)
+    simulate_local_annotations(sample, annotators=3, accuracy=0.7, seed=1)
+    before = plan_routing(batch, 0.9, risk=None)
+    assert before.ready and before.undecided > 0  # splits, none awaiting a fourth vote
+    sync_batch(sample)
+    assert not Escalation.objects.filter(batch=sample).exists()
+    assert Batch.objects.get(pk=sample.pk).status == Batch.Status.COMPLETED
+    assert plan_routing(batch, 0.9, risk=None).ready
