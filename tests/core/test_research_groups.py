@@ -630,3 +630,65 @@ def test_crbo_compares_runs_of_one_group_only(first_group, second_group):
     with pytest.raises(ServiceError, match="different research groups"):
         start_crbo(run, theirs)
     assert not Job.objects.filter(kind="metrics.crbo").exists()
+
+
+def test_an_annotator_of_no_group_is_handed_no_hit(first_group, second_group):
+    """Issue 53 (High): an in-house annotator removed from their only group saw every group's open
+    HITs (``scope_of`` read "no membership, no staff" as a Prolific participant's "every group")."""
+    group_services.remove_member(None, second_group["group"], "b-annotator")
+    annotator = second_group["annotator"]
+    assert not Membership.objects.filter(user=annotator).exists()
+    assert Hit.objects.filter(batch=first_group["batch"], assignments=None).exists()  # an open HIT to take
+    client = Client()
+    client.force_login(annotator)
+    response = client.get(reverse("annotation:next"))
+    assert response.status_code in (200, 302)
+    assert "/assignments/" not in response.get("Location", "")
+    assert not Assignment.objects.filter(worker__identity__user=annotator).exists()
+    listed = client.get("/api/annotation/hits/")
+    assert listed.status_code in (200, 403) and SECRET_TEXTS[0] not in listed.content.decode()
+
+
+def _shared_annotator(first_group, second_group):
+    """The first group's annotator, made a member of the second group too (by a superuser)."""
+    boss = type(first_group["owner"]).objects.create_superuser("boss", password="pw-secret-123")
+    group_services.set_member(boss, second_group["group"], SECRET["annotator"], "annotator")
+    return first_group["annotator"]
+
+
+def test_an_annotator_of_two_groups_is_not_managed_through_one_groups_team_api(first_group, second_group):
+    """Issue 53 (High): either group's researcher could reset the shared annotator's password (and
+    log in as them, reading the other group's queries) or deactivate them."""
+    shared = _shared_annotator(first_group, second_group)
+    password = shared.password
+    client = Client()
+    for who in (second_group["researcher"], second_group["owner"], first_group["owner"]):
+        client.force_login(who)
+        base = f"/api/annotation/annotators/{SECRET['annotator']}"
+        answer = client.post(f"{base}/reset-password/", {"access": "password"}, content_type="application/json")
+        assert answer.status_code == 403, (who, answer.content)
+        assert client.post(f"{base}/deactivate/").status_code == 403, who
+        page = reverse("annotation:team-member-access", args=[SECRET["annotator"]])
+        assert client.post(page, {"access": "password"}).status_code == 403, who
+        page = reverse("annotation:team-member-active", args=[SECRET["annotator"]])
+        assert client.post(page, {"active": "0"}).status_code == 403, who
+    shared.refresh_from_db()
+    assert shared.is_active and shared.password == password
+    # The owner of both groups manages them; so does a superuser.
+    Membership.objects.create(user=second_group["owner"], group=first_group["batch"].group, role="owner")
+    client.force_login(second_group["owner"])
+    answer = client.post(f"/api/annotation/annotators/{SECRET['annotator']}/deactivate/")
+    assert answer.status_code == 200, answer.content
+    shared.refresh_from_db()
+    assert not shared.is_active
+    client.force_login(type(shared).objects.get(username="boss"))
+    assert client.post(f"/api/annotation/annotators/{SECRET['annotator']}/activate/").status_code == 200
+
+
+def test_an_annotator_of_one_group_is_managed_by_its_researchers(first_group, second_group):
+    client = Client()
+    client.force_login(second_group["researcher"])
+    answer = client.post(
+        "/api/annotation/annotators/b-annotator/reset-password/", {"access": "password"}, content_type="application/json"
+    )
+    assert answer.status_code == 200 and answer.json()["password"]
