@@ -689,6 +689,8 @@ def test_an_annotator_of_one_group_is_managed_by_its_researchers(first_group, se
     client = Client()
     client.force_login(second_group["researcher"])
     answer = client.post(
-        "/api/annotation/annotators/b-annotator/reset-password/", {"access": "password"}, content_type="application/json"
+        "/api/annotation/annotators/b-annotator/reset-password/",
+        {"access": "password"},
+        content_type="application/json",
     )
     assert answer.status_code == 200 and answer.json()["password"]

@@ -68,7 +68,9 @@ class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         """The old password and links stop working; a new one-time link or password, shown once."""
         member = self.get_object()
         data = checked(AccessRequestSerializer, body_object(request))
-        return _access_response(request, team.reset_access(member, access=data["access"], by=request.user), status.HTTP_200_OK)
+        return _access_response(
+            request, team.reset_access(member, access=data["access"], by=request.user), status.HTTP_200_OK
+        )
 
     @extend_schema(request=None, responses=AnnotatorSerializer)
     @action(detail=True, methods=["post"])

@@ -376,7 +376,9 @@ def member_access(request: HttpRequest, username: str) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Choose a one-time link or a generated password.")
         return redirect("annotation:team-member", username=member.username)
-    return _credentials(request, team.reset_access(member, access=form.cleaned_data["access"], by=request.user), new=False)
+    return _credentials(
+        request, team.reset_access(member, access=form.cleaned_data["access"], by=request.user), new=False
+    )
 
 
 @researcher_required
