@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 
 from core.models import Job
@@ -265,8 +266,7 @@ def research_groups(request: HttpRequest) -> HttpResponse:
     from django.shortcuts import redirect
 
     from core.errors import ServiceError
-    from core.models import Membership, chosen_group_id, roles_of
-    from core.selectors import groups_of, members
+    from core.selectors import groups_of
     from core.services import groups as group_services
 
     if request.method == "POST":
@@ -276,9 +276,13 @@ def research_groups(request: HttpRequest) -> HttpResponse:
             if action == "choose":
                 group_services.choose_group(request, group)
             elif action == "set":
-                group_services.set_member(
-                    request.user, group, request.POST.get("username", ""), request.POST.get("role", "")
-                )
+                username = request.POST.get("username", "").strip()
+                _, password = group_services.add_member(request.user, group, username, request.POST.get("role", ""))
+                if password:  # a new account: its password shown on this answer only (no redirect, no-store)
+                    made = {"username": username, "password": password, "group": group}
+                    response = _research_groups_page(request, made)
+                    add_never_cache_headers(response)
+                    return response
             elif action == "remove":
                 group_services.remove_member(request.user, group, request.POST.get("username", ""))
             else:
@@ -286,10 +290,18 @@ def research_groups(request: HttpRequest) -> HttpResponse:
         except ServiceError as exc:
             messages.error(request, str(exc))
         return redirect("research-groups")
+    return _research_groups_page(request)
+
+
+def _research_groups_page(request: HttpRequest, made: dict | None = None) -> HttpResponse:
+    from core.models import Membership, chosen_group_id, roles_of
+    from core.selectors import groups_of, members
+
     roles = roles_of(request.user)
     chosen = chosen_group_id(request)
     rows = [
         {"group": g, "role": roles.get(g.pk), "members": members(g), "chosen": g.pk == chosen}
         for g in groups_of(request.user)
     ]
-    return render(request, "core/research_groups.html", {"rows": rows, "roles": Membership.Role.values})
+    context = {"rows": rows, "roles": Membership.Role.values, "made": made}
+    return render(request, "core/research_groups.html", context)

@@ -12,6 +12,7 @@ cannot manage members; an annotator of the second group is handed none of the fi
 from __future__ import annotations
 
 from decimal import Decimal
+from io import StringIO
 
 import pytest
 from django.core.management import call_command
@@ -249,6 +250,8 @@ def first_group(tmp_path, django_user_model):
     build_pool(SECRET["pool"], query_set, runs, PoolSettings(2, 2, "tf", "words"), bar=False)
     build_report(SECRET["report"], query_set, runs, ReportSettings(cutoffs=(1, 2), bootstrap_samples=20), bar=False)
     owner = django_user_model.objects.create_user("owner-a", password="pw-secret-123", is_staff=True)
+    # Its owner's row, as the docs' set-up writes it (making another group writes no one's row).
+    Membership.objects.create(user=owner, group=ResearchGroup.objects.get(), role=Membership.Role.OWNER)
     annotator = services.create_annotator(SECRET["annotator"], password="pw-secret-123")
     batch = services.create_batch(
         SECRET["batch"],
@@ -694,3 +697,19 @@ def test_an_annotator_of_one_group_is_managed_by_its_researchers(first_group, se
         content_type="application/json",
     )
     assert answer.status_code == 200 and answer.json()["password"]
+
+
+def test_creating_a_group_changes_no_other_groups_members(first_group, django_user_model):
+    """Issue 53: ``research_group --create second-lab --owner bob`` (docs/deployment.md) wrote every
+    staff account, bob included, as an owner of the first group; bob then read and cancelled its batch."""
+    bob = django_user_model.objects.create_user("bob", password="pw-secret-123", is_staff=True)
+    before = set(Membership.objects.values_list("user_id", "group_id", "role"))
+    call_command("research_group", create="second-lab", owner="bob", stdout=StringIO())
+    second = ResearchGroup.objects.get(slug="second-lab")
+    after = set(Membership.objects.values_list("user_id", "group_id", "role"))
+    assert after - before == {(bob.pk, second.pk, "owner")} and before <= after
+    client = Client(raise_request_exception=False)
+    client.force_login(bob)
+    assert client.get(f"/api/annotation/batches/{SECRET['batch']}/").status_code == 404
+    assert client.post(f"/api/annotation/batches/{SECRET['batch']}/cancel/").status_code == 404
+    assert Batch.objects.get(name=SECRET["batch"]).status == Batch.Status.PUBLISHED
