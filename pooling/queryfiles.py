@@ -22,6 +22,7 @@ from pathlib import Path
 
 from core.errors import InputError, Skipped, raise_or_skip
 from core.files import atomic_write
+from core.numbers import DIGITS
 from core.textfiles import open_text
 
 #: What :func:`normalise_text` replaces: C0 controls (tab and line breaks included), DEL, C1
@@ -238,7 +239,7 @@ def with_columns(table: QueryTable, chosen: dict[str, str | int | None]) -> Quer
         if role == "label" and text.lower() in ("none", "-", "0"):
             columns.pop("label", None)
             continue
-        if text.isdigit() and 1 <= int(text) <= table.width:
+        if DIGITS.fullmatch(text) and 1 <= int(text) <= table.width:  # ASCII only: "²".isdigit() and int() raised
             columns[role] = int(text) - 1
         elif _key(text) in keys:
             columns[role] = keys.index(_key(text))

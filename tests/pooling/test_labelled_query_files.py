@@ -248,3 +248,29 @@ def test_the_preview_columns_are_changed_in_a_browser_and_the_import_uses_them(
     page.wait_for_url("**/jobs/**")
     rows = list(QuerySet.objects.get(name="mapped").queries.values_list("qid", "text", "label"))
     assert rows == [("1", "a note", ""), ("2", "b", "")]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("column", ["²", "①", "٣", "1_0", "+1"])
+def test_a_column_number_python_would_misread_is_a_clear_400(
+    client, researcher, column, django_capture_on_commit_callbacks
+):
+    """Issue 53: ``"²".isdigit()`` is true and ``int("²")`` raises: the preview answered 500, the import
+    job failed on a traceback. The file is read by the import's job: it fails naming the field."""
+    from core.models import Job
+
+    content = b"query\tqid\tlabel\nflu symptoms\t1\tn\nking of france\t2\tm\n"
+    client.raise_request_exception = False
+    page = client.post(
+        reverse("pooling:import-preview", args=["queries"]), {"file": _upload("q.tsv", content), "qid_column": column}
+    )
+    assert page.status_code in (200, 400) and "no column" in page.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post(
+            "/api/pooling/imports/queries/", {"name": "cols", "file": _upload("q.tsv", content), "qid_column": column}
+        )
+    assert answer.status_code in (202, 400), answer.content[:300]
+    if answer.status_code == 202:
+        job = Job.objects.get(pk=answer.json()["id"])
+        assert job.status == Job.Status.FAILED and job.message.startswith("qid_column: no column"), job.message
+    assert not QuerySet.objects.filter(name="cols").exists()
