@@ -277,6 +277,21 @@ def require_account_manager(by, account) -> None:
         raise PermissionDenied(f"{account.get_username()!r} is not an annotator of a research group you manage")
 
 
+#: Jobs whose records only those who manage the site's connections read: a connection's test (its
+#: message names the account behind the site's credentials, e.g. the Prolific account's e-mail).
+CONNECTION_JOB_KINDS = frozenset({"core.test_connection"})
+
+
+def jobs_for(user) -> QuerySet:
+    """The jobs ``user`` may read (within the request's group scope, as every study model): a
+    connection's test only for :func:`core.web.permissions.can_manage_connections`."""
+    from core.models import Job
+    from core.web.permissions import can_manage_connections
+
+    jobs = Job.objects.all()
+    return jobs if can_manage_connections(user) else jobs.exclude(kind__in=CONNECTION_JOB_KINDS)
+
+
 def scope_users(queryset: QuerySet) -> QuerySet:
     """User accounts (annotators) narrowed to the current scope's groups: a researcher manages the
     annotators of their groups only. Unscoped (one group, a superuser, a command): all."""

@@ -9,6 +9,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 
 from core.models import Job
+from core.selectors import jobs_for
 from core.serializers import JobSerializer
 from core.web.permissions import connections_manager_required, researcher_required
 
@@ -21,14 +22,14 @@ def _job_context(job: Job) -> dict:
 
 @researcher_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    return render(request, "core/job_detail.html", _job_context(get_object_or_404(Job, pk=pk)))
+    return render(request, "core/job_detail.html", _job_context(get_object_or_404(jobs_for(request.user), pk=pk)))
 
 
 @researcher_required
 def job_progress_fragment(request: HttpRequest, pk: int) -> HttpResponse:
     """The live part of the job page (htmx polls it). When a job it watched running ends
     with a result, the page leads on to the result (``HX-Redirect``)."""
-    job = get_object_or_404(Job, pk=pk)
+    job = get_object_or_404(jobs_for(request.user), pk=pk)
     response = render(request, "core/_job_progress.html", _job_context(job))
     if job.status == Job.Status.DONE and job.result.get("url") and request.headers.get("HX-Request"):
         response["HX-Redirect"] = job.result["url"]
@@ -38,7 +39,7 @@ def job_progress_fragment(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def job_progress(request: HttpRequest, pk: int) -> JsonResponse:
     """Progress record of a long job, polled by pages (the REST API's representation)."""
-    return JsonResponse(JobSerializer(get_object_or_404(Job, pk=pk)).data)
+    return JsonResponse(JobSerializer(get_object_or_404(jobs_for(request.user), pk=pk)).data)
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

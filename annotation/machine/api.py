@@ -201,7 +201,7 @@ class RoutingView(_BatchView):
         nothing created. Nothing certified: ``more_needed`` sample queries (``calibration-sample`` with
         ``extend``)."""
         batch = self.batch(name)
-        data = checked(RoutingPreviewRequestSerializer, request.query_params)
+        data = checked(RoutingPreviewRequestSerializer, request.query_params, query=True)
         plan_object = plan_routing(batch, **routing_request(data))  # the rules checked there
         plan = plan_object.as_dict() | {"summary": plan_summary(plan_object)}
         if not data["qids"]:

@@ -713,3 +713,26 @@ def test_creating_a_group_changes_no_other_groups_members(first_group, django_us
     assert client.get(f"/api/annotation/batches/{SECRET['batch']}/").status_code == 404
     assert client.post(f"/api/annotation/batches/{SECRET['batch']}/cancel/").status_code == 404
     assert Batch.objects.get(name=SECRET["batch"]).status == Batch.Status.PUBLISHED
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("who", ["staff of no group", "viewer"])
+def test_an_empty_scope_is_refused_never_a_500(first_group, second_group, django_user_model, who):
+    """Issue 53 (Low): an empty scope (a staff account of no group on a site of several, or a viewer's
+    POST, which sees no group it may change) answered 500 on some URLs. Every URL, GET and POST."""
+    user = (
+        django_user_model.objects.create_user("nobody", password="pw-secret-123", is_staff=True)
+        if who == "staff of no group"
+        else second_group["viewer"]
+    )
+    client = Client(raise_request_exception=False)
+    values = _values(first_group)
+    problems = []
+    for name, template in patterns():
+        path = _fill(template, values, first_group)
+        for method in ("GET", "POST"):
+            client.force_login(user)
+            response = client.generic(method, path)
+            if response.status_code >= 500:
+                problems.append(f"{method} {path} ({name}): {response.status_code}")
+    assert problems == [], "\n".join(problems)
