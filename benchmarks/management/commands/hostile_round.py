@@ -56,8 +56,14 @@ class Command(ProjectCommand):
     def add_arguments(self, parser):
         parser.add_argument("--rounds", type=int, default=1, help="passes over every URL (each with other bodies)")
         parser.add_argument("--limit", type=int, default=None, help="the first N URL patterns only (a quick look)")
+        parser.add_argument(
+            "--control",
+            action="store_true",
+            help="ask as the first lab's own owner too: its answers show its secrets, so the judge must count "
+            "them as High (a check that the judge sees a leak; the round then exits 1)",
+        )
 
-    def handle(self, rounds: int, limit: int | None, **options):
+    def handle(self, rounds: int, limit: int | None, control: bool, **options):
         import logging
 
         from django.contrib.auth import get_user_model
@@ -77,6 +83,8 @@ class Command(ProjectCommand):
             "annotator of no group": world["loner"],
             "anonymous": None,
         }
+        if control:
+            identities["lab-a owner (control)"] = _user("hr-alice")
         before = self._state(world)
         counts = {"attempts": 0, "High": 0, "Medium": 0, "Low": 0}
         findings: dict[str, list[str]] = {"High": [], "Medium": [], "Low": []}
