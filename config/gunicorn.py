@@ -9,7 +9,8 @@ the workers share that memory.
 No database connection is opened before the fork.
 
 Environment: ``GUNICORN_BIND`` (default ``127.0.0.1:8000``), ``GUNICORN_WORKERS``
-(2 x cores + 1), ``GUNICORN_THREADS`` (4), ``GUNICORN_TIMEOUT`` (60 s).
+(2 x cores + 1), ``GUNICORN_THREADS`` (4), ``GUNICORN_TIMEOUT`` (60 s), ``GUNICORN_CONTROL_SOCKET``
+(default ``VAR_DIR/gunicorn.ctl``, the site's own; ``off``: none).
 """
 
 import os
@@ -24,6 +25,18 @@ keepalive = 5
 backlog = 2048
 preload_app = True
 errorlog = "-"
+
+#: gunicorn's control socket (``gunicornc``), the site's own: gunicorn's default is one path per account
+#: (``$XDG_RUNTIME_DIR/gunicorn.ctl`` or ``~/.gunicorn/gunicorn.ctl``), shared by every site the account
+#: serves, so one site's ``gunicornc`` reached (reloaded, resized, stopped) another's. Here it is
+#: ``VAR_DIR/gunicorn.ctl`` (``GUNICORN_CONTROL_SOCKET`` another path; ``off``: none).
+_control = os.environ.get("GUNICORN_CONTROL_SOCKET", "").strip()
+_var_dir = os.environ.get("VAR_DIR") or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "var")
+if _control.lower() in ("off", "none", "0", "no"):
+    control_socket_disable = True
+else:
+    control_socket = _control or os.path.join(os.path.abspath(_var_dir), "gunicorn.ctl")
+control_socket_mode = 0o600
 
 
 #: The heavy libraries the researchers' pages import on first use (each module imports them inside

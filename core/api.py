@@ -3,6 +3,8 @@ and what the apps' endpoints share: uploads into the staging folder, form errors
 and the one exception handler that turns every refusal into JSON with a 4xx status (a 502
 when a crowd provider failed)."""
 
+from collections.abc import Iterable
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, permissions, serializers, viewsets
@@ -22,6 +24,11 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Job.objects.all()
     serializer_class = JobSerializer
     permission_classes = [permissions.IsAdminUser]
+
+    def get_queryset(self):
+        from core.selectors import jobs_for
+
+        return jobs_for(self.request.user)  # a connection's test: its managers only
 
 
 class StagedUploadsMixin:
@@ -49,16 +56,33 @@ def body_object(request) -> dict:
     return request.data
 
 
-def checked(serializer_class: type[serializers.Serializer], data) -> dict:
-    """The API's one reading of a request: ``data`` (``body_object(request)``, ``request.data`` or
-    ``request.query_params``) parsed by the serializer that documents it, its defaults filled in;
-    a 400 naming the field when a value cannot be read.
+#: Fields a body may carry beyond its serializer's: a form's CSRF token (a session's form post).
+_ALWAYS_ALLOWED = frozenset({"csrfmiddlewaretoken"})
+
+
+def checked(
+    serializer_class: type[serializers.Serializer], data, *, also: Iterable[str] = (), query: bool = False
+) -> dict:
+    """The API's one reading of a request: ``data`` (``body_object(request)``, ``request.data`` or,
+    with ``query``, ``request.query_params``) parsed by the serializer that documents it, its defaults
+    filled in; a 400 naming the field when a value cannot be read.
+
+    A body's field that neither the serializer nor ``also`` (names the caller hands on to be refused
+    by name later) knows is refused, a 400 naming it (``assignments_per_querry`` made a batch with the
+    default 3, silently). Query parameters are not checked so (``format``, ``page``: the framework's).
 
     The serializer only reads (types, formats, the fields the OpenAPI schema shows): a rule on
     the values is checked once, by the service the endpoint calls (a :class:`~core.errors.FieldError`,
     answered as a 400 naming the field by :func:`exception_handler`), or by the page's form
     the endpoint hands them to (:func:`form_data`, :func:`form_errors`)."""
     params = serializer_class(data=data)
+    if not query and hasattr(data, "keys"):
+        known = set(params.fields) | set(also) | _ALWAYS_ALLOWED
+        unknown = sorted(str(key) for key in data if key not in known)
+        if unknown:
+            raise ValidationError(
+                {key: [f"{key}: no such field; known: {', '.join(sorted(params.fields))}"] for key in unknown[:20]}
+            )
     params.is_valid(raise_exception=True)
     return params.validated_data
 

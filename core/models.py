@@ -154,9 +154,10 @@ def scope_of() -> frozenset[int] | None:
     """The ids of the groups the current request, command or job sees; ``None``: every group.
 
     A request sees its user's groups (all roles for a read, without viewer for a request that
-    may change state: a viewer's POST finds nothing to act on); a superuser, a visitor (whose
-    pages guard themselves) and an account without membership that is no staff (a Prolific
-    participant, reaching only the batch of their study link) are not scoped; a command with
+    may change state: a viewer's POST finds nothing to act on); a superuser and a visitor (whose
+    pages guard themselves: a Prolific participant, reaching only the batch of their study link,
+    is one) are not scoped; an account of no group (an annotator removed from their only group, a
+    staff account on a site of several groups) sees nothing (an empty scope); a command with
     ``--group`` sees that group; a job, the shell and a request seeing every group: ``None``.
     One read per request (the user's roles in every group), kept on the request; none when
     the session's user was read with them (:func:`group_roles_column`).
@@ -175,8 +176,6 @@ def scope_of() -> frozenset[int] | None:
     if user.pk not in cache:
         cache[user.pk] = _roles_and_groups(user, read_with_user=True)
     roles, every = cache[user.pk]
-    if not roles and not user.is_staff:
-        return None
     ids = frozenset(g for g, role in roles.items() if not write or role in _WRITE_ROLES)
     return None if every and ids >= every else ids
 

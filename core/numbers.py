@@ -8,8 +8,9 @@ API or a command takes (cutoffs, sizes, counts): ASCII digits only, at most
 :data:`MAX_DIGITS`, inside ``[minimum, maximum]``, or :class:`NumberError`, whose message names
 the field and the bound. :func:`parse_counts` reads a comma-separated list of them, at most
 ``most`` values (a bound on the work they ask for). :func:`parse_decimal` reads a number with a
-fraction (a threshold, a risk, an accuracy) the same way: ``float()`` too takes ``١.٥``,
-``1_0``, ``1e3``, ``nan`` and ``inf``. Amounts of money: :mod:`core.amounts`.
+fraction (a threshold, a risk, an accuracy) the same way, reading what people paste (``.5``,
+``1e-3``, ``+0.5``, a float's every decimal) but not what ``float()`` also takes: ``١.٥``, ``1_0``,
+``nan`` and ``inf``. Amounts of money: :mod:`core.amounts`.
 
 The form fields (``core.forms.CountField``/``DecimalNumberField``), the API's
 (``core.serializers.CountField``/``DecimalNumberField``) and the commands' argument types
@@ -23,8 +24,11 @@ import re
 #: ASCII digits only (``\d`` and ``str.isdigit`` accept every Unicode digit and superscript).
 MAX_DIGITS = 18
 DIGITS = re.compile(rf"[0-9]{{1,{MAX_DIGITS}}}")
-#: A plain decimal: an optional minus, ASCII digits, at most one point with digits on both sides.
-DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
+#: A decimal as people type and paste it: an optional sign, ASCII digits with at most one point (digits
+#: on at least one side: ``.5``, ``1.``, ``0.055174522848548305``), an optional exponent (``1e-3``).
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: The longest decimal read (a bound on the work; a float's full repr is at most 24 characters).
+MAX_DECIMAL_LENGTH = 100
 #: What a person may type around a number (ASCII spaces and tabs).
 AROUND = " \t"
 
@@ -87,9 +91,11 @@ def parse_decimal(value: object, field: str, *, minimum: float | None = None, ma
     """``value`` as a plain decimal number in ``[minimum, maximum]`` (either bound optional), or
     :class:`NumberError` naming ``field``.
 
-    A string must be an optional ``-`` and ASCII digits with at most one point (``0.9``, ``-2``,
-    ``10``; not ``.5``, ``1e3``, ``nan``, ``inf``, ``١.٥``, ``1_0``); an int or a finite float (a
-    JSON number) is taken as it is.
+    A string is read as people paste it: an optional ``+`` or ``-``, ASCII digits with at most one
+    point and any number of decimals, an optional exponent (``0.9``, ``-2``, ``.5``, ``1.``, ``+0.5``,
+    ``1e-3``, ``0.055174522848548305``), at most :data:`MAX_DECIMAL_LENGTH` characters; never
+    ``nan``, ``inf``, ``١.٥``, ``٣``, ``²``, ``①``, ``1_0``, ``0x1``, nor a value beyond a float's
+    range (``1e400``). An int or a finite float (a JSON number) is taken as it is.
 
     >>> parse_decimal("0.95", "target_accuracy", minimum=0, maximum=1)
     0.95
@@ -104,11 +110,18 @@ def parse_decimal(value: object, field: str, *, minimum: float | None = None, ma
         number = float(value)
     elif isinstance(value, str):
         text = value.strip(AROUND)
+        if len(text) > MAX_DECIMAL_LENGTH:
+            raise NumberError(
+                field, f"{_shown(value)} is not a decimal number of at most {MAX_DECIMAL_LENGTH} characters"
+            )
         if not DECIMAL.fullmatch(text):
             raise NumberError(
-                field, f"{_shown(value)} is not a plain decimal number: use ASCII digits and a point, like 0.5"
+                field,
+                f"{_shown(value)} is not a decimal number: use ASCII digits, a point and an exponent, like 0.5 or 1e-3",
             )
         number = float(text)
+        if not math.isfinite(number):
+            raise NumberError(field, f"{_shown(value)} is too large for a number (at most about 1.8e308)")
     else:
         raise NumberError(field, f"expected a number, got {type(value).__name__}")
     if minimum is not None and number < minimum:

@@ -264,6 +264,45 @@ def require_role(user, obj: Model | ResearchGroup, role: str) -> None:
         raise PermissionDenied(f"This needs the role {role} in the research group {group}.")
 
 
+def require_account_manager(by, account) -> None:
+    """Refuse (403) unless ``by`` may manage ``account`` (reset its access, deactivate or reactivate it).
+
+    ``None`` (the operator, from the command line) and a superuser may. An account of one group is
+    managed by that group's researchers and owners. An account of several groups (an annotator
+    shared by two labs) is managed only by someone who owns every one of them: a researcher of one
+    group who reset its password would log in as it and read the other group's work. An account of
+    no group is managed by a superuser only."""
+    if by is None or by.is_superuser:
+        return
+    groups = set(Membership.objects.filter(user_id=account.pk).values_list("group_id", flat=True))
+    roles = roles_of(by)
+    if len(groups) > 1:
+        if all(roles.get(g) == Membership.Role.OWNER for g in groups):
+            return
+        raise PermissionDenied(
+            f"{account.get_username()!r} belongs to several research groups: only a superuser, or an owner "
+            "of every one of them, manages the account"
+        )
+    needed = ROLE_RANK[Membership.Role.RESEARCHER]
+    if not groups or ROLE_RANK.get(roles.get(next(iter(groups))), 0) < needed:
+        raise PermissionDenied(f"{account.get_username()!r} is not an annotator of a research group you manage")
+
+
+#: Jobs whose records only those who manage the site's connections read: a connection's test (its
+#: message names the account behind the site's credentials, e.g. the Prolific account's e-mail).
+CONNECTION_JOB_KINDS = frozenset({"core.test_connection"})
+
+
+def jobs_for(user) -> QuerySet:
+    """The jobs ``user`` may read (within the request's group scope, as every study model): a
+    connection's test only for :func:`core.web.permissions.can_manage_connections`."""
+    from core.models import Job
+    from core.web.permissions import can_manage_connections
+
+    jobs = Job.objects.all()
+    return jobs if can_manage_connections(user) else jobs.exclude(kind__in=CONNECTION_JOB_KINDS)
+
+
 def scope_users(queryset: QuerySet) -> QuerySet:
     """User accounts (annotators) narrowed to the current scope's groups: a researcher manages the
     annotators of their groups only. Unscoped (one group, a superuser, a command): all."""

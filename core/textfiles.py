@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -355,3 +355,47 @@ def check_line_lengths(path: str | Path, data: bytes, first_line: int) -> None:
         if end < 0:
             raise line_too_long(path, first_line + data.count(b"\n", 0, start))
         start = end + 1
+
+
+#: The most physical lines one CSV record (a quoted field holding line breaks) may span.
+MAX_RECORD_LINES = 1000
+
+
+def _quote_open(text: str, delimiter: str) -> bool:
+    """Whether ``text`` ends inside a quoted field (RFC 4180: the field goes on after the line break)."""
+    import csv
+
+    try:
+        next(csv.reader([text], delimiter=delimiter, strict=True), None)
+    except csv.Error as exc:
+        return "unexpected end of data" in str(exc)
+    return False
+
+
+def csv_records(path: Path, lines: Iterable[str], *, delimiter: str = ",") -> Iterator[tuple[int, str]]:
+    """``(number of its first line, record)`` for each record of a CSV file read as ``lines`` (line
+    endings stripped, as :func:`open_text` gives them): a quoted field may hold line breaks (RFC 4180),
+    so the lines it spans are joined with ``\\n``. A quote opened and not closed within
+    :data:`MAX_RECORD_LINES` lines (or by the end of the file) is ``file:line: problem`` naming the
+    record's first line; the record is bounded as a line is (:data:`MAX_LINE_BYTES`)."""
+    pending: list[str] = []
+    start = size = 0
+    for number, line in enumerate(lines, start=1):
+        if not pending:
+            if '"' not in line or not _quote_open(line, delimiter):
+                yield number, line
+                continue
+            pending, start, size = [line], number, len(line)
+            continue
+        pending.append(line)
+        size += len(line) + 1
+        text = "\n".join(pending)
+        if not _quote_open(text, delimiter):
+            yield start, text
+            pending = []
+        elif len(pending) >= MAX_RECORD_LINES or size > MAX_LINE_BYTES:
+            raise InputError(
+                path, start, f"a quoted field opened on this line is not closed within {len(pending)} lines"
+            )
+    if pending:
+        raise InputError(path, start, 'a quoted field opened on this line is never closed (a missing ")')

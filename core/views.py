@@ -5,9 +5,11 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 
 from core.models import Job
+from core.selectors import jobs_for
 from core.serializers import JobSerializer
 from core.web.permissions import connections_manager_required, researcher_required
 
@@ -20,14 +22,14 @@ def _job_context(job: Job) -> dict:
 
 @researcher_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    return render(request, "core/job_detail.html", _job_context(get_object_or_404(Job, pk=pk)))
+    return render(request, "core/job_detail.html", _job_context(get_object_or_404(jobs_for(request.user), pk=pk)))
 
 
 @researcher_required
 def job_progress_fragment(request: HttpRequest, pk: int) -> HttpResponse:
     """The live part of the job page (htmx polls it). When a job it watched running ends
     with a result, the page leads on to the result (``HX-Redirect``)."""
-    job = get_object_or_404(Job, pk=pk)
+    job = get_object_or_404(jobs_for(request.user), pk=pk)
     response = render(request, "core/_job_progress.html", _job_context(job))
     if job.status == Job.Status.DONE and job.result.get("url") and request.headers.get("HX-Request"):
         response["HX-Redirect"] = job.result["url"]
@@ -37,7 +39,7 @@ def job_progress_fragment(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def job_progress(request: HttpRequest, pk: int) -> JsonResponse:
     """Progress record of a long job, polled by pages (the REST API's representation)."""
-    return JsonResponse(JobSerializer(get_object_or_404(Job, pk=pk)).data)
+    return JsonResponse(JobSerializer(get_object_or_404(jobs_for(request.user), pk=pk)).data)
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -269,8 +271,7 @@ def research_groups(request: HttpRequest) -> HttpResponse:
     from django.shortcuts import redirect
 
     from core.errors import ServiceError
-    from core.models import Membership, chosen_group_id, roles_of
-    from core.selectors import groups_of, members
+    from core.selectors import groups_of
     from core.services import groups as group_services
 
     if request.method == "POST":
@@ -280,9 +281,13 @@ def research_groups(request: HttpRequest) -> HttpResponse:
             if action == "choose":
                 group_services.choose_group(request, group)
             elif action == "set":
-                group_services.set_member(
-                    request.user, group, request.POST.get("username", ""), request.POST.get("role", "")
-                )
+                username = request.POST.get("username", "").strip()
+                _, password = group_services.add_member(request.user, group, username, request.POST.get("role", ""))
+                if password:  # a new account: its password shown on this answer only (no redirect, no-store)
+                    made = {"username": username, "password": password, "group": group}
+                    response = _research_groups_page(request, made)
+                    add_never_cache_headers(response)
+                    return response
             elif action == "remove":
                 group_services.remove_member(request.user, group, request.POST.get("username", ""))
             else:
@@ -290,10 +295,18 @@ def research_groups(request: HttpRequest) -> HttpResponse:
         except ServiceError as exc:
             messages.error(request, str(exc))
         return redirect("research-groups")
+    return _research_groups_page(request)
+
+
+def _research_groups_page(request: HttpRequest, made: dict | None = None) -> HttpResponse:
+    from core.models import Membership, chosen_group_id, roles_of
+    from core.selectors import groups_of, members
+
     roles = roles_of(request.user)
     chosen = chosen_group_id(request)
     rows = [
         {"group": g, "role": roles.get(g.pk), "members": members(g), "chosen": g.pk == chosen}
         for g in groups_of(request.user)
     ]
-    return render(request, "core/research_groups.html", {"rows": rows, "roles": Membership.Role.values})
+    context = {"rows": rows, "roles": Membership.Role.values, "made": made}
+    return render(request, "core/research_groups.html", context)

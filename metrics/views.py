@@ -590,10 +590,13 @@ FINISHED_SHOWN_FOR = timedelta(hours=1)
 FINISHED_SHOWN = 5
 
 
-def _live() -> dict:
-    active = list(Job.objects.filter(status__in=[Job.Status.PENDING, Job.Status.RUNNING]).order_by("created", "pk"))
+def _live(user) -> dict:
+    from core.selectors import jobs_for
+
+    jobs = jobs_for(user)  # a connection's test: its managers only
+    active = list(jobs.filter(status__in=[Job.Status.PENDING, Job.Status.RUNNING]).order_by("created", "pk"))
     finished = list(
-        Job.objects.filter(
+        jobs.filter(
             status__in=[Job.Status.DONE, Job.Status.FAILED], updated__gte=timezone.now() - FINISHED_SHOWN_FOR
         ).order_by("-updated", "-pk")[:FINISHED_SHOWN]
     )
@@ -621,7 +624,7 @@ def home(request: HttpRequest) -> HttpResponse:
         return render(request, "welcome.html")
     context = (
         pooling_selectors.overview()
-        | _live()
+        | _live(request.user)
         | {"reports": selectors.recent_reports(), "qrels": Qrels.objects.select_related("collection", "query_set")}
     )
     return render(request, "home.html", context)
@@ -630,7 +633,7 @@ def home(request: HttpRequest) -> HttpResponse:
 @researcher_required
 def home_live(request: HttpRequest) -> HttpResponse:
     """The dashboard's live part: running jobs and batches (htmx polls it)."""
-    return render(request, "metrics/_dashboard_live.html", _live())
+    return render(request, "metrics/_dashboard_live.html", _live(request.user))
 
 
 #: The batch form's fields the panel reads (through ``hx-include``): the pool and what a query costs.

@@ -15,6 +15,7 @@ Pure and light (standard library only).
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,8 @@ from pathlib import Path
 
 from core.errors import InputError, Skipped, raise_or_skip
 from core.files import atomic_write
-from core.textfiles import open_text
+from core.numbers import DIGITS
+from core.textfiles import csv_records, open_text
 
 #: What :func:`normalise_text` replaces: C0 controls (tab and line breaks included), DEL, C1
 #: controls (U+0085 among them) and the line and paragraph separators.
@@ -238,7 +240,7 @@ def with_columns(table: QueryTable, chosen: dict[str, str | int | None]) -> Quer
         if role == "label" and text.lower() in ("none", "-", "0"):
             columns.pop("label", None)
             continue
-        if text.isdigit() and 1 <= int(text) <= table.width:
+        if DIGITS.fullmatch(text) and 1 <= int(text) <= table.width:  # ASCII only: "²".isdigit() and int() raised
             columns[role] = int(text) - 1
         elif _key(text) in keys:
             columns[role] = keys.index(_key(text))
@@ -297,7 +299,9 @@ def read_query_table(
     seen: dict[str, int] = {}
     with open_text(path) as lines:
         header = table.header is not None
-        for number, line in enumerate(lines, start=1):
+        # CSV: a quoted field may hold line breaks (RFC 4180), read as one record numbered by its first line.
+        records = csv_records(path, lines) if table.delimiter == "," else enumerate(lines, start=1)
+        for number, line in records:
             if not line.strip():
                 continue
             if header:  # the first non-blank line
@@ -330,5 +334,10 @@ def first_table(path: str | Path) -> QueryTable | None:
     with open_text(path) as lines:
         for number, line in enumerate(lines, start=1):
             if line.strip():
-                return detect_table(path, line, number)
+                table = detect_table(path, line, number)
+                if table.delimiter != "," or '"' not in line:
+                    return table
+                # The first record may go on past this line (a quoted field holding a line break).
+                record = next(csv_records(path, itertools.chain([line], lines)))[1]
+                return detect_table(path, record, number)
     return None

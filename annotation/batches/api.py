@@ -100,7 +100,9 @@ def batch_form_data(data, *, estimate: bool = False) -> dict:
     except OptionError as exc:
         raise ValidationError({"provider": [str(exc)]}) from None
     serializer = batch_request_serializer(provider, estimate=estimate)
-    read = checked(serializer, data)
+    # Another platform's option is refused by name later (the services); the form's own fields (the
+    # gold file) are the form's to read.
+    read = checked(serializer, data, also={*all_batch_options(), *BatchForm.base_fields})
     multiple = getattr(data, "getlist", None)
     sent = {key: (multiple(key) if multiple else data[key]) for key in data if key not in serializer().fields}
     for key, value in sent.items():

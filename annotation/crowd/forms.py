@@ -14,6 +14,7 @@ from annotation.labels import LABEL_CHOICES
 from annotation.models import Batch, HitQuery
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from core.errors import InputError, ServiceError
+from core.forms import CountField
 from core.services.uploads import upload_too_large_message
 from pooling.models import Pool, QuerySet
 
@@ -55,7 +56,7 @@ class TrainingAnswerForm(HitAnswerForm):
 
 
 class EscalateForm(forms.Form):
-    max_assignments = forms.IntegerField(
+    max_assignments = CountField(  # core.numbers: forms.IntegerField read "1_0" as 10 and "٣" as 3
         min_value=1,
         max_value=50,
         initial=DEFAULT_MAX_ASSIGNMENTS,

@@ -16,7 +16,7 @@ from annotation.labels import CATEGORY_SLUGS, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from core.amounts import AMOUNT
-from core.serializers import JobSerializer, MoneyField
+from core.serializers import CountField, JobSerializer, MoneyField
 
 
 class BatchSerializer(serializers.ModelSerializer):
@@ -367,7 +367,7 @@ class SyncRequestSerializer(serializers.Serializer):
 
 
 class EscalateRequestSerializer(serializers.Serializer):
-    max_assignments = serializers.IntegerField(
+    max_assignments = CountField(  # core.numbers: DRF's IntegerField read "1_0" as 10 and "٣" as 3
         min_value=1, max_value=50, default=DEFAULT_MAX_ASSIGNMENTS, help_text="Cap on assignments per HIT."
     )
 

@@ -203,7 +203,7 @@ class RoutingView(_BatchView):
         false and ``waiting`` lists each HIT it waits on (sample batch, HIT position, its sample queries,
         why, annotators the team lacks for it): the POST then routes nothing."""
         batch = self.batch(name)
-        data = checked(RoutingPreviewRequestSerializer, request.query_params)
+        data = checked(RoutingPreviewRequestSerializer, request.query_params, query=True)
         plan_object = plan_routing(batch, **routing_request(data))  # the rules checked there
         plan = plan_object.as_dict() | {"summary": plan_summary(plan_object)}
         if not data["qids"]:

@@ -38,13 +38,14 @@ from annotation.models.prolific import (
     ProlificSubscription,
 )
 from annotation.models.quality import Adjudication, Escalation, Qualification, Reoffer, TrainingQuery, WorkerFlag
-from annotation.models.results import Export
+from annotation.models.results import AnswerUse, Export
 
 __all__ = [
     "FREES_PLACE",
     "Account",
     "AccountState",
     "Adjudication",
+    "AnswerUse",
     "Assignment",
     "Batch",
     "BatchQuery",

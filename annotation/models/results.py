@@ -37,3 +37,23 @@ class Export(models.Model):
 
     def __str__(self) -> str:
         return f"{self.batch.name}: {self.category} → {self.path}"
+
+
+class AnswerUse(models.Model):
+    """A reading of a batch's answers that published or decided something (a report on its labels, a
+    dataset, a paper bundle, a routing, a label-sensitivity run), recorded when it read them: an
+    annotator's correction made after it is refused (``annotation.platforms.inhouse.services.corrections``),
+    as after an export, so what was published never silently differs from the stored answers."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="answer_uses")
+    action = models.CharField(max_length=200, help_text="What read the answers, e.g. 'A dataset'.")
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.action} of batch #{self.batch_id}"

@@ -34,6 +34,7 @@ The reads are in each sub-domain's ``selectors`` module (see :mod:`annotation.se
 from annotation.crowd.services import background  # noqa: F401
 from annotation.crowd.services.batch_settings import BatchSettings
 from annotation.crowd.services.batches import create_batch, estimate_cost, read_labelled_file
+from annotation.crowd.services.locking import reading_answers  # noqa: F401  (metrics records its reads as uses)
 from annotation.crowd.services.publishing import publish_batch, render_hit_html
 from annotation.crowd.services.sync import sync_batch
 from annotation.machine.services import background as machine_jobs  # noqa: F401  (pre-labelling)

@@ -28,13 +28,16 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
 from django.db.models import Expression, QuerySet
 
 #: Placeholders: negative, far from any id this site makes, and inside a 32-bit integer column's
 #: range (Django answers a lookup on a value outside it without asking the database).
 _INT_BASE = -1_987_654_000
+#: A statement that matches no row whatever its values (Django's ``EmptyResultSet`` at compile time,
+#: e.g. an empty research-group scope): its rows are none, as the ORM answers it, without a query.
+_NOTHING = object()
 #: Compiled statements kept per query (one per scope and database seen): a bound, not a working size.
 _MAX_KEYS = 256
 
@@ -96,12 +99,15 @@ class Prepared:
         key = (tuple(sorted((n, type(v)) for n, v in values.items())), self._scope())
         compiled = self._compiled.get(key)
         if compiled is None:
-            compiled = _Compiled(self._build(**placeholders), placeholders)
+            try:
+                compiled = _Compiled(self._build(**placeholders), placeholders)
+            except EmptyResultSet:  # nothing can match (an empty scope: an account of no group)
+                compiled = _NOTHING
             with self._lock:
                 if len(self._compiled) >= _MAX_KEYS:
                     self._compiled.clear()
                 self._compiled[key] = compiled
-        return compiled.run(values)
+        return [] if compiled is _NOTHING else compiled.run(values)
 
     def _scope(self) -> Hashable:
         return ("unscoped",) if self._scope_of is None else ("scope", self._scope_of())
@@ -144,11 +150,16 @@ class PreparedUpdate:
         )
         compiled = self._compiled.get(key)
         if compiled is None:
-            compiled = self._compile(names, values)
+            try:
+                compiled = self._compile(names, values)
+            except EmptyResultSet:  # no row can match (an empty scope): nothing to change
+                compiled = _NOTHING
             with self._lock:
                 if len(self._compiled) >= _MAX_KEYS:
                     self._compiled.clear()
                 self._compiled[key] = compiled
+        if compiled is _NOTHING:
+            return 0
         db, sql, params, slots, fields = compiled
         filled = list(params)
         connection = connections[db]

@@ -21,6 +21,7 @@ from core.errors import ServiceError
 from core.http import HttpError, JsonClient
 from core.jobs import background_job
 from core.models import Connection, Job
+from core.redaction import mask_secret
 from core.sealing import KEY_SETTING, SealError, key_in_file, reseal, seal, unseal
 from core.selectors import connections_key, connections_key_file, environment_value
 
@@ -203,9 +204,9 @@ def _failure(exc: HttpError, base_url: str, secret_label: str, secret: str) -> C
         message = f"{host} refused the connection: nothing listens at that address"
     else:
         message = f"{host}: {text}"
-    if secret and len(secret) >= 4:
-        message = message.replace(secret, "…")  # a server that echoes the key must not put it on the page
-    return ConnectionTestFailed(message)
+    # A server that echoes the key, in any spelling (case, percent-encoding, base64, a prefix), must
+    # not put it on the page (core.redaction).
+    return ConnectionTestFailed(mask_secret(message, secret))
 
 
 def _call(client: JsonClient, method: str, path: str, body=None, *, label: str, secret: str):

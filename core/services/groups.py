@@ -1,49 +1,91 @@
 """Research groups changed: made, joined, roles set, members removed, a user's working group chosen.
 
-Managing members needs the owner's role (:func:`core.selectors.require_role`); a superuser makes
-groups. The first group beyond the site's default turns the implicit membership of a one-group
-site (every staff account its owner) into rows, so nobody loses their studies when it appears.
+Managing members needs the owner's role (:func:`core.selectors.require_role`); the operator
+(``manage.py research_group``) makes groups and their first owners. Making a group or setting a
+member changes no other membership: a staff account of no group sees nothing once a site has
+several groups (:func:`staff_of_no_group` names them, for the operator to give them a role).
 """
 
 from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.text import slugify
 
 from core.errors import ServiceError
-from core.models import Membership, ResearchGroup, creation_group, default_group
+from core.models import Membership, ResearchGroup, creation_group
 from core.selectors import require_role
+
+#: Roles of staff accounts (researchers' side); an annotator's account is no staff.
+STAFF_ROLES = (Membership.Role.OWNER, Membership.Role.RESEARCHER, Membership.Role.VIEWER)
 
 
 @transaction.atomic
 def create_group(name: str, *, owner=None) -> ResearchGroup:
-    """A new research group (``owner``, if given, becomes its owner)."""
+    """A new research group (``owner``, if given, becomes its owner); nobody else's role changes."""
     name = name.strip()
     slug = slugify(name)[:50]
     if not name or not slug:
         raise ServiceError("name: a research group needs a name with letters or digits")
     if ResearchGroup.objects.filter(name=name).exists() or ResearchGroup.objects.filter(slug=slug).exists():
         raise ServiceError(f"name: a research group {name!r} exists already")
-    if ResearchGroup.objects.count() <= 1:
-        _make_implicit_memberships_explicit()
     group = ResearchGroup.objects.create(name=name, slug=slug)
     if owner is not None:
+        if not owner.is_staff:
+            raise ServiceError(f"owner: {owner.get_username()!r} is not a researcher's (staff) account")
         Membership.objects.update_or_create(user=owner, group=group, defaults={"role": Membership.Role.OWNER})
     return group
 
 
-def _make_implicit_memberships_explicit() -> None:
-    """Every staff account without membership becomes owner of the site's group, every in-house
-    annotator without one its annotator (as they were, implicitly, on a one-group site)."""
-    group = default_group()
-    users = get_user_model().objects.filter(research_memberships=None)
-    staff = users.filter(is_staff=True, is_superuser=False)
-    annotators = users.filter(is_staff=False, is_superuser=False, annotation_identity__provider="local")
-    Membership.objects.bulk_create(
-        [Membership(user=u, group=group, role=Membership.Role.OWNER) for u in staff]
-        + [Membership(user=u, group=group, role=Membership.Role.ANNOTATOR) for u in annotators],
-        ignore_conflicts=True,
+def new_account(username: str, role: str):
+    """A new account for ``role`` with a generated password (returned, to be shown once): a staff
+    account (no superuser, no admin permission) for owner, researcher and viewer."""
+    from django.core.exceptions import ValidationError
+
+    user_model = get_user_model()
+    try:
+        user_model.username_validator(username)
+    except ValidationError:
+        raise ServiceError(f"username: {username!r} is not usable: use letters, digits and @ . + - _") from None
+    if user_model.objects.filter(username=username).exists():
+        raise ServiceError(f"username: {username!r} exists already")
+    password = secrets.token_urlsafe(15)
+    user = user_model.objects.create_user(username, password=password, is_staff=role in STAFF_ROLES)
+    return user, password
+
+
+@transaction.atomic
+def create_group_with_owner(name: str, owner: str) -> tuple[ResearchGroup, str | None]:
+    """``manage.py research_group --create NAME --owner USER``: the group and its first owner, the
+    account made (with a generated password, returned once) when there is none by that name."""
+    user = get_user_model().objects.filter(username=owner).first()
+    password = None
+    if user is None:
+        user, password = new_account(owner, Membership.Role.OWNER)
+    return create_group(name, owner=user), password
+
+
+#: Makes an in-house annotator's account (username, password): the annotation app's, given at start-up
+#: (:func:`use_annotator_maker`; core imports no app above it).
+_annotator_maker: Callable[[str, str], object] | None = None
+
+
+def use_annotator_maker(make: Callable[[str, str], object]) -> None:
+    """``make(username, password)`` makes an in-house annotator who joins the acting group."""
+    global _annotator_maker
+    _annotator_maker = make
+
+
+def staff_of_no_group():
+    """Active staff accounts that are no superuser and belong to no group: on a site of several groups
+    they see nothing (on a site of one, they are its owners without a membership row)."""
+    return (
+        get_user_model()
+        .objects.filter(is_staff=True, is_superuser=False, is_active=True, research_memberships=None)
+        .order_by("username")
     )
 
 
@@ -59,9 +101,9 @@ def set_member(by, group: ResearchGroup, username: str, role: str) -> Membership
         raise ServiceError(f"username: no account {username!r}")
     if role == Membership.Role.ANNOTATOR and user.is_staff:
         raise ServiceError(f"role: {username!r} is a staff account, not an annotator")
+    if role in STAFF_ROLES and not user.is_staff:
+        raise ServiceError(f"role: {username!r} is an annotator's account; a {role} needs a researcher's account")
     with transaction.atomic():
-        if ResearchGroup.objects.count() <= 1:
-            _make_implicit_memberships_explicit()
         if by is not None and not by.is_superuser:
             _refuse_another_groups_account(by, group, user)
         was_owner = group.memberships.filter(user=user, role=Membership.Role.OWNER).exists()
@@ -69,6 +111,30 @@ def set_member(by, group: ResearchGroup, username: str, role: str) -> Membership
         if was_owner:
             _keep_an_owner(group)
     return membership
+
+
+@transaction.atomic
+def add_member(by, group: ResearchGroup, username: str, role: str) -> tuple[Membership, str | None]:
+    """The groups page's *Add or change*: ``username`` gets ``role`` in ``group`` (:func:`set_member`),
+    the account made first when there is none by that name, with a generated password returned to
+    be shown once (a researcher's staff account, or an in-house annotator's of this group)."""
+    if by is not None:
+        require_role(by, group, Membership.Role.OWNER)
+    if role not in Membership.Role.values:
+        raise ServiceError(f"role: one of {', '.join(Membership.Role.values)}, not {role!r}")
+    password = None
+    if not get_user_model().objects.filter(username=username).exists():
+        if role == Membership.Role.ANNOTATOR:
+            from core.db.scope import acting_in
+
+            if _annotator_maker is None:
+                raise ServiceError("role: this site makes no annotator accounts")
+            password = secrets.token_urlsafe(15)
+            with acting_in(group.pk):  # the annotator joins this group
+                _annotator_maker(username, password)
+        else:
+            _, password = new_account(username, role)
+    return set_member(by, group, username, role), password
 
 
 def _refuse_another_groups_account(by, group: ResearchGroup, user) -> None:

@@ -56,7 +56,16 @@ def parse_dependences(text: str) -> tuple[float, ...]:
     return tuple(values)
 
 
-def label_sensitivity(
+def label_sensitivity(batch, runs: Sequence[Run], *args, **kwargs) -> LabelSensitivity:
+    """:func:`_label_sensitivity`, reading the batch's answers as a use: a correction after it is refused
+    (``annotation.services.reading_answers``, issue 53)."""
+    from annotation.services import reading_answers
+
+    with reading_answers(batch, "A label-sensitivity run"):
+        return _label_sensitivity(batch, runs, *args, **kwargs)
+
+
+def _label_sensitivity(
     batch,
     runs: Sequence[Run],
     report_settings: ReportSettings = DEFAULT_REPORT_SETTINGS,

@@ -355,6 +355,18 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
 
 
 def paper_files(report: Report, title: str | None = None, screenshots: bool | None = None) -> dict[str, bytes]:
+    """:func:`_paper_files`; the report's batch (:func:`report_batch`), when it has one, read as a use:
+    a correction of its answers after the bundle is refused (``annotation.services.reading_answers``)."""
+    from contextlib import nullcontext
+
+    from annotation.services import reading_answers
+
+    batch = report_batch(report)
+    with reading_answers(batch, "A paper bundle") if batch is not None else nullcontext():
+        return _paper_files(report, title, screenshots)
+
+
+def _paper_files(report: Report, title: str | None = None, screenshots: bool | None = None) -> dict[str, bytes]:
     """Every file of the report's bundle, by name; ``title`` is the document's (default: what was
     measured on what, :func:`metrics.methods_text.default_title`). ServiceError if the report's files are gone.
 

@@ -418,8 +418,11 @@ def build_batch_report(
     """
     _check_free(name)
     validate_name(f"{name}-non-gendered", "query set")
-    computed = compute_batch_report(batch, runs, report_settings, **inputs)
-    return _store(name, computed, report_settings, inputs | {"label_batch": batch}, None)
+    from annotation.services import reading_answers
+
+    with reading_answers(batch, "A report on its labels"):  # a correction after it is refused (issue 53)
+        computed = compute_batch_report(batch, runs, report_settings, **inputs)
+        return _store(name, computed, report_settings, inputs | {"label_batch": batch}, None)
 
 
 def _check_free(name: str) -> None:

@@ -153,3 +153,25 @@ def test_a_json_list_body_is_a_400_not_a_500(local_batch, staff, url):
     """Found by schemathesis: the forms behind these endpoints cannot read a JSON list."""
     response = _post(staff, url, "[null, null]")
     assert response.status_code == 400 and "JSON object" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/annotation/batches/", {"name": "typo", "queries": "gq", "assignments_per_querry": 5}, "assignments_per_querry"),
+        ("/api/annotation/batches/estimate/", {"queries": "gq", "reward_per_hit": "0.05"}, "reward_per_hit"),
+        ("/api/annotation/annotators/", {"username": "new-one", "acess": "password"}, "acess"),
+        ("/api/annotation/batches/b1/escalate/", {"max_assignment": 3}, "max_assignment"),
+        ("/api/pooling/pools/", {"name": "p", "queries": "gq", "runz": "a"}, "runz"),
+        ("/api/metrics/reports/", {"name": "r", "queries": "gq", "runs": "a", "cutof": "10"}, "cutof"),
+    ],
+)  # fmt: skip
+def test_an_unknown_field_on_a_create_endpoint_is_a_400_naming_it(local_batch, staff, path, body, field):
+    """Issue 53: unknown fields were dropped unseen (``assignments_per_querry`` made a batch with the default)."""
+    from django.contrib.auth import get_user_model
+
+    answer = _post(staff, path, body)
+    assert answer.status_code == 400, (path, answer.content)
+    assert field in answer.json(), answer.json()
+    assert not Batch.objects.filter(name="typo").exists()
+    assert not get_user_model().objects.filter(username="new-one").exists()

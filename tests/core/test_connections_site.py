@@ -253,3 +253,64 @@ def test_once_the_site_has_several_groups_only_superusers_manage_its_connections
     assert client.get(API).status_code == 403
     client.force_login(boss)
     assert client.get(PAGE).status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_connection_tests_job_is_read_only_by_who_manages_connections(key, researcher, django_user_model):
+    """Issue 53: the test's job (its message names the Prolific account's e-mail) was readable by every
+    member of the starter's group, viewers included, through the job pages, the jobs API and the dashboard."""
+    from core.models import Membership, ResearchGroup, default_group
+    from core.services.connections import start_test_connection
+    from core.services.groups import create_group
+
+    default_group()  # the site's first group, then a second
+    boss = django_user_model.objects.create_superuser("boss", password="pw-secret-123")
+    viewer = django_user_model.objects.create_user("viewer", password="pw-secret-123", is_staff=True)
+    create_group("Second lab", owner=django_user_model.objects.create_user("b", is_staff=True))
+    first = ResearchGroup.objects.order_by("pk").first()
+    Membership.objects.create(user=viewer, group=first, role="viewer")
+    Membership.objects.create(user=researcher, group=first, role="owner")
+    job = Job.objects.create(
+        kind="core.test_connection", description="Test the Prolific connection", message="lab@example.org", group=first
+    )
+    other = Job.objects.create(kind="import", description="an import", group=first)
+    client = Client()
+    for who in (viewer, researcher):
+        assert not can_manage_connections(who)
+        client.force_login(who)
+        for path in (f"/jobs/{job.pk}/", f"/api/jobs/{job.pk}/", f"/jobs/{job.pk}/progress/"):
+            assert client.get(path).status_code == 404, (who, path)
+        listed = client.get("/api/jobs/").json()["results"]
+        assert [j["id"] for j in listed] == [other.pk]
+        assert "lab@example.org" not in client.get("/").content.decode()
+        assert client.get(f"/api/jobs/{other.pk}/").status_code == 200
+    client.force_login(boss)
+    assert client.get(f"/api/jobs/{job.pk}/").json()["message"] == "lab@example.org"
+    assert start_test_connection  # the page's own test start stays the managers' (connections_manager_required)
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        lambda s: s,
+        str.upper,
+        str.lower,
+        lambda s: __import__("urllib.parse").parse.quote(s, safe=""),
+        lambda s: __import__("base64").b64encode(s.encode()).decode(),
+        lambda s: __import__("base64").urlsafe_b64encode(s.encode()).decode().rstrip("="),
+        lambda s: __import__("base64").b64encode(b"x" + s.encode()).decode(),  # inside a longer encoded value
+        lambda s: __import__("base64").b64encode(b"Basic:" + s.encode()).decode(),
+        lambda s: s.encode().hex(),
+        lambda s: s[:16],  # a prefix of it
+        lambda s: "\\u" + "\\u".join(f"{ord(c):04x}" for c in s),  # JSON-escaped
+    ],
+)
+def test_a_credential_echoed_back_in_another_spelling_is_masked(spelling):
+    """Issue 53: a server echoing the key URL-encoded, in another case or base64 kept it on the page."""
+    from core.redaction import mask_secret
+
+    secret = "sk-Live_0123456789abcdefXYZ/+="
+    echoed = spelling(secret)
+    masked = mask_secret(f"401 Unauthorized: bad token {echoed!s} for this user", secret)
+    assert echoed not in masked and "401 Unauthorized: bad token" in masked and "for this user" in masked
+    assert mask_secret("nothing of it here", secret) == "nothing of it here"

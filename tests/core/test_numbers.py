@@ -34,12 +34,63 @@ def test_a_list_is_sorted_distinct_and_bounded_in_length():
         parse_counts("5,②", "cutoffs", maximum=100, most=3)
 
 
-@pytest.mark.parametrize("text", ["١.٥", "1e3", "nan", "inf", "-inf", ".5", "1.", "1_0.5", "0x1", "", "1.2.3"])
-def test_a_decimal_is_plain_ascii_digits_and_one_point(text):
+REFUSED_DECIMALS = [
+    "١.٥",  # Arabic-Indic digits: float() reads 1.5
+    "٣",
+    "²",
+    "①",
+    "０.５",  # full-width digits
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "Infinity",
+    "1_0.5",  # float() reads 10.5
+    "1e1_0",
+    "0x1",
+    "",
+    "1.2.3",
+    ".",
+    "e3",
+    "1e",
+    "++1",
+    "+-1",
+    "1 000",
+    "0.5\n",
+]
+
+
+@pytest.mark.parametrize("text", REFUSED_DECIMALS)
+def test_a_decimal_is_ascii_digits_a_point_and_an_exponent_only(text):
     from core.numbers import parse_decimal
 
-    with pytest.raises(NumberError, match=r"^risk: .*not a plain decimal number"):
+    with pytest.raises(NumberError, match=r"^risk: .*not a decimal number"):
         parse_decimal(text, "risk")
+
+
+#: What people paste (issue 53): another tool's full float, a leading point, an exponent, a plus.
+PASTED = ["0.055174522848548305", ".5", "1e-3", "+0.5", "5E-2", "1.", "-.25", "2.5e+1", " 0.1 ", "0." + "0" * 40 + "1"]
+
+
+@pytest.mark.parametrize("text", PASTED)
+def test_a_decimal_reads_what_people_paste(text):
+    from decimal import Decimal
+
+    from core.numbers import parse_decimal
+
+    # The expected value: the decimal module's reading of the same ASCII text, an independent reader.
+    assert parse_decimal(text, "risk") == float(Decimal(text.strip()))
+
+
+def test_a_decimal_out_of_the_floats_range_names_the_field():
+    from core.numbers import parse_decimal
+
+    with pytest.raises(NumberError, match=r"^delta: .*too large"):
+        parse_decimal("1e400", "delta")
+    with pytest.raises(NumberError, match=r"^delta: must be at most 1"):
+        parse_decimal("1e1", "delta", maximum=1)
+    with pytest.raises(NumberError, match=r"^delta: .*at most 100 characters"):
+        parse_decimal("0." + "1" * 200, "delta")
 
 
 def test_a_decimal_within_its_range():
@@ -68,7 +119,7 @@ def test_the_form_and_api_fields_read_through_the_one_parser():
     assert Form({"depth": "10", "risk": "0.5"}).is_valid()
     bad = Form({"depth": "١٠", "risk": "nan"})
     assert not bad.is_valid()
-    assert "is not a whole number" in bad.errors["depth"][0] and "not a plain decimal" in bad.errors["risk"][0]
+    assert "is not a whole number" in bad.errors["depth"][0] and "not a decimal number" in bad.errors["risk"][0]
     assert not Form({"depth": "101"}).is_valid()  # the field's range still holds
 
     from rest_framework import serializers
@@ -79,13 +130,15 @@ def test_the_form_and_api_fields_read_through_the_one_parser():
 
     assert Body(data={"depth": 10, "risk": 0.5}).is_valid()
     assert Body(data={"depth": "10", "risk": "0.5"}).is_valid()
-    for body, field in (({"depth": "١٠"}, "depth"), ({"depth": 10.0}, "depth"), ({"depth": 5, "risk": "1e-1"}, "risk")):
+    for body, field in (({"depth": "١٠"}, "depth"), ({"depth": 10.0}, "depth"), ({"depth": 5, "risk": "1_0"}, "risk")):
         checked = Body(data=body)
         assert not checked.is_valid() and field in checked.errors
     assert not Body(data={"depth": 101}).is_valid()
 
 
-@pytest.mark.parametrize(("option", "value"), [("--depth", "١٠"), ("--depth", "1_0"), ("--p", "nan"), ("--p", "1e-1")])
+@pytest.mark.parametrize(
+    ("option", "value"), [("--depth", "١٠"), ("--depth", "1_0"), ("--p", "nan"), ("--p", "1_0"), ("--p", "٠.٥")]
+)
 def test_a_commands_number_is_refused_by_its_option_before_any_work(option, value):
     from django.core.management import CommandError, call_command
 

@@ -12,6 +12,7 @@ cannot manage members; an annotator of the second group is handed none of the fi
 from __future__ import annotations
 
 from decimal import Decimal
+from io import StringIO
 
 import pytest
 from django.core.management import call_command
@@ -249,6 +250,8 @@ def first_group(tmp_path, django_user_model):
     build_pool(SECRET["pool"], query_set, runs, PoolSettings(2, 2, "tf", "words"), bar=False)
     build_report(SECRET["report"], query_set, runs, ReportSettings(cutoffs=(1, 2), bootstrap_samples=20), bar=False)
     owner = django_user_model.objects.create_user("owner-a", password="pw-secret-123", is_staff=True)
+    # Its owner's row, as the docs' set-up writes it (making another group writes no one's row).
+    Membership.objects.create(user=owner, group=ResearchGroup.objects.get(), role=Membership.Role.OWNER)
     annotator = services.create_annotator(SECRET["annotator"], password="pw-secret-123")
     batch = services.create_batch(
         SECRET["batch"],
@@ -630,3 +633,106 @@ def test_crbo_compares_runs_of_one_group_only(first_group, second_group):
     with pytest.raises(ServiceError, match="different research groups"):
         start_crbo(run, theirs)
     assert not Job.objects.filter(kind="metrics.crbo").exists()
+
+
+def test_an_annotator_of_no_group_is_handed_no_hit(first_group, second_group):
+    """Issue 53 (High): an in-house annotator removed from their only group saw every group's open
+    HITs (``scope_of`` read "no membership, no staff" as a Prolific participant's "every group")."""
+    group_services.remove_member(None, second_group["group"], "b-annotator")
+    annotator = second_group["annotator"]
+    assert not Membership.objects.filter(user=annotator).exists()
+    assert Hit.objects.filter(batch=first_group["batch"], assignments=None).exists()  # an open HIT to take
+    client = Client()
+    client.force_login(annotator)
+    response = client.get(reverse("annotation:next"))
+    assert response.status_code in (200, 302)
+    assert "/assignments/" not in response.get("Location", "")
+    assert not Assignment.objects.filter(worker__identity__user=annotator).exists()
+    listed = client.get("/api/annotation/hits/")
+    assert listed.status_code in (200, 403) and SECRET_TEXTS[0] not in listed.content.decode()
+
+
+def _shared_annotator(first_group, second_group):
+    """The first group's annotator, made a member of the second group too (by a superuser)."""
+    boss = type(first_group["owner"]).objects.create_superuser("boss", password="pw-secret-123")
+    group_services.set_member(boss, second_group["group"], SECRET["annotator"], "annotator")
+    return first_group["annotator"]
+
+
+def test_an_annotator_of_two_groups_is_not_managed_through_one_groups_team_api(first_group, second_group):
+    """Issue 53 (High): either group's researcher could reset the shared annotator's password (and
+    log in as them, reading the other group's queries) or deactivate them."""
+    shared = _shared_annotator(first_group, second_group)
+    password = shared.password
+    client = Client()
+    for who in (second_group["researcher"], second_group["owner"], first_group["owner"]):
+        client.force_login(who)
+        base = f"/api/annotation/annotators/{SECRET['annotator']}"
+        answer = client.post(f"{base}/reset-password/", {"access": "password"}, content_type="application/json")
+        assert answer.status_code == 403, (who, answer.content)
+        assert client.post(f"{base}/deactivate/").status_code == 403, who
+        page = reverse("annotation:team-member-access", args=[SECRET["annotator"]])
+        assert client.post(page, {"access": "password"}).status_code == 403, who
+        page = reverse("annotation:team-member-active", args=[SECRET["annotator"]])
+        assert client.post(page, {"active": "0"}).status_code == 403, who
+    shared.refresh_from_db()
+    assert shared.is_active and shared.password == password
+    # The owner of both groups manages them; so does a superuser.
+    Membership.objects.create(user=second_group["owner"], group=first_group["batch"].group, role="owner")
+    client.force_login(second_group["owner"])
+    answer = client.post(f"/api/annotation/annotators/{SECRET['annotator']}/deactivate/")
+    assert answer.status_code == 200, answer.content
+    shared.refresh_from_db()
+    assert not shared.is_active
+    client.force_login(type(shared).objects.get(username="boss"))
+    assert client.post(f"/api/annotation/annotators/{SECRET['annotator']}/activate/").status_code == 200
+
+
+def test_an_annotator_of_one_group_is_managed_by_its_researchers(first_group, second_group):
+    client = Client()
+    client.force_login(second_group["researcher"])
+    answer = client.post(
+        "/api/annotation/annotators/b-annotator/reset-password/",
+        {"access": "password"},
+        content_type="application/json",
+    )
+    assert answer.status_code == 200 and answer.json()["password"]
+
+
+def test_creating_a_group_changes_no_other_groups_members(first_group, django_user_model):
+    """Issue 53: ``research_group --create second-lab --owner bob`` (docs/deployment.md) wrote every
+    staff account, bob included, as an owner of the first group; bob then read and cancelled its batch."""
+    bob = django_user_model.objects.create_user("bob", password="pw-secret-123", is_staff=True)
+    before = set(Membership.objects.values_list("user_id", "group_id", "role"))
+    call_command("research_group", create="second-lab", owner="bob", stdout=StringIO())
+    second = ResearchGroup.objects.get(slug="second-lab")
+    after = set(Membership.objects.values_list("user_id", "group_id", "role"))
+    assert after - before == {(bob.pk, second.pk, "owner")} and before <= after
+    client = Client(raise_request_exception=False)
+    client.force_login(bob)
+    assert client.get(f"/api/annotation/batches/{SECRET['batch']}/").status_code == 404
+    assert client.post(f"/api/annotation/batches/{SECRET['batch']}/cancel/").status_code == 404
+    assert Batch.objects.get(name=SECRET["batch"]).status == Batch.Status.PUBLISHED
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("who", ["staff of no group", "viewer"])
+def test_an_empty_scope_is_refused_never_a_500(first_group, second_group, django_user_model, who):
+    """Issue 53 (Low): an empty scope (a staff account of no group on a site of several, or a viewer's
+    POST, which sees no group it may change) answered 500 on some URLs. Every URL, GET and POST."""
+    user = (
+        django_user_model.objects.create_user("nobody", password="pw-secret-123", is_staff=True)
+        if who == "staff of no group"
+        else second_group["viewer"]
+    )
+    client = Client(raise_request_exception=False)
+    values = _values(first_group)
+    problems = []
+    for name, template in patterns():
+        path = _fill(template, values, first_group)
+        for method in ("GET", "POST"):
+            client.force_login(user)
+            response = client.generic(method, path)
+            if response.status_code >= 500:
+                problems.append(f"{method} {path} ({name}): {response.status_code}")
+    assert problems == [], "\n".join(problems)

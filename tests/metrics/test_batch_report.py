@@ -225,3 +225,14 @@ def test_the_command_lists_what_moves_a_difference(built):
         call_command("what_moves", built.name, "--run", "a", "--metric", "ARaB", "--cutoff", "2")
     with pytest.raises(CommandError, match="no report on a batch's labels named"):
         call_command("what_moves", "nope", "--run", "b")
+
+
+@pytest.mark.django_db
+def test_a_report_on_the_batchs_labels_is_a_use_its_answers_are_not_corrected_after(built):
+    """Issue 53 (Medium): a correction was accepted after the report had read the labels, and the stored
+    report was left unchanged with nothing stale. The report records its reading as a use, which refuses it."""
+    from annotation.models import AnswerUse
+
+    assert list(AnswerUse.objects.filter(batch=built.label_batch).values_list("action", flat=True)) == [
+        "A report on its labels"
+    ]

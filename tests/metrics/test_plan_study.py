@@ -266,6 +266,19 @@ def test_the_command_says_the_plan_in_words(world):
     assert "minimum detectable difference" in text
 
 
+@pytest.mark.parametrize("delta", ["0.055174522848548305", ".05", "5e-2", "+0.05"])
+def test_the_command_reads_a_delta_as_pasted(world, delta):
+    """Issue 53: ``--delta 0.055174522848548305`` (another tool's output) was refused for its 18 decimals,
+    and so were ``.05`` and ``5e-2``: the command line reads them as the one decimal parser does."""
+    stored_report(world, "pilot")
+    out = io.StringIO()
+    call_command(
+        "plan_study", "--report", "pilot", "--runs", "a,b", "--metric", "ARaB", "--delta", delta, "--draws", "200",
+        stdout=out, stderr=io.StringIO(),
+    )  # fmt: skip
+    assert f"= {float(delta):g} with 80% power" in out.getvalue()
+
+
 def test_the_command_refuses_bad_input_without_a_traceback(world):
     stored_report(world, "pilot")
     with pytest.raises(CommandError, match="two runs"):

@@ -248,3 +248,67 @@ def test_the_preview_columns_are_changed_in_a_browser_and_the_import_uses_them(
     page.wait_for_url("**/jobs/**")
     rows = list(QuerySet.objects.get(name="mapped").queries.values_list("qid", "text", "label"))
     assert rows == [("1", "a note", ""), ("2", "b", "")]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("column", ["²", "①", "٣", "1_0", "+1"])
+def test_a_column_number_python_would_misread_is_a_clear_400(
+    client, researcher, column, django_capture_on_commit_callbacks
+):
+    """Issue 53: ``"²".isdigit()`` is true and ``int("²")`` raises: the preview answered 500, the import
+    job failed on a traceback. The file is read by the import's job: it fails naming the field."""
+    from core.models import Job
+
+    content = b"query\tqid\tlabel\nflu symptoms\t1\tn\nking of france\t2\tm\n"
+    client.raise_request_exception = False
+    page = client.post(
+        reverse("pooling:import-preview", args=["queries"]), {"file": _upload("q.tsv", content), "qid_column": column}
+    )
+    assert page.status_code in (200, 400) and "no column" in page.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post(
+            "/api/pooling/imports/queries/", {"name": "cols", "file": _upload("q.tsv", content), "qid_column": column}
+        )
+    assert answer.status_code in (202, 400), answer.content[:300]
+    if answer.status_code == 202:
+        job = Job.objects.get(pk=answer.json()["id"])
+        assert job.status == Job.Status.FAILED and job.message.startswith("qid_column: no column"), job.message
+    assert not QuerySet.objects.filter(name="cols").exists()
+
+
+@pytest.mark.django_db
+def test_csv_fields_quoted_across_lines_are_read_as_rfc_4180_says(tmp_path):
+    """Issue 53: a field quoted across lines (RFC 4180, what spreadsheets write for a cell with a line
+    break) was refused. The expected rows: Python's csv module reading the whole file, as one reader."""
+    import csv as csv_module
+    import io
+
+    content = 'id,text,label\n1,"who is the\nqueen of france",f\n2,"a ""quoted""\r\nword, and more",n\n3,plain,m\n'
+    path = tmp_path / "multi.csv"
+    path.write_text(content, newline="")
+    expected = [
+        (row[0], " ".join(row[1].split()), row[2])
+        for row in list(csv_module.reader(io.StringIO(content, newline="")))[1:]
+    ]
+    call_command("import_queries", str(path), name="multi", verbosity=0)
+    rows = list(QuerySet.objects.get(name="multi").queries.order_by("pk").values_list("qid", "text", "label"))
+    assert [(q, " ".join(t.split())) for q, t, _ in rows] == [(q, t) for q, t, _ in expected]
+    assert [label for *_, label in rows] == ["f", "n", "m"]
+    # The line numbers of what follows stay the file's own: a bad line after the record is named by its line.
+    path.write_text('id,text,label\n1,"two\nlines",f\n2,,n\n')
+    with pytest.raises(CommandError, match=r"multi.csv:4: "):
+        call_command("import_queries", str(path), name="multi2", verbosity=0)
+    path.write_text('id,text,label\n1,"never closed,f\n2,b,n\n')
+    with pytest.raises(CommandError, match=r"multi.csv:2: a quoted field opened on this line is never closed"):
+        call_command("import_queries", str(path), name="multi3", verbosity=0)
+
+
+def test_a_gold_file_quoted_across_lines_is_read(tmp_path):
+    from annotation.crowd.services.batches import read_labelled_file
+
+    path = tmp_path / "gold.csv"
+    path.write_text('qid,query,label\ng1,"what is\na mother",f\ng2,what is a father,m\n')
+    assert [(g.qid, g.text, g.label) for g in read_labelled_file(path)] == [
+        ("g1", "what is a mother", "f"),
+        ("g2", "what is a father", "m"),
+    ]

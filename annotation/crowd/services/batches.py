@@ -21,7 +21,7 @@ from annotation.labels import label_code
 from annotation.models import Batch, BatchQuery, Hit, HitQuery
 from core.errors import InputError, ServiceError, StateError
 from core.services.names import validate_name
-from core.textfiles import MAX_LINE_BYTES, open_text
+from core.textfiles import MAX_LINE_BYTES, csv_records, open_text
 from pooling.models import Pool, QuerySet
 from pooling.queryfiles import normalise_text
 
@@ -91,7 +91,9 @@ def read_labelled_file(path: str | Path) -> list[GoldQuery]:
     queries, seen = [], set()
     with open_text(path) as file_lines:
         split = None
-        for number, line in enumerate(file_lines, start=1):
+        # A quoted csv field may hold line breaks (RFC 4180): one record, numbered by its first line.
+        csv_named = path.name.lower().endswith((".csv", ".csv.gz"))
+        for number, line in csv_records(path, file_lines) if csv_named else enumerate(file_lines, start=1):
             if not line.strip():
                 continue
             if split is None:

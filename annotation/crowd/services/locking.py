@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import TypeVar
 
@@ -103,6 +104,25 @@ def reads_answers(action: str) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+@contextmanager
+def reading_answers(batch, action: str) -> Iterator[None]:
+    """Read ``batch``'s answers to publish or decide something (``action``, e.g. "A dataset"): holding a
+    reading lease (a correction meanwhile is refused as "being used right now"), after the corrections
+    in flight commit, and recorded as a use (``AnswerUse``) of the batch and of the batch its answers
+    add to, so a correction after it is refused too (issue 53: a dataset or a report made again then
+    differed from the one published, and nothing said so)."""
+    ids = [batch.pk] + ([batch.parent_id] if getattr(batch, "parent_id", None) else [])
+    key = _read_prefix(batch.pk) + uuid.uuid4().hex
+    with exclusive(key, f"{action} of batch {batch.name!r}", ttl=READ_TTL):
+        answers_settled(ids)
+        yield
+        # Recorded once the reading succeeded (a refused request used nothing), while its lease still holds
+        # every correction off: none can slip in between the reading and the record.
+        from annotation.models import AnswerUse
+
+        AnswerUse.objects.bulk_create([AnswerUse(batch_id=pk, action=action) for pk in ids])
 
 
 def use_under_way(batch_ids: Iterable[int]) -> str | None:

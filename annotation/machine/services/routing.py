@@ -35,6 +35,7 @@ from django.db import transaction
 
 from annotation.crowd.services.background import start_publish
 from annotation.crowd.services.batches import estimate_cost
+from annotation.crowd.services.locking import reading_answers
 from annotation.crowd.services.publishing import publish_batch
 from annotation.machine.selectors import (
     RANDOM_DESIGN,
@@ -1032,7 +1033,14 @@ def refuse_while_waiting(waits: list[dict], awaiting: int) -> None:
         raise StateError(" ".join(line.strip() for line in lines))
 
 
-def route_batch(
+def route_batch(batch: Batch, target_accuracy: float, **options) -> Routing:
+    """:func:`_route_batch`, reading the batch's answers as a use: a correction after it is refused
+    (``annotation.crowd.services.locking.reading_answers``, issue 53)."""
+    with reading_answers(batch, "A routing"):
+        return _route_batch(batch, target_accuracy, **options)
+
+
+def _route_batch(
     batch: Batch,
     target_accuracy: float,
     *,

@@ -68,20 +68,22 @@ class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         """The old password and links stop working; a new one-time link or password, shown once."""
         member = self.get_object()
         data = checked(AccessRequestSerializer, body_object(request))
-        return _access_response(request, team.reset_access(member, access=data["access"]), status.HTTP_200_OK)
+        return _access_response(
+            request, team.reset_access(member, access=data["access"], by=request.user), status.HTTP_200_OK
+        )
 
     @extend_schema(request=None, responses=AnnotatorSerializer)
     @action(detail=True, methods=["post"])
     def deactivate(self, request, username=None, format=None):
         """No more logins or HITs; their sessions and one-time links end for good (a later activation
         does not bring them back); HITs they hold go back to the queue (repeating it is harmless)."""
-        return Response(AnnotatorSerializer(team.set_active(self.get_object(), False)).data)
+        return Response(AnnotatorSerializer(team.set_active(self.get_object(), False, by=request.user)).data)
 
     @extend_schema(request=None, responses=AnnotatorSerializer)
     @action(detail=True, methods=["post"])
     def activate(self, request, username=None, format=None):
         """Let a deactivated annotator log in and take HITs again (sessions and links from before stay ended)."""
-        return Response(AnnotatorSerializer(team.set_active(self.get_object(), True)).data)
+        return Response(AnnotatorSerializer(team.set_active(self.get_object(), True, by=request.user)).data)
 
 
 class BatchTeamView(APIView):

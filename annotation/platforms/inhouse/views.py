@@ -376,7 +376,9 @@ def member_access(request: HttpRequest, username: str) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Choose a one-time link or a generated password.")
         return redirect("annotation:team-member", username=member.username)
-    return _credentials(request, team.reset_access(member, access=form.cleaned_data["access"]), new=False)
+    return _credentials(
+        request, team.reset_access(member, access=form.cleaned_data["access"], by=request.user), new=False
+    )
 
 
 @researcher_required
@@ -387,7 +389,7 @@ def member_active(request: HttpRequest, username: str) -> HttpResponse:
         messages.error(request, "active: send 1 to let them log in again or 0 to deactivate them.")
         return redirect("annotation:team-member", username=member.username)
     active = request.POST["active"] == "1"
-    team.set_active(member, active)
+    team.set_active(member, active, by=request.user)
     if active:
         messages.success(request, f"{member.username} can log in again (earlier sessions and links stay ended).")
     else:

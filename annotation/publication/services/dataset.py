@@ -39,6 +39,7 @@ from pathlib import Path
 
 from django.utils import timezone
 
+from annotation.crowd.services.locking import reading_answers
 from annotation.models import Batch
 from annotation.publication import croissant, hub_card, statements, tables
 from annotation.publication.selectors import study_facts
@@ -231,7 +232,8 @@ def publish_dataset(
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     kept: list[str] = []
     try:
-        files, counts = _write_folder(batch, staging, license_id, with_judgments, license_terms)
+        with reading_answers(batch, "A dataset"):  # a correction after it is refused (issue 53)
+            files, counts = _write_folder(batch, staging, license_id, with_judgments, license_terms)
         if into:
             kept = _write_into(staging, target, files)
         else:

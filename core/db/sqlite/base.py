@@ -1,4 +1,5 @@
-"""Django's SQLite backend, creating the database's folder when it first opens the file.
+"""Django's SQLite backend, creating the database's folder when it first opens the file, and reading
+a foreign key's prefetch as an ``IN`` list (:mod:`core.db.sqlite.compiler`).
 
 Settings must not create folders at import time (a typo in ``VAR_DIR`` would silently
 make a new tree, and read-only processes would fail to start), yet a fresh checkout should
@@ -9,9 +10,17 @@ database file is actually opened, and nowhere else.
 from pathlib import Path
 
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
+from django.db.backends.sqlite3.operations import DatabaseOperations as SQLiteOperations
+
+
+class DatabaseOperations(SQLiteOperations):
+    #: A foreign key's prefetch read as an IN list, not a chain of ORs too deep for SQLite (issue 53).
+    compiler_module = "core.db.sqlite.compiler"
 
 
 class DatabaseWrapper(SQLiteDatabaseWrapper):
+    ops_class = DatabaseOperations
+
     def get_new_connection(self, conn_params):
         name = str(conn_params.get("database", ""))
         if name and name != ":memory:" and not name.startswith("file:"):

@@ -3,7 +3,8 @@ from core.management.cli import ProjectCommand, command_errors
 
 class Command(ProjectCommand):
     help = (
-        "Research groups: list them with their members, make one (--create NAME, with --owner USER), "
+        "Research groups: list them with their members, make one with its first owner (--create NAME --owner USER; "
+        "USER's staff account is made, its password printed once, when there is none), "
         "or give USER a ROLE in the group named by --group (--member USER ROLE; --remove USER). "
         "Run by whoever runs the server, so no role is asked for."
     )
@@ -15,11 +16,11 @@ class Command(ProjectCommand):
             "--member", nargs=2, metavar=("USER", "ROLE"), help="owner, researcher, viewer or annotator"
         )
         action.add_argument("--remove", metavar="USER", help="USER leaves the group")
-        parser.add_argument("--owner", metavar="USER", help="with --create: the group's first owner")
+        parser.add_argument(
+            "--owner", metavar="USER", help="with --create: the group's first owner (made, with a password, if new)"
+        )
 
     def handle(self, create, member, remove, owner, **options):
-        from django.contrib.auth import get_user_model
-
         from core.errors import ServiceError
         from core.models import ResearchGroup, scope_of
         from core.selectors import members
@@ -29,11 +30,23 @@ class Command(ProjectCommand):
             scope = scope_of()  # --group: the one group (ProjectCommand); None: every group
             chosen = ResearchGroup.objects.filter(pk__in=scope).first() if scope else None
             if create:
-                user = get_user_model().objects.filter(username=owner).first() if owner else None
-                if owner and user is None:
-                    raise ServiceError(f"--owner: no account {owner!r}")
-                group = groups.create_group(create, owner=user)
+                if not owner:
+                    raise ServiceError("--owner: say who owns the new group (an account made now if there is none)")
+                group, password = groups.create_group_with_owner(create, owner)
                 self.stdout.write(self.style.SUCCESS(f"Made research group {group.name} ({group.slug})"))
+                if password:
+                    self.stdout.write(
+                        f"Made the account {owner} (staff, no superuser), its owner; password: {password}"
+                    )
+                    self.stdout.write("  shown once: they log in with it and change it at /accounts/password_change/")
+                else:
+                    self.stdout.write(f"{owner} owns it")
+                lost = list(groups.staff_of_no_group().values_list("username", flat=True))
+                if lost and ResearchGroup.objects.count() > 1:
+                    self.stdout.write(
+                        "Staff accounts of no group (they see nothing; give each a role with "
+                        f"--group SLUG --member USER ROLE): {', '.join(lost)}"
+                    )
                 return
             if member or remove:
                 if chosen is None:

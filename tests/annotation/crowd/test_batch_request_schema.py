@@ -225,7 +225,7 @@ def test_every_number_out_of_its_range_is_a_json_400_naming_the_field(schema, pr
         ("queries_per_hit", "٣"),  # int() reads an Arabic-Indic 3
         ("gold_per_hit", "３"),  # a full-width 3
         ("warn_gold_accuracy", "٠.٥"),  # float() reads 0.5
-        ("warn_agreement", "1e-1"),
+        ("warn_agreement", "1e1"),  # a decimal with an exponent is read (issue 53): 10 is out of range
         ("block_agreement", "NaN"),
         ("assignments_per_query", True),
         ("queries_per_hit", 3.5),

@@ -18,6 +18,9 @@ any of these, each read from the models and newer than its ``submitted_at``:
   qid, decided after it was submitted: the researcher read its vote);
 - one of its batches was **exported**: an ``Export`` made after it was submitted (a file and
   card were written with it);
+- its answers were **read to publish or decide** something: an ``AnswerUse`` recorded after it was
+  submitted (a report on its batch's labels, a dataset, a paper bundle, a routing, a label-sensitivity
+  run: ``annotation.crowd.services.locking.reading_answers``);
 - a **bonus** was recorded on it, or for its worker in one of its batches (``BonusPayment``),
   after it was submitted (the bonus rule read its gold answers);
 - such a use is **under way**: a sync, an escalation, a bonus payment or an export of one of
@@ -61,6 +64,7 @@ from annotation.crowd.services.answers import AnswerCheck, record_answers
 from annotation.crowd.services.locking import lock_batches, use_under_way
 from annotation.models import (
     Adjudication,
+    AnswerUse,
     Assignment,
     Batch,
     BonusPayment,
@@ -135,6 +139,9 @@ def _used(assignment: Assignment, batch: Batch, submitted: dt.datetime) -> str |
         return "its answers were already used (a researcher's ruling)"
     if Export.objects.filter(batch_id__in=batches, created__gte=submitted).exists():
         return "its answers were already used (an export)"
+    use = AnswerUse.objects.filter(batch_id__in=batches, created__gte=submitted).order_by("created").first()
+    if use is not None:  # a report on its labels, a dataset, a paper bundle, a routing, a label-sensitivity run
+        return f"its answers were already used ({use.action[:1].lower()}{use.action[1:]})"
     participant = assignment.worker.identity.external_id
     bonus = Q(assignment_id=assignment.pk) | Q(batch_id__in=batches, participant_id=participant)
     if BonusPayment.objects.filter(bonus, created__gte=submitted).exists():

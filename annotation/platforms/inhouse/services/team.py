@@ -47,6 +47,7 @@ from annotation.platforms.inhouse.selectors import team_members
 from annotation.platforms.inhouse.services.handout import create_annotator, validate_new_password
 from annotation.platforms.inhouse.services.team_access import assignment_open
 from core.errors import ServiceError
+from core.selectors import require_account_manager
 
 ACCESS = ("link", "password")
 
@@ -129,11 +130,15 @@ def _give_password(user) -> Access:
     return Access(user=user, password=password)
 
 
-def reset_access(user, *, access: str = "link") -> Access:
-    """The old password stops working (and every earlier link); a new link or password is made."""
+def reset_access(user, *, access: str = "link", by=None) -> Access:
+    """The old password stops working (and every earlier link); a new link or password is made.
+
+    ``by``: who asks (``None``: the operator); refused (403) unless they may manage the account
+    (:func:`core.selectors.require_account_manager`: an annotator of two groups only by a superuser
+    or an owner of both)."""
     _check_access(access)
     with transaction.atomic():
-        user = _locked_member(user)
+        user = _locked_member(user, by)
         user.set_unusable_password()
         user.save(update_fields=["password"])
         if access == "password":
@@ -141,24 +146,25 @@ def reset_access(user, *, access: str = "link") -> Access:
         return one_time_link(user)
 
 
-def set_active(user, active: bool):
+def set_active(user, active: bool, *, by=None):
     """Deactivate (no more logins, sessions and links end for good, held HITs go back to the queue) or reactivate.
 
     Both through the save, whoever makes it (these pages, the API, the admin): a change of
     ``is_active`` raises the account's access epoch, and turning it off releases its held
-    HITs (``local.release_held_hits``; ``accounts.watch_accounts``).
+    HITs (``local.release_held_hits``; ``accounts.watch_accounts``). ``by``: as for :func:`reset_access`.
     """
     with transaction.atomic():
-        user = _locked_member(user)
+        user = _locked_member(user, by)
         user.is_active = active
         user.save(update_fields=["is_active"])
     return user
 
 
-def _locked_member(user):
+def _locked_member(user, by):
     member = team_members().select_for_update().filter(pk=user.pk).first()
     if member is None:
         raise ServiceError(f"{user.username!r} is not an annotator")
+    require_account_manager(by, member)  # its memberships read after the lock: no change in between
     return member
 
 

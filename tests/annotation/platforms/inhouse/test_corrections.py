@@ -401,3 +401,47 @@ def test_an_export_started_during_a_correction_reads_the_corrected_answers(query
     monkeypatch.setattr(corrections, "record_answers", record)
     with pytest.raises(NotCorrectable, match="an export"):
         correct_assignment(assignment, answers_for(assignment, override={q: WRONG[TRUTH[q]] for q in TRUTH}))
+
+
+def test_a_dataset_read_from_the_answers_refuses_a_later_correction(local_batch, annotators, tmp_path):
+    """Issue 53 (Medium): a correction was accepted after the dataset had read the labels; the zip made
+    again then differed from the one published. Publishing the dataset is a use: refused after it."""
+    from annotation.models import AnswerUse
+    from annotation.publication.services.dataset import publish_dataset
+
+    assignment = _submit_wrong(annotators[0])
+    before = _labels(assignment)
+    publish_dataset(local_batch, tmp_path / "dataset", "cc-by-4.0")
+    assert AnswerUse.objects.filter(batch=local_batch, action="A dataset").exists()
+    with pytest.raises(NotCorrectable, match="already used \\(a dataset\\)"):
+        correct_assignment(assignment, answers_for(assignment))
+    assert _labels(assignment) == before
+
+
+def test_a_refused_reading_is_no_use(local_batch, annotators, tmp_path):
+    """A dataset refused before it read anything (a bad licence) records no use: the correction goes on."""
+    from annotation.models import AnswerUse
+    from annotation.publication.services.dataset import publish_dataset
+    from core.errors import ServiceError
+
+    assignment = _submit_wrong(annotators[0])
+    with pytest.raises(ServiceError):
+        publish_dataset(local_batch, tmp_path / "dataset", "no-such-licence")
+    assert not AnswerUse.objects.exists()
+    correct_assignment(assignment, answers_for(assignment))
+    assert _labels(assignment) != {}
+
+
+@pytest.mark.parametrize("action", ["A report on its labels", "A paper bundle", "A routing", "A label-sensitivity run"])
+def test_every_reading_that_publishes_or_decides_refuses_a_later_correction(local_batch, annotators, action):
+    """The reading every such service goes through (annotation.services.reading_answers), on the batch
+    its answers add to as well; and while it reads, a correction is refused as under way."""
+    from annotation.services import reading_answers
+
+    assignment = _submit_wrong(annotators[0])
+    parent = _parent(local_batch)
+    local_batch.refresh_from_db()
+    with reading_answers(parent, action), pytest.raises(NotCorrectable, match="being used right now"):
+        correct_assignment(assignment, answers_for(assignment))
+    with pytest.raises(NotCorrectable, match=f"already used \\({action[:1].lower()}{action[1:]}\\)"):
+        correct_assignment(assignment, answers_for(assignment))
