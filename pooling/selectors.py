@@ -311,3 +311,22 @@ def run_query_texts(run_names: Sequence[str], qids) -> dict[str, str]:
             elsewhere.setdefault(qid, set()).add(text)
     texts.update({qid: found.pop() for qid, found in elsewhere.items() if len(found) == 1})
     return texts
+
+
+def named_set_facts(query_set: QuerySet | None) -> dict | None:
+    """The named data set a query set was imported as (:mod:`pooling.named_sets`): its name, title, source,
+    licence and citation as the query set records them (its own licence and citation first); None for
+    other queries. The one source of these facts for cards, methods texts and the paper bundle."""
+    named = query_set.named_set if query_set is not None else None
+    if named is None:
+        return None
+    return {
+        "set": named.key,
+        "title": named.title,
+        "short": named.short,
+        "source": named.source,
+        "url": named.url,
+        "licence": query_set.licence or named.licence,
+        "citation_key": named.citation_key,
+        "citation": query_set.citation or named.citation,
+    }

@@ -32,6 +32,7 @@ from annotation.results.selectors import (
     usable_judgments,
 )
 from core.errors import ServiceError
+from pooling.selectors import named_set_facts
 
 #: The confidence level of every interval :func:`study_facts` states.
 LEVEL = 0.95
@@ -72,20 +73,7 @@ def source_query_set(batch: Batch) -> str:
 def queries_from(batch: Batch) -> dict[str, Any] | None:
     """The named data set the batch's queries come from (:mod:`pooling.named_sets`): its name, title,
     source, licence and citation as its query set records them; None for other queries."""
-    query_set = batch.pool.source if batch.pool else batch.query_set
-    named = query_set.named_set if query_set is not None else None
-    if named is None:
-        return None
-    return {
-        "set": named.key,
-        "title": named.title,
-        "short": named.short,
-        "source": named.source,
-        "url": named.url,
-        "licence": query_set.licence or named.licence,
-        "citation_key": named.citation_key,
-        "citation": query_set.citation or named.citation,
-    }
+    return named_set_facts(batch.pool.source if batch.pool else batch.query_set)
 
 
 def batch_facts(batch: Batch) -> dict[str, Any]:

@@ -86,6 +86,19 @@ def _with_notes(message: str, exc: BaseException) -> str:
     return "; ".join([message, *getattr(exc, "__notes__", ())])
 
 
+def imported_parts(found) -> str:
+    """What an import of several parts made (its ``collection``, ``query_set`` and ``qrels``, any of them None),
+    one phrase each with its size: what ``import_dataset`` and ``import_named_set`` print."""
+    parts = []
+    if found.collection is not None:
+        parts.append(f"collection {found.collection.name!r} ({found.collection.passages:,} passages)")
+    if found.query_set is not None:
+        parts.append(f"query set {found.query_set.name!r} ({found.query_set.queries.count():,} queries)")
+    if found.qrels is not None:
+        parts.append(f"qrels {found.qrels.name!r} ({found.qrels.judgments:,} judgments)")
+    return ", ".join(parts)
+
+
 def report_import(command, result, what: str) -> None:
     """Print what an import did, and any bad lines it was told to skip."""
     if result.skipped:

@@ -39,6 +39,7 @@ from core.files import replace_folder
 from core.jobs import background_job
 from core.models import Job
 from pooling.models import Collection
+from pooling.selectors import named_set_facts
 
 from ..models import Report
 
@@ -147,7 +148,7 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
         "report": report.name,
         "query_set": report.query_set.name,
         "dataset_source": report.query_set.dataset_source or None,
-        "named_set": _named_set(report.query_set),
+        "named_set": named_set_facts(report.query_set),
         "queries": queries,
         "report_queries": queries,
         "runs": list(report.run_order) or sorted(report.runs.values_list("name", flat=True)),
@@ -176,21 +177,6 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
             for c in Collection.objects.filter(runs__in=report.runs.all()).distinct().order_by("name")
         ],
         "export": export_facts(report),
-    }
-
-
-def _named_set(query_set) -> dict[str, Any] | None:
-    """The named data set a report's queries are (:mod:`pooling.named_sets`): the methods text cites it."""
-    named = query_set.named_set
-    if named is None:
-        return None
-    return {
-        "set": named.key,
-        "title": named.title,
-        "short": named.short,
-        "source": named.source,
-        "licence": query_set.licence or named.licence,
-        "citation_key": named.citation_key,
     }
 
 

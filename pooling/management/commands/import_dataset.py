@@ -1,4 +1,4 @@
-from core.management.cli import ProjectCommand, command_errors, report_import
+from core.management.cli import ProjectCommand, command_errors, imported_parts, report_import
 from pooling import services
 
 
@@ -19,13 +19,6 @@ class Command(ProjectCommand):
         with command_errors():
             result = services.import_dataset(dataset, name, skip_bad_lines=skip_bad_lines)
         found = result.obj
-        parts = []
-        if found.collection is not None:
-            parts.append(f"collection {found.collection.name!r} ({found.collection.passages:,} passages)")
-        if found.query_set is not None:
-            parts.append(f"query set {found.query_set.name!r} ({found.query_set.queries.count():,} queries)")
-        if found.qrels is not None:
-            parts.append(f"qrels {found.qrels.name!r} ({found.qrels.judgments:,} judgments)")
         for note in result.notes:
             self.stdout.write(f"Note: {note}")
-        report_import(self, result, f"{found.dataset_id} (ir_datasets {found.version}): " + ", ".join(parts))
+        report_import(self, result, f"{found.dataset_id} (ir_datasets {found.version}): " + imported_parts(found))

@@ -1,4 +1,4 @@
-from core.management.cli import ProjectCommand, command_errors, report_import
+from core.management.cli import ProjectCommand, command_errors, imported_parts, report_import
 from pooling.named_sets import NAMED_SETS
 
 
@@ -32,15 +32,8 @@ class Command(ProjectCommand):
         with command_errors():
             result = import_named_set(o["set"], o["name"], collection=o["collection"] or None, qrels=o["qrels"] or None)
         found = result.obj
-        parts = []
-        if found.collection is not None:
-            parts.append(f"collection {found.collection.name!r} ({found.collection.passages:,} passages)")
-        if found.query_set is not None:
-            parts.append(f"query set {found.query_set.name!r} ({found.query_set.queries.count():,} queries)")
-        if found.qrels is not None:
-            parts.append(f"qrels {found.qrels.name!r} ({found.qrels.judgments:,} judgments)")
         for note in result.notes:
             self.stdout.write(f"Note: {note}" if not note.endswith(":") else note)
         named = found.named
-        report_import(self, result, f"{named.key}: " + ", ".join(parts))
+        report_import(self, result, f"{named.key}: " + imported_parts(found))
         self.stdout.write(f"Source: {named.url} ({named.source}); licence {named.licence}; cite {named.citation_key}")
