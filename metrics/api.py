@@ -34,7 +34,14 @@ from .defaults import (
 )
 from .forms import CounterfactualForm, CrboForm, PreferenceForm, ReportForm
 from .models import Report, Result
-from .serializers import LabelSensitivitySerializer, PerQuerySerializer, ReportListSerializer, ReportSerializer
+from .report_options import PRESET_OPTION, TIES_OPTION
+from .serializers import (
+    LabelSensitivitySerializer,
+    PerQuerySerializer,
+    ReportListSerializer,
+    ReportSerializer,
+    option_field,
+)
 
 
 class ReportRequestSerializer(serializers.Serializer):
@@ -80,6 +87,8 @@ class ReportRequestSerializer(serializers.Serializer):
         help_text="AWRF, rKL, rND, rRD: 'adapted' (the platform's, against the target share) or 'reference' "
         "(as the cited papers' code computes them).",
     )
+    ties = option_field(TIES_OPTION)
+    preset = option_field(PRESET_OPTION)
 
 
 class ReportViewSet(viewsets.ReadOnlyModelViewSet):

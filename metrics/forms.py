@@ -33,12 +33,25 @@ from .defaults import (
 )
 from .models import Report
 from .power import DEFAULT_DRAWS
+from .report_options import PRESET_OPTION, TIES_OPTION, ReportOption
 from .services import parse_cutoffs
 from .services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
 from .vocabulary import FORM_DEFINITIONS, METRICS
 
 if TYPE_CHECKING:
     from .sensitivity import LabelSensitivity
+
+
+def option_field(option: ReportOption) -> forms.ChoiceField:
+    """A page's field of a declared report option (:mod:`metrics.report_options`)."""
+    empty = [] if option.default else [("", "none")]
+    return forms.ChoiceField(
+        choices=[*empty, *option.choices],
+        initial=option.default,
+        required=False,
+        label=option.label,
+        help_text=option.help[:1].upper() + option.help[1:] + ".",
+    )
 
 
 class ReportForm(forms.Form):
@@ -125,6 +138,12 @@ class ReportForm(forms.Form):
         "against the list's own composition, comparable with numbers it computed.",
     )
 
+    ties = option_field(TIES_OPTION)
+    preset = option_field(PRESET_OPTION)
+
+    def clean_ties(self):
+        return self.cleaned_data.get("ties") or TIES_OPTION.default
+
     def clean_measures(self):
         try:
             return services.parse_measures(self.cleaned_data.get("measures") or "")
@@ -192,6 +211,8 @@ class ReportForm(forms.Form):
                 protected_group=data["protected_group"],
                 cut_step=data["cut_step"],
                 exposure_form=data["exposure_form"],
+                ties=data["ties"],
+                preset=data.get("preset") or "",
             ),
             background=data["background"],
             baseline=data["baseline"],

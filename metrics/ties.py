@@ -228,3 +228,37 @@ def over_tie_orders(
         np.maximum.at(highest, orders.rows, np.where(np.isnan(column), -np.inf, column))
         low[name], high[name] = lowest, highest
     return mean, low, high
+
+
+#: What the per-query frame of a report adds to each value: its lowest and highest over the orders
+#: of ties, and whether the query's top k holds a tie (:func:`metrics.measures.evaluate_run`).
+TIE_COLUMNS = ["low", "high", "tied"]
+#: A range narrower than this is no range: the order of ties does not move the figure.
+RANGE_TOLERANCE = 1e-12
+
+
+def tie_summary(per_query):
+    """The range over orders of ties of each (run, metric, variant, cutoff) mean, and the tied queries.
+
+    Returns ``(ranges, tied)``: a pandas frame ``run, metric, variant, cutoff, tie_low, tie_high``
+    (the means over the queries with a value of their lowest and highest values: queries' orders of
+    ties are independent, so these are the mean's lowest and highest; NaN where no order of ties moves
+    the mean or the measure's range is not computed), and per run, per cutoff (as text, a JSON key),
+    how many of its queries' top k hold a tied document.
+    """
+    import pandas as pd
+
+    keys = ["run", "metric", "variant", "cutoff"]
+    if not len(per_query) or "low" not in per_query.columns:
+        return pd.DataFrame(columns=[*keys, "tie_low", "tie_high"]), {}
+    rows = per_query[per_query["value"].notna()]
+    grouped = rows.groupby(keys, sort=False)
+    ranges = grouped.agg(tie_low=("low", "mean"), tie_high=("high", "mean")).reset_index()
+    moved = (ranges["tie_high"] - ranges["tie_low"]) > RANGE_TOLERANCE
+    ranges.loc[~moved, ["tie_low", "tie_high"]] = float("nan")
+    flags = per_query[per_query["low"].notna() | per_query["tied"].fillna(False).astype(bool)]
+    flags = flags.drop_duplicates(["run", "qid", "cutoff"])
+    tied: dict[str, dict[str, int]] = {}
+    for (run, cutoff), part in flags.groupby(["run", "cutoff"], sort=False):
+        tied.setdefault(run, {})[str(int(cutoff))] = int(part["tied"].fillna(False).astype(bool).sum())
+    return ranges, tied

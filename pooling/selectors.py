@@ -92,18 +92,23 @@ def run_frame(run: Run) -> pl.DataFrame:
     return table.frame
 
 
-def top_rankings(runs: Sequence[Run], qids, depth: int, source: str) -> dict:
+def top_rankings(runs: Sequence[Run], qids, depth: int, source: str, *, through_ties: bool = False) -> dict:
     """Each run's rankings down to ``depth`` for the ``qids`` (a polars Series), by run name.
 
-    The check pools and reports share: a run that holds none of the queries is an error
-    naming the run and ``source`` (the query set), never an empty column of results.
+    ``through_ties``: also every document whose score is at least the score at ``depth`` by score
+    (the whole tie group reaching the depth, whatever the run's stored order of ties; a report's
+    tie-aware figures average over it). The check pools and reports share: a run that holds none of
+    the queries is an error naming the run and ``source`` (the query set), never an empty column of results.
     """
     import polars as pl
 
     wanted = qids.to_frame().lazy()
+    within = pl.col("rank") <= depth
+    if through_ties:  # at least the lowest score of the top ranks: a superset of the top by score, ties included
+        within = within | (pl.col("score") >= pl.col("score").filter(within).min().over("qid"))
     top = {
         run.name: (pl.scan_parquet(run.data) if Path(run.data).exists() else run_frame(run).lazy())
-        .filter(pl.col("rank") <= depth)
+        .filter(within)
         .join(wanted, on="qid", how="semi", maintain_order="left")
         for run in runs
     }
