@@ -89,7 +89,7 @@ def test_the_report_is_tie_aware_by_default_and_names_its_ties(tied_world):
 @pytest.mark.parametrize(("ties", "expected"), [("trec_eval", 2 * LN4 / 3), ("file", 0.0)])
 def test_trec_eval_and_file_orders_of_ties(tied_world, ties, expected):
     # trec_eval: docid descending puts d2 (+ln 4) first in query 1; the file puts d1 (−ln 4) first
-    text, rows = report_command(tied_world, name=f"r-{ties.replace('_', '-')}", ties=ties)
+    _, rows = report_command(tied_world, name=f"r-{ties.replace('_', '-')}", ties=ties)
     assert Report.objects.get().ties == ties
     assert result("tied", "RaB", "tf", 1).value == pytest.approx(expected, abs=1e-12)
     # the range over orders of ties is the run's, whichever order the values took
@@ -108,7 +108,14 @@ def test_page_and_api_take_the_order_of_ties_and_show_it(tied_world, django_capt
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(
             reverse("metrics:report-create"),
-            {"name": "page", "queries": "q", "runs": ["tied"], "cutoffs": "1,2", "tokenizer": "words", "ties": "trec_eval"},
+            {
+                "name": "page",
+                "queries": "q",
+                "runs": ["tied"],
+                "cutoffs": "1,2",
+                "tokenizer": "words",
+                "ties": "trec_eval",
+            },
         )
     assert response.status_code in (200, 302), response.content[:500]
     assert Report.objects.get(name="page").ties == "trec_eval"
