@@ -15,8 +15,13 @@ Inputs
 
 Definitions (``k`` a cutoff, ``n`` the documents the run has for the query, w_r = 1/log2(r+1))
 -----------------------------------------------------------------------------------------------
-- **RaB@t / ARaB@t** (Rekabsaz & Schedl, SIGIR 2020): delegated to
-  :func:`pooling.rank_bias.rank_bias_table` so the project has one implementation.
+- **RaB@t / ARaB@t** (Rekabsaz & Schedl, SIGIR 2020): the arithmetic of
+  :func:`pooling.rank_bias.rank_bias_of`, so the project has one implementation.
+
+Tied documents (equal scores within a query) are ordered by ``ties`` (:mod:`metrics.ties`): under
+``tie-aware`` (the default) every figure is its expectation over all orders of each tie group, and
+each comes with its lowest and highest value over those orders (``name:low``, ``name:high``) and
+whether the query's top k holds a tie (``tied@k``).
 - **NFaiRR@k** (Rekabsaz, Kopeinik & Schedl, SIGIR 2021): a document is neutral (ω = 1) when
   f + m ≤ τ, else ω = 1 − Σ_g |M_g/(f+m) − ½|. FaiRR@k = Σ_{r ≤ min(k,n)} ω(d_r)·w_r.
   IFaiRR@k with the collection as background (default) = Σ_{r ≤ k} w_r, since the collection
