@@ -307,6 +307,7 @@ class CrboRequestSerializer(serializers.Serializer):
     counterfactual_run = serializers.CharField(help_text="The same ranker's run on the counterfactual collection.")
     depth = CountField(min_value=1, max_value=10000, default=CRBO_DEPTH)
     p = DecimalNumberField(min_value=0.0, max_value=1.0, default=CRBO_P, help_text="RBO persistence, in (0, 1).")
+    ties = option_field(TIES_OPTION)
 
 
 class PreferenceRequestSerializer(serializers.Serializer):

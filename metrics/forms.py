@@ -340,6 +340,10 @@ class CrboForm(forms.Form):
     )
     depth = CountField(min_value=1, max_value=10000, initial=CRBO_DEPTH, help_text="Ranks compared.")
     p = DecimalNumberField(min_value=0.0, max_value=1.0, initial=CRBO_P, help_text="RBO persistence, in (0, 1).")
+    ties = option_field(TIES_OPTION)
+
+    def clean_ties(self):
+        return self.cleaned_data.get("ties") or TIES_OPTION.default
 
     def clean(self):
         data = super().clean()
@@ -351,7 +355,9 @@ class CrboForm(forms.Form):
 
     def start(self) -> Job:
         data = self.cleaned_data
-        return services.start_crbo(data["run"], data["counterfactual_run"], depth=data["depth"], p=data["p"])
+        return services.start_crbo(
+            data["run"], data["counterfactual_run"], depth=data["depth"], p=data["p"], ties=data["ties"]
+        )
 
 
 class PreferenceForm(forms.Form):

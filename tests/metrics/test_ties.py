@@ -199,3 +199,24 @@ def test_drawn_orders_estimate_the_mean_within_their_monte_carlo_error():
     centre = mean(estimates)
     spread = (sum((e - centre) ** 2 for e in estimates) / (len(estimates) - 1)) ** 0.5
     assert error / 2 < spread < error * 2
+
+
+def test_tie_aware_crbo_is_the_mean_rbo_over_both_runs_orders_of_ties():
+    """RBO of every pair of orders (the first run's ties × the counterfactual's), by the plain
+    loop-per-depth RBO (:func:`metrics.rbo.rank_biased_overlap`), averaged, against ``crbo``."""
+    from metrics.rbo import crbo, rank_biased_overlap
+
+    first = {"1": [("a", 3.0), ("b", 2.0), ("c", 2.0), ("d", 2.0), ("e", 1.0)], "2": [("a", 1.0), ("b", 0.5)]}
+    second = {"1": [("c", 5.0), ("a", 5.0), ("e", 4.0), ("b", 1.0), ("d", 1.0)], "2": [("b", 1.0), ("a", 0.5)]}
+    mean, queries, per_query = crbo(run_frame(first), run_frame(second), depth=3)
+    for qid in first:
+        values = [rank_biased_overlap(x, y, p=0.9, depth=3) for x in orders(first[qid]) for y in orders(second[qid])]
+        assert per_query[qid] == pytest.approx(mean_of(values), abs=1e-12)
+    assert queries == 2 and mean == pytest.approx(per_query.mean())
+    # trec_eval's order: one order, docid descending, as the plain RBO of those lists
+    _, _, trec = crbo(run_frame(first), run_frame(second), depth=3, ties="trec_eval")
+    assert trec["1"] == pytest.approx(rank_biased_overlap(list("adc"), list("cae"), p=0.9, depth=3), abs=1e-12)
+
+
+def mean_of(values):
+    return sum(values) / len(values)
