@@ -203,3 +203,18 @@ def admin_per_query(report):
     from metrics.selectors import report_per_query
 
     return report_per_query(report).to_dict("records")
+
+
+@pytest.mark.django_db
+def test_methods_text_and_bundle_state_the_order_of_ties_and_the_preset(tied_world):
+    from metrics.services.paper import paper_files
+
+    report_command(tied_world, name="m")
+    files = paper_files(Report.objects.get(name="m"), screenshots=False)
+    methods = files["methods.tex"].decode()
+    assert "expectation over all orders of tied documents" in methods and "\\cite{mcsherry2008}" in methods
+    assert "\\texttt{tied} 2 at 1 and 2 at 2" in methods
+    assert "@inproceedings{mcsherry2008" in files["references.bib"].decode()
+    report_command(tied_world, name="n", preset="sigir2020", runs="plain")
+    methods = paper_files(Report.objects.get(name="n"), screenshots=False)["methods.tex"].decode()
+    assert "taken in the runs' own order" in methods and "preset \\texttt{sigir2020}" in methods
