@@ -27,7 +27,7 @@ DEFAULT_TIES = "tie-aware"
 #: A measure that is not linear in per-rank values (TExFAIR, AWRF, rKL, rND, rRD) is computed on
 #: every arrangement of a query's tied top documents when there are at most this many, else on
 #: this many drawn at random (the report's seed): :func:`metrics.ties.tie_orders`.
-TIE_DRAWS = 200
+TIE_DRAWS = 64
 #: NFaiRR's background when no background run is given, and its variant label then.
 COLLECTION_BACKGROUND = "collection"
 #: How deep a background run is read for NFaiRR's ideal ranking.

@@ -167,12 +167,9 @@ class RankedCounts:
 
     def rearranged(self, rows: np.ndarray, columns: np.ndarray) -> RankedCounts:
         """The ``rows`` (repeated as often as given) with their top ranks filled from ``columns`` of the full width."""
-        take = {
-            name: np.take_along_axis(self.full[name][rows], columns, axis=1) for name in ("f", "m", "length", "found")
-        }
-        return RankedCounts(
-            [self.qids[i] for i in rows], self.n[rows], take["f"], take["m"], take["length"], take["found"]
-        )
+        take = {name: self.full[name][rows[:, None], columns] for name in ("f", "m", "length", "found")}
+        qids = np.asarray(self.qids, dtype=object)[rows].tolist()
+        return RankedCounts(qids, self.n[rows], take["f"], take["m"], take["length"], take["found"])
 
 
 def _renumber(run: pl.DataFrame, depth: int, ties: str = FILE) -> pl.DataFrame:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .defaults import DEFAULT_EXPOSURE_FORM
+from .defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
 from .latex import escape, prose
 from .vocabulary import form_statement
 
@@ -306,7 +306,8 @@ def _ties_sentences(settings: dict[str, Any]) -> list[str]:
             "Every bias figure is its expectation over all orders of tied documents (equal scores within a "
             "query): for RaB, ARaB and NFaiRR each rank's value is the mean over its tie group "
             "\\cite{mcsherry2008}, exactly; TExFAIR and the exposure measures are averaged over every order of "
-            "the tied top documents, or 200 drawn where there are more; intervals and tests are built on these values."
+            f"the tied top documents, or {TIE_DRAWS} drawn where there are more; intervals and tests are built on these "
+            "values."
         ]
     elif ties == "trec_eval":
         sentences = ["Tied documents (equal scores within a query) were ordered by docid descending, as trec_eval."]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .defaults import DEFAULT_TIES, TIES
+from .defaults import DEFAULT_TIES, TIE_DRAWS, TIES
 from .presets import PRESETS
 
 
@@ -52,7 +52,7 @@ TIES_OPTION = ReportOption(
     "Tied documents",
     "how documents with equal scores are ordered for the bias metrics: tie-aware takes every figure's "
     "expectation over all orders of each tie group (exact for RaB, ARaB and NFaiRR; TExFAIR and the "
-    "exposure metrics over every order, or 200 drawn); trec_eval orders them by docid descending; file keeps "
+    f"exposure metrics over every order, or {TIE_DRAWS} drawn); trec_eval orders them by docid descending; file keeps "
     "the run's order. Effectiveness always follows trec_eval (ir_measures)",
 )
 

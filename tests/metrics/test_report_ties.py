@@ -218,3 +218,16 @@ def test_methods_text_and_bundle_state_the_order_of_ties_and_the_preset(tied_wor
     report_command(tied_world, name="n", preset="sigir2020", runs="plain")
     methods = paper_files(Report.objects.get(name="n"), screenshots=False)["methods.tex"].decode()
     assert "taken in the runs' own order" in methods and "preset \\texttt{sigir2020}" in methods
+
+
+@pytest.mark.django_db
+def test_a_tie_group_crossing_the_depth_is_read_whole_from_a_run_stored_by_score(tied_world):
+    # stored by score (ties by docid descending: d4, d3, d2 at ranks 2..4), the deepest cutoff 2:
+    # the group's third member, at rank 4, is past depth + 1 and must still be averaged over
+    path = tied_world / "score.trec"
+    path.write_text("1 Q0 d1 1 5.0 t\n1 Q0 d2 2 3.0 t\n1 Q0 d3 3 3.0 t\n1 Q0 d4 4 3.0 t\n1 Q0 d5 5 1.0 t\n")
+    call_command("import_run", str(path), name="score", collection="tiny", verbosity=0)
+    report_command(tied_world, name="s", runs="score")
+    # RaB@2 = (v(d1) + mean(v(d2), v(d3), v(d4))) / 2 = (−ln 4 + ln 4 / 3) / 2
+    assert result("score", "RaB", "tf", 2).value == pytest.approx((-LN4 + LN4 / 3) / 2, abs=1e-12)
+    assert result("score", "RaB", "tf", 2).tie_high == pytest.approx((-LN4 + LN4) / 2, abs=1e-12)

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from metrics import measures
+from metrics.defaults import TIE_DRAWS
 from metrics.ties import order_run
 
 W = [1 / math.log2(r + 1) for r in range(1, 40)]
@@ -184,15 +185,15 @@ def test_a_straddling_group_is_averaged_over_all_its_members_below_the_cutoff():
 
 
 def test_drawn_orders_estimate_the_mean_within_their_monte_carlo_error():
-    """Seven tied documents in the top 7 have 5,040 orders, more than the 200 a non-linear measure
-    draws (:data:`metrics.defaults.TIE_DRAWS`): over 40 seeds each estimate of TExFAIR@7 is within
-    4 standard errors (σ/√200, σ over all 5,040 orders) of the exact mean, and their spread is σ/√200
+    """Seven tied documents in the top 7 have 5,040 orders, more than a non-linear measure draws
+    (:data:`metrics.defaults.TIE_DRAWS`, D): over 40 seeds each estimate of TExFAIR@7 is within
+    4 standard errors (σ/√D, σ over all 5,040 orders) of the exact mean, and their spread is σ/√D
     within a factor of 2 (a spread estimated from 40 values is within ±45% with probability > 0.99)."""
     docs = [(d, 1.0) for d in "abcdghi"]
     values = [texfair(order, 7) for order in orders(docs)]
     exact = mean(values)
     sigma = (sum((v - exact) ** 2 for v in values) / len(values)) ** 0.5
-    error = sigma / 200**0.5
+    error = sigma / TIE_DRAWS**0.5
     run = run_frame({"q": docs})
     estimates = [measures.texfair(run, COUNTS_FRAME, [7], seed=seed).loc["q", "TExFAIR@7"] for seed in range(40)]
     assert all(abs(e - exact) < 4 * error for e in estimates)
