@@ -252,9 +252,10 @@ def _differences(counts: pl.DataFrame, variant: str) -> pl.DataFrame:
 
 def _rank_bias(ranked: RankedCounts, run, counts, cutoffs, variant: str, tied: RankedCounts | None = None):
     differences = _differences(counts, variant)
-    columns = rank_bias_of(ranked.per_rank(ranked.spread(differences)), ranked.n, cutoffs)
+    values = ranked.spread(differences)
+    columns = rank_bias_of(ranked.per_rank(values), ranked.n, cutoffs)
     tied = tied or _tie_view(ranked, run, counts)
-    low, high = tied.extremes(tied.spread(differences))
+    low, high = tied.extremes(values if tied is ranked else tied.spread(differences))
     lowest, highest = rank_bias_of(low, tied.n, cutoffs), rank_bias_of(high, tied.n, cutoffs)
     linear = {name: (lowest[name], highest[name]) for name in columns if name != "n"}
     return pd.DataFrame(_with_ties(columns, tied, cutoffs, linear), index=pd.Index(ranked.qids, name="qid"))
@@ -529,8 +530,11 @@ def evaluate_run(
         variant = settings.awrf_variant() if metric == "AWRF" else settings.rank_variant()
         parts.append(_long(groups, metric, variant, cutoffs, metric))
     table = pd.concat(parts, ignore_index=True)
-    tied_at = {k: dict(zip(tied.qids, tied.tied(k), strict=True)) for k in cutoffs}
-    table["tied"] = [tied_at[k].get(q, False) for q, k in zip(table["qid"], table["cutoff"], strict=True)]
+    flags = pd.concat(pd.DataFrame({"qid": tied.qids, "cutoff": k, "tied": tied.tied(k)}) for k in cutoffs).astype(
+        {"qid": object, "cutoff": table["cutoff"].dtype}
+    )
+    table = table.merge(flags, on=["qid", "cutoff"], how="left", sort=False)
+    table["tied"] = table["tied"].fillna(False).astype(bool)
     return table
 
 
