@@ -530,10 +530,13 @@ def evaluate_run(
         variant = settings.awrf_variant() if metric == "AWRF" else settings.rank_variant()
         parts.append(_long(groups, metric, variant, cutoffs, metric))
     table = pd.concat(parts, ignore_index=True)
-    flags = pd.concat(pd.DataFrame({"qid": tied.qids, "cutoff": k, "tied": tied.tied(k)}) for k in cutoffs).astype(
-        {"qid": object, "cutoff": table["cutoff"].dtype}
-    )
-    table = table.merge(flags, on=["qid", "cutoff"], how="left", sort=False)
+    flags = np.concatenate([tied.tied(k) for k in cutoffs])
+    if all(len(part) == len(flags) and list(part["qid"][: len(tied.qids)]) == tied.qids for part in parts):
+        table["tied"] = np.tile(flags, len(parts))  # every part: the queries in tied's order, cutoff by cutoff
+        return table
+    frame = pd.concat(pd.DataFrame({"qid": tied.qids, "cutoff": k, "tied": tied.tied(k)}) for k in cutoffs)
+    frame = frame.astype({"qid": object, "cutoff": table["cutoff"].dtype})
+    table = table.merge(frame, on=["qid", "cutoff"], how="left", sort=False)
     table["tied"] = table["tied"].fillna(False).astype(bool)
     return table
 
