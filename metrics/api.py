@@ -34,7 +34,14 @@ from .defaults import (
 )
 from .forms import CompareSetsForm, CounterfactualForm, CrboForm, PreferenceForm, ReportForm
 from .models import Report, Result
-from .serializers import LabelSensitivitySerializer, PerQuerySerializer, ReportListSerializer, ReportSerializer
+from .report_options import PRESET_OPTION, TIES_OPTION
+from .serializers import (
+    LabelSensitivitySerializer,
+    PerQuerySerializer,
+    ReportListSerializer,
+    ReportSerializer,
+    option_field,
+)
 from .vocabulary import BY_NAME
 
 
@@ -81,6 +88,8 @@ class ReportRequestSerializer(serializers.Serializer):
         help_text="AWRF, rKL, rND, rRD: 'adapted' (the platform's, against the target share) or 'reference' "
         "(as the cited papers' code computes them).",
     )
+    ties = option_field(TIES_OPTION)
+    preset = option_field(PRESET_OPTION)
 
 
 class ReportViewSet(viewsets.ReadOnlyModelViewSet):
@@ -299,6 +308,7 @@ class CrboRequestSerializer(serializers.Serializer):
     counterfactual_run = serializers.CharField(help_text="The same ranker's run on the counterfactual collection.")
     depth = CountField(min_value=1, max_value=10000, default=CRBO_DEPTH)
     p = DecimalNumberField(min_value=0.0, max_value=1.0, default=CRBO_P, help_text="RBO persistence, in (0, 1).")
+    ties = option_field(TIES_OPTION)
 
 
 class PreferenceRequestSerializer(serializers.Serializer):

@@ -29,6 +29,17 @@ ENTRIES: dict[str, str] = {
   year      = {2024},
   doi       = {10.1007/978-3-031-56069-9_1}
 }""",
+    "mcsherry2008": """@inproceedings{mcsherry2008,
+  author    = {Frank McSherry and Marc Najork},
+  title     = {Computing Information Retrieval Performance Measures Efficiently in the Presence of Tied Scores},
+  booktitle = {Advances in Information Retrieval: 30th European Conference on IR Research (ECIR 2008)},
+  series    = {Lecture Notes in Computer Science},
+  volume    = {4956},
+  pages     = {414--421},
+  publisher = {Springer},
+  year      = {2008},
+  doi       = {10.1007/978-3-540-78646-7_38}
+}""",
     "sapiezynski2019": """@inproceedings{sapiezynski2019,
   author    = {Piotr Sapiezynski and Wesley Zeng and Ronald E. Robertson and Alan Mislove and Christo Wilson},
   title     = {Quantifying the Impact of User Attention on Fair Group Representation in Ranked Lists},

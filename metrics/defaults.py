@@ -18,6 +18,16 @@ MAX_CUTOFF = 10000
 #: more is the page's job (``metrics.services.start_label_sensitivity``).
 REQUEST_SENSITIVITY_RUNS = 5
 REQUEST_SENSITIVITY_CUTOFFS = 5
+#: How a run's tied documents (equal scores within a query) are ordered for the bias metrics
+#: (:mod:`metrics.ties`): ``tie-aware`` (default) takes every figure's expectation over all orders
+#: of each tie group; ``trec_eval`` orders ties by docid descending (trec_eval's and ir_measures'
+#: rule); ``file`` keeps the run's ranks as stored. Effectiveness always follows trec_eval.
+TIES = ("tie-aware", "trec_eval", "file")
+DEFAULT_TIES = "tie-aware"
+#: A measure that is not linear in per-rank values (TExFAIR, AWRF, rKL, rND, rRD) is computed on
+#: every arrangement of a query's tied top documents when there are at most this many, else on
+#: this many drawn at random (the report's seed): :func:`metrics.ties.tie_orders`.
+TIE_DRAWS = 64
 #: NFaiRR's background when no background run is given, and its variant label then.
 COLLECTION_BACKGROUND = "collection"
 #: How deep a background run is read for NFaiRR's ideal ranking.

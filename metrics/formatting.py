@@ -60,18 +60,73 @@ def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
 LABEL_CSV_COLUMNS = ["ci_low", "ci_high", "p_value", *LABEL_UNCERTAINTY_COLUMNS]
 
 
-def results_csv(summary: pd.DataFrame) -> str:
+#: What the results CSV adds with the report's order of ties: the lowest and highest value over the
+#: orders of tied documents (empty where no order of ties moves it) and the order the values used.
+TIE_CSV_COLUMNS = ["tie_low", "tie_high", "ties"]
+
+
+def results_csv(summary: pd.DataFrame, ties: str | None = None) -> str:
     """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision);
-    a report on a batch's labels adds :data:`LABEL_CSV_COLUMNS` (empty where undefined)."""
+    a report on a batch's labels adds :data:`LABEL_CSV_COLUMNS` (empty where undefined); with the
+    report's ``ties`` (:mod:`metrics.ties`), :data:`TIE_CSV_COLUMNS`."""
     extra = LABEL_CSV_COLUMNS if "combined_low" in summary.columns else []
+    if ties is not None:
+        summary = summary.assign(ties=ties)
+        for column in ("tie_low", "tie_high"):
+            if column not in summary.columns:
+                summary[column] = None
+        extra = [*extra, *TIE_CSV_COLUMNS]
     rows = summary[CSV_HEADER + extra].itertuples(index=False, name=None)
     return csv_text(
         CSV_HEADER + extra,
         (
-            [run, metric, variant, int(cutoff), value, int(queries), *rest]
+            [run, metric, variant, int(cutoff), value, int(queries), *(_blank(v) for v in rest)]
             for run, metric, variant, cutoff, value, queries, *rest in rows
         ),
     )
+
+
+def _blank(value):
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def range_contains_zero(metric: str, low, high) -> bool:
+    """Whether a signed metric's (RaB-like: 0 balanced) range over orders of ties holds 0: the ranking
+    does not decide the sign of the bias."""
+    from .vocabulary import RAB_LIKE
+
+    present = low is not None and high is not None and not pd.isna(low) and not pd.isna(high)
+    return metric in RAB_LIKE and present and low <= 0 <= high
+
+
+def tie_lines(tied_queries: dict | None, summary: pd.DataFrame, *, ranges: bool = True) -> list[str]:
+    """What the report says about its tied documents: per run and cutoff how many queries' top k hold
+    a tie, and each figure an order of ties could move, with its range (lowest … highest) and a warning
+    when the range of a signed figure holds 0."""
+    if tied_queries is None:
+        return ["Tied documents were not counted in this report (built before they were): build it again."]
+    lines = []
+    for run, by_cutoff in tied_queries.items():
+        counts = ", ".join(f"@{k}: {n}" for k, n in sorted(by_cutoff.items(), key=lambda item: int(item[0])))
+        queries = summary.loc[summary["run"] == run, "queries"]
+        total = f" of {int(queries.max())}" if len(queries) else ""
+        lines.append(f"Queries whose top k holds a tied document, {run}{total}: {counts}.")
+    if not ranges or "tie_low" not in summary.columns:
+        return lines
+    moved = summary[summary["tie_low"].notna() & summary["tie_high"].notna()]
+    if len(moved):
+        lines.append("Figures the order of ties moves (value, then lowest … highest over every order of ties):")
+    for row in moved.itertuples(index=False):
+        warning = (
+            "  ! holds 0: the ranking does not decide the sign"
+            if range_contains_zero(row.metric, row.tie_low, row.tie_high)
+            else ""
+        )
+        lines.append(
+            f"  {row.run} {row.metric} [{row.variant}] @{int(row.cutoff)}: {row.value:.4f} "
+            f"({row.tie_low:.4f} … {row.tie_high:.4f}){warning}"
+        )
+    return lines
 
 
 def p_mark(p: float | None, alpha: float = 0.05) -> str:

@@ -33,12 +33,25 @@ from .defaults import (
 )
 from .models import Report
 from .power import DEFAULT_DRAWS
+from .report_options import PRESET_OPTION, TIES_OPTION, ReportOption
 from .services import parse_cutoffs
 from .services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
 from .vocabulary import BY_NAME, FORM_DEFINITIONS, METRICS
 
 if TYPE_CHECKING:
     from .sensitivity import LabelSensitivity
+
+
+def option_field(option: ReportOption) -> forms.ChoiceField:
+    """A page's field of a declared report option (:mod:`metrics.report_options`)."""
+    empty = [] if option.default else [("", "none")]
+    return forms.ChoiceField(
+        choices=[*empty, *option.choices],
+        initial=option.default,
+        required=False,
+        label=option.label,
+        help_text=option.help[:1].upper() + option.help[1:] + ".",
+    )
 
 
 class ReportForm(forms.Form):
@@ -125,6 +138,12 @@ class ReportForm(forms.Form):
         "against the list's own composition, comparable with numbers it computed.",
     )
 
+    ties = option_field(TIES_OPTION)
+    preset = option_field(PRESET_OPTION)
+
+    def clean_ties(self):
+        return self.cleaned_data.get("ties") or TIES_OPTION.default
+
     def clean_measures(self):
         try:
             return services.parse_measures(self.cleaned_data.get("measures") or "")
@@ -192,6 +211,8 @@ class ReportForm(forms.Form):
                 protected_group=data["protected_group"],
                 cut_step=data["cut_step"],
                 exposure_form=data["exposure_form"],
+                ties=data["ties"],
+                preset=data.get("preset") or "",
             ),
             background=data["background"],
             baseline=data["baseline"],
@@ -319,6 +340,10 @@ class CrboForm(forms.Form):
     )
     depth = CountField(min_value=1, max_value=10000, initial=CRBO_DEPTH, help_text="Ranks compared.")
     p = DecimalNumberField(min_value=0.0, max_value=1.0, initial=CRBO_P, help_text="RBO persistence, in (0, 1).")
+    ties = option_field(TIES_OPTION)
+
+    def clean_ties(self):
+        return self.cleaned_data.get("ties") or TIES_OPTION.default
 
     def clean(self):
         data = super().clean()
@@ -330,7 +355,9 @@ class CrboForm(forms.Form):
 
     def start(self) -> Job:
         data = self.cleaned_data
-        return services.start_crbo(data["run"], data["counterfactual_run"], depth=data["depth"], p=data["p"])
+        return services.start_crbo(
+            data["run"], data["counterfactual_run"], depth=data["depth"], p=data["p"], ties=data["ties"]
+        )
 
 
 class PreferenceForm(forms.Form):

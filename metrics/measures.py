@@ -15,8 +15,13 @@ Inputs
 
 Definitions (``k`` a cutoff, ``n`` the documents the run has for the query, w_r = 1/log2(r+1))
 -----------------------------------------------------------------------------------------------
-- **RaB@t / ARaB@t** (Rekabsaz & Schedl, SIGIR 2020): delegated to
-  :func:`pooling.rank_bias.rank_bias_table` so the project has one implementation.
+- **RaB@t / ARaB@t** (Rekabsaz & Schedl, SIGIR 2020): the arithmetic of
+  :func:`pooling.rank_bias.rank_bias_of`, so the project has one implementation.
+
+Tied documents (equal scores within a query) are ordered by ``ties`` (:mod:`metrics.ties`): under
+``tie-aware`` (the default) every figure is its expectation over all orders of each tie group, and
+each comes with its lowest and highest value over those orders (``name:low``, ``name:high``) and
+whether the query's top k holds a tie (``tied@k``).
 - **NFaiRR@k** (Rekabsaz, Kopeinik & Schedl, SIGIR 2021): a document is neutral (ω = 1) when
   f + m ≤ τ, else ω = 1 − Σ_g |M_g/(f+m) − ½|. FaiRR@k = Σ_{r ≤ min(k,n)} ω(d_r)·w_r.
   IFaiRR@k with the collection as background (default) = Σ_{r ≤ k} w_r, since the collection
@@ -57,10 +62,30 @@ import pandas as pd
 import polars as pl
 
 from pooling.magnitudes import magnitudes_frame
-from pooling.rank_bias import rank_bias_table, rank_matrices
+from pooling.rank_bias import rank_bias_of, rank_matrices
 
-from .defaults import BACKGROUND_DEPTH, COLLECTION_BACKGROUND, DEFAULT_NORMALISER, DEFAULT_THRESHOLD, NORMALISERS
+from .defaults import (
+    BACKGROUND_DEPTH,
+    COLLECTION_BACKGROUND,
+    DEFAULT_NORMALISER,
+    DEFAULT_THRESHOLD,
+    DEFAULT_TIES,
+    NORMALISERS,
+    TIE_DRAWS,
+)
 from .exposure import ExposureSettings, exposure_columns
+from .ties import (
+    FILE,
+    TIE_AWARE,
+    Orders,
+    extreme_values,
+    group_matrix,
+    group_means,
+    order_run,
+    over_tie_orders,
+    tie_orders,
+    tied_within,
+)
 from .vocabulary import BY_NAME, EXPOSURE, RAB_LIKE
 
 RANK_BIAS_VARIANTS = BY_NAME["RaB"].variants  # ("tf", "bool"), shared by every RaB-like metric
@@ -82,7 +107,12 @@ def discounts(depth: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RankedCounts:
-    """Counts of a run's top documents as ``[queries × depth]`` matrices (0 past rank n)."""
+    """Counts of a run's top documents as ``[queries × depth]`` matrices (0 past rank n).
+
+    Under ``tie-aware`` (:mod:`metrics.ties`) ``groups`` numbers each query's tie groups and
+    ``full`` holds the counts over ``width`` ≥ depth ranks: the members of a group that straddles
+    the depth too, which the expectation averages over.
+    """
 
     qids: list[str]
     n: np.ndarray  # documents per query within depth
@@ -90,24 +120,66 @@ class RankedCounts:
     m: np.ndarray
     length: np.ndarray
     found: np.ndarray  # bool: the document has counts (is in the collection)
+    ordered: pl.DataFrame | None = None  # qid, docid, rank, group (:func:`metrics.ties.order_run`)
+    groups: np.ndarray | None = None  # [queries × width] tie groups; None: ties are not averaged over
+    full: dict | None = None  # f, m, length, found over the width
+    n_full: np.ndarray | None = None
 
     @property
     def depth(self) -> int:
         return self.f.shape[1]
 
+    @property
+    def tie_aware(self) -> bool:
+        return self.groups is not None
+
     def at(self, matrix: np.ndarray, cutoff: int) -> np.ndarray:
         """Column ``min(cutoff, depth)`` of a cumulative matrix, i.e. the value at rank min(k, n)."""
         return matrix[:, min(cutoff, self.depth) - 1]
 
+    def spread(self, values: pl.DataFrame) -> np.ndarray:
+        """``values`` (``docid, value``) at every rank of the full width (0 past n or unknown)."""
+        _, matrices, _ = rank_matrices(self.ordered, values, self.width)
+        return matrices["value"]
 
-def _renumber(run: pl.DataFrame, depth: int) -> pl.DataFrame:
-    """The documents ranked ≤ ``depth``, numbered 1, 2, … in rank order within each query.
+    @property
+    def width(self) -> int:
+        return self.groups.shape[1] if self.groups is not None else self.depth
+
+    def per_rank(self, values: np.ndarray) -> np.ndarray:
+        """Per-rank values over the width → ``[queries × depth]``: each the mean over its tie group
+        (its expectation over the orders of ties) when tie-aware, else as ranked."""
+        if self.groups is not None:
+            values = group_means(values, self.groups)
+        return values[:, : self.depth]
+
+    def extremes(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-rank values ``[queries × depth]`` of the orders of ties giving a linear measure with
+        non-increasing rank coefficients its lowest and its highest value (:func:`metrics.ties.extreme_values`)."""
+        low, high = extreme_values(values, self.groups)
+        return low[:, : self.depth], high[:, : self.depth]
+
+    def tied(self, cutoff: int) -> np.ndarray:
+        """Per query: whether its top k holds a document tied with another."""
+        if self.groups is None:
+            return np.zeros(len(self.qids), dtype=bool)
+        return tied_within(self.groups, self.n_full, cutoff)
+
+    def rearranged(self, rows: np.ndarray, columns: np.ndarray) -> RankedCounts:
+        """The ``rows`` (repeated as often as given) with their top ranks filled from ``columns`` of the full width."""
+        take = {name: self.full[name][rows[:, None], columns] for name in ("f", "m", "length", "found")}
+        qids = np.asarray(self.qids, dtype=object)[rows].tolist()
+        return RankedCounts(qids, self.n[rows], take["f"], take["m"], take["length"], take["found"])
+
+
+def _renumber(run: pl.DataFrame, depth: int, ties: str = FILE) -> pl.DataFrame:
+    """The documents ranked ≤ ``depth`` under ``ties`` (:func:`metrics.ties.order_run`), numbered
+    1, 2, … within each query; under ``tie-aware`` also the members of a group straddling ``depth``.
 
     Filtering first keeps the work proportional to queries × depth, not to the run's full
     length (runs are often 1,000 deep); renumbering closes gaps left by removed rows.
     """
-    top = run.select("qid", "docid", "rank").filter(pl.col("rank") <= depth)
-    return top.with_columns(pl.col("rank").rank("ordinal").over("qid").cast(pl.Int64))
+    return order_run(run, ties, depth)
 
 
 def _qid_index(qids: pl.Series) -> pl.DataFrame:
@@ -120,23 +192,73 @@ def _dense(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[
     return matrix
 
 
-def ranked_counts(run: pl.DataFrame, counts: pl.DataFrame, depth: int) -> RankedCounts:
-    """Join the top ``depth`` documents of every query with their counts, as dense matrices."""
+def ranked_counts(run: pl.DataFrame, counts: pl.DataFrame, depth: int, ties: str = DEFAULT_TIES) -> RankedCounts:
+    """Join the top ``depth`` documents of every query with their counts, as dense matrices,
+    ordered by ``ties`` (:mod:`metrics.ties`; ``tie-aware`` keeps the tie groups and the full width)."""
     values = counts.select("docid", "f", "m", "length").with_columns(pl.lit(True).alias("found"))
-    qids, matrices, n = rank_matrices(_renumber(run, depth), values, depth)
-    return RankedCounts(qids, n, matrices["f"], matrices["m"], matrices["length"], matrices["found"])
+    ordered = _renumber(run, depth, ties)
+    width = max(depth, int(ordered["rank"].max() or 0)) if ties == TIE_AWARE and len(ordered) else depth
+    qids, matrices, n = rank_matrices(ordered, values, width)
+    groups = group_matrix(ordered, qids, width) if ties == TIE_AWARE else None
+    top = {name: matrix[:, :depth] for name, matrix in matrices.items()}
+    return RankedCounts(
+        qids,
+        np.minimum(n, depth),
+        top["f"],
+        top["m"],
+        top["length"],
+        top["found"],
+        ordered=ordered,
+        groups=groups,
+        full=matrices if groups is not None else None,
+        n_full=n,
+    )
+
+
+def _tie_view(ranked: RankedCounts, run: pl.DataFrame, counts: pl.DataFrame) -> RankedCounts:
+    """The tie-aware view of ``ranked``'s run (itself when it is one): for the tie counts and ranges."""
+    return ranked if ranked.tie_aware else ranked_counts(run, counts, ranked.depth, TIE_AWARE)
+
+
+def _with_ties(columns: dict, tied: RankedCounts, cutoffs: Sequence[int], linear: dict | None = None) -> dict:
+    """``tied@k`` per cutoff and, for ``linear`` (``name → (low, high)``), the range columns ``name:low``, ``name:high``."""
+    for k in cutoffs:
+        columns[f"tied@{k}"] = tied.tied(k)
+    for name, (low, high) in (linear or {}).items():
+        columns[f"{name}:low"], columns[f"{name}:high"] = low, high
+    return columns
 
 
 # --- RaB / ARaB ------------------------------------------------------------------------
 
 
-def rank_bias(run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int], variant: str) -> pd.DataFrame:
-    """RaB@t and ARaB@t per query with ``tf`` (ln(1+count)) or ``bool`` magnitudes.
+def rank_bias(
+    run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int], variant: str, ties: str = DEFAULT_TIES
+) -> pd.DataFrame:
+    """RaB@t and ARaB@t per query with ``tf`` (ln(1+count)) or ``bool`` magnitudes, the run's
+    ties ordered by ``ties``; with the range over orders of ties (``RaB@t:low`` …) and ``tied@t``.
 
-    Thin adapter: magnitudes from :func:`pooling.magnitudes.magnitude`, the metric from
-    :func:`pooling.rank_bias.rank_bias_table` (one implementation of each definition).
+    Magnitudes from :func:`pooling.magnitudes.magnitudes_frame`, the arithmetic from
+    :func:`pooling.rank_bias.rank_bias_of` (one implementation of each definition).
     """
-    return rank_bias_table(_renumber(run, max(cutoffs)), magnitudes_frame(counts, variant), list(cutoffs))
+    cutoffs = validate_cutoffs(cutoffs)
+    return _rank_bias(ranked_counts(run, counts, max(cutoffs), ties), run, counts, cutoffs, variant)
+
+
+def _differences(counts: pl.DataFrame, variant: str) -> pl.DataFrame:
+    magnitudes = magnitudes_frame(counts, variant)
+    return magnitudes.select("docid", (pl.col("m") - pl.col("f")).cast(pl.Float64).alias("value"))
+
+
+def _rank_bias(ranked: RankedCounts, run, counts, cutoffs, variant: str, tied: RankedCounts | None = None):
+    differences = _differences(counts, variant)
+    values = ranked.spread(differences)
+    columns = rank_bias_of(ranked.per_rank(values), ranked.n, cutoffs)
+    tied = tied or _tie_view(ranked, run, counts)
+    low, high = tied.extremes(values if tied is ranked else tied.spread(differences))
+    lowest, highest = rank_bias_of(low, tied.n, cutoffs), rank_bias_of(high, tied.n, cutoffs)
+    linear = {name: (lowest[name], highest[name]) for name in columns if name != "n"}
+    return pd.DataFrame(_with_ties(columns, tied, cutoffs, linear), index=pd.Index(ranked.qids, name="qid"))
 
 
 # --- NFaiRR ----------------------------------------------------------------------------
@@ -162,11 +284,17 @@ def _background_ideal(
     background: pl.DataFrame,
     counts: pl.DataFrame,
     threshold: float,
+    ties: str,
 ) -> np.ndarray:
-    """``[queries × depth]`` ω of the best reordering of the background ∪ the ``compared`` runs' top documents."""
+    """``[queries × depth]`` ω of the best reordering of the background ∪ the ``compared`` runs' top documents.
+
+    Under ``tie-aware`` a compared run's top documents include every member of a tie group that
+    straddles the depth (each is in the top under some order), so the candidates, and NFaiRR's
+    denominator, are the same whatever the order of ties: NFaiRR stays linear, its expectation exact.
+    """
     depth = ranked.depth
     qids = pl.Series("qid", ranked.qids, dtype=pl.String)
-    candidates = [_renumber(frame, depth).select("qid", "docid") for frame in compared]
+    candidates = [_renumber(frame, depth, ties).select("qid", "docid") for frame in compared]
     candidates.append(_renumber(background, BACKGROUND_DEPTH).select("qid", "docid"))
     pool = pl.concat(candidates).join(qids.to_frame(), on="qid", how="semi").unique(["qid", "docid"])
     pool = pool.join(counts.select("docid", "f", "m"), on="docid", how="left").with_columns(
@@ -188,8 +316,10 @@ def nfairr(
     background: pl.DataFrame | None = None,
     comparison: Sequence[pl.DataFrame] = (),
     normaliser: str = DEFAULT_NORMALISER,
+    ties: str = DEFAULT_TIES,
 ) -> pd.DataFrame:
-    """FaiRR@k and NFaiRR@k per query (columns ``FaiRR@k``, ``NFaiRR@k``, and ``n``).
+    """FaiRR@k and NFaiRR@k per query (columns ``FaiRR@k``, ``NFaiRR@k``, and ``n``; the range over
+    orders of ties ``NFaiRR@k:low`` … and ``tied@k``).
 
     ``counts`` are of the *representative* word list. ``background=None`` normalises by the
     collection (IFaiRR@k = Σ_{r ≤ k} w_r). With a background run, ``normaliser="comparison"``
@@ -200,17 +330,30 @@ def nfairr(
     cutoffs = validate_cutoffs(cutoffs)
     if normaliser not in NORMALISERS:
         raise ValueError(f"unknown NFaiRR normaliser {normaliser!r}; choose one of {', '.join(NORMALISERS)}")
-    ranked = ranked_counts(run, counts, max(cutoffs))
+    ranked = ranked_counts(run, counts, max(cutoffs), ties)
+    return _nfairr(ranked, run, counts, cutoffs, threshold, background, comparison, normaliser, ties)
+
+
+def _omega(ranked: RankedCounts, threshold: float) -> np.ndarray:
+    """ω at every rank of the full width, 0 past the end of the list."""
+    full = ranked.full if ranked.full is not None else {"f": ranked.f, "m": ranked.m}
+    n = ranked.n_full if ranked.n_full is not None else ranked.n
+    omega = neutrality(full["f"], full["m"], threshold)
+    omega[np.arange(omega.shape[1])[None, :] >= n[:, None]] = 0.0
+    return omega
+
+
+def _nfairr(ranked, run, counts, cutoffs, threshold, background, comparison, normaliser, ties, tied=None):
     w = discounts(ranked.depth)
-    omega = neutrality(ranked.f, ranked.m, threshold)
-    omega[np.arange(ranked.depth)[None, :] >= ranked.n[:, None]] = 0.0  # past the end of the list
-    fairr = np.cumsum(omega * w, axis=1)
+    fairr = np.cumsum(ranked.per_rank(_omega(ranked, threshold)) * w, axis=1)
+    tied = tied or _tie_view(ranked, run, counts)
+    low, high = (np.cumsum(values * w, axis=1) for values in tied.extremes(_omega(tied, threshold)))
     if background is None:
         ideal = np.broadcast_to(np.cumsum(w), fairr.shape)
     else:
         compared = [run, *comparison] if normaliser == "comparison" else []
-        ideal = np.cumsum(_background_ideal(ranked, compared, background, counts, threshold) * w, axis=1)
-    columns = {}
+        ideal = np.cumsum(_background_ideal(ranked, compared, background, counts, threshold, ties) * w, axis=1)
+    columns, linear = {}, {}
     for k in cutoffs:
         columns[f"FaiRR@{k}"] = ranked.at(fairr, k)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -218,22 +361,31 @@ def nfairr(
             # so the query drops out of the model's mean and its query count.
             denominator = ranked.at(ideal, k)
             columns[f"NFaiRR@{k}"] = np.where(denominator > 0, ranked.at(fairr, k) / denominator, np.nan)
-    table = pd.DataFrame(columns, index=pd.Index(ranked.qids, name="qid"))
-    table["n"] = ranked.n
-    return table
+            linear[f"NFaiRR@{k}"] = tuple(
+                np.where(denominator > 0, ranked.at(bound, k) / denominator, np.nan) for bound in (low, high)
+            )
+    columns["n"] = ranked.n
+    return pd.DataFrame(_with_ties(columns, tied, cutoffs, linear), index=pd.Index(ranked.qids, name="qid"))
 
 
 # --- TExFAIR ---------------------------------------------------------------------------
 
 
-def texfair(run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int]) -> pd.DataFrame:
+def texfair(
+    run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int], ties: str = DEFAULT_TIES, seed: int = 0
+) -> pd.DataFrame:
     """TED@k, RBDF@k and TExFAIR@k (``rbdf``) / TExFAIR-plain@k (``plain``) per query.
 
     ``counts`` are of the representative word list; ``length`` (tokens) normalises the term
-    frequencies (Σ_{t ∈ V_G} tf(t, d)/|d| = count_G(d)/|d|).
+    frequencies (Σ_{t ∈ V_G} tf(t, d)/|d| = count_G(d)/|d|). Under ``tie-aware`` the values are
+    means over the orders of ties (:func:`metrics.ties.tie_orders`, ``seed`` for drawn orders).
     """
     cutoffs = validate_cutoffs(cutoffs)
-    ranked = ranked_counts(run, counts, max(cutoffs))
+    ranked = ranked_counts(run, counts, max(cutoffs), ties)
+    return _over_orders(ranked, lambda r: _texfair_columns(r, cutoffs), _orders(ranked, seed))
+
+
+def _texfair_columns(ranked: RankedCounts, cutoffs: Sequence[int]) -> dict[str, np.ndarray]:
     w = discounts(ranked.depth)
     with np.errstate(invalid="ignore", divide="ignore"):
         share_f = np.where(ranked.length > 0, ranked.f / ranked.length, 0.0)
@@ -256,27 +408,62 @@ def texfair(run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int]) -> 
         columns[f"RBDF@{k}"] = rbdf
         columns[f"TExFAIR@{k}"] = 1.0 - ted * rbdf
         columns[f"TExFAIR-plain@{k}"] = 1.0 - ted
-    table = pd.DataFrame(columns, index=pd.Index(ranked.qids, name="qid"))
-    table["n"] = ranked.n
-    return table
+    return columns
+
+
+def _orders(ranked: RankedCounts, seed: int) -> Orders | None:
+    """The arrangements of the tied top documents a non-linear measure is averaged over (None: not tie-aware)."""
+    if not ranked.tie_aware:
+        return None
+    full = ranked.full
+    values = np.stack([full["f"], full["m"], full["length"], full["found"].astype(np.float64)], axis=-1)
+    return tie_orders(values, ranked.groups, ranked.n_full, ranked.depth, draws=TIE_DRAWS, seed=seed)
+
+
+def _over_orders(ranked: RankedCounts, compute, orders: Orders | None) -> pd.DataFrame:
+    """``compute(ranked)``'s columns per query; under tie-aware, the mean over ``orders`` where they
+    apply, with the lowest and highest value over them (``name:low``, ``name:high``) and ``tied@k``."""
+    columns = compute(ranked)
+    if orders is not None:
+        mean, low, high = over_tie_orders(
+            orders, lambda rows, cols: compute(ranked.rearranged(rows, cols)), len(ranked.qids)
+        )
+        covered = np.zeros(len(ranked.qids), dtype=bool)
+        covered[orders.rows] = True
+        for name in list(columns):
+            plain = columns[name]
+            if name in mean:
+                columns[name] = np.where(covered, mean[name], plain)
+                columns[f"{name}:low"] = np.where(covered, low[name], plain)
+                columns[f"{name}:high"] = np.where(covered, high[name], plain)
+        for k in sorted({int(name.split("@")[1]) for name in mean if "@" in name}):
+            columns[f"tied@{k}"] = ranked.tied(k)
+    columns["n"] = ranked.n
+    return pd.DataFrame(columns, index=pd.Index(ranked.qids, name="qid"))
 
 
 # --- AWRF, rKL, rND, rRD ----------------------------------------------------------------
 
 
 def exposure_fairness(
-    run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int], settings: ExposureSettings | None = None
+    run: pl.DataFrame,
+    counts: pl.DataFrame,
+    cutoffs: Sequence[int],
+    settings: ExposureSettings | None = None,
+    ties: str = DEFAULT_TIES,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """AWRF@k, rKL@k, rND@k, rRD@k per query (and ``n``) from the representative ``counts``
-    (:mod:`metrics.exposure`, default settings when None; a document missing from ``counts`` is neutral)."""
+    (:mod:`metrics.exposure`, default settings when None; a document missing from ``counts`` is neutral);
+    under ``tie-aware`` the means over the orders of ties, as :func:`texfair`."""
     cutoffs = validate_cutoffs(cutoffs)
+    ranked = ranked_counts(run, counts, max(cutoffs), ties)
+    return _exposure(ranked, cutoffs, settings, _orders(ranked, seed))
+
+
+def _exposure(ranked: RankedCounts, cutoffs, settings: ExposureSettings | None, orders: Orders | None) -> pd.DataFrame:
     settings = settings if settings is not None else ExposureSettings()
-    ranked = ranked_counts(run, counts, max(cutoffs))
-    table = pd.DataFrame(
-        exposure_columns(ranked.f, ranked.m, ranked.n, cutoffs, settings), index=pd.Index(ranked.qids, name="qid")
-    )
-    table["n"] = ranked.n
-    return table
+    return _over_orders(ranked, lambda r: exposure_columns(r.f, r.m, r.n, cutoffs, settings), orders)
 
 
 # --- everything for one run ----------------------------------------------------------------
@@ -294,41 +481,64 @@ def evaluate_run(
     comparison: Sequence[pl.DataFrame] = (),
     normaliser: str = DEFAULT_NORMALISER,
     exposure: ExposureSettings | None = None,
+    ties: str = DEFAULT_TIES,
+    seed: int = 0,
 ) -> pd.DataFrame:
-    """All metrics of one run, long format: ``qid, metric, variant, cutoff, value``.
+    """All metrics of one run, long format: ``qid, metric, variant, cutoff, value, low, high, tied``.
 
     ``counts`` (the definitional list) feed RaB/ARaB; ``representative_counts`` feed NFaiRR,
     TExFAIR and the exposure metrics (AWRF, rKL, rND, rRD, under ``exposure``: default
     :class:`~metrics.exposure.ExposureSettings` with this ``threshold``). NFaiRR's variant is
-    :func:`nfairr_variant`; ``comparison`` and ``normaliser`` as in :func:`nfairr`.
+    :func:`nfairr_variant`; ``comparison`` and ``normaliser`` as in :func:`nfairr`. ``ties``
+    orders the run's tied documents (:mod:`metrics.ties`); ``low``/``high`` are the lowest and
+    highest value over the orders of ties (exact for RaB, ARaB, NFaiRR; over the orders
+    averaged for the others, and NaN for them unless tie-aware), ``tied`` whether the query's top k holds a tie.
     """
     cutoffs = validate_cutoffs(cutoffs)
+    depth = max(cutoffs)
+    ranked = ranked_counts(run, counts, depth, ties)
+    tied = _tie_view(ranked, run, counts)
     parts = []
     for variant in RANK_BIAS_VARIANTS:
-        table = rank_bias(run, counts, cutoffs, variant)
+        table = _rank_bias(ranked, run, counts, cutoffs, variant, tied)
         for metric in RAB_LIKE:
             parts.append(_long(table, metric, variant, cutoffs, metric))
-    fair = nfairr(
+    representative = ranked_counts(run, representative_counts, depth, ties)
+    representative_tied = _tie_view(representative, run, representative_counts)
+    fair = _nfairr(
+        representative,
         run,
         representative_counts,
         cutoffs,
-        threshold=threshold,
-        background=background,
-        comparison=comparison,
-        normaliser=normaliser,
+        threshold,
+        background,
+        comparison,
+        normaliser,
+        ties,
+        representative_tied,
     )
     variant = nfairr_variant(background_name if background is not None else COLLECTION_BACKGROUND, normaliser)
     parts.append(_long(fair, "NFaiRR", variant, cutoffs, "NFaiRR"))
-    terms = texfair(run, representative_counts, cutoffs)
+    orders = _orders(representative, seed)
+    terms = _over_orders(representative, lambda r: _texfair_columns(r, cutoffs), orders)
     for variant in TEXFAIR_VARIANTS:  # columns TExFAIR@k (the paper's) and TExFAIR-plain@k
         prefix = "TExFAIR" if variant == TEXFAIR_VARIANTS[0] else f"TExFAIR-{variant}"
         parts.append(_long(terms, "TExFAIR", variant, cutoffs, prefix))
     settings = exposure if exposure is not None else ExposureSettings(threshold=threshold)
-    groups = exposure_fairness(run, representative_counts, cutoffs, settings)
+    groups = _exposure(representative, cutoffs, settings, orders)
     for metric in EXPOSURE:
         variant = settings.awrf_variant() if metric == "AWRF" else settings.rank_variant()
         parts.append(_long(groups, metric, variant, cutoffs, metric))
-    return pd.concat(parts, ignore_index=True)
+    table = pd.concat(parts, ignore_index=True)
+    flags = np.concatenate([tied.tied(k) for k in cutoffs])
+    if all(len(part) == len(flags) and list(part["qid"][: len(tied.qids)]) == tied.qids for part in parts):
+        table["tied"] = np.tile(flags, len(parts))  # every part: the queries in tied's order, cutoff by cutoff
+        return table
+    frame = pd.concat(pd.DataFrame({"qid": tied.qids, "cutoff": k, "tied": tied.tied(k)}) for k in cutoffs)
+    frame = frame.astype({"qid": object, "cutoff": table["cutoff"].dtype})
+    table = table.merge(frame, on=["qid", "cutoff"], how="left", sort=False)
+    table["tied"] = table["tied"].fillna(False).astype(bool)
+    return table
 
 
 def nfairr_variant(background_name: str, normaliser: str = DEFAULT_NORMALISER) -> str:
@@ -342,16 +552,21 @@ def nfairr_variant(background_name: str, normaliser: str = DEFAULT_NORMALISER) -
 
 
 def _long(table: pd.DataFrame, metric: str, variant: str, cutoffs: Sequence[int], prefix: str) -> pd.DataFrame:
-    frames = [
-        pd.DataFrame(
-            {
-                "qid": table.index.to_numpy(dtype=object),
-                "metric": metric,
-                "variant": variant,
-                "cutoff": k,
-                "value": table[f"{prefix}@{k}"].to_numpy(dtype=np.float64),
-            }
+    frames = []
+    for k in cutoffs:
+        name = f"{prefix}@{k}"
+        value = table[name].to_numpy(dtype=np.float64)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "qid": table.index.to_numpy(dtype=object),
+                    "metric": metric,
+                    "variant": variant,
+                    "cutoff": k,
+                    "value": value,
+                    "low": table[f"{name}:low"].to_numpy(dtype=np.float64) if f"{name}:low" in table else np.nan,
+                    "high": table[f"{name}:high"].to_numpy(dtype=np.float64) if f"{name}:high" in table else np.nan,
+                }
+            )
         )
-        for k in cutoffs
-    ]
     return pd.concat(frames, ignore_index=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .defaults import DEFAULT_EXPOSURE_FORM
+from .defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
 from .latex import escape, prose
 from .vocabulary import form_statement
 
@@ -308,6 +308,39 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     return " ".join(sentences)
 
 
+def _ties_sentences(settings: dict[str, Any]) -> list[str]:
+    """How tied documents (equal scores within a query) were ordered, how many queries they touch,
+    and the preset's settings (``settings`` from ``metrics.services.paper.report_settings``)."""
+    ties = settings.get("ties")
+    if ties is None:
+        return []
+    if ties == "tie-aware":
+        sentences = [
+            "Every bias figure is its expectation over all orders of tied documents (equal scores within a "
+            "query): for RaB, ARaB and NFaiRR each rank's value is the mean over its tie group "
+            "\\cite{mcsherry2008}, exactly; TExFAIR and the exposure measures are averaged over every order of "
+            f"the tied top documents, or {TIE_DRAWS} drawn where there are more; intervals and tests are built on these "
+            "values."
+        ]
+    elif ties == "trec_eval":
+        sentences = ["Tied documents (equal scores within a query) were ordered by docid descending, as trec_eval."]
+    else:
+        sentences = ["Tied documents (equal scores within a query) were taken in the runs' own order."]
+    tied = settings.get("tied_queries") or {}
+    counts = [
+        f"{_tt(run)} {_list(f'{n} at {k}' for k, n in sorted(by.items(), key=lambda kv: int(kv[0])))}"
+        for run, by in tied.items()
+        if any(by.values())
+    ]
+    if counts:
+        sentences.append(f"Queries whose top $k$ holds a tied document: {'; '.join(counts)}.")
+    sentences.append("Effectiveness follows trec\\_eval's order of ties (ir\\_measures).")
+    if settings.get("preset"):
+        lines = "; ".join(escape(line) for line in settings.get("preset_lines") or [])
+        sentences.append(f"The settings are those of preset \\texttt{{{escape(settings['preset'])}}}: {lines}.")
+    return sentences
+
+
 def metrics_paragraph(settings: dict[str, Any]) -> str:
     """What was measured and how: the metrics the report holds with their settings, the intervals and the tests."""
     metrics = set(settings["metrics"])
@@ -316,6 +349,7 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         f"We measured the runs {runs} on {settings['report_queries']} queries at "
         f"{'cutoffs' if len(settings['cutoffs']) != 1 else 'cutoff'} {_list(settings['cutoffs'])}, documents tokenised by the {escape(settings['tokenizer'])} tokenizer."
     ]
+    sentences += _ties_sentences(settings)
     collections = settings.get("collections") or []
     if collections:
         named = [_collection(c) for c in collections]

@@ -15,6 +15,7 @@ from core.models import GroupOwned, GroupScopedManager
 from pooling.models import Qrels, QuerySet, Run, WordList
 
 from .defaults import COLLECTION_BACKGROUND
+from .report_options import PRESET_OPTION, TIES_OPTION
 from .vocabulary import EXPOSURE, FORM_DEFINITIONS, form_statement
 
 
@@ -62,6 +63,19 @@ class Report(GroupOwned):
         default="adapted",
         help_text="How AWRF, rKL, rND, rRD were defined: 'adapted' (the platform's: the target share as "
         "reference) or 'reference' (as the cited papers' reference code computes them).",
+    )
+    ties = models.CharField(
+        max_length=20, choices=TIES_OPTION.choices, default=TIES_OPTION.default, help_text=TIES_OPTION.help
+    )
+    preset = models.CharField(
+        max_length=20, choices=PRESET_OPTION.choices, blank=True, default="", help_text=PRESET_OPTION.help
+    )
+    tied_queries = models.JSONField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text="Per run name, per cutoff: how many of its queries' top k hold a tied document "
+        "(null: built before ties were counted).",
     )
     baseline = models.ForeignKey(
         Run,
@@ -162,6 +176,22 @@ class Report(GroupOwned):
         )
 
     @property
+    def ties_statement(self) -> str:
+        """How tied documents were ordered, in words (header, CSV, methods text, paper bundle)."""
+        from .presets import preset_lines
+
+        words = {
+            "tie-aware": "tie-aware: every bias figure is its expectation over all orders of tied documents "
+            "(documents of one query with equal scores)",
+            "trec_eval": "trec_eval's order: tied documents by docid descending",
+            "file": "the run's own order (as stored at import)",
+        }
+        text = f"Tied documents: {words[self.ties]}; effectiveness follows trec_eval (ir_measures), ties by docid descending."
+        if self.preset:
+            text += f" Preset {self.preset}: " + "; ".join(preset_lines(self.preset)) + "."
+        return text
+
+    @property
     def exposure_definition(self) -> str:
         """Which form the exposure metrics were computed in and how it differs from the cited papers
         (:func:`metrics.vocabulary.form_statement`): the report page, the methods text, the tables."""
@@ -186,6 +216,10 @@ class Result(models.Model):
         "(every run against the baseline for this metric, variant and cutoff): metrics.significance. "
         "A report on a batch's labels: the combined test's (metrics.label_uncertainty).",
     )
+    tie_low = models.FloatField(
+        null=True, help_text="The lowest value over the orders of tied documents (null: no order of ties moves it)."
+    )
+    tie_high = models.FloatField(null=True, help_text="The highest value over the orders of tied documents.")
     # A report on a batch's labels (metrics.label_uncertainty): null otherwise.
     corrected = models.FloatField(null=True, help_text="Label-corrected mean (class mean of the non-gendered).")
     combined_low = models.FloatField(null=True, help_text="Interval with label and query uncertainty.")

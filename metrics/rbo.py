@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from .defaults import CRBO_DEPTH, CRBO_P
+from .defaults import CRBO_DEPTH, CRBO_P, DEFAULT_TIES, TIE_DRAWS
+from .ties import TIE_AWARE, group_matrix, order_run, tie_orders
 
 DEFAULT_P = CRBO_P
 DEFAULT_DEPTH = CRBO_DEPTH
@@ -109,12 +110,91 @@ def rbo_table(
 
 
 def crbo(
-    run: pl.DataFrame, counterfactual_run: pl.DataFrame, *, p: float = DEFAULT_P, depth: int = DEFAULT_DEPTH
+    run: pl.DataFrame,
+    counterfactual_run: pl.DataFrame,
+    *,
+    p: float = DEFAULT_P,
+    depth: int = DEFAULT_DEPTH,
+    ties: str = DEFAULT_TIES,
+    seed: int = 0,
 ) -> tuple[float, int, pd.Series]:
     """CRBO: mean RBO_ext between a run and the same ranker's counterfactual run.
 
-    Returns ``(mean, queries, per-query values)`` over the queries both runs contain.
+    Returns ``(mean, queries, per-query values)`` over the queries both runs contain. Tied documents
+    (equal scores) are ordered by ``ties`` (:mod:`metrics.ties`): under ``tie-aware`` a query's RBO is
+    its mean over the orders of both runs' ties (:func:`tie_aware_rbo`).
     """
-    per_query = rbo_table(run, counterfactual_run, p=p, depth=depth)
+    first, second = order_run(run, ties, depth), order_run(counterfactual_run, ties, depth)
+    if ties == TIE_AWARE:
+        per_query = tie_aware_rbo(first, second, p=p, depth=depth, seed=seed)
+    else:
+        per_query = rbo_table(first, second, p=p, depth=depth)
     mean = float(per_query.mean()) if len(per_query) else float("nan")
     return mean, len(per_query), per_query
+
+
+def _arrangements(frame: pl.DataFrame, depth: int, seed: int) -> dict[str, list[list[str]]]:
+    """Per query whose top ``depth`` holds a tie: its arrangements of the top ranks (every one, or
+    :data:`~metrics.defaults.TIE_DRAWS` drawn), as docid lists (``frame`` from :func:`order_run`, tie-aware)."""
+    qids = frame["qid"].unique(maintain_order=True).to_list()
+    width = int(frame["rank"].max() or 0)
+    codes = frame["docid"].unique(maintain_order=True)
+    index = codes.to_frame().with_row_index("code")
+    coded = frame.join(index, on="docid", how="left").join(
+        pl.DataFrame({"qid": qids}, schema={"qid": pl.String}).with_row_index("row"), on="qid", how="left"
+    )
+    matrix = np.full((len(qids), width), -1, dtype=np.int64)
+    matrix[coded["row"].to_numpy().astype(np.int64), coded["rank"].to_numpy() - 1] = coded["code"].to_numpy()
+    n = np.bincount(coded["row"].to_numpy().astype(np.int64), minlength=len(qids))
+    orders = tie_orders(matrix[:, :, None].astype(np.float64), group_matrix(frame, qids, width), n, depth, seed=seed)
+    names = codes.to_list()
+    found: dict[str, list[list[str]]] = {}
+    for row, columns in zip(orders.rows.tolist(), orders.columns, strict=True):
+        top = [names[c] for c in matrix[row, columns[: min(depth, int(n[row]))]].tolist()]
+        found.setdefault(qids[row], []).append(top)
+    return found
+
+
+def tie_aware_rbo(
+    first: pl.DataFrame, second: pl.DataFrame, *, p: float = DEFAULT_P, depth: int = DEFAULT_DEPTH, seed: int = 0
+) -> pd.Series:
+    """RBO_ext@depth per query, each the mean over the orders of both lists' tied documents.
+
+    ``first`` and ``second`` come from :func:`metrics.ties.order_run` (tie-aware). A query whose two
+    tops hold no tie takes :func:`rbo_table`'s value. Otherwise every pair of arrangements of the two
+    tops is measured when there are at most :data:`~metrics.defaults.TIE_DRAWS` pairs (exact), else
+    that many pairs drawn uniformly (each list's arrangement independently; ``seed``).
+    """
+    plain = rbo_table(first, second, p=p, depth=depth)
+    ties_a, ties_b = _arrangements(first, depth, seed), _arrangements(second, depth, seed + 1)
+    tied = [qid for qid in plain.index if qid in ties_a or qid in ties_b]
+    if not tied:
+        return plain
+    rng = np.random.default_rng(seed + 2)
+
+    def top(frame: pl.DataFrame, qid: str) -> list[list[str]]:
+        part = frame.filter((pl.col("qid") == qid) & (pl.col("rank") <= depth)).sort("rank")
+        return [part["docid"].to_list()]
+
+    rows_a, rows_b = [], []
+    for qid in tied:
+        a, b = ties_a.get(qid) or top(first, qid), ties_b.get(qid) or top(second, qid)
+        if len(a) * len(b) <= TIE_DRAWS:
+            pairs = [(i, j) for i in range(len(a)) for j in range(len(b))]
+        else:
+            pairs = list(zip(rng.integers(0, len(a), TIE_DRAWS), rng.integers(0, len(b), TIE_DRAWS), strict=True))
+        for k, (i, j) in enumerate(pairs):
+            key = f"{qid}\x1f{k}"
+            rows_a += [(key, doc, rank) for rank, doc in enumerate(a[i], 1)]
+            rows_b += [(key, doc, rank) for rank, doc in enumerate(b[j], 1)]
+    schema = {"qid": pl.String, "docid": pl.String, "rank": pl.Int64}
+    drawn = rbo_table(
+        pl.DataFrame(rows_a, schema=schema, orient="row"),
+        pl.DataFrame(rows_b, schema=schema, orient="row"),
+        p=p,
+        depth=depth,
+    )
+    means = drawn.groupby(drawn.index.str.split("\x1f").str[0]).mean()
+    values = plain.copy()
+    values.loc[means.index] = means
+    return values

@@ -15,7 +15,18 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-SUMMARY_FIELDS = ["metric", "variant", "cutoff", "value", "queries", "ci_low", "ci_high", "p_value"]
+SUMMARY_FIELDS = [
+    "metric",
+    "variant",
+    "cutoff",
+    "value",
+    "queries",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "tie_low",
+    "tie_high",
+]
 
 
 def report_summary(report: Report) -> pd.DataFrame:

@@ -5,6 +5,14 @@ from rest_framework import serializers
 
 from .defaults import LABEL_UNCERTAINTY_COLUMNS
 from .models import Report, Result
+from .report_options import ReportOption
+
+
+def option_field(option: ReportOption) -> serializers.ChoiceField:
+    """The API's field of a declared report option (:mod:`metrics.report_options`)."""
+    if option.default:
+        return serializers.ChoiceField(choices=option.values, default=option.default, help_text=option.help)
+    return serializers.ChoiceField(choices=option.values, required=False, help_text=option.help)
 
 
 class ResultSerializer(serializers.ModelSerializer):
@@ -22,6 +30,8 @@ class ResultSerializer(serializers.ModelSerializer):
             "ci_low",
             "ci_high",
             "p_value",
+            "tie_low",
+            "tie_high",
             # A report on a batch's labels (null otherwise): metrics.label_uncertainty.
             *LABEL_UNCERTAINTY_COLUMNS,
         ]
@@ -82,6 +92,9 @@ class ReportSerializer(ReportListSerializer):
             "protected_group",
             "cut_step",
             "exposure_form",
+            "ties",
+            "preset",
+            "tied_queries",
             "qrels",
             "measures",
             "unjudged",

@@ -64,7 +64,7 @@ def rank_bias_columns(
     """
     depth = _depth(cutoffs)
     qids, matrices, n = rank_matrices(run, _differences(magnitudes), depth)
-    return qids, _rank_bias_of(matrices["value"], n, cutoffs)
+    return qids, rank_bias_of(matrices["value"], n, cutoffs)
 
 
 def rank_bias_columns_by_run(
@@ -103,7 +103,7 @@ def rank_bias_columns_by_run(
         matrix = np.zeros((len(present), depth), dtype=np.float64)
         matrix[rows, cols[part]] = data[part]
         n = np.bincount(rows, minlength=len(present))
-        result[name] = ([union_qids[code] for code in present.tolist()], _rank_bias_of(matrix, n, cutoffs))
+        result[name] = ([union_qids[code] for code in present.tolist()], rank_bias_of(matrix, n, cutoffs))
     return result
 
 
@@ -118,8 +118,12 @@ def _differences(magnitudes: pl.DataFrame) -> pl.DataFrame:
     return magnitudes.select("docid", (pl.col("m") - pl.col("f")).cast(pl.Float64).alias("value"))
 
 
-def _rank_bias_of(matrix: np.ndarray, n: np.ndarray, cutoffs: Sequence[int]) -> dict[str, np.ndarray]:
-    """RaB@t, ARaB@t and ``n`` from the ``[queries × depth]`` values and each query's number of documents."""
+def rank_bias_of(matrix: np.ndarray, n: np.ndarray, cutoffs: Sequence[int]) -> dict[str, np.ndarray]:
+    """RaB@t, ARaB@t and ``n`` from the ``[queries × depth]`` values and each query's number of documents.
+
+    The one arithmetic of RaB/ARaB: the pool's paths above and the report's
+    (:mod:`metrics.measures`, whose per-rank values may be expectations over orders of ties).
+    """
     depth = matrix.shape[1]
     ranks = np.arange(1, depth + 1)
     rab_at = np.cumsum(matrix, axis=1) / ranks  # RaB@r for r = 1..depth, assuming r ≤ n

@@ -92,26 +92,67 @@ def run_frame(run: Run) -> pl.DataFrame:
     return table.frame
 
 
-def top_rankings(runs: Sequence[Run], qids, depth: int, source: str) -> dict:
+def top_rankings(runs: Sequence[Run], qids, depth: int, source: str, *, through_ties: bool = False) -> dict:
     """Each run's rankings down to ``depth`` for the ``qids`` (a polars Series), by run name.
 
-    The check pools and reports share: a run that holds none of the queries is an error
-    naming the run and ``source`` (the query set), never an empty column of results.
+    ``through_ties``: also every document tied (equal score) with one of the top ``depth`` by score,
+    whatever the run's stored order of ties: the whole tie group reaching the depth, which a report's
+    tie-aware figures average over (:func:`_through_ties`). The check pools and reports share: a run
+    that holds none of the queries is an error naming the run and ``source`` (the query set), never
+    an empty column of results.
     """
     import polars as pl
 
     wanted = qids.to_frame().lazy()
+    reach = depth + 1 if through_ties else depth  # one rank more shows where a tie group crosses the depth
     top = {
-        run.name: (pl.scan_parquet(run.data) if Path(run.data).exists() else run_frame(run).lazy())
-        .filter(pl.col("rank") <= depth)
-        .join(wanted, on="qid", how="semi", maintain_order="left")
+        run.name: _scan(run).filter(pl.col("rank") <= reach).join(wanted, on="qid", how="semi", maintain_order="left")
         for run in runs
     }
     frames = dict(zip(top, pl.collect_all(top.values()), strict=True))  # the runs read side by side
     for run in runs:
         if not len(frames[run.name]):
             raise ServiceError(f"run {run.name!r} contains none of the queries of {source}")
+        if through_ties:
+            frames[run.name] = _through_ties(run, frames[run.name], wanted, depth)
     return frames
+
+
+def _scan(run: Run):
+    import polars as pl
+
+    return pl.scan_parquet(run.data) if Path(run.data).exists() else run_frame(run).lazy()
+
+
+def _through_ties(run: Run, top, wanted, depth: int):
+    """``top`` (ranks ≤ depth + 1) cut at ``depth``, with every document tied with the top ``depth`` by score.
+
+    A run stored by score (``Run.Order.SCORE``) ranks by score, so a tie group crosses the depth only
+    where ranks ``depth`` and ``depth + 1`` share a score: the rest of the group is read for those queries
+    alone (a typical run has few). A run stored in its file's order is read whole for its queries: every
+    document scoring at least the lowest score of its top ``depth``.
+    """
+    import polars as pl
+
+    if run.order != Run.Order.SCORE:
+        lowest = pl.col("score").filter(pl.col("rank") <= depth).min().over("qid")
+        whole = _scan(run).join(wanted, on="qid", how="semi", maintain_order="left")
+        return whole.filter((pl.col("rank") <= depth) | (pl.col("score") >= lowest)).collect()
+    edge = top.filter(pl.col("rank") == depth).select("qid", pl.col("score").alias("edge"))
+    after = top.filter(pl.col("rank") == depth + 1).select("qid", pl.col("score").alias("after"))
+    crossing = edge.join(after, on="qid").filter(pl.col("edge") == pl.col("after")).select("qid", "edge")
+    kept = top.filter(pl.col("rank") <= depth)
+    if not len(crossing):
+        return kept
+    rest = (
+        _scan(run)  # is_in, not a join, filters while reading (0.015 s rather than 0.2 s on a 3.75M-row run)
+        .filter((pl.col("rank") > depth) & pl.col("qid").is_in(crossing["qid"].implode()))
+        .join(crossing.lazy(), on="qid", how="inner")
+        .filter(pl.col("score") == pl.col("edge"))
+        .select(kept.columns)
+        .collect()
+    )
+    return pl.concat([kept, rest])
 
 
 # --- relevance judgments --------------------------------------------------------------

@@ -18,7 +18,7 @@ from core.jobs import background_job
 from core.models import Job
 from pooling.models import Run
 
-from ..defaults import CRBO_DEPTH, CRBO_P
+from ..defaults import CRBO_DEPTH, CRBO_P, DEFAULT_TIES, TIES
 
 
 def _finite(value: float) -> float | None:
@@ -61,12 +61,16 @@ def counterfactual_warnings(run: Run, counterfactual_run: Run, per_query: dict) 
     return warnings
 
 
-def crbo_summary(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P) -> dict:
+def crbo_summary(
+    run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P, ties: str = DEFAULT_TIES
+) -> dict:
     """CRBO@depth of ``run`` against ``counterfactual_run``: the mean RBO_ext and each query's.
 
     Keys: ``run``, ``counterfactual_run``, ``depth``, ``p``, ``crbo`` (None without a common
     query), ``queries``, ``per_query`` (``[[qid, rbo], ...]`` in the runs' qid order) and
-    ``warnings`` (why the second run may not be a counterfactual: :func:`counterfactual_warnings`).
+    ``warnings`` (why the second run may not be a counterfactual: :func:`counterfactual_warnings`);
+    ``ties``, the order of tied documents (:mod:`metrics.ties`; tie-aware: each query's RBO is its mean
+    over the orders of both runs' ties), and ``tied_queries``, how many common queries' tops hold a tie.
     """
     from pooling.services import run_frame
 
@@ -75,7 +79,10 @@ def crbo_summary(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, 
     if run.pk == counterfactual_run.pk:
         raise ServiceError("choose two different runs: the run and its counterfactual run")
     try:
-        mean, queries, per_query = crbo(run_frame(run), run_frame(counterfactual_run), p=p, depth=depth)
+        if ties not in TIES:
+            raise ValueError(f"unknown order of ties {ties!r}; choose one of {', '.join(TIES)}")
+        first, second = run_frame(run), run_frame(counterfactual_run)
+        mean, queries, per_query = crbo(first, second, p=p, depth=depth, ties=ties)
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
     if not queries:
@@ -89,21 +96,42 @@ def crbo_summary(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, 
         "queries": queries,
         "per_query": [[str(qid), float(value)] for qid, value in per_query.items()],
         "warnings": counterfactual_warnings(run, counterfactual_run, dict(per_query.items())),
+        "ties": ties,
+        "tied_queries": _tied_queries(first, second, depth, set(per_query.index)),
     }
 
 
+def _tied_queries(first, second, depth: int, common: set) -> int:
+    """How many of the ``common`` queries have a tied document in either run's top ``depth``."""
+    from ..ties import TIE_AWARE, group_matrix, order_run, tied_within
+
+    tied = set()
+    for frame in (first, second):
+        ordered = order_run(frame, TIE_AWARE, depth)
+        qids = ordered["qid"].unique(maintain_order=True).to_list()
+        width = int(ordered["rank"].max() or 0)
+        n = ordered.group_by("qid", maintain_order=True).len()["len"].to_numpy()
+        flags = tied_within(group_matrix(ordered, qids, width), n, depth)
+        tied |= {qid for qid, flag in zip(qids, flags, strict=True) if flag}
+    return len(tied & common)
+
+
 @background_job("metrics.crbo", task="metrics.tasks.crbo_task")
-def crbo_job(job: Job, run_id: int, counterfactual_run_id: int, depth: int, p: float) -> None:
+def crbo_job(job: Job, run_id: int, counterfactual_run_id: int, depth: int, p: float, ties: str = "file") -> None:
     """CRBO of a run against its counterfactual run (read-only: a redelivery computes it again).
 
     Its Jobs hold the measurements: the CRBO page lists them by ``crbo_job.kind``.
     """
-    summary = crbo_summary(Run.objects.get(pk=run_id), Run.objects.get(pk=counterfactual_run_id), depth=depth, p=p)
+    summary = crbo_summary(
+        Run.objects.get(pk=run_id), Run.objects.get(pk=counterfactual_run_id), depth=depth, p=p, ties=ties
+    )
     job.result = {**summary, "url": reverse("metrics:crbo-detail", args=[job.pk])}
     job.message = f"CRBO@{depth} {summary['crbo']:.4f} over {summary['queries']} queries"
 
 
-def start_crbo(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P) -> Job:
+def start_crbo(
+    run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P, ties: str = DEFAULT_TIES
+) -> Job:
     """Measure CRBO in the background once the caller's transaction commits; returns its Job.
 
     Both runs belong to one research group: the Job, which names both and holds their per-query
@@ -115,4 +143,4 @@ def start_crbo(run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p:
             "CRBO compares runs of one group"
         )
     description = f"CRBO of {run.name} against {counterfactual_run.name}"
-    return crbo_job.start(description, run.pk, counterfactual_run.pk, depth, p, of=run)
+    return crbo_job.start(description, run.pk, counterfactual_run.pk, depth, p, ties, of=run)

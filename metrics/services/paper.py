@@ -142,6 +142,7 @@ def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | N
 def report_settings(report: Report, summary) -> dict[str, Any]:
     """The report's settings as :func:`metrics.methods_text.methods_tex` states them."""
     from .. import selectors
+    from ..presets import preset_lines
 
     queries = report.query_set.queries.count()
     return {
@@ -155,6 +156,10 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
         "metrics": list(dict.fromkeys(summary["metric"])),
         "cutoffs": list(report.cutoffs),
         "tokenizer": report.tokenizer,
+        "ties": report.ties,
+        "preset": report.preset,
+        "preset_lines": preset_lines(report.preset) if report.preset else [],
+        "tied_queries": report.tied_queries,
         "wordlist": report.wordlist.name,
         "representative_wordlist": report.representative_wordlist.name,
         "threshold": report.threshold,

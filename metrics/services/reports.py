@@ -42,8 +42,10 @@ from ..defaults import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
     DEFAULT_THRESHOLD,
+    DEFAULT_TIES,
     LABEL_UNCERTAINTY_COLUMNS,
     NORMALISERS,
+    TIES,
 )
 from ..models import COLLECTION_BACKGROUND, Report, Result
 
@@ -78,6 +80,22 @@ class ReportSettings:
     cut_step: int = exposure_defaults.DEFAULT_CUT_STEP
     #: ``adapted`` (the platform's) or ``reference`` (the cited papers' code): :mod:`metrics.exposure`.
     exposure_form: str = exposure_defaults.DEFAULT_EXPOSURE_FORM
+    #: How tied documents are ordered for the bias metrics (:mod:`metrics.ties`; effectiveness follows trec_eval).
+    ties: str = DEFAULT_TIES
+    #: A paper preset (:mod:`metrics.presets`): its settings win over these (:meth:`resolved`); "" for none.
+    preset: str = ""
+
+    def resolved(self) -> ReportSettings:
+        """These settings with the preset's applied (the values a report is computed and stored with)."""
+        from dataclasses import replace
+
+        from ..presets import PRESETS
+
+        if not self.preset:
+            return self
+        if self.preset not in PRESETS:
+            raise ServiceError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
+        return replace(self, **PRESETS[self.preset].settings)
 
     def exposure(self):
         """The :class:`metrics.exposure.ExposureSettings` of these settings (τ is NFaiRR's)."""
@@ -110,6 +128,9 @@ class ReportSettings:
             raise ServiceError(
                 f"unknown NFaiRR normaliser {self.nfairr_normaliser!r}; choose one of {', '.join(NORMALISERS)}"
             )
+        if self.ties not in TIES:
+            raise ServiceError(f"unknown order of ties {self.ties!r}; choose one of {', '.join(TIES)}")
+        self.resolved()
         parse_measures(self.measures)
         try:
             self.exposure().validate()
@@ -152,6 +173,8 @@ class Computed:
     #: A report on a batch's labels: every judged query's label probabilities
     #: (:class:`annotation.selectors.LabelProbabilities`); ``per_query`` then covers every judged query.
     labels: object | None = None
+    #: Per run, per cutoff: how many of its queries' top k hold a tied document (:func:`metrics.ties.tie_summary`).
+    tied_queries: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def parse_cutoffs(text: str, field: str = "cutoffs") -> tuple[int, ...]:
@@ -219,8 +242,10 @@ def _compute(
 ) -> Computed:
     from .. import significance
     from ..formatting import order_summary
+    from ..ties import tie_summary
 
     report_settings.validate()
+    report_settings = report_settings.resolved()
     runs = list(runs)
     if not runs:
         raise ServiceError("give at least one run")
@@ -234,8 +259,7 @@ def _compute(
         raise ServiceError("effectiveness measures need relevance judgments: give the qrels")
     if qrels is not None:
         _check_qrels(runs, qrels)
-    words = inputs.get("wordlist") or default_wordlist()
-    representative = inputs.get("representative") or default_representative_wordlist()
+    words, representative = _word_lists(report_settings, inputs)
     per_query = per_query_values(
         qids,
         runs,
@@ -280,9 +304,40 @@ def _compute(
             else None,
             leave_out=labels.model.leave_out_draws if labels.model else None,
         )
+    ranges, tied_queries = tie_summary(measured)
+    if len(summary):
+        summary = summary.merge(ranges, on=["run", "metric", "variant", "cutoff"], how="left")
     return Computed(
-        per_query, order_summary(summary), runs, words, representative, measures, unjudged, unreturned, labels
+        per_query,
+        order_summary(summary),
+        runs,
+        words,
+        representative,
+        measures,
+        unjudged,
+        unreturned,
+        labels,
+        tied_queries,
     )
+
+
+def _word_lists(report_settings: ReportSettings, inputs: ReportInputs) -> tuple[GenderWords, GenderWords]:
+    """RaB/ARaB's word list and NFaiRR/TExFAIR's: the given ones, else the defaults; a preset's choice wins,
+    and a preset that normalises NFaiRR by a background run refuses to run without one."""
+    from ..presets import PRESETS, REPRESENTATIVE
+
+    words = inputs.get("wordlist") or default_wordlist()
+    representative = inputs.get("representative") or default_representative_wordlist()
+    preset = PRESETS.get(report_settings.preset)
+    if preset is not None:
+        if preset.needs_background and inputs.get("background") is None:
+            raise ServiceError(
+                f"preset {preset.name} normalises NFaiRR by a BM25 run of the collection (the paper's "
+                "background): name it as the background run"
+            )
+        if preset.rank_bias_words == REPRESENTATIVE:
+            words = representative
+    return words, representative
 
 
 def default_measures() -> tuple[str, ...]:
@@ -363,7 +418,8 @@ def per_query_values(
     depth = max(cutoffs)
     qids = pl.Series("qid", list(qids), dtype=pl.String).to_frame()
 
-    frames = top_rankings(runs, qids["qid"], depth, source)
+    # Every member of a tie group reaching the depth: the tie-aware figures and the ranges average over them.
+    frames = top_rankings(runs, qids["qid"], depth, source, through_ties=True)
     background_frame = None
     if background is not None:
         background_frame = run_frame(background).filter(pl.col("rank") <= BACKGROUND_DEPTH)
@@ -390,6 +446,8 @@ def per_query_values(
             comparison=list(frames.values()),
             normaliser=report_settings.nfairr_normaliser,
             exposure=report_settings.exposure(),
+            ties=report_settings.ties,
+            seed=report_settings.seed,
         )
         values.insert(0, "run", name)
         parts.append(values)
@@ -405,7 +463,8 @@ def build_report(
 ) -> Report:
     """Compute (:func:`compute_report`) and store a report named ``name``: results, per-query file, provenance."""
     _check_free(name)
-    return _store(name, compute_report(query_set, runs, report_settings, **inputs), report_settings, inputs, query_set)
+    computed = compute_report(query_set, runs, report_settings, **inputs)
+    return _store(name, computed, report_settings.resolved(), inputs, query_set)
 
 
 def build_batch_report(
@@ -422,7 +481,7 @@ def build_batch_report(
 
     with reading_answers(batch, "A report on its labels"):  # a correction after it is refused (issue 53)
         computed = compute_batch_report(batch, runs, report_settings, **inputs)
-        return _store(name, computed, report_settings, inputs | {"label_batch": batch}, None)
+        return _store(name, computed, report_settings.resolved(), inputs | {"label_batch": batch}, None)
 
 
 def _check_free(name: str) -> None:
@@ -458,8 +517,11 @@ def _store(
     stem = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}"
     path, labels_path = stem.with_suffix(".parquet"), stem.with_name(stem.name + "-labels.parquet")
     from ..formatting import PER_QUERY_COLUMNS
+    from ..ties import TIE_COLUMNS
 
-    write_parquet_atomic(pl.from_pandas(computed.per_query[PER_QUERY_COLUMNS]), path)
+    stored = computed.per_query.reindex(columns=PER_QUERY_COLUMNS + TIE_COLUMNS)
+    stored["tied"] = stored["tied"].fillna(False).astype(bool)
+    write_parquet_atomic(pl.from_pandas(stored), path)
     if labels is not None:
         write_parquet_atomic(_labels_frame(labels, set(labels.non_gendered)), labels_path)
     by_name = {run.name: run for run in computed.runs}
@@ -491,6 +553,9 @@ def _store(
                 protected_group=report_settings.protected_group,
                 cut_step=report_settings.cut_step,
                 exposure_form=report_settings.exposure_form,
+                ties=report_settings.ties,
+                preset=report_settings.preset,
+                tied_queries=computed.tied_queries,
                 baseline=baseline,
                 qrels=qrels,
                 measures=list(computed.measures),
@@ -531,6 +596,8 @@ def _result(report: Report, by_name: dict[str, Run], row: dict) -> Result:
         ci_low=_finite(row["ci_low"]),
         ci_high=_finite(row["ci_high"]),
         p_value=_finite(row["p_value"]),
+        tie_low=_finite(row.get("tie_low")),
+        tie_high=_finite(row.get("tie_high")),
         **{field: _finite(row.get(field)) for field in LABEL_UNCERTAINTY_COLUMNS},
     )
 

@@ -52,7 +52,9 @@ def test_report_list_and_detail(user_client, report):
 @pytest.mark.slow
 def test_downloads(user_client, report):
     csv_response = user_client.get(reverse("metrics:report-csv", args=["rep"]))
-    assert csv_response.content.decode().splitlines()[0] == "run,metric,variant,cutoff,value,queries"
+    assert (
+        csv_response.content.decode().splitlines()[0] == "run,metric,variant,cutoff,value,queries,tie_low,tie_high,ties"
+    )
     assert "attachment" in csv_response["Content-Disposition"]
     per_query = user_client.get(reverse("metrics:report-per-query", args=["rep"])).content.decode()
     assert per_query.startswith("run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value")

@@ -47,7 +47,7 @@ def test_build_report_stores_means_over_the_queries_each_run_contains(world):
     assert nfairr.value == pytest.approx((1 / ideal + 0) / 2, abs=1e-9)
     assert Result.objects.filter(report=report).count() == 2 * (2 * 2 * 2 + 2 + 2 * 2 + 4 * 2)
     per_query = selectors.report_per_query(report)
-    assert set(per_query.columns) == {"run", "qid", "metric", "variant", "cutoff", "value"}
+    assert set(per_query.columns) == {"run", "qid", "metric", "variant", "cutoff", "value", "low", "high", "tied"}
     assert set(per_query.loc[per_query["run"] == "b", "qid"]) == {"1", "2"}
 
 
@@ -153,7 +153,7 @@ def test_bias_report_command_writes_csv_table_and_plot(world, tmp_path):
     text = stdout.getvalue()
     assert "RaB [tf]" in text and "TExFAIR [plain]" in text and "NFaiRR [collection]" in text
     lines = out.read_text().splitlines()
-    assert lines[0] == "run,metric,variant,cutoff,value,queries"
+    assert lines[0] == "run,metric,variant,cutoff,value,queries,tie_low,tie_high,ties"
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert {(r["metric"], r["variant"]) for r in rows} == {
         ("RaB", "tf"),

@@ -25,6 +25,8 @@ from metrics.defaults import (
     PROTECTED_GROUPS,
     TABLE_LAYOUTS,
 )
+from metrics.presets import PRESETS
+from metrics.report_options import PRESET_OPTION, TIES_OPTION
 from pooling.models import Qrels, QuerySet, Run
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
@@ -137,6 +139,8 @@ class Command(ProjectCommand):
             help="AWRF, rKL, rND, rRD: adapted (default: the platform's, against the target share) or reference "
             "(as the cited papers' code: FairRankTune's AWRF, Yang & Stoyanovich's FairRank; see docs/metrics.md)",
         )
+        parser.add_argument(TIES_OPTION.flag, **TIES_OPTION.argument())
+        parser.add_argument(PRESET_OPTION.flag, **PRESET_OPTION.argument())
         parser.add_argument(
             "--bootstrap", type=whole_number, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)"
         )
@@ -202,6 +206,8 @@ class Command(ProjectCommand):
                 protected_group=o["protected_group"],
                 cut_step=o["cut_step"],
                 exposure_form=o["exposure_form"],
+                ties=o["ties"],
+                preset=o["preset"] or "",
             )
             report_settings.validate()
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
@@ -221,6 +227,9 @@ class Command(ProjectCommand):
                 bar=o["verbosity"] > 0,
             )
         summary = selectors.report_summary(report)
+        self.stdout.write(f"{report.ties_statement}\n")
+        for line in formatting.tie_lines(report.tied_queries, summary):
+            self.stdout.write(line + "\n")
         self.stdout.write(f"NFaiRR normalised {report.nfairr_normalisation}.\n")
         self.stdout.write(f"Exposure metrics: {report.exposure_settings}.\n{report.exposure_definition}\n")
         self.stdout.write(formatting.terminal_table(summary))
@@ -240,16 +249,17 @@ class Command(ProjectCommand):
                 self.stdout.write("\n" + quality_note)
         if report.baseline_id:
             self.stdout.write(f"\n{selectors.report_policy_text(report)}")
-        if o["table"]:
+        layout = o["table"] or (PRESETS[report.preset].table if report.preset else "")
+        if layout:
             from metrics import tables
 
             with command_errors():
-                table = selectors.report_table(report, o["table"], cutoff=o["table_cutoff"], correlate=o["correlate"])
+                table = selectors.report_table(report, layout, cutoff=o["table_cutoff"], correlate=o["correlate"])
             self.stdout.write("\n" + tables.table_text(table))
         self.stdout.write(self.style.SUCCESS(f"\nReport {report.name!r} stored; see /metrics/{report.name}/"))
         with command_errors():
             if o["out"]:
-                atomic_write(o["out"], lambda f: f.write(formatting.results_csv(summary)), newline="")
+                atomic_write(o["out"], lambda f: f.write(formatting.results_csv(summary, report.ties)), newline="")
                 self.stdout.write(f"Wrote results to {o['out']}")
             if o["per_query"]:
                 per_query = formatting.per_query_csv(

@@ -3,6 +3,7 @@ from core.management.cli import ProjectCommand, command_errors, decimal_number, 
 from core.spreadsheet import write_csv
 from metrics.defaults import CRBO_DEPTH as DEFAULT_DEPTH
 from metrics.defaults import CRBO_P as DEFAULT_P
+from metrics.report_options import TIES_OPTION
 from pooling.models import Run
 
 
@@ -25,6 +26,7 @@ class Command(ProjectCommand):
         parser.add_argument(
             "--p", type=decimal_number, default=DEFAULT_P, help=f"RBO persistence p in (0, 1) (default {DEFAULT_P})"
         )
+        parser.add_argument(TIES_OPTION.flag, **TIES_OPTION.argument())
         parser.add_argument("--per-query", help="also write qid,rbo lines to this CSV file")
 
     def handle(self, **o):
@@ -35,8 +37,13 @@ class Command(ProjectCommand):
         with command_errors():
             if o["per_query"]:
                 check_writable(o["per_query"])
-            summary = crbo_summary(run, counterfactual, depth=o["depth"], p=o["p"])
+            summary = crbo_summary(run, counterfactual, depth=o["depth"], p=o["p"], ties=o["ties"])
         self.stdout.write(f"CRBO@{o['depth']} (p={o['p']}): {summary['crbo']:.4f} over {summary['queries']} queries")
+        self.stdout.write(
+            f"Tied documents: {summary['ties']}; {summary['tied_queries']} of the queries have a tie in a run's top "
+            f"{o['depth']}"
+            + (" (each query's RBO is its mean over the orders of ties)" if o["ties"] == "tie-aware" else "")
+        )
         for warning in summary["warnings"]:
             self.stderr.write(f"Warning: {warning}")
         if o["per_query"]:
