@@ -59,9 +59,21 @@ def test_report_cutoff_parameters_refuse_unicode_digits(world, staff_client):
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("reward", "٠.٥"), ("draws", "١٠٠٠"), ("power", "nan"), ("delta", "1e-2")]
+    ("field", "value"), [("reward", "٠.٥"), ("draws", "١٠٠٠"), ("power", "nan"), ("delta", "1_0"), ("delta", "inf")]
 )
 def test_the_plan_api_refuses_numbers_that_are_not_plain_ascii(db, staff_client, field, value):
     body = {"runs": ["a", "b"], "metric": "ARaB", "delta": "0.01"} | {field: value}
     answer = staff_client.post("/api/metrics/plan/", body, content_type="application/json")
     assert answer.status_code == 400 and field in answer.json(), answer.content
+
+
+def test_the_plan_api_reads_a_delta_as_people_paste_it(db, staff_client):
+    """Issue 53: an exponent, a leading point or many decimals are read (here the pilot is missing, and only that
+    is refused): the same value in three spellings gives the same answer."""
+    answers = []
+    for spelling in ("1e-2", ".01", "0.0100000000000000000"):
+        body = {"runs": ["a", "b"], "metric": "ARaB", "delta": spelling}
+        answer = staff_client.post("/api/metrics/plan/", body, content_type="application/json")
+        assert answer.status_code == 400 and "delta" not in answer.json(), answer.content
+        answers.append(answer.json())
+    assert answers[0] == answers[1] == answers[2]

@@ -162,6 +162,12 @@ class Command(ProjectCommand):
             call_command("prelabel", "demo-machine", "--labeller", "rules")
             call_command("calibrate", "demo-machine", "--sample", "120")
             call_command("simulate_annotations", "demo-machine-part-1")
+        from annotation.services import plan_routing
+
+        for _ in range(3):  # a sync escalates disputed sample queries: the team answers the new places
+            if not plan_routing(Batch.objects.get(name="demo-machine"), 0.95).awaiting_votes:
+                break
+            call_command("simulate_annotations", "demo-machine-part-1")
         call_command("calibration", "demo-machine")
         if not Batch.objects.filter(name="demo-machine").get().routings.exists():
             call_command("route", "demo-machine", "--target-accuracy", "0.95", "--yes")
