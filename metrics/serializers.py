@@ -10,9 +10,10 @@ from .report_options import ReportOption
 
 def option_field(option: ReportOption) -> serializers.ChoiceField:
     """The API's field of a declared report option (:mod:`metrics.report_options`)."""
+    # The declared (value, label) pairs, as the model's field has them: one enum in the OpenAPI schema, not two.
     if option.default:
-        return serializers.ChoiceField(choices=option.values, default=option.default, help_text=option.help)
-    return serializers.ChoiceField(choices=option.values, required=False, help_text=option.help)
+        return serializers.ChoiceField(choices=option.choices, default=option.default, help_text=option.help)
+    return serializers.ChoiceField(choices=option.choices, required=False, help_text=option.help)
 
 
 class ResultSerializer(serializers.ModelSerializer):
