@@ -6,6 +6,7 @@ from rest_framework import serializers
 from .defaults import LABEL_UNCERTAINTY_COLUMNS
 from .models import Report, Result
 from .report_options import ReportOption
+from .selectors import SUMMARY_FIELDS
 
 
 def option_field(option: ReportOption) -> serializers.ChoiceField:
@@ -21,21 +22,9 @@ class ResultSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Result
-        fields = [
-            "run",
-            "metric",
-            "variant",
-            "cutoff",
-            "value",
-            "queries",
-            "ci_low",
-            "ci_high",
-            "p_value",
-            "tie_low",
-            "tie_high",
-            # A report on a batch's labels (null otherwise): metrics.label_uncertainty.
-            *LABEL_UNCERTAINTY_COLUMNS,
-        ]
+        # The summary's columns (one list: the CSV, the page and the API), and those of a report on a batch's
+        # labels (null otherwise): metrics.label_uncertainty.
+        fields = ["run", *SUMMARY_FIELDS, *LABEL_UNCERTAINTY_COLUMNS]
 
 
 class ReportListSerializer(serializers.ModelSerializer):
