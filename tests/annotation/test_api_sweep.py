@@ -22,9 +22,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
-from django.urls import URLResolver, get_resolver
 
 from annotation.models import Assignment, Export, Hit, Judgment
+from benchmarks.url_patterns import site_patterns
 from core.models import Job
 from tests.annotation.test_api_fuzz import seeded  # noqa: F401 (fixture)
 
@@ -144,53 +144,9 @@ def _bodies(fields: list[str]) -> list[tuple[str, str, bytes | str]]:
     return bodies
 
 
-def _template(regex: str) -> str:
-    """A resolver regex as a path with ``{group}`` placeholders (``^``, ``$``, ``\\Z``, escapes and an
-    optional trailing ``/?`` resolved)."""
-    out: list[str] = []
-    i = 0
-    while i < len(regex):
-        char = regex[i]
-        if regex.startswith("(?P<", i):
-            name = regex[i + 4 : regex.index(">", i)]
-            depth, j = 0, i
-            while True:  # the group's closing parenthesis (escapes skipped)
-                if regex[j] == "\\":
-                    j += 2
-                    continue
-                depth += {"(": 1, ")": -1}.get(regex[j], 0)
-                if depth == 0:
-                    break
-                j += 1
-            out.append("{" + name + "}")
-            i = j + 1
-        elif regex.startswith("\\Z", i):
-            i += 2
-        elif char == "\\":
-            out.append(regex[i + 1])
-            i += 2
-        elif char in "^$?":  # anchors, and the ``?`` of an optional trailing ``/?`` (the slash is kept)
-            i += 1
-        else:
-            out.append(char)
-            i += 1
-    return "".join(out)
-
-
 def api_templates() -> list[str]:
     """Every URL pattern under /api/ from the resolver, as ``/api/...{param}...`` templates."""
-    templates: list[str] = []
-
-    def walk(resolver: URLResolver, prefix: str) -> None:
-        for pattern in resolver.url_patterns:
-            regex = prefix + pattern.pattern.regex.pattern.lstrip("^")
-            if isinstance(pattern, URLResolver):
-                walk(pattern, regex)
-            elif regex.startswith("api"):
-                templates.append("/" + _template(regex))
-
-    walk(get_resolver(), "")
-    return list(dict.fromkeys(templates))
+    return list(dict.fromkeys(t for _, t in site_patterns() if t.startswith("/api")))
 
 
 def _collection(template: str, parameter: str) -> str:

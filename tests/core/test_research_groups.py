@@ -17,19 +17,19 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.test import Client
-from django.urls import URLResolver, get_resolver, reverse
+from django.urls import reverse
 
 from annotation import services
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
 from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_for_download
+from benchmarks.url_patterns import site_patterns
 from core.db.scope import acting_in
 from core.models import Job, Membership, ResearchGroup
 from core.services import groups as group_services
 from pooling.models import QuerySet, Run
 from pooling.services import PoolSettings, build_pool, create_query_set
 from tests.annotation.conftest import answers_for
-from tests.annotation.test_api_sweep import _template
 
 #: What each URL pattern (by name, namespaced) is, for the walk:
 #: ``study``: names one of a group's objects in its path: refused (403/404) for another group;
@@ -221,19 +221,7 @@ SECRET_TEXTS = ["zq secret query about queens", "zq secret query about kings"]
 
 def patterns() -> list[tuple[str, str]]:
     """Every URL pattern as ``(namespaced name, /path/{param}/ template)``."""
-    found: list[tuple[str, str]] = []
-
-    def walk(resolver: URLResolver, prefix: str, namespaces: list[str]) -> None:
-        for pattern in resolver.url_patterns:
-            regex = prefix + pattern.pattern.regex.pattern.lstrip("^")
-            if isinstance(pattern, URLResolver):
-                walk(pattern, regex, namespaces + ([pattern.namespace] if pattern.namespace else []))
-            else:
-                names = [*namespaces, pattern.name or "?"]
-                found.append((":".join(names), "/" + _template(regex)))
-
-    walk(get_resolver(), "", [])
-    return found
+    return site_patterns()
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ import json
 import time
 from decimal import Decimal
 
+from benchmarks.url_patterns import site_patterns
 from core.management.cli import ProjectCommand
 
 SECRETS = {
@@ -226,7 +227,7 @@ class Command(ProjectCommand):
             ("imports", "kind"): "queries",
         }
         out = []
-        for name, template in _patterns():
+        for name, template in site_patterns():
             if name.startswith("admin:"):
                 continue
             segments, filled = template.strip("/").split("/"), []
@@ -309,54 +310,6 @@ class Command(ProjectCommand):
 
 #: Parameters whose value does not depend on the segment before them.
 ANY_SEGMENT = {"format": "json", "fmt": "tsv", "part": "data", "app_label": "annotation", "url": "x"}
-
-
-def _patterns() -> list[tuple[str, str]]:
-    """Every URL pattern of the site as ``(namespaced name, /path/{param}/ template)``."""
-    from django.urls import URLResolver, get_resolver
-
-    found: list[tuple[str, str]] = []
-
-    def template(regex: str) -> str:  # ``{name}`` for each named group; anchors and escapes resolved
-        out: list[str] = []
-        i = 0
-        while i < len(regex):
-            char = regex[i]
-            if regex.startswith("(?P<", i):
-                name = regex[i + 4 : regex.index(">", i)]
-                depth, j = 0, i
-                while True:
-                    if regex[j] == "\\":
-                        j += 2
-                        continue
-                    depth += {"(": 1, ")": -1}.get(regex[j], 0)
-                    if depth == 0:
-                        break
-                    j += 1
-                out.append("{" + name + "}")
-                i = j + 1
-            elif regex.startswith("\\Z", i):
-                i += 2
-            elif char == "\\":
-                out.append(regex[i + 1])
-                i += 2
-            elif char in "^$?":
-                i += 1
-            else:
-                out.append(char)
-                i += 1
-        return "".join(out)
-
-    def walk(resolver: URLResolver, prefix: str, namespaces: list[str]) -> None:
-        for pattern in resolver.url_patterns:
-            regex = prefix + pattern.pattern.regex.pattern.lstrip("^")
-            if isinstance(pattern, URLResolver):
-                walk(pattern, regex, namespaces + ([pattern.namespace] if pattern.namespace else []))
-            else:
-                found.append((":".join([*namespaces, pattern.name or "?"]), "/" + template(regex)))
-
-    walk(get_resolver(), "", [])
-    return found
 
 
 def _user(username: str):
