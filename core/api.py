@@ -10,6 +10,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, permissions, serializers, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -168,7 +169,18 @@ def exception_handler(exc, context) -> Response | None:
     response = drf_exception_handler(exc, context)
     if response is not None and isinstance(response.data, list):
         response.data = {"detail": response.data}
+    if response is not None:
+        _refuse_in_json(context.get("request"))
     return response
+
+
+def _refuse_in_json(request) -> None:
+    """A refusal is rendered as JSON whatever the endpoint renders when it succeeds: the schema's
+    YAML, Swagger UI's page, a TSV download. A client reading ``/api/`` reads one error shape."""
+    if request is None or getattr(getattr(request, "accepted_renderer", None), "format", None) == "json":
+        return
+    request.accepted_renderer = JSONRenderer()
+    request.accepted_media_type = JSONRenderer.media_type
 
 
 def _raised_by_a_parser(exc: BaseException) -> bool:

@@ -40,10 +40,17 @@ def test_api_viewers_load_vendored_scripts(admin_client, url):
 
 @pytest.mark.django_db
 def test_schema_and_viewers_are_for_researchers(client, django_user_model):
-    for url in ("/api/schema/", "/api/docs/", "/api/redoc/", "/api/redoc/redoc.standalone.js"):
-        assert client.get(url).status_code == 403
-    client.force_login(django_user_model.objects.create_user("ann", password="pw-secret-123"))
-    assert client.get("/api/schema/").status_code == 403
+    """Refused to anyone else, in JSON like every refusal under /api/ (the schema's own renderer is
+    YAML and Swagger UI's a page; a refusal is neither)."""
+    documents = ("/api/schema/", "/api/docs/", "/api/redoc/", "/api/redoc/redoc.standalone.js")
+    for who in ("nobody", "an annotator"):
+        if who == "an annotator":
+            client.force_login(django_user_model.objects.create_user("ann", password="pw-secret-123"))
+        for url in documents:
+            response = client.get(url)
+            assert response.status_code == 403, (who, url)
+            assert response["Content-Type"].startswith("application/json"), (who, url, response["Content-Type"])
+            assert isinstance(response.json()["detail"], str), (who, url)
 
 
 @pytest.mark.django_db
