@@ -19,6 +19,7 @@ from core.errors import ServiceError
 from core.models import Job
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
+from platforms.prolific.webhooks.selectors import return_rate_warnings
 from pooling import selectors as pooling_selectors
 from pooling.models import Qrels
 
@@ -617,7 +618,7 @@ def _live(user) -> dict:
         job.percent = round(100 * fraction)
     batches = annotation_selectors.batch_overview(limit=BATCHES_SHOWN)
     return {
-        "return_rate_warnings": annotation_selectors.return_rate_warnings(published_only=True),
+        "return_rate_warnings": return_rate_warnings(published_only=True),
         "active_jobs": active,
         "finished_jobs": finished,
         "batch_rows": batches,

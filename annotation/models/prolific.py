@@ -65,7 +65,7 @@ class ProlificHookSecret(models.Model):
     """The workspace's webhook secret (``POST /hooks/secrets/``), made once and kept: deliveries are verified with it.
 
     Prolific keeps one secret per workspace and creating one replaces the old, so it is never
-    made again while this row exists (``annotation.platforms.prolific.webhooks.services.subscriptions``).
+    made again while this row exists (``platforms.prolific.webhooks.services.subscriptions``).
     """
 
     workspace_id = models.CharField(max_length=64, unique=True)
@@ -215,7 +215,7 @@ class BonusPayment(models.Model):
     ``--bonus`` rows of a participant beyond their first, kept by migration 0022) names it, unique per
     assignment.
 
-    States (``annotation.platforms.prolific.bonuses.services`` documents the protocol):
+    States (``platforms.prolific.bonuses.services`` documents the protocol):
     ``owed`` (recorded) -> ``set_up`` (Prolific's bulk bonus record made, ``bulk_id`` saved)
     -> ``paying`` (committed just before the non-idempotent pay call) -> ``paid`` (the call
     answered, or Prolific's submission shows the bonus). A ``paying`` row is never paid again

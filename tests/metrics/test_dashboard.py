@@ -7,9 +7,9 @@ import pytest
 
 from annotation import services as annotation
 from annotation.models import Batch
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from core.models import Job
 from metrics import services
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from pooling.models import QuerySet, Run
 
 

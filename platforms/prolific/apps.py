@@ -1,0 +1,32 @@
+from annotation.crowd.providers import app_config
+
+
+class ProlificConfig(app_config.PlatformConfig):
+    """Prolific studies (``Batch.provider`` ``prolific``)."""
+
+    name = "platforms.prolific"
+    label = "prolific"
+    platform = "prolific"
+
+    def ready(self) -> None:
+        """The background jobs of Prolific's modules below its ``services`` are declared (core.jobs.registry
+        imports each app's ``services``, which does not import these); the batch page shows Prolific's
+        panels (annotation.crowd.panels): its webhooks, and a Prolific batch's submissions; ``publish_batch``
+        prints Prolific's own price."""
+        from annotation.crowd.panels import add_batch_panel, add_own_price
+        from platforms.prolific.bonuses import services as bonuses  # noqa: F401  (paying bonuses)
+        from platforms.prolific.rehearsal import services as rehearsals  # noqa: F401  (rehearsing)
+        from platforms.prolific.services import quote
+        from platforms.prolific.webhooks.selectors import batch_webhooks
+        from platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the re-read job)
+
+        add_batch_panel("prolific", batch_webhooks)
+        add_batch_panel("submissions", _submissions)
+        add_own_price(self.platform, quote)  # publish_batch prints Prolific's own price
+
+
+def _submissions(batch):
+    """A Prolific batch's submissions (None for another platform's batch)."""
+    from platforms.prolific.selectors import submissions
+
+    return submissions(batch) if batch.provider == "prolific" else None
