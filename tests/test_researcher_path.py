@@ -29,10 +29,11 @@ from pathlib import Path as FilePath
 
 import pytest
 
-from annotation.models import Batch, Hit, Judgment, ProlificSubmission
+from annotation.models import Batch, Hit, Judgment
 from core.connection_kinds import hint
 from core.sealing import new_key
 from metrics.models import Report
+from platforms.prolific.models import ProlificSubmission
 from pooling.models import Collection, Pool, QuerySet, Run
 from tests.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
 

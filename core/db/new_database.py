@@ -79,6 +79,9 @@ REVIEWED: dict[tuple[str, str], frozenset[str]] = {
     ("pooling", "0008_research_groups"): frozenset(),
     ("annotation", "0027_research_groups"): frozenset(),
     ("metrics", "0009_research_groups"): frozenset(),
+    # A platform's models handed from annotation to its own app, the tables kept (state only).
+    ("annotation", "0031_prolific_models_to_their_app"): frozenset(),
+    ("prolific", "0001_initial"): frozenset(),
 }
 
 

@@ -14,6 +14,7 @@ class ProlificConfig(app_config.PlatformConfig):
         panels (annotation.crowd.panels): its webhooks, and a Prolific batch's submissions; ``publish_batch``
         prints Prolific's own price."""
         from annotation.crowd.panels import add_batch_panel, add_own_price
+        from platforms.inhouse.services.corrections import refuse_when
         from platforms.prolific.bonuses import services as bonuses  # noqa: F401  (paying bonuses)
         from platforms.prolific.rehearsal import services as rehearsals  # noqa: F401  (rehearsing)
         from platforms.prolific.services import quote
@@ -23,6 +24,25 @@ class ProlificConfig(app_config.PlatformConfig):
         add_batch_panel("prolific", batch_webhooks)
         add_batch_panel("submissions", _submissions)
         add_own_price(self.platform, quote)  # publish_batch prints Prolific's own price
+        refuse_when(_paid_on_prolific)  # a participant's correction, once Prolific decided its pay
+
+
+#: A Prolific submission's statuses that decide its pay (Prolific's own words).
+_PAID_ON_PROLIFIC = ("APPROVED", "REJECTED")
+
+
+def _paid_on_prolific(assignment) -> str | None:
+    """Why a participant may no longer correct the assignment: Prolific decided its submission's pay."""
+    from platforms.prolific.models import ProlificSubmission
+
+    if (
+        assignment.provider_assignment_id
+        and ProlificSubmission.objects.filter(
+            submission_id=assignment.provider_assignment_id, status__in=_PAID_ON_PROLIFIC
+        ).exists()
+    ):
+        return "this HIT was already reviewed (its payment was decided on Prolific)"
+    return None
 
 
 def _submissions(batch):

@@ -351,7 +351,7 @@ def study_groups(batch: Batch) -> dict[str, list[str]]:
     """The group ids a batch's study filters on, ``{"blocklist": [...], "allowlist": [...]}``: the batch's
     own groups (``platforms.prolific.groups.services`` makes them) and, unless the batch
     admits them (``admit_gold_failures``), the failed-gold group. Reads only."""
-    from annotation.models import ParticipantGroup
+    from platforms.prolific.models import ParticipantGroup
 
     own = ParticipantGroup.objects.filter(batch=batch, deleted=False).exclude(group_id="")
     blocklist = [g.group_id for g in own if g.role == ParticipantGroup.Role.EXCLUDE]

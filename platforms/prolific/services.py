@@ -68,13 +68,14 @@ from annotation.crowd.services.hooks import platform_syncs
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.statuses import complete_if_done, settle_hit_statuses
 from annotation.crowd.services.sync import SyncResult, run_sync_steps
-from annotation.models import Assignment, Batch, ProlificSession, ProlificSubmission, Provider, Worker
+from annotation.models import Assignment, Batch, Provider, Worker
 from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
 from core.services.ratelimit import over_limit, shared_cache
 from platforms.inhouse.services.handout import claim_hit, release_abandoned
 from platforms.prolific.client import Prolific, ProlificError, Submission
+from platforms.prolific.models import ProlificSession, ProlificSubmission
 from platforms.prolific.provider import (
     BLOCKED_GROUP,
     CONTACT,

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from django.conf import settings
 from django.db import transaction
@@ -72,13 +72,20 @@ from annotation.models import (
     Export,
     HitQuery,
     Judgment,
-    ProlificSubmission,
 )
 from core.errors import ServiceError
 
 _DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
-#: A Prolific submission's statuses that decide its pay (Prolific's own words).
-_PAID_ON_PROLIFIC = ("APPROVED", "REJECTED")
+#: Why another platform says an assignment's answers were used (its pay decided there: Prolific's
+#: ``ProlificSubmission``), or None: each registered by that platform's app (:func:`refuse_when`).
+_DECIDED_ELSEWHERE: list[Callable[[Assignment], str | None]] = []
+
+
+def refuse_when(check: Callable[[Assignment], str | None]) -> None:
+    """A platform whose participants work through this hand-out refuses a correction when ``check``
+    names a reason (called at its app's ``ready()``)."""
+    if check not in _DECIDED_ELSEWHERE:
+        _DECIDED_ELSEWHERE.append(check)
 
 
 class NotCorrectable(ServiceError):
@@ -123,12 +130,10 @@ def _used(assignment: Assignment, batch: Batch, submitted: dt.datetime) -> str |
     under_way = use_under_way(batches)
     if under_way is not None:
         return f"its answers are being used right now ({under_way[:1].lower()}{under_way[1:]})"
-    if assignment.provider_assignment_id:
-        decided = ProlificSubmission.objects.filter(
-            submission_id=assignment.provider_assignment_id, status__in=_PAID_ON_PROLIFIC
-        )
-        if decided.exists():
-            return "this HIT was already reviewed (its payment was decided on Prolific)"
+    for check in _DECIDED_ELSEWHERE:
+        reason = check(assignment)
+        if reason is not None:
+            return reason
     if Escalation.objects.filter(batch_id__in=batches, created__gte=submitted).exists():
         return "its answers were already used (an escalation of the batch)"
     qids = HitQuery.objects.filter(hit_id=assignment.hit_id, batch_query__is_gold=False).values("batch_query__qid")

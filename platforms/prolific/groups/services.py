@@ -42,10 +42,11 @@ from django.utils import timezone
 
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.services.hooks import cancelled, preparing
-from annotation.models import Assignment, Batch, GroupMember, ParticipantGroup, Provider
+from annotation.models import Assignment, Batch, Provider
 from core.errors import ServiceError
 from core.services.leases import exclusive
 from platforms.prolific.client import ProlificError, ProlificUnknownOutcome
+from platforms.prolific.models import GroupMember, ParticipantGroup
 from platforms.prolific.provider import GOLD_FAILED_GROUP
 
 logger = logging.getLogger(__name__)

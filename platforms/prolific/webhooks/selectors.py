@@ -38,8 +38,9 @@ from django.db.models import Count, Max, Min
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.models import Batch, ProlificEvent, ProlificSubscription, Provider
+from annotation.models import Batch, Provider
 from core.services.ratelimit import shared_cache
+from platforms.prolific.models import ProlificEvent, ProlificSubscription
 from platforms.prolific.signatures import EVENT_TYPES, HIGH_RETURN_RATE
 
 #: The refusals that say deliveries may be failing (a replaced secret, a proxy changing bodies, a clock off).

@@ -29,8 +29,9 @@ from django.contrib.sessions.models import Session
 from django.db import connection
 from django.urls import reverse
 
-from annotation.models import Assignment, ProlificSession, Worker
+from annotation.models import Assignment, Worker
 from core.services.ratelimit import shared_cache
+from platforms.prolific.models import ProlificSession
 from tests.platforms.prolific.fake_server import TOKEN, hexid
 from tests.platforms.prolific.test_prolific import (  # noqa: F401
     Participant,

@@ -12,9 +12,10 @@ from decimal import Decimal
 import pytest
 
 from annotation.crowd.services.sync import sync_batch
-from annotation.models import Batch, ParticipantGroup
+from annotation.models import Batch
 from platforms.prolific import services as prolific_services
 from platforms.prolific.groups import services as prolific_groups
+from platforms.prolific.models import ParticipantGroup
 from platforms.prolific.provider import GOLD_FAILED_GROUP
 from tests.platforms.prolific import test_prolific as base
 from tests.platforms.prolific.fake_server import hexid

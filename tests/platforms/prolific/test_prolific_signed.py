@@ -17,10 +17,11 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from annotation.models import Assignment, Batch, ProlificSession
+from annotation.models import Assignment, Batch
 from platforms.prolific import services as prolific_services
 from platforms.prolific.client import ProlificError, ProlificUnknownOutcome
 from platforms.prolific.jwks import services as jwks
+from platforms.prolific.models import ProlificSession
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.platforms.prolific.fake_server import FaultShares, hexid

@@ -32,9 +32,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.crowd.services.batches import cancel_batch
-from annotation.models import Assignment, ProlificEvent, ProlificHookSecret, ProlificSubscription
+from annotation.models import Assignment
 from core.models import Job
 from platforms.prolific.client import Prolific
+from platforms.prolific.models import ProlificEvent, ProlificHookSecret, ProlificSubscription
 from platforms.prolific.webhooks.selectors import webhook_status
 from platforms.prolific.webhooks.services.deliveries import RESYNC_KIND, poll_prolific
 from platforms.prolific.webhooks.services.subscriptions import reconcile_webhooks

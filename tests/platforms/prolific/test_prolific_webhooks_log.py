@@ -18,7 +18,8 @@ from collections import Counter
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotation.models import Assignment, ProlificEvent
+from annotation.models import Assignment
+from platforms.prolific.models import ProlificEvent
 from platforms.prolific.webhooks.selectors import webhook_status
 from platforms.prolific.webhooks.services.deliveries import poll_prolific, recover_missed_events
 from tests.platforms.prolific.fake_server import hexid

@@ -432,8 +432,8 @@ def test_a_signed_status_change_of_a_task_builder_study_re_reads_its_batch(fake,
     import json
     import time
 
-    from annotation.models import ProlificEvent, ProlificHookSecret
     from core.models import Job
+    from platforms.prolific.models import ProlificEvent, ProlificHookSecret
     from platforms.prolific.webhooks.services.deliveries import receive, resync_job
 
     settings.PROLIFIC_WEBHOOKS = True

@@ -74,13 +74,14 @@ from django.utils import timezone
 
 from annotation.crowd.services.background import sync_job
 from annotation.crowd.services.sync import sync_batch
-from annotation.models import Assignment, Batch, ProlificEvent, ProlificHookSecret, ProlificSession
+from annotation.models import Assignment, Batch
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.selectors import prolific_settings
 from core.services.leases import LeaseHeld
 from core.services.ratelimit import shared_cache
+from platforms.prolific.models import ProlificEvent, ProlificHookSecret, ProlificSession
 from platforms.prolific.signatures import (
     HIGH_RETURN_RATE,
     STUDY_EVENTS,
@@ -296,8 +297,8 @@ def _moment(text: object) -> dt.datetime | None:
 def recover_missed_events(client=None) -> Recovery:
     """Each confirmed subscription's undelivered events not recorded yet: recorded and acted on once (see
     the module's docstring). A subscription whose log cannot be read is skipped (the next poll reads it)."""
-    from annotation.models import ProlificSubscription
     from platforms.prolific.client import ProlificError
+    from platforms.prolific.models import ProlificSubscription
     from platforms.prolific.provider import api_client
 
     result = Recovery()

@@ -59,10 +59,11 @@ from django.utils import timezone
 
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.services.hooks import published
-from annotation.models import Batch, ProlificHookSecret, ProlificSubscription, Provider
+from annotation.models import Batch, Provider
 from core.errors import ServiceError
 from core.services.leases import LeaseHeld, exclusive
 from platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
+from platforms.prolific.models import ProlificHookSecret, ProlificSubscription
 from platforms.prolific.signatures import EVENT_TYPES
 from platforms.prolific.webhooks import STUDY_PROVIDERS
 from platforms.prolific.webhooks.selectors import endpoint_url, webhook_status

@@ -1,11 +1,11 @@
-"""State of Prolific participants (their sessions on this site, groups, webhooks) and the bonuses
-paid to any crowd's workers (``BonusPayment``: one record for every provider since issue 41)."""
+"""State of Prolific participants (their sessions on this site, groups, webhooks). The tables keep the
+names annotation gave them (``annotation_<model>``) before the platform became an app: no data moved."""
 
 from __future__ import annotations
 
 from django.db import models
 
-from annotation.models.crowd import Assignment, Batch
+from annotation.models.crowd import Batch
 from core.models import GroupScopedManager
 
 
@@ -28,6 +28,9 @@ class ProlificSession(models.Model):
 
     scope_via = "batch"  # its research group is its batch's
     objects = GroupScopedManager()
+
+    class Meta:
+        db_table = "annotation_prolificsession"  # the table annotation made: no data moves
 
     def __str__(self) -> str:
         return f"{self.session_id} ({self.participant_id})"
@@ -54,6 +57,7 @@ class ProlificSubmission(models.Model):
     objects = GroupScopedManager()
 
     class Meta:
+        db_table = "annotation_prolificsubmission"  # the table annotation made: no data moves
         indexes = [models.Index(fields=["batch", "status"], name="prolific_submission_status")]
 
     def __str__(self) -> str:
@@ -72,6 +76,9 @@ class ProlificHookSecret(models.Model):
     secret_id = models.CharField(max_length=64, blank=True)
     value = models.CharField(max_length=200)
     created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "annotation_prolifichooksecret"  # the table annotation made: no data moves
 
     def __str__(self) -> str:
         return f"webhook secret of workspace {self.workspace_id}"
@@ -101,6 +108,7 @@ class ProlificSubscription(models.Model):
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "annotation_prolificsubscription"  # the table annotation made: no data moves
         constraints = [
             models.UniqueConstraint(fields=["workspace_id", "event_type"], name="one_subscription_per_event_type")
         ]
@@ -143,6 +151,7 @@ class ProlificEvent(models.Model):
     )
 
     class Meta:
+        db_table = "annotation_prolificevent"  # the table annotation made: no data moves
         ordering = ["received", "pk"]
         indexes = [
             # The last verified event of a workspace (webhooks active or not), and the high-return-rate
@@ -181,6 +190,7 @@ class ParticipantGroup(models.Model):
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "annotation_participantgroup"  # the table annotation made: no data moves
         ordering = ["created", "pk"]
 
     def __str__(self) -> str:
@@ -200,65 +210,8 @@ class GroupMember(models.Model):
     reason = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        db_table = "annotation_groupmember"  # the table annotation made: no data moves
         constraints = [models.UniqueConstraint(fields=["group", "participant_id"], name="one_membership_per_group")]
 
     def __str__(self) -> str:
         return f"{self.participant_id} in {self.group.name}"
-
-
-class BonusPayment(models.Model):
-    """A batch's bonus to one participant: the intent, recorded before any call. The one record of
-    bonuses for every provider, so every bonus is paid, recorded and counted one way.
-
-    A bonus rule's (``assignment`` empty) is unique per batch × participant. A bonus sent for one
-    assignment (MTurk's ``SendBonus`` by hand, ``manage.py mturk_admin bonus``; and the older per-sync
-    ``--bonus`` rows of a participant beyond their first, kept by migration 0022) names it, unique per
-    assignment.
-
-    States (``platforms.prolific.bonuses.services`` documents the protocol):
-    ``owed`` (recorded) -> ``set_up`` (Prolific's bulk bonus record made, ``bulk_id`` saved)
-    -> ``paying`` (committed just before the non-idempotent pay call) -> ``paid`` (the call
-    answered, or Prolific's submission shows the bonus). A ``paying`` row is never paid again
-    before Prolific's state has been read.
-    """
-
-    class State(models.TextChoices):
-        OWED = "owed"
-        SET_UP = "set_up", "set up"
-        PAYING = "paying"
-        PAID = "paid"
-
-    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="bonus_payments")
-    #: The one assignment this bonus is for, when it was sent for one (empty: a bonus rule's, per participant).
-    assignment = models.ForeignKey(
-        Assignment, null=True, blank=True, on_delete=models.PROTECT, related_name="bonus_payments"
-    )
-    participant_id = models.CharField(max_length=64)
-    #: The participant's submission (session) in the batch's study: where Prolific shows their bonuses.
-    submission_id = models.CharField(max_length=64)
-    amount = models.DecimalField(max_digits=8, decimal_places=2)
-    reason = models.CharField(max_length=200, blank=True)
-    state = models.CharField(max_length=10, choices=State.choices, default=State.OWED)
-    bulk_id = models.CharField(max_length=100, blank=True)
-    pay_attempted = models.DateTimeField(null=True, blank=True)
-    paid_at = models.DateTimeField(null=True, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
-
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
-
-    class Meta:
-        ordering = ["created", "pk"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["batch", "participant_id"],
-                condition=models.Q(assignment__isnull=True),
-                name="one_bonus_per_batch_participant",
-            ),
-            models.UniqueConstraint(
-                fields=["assignment"], condition=models.Q(assignment__isnull=False), name="one_bonus_per_assignment"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"bonus {self.amount} to {self.participant_id} ({self.state})"
