@@ -20,12 +20,10 @@ from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm
 from annotation.crowd.panels import annotator_home, batch_panels
 from annotation.crowd.providers.base import provider_class
 from annotation.crowd.selectors import (
-    BonusPreview,
     answer_counts,
     answered_per_hit,
     batch_progress,
     failed_gold_work,
-    preview_bonuses,
     query_texts,
 )
 from annotation.crowd.services.background import start_publish, start_sync
@@ -148,11 +146,10 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "extra_spent": extra_spent(batch),
             "flags": batch.worker_flags.count(),
             "comparison": _mturk_comparison(batch),
-            "bonuses": _bonus_preview(batch),
         }
-        # The platforms' panels (annotation.crowd.panels): Prolific's webhooks and submissions, the team's
+        # The platforms' panels (annotation.crowd.panels): Prolific's webhooks, submissions and bonuses, the team's
         # places no member can take.
-        | batch_panels(batch, ("prolific", "submissions", "unfillable")),
+        | batch_panels(batch, ("prolific", "submissions", "bonuses", "unfillable")),
     )
 
 
@@ -478,9 +475,3 @@ def hit_preview(request: HttpRequest, name: str, position: int) -> HttpResponse:
     """The HIT page exactly as MTurk workers get it (submit disabled: no assignment id)."""
     hit = get_object_or_404(Hit, batch__name=name, position=position)
     return HttpResponse(render_hit_html(hit, mode="preview", action=""))
-
-
-# -- Prolific bonuses (issue 32) -------------------------------------------------------------
-def _bonus_preview(batch: Batch) -> BonusPreview | None:
-    """The batch page's bonus panel: a Prolific batch's preview (None for other providers)."""
-    return preview_bonuses(batch) if provider_class(batch.provider).pays_bonus_rules else None

@@ -11,7 +11,7 @@ class ProlificConfig(app_config.PlatformConfig):
     def ready(self) -> None:
         """The background jobs of Prolific's modules below its ``services`` are declared (core.jobs.registry
         imports each app's ``services``, which does not import these); the batch page shows Prolific's
-        panels (annotation.crowd.panels): its webhooks, and a Prolific batch's submissions; ``publish_batch``
+        panels (annotation.crowd.panels): its webhooks, and a Prolific batch's submissions and bonuses; ``publish_batch``
         prints Prolific's own price."""
         from annotation.crowd.panels import add_batch_panel, add_own_price
         from platforms.inhouse.services.corrections import refuse_when
@@ -23,6 +23,7 @@ class ProlificConfig(app_config.PlatformConfig):
 
         add_batch_panel("prolific", batch_webhooks)
         add_batch_panel("submissions", _submissions)
+        add_batch_panel("bonuses", _bonuses)
         add_own_price(self.platform, quote)  # publish_batch prints Prolific's own price
         refuse_when(_paid_on_prolific)  # a participant's correction, once Prolific decided its pay
 
@@ -43,6 +44,14 @@ def _paid_on_prolific(assignment) -> str | None:
     ):
         return "this HIT was already reviewed (its payment was decided on Prolific)"
     return None
+
+
+def _bonuses(batch):
+    """The bonus panel: a batch's bonus rule and what it owes, for a platform that pays bonus rules (None else)."""
+    from annotation.crowd.providers.base import provider_class
+    from platforms.prolific.bonuses.selectors import preview_bonuses
+
+    return preview_bonuses(batch) if provider_class(batch.provider).pays_bonus_rules else None
 
 
 def _submissions(batch):

@@ -923,8 +923,8 @@ def pay_bonuses(batch: Batch, provider: CrowdProvider) -> tuple[int, int]:
     """Pay the batch's bonus rule at sync when it says so (the older ``--bonus``: ``at_sync``), through
     the one bonus path (:func:`platforms.prolific.bonuses.services.pay_bonuses`, exactly once);
     returns (paid now, unconfirmed). A rule paid on demand is left to the person who pays it."""
-    from annotation.crowd.selectors import bonus_rule
     from platforms.prolific.bonuses import services as prolific_bonuses
+    from platforms.prolific.bonuses.selectors import bonus_rule
 
     rule = bonus_rule(batch)
     if rule is None or not rule.at_sync:

@@ -3,7 +3,7 @@
 The rule (:mod:`annotation.crowd.bonus_rules`: a flat bonus per approved participant, or a
 bonus per check question right in approved work) is set when the batch is created or later
 on the batch page (:func:`set_bonus_rule`, refused once a bonus has been recorded);
-:func:`annotation.crowd.selectors.preview_bonuses` (a read) shows what it owes each participant and what paying it costs with
+:func:`platforms.prolific.bonuses.selectors.preview_bonuses` (a read) shows what it owes each participant and what paying it costs with
 Prolific's fee (:func:`annotation.crowd.costs.bonus_cost`), before anything is paid; and
 :func:`pay_bonuses` pays it through Prolific's bulk bonus calls: ``POST
 /submissions/bonus-payments/`` sets a bulk bonus up (it pays nothing) and ``POST
@@ -56,12 +56,6 @@ from django.utils import timezone
 
 from annotation.crowd.bonus_rules import BULK_SIZE, BonusRule, RuleError
 from annotation.crowd.providers import CrowdProvider, get_provider
-from annotation.crowd.selectors import (  # the reads: the preview, the rule, what is owed
-    bonus_rule,
-    check_prolific,
-    newly_owed,
-    preview_bonuses,
-)
 from annotation.crowd.services.background import _batch_url
 from annotation.crowd.services.batch_settings import check_amount, check_bonus_rule
 from annotation.crowd.services.locking import one_per_batch
@@ -70,6 +64,12 @@ from core.errors import ServiceError, StateError
 from core.jobs import background_job
 from core.models import Job
 from core.services.once import start_once
+from platforms.prolific.bonuses.selectors import (  # the reads: the preview, the rule, what is owed
+    bonus_rule,
+    check_prolific,
+    newly_owed,
+    preview_bonuses,
+)
 from platforms.prolific.client import ProlificError, ProlificUnknownOutcome, cents
 
 logger = logging.getLogger(__name__)

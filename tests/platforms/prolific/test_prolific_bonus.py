@@ -21,13 +21,14 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation import services
-from annotation.crowd.selectors import preview_bonuses, spent
+from annotation.crowd.selectors import spent
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import BonusPayment
 from core.errors import ServiceError, StateError
 from core.models import Job
 from platforms.prolific.bonuses import services as prolific_bonuses
+from platforms.prolific.bonuses.selectors import preview_bonuses
 from tests.platforms.prolific import test_prolific as base
 from tests.platforms.prolific.fake_server import hexid
 from tests.platforms.prolific.test_prolific import Participant, _publish

@@ -1,7 +1,7 @@
-from annotation.crowd.selectors import BonusPreview, preview_bonuses
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand
 from platforms.prolific.bonuses import services as prolific_bonuses
+from platforms.prolific.bonuses.selectors import BonusPreview, preview_bonuses
 
 NEEDS_PERSON = (
     "{} bonus(es) still not shown on Prolific after PROLIFIC_BONUS_SETTLE_SECONDS: needs a person: "
