@@ -18,7 +18,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from core.connection_kinds import CHAT_API_URL_DEFAULT, CHAT_TOKEN_LIMIT_DEFAULT, PROLIFIC_API_URL_DEFAULT
+from core.connection_kinds import CHAT_API_URL_DEFAULT, CHAT_TOKEN_LIMIT_DEFAULT
+from platforms.prolific.connection.kind import PROLIFIC_API_URL_DEFAULT
 
 from .env import (
     env_bool,

@@ -139,9 +139,11 @@ PLATFORM_INTERFACE = {"annotation": ("crowd", "results", "quality")}
 #: The one place a platform still uses another's modules, each module imported named (a debt, kept
 #: exact by the test: an entry no import needs any more fails it): Prolific participants work on
 #: this site through the in-house hand-out and HIT page; Task Builder's client extends Prolific's (one
-#: Prolific API below both platforms: each endpoint written once), its client only.
+#: Prolific API below both platforms: each endpoint written once), its client, and its study runs in the
+#: Prolific workspace, so it reads Prolific's connection (``platforms.prolific.connection.selectors``).
 BETWEEN_PLATFORMS = {
     ("platforms.taskbuilder", "platforms.prolific.client"),
+    ("platforms.taskbuilder", "platforms.prolific.connection.selectors"),
     ("platforms.prolific", "platforms.inhouse.services.handout"),
     ("platforms.prolific", "platforms.inhouse.views"),
     ("platforms.prolific", "platforms.inhouse.services.corrections"),

@@ -12,15 +12,19 @@ class ProlificConfig(app_config.PlatformConfig):
         """The background jobs of Prolific's modules below its ``services`` are declared (core.jobs.registry
         imports each app's ``services``, which does not import these); the batch page shows Prolific's
         panels (annotation.crowd.panels): its webhooks, and a Prolific batch's submissions and bonuses; ``publish_batch``
-        prints Prolific's own price."""
+        prints Prolific's own price; the site's connections hold the Prolific workspace."""
         from annotation.crowd.panels import add_batch_panel, add_own_price
+        from core.services.connections import register_connection
         from platforms.inhouse.services.corrections import refuse_when
         from platforms.prolific.bonuses import services as bonuses  # noqa: F401  (paying bonuses)
+        from platforms.prolific.connection.kind import PROLIFIC
+        from platforms.prolific.connection.services import check_prolific
         from platforms.prolific.rehearsal import services as rehearsals  # noqa: F401  (rehearsing)
         from platforms.prolific.services import quote
         from platforms.prolific.webhooks.selectors import batch_webhooks
         from platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the re-read job)
 
+        register_connection(PROLIFIC, check_prolific)  # the Connections page, its test, the API
         add_batch_panel("prolific", batch_webhooks)
         add_batch_panel("submissions", _submissions)
         add_batch_panel("bonuses", _bonuses)

@@ -257,7 +257,7 @@ def total_places(batch: Batch) -> int:
 
 def study_fields(batch: Batch, provider: ProlificProvider) -> dict:
     """The body of ``POST /studies/`` for the batch (a draft; published by ``launch``)."""
-    from core.selectors import prolific_settings
+    from platforms.prolific.connection.selectors import prolific_settings
 
     connection = prolific_settings()
     if not connection.project_id:
@@ -316,7 +316,7 @@ BLOCKED_GROUP = "blocked participants"
 
 def group_id(provider: ProlificProvider, name: str) -> str:
     """The id of the workspace's group called ``name``; created when missing (looked up first)."""
-    from core.selectors import prolific_settings
+    from platforms.prolific.connection.selectors import prolific_settings
 
     workspace = prolific_settings().workspace_id
     if not workspace:
@@ -431,8 +431,8 @@ def api_client(**options) -> Prolific:
     (``core.services.ratelimit.shared_pace``), so the site never sends Prolific a burst.
     ``options`` are the client's own (timeouts, attempts, deadline).
     """
-    from core.selectors import prolific_settings
     from core.services.ratelimit import shared_pace
+    from platforms.prolific.connection.selectors import prolific_settings
 
     connection = prolific_settings()
     pace = shared_pace("prolific-api", settings.PROLIFIC_API_CALLS_PER_SECOND)
@@ -502,7 +502,7 @@ class ProlificProvider(CrowdProvider):
         it before calling): after one, the study is first looked up by its internal name,
         because a lost answer to ``POST /studies/`` may hide a study that exists.
         """
-        from core.selectors import prolific_settings
+        from platforms.prolific.connection.selectors import prolific_settings
 
         project = prolific_settings().project_id
         if batch.prepare_attempted is not None:

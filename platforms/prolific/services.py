@@ -587,7 +587,7 @@ def read_signed_link(
     """
     from django.urls import reverse
 
-    from core.selectors import prolific_settings
+    from platforms.prolific.connection.selectors import prolific_settings
     from platforms.prolific.jwks import services as jwks
     from platforms.prolific.study_tokens import LEEWAY_SECONDS, TokenRefused, key_id, verify_study_token
 
@@ -659,7 +659,7 @@ def resume_interrupted_publications(provider: CrowdProvider | None = None) -> li
     lets in the participants who were kept waiting (``manage.py poll_prolific``). Returns their names.
     """
     from annotation.crowd.services.background import start_publish
-    from core.selectors import prolific_settings
+    from platforms.prolific.connection.selectors import prolific_settings
 
     drafts = Batch.objects.filter(
         provider=Provider.PROLIFIC, status=Batch.Status.DRAFT, prepare_attempted__isnull=False

@@ -154,8 +154,8 @@ def batch_items() -> list[dict]:
 
 def api_client(**options) -> TaskBuilder:
     """A client as configured (Prolific's API, its token), its calls paced with all of the site's Prolific calls."""
-    from core.selectors import prolific_settings
     from core.services.ratelimit import shared_pace
+    from platforms.prolific.connection.selectors import prolific_settings
 
     connection = prolific_settings()  # the environment, or the site's Connections page
     pace = shared_pace("prolific-api", settings.PROLIFIC_API_CALLS_PER_SECOND)
@@ -224,7 +224,7 @@ class TaskBuilderProvider(CrowdProvider):
         ``UNINITIALISED``); the setup started only on a batch that has not begun it. So an interrupted
         publish is finished by the next, with nothing made with data, imported or set up twice.
         """
-        from core.selectors import prolific_settings
+        from platforms.prolific.connection.selectors import prolific_settings
 
         connection = prolific_settings()
         workspace, project = connection.workspace_id, connection.project_id

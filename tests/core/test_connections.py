@@ -18,9 +18,9 @@ from core.selectors import (
     chat_settings,
     connection_state,
     huggingface_settings,
-    prolific_settings,
 )
 from core.services.connections import delete_connection, reseal_connections, save_connection, start_test_connection
+from platforms.prolific.connection.selectors import prolific_settings
 from tests.platforms.prolific import fake_server as prolific
 
 SECRET = "prolific-token-0123456789-wxyz"

@@ -57,7 +57,7 @@ ALLOW_NAME = "may take part in {batch}"
 
 
 def _workspace() -> str:
-    from core.selectors import prolific_settings
+    from platforms.prolific.connection.selectors import prolific_settings
 
     workspace = prolific_settings().workspace_id
     if not workspace:
@@ -193,7 +193,7 @@ def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) ->
     known = set(group.members.filter(added=True).values_list("participant_id", flat=True)) if group else set()
     if not set(failed) - known:
         return 0  # nothing new: no call at all
-    from core.selectors import prolific_settings
+    from platforms.prolific.connection.selectors import prolific_settings
 
     if not prolific_settings().workspace_id:  # no groups without a workspace: the sync goes on without
         logger.warning(

@@ -49,7 +49,7 @@ class KeysUnavailable(Exception):
 
 def jwks_url() -> str:
     """Where the keys are: ``PROLIFIC_JWKS_URL`` when set, else the JWKS path at the API's origin."""
-    from core.selectors import prolific_settings
+    from platforms.prolific.connection.selectors import prolific_settings
 
     configured = getattr(settings, "PROLIFIC_JWKS_URL", "")
     if configured:

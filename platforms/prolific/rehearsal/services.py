@@ -112,7 +112,7 @@ def ensure_test_participant(batch: Batch, email: str, provider: CrowdProvider) -
 def _find_test_study(batch: Batch, provider: CrowdProvider) -> dict | None:
     """After a lost answer: another study of the project with the draft's internal name (the test study is
     made from the draft), or ``None``."""
-    from core.selectors import prolific_settings
+    from platforms.prolific.connection.selectors import prolific_settings
 
     name = provider.internal_name(batch)
     for study in provider.client.pages(f"projects/{prolific_settings().project_id}/studies/"):

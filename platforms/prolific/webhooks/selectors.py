@@ -110,7 +110,7 @@ def webhook_status(now: dt.datetime | None = None) -> WebhookStatus:
 
     now = now or timezone.now()
     status = _webhook_status(now)
-    from core.selectors import prolific_settings
+    from platforms.prolific.connection.selectors import prolific_settings
 
     workspace = prolific_settings().workspace_id
     if not workspace or not settings.PROLIFIC_WEBHOOKS:
@@ -129,7 +129,7 @@ def webhook_status(now: dt.datetime | None = None) -> WebhookStatus:
 
 def _webhook_status(now: dt.datetime) -> WebhookStatus:
     short, long = settings.PROLIFIC_POLL_SECONDS, settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS
-    from core.selectors import prolific_settings
+    from platforms.prolific.connection.selectors import prolific_settings
 
     workspace = prolific_settings().workspace_id
 

@@ -62,7 +62,7 @@ CLIENT_FILES = (
 )
 #: Calls to Prolific made outside the clients: (file, the function that makes them, the helper it calls
 #: with ``(client, METHOD, path)``): the Connections page's test of a Prolific connection.
-OTHER_CALLERS = ((ROOT / "core/services/connections.py", "check_prolific", "_call"),)
+OTHER_CALLERS = ((ROOT / "platforms/prolific/connection/services.py", "check_prolific", "_call"),)
 
 
 def _const_as_enum(node: Any) -> Any:

@@ -55,7 +55,9 @@ def test_the_source_scan_misses_no_call():
                 unlisted.append(f"{where}: {text.strip()}")
     assert not unlisted, "calls the contract does not see:\n" + "\n".join(unlisted)
     assert len(CALLS) >= 30  # studies, submissions, bonuses, groups, hooks, Task Builder: all found
-    assert sum(c.where.startswith("core/services/connections.py") for c in CALLS) == 3  # the connection's test
+    assert (
+        sum(c.where.startswith("platforms/prolific/connection/services.py") for c in CALLS) == 3
+    )  # the connection's test
 
 
 def _routes(server_class) -> list[tuple[str, str]]:
@@ -174,8 +176,8 @@ def test_every_operation_the_clients_call_is_sent_through_a_validating_server(ta
 
     from annotation import services
     from annotation.crowd.services.sync import sync_batch
-    from core.services.connections import check_prolific
     from platforms.prolific.client import Prolific
+    from platforms.prolific.connection.services import check_prolific
     from tests.platforms.taskbuilder.test_taskbuilder import _truth_of, provider, wrong_on_gold
 
     fake, batch = task_builder

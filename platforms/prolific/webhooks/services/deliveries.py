@@ -78,9 +78,9 @@ from annotation.models import Assignment, Batch
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
-from core.selectors import prolific_settings
 from core.services.leases import LeaseHeld
 from core.services.ratelimit import shared_cache
+from platforms.prolific.connection.selectors import prolific_settings
 from platforms.prolific.models import ProlificEvent, ProlificHookSecret, ProlificSession
 from platforms.prolific.signatures import (
     HIGH_RETURN_RATE,

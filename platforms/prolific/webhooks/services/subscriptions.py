@@ -96,7 +96,7 @@ def webhooks_needed() -> bool:
 def reconcile_webhooks(client: Prolific | None = None) -> WebhookState | None:
     """Subscriptions there iff a published Prolific batch needs them; ``None`` when webhooks are off or
     another process is reconciling. Prolific's errors are logged and reported in ``error``, never raised."""
-    from core.selectors import prolific_settings
+    from platforms.prolific.connection.selectors import prolific_settings
 
     connection = prolific_settings()
     workspace = connection.workspace_id
