@@ -14,6 +14,7 @@ class ProlificConfig(app_config.PlatformConfig):
         panels (annotation.crowd.panels): its webhooks, and a Prolific batch's submissions and bonuses; ``publish_batch``
         prints Prolific's own price; the site's connections hold the Prolific workspace."""
         from annotation.crowd.panels import add_batch_panel, add_own_price
+        from core.db.new_database import reviewed
         from core.services.connections import register_connection
         from platforms.inhouse.services.corrections import refuse_when
         from platforms.prolific.bonuses import services as bonuses  # noqa: F401  (paying bonuses)
@@ -24,6 +25,7 @@ class ProlificConfig(app_config.PlatformConfig):
         from platforms.prolific.webhooks.selectors import batch_webhooks
         from platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the re-read job)
 
+        reviewed(self.label, "0001_initial")  # state only: annotation's tables taken over (db_table)
         register_connection(PROLIFIC, check_prolific)  # the Connections page, its test, the API
         add_batch_panel("prolific", batch_webhooks)
         add_batch_panel("submissions", _submissions)

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("annotation", "0031_prolific_models_to_their_app"),
+        ("annotation", "0031_platform_models_to_their_apps"),
     ]
 
     operations = [
