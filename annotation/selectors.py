@@ -9,7 +9,8 @@ A facade holds exactly the names other apps use: a name another app needs is add
 
 Each name is defined in its sub-domain's selectors (no writes, no heavy imports at module level):
 
-- :mod:`annotation.crowd.selectors` -- batches, their progress and spending;
+- :mod:`annotation.crowd.selectors` -- batches, their progress and spending; :mod:`annotation.crowd.panels`
+  -- what the platforms add to the dashboard (``dashboard_panels``);
 - :mod:`annotation.results.selectors` -- judgments, labels and their sources, agreement, gold,
   rulings (label sensitivity reads the crowd here), each batch's state (the researchers' dashboard);
 - :mod:`annotation.machine.selectors` -- machine runs, calibration, the non-gendered sets by
@@ -19,6 +20,7 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 Each crowd platform's reads are in its own app (``platforms/<name>/selectors``), above this one.
 """
 
+from annotation.crowd.panels import dashboard_panels
 from annotation.crowd.selectors import batches, is_machine_labelled, query_texts
 from annotation.machine.selectors import label_probabilities, non_gendered_by_source
 from annotation.publication.selectors import study_facts
@@ -44,6 +46,7 @@ __all__ = [
     "batch_overview",
     "batch_state",
     "batches",
+    "dashboard_panels",
     "gold_judgments",
     "gold_labels",
     "is_machine_labelled",

@@ -149,8 +149,8 @@ BETWEEN_PLATFORMS = {
     ("platforms.prolific", "platforms.inhouse.services.corrections"),
 }
 #: Imports of a platform's modules past its facades from an app above (a debt, kept exact: an entry no
-#: import needs any more fails the test): the dashboard's warning of Prolific's high return rates.
-PAST_A_PLATFORMS_FACADES = {("metrics.views", "platforms.prolific.webhooks.selectors")}
+#: import needs any more fails the test). None: the dashboard reads Prolific's warnings as a panel.
+PAST_A_PLATFORMS_FACADES: set[tuple[str, str]] = set()
 #: Imports from annotation up into a platform (a debt, kept exact: an entry no import needs any more
 #: fails the test). Everything else annotation knows of a platform it reads from the registries the
 #: platform fills as Django starts (annotation.crowd.providers.registry, hooks, the accounts' watch).

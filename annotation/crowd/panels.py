@@ -4,6 +4,7 @@ starts (its ``ready()``): annotation imports no platform (tests/test_architectur
 - :func:`add_batch_panel`: a value of the batch page's context (``annotation/batch_detail.html``),
   made from the batch; a platform not installed leaves it ``None`` and its panel is not drawn;
 - :func:`add_annotator_home`: values of an annotator's home page's context, made from the user;
+- :func:`add_dashboard_panel`: a value of the researchers' dashboard's context (``metrics``);
 - :func:`add_own_price`: the platform's own price for a batch (``publish_batch`` prints it).
 
 Pure: the functions registered are called with what the page has (a ``Batch``, a user).
@@ -40,6 +41,20 @@ def annotator_home(user: Any, defaults: dict[str, Any]) -> dict[str, Any]:
     for make in _ANNOTATOR_HOME:
         context |= make(user)
     return context
+
+
+_DASHBOARD: dict[str, Callable[[], Any]] = {}
+
+
+def add_dashboard_panel(key: str, make: Callable[[], Any]) -> None:
+    """The researchers' dashboard (``metrics``) holds ``key``: ``make()`` (Prolific's return-rate warnings)."""
+    _DASHBOARD[key] = make
+
+
+def dashboard_panels(keys: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The platforms' values for the dashboard: every registered key, and each of ``keys`` (those its
+    template reads) as ``None`` when no platform registered it."""
+    return dict.fromkeys(keys) | {key: make() for key, make in _DASHBOARD.items()}
 
 
 _OWN_PRICES: dict[str, Callable[[Any], Any]] = {}

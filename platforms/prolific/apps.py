@@ -13,7 +13,7 @@ class ProlificConfig(app_config.PlatformConfig):
         imports each app's ``services``, which does not import these); the batch page shows Prolific's
         panels (annotation.crowd.panels): its webhooks, and a Prolific batch's submissions and bonuses; ``publish_batch``
         prints Prolific's own price; the site's connections hold the Prolific workspace."""
-        from annotation.crowd.panels import add_batch_panel, add_own_price
+        from annotation.crowd.panels import add_batch_panel, add_dashboard_panel, add_own_price
         from core.db.new_database import reviewed
         from core.services.connections import register_connection
         from platforms.inhouse.services.corrections import refuse_when
@@ -30,6 +30,7 @@ class ProlificConfig(app_config.PlatformConfig):
         add_batch_panel("prolific", batch_webhooks)
         add_batch_panel("submissions", _submissions)
         add_batch_panel("bonuses", _bonuses)
+        add_dashboard_panel("return_rate_warnings", _return_rate_warnings)
         add_own_price(self.platform, quote)  # publish_batch prints Prolific's own price
         refuse_when(_paid_on_prolific)  # a participant's correction, once Prolific decided its pay
 
@@ -58,6 +59,13 @@ def _bonuses(batch):
     from platforms.prolific.bonuses.selectors import preview_bonuses
 
     return preview_bonuses(batch) if provider_class(batch.provider).pays_bonus_rules else None
+
+
+def _return_rate_warnings():
+    """The dashboard's warnings of high return rates, on published batches."""
+    from platforms.prolific.webhooks.selectors import return_rate_warnings
+
+    return return_rate_warnings(published_only=True)
 
 
 def _submissions(batch):
