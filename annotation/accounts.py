@@ -32,6 +32,9 @@ signal).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from asgiref.sync import sync_to_async
 from django.contrib.auth import HASH_SESSION_KEY, get_user_model
 from django.contrib.auth.backends import ModelBackend
@@ -187,10 +190,20 @@ def _raise_on_lost_rights(sender, instance, update_fields=None, raw=False, **kwa
             _release(instance.pk)
 
 
-def _release(user_id: int) -> None:
-    from annotation.platforms.inhouse.services.handout import release_held_hits
+#: The annotators' group and what gives a user's held HITs back to the queue, told by the platform of
+#: this site's own annotators at start-up (:func:`watch_annotators`; platforms.inhouse): none, nothing to do.
+_ANNOTATORS: dict[str, Any] = {"group": None, "release": None}
 
-    release_held_hits(user_id)
+
+def watch_annotators(group: str, release: Callable[[int], None]) -> None:
+    """Leaving ``group`` or being deactivated ends a user's rights to the HITs they hold: ``release(user_id)``
+    (called by the in-house platform's ``ready()``)."""
+    _ANNOTATORS.update(group=group, release=release)
+
+
+def _release(user_id: int) -> None:
+    if _ANNOTATORS["release"] is not None:
+        _ANNOTATORS["release"](user_id)
 
 
 def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_set, **kwargs) -> None:
@@ -198,9 +211,8 @@ def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_se
     and gives the HITs they held back to the queue (they may no longer answer them)."""
     from django.contrib.auth.models import Group
 
-    from annotation.platforms.inhouse.selectors import ANNOTATORS_GROUP
-
-    if action not in ("pre_remove", "pre_clear"):
+    ANNOTATORS_GROUP = _ANNOTATORS["group"]
+    if action not in ("pre_remove", "pre_clear") or ANNOTATORS_GROUP is None:
         return
     if not reverse:  # user.groups.remove(...) / clear(): instance is the user
         groups = Group.objects.filter(name=ANNOTATORS_GROUP, user=instance)

@@ -25,20 +25,12 @@ class AnnotationConfig(AppConfig):
         from annotation.crowd.providers.base import platform_plug_ins
         from annotation.crowd.services.hooks import plug_in
         from annotation.labels import ACCEPTED_SPELLINGS, label_code
-        from core.services.groups import use_annotator_maker
         from pooling.queryfiles import LABELS
 
         watch_accounts()
         LABELS.use(label_code, ACCEPTED_SPELLINGS)  # a labelled query file is read with the one vocabulary
         post_migrate.connect(_change_log, sender=self)
         plug_in((*PLUG_INS, *platform_plug_ins()))
-        use_annotator_maker(_new_annotator)  # the groups page adds an annotator of no account yet
-
-
-def _new_annotator(username: str, password: str):
-    from annotation.platforms.inhouse.services.handout import create_annotator
-
-    return create_annotator(username, password)
 
 
 def _change_log(sender, using: str = "default", **kwargs) -> None:

@@ -9,21 +9,20 @@ A facade holds exactly the names other apps use: a name another app needs is add
 
 Each name is defined in its sub-domain's selectors (no writes, no heavy imports at module level):
 
-- :mod:`annotation.crowd.selectors` -- batches, their progress and spending;
+- :mod:`annotation.crowd.selectors` -- batches, their progress and spending; :mod:`annotation.crowd.panels`
+  -- what the platforms add to the dashboard (``dashboard_panels``);
 - :mod:`annotation.results.selectors` -- judgments, labels and their sources, agreement, gold,
   rulings (label sensitivity reads the crowd here), each batch's state (the researchers' dashboard);
 - :mod:`annotation.machine.selectors` -- machine runs, calibration, the non-gendered sets by
   label source;
-- :mod:`annotation.publication.selectors` -- the study's facts every published description states;
-- :mod:`annotation.platforms.prolific.selectors` -- a Prolific batch's submissions, with the effective hourly rate
-  (the paper bundle's checklist states the batch page's figure);
-- :mod:`annotation.platforms.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
+- :mod:`annotation.publication.selectors` -- the study's facts every published description states.
+
+Each crowd platform's reads are in its own app (``platforms/<name>/selectors``), above this one.
 """
 
+from annotation.crowd.panels import dashboard_panels
 from annotation.crowd.selectors import batches, is_machine_labelled, query_texts
 from annotation.machine.selectors import label_probabilities, non_gendered_by_source
-from annotation.platforms.prolific.selectors import submissions as prolific_submissions
-from annotation.platforms.prolific.webhooks.selectors import return_rate_warnings
 from annotation.publication.selectors import study_facts
 from annotation.results.selectors import (
     adjudicated_labels,
@@ -47,6 +46,7 @@ __all__ = [
     "batch_overview",
     "batch_state",
     "batches",
+    "dashboard_panels",
     "gold_judgments",
     "gold_labels",
     "is_machine_labelled",
@@ -56,9 +56,7 @@ __all__ = [
     "latest_routing",
     "min_votes",
     "non_gendered_by_source",
-    "prolific_submissions",
     "query_texts",
     "remembered",
-    "return_rate_warnings",
     "study_facts",
 ]

@@ -4,7 +4,7 @@ N Prolific participants (no account, no password) arrive evenly spread over T se
 on its own thread with its own cookies, and do one HIT through the real study link, against
 gunicorn with the shipped config: the study link (``/annotation/prolific/<batch>/``, the
 arrival confirmed with Prolific's API, then a HIT claimed), the HIT page, the submit (a
-redirect to Prolific's completion URL). Prolific is ``tests/annotation/platforms/prolific/fake_server.py``'s
+redirect to Prolific's completion URL). Prolific is ``tests/platforms/prolific/fake_server.py``'s
 ``FakeProlific``, served in this process on loopback; gunicorn is pointed at it with
 ``PROLIFIC_API_URL``. The study is published through it as for real (``publish_batch``).
 
@@ -50,7 +50,7 @@ from annotation.models import Assignment, Judgment
 from benchmarks.site_load import PREFIX, format_table, free_port, percentiles, step_rows
 from benchmarks.site_server import benchmark_batch, start_gunicorn, stop
 from benchmarks.virtual_annotator import CSRF_INPUT, QUESTION_INPUT, VirtualAnnotator
-from tests.annotation.platforms.prolific.fake_server import FaultShares, hexid
+from tests.platforms.prolific.fake_server import FaultShares, hexid
 
 STEPS = ("arrival", "HIT page", "submit")
 PLACES = 3  # participants per HIT: claims of the same HITs meet, as in a real study
@@ -127,7 +127,7 @@ class Launch:
 
 def run_burst(command, o: dict) -> None:
     """N participants over T seconds against gunicorn and a Prolific-compatible server (module docstring)."""
-    from tests.annotation.platforms.prolific.fake_server import FakeProlific, serve
+    from tests.platforms.prolific.fake_server import FakeProlific, serve
 
     n, over, per_hit = o["burst"], o["over"], o["queries_per_hit"]
     if n <= 0 or over < 0:
@@ -274,7 +274,7 @@ def _query(pid: str, study_id: str, session: str) -> str:
 
 def _point_at(fake_url: str, site: str, n: int) -> None:
     """Point gunicorn (through the environment it inherits) and this process at the fake Prolific."""
-    from tests.annotation.platforms.prolific.fake_server import TOKEN
+    from tests.platforms.prolific.fake_server import TOKEN
 
     env = {
         "PROLIFIC_API_URL": f"{fake_url}/api/v1/",
@@ -294,9 +294,9 @@ def _point_at(fake_url: str, site: str, n: int) -> None:
 
 def _publish_study(n: int, per_hit: int, *, label: str = "", signed: bool = False):
     """A batch of made-up queries published as a Prolific study with ``PLACES`` places per HIT (``n`` at least)."""
-    from annotation.platforms.prolific.client import Prolific
-    from annotation.platforms.prolific.provider import ProlificProvider
-    from tests.annotation.platforms.prolific.fake_server import TOKEN
+    from platforms.prolific.client import Prolific
+    from platforms.prolific.provider import ProlificProvider
+    from tests.platforms.prolific.fake_server import TOKEN
 
     hits = math.ceil(n / PLACES)
     batch = benchmark_batch(

@@ -18,7 +18,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from core.connection_kinds import CHAT_API_URL_DEFAULT, CHAT_TOKEN_LIMIT_DEFAULT, PROLIFIC_API_URL_DEFAULT
+from core.connection_kinds import CHAT_API_URL_DEFAULT, CHAT_TOKEN_LIMIT_DEFAULT
+from platforms.prolific.connection.kind import PROLIFIC_API_URL_DEFAULT
 
 from .env import (
     env_bool,
@@ -102,6 +103,12 @@ INSTALLED_APPS = [
     "core",
     "pooling",
     "annotation",
+    # The crowd platforms, one line each (platforms/<name>/: a Django app; removing a line and its
+    # folder removes the platform, docs/architecture.md).
+    "platforms.inhouse",
+    "platforms.mturk",
+    "platforms.prolific",
+    "platforms.taskbuilder",
     "metrics",
     "benchmarks",  # commands only: benchmark_cycle, benchmark_load, benchmark_pooling, benchmark_scan, benchmark_metrics
 ]
@@ -267,7 +274,7 @@ CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 #: ... on this many background threads per process ("threads": a request answers at once), or
 #: "inline", in the committing thread (the test suite). manage.py commands always run them inline.
-#: "inline" also checks Prolific arrivals in the request's own thread (annotation.platforms.prolific.services).
+#: "inline" also checks Prolific arrivals in the request's own thread (platforms.prolific.services).
 JOB_LOCAL_RUNNER = env_choice("JOB_LOCAL_RUNNER", "threads", ("threads", "inline"))
 JOB_LOCAL_THREADS = env_int("JOB_LOCAL_THREADS", 2, minimum=1)
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -420,7 +427,7 @@ CONNECTIONS_KEY = env_str("CONNECTIONS_KEY", "")
 #: Seconds a connection test waits for each answer (twice that in all).
 CONNECTION_TEST_TIMEOUT = env_float("CONNECTION_TEST_TIMEOUT", 10.0, minimum=0.1)
 
-# --- Annotators' corrections (annotation.platforms.inhouse.services.corrections) -------------------
+# --- Annotators' corrections (platforms.inhouse.services.corrections) -------------------
 #: How long after submitting a HIT its annotator may still correct it (while none of its
 #: answers has been used); 0 turns corrections off.
 ANSWER_CORRECTION_SECONDS = env_int("ANSWER_CORRECTION_SECONDS", 600, minimum=0)
@@ -460,7 +467,7 @@ SITE_URL = env_str("SITE_URL", "http://localhost:8000")
 # --- Prolific arrivals: confirmed in the background, remembered, rate-limited (docs/prolific.md) --
 #: All of the site's calls to Prolific's API (every process: arrivals, syncs, publishing) start at
 #: most this many times a second, evenly spread (Prolific documents no fixed limit: see
-#: annotation.platforms.prolific.provider.api_client); each call also honours its own 429's Retry-After.
+#: platforms.prolific.provider.api_client); each call also honours its own 429's Retry-After.
 PROLIFIC_API_CALLS_PER_SECOND = env_float("PROLIFIC_API_CALLS_PER_SECOND", 10.0, minimum=0.1)
 #: A session's first arrival starts a check with Prolific on a background thread and waits for it
 #: at most this long (seconds); then the participant gets the page that waits and takes them in by itself.
@@ -508,12 +515,12 @@ PROLIFIC_POLL_SECONDS = env_int("PROLIFIC_POLL_SECONDS", 300, minimum=1)
 #: ... and while webhooks are seen to work: every subscription confirmed by this site, a verified event
 #: received within this long and no delivery refused since (no grace period after a confirmation).
 #: Events that never arrive are caught; a broken delivery path (wrong SITE_URL, secret replaced) gives
-#: the short interval at the next poll (annotation.platforms.prolific.webhooks.selectors).
+#: the short interval at the next poll (platforms.prolific.webhooks.selectors).
 PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS = env_int("PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS", 3600, minimum=1)
 #: The earliest (seconds after its pay call) a person may confirm unpaid a bonus pay whose answer
 #: was lost and which no submission shows (``prolific_bonus --confirm-unpaid``); past it such a
 #: bulk is reported as needing a person, never paid again automatically: Prolific pays
-#: asynchronously (annotation.platforms.prolific.bonuses.services).
+#: asynchronously (platforms.prolific.bonuses.services).
 PROLIFIC_BONUS_SETTLE_SECONDS = env_int("PROLIFIC_BONUS_SETTLE_SECONDS", 3600, minimum=60)
 
 

@@ -27,6 +27,20 @@ account_urls = [
     if settings.PASSWORD_RESET_BY_EMAIL or not pattern.name.startswith("password_reset")
 ]
 
+#: The annotation app's pages and each crowd platform's, one namespace (``annotation:<name>``) under one
+#: prefix; then their REST endpoints under ``api/annotation/``. A platform is one line in each
+#: (platforms/<name>/urls.py, api_urls.py: docs/architecture.md).
+annotation_pages = [
+    path("", include("annotation.urls")),
+    path("", include("platforms.inhouse.urls")),
+    path("", include("platforms.prolific.urls")),
+]
+annotation_api = [
+    path("", include("annotation.api_urls")),
+    path("", include("platforms.inhouse.api_urls")),
+    path("", include("platforms.prolific.api_urls")),
+]
+
 urlpatterns = [
     path("", metrics_views.home, name="home"),
     path("home/live/", metrics_views.home_live, name="home-live"),
@@ -39,11 +53,11 @@ urlpatterns = [
     path("accounts/", include(account_urls)),
     path("jobs/", include("core.urls")),
     path("pooling/", include("pooling.urls")),
-    path("annotation/", include("annotation.urls")),
+    path("annotation/", include((annotation_pages, "annotation"))),
     path("metrics/", include("metrics.urls")),
     path("api/", include("core.api_urls")),
     path("api/pooling/", include("pooling.api_urls")),
-    path("api/annotation/", include("annotation.api_urls")),
+    path("api/annotation/", include(annotation_api)),
     path("api/metrics/", include("metrics.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI and ReDoc load their scripts from drf-spectacular-sidecar's static files.

@@ -3,8 +3,8 @@ and the environment variable that sets each. Pure (no Django).
 
 A researcher may store a connection's fields on the site (``core.services.connections``), secrets
 sealed with ``CONNECTIONS_KEY`` (:mod:`core.sealing`); an environment variable that is set takes
-precedence over the stored value, field by field (``core.selectors``: ``prolific_settings``,
-``chat_settings``, ``huggingface_settings``). The defaults here are the settings' defaults
+precedence over the stored value, field by field (``core.selectors``: ``chat_settings``,
+``huggingface_settings``; a platform's own, e.g. Prolific's, in its app). The defaults here are the settings' defaults
 (``config.settings`` reads them from this module), so "set in the environment" can be told from
 "left at its default".
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PROLIFIC_API_URL_DEFAULT = "https://api.prolific.com/api/v1/"
 CHAT_API_URL_DEFAULT = "https://api.openai.com/v1/"
 #: The request field that caps a chat answer's length (the chat labeller's TOKEN_LIMIT_FIELDS).
 CHAT_TOKEN_LIMIT_DEFAULT = "max_tokens"
@@ -54,24 +53,6 @@ class ConnectionKind:
     def secret_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields if f.secret)
 
-
-PROLIFIC = ConnectionKind(
-    "prolific",
-    "Prolific workspace",
-    (
-        ConnectionField(
-            "api_url", "API address", "PROLIFIC_API_URL", PROLIFIC_API_URL_DEFAULT, url=True, help="Prolific's API."
-        ),
-        ConnectionField(
-            "token", "API token", "PROLIFIC_API_TOKEN", secret=True, help="Prolific: Settings, API tokens."
-        ),
-        ConnectionField("project_id", "Project id", "PROLIFIC_PROJECT_ID", help="The project that holds the studies."),
-        ConnectionField(
-            "workspace_id", "Workspace id", "PROLIFIC_WORKSPACE_ID", help="Participant groups and webhooks."
-        ),
-    ),
-    about="Publishing, syncing and paying Prolific batches; participants' arrivals; webhooks.",
-)
 
 CHAT = ConnectionKind(
     "chat",
@@ -115,7 +96,9 @@ HUGGINGFACE = ConnectionKind(
     about="Uploading a published dataset folder to the Hub.",
 )
 
-KINDS: dict[str, ConnectionKind] = {kind.kind: kind for kind in (PROLIFIC, CHAT, HUGGINGFACE)}
+#: Every connection of the site, by kind: the shared ones declared here, each crowd platform's added by
+#: its app as Django starts (:func:`core.services.connections.register_connection`).
+KINDS: dict[str, ConnectionKind] = {kind.kind: kind for kind in (CHAT, HUGGINGFACE)}
 
 
 def hint(secret: str) -> str:

@@ -1,6 +1,6 @@
 """The one retrying JSON-over-HTTP client of the project's outbound calls. Pure (no Django).
 
-Prolific's client (``annotation.platforms.prolific.client``) and the chat-completions client of
+Prolific's client (``platforms.prolific.client``) and the chat-completions client of
 the pre-labellers (``annotation.machine.prelabellers.openai_chat``) both send their calls through
 :class:`JsonClient`, so their retry loops cannot drift apart. Each provider turns the one
 error type here, :class:`HttpError`, into its own (``ProlificError``/``ProlificUnknownOutcome``,

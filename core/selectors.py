@@ -1,7 +1,7 @@
 """What the shared app reads: the connections to outside services in force, and research groups.
 
-**Connections** (``core.connection_kinds``). Every client reads its connection at use time through ONE function here (``prolific_settings``,
-``chat_settings``, ``huggingface_settings``), so a connection set on the site is used by the next
+**Connections** (``core.connection_kinds``). Every client reads its connection at use time through ONE function (here ``chat_settings``,
+``huggingface_settings``; a platform's in its app: ``platforms.prolific.connection.selectors``), so a connection set on the site is used by the next
 call, without a restart. Field by field, an environment variable that is set (a Django setting
 given a value other than its default, which is how ``override_settings`` in tests looks too)
 takes precedence over the value stored on the site, which takes precedence over the default.
@@ -26,7 +26,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 
-from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, PROLIFIC, ConnectionField, ConnectionKind, hint
+from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, ConnectionField, ConnectionKind, hint
 from core.models import ROLE_RANK, Connection, Membership, ResearchGroup, roles_of, scope_of
 from core.sealing import KEY_FILE, KEY_SETTING, SealError, key_in_file, unseal
 
@@ -146,28 +146,6 @@ def connection_state(kind: str) -> ConnectionState:
 def connection_states() -> list[ConnectionState]:
     """Every declared connection as in force, in the declared order."""
     return [connection_state(kind) for kind in KINDS]
-
-
-@dataclass(frozen=True)
-class ProlificSettings:
-    """Prolific's API address, project and workspace; ``token`` is opened when read."""
-
-    api_url: str
-    project_id: str
-    workspace_id: str
-    _token: Callable[[], str] = field(repr=False)
-
-    @property
-    def token(self) -> str:
-        return self._token()
-
-
-def prolific_settings() -> ProlificSettings:
-    """The Prolific connection in force: every client of Prolific reads it here, at use time."""
-    state = connection_state(PROLIFIC.kind)
-    return ProlificSettings(
-        state.value("api_url"), state.value("project_id"), state.value("workspace_id"), state.secret("token")
-    )
 
 
 @dataclass(frozen=True)

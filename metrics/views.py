@@ -616,8 +616,8 @@ def _live(user) -> dict:
         fraction = job.fraction if job.fraction is not None else (1.0 if job.status == Job.Status.DONE else 0.0)
         job.percent = round(100 * fraction)
     batches = annotation_selectors.batch_overview(limit=BATCHES_SHOWN)
-    return {
-        "return_rate_warnings": annotation_selectors.return_rate_warnings(published_only=True),
+    # The platforms' panels (annotation.crowd.panels): Prolific's high-return-rate warnings.
+    return annotation_selectors.dashboard_panels(("return_rate_warnings",)) | {
         "active_jobs": active,
         "finished_jobs": finished,
         "batch_rows": batches,

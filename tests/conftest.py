@@ -196,8 +196,8 @@ elsewhere = pytest.fixture(_hostile_server, name="elsewhere")
 @pytest.fixture(autouse=True)
 def _prolific_contract():
     """Every Prolific-compatible test server checks calls and answers against Prolific's published
-    reference (tests/annotation/platforms/prolific/contract.py); what it found in a test fails that test."""
-    from tests.annotation.platforms.prolific import contract
+    reference (tests/platforms/prolific/contract.py); what it found in a test fails that test."""
+    from tests.platforms.prolific import contract
 
     contract.reset()
     yield

@@ -12,10 +12,9 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from annotation import services as annotation_services
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from core.services.api_tokens import api_token
 from metrics.models import Report
+from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import Collection
 
 PASSAGES = {
@@ -75,7 +74,7 @@ def test_the_researchers_path_through_the_api(client, django_user_model, django_
     post("/api/annotation/batches/", {**batch_form, "reward": "0.10", "gold_per_hit": 0})
     post("/api/annotation/batches/b/publish/")
     for username, answers in ANSWERS.items():  # annotators answer on their pages, not through the API
-        user = annotation_services.create_annotator(username)
+        user = create_annotator(username)
         assignment = next_assignment(user)
         labels = {hq.batch_query.qid: hq.field_name for hq in assignment.hit.hit_queries.select_related("batch_query")}
         submit_local_assignment(assignment, {labels[q]: a for q, a in answers.items()})

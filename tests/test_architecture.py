@@ -3,16 +3,21 @@
 docs/architecture.md draws the picture these tests keep true. A module's place decides its
 layer; nobody keeps a list.
 
-**Apps**, bottom to top: ``core`` < ``pooling`` < ``annotation`` < ``metrics``. Above them
+**Apps**, bottom to top: ``core`` < ``pooling`` < ``annotation`` < the crowd platforms < ``metrics``.
+Each crowd platform is an app of its own, ``platforms.<name>`` (``platforms/<name>/``: in-house,
+MTurk, Prolific, Task Builder), all on one level: a platform imports no other (but for the
+imports :data:`BETWEEN_PLATFORMS` lists), and of ``annotation`` only its kernel, results and quality
+(:data:`PLATFORM_INTERFACE`) and its app-level modules; ``annotation`` reaches a platform only
+through the registries the platform fills as Django starts (its ``apps.py``). Above them
 ``benchmarks`` (benchmarks, load tests, the fake outside servers of no single platform) may import anything
 (the tests included: a platform's fake server is beside its tests), and so
-may ``config`` (settings, URLs, the Celery app). ``core``, ``pooling``, ``annotation``,
+may ``config`` (settings, URLs, the Celery app). ``core``, ``pooling``, ``annotation``, ``platforms``,
 ``metrics`` and ``config`` are the *product*.
 
 **Layer names.** A module of an app is *Django-aware* iff a component of its dotted path after
 the app's name is one of :data:`LAYERS` (``annotation.crowd.services.sync``,
 ``core.jobs.sweeper``, ``annotation.models.crowd``, ``core.management.cli``,
-``annotation.platforms.mturk.provider``); every other module is *pure*
+``platforms.mturk.provider``); every other module is *pure*
 (``annotation.machine.routing_statistics``, ``core.http``, ``metrics.rbo``): it computes or
 reads files and runs without a Django project. Among the layer names, :data:`SHELLS` are
 what a person or a script talks to (pages, API, commands, tasks, admin, template tags);
@@ -59,11 +64,21 @@ import pytest
 grimp = pytest.importorskip("grimp")
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The product's apps, bottom to top: an app imports only apps below it.
-APPS = ("core", "pooling", "annotation", "metrics")
+#: The product's apps, bottom to top: an app imports only apps below it. ``platforms`` holds one app per
+#: crowd platform (``platforms.<name>``, :func:`_app`), all on its level.
+APPS = ("core", "pooling", "annotation", "platforms", "metrics")
+#: The package whose every sub-package is an app (a crowd platform).
+APP_FOLDERS = ("platforms",)
 #: Above the apps and free to import anything.
 TOP = ("benchmarks", "config")
 ORDER = {app: rank for rank, app in enumerate((*APPS, "benchmarks"))}
+
+
+def _rank(app: str) -> int | None:
+    """An app's level in :data:`ORDER` (every platform's is ``platforms``'), or None (not ours)."""
+    return ORDER.get(app.split(".")[0])
+
+
 PRODUCT = (*APPS, "config")
 #: Not product code: no product module imports these.
 NOT_PRODUCT = ("tests", "benchmarks")
@@ -101,9 +116,10 @@ SHELLS = frozenset(
 INNER = frozenset({"services", "selectors", "provider", "providers", "models"})
 FRAMEWORKS = ("django", "rest_framework", "celery")
 #: Folders of sub-domains: each package right under one is a sub-domain of its own, named with its
-#: folder (``annotation/platforms/prolific/`` is ``platforms.prolific``; ``models/prolific.py`` is its
-#: models). ``<folder>.*`` in :data:`SUB_DOMAIN_ORDER` places every one of them, a new one included.
-SUB_DOMAIN_FOLDERS = {"annotation": ("platforms",)}
+#: folder (``<app>/<folder>/<name>/`` is ``<folder>.<name>``; ``models/<name>.py`` is its models).
+#: ``<folder>.*`` in :data:`SUB_DOMAIN_ORDER` places every one of them, a new one included. None
+#: today: the crowd platforms, once such a folder of annotation, are apps (:data:`APP_FOLDERS`).
+SUB_DOMAIN_FOLDERS: dict[str, tuple[str, ...]] = {}
 #: An app's sub-domains, bottom to top, by level: a sub-domain imports only those on lower levels;
 #: those of one level import none of each other. docs/architecture.md draws this order.
 SUB_DOMAIN_ORDER = {
@@ -111,26 +127,34 @@ SUB_DOMAIN_ORDER = {
         ("crowd",),  # batches, HITs, publishing, sync, answers, the providers' interface: the kernel
         ("results",),  # what the answers add up to, a batch's state
         ("quality",),  # the quality loop: escalation, re-offers, thresholds, training, rulings
-        ("machine", "platforms.*"),  # machine labelling; the crowd platforms, one folder each
+        ("machine",),  # machine labelling
         ("publication",),  # publishing a study and exports
         ("batches",),  # the researcher's batch pages and API, composing everything
     )
 }
-#: What a platform may import besides its own folder and models, the app's modules outside the
-#: sub-domains (models, labels ...) and the other apps: the kernel and the hooks' sub-domains.
+#: What a crowd platform (an app in :data:`APP_FOLDERS`) may import of ``annotation``: the modules of
+#: these sub-domains (the kernel and the hooks' sub-domains, any module of them) and the app's modules
+#: outside its sub-domains (its models but those of a sub-domain not listed, labels, accounts ...).
 PLATFORM_INTERFACE = {"annotation": ("crowd", "results", "quality")}
 #: The one place a platform still uses another's modules, each module imported named (a debt, kept
 #: exact by the test: an entry no import needs any more fails it): Prolific participants work on
 #: this site through the in-house hand-out and HIT page; Task Builder's client extends Prolific's (one
-#: Prolific API below both platforms: each endpoint written once), its client only.
+#: Prolific API below both platforms: each endpoint written once), its client, and its study runs in the
+#: Prolific workspace, so it reads Prolific's connection (``platforms.prolific.connection.selectors``).
 BETWEEN_PLATFORMS = {
-    "annotation": {
-        ("platforms.taskbuilder", "annotation.platforms.prolific.client"),
-        ("platforms.prolific", "annotation.platforms.inhouse.services.handout"),
-        ("platforms.prolific", "annotation.platforms.inhouse.services.corrections"),
-        ("platforms.prolific", "annotation.platforms.inhouse.views"),
-    }
+    ("platforms.taskbuilder", "platforms.prolific.client"),
+    ("platforms.taskbuilder", "platforms.prolific.connection.selectors"),
+    ("platforms.prolific", "platforms.inhouse.services.handout"),
+    ("platforms.prolific", "platforms.inhouse.views"),
+    ("platforms.prolific", "platforms.inhouse.services.corrections"),
 }
+#: Imports of a platform's modules past its facades from an app above (a debt, kept exact: an entry no
+#: import needs any more fails the test). None: the dashboard reads Prolific's warnings as a panel.
+PAST_A_PLATFORMS_FACADES: set[tuple[str, str]] = set()
+#: Imports from annotation up into a platform (a debt, kept exact: an entry no import needs any more
+#: fails the test). Everything else annotation knows of a platform it reads from the registries the
+#: platform fills as Django starts (annotation.crowd.providers.registry, hooks, the accounts' watch).
+UP_INTO_PLATFORMS: set[tuple[str, str]] = set()
 
 
 def _build(*, exclude_type_checking_imports: bool):
@@ -153,16 +177,19 @@ def graph():
 
 
 def _app(module: str) -> str:
-    return module.split(".")[0]
+    """The app a module belongs to: its first name, or its first two under :data:`APP_FOLDERS`
+    (``platforms.prolific``)."""
+    names = module.split(".")
+    return ".".join(names[:2]) if names[0] in APP_FOLDERS and len(names) > 1 else names[0]
 
 
 def _ours(module: str, apps=APPS) -> bool:
-    return _app(module) in apps and ".migrations" not in module
+    return module.split(".")[0] in apps and ".migrations" not in module
 
 
 def _parts(module: str) -> list[str]:
     """The components of the module's path after its app's name."""
-    return module.split(".")[1:]
+    return module.split(".")[len(_app(module).split(".")) :]
 
 
 def _layers(module: str) -> set[str]:
@@ -171,7 +198,7 @@ def _layers(module: str) -> set[str]:
 
 def is_pure(module: str) -> bool:
     """A module of an app is pure iff no component of its path is a layer name."""
-    return _app(module) in APPS and not _layers(module)
+    return module.split(".")[0] in APPS and not _layers(module)
 
 
 def _is_shell(module: str) -> bool:
@@ -252,7 +279,8 @@ def test_the_layer_vocabulary_sorts_known_modules():
         "pooling.services.pools",
         "annotation.accounts",
         "annotation.models.crowd",
-        "annotation.platforms.mturk.provider",
+        "platforms.mturk.provider",
+        "platforms.prolific.webhooks.selectors",
         "annotation.machine.services.routing",
         "metrics.views",
     ):
@@ -277,13 +305,30 @@ def test_pure_modules_import_no_django(graph):
     )
 
 
-def test_no_app_imports_an_app_above_it(graph):
-    wrong = [
+def imports_up(pairs, allowed=frozenset()) -> list[tuple[str, str]]:
+    """The imports into an app above the importer's (:data:`ORDER`), but for those ``allowed``."""
+    return [
         (importer, imported)
-        for importer, imported in _direct(graph)
-        if _app(imported) in ORDER and ORDER[_app(imported)] > ORDER[_app(importer)]
+        for importer, imported in pairs
+        if _rank(_app(imported)) is not None
+        and _rank(_app(importer)) is not None
+        and _rank(_app(imported)) > _rank(_app(importer))
+        and (importer, imported) not in allowed
     ]
-    assert wrong == [], "imports up the order core < pooling < annotation < metrics < benchmarks:" + _listing(wrong)
+
+
+def test_no_app_imports_an_app_above_it(graph):
+    wrong = imports_up(_direct(graph), UP_INTO_PLATFORMS)
+    assert wrong == [], (
+        "imports up the order core < pooling < annotation < platforms < metrics < benchmarks "
+        "(annotation reaches a platform through the registries it fills at start-up):" + _listing(wrong)
+    )
+
+
+def test_the_imports_up_into_platforms_are_exactly_those_listed(graph):
+    """:data:`UP_INTO_PLATFORMS` is a debt: an entry no import needs any more is struck off."""
+    used = {pair for pair in _direct(graph) if pair in UP_INTO_PLATFORMS}
+    assert used == UP_INTO_PLATFORMS, f"listed but not imported: {sorted(UP_INTO_PLATFORMS - used)}"
 
 
 def test_selectors_never_import_services(graph):
@@ -313,7 +358,8 @@ def test_an_app_with_sub_domains_keeps_its_facades_for_other_apps(graph):
     wrong = [
         (importer, imported)
         for importer, imported in _direct(graph)
-        if _sub_domains(graph, _app(importer))
+        if not _platform(importer)
+        and _sub_domains(graph, _app(importer))
         and imported in (f"{_app(importer)}.services", f"{_app(importer)}.selectors")
         and not importer.startswith(imported)
     ]
@@ -329,12 +375,20 @@ def _reachable_from_another_app(module: str) -> bool:
     return is_pure(module)
 
 
+def _platform(module: str) -> bool:
+    """Whether the module is a crowd platform's (an app under :data:`APP_FOLDERS`)."""
+    return module.split(".")[0] in APP_FOLDERS and _app(module) != module.split(".")[0]
+
+
 def test_another_app_is_reached_through_its_models_facades_or_pure_modules(graph):
+    """A platform reaching annotation or another platform has rules of its own (below)."""
     wrong = [
         (importer, imported)
         for importer, imported in _direct(graph)
         if _ours(imported)
         and _app(imported) not in (_app(importer), "core")
+        and not (_platform(importer) and (_platform(imported) or _app(imported) in PLATFORM_INTERFACE))
+        and (importer, imported) not in PAST_A_PLATFORMS_FACADES
         and not _reachable_from_another_app(imported)
     ]
     assert wrong == [], (
@@ -519,7 +573,7 @@ def test_no_two_sub_domains_import_each_other(graph):
 
 def test_sub_domains_keep_their_order(graph):
     for app, order in SUB_DOMAIN_ORDER.items():
-        wrong = out_of_order(sub_domain_imports(graph, app), order, BETWEEN_PLATFORMS.get(app, frozenset()))
+        wrong = out_of_order(sub_domain_imports(graph, app), order)
         assert wrong == [], (
             f"{app}: imports into a sub-domain on the importer's level or above "
             f"({' < '.join('/'.join(tier) for tier in order)}):" + _listing(wrong)
@@ -539,27 +593,43 @@ def test_crowd_the_kernel_imports_no_other_sub_domain(graph):
     )
 
 
+def past_the_platform_interface(graph, pairs, allowed=frozenset()) -> list[tuple[str, str]]:
+    """The imports of a platform (an app under :data:`APP_FOLDERS`) into another platform (but for
+    those ``allowed``: (importer's app, imported module)) or into a sub-domain of an app in
+    :data:`PLATFORM_INTERFACE` that the interface does not name."""
+    sub_domains = {app: _sub_domains(graph, app) for app in PLATFORM_INTERFACE}
+    wrong = []
+    for importer, imported in pairs:
+        if not _platform(importer) or _app(imported) == _app(importer):
+            continue
+        if _platform(imported):
+            if (_app(importer), imported) not in allowed:
+                wrong.append((importer, imported))
+        elif _app(imported) in PLATFORM_INTERFACE:
+            theirs = sub_domain_of(imported, sub_domains[_app(imported)])
+            if theirs is not None and theirs not in PLATFORM_INTERFACE[_app(imported)]:
+                wrong.append((importer, imported))
+    return sorted(wrong)
+
+
 def test_a_platform_imports_only_the_interface(graph):
-    """A platform folder (``annotation/platforms/<name>/``) imports the kernel, results and quality (the
-    hooks it plugs into), the models and the app-level modules, never another platform or a sub-domain
-    above: a platform is a plug-in, added and removed as a folder."""
-    for app, folders in SUB_DOMAIN_FOLDERS.items():
-        pairs = sub_domain_imports(graph, app)
-        for folder in folders:
-            wrong = outside_the_interface(pairs, folder, PLATFORM_INTERFACE[app], BETWEEN_PLATFORMS[app])
-            assert wrong == [], f"{app}: a platform importing past its interface:" + _listing(wrong)
+    """A platform (``platforms/<name>/``) imports annotation's kernel, results and quality (the hooks it
+    plugs into), its models and app-level modules, never another platform or a sub-domain above:
+    a platform is a plug-in, added and removed as a folder and its lines (docs/architecture.md)."""
+    wrong = past_the_platform_interface(graph, _direct(graph), BETWEEN_PLATFORMS)
+    assert wrong == [], "a platform importing past its interface:" + _listing(wrong)
 
 
-def test_the_imports_between_platforms_are_exactly_those_listed(graph):
-    """:data:`BETWEEN_PLATFORMS` is a debt: an entry no import needs any more is struck off."""
-    for app, allowed in BETWEEN_PLATFORMS.items():
-        used = {
-            (mine, imported)
-            for (mine, _), module_pairs in sub_domain_imports(graph, app).items()
-            for _, imported in module_pairs
-            if (mine, imported) in allowed
-        }
-        assert used == allowed, f"{app}: listed but not imported: {sorted(allowed - used)}"
+def test_the_listed_debts_are_exactly_those_imported(graph):
+    """:data:`BETWEEN_PLATFORMS` and :data:`PAST_A_PLATFORMS_FACADES` are debts: an entry no import needs
+    any more is struck off."""
+    pairs = list(_direct(graph))
+    used = {
+        (_app(importer), imported) for importer, imported in pairs if (_app(importer), imported) in BETWEEN_PLATFORMS
+    }
+    assert used == BETWEEN_PLATFORMS, f"listed but not imported: {sorted(BETWEEN_PLATFORMS - used)}"
+    used = {pair for pair in pairs if pair in PAST_A_PLATFORMS_FACADES}
+    assert used == PAST_A_PLATFORMS_FACADES, f"listed but not imported: {sorted(PAST_A_PLATFORMS_FACADES - used)}"
 
 
 def _write_tree(root: Path, files: dict[str, str]) -> None:
@@ -613,64 +683,76 @@ def test_the_sub_domain_checks_catch_a_backwards_import(tmp_path, monkeypatch):
 
 
 def test_the_platform_checks_catch_a_platform_importing_another(tmp_path, monkeypatch):
-    """A deliberately broken copy for the platform rules: a tiny app with two platform folders. One
-    platform importing the other inside a function, or its models importing the other's models, or a
-    platform importing a sub-domain above the interface, is named; the same app without them passes,
-    and a platform folder added later is placed by ``platforms.*`` with no new line."""
-    app = f"fake_platforms_{tmp_path.name.replace('-', '_')}"
-    monkeypatch.setitem(SUB_DOMAIN_FOLDERS, app, ("platforms",))
-    order = (("crowd",), ("quality",), ("platforms.*",), ("pages",))
-    interface = ("crowd", "quality")
+    """A deliberately broken copy for the platform rules: a tiny kernel app and a folder of two platform
+    apps above it. The kernel importing a platform (inside a function), a platform importing the other,
+    or a sub-domain of the kernel above the interface, is named; the same tree without them passes,
+    and a platform added later is an app on the platforms' level with no new line."""
+    tag = tmp_path.name.replace("-", "_")
+    kernel, folder = f"fake_kernel_{tag}", f"fake_platforms_{tag}"
+    monkeypatch.setattr(sys.modules[__name__], "APP_FOLDERS", (folder,))
+    monkeypatch.setitem(ORDER, kernel, 0)
+    monkeypatch.setitem(ORDER, folder, 1)
+    monkeypatch.setattr(sys.modules[__name__], "PLATFORM_INTERFACE", {kernel: ("crowd", "quality")})
     good = {
-        f"{app}/__init__.py": "",
-        f"{app}/models/__init__.py": "",
-        f"{app}/models/crowd.py": "",
-        f"{app}/models/alpha.py": f"from {app}.models import crowd\n",
-        f"{app}/models/beta.py": f"from {app}.models import crowd\n",
-        f"{app}/crowd/__init__.py": "",
-        f"{app}/crowd/services.py": f"from {app}.models import crowd\n",
-        f"{app}/quality/__init__.py": "",
-        f"{app}/quality/services.py": f"from {app}.crowd import services\n",
-        f"{app}/platforms/__init__.py": "",
-        f"{app}/platforms/alpha/__init__.py": "",
-        f"{app}/platforms/alpha/provider.py": f"from {app}.crowd import services\nfrom {app}.models import alpha\n",
-        f"{app}/platforms/beta/__init__.py": "",
-        f"{app}/platforms/beta/provider.py": f"from {app}.quality import services\nfrom {app}.models import beta\n",
-        f"{app}/pages/__init__.py": "",
-        f"{app}/pages/views.py": f"from {app}.platforms.alpha import provider\nfrom {app}.platforms.beta import provider as b\n",
+        f"{kernel}/__init__.py": "",
+        f"{kernel}/labels.py": "",
+        f"{kernel}/models/__init__.py": "",
+        f"{kernel}/models/crowd.py": "",
+        f"{kernel}/crowd/__init__.py": "",
+        f"{kernel}/crowd/registry.py": "PLATFORMS = {}\n",
+        f"{kernel}/crowd/services.py": f"from {kernel}.models import crowd\n",
+        f"{kernel}/quality/__init__.py": "",
+        f"{kernel}/quality/services.py": f"from {kernel}.crowd import services\n",
+        f"{kernel}/pages/__init__.py": "",
+        f"{kernel}/pages/views.py": f"from {kernel}.crowd import registry\n",
+        f"{folder}/__init__.py": "",
+        f"{folder}/alpha/__init__.py": "",
+        f"{folder}/alpha/apps.py": f"from {kernel}.crowd import registry\n",
+        f"{folder}/alpha/provider.py": f"from {kernel}.crowd import services\nfrom {kernel} import labels\n",
+        f"{folder}/beta/__init__.py": "",
+        f"{folder}/beta/provider.py": f"from {kernel}.quality import services\nfrom {kernel}.models import crowd\n",
     }
     broken = good | {
-        f"{app}/platforms/alpha/provider.py": (
-            f"from {app}.crowd import services\n\ndef f():\n    from {app}.platforms.beta import provider\n"
+        f"{kernel}/pages/views.py": f"def page():\n    from {folder}.alpha import provider\n",
+        f"{folder}/alpha/provider.py": (
+            f"from {kernel}.crowd import services\n\ndef f():\n    from {folder}.beta import provider\n"
         ),
-        f"{app}/models/alpha.py": f"from {app}.models import beta\n",
-        f"{app}/platforms/beta/services.py": f"from {app}.pages import views\n",
+        f"{folder}/beta/services.py": f"from {kernel}.pages import views\n",
     }
     monkeypatch.syspath_prepend(str(tmp_path))
 
+    def pairs():
+        graph = grimp.build_graph(kernel, folder, cache_dir=None)
+        found = sorted(
+            (importer, imported)
+            for importer in graph.modules
+            for imported in graph.find_modules_directly_imported_by(importer)
+        )
+        return graph, found
+
     _write_tree(tmp_path, good)
-    graph = grimp.build_graph(app, cache_dir=None)
-    assert _sub_domains(graph, app) == {"crowd", "quality", "platforms.alpha", "platforms.beta", "pages"}
-    pairs = sub_domain_imports(graph, app)
-    assert out_of_order(pairs, order) == [] and outside_the_interface(pairs, "platforms", interface) == []
+    graph, found = pairs()
+    assert _app(f"{folder}.alpha.provider") == f"{folder}.alpha" and _parts(f"{folder}.alpha.provider") == ["provider"]
+    assert imports_up(found) == [] and past_the_platform_interface(graph, found) == []
 
     _write_tree(tmp_path, broken)
-    pairs = sub_domain_imports(grimp.build_graph(app, cache_dir=None), app)
+    graph, found = pairs()
+    assert imports_up(found) == [(f"{kernel}.pages.views", f"{folder}.alpha.provider")]
     expected = [
-        (f"{app}.models.alpha", f"{app}.models.beta"),
-        (f"{app}.platforms.alpha.provider", f"{app}.platforms.beta.provider"),
-        (f"{app}.platforms.beta.services", f"{app}.pages.views"),
+        (f"{folder}.alpha.provider", f"{folder}.beta.provider"),
+        (f"{folder}.beta.services", f"{kernel}.pages.views"),
     ]
-    assert outside_the_interface(pairs, "platforms", interface) == expected
-    assert out_of_order(pairs, order) == expected
+    assert past_the_platform_interface(graph, found) == expected
     # an import listed as allowed is let through, by the importer's platform and the module imported
-    allowed = {("platforms.alpha", f"{app}.platforms.beta.provider")}
-    assert outside_the_interface(pairs, "platforms", interface, allowed) == [expected[0], expected[2]]
+    allowed = {(f"{folder}.alpha", f"{folder}.beta.provider")}
+    assert past_the_platform_interface(graph, found, allowed) == expected[1:]
+    # so is an upward import listed, and only that one
+    assert imports_up(found, {(f"{kernel}.pages.views", f"{folder}.alpha.provider")}) == []
 
-    # a third platform: a folder, placed by "platforms.*" without touching the order
-    _write_tree(tmp_path, good | {f"{app}/platforms/gamma/__init__.py": "", f"{app}/platforms/gamma/provider.py": ""})
-    graph = grimp.build_graph(app, cache_dir=None)
-    assert set(_levels(order, _sub_domains(graph, app))) == _sub_domains(graph, app)
+    # a third platform: a folder of its own, on the platforms' level without touching the order
+    _write_tree(tmp_path, good | {f"{folder}/gamma/__init__.py": "", f"{folder}/gamma/provider.py": ""})
+    graph, found = pairs()
+    assert _rank(_app(f"{folder}.gamma.provider")) == 1 and imports_up(found) == []
 
 
 if __name__ == "__main__":  # the sub-domain import graph, as the tests above compute it

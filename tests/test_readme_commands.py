@@ -203,7 +203,7 @@ def _until_the_sample_is_in(sample) -> None:
     from annotation.crowd.services.sync import sync_batch
     from annotation.machine.selectors import read_sample
     from annotation.machine.services.routing import reference_state
-    from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
+    from platforms.inhouse.services.simulation import simulate_local_annotations
 
     for round_ in range(10):
         if not reference_state(read_sample(sample.parent))["pending"]:

@@ -29,12 +29,13 @@ from pathlib import Path as FilePath
 
 import pytest
 
-from annotation.models import Batch, Hit, Judgment, ProlificSubmission
+from annotation.models import Batch, Hit, Judgment
 from core.connection_kinds import hint
 from core.sealing import new_key
 from metrics.models import Report
+from platforms.prolific.models import ProlificSubmission
 from pooling.models import Collection, Pool, QuerySet, Run
-from tests.annotation.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
+from tests.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
 
 #: README's screenshots are refreshed only on request (``UPDATE_SCREENSHOTS=1``): they hold
 #: times and pseudonyms, so every run would otherwise change the committed files.
@@ -465,7 +466,7 @@ def input_files(tmp_path) -> dict[str, FilePath]:
 
 @pytest.fixture
 def prolific(settings, live_server):
-    """A Prolific-compatible server (tests/annotation/platforms/prolific/fake_server.py); the researcher connects the site to it
+    """A Prolific-compatible server (tests/platforms/prolific/fake_server.py); the researcher connects the site to it
     on the Connections page, so only what is no connection field is set here."""
     fake = FakeProlific()
     url, server = serve(fake)

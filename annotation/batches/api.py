@@ -5,21 +5,17 @@ exports, and can start publishing, syncing and exports. Annotators reach only th
 assignments and judgments. Workers are named by pseudonym everywhere.
 """
 
-from dataclasses import asdict
-
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from annotation.crowd.forms import BatchForm
 from annotation.crowd.providers.base import all_batch_options, provider_option
 from annotation.crowd.providers.options import OptionError
-from annotation.crowd.selectors import batch_progress, preview_bonuses
+from annotation.crowd.selectors import batch_progress
 from annotation.crowd.serializers import (
     AdjudicateRequestSerializer,
     AdjudicationSerializer,
@@ -27,9 +23,6 @@ from annotation.crowd.serializers import (
     AssignmentSerializer,
     BatchProgressSerializer,
     BatchSerializer,
-    BonusPayRequestSerializer,
-    BonusPreviewSerializer,
-    BonusRuleRequestSerializer,
     CancelledSerializer,
     CostEstimateSerializer,
     EscalateRequestSerializer,
@@ -47,7 +40,6 @@ from annotation.crowd.services.background import start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch
 from annotation.labels import LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
-from annotation.platforms.prolific.bonuses import services as prolific_bonuses
 from annotation.publication.services.exports import export_for_download
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services import adjudication as adjudication_services
@@ -317,61 +309,3 @@ class ExportViewSet(viewsets.ReadOnlyModelViewSet):
         if part not in ("file", "card"):
             raise ValidationError({"part": "choose file or card"})
         return export_file_response(self.get_object(), part)
-
-
-# -- Prolific bonuses (issue 32) -------------------------------------------------------------
-def _prolific_batch(name: str) -> Batch:
-    return get_object_or_404(Batch, name=name)
-
-
-def _preview_data(batch: Batch) -> dict:
-    preview = preview_bonuses(batch)
-    return {
-        "rule": preview.rule.as_options() if preview.rule else None,
-        "rows": [{**row, "amount": str(row["amount"])} for row in preview.rows],
-        "to_pay": asdict(preview.to_pay),
-        "paid": asdict(preview.paid),
-        "unconfirmed": preview.unconfirmed,
-        "needs_person": preview.needs_person,
-    }
-
-
-class BonusPreviewView(APIView):
-    """A Prolific batch's bonus rule and what it owes, with the total and Prolific's fee, before paying."""
-
-    permission_classes = [permissions.IsAdminUser]
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
-
-    @extend_schema(responses={200: BonusPreviewSerializer, 400: ErrorSerializer, 404: ErrorSerializer})
-    def get(self, request, name: str, format=None):
-        """The bonuses the rule owes each approved participant, what a pay would send now and its cost with fees."""
-        return Response(BonusPreviewSerializer(_preview_data(_prolific_batch(name))).data)
-
-    @extend_schema(
-        request=BonusRuleRequestSerializer,
-        responses={200: BonusPreviewSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
-    )
-    def put(self, request, name: str, format=None):
-        """Set the batch's bonus rule (refused once bonuses were recorded under another); answers the preview."""
-        batch = _prolific_batch(name)
-        data = checked(BonusRuleRequestSerializer, body_object(request))
-        prolific_bonuses.set_bonus_rule(batch, data["kind"], data["amount"])
-        batch.refresh_from_db()
-        return Response(BonusPreviewSerializer(_preview_data(batch)).data)
-
-
-class BonusPayView(APIView):
-    """Pay a Prolific batch's bonuses owed, exactly once (see annotation.platforms.prolific.bonuses.services)."""
-
-    permission_classes = [permissions.IsAdminUser]
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
-
-    @extend_schema(
-        request=BonusPayRequestSerializer,
-        responses={202: JobSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
-    )
-    def post(self, request, name: str, format=None):
-        """Pay what the rule owes and is not paid yet, as a background job (202; its result: ``BonusPay``);
-        a repeat, or a click while a pay runs (409), pays nothing twice."""
-        expected = body_object(request).get("expected_total")
-        return job_started(prolific_bonuses.start_pay_bonuses(_prolific_batch(name), expected_total=expected))

@@ -13,30 +13,25 @@ from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm
+from annotation.crowd.panels import annotator_home, batch_panels
 from annotation.crowd.providers.base import provider_class
 from annotation.crowd.selectors import (
-    BonusPreview,
     answer_counts,
     answered_per_hit,
     batch_progress,
     failed_gold_work,
-    preview_bonuses,
     query_texts,
 )
 from annotation.crowd.services.background import start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, mturk_comparison
 from annotation.crowd.services.publishing import render_hit_html
 from annotation.labels import LABEL_NAMES, LABELS
-from annotation.models import Assignment, Batch, Export, Hit, Provider, Worker
+from annotation.models import Assignment, Batch, Export, Hit, Worker
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
-from annotation.platforms.prolific.bonuses import services as prolific_bonuses
-from annotation.platforms.prolific.selectors import submissions as prolific_submissions
-from annotation.platforms.prolific.webhooks.selectors import batch_webhooks
 from annotation.publication.services.exports import export_for_download
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
@@ -73,12 +68,7 @@ def batch_list(request: HttpRequest) -> HttpResponse:
 
 def _annotator_home(user) -> dict:
     """An annotator's home: where to start, and the HIT they may still correct (``corrections``)."""
-    from annotation.platforms.inhouse.services.corrections import last_correctable
-    from annotation.platforms.inhouse.services.handout import annotator_worker
-
-    worker = annotator_worker(user)
-    last = last_correctable(worker.pk) if worker is not None else None
-    return {"annotator": worker is not None, "correctable": last}
+    return annotator_home(user, {"annotator": False, "correctable": None})  # the in-house platform's
 
 
 def _batch_table() -> dict:
@@ -156,19 +146,11 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "extra_spent": extra_spent(batch),
             "flags": batch.worker_flags.count(),
             "comparison": _mturk_comparison(batch),
-            "bonuses": _bonus_preview(batch),
-            "prolific": batch_webhooks(batch),
-            "submissions": prolific_submissions(batch) if batch.provider == Provider.PROLIFIC else None,
-            "unfillable": _unfillable(batch),
-        },
+        }
+        # The platforms' panels (annotation.crowd.panels): Prolific's webhooks, submissions and bonuses, the team's
+        # places no member can take.
+        | batch_panels(batch, ("prolific", "submissions", "bonuses", "unfillable")),
     )
-
-
-def _unfillable(batch: Batch):
-    """A team batch's places no member can take (``annotation.platforms.inhouse.selectors.unfillable_places``)."""
-    from annotation.platforms.inhouse.selectors import unfillable_places
-
-    return unfillable_places(batch)
 
 
 def _mturk_comparison(batch: Batch) -> dict | None:
@@ -493,37 +475,3 @@ def hit_preview(request: HttpRequest, name: str, position: int) -> HttpResponse:
     """The HIT page exactly as MTurk workers get it (submit disabled: no assignment id)."""
     hit = get_object_or_404(Hit, batch__name=name, position=position)
     return HttpResponse(render_hit_html(hit, mode="preview", action=""))
-
-
-# -- Prolific bonuses (issue 32) -------------------------------------------------------------
-def _bonus_preview(batch: Batch) -> BonusPreview | None:
-    """The batch page's bonus panel: a Prolific batch's preview (None for other providers)."""
-    return preview_bonuses(batch) if provider_class(batch.provider).pays_bonus_rules else None
-
-
-@researcher_required
-@require_POST
-def batch_bonus_rule(request: HttpRequest, name: str) -> HttpResponse:
-    """Set a Prolific batch's bonus rule (the panel's form)."""
-    batch = get_object_or_404(Batch, name=name)
-    try:
-        rule = prolific_bonuses.set_bonus_rule(batch, request.POST.get("kind", ""), request.POST.get("amount", ""))
-    except ServiceError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Bonus rule: {rule.describe()}.")
-    return redirect(f"{reverse('annotation:batch-detail', args=[batch.name])}#bonuses")
-
-
-@researcher_required
-@require_POST
-def batch_bonus_pay(request: HttpRequest, name: str) -> HttpResponse:
-    """Pay the bonuses owed, exactly once, as a background job (its remote calls may take minutes): a
-    second click finds a pay running, or the total changed, or nothing to pay, and pays nothing."""
-    batch = get_object_or_404(Batch, name=name)
-    try:
-        job = prolific_bonuses.start_pay_bonuses(batch, expected_total=request.POST.get("expected_total") or None)
-    except ServiceError as exc:
-        messages.error(request, str(exc))
-        return redirect(f"{reverse('annotation:batch-detail', args=[batch.name])}#bonuses")
-    return redirect("core:job-detail", pk=job.pk)

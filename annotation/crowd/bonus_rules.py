@@ -13,7 +13,7 @@ USD to every approved participant, paid at every sync) is that rule: :func:`rule
 reads either spelling as one :class:`BonusRule`, so there is one way to pay, record and count a
 bonus. :func:`owed` turns the rule and the participants' approved work into one amount per
 participant, which the service records as the intent before anything is paid
-(``annotation.platforms.prolific.bonuses.services``); :func:`most` gives the largest sum the rule can
+(``platforms.prolific.bonuses.services``); :func:`most` gives the largest sum the rule can
 cost for the batch's cost estimate, and :func:`participant_most` the largest one participant can
 earn, which :func:`check_participant_most` holds under the configured maximum
 (``BONUS_MAX_PER_PARTICIPANT_USD``). Money is ``Decimal``, whole cents, read by

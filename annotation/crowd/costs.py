@@ -10,7 +10,7 @@ figures built on them. The rules, as the providers apply them:
 - ``prolific``: Prolific's platform fee, a share of the total paid to participants (33.3%
   for academic and non-profit accounts, 42.8% otherwise, per prolific.com/pricing; VAT
   where it applies comes on top and is in Prolific's own cost calculator,
-  ``annotation.platforms.prolific.services.quote``). Prolific charges the share of the total, so the fee is
+  ``platforms.prolific.services.quote``). Prolific charges the share of the total, so the fee is
   rounded half-up to the cent once per charge, on its total: a study's rewards (39 places at
   $0.10 pay $3.90 + 33.3% = $1.30 in fees, $5.20; not 39 × $0.03 = $1.17), and each bulk bonus
   payment (its set-up answers one ``fees`` figure for the whole bulk: three $0.10 bonuses in one

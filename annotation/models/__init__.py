@@ -6,12 +6,13 @@ app label, table names and migrations are the app's, wherever a model is declare
 - :mod:`.crowd` -- batches, their queries, HITs, assignments, judgments, workers (what is
   snapshotted and kept as it came, and who a worker is: its docstring);
 - :mod:`.inhouse` -- the access epoch of accounts;
-- :mod:`.prolific` -- Prolific sessions and bonuses;
+- :mod:`.bonuses` -- the bonuses paid to any crowd's workers (Prolific's own state: ``platforms.prolific.models``);
 - :mod:`.quality` -- escalations, training, qualifications, re-offers, flags, rulings;
 - :mod:`.results` -- exports;
 - :mod:`.machine` -- pre-labels, their answers, routings.
 """
 
+from annotation.models.bonuses import BonusPayment
 from annotation.models.crowd import (
     FREES_PLACE,
     Assignment,
@@ -27,16 +28,6 @@ from annotation.models.crowd import (
 )
 from annotation.models.inhouse import Account, AccountState
 from annotation.models.machine import PreLabel, PreLabelAnswer, Routing
-from annotation.models.prolific import (
-    BonusPayment,
-    GroupMember,
-    ParticipantGroup,
-    ProlificEvent,
-    ProlificHookSecret,
-    ProlificSession,
-    ProlificSubmission,
-    ProlificSubscription,
-)
 from annotation.models.quality import Adjudication, Escalation, Qualification, Reoffer, TrainingQuery, WorkerFlag
 from annotation.models.results import AnswerUse, Export
 
@@ -53,18 +44,11 @@ __all__ = [
     "Escalation",
     "Export",
     "FormPosition",
-    "GroupMember",
     "Hit",
     "HitQuery",
     "Judgment",
-    "ParticipantGroup",
     "PreLabel",
     "PreLabelAnswer",
-    "ProlificEvent",
-    "ProlificHookSecret",
-    "ProlificSession",
-    "ProlificSubmission",
-    "ProlificSubscription",
     "Provider",
     "Qualification",
     "Reoffer",

@@ -333,7 +333,7 @@ class Assignment(models.Model):
         REJECTED = "rejected"
         ABANDONED = "abandoned", "Time ran out before it was submitted"
         #: The provider does not know this session, or gives it to someone else: never counted,
-        #: reviewed, paid or held against anyone (see ``annotation.platforms.prolific.services``).
+        #: reviewed, paid or held against anyone (see ``platforms.prolific.services``).
         VOID = "void", "Not a session the provider knows"
 
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="assignments")

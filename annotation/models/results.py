@@ -42,7 +42,7 @@ class Export(models.Model):
 class AnswerUse(models.Model):
     """A reading of a batch's answers that published or decided something (a report on its labels, a
     dataset, a paper bundle, a routing, a label-sensitivity run), recorded when it read them: an
-    annotator's correction made after it is refused (``annotation.platforms.inhouse.services.corrections``),
+    annotator's correction made after it is refused (``platforms.inhouse.services.corrections``),
     as after an export, so what was published never silently differs from the stored answers."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="answer_uses")

@@ -39,7 +39,7 @@ def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[d
     per_hit = dict(
         HitQuery.objects.filter(hit__batch=batch).values("hit_id").annotate(n=Count("id")).values_list("hit_id", "n")
     )
-    # Void work is not the named worker's (see annotation.platforms.prolific.services).
+    # Void work is not the named worker's (see platforms.prolific.services).
     submitted = Assignment.objects.filter(hit__batch=batch, submitted_at__isnull=False)
     fields = ("worker__pseudonym", "worker__blocked", "status", "gold_correct", "gold_total", "accepted_at")
     assignments = submitted.exclude(status=Assignment.Status.VOID).values_list(*fields, "submitted_at", "hit_id")

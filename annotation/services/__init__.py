@@ -14,10 +14,6 @@ Every write of the app lives in a sub-domain's ``services`` package, one module 
   pseudonyms, MTurk administration, and the background jobs (:mod:`.background`:
   publishing, syncing, paying bonuses, each declared once with
   :func:`core.jobs.background_job` and a progress record);
-- :mod:`annotation.platforms.inhouse.services` -- in-house annotators: accounts, handing out HITs,
-  submitting answers, the team and its access, simulated annotators;
-- :mod:`annotation.platforms.prolific.services` -- Prolific participants: arrivals, the study's
-  submissions reconciled, bonuses, the study stopped when the batch is done;
 - :mod:`annotation.quality.services` -- escalation of disputed queries (and its job,
   :mod:`.background`), re-offers, the budget of extras, worker thresholds, training, a
   researcher's adjudication, the quality loop at every sync;
@@ -25,6 +21,8 @@ Every write of the app lives in a sub-domain's ``services`` package, one module 
   dataset cards, the Hugging Face-ready dataset folder;
 - :mod:`annotation.machine.services` -- pre-labels (and their job, :mod:`.background`), the
   blind calibration sample, routing.
+
+Each crowd platform's writes are in its own app (``platforms/<name>/``), above this one.
 
 The reads are in each sub-domain's ``selectors`` module (see :mod:`annotation.selectors`).
 """
@@ -41,16 +39,11 @@ from annotation.machine.services import background as machine_jobs  # noqa: F401
 from annotation.machine.services.calibration import create_calibration_sample, follow_reference
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import audit_routing, plan_routing, route_batch
-from annotation.platforms.inhouse.services.handout import create_annotator
-from annotation.platforms.prolific.bonuses import services as prolific_bonus_jobs  # noqa: F401  (paying bonuses)
-from annotation.platforms.prolific.rehearsal import services as prolific_rehearsals  # noqa: F401  (rehearsing)
-from annotation.platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the Prolific re-read job)
 from annotation.quality.services import background as quality_jobs  # noqa: F401  (escalating)
 
 __all__ = [
     "BatchSettings",
     "audit_routing",
-    "create_annotator",
     "create_batch",
     "create_calibration_sample",
     "estimate_cost",

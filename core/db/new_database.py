@@ -79,7 +79,16 @@ REVIEWED: dict[tuple[str, str], frozenset[str]] = {
     ("pooling", "0008_research_groups"): frozenset(),
     ("annotation", "0027_research_groups"): frozenset(),
     ("metrics", "0009_research_groups"): frozenset(),
+    # A platform's models handed from annotation to its own app, the tables kept (state only); the
+    # platform's app lists its side at start-up (:func:`reviewed`).
+    ("annotation", "0031_platform_models_to_their_apps"): frozenset(),
 }
+
+
+def reviewed(app_label: str, name: str, run: frozenset[str] = frozenset()) -> None:
+    """List an app's migration as read for a new database (``REVIEWED``), by the app that owns it
+    (a crowd platform's ``ready()``): ``run``, the names of its ``RunPython`` functions a new database needs."""
+    REVIEWED[(app_label, name)] = run
 
 
 def is_empty(connection: BaseDatabaseWrapper) -> bool:

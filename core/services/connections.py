@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from django.conf import settings
 from django.db import transaction
 
-from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, PROLIFIC
+from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, ConnectionKind
 from core.errors import ServiceError
 from core.http import HttpError, JsonClient
 from core.jobs import background_job
@@ -216,37 +216,6 @@ def _call(client: JsonClient, method: str, path: str, body=None, *, label: str, 
         raise _failure(exc, client.base_url, label, secret) from None
 
 
-def check_prolific() -> str:
-    """Prolific: the token accepted (``users/me``), the project's studies and the workspace's groups readable."""
-    from core.selectors import prolific_settings
-
-    conn = prolific_settings()
-    if not conn.token:
-        raise ConnectionTestFailed("no API token is set")
-    client = _client(conn.api_url, {"Authorization": f"Token {conn.token}"})
-    me = _call(client, "GET", "users/me/", label="API token", secret=conn.token)
-    who = me.get("email") or me.get("name") or me.get("id") if isinstance(me, dict) else None
-    parts = [f"token accepted{f' ({who})' if who else ''}"]
-    if conn.project_id:
-        _call(
-            client,
-            "GET",
-            f"projects/{urllib.parse.quote(conn.project_id)}/studies/?limit=1",
-            label="API token",
-            secret=conn.token,
-        )
-        parts.append(f"project {conn.project_id} readable")
-    else:
-        parts.append("no project id set (publishing needs one)")
-    if conn.workspace_id:
-        query = urllib.parse.urlencode({"workspace_id": conn.workspace_id, "limit": 1})
-        _call(client, "GET", f"participant-groups/?{query}", label="API token", secret=conn.token)
-        parts.append(f"workspace {conn.workspace_id} readable")
-    else:
-        parts.append("no workspace id set (participant groups and webhooks need one)")
-    return "Prolific: " + "; ".join(parts) + "."
-
-
 def check_chat() -> str:
     """The chat endpoint: one short chat completion with the model named."""
     from core.selectors import chat_settings
@@ -292,7 +261,15 @@ def check_huggingface() -> str:
     return message + "."
 
 
-CHECKS = {PROLIFIC.kind: check_prolific, CHAT.kind: check_chat, HUGGINGFACE.kind: check_huggingface}
+#: Each connection's test, by kind: the shared ones here, a platform's registered with its kind.
+CHECKS: dict[str, Callable[[], str]] = {CHAT.kind: check_chat, HUGGINGFACE.kind: check_huggingface}
+
+
+def register_connection(kind: ConnectionKind, check: Callable[[], str]) -> None:
+    """A connection of a crowd platform, and its test (called by the platform's app at ``ready()``):
+    the Connections page, the API and ``manage.py connections`` list it after the shared ones."""
+    KINDS[kind.kind] = kind
+    CHECKS[kind.kind] = check
 
 
 @background_job("core.test_connection", task="core.tasks.test_connection_task", failures=(ServiceError,))

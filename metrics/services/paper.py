@@ -216,12 +216,13 @@ def crowd_batches(batch) -> list:
 def crowd_pay(batch) -> list[dict[str, Any]]:
     """Each crowd batch's recruitment and pay from the provider's records, for the checklists (D2, 14).
 
-    Prolific: the batch page's figures (:func:`annotation.selectors.prolific_submissions`: the reward
+    Prolific: the batch page's figures (:func:`platforms.prolific.selectors.submissions`: the reward
     over the time Prolific measured, median over the submissions). MTurk: the same rate
-    (:mod:`annotation.platforms.prolific.pay_rate`) over the assignments' accept-to-submit times. In-house:
+    (:mod:`platforms.prolific.pay_rate`) over the assignments' accept-to-submit times. In-house:
     the tasks submitted (the platform pays no one)."""
     from annotation.models import Assignment
-    from annotation.platforms.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
+    from platforms.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
+    from platforms.prolific.selectors import submissions as prolific_submissions
 
     rows = []
     for part in crowd_batches(batch):
@@ -240,7 +241,7 @@ def crowd_pay(batch) -> list[dict[str, Any]]:
             "estimated_minutes": None,
         }
         if part.provider == "prolific":
-            listed = annotation_selectors.prolific_submissions(part)
+            listed = prolific_submissions(part)
             row |= {
                 "median_seconds": listed.median_seconds,
                 "median_hourly_rate": listed.median_hourly_rate,

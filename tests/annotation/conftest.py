@@ -6,6 +6,7 @@ import pytest
 
 from annotation import services
 from annotation.crowd.services.batches import read_gold_file
+from platforms.inhouse.services.handout import create_annotator
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 
@@ -33,7 +34,7 @@ def researcher(django_user_model):
 
 @pytest.fixture
 def annotators(db):
-    return [services.create_annotator(name, password="pw-secret-123") for name in ("ann-a", "ann-b", "ann-c")]
+    return [create_annotator(name, password="pw-secret-123") for name in ("ann-a", "ann-b", "ann-c")]
 
 
 def make_batch(query_set, name="b1", **settings):
@@ -83,7 +84,7 @@ DISAGREEING = {"101": "f", "102": "m", "104": "n", "105": "o", "106": "n"}
 def disputed_batch(query_set, annotators, name: str):
     """A published batch of two votes a query, ann-a answering the truth and ann-b
     :data:`DISAGREEING`: 101, 102, 104, 105 and 106 disputed, 103 agreed."""
-    from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 
     batch = make_batch(query_set, name, assignments_per_query=2)
     services.publish_batch(batch)

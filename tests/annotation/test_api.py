@@ -2,9 +2,9 @@
 
 import pytest
 
-from annotation.platforms.inhouse.services import handout
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from core.models import Job
+from platforms.inhouse.services import handout
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from pooling.models import QuerySet
 from tests.annotation.conftest import answers_for, make_batch
 

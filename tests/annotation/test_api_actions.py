@@ -8,8 +8,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from annotation.models import Batch, Hit
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from core.models import Job
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

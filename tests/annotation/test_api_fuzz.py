@@ -28,9 +28,9 @@ from annotation import services
 from annotation.machine.prelabellers.openai_chat import Sampled
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_for_download
 from core.services.api_tokens import api_token
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import answers_for, make_batch

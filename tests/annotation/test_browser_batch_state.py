@@ -61,8 +61,8 @@ def test_a_machine_labelled_batch_at_both_widths(routed, researcher, page, login
 def test_the_agreement_page_bars_legend_and_server_side_sort(
     local_batch, annotators, researcher, page, login, settings
 ):
-    from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
     from annotation.results.selectors import agreement
+    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
     from tests.annotation.conftest import answers_for
 
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 0

@@ -3,7 +3,7 @@
 import pytest
 
 from annotation import services
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 
@@ -43,7 +43,7 @@ def test_pseudonyms_stay_whole_and_the_progress_bar_keeps_its_distance(answered,
 @pytest.mark.django_db(transaction=True)
 def test_the_four_answers_make_an_even_grid_on_a_phone(query_set, page, login):
     services.publish_batch(make_batch(query_set, queries_per_hit=2, assignments_per_query=1))
-    services.create_annotator("ann", password="pw-secret-123")
+    create_annotator("ann", password="pw-secret-123")
     login("ann")
     page.set_viewport_size({"width": 390, "height": 900})
     page.goto("/annotation/next/")

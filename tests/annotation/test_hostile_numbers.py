@@ -52,8 +52,8 @@ def test_the_escalate_page_and_api_refuse_a_cap_python_would_read(
     """Issue 53: the page's ``forms.IntegerField`` and the API's DRF field read ``1_0`` as 10 and
     ``٣`` as 3, and started the paid escalation; both now read through ``core.numbers``."""
     from annotation.models import Hit
-    from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
     from core.models import Job
+    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
     from tests.annotation.conftest import answers_for
 
     for index, user in enumerate(annotators[:2]):

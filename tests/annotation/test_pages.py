@@ -8,10 +8,10 @@ from django.urls import reverse
 
 from annotation.crowd.services.batches import cancel_batch
 from annotation.models import Batch
-from annotation.platforms.inhouse.services import handout
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.results.selectors import agreement
 from core.models import Job
+from platforms.inhouse.services import handout
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

@@ -7,9 +7,9 @@ from django.urls import reverse
 from annotation.crowd.services.batches import cancel_batch
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from core.jobs import create_job
 from core.models import Job
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 POLL = 'hx-trigger="every 2s"'

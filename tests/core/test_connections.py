@@ -18,10 +18,10 @@ from core.selectors import (
     chat_settings,
     connection_state,
     huggingface_settings,
-    prolific_settings,
 )
 from core.services.connections import delete_connection, reseal_connections, save_connection, start_test_connection
-from tests.annotation.platforms.prolific import fake_server as prolific
+from platforms.prolific.connection.selectors import prolific_settings
+from tests.platforms.prolific import fake_server as prolific
 
 SECRET = "prolific-token-0123456789-wxyz"
 
@@ -216,7 +216,7 @@ def test_with_only_environment_variables_the_clients_read_what_they_read_before(
     )
     chat = chat_settings()
     assert (chat.api_url, chat.model, chat.api_key) == ("http://127.0.0.1:2/v1/", "m", "k")
-    from annotation.platforms.prolific.provider import api_client
+    from platforms.prolific.provider import api_client
 
     client = api_client()
     assert (client.base_url, client.token) == ("http://127.0.0.1:1/api/v1/", "tok")
@@ -225,7 +225,7 @@ def test_with_only_environment_variables_the_clients_read_what_they_read_before(
 @pytest.mark.django_db
 def test_a_connection_saved_on_the_site_is_used_by_the_next_call_without_a_restart(key):
     from annotation.machine.services.prelabels import make_prelabeller
-    from annotation.platforms.prolific.provider import api_client
+    from platforms.prolific.provider import api_client
 
     save_connection("prolific", {"token": SECRET, "api_url": "http://127.0.0.1:5/api/v1/"})
     assert (api_client().base_url, api_client().token) == ("http://127.0.0.1:5/api/v1/", SECRET)

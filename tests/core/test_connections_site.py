@@ -10,8 +10,9 @@ from django.test import Client
 from benchmarks.fakes import openai_chat
 from core.models import Connection, Job
 from core.sealing import new_key
-from core.selectors import chat_settings, prolific_settings
+from core.selectors import chat_settings
 from core.web.permissions import can_manage_connections
+from platforms.prolific.connection.selectors import prolific_settings
 
 PAGE = "/connections/"
 API = "/api/connections/"
@@ -127,7 +128,7 @@ def test_bad_input_is_a_json_400_naming_the_field_and_changes_nothing(owner, key
 def test_an_unknown_connection_is_a_json_404(owner, key):
     for method in ("get", "put", "delete"):
         response = getattr(owner, method)(API + "nosuch/", {}, content_type="application/json")
-        assert response.status_code == 404 and "known: prolific, chat, huggingface" in response.json()["detail"]
+        assert response.status_code == 404 and "known: chat, huggingface, prolific" in response.json()["detail"]
     assert owner.post(API + "nosuch/test/").status_code == 404
 
 

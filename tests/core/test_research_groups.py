@@ -21,12 +21,12 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_for_download
 from benchmarks.url_patterns import site_patterns
 from core.db.scope import acting_in
 from core.models import Job, Membership, ResearchGroup
 from core.services import groups as group_services
+from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import QuerySet, Run
 from pooling.services import PoolSettings, build_pool, create_query_set
 from tests.annotation.conftest import answers_for
@@ -249,7 +249,7 @@ def first_group(tmp_path, django_user_model):
     owner = django_user_model.objects.create_user("owner-a", password="pw-secret-123", is_staff=True)
     # Its owner's row, as the docs' set-up writes it (making another group writes no one's row).
     Membership.objects.create(user=owner, group=ResearchGroup.objects.get(), role=Membership.Role.OWNER)
-    annotator = services.create_annotator(SECRET["annotator"], password="pw-secret-123")
+    annotator = create_annotator(SECRET["annotator"], password="pw-secret-123")
     batch = services.create_batch(
         SECRET["batch"],
         services.BatchSettings(provider="local", assignments_per_query=1, queries_per_hit=4, reward=Decimal("0.05")),
@@ -272,7 +272,7 @@ def second_group(first_group, django_user_model):
         users[role] = django_user_model.objects.create_user(f"b-{role}", password="pw-secret-123", is_staff=True)
         Membership.objects.create(user=users[role], group=group, role=role)
     with acting_in(group.pk):
-        users["annotator"] = services.create_annotator("b-annotator", password="pw-secret-123")
+        users["annotator"] = create_annotator("b-annotator", password="pw-secret-123")
     return {"group": group, **users}
 
 

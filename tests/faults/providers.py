@@ -24,8 +24,8 @@ import time
 
 from annotation.crowd.providers import ProlificProvider
 from annotation.models import Batch, Hit
-from tests.annotation.platforms.mturk.fake_server import FakeMTurk, serve
-from tests.annotation.platforms.prolific import fake_server as fake_prolific
+from tests.platforms.mturk.fake_server import FakeMTurk, serve
+from tests.platforms.prolific import fake_server as fake_prolific
 
 
 class _SlowFakeMTurk(FakeMTurk):
@@ -37,7 +37,7 @@ class _SlowFakeMTurk(FakeMTurk):
 
 
 class MTurkTestServer:
-    """The MTurk-compatible server of tests/annotation/platforms/mturk/fake_server.py (HITs named by RequesterAnnotation)."""
+    """The MTurk-compatible server of tests/platforms/mturk/fake_server.py (HITs named by RequesterAnnotation)."""
 
     provider = "mturk"
     batch_options: dict = {}
@@ -87,7 +87,7 @@ class _SlowFakeProlific(fake_prolific.FakeProlific):
 
 
 class ProlificTestServer:
-    """The Prolific-compatible server of tests/annotation/platforms/prolific/fake_server.py (one study per batch)."""
+    """The Prolific-compatible server of tests/platforms/prolific/fake_server.py (one study per batch)."""
 
     provider = "prolific"
     batch_options = {"estimated_minutes": 4}

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import pytest
 from django.db import connection, transaction
 
-from annotation import services
 from annotation.models import Assignment, Judgment
 from benchmarks.virtual_annotator import SiteError, VirtualAnnotator
 from core.jobs import start_job
 from core.models import Job
 from core.tasks import task_for
+from platforms.inhouse.services.handout import create_annotator
 from tests.faults.servers import free_port, gunicorn, port_open, wait_until
 
 publish_batch_task = task_for("annotation.publish")
@@ -82,7 +82,7 @@ def test_a_postgres_restart_during_submissions_leaves_no_success_unrecorded(
     first, second = make_batches("local", n=2, hits=30, assignments=ANNOTATORS)
     names = [f"ann-{i}" for i in range(ANNOTATORS)]
     for name in names:
-        services.create_annotator(name, password=PASSWORD)
+        create_annotator(name, password=PASSWORD)
     workers = start_workers(2)
     _publish(first)
 

@@ -6,7 +6,7 @@ recorded, one is made but not recorded, the rest not made; the second run must f
 the batch without making any HIT twice (annotation.crowd.services.publishing). Prolific: the
 kill lands while the batch's study is being created, so the study is made but its id
 never recorded; the second run must find it by its internal name instead of making a
-second one (annotation.platforms.prolific.services).
+second one (platforms.prolific.services).
 
 Publishing holds a per-batch lease (core.services.leases): the second run takes it over because
 the killed holder's process is gone on this host.

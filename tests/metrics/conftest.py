@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation import services as annotation_services
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import QuerySet
 
 PASSAGES = {
@@ -67,7 +67,7 @@ def batch(world):
     )
     annotation_services.publish_batch(batch)
     for name, answers in ANSWERS.items():
-        user = annotation_services.create_annotator(name, password="pw-secret-123")
+        user = create_annotator(name, password="pw-secret-123")
         while (assignment := next_assignment(user, batch)) is not None:
             fields = {
                 hq.field_name: answers[hq.batch_query.qid]

@@ -7,9 +7,9 @@ import pytest
 
 from annotation import services as annotation
 from annotation.models import Batch
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from core.models import Job
 from metrics import services
+from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import QuerySet, Run
 
 
@@ -36,7 +36,7 @@ def dashboard(world):
         query_set=QuerySet.objects.get(name="q"),
     )
     annotation.publish_batch(batch)
-    worker = annotation.create_annotator("ann-a", password="pw-secret-123")
+    worker = create_annotator("ann-a", password="pw-secret-123")
     assignment = next_assignment(worker, batch)
     answers = {hq.field_name: "n" for hq in assignment.hit.hit_queries.all()}
     submit_local_assignment(assignment, answers)
@@ -76,7 +76,7 @@ def test_dashboard_live_part_is_for_researchers_and_stops_polling_when_nothing_m
 
     client.logout()
     assert client.get("/home/live/").status_code == 302
-    client.force_login(annotation.create_annotator("ann-z", password="pw-secret-123"))
+    client.force_login(create_annotator("ann-z", password="pw-secret-123"))
     assert client.get("/home/live/").status_code == 403
 
 
@@ -123,7 +123,7 @@ def test_shown_reads_text_and_links_never_tokens():
 
 
 def test_annotators_keep_their_own_home(dashboard, client):
-    client.force_login(annotation.create_annotator("ann-z", password="pw-secret-123"))
+    client.force_login(create_annotator("ann-z", password="pw-secret-123"))
     html = client.get("/").content.decode()
     assert "csrfmiddlewaretoken" in html  # the page does carry random tokens; they are not read below
     page = shown(html)

@@ -12,12 +12,12 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation import services as annotation_services
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_queries
 from annotation.quality.services.adjudication import adjudicate
 from core.models import Job
 from metrics import sensitivity, services
 from metrics.models import Result
+from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import QuerySet, Run
 
 
@@ -325,7 +325,7 @@ def test_a_machine_labelled_batch_gains_rows_by_label_source(world):
     )
     annotation_services.publish_batch(routed)
     for name, label in (("ann-a", "n"), ("ann-b", "n"), ("ann-c", "f")):
-        user = annotation_services.create_annotator(name, password="pw-secret-123")
+        user = create_annotator(name, password="pw-secret-123")
         assignment = next_assignment(user, routed)
         (hq,) = assignment.hit.hit_queries.all()
         submit_local_assignment(assignment, {hq.field_name: label})

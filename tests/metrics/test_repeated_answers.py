@@ -24,13 +24,13 @@ from django.urls import reverse
 from annotation import services as annotation_services
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.models import Assignment, Judgment
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.results.selectors import gold_judgments, judgments_frame
 from core.models import Job
 from metrics import label_uncertainty as lu
 from metrics import services
 from metrics.models import Report
 from metrics.selectors import report_labels, report_summary
+from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import QuerySet
 
 # Per annotator: the answer to each real query, and to the gold question (true label f) in each HIT.
@@ -69,7 +69,7 @@ def repeated(world):
         gold=[GoldQuery("g1", "what is a mother", "f")],
     )
     annotation_services.publish_batch(batch)
-    users = {name: annotation_services.create_annotator(name, password="pw-secret-123") for name in ANSWERS}
+    users = {name: create_annotator(name, password="pw-secret-123") for name in ANSWERS}
     for name, answers in ANSWERS.items():
         _answer(users[name], batch, answers)
     # Query 1 offered again in a later HIT (as an escalation or a re-offered place does), taken by rep-a,

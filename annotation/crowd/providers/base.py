@@ -3,7 +3,7 @@
 The services speak to one small interface, :class:`CrowdProvider`, so the batch life
 cycle (publish, sync, review, escalate, cancel) is written once. Providers register
 under the name stored in ``Batch.provider`` (``local``, ``mturk``, ``prolific``); a new
-platform is a folder ``annotation/platforms/<name>/`` whose ``provider.py`` holds one class
+platform is a folder ``platforms/<name>/`` whose ``provider.py`` holds one class
 decorated with ``@register("<name>")``, and one line in :data:`PLATFORMS` (:mod:`.registry`, which
 imports no provider and no model, so the models take their choices from it).
 

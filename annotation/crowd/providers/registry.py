@@ -12,23 +12,26 @@ from typing import Any
 
 from core.lazy_registry import LazyRegistry
 
-#: The crowd platforms, one line each: the name stored in ``Batch.provider`` and the folder that
-#: is the platform (``annotation/platforms/<name>/``: its provider in ``provider.py``, its client,
-#: services, pages and the hooks it plugs in, :data:`PLUG_INS` of its package). Everything that
-#: lists platforms (the registry below, ``provider_names()``, the ``provider`` option's choices,
-#: the stored provider's choices, the app's plug-ins) is derived from this table; a new platform
-#: is a folder and a line here.
-PLATFORMS = {
-    "local": "annotation.platforms.inhouse",
-    "mturk": "annotation.platforms.mturk",
-    "prolific": "annotation.platforms.prolific",
-    "taskbuilder": "annotation.platforms.taskbuilder",
-}
+#: The crowd platforms, in the order of their lines in ``INSTALLED_APPS``: the name stored in
+#: ``Batch.provider`` and the package that is the platform (``platforms/<name>/``: a Django app whose
+#: :class:`PlatformConfig` puts it here as the app registry is made, before any model loads; its
+#: provider in ``provider.py``, its client, services, pages and the hooks it plugs in, :data:`PLUG_INS`
+#: of its package). Everything that lists platforms (the registry below, ``provider_names()``, the
+#: ``provider`` option's choices, the stored provider's choices, the app's plug-ins) is derived from
+#: this table; a new platform is a folder, its ``INSTALLED_APPS`` line and its URL include.
+PLATFORMS: dict[str, str] = {}
 #: The project's providers, imported when first asked for (so loading this package loads
 #: neither Django's models nor a provider's client).
-BUILT_IN = {name: f"{folder}.provider" for name, folder in PLATFORMS.items()}
+BUILT_IN: dict[str, str] = {}
 #: Provider classes by name (:class:`annotation.crowd.providers.base.CrowdProvider`; typed there).
 REGISTRY: LazyRegistry[Any] = LazyRegistry("crowd provider", BUILT_IN)
+
+
+def register_platform(name: str, package: str) -> None:
+    """Add the platform stored as ``name`` whose package is ``package`` (its provider: ``<package>.provider``)."""
+    PLATFORMS[name] = package
+    BUILT_IN[name] = f"{package}.provider"
+    REGISTRY.built_in[name] = BUILT_IN[name]  # type: ignore[index]
 
 
 def platform_label(name: str) -> str:

@@ -6,7 +6,7 @@ crowd declare their own jobs beside their services, with the helpers here
 (``_require_status``, ``_batch_url``): escalating in
 :mod:`annotation.quality.services.background`, pre-labelling in
 :mod:`annotation.machine.services.background`, paying Prolific bonuses in
-:mod:`annotation.platforms.prolific.bonuses.services`. The Job is sent only
+:mod:`platforms.prolific.bonuses.services`. The Job is sent only
 once the caller's transaction has committed (so the worker sees the batch and the job), and
 runs in this process when no broker is configured (``core.jobs.in_process``). Publishing,
 syncing and escalating record every provider call before making it, so a redelivery after

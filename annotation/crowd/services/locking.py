@@ -70,7 +70,7 @@ def _read_prefix(batch_id: int) -> str:
 def answers_settled(batch_ids: Iterable[int]) -> None:
     """Wait for every correction of these batches' answers in flight to commit (the batches' row lock).
 
-    A correction (``annotation.platforms.inhouse.services.corrections``) holds the row lock of
+    A correction (``platforms.inhouse.services.corrections``) holds the row lock of
     its batch, and of the batch its answers add to, while it checks that nothing used them and
     replaces them. Work that is about to read answers takes a lease first (which every later
     correction sees and defers to), then passes this barrier: a correction that had already

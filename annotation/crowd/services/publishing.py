@@ -9,7 +9,7 @@ Publishing is written to survive being interrupted anywhere and run again:
 3. each HIT is created with its ``unique_token`` as MTurk's UniqueRequestToken and its id
    saved right after, in its own short write. A re-run skips HITs that have an id and
    retries the others with the same token: if MTurk created the HIT before the
-   interruption it answers HitAlreadyExists and ``annotation.platforms.mturk.client`` returns the existing
+   interruption it answers HitAlreadyExists and ``platforms.mturk.client`` returns the existing
    id, so no HIT is created twice and none is left unrecorded;
 4. before ``provider.prepare`` (which creates e.g. the Prolific study) the time is saved
    in ``Batch.prepare_attempted``; a provider without request tokens looks its object up
@@ -121,7 +121,7 @@ def prepare_batch(batch: Batch, provider: CrowdProvider) -> str:
     """The provider's container of the batch (a Prolific draft study, an MTurk HIT type), made once; its id.
 
     The first step of :func:`publish_batch`, also taken alone by a rehearsal (a Prolific test study is
-    made from the draft study: ``annotation.platforms.prolific.rehearsal.services``).
+    made from the draft study: ``platforms.prolific.rehearsal.services``).
     """
     if not batch.hit_type_id:
         preparing.run(batch, provider)  # e.g. a Prolific study's allow- and block-list groups first

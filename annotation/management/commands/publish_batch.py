@@ -1,8 +1,8 @@
+from annotation.crowd.panels import own_price
+from annotation.crowd.providers.registry import platform_label
 from annotation.crowd.services.background import start_publish
 from annotation.crowd.services.publishing import publish_batch
 from annotation.management.commands._common import command_errors, format_cost, get_batch
-from annotation.models import Provider
-from annotation.platforms.prolific.services import quote
 from core.management.cli import ProjectCommand
 
 
@@ -21,9 +21,12 @@ class Command(ProjectCommand):
     def handle(self, name, queue, **o):
         batch = get_batch(name)
         self.stdout.write(f"Cost: {format_cost(batch.cost)}")
-        if batch.provider == Provider.PROLIFIC and not batch.hit_type_id:
+        if not batch.hit_type_id:
             with command_errors():
-                self.stdout.write(f"Prolific's own price (fees and VAT of your account): ${quote(batch):.2f}")
+                price = own_price(batch)  # a platform pricing the batch itself (Prolific: annotation.crowd.panels)
+                if price is not None:
+                    label = platform_label(batch.provider)
+                    self.stdout.write(f"{label}'s own price (fees and VAT of your account): ${price:.2f}")
         with command_errors():
             if queue:
                 job = start_publish(batch)

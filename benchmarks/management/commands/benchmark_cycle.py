@@ -23,6 +23,7 @@ from benchmarks.site_load import format_table, free_port, interleaved_multiple, 
 from benchmarks.site_server import start_gunicorn, stop
 from benchmarks.virtual_annotator import ASSIGNMENT_PATH, CSRF_INPUT, QUESTION_INPUT, VirtualAnnotator
 from core.management.cli import ProjectCommand, command_errors
+from platforms.inhouse.services.handout import create_annotator
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 
@@ -292,7 +293,7 @@ class Command(ProjectCommand):
     def _accounts(self, n: int) -> list[str]:
         names = [f"{PREFIX}annotator-{i:02d}" for i in range(n)]
         for name in names:
-            services.create_annotator(name, reuse=True)
+            create_annotator(name, reuse=True)
         get_user_model().objects.filter(username__in=names).update(password=make_password(PASSWORD))
         return names
 

@@ -14,6 +14,7 @@ from annotation.models import Assignment, Batch, Judgment
 from benchmarks.site_load import PREFIX, LoadResult, format_table, free_port, run_annotators, step_rows
 from benchmarks.site_server import benchmark_batch, start_gunicorn, stop
 from core.management.cli import ProjectCommand, command_errors
+from platforms.inhouse.services.handout import create_annotator
 
 PASSWORD = "load-benchmark-password"
 
@@ -47,7 +48,7 @@ class Command(ProjectCommand):
             default=0,
             help="launch burst instead: this many Prolific participants (no account) arriving over --over seconds, "
             "each doing one HIT through the study link, their arrival confirmed with a Prolific-compatible "
-            "server run in this process (tests/annotation/platforms/prolific/fake_server.py)",
+            "server run in this process (tests/platforms/prolific/fake_server.py)",
         )
         parser.add_argument("--over", type=float, default=60, help="seconds the --burst arrivals spread over (60)")
         parser.add_argument(
@@ -115,7 +116,7 @@ class Command(ProjectCommand):
         """Annotator accounts (one password hash for all: hashing is not what is measured) and a published batch."""
         names = [f"{PREFIX}annotator-{i:03d}" for i in range(annotators)]
         for name in names:
-            services.create_annotator(name)
+            create_annotator(name)
         get_user_model().objects.filter(username__in=names).update(password=make_password(PASSWORD))
         stamp = time.strftime("%Y%m%d-%H%M%S")
         batch = benchmark_batch(

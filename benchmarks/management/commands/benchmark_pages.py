@@ -163,7 +163,7 @@ class Command(ProjectCommand):
         calibration sample of ``sample`` queries three simulated annotators answered (85% right)."""
         from annotation.machine.services.calibration import create_calibration_sample
         from annotation.machine.services.prelabels import prelabel_batch
-        from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
+        from platforms.inhouse.services.simulation import simulate_local_annotations
 
         name = f"{crowd.name}-machine"
         batch = Batch.objects.filter(name=name).first()

@@ -20,11 +20,11 @@ from django.test import Client
 
 from annotation import services
 from annotation.models import Batch
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from benchmarks.site_server import benchmark_batch
 from core.db import bounded_cache
 from core.management.cli import ProjectCommand
 from core.models import CacheEntry
+from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 
 PREFIX = "cache-"
 LABELS = ("n", "f", "m", "o")
@@ -56,8 +56,7 @@ class Command(ProjectCommand):
             batch = benchmark_batch(name, queries, batch_settings)
             services.publish_batch(batch)
         annotators = [
-            services.create_annotator(f"{PREFIX}ann-{i}-{time.time_ns()}", password="cache-bench-pw-1")
-            for i in range(3)
+            create_annotator(f"{PREFIX}ann-{i}-{time.time_ns()}", password="cache-bench-pw-1") for i in range(3)
         ]
         user = get_user_model().objects.filter(
             username=f"{PREFIX}researcher"

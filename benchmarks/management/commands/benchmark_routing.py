@@ -27,6 +27,7 @@ from benchmarks.site_load import free_port
 from benchmarks.site_server import start_gunicorn, stop
 from benchmarks.virtual_annotator import VirtualAnnotator
 from core.management.cli import ProjectCommand, command_errors
+from platforms.inhouse.services.handout import create_annotator
 
 PREFIX = "routing-bench-"
 PASSWORD = "routing-benchmark-password"
@@ -179,7 +180,7 @@ class Command(ProjectCommand):
     def _accounts(self, crowd) -> list[dict]:
         names = [f"{PREFIX}{name}" for name in crowd.names]
         for name in names:
-            services.create_annotator(name, reuse=True)
+            create_annotator(name, reuse=True)
         get_user_model().objects.filter(username__in=names).update(password=make_password(PASSWORD))
         return [
             {"name": name, "confusion": crowd.confusion[i], "share": float(crowd.shares[i])}

@@ -125,9 +125,9 @@ class Command(ProjectCommand):
         from django.test import Client
 
         from annotation import services
-        from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
         from core.db.scope import acting_in
         from core.models import ResearchGroup
+        from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
         from pooling.models import QuerySet
         from pooling.services import create_query_set
 
@@ -169,7 +169,7 @@ class Command(ProjectCommand):
                 query_set=query_set,
             )
             services.publish_batch(batch)
-            annotator = services.create_annotator(SECRETS["annotator"], password="pw-secret-123")
+            annotator = create_annotator(SECRETS["annotator"], password="pw-secret-123")
         with acting_in(a.pk, only=True):
             assignment = next_assignment(annotator, batch)
             answers = {f"q-{hq.position}": "n" for hq in assignment.hit.hit_queries.all()}
@@ -177,7 +177,7 @@ class Command(ProjectCommand):
         with acting_in(b.pk):
             create_query_set("zz-lab-b-queries", [("b1", "who is he")], origin=QuerySet.Origin.IMPORTED)
         with acting_in(a.pk):  # an annotator of lab A, then removed from it: of no group
-            loner = services.create_annotator("hr-loner", password="pw-secret-123")
+            loner = create_annotator("hr-loner", password="pw-secret-123")
         groups.remove_member(None, a, "hr-loner")
         world.update({"batch": batch, "annotator": annotator, "loner": loner, "assignment": assignment})
         return world

@@ -3,7 +3,7 @@ from core.management.cli import ProjectCommand, command_errors
 
 class Command(ProjectCommand):
     help = (
-        "The site's connections to outside services (Prolific, the language model, the Hugging Face Hub): "
+        "The site's connections to outside services (the language model, the Hugging Face Hub, a crowd platform's workspace): "
         "each field's source in force (environment, this site, default), never a secret. --new-key prints a "
         "fresh CONNECTIONS_KEY; --rotate seals every stored secret again with the first key of "
         "CONNECTIONS_KEY (set NEW,OLD first, then NEW alone). docs/deployment.md, Connections."

@@ -17,9 +17,9 @@ from annotation.crowd import selectors
 from annotation.crowd.services.batches import cancel_batch
 from annotation.crowd.services.change_log import install_change_log
 from annotation.models import Assignment, Hit, Judgment
-from annotation.platforms.inhouse.services.handout import next_assignment, release_held_hits, submit_local_assignment
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import selectors as results
+from platforms.inhouse.services.handout import next_assignment, release_held_hits, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 #: A query that counts judgments (the stamp names the table only as a string).

@@ -10,8 +10,8 @@ from django.utils import timezone
 from annotation import services
 from annotation.crowd.selectors import CHARGED_WORK, WORK_KEYS, assignment_counts, batch_progress
 from annotation.models import Assignment
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.results import selectors as results
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

@@ -23,13 +23,13 @@ from django.urls import reverse
 from annotation import services
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, Judgment
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_queries
 from annotation.results.selectors import review_queue
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
-from tests.annotation.platforms.prolific import test_prolific as base
-from tests.annotation.platforms.prolific.fake_server import hexid
-from tests.annotation.platforms.prolific.test_prolific import Participant, _publish
+from tests.platforms.prolific import test_prolific as base
+from tests.platforms.prolific.fake_server import hexid
+from tests.platforms.prolific.test_prolific import Participant, _publish
 
 server, provider, sleeps, client_class = base.server, base.provider, base.sleeps, base.client_class
 

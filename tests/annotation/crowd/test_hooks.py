@@ -20,12 +20,10 @@ def test_the_app_registers_the_sub_domains_hooks_when_ready():
     assert _names(hooks.sync_steps.for_provider("mturk")) == ["annotation.quality.services.loop.close_the_loop"]
     assert _names(hooks.sync_steps.for_provider("prolific")) == ["annotation.quality.services.loop.close_the_loop"]
     assert _names(hooks.published.for_provider("prolific")) == [
-        "annotation.platforms.prolific.webhooks.services.subscriptions.follow_published"
+        "platforms.prolific.webhooks.services.subscriptions.follow_published"
     ]
     assert hooks.published.for_provider("mturk") == []
-    assert _names([hooks.platform_syncs.get("prolific")]) == [
-        "annotation.platforms.prolific.services.sync_prolific_batch"
-    ]
+    assert _names([hooks.platform_syncs.get("prolific")]) == ["platforms.prolific.services.sync_prolific_batch"]
     assert hooks.platform_syncs.get("mturk") is None and hooks.platform_syncs.get("local") is None
 
 

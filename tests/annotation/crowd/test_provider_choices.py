@@ -48,6 +48,6 @@ def test_a_new_platform_needs_no_migration(monkeypatch):
         label = "Somewhere else"
 
     monkeypatch.setitem(base._REGISTRY._classes, "elsewhere", Elsewhere)
-    monkeypatch.setitem(PLATFORMS, "elsewhere", "annotation.platforms.elsewhere")
+    monkeypatch.setitem(PLATFORMS, "elsewhere", "platforms.elsewhere")
     assert ("elsewhere", "Somewhere else") in Batch._meta.get_field("provider").choices
     call_command("makemigrations", "annotation", check=True, dry_run=True, verbosity=0)

@@ -15,14 +15,14 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Batch, Hit
-from annotation.platforms.mturk import client as mturk
-from annotation.platforms.mturk.client import MTurkError
-from annotation.platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
 from core.errors import ProviderError, ServiceError
 from core.models import Job
-from tests.annotation.platforms.mturk import fake_server as fake_mturk
-from tests.annotation.platforms.prolific import fake_server as fake_prolific
-from tests.annotation.platforms.prolific.test_prolific import PROJECT, make_prolific_batch
+from platforms.mturk import client as mturk
+from platforms.mturk.client import MTurkError
+from platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
+from tests.platforms.mturk import fake_server as fake_mturk
+from tests.platforms.prolific import fake_server as fake_prolific
+from tests.platforms.prolific.test_prolific import PROJECT, make_prolific_batch
 
 
 @pytest.fixture

@@ -17,10 +17,10 @@ from annotation.crowd.providers import MTurkProvider
 from annotation.crowd.services.batches import cancel_batch, read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, Hit, Judgment, Worker, WorkerIdentity
-from annotation.platforms.mturk.client import MTurk, make_client
-from annotation.platforms.mturk.mturk_xml import build_answers_xml
 from annotation.quality.services.escalation import escalate_batch, plan_escalation
 from core.errors import ServiceError
+from platforms.mturk.client import MTurk, make_client
+from platforms.mturk.mturk_xml import build_answers_xml
 from tests.annotation.conftest import TRUTH
 
 HIT_TYPE = "3HITTYPE0000000000000000000001"
@@ -445,7 +445,7 @@ def test_mturk_admin_balance_and_block_worker_by_pseudonym(db, stubbed, monkeypa
     from annotation.crowd.services.pseudonyms import worker_for
 
     stubber, provider = stubbed
-    monkeypatch.setattr("annotation.platforms.mturk.services.default_mturk", lambda: provider.mturk)
+    monkeypatch.setattr("platforms.mturk.services.default_mturk", lambda: provider.mturk)
     out = StringIO()
     stubber.add_response("get_account_balance", {"AvailableBalance": "10000.00"}, {})
     call_command("mturk_admin", "balance", stdout=out)

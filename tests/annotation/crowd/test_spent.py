@@ -23,22 +23,22 @@ from annotation import services
 from annotation.crowd.selectors import spent
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
-from annotation.platforms.mturk import services as mturk_admin
-from annotation.platforms.mturk.mturk_xml import build_answers_xml
-from annotation.platforms.prolific.bonuses import services as prolific_bonuses
 from annotation.publication.services.exports import export_queries
 from core.errors import StateError
 from metrics.methods_text import methods_tex
 from metrics.services.paper import batch_facts
+from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.mturk import services as mturk_admin
+from platforms.mturk.mturk_xml import build_answers_xml
+from platforms.prolific.bonuses import services as prolific_bonuses
 from tests.annotation.conftest import TRUTH
-from tests.annotation.platforms.mturk.fake_server import FakeMTurk
-from tests.annotation.platforms.mturk.fake_server import serve as serve_mturk
-from tests.annotation.platforms.prolific import test_prolific as base
-from tests.annotation.platforms.prolific import test_prolific_bonus as bonus_tests
-from tests.annotation.platforms.prolific.fake_server import hexid
-from tests.annotation.platforms.prolific.test_prolific import Participant, _publish
 from tests.metrics.test_paper_methods import SETTINGS
+from tests.platforms.mturk.fake_server import FakeMTurk
+from tests.platforms.mturk.fake_server import serve as serve_mturk
+from tests.platforms.prolific import test_prolific as base
+from tests.platforms.prolific import test_prolific_bonus as bonus_tests
+from tests.platforms.prolific.fake_server import hexid
+from tests.platforms.prolific.test_prolific import Participant, _publish
 
 server, provider, sleeps, client_class = base.server, base.provider, base.sleeps, base.client_class
 
@@ -160,7 +160,7 @@ def test_every_figure_of_an_in_house_batch_is_its_rewards(query_set, researcher,
     )
     services.publish_batch(batch)
     for name in ("ann-a", "ann-b"):
-        worker = services.create_annotator(name, password="pw-secret-123")
+        worker = create_annotator(name, password="pw-secret-123")
         assignment = next_assignment(worker, batch)
         submit_local_assignment(assignment, {hq.field_name: "n" for hq in assignment.hit.hit_queries.all()})
     assert spent(batch) == Decimal("0.10")  # 2 answered × $0.05

@@ -19,10 +19,10 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch, Routing
-from annotation.platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.publication.services.exports import export_queries
 from annotation.results.selectors import MACHINE, BatchAnswers, labels_with_sources
 from core.errors import ServiceError, StateError
+from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch

@@ -12,8 +12,8 @@ from annotation.machine.selectors import calibration_report, identity_for, machi
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import Batch
-from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from annotation.results.selectors import BatchAnswers
+from platforms.inhouse.services.simulation import simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch

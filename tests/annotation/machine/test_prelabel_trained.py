@@ -17,9 +17,9 @@ from annotation.machine.prelabellers import get_prelabeller
 from annotation.machine.prelabellers.trained import MIN_TRAINING, TrainedPreLabeller, training_sha256
 from annotation.machine.services.prelabels import make_prelabeller, prelabel_batch
 from annotation.models import PreLabel
-from annotation.platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from annotation.results.export_formats import write_labelled_csv
 from core.errors import InputError, ServiceError
+from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch

@@ -19,8 +19,9 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing
 from annotation.models import Assignment, Batch, PreLabel
-from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from core.models import Job
+from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.simulation import simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 
@@ -239,7 +240,7 @@ def test_a_refusal_of_the_service_is_a_message_on_the_page(machine_batch, resear
 
 def test_the_samples_hit_page_shows_no_machine_label(sampled, researcher, client):
     child = calibration_batch(sampled)
-    annotator = services.create_annotator("blind-a", password="pw-secret-123")
+    annotator = create_annotator("blind-a", password="pw-secret-123")
     client.force_login(annotator)
     response = client.get(reverse("annotation:next"), follow=True)
     page = response.content.decode()

@@ -23,8 +23,8 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import _cost, plan_routing, plan_summary, route_batch
 from annotation.models import Batch, PreLabel
-from annotation.platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from core.errors import ServiceError, StateError
+from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch

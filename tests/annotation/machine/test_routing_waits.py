@@ -20,9 +20,9 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Assignment, Batch, Escalation, Hit, Routing
-from annotation.platforms.inhouse.services.handout import create_annotator
-from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from core.errors import StateError
+from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.simulation import simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.machine.test_routing_service import SureMachine, _texts
@@ -56,8 +56,8 @@ def _answer(username, batch, hits):
     """``username`` answers their next ``hits`` HITs of ``batch`` (``None``: all they can) with the true labels."""
     from django.contrib.auth import get_user_model
 
-    from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
-    from annotation.platforms.inhouse.services.simulation import oracle_label
+    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+    from platforms.inhouse.services.simulation import oracle_label
 
     user = get_user_model().objects.get(username=username)
     for _ in range(hits if hits is not None else 10**6):

@@ -25,11 +25,12 @@ from annotation.publication.checklists import (
 from annotation.publication.statements import machine_tools, who_labelled
 from metrics.latex import checklist_tex
 from metrics.services.paper import HIT_PAGE, HIT_SCREENSHOT, crowd_pay, task_page
+from platforms.prolific.selectors import submissions as prolific_submissions
 from tests.annotation.conftest import make_batch
 from tests.annotation.machine.test_calibration_flow import machine_batch  # noqa: F401 (fixture)
-from tests.annotation.platforms.prolific import test_prolific as base
-from tests.annotation.platforms.prolific.test_prolific_submissions import study  # noqa: F401 (fixture)
 from tests.annotation.publication.test_label_provenance import four_sources  # noqa: F401 (fixture)
+from tests.platforms.prolific import test_prolific as base
+from tests.platforms.prolific.test_prolific_submissions import study  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +60,7 @@ def test_the_instructions_are_the_task_pages_own_text(local_batch):
 
 
 def test_every_question_is_quoted_and_what_only_the_authors_know_is_marked(local_batch, annotators):
-    from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
     from tests.annotation.conftest import answers_for
 
     for user in annotators[:2]:
@@ -126,7 +127,7 @@ def test_prolific_pay_is_the_batch_pages_figure(server, provider, study):  # noq
     batch, *_ = study
     sync_batch(batch, provider)
     [row] = crowd_pay(batch)
-    listed = annotation_selectors.prolific_submissions(batch)
+    listed = prolific_submissions(batch)
     assert (row["median_hourly_rate"], row["median_seconds"]) == (listed.median_hourly_rate, listed.median_seconds)
     assert (row["median_hourly_rate"], row["median_seconds"]) == (6.0, 720.0)
     _, items = _items(batch)

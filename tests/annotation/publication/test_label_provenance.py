@@ -17,11 +17,11 @@ from annotation import services
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import route_batch
 from annotation.models import Adjudication, Batch, Judgment, PreLabel
-from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from annotation.publication.services.dataset import publish_dataset
 from annotation.publication.services.exports import export_queries
 from annotation.publication.tables import CLASS_NAMES
 from annotation.quality.services.adjudication import adjudicate
+from platforms.inhouse.services.simulation import simulate_local_annotations
 from tests.annotation.machine.test_calibration_flow import answer_sample_until_in, machine_batch  # noqa: F401
 
 

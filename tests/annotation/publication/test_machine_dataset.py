@@ -9,10 +9,10 @@ import pytest
 from annotation import services
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import route_batch
-from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
 from annotation.publication.services.dataset import publish_dataset
 from annotation.publication.tables import CLASS_NAMES
 from annotation.results.selectors import MACHINE, query_results
+from platforms.inhouse.services.simulation import simulate_local_annotations
 from tests.annotation.machine.test_calibration_flow import answer_sample_until_in, machine_batch  # noqa: F401
 
 

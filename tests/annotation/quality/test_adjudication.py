@@ -8,7 +8,6 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Adjudication
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_queries
 from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.escalation import plan_escalation
@@ -16,6 +15,7 @@ from annotation.results.aggregation import dawid_skene
 from annotation.results.selectors import agreement, judgments_frame, query_results
 from annotation.selectors import adjudicated_labels
 from core.errors import ServiceError
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import TRUTH, answers_for
 
 

@@ -7,8 +7,8 @@ import pytest
 from annotation import services
 from annotation.crowd.services.batches import read_gold_file
 from annotation.models import Adjudication
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_queries
+from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from tests.annotation.conftest import TRUTH, answers_for
 
 KEYS = {"n": "1", "f": "2", "m": "3", "o": "4"}
@@ -59,7 +59,7 @@ def test_in_house_annotator_sees_which_gold_answer_was_wrong(query_set, page, lo
         gold=read_gold_file(gold_file),
     )
     services.publish_batch(batch)
-    services.create_annotator("ann", password="pw-secret-123")
+    create_annotator("ann", password="pw-secret-123")
     login("ann")
 
     page.goto("/annotation/next/")

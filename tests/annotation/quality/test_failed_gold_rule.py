@@ -9,8 +9,8 @@ from annotation.crowd.selectors import answer_counts, spent
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.results.selectors import answers_version, gold_failed_qids, gold_judgments, judgments_frame
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 

@@ -3,7 +3,7 @@
 from django.core.management import call_command
 
 from annotation.models import Assignment, Batch
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

@@ -14,7 +14,6 @@ from annotation import services
 from annotation.crowd.providers import get_provider
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Batch, Escalation, WorkerFlag
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.services.budget import budget_left, set_extra_budget
 from annotation.quality.services.escalation import (
     escalate_batch,
@@ -25,6 +24,7 @@ from annotation.quality.services.escalation import (
 )
 from annotation.quality.services.thresholds import apply_thresholds
 from core.errors import ServiceError
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import TRUTH, answers_for, make_batch
 
 

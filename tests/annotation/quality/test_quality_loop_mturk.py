@@ -11,12 +11,12 @@ from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, Hit, Reoffer, WorkerFlag
-from annotation.platforms.mturk.client import MTurkError
-from annotation.platforms.mturk.mturk_xml import build_answers_xml
 from annotation.quality.services.budget import set_extra_budget
 from annotation.quality.services.escalation import plan_escalation
+from platforms.mturk.client import MTurkError
+from platforms.mturk.mturk_xml import build_answers_xml
 from tests.annotation.conftest import TRUTH
-from tests.annotation.platforms.mturk.test_mturk_compatible_server import server  # noqa: F401  (the server fixture)
+from tests.platforms.mturk.test_mturk_compatible_server import server  # noqa: F401  (the server fixture)
 
 
 def _answers(hit: Hit, override: dict[str, str] | None = None) -> str:

@@ -7,11 +7,12 @@ import re
 from annotation import services
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.sync import sync_batch
-from annotation.models import Batch, ProlificSession, WorkerFlag
-from annotation.platforms.prolific import provider as prolific_rules
-from annotation.platforms.prolific import services as prolific_services
-from tests.annotation.platforms.prolific.fake_server import hexid
-from tests.annotation.platforms.prolific.test_prolific import (  # noqa: F401  (fixtures)
+from annotation.models import Batch, WorkerFlag
+from platforms.prolific import provider as prolific_rules
+from platforms.prolific import services as prolific_services
+from platforms.prolific.models import ProlificSession
+from tests.platforms.prolific.fake_server import hexid
+from tests.platforms.prolific.test_prolific import (  # noqa: F401  (fixtures)
     Participant,
     _publish,
     batch,

@@ -6,9 +6,9 @@ import pytest
 from annotation import services
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.models import Qualification
-from annotation.platforms.inhouse.services.handout import local_worker, next_assignment
 from annotation.quality.services.training import submit_training
 from core.errors import ServiceError
+from platforms.inhouse.services.handout import local_worker, next_assignment
 
 TRAINING = [
     GoldQuery("t1", "what is a mother", "f"),
@@ -99,7 +99,7 @@ def test_training_is_refused_where_it_does_not_run(query_set):
 def test_a_batch_with_a_team_trains_its_members_only(training_batch, query_set, annotators, client):
     """Issue 27.2: an annotator outside a batch's team was sent to its training first, saw its
     queries and (after answering) their answer key, and got no other work until they took it."""
-    from annotation.platforms.inhouse.services import team
+    from platforms.inhouse.services import team
     from tests.annotation.conftest import make_batch
 
     other = make_batch(query_set, name="other")  # open to everyone, no training

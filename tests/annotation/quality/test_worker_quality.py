@@ -5,9 +5,9 @@ import datetime as dt
 from django.db.models import F
 
 from annotation.models import Assignment
-from annotation.platforms.inhouse.services import handout
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.selectors import worker_quality
+from platforms.inhouse.services import handout
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 

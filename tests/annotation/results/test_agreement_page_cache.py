@@ -9,10 +9,10 @@ import pytest
 
 from annotation.batches import views
 from annotation.models import WorkerFlag
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import selectors as results
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 NO_CACHE = {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}

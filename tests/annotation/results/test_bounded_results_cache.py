@@ -9,12 +9,12 @@ import pytest
 from django.db import connection
 
 from annotation import services
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import selectors as results
 from annotation.results.selectors import agreement, query_results
 from core.db import bounded_cache
 from core.models import CacheEntry
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

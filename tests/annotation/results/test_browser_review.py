@@ -2,8 +2,8 @@
 
 import pytest
 
-from annotation.platforms.inhouse.services import handout
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services import handout
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 

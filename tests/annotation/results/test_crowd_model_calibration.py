@@ -8,7 +8,7 @@ Crowds:
   o 0.001: the demo's word-list pool has almost no gendered query), answered as
   ``simulate_annotations --annotators 5 --accuracy 0.7`` answers (3 of 5 annotators per query, the
   truth with probability 0.7, one of the other three labels otherwise: the simulation of
-  :mod:`annotation.platforms.inhouse.services.simulation`, written out here);
+  :mod:`platforms.inhouse.services.simulation`, written out here);
 - **the study's with gold**: 3,750 queries with the SIGIR 2020 shares, 40 workers of unequal
   accuracy and activity erring along class-dependent lines, 10% spammers, a lazy worker, a gold
   question in every HIT (``benchmarks/crowd_simulation.py``, MODERATE), and the same crowd when the

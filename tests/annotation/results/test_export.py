@@ -7,11 +7,11 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Export
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.publication.services.exports import export_queries
 from annotation.quality.services.escalation import escalate_batch, plan_escalation
 from annotation.results.selectors import agreement, judgments_frame, query_results
 from core.errors import ServiceError
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from pooling.models import QuerySet
 from tests.annotation.conftest import TRUTH, answers_for
 

@@ -18,9 +18,9 @@ from annotation import services
 from annotation.crowd.selectors import batch_progress, judgment_counts
 from annotation.crowd.services.batches import cancel_batch
 from annotation.models import Assignment, Judgment
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import selectors as results
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

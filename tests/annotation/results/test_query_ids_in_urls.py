@@ -11,8 +11,8 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.results.selectors import query_results
+from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from pooling.models import QuerySet
 from pooling.queryfiles import read_queries
 from pooling.services import create_query_set

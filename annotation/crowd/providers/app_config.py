@@ -1,0 +1,25 @@
+"""The Django app of a crowd platform: its config registers it with the kernel (:mod:`.registry`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import AppConfig
+
+from annotation.crowd.providers.registry import register_platform
+
+
+class PlatformConfig(AppConfig):
+    """The Django app of a crowd platform (``platforms/<name>/apps.py``): ``platform`` is the name
+    stored in ``Batch.provider``. Made when the app registry reads ``INSTALLED_APPS``, before any
+    model loads, it registers the platform (:func:`annotation.crowd.providers.registry.register_platform`), so the stored provider's
+    choices (``annotation.models.Provider``) name it. Its ``ready()`` registers the rest (connection
+    kinds, background jobs). An app's ``apps.py`` imports this module, not the class, so that its own
+    config is the one subclass Django finds there."""
+
+    default_auto_field = "django.db.models.BigAutoField"
+    platform: str = ""
+
+    def __init__(self, app_name: str, app_module: Any) -> None:
+        super().__init__(app_name, app_module)
+        register_platform(self.platform, self.name)

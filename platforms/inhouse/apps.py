@@ -1,0 +1,40 @@
+from annotation.crowd.providers import app_config
+
+
+class InhouseConfig(app_config.PlatformConfig):
+    """In-house annotators on this site (``Batch.provider`` ``local``): the product's own platform."""
+
+    name = "platforms.inhouse"
+    label = "inhouse"
+    platform = "local"
+
+    def ready(self) -> None:
+        """The groups page adds an annotator of no account yet with this platform's accounts; leaving the
+        annotators' group or being deactivated gives the HITs a user held back (annotation.accounts); the batch
+        page and the annotator's home show this platform's panels (annotation.crowd.panels)."""
+        from annotation.accounts import watch_annotators
+        from annotation.crowd.panels import add_annotator_home, add_batch_panel
+        from core.services.groups import use_annotator_maker
+        from platforms.inhouse.selectors import ANNOTATORS_GROUP, unfillable_places
+        from platforms.inhouse.services.handout import release_held_hits
+
+        use_annotator_maker(_new_annotator)
+        watch_annotators(ANNOTATORS_GROUP, release_held_hits)
+        add_batch_panel("unfillable", unfillable_places)  # a team batch's places no member can take
+        add_annotator_home(_annotator_home)
+
+
+def _annotator_home(user) -> dict:
+    """An annotator's home: where to start, and the HIT they may still correct (``corrections``)."""
+    from platforms.inhouse.services.corrections import last_correctable
+    from platforms.inhouse.services.handout import annotator_worker
+
+    worker = annotator_worker(user)
+    last = last_correctable(worker.pk) if worker is not None else None
+    return {"annotator": worker is not None, "correctable": last}
+
+
+def _new_annotator(username: str, password: str):
+    from platforms.inhouse.services.handout import create_annotator
+
+    return create_annotator(username, password)

@@ -1,0 +1,13 @@
+"""Prolific participants: arrivals confirmed with Prolific, the study's submissions reconciled,
+bonuses paid once. The provider is :mod:`.provider`, its REST client :mod:`.client`.
+
+State: :mod:`.services`, :mod:`.groups.services` (participant groups), :mod:`.bonuses.services`
+(bonuses and their job), :mod:`.webhooks`. Shells: :mod:`.views`, :mod:`.api`.
+"""
+
+#: The modules that plug Prolific into a batch's life cycle (annotation.crowd.services.hooks).
+PLUG_INS = (
+    "platforms.prolific.services",  # a Prolific batch's sync (platform_syncs)
+    "platforms.prolific.webhooks.services.subscriptions",  # after publishing: the webhooks (published)
+    "platforms.prolific.groups.services",  # participant groups (preparing, cancelled)
+)

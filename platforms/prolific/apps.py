@@ -1,0 +1,75 @@
+from annotation.crowd.providers import app_config
+
+
+class ProlificConfig(app_config.PlatformConfig):
+    """Prolific studies (``Batch.provider`` ``prolific``)."""
+
+    name = "platforms.prolific"
+    label = "prolific"
+    platform = "prolific"
+
+    def ready(self) -> None:
+        """The background jobs of Prolific's modules below its ``services`` are declared (core.jobs.registry
+        imports each app's ``services``, which does not import these); the batch page shows Prolific's
+        panels (annotation.crowd.panels): its webhooks, and a Prolific batch's submissions and bonuses; ``publish_batch``
+        prints Prolific's own price; the site's connections hold the Prolific workspace."""
+        from annotation.crowd.panels import add_batch_panel, add_dashboard_panel, add_own_price
+        from core.db.new_database import reviewed
+        from core.services.connections import register_connection
+        from platforms.inhouse.services.corrections import refuse_when
+        from platforms.prolific.bonuses import services as bonuses  # noqa: F401  (paying bonuses)
+        from platforms.prolific.connection.kind import PROLIFIC
+        from platforms.prolific.connection.services import check_prolific
+        from platforms.prolific.rehearsal import services as rehearsals  # noqa: F401  (rehearsing)
+        from platforms.prolific.services import quote
+        from platforms.prolific.webhooks.selectors import batch_webhooks
+        from platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the re-read job)
+
+        reviewed(self.label, "0001_initial")  # state only: annotation's tables taken over (db_table)
+        register_connection(PROLIFIC, check_prolific)  # the Connections page, its test, the API
+        add_batch_panel("prolific", batch_webhooks)
+        add_batch_panel("submissions", _submissions)
+        add_batch_panel("bonuses", _bonuses)
+        add_dashboard_panel("return_rate_warnings", _return_rate_warnings)
+        add_own_price(self.platform, quote)  # publish_batch prints Prolific's own price
+        refuse_when(_paid_on_prolific)  # a participant's correction, once Prolific decided its pay
+
+
+#: A Prolific submission's statuses that decide its pay (Prolific's own words).
+_PAID_ON_PROLIFIC = ("APPROVED", "REJECTED")
+
+
+def _paid_on_prolific(assignment) -> str | None:
+    """Why a participant may no longer correct the assignment: Prolific decided its submission's pay."""
+    from platforms.prolific.models import ProlificSubmission
+
+    if (
+        assignment.provider_assignment_id
+        and ProlificSubmission.objects.filter(
+            submission_id=assignment.provider_assignment_id, status__in=_PAID_ON_PROLIFIC
+        ).exists()
+    ):
+        return "this HIT was already reviewed (its payment was decided on Prolific)"
+    return None
+
+
+def _bonuses(batch):
+    """The bonus panel: a batch's bonus rule and what it owes, for a platform that pays bonus rules (None else)."""
+    from annotation.crowd.providers.base import provider_class
+    from platforms.prolific.bonuses.selectors import preview_bonuses
+
+    return preview_bonuses(batch) if provider_class(batch.provider).pays_bonus_rules else None
+
+
+def _return_rate_warnings():
+    """The dashboard's warnings of high return rates, on published batches."""
+    from platforms.prolific.webhooks.selectors import return_rate_warnings
+
+    return return_rate_warnings(published_only=True)
+
+
+def _submissions(batch):
+    """A Prolific batch's submissions (None for another platform's batch)."""
+    from platforms.prolific.selectors import submissions
+
+    return submissions(batch) if batch.provider == "prolific" else None

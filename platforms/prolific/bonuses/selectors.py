@@ -1,0 +1,121 @@
+"""A Prolific batch's bonus rule and its preview (issue 32): what the rule owes each participant and
+what a pay would cost with Prolific's fee. Reads only (the pay: :mod:`.services`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.conf import settings
+from django.utils import timezone
+
+from annotation.crowd.bonus_rules import BULK_SIZE, BonusRule, Owed, RuleError, Work, owed
+from annotation.crowd.costs import BonusCost, bonus_costs
+from annotation.models import Assignment, Batch, BonusPayment, Provider
+from core.errors import ServiceError
+
+
+def _fee_rate() -> Decimal:
+    return Decimal(settings.PROLIFIC_FEE_RATE)
+
+
+def bonus_rule(batch: Batch) -> BonusRule | None:
+    try:
+        return BonusRule.from_options(batch.provider_options)
+    except RuleError as exc:
+        raise ServiceError(f"batch {batch.name!r}: {exc}") from None
+
+
+def check_prolific(batch: Batch) -> None:
+    if batch.provider != Provider.PROLIFIC:
+        raise ServiceError(f"batch {batch.name!r} does not run on Prolific: bonus rules are Prolific's")
+
+
+def approved_work(batch: Batch) -> list[Work]:
+    """The batch's approved Prolific work, one entry per assignment (its submission, its check questions right)."""
+    rows = (
+        Assignment.objects.filter(hit__batch=batch, status=Assignment.Status.APPROVED)
+        .select_related("worker__identity")
+        .order_by("pk")
+    )
+    return [Work(a.worker.identity.external_id, a.provider_assignment_id, a.gold_correct or 0) for a in rows]
+
+
+@dataclass
+class BonusPreview:
+    """What the rule owes and what paying costs, before anything is paid."""
+
+    rule: BonusRule | None
+    #: One row per participant: participant, submission, amount, reason, state ("new": not recorded yet).
+    rows: list[dict] = field(default_factory=list)
+    #: The bonuses a pay would send now (new and recorded but not yet paid), with Prolific's fee.
+    to_pay: BonusCost | None = None
+    #: The bonuses paid already, with their fee.
+    paid: BonusCost | None = None
+    #: Rows whose pay call lost its answer and Prolific does not show yet.
+    unconfirmed: int = 0
+    #: Of ``unconfirmed``: rows past ``PROLIFIC_BONUS_SETTLE_SECONDS`` since their pay call. Never paid
+    #: again automatically: a person checks Prolific, then confirms them paid or unpaid.
+    needs_person: int = 0
+
+
+def newly_owed(batch: Batch, rule: BonusRule | None) -> list[Owed]:
+    """What ``rule`` owes participants it has no record for yet (its rows: no assignment named)."""
+    if rule is None:
+        return []
+    recorded = set(batch.bonus_payments.filter(assignment=None).values_list("participant_id", flat=True))
+    return [o for o in owed(rule, approved_work(batch)) if o.participant_id not in recorded]
+
+
+def preview_bonuses(batch: Batch) -> BonusPreview:
+    """The rule's bonuses per participant, what a pay would send now and its cost with Prolific's fee. Reads only."""
+    check_prolific(batch)
+    rule = bonus_rule(batch)
+    recorded = list(batch.bonus_payments.order_by("participant_id"))
+    new = newly_owed(batch, rule)
+    rows = [
+        {
+            "participant": r.participant_id,
+            "submission": r.submission_id,
+            "amount": r.amount,
+            "reason": r.reason,
+            "state": r.state,
+        }
+        for r in recorded
+    ] + [
+        {
+            "participant": o.participant_id,
+            "submission": o.submission_id,
+            "amount": o.amount,
+            "reason": o.reason,
+            "state": "new",
+        }
+        for o in new
+    ]
+    rows.sort(key=lambda row: row["participant"])
+    # What a pay would send, bulk by bulk as it will be charged (one fee each): set-up bulks none of
+    # whose rows another pay claimed (such a bulk is paid whole or not at all, settled from
+    # Prolific's state), then owed rows (by record) and new work, set up afresh BULK_SIZE at a time.
+    claimed = {r.bulk_id for r in recorded if r.state != BonusPayment.State.SET_UP and r.bulk_id}
+    set_up: dict[str, list[Decimal]] = {}
+    for r in recorded:
+        if r.state == BonusPayment.State.SET_UP and r.bulk_id not in claimed:
+            set_up.setdefault(r.bulk_id, []).append(r.amount)
+    fresh = [r.amount for r in sorted(recorded, key=lambda r: r.pk) if r.state == BonusPayment.State.OWED]
+    fresh += [o.amount for o in new]
+    to_pay = [*set_up.values(), *(fresh[i : i + BULK_SIZE] for i in range(0, len(fresh), BULK_SIZE))]
+    paid: dict[str, list[Decimal]] = {}
+    for r in recorded:
+        if r.state == BonusPayment.State.PAID:
+            paid.setdefault(r.bulk_id or str(r.pk), []).append(r.amount)
+    paying = [r for r in recorded if r.state == BonusPayment.State.PAYING]
+    settle = dt.timedelta(seconds=settings.PROLIFIC_BONUS_SETTLE_SECONDS)
+    return BonusPreview(
+        rule=rule,
+        rows=rows,
+        to_pay=bonus_costs(to_pay, prolific_fee_rate=_fee_rate()),
+        paid=bonus_costs(list(paid.values()), prolific_fee_rate=_fee_rate()),
+        unconfirmed=len(paying),
+        needs_person=sum(1 for r in paying if r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle),
+    )

@@ -1,0 +1,505 @@
+"""A small client for Prolific's public REST API (v1), over the standard library.
+
+No maintained Python client exists, so the few calls the product needs are made here
+directly: studies (create, find by internal name, publish, stop, add places), their
+submissions (every page, or one by its id; approve or reject), bulk bonuses (set up, pay, and
+the bonuses a submission shows: how a lost pay answer is reconciled), participant groups
+(find, create, members, add, remove, delete) and the cost calculator. Every request carries ``Authorization: Token <token>``.
+
+Retries. Calls go through the project's one HTTP client (:class:`core.http.JsonClient`:
+an overall ``deadline`` per call, answers of at most ``max_bytes``, no redirects, the token
+sent to the configured origin only). A 429 or a 5xx answer, a connection that breaks before
+an answer arrives and an answer that is not JSON are retried with exponential back-off
+(``Retry-After`` is honoured when given, per call), up to ``max_attempts``; ``pace`` (optional)
+spaces the calls' starts by a rate every process of the site shares (see
+``platforms.prolific.provider.api_client``). Only calls that are safe to repeat are retried blindly: reads, the
+submission transitions (documented as idempotent) and PATCHing a study's absolute place
+count. Creating a study, transitioning it and paying a bulk bonus are *not* safe to repeat -- Prolific takes no request token --
+so those raise :class:`ProlificUnknownOutcome` after a lost answer, and the services
+record the intent before the call and look the result up before any second attempt
+(see ``platforms.prolific.services``).
+
+Written from Prolific's API reference (docs.prolific.com/api-reference) and its open
+source CLI (prolific-oss/cli). Not confirmed there, and handled defensively:
+
+- the shape of list pages: ``results`` plus ``_links.next.href``; the client also stops
+  on a short page, so an offset-paged answer without links is read in full too;
+- filtering a project's studies by ``internal_name`` (the client lists the project's
+  studies and matches the name itself);
+- adding members with ``POST /participant-groups/{id}/participants/``; groups belong to
+  a workspace (``workspace_id``; the group's ``project_id`` is documented as deprecated)
+  and are blocked with the ``participant_group_blocklist`` filter (used so by several
+  public integrations, not found in the reference itself);
+- whether a second ``pay`` of the same bulk bonus is refused (the reference warns it may
+  pay twice, so the product never sends it twice);
+- the currency: rewards and bonuses are sent in the *account's* currency (cents), which
+  the product assumes to be USD like the batch's reward.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from core.errors import ProviderError
+from core.http import HttpError, JsonClient
+
+#: Documented rejection categories of ``POST /submissions/{id}/transition/``.
+REJECTION_CATEGORIES = frozenset(
+    {
+        "TOO_QUICKLY",
+        "TOO_SLOWLY",
+        "FAILED_INSTRUCTIONS",
+        "INCOMP_LONGITUDINAL",
+        "FAILED_CHECK",
+        "LOW_EFFORT",
+        "MALINGERING",
+        "NO_CODE",
+        "BAD_CODE",
+        "NO_DATA",
+        "UNSUPP_DEVICE",
+        "OTHER",
+    }
+)
+#: Prolific refuses rejection messages shorter than this.
+MIN_REJECTION_MESSAGE = 100
+DEVICES = ("desktop", "tablet", "mobile")
+PAGE_SIZE = 200
+#: Seconds one call may take in all, retries and back-off included (``timeout`` bounds each attempt).
+CALL_DEADLINE = 120.0
+#: The largest answer read (a page of 200 submissions is far below it).
+MAX_RESPONSE_BYTES = 10 * 1024 * 1024
+
+
+class ProlificError(ProviderError):
+    """Prolific answered with an error (4xx other than 429), or kept failing.
+
+    A :class:`core.errors.ProviderError` (so a ``ServiceError``): ``upstream`` when Prolific
+    failed rather than refused (a 5xx or a 429 past the retries, or no answer; given for
+    the latter, which has no ``status``).
+    """
+
+    def __init__(
+        self, message: str, status: int | None = None, *, upstream: bool | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.upstream = upstream if upstream is not None else (status is not None and (status >= 500 or status == 429))
+        #: The seconds Prolific's last answer asked to wait before asking again (``Retry-After``), if it did.
+        self.retry_after = retry_after
+
+
+class ProlificUnknownOutcome(ProlificError):
+    """A call that is not safe to repeat lost its answer: it may or may not have happened (a failure of Prolific)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message, status, upstream=True)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One participant's session of a study (its id is the ``SESSION_ID`` of the study URL)."""
+
+    id: str
+    participant_id: str
+    status: str
+    started_at: str | None = None
+    completed_at: str | None = None
+    study_id: str = ""
+
+    @classmethod
+    def from_api(cls, item: dict) -> Submission:
+        """A submission from a list page (``participant_id``) or ``GET /submissions/{id}/`` (``participant``);
+        an answer of another shape is a :class:`ProlificError`, never a raw ``KeyError``."""
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise ProlificError("Prolific answered a submission without an id", 502)
+        return cls(
+            id=item["id"],
+            participant_id=item.get("participant_id") or item.get("participant") or "",
+            status=item.get("status", ""),
+            started_at=item.get("started_at"),
+            completed_at=item.get("completed_at"),
+            study_id=item.get("study_id") or "",
+        )
+
+
+def cents(amount: Decimal) -> int:
+    """Dollars as whole cents (Prolific takes rewards and bonuses in the account currency's minor unit)."""
+    value = Decimal(amount) * 100
+    if value != value.to_integral_value():
+        raise ValueError(f"{amount} is not a whole number of cents")
+    return int(value)
+
+
+class Prolific:
+    """Prolific's API at ``base_url`` with ``token``; ``sleep`` is injectable so back-off is testable."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        max_attempts: int = 6,
+        base_delay: float = 0.5,
+        max_delay: float = 30.0,
+        timeout: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+        deadline: float = CALL_DEADLINE,
+        max_bytes: int = MAX_RESPONSE_BYTES,
+        pace: Callable[[float], float | None] | None = None,
+    ) -> None:
+        if not token:
+            raise ProlificError(
+                "PROLIFIC_API_TOKEN is not set (in the environment or on the Connections page): create a token in "
+                "Prolific's settings (API tokens)"
+            )
+        self.base_url = base_url.rstrip("/") + "/"
+        self.token = token
+        self.max_attempts = max_attempts
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.timeout = timeout
+        self.sleep = sleep
+        self.deadline = deadline
+        self.max_bytes = max_bytes
+        self.pace = pace
+
+    # -- transport --------------------------------------------------------------------
+    def transport(self) -> JsonClient:
+        """The shared client (:class:`core.http.JsonClient`) with this client's settings as they are now."""
+        return JsonClient(
+            self.base_url,
+            {"Authorization": f"Token {self.token}"},
+            timeout=self.timeout,
+            deadline=self.deadline,
+            max_attempts=self.max_attempts,
+            base_delay=self.base_delay,
+            max_delay=self.max_delay,
+            max_bytes=self.max_bytes,
+            sleep=self.sleep,
+            pace=self.pace,
+        )
+
+    def request(self, method: str, path: str, body: Any = None, *, repeatable: bool = True) -> Any:
+        """Send one call through :class:`core.http.JsonClient`: 429, 5xx and broken connections retried
+        when ``repeatable``, within ``deadline`` seconds in all, answers of at most ``max_bytes``.
+
+        A call that is not ``repeatable`` is still retried on 429 and 503 with Retry-After
+        (the server refused it before doing anything), but a 5xx, a broken connection or an
+        unreadable answer raises :class:`ProlificUnknownOutcome`: it may have been carried out.
+        Every failure is a :class:`ProlificError` (an ``IncompleteRead`` or a non-JSON answer too).
+        """
+        try:
+            transport = self.transport()
+        except ValueError as exc:
+            raise ProlificError(f"PROLIFIC_API_URL: {exc}") from None
+        try:
+            answer = transport.request(method, path, body, repeatable=repeatable)
+        except HttpError as exc:
+            raise _prolific_error(method, path, exc) from None
+        return {} if answer is None else answer
+
+    def pages(self, path: str) -> Iterator[dict]:
+        """Every item of a list endpoint (:func:`core.http.list_pages`: ``_links.next`` followed, or
+        offsets until a short page)."""
+        from core.http import list_pages
+
+        return list_pages(
+            lambda url: self.request("GET", url),
+            path,
+            PAGE_SIZE,
+            lambda: ProlificError(f"Prolific GET {path}: a list page that is not a list of objects", 502),
+        )
+
+    # -- studies ------------------------------------------------------------------------
+    def create_study(self, fields: dict) -> dict:
+        """``POST /studies/``: a draft study. Not repeatable: a lost answer means "look it up"."""
+        return self.request("POST", "studies/", fields, repeatable=False)
+
+    def find_study(self, project_id: str, internal_name: str) -> dict | None:
+        """The project's study with this internal name (how a study is found again), or ``None``."""
+        for study in self.pages(f"projects/{project_id}/studies/"):
+            if study.get("internal_name") == internal_name:
+                return study
+        return None
+
+    def get_study(self, study_id: str) -> dict:
+        return self.request("GET", f"studies/{study_id}/")
+
+    def transition_study(self, study_id: str, action: str) -> dict:
+        """``PUBLISH``, ``PAUSE``, ``START`` or ``STOP``; callers check the status first, and again
+        after a lost answer (Prolific refuses a transition that was already made)."""
+        return self.request("POST", f"studies/{study_id}/transition/", {"action": action}, repeatable=False)
+
+    def set_places(self, study_id: str, total_available_places: int) -> dict:
+        """Set the study's place count (absolute, so repeating it is harmless)."""
+        return self.request("PATCH", f"studies/{study_id}/", {"total_available_places": total_available_places})
+
+    def study_cost(self, reward: Decimal, places: int) -> Decimal:
+        """Prolific's own price (fees and VAT included) of ``places`` at ``reward`` dollars each."""
+        answer = self.request(
+            "POST", "study-cost-calculator/", {"reward": cents(reward), "total_available_places": places}
+        )
+        try:
+            return Decimal(str(answer["total_cost"])) / 100
+        except (KeyError, TypeError, ArithmeticError):
+            raise ProlificError("Prolific's cost calculator answered without a total_cost", 502) from None
+
+    # -- submissions --------------------------------------------------------------------
+    def submissions(self, study_id: str) -> Iterator[Submission]:
+        for item in self.pages(f"studies/{study_id}/submissions/"):
+            yield Submission.from_api(item)
+
+    def get_submission(self, submission_id: str) -> Submission | None:
+        """``GET /submissions/{id}/``: who the session belongs to, in which study; ``None`` if Prolific knows no such session.
+
+        This is how the site checks a participant's arrival: the id comes from the study
+        URL, which anyone can type, so only Prolific's answer says whose session it is.
+        """
+        try:
+            item = self.request("GET", f"submissions/{urllib.parse.quote(submission_id, safe='')}/")
+        except ProlificError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return Submission.from_api(item)
+
+    def approve(self, submission_id: str) -> dict:
+        return self.request("POST", f"submissions/{submission_id}/transition/", {"action": "APPROVE"})
+
+    def reject(self, submission_id: str, category: str, message: str) -> dict:
+        if category not in REJECTION_CATEGORIES:
+            raise ValueError(f"unknown rejection category {category!r}")
+        if len(message) < MIN_REJECTION_MESSAGE:
+            raise ValueError(f"a rejection message needs at least {MIN_REJECTION_MESSAGE} characters")
+        return self.request(
+            "POST",
+            f"submissions/{submission_id}/transition/",
+            {"action": "REJECT", "rejection_category": category, "message": message},
+        )
+
+    # -- bonuses ------------------------------------------------------------------------
+    def set_up_bonuses(self, study_id: str, amounts: dict[str, Decimal]) -> str:
+        """Prepare (not pay) bonuses, participant id -> dollars; returns the bulk payment id.
+
+        Setting up pays nothing, so a lost answer is simply set up again.
+        """
+        csv = "".join(f"{pid},{Decimal(amount):.2f}\n" for pid, amount in sorted(amounts.items()))
+        answer = self.request("POST", "submissions/bonus-payments/", {"study_id": study_id, "csv_bonuses": csv})
+        if not isinstance(answer, dict) or not isinstance(answer.get("id"), str):
+            raise ProlificError("Prolific set up bonuses without answering their id", 502)
+        return answer["id"]
+
+    def pay_bonuses(self, bulk_id: str) -> None:
+        """Pay a bulk bonus. Documented as not idempotent: never sent twice for one id."""
+        self.request("POST", f"bulk-bonus-payments/{bulk_id}/pay/", {}, repeatable=False)
+
+    # -- participant groups -------------------------------------------------------------
+    def find_group(self, workspace_id: str, name: str) -> dict | None:
+        for group in self.pages(f"participant-groups/?workspace_id={urllib.parse.quote(workspace_id)}"):
+            if group.get("name") == name:
+                return group
+        return None
+
+    def create_group(self, workspace_id: str, name: str) -> dict:
+        """A participant group of the workspace; callers look it up by name first (see ``find_group``)."""
+        return self.request(
+            "POST", "participant-groups/", {"workspace_id": workspace_id, "name": name}, repeatable=False
+        )
+
+    def add_to_group(self, group_id: str, participant_ids: list[str]) -> None:
+        """Adding a participant who is already a member changes nothing, so this is repeatable."""
+        if participant_ids:
+            self.request(
+                "POST", f"participant-groups/{group_id}/participants/", {"participant_ids": sorted(participant_ids)}
+            )
+
+    # -- webhooks: the workspace's secret and its event subscriptions (issue 32) ----------------
+    # docs.prolific.com/api-reference/webhooks. One secret per workspace (creating one replaces
+    # the old); a subscription (event type -> target URL) delivers only once confirmed with the
+    # X-Hook-Secret header its creation answered. Creating either is not safe to repeat: callers
+    # list first, and list again after a lost answer (platforms.prolific.webhooks.services).
+    def hook_secrets(self, workspace_id: str) -> list[dict]:
+        """``GET /hooks/secrets/?workspace_id=``: the workspace's secrets (``id``, ``value``)."""
+        answer = self.request("GET", f"hooks/secrets/?workspace_id={urllib.parse.quote(workspace_id)}")
+        items = answer.get("results", list(answer.values())) if isinstance(answer, dict) else answer
+        return [s for s in items or [] if isinstance(s, dict) and isinstance(s.get("value"), str)]
+
+    def create_hook_secret(self, workspace_id: str) -> dict:
+        """``POST /hooks/secrets/``: a new secret for the workspace, replacing any other. Not repeatable."""
+        answer = self.request("POST", "hooks/secrets/", {"workspace_id": workspace_id}, repeatable=False)
+        if not isinstance(answer, dict) or not isinstance(answer.get("value"), str):
+            raise ProlificError("Prolific created a webhook secret without answering its value", 502)
+        return answer
+
+    def hook_subscriptions(self, workspace_id: str, *, enabled: bool = True) -> list[dict]:
+        """``GET /hooks/subscriptions/``: the workspace's subscriptions, enabled (the default) or not."""
+        query = urllib.parse.urlencode({"workspace_id": workspace_id, "is_enabled": "true" if enabled else "false"})
+        return [s for s in self.pages(f"hooks/subscriptions/?{query}") if isinstance(s.get("id"), str)]
+
+    def all_hook_subscriptions(self, workspace_id: str) -> list[dict]:
+        """Every subscription of the workspace, enabled or not, once each, with ``is_enabled`` as Prolific
+        shows it. Both lists are read and each subscription judged by its own ``is_enabled`` (by the list
+        it came from only when it has none), so nothing depends on how the ``is_enabled`` filter is
+        applied. Being listed, even enabled, never says *this site* confirmed a subscription."""
+        seen: dict[str, dict] = {}
+        for enabled in (True, False):
+            for subscription in self.hook_subscriptions(workspace_id, enabled=enabled):
+                shown = subscription.get("is_enabled")
+                seen.setdefault(
+                    subscription["id"], {**subscription, "is_enabled": shown if isinstance(shown, bool) else enabled}
+                )
+        return list(seen.values())
+
+    def create_hook_subscription(self, workspace_id: str, event_type: str, target_url: str) -> tuple[dict, str]:
+        """``POST /hooks/subscriptions/``: (the subscription, its ``X-Hook-Secret`` for confirming it). Not repeatable.
+
+        The reference answers a list (``results``) holding the new subscription; an answer that is
+        the subscription itself is read too.
+        """
+        body = {"event_type": event_type, "target_url": target_url, "workspace_id": workspace_id}
+        try:
+            transport = self.transport()
+            answer = transport.request("POST", "hooks/subscriptions/", body, repeatable=False)
+        except ValueError as exc:
+            raise ProlificError(f"PROLIFIC_API_URL: {exc}") from None
+        except HttpError as exc:
+            raise _prolific_error("POST", "hooks/subscriptions/", exc) from None
+        items = answer.get("results", [answer]) if isinstance(answer, dict) else []
+        mine = [
+            s
+            for s in items
+            if isinstance(s, dict)
+            and isinstance(s.get("id"), str)
+            and s.get("event_type", event_type) == event_type
+            and s.get("target_url", target_url) == target_url
+        ]
+        hook_secret = transport.last_headers.get("x-hook-secret", "")
+        if not mine or not hook_secret:
+            raise ProlificUnknownOutcome("Prolific POST hooks/subscriptions/: no subscription id or X-Hook-Secret")
+        return mine[-1], hook_secret
+
+    def confirm_hook_subscription(self, subscription_id: str, hook_secret: str) -> dict:
+        """``POST /hooks/subscriptions/{id}/`` with the ``X-Hook-Secret`` (docs.prolific.com/api-reference/
+        webhooks/confirm-subscription): the subscription starts delivering. Repeatable (confirming again
+        confirms nothing new). An answer that shows the subscription not enabled is a :class:`ProlificError`."""
+        path = f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/"
+        answer = self.request("POST", path, {"secret": hook_secret})
+        if isinstance(answer, dict) and answer.get("is_enabled") is False:
+            raise ProlificError(f"Prolific answered the confirmation of subscription {subscription_id} as not enabled")
+        return answer
+
+    def subscription_events(self, subscription_id: str, statuses: tuple[str, ...] = ()) -> Iterator[dict]:
+        """``GET /hooks/subscriptions/{id}/events/``: the subscription's event log (the reference's
+        ``SubscriptionEventList``: ``results`` only, paged by ``offset`` and ``limit``), filtered by
+        ``statuses`` (the reference: "a single status or a JSON array of statuses as a string").
+
+        The answer has no link to a next page nor a count, and a server may cap ``limit``: pages are
+        read at growing offsets until one comes back empty, so a short page never ends the log early.
+        """
+        path = f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/events/"
+        query = {"status": json.dumps(list(statuses))} if statuses else {}
+        offset = 0
+        for _ in range(10_000):  # a bound on a server that never answers an empty page
+            answer = self.request(
+                "GET", f"{path}?{urllib.parse.urlencode({**query, 'limit': PAGE_SIZE, 'offset': offset})}"
+            )
+            results = answer.get("results") if isinstance(answer, dict) else None
+            if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
+                raise ProlificError(f"Prolific GET {path}: not a list of events", 502)
+            if not results:
+                return
+            yield from results
+            offset += len(results)
+
+    # -- rehearsals with test participants (issue 56) -------------------------------------------
+    def create_test_participant(self, email: str) -> dict:
+        """``POST /researchers/participants/`` (the reference's "Create a test participant for a researcher"):
+        ``{"participant_id": ...}``. Not repeatable (one test participant per researcher account)."""
+        return self.request("POST", "researchers/participants/", {"email": email}, repeatable=False)
+
+    def create_test_study(self, study_id: str) -> dict:
+        """``POST /studies/{id}/test-study`` ("Create a test study"): a test study made from the *draft* study and
+        published to the workspace's test participants; ``{"study_id", "study_url"}``. Not repeatable."""
+        return self.request(
+            "POST", f"studies/{urllib.parse.quote(study_id, safe='')}/test-study", None, repeatable=False
+        )
+
+    def delete_hook_subscription(self, subscription_id: str) -> bool:
+        """``DELETE /hooks/subscriptions/{id}/``; ``False`` when Prolific knows no such subscription (already gone)."""
+        try:
+            self.request("DELETE", f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/")
+        except ProlificError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    # -- participant groups across waves, bonuses paid once (issue 32) ----------------------
+    def group_members(self, group_id: str) -> set[str]:
+        """``GET /participant-groups/{id}/participants/``: the ids of the group's members."""
+        return {
+            item.get("participant_id", "")
+            for item in self.pages(f"participant-groups/{urllib.parse.quote(group_id, safe='')}/participants/")
+        } - {""}
+
+    def remove_from_group(self, group_id: str, participant_ids: list[str]) -> None:
+        """``DELETE /participant-groups/{id}/participants/``: Prolific ignores non-members, so repeatable."""
+        if participant_ids:
+            self.request(
+                "DELETE", f"participant-groups/{group_id}/participants/", {"participant_ids": sorted(participant_ids)}
+            )
+
+    def delete_group(self, group_id: str) -> bool:
+        """``DELETE /participant-groups/{id}/``; False when Prolific no longer knows the group (already deleted)."""
+        try:
+            self.request("DELETE", f"participant-groups/{urllib.parse.quote(group_id, safe='')}/")
+        except ProlificError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def submission_bonuses(self, submission_id: str) -> list[int]:
+        """The bonuses Prolific shows on a submission (``bonus_payments``, in the currency's cents).
+
+        How a pay call whose answer was lost is reconciled: Prolific pays asynchronously, so a
+        bonus may show a few minutes after the call.
+        """
+        item = self.request("GET", f"submissions/{urllib.parse.quote(submission_id, safe='')}/")
+        found = item.get("bonus_payments") if isinstance(item, dict) else None
+        if found is None:
+            return []
+        if not isinstance(found, list):
+            raise ProlificError("Prolific answered a submission whose bonus_payments is not a list", 502)
+        try:
+            return [round(float(value)) for value in found]
+        except (TypeError, ValueError):
+            raise ProlificError("Prolific answered bonus_payments that are not amounts", 502) from None
+
+
+def _prolific_error(method: str, path: str, exc: HttpError) -> ProlificError:
+    """The transport's error as Prolific's, worded as before the transport was shared."""
+    where = f"Prolific {method} {path}"
+    if exc.unknown_outcome:
+        return ProlificUnknownOutcome(f"{where}: {exc}; it may have been done", exc.status)
+    if exc.kind == "refused":
+        return ProlificError(f"{where}: HTTP {exc.status}: {_detail(exc.text)}", exc.status)
+    return ProlificError(f"{where}: {exc}", exc.status, upstream=exc.upstream, retry_after=exc.retry_after)
+
+
+def _detail(text: str) -> str:
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text[:300]
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            return str(error.get("detail") or error.get("title") or error)[:300]
+    return str(body)[:300]

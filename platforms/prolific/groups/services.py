@@ -1,0 +1,250 @@
+"""Prolific participant groups across waves: who a batch's study lets in or keeps out, made once.
+
+A Prolific batch may exclude the participants of other batches (``exclude_batches``: a
+block-list) or be restricted to them (``allow_batches``: an allow-list); by default a batch
+(a routed batch, a second wave) excludes nobody: the researcher chooses, on the batch form,
+through the API or with ``create_batch --exclude-batch/--allow-batch``. Participants whose
+work failed a batch's gold threshold (``Assignment.gold_passed`` False: fewer check questions
+right than the batch's ``gold_pass_fraction``) are added, at sync, to the workspace's
+*failed gold checks* group, which every later study blocks unless the batch admits them
+(``admit_gold_failures``). The study's filters name the groups when it is created
+(``participant_group_blocklist`` / ``participant_group_allowlist``,
+:func:`platforms.prolific.provider.study_groups`), and every sync of the batch adds the
+participants its named batches gained since (:func:`refill_groups`: a batch excluded while it
+still runs keeps its later participants out too); a batch's own groups are deleted
+once its study is closed (:func:`clean_up_groups`); the failed-gold group lives on.
+
+Idempotence protocol (Prolific takes no request token):
+
+- a group: its ``ParticipantGroup`` row (its name is unique, and is how the group is found
+  again) is committed first, then ``create_attempted`` just before ``POST
+  /participant-groups/``; after a lost answer, or on a later call that finds
+  ``create_attempted`` without an id, the workspace's groups are listed and the group found
+  by name before any second create; its id is saved the moment it is known. One process at
+  a time makes a given group (a ``core.services.leases`` lease on its name).
+- members: a ``GroupMember`` row (``added`` False) is committed before the add call;
+  Prolific ignores adding a member twice (documented), so an add whose answer was lost is
+  simply sent again, and ``added`` is set once Prolific answered.
+- clean-up: ``delete_attempted`` is committed before ``DELETE /participant-groups/{id}/``;
+  a group Prolific no longer knows (404) is deleted already.
+- the failed-gold group deleted on Prolific's site: an add answered 404 forgets its id
+  (:func:`forget_group`), makes it again and sends every recorded member again. A sync never
+  stops on this group: it is updated last, and a failure is logged and retried next sync.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.crowd.providers import CrowdProvider, get_provider
+from annotation.crowd.services.hooks import cancelled, preparing
+from annotation.models import Assignment, Batch, Provider
+from core.errors import ServiceError
+from core.services.leases import exclusive
+from platforms.prolific.client import ProlificError, ProlificUnknownOutcome
+from platforms.prolific.models import GroupMember, ParticipantGroup
+from platforms.prolific.provider import GOLD_FAILED_GROUP
+
+logger = logging.getLogger(__name__)
+
+#: A batch's own groups are named after it (names are unique in the workspace and find a group again).
+EXCLUDE_NAME = "took part before {batch}"
+ALLOW_NAME = "may take part in {batch}"
+
+
+def _workspace() -> str:
+    from platforms.prolific.connection.selectors import prolific_settings
+
+    workspace = prolific_settings().workspace_id
+    if not workspace:
+        raise ServiceError("PROLIFIC_WORKSPACE_ID is not set: participant groups belong to a Prolific workspace")
+    return workspace
+
+
+def _provider(provider: CrowdProvider | None) -> CrowdProvider:
+    return provider or get_provider(Provider.PROLIFIC)
+
+
+def ensure_group(provider: CrowdProvider, name: str, role: str, batch: Batch | None = None) -> ParticipantGroup:
+    """The group called ``name`` with its Prolific id: recorded first, created once (see the protocol)."""
+    try:
+        with transaction.atomic():
+            row, _ = ParticipantGroup.objects.get_or_create(name=name, defaults={"role": role, "batch": batch})
+    except IntegrityError:  # made at the same moment elsewhere
+        row = ParticipantGroup.objects.get(name=name)
+    if row.group_id and not row.deleted:
+        return row
+    with exclusive(f"prolific-group:{name}", f"making participant group {name!r}"):
+        row.refresh_from_db()
+        if row.group_id and not row.deleted:
+            return row
+        workspace = _workspace()
+        client = provider.client
+        found = client.find_group(workspace, name) if row.create_attempted is not None else None
+        if found is None:
+            ParticipantGroup.objects.filter(pk=row.pk).update(create_attempted=timezone.now())
+            try:
+                found = client.create_group(workspace, name)
+            except ProlificUnknownOutcome:
+                found = client.find_group(workspace, name)  # the answer was lost: did it happen?
+                if found is None:
+                    raise
+        ParticipantGroup.objects.filter(pk=row.pk).update(group_id=found["id"], deleted=False, delete_attempted=None)
+        row.refresh_from_db()
+    return row
+
+
+def fill_group(
+    provider: CrowdProvider, group: ParticipantGroup, participant_ids: Iterable[str], reason: str = ""
+) -> int:
+    """Add ``participant_ids`` to ``group``, each recorded first; returns how many were sent now.
+
+    Members recorded earlier whose add was not answered are sent again with them.
+    """
+    ids = sorted(set(participant_ids))
+    GroupMember.objects.bulk_create(
+        [GroupMember(group=group, participant_id=pid, reason=reason[:200]) for pid in ids], ignore_conflicts=True
+    )
+    pending = sorted(group.members.filter(added=False).values_list("participant_id", flat=True))
+    if pending:
+        provider.client.add_to_group(group.group_id, pending)
+        group.members.filter(participant_id__in=pending).update(added=True)
+    return len(pending)
+
+
+def _participants_of(batch_names: Iterable[str]) -> list[str]:
+    """Prolific ids of everyone whose work in these batches Prolific attributed to them (void work excluded)."""
+    return sorted(
+        set(
+            Assignment.objects.filter(hit__batch__name__in=list(batch_names), worker__provider=Provider.PROLIFIC)
+            .exclude(status=Assignment.Status.VOID)
+            .values_list("worker__identity__external_id", flat=True)
+        )
+    )
+
+
+@preparing.register(provider="prolific")  # before the study is made (publish_batch)
+def prepare_groups(batch: Batch, provider: CrowdProvider | None = None) -> list[ParticipantGroup]:
+    """Make and fill the batch's allow- and block-list groups before its study is created; returns them.
+
+    Safe to repeat (see the protocol); ``publish_batch`` calls it before ``provider.prepare``.
+    """
+    if batch.provider != Provider.PROLIFIC:
+        return []
+    provider = _provider(provider)
+    options = batch.provider_options or {}
+    made = []
+    for key, role, name in (
+        ("exclude_batches", ParticipantGroup.Role.EXCLUDE, EXCLUDE_NAME),
+        ("allow_batches", ParticipantGroup.Role.ALLOW, ALLOW_NAME),
+    ):
+        names = options.get(key) or []
+        if not names:
+            continue
+        group = ensure_group(provider, name.format(batch=batch.name), role, batch)
+        fill_group(provider, group, _participants_of(names), reason=f"{key}: {', '.join(names)}"[:200])
+        made.append(group)
+    return made
+
+
+def refill_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:
+    """Add to the batch's own allow- and block-list groups the participants its named batches have now; returns how many were sent.
+
+    Called at every sync of the batch: a batch it excludes (or admits) that is still running gains
+    participants after publication, and they join the group then (not only those of the publication's
+    snapshot). Only groups already made are refilled (the study names those); no call when nobody is new.
+    """
+    if not Batch.objects.filter(pk=batch.pk, status=Batch.Status.PUBLISHED).exists():
+        return 0  # its study is closed: its groups are, or are about to be, deleted
+    options = batch.provider_options or {}
+    sent = 0
+    for key, role in (
+        ("exclude_batches", ParticipantGroup.Role.EXCLUDE),
+        ("allow_batches", ParticipantGroup.Role.ALLOW),
+    ):
+        names = options.get(key) or []
+        group = ParticipantGroup.objects.filter(batch=batch, role=role, deleted=False).exclude(group_id="").first()
+        if not names or group is None:
+            continue
+        sent += fill_group(
+            _provider(provider), group, _participants_of(names), reason=f"{key}: {', '.join(names)}"[:200]
+        )
+    return sent
+
+
+def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) -> int:
+    """Add the batch's participants whose work failed its gold threshold to the failed-gold block-list; returns how many were new.
+
+    Called at every sync of a Prolific batch; a participant already in the group is not sent again.
+    Without ``PROLIFIC_WORKSPACE_ID`` (groups belong to a workspace) nothing is sent, and a warning logged.
+    """
+    failed = sorted(
+        set(
+            Assignment.objects.filter(hit__batch=batch, gold_passed=False, worker__provider=Provider.PROLIFIC)
+            .exclude(status=Assignment.Status.VOID)
+            .values_list("worker__identity__external_id", flat=True)
+        )
+    )
+    group = ParticipantGroup.objects.filter(name=GOLD_FAILED_GROUP).first()
+    known = set(group.members.filter(added=True).values_list("participant_id", flat=True)) if group else set()
+    if not set(failed) - known:
+        return 0  # nothing new: no call at all
+    from platforms.prolific.connection.selectors import prolific_settings
+
+    if not prolific_settings().workspace_id:  # no groups without a workspace: the sync goes on without
+        logger.warning(
+            "batch %s: %d participant(s) failed its gold threshold; PROLIFIC_WORKSPACE_ID is not set, so they"
+            " join no block-list group",
+            batch.name,
+            len(set(failed) - known),
+        )
+        return 0
+    provider = _provider(provider)
+    group = ensure_group(provider, GOLD_FAILED_GROUP, ParticipantGroup.Role.GOLD_FAILED)
+    try:
+        return fill_group(provider, group, failed, reason=f"failed gold in {batch.name}")
+    except ProlificError as exc:
+        if exc.status != 404:
+            raise
+    # Prolific no longer knows the group (deleted on its site): forget its id, make it again and
+    # send every member recorded so far (the new group starts empty).
+    logger.warning("participant group %r (%s) is gone on Prolific: making it again", group.name, group.group_id)
+    forget_group(group)
+    group = ensure_group(provider, GOLD_FAILED_GROUP, ParticipantGroup.Role.GOLD_FAILED)
+    return fill_group(provider, group, failed, reason=f"failed gold in {batch.name}")
+
+
+def forget_group(group: ParticipantGroup) -> None:
+    """A group Prolific answers 404 for: marked deleted without an id (``ensure_group`` makes it again), members unsent."""
+    with transaction.atomic():
+        ParticipantGroup.objects.filter(pk=group.pk).update(group_id="", deleted=True, create_attempted=None)
+        group.members.update(added=False)
+
+
+@cancelled.register(provider="prolific")  # the stopped study's own groups go (cancel_batch)
+def clean_up_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:
+    """Delete the batch's own groups on Prolific once its study is closed; returns how many were deleted now.
+
+    The failed-gold group is the workspace's and stays. Safe to repeat.
+    """
+    if batch.status not in (Batch.Status.COMPLETED, Batch.Status.CANCELLED):
+        raise ServiceError(f"batch {batch.name!r} is {batch.status}: its study still uses its participant groups")
+    rows = list(ParticipantGroup.objects.filter(batch=batch, deleted=False))
+    if not rows:
+        return 0
+    provider = _provider(provider)
+    deleted = 0
+    for row in rows:
+        group_id = row.group_id
+        if not group_id and row.create_attempted is not None:
+            found = provider.client.find_group(_workspace(), row.name)  # a create whose answer was lost
+            group_id = found["id"] if found else ""
+        if group_id:
+            ParticipantGroup.objects.filter(pk=row.pk).update(delete_attempted=timezone.now())
+            deleted += provider.client.delete_group(group_id)
+        ParticipantGroup.objects.filter(pk=row.pk).update(deleted=True)
+    return deleted

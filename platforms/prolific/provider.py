@@ -1,0 +1,579 @@
+"""Prolific: the provider, and the rules of a Prolific study (its fields, places, codes, rejections).
+
+A Prolific batch is one study; participants do their HIT groups on this site (see
+``platforms.prolific.services`` for arrivals and the reconciling sync). What is Prolific's
+own lives here, beside the provider class: the body of ``POST /studies/``, the completion
+code, the participant groups that exclude blocked and earlier participants, the rejection
+categories and messages, and the place count. The HTTP client is
+:mod:`platforms.prolific.client`.
+
+Reads of this app's models are allowed here (a study's places are counted from the
+batch's assignments); writes are not: the services record what the provider did.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Iterator
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import Count, Q
+
+from annotation.crowd.costs import Cost, prolific_bonus_fees, prolific_work_cost
+from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
+from annotation.crowd.providers.options import MAX_REWARD, BatchOption, OptionError, options_by_name
+from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, WorkerIdentity
+from core.errors import ServiceError
+from platforms.prolific.client import DEVICES, Prolific, ProlificError, ProlificUnknownOutcome, cents
+
+#: What Prolific calls a place still held by a participant.
+HOLDS_PLACE = {"RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT"}
+
+
+FREED_REMOTELY = {"RETURNED", "TIMED-OUT"}
+
+
+#: Prolific's ids (participant, study, session): 24 lowercase hex characters. A study link with
+#: anything else is refused without asking Prolific.
+PROLIFIC_ID = re.compile(r"[0-9a-f]{24}")  # used with fullmatch
+
+
+OPTION_KEYS = {"estimated_minutes", "devices", "filters", "bonus", "exclude_batches", "completion_code"}
+#: Participant groups across waves and the bonus rule (issue 32).
+OPTION_KEYS |= {"allow_batches", "admit_gold_failures", "bonus_rule"}
+#: Signed study URLs and rehearsals with test participants (issue 56).
+OPTION_KEYS |= {"signed_urls", "rehearsal"}
+
+
+CONTACT = " If you think this is a mistake, please message us through Prolific."
+
+
+#: Added to rejections for the answers given, so the participant understands them (Prolific wants 100+ characters).
+REJECTION_CONTEXT = (
+    " The study asked you to label search queries; some had a known answer, used to check that the"
+    " instructions were followed." + CONTACT
+)
+
+
+NO_WORK_MESSAGE = (
+    "We received your completion on Prolific, but no answers to the queries of this study were recorded"
+    " for your session on our site, so there is no work to pay for."
+)
+
+
+def read_filter(text: str) -> dict:
+    """``FILTER_ID=v1,v2`` -> one of Prolific's eligibility filters (selected values)."""
+    key, _, values = text.partition("=")
+    chosen = [v.strip() for v in values.split(",") if v.strip()]
+    if not key.strip() or not chosen:
+        raise OptionError(
+            "filter", f"not a filter: {text!r} (use FILTER_ID=value1,value2, e.g. current-country-of-residence=1,2)"
+        )
+    return {"filter_id": key.strip(), "selected_values": chosen}
+
+
+def read_bonus_rule(text: str) -> dict:
+    """``flat:0.50`` or ``per_gold:0.10`` as the stored rule (its kind and amount checked with the batch's settings)."""
+    kind, _, amount = text.partition(":")
+    return {"kind": kind.strip(), "amount": amount.strip()}
+
+
+PROLIFIC_ONLY = "Prolific only: "
+#: A Prolific study's options (``Batch.provider_options``), declared once for the form, the API and the command.
+OPTIONS: tuple[BatchOption, ...] = (
+    BatchOption(
+        "estimated_minutes",
+        "whole",
+        "minutes one HIT group takes, shown to participants; 10 when not given.",
+        minimum=1,
+        maximum=24 * 60,
+        into="provider_options",
+    ),
+    BatchOption(
+        "devices",
+        "choices",
+        "devices participants may use (none: any).",
+        choices=tuple((d, d) for d in DEVICES),
+        flag="--device",
+        into="provider_options",
+    ),
+    BatchOption(
+        "filters",
+        "text",
+        "eligibility filter, repeatable: FILTER_ID=value1,value2 (Prolific's filter ids and values)",
+        flag="--filter",
+        metavar="ID=VALUES",
+        repeat=True,
+        on_form=False,
+        why="Prolific's filter ids and values are typed on the command line",
+        into="provider_options",
+        read_flag=read_filter,
+    ),
+    BatchOption(
+        "bonus",
+        "money",
+        "USD to every approved participant, paid at every sync (a flat bonus rule).",
+        maximum=MAX_REWARD,
+        into="provider_options",
+    ),
+    BatchOption(
+        "exclude_batches",
+        "batches",
+        "exclude everyone who took part in these batches.",
+        flag="--exclude-batch",
+        metavar="BATCH",
+        into="provider_options",
+    ),
+    # Participant groups across waves and the bonus rule (issue 32).
+    BatchOption(
+        "allow_batches",
+        "batches",
+        "only those who took part in these batches may take this one.",
+        flag="--allow-batch",
+        metavar="BATCH",
+        into="provider_options",
+    ),
+    BatchOption(
+        "admit_gold_failures",
+        "flag",
+        "let in participants who failed another batch's gold threshold (kept out by default).",
+        into="provider_options",
+    ),
+    BatchOption(
+        "bonus_rule_kind",
+        "choice",
+        "a bonus previewed and paid from the batch page (not with the bonus above).",
+        choices=(("flat", "flat, per approved participant"), ("per_gold", "per check question right")),
+        label="Bonus rule",
+        flag=None,
+        into="provider_options",
+        key="bonus_rule.kind",
+    ),
+    BatchOption(
+        "bonus_rule_amount",
+        "money",
+        "USD.",
+        minimum="0.01",
+        maximum=MAX_REWARD,
+        label="Bonus rule amount",
+        flag=None,
+        into="provider_options",
+        key="bonus_rule.amount",
+    ),
+    BatchOption(
+        "bonus_rule",
+        "text",
+        "a bonus rule paid with manage.py prolific_bonus: flat:0.50 (per approved participant) "
+        "or per_gold:0.10 (per check question right in approved work)",
+        metavar="KIND:USD",
+        on_form=False,
+        why="the form takes it as bonus_rule_kind and bonus_rule_amount",
+        into="provider_options",
+        read_flag=read_bonus_rule,
+    ),
+)
+OPTIONS += (
+    BatchOption(
+        "signed_urls",
+        "flag",
+        "participants arrive with Prolific's signed study URL, checked on this site with no API call per "
+        "arrival (the workspace must have the feature; default PROLIFIC_SIGNED_URLS).",
+        into="provider_options",
+    ),
+)
+_BY_NAME = options_by_name(OPTIONS)
+
+
+def validate_options(options: dict) -> None:
+    """Refuse Prolific settings the API would refuse, before the batch is created."""
+    unknown = set(options) - OPTION_KEYS
+    if unknown:
+        raise ServiceError(f"unknown Prolific option(s): {', '.join(sorted(unknown))}")
+    for name in ("estimated_minutes", "devices"):  # the declared option's own check, whoever built the options
+        try:
+            _BY_NAME[name].parse(options.get(name))
+        except OptionError as exc:
+            raise ServiceError(str(exc)) from None
+    for name in options.get("exclude_batches", []):
+        if not Batch.objects.filter(name=name).exists():
+            raise ServiceError(f"--exclude-batch {name!r}: no such batch")
+    # Participant groups across waves and the bonus rule (issue 32).
+    for name in options.get("allow_batches", []):
+        if not Batch.objects.filter(name=name).exists():
+            raise ServiceError(f"--allow-batch {name!r}: no such batch")
+    both = set(options.get("allow_batches", [])) & set(options.get("exclude_batches", []))
+    if both:
+        raise ServiceError(f"a batch cannot be both allowed and excluded: {', '.join(sorted(both))}")
+    # The bonus rule, or the older flat bonus (the same rule, paid at every sync): one of them, plain
+    # ASCII dollars (annotation.crowd.bonus_rules.rule_of_options). Its bound needs the batch's gold
+    # questions: BatchSettings.validate checks it.
+    from annotation.crowd.bonus_rules import RuleError, rule_of_options
+
+    try:
+        rule_of_options(options)
+    except RuleError as exc:
+        raise ServiceError(str(exc)) from None
+
+
+#: Letters and digits that cannot be mistaken for each other; 10 of them are 50 random bits.
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+CODE_LENGTH = 10
+
+
+def new_completion_code() -> str:
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def completion_code(batch: Batch) -> str:
+    """The study's completion code: random, made once when the batch was created and kept in its options.
+
+    Participants see it only after submitting their HIT. It is never derived from the
+    batch's id or creation time, which anyone could guess.
+    """
+    code = batch.provider_options.get("completion_code")
+    if not code:
+        raise ServiceError(f"batch {batch.name!r} has no completion code; it was not made as a Prolific batch")
+    return code
+
+
+def study_url(batch: Batch) -> str:
+    """The external study URL with Prolific's placeholders as URL parameters."""
+    from django.urls import reverse
+
+    path = reverse("annotation:prolific-start", args=[batch.name])
+    return (
+        f"{settings.SITE_URL.rstrip('/')}{path}"
+        "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
+
+
+def total_places(batch: Batch) -> int:
+    return sum(batch.hits.values_list("max_assignments", flat=True))
+
+
+def study_fields(batch: Batch, provider: ProlificProvider) -> dict:
+    """The body of ``POST /studies/`` for the batch (a draft; published by ``launch``)."""
+    from platforms.prolific.connection.selectors import prolific_settings
+
+    connection = prolific_settings()
+    if not connection.project_id:
+        raise ServiceError(
+            "PROLIFIC_PROJECT_ID is not set (in the environment or on the Connections page): the id of the "
+            "Prolific project that holds the studies"
+        )
+    if connection.api_url.startswith("https://api.prolific.com") and not settings.SITE_URL.startswith("https://"):
+        raise ServiceError(
+            f"SITE_URL is {settings.SITE_URL!r}: participants on Prolific need this site's public https address"
+        )
+
+    options = batch.provider_options
+    minutes = int(options.get("estimated_minutes", 10))
+    groups = exclusion_groups(batch, provider)
+    filters = list(options.get("filters", []))
+    # Participant groups across waves (issue 32): made and filled beforehand by
+    # platforms.prolific.groups.services.prepare_groups; read here.
+    waves = study_groups(batch)
+    groups += [g for g in waves["blocklist"] if g not in groups]
+    if groups:
+        filters.append({"filter_id": "participant_group_blocklist", "selected_values": groups})
+    if waves["allowlist"]:
+        filters.append({"filter_id": "participant_group_allowlist", "selected_values": waves["allowlist"]})
+    fields = {
+        "name": batch.title,
+        "internal_name": provider.internal_name(batch),
+        "description": batch.description,
+        "external_study_url": study_url(batch),
+        "prolific_id_option": "url_parameters",
+        "completion_codes": [
+            {"code": completion_code(batch), "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}
+        ],
+        "total_available_places": total_places(batch),
+        "estimated_completion_time": minutes,
+        "maximum_allowed_time": max(minutes * 3, int(batch.assignment_duration.total_seconds() // 60)),
+        "reward": cents(batch.reward),
+        "device_compatibility": list(options.get("devices") or ["desktop"]),
+        "filters": filters,
+        "project": connection.project_id,
+    }
+    if options.get("signed_urls"):
+        if not connection.workspace_id:
+            raise ServiceError(
+                "PROLIFIC_WORKSPACE_ID is not set: a signed study link is checked against the workspace it names"
+            )
+        # Prolific signs the URL's parameters into a JWT added as ``prolific_token`` (the reference's
+        # study field ``is_external_study_url_secure``); platforms.prolific.study_tokens checks it.
+        fields["is_external_study_url_secure"] = True
+    return fields
+
+
+# -- participant groups ------------------------------------------------------------------
+BLOCKED_GROUP = "blocked participants"
+
+
+def group_id(provider: ProlificProvider, name: str) -> str:
+    """The id of the workspace's group called ``name``; created when missing (looked up first)."""
+    from platforms.prolific.connection.selectors import prolific_settings
+
+    workspace = prolific_settings().workspace_id
+    if not workspace:
+        raise ServiceError("PROLIFIC_WORKSPACE_ID is not set: participant groups belong to a Prolific workspace")
+    found = provider.client.find_group(workspace, name)
+    return found["id"] if found else provider.client.create_group(workspace, name)["id"]
+
+
+def exclusion_groups(batch: Batch, provider: ProlificProvider) -> list[str]:
+    """Groups whose members may not take the study: blocked participants, and earlier batches' ones."""
+    groups = []
+    blocked = list(
+        WorkerIdentity.objects.filter(provider=Provider.PROLIFIC, worker__blocked=True).values_list(
+            "external_id", flat=True
+        )
+    )
+    if blocked:
+        group = group_id(provider, BLOCKED_GROUP)
+        provider.client.add_to_group(group, blocked)
+        groups.append(group)
+    # Earlier batches' participants (``exclude_batches``): a group made and filled, once, by
+    # platforms.prolific.groups.services before the study is created (see study_fields).
+    return groups
+
+
+# -- participant groups across waves (issue 32) -----------------------------------------------
+#: The workspace-wide block-list of participants who failed a batch's gold threshold.
+GOLD_FAILED_GROUP = "failed gold checks"
+
+
+def study_groups(batch: Batch) -> dict[str, list[str]]:
+    """The group ids a batch's study filters on, ``{"blocklist": [...], "allowlist": [...]}``: the batch's
+    own groups (``platforms.prolific.groups.services`` makes them) and, unless the batch
+    admits them (``admit_gold_failures``), the failed-gold group. Reads only."""
+    from platforms.prolific.models import ParticipantGroup
+
+    own = ParticipantGroup.objects.filter(batch=batch, deleted=False).exclude(group_id="")
+    blocklist = [g.group_id for g in own if g.role == ParticipantGroup.Role.EXCLUDE]
+    allowlist = [g.group_id for g in own if g.role == ParticipantGroup.Role.ALLOW]
+    if not (batch.provider_options or {}).get("admit_gold_failures"):
+        gold = ParticipantGroup.objects.filter(name=GOLD_FAILED_GROUP, deleted=False).exclude(group_id="").first()
+        if gold is not None:
+            blocklist.append(gold.group_id)
+    return {"blocklist": blocklist, "allowlist": allowlist}
+
+
+RETURN_MESSAGE = "Please return the study on Prolific; you will not be penalised."
+
+
+def return_url() -> str:
+    """Where a participant returns a study: Prolific's participant site (the completion URL's host)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(settings.PROLIFIC_COMPLETION_URL)
+    return f"{parts.scheme}://{parts.netloc}/" if parts.scheme and parts.netloc else "https://app.prolific.com/"
+
+
+def completion_url(batch: Batch) -> str:
+    return f"{settings.PROLIFIC_COMPLETION_URL}{completion_code(batch)}"
+
+
+# -- reviewing ------------------------------------------------------------------------------
+def rejection_for(assignment: Assignment, feedback: str) -> tuple[str, str]:
+    """Prolific's rejection category and a message the participant can understand (100+ characters)."""
+    if assignment.gold_passed is False:
+        category = "FAILED_CHECK"
+        text = feedback or "Too many of the check questions with a known answer were answered wrongly."
+    elif assignment.submitted_at is None:
+        return "NO_DATA", NO_WORK_MESSAGE + CONTACT
+    else:
+        category = "LOW_EFFORT"
+        text = feedback or "Some queries were left without a usable answer."
+    return category, (text.rstrip() + REJECTION_CONTEXT)[:2000]
+
+
+def ensure_places(batch: Batch, provider: ProlificProvider, submissions=None) -> int:
+    """Set the study's places so that every HIT group can get all its assignments; returns the total.
+
+    Places Prolific counts as held (sessions active, awaiting review or paid) plus the
+    free places of the HIT groups, less the sessions that hold a Prolific place but have
+    not reached the site yet (they will take free places). Only ever raised.
+    """
+    study_id = batch.hit_type_id
+    if submissions is None:
+        submissions = list(provider.client.submissions(study_id))
+    held_remotely = [s for s in submissions if s.status in HOLDS_PLACE]
+    on_site = set(Assignment.objects.filter(hit__batch=batch).values_list("provider_assignment_id", flat=True))
+    arriving = sum(1 for s in held_remotely if s.id not in on_site)
+    free = 0
+    for hit in batch.hits.annotate(held=Count("assignments", filter=~Q(assignments__status__in=FREES_PLACE))):
+        free += max(0, hit.max_assignments - hit.held)
+    target = len(held_remotely) + max(0, free - arriving)
+    current = int(provider.client.get_study(study_id).get("total_available_places") or 0)
+    if target > current:
+        provider.client.set_places(study_id, target)
+        return target
+    return current
+
+
+def api_client(**options) -> Prolific:
+    """A client of Prolific's API as configured, its calls' starts paced by one rate every process shares.
+
+    Prolific documents no fixed rate limit: its API "has the same rate limit and availability as
+    our web application" (docs.prolific.com, API reference, "Rate limits and API status"), and
+    "Prolific does not enforce fixed rate limits on API calls. Instead, limits are implicit and
+    arise from contention on shared resources -- primarily the workspace wallet"; a call over
+    them is answered "429 Too Many Requests", to be retried "with exponential back-off"
+    (docs.prolific.com, "Managing high loads"). So every call honours its own 429's
+    ``Retry-After`` and backs off (``core.http``), and all of the site's calls together (every
+    gunicorn and Celery worker: arrivals, syncs, publishing) start at most
+    ``PROLIFIC_API_CALLS_PER_SECOND`` a second, evenly spread
+    (``core.services.ratelimit.shared_pace``), so the site never sends Prolific a burst.
+    ``options`` are the client's own (timeouts, attempts, deadline).
+    """
+    from core.services.ratelimit import shared_pace
+    from platforms.prolific.connection.selectors import prolific_settings
+
+    connection = prolific_settings()
+    pace = shared_pace("prolific-api", settings.PROLIFIC_API_CALLS_PER_SECOND)
+    return Prolific(connection.api_url, connection.token, pace=pace, **options)
+
+
+@register("prolific")
+class ProlificProvider(CrowdProvider):
+    """Prolific: one study per batch; participants do their HIT groups on this site.
+
+    The study's URL brings a participant to ``annotation:prolific-start`` with their
+    Prolific id, the study id and their session id; the site hands them a HIT through
+    the same hand-out as in-house annotators and, once they submit, sends them back to
+    Prolific with the completion code. Answers are therefore stored as they come
+    (``answers_on_site``); ``platforms.prolific.services`` reconciles the study's
+    submissions with them when the batch is synced.
+    """
+
+    label = "Prolific"
+    short_label = "Prolific"
+    answers_on_site = True
+    batch_options = (*CrowdProvider.batch_options, *OPTIONS)
+    #: A batch is one study, and a participant submits a study once.
+    assignments_per_participant = 1
+    bonus_charges = "bulk"
+    pays_bonus_rules = True
+
+    @classmethod
+    def new_batch_options(cls, options: dict) -> dict:
+        """The study's completion code, random, never derived (:func:`completion_code`), unless given."""
+        if not options.get("completion_code"):
+            options = {**options, "completion_code": new_completion_code()}
+        if "signed_urls" not in options and settings.PROLIFIC_SIGNED_URLS:
+            options = {**options, "signed_urls": True}
+        return options
+
+    @classmethod
+    def work_cost(cls, reward: Decimal, count: int, *, account_fee_rate: Decimal | None = None, **_: object) -> Cost:
+        """Prolific's platform fee: a share of the total paid (33.3% for academic accounts), rounded once."""
+        return prolific_work_cost(reward, count, account_fee_rate)
+
+    @classmethod
+    def bonus_fees(cls, paid: list[Decimal], *, account_fee_rate: Decimal | None = None) -> tuple[Decimal, Decimal]:
+        """The same share on bonuses, on the total."""
+        return prolific_bonus_fees(paid, account_fee_rate)
+
+    @classmethod
+    def check_settings(cls, batch_settings) -> None:
+        if batch_settings.provider_options:
+            validate_options(batch_settings.provider_options)
+
+    def __init__(self, client=None) -> None:
+        if client is None:
+            client = api_client()
+        self.client = client
+        self._stopped: set[str] = set()
+
+    @staticmethod
+    def internal_name(batch: Batch) -> str:
+        """How the study is found again on Prolific: unique per batch ever made on this site."""
+        return f"{batch.name} ({batch.pk}, {batch.created:%Y%m%dT%H%M%S})"
+
+    def prepare(self, batch: Batch) -> str:
+        """Create the batch's study (as a draft) and return its id; publish_batch saves it at once.
+
+        ``batch.prepare_attempted`` is the time of an earlier attempt (publish_batch records
+        it before calling): after one, the study is first looked up by its internal name,
+        because a lost answer to ``POST /studies/`` may hide a study that exists.
+        """
+        from platforms.prolific.connection.selectors import prolific_settings
+
+        project = prolific_settings().project_id
+        if batch.prepare_attempted is not None:
+            found = self.client.find_study(project, self.internal_name(batch))
+            if found is not None:
+                return found["id"]
+        return self.client.create_study(study_fields(batch, self))["id"]
+
+    def launch(self, batch: Batch) -> None:
+        """Publish the study unless it already is (a repeated publish after a lost answer is skipped)."""
+        self._transition(batch.hit_type_id, "PUBLISH", when=("UNPUBLISHED",))
+
+    def _transition(self, study_id: str, action: str, *, when: tuple[str, ...]) -> bool:
+        """Transition the study if its status is one of ``when``; after a lost answer, look again.
+
+        Returns whether this call made the transition (False: it was not needed).
+        """
+        for _ in range(3):
+            if self.client.get_study(study_id).get("status") not in when:
+                return False
+            try:
+                self.client.transition_study(study_id, action)
+                return True
+            except ProlificUnknownOutcome:
+                continue  # it may have happened: the status says
+        if self.client.get_study(study_id).get("status") not in when:
+            return True  # the last lost answer hid a success
+        # Not done: returning quietly would let a cancel report a study stopped that still runs.
+        raise ProlificError(
+            f"Prolific did not {action} study {study_id}: three attempts lost their answer", upstream=True
+        )
+
+    def stop_study(self, study_id: str) -> bool:
+        """Stop the study (once, and only if it is running); whether this call stopped it."""
+        if study_id in self._stopped:
+            return False
+        stopped = self._transition(study_id, "STOP", when=("ACTIVE", "PAUSED"))
+        self._stopped.add(study_id)
+        return stopped
+
+    def publish_hit(self, hit: Hit, question_html: str) -> str:
+        return f"prolific-{hit.unique_token}"
+
+    def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
+        return iter(())  # answers arrive on the site; submissions are reconciled per study
+
+    def approve(self, assignment: Assignment, feedback: str = "") -> bool:
+        self.client.approve(assignment.provider_assignment_id)
+        return True
+
+    def reject(self, assignment: Assignment, feedback: str) -> bool:
+        category, message = rejection_for(assignment, feedback)
+        self.client.reject(assignment.provider_assignment_id, category, message)
+        return True
+
+    def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
+        """Make sure the study has places for every free place of the batch's HITs.
+
+        Callers raise ``hit.max_assignments`` first (as escalation does); the study's place
+        count is then set to a total computed from the state, not increased by ``count``,
+        so a repeated call (same ``unique_token`` or not) never adds places twice.
+        """
+        ensure_places(hit.batch, self)
+
+    def expire(self, hit: Hit) -> None:
+        """Stop the study (once per batch, and only if it is running)."""
+        if hit.batch.hit_type_id:
+            self.stop_study(hit.batch.hit_type_id)
+
+    blocks_remotely = True
+
+    def block_worker(self, external_id: str, reason: str) -> None:
+        """Add the participant to the workspace's blocked group, which every study of this site excludes."""
+        self.client.add_to_group(group_id(self, BLOCKED_GROUP), [external_id])

@@ -1,0 +1,436 @@
+"""Webhook deliveries received and acted on at once; polling as the fallback for events that never arrive.
+
+**Receiving** (:func:`receive`, called by the endpoint). A delivery is verified first
+(:func:`platforms.prolific.signatures.read_delivery`: signature with the workspace's stored
+secret, timestamp within ``PROLIFIC_WEBHOOK_MAX_AGE_SECONDS``); anything refused is a JSON
+4xx and changes nothing (a refusal for its signature or timestamp is remembered, so webhooks
+stop counting as active: :mod:`platforms.prolific.webhooks.selectors`). A verified
+delivery's content is trusted only to say *what to re-read*: its resource id is looked up
+here (a study id names its batch; a submission id the assignment or the confirmed session
+that holds it) and the batch is re-read from Prolific by the existing sync (``sync_batch``:
+every submission of the study as Prolific answers it now, a returned or timed-out place
+freed, a submission awaiting review settled, the study stopped when the batch is done).
+What the event says the status is, is never used: a forged event cannot get past the
+signature, and a genuine one delivered twice, late or out of order only causes one more
+re-read of the present state -- never a step backwards.
+
+The events (docs.prolific.com/api-reference/webhooks/receiving):
+
+- ``submission.status.change``, ``study.status.change`` and ``study.progress.change`` (the
+  study's places taken or freed, its submissions' progress): the batch is re-read;
+- ``study.has_high_return_rate``: recorded with its batch and its ``metadata``, and shown as a
+  warning on the batch page and the dashboard (``selectors.return_rate_warnings``); nothing is
+  re-read (the warning says nothing about a submission's state);
+- any other type, or a resource this site does not know: recorded, nothing done ("ignored").
+
+**Once.** The event is inserted (``ProlificEvent``, its ``X-Event-ID`` unique) in the same
+transaction that schedules the re-read. A delivery whose event id was already recorded (Prolific
+delivers at least once, the same id on every retry: ".../idempotency-and-the-x-event-id-header")
+is answered 200 "duplicate" and does nothing. Prolific signs the timestamp and the body, not the
+event id ("Verifying"), so two distinct events with the same body sent in the same second (two
+``study.progress.change`` of one study, say) carry the same signature: a delivery whose signed
+content was seen before under another event id is acknowledged like any other (2xx) and, being
+trusted only to say what to re-read, causes at most one more re-read -- never a refusal, which
+Prolific would retry and finally count as failed (issue 56). Another base64 spelling of a
+signature does not even verify (:mod:`platforms.prolific.signatures`).
+
+**Missed deliveries** (:func:`recover_missed_events`, at every ``poll_prolific``): each confirmed
+subscription's event log (``GET /hooks/subscriptions/{id}/events/``, the reference's
+``SubscriptionEventList``) is read for the events Prolific has not delivered (``FAILED``, or
+``PENDING`` for more than :data:`PENDING_GRACE_SECONDS` while it retries: an event it delivered
+with a 2xx answer was recorded here before that answer); each one not recorded yet is recorded
+(``recovered``) and its batch re-read, once.
+How many were recovered recently, and how late, is what the batch page and ``poll_prolific`` say
+when webhooks are behind (:func:`~platforms.prolific.webhooks.selectors.webhook_status`).
+
+**At once, without waiting on Prolific in the request.** The request makes no remote call:
+it answers 202 as soon as the event is stored, and the re-read runs as a background job
+(:data:`RESYNC_KIND`, on a worker, or a thread of the web process without a broker).
+Events that arrive while a re-read of the same batch is still queued join it (one re-read
+reads them all); a re-read that finds a sync of the batch under way waits for it (at most
+:data:`LEASE_WAIT_SECONDS`) and then reads again, since the running one may have read
+before the change.
+
+**Polling** (:func:`poll_prolific`, ``manage.py poll_prolific`` every minute): each
+published Prolific batch not re-read for the interval of
+:func:`~platforms.prolific.webhooks.selectors.webhook_status` -- ``PROLIFIC_POLL_SECONDS``,
+or ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS`` while webhooks are seen to work (a verified event of
+this workspace within that time, every subscription confirmed by this site, no refusal since)
+-- is re-read, so an event dropped on the way is caught; it also reconciles the subscriptions
+(:func:`~.subscriptions.reconcile_webhooks`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.crowd.services.background import sync_job
+from annotation.crowd.services.sync import sync_batch
+from annotation.models import Assignment, Batch
+from core.errors import ServiceError
+from core.jobs import background_job
+from core.models import Job
+from core.services.leases import LeaseHeld
+from core.services.ratelimit import shared_cache
+from platforms.prolific.connection.selectors import prolific_settings
+from platforms.prolific.models import ProlificEvent, ProlificHookSecret, ProlificSession
+from platforms.prolific.signatures import (
+    HIGH_RETURN_RATE,
+    STUDY_EVENTS,
+    SUBMISSION_STATUS,
+    Delivery,
+    DeliveryRefused,
+    read_delivery,
+)
+from platforms.prolific.webhooks import STUDY_PROVIDERS
+from platforms.prolific.webhooks.selectors import (
+    COUNTED_REFUSALS,
+    WebhookStatus,
+    refusal_key,
+    webhook_status,
+)
+from platforms.prolific.webhooks.services.subscriptions import WebhookState, reconcile_webhooks
+
+logger = logging.getLogger(__name__)
+
+#: The background job that re-reads a batch after an event (or a poll).
+RESYNC_KIND = "annotation.prolific.resync"
+#: How long a re-read waits for a sync of the same batch that is under way.
+LEASE_WAIT_SECONDS = 60
+
+
+@dataclass
+class Receipt:
+    """What was done with a verified delivery: ``outcome`` is ``scheduled``, ``joined`` (a re-read),
+    ``recorded`` (a warning kept), ``duplicate`` or ``ignored``."""
+
+    status: int
+    outcome: str
+    event_id: str
+    batch: str | None = None
+    job: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "event_id": self.event_id, "batch": self.batch, "job": self.job}
+
+
+def _secret() -> str | None:
+    workspace = prolific_settings().workspace_id
+    if not settings.PROLIFIC_WEBHOOKS or not workspace:
+        return None
+    stored = ProlificHookSecret.objects.filter(workspace_id=workspace).first()
+    return stored.value if stored else None
+
+
+def batch_of(delivery: Delivery) -> Batch | None:
+    """The batch the event's resource belongs to, as this site knows it (nothing else of the event is used)."""
+    if delivery.event_type in STUDY_EVENTS:
+        return Batch.objects.filter(provider__in=STUDY_PROVIDERS, hit_type_id=delivery.resource_id).first()
+    if delivery.event_type == SUBMISSION_STATUS:
+        held = (
+            Assignment.objects.filter(
+                provider_assignment_id=delivery.resource_id, hit__batch__provider__in=STUDY_PROVIDERS
+            )
+            .select_related("hit__batch")
+            .first()
+        )
+        if held is not None:
+            return held.hit.batch
+        session = ProlificSession.objects.filter(session_id=delivery.resource_id).select_related("batch").first()
+        return session.batch if session is not None else None
+    return None
+
+
+#: Bad signatures counted per hour; a warning at these counts (then every 100th).
+BAD_SIGNATURE_WARNINGS = (3, 10)
+
+
+def _note_refused(code: str, now: float) -> None:
+    """Remember a refusal for its signature or its timestamp (webhooks then count as inactive until a verified
+    event arrives: the short polling interval), and count bad signatures, warning when they repeat. One is a
+    forgery; many usually mean the workspace's secret was replaced elsewhere (or a proxy alters bodies): every
+    real delivery is refused, and polling is the only way events arrive."""
+    workspace = prolific_settings().workspace_id
+    cache = shared_cache()
+    if code in COUNTED_REFUSALS and workspace:
+        timeout = settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS + 60
+        cache.set(refusal_key(workspace), {"at": now, "code": code}, timeout=timeout)
+    if code != "bad_signature":
+        return
+    key = f"prolific.webhooks.bad_signatures:{int(now // 3600)}"
+    if cache.add(key, 1, timeout=3601):
+        count = 1
+    else:
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired in between
+            cache.add(key, 1, timeout=3601)
+            count = 1
+    if count in BAD_SIGNATURE_WARNINGS or count % 100 == 0:
+        logger.warning(
+            "%d Prolific webhook deliveries refused for a bad signature this hour: was the workspace's secret "
+            "replaced elsewhere, or does a proxy alter the body? Polling keeps its short interval meanwhile.",
+            count,
+        )
+
+
+def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
+    """Verify a delivery, record it once and act on it (see the module's docstring); :class:`DeliveryRefused`
+    otherwise."""
+    secret = _secret()
+    if secret is None:
+        raise DeliveryRefused(403, "not_set_up", "Prolific webhooks are not set up on this site (no secret)")
+    now = time.time() if now is None else now
+    try:
+        delivery = read_delivery(headers, body, secret, now=now, max_age=settings.PROLIFIC_WEBHOOK_MAX_AGE_SECONDS)
+    except DeliveryRefused as exc:
+        _note_refused(exc.code, now)
+        raise
+    if ProlificEvent.objects.filter(event_id=delivery.event_id).exists():
+        return Receipt(200, "duplicate", delivery.event_id)
+    batch = batch_of(delivery)
+    if batch is not None and batch.status == Batch.Status.DRAFT:
+        batch = None
+    rereads = batch is not None and delivery.event_type != HIGH_RETURN_RATE
+    # 200 "ignored" (recorded, nothing to do) or "recorded" (a warning kept), unless a re-read is scheduled
+    # or joined (202).
+    outcome = "recorded" if batch is not None and not rereads else "ignored"
+    receipt = Receipt(200, outcome, delivery.event_id, batch.name if batch else None)
+    try:
+        with transaction.atomic():
+            event = ProlificEvent.objects.create(
+                event_id=delivery.event_id,
+                signature=delivery.signature_digest,
+                event_type=delivery.event_type,
+                resource_id=delivery.resource_id,
+                workspace_id=prolific_settings().workspace_id,
+                metadata=delivery.metadata,
+                signed_at=dt.datetime.fromtimestamp(delivery.timestamp, tz=dt.UTC),
+                batch=batch,
+            )
+            if rereads:
+                job, joined = schedule_resync(batch)
+                ProlificEvent.objects.filter(pk=event.pk).update(job_id=job.pk)
+                receipt.job, receipt.outcome = job.pk, "joined" if joined else "scheduled"
+                receipt.status = 202
+    except IntegrityError:  # the same event id delivered twice at once: the first one acts
+        return Receipt(200, "duplicate", delivery.event_id)
+    return receipt
+
+
+def schedule_resync(batch: Batch, *, reason: str = "Prolific event") -> tuple[Job, bool]:
+    """The queued re-read of ``batch`` (joined: it has not started, so it will read this change too), or a new one."""
+    queued = (
+        Job.objects.filter(kind=RESYNC_KIND, status=Job.Status.PENDING, arguments__0=batch.pk).order_by("-pk").first()
+    )
+    if queued is not None:
+        return queued, True
+    return resync_job.start(f"Re-read {batch.name} from Prolific ({reason})", batch.pk, of=batch), False
+
+
+@background_job(RESYNC_KIND, task="annotation.tasks.prolific_resync_task", failures=(ServiceError,))
+def resync_job(job: Job, batch_id: int) -> dict:
+    """Re-read the batch from Prolific through the sync (waiting for a sync under way), then reconcile the webhooks."""
+    batch = Batch.objects.get(pk=batch_id)
+    ends = time.monotonic() + LEASE_WAIT_SECONDS
+    while True:
+        try:
+            result = sync_batch(batch, job=job)
+            break
+        except LeaseHeld:
+            if time.monotonic() >= ends:
+                raise
+            time.sleep(0.25)
+    batch.refresh_from_db()
+    if batch.status != Batch.Status.PUBLISHED:
+        reconcile_webhooks()  # the last published batch done: its subscriptions go
+    found = result.prolific
+    job.result = {
+        "batch": batch.name,
+        "approved": result.approved,
+        "rejected": result.rejected,
+        "freed": found.freed if found else 0,
+        "completed": result.completed,
+        "stopped": bool(found and found.stopped),
+    }
+    job.message = f"{job.result['freed']} place(s) freed, {result.approved} approved, {result.rejected} rejected" + (
+        "; batch completed" if result.completed else ""
+    )
+    return job.result
+
+
+#: The statuses of an event Prolific has not delivered (the reference's ``SubscriptionEventStatus``).
+UNDELIVERED = ("FAILED", "PENDING")
+#: A ``PENDING`` event is taken from the log only once this old (seconds since it was created): before,
+#: its delivery is most likely on its way (and would then count as a delivery, which keeps webhooks
+#: "active"); after, Prolific is retrying it ("up to 12 delivery attempts over 24 hours").
+PENDING_GRACE_SECONDS = 120
+
+
+@dataclass
+class Recovery:
+    """What reading the event logs found: events read, recorded now (missed deliveries), re-reads started."""
+
+    read: int = 0
+    recovered: int = 0
+    batches: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+def _moment(text: object) -> dt.datetime | None:
+    from django.utils.dateparse import parse_datetime
+
+    try:
+        return parse_datetime(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def recover_missed_events(client=None) -> Recovery:
+    """Each confirmed subscription's undelivered events not recorded yet: recorded and acted on once (see
+    the module's docstring). A subscription whose log cannot be read is skipped (the next poll reads it)."""
+    from platforms.prolific.client import ProlificError
+    from platforms.prolific.models import ProlificSubscription
+    from platforms.prolific.provider import api_client
+
+    result = Recovery()
+    workspace = prolific_settings().workspace_id
+    if not settings.PROLIFIC_WEBHOOKS or not workspace:
+        return result
+    subscriptions = list(
+        ProlificSubscription.objects.filter(workspace_id=workspace, confirmed_at__isnull=False).exclude(remote_id="")
+    )
+    if not subscriptions:
+        return result
+    for subscription in subscriptions:
+        try:
+            client = client or api_client()
+            events = list(client.subscription_events(subscription.remote_id, UNDELIVERED))
+        except ProlificError as exc:
+            result.error = str(exc)
+            logger.warning("the event log of subscription %s could not be read: %s", subscription.remote_id, exc)
+            continue
+        result.read += len(events)
+        ripe = timezone.now() - dt.timedelta(seconds=PENDING_GRACE_SECONDS)
+        for event in events:
+            if event.get("status") == "PENDING" and (_moment(event.get("datetime_created")) or ripe) > ripe:
+                continue  # probably on its way
+            recorded, batch = _recover(event, workspace)
+            result.recovered += recorded
+            if batch is not None and batch.name not in result.batches:
+                result.batches.append(batch.name)
+    return result
+
+
+def _recover(event: dict, workspace: str) -> tuple[bool, Batch | None]:
+    """Record one undelivered event of the log (once) and schedule its batch's re-read: (recorded now,
+    the batch re-read or None)."""
+    from platforms.prolific.signatures import _EVENT_ID, _RESOURCE_ID
+
+    payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
+    event_id = event.get("id")
+    event_type = event.get("event_type") or payload.get("event_type")
+    resource_id = event.get("resource_id") or payload.get("resource_id")
+    if not (isinstance(event_id, str) and _EVENT_ID.fullmatch(event_id)):
+        return False, None
+    if not (isinstance(event_type, str) and isinstance(resource_id, str) and _RESOURCE_ID.fullmatch(resource_id)):
+        return False, None
+    if ProlificEvent.objects.filter(event_id=event_id).exists():
+        return False, None
+    delivery = Delivery(
+        event_id=event_id,
+        event_type=event_type[:100],
+        resource_id=resource_id,
+        timestamp=0.0,
+        signature_digest="",
+        metadata=payload.get("metadata")
+        if event_type == HIGH_RETURN_RATE and isinstance(payload.get("metadata"), dict)
+        else {},
+    )
+    batch = batch_of(delivery)
+    if batch is not None and batch.status == Batch.Status.DRAFT:
+        batch = None
+    created = _moment(event.get("datetime_created")) or timezone.now()
+    try:
+        with transaction.atomic():
+            row = ProlificEvent.objects.create(
+                event_id=event_id,
+                signature="",
+                recovered=True,
+                event_type=delivery.event_type,
+                resource_id=resource_id,
+                workspace_id=workspace,
+                metadata=delivery.metadata,
+                signed_at=created,
+                batch=batch,
+            )
+            if batch is not None and event_type != HIGH_RETURN_RATE:
+                job, _joined = schedule_resync(batch, reason="an event Prolific did not deliver")
+                ProlificEvent.objects.filter(pk=row.pk).update(job_id=job.pk)
+    except IntegrityError:  # delivered meanwhile
+        return False, None
+    logger.warning(
+        "Prolific event %s (%s %s) was not delivered: recovered from its event log", event_id, event_type, resource_id
+    )
+    return True, batch if batch is not None and event_type != HIGH_RETURN_RATE else None
+
+
+@dataclass
+class PollResult:
+    """What one poll did: the webhooks' status (and so the interval used), the batches re-read."""
+
+    status: WebhookStatus
+    started: list[str] = field(default_factory=list)
+    webhooks: WebhookState | None = None
+    #: Draft batches whose interrupted publication was started again (their study live on Prolific).
+    resumed: list[str] = field(default_factory=list)
+    #: Events Prolific did not deliver, found in the subscriptions' event logs (:func:`recover_missed_events`).
+    recovery: Recovery = field(default_factory=Recovery)
+
+    @property
+    def interval(self) -> int:
+        return self.status.interval
+
+    @property
+    def webhooks_active(self) -> bool:
+        return self.status.active
+
+
+def poll_prolific(*, now: dt.datetime | None = None) -> PollResult:
+    """Reconcile the subscriptions, then re-read each published Prolific batch not re-read within the interval.
+
+    First, a publication interrupted while Prolific has the study live is started again
+    (:func:`platforms.prolific.services.resume_interrupted_publications`): the participants
+    Prolific already sent wait on a page that lets them in once the site has caught up.
+    """
+    from platforms.prolific.services import resume_interrupted_publications
+
+    result = PollResult(status=webhook_status(now))
+    try:
+        result.resumed = resume_interrupted_publications()
+    except ServiceError as exc:  # not configured, Prolific down: the rest of the poll goes on
+        logger.warning("interrupted publications not checked: %s", exc)
+    state = reconcile_webhooks()
+    result.recovery = recover_missed_events()
+    status = webhook_status(now)
+    since = (now or timezone.now()) - dt.timedelta(seconds=status.interval)
+    result.status, result.webhooks = status, state
+    batches = Batch.objects.filter(provider__in=STUDY_PROVIDERS, status=Batch.Status.PUBLISHED).exclude(hit_type_id="")
+    for batch in batches.order_by("pk"):
+        recent = (
+            Job.objects.filter(kind__in=(RESYNC_KIND, sync_job.kind), arguments__0=batch.pk, created__gte=since)
+            .exclude(status=Job.Status.FAILED)
+            .exists()
+        )
+        if not recent:
+            schedule_resync(batch, reason="poll")
+            result.started.append(batch.name)
+    return result

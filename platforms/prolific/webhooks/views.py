@@ -1,0 +1,40 @@
+"""The endpoint Prolific delivers webhook events to: ``POST /annotation/prolific/webhooks/events/``.
+
+No session, no CSRF token (Prolific is not a browser): what authenticates a delivery is its
+signature, checked by ``services.deliveries.receive``. Every answer is JSON: 202 (the
+re-read is scheduled or joined), 200 (a duplicate, a high return rate "recorded", or an event
+recorded with nothing to re-read: "ignored"), a 4xx for anything
+refused (405 other methods, 413 too large, 400 malformed or stale, 403 a bad signature) --
+never a 500, and a refused delivery changes nothing. Signed content seen before under another
+event id is acknowledged (issue 56: Prolific signs timestamp and body, not the event id).
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from core.numbers import NumberError, parse_count
+from platforms.prolific.signatures import MAX_BODY_BYTES, DeliveryRefused
+from platforms.prolific.webhooks.services.deliveries import receive
+
+
+def _refused(status: int, code: str, detail: str) -> JsonResponse:
+    return JsonResponse({"error": code, "detail": detail}, status=status)
+
+
+@csrf_exempt
+def prolific_webhook(request: HttpRequest) -> JsonResponse:
+    if request.method != "POST":
+        response = _refused(405, "method_not_allowed", "deliveries are POSTed")
+        response["Allow"] = "POST"
+        return response
+    try:  # ASCII digits only: "²".isdigit() is true and int("²") raised (a 500)
+        parse_count(request.META.get("CONTENT_LENGTH") or "0", "Content-Length", maximum=MAX_BODY_BYTES)
+    except NumberError:
+        return _refused(413, "too_large", f"a delivery of more than {MAX_BODY_BYTES} bytes")
+    try:
+        receipt = receive(request.headers, request.body)
+    except DeliveryRefused as exc:
+        return _refused(exc.status, exc.code, str(exc))
+    return JsonResponse(receipt.as_json(), status=receipt.status)

@@ -1,0 +1,503 @@
+"""Prolific's Task Builder as a crowd platform: Prolific hosts the labelling task, this site hosts nothing.
+
+A batch becomes, on Prolific (:mod:`.client`, created in this order at publishing, each found
+again by its name after an interruption, so :meth:`TaskBuilderProvider.prepare` is safe to re-run):
+
+1. a **dataset** (V4, with a schema): one datapoint per query of each HIT, gold included, in the
+   HIT's order: the query's text is shown (``query``), the HIT's token is its ``task_group_id``
+   (one participant labels one HIT's queries in one submission, as a HIT is done elsewhere),
+   the HIT and the query's field (``q-<position>``) are kept as ``metadata`` to tie each answer back;
+2. a **batch** whose one page shows the query beside the four-category question (a
+   multiple-choice instruction, one answer: Non-gendered, Female, Male, Other or multiple genders,
+   with their definitions from :mod:`annotation.labels`), set up into tasks;
+3. a **study** (``data_collection_method`` ``AI_TASK_BUILDER_BATCH``) with a place for every
+   assignment of every HIT, published by :meth:`~TaskBuilderProvider.launch`.
+
+At sync, the study's finished submissions (awaiting review, approved, rejected) and the batch's
+responses become one assignment each (the session id its provider id, the participant its
+worker): read HIT by HIT like MTurk's, reviewed by the same rules, so gold, the quality loop,
+agreement, escalation and exports work as for any batch. Approving and rejecting are the
+submission's transitions. Prices are Prolific's (a share of the total).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from annotation.crowd.costs import Cost, prolific_bonus_fees, prolific_work_cost
+from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
+from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
+from annotation.labels import VOCABULARY
+from core.errors import ServiceError
+from platforms.taskbuilder.client import (
+    DATA_COLLECTION_METHOD,
+    DATASET_DONE,
+    TaskBuilder,
+    TaskBuilderError,
+    TaskBuilderUnknownOutcome,
+)
+
+if TYPE_CHECKING:
+    from annotation.models import Assignment, Batch, Hit
+
+#: A Task Builder study's options (``Batch.provider_options``), declared once for the form, API and command.
+OPTIONS: tuple[BatchOption, ...] = (
+    BatchOption(
+        "taskbuilder_minutes",
+        "whole",
+        "Task Builder only: minutes one HIT's queries take, shown to participants; 10 when not given.",
+        minimum=1,
+        maximum=24 * 60,
+        into="provider_options",
+    ),
+)
+_BY_NAME = options_by_name(OPTIONS)
+OPTION_KEYS = {"taskbuilder_minutes"}
+#: The devices a study allows: Task Builder's pages are Prolific's own.
+STUDY_DEVICES = ("desktop", "tablet", "mobile")
+#: The statuses of a study's submissions whose answers are final, as this site's assignment statuses.
+FINISHED = {"AWAITING REVIEW": "submitted", "APPROVED": "approved", "REJECTED": "rejected"}
+#: How often, and how long apart, publishing asks whether Prolific finished an import or a setup.
+POLLS = 60
+POLL_SECONDS = 2.0
+#: How long after a session is completed its responses are waited for: Prolific lists them late (tens of
+#: seconds), a changed answer as a later response. A session is read once this long has passed and every
+#: query of its HIT has its answer listed ...
+QUIET_SECONDS = 120
+#: ... or, if some answer is still not listed, once this long has passed (read as it is then).
+SETTLE_SECONDS = 15 * 60
+#: The dataset's fields: the query shown, the HIT as the task group, the rest kept to tie answers back.
+SCHEMA = {
+    "strict": True,
+    "fields": {
+        "query": {"type": "text", "label": "Search query"},
+        "hit": {"type": "task_group_id"},
+        "hit_token": {"type": "metadata"},
+        "field": {"type": "metadata"},
+    },
+}
+QUESTION = "Which gender, if any, does this search query refer to?"
+REJECTION_MESSAGE = (
+    " Your answers were checked against questions whose answer is known, and against the rules shown"
+    " with the task. If you think this is a mistake, please message us through Prolific."
+)
+
+
+def names(batch: Batch) -> str:
+    """How the batch's dataset, Task Builder batch and study are found again: unique per batch ever made here."""
+    return f"{batch.name} ({batch.pk}, {batch.created:%Y%m%dT%H%M%S})"
+
+
+def datapoints(batch: Batch) -> list[dict]:
+    """One datapoint per query of each published-to-be HIT, in the HIT's order (gold included)."""
+    from annotation.models import HitQuery
+
+    rows = (
+        HitQuery.objects.filter(hit__batch=batch)
+        .select_related("hit", "batch_query")
+        .order_by("hit__position", "position")
+    )
+    return [
+        {
+            "query": hq.batch_query.text,
+            "hit": hq.hit.unique_token,
+            "hit_token": hq.hit.unique_token,
+            "field": hq.field_name,
+        }
+        for hq in rows
+    ]
+
+
+def annotators_per_task(batch: Batch) -> int:
+    """The participants Prolific gives each task group: the most answers any of the batch's HITs asks for
+    (its answers per query, more once escalation added some; Prolific has one number for every group)."""
+    from django.db.models import Max
+
+    return max(int(batch.hits.aggregate(most=Max("max_assignments"))["most"] or 0), 1)
+
+
+def batch_items() -> list[dict]:
+    """The batch's one page: the query beside the four-category question (one answer)."""
+    return [
+        {
+            "rows": [
+                {
+                    "columns": [
+                        {"items": [{"type": "dataset_field", "field": "query"}]},
+                        {
+                            "items": [
+                                {
+                                    "type": "multiple_choice",
+                                    "description": QUESTION,
+                                    "answer_limit": 1,
+                                    "options": [
+                                        {"label": f"{label.name}: {label.definition}", "value": label.code}
+                                        for label in VOCABULARY
+                                    ],
+                                }
+                            ]
+                        },
+                    ]
+                }
+            ]
+        }
+    ]
+
+
+def api_client(**options) -> TaskBuilder:
+    """A client as configured (Prolific's API, its token), its calls paced with all of the site's Prolific calls."""
+    from core.services.ratelimit import shared_pace
+    from platforms.prolific.connection.selectors import prolific_settings
+
+    connection = prolific_settings()  # the environment, or the site's Connections page
+    pace = shared_pace("prolific-api", settings.PROLIFIC_API_CALLS_PER_SECOND)
+    return TaskBuilder(connection.api_url, connection.token, pace=pace, **options)
+
+
+@register("taskbuilder")
+class TaskBuilderProvider(CrowdProvider):
+    """Prolific's Task Builder: the queries labelled on Prolific's own pages, no site of ours needed."""
+
+    label = "Prolific Task Builder (hosted by Prolific)"
+    short_label = "Task Builder"
+    batch_options = (*CrowdProvider.batch_options, *OPTIONS)
+    #: A batch is one study, and a participant submits a study once.
+    assignments_per_participant = 1
+    bonus_charges = "bulk"
+
+    @classmethod
+    def work_cost(cls, reward: Decimal, count: int, *, account_fee_rate: Decimal | None = None, **_: object) -> Cost:
+        """Prolific's platform fee: a share of the total paid (33.3% for academic accounts), rounded once."""
+        return prolific_work_cost(reward, count, account_fee_rate)
+
+    @classmethod
+    def bonus_fees(cls, paid: list[Decimal], *, account_fee_rate: Decimal | None = None) -> tuple[Decimal, Decimal]:
+        """The same share on bonuses, on the total."""
+        return prolific_bonus_fees(paid, account_fee_rate)
+
+    @classmethod
+    def check_settings(cls, batch_settings) -> None:
+        options = dict(batch_settings.provider_options or {})
+        unknown = set(options) - OPTION_KEYS
+        if unknown:
+            raise ServiceError(f"unknown Task Builder option(s): {', '.join(sorted(unknown))}")
+        try:
+            _BY_NAME["taskbuilder_minutes"].parse(options.get("taskbuilder_minutes"))
+        except OptionError as exc:
+            raise ServiceError(str(exc)) from None
+
+    def __init__(
+        self,
+        client: TaskBuilder | None = None,
+        *,
+        polls: int = POLLS,
+        poll_seconds: float = POLL_SECONDS,
+        quiet_seconds: float = QUIET_SECONDS,
+        settle_seconds: float = SETTLE_SECONDS,
+        clock=None,
+    ):
+        from django.utils import timezone
+
+        self.client = client if client is not None else api_client()
+        self.polls, self.poll_seconds = polls, poll_seconds
+        self.quiet_seconds, self.settle_seconds = quiet_seconds, settle_seconds
+        self.clock = clock or timezone.now
+        self._answers: dict[str, dict[str, list[RemoteAssignment]]] = {}
+        self._stopped: set[str] = set()
+
+    # -- publishing -------------------------------------------------------------------------
+    def prepare(self, batch: Batch) -> str:
+        """The dataset, the Task Builder batch and the study (a draft); returns the study's id.
+
+        The Task Builder batch and the study are looked up by name before they are made (and again
+        after a lost answer to their creation); the dataset is the one the batch was made with (the
+        reference lists no datasets: one made by an attempt that stopped before its batch stays empty
+        and unused); the file is uploaded only while the dataset has received none (its status
+        ``UNINITIALISED``); the setup started only on a batch that has not begun it. So an interrupted
+        publish is finished by the next, with nothing made with data, imported or set up twice.
+        """
+        from platforms.prolific.connection.selectors import prolific_settings
+
+        connection = prolific_settings()
+        workspace, project = connection.workspace_id, connection.project_id
+        if not workspace or not project:
+            raise ServiceError(
+                "PROLIFIC_WORKSPACE_ID and PROLIFIC_PROJECT_ID must be set (or the Connections page's Prolific "
+                "workspace and project) for a Task Builder study"
+            )
+        name = names(batch)
+        tb_batch = self.client.find_batch(workspace, name)
+        if tb_batch is None:
+            dataset = self.client.create_dataset(workspace, name, SCHEMA)
+            tb_batch = self._once(
+                lambda: self.client.find_batch(workspace, name),
+                lambda: self.client.create_batch(
+                    {
+                        "name": name,
+                        "workspace_id": workspace,
+                        "dataset_id": dataset["id"],
+                        "task_details": {
+                            "task_name": batch.title,
+                            "task_introduction": batch.description,
+                            "task_steps": QUESTION,
+                        },
+                        "batch_items": batch_items(),
+                    }
+                ),
+            )
+        attached = [d.get("id") for d in tb_batch.get("datasets") or [] if isinstance(d, dict)]
+        if len(attached) != 1 or not isinstance(attached[0], str):
+            raise TaskBuilderError(
+                f"Prolific's Task Builder batch {tb_batch.get('id')} for batch {batch.name!r} has "
+                f"{len(attached)} datasets, not the one it was made with; this needs a person",
+                upstream=False,
+            )
+        self._import(attached[0], datapoints(batch))
+        self._set_up(tb_batch["id"], attached[0])
+        study = self._once(
+            lambda: self.client.find_study(project, name),
+            lambda: self.client.create_study(self._study_fields(batch, name, tb_batch["id"], project)),
+        )
+        return study["id"]
+
+    def _once(self, find, create) -> dict:
+        """The resource ``find`` finds, else ``create``'s; after a lost answer to ``create``, ``find`` again."""
+        found = find()
+        if found is not None:
+            return found
+        try:
+            return create()
+        except TaskBuilderUnknownOutcome:
+            found = find()
+            if found is None:
+                raise
+            return found
+
+    def _import(self, dataset_id: str, points: list[dict]) -> None:
+        """The batch's queries in the dataset exactly once, whatever stopped an earlier attempt.
+
+        Prolific appends every file a dataset receives, so a second upload repeats every query. The
+        dataset's status says whether a file was received, whichever attempt sent it (a crash between
+        the upload and its import's end, an upload whose answers were all lost though it arrived): only
+        while it is ``UNINITIALISED`` is the file uploaded; then the import is waited for.
+        """
+        if self.client.dataset_status(dataset_id) == "UNINITIALISED":
+            data = "".join(json.dumps(point, ensure_ascii=False) + "\n" for point in points).encode()
+            target = self.client.upload_url(dataset_id, "queries.jsonl")
+            self.client.upload(target["upload_url"], data, "application/jsonl")
+        status = self._wait(lambda: self.client.dataset_status(dataset_id), DATASET_DONE)
+        if status != "READY":
+            raise TaskBuilderError(
+                f"Prolific received the batch's queries but could not import them (dataset {dataset_id}: {status}); "
+                "this needs a person: look at the dataset on Prolific, or cancel this batch and create it again. "
+                "Publishing again will not send the file again.",
+                upstream=False,
+            )
+
+    def _set_up(self, tb_batch_id: str, dataset_id: str) -> None:
+        status = self.client.batch_status(tb_batch_id)
+        if status == "UNINITIALISED":
+            with contextlib.suppress(TaskBuilderUnknownOutcome):  # a lost answer: the status says whether it began
+                self.client.set_up_batch(tb_batch_id, dataset_id)
+            if self.client.batch_status(tb_batch_id) == "UNINITIALISED":
+                self.client.set_up_batch(tb_batch_id, dataset_id)
+        status = self._wait(lambda: self.client.batch_status(tb_batch_id), DATASET_DONE)
+        if status != "READY":
+            raise TaskBuilderError(f"Prolific could not make the batch's tasks (status {status})", upstream=True)
+
+    def _wait(self, status, done) -> str | None:
+        for attempt in range(self.polls):
+            found = status()
+            if found in done:
+                return found
+            if attempt + 1 < self.polls:
+                self.client.sleep(self.poll_seconds)
+        raise TaskBuilderError(
+            f"Prolific was still processing after {self.polls} looks; publish again later", upstream=True
+        )
+
+    @staticmethod
+    def _study_fields(batch: Batch, name: str, tb_batch_id: str, project: str) -> dict:
+        from platforms.taskbuilder.client import cents
+
+        options = batch.provider_options or {}
+        minutes = int(options.get("taskbuilder_minutes") or 10)
+        annotators = annotators_per_task(batch)
+        return {
+            "name": batch.title,
+            "internal_name": name,
+            "description": batch.description,
+            "data_collection_method": DATA_COLLECTION_METHOD,
+            "data_collection_id": tb_batch_id,
+            # Without it Prolific gives each task group one participant (the reference's "Study").
+            "data_collection_metadata": {"annotators_per_task": annotators},
+            "prolific_id_option": "not_required",
+            "completion_codes": [
+                {"code": "TASKBUILDER", "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}
+            ],
+            # What Prolific makes of it anyway: every task group (a HIT) times its annotators.
+            "total_available_places": batch.hits.count() * annotators,
+            "estimated_completion_time": minutes,
+            "maximum_allowed_time": max(minutes * 3, int(batch.assignment_duration.total_seconds() // 60)),
+            "reward": cents(batch.reward),
+            "device_compatibility": list(STUDY_DEVICES),
+            "project": project,
+        }
+
+    def launch(self, batch: Batch) -> None:
+        """Publish the study unless it is published already (after a lost answer, its status says)."""
+        self._transition(batch.hit_type_id, "PUBLISH", when=("UNPUBLISHED",))
+
+    def _transition(self, study_id: str, action: str, *, when: tuple[str, ...]) -> bool:
+        for _ in range(3):
+            if self.client.get_study(study_id).get("status") not in when:
+                return False
+            try:
+                self.client.transition_study(study_id, action)
+                return True
+            except TaskBuilderUnknownOutcome:
+                continue
+        if self.client.get_study(study_id).get("status") not in when:
+            return True
+        raise TaskBuilderError(f"Prolific did not {action} study {study_id}: three answers lost", upstream=True)
+
+    def publish_hit(self, hit: Hit, question_html: str) -> str:
+        """Nothing to send: the HIT is a task group of the dataset uploaded at :meth:`prepare`."""
+        return f"taskbuilder-{hit.unique_token}"
+
+    # -- answers ----------------------------------------------------------------------------
+    def fetch_assignments(self, hit: Hit) -> Iterator[RemoteAssignment]:
+        """The HIT's finished submissions whose answers are all in, each with them (read once per batch and sync)."""
+        study_id = hit.batch.hit_type_id
+        if study_id not in self._answers:
+            self._answers[study_id] = self._read(hit.batch)
+        return iter(self._answers[study_id].get(hit.unique_token, []))
+
+    def _read(self, batch: Batch) -> dict[str, list[RemoteAssignment]]:
+        """Finished sessions and their answers, by HIT token, as Prolific's responses settle.
+
+        Prolific lists a session's responses some time after the session is finished, and may list one
+        twice or list a changed answer later: a response counts once (by its id); of two answers to one
+        query in a session the later wins; a finished session is read only once every query of its HIT
+        has an answer listed and ``quiet_seconds`` passed since it was completed (a late or changed answer
+        listed meanwhile), or once ``settle_seconds`` passed (then it is read as it is): nobody is reviewed
+        before their responses are in. A session still in progress is not
+        read. A participant who took the study again (after a rejection, say) is read once: the session
+        this site recorded, else their first. Responses whose ``metadata`` do not tie them to a query of
+        the batch are left out; when none of a finished session's do, Prolific's answers cannot be tied
+        to the queries at all, and the sync stops with an error naming the batch.
+        """
+        from annotation.models import Assignment, HitQuery
+
+        study_id = batch.hit_type_id
+        finished = {s.id: s for s in self.client.submissions(study_id) if s.status in FINISHED}
+        tb_batch_id = self.client.get_study(study_id).get("data_collection_id")
+        if not finished or not tb_batch_id:
+            return {}
+        recorded = set(
+            Assignment.objects.filter(hit__batch=batch, provider_assignment_id__in=list(finished)).values_list(
+                "provider_assignment_id", flat=True
+            )
+        )
+        first: dict[str, str] = {}
+        for session in sorted(finished.values(), key=lambda s: (s.id not in recorded, s.started_at or "", s.id)):
+            first.setdefault(session.participant_id, session.id)
+        read = set(first.values())
+        fields: dict[str, set[str]] = defaultdict(set)
+        for hit_query in HitQuery.objects.filter(hit__batch=batch).select_related("hit"):
+            fields[hit_query.hit.unique_token].add(hit_query.field_name)
+        answers: dict[str, dict[str, tuple[str, str, str]]] = defaultdict(dict)
+        hit_of: dict[str, str] = {}
+        unlinked: set[str] = set()
+        for response in self.client.responses(tb_batch_id):
+            session = response.get("submission_id")
+            if session not in read:
+                continue
+            metadata = response.get("metadata") or {}
+            field, token = metadata.get("field"), metadata.get("hit_token")
+            if token not in fields or field not in fields[token] or hit_of.setdefault(session, token) != token:
+                unlinked.add(session)
+                continue  # not one of this batch's queries, or a session across two HITs: not read
+            values = [
+                a.get("value") for a in (response.get("response") or {}).get("answer") or [] if isinstance(a, dict)
+            ]
+            value = values[0] if len(values) == 1 and isinstance(values[0], str) else ""
+            stamp = (str(response.get("created_at") or ""), str(response.get("id") or ""), value)
+            if field not in answers[session] or answers[session][field] < stamp:
+                answers[session][field] = stamp
+        if unlinked and not hit_of:
+            raise TaskBuilderError(
+                f"batch {batch.name!r}: Prolific's responses to Task Builder batch {tb_batch_id} carry no metadata "
+                "(hit_token, field) tying them to the batch's queries, so no answer can be read; the dataset must "
+                "keep them as metadata fields (docs/prolific.md, Task Builder)",
+                upstream=False,
+            )
+        now = self.clock()
+        by_hit: dict[str, list[RemoteAssignment]] = defaultdict(list)
+        for session, token in hit_of.items():
+            submission = finished[session]
+            given = {field: value for field, (_, _, value) in sorted(answers[session].items())}
+            completed = _moment(submission.completed_at)
+            waited = (now - completed).total_seconds() if completed is not None else self.quiet_seconds
+            settled = waited >= self.settle_seconds or (set(given) >= fields[token] and waited >= self.quiet_seconds)
+            if not settled and session not in recorded:
+                continue  # some of its responses are not listed yet: read at a later sync
+            by_hit[token].append(
+                RemoteAssignment(
+                    assignment_id=session,
+                    worker_id=submission.participant_id,
+                    status=FINISHED[submission.status],
+                    raw_answer=json.dumps(given, sort_keys=True),
+                    answers=given,
+                    submitted_at=completed,
+                    accepted_at=_moment(submission.started_at),
+                )
+            )
+        return by_hit
+
+    def approve(self, assignment: Assignment, feedback: str = "") -> bool:
+        self.client.approve(assignment.provider_assignment_id)
+        return True
+
+    def reject(self, assignment: Assignment, feedback: str) -> bool:
+        if assignment.gold_passed is False:
+            category, text = "FAILED_CHECK", feedback or "Too many check questions were answered wrongly."
+        else:
+            category, text = "LOW_EFFORT", feedback or "Some queries were left without a usable answer."
+        self.client.reject(assignment.provider_assignment_id, category, (text.rstrip() + REJECTION_MESSAGE)[:2000])
+        return True
+
+    def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
+        """More answers for ``hit``: Prolific's annotators per task raised to the most any HIT now asks for
+        (absolute: repeating it adds nothing). Prolific places a participant in a task group, and its only
+        way to add places a group can take is this number, for every group: places added by the study's
+        place count alone would be taken by no one. Every HIT gets the extra answers (docs/prolific.md)."""
+        wanted = annotators_per_task(hit.batch)
+        study = self.client.get_study(hit.batch.hit_type_id)
+        current = (study.get("data_collection_metadata") or {}).get("annotators_per_task") or 1
+        if wanted > int(current):
+            self.client.set_annotators_per_task(hit.batch.hit_type_id, wanted)
+
+    def expire(self, hit: Hit) -> None:
+        """Stop the study (once per batch, and only if it runs)."""
+        study_id = hit.batch.hit_type_id
+        if study_id and study_id not in self._stopped:
+            self._transition(study_id, "STOP", when=("ACTIVE", "PAUSED"))
+            self._stopped.add(study_id)
+
+
+def _moment(text) -> dt.datetime | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None

@@ -1,0 +1,83 @@
+"""A Prolific participant in a real browser: from the study URL to Prolific's completion URL."""
+
+import pytest
+
+from annotation import services
+from annotation.crowd.providers import ProlificProvider
+from annotation.models import Assignment, Judgment
+from platforms.prolific.client import Prolific
+from platforms.prolific.provider import completion_code
+from tests.annotation.conftest import TRUTH
+from tests.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
+from tests.platforms.prolific.test_prolific import make_prolific_batch
+
+NAMES = {"n": "Non-gendered", "f": "Female", "m": "Male", "o": "Other or multiple genders"}
+
+
+@pytest.fixture
+def prolific_server(settings, live_server):
+    fake = FakeProlific()
+    url, http = serve(fake)
+    settings.PROLIFIC_API_URL = f"{url}/api/v1/"
+    settings.PROLIFIC_API_TOKEN = TOKEN
+    settings.PROLIFIC_PROJECT_ID = "project-1"
+    settings.PROLIFIC_COMPLETION_URL = f"{url}/submissions/complete?cc="
+    settings.SITE_URL = live_server.url
+    yield fake
+    http.shutdown()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_participant_arrives_from_prolific_answers_and_is_sent_back_with_the_code(query_set, prolific_server, page):
+    batch = make_prolific_batch(query_set)
+    provider = ProlificProvider(Prolific(f"{prolific_server.base}/api/v1/", TOKEN, sleep=lambda s: None))
+    services.publish_batch(batch, provider)
+    batch.refresh_from_db()
+
+    session, study_url = prolific_server.start(batch.hit_type_id, hexid("PIDBROWSER"))
+    assert f"PROLIFIC_PID={hexid('PIDBROWSER')}" in study_url and f"SESSION_ID={session}" in study_url
+    page.goto(study_url)  # no account, no login: the link from Prolific is enough
+
+    assignment = Assignment.objects.get(provider_assignment_id=session)
+    hit_queries = list(assignment.hit.hit_queries.select_related("batch_query").order_by("position"))
+    assert page.get_by_role("heading", name=batch.title).count() == 1
+    assert page.get_by_role("link", name="Overview").count() == 0  # no site navigation for participants
+    for hq in hit_queries:
+        label = TRUTH.get(hq.batch_query.qid, hq.batch_query.gold_label)
+        page.get_by_role("group", name=hq.batch_query.text, exact=True).get_by_role(
+            "radio", name=NAMES[label], exact=True
+        ).check()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Submit").click()
+
+    assert page.url == f"{prolific_server.base}/submissions/complete?cc={completion_code(batch)}"
+    assert prolific_server.completed_by == [completion_code(batch)]
+    stored = dict(Judgment.objects.filter(assignment=assignment).values_list("batch_query__qid", "label"))
+    assert stored == {hq.batch_query.qid: TRUTH.get(hq.batch_query.qid, "m") for hq in hit_queries}
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_participant_prolific_cannot_confirm_yet_is_taken_in_by_the_waiting_page(
+    query_set, prolific_server, page, settings
+):
+    """Issue 41: Prolific throttles the check for the whole deadline; the participant sees a page
+    that says it is waiting and will take them in by itself; nobody reloads it, and once Prolific
+    answers again the page itself brings them to their HIT."""
+    settings.PROLIFIC_ARRIVAL_DEADLINE_SECONDS = 0.5
+    settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS = 1
+    batch = make_prolific_batch(query_set)
+    provider = ProlificProvider(Prolific(f"{prolific_server.base}/api/v1/", TOKEN, sleep=lambda s: None))
+    services.publish_batch(batch, provider)
+    batch.refresh_from_db()
+    session, study_url = prolific_server.start(batch.hit_type_id, hexid("PIDWAIT"))
+    prolific_server.standing["get_submission"] = "throttle:1"
+
+    page.goto(study_url)
+    assert page.get_by_role("heading", name="Waiting for Prolific").count() == 1
+    assert "takes you to the study as soon as Prolific answers" in page.get_by_role("status").inner_text()
+    assert not Assignment.objects.filter(provider_assignment_id=session).exists()
+    del prolific_server.standing["get_submission"]
+    page.get_by_role("heading", name=batch.title).wait_for(timeout=10_000)  # no reload, no click
+    assert Assignment.objects.filter(provider_assignment_id=session).exists()
