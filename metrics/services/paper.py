@@ -546,7 +546,11 @@ def paper_bundle_job(job: Job, report_id: int) -> None:
 
     report = Report.objects.get(pk=report_id)
     build_paper_zip(report)
-    job.result = {"url": reverse("metrics:report-paper", args=[report.name]), "report": report.name}
+    job.result = {
+        "url": reverse("metrics:report-paper", args=[report.name]),
+        "download": f"{report.name}-paper.zip",  # a file: the job page links it, never redirects to it
+        "report": report.name,
+    }
     job.message = f"Paper bundle of {report.name} ready"
 
 
