@@ -397,7 +397,7 @@ def _paper_files(report: Report, title: str | None = None, screenshots: bool | N
     if batch is not None:
         shoot = getattr(django_settings, "PAPER_SCREENSHOTS", True) if screenshots is None else screenshots
         page, files = task_page(batch, shoot)
-        items = checklist_items(facts, crowd_pay(batch), page)
+        items = checklist_items(facts, crowd_pay(batch), page, settings)
         texts["checklist.tex"] = checklist_tex(items, page)
         texts["checklist.md"] = checklist_markdown(items, page)
     figure_names = []

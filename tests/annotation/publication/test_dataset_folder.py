@@ -130,7 +130,9 @@ def test_the_card_header_follows_the_hub_conventions(annotated, tmp_path):
     # The study's facts: agreement with its interval, set-aside queries and why, the ruling, the pay.
     assert "Krippendorff's alpha (nominal)" in body and "bootstrap interval" in body
     assert "Set aside: 1 queries disputed" in body and "(rulings: 1)" in body  # one ruling
-    assert "paid $0.05 per task" in body and "2 annotators" in body
+    # In-house: the reward setting is nominal, never "paid" (issue 54); who saw each query, from the answers.
+    assert "a nominal reward of $0.05 per task, which the platform does not pay" in body and "paid $0.05" not in body
+    assert "2 annotators" in body
     assert "Non-gendered share among labelled queries 0.400" in body  # 2 of 5 labelled
     assert "rai:dataSocialImpact" in body and "judgments are not included" in body
 
