@@ -168,11 +168,16 @@ def _key(key: Any) -> str:
     return json.dumps(str(key)) if str(key).lstrip("-").isdigit() else str(key)
 
 
-def dataset_info(configs: Sequence[Config], rows: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
+def dataset_info(
+    configs: Sequence[Config], rows: Mapping[str, int] | None = None, sizes: Mapping[str, int] | None = None
+) -> list[dict[str, Any]]:
     """The card's ``dataset_info``: each configuration's features as the Hub declares them.
 
     A label column is a ``class_label`` of :data:`annotation.publication.tables.CLASS_NAMES`
-    (the Parquet files' ``ClassLabel``), so ``datasets`` loads it as a four-class label.
+    (the Parquet files' ``ClassLabel``), so ``datasets`` loads it as a four-class label. Its
+    ``splits`` are whole or absent: each split's ``name``, ``num_examples`` (``rows``) and
+    ``num_bytes`` (``sizes``: the split's Arrow size, what ``datasets`` itself records), the three
+    fields ``datasets`` requires (it ignores a split missing one, with a warning per configuration).
     """
     info = []
     for config in configs:
@@ -184,8 +189,8 @@ def dataset_info(configs: Sequence[Config], rows: Mapping[str, int] | None = Non
                 dtype = column.arrow
             features.append({"name": column.name, "dtype": dtype})
         entry: dict[str, Any] = {"config_name": config.name, "features": features}
-        if rows is not None:
-            entry["splits"] = [{"name": "train", "num_examples": rows[config.name]}]
+        if rows is not None and sizes is not None:
+            entry["splits"] = [{"name": "train", "num_bytes": sizes[config.name], "num_examples": rows[config.name]}]
         info.append(entry)
     return info
 
@@ -218,6 +223,7 @@ def header(
     pretty_name: str,
     license_terms: Mapping[str, str] | None = None,
     rows: Mapping[str, int] | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The card's YAML metadata as a dict (see :func:`render_header`).
 
@@ -245,7 +251,7 @@ def header(
             }
             for i, config in enumerate(configs)
         ],
-        "dataset_info": dataset_info(configs, rows),
+        "dataset_info": dataset_info(configs, rows, sizes),
     }
 
 
@@ -279,6 +285,7 @@ def card(
     citation: str,
     published: str,
     license_terms: Mapping[str, str] | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> str:
     """The whole ``README.md``: YAML header, then what the dataset is and how it was made.
 
@@ -287,7 +294,7 @@ def card(
     batch, labels = facts["batch"], facts["labels"]
     share = facts["non_gendered_share"]
     terms = dict(license_terms or {})
-    lines = [render_header(header(facts, configs, license_id, pretty_name, terms, rows)), f"# {pretty_name}", ""]
+    lines = [render_header(header(facts, configs, license_id, pretty_name, terms, rows, sizes)), f"# {pretty_name}", ""]
     lines += [
         f"{statements.summary(facts)} Made on the gender-bias annotation platform (batch `{batch['name']}`); "
         f"{labels['counts']['n']} of the labelled queries are Non-gendered (share "

@@ -87,10 +87,14 @@ def _write_folder(
     # A fresh secret per publication, never stored: the annotators' dataset ids link to no other publication.
     salt = secrets.token_bytes(tables.SALT_BYTES) if with_judgments else None
     rows = tables.config_rows(facts["results"], with_judgments, salt, facts["label_agents"])
+    import pyarrow.parquet as pq
+
     digests: dict[str, str] = {}
+    sizes: dict[str, int] = {}
     for config in configs:
         path = tables.write_parquet(config, rows[config.name], folder / config.file_name)
         digests[config.file_name] = file_sha256(path)
+        sizes[config.name] = pq.read_table(path).nbytes  # the split's Arrow size, as `datasets` records it
     counts = {config.name: len(rows[config.name]) for config in configs}
     published = timezone.now().date().isoformat()
     title = f"{batch.name}: gender-annotated queries"
@@ -103,6 +107,7 @@ def _write_folder(
         citation=CITATION,
         published=published,
         license_terms=license_terms,
+        sizes=sizes,
     )
     (folder / README).write_text(card, encoding="utf-8")
     metadata = croissant.croissant(

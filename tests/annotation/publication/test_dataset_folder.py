@@ -210,3 +210,27 @@ def test_the_text_is_under_the_source_query_sets_terms_not_the_pools(db):
     pooled = SimpleNamespace(pool=SimpleNamespace(name="top-biased", source=query_set), query_set=None)
     assert source_of(pooled) == "top-biased (queries from ir_datasets:x (y))"  # what the batch annotates
     assert source_query_set(pooled) == "robust (queries from ir_datasets:x (y))"  # whose terms the text is under
+
+
+@pytest.mark.slow
+def test_the_cards_splits_are_whole_so_datasets_loads_them_without_a_warning(annotated, tmp_path, offline_hf, caplog):
+    """``datasets`` ignores a ``splits`` entry missing name, num_examples or num_bytes, with a warning per
+    configuration (three per load, issue 54); each split now states all three, and its num_bytes is
+    the figure ``datasets`` computes itself when it prepares the split."""
+    import logging
+
+    import yaml
+    from datasets import load_dataset
+
+    out = tmp_path / "gq-dataset"
+    publish_dataset(annotated, out, "cc-by-4.0")
+    meta = yaml.safe_load(_header((out / "README.md").read_text()))
+    caplog.set_level(logging.WARNING, logger="datasets")
+    for info in meta["dataset_info"]:
+        [split] = info["splits"]
+        assert set(split) == {"name", "num_bytes", "num_examples"}
+        loaded = load_dataset(str(out), name=info["config_name"], cache_dir=str(offline_hf))["train"]
+        assert split["num_examples"] == loaded.num_rows
+        assert split["num_bytes"] == loaded.info.splits["train"].num_bytes  # recomputed by `datasets` as it prepares
+    ignored = [r.getMessage() for r in caplog.records if r.name.startswith("datasets")]
+    assert ignored == []
