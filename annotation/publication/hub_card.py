@@ -499,21 +499,19 @@ CFF_LICENSES = {
 }
 
 
-def zenodo_json(facts: Mapping[str, Any], title: str, published: str, license_id: str) -> dict[str, Any]:
-    """``.zenodo.json``: the deposit metadata Zenodo reads from a repository (upload type dataset)."""
-    data: dict[str, Any] = {
-        "upload_type": "dataset",
-        "title": title,
-        "description": statements.summary(facts),
-        "creators": [{"name": AUTHORS_TO_FILL}],
-        "publication_date": published,
-        "version": "1.0.0",
-        "keywords": ["gender bias", "information retrieval", "query annotation"],
-        "related_identifiers": [
-            {"identifier": METHOD_REFERENCE["doi"], "relation": "references", "scheme": "doi"},
-        ],
-        "notes": statements.source_terms(facts),
-    }
-    if license_id != "other":
-        data["license"] = license_id
-    return data
+def zenodo_json(
+    facts: Mapping[str, Any], title: str, published: str, license_id: str, paper: str | None = None
+) -> dict[str, Any]:
+    """``.zenodo.json``: the dataset's deposit metadata (upload type dataset; ``paper``: the DOI or
+    address of the paper it supplements), written by :func:`annotation.publication.zenodo.metadata.zenodo_metadata`."""
+    from annotation.publication.zenodo.metadata import zenodo_metadata
+
+    return zenodo_metadata(
+        upload_type="dataset",
+        title=title,
+        description=statements.summary(facts),
+        published=published,
+        license_id=None if license_id == "other" else license_id,
+        paper=paper,
+        notes=statements.source_terms(facts),
+    )

@@ -345,7 +345,9 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
     return figures
 
 
-def paper_files(report: Report, title: str | None = None, screenshots: bool | None = None) -> dict[str, bytes]:
+def paper_files(
+    report: Report, title: str | None = None, screenshots: bool | None = None, dataset: str | None = None
+) -> dict[str, bytes]:
     """:func:`_paper_files`; the report's batch (:func:`report_batch`), when it has one, read as a use:
     a correction of its answers after the bundle is refused (``annotation.services.reading_answers``)."""
     from contextlib import nullcontext
@@ -354,13 +356,16 @@ def paper_files(report: Report, title: str | None = None, screenshots: bool | No
 
     batch = report_batch(report)
     with reading_answers(batch, "A paper bundle") if batch is not None else nullcontext():
-        return _paper_files(report, title, screenshots)
+        return _paper_files(report, title, screenshots, dataset)
 
 
-def _paper_files(report: Report, title: str | None = None, screenshots: bool | None = None) -> dict[str, bytes]:
+def _paper_files(
+    report: Report, title: str | None = None, screenshots: bool | None = None, dataset: str | None = None
+) -> dict[str, bytes]:
     """Every file of the report's bundle, by name; ``title`` is the document's (default: what was
     measured on what, :func:`metrics.methods_text.default_title`). ServiceError if the report's files are gone.
 
+    ``dataset``: the DOI or address of the dataset the paper goes with (``.zenodo.json``'s related identifier).
     ``screenshots``: photograph the task page with headless Chromium (default: the setting
     ``PAPER_SCREENSHOTS``, on); only the job and the command build a bundle, never a request."""
     from django.conf import settings as django_settings
@@ -412,8 +417,10 @@ def _paper_files(report: Report, title: str | None = None, screenshots: bool | N
         # The report's id in a comment: in the text a long id cannot break and runs past the column.
         f"% Report: {report.name}\n\\section*{{Results}}\nThe results: {', '.join(refs)}.\n" if refs else ""
     )
+    paper_title = title.strip() if title and title.strip() else default_title(facts, settings)
+    texts[".zenodo.json"] = zenodo_json(report, paper_title, dataset)
     texts["main.tex"] = document(
-        title.strip() if title and title.strip() else default_title(facts, settings),
+        paper_title,
         [name.removesuffix(".tex") for name in texts if name.startswith("table-")],
         figure_names,
         intro,
@@ -477,7 +484,9 @@ def _legacy_bundle(target: Path, entries: list[str]) -> set[str] | None:
     return bundle if own and (target / "main.tex").is_file() else None
 
 
-def write_paper_bundle(report: Report, out: str | os.PathLike, title: str | None = None) -> Path:
+def write_paper_bundle(
+    report: Report, out: str | os.PathLike, title: str | None = None, dataset: str | None = None
+) -> Path:
     """Write the bundle to the folder ``out`` (its parent must exist): written in a temporary folder
     beside it and renamed into place, so ``out`` never holds half a bundle. An existing ``out`` is
     replaced only if it is empty or an earlier bundle (it holds :data:`MARKER` and nothing but that
@@ -498,7 +507,7 @@ def write_paper_bundle(report: Report, out: str | os.PathLike, title: str | None
                 f"{target} exists and is not a paper bundle: it holds {shown}, which writing the bundle "
                 "would delete; give a new or empty folder"
             )
-    files = paper_files(report, title)
+    files = paper_files(report, title, dataset=dataset)
     files[MARKER] = (json.dumps({"report": report.name, "files": sorted(files)}, indent=1) + "\n").encode()
     staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}."))
     try:
@@ -508,6 +517,33 @@ def write_paper_bundle(report: Report, out: str | os.PathLike, title: str | None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def zenodo_json(report: Report, title: str, dataset: str | None = None) -> str:
+    """The bundle's ``.zenodo.json`` (:func:`annotation.publication.zenodo.metadata.zenodo_metadata`): a
+    publication of upload type "publication" (other), supplemented by the dataset (``dataset``: its
+    DOI or address), for ``zenodo_deposit``; its creators are the authors' to fill in."""
+    import json
+
+    from django.utils import timezone
+
+    from annotation.publication.zenodo.metadata import zenodo_metadata
+
+    try:
+        metadata = zenodo_metadata(
+            upload_type="publication",
+            publication_type="other",
+            title=title,
+            description=(
+                f"Paper bundle of the report {report.name}: LaTeX tables, vector figures, the methods and limitations "
+                "text written from the study's records, the references and the venues' checklists."
+            ),
+            published=timezone.now().date().isoformat(),
+            dataset=dataset,
+        )
+    except ValueError as exc:
+        raise ServiceError(f"--dataset: {exc}") from None
+    return json.dumps(metadata, indent=2, ensure_ascii=False) + "\n"
 
 
 def paper_key(report: Report) -> tuple[dict[str, str], str]:
