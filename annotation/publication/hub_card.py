@@ -25,6 +25,7 @@ from typing import Any
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.publication import statements
 from annotation.publication.tables import CLASS, CLASS_NAMES, Config
+from annotation.publication.zenodo.metadata import AUTHORS_TO_FILL, zenodo_metadata
 
 #: The Hub's license identifiers a dataset is commonly published under
 #: (https://huggingface.co/docs/hub/repositories-licenses); ``other`` asks the researcher to
@@ -424,7 +425,6 @@ METHOD_REFERENCE: dict[str, Any] = {
 }
 
 #: What a citation of the dataset says where only the researcher knows (the authors, the address).
-AUTHORS_TO_FILL = "The dataset's authors (to fill in)"
 
 
 def citation_key(facts: Mapping[str, Any], published: str) -> str:
@@ -504,13 +504,12 @@ def zenodo_json(
 ) -> dict[str, Any]:
     """``.zenodo.json``: the dataset's deposit metadata (upload type dataset; ``paper``: the DOI or
     address of the paper it supplements), written by :func:`annotation.publication.zenodo.metadata.zenodo_metadata`."""
-    from annotation.publication.zenodo.metadata import zenodo_metadata
-
     return zenodo_metadata(
         upload_type="dataset",
         title=title,
         description=statements.summary(facts),
         published=published,
+        method_doi=METHOD_REFERENCE["doi"],
         license_id=None if license_id == "other" else license_id,
         paper=paper,
         notes=statements.source_terms(facts),

@@ -45,7 +45,7 @@ from annotation.platforms.inhouse.services.handout import create_annotator
 from annotation.platforms.prolific.bonuses import services as prolific_bonus_jobs  # noqa: F401  (paying bonuses)
 from annotation.platforms.prolific.rehearsal import services as prolific_rehearsals  # noqa: F401  (rehearsing)
 from annotation.platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the Prolific re-read job)
-from annotation.publication.services import zenodo as zenodo_jobs  # noqa: F401  (depositing on Zenodo)
+from annotation.publication.services import deposits as zenodo_jobs  # noqa: F401  (depositing on Zenodo)
 from annotation.quality.services import background as quality_jobs  # noqa: F401  (escalating)
 
 __all__ = [

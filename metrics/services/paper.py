@@ -527,6 +527,7 @@ def zenodo_json(report: Report, title: str, dataset: str | None = None) -> str:
 
     from django.utils import timezone
 
+    from annotation.publication.hub_card import METHOD_REFERENCE
     from annotation.publication.zenodo.metadata import zenodo_metadata
 
     try:
@@ -539,6 +540,7 @@ def zenodo_json(report: Report, title: str, dataset: str | None = None) -> str:
                 "text written from the study's records, the references and the venues' checklists."
             ),
             published=timezone.now().date().isoformat(),
+            method_doi=METHOD_REFERENCE["doi"],
             dataset=dataset,
         )
     except ValueError as exc:

@@ -16,7 +16,7 @@ class Command(ProjectCommand):
         parser.add_argument("--publish", action="store_true", help="publish the deposition (default: leave a draft)")
 
     def handle(self, folder, publish, **options):
-        from annotation.publication.services.zenodo import zenodo_deposit
+        from annotation.publication.services.deposits import zenodo_deposit
 
         with command_errors():
             done = zenodo_deposit(folder, publish=publish)

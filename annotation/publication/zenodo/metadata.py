@@ -15,7 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from annotation.publication.hub_card import AUTHORS_TO_FILL, METHOD_REFERENCE
+#: What the platform cannot know: the authors (the card's BibTeX and CITATION.cff say the same).
+AUTHORS_TO_FILL = "The dataset's authors (to fill in)"
 
 #: What every deposit of the platform is about.
 KEYWORDS = ["gender bias", "information retrieval", "query annotation"]
@@ -52,6 +53,7 @@ def zenodo_metadata(
     title: str,
     description: str,
     published: str,
+    method_doi: str,
     license_id: str | None = None,
     version: str = "1.0.0",
     paper: str | None = None,
@@ -61,10 +63,11 @@ def zenodo_metadata(
     publication_type: str | None = None,
 ) -> dict[str, Any]:
     """The deposit's ``.zenodo.json``: ``paper`` and ``dataset`` are the DOI or address of the
-    paper and of the dataset this deposit goes with (the one not being deposited); the labels follow is referenced (:data:`annotation.publication.hub_card.METHOD_REFERENCE`). ``creators``: "Family, Given" names (default: the placeholder)."""
+    paper and of the dataset this deposit goes with (the one not being deposited); ``method_doi`` the
+    method the labels follow (referenced). ``creators``: "Family, Given" names (default: the placeholder)."""
     if upload_type not in UPLOAD_TYPES:
         raise ValueError(f"not a Zenodo upload type: {upload_type!r}")
-    identifiers = [related(METHOD_REFERENCE["doi"], "references", "publication-conferencepaper")]
+    identifiers = [related(method_doi, "references", "publication-conferencepaper")]
     if paper and upload_type != "publication":
         identifiers.append(related(paper, "isSupplementTo", "publication-article"))
     if dataset and upload_type != "dataset":

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.publication.services.dataset import publish_dataset
-from annotation.publication.services.zenodo import zenodo_deposit, zenodo_deposit_job
+from annotation.publication.services.deposits import zenodo_deposit, zenodo_deposit_job
 from annotation.publication.zenodo.deposit import STATE
 from core.errors import ServiceError
 from core.models import Job
@@ -159,9 +159,11 @@ def test_the_paper_bundles_metadata_points_at_the_dataset():
 
     metadata = zenodo_metadata(
         upload_type="publication", publication_type="other", title="t", description="d", published="2026-11-25",
-        dataset="10.5281/zenodo.1234",
+        method_doi=PAPER_DOI, dataset="10.5281/zenodo.1234",
     )  # fmt: skip
     assert {"identifier": "10.5281/zenodo.1234", "relation": "isSupplementedBy", "scheme": "doi",
             "resource_type": "dataset"} in metadata["related_identifiers"]  # fmt: skip
     with pytest.raises(ValueError, match="not a DOI or an http"):
-        zenodo_metadata(upload_type="dataset", title="t", description="d", published="2026", paper="nonsense")
+        zenodo_metadata(
+            upload_type="dataset", title="t", description="d", published="2026", method_doi=PAPER_DOI, paper="nonsense"
+        )
