@@ -75,11 +75,13 @@ Files
                       their natural size
                       (fig-*.tex places each as a figure float)
   references.bib    every work the .tex files cite, and no other
-  checklist.tex     ACL's Responsible NLP checklist (D, E) and NeurIPS's items 14-16 answered from the
+  checklist.tex     ACL's Responsible NLP checklist (B to E) and NeurIPS's items 14-16 answered from the
                       study's records (instructions, pay and hourly rate, annotators, the machine labeller);
   checklist.md        the same in Markdown; fill in every [to be answered by the authors]
   hit-page.html     the task page annotators saw, with the batch's first queries (self-contained);
   hit-page.png        its screenshot by headless Chromium, when Chromium was there at build time
+  .zenodo.json      the bundle's Zenodo deposit metadata: name its creators, then
+                      manage.py zenodo_deposit <this folder>   (--publish to publish)
 
 Using it in a paper
   1. Copy the files next to your paper's .tex.
@@ -477,7 +479,7 @@ def _legacy_bundle(target: Path, entries: list[str]) -> set[str] | None:
         own = (target / "README.txt").read_text(encoding="utf-8").startswith("Paper bundle of report ")
     except (OSError, UnicodeDecodeError):
         return None
-    names = {"README.txt", "main.tex", "methods.tex", "limitations.tex", "references.bib"}
+    names = {"README.txt", "main.tex", "methods.tex", "limitations.tex", "references.bib", ".zenodo.json"}
     bundle = {
         name for name in entries if name in names or re.fullmatch(r"(table-[\w-]+\.tex|fig-[\w-]+\.(tex|pdf))", name)
     }
