@@ -16,7 +16,7 @@ import pytest
 
 from annotation import selectors as annotation_selectors
 from annotation import services
-from annotation.machine.prelabellers.interface import is_language_model, register
+from annotation.machine.prelabellers.interface import is_language_model
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import route_batch
@@ -48,12 +48,20 @@ SETTINGS = {
 }
 
 
-@register("test-chat")
 class ChatMachine(NoisyMachine):
     """The calibrated test machine, declared a language model (as ``openai`` is)."""
 
+    name = "test-chat"
     model = "test-chat-model"
     language_model = True
+
+
+@pytest.fixture(autouse=True)
+def chat_registered(monkeypatch):
+    """The test's language model in the pre-labeller registry for this module's tests only."""
+    from annotation.machine.prelabellers import interface
+
+    monkeypatch.setitem(interface._REGISTRY._classes, "test-chat", ChatMachine)
 
 
 def _machine_first(labeller, name: str, target: float = 0.9, **options) -> tuple[Batch, Routing]:

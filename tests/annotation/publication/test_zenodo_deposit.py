@@ -167,3 +167,13 @@ def test_the_paper_bundles_metadata_points_at_the_dataset():
         zenodo_metadata(
             upload_type="dataset", title="t", description="d", published="2026", method_doi=PAPER_DOI, paper="nonsense"
         )
+
+
+def test_the_connection_test_reads_the_token_as_zenodo_does(zenodo, monkeypatch):
+    from core.services.connections import CHECKS, ConnectionTestFailed
+
+    assert "token accepted" in CHECKS["zenodo"]()
+    assert zenodo.requests == [("GET", "/api/deposit/depositions")]  # a read: nothing created
+    monkeypatch.setenv("ZENODO_TOKEN", "not-the-token")
+    with pytest.raises(ConnectionTestFailed, match="401"):
+        CHECKS["zenodo"]()
