@@ -17,6 +17,8 @@ CHAT_API_URL_DEFAULT = "https://api.openai.com/v1/"
 #: The request field that caps a chat answer's length (the chat labeller's TOKEN_LIMIT_FIELDS).
 CHAT_TOKEN_LIMIT_DEFAULT = "max_tokens"
 HUGGINGFACE_URL_DEFAULT = "https://huggingface.co"
+#: Zenodo's REST API (its sandbox, for a trial deposit: https://sandbox.zenodo.org/api/).
+ZENODO_API_URL_DEFAULT = "https://zenodo.org/api/"
 
 
 @dataclass(frozen=True)
@@ -96,9 +98,32 @@ HUGGINGFACE = ConnectionKind(
     about="Uploading a published dataset folder to the Hub.",
 )
 
+ZENODO = ConnectionKind(
+    "zenodo",
+    "Zenodo",
+    (
+        ConnectionField(
+            "api_url",
+            "API address",
+            "ZENODO_API_URL",
+            ZENODO_API_URL_DEFAULT,
+            url=True,
+            help="Zenodo's REST API, or its sandbox (https://sandbox.zenodo.org/api/) for a trial deposit.",
+        ),
+        ConnectionField(
+            "token",
+            "Access token",
+            "ZENODO_TOKEN",
+            secret=True,
+            help="A personal access token with the deposit:write and deposit:actions scopes.",
+        ),
+    ),
+    about="Depositing a published dataset folder or a paper bundle on Zenodo (zenodo_deposit).",
+)
+
 #: Every connection of the site, by kind: the shared ones declared here, each crowd platform's added by
 #: its app as Django starts (:func:`core.services.connections.register_connection`).
-KINDS: dict[str, ConnectionKind] = {kind.kind: kind for kind in (CHAT, HUGGINGFACE)}
+KINDS: dict[str, ConnectionKind] = {kind.kind: kind for kind in (CHAT, HUGGINGFACE, ZENODO)}
 
 
 def hint(secret: str) -> str:

@@ -152,17 +152,28 @@ class JsonClient:
         return urllib.parse.urljoin(self.base_url, path.lstrip("/"))
 
     def request(
-        self, method: str, path: str, body: Any = None, *, repeatable: bool = True, deadline: float | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        repeatable: bool = True,
+        deadline: float | None = None,
+        content: bytes | None = None,
     ) -> Any:
         """The JSON answer (``None`` for an empty body) of ``method path`` with ``body`` as JSON.
 
+        ``content`` sends raw bytes instead (``application/octet-stream``, e.g. a file to a
+        storage bucket); the answer is still read as JSON.
         ``deadline`` (seconds) shortens this call's deadline (e.g. to what a job has left).
         Raises :class:`HttpError` (see the module docstring for what is retried).
         """
         url = self.url_for(path)
-        data = None if body is None else json.dumps(body).encode()
+        data = content if content is not None else None if body is None else json.dumps(body).encode()
         headers = {"Accept": "application/json", **self.headers}
-        if data is not None:
+        if content is not None:
+            headers["Content-Type"] = "application/octet-stream"
+        elif data is not None:
             headers["Content-Type"] = "application/json"
         budget = self.deadline if deadline is None else min(self.deadline, deadline)
         ends = self.clock() + budget

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 
-from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, ConnectionField, ConnectionKind, hint
+from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, ZENODO, ConnectionField, ConnectionKind, hint
 from core.models import ROLE_RANK, Connection, Membership, ResearchGroup, roles_of, scope_of
 from core.sealing import KEY_FILE, KEY_SETTING, SealError, key_in_file, unseal
 
@@ -192,6 +192,24 @@ def huggingface_settings() -> HubSettings:
     """The Hugging Face connection in force: ``publish_dataset --push`` reads it here, at use time."""
     state = connection_state(HUGGINGFACE.kind)
     return HubSettings(state.value("endpoint"), state.secret("token"))
+
+
+@dataclass(frozen=True)
+class ZenodoSettings:
+    """Zenodo's API address and the access token; ``token`` is opened when read."""
+
+    api_url: str
+    _token: Callable[[], str] = field(repr=False)
+
+    @property
+    def token(self) -> str:
+        return self._token()
+
+
+def zenodo_settings() -> ZenodoSettings:
+    """The Zenodo connection in force: ``zenodo_deposit`` and its job read it here, at use time."""
+    state = connection_state(ZENODO.kind)
+    return ZenodoSettings(state.value("api_url"), state.secret("token"))
 
 
 # --- research groups ---------------------------------------------------------------------------

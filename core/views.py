@@ -28,11 +28,16 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def job_progress_fragment(request: HttpRequest, pk: int) -> HttpResponse:
     """The live part of the job page (htmx polls it). When a job it watched running ends
-    with a result, the page leads on to the result (``HX-Redirect``)."""
+    with a result page, the page leads on to it (``HX-Redirect``). A result that is a file to
+    download (``result["download"]``, its name) is a link on the page instead: a redirect to an
+    attachment leaves the page where it is, still polling, so it would download the file again at
+    every poll; the finished fragment, swapped in, polls no more."""
     job = get_object_or_404(jobs_for(request.user), pk=pk)
     response = render(request, "core/_job_progress.html", _job_context(job))
-    if job.status == Job.Status.DONE and job.result.get("url") and request.headers.get("HX-Request"):
-        response["HX-Redirect"] = job.result["url"]
+    result = job.result or {}
+    leads_on = job.status == Job.Status.DONE and result.get("url") and not result.get("download")
+    if leads_on and request.headers.get("HX-Request"):
+        response["HX-Redirect"] = result["url"]
     return response
 
 

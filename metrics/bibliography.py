@@ -20,12 +20,12 @@ ENTRIES: dict[str, str] = {
     "abolghasemi2024": """@inproceedings{abolghasemi2024,
   author    = {Amin Abolghasemi and Leif Azzopardi and Arian Askari and Maarten de Rijke and Suzan Verberne},
   title     = {Measuring Bias in a Ranked List Using Term-Based Representations},
-  booktitle = {Advances in Information Retrieval: 46th European Conference on Information Retrieval (ECIR 2024)},
+  booktitle = {Advances in Information Retrieval: 46th European Conference on Information Retrieval (ECIR 2024), Part V},
   series    = {Lecture Notes in Computer Science},
   volume    = {14612},
-  number    = {Part V},
   pages     = {3--19},
   publisher = {Springer},
+  address   = {Cham},
   year      = {2024},
   doi       = {10.1007/978-3-031-56069-9_1}
 }""",
@@ -37,6 +37,7 @@ ENTRIES: dict[str, str] = {
   volume    = {4956},
   pages     = {414--421},
   publisher = {Springer},
+  address   = {Berlin, Heidelberg},
   year      = {2008},
   doi       = {10.1007/978-3-540-78646-7_38}
 }""",
@@ -45,6 +46,8 @@ ENTRIES: dict[str, str] = {
   title     = {Quantifying the Impact of User Attention on Fair Group Representation in Ranked Lists},
   booktitle = {Companion Proceedings of the 2019 World Wide Web Conference},
   pages     = {553--562},
+  publisher = {Association for Computing Machinery},
+  address   = {New York, NY, USA},
   year      = {2019},
   doi       = {10.1145/3308560.3317595}
 }""",
@@ -53,14 +56,18 @@ ENTRIES: dict[str, str] = {
   title     = {Measuring Fairness in Ranked Outputs},
   booktitle = {Proceedings of the 29th International Conference on Scientific and Statistical Database Management},
   pages     = {22:1--22:6},
+  publisher = {Association for Computing Machinery},
+  address   = {New York, NY, USA},
   year      = {2017},
   doi       = {10.1145/3085504.3085526}
 }""",
-    "bajaj2016": """@article{bajaj2016,
+    "bajaj2016": """@misc{bajaj2016,
   author  = {Payal Bajaj and Daniel Campos and Nick Craswell and Li Deng and Jianfeng Gao and Xiaodong Liu and Rangan Majumder and Andrew McNamara and Bhaskar Mitra and Tri Nguyen and Mir Rosenberg and Xia Song and Alina Stoica and Saurabh Tiwary and Tong Wang},
   title   = {{MS MARCO}: A Human Generated {MAchine} {Reading} {COmprehension} Dataset},
-  journal = {arXiv preprint arXiv:1611.09268},
   year    = {2016},
+  eprint  = {1611.09268},
+  archivePrefix = {arXiv},
+  primaryClass  = {cs.CL},
   doi     = {10.48550/arXiv.1611.09268}
 }""",
     "krippendorff2018": """@book{krippendorff2018,
@@ -101,7 +108,7 @@ ENTRIES: dict[str, str] = {
   number  = {2},
   pages   = {65--70},
   year    = {1979},
-  doi     = {10.2307/4615733}
+  url     = {https://www.jstor.org/stable/4615733}
 }""",
     "student1908": """@article{student1908,
   author  = {{Student}},
@@ -141,6 +148,7 @@ ENTRIES: dict[str, str] = {
   volume    = {13186},
   pages     = {305--310},
   publisher = {Springer},
+  address   = {Cham},
   year      = {2022},
   doi       = {10.1007/978-3-030-99739-7_38}
 }""",
@@ -154,11 +162,13 @@ ENTRIES: dict[str, str] = {
   year    = {1960},
   doi     = {10.1177/001316446002000104}
 }""",
-    "angelopoulos2021ltt": """@article{angelopoulos2021ltt,
+    "angelopoulos2021ltt": """@misc{angelopoulos2021ltt,
   author  = {Anastasios N. Angelopoulos and Stephen Bates and Emmanuel J. Cand{\\`e}s and Michael I. Jordan and Lihua Lei},
   title   = {Learn then Test: Calibrating Predictive Algorithms to Achieve Risk Control},
-  journal = {arXiv preprint arXiv:2110.01052},
   year    = {2021},
+  eprint  = {2110.01052},
+  archivePrefix = {arXiv},
+  primaryClass  = {cs.LG},
   doi     = {10.48550/arXiv.2110.01052}
 }""",
     "angelopoulos2023ppiplus": """@misc{angelopoulos2023ppiplus,

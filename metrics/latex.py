@@ -508,7 +508,8 @@ def checklist_tex(items: Sequence, page: dict | None) -> str:
     for venue in venues:
         lines += [
             rf"\paragraph{{{escape(SHORT_SOURCES[venue])}.}}",
-            r"\begin{description}",
+            # Long quoted questions and answers with few break points: stretch spaces, never overflow.
+            r"\begin{description}\sloppy",
         ]
         for item in (i for i in items if i.venue == venue):
             answer = rf"\textbf{{{escape(item.answer)}}}" if item.answer == TO_ANSWER else escape(item.answer)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from annotation.publication.statements import reward_clause
+
 from .defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
 from .latex import escape, prose
 from .vocabulary import form_statement
@@ -111,7 +113,9 @@ def _crowd_sentences(facts: dict) -> list[str]:
     sentences = [
         f"{who} labelled as {names} by "
         f"{batch['assignments_per_query']} {escape(batch['annotators'])} ("
-        f"{per_task} quer{'y' if per_task == 1 else 'ies'} per task, paid {escape(batch['reward'])} USD per task"
+        f"{per_task} quer{'y' if per_task == 1 else 'ies'} per task, "
+        # One wording of the reward for the methods, the card and the checklists (nominal in-house).
+        + reward_clause(batch.get("provider", ""), batch["reward"], lambda amount: f"{escape(amount)} USD")
         + paid
         + ")."
     ]

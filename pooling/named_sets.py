@@ -74,6 +74,8 @@ _KRIEG = """@inproceedings{krieg2023grep,
   author    = {Klara Krieg and Emilia Parada-Cabaleiro and Gertraud Medicus and Oleg Lesota and Markus Schedl and Navid Rekabsaz},
   title     = {Grep-BiasIR: A Dataset for Investigating Gender Representation Bias in Information Retrieval Results},
   booktitle = {Proceedings of the 2023 Conference on Human Information Interaction and Retrieval (CHIIR '23)},
+  publisher = {Association for Computing Machinery},
+  address   = {New York, NY, USA},
   year      = {2023},
   doi       = {10.1145/3576840.3578295}
 }"""
@@ -82,6 +84,8 @@ _REKABSAZ2021 = """@inproceedings{rekabsaz2021,
   title     = {Societal Biases in Retrieved Contents: Measurement Framework and Adversarial Mitigation of {BERT} Rankers},
   booktitle = {Proceedings of the 44th International ACM SIGIR Conference on Research and Development in Information Retrieval},
   pages     = {306--316},
+  publisher = {Association for Computing Machinery},
+  address   = {New York, NY, USA},
   year      = {2021},
   doi       = {10.1145/3404835.3462949}
 }"""
@@ -90,6 +94,8 @@ _REKABSAZ2020 = """@inproceedings{rekabsaz2020,
   title     = {Do Neural Ranking Models Intensify Gender Bias?},
   booktitle = {Proceedings of the 43rd International ACM SIGIR Conference on Research and Development in Information Retrieval},
   pages     = {2065--2068},
+  publisher = {Association for Computing Machinery},
+  address   = {New York, NY, USA},
   year      = {2020},
   doi       = {10.1145/3397271.3401280}
 }"""

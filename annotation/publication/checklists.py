@@ -1,9 +1,19 @@
-"""The venues' checklists on annotators and language-model use, answered from the study's records.
+"""The venues' checklists on artifacts, experiments, annotators and language-model use, answered from the records.
 
-ACL's Responsible NLP Research checklist, section D (human annotators: D1 instructions, D2
-recruitment and pay, D3 consent, D4 ethics review, D5 the annotators' characteristics) and
-section E (AI assistants, E1), and the NeurIPS paper checklist's items 14 (crowdsourcing and
-research with human subjects), 15 (IRB approvals) and 16 (declaration of LLM usage).
+ACL's Responsible NLP Research checklist, section B (scientific artifacts: B1 citation, B2
+licence, B3 intended use, B4 personal information, B5 documentation, B6 statistics), section C
+(computational experiments: C1 compute, C2 setup, C3 descriptive statistics, C4 packages),
+section D (human annotators: D1 instructions, D2 recruitment and pay, D3 consent, D4 ethics
+review, D5 the annotators' characteristics) and section E (AI assistants, E1), and the NeurIPS
+paper checklist's items 14 (crowdsourcing and research with human subjects), 15 (IRB approvals)
+and 16 (declaration of LLM usage).
+
+A "Yes" names where the paper (its sections :data:`SECTIONS`) or the dataset card
+(:mod:`annotation.publication.hub_card`'s sections) says it, as ACL's form asks. "An LLM was
+used" only when a language model's labels are in the data
+(:func:`annotation.publication.statements.language_model_used`): not for a word list's rules,
+nor for a model whose labels were all discarded. A batch's pay is stated by one function for
+every text (:func:`annotation.publication.statements.reward_clause`).
 
 The questions are quoted as the venues word them (see :data:`SOURCES`); the answers state what
 the platform recorded, with the figures the methods text and the dataset card state (the study's
@@ -23,7 +33,21 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
 
-from .statements import count, demographics, machine_tools, machine_unused, who_labelled
+from .statements import (
+    collection,
+    count,
+    demographics,
+    language_model_used,
+    machine_labeller_kinds,
+    machine_tools,
+    machine_unused,
+    out_of_scope,
+    personal_information,
+    reward_clause,
+    reward_paid,
+    use_cases,
+    who_labelled,
+)
 
 #: What the researcher writes before submitting, in place of an answer the records cannot give.
 TO_ANSWER = "[to be answered by the authors]"
@@ -31,7 +55,7 @@ TO_ANSWER = "[to be answered by the authors]"
 #: Where each question's wording is quoted from.
 SOURCES = {
     "ACL": (
-        "ACL Responsible NLP Research checklist: section D as in ACL's template "
+        "ACL Responsible NLP Research checklist: sections B, C and D as in ACL's template "
         "(github.com/acl-org/responsibleNLPresearch, templates/responsibleNLPresearch.tex), section E as on ARR's "
         "submission form since ACL 2023 (aclrollingreview.org/responsibleNLPresearch)"
     ),
@@ -40,12 +64,67 @@ SOURCES = {
 
 #: How a page names each source (the full reference is in :data:`SOURCES`).
 SHORT_SOURCES = {
-    "ACL": "ACL Responsible NLP Research checklist, sections D and E",
+    "ACL": "ACL Responsible NLP Research checklist, sections B to E",
     "NeurIPS": "NeurIPS paper checklist, items 14 to 16",
 }
 
 #: The questions, word for word (``SOURCES``): (venue, key, question).
 QUESTIONS: tuple[tuple[str, str, str], ...] = (
+    ("ACL", "B", "Did you use or create scientific artifacts?"),
+    ("ACL", "B1", "Did you cite the creators of artifacts you used?"),
+    ("ACL", "B2", "Did you discuss the license or terms for use and/or distribution of any artifacts?"),
+    (
+        "ACL",
+        "B3",
+        "Did you discuss if your use of existing artifact(s) was consistent with their intended use, provided that "
+        "it was specified? For the artifacts you create, do you specify intended use and whether that is compatible "
+        "with the original access conditions (in particular, derivatives of data accessed for research purposes "
+        "should not be used outside of research contexts)?",
+    ),
+    (
+        "ACL",
+        "B4",
+        "Did you discuss the steps taken to check whether the data that was collected/used contains any information "
+        "that names or uniquely identifies individual people or offensive content, and the steps taken to protect / "
+        "anonymize it?",
+    ),
+    (
+        "ACL",
+        "B5",
+        "Did you provide documentation of the artifacts, e.g., coverage of domains, languages, and linguistic "
+        "phenomena, demographic groups represented, etc.?",
+    ),
+    (
+        "ACL",
+        "B6",
+        "Did you report relevant statistics like the number of examples, details of train/test/dev splits, etc. for "
+        "the data that you used/created?",
+    ),
+    ("ACL", "C", "Did you run computational experiments?"),
+    (
+        "ACL",
+        "C1",
+        "Did you report the number of parameters in the models used, the total computational budget (e.g., GPU "
+        "hours), and computing infrastructure used?",
+    ),
+    (
+        "ACL",
+        "C2",
+        "Did you discuss the experimental setup, including hyperparameter search and best-found hyperparameter values?",
+    ),
+    (
+        "ACL",
+        "C3",
+        "Did you report descriptive statistics about your results (e.g., error bars around results, summary "
+        "statistics from sets of experiments), and is it transparent whether you are reporting the max, mean, etc. "
+        "or just a single run?",
+    ),
+    (
+        "ACL",
+        "C4",
+        "If you used existing packages (e.g., for preprocessing, for normalization, or for evaluation), did you "
+        "report the implementation, model, and parameter settings used (e.g., NLTK, Spacy, ROUGE, etc.)?",
+    ),
     ("ACL", "D", "Did you use human annotators (e.g., crowdworkers) or research with human subjects?"),
     (
         "ACL",
@@ -108,12 +187,27 @@ RECRUITED = {
 }
 
 
+#: The paper bundle's sections (``main.tex``) an answer points to, and the dataset card's.
+SECTIONS = {
+    "method": "Section \u201cMethod\u201d",
+    "results": "Section \u201cResults\u201d",
+    "checklists": "the appendix \u201cChecklists\u201d",
+}
+
+
+def card_section(*names: str) -> str:
+    """Where the dataset card says it: the card ``publish_dataset`` writes (README.md), its sections by name."""
+    quoted = " and ".join(f"\u201c{name}\u201d" for name in names)
+    return f"the dataset card (the README of the published dataset), section{'s' if len(names) > 1 else ''} {quoted}"
+
+
 @dataclass(frozen=True)
 class Item:
     """One question with its answer from the records.
 
     ``answer``: ``Yes``, ``No``, ``N/A`` or :data:`TO_ANSWER` (only the researcher can answer);
-    ``text``: what the records say (figures included), ``researcher``: what the researcher must
+    ``text``: what the records say (figures included), starting with where the paper or the
+    dataset card says it for a ``Yes`` (``section``); ``researcher``: what the researcher must
     still add (empty if nothing), always starting with :data:`TO_ANSWER`.
     """
 
@@ -123,6 +217,7 @@ class Item:
     answer: str
     text: str
     researcher: str = ""
+    section: str = ""
 
 
 class _Instructions(HTMLParser):
@@ -172,12 +267,10 @@ def _money(value: Any) -> str:
 def pay_sentence(row: Mapping[str, Any]) -> str:
     """One crowd batch's recruitment and pay: who, the reward, the effective hourly rate from the provider's records."""
     who = RECRUITED.get(row["provider"], f"annotators ({row['provider']})")
-    if row["provider"] == "local":
-        return (
-            f"Batch {row['batch']}: {who}; the platform records no payment to them "
-            f"({count(row['tasks'], 'task')} submitted)."
-        )
-    text = f"Batch {row['batch']}: {who}, paid {_money(row['reward'])} per task of {count(row['per_task'], 'query')}"
+    pay = reward_clause(row["provider"], row["reward"], _money)
+    if not reward_paid(row["provider"]):
+        return f"Batch {row['batch']}: {who}, {pay}; the platform records no payment to them ({count(row['tasks'], 'task')} submitted)."
+    text = f"Batch {row['batch']}: {who}, {pay} of {count(row['per_task'], 'query')}"
     rate = row.get("median_hourly_rate")
     if rate is not None:
         text += (
@@ -228,22 +321,197 @@ def machine_sentence(facts: Mapping[str, Any]) -> str | None:
     return machine_tools(facts) or machine_unused(facts)
 
 
+def _in(where: str, text: str) -> str:
+    return f"In {where}: {text}"
+
+
+def _llm_items(facts: Mapping[str, Any]) -> dict[str, tuple[str, str, str, str]]:
+    """E, E1 and 16: an LLM was used only if a language model's labels are in the data."""
+    kinds = machine_labeller_kinds(facts)
+    if language_model_used(facts):
+        text = " ".join(part for part in (machine_tools(facts), kinds) if part)
+        return {
+            "E": ("Yes", _in(SECTIONS["method"], text), _ai_writing(), SECTIONS["method"]),
+            "E1": ("Yes", _in(SECTIONS["method"], text), "", SECTIONS["method"]),
+            "16": ("Yes", _in(SECTIONS["method"], text), "", SECTIONS["method"]),
+        }
+    if kinds:
+        unused = machine_unused(facts)
+        text = (
+            "No language model's label is in the data. "
+            + (f"{unused} " if unused else (f"{machine_tools(facts)} " if machine_tools(facts) else ""))
+            + kinds
+        )
+    else:
+        text = "No machine labelled any query: every label comes from people."
+    return {
+        "E": (TO_ANSWER, text, _ai_writing(), ""),
+        "E1": (TO_ANSWER, text, f"{TO_ANSWER} the section of the paper that states any use of AI assistants.", ""),
+        "16": ("N/A", text, "", ""),
+    }
+
+
+def _ai_writing() -> str:
+    return (
+        f"{TO_ANSWER} any use of AI assistants for coding or writing. (This checklist, the methods and limitations "
+        "text were written by the platform from the study's records, not by a language model.)"
+    )
+
+
+def _artifact_items(facts: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, tuple[str, str, str, str]]:
+    """B1-B6 from the study's facts (what the methods text and the dataset card state)."""
+    batch, labels = facts["batch"], facts["labels"]
+    origin = batch.get("queries_from")
+    source = batch.get("query_set") or batch["source"]
+    method = SECTIONS["method"]
+    runs = ", ".join(settings.get("runs") or []) or "the report's runs"
+    used = (
+        f"The queries of {source} and the runs {runs} were used; the labels of {count(labels['queries'], 'query')} "
+        "were created (the dataset publish_dataset writes)."
+    )
+    if origin:
+        b1 = (
+            "Yes",
+            _in(
+                method,
+                f"the query text's source, {origin['short']}, is cited ({origin['citation_key']}), "
+                "and every method the text names is cited (references.bib).",
+            ),
+            "",
+            method,
+        )
+        b2 = (
+            "Yes",
+            _in(
+                method,
+                f"the query text's licence is stated ({origin['licence']}, {origin['url']}); "
+                f"{card_section('License')} states the dataset's licence, chosen when it is published.",
+            ),
+            "",
+            method,
+        )
+    else:
+        b1 = (
+            TO_ANSWER,
+            f"The methods text cites every method it names (references.bib); the query set {source} "
+            "has no recorded origin, so its creators are not cited.",
+            f"{TO_ANSWER} the citation of the query set's creators.",
+            "",
+        )
+        b2 = (
+            TO_ANSWER,
+            f"{card_section('License')} states the dataset's licence, chosen when it is published; the "
+            f"query set {source} has no recorded licence.",
+            f"{TO_ANSWER} the terms of use of the query text.",
+            "",
+        )
+    counts = ", ".join(f"{name} {labels['counts'][code]}" for code, name in labels["names"].items())
+    return {
+        "B": ("Yes", _in(method, used), "", method),
+        "B1": b1,
+        "B2": b2,
+        "B3": (
+            "Yes",
+            _in(card_section("Uses", "Out-of-scope use"), " ".join(use_cases(facts) + out_of_scope(facts))),
+            f"{TO_ANSWER} whether the use of the query set and the runs is consistent with their intended use.",
+            card_section("Uses", "Out-of-scope use"),
+        ),
+        "B4": (
+            "Yes",
+            _in(card_section("Personal information"), personal_information(facts)),
+            f"{TO_ANSWER} whether the query text was checked for offensive content (the platform does not check).",
+            card_section("Personal information"),
+        ),
+        "B5": (
+            "Yes",
+            _in(
+                card_section("How the queries were chosen", "Biases and limitations"),
+                collection(facts) + " English queries only; four gender categories.",
+            ),
+            "",
+            card_section("How the queries were chosen", "Biases and limitations"),
+        ),
+        "B6": (
+            "Yes",
+            _in(
+                method,
+                f"{count(labels['queries'], 'query')}, {labels['labelled']} labelled ({counts}); "
+                f"{card_section('Configurations')} gives each configuration's rows. The data is one split "
+                "(train): no test or development split was made.",
+            ),
+            "",
+            method,
+        ),
+    }
+
+
+def _experiment_items(settings: Mapping[str, Any]) -> dict[str, tuple[str, str, str, str]]:
+    """C and C1-C4 from the report's settings (what the methods text states)."""
+    method, results = SECTIONS["method"], SECTIONS["results"]
+    runs = settings.get("runs") or []
+    cutoffs = ", ".join(str(c) for c in settings.get("cutoffs") or [])
+    measured = (
+        f"the runs {', '.join(runs)} were measured on {settings.get('report_queries')} queries at cutoffs {cutoffs}."
+    )
+    packages = [f"the platform's software version {settings.get('software_version')}"]
+    if settings.get("qrels") and settings.get("measures"):
+        packages.insert(0, f"ir_measures for {', '.join(settings['measures'])}")
+    policy = settings.get("policy") or {}
+    tests = f"; each run compared with the baseline by a {policy['test']}" if policy else ""
+    return {
+        "C": ("Yes", _in(f"{method} and {results}", measured), "", f"{method} and {results}"),
+        "C1": (
+            TO_ANSWER,
+            "The runs were given as run files: the platform measured their rankings and ran no ranking model, so it "
+            "records no parameter count, compute budget or infrastructure.",
+            f"{TO_ANSWER} the ranking models' number of parameters, the compute budget and the infrastructure.",
+            "",
+        ),
+        "C2": (
+            "Yes",
+            _in(
+                method,
+                f"cutoffs {cutoffs}, the {settings.get('tokenizer')} tokenizer, the word lists and the "
+                "measures' settings are stated; no hyperparameter search was run by the platform.",
+            ),
+            f"{TO_ANSWER} the ranking models' hyperparameters, if the paper trained them.",
+            method,
+        ),
+        "C3": (
+            "Yes",
+            _in(
+                f"{method} and {results}",
+                f"each value is a mean over the queries of one run per system, with 95% "
+                f"percentile bootstrap intervals ({settings.get('bootstrap_samples')} resamples, seed "
+                f"{settings.get('seed')}){tests}.",
+            ),
+            "",
+            f"{method} and {results}",
+        ),
+        "C4": ("Yes", _in(method, "; ".join(packages) + "."), "", method),
+    }
+
+
 def checklist_items(
-    facts: Mapping[str, Any], pay: Sequence[Mapping[str, Any]], page: Mapping[str, Any] | None
+    facts: Mapping[str, Any],
+    pay: Sequence[Mapping[str, Any]],
+    page: Mapping[str, Any] | None,
+    settings: Mapping[str, Any] | None = None,
 ) -> list[Item]:
     """Every question of :data:`QUESTIONS` answered from the records.
 
     ``facts``: the batch's study facts; ``pay``: one row per crowd batch (``batch``, ``provider``,
     ``reward``, ``per_task``, ``tasks``, ``timed``, ``median_seconds``, ``median_hourly_rate``,
     ``rate_source``, ``estimated_minutes``); ``page``: the task page (``title``, ``description``,
-    ``instructions``, ``html``, ``screenshot`` or ``note``), None if the batch has no task.
+    ``instructions``, ``html``, ``screenshot`` or ``note``), None if the batch has no task;
+    ``settings``: the report's settings (:func:`metrics.services.paper.report_settings`), for
+    ACL's sections B and C (left out without them).
     """
     # People were asked (a crowd batch ran) or answered: the annotator questions apply.
     people = bool(pay) or human_labels(facts) > 0 or bool(facts["agreement"].get("judgments"))
-    machine = machine_sentence(facts)
     spent = facts["batch"]["spent"]
     pay_text = " ".join(pay_sentence(row) for row in pay) or "No crowd batch was run."
-    paid = any(row["provider"] != "local" for row in pay)
+    paid = any(reward_paid(row["provider"]) for row in pay)
     spent_text = f" Spent on annotation in all: ${spent} (fees and bonuses included)." if paid else ""
     adequacy = (
         f"{TO_ANSWER} whether this pay is adequate given the participants' demographic (e.g. their country of "
@@ -253,29 +521,36 @@ def checklist_items(
     )
     screeners = demographics(facts)
     instructions = _instructions_item(page)
-    answers: dict[str, tuple[str, str, str]] = {
+    appendix = SECTIONS["checklists"]
+    answers: dict[str, tuple[str, str, str, str]] = {
         "D": (
             "Yes" if people else "No",
-            annotators_sentence(facts) if people else "No person labelled a query: every label is a machine's.",
+            _in(SECTIONS["method"], annotators_sentence(facts))
+            if people
+            else "No person labelled a query: every label is a machine's.",
             "",
+            SECTIONS["method"] if people else "",
         ),
         "D1": (
             "Yes" if page else "N/A",
-            instructions,
+            _in(appendix, instructions) if page else instructions,
             f"{TO_ANSWER} any disclaimer of risks given to annotators: the task page states none.",
+            appendix if page else "",
         ),
-        "D2": ("Yes", pay_text + spent_text, adequacy),
+        "D2": ("Yes", _in(SECTIONS["method"], pay_text + spent_text), adequacy, SECTIONS["method"]),
         "D3": (
             TO_ANSWER,
             "No consent text is configured on the platform: the task page shows the instructions only, and they do "
             "not say how the answers will be used.",
             f"{TO_ANSWER} whether and how consent was obtained (e.g. on the recruiting platform, or in an information "
             "sheet).",
+            "",
         ),
         "D4": (
             TO_ANSWER,
             "The platform records no ethics review.",
             f"{TO_ANSWER} the board that approved the protocol or determined it exempt, or why none was sought.",
+            "",
         ),
         "D5": (
             TO_ANSWER,
@@ -283,38 +558,28 @@ def checklist_items(
             + " "
             + annotators_sentence(facts),
             f"{TO_ANSWER} the annotators' demographic and geographic characteristics, if known.",
-        ),
-        "E": (
-            "Yes" if machine else TO_ANSWER,
-            machine or "No machine labelled any query: every label comes from people.",
-            f"{TO_ANSWER} any use of AI assistants for coding or writing. (This checklist, the methods and limitations "
-            "text were written by the platform from the study's records, not by a language model.)",
-        ),
-        "E1": (
-            "Yes" if machine else TO_ANSWER,
-            machine or "No machine labelled any query.",
-            f"{TO_ANSWER} the section of the paper that states this use.",
+            "",
         ),
         "14": (
             "Yes" if page else "N/A",
-            f"{instructions} Compensation: {pay_text}{spent_text}",
+            (_in(appendix, instructions) if page else instructions) + f" Compensation: {pay_text}{spent_text}",
             adequacy,
+            appendix if page else "",
         ),
         "15": (
             TO_ANSWER,
             "The platform records no ethics review, and the task page describes no risk to participants.",
             f"{TO_ANSWER} the risks to participants, whether they were disclosed, and the IRB (or equivalent) approval.",
-        ),
-        "16": (
-            "Yes" if machine else "N/A",
-            machine or "No language model or other machine labelled any query: every label comes from people.",
             "",
         ),
-    }
+    } | _llm_items(facts)
+    if settings is not None:
+        answers |= _artifact_items(facts, settings) | _experiment_items(settings)
     return [
         Item(venue, key, question, *answers[key])
         for venue, key, question in QUESTIONS
-        if people or key in ("D", "E", "E1", "16")
+        # Without people only D ("No") of the annotator questions.
+        if key in answers and (people or key == "D" or not (key.startswith("D") or key in ("14", "15")))
     ]
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.publication import statements
 from annotation.publication.tables import CLASS, CLASS_NAMES, Config
+from annotation.publication.zenodo.metadata import AUTHORS_TO_FILL, zenodo_metadata
 
 #: The Hub's license identifiers a dataset is commonly published under
 #: (https://huggingface.co/docs/hub/repositories-licenses); ``other`` asks the researcher to
@@ -168,11 +169,16 @@ def _key(key: Any) -> str:
     return json.dumps(str(key)) if str(key).lstrip("-").isdigit() else str(key)
 
 
-def dataset_info(configs: Sequence[Config], rows: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
+def dataset_info(
+    configs: Sequence[Config], rows: Mapping[str, int] | None = None, sizes: Mapping[str, int] | None = None
+) -> list[dict[str, Any]]:
     """The card's ``dataset_info``: each configuration's features as the Hub declares them.
 
     A label column is a ``class_label`` of :data:`annotation.publication.tables.CLASS_NAMES`
-    (the Parquet files' ``ClassLabel``), so ``datasets`` loads it as a four-class label.
+    (the Parquet files' ``ClassLabel``), so ``datasets`` loads it as a four-class label. Its
+    ``splits`` are whole or absent: each split's ``name``, ``num_examples`` (``rows``) and
+    ``num_bytes`` (``sizes``: the split's Arrow size, what ``datasets`` itself records), the three
+    fields ``datasets`` requires (it ignores a split missing one, with a warning per configuration).
     """
     info = []
     for config in configs:
@@ -184,8 +190,8 @@ def dataset_info(configs: Sequence[Config], rows: Mapping[str, int] | None = Non
                 dtype = column.arrow
             features.append({"name": column.name, "dtype": dtype})
         entry: dict[str, Any] = {"config_name": config.name, "features": features}
-        if rows is not None:
-            entry["splits"] = [{"name": "train", "num_examples": rows[config.name]}]
+        if rows is not None and sizes is not None:
+            entry["splits"] = [{"name": "train", "num_bytes": sizes[config.name], "num_examples": rows[config.name]}]
         info.append(entry)
     return info
 
@@ -218,6 +224,7 @@ def header(
     pretty_name: str,
     license_terms: Mapping[str, str] | None = None,
     rows: Mapping[str, int] | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The card's YAML metadata as a dict (see :func:`render_header`).
 
@@ -245,7 +252,7 @@ def header(
             }
             for i, config in enumerate(configs)
         ],
-        "dataset_info": dataset_info(configs, rows),
+        "dataset_info": dataset_info(configs, rows, sizes),
     }
 
 
@@ -279,6 +286,7 @@ def card(
     citation: str,
     published: str,
     license_terms: Mapping[str, str] | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> str:
     """The whole ``README.md``: YAML header, then what the dataset is and how it was made.
 
@@ -287,7 +295,7 @@ def card(
     batch, labels = facts["batch"], facts["labels"]
     share = facts["non_gendered_share"]
     terms = dict(license_terms or {})
-    lines = [render_header(header(facts, configs, license_id, pretty_name, terms, rows)), f"# {pretty_name}", ""]
+    lines = [render_header(header(facts, configs, license_id, pretty_name, terms, rows, sizes)), f"# {pretty_name}", ""]
     lines += [
         f"{statements.summary(facts)} Made on the gender-bias annotation platform (batch `{batch['name']}`); "
         f"{labels['counts']['n']} of the labelled queries are Non-gendered (share "
@@ -417,7 +425,6 @@ METHOD_REFERENCE: dict[str, Any] = {
 }
 
 #: What a citation of the dataset says where only the researcher knows (the authors, the address).
-AUTHORS_TO_FILL = "The dataset's authors (to fill in)"
 
 
 def citation_key(facts: Mapping[str, Any], published: str) -> str:
@@ -492,21 +499,18 @@ CFF_LICENSES = {
 }
 
 
-def zenodo_json(facts: Mapping[str, Any], title: str, published: str, license_id: str) -> dict[str, Any]:
-    """``.zenodo.json``: the deposit metadata Zenodo reads from a repository (upload type dataset)."""
-    data: dict[str, Any] = {
-        "upload_type": "dataset",
-        "title": title,
-        "description": statements.summary(facts),
-        "creators": [{"name": AUTHORS_TO_FILL}],
-        "publication_date": published,
-        "version": "1.0.0",
-        "keywords": ["gender bias", "information retrieval", "query annotation"],
-        "related_identifiers": [
-            {"identifier": METHOD_REFERENCE["doi"], "relation": "references", "scheme": "doi"},
-        ],
-        "notes": statements.source_terms(facts),
-    }
-    if license_id != "other":
-        data["license"] = license_id
-    return data
+def zenodo_json(
+    facts: Mapping[str, Any], title: str, published: str, license_id: str, paper: str | None = None
+) -> dict[str, Any]:
+    """``.zenodo.json``: the dataset's deposit metadata (upload type dataset; ``paper``: the DOI or
+    address of the paper it supplements), written by :func:`annotation.publication.zenodo.metadata.zenodo_metadata`."""
+    return zenodo_metadata(
+        upload_type="dataset",
+        title=title,
+        description=statements.summary(facts),
+        published=published,
+        method_doi=METHOD_REFERENCE["doi"],
+        license_id=None if license_id == "other" else license_id,
+        paper=paper,
+        notes=statements.source_terms(facts),
+    )

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from annotation.crowd.selectors import crowd_batch_ids
 from annotation.labels import LABEL_NAMES, LABELS
+from annotation.machine.prelabellers.interface import is_language_model
 from annotation.machine.selectors import calibration_report
-from annotation.models import Batch, Escalation
+from annotation.models import Batch, Escalation, Judgment
 from annotation.results.export_formats import machine_facts
 from annotation.results.selectors import (
     ADJUDICATED,
@@ -238,6 +240,42 @@ def label_agents(batch: Batch, results: list[dict[str, Any]], machine: dict[str,
     return agents
 
 
+def machine_labellers(batch: Batch, agents: dict[str, dict]) -> dict[str, dict[str, Any]]:
+    """Each machine labeller of the routing in force (every stage of a cascade): how many of the data's
+    labels it made (``labels``, 0 when none was kept) and whether it is a language model
+    (:func:`annotation.machine.prelabellers.interface.is_language_model`, its class's declaration)."""
+    routing = latest_routing(batch)
+    if routing is None:
+        return {}
+    names = [stage["labeller"] for stage in routing.stages or []] or [routing.labeller]
+    kept: dict[str, int] = {}
+    for agent in agents.values():
+        if agent["labelled_by"] == "machine":
+            kept[agent["machine_labeller"]] = kept.get(agent["machine_labeller"], 0) + 1
+    return {
+        name: {"labels": kept.get(name, 0), "language_model": is_language_model(name)}
+        for name in dict.fromkeys([*names, *kept])
+    }
+
+
+def people_facts(batch: Batch) -> dict[str, Any]:
+    """Who saw which query, from the answers recorded: ``queries``, how many queries people answered
+    (any answer, in the batch or its crowd batches; gold questions left out), and ``annotators``,
+    the distribution {distinct annotators: queries} over those queries. A query no one answered
+    (a machine-accepted label) was shown to no one."""
+    from django.db.models import Count
+
+    rows = (
+        Judgment.objects.filter(batch_query__batch__in=crowd_batch_ids(batch), batch_query__is_gold=False)
+        .values("batch_query__qid")
+        .annotate(people=Count("assignment__worker", distinct=True))
+    )
+    distribution: dict[int, int] = {}
+    for row in rows:
+        distribution[row["people"]] = distribution.get(row["people"], 0) + 1
+    return {"queries": sum(distribution.values()), "annotators": dict(sorted(distribution.items()))}
+
+
 def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, Any]:
     """Everything a published description of ``batch`` states, from one read of its answers.
 
@@ -267,6 +305,7 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
     labelled_by = {agent: 0 for agent in AGENTS}
     for agent in agents.values():
         labelled_by[agent["labelled_by"]] += 1
+    labellers = machine_labellers(batch, agents)
     return {
         "batch": settings
         | {
@@ -309,6 +348,11 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
             "sources": sources,
             # Who made the labels (:data:`AGENTS`, every one listed): the card's and methods' shares.
             "labelled_by": labelled_by,
+            # Each machine labeller, its labels kept and whether it is a language model (the checklists' LLM use).
+            "machine_labellers": labellers,
+            "language_model_labels": sum(m["labels"] for m in labellers.values() if m["language_model"]),
+            # The queries people answered, and by how many each: what "shown to N annotators" may say.
+            "shown_to_people": people_facts(batch),
             "adjudicated": sum(r["adjudicated"] for r in labelled),
             "set_aside": {
                 "disputed": sum(r["disputed"] and not r["too_few_votes"] for r in unlabelled),

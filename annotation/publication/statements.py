@@ -60,6 +60,80 @@ def _money(value: Any) -> str:
     return f"${value}" if value not in (None, "") else "n/a"
 
 
+#: Providers whose annotators the platform pays nothing (the site's own, in-house): a reward set on
+#: their batch is nominal, never paid by the platform.
+UNPAID_PROVIDERS = frozenset({"local"})
+
+
+def reward_paid(provider: str) -> bool:
+    """Whether a batch's reward was paid through its provider (a crowd platform), or is nominal (in-house)."""
+    return provider not in UNPAID_PROVIDERS
+
+
+def reward_clause(provider: str, reward: Any, money: Any = None) -> str:
+    """How every text states a batch's reward per task, the same way in the methods text, the dataset
+    card and the checklists: ``paid $0.50 per task``; for in-house annotators, whom the platform pays
+    nothing, the reward setting is called nominal. ``money`` formats the amount (default ``$0.50``)."""
+    amount = (money or _money)(reward)
+    if reward_paid(provider):
+        return f"paid {amount} per task"
+    return f"with a nominal reward of {amount} per task, which the platform does not pay"
+
+
+def language_model_used(facts: Mapping[str, Any]) -> bool:
+    """Whether a language model's labels are in the data (``labels.language_model_labels``): the
+    venues' "LLM used", never for a word list's rules, a trained classifier, or a model whose labels
+    were all discarded."""
+    return int((facts.get("labels") or {}).get("language_model_labels") or 0) > 0
+
+
+def machine_labeller_kinds(facts: Mapping[str, Any]) -> str | None:
+    """Which machine labellers ran, whether each is a language model and how many of its labels were
+    kept (``labels.machine_labellers``); None when no machine ran."""
+    labellers = (facts.get("labels") or {}).get("machine_labellers") or {}
+    if not labellers:
+        return None
+    parts = [
+        f"{name} ({'a language model' if m['language_model'] else 'not a language model'}; "
+        f"{count(m['labels'], 'label')} kept)"
+        for name, m in labellers.items()
+    ]
+    return "Machine labellers: " + "; ".join(parts) + "."
+
+
+def shown_to_people(facts: Mapping[str, Any]) -> str:
+    """How many queries people were shown, and to how many annotators each, as the answers record it
+    (``labels.shown_to_people``): a machine-labelled query was shown to no one."""
+    labels = facts["labels"]
+    queries = labels["queries"]
+    people = labels.get("shown_to_people") or {"queries": 0, "annotators": {}}
+    shown, distribution = people["queries"], {int(k): int(v) for k, v in people["annotators"].items()}
+    planned = facts["batch"]["assignments_per_query"]
+    if not shown:
+        return (
+            f"None of the {count(queries, 'query')} was shown to people ({planned} annotators per query were planned)."
+        )
+    low, high = min(distribution), max(distribution)
+    each = (
+        f"each to {count(low, 'annotator')}"
+        if low == high
+        else f"each to {low} to {high} annotators ({', '.join(f'{n} to {k}' for k, n in distribution.items())})"
+    )
+    what = (
+        f"Each of the {count(queries, 'query')} was shown to people"
+        if shown == queries
+        else f"{shown} of the {count(queries, 'query')} were shown to people"
+    )
+    text = f"{what}, {each} ({planned} planned)"
+    if shown < queries:
+        rest = queries - shown
+        machine = machine_labels(facts)
+        text += f"; the other {rest} {'was' if rest == 1 else 'were'} shown to no one" + (
+            f" ({count(machine, 'query')} labelled by the machine)" if machine else ""
+        )
+    return text + "."
+
+
 #: How each agent of ``labels.labelled_by`` is named in a sentence ("... by a majority of in-house annotators").
 AGENT_PHRASES = {
     "crowd": "a majority of crowd workers",
@@ -163,8 +237,9 @@ def protocol(facts: Mapping[str, Any]) -> str:
     batch, quality = facts["batch"], facts["quality"]
     names = ", ".join(f"{LABEL_NAMES[code]} ({code})" for code in LABELS)
     parts = [
-        f"Each query was shown to {batch['assignments_per_query']} annotators, {count(batch['queries_per_hit'], 'query')} "
-        f"per task, paid {_money(batch['reward'])} per task; annotators chose one of {names} "
+        shown_to_people(facts),
+        f"Annotators saw {count(batch['queries_per_hit'], 'query')} per task, "
+        f"{reward_clause(batch.get('provider', ''), batch['reward'])}, and chose one of {names} "
         "following Rekabsaz and Schedl (SIGIR 2020).",
     ]
     if quality["gold_per_hit"]:

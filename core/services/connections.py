@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from django.conf import settings
 from django.db import transaction
 
-from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, ConnectionKind
+from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, ZENODO, ConnectionKind
 from core.errors import ServiceError
 from core.http import HttpError, JsonClient
 from core.jobs import background_job
@@ -261,8 +261,24 @@ def check_huggingface() -> str:
     return message + "."
 
 
+def check_zenodo() -> str:
+    """Zenodo: the token accepted and allowed to deposit (its depositions listed, ``deposit:write``)."""
+    from core.selectors import zenodo_settings
+
+    conn = zenodo_settings()
+    if not conn.token:
+        raise ConnectionTestFailed("no access token is set")
+    client = _client(conn.api_url, {"Authorization": f"Bearer {conn.token}"})
+    _call(client, "GET", "deposit/depositions?size=1", label="access token", secret=conn.token)
+    return f"Zenodo: token accepted for depositions at {conn.api_url}."
+
+
 #: Each connection's test, by kind: the shared ones here, a platform's registered with its kind.
-CHECKS: dict[str, Callable[[], str]] = {CHAT.kind: check_chat, HUGGINGFACE.kind: check_huggingface}
+CHECKS: dict[str, Callable[[], str]] = {
+    CHAT.kind: check_chat,
+    HUGGINGFACE.kind: check_huggingface,
+    ZENODO.kind: check_zenodo,
+}
 
 
 def register_connection(kind: ConnectionKind, check: Callable[[], str]) -> None:

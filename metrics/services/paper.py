@@ -75,11 +75,13 @@ Files
                       their natural size
                       (fig-*.tex places each as a figure float)
   references.bib    every work the .tex files cite, and no other
-  checklist.tex     ACL's Responsible NLP checklist (D, E) and NeurIPS's items 14-16 answered from the
+  checklist.tex     ACL's Responsible NLP checklist (B to E) and NeurIPS's items 14-16 answered from the
                       study's records (instructions, pay and hourly rate, annotators, the machine labeller);
   checklist.md        the same in Markdown; fill in every [to be answered by the authors]
   hit-page.html     the task page annotators saw, with the batch's first queries (self-contained);
   hit-page.png        its screenshot by headless Chromium, when Chromium was there at build time
+  .zenodo.json      the bundle's Zenodo deposit metadata: name its creators, then
+                      manage.py zenodo_deposit <this folder>   (--publish to publish)
 
 Using it in a paper
   1. Copy the files next to your paper's .tex.
@@ -346,7 +348,9 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
     return figures
 
 
-def paper_files(report: Report, title: str | None = None, screenshots: bool | None = None) -> dict[str, bytes]:
+def paper_files(
+    report: Report, title: str | None = None, screenshots: bool | None = None, dataset: str | None = None
+) -> dict[str, bytes]:
     """:func:`_paper_files`; the report's batch (:func:`report_batch`), when it has one, read as a use:
     a correction of its answers after the bundle is refused (``annotation.services.reading_answers``)."""
     from contextlib import nullcontext
@@ -355,13 +359,16 @@ def paper_files(report: Report, title: str | None = None, screenshots: bool | No
 
     batch = report_batch(report)
     with reading_answers(batch, "A paper bundle") if batch is not None else nullcontext():
-        return _paper_files(report, title, screenshots)
+        return _paper_files(report, title, screenshots, dataset)
 
 
-def _paper_files(report: Report, title: str | None = None, screenshots: bool | None = None) -> dict[str, bytes]:
+def _paper_files(
+    report: Report, title: str | None = None, screenshots: bool | None = None, dataset: str | None = None
+) -> dict[str, bytes]:
     """Every file of the report's bundle, by name; ``title`` is the document's (default: what was
     measured on what, :func:`metrics.methods_text.default_title`). ServiceError if the report's files are gone.
 
+    ``dataset``: the DOI or address of the dataset the paper goes with (``.zenodo.json``'s related identifier).
     ``screenshots``: photograph the task page with headless Chromium (default: the setting
     ``PAPER_SCREENSHOTS``, on); only the job and the command build a bundle, never a request."""
     from django.conf import settings as django_settings
@@ -398,7 +405,7 @@ def _paper_files(report: Report, title: str | None = None, screenshots: bool | N
     if batch is not None:
         shoot = getattr(django_settings, "PAPER_SCREENSHOTS", True) if screenshots is None else screenshots
         page, files = task_page(batch, shoot)
-        items = checklist_items(facts, crowd_pay(batch), page)
+        items = checklist_items(facts, crowd_pay(batch), page, settings)
         texts["checklist.tex"] = checklist_tex(items, page)
         texts["checklist.md"] = checklist_markdown(items, page)
     figure_names = []
@@ -413,8 +420,10 @@ def _paper_files(report: Report, title: str | None = None, screenshots: bool | N
         # The report's id in a comment: in the text a long id cannot break and runs past the column.
         f"% Report: {report.name}\n\\section*{{Results}}\nThe results: {', '.join(refs)}.\n" if refs else ""
     )
+    paper_title = title.strip() if title and title.strip() else default_title(facts, settings)
+    texts[".zenodo.json"] = zenodo_json(report, paper_title, dataset)
     texts["main.tex"] = document(
-        title.strip() if title and title.strip() else default_title(facts, settings),
+        paper_title,
         [name.removesuffix(".tex") for name in texts if name.startswith("table-")],
         figure_names,
         intro,
@@ -471,14 +480,16 @@ def _legacy_bundle(target: Path, entries: list[str]) -> set[str] | None:
         own = (target / "README.txt").read_text(encoding="utf-8").startswith("Paper bundle of report ")
     except (OSError, UnicodeDecodeError):
         return None
-    names = {"README.txt", "main.tex", "methods.tex", "limitations.tex", "references.bib"}
+    names = {"README.txt", "main.tex", "methods.tex", "limitations.tex", "references.bib", ".zenodo.json"}
     bundle = {
         name for name in entries if name in names or re.fullmatch(r"(table-[\w-]+\.tex|fig-[\w-]+\.(tex|pdf))", name)
     }
     return bundle if own and (target / "main.tex").is_file() else None
 
 
-def write_paper_bundle(report: Report, out: str | os.PathLike, title: str | None = None) -> Path:
+def write_paper_bundle(
+    report: Report, out: str | os.PathLike, title: str | None = None, dataset: str | None = None
+) -> Path:
     """Write the bundle to the folder ``out`` (its parent must exist): written in a temporary folder
     beside it and renamed into place, so ``out`` never holds half a bundle. An existing ``out`` is
     replaced only if it is empty or an earlier bundle (it holds :data:`MARKER` and nothing but that
@@ -499,7 +510,7 @@ def write_paper_bundle(report: Report, out: str | os.PathLike, title: str | None
                 f"{target} exists and is not a paper bundle: it holds {shown}, which writing the bundle "
                 "would delete; give a new or empty folder"
             )
-    files = paper_files(report, title)
+    files = paper_files(report, title, dataset=dataset)
     files[MARKER] = (json.dumps({"report": report.name, "files": sorted(files)}, indent=1) + "\n").encode()
     staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}."))
     try:
@@ -509,6 +520,35 @@ def write_paper_bundle(report: Report, out: str | os.PathLike, title: str | None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def zenodo_json(report: Report, title: str, dataset: str | None = None) -> str:
+    """The bundle's ``.zenodo.json`` (:func:`annotation.publication.zenodo.metadata.zenodo_metadata`): a
+    publication of upload type "publication" (other), supplemented by the dataset (``dataset``: its
+    DOI or address), for ``zenodo_deposit``; its creators are the authors' to fill in."""
+    import json
+
+    from django.utils import timezone
+
+    from annotation.publication.hub_card import METHOD_REFERENCE
+    from annotation.publication.zenodo.metadata import zenodo_metadata
+
+    try:
+        metadata = zenodo_metadata(
+            upload_type="publication",
+            publication_type="other",
+            title=title,
+            description=(
+                f"Paper bundle of the report {report.name}: LaTeX tables, vector figures, the methods and limitations "
+                "text written from the study's records, the references and the venues' checklists."
+            ),
+            published=timezone.now().date().isoformat(),
+            method_doi=METHOD_REFERENCE["doi"],
+            dataset=dataset,
+        )
+    except ValueError as exc:
+        raise ServiceError(f"--dataset: {exc}") from None
+    return json.dumps(metadata, indent=2, ensure_ascii=False) + "\n"
 
 
 def paper_key(report: Report) -> tuple[dict[str, str], str]:
@@ -547,7 +587,11 @@ def paper_bundle_job(job: Job, report_id: int) -> None:
 
     report = Report.objects.get(pk=report_id)
     build_paper_zip(report)
-    job.result = {"url": reverse("metrics:report-paper", args=[report.name]), "report": report.name}
+    job.result = {
+        "url": reverse("metrics:report-paper", args=[report.name]),
+        "download": f"{report.name}-paper.zip",  # a file: the job page links it, never redirects to it
+        "report": report.name,
+    }
     job.message = f"Paper bundle of {report.name} ready"
 
 

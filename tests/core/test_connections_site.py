@@ -128,7 +128,7 @@ def test_bad_input_is_a_json_400_naming_the_field_and_changes_nothing(owner, key
 def test_an_unknown_connection_is_a_json_404(owner, key):
     for method in ("get", "put", "delete"):
         response = getattr(owner, method)(API + "nosuch/", {}, content_type="application/json")
-        assert response.status_code == 404 and "known: chat, huggingface, prolific" in response.json()["detail"]
+        assert response.status_code == 404 and "known: chat, huggingface, zenodo, prolific" in response.json()["detail"]
     assert owner.post(API + "nosuch/test/").status_code == 404
 
 

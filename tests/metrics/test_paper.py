@@ -163,7 +163,7 @@ def test_given_queries_bundle_cites_what_it_uses(judged):
     report = build(baseline="a")
     files = paper_files(report)
     assert set(files) == {
-        "README.txt", "main.tex", "methods.tex", "limitations.tex", "references.bib",
+        "README.txt", "main.tex", "methods.tex", "limitations.tex", "references.bib", ".zenodo.json",
         "table-ecir2024.tex", "table-sigir2020.tex", "table-exposure.tex",
         "fig-cutoffs.pdf", "fig-cutoffs.tex", "fig-distribution.pdf", "fig-distribution.tex",
         "fig-tradeoff.pdf", "fig-tradeoff.tex",
@@ -199,7 +199,9 @@ def test_methods_state_the_batchs_facts_for_a_report_on_its_export(batch, tmp_pa
     assert (
         "labelled as non-gendered, female, male or other or multiple genders by 3 in-house annotators (3 queries per task"
         in methods
-        and f"paid 0.05 USD per task; {annotation_selectors.batch_state(batch)['spent']:.2f} USD spent in all"
+        # In-house: the reward is nominal (issue 54), as the card and the checklist say it.
+        and "with a nominal reward of 0.05 USD per task, which the platform does not pay; "
+        f"{annotation_selectors.batch_state(batch)['spent']:.2f} USD spent in all"
         in methods
     )
     assert "total cost" not in methods and "majority vote" not in methods

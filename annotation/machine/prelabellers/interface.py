@@ -85,6 +85,9 @@ class PreLabeller(ABC):
     name: str = ""
     model: str = ""
     prompt_version: str = ""
+    #: Whether its labels are a language model's (an LLM's answers): what the venues' checklists
+    #: declare as LLM use (:func:`is_language_model`). A word list's rules or a trained classifier are not.
+    language_model: bool = False
 
     def __init__(self) -> None:
         self.usage = Usage()
@@ -115,6 +118,14 @@ def prelabeller_class(name: str) -> Callable[..., PreLabeller]:
 def get_prelabeller(name: str, **kwargs: Any) -> PreLabeller:
     """A new pre-labeller (``kwargs`` go to its constructor)."""
     return prelabeller_class(name)(**kwargs)
+
+
+def is_language_model(name: str) -> bool:
+    """Whether the pre-labeller registered as ``name`` is a language model (its class's
+    :attr:`PreLabeller.language_model`); False for a name no longer registered."""
+    if name not in _REGISTRY:
+        return False
+    return bool(getattr(prelabeller_class(name), "language_model", False))
 
 
 def prelabeller_names() -> list[str]:

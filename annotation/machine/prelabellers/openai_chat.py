@@ -604,6 +604,7 @@ class ChatPreLabeller(PreLabeller):
     per query on average (default: ``max_samples``, no limit but that)."""
 
     prompt_version = PROMPT_VERSION
+    language_model = True
 
     def __init__(
         self,

@@ -46,8 +46,15 @@ class Command(ProjectCommand):
         )
         parser.add_argument("--push", metavar="REPO_ID", help="upload to this Hub dataset (OWNER/NAME); needs HF_TOKEN")
         parser.add_argument("--private", action="store_true", help="with --push: create the repository private")
+        parser.add_argument(
+            "--paper",
+            metavar="DOI_OR_URL",
+            help="the paper the dataset supplements (its DOI or address): a related identifier in .zenodo.json",
+        )
 
-    def handle(self, name, out, license, with_judgments, push, private, force, license_name, license_link, **o):
+    def handle(
+        self, name, out, license, with_judgments, push, private, force, license_name, license_link, paper=None, **o
+    ):
         batch = get_batch(name)
         with command_errors():
             if push:
@@ -60,6 +67,7 @@ class Command(ProjectCommand):
                 force=force,
                 license_name=license_name,
                 license_link=license_link,
+                paper=paper,
             )
         # -v 0: nothing on stdout (errors still go to stderr and the exit status).
         say = self.stdout.write if o.get("verbosity", 1) > 0 else (lambda *args, **kwargs: None)
@@ -71,6 +79,10 @@ class Command(ProjectCommand):
         say("Before publishing, fill in what the platform cannot know (README.md and croissant.json):")
         for field, why in publication.researcher_fields.items():
             say(f"  - {field}: {why}")
+        say(
+            "To deposit it on Zenodo: fill in the creators in .zenodo.json, then "
+            f"manage.py zenodo_deposit {publication.path}"
+        )
         if push:
             from core.selectors import huggingface_settings
 

@@ -78,7 +78,12 @@ class Publication:
 
 
 def _write_folder(
-    batch: Batch, folder: Path, license_id: str, with_judgments: bool, license_terms: dict[str, str]
+    batch: Batch,
+    folder: Path,
+    license_id: str,
+    with_judgments: bool,
+    license_terms: dict[str, str],
+    paper: str | None = None,
 ) -> tuple[list[str], dict[str, int]]:
     import json
 
@@ -87,10 +92,14 @@ def _write_folder(
     # A fresh secret per publication, never stored: the annotators' dataset ids link to no other publication.
     salt = secrets.token_bytes(tables.SALT_BYTES) if with_judgments else None
     rows = tables.config_rows(facts["results"], with_judgments, salt, facts["label_agents"])
+    import pyarrow.parquet as pq
+
     digests: dict[str, str] = {}
+    sizes: dict[str, int] = {}
     for config in configs:
         path = tables.write_parquet(config, rows[config.name], folder / config.file_name)
         digests[config.file_name] = file_sha256(path)
+        sizes[config.name] = pq.read_table(path).nbytes  # the split's Arrow size, as `datasets` records it
     counts = {config.name: len(rows[config.name]) for config in configs}
     published = timezone.now().date().isoformat()
     title = f"{batch.name}: gender-annotated queries"
@@ -103,6 +112,7 @@ def _write_folder(
         citation=CITATION,
         published=published,
         license_terms=license_terms,
+        sizes=sizes,
     )
     (folder / README).write_text(card, encoding="utf-8")
     metadata = croissant.croissant(
@@ -119,7 +129,7 @@ def _write_folder(
     (folder / CITATION_CFF).write_text(
         hub_card.citation_cff(facts, title, published, license_id, CITATION), encoding="utf-8"
     )
-    zenodo = hub_card.zenodo_json(facts, title, published, license_id)
+    zenodo = hub_card.zenodo_json(facts, title, published, license_id, paper)
     (folder / ZENODO).write_text(json.dumps(zenodo, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     files = [c.file_name for c in configs] + [README, CROISSANT, CITATION_CFF, ZENODO]
     digests |= {name: file_sha256(folder / name) for name in (README, CROISSANT, CITATION_CFF, ZENODO)}
@@ -214,6 +224,7 @@ def publish_dataset(
     force: bool = False,
     license_name: str | None = None,
     license_link: str | None = None,
+    paper: str | None = None,
 ) -> Publication:
     """Write ``batch``'s dataset folder at ``out`` (see the module's docstring); returns what it wrote.
 
@@ -221,10 +232,15 @@ def publish_dataset(
     ``with_judgments`` adds the raw judgments under dataset-local pseudonyms; ``force`` writes
     into a folder holding other (or edited) files, keeping the others. ``license_name`` and
     ``license_link`` name the terms of ``license_id`` ``other`` (required with it, refused otherwise).
+    ``paper``: the DOI or address of the paper the dataset supplements (``.zenodo.json``).
     """
     try:
         license_id = hub_card.check_license(license_id)
         license_terms = hub_card.check_license_terms(license_id, license_name, license_link)
+        if paper:
+            from annotation.publication.zenodo.metadata import related
+
+            related(paper, "isSupplementTo", "publication-article")  # refused before anything is written
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
     target = Path(os.path.abspath(out))  # "..", "a/../b" normalised; a symbolic link is not followed
@@ -233,7 +249,7 @@ def publish_dataset(
     kept: list[str] = []
     try:
         with reading_answers(batch, "A dataset"):  # a correction after it is refused (issue 53)
-            files, counts = _write_folder(batch, staging, license_id, with_judgments, license_terms)
+            files, counts = _write_folder(batch, staging, license_id, with_judgments, license_terms, paper)
         if into:
             kept = _write_into(staging, target, files)
         else:

@@ -23,15 +23,27 @@ class Command(ProjectCommand):
             help="the paper's title in main.tex (default: what was measured on what, from the study's facts)",
         )
 
+        parser.add_argument(
+            "--dataset",
+            metavar="DOI_OR_URL",
+            help="the dataset the paper goes with (its Zenodo DOI or address): a related identifier in .zenodo.json",
+        )
+
     def handle(self, *args, **options):
         # Here, not at the top: the services (and what they load) are not needed by --help.
         from metrics.services.paper import paper_warnings, write_paper_bundle
 
         report = get_named(Report.objects.all(), options["report"], "report")
         with command_errors():
-            folder = write_paper_bundle(report, options["out"], title=options.get("title"))
+            folder = write_paper_bundle(
+                report, options["out"], title=options.get("title"), dataset=options.get("dataset")
+            )
         names = sorted(path.name for path in folder.iterdir())
         self.stdout.write(self.style.SUCCESS(f"Paper bundle of {report.name} in {folder}: {', '.join(names)}"))
         for warning in paper_warnings(report):
             self.stderr.write(self.style.WARNING(f"Warning: {warning}"))
         self.stdout.write(f"Compile it: cd {folder} && pdflatex main && bibtex main && pdflatex main && pdflatex main")
+        self.stdout.write(
+            f"To deposit it on Zenodo: fill in the creators in {folder / '.zenodo.json'}, then "
+            f"manage.py zenodo_deposit {folder}"
+        )

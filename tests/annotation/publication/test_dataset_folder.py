@@ -130,7 +130,9 @@ def test_the_card_header_follows_the_hub_conventions(annotated, tmp_path):
     # The study's facts: agreement with its interval, set-aside queries and why, the ruling, the pay.
     assert "Krippendorff's alpha (nominal)" in body and "bootstrap interval" in body
     assert "Set aside: 1 queries disputed" in body and "(rulings: 1)" in body  # one ruling
-    assert "paid $0.05 per task" in body and "2 annotators" in body
+    # In-house: the reward setting is nominal, never "paid" (issue 54); who saw each query, from the answers.
+    assert "a nominal reward of $0.05 per task, which the platform does not pay" in body and "paid $0.05" not in body
+    assert "2 annotators" in body
     assert "Non-gendered share among labelled queries 0.400" in body  # 2 of 5 labelled
     assert "rai:dataSocialImpact" in body and "judgments are not included" in body
 
@@ -208,3 +210,27 @@ def test_the_text_is_under_the_source_query_sets_terms_not_the_pools(db):
     pooled = SimpleNamespace(pool=SimpleNamespace(name="top-biased", source=query_set), query_set=None)
     assert source_of(pooled) == "top-biased (queries from ir_datasets:x (y))"  # what the batch annotates
     assert source_query_set(pooled) == "robust (queries from ir_datasets:x (y))"  # whose terms the text is under
+
+
+@pytest.mark.slow
+def test_the_cards_splits_are_whole_so_datasets_loads_them_without_a_warning(annotated, tmp_path, offline_hf, caplog):
+    """``datasets`` ignores a ``splits`` entry missing name, num_examples or num_bytes, with a warning per
+    configuration (three per load, issue 54); each split now states all three, and its num_bytes is
+    the figure ``datasets`` computes itself when it prepares the split."""
+    import logging
+
+    import yaml
+    from datasets import load_dataset
+
+    out = tmp_path / "gq-dataset"
+    publish_dataset(annotated, out, "cc-by-4.0")
+    meta = yaml.safe_load(_header((out / "README.md").read_text()))
+    caplog.set_level(logging.WARNING, logger="datasets")
+    for info in meta["dataset_info"]:
+        [split] = info["splits"]
+        assert set(split) == {"name", "num_bytes", "num_examples"}
+        loaded = load_dataset(str(out), name=info["config_name"], cache_dir=str(offline_hf))["train"]
+        assert split["num_examples"] == loaded.num_rows
+        assert split["num_bytes"] == loaded.info.splits["train"].num_bytes  # recomputed by `datasets` as it prepares
+    ignored = [r.getMessage() for r in caplog.records if r.name.startswith("datasets")]
+    assert ignored == []

@@ -1,0 +1,257 @@
+"""Upload a folder to Zenodo through its documented REST API, once. Pure (no Django).
+
+The flow of developers.zenodo.org: create a deposition (``POST deposit/depositions``; its
+answer holds the ``id``, ``links.bucket`` and, asked with ``prereserve_doi``, the reserved DOI
+in ``metadata.prereserve_doi.doi``), put each file into the bucket (``PUT <bucket>/<name>``,
+the raw bytes), set the metadata (``PUT deposit/depositions/<id>``), and only when asked publish
+(``POST deposit/depositions/<id>/actions/publish``; the record's ``doi``).
+
+A retry never makes a second deposition: the deposition is recorded in the folder
+(:data:`STATE`) before anything is uploaded, and a run that finds the record resumes it (a
+file already in the deposition with the same MD5 is not sent again). Creating is the one call
+that is not safe to send twice: it carries a key of this folder's (in ``notes``, replaced when
+the metadata is set), so when its answer is lost the drafts are searched for the key before
+anything is created again. Zenodo's errors (``{"status", "message", "errors": [{"field",
+"message"}]}``) become :class:`ZenodoError` with Zenodo's own message; 429 and 5xx are retried
+with back-off by :class:`core.http.JsonClient`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.errors import ProviderError
+from core.http import HttpError, JsonClient
+
+from .metadata import check_metadata
+
+#: The deposit's metadata in the folder (Zenodo's GitHub integration reads the same file).
+METADATA = ".zenodo.json"
+#: Where the folder records its deposition (id, bucket, DOI), so that a retry resumes it.
+STATE = ".zenodo-deposition.json"
+
+
+class ZenodoError(ProviderError):
+    """Zenodo refused or failed a call; the message is Zenodo's own where it gave one."""
+
+    def __init__(self, message: str, *, upstream: bool = True, status: int | None = None) -> None:
+        super().__init__(message)
+        self.upstream = upstream
+        self.status = status
+
+
+@dataclass
+class Deposit:
+    """What a deposit run did: the deposition, its DOI (reserved until published) and its files."""
+
+    id: int
+    doi: str
+    published: bool
+    url: str
+    uploaded: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    resumed: bool = False
+
+
+def _message(error: HttpError) -> str:
+    """Zenodo's own words for a refusal (with the HTTP status): its ``message`` and each field error."""
+    try:
+        body = json.loads(error.text)
+    except (ValueError, TypeError):
+        body = None
+    if isinstance(body, dict) and body.get("message"):
+        text = str(body["message"])
+        fields = [
+            f"{e.get('field')}: {e.get('message') or e.get('messages')}"
+            for e in body.get("errors") or []
+            if isinstance(e, dict)
+        ]
+        status = f"HTTP {error.status}: " if error.status else ""
+        return status + text + (f" ({'; '.join(fields)})" if fields else "")
+    return str(error)
+
+
+def _md5(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def deposited_files(folder: Path) -> list[Path]:
+    """The folder's files to deposit: every regular file but the hidden ones, which are bookkeeping
+    (:data:`METADATA`, :data:`STATE`, publish_dataset's manifest, the paper bundle's marker)."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink() and not p.name.startswith("."))
+
+
+def _write_state(folder: Path, state: dict[str, Any]) -> None:
+    """Record the deposition atomically (a crash leaves the old record or the new one, never half)."""
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{STATE}.")
+    with os.fdopen(handle, "w") as out:
+        json.dump(state, out, indent=1)
+        out.write("\n")
+    os.replace(temporary, folder / STATE)
+
+
+def read_state(folder: Path) -> dict[str, Any]:
+    """The folder's recorded deposition (empty when none)."""
+    path = folder / STATE
+    if not path.is_file():
+        return {}
+    try:
+        state = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ZenodoError(f"{path}: not the JSON this command writes ({exc}); move it away to start anew") from None
+    return state if isinstance(state, dict) else {}
+
+
+class ZenodoClient:
+    """The calls of the deposit flow over :class:`core.http.JsonClient` (bearer token, back-off)."""
+
+    def __init__(self, api_url: str, token: str, *, sleep: Callable[[float], None] | None = None) -> None:
+        if not token:
+            raise ZenodoError("no Zenodo access token: set ZENODO_TOKEN or the Zenodo connection", upstream=False)
+        options: dict[str, Any] = {"deadline": 600.0, "timeout": 60.0}
+        if sleep is not None:
+            options["sleep"] = sleep
+        self.http = JsonClient(api_url, {"Authorization": f"Bearer {token}"}, **options)
+
+    def call(self, method: str, path: str, body: Any = None, **options: Any) -> Any:
+        try:
+            return self.http.request(method, path, body, **options)
+        except HttpError as error:
+            if error.status == 401:
+                raise ZenodoError(
+                    f"Zenodo refused the access token ({_message(error)}); set a valid ZENODO_TOKEN",
+                    upstream=False,
+                    status=401,
+                ) from None
+            if error.unknown_outcome:
+                raise
+            upstream = error.upstream or error.status in (429,)
+            raise ZenodoError(
+                f"Zenodo: {method} {path.split('?')[0]} failed: {_message(error)}",
+                upstream=upstream,
+                status=error.status,
+            ) from None
+
+
+def _doi(deposition: dict[str, Any]) -> str:
+    """The published record's DOI, else the reserved one."""
+    return str(
+        deposition.get("doi") or ((deposition.get("metadata") or {}).get("prereserve_doi") or {}).get("doi") or ""
+    )
+
+
+def _find_draft(client: ZenodoClient, key: str) -> dict[str, Any] | None:
+    """The draft carrying ``key`` in its notes (a creation whose answer was lost), if any."""
+    drafts = client.call("GET", "deposit/depositions?status=draft&sort=mostrecent&size=100") or []
+    for draft in drafts if isinstance(drafts, list) else []:
+        if key in str((draft.get("metadata") or {}).get("notes") or ""):
+            return draft
+    return None
+
+
+def deposit_folder(folder: str | os.PathLike, client: ZenodoClient, *, publish: bool = False) -> Deposit:
+    """Deposit ``folder`` (its files and its :data:`METADATA`) on Zenodo; see the module docstring.
+
+    Without ``publish`` the deposition stays a draft with a reserved DOI (publish it on Zenodo's
+    page, or run again with ``publish``). Raises :class:`ZenodoError`, or ``ValueError`` for
+    metadata Zenodo would refuse (naming the file and the field).
+    """
+    folder = Path(folder)
+    metadata_path = folder / METADATA
+    if not metadata_path.is_file():
+        raise ValueError(f"{folder} has no {METADATA}: write it with publish_dataset or paper first")
+    try:
+        metadata = json.loads(metadata_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{metadata_path}: not JSON ({exc})") from None
+    check_metadata(metadata, str(metadata_path))
+    files = deposited_files(folder)
+    if not files:
+        raise ValueError(f"{folder} holds no file to deposit")
+
+    state = read_state(folder)
+    resumed = bool(state.get("id"))
+    if not state.get("key"):
+        state = {"key": uuid.uuid4().hex}
+        _write_state(folder, state)  # before the creation: a lost answer is found again by this key
+    deposition: dict[str, Any] | None = None
+    if state.get("id"):
+        deposition = client.call("GET", f"deposit/depositions/{state['id']}")
+    else:
+        deposition = _find_draft(client, state["key"])
+        if deposition is None:
+            marked = {**metadata, "notes": f"deposit key {state['key']}", "prereserve_doi": True}
+            try:
+                deposition = client.call("POST", "deposit/depositions", {"metadata": marked}, repeatable=False)
+            except HttpError as error:  # the answer was lost: was it created?
+                deposition = _find_draft(client, state["key"])
+                if deposition is None:
+                    raise ZenodoError(
+                        f"Zenodo did not answer the creation of the deposition ({error}) and no draft carries this "
+                        f"folder's key: run again (it looks again before creating)"
+                    ) from None
+        else:
+            resumed = True
+        state |= {
+            "id": deposition["id"],
+            "bucket": deposition["links"]["bucket"],
+            "doi": _doi(deposition),
+            "html": (deposition.get("links") or {}).get("html", ""),
+        }
+        _write_state(folder, state)  # recorded before any upload
+
+    if deposition.get("submitted") or deposition.get("state") == "done":
+        return Deposit(state["id"], _doi(deposition), True, _record_url(deposition), kept=[f.name for f in files],
+                       resumed=True)  # fmt: skip
+
+    present = {
+        str(f.get("filename") or f.get("key")): str(f.get("checksum") or "").removeprefix("md5:")
+        for f in deposition.get("files") or []
+    }
+    uploaded, kept = [], []
+    bucket = state["bucket"]
+    for path in files:
+        digest = _md5(path)
+        if present.get(path.name) == digest:
+            kept.append(path.name)
+            continue
+        answer = client.call("PUT", f"{bucket}/{path.name}", content=path.read_bytes()) or {}
+        checksum = str(answer.get("checksum") or "").removeprefix("md5:")
+        if checksum and checksum != digest:
+            raise ZenodoError(f"Zenodo stored {path.name} with MD5 {checksum}, not the file's {digest}: run again")
+        uploaded.append(path.name)
+    deposition = client.call(
+        "PUT", f"deposit/depositions/{state['id']}", {"metadata": {**metadata, "prereserve_doi": True}}
+    )
+    state["doi"] = _doi(deposition) or state.get("doi", "")
+    _write_state(folder, state)
+    if not publish:
+        return Deposit(state["id"], state["doi"], False, state.get("html", ""), uploaded, kept, resumed)
+    try:
+        record = client.call("POST", f"deposit/depositions/{state['id']}/actions/publish", repeatable=False)
+    except HttpError as error:  # lost: look at the deposition itself
+        record = client.call("GET", f"deposit/depositions/{state['id']}")
+        if not (record.get("submitted") or record.get("state") == "done"):
+            raise ZenodoError(
+                f"Zenodo did not answer the publication ({error}) and it is not published: run again"
+            ) from None
+    state |= {"doi": _doi(record), "published": True}
+    _write_state(folder, state)
+    return Deposit(state["id"], state["doi"], True, _record_url(record), uploaded, kept, resumed)
+
+
+def _record_url(deposition: dict[str, Any]) -> str:
+    links = deposition.get("links") or {}
+    return str(links.get("record_html") or links.get("html") or links.get("doi") or "")
