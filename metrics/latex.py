@@ -158,7 +158,9 @@ TEMPLATES: dict[str, Template] = {
     "acm": Template(
         "acm",
         (
-            r"\documentclass[sigconf]{acmart}",
+            # balance=false: the balance package acmart loads to even out the last page's columns
+            # drops the floats' labels there (undefined references), as its manual warns.
+            r"\documentclass[sigconf,balance=false]{acmart}",
             # No rights form yet: the block ACM's eform fills in later, left out of the draft.
             r"\setcopyright{none}",
             r"\settopmatter{printacmref=false}",
@@ -218,13 +220,17 @@ FLOAT_SHARE = 0.9
 
 def breakable(name: object) -> str:
     """A name in typewriter type that breaks where it must: after ``-``, ``_``, ``.``, ``/`` and at its
-    spaces, and inside a long word with a hyphen, so no name runs past a column (``\\texttt`` alone
+    spaces (set in the text's font, so they stretch as the line's others do: a typewriter space does
+    not), and inside a long word with a hyphen, so no name runs past a column (``\\texttt`` alone
     never hyphenates)."""
-    out = []
-    for word in re.split(r"(?<=[-_./ ])", str(name)):
-        pieces = [word[i : i + 6] for i in range(0, len(word), 6)] if len(word) > 10 else [word]
-        out.append(r"\discretionary{-}{}{}".join(escape(piece) for piece in pieces))
-    return r"\texttt{" + r"\allowbreak{}".join(out) + "}"
+    words = []
+    for token in str(name).split():
+        out = []
+        for word in re.split(r"(?<=[-_./])", token):
+            pieces = [word[i : i + 4] for i in range(0, len(word), 4)] if len(word) > 7 else [word]
+            out.append(r"\discretionary{-}{}{}".join(escape(piece) for piece in pieces))
+        words.append(r"\texttt{" + r"\allowbreak{}".join(out) + "}")
+    return " ".join(words) or r"\texttt{}"
 
 
 def _text_lines(chars: int, width: float, points: float = TABLE_POINTS) -> int:
@@ -515,6 +521,9 @@ def document(
         r"\usepackage{booktabs}",
         r"\usepackage{graphicx}",
         DESCRIPTION_GUARD,
+        # Run and set names in typewriter type break only at their separators: a line of several
+        # may stretch its spaces a little more than TeX's default rather than run past the column.
+        r"\setlength{\emergencystretch}{2em}",
         r"\begin{document}",
         rf"\title{{{escape(title)}}}",
         *page.authors,

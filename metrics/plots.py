@@ -166,6 +166,18 @@ def paper_parts(count: int, row_inches: float, fixed_inches: float, columns: int
     return [range(start, min(start + step, count)) for start in range(0, count, step)] or [range(0)]
 
 
+#: On paper, a run's name in a legend or beside an axis is broken into lines of at most this many
+#: characters (at a separator, or with a hyphen): a long name would run past the figure's edge.
+NAME_CHARS = 16
+
+
+def paper_name(name: object) -> str:
+    """A run's name in lines of at most :data:`NAME_CHARS` (:func:`metrics.latex.header_lines`)."""
+    from .latex import header_lines
+
+    return "\n".join(header_lines(str(name), NAME_CHARS))
+
+
 def _title(text: str, variant: str, paper: bool) -> str:
     """A panel's title, the variant on a line of its own when the title is long (on paper)."""
     whole = f"{text} [{variant}]"
@@ -203,7 +215,8 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png", only: list[tupl
             if not len(line):
                 continue
             style = series_style(runs.index(run), paper)
-            axes.plot(line["cutoff"], line["value"], label=run, markersize=4 if paper else 6, linewidth=1.2, **style)
+            label = paper_name(run) if paper else run
+            axes.plot(line["cutoff"], line["value"], label=label, markersize=4 if paper else 6, linewidth=1.2, **style)
             low, high = line["ci_low"].astype(float), line["ci_high"].astype(float)
             if low.notna().all() and high.notna().all():
                 axes.fill_between(line["cutoff"], low, high, alpha=0.15, color=style["color"], linewidth=0)
@@ -250,7 +263,7 @@ def distribution_figure(
         values = [panel.loc[panel["run"] == run, "value"].dropna().to_numpy() for run in runs]
         # On paper the runs read down the side, unturned (turned names print small and crooked).
         axes.boxplot(
-            values, tick_labels=runs, showmeans=True, flierprops={"markersize": 2},
+            values, tick_labels=[paper_name(run) for run in runs] if paper else runs, showmeans=True, flierprops={"markersize": 2},
             orientation="horizontal" if paper else "vertical",
         )  # fmt: skip
         if is_rab_like(metric):
@@ -414,7 +427,7 @@ def tradeoff_figure(
         style = series_style(i, paper)
         axes.errorbar(
             [a["value"]], [b["value"]], xerr=xerr, yerr=yerr, linestyle="none", marker=style["marker"],
-            markersize=5, capsize=3, color=style["color"], label=run,
+            markersize=5, capsize=3, color=style["color"], label=paper_name(run) if paper else run,
         )  # fmt: skip
         if paper:  # on paper the legend names the runs (by marker and colour): names by points overlap
             continue

@@ -126,8 +126,6 @@ def check_bundle(report: Report, out: Path) -> dict[str, dict]:
         assert "Float too large" not in floats_log, template
         words = word_boxes(folder / "floats.pdf")
         small = [(page, word, round(h, 2)) for page, word, h in words if h < MIN_BOX]
-        if small:
-            shutil.copytree(folder, "/tmp/lt/dbg/" + template, dirs_exist_ok=True)
         assert small == [], (template, small[:20])
         text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
         measured[template] = {"text": text, "folder": folder, "min_box": min(h for _, _, h in words)}
@@ -204,7 +202,7 @@ def test_a_seven_run_study_of_3750_queries_fits_every_template(batch, world, tmp
         # Every run of every split table beside the baseline, and "MatchPyra / mid" broken at its slash.
         for tex in found["folder"].glob("table-*.tex"):
             body = tex.read_text()
-            if r"\begin{table" in body and "part 2 of" in body:
+            if tex.name != "table-labels.tex" and "part 2 of" in body:
                 for part in body.split(r"\end{table")[:-1]:
                     # The baseline's column first in every part.
                     assert "beside the baseline" in part and "\\toprule\n & a & " in part, (tex.name, part[:400])
