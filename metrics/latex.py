@@ -218,11 +218,18 @@ FLOAT_SKIP = 24.0
 FLOAT_SHARE = 0.9
 
 
+#: A name of at most this many characters is set whole (as a word of the text is); a longer one
+#: gets break points (:func:`breakable`).
+BREAK_CHARS = 12
+
+
 def breakable(name: object) -> str:
     """A name in typewriter type that breaks where it must: after ``-``, ``_``, ``.``, ``/`` and at its
     spaces (set in the text's font, so they stretch as the line's others do: a typewriter space does
     not), and inside a long word with a hyphen, so no name runs past a column (``\\texttt`` alone
     never hyphenates)."""
+    if len(str(name)) <= BREAK_CHARS:
+        return rf"\texttt{{{escape(name)}}}"
     words = []
     for token in str(name).split():
         out = []
@@ -679,7 +686,9 @@ def uncertainty_tex(
         ("labels", caption, r"Run & Value & Corrected & Labels \\", values),
         ("labels-differences", caption_against, r"Run & $\Delta$ query-only & $\Delta$ with labels & $p$ \\", against),
     ]
-    sections = [(label, text, columns, blocks) for label, text, columns, blocks in sections if blocks]
+    sections = [(label, text, columns, blocks) for label, text, columns, blocks in sections if blocks] or [
+        ("labels", caption, sections[0][2], [([], 0.0)])  # no rows: the table's head and its notes
+    ]
     floats = []
     for s, (label, text, columns, blocks) in enumerate(sections):
         # Every part leaves room for its caption; those of the last section for the notes too

@@ -63,9 +63,9 @@ PAPER_WIDTH = 3.3
 #: The paper figures' type size (points), at the placed size: venues ask for 7 pt or more.
 PAPER_POINTS = 8
 #: The tallest a paper figure is drawn (inches): its caption below it still within the shortest text
-#: block of :data:`metrics.latex.TEMPLATES` (LNCS, 549 pt = 7.6 in). A figure with more panels than fit
+#: block of :data:`metrics.latex.TEMPLATES` (LNCS, 549 pt = 7.6 in; 6.8 in is 490 pt). A figure with more panels than fit
 #: is drawn as several (:func:`paper_parts`), each a figure of its own.
-PAPER_MAX_HEIGHT = 6.5
+PAPER_MAX_HEIGHT = 6.8
 #: A panel title longer than this many characters is set on two lines (the variant on the second), so
 #: it is never cut at the figure's edge.
 TITLE_CHARS = 14
