@@ -706,6 +706,16 @@ def uncertainty_tex(
     return "\n".join("\n".join([*lines, r"\end{table}"]) for lines in floats) + "\n"
 
 
+def screenshot_description(page: dict) -> str:
+    """What the task page's screenshot shows, from the page: its title and its instructions' first line."""
+    lines = [line.strip() for line in str(page.get("instructions") or "").splitlines() if line.strip()]
+    first = f' Its instructions begin: "{lines[0][:200]}"' if lines else ""
+    return (
+        f'Screenshot of the annotation task page titled "{page.get("title") or "untitled"}", with its '
+        f"instructions ({len(lines)} lines) above the batch's first queries and their answer choices.{first}"
+    )
+
+
 def checklist_tex(items: Sequence, page: dict | None) -> str:
     """``checklist.tex``: the venues' annotator and language-model questions
     (:func:`annotation.publication.checklists.checklist_items`) with their answers from the records, the
@@ -746,9 +756,11 @@ def checklist_tex(items: Sequence, page: dict | None) -> str:
             # type at 7 pt: a column-wide screenshot would set it at 4 pt.
             width = f"{WINDOW[0] * PRINT_POINTS_PER_PIXEL:.0f}pt"
             lines += [
+                DESCRIPTION_GUARD,
                 r"\begin{figure*}[tbp]",
                 r"\centering",
                 rf"\includegraphics[width={width}]{{{page['screenshot']}}}",
+                rf"\Description{{{escape(screenshot_description(page))}}}",
                 r"\caption{The task page as annotators saw it, with the batch's first queries.}",
                 r"\label{fig:task-page}",
                 r"\end{figure*}",
