@@ -216,4 +216,42 @@ def test_long_names_break_with_a_hyphen_or_at_a_separator():
     assert all(len(line) <= 9 for line in header_lines("bm25monot5rerankedtop100"))
     assert all(line.endswith("-") for line in header_lines("bm25monot5rerankedtop100")[:-1])
     assert "".join(line.rstrip("-") for line in header_lines("bm25monot5rerankedtop100")) == "bm25monot5rerankedtop100"
-    assert r"\discretionary{-}{}{}" in breakable("bm25monot5rerankedtop100") and r"\allowbreak" in breakable("a-b")
+    assert r"\discretionary{-}{}{}" in breakable("bm25monot5rerankedtop100") and r"\allowbreak" in breakable(
+        "ranker-a-ranker-b"
+    )
+    assert breakable("bert_base") == r"\texttt{bert\_base}"  # a short name is set whole, as a word is
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_the_page_and_the_api_build_the_bundle_in_the_template_asked(
+    world, client, django_user_model, django_capture_on_commit_callbacks
+):
+    """``?template=`` on the page's download (its form) and the API's: each template its own job and zip
+    (main.tex in that class); an unknown template is a 400 naming the choices, never a job."""
+    import zipfile
+
+    from core.models import Job
+
+    call_command("bias_report", queries="q", runs="a,c", cutoffs="1,2", bootstrap=20, name="tpl", verbosity=0)
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    page = client.get("/metrics/tpl/").content.decode()
+    assert 'name="template"' in page and 'value="acm"' in page and 'value="lncs"' in page
+    bad = client.get("/api/metrics/reports/tpl/paper/?template=ieee")
+    assert bad.status_code == 400 and "acm" in bad.json()["template"][0]
+    assert client.get("/metrics/tpl/paper.zip?template=ieee").status_code == 400
+    assert not Job.objects.exists()
+    for template, line in (("acm", r"{acmart}"), ("lncs", r"{llncs}"), (None, r"[11pt]{article}")):
+        query = f"?template={template}" if template else ""
+        with django_capture_on_commit_callbacks(execute=True):
+            started = client.get(f"/api/metrics/reports/tpl/paper/{query}")
+        assert started.status_code == 202, template
+        job = Job.objects.get(pk=started.json()["id"])
+        assert job.status == Job.Status.DONE and job.result["url"] == f"/metrics/tpl/paper.zip{query}"
+        response = client.get(job.result["url"])
+        assert response.status_code == 200, template
+        suffix = f"-{template}" if template else ""
+        assert f'filename="tpl-paper{suffix}.zip"' in response["Content-Disposition"]
+        archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+        assert line in archive.read("tpl-paper/main.tex").decode(), template
+    assert Job.objects.filter(kind="metrics.paper").count() == 3
