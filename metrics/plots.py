@@ -271,6 +271,8 @@ def distribution_figure(
         axes.set_title(_title(f"{metric}@{cutoff}", variant, paper))
         if paper:
             axes.invert_yaxis()  # the first run on top
+            if i % columns:  # the runs in the same order as the row's first panel names them: room for the title
+                axes.tick_params(axis="y", labelleft=False)
         else:
             axes.tick_params(axis="x", labelrotation=30, labelsize="small")
     if paper:

@@ -78,6 +78,26 @@ def off_page(pdf: Path) -> list[tuple[int, str]]:
     return out
 
 
+def overlapping(pdf: Path, tolerance: float = 0.5) -> list[tuple[str, str]]:
+    """Pairs of words on a page of ``pdf`` whose boxes overlap by more than ``tolerance`` points both ways."""
+    html = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    pages: list[list[tuple[float, float, float, float, str]]] = []
+    for line in html.splitlines():
+        if "<page " in line:
+            pages.append([])
+        elif match := re.search(
+            r'xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" yMax="([-\d.]+)">([^<]*)</word>', line
+        ):
+            pages[-1].append((*map(float, match.groups()[:4]), match.group(5)))
+    return [
+        (a[4], b[4])
+        for words in pages
+        for i, a in enumerate(words)
+        for b in words[i + 1 :]
+        if min(a[2], b[2]) - max(a[0], b[0]) > tolerance and min(a[3], b[3]) - max(a[1], b[1]) > tolerance
+    ]
+
+
 def type3_fonts(pdf: Path) -> list[str]:
     fonts = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True, check=True).stdout
     return [line for line in fonts.splitlines() if "Type 3" in line]
@@ -110,6 +130,9 @@ def check_bundle(report: Report, out: Path) -> dict[str, dict]:
         assert type3_fonts(pdf) == [], (template, type3_fonts(pdf))
         for figure in folder.glob("fig-*.pdf"):
             assert type3_fonts(figure) == [], figure.name
+            # Nothing cut at the figure's edge (a title, a name), no two words drawn over each other.
+            assert off_page(figure) == [], (figure.name, off_page(figure))
+            assert overlapping(figure) == [], (figure.name, overlapping(figure)[:10])
         # Every figure says what it shows: its \Description names the data's runs.
         for tex in folder.glob("fig-*.tex"):
             description = re.search(r"\\Description\{(.+)\}", tex.read_text()).group(1)
@@ -255,3 +278,25 @@ def test_the_page_and_the_api_build_the_bundle_in_the_template_asked(
         archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
         assert line in archive.read("tpl-paper/main.tex").decode(), template
     assert Job.objects.filter(kind="metrics.paper").count() == 3
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None or shutil.which("pdffonts") is None, reason="needs poppler-utils")
+def test_the_pdf_readers_find_cut_overlapping_and_type3_text(tmp_path):
+    """The checks can fail: a title past the figure's edge, two labels drawn over each other and
+    matplotlib's default Type 3 fonts are found; the paper's own saving embeds TrueType."""
+    from matplotlib.backends.backend_pdf import FigureCanvasPdf
+    from matplotlib.figure import Figure
+
+    from metrics.plots import _pdf
+
+    figure = Figure(figsize=(2, 1))
+    axes = figure.add_subplot()
+    axes.text(0.2, 0.5, "overlapping", transform=axes.transAxes)
+    axes.text(0.25, 0.5, "labels", transform=axes.transAxes)
+    axes.set_title("a title far too long for a figure two inches wide")
+    FigureCanvasPdf(figure)
+    figure.savefig(tmp_path / "default.pdf")  # matplotlib's default: Type 3
+    (tmp_path / "paper.pdf").write_bytes(_pdf(figure))
+    assert type3_fonts(tmp_path / "default.pdf") and not type3_fonts(tmp_path / "paper.pdf")
+    assert ("overlapping", "labels") in overlapping(tmp_path / "paper.pdf")
+    assert off_page(tmp_path / "paper.pdf")  # the title runs past both edges
