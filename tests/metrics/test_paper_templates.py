@@ -163,10 +163,12 @@ def test_the_demo_shaped_bundle_fits_every_template(batch, world, tmp_path):
     call_command("import_qrels", str(world / "qrels.txt"), name="judged", queries="q", collection="tiny", verbosity=0)
     call_command(
         "bias_report", from_batch=batch.name, runs="a,b,c", cutoffs="1,2,3", bootstrap=20, baseline="a",
-        name=NAME, verbosity=0, stdout=io.StringIO(),
+        qrels="judged", measures="MRR@2,nDCG@2,R@2", name=NAME, verbosity=0, stdout=io.StringIO(),
     )  # fmt: skip
     measured = check_bundle(Report.objects.get(name=NAME), tmp_path)
     for template, found in measured.items():
+        # Effectiveness beside bias: the trade-off figure too (its runs named in the legend, not by the points).
+        assert (found["folder"] / "fig-tradeoff.pdf").exists(), template
         # The labels' table and its rows against the baseline are in the PDF.
         assert "Values with the labels" in found["text"] and "difference from the baseline" in found["text"], template
 
@@ -209,9 +211,11 @@ def _seven_runs(report: Report, qids: list[str]) -> tuple[pd.DataFrame, pd.DataF
 def test_a_seven_run_study_of_3750_queries_fits_every_template(batch, world, tmp_path, monkeypatch):
     qids = [line.split(",", 1)[0] for line in REFERENCE.read_text().splitlines() if line.strip()]
     assert len(qids) == 3750
+    (world / "qrels.txt").write_text(QRELS)
+    call_command("import_qrels", str(world / "qrels.txt"), name="judged", queries="q", collection="tiny", verbosity=0)
     call_command(
         "bias_report", from_batch=batch.name, runs="a,b,c", cutoffs="5,10,20", bootstrap=20, baseline="a",
-        name="seven", verbosity=0, stdout=io.StringIO(),
+        qrels="judged", measures="MRR@10,nDCG@10", name="seven", verbosity=0, stdout=io.StringIO(),
     )  # fmt: skip
     report = Report.objects.get(name="seven")
     summary, per_query = _seven_runs(report, qids)
@@ -232,6 +236,7 @@ def test_a_seven_run_study_of_3750_queries_fits_every_template(batch, world, tmp
         assert "MatchPyra /" in text, template
         figures = sorted(p.name for p in found["folder"].glob("fig-distribution*.pdf"))
         assert len(figures) >= 2, (template, figures)  # 7 runs' boxes do not fit one text block
+        assert (found["folder"] / "fig-tradeoff.pdf").exists(), template
 
 
 def test_long_names_break_with_a_hyphen_or_at_a_separator():
