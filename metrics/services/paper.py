@@ -15,6 +15,10 @@ The bundle (``manage.py paper REPORT --out DIR``, the report page's "Paper bundl
 - ``references.bib``: exactly the works the ``.tex`` files cite (:mod:`metrics.bibliography`);
 - ``main.tex`` (compiles as it is) and ``README.txt`` (how to use the files in a paper).
 
+Each bundle is laid out for one template (:data:`metrics.latex.TEMPLATES`: ``article``, the default;
+``acm``, acmart sigconf; ``lncs``, llncs): ``main.tex`` in its class and every table and figure sized to
+its page. The page, the API (``?template=``) and the command (``--template``) build one zip per template.
+
 Reads only: :func:`write_paper_bundle` writes a folder (a temporary folder beside it, renamed
 into place when complete), :func:`paper_zip` returns the same files zipped. The page and the API
 never build in the request (a large report's bundle takes seconds): the ``metrics.paper`` job
