@@ -233,7 +233,18 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
             return Response({"detail": str(exc)}, status=400)
         return Response(table)
 
-    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY, 202: JobSerializer})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "template",
+                str,
+                enum=["article", "acm", "lncs"],
+                description="The class main.tex is set in and the page the floats fit: acm (acmart sigconf), "
+                "lncs (llncs) or article (default).",
+            )
+        ],
+        responses={(200, "application/zip"): OpenApiTypes.BINARY, 202: JobSerializer},
+    )
     @action(detail=True, url_path="paper")
     def paper(self, request, name=None, format=None):
         """The report's paper bundle as a zip (``metrics.services.paper``): its papers' tables as LaTeX
@@ -243,14 +254,21 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         ``done``. 404 with ``detail`` if the report's files are gone."""
         from django.http import FileResponse
 
+        from .latex import TEMPLATES
         from .services.paper import cached_paper_zip, start_paper_bundle
 
         report = self.get_object()
-        path = cached_paper_zip(report)
+        template = request.query_params.get("template") or None
+        if template is not None and template not in TEMPLATES:
+            return Response(
+                {"template": [f"Unknown template {template!r}: choose one of {', '.join(TEMPLATES)}."]}, status=400
+            )
+        path = cached_paper_zip(report, template)
         if path is not None:
-            return FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-paper.zip")
+            suffix = "" if template is None else f"-{template}"
+            return FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-paper{suffix}.zip")
         try:
-            job = start_paper_bundle(report)
+            job = start_paper_bundle(report, template)
         except ServiceError as exc:
             return Response({"detail": str(exc)}, status=404)
         return job_started(job)

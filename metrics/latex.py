@@ -4,21 +4,29 @@ set with ``booktabs``, marks as superscripts and footnotes that state the test a
 
 Pure (no Django, no heavy imports): every function takes the plain data the selectors return
 and gives LaTeX source, so a notebook can typeset the same table. Only what Debian's
-``texlive-latex-base``/``-latex-recommended`` hold is used (``booktabs``, ``graphicx``,
-``amsmath``), so a bundle compiles on a stock installation.
+``texlive-latex-base``/``-latex-recommended`` hold is used in the tables and figures (``booktabs``,
+``graphicx``, ``amsmath``); ``main.tex`` is set in one of :data:`TEMPLATES`: the plain ``article``, or a
+venue's real class, ACM's ``acmart`` (``sigconf``, two columns) or Springer's ``llncs`` (one column),
+from Debian's ``texlive-publishers`` (acmart also needs ``texlive-latex-extra``). Every float is laid
+out for its template's column, text width and text height (:class:`Template`): a table too wide for
+the column goes across both columns (``table*``) or is split by runs with the baseline repeated in
+each part, a table too tall is split by its row groups, a figure is drawn no taller than the text
+block (:data:`metrics.plots.PAPER_MAX_HEIGHT`) and carries a ``\\Description`` of its data (ACM's
+accessibility text; a no-op elsewhere).
 
 Text from the platform (run names, titles, policies) goes through :func:`escape`: the ten
 characters LaTeX treats specially are escaped, the few Unicode signs the tables use (τ, †, –, ≥…)
 become their LaTeX commands, accented Latin letters stay (``inputenc`` composes them), and any
 other character becomes ``?`` (pdflatex with its default fonts cannot set it), so a name never
-breaks a compile. The document keeps LaTeX's default font encoding: T1 would need fonts
-(cm-super, lmodern) that Debian's recommended set lacks, and pdflatex would draw bitmaps.
+breaks a compile. The document uses the T1 font encoding, its fonts the Type 1 outlines of Debian's
+``cm-super`` (without it pdflatex would draw bitmaps, Type 3 fonts that submission systems reject).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from core.p_values import p_value_text
 
@@ -116,21 +124,126 @@ def p_value_tex(value: float | None) -> str:
     return p_value_text(value).replace("<", "$<$")
 
 
-#: The narrowest text column the tables are laid out for: a two-column ACM ``sigconf`` page's
-#: (241 pt; Springer LNCS's one column is 346 pt). A table wider than this is split by runs into
-#: several tables, never scaled: its type stays :data:`TABLE_POINTS`.
-COLUMN_POINTS = 241.0
+@dataclass(frozen=True)
+class Template:
+    """A document class the bundle's ``main.tex`` is set in, and the page its floats are laid out for
+    (points, as LaTeX reports ``\\columnwidth``, ``\\textwidth`` and ``\\textheight`` in it)."""
+
+    name: str
+    #: The ``\\documentclass`` line and what follows it in the preamble.
+    preamble: tuple[str, ...]
+    column: float
+    text_width: float
+    text_height: float
+    two_columns: bool
+    bibliography_style: str
+    #: The title block's lines after ``\\title`` (the class's own author commands).
+    authors: tuple[str, ...]
+
+
+#: The templates of ``paper --template``: ``article`` (LaTeX's own, 11 pt; compiles with
+#: Debian's recommended TeX Live and cm-super), ``acm`` (``acmart`` 1.88 ``sigconf``: 241 pt columns,
+#: two of them 506 pt wide, 626 pt high) and ``lncs`` (``llncs`` 2.22: one 347 pt column, 549 pt high).
+TEMPLATES: dict[str, Template] = {
+    "article": Template(
+        "article",
+        (r"\documentclass[11pt]{article}",),
+        column=360.0,
+        text_width=360.0,
+        text_height=541.4,
+        two_columns=False,
+        bibliography_style="plain",
+        authors=(r"\author{}", r"\date{}"),
+    ),
+    "acm": Template(
+        "acm",
+        (
+            # balance=false: the balance package acmart loads to even out the last page's columns
+            # drops the floats' labels there (undefined references), as its manual warns.
+            r"\documentclass[sigconf,balance=false]{acmart}",
+            # No rights form yet: the block ACM's eform fills in later, left out of the draft.
+            r"\setcopyright{none}",
+            r"\settopmatter{printacmref=false}",
+        ),
+        column=241.1,
+        text_width=506.3,
+        text_height=626.0,
+        two_columns=True,
+        bibliography_style="ACM-Reference-Format",
+        authors=(r"\author{Authors}", r"\affiliation{\institution{Institution}\country{Country}}"),
+    ),
+    "lncs": Template(
+        "lncs",
+        (r"\documentclass{llncs}",),
+        column=347.1,
+        text_width=347.1,
+        text_height=549.1,
+        two_columns=False,
+        bibliography_style="splncs04",
+        authors=(r"\author{Authors}", r"\institute{Institution}"),
+    ),
+}
+#: The template of a bundle unless one is asked for: LaTeX's own class, which compiles without the
+#: publishers' classes (``texlive-publishers``, ``texlive-latex-extra``).
+DEFAULT_TEMPLATE = "article"
+
+
+def template(name: str | Template | None) -> Template:
+    """The :class:`Template` named ``name`` (default :data:`DEFAULT_TEMPLATE`); ValueError naming the choices."""
+    if isinstance(name, Template):
+        return name
+    try:
+        return TEMPLATES[name or DEFAULT_TEMPLATE]
+    except KeyError:
+        raise ValueError(f"unknown template {name!r}; choose one of {', '.join(TEMPLATES)}") from None
+
+
+#: The narrowest text column the tables are laid out for: a two-column ACM ``sigconf`` page's.
+COLUMN_POINTS = TEMPLATES["acm"].column
 #: The tables' type size (points) and its leading: readable at print size (venues ask for 8 pt or more).
 TABLE_POINTS = 8
+LEADING = TABLE_POINTS + 1.5
 #: Approximate advance of a character of Computer Modern at :data:`TABLE_POINTS` (digits are 0.531 em;
-#: letters average a little less), and the space between columns (``\tabcolsep`` on both sides).
+#: letters average a little less), and the space between columns (``\\tabcolsep`` on both sides).
 CHAR_POINTS = 0.53 * TABLE_POINTS
 COLUMN_SEP = 4.0
-_SIZE = (
-    rf"\fontsize{{{TABLE_POINTS}}}{{{TABLE_POINTS + 1.5:g}}}\selectfont\setlength{{\tabcolsep}}{{{COLUMN_SEP / 2:g}pt}}"
-)
-#: A header longer than this many characters is broken into lines (at ``-``, ``_``, ``.`` or anywhere).
+_SIZE = rf"\fontsize{{{TABLE_POINTS}}}{{{LEADING:g}}}\selectfont\setlength{{\tabcolsep}}{{{COLUMN_SEP / 2:g}pt}}"
+#: A header longer than this many characters is broken into lines (at a space, ``-``, ``_``, ``.``,
+#: ``/``, or with a hyphen inside a longer word).
 HEADER_CHARS = 9
+#: Of a float's height, what its caption and the space around it take, beyond its lines (points).
+FLOAT_SKIP = 24.0
+#: The share of the text block a float may fill (LaTeX's own ``\\topfraction`` is smaller, but a float
+#: that fills a page is placed on a page of floats).
+FLOAT_SHARE = 0.9
+
+
+#: A name of at most this many characters is set whole (as a word of the text is); a longer one
+#: gets break points (:func:`breakable`).
+BREAK_CHARS = 12
+
+
+def breakable(name: object) -> str:
+    """A name in typewriter type that breaks where it must: after ``-``, ``_``, ``.``, ``/`` and at its
+    spaces (set in the text's font, so they stretch as the line's others do: a typewriter space does
+    not), and inside a long word with a hyphen, so no name runs past a column (``\\texttt`` alone
+    never hyphenates)."""
+    if len(str(name)) <= BREAK_CHARS:
+        return rf"\texttt{{{escape(name)}}}"
+    words = []
+    for token in str(name).split():
+        out = []
+        for word in re.split(r"(?<=[-_./])", token):
+            pieces = [word[i : i + 4] for i in range(0, len(word), 4)] if len(word) > 7 else [word]
+            out.append(r"\discretionary{-}{}{}".join(escape(piece) for piece in pieces))
+        words.append(r"\texttt{" + r"\allowbreak{}".join(out) + "}")
+    return " ".join(words) or r"\texttt{}"
+
+
+def _text_lines(chars: int, width: float, points: float = TABLE_POINTS) -> int:
+    """How many lines ``chars`` characters of text at ``points`` take in ``width`` points (a
+    generous estimate: 0.5 em a character)."""
+    return max(1, -(-int(chars * 0.5 * points) // max(1, int(width))))
 
 
 def _mark(mark: str) -> str:
@@ -154,22 +267,27 @@ def half_width(low: float | None, high: float | None) -> float | None:
     return None if _missing(low) or _missing(high) else (high - low) / 2
 
 
-def _header(name: str) -> str:
-    """A run's name as a column head, broken into lines of at most :data:`HEADER_CHARS` characters."""
-    parts, line = [], ""
-    for piece in re.split(r"(?<=[-_./])", name):
-        while len(piece) > HEADER_CHARS:
-            if line:
-                parts.append(line)
-                line = ""
-            parts.append(piece[:HEADER_CHARS])
-            piece = piece[HEADER_CHARS:]
-        if len(line) + len(piece) > HEADER_CHARS and line:
-            parts.append(line)
+def header_lines(name: str, chars: int = HEADER_CHARS) -> list[str]:
+    """A run's name in lines of at most ``chars`` characters: broken after a space, ``-``, ``_``, ``.``
+    or ``/``, and a word longer than a line with a hyphen at its end (``MatchPyra / mid`` reads
+    ``MatchPyra /`` ``mid``; ``bm25monot5reranked``, ``bm25mono-`` ``t5rerank-`` ``ed``)."""
+    lines, line = [], ""
+    for piece in re.split(r"(?<=[-_./ ])", name):
+        if len(line) + len(piece.rstrip()) > chars and line.strip():
+            lines.append(line.rstrip())
             line = ""
+        while len(piece.rstrip()) > chars:
+            lines.append(piece[: chars - 1] + "-")
+            piece = piece[chars - 1 :]
         line += piece
-    if line:
-        parts.append(line)
+    if line.strip():
+        lines.append(line.rstrip())
+    return [line.lstrip() for line in lines] or [name]
+
+
+def _header(name: str) -> str:
+    """A run's name as a column head or row label, in :func:`header_lines`."""
+    parts = header_lines(name)
     if len(parts) <= 1:
         return escape(name)
     return r"\begin{tabular}[b]{@{}c@{}}" + r"\\".join(escape(part) for part in parts) + r"\end{tabular}"
@@ -179,19 +297,32 @@ def _width(chars: int) -> float:
     return chars * CHAR_POINTS + COLUMN_SEP
 
 
-def run_chunks(runs: Sequence[str], label_chars: int, cell_chars: int, width: float = COLUMN_POINTS) -> list[list[int]]:
+def run_chunks(
+    runs: Sequence[str],
+    label_chars: int,
+    cell_chars: int,
+    width: float = COLUMN_POINTS,
+    baseline: int | None = None,
+) -> list[list[int]]:
     """The runs (their indices) of each part of a table whose rows are measures and columns runs:
-    as many runs side by side as fit ``width`` points after the label column, the rest in the next part."""
+    as many runs side by side as fit ``width`` points after the label column, the rest in the next
+    part; the ``baseline`` run (its index) first in every part, so each part reads against it."""
+
+    def need(i: int) -> float:
+        return _width(max(cell_chars, min(len(runs[i]), HEADER_CHARS)))
+
     room = width - _width(label_chars)
-    chunks: list[list[int]] = [[]]
-    used = 0.0
-    for i, run in enumerate(runs):
-        need = _width(max(cell_chars, min(len(run), HEADER_CHARS)))
-        if chunks[-1] and used + need > room:
-            chunks.append([])
-            used = 0.0
+    first = [baseline] if baseline is not None else []
+    chunks: list[list[int]] = [list(first)]
+    used = sum(need(i) for i in first)
+    for i in range(len(runs)):
+        if i == baseline:
+            continue
+        if len(chunks[-1]) > len(first) and used + need(i) > room:
+            chunks.append(list(first))
+            used = sum(need(j) for j in first)
         chunks[-1].append(i)
-        used += need
+        used += need(i)
     return chunks
 
 
@@ -213,12 +344,10 @@ def table_notes(table: dict, marks: set[str] | None = None, intervals: bool = Fa
             rf"correction: {escape(policy['correction'])} \cite{{holm1979}}"
         )
         if "*" in marks:
-            notes.append(
-                rf"*\,$p < {policy['alpha']}$ (adjusted) against \texttt{{{escape(policy['baseline'])}}}; {rule}."
-            )
+            notes.append(rf"*\,$p < {policy['alpha']}$ (adjusted) against {breakable(policy['baseline'])}; {rule}.")
         else:
             notes.append(
-                rf"No run differs from \texttt{{{escape(policy['baseline'])}}} at $p < {policy['alpha']}$ (adjusted); {rule}."
+                rf"No run differs from {breakable(policy['baseline'])} at $p < {policy['alpha']}$ (adjusted); {rule}."
             )
     if table["correlations"]:
         corr = table["correlation_significance"]
@@ -246,18 +375,29 @@ def _caption_cutoffs(table: dict) -> str:
     return f"cutoff{'s' if len(cutoffs) > 1 else ''} {listed}"
 
 
-def table_tex(table: dict, caption: str | None = None) -> str:
-    """One table (:func:`metrics.tables.build_table`'s dict) as ``table`` floats that fit a column of
-    :data:`COLUMN_POINTS` at :data:`TABLE_POINTS` type, never scaled: a row per measure (its label names
-    the cutoff), a column per run, each cell the run's mean over the queries with its mark (``*``
-    against the baseline) and, under it, ± half the width of its bootstrap 95% interval; then, per
-    correlated pair, Pearson's r and Kendall's τ of each run (``†``). Runs that do not fit side by side
-    go to a second part (a float of its own). The notes state the test, family and correction of each
-    mark a cell carries, and only of those."""
+def table_tex(table: dict, caption: str | None = None, layout: str | Template | None = None) -> str:
+    """One table (:func:`metrics.tables.build_table`'s dict) as floats that fit the page of ``layout``
+    (a :data:`TEMPLATES` name; default :data:`DEFAULT_TEMPLATE`) at :data:`TABLE_POINTS` type, never
+    scaled: a row per measure (its label names the cutoff), a column per run, each cell the run's mean
+    over the queries with its mark (``*`` against the baseline) and, under it, ± half the width of its
+    bootstrap 95% interval; then, per correlated pair, Pearson's r and Kendall's τ of each run (``†``).
+    In a column (``table``) if the runs fit it; on a two-column page across both (``table*``) if they
+    fit that; else split by runs into parts (floats of their own), the baseline's column repeated
+    in each. The notes state the test, family and correction of each mark a cell carries, and only
+    of those."""
+    page = template(layout)
     runs = [row["run"] for row in table["rows"]]
     labels = [escape(column["label"]) for column in table["columns"]]
     label_chars = max([len(column["label"]) for column in table["columns"]] + [10 if table["correlations"] else 3])
-    chunks = run_chunks(runs, label_chars, 9)
+    baseline = runs.index(table["baseline"]) if table.get("baseline") in runs else None
+    wide = False
+    chunks = run_chunks(runs, label_chars, 9, page.column)
+    if len(chunks) > 1 and page.two_columns:
+        wide = True
+        chunks = run_chunks(runs, label_chars, 9, page.text_width)
+    if len(chunks) > 1:
+        chunks = run_chunks(runs, label_chars, 9, page.text_width if wide else page.column, baseline)
+    environment = "table*" if wide else "table"
     marks = {cell["mark"] for row in table["rows"] for cell in row["cells"] if cell["mark"]}
     marks |= {
         r[f"{kind}_mark"]
@@ -279,8 +419,12 @@ def table_tex(table: dict, caption: str | None = None) -> str:
     parts = []
     for number_, chunk in enumerate(chunks):
         n = len(chunk)
-        lines = [r"\begin{table}[tbp]", r"\centering", _SIZE]
-        shown = what + (f"; runs {chunk[0] + 1}--{chunk[-1] + 1} of {len(runs)}" if len(chunks) > 1 else "")
+        lines = [rf"\begin{{{environment}}}[tbp]", r"\centering", _SIZE]
+        shown = what
+        if len(chunks) > 1:
+            others = [i for i in chunk if i != baseline]
+            shown += f"; part {number_ + 1} of {len(chunks)}: runs {others[0] + 1}--{others[-1] + 1} of {len(runs)}"
+            shown += f", beside the baseline {breakable(runs[baseline])}" if baseline is not None else ""
         if len(chunks) > 1 and number_ < len(chunks) - 1:
             shown += "; notes under the last part"
         lines += [
@@ -326,24 +470,37 @@ def table_tex(table: dict, caption: str | None = None) -> str:
             lines += [r"\par\smallskip", r"\begin{minipage}{\linewidth}" + _SIZE]
             lines += [note + (r"\\" if i < len(notes) - 1 else "") for i, note in enumerate(notes)]
             lines.append(r"\end{minipage}")
-        lines.append(r"\end{table}")
+        lines.append(rf"\end{{{environment}}}")
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
 
 
-def figure_tex(file: str, caption: str, label: str, width: str | None = None) -> str:
-    """A ``figure`` float including ``file`` (a PDF of the bundle) at its natural size: the figures are
-    drawn as wide as a column (:data:`metrics.plots.PAPER_WIDTH`) with their type at 7 pt or more, so
-    neither scaling down (smaller type) nor up (larger than the text's) is needed; ``width`` overrides."""
+#: Defines ``\\Description`` where the class does not (ACM's ``acmart`` does; a no-op elsewhere), so a
+#: figure's ``.tex`` goes into any paper as it is.
+DESCRIPTION_GUARD = r"\providecommand{\Description}[2][]{}"
+
+
+def figure_tex(
+    file: str, caption: str, label: str, width: str | None = None, description: str = "", wide: bool = False
+) -> str:
+    """A ``figure`` float (``figure*`` across both columns if ``wide``) including ``file`` (a PDF of the
+    bundle) at its natural size: the figures are drawn as wide as a column
+    (:data:`metrics.plots.PAPER_WIDTH`) with their type at 7 pt or more and no taller than the text
+    block, so neither scaling down (smaller type) nor up is needed; ``width`` overrides.
+    ``description``: what the figure shows, for readers who cannot see it (ACM's ``\\Description``;
+    :data:`DESCRIPTION_GUARD` makes it a no-op in other classes)."""
     option = f"[width={width}]" if width else ""
+    environment = "figure*" if wide else "figure"
     return "\n".join(
         [
-            r"\begin{figure}[tbp]",
+            DESCRIPTION_GUARD,
+            rf"\begin{{{environment}}}[tbp]",
             r"\centering",
             rf"\includegraphics{option}{{{file}}}",
+            rf"\Description{{{escape(description or caption)}}}",
             rf"\caption{{{escape(caption)}}}",
             rf"\label{{{label}}}",
-            r"\end{figure}",
+            rf"\end{{{environment}}}",
             "",
         ]
     )
@@ -356,20 +513,27 @@ def document(
     intro: str = "",
     limitations: bool = False,
     checklist: bool = False,
+    layout: str | Template | None = None,
 ) -> str:
-    """A minimal article that ``\\input``s ``methods.tex``, each table's and figure's ``.tex`` (names
-    without the suffix) and the bibliography: the bundle compiles as it is (``pdflatex``, ``bibtex``,
-    ``pdflatex`` twice)."""
+    """A minimal paper in ``layout`` (a :data:`TEMPLATES` name; default :data:`DEFAULT_TEMPLATE`) that
+    ``\\input``s ``methods.tex``, each table's and figure's ``.tex`` (names without the suffix) and the
+    bibliography in the class's own style: the bundle compiles as it is (``pdflatex``, ``bibtex``,
+    ``pdflatex`` twice). T1-encoded fonts (cm-super's Type 1 outlines)."""
+    page = template(layout)
     lines = [
-        r"\documentclass[11pt]{article}",
+        *page.preamble,
+        r"\usepackage[T1]{fontenc}",
         r"\usepackage[utf8]{inputenc}",
         r"\usepackage{amsmath}",
         r"\usepackage{booktabs}",
         r"\usepackage{graphicx}",
+        DESCRIPTION_GUARD,
+        # Run and set names in typewriter type break only at their separators: a line of several
+        # may stretch its spaces a little more than TeX's default rather than run past the column.
+        r"\setlength{\emergencystretch}{2em}",
         r"\begin{document}",
         rf"\title{{{escape(title)}}}",
-        r"\author{}",
-        r"\date{}",
+        *page.authors,
         r"\maketitle",
         r"\section*{Method}",
         r"\input{methods}",
@@ -380,7 +544,7 @@ def document(
     lines += [rf"\input{{{name}}}" for name in figures]
     if limitations:
         lines += [r"\section*{Limitations}", r"\input{limitations}"]
-    lines += [r"\bibliographystyle{plain}", r"\bibliography{references}"]
+    lines += [rf"\bibliographystyle{{{page.bibliography_style}}}", r"\bibliography{references}"]
     if checklist:  # after the references, as the venues place their checklists
         lines += [r"\appendix", r"\section*{Checklists}", r"\input{checklist}"]
     lines += [r"\end{document}", ""]
@@ -391,16 +555,44 @@ def _missing(value) -> bool:
     return value is None or value != value  # None or NaN
 
 
-def uncertainty_tex(rows: Sequence[dict], cutoff: int, baseline: str | None, alpha: float = 0.05) -> str:
+def _pack(blocks: Sequence[tuple[list[str], float]], room: float) -> list[list[str]]:
+    """``blocks`` (lines, height in points) in parts of at most ``room`` points each, in order (a block
+    taller than ``room`` alone in its part)."""
+    parts: list[list[str]] = [[]]
+    used = 0.0
+    for lines, height in blocks:
+        if parts[-1] and used + height > room:
+            parts.append([])
+            used = 0.0
+        parts[-1] += lines
+        used += height
+    return parts
+
+
+def _caption_height(chars: int, width: float) -> float:
+    return FLOAT_SKIP + (TABLE_POINTS + 3) * _text_lines(chars, width, TABLE_POINTS + 2)
+
+
+def uncertainty_tex(
+    rows: Sequence[dict],
+    cutoff: int,
+    baseline: str | None,
+    alpha: float = 0.05,
+    layout: str | Template | None = None,
+) -> str:
     """A report on a batch's labels at one cutoff (``rows``: its results there, as dicts with the
     fields of :data:`metrics.defaults.LABEL_UNCERTAINTY_COLUMNS`), as the report page and
     :func:`metrics.formatting.uncertainty_table` show it: per metric and variant, each run's value with
     ± half its query-only 95% interval, the label-corrected value with ± half the interval that also
     carries the labels' uncertainty, and the labels' share of that width; against the baseline, the
-    difference's two intervals and the combined test's p (``*``: p < ``alpha``), in a second tabular
-    under the first, so that the table fits a column (:data:`COLUMN_POINTS`) at :data:`TABLE_POINTS`."""
+    difference's two intervals and the combined test's p (``*``: p < ``alpha``), in tables of their
+    own after the values'. A column wide at :data:`TABLE_POINTS`; split by metric into parts that are
+    each no taller than the text block of ``layout`` (:data:`TEMPLATES`), labelled ``tab:labels``,
+    ``tab:labels-2``…"""
 
     from .formatting import p_mark
+
+    page = template(layout)
 
     def value(number_, low, high) -> str:
         if _missing(number_):
@@ -411,23 +603,23 @@ def uncertainty_tex(rows: Sequence[dict], cutoff: int, baseline: str | None, alp
     def interval(low, high) -> str:
         return "--" if _missing(low) or _missing(high) else f"$[{low:.3f}, {high:.3f}]$"
 
+    def height(run: str) -> float:
+        return LEADING * len(header_lines(run))
+
     groups: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
         groups.setdefault((row["metric"], row["variant"]), []).append(row)
     marked = False
-    values = [r"\begin{tabular}{@{}lrrr@{}}", r"\toprule", r"Run & Value & Corrected & Labels \\"]
-    against = [
-        r"\begin{tabular}{@{}lrrr@{}}",
-        r"\toprule",
-        r"Run & $\Delta$ query-only & $\Delta$ with labels & $p$ \\",
-    ]
+    values: list[tuple[list[str], float]] = []
+    against: list[tuple[list[str], float]] = []
+    rule = 4.0  # a \midrule with its space
     for (metric, variant), part in groups.items():
         heading = rf"\multicolumn{{4}}{{@{{}}l}}{{\emph{{{escape(metric)} {{[}}{escape(variant)}{{]}} @{cutoff}}}}} \\"
-        values += [r"\midrule", heading]
-        against += [r"\midrule", heading]
+        block, block_height = [r"\midrule", heading], rule + LEADING
+        differences, differences_height = [r"\midrule", heading], rule + LEADING
         for row in part:
             share = row.get("label_share")
-            values.append(
+            block.append(
                 " & ".join(
                     [
                         _header(str(row["run"])),
@@ -438,12 +630,13 @@ def uncertainty_tex(rows: Sequence[dict], cutoff: int, baseline: str | None, alp
                 )
                 + r" \\"
             )
+            block_height += height(str(row["run"]))
             if baseline and row["run"] != baseline:
                 p = row.get("p_value")
                 mark = p_mark(None if _missing(p) else p, alpha)
                 marked = marked or bool(mark)
                 p_text = "--" if _missing(p) else p_value_tex(p) + _mark(mark)
-                against.append(
+                differences.append(
                     " & ".join(
                         [
                             _header(str(row["run"])),
@@ -454,41 +647,73 @@ def uncertainty_tex(rows: Sequence[dict], cutoff: int, baseline: str | None, alp
                     )
                     + r" \\"
                 )
-    values += [r"\bottomrule", r"\end{tabular}"]
-    against += [r"\bottomrule", r"\end{tabular}"]
-    caption = (
-        f"Values with the labels' uncertainty at cutoff {cutoff}: each run's mean $\\pm$ half its 95\\% interval"
-        + (
-            rf"; below, each run's difference from \texttt{{{escape(baseline)}}} with its 95\% intervals"
-            if baseline
-            else ""
-        )
-        + "."
-    )
-    lines = [r"\begin{table}[tbp]", r"\centering", _SIZE, rf"\caption{{{caption}}}", r"\label{tab:labels}"]
-    lines += [r"\smallskip", *values]
-    if baseline:
-        lines += [r"\par\medskip", *against]
+                differences_height += height(str(row["run"]))
+        values.append((block, block_height))
+        if len(differences) > 2:
+            against.append((differences, differences_height))
     test = (
         "bootstrap test of the label-corrected paired difference, "
         r"Holm-adjusted \cite{holm1979} within each metric, variant and cutoff."
     )
-    lines += [
-        r"\par\smallskip",
-        r"\begin{minipage}{\linewidth}" + _SIZE,
+    note = (
         "Value: the mean over the queries labelled non-gendered, $\\pm$ half its query-only 95\\% bootstrap interval "
         "\\cite{efron1979}. Corrected: the mean over the truly non-gendered queries, estimated from every judged "
         "query's label probabilities; its interval resamples the queries and re-fits the labels' class means. "
         "Labels: the share of that interval's width the labels contribute."
+    )
+    if baseline:
+        note += (rf" *\,$p < {alpha}$: " if marked else rf" No run differs at $p < {alpha}$; $p$: ") + test
+    caption = (
+        f"Values with the labels' uncertainty at cutoff {cutoff}: each run's mean $\\pm$ half its 95\\% interval"
         + (
-            (rf" *\,$p < {alpha}$: " if marked else rf" No run differs at $p < {alpha}$; $p$: ") + test
-            if baseline
+            rf"; Table~\ref{{tab:labels-differences}}: each run's difference from {breakable(baseline)}"
+            if baseline and against
             else ""
-        ),
-        r"\end{minipage}",
-        r"\end{table}",
+        )
+        + "."
+    )
+    caption_against = (
+        rf"Each run's difference from the baseline {breakable(baseline)} at cutoff {cutoff} with its 95\% intervals: "
+        "over the queries only, and with the labels' uncertainty; $p$ of the combined test."
+        if baseline
+        else ""
+    )
+    width = page.column
+    head = LEADING + 2 * rule  # the column heads, the top and bottom rules
+    notes_height = LEADING * _text_lines(len(note), width) + 6
+    room = page.text_height * FLOAT_SHARE - head
+    sections = [
+        ("labels", caption, r"Run & Value & Corrected & Labels \\", values),
+        ("labels-differences", caption_against, r"Run & $\Delta$ query-only & $\Delta$ with labels & $p$ \\", against),
     ]
-    return "\n".join(lines) + "\n"
+    sections = [(label, text, columns, blocks) for label, text, columns, blocks in sections if blocks] or [
+        ("labels", caption, sections[0][2], [([], 0.0)])  # no rows: the table's head and its notes
+    ]
+    floats = []
+    for s, (label, text, columns, blocks) in enumerate(sections):
+        # Every part leaves room for its caption; those of the last section for the notes too
+        # (they go under its last part).
+        fits = room - _caption_height(len(text), width) - (notes_height if s == len(sections) - 1 else 0)
+        parts = _pack(blocks, fits)
+        for number_, body in enumerate(parts):
+            shown = text if number_ == 0 else f"{text.rstrip('.')} (continued, part {number_ + 1} of {len(parts)})."
+            lines = [r"\begin{table}[tbp]", r"\centering", _SIZE, rf"\caption{{{shown}}}"]
+            lines.append(rf"\label{{tab:{label}{'' if number_ == 0 else f'-{number_ + 1}'}}}")
+            lines += [r"\smallskip", r"\begin{tabular}{@{}lrrr@{}}", r"\toprule", columns, *body, r"\bottomrule"]
+            lines.append(r"\end{tabular}")
+            floats.append(lines)
+    floats[-1] += [r"\par\smallskip", r"\begin{minipage}{\linewidth}" + _SIZE, note, r"\end{minipage}"]
+    return "\n".join("\n".join([*lines, r"\end{table}"]) for lines in floats) + "\n"
+
+
+def screenshot_description(page: dict) -> str:
+    """What the task page's screenshot shows, from the page: its title and its instructions' first line."""
+    lines = [line.strip() for line in str(page.get("instructions") or "").splitlines() if line.strip()]
+    first = f' Its instructions begin: "{lines[0][:200]}"' if lines else ""
+    return (
+        f'Screenshot of the annotation task page titled "{page.get("title") or "untitled"}", with its '
+        f"instructions ({len(lines)} lines) above the batch's first queries and their answer choices.{first}"
+    )
 
 
 def checklist_tex(items: Sequence, page: dict | None) -> str:
@@ -504,6 +729,8 @@ def checklist_tex(items: Sequence, page: dict | None) -> str:
         "% Generated from the study's records by the platform's paper bundle: fill in every",
         f"% {TO_ANSWER} before submitting. Questions quoted from:",
         *(f"%   {venue}: {SOURCES[venue]}" for venue in venues),
+        # File names and quoted queries cannot hyphenate: spaces stretch rather than a line overflow.
+        r"\begingroup\sloppy",
     ]
     for venue in venues:
         lines += [
@@ -530,11 +757,14 @@ def checklist_tex(items: Sequence, page: dict | None) -> str:
             # type at 7 pt: a column-wide screenshot would set it at 4 pt.
             width = f"{WINDOW[0] * PRINT_POINTS_PER_PIXEL:.0f}pt"
             lines += [
+                DESCRIPTION_GUARD,
                 r"\begin{figure*}[tbp]",
                 r"\centering",
                 rf"\includegraphics[width={width}]{{{page['screenshot']}}}",
+                rf"\Description{{{escape(screenshot_description(page))}}}",
                 r"\caption{The task page as annotators saw it, with the batch's first queries.}",
                 r"\label{fig:task-page}",
                 r"\end{figure*}",
             ]
+    lines.append(r"\par\endgroup")
     return "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ from typing import Any
 from annotation.publication.statements import reward_clause
 
 from .defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
-from .latex import escape, prose
+from .latex import breakable, escape, prose
 from .vocabulary import form_statement
 
 #: The label sources of :func:`annotation.selectors.study_facts` (``labels.sources``), as
@@ -67,7 +67,8 @@ def _collection(collection: dict) -> str:
 
 
 def _tt(text: object) -> str:
-    return rf"\texttt{{{escape(text)}}}"
+    """A name in typewriter type that breaks where it must (:func:`metrics.latex.breakable`)."""
+    return breakable(text)
 
 
 def _is_msmarco(*sources: str | None) -> bool:
@@ -76,13 +77,13 @@ def _is_msmarco(*sources: str | None) -> bool:
 
 
 def _pool_sentence(pool: dict) -> str:
-    dataset = f" (queries from \\texttt{{{escape(pool['dataset'])}}})" if pool.get("dataset") else ""
+    dataset = f" (queries from {_tt(pool['dataset'])})" if pool.get("dataset") else ""
     runs = _list(_tt(run) for run in pool["runs"])
     return (
         f"The queries were pooled from the runs {runs} on the "
-        f"query set \\texttt{{{escape(pool['source'])}}}{dataset}: for each run, the {pool['depth']} queries whose "
+        f"query set {_tt(pool['source'])}{dataset}: for each run, the {pool['depth']} queries whose "
         f"top {pool['rank_cutoff']} documents lean most female and the {pool['depth']} leaning most male by RaB "
-        f"\\cite{{rekabsaz2020}} ({escape(pool['magnitude'])} magnitude, word list \\texttt{{{escape(pool['wordlist'])}}}, "
+        f"\\cite{{rekabsaz2020}} ({escape(pool['magnitude'])} magnitude, word list {_tt(pool['wordlist'])}, "
         f"{escape(pool['tokenizer'])} tokenizer), their union being the pool."
     )
 
@@ -219,7 +220,7 @@ def _labels_sentences(facts: dict) -> list[str]:
 
 
 def _machine_sentences(machine: dict) -> list[str]:
-    model = f", model \\texttt{{{escape(machine['model'])}}}" if machine.get("model") else ""
+    model = f", model {_tt(machine['model'])}" if machine.get("model") else ""
     threshold = machine.get("confidence threshold")
     sentences = [
         f"A machine labeller ({escape(machine['labeller'])}{model}, prompt/rules version "
@@ -267,7 +268,7 @@ def _named_set(named: dict[str, Any], cite: str = "") -> str:
     citation ``cite`` beside it when its queries are MS MARCO's)."""
     return (
         f"{escape(named['short'])} \\cite{{{named['citation_key']}}}{cite} "
-        f"(\\texttt{{{escape(named['source'])}}}, licence {escape(named['licence'])})"
+        f"({_tt(named['source'])}, licence {escape(named['licence'])})"
     )
 
 
@@ -276,18 +277,15 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     if facts is None:
         source = settings.get("dataset_source")
         cite = " \\cite{bajaj2016}" if _is_msmarco(source) else ""
-        origin = f", from \\texttt{{{escape(source)}}}{cite}" if source else cite
+        origin = f", from {_tt(source)}{cite}" if source else cite
         if settings.get("named_set"):
             origin = f", {_named_set(settings['named_set'], cite)}"
-        return (
-            f"The {settings['queries']} queries of the query set \\texttt{{{escape(settings['query_set'])}}}{origin} "
-            "were given."
-        )
+        return f"The {settings['queries']} queries of the query set {_tt(settings['query_set'])}{origin} were given."
     sentences = []
     if facts.get("pool"):
         sentences.append(_pool_sentence(facts["pool"]))
     else:
-        sentences.append(f"The queries are those of the query set \\texttt{{{escape(facts['batch']['source'])}}}.")
+        sentences.append(f"The queries are those of the query set {_tt(facts['batch']['source'])}.")
     pool = facts.get("pool") or {}
     if _is_msmarco(pool.get("dataset"), facts.get("source_dataset")):
         sentences[-1] = sentences[-1][:-1] + " (MS MARCO \\cite{bajaj2016})."
@@ -304,7 +302,7 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     if export:
         sentences.append(
             f"The report measures the {export['queries']} queries labelled {escape(export['category'])} that "
-            f"the batch's export wrote as the query set \\texttt{{{escape(settings['query_set'])}}}."
+            f"the batch's export wrote as the query set {_tt(settings['query_set'])}."
         )
     drift = settings.get("labels_drift")
     if drift:  # a comment a reader of the source sees, and the sentence itself
@@ -341,7 +339,7 @@ def _ties_sentences(settings: dict[str, Any]) -> list[str]:
     sentences.append("Effectiveness follows trec\\_eval's order of ties (ir\\_measures).")
     if settings.get("preset"):
         lines = "; ".join(escape(line) for line in settings.get("preset_lines") or [])
-        sentences.append(f"The settings are those of preset \\texttt{{{escape(settings['preset'])}}}: {lines}.")
+        sentences.append(f"The settings are those of preset {_tt(settings['preset'])}: {lines}.")
     return sentences
 
 
@@ -378,7 +376,7 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
     if metrics & {"RaB", "ARaB"}:
         sentences.append(
             "Rank bias: RaB and ARaB \\cite{rekabsaz2020} with term-frequency and Boolean magnitudes over the "
-            f"definitional word list \\texttt{{{escape(settings['wordlist'])}}} (0 is balanced, positive leans male)."
+            f"definitional word list {_tt(settings['wordlist'])} (0 is balanced, positive leans male)."
         )
     if metrics & {"NFaiRR", "TExFAIR"}:
         named = []
@@ -391,7 +389,7 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
             named.append("TExFAIR \\cite{abolghasemi2024}")
         sentences.append(
             f"Fairness of representation, with the representative word list "
-            f"\\texttt{{{escape(settings['representative_wordlist'])}}} (1 is fair): {'; and '.join(named)}."
+            f"{_tt(settings['representative_wordlist'])} (1 is fair): {'; and '.join(named)}."
         )
     exposure = []
     if "AWRF" in metrics:
@@ -406,7 +404,7 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         unjudged = settings.get("unjudged") or 0
         sentences.append(
             f"Effectiveness ({escape(', '.join(settings['measures']))}) was computed with ir\\_measures "
-            f"\\cite{{macavaney2022}} against the relevance judgments \\texttt{{{escape(settings['qrels'])}}}; "
+            f"\\cite{{macavaney2022}} against the relevance judgments {_tt(settings['qrels'])}; "
             + (
                 "a judged query a run did not return is left out of that run's means"
                 if settings.get("unreturned_left_out")
@@ -432,7 +430,7 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
             else escape(policy["test"]).replace("paired t-test", "paired $t$-test \\cite{student1908}")
         )
         sentences.append(
-            f"Each run is compared with the baseline \\texttt{{{escape(policy['baseline'])}}} by a {test}; "
+            f"Each run is compared with the baseline {_tt(policy['baseline'])} by a {test}; "
             f"family: {escape(policy['family'])}; {escape(policy['correction'])}-corrected \\cite{{holm1979}}; "
             f"significant at $p < {policy['alpha']}$."
         )

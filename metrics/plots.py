@@ -37,16 +37,23 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
+#: matplotlib settings of the paper's PDFs: fonts embedded as TrueType (42), not as Type 3 (matplotlib's
+#: default), which submission systems (ACM's TAPS, IEEE PDF eXpress) flag or reject.
+PDF_SETTINGS = {"pdf.fonttype": 42}
+
+
 def _pdf(figure: Figure) -> bytes:
     """A vector PDF for a paper (the paper bundle, :mod:`metrics.services.paper`): undated, so the
-    same report gives the same bytes; :data:`~core.svg_plots.INK` is near-black on paper."""
+    same report gives the same bytes; :data:`~core.svg_plots.INK` is near-black on paper; its fonts
+    TrueType (:data:`PDF_SETTINGS`)."""
     from matplotlib.backends.backend_pdf import FigureCanvasPdf
 
     FigureCanvasPdf(figure)
     buffer = io.BytesIO()
     # The page is the figure's own size (no tight crop): the paper places it at its natural width,
     # :data:`PAPER_WIDTH`, so its type is the size it was drawn at (constrained layout keeps it inside).
-    figure.savefig(buffer, format="pdf", metadata={"CreationDate": None})
+    with svg_settings(PDF_SETTINGS):  # matplotlib's settings are global: one save at a time
+        figure.savefig(buffer, format="pdf", metadata={"CreationDate": None})
     return buffer.getvalue()
 
 
@@ -55,6 +62,13 @@ def _pdf(figure: Figure) -> bytes:
 PAPER_WIDTH = 3.3
 #: The paper figures' type size (points), at the placed size: venues ask for 7 pt or more.
 PAPER_POINTS = 8
+#: The tallest a paper figure is drawn (inches): its caption below it still within the shortest text
+#: block of :data:`metrics.latex.TEMPLATES` (LNCS, 549 pt = 7.6 in; 6.8 in is 490 pt). A figure with more panels than fit
+#: is drawn as several (:func:`paper_parts`), each a figure of its own.
+PAPER_MAX_HEIGHT = 6.8
+#: A panel title longer than this many characters is set on two lines (the variant on the second), so
+#: it is never cut at the figure's edge.
+TITLE_CHARS = 14
 #: Okabe and Ito's colour-blind-safe palette (without its yellow, faint on white paper): the paper's series.
 PAPER_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000")
 #: Each run's marker and line style, so runs are told apart without colour (print, colour blindness).
@@ -90,7 +104,7 @@ def _paper_text(figure: Figure) -> None:
 #: Version of how the figures are drawn and written, part of every cached figure's key
 #: (:mod:`metrics.services.plot_cache`): raise it when a change draws them differently, so that no
 #: figure drawn before is served, even by a deployment whose software version did not change.
-DRAWING = 3
+DRAWING = 4
 #: matplotlib settings of the report's SVGs. Text stays text (``<text>``, 90% of the old SVG's
 #: bytes were glyph outlines): the browser sets it in DejaVu Sans, the font matplotlib measures
 #: it with (first in the stack, so the layout is unchanged), or in a font of about its width;
@@ -138,16 +152,59 @@ def _panels(summary: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(pairs, key=lambda mv: (metric_position(mv[0]), variant_position(mv[1])))
 
 
-def cutoff_figure(summary: pd.DataFrame, *, format: str = "png") -> bytes:
+def panels(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """The (metric, variant) panels a figure of ``frame`` draws, in the figures' order."""
+    return _panels(frame) if len(frame) else []
+
+
+def paper_parts(count: int, row_inches: float, fixed_inches: float, columns: int = 2) -> list[range]:
+    """The panels (indices) of each part of a paper figure of ``count`` panels in ``columns`` columns,
+    each row ``row_inches`` high plus ``fixed_inches`` (legend, margins): as many rows in a part as
+    keep it within :data:`PAPER_MAX_HEIGHT` (at least one)."""
+    rows = max(1, int((PAPER_MAX_HEIGHT - fixed_inches) // row_inches))
+    step = rows * columns
+    return [range(start, min(start + step, count)) for start in range(0, count, step)] or [range(0)]
+
+
+#: On paper, a run's name in a legend or beside an axis is broken into lines of at most this many
+#: characters (at a separator, or with a hyphen): a long name would run past the figure's edge.
+NAME_CHARS = 16
+
+
+def paper_name(name: object) -> str:
+    """A run's name in lines of at most :data:`NAME_CHARS` (:func:`metrics.latex.header_lines`)."""
+    from .latex import header_lines
+
+    return "\n".join(header_lines(str(name), NAME_CHARS))
+
+
+def _title(text: str, variant: str, paper: bool) -> str:
+    """A panel's title, the variant on a line of its own when the title is long (on paper)."""
+    whole = f"{text} [{variant}]"
+    return f"{text}\n[{variant}]" if paper and len(whole) > TITLE_CHARS else whole
+
+
+#: Height (inches) of a row of the cutoff figure's panels on paper, and of a row of its legend.
+CUTOFF_ROW = 1.55
+LEGEND_ROW = 0.16
+
+
+def cutoff_fixed(runs: int) -> float:
+    """What the paper cutoff figure needs beyond its panels' rows (inches): margins and the legend."""
+    return 0.2 + LEGEND_ROW * -(-runs // 2)
+
+
+def cutoff_figure(summary: pd.DataFrame, *, format: str = "png", only: list[tuple[str, str]] | None = None) -> bytes:
     """Bias of every run against the cutoff, one panel per metric and variant (cf. Figure 1 of
-    Rekabsaz & Schedl 2020), with the bootstrap 95% CI as a band."""
-    panels = _panels(summary) if len(summary) else []
+    Rekabsaz & Schedl 2020), with the bootstrap 95% CI as a band; ``only`` these panels if given
+    (a part of a paper figure, :func:`paper_parts`)."""
+    panels = (_panels(summary) if len(summary) else []) if only is None else list(only)
     paper = format == "pdf"
     columns = min(2 if paper else 3, max(1, len(panels)))
     rows = max(1, -(-len(panels) // columns))
     runs = list(dict.fromkeys(summary["run"])) if len(summary) else []
     if paper:  # a column wide, panels 1.5 in high, the legend's rows under them
-        figure = Figure(figsize=(PAPER_WIDTH, 1.55 * rows + 0.2 + 0.16 * -(-len(runs) // 2)), layout="constrained")
+        figure = Figure(figsize=(PAPER_WIDTH, CUTOFF_ROW * rows + cutoff_fixed(len(runs))), layout="constrained")
     else:
         figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
     for i, (metric, variant) in enumerate(panels):
@@ -158,13 +215,14 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png") -> bytes:
             if not len(line):
                 continue
             style = series_style(runs.index(run), paper)
-            axes.plot(line["cutoff"], line["value"], label=run, markersize=4 if paper else 6, linewidth=1.2, **style)
+            label = paper_name(run) if paper else run
+            axes.plot(line["cutoff"], line["value"], label=label, markersize=4 if paper else 6, linewidth=1.2, **style)
             low, high = line["ci_low"].astype(float), line["ci_high"].astype(float)
             if low.notna().all() and high.notna().all():
                 axes.fill_between(line["cutoff"], low, high, alpha=0.15, color=style["color"], linewidth=0)
         if is_rab_like(metric):
             axes.axhline(0.0, color="0.6", linewidth=0.8)
-        axes.set_title(f"{metric} [{variant}]")
+        axes.set_title(_title(metric, variant, paper))
         axes.set_xlabel("cutoff")
         axes.set_ylabel(_wrap(note(metric), 22 if paper else 28), fontsize="small")
         axes.set_xticks(sorted(data["cutoff"].unique()))
@@ -178,16 +236,25 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png") -> bytes:
     return _save(figure, format)
 
 
-def distribution_figure(per_query: pd.DataFrame, cutoff: int, *, format: str = "png") -> bytes:
-    """Per-query distribution of every metric at one cutoff: a box plot per run and panel."""
+def distribution_row(runs: int) -> float:
+    """Height (inches) of a row of the paper distribution figure's panels: a line per run (less when
+    many runs would make one row taller than :data:`PAPER_MAX_HEIGHT`; never under 7 pt type's line)."""
+    return 0.7 + max(0.11, min(0.22, (PAPER_MAX_HEIGHT - 0.8) / max(1, runs))) * max(1, runs)
+
+
+def distribution_figure(
+    per_query: pd.DataFrame, cutoff: int, *, format: str = "png", only: list[tuple[str, str]] | None = None
+) -> bytes:
+    """Per-query distribution of every metric at one cutoff: a box plot per run and panel; ``only``
+    these panels if given (a part of a paper figure, :func:`paper_parts`)."""
     data = per_query[per_query["cutoff"] == cutoff]
-    panels = _panels(data) if len(data) else []
+    panels = (_panels(data) if len(data) else []) if only is None else list(only)
     paper = format == "pdf"
     columns = min(2 if paper else 3, max(1, len(panels)))
     rows = max(1, -(-len(panels) // columns))
     runs = list(pd.unique(per_query["run"])) if len(per_query) else []  # in order; not a Python pass per row
     if paper:  # a column wide; a row of each panel per run
-        figure = Figure(figsize=(PAPER_WIDTH, (0.7 + 0.22 * max(1, len(runs))) * rows), layout="constrained")
+        figure = Figure(figsize=(PAPER_WIDTH, distribution_row(len(runs)) * rows), layout="constrained")
     else:
         figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
     for i, (metric, variant) in enumerate(panels):
@@ -196,14 +263,16 @@ def distribution_figure(per_query: pd.DataFrame, cutoff: int, *, format: str = "
         values = [panel.loc[panel["run"] == run, "value"].dropna().to_numpy() for run in runs]
         # On paper the runs read down the side, unturned (turned names print small and crooked).
         axes.boxplot(
-            values, tick_labels=runs, showmeans=True, flierprops={"markersize": 2},
+            values, tick_labels=[paper_name(run) for run in runs] if paper else runs, showmeans=True, flierprops={"markersize": 2},
             orientation="horizontal" if paper else "vertical",
         )  # fmt: skip
         if is_rab_like(metric):
             (axes.axvline if paper else axes.axhline)(0.0, color="0.6", linewidth=0.8)
-        axes.set_title(f"{metric}@{cutoff} [{variant}]")
+        axes.set_title(_title(f"{metric}@{cutoff}", variant, paper))
         if paper:
             axes.invert_yaxis()  # the first run on top
+            if i % columns:  # the runs in the same order as the row's first panel names them: room for the title
+                axes.tick_params(axis="y", labelleft=False)
         else:
             axes.tick_params(axis="x", labelrotation=30, labelsize="small")
     if paper:
@@ -360,8 +429,10 @@ def tradeoff_figure(
         style = series_style(i, paper)
         axes.errorbar(
             [a["value"]], [b["value"]], xerr=xerr, yerr=yerr, linestyle="none", marker=style["marker"],
-            markersize=5, capsize=3, color=style["color"], label=run,
+            markersize=5, capsize=3, color=style["color"], label=paper_name(run) if paper else run,
         )  # fmt: skip
+        if paper:  # on paper the legend names the runs (by marker and colour): names by points overlap
+            continue
         # A name reads away from the middle, so the rightmost run's name does not run off the figure.
         left = a["value"] > middle
         axes.annotate(
@@ -371,7 +442,7 @@ def tradeoff_figure(
     if is_rab_like(y[0]):
         axes.axhline(0.0, color=INK, linewidth=0.8, alpha=0.6)
     axes.margins(0.12)
-    axes.set_title(f"{y[0]}@{y[2]} against {x[0]}@{x[2]}", fontsize=11)
+    axes.set_title(_wrap(f"{y[0]}@{y[2]} against {x[0]}@{x[2]}", 30 if paper else 60), fontsize=11)
     axes.set_xlabel(_wrap(f"{x[0]}@{x[2]} [{x[1]}] ({note(x[0])})", 40), fontsize=9)
     axes.set_ylabel(_wrap(f"{y[0]}@{y[2]} [{y[1]}] ({note(y[0])})", 30), fontsize=9)
     ink(axes)
@@ -412,3 +483,79 @@ def label_interval_figure(rows: pd.DataFrame, *, format: str = "svg") -> bytes:
     axes.set_xlabel(_wrap(f"{note(metric)}; hollow: queries only, filled: with labels", 44), fontsize=9)
     ink(axes)
     return _save(figure, format)
+
+
+# --- What a paper figure shows, in words: its \Description (ACM) and its alt text --------------------
+
+
+def _listed(names: list[str], most: int = 8) -> str:
+    shown = names[:most] + ([f"{len(names) - most} more"] if len(names) > most else [])
+    return ", ".join(shown[:-1]) + f" and {shown[-1]}" if len(shown) > 1 else "".join(shown)
+
+
+def _extremes(values: pd.Series) -> str:
+    """``highest RUN 0.123, lowest RUN -0.045`` of a run-indexed series (NaN left out)."""
+    values = values.dropna()
+    if not len(values):
+        return "no value"
+    if len(values) == 1:
+        return f"{values.index[0]} {values.iloc[0]:.3f}"
+    return f"highest {values.idxmax()} {values.max():.3f}, lowest {values.idxmin()} {values.min():.3f}"
+
+
+def cutoff_description(summary: pd.DataFrame, only: list[tuple[str, str]] | None = None) -> str:
+    """What :func:`cutoff_figure` draws, from its data: the runs, the cutoffs and, per panel, the
+    highest and lowest run at the largest cutoff."""
+    shown = panels(summary) if only is None else list(only)
+    runs = list(dict.fromkeys(summary["run"]))
+    cutoffs = sorted(int(c) for c in set(summary["cutoff"]))
+    last = cutoffs[-1] if cutoffs else None
+    words = [
+        f"Line charts, one panel per metric ({_listed([f'{m} [{v}]' for m, v in shown])}), of {len(runs)} "
+        f"run{'s' if len(runs) != 1 else ''} ({_listed([str(r) for r in runs])}) against the cutoff "
+        f"({_listed([str(c) for c in cutoffs])})."
+    ]
+    for metric, variant in shown:
+        at = summary[(summary["metric"] == metric) & (summary["variant"] == variant) & (summary["cutoff"] == last)]
+        words.append(f"{metric} [{variant}] at {last}: {_extremes(at.set_index('run')['value'].astype(float))}.")
+    return " ".join(words)
+
+
+def distribution_description(per_query: pd.DataFrame, cutoff: int, only: list[tuple[str, str]] | None = None) -> str:
+    """What :func:`distribution_figure` draws, from its data: per panel, the runs' medians over the
+    queries, highest and lowest."""
+    data = per_query[per_query["cutoff"] == cutoff]
+    shown = panels(data) if only is None else list(only)
+    runs = list(pd.unique(per_query["run"]))
+    words = [
+        f"Box plots of the per-query values at cutoff {cutoff} of {len(runs)} run{'s' if len(runs) != 1 else ''} "
+        f"({_listed([str(r) for r in runs])}), one panel per metric ({_listed([f'{m} [{v}]' for m, v in shown])})."
+    ]
+    for metric, variant in shown:
+        panel = data[(data["metric"] == metric) & (data["variant"] == variant)]
+        medians = panel.groupby("run", sort=False)["value"].median().astype(float)
+        queries = panel["qid"].nunique() if "qid" in panel else None
+        over = f" over {queries:,} queries" if queries else ""
+        words.append(f"{metric} [{variant}] medians{over}: {_extremes(medians)}.")
+    return " ".join(words)
+
+
+def tradeoff_description(summary: pd.DataFrame, x: tuple[str, str, int], y: tuple[str, str, int]) -> str:
+    """What :func:`tradeoff_figure` draws, from its data: each run's point (up to 12; else the extremes)."""
+    keyed = summary.set_index(["run", "metric", "variant", "cutoff"])
+    points = []
+    for run in dict.fromkeys(summary["run"]):
+        if (run, *x) in keyed.index and (run, *y) in keyed.index:
+            a, b = float(keyed.loc[(run, *x), "value"]), float(keyed.loc[(run, *y), "value"])
+            if a == a and b == b:
+                points.append((str(run), a, b))
+    words = [
+        f"Scatter plot of {len(points)} run{'s' if len(points) != 1 else ''}: {y[0]}@{y[2]} [{y[1]}] (vertical) "
+        f"against {x[0]}@{x[2]} [{x[1]}] (horizontal), with 95% intervals both ways."
+    ]
+    if len(points) <= 12:
+        words += [f"{run} at ({a:.3f}, {b:.3f})." for run, a, b in points]
+    elif points:
+        best = max(points, key=lambda p: p[1])
+        words.append(f"Most effective: {best[0]} at ({best[1]:.3f}, {best[2]:.3f}).")
+    return " ".join(words)

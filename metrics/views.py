@@ -679,18 +679,28 @@ def plan_panel(request: HttpRequest) -> HttpResponse:
 @researcher_required
 def report_paper(request: HttpRequest, name: str) -> HttpResponse:
     """The report's paper bundle as a zip (:mod:`metrics.services.paper`): LaTeX tables, PDF figures,
-    ``methods.tex``, ``references.bib`` and a ``main.tex`` that compiles as it is. Built once, in a
+    ``methods.tex``, ``references.bib`` and a ``main.tex`` that compiles as it is, in ``?template=``
+    (:data:`metrics.latex.TEMPLATES`; default ``article``; another: 400). Built once, in a
     background job (the job's page leads back here when it is done), then served as a file."""
     from django.http import FileResponse
 
+    from .latex import TEMPLATES
     from .services.paper import cached_paper_zip, start_paper_bundle
 
     report = get_object_or_404(Report, name=name)
-    path = cached_paper_zip(report)
+    template = request.GET.get("template") or None
+    if template is not None and template not in TEMPLATES:
+        return HttpResponse(
+            f"Unknown template {template!r}: choose one of {', '.join(TEMPLATES)}.",
+            status=400,
+            content_type="text/plain",
+        )
+    path = cached_paper_zip(report, template)
     if path is not None:
-        return FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-paper.zip")
+        suffix = "" if template is None else f"-{template}"
+        return FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-paper{suffix}.zip")
     try:
-        job = start_paper_bundle(report)
+        job = start_paper_bundle(report, template)
     except ServiceError as exc:
         raise Http404(str(exc)) from None
     return redirect("core:job-detail", pk=job.pk)

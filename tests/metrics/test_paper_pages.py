@@ -4,7 +4,8 @@ nothing wider than the text (no Overfull \\hbox beyond 1 pt).
 
 Neither ``acmart`` (ACM sigconf) nor ``llncs`` (Springer LNCS) is in Debian's recommended TeX Live,
 so their text blocks are emulated with ``geometry``: LNCS 122 mm × 193 mm in one column, sigconf
-7 in wide in two columns 0.33 in apart (a column of 240 pt). Type sizes come from ``pdftotext -bbox``:
+506 pt wide and 626 pt high in two columns 24 pt apart (a column of 241 pt), as acmart 1.88 sets them.
+``test_paper_templates.py`` compiles the bundle in the real classes. Type sizes come from ``pdftotext -bbox``:
 a word's box is its font's ascent plus descent, 0.885 of the size for Computer Modern (7 pt: 6.19 pt
 high, measured), more for the figures' DejaVu Sans, so a box under 6.1 pt high is type under 7 pt."""
 
@@ -26,7 +27,7 @@ QRELS = "1 0 d1 2\n1 0 d3 0\n2 0 d4 1\n3 0 d2 1\n"
 TEMPLATES = {
     "lncs-onecolumn": r"\documentclass[10pt]{article}\usepackage[textwidth=122mm,textheight=193mm]{geometry}",
     "sigconf-twocolumn": r"\documentclass[10pt,twocolumn]{article}"
-    r"\usepackage[textwidth=7in,textheight=9.25in,columnsep=0.33in]{geometry}",
+    r"\usepackage[textwidth=506.3pt,textheight=626pt,columnsep=24pt]{geometry}",
 }
 #: A report id as long as the demo's: it must not run past a column in the text.
 NAME = "demo-non-gendered-ranker-a-ranker-b-ranker-c"
@@ -167,7 +168,8 @@ def test_runs_that_do_not_fit_a_column_go_to_a_second_part():
 def test_a_split_table_fits_a_two_column_page(tmp_path):
     from metrics.latex import table_tex
 
-    (tmp_path / "table-many.tex").write_text(table_tex(_many_runs_table(9)))
+    # Laid out for ACM's page (across both columns, or split with the baseline in each part).
+    (tmp_path / "table-many.tex").write_text(table_tex(_many_runs_table(9), layout="acm"))
     (tmp_path / "pages.tex").write_text(pages_document(TEMPLATES["sigconf-twocolumn"], tmp_path))
     log = _latex(tmp_path, "pages.tex")
     assert [w for w in overfull(log) if w > OVERFULL_TOLERANCE] == [], overfull(log)

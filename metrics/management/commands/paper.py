@@ -1,4 +1,5 @@
 from core.management.cli import ProjectCommand, command_errors, get_named
+from metrics.latex import DEFAULT_TEMPLATE, TEMPLATES
 from metrics.models import Report
 
 
@@ -19,6 +20,14 @@ class Command(ProjectCommand):
         )
 
         parser.add_argument(
+            "--template",
+            choices=list(TEMPLATES),
+            default=DEFAULT_TEMPLATE,
+            help="the class main.tex is set in and the page every table and figure is laid out for: acm (acmart "
+            "sigconf, two columns), lncs (llncs, one column) or article (LaTeX's own; default). acm and lncs need "
+            "Debian's texlive-publishers, texlive-latex-extra and texlive-plain-generic; all need cm-super",
+        )
+        parser.add_argument(
             "--title",
             help="the paper's title in main.tex (default: what was measured on what, from the study's facts)",
         )
@@ -36,7 +45,11 @@ class Command(ProjectCommand):
         report = get_named(Report.objects.all(), options["report"], "report")
         with command_errors():
             folder = write_paper_bundle(
-                report, options["out"], title=options.get("title"), dataset=options.get("dataset")
+                report,
+                options["out"],
+                title=options.get("title"),
+                dataset=options.get("dataset"),
+                template=options["template"],
             )
         names = sorted(path.name for path in folder.iterdir())
         self.stdout.write(self.style.SUCCESS(f"Paper bundle of {report.name} in {folder}: {', '.join(names)}"))
