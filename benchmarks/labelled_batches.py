@@ -1,0 +1,208 @@
+"""Benchmark: the daily steps after a study's answers come in, each a fresh process (issue 57, item 5).
+
+``python -m benchmarks.labelled_batches --work DIR [--queries 3750] [--sample 300]``
+
+Builds once, in ``DIR`` (kept for reruns): synthetic data at the held-out study's size
+(``--queries`` queries, 7 runs 100 deep over 200,000 passages, :mod:`pooling.synthetic`),
+registered with the commands; a **crowd batch** of every query answered by three simulated
+annotators (85% right: 11,250 answers at 3,750 queries) and a **machine-labelled batch** of the
+same queries (the ``rules`` pre-labeller) whose blind calibration sample of ``--sample`` queries
+three simulated annotators answered. Then measures, each on a fresh copy of that state (so every
+step is a *first* one: no results cache, no word counts) and in its own process, its wall
+seconds, CPU seconds (user + system of the process that did the work, from ``wait4``) and peak
+memory (its ``ru_maxrss``):
+
+- ``export_queries`` of the crowd batch and of the machine-labelled batch (``--category
+  non-gendered``, TSV and its dataset card);
+- the calibration report's first view after new answers: what the page's view computes
+  (``annotation.machine.views._calibration_context``: the report and its two figures), in a new
+  process, so the libraries it imports count as they do in a new web worker; and the same again
+  in that process (the report computed anew, libraries loaded) to split the two;
+- the first label-corrected report: ``sync_batch`` of the crowd batch, then ``bias_report
+  --from-batch`` with the 7 runs and 4 cutoffs (5, 10, 20, 30).
+
+Prints one line per step and a Markdown table. Pure orchestration at module level (Django is
+set up only in the children).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.fullsize import run_command
+
+RUNS = 7
+CUTOFFS = "5,10,20,30"
+PASSAGES = 200_000
+
+
+def _env(state: Path) -> dict[str, str]:
+    return dict(
+        os.environ,
+        DJANGO_DEBUG=os.environ.get("DJANGO_DEBUG", "1"),
+        VAR_DIR=str(state / "var"),
+        DATABASE_URL=f"sqlite:///{state / 'db.sqlite3'}",
+    )
+
+
+def _loadavg() -> str:
+    with open("/proc/loadavg") as file:
+        return " ".join(file.read().split()[:3])
+
+
+def build(state: Path, queries: int, sample: int) -> None:
+    """The registered study with its two batches answered (in this process; ``state`` is new)."""
+    os.environ.update(_env(state))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    from decimal import Decimal
+
+    from django.core.management import call_command
+
+    from annotation import services
+    from annotation.machine.services.calibration import create_calibration_sample
+    from annotation.machine.services.prelabels import prelabel_batch
+    from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
+    from pooling.models import QuerySet
+    from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
+
+    data = state / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    spec = SyntheticSpec(passages=PASSAGES, queries=queries, runs=RUNS, depth=100)
+    write_collection(data / "collection.tsv", spec)
+    write_queries(data / "queries.tsv", spec)
+    runs = write_runs(data, data / "queries.tsv", spec)
+    call_command("migrate", verbosity=0)
+    call_command("import_collection", str(data / "collection.tsv"), name="c", verbosity=0)
+    call_command("import_queries", str(data / "queries.tsv"), name="q", verbosity=0)
+    call_command("import_run", *map(str, runs), collection="c", verbosity=0)
+    query_set = QuerySet.objects.get(name="q")
+    settings = services.BatchSettings(
+        provider="local", assignments_per_query=3, queries_per_hit=10, reward=Decimal("0.05")
+    )
+    crowd = services.create_batch("crowd", settings, query_set=query_set)
+    services.publish_batch(crowd)
+    simulate_local_annotations(crowd, annotators=3, accuracy=0.85, seed=3, prefix="crowd")
+    machine = services.create_batch("machine", settings, query_set=query_set)
+    prelabel_batch(machine, "rules")
+    calibration = create_calibration_sample(machine, sample, seed=1)
+    services.publish_batch(calibration)
+    simulate_local_annotations(calibration, annotators=3, accuracy=0.85, seed=2, prefix="sample")
+
+
+def calibration_view() -> None:
+    """Child: the calibration page's computation twice in one new process; prints CPU seconds of each."""
+    import resource
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    from annotation.machine import views
+    from annotation.models import Batch
+
+    batch = Batch.objects.get(name="machine")
+    start = cpu()
+    first = views._calibration_context(batch)
+    middle = cpu()
+    views.remembered = lambda key, compute: compute()  # the second time: computed again, libraries loaded
+    views._calibration_context(batch)
+    print(f"{middle - start:.3f} {cpu() - middle:.3f} {first['waiting'] or 'shown'}")
+
+
+def _fresh(built: Path, work: Path, name: str) -> Path:
+    """A copy of the built state (database and data folder), so the step is a first one."""
+    target = work / name
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    shutil.copy2(built / "db.sqlite3", target / "db.sqlite3")
+    shutil.copytree(built / "var", target / "var", symlinks=True)
+    return target
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", required=True, help="folder for the data and the copies (kept for reruns)")
+    parser.add_argument("--queries", type=int, default=3750)
+    parser.add_argument("--sample", type=int, default=300, help="the machine batch's calibration sample")
+    parser.add_argument("mode", nargs="?", default="measure", help=argparse.SUPPRESS)
+    o = parser.parse_args(argv)
+    if o.mode == "calibration":
+        calibration_view()
+        return
+    work = Path(o.work).resolve()
+    built = work / f"built-{o.queries}-{o.sample}"
+    if o.mode == "build":
+        build(built, o.queries, o.sample)
+        return
+    base = Path(__file__).resolve().parent.parent
+    if not (built / "db.sqlite3").exists():
+        print(f"Building the study ({o.queries:,} queries, sample {o.sample}) in {built} …", flush=True)
+        started = time.perf_counter()
+        shutil.rmtree(built, ignore_errors=True)
+        built.mkdir(parents=True)
+        subprocess.run(
+            [sys.executable, "-m", "benchmarks.labelled_batches", "--work", str(work), "--queries", str(o.queries),
+             "--sample", str(o.sample), "build"],
+            check=True, cwd=base, env=_env(built),
+        )  # fmt: skip
+        print(f"  built in {time.perf_counter() - started:.0f} s", flush=True)
+    print(f"Measuring (load average {_loadavg()}):", flush=True)
+    rows: list[tuple[str, float, float, float]] = []
+
+    def step(label: str, state: Path, arguments: list[str]) -> None:
+        seconds, cpu, peak = run_command(arguments, _env(state), base)
+        rows.append((label, seconds, cpu, peak))
+        print(f"  {label}: {seconds:.1f} s, {cpu:.2f} s CPU, {peak:,.0f} MB", flush=True)
+
+    for batch in ("crowd", "machine"):
+        state = _fresh(built, work, f"export-{batch}")
+        out = state / f"{batch}.tsv"
+        step(f"`export_queries {batch} --category non-gendered`", state, [
+            "export_queries", batch, "--category", "non-gendered", "--out", str(out)])  # fmt: skip
+    state = _fresh(built, work, "calibration")
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.labelled_batches", "--work", str(work), "calibration"],
+        cwd=base, env=_env(state), stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    output = process.stdout.read()
+    _pid, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError("the calibration child failed")
+    first, again, shown = output.split()[-3:]
+    seconds = time.perf_counter() - started
+    total = usage.ru_utime + usage.ru_stime
+    rows.append(("calibration report, new process (start-up, first view, a second computation)", seconds,
+                 total, usage.ru_maxrss / 1024))  # fmt: skip
+    print(f"  calibration report ({shown}): first view {float(first):.2f} s CPU in a new process, "
+          f"computed again in it {float(again):.2f} s CPU; the process {total:.2f} s CPU, "
+          f"{usage.ru_maxrss / 1024:,.0f} MB", flush=True)  # fmt: skip
+    rows.append(("calibration report, first view (CPU of the view's work alone)", float("nan"), float(first), 0))
+    rows.append(("calibration report, computed again, libraries loaded", float("nan"), float(again), 0))
+    state = _fresh(built, work, "corrected")
+    step("`sync_batch crowd`", state, ["sync_batch", "crowd"])
+    runs = ",".join(f"run{i + 1}" for i in range(RUNS))
+    step(f"`bias_report --from-batch crowd --runs <7> --cutoffs {CUTOFFS}`", state, [
+        "bias_report", "--from-batch", "crowd", "--runs", runs, "--cutoffs", CUTOFFS])  # fmt: skip
+    print(f"  done (load average {_loadavg()})\n")
+    print("| step | seconds | CPU s | peak MB |\n| --- | ---: | ---: | ---: |")
+    for label, seconds, cpu, peak in rows:
+        wall = "" if seconds != seconds else f"{seconds:.1f}"
+        print(f"| {label} | {wall} | {cpu:.2f} | {f'{peak:,.0f}' if peak else ''} |")
+
+
+if __name__ == "__main__":
+    main()
