@@ -468,6 +468,13 @@ def _crowd_quality_sentences(quality: dict[str, Any] | None) -> list[str]:
                 f"{quality['min_worker_answers']} answers, whose reliability the crowd model estimates from too few: "
                 "the label-corrected intervals may be too narrow."
             )
+        if "selected" in reasons and quality.get("discarded"):
+            n = quality["discarded"]
+            sentences.append(
+                f"The other answers of {n} task{'' if n == 1 else 's'} that failed the gold check were discarded, so "
+                "the labels come from the tasks that passed (the crowd model read every gold answer): if a worker's "
+                "attention varied between tasks, the label-corrected intervals may be too narrow."
+            )
         return sentences
     return [said + ".", *_model_check_sentences(quality)]
 

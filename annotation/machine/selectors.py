@@ -601,7 +601,7 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
 
     from annotation.machine import label_probabilities as lp
     from annotation.results.aggregation import dawid_skene
-    from annotation.results.selectors import gold_judgments, gold_labels
+    from annotation.results.selectors import gold_discarded_assignments, gold_judgments, gold_labels
 
     answers = BatchAnswers(batch)
     final = labels_with_sources(batch, answers)
@@ -616,7 +616,7 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
         posteriors = fitted.held_out.reindex(columns=list(LABELS), fill_value=0.0)
         crowd = [q for q in posteriors.index.astype(str) if q not in gold]
         parts.append(posteriors.loc[crowd])
-        quality = lp.crowd_quality(fitted)
+        quality = lp.crowd_quality(fitted, discarded=gold_discarded_assignments(batch))
     rulings = sorted(q for q, s in final.items() if s.source == ADJUDICATED)
     parts.append(pd.DataFrame(lp.one_hot(LABELS, [final[q].label for q in rulings]), index=rulings, columns=LABELS))
     accepted = sorted(q for q, s in final.items() if s.source == MACHINE)
