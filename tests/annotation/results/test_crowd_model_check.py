@@ -106,6 +106,7 @@ def test_a_crowd_of_participants_with_few_answers_each_is_warned_and_the_study_c
             assert f"fewer than {MIN_WORKER_ANSWERS} answers" in crowd_quality_note(quality)
 
 
+@pytest.mark.slow
 def test_gold_selection_is_warned_in_every_study_and_only_there():
     """Issue 58, item 2: the warning fires on the gold-selected crowd (``--failed-gold-answers discard``,
     ``Crowd.discard_failed_gold``) with the reason ``selected`` and the number of assignments discarded,
