@@ -449,8 +449,8 @@ def _crowd_quality_sentences(quality: dict[str, Any] | None) -> list[str]:
         sentences = []
         if "information" in reasons:
             sentences.append(
-                said + f", below the {quality['threshold']:.2f} bits under which simulated studies' label-corrected "
-                "intervals covered the truth less than 90\\% of the time: those intervals may be too narrow."
+                said + f", below the crowd-quality check's threshold of {quality['threshold']:.2f} bits: the "
+                "label-corrected intervals may be too narrow."
             )
         else:
             sentences.append(said + ".")
