@@ -318,6 +318,9 @@ def coverage_study(
         out[f"{figure}:shift"] = (float(np.nanmean(boot[:, 0])) - float(point[0])) / sd if sd > 0 else np.nan
         for name in (c for c in names if intervals.needs_workers(c)):  # how much wider than the bootstrap's
             out[f"{figure}:widening_{name}"] = float(intervals.widening(boot[:, :1], out[f"{figure}:extra_{name}"])[0])
+    # The de-noised accuracy's own fit (the machine one of its annotators) is checked as the calibration
+    # report checks it (crowd_reliability.CrowdReliability.quality).
+    out["denoised_warning"] = crowd_quality(denoised.ds)["warning"]
     quality = crowd_quality(ds, discarded=drawn.discarded)
     out["warning"] = quality["warning"]
     out["misfit"], out["information"], out["model"] = quality["misfit"], quality["information"], quality["model"]
@@ -325,12 +328,13 @@ def coverage_study(
 
 
 def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per column of :data:`COVERED` (the product's interval), ``warning`` and, where present, each
+    """Per column of :data:`COVERED` (the product's interval), ``warning`` (and ``denoised_warning``, the
+    de-noised accuracy's own fit's) and, where present, each
     ``<figure>:<construction>``: the share of studies, its Monte-Carlo standard error
     √(p(1 − p)/studies) and the number of studies."""
     from core import intervals
 
-    columns = [*COVERED, "warning"]
+    columns = [*COVERED, "warning", *(["denoised_warning"] if "denoised_warning" in results else [])]
     columns += [f"{f}:{c}" for f in COVERED for c in intervals.CONSTRUCTIONS if f"{f}:{c}" in results]
     share = results[columns].astype(float).mean()
     return pd.DataFrame({"share": share, "mc_se": np.sqrt(share * (1 - share) / len(results)), "studies": len(results)})

@@ -139,6 +139,10 @@ class CrowdReliability:
     gold: int  #: gold items (answers to gold questions) that seeded the fit
     class_shares: dict[str, float]
     vote: dict[str, dict[str, float]]  #: true label -> given label -> probability
+    #: The crowd-quality check of the fit the figures come from (the machine one of its annotators;
+    #: :func:`annotation.machine.label_probabilities.crowd_quality`): its warning says the de-noised
+    #: accuracy's interval may be too narrow, as it says of the label-corrected ones.
+    quality: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: tuples as lists, NaN as None."""
@@ -398,6 +402,7 @@ def crowd_reliability(
     any machine that knows something the votes do not: E[P(T = m | votes)] equals
     P(T = m) only when m tells nothing about T beyond the votes.
     """
+    from annotation.machine.label_probabilities import crowd_quality
     from annotation.results.aggregation import DS_SMOOTHING
 
     fitted = denoised_fit(judgments, machine, weights, strata, gold=gold, labels=labels)
@@ -435,6 +440,7 @@ def crowd_reliability(
         gold=len(gold or {}),
         class_shares={label: float(shares[t]) for t, label in enumerate(labels)},
         vote={t: {g: float(vote[a, b]) for b, g in enumerate(labels)} for a, t in enumerate(labels)},
+        quality=crowd_quality(ds),
     )
 
 
@@ -523,4 +529,27 @@ def shared_errors_sentence(shared: Mapping[str, Any] | None) -> str:
         f"the crowd wrong on {shared['crowd_error_machine_wrong']:.2f} of its answers to the "
         f"{shared['machine_wrong']} the machine got wrong, {shared['crowd_error_machine_right']:.2f} to the others "
         f"(permutation p = {shared['p']:.3f}, one-sided): {verdict}"
+    )
+
+
+#: What each reason of the crowd-quality warning means for the de-noised accuracy, in a phrase.
+QUALITY_REASONS = {
+    "information": "the crowd's answers carry little information about the true label",
+    "misfit": "the crowd model does not fit the answers (answers to a query not independent given its label)",
+    "sparse": "most answers come from workers with few answers, whose reliability is estimated from too few",
+    "selected": "the labels are a selection of the crowd's work (answers discarded after failed gold)",
+}
+
+
+def quality_sentence(quality: Mapping[str, Any] | None) -> str:
+    """The crowd-quality check of the de-noised accuracy's fit in one sentence (the calibration command and
+    page): a warning with its reasons, or that the check passed with its figures."""
+    if not quality or quality.get("information") is None:
+        return "crowd model not checked: no answers"
+    if quality["warning"]:
+        why = "; ".join(QUALITY_REASONS.get(reason, reason) for reason in quality["reasons"])
+        return f"WARNING: the de-noised accuracy's interval may be too narrow: {why}"
+    return (
+        f"crowd model check passed ({quality['information']:.2f} bits per answer, misfit z = "
+        f"{quality['misfit']:.1f}, {quality['sparse']:.0%} of the answers from workers with few answers)"
     )
