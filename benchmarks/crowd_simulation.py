@@ -119,7 +119,9 @@ def crowd_judgments(
     rng: np.random.Generator, truth: np.ndarray, crowd: Crowd, a: np.ndarray | None = None
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """The crowd's answers (``item, worker, label``, in the order answered; gold items ``g<i>``)
-    and the gold questions' known labels."""
+    and the gold questions' known labels. With gold selection, ``frame.attrs["discarded"]`` is the
+    number of assignments that lost their other answers (what
+    :func:`annotation.results.selectors.gold_discarded_assignments` counts in a batch)."""
     n, k = len(truth), len(LABELS)
     kinds = np.zeros(crowd.workers, dtype=np.int64)  # 0 good, 1 spammer, 2 lazy
     spam = round(crowd.spammers * crowd.workers)
@@ -166,6 +168,7 @@ def crowd_judgments(
         failed = np.zeros(assignment.max() + 1, dtype=bool)
         failed[assignment[wrong]] = True
         frame = frame.loc[~(failed[assignment] & ~is_gold)].reset_index(drop=True)
+        frame.attrs["discarded"] = int(failed.sum())
     return frame, gold
 
 
@@ -186,6 +189,8 @@ class Study:
     judgments: pd.DataFrame
     gold: dict[str, str]
     machine: np.ndarray
+    #: Assignments whose other answers gold selection discarded (``Crowd.discard_failed_gold``).
+    discarded: int = 0
 
     @property
     def qids(self) -> list[str]:
@@ -196,7 +201,7 @@ def study(rng: np.random.Generator, truth: np.ndarray, crowd: Crowd = MODERATE) 
     """Draw one study on ``truth``."""
     a, b = values(rng, truth)
     judgments, gold = crowd_judgments(rng, truth, crowd, a)
-    return Study(truth, a, b, judgments, gold, machine_labels(rng, truth))
+    return Study(truth, a, b, judgments, gold, machine_labels(rng, truth), judgments.attrs.get("discarded", 0))
 
 
 def answered(drawn: Study) -> Study:
@@ -208,7 +213,9 @@ def answered(drawn: Study) -> Study:
         return drawn
     renamed = {f"q{old}": f"q{new}" for new, old in enumerate(np.flatnonzero(keep))}
     judgments = drawn.judgments.assign(item=drawn.judgments["item"].map(lambda item: renamed.get(item, item)))
-    return Study(drawn.truth[keep], drawn.a[keep], drawn.b[keep], judgments, drawn.gold, drawn.machine[keep])
+    return Study(
+        drawn.truth[keep], drawn.a[keep], drawn.b[keep], judgments, drawn.gold, drawn.machine[keep], drawn.discarded
+    )
 
 
 def with_dependence(crowd: Crowd, dependence: float) -> Crowd:
@@ -234,7 +241,8 @@ def coverage_study(
     - ``denoised``: the machine's de-noised accuracy
       (:func:`annotation.machine.crowd_reliability.denoised_fit` and ``refitted_draws``, what
       ``crowd_reliability`` computes: every query sampled, one stratum) against :data:`MACHINE_ACCURACY`;
-    - ``warning``: the crowd-quality warning (:func:`annotation.machine.label_probabilities.crowd_quality`).
+    - ``warning``: the crowd-quality warning (:func:`annotation.machine.label_probabilities.crowd_quality`,
+      told how many assignments gold selection discarded, as a batch's report tells it).
 
     ``value``, ``difference``, ``denoised``: the product's interval
     (:data:`core.intervals.LABEL_INTERVAL`). With ``constructions``, from the same draws, also
@@ -310,19 +318,23 @@ def coverage_study(
         out[f"{figure}:shift"] = (float(np.nanmean(boot[:, 0])) - float(point[0])) / sd if sd > 0 else np.nan
         for name in (c for c in names if intervals.needs_workers(c)):  # how much wider than the bootstrap's
             out[f"{figure}:widening_{name}"] = float(intervals.widening(boot[:, :1], out[f"{figure}:extra_{name}"])[0])
-    quality = crowd_quality(ds)
+    # The de-noised accuracy's own fit (the machine one of its annotators) is checked as the calibration
+    # report checks it (crowd_reliability.CrowdReliability.quality).
+    out["denoised_warning"] = crowd_quality(denoised.ds)["warning"]
+    quality = crowd_quality(ds, discarded=drawn.discarded)
     out["warning"] = quality["warning"]
     out["misfit"], out["information"], out["model"] = quality["misfit"], quality["information"], quality["model"]
     return out
 
 
 def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per column of :data:`COVERED` (the product's interval), ``warning`` and, where present, each
+    """Per column of :data:`COVERED` (the product's interval), ``warning`` (and ``denoised_warning``, the
+    de-noised accuracy's own fit's) and, where present, each
     ``<figure>:<construction>``: the share of studies, its Monte-Carlo standard error
     √(p(1 − p)/studies) and the number of studies."""
     from core import intervals
 
-    columns = [*COVERED, "warning"]
+    columns = [*COVERED, "warning", *(["denoised_warning"] if "denoised_warning" in results else [])]
     columns += [f"{f}:{c}" for f in COVERED for c in intervals.CONSTRUCTIONS if f"{f}:{c}" in results]
     share = results[columns].astype(float).mean()
     return pd.DataFrame({"share": share, "mc_se": np.sqrt(share * (1 - share) / len(results)), "studies": len(results)})

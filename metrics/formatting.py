@@ -205,6 +205,13 @@ def crowd_quality_note(quality: dict | None) -> str:
                 f"{quality['sparse']:.0%} of the answers come from workers with fewer than "
                 f"{quality['min_worker_answers']} answers, whose reliability the model estimates from too few"
             )
+        if "selected" in reasons:
+            why.append(
+                f"the answers of {quality['discarded']} assignment{'' if quality['discarded'] == 1 else 's'} that failed "
+                "gold were discarded, so the labels "
+                "come from the assignments that passed: if a worker's attention varies between HITs, the kept "
+                "answers are better than the model's reading of that worker"
+            )
         return f"WARNING: the intervals with labels may be too narrow ({'; '.join(why)}; docs/quality.md). {said}."
     return said + "."
 

@@ -451,8 +451,8 @@ def _crowd_quality_sentences(quality: dict[str, Any] | None) -> list[str]:
         sentences = []
         if "information" in reasons:
             sentences.append(
-                said + f", below the {quality['threshold']:.2f} bits under which simulated studies' label-corrected "
-                "intervals covered the truth less than 90\\% of the time: those intervals may be too narrow."
+                said + f", below the crowd-quality check's threshold of {quality['threshold']:.2f} bits: the "
+                "label-corrected intervals may be too narrow."
             )
         else:
             sentences.append(said + ".")
@@ -469,6 +469,13 @@ def _crowd_quality_sentences(quality: dict[str, Any] | None) -> list[str]:
                 f"{quality['sparse'] * 100:.0f}\\% of the answers came from workers with fewer than "
                 f"{quality['min_worker_answers']} answers, whose reliability the crowd model estimates from too few: "
                 "the label-corrected intervals may be too narrow."
+            )
+        if "selected" in reasons and quality.get("discarded"):
+            n = quality["discarded"]
+            sentences.append(
+                f"The other answers of {n} task{'' if n == 1 else 's'} that failed the gold check were discarded, so "
+                "the labels come from the tasks that passed (the crowd model read every gold answer): if a worker's "
+                "attention varied between tasks, the label-corrected intervals may be too narrow."
             )
         return sentences
     return [said + ".", *_model_check_sentences(quality)]

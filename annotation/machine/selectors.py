@@ -95,6 +95,14 @@ def machine_labels(batch: Batch, identity: Identity) -> dict[str, MachineLabel]:
     }
 
 
+def machine_gold_labels(batch: Batch, identity: Identity) -> dict[str, str]:
+    """``qid -> label`` of the batch's gold questions as ``identity`` labelled them (pre-labelling labels
+    every query of a batch, its gold questions too): where the machine's errors meet the crowd's on a
+    known label (:func:`annotation.machine.crowd_reliability.shared_errors`)."""
+    rows = PreLabel.objects.filter(batch_query__batch=batch, batch_query__is_gold=True, **identity.as_dict())
+    return dict(rows.values_list("batch_query__qid", "label"))
+
+
 def calibration_batch(batch: Batch) -> Batch | None:
     """The blind calibration sample of ``batch`` in force: its latest calibration batch that was not
     cancelled (the last link when the sample was extended), or None."""
@@ -465,7 +473,7 @@ def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -
     """
     import pandas as pd
 
-    from annotation.machine.crowd_reliability import crowd_reliability
+    from annotation.machine.crowd_reliability import crowd_reliability, shared_errors
 
     stratum_of = _stratum_of(sample)
     voted = set(sample.votes["item"].astype(str))
@@ -486,7 +494,14 @@ def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -
         gold=gold,
         bootstrap=bootstrap,
     )
-    return figures.as_dict()
+    # The assumption under the de-noised accuracy, tested where the truth is known: each gold answer's
+    # item is gold:<qid>:<assignment>.
+    questions = {item: item[len("gold:") : item.rindex(":")] for item in gold}
+    known = {questions[item]: label for item, label in gold.items()}
+    answers = [(questions[item], label) for item, label in gold_frame[["item", "label"]].itertuples(index=False)]
+    return figures.as_dict() | {
+        "shared_errors": shared_errors(answers, known, machine_gold_labels(batch, sample.identity))
+    }
 
 
 # --- machine pre-labelling ---
@@ -601,7 +616,7 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
 
     from annotation.machine import label_probabilities as lp
     from annotation.results.aggregation import dawid_skene
-    from annotation.results.selectors import gold_judgments, gold_labels
+    from annotation.results.selectors import gold_discarded_assignments, gold_judgments, gold_labels
 
     answers = BatchAnswers(batch)
     final = labels_with_sources(batch, answers)
@@ -616,7 +631,7 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
         posteriors = fitted.held_out.reindex(columns=list(LABELS), fill_value=0.0)
         crowd = [q for q in posteriors.index.astype(str) if q not in gold]
         parts.append(posteriors.loc[crowd])
-        quality = lp.crowd_quality(fitted)
+        quality = lp.crowd_quality(fitted, discarded=gold_discarded_assignments(batch))
     rulings = sorted(q for q, s in final.items() if s.source == ADJUDICATED)
     parts.append(pd.DataFrame(lp.one_hot(LABELS, [final[q].label for q in rulings]), index=rulings, columns=LABELS))
     accepted = sorted(q for q, s in final.items() if s.source == MACHINE)

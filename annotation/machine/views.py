@@ -29,6 +29,7 @@ from annotation.crowd.selectors import query_texts
 from annotation.crowd.services.background import start_publish
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine import calibration_plots
+from annotation.machine.crowd_reliability import quality_sentence, shared_errors_sentence
 from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
 from annotation.machine.selectors import (
     calibration_batch,
@@ -249,6 +250,8 @@ def _calibration_context(batch: Batch) -> dict[str, Any]:
             "crowd_vote": [
                 (LABEL_NAMES[code], [vote[code][given] for given in LABELS]) for code in LABELS if code in vote
             ],
+            "shared_errors": shared_errors_sentence((report.get("against_truth") or {}).get("shared_errors")),
+            "denoised_quality": quality_sentence((report.get("against_truth") or {}).get("quality")),
             "reliability_svg": mark_safe(figures["reliability_svg"]),  # drawn by matplotlib: no user text
             "proportions_svg": mark_safe(figures["proportions_svg"]),
         }

@@ -78,6 +78,17 @@ MODELS = {"auto": None, "one-coin": ONE_COIN, "full": SHRINKAGE}
 CHOICE_SE = 2.0
 #: Folds of the items in :func:`choose_shrinkage`.
 FOLDS = 5
+#: A worker with fewer answers than this has a reliability estimated from too few of them ...
+MIN_WORKER_ANSWERS = 30
+#: ... and when more than this share of the answers come from such workers (a sparse crowd), full rows
+#: are not offered (:func:`choose_shrinkage`: one coin per worker) and the crowd-quality warning says the
+#: intervals may be too narrow (:func:`annotation.machine.label_probabilities.crowd_quality`). Measured
+#: shares: Prolific-like 0.52–0.64, the study's crowd at 1,000 queries 0.03–0.10, at 3,750 0.00. On the
+#: Prolific-like crowd at 3,750 queries the held-out choice took the full rows in about half the studies,
+#: and their label-corrected value sat +0.0025 above the one coin's on the same answers (11 of 11 studies,
+#: seeds [2040, s]; docs/quality.md, "The crowd model"): a row of 11–22 answers shrunk by
+#: :data:`SHRINKAGE` follows its worker's own votes, and so the items' majorities.
+MAX_SPARSE_SHARE = 0.3
 #: Pseudo-count of every label in the prior of the class shares.
 CLASS_PRIOR = 0.5
 #: A floor under every probability, against log(0) for a label nobody gave.
@@ -147,6 +158,9 @@ class ModelChoice:
     full: float  #: under full rows shrunk to them
     se: float  #: standard error of (full − one_coin), from the items' paired differences
     items: int  #: items scored
+    #: Share of the answers from workers with fewer than :data:`MIN_WORKER_ANSWERS`; above
+    #: :data:`MAX_SPARSE_SHARE` the one coin is taken without scoring (``one_coin`` = ``full`` = 0).
+    sparse: float = 0.0
 
     @property
     def model(self) -> str:
@@ -393,6 +407,10 @@ def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> 
     are scored by log Σ_t π_t Π_j θ_w(t, g_ij) under the fit without it. The full rows are chosen
     when their total beats the one-coin's by more than :data:`CHOICE_SE` standard errors of the
     items' paired differences: more parameters must earn their place on queries they did not see.
+    On a sparse crowd (more than :data:`MAX_SPARSE_SHARE` of the answers from workers with fewer than
+    :data:`MIN_WORKER_ANSWERS`) the one coin is taken without scoring: there the full rows predicted
+    held-out votes better in about half the studies yet biased the label-corrected value (the held-out
+    likelihood scores the votes, not the class means built on the posteriors).
 
     On the demo's crowd (5 workers of accuracy 0.7 erring evenly, nearly every query non-gendered)
     the one coin wins and the full rows invent a class; on a crowd with a lazy worker, spammers and
@@ -401,8 +419,9 @@ def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> 
     from dataclasses import replace
 
     free = np.setdiff1d(np.arange(encoded.n_items), encoded.gold_rows)
-    if len(free) < 2 * folds:  # too few queries to score: the simpler model
-        return ModelChoice(ONE_COIN, 0.0, 0.0, 0.0, len(free))
+    sparse = sparse_share(encoded)
+    if len(free) < 2 * folds or sparse > MAX_SPARSE_SHARE:  # too few queries, or answers a worker: one coin
+        return ModelChoice(ONE_COIN, 0.0, 0.0, 0.0, len(free), sparse)
     fold = np.full(encoded.n_items, -1, dtype=np.int64)
     fold[np.random.default_rng(seed).permutation(free)] = np.arange(len(free)) % folds
     weights = np.stack([(fold != f).astype(np.float64) for f in range(folds)])
@@ -417,7 +436,14 @@ def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> 
     se = float(difference.std(ddof=1) * np.sqrt(len(difference)))
     one_coin, full = float(scored[ONE_COIN].sum()), float(scored[SHRINKAGE].sum())
     chosen = SHRINKAGE if full - one_coin > CHOICE_SE * se else ONE_COIN
-    return ModelChoice(chosen, one_coin, full, se, len(free))
+    return ModelChoice(chosen, one_coin, full, se, len(free), sparse)
+
+
+def sparse_share(encoded: Encoded) -> float:
+    """Share of the answers (gold ones too) from workers with fewer than :data:`MIN_WORKER_ANSWERS`."""
+    answers = np.bincount(encoded.worker_idx, minlength=encoded.n_workers).astype(np.float64)
+    total = answers.sum()
+    return float(answers[answers < MIN_WORKER_ANSWERS].sum() / total) if total else 0.0
 
 
 def bootstrap_posteriors(

@@ -704,6 +704,22 @@ def gold_failed_qids(batch: Batch) -> set[str]:
     )
 
 
+def gold_discarded_assignments(batch: Batch) -> int:
+    """How many assignments of ``batch`` and its crowd batches lost their answers to real queries for
+    failing gold (the batches that discard them, ``Batch.failed_gold_answers``): the crowd model still
+    reads their gold answers (:func:`gold_judgments`), and the crowd-quality warning says the labels are
+    a selection (:func:`annotation.machine.label_probabilities.crowd_quality`, reason ``selected``)."""
+    return (
+        Judgment.objects.filter(
+            batch_query__batch__in=crowd_batch_ids(batch), batch_query__is_gold=False, assignment__gold_passed=False
+        )
+        .exclude(assignment__hit__batch__failed_gold_answers="keep")
+        .values("assignment_id")
+        .distinct()
+        .count()
+    )
+
+
 def batch_of_query_set(query_set) -> Batch | None:
     """The batch whose export registered ``query_set`` (its newest such export), or None: a report on an
     exported set is described by that batch's facts (the paper bundle's methods paragraph)."""

@@ -1,6 +1,7 @@
 import json
 
 from annotation.labels import LABEL_NAMES, LABELS
+from annotation.machine.crowd_reliability import quality_sentence, shared_errors_sentence
 from annotation.machine.selectors import calibration_report
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand, whole_number
@@ -83,6 +84,8 @@ def against_truth_lines(truth: dict) -> list[str]:
         f"{_ci(truth['accuracy_true_ci'] if None not in truth['accuracy_true_ci'] else None)} "
         "(assumes the machine's and the crowd's errors independent given the true label: errors shared on "
         "hard queries make it optimistic)",
+        f"  {shared_errors_sentence(truth.get('shared_errors'))}",
+        f"  {quality_sentence(truth.get('quality'))}",
         f"  ceiling: the best accuracy against a {truth['votes_per_query']}-vote crowd majority any machine "
         f"can expect  {_num(truth['ceiling'])}",
         f"  a second, independent crowd majority agrees with the first  {_num(truth['self_agreement'])}",

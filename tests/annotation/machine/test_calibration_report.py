@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from annotation import services
@@ -88,6 +89,7 @@ def test_command_api_and_page_show_the_same_figures_with_full_label_names(answer
 
     from django.core.management import call_command
     from django.urls import reverse
+    from django.utils.html import escape
 
     from annotation.labels import LABEL_NAMES
 
@@ -105,6 +107,19 @@ def test_command_api_and_page_show_the_same_figures_with_full_label_names(answer
     assert f'id="accuracy-true">{truth["accuracy_true"]:.3f}<' in page
     assert f'id="ceiling">{truth["ceiling"]:.3f}<' in page
     assert f'id="self-agreement">{truth["self_agreement"]:.3f}<' in page
+    # The de-noised figure's assumption, tested on the gold questions: this batch has none, and says so.
+    from annotation.machine.crowd_reliability import shared_errors_sentence
+
+    assert truth["shared_errors"]["questions"] == 0
+    said = shared_errors_sentence(truth["shared_errors"])
+    assert said.startswith("assumption not tested") and f'id="shared-errors">{escape(said)}<' in page
+    # The crowd-quality check of the same fit, beside it: 3 annotators of accuracy 0.55 on 60 queries.
+    from annotation.machine.crowd_reliability import quality_sentence
+
+    checked = quality_sentence(truth["quality"])
+    assert truth["quality"]["workers"] == 4  # three annotators and the machine
+    assert checked.startswith("WARNING") == truth["quality"]["warning"]
+    assert f'id="denoised-quality">{escape(checked)}<' in page
     # Three annotators answered everything: the alt-test is informative and the page gives its verdict.
     assert alt["informative"] and f'id="alt-passed">{alt["verdict"].capitalize()}<' in page
     # Full label names, never the codes, in the tables of the report.
@@ -118,6 +133,7 @@ def test_command_api_and_page_show_the_same_figures_with_full_label_names(answer
     call_command("calibration", batch.name, "--bootstrap", "200", stdout=text)
     printed = text.getvalue()
     assert f"de-noised)  {truth['accuracy_true']:.3f}" in printed and "Other or multiple genders" in printed
+    assert f"  {said}\n" in printed and f"  {checked}\n" in printed
     assert f"winning rate {alt['winning_rate']:.2f}: {alt['verdict']}." in printed
     assert from_command["label_names"] == LABEL_NAMES
 
@@ -154,6 +170,28 @@ def test_gold_questions_seed_the_crowds_reliability(db, tmp_path):
     frame, gold = _gold_votes([sample_batch])
     assert len(frame) == len(counted) and not frame.duplicated(["item", "worker"]).any()
     assert gold == {f"gold:{qid}:{assignment}": {"gold1": "f", "gold2": "m"}[qid] for qid, assignment in counted}
+    # The de-noised accuracy's assumption tested on the gold questions (issue 58, item 3): the crowd's
+    # error share on each, and the machine's own label of it (pre-labelling labels the gold questions too).
+    from annotation.models import PreLabel
+
+    known = {"gold1": "f", "gold2": "m"}
+    machine = dict(PreLabel.objects.filter(batch_query__batch=batch, batch_query__is_gold=True).values_list(
+        "batch_query__qid", "label"))  # fmt: skip
+    assert set(machine) == set(known)
+    labels = Judgment.objects.filter(batch_query__batch=sample_batch, batch_query__is_gold=True, label__isnull=False)
+    labels = labels.exclude(assignment__gold_passed=False).values_list("batch_query__qid", "label")
+    share = {q: np.mean([label != known[q] for qid, label in labels if qid == q]) for q in known}
+    wrong = [q for q in known if machine[q] != known[q]]
+    right = [q for q in known if machine[q] == known[q]]
+    shared = truth["shared_errors"]
+    assert shared["questions"] == 2 and shared["machine_wrong"] == len(wrong)
+    assert shared["testable"] is bool(wrong and right)
+    if wrong:
+        assert shared["crowd_error_machine_wrong"] == pytest.approx(np.mean([share[q] for q in wrong]))
+    if right:
+        assert shared["crowd_error_machine_right"] == pytest.approx(np.mean([share[q] for q in right]))
+    # One question of each label: a single arrangement within the labels, so p = 1 when testable.
+    assert shared["p"] == (1.0 if shared["testable"] else None)
 
 
 def test_after_an_extension_the_alt_test_and_the_truth_figures_use_the_whole_sample(answered):

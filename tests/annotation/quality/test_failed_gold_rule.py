@@ -8,8 +8,16 @@ from annotation import services
 from annotation.crowd.selectors import answer_counts, spent
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
+from annotation.machine.selectors import label_probabilities
 from annotation.models import Assignment, Batch
-from annotation.results.selectors import answers_version, gold_failed_qids, gold_judgments, judgments_frame
+from annotation.results.selectors import (
+    answers_version,
+    gold_discarded_assignments,
+    gold_failed_qids,
+    gold_judgments,
+    judgments_frame,
+)
+from metrics.formatting import crowd_quality_note
 from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for
 
@@ -91,6 +99,13 @@ def test_the_crowd_model_reads_the_gold_answers_of_a_failed_check_under_either_r
     # ann-b met both gold questions in both HITs: 4 answers, the wrong one among them.
     assert len(ann_b) == 4 and ((ann_b["item"] == "g1") & (ann_b["label"] == "m")).sum() == 1
     assert len(gold) == 8
+    # The labels are a selection only when the rule discarded the failed assignment's other answers:
+    # the crowd-quality warning says so (reason "selected", with the count) on the report.
+    quality = label_probabilities(batch).quality
+    assert gold_discarded_assignments(batch) == quality["discarded"] == (1 if rule == "discard" else 0)
+    assert ("selected" in quality["reasons"]) == (rule == "discard")
+    note = crowd_quality_note(quality)
+    assert ("the answers of 1 assignment that failed gold were discarded" in note) == (rule == "discard")
 
 
 def test_the_default_is_to_discard_and_the_option_is_offered_by_form_api_and_page(

@@ -104,3 +104,33 @@ def test_a_crowd_of_participants_with_few_answers_each_is_warned_and_the_study_c
         assert ("sparse" in quality["reasons"]) is warned is bool(share > MAX_SPARSE_SHARE)
         if warned:
             assert f"fewer than {MIN_WORKER_ANSWERS} answers" in crowd_quality_note(quality)
+
+
+@pytest.mark.slow
+def test_gold_selection_is_warned_in_every_study_and_only_there():
+    """Issue 58, item 2: the warning fires on the gold-selected crowd (``--failed-gold-answers discard``,
+    ``Crowd.discard_failed_gold``) with the reason ``selected`` and the number of assignments discarded,
+    counted by the simulation itself; the same crowd keeping every answer, never for that reason.
+    4 studies of 300 queries each (the reason is a fact of the batch, not a statistic: no MC error)."""
+    for seed in range(4):
+        rng = np.random.default_rng([11, seed])
+        truth = cs.synthetic_truth(rng, 300)
+        for crowd in (cs.CROWDS["gold-selected"], cs.MODERATE):
+            drawn = cs.answered(cs.study(np.random.default_rng([11, seed, 1]), truth, crowd))
+            kept = cs.study(np.random.default_rng([11, seed, 1]), truth, replace(crowd, discard_failed_gold=False))
+            quality = crowd_quality(dawid_skene(drawn.judgments, gold=drawn.gold), discarded=drawn.discarded)
+            # The count is what the selection removed: 10 answers to real queries per discarded assignment
+            # (a query all of whose answers went is no longer judged, so count on the undiscarded draw).
+            real = ~kept.judgments["item"].str.startswith("g")
+            lost = int(real.sum()) - int((~drawn.judgments["item"].str.startswith("g")).sum())
+            assert lost == 10 * drawn.discarded
+            assert ("selected" in quality["reasons"]) == crowd.discard_failed_gold, quality["reasons"]
+            assert quality["warning"] or not crowd.discard_failed_gold
+            assert quality["discarded"] == drawn.discarded > 0 or not crowd.discard_failed_gold
+            if crowd.discard_failed_gold:  # the report and the methods text say it, with the count
+                from metrics.formatting import crowd_quality_note
+                from metrics.methods_text import _crowd_quality_sentences
+
+                tasks = f"The other answers of {drawn.discarded} tasks that failed the gold check were discarded"
+                assert tasks in " ".join(_crowd_quality_sentences(quality))
+                assert f"the answers of {drawn.discarded} assignments that failed gold" in crowd_quality_note(quality)
