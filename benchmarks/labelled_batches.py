@@ -65,12 +65,12 @@ def build(state: Path, queries: int, sample: int) -> None:
     django.setup()
     from decimal import Decimal
 
-    from annotation.platforms.inhouse.services.simulation import simulate_local_annotations
     from django.core.management import call_command
 
     from annotation import services
     from annotation.machine.services.calibration import create_calibration_sample
     from annotation.machine.services.prelabels import prelabel_batch
+    from platforms.inhouse.services.simulation import simulate_local_annotations
     from pooling.models import QuerySet
     from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
 
