@@ -42,7 +42,7 @@ KINDS = {
     "duration": "timedelta, typed ``45s``, ``30m``, ``12h`` or ``7d`` (command line only)",
 }
 #: Where a value lands in ``BatchSettings``: a field of its own, or a key of one of these dicts.
-INTO = ("settings", "qualifications", "provider_options")
+INTO = ("settings", "provider_options")
 
 
 class OptionError(ValueError):

@@ -83,7 +83,7 @@ def test_bad_gold_files_are_refused_with_the_line(tmp_path, line, message):
         ({"assignments_per_query": 0}, "at least 1"),
         ({"queries_per_hit": 0}, "between 1 and 100"),
         ({"lifetime": dt.timedelta(seconds=5)}, "lifetime"),
-        ({"qualifications": {"locales": ["US"]}}, "only apply to the mturk"),
+        ({"provider_options": {"locales": ["US"]}}, "only apply to the mturk"),
         ({"provider": "crowdflower"}, "unknown provider"),
         ({"provider_options": {"bonus": "0.10"}}, "only apply to the prolific"),
         ({"provider": "prolific", "provider_options": {"devices": ["watch"]}}, "unknown device"),

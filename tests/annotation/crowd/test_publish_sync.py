@@ -51,7 +51,7 @@ def mturk_batch(query_set, tmp_path):
             assignments_per_query=2,
             queries_per_hit=3,
             reward=Decimal("0.10"),
-            qualifications={"locales": ["US"], "min_approval_rate": 95},
+            provider_options={"locales": ["US"], "min_approval_rate": 95},
             gold_per_hit=1,
         ),
         query_set=query_set,

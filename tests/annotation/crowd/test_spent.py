@@ -175,14 +175,14 @@ def test_prolifics_fee_is_rounded_once_per_charge_as_the_docs_say():
     from annotation.crowd.costs import bonus_costs, spent_on
 
     ten = Decimal("0.10")
-    assert bonus_costs([[ten, ten, ten]], prolific_fee_rate=Decimal("0.333")).fees == Decimal("0.10")
-    assert bonus_costs([[ten], [ten], [ten]], prolific_fee_rate=Decimal("0.333")).fees == Decimal("0.09")
+    assert bonus_costs([[ten, ten, ten]], "prolific", account_fee_rate=Decimal("0.333")).fees == Decimal("0.10")
+    assert bonus_costs([[ten], [ten], [ten]], "prolific", account_fee_rate=Decimal("0.333")).fees == Decimal("0.09")
     done = spent_on(
         "prolific",
         Decimal("0.25"),
         3,
         assignments_per_hit=1,
-        prolific_fee_rate=Decimal("0.333"),
+        account_fee_rate=Decimal("0.333"),
         bonus_charges=[[ten, ten, ten]],
     )
     assert (done.rewards, done.reward_fees, done.bonuses, done.bonus_fees) == (

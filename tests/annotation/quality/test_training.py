@@ -88,7 +88,7 @@ def test_batches_without_training_are_unchanged_and_researchers_cannot_take_it(
 
 
 def test_training_is_refused_where_it_does_not_run(query_set):
-    with pytest.raises(ServiceError, match=r"see docs/quality\.md for MTurk"):
+    with pytest.raises(ServiceError, match=r"do not come here before their first HIT: see docs/quality\.md"):
         services.create_batch("mt2", services.BatchSettings(provider="mturk"), query_set=query_set, training=TRAINING)
     with pytest.raises(ServiceError, match="also asked in the batch"):
         services.create_batch(
