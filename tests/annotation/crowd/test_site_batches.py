@@ -1,7 +1,5 @@
 """Batches from the site and the API: the form, its live cost estimate, gold files, exports over HTTP."""
 
-from decimal import Decimal
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
