@@ -126,19 +126,6 @@ def no_fees(reward: Decimal, count: int) -> Cost:
     return _cost(reward, Decimal("0"), count, minimum=Decimal("0.00"))
 
 
-def extra_count(extra_per_hit: Mapping[str, int] | int) -> int:
-    """How many extra assignments ``extra_per_hit`` asks for: a map of HIT ids to counts, or a total;
-    a negative count is refused (``ValueError`` naming the HITs)."""
-    if isinstance(extra_per_hit, Mapping):
-        negative = sorted(str(hit) for hit, extra in extra_per_hit.items() if extra < 0)
-        if negative:
-            raise ValueError(f"negative extra assignments for HIT(s): {', '.join(negative)}")
-        return sum(int(extra) for extra in extra_per_hit.values())
-    if int(extra_per_hit) < 0:
-        raise ValueError("extra assignments cannot be negative")
-    return int(extra_per_hit)
-
-
 def extra_assignments_cost(
     provider: str,
     reward: Decimal,

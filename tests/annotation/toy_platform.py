@@ -13,8 +13,8 @@ from __future__ import annotations
 import itertools
 from decimal import ROUND_HALF_UP, Decimal
 
-from annotation.crowd.costs import CENT, Cost, extra_count, per_assignment_fees
-from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment
+from annotation.crowd.costs import CENT, Cost, per_assignment_fees
+from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, extra_count
 from annotation.crowd.providers.options import BatchOption
 
 NAME = "toy"

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import time
 
-from annotation.crowd.providers import ProlificProvider
 from annotation.models import Batch, Hit
+from annotation.platforms.prolific.provider import ProlificProvider
 from tests.annotation.platforms.mturk.fake_server import FakeMTurk, serve
 from tests.annotation.platforms.prolific import fake_server as fake_prolific
 

@@ -48,6 +48,19 @@ class RemoteAssignment:
     accepted_at: dt.datetime | None = None
 
 
+def extra_count(extra_per_hit: Mapping[str, int] | int) -> int:
+    """How many extra assignments ``extra_per_hit`` asks for: a map of HIT ids to counts, or a total;
+    a negative count is refused (``ValueError`` naming the HITs)."""
+    if isinstance(extra_per_hit, Mapping):
+        negative = sorted(str(hit) for hit, extra in extra_per_hit.items() if extra < 0)
+        if negative:
+            raise ValueError(f"negative extra assignments for HIT(s): {', '.join(negative)}")
+        return sum(int(extra) for extra in extra_per_hit.values())
+    if int(extra_per_hit) < 0:
+        raise ValueError("extra assignments cannot be negative")
+    return int(extra_per_hit)
+
+
 class CrowdProvider(ABC):
     """What the services need from a crowd platform."""
 
@@ -145,8 +158,6 @@ class CrowdProvider(ABC):
     ) -> Any:
         """What extra assignments added to existing HITs cost (a ``Cost``); ``ValueError`` for an extension
         the platform refuses. By default each is one more assignment at the platform's price."""
-        from annotation.crowd.costs import extra_count
-
         return cls.work_cost(
             reward,
             extra_count(extra_per_hit),

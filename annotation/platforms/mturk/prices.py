@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from annotation.crowd.costs import Cost, assignment_fee, extra_count, per_assignment_fees
+from annotation.crowd.costs import Cost, assignment_fee, per_assignment_fees
+from annotation.crowd.providers.base import extra_count
 
 MIN_FEE = Decimal("0.01")
 BASE_FEE_RATE = Decimal("0.20")

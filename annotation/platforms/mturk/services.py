@@ -14,8 +14,8 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from annotation.crowd.providers import MTurkProvider
 from annotation.models import Assignment, Batch, BonusPayment, Escalation, Hit, Provider, Worker
+from annotation.platforms.mturk.provider import MTurkProvider
 from core.errors import ServiceError, StateError
 
 

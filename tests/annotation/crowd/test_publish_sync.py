@@ -13,12 +13,12 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from annotation import services
-from annotation.crowd.providers import MTurkProvider
 from annotation.crowd.services.batches import cancel_batch, read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, Hit, Judgment, Worker, WorkerIdentity
 from annotation.platforms.mturk.client import MTurk, make_client
 from annotation.platforms.mturk.mturk_xml import build_answers_xml
+from annotation.platforms.mturk.provider import MTurkProvider
 from annotation.quality.services.escalation import escalate_batch, plan_escalation
 from core.errors import ServiceError
 from tests.annotation.conftest import TRUTH

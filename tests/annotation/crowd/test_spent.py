@@ -72,7 +72,7 @@ def prolific_batch(query_set, server, provider, client_class):
     for person, override in zip(people, [{}, {"g1": "f"}, {"g1": "f", "g2": "m"}, {}], strict=True):
         person.answer(override=override)
         person.complete()
-    assert sync_batch(batch, provider).prolific.approved == 3
+    assert sync_batch(batch, provider).platform.approved == 3
     batch.refresh_from_db()
     return batch
 

@@ -3,10 +3,9 @@
 import pytest
 
 from annotation import services
-from annotation.crowd.providers import ProlificProvider
 from annotation.models import Assignment, Judgment
 from annotation.platforms.prolific.client import Prolific
-from annotation.platforms.prolific.provider import completion_code
+from annotation.platforms.prolific.provider import ProlificProvider, completion_code
 from tests.annotation.conftest import TRUTH
 from tests.annotation.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
 from tests.annotation.platforms.prolific.test_prolific import make_prolific_batch

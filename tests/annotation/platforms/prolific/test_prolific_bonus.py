@@ -64,7 +64,7 @@ def batch(query_set, server, provider, client_class):
     for person, override in zip(people, overrides, strict=True):
         person.answer(override=override)
         person.complete()
-    found = sync_batch(batch, provider).prolific
+    found = sync_batch(batch, provider).platform
     assert (found.approved, found.rejected) == (3, 1)
     batch.refresh_from_db()
     return batch
