@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from annotation.crowd.bonus_rules import BULK_SIZE, BonusRule, Owed, RuleError, Work, owed
 from annotation.crowd.costs import BonusCost, Spent, bonus_costs, spent_on
-from annotation.crowd.providers.base import platform_label, provider_class
+from annotation.crowd.providers.base import platform_label, provider_class, provider_names
 from annotation.models import Assignment, Batch, BatchQuery, BonusPayment, Hit, Judgment
 from core.errors import ServiceError
 
@@ -377,7 +377,11 @@ def bonus_rule(batch: Batch) -> BonusRule | None:
 def check_pays_bonus_rules(batch: Batch) -> None:
     """Refuse a batch whose platform pays no bonus rule (``CrowdProvider.pays_bonus_rules``)."""
     if not provider_class(batch.provider).pays_bonus_rules:
-        raise ServiceError(f"batch {batch.name!r} runs on {platform_label(batch.provider)}, which pays no bonus rule")
+        payers = [platform_label(name) for name in provider_names() if provider_class(name).pays_bonus_rules]
+        raise ServiceError(
+            f"batch {batch.name!r} runs on {platform_label(batch.provider)}, which pays no bonus rule "
+            f"(bonus rules are paid on: {', '.join(payers) or 'no platform installed'})"
+        )
 
 
 def approved_work(batch: Batch) -> list[Work]:

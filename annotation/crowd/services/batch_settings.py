@@ -99,12 +99,14 @@ class BatchSettings:
         ):
             if not low <= value.total_seconds() <= high:
                 raise ServiceError(f"{name} must be between {low} s and {high} s (got {value})")
-        if self.provider_options:  # another platform's options are refused, never dropped unseen
-            own = _option_keys("provider_options")[self.provider]
-            foreign = {key for key in self.provider_options if key not in own and _takers({key})}
-            if not own or foreign:
-                raise ServiceError(_not_taken("provider_options", foreign or self.provider_options))
+        own = _option_keys("provider_options")[self.provider]
+        if self.provider_options and not own:
+            raise ServiceError(_not_taken("provider_options", self.provider_options))
         platform.check_settings(self)
+        # Another platform's options, where the platform's own check let them through: refused, never dropped unseen.
+        foreign = {key for key in self.provider_options if key not in own and _takers({key})}
+        if foreign:
+            raise ServiceError(_not_taken("provider_options", foreign))
         if self.gold_per_hit < 0:
             raise ServiceError("gold queries per HIT cannot be negative")
         if self.provider_options:

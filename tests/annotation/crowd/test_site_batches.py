@@ -17,17 +17,6 @@ def test_the_estimate_is_what_create_batch_records(query_set, researcher, client
     # 6 queries, 4 per HIT: 2 HITs x 3 assignments = 6 x $0.10 (in-house: no provider fee) = $0.60
     html = client.get(reverse("annotation:batch-estimate"), {**FORM, "queries": "gq"}).content.decode()
     assert "<strong>$0.60</strong> for 2 HITs" in html
-    # On MTurk: 2 x 3 x ($0.10 + 20% fee $0.02) = $0.72
-    html = client.get(
-        reverse("annotation:batch-estimate"), {**FORM, "queries": "gq", "provider": "mturk"}
-    ).content.decode()
-    assert "<strong>$0.72</strong> for 2 HITs" in html
-    # 10 assignments per HIT pay MTurk's 40% fee: 1 HIT x 10 x ($0.10 + $0.04) = $1.40
-    html = client.get(
-        reverse("annotation:batch-estimate"),
-        {**FORM, "queries": "gq", "assignments_per_query": 10, "queries_per_hit": 6, "provider": "mturk"},
-    ).content.decode()
-    assert "<strong>$1.40</strong> for 1 HIT " in html
     response = client.post(reverse("annotation:batch-create"), {**FORM, "name": "web", "queries": "gq"})
     assert response.status_code == 302 and response.url == reverse("annotation:batch-detail", args=["web"])
     batch = Batch.objects.get(name="web")
@@ -62,11 +51,6 @@ def test_the_estimate_explains_what_is_missing(query_set, researcher, client):
 
 def test_the_form_refuses_what_the_services_refuse_and_creates_nothing(query_set, researcher, client):
     client.force_login(researcher)
-    response = client.post(
-        reverse("annotation:batch-create"), {**FORM, "name": "web", "queries": "gq", "locales": "US"}
-    )
-    assert response.status_code == 400
-    assert "Amazon Mechanical Turk options only apply to the mturk provider" in response.content.decode()
     response = client.post(
         reverse("annotation:batch-create"), {**FORM, "name": "web", "queries": "gq", "gold_per_hit": 1}
     )

@@ -550,7 +550,7 @@ def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_agains
         provider_assignment_id=hexid("made-up-2"),
         accepted_at=timezone.now() - dt.timedelta(minutes=11),
     )
-    found = sync_batch(batch, site_provider).prolific
+    found = sync_batch(batch, site_provider).platform
     assert found.voided == 2
     forged.refresh_from_db()
     stale.refresh_from_db()
@@ -588,7 +588,7 @@ def test_the_study_stops_when_its_batch_completes_and_latecomers_see_a_friendly_
     assert server.studies[study_id]["status"] == "COMPLETED"
     with pytest.raises(AssertionError, match="COMPLETED"):
         server.start(study_id, hexid("PID10"))  # Prolific sends nobody more
-    assert sync_batch(batch, site_provider).prolific.stopped is False  # stopped once
+    assert sync_batch(batch, site_provider).platform.stopped is False  # stopped once
     assert server.calls.count("transition_study") == 2  # publish, stop
 
     server.set_status(late_session, "ACTIVE")
