@@ -44,6 +44,9 @@ The rules (one test each; a failure lists the offending imports or modules):
   counts as its sub-domain's) keep the order of :data:`SUB_DOMAIN_ORDER`, function-level imports
   included: a sub-domain imports only sub-domains on lower levels, so no two import each other
   both ways, and crowd, at the base, imports none of them. The order names every sub-domain.
+- the kernel (``core``, ``annotation.crowd``, ``annotation.quality``, ``annotation.machine``) names no
+  platform in code, only in docstrings and comments (read with ``ast`` and ``tokenize``): it asks the
+  provider; the files still naming one are listed exactly (:data:`STILL_NAMING`).
 
 ``python tests/test_architecture.py`` prints the sub-domain import graph (``-v``: every module pair).
 """
