@@ -141,3 +141,9 @@ def test_extra_assignments_with_masters_pay_the_surcharge_too():
     # $0.40 × (20% + 5%) = $0.10 per extra assignment; 3 of them.
     cost = extra_assignments_cost(D("0.40"), {"HIT1": 2, "HIT2": 1}, assignments_per_hit=3, options={"masters": True})
     assert (cost.per_assignment_fee, cost.total) == (D("0.10"), D("1.50"))
+
+
+def test_a_bonus_pays_twenty_percent_each_at_least_a_cent():
+    # MTurk: 20% per bonus, at least $0.01: $0.04 -> $0.008 -> $0.01; $0.50 -> $0.10.
+    mturk = costs.bonus_cost([D("0.04"), D("0.50")], "mturk")
+    assert (mturk.fees, mturk.total) == (D("0.11"), D("0.65"))
