@@ -49,13 +49,20 @@ The rules (one test each; a failure lists the offending imports or modules):
   counts as its sub-domain's) keep the order of :data:`SUB_DOMAIN_ORDER`, function-level imports
   included: a sub-domain imports only sub-domains on lower levels, so no two import each other
   both ways, and crowd, at the base, imports none of them. The order names every sub-domain.
+- the kernel (``core``, ``annotation.crowd``, ``annotation.quality``, ``annotation.machine``) names no
+  platform in code, only in docstrings and comments (read with ``ast`` and ``tokenize``): it asks the
+  provider; the files still naming one are listed exactly (:data:`STILL_NAMING`).
 
 ``python tests/test_architecture.py`` prints the sub-domain import graph (``-v``: every module pair).
 """
 
 from __future__ import annotations
 
+import ast
+import io
+import re
 import sys
+import tokenize
 from collections import defaultdict
 from pathlib import Path
 
@@ -147,6 +154,7 @@ BETWEEN_PLATFORMS = {
     ("platforms.prolific", "platforms.inhouse.services.handout"),
     ("platforms.prolific", "platforms.inhouse.views"),
     ("platforms.prolific", "platforms.inhouse.services.corrections"),
+    ("platforms.taskbuilder", "platforms.prolific.provider"),
 }
 #: Imports of a platform's modules past its facades from an app above (a debt, kept exact: an entry no
 #: import needs any more fails the test). None: the dashboard reads Prolific's warnings as a panel.
@@ -761,3 +769,98 @@ if __name__ == "__main__":  # the sub-domain import graph, as the tests above co
         print(
             _sub_domain_listing(sub_domain_imports(_build(exclude_type_checking_imports=True), app), "-v" in sys.argv)
         )
+
+
+# -- the kernel names no platform (issue 55) -------------------------------------------------------
+#: The kernel: what every platform builds on. Its code names no platform; its docstrings and comments may
+#: (``git grep -il "prolific\|mturk"`` over these finds documentation only).
+KERNEL = ("core", "annotation/crowd", "annotation/quality", "annotation/machine")
+#: Kernel files that still name a platform in code, each until its platform's part moves into the
+#: platform's folder (a debt kept exact: an entry that names none any more fails the test, so delete it).
+#: Prolific's connection kind, its settings and check (``core``), its bonus previews (``crowd``), and the
+#: registry's lines until they are the platforms' INSTALLED_APPS lines.
+STILL_NAMING: frozenset[str] = frozenset()
+#: Names that are history, not a platform's knowledge: a migration's name, kept as it was written.
+HISTORY = frozenset({'"0001_squashed_0019_prolific_groups_bonuses"'})
+
+
+def platform_words() -> re.Pattern[str]:
+    """The platforms' names, as code would name them: each external platform of the registry (its stored
+    name, its label and short label, spaced or not), whatever the case."""
+    from annotation.crowd.providers.registry import PLATFORMS
+
+    words = set()
+    for name in PLATFORMS:
+        if name == "local":
+            continue
+        words.add(name)
+        words.add(PLATFORM_LABELS.get(name, name))
+    words |= {"mechanical turk", "task builder"}
+    return re.compile("|".join(re.escape(w).replace(r"\ ", r"[ _]?") for w in sorted(words)), re.IGNORECASE)
+
+
+#: What a platform is called besides its stored name (a label the registry's classes give it).
+PLATFORM_LABELS = {"mturk": "mechanical turk", "taskbuilder": "task builder"}
+
+
+def names_in_code(source: str, pattern: re.Pattern[str]) -> list[tuple[int, str]]:
+    """``(line, text)`` of every name or string of ``source`` that matches ``pattern``, leaving out comments
+    and documentation: docstrings and every other string standing alone as a statement (an attribute's)."""
+    tree = ast.parse(source)
+    documentation = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            documentation |= set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    found = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type not in (tokenize.NAME, tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", -1)):
+            continue
+        if token.type != tokenize.NAME and token.start[0] in documentation:
+            continue
+        if pattern.search(token.string) and token.string not in HISTORY:
+            found.append((token.start[0], token.string))
+    return found
+
+
+def kernel_naming_platforms() -> dict[str, list[tuple[int, str]]]:
+    pattern = platform_words()
+    found = {}
+    for folder in KERNEL:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue  # history: a migration keeps the names it was written with
+            hits = names_in_code(path.read_text(encoding="utf-8"), pattern)
+            if hits:
+                found[path.relative_to(ROOT).as_posix()] = hits
+    return found
+
+
+def test_the_kernel_names_no_platform_in_code():
+    """core, crowd, quality and machine ask the provider (``CrowdProvider``) what a platform does; they
+    name no platform except in docstrings and comments."""
+    found = kernel_naming_platforms()
+    new = {path: hits for path, hits in found.items() if path not in STILL_NAMING}
+    assert not new, "the kernel names a platform in code (ask its provider instead):\n" + "\n".join(
+        f"  {path}:{line}: {text[:80]}" for path, hits in sorted(new.items()) for line, text in hits
+    )
+    cleared = sorted(STILL_NAMING - set(found))
+    assert not cleared, f"these kernel files name no platform any more: delete them from STILL_NAMING: {cleared}"
+
+
+def test_the_kernel_rule_tells_code_from_documentation():
+    """The rule's reader: a docstring, an attribute's string and a comment may name a platform; a name,
+    an argument, an f-string and a help text may not."""
+    pattern = platform_words()
+    source = '''\
+"""Prolific and MTurk, in a docstring."""
+# mturk in a comment
+RATE = 1
+"""An attribute docstring naming Task Builder."""
+def f(batch):
+    """Docstring: mturk."""
+    if batch.provider == "mturk":
+        return prolific_settings()
+    raise ValueError(f"no {batch} on Mechanical Turk")
+HELP = dict(help_text="see TaskBuilder")
+'''
+    assert [line for line, _ in names_in_code(source, pattern)] == [7, 8, 9, 10]

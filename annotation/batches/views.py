@@ -18,7 +18,6 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm
 from annotation.crowd.panels import annotator_home, batch_panels
-from annotation.crowd.providers.base import provider_class
 from annotation.crowd.selectors import (
     answer_counts,
     answered_per_hit,
@@ -27,7 +26,7 @@ from annotation.crowd.selectors import (
     query_texts,
 )
 from annotation.crowd.services.background import start_publish, start_sync
-from annotation.crowd.services.batches import cancel_batch, mturk_comparison
+from annotation.crowd.services.batches import cancel_batch, price_comparison
 from annotation.crowd.services.publishing import render_hit_html
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Worker
@@ -109,9 +108,11 @@ def batch_estimate(request: HttpRequest) -> HttpResponse:
     form = BatchForm(request.GET, estimate_only=True)
     estimate = form.estimate() if form.is_valid() else None
     comparison = None
-    if estimate and not provider_class(form.cleaned_data["settings"].provider).takes_fees:
+    if estimate:
         settings = form.cleaned_data["settings"]
-        comparison = mturk_comparison(settings.reward, settings.assignments_per_query, estimate["hits"])
+        comparison = price_comparison(
+            settings.provider, settings.reward, settings.assignments_per_query, estimate["hits"]
+        )
     return render(
         request, "annotation/_batch_estimate.html", {"form": form, "estimate": estimate, "comparison": comparison}
     )
@@ -145,7 +146,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "escalations": escalations,
             "extra_spent": extra_spent(batch),
             "flags": batch.worker_flags.count(),
-            "comparison": _mturk_comparison(batch),
+            "comparison": _price_comparison(batch),
         }
         # The platforms' panels (annotation.crowd.panels): Prolific's webhooks, submissions and bonuses, the team's
         # places no member can take.
@@ -153,11 +154,11 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     )
 
 
-def _mturk_comparison(batch: Batch) -> dict | None:
-    """An in-house batch's cost on MTurk, for comparison (as its live estimate showed it)."""
-    if provider_class(batch.provider).takes_fees or not batch.cost or "hits" not in batch.cost:
+def _price_comparison(batch: Batch) -> dict | None:
+    """The price the batch's platform shows beside its own, if it declares one (as its live estimate showed it)."""
+    if not batch.cost or "hits" not in batch.cost:
         return None
-    return mturk_comparison(batch.reward, batch.assignments_per_query, batch.cost["hits"])
+    return price_comparison(batch.provider, batch.reward, batch.assignments_per_query, batch.cost["hits"])
 
 
 @researcher_required

@@ -1,32 +1,17 @@
-"""What an annotation batch costs, in exact decimal dollars, by provider.
+"""What an annotation batch costs, in exact decimal dollars: the arithmetic, not the rates.
 
-Each platform's prices are its provider's (``CrowdProvider.work_cost`` and ``bonus_fees``, found
-by :func:`prices_of` in the registry); this module holds the arithmetic they share and the
-figures built on them. The rules, as the providers apply them:
-
-- ``local`` (in-house annotators): the rewards only; no crowd platform takes a fee.
-- ``mturk``: the commission below, plus the Masters surcharge of 5% of the reward when
-  Masters are required (MTurk's pricing page: "an additional 5% of the reward").
-- ``prolific``: Prolific's platform fee, a share of the total paid to participants (33.3%
-  for academic and non-profit accounts, 42.8% otherwise, per prolific.com/pricing; VAT
-  where it applies comes on top and is in Prolific's own cost calculator,
-  ``platforms.prolific.services.quote``). Prolific charges the share of the total, so the fee is
-  rounded half-up to the cent once per charge, on its total: a study's rewards (39 places at
-  $0.10 pay $3.90 + 33.3% = $1.30 in fees, $5.20; not 39 × $0.03 = $1.17), and each bulk bonus
-  payment (its set-up answers one ``fees`` figure for the whole bulk: three $0.10 bonuses in one
-  bulk pay $0.30 + $0.10, not 3 × $0.03). ``per_assignment_fee`` is then that total's average
-  per place (to 1/100 of a cent), for display.
+Each platform's prices are its own, in its folder (``platforms/<name>/``), reached through its
+provider (``CrowdProvider.work_cost``, ``bonus_fees``, ``extra_assignments_cost`` and ``comparison``,
+found by :func:`prices_of` in the registry). This module holds the arithmetic they share -- a commission
+rounded per assignment (:func:`per_assignment_fees`), a share of the total rounded once
+(:func:`share_of_total`), no fee (:func:`no_fees`) -- and the figures built on them, so every price is
+rounded the same way. ``options`` is the batch's provider options (the platform reads what changes its
+price, e.g. a surcharge for a class of workers); ``account_fee_rate`` the requester account's own fee
+rate where a platform prices by account (``None``: the platform's configured rate).
 
 What a batch has **spent** (:func:`spent_on`; the one figure every page, card and text shows,
 :func:`annotation.crowd.selectors.spent`) is priced by the same rules, never from the estimate:
 the answered assignments at the provider's price, plus the bonuses sent, each charge with its fee.
-
-Amazon Mechanical Turk charges requesters a commission on top of the worker
-reward: 20% of the reward, or 40% for HITs with 10 or more assignments, and at
-least $0.01 per assignment. The commission is computed per assignment, so it is
-rounded to the cent per assignment here (ROUND_HALF_UP) before multiplying --
-multiplying first and rounding the batch total would under- or over-state the
-bill by up to half a cent per assignment.
 
 Money is ``Decimal`` throughout: binary floats cannot represent $0.07 exactly
 and budget checks must not drift.
@@ -37,15 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
 
 CENT = Decimal("0.01")
-MIN_FEE = Decimal("0.01")
-BASE_FEE_RATE = Decimal("0.20")
-LARGE_HIT_FEE_RATE = Decimal("0.40")
-#: HITs with this many assignments or more pay the higher commission.
-LARGE_HIT_ASSIGNMENTS = 10
-MASTERS_FEE_RATE = Decimal("0.05")
-PROLIFIC_ACADEMIC_FEE_RATE = Decimal("0.333")
+#: No fee at all: a commission without a least amount.
+NO_MINIMUM = Decimal("0.00")
 
 
 @dataclass(frozen=True)
@@ -75,17 +56,12 @@ def _money(value: Decimal | int | str) -> Decimal:
     return amount
 
 
-def fee_rate(assignments_per_hit: int) -> Decimal:
-    """MTurk's commission rate for a HIT with this many assignments."""
-    return LARGE_HIT_FEE_RATE if assignments_per_hit >= LARGE_HIT_ASSIGNMENTS else BASE_FEE_RATE
-
-
-def assignment_fee(reward: Decimal, rate: Decimal, minimum: Decimal = MIN_FEE) -> Decimal:
+def assignment_fee(reward: Decimal, rate: Decimal, minimum: Decimal = NO_MINIMUM) -> Decimal:
     """Commission on one assignment: ``reward × rate`` rounded half-up to the cent, at least ``minimum``."""
     return max(minimum, (reward * rate).quantize(CENT, rounding=ROUND_HALF_UP))
 
 
-def _cost(reward: Decimal, rate: Decimal, assignments_total: int, minimum: Decimal = MIN_FEE) -> Cost:
+def _cost(reward: Decimal, rate: Decimal, assignments_total: int, minimum: Decimal = NO_MINIMUM) -> Cost:
     fee = assignment_fee(reward, rate, minimum)
     rewards = reward * assignments_total
     fees = fee * assignments_total
@@ -135,7 +111,7 @@ def prices_of(provider: str):
         raise ValueError(f"no prices known for provider {provider!r}") from None
 
 
-def per_assignment_fees(reward: Decimal, rate: Decimal, count: int, minimum: Decimal = MIN_FEE) -> Cost:
+def per_assignment_fees(reward: Decimal, rate: Decimal, count: int, minimum: Decimal = NO_MINIMUM) -> Cost:
     """A commission of ``rate`` on each of ``count`` assignments, rounded half-up to the cent each, at least ``minimum``."""
     return _cost(reward, rate, count, minimum)
 
@@ -145,96 +121,30 @@ def share_of_total(reward: Decimal, rate: Decimal, count: int) -> Cost:
     return _share_of_total(reward, rate, count)
 
 
-def prolific_fee_rate(account_fee_rate: Decimal | str | None) -> Decimal:
-    """The Prolific account's fee rate: its own where the account's records give one, else the
-    academic rate (33.3%)."""
-    return PROLIFIC_ACADEMIC_FEE_RATE if account_fee_rate is None else Decimal(account_fee_rate)
-
-
-def prolific_work_cost(reward: Decimal, count: int, account_fee_rate: Decimal | None = None) -> Cost:
-    """Prolific's price of ``count`` sessions at ``reward``: the fee a share of the total paid, rounded
-    once (the Prolific study and its Task Builder alike)."""
-    return share_of_total(reward, prolific_fee_rate(account_fee_rate), count)
-
-
-def prolific_bonus_fees(paid: list[Decimal], account_fee_rate: Decimal | None = None) -> tuple[Decimal, Decimal]:
-    """The same share on bonuses ("our regular pricing structure also applies to bonus payments"), on
-    the total: ``(rate, fee)``."""
-    rate = prolific_fee_rate(account_fee_rate)
-    return rate, (sum(paid, Decimal("0.00")) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
-
-
 def no_fees(reward: Decimal, count: int) -> Cost:
     """The rewards alone: no platform takes a fee."""
     return _cost(reward, Decimal("0"), count, minimum=Decimal("0.00"))
 
 
-def batch_cost(reward: Decimal, assignments: int, hits: int) -> Cost:
-    """Cost of ``hits`` HITs with ``assignments`` assignments each, every assignment paying ``reward``.
-
-    >>> batch_cost(Decimal("0.05"), 3, 100).total
-    Decimal('18.00')
-    """
-    amount = _money(reward)
-    if assignments < 1:
-        raise ValueError("a HIT needs at least one assignment")
-    if hits < 0:
-        raise ValueError("hits cannot be negative")
-    return _cost(amount, fee_rate(assignments), assignments * hits)
-
-
 def extra_assignments_cost(
+    provider: str,
     reward: Decimal,
     extra_per_hit: Mapping[str, int] | int,
     assignments_per_hit: int,
     *,
-    masters: bool = False,
+    options: Mapping[str, Any] | None = None,
+    account_fee_rate: Decimal | None = None,
 ) -> Cost:
-    """Cost of escalation: extra assignments added to existing HITs (``CreateAdditionalAssignmentsForHIT``).
-
-    ``extra_per_hit`` maps HIT ids to the number of assignments to add, or is
-    the total number of extra assignments when the split is not known yet.
-    ``assignments_per_hit`` is how many assignments the HITs were created with;
-    ``masters`` adds the Masters surcharge.
-
-    Fee rate choice: MTurk refuses to extend a HIT created with fewer than 10
-    assignments to 10 or more (``InvalidMaximumAssignmentsIncrease``), so the
-    40% rate can never be triggered by escalation; it applies only to HITs that
-    were created with 10 or more assignments. Extra assignments are therefore
-    charged at the rate of the original HIT, and an extension that would cross
-    the 10-assignment line raises ``ValueError`` -- escalate such items in a
-    new HIT instead. With a bare total we cannot see the per-HIT split, so we
-    only refuse the case where any extension crosses the line (HITs of 9).
-    """
+    """Cost of escalation or a re-offer: extra assignments added to existing HITs, at ``provider``'s
+    price (``extra_per_hit`` maps HIT ids to the number to add, or is the total when the split is not
+    known yet; ``assignments_per_hit`` is how many the HITs were created with). The platform refuses
+    (``ValueError``) an extension it would refuse (:meth:`CrowdProvider.extension_limit`)."""
     amount = _money(reward)
     if assignments_per_hit < 1:
         raise ValueError("a HIT needs at least one assignment")
-    rate = fee_rate(assignments_per_hit) + (MASTERS_FEE_RATE if masters else 0)
-    crosses = assignments_per_hit < LARGE_HIT_ASSIGNMENTS
-
-    if isinstance(extra_per_hit, Mapping):
-        negative = sorted(hit for hit, extra in extra_per_hit.items() if extra < 0)
-        if negative:
-            raise ValueError(f"negative extra assignments for HIT(s): {', '.join(map(str, negative))}")
-        if crosses:
-            over = sorted(
-                str(hit) for hit, extra in extra_per_hit.items() if assignments_per_hit + extra >= LARGE_HIT_ASSIGNMENTS
-            )
-            if over:
-                raise ValueError(
-                    f"MTurk cannot extend a HIT of {assignments_per_hit} assignments to {LARGE_HIT_ASSIGNMENTS} or more "
-                    f"(HIT(s) {', '.join(over)}); publish a new HIT instead"
-                )
-        total = sum(int(extra) for extra in extra_per_hit.values())
-    else:
-        total = int(extra_per_hit)
-        if total < 0:
-            raise ValueError("extra assignments cannot be negative")
-        if crosses and total > 0 and assignments_per_hit + 1 >= LARGE_HIT_ASSIGNMENTS:
-            raise ValueError(
-                f"MTurk cannot extend a HIT of {assignments_per_hit} assignments to {LARGE_HIT_ASSIGNMENTS} or more"
-            )
-    return _cost(amount, rate, total)
+    return prices_of(provider).extra_assignments_cost(
+        amount, extra_per_hit, assignments_per_hit, options=options or {}, account_fee_rate=account_fee_rate
+    )
 
 
 def provider_cost(
@@ -243,8 +153,8 @@ def provider_cost(
     assignments: int,
     hits: int,
     *,
-    masters: bool = False,
-    prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE,
+    options: Mapping[str, Any] | None = None,
+    account_fee_rate: Decimal | None = None,
     bonuses: Decimal = Decimal("0"),
 ) -> Cost:
     """Cost of a batch of ``hits`` HIT groups × ``assignments`` on ``provider`` (see the module docstring).
@@ -254,10 +164,6 @@ def provider_cost(
 
     >>> provider_cost("local", Decimal("0.05"), 3, 100).total
     Decimal('15.00')
-    >>> provider_cost("mturk", Decimal("1.00"), 3, 1, masters=True).per_assignment_fee
-    Decimal('0.25')
-    >>> provider_cost("prolific", Decimal("0.10"), 39, 1).total
-    Decimal('5.20')
     """
     amount = _money(reward)
     if assignments < 1:
@@ -265,17 +171,19 @@ def provider_cost(
     if hits < 0:
         raise ValueError("hits cannot be negative")
     cost = prices_of(provider).work_cost(
-        amount, assignments * hits, assignments_per_hit=assignments, masters=masters, account_fee_rate=prolific_fee_rate
+        amount,
+        assignments * hits,
+        assignments_per_hit=assignments,
+        options=options or {},
+        account_fee_rate=account_fee_rate,
     )
     if not bonuses:
         return cost
-    extra = bonus_cost([Decimal(bonuses)], provider, prolific_fee_rate=prolific_fee_rate)
+    extra = bonus_cost([Decimal(bonuses)], provider, account_fee_rate=account_fee_rate)
     return replace(cost, bonuses=extra.bonuses, fees=cost.fees + extra.fees, total=cost.total + extra.total)
 
 
 # -- bonuses (issue 32) ---------------------------------------------------------------------
-#: MTurk's commission on a bonus: 20% of it (its pricing page), at least $0.01 per bonus.
-MTURK_BONUS_FEE_RATE = Decimal("0.20")
 
 
 @dataclass(frozen=True)
@@ -289,18 +197,13 @@ class BonusCost:
     participants: int
 
 
-def bonus_cost(
-    amounts: Iterable[Decimal], provider: str = "prolific", *, prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE
-) -> BonusCost:
-    """The cost of paying ``amounts`` (one per participant) as bonuses on ``provider``.
+def bonus_cost(amounts: Iterable[Decimal], provider: str, *, account_fee_rate: Decimal | None = None) -> BonusCost:
+    """The cost of paying ``amounts`` (one per participant) as bonuses on ``provider``: each platform
+    charges its fee on bonuses its own way (``CrowdProvider.bonus_fees``: a share of the total rounded
+    once, a commission per bonus, or none in-house). VAT, where it applies, on top.
 
-    Prolific charges its service fee on bonuses as on rewards (its help centre: "our regular
-    pricing structure also applies to bonus payments"), a share of the total: rounded
-    half-up once, on the total, as :func:`provider_cost` does for rewards. MTurk: 20% of each
-    bonus, at least $0.01, rounded per bonus. In-house: no fee. VAT, where it applies, on top.
-
-    >>> bonus_cost([Decimal("0.25"), Decimal("0.50")]).total
-    Decimal('1.00')
+    >>> bonus_cost([Decimal("0.25"), Decimal("0.50")], "local").total
+    Decimal('0.75')
     """
     values = [Decimal(a) for a in amounts]
     for value in values:
@@ -308,25 +211,22 @@ def bonus_cost(
             raise ValueError(f"a bonus must be whole cents, at least 0 (got {value})")
     paid = [v for v in values if v > 0]
     bonuses = sum(paid, Decimal("0.00"))
-    rate, fees = prices_of(provider).bonus_fees(paid, account_fee_rate=prolific_fee_rate)
+    rate, fees = prices_of(provider).bonus_fees(paid, account_fee_rate=account_fee_rate)
     return BonusCost(bonuses=bonuses, fees=fees, total=bonuses + fees, fee_rate=rate, participants=len(paid))
 
 
 def bonus_costs(
-    charges: Iterable[Iterable[Decimal]],
-    provider: str = "prolific",
-    *,
-    prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE,
+    charges: Iterable[Iterable[Decimal]], provider: str, *, account_fee_rate: Decimal | None = None
 ) -> BonusCost:
     """The cost of several bonus charges (each a group the platform charges at once, e.g. a Prolific
     bulk: :func:`bonus_cost` each, its fee rounded on its own total), summed.
 
-    >>> bonus_costs([[Decimal("0.10")] * 3, [Decimal("0.10")]]).total  # $0.30 + $0.10, $0.10 + $0.03
-    Decimal('0.53')
+    >>> bonus_costs([[Decimal("0.10")] * 3, [Decimal("0.10")]], "local").total
+    Decimal('0.40')
     """
-    parts = [bonus_cost(group, provider, prolific_fee_rate=prolific_fee_rate) for group in charges]
+    parts = [bonus_cost(group, provider, account_fee_rate=account_fee_rate) for group in charges]
     if not parts:
-        return bonus_cost([], provider, prolific_fee_rate=prolific_fee_rate)
+        return bonus_cost([], provider, account_fee_rate=account_fee_rate)
     return BonusCost(
         bonuses=sum((c.bonuses for c in parts), Decimal("0.00")),
         fees=sum((c.fees for c in parts), Decimal("0.00")),
@@ -354,21 +254,24 @@ def work_cost(
     answered: int,
     *,
     assignments_per_hit: int,
-    masters: bool = False,
-    prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE,
+    options: Mapping[str, Any] | None = None,
+    account_fee_rate: Decimal | None = None,
 ) -> Cost:
-    """What ``answered`` assignments of a batch cost on ``provider``, the fee included: MTurk's
-    commission per assignment at the rate of the batch's HITs (extensions keep it), Prolific's
-    share of the rewards' total rounded once, nothing on top in-house.
+    """What ``answered`` assignments of a batch cost on ``provider``, the fee included (the platform's
+    price for HITs created with ``assignments_per_hit``: extensions keep it).
 
-    >>> work_cost("prolific", Decimal("0.10"), 3, assignments_per_hit=3).total
-    Decimal('0.40')
+    >>> work_cost("local", Decimal("0.10"), 3, assignments_per_hit=3).total
+    Decimal('0.30')
     """
     amount = _money(reward)
     if answered < 0:
         raise ValueError("answered assignments cannot be negative")
     return prices_of(provider).work_cost(
-        amount, answered, assignments_per_hit=assignments_per_hit, masters=masters, account_fee_rate=prolific_fee_rate
+        amount,
+        answered,
+        assignments_per_hit=assignments_per_hit,
+        options=options or {},
+        account_fee_rate=account_fee_rate,
     )
 
 
@@ -378,27 +281,27 @@ def spent_on(
     answered: int,
     *,
     assignments_per_hit: int,
-    masters: bool = False,
-    prolific_fee_rate: Decimal = PROLIFIC_ACADEMIC_FEE_RATE,
+    options: Mapping[str, Any] | None = None,
+    account_fee_rate: Decimal | None = None,
     bonus_charges: Iterable[Iterable[Decimal]] = (),
 ) -> Spent:
     """What a batch has spent: ``answered`` assignments (:func:`work_cost`) and the bonuses sent,
     ``bonus_charges`` grouped as the platform charged them (a Prolific bulk, one MTurk bonus), each
     group with its fee (:func:`bonus_cost`).
 
-    >>> spent_on("prolific", Decimal("0.10"), 3, assignments_per_hit=1,
+    >>> spent_on("local", Decimal("0.10"), 3, assignments_per_hit=1,
     ...          bonus_charges=[[Decimal("0.10")] * 3]).total
-    Decimal('0.80')
+    Decimal('0.60')
     """
     work = work_cost(
         provider,
         reward,
         answered,
         assignments_per_hit=assignments_per_hit,
-        masters=masters,
-        prolific_fee_rate=prolific_fee_rate,
+        options=options,
+        account_fee_rate=account_fee_rate,
     )
-    charged = bonus_costs(bonus_charges, provider, prolific_fee_rate=prolific_fee_rate)
+    charged = bonus_costs(bonus_charges, provider, account_fee_rate=account_fee_rate)
     bonuses, fees = charged.bonuses, charged.fees
     rewards = work.rewards.quantize(CENT)
     reward_fees = work.fees.quantize(CENT)

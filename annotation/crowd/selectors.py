@@ -207,7 +207,6 @@ def answer_counts(batch_ids: list[int]) -> dict[str, Any]:
     never from inside a transaction of the caller (which might yet be rolled back). Counting
     takes no lock: annotators' writes never wait on it. Elsewhere, counted at each call.
     """
-    from django.conf import settings
 
     from core.db import bounded_cache
     from core.version import code_key
@@ -322,8 +321,7 @@ def spending(batch: Batch, answered: int | None = None) -> Spent:
         Decimal(batch.reward),
         answered,
         assignments_per_hit=batch.assignments_per_query,
-        masters=bool((batch.qualifications or {}).get("masters")),
-        prolific_fee_rate=_fee_rate(),
+        options=provider_class(batch.provider).options_of(batch),
         bonus_charges=bonus_charges(batch),
     )
 
@@ -360,10 +358,6 @@ def is_machine_labelled(batch: Batch) -> bool:
     its own cost estimate (every query to the crowd) is never spent.
     """
     return batch.parent_id is None and (batch.derived.exists() or batch.routings.exists())
-
-
-def _fee_rate() -> Decimal:
-    return Decimal(settings.PROLIFIC_FEE_RATE)
 
 
 def counts_answers(prefix: str = "") -> Q:

@@ -23,6 +23,7 @@ class LocalProvider(CrowdProvider):
     rejects_invalid = False  # nothing is paid or approved by itself: kept for a person to look at
     takes_fees = False
     bonus_charges = "at_once"
+    trains_workers = True  # the training step runs on this site (annotation.quality.services.training)
 
     @classmethod
     def work_cost(cls, reward: Decimal, count: int, **_: object) -> Cost:

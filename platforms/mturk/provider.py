@@ -14,16 +14,10 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from annotation.crowd.costs import (
-    MASTERS_FEE_RATE,
-    MTURK_BONUS_FEE_RATE,
-    Cost,
-    assignment_fee,
-    fee_rate,
-    per_assignment_fees,
-)
+from annotation.crowd.costs import Cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
 from annotation.crowd.providers.options import BatchOption
+from platforms.mturk import prices
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Hit
@@ -38,17 +32,18 @@ class MTurkProvider(CrowdProvider):
 
     label = "Amazon Mechanical Turk"
     short_label = "MTurk"
-    #: Who may work on the HITs (MTurk's qualification requirements, ``Batch.qualifications``).
+    #: Who may work on the HITs (MTurk's qualification requirements): the provider options of an MTurk
+    #: batch, stored in ``Batch.qualifications`` as they always were (:attr:`options_field`).
     batch_options = (
         *CrowdProvider.batch_options,
-        BatchOption("locales", "codes", "worker countries, e.g. US,GB.", into="qualifications", metavar="US,GB"),
+        BatchOption("locales", "codes", "worker countries, e.g. US,GB.", into="provider_options", metavar="US,GB"),
         BatchOption(
             "min_approval_rate",
             "whole",
             "least share of a worker's work approved, in %.",
             minimum=0,
             maximum=100,
-            into="qualifications",
+            into="provider_options",
         ),
         BatchOption(
             "min_approved_hits",
@@ -56,32 +51,51 @@ class MTurkProvider(CrowdProvider):
             "least number of a worker's HITs approved.",
             minimum=0,
             maximum=1_000_000_000,
-            into="qualifications",
+            into="provider_options",
         ),
-        BatchOption("masters", "flag", "Masters workers.", into="qualifications"),
+        BatchOption("masters", "flag", "Masters workers.", into="provider_options"),
     )
+    options_field = "qualifications"
+    #: A rejected place is not reopened by MTurk: the quality loop adds an assignment for it.
+    reoffers_rejected = True
 
     @classmethod
-    def work_cost(
-        cls, reward: Decimal, count: int, *, assignments_per_hit: int, masters: bool = False, **_: object
-    ) -> Cost:
-        """The commission per assignment: 20%, or 40% for HITs of 10 or more assignments (extensions
-        keep the rate the HIT was created with), at least $0.01, plus 5% of the reward for Masters."""
-        return per_assignment_fees(reward, fee_rate(assignments_per_hit) + (MASTERS_FEE_RATE if masters else 0), count)
+    def work_cost(cls, reward: Decimal, count: int, *, assignments_per_hit: int, options=None, **_: object) -> Cost:
+        """The commission per assignment (:mod:`.prices`), Masters' surcharge where the batch asks for Masters."""
+        return prices.work_cost(
+            reward, count, assignments_per_hit=assignments_per_hit, masters=bool((options or {}).get("masters"))
+        )
 
     @classmethod
     def bonus_fees(cls, paid: list[Decimal], **_: object) -> tuple[Decimal, Decimal]:
         """20% of each bonus, at least $0.01, rounded per bonus."""
-        rate = MTURK_BONUS_FEE_RATE
-        return rate, sum((assignment_fee(v, rate) for v in paid), Decimal("0.00"))
+        return prices.bonus_fees(paid)
+
+    @classmethod
+    def extension_limit(cls, assignments_per_hit: int) -> int | None:
+        """A HIT created with fewer than 10 assignments never reaches 10 (:func:`.prices.extension_limit`)."""
+        return prices.extension_limit(assignments_per_hit)
+
+    @classmethod
+    def extra_assignments_cost(
+        cls, reward: Decimal, extra_per_hit, assignments_per_hit: int, *, options=None, **_: object
+    ) -> Cost:
+        """At the rate of the HITs extended (:func:`.prices.extra_assignments_cost`)."""
+        return prices.extra_assignments_cost(
+            reward, extra_per_hit, assignments_per_hit, masters=bool((options or {}).get("masters"))
+        )
 
     @classmethod
     def check_settings(cls, batch_settings) -> None:
         """MTurk approves (and pays) what nobody reviewed: its delay must leave a sync time to reject first."""
+        from core.errors import ServiceError
+
+        keys = {option.store_key for option in cls.own_options()}
+        unknown = set(batch_settings.provider_options) - keys
+        if unknown:
+            raise ServiceError(f"unknown qualification setting(s): {', '.join(sorted(unknown))}")
         interval = dt.timedelta(seconds=settings.MTURK_SYNC_INTERVAL_SECONDS)
         if batch_settings.auto_approval_delay <= interval:
-            from core.errors import ServiceError
-
             raise ServiceError(
                 f"auto-approval delay must be longer than the sync interval ({interval}, setting "
                 f"MTURK_SYNC_INTERVAL_SECONDS; got {batch_settings.auto_approval_delay}): MTurk approves and pays "
@@ -110,7 +124,7 @@ class MTurkProvider(CrowdProvider):
     def prepare(self, batch: Batch) -> str:
         from platforms.mturk.client import qualification_requirements
 
-        q = batch.qualifications or {}
+        q = self.options_of(batch)
         requirements = qualification_requirements(
             live=settings.MTURK_LIVE,
             locales=q.get("locales") or None,

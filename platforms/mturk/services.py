@@ -14,9 +14,9 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from annotation.crowd.providers import MTurkProvider
 from annotation.models import Assignment, Batch, BonusPayment, Escalation, Hit, Provider, Worker
 from core.errors import ServiceError, StateError
+from platforms.mturk.provider import MTurkProvider
 
 
 def default_mturk():

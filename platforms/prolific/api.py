@@ -10,14 +10,18 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.crowd.serializers import BonusPayRequestSerializer, BonusPreviewSerializer, BonusRuleRequestSerializer
 from annotation.models import Batch, Provider
 from core.api import ErrorSerializer, body_object, checked, job_started
 from core.serializers import JobSerializer
 from platforms.prolific.bonuses import services as prolific_bonuses
 from platforms.prolific.bonuses.selectors import preview_bonuses
 from platforms.prolific.selectors import submissions
-from platforms.prolific.serializers import SubmissionsSerializer
+from platforms.prolific.serializers import (
+    BonusPayRequestSerializer,
+    BonusPreviewSerializer,
+    BonusRuleRequestSerializer,
+    SubmissionsSerializer,
+)
 
 
 class SubmissionsView(APIView):

@@ -21,11 +21,12 @@ from decimal import Decimal
 from django.conf import settings
 from django.db.models import Count, Q
 
-from annotation.crowd.costs import Cost, prolific_bonus_fees, prolific_work_cost
+from annotation.crowd.costs import Cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
 from annotation.crowd.providers.options import MAX_REWARD, BatchOption, OptionError, options_by_name
 from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, WorkerIdentity
 from core.errors import ServiceError
+from platforms.prolific import prices
 from platforms.prolific.client import DEVICES, Prolific, ProlificError, ProlificUnknownOutcome, cents
 
 #: What Prolific calls a place still held by a participant.
@@ -439,6 +440,11 @@ def api_client(**options) -> Prolific:
     return Prolific(connection.api_url, connection.token, pace=pace, **options)
 
 
+def _account_rate(given: Decimal | None) -> Decimal:
+    """The account's fee rate: the one given, else ``settings.PROLIFIC_FEE_RATE`` (academic by default)."""
+    return Decimal(settings.PROLIFIC_FEE_RATE) if given is None else Decimal(given)
+
+
 @register("prolific")
 class ProlificProvider(CrowdProvider):
     """Prolific: one study per batch; participants do their HIT groups on this site.
@@ -459,6 +465,7 @@ class ProlificProvider(CrowdProvider):
     assignments_per_participant = 1
     bonus_charges = "bulk"
     pays_bonus_rules = True
+    trains_workers = True  # participants take the training step on this site before the study's HIT
 
     @classmethod
     def new_batch_options(cls, options: dict) -> dict:
@@ -472,12 +479,12 @@ class ProlificProvider(CrowdProvider):
     @classmethod
     def work_cost(cls, reward: Decimal, count: int, *, account_fee_rate: Decimal | None = None, **_: object) -> Cost:
         """Prolific's platform fee: a share of the total paid (33.3% for academic accounts), rounded once."""
-        return prolific_work_cost(reward, count, account_fee_rate)
+        return prices.work_cost(reward, count, _account_rate(account_fee_rate))
 
     @classmethod
     def bonus_fees(cls, paid: list[Decimal], *, account_fee_rate: Decimal | None = None) -> tuple[Decimal, Decimal]:
         """The same share on bonuses, on the total."""
-        return prolific_bonus_fees(paid, account_fee_rate)
+        return prices.bonus_fees(paid, _account_rate(account_fee_rate))
 
     @classmethod
     def check_settings(cls, batch_settings) -> None:

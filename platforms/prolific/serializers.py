@@ -1,6 +1,9 @@
-"""The API's shape of a Prolific batch's submissions (:func:`platforms.prolific.selectors.submissions`)."""
+"""The API's shape of a Prolific batch's submissions (:func:`platforms.prolific.selectors.submissions`) and of its bonuses
+(:func:`platforms.prolific.bonuses.selectors.preview_bonuses`, the pay job's result)."""
 
 from rest_framework import serializers
+
+from core.serializers import MoneyField
 
 
 class SubmissionRowSerializer(serializers.Serializer):
@@ -31,3 +34,61 @@ class SubmissionsSerializer(serializers.Serializer):
     reward = serializers.DecimalField(max_digits=8, decimal_places=2)
     listed_at = serializers.DateTimeField(allow_null=True)
     rows = SubmissionRowSerializer(many=True, help_text="The newest 500; the counts and medians cover all.")
+
+
+# -- bonuses (issue 32) ----------------------------------------------------------------------------
+class BonusRuleRequestSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["flat", "per_gold"], help_text="flat: per approved participant.")
+    amount = MoneyField(minimum="0.01", maximum="999999.99", help_text="USD (plain ASCII digits, e.g. 0.50).")
+
+
+class BonusRowSerializer(serializers.Serializer):
+    participant = serializers.CharField()
+    submission = serializers.CharField()
+    amount = serializers.CharField()
+    reason = serializers.CharField()
+    state = serializers.CharField(help_text="new (not recorded yet), owed, set_up, paying (unconfirmed) or paid.")
+
+
+class BonusCostSerializer(serializers.Serializer):
+    participants = serializers.IntegerField()
+    bonuses = serializers.CharField()
+    fees = serializers.CharField()
+    total = serializers.CharField()
+    fee_rate = serializers.CharField()
+
+
+class BonusPreviewSerializer(serializers.Serializer):
+    """A batch's bonus rule, what it owes each participant and what paying now costs with Prolific's fee."""
+
+    rule = serializers.DictField(allow_null=True)
+    rows = BonusRowSerializer(many=True)
+    to_pay = BonusCostSerializer()
+    paid = BonusCostSerializer()
+    unconfirmed = serializers.IntegerField()
+    needs_person = serializers.IntegerField(
+        help_text="Unconfirmed rows past PROLIFIC_BONUS_SETTLE_SECONDS: never paid again automatically; "
+        "check Prolific, then confirm them paid or unpaid (manage.py prolific_bonus --confirm-paid/--confirm-unpaid)."
+    )
+
+
+class BonusPayRequestSerializer(serializers.Serializer):
+    expected_total = MoneyField(
+        maximum="99999999.99",
+        required=False,
+        help_text="The total (bonuses + fee) previewed: refused (409) if paying now would send another.",
+    )
+
+
+class BonusPaySerializer(serializers.Serializer):
+    """A bonus pay job's ``result`` (``annotation.pay_bonuses``; with ``batch`` and ``url``)."""
+
+    paid_now = serializers.IntegerField()
+    amount_paid_now = serializers.CharField()
+    confirmed = serializers.IntegerField()
+    unconfirmed = serializers.IntegerField()
+    needs_person = serializers.IntegerField(
+        help_text="Of unconfirmed: past the settle time, Prolific still shows nothing; a person must check "
+        "Prolific, then --confirm-paid or --confirm-unpaid (nothing is ever paid twice automatically)."
+    )
+    recorded = serializers.IntegerField()

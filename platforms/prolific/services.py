@@ -733,7 +733,7 @@ def sync_prolific_batch(
         rejected=found.rejected,
         kept=found.kept,
         completed=found.completed,
-        prolific=found,
+        platform=found,
     )
     run_sync_steps(batch, provider, result)
     result.completed = batch.status == Batch.Status.COMPLETED  # an escalation round reopens it

@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from annotation.crowd.costs import Cost, prolific_bonus_fees, prolific_work_cost
+from annotation.crowd.costs import Cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
 from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
 from annotation.labels import VOCABULARY
 from core.errors import ServiceError
+from platforms.prolific.provider import ProlificProvider
 from platforms.taskbuilder.client import (
     DATA_COLLECTION_METHOD,
     DATASET_DONE,
@@ -174,14 +175,14 @@ class TaskBuilderProvider(CrowdProvider):
     bonus_charges = "bulk"
 
     @classmethod
-    def work_cost(cls, reward: Decimal, count: int, *, account_fee_rate: Decimal | None = None, **_: object) -> Cost:
-        """Prolific's platform fee: a share of the total paid (33.3% for academic accounts), rounded once."""
-        return prolific_work_cost(reward, count, account_fee_rate)
+    def work_cost(cls, reward: Decimal, count: int, **kwargs: object) -> Cost:
+        """A Task Builder study is Prolific's: Prolific's platform fee (:mod:`platforms.prolific.prices`)."""
+        return ProlificProvider.work_cost(reward, count, **kwargs)
 
     @classmethod
-    def bonus_fees(cls, paid: list[Decimal], *, account_fee_rate: Decimal | None = None) -> tuple[Decimal, Decimal]:
-        """The same share on bonuses, on the total."""
-        return prolific_bonus_fees(paid, account_fee_rate)
+    def bonus_fees(cls, paid: list[Decimal], **kwargs: object) -> tuple[Decimal, Decimal]:
+        """Prolific's share on bonuses, on the total."""
+        return ProlificProvider.bonus_fees(paid, **kwargs)
 
     @classmethod
     def check_settings(cls, batch_settings) -> None:

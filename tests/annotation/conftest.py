@@ -28,6 +28,18 @@ def query_set(db) -> QuerySet:
 
 
 @pytest.fixture
+def toy_platform(monkeypatch):
+    """The toy platform (tests/annotation/toy_platform.py) registered as ``toy`` for one test: what a
+    kernel test uses when it needs "some platform" with prices, limits and options of its own."""
+    from annotation.crowd.providers import base
+    from tests.annotation.toy_platform import NAME, ToyProvider
+
+    monkeypatch.setattr(ToyProvider, "name", NAME)
+    monkeypatch.setitem(base._REGISTRY._classes, NAME, ToyProvider)
+    return ToyProvider
+
+
+@pytest.fixture
 def researcher(django_user_model):
     return django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import time
 
-from annotation.crowd.providers import ProlificProvider
 from annotation.models import Batch, Hit
+from platforms.prolific.provider import ProlificProvider
 from tests.platforms.mturk.fake_server import FakeMTurk, serve
 from tests.platforms.prolific import fake_server as fake_prolific
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,19 @@ class RemoteAssignment:
     answers: dict[str, str] | None = field(default_factory=dict)
     submitted_at: dt.datetime | None = None
     accepted_at: dt.datetime | None = None
+
+
+def extra_count(extra_per_hit: Mapping[str, int] | int) -> int:
+    """How many extra assignments ``extra_per_hit`` asks for: a map of HIT ids to counts, or a total;
+    a negative count is refused (``ValueError`` naming the HITs)."""
+    if isinstance(extra_per_hit, Mapping):
+        negative = sorted(str(hit) for hit, extra in extra_per_hit.items() if extra < 0)
+        if negative:
+            raise ValueError(f"negative extra assignments for HIT(s): {', '.join(negative)}")
+        return sum(int(extra) for extra in extra_per_hit.values())
+    if int(extra_per_hit) < 0:
+        raise ValueError("extra assignments cannot be negative")
+    return int(extra_per_hit)
 
 
 class CrowdProvider(ABC):
@@ -98,15 +111,16 @@ class CrowdProvider(ABC):
         count: int,
         *,
         assignments_per_hit: int,
-        masters: bool = False,
+        options: Mapping[str, Any] | None = None,
         account_fee_rate: Decimal | None = None,
     ) -> Any:
         """What ``count`` assignments at ``reward`` cost on this platform, its fee included (an
         :class:`annotation.crowd.costs.Cost`: costs asks the provider, so this module does not import it).
 
-        ``assignments_per_hit``: how many each HIT was created with (MTurk's rate depends on it);
+        ``assignments_per_hit``: how many each HIT was created with (a rate may depend on it);
+        ``options``: the batch's provider options (:meth:`options_of`; a surcharge may depend on them);
         ``account_fee_rate``: the fee rate of the requester's account where the platform prices by
-        account (Prolific's academic rate by default).
+        account (``None``: the platform's configured rate).
         """
         raise ValueError(f"no prices known for provider {cls.name!r}")
 
@@ -114,6 +128,65 @@ class CrowdProvider(ABC):
     def bonus_fees(cls, paid: list[Decimal], *, account_fee_rate: Decimal | None = None) -> tuple[Decimal, Decimal]:
         """The platform's fee rate and fee on paying ``paid`` (positive, whole cents) as one charge."""
         raise ValueError(f"no prices known for provider {cls.name!r}")
+
+    @classmethod
+    def extension_limit(cls, assignments_per_hit: int) -> int | None:
+        """The most assignments a HIT created with ``assignments_per_hit`` may be extended to by escalation
+        or a re-offer (``None``: no limit). Escalation, calibration and routing ask it before planning."""
+        return None
+
+    @classmethod
+    def extension_refusal(cls, assignments_per_hit: int, cap: int) -> str | None:
+        """Why escalating HITs of ``assignments_per_hit`` up to ``cap`` assignments is refused here, or ``None``."""
+        limit = cls.extension_limit(assignments_per_hit)
+        if limit is None or cap <= limit:
+            return None
+        return (
+            f"{cls.short_label or cls.name} cannot extend a HIT created with {assignments_per_hit} assignments "
+            f"(fewer than {limit + 1}) to {cap}: at most {limit}"
+        )
+
+    @classmethod
+    def extra_assignments_cost(
+        cls,
+        reward: Decimal,
+        extra_per_hit: Mapping[str, int] | int,
+        assignments_per_hit: int,
+        *,
+        options: Mapping[str, Any] | None = None,
+        account_fee_rate: Decimal | None = None,
+    ) -> Any:
+        """What extra assignments added to existing HITs cost (a ``Cost``); ``ValueError`` for an extension
+        the platform refuses. By default each is one more assignment at the platform's price."""
+        return cls.work_cost(
+            reward,
+            extra_count(extra_per_hit),
+            assignments_per_hit=1,
+            options=options,
+            account_fee_rate=account_fee_rate,
+        )
+
+    @classmethod
+    def comparison(cls, reward: Decimal, assignments_per_query: int, hits: int) -> tuple[str, Any] | None:
+        """A price shown beside a batch's own for comparison, as ``(where, Cost)`` ("on platform X"), or
+        ``None``: the estimate and the batch page show no comparison (the default)."""
+        return None
+
+    #: True where a worker takes the batch's training step on this site before the first HIT
+    #: (:mod:`annotation.quality.services.training`); False where the platform has its own way.
+    trains_workers: bool = False
+    #: True where a rejected assignment's place is offered again, within the budget, by adding an
+    #: assignment to its HIT (:mod:`annotation.quality.services.reoffers`); False where the platform
+    #: reopens the place itself or takes no new worker for it.
+    reoffers_rejected: bool = False
+    #: The ``Batch`` field the provider options are stored in (``provider_options``, or the column a
+    #: platform's batches always used).
+    options_field: str = "provider_options"
+
+    @classmethod
+    def options_of(cls, batch: Batch) -> dict[str, Any]:
+        """The batch's provider options, as stored (:attr:`options_field`)."""
+        return dict(getattr(batch, cls.options_field, None) or {})
 
     #: True when answers arrive through this site (the local provider) rather than by polling.
     answers_on_site: bool = False

@@ -42,7 +42,7 @@ KINDS = {
     "duration": "timedelta, typed ``45s``, ``30m``, ``12h`` or ``7d`` (command line only)",
 }
 #: Where a value lands in ``BatchSettings``: a field of its own, or a key of one of these dicts.
-INTO = ("settings", "qualifications", "provider_options")
+INTO = ("settings", "provider_options")
 
 
 class OptionError(ValueError):
@@ -256,7 +256,7 @@ COMMON_OPTIONS: tuple[BatchOption, ...] = (
         minimum=MIN_LIFETIME,
         maximum=MAX_LIFETIME,
         on_form=False,
-        why="the form keeps MTurk's default HIT lifetime (7 days)",
+        why="the form keeps the default HIT lifetime (7 days)",
     ),
     BatchOption(
         "assignment_duration",
@@ -271,7 +271,7 @@ COMMON_OPTIONS: tuple[BatchOption, ...] = (
     BatchOption(
         "auto_approval_delay",
         "duration",
-        "MTurk approves submitted work after this",
+        "a platform that approves by itself approves submitted work after this",
         # Long enough for several syncs (MTURK_SYNC_INTERVAL_SECONDS, a day by default) to reject invalid work first.
         default=dt.timedelta(days=3),
         minimum=0,

@@ -13,7 +13,7 @@ command's options and the model's columns to this declaration.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -63,14 +63,13 @@ class BatchSettings:
     lifetime: dt.timedelta = _DEFAULTS["lifetime"]
     assignment_duration: dt.timedelta = _DEFAULTS["assignment_duration"]
     auto_approval_delay: dt.timedelta = DEFAULT_AUTO_APPROVAL_DELAY
-    qualifications: dict = field(default_factory=dict)
     gold_per_hit: int = _DEFAULTS["gold_per_hit"]
     gold_pass_fraction: float = 1.0
     gold_feedback: bool = _DEFAULTS["gold_feedback"]
     #: A HIT that failed its gold check: its other answers ``discard``-ed or ``keep``-t (its pay is lost either way).
     failed_gold_answers: str = _DEFAULTS["failed_gold_answers"]
     seed: int = _DEFAULTS["seed"]
-    #: Prolific: estimated_minutes, devices, filters, bonus, exclude_batches, completion_code.
+    #: The platform's own options (``CrowdProvider.batch_options`` stored ``into="provider_options"``).
     provider_options: dict = field(default_factory=dict)
     #: Quality thresholds applied at every sync (see annotation.quality.services.thresholds); None: off.
     warn_gold_accuracy: float | None = None
@@ -100,14 +99,14 @@ class BatchSettings:
         ):
             if not low <= value.total_seconds() <= high:
                 raise ServiceError(f"{name} must be between {low} s and {high} s (got {value})")
-        for into in ("qualifications", "provider_options"):
-            if getattr(self, into) and not any(option.into == into for option in platform.batch_options):
-                raise ServiceError(_not_taken(into, getattr(self, into)))
-        keys = {option.store_key for option in platform.batch_options if option.into == "qualifications"}
-        unknown = set(self.qualifications) - keys
-        if unknown:
-            raise ServiceError(f"unknown qualification setting(s): {', '.join(sorted(unknown))}")
+        own = _option_keys("provider_options")[self.provider]
+        if self.provider_options and not own:
+            raise ServiceError(_not_taken("provider_options", self.provider_options))
         platform.check_settings(self)
+        # Another platform's options, where the platform's own check let them through: refused, never dropped unseen.
+        foreign = {key for key in self.provider_options if key not in own and _takers({key})}
+        if foreign:
+            raise ServiceError(_not_taken("provider_options", foreign))
         if self.gold_per_hit < 0:
             raise ServiceError("gold queries per HIT cannot be negative")
         if self.provider_options:
@@ -122,13 +121,12 @@ class BatchSettings:
 def settings_from_options(values: Mapping[str, Any]) -> BatchSettings:
     """The settings made of the options' values as the shells read them (:meth:`BatchOption.parse`).
 
-    An option missing or ``None`` keeps its default; a value stored in a dict (qualifications,
-    provider options) is kept only when given (``False`` flags and empty lists are left out).
+    An option missing or ``None`` keeps its default; a value stored in a dict (the provider options) is kept only when given (``False`` flags and empty lists are left out).
     Every registered platform's options are read, whichever ``provider`` is chosen, so a value for
     another platform is refused by :meth:`BatchSettings.validate` rather than dropped unseen.
     """
     kwargs: dict[str, Any] = {"provider": values.get("provider") or "local"}
-    stored: dict[str, dict] = {"qualifications": {}, "provider_options": {}}
+    stored: dict[str, dict] = {"provider_options": {}}
     for name, (option, _owner) in all_batch_options().items():
         value = values.get(name)
         if name == "provider" or value is None or value == [] or value == "":
@@ -151,19 +149,24 @@ def options_of(provider: str) -> tuple[BatchOption, ...]:
     return batch_options(provider)
 
 
-def _not_taken(into: str, given: Mapping[str, Any]) -> str:
-    """Why settings stored ``into`` (qualifications, provider options) are refused: the platforms that take
-    the ones ``given`` (each platform that takes any of their keys; else every platform storing ``into``)."""
-    takers = {
+def _option_keys(into: str) -> dict[str, set[str]]:
+    """Each platform's own option keys stored ``into``."""
+    return {
         name: {o.store_key.split(".")[0] for o in provider_class(name).own_options() if o.into == into}
         for name in provider_names()
     }
-    owners = [name for name, keys in takers.items() if keys & set(given)] or [n for n, keys in takers.items() if keys]
-    what = (
-        "qualifications"
-        if into == "qualifications"
-        else f"{' or '.join(provider_class(n).label for n in owners)} options"
-    )
+
+
+def _takers(given: set[str], into: str = "provider_options") -> list[str]:
+    """The platforms that take any of the keys ``given``."""
+    return [name for name, keys in _option_keys(into).items() if keys & given]
+
+
+def _not_taken(into: str, given: Collection[str]) -> str:
+    """Why provider options are refused: the platforms that take the ones ``given`` (each platform that
+    takes any of their keys; else every platform that takes provider options)."""
+    owners = _takers(set(given), into) or [n for n, keys in _option_keys(into).items() if keys]
+    what = f"{' or '.join(provider_class(n).label for n in owners)} options"
     return f"{what} only apply to the {' or '.join(owners)} provider"
 
 

@@ -9,7 +9,6 @@ from dataclasses import asdict
 from decimal import Decimal
 from pathlib import Path
 
-from django.conf import settings as django_settings
 from django.db import transaction
 
 from annotation.crowd.costs import Cost, provider_cost
@@ -200,8 +199,7 @@ def estimate_cost(settings: BatchSettings, queries: int) -> dict[str, str | int]
         Decimal(settings.reward),
         settings.assignments_per_query,
         hits,
-        masters=bool(settings.qualifications.get("masters")),
-        prolific_fee_rate=Decimal(django_settings.PROLIFIC_FEE_RATE),
+        options=settings.provider_options,
         bonuses=most_bonuses(settings, hits * settings.assignments_per_query),
     )
     return cost_as_dict(cost, hits)
@@ -225,10 +223,17 @@ def stored_options(options: dict) -> dict:
     return stored
 
 
-def mturk_comparison(reward: Decimal | str, assignments_per_query: int, hits: int) -> dict[str, str | int]:
-    """What the same batch would cost on MTurk (its commission, without Masters): shown beside an
-    in-house batch's cost, whose fee is nil, in the live estimate and on the batch page alike."""
-    return cost_as_dict(provider_cost("mturk", Decimal(reward), assignments_per_query, hits), hits)
+def price_comparison(
+    provider: str, reward: Decimal | str, assignments_per_query: int, hits: int
+) -> dict[str, str | int] | None:
+    """The price the batch's platform shows beside its own for comparison (``CrowdProvider.comparison``:
+    ``where`` and the cost), in the live estimate and on the batch page alike; ``None`` where the platform
+    declares none."""
+    declared = provider_class(provider).comparison(Decimal(reward), assignments_per_query, hits)
+    if declared is None:
+        return None
+    where, cost = declared
+    return cost_as_dict(cost, hits) | {"where": where}
 
 
 @transaction.atomic
@@ -255,7 +260,8 @@ def create_batch(
         stored_options(dict(settings.provider_options))
     )  # what the platform makes for each batch (a Prolific study's random completion code)
     stored = {field: getattr(settings, field) for field in OFFERED if field not in NOT_STORED}
-    stored |= {"reward": Decimal(settings.reward), "provider_options": provider_options}
+    stored.pop("provider_options")
+    stored |= {"reward": Decimal(settings.reward), provider_class(settings.provider).options_field: provider_options}
     batch = Batch.objects.create(name=name, query_set=query_set, pool=pool, **stored)
     batch_queries = BatchQuery.objects.bulk_create(
         [BatchQuery(batch=batch, query=q, qid=q.qid, text=q.text, position=i) for i, q in enumerate(queries)],

@@ -27,8 +27,9 @@ class SyncResult:
     rejected: int = 0
     kept: int = 0
     completed: bool = False
-    #: Prolific only: submissions read, places freed, bonuses paid or unconfirmed, study places.
-    prolific: object | None = None
+    #: What the platform's own sync found (Prolific: submissions read, places freed, bonuses paid or
+    #: unconfirmed, study places); ``None`` where it has none.
+    platform: object | None = None
     #: MTurk: rejected places offered again, and those the budget left out.
     reoffered: int = 0
     reoffer_over_budget: int = 0

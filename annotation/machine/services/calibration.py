@@ -25,6 +25,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from annotation.crowd.providers.base import provider_class
 from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
 from annotation.crowd.services.batches import create_batch
 from annotation.labels import LABELS
@@ -40,7 +41,7 @@ from annotation.machine.selectors import (
     same_population,
     sample_chain,
 )
-from annotation.models import Batch, BatchQuery, Provider
+from annotation.models import Batch, BatchQuery
 from core.errors import ServiceError, StateError
 from core.services.names import validate_name
 from core.services.once import claim
@@ -61,8 +62,9 @@ def reference_record(batch: Batch, escalation_cap: int | None, until: str = "maj
     cap = max(DEFAULT_CAP, votes) if escalation_cap is None else escalation_cap
     if cap < votes:
         raise ServiceError(f"the escalation cap ({cap}) is below the batch's {votes} assignments per HIT")
-    if batch.provider == Provider.MTURK and votes < 10 <= cap:
-        raise ServiceError("MTurk cannot extend a HIT created with fewer than 10 assignments to 10 or more")
+    refusal = provider_class(batch.provider).extension_refusal(votes, cap)
+    if refusal:
+        raise ServiceError(refusal)
     posterior = parse_until(until)
     return {
         "votes": votes,

@@ -33,6 +33,7 @@ from typing import Any
 
 from django.db import transaction
 
+from annotation.crowd.providers.base import provider_class
 from annotation.crowd.services.background import start_publish
 from annotation.crowd.services.batches import estimate_cost
 from annotation.crowd.services.locking import reading_answers
@@ -807,7 +808,7 @@ def _advice(batch: Batch, sample: CalibrationSample, target: float, risk: float,
         advice["ceiling_best"] = {"label": model.labels[best], "ceiling": float(by_label[best])}
         if by_label[best] < target:  # no kept set, however chosen, can reach it
             for cap in sorted({c for c in CAPS_TRIED if c > rule.cap}):
-                if batch.provider == "mturk" and rule.votes < 10 <= cap:
+                if provider_class(batch.provider).extension_refusal(rule.votes, cap):
                     break
                 more = ceiling_by_label(model, with_cap(rule, cap=cap), queries_per_hit=per_hit)
                 advice["in_reach"] = [*advice.get("in_reach", []), {"cap": cap, "ceiling": float(more.max())}]

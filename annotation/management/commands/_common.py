@@ -50,7 +50,14 @@ def qualifications(values: list[str] | None) -> dict:
     from annotation.crowd.providers.base import provider_class
     from annotation.crowd.providers.options import OptionError, options_by_name
 
-    options = options_by_name(provider_class("mturk").own_options())
+    if not values:
+        return {}
+    from core.lazy_registry import UnknownName
+
+    try:
+        options = options_by_name(provider_class("mturk").own_options())
+    except UnknownName:
+        raise CommandError("--qualification sets MTurk's options, and MTurk is not installed") from None
     result: dict = {}
     for value in values or []:
         key, has_value, arg = value.partition("=")

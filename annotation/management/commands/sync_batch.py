@@ -45,8 +45,8 @@ class Command(ProjectCommand):
             self.stdout.write(self.style.WARNING(f"Blocked by the batch's thresholds: {', '.join(result.blocked)}"))
         if result.escalated:
             self.stdout.write(f"Escalation round: {result.escalated} assignment(s) added")
-        if result.prolific is not None:
-            p = result.prolific
+        if result.platform is not None:
+            p = result.platform
             self.stdout.write(
                 f"Prolific: {p.submissions} submission(s), {p.freed} returned or timed out (places freed), "
                 f"{p.bonuses_paid} bonus(es) paid, study places now {p.places}"

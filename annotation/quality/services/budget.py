@@ -11,25 +11,24 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.conf import settings
 from django.db.models import Sum
 
-from annotation.crowd.costs import extra_assignments_cost, provider_cost
-from annotation.models import Batch, Provider
+from annotation.crowd.costs import extra_assignments_cost
+from annotation.crowd.providers.base import provider_class
+from annotation.models import Batch
 from core.errors import ServiceError
 
 
 def extra_assignment_price(batch: Batch) -> Decimal:
     """Reward + fee of one more assignment on one of the batch's HITs."""
     try:
-        if batch.provider == Provider.MTURK:
-            cost = extra_assignments_cost(
-                batch.reward, 1, batch.assignments_per_query, masters=bool((batch.qualifications or {}).get("masters"))
-            )
-        else:
-            cost = provider_cost(
-                batch.provider, batch.reward, 1, 1, prolific_fee_rate=Decimal(settings.PROLIFIC_FEE_RATE)
-            )
+        cost = extra_assignments_cost(
+            batch.provider,
+            batch.reward,
+            1,
+            batch.assignments_per_query,
+            options=provider_class(batch.provider).options_of(batch),
+        )
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
     return cost.total

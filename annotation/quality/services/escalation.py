@@ -28,16 +28,16 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q
 
-from annotation.crowd.costs import Cost, extra_assignments_cost, provider_cost
+from annotation.crowd.costs import Cost, extra_assignments_cost
 from annotation.crowd.providers import CrowdProvider, get_provider
+from annotation.crowd.providers.base import provider_class
 from annotation.crowd.selectors import place_takers
 from annotation.crowd.services.locking import one_per_batch
 from annotation.crowd.services.statuses import settle_hit_statuses
-from annotation.models import Assignment, Batch, Escalation, Hit, Provider
+from annotation.models import Assignment, Batch, Escalation, Hit
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from annotation.quality.services.budget import affordable, budget_left
 from annotation.results.selectors import BatchAnswers
@@ -120,8 +120,9 @@ def plan_escalation(
         raise ServiceError(
             f"the cap ({max_assignments}) is below the batch's {batch.assignments_per_query} assignments"
         )
-    if batch.provider == Provider.MTURK and batch.assignments_per_query < 10 <= max_assignments:
-        raise ServiceError("MTurk cannot extend a HIT created with fewer than 10 assignments to 10 or more")
+    refusal = provider_class(batch.provider).extension_refusal(batch.assignments_per_query, max_assignments)
+    if refusal:
+        raise ServiceError(refusal)
     resolved = settled_queries(batch, until)
     plan = EscalationPlan(batch, until=until, budget_left=budget_left(batch))
     finished = _finished_hits(batch)
@@ -147,21 +148,13 @@ def plan_escalation(
     plan.hits, plan.over_budget = plan.hits[:paid_for], plan.hits[paid_for:]
     if plan.hits:
         try:
-            if batch.provider == Provider.MTURK:
-                plan.cost = extra_assignments_cost(
-                    batch.reward,
-                    {hit.provider_id: 1 for hit, _ in plan.hits},
-                    batch.assignments_per_query,
-                    masters=bool((batch.qualifications or {}).get("masters")),
-                )
-            else:
-                plan.cost = provider_cost(
-                    batch.provider,
-                    batch.reward,
-                    1,
-                    len(plan.hits),
-                    prolific_fee_rate=Decimal(settings.PROLIFIC_FEE_RATE),
-                )
+            plan.cost = extra_assignments_cost(
+                batch.provider,
+                batch.reward,
+                {hit.provider_id or str(hit.pk): 1 for hit, _ in plan.hits},
+                batch.assignments_per_query,
+                options=provider_class(batch.provider).options_of(batch),
+            )
         except ValueError as exc:
             raise ServiceError(str(exc)) from None
     return plan

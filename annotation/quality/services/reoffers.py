@@ -22,7 +22,8 @@ from decimal import Decimal
 from django.db import IntegrityError, transaction
 
 from annotation.crowd.providers import CrowdProvider
-from annotation.models import Assignment, Batch, Provider, Reoffer
+from annotation.crowd.providers.base import provider_class
+from annotation.models import Assignment, Batch, Reoffer
 from annotation.quality.services.budget import affordable, extra_assignment_price
 from core.errors import ServiceError
 
@@ -50,7 +51,7 @@ def rejected_without_reoffer(batch: Batch):
 def reoffer_rejected(batch: Batch, provider: CrowdProvider) -> ReofferResult:
     """Offer every rejected MTurk place again, within the budget; finish interrupted re-offers first."""
     result = ReofferResult()
-    if batch.provider != Provider.MTURK or batch.status != Batch.Status.PUBLISHED:
+    if not provider_class(batch.provider).reoffers_rejected or batch.status != Batch.Status.PUBLISHED:
         return result
     for reoffer in batch.reoffers.filter(applied=False).select_related("hit"):
         provider.add_assignments(reoffer.hit, 1, reoffer.unique_token)

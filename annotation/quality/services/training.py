@@ -20,10 +20,11 @@ from collections.abc import Mapping, Sequence
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
+from annotation.crowd.providers.base import platform_label, provider_class
 from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery
 from annotation.crowd.services.hooks import created
 from annotation.labels import LABEL_NAMES, LABELS
-from annotation.models import Batch, Provider, Qualification, TrainingQuery, Worker
+from annotation.models import Batch, Qualification, TrainingQuery, Worker
 from core.errors import ServiceError
 
 #: Wrong answers named in the feedback (all of them for a short training set).
@@ -34,10 +35,10 @@ def add_training(batch: Batch, queries: Sequence[GoldQuery], pass_fraction: floa
     """Give a new batch its training queries (``create_batch`` calls this in its transaction)."""
     if not queries:
         return
-    if batch.provider not in (Provider.LOCAL, Provider.PROLIFIC):
+    if not provider_class(batch.provider).trains_workers:
         raise ServiceError(
-            "the training step runs on this site, for in-house annotators and Prolific participants; "
-            "see docs/quality.md for MTurk"
+            f"the training step runs on this site, and {platform_label(batch.provider)} workers do not come "
+            "here before their first HIT: see docs/quality.md"
         )
     if not 0 < pass_fraction <= 1:
         raise ServiceError("the training pass fraction must be in (0, 1]")

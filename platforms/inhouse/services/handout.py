@@ -40,6 +40,7 @@ from django.db.models import (
 )
 from django.utils import timezone
 
+from annotation.crowd.providers.base import provider_class, provider_names
 from annotation.crowd.services.answers import AlreadyRecorded, AnswerCheck, record_answers
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.statuses import ANSWERED, settle_hit_status
@@ -277,8 +278,11 @@ def local_worker(user) -> Worker:
     return worker_for(Provider.LOCAL, str(user.pk), user=user)
 
 
-#: Providers whose workers answer on this site (and are handed HITs by ``claim_hit``).
-ON_SITE = (Provider.LOCAL, Provider.PROLIFIC)
+def on_site() -> list[str]:
+    """Providers whose workers answer on this site (and are handed HITs by ``claim_hit``): ``answers_on_site``."""
+    return [name for name in provider_names() if provider_class(name).answers_on_site]
+
+
 #: Statuses that hold a place, except ``assigned``, which holds it only until its time runs out.
 _KEPT = tuple(s for s in Assignment.Status.values if s not in FREES_PLACE and s != Assignment.Status.ASSIGNED)
 #: Statuses in which an assignment still takes its annotator's answers (abandoned: while its HIT has a place).
@@ -304,7 +308,7 @@ def release_abandoned(*, force: bool = False) -> int:
         _released_at = now_mono
     now = timezone.now()
     released = 0
-    for batch in Batch.objects.filter(provider__in=ON_SITE, status=Batch.Status.PUBLISHED).only(
+    for batch in Batch.objects.filter(provider__in=on_site(), status=Batch.Status.PUBLISHED).only(
         "pk", "assignment_duration"
     ):
         released += Assignment.objects.filter(

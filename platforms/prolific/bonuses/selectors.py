@@ -12,12 +12,9 @@ from django.utils import timezone
 
 from annotation.crowd.bonus_rules import BULK_SIZE, BonusRule, Owed, RuleError, Work, owed
 from annotation.crowd.costs import BonusCost, bonus_costs
-from annotation.models import Assignment, Batch, BonusPayment, Provider
+from annotation.crowd.providers.base import platform_label, provider_class, provider_names
+from annotation.models import Assignment, Batch, BonusPayment
 from core.errors import ServiceError
-
-
-def _fee_rate() -> Decimal:
-    return Decimal(settings.PROLIFIC_FEE_RATE)
 
 
 def bonus_rule(batch: Batch) -> BonusRule | None:
@@ -27,9 +24,14 @@ def bonus_rule(batch: Batch) -> BonusRule | None:
         raise ServiceError(f"batch {batch.name!r}: {exc}") from None
 
 
-def check_prolific(batch: Batch) -> None:
-    if batch.provider != Provider.PROLIFIC:
-        raise ServiceError(f"batch {batch.name!r} does not run on Prolific: bonus rules are Prolific's")
+def check_pays_bonus_rules(batch: Batch) -> None:
+    """Refuse a batch whose platform pays no bonus rule (``CrowdProvider.pays_bonus_rules``)."""
+    if not provider_class(batch.provider).pays_bonus_rules:
+        payers = [platform_label(name) for name in provider_names() if provider_class(name).pays_bonus_rules]
+        raise ServiceError(
+            f"batch {batch.name!r} runs on {platform_label(batch.provider)}, which pays no bonus rule "
+            f"(bonus rules are paid on: {', '.join(payers) or 'no platform installed'})"
+        )
 
 
 def approved_work(batch: Batch) -> list[Work]:
@@ -70,7 +72,7 @@ def newly_owed(batch: Batch, rule: BonusRule | None) -> list[Owed]:
 
 def preview_bonuses(batch: Batch) -> BonusPreview:
     """The rule's bonuses per participant, what a pay would send now and its cost with Prolific's fee. Reads only."""
-    check_prolific(batch)
+    check_pays_bonus_rules(batch)
     rule = bonus_rule(batch)
     recorded = list(batch.bonus_payments.order_by("participant_id"))
     new = newly_owed(batch, rule)
@@ -114,8 +116,8 @@ def preview_bonuses(batch: Batch) -> BonusPreview:
     return BonusPreview(
         rule=rule,
         rows=rows,
-        to_pay=bonus_costs(to_pay, prolific_fee_rate=_fee_rate()),
-        paid=bonus_costs(list(paid.values()), prolific_fee_rate=_fee_rate()),
+        to_pay=bonus_costs(to_pay, batch.provider),
+        paid=bonus_costs(list(paid.values()), batch.provider),
         unconfirmed=len(paying),
         needs_person=sum(1 for r in paying if r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle),
     )

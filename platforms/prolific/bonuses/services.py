@@ -66,7 +66,7 @@ from core.models import Job
 from core.services.once import start_once
 from platforms.prolific.bonuses.selectors import (  # the reads: the preview, the rule, what is owed
     bonus_rule,
-    check_prolific,
+    check_pays_bonus_rules,
     newly_owed,
     preview_bonuses,
 )
@@ -90,7 +90,7 @@ def set_bonus_rule(batch: Batch, kind: str, amount: Decimal | str) -> BonusRule:
     ``amount`` is plain ASCII dollars (:func:`core.amounts.parse_amount`; refusals name the field).
     A rule set here is paid when a person pays it; a rule paid at every sync (the older ``bonus``)
     keeps being so only while it is not changed."""
-    check_prolific(batch)
+    check_pays_bonus_rules(batch)
     batch = Batch.objects.select_for_update().get(pk=batch.pk)
     try:
         rule = BonusRule(kind, amount)
@@ -253,7 +253,7 @@ def pay_bonuses(
     ``expected_total``: the total (bonuses and fee) the researcher previewed; refused (``StateError``)
     when paying now would send another total (work approved since the preview, say).
     """
-    check_prolific(batch)
+    check_pays_bonus_rules(batch)
     if not batch.hit_type_id:
         raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
     rule = bonus_rule(batch)
@@ -286,7 +286,7 @@ def confirm_bonuses(batch: Batch, *, paid: bool, provider: CrowdProvider | None 
     call is more recent than ``PROLIFIC_BONUS_SETTLE_SECONDS`` (Prolific pays asynchronously), and
     each bulk is read on Prolific once more first: one it shows now is marked paid instead.
     """
-    check_prolific(batch)
+    check_pays_bonus_rules(batch)
     unconfirmed = batch.bonus_payments.filter(state=State.PAYING)
     result = ConfirmResult()
     if paid:
@@ -360,7 +360,7 @@ def start_pay_bonuses(batch: Batch, *, expected_total: str | None = None) -> Job
     Prolific batch, a pay of it is queued or running, or the total to pay already differs from the
     previewed ``expected_total`` (the job compares it again after settling unconfirmed payments).
     """
-    check_prolific(batch)
+    check_pays_bonus_rules(batch)
     if not batch.hit_type_id:
         raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
     check_expected_total(batch, expected_total)

@@ -263,7 +263,9 @@ def test_a_value_for_another_platform_is_refused_by_name_not_dropped(query_set, 
         {"name": "x1", "queries": "gq", "provider": "local", "masters": True},
         content_type="application/json",
     )
-    assert answer.status_code == 400 and "qualifications only apply to the mturk provider" in str(answer.json())
+    assert answer.status_code == 400 and "Amazon Mechanical Turk options only apply to the mturk provider" in str(
+        answer.json()
+    )
     answer = admin_client.post(
         "/api/annotation/batches/",
         {"name": "x1", "queries": "gq", "provider": "crowdflower"},

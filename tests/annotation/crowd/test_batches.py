@@ -83,13 +83,13 @@ def test_bad_gold_files_are_refused_with_the_line(tmp_path, line, message):
         ({"assignments_per_query": 0}, "at least 1"),
         ({"queries_per_hit": 0}, "between 1 and 100"),
         ({"lifetime": dt.timedelta(seconds=5)}, "lifetime"),
-        ({"qualifications": {"locales": ["US"]}}, "only apply to the mturk"),
+        ({"provider_options": {"tier": "gold"}}, "^Toy platform options only apply to the toy provider$"),
         ({"provider": "crowdflower"}, "unknown provider"),
         ({"provider_options": {"bonus": "0.10"}}, "only apply to the prolific"),
         ({"provider": "prolific", "provider_options": {"devices": ["watch"]}}, "unknown device"),
     ],
 )
-def test_invalid_settings_are_refused_before_anything_is_created(query_set, options, message):
+def test_invalid_settings_are_refused_before_anything_is_created(query_set, options, message, toy_platform):
     with pytest.raises(ServiceError, match=message):
         make_batch(query_set, **options)
     assert not Batch.objects.exists()

@@ -1,144 +1,20 @@
-"""MTurk batch costs, checked against hand-computed commissions."""
+"""The kernel's cost arithmetic (annotation/crowd/costs.py): the in-house price, a toy platform's
+commission and share of the total computed by hand, and a platform with no prices refused."""
 
 from __future__ import annotations
 
-import dataclasses
 from decimal import Decimal
 
 import pytest
 
-from annotation.crowd.costs import Cost, batch_cost, extra_assignments_cost, provider_cost
+from annotation.crowd.costs import bonus_cost, extra_assignments_cost, provider_cost, spent_on
 
 D = Decimal
 
 
-def test_three_assignments_at_five_cents():
-    # 20% of $0.05 = $0.01 per assignment; 100 HITs × 3 = 300 assignments.
-    cost = batch_cost(D("0.05"), assignments=3, hits=100)
-    assert cost == Cost(
-        per_assignment_reward=D("0.05"),
-        per_assignment_fee=D("0.01"),
-        rewards=D("15.00"),
-        fees=D("3.00"),
-        total=D("18.00"),
-        fee_rate=D("0.20"),
-        assignments_total=300,
-    )
-
-
-def test_fee_is_at_least_one_cent():
-    # 20% of $0.02 is $0.004, below the $0.01 minimum.
-    cost = batch_cost(D("0.02"), assignments=3, hits=10)
-    assert cost.per_assignment_fee == D("0.01")
-    assert cost.fees == D("0.30")
-    assert cost.total == D("0.90")
-
-
-def test_ten_assignments_pay_forty_percent():
-    # 40% of $0.05 = $0.02; 9 assignments is still 20%.
-    ten = batch_cost(D("0.05"), assignments=10, hits=2)
-    assert ten.fee_rate == D("0.40")
-    assert ten.per_assignment_fee == D("0.02")
-    assert ten.fees == D("0.40") and ten.rewards == D("1.00") and ten.total == D("1.40")
-    nine = batch_cost(D("0.05"), assignments=9, hits=2)
-    assert nine.fee_rate == D("0.20") and nine.per_assignment_fee == D("0.01")
-
-
-def test_fee_is_rounded_half_up_per_assignment():
-    # 20% of $0.13 = $0.026 -> $0.03 (rounding the batch total instead would give 0.026 × 1000 = $26.00).
-    up = batch_cost(D("0.13"), assignments=5, hits=200)
-    assert up.per_assignment_fee == D("0.03")
-    assert up.fees == D("30.00")
-    # 20% of $0.37 = $0.074 -> $0.07; 40% of $0.12 = $0.048 -> $0.05.
-    assert batch_cost(D("0.37"), 3, 1).per_assignment_fee == D("0.07")
-    assert batch_cost(D("0.12"), 12, 1).per_assignment_fee == D("0.05")
-
-
-def test_amounts_are_exact_decimals_and_the_result_is_frozen():
-    cost = batch_cost(D("0.07"), assignments=3, hits=3750)
-    assert all(isinstance(getattr(cost, f), Decimal) for f in ("rewards", "fees", "total", "fee_rate"))
-    assert cost.rewards == D("787.50")  # 0.07 × 11,250 exactly; 0.07 is not exact as a float
-    assert cost.total == cost.rewards + cost.fees
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        cost.total = D("0")  # type: ignore[misc]
-
-
-def test_invalid_inputs_are_refused():
-    with pytest.raises(TypeError):
-        batch_cost(0.05, 3, 1)  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
-        batch_cost(D("0"), 3, 1)
-    with pytest.raises(ValueError):
-        batch_cost(D("0.055"), 3, 1)  # not whole cents
-    with pytest.raises(ValueError):
-        batch_cost(D("0.05"), 0, 1)
-    with pytest.raises(ValueError):
-        batch_cost(D("0.05"), 3, -1)
-    assert batch_cost("0.05", 3, 0).total == D("0")
-
-
-def test_extra_assignments_per_hit():
-    cost = extra_assignments_cost(D("0.05"), {"HIT1": 2, "HIT2": 1, "HIT3": 0}, assignments_per_hit=3)
-    assert cost.assignments_total == 3
-    assert cost.fee_rate == D("0.20")
-    assert cost.rewards == D("0.15") and cost.fees == D("0.03") and cost.total == D("0.18")
-
-
-def test_extra_assignments_as_a_total():
-    cost = extra_assignments_cost(D("0.05"), 40, assignments_per_hit=5)
-    assert cost.assignments_total == 40
-    assert cost.total == D("2.40")
-
-
-def test_extending_a_small_hit_to_ten_is_refused_like_mturk_does():
-    # MTurk: HITs created with fewer than 10 assignments cannot be extended to 10 or more.
-    with pytest.raises(ValueError, match="HIT2"):
-        extra_assignments_cost(D("0.05"), {"HIT1": 4, "HIT2": 5}, assignments_per_hit=5)
-    with pytest.raises(ValueError):
-        extra_assignments_cost(D("0.05"), 1, assignments_per_hit=9)
-    assert extra_assignments_cost(D("0.05"), {"HIT1": 4}, assignments_per_hit=5).fee_rate == D("0.20")
-
-
-def test_extra_assignments_on_large_hits_pay_forty_percent():
-    cost = extra_assignments_cost(D("0.05"), {"HIT1": 3}, assignments_per_hit=10)
-    assert cost.fee_rate == D("0.40")
-    assert cost.per_assignment_fee == D("0.02")
-    assert cost.total == D("0.21")
-
-
-def test_negative_extra_assignments_are_refused():
-    with pytest.raises(ValueError, match="HIT1"):
-        extra_assignments_cost(D("0.05"), {"HIT1": -1}, assignments_per_hit=3)
-    with pytest.raises(ValueError):
-        extra_assignments_cost(D("0.05"), -2, assignments_per_hit=3)
-
-
-# -- costs by provider ----------------------------------------------------------------------
 def test_a_local_batch_pays_rewards_only():
     cost = provider_cost("local", D("0.05"), assignments=3, hits=100)
     assert (cost.per_assignment_fee, cost.fees, cost.total) == (D("0.00"), D("0.00"), D("15.00"))
-
-
-def test_masters_add_five_percent_of_the_reward_to_the_mturk_commission():
-    # $0.50 × (20% + 5%) = $0.125 -> $0.13 per assignment (half-up); 30 assignments.
-    cost = provider_cost("mturk", D("0.50"), assignments=3, hits=10, masters=True)
-    assert cost.per_assignment_fee == D("0.13")
-    assert cost.fee_rate == D("0.25")
-    assert cost.total == D("18.90")
-    # With 10+ assignments: 40% + 5% of $1.00.
-    assert provider_cost("mturk", D("1.00"), 10, 1, masters=True).per_assignment_fee == D("0.45")
-    # Without Masters it is the plain commission.
-    assert provider_cost("mturk", D("0.50"), 3, 10) == batch_cost(D("0.50"), 3, 10)
-
-
-def test_prolific_fee_is_its_platform_rate_on_the_reward():
-    # Academic rate 33.3%: $0.90 × 0.333 = $0.2997 -> $0.30; 2 groups × 3 places.
-    cost = provider_cost("prolific", D("0.90"), assignments=3, hits=2)
-    assert (cost.per_assignment_fee, cost.total) == (D("0.30"), D("7.20"))
-    # Corporate rate 42.8%: $1.00 -> $0.43 (half-up from 0.428).
-    assert provider_cost("prolific", D("1.00"), 1, 1, prolific_fee_rate=D("0.428")).per_assignment_fee == D("0.43")
-    # No $0.01 minimum as on MTurk: $0.01 × 0.333 rounds to $0.00.
-    assert provider_cost("prolific", D("0.01"), 1, 1).per_assignment_fee == D("0.00")
 
 
 def test_unknown_provider_has_no_prices():
@@ -146,18 +22,35 @@ def test_unknown_provider_has_no_prices():
         provider_cost("crowdflower", D("0.05"), 1, 1)
 
 
-def test_extra_assignments_with_masters_pay_the_surcharge_too():
-    # $0.40 × (20% + 5%) = $0.10 per extra assignment; 3 of them.
-    cost = extra_assignments_cost(D("0.40"), {"HIT1": 2, "HIT2": 1}, assignments_per_hit=3, masters=True)
-    assert (cost.per_assignment_fee, cost.total) == (D("0.10"), D("1.50"))
+# -- a platform's own prices, reached through its provider (the toy platform: tests/annotation/toy_platform.py)
+def test_a_platforms_commission_is_its_own_rounded_per_assignment(toy_platform):
+    # 10% of $0.15 = $0.015 -> $0.02 (half-up, and the toy's least fee); 2 HITs × 3 = 6 assignments.
+    cost = provider_cost("toy", D("0.15"), 3, 2)
+    assert (cost.per_assignment_fee, cost.fees, cost.total) == (D("0.02"), D("0.12"), D("1.02"))
+    # 10% of $0.55 = $0.055 -> $0.06 per assignment; its ``gold`` tier doubles the rate: $0.11.
+    assert provider_cost("toy", D("0.55"), 1, 1).per_assignment_fee == D("0.06")
+    assert provider_cost("toy", D("0.55"), 1, 1, options={"tier": "gold"}).per_assignment_fee == D("0.11")
 
 
-def test_prolific_fee_is_rounded_once_on_the_total_as_prolific_charges_it():
-    # 39 places at $0.10: rewards $3.90, 33.3% of that is $1.2987 -> $1.30; $5.20 in all.
-    # Rounded per place it would be 39 × $0.03 = $1.17 ($5.07), 13 cents short of the bill.
-    cost = provider_cost("prolific", D("0.10"), assignments=39, hits=1)
-    assert (cost.rewards, cost.fees, cost.total) == (D("3.90"), D("1.30"), D("5.20"))
-    # The fee per place shown is that total's average, not a rounded rate.
-    assert cost.per_assignment_fee == D("0.0333")
-    # The corporate rate on 7 × $0.15 = $1.05: 42.8% = $0.4494 -> $0.45 (per place: 7 × $0.06 = $0.42).
-    assert provider_cost("prolific", D("0.15"), 7, 1, prolific_fee_rate=D("0.428")).fees == D("0.45")
+def test_a_platforms_bonus_fee_and_its_extension_limit_are_its_own(toy_platform):
+    # Half of $0.25 + $0.50 = $0.375 -> $0.38, rounded once on the charge.
+    charged = bonus_cost([D("0.25"), D("0.50")], "toy")
+    assert (charged.fees, charged.total) == (D("0.38"), D("1.13"))
+    # Extra assignments pay the platform's price; past its limit it refuses, naming it.
+    assert extra_assignments_cost("toy", D("0.15"), {"H1": 1, "H2": 0}, 3).total == D("0.17")
+    with pytest.raises(ValueError, match="past 4"):
+        extra_assignments_cost("toy", D("0.15"), {"H1": 2}, 3)
+    assert toy_platform.extension_refusal(3, 4) is None
+    assert "at most 4" in toy_platform.extension_refusal(3, 5)
+
+
+def test_what_a_batch_spent_is_its_work_and_its_bonus_charges_at_its_platforms_price(toy_platform):
+    # 4 answered at $0.20 (fee $0.02 each) and two charges: $0.10 (fee $0.05), $0.30 + $0.30 (fee $0.30).
+    spent = spent_on("toy", D("0.20"), 4, assignments_per_hit=2, bonus_charges=[[D("0.10")], [D("0.30"), D("0.30")]])
+    assert (spent.rewards, spent.reward_fees, spent.bonuses, spent.bonus_fees) == (
+        D("0.80"),
+        D("0.08"),
+        D("0.70"),
+        D("0.35"),
+    )
+    assert spent.total == D("1.93")

@@ -139,7 +139,7 @@ def test_a_prolific_batch_shows_the_same_figures_everywhere_before_and_after_a_s
     assert before == {"answered": "2 / 4", "spent": "2.40", "gold failures": "1"}
     assert table_before == [(2, 1), (2, 1)]  # never more answered than places, rejected/returned not counted
 
-    result = sync_batch(batch, provider).prolific
+    result = sync_batch(batch, provider).platform
     assert (result.approved, result.rejected) == (2, 1)
     assert p2.assignment.status == Assignment.Status.REJECTED
     assert p3.assignment.status == Assignment.Status.ABANDONED
@@ -174,7 +174,7 @@ def test_invalid_and_returned_work_counts_nowhere_and_the_sync_agrees(
     assert agreeing(shown(client, batch, tmp_path)) == {"answered": "2 / 4", "spent": "2.40", "gold failures": "0"}
     assert sum(answered for _, answered in hits_table(client, batch)) == 2
 
-    result = sync_batch(batch, provider).prolific
+    result = sync_batch(batch, provider).platform
     assert (result.approved, result.rejected) == (1, 1)
     assert p2.assignment.status == Assignment.Status.REJECTED
     assert p3.assignment.status == Assignment.Status.ABANDONED

@@ -7,7 +7,7 @@ from django.urls import reverse
 from annotation.models import Batch, Export
 from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from pooling.models import QuerySet
-from tests.annotation.conftest import answers_for
+from tests.annotation.conftest import answers_for, make_batch
 
 FORM = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 4, "reward": "0.10", "gold_per_hit": 0}
 
@@ -17,41 +17,26 @@ def test_the_estimate_is_what_create_batch_records(query_set, researcher, client
     # 6 queries, 4 per HIT: 2 HITs x 3 assignments = 6 x $0.10 (in-house: no provider fee) = $0.60
     html = client.get(reverse("annotation:batch-estimate"), {**FORM, "queries": "gq"}).content.decode()
     assert "<strong>$0.60</strong> for 2 HITs" in html
-    # On MTurk: 2 x 3 x ($0.10 + 20% fee $0.02) = $0.72
-    html = client.get(
-        reverse("annotation:batch-estimate"), {**FORM, "queries": "gq", "provider": "mturk"}
-    ).content.decode()
-    assert "<strong>$0.72</strong> for 2 HITs" in html
-    # 10 assignments per HIT pay MTurk's 40% fee: 1 HIT x 10 x ($0.10 + $0.04) = $1.40
-    html = client.get(
-        reverse("annotation:batch-estimate"),
-        {**FORM, "queries": "gq", "assignments_per_query": 10, "queries_per_hit": 6, "provider": "mturk"},
-    ).content.decode()
-    assert "<strong>$1.40</strong> for 1 HIT " in html
     response = client.post(reverse("annotation:batch-create"), {**FORM, "name": "web", "queries": "gq"})
     assert response.status_code == 302 and response.url == reverse("annotation:batch-detail", args=["web"])
     batch = Batch.objects.get(name="web")
     assert batch.cost["total"] == "0.60" and batch.hits.count() == 2 and batch.status == Batch.Status.DRAFT
 
 
-def test_an_in_house_batch_shows_the_same_fee_and_mturk_comparison_in_its_estimate_and_its_page(
-    query_set, researcher, client
-):
-    """In-house: no fee ($0.00) in both places; MTurk's figures are shown as MTurk's, the same in both."""
+def test_a_comparison_price_is_shown_only_where_the_platform_declares_one(query_set, researcher, client, toy_platform):
+    """In-house: no fee ($0.00) and no comparison. The toy platform declares one (the reward again, as
+    its rival's fee): the same figures in its estimate and on its page."""
     client.force_login(researcher)
     html = client.get(reverse("annotation:batch-estimate"), {**FORM, "queries": "gq"}).content.decode()
-    assert "+ $0.00 fee" in html
-    comparison = "For comparison, on MTurk: $0.72 ($0.02 fee per assignment)."
-    assert comparison in html
+    assert "+ $0.00 fee" in html and "For comparison" not in html
     client.post(reverse("annotation:batch-create"), {**FORM, "name": "web", "queries": "gq"})
     page = client.get(reverse("annotation:batch-detail", args=["web"])).content.decode()
-    assert "(MTurk's, for comparison)" not in page
     assert '<th>Fee per assignment (in-house: no provider fee)</th><td class="num">$0.00</td>' in page
-    assert comparison in page
-    # An MTurk batch has its own fee in its table and no comparison.
-    client.post(reverse("annotation:batch-create"), {**FORM, "name": "mt", "queries": "gq", "provider": "mturk"})
-    page = client.get(reverse("annotation:batch-detail", args=["mt"])).content.decode()
-    assert '<th>Fee per assignment</th><td class="num">$0.02</td>' in page and "For comparison" not in page
+    assert "For comparison" not in page
+    batch = make_batch(query_set, name="toy1", provider="toy", assignments_per_query=3, queries_per_hit=4)
+    reward, places = batch.reward, 3 * 2  # 6 queries, 4 per HIT: 2 HITs of 3 assignments
+    comparison = f"For comparison, on a rival platform: ${2 * reward * places} (${reward} fee per assignment)."
+    assert comparison in client.get(reverse("annotation:batch-detail", args=["toy1"])).content.decode()
 
 
 def test_the_estimate_explains_what_is_missing(query_set, researcher, client):
@@ -66,11 +51,6 @@ def test_the_estimate_explains_what_is_missing(query_set, researcher, client):
 
 def test_the_form_refuses_what_the_services_refuse_and_creates_nothing(query_set, researcher, client):
     client.force_login(researcher)
-    response = client.post(
-        reverse("annotation:batch-create"), {**FORM, "name": "web", "queries": "gq", "locales": "US"}
-    )
-    assert response.status_code == 400
-    assert "qualifications only apply to the mturk provider" in response.content.decode()
     response = client.post(
         reverse("annotation:batch-create"), {**FORM, "name": "web", "queries": "gq", "gold_per_hit": 1}
     )

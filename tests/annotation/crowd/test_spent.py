@@ -4,8 +4,7 @@ The dashboard, the batch list, the batch page, the dataset card and the methods 
 what a batch spent; each is read here where a person reads it (pages through the test client, the
 card and the methods text from their builders) and compared with what the provider's test server
 charged: Prolific's for approved submissions (rewards with its fee on their total) and each bulk
-bonus (with its own fee), MTurk's for approved assignments (reward + commission each) and each
-bonus (+ 20%, at least $0.01). Every figure is also computed by hand. Before, the dashboard priced
+bonus (with its own fee); MTurk's in tests/platforms/mturk/test_mturk_spent.py. Every figure is also computed by hand. Before, the dashboard priced
 answered work at the estimate's average, which holds the bonus rule's most, and then added the
 bonuses paid: a batch with bonuses was counted twice.
 """
@@ -13,54 +12,23 @@ bonuses paid: a batch with bonuses was counted twice.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from decimal import Decimal
 
 import pytest
-from django.urls import reverse
 
 from annotation import services
 from annotation.crowd.selectors import spent
 from annotation.crowd.services.sync import sync_batch
-from annotation.models import Assignment, Batch
-from annotation.publication.services.exports import export_queries
-from core.errors import StateError
-from metrics.methods_text import methods_tex
-from metrics.services.paper import batch_facts
+from annotation.models import Batch
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
-from platforms.mturk import services as mturk_admin
-from platforms.mturk.mturk_xml import build_answers_xml
 from platforms.prolific.bonuses import services as prolific_bonuses
-from tests.annotation.conftest import TRUTH
-from tests.metrics.test_paper_methods import SETTINGS
-from tests.platforms.mturk.fake_server import FakeMTurk
-from tests.platforms.mturk.fake_server import serve as serve_mturk
+from tests.annotation.spent_figures import shown
 from tests.platforms.prolific import test_prolific as base
 from tests.platforms.prolific import test_prolific_bonus as bonus_tests
 from tests.platforms.prolific.fake_server import hexid
 from tests.platforms.prolific.test_prolific import Participant, _publish
 
 server, provider, sleeps, client_class = base.server, base.provider, base.sleeps, base.client_class
-
-
-def shown(client, batch: Batch, tmp_path) -> dict[str, str]:
-    """The batch's spend figure from every place it appears, as text."""
-    dashboard = client.get("/").content.decode()
-    listing = client.get(reverse("annotation:batch-list")).content.decode()
-    page = client.get(reverse("annotation:batch-detail", args=[batch.name])).content.decode()
-    live = client.get(reverse("annotation:batch-live", args=[batch.name])).content.decode()
-    export_queries(batch, "all", tmp_path / f"{batch.name}.tsv")
-    card = (tmp_path / f"{batch.name}.tsv.md").read_text()
-    methods = methods_tex(batch_facts(batch), SETTINGS)
-    row = re.search(rf">{batch.name}</a></td>.*?<td class=\"num spent\">\$([0-9.]+)</td>", dashboard, re.S)
-    return {
-        "dashboard": row.group(1),
-        "batch list": re.search(rf'id="spent-{batch.name}">\(\$([0-9.]+) spent\)', listing).group(1),
-        "batch page": re.search(r'<div class="value" id="spent">\$([0-9.]+)</div>', page).group(1),
-        "live part": re.search(r'<div class="value" id="spent">\$([0-9.]+)</div>', live).group(1),
-        "dataset card": re.search(r"\| spent \(fees and bonuses included\) \| ([0-9.]+) \|", card).group(1),
-        "methods text": re.search(r"; ([0-9.]+) USD spent in all", methods).group(1),
-    }
 
 
 @pytest.fixture
@@ -72,7 +40,7 @@ def prolific_batch(query_set, server, provider, client_class):
     for person, override in zip(people, [{}, {"g1": "f"}, {"g1": "f", "g2": "m"}, {}], strict=True):
         person.answer(override=override)
         person.complete()
-    assert sync_batch(batch, provider).prolific.approved == 3
+    assert sync_batch(batch, provider).platform.approved == 3
     batch.refresh_from_db()
     return batch
 
@@ -112,44 +80,6 @@ def test_a_flat_bonus_paid_at_sync_is_counted_once(
     assert set(shown(client, batch, tmp_path).values()) == {"4.60"}
 
 
-@pytest.fixture
-def mturk(settings, monkeypatch):
-    fake = FakeMTurk()
-    url, http = serve_mturk(fake)
-    settings.MTURK_ENDPOINT_URL = url
-    settings.MTURK_LIVE = False
-    settings.MTURK_MAX_CALLS_PER_SECOND = 0
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    yield fake
-    http.shutdown()
-
-
-def test_every_figure_of_an_mturk_batch_is_what_mturk_charged(mturk, query_set, researcher, client, tmp_path):
-    client.force_login(researcher)
-    batch = services.create_batch(
-        "turk",
-        services.BatchSettings(provider="mturk", assignments_per_query=2, queries_per_hit=3, reward=Decimal("0.07")),
-        query_set=query_set,
-    )
-    services.publish_batch(batch)
-    for hit in batch.hits.order_by("position"):
-        for worker in ("WORKERA", "WORKERB"):
-            answers = {hq.field_name: TRUTH[hq.batch_query.qid] for hq in hit.hit_queries.select_related("batch_query")}
-            mturk.submit(hit.provider_id, worker, build_answers_xml({**answers, "assignmentId": "x"}))
-    sync_batch(batch)
-    # 4 assignments approved at $0.07 + 20% ($0.014 -> $0.01 each): $0.32.
-    assert spent(batch) == mturk.charged() == Decimal("0.32")
-    assignment = Assignment.objects.filter(hit__batch=batch).order_by("pk").first()
-    mturk_admin.send_bonus(assignment, "0.04", "careful work")
-    with pytest.raises(StateError, match=r"has a bonus of \$0.04 already"):
-        mturk_admin.send_bonus(assignment, "0.04", "careful work")  # once per assignment
-    # A $0.04 bonus + 20% ($0.008), at least $0.01: $0.05 more.
-    assert spent(batch) == mturk.charged() == Decimal("0.37")
-    assert set(shown(client, batch, tmp_path).values()) == {"0.37"}
-
-
 def test_every_figure_of_an_in_house_batch_is_its_rewards(query_set, researcher, client, tmp_path):
     """In-house annotators are paid outside the site, with no platform fee: the rewards of answered work."""
     client.force_login(researcher)
@@ -175,14 +105,14 @@ def test_prolifics_fee_is_rounded_once_per_charge_as_the_docs_say():
     from annotation.crowd.costs import bonus_costs, spent_on
 
     ten = Decimal("0.10")
-    assert bonus_costs([[ten, ten, ten]], prolific_fee_rate=Decimal("0.333")).fees == Decimal("0.10")
-    assert bonus_costs([[ten], [ten], [ten]], prolific_fee_rate=Decimal("0.333")).fees == Decimal("0.09")
+    assert bonus_costs([[ten, ten, ten]], "prolific", account_fee_rate=Decimal("0.333")).fees == Decimal("0.10")
+    assert bonus_costs([[ten], [ten], [ten]], "prolific", account_fee_rate=Decimal("0.333")).fees == Decimal("0.09")
     done = spent_on(
         "prolific",
         Decimal("0.25"),
         3,
         assignments_per_hit=1,
-        prolific_fee_rate=Decimal("0.333"),
+        account_fee_rate=Decimal("0.333"),
         bonus_charges=[[ten, ten, ten]],
     )
     assert (done.rewards, done.reward_fees, done.bonuses, done.bonus_fees) == (

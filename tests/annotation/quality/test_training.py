@@ -87,9 +87,10 @@ def test_batches_without_training_are_unchanged_and_researchers_cannot_take_it(
     assert client.get(f"/annotation/batches/{local_batch.name}/training/").status_code == 403
 
 
-def test_training_is_refused_where_it_does_not_run(query_set):
-    with pytest.raises(ServiceError, match=r"see docs/quality\.md for MTurk"):
-        services.create_batch("mt2", services.BatchSettings(provider="mturk"), query_set=query_set, training=TRAINING)
+def test_training_is_refused_where_it_does_not_run(query_set, toy_platform):
+    """A platform whose workers do not come to this site first (``trains_workers`` False: the toy's) has no training step."""
+    with pytest.raises(ServiceError, match=r"Toy platform workers do not come here before their first HIT"):
+        services.create_batch("mt2", services.BatchSettings(provider="toy"), query_set=query_set, training=TRAINING)
     with pytest.raises(ServiceError, match="also asked in the batch"):
         services.create_batch(
             "clash", services.BatchSettings(), query_set=query_set, training=[GoldQuery("101", "x", "n")]

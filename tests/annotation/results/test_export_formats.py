@@ -9,7 +9,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from annotation.crowd.costs import batch_cost
+from annotation.crowd.costs import per_assignment_fees
 from annotation.results.export_formats import (
     dataset_card,
     write_dataset_card,
@@ -149,7 +149,7 @@ def test_atomic_write_replaces_and_keeps_old_file_on_failure(tmp_path):
 
 
 def test_dataset_card_renders_the_facts(tmp_path):
-    cost = batch_cost(Decimal("0.05"), assignments=3, hits=100)
+    cost = per_assignment_fees(Decimal("0.05"), Decimal("0.20"), 300, Decimal("0.01"))  # a 20% commission, $0.01 each
     facts = {
         "title": "QS1 gender queries",
         "counts": {"n": 1765, "f": 742, "m": 1202, "o": 41},

@@ -154,10 +154,10 @@ def test_a_hit_held_in_a_batch_closed_by_other_means_is_not_handed_back_to_them(
     assert next_assignment(annotators[0]).hit_id != held.hit_id
 
 
-def test_only_local_batches_take_a_team_of_annotators(query_set, annotators, researcher):
-    mturk = make_batch(query_set, name="crowd", provider="mturk")
+def test_only_local_batches_take_a_team_of_annotators(query_set, annotators, researcher, toy_platform):
+    crowd = make_batch(query_set, name="crowd", provider="toy")  # some other platform
     with pytest.raises(ServiceError, match="not in-house"):
-        team.set_batch_team(mturk, ["ann-a"])
+        team.set_batch_team(crowd, ["ann-a"])
     local = make_batch(query_set, name="inhouse")
     with pytest.raises(ServiceError, match="not annotators: nobody, researcher"):
         team.set_batch_team(local, ["ann-a", "nobody", "researcher"])

@@ -196,8 +196,8 @@ def test_a_batch_team_is_set_and_read_with_progress(staff, annotators, local_bat
     assert next_assignment(annotators[1]) is not None
 
 
-def test_a_batch_team_refuses_bad_input_with_json(staff, annotators, local_batch, query_set):
-    make_batch(query_set, name="crowd", provider="mturk")
+def test_a_batch_team_refuses_bad_input_with_json(staff, annotators, local_batch, query_set, toy_platform):
+    make_batch(query_set, name="crowd", provider="toy")  # some other platform
     cases = [
         ("b1", {"annotators": ["ann-a", "ghost"]}, 400),
         ("b1", {"annotators": "ann-a"}, 400),

@@ -3,10 +3,9 @@
 import pytest
 
 from annotation import services
-from annotation.crowd.providers import ProlificProvider
 from annotation.models import Assignment, Judgment
 from platforms.prolific.client import Prolific
-from platforms.prolific.provider import completion_code
+from platforms.prolific.provider import ProlificProvider, completion_code
 from tests.annotation.conftest import TRUTH
 from tests.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
 from tests.platforms.prolific.test_prolific import make_prolific_batch

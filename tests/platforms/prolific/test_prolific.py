@@ -14,7 +14,6 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from annotation.crowd.providers import ProlificProvider
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.batches import cancel_batch
 from annotation.crowd.services.sync import sync_batch
@@ -25,6 +24,7 @@ from platforms.prolific import provider as prolific_rules
 from platforms.prolific import services as prolific_services
 from platforms.prolific.bonuses import services as prolific_bonuses
 from platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
+from platforms.prolific.provider import ProlificProvider
 from tests.annotation.conftest import answers_for
 from tests.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
 
@@ -164,7 +164,7 @@ def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
     server.faults["transition_submission"] = ["lose_response"]
     result = sync_batch(batch, provider)
 
-    found = result.prolific
+    found = result.platform
     assert (found.submissions, found.approved, found.rejected, found.freed) == (4, 2, 1, 1)
     statuses = {s["participant_id"]: s["status"] for s in server.submissions.values()}
     assert statuses == {
@@ -191,7 +191,7 @@ def test_participants_answer_on_the_site_and_sync_reviews_pays_and_refills(
     p5.complete()
     p6.answer()
     p6.complete()
-    second = sync_batch(batch, provider).prolific
+    second = sync_batch(batch, provider).platform
     assert (second.approved, second.rejected) == (1, 1)
     assert server.submissions[p5.session]["rejection"][0] == "NO_DATA"
     assert p5.assignment.status == Assignment.Status.REJECTED
@@ -222,11 +222,11 @@ def test_a_bonus_whose_payment_lost_its_answer_is_never_paid_twice(server, provi
     server.faults["pay_bonuses"] = ["lose_response"]
     server.pay_delay = 3600  # Prolific pays asynchronously: the submission shows nothing yet
 
-    first = sync_batch(batch, provider).prolific
+    first = sync_batch(batch, provider).platform
     assert (first.bonuses_paid, first.bonuses_unconfirmed) == (0, 1)
     assert len(server.payments) == 1  # Prolific did pay
 
-    second = sync_batch(batch, provider).prolific
+    second = sync_batch(batch, provider).platform
     assert second.bonuses_unconfirmed == 1
     assert len(server.payments) == 1  # not paid a second time
     assert server.calls.count("pay_bonuses") == 1
@@ -235,7 +235,7 @@ def test_a_bonus_whose_payment_lost_its_answer_is_never_paid_twice(server, provi
     # bonus, or a later sync sees it on the submission once Prolific shows it.
     assert prolific_bonuses.confirm_bonuses(batch, paid=True, provider=provider).paid == 1
     assert BonusPayment.objects.get().state == BonusPayment.State.PAID
-    assert sync_batch(batch, provider).prolific.bonuses_unconfirmed == 0
+    assert sync_batch(batch, provider).platform.bonuses_unconfirmed == 0
     assert len(server.payments) == 1 and server.calls.count("pay_bonuses") == 1
 
 
@@ -550,7 +550,7 @@ def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_agains
         provider_assignment_id=hexid("made-up-2"),
         accepted_at=timezone.now() - dt.timedelta(minutes=11),
     )
-    found = sync_batch(batch, site_provider).prolific
+    found = sync_batch(batch, site_provider).platform
     assert found.voided == 2
     forged.refresh_from_db()
     stale.refresh_from_db()
@@ -584,11 +584,11 @@ def test_the_study_stops_when_its_batch_completes_and_latecomers_see_a_friendly_
         p.answer()
         p.complete()
     result = sync_batch(batch, site_provider)
-    assert result.completed and result.prolific.stopped
+    assert result.completed and result.platform.stopped
     assert server.studies[study_id]["status"] == "COMPLETED"
     with pytest.raises(AssertionError, match="COMPLETED"):
         server.start(study_id, hexid("PID10"))  # Prolific sends nobody more
-    assert sync_batch(batch, site_provider).prolific.stopped is False  # stopped once
+    assert sync_batch(batch, site_provider).platform.stopped is False  # stopped once
     assert server.calls.count("transition_study") == 2  # publish, stop
 
     server.set_status(late_session, "ACTIVE")

@@ -65,7 +65,7 @@ def batch(query_set, server, provider, client_class):
     for person, override in zip(people, overrides, strict=True):
         person.answer(override=override)
         person.complete()
-    found = sync_batch(batch, provider).prolific
+    found = sync_batch(batch, provider).platform
     assert (found.approved, found.rejected) == (3, 1)
     batch.refresh_from_db()
     return batch
@@ -426,19 +426,16 @@ def test_bonus_costs_and_rules_computed_by_hand():
     from annotation.crowd.costs import bonus_cost, provider_cost
 
     # Prolific: 33.3% of the total, rounded once: $0.75 -> $0.24975 -> $0.25.
-    prolific = bonus_cost([Decimal("0.25"), Decimal("0.50"), Decimal("0")])
+    prolific = bonus_cost([Decimal("0.25"), Decimal("0.50"), Decimal("0")], "prolific")
     assert (prolific.bonuses, prolific.fees, prolific.total, prolific.participants) == (
         Decimal("0.75"),
         Decimal("0.25"),
         Decimal("1.00"),
         2,
     )
-    # MTurk: 20% per bonus, at least $0.01: $0.04 -> $0.008 -> $0.01; $0.50 -> $0.10.
-    mturk = bonus_cost([Decimal("0.04"), Decimal("0.50")], "mturk")
-    assert (mturk.fees, mturk.total) == (Decimal("0.11"), Decimal("0.65"))
     assert bonus_cost([Decimal("1.00")], "local").total == Decimal("1.00")
     with pytest.raises(ValueError, match="whole cents"):
-        bonus_cost([Decimal("0.005")])
+        bonus_cost([Decimal("0.005")], "prolific")
     # The estimate: 39 places at $0.10 ($3.90 + $1.30) and up to $3.90 of bonuses + $1.30.
     cost = provider_cost("prolific", Decimal("0.10"), 39, 1, bonuses=Decimal("3.90"))
     assert (cost.bonuses, cost.fees, cost.total) == (Decimal("3.90"), Decimal("2.60"), Decimal("10.40"))

@@ -96,7 +96,7 @@ def test_a_batch_cannot_both_allow_and_exclude_one_batch(server, provider, query
 
 def test_gold_failures_land_in_the_block_list_of_later_studies(server, provider, query_set, client_class):
     first = _first_wave(server, provider, query_set, client_class)
-    found = sync_batch(first, provider).prolific
+    found = sync_batch(first, provider).platform
     assert (found.approved, found.rejected, found.gold_failures_blocked) == (1, 1, 1)
     [gold] = _live(server, GOLD_FAILED_GROUP)
     assert gold["participants"] == {hexid("PID2")}
@@ -214,7 +214,7 @@ def test_without_a_workspace_a_gold_failure_is_logged_and_the_sync_goes_on(
 ):
     first = _first_wave(server, provider, query_set, client_class)
     settings.PROLIFIC_WORKSPACE_ID = ""
-    found = sync_batch(first, provider).prolific
+    found = sync_batch(first, provider).platform
     assert (found.approved, found.rejected, found.gold_failures_blocked) == (1, 1, 0)
     assert not _live(server, GOLD_FAILED_GROUP) and "join no block-list group" in caplog.text
 
@@ -230,14 +230,14 @@ def test_a_failed_group_call_never_stalls_the_sync_and_a_deleted_group_is_made_a
     late.answer(override={"g1": "f"})
     late.complete()
     server.standing["add_participants"] = "status:403"
-    found = sync_batch(first, provider).prolific
+    found = sync_batch(first, provider).platform
     assert (found.rejected, found.gold_failures_blocked) == (1, 0)  # PID4 reviewed; the group not updated
     assert "failed-gold block-list could not be updated" in caplog.text
     del server.standing["add_participants"]
 
     # The researcher deleted the group on Prolific's site: its stored id answers 404.
     server.groups[gold["id"]]["is_deleted"] = True
-    found = sync_batch(first, provider).prolific
+    found = sync_batch(first, provider).platform
     assert found.gold_failures_blocked == 2  # made again, with every member recorded so far
     [again] = _live(server, GOLD_FAILED_GROUP)
     assert again["id"] != gold["id"] and again["participants"] == {hexid("PID2"), hexid("PID4")}
@@ -254,8 +254,8 @@ def test_each_sync_adds_the_later_participants_of_an_excluded_batch(server, prov
     assert group["participants"] == {hexid("PID1"), hexid("PID2"), hexid("PID3")}  # at publication
     # wave1 still runs: a participant arrives there after wave2 was published.
     assert Participant(server, first.hit_type_id, hexid("PID4"), client_class).arrival.status_code == 302
-    assert sync_batch(second, provider).prolific.group_members_added == 1
+    assert sync_batch(second, provider).platform.group_members_added == 1
     assert group["participants"] == {hexid(f"PID{i}") for i in range(1, 5)}
     adds = server.calls.count("add_participants")
-    assert sync_batch(second, provider).prolific.group_members_added == 0  # nobody new: no call
+    assert sync_batch(second, provider).platform.group_members_added == 0  # nobody new: no call
     assert server.calls.count("add_participants") == adds and server.calls.count("create_group") == 1

@@ -252,7 +252,7 @@ def resync_job(job: Job, batch_id: int) -> dict:
     batch.refresh_from_db()
     if batch.status != Batch.Status.PUBLISHED:
         reconcile_webhooks()  # the last published batch done: its subscriptions go
-    found = result.prolific
+    found = result.platform
     job.result = {
         "batch": batch.name,
         "approved": result.approved,

@@ -134,7 +134,7 @@ def follow_published(batch: Batch, provider: CrowdProvider) -> None:
     reconcile_webhooks(getattr(provider, "client", None))
 
 
-@published.register(provider=Provider.TASKBUILDER)
+@published.register(provider="taskbuilder")  # a name: Task Builder may be removed
 def follow_published_task_builder(batch: Batch, provider: CrowdProvider) -> None:
     """The same after a Task Builder batch is published: its study is a Prolific study of the workspace
     (``STUDY_PROVIDERS``), whose events re-read it as they re-read a Prolific batch."""

@@ -13,7 +13,6 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from annotation import services
-from annotation.crowd.providers import MTurkProvider
 from annotation.crowd.services.batches import cancel_batch, read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, Hit, Judgment, Worker, WorkerIdentity
@@ -21,6 +20,7 @@ from annotation.quality.services.escalation import escalate_batch, plan_escalati
 from core.errors import ServiceError
 from platforms.mturk.client import MTurk, make_client
 from platforms.mturk.mturk_xml import build_answers_xml
+from platforms.mturk.provider import MTurkProvider
 from tests.annotation.conftest import TRUTH
 
 HIT_TYPE = "3HITTYPE0000000000000000000001"
@@ -51,7 +51,7 @@ def mturk_batch(query_set, tmp_path):
             assignments_per_query=2,
             queries_per_hit=3,
             reward=Decimal("0.10"),
-            qualifications={"locales": ["US"], "min_approval_rate": 95},
+            provider_options={"locales": ["US"], "min_approval_rate": 95},
             gold_per_hit=1,
         ),
         query_set=query_set,
