@@ -7,7 +7,6 @@ from annotation.batches import api
 from annotation.machine import api as api_prelabelling
 from annotation.platforms.inhouse import api as api_team
 from annotation.platforms.prolific import api as api_prolific
-from annotation.publication import api as api_publication
 
 router = DefaultRouter()
 router.register("batches", api.BatchViewSet)
@@ -47,7 +46,5 @@ urlpatterns = [
         api_prolific.SubmissionsView.as_view(),
         name="api-batch-prolific-submissions",
     ),
-    # The Hugging Face-ready dataset folder, zipped (publication/api.py).
-    path("batches/<slug:name>/dataset/", api_publication.PublishDatasetView.as_view(), name="api-batch-dataset"),
     *router.urls,
 ]

@@ -14,18 +14,19 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
   rulings (label sensitivity reads the crowd here), each batch's state (the researchers' dashboard);
 - :mod:`annotation.machine.selectors` -- machine runs, calibration, the non-gendered sets by
   label source;
-- :mod:`annotation.publication.selectors` -- the study's facts every published description states;
+- :mod:`annotation.exports.selectors` -- the study's facts every published description states;
 - :mod:`annotation.platforms.prolific.selectors` -- a Prolific batch's submissions, with the effective hourly rate
   (the paper bundle's checklist states the batch page's figure);
 - :mod:`annotation.platforms.prolific.webhooks.selectors` -- Prolific's high-return-rate warnings (the dashboard).
 """
 
 from annotation.crowd.selectors import batches, is_machine_labelled, query_texts
+from annotation.exports.selectors import study_facts
 from annotation.machine.selectors import label_probabilities, non_gendered_by_source
 from annotation.platforms.prolific.selectors import submissions as prolific_submissions
 from annotation.platforms.prolific.webhooks.selectors import return_rate_warnings
-from annotation.publication.selectors import study_facts
 from annotation.results.selectors import (
+    CITATION,
     adjudicated_labels,
     answers_version,
     batch_of_query_set,
@@ -41,6 +42,7 @@ from annotation.results.selectors import (
 )
 
 __all__ = [
+    "CITATION",
     "adjudicated_labels",
     "answers_version",
     "batch_of_query_set",

@@ -7,7 +7,6 @@ from annotation.machine import views as machine
 from annotation.platforms.inhouse import views as inhouse
 from annotation.platforms.prolific import views as prolific
 from annotation.platforms.prolific.webhooks import views as prolific_webhooks
-from annotation.publication import views as publication
 from annotation.quality import views as quality
 
 app_name = "annotation"
@@ -39,7 +38,6 @@ urlpatterns = [
     path("batches/<slug:name>/bonuses/pay/", batches.batch_bonus_pay, name="batch-bonus-pay"),
     path("batches/<slug:name>/export/", batches.batch_export, name="batch-export"),
     path("exports/<int:pk>/<str:part>/", batches.export_download, name="export-download"),
-    path("batches/<slug:name>/dataset/", publication.batch_publish_dataset, name="batch-publish-dataset"),
     path("batches/<slug:name>/agreement/", batches.batch_agreement, name="batch-agreement"),
     path("batches/<slug:name>/review/", quality.batch_review, name="batch-review"),
     # <key:qid>: any query id (a/b, .., é q) as one segment, escaped by core.converters.

@@ -103,6 +103,7 @@ INSTALLED_APPS = [
     "pooling",
     "annotation",
     "metrics",
+    "publishing",  # above metrics: the dataset, the paper bundle, checklists, methods text, bibliography
     "benchmarks",  # commands only: benchmark_cycle, benchmark_load, benchmark_pooling, benchmark_scan, benchmark_metrics
 ]
 

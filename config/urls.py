@@ -7,9 +7,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from annotation import api_urls as annotation_api_urls
+from annotation import urls as annotation_urls
 from annotation.accounts import access_token_generator
 from core import views as core_views
+from metrics import api_urls as metrics_api_urls
+from metrics import urls as metrics_urls
 from metrics import views as metrics_views
+from publishing import api_urls as publishing_api_urls
+from publishing import urls as publishing_urls
 
 #: The reset e-mail's link and the page it opens use the tokens that an account's access epoch
 #: ends (annotation.accounts): a link mailed before a deactivation stays dead after a reactivation.
@@ -39,12 +45,14 @@ urlpatterns = [
     path("accounts/", include(account_urls)),
     path("jobs/", include("core.urls")),
     path("pooling/", include("pooling.urls")),
-    path("annotation/", include("annotation.urls")),
-    path("metrics/", include("metrics.urls")),
+    # Publishing's pages keep the prefixes and names they had in the apps below it (a batch's dataset,
+    # a report's paper bundle), with no import from those apps up to publishing.
+    path("annotation/", include((annotation_urls.urlpatterns + publishing_urls.annotation_patterns, "annotation"))),
+    path("metrics/", include((metrics_urls.urlpatterns + publishing_urls.metrics_patterns, "metrics"))),
     path("api/", include("core.api_urls")),
     path("api/pooling/", include("pooling.api_urls")),
-    path("api/annotation/", include("annotation.api_urls")),
-    path("api/metrics/", include("metrics.api_urls")),
+    path("api/annotation/", include(annotation_api_urls.urlpatterns + publishing_api_urls.annotation_patterns)),
+    path("api/metrics/", include(metrics_api_urls.urlpatterns + publishing_api_urls.metrics_patterns)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI and ReDoc load their scripts from drf-spectacular-sidecar's static files.
     path(

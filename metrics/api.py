@@ -1,7 +1,6 @@
 """REST endpoints of the metrics app: reports with their results, and building one as a job."""
 
 from django.db.models import Prefetch
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import action
@@ -232,28 +231,6 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         except ServiceError as exc:
             return Response({"detail": str(exc)}, status=400)
         return Response(table)
-
-    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY, 202: JobSerializer})
-    @action(detail=True, url_path="paper")
-    def paper(self, request, name=None, format=None):
-        """The report's paper bundle as a zip (``metrics.services.paper``): its papers' tables as LaTeX
-        (booktabs, the same marks and p-values as ``table``), its figures as PDF, ``methods.tex`` from the
-        study's facts, ``references.bib`` and a ``main.tex`` that compiles. Built once in a background
-        job: until it is ready, 202 with the job (``Location``: where to poll it); ask again when it is
-        ``done``. 404 with ``detail`` if the report's files are gone."""
-        from django.http import FileResponse
-
-        from .services.paper import cached_paper_zip, start_paper_bundle
-
-        report = self.get_object()
-        path = cached_paper_zip(report)
-        if path is not None:
-            return FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-paper.zip")
-        try:
-            job = start_paper_bundle(report)
-        except ServiceError as exc:
-            return Response({"detail": str(exc)}, status=404)
-        return job_started(job)
 
 
 class LabelSensitivityView(APIView):

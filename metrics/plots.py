@@ -5,7 +5,7 @@ requests at once. Each function builds its own :class:`~matplotlib.figure.Figure
 returns PNG bytes, or SVG bytes for the report page's per-metric and fairness–effectiveness plots
 (:func:`metric_figure`, :func:`tradeoff_figure`), which scale and follow dark mode
 (the site's SVG style, :mod:`core.svg_plots`). The report's figures also take ``format="pdf"``:
-the same drawing as a vector PDF for a paper (:mod:`metrics.services.paper`).
+the same drawing as a vector PDF for a paper (:mod:`publishing.services.paper`).
 
 Nothing is clipped: figures are saved with a tight bounding box (every legend, label and
 run name inside), and long axis labels are wrapped rather than run past the figure's edge.
@@ -38,7 +38,7 @@ def _png(figure: Figure) -> bytes:
 
 
 def _pdf(figure: Figure) -> bytes:
-    """A vector PDF for a paper (the paper bundle, :mod:`metrics.services.paper`): undated, so the
+    """A vector PDF for a paper (the paper bundle, :mod:`publishing.services.paper`): undated, so the
     same report gives the same bytes; :data:`~core.svg_plots.INK` is near-black on paper."""
     from matplotlib.backends.backend_pdf import FigureCanvasPdf
 

@@ -677,26 +677,6 @@ def plan_panel(request: HttpRequest) -> HttpResponse:
 
 
 @researcher_required
-def report_paper(request: HttpRequest, name: str) -> HttpResponse:
-    """The report's paper bundle as a zip (:mod:`metrics.services.paper`): LaTeX tables, PDF figures,
-    ``methods.tex``, ``references.bib`` and a ``main.tex`` that compiles as it is. Built once, in a
-    background job (the job's page leads back here when it is done), then served as a file."""
-    from django.http import FileResponse
-
-    from .services.paper import cached_paper_zip, start_paper_bundle
-
-    report = get_object_or_404(Report, name=name)
-    path = cached_paper_zip(report)
-    if path is not None:
-        return FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-paper.zip")
-    try:
-        job = start_paper_bundle(report)
-    except ServiceError as exc:
-        raise Http404(str(exc)) from None
-    return redirect("core:job-detail", pk=job.pk)
-
-
-@researcher_required
 def sets_list(request: HttpRequest) -> HttpResponse:
     """The same runs on several query sets: the comparisons made so far and the form to make one."""
     return _swap_page(request, CompareSetsForm, services.compare_sets_job.kind, "metrics/sets_list.html")

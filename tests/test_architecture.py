@@ -3,11 +3,13 @@
 docs/architecture.md draws the picture these tests keep true. A module's place decides its
 layer; nobody keeps a list.
 
-**Apps**, bottom to top: ``core`` < ``pooling`` < ``annotation`` < ``metrics``. Above them
+**Apps**, bottom to top: ``core`` < ``pooling`` < ``annotation`` < ``metrics`` < ``publishing`` (data
+flows pooling -> annotation -> metrics -> publishing: what a study publishes reads the annotations and
+the measurements, and nothing below it reads a publication). Above them
 ``benchmarks`` (benchmarks, load tests, the fake outside servers of no single platform) may import anything
 (the tests included: a platform's fake server is beside its tests), and so
 may ``config`` (settings, URLs, the Celery app). ``core``, ``pooling``, ``annotation``,
-``metrics`` and ``config`` are the *product*.
+``metrics``, ``publishing`` and ``config`` are the *product*.
 
 **Layer names.** A module of an app is *Django-aware* iff a component of its dotted path after
 the app's name is one of :data:`LAYERS` (``annotation.crowd.services.sync``,
@@ -60,7 +62,7 @@ grimp = pytest.importorskip("grimp")
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The product's apps, bottom to top: an app imports only apps below it.
-APPS = ("core", "pooling", "annotation", "metrics")
+APPS = ("core", "pooling", "annotation", "metrics", "publishing")
 #: Above the apps and free to import anything.
 TOP = ("benchmarks", "config")
 ORDER = {app: rank for rank, app in enumerate((*APPS, "benchmarks"))}
@@ -112,7 +114,7 @@ SUB_DOMAIN_ORDER = {
         ("results",),  # what the answers add up to, a batch's state
         ("quality",),  # the quality loop: escalation, re-offers, thresholds, training, rulings
         ("machine", "platforms.*"),  # machine labelling; the crowd platforms, one folder each
-        ("publication",),  # publishing a study and exports
+        ("exports",),  # the labelled query sets' exports and the study's facts (publishing reads them)
         ("batches",),  # the researcher's batch pages and API, composing everything
     )
 }
@@ -283,7 +285,9 @@ def test_no_app_imports_an_app_above_it(graph):
         for importer, imported in _direct(graph)
         if _app(imported) in ORDER and ORDER[_app(imported)] > ORDER[_app(importer)]
     ]
-    assert wrong == [], "imports up the order core < pooling < annotation < metrics < benchmarks:" + _listing(wrong)
+    assert wrong == [], (
+        "imports up the order core < pooling < annotation < metrics < publishing < benchmarks:" + _listing(wrong)
+    )
 
 
 def test_selectors_never_import_services(graph):

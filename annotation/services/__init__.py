@@ -21,7 +21,7 @@ Every write of the app lives in a sub-domain's ``services`` package, one module 
 - :mod:`annotation.quality.services` -- escalation of disputed queries (and its job,
   :mod:`.background`), re-offers, the budget of extras, worker thresholds, training, a
   researcher's adjudication, the quality loop at every sync;
-- :mod:`annotation.publication.services` -- exports of the labelled query sets with their
+- :mod:`annotation.exports.services` -- exports of the labelled query sets with their
   dataset cards, the Hugging Face-ready dataset folder;
 - :mod:`annotation.machine.services` -- pre-labels (and their job, :mod:`.background`), the
   blind calibration sample, routing.

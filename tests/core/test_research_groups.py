@@ -20,9 +20,9 @@ from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
 
 from annotation import services
+from annotation.exports.services import export_for_download
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
 from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
-from annotation.publication.services.exports import export_for_download
 from core.db.scope import acting_in
 from core.models import Job, Membership, ResearchGroup
 from core.services import groups as group_services

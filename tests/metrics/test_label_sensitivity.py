@@ -12,8 +12,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation import services as annotation_services
+from annotation.exports.services import export_queries
 from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
-from annotation.publication.services.exports import export_queries
 from annotation.quality.services.adjudication import adjudicate
 from core.models import Job
 from metrics import sensitivity, services

@@ -22,9 +22,9 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.crowd.services.sync import sync_batch
+from annotation.exports.services import export_queries
 from annotation.models import Assignment, Batch, Judgment
 from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
-from annotation.publication.services.exports import export_queries
 from annotation.results.selectors import review_queue
 from tests.annotation.conftest import answers_for, make_batch
 from tests.annotation.platforms.prolific import test_prolific as base

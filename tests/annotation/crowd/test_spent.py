@@ -22,15 +22,15 @@ from django.urls import reverse
 from annotation import services
 from annotation.crowd.selectors import spent
 from annotation.crowd.services.sync import sync_batch
+from annotation.exports.services import export_queries
 from annotation.models import Assignment, Batch
 from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from annotation.platforms.mturk import services as mturk_admin
 from annotation.platforms.mturk.mturk_xml import build_answers_xml
 from annotation.platforms.prolific.bonuses import services as prolific_bonuses
-from annotation.publication.services.exports import export_queries
 from core.errors import StateError
-from metrics.methods_text import methods_tex
-from metrics.services.paper import batch_facts
+from publishing.methods_text import methods_tex
+from publishing.services.paper import batch_facts
 from tests.annotation.conftest import TRUTH
 from tests.annotation.platforms.mturk.fake_server import FakeMTurk
 from tests.annotation.platforms.mturk.fake_server import serve as serve_mturk
@@ -38,7 +38,7 @@ from tests.annotation.platforms.prolific import test_prolific as base
 from tests.annotation.platforms.prolific import test_prolific_bonus as bonus_tests
 from tests.annotation.platforms.prolific.fake_server import hexid
 from tests.annotation.platforms.prolific.test_prolific import Participant, _publish
-from tests.metrics.test_paper_methods import SETTINGS
+from tests.publishing.test_paper_methods import SETTINGS
 
 server, provider, sleeps, client_class = base.server, base.provider, base.sleeps, base.client_class
 

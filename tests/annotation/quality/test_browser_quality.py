@@ -6,9 +6,9 @@ import pytest
 
 from annotation import services
 from annotation.crowd.services.batches import read_gold_file
+from annotation.exports.services import export_queries
 from annotation.models import Adjudication
 from annotation.platforms.inhouse.services.handout import next_assignment, submit_local_assignment
-from annotation.publication.services.exports import export_queries
 from tests.annotation.conftest import TRUTH, answers_for
 
 KEYS = {"n": "1", "f": "2", "m": "3", "o": "4"}

@@ -14,11 +14,11 @@ import pytest
 from annotation import services
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
+from annotation.exports.services import export_queries
 from annotation.labels import LABELS
 from annotation.models import Assignment, Judgment, Worker
 from annotation.platforms.taskbuilder.client import TaskBuilder, TaskBuilderError
 from annotation.platforms.taskbuilder.provider import QUIET_SECONDS, SCHEMA, TaskBuilderProvider, batch_items
-from annotation.publication.services.exports import export_queries
 from annotation.results.selectors import agreement_summary
 from tests.annotation.conftest import TRUTH
 from tests.annotation.platforms.taskbuilder.fake_server import TOKEN, FakeTaskBuilder, serve
