@@ -12,28 +12,31 @@ from core.api import form_data, form_errors, job_started
 from core.errors import ServiceError
 from core.numbers import NumberError, parse_count
 from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
-from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from .counterfactual import HER_CHOICES
 from .defaults import (
-    AWRF_WEIGHTS,
     CRBO_DEPTH,
     CRBO_P,
-    DEFAULT_AWRF_P,
-    DEFAULT_AWRF_WEIGHTS,
-    DEFAULT_CUT_STEP,
-    DEFAULT_EXPOSURE_FORM,
-    DEFAULT_EXPOSURE_TARGET,
-    DEFAULT_PROTECTED,
-    EXPOSURE_FORMS,
     MAX_CUTOFF,
-    PROTECTED_GROUPS,
     TABLE_LAYOUTS,
     VARIANT_VERSIONS,
 )
 from .forms import CompareSetsForm, CounterfactualForm, CrboForm, PreferenceForm, ReportForm
 from .models import Report, Result
-from .report_options import PRESET_OPTION, TIES_OPTION
+from .report_options import (
+    AWRF_P_OPTION,
+    AWRF_WEIGHTS_OPTION,
+    CUT_STEP_OPTION,
+    CUTOFFS_OPTION,
+    EXPOSURE_FORM_OPTION,
+    EXPOSURE_TARGET_OPTION,
+    NORMALISER_OPTION,
+    PRESET_OPTION,
+    PROTECTED_OPTION,
+    SENSITIVITY_CUTOFFS_OPTION,
+    TIES_OPTION,
+    TOKENIZER_OPTION,
+)
 from .serializers import (
     LabelSensitivitySerializer,
     PerQuerySerializer,
@@ -55,38 +58,21 @@ class ReportRequestSerializer(serializers.Serializer):
         "that carry the labels' uncertainty.",
     )
     runs = serializers.ListField(child=serializers.CharField(), help_text="Names of the runs to measure.")
-    cutoffs = serializers.CharField(default="5,10,20,30", help_text="Comma-separated rank cutoffs.")
-    tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
+    cutoffs = option_field(CUTOFFS_OPTION)
+    tokenizer = option_field(TOKENIZER_OPTION)
     background = serializers.CharField(required=False, help_text="NFaiRR background run (default: the collection).")
     baseline = serializers.CharField(required=False, help_text="Run the others are tested against.")
     qrels = serializers.CharField(required=False, help_text="Imported relevance judgments: adds effectiveness.")
     measures = serializers.CharField(
         required=False, help_text="With qrels: e.g. RR@10,nDCG@10,R@10,P@10 (ir_measures names; MRR = RR)."
     )
-    awrf_weights = serializers.ChoiceField(
-        choices=list(AWRF_WEIGHTS), default=DEFAULT_AWRF_WEIGHTS, help_text="AWRF's position weights."
-    )
-    awrf_p = DecimalNumberField(
-        default=DEFAULT_AWRF_P, help_text="Geometric weights: the first rank's share of attention, in (0, 1)."
-    )
-    exposure_target = DecimalNumberField(
-        default=DEFAULT_EXPOSURE_TARGET, help_text="Target female share (AWRF, rKL, rND, rRD), in (0, 1)."
-    )
-    protected_group = serializers.ChoiceField(
-        choices=list(PROTECTED_GROUPS), default=DEFAULT_PROTECTED, help_text="rKL/rND/rRD's protected group."
-    )
-    cut_step = CountField(
-        min_value=1,
-        max_value=10_000,
-        default=DEFAULT_CUT_STEP,
-        help_text="rKL/rND/rRD's cut points: every this many ranks.",
-    )
-    exposure_form = serializers.ChoiceField(
-        choices=list(EXPOSURE_FORMS),
-        default=DEFAULT_EXPOSURE_FORM,
-        help_text="AWRF, rKL, rND, rRD: 'adapted' (the platform's, against the target share) or 'reference' "
-        "(as the cited papers' code computes them).",
-    )
+    nfairr_normaliser = option_field(NORMALISER_OPTION)
+    awrf_weights = option_field(AWRF_WEIGHTS_OPTION)
+    awrf_p = option_field(AWRF_P_OPTION)
+    exposure_target = option_field(EXPOSURE_TARGET_OPTION)
+    protected_group = option_field(PROTECTED_OPTION)
+    cut_step = option_field(CUT_STEP_OPTION)
+    exposure_form = option_field(EXPOSURE_FORM_OPTION)
     ties = option_field(TIES_OPTION)
     preset = option_field(PRESET_OPTION)
 
@@ -250,7 +236,7 @@ class LabelSensitivityView(APIView):
         parameters=[
             OpenApiParameter("batch", str, required=True),
             OpenApiParameter("runs", str, required=True, description="comma-separated run names"),
-            OpenApiParameter("cutoffs", str, description="comma-separated cutoffs (default 5,10,20)"),
+            OpenApiParameter("cutoffs", str, description=SENSITIVITY_CUTOFFS_OPTION.describe()),
             OpenApiParameter("threshold", float, description="least confidence for 'confident' (default 0.9)"),
             OpenApiParameter("background", str, description="NFaiRR background run (default: the collection)"),
             OpenApiParameter("bootstrap", int, description="bootstrap resamples, at most 2000 (default 1000)"),
