@@ -677,6 +677,90 @@ def test_the_platform_checks_catch_a_platform_importing_another(tmp_path, monkey
     assert set(_levels(order, _sub_domains(graph, app))) == _sub_domains(graph, app)
 
 
+# --- imports at the top ----------------------------------------------------------------------------
+
+#: The project's own packages (``platforms`` once the crowd platforms leave ``annotation``).
+OWN_PACKAGES = (*PRODUCT, "platforms")
+#: The most function-level imports of the project's own modules the product may hold (406 on the day
+#: this was counted, issue 55). The count only falls: lower this when you move imports to the top,
+#: never raise it. An import that must stay in a function says why in one word, ``# start-up`` (it
+#: would load a heavy library, :data:`core.startup.HEAVY_MODULES`, when Django starts, or close an
+#: import circle at start-up), and is not counted.
+FUNCTION_LEVEL_IMPORT_CEILING = 406
+
+
+def function_level_imports(root: Path = ROOT) -> dict[str, list[int]]:
+    """Per product file, the lines of its imports of the project's own modules (``core``, ``pooling`` …,
+    or relative) made inside a function and not marked ``# start-up``."""
+
+    found: dict[str, list[int]] = {}
+    for package in OWN_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")) if (root / package).is_dir() else ():
+            if "migrations" in path.parts:
+                continue
+            lazy = _lazy_lines(path.read_text(encoding="utf-8"))
+            if lazy:
+                found[path.relative_to(root).as_posix()] = lazy
+    return found
+
+
+def _lazy_lines(text: str) -> list[int]:
+    """The lines of a module's unmarked function-level imports of our modules."""
+    import ast
+
+    lines = text.splitlines()
+    lazy: list[int] = []
+
+    def visit(node, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            lazy_import = in_function and isinstance(child, (ast.Import, ast.ImportFrom)) and _imports_ours(child)
+            if lazy_import and not any("# start-up" in lines[n - 1] for n in range(child.lineno, child.end_lineno + 1)):
+                lazy.append(child.lineno)
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(ast.parse(text), False)
+    return lazy
+
+
+def _imports_ours(node) -> bool:
+    import ast
+
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] in OWN_PACKAGES for alias in node.names)
+    return bool(node.level) or (node.module or "").split(".")[0] in OWN_PACKAGES
+
+
+def test_function_level_imports_of_our_modules_only_fall():
+    found = function_level_imports()
+    count = sum(len(lines) for lines in found.values())
+    worst = sorted(found.items(), key=lambda item: -len(item[1]))[:10]
+    assert count <= FUNCTION_LEVEL_IMPORT_CEILING, (
+        f"{count} function-level imports of the project's own modules, over the ceiling "
+        f"{FUNCTION_LEVEL_IMPORT_CEILING}: import at the top, or mark one start-up needs with '# start-up'. "
+        "Most: " + ", ".join(f"{path} ({len(lines)})" for path, lines in worst)
+    )
+
+
+def test_the_import_count_sees_function_level_imports_and_the_start_up_mark(tmp_path):
+    """A deliberately lazy module: its function-level imports of our modules are counted (relative ones
+    too), a marked one and those of other libraries are not, nor those at the top."""
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "lazy.py").write_text(
+        "from core import errors\n"
+        "import json\n\n\n"
+        "def f():\n"
+        "    from pooling import readers\n"
+        "    import numpy\n"
+        "    from . import plots\n"
+        "    from metrics import ties  # start-up\n\n"
+        "    def g():\n"
+        "        import core.http\n"
+        "    return lambda: __import__('x')\n",
+        encoding="utf-8",
+    )
+    assert function_level_imports(tmp_path) == {"metrics/lazy.py": [6, 8, 12]}
+
+
 if __name__ == "__main__":  # the sub-domain import graph, as the tests above compute it
     for app in SUB_DOMAIN_ORDER:
         print(f"{app}: {' < '.join('/'.join(tier) for tier in SUB_DOMAIN_ORDER[app])}")
