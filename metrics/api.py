@@ -12,6 +12,8 @@ from core.api import form_data, form_errors, job_started
 from core.errors import ServiceError
 from core.numbers import NumberError, parse_count
 from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
+from metrics.forms import LabelSensitivityForm, PlanForm
+from metrics.selectors import report_contributions, report_per_query, report_table
 
 from .counterfactual import HER_CHOICES
 from .defaults import (
@@ -113,8 +115,6 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         cutoff, value``; ``value`` is null where undefined, e.g. a query the qrels do not judge."""
         import math
 
-        from .selectors import report_per_query
-
         try:
             frame = report_per_query(self.get_object())
         except ServiceError as exc:
@@ -153,7 +153,6 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         """A report on a batch's labels: which queries move ``run``'s paired difference against the
         baseline and whose labels are least certain (``rows`` by ``expected_shift``: the chance the
         label is wrong × how far the difference moves if flipped). 400 with ``detail`` for a bad choice."""
-        from .selectors import report_contributions
 
         report = self.get_object()
         params = request.query_params
@@ -195,7 +194,6 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         Kendall tau with p-values, ``†`` mark); ``significance`` and ``correlation_significance``
         state the test, family and correction; ``missing`` names columns the report lacks. A bad
         choice: 400 with ``detail``."""
-        from .selectors import report_table
 
         params = request.query_params
         try:
@@ -245,7 +243,6 @@ class LabelSensitivityView(APIView):
     )
     def get(self, request: Request) -> Response:
         from .formatting import sensitivity_result
-        from .forms import LabelSensitivityForm
 
         form = LabelSensitivityForm.from_query(request.query_params)
         if not form.is_valid():
@@ -408,7 +405,6 @@ class PlanView(APIView):
 
     @extend_schema(request=PlanRequestSerializer, responses=dict)
     def post(self, request, format=None):
-        from .forms import PlanForm
 
         data = dict(form_data(request, PlanRequestSerializer))
         data["run_a"], data["run_b"] = data.pop("runs")

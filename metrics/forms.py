@@ -11,6 +11,7 @@ from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
 from core.forms import CountField, DecimalNumberField, MoneyField, add_service_error
 from core.models import Job
+from metrics.defaults import REQUEST_SENSITIVITY_CUTOFFS, REQUEST_SENSITIVITY_RUNS
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run, WordList
 
 from . import services
@@ -266,7 +267,6 @@ class LabelSensitivityForm(forms.Form):
 
     def request_bound_errors(self) -> dict[str, str]:
         """What a valid form asks past the bounds of one request, by field (empty: within them)."""
-        from .defaults import REQUEST_SENSITIVITY_CUTOFFS, REQUEST_SENSITIVITY_RUNS
 
         beyond = "in one request; the label-sensitivity page runs more as a job"
         errors = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.db import models
 
 from core.models import GroupOwned, GroupScopedManager
+from metrics.presets import preset_lines
 from pooling.models import Qrels, QuerySet, Run, WordList
 
 from .defaults import COLLECTION_BACKGROUND
@@ -180,7 +181,6 @@ class Report(GroupOwned):
     @property
     def ties_statement(self) -> str:
         """How tied documents were ordered, in words (header, CSV, methods text, paper bundle)."""
-        from .presets import preset_lines
 
         words = {
             "tie-aware": "tie-aware: every bias figure is its expectation over all orders of tied documents "

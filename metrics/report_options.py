@@ -9,7 +9,7 @@ request serializer and so its OpenAPI schema (``metrics.api``), and the ``Report
 (``metrics.models``, with the same choices, default and help). A value is checked by one function,
 :meth:`ReportOption.check` (the services' ``ReportSettings.validate``, the exposure metrics'
 ``ExposureSettings.validate`` and the computing modules call it), so each rule has one check and
-one message, which names the setting. Standard library only.
+one message, which names the setting. Pure: no Django.
 
 ``tests/metrics/test_report_options.py`` fails when a default or a bound of a report setting is
 written anywhere else in the product.
@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from core.numbers import NumberError, parse_count, parse_counts, parse_decimal
 from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from .defaults import (
@@ -172,7 +173,6 @@ class ReportOption:
 
     def parse(self, text: str) -> Any:
         """A value typed on the command line or a page (``5,10,20``, ``0.5``), checked; ``""``: the default."""
-        from core.numbers import NumberError, parse_count, parse_counts, parse_decimal
 
         if text is None or (isinstance(text, str) and not text.strip()):
             return self.default

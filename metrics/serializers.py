@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.serializers import CountField, DecimalNumberField
+from metrics.selectors import report_policy
 
 from .defaults import LABEL_UNCERTAINTY_COLUMNS
 from .models import Report, Result
@@ -70,7 +71,6 @@ class ReportSerializer(ReportListSerializer):
 
     @extend_schema_field(SignificanceSerializer(allow_null=True))
     def get_significance(self, report: Report) -> dict | None:
-        from .selectors import report_policy
 
         return report_policy(report)
 

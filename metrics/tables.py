@@ -40,6 +40,7 @@ from scipy import stats
 
 from core.numbers import DIGITS
 from core.p_values import p_value_text
+from metrics.vocabulary import MEASURE_ALIASES
 
 from .defaults import TABLE_LAYOUTS
 from .significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
@@ -109,7 +110,6 @@ assert tuple(LAYOUTS) == TABLE_LAYOUTS
 
 def parse_spec(text: str) -> Spec:
     """``NAME[:variant][@k]`` (``TExFAIR:rbdf@10``, ``NFaiRR``, ``MRR@10``) → :class:`Spec`; ValueError."""
-    from .vocabulary import MEASURE_ALIASES
 
     body, _, cutoff = text.strip().partition("@")
     metric, _, variant = body.partition(":")

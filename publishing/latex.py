@@ -21,6 +21,8 @@ import re
 from collections.abc import Sequence
 
 from core.p_values import p_value_text
+from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
+from publishing.screenshot import PRINT_POINTS_PER_PIXEL, WINDOW
 
 #: LaTeX's special characters and their text-mode escapes (brackets too: ``[`` after ``\\`` is read
 #: as the row's optional argument).
@@ -496,7 +498,6 @@ def checklist_tex(items: Sequence, page: dict | None) -> str:
     (:func:`publishing.checklists.checklist_items`) with their answers from the records, the
     instructions as the task page showed them and its screenshot (a figure a column wide) when taken.
     What only the authors can answer is set in bold, to be found before submitting."""
-    from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
 
     venues = list(dict.fromkeys(item.venue for item in items))
 
@@ -523,8 +524,6 @@ def checklist_tex(items: Sequence, page: dict | None) -> str:
         lines.append("\\\\\n".join(escape(line) for line in page["instructions"].splitlines()))
         lines.append(r"\end{quote}")
         if page.get("screenshot"):
-            from publishing.screenshot import PRINT_POINTS_PER_PIXEL, WINDOW
-
             # Across both columns of a two-column page (figure*), at a width that prints the page's body
             # type at 7 pt: a column-wide screenshot would set it at 4 pt.
             width = f"{WINDOW[0] * PRINT_POINTS_PER_PIXEL:.0f}pt"

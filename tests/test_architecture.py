@@ -682,11 +682,12 @@ def test_the_platform_checks_catch_a_platform_importing_another(tmp_path, monkey
 #: The project's own packages (``platforms`` once the crowd platforms leave ``annotation``).
 OWN_PACKAGES = (*PRODUCT, "platforms")
 #: The most function-level imports of the project's own modules the product may hold (406 on the day
-#: this was counted, issue 55). The count only falls: lower this when you move imports to the top,
+#: this was counted, issue 55; 252 once pooling, metrics, core and publishing imported at the top what
+#: start-up allows). The count only falls: lower this when you move imports to the top,
 #: never raise it. An import that must stay in a function says why in one word, ``# start-up`` (it
 #: would load a heavy library, :data:`core.startup.HEAVY_MODULES`, when Django starts, or close an
 #: import circle at start-up), and is not counted.
-FUNCTION_LEVEL_IMPORT_CEILING = 406
+FUNCTION_LEVEL_IMPORT_CEILING = 252
 
 
 def function_level_imports(root: Path = ROOT) -> dict[str, list[int]]:

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 from django.db import transaction
 from django.urls import reverse
 
+from annotation import selectors
+from annotation.services import reading_answers
 from core.errors import FieldError, ServiceError
 from core.files import write_parquet_atomic
 from core.jobs import background_job
@@ -28,6 +30,11 @@ from core.models import Job
 from core.services.names import validate_name
 from core.services.storage import cache_dir
 from core.version import software_version
+from metrics import effectiveness
+from metrics.effectiveness import DEFAULT_MEASURES
+from metrics.effectiveness import parse_measures as parse
+from metrics.presets import PRESETS
+from pooling import services as pooling_services
 from pooling.analysis import check_same_collection
 from pooling.models import Qrels, QuerySet, Run
 from pooling.services import document_counts_for, qrels_frame, register_wordlist, run_frame, top_rankings
@@ -99,8 +106,6 @@ class ReportSettings:
     def resolved(self) -> ReportSettings:
         """These settings with the preset's applied (the values a report is computed and stored with)."""
         from dataclasses import replace
-
-        from ..presets import PRESETS
 
         if not self.preset:
             return self
@@ -187,7 +192,6 @@ def parse_cutoffs(text: str, option: ReportOption = CUTOFFS_OPTION) -> tuple[int
 
 def parse_measures(measures: str | Sequence[str]) -> tuple[str, ...]:
     """``"MRR@10,nDCG@10"`` → ``("RR@10", "nDCG@10")`` (ir_measures names), or ServiceError naming the bad one."""
-    from ..effectiveness import parse_measures as parse
 
     try:
         return parse(measures)
@@ -216,7 +220,6 @@ def compute_batch_report(
     that :func:`metrics.label_uncertainty.combined_summary` can estimate the class means from
     every query's label probabilities (no writes).
     """
-    from annotation import selectors
 
     labels = selectors.label_probabilities(batch)
     members = labels.non_gendered
@@ -336,7 +339,6 @@ def _word_lists(report_settings: ReportSettings, inputs: ReportInputs) -> tuple[
 
 
 def default_measures() -> tuple[str, ...]:
-    from ..effectiveness import DEFAULT_MEASURES
 
     return DEFAULT_MEASURES
 
@@ -365,8 +367,6 @@ def effectiveness_values(
     """
     import pandas as pd
     import polars as pl
-
-    from .. import effectiveness
 
     _check_qrels(runs, qrels)
     judgments = qrels_frame(qrels)
@@ -472,7 +472,6 @@ def build_batch_report(
     """
     _check_free(name)
     validate_name(f"{name}-non-gendered", "query set")
-    from annotation.services import reading_answers
 
     with reading_answers(batch, "A report on its labels"):  # a correction after it is refused (issue 53)
         computed = compute_batch_report(batch, runs, report_settings, **inputs)
@@ -523,8 +522,6 @@ def _store(
     try:
         with transaction.atomic():
             if query_set is None:
-                from pooling import services as pooling_services
-
                 query_set = pooling_services.create_query_set(
                     f"{name}-non-gendered",
                     [(q, labels.texts[q]) for q in labels.non_gendered],
@@ -635,8 +632,6 @@ def report_job(
             "bar": False,
         }
         if batch_id is not None:
-            from annotation import selectors
-
             batch = selectors.batches().get(pk=batch_id)
             report = build_batch_report(name, batch, runs, ReportSettings(**report_settings), **inputs)
         else:

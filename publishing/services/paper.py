@@ -34,13 +34,26 @@ from pathlib import Path
 from typing import Any
 
 from annotation import selectors as annotation_selectors
+from annotation.models import Assignment, Batch, Export, Hit
+from annotation.platforms.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
+from annotation.services import reading_answers, render_hit_html
 from core.errors import ServiceError
 from core.files import replace_folder
 from core.jobs import background_job
 from core.models import Job
+from core.version import software_version
+from metrics import selectors
+from metrics.defaults import TABLE_LAYOUTS
 from metrics.models import Report
+from metrics.presets import preset_lines
+from metrics.services import cached_plot, plot_key, plot_path
 from pooling.models import Collection
 from pooling.selectors import named_set_facts
+from publishing.bibliography import bibtex, cited_keys
+from publishing.checklists import checklist_items, checklist_markdown, instructions_text
+from publishing.latex import checklist_tex, document, figure_tex, table_label, table_tex, uncertainty_tex
+from publishing.methods_text import default_title, limitations_tex, methods_tex
+from publishing.screenshot import chromium_path, screenshot
 
 #: Metrics drawn against the cutoff and as per-query distributions (the papers' four).
 FIGURE_METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
@@ -122,7 +135,6 @@ def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | N
                 "non-gendered queries as labelled at its build."
             )
         return None
-    from annotation.models import Export
 
     export = Export.objects.filter(query_set=report.query_set, batch=batch).order_by("-created", "-pk").first()
     if export is None:
@@ -140,8 +152,6 @@ def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | N
 
 def report_settings(report: Report, summary) -> dict[str, Any]:
     """The report's settings as :func:`publishing.methods_text.methods_tex` states them."""
-    from metrics import selectors
-    from metrics.presets import preset_lines
 
     queries = report.query_set.queries.count()
     return {
@@ -187,7 +197,6 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
 def export_facts(report: Report) -> dict[str, Any] | None:
     """The export that registered the report's query set (its category and size), or None: a report on
     a batch's own labels or on given queries."""
-    from annotation.models import Export
 
     if report.label_batch_id:
         return None
@@ -205,7 +214,6 @@ def labels_rows(summary, cutoff: int) -> list[dict]:
 def crowd_batches(batch) -> list:
     """The batches people answered the batch's tasks in: its own, or a machine-first batch's derived
     crowd batches (calibration sample, routed queries; cancelled ones left out)."""
-    from annotation.models import Batch
 
     if annotation_selectors.is_machine_labelled(batch):  # its own tasks are never published
         return list(batch.derived.exclude(status=Batch.Status.CANCELLED).order_by("created", "pk"))
@@ -219,8 +227,6 @@ def crowd_pay(batch) -> list[dict[str, Any]]:
     over the time Prolific measured, median over the submissions). MTurk: the same rate
     (:mod:`annotation.platforms.prolific.pay_rate`) over the assignments' accept-to-submit times. In-house:
     the tasks submitted (the platform pays no one)."""
-    from annotation.models import Assignment
-    from annotation.platforms.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
 
     rows = []
     for part in crowd_batches(batch):
@@ -262,10 +268,6 @@ def task_page(batch, screenshots: bool) -> tuple[dict[str, Any] | None, dict[str
     """The task page of the batch's first task (the real template, preview mode, its first queries),
     what the checklists say of it, and its files (:data:`HIT_PAGE`; :data:`HIT_SCREENSHOT` when
     ``screenshots`` and Chromium could take it, else the page says why not). (None, {}) without a task."""
-    from annotation.models import Hit
-    from annotation.services import render_hit_html
-    from publishing.checklists import instructions_text
-    from publishing.screenshot import screenshot
 
     hit = (
         Hit.objects.filter(batch__in=crowd_batches(batch))
@@ -349,8 +351,6 @@ def paper_files(report: Report, title: str | None = None, screenshots: bool | No
     a correction of its answers after the bundle is refused (``annotation.services.reading_answers``)."""
     from contextlib import nullcontext
 
-    from annotation.services import reading_answers
-
     batch = report_batch(report)
     with reading_answers(batch, "A paper bundle") if batch is not None else nullcontext():
         return _paper_files(report, title, screenshots)
@@ -363,14 +363,6 @@ def _paper_files(report: Report, title: str | None = None, screenshots: bool | N
     ``screenshots``: photograph the task page with headless Chromium (default: the setting
     ``PAPER_SCREENSHOTS``, on); only the job and the command build a bundle, never a request."""
     from django.conf import settings as django_settings
-
-    from core.version import software_version
-    from metrics import selectors
-    from metrics.defaults import TABLE_LAYOUTS
-    from publishing.bibliography import bibtex, cited_keys
-    from publishing.checklists import checklist_items, checklist_markdown
-    from publishing.latex import checklist_tex, document, figure_tex, table_label, table_tex, uncertainty_tex
-    from publishing.methods_text import default_title, limitations_tex, methods_tex
 
     summary = selectors.report_summary(report)
     per_query = selectors.report_per_query(report)
@@ -512,7 +504,6 @@ def paper_key(report: Report) -> tuple[dict[str, str], str]:
     """The cached zip's parameters (:func:`metrics.services.plot_cache.plot_key` adds the report and
     the software version) and its key: the batch's answers version too, as ``methods.tex`` states
     the batch's facts (an adjudication after the build gives a new bundle)."""
-    from metrics.services import plot_key
 
     batch = report_batch(report)
     params = {"answers": annotation_selectors.answers_version(batch)} if batch is not None else {}
@@ -521,7 +512,6 @@ def paper_key(report: Report) -> tuple[dict[str, str], str]:
 
 def cached_paper_zip(report: Report) -> Path | None:
     """The bundle's zip if a build already kept it (:func:`build_paper_zip`), else None."""
-    from metrics.services import plot_path
 
     path = plot_path(report, paper_key(report)[1], "zip")
     return path if path.exists() else None
@@ -530,7 +520,6 @@ def cached_paper_zip(report: Report) -> Path | None:
 def build_paper_zip(report: Report) -> Path:
     """Build the bundle's zip and keep it beside the report's cached plots (atomically; any worker
     serves it then): a repeat download is a file response."""
-    from metrics.services import cached_plot
 
     params, _ = paper_key(report)
     path, _ = cached_plot(report, "paper", params, "zip", lambda: paper_zip(report))
@@ -551,7 +540,6 @@ def paper_bundle_job(job: Job, report_id: int) -> None:
 def start_paper_bundle(report: Report) -> Job:
     """The Job building the report's zip: the one already pending or running, else a new one.
     ServiceError if the report's files are gone."""
-    from metrics import selectors
 
     selectors.check_report_files(report)
     running = Job.objects.filter(
@@ -563,8 +551,6 @@ def start_paper_bundle(report: Report) -> Job:
 def paper_warnings(report: Report) -> list[str]:
     """What the researcher should know before using the bundle (the command prints it)."""
     from django.conf import settings as django_settings
-
-    from publishing.screenshot import chromium_path
 
     batch = report_batch(report)
     drift = labels_drift(report, batch, batch_facts(batch)) if batch is not None else None

@@ -1,5 +1,6 @@
 from django.core.management.base import CommandError
 
+from annotation import selectors as annotation_selectors
 from core.files import atomic_path, atomic_write, check_writable
 from core.management.cli import (
     ProjectCommand,
@@ -129,8 +130,6 @@ class Command(ProjectCommand):
         query_set = get_named(QuerySet, o["queries"], "query set") if o["queries"] else None
         batch = None
         if o["from_batch"]:
-            from annotation import selectors as annotation_selectors
-
             batch = get_named(annotation_selectors.batches(), o["from_batch"], "batch")
         names = name_list(o["runs"])
         if not names:

@@ -1,4 +1,5 @@
 from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
+from metrics import services
 from metrics.models import Report
 from metrics.report_options import BOOTSTRAP_OPTION, SEED_OPTION
 from pooling.models import QuerySet, Run
@@ -27,7 +28,6 @@ class Command(ProjectCommand):
 
     def handle(self, **o):
         # Here, not at the top: the services (and what they load) are not needed by --help.
-        from metrics import services
 
         reports = [get_named(Report, name, "report") for name in o["report"]]
         if o["set"]:

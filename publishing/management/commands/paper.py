@@ -1,5 +1,6 @@
 from core.management.cli import ProjectCommand, command_errors, get_named
 from metrics.models import Report
+from publishing.services.paper import paper_warnings, write_paper_bundle
 
 
 class Command(ProjectCommand):
@@ -25,7 +26,6 @@ class Command(ProjectCommand):
 
     def handle(self, *args, **options):
         # Here, not at the top: the services (and what they load) are not needed by --help.
-        from publishing.services.paper import paper_warnings, write_paper_bundle
 
         report = get_named(Report.objects.all(), options["report"], "report")
         with command_errors():

@@ -1,5 +1,6 @@
 from annotation.models import Batch
 from core.management.cli import ProjectCommand, command_errors, get_named
+from core.selectors import huggingface_settings
 from publishing.hub_card import HUB_LICENSES
 from publishing.services.dataset import check_repo_id, publish_dataset, push_folder, upload_command
 
@@ -72,8 +73,6 @@ class Command(ProjectCommand):
         for field, why in publication.researcher_fields.items():
             say(f"  - {field}: {why}")
         if push:
-            from core.selectors import huggingface_settings
-
             with command_errors(ValueError):
                 hub = huggingface_settings()  # HF_TOKEN and HF_ENDPOINT, or the site's Connections page
                 url = push_folder(publication.path, push, token=hub.token, private=private, endpoint=hub.endpoint)
