@@ -5,7 +5,6 @@ from rest_framework.routers import DefaultRouter
 
 from annotation.batches import api
 from annotation.machine import api as api_prelabelling
-from annotation.publication import api as api_publication
 
 router = DefaultRouter()
 router.register("batches", api.BatchViewSet)
@@ -35,7 +34,5 @@ urlpatterns = [
         api_prelabelling.PrelabelCacheModelView.as_view(),
         name="api-prelabel-cache-model",
     ),
-    # The Hugging Face-ready dataset folder, zipped (publication/api.py).
-    path("batches/<slug:name>/dataset/", api_publication.PublishDatasetView.as_view(), name="api-batch-dataset"),
     *router.urls,
 ]

@@ -21,11 +21,11 @@ class AnnotationConfig(AppConfig):
         reads a query file's labels with this app's vocabulary."""
         from django.db.models.signals import post_migrate
 
-        from annotation.accounts import watch_accounts
-        from annotation.crowd.providers.base import platform_plug_ins
-        from annotation.crowd.services.hooks import plug_in
-        from annotation.labels import ACCEPTED_SPELLINGS, label_code
-        from pooling.queryfiles import LABELS
+        from annotation.accounts import watch_accounts  # start-up
+        from annotation.crowd.providers.base import platform_plug_ins  # start-up
+        from annotation.crowd.services.hooks import plug_in  # start-up
+        from annotation.labels import ACCEPTED_SPELLINGS, label_code  # start-up
+        from pooling.queryfiles import LABELS  # start-up
 
         watch_accounts()
         LABELS.use(label_code, ACCEPTED_SPELLINGS)  # a labelled query file is read with the one vocabulary
@@ -35,6 +35,6 @@ class AnnotationConfig(AppConfig):
 
 def _change_log(sender, using: str = "default", **kwargs) -> None:
     """The change log behind the kept counts, made (again) after every migrate (SQLite)."""
-    from annotation.crowd.services.change_log import install_change_log
+    from annotation.crowd.services.change_log import install_change_log  # start-up
 
     install_change_log(using)

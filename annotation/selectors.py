@@ -15,16 +15,17 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
   rulings (label sensitivity reads the crowd here), each batch's state (the researchers' dashboard);
 - :mod:`annotation.machine.selectors` -- machine runs, calibration, the non-gendered sets by
   label source;
-- :mod:`annotation.publication.selectors` -- the study's facts every published description states.
+- :mod:`annotation.exports.selectors` -- the study's facts every published description states.
 
 Each crowd platform's reads are in its own app (``platforms/<name>/selectors``), above this one.
 """
 
 from annotation.crowd.panels import dashboard_panels
 from annotation.crowd.selectors import batches, is_machine_labelled, query_texts
+from annotation.exports.selectors import study_facts
 from annotation.machine.selectors import label_probabilities, non_gendered_by_source
-from annotation.publication.selectors import study_facts
 from annotation.results.selectors import (
+    CITATION,
     adjudicated_labels,
     answers_version,
     batch_of_query_set,
@@ -40,6 +41,7 @@ from annotation.results.selectors import (
 )
 
 __all__ = [
+    "CITATION",
     "adjudicated_labels",
     "answers_version",
     "batch_of_query_set",

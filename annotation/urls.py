@@ -5,7 +5,6 @@ from django.urls import path
 
 from annotation.batches import views as batches
 from annotation.machine import views as machine
-from annotation.publication import views as publication
 from annotation.quality import views as quality
 
 urlpatterns = [
@@ -21,7 +20,6 @@ urlpatterns = [
     path("batches/<slug:name>/cancel/", batches.batch_cancel, name="batch-cancel"),
     path("batches/<slug:name>/export/", batches.batch_export, name="batch-export"),
     path("exports/<int:pk>/<str:part>/", batches.export_download, name="export-download"),
-    path("batches/<slug:name>/dataset/", publication.batch_publish_dataset, name="batch-publish-dataset"),
     path("batches/<slug:name>/agreement/", batches.batch_agreement, name="batch-agreement"),
     path("batches/<slug:name>/review/", quality.batch_review, name="batch-review"),
     # <key:qid>: any query id (a/b, .., é q) as one segment, escaped by core.converters.

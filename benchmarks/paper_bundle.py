@@ -6,7 +6,7 @@ Takes an existing report (only its metric keys and settings are used) and gives 
 per-query file of ``runs`` × ``queries`` values per key (normal noise, seed 0, written as Parquet
 like a built report's) and matching results, with ``run-0`` as the baseline, so every table has
 its t-tests; nothing is saved to the database. Heavy libraries are imported first, as in a warm
-server. Prints the seconds of :func:`metrics.services.paper.paper_zip` (what the ``metrics.paper``
+server. Prints the seconds of :func:`publishing.services.paper.paper_zip` (what the ``metrics.paper``
 job does once) and of serving the kept zip (every later download). See docs/benchmarks.md.
 """
 
@@ -36,7 +36,7 @@ def main() -> None:
     from metrics import selectors
     from metrics.formatting import order_summary
     from metrics.models import Report
-    from metrics.services import paper
+    from publishing.services import paper
 
     report = Report.objects.get(name=args.report)
     keys = selectors.report_per_query(report)[["metric", "variant", "cutoff"]].drop_duplicates()

@@ -110,6 +110,7 @@ INSTALLED_APPS = [
     "platforms.prolific",
     "platforms.taskbuilder",
     "metrics",
+    "publishing",  # above metrics: the dataset, the paper bundle, checklists, methods text, bibliography
     "benchmarks",  # commands only: benchmark_cycle, benchmark_load, benchmark_pooling, benchmark_scan, benchmark_metrics
 ]
 

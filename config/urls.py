@@ -7,9 +7,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from annotation import api_urls as annotation_api_urls
+from annotation import urls as annotation_urls
 from annotation.accounts import access_token_generator
 from core import views as core_views
+from metrics import api_urls as metrics_api_urls
+from metrics import urls as metrics_urls
 from metrics import views as metrics_views
+from publishing import api_urls as publishing_api_urls
+from publishing import urls as publishing_urls
 
 #: The reset e-mail's link and the page it opens use the tokens that an account's access epoch
 #: ends (annotation.accounts): a link mailed before a deactivation stays dead after a reactivation.
@@ -29,16 +35,20 @@ account_urls = [
 
 #: The annotation app's pages and each crowd platform's, one namespace (``annotation:<name>``) under one
 #: prefix; then their REST endpoints under ``api/annotation/``. A platform is one line in each
-#: (platforms/<name>/urls.py, api_urls.py: docs/architecture.md).
+#: (platforms/<name>/urls.py, api_urls.py: docs/architecture.md). Publishing's pages keep the prefixes and
+#: names they had in the apps below it (a batch's dataset, a report's paper bundle), with no import from
+#: those apps up to publishing.
 annotation_pages = [
-    path("", include("annotation.urls")),
+    path("", include(annotation_urls)),
     path("", include("platforms.inhouse.urls")),
     path("", include("platforms.prolific.urls")),
+    path("", include(publishing_urls.annotation_patterns)),
 ]
 annotation_api = [
-    path("", include("annotation.api_urls")),
+    path("", include(annotation_api_urls)),
     path("", include("platforms.inhouse.api_urls")),
     path("", include("platforms.prolific.api_urls")),
+    path("", include(publishing_api_urls.annotation_patterns)),
 ]
 
 urlpatterns = [
@@ -54,11 +64,11 @@ urlpatterns = [
     path("jobs/", include("core.urls")),
     path("pooling/", include("pooling.urls")),
     path("annotation/", include((annotation_pages, "annotation"))),
-    path("metrics/", include("metrics.urls")),
+    path("metrics/", include((metrics_urls.urlpatterns + publishing_urls.metrics_patterns, "metrics"))),
     path("api/", include("core.api_urls")),
     path("api/pooling/", include("pooling.api_urls")),
     path("api/annotation/", include(annotation_api)),
-    path("api/metrics/", include("metrics.api_urls")),
+    path("api/metrics/", include(metrics_api_urls.urlpatterns + publishing_api_urls.metrics_patterns)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI and ReDoc load their scripts from drf-spectacular-sidecar's static files.
     path(

@@ -15,10 +15,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from core.connection_kinds import KINDS
 from core.errors import FieldError, InputError, ProviderError, ServiceError, StateError
 from core.models import Job
+from core.selectors import connection_state, connection_states, jobs_for
 from core.serializers import ConnectionSerializer, ConnectionUpdateSerializer, JobSerializer
+from core.services.connections import delete_connection, save_connection, start_test_connection
 from core.services.uploads import discard_uploads, use_staging_uploads
+from core.web.permissions import can_manage_connections
 
 
 class JobViewSet(viewsets.ReadOnlyModelViewSet):
@@ -27,7 +31,6 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [permissions.IsAdminUser]
 
     def get_queryset(self):
-        from core.selectors import jobs_for
 
         return jobs_for(self.request.user)  # a connection's test: its managers only
 
@@ -215,14 +218,11 @@ class CanManageConnections(permissions.BasePermission):
     message = "Only the researchers who manage the site's connections may use this endpoint."
 
     def has_permission(self, request, view) -> bool:
-        from core.web.permissions import can_manage_connections
 
         return can_manage_connections(request.user)
 
 
 def _connection_or_404(kind: str):
-    from core.connection_kinds import KINDS
-    from core.selectors import connection_state
 
     if kind not in KINDS:
         raise exceptions.NotFound(f"no connection {kind!r}; known: {', '.join(KINDS)}")
@@ -236,7 +236,6 @@ class ConnectionListView(APIView):
 
     @extend_schema(responses={200: ConnectionSerializer(many=True)})
     def get(self, request, format=None):
-        from core.selectors import connection_states
 
         return Response([ConnectionSerializer(ConnectionSerializer.of(s)).data for s in connection_states()])
 
@@ -257,7 +256,6 @@ class ConnectionDetailView(APIView):
     )
     def put(self, request, kind: str, format=None):
         """Store the fields given (secrets sealed with CONNECTIONS_KEY; without it, a 400 naming it)."""
-        from core.services.connections import save_connection
 
         _connection_or_404(kind)
         data = checked(ConnectionUpdateSerializer, body_object(request))
@@ -268,7 +266,6 @@ class ConnectionDetailView(APIView):
 
     @extend_schema(responses={204: None, 404: ErrorSerializer})
     def delete(self, request, kind: str, format=None):
-        from core.services.connections import delete_connection
 
         _connection_or_404(kind)
         delete_connection(kind)
@@ -282,7 +279,6 @@ class ConnectionTestView(APIView):
 
     @extend_schema(request=None, responses={202: JobSerializer, 404: ErrorSerializer})
     def post(self, request, kind: str, format=None):
-        from core.services.connections import start_test_connection
 
         _connection_or_404(kind)
         return job_started(start_test_connection(kind))

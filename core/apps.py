@@ -12,9 +12,9 @@ class CoreConfig(AppConfig):
         from django.db.models.signals import post_save
         from django.urls import register_converter
 
-        from core.converters import KeyConverter
-        from core.services.api_tokens import revoke_unless_researcher
-        from core.services.input_limits import apply_input_limits, input_limit_changed
+        from core.converters import KeyConverter  # start-up
+        from core.services.api_tokens import revoke_unless_researcher  # start-up
+        from core.services.input_limits import apply_input_limits, input_limit_changed  # start-up
 
         apply_input_limits()
         setting_changed.connect(input_limit_changed, dispatch_uid="core.services.input_limits")

@@ -6,6 +6,9 @@ from datetime import timedelta
 
 from django import forms
 
+from core.amounts import AmountError, parse_amount
+from core.numbers import NumberError, parse_count
+
 
 def add_service_error(form: forms.Form, exc: Exception) -> None:
     """A service's refusal shown on the page's form: a :class:`~core.errors.FieldError` (the
@@ -23,7 +26,6 @@ class CountField(forms.IntegerField):
     ``forms.IntegerField`` took ``١٠`` as 10); the range is the field's ``min_value``/``max_value``."""
 
     def to_python(self, value):
-        from core.numbers import NumberError, parse_count
 
         if value in self.empty_values:
             return None
@@ -74,7 +76,6 @@ class MoneyField(forms.DecimalField):
         super().__init__(**kwargs)
 
     def to_python(self, value):
-        from core.amounts import AmountError, parse_amount
 
         if value in self.empty_values:
             return None

@@ -80,7 +80,7 @@ def parse_counts(text: object, field: str, *, minimum: int = 0, maximum: int, mo
         raise NumberError(field, f"expected comma-separated whole numbers, got {type(text).__name__}")
     parts = [part for part in text.split(",") if part.strip(AROUND)]
     if not parts:
-        raise NumberError(field, "give at least one value, e.g. 5,10,20")
+        raise NumberError(field, "give at least one value, e.g. 1,2,3")
     if len(parts) > most:
         raise NumberError(field, f"at most {most} values (got {len(parts)})")
     values = {parse_count(part, field, minimum=minimum, maximum=maximum) for part in parts}

@@ -27,8 +27,9 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 
 from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, ZENODO, ConnectionField, ConnectionKind, hint
-from core.models import ROLE_RANK, Connection, Membership, ResearchGroup, roles_of, scope_of
+from core.models import ROLE_RANK, Connection, Job, Membership, ResearchGroup, roles_of, scope_of
 from core.sealing import KEY_FILE, KEY_SETTING, SealError, key_in_file, unseal
+from core.web.permissions import can_manage_connections
 
 #: Where a field's value in force comes from.
 ENVIRONMENT, SITE, DEFAULT, UNSET = "environment", "site", "default", "unset"
@@ -292,8 +293,6 @@ CONNECTION_JOB_KINDS = frozenset({"core.test_connection"})
 def jobs_for(user) -> QuerySet:
     """The jobs ``user`` may read (within the request's group scope, as every study model): a
     connection's test only for :func:`core.web.permissions.can_manage_connections`."""
-    from core.models import Job
-    from core.web.permissions import can_manage_connections
 
     jobs = Job.objects.all()
     return jobs if can_manage_connections(user) else jobs.exclude(kind__in=CONNECTION_JOB_KINDS)

@@ -2,7 +2,9 @@
 
 from rest_framework import serializers
 
+from core.amounts import AmountError, parse_amount
 from core.models import Job
+from core.numbers import NumberError, parse_count
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -36,7 +38,6 @@ class MoneyField(serializers.DecimalField):
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
-        from core.amounts import AmountError, parse_amount
 
         if isinstance(data, (int, float)) and not isinstance(data, bool):
             data = str(data)  # JSON numbers arrive as floats: read as the text that was sent
@@ -52,7 +53,6 @@ class CountField(serializers.IntegerField):
     as 10); the range is the field's ``min_value``/``max_value``, and a 400 names the field."""
 
     def to_internal_value(self, data):
-        from core.numbers import NumberError, parse_count
 
         if isinstance(data, str) and len(data) > self.MAX_STRING_LENGTH:
             self.fail("max_string_length")

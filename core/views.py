@@ -8,9 +8,22 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 
-from core.models import Job
-from core.selectors import jobs_for
+from core.connection_kinds import KINDS
+from core.errors import ServiceError
+from core.forms import ApiTokenForm, ConnectionForm
+from core.models import Job, Membership, chosen_group_id, roles_of
+from core.selectors import (
+    connection_state,
+    connection_states,
+    connections_key,
+    connections_key_file,
+    groups_of,
+    jobs_for,
+)
 from core.serializers import JobSerializer
+from core.services import groups as group_services
+from core.services.api_tokens import api_token, revoke_api_token, token_of
+from core.services.connections import delete_connection, save_connection, start_test_connection
 from core.web.permissions import connections_manager_required, researcher_required
 
 
@@ -163,8 +176,6 @@ def api_token_page(request: HttpRequest) -> HttpResponse:
     that made it (the one time it is shown; ``no-store`` keeps it out of caches and history).
     POST makes a new token (replacing the old, which stops working) or, with
     ``action=revoke``, deletes it."""
-    from core.forms import ApiTokenForm
-    from core.services.api_tokens import api_token, revoke_api_token, token_of
 
     form = ApiTokenForm(request.POST if request.method == "POST" else None)
     key, revoked = None, False
@@ -182,8 +193,6 @@ def api_token_page(request: HttpRequest) -> HttpResponse:
 
 
 def _connection_cards(forms: dict | None = None) -> list[dict]:
-    from core.forms import ConnectionForm
-    from core.selectors import connection_states
 
     forms = forms or {}
     return [
@@ -200,12 +209,6 @@ def connections_page(request: HttpRequest) -> HttpResponse:
     connection's fields (``core.services.connections.save_connection``) or forgets them."""
     from django.contrib import messages
     from django.shortcuts import redirect
-
-    from core.connection_kinds import KINDS
-    from core.errors import ServiceError
-    from core.forms import ConnectionForm
-    from core.selectors import connection_state, connections_key, connections_key_file
-    from core.services.connections import delete_connection, save_connection
 
     forms: dict = {}
     status = 200
@@ -244,9 +247,6 @@ def connection_test(request: HttpRequest, kind: str) -> HttpResponse:
     from django.http import HttpResponseNotAllowed
     from django.shortcuts import redirect
 
-    from core.connection_kinds import KINDS
-    from core.services.connections import start_test_connection
-
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     if kind not in KINDS:
@@ -260,7 +260,6 @@ def connection_test(request: HttpRequest, kind: str) -> HttpResponse:
 @connections_manager_required
 def connection_test_fragment(request: HttpRequest, kind: str) -> HttpResponse:
     """The live part of a connection's card: its latest test, polling itself while it runs."""
-    from core.connection_kinds import KINDS
     from core.selectors import connection_state
 
     if kind not in KINDS:
@@ -274,10 +273,6 @@ def research_groups(request: HttpRequest) -> HttpResponse:
     members, anyone chooses the group their new studies go to (``POST action=choose|set|remove``)."""
     from django.contrib import messages
     from django.shortcuts import redirect
-
-    from core.errors import ServiceError
-    from core.selectors import groups_of
-    from core.services import groups as group_services
 
     if request.method == "POST":
         group = get_object_or_404(groups_of(request.user), slug=request.POST.get("group", ""))
@@ -304,7 +299,6 @@ def research_groups(request: HttpRequest) -> HttpResponse:
 
 
 def _research_groups_page(request: HttpRequest, made: dict | None = None) -> HttpResponse:
-    from core.models import Membership, chosen_group_id, roles_of
     from core.selectors import groups_of, members
 
     roles = roles_of(request.user)

@@ -1,7 +1,6 @@
 """REST endpoints of the metrics app: reports with their results, and building one as a job."""
 
 from django.db.models import Prefetch
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import action
@@ -13,28 +12,33 @@ from core.api import form_data, form_errors, job_started
 from core.errors import ServiceError
 from core.numbers import NumberError, parse_count
 from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
-from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
+from metrics.forms import LabelSensitivityForm, PlanForm
+from metrics.selectors import report_contributions, report_per_query, report_table
 
 from .counterfactual import HER_CHOICES
 from .defaults import (
-    AWRF_WEIGHTS,
     CRBO_DEPTH,
     CRBO_P,
-    DEFAULT_AWRF_P,
-    DEFAULT_AWRF_WEIGHTS,
-    DEFAULT_CUT_STEP,
-    DEFAULT_EXPOSURE_FORM,
-    DEFAULT_EXPOSURE_TARGET,
-    DEFAULT_PROTECTED,
-    EXPOSURE_FORMS,
     MAX_CUTOFF,
-    PROTECTED_GROUPS,
     TABLE_LAYOUTS,
     VARIANT_VERSIONS,
 )
 from .forms import CompareSetsForm, CounterfactualForm, CrboForm, PreferenceForm, ReportForm
 from .models import Report, Result
-from .report_options import PRESET_OPTION, TIES_OPTION
+from .report_options import (
+    AWRF_P_OPTION,
+    AWRF_WEIGHTS_OPTION,
+    CUT_STEP_OPTION,
+    CUTOFFS_OPTION,
+    EXPOSURE_FORM_OPTION,
+    EXPOSURE_TARGET_OPTION,
+    NORMALISER_OPTION,
+    PRESET_OPTION,
+    PROTECTED_OPTION,
+    SENSITIVITY_CUTOFFS_OPTION,
+    TIES_OPTION,
+    TOKENIZER_OPTION,
+)
 from .serializers import (
     LabelSensitivitySerializer,
     PerQuerySerializer,
@@ -56,38 +60,21 @@ class ReportRequestSerializer(serializers.Serializer):
         "that carry the labels' uncertainty.",
     )
     runs = serializers.ListField(child=serializers.CharField(), help_text="Names of the runs to measure.")
-    cutoffs = serializers.CharField(default="5,10,20,30", help_text="Comma-separated rank cutoffs.")
-    tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
+    cutoffs = option_field(CUTOFFS_OPTION)
+    tokenizer = option_field(TOKENIZER_OPTION)
     background = serializers.CharField(required=False, help_text="NFaiRR background run (default: the collection).")
     baseline = serializers.CharField(required=False, help_text="Run the others are tested against.")
     qrels = serializers.CharField(required=False, help_text="Imported relevance judgments: adds effectiveness.")
     measures = serializers.CharField(
         required=False, help_text="With qrels: e.g. RR@10,nDCG@10,R@10,P@10 (ir_measures names; MRR = RR)."
     )
-    awrf_weights = serializers.ChoiceField(
-        choices=list(AWRF_WEIGHTS), default=DEFAULT_AWRF_WEIGHTS, help_text="AWRF's position weights."
-    )
-    awrf_p = DecimalNumberField(
-        default=DEFAULT_AWRF_P, help_text="Geometric weights: the first rank's share of attention, in (0, 1)."
-    )
-    exposure_target = DecimalNumberField(
-        default=DEFAULT_EXPOSURE_TARGET, help_text="Target female share (AWRF, rKL, rND, rRD), in (0, 1)."
-    )
-    protected_group = serializers.ChoiceField(
-        choices=list(PROTECTED_GROUPS), default=DEFAULT_PROTECTED, help_text="rKL/rND/rRD's protected group."
-    )
-    cut_step = CountField(
-        min_value=1,
-        max_value=10_000,
-        default=DEFAULT_CUT_STEP,
-        help_text="rKL/rND/rRD's cut points: every this many ranks.",
-    )
-    exposure_form = serializers.ChoiceField(
-        choices=list(EXPOSURE_FORMS),
-        default=DEFAULT_EXPOSURE_FORM,
-        help_text="AWRF, rKL, rND, rRD: 'adapted' (the platform's, against the target share) or 'reference' "
-        "(as the cited papers' code computes them).",
-    )
+    nfairr_normaliser = option_field(NORMALISER_OPTION)
+    awrf_weights = option_field(AWRF_WEIGHTS_OPTION)
+    awrf_p = option_field(AWRF_P_OPTION)
+    exposure_target = option_field(EXPOSURE_TARGET_OPTION)
+    protected_group = option_field(PROTECTED_OPTION)
+    cut_step = option_field(CUT_STEP_OPTION)
+    exposure_form = option_field(EXPOSURE_FORM_OPTION)
     ties = option_field(TIES_OPTION)
     preset = option_field(PRESET_OPTION)
 
@@ -128,8 +115,6 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         cutoff, value``; ``value`` is null where undefined, e.g. a query the qrels do not judge."""
         import math
 
-        from .selectors import report_per_query
-
         try:
             frame = report_per_query(self.get_object())
         except ServiceError as exc:
@@ -168,7 +153,6 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         """A report on a batch's labels: which queries move ``run``'s paired difference against the
         baseline and whose labels are least certain (``rows`` by ``expected_shift``: the chance the
         label is wrong × how far the difference moves if flipped). 400 with ``detail`` for a bad choice."""
-        from .selectors import report_contributions
 
         report = self.get_object()
         params = request.query_params
@@ -210,7 +194,6 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         Kendall tau with p-values, ``†`` mark); ``significance`` and ``correlation_significance``
         state the test, family and correction; ``missing`` names columns the report lacks. A bad
         choice: 400 with ``detail``."""
-        from .selectors import report_table
 
         params = request.query_params
         try:
@@ -233,46 +216,6 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
             return Response({"detail": str(exc)}, status=400)
         return Response(table)
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "template",
-                str,
-                enum=["article", "acm", "lncs"],
-                description="The class main.tex is set in and the page the floats fit: acm (acmart sigconf), "
-                "lncs (llncs) or article (default).",
-            )
-        ],
-        responses={(200, "application/zip"): OpenApiTypes.BINARY, 202: JobSerializer},
-    )
-    @action(detail=True, url_path="paper")
-    def paper(self, request, name=None, format=None):
-        """The report's paper bundle as a zip (``metrics.services.paper``): its papers' tables as LaTeX
-        (booktabs, the same marks and p-values as ``table``), its figures as PDF, ``methods.tex`` from the
-        study's facts, ``references.bib`` and a ``main.tex`` that compiles. Built once in a background
-        job: until it is ready, 202 with the job (``Location``: where to poll it); ask again when it is
-        ``done``. 404 with ``detail`` if the report's files are gone."""
-        from django.http import FileResponse
-
-        from .latex import TEMPLATES
-        from .services.paper import cached_paper_zip, start_paper_bundle
-
-        report = self.get_object()
-        template = request.query_params.get("template") or None
-        if template is not None and template not in TEMPLATES:
-            return Response(
-                {"template": [f"Unknown template {template!r}: choose one of {', '.join(TEMPLATES)}."]}, status=400
-            )
-        path = cached_paper_zip(report, template)
-        if path is not None:
-            suffix = "" if template is None else f"-{template}"
-            return FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-paper{suffix}.zip")
-        try:
-            job = start_paper_bundle(report, template)
-        except ServiceError as exc:
-            return Response({"detail": str(exc)}, status=404)
-        return job_started(job)
-
 
 class LabelSensitivityView(APIView):
     """Label sensitivity of a batch (``?batch=&runs=a,b&cutoffs=5,10,20&threshold=0.9&background=&bootstrap=``).
@@ -291,7 +234,7 @@ class LabelSensitivityView(APIView):
         parameters=[
             OpenApiParameter("batch", str, required=True),
             OpenApiParameter("runs", str, required=True, description="comma-separated run names"),
-            OpenApiParameter("cutoffs", str, description="comma-separated cutoffs (default 5,10,20)"),
+            OpenApiParameter("cutoffs", str, description=SENSITIVITY_CUTOFFS_OPTION.describe()),
             OpenApiParameter("threshold", float, description="least confidence for 'confident' (default 0.9)"),
             OpenApiParameter("background", str, description="NFaiRR background run (default: the collection)"),
             OpenApiParameter("bootstrap", int, description="bootstrap resamples, at most 2000 (default 1000)"),
@@ -300,7 +243,6 @@ class LabelSensitivityView(APIView):
     )
     def get(self, request: Request) -> Response:
         from .formatting import sensitivity_result
-        from .forms import LabelSensitivityForm
 
         form = LabelSensitivityForm.from_query(request.query_params)
         if not form.is_valid():
@@ -463,7 +405,6 @@ class PlanView(APIView):
 
     @extend_schema(request=PlanRequestSerializer, responses=dict)
     def post(self, request, format=None):
-        from .forms import PlanForm
 
         data = dict(form_data(request, PlanRequestSerializer))
         data["run_a"], data["run_b"] = data.pop("runs")

@@ -6,8 +6,11 @@ defaults from here, so a page, the API and a command start from the same values
 without loading numpy, pandas or scipy.
 """
 
-#: Rank cutoffs of the SIGIR 2020 tables.
+#: Rank cutoffs of the SIGIR 2020 tables. Every report setting's default, bounds and help are read from its
+#: declaration (:mod:`metrics.report_options`), which takes the values from here.
 DEFAULT_CUTOFFS = (5, 10, 20, 30)
+#: Label sensitivity's cutoffs (each is a whole table of aggregations × policies × runs).
+SENSITIVITY_CUTOFFS = (5, 10, 20)
 #: The bounds of the cutoffs a form, the API or a command takes (each cutoff's measures cost a
 #: pass over every run: a million cutoffs held a request for minutes): at most this many, each
 #: at most :data:`MAX_CUTOFF` (the deepest rank a report reads).
@@ -48,6 +51,8 @@ DEFAULT_EXPOSURE_TARGET = 0.5
 PROTECTED_GROUPS = ("female", "male")
 DEFAULT_PROTECTED = "female"
 DEFAULT_CUT_STEP = 10
+#: The largest cut-point step (a step beyond the list's length leaves the one cut point min(k, n)).
+MAX_CUT_STEP = 10_000
 #: How the exposure metrics are defined (their wording: :data:`metrics.vocabulary.FORM_DEFINITIONS`):
 #: ``adapted`` (default), the platform's adaptation to documents ranked from a collection (the
 #: target share as reference), or ``reference``, as the cited papers' reference code computes them.

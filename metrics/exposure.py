@@ -98,8 +98,10 @@ from .defaults import (
     DEFAULT_PROTECTED,
     DEFAULT_THRESHOLD,
     EXPOSURE_FORMS,
+    MAX_CUT_STEP,
     PROTECTED_GROUPS,
 )
+from .report_options import EXPOSURE_OPTIONS
 from .vocabulary import REFERENCE_TOKEN
 
 #: AWRF's position weights (see the module docstring).
@@ -107,7 +109,7 @@ WEIGHTS = AWRF_WEIGHTS
 #: The groups that may be the protected one of rKL/rND/rRD.
 PROTECTED = PROTECTED_GROUPS
 #: The largest cut-point step (a step beyond the list's length leaves the one cut point min(k, n)).
-MAX_STEP = 10_000
+MAX_STEP = MAX_CUT_STEP
 #: The metrics this module computes, in the order of tables and plots.
 METRICS = ("AWRF", "rKL", "rND", "rRD")
 #: The forms: the platform's ``adapted`` one (default) and the cited papers' ``reference`` code's.
@@ -131,21 +133,10 @@ class ExposureSettings:
     form: str = DEFAULT_EXPOSURE_FORM  #: ``adapted`` or ``reference`` (:data:`FORMS`; see the module docstring)
 
     def validate(self) -> None:
-        """``ValueError`` naming the bad choice."""
-        if self.weights not in WEIGHTS:
-            raise ValueError(f"unknown AWRF weights {self.weights!r}; choose one of {', '.join(WEIGHTS)}")
-        if not 0.0 < self.p < 1.0:
-            raise ValueError(f"the geometric weights' p must lie strictly between 0 and 1, got {self.p}")
-        if not 0.0 < self.target < 1.0:
-            raise ValueError(f"the target female share must lie strictly between 0 and 1, got {self.target}")
-        if self.protected not in PROTECTED:
-            raise ValueError(f"unknown protected group {self.protected!r}; choose one of {', '.join(PROTECTED)}")
-        if int(self.step) != self.step or not 1 <= self.step <= MAX_STEP:
-            raise ValueError(f"the cut-point step must be an integer from 1 to {MAX_STEP}, got {self.step}")
-        if self.threshold < 0:
-            raise ValueError("the threshold τ must not be negative")
-        if self.form not in FORMS:
-            raise ValueError(f"unknown exposure form {self.form!r}; choose one of {', '.join(FORMS)}")
+        """``ValueError`` (:class:`metrics.report_options.OptionError`) naming the bad setting: each
+        setting's one check is its declaration's (:data:`metrics.report_options.EXPOSURE_OPTIONS`)."""
+        for attribute, option in EXPOSURE_OPTIONS.items():
+            option.check(getattr(self, attribute))
 
     @property
     def protected_share(self) -> float:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from core.p_values import p_value_text
 from core.spreadsheet import csv_text
+from metrics.vocabulary import RAB_LIKE
 
 from .defaults import AGGREGATIONS, DISPUTED_POLICIES, LABEL_SOURCE, LABEL_SOURCES, LABEL_UNCERTAINTY_COLUMNS
 from .vocabulary import metric_position, variant_position
@@ -93,7 +94,6 @@ def _blank(value):
 def range_contains_zero(metric: str, low, high) -> bool:
     """Whether a signed metric's (RaB-like: 0 balanced) range over orders of ties holds 0: the ranking
     does not decide the sign of the bias."""
-    from .vocabulary import RAB_LIKE
 
     present = low is not None and high is not None and not pd.isna(low) and not pd.isna(high)
     return metric in RAB_LIKE and present and low <= 0 <= high
@@ -131,7 +131,7 @@ def tie_lines(tied_queries: dict | None, summary: pd.DataFrame, *, ranges: bool 
 
 def p_mark(p: float | None, alpha: float = 0.05) -> str:
     """``*`` when ``p`` (the combined test's, a report on a batch's labels) is below ``alpha``, else
-    ``""``: the one rule of :func:`uncertainty_table` and :func:`metrics.latex.uncertainty_tex`."""
+    ``""``: the one rule of :func:`uncertainty_table` and :func:`publishing.latex.uncertainty_tex`."""
     return "*" if p is not None and not pd.isna(p) and p < alpha else ""
 
 

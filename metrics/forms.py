@@ -11,8 +11,8 @@ from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
 from core.forms import CountField, DecimalNumberField, MoneyField, add_service_error
 from core.models import Job
+from metrics.defaults import REQUEST_SENSITIVITY_CUTOFFS, REQUEST_SENSITIVITY_RUNS
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run, WordList
-from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from . import services
 from .counterfactual import HER_CHOICES
@@ -20,38 +20,69 @@ from .defaults import (
     CONFIDENCE_THRESHOLD,
     CRBO_DEPTH,
     CRBO_P,
-    DEFAULT_AWRF_P,
-    DEFAULT_AWRF_WEIGHTS,
-    DEFAULT_CUT_STEP,
-    DEFAULT_EXPOSURE_FORM,
-    DEFAULT_EXPOSURE_TARGET,
-    DEFAULT_PROTECTED,
     DEFAULT_SAMPLES,
     MAX_CUTOFF,
-    PROTECTED_GROUPS,
     VARIANT_VERSIONS,
 )
 from .models import Report
 from .power import DEFAULT_DRAWS
-from .report_options import PRESET_OPTION, TIES_OPTION, ReportOption
-from .services import parse_cutoffs
+from .report_options import (
+    AWRF_P_OPTION,
+    AWRF_WEIGHTS_OPTION,
+    CUT_STEP_OPTION,
+    CUTOFFS_OPTION,
+    EXPOSURE_FORM_OPTION,
+    EXPOSURE_TARGET_OPTION,
+    NORMALISER_OPTION,
+    PRESET_OPTION,
+    PROTECTED_OPTION,
+    REPORT_OPTIONS,
+    SENSITIVITY_CUTOFFS_OPTION,
+    TIES_OPTION,
+    TOKENIZER_OPTION,
+    OptionError,
+    ReportOption,
+)
 from .services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
-from .vocabulary import BY_NAME, FORM_DEFINITIONS, METRICS
+from .vocabulary import BY_NAME, METRICS
 
 if TYPE_CHECKING:
     from .sensitivity import LabelSensitivity
 
 
-def option_field(option: ReportOption) -> forms.ChoiceField:
-    """A page's field of a declared report option (:mod:`metrics.report_options`)."""
-    empty = [] if option.default else [("", "none")]
-    return forms.ChoiceField(
-        choices=[*empty, *option.choices],
-        initial=option.default,
-        required=False,
-        label=option.label,
-        help_text=option.help[:1].upper() + option.help[1:] + ".",
-    )
+def option_field(option: ReportOption) -> forms.Field:
+    """A page's field of a declared report setting (:mod:`metrics.report_options`): its label, its help
+    with its bounds and default, its initial value. Empty takes the default; the value is checked by the
+    declaration's one check (:func:`clean_options`), not by the field."""
+    common = {
+        "required": False,
+        "label": option.label,
+        "help_text": option.describe()[:1].upper() + option.describe()[1:] + ".",
+    }
+    if option.kind == "choice":
+        empty = [] if option.default else [("", "none")]
+        return forms.ChoiceField(choices=[*empty, *option.choices], initial=option.default, **common)
+    if option.kind == "number":
+        return DecimalNumberField(initial=option.default, **common)
+    if option.kind == "count":
+        return CountField(initial=option.default, **common)
+    return forms.CharField(initial=option.default_text, **common)
+
+
+def clean_options(form: forms.Form, data: dict, options: dict[str, ReportOption]) -> None:
+    """The form's declared settings: the default where left empty, else the declaration's one check
+    (cutoffs read from their text); a refusal is the field's error."""
+    for field, option in options.items():
+        if field in form.errors:
+            continue
+        value = data.get(field)
+        try:
+            if option.kind == "cutoffs":
+                data[field] = option.parse(value or "")
+            else:
+                data[field] = option.default if value in (None, "") else option.check(value)
+        except OptionError as exc:
+            form.add_error(field, exc.problem)
 
 
 class ReportForm(forms.Form):
@@ -65,20 +96,12 @@ class ReportForm(forms.Form):
         help_text="Its non-gendered queries, with intervals that carry the labels' uncertainty.",
     )
     runs = forms.ModelMultipleChoiceField(Run.objects.all(), to_field_name="name", widget=forms.CheckboxSelectMultiple)
-    cutoffs = forms.CharField(initial="5,10,20,30", help_text="Comma-separated rank cutoffs.")
-    tokenizer = forms.ChoiceField(choices=[(t, t) for t in TOKENIZERS], initial=DEFAULT_TOKENIZER)
+    cutoffs = option_field(CUTOFFS_OPTION)
+    tokenizer = option_field(TOKENIZER_OPTION)
     background = forms.ModelChoiceField(
         Run.objects.all(), to_field_name="name", required=False, empty_label="the collection", label="NFaiRR background"
     )
-    nfairr_normaliser = forms.ChoiceField(
-        choices=[
-            ("comparison", "background + every run of the report (monotone, ≤ 1)"),
-            ("exact", "background alone (original definition; may exceed 1)"),
-        ],
-        initial="comparison",
-        required=False,
-        label="NFaiRR normaliser (with a background run)",
-    )
+    nfairr_normaliser = option_field(NORMALISER_OPTION)
     baseline = forms.ModelChoiceField(Run.objects.all(), to_field_name="name", required=False, empty_label="none")
     qrels = forms.ModelChoiceField(
         Qrels.objects.all(),
@@ -93,56 +116,15 @@ class ReportForm(forms.Form):
         help_text="With judgments: ir_measures names with a cutoff, of RR (MRR), nDCG, R, P, AP "
         "(default RR@10,nDCG@10,R@10,P@10).",
     )
-    awrf_weights = forms.ChoiceField(
-        choices=[
-            ("dcg", "dcg: 1/log2(r+1), as NFaiRR and TExFAIR"),
-            ("trec", "trec: 1/log2(max(r,2)), TREC Fair Ranking's"),
-            ("geometric", "geometric: p(1-p)^(r-1), Sapiezynski et al.'s"),
-        ],
-        initial=DEFAULT_AWRF_WEIGHTS,
-        required=False,
-        label="AWRF position weights",
-    )
-    awrf_p = DecimalNumberField(
-        initial=DEFAULT_AWRF_P,
-        required=False,
-        label="AWRF geometric p",
-        help_text="With geometric weights: the first rank's share of attention, in (0, 1).",
-    )
-    exposure_target = DecimalNumberField(
-        initial=DEFAULT_EXPOSURE_TARGET,
-        required=False,
-        label="Target female share",
-        help_text="Of exposure (AWRF) and of each prefix (rKL, rND, rRD), in (0, 1); 0.5: equal.",
-    )
-    protected_group = forms.ChoiceField(
-        choices=[(g, g) for g in PROTECTED_GROUPS],
-        initial=DEFAULT_PROTECTED,
-        required=False,
-        label="rKL/rND/rRD protected group",
-    )
-    cut_step = CountField(
-        initial=DEFAULT_CUT_STEP,
-        min_value=1,
-        max_value=10_000,
-        required=False,
-        label="rKL/rND/rRD cut step",
-        help_text="Cut points every this many ranks (and the cutoff); 10 as Yang & Stoyanovich.",
-    )
-    exposure_form = forms.ChoiceField(
-        choices=[(form.name, f"{form.name}: {form.title}") for form in FORM_DEFINITIONS.values()],
-        initial=DEFAULT_EXPOSURE_FORM,
-        required=False,
-        label="Exposure metrics' form",
-        help_text="adapted: against the target share (the platform's); reference: as the cited papers' code, "
-        "against the list's own composition, comparable with numbers it computed.",
-    )
+    awrf_weights = option_field(AWRF_WEIGHTS_OPTION)
+    awrf_p = option_field(AWRF_P_OPTION)
+    exposure_target = option_field(EXPOSURE_TARGET_OPTION)
+    protected_group = option_field(PROTECTED_OPTION)
+    cut_step = option_field(CUT_STEP_OPTION)
+    exposure_form = option_field(EXPOSURE_FORM_OPTION)
 
     ties = option_field(TIES_OPTION)
     preset = option_field(PRESET_OPTION)
-
-    def clean_ties(self):
-        return self.cleaned_data.get("ties") or TIES_OPTION.default
 
     def clean_measures(self):
         try:
@@ -157,41 +139,23 @@ class ReportForm(forms.Form):
         chosen = not ({"queries", "batch"} & set(self.errors))
         if chosen and bool(data.get("queries")) == bool(data.get("batch")):
             self.add_error("queries", "choose a query set or a batch whose labels to report on (one of them)")
-        self._clean_exposure(data)
+        clean_options(self, data, {name: REPORT_OPTIONS[name] for name in self.OPTIONS})
         return data
 
-    def _clean_exposure(self, data: dict) -> None:
-        """The exposure metrics' choices: defaults where left empty, then their one set of checks."""
-        from .exposure import ExposureSettings
-
-        defaults = {
-            "awrf_weights": DEFAULT_AWRF_WEIGHTS,
-            "awrf_p": DEFAULT_AWRF_P,
-            "exposure_target": DEFAULT_EXPOSURE_TARGET,
-            "protected_group": DEFAULT_PROTECTED,
-            "cut_step": DEFAULT_CUT_STEP,
-            "exposure_form": DEFAULT_EXPOSURE_FORM,
-        }
-        for field, default in defaults.items():
-            if data.get(field) in (None, "") and field not in self.errors:
-                data[field] = default
-        if any(field in self.errors for field in defaults):
-            return
-        checks = {"awrf_p": "p", "exposure_target": "target"}
-        for field, name in checks.items():
-            try:
-                ExposureSettings(**{name: data[field]}).validate()
-            except ValueError as exc:
-                self.add_error(field, str(exc))
-
-    def clean_nfairr_normaliser(self):
-        return self.cleaned_data["nfairr_normaliser"] or "comparison"
-
-    def clean_cutoffs(self):
-        try:
-            return parse_cutoffs(self.cleaned_data["cutoffs"])
-        except ServiceError as exc:
-            raise forms.ValidationError(str(exc)) from None
+    #: The declared settings the form takes (:mod:`metrics.report_options`).
+    OPTIONS = (
+        "cutoffs",
+        "tokenizer",
+        "nfairr_normaliser",
+        "awrf_weights",
+        "awrf_p",
+        "exposure_target",
+        "protected_group",
+        "cut_step",
+        "exposure_form",
+        "ties",
+        "preset",
+    )
 
     def start(self) -> Job:
         """Build the report as a background job (page and API alike)."""
@@ -249,7 +213,7 @@ class LabelSensitivityForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         error_messages={"invalid_choice": "unknown run: %(value)s", "required": "choose at least one run"},
     )
-    cutoffs = forms.CharField(initial="5,10,20", required=False, help_text="Comma-separated rank cutoffs.")
+    cutoffs = option_field(SENSITIVITY_CUTOFFS_OPTION)
     threshold = DecimalNumberField(
         initial=CONFIDENCE_THRESHOLD,
         required=False,
@@ -275,9 +239,9 @@ class LabelSensitivityForm(forms.Form):
 
     def clean_cutoffs(self):
         try:
-            return parse_cutoffs(self.cleaned_data["cutoffs"] or "5,10,20")
-        except ServiceError as exc:
-            raise forms.ValidationError(str(exc)) from None
+            return SENSITIVITY_CUTOFFS_OPTION.parse(self.cleaned_data["cutoffs"] or "")
+        except OptionError as exc:
+            raise forms.ValidationError(exc.problem) from None
 
     def clean(self):
         data = super().clean()
@@ -303,7 +267,6 @@ class LabelSensitivityForm(forms.Form):
 
     def request_bound_errors(self) -> dict[str, str]:
         """What a valid form asks past the bounds of one request, by field (empty: within them)."""
-        from .defaults import REQUEST_SENSITIVITY_CUTOFFS, REQUEST_SENSITIVITY_RUNS
 
         beyond = "in one request; the label-sensitivity page runs more as a job"
         errors = {}

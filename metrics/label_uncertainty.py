@@ -56,7 +56,7 @@ interval under-covers; with the fitted crowd model on a realistic crowd
 0.90 over 176 studies): the bootstrap redraws the queries, not the workers. With the workers'
 variance component added, the value, the difference and the de-noised accuracy each at ≥ 0.93
 (docs/metrics.md; these are simulations' figures, so the methods text does not state them: it
-states the crowd model's check on the study's own answers, :mod:`metrics.methods_text`). The assumption is stated on the report page and in
+states the crowd model's check on the study's own answers, :mod:`publishing.methods_text`). The assumption is stated on the report page and in
 ``docs/metrics.md``: errors that depend on the ranker's output (a query both ambiguous to people
 and unusual for the rankers) are outside what any label model can correct;
 :func:`dependence_table` is the sensitivity check a researcher runs on their own batch.

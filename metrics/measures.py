@@ -74,6 +74,7 @@ from .defaults import (
     TIE_DRAWS,
 )
 from .exposure import ExposureSettings, exposure_columns
+from .report_options import CUTOFFS_OPTION
 from .ties import (
     FILE,
     TIE_AWARE,
@@ -93,11 +94,9 @@ TEXFAIR_VARIANTS = BY_NAME["TExFAIR"].variants  # ("rbdf", "plain"); the first i
 
 
 def validate_cutoffs(cutoffs: Sequence[int]) -> list[int]:
-    """Sorted distinct positive cutoffs, or ``ValueError``."""
-    values = sorted({int(c) for c in cutoffs})
-    if not values or values[0] < 1:
-        raise ValueError("cutoffs must be positive integers")
-    return values
+    """Sorted distinct cutoffs, or ``ValueError``: the cutoffs' one check
+    (:data:`metrics.report_options.CUTOFFS_OPTION`)."""
+    return list(CUTOFFS_OPTION.check(cutoffs))
 
 
 def discounts(depth: int) -> np.ndarray:

@@ -12,11 +12,33 @@ from __future__ import annotations
 from django.db import models
 
 from core.models import GroupOwned, GroupScopedManager
+from metrics.presets import preset_lines
 from pooling.models import Qrels, QuerySet, Run, WordList
 
 from .defaults import COLLECTION_BACKGROUND
-from .report_options import PRESET_OPTION, TIES_OPTION
+from .report_options import (
+    AWRF_P_OPTION,
+    AWRF_WEIGHTS_OPTION,
+    CUT_STEP_OPTION,
+    EXPOSURE_FORM_OPTION,
+    EXPOSURE_TARGET_OPTION,
+    NORMALISER_OPTION,
+    PRESET_OPTION,
+    PROTECTED_OPTION,
+    THRESHOLD_OPTION,
+    TIES_OPTION,
+    TOKENIZER_OPTION,
+    ReportOption,
+)
 from .vocabulary import EXPOSURE, FORM_DEFINITIONS, form_statement
+
+
+def _option_field(option: ReportOption, max_length: int = 20) -> models.CharField:
+    """A report's stored choice, with its declaration's choices, default and help (``""``: none given)."""
+    blank = {"blank": True} if option.default == "" else {}
+    return models.CharField(
+        max_length=max_length, choices=option.choices, default=option.default, help_text=option.help, **blank
+    )
 
 
 class Report(GroupOwned):
@@ -30,9 +52,9 @@ class Report(GroupOwned):
     representative_wordlist = models.ForeignKey(
         WordList, on_delete=models.PROTECT, related_name="+", help_text="Representative list (NFaiRR, TExFAIR)."
     )
-    tokenizer = models.CharField(max_length=20)
+    tokenizer = models.CharField(max_length=20, choices=TOKENIZER_OPTION.choices, help_text=TOKENIZER_OPTION.help)
     cutoffs = models.JSONField(help_text="Sorted list of rank cutoffs.")
-    threshold = models.FloatField(default=1, help_text="τ of NFaiRR: at most this many list words is neutral.")
+    threshold = models.FloatField(default=THRESHOLD_OPTION.default, help_text=THRESHOLD_OPTION.help)
     background_run = models.ForeignKey(
         Run,
         on_delete=models.PROTECT,
@@ -41,35 +63,16 @@ class Report(GroupOwned):
         related_name="+",
         help_text="NFaiRR's background; empty means the whole collection.",
     )
-    nfairr_normaliser = models.CharField(
-        max_length=20,
-        default="comparison",
-        help_text="With a background run: 'comparison' (background + every run of the report, one "
-        "denominator for all) or 'exact' (background alone, the original definition; may exceed 1).",
-    )
-    awrf_weights = models.CharField(
-        max_length=20,
-        default="dcg",
-        help_text="AWRF's position weights: dcg 1/log2(r+1), trec 1/log2(max(r,2)), geometric p(1-p)^(r-1).",
-    )
-    awrf_p = models.FloatField(default=0.5, help_text="The geometric weights' p (first rank's share of attention).")
-    exposure_target = models.FloatField(
-        default=0.5, help_text="Target female share of exposure (AWRF) and of each prefix (rKL, rND, rRD)."
-    )
-    protected_group = models.CharField(max_length=10, default="female", help_text="rKL/rND/rRD's protected group.")
-    cut_step = models.PositiveIntegerField(default=10, help_text="rKL/rND/rRD's cut points: every this many ranks.")
-    exposure_form = models.CharField(
-        max_length=20,
-        default="adapted",
-        help_text="How AWRF, rKL, rND, rRD were defined: 'adapted' (the platform's: the target share as "
-        "reference) or 'reference' (as the cited papers' reference code computes them).",
-    )
-    ties = models.CharField(
-        max_length=20, choices=TIES_OPTION.choices, default=TIES_OPTION.default, help_text=TIES_OPTION.help
-    )
-    preset = models.CharField(
-        max_length=20, choices=PRESET_OPTION.choices, blank=True, default="", help_text=PRESET_OPTION.help
-    )
+    # Each setting's choices, default and help are its declaration's (metrics.report_options).
+    nfairr_normaliser = _option_field(NORMALISER_OPTION)
+    awrf_weights = _option_field(AWRF_WEIGHTS_OPTION)
+    awrf_p = models.FloatField(default=AWRF_P_OPTION.default, help_text=AWRF_P_OPTION.help)
+    exposure_target = models.FloatField(default=EXPOSURE_TARGET_OPTION.default, help_text=EXPOSURE_TARGET_OPTION.help)
+    protected_group = _option_field(PROTECTED_OPTION, max_length=10)
+    cut_step = models.PositiveIntegerField(default=CUT_STEP_OPTION.default, help_text=CUT_STEP_OPTION.help)
+    exposure_form = _option_field(EXPOSURE_FORM_OPTION)
+    ties = _option_field(TIES_OPTION)
+    preset = _option_field(PRESET_OPTION)
     tied_queries = models.JSONField(
         null=True,
         blank=True,
@@ -178,7 +181,6 @@ class Report(GroupOwned):
     @property
     def ties_statement(self) -> str:
         """How tied documents were ordered, in words (header, CSV, methods text, paper bundle)."""
-        from .presets import preset_lines
 
         words = {
             "tie-aware": "tie-aware: every bias figure is its expectation over all orders of tied documents "

@@ -5,7 +5,7 @@ requests at once. Each function builds its own :class:`~matplotlib.figure.Figure
 returns PNG bytes, or SVG bytes for the report page's per-metric and fairness–effectiveness plots
 (:func:`metric_figure`, :func:`tradeoff_figure`), which scale and follow dark mode
 (the site's SVG style, :mod:`core.svg_plots`). The report's figures also take ``format="pdf"``:
-the same drawing as a vector PDF for a paper (:mod:`metrics.services.paper`).
+the same drawing as a vector PDF for a paper (:mod:`publishing.services.paper`).
 
 Nothing is clipped: figures are saved with a tight bounding box (every legend, label and
 run name inside), and long axis labels are wrapped rather than run past the figure's edge.
@@ -43,7 +43,7 @@ PDF_SETTINGS = {"pdf.fonttype": 42}
 
 
 def _pdf(figure: Figure) -> bytes:
-    """A vector PDF for a paper (the paper bundle, :mod:`metrics.services.paper`): undated, so the
+    """A vector PDF for a paper (the paper bundle, :mod:`publishing.services.paper`): undated, so the
     same report gives the same bytes; :data:`~core.svg_plots.INK` is near-black on paper; its fonts
     TrueType (:data:`PDF_SETTINGS`)."""
     from matplotlib.backends.backend_pdf import FigureCanvasPdf
@@ -63,7 +63,7 @@ PAPER_WIDTH = 3.3
 #: The paper figures' type size (points), at the placed size: venues ask for 7 pt or more.
 PAPER_POINTS = 8
 #: The tallest a paper figure is drawn (inches): its caption below it still within the shortest text
-#: block of :data:`metrics.latex.TEMPLATES` (LNCS, 549 pt = 7.6 in; 6.8 in is 490 pt). A figure with more panels than fit
+#: block of :data:`publishing.latex.TEMPLATES` (LNCS, 549 pt = 7.6 in; 6.8 in is 490 pt). A figure with more panels than fit
 #: is drawn as several (:func:`paper_parts`), each a figure of its own.
 PAPER_MAX_HEIGHT = 6.8
 #: A panel title longer than this many characters is set on two lines (the variant on the second), so
@@ -172,7 +172,7 @@ NAME_CHARS = 16
 
 
 def paper_name(name: object) -> str:
-    """A run's name in lines of at most :data:`NAME_CHARS` (:func:`metrics.latex.header_lines`)."""
+    """A run's name in lines of at most :data:`NAME_CHARS` (:func:`publishing.latex.header_lines`)."""
     from .latex import header_lines
 
     return "\n".join(header_lines(str(name), NAME_CHARS))

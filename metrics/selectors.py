@@ -6,7 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from annotation.labels import LABELS
+from annotation.selectors import query_texts, remembered
 from core.errors import ServiceError
+from metrics.defaults import LABEL_UNCERTAINTY_COLUMNS
+from metrics.vocabulary import BY_NAME
 from pooling.models import QuerySet
 
 from .models import Report
@@ -36,8 +40,6 @@ def report_summary(report: Report) -> pd.DataFrame:
 
     fields = list(SUMMARY_FIELDS)
     if report.on_batch:
-        from .defaults import LABEL_UNCERTAINTY_COLUMNS
-
         fields += LABEL_UNCERTAINTY_COLUMNS
     rows = report.results.select_related("run").values_list("run__name", *fields)
     frame = pd.DataFrame(list(rows), columns=["run", *fields])
@@ -127,7 +129,6 @@ def tradeoff_axes(summary: pd.DataFrame, x: str | None = None, y: str | None = N
     names; by default nDCG, or the first measure, against NFaiRR at the same cutoff, else the first
     such metric). ``{"x", "y", "effect", "fair"}`` (keys as ``(metric, variant, cutoff)``), or None
     without an effectiveness measure or a bias metric."""
-    from .vocabulary import BY_NAME
 
     keys = list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
     effect = [k for k in keys if k[0] in BY_NAME and BY_NAME[k[0]].effectiveness]
@@ -207,7 +208,6 @@ def report_table(
     answers version (a report is never rebuilt in place: its key names its primary key and when it
     was built), so the page, the API and the paper bundle build a table once, not at every view
     (about 1 s on the study's 1,765 queries × 7 runs)."""
-    from annotation.selectors import remembered
 
     if baseline is None and report.baseline_id:
         baseline = report.baseline.name
@@ -277,7 +277,6 @@ def report_contributions(report: Report, run: str, metric: str, variant: str, cu
 
     ServiceError for a report not on a batch, without a baseline, or an unknown column or run.
     """
-    from annotation.labels import LABELS
 
     from .label_uncertainty import contributions
 
@@ -309,7 +308,6 @@ def report_contributions(report: Report, run: str, metric: str, variant: str, cu
         for row in table.head(limit).to_dict("records")
     ]
     # Each query's text beside its id (issue 45), as the label batch holds it.
-    from annotation.selectors import query_texts
 
     texts = query_texts(report.label_batch_id, [row["qid"] for row in rows])
     for row in rows:

@@ -3,18 +3,28 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core.serializers import CountField, DecimalNumberField
+from metrics.selectors import report_policy
+
 from .defaults import LABEL_UNCERTAINTY_COLUMNS
 from .models import Report, Result
 from .report_options import ReportOption
 from .selectors import SUMMARY_FIELDS
 
 
-def option_field(option: ReportOption) -> serializers.ChoiceField:
-    """The API's field of a declared report option (:mod:`metrics.report_options`)."""
-    # The declared (value, label) pairs, as the model's field has them: one enum in the OpenAPI schema, not two.
-    if option.default:
-        return serializers.ChoiceField(choices=option.choices, default=option.default, help_text=option.help)
-    return serializers.ChoiceField(choices=option.choices, required=False, help_text=option.help)
+def option_field(option: ReportOption) -> serializers.Field:
+    """The API's field of a declared report setting (:mod:`metrics.report_options`): its help with its
+    bounds and default; the value is checked by the declaration's one check (the report form's)."""
+    default = {"default": option.default_text if option.kind == "cutoffs" else option.default}
+    common = {**(default if option.default not in (None, "") else {"required": False}), "help_text": option.describe()}
+    if option.kind == "choice":
+        # The declared (value, label) pairs, as the model's field has them: one enum in the OpenAPI schema, not two.
+        return serializers.ChoiceField(choices=option.choices, **common)
+    if option.kind == "number":
+        return DecimalNumberField(**common)
+    if option.kind == "count":
+        return CountField(**common)
+    return serializers.CharField(**common)
 
 
 class ResultSerializer(serializers.ModelSerializer):
@@ -61,7 +71,6 @@ class ReportSerializer(ReportListSerializer):
 
     @extend_schema_field(SignificanceSerializer(allow_null=True))
     def get_significance(self, report: Report) -> dict | None:
-        from .selectors import report_policy
 
         return report_policy(report)
 

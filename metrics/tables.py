@@ -40,6 +40,7 @@ from scipy import stats
 
 from core.numbers import DIGITS
 from core.p_values import p_value_text
+from metrics.vocabulary import MEASURE_ALIASES
 
 from .defaults import TABLE_LAYOUTS
 from .significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
@@ -109,7 +110,6 @@ assert tuple(LAYOUTS) == TABLE_LAYOUTS
 
 def parse_spec(text: str) -> Spec:
     """``NAME[:variant][@k]`` (``TExFAIR:rbdf@10``, ``NFaiRR``, ``MRR@10``) → :class:`Spec`; ValueError."""
-    from .vocabulary import MEASURE_ALIASES
 
     body, _, cutoff = text.strip().partition("@")
     metric, _, variant = body.partition(":")
@@ -365,7 +365,7 @@ def significance_note(policy: dict) -> str:
 
 def number_text(value: float | None, spec: str = ".4f", missing: str = "–") -> str:
     """A table's figure as every table shows it (``.4f`` values, ``+.3f`` correlations; ``missing``
-    for none): the text table's and, in math mode, the LaTeX table's (:func:`metrics.latex.cell_tex`)."""
+    for none): the text table's and, in math mode, the LaTeX table's (:func:`publishing.latex.cell_tex`)."""
     return missing if value is None else format(value, spec)
 
 

@@ -27,7 +27,6 @@ urlpatterns = [
     path("<slug:name>/results.csv", views.report_csv, name="report-csv"),
     path("<slug:name>/contributions/", views.report_contributions, name="report-contributions"),
     path("<slug:name>/per-query.csv", views.report_per_query_csv, name="report-per-query"),
-    path("<slug:name>/paper.zip", views.report_paper, name="report-paper"),
     path("<slug:name>/<str:kind>.svg", views.report_svg, name="report-svg"),
     path("<slug:name>/<str:kind>.png", views.report_plot, name="report-plot"),
 ]

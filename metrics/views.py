@@ -17,8 +17,14 @@ from annotation import selectors as annotation_selectors
 from annotation.models import Batch
 from core.errors import ServiceError
 from core.models import Job
+from core.numbers import parse_count
+from core.selectors import jobs_for
+from core.spreadsheet import csv_text
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
+from metrics.defaults import MAX_CUTOFF, TABLE_LAYOUTS
+from metrics.services.plot_cache import PlotParameterError, cached_plot, drawn_plot, plot_key, png_size
+from metrics.svg_markup import inline
 from pooling import selectors as pooling_selectors
 from pooling.models import Qrels
 
@@ -38,9 +44,6 @@ from .models import Report
 def _cutoff(value: str | int) -> int:
     """A cutoff of a link's parameters (:func:`core.numbers.parse_count`); a ``ValueError`` (its
     ``NumberError``) names it, which the views turn into their message or a 404."""
-    from core.numbers import parse_count
-
-    from .defaults import MAX_CUTOFF
 
     return parse_count(value, "cutoff", minimum=1, maximum=MAX_CUTOFF)
 
@@ -126,9 +129,6 @@ def _drawn_svg(report: Report, kind: str, params: dict, label: str, element_id: 
     ETag too, for its link."""
     from django.utils.safestring import mark_safe
 
-    from .services.plot_cache import drawn_plot
-    from .svg_markup import inline
-
     drawn = drawn_plot(report, kind, params, "svg")
     if drawn is None:
         return None
@@ -144,7 +144,6 @@ def _drawn_svg(report: Report, kind: str, params: dict, label: str, element_id: 
 
 def _distribution_size(report: Report) -> tuple[int, int] | None:
     """The page's per-query distribution PNG's size when drawn, so the browser lays it out once."""
-    from .services.plot_cache import png_size
 
     return png_size(report, "distribution", {"cutoff": str(report.cutoffs[-1])}) if report.cutoffs else None
 
@@ -262,7 +261,6 @@ def _tradeoff_context(request: HttpRequest, report: Report, summary) -> dict:
 
 def _table_context(request: HttpRequest, report: Report, runs: list[str]) -> dict:
     """A paper's table when ``?layout=`` asks for one (``&cutoff=&baseline=``)."""
-    from .defaults import TABLE_LAYOUTS
 
     # The baseline selector's default is the report's baseline (an empty value means it too), so
     # the table's marks are the report's; any run of the report may be chosen instead.
@@ -331,8 +329,6 @@ def _plot_response(request: HttpRequest, report: Report, kind: str, suffix: str,
     first request by any worker, then served as a file with an ETag and a private max-age."""
     from django.http import HttpResponseNotModified
     from django.utils.cache import patch_cache_control
-
-    from .services.plot_cache import PlotParameterError, cached_plot, plot_key
 
     params = {key: request.GET[key].strip() for key in PLOT_PARAMETERS.get(kind, ()) if key in request.GET}
     try:
@@ -567,7 +563,6 @@ def crbo_plot(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def crbo_csv(request: HttpRequest, pk: int) -> HttpResponse:
-    from core.spreadsheet import csv_text
 
     job = _measurement(services.crbo_job.kind, pk)
     response = HttpResponse(csv_text(["qid", "rbo"], job.result["per_query"]), content_type="text/csv; charset=utf-8")
@@ -603,7 +598,6 @@ FINISHED_SHOWN = 5
 
 
 def _live(user) -> dict:
-    from core.selectors import jobs_for
 
     jobs = jobs_for(user)  # a connection's test: its managers only
     active = list(jobs.filter(status__in=[Job.Status.PENDING, Job.Status.RUNNING]).order_by("created", "pk"))
@@ -674,36 +668,6 @@ def plan_panel(request: HttpRequest) -> HttpResponse:
         "metrics/_plan_panel.html",
         {"form": form, "plan": plan, "provider": provider, "cost": cost, "asked": asked},
     )
-
-
-@researcher_required
-def report_paper(request: HttpRequest, name: str) -> HttpResponse:
-    """The report's paper bundle as a zip (:mod:`metrics.services.paper`): LaTeX tables, PDF figures,
-    ``methods.tex``, ``references.bib`` and a ``main.tex`` that compiles as it is, in ``?template=``
-    (:data:`metrics.latex.TEMPLATES`; default ``article``; another: 400). Built once, in a
-    background job (the job's page leads back here when it is done), then served as a file."""
-    from django.http import FileResponse
-
-    from .latex import TEMPLATES
-    from .services.paper import cached_paper_zip, start_paper_bundle
-
-    report = get_object_or_404(Report, name=name)
-    template = request.GET.get("template") or None
-    if template is not None and template not in TEMPLATES:
-        return HttpResponse(
-            f"Unknown template {template!r}: choose one of {', '.join(TEMPLATES)}.",
-            status=400,
-            content_type="text/plain",
-        )
-    path = cached_paper_zip(report, template)
-    if path is not None:
-        suffix = "" if template is None else f"-{template}"
-        return FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-paper{suffix}.zip")
-    try:
-        job = start_paper_bundle(report, template)
-    except ServiceError as exc:
-        raise Http404(str(exc)) from None
-    return redirect("core:job-detail", pk=job.pk)
 
 
 @researcher_required

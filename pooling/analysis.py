@@ -9,7 +9,7 @@ Light and pure: forms import the choices from here without loading numpy or pola
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from core.errors import ServiceError
@@ -26,7 +26,6 @@ __all__ = [
     "MAGNITUDES",
     "TOKENIZERS",
     "check_at_least_one",
-    "check_cutoffs",
     "check_magnitude",
     "check_same_collection",
     "check_tokenizer",
@@ -55,17 +54,6 @@ def check_at_least_one(value: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ServiceError(f"{what} must be a whole number of at least 1, got {value!r}")
     return value
-
-
-def check_cutoffs(cutoffs: Iterable[int]) -> tuple[int, ...]:
-    """Rank cutoffs: positive whole numbers, returned sorted without repeats."""
-    values = list(cutoffs)
-    if not values:
-        raise ServiceError("give at least one cutoff, e.g. 5,10,20,30")
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ServiceError(f"cutoffs must be positive whole numbers, got {values}")
-    return tuple(sorted(set(values)))
 
 
 def check_same_collection(runs: Sequence[_RankingRun], what: str) -> None:

@@ -6,6 +6,7 @@ from core.errors import ServiceError
 from core.forms import CountField, add_service_error
 from core.models import Job
 from core.services.uploads import check_import_path, keep_upload, upload_too_large_message
+from pooling.models import Pool
 
 from . import services
 from .analysis import MAGNITUDES
@@ -31,7 +32,6 @@ class PoolForm(forms.Form):
     )
 
     def clean_name(self):
-        from .models import Pool
 
         name = self.cleaned_data["name"]
         if Pool.objects.filter(name=name).exists() or QuerySet.objects.filter(name=name).exists():

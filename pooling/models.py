@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.db import models
 
 from core.models import GroupOwned, GroupScopedManager
+from pooling.named_sets import set_of_source
 
 
 class Collection(GroupOwned):
@@ -44,7 +45,6 @@ class Collection(GroupOwned):
     @property
     def named_set(self):
         """The :class:`pooling.named_sets.NamedSet` whose documents it holds, or None."""
-        from .named_sets import set_of_source
 
         return set_of_source(self.source)
 
@@ -83,7 +83,6 @@ class QuerySet(GroupOwned):
     @property
     def named_set(self):
         """The :class:`pooling.named_sets.NamedSet` it was imported as, or None."""
-        from .named_sets import set_of_source
 
         return set_of_source(self.source)
 

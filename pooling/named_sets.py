@@ -55,7 +55,7 @@ class NamedSet:
     url: str
     licence: str  #: SPDX identifier
     licence_file: str  #: beside the files
-    citation_key: str  #: its entry in ``metrics.bibliography``
+    citation_key: str  #: its entry in ``publishing.bibliography``
     citation: str  #: BibTeX
     has: tuple[str, ...]  #: what an import makes: queries, categories, labels, documents, qrels
     needs: str = ""  #: what the user must bring (texts that cannot be shipped), in words

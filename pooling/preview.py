@@ -25,6 +25,9 @@ from pathlib import Path
 
 from core.errors import InputError, Skipped
 from core.textfiles import GZIP_MAGIC, safe_basename
+from pooling.qrelfiles import read_qrels
+from pooling.queryfiles import ROLES, ColumnChoiceError, first_table, read_query_table, with_columns
+from pooling.wordlists import load_wordlist
 
 #: How much of a file a preview reads (uncompressed bytes; an upload's first bytes, sliced by the browser).
 PREVIEW_BYTES = 256 * 1024
@@ -142,7 +145,6 @@ class Preview:
         (``value`` the 1-based number, ``name``, ``selected``); empty before a table is read."""
         if self.table is None:
             return []
-        from .queryfiles import ROLES
 
         return [
             {
@@ -248,7 +250,6 @@ def _collection(preview: Preview, path: Path, skipped: Skipped, known, rows: int
 
 
 def _queries(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
-    from .queryfiles import ColumnChoiceError, first_table, read_query_table, with_columns
 
     preview.columns = ["qid", "query"]
     table = first_table(path)
@@ -292,7 +293,6 @@ def _run(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole
 
 
 def _wordlist(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
-    from .wordlists import load_wordlist
 
     preview.columns = ["word", "gender"]
     words = load_wordlist(path)  # no skipping: its first problem is the one listed
@@ -300,7 +300,6 @@ def _wordlist(preview: Preview, path: Path, skipped: Skipped, known, rows: int, 
 
 
 def _qrels(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
-    from .qrelfiles import read_qrels
 
     preview.columns = ["qid", "docid", "rel"]
     try:

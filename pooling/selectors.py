@@ -18,6 +18,8 @@ from django.db.models import Count, Q
 
 from core.errors import ServiceError, Skipped
 from core.files import file_sha256, write_parquet_atomic
+from pooling.models import Query
+from pooling.qrelfiles import read_qrels
 
 from .models import Collection, Pool, Qrels, QuerySet, Run, WordList
 from .wordlists import GenderWords, wordlist_from_mapping
@@ -162,8 +164,6 @@ def read_qrels_checked(path: str | Path, collection: Collection, query_set: Quer
     """A qrels file's judgments (``qid, docid, rel``), each checked against the query set's
     queries and the collection's docids (:func:`pooling.qrelfiles.read_qrels`)."""
     import polars as pl
-
-    from .qrelfiles import read_qrels
 
     docids = collection_docids(collection)
 
@@ -331,7 +331,6 @@ def run_query_texts(run_names: Sequence[str], qids) -> dict[str, str]:
     (issue 45; ``core/_query_text.html``), as ``annotation.crowd.selectors.query_texts`` does for
     a batch's queries.
     """
-    from .models import Query
 
     wanted = {str(qid) for qid in qids}
     if not wanted:

@@ -3,7 +3,9 @@
 docs/architecture.md draws the picture these tests keep true. A module's place decides its
 layer; nobody keeps a list.
 
-**Apps**, bottom to top: ``core`` < ``pooling`` < ``annotation`` < the crowd platforms < ``metrics``.
+**Apps**, bottom to top: ``core`` < ``pooling`` < ``annotation`` < the crowd platforms < ``metrics`` <
+``publishing`` (data flows pooling -> annotation -> metrics -> publishing: what a study publishes reads the
+annotations and the measurements, and nothing below it reads a publication).
 Each crowd platform is an app of its own, ``platforms.<name>`` (``platforms/<name>/``: in-house,
 MTurk, Prolific, Task Builder), all on one level: a platform imports no other (but for the
 imports :data:`BETWEEN_PLATFORMS` lists), and of ``annotation`` only its kernel, results and quality
@@ -12,7 +14,7 @@ through the registries the platform fills as Django starts (its ``apps.py``). Ab
 ``benchmarks`` (benchmarks, load tests, the fake outside servers of no single platform) may import anything
 (the tests included: a platform's fake server is beside its tests), and so
 may ``config`` (settings, URLs, the Celery app). ``core``, ``pooling``, ``annotation``, ``platforms``,
-``metrics`` and ``config`` are the *product*.
+``metrics``, ``publishing`` and ``config`` are the *product*.
 
 **Layer names.** A module of an app is *Django-aware* iff a component of its dotted path after
 the app's name is one of :data:`LAYERS` (``annotation.crowd.services.sync``,
@@ -73,7 +75,7 @@ grimp = pytest.importorskip("grimp")
 ROOT = Path(__file__).resolve().parents[1]
 #: The product's apps, bottom to top: an app imports only apps below it. ``platforms`` holds one app per
 #: crowd platform (``platforms.<name>``, :func:`_app`), all on its level.
-APPS = ("core", "pooling", "annotation", "platforms", "metrics")
+APPS = ("core", "pooling", "annotation", "platforms", "metrics", "publishing")
 #: The package whose every sub-package is an app (a crowd platform).
 APP_FOLDERS = ("platforms",)
 #: Above the apps and free to import anything.
@@ -135,7 +137,7 @@ SUB_DOMAIN_ORDER = {
         ("results",),  # what the answers add up to, a batch's state
         ("quality",),  # the quality loop: escalation, re-offers, thresholds, training, rulings
         ("machine",),  # machine labelling
-        ("publication",),  # publishing a study and exports
+        ("exports",),  # the labelled query sets' exports and the study's facts (publishing reads them)
         ("batches",),  # the researcher's batch pages and API, composing everything
     )
 }
@@ -328,7 +330,7 @@ def imports_up(pairs, allowed=frozenset()) -> list[tuple[str, str]]:
 def test_no_app_imports_an_app_above_it(graph):
     wrong = imports_up(_direct(graph), UP_INTO_PLATFORMS)
     assert wrong == [], (
-        "imports up the order core < pooling < annotation < platforms < metrics < benchmarks "
+        "imports up the order core < pooling < annotation < platforms < metrics < publishing < benchmarks "
         "(annotation reaches a platform through the registries it fills at start-up):" + _listing(wrong)
     )
 
@@ -761,6 +763,91 @@ def test_the_platform_checks_catch_a_platform_importing_another(tmp_path, monkey
     _write_tree(tmp_path, good | {f"{folder}/gamma/__init__.py": "", f"{folder}/gamma/provider.py": ""})
     graph, found = pairs()
     assert _rank(_app(f"{folder}.gamma.provider")) == 1 and imports_up(found) == []
+
+
+# --- imports at the top ----------------------------------------------------------------------------
+
+#: The project's own packages (``platforms`` once the crowd platforms leave ``annotation``).
+OWN_PACKAGES = (*PRODUCT, "platforms")
+#: The most function-level imports of the project's own modules the product may hold (406 on the day
+#: this was counted, issue 55; 252 once pooling, metrics, core and publishing imported at the top what
+#: start-up allows). The count only falls: lower this when you move imports to the top,
+#: never raise it. An import that must stay in a function says why in one word, ``# start-up`` (it
+#: would load a heavy library, :data:`core.startup.HEAVY_MODULES`, when Django starts, or close an
+#: import circle at start-up), and is not counted.
+FUNCTION_LEVEL_IMPORT_CEILING = 252
+
+
+def function_level_imports(root: Path = ROOT) -> dict[str, list[int]]:
+    """Per product file, the lines of its imports of the project's own modules (``core``, ``pooling`` …,
+    or relative) made inside a function and not marked ``# start-up``."""
+
+    found: dict[str, list[int]] = {}
+    for package in OWN_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")) if (root / package).is_dir() else ():
+            if "migrations" in path.parts:
+                continue
+            lazy = _lazy_lines(path.read_text(encoding="utf-8"))
+            if lazy:
+                found[path.relative_to(root).as_posix()] = lazy
+    return found
+
+
+def _lazy_lines(text: str) -> list[int]:
+    """The lines of a module's unmarked function-level imports of our modules."""
+    import ast
+
+    lines = text.splitlines()
+    lazy: list[int] = []
+
+    def visit(node, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            lazy_import = in_function and isinstance(child, (ast.Import, ast.ImportFrom)) and _imports_ours(child)
+            if lazy_import and not any("# start-up" in lines[n - 1] for n in range(child.lineno, child.end_lineno + 1)):
+                lazy.append(child.lineno)
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(ast.parse(text), False)
+    return lazy
+
+
+def _imports_ours(node) -> bool:
+    import ast
+
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] in OWN_PACKAGES for alias in node.names)
+    return bool(node.level) or (node.module or "").split(".")[0] in OWN_PACKAGES
+
+
+def test_function_level_imports_of_our_modules_only_fall():
+    found = function_level_imports()
+    count = sum(len(lines) for lines in found.values())
+    worst = sorted(found.items(), key=lambda item: -len(item[1]))[:10]
+    assert count <= FUNCTION_LEVEL_IMPORT_CEILING, (
+        f"{count} function-level imports of the project's own modules, over the ceiling "
+        f"{FUNCTION_LEVEL_IMPORT_CEILING}: import at the top, or mark one start-up needs with '# start-up'. "
+        "Most: " + ", ".join(f"{path} ({len(lines)})" for path, lines in worst)
+    )
+
+
+def test_the_import_count_sees_function_level_imports_and_the_start_up_mark(tmp_path):
+    """A deliberately lazy module: its function-level imports of our modules are counted (relative ones
+    too), a marked one and those of other libraries are not, nor those at the top."""
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "lazy.py").write_text(
+        "from core import errors\n"
+        "import json\n\n\n"
+        "def f():\n"
+        "    from pooling import readers\n"
+        "    import numpy\n"
+        "    from . import plots\n"
+        "    from metrics import ties  # start-up\n\n"
+        "    def g():\n"
+        "        import core.http\n"
+        "    return lambda: __import__('x')\n",
+        encoding="utf-8",
+    )
+    assert function_level_imports(tmp_path) == {"metrics/lazy.py": [6, 8, 12]}
 
 
 if __name__ == "__main__":  # the sub-domain import graph, as the tests above compute it

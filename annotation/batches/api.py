@@ -38,9 +38,9 @@ from annotation.crowd.serializers import (
 )
 from annotation.crowd.services.background import start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch
+from annotation.exports.services import export_for_download
 from annotation.labels import LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
-from annotation.publication.services.exports import export_for_download
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services import adjudication as adjudication_services
 from annotation.quality.services.background import start_escalate

@@ -28,10 +28,10 @@ from annotation.crowd.selectors import (
 from annotation.crowd.services.background import start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, price_comparison
 from annotation.crowd.services.publishing import render_hit_html
+from annotation.exports.services import export_for_download
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Worker
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
-from annotation.publication.services.exports import export_for_download
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.background import start_escalate

@@ -17,7 +17,7 @@ Every write of the app lives in a sub-domain's ``services`` package, one module 
 - :mod:`annotation.quality.services` -- escalation of disputed queries (and its job,
   :mod:`.background`), re-offers, the budget of extras, worker thresholds, training, a
   researcher's adjudication, the quality loop at every sync;
-- :mod:`annotation.publication.services` -- exports of the labelled query sets with their
+- :mod:`annotation.exports.services` -- exports of the labelled query sets with their
   dataset cards, the Hugging Face-ready dataset folder;
 - :mod:`annotation.machine.services` -- pre-labels (and their job, :mod:`.background`), the
   blind calibration sample, routing.
@@ -39,7 +39,6 @@ from annotation.machine.services import background as machine_jobs  # noqa: F401
 from annotation.machine.services.calibration import create_calibration_sample, follow_reference
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import audit_routing, plan_routing, route_batch
-from annotation.publication.services import deposits as zenodo_jobs  # noqa: F401  (depositing on Zenodo)
 from annotation.quality.services import background as quality_jobs  # noqa: F401  (escalating)
 
 __all__ = [

@@ -15,7 +15,11 @@ from django.core.checks import Tags
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Model, QuerySet
 
+from core.db.scope import acting_in
 from core.errors import FieldError, InputError, ServiceError
+from core.jobs.in_process import inline_jobs
+from core.models import ResearchGroup, group_id_by_slug
+from core.numbers import NumberError, parse_count
 
 
 class ProjectCommand(BaseCommand):
@@ -45,8 +49,6 @@ class ProjectCommand(BaseCommand):
 
     def execute(self, *args, **options):
         """Jobs the command starts run inline: it reports their outcome, and it exits right after."""
-        from core.db.scope import acting_in
-        from core.jobs.in_process import inline_jobs
 
         slug = options.pop("group", None)
         with inline_jobs(), acting_in(_group_id(slug) if slug else None, only=True):
@@ -54,7 +56,6 @@ class ProjectCommand(BaseCommand):
 
 
 def _group_id(slug: str) -> int:
-    from core.models import ResearchGroup, group_id_by_slug
 
     group = group_id_by_slug(slug)
     if group is None:
@@ -139,8 +140,6 @@ def whole_number(text: str) -> int:
     """An ``add_argument(type=...)`` for a whole number: ASCII digits only (:func:`core.numbers.parse_count`;
     ``type=int`` took ``١٠`` and ``1_0``); argparse names the option in its refusal. Ranges: the service's."""
     import argparse
-
-    from core.numbers import NumberError, parse_count
 
     try:
         return parse_count(text, "value", maximum=10**18)

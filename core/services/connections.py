@@ -23,7 +23,13 @@ from core.jobs import background_job
 from core.models import Connection, Job
 from core.redaction import mask_secret
 from core.sealing import KEY_SETTING, SealError, key_in_file, reseal, seal, unseal
-from core.selectors import connections_key, connections_key_file, environment_value
+from core.selectors import (
+    chat_settings,
+    connections_key,
+    connections_key_file,
+    environment_value,
+    huggingface_settings,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +224,6 @@ def _call(client: JsonClient, method: str, path: str, body=None, *, label: str, 
 
 def check_chat() -> str:
     """The chat endpoint: one short chat completion with the model named."""
-    from core.selectors import chat_settings
 
     conn = chat_settings()
     if not conn.model:
@@ -245,7 +250,6 @@ def check_chat() -> str:
 
 def check_huggingface() -> str:
     """The Hub: the token accepted (``whoami-v2``), and whether it may write (publishing needs it)."""
-    from core.selectors import huggingface_settings
 
     conn = huggingface_settings()
     if not conn.token:

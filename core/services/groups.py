@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.text import slugify
 
+from core.db.scope import acting_in
 from core.errors import ServiceError
 from core.models import Membership, ResearchGroup, creation_group
 from core.selectors import require_role
@@ -125,8 +126,6 @@ def add_member(by, group: ResearchGroup, username: str, role: str) -> tuple[Memb
     password = None
     if not get_user_model().objects.filter(username=username).exists():
         if role == Membership.Role.ANNOTATOR:
-            from core.db.scope import acting_in
-
             if _annotator_maker is None:
                 raise ServiceError("role: this site makes no annotator accounts")
             password = secrets.token_urlsafe(15)

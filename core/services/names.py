@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 
 from core.errors import ServiceError
+from core.models import GroupOwned, scope_of
 
 
 def validate_name(name: str, what: str) -> str:
@@ -28,8 +29,6 @@ def _refuse_another_groups(name: str, what: str) -> None:
     """Names are unique on the site, and another research group's objects are not seen (the scoped
     managers): a name one of them holds is refused here, not by the database's unique index (a 500)."""
     from django.apps import apps
-
-    from core.models import GroupOwned, scope_of
 
     if scope_of() is None:
         return

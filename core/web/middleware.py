@@ -17,6 +17,9 @@ from django.contrib.auth.middleware import AuthenticationMiddleware as _DjangoAu
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.utils.functional import SimpleLazyObject
 
+from core.db.scope import answering
+from core.web.sessions import reading_user_of
+
 MESSAGE = "the address contains a NUL character (%00), which no name or parameter of this site can hold"
 
 
@@ -66,7 +69,6 @@ def group_scope(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable
     report is not found (404), and new objects go to the user's group. After the authentication
     middleware; an API token's user counts once DRF has authenticated it (read lazily).
     """
-    from core.db.scope import answering
 
     def middleware(request: HttpRequest) -> HttpResponse:
         with answering(request):
@@ -86,8 +88,6 @@ class AuthenticationMiddleware(_DjangoAuthentication):
 
 def _user_of(request: HttpRequest):
     from django.contrib import auth
-
-    from core.web.sessions import reading_user_of
 
     if not hasattr(request, "_cached_user"):
         with reading_user_of(request.session):

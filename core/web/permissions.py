@@ -5,6 +5,8 @@ from functools import wraps
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 
+from core.models import Membership, ResearchGroup, default_group, roles_of
+
 
 def researcher_required(view):
     """Staff only: visitors are sent to the login page, logged-in annotators get 403."""
@@ -30,7 +32,6 @@ def can_manage_connections(user) -> bool:
         return False
     if user.is_superuser:
         return True
-    from core.models import Membership, ResearchGroup, default_group, roles_of
 
     if ResearchGroup.objects.count() > 1:
         return False

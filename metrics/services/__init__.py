@@ -14,7 +14,9 @@ so that it is never taken for the pure module it drives:
 - :mod:`.counterfactual_collection` -- write and register a gender-swapped collection, as a job;
 - :mod:`.set_comparison` -- the same runs on several query sets: each set's ranking and the agreement (τ), as a job;
 - :mod:`.planning` -- a study plan: queries, pooled queries and cost to detect a difference (reads only);
-- :mod:`.paper` -- a report's paper bundle: LaTeX tables, PDF figures, methods, references (reads only).
+- :mod:`.plot_cache` -- the report figures' files, drawn once (the pages' and the paper bundle's).
+
+A report's paper bundle is the publishing app's (:mod:`publishing.services.paper`).
 
 Everything is re-exported here: ``from metrics import services; services.build_report(...)``.
 ``LabelSensitivity``, the result type of :func:`label_sensitivity`, lives beside the pure
@@ -30,8 +32,8 @@ from .counterfactual_collection import (
 )
 from .crbo import crbo_job, crbo_summary, start_crbo
 from .labelling import label_sensitivity, label_sensitivity_job, parse_dependences, start_label_sensitivity
-from .paper import paper_zip, write_paper_bundle
 from .planning import CostSettings, plan_study
+from .plot_cache import cached_plot, plot_key, plot_path
 from .reports import (
     REPRESENTATIVE_WORDLIST,
     Computed,
@@ -69,6 +71,7 @@ __all__ = [
     "build_batch_report",
     "build_report",
     "build_set_reports",
+    "cached_plot",
     "check_comparison",
     "check_set_building",
     "check_versioned_run",
@@ -82,12 +85,13 @@ __all__ = [
     "default_representative_wordlist",
     "label_sensitivity",
     "label_sensitivity_job",
-    "paper_zip",
     "parse_cutoffs",
     "parse_dependences",
     "parse_measures",
     "per_query_values",
     "plan_study",
+    "plot_key",
+    "plot_path",
     "preference_job",
     "preference_summary",
     "report_job",
@@ -99,5 +103,4 @@ __all__ = [
     "start_preference",
     "start_report",
     "write_counterfactual_collection",
-    "write_paper_bundle",
 ]

@@ -13,7 +13,13 @@ from django.urls import reverse
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
+from core.progress import Progress
+from core.services.names import validate_name
+from core.services.storage import cache_dir
+from metrics.counterfactual import Swapper, swap_table, write_counterfactual
+from metrics.services.reports import default_representative_wordlist
 from pooling.models import Collection, WordList
+from pooling.services import import_collection, wordlist_of
 
 
 def write_counterfactual_collection(
@@ -30,13 +36,6 @@ def write_counterfactual_collection(
     The file is written whole before it is registered (:func:`metrics.counterfactual.write_counterfactual`
     renames a finished temporary file), so a failure leaves neither file nor collection.
     """
-    from core.progress import Progress
-    from core.services.names import validate_name
-    from core.services.storage import cache_dir
-    from pooling.services import import_collection, wordlist_of
-
-    from ..counterfactual import Swapper, swap_table, write_counterfactual
-    from .reports import default_representative_wordlist
 
     validate_name(name, "collection")
     if Collection.objects.filter(name=name).exists():

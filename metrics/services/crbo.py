@@ -17,6 +17,8 @@ from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from pooling.models import Run
+from pooling.selectors import collection_docids
+from pooling.services import run_frame
 
 from ..defaults import CRBO_DEPTH, CRBO_P, DEFAULT_TIES, TIES
 
@@ -38,7 +40,6 @@ def counterfactual_warnings(run: Run, counterfactual_run: Run, per_query: dict) 
     - the two runs rank every common query identically at the depth (CRBO is then 1 by
       construction: most likely the same run twice, or a swap that changed nothing).
     """
-    from pooling.selectors import collection_docids
 
     original, swapped = run.collection, counterfactual_run.collection
     warnings = []
@@ -72,7 +73,6 @@ def crbo_summary(
     ``ties``, the order of tied documents (:mod:`metrics.ties`; tie-aware: each query's RBO is its mean
     over the orders of both runs' ties), and ``tied_queries``, how many common queries' tops hold a tie.
     """
-    from pooling.services import run_frame
 
     from ..rbo import crbo
 

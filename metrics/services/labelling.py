@@ -16,9 +16,14 @@ from typing import TYPE_CHECKING
 
 from django.urls import reverse
 
+from annotation import selectors
+from annotation import selectors as annotation_selectors
+from annotation.services import reading_answers
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
+from core.numbers import NumberError, parse_decimal
+from metrics.services.reports import compute_batch_report
 from pooling.models import Run
 from pooling.wordlists import GenderWords
 
@@ -40,7 +45,6 @@ def parse_dependences(text: str) -> tuple[float, ...]:
     """``"0,0.5,1"`` → ``(0.0, 0.5, 1.0)``: each a plain decimal read by the project's one number
     reader (:func:`core.numbers.parse_decimal`), within the bounds above; ServiceError naming the bad
     part otherwise."""
-    from core.numbers import NumberError, parse_decimal
 
     parts = [part for part in text.split(",") if part.strip()]
     if not parts:
@@ -59,7 +63,6 @@ def parse_dependences(text: str) -> tuple[float, ...]:
 def label_sensitivity(batch, runs: Sequence[Run], *args, **kwargs) -> LabelSensitivity:
     """:func:`_label_sensitivity`, reading the batch's answers as a use: a correction after it is refused
     (``annotation.services.reading_answers``, issue 53)."""
-    from annotation.services import reading_answers
 
     with reading_answers(batch, "A label-sensitivity run"):
         return _label_sensitivity(batch, runs, *args, **kwargs)
@@ -96,7 +99,6 @@ def _label_sensitivity(
     move if the odds of a query's label being wrong grow by exp(D·z) with the baseline's
     standardised value z, for each D.
     """
-    from annotation import selectors
 
     from .. import measures, sensitivity
     from ..formatting import order_sensitivity
@@ -146,7 +148,6 @@ def _label_sensitivity(
     dependence_rows, baseline_name = None, None
     if dependence:
         from .. import label_uncertainty, significance
-        from .reports import compute_batch_report
 
         base = baseline or runs[0]
         baseline_name = base.name
@@ -182,7 +183,6 @@ def label_sensitivity_job(
     background_id: int | None = None,
 ) -> int:
     """Label sensitivity into ``job.result``: pure computation, a redelivery simply computes it again."""
-    from annotation import selectors as annotation_selectors
 
     from ..formatting import sensitivity_result
 

@@ -35,6 +35,8 @@ from annotation import services as annotation_services
 from annotation.labels import LABELS, NON_GENDERED
 from annotation.models import Batch, Export, Provider
 from core.errors import ServiceError
+from metrics.selectors import report_per_query
+from metrics.services.reports import ReportSettings, compute_report
 from pooling.models import Pool, QuerySet, Run
 
 from .. import power
@@ -177,7 +179,6 @@ def find_pilot(
     """The pilot of a plan: a given report, else the newest report on ``query_set`` with both runs
     and the cutoff, else computed on the fly (see the module docstring) unless ``compute`` is
     false (a web request: a report over a whole query set is a job, not a request's work)."""
-    from ..selectors import report_per_query
 
     if metric not in BY_NAME:
         raise ServiceError(f"unknown metric {metric!r}; choose one of {', '.join(BY_NAME)}")
@@ -220,7 +221,6 @@ def find_pilot(
                 f"no stored report on {query_set} holds {run_a} and {run_b} at cutoff {cutoff}: "
                 "build one (the report page or bias_report), then plan on it"
             )
-        from .reports import ReportSettings, compute_report
 
         computed = compute_report(qs, runs, ReportSettings(cutoffs=(int(cutoff),), bootstrap_samples=1), bar=bar)
         frame, name, qs_name = computed.per_query, None, qs.name

@@ -29,6 +29,7 @@ from core.files import atomic_write_bytes
 from core.numbers import NumberError, parse_count
 from core.services.storage import cache_dir
 from core.version import software_version
+from metrics.defaults import MAX_CUTOFF
 
 from ..models import Report
 
@@ -48,7 +49,6 @@ def normalised(params: Mapping[str, str]) -> dict[str, str | int]:
     """The parameters as the figure reads them: text stripped, numbers (:data:`NUMBER_PARAMETERS`)
     read by the project's one number reader (:func:`core.numbers.parse_count`: ASCII digits only,
     ``010`` is 10, at most the report's deepest cutoff); anything else is refused, naming it."""
-    from ..defaults import MAX_CUTOFF
 
     values: dict[str, str | int] = {}
     for field, raw in params.items():

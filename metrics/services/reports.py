@@ -21,33 +21,49 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 from django.db import transaction
 from django.urls import reverse
 
-from core.errors import ServiceError
+from annotation import selectors
+from annotation.services import reading_answers
+from core.errors import FieldError, ServiceError
 from core.files import write_parquet_atomic
 from core.jobs import background_job
 from core.models import Job
 from core.services.names import validate_name
 from core.services.storage import cache_dir
 from core.version import software_version
+from metrics import effectiveness
+from metrics.effectiveness import DEFAULT_MEASURES
+from metrics.effectiveness import parse_measures as parse
+from metrics.presets import PRESETS
+from pooling import services as pooling_services
 from pooling.analysis import check_same_collection
 from pooling.models import Qrels, QuerySet, Run
 from pooling.services import document_counts_for, qrels_frame, register_wordlist, run_frame, top_rankings
-from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
 
-from .. import defaults as exposure_defaults
 from ..defaults import (
     BACKGROUND_DEPTH,
     DEFAULT_CUTOFFS,
-    DEFAULT_NORMALISER,
-    DEFAULT_SAMPLES,
-    DEFAULT_SEED,
-    DEFAULT_THRESHOLD,
-    DEFAULT_TIES,
     LABEL_UNCERTAINTY_COLUMNS,
-    NORMALISERS,
-    TIES,
 )
 from ..models import COLLECTION_BACKGROUND, Report, Result
+from ..report_options import (
+    AWRF_P_OPTION,
+    AWRF_WEIGHTS_OPTION,
+    BOOTSTRAP_OPTION,
+    CUT_STEP_OPTION,
+    CUTOFFS_OPTION,
+    EXPOSURE_FORM_OPTION,
+    EXPOSURE_TARGET_OPTION,
+    NORMALISER_OPTION,
+    PROTECTED_OPTION,
+    REPORT_OPTIONS,
+    SEED_OPTION,
+    THRESHOLD_OPTION,
+    TIES_OPTION,
+    TOKENIZER_OPTION,
+    OptionError,
+    ReportOption,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,33 +79,33 @@ def default_representative_wordlist() -> GenderWords:
 
 @dataclass(frozen=True)
 class ReportSettings:
-    cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
-    tokenizer: str = DEFAULT_TOKENIZER
-    threshold: float = DEFAULT_THRESHOLD
-    bootstrap_samples: int = DEFAULT_SAMPLES
-    seed: int = DEFAULT_SEED
-    nfairr_normaliser: str = DEFAULT_NORMALISER
+    """A report's settings; each one's default and rule are its declaration's (:mod:`metrics.report_options`)."""
+
+    cutoffs: tuple[int, ...] = CUTOFFS_OPTION.default
+    tokenizer: str = TOKENIZER_OPTION.default
+    threshold: float = THRESHOLD_OPTION.default
+    bootstrap_samples: int = BOOTSTRAP_OPTION.default
+    seed: int = SEED_OPTION.default
+    nfairr_normaliser: str = NORMALISER_OPTION.default
     #: Effectiveness measures (ir_measures names, ``RR@10``…), computed against the report's qrels.
     measures: tuple[str, ...] = ()
     #: The exposure metrics' choices (:mod:`metrics.exposure`): AWRF's position weights and the
     #: geometric weights' p, the target's female share, rKL/rND/rRD's protected group and cut step.
-    awrf_weights: str = exposure_defaults.DEFAULT_AWRF_WEIGHTS
-    awrf_p: float = exposure_defaults.DEFAULT_AWRF_P
-    exposure_target: float = exposure_defaults.DEFAULT_EXPOSURE_TARGET
-    protected_group: str = exposure_defaults.DEFAULT_PROTECTED
-    cut_step: int = exposure_defaults.DEFAULT_CUT_STEP
+    awrf_weights: str = AWRF_WEIGHTS_OPTION.default
+    awrf_p: float = AWRF_P_OPTION.default
+    exposure_target: float = EXPOSURE_TARGET_OPTION.default
+    protected_group: str = PROTECTED_OPTION.default
+    cut_step: int = CUT_STEP_OPTION.default
     #: ``adapted`` (the platform's) or ``reference`` (the cited papers' code): :mod:`metrics.exposure`.
-    exposure_form: str = exposure_defaults.DEFAULT_EXPOSURE_FORM
+    exposure_form: str = EXPOSURE_FORM_OPTION.default
     #: How tied documents are ordered for the bias metrics (:mod:`metrics.ties`; effectiveness follows trec_eval).
-    ties: str = DEFAULT_TIES
+    ties: str = TIES_OPTION.default
     #: A paper preset (:mod:`metrics.presets`): its settings win over these (:meth:`resolved`); "" for none.
     preset: str = ""
 
     def resolved(self) -> ReportSettings:
         """These settings with the preset's applied (the values a report is computed and stored with)."""
         from dataclasses import replace
-
-        from ..presets import PRESETS
 
         if not self.preset:
             return self
@@ -112,30 +128,17 @@ class ReportSettings:
         )
 
     def validate(self) -> None:
-        from .. import measures
-
-        try:
-            measures.validate_cutoffs(self.cutoffs)
-        except (TypeError, ValueError):
-            raise ServiceError(f"cutoffs must be positive integers, got {list(self.cutoffs)}") from None
-        if self.tokenizer not in TOKENIZERS:
-            raise ServiceError(f"unknown tokenizer {self.tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
-        if self.threshold < 0:
-            raise ServiceError("the NFaiRR threshold must not be negative")
-        if self.bootstrap_samples < 1:
-            raise ServiceError("bootstrap samples must be at least 1")
-        if self.nfairr_normaliser not in NORMALISERS:
-            raise ServiceError(
-                f"unknown NFaiRR normaliser {self.nfairr_normaliser!r}; choose one of {', '.join(NORMALISERS)}"
-            )
-        if self.ties not in TIES:
-            raise ServiceError(f"unknown order of ties {self.ties!r}; choose one of {', '.join(TIES)}")
+        """Each setting by its declaration's one check (:meth:`metrics.report_options.ReportOption.check`):
+        a :class:`core.errors.FieldError` naming the setting; then the preset and the measures."""
+        for option in REPORT_OPTIONS.values():
+            if option.kind == "file":
+                continue
+            try:
+                option.check(getattr(self, option.setting))
+            except OptionError as exc:
+                raise FieldError(exc.field, exc.problem) from None
         self.resolved()
         parse_measures(self.measures)
-        try:
-            self.exposure().validate()
-        except (TypeError, ValueError) as exc:
-            raise ServiceError(str(exc)) from None
 
 
 #: The settings a report takes when given none (a frozen value, safe as a default argument).
@@ -177,22 +180,18 @@ class Computed:
     tied_queries: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def parse_cutoffs(text: str, field: str = "cutoffs") -> tuple[int, ...]:
-    """``"5,10,20"`` → ``(5, 10, 20)``: ASCII whole numbers from 1 to ``MAX_CUTOFF``, at most
-    ``MAX_CUTOFFS`` of them (:func:`core.numbers.parse_counts`), or ServiceError naming ``field``."""
-    from core.numbers import NumberError, parse_counts
-
-    from ..defaults import MAX_CUTOFF, MAX_CUTOFFS
-
+def parse_cutoffs(text: str, option: ReportOption = CUTOFFS_OPTION) -> tuple[int, ...]:
+    """``"5,10,20"`` → ``(5, 10, 20)`` by the cutoffs' declaration (:data:`metrics.report_options.CUTOFFS_OPTION`:
+    whole numbers within its bounds, at most its number of them; empty: its default), or a
+    :class:`core.errors.FieldError` naming ``cutoffs``."""
     try:
-        return parse_counts(text, field, minimum=1, maximum=MAX_CUTOFF, most=MAX_CUTOFFS)
-    except NumberError as exc:
-        raise ServiceError(f"{exc}; cutoffs are whole numbers from 1 to {MAX_CUTOFF}, e.g. 5,10,20,30") from None
+        return tuple(option.parse(text))
+    except OptionError as exc:
+        raise FieldError(exc.field, exc.problem) from None
 
 
 def parse_measures(measures: str | Sequence[str]) -> tuple[str, ...]:
     """``"MRR@10,nDCG@10"`` → ``("RR@10", "nDCG@10")`` (ir_measures names), or ServiceError naming the bad one."""
-    from ..effectiveness import parse_measures as parse
 
     try:
         return parse(measures)
@@ -221,7 +220,6 @@ def compute_batch_report(
     that :func:`metrics.label_uncertainty.combined_summary` can estimate the class means from
     every query's label probabilities (no writes).
     """
-    from annotation import selectors
 
     labels = selectors.label_probabilities(batch)
     members = labels.non_gendered
@@ -341,7 +339,6 @@ def _word_lists(report_settings: ReportSettings, inputs: ReportInputs) -> tuple[
 
 
 def default_measures() -> tuple[str, ...]:
-    from ..effectiveness import DEFAULT_MEASURES
 
     return DEFAULT_MEASURES
 
@@ -370,8 +367,6 @@ def effectiveness_values(
     """
     import pandas as pd
     import polars as pl
-
-    from .. import effectiveness
 
     _check_qrels(runs, qrels)
     judgments = qrels_frame(qrels)
@@ -477,7 +472,6 @@ def build_batch_report(
     """
     _check_free(name)
     validate_name(f"{name}-non-gendered", "query set")
-    from annotation.services import reading_answers
 
     with reading_answers(batch, "A report on its labels"):  # a correction after it is refused (issue 53)
         computed = compute_batch_report(batch, runs, report_settings, **inputs)
@@ -528,8 +522,6 @@ def _store(
     try:
         with transaction.atomic():
             if query_set is None:
-                from pooling import services as pooling_services
-
                 query_set = pooling_services.create_query_set(
                     f"{name}-non-gendered",
                     [(q, labels.texts[q]) for q in labels.non_gendered],
@@ -640,8 +632,6 @@ def report_job(
             "bar": False,
         }
         if batch_id is not None:
-            from annotation import selectors
-
             batch = selectors.batches().get(pk=batch_id)
             report = build_batch_report(name, batch, runs, ReportSettings(**report_settings), **inputs)
         else:

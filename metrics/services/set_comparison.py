@@ -24,6 +24,10 @@ from django.urls import reverse
 from core.errors import FieldError, ServiceError
 from core.jobs import background_job
 from core.models import Job
+from core.natural import natural_sorted
+from core.services.names import validate_name
+from metrics import selectors
+from metrics.services.reports import ReportSettings, build_report
 from pooling.models import QuerySet, Run
 
 from ..models import Report, Result
@@ -86,14 +90,12 @@ def check_comparison(reports: Sequence[Report], metric: str, variant: str, cutof
 
 
 def _set_values(report: Report, runs: list[str], metric: str, variant: str, cutoff: int):
-    from .. import selectors
     from ..run_agreement import SetValues
 
     frame = selectors.report_per_query(report)
     frame = frame[(frame["metric"] == metric) & (frame["variant"] == variant) & (frame["cutoff"] == cutoff)]
     table = frame.pivot_table(index="qid", columns="run", values="value", aggfunc="first").reindex(columns=runs)
     complete = table.dropna()
-    from core.natural import natural_sorted
 
     qids = natural_sorted(complete.index.astype(str))
     complete = complete.loc[qids]
@@ -176,7 +178,6 @@ def check_set_building(
     """The rules of a comparison whose reports are built first (a report per query set, of ``runs``):
     at least two sets in all, two runs, free or reusable report names; the variant is checked once
     the reports exist."""
-    from core.services.names import validate_name
 
     if len(reports) + len(query_sets) < 2:
         raise FieldError("query_sets", "choose at least two query sets (or reports) to compare")
@@ -235,7 +236,6 @@ def build_set_reports(
 ) -> list[Report]:
     """A report per (query set, runs), named ``<prefix>-<query set>``, with the default settings
     (and ``cutoffs`` when given); a report of that name over the same query set and runs is reused."""
-    from .reports import ReportSettings, build_report
 
     settings = ReportSettings(cutoffs=tuple(sorted(set(cutoffs)))) if cutoffs else ReportSettings()
     reports = []

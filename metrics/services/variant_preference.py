@@ -17,7 +17,10 @@ from django.urls import reverse
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
+from core.natural import natural_key
 from pooling.models import Run
+from pooling.named_sets import wording_variants
+from pooling.services import run_frame
 
 from ..defaults import VARIANT_VERSIONS
 
@@ -40,7 +43,6 @@ def wordings_of(run: Run) -> dict[str, tuple[str, str, str]] | None:
     named = run.collection.named_set
     if named is None or "wordings" not in named.has:
         return None
-    from pooling.named_sets import wording_variants
 
     return wording_variants()
 
@@ -51,8 +53,6 @@ def check_versioned_run(run: Run, *, separator: str = "-", versions: Sequence[st
     API refuses it with a 400 rather than starting a job that can only fail. A run over a named
     set's worded documents (Grep-BiasIR) needs no suffixes."""
     import polars as pl
-
-    from pooling.services import run_frame
 
     if wordings_of(run) is not None:
         return
@@ -77,7 +77,6 @@ def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str
     ``qid``, ``item``, ``winner`` — a version, ``tie`` or ``incomplete`` — and ``ranks``, where the run
     put each version).
     """
-    from pooling.services import run_frame
 
     from ..preference import known_versions, split_versions, variant_cases, variant_preference
 
@@ -122,7 +121,6 @@ def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str
 
 
 def _natural(rows: list[dict]) -> list[dict]:
-    from core.natural import natural_key
 
     return sorted(rows, key=lambda row: (natural_key(row["qid"]), row["item"]))
 

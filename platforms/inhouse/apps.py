@@ -12,11 +12,11 @@ class InhouseConfig(app_config.PlatformConfig):
         """The groups page adds an annotator of no account yet with this platform's accounts; leaving the
         annotators' group or being deactivated gives the HITs a user held back (annotation.accounts); the batch
         page and the annotator's home show this platform's panels (annotation.crowd.panels)."""
-        from annotation.accounts import watch_annotators
-        from annotation.crowd.panels import add_annotator_home, add_batch_panel
-        from core.services.groups import use_annotator_maker
-        from platforms.inhouse.selectors import ANNOTATORS_GROUP, unfillable_places
-        from platforms.inhouse.services.handout import release_held_hits
+        from annotation.accounts import watch_annotators  # start-up
+        from annotation.crowd.panels import add_annotator_home, add_batch_panel  # start-up
+        from core.services.groups import use_annotator_maker  # start-up
+        from platforms.inhouse.selectors import ANNOTATORS_GROUP, unfillable_places  # start-up
+        from platforms.inhouse.services.handout import release_held_hits  # start-up
 
         use_annotator_maker(_new_annotator)
         watch_annotators(ANNOTATORS_GROUP, release_held_hits)
@@ -26,8 +26,8 @@ class InhouseConfig(app_config.PlatformConfig):
 
 def _annotator_home(user) -> dict:
     """An annotator's home: where to start, and the HIT they may still correct (``corrections``)."""
-    from platforms.inhouse.services.corrections import last_correctable
-    from platforms.inhouse.services.handout import annotator_worker
+    from platforms.inhouse.services.corrections import last_correctable  # start-up
+    from platforms.inhouse.services.handout import annotator_worker  # start-up
 
     worker = annotator_worker(user)
     last = last_correctable(worker.pk) if worker is not None else None
@@ -35,6 +35,6 @@ def _annotator_home(user) -> dict:
 
 
 def _new_annotator(username: str, password: str):
-    from platforms.inhouse.services.handout import create_annotator
+    from platforms.inhouse.services.handout import create_annotator  # start-up
 
     return create_annotator(username, password)

@@ -13,17 +13,17 @@ class ProlificConfig(app_config.PlatformConfig):
         imports each app's ``services``, which does not import these); the batch page shows Prolific's
         panels (annotation.crowd.panels): its webhooks, and a Prolific batch's submissions and bonuses; ``publish_batch``
         prints Prolific's own price; the site's connections hold the Prolific workspace."""
-        from annotation.crowd.panels import add_batch_panel, add_dashboard_panel, add_own_price
-        from core.db.new_database import reviewed
-        from core.services.connections import register_connection
-        from platforms.inhouse.services.corrections import refuse_when
-        from platforms.prolific.bonuses import services as bonuses  # noqa: F401  (paying bonuses)
-        from platforms.prolific.connection.kind import PROLIFIC
-        from platforms.prolific.connection.services import check_prolific
-        from platforms.prolific.rehearsal import services as rehearsals  # noqa: F401  (rehearsing)
-        from platforms.prolific.services import quote
-        from platforms.prolific.webhooks.selectors import batch_webhooks
-        from platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the re-read job)
+        from annotation.crowd.panels import add_batch_panel, add_dashboard_panel, add_own_price  # start-up
+        from core.db.new_database import reviewed  # start-up
+        from core.services.connections import register_connection  # start-up
+        from platforms.inhouse.services.corrections import refuse_when  # start-up
+        from platforms.prolific.bonuses import services as bonuses  # noqa: F401  (paying bonuses)  # start-up
+        from platforms.prolific.connection.kind import PROLIFIC  # start-up
+        from platforms.prolific.connection.services import check_prolific  # start-up
+        from platforms.prolific.rehearsal import services as rehearsals  # noqa: F401  (rehearsing)  # start-up
+        from platforms.prolific.services import quote  # start-up
+        from platforms.prolific.webhooks.selectors import batch_webhooks  # start-up
+        from platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the re-read job)  # start-up
 
         reviewed(self.label, "0001_initial")  # state only: annotation's tables taken over (db_table)
         register_connection(PROLIFIC, check_prolific)  # the Connections page, its test, the API
@@ -41,7 +41,7 @@ _PAID_ON_PROLIFIC = ("APPROVED", "REJECTED")
 
 def _paid_on_prolific(assignment) -> str | None:
     """Why a participant may no longer correct the assignment: Prolific decided its submission's pay."""
-    from platforms.prolific.models import ProlificSubmission
+    from platforms.prolific.models import ProlificSubmission  # start-up
 
     if (
         assignment.provider_assignment_id
@@ -55,21 +55,21 @@ def _paid_on_prolific(assignment) -> str | None:
 
 def _bonuses(batch):
     """The bonus panel: a batch's bonus rule and what it owes, for a platform that pays bonus rules (None else)."""
-    from annotation.crowd.providers.base import provider_class
-    from platforms.prolific.bonuses.selectors import preview_bonuses
+    from annotation.crowd.providers.base import provider_class  # start-up
+    from platforms.prolific.bonuses.selectors import preview_bonuses  # start-up
 
     return preview_bonuses(batch) if provider_class(batch.provider).pays_bonus_rules else None
 
 
 def _return_rate_warnings():
     """The dashboard's warnings of high return rates, on published batches."""
-    from platforms.prolific.webhooks.selectors import return_rate_warnings
+    from platforms.prolific.webhooks.selectors import return_rate_warnings  # start-up
 
     return return_rate_warnings(published_only=True)
 
 
 def _submissions(batch):
     """A Prolific batch's submissions (None for another platform's batch)."""
-    from platforms.prolific.selectors import submissions
+    from platforms.prolific.selectors import submissions  # start-up
 
     return submissions(batch) if batch.provider == "prolific" else None

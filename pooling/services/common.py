@@ -17,6 +17,7 @@ from pathlib import Path
 from core.errors import Skipped
 from core.models import Job
 from core.progress import Progress
+from pooling.models import Collection, Qrels, QuerySet, Run, WordList
 
 from ..models import ScanChunk
 
@@ -65,7 +66,6 @@ class DatasetImport:
 def _records(obj) -> int:
     """Rows an import made: a collection's passages, a query set's queries, a run's lines, a
     word list's words, a dataset's passages, queries and judgments together."""
-    from ..models import Collection, Qrels, QuerySet, Run, WordList
 
     if isinstance(obj, DatasetImport) or hasattr(obj, "named"):  # a dataset's or a named set's parts
         return sum(_records(part) for part in obj.parts())

@@ -26,6 +26,7 @@ from core.models import Job
 from core.progress import Progress, shown
 from core.services.names import validate_name
 from core.services.storage import cache_dir, staging_path
+from pooling.queryfiles import ColumnChoiceError, read_query_table
 
 from ..irdatasets import check_dataset_id, folder_name, write_dataset_files
 from ..models import Collection, Query, QuerySet, Run, WordList
@@ -114,7 +115,6 @@ def import_queries(
     which a batch can take as gold questions and a pre-labeller as training or test data.
     ``source`` (default: the file's path) and ``description`` are recorded with it.
     """
-    from ..queryfiles import ColumnChoiceError, read_query_table
 
     validate_name(name, "query set")
     path = Path(path).resolve()

@@ -32,6 +32,7 @@ from core.jobs import background_job
 from core.models import Job
 from core.services.names import validate_name
 from core.services.storage import cache_dir
+from pooling.queryfiles import read_query_table
 
 from ..models import Collection, QuerySet
 from ..named_sets import NAMED_SETS, NamedQuery, NamedSet, SetContents, bundled_file, named_set, read_named_set
@@ -132,7 +133,6 @@ def _notes(found: NamedSetImport) -> list[str]:
 
 def _labelled_queries(named: NamedSet) -> SetContents:
     """The 3,750 queries with their labels, read by the labelled-query reader every import uses."""
-    from ..queryfiles import read_query_table
 
     rows, _ = read_query_table(bundled_file(named.key))
     return SetContents([NamedQuery(qid, text, (), label) for qid, text, label in rows])

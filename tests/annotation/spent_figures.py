@@ -7,11 +7,11 @@ import re
 
 from django.urls import reverse
 
+from annotation.exports.services import export_queries
 from annotation.models import Batch
-from annotation.publication.services.exports import export_queries
-from metrics.methods_text import methods_tex
-from metrics.services.paper import batch_facts
-from tests.metrics.test_paper_methods import SETTINGS
+from publishing.methods_text import methods_tex
+from publishing.services.paper import batch_facts
+from tests.publishing.test_paper_methods import SETTINGS
 
 
 def shown(client, batch: Batch, tmp_path) -> dict[str, str]:

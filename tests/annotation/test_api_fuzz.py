@@ -25,10 +25,10 @@ import pytest
 from django.core.management import call_command
 
 from annotation import services
+from annotation.exports.services import export_for_download
 from annotation.machine.prelabellers.openai_chat import Sampled
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
-from annotation.publication.services.exports import export_for_download
 from core.services.api_tokens import api_token
 from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from pooling.models import QuerySet

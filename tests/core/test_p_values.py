@@ -7,7 +7,7 @@ import pytest
 from django.template import Context, Template
 
 from core.p_values import p_value_text
-from metrics.latex import p_value_tex
+from publishing.latex import p_value_tex
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import services
+from annotation.exports.services import export_for_download
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
-from annotation.publication.services.exports import export_for_download
 from benchmarks.url_patterns import site_patterns
 from core.db.scope import acting_in
 from core.models import Job, Membership, ResearchGroup

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.publication.services.exports import export_queries
+from annotation.exports.services import export_queries
 from metrics import services
 from metrics.models import Report, Result
 from metrics.selectors import report_judged_values, report_labels, report_per_query, report_summary

@@ -213,7 +213,7 @@ def test_a_report_in_the_reference_form_records_it_and_says_so_everywhere(world,
     table = user_client.get("/api/metrics/reports/ref/table/?layout=exposure&cutoff=2").json()
     assert table["definitions"] == [f"{definition.awrf}. {definition.rank}."]
 
-    from metrics.services.paper import paper_files
+    from publishing.services.paper import paper_files
 
     files = paper_files(report)
     methods = files["methods.tex"].decode()
@@ -226,8 +226,8 @@ def test_a_report_in_the_reference_form_records_it_and_says_so_everywhere(world,
 def test_an_adapted_report_states_how_it_differs_from_the_papers(report):
     """Every report stored before the option (migration 0007: ``adapted``) keeps its meaning and now says
     which form it is in: the methods text and the exposure table name the differences."""
-    from metrics.services.paper import paper_files
     from metrics.tables import table_text
+    from publishing.services.paper import paper_files
 
     assert report.exposure_form == "adapted"
     assert report.results.filter(metric="rND", variant="female").exists()  # no "reference" in the variant

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation import services as annotation_services
-from annotation.publication.services.exports import export_queries
+from annotation.exports.services import export_queries
 from annotation.quality.services.adjudication import adjudicate
 from core.models import Job
 from metrics import sensitivity, services

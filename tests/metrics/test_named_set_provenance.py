@@ -32,7 +32,7 @@ def grep(db, reference_dir, tmp_path):
 @pytest.mark.slow
 def test_paper_bundle_cites_the_set_with_its_licence(grep):
     from metrics.services import build_report
-    from metrics.services.paper import paper_files
+    from publishing.services.paper import paper_files
 
     report = build_report("grep-report", QuerySet.objects.get(name="grep-biasir"), [grep])
     files = paper_files(report, screenshots=False)
@@ -47,7 +47,7 @@ def test_paper_bundle_cites_the_set_with_its_licence(grep):
 
 def test_export_card_states_source_licence_and_citation(grep, tmp_path):
     from annotation import services as annotation_services
-    from annotation.publication.services.exports import export_queries
+    from annotation.exports.services import export_queries
 
     options = {"provider": "local", "assignments_per_query": 1, "queries_per_hit": 5, "reward": Decimal("0.05")}
     batch = annotation_services.create_batch(
@@ -57,8 +57,8 @@ def test_export_card_states_source_licence_and_citation(grep, tmp_path):
     card = export.card
     assert "KlaraKrieg/GrepBiasIR@ed44a46" in card and f"licence {LICENCE}" in card
     assert "@inproceedings{krieg2023grep," in card
-    from annotation.publication.selectors import study_facts
-    from annotation.publication.statements import source_terms
+    from annotation.exports.selectors import study_facts
+    from publishing.statements import source_terms
 
     terms = source_terms(study_facts(batch))
     assert "Grep-BiasIR" in terms and LICENCE in terms and "krieg2023grep" in terms

@@ -207,7 +207,7 @@ def admin_per_query(report):
 
 @pytest.mark.django_db
 def test_methods_text_and_bundle_state_the_order_of_ties_and_the_preset(tied_world):
-    from metrics.services.paper import paper_files
+    from publishing.services.paper import paper_files
 
     report_command(tied_world, name="m")
     files = paper_files(Report.objects.get(name="m"), screenshots=False)

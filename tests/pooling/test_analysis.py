@@ -11,7 +11,6 @@ from pooling.analysis import (
     MAGNITUDES,
     TOKENIZERS,
     check_at_least_one,
-    check_cutoffs,
     check_magnitude,
     check_same_collection,
     check_tokenizer,
@@ -36,14 +35,6 @@ def test_unknown_tokenizer_and_magnitude_are_refused_listing_the_choices():
 def test_at_least_one_refuses_anything_but_a_positive_whole_number(value):
     with pytest.raises(ServiceError, match=f"pool depth must be a whole number of at least 1, got {value!r}"):
         check_at_least_one(value, "pool depth")
-
-
-def test_cutoffs_are_sorted_without_repeats_and_must_be_positive():
-    assert check_cutoffs([20, 5, 10, 5]) == (5, 10, 20)
-    with pytest.raises(ServiceError, match="give at least one cutoff"):
-        check_cutoffs([])
-    with pytest.raises(ServiceError, match=r"cutoffs must be positive whole numbers, got \[5, 0\]"):
-        check_cutoffs([5, 0])
 
 
 def test_runs_compared_together_must_rank_one_collection():

@@ -172,7 +172,7 @@ def test_api_and_page_start_the_import_job(registered, admin_client, django_capt
 def test_the_dataset_is_named_on_the_home_page_and_in_the_dataset_card(registered, admin_client):
     from types import SimpleNamespace
 
-    from annotation.publication.selectors import source_of as _source
+    from annotation.exports.selectors import source_of as _source
 
     result = services.import_dataset(TINY, "tiny-home", bar=False)
     source = result.obj.collection.source

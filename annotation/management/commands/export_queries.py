@@ -1,6 +1,6 @@
+from annotation.exports.services import export_queries
 from annotation.labels import EXPORT_CATEGORIES
 from annotation.management.commands._common import command_errors, get_batch
-from annotation.publication.services.exports import export_queries
 from annotation.results.export_formats import EXPORT_FORMATS, format_for_path
 from core.management.cli import ProjectCommand
 

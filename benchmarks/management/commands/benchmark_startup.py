@@ -81,7 +81,9 @@ class Command(ProjectCommand):
             base["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
             bare = write_bare_project(
                 work / "bare",
-                framework_apps(settings.INSTALLED_APPS, ("core", "pooling", "annotation", "metrics", "benchmarks")),
+                framework_apps(
+                    settings.INSTALLED_APPS, ("core", "pooling", "annotation", "metrics", "publishing", "benchmarks")
+                ),
             )
             # label -> (folder, environment for a database file, whether it has the project's commands)
             projects: dict[str, tuple[Path, Callable[[Path], dict], bool]] = {

@@ -1,4 +1,7 @@
 from core.management.cli import ProjectCommand, command_errors
+from core.sealing import new_key as make_key
+from core.selectors import connection_states
+from core.services.connections import reseal_connections
 
 
 class Command(ProjectCommand):
@@ -18,18 +21,13 @@ class Command(ProjectCommand):
 
     def handle(self, new_key, rotate, **options):
         if new_key:
-            from core.sealing import new_key as make_key
-
             self.stdout.write(make_key())
             return
         if rotate:
-            from core.services.connections import reseal_connections
-
             with command_errors():
                 count = reseal_connections()
             self.stdout.write(self.style.SUCCESS(f"Sealed the secrets of {count} connection(s) with the first key."))
             return
-        from core.selectors import connection_states
 
         for state in connection_states():
             self.stdout.write(f"{state.kind.title} ({state.kind.kind})")

@@ -25,6 +25,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.state import ProjectState
 from django.utils.module_loading import module_has_submodule
 
+from core.db.new_database import create_from_models, is_empty, new_database_plan
 from core.management.cli import ProjectCommand
 
 #: Options under which ``migrate`` does something other than make a new database at the leaves.
@@ -52,7 +53,6 @@ class Command(DjangoMigrate):
 
     def _made_in_one_step(self, options) -> bool:
         """Make a new database in one step; False (nothing done) if it is not new or the plan needs replaying."""
-        from core.db.new_database import create_from_models, is_empty, new_database_plan
 
         database = options["database"]
         connection = connections[database]

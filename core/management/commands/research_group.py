@@ -1,4 +1,8 @@
+from core.errors import ServiceError
 from core.management.cli import ProjectCommand, command_errors
+from core.models import ResearchGroup, scope_of
+from core.selectors import members
+from core.services import groups
 
 
 class Command(ProjectCommand):
@@ -21,10 +25,6 @@ class Command(ProjectCommand):
         )
 
     def handle(self, create, member, remove, owner, **options):
-        from core.errors import ServiceError
-        from core.models import ResearchGroup, scope_of
-        from core.selectors import members
-        from core.services import groups
 
         with command_errors():
             scope = scope_of()  # --group: the one group (ProjectCommand); None: every group

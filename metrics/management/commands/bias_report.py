@@ -1,34 +1,39 @@
 from django.core.management.base import CommandError
 
+from annotation import selectors as annotation_selectors
 from core.files import atomic_path, atomic_write, check_writable
 from core.management.cli import (
     ProjectCommand,
     command_errors,
-    decimal_number,
     get_named,
     get_named_list,
     name_list,
     whole_number,
 )
 from metrics.defaults import (
-    AWRF_WEIGHTS,
     COLLECTION_BACKGROUND,
-    DEFAULT_AWRF_P,
-    DEFAULT_AWRF_WEIGHTS,
-    DEFAULT_CUT_STEP,
-    DEFAULT_EXPOSURE_FORM,
-    DEFAULT_EXPOSURE_TARGET,
-    DEFAULT_NORMALISER,
-    DEFAULT_PROTECTED,
-    EXPOSURE_FORMS,
-    NORMALISERS,
-    PROTECTED_GROUPS,
     TABLE_LAYOUTS,
 )
 from metrics.presets import PRESETS
-from metrics.report_options import PRESET_OPTION, TIES_OPTION
+from metrics.report_options import (
+    AWRF_P_OPTION,
+    AWRF_WEIGHTS_OPTION,
+    BOOTSTRAP_OPTION,
+    CUT_STEP_OPTION,
+    CUTOFFS_OPTION,
+    EXPOSURE_FORM_OPTION,
+    EXPOSURE_TARGET_OPTION,
+    NORMALISER_OPTION,
+    PRESET_OPTION,
+    PROTECTED_OPTION,
+    REPRESENTATIVE_WORDLIST_OPTION,
+    SEED_OPTION,
+    THRESHOLD_OPTION,
+    TIES_OPTION,
+    TOKENIZER_OPTION,
+    WORDLIST_OPTION,
+)
 from pooling.models import Qrels, QuerySet, Run
-from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
 
 
@@ -54,37 +59,20 @@ class Command(ProjectCommand):
             "(crowd posteriors, rulings, calibrated machine labels)",
         )
         parser.add_argument("--runs", required=True, help="comma-separated run names")
-        parser.add_argument("--cutoffs", default="5,10,20,30", help="comma-separated rank cutoffs (default 5,10,20,30)")
-        parser.add_argument("--wordlist", help="'word,f|m' file for RaB/ARaB (default: the 32+32 definitional words)")
-        parser.add_argument(
-            "--representative-wordlist",
-            help="'word,f|m' file for NFaiRR/TExFAIR (default: the built-in representative list of SIGIR 2021)",
-        )
-        parser.add_argument(
-            "--tokenizer",
-            choices=TOKENIZERS,
-            default=DEFAULT_TOKENIZER,
-            help="words (default) or whitespace (the reference code's text.lower().split(' '))",
-        )
-        parser.add_argument(
-            "--threshold",
-            type=decimal_number,
-            default=1,
-            help="NFaiRR's τ: documents with at most τ list words are neutral (default 1)",
-        )
+        for option in (
+            CUTOFFS_OPTION,
+            WORDLIST_OPTION,
+            REPRESENTATIVE_WORDLIST_OPTION,
+            TOKENIZER_OPTION,
+            THRESHOLD_OPTION,
+        ):
+            parser.add_argument(option.flag, **option.argument())
         parser.add_argument(
             "--background",
             default=COLLECTION_BACKGROUND,
             help="NFaiRR's ideal ranking: 'collection' (default) or the name of a background run",
         )
-        parser.add_argument(
-            "--nfairr-normaliser",
-            choices=NORMALISERS,
-            default=DEFAULT_NORMALISER,
-            help="with --background RUN: 'comparison' (default; the background plus every run given, "
-            "one denominator for all, monotone and <= 1) or 'exact' (the background alone, the "
-            "original definition; values above 1 are reported as such)",
-        )
+        parser.add_argument(NORMALISER_OPTION.flag, **NORMALISER_OPTION.argument())
         parser.add_argument(
             "--baseline",
             help="run to test the others against (two-sided paired t-test; family: every run against the baseline "
@@ -100,51 +88,19 @@ class Command(ProjectCommand):
             help="with --qrels: comma-separated ir_measures names with a cutoff, of RR (or MRR), nDCG, R, P, AP "
             "(default RR@10,nDCG@10,R@10,P@10)",
         )
-        parser.add_argument(
-            "--awrf-weights",
-            choices=AWRF_WEIGHTS,
-            default=DEFAULT_AWRF_WEIGHTS,
-            help="AWRF's position weights: dcg 1/log2(r+1) (default, as NFaiRR and TExFAIR), trec 1/log2(max(r,2)) "
-            "(TREC Fair Ranking's), geometric p(1-p)^(r-1) (Sapiezynski et al.'s, with --awrf-p)",
-        )
-        parser.add_argument(
-            "--awrf-p",
-            type=decimal_number,
-            default=DEFAULT_AWRF_P,
-            help="geometric AWRF weights: the first rank's share of attention, in (0, 1) (default 0.5)",
-        )
-        parser.add_argument(
-            "--exposure-target",
-            type=decimal_number,
-            default=DEFAULT_EXPOSURE_TARGET,
-            help="target female share of exposure (AWRF) and of each prefix (rKL, rND, rRD), in (0, 1) "
-            "(default 0.5: equal)",
-        )
-        parser.add_argument(
-            "--protected-group",
-            choices=PROTECTED_GROUPS,
-            default=DEFAULT_PROTECTED,
-            help="rKL/rND/rRD's protected group (default female)",
-        )
-        parser.add_argument(
-            "--cut-step",
-            type=whole_number,
-            default=DEFAULT_CUT_STEP,
-            help="rKL/rND/rRD's cut points: every this many ranks, and the cutoff (default 10, Yang & Stoyanovich's)",
-        )
-        parser.add_argument(
-            "--exposure-form",
-            choices=EXPOSURE_FORMS,
-            default=DEFAULT_EXPOSURE_FORM,
-            help="AWRF, rKL, rND, rRD: adapted (default: the platform's, against the target share) or reference "
-            "(as the cited papers' code: FairRankTune's AWRF, Yang & Stoyanovich's FairRank; see docs/metrics.md)",
-        )
-        parser.add_argument(TIES_OPTION.flag, **TIES_OPTION.argument())
-        parser.add_argument(PRESET_OPTION.flag, **PRESET_OPTION.argument())
-        parser.add_argument(
-            "--bootstrap", type=whole_number, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)"
-        )
-        parser.add_argument("--seed", type=whole_number, default=0, help="bootstrap seed (default 0)")
+        for option in (
+            AWRF_WEIGHTS_OPTION,
+            AWRF_P_OPTION,
+            EXPOSURE_TARGET_OPTION,
+            PROTECTED_OPTION,
+            CUT_STEP_OPTION,
+            EXPOSURE_FORM_OPTION,
+            TIES_OPTION,
+            PRESET_OPTION,
+            BOOTSTRAP_OPTION,
+            SEED_OPTION,
+        ):
+            parser.add_argument(option.flag, **option.argument())
         parser.add_argument("--name", help="name of the stored report (default: derived from the query set and runs)")
         parser.add_argument("--out", help="write the results as CSV: run,metric,variant,cutoff,value,queries")
         parser.add_argument(
@@ -175,8 +131,6 @@ class Command(ProjectCommand):
         query_set = get_named(QuerySet, o["queries"], "query set") if o["queries"] else None
         batch = None
         if o["from_batch"]:
-            from annotation import selectors as annotation_selectors
-
             batch = get_named(annotation_selectors.batches(), o["from_batch"], "batch")
         names = name_list(o["runs"])
         if not names:
@@ -192,7 +146,7 @@ class Command(ProjectCommand):
             for option in ("out", "per_query", "plot"):  # before the work, not after it
                 if o[option]:
                     check_writable(o[option])
-            cutoffs = services.parse_cutoffs(o["cutoffs"])
+            cutoffs = services.parse_cutoffs(o["cutoffs"])  # text or a value: CUTOFFS_OPTION's one check
             report_settings = services.ReportSettings(
                 cutoffs,
                 o["tokenizer"],

@@ -1,5 +1,7 @@
 from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
+from metrics import services
 from metrics.models import Report
+from metrics.report_options import BOOTSTRAP_OPTION, SEED_OPTION
 from pooling.models import QuerySet, Run
 
 
@@ -21,12 +23,11 @@ class Command(ProjectCommand):
         parser.add_argument("--metric", default="ARaB", help="metric to rank the runs by (default ARaB)")
         parser.add_argument("--variant", default="", help="its variant (default: its paper's, e.g. tf)")
         parser.add_argument("--cutoff", type=int, default=10, help="rank cutoff (default 10)")
-        parser.add_argument("--samples", type=int, default=1000, help="bootstrap replicates (default 1000)")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--samples", **BOOTSTRAP_OPTION.argument())  # the reports' bootstrap, declared once
+        parser.add_argument(SEED_OPTION.flag, **SEED_OPTION.argument())
 
     def handle(self, **o):
         # Here, not at the top: the services (and what they load) are not needed by --help.
-        from metrics import services
 
         reports = [get_named(Report, name, "report") for name in o["report"]]
         if o["set"]:

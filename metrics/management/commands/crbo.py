@@ -4,6 +4,7 @@ from core.spreadsheet import write_csv
 from metrics.defaults import CRBO_DEPTH as DEFAULT_DEPTH
 from metrics.defaults import CRBO_P as DEFAULT_P
 from metrics.report_options import TIES_OPTION
+from metrics.services import crbo_summary
 from pooling.models import Run
 
 
@@ -31,7 +32,6 @@ class Command(ProjectCommand):
 
     def handle(self, **o):
         # Here, not at the top: the services (and what they load) are not needed by --help.
-        from metrics.services import crbo_summary
 
         run, counterfactual = get_named_list(Run, [o["run"], o["counterfactual_run"]], "run")
         with command_errors():

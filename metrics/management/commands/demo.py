@@ -10,6 +10,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from annotation.models import Batch
+from annotation.services import plan_routing
 from core.management.cli import ProjectCommand, whole_number
 from metrics.models import Report
 from metrics.selectors import report_summary
@@ -140,7 +142,6 @@ class Command(ProjectCommand):
             )  # fmt: skip
 
         self.step("Annotation with simulated in-house annotators")
-        from annotation.models import Batch
 
         if not Batch.objects.filter(name="demo-batch").exists():
             call_command(
@@ -162,7 +163,6 @@ class Command(ProjectCommand):
             call_command("prelabel", "demo-machine", "--labeller", "rules")
             call_command("calibrate", "demo-machine", "--sample", "120")
             call_command("simulate_annotations", "demo-machine-part-1")
-        from annotation.services import plan_routing
 
         for _ in range(3):  # a sync escalates disputed sample queries: the team answers the new places
             if not plan_routing(Batch.objects.get(name="demo-machine"), 0.95).awaiting_votes:
@@ -182,7 +182,7 @@ class Command(ProjectCommand):
                 "--out", str(out / "non-gendered.tsv"), "--as", "demo-non-gendered",
             )  # fmt: skip
         call_command(
-            "bias_report", "--queries", "demo-non-gendered", "--runs", ",".join(RUNS), "--cutoffs", "5,10,20,30",
+            "bias_report", "--queries", "demo-non-gendered", "--runs", ",".join(RUNS),  # the default cutoffs
             "--qrels", QRELS, "--out", str(out / "bias.csv"), "--plot", str(out / "bias.png"),
         )  # fmt: skip
 

@@ -12,10 +12,19 @@ from core.management.cli import (
     whole_number,
 )
 from metrics import services
-from metrics.defaults import CONFIDENCE_THRESHOLD, DEFAULT_NORMALISER, DEFAULT_SAMPLES, DEFAULT_SEED, NORMALISERS
+from metrics.defaults import CONFIDENCE_THRESHOLD
 from metrics.models import COLLECTION_BACKGROUND
+from metrics.report_options import (
+    BOOTSTRAP_OPTION,
+    NORMALISER_OPTION,
+    REPRESENTATIVE_WORDLIST_OPTION,
+    SEED_OPTION,
+    SENSITIVITY_CUTOFFS_OPTION,
+    THRESHOLD_OPTION,
+    TOKENIZER_OPTION,
+    WORDLIST_OPTION,
+)
 from pooling.models import Run
-from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.wordlists import load_wordlist
 
 
@@ -31,7 +40,7 @@ class Command(ProjectCommand):
     def add_arguments(self, parser):
         parser.add_argument("batch", help="name of the annotation batch")
         parser.add_argument("--runs", required=True, help="comma-separated run names")
-        parser.add_argument("--cutoffs", default="5,10,20", help="comma-separated rank cutoffs (default 5,10,20)")
+        parser.add_argument(SENSITIVITY_CUTOFFS_OPTION.flag, **SENSITIVITY_CUTOFFS_OPTION.argument())
         parser.add_argument(
             "--out",
             required=True,
@@ -47,23 +56,15 @@ class Command(ProjectCommand):
             help="'confident' keeps labels whose confidence (vote share, posterior, Wawa weight share) "
             f"is at least this (default {CONFIDENCE_THRESHOLD})",
         )
-        parser.add_argument("--wordlist", help="'word,f|m' file for RaB/ARaB (default: the 32+32 definitional words)")
-        parser.add_argument("--representative-wordlist", help="'word,f|m' file for NFaiRR/TExFAIR")
-        parser.add_argument("--tokenizer", choices=TOKENIZERS, default=DEFAULT_TOKENIZER)
-        parser.add_argument("--nfairr-threshold", type=decimal_number, default=1, help="NFaiRR's tau (default 1)")
+        for option in (WORDLIST_OPTION, REPRESENTATIVE_WORDLIST_OPTION, TOKENIZER_OPTION):
+            parser.add_argument(option.flag, **option.argument())
+        # --threshold is the 'confident' policy's here: NFaiRR's τ takes its declaration under another flag.
+        parser.add_argument("--nfairr-threshold", **THRESHOLD_OPTION.argument())
         parser.add_argument(
             "--background", default=COLLECTION_BACKGROUND, help="NFaiRR's background: 'collection' or a run"
         )
-        parser.add_argument("--nfairr-normaliser", choices=NORMALISERS, default=DEFAULT_NORMALISER)
-        parser.add_argument(
-            "--bootstrap",
-            type=whole_number,
-            default=DEFAULT_SAMPLES,
-            help=f"bootstrap resamples (default {DEFAULT_SAMPLES})",
-        )
-        parser.add_argument(
-            "--seed", type=whole_number, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})"
-        )
+        for option in (NORMALISER_OPTION, BOOTSTRAP_OPTION, SEED_OPTION):
+            parser.add_argument(option.flag, **option.argument())
         parser.add_argument(
             "--dependence",
             help="comma-separated D values, e.g. 0,0.5,1: also how far each label-corrected difference against "
@@ -92,9 +93,10 @@ class Command(ProjectCommand):
             for option in ("out", "rankings", "plot", "dependence_out"):
                 if o[option]:
                     check_writable(o[option])
-            cutoffs = services.parse_cutoffs(o["cutoffs"])
+            cutoffs = services.parse_cutoffs(o["cutoffs"], SENSITIVITY_CUTOFFS_OPTION)
             if o["plot_cutoff"] is not None and o["plot_cutoff"] not in cutoffs:
-                raise CommandError(f"--plot-cutoff {o['plot_cutoff']} is not one of --cutoffs {o['cutoffs']}")
+                shown = ",".join(map(str, cutoffs))
+                raise CommandError(f"--plot-cutoff {o['plot_cutoff']} is not one of --cutoffs {shown}")
             report_settings = services.ReportSettings(
                 cutoffs, o["tokenizer"], o["nfairr_threshold"], o["bootstrap"], o["seed"], o["nfairr_normaliser"]
             )

@@ -1,5 +1,6 @@
 from core.management.cli import ProjectCommand, command_errors, get_named, name_list
 from metrics.defaults import VARIANT_VERSIONS as VERSIONS
+from metrics.services import preference_summary
 from pooling.models import Run
 
 
@@ -23,7 +24,6 @@ class Command(ProjectCommand):
 
     def handle(self, **o):
         # Here, not at the top: the services (and what they load) are not needed by --help.
-        from metrics.services import preference_summary
 
         run = get_named(Run, o["run"], "run")
         with command_errors():

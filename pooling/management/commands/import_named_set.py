@@ -1,5 +1,6 @@
 from core.management.cli import ProjectCommand, command_errors, imported_parts, report_import
 from pooling.named_sets import NAMED_SETS
+from pooling.services import import_named_set
 
 
 class Command(ProjectCommand):
@@ -27,7 +28,6 @@ class Command(ProjectCommand):
 
     def handle(self, **o):
         # Here, not at the top: the services (and what they load) are not needed by --help.
-        from pooling.services import import_named_set
 
         with command_errors():
             result = import_named_set(o["set"], o["name"], collection=o["collection"] or None, qrels=o["qrels"] or None)

@@ -22,8 +22,8 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.crowd.services.sync import sync_batch
+from annotation.exports.services import export_queries
 from annotation.models import Assignment, Batch, Judgment
-from annotation.publication.services.exports import export_queries
 from annotation.results.selectors import review_queue
 from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch

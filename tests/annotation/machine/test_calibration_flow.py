@@ -12,6 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 from annotation import services
 from annotation.crowd.services.publishing import check_publishable, render_hit_html
 from annotation.crowd.services.sync import sync_batch
+from annotation.exports.services import export_queries
 from annotation.labels import LABELS
 from annotation.machine.prelabellers.interface import Prediction, PreLabeller
 from annotation.machine.selectors import calibration_report, machine_labels, read_sample
@@ -19,7 +20,6 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch, Routing
-from annotation.publication.services.exports import export_queries
 from annotation.results.selectors import MACHINE, BatchAnswers, labels_with_sources
 from core.errors import ServiceError, StateError
 from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations

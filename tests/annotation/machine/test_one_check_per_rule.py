@@ -115,10 +115,10 @@ def test_route_and_publish_checks_the_request_before_the_batchs_state(query_set)
 
 #: Each rule's words, and the one product module allowed to hold them.
 RULES = {
-    "the target accuracy must be": "annotation/machine/services/routing.py",
-    "the risk must be between 0 and 1": "annotation/machine/services/routing.py",
-    "a cascade needs the guarantee": "annotation/machine/services/routing.py",
-    "names no labeller": "annotation/machine/services/routing.py",
+    "the target accuracy must be": "annotation/machine/services/routing/plan.py",
+    "the risk must be between 0 and 1": "annotation/machine/services/routing/plan.py",
+    "a cascade needs the guarantee": "annotation/machine/services/routing/plan.py",
+    "names no labeller": "annotation/machine/services/routing/plan.py",
 }
 #: The "no guarantee" mapping (the flag to ``risk=None``), written once.
 NO_GUARANTEE = re.compile(r"None if [\w.\[\]\"'()]*no_guarantee")
@@ -139,4 +139,4 @@ def test_each_rule_is_written_in_one_module():
         holders = [path for path, text in sources.items() if words in text]
         assert holders == [home], (words, holders)
     mappings = [path for path, text in sources.items() if NO_GUARANTEE.search(text)]
-    assert mappings == ["annotation/machine/services/routing.py"], mappings
+    assert mappings == ["annotation/machine/services/routing/plan.py"], mappings

@@ -103,7 +103,7 @@ def test_a_cascade_is_planned_recorded_exported_and_refused_when_malformed(route
     rule_labels = {q: accepted[q].label for q in rules["accepted"]}
     texts = dict(batch.queries.values_list("qid", "text"))
     assert all(label == oracle_label(texts[q]) for q, label in rule_labels.items())  # the rules' own labels
-    from annotation.publication.services.exports import export_queries
+    from annotation.exports.services import export_queries
 
     card = export_queries(batch, "all", tmp_path / "c.tsv", "tsv").card
     assert "the labels each of the 2 labellers of the cascade kept" in card and "rules (" in card

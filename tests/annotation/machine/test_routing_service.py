@@ -21,7 +21,8 @@ from annotation.machine.routing_statistics import audit
 from annotation.machine.selectors import calibration_batch, identity_for, machine_labels, read_sample
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
-from annotation.machine.services.routing import _cost, plan_routing, plan_summary, route_batch
+from annotation.machine.services.routing import plan_routing, plan_summary, route_batch
+from annotation.machine.services.routing.plan import _cost
 from annotation.models import Batch, PreLabel
 from core.errors import ServiceError, StateError
 from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations

@@ -7,8 +7,8 @@ import re
 import pytest
 from django.core.management import CommandError, call_command
 
+from annotation.exports.services import export_queries
 from annotation.models import Adjudication
-from annotation.publication.services.exports import export_queries
 from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.escalation import plan_escalation
 from annotation.results.aggregation import dawid_skene

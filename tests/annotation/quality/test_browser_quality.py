@@ -6,8 +6,8 @@ import pytest
 
 from annotation import services
 from annotation.crowd.services.batches import read_gold_file
+from annotation.exports.services import export_queries
 from annotation.models import Adjudication
-from annotation.publication.services.exports import export_queries
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from tests.annotation.conftest import TRUTH, answers_for
 

@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from annotation.publication.services.exports import export_for_download
+from annotation.exports.services import export_for_download
 from annotation.results.selectors import agreement
 from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for

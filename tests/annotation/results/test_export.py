@@ -6,8 +6,8 @@ import json
 import pytest
 
 from annotation import services
+from annotation.exports.services import export_queries
 from annotation.models import Assignment, Export
-from annotation.publication.services.exports import export_queries
 from annotation.quality.services.escalation import escalate_batch, plan_escalation
 from annotation.results.selectors import agreement, judgments_frame, query_results
 from core.errors import ServiceError

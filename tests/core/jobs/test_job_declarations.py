@@ -16,7 +16,7 @@ from core.jobs import background_job, declared_jobs
 from core.tasks import task_for
 
 ROOT = Path(__file__).resolve().parents[3]
-APPS = ("core", "pooling", "annotation", "metrics")
+APPS = ("core", "pooling", "annotation", "metrics", "publishing")
 
 #: Kind -> Celery task name, as Job rows record them: neither may change.
 RECORDED = {

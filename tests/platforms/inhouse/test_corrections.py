@@ -344,7 +344,7 @@ def test_an_export_started_during_a_correction_reads_the_corrected_answers(query
 
     from django.db import connection
 
-    from annotation.publication.services.exports import export_queries
+    from annotation.exports.services import export_queries
     from platforms.inhouse.services import corrections
     from tests.annotation.conftest import make_batch
 
@@ -408,7 +408,7 @@ def test_a_dataset_read_from_the_answers_refuses_a_later_correction(local_batch,
     """Issue 53 (Medium): a correction was accepted after the dataset had read the labels; the zip made
     again then differed from the one published. Publishing the dataset is a use: refused after it."""
     from annotation.models import AnswerUse
-    from annotation.publication.services.dataset import publish_dataset
+    from publishing.services.dataset import publish_dataset
 
     assignment = _submit_wrong(annotators[0])
     before = _labels(assignment)
@@ -422,8 +422,8 @@ def test_a_dataset_read_from_the_answers_refuses_a_later_correction(local_batch,
 def test_a_refused_reading_is_no_use(local_batch, annotators, tmp_path):
     """A dataset refused before it read anything (a bad licence) records no use: the correction goes on."""
     from annotation.models import AnswerUse
-    from annotation.publication.services.dataset import publish_dataset
     from core.errors import ServiceError
+    from publishing.services.dataset import publish_dataset
 
     assignment = _submit_wrong(annotators[0])
     with pytest.raises(ServiceError):

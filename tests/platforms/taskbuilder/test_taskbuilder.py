@@ -14,9 +14,9 @@ import pytest
 from annotation import services
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
+from annotation.exports.services import export_queries
 from annotation.labels import LABELS
 from annotation.models import Assignment, Judgment, Worker
-from annotation.publication.services.exports import export_queries
 from annotation.results.selectors import agreement_summary
 from platforms.taskbuilder.client import TaskBuilder, TaskBuilderError
 from platforms.taskbuilder.provider import QUIET_SECONDS, SCHEMA, TaskBuilderProvider, batch_items

@@ -1,0 +1,117 @@
+"""Exports: a batch's labelled queries written as a file with a dataset card beside it.
+
+The rows are the per-query results of :mod:`annotation.results.selectors` (a researcher's ruling first, else the
+majority; for a batch labelled by a machine first, the accepted machine labels where the
+crowd gave none, each row with its label source); the card states how they were made,
+including the machine and its calibration (:mod:`annotation.machine.selectors`,
+:mod:`annotation.machine.services.routing`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.crowd.services.locking import reads_answers
+from annotation.exports.selectors import batch_facts, routing_facts
+from annotation.labels import EXPORT_CATEGORIES
+from annotation.models import Batch, Export
+from annotation.results.export_formats import (
+    EXPORT_FORMATS,
+    card_facts,
+    dataset_card,
+    export_rows,
+    write_dataset_card,
+)
+from annotation.results.selectors import CITATION, BatchAnswers, agreement, min_votes, query_results
+from core.errors import ServiceError
+from core.files import check_writable, file_sha256
+from core.services.storage import cache_dir
+from pooling import services as pooling_services
+from pooling.models import QuerySet
+
+
+def card_path_for(path: Path) -> Path:
+    """The dataset card sits beside the export: ``queries.tsv`` -> ``queries.tsv.md``."""
+    return path.with_name(path.name + ".md")
+
+
+@reads_answers("An export")
+def export_queries(
+    batch: Batch,
+    category: str,
+    path: str | Path,
+    fmt: str = "tsv",
+    as_query_set: str | None = None,
+) -> Export:
+    """Write the queries labelled ``category`` (or ``all`` labelled queries) with a dataset card beside them.
+
+    ``tsv`` is ``qid<TAB>query`` (what rankers read), ``csv`` is
+    ``qid,query,label,adjudicated,ds_posterior`` with n/f/m/o, ``jsonl`` adds every
+    pseudonymous vote, the method and the agreement share. Disputed queries and queries
+    with too few votes are never written as labelled unless a researcher adjudicated them.
+    ``as_query_set`` also registers the exported queries as a pooling query set
+    (origin "annotation"), e.g. to measure the runs' bias on the non-gendered ones.
+    """
+    category = category.lower()
+    if category not in EXPORT_CATEGORIES:
+        raise ServiceError(f"unknown category {category!r}; choose {', '.join(EXPORT_CATEGORIES)}")
+    if fmt not in EXPORT_FORMATS:
+        raise ServiceError(f"unknown format {fmt!r}; choose {', '.join(EXPORT_FORMATS)}")
+    if as_query_set and QuerySet.objects.filter(name=as_query_set).exists():
+        raise ServiceError(f"a query set named {as_query_set!r} already exists")
+    path = check_writable(path)
+    answers = BatchAnswers(batch)  # one read of the judgments, one Dawid-Skene fit
+    results = query_results(batch, answers)
+    rows = export_rows(results, category)
+    facts = card_facts(
+        batch=batch_facts(batch),
+        category=category,
+        rows=rows,
+        results=results,
+        report=agreement(batch, answers=answers),
+        min_votes=min_votes(batch),
+        file_name=path.name,
+        exported=timezone.now().date(),
+        citation=CITATION,
+        machine=routing_facts(batch),
+        file_format=fmt,
+    )
+    EXPORT_FORMATS[fmt].write(rows, path)
+    card = dataset_card(facts)
+    card_path = write_dataset_card(card, card_path_for(path))
+    with transaction.atomic():
+        query_set = None
+        if as_query_set:
+            query_set = pooling_services.create_query_set(
+                as_query_set,
+                [(r["qid"], r["query"]) for r in rows],
+                origin=QuerySet.Origin.ANNOTATION,
+                source=str(path.resolve()),
+                sha256=file_sha256(path),
+                description=f"{category} queries of annotation batch {batch.name}",
+            )
+        return Export.objects.create(
+            batch=batch,
+            path=str(path.resolve()),
+            card_path=str(card_path.resolve()),
+            format=fmt,
+            category=category,
+            queries=len(rows),
+            counts=facts["counts"] | {"set_aside": facts["set aside (disputed or too few votes)"]},
+            card=card,
+            query_set=query_set,
+        )
+
+
+def export_for_download(batch: Batch, category: str, fmt: str = "tsv", as_query_set: str | None = None) -> Export:
+    """Export into the site's own folder (``exports/<batch>/``) for download over HTTP.
+
+    Every export gets its own file name (category, time), so an earlier export's download
+    still returns what was exported then.
+    """
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%S%f")
+    path = cache_dir("exports", batch.name) / f"{batch.name}-{category.lower()}-{stamp}.{fmt}"
+    return export_queries(batch, category, path, fmt, as_query_set=as_query_set)

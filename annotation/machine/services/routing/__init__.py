@@ -1,0 +1,53 @@
+"""Routing: accept the machine's labels where it is sure enough, send the rest to the crowd.
+
+One module per job: :mod:`.plan` (the rules, the blind sample's state, the threshold with its guarantee,
+the cascade, the sample's size: nothing is written), :mod:`.act` (recording a routing and making and
+publishing the routed batch), :mod:`.audit` (the guarantee redrawn against a labelled file). Their words
+are :mod:`annotation.machine.routing_text`'s (formatting, apart from the services). The names the
+pages, the API, the commands and the facade use are re-exported here.
+"""
+
+from annotation.machine.routing_text import guarantee_text, plan_summary, sample_waits_text
+from annotation.machine.services.routing.act import Routed, refuse_while_waiting, route_and_publish, route_batch
+from annotation.machine.services.routing.audit import audit_routing
+from annotation.machine.services.routing.plan import (
+    DEFAULT_RISK,
+    ESTIMATE,
+    GUARANTEE,
+    ROUTING_FIELDS,
+    RoutingPlan,
+    RoutingRequest,
+    check_risk,
+    check_routing,
+    check_target_accuracy,
+    parse_cascade,
+    plan_routing,
+    reference_state,
+    routing_request,
+    size_sample,
+)
+
+__all__ = [
+    "DEFAULT_RISK",
+    "ESTIMATE",
+    "GUARANTEE",
+    "ROUTING_FIELDS",
+    "Routed",
+    "RoutingPlan",
+    "RoutingRequest",
+    "audit_routing",
+    "check_risk",
+    "check_routing",
+    "check_target_accuracy",
+    "guarantee_text",
+    "parse_cascade",
+    "plan_routing",
+    "plan_summary",
+    "reference_state",
+    "refuse_while_waiting",
+    "route_and_publish",
+    "route_batch",
+    "routing_request",
+    "sample_waits_text",
+    "size_sample",
+]

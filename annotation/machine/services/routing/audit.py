@@ -1,0 +1,194 @@
+"""Auditing the routing's guarantee: :func:`audit_routing` redraws the blind sample many times against a
+labelled file (and a simulated crowd, ``--crowd``) and counts how often the certified threshold broke
+its promise, and what it kept (``manage.py route_audit``). The plan itself: :mod:`.plan`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotation.machine.routing_text import _some
+from annotation.machine.selectors import (
+    calibration_batch,
+    read_sample,
+)
+from annotation.machine.services.calibration import (
+    DEFAULT_SAMPLE,
+)
+
+#: The risk δ when none is given.
+from annotation.machine.services.routing.plan import (
+    DEFAULT_RISK,
+    check_risk,
+    check_target_accuracy,
+    parse_cascade,
+)
+from annotation.models import Batch
+from core.errors import FieldError, StateError
+
+
+def audit_routing(
+    batch: Batch,
+    labels_file: str,
+    target_accuracy: float,
+    *,
+    risk: float = DEFAULT_RISK,
+    sample: int = DEFAULT_SAMPLE,
+    redraws: int = 1000,
+    labeller: str | None = None,
+    progress=None,
+    crowd: str | None = None,
+    escalation_cap: int | None = None,
+    until: str = "majority",
+    extendable: bool = False,
+    cascade: list[str] | None = None,
+) -> dict[str, Any]:
+    """Forecast routing on ``batch``'s own machine labels before paying a crowd: redraw the blind
+    sample ``redraws`` times as ``calibrate`` would (redraw r is ``calibrate --seed r``'s draw), certify
+    on each and compare with ``labels_file``'s labels, read as the true labels. Reads only.
+
+    ``crowd``: who labels the sample and the routed queries. ``"none"``: nobody errs, the file's labels
+    are the crowd's (the vectorised :func:`annotation.machine.routing_statistics.audit`); ``"fitted"``:
+    the crowd model fitted to the batch's calibration sample; a path: a crowd model in JSON
+    (:func:`annotation.machine.crowd_simulation.crowd_from_dict`). Default: fitted when the batch has
+    a sample with votes, else none. With a crowd, each redraw simulates it labelling the sample (with
+    the reference rule: the sample's own, else ``escalation_cap`` and ``until``), the rest and a
+    crowd-only labelling (:func:`annotation.machine.routing_forecast.simulate_path`): the forecast
+    the real path is measured against. ``extendable``: the sample's design (default: drawn whole, as
+    ``calibrate`` draws it). ``cascade``: labellers in sequence as ``route --cascade``.
+
+    Shares are fractions of the batch's queries (gold left out). The file must label every
+    machine-labelled query the routing is made on (the trained-on ones left out).
+    """
+
+    import numpy as np
+
+    from annotation.crowd.services.batches import read_labelled
+    from annotation.labels import LABELS
+    from annotation.machine.calibration_statistics import random_sample
+    from annotation.machine.routing_forecast import simulate_path
+    from annotation.machine.routing_statistics import audit
+    from annotation.machine.selectors import identity_for, machine_labels
+    from core.errors import InputError
+
+    check_target_accuracy(target_accuracy)
+    check_risk(risk)
+    if sample < 1:
+        raise FieldError("sample", f"the sample needs at least one query, got {sample}")
+    if redraws < 1:
+        raise FieldError("redraws", f"at least one redraw is needed, got {redraws}")
+    stages = parse_cascade(cascade) if cascade else []
+    identity = identity_for(batch, stages[0][0] if stages else labeller)
+    population = {q: m for q, m in machine_labels(batch, identity).items() if not m.in_training}
+    truth = {q.qid: q.label for q in read_labelled(labels_file)}  # a file or queries:NAME
+    missing = sorted(set(population) - set(truth))
+    if missing:
+        raise InputError(
+            labels_file,
+            None,
+            f"no label for {len(missing)} of the {len(population)} machine-labelled queries of batch "
+            f"{batch.name!r} (e.g. {_some(missing)})",
+        )
+    qids = sorted(population)
+    index = {q: i for i, q in enumerate(qids)}
+    samples = [[index[q] for q in random_sample(qids, sample, seed=r)] for r in range(redraws)]
+    batch_size = batch.queries.filter(is_gold=False).count()
+    model, crowd_used, rule = _audit_crowd(batch, crowd, escalation_cap, until)
+    base = identity.as_dict() | {
+        "batch": batch.name,
+        "labels": str(labels_file),
+        "sample": min(sample, len(qids)),
+        "population": len(qids),
+        "true_accuracy": sum(population[q].label == truth[q] for q in qids) / len(qids),
+        "crowd": crowd_used,
+        "reference": rule.describe(),
+        "extendable": extendable,
+        "cascade": [name for name, _ in stages],
+    }
+    if model is None and not stages:
+        confidence = [population[q].confidence for q in qids]
+        correct = [population[q].label == truth[q] for q in qids]
+        result = audit(
+            confidence,
+            correct,
+            samples,
+            target=target_accuracy,
+            risk=risk,
+            batch_size=batch_size,
+            planned=sample,
+            progress=progress,
+            extendable=extendable,
+        )
+        return base | result.as_dict()
+    names = [name for name, _ in stages] or [identity.labeller]
+    labels = np.full((len(names), len(qids)), -1)
+    confidence = np.full((len(names), len(qids)), np.nan)
+    for i, name in enumerate(names):
+        mine = machine_labels(batch, identity if i == 0 else identity_for(batch, name))
+        for q, m in mine.items():
+            if q in index and not m.in_training:
+                labels[i, index[q]] = LABELS.index(m.label)
+                confidence[i, index[q]] = m.confidence
+    forecast = simulate_path(
+        np.array([LABELS.index(truth[q]) for q in qids]),
+        labels,
+        confidence,
+        crowd=model,
+        rule=rule,
+        sample_of=lambda r: samples[r],
+        redraws=redraws,
+        target=target_accuracy,
+        risk=risk,
+        extendable=extendable and not stages,
+        queries_per_hit=batch.queries_per_hit,
+        progress=progress,
+        floors=[floor for _, floor in stages] or None,
+    )
+    scale = len(qids) / batch_size if batch_size else 1.0
+    figures = forecast.as_dict()
+    for key in ("kept_share", "kept_share_se", "kept_with_sample"):
+        figures[key] *= scale
+    figures["per_stage_kept"] = [share * scale for share in figures["per_stage_kept"]]
+    figures["machine_labelled_share"] = figures["kept_share"]
+    figures["kept_share"] = figures.pop("kept_with_sample")
+    return base | figures
+
+
+def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, until: str):
+    """(crowd model or None, what it is in words, the reference rule) for :func:`audit_routing`."""
+    import json
+    from pathlib import Path
+
+    from annotation.labels import LABELS
+    from annotation.machine.crowd_simulation import ReferenceRule, crowd_from_dict, crowd_from_figures
+    from annotation.machine.selectors import fitted_crowd
+    from annotation.machine.services.calibration import reference_record
+    from core.errors import InputError
+
+    sample = None
+    if calibration_batch(batch) is not None:
+        sample = read_sample(batch)
+    if sample is not None and sample.reference is not None and escalation_cap is None and until == "majority":
+        rule = sample.reference
+    else:
+        record = reference_record(batch, escalation_cap, until)
+        rule = ReferenceRule(votes=record["votes"], cap=record["cap"], posterior=record["posterior"])
+    if crowd is None:
+        crowd = "fitted" if sample is not None and sample.votes is not None and len(sample.votes) else "none"
+    if crowd == "none":
+        return None, "none: the labels file is the crowd's (no crowd error, no escalation)", rule
+    if crowd == "fitted":
+        if sample is None:
+            raise StateError(
+                f"batch {batch.name!r} has no calibration sample to fit a crowd model to; give --crowd FILE"
+            )
+        return crowd_from_figures(fitted_crowd(batch, sample)), "fitted to the calibration sample's votes", rule
+    path = Path(crowd)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        model = crowd_from_dict(data if isinstance(data, dict) else {}, tuple(LABELS))
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read the crowd model ({exc.strerror})") from None
+    except ValueError as exc:
+        raise InputError(str(path), None, f"not a crowd model: {exc}") from None
+    return model, f"the crowd model in {path.name}", rule

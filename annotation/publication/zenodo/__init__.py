@@ -1,3 +1,0 @@
-"""A Zenodo deposit of a published dataset folder or a paper bundle: its ``.zenodo.json`` metadata
-(:mod:`annotation.publication.zenodo.metadata`) and its upload through Zenodo's REST API
-(:mod:`annotation.publication.zenodo.deposit`)."""

@@ -1,0 +1,609 @@
+"""The venues' checklists on artifacts, experiments, annotators and language-model use, answered from the records.
+
+ACL's Responsible NLP Research checklist, section B (scientific artifacts: B1 citation, B2
+licence, B3 intended use, B4 personal information, B5 documentation, B6 statistics), section C
+(computational experiments: C1 compute, C2 setup, C3 descriptive statistics, C4 packages),
+section D (human annotators: D1 instructions, D2 recruitment and pay, D3 consent, D4 ethics
+review, D5 the annotators' characteristics) and section E (AI assistants, E1), and the NeurIPS
+paper checklist's items 14 (crowdsourcing and research with human subjects), 15 (IRB approvals)
+and 16 (declaration of LLM usage).
+
+A "Yes" names where the paper (its sections :data:`SECTIONS`) or the dataset card
+(:mod:`publishing.hub_card`'s sections) says it, as ACL's form asks. "An LLM was
+used" only when a language model's labels are in the data
+(:func:`publishing.statements.language_model_used`): not for a word list's rules,
+nor for a model whose labels were all discarded. A batch's pay is stated by one function for
+every text (:func:`publishing.statements.reward_clause`).
+
+The questions are quoted as the venues word them (see :data:`SOURCES`); the answers state what
+the platform recorded, with the figures the methods text and the dataset card state (the study's
+facts, :func:`annotation.exports.selectors.study_facts`; the sentences of
+:mod:`publishing.statements`), and the provider's own pay records. What only the
+researcher can know (an ethics board's approval, consent given elsewhere, whether pay was
+adequate) is marked :data:`TO_ANSWER`, never guessed.
+
+Pure: plain dicts in, :class:`Item` and Markdown out (the paper bundle sets them as LaTeX:
+:func:`publishing.latex.checklist_tex`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from typing import Any
+
+from .statements import (
+    collection,
+    count,
+    demographics,
+    language_model_used,
+    machine_labeller_kinds,
+    machine_tools,
+    machine_unused,
+    out_of_scope,
+    personal_information,
+    reward_clause,
+    reward_paid,
+    use_cases,
+    who_labelled,
+)
+
+#: What the researcher writes before submitting, in place of an answer the records cannot give.
+TO_ANSWER = "[to be answered by the authors]"
+
+#: Where each question's wording is quoted from.
+SOURCES = {
+    "ACL": (
+        "ACL Responsible NLP Research checklist: sections B, C and D as in ACL's template "
+        "(github.com/acl-org/responsibleNLPresearch, templates/responsibleNLPresearch.tex), section E as on ARR's "
+        "submission form since ACL 2023 (aclrollingreview.org/responsibleNLPresearch)"
+    ),
+    "NeurIPS": "NeurIPS paper checklist (2025 edition, items 14-16; neurips.cc/public/guides/PaperChecklist)",
+}
+
+#: How a page names each source (the full reference is in :data:`SOURCES`).
+SHORT_SOURCES = {
+    "ACL": "ACL Responsible NLP Research checklist, sections B to E",
+    "NeurIPS": "NeurIPS paper checklist, items 14 to 16",
+}
+
+#: The questions, word for word (``SOURCES``): (venue, key, question).
+QUESTIONS: tuple[tuple[str, str, str], ...] = (
+    ("ACL", "B", "Did you use or create scientific artifacts?"),
+    ("ACL", "B1", "Did you cite the creators of artifacts you used?"),
+    ("ACL", "B2", "Did you discuss the license or terms for use and/or distribution of any artifacts?"),
+    (
+        "ACL",
+        "B3",
+        "Did you discuss if your use of existing artifact(s) was consistent with their intended use, provided that "
+        "it was specified? For the artifacts you create, do you specify intended use and whether that is compatible "
+        "with the original access conditions (in particular, derivatives of data accessed for research purposes "
+        "should not be used outside of research contexts)?",
+    ),
+    (
+        "ACL",
+        "B4",
+        "Did you discuss the steps taken to check whether the data that was collected/used contains any information "
+        "that names or uniquely identifies individual people or offensive content, and the steps taken to protect / "
+        "anonymize it?",
+    ),
+    (
+        "ACL",
+        "B5",
+        "Did you provide documentation of the artifacts, e.g., coverage of domains, languages, and linguistic "
+        "phenomena, demographic groups represented, etc.?",
+    ),
+    (
+        "ACL",
+        "B6",
+        "Did you report relevant statistics like the number of examples, details of train/test/dev splits, etc. for "
+        "the data that you used/created?",
+    ),
+    ("ACL", "C", "Did you run computational experiments?"),
+    (
+        "ACL",
+        "C1",
+        "Did you report the number of parameters in the models used, the total computational budget (e.g., GPU "
+        "hours), and computing infrastructure used?",
+    ),
+    (
+        "ACL",
+        "C2",
+        "Did you discuss the experimental setup, including hyperparameter search and best-found hyperparameter values?",
+    ),
+    (
+        "ACL",
+        "C3",
+        "Did you report descriptive statistics about your results (e.g., error bars around results, summary "
+        "statistics from sets of experiments), and is it transparent whether you are reporting the max, mean, etc. "
+        "or just a single run?",
+    ),
+    (
+        "ACL",
+        "C4",
+        "If you used existing packages (e.g., for preprocessing, for normalization, or for evaluation), did you "
+        "report the implementation, model, and parameter settings used (e.g., NLTK, Spacy, ROUGE, etc.)?",
+    ),
+    ("ACL", "D", "Did you use human annotators (e.g., crowdworkers) or research with human subjects?"),
+    (
+        "ACL",
+        "D1",
+        "Did you report the full text of instructions given to participants, including e.g., screenshots, "
+        "disclaimers of any risks to participants or annotators, etc.?",
+    ),
+    (
+        "ACL",
+        "D2",
+        "Did you report information about how you recruited (e.g., crowdsourcing platform, students) and paid "
+        "participants, and discuss if such payment is adequate given the participants' demographic (e.g., country "
+        "of residence)?",
+    ),
+    (
+        "ACL",
+        "D3",
+        "Did you discuss whether and how consent was obtained from people whose data you're using/curating (e.g., "
+        "did your instructions explain how the data would be used)?",
+    ),
+    ("ACL", "D4", "Was the data collection protocol approved (or determined exempt) by an ethics review board?"),
+    (
+        "ACL",
+        "D5",
+        "Did you report the basic demographic and geographic characteristics of the annotator population that is "
+        "the source of the data?",
+    ),
+    ("ACL", "E", "Did you use AI assistants (e.g., ChatGPT, Copilot) in your research, coding, or writing?"),
+    ("ACL", "E1", "Did you include information about your use of AI assistants?"),
+    (
+        "NeurIPS",
+        "14",
+        "Crowdsourcing and research with human subjects. For crowdsourcing experiments and research with human "
+        "subjects, does the paper include the full text of instructions given to participants and screenshots, if "
+        "applicable, as well as details about compensation (if any)?",
+    ),
+    (
+        "NeurIPS",
+        "15",
+        "Institutional review board (IRB) approvals or equivalent for research with human subjects. Does the paper "
+        "describe potential risks incurred by study participants, whether such risks were disclosed to the "
+        "subjects, and whether Institutional Review Board (IRB) approvals (or an equivalent approval/review based "
+        "on the requirements of your country or institution) were obtained?",
+    ),
+    (
+        "NeurIPS",
+        "16",
+        "Declaration of LLM usage. Does the paper describe the usage of LLMs if it is an important, original, or "
+        "non-standard component of the core methods in this research? Note that if the LLM is used only for "
+        "writing, editing, or formatting purposes and does not impact the core methodology, scientific "
+        "rigorousness, or originality of the research, declaration is not required.",
+    ),
+)
+
+#: How each provider's people are recruited, as D2 asks ("crowdsourcing platform, students").
+RECRUITED = {
+    "prolific": "participants recruited through Prolific",
+    "mturk": "crowd workers recruited through Amazon Mechanical Turk",
+    "local": "in-house annotators with accounts on the platform (the research team's own)",
+}
+
+
+#: The paper bundle's sections (``main.tex``) an answer points to, and the dataset card's.
+SECTIONS = {
+    "method": "Section \u201cMethod\u201d",
+    "results": "Section \u201cResults\u201d",
+    "checklists": "the appendix \u201cChecklists\u201d",
+}
+
+
+def card_section(*names: str) -> str:
+    """Where the dataset card says it: the card ``publish_dataset`` writes (README.md), its sections by name."""
+    quoted = " and ".join(f"\u201c{name}\u201d" for name in names)
+    return f"the dataset card (the README of the published dataset), section{'s' if len(names) > 1 else ''} {quoted}"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question with its answer from the records.
+
+    ``answer``: ``Yes``, ``No``, ``N/A`` or :data:`TO_ANSWER` (only the researcher can answer);
+    ``text``: what the records say (figures included), starting with where the paper or the
+    dataset card says it for a ``Yes`` (``section``); ``researcher``: what the researcher must
+    still add (empty if nothing), always starting with :data:`TO_ANSWER`.
+    """
+
+    venue: str
+    key: str
+    question: str
+    answer: str
+    text: str
+    researcher: str = ""
+    section: str = ""
+
+
+class _Instructions(HTMLParser):
+    """The text of the HIT page's ``#instructions`` element, whitespace collapsed, paragraphs kept."""
+
+    BLOCKS = {"p", "dt", "dd", "summary", "li", "h2"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0  # inside #instructions: the element nesting depth
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.depth:
+            self.depth += 1
+            if tag in self.BLOCKS:
+                self.parts.append("\n")
+            elif tag == "q":  # the page's stylesheet sets quotation marks around an example
+                self.parts.append("\u201c")
+        elif dict(attrs).get("id") == "instructions":
+            self.depth = 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.depth:
+            self.depth -= 1
+            if tag == "q":
+                self.parts.append("\u201d")
+
+    def handle_data(self, data: str) -> None:
+        if self.depth:
+            self.parts.append(" ".join(data.split("\n")))  # a line break in the source is a space
+
+
+def instructions_text(html: str) -> str:
+    """The instructions exactly as the task page shows them (the real template's text, read from the
+    rendered page, so it can never differ from what annotators saw): one paragraph a line."""
+    parser = _Instructions()
+    parser.feed(html)
+    lines = (" ".join(line.split()) for line in "".join(parser.parts).split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def _money(value: Any) -> str:
+    return f"${value}"
+
+
+def pay_sentence(row: Mapping[str, Any]) -> str:
+    """One crowd batch's recruitment and pay: who, the reward, the effective hourly rate from the provider's records."""
+    who = RECRUITED.get(row["provider"], f"annotators ({row['provider']})")
+    pay = reward_clause(row["provider"], row["reward"], _money)
+    if not reward_paid(row["provider"]):
+        return f"Batch {row['batch']}: {who}, {pay}; the platform records no payment to them ({count(row['tasks'], 'task')} submitted)."
+    text = f"Batch {row['batch']}: {who}, {pay} of {count(row['per_task'], 'query')}"
+    rate = row.get("median_hourly_rate")
+    if rate is not None:
+        text += (
+            f"; median effective hourly rate ${rate:.2f} (the reward over each task's time taken; median time "
+            f"{row['median_seconds'] / 60:.1f} minutes, {row['rate_source']})"
+        )
+    else:
+        text += f"; no task time recorded yet, so no effective hourly rate ({row['rate_source']})"
+    if row.get("estimated_minutes"):
+        text += f"; the study was advertised at {row['estimated_minutes']} minutes"
+    return text + "."
+
+
+def _instructions_item(page: Mapping[str, Any] | None) -> str:
+    if not page:
+        return "The batch has no task page (no task was made), so no instructions were shown."
+    shot = (
+        f"a screenshot of the task page with the batch's first queries is {page['screenshot']}"
+        if page.get("screenshot")
+        else f"{page['note']}; {page['html']} is the page itself, to open in a browser"
+    )
+    return (
+        f"Every task page showed the instructions below, in full; the study was listed as \u201c{page['title']}\u201d "
+        f"(\u201c{page['description']}\u201d). {shot[0].upper() + shot[1:]}."
+    )
+
+
+def human_labels(facts: Mapping[str, Any]) -> int:
+    """How many labels people made (crowd or in-house majority, or a ruling)."""
+    by = facts["labels"]["labelled_by"]
+    return by.get("crowd", 0) + by.get("in-house", 0) + by.get("adjudicator", 0)
+
+
+def annotators_sentence(facts: Mapping[str, Any]) -> str:
+    """Who labelled, with counts: the card's own wording (:func:`who_labelled`) and the agreement's annotator count."""
+    agreement, labels = facts["agreement"], facts["labels"]
+    text = (
+        f"{count(agreement['workers'] or 0, 'annotator')} gave {count(agreement['judgments'] or 0, 'usable judgment')}. "
+        f"Of the {count(labels['queries'], 'query')}, {labels['labelled']} are labelled: {who_labelled(facts)}."
+    )
+    if labels.get("adjudicated"):
+        text += f" Researchers ruled on {count(labels['adjudicated'], 'query')}."
+    return text
+
+
+def machine_sentence(facts: Mapping[str, Any]) -> str | None:
+    """Which machine labelled what, with its prompt version and guarantee (the card's sentence), or None."""
+    return machine_tools(facts) or machine_unused(facts)
+
+
+def _in(where: str, text: str) -> str:
+    return f"In {where}: {text}"
+
+
+def _llm_items(facts: Mapping[str, Any]) -> dict[str, tuple[str, str, str, str]]:
+    """E, E1 and 16: an LLM was used only if a language model's labels are in the data."""
+    kinds = machine_labeller_kinds(facts)
+    if language_model_used(facts):
+        text = " ".join(part for part in (machine_tools(facts), kinds) if part)
+        return {
+            "E": ("Yes", _in(SECTIONS["method"], text), _ai_writing(), SECTIONS["method"]),
+            "E1": ("Yes", _in(SECTIONS["method"], text), "", SECTIONS["method"]),
+            "16": ("Yes", _in(SECTIONS["method"], text), "", SECTIONS["method"]),
+        }
+    if kinds:
+        unused = machine_unused(facts)
+        text = (
+            "No language model's label is in the data. "
+            + (f"{unused} " if unused else (f"{machine_tools(facts)} " if machine_tools(facts) else ""))
+            + kinds
+        )
+    else:
+        text = "No machine labelled any query: every label comes from people."
+    return {
+        "E": (TO_ANSWER, text, _ai_writing(), ""),
+        "E1": (TO_ANSWER, text, f"{TO_ANSWER} the section of the paper that states any use of AI assistants.", ""),
+        "16": ("N/A", text, "", ""),
+    }
+
+
+def _ai_writing() -> str:
+    return (
+        f"{TO_ANSWER} any use of AI assistants for coding or writing. (This checklist, the methods and limitations "
+        "text were written by the platform from the study's records, not by a language model.)"
+    )
+
+
+def _artifact_items(facts: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, tuple[str, str, str, str]]:
+    """B1-B6 from the study's facts (what the methods text and the dataset card state)."""
+    batch, labels = facts["batch"], facts["labels"]
+    origin = batch.get("queries_from")
+    source = batch.get("query_set") or batch["source"]
+    method = SECTIONS["method"]
+    runs = ", ".join(settings.get("runs") or []) or "the report's runs"
+    used = (
+        f"The queries of {source} and the runs {runs} were used; the labels of {count(labels['queries'], 'query')} "
+        "were created (the dataset publish_dataset writes)."
+    )
+    if origin:
+        b1 = (
+            "Yes",
+            _in(
+                method,
+                f"the query text's source, {origin['short']}, is cited ({origin['citation_key']}), "
+                "and every method the text names is cited (references.bib).",
+            ),
+            "",
+            method,
+        )
+        b2 = (
+            "Yes",
+            _in(
+                method,
+                f"the query text's licence is stated ({origin['licence']}, {origin['url']}); "
+                f"{card_section('License')} states the dataset's licence, chosen when it is published.",
+            ),
+            "",
+            method,
+        )
+    else:
+        b1 = (
+            TO_ANSWER,
+            f"The methods text cites every method it names (references.bib); the query set {source} "
+            "has no recorded origin, so its creators are not cited.",
+            f"{TO_ANSWER} the citation of the query set's creators.",
+            "",
+        )
+        b2 = (
+            TO_ANSWER,
+            f"{card_section('License')} states the dataset's licence, chosen when it is published; the "
+            f"query set {source} has no recorded licence.",
+            f"{TO_ANSWER} the terms of use of the query text.",
+            "",
+        )
+    counts = ", ".join(f"{name} {labels['counts'][code]}" for code, name in labels["names"].items())
+    return {
+        "B": ("Yes", _in(method, used), "", method),
+        "B1": b1,
+        "B2": b2,
+        "B3": (
+            "Yes",
+            _in(card_section("Uses", "Out-of-scope use"), " ".join(use_cases(facts) + out_of_scope(facts))),
+            f"{TO_ANSWER} whether the use of the query set and the runs is consistent with their intended use.",
+            card_section("Uses", "Out-of-scope use"),
+        ),
+        "B4": (
+            "Yes",
+            _in(card_section("Personal information"), personal_information(facts)),
+            f"{TO_ANSWER} whether the query text was checked for offensive content (the platform does not check).",
+            card_section("Personal information"),
+        ),
+        "B5": (
+            "Yes",
+            _in(
+                card_section("How the queries were chosen", "Biases and limitations"),
+                collection(facts) + " English queries only; four gender categories.",
+            ),
+            "",
+            card_section("How the queries were chosen", "Biases and limitations"),
+        ),
+        "B6": (
+            "Yes",
+            _in(
+                method,
+                f"{count(labels['queries'], 'query')}, {labels['labelled']} labelled ({counts}); "
+                f"{card_section('Configurations')} gives each configuration's rows. The data is one split "
+                "(train): no test or development split was made.",
+            ),
+            "",
+            method,
+        ),
+    }
+
+
+def _experiment_items(settings: Mapping[str, Any]) -> dict[str, tuple[str, str, str, str]]:
+    """C and C1-C4 from the report's settings (what the methods text states)."""
+    method, results = SECTIONS["method"], SECTIONS["results"]
+    runs = settings.get("runs") or []
+    cutoffs = ", ".join(str(c) for c in settings.get("cutoffs") or [])
+    measured = (
+        f"the runs {', '.join(runs)} were measured on {settings.get('report_queries')} queries at cutoffs {cutoffs}."
+    )
+    packages = [f"the platform's software version {settings.get('software_version')}"]
+    if settings.get("qrels") and settings.get("measures"):
+        packages.insert(0, f"ir_measures for {', '.join(settings['measures'])}")
+    policy = settings.get("policy") or {}
+    tests = f"; each run compared with the baseline by a {policy['test']}" if policy else ""
+    return {
+        "C": ("Yes", _in(f"{method} and {results}", measured), "", f"{method} and {results}"),
+        "C1": (
+            TO_ANSWER,
+            "The runs were given as run files: the platform measured their rankings and ran no ranking model, so it "
+            "records no parameter count, compute budget or infrastructure.",
+            f"{TO_ANSWER} the ranking models' number of parameters, the compute budget and the infrastructure.",
+            "",
+        ),
+        "C2": (
+            "Yes",
+            _in(
+                method,
+                f"cutoffs {cutoffs}, the {settings.get('tokenizer')} tokenizer, the word lists and the "
+                "measures' settings are stated; no hyperparameter search was run by the platform.",
+            ),
+            f"{TO_ANSWER} the ranking models' hyperparameters, if the paper trained them.",
+            method,
+        ),
+        "C3": (
+            "Yes",
+            _in(
+                f"{method} and {results}",
+                f"each value is a mean over the queries of one run per system, with 95% "
+                f"percentile bootstrap intervals ({settings.get('bootstrap_samples')} resamples, seed "
+                f"{settings.get('seed')}){tests}.",
+            ),
+            "",
+            f"{method} and {results}",
+        ),
+        "C4": ("Yes", _in(method, "; ".join(packages) + "."), "", method),
+    }
+
+
+def checklist_items(
+    facts: Mapping[str, Any],
+    pay: Sequence[Mapping[str, Any]],
+    page: Mapping[str, Any] | None,
+    settings: Mapping[str, Any] | None = None,
+) -> list[Item]:
+    """Every question of :data:`QUESTIONS` answered from the records.
+
+    ``facts``: the batch's study facts; ``pay``: one row per crowd batch (``batch``, ``provider``,
+    ``reward``, ``per_task``, ``tasks``, ``timed``, ``median_seconds``, ``median_hourly_rate``,
+    ``rate_source``, ``estimated_minutes``); ``page``: the task page (``title``, ``description``,
+    ``instructions``, ``html``, ``screenshot`` or ``note``), None if the batch has no task;
+    ``settings``: the report's settings (:func:`publishing.services.paper.report_settings`), for
+    ACL's sections B and C (left out without them).
+    """
+    # People were asked (a crowd batch ran) or answered: the annotator questions apply.
+    people = bool(pay) or human_labels(facts) > 0 or bool(facts["agreement"].get("judgments"))
+    spent = facts["batch"]["spent"]
+    pay_text = " ".join(pay_sentence(row) for row in pay) or "No crowd batch was run."
+    paid = any(reward_paid(row["provider"]) for row in pay)
+    spent_text = f" Spent on annotation in all: ${spent} (fees and bonuses included)." if paid else ""
+    adequacy = (
+        f"{TO_ANSWER} whether this pay is adequate given the participants' demographic (e.g. their country of "
+        "residence), e.g. against the minimum wage where the data is collected."
+        if paid
+        else f"{TO_ANSWER} how the in-house annotators were compensated (e.g. as part of their employment)."
+    )
+    screeners = demographics(facts)
+    instructions = _instructions_item(page)
+    appendix = SECTIONS["checklists"]
+    answers: dict[str, tuple[str, str, str, str]] = {
+        "D": (
+            "Yes" if people else "No",
+            _in(SECTIONS["method"], annotators_sentence(facts))
+            if people
+            else "No person labelled a query: every label is a machine's.",
+            "",
+            SECTIONS["method"] if people else "",
+        ),
+        "D1": (
+            "Yes" if page else "N/A",
+            _in(appendix, instructions) if page else instructions,
+            f"{TO_ANSWER} any disclaimer of risks given to annotators: the task page states none.",
+            appendix if page else "",
+        ),
+        "D2": ("Yes", _in(SECTIONS["method"], pay_text + spent_text), adequacy, SECTIONS["method"]),
+        "D3": (
+            TO_ANSWER,
+            "No consent text is configured on the platform: the task page shows the instructions only, and they do "
+            "not say how the answers will be used.",
+            f"{TO_ANSWER} whether and how consent was obtained (e.g. on the recruiting platform, or in an information "
+            "sheet).",
+            "",
+        ),
+        "D4": (
+            TO_ANSWER,
+            "The platform records no ethics review.",
+            f"{TO_ANSWER} the board that approved the protocol or determined it exempt, or why none was sought.",
+            "",
+        ),
+        "D5": (
+            TO_ANSWER,
+            (screeners or "No demographic or geographic characteristic of the annotators was collected.")
+            + " "
+            + annotators_sentence(facts),
+            f"{TO_ANSWER} the annotators' demographic and geographic characteristics, if known.",
+            "",
+        ),
+        "14": (
+            "Yes" if page else "N/A",
+            (_in(appendix, instructions) if page else instructions) + f" Compensation: {pay_text}{spent_text}",
+            adequacy,
+            appendix if page else "",
+        ),
+        "15": (
+            TO_ANSWER,
+            "The platform records no ethics review, and the task page describes no risk to participants.",
+            f"{TO_ANSWER} the risks to participants, whether they were disclosed, and the IRB (or equivalent) approval.",
+            "",
+        ),
+    } | _llm_items(facts)
+    if settings is not None:
+        answers |= _artifact_items(facts, settings) | _experiment_items(settings)
+    return [
+        Item(venue, key, question, *answers[key])
+        for venue, key, question in QUESTIONS
+        # Without people only D ("No") of the annotator questions.
+        if key in answers and (people or key == "D" or not (key.startswith("D") or key in ("14", "15")))
+    ]
+
+
+def checklist_markdown(items: Sequence[Item], page: Mapping[str, Any] | None) -> str:
+    """The checklist as Markdown (``checklist.md``): each venue's questions, answers and the instructions as shown."""
+    lines = [
+        "# Checklists: annotators and language-model use",
+        "",
+        f"Answered by the platform from the study's records; fill in every `{TO_ANSWER}` before submitting.",
+        "",
+    ]
+    for venue in dict.fromkeys(item.venue for item in items):
+        lines += [f"## {venue}", "", f"Questions quoted from the {SOURCES[venue]}.", ""]
+        for item in (i for i in items if i.venue == venue):
+            lines += [f"**{item.key}. {item.question}**", "", f"Answer: {item.answer}. {item.text}", ""]
+            if item.researcher:
+                lines += [item.researcher, ""]
+    if page:
+        lines += ["## Instructions as shown on the task page", ""]
+        lines += [
+            f"> {line}" + ("  " if i < len(page["instructions"].splitlines()) - 1 else "")
+            for i, line in enumerate(page["instructions"].splitlines())
+        ]
+        lines.append("")
+        if page.get("screenshot"):
+            lines += [f"![The task page]({page['screenshot']})", ""]
+    return "\n".join(lines)

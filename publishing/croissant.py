@@ -1,0 +1,285 @@
+"""``croissant.json``: Croissant 1.1 metadata of a published dataset folder, with its Responsible-AI fields.
+
+Croissant (MLCommons) describes a dataset's files (``distribution``: one ``cr:FileObject``
+per Parquet file with its SHA-256) and the records in them (``recordSet``: one per
+configuration, each column a ``cr:Field`` read from the file's column). Its Responsible-AI
+vocabulary (``rai:``) has fields for what this platform knows and no other tool fills in:
+the annotation protocol and platform, annotations per item, the agreement analysis, the
+machine labeller and how it was checked. Those are written from the study's facts
+(:mod:`publishing.statements`); the fields only the researcher can fill are
+listed in :data:`publishing.statements.RESEARCHER_FIELDS` and left out rather
+than filled with guesses.
+
+Croissant 1.1 (its specification, ``docs/croissant-spec-1.1.md`` of mlcommons/croissant) adds
+what a label dataset needs and this file uses:
+
+- *Label data and categorical data*: the ``label`` fields have ``dataType``
+  ``["sc:Integer", "cr:Label"]`` and ``references`` the ``label_classes`` record set, an
+  ``sc:Enumeration`` whose inline ``data`` lists the four classes (index, code, name) in the
+  order of the Parquet's ``ClassLabel``.
+- *Data-level provenance*: the ``queries`` label carries an ``annotation`` field with
+  ``equivalentProperty`` ``prov:wasAttributedTo`` (PROV-O) whose sub-fields read, row by row,
+  who made the label (``labelled_by``: crowd, in-house, adjudicator or machine) and for a
+  machine label which labeller, model and prompt version, under which guarantee.
+- *Dataset-level provenance*: ``prov:wasDerivedFrom`` the source query set and
+  ``prov:wasGeneratedBy`` the annotation, with ``prov:wasAssociatedWith`` its agents.
+- *Data use conditions*: ``usageInfo`` (schema.org) states the source text's terms.
+
+The ``@context`` is the specification's Appendix 1 (1.1) with the ``prov`` prefix declared,
+as the specification asks for an external vocabulary; ``mlcroissant`` 1.1.1 reads 1.1.
+Pure: plain dicts in, a JSON-ready dict out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from annotation.labels import LABEL_NAMES
+from publishing import statements
+from publishing.hub_card import license_file
+from publishing.tables import CLASS, CLASS_NAMES, PROVENANCE_COLUMNS, Column, Config
+
+#: The specifications the file follows: Croissant 1.1 and its Responsible-AI extension (a file
+#: with ``rai:`` fields declares both, as the RAI specification asks).
+CONFORMS_TO = ["http://mlcommons.org/croissant/1.1", "http://mlcommons.org/croissant/RAI/1.0"]
+PARQUET = "application/x-parquet"
+#: PROV-O, the vocabulary Croissant 1.1 recommends for provenance.
+PROV = "http://www.w3.org/ns/prov#"
+#: The record set listing the label's four classes (an ``sc:Enumeration``).
+CLASSES = "label_classes"
+
+#: Croissant 1.1's JSON-LD context (the specification's Appendix 1) with PROV-O's prefix.
+CONTEXT: dict[str, Any] = {
+    "@language": "en",
+    "@vocab": "https://schema.org/",
+    "annotation": "cr:annotation",
+    "arrayShape": "cr:arrayShape",
+    "citeAs": "cr:citeAs",
+    "column": "cr:column",
+    "conformsTo": "dct:conformsTo",
+    "containedIn": "cr:containedIn",
+    "cr": "http://mlcommons.org/croissant/",
+    "rai": "http://mlcommons.org/croissant/RAI/",
+    "prov": PROV,
+    "data": {"@id": "cr:data", "@type": "@json"},
+    "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
+    "dct": "http://purl.org/dc/terms/",
+    "equivalentProperty": "cr:equivalentProperty",
+    "examples": {"@id": "cr:examples", "@type": "@json"},
+    "excludes": "cr:excludes",
+    "extract": "cr:extract",
+    "field": "cr:field",
+    "fileProperty": "cr:fileProperty",
+    "fileObject": "cr:fileObject",
+    "fileSet": "cr:fileSet",
+    "format": "cr:format",
+    "includes": "cr:includes",
+    "isArray": "cr:isArray",
+    "isLiveDataset": "cr:isLiveDataset",
+    "jsonPath": "cr:jsonPath",
+    "key": "cr:key",
+    "md5": "cr:md5",
+    "parentField": "cr:parentField",
+    "path": "cr:path",
+    "readLines": "cr:readLines",
+    "recordSet": "cr:recordSet",
+    "references": "cr:references",
+    "regex": "cr:regex",
+    "repeated": "cr:repeated",
+    "replace": "cr:replace",
+    "samplingRate": "cr:samplingRate",
+    "sc": "https://schema.org/",
+    "sdVersion": "cr:sdVersion",
+    "separator": "cr:separator",
+    "source": "cr:source",
+    "subField": "cr:subField",
+    "transform": "cr:transform",
+    "unArchive": "cr:unArchive",
+    "value": "cr:value",
+}
+
+
+def dataset_name(batch_name: str) -> str:
+    """A Croissant dataset name from the batch's (letters, digits, ``-``, ``_`` and ``.`` only)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", batch_name).strip("-") or "dataset"
+
+
+def rai_fields(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The Responsible-AI fields the platform can fill, from the study's facts (absent ones left out)."""
+    fields: dict[str, Any] = {
+        "rai:dataCollection": statements.collection(facts),
+        "rai:dataAnnotationProtocol": [statements.protocol(facts)],
+        "rai:dataAnnotationPlatform": [statements.platform(facts)],
+        "rai:annotationsPerItem": statements.annotations_per_item(facts),
+        "rai:annotatorDemographics": statements.demographics(facts),
+        "rai:machineAnnotationTools": statements.machine_tools(facts),
+        "rai:dataAnnotationAnalysis": [statements.analysis(facts)],
+        "rai:dataBiases": statements.biases(facts),
+        "rai:dataLimitations": statements.limitations(facts),
+        "rai:personalSensitiveInformation": [statements.personal_information(facts)],
+        "rai:dataUseCases": statements.use_cases(facts),
+    }
+    if fields["rai:annotatorDemographics"] is not None:
+        fields["rai:annotatorDemographics"] = [fields["rai:annotatorDemographics"]]
+    if fields["rai:machineAnnotationTools"] is not None:
+        fields["rai:machineAnnotationTools"] = [fields["rai:machineAnnotationTools"]]
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def file_object(config: Config, sha256: str) -> dict[str, Any]:
+    """The ``cr:FileObject`` of a configuration's Parquet file (a path relative to the folder)."""
+    return {
+        "@type": "cr:FileObject",
+        "@id": config.file_name,
+        "name": config.file_name,
+        "description": config.description,
+        "contentUrl": config.file_name,
+        "encodingFormat": PARQUET,
+        "sha256": sha256,
+    }
+
+
+def classes() -> dict[str, Any]:
+    """The ``sc:Enumeration`` record set of the four classes (index, code, name), written inline."""
+    fields = (
+        ("index", "sc:Integer", "The class index the label columns hold."),
+        ("code", "sc:Text", "The label's code on the platform."),
+        ("name", "sc:Text", "The label's name."),
+    )
+    return {
+        "@type": "cr:RecordSet",
+        "@id": CLASSES,
+        "name": CLASSES,
+        "description": "The four classes of a label, in the order of the Parquet files' ClassLabel.",
+        "dataType": "sc:Enumeration",
+        "key": {"@id": f"{CLASSES}/index"},
+        "field": [
+            {"@type": "cr:Field", "@id": f"{CLASSES}/{name}", "name": name, "description": text, "dataType": kind}
+            for name, kind, text in fields
+        ],
+        "data": [
+            {f"{CLASSES}/index": index, f"{CLASSES}/code": code, f"{CLASSES}/name": LABEL_NAMES[code]}
+            for index, code in enumerate(CLASS_NAMES)
+        ],
+    }
+
+
+def _field(config: Config, column: Column, record_set_id: str | None = None) -> dict[str, Any]:
+    return {
+        "@type": "cr:Field",
+        "@id": f"{record_set_id or config.name}/{column.name}",
+        "name": column.name,
+        "description": column.description,
+        "dataType": column.croissant_type,
+        "source": {"fileObject": {"@id": config.file_name}, "extract": {"column": column.name}},
+    }
+
+
+def attribution(config: Config) -> dict[str, Any]:
+    """The label's provenance, row by row: an ``annotation`` field that is ``prov:wasAttributedTo``.
+
+    Its sub-fields read the configuration's :data:`PROVENANCE_COLUMNS` (who made the label; for a
+    machine label the labeller, model, prompt version and guarantee), as Croissant 1.1's
+    data-level provenance does (an annotation whose ``equivalentProperty`` is a PROV-O property).
+    """
+    columns = {c.name: c for c in config.columns}
+    agent_id = f"{config.name}/label/attributed_to"
+    return {
+        "@type": "cr:Field",
+        "@id": agent_id,
+        "name": "attributed_to",
+        "description": "Who made the label: crowd, in-house, adjudicator or machine (which one, prompt version and "
+        "guarantee for a machine label).",
+        "dataType": ["sc:Text", "prov:Agent"],
+        "equivalentProperty": "prov:wasAttributedTo",
+        "subField": [_field(config, columns[name], agent_id) for name in PROVENANCE_COLUMNS],
+    }
+
+
+def record_set(config: Config) -> dict[str, Any]:
+    """The ``cr:RecordSet`` of a configuration: one ``cr:Field`` per column, read from its Parquet file.
+
+    A label column is a ``cr:Label`` referencing the classes (:func:`classes`); in a
+    configuration with the provenance columns, the label carries its attribution (:func:`attribution`).
+    """
+    fields = []
+    names = {c.name for c in config.columns}
+    for column in config.columns:
+        field = _field(config, column)
+        if column.arrow == CLASS:
+            field["references"] = {"field": {"@id": f"{CLASSES}/index"}}
+            if names.issuperset(PROVENANCE_COLUMNS):
+                field["annotation"] = attribution(config)
+        fields.append(field)
+    return {
+        "@type": "cr:RecordSet",
+        "@id": config.name,
+        "name": config.name,
+        "description": config.description,
+        "field": fields,
+    }
+
+
+def provenance(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """Dataset-level PROV-O: derived from the source query set, generated by the annotation, whose agents
+    are those that made the data's labels (with how many each)."""
+    batch, labels = facts["batch"], facts["labels"]
+    agents = [
+        {"@type": "prov:SoftwareAgent" if agent == "machine" else "prov:Agent", "prov:label": agent, "size": n}
+        for agent, n in labels["labelled_by"].items()
+        if n
+    ]
+    return {
+        "prov:wasDerivedFrom": {"@type": "prov:Entity", "prov:label": statements.source_query_set(facts)},
+        "prov:wasGeneratedBy": {
+            "@type": "prov:Activity",
+            "prov:label": f"Annotation of batch {batch['name']} on the gender-bias annotation platform",
+            "prov:wasAssociatedWith": agents,
+        },
+    }
+
+
+def croissant(
+    facts: Mapping[str, Any],
+    configs: Sequence[Config],
+    sha256: Mapping[str, str],
+    *,
+    license_id: str,
+    title: str,
+    published: str,
+    citation: str,
+    license_terms: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The folder's ``croissant.json`` (``sha256`` maps each configuration's file name to its digest).
+
+    ``license`` is the Hub identifier, or for ``other`` the license's link (a URL) or name.
+    """
+    terms = dict(license_terms or {})
+    # Croissant's license is a URL or a name: the link when it is one, else the license's name.
+    license_value = (
+        (terms["license_link"] if license_file(terms) is None else terms["license_name"]) if terms else license_id
+    )
+    batch = facts["batch"]
+    return {
+        "@context": CONTEXT,
+        "@type": "sc:Dataset",
+        "conformsTo": list(CONFORMS_TO),
+        "name": dataset_name(batch["name"]),
+        "alternateName": title,
+        "description": statements.summary(facts) + " Configurations: " + ", ".join(c.name for c in configs) + ".",
+        "license": license_value,
+        "inLanguage": "en",
+        "datePublished": published,
+        "version": "1.0.0",
+        "keywords": ["gender bias", "information retrieval", "query annotation", "crowdsourcing"],
+        # The method the labels follow; the dataset's own citation is the researcher's (see RESEARCHER_FIELDS).
+        "citation": citation.strip(),
+        # Croissant 1.1's data use conditions: the source text's terms beside the license.
+        "usageInfo": statements.source_terms(facts),
+        **provenance(facts),
+        **rai_fields(facts),
+        "distribution": [file_object(c, sha256[c.file_name]) for c in configs],
+        "recordSet": [classes(), *(record_set(c) for c in configs)],
+    }

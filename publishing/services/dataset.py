@@ -1,0 +1,397 @@
+"""Publishing a batch as a dataset folder a researcher uploads as it is, zipped for download, or pushed to the Hub.
+
+:func:`publish_dataset` writes the folder: one Parquet file per configuration
+(:mod:`publishing.tables`), ``README.md`` with the Hub's YAML header
+(:mod:`publishing.hub_card`) and ``croissant.json``
+(:mod:`publishing.croissant`), all from one read of the study's facts
+(:func:`annotation.exports.selectors.study_facts`). The folder is a file, not state: no
+row is written to the database.
+
+The folder is written whole or not at all: into a temporary folder beside the target, then
+swapped into place (:func:`core.files.replace_folder`: rolled back if the swap fails), so a reader (or an upload) never sees half a dataset and a failure leaves
+the previous folder as it was. Beside the dataset's files it writes a manifest,
+``.publish_dataset.json``, with each file's SHA-256. A folder that exists is replaced only
+when it is empty or holds nothing but the manifest's files, unchanged: a folder holding
+anything else (a git clone of the Hub repository, the researcher's notes, a hand-edited
+``README.md``) is refused with the names of the unknown and edited files, never deleted.
+With ``force`` the command writes its files into such a folder one by one (each replaced
+atomically, hand edits to them overwritten), removes the files of its previous manifest that
+are unchanged and no longer written, and leaves every other file where it is.
+
+:func:`push_folder` uploads a folder through ``huggingface_hub`` when a token is given; without
+one it refuses and names the one command to run (:func:`upload_command`). No machine of the
+project reaches the Hub: the tests check the folder, the refusals and a push to a closed port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import secrets
+import shlex
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.utils import timezone
+
+from annotation.models import Batch
+from annotation.selectors import CITATION, study_facts
+from annotation.services import reading_answers
+from core.errors import ProviderError, ServiceError
+from core.files import file_sha256, replace_folder
+from publishing import croissant, hub_card, statements, tables
+
+CROISSANT = "croissant.json"
+#: The dataset's citation (Citation File Format) and Zenodo deposit metadata, beside the card.
+CITATION_CFF = "CITATION.cff"
+ZENODO = ".zenodo.json"
+#: The manifest of what publish_dataset wrote (file -> SHA-256): what a re-run may replace.
+MANIFEST = ".publish_dataset.json"
+README = "README.md"
+#: Seconds a push waits on the Hub for one step of a request (connect, send, read) before it gives up.
+PUSH_TIMEOUT = 60
+
+
+class HubError(ProviderError):
+    """The Hub (or the way to it) failed an upload: trying again later may work (502 in the API)."""
+
+    upstream = True
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What :func:`publish_dataset` wrote."""
+
+    path: Path
+    files: list[str]
+    rows: dict[str, int]
+    license: str
+    #: Files of the folder this publication left in place (only with ``force``: the others' files).
+    kept: list[str] = field(default_factory=list)
+    researcher_fields: dict[str, str] = field(default_factory=lambda: dict(statements.RESEARCHER_FIELDS))
+
+
+def _write_folder(
+    batch: Batch,
+    folder: Path,
+    license_id: str,
+    with_judgments: bool,
+    license_terms: dict[str, str],
+    paper: str | None = None,
+) -> tuple[list[str], dict[str, int]]:
+    import json
+
+    facts = study_facts(batch)
+    configs = tables.configs_for(with_judgments)
+    # A fresh secret per publication, never stored: the annotators' dataset ids link to no other publication.
+    salt = secrets.token_bytes(tables.SALT_BYTES) if with_judgments else None
+    rows = tables.config_rows(facts["results"], with_judgments, salt, facts["label_agents"])
+    import pyarrow.parquet as pq
+
+    digests: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    for config in configs:
+        path = tables.write_parquet(config, rows[config.name], folder / config.file_name)
+        digests[config.file_name] = file_sha256(path)
+        sizes[config.name] = pq.read_table(path).nbytes  # the split's Arrow size, as `datasets` records it
+    counts = {config.name: len(rows[config.name]) for config in configs}
+    published = timezone.now().date().isoformat()
+    title = f"{batch.name}: gender-annotated queries"
+    card = hub_card.card(
+        facts,
+        configs,
+        counts,
+        license_id=license_id,
+        pretty_name=title,
+        citation=CITATION,
+        published=published,
+        license_terms=license_terms,
+        sizes=sizes,
+    )
+    (folder / README).write_text(card, encoding="utf-8")
+    metadata = croissant.croissant(
+        facts,
+        configs,
+        digests,
+        license_id=license_id,
+        title=title,
+        published=published,
+        citation=CITATION,
+        license_terms=license_terms,
+    )
+    (folder / CROISSANT).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (folder / CITATION_CFF).write_text(
+        hub_card.citation_cff(facts, title, published, license_id, CITATION), encoding="utf-8"
+    )
+    zenodo = hub_card.zenodo_json(facts, title, published, license_id, paper)
+    (folder / ZENODO).write_text(json.dumps(zenodo, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    files = [c.file_name for c in configs] + [README, CROISSANT, CITATION_CFF, ZENODO]
+    digests |= {name: file_sha256(folder / name) for name in (README, CROISSANT, CITATION_CFF, ZENODO)}
+    manifest = {"written_by": "publish_dataset", "batch": batch.name, "files": {name: digests[name] for name in files}}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return files, counts
+
+
+def _manifest(folder: Path) -> dict[str, str]:
+    """The files (name -> SHA-256) of the manifest in ``folder``; empty when it has none (or an unreadable one)."""
+    import json
+
+    try:
+        files = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    if not isinstance(files, dict):
+        return {}
+    # Plain names in the folder only: a manifest naming "../x" must never make a re-run touch x.
+    return {str(k): str(v) for k, v in files.items() if str(k) == Path(str(k)).name and str(k) not in (".", "..")}
+
+
+def foreign_files(folder: Path) -> tuple[list[str], list[str]]:
+    """What in ``folder`` a re-run must not delete: (unknown entries, edited files), by name.
+
+    Unknown: anything its manifest does not list (a folder is named with a trailing ``/``);
+    edited: a listed file whose SHA-256 changed since it was written. Both empty means the
+    folder is (a subset of) what publish_dataset wrote, so replacing it loses nothing.
+    """
+    written = _manifest(folder)
+    unknown, edited = [], []
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        if entry.name == MANIFEST and written:
+            continue
+        if entry.name not in written or entry.is_symlink() or not entry.is_file():
+            unknown.append(entry.name + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
+        elif file_sha256(entry) != written[entry.name]:
+            edited.append(entry.name)
+    return unknown, edited
+
+
+def _check_target(target: Path, force: bool) -> bool:
+    """Refuse a target a publication would harm; True when the existing folder is written into (``force``)."""
+    if not target.parent.is_dir():
+        raise ServiceError(f"cannot write {target}: the folder {target.parent} does not exist")
+    if target.is_symlink():
+        raise ServiceError(
+            f"{target} is a symbolic link; publish_dataset does not replace links: pass the folder it points to "
+            f"({os.path.realpath(target)}) as --out"
+        )
+    if target.exists() and not target.is_dir():
+        raise ServiceError(f"cannot write {target}: it is a file, not a folder")
+    if not os.access(target.parent, os.W_OK):
+        raise ServiceError(f"cannot write {target}: the folder {target.parent} is not writable")
+    if not target.exists() or not any(target.iterdir()):
+        return False
+    unknown, edited = foreign_files(target)
+    if not unknown and not edited:
+        return False
+    if force:
+        if not os.access(target, os.W_OK):
+            raise ServiceError(f"cannot write into {target}: it is not writable")
+        return True
+    found = []
+    if unknown:
+        found.append("files publish_dataset did not write: " + ", ".join(unknown))
+    if edited:
+        found.append("files edited since it wrote them: " + ", ".join(edited))
+    raise ServiceError(
+        f"{target} holds {'; and '.join(found)}. Nothing was changed. Choose another --out, or pass --force to "
+        "write the dataset's files into it (overwriting those it writes, keeping every other file)."
+    )
+
+
+def _write_into(staging: Path, target: Path, files: list[str]) -> list[str]:
+    """``force``: move the new files over the target's one by one; returns the target's files left in place."""
+    previous = _manifest(target)
+    for name in [*files, MANIFEST]:
+        os.replace(staging / name, target / name)
+    for name, digest in previous.items():  # ours, unchanged and no longer written: nothing is lost
+        path = target / name
+        if name not in files and path.is_file() and not path.is_symlink() and file_sha256(path) == digest:
+            path.unlink()
+    return sorted(p.name for p in target.iterdir() if p.name not in files and p.name != MANIFEST)
+
+
+def publish_dataset(
+    batch: Batch,
+    out: str | os.PathLike,
+    license_id: str,
+    with_judgments: bool = False,
+    force: bool = False,
+    license_name: str | None = None,
+    license_link: str | None = None,
+    paper: str | None = None,
+) -> Publication:
+    """Write ``batch``'s dataset folder at ``out`` (see the module's docstring); returns what it wrote.
+
+    ``license_id`` is the researcher's choice among :data:`publishing.hub_card.HUB_LICENSES`;
+    ``with_judgments`` adds the raw judgments under dataset-local pseudonyms; ``force`` writes
+    into a folder holding other (or edited) files, keeping the others. ``license_name`` and
+    ``license_link`` name the terms of ``license_id`` ``other`` (required with it, refused otherwise).
+    ``paper``: the DOI or address of the paper the dataset supplements (``.zenodo.json``).
+    """
+    try:
+        license_id = hub_card.check_license(license_id)
+        license_terms = hub_card.check_license_terms(license_id, license_name, license_link)
+        if paper:
+            from publishing.zenodo.metadata import related
+
+            related(paper, "isSupplementTo", "publication-article")  # refused before anything is written
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from None
+    target = Path(os.path.abspath(out))  # "..", "a/../b" normalised; a symbolic link is not followed
+    into = _check_target(target, force)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    kept: list[str] = []
+    try:
+        with reading_answers(batch, "A dataset"):  # a correction after it is refused (issue 53)
+            files, counts = _write_folder(batch, staging, license_id, with_judgments, license_terms, paper)
+        if into:
+            kept = _write_into(staging, target, files)
+        else:
+            replace_folder(staging, target)
+    except OSError as exc:
+        state = "some of its files may already be the new ones" if into else "it was left as it was"
+        raise ServiceError(f"could not write {target} ({type(exc).__name__}: {exc}); {state}") from None
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return Publication(path=target, files=files, rows=counts, license=license_id, kept=kept)
+
+
+def publication_zip(
+    batch: Batch,
+    license_id: str,
+    with_judgments: bool = False,
+    license_name: str | None = None,
+    license_link: str | None = None,
+) -> tuple[str, bytes]:
+    """The dataset folder as a zip (file name, bytes) for download: written in a temporary folder, then zipped."""
+    with tempfile.TemporaryDirectory(prefix="publish-") as tmp:
+        name = croissant.dataset_name(batch.name)
+        publication = publish_dataset(
+            batch,
+            Path(tmp) / name,
+            license_id,
+            with_judgments,
+            license_name=license_name,
+            license_link=license_link,
+        )
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for file_name in publication.files:
+                archive.write(publication.path / file_name, f"{name}/{file_name}")
+    return f"{name}-dataset.zip", buffer.getvalue()
+
+
+def upload_command(folder: str | os.PathLike, repo_id: str, private: bool = False) -> str:
+    """The one command that uploads ``folder`` as dataset ``repo_id`` (``hf``, the CLI of huggingface_hub)."""
+    command = ["hf", "upload", repo_id, str(folder), ".", "--repo-type", "dataset"]
+    if private:
+        command.append("--private")
+    command += ["--exclude", MANIFEST]  # the manifest is for re-runs here, not for the Hub
+    return shlex.join(command)
+
+
+@contextlib.contextmanager
+def _bounded_hub_client(timeout: float) -> Iterator[None]:
+    """huggingface_hub's shared HTTP client with a timeout, for the block only.
+
+    Its default client waits forever on a silent server. The client built here is the default
+    one (:func:`huggingface_hub.utils._http.default_client_factory`: its request hook honours
+    ``HF_HUB_OFFLINE`` and adds request ids) with a timeout; the factory in force before is put
+    back afterwards, so nothing else in the process is changed.
+    """
+    import httpx2  # huggingface_hub's HTTP client
+    from huggingface_hub import set_client_factory
+    from huggingface_hub.utils import _http
+
+    previous = _http._GLOBAL_CLIENT_FACTORY  # no public getter in huggingface_hub 1.x
+
+    def bounded() -> httpx2.Client:
+        client = previous()
+        client.timeout = httpx2.Timeout(timeout)
+        if _http.hf_request_event_hook not in client.event_hooks.get("request", []):
+            client.event_hooks = {
+                **client.event_hooks,
+                "request": [_http.hf_request_event_hook, *client.event_hooks.get("request", [])],
+            }
+        return client
+
+    set_client_factory(bounded)
+    try:
+        yield
+    finally:
+        set_client_factory(previous)
+
+
+def check_repo_id(repo_id: str) -> str:
+    """``repo_id`` if it is a Hub dataset id OWNER/NAME by huggingface_hub's own rules, else a ServiceError.
+
+    Checked before any request, so a typo is a message about the id, not a failed upload that
+    reads like a Hub outage.
+    """
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if not isinstance(repo_id, str) or repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise ServiceError(f"not a Hub repository id: {repo_id!r} (use OWNER/NAME)")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        raise ServiceError(f"not a Hub repository id: {repo_id!r} (use OWNER/NAME): {exc}") from None
+    return repo_id
+
+
+def push_folder(
+    folder: str | os.PathLike,
+    repo_id: str,
+    *,
+    token: str | None,
+    private: bool = False,
+    endpoint: str | None = None,
+    timeout: float = PUSH_TIMEOUT,
+) -> str:
+    """Upload ``folder`` to the Hub as dataset ``repo_id`` (created if missing); returns the commit's URL.
+
+    Without ``token`` it refuses (ServiceError) and names the upload command to run instead.
+    ``endpoint`` (default: ``HF_ENDPOINT`` or the Hub) is read at call time; each step of a
+    request waits at most ``timeout`` seconds (huggingface_hub retries a few times with
+    backoff). Any failure of the Hub or the network is a :class:`HubError` naming the
+    repository, not a traceback.
+    """
+    folder = Path(folder)
+    if not (folder / CROISSANT).is_file():
+        raise ServiceError(f"{folder} is not a dataset folder written by publish_dataset")
+    check_repo_id(repo_id)
+    if not token:
+        raise ServiceError(
+            "HF_TOKEN is not set, so nothing was uploaded. Set HF_TOKEN to a write token (in the environment or on "
+            "the Connections page) and run again, "
+            f"or upload the folder yourself: {upload_command(folder, repo_id, private)}"
+        )
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
+    try:
+        with _bounded_hub_client(timeout):
+            api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+            commit = api.upload_folder(
+                repo_id=repo_id,
+                folder_path=str(folder),
+                repo_type="dataset",
+                commit_message="Publish the dataset folder (publish_dataset)",
+                ignore_patterns=[MANIFEST],
+            )
+    except OfflineModeIsEnabled:
+        raise ServiceError(
+            "HF_HUB_OFFLINE is set, so nothing was uploaded. Unset it and run again, or upload the folder "
+            f"yourself: {upload_command(folder, repo_id, private)}"
+        ) from None
+    except Exception as exc:
+        raise HubError(f"upload of {folder} to the Hub dataset {repo_id} failed: {type(exc).__name__}: {exc}") from None
+    return str(getattr(commit, "commit_url", commit))

@@ -1,0 +1,41 @@
+"""Depositing a dataset folder or a paper bundle on Zenodo, with the site's Zenodo connection.
+
+:func:`zenodo_deposit` runs the deposit (:func:`publishing.zenodo.deposit.deposit_folder`)
+with the token and address of the connection in force (``ZENODO_TOKEN`` / ``ZENODO_API_URL``, or
+the Connections page); the command ``zenodo_deposit`` calls it. A page or the API never calls
+Zenodo in a request: they start :data:`zenodo_deposit_job`, a background job.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from core.errors import ServiceError
+from core.jobs import background_job
+from core.models import Job
+from publishing.zenodo.deposit import Deposit, ZenodoClient, deposit_folder
+
+
+def zenodo_deposit(folder: str | os.PathLike, *, publish: bool = False, sleep=None) -> Deposit:
+    """Deposit ``folder`` with the site's Zenodo connection (a ServiceError naming what is wrong)."""
+    from core.selectors import zenodo_settings
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ServiceError(f"{folder} is not a folder (give a dataset folder of publish_dataset or a paper bundle)")
+    conn = zenodo_settings()
+    try:
+        return deposit_folder(folder, ZenodoClient(conn.api_url, conn.token, sleep=sleep), publish=publish)
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from None
+
+
+@background_job("annotation.zenodo_deposit", task="annotation.tasks.zenodo_deposit_task", failures=(ServiceError,))
+def zenodo_deposit_job(job: Job, folder: str, publish: bool = False) -> None:
+    """Deposit a folder on Zenodo (a retry resumes the deposition the folder records, never a second one)."""
+    done = zenodo_deposit(folder, publish=publish)
+    job.result = {"deposition": done.id, "doi": done.doi, "published": done.published, "record": done.url}
+    job.message = (
+        f"{'Published' if done.published else 'Deposited (draft)'} on Zenodo: DOI {done.doi or 'not yet given'}"
+    )
