@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 
 from core.svg_plots import INK, PAD_INCHES, PALETTE, ink, svg_bytes, svg_settings
 
+from .names import header_lines
 from .svg_markup import lighten
 from .vocabulary import is_rab_like, metric_position, note, variant_position
 
@@ -172,9 +173,7 @@ NAME_CHARS = 16
 
 
 def paper_name(name: object) -> str:
-    """A run's name in lines of at most :data:`NAME_CHARS` (:func:`publishing.latex.header_lines`)."""
-    from .latex import header_lines
-
+    """A run's name in lines of at most :data:`NAME_CHARS` (:func:`metrics.names.header_lines`)."""
     return "\n".join(header_lines(str(name), NAME_CHARS))
 
 

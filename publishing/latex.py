@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.p_values import p_value_text
+from metrics.names import header_lines
 from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
 from publishing.screenshot import PRINT_POINTS_PER_PIXEL, WINDOW
 
@@ -269,27 +270,9 @@ def half_width(low: float | None, high: float | None) -> float | None:
     return None if _missing(low) or _missing(high) else (high - low) / 2
 
 
-def header_lines(name: str, chars: int = HEADER_CHARS) -> list[str]:
-    """A run's name in lines of at most ``chars`` characters: broken after a space, ``-``, ``_``, ``.``
-    or ``/``, and a word longer than a line with a hyphen at its end (``MatchPyra / mid`` reads
-    ``MatchPyra /`` ``mid``; ``bm25monot5reranked``, ``bm25mono-`` ``t5rerank-`` ``ed``)."""
-    lines, line = [], ""
-    for piece in re.split(r"(?<=[-_./ ])", name):
-        if len(line) + len(piece.rstrip()) > chars and line.strip():
-            lines.append(line.rstrip())
-            line = ""
-        while len(piece.rstrip()) > chars:
-            lines.append(piece[: chars - 1] + "-")
-            piece = piece[chars - 1 :]
-        line += piece
-    if line.strip():
-        lines.append(line.rstrip())
-    return [line.lstrip() for line in lines] or [name]
-
-
 def _header(name: str) -> str:
     """A run's name as a column head or row label, in :func:`header_lines`."""
-    parts = header_lines(name)
+    parts = header_lines(name, HEADER_CHARS)
     if len(parts) <= 1:
         return escape(name)
     return r"\begin{tabular}[b]{@{}c@{}}" + r"\\".join(escape(part) for part in parts) + r"\end{tabular}"
@@ -606,7 +589,7 @@ def uncertainty_tex(
         return "--" if _missing(low) or _missing(high) else f"$[{low:.3f}, {high:.3f}]$"
 
     def height(run: str) -> float:
-        return LEADING * len(header_lines(run))
+        return LEADING * len(header_lines(run, HEADER_CHARS))
 
     groups: dict[tuple[str, str], list[dict]] = {}
     for row in rows:

@@ -29,7 +29,6 @@ from annotation.crowd.selectors import query_texts
 from annotation.crowd.services.background import start_publish
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine import calibration_plots
-from annotation.machine.crowd_reliability import quality_sentence, shared_errors_sentence
 from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
 from annotation.machine.selectors import (
     calibration_batch,
@@ -237,6 +236,9 @@ def _calibration_context(batch: Batch) -> dict[str, Any]:
         names = [LABEL_NAMES[code] for code in LABELS]
         per_category = report["per_category"]
         proportions = report["proportions"]
+        # numpy's module: not loaded as the URLconf loads this view
+        from annotation.machine.crowd_reliability import quality_sentence, shared_errors_sentence  # start-up
+
         vote = (report.get("against_truth") or {}).get("vote") or {}  # true label -> given label -> probability
         context |= {
             "report": report,

@@ -28,7 +28,8 @@ from django.core.management import call_command
 
 from metrics import selectors
 from metrics.models import Report
-from publishing.latex import DESCRIPTION_GUARD, TEMPLATES, breakable, header_lines
+from metrics.names import header_lines
+from publishing.latex import DESCRIPTION_GUARD, HEADER_CHARS, TEMPLATES, breakable
 from publishing.services.paper import write_paper_bundle
 
 from .test_paper_pages import MIN_BOX, OVERFULL_TOLERANCE, QRELS, word_boxes
@@ -240,10 +241,13 @@ def test_a_seven_run_study_of_3750_queries_fits_every_template(batch, world, tmp
 
 
 def test_long_names_break_with_a_hyphen_or_at_a_separator():
-    assert header_lines("MatchPyra / mid") == ["MatchPyra", "/ mid"]
-    assert all(len(line) <= 9 for line in header_lines("bm25monot5rerankedtop100"))
-    assert all(line.endswith("-") for line in header_lines("bm25monot5rerankedtop100")[:-1])
-    assert "".join(line.rstrip("-") for line in header_lines("bm25monot5rerankedtop100")) == "bm25monot5rerankedtop100"
+    assert header_lines("MatchPyra / mid", HEADER_CHARS) == ["MatchPyra", "/ mid"]
+    assert all(len(line) <= 9 for line in header_lines("bm25monot5rerankedtop100", HEADER_CHARS))
+    assert all(line.endswith("-") for line in header_lines("bm25monot5rerankedtop100", HEADER_CHARS)[:-1])
+    assert (
+        "".join(line.rstrip("-") for line in header_lines("bm25monot5rerankedtop100", HEADER_CHARS))
+        == "bm25monot5rerankedtop100"
+    )
     assert r"\discretionary{-}{}{}" in breakable("bm25monot5rerankedtop100") and r"\allowbreak" in breakable(
         "ranker-a-ranker-b"
     )

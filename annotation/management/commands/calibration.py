@@ -1,7 +1,6 @@
 import json
 
 from annotation.labels import LABEL_NAMES, LABELS
-from annotation.machine.crowd_reliability import quality_sentence, shared_errors_sentence
 from annotation.machine.selectors import calibration_report
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand, whole_number
@@ -76,6 +75,9 @@ class Command(ProjectCommand):
 
 def against_truth_lines(truth: dict) -> list[str]:
     """The crowd's measured reliability: the machine against the true label, and the ceiling."""
+    # numpy's module: not loaded for the command's --help
+    from annotation.machine.crowd_reliability import quality_sentence, shared_errors_sentence  # start-up
+
     return [
         "",
         f"Against the truth (Dawid-Skene on the sample's votes with {truth['gold']} answer(s) to gold questions, "

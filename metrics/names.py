@@ -1,0 +1,27 @@
+"""A run's name as it is set on paper: in lines that fit a table's head or a figure's legend.
+
+Pure. The paper bundle's tables (:mod:`publishing.latex`) and the figures (:mod:`metrics.plots`) break
+names the same way, so a name reads the same in a table and beside its curve.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+def header_lines(name: str, chars: int) -> list[str]:
+    """A run's name in lines of at most ``chars`` characters (a table's head, a figure's legend): broken after a space, ``-``, ``_``, ``.``
+    or ``/``, and a word longer than a line with a hyphen at its end (``MatchPyra / mid`` reads
+    ``MatchPyra /`` ``mid``; ``bm25monot5reranked``, ``bm25mono-`` ``t5rerank-`` ``ed``)."""
+    lines, line = [], ""
+    for piece in re.split(r"(?<=[-_./ ])", name):
+        if len(line) + len(piece.rstrip()) > chars and line.strip():
+            lines.append(line.rstrip())
+            line = ""
+        while len(piece.rstrip()) > chars:
+            lines.append(piece[: chars - 1] + "-")
+            piece = piece[chars - 1 :]
+        line += piece
+    if line.strip():
+        lines.append(line.rstrip())
+    return [line.lstrip() for line in lines] or [name]
