@@ -25,6 +25,7 @@ from annotation.crowd.selectors import (
     answered_per_hit,
     batch_progress,
     failed_gold_work,
+    gold_left_out,
     preview_bonuses,
     query_texts,
 )
@@ -160,6 +161,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "prolific": batch_webhooks(batch),
             "submissions": prolific_submissions(batch) if batch.provider == Provider.PROLIFIC else None,
             "unfillable": _unfillable(batch),
+            "gold_left_out": gold_left_out(batch),
         },
     )
 
