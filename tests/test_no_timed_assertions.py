@@ -26,7 +26,7 @@ CLOCKS = {"monotonic", "perf_counter", "monotonic_ns", "perf_counter_ns"}
 #: Timed assertions not yet replaced, per module (relative to tests/). Only ever lower these.
 KNOWN = {
     # Arrivals answered "at once" while Prolific misbehaves (issue 41): the promptness is the property.
-    "annotation/platforms/prolific/test_prolific_arrivals_hostile.py": 9,
+    "annotation/platforms/prolific/test_prolific_arrivals_hostile.py": 6,
 }
 
 
