@@ -23,6 +23,7 @@ from annotation.crowd.selectors import (
     answered_per_hit,
     batch_progress,
     failed_gold_work,
+    gold_left_out,
     query_texts,
 )
 from annotation.crowd.services.background import start_publish, start_sync
@@ -147,6 +148,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "extra_spent": extra_spent(batch),
             "flags": batch.worker_flags.count(),
             "comparison": _price_comparison(batch),
+            "gold_left_out": gold_left_out(batch),
         }
         # The platforms' panels (annotation.crowd.panels): Prolific's webhooks, submissions and bonuses, the team's
         # places no member can take.

@@ -143,6 +143,15 @@ def batch_progress(
     }
 
 
+def gold_left_out(batch: Batch) -> int:
+    """How many of ``batch``'s gold queries are queries of its query set, left out of its queries
+    (``create_batch``: a study's own file may be the gold of a pool drawn from it)."""
+    if batch.query_set_id is None:
+        return 0
+    gold = batch.queries.filter(is_gold=True).values("qid")
+    return batch.query_set.queries.filter(qid__in=gold).count()
+
+
 # -- the counts of what a batch's answers are, kept per change on SQLite (issue 31) ----------------
 #: On SQLite, triggers add one to this table's single row on every INSERT, UPDATE and DELETE of the
 #: tables the counts read (made after every migrate: :mod:`annotation.crowd.services.change_log`).

@@ -5,7 +5,7 @@ object with its state; its handler reaches it as ``self.server.fake`` and holds
 ``self.server.lock`` while it changes it. :func:`serve_in_thread` starts the server on a
 daemon thread and gives it back; ``server.base`` is ``http://127.0.0.1:<port>``.
 :func:`drip` is the one slow-drip answer (a deadline's test): headers promising a body, then a
-byte at a time.
+byte at a time; it says whether the client hung up before its end (:func:`drips_ended` waits for that).
 """
 
 from __future__ import annotations
@@ -53,19 +53,33 @@ def send(
     handler.wfile.write(data)
 
 
-def drip(handler: BaseHTTPRequestHandler, seconds: float, every: float, content_type: str | None = None) -> None:
-    """Answer 200 promising 1000 bytes, then send one space every ``every`` s for ``seconds``; close."""
+def drip(handler: BaseHTTPRequestHandler, seconds: float, every: float, content_type: str | None = None) -> bool:
+    """Answer 200 promising 1000 bytes, then send one space every ``every`` s for ``seconds``; close.
+
+    Returns whether the client hung up before the end (a write failed): what a deadline's test
+    asserts, instead of timing the call."""
     handler.send_response(200)
     if content_type:
         handler.send_header("Content-Type", content_type)
     handler.send_header("Content-Length", "1000")
     handler.end_headers()
     ends = time.monotonic() + seconds
+    hung_up = False
     try:
         while time.monotonic() < ends:
             handler.wfile.write(b" ")
             handler.wfile.flush()
             time.sleep(every)
     except OSError:
-        pass
+        hung_up = True
     handler.close_connection = True
+    return hung_up
+
+
+def drips_ended(drips: list[bool], count: int = 1, within: float = 10.0) -> list[bool]:
+    """``drips`` (a fake's record of :func:`drip` answers) once ``count`` of them have ended, waiting at
+    most ``within`` seconds (longer than a drip lasts): a drip ends a moment after its client hangs up."""
+    ends = time.monotonic() + within
+    while len(drips) < count and time.monotonic() < ends:
+        time.sleep(0.02)
+    return list(drips)

@@ -67,6 +67,8 @@ class FakeOpenAI:
     delay: float = 0.0
     drip_every: float = 0.2
     drip_for: float = 6.0
+    #: Per ``drip`` answered, whether the client hung up before its end (:func:`.loopback.drip`).
+    drips: list[bool] = field(default_factory=list)
     huge_chars: int = 2_000_000
     redirect_to: str = ""
     logprobs: str = "honour"
@@ -243,7 +245,9 @@ class _Handler(BaseHTTPRequestHandler):
         return self._reply(200, json.dumps(answer).encode())
 
     def _drip(self, fake: FakeOpenAI) -> None:
-        drip(self, fake.drip_for, fake.drip_every, "application/json")
+        hung_up = drip(self, fake.drip_for, fake.drip_every, "application/json")
+        with self.server.lock:
+            fake.drips.append(hung_up)
 
     def log_message(self, *args):
         pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 from django import template
 
 from core.models import ROLE_RANK, Membership, roles_of
+from core.web.permissions import can_manage_connections
 
 register = template.Library()
 
@@ -32,3 +33,10 @@ def may_act(user, obj=None) -> bool:
         groups = set(obj.research_memberships.values_list("group_id", flat=True))
         return bool(groups & acting) or (not groups and bool(acting))
     return bool(acting)
+
+
+@register.filter
+def may_manage_connections(user) -> bool:
+    """Whether the Connections page opens for ``user`` (:func:`core.web.permissions.can_manage_connections`):
+    the menu links to it for them alone."""
+    return can_manage_connections(user)

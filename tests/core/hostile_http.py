@@ -24,6 +24,8 @@ class Hostile:
     requests: list[tuple[str, str, str | None]] = field(default_factory=list)
     drip_every: float = 0.2
     drip_for: float = 6.0
+    #: Per ``drip`` answered, whether the client hung up before its end (benchmarks.fakes.loopback.drip).
+    drips: list[bool] = field(default_factory=list)
     huge_bytes: int = 5_000_000
     redirect_to: str = ""
     version: str = "HTTP/1.1"  #: ``HTTP/1.0``: the answer ends with the connection (http.client hands the socket over)
@@ -91,7 +93,9 @@ class _Handler(BaseHTTPRequestHandler):
                 pass
             return None
         if behaviour == "drip":
-            drip(self, hostile.drip_for, hostile.drip_every)
+            hung_up = drip(self, hostile.drip_for, hostile.drip_every)
+            with self.server.lock:
+                hostile.drips.append(hung_up)
             return None
         raise AssertionError(f"unknown behaviour {behaviour!r}")
 

@@ -2,8 +2,9 @@
 the viewer may send (issue 57, "Daily use").
 
 The viewer of a group is walked through the group's pages, from the home page along every link
-to the site (breadth first, within the pages of the study); every POST form found on them is sent
-as the browser would send it (its hidden fields and its button), and none may answer 403 or 404.
+to the site (breadth first, within the pages of the study): no link followed answers 403 or 404,
+and every POST form found on them is sent as the browser would send it (its hidden fields and its
+button), and none may answer 403 or 404.
 """
 
 from __future__ import annotations
@@ -56,14 +57,20 @@ class _Page(HTMLParser):
             self._form = None
 
 
-def _walk(client: Client, start: str = "/", limit: int = 80) -> tuple[set[str], list[tuple[str, dict]]]:
-    seen, queue, forms = set(), [start], []
+def _walk(
+    client: Client, start: str = "/", limit: int = 80
+) -> tuple[set[str], list[tuple[str, dict]], list[tuple[str, str, int]]]:
+    """The pages reached from ``start`` along the site's links, the POST forms on them, and the links
+    (``(page, link, status)``) that answered 403 or 404."""
+    seen, queue, forms, refused = set(), [(start, start)], [], []
     while queue and len(seen) < limit:
-        path = queue.pop(0)
+        came_from, path = queue.pop(0)
         if path in seen or path.startswith(NOT_WALKED):
             continue
         seen.add(path)
         response = client.get(path)
+        if response.status_code in (403, 404):
+            refused.append((came_from, path, response.status_code))
         if response.status_code != 200 or "text/html" not in response.get("Content-Type", ""):
             continue
         page = _Page()
@@ -71,9 +78,9 @@ def _walk(client: Client, start: str = "/", limit: int = 80) -> tuple[set[str], 
         for href in page.links:
             url = urlparse(urljoin(path, href))
             if not url.netloc and url.path.startswith("/") and url.path not in seen:
-                queue.append(url.path)
+                queue.append((path, url.path))
         forms += [(path, form) for form in page.forms if form["method"] == "post"]
-    return seen, forms
+    return seen, forms, refused
 
 
 @pytest.mark.slow
@@ -84,7 +91,9 @@ def test_a_viewer_sees_no_button_that_answers_403_or_404(first_group, second_gro
     Membership.objects.create(user=viewer, group=group, role=Membership.Role.VIEWER)
     client = Client(raise_request_exception=False)
     client.force_login(viewer)
-    refused, (seen, forms) = [], _walk(client)
+    seen, forms, links_refused = _walk(client)
+    assert links_refused == []  # no link of a viewer's page leads to a 403 or a 404
+    refused = []
     batch = "/annotation/batches/zq-batch/"
     for page in (batch, batch + "machine/", "/annotation/team/zq-annotator/", batch + "hits/1/preview/"):
         assert page in seen  # the walk reached the study's pages

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 from django.db import transaction
@@ -71,7 +70,6 @@ def test_a_worker_killed_mid_task_leaves_every_effect_exactly_once(
     else:
         owner = next(w for w in workers if w.pid == _parent_pid(pid))
         owner.kill9()
-    killed_at = time.monotonic()
 
     wait_until(lambda: _all_finished(jobs, sweep=victim == "whole worker"), 60, "every job to finish", interval=0.5)
 
@@ -79,7 +77,6 @@ def test_a_worker_killed_mid_task_leaves_every_effect_exactly_once(
     assert set(statuses.values()) == {"done"}, statuses
     assert Job.objects.get(pk=running.pk).attempts == 2
     assert_one_hit_per_group(provider_server, batches)
-    assert time.monotonic() - killed_at < 60
 
 
 @pytest.mark.parametrize("work", ["publish", "pool"])

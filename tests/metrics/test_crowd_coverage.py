@@ -28,15 +28,16 @@ from annotation.machine.label_probabilities import crowd_quality
 from annotation.results.aggregation import dawid_skene
 from benchmarks import crowd_simulation as cs
 
-MODERATE_STUDIES = 24
-HEAVY_STUDIES = 5
+MODERATE_STUDIES = 10
+HEAVY_STUDIES = 3
 #: Resamples per study: 100 (the benchmark's 200 halved, for CI's budget; the percentile's ends are noisier).
 SAMPLES = 100
 
 
 @pytest.mark.slow
 def test_moderate_crowd_coverage_and_heavy_crowd_warning():
-    """24 moderate and 5 heavy studies of 1,000 queries, 100 resamples each, with the product's interval
+    """10 moderate and 3 heavy studies of 1,000 queries, 100 resamples each (issue 55: 24 and 5 before, 2.4×
+    the CPU for bounds that only catch a gross failure either way), with the product's interval
     (:data:`core.intervals.LABEL_INTERVAL`, ``crossed_net``: its jackknives over the workers and the answers
     cost 40 refits a figure, about 1.7 s a study (3.6 → 5.3 s), so the studies went from 30 + 10 to 24 + 5 to keep CI's
     cost where it was).
@@ -44,12 +45,14 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     Measured with ``manage.py crowd_coverage`` (200 resamples; docs/metrics.md, "Coverage, as simulated"):
     the product's ``crossed_net`` covered value, difference and de-noised accuracy in
     0.966, 0.956 and 0.929 of 294 studies at 1,000 queries (s.e. 0.011–0.015; seeds [2040, 0…148] and [2040, 1000…1144];
-    the first block alone 0.940, 0.940, 0.919) and in 0.970, 0.990, 0.950 of 100 at 3,750. This test's own 24 studies
-    (seeds [2040, 0…23], 100 resamples): 22, 21 and 20 of 24 (0.917, 0.875, 0.833), warned 6 of 24. Asserted, one-sided: each of value, difference and de-noised accuracy covered in ≥ 19 of the
-    24 studies, and value and difference together in ≥ 40 of 48. Binomial (studies independent; the two figures
-    of a study are correlated, which makes the joint bound a little looser than stated): a correct 0.95
-    procedure fails a figure's bound with probability 0.001 (0.005 at 0.93) and the joint one with 0.0006;
-    a 0.90 procedure with 0.028 and 0.046, an 0.80 one with 0.34 and 0.64, a 0.60 one with 0.96 and 0.9995.
+    the first block alone 0.940, 0.940, 0.919) and in 0.970, 0.990, 0.950 of 100 at 3,750. The 24 studies this test
+    ran before (seeds [2040, 0…23], 100 resamples): 22, 21 and 20 of 24 (0.917, 0.875, 0.833), warned 6 of 24; its
+    first 10 are these. Asserted, one-sided: each of value, difference and de-noised accuracy covered in ≥ 6 of the
+    10 studies, and value and difference together in ≥ 15 of 20. Binomial (studies independent; the two figures
+    of a study are correlated, which makes the joint bound a little looser than stated): a correct 0.93
+    procedure fails a figure's bound with probability 0.0003 and the joint one with 0.002; a 0.90 procedure
+    with 0.002 and 0.011, an 0.80 one with 0.033 and 0.20, a 0.60 one with 0.37 and 0.87, the two-level
+    bootstrap's 0.26 with 0.98 and 1.0.
     These bounds catch a gross failure (the two-level bootstrap of docs/metrics.md covered 0.26, the heavy
     crowd 0.51), not a shortfall of a few points: issue 40's "≥ 0.93" needs hundreds of studies (a test that
     tells 0.95 from 0.90 with a false-failure rate of 0.3% and fails a 0.90 procedure 91% of the time needs
@@ -57,7 +60,7 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     posteriors' bias is tested directly in ``tests/annotation/results/test_crowd_model.py``.
 
     Heavy crowd (35% spammers, accuracy 0.55–0.85): its coverage stays far below 0.90 (``crossed_net`` 0.73 and 0.69 over 51 studies of the benchmark, all warned;
-    here 2 and 2 of 5); the crowd-quality warning is raised in ≥ 95%
+    2 and 2 of the 5 studies this test ran before, so at least 2 of the 6 figures of its first 3 miss); the crowd-quality warning is raised in ≥ 95%
     of the studies whose interval missed the truth (measured: all of them).
     """
     moderate = pd.DataFrame(
@@ -74,12 +77,14 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     )
     print("moderate", cs.coverage_table(moderate), "heavy", cs.coverage_table(heavy), sep="\n")
     for figure in cs.COVERED:
-        assert moderate[figure].sum() >= 19, moderate.mean(numeric_only=True)
-    assert moderate["value"].sum() + moderate["difference"].sum() >= 40, moderate.mean(numeric_only=True)
+        assert moderate[figure].sum() >= 6, moderate.mean(numeric_only=True)
+    assert moderate["value"].sum() + moderate["difference"].sum() >= 15, moderate.mean(numeric_only=True)
     assert heavy[["value", "difference"]].to_numpy().mean() < 0.90, heavy.mean(numeric_only=True)
     missed = heavy[~(heavy["value"] & heavy["difference"])]
     assert len(missed) and missed["warning"].mean() >= 0.95, heavy.mean(numeric_only=True)
-    assert moderate["warning"].mean() <= 0.25, moderate.mean(numeric_only=True)
+    assert moderate["warning"].sum() <= 5, moderate.mean(
+        numeric_only=True
+    )  # 6 of 24 before; P(≥ 6 of 10 | 0.25) = 0.02
 
 
 def test_a_spammer_only_crowd_warns_and_a_good_crowd_does_not():

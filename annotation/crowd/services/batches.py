@@ -328,9 +328,12 @@ def _check_sources(
         raise ServiceError(f"query set {query_set.name!r} has no queries")
     if settings.gold_per_hit and len(gold) < settings.gold_per_hit:
         raise ServiceError(f"{settings.gold_per_hit} gold questions per HIT need at least as many gold queries")
-    clashes = {g.qid for g in gold} & {q.qid for q in queries}
-    if clashes:
-        raise ServiceError(f"gold qid(s) also in the query set: {', '.join(sorted(clashes)[:5])}")
+    # The study's own file may be the gold of a pool drawn from it: its gold queries are asked as gold
+    # only, left out of the batch's queries (the batch page counts them: selectors.gold_left_out).
+    gold_qids = {g.qid for g in gold}
+    queries = [q for q in queries if q.qid not in gold_qids]
+    if not queries:
+        raise ServiceError(f"every query of query set {query_set.name!r} is a gold query: none is left to annotate")
     return query_set, queries
 
 

@@ -7,7 +7,7 @@ from django.urls import reverse
 from annotation.models import Batch, Export
 from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from pooling.models import QuerySet
-from tests.annotation.conftest import answers_for, make_batch
+from tests.annotation.conftest import QUERIES, answers_for, make_batch
 
 FORM = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 4, "reward": "0.10", "gold_per_hit": 0}
 
@@ -74,6 +74,33 @@ def test_a_gold_file_is_read_and_its_errors_name_the_uploaded_file_and_line(quer
     batch = Batch.objects.get(name="web")
     assert batch.queries.filter(is_gold=True).count() == 2
     assert all(hit.hit_queries.filter(batch_query__is_gold=True).count() == 1 for hit in batch.hits.all())
+
+
+def test_the_studys_own_file_as_gold_leaves_its_gold_queries_out_and_the_page_says_how_many(
+    query_set, researcher, client
+):
+    """Issue 57: the study's labelled file is the gold of a batch drawn from it. Its gold queries are
+    asked as gold only, not also as queries to label; the batch page says how many were left out."""
+    client.force_login(researcher)
+    study_file = "".join(f"{qid}\t{text}\t{label}\n" for qid, text, label in QUERIES[:2]) + "g9\tqueen of spain\tf\n"
+    gold = SimpleUploadedFile("study.tsv", study_file.encode())
+    response = client.post(
+        reverse("annotation:batch-create"), {**FORM, "name": "own", "queries": "gq", "gold": gold, "gold_per_hit": 1}
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    batch = Batch.objects.get(name="own")
+    asked = set(batch.queries.filter(is_gold=False).values_list("qid", flat=True))
+    assert asked == {qid for qid, _, _ in QUERIES[2:]}  # the two gold queries of the set left out
+    assert set(batch.queries.filter(is_gold=True).values_list("qid", flat=True)) == {"101", "102", "g9"}
+    assert batch.hits.count() == 1 and batch.cost["hits"] == 1  # four queries to label, one HIT of four
+    page = client.get(reverse("annotation:batch-detail", args=["own"])).content.decode()
+    assert '<span id="gold-left-out">2 of them queries of the query set' in page
+    every = SimpleUploadedFile("all.tsv", "".join(f"{q}\t{t}\t{lb}\n" for q, t, lb in QUERIES).encode())
+    refused = client.post(
+        reverse("annotation:batch-create"), {**FORM, "name": "all", "queries": "gq", "gold": every, "gold_per_hit": 1}
+    )
+    assert refused.status_code == 400 and "none is left to annotate" in refused.content.decode()
+    assert not Batch.objects.filter(name="all").exists()
 
 
 def test_the_pool_page_and_query_sets_lead_to_the_form(query_set, researcher, client):
