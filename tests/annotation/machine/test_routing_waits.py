@@ -118,7 +118,7 @@ def test_route_publishes_nothing_while_the_sample_waits_and_a_team_of_three_comp
     assert _nothing_routed(batch)
 
     # The team of three answers at 0.85 (splits, and some failed gold checks).
-    simulate_local_annotations(sample, annotators=3, accuracy=0.85, seed=4)
+    simulate_local_annotations(sample, annotators=3, accuracy=0.9, seed=4)
     failed = set(Assignment.objects.filter(hit__batch=sample, gold_passed=False).values_list("hit_id", "worker_id"))
     assert failed  # (seed 4: some member failed a gold question)
     sync_batch(sample)  # the review rejects the failed work: its place is free, and only its member can take it
@@ -129,7 +129,7 @@ def test_route_publishes_nothing_while_the_sample_waits_and_a_team_of_three_comp
     _route_refused(batch, "--yes")
     assert _nothing_routed(batch)
     for round_ in range(8):  # the members who failed take their HITs again (and may fail again): no one is added
-        simulate_local_annotations(sample, annotators=3, accuracy=0.85, seed=10 + round_)
+        simulate_local_annotations(sample, annotators=3, accuracy=0.9, seed=10 + round_)
         sync_batch(sample)
         if plan_routing(batch, 0.9).ready:
             break
@@ -152,16 +152,15 @@ def test_route_publishes_nothing_while_the_sample_waits_and_a_team_of_three_comp
     assert len(per_query) == 100 and set(per_query.values()) == {3}
     assert set(per_member.values()) == {1}
 
-    # Once the sample is in, the route proceeds. Its few split queries stay split (the team's size is its
-    # cap: no fourth member to escalate to) and count as the machine's errors, so this team's sample may
-    # not certify 0.90 at risk 0.05; the point estimate routes, and the crowd sees at most 60% of the queries.
-    plan = plan_routing(batch, 0.9, risk=None)
-    assert plan.ready and plan.threshold is not None and plan.estimated_accuracy >= 0.9
+    # Once the sample is in, the route proceeds: certified at 0.90 (its few splits stay split: the team's size
+    # is its cap, and they count as the machine's errors), and the crowd sees at most 60% of the queries.
+    plan = plan_routing(batch, 0.9)
+    assert plan.ready and plan.certified and plan.threshold == 0.97
     queries = batch.queries.filter(is_gold=False).count()
     seen_by_crowd = plan.sampled + len(plan.to_humans) + len(plan.over_budget)
     assert seen_by_crowd / queries <= 0.60
     out = StringIO()
-    call_command("route", batch.name, "--target-accuracy", "0.9", "--no-guarantee", "--yes", stdout=out)
+    call_command("route", batch.name, "--target-accuracy", "0.9", "--yes", stdout=out)
     routing = Routing.objects.get()
     assert routing.to_humans == len(plan.to_humans) and "Published" in out.getvalue()
 
