@@ -390,13 +390,15 @@ def counts_answers(prefix: str = "") -> Q:
     return passed | kept
 
 
-def place_takers(batch: Batch, hit_ids: list[int]) -> dict[int, int] | None:
+def place_takers(batch: Batch, hit_ids: list[int], *, retakes: bool = True) -> dict[int, int] | None:
     """How many annotators could still take a place on each of ``hit_ids`` of ``batch``: ``None`` for a
     batch open to anyone (no team); for a batch restricted to a team, its active members who are not
-    blocked and hold no assignment on that HIT (one assignment per annotator and HIT, whatever became of
-    it: a member whose work failed its gold check has done the HIT). A member never handed a HIT yet can
-    take any. The one count of who is left to fill a team's places: the team's warning, escalation
-    (never a place nobody can take) and routing's wait (who is needed) read it."""
+    blocked and have given no kept answer to that HIT: those who hold no assignment on it, and (a retake,
+    :func:`retake_allowed`; ``retakes=False`` leaves them out) those whose every assignment on it was
+    rejected for a failed gold check. A member never handed a HIT yet can take any. The one count of who
+    is left to fill a team's places: the team's warning, escalation (never a place nobody can take),
+    routing's wait (who is needed) and the hand-out (a retake only for places no fresh member can fill)
+    read it."""
     from annotation.models import Worker
 
     if not batch.team.exists():
@@ -404,9 +406,24 @@ def place_takers(batch: Batch, hit_ids: list[int]) -> dict[int, int] | None:
     team = batch.team.filter(is_active=True)
     members = list(Worker.objects.filter(identity__user__in=team, blocked=False).values_list("pk", flat=True))
     takers_in_all = team.count() - team.filter(annotation_identity__worker__blocked=True).count()
+    of_members = Q(assignments__worker__in=members)
+    if retakes and retake_allowed(batch):
+        # A member counts as done with the HIT while they hold an assignment on it that was not rejected.
+        of_members &= ~Q(assignments__status=Assignment.Status.REJECTED)
     done = dict(
         Hit.objects.filter(pk__in=hit_ids)
-        .annotate(done=Count("assignments__worker", filter=Q(assignments__worker__in=members), distinct=True))
+        .annotate(done=Count("assignments__worker", filter=of_members, distinct=True))
         .values_list("pk", "done")
     )
     return {pk: max(0, takers_in_all - done.get(pk, 0)) for pk in hit_ids}
+
+
+def retake_allowed(batch: Batch) -> bool:
+    """Whether a member of ``batch``'s team whose work on a HIT was rejected (a failed gold check) may take
+    that HIT again: an in-house batch with a team that does not keep failed work's answers
+    (``Batch.failed_gold_answers``), so the rejected answers never count beside the retake's.
+    The hand-out (``platforms.inhouse.services.handout``) offers a retake only for places no member who
+    has not done the HIT can fill: the team of three completes its sample (issue 58)."""
+    from annotation.models import Provider
+
+    return batch.provider == Provider.LOCAL and batch.failed_gold_answers != "keep" and batch.team.exists()

@@ -356,7 +356,14 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["hit", "submitted_at", "pk"]
         constraints = [
-            models.UniqueConstraint(fields=["hit", "worker"], name="one_assignment_per_worker_and_hit"),
+            # One assignment per worker and HIT, except after a rejection: a team member whose work
+            # failed its gold check may take the HIT again where no other member can (a retake,
+            # ``annotation.crowd.selectors.retake_allowed``); their rejected work's answers do not count.
+            models.UniqueConstraint(
+                fields=["hit", "worker"],
+                condition=~Q(status="rejected"),
+                name="one_assignment_per_worker_and_hit",
+            ),
         ]
         indexes = [
             # A worker's open hand-out and their count of answered HITs, whatever their history.

@@ -120,10 +120,11 @@ def unfillable_places(batch: Batch) -> Unfillable | None:
 
     A place on an open HIT is free when fewer assignments hold one than the HIT takes (a
     rejected or abandoned one frees its place: ``FREES_PLACE``; a hand-out whose time ran out
-    counts as held until it is marked abandoned, within a minute). Each annotator does a HIT at
-    most once, so a free place can only go to an active, unblocked member of the team who has
-    no assignment on that HIT at all; the places beyond those members can never be filled
-    (typically a place freed by a failed gold check, which every member already did). ``None``
+    counts as held until it is marked abandoned, within a minute). Each annotator gives a HIT at
+    most one kept answer, so a free place can only go to an active, unblocked member of the team who
+    has no assignment on that HIT, or whose work on it was rejected for a failed gold check (a retake:
+    ``annotation.crowd.selectors.retake_allowed``); the places beyond those members can never be
+    filled (typically a place added by escalation, which every member already answered). ``None``
     for a batch without a team, not published, or where every free place has a member to take it.
     """
     if batch.provider != Provider.LOCAL or batch.status != Batch.Status.PUBLISHED:

@@ -4,7 +4,10 @@ An annotator is a user in the ``annotators`` group (made by ``create_annotator``
 the admin; there is no sign-up). They ask for their next HIT and get, in this order,
 the HIT they were already given and have not submitted, or a new one: the first HIT of
 the oldest published local batch that still needs answers and that they have not done.
-``Assignment`` is unique on (hit, worker), so nobody is ever shown a HIT twice: a hand-out
+``Assignment`` is unique on (hit, worker) except for rejected work, so nobody is shown a HIT twice
+but a team member whose work on it failed its gold check, where no other member can fill its place (a
+retake, :func:`_retake_hit`: the rejected answers never count, so the retake's are their only kept
+answers to those queries; a team of three completes its blind sample, issue 58). A hand-out
 whose time ran out holds no place any more (:func:`holds_place`; its place goes back to the
 queue at once) and is marked abandoned, not deleted, within a minute (:func:`release_abandoned`)
 or when its annotator asks for the next HIT.
@@ -439,7 +442,7 @@ def claim_hit(worker: Worker, batches: QuerySet | Sequence[Batch], provider_assi
                 if hit is None:  # all left may be locked by other claims just now: wait for the first
                     hit = _first_open_hit(batch.pk, worker.pk, deadline, tried, wait=True)
                     if hit is None:
-                        break  # nothing left in this batch
+                        break  # nothing left in this batch that they have not done
                 # Count again under the lock: the count above may predate another claim's commit.
                 if not serialised and _held(hit, deadline) >= hit.max_assignments:
                     tried.append(hit.pk)
@@ -450,6 +453,49 @@ def claim_hit(worker: Worker, batches: QuerySet | Sequence[Batch], provider_assi
                     provider_assignment_id=provider_assignment_id,
                     accepted_at=timezone.now(),
                 )
+            if len(tried) < _CANDIDATES:  # this batch is walked to its end: a retake, if one is due
+                hit = _retake_hit(batch, worker.pk, deadline)
+                if hit is not None:
+                    return Assignment.objects.create(
+                        hit=hit,
+                        worker=worker,
+                        provider_assignment_id=provider_assignment_id,
+                        accepted_at=timezone.now(),
+                    )
+    return None
+
+
+def _retake_hit(batch: Batch, worker_id: int, deadline) -> Hit | None:
+    """A HIT of ``batch`` the worker did, all their work on it rejected for a failed gold check, with a free
+    place that no member who has not done it can fill (``place_takers(retakes=False)``), locked; else ``None``.
+
+    Only in a batch where :func:`~annotation.crowd.selectors.retake_allowed` (a team's in-house batch that
+    does not keep failed work's answers): the rejected answers never count, so the retake's answers are
+    the member's only kept answers to those queries. Members who have not done the HIT come first: a
+    retake takes only the places beyond those they can fill. Looked for only once the worker has no
+    fresh HIT left in the batch (a few queries; the usual hand-out never gets here).
+    """
+    from annotation.crowd.selectors import place_takers, retake_allowed
+
+    if not retake_allowed(batch):
+        return None
+    failed = Assignment.objects.filter(
+        hit=OuterRef("pk"), worker_id=worker_id, status=Assignment.Status.REJECTED, gold_passed=False
+    )
+    other = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=worker_id).exclude(
+        status=Assignment.Status.REJECTED, gold_passed=False
+    )
+    candidates = (
+        Hit.objects.filter(batch_id=batch.pk, status=Hit.Status.OPEN)
+        .filter(Exists(failed), ~Exists(other))
+        .order_by("position")
+    )
+    if connection.features.has_select_for_update:
+        candidates = candidates.select_for_update(of=("self",))
+    for hit in candidates[:_CANDIDATES]:
+        free = hit.max_assignments - _held(hit, deadline)
+        if free > place_takers(batch, [hit.pk], retakes=False)[hit.pk]:
+            return hit
     return None
 
 

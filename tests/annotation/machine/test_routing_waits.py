@@ -2,12 +2,13 @@
 crowd label, ``route`` (command, API, page) routes and publishes nothing, whatever the flags, and says what
 the sample waits for: how many sample queries, on which HITs, and why (places open, handed out, an
 escalation at the next sync, places no member of the team can take and how many annotators are needed).
-A three-person team completes the sample (a team batch never escalates past its members); a place freed
-by a failed gold check names the annotator needed, and once one is added the sample comes in. Then, at
-target 0.90, the crowd sees at most 60% of the queries."""
+A three-person team completes the sample (a team batch never escalates past its members): a place freed
+by a failed gold check goes back to the member who failed, the only one without a kept answer to its
+queries (a retake), and the wait says so. Then, at target 0.90, the crowd sees at most 60% of the queries."""
 
 from __future__ import annotations
 
+from collections import Counter
 from io import StringIO
 
 import pytest
@@ -19,7 +20,7 @@ from annotation.crowd.services.sync import sync_batch
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
-from annotation.models import Assignment, Batch, Escalation, Hit, Routing
+from annotation.models import Assignment, Batch, Escalation, Hit, Judgment, Routing
 from core.errors import StateError
 from platforms.inhouse.services.handout import create_annotator
 from platforms.inhouse.services.simulation import simulate_local_annotations
@@ -117,35 +118,44 @@ def test_route_publishes_nothing_while_the_sample_waits_and_a_team_of_three_comp
     assert _nothing_routed(batch)
 
     # The team of three answers at 0.85 (splits, and some failed gold checks).
-    simulate_local_annotations(sample, annotators=3, accuracy=0.85, seed=4)
-    failed = Assignment.objects.filter(hit__batch=sample, gold_passed=False).count()
+    simulate_local_annotations(sample, annotators=3, accuracy=0.9, seed=4)
+    failed = set(Assignment.objects.filter(hit__batch=sample, gold_passed=False).values_list("hit_id", "worker_id"))
     assert failed  # (seed 4: some member failed a gold question)
-    for round_ in range(6):  # syncs: reviews reject the failed work; no escalation past the team's three
-        sync_batch(sample)
-        simulate_local_annotations(sample, annotators=3, accuracy=0.85, seed=10 + round_)
-    assert not Escalation.objects.filter(batch=sample).exists()  # every member did every HIT
+    sync_batch(sample)  # the review rejects the failed work: its place is free, and only its member can take it
     plan = plan_routing(batch, 0.9)
-    stuck = [w for w in plan.waiting if w["needed"]]
-    assert not plan.ready and stuck and all("NO member of the team can take" in w["reason"] for w in stuck)
-    needed = max(w["needed"] for w in stuck)
-    shown, refusal = _route_refused(batch, "--yes")
-    assert f"{needed} more annotator(s) who have not done those HITs are needed" in shown
+    retaken = [w for w in plan.waiting if "failed its gold check" in w["reason"]]
+    assert not plan.ready and retaken and not any(w["needed"] for w in plan.waiting)
+    assert all("no other member can" in w["reason"] for w in retaken)
+    _route_refused(batch, "--yes")
     assert _nothing_routed(batch)
-
-    # The page said how many are needed: that many new members fill those places, and the sample comes in.
-    added = [f"simulated-{4 + i}" for i in range(needed)]
-    sample.team.add(*[create_annotator(name, reuse=True) for name in added])
-    for _ in range(8):  # they take the stuck places, then the escalations new members make possible
-        for name in added:
-            _answer(name, sample, hits=None)
+    for round_ in range(8):  # the members who failed take their HITs again (and may fail again): no one is added
+        simulate_local_annotations(sample, annotators=3, accuracy=0.9, seed=10 + round_)
         sync_batch(sample)
         if plan_routing(batch, 0.9).ready:
             break
     plan = plan_routing(batch, 0.9)
     assert plan.ready and not plan.waiting, plan.waiting
+    assert not Escalation.objects.filter(batch=sample).exists()  # every member gave every HIT its answer
+    assert set(sample.team.values_list("username", flat=True)) == set(TEAM)
+    retakes = Assignment.objects.filter(hit__batch=sample).values_list("hit_id", "worker_id")
+    assert failed <= {pair for pair in retakes if list(retakes).count(pair) > 1}  # each failed member retook
 
-    # Once the sample is in: certified at 0.90, and the crowd sees at most 60% of the queries.
-    assert plan.certified and plan.threshold == 0.97
+    # Counted from the judgments table: every sample query has three kept answers from three distinct
+    # members, none twice from one member (the failed work's answers discarded, never beside the retake's).
+    kept = Judgment.objects.filter(
+        assignment__hit__batch=sample,
+        assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
+        batch_query__is_gold=False,
+    ).exclude(assignment__gold_passed=False)
+    per_query = Counter(kept.values_list("batch_query_id", flat=True))
+    per_member = Counter(kept.values_list("batch_query_id", "assignment__worker_id"))
+    assert len(per_query) == 100 and set(per_query.values()) == {3}
+    assert set(per_member.values()) == {1}
+
+    # Once the sample is in, the route proceeds: certified at 0.90 (its few splits stay split: the team's size
+    # is its cap, and they count as the machine's errors), and the crowd sees at most 60% of the queries.
+    plan = plan_routing(batch, 0.9)
+    assert plan.ready and plan.certified and plan.threshold == 0.97
     queries = batch.queries.filter(is_gold=False).count()
     seen_by_crowd = plan.sampled + len(plan.to_humans) + len(plan.over_budget)
     assert seen_by_crowd / queries <= 0.60

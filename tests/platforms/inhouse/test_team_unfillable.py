@@ -21,6 +21,10 @@ def _both_members_do_every_hit(batch, annotators):
 def test_a_place_freed_by_failed_gold_that_every_member_did_is_reported_page_and_api(
     gold_batch, annotators, researcher, client
 ):
+    # The failed work's answers are kept (they count as labels), so its member may not take the HIT again
+    # (a retake is only where they do not: test_team_retake): nobody on the team can fill its place.
+    Batch.objects.filter(pk=gold_batch.pk).update(failed_gold_answers="keep")
+    gold_batch.refresh_from_db()
     set_batch_team(gold_batch, ["ann-a", "ann-b"])
     _both_members_do_every_hit(gold_batch, annotators)
     assert unfillable_places(gold_batch) is None  # nothing free yet: the failed work awaits its review

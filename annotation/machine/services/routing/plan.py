@@ -346,6 +346,7 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
             .prefetch_related("hit_queries__batch_query")
         )
         takers = place_takers(link, [hit.pk for hit in hits]) if hits else None
+        fresh = place_takers(link, [hit.pk for hit in hits], retakes=False) if hits else None  # no retakes
         price = extra_assignment_price(link) if link.escalate_until else Decimal("0")
         for hit in hits:
             qids = {hq.batch_query.qid for hq in hit.hit_queries.all()} & drawn
@@ -357,7 +358,8 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
                     waits.append(_wait(link, hit, qids & pending, "not published yet: publish the sample"))
             elif hit.answered < hit.max_assignments:
                 pending |= qids
-                waits.append(_open_wait(link, hit, qids, free, hit.held - hit.answered, can_take))
+                retake = 0 if fresh is None else max(0, min(free, can_take) - fresh[hit.pk])
+                waits.append(_open_wait(link, hit, qids, free, hit.held - hit.answered, can_take, retake))
             elif (
                 qids & undecided
                 and link.escalate_until
@@ -410,7 +412,9 @@ def _wait(link: Batch, hit, qids: set[str], reason: str, needed: int = 0) -> dic
     }
 
 
-def _open_wait(link: Batch, hit, qids: set[str], free: int, out: int, can_take: int | None) -> dict[str, Any]:
+def _open_wait(
+    link: Batch, hit, qids: set[str], free: int, out: int, can_take: int | None, retake: int = 0
+) -> dict[str, Any]:
     """A HIT of the sample that still gets votes: its places handed out, open, or that nobody can take."""
     parts = []
     if out > 0:
@@ -420,6 +424,11 @@ def _open_wait(link: Batch, hit, qids: set[str], free: int, out: int, can_take: 
     if open_ > 0:
         who = f"{can_take} member(s) of the team can take them" if can_take is not None else f"on {link.provider}"
         parts.append(f"{open_} place(s) open, {who}")
+        if retake:
+            parts.append(
+                f"{retake} of them only by the member(s) whose work on it failed its gold check, taking it again "
+                "(no other member can)"
+            )
     if stuck:
         parts.append(
             f"{stuck} place(s) NO member of the team can take (every active member did this HIT: a place freed by a "
