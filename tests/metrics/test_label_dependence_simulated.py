@@ -13,7 +13,8 @@ posteriors, :func:`metrics.label_uncertainty.class_means` with :func:`label_map`
 a batch's labels computes) and the true difference (mean of B − A over the truly non-gendered queries).
 The truth's move at D = mean over studies of (true − corrected at D) − (true − corrected at D = 0): how far
 the truth sits from the report because of the dependence. The tool's figure: ``dependence_table``'s
-``shift`` at D on the study drawn with D (the batch a researcher holds), averaged over the same studies.
+``shift`` at D on the study drawn with D (the batch a researcher holds), averaged over the same studies
+(printed too: the same question asked of the study drawn with D = 0, ``tool_on_independent``).
 
 Monte-Carlo error: the standard error of each mean over the studies (paired), printed with ``-s``.
 """
@@ -65,22 +66,26 @@ def draws() -> pd.DataFrame:
         a, b = cs.values(rng, truth)
         qids = [f"q{i}" for i in range(QUERIES)]
         true_difference = float((b - a)[truth == 0].mean())
+        independent = None
         for d in DEPENDENCES:
             crowd = cs.with_dependence(cs.MODERATE, d)
             judgments, gold = cs.crowd_judgments(np.random.default_rng(59_000 + study), truth, crowd, a)
             probabilities = dawid_skene(judgments, gold=gold).held_out.loc[qids, list(cs.LABELS)]
+            independent = probabilities if d == 0.0 else independent
             rows.append(
                 {
                     "study": study,
                     "dependence": d,
                     "gap": true_difference - _corrected(probabilities, b - a),
                     "tool": _tool_shift(probabilities, a, b, d),
+                    # the same question asked of the study whose crowd erred independently (D = 0)
+                    "tool_on_independent": _tool_shift(independent, a, b, d),
                 }
             )
     frame = pd.DataFrame(rows)
     at_zero = frame[frame["dependence"] == 0.0].set_index("study")["gap"]
     frame["truth_move"] = frame["gap"] - frame["study"].map(at_zero)
-    summary = frame.groupby("dependence")[["truth_move", "tool"]].agg(["mean", "sem"])
+    summary = frame.groupby("dependence")[["truth_move", "tool", "tool_on_independent"]].agg(["mean", "sem"])
     print(f"\n{STUDIES} studies of {QUERIES} queries, moderate crowd (mean, MC s.e.):\n{summary.round(4)}")
     return frame
 
