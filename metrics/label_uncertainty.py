@@ -499,10 +499,11 @@ def tilted(probabilities: pd.DataFrame, z: np.ndarray, dependence: float) -> pd.
     """The label probabilities if labelling errors depend on the rankings by ``dependence``: each
     query's odds of *not* having its most likely label multiplied by exp(dependence · z_q), the
     other labels keeping their proportions. ``z`` [N]: the baseline's standardised value per row
-    (0 where it has none). A certain row (a ruling, gold) stays certain. The crowd simulation's
-    ranking-dependent workers (``benchmarks/crowd_simulation.py``, ``Crowd.dependence``) multiply
-    each worker's error odds by the same factor; here it acts on the posterior, which is what a
-    batch without the truth can be asked about."""
+    (0 where it has none). A certain row (a ruling, gold) stays certain. This is *not* the
+    definition of D (``benchmarks/crowd_simulation.py``, ``Crowd.dependence``: every answer's error
+    odds × exp(D·z)); acting on the posterior, it understates the move of the corrected difference
+    on crowds that err that way and has the opposite sign on crowds that do not
+    (``tests/metrics/test_label_dependence_simulated.py``, docs/metrics.md)."""
     pi = probabilities.to_numpy(dtype=np.float64)
     top = pi.argmax(axis=1)
     rows = np.arange(len(pi))
@@ -545,7 +546,9 @@ def dependence_table(
     interval is the report's combined interval moved by ``shift`` (its width is what the labels
     and the queries contribute, which the tilt does not change to first order); ``significant``:
     the moved interval excludes 0. D > 0: labels are less trustworthy where the baseline's value
-    is high (D < 0: where it is low).
+    is high (D < 0: where it is low). Measured against simulated crowds with a known D, the shift
+    is not the move of the corrected difference (a sixth of it at D = 1 on a crowd that erred so,
+    the opposite sign on one that did not: ``tests/metrics/test_label_dependence_simulated.py``).
 
     ``wide`` and ``probabilities`` as :func:`combined_summary` takes them; ``combined``: its output
     (the rows against ``baseline`` are read).
