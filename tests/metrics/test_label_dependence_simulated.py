@@ -109,7 +109,8 @@ def test_the_simulation_moves_the_truth_measurably(draws):
 @pytest.mark.xfail(
     strict=True,
     reason="issue 58 item 5, open: the posterior tilt does not reproduce a crowd whose errors depend on the "
-    "rankings (at D = 1 the truth moves about −0.02, the tool about −0.003; docs/metrics.md, 'The sensitivity check on one's own batch')",
+    "rankings (at D = 1 the truth moves about −0.02, the tool about −0.003"
+    "; docs/metrics.md, 'The sensitivity check on one's own batch')",
 )
 def test_the_tool_moves_with_the_truth(draws):
     """Same sign as the truth's move, and within a quarter of it plus 3 Monte-Carlo standard errors."""
