@@ -598,3 +598,76 @@ def _tilted_mean(
     pi = tilted(probabilities, z, dependence).to_numpy(dtype=np.float64)
     p, w = (np.ones((len(pi), 1)), pi @ t[:, 0]) if weighted else (pi @ t, None)
     return float(class_means(p, values, row_weights=w)[0, 0])
+
+
+def simulated_shift(
+    answers: pd.DataFrame,
+    gold: Mapping[str, str],
+    confusion: Mapping[str, pd.DataFrame],
+    probabilities: pd.DataFrame,
+    z: np.ndarray,
+    values: np.ndarray,
+    dependence: float,
+    refit: Callable[[pd.DataFrame], pd.DataFrame],
+    draws: int = 4,
+    seed: int = DEFAULT_SEED,
+) -> tuple[float, float]:
+    """How far the truth would sit from the label-corrected mean of ``values`` if the batch's crowd, as
+    fitted, erred with dependence ``dependence`` (D's definition, ``Crowd.dependence`` in
+    ``benchmarks/crowd_simulation.py``: every answer's odds of being wrong × exp(D·z)):
+    ``(shift, its Monte-Carlo standard error)``, ``shift`` = mean over ``draws`` replicate batches of
+    (corrected mean when the crowd errs independently − corrected mean when it errs with D), the
+    replicates paired (same true labels, same uniforms).
+
+    A parametric simulation from the batch's fitted model: each replicate draws every query's true
+    label from ``probabilities`` (rows: the queries, in the order of ``z`` and ``values``), and answers
+    each of the batch's own (item, worker) pairs in ``answers`` (``item, worker, label``; the items of
+    ``gold``, gold question → its known label, are answered untilted from that label) from the worker's fitted row ``confusion[worker]`` (true label × answer) with its error
+    odds × exp(D·z_q) and the wrong answers keeping their proportions; ``refit`` (the batch's crowd
+    model: answers → probabilities over the same items and labels) is run on each, and the corrected
+    mean taken with the untilted fit's columns (:func:`label_map`). D = 0 gives 0 exactly.
+
+    It answers the question for the crowd as fitted; a crowd that did err with D is fitted as if it
+    had not, and from such a fit the check sees less of the move (tests/metrics/test_label_dependence_simulated.py).
+    """
+    if dependence == 0:
+        return 0.0, 0.0
+    labels = list(probabilities.columns)
+    position = {label: i for i, label in enumerate(labels)}
+    row_of = {q: i for i, q in enumerate(probabilities.index.astype(str))}
+    items = answers["item"].astype(str).map(row_of)
+    is_query = items.notna().to_numpy()
+    rows = items.fillna(0).to_numpy(dtype=np.int64)
+    gold_truth = answers["item"].astype(str).map(gold).map(position).fillna(0).to_numpy(dtype=np.int64)
+    matrices = {w: c.reindex(index=labels, columns=labels).to_numpy(dtype=np.float64) for w, c in confusion.items()}
+    rates = np.stack([matrices[w] for w in answers["worker"]])  # answers × true label × answer
+    pi = probabilities.to_numpy(dtype=np.float64)
+    t, weighted = label_map(probabilities)
+    z = np.asarray(z, dtype=np.float64)
+    factor = np.where(is_query, np.exp(dependence * z[rows]), 1.0)
+    every = np.arange(len(answers))
+    rng = np.random.default_rng(seed)
+    shifts = []
+    for _ in range(draws):
+        truth = (rng.random(len(pi))[:, None] > np.cumsum(pi, axis=1)[:, :-1]).sum(axis=1)
+        true_label = np.where(is_query, truth[rows], gold_truth)
+        row = rates[every, true_label]
+        right = np.clip(row[every, true_label], 1e-12, 1 - 1e-12)
+        wrong = row.copy()
+        wrong[every, true_label] = 0.0
+        wrong /= np.maximum(wrong.sum(axis=1, keepdims=True), 1e-300)
+        uniforms = rng.random(len(answers))[:, None]
+        corrected = []
+        for f in (np.ones(len(answers)), factor):
+            p_right = 1.0 / (1.0 + (1.0 - right) / right * f)
+            chances = (1.0 - p_right)[:, None] * wrong
+            chances[every, true_label] = p_right
+            given = (uniforms > np.cumsum(chances, axis=1)[:, :-1]).sum(axis=1)
+            fitted = refit(answers.assign(label=[labels[i] for i in given]))
+            fitted_pi = fitted.reindex(index=probabilities.index, columns=labels).to_numpy(dtype=np.float64)
+            p, w = (np.ones((len(fitted_pi), 1)), fitted_pi @ t[:, 0]) if weighted else (fitted_pi @ t, None)
+            corrected.append(float(class_means(p, np.asarray(values, dtype=np.float64)[:, None], row_weights=w)[0, 0]))
+        shifts.append(corrected[0] - corrected[1])
+    shifts = np.asarray(shifts)
+    se = float(shifts.std(ddof=1) / np.sqrt(len(shifts))) if len(shifts) > 1 else float("nan")
+    return float(shifts.mean()), se

@@ -33,6 +33,8 @@ KEY = ("ARaB", "tf", 10)
 DEPENDENCES = (0.0, 1.0, 3.0)
 STUDIES = 6
 QUERIES = 1000
+#: Replicate batches per study for :func:`metrics.label_uncertainty.simulated_shift`.
+REPLICATES = 4
 
 
 def _corrected(probabilities: pd.DataFrame, values: np.ndarray) -> float:
@@ -70,8 +72,15 @@ def draws() -> pd.DataFrame:
         for d in DEPENDENCES:
             crowd = cs.with_dependence(cs.MODERATE, d)
             judgments, gold = cs.crowd_judgments(np.random.default_rng(59_000 + study), truth, crowd, a)
-            probabilities = dawid_skene(judgments, gold=gold).held_out.loc[qids, list(cs.LABELS)]
-            independent = probabilities if d == 0.0 else independent
+            fit = dawid_skene(judgments, gold=gold)
+            probabilities = fit.held_out.loc[qids, list(cs.LABELS)]
+            if d == 0.0:
+                independent, independent_fit, independent_answers = probabilities, fit, judgments
+            simulated, _ = lu.simulated_shift(
+                independent_answers, gold, independent_fit.confusion, independent, lu.standardised(a), b - a, d,
+                lambda answers, gold=gold: dawid_skene(answers, gold=gold).held_out,
+                draws=REPLICATES, seed=study,
+            )  # fmt: skip
             rows.append(
                 {
                     "study": study,
@@ -80,13 +89,18 @@ def draws() -> pd.DataFrame:
                     "tool": _tool_shift(probabilities, a, b, d),
                     # the same question asked of the study whose crowd erred independently (D = 0)
                     "tool_on_independent": _tool_shift(independent, a, b, d),
+                    # the parametric simulation from the independently-erring study's fitted model
+                    "simulated": simulated,
                 }
             )
     frame = pd.DataFrame(rows)
     at_zero = frame[frame["dependence"] == 0.0].set_index("study")["gap"]
     frame["truth_move"] = frame["gap"] - frame["study"].map(at_zero)
-    summary = frame.groupby("dependence")[["truth_move", "tool", "tool_on_independent"]].agg(["mean", "sem"])
-    print(f"\n{STUDIES} studies of {QUERIES} queries, moderate crowd (mean, MC s.e.):\n{summary.round(4)}")
+    summary = frame.groupby("dependence")[["truth_move", "tool", "tool_on_independent", "simulated"]].agg(
+        ["mean", "sem"]
+    )
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(f"\n{STUDIES} studies of {QUERIES} queries, moderate crowd (mean, MC s.e.):\n{summary.round(4)}")
     return frame
 
 
@@ -121,3 +135,17 @@ def test_the_tool_moves_with_the_truth(draws):
         assert np.sign(tool[d]) == np.sign(move[d]), (d, tool[d], move[d])
         tolerance = 0.25 * abs(move[d]) + 3 * float(np.hypot(move_se[d], tool_se[d]))
         assert abs(tool[d] - move[d]) <= tolerance, (d, tool[d], move[d], tolerance)
+
+
+@pytest.mark.slow
+def test_the_simulated_shift_moves_with_the_truth(draws):
+    """:func:`metrics.label_uncertainty.simulated_shift` on the study whose crowd erred independently (the
+    model's own assumption; the counterfactual the check asks): same sign as the truth's move, and within a
+    quarter of it plus 3 Monte-Carlo standard errors (the studies' spread, which includes the replicates')."""
+    move, move_se = _means(draws, "truth_move")
+    simulated, simulated_se = _means(draws, "simulated")
+    assert simulated[0.0] == 0.0
+    for d in (1.0, 3.0):
+        assert np.sign(simulated[d]) == np.sign(move[d]), (d, simulated[d], move[d])
+        tolerance = 0.25 * abs(move[d]) + 3 * float(np.hypot(move_se[d], simulated_se[d]))
+        assert abs(simulated[d] - move[d]) <= tolerance, (d, simulated[d], move[d], tolerance)
