@@ -533,6 +533,7 @@ def dependence_table(
     combined: pd.DataFrame,
     baseline: str,
     dependences: list[float],
+    simulate: Callable[[np.ndarray, np.ndarray, float], np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """How far each label-corrected paired difference (run − ``baseline``) and its combined interval
     move if labelling errors depend on the rankings by each of ``dependences``
@@ -550,6 +551,10 @@ def dependence_table(
     is not the move of the corrected difference (a sixth of it at D = 1 on a crowd that erred so,
     the opposite sign on one that did not: ``tests/metrics/test_label_dependence_simulated.py``).
 
+    ``simulate``: the shift as D is defined, ``(z [N], differences [N × runs], D) → shifts [runs]``
+    (:func:`simulated_shift` on the batch's answers and fitted crowd, what the service passes); without
+    it, the posterior tilt above (what a table of probabilities alone allows).
+
     ``wide`` and ``probabilities`` as :func:`combined_summary` takes them; ``combined``: its output
     (the rows against ``baseline`` are read).
     """
@@ -558,20 +563,35 @@ def dependence_table(
     columns = sorted({key for table in wide.values() for key in table.columns})
     base = wide[baseline].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64)
     indexed = combined.set_index(["run", "metric", "variant", "cutoff"])
-    rows = []
-    for run in wide:
-        if run == baseline:
+    others = [run for run in wide if run != baseline]
+    differences = {
+        run: wide[run].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64) - base for run in others
+    }
+    shifts: dict[tuple[int, float], dict[str, float]] = {}
+    for j, key in enumerate(columns):
+        if not any((run, key[0], key[1], int(key[2])) in indexed.index for run in others):
             continue
-        difference = wide[run].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64) - base
+        z = standardised(base[:, j])
+        matrix = np.column_stack([differences[run][:, j] for run in others]) if others else np.zeros((len(qids), 0))
+        for d in dependences:
+            if simulate is not None:
+                moved = np.asarray(simulate(z, matrix, float(d)), dtype=np.float64)
+                shifts[j, float(d)] = dict(zip(others, moved.tolist(), strict=True))
+            else:
+                shifts[j, float(d)] = {
+                    run: _tilted_mean(probabilities, z, float(d), matrix[:, i], t, weighted)
+                    - _tilted_mean(probabilities, z, 0.0, matrix[:, i], t, weighted)
+                    for i, run in enumerate(others)
+                }
+    rows = []
+    for run in others:
         for j, key in enumerate(columns):
             label = (run, key[0], key[1], int(key[2]))
             if label not in indexed.index:
                 continue
             report = indexed.loc[label]
-            z = standardised(base[:, j])
-            plain = _tilted_mean(probabilities, z, 0.0, difference[:, j], t, weighted)
             for d in dependences:
-                shift = _tilted_mean(probabilities, z, float(d), difference[:, j], t, weighted) - plain
+                shift = shifts[j, float(d)][run]
                 point, low, high = (
                     _finite(report.get(c)) for c in
                     ("difference_corrected", "difference_combined_low", "difference_combined_high")
@@ -611,7 +631,7 @@ def simulated_shift(
     refit: Callable[[pd.DataFrame], pd.DataFrame],
     draws: int = 4,
     seed: int = DEFAULT_SEED,
-) -> tuple[float, float]:
+) -> tuple[float | np.ndarray, float | np.ndarray]:
     """How far the truth would sit from the label-corrected mean of ``values`` if the batch's crowd, as
     fitted, erred with dependence ``dependence`` (D's definition, ``Crowd.dependence`` in
     ``benchmarks/crowd_simulation.py``: every answer's odds of being wrong × exp(D·z)):
@@ -625,13 +645,19 @@ def simulated_shift(
     ``gold``, gold question → its known label, are answered untilted from that label) from the worker's fitted row ``confusion[worker]`` (true label × answer) with its error
     odds × exp(D·z_q) and the wrong answers keeping their proportions; ``refit`` (the batch's crowd
     model: answers → probabilities over the same items and labels) is run on each, and the corrected
-    mean taken with the untilted fit's columns (:func:`label_map`). D = 0 gives 0 exactly.
+    mean taken with the untilted fit's columns (:func:`label_map`). D = 0 gives 0 exactly. ``values``
+    ``[N]`` gives floats; ``[N × C]`` (several runs' differences; NaN where a query has no value) arrays
+    ``[C]``, every column from the same replicates.
 
     It answers the question for the crowd as fitted; a crowd that did err with D is fitted as if it
     had not, and from such a fit the check sees less of the move (tests/metrics/test_label_dependence_simulated.py).
     """
+    matrix = np.asarray(values, dtype=np.float64)
+    single = matrix.ndim == 1
+    matrix = matrix[:, None] if single else matrix
     if dependence == 0:
-        return 0.0, 0.0
+        zero = np.zeros(matrix.shape[1])
+        return (0.0, 0.0) if single else (zero, zero.copy())
     labels = list(probabilities.columns)
     position = {label: i for i, label in enumerate(labels)}
     row_of = {q: i for i, q in enumerate(probabilities.index.astype(str))}
@@ -666,8 +692,9 @@ def simulated_shift(
             fitted = refit(answers.assign(label=[labels[i] for i in given]))
             fitted_pi = fitted.reindex(index=probabilities.index, columns=labels).to_numpy(dtype=np.float64)
             p, w = (np.ones((len(fitted_pi), 1)), fitted_pi @ t[:, 0]) if weighted else (fitted_pi @ t, None)
-            corrected.append(float(class_means(p, np.asarray(values, dtype=np.float64)[:, None], row_weights=w)[0, 0]))
+            corrected.append(class_means(p, matrix, row_weights=w)[0])
         shifts.append(corrected[0] - corrected[1])
-    shifts = np.asarray(shifts)
-    se = float(shifts.std(ddof=1) / np.sqrt(len(shifts))) if len(shifts) > 1 else float("nan")
-    return float(shifts.mean()), se
+    shifts = np.asarray(shifts)  # draws × C
+    mean = shifts.mean(axis=0)
+    se = shifts.std(axis=0, ddof=1) / np.sqrt(len(shifts)) if len(shifts) > 1 else np.full(len(mean), np.nan)
+    return (float(mean[0]), float(se[0])) if single else (mean, se)
