@@ -156,7 +156,7 @@ def _label_sensitivity(
         )  # fmt: skip
         dependence_rows = label_uncertainty.dependence_table(
             significance.wide_values(computed.per_query), computed.labels.table, computed.summary, base.name,
-            [float(d) for d in dependence], simulate=_dependence_simulation(computed.labels.model, report_settings.seed),
+            [float(d) for d in dependence], simulate=dependence_simulation(computed.labels.model, report_settings.seed),
         )  # fmt: skip
     return sensitivity.LabelSensitivity(
         batch=batch.name,
@@ -228,7 +228,7 @@ def start_label_sensitivity(
 DEPENDENCE_REPLICATES = 4
 
 
-def _dependence_simulation(model, seed: int):
+def dependence_simulation(model, seed: int):
     """The shift as D is defined (:func:`metrics.label_uncertainty.simulated_shift`) for the batch's fitted
     crowd (``model``: :class:`annotation.machine.label_probabilities.LabelModel`): its answers redrawn from
     the fitted rows, refitted with the same Dawid–Skene as the batch's; rulings and machine-accepted rows
