@@ -547,9 +547,10 @@ def dependence_table(
     interval is the report's combined interval moved by ``shift`` (its width is what the labels
     and the queries contribute, which the tilt does not change to first order); ``significant``:
     the moved interval excludes 0. D > 0: labels are less trustworthy where the baseline's value
-    is high (D < 0: where it is low). Measured against simulated crowds with a known D, the shift
+    is high (D < 0: where it is low). Measured against simulated crowds with a known D, the tilt
     is not the move of the corrected difference (a sixth of it at D = 1 on a crowd that erred so,
-    the opposite sign on one that did not: ``tests/metrics/test_label_dependence_simulated.py``).
+    the opposite sign on one that did not: ``tests/metrics/test_label_dependence_simulated.py``);
+    with ``simulate`` (below) the shift is computed as D is defined.
 
     ``simulate``: the shift as D is defined, ``(z [N], differences [N × runs], D) → shifts [runs]``
     (:func:`simulated_shift` on the batch's answers and fitted crowd, what the service passes); without
