@@ -93,8 +93,8 @@ def _label_sensitivity(
     (:func:`metrics.label_uncertainty.dependence_table`): the report on the batch's labels
     (:func:`metrics.services.reports.compute_batch_report`, against ``baseline``, default the first
     run) and how far each label-corrected difference, its combined interval and its significance
-    move if the odds of a query's label being wrong grow by exp(D·z) with the baseline's
-    standardised value z, for each D.
+    move if every answer's odds of being wrong grew by exp(D·z) with the baseline's standardised
+    value z, for each D (simulated from the batch's fitted crowd: :func:`dependence_simulation`).
     """
     from annotation import selectors
 
