@@ -61,8 +61,7 @@ def _tool_shift(probabilities: pd.DataFrame, a: np.ndarray, b: np.ndarray, d: fl
     return float(lu.dependence_table(wide, probabilities, combined, "A", [d], simulate=simulate).iloc[0]["shift"])
 
 
-@pytest.fixture(scope="module")
-def draws() -> pd.DataFrame:
+def _draws(base: cs.Crowd, name: str) -> pd.DataFrame:
     rows = []
     for study in range(STUDIES):
         rng = np.random.default_rng(58_000 + study)
@@ -72,7 +71,7 @@ def draws() -> pd.DataFrame:
         true_difference = float((b - a)[truth == 0].mean())
         independent = None
         for d in DEPENDENCES:
-            crowd = cs.with_dependence(cs.MODERATE, d)
+            crowd = cs.with_dependence(base, d)
             judgments, gold = cs.crowd_judgments(np.random.default_rng(59_000 + study), truth, crowd, a)
             fit = dawid_skene(judgments, gold=gold)
             probabilities = fit.held_out.loc[qids, list(cs.LABELS)]
@@ -101,8 +100,18 @@ def draws() -> pd.DataFrame:
         ["mean", "sem"]
     )
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(f"\n{STUDIES} studies of {QUERIES} queries, moderate crowd (mean, MC s.e.):\n{summary.round(4)}")
+        print(f"\n{STUDIES} studies of {QUERIES} queries, {name} crowd (mean, MC s.e.):\n{summary.round(4)}")
     return frame
+
+
+@pytest.fixture(scope="module")
+def draws() -> pd.DataFrame:
+    return _draws(cs.MODERATE, "moderate")
+
+
+@pytest.fixture(scope="module")
+def heavy_draws() -> pd.DataFrame:
+    return _draws(cs.HEAVY, "heavy (35% spammers)")
 
 
 def _means(frame: pd.DataFrame, column: str) -> tuple[pd.Series, pd.Series]:
@@ -152,3 +161,19 @@ def test_the_simulated_shift_moves_with_the_truth(draws):
         assert np.sign(simulated[d]) == np.sign(move[d]), (d, simulated[d], move[d])
         tolerance = 0.25 * abs(move[d]) + 3 * float(np.hypot(move_se[d], simulated_se[d]))
         assert abs(simulated[d] - move[d]) <= tolerance, (d, simulated[d], move[d], tolerance)
+
+
+@pytest.mark.slow
+def test_the_simulated_shift_keeps_the_sign_on_a_heavy_crowd(heavy_draws):
+    """On the heavy crowd (35% spammers) the shift keeps the truth's sign, at least 3 MC s.e. from 0, but
+    falls short of its size (a third: docs/metrics.md states it), so only the sign is held here."""
+    move, move_se = _means(heavy_draws, "truth_move")
+    simulated, simulated_se = _means(heavy_draws, "simulated")
+    for d in (1.0, 3.0):
+        assert abs(move[d]) > 4 * move_se[d], (d, move[d], move_se[d])
+        assert np.sign(simulated[d]) == np.sign(move[d]) and abs(simulated[d]) > 3 * simulated_se[d], (
+            d,
+            simulated[d],
+            simulated_se[d],
+            move[d],
+        )
