@@ -499,10 +499,11 @@ def tilted(probabilities: pd.DataFrame, z: np.ndarray, dependence: float) -> pd.
     """The label probabilities if labelling errors depend on the rankings by ``dependence``: each
     query's odds of *not* having its most likely label multiplied by exp(dependence · z_q), the
     other labels keeping their proportions. ``z`` [N]: the baseline's standardised value per row
-    (0 where it has none). A certain row (a ruling, gold) stays certain. The crowd simulation's
-    ranking-dependent workers (``benchmarks/crowd_simulation.py``, ``Crowd.dependence``) multiply
-    each worker's error odds by the same factor; here it acts on the posterior, which is what a
-    batch without the truth can be asked about."""
+    (0 where it has none). A certain row (a ruling, gold) stays certain. This is *not* the
+    definition of D (``benchmarks/crowd_simulation.py``, ``Crowd.dependence``: every answer's error
+    odds × exp(D·z)); acting on the posterior, it understates the move of the corrected difference
+    on crowds that err that way and has the opposite sign on crowds that do not
+    (``tests/metrics/test_label_dependence_simulated.py``, docs/metrics.md)."""
     pi = probabilities.to_numpy(dtype=np.float64)
     top = pi.argmax(axis=1)
     rows = np.arange(len(pi))
@@ -532,6 +533,7 @@ def dependence_table(
     combined: pd.DataFrame,
     baseline: str,
     dependences: list[float],
+    simulate: Callable[[np.ndarray, np.ndarray, float], np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """How far each label-corrected paired difference (run − ``baseline``) and its combined interval
     move if labelling errors depend on the rankings by each of ``dependences``
@@ -545,7 +547,14 @@ def dependence_table(
     interval is the report's combined interval moved by ``shift`` (its width is what the labels
     and the queries contribute, which the tilt does not change to first order); ``significant``:
     the moved interval excludes 0. D > 0: labels are less trustworthy where the baseline's value
-    is high (D < 0: where it is low).
+    is high (D < 0: where it is low). Measured against simulated crowds with a known D, the tilt
+    is not the move of the corrected difference (a sixth of it at D = 1 on a crowd that erred so,
+    the opposite sign on one that did not: ``tests/metrics/test_label_dependence_simulated.py``);
+    with ``simulate`` (below) the shift is computed as D is defined.
+
+    ``simulate``: the shift as D is defined, ``(z [N], differences [N × runs], D) → shifts [runs]``
+    (:func:`simulated_shift` on the batch's answers and fitted crowd, what the service passes); without
+    it, the posterior tilt above (what a table of probabilities alone allows).
 
     ``wide`` and ``probabilities`` as :func:`combined_summary` takes them; ``combined``: its output
     (the rows against ``baseline`` are read).
@@ -555,20 +564,35 @@ def dependence_table(
     columns = sorted({key for table in wide.values() for key in table.columns})
     base = wide[baseline].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64)
     indexed = combined.set_index(["run", "metric", "variant", "cutoff"])
-    rows = []
-    for run in wide:
-        if run == baseline:
+    others = [run for run in wide if run != baseline]
+    differences = {
+        run: wide[run].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64) - base for run in others
+    }
+    shifts: dict[tuple[int, float], dict[str, float]] = {}
+    for j, key in enumerate(columns):
+        if not any((run, key[0], key[1], int(key[2])) in indexed.index for run in others):
             continue
-        difference = wide[run].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64) - base
+        z = standardised(base[:, j])
+        matrix = np.column_stack([differences[run][:, j] for run in others]) if others else np.zeros((len(qids), 0))
+        for d in dependences:
+            if simulate is not None:
+                moved = np.asarray(simulate(z, matrix, float(d)), dtype=np.float64)
+                shifts[j, float(d)] = dict(zip(others, moved.tolist(), strict=True))
+            else:
+                shifts[j, float(d)] = {
+                    run: _tilted_mean(probabilities, z, float(d), matrix[:, i], t, weighted)
+                    - _tilted_mean(probabilities, z, 0.0, matrix[:, i], t, weighted)
+                    for i, run in enumerate(others)
+                }
+    rows = []
+    for run in others:
         for j, key in enumerate(columns):
             label = (run, key[0], key[1], int(key[2]))
             if label not in indexed.index:
                 continue
             report = indexed.loc[label]
-            z = standardised(base[:, j])
-            plain = _tilted_mean(probabilities, z, 0.0, difference[:, j], t, weighted)
             for d in dependences:
-                shift = _tilted_mean(probabilities, z, float(d), difference[:, j], t, weighted) - plain
+                shift = shifts[j, float(d)][run]
                 point, low, high = (
                     _finite(report.get(c)) for c in
                     ("difference_corrected", "difference_combined_low", "difference_combined_high")
@@ -595,3 +619,83 @@ def _tilted_mean(
     pi = tilted(probabilities, z, dependence).to_numpy(dtype=np.float64)
     p, w = (np.ones((len(pi), 1)), pi @ t[:, 0]) if weighted else (pi @ t, None)
     return float(class_means(p, values, row_weights=w)[0, 0])
+
+
+def simulated_shift(
+    answers: pd.DataFrame,
+    gold: Mapping[str, str],
+    confusion: Mapping[str, pd.DataFrame],
+    probabilities: pd.DataFrame,
+    z: np.ndarray,
+    values: np.ndarray,
+    dependence: float,
+    refit: Callable[[pd.DataFrame], pd.DataFrame],
+    draws: int = 4,
+    seed: int = DEFAULT_SEED,
+) -> tuple[float | np.ndarray, float | np.ndarray]:
+    """How far the truth would sit from the label-corrected mean of ``values`` if the batch's crowd, as
+    fitted, erred with dependence ``dependence`` (D's definition, ``Crowd.dependence`` in
+    ``benchmarks/crowd_simulation.py``: every answer's odds of being wrong × exp(D·z)):
+    ``(shift, its Monte-Carlo standard error)``, ``shift`` = mean over ``draws`` replicate batches of
+    (corrected mean when the crowd errs independently − corrected mean when it errs with D), the
+    replicates paired (same true labels, same uniforms).
+
+    A parametric simulation from the batch's fitted model: each replicate draws every query's true
+    label from ``probabilities`` (rows: the queries, in the order of ``z`` and ``values``), and answers
+    each of the batch's own (item, worker) pairs in ``answers`` (``item, worker, label``; the items of
+    ``gold``, gold question → its known label, are answered untilted from that label) from the worker's fitted row ``confusion[worker]`` (true label × answer) with its error
+    odds × exp(D·z_q) and the wrong answers keeping their proportions; ``refit`` (the batch's crowd
+    model: answers → probabilities over the same items and labels) is run on each, and the corrected
+    mean taken with the untilted fit's columns (:func:`label_map`). D = 0 gives 0 exactly. ``values``
+    ``[N]`` gives floats; ``[N × C]`` (several runs' differences; NaN where a query has no value) arrays
+    ``[C]``, every column from the same replicates.
+
+    It answers the question for the crowd as fitted; a crowd that did err with D is fitted as if it
+    had not, and from such a fit the check sees less of the move (tests/metrics/test_label_dependence_simulated.py).
+    """
+    matrix = np.asarray(values, dtype=np.float64)
+    single = matrix.ndim == 1
+    matrix = matrix[:, None] if single else matrix
+    if dependence == 0:
+        zero = np.zeros(matrix.shape[1])
+        return (0.0, 0.0) if single else (zero, zero.copy())
+    labels = list(probabilities.columns)
+    position = {label: i for i, label in enumerate(labels)}
+    row_of = {q: i for i, q in enumerate(probabilities.index.astype(str))}
+    items = answers["item"].astype(str).map(row_of)
+    is_query = items.notna().to_numpy()
+    rows = items.fillna(0).to_numpy(dtype=np.int64)
+    gold_truth = answers["item"].astype(str).map(gold).map(position).fillna(0).to_numpy(dtype=np.int64)
+    matrices = {w: c.reindex(index=labels, columns=labels).to_numpy(dtype=np.float64) for w, c in confusion.items()}
+    rates = np.stack([matrices[w] for w in answers["worker"]])  # answers × true label × answer
+    pi = probabilities.to_numpy(dtype=np.float64)
+    t, weighted = label_map(probabilities)
+    z = np.asarray(z, dtype=np.float64)
+    factor = np.where(is_query, np.exp(dependence * z[rows]), 1.0)
+    every = np.arange(len(answers))
+    rng = np.random.default_rng(seed)
+    shifts = []
+    for _ in range(draws):
+        truth = (rng.random(len(pi))[:, None] > np.cumsum(pi, axis=1)[:, :-1]).sum(axis=1)
+        true_label = np.where(is_query, truth[rows], gold_truth)
+        row = rates[every, true_label]
+        right = np.clip(row[every, true_label], 1e-12, 1 - 1e-12)
+        wrong = row.copy()
+        wrong[every, true_label] = 0.0
+        wrong /= np.maximum(wrong.sum(axis=1, keepdims=True), 1e-300)
+        uniforms = rng.random(len(answers))[:, None]
+        corrected = []
+        for f in (np.ones(len(answers)), factor):
+            p_right = 1.0 / (1.0 + (1.0 - right) / right * f)
+            chances = (1.0 - p_right)[:, None] * wrong
+            chances[every, true_label] = p_right
+            given = (uniforms > np.cumsum(chances, axis=1)[:, :-1]).sum(axis=1)
+            fitted = refit(answers.assign(label=[labels[i] for i in given]))
+            fitted_pi = fitted.reindex(index=probabilities.index, columns=labels).to_numpy(dtype=np.float64)
+            p, w = (np.ones((len(fitted_pi), 1)), fitted_pi @ t[:, 0]) if weighted else (fitted_pi @ t, None)
+            corrected.append(class_means(p, matrix, row_weights=w)[0])
+        shifts.append(corrected[0] - corrected[1])
+    shifts = np.asarray(shifts)  # draws × C
+    mean = shifts.mean(axis=0)
+    se = shifts.std(axis=0, ddof=1) / np.sqrt(len(shifts)) if len(shifts) > 1 else np.full(len(mean), np.nan)
+    return (float(mean[0]), float(se[0])) if single else (mean, se)

@@ -96,8 +96,8 @@ def _label_sensitivity(
     (:func:`metrics.label_uncertainty.dependence_table`): the report on the batch's labels
     (:func:`metrics.services.reports.compute_batch_report`, against ``baseline``, default the first
     run) and how far each label-corrected difference, its combined interval and its significance
-    move if the odds of a query's label being wrong grow by exp(D·z) with the baseline's
-    standardised value z, for each D.
+    move if every answer's odds of being wrong grew by exp(D·z) with the baseline's standardised
+    value z, for each D (simulated from the batch's fitted crowd: :func:`dependence_simulation`).
     """
 
     from .. import measures, sensitivity
@@ -157,7 +157,7 @@ def _label_sensitivity(
         )  # fmt: skip
         dependence_rows = label_uncertainty.dependence_table(
             significance.wide_values(computed.per_query), computed.labels.table, computed.summary, base.name,
-            [float(d) for d in dependence],
+            [float(d) for d in dependence], simulate=dependence_simulation(computed.labels.model, report_settings.seed),
         )  # fmt: skip
     return sensitivity.LabelSensitivity(
         batch=batch.name,
@@ -222,3 +222,54 @@ def start_label_sensitivity(
         background.pk if background else None,
         of=batch,
     )
+
+
+#: Replicate batches per dependence in the sensitivity check (each a refit of the crowd model, twice).
+DEPENDENCE_REPLICATES = 4
+
+
+def dependence_simulation(model, seed: int):
+    """The shift as D is defined (:func:`metrics.label_uncertainty.simulated_shift`) for the batch's fitted
+    crowd (``model``: :class:`annotation.machine.label_probabilities.LabelModel`): its answers redrawn from
+    the fitted rows, refitted with the same Dawid–Skene as the batch's; rulings and machine-accepted rows
+    held as they are. ``None`` without a crowd fit (the table's posterior tilt is used then)."""
+    import numpy as np
+    import pandas as pd
+
+    from annotation.results.aggregation import dawid_skene
+
+    from .. import label_uncertainty
+
+    crowd = model.crowd
+    if crowd is None or crowd.encoded is None or not len(model.crowd_qids):
+        return None
+    encoded = crowd.encoded
+    labels = list(encoded.labels)
+    answers = pd.DataFrame(
+        {
+            "item": encoded.items[encoded.item_idx].astype(str),
+            "worker": encoded.workers[encoded.worker_idx].astype(str),
+            "label": np.asarray(labels, dtype=object)[encoded.label_idx],
+        }
+    )
+    gold = {
+        str(encoded.items[row]): labels[int(np.argmax(onehot))]
+        for row, onehot in zip(encoded.gold_rows, encoded.gold_onehot, strict=True)
+    }
+    table = model.table
+    rows = [q for q in model.crowd_qids if q in table.index]
+
+    def refit(redrawn: pd.DataFrame) -> pd.DataFrame:
+        fitted = dawid_skene(redrawn, labels=labels, gold=gold or None)
+        out = table.copy()
+        out.loc[rows] = fitted.held_out.reindex(index=rows, columns=table.columns, fill_value=0.0).to_numpy()
+        return out
+
+    def simulate(z: np.ndarray, differences: np.ndarray, dependence: float) -> np.ndarray:
+        shift, _ = label_uncertainty.simulated_shift(
+            answers, gold, crowd.confusion, table, z, differences, dependence, refit,
+            draws=DEPENDENCE_REPLICATES, seed=seed,
+        )  # fmt: skip
+        return shift
+
+    return simulate

@@ -1,0 +1,179 @@
+"""``label_sensitivity --dependence`` against a simulation with a known dependence D (issue 58, item 5).
+
+The docs' definition (docs/metrics.md, "Errors that depend on the rankings" and "The limit"): labelling
+errors depend on the rankings by D when a worker's error odds on a query are multiplied by exp(D·z), z the
+baseline's (run A's) standardised value on it; this is the simulation's ``Crowd(dependence=D)``
+(``benchmarks/crowd_simulation.py``). The sensitivity check's ``shift`` at D is meant to say where the
+label-corrected difference B − A stands against the truth when the batch's crowd erred that way.
+
+The truth's move, computed here independently of the code under test: studies of 1,000 queries on the
+moderate crowd, each drawn once per D with the same truth, the same values and the same random stream for
+the crowd (so the draws are paired); in each, the report's corrected difference (Dawid–Skene held-out
+posteriors, :func:`metrics.label_uncertainty.class_means` with :func:`label_map`'s columns: what a report on
+a batch's labels computes) and the true difference (mean of B − A over the truly non-gendered queries).
+The truth's move at D = mean over studies of (true − corrected at D) − (true − corrected at D = 0): how far
+the truth sits from the report because of the dependence. The tool's figure (``simulated``): the command's
+``shift`` at D (``dependence_table`` with the service's :func:`metrics.services.labelling.dependence_simulation`,
+four replicate batches) on the study drawn with D = 0, the crowd erring as the label model assumes: the check
+asks what would change if it had not. Printed beside it, the posterior tilt that ``dependence_table`` falls back
+to without a crowd fit, on the study drawn with D (``tilt``) and with D = 0 (``tilt_on_independent``).
+
+Monte-Carlo error: the standard error of each mean over the studies (paired), printed with ``-s``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from annotation.machine.label_probabilities import LabelModel
+from annotation.results.aggregation import dawid_skene
+from benchmarks import crowd_simulation as cs
+from metrics import label_uncertainty as lu
+from metrics.services.labelling import dependence_simulation
+
+KEY = ("ARaB", "tf", 10)
+DEPENDENCES = (0.0, 1.0, 3.0)
+STUDIES = 6
+QUERIES = 1000
+
+
+def _corrected(probabilities: pd.DataFrame, values: np.ndarray) -> float:
+    """The report's label-corrected mean of ``values`` (the point estimate of a report on a batch's labels)."""
+    t, weighted = lu.label_map(probabilities)
+    pi = probabilities.to_numpy(dtype=np.float64)
+    p, w = (np.ones((len(pi), 1)), pi @ t[:, 0]) if weighted else (pi @ t, None)
+    return float(lu.class_means(p, values[:, None], row_weights=w)[0, 0])
+
+
+def _tool_shift(probabilities: pd.DataFrame, a: np.ndarray, b: np.ndarray, d: float, simulate=None) -> float:
+    qids = list(probabilities.index)
+    columns = pd.MultiIndex.from_tuples([KEY], names=["metric", "variant", "cutoff"])
+    wide = {
+        "A": pd.DataFrame(a[:, None], index=qids, columns=columns),
+        "B": pd.DataFrame(b[:, None], index=qids, columns=columns),
+    }
+    combined = pd.DataFrame(
+        [{"run": "B", "metric": KEY[0], "variant": KEY[1], "cutoff": KEY[2], "difference_corrected": 0.0,
+          "difference_combined_low": -1.0, "difference_combined_high": 1.0}]
+    )  # fmt: skip
+    return float(lu.dependence_table(wide, probabilities, combined, "A", [d], simulate=simulate).iloc[0]["shift"])
+
+
+def _draws(base: cs.Crowd, name: str) -> pd.DataFrame:
+    rows = []
+    for study in range(STUDIES):
+        rng = np.random.default_rng(58_000 + study)
+        truth = cs.synthetic_truth(rng, QUERIES)
+        a, b = cs.values(rng, truth)
+        qids = [f"q{i}" for i in range(QUERIES)]
+        true_difference = float((b - a)[truth == 0].mean())
+        independent = None
+        for d in DEPENDENCES:
+            crowd = cs.with_dependence(base, d)
+            judgments, gold = cs.crowd_judgments(np.random.default_rng(59_000 + study), truth, crowd, a)
+            fit = dawid_skene(judgments, gold=gold)
+            probabilities = fit.held_out.loc[qids, list(cs.LABELS)]
+            if d == 0.0:
+                independent, independent_fit = probabilities, fit
+            # what the command computes: the service's simulation from the independently-erring study's fit
+            simulated = _tool_shift(
+                independent, a, b, d, dependence_simulation(LabelModel(independent, independent_fit, qids), study)
+            )
+            rows.append(
+                {
+                    "study": study,
+                    "dependence": d,
+                    "gap": true_difference - _corrected(probabilities, b - a),
+                    "tilt": _tool_shift(probabilities, a, b, d),
+                    # the same question asked of the study whose crowd erred independently (D = 0)
+                    "tilt_on_independent": _tool_shift(independent, a, b, d),
+                    # the parametric simulation from the independently-erring study's fitted model
+                    "simulated": simulated,
+                }
+            )
+    frame = pd.DataFrame(rows)
+    at_zero = frame[frame["dependence"] == 0.0].set_index("study")["gap"]
+    frame["truth_move"] = frame["gap"] - frame["study"].map(at_zero)
+    summary = frame.groupby("dependence")[["truth_move", "tilt", "tilt_on_independent", "simulated"]].agg(
+        ["mean", "sem"]
+    )
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(f"\n{STUDIES} studies of {QUERIES} queries, {name} crowd (mean, MC s.e.):\n{summary.round(4)}")
+    return frame
+
+
+@pytest.fixture(scope="module")
+def draws() -> pd.DataFrame:
+    return _draws(cs.MODERATE, "moderate")
+
+
+@pytest.fixture(scope="module")
+def heavy_draws() -> pd.DataFrame:
+    return _draws(cs.HEAVY, "heavy (35% spammers)")
+
+
+def _means(frame: pd.DataFrame, column: str) -> tuple[pd.Series, pd.Series]:
+    grouped = frame.groupby("dependence")[column]
+    return grouped.mean(), grouped.sem()
+
+
+@pytest.mark.slow
+def test_the_simulation_moves_the_truth_measurably(draws):
+    """The test below has power: at D = 1 and 3 the truth's move is more than 4 Monte-Carlo standard errors
+    from 0 (paired draws), and 0 at D = 0 by construction."""
+    move, se = _means(draws, "truth_move")
+    assert move[0.0] == 0.0
+    for d in (1.0, 3.0):
+        assert abs(move[d]) > 4 * se[d], (d, move[d], se[d])
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="the posterior tilt (dependence_table without the crowd's answers) does not reproduce a crowd whose "
+    "errors depend on the rankings (at D = 1 the truth moves about −0.02, the tilt about −0.003"
+    "; docs/metrics.md, 'The sensitivity check on one's own batch')",
+)
+def test_the_posterior_tilt_moves_with_the_truth(draws):
+    """The fallback without a crowd fit, held to the same standard: same sign as the truth's move, and within
+    a quarter of it plus 3 Monte-Carlo standard errors. It fails: the tilt is kept only where no answers exist."""
+    move, move_se = _means(draws, "truth_move")
+    tool, tool_se = _means(draws, "tilt")
+    assert tool[0.0] == 0.0
+    for d in (1.0, 3.0):
+        assert np.sign(tool[d]) == np.sign(move[d]), (d, tool[d], move[d])
+        tolerance = 0.25 * abs(move[d]) + 3 * float(np.hypot(move_se[d], tool_se[d]))
+        assert abs(tool[d] - move[d]) <= tolerance, (d, tool[d], move[d], tolerance)
+
+
+@pytest.mark.slow
+def test_the_simulated_shift_moves_with_the_truth(draws):
+    """The command's shift (:func:`metrics.label_uncertainty.simulated_shift` as the service builds it from a
+    batch's fitted crowd) on the study whose crowd erred independently (the model's own assumption; the
+    counterfactual the check asks): same sign as the truth's move, and within a
+    quarter of it plus 3 Monte-Carlo standard errors (the studies' spread, which includes the replicates')."""
+    move, move_se = _means(draws, "truth_move")
+    simulated, simulated_se = _means(draws, "simulated")
+    assert simulated[0.0] == 0.0
+    for d in (1.0, 3.0):
+        assert np.sign(simulated[d]) == np.sign(move[d]), (d, simulated[d], move[d])
+        tolerance = 0.25 * abs(move[d]) + 3 * float(np.hypot(move_se[d], simulated_se[d]))
+        assert abs(simulated[d] - move[d]) <= tolerance, (d, simulated[d], move[d], tolerance)
+
+
+@pytest.mark.slow
+def test_the_simulated_shift_keeps_the_sign_on_a_heavy_crowd(heavy_draws):
+    """On the heavy crowd (35% spammers) the shift keeps the truth's sign, at least 3 MC s.e. from 0, but
+    falls short of its size (a third: docs/metrics.md states it), so only the sign is held here."""
+    move, move_se = _means(heavy_draws, "truth_move")
+    simulated, simulated_se = _means(heavy_draws, "simulated")
+    for d in (1.0, 3.0):
+        assert abs(move[d]) > 4 * move_se[d], (d, move[d], move_se[d])
+        assert np.sign(simulated[d]) == np.sign(move[d]) and abs(simulated[d]) > 3 * simulated_se[d], (
+            d,
+            simulated[d],
+            simulated_se[d],
+            move[d],
+        )
