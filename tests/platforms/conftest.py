@@ -1,3 +1,11 @@
-"""The platforms' tests live in the small world of the annotation tests (tests/annotation/conftest.py)."""
+"""The platforms' tests live in the small world of the annotation tests (tests/annotation/conftest.py),
+the toy platform included (a platform that is not the one under test)."""
 
-from tests.annotation.conftest import annotators, gold_batch, local_batch, query_set, researcher  # noqa: F401
+from tests.annotation.conftest import (  # noqa: F401
+    annotators,
+    gold_batch,
+    local_batch,
+    query_set,
+    researcher,
+    toy_platform,
+)
