@@ -11,6 +11,8 @@ transactions, a busy timeout), and without ``CELERY_BROKER_URL`` Celery tasks ru
 in-process. Production sets ``DATABASE_URL=postgres://...`` and ``CELERY_BROKER_URL=redis://...``.
 """
 
+import importlib
+import importlib.util
 import sys
 import warnings
 from pathlib import Path
@@ -19,7 +21,6 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from core.connection_kinds import CHAT_API_URL_DEFAULT, CHAT_TOKEN_LIMIT_DEFAULT
-from platforms.prolific.connection.kind import PROLIFIC_API_URL_DEFAULT
 
 from .env import (
     env_bool,
@@ -433,96 +434,23 @@ CONNECTION_TEST_TIMEOUT = env_float("CONNECTION_TEST_TIMEOUT", 10.0, minimum=0.1
 #: answers has been used); 0 turns corrections off.
 ANSWER_CORRECTION_SECONDS = env_int("ANSWER_CORRECTION_SECONDS", 600, minimum=0)
 
-# --- Mechanical Turk ------------------------------------------------------------------
-#: Any MTurk-compatible server; empty means AWS's sandbox, or production with MTURK_LIVE=1.
-MTURK_ENDPOINT_URL = env_str("MTURK_ENDPOINT_URL", "")
-MTURK_LIVE = env_bool("MTURK_LIVE", False)
-#: Where HIT forms post answers; empty means the worker site matching the endpoint.
-MTURK_SUBMIT_URL = env_str("MTURK_SUBMIT_URL", "")
-#: Client-side ceiling on MTurk calls per second (MTurk throttles bursts).
-MTURK_MAX_CALLS_PER_SECOND = env_float("MTURK_MAX_CALLS_PER_SECOND", 5.0, minimum=0.01)
-#: The longest time between two syncs of a published MTurk batch in this deployment
-#: (``sync_batch``, the batch page or the API). MTurk approves and pays every assignment
-#: still unreviewed after the HIT type's auto-approval delay, so a new MTurk batch's
-#: delay must be longer than this (``BatchSettings.validate``; default delay 3 days).
-MTURK_SYNC_INTERVAL_SECONDS = env_int("MTURK_SYNC_INTERVAL_SECONDS", 86400, minimum=1)
+# --- The crowd platforms' own settings ----------------------------------------------------------
+#: Each crowd platform reads its settings from the environment in its folder (``platforms/<name>/settings.py``:
+#: MTurk's endpoint, Prolific's API, arrivals, signed links, webhooks...); its INSTALLED_APPS line brings
+#: them here, and removing the line removes them.
+for _app in INSTALLED_APPS:
+    if _app.startswith("platforms.") and importlib.util.find_spec(f"{_app}.settings") is not None:
+        globals().update(
+            {name: value for name, value in vars(importlib.import_module(f"{_app}.settings")).items() if name.isupper()}
+        )
 
-# --- Prolific -------------------------------------------------------------------------
-#: Prolific's API (or any server speaking it); the token is sent as ``Authorization: Token ...``.
-PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", PROLIFIC_API_URL_DEFAULT)
-PROLIFIC_API_TOKEN = env_str("PROLIFIC_API_TOKEN", "")
-#: The Prolific project that holds the studies of this site, and its workspace (participant groups).
-PROLIFIC_PROJECT_ID = env_str("PROLIFIC_PROJECT_ID", "")
-PROLIFIC_WORKSPACE_ID = env_str("PROLIFIC_WORKSPACE_ID", "")
-#: Where participants go after submitting; the study's completion code is appended.
-PROLIFIC_COMPLETION_URL = env_str("PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete?cc=")
-#: Prolific's platform fee on rewards and bonuses (33.3% for academic accounts, 42.8% otherwise).
-PROLIFIC_FEE_RATE = env_decimal("PROLIFIC_FEE_RATE", "0.333")
+# --- Bonuses and the study link ---------------------------------------------------------------
 #: The most one participant may earn in bonuses from one batch (USD): a bonus rule under which
 #: anyone could earn more (a flat lump, or every check question of every assignment they can
 #: take) is refused when set, as a likely typo (annotation.crowd.bonus_rules; issue 41).
 BONUS_MAX_PER_PARTICIPANT_USD = env_decimal("BONUS_MAX_PER_PARTICIPANT_USD", "100")
 #: This site's public base URL: the study URL participants open is built from it.
 SITE_URL = env_str("SITE_URL", "http://localhost:8000")
-
-# --- Prolific arrivals: confirmed in the background, remembered, rate-limited (docs/prolific.md) --
-#: All of the site's calls to Prolific's API (every process: arrivals, syncs, publishing) start at
-#: most this many times a second, evenly spread (Prolific documents no fixed limit: see
-#: platforms.prolific.provider.api_client); each call also honours its own 429's Retry-After.
-PROLIFIC_API_CALLS_PER_SECOND = env_float("PROLIFIC_API_CALLS_PER_SECOND", 10.0, minimum=0.1)
-#: A session's first arrival starts a check with Prolific on a background thread and waits for it
-#: at most this long (seconds); then the participant gets the page that waits and takes them in by itself.
-PROLIFIC_ARRIVAL_TIMEOUT_SECONDS = env_float("PROLIFIC_ARRIVAL_TIMEOUT_SECONDS", 2.0, minimum=0.1)
-#: How long one check keeps asking Prolific (seconds), retrying throttled, failed or lost calls.
-PROLIFIC_ARRIVAL_DEADLINE_SECONDS = env_float("PROLIFIC_ARRIVAL_DEADLINE_SECONDS", 15.0, minimum=0.5)
-#: The waiting page asks again by itself every this many seconds (its refresh and Retry-After).
-PROLIFIC_ARRIVAL_REFRESH_SECONDS = env_int("PROLIFIC_ARRIVAL_REFRESH_SECONDS", 2, minimum=1)
-#: A link Prolific refused (unknown session, another study's or participant's, returned) is refused
-#: from memory for this long (seconds), without asking again.
-PROLIFIC_ARRIVAL_REFUSED_SECONDS = env_int("PROLIFIC_ARRIVAL_REFUSED_SECONDS", 300, minimum=0)
-#: New sessions checked from one client address (core.web.client_ip) per minute; more get a page
-#: that waits (429). The waiting page's own refreshes are not counted.
-PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE = env_int("PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE", 30, minimum=1)
-#: New sessions of one study checked with Prolific per minute; more get the waiting page (503).
-PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = env_int("PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE", 600, minimum=1)
-#: These counters, the checks under way, their answers and the pace live in the ``shared`` cache
-#: (see Caches above). With JOB_LOCAL_RUNNER = "inline" (the test suite) a check runs in the request.
-
-# --- Prolific's signed study URLs (docs/prolific.md, "Signed study links"; issue 56) -------------
-#: New Prolific batches ask for Prolific's signed study URL (``is_external_study_url_secure``): each
-#: arrival carries a JWT checked here with Prolific's published keys, with no API call (the workspace
-#: must have the feature). A batch's own ``signed_urls`` option wins.
-PROLIFIC_SIGNED_URLS = env_bool("PROLIFIC_SIGNED_URLS", False)
-#: The organisation the workspace is linked to, if any: a signed link must then name it too.
-PROLIFIC_ORGANISATION_ID = env_str("PROLIFIC_ORGANISATION_ID", "")
-#: Where Prolific publishes the study-signing keys (default: /.well-known/study/jwks.json at the API's origin).
-PROLIFIC_JWKS_URL = env_str("PROLIFIC_JWKS_URL", "")
-#: The keys are fetched again after this long (seconds; Prolific: "at least daily", so at most 86400)
-#: and when a link names a key the set does not hold.
-PROLIFIC_JWKS_REFRESH_SECONDS = env_int("PROLIFIC_JWKS_REFRESH_SECONDS", 6 * 3600, minimum=60)
-#: One attempt to fetch the keys waits this long at most (seconds; two attempts).
-PROLIFIC_JWKS_TIMEOUT_SECONDS = env_float("PROLIFIC_JWKS_TIMEOUT_SECONDS", 3.0, minimum=0.1)
-
-# --- Prolific webhooks, and polling as their fallback (docs/prolific.md, "Webhooks") -----------
-#: Publishing a Prolific batch subscribes the workspace to submission and study status changes, study
-#: progress changes and high return rates, delivered to SITE_URL + /annotation/prolific/webhooks/events/
-#: (an https address Prolific can reach).
-PROLIFIC_WEBHOOKS = env_bool("PROLIFIC_WEBHOOKS", True)
-#: A delivery signed longer ago than this (seconds), or this far ahead, is refused (replays).
-PROLIFIC_WEBHOOK_MAX_AGE_SECONDS = env_int("PROLIFIC_WEBHOOK_MAX_AGE_SECONDS", 300, minimum=1)
-#: ``manage.py poll_prolific`` (every minute from a timer) re-reads each published Prolific batch
-#: not re-read for this long (seconds): without webhooks ...
-PROLIFIC_POLL_SECONDS = env_int("PROLIFIC_POLL_SECONDS", 300, minimum=1)
-#: ... and while webhooks are seen to work: every subscription confirmed by this site, a verified event
-#: received within this long and no delivery refused since (no grace period after a confirmation).
-#: Events that never arrive are caught; a broken delivery path (wrong SITE_URL, secret replaced) gives
-#: the short interval at the next poll (platforms.prolific.webhooks.selectors).
-PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS = env_int("PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS", 3600, minimum=1)
-#: The earliest (seconds after its pay call) a person may confirm unpaid a bonus pay whose answer
-#: was lost and which no submission shows (``prolific_bonus --confirm-unpaid``); past it such a
-#: bulk is reported as needing a person, never paid again automatically: Prolific pays
-#: asynchronously (platforms.prolific.bonuses.services).
-PROLIFIC_BONUS_SETTLE_SECONDS = env_int("PROLIFIC_BONUS_SETTLE_SECONDS", 3600, minimum=60)
 
 
 # --- Pre-labelling (annotation.machine.prelabellers.openai_chat) ---------------------------------

@@ -111,6 +111,7 @@ LAYERS = frozenset(
         "serializers",
         "services",
         "tasks",
+        "settings",  # a crowd platform's own settings, read from the environment (platforms/<name>/settings.py)
         "templatetags",
         "urls",
         "views",

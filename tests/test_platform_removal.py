@@ -36,8 +36,9 @@ class Platform:
 
     #: The platform's folder.
     folder: str
-    #: Its registry line: the file, and the line's text (stripped) removed from it.
-    registry: tuple[str, str]
+    #: Its registry line (its INSTALLED_APPS line) and its URL includes: each the file and the line's text
+    #: (stripped) removed from it.
+    registry: tuple[tuple[str, str], ...]
     #: Its tests (folders or files).
     tests: tuple[str, ...]
     #: Its files still outside its folder (a debt: each moves into the folder in time).
@@ -51,12 +52,13 @@ class Platform:
 
 
 REGISTRY = "config/settings.py"  # a platform is an INSTALLED_APPS line
+URLS = "config/urls.py"  # and its URL includes
 
 #: The external platforms: the one table the test reads.
 EXTERNAL: dict[str, Platform] = {
     "mturk": Platform(
         folder="platforms/mturk",
-        registry=(REGISTRY, '"platforms.mturk",'),
+        registry=((REGISTRY, '"platforms.mturk",'),),
         tests=("tests/platforms/mturk", "tests/annotation/quality/test_quality_loop_mturk.py"),
         quick_tests=(
             "tests/platforms/mturk/test_prices.py",
@@ -65,17 +67,18 @@ EXTERNAL: dict[str, Platform] = {
     ),
     "prolific": Platform(
         folder="platforms/prolific",
-        registry=(REGISTRY, '"platforms.prolific",'),
-        tests=("tests/platforms/prolific", "tests/annotation/quality/test_quality_loop_prolific.py"),
-        quick_tests=("tests/platforms/prolific/test_prices.py",),
-        not_yet=(
-            "Prolific's models, URLs, batch-page panels and connection kind still live outside its folder "
-            "(annotation/models/prolific.py, annotation/urls.py, annotation/batches/, core/connection_kinds.py)"
+        registry=(
+            (REGISTRY, '"platforms.prolific",'),
+            (URLS, 'path("", include("platforms.prolific.urls")),'),
+            (URLS, 'path("", include("platforms.prolific.api_urls")),'),
         ),
+        tests=("tests/platforms/prolific", "tests/annotation/quality/test_quality_loop_prolific.py"),
+        elsewhere=("benchmarks/burst.py",),  # its launch-burst benchmark (benchmark_load --burst)
+        quick_tests=("tests/platforms/prolific/test_prices.py",),
     ),
     "taskbuilder": Platform(
         folder="platforms/taskbuilder",
-        registry=(REGISTRY, '"platforms.taskbuilder",'),
+        registry=((REGISTRY, '"platforms.taskbuilder",'),),
         tests=("tests/platforms/taskbuilder",),
         built_on=("prolific",),
         quick_tests=("tests/platforms/taskbuilder/test_taskbuilder.py",),
@@ -102,6 +105,7 @@ COPIED = (
     "metrics",
     "platforms",
     "pooling",
+    "publishing",
     "static",
     "templates",
     "tests",
@@ -117,7 +121,7 @@ import tests.pytest_environment  # noqa: F401 (what a deployment sets)
 import django
 django.setup()
 failed = []
-for top in ("config", "core", "pooling", "annotation", "platforms", "metrics", "benchmarks"):
+for top in ("config", "core", "pooling", "annotation", "platforms", "metrics", "publishing", "benchmarks"):
     for path in sorted(Path(top).rglob("*.py")):
         name = ".".join(path.with_suffix("").parts).removesuffix(".__init__")
         try:
@@ -159,12 +163,12 @@ def copy_without(target: Path, names: list[str]) -> None:
             path = target / part
             assert path.exists(), f"{name}: {part} is not in the checkout (update EXTERNAL)"
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-        registry, line = platform.registry
-        path = target / registry
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        kept = [text for text in lines if text.strip() != line]
-        assert len(kept) == len(lines) - 1, f"{name}: its registry line {line!r} is not in {registry}"
-        path.write_text("".join(kept), encoding="utf-8")
+        for registry, line in platform.registry:
+            path = target / registry
+            lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+            kept = [text for text in lines if text.strip() != line]
+            assert len(kept) == len(lines) - 1, f"{name}: its registry line {line!r} is not in {registry}"
+            path.write_text("".join(kept), encoding="utf-8")
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -208,8 +212,8 @@ def test_the_table_names_what_is_in_the_checkout():
     for name, platform in EXTERNAL.items():
         for part in (platform.folder, *platform.tests, *platform.elsewhere, *platform.quick_tests):
             assert (ROOT / part).exists(), f"{name}: {part}"
-        registry, line = platform.registry
-        assert line in [text.strip() for text in (ROOT / registry).read_text(encoding="utf-8").splitlines()]
+        for registry, line in platform.registry:
+            assert line in [text.strip() for text in (ROOT / registry).read_text(encoding="utf-8").splitlines()]
         assert set(platform.built_on) <= set(EXTERNAL)
     for part in KERNEL_TESTS:
         assert (ROOT / part).exists(), part

@@ -15,15 +15,11 @@ def _names(functions) -> list[str]:
 
 
 def test_the_app_registers_the_sub_domains_hooks_when_ready():
-    """annotation.apps.PLUG_INS is imported by AnnotationConfig.ready(): no caller imports them first."""
+    """annotation.apps.PLUG_INS is imported by AnnotationConfig.ready(): no caller imports them first
+    (Prolific's own: tests/platforms/prolific/test_prolific_in_the_kernel.py)."""
     assert _names(hooks.created.for_provider("local")) == ["annotation.quality.services.training.store_training"]
     assert _names(hooks.sync_steps.for_provider("mturk")) == ["annotation.quality.services.loop.close_the_loop"]
-    assert _names(hooks.sync_steps.for_provider("prolific")) == ["annotation.quality.services.loop.close_the_loop"]
-    assert _names(hooks.published.for_provider("prolific")) == [
-        "platforms.prolific.webhooks.services.subscriptions.follow_published"
-    ]
     assert hooks.published.for_provider("mturk") == []
-    assert _names([hooks.platform_syncs.get("prolific")]) == ["platforms.prolific.services.sync_prolific_batch"]
     assert hooks.platform_syncs.get("mturk") is None and hooks.platform_syncs.get("local") is None
 
 

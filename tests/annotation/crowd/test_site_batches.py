@@ -205,22 +205,3 @@ def test_a_gold_file_over_the_upload_limit_is_refused_on_its_field(query_set, re
     response = client.post("/api/annotation/batches/", {**FORM, "name": "web", "queries": "gq", **gold})
     assert response.status_code == 400 and "larger than the upload limit" in response.json()["gold"][0]
     assert not Batch.objects.exists()
-
-
-def test_prolific_eligibility_from_the_form_reaches_the_batch_and_is_refused_elsewhere(query_set, researcher, client):
-    client.force_login(researcher)
-    prolific = {"estimated_minutes": 7, "devices": ["desktop", "mobile"], "bonus": "0.25"}
-    response = client.post(
-        reverse("annotation:batch-create"), {**FORM, "name": "web", "queries": "gq", "provider": "prolific", **prolific}
-    )
-    assert response.status_code == 302
-    options = Batch.objects.get(name="web").provider_options
-    assert options.pop("completion_code")  # made at random for every Prolific batch
-    assert options == {
-        "estimated_minutes": 7,
-        "devices": ["desktop", "mobile"],
-        "bonus_rule": {"kind": "flat", "amount": "0.25", "at_sync": True},  # the bonus: a flat rule paid at sync
-    }
-    response = client.post(reverse("annotation:batch-create"), {**FORM, "name": "web2", "queries": "gq", **prolific})
-    assert response.status_code == 400
-    assert "Prolific options only apply to the prolific provider" in response.content.decode()
