@@ -225,6 +225,18 @@ CUTOFFS_OPTION = ReportOption(
     maximum=MAX_CUTOFF,
     most=MAX_CUTOFFS,
 )
+#: One rank cutoff, where a figure is read at one depth: comparing sets, what moves a label-corrected value,
+#: a study plan, counterfactual RBO's depth.
+CUTOFF_OPTION = ReportOption(
+    "cutoff",
+    (),
+    10,
+    "Rank cutoff",
+    "the rank cutoff the figure is read at",
+    kind="count",
+    minimum=1,
+    maximum=MAX_CUTOFF,
+)
 #: Label sensitivity's cutoffs: the same rule, three by default (each is a whole sensitivity table).
 SENSITIVITY_CUTOFFS_OPTION = ReportOption(
     "cutoffs",

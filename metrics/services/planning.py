@@ -35,6 +35,7 @@ from annotation import services as annotation_services
 from annotation.labels import LABELS, NON_GENDERED
 from annotation.models import Batch, Export, Provider
 from core.errors import ServiceError
+from metrics.report_options import CUTOFF_OPTION
 from metrics.selectors import report_per_query
 from metrics.services.reports import ReportSettings, compute_report
 from pooling.models import Pool, QuerySet, Run
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 #: The defaults of a plan (the command's, the API's and the panel's).
 DEFAULT_POWER = 0.8
 DEFAULT_ALPHA = 0.05
-DEFAULT_CUTOFF = 10
+DEFAULT_CUTOFF = CUTOFF_OPTION.default
 #: Most simulated studies a command may ask for (the API and the page: at most power.DEFAULT_DRAWS).
 MAX_DRAWS = 20000
 

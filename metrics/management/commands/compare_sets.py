@@ -1,7 +1,7 @@
 from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
 from metrics import services
 from metrics.models import Report
-from metrics.report_options import BOOTSTRAP_OPTION, SEED_OPTION
+from metrics.report_options import BOOTSTRAP_OPTION, CUTOFF_OPTION, SEED_OPTION
 from pooling.models import QuerySet, Run
 
 
@@ -22,7 +22,7 @@ class Command(ProjectCommand):
         parser.add_argument("--prefix", default="across", help="name prefix of the reports --set builds")
         parser.add_argument("--metric", default="ARaB", help="metric to rank the runs by (default ARaB)")
         parser.add_argument("--variant", default="", help="its variant (default: its paper's, e.g. tf)")
-        parser.add_argument("--cutoff", type=int, default=10, help="rank cutoff (default 10)")
+        parser.add_argument(CUTOFF_OPTION.flag, **CUTOFF_OPTION.argument())
         parser.add_argument("--samples", **BOOTSTRAP_OPTION.argument())  # the reports' bootstrap, declared once
         parser.add_argument(SEED_OPTION.flag, **SEED_OPTION.argument())
 

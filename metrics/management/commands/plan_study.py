@@ -6,8 +6,9 @@ from django.core.management.base import CommandError
 
 from core.management.cli import ProjectCommand, command_errors, decimal_number, whole_number
 from metrics.power import DEFAULT_DRAWS
+from metrics.report_options import CUTOFF_OPTION
 from metrics.services import CostSettings, plan_study
-from metrics.services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
+from metrics.services.planning import DEFAULT_ALPHA, DEFAULT_POWER
 
 PROVIDER_NAMES = {"local": "in-house", "mturk": "MTurk", "prolific": "Prolific"}
 
@@ -34,9 +35,7 @@ class Command(ProjectCommand):
         parser.add_argument("--queries", help="the pilot's query set (required unless --report is given)")
         parser.add_argument("--runs", required=True, help="the two runs compared, A,B (the difference is A − B)")
         parser.add_argument("--metric", required=True, help="e.g. ARaB, RaB, NFaiRR, TExFAIR, nDCG")
-        parser.add_argument(
-            "--cutoff", type=whole_number, default=DEFAULT_CUTOFF, help=f"rank cutoff (default {DEFAULT_CUTOFF})"
-        )
+        parser.add_argument(CUTOFF_OPTION.flag, **CUTOFF_OPTION.argument())
         parser.add_argument(
             "--variant", help="the metric's variant (default: the paper's, tf for RaB/ARaB, rbdf for TExFAIR)"
         )
