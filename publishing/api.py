@@ -16,6 +16,7 @@ from core.errors import ServiceError
 from core.serializers import JobSerializer
 from metrics.models import Report
 from publishing.latex import TEMPLATES
+from publishing.latex import template as latex_template
 from publishing.serializers import PublishDatasetRequestSerializer
 from publishing.services.dataset import publication_zip
 from publishing.services.paper import cached_paper_zip, start_paper_bundle
@@ -61,7 +62,7 @@ class ReportPaperView(APIView):
             OpenApiParameter(
                 "template",
                 str,
-                enum=["article", "acm", "lncs"],
+                enum=list(TEMPLATES),
                 description="The class main.tex is set in and the page the floats fit: acm (acmart sigconf), "
                 "lncs (llncs) or article (default).",
             )
@@ -76,10 +77,10 @@ class ReportPaperView(APIView):
         ``done``. 404 with ``detail`` if the report's files are gone."""
         report = get_object_or_404(Report, name=name)
         template = request.query_params.get("template") or None
-        if template is not None and template not in TEMPLATES:
-            return Response(
-                {"template": [f"Unknown template {template!r}: choose one of {', '.join(TEMPLATES)}."]}, status=400
-            )
+        try:
+            latex_template(template)  # the one check of the name (its message names the choices)
+        except ValueError as exc:
+            return Response({"template": [str(exc)]}, status=400)
         path = cached_paper_zip(report, template)
         if path is not None:
             suffix = "" if template is None else f"-{template}"

@@ -13,7 +13,7 @@ from core.errors import ServiceError
 from core.web.permissions import researcher_required
 from metrics.models import Report
 from publishing.forms import PublishDatasetForm
-from publishing.latex import TEMPLATES
+from publishing.latex import template as latex_template
 from publishing.services.dataset import publication_zip
 from publishing.services.paper import cached_paper_zip, start_paper_bundle
 
@@ -57,12 +57,10 @@ def report_paper(request: HttpRequest, name: str) -> HttpResponse:
     background job (the job's page leads back here when it is done), then served as a file."""
     report = get_object_or_404(Report, name=name)
     template = request.GET.get("template") or None
-    if template is not None and template not in TEMPLATES:
-        return HttpResponse(
-            f"Unknown template {template!r}: choose one of {', '.join(TEMPLATES)}.",
-            status=400,
-            content_type="text/plain",
-        )
+    try:
+        latex_template(template)  # the one check of the name (its message names the choices)
+    except ValueError as exc:
+        return HttpResponse(f"template: {exc}", status=400, content_type="text/plain")
     path = cached_paper_zip(report, template)
     if path is not None:
         suffix = "" if template is None else f"-{template}"
