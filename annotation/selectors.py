@@ -21,7 +21,7 @@ Each crowd platform's reads are in its own app (``platforms/<name>/selectors``),
 """
 
 from annotation.crowd.panels import dashboard_panels
-from annotation.crowd.selectors import batches, is_machine_labelled, query_texts
+from annotation.crowd.selectors import batches, is_machine_labelled, pay_figures, query_texts
 from annotation.exports.selectors import study_facts
 from annotation.machine.selectors import label_probabilities, non_gendered_by_source
 from annotation.results.selectors import (
@@ -58,6 +58,7 @@ __all__ = [
     "latest_routing",
     "min_votes",
     "non_gendered_by_source",
+    "pay_figures",
     "query_texts",
     "remembered",
     "study_facts",

@@ -427,3 +427,8 @@ def retake_allowed(batch: Batch) -> bool:
     from annotation.models import Provider
 
     return batch.provider == Provider.LOCAL and batch.failed_gold_answers != "keep" and batch.team.exists()
+
+
+def pay_figures(batch: Batch, done: QuerySet[Assignment]) -> dict[str, Any]:
+    """What the batch's platform records of its pay (``CrowdProvider.pay_figures``), for the checklists."""
+    return provider_class(batch.provider).pay_figures(batch, done)

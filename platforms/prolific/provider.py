@@ -28,6 +28,7 @@ from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, Wor
 from core.errors import ServiceError
 from platforms.prolific import prices
 from platforms.prolific.client import DEVICES, Prolific, ProlificError, ProlificUnknownOutcome, cents
+from platforms.prolific.selectors import submissions
 
 #: What Prolific calls a place still held by a participant.
 HOLDS_PLACE = {"RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT"}
@@ -485,6 +486,17 @@ class ProlificProvider(CrowdProvider):
     def bonus_fees(cls, paid: list[Decimal], *, account_fee_rate: Decimal | None = None) -> tuple[Decimal, Decimal]:
         """The same share on bonuses, on the total."""
         return prices.bonus_fees(paid, _account_rate(account_fee_rate))
+
+    @classmethod
+    def pay_figures(cls, batch: Batch, done) -> dict:
+        """The batch page's figures: the reward over the time Prolific measured (its submissions)."""
+        listed = submissions(batch)
+        return {
+            "median_seconds": listed.median_seconds,
+            "median_hourly_rate": listed.median_hourly_rate,
+            "rate_source": f"from Prolific's records of {listed.total} submission{'s' if listed.total != 1 else ''}",
+            "estimated_minutes": (batch.provider_options or {}).get("estimated_minutes"),
+        }
 
     @classmethod
     def check_settings(cls, batch_settings) -> None:

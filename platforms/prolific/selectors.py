@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from annotation.crowd.pay_rate import hourly_rate, median_or_none, seconds_taken
 from annotation.models import Assignment, Batch
-from platforms.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
 
 #: At most this many submissions are listed on the page and in one API answer (newest first);
 #: the counts and medians cover them all.

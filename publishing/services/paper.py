@@ -246,13 +246,10 @@ def crowd_batches(batch) -> list:
 def crowd_pay(batch) -> list[dict[str, Any]]:
     """Each crowd batch's recruitment and pay from the provider's records, for the checklists (D2, 14).
 
-    Prolific: the batch page's figures (:func:`platforms.prolific.selectors.submissions`: the reward
-    over the time Prolific measured, median over the submissions). MTurk: the same rate
-    (:mod:`platforms.prolific.pay_rate`) over the assignments' accept-to-submit times. In-house:
-    the tasks submitted (the platform pays no one)."""
-    from platforms.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
-    from platforms.prolific.selectors import submissions as prolific_submissions
-
+    Each platform's figures are its provider's (``CrowdProvider.pay_figures``): Prolific's, the
+    batch page's (the reward over the time Prolific measured, median over the submissions); MTurk's,
+    the same rate (:mod:`annotation.crowd.pay_rate`) over the assignments' accept-to-submit times;
+    in-house, the tasks submitted only (the platform pays no one)."""
     rows = []
     for part in crowd_batches(batch):
         done = Assignment.objects.filter(
@@ -269,22 +266,7 @@ def crowd_pay(batch) -> list[dict[str, Any]]:
             "rate_source": "",
             "estimated_minutes": None,
         }
-        if part.provider == "prolific":
-            listed = prolific_submissions(part)
-            row |= {
-                "median_seconds": listed.median_seconds,
-                "median_hourly_rate": listed.median_hourly_rate,
-                "rate_source": f"from Prolific's records of {listed.total} submission{'s' if listed.total != 1 else ''}",
-                "estimated_minutes": (part.provider_options or {}).get("estimated_minutes"),
-            }
-        elif part.provider != "local":
-            times = [seconds_taken(a, b) for a, b in done.values_list("accepted_at", "submitted_at")]
-            timed = sum(t is not None for t in times)
-            row |= {
-                "median_seconds": median_or_none(times),
-                "median_hourly_rate": median_or_none(hourly_rate(part.reward, t) for t in times),
-                "rate_source": f"from the accept-to-submit times of {timed} assignment{'s' if timed != 1 else ''}",
-            }
+        row |= annotation_selectors.pay_figures(part, done)
         rows.append(row)
     return rows
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from annotation.crowd.pay_rate import hourly_rate, median_or_none, seconds_taken
 from annotation.crowd.providers.options import COMMON_OPTIONS, BatchOption
 from annotation.crowd.providers.registry import BUILT_IN as BUILT_IN
 from annotation.crowd.providers.registry import PLATFORMS as PLATFORMS
@@ -171,6 +172,22 @@ class CrowdProvider(ABC):
         """A price shown beside a batch's own for comparison, as ``(where, Cost)`` ("on platform X"), or
         ``None``: the estimate and the batch page show no comparison (the default)."""
         return None
+
+    @classmethod
+    def pay_figures(cls, batch: Batch, done: Any) -> dict[str, Any]:
+        """What the platform's records say of a batch's pay, for the checklists (``median_seconds``,
+        ``median_hourly_rate``, ``rate_source``, ``estimated_minutes``): by default the reward over the
+        accept-to-submit times of its submitted assignments ``done``; nothing where it takes no fee (it
+        pays no one). A platform that measures time itself says so (Prolific's submissions)."""
+        if not cls.takes_fees:
+            return {}
+        times = [seconds_taken(a, b) for a, b in done.values_list("accepted_at", "submitted_at")]
+        timed = sum(t is not None for t in times)
+        return {
+            "median_seconds": median_or_none(times),
+            "median_hourly_rate": median_or_none(hourly_rate(batch.reward, t) for t in times),
+            "rate_source": f"from the accept-to-submit times of {timed} assignment{'s' if timed != 1 else ''}",
+        }
 
     #: True where a worker takes the batch's training step on this site before the first HIT
     #: (:mod:`annotation.quality.services.training`); False where the platform has its own way.

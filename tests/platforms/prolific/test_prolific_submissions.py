@@ -7,9 +7,9 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
+from annotation.crowd.pay_rate import hourly_rate, median_or_none, seconds_taken
 from annotation.crowd.services.sync import sync_batch
 from platforms.prolific.models import ProlificSubmission
-from platforms.prolific.pay_rate import hourly_rate, median_or_none, seconds_taken
 from tests.annotation.conftest import make_batch
 from tests.platforms.prolific import test_prolific as base
 from tests.platforms.prolific.fake_server import hexid
