@@ -141,7 +141,9 @@ def _spread(crowd: cs.Crowd, seed: int, n: int = 1000) -> float:
     drawn = cs.study(rng, cs.synthetic_truth(rng, n), crowd)
     ds = dawid_skene(drawn.judgments, gold=drawn.gold)
     encoded, labels = ds.encoded, list(ds.encoded.labels)
-    confusion = np.stack([ds.confusion[str(w)].reindex(index=labels, columns=labels).to_numpy() for w in encoded.workers])
+    confusion = np.stack(
+        [ds.confusion[str(w)].reindex(index=labels, columns=labels).to_numpy() for w in encoded.workers]
+    )
     posteriors = ds.posteriors.reindex(index=encoded.items, columns=labels).to_numpy()
     return crowd_model.difficulty_spread(encoded, posteriors, ds.priors.reindex(labels).to_numpy(), confusion)
 
