@@ -305,7 +305,9 @@ class CorrectedFit:
         for probabilities in (refitted, truth):
             p, row_weights = design_draws(self.probabilities, probabilities)
             means.append(class_means(p, values, np.ones(p.shape[:2]), row_weights)[:, self.column, :])
-        return np.nanmean(means[0] - means[1], axis=0)
+        errors = means[0] - means[1]  # [R × C]; NaN where a replicate could not fit a label's mean
+        usable = np.isfinite(errors).sum(axis=0)
+        return np.where(usable > 0, np.nansum(errors, axis=0) / np.maximum(usable, 1), np.nan)
 
     def interval(
         self, values: np.ndarray, level: float = LEVEL, construction: str = intervals.LABEL_INTERVAL
