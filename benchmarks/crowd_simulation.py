@@ -268,7 +268,14 @@ def coverage_study(
     names = intervals.CONSTRUCTIONS if constructions else (intervals.LABEL_INTERVAL,)
     jackknife = any(intervals.needs_jackknife(c) for c in names)
     model = LabelModel(table, ds, qids)
-    fitter = CorrectedFit(table, samples, seed, model.draws, jackknife=jackknife, leave_out=model.leave_out_draws)
+    fitter = CorrectedFit(
+        table, samples, seed, model.draws, jackknife=jackknife, leave_out=model.leave_out_draws,
+        difficulty=lambda: model.difficulty_draws(seed),
+    )  # fmt: skip
+    biases = {
+        "value": fitter.difficulty_bias(drawn.a[:, None]),
+        "difference": fitter.difficulty_bias((drawn.b - drawn.a)[:, None]),
+    }
     fitted = {
         "value": (*fitter.estimates(drawn.a[:, None]), MEAN_A[0]),
         "difference": (*fitter.estimates((drawn.b - drawn.a)[:, None]), MEAN_DIFFERENCE[0]),
@@ -308,10 +315,17 @@ def coverage_study(
             if extra is not None:
                 out[f"{figure}:extra_{name}"] = float(extra[0])
             low, high = intervals.bootstrap_interval(boot, point, LEVEL, name, accel, usable, extra)
-            hit = bool(not np.isnan(low[0]) and not np.isnan(high[0]) and low[0] <= truth <= high[0])
-            out[f"{figure}:{name}"] = hit
+
+            def covers(low, high, truth=truth):
+                return bool(not np.isnan(low[0]) and not np.isnan(high[0]) and low[0] <= truth <= high[0])
+
+            out[f"{figure}:{name}"] = covers(low, high)
             if name == intervals.LABEL_INTERVAL:
-                out[figure] = hit
+                # The product's interval: extended by the bias item difficulty makes where the model does not fit.
+                bias = biases.get(figure)
+                out[figure] = covers(*intervals.extended(low, high, bias))
+                out[f"{figure}:unextended"] = out[f"{figure}:{name}"]
+                out[f"{figure}:difficulty_bias"] = float(bias[0]) if bias is not None else 0.0
         sd = float(np.nanstd(boot[:, 0], ddof=1))
         out[f"{figure}:sd"] = sd
         out[f"{figure}:error"] = (float(point[0]) - truth) / sd if sd > 0 else np.nan

@@ -336,3 +336,14 @@ def bootstrap_p(
             sides.append(_NORMAL.cdf(w / (1.0 + acc * w) - z) if 1.0 + acc * w > 0 else 1.0)
         out[j] = min(1.0, 2.0 * min(sides))
     return out
+
+
+def extended(low: np.ndarray, high: np.ndarray, bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The interval ``[low, high]`` joined with itself moved by −``bias`` (the estimate's expected error,
+    estimate − truth): a positive bias lowers the low end by it, a negative one raises the high end. The
+    bias is added to the side where the truth may lie, not removed from the point, for a bias that is
+    sized only roughly (:meth:`metrics.label_uncertainty.CorrectedFit.difficulty_bias`). None: unchanged."""
+    if bias is None:
+        return low, high
+    bias = np.nan_to_num(np.asarray(bias, dtype=np.float64))
+    return low - np.maximum(bias, 0.0), high - np.minimum(bias, 0.0)

@@ -219,7 +219,10 @@ class CorrectedFit:
     delete-a-group jackknife ``[G × N × K]``
     (:meth:`annotation.machine.label_probabilities.LabelModel.leave_out_draws`), whose spread gives
     the workers' variance component (:meth:`extra_variance`; the ``crossed`` intervals); each read
-    once, when first needed.
+    once, when first needed. ``difficulty``: ``(truth, refitted)`` label probabilities of replicate crowds
+    ``[R × N × K]`` each, or None when the crowd model fits
+    (:meth:`annotation.machine.label_probabilities.LabelModel.difficulty_draws`), read once, when first
+    needed: the interval is extended by the bias they show (:meth:`difficulty_bias`).
     """
 
     def __init__(
@@ -230,8 +233,10 @@ class CorrectedFit:
         draws: Callable[..., np.ndarray] | None = None,
         jackknife: bool | None = None,
         leave_out: Callable[[str], np.ndarray] | None = None,
+        difficulty: Callable[[], tuple[np.ndarray, np.ndarray] | None] | None = None,
     ) -> None:
         self._leave_out, self._p_left_out = leave_out, {}
+        self._difficulty, self._replicates = difficulty, None
         self.p, self.column, self.row_weights = design(probabilities)
         self.probabilities, self.shape = probabilities, probabilities.shape
         n = len(probabilities)
@@ -280,18 +285,51 @@ class CorrectedFit:
             return None
         return intervals.extra_variance(construction, lambda by: self.left_out_values(values, by))
 
+    def difficulty_bias(self, values: np.ndarray) -> np.ndarray | None:
+        """``[C]``: the mean over the replicate crowds of ``difficulty`` of (corrected mean of ``values``
+        ``[N × C]`` with the refitted model's probabilities − the same with the replicate's true labels),
+        in the point estimate's columns (:func:`label_map`): the corrected mean's bias when the votes on a
+        query are not independent given its label, as the batch's own spread of difficulty makes it. None
+        without ``difficulty`` or when the crowd model fits."""
+        if self._difficulty is None:
+            return None
+        if self._replicates is None:
+            self._replicates = self._difficulty() or ()
+        if not self._replicates:
+            return None
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim == 1:
+            values = values[:, None]
+        truth, refitted = self._replicates
+        means = []
+        for probabilities in (refitted, truth):
+            p, row_weights = design_draws(self.probabilities, probabilities)
+            means.append(class_means(p, values, np.ones(p.shape[:2]), row_weights)[:, self.column, :])
+        errors = means[0] - means[1]  # [R × C]; NaN where a replicate could not fit a label's mean
+        usable = np.isfinite(errors).sum(axis=0)
+        return np.where(usable > 0, np.nansum(errors, axis=0) / np.maximum(usable, 1), np.nan)
+
     def interval(
         self, values: np.ndarray, level: float = LEVEL, construction: str = intervals.LABEL_INTERVAL
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(point, low, high, p)``: the ``construction`` interval
         (:func:`core.intervals.bootstrap_interval`) and the two-sided p of "it is 0" that inverts it
         (:func:`core.intervals.bootstrap_p`), undefined (NaN) where fewer than
-        :data:`MIN_USABLE_DRAWS` of the draws are usable (too few queries to fit)."""
+        :data:`MIN_USABLE_DRAWS` of the draws are usable (too few queries to fit). Where the crowd model does
+        not fit (:meth:`difficulty_bias`), the interval is joined with itself moved by the bias
+        (:func:`core.intervals.extended`) and p is the larger of the two intervals' (0 lies outside the
+        joined interval when it lies outside both)."""
         point, fitted, jack = self.estimates(values)
         accel = intervals.acceleration(jack) if intervals.needs_jackknife(construction) else None
         extra = self.extra_variance(values, construction)
         low, high = intervals.bootstrap_interval(fitted, point, level, construction, accel, MIN_USABLE_DRAWS, extra)
         p = intervals.bootstrap_p(fitted, point, construction, accel, MIN_USABLE_DRAWS, extra)
+        bias = self.difficulty_bias(values)
+        if bias is not None:
+            low, high = intervals.extended(low, high, bias)
+            shift = np.nan_to_num(bias)
+            moved = intervals.bootstrap_p(fitted - shift, point - shift, construction, accel, MIN_USABLE_DRAWS, extra)
+            p = np.fmax(p, moved)
         return point, low, high, p
 
 
@@ -316,6 +354,7 @@ def combined_summary(
     level: float = LEVEL,
     draws: Callable[[np.ndarray], np.ndarray] | None = None,
     leave_out: Callable[[str], np.ndarray] | None = None,
+    difficulty: Callable[[], tuple[np.ndarray, np.ndarray] | None] | None = None,
 ) -> pd.DataFrame:
     """``summary`` (one row per run × metric × variant × cutoff, as
     :func:`metrics.significance.summarise` made it over the point-estimate set S) with
@@ -328,9 +367,10 @@ def combined_summary(
     the label probabilities of every query in each draw ``[B × N × K]`` -- the crowd model refitted
     on the draw (:meth:`annotation.machine.label_probabilities.LabelModel.draws`), so that its
     estimation error enters every interval; without it the probabilities are held fixed.
+    ``difficulty``: :class:`CorrectedFit`'s (the intervals extended by the bias item difficulty makes).
     """
     qids = list(probabilities.index.astype(str))
-    fitter = CorrectedFit(probabilities, samples, seed, draws, leave_out=leave_out)
+    fitter = CorrectedFit(probabilities, samples, seed, draws, leave_out=leave_out, difficulty=difficulty)
     members = sorted(in_set)
     runs = list(wide)
     columns = sorted({key for table in wide.values() for key in table.columns})

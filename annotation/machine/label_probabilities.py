@@ -154,6 +154,35 @@ class LabelModel:
         out = np.broadcast_to(self.table.to_numpy(dtype=np.float32)[None], (len(refitted), *self.table.shape)).copy()
         return self._place(refitted, out)
 
+    def difficulty_draws(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+        """When the crowd-quality check finds the crowd's votes on a query not independent given its label
+        (:func:`crowd_quality`'s reason ``misfit``): ``(truth, refitted)``, each ``[R × N × K]`` (rows of
+        the table, the others held as they are), the true labels (one-hot) and the refitted crowd model's
+        held-out posteriors of replicate crowds drawn from the fit with the items' difficulty spread as the
+        batch's answers show it (:func:`annotation.results.crowd_model.difficulty_spread`,
+        :func:`annotation.results.crowd_model.difficulty_replicates`); what
+        :meth:`metrics.label_uncertainty.CorrectedFit.difficulty_bias` sizes the label-corrected figures'
+        bias from. None when the check passes (or the spread found is 0) or there is no crowd."""
+        if self.crowd is None or self.crowd.encoded is None or not len(self.crowd_qids):
+            return None
+        if "misfit" not in crowd_quality(self.crowd)["reasons"]:
+            return None
+        encoded = self.crowd.encoded
+        labels = list(encoded.labels)
+        posteriors = self.crowd.posteriors.reindex(index=encoded.items, columns=labels).to_numpy(dtype=np.float64)
+        priors = self.crowd.priors.reindex(labels).to_numpy(dtype=np.float64)
+        confusion = np.stack(
+            [self.crowd.confusion[str(w)].reindex(index=labels, columns=labels).to_numpy(dtype=np.float64)
+             for w in encoded.workers]
+        )  # fmt: skip
+        spread = crowd_model.difficulty_spread(encoded, posteriors, priors, confusion, seed=seed)
+        if spread == 0:
+            return None
+        truth, refitted = crowd_model.difficulty_replicates(encoded, posteriors, confusion, spread, seed=seed)
+        base = np.broadcast_to(self.table.to_numpy(dtype=np.float32)[None], (len(truth), *self.table.shape))
+        onehot = np.eye(len(labels), dtype=np.float32)[truth]
+        return self._place(onehot, base.copy()), self._place(refitted.astype(np.float32), base.copy())
+
     def _place(self, refitted: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out`` with the crowd's rows replaced by those of ``refitted`` (the fit's items, its labels)."""
         encoded = self.crowd.encoded

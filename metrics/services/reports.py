@@ -301,6 +301,7 @@ def _compute(
             if labels.model
             else None,
             leave_out=labels.model.leave_out_draws if labels.model else None,
+            difficulty=(lambda: labels.model.difficulty_draws(report_settings.seed)) if labels.model else None,
         )
     ranges, tied_queries = tie_summary(measured)
     if len(summary):

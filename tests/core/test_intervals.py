@@ -168,3 +168,14 @@ def test_the_widened_interval_contains_the_percentile_one():
         wide_low, wide_high = intervals.bootstrap_interval(draws, point, 0.95, "crossed", extra=extra)
         wider_low, wider_high = intervals.bootstrap_interval(draws, point, 0.95, "crossed", extra=2 * extra)
         assert wider_low <= wide_low <= low + 1e-12 and high - 1e-12 <= wide_high <= wider_high
+
+
+def test_an_interval_extended_by_a_bias_reaches_to_the_side_where_the_truth_lies():
+    """[2, 5] and [−1, 1] with biases +0.5 (the estimate too high: the truth may lie lower) and −0.25
+    (too low): [1.5, 5] and [−1, 1.25]; a NaN bias and None change nothing."""
+    low, high = np.array([2.0, -1.0, 0.0]), np.array([5.0, 1.0, 3.0])
+    moved = intervals.extended(low, high, np.array([0.5, -0.25, np.nan]))
+    assert moved[0] == pytest.approx([1.5, -1.0, 0.0])
+    assert moved[1] == pytest.approx([5.0, 1.25, 3.0])
+    same = intervals.extended(low, high, None)
+    assert same[0] is low and same[1] is high
