@@ -25,6 +25,13 @@ A server that ignores ``logprobs`` (``null``, absent, or of another shape) leave
 a plain one; one that refuses them (HTTP 400) is asked again without, and once answered so,
 not asked for them again.
 
+Structured answers (:data:`ANSWER_FORMATS`, the connection's ``PRELABEL_ANSWER_FORMAT``). With ``json_schema``
+(OpenAI's structured outputs) or ``json_object`` with a ``schema`` (llama-cpp-python's server) the request
+carries ``response_format`` holding the model to :data:`LABEL_SCHEMA`, ``{"label": <code>}``; such an answer
+is read by its member (:func:`json_label`), its log-probabilities at the label value's token
+(:func:`_label_position`), and its distribution restricted to the labels (:func:`distribution`). A server
+that refuses the format stops the job at once; the format is part of :attr:`ChatClient.prompt_version`.
+
 Confidence (:func:`vote`). Each answer is read as a label (a code ``n``/``f``/``m``/``o`` or a category slug,
 quotes and a final full stop ignored); anything else is *unparseable*: counted, never
 guessed. When some answers carry a distribution, the label is the most probable one of the
