@@ -20,7 +20,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from core.connection_kinds import CHAT_API_URL_DEFAULT, CHAT_TOKEN_LIMIT_DEFAULT
+from core.connection_kinds import CHAT_ANSWER_FORMAT_DEFAULT, CHAT_API_URL_DEFAULT, CHAT_TOKEN_LIMIT_DEFAULT
 
 from .env import (
     env_bool,
@@ -462,6 +462,9 @@ PRELABEL_MODEL = env_str("PRELABEL_MODEL", "")
 #: The request field that caps each answer's length: max_tokens (llama.cpp, vLLM, most servers) or
 #: max_completion_tokens (OpenAI's reasoning models); a 400 naming the other switches to it.
 PRELABEL_TOKEN_LIMIT_FIELD = env_str("PRELABEL_TOKEN_LIMIT_FIELD", CHAT_TOKEN_LIMIT_DEFAULT)
+#: How each answer is asked to be written: text, json_schema (structured outputs) or json_object
+#: (with a schema: llama-cpp-python's server); docs/prelabelling.md, "Structured answers".
+PRELABEL_ANSWER_FORMAT = env_str("PRELABEL_ANSWER_FORMAT", CHAT_ANSWER_FORMAT_DEFAULT)
 #: The cap itself: the most tokens one answer may take (a label takes a few).
 PRELABEL_MAX_ANSWER_TOKENS = env_int("PRELABEL_MAX_ANSWER_TOKENS", 16, minimum=1, maximum=4096)
 #: A prompt of your own for the chat labeller: the system prompt, a line ``---``, then the user

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 CHAT_API_URL_DEFAULT = "https://api.openai.com/v1/"
 #: The request field that caps a chat answer's length (the chat labeller's TOKEN_LIMIT_FIELDS).
 CHAT_TOKEN_LIMIT_DEFAULT = "max_tokens"
+#: How a chat answer is asked to be written (the chat labeller's ANSWER_FORMATS): free text by default.
+CHAT_ANSWER_FORMAT_DEFAULT = "text"
 HUGGINGFACE_URL_DEFAULT = "https://huggingface.co"
 #: Zenodo's REST API (its sandbox, for a trial deposit: https://sandbox.zenodo.org/api/).
 ZENODO_API_URL_DEFAULT = "https://zenodo.org/api/"
@@ -79,6 +81,15 @@ CHAT = ConnectionKind(
             CHAT_TOKEN_LIMIT_DEFAULT,
             help="The request field that caps each answer: max_tokens (llama.cpp, vLLM, most servers) or "
             "max_completion_tokens (OpenAI's reasoning models); a refusal that names the other switches to it.",
+        ),
+        ConnectionField(
+            "answer_format",
+            "Answer format",
+            "PRELABEL_ANSWER_FORMAT",
+            CHAT_ANSWER_FORMAT_DEFAULT,
+            help="text (the model writes the label), json_schema (structured outputs: OpenAI, vLLM, llama.cpp's "
+            "llama-server) or json_object (with a schema: llama-cpp-python's server, llama-server); the structured "
+            "ones hold the model to one of the four labels.",
         ),
     ),
     about="The chat pre-labeller (annotation.machine).",

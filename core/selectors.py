@@ -158,6 +158,8 @@ class ChatSettings:
     _api_key: Callable[[], str] = field(repr=False)
     #: the request field that caps each answer's length (``max_tokens`` or ``max_completion_tokens``)
     token_limit: str = "max_tokens"
+    #: how each answer is asked to be written (``text``, ``json_schema`` or ``json_object``)
+    answer_format: str = "text"
 
     @property
     def api_key(self) -> str:
@@ -173,7 +175,11 @@ def chat_settings() -> ChatSettings:
     """The language-model connection in force: the chat pre-labeller reads it here, at use time."""
     state = connection_state(CHAT.kind)
     return ChatSettings(
-        state.value("api_url"), state.value("model"), state.secret("api_key"), state.value("token_limit")
+        state.value("api_url"),
+        state.value("model"),
+        state.secret("api_key"),
+        state.value("token_limit"),
+        state.value("answer_format"),
     )
 
 

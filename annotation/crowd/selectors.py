@@ -405,7 +405,7 @@ def place_takers(batch: Batch, hit_ids: list[int], *, retakes: bool = True) -> d
         return None
     team = batch.team.filter(is_active=True)
     members = list(Worker.objects.filter(identity__user__in=team, blocked=False).values_list("pk", flat=True))
-    takers_in_all = team.count() - team.filter(annotation_identity__worker__blocked=True).count()
+    takers_in_all = team_size(batch)
     of_members = Q(assignments__worker__in=members)
     if retakes and retake_allowed(batch):
         # A member counts as done with the HIT while they hold an assignment on it that was not rejected.
@@ -416,6 +416,14 @@ def place_takers(batch: Batch, hit_ids: list[int], *, retakes: bool = True) -> d
         .values_list("pk", "done")
     )
     return {pk: max(0, takers_in_all - done.get(pk, 0)) for pk in hit_ids}
+
+
+def team_size(batch: Batch) -> int | None:
+    """The members of ``batch``'s team who may take its places (active, not blocked); ``None``: no team."""
+    if not batch.team.exists():
+        return None
+    team = batch.team.filter(is_active=True)
+    return team.count() - team.filter(annotation_identity__worker__blocked=True).count()
 
 
 def retake_allowed(batch: Batch) -> bool:

@@ -201,7 +201,8 @@ class RoutingView(_BatchView):
         nothing created. Nothing certified: ``more_needed`` sample queries (``calibration-sample`` with
         ``extend``). While a query of the blind sample may still change its crowd label, ``ready`` is
         false and ``waiting`` lists each HIT it waits on (sample batch, HIT position, its sample queries,
-        why, annotators the team lacks for it): the POST then routes nothing."""
+        why, annotators the team lacks for it, how many of those places escalation added, the team's members
+        who may take places): the POST then routes nothing."""
         batch = self.batch(name)
         data = checked(RoutingPreviewRequestSerializer, request.query_params, query=True)
         plan_object = plan_routing(batch, **routing_request(data))  # the rules checked there

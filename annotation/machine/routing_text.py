@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from annotation.crowd.team_text import team_needs
+
 #: HITs named one by one in the wait's sentences (the API lists them all).
 _WAITS_SHOWN = 10
 
@@ -29,12 +31,16 @@ def sample_waits_text(plan_or_state: Any) -> list[str]:
         lines.append(f"  {where} ({wait['queries']} sample queries: {_some(wait['qids'], 3)}): {wait['reason']}.")
     if len(waits) > _WAITS_SHOWN:
         lines.append(f"  ... and {len(waits) - _WAITS_SHOWN} more HIT(s).")
-    needed = max((w["needed"] for w in waits), default=0)
-    if needed:
-        lines.append(
-            f"The team cannot finish the sample: {needed} more annotator(s) who have not done those HITs are needed "
-            "(add them to the batch's team)."
+    for batch in dict.fromkeys(w["batch"] for w in waits if w["needed"]):  # who is needed, per batch of the chain
+        stuck = [w for w in waits if w["batch"] == batch and w["needed"]]
+        needs = team_needs(
+            sum(w["needed"] for w in stuck),
+            [w["hit"] for w in stuck],
+            max(w.get("team", 0) for w in stuck),
+            max(w["needed"] for w in stuck),
+            sum(w.get("escalated", 0) for w in stuck),
         )
+        lines.append(f"The team cannot finish the sample: {needs} of {batch}.")
     return lines
 
 

@@ -29,6 +29,20 @@ tokens (``tokens_of``) with ``finish_reason: "length"``; a request with no cap g
 answer, which may be a long free text. ``count_tokens``: usage counts the tokens of each answer sent
 (default: 1 a choice).
 
+Structured answers (``response_format``), as the servers read it. ``response_formats`` lists the types
+this server accepts besides ``text``: OpenAI's (default) accepts ``json_schema`` (``json_schema: {name,
+schema, strict}``; ``name`` required, of letters, digits, ``_`` and ``-``, at most 64; under ``strict`` every
+object must list all its properties as required and set ``additionalProperties: false``) and ``json_object``
+(only when a message contains the word "json", else 400); ``("json_object",)`` is llama-cpp-python 0.3.36's
+server, whose request model allows ``type`` "text" or "json_object" (with an optional ``schema``) and
+answers anything else with HTTP 500 and pydantic's message ("Input should be 'text' or 'json_object'"):
+``format_refusal_status``. A schema that is not a valid JSON Schema is refused (400). A format honoured
+with a schema writes the answer as the schema's object (``{"label": "f"}``), the one value a
+constrained decoder can take: the label the scripted answer names, else the most likely label of its
+``top``, else the schema's first; the answer is checked against the schema. Its log-probabilities are
+the model's own, before the constraint, as llama-cpp-python lists them: the scripted alternatives stand at
+the label value's token.
+
 Faults, taken in turn from ``faults`` one per request (``""``: none): ``throttle`` (429 with
 ``Retry-After: 0``), ``throttle_bare`` (429 without ``Retry-After``), ``error`` (500),
 ``lose`` (the connection closes without an answer), ``garbage`` (200 with a body that is not
@@ -75,6 +89,8 @@ class FakeOpenAI:
     logprobs_shape: str = "chat"
     token_limit: str = "max_tokens"
     count_tokens: bool = False
+    response_formats: tuple[str, ...] = ("json_schema", "json_object")
+    format_refusal_status: int = 400
 
     def cap_of(self, body: dict) -> int | None:
         """The answer's cap the request sets in the field this server reads (``None``: no cap)."""
@@ -101,6 +117,11 @@ class FakeOpenAI:
             self.turns[query] = turn + 1
             answer = script[turn % len(script)]
             content = answer["content"] if isinstance(answer, dict) else answer
+            at = 0  # the token whose alternatives are scripted
+            schema = schema_of(body.get("response_format"))
+            if schema is not None:
+                content, at = constrained(answer, schema)
+                answer = {**answer, "content": content} if isinstance(answer, dict) else content
             cap, finish = self.cap_of(body), "stop"
             if cap is not None and len(tokens_of(content)) > cap:
                 content, finish = "".join(tokens_of(content)[:cap]), "length"
@@ -108,7 +129,7 @@ class FakeOpenAI:
             choice = {"index": index, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
             choice["logprobs"] = None
             if with_logprobs:
-                entries = token_logprobs(answer, int(body.get("top_logprobs") or 0))
+                entries = token_logprobs(answer, int(body.get("top_logprobs") or 0), at)
                 choice["logprobs"] = (
                     completion_shaped(entries)
                     if self.logprobs_shape == "completion"
@@ -131,13 +152,95 @@ def _entry(token: str, logprob: float) -> dict:
     return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
 
 
-def token_logprobs(answer: str | dict, k: int) -> list[dict]:
-    """``logprobs.content`` of one answer: its first token with the scripted alternatives, the rest sure."""
+def schema_of(response_format) -> dict | None:
+    """The JSON Schema a (valid, accepted) ``response_format`` holds the answer to; ``None``: free text."""
+    if not isinstance(response_format, dict) or response_format.get("type") == "text":
+        return None
+    if response_format.get("type") == "json_schema":
+        return response_format["json_schema"]["schema"]
+    return response_format.get("schema") or {
+        "type": "object",
+        "properties": {"label": {"type": "string", "enum": ["n", "f", "m", "o"]}},
+        "required": ["label"],
+    }
+
+
+def constrained(answer: str | dict, schema: dict) -> tuple[str, int]:
+    """The scripted answer as a decoder held to ``schema`` writes it, and the index of the token of the
+    first enum value (see the module docstring); only objects of enum-valued strings are known here."""
+    from jsonschema import validate
+
+    def word(text: str) -> str:  # a scripted answer's or token's word: "f", " F.", '"m"' -> f, f, m
+        return text.strip().strip("\"'`*.").strip().lower()
+
+    content = answer["content"] if isinstance(answer, dict) else answer
+    named = word(content)
+    top = sorted(answer["top"].items(), key=lambda item: -item[1]) if isinstance(answer, dict) else []
+    by_top = [word(token) for token, _ in top]
+    value = {}
+    for name in schema.get("required", []):
+        enum = schema["properties"][name]["enum"]
+        value[name] = named if named in enum else next((c for c in by_top if c in enum), enum[0])
+    validate(value, schema)
+    text = json.dumps(value)
+    tokens = tokens_of(text)
+    first = next(iter(value.values()), None)
+    at = next((i for i, t in enumerate(tokens) if i > 0 and tokens[i - 1].endswith('"') and t == first), 0)
+    return text, at
+
+
+def format_problem(fake: FakeOpenAI, body: dict) -> str | None:
+    """Why the server refuses the request's ``response_format`` (see the module docstring), or ``None``."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    rf = body.get("response_format")
+    if rf is None:
+        return None
+    kind = rf.get("type") if isinstance(rf, dict) else None
+    if kind not in ("text", *fake.response_formats):
+        if fake.format_refusal_status == 500:  # llama-cpp-python's pydantic message
+            return f"1 validation error: response_format.type: Input should be 'text' or 'json_object', input: {kind!r}"
+        return f"Invalid value: {kind!r}. Supported values are: 'text', {', '.join(map(repr, fake.response_formats))}."
+    schema = rf.get("schema") if kind == "json_object" else None
+    if kind == "json_schema":
+        spec = rf.get("json_schema")
+        if not isinstance(spec, dict) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", str(spec.get("name", ""))):
+            return "Missing required parameter: 'response_format.json_schema.name'."
+        schema = spec.get("schema")
+        if spec.get("strict") and not strict_ok(schema):
+            return "Invalid schema for response_format: In context=(), 'additionalProperties' is required to be supplied and to be false; 'required' must list every property."
+    said_json = any("json" in str(m.get("content", "")).lower() for m in body.get("messages", []))
+    if kind == "json_object" and "json_schema" in fake.response_formats and not said_json:  # OpenAI's rule
+        return "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'."
+    if schema is not None:
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            return f"Invalid schema for response_format: {exc.message}"
+    return None
+
+
+def strict_ok(schema) -> bool:
+    """OpenAI's strict mode: every object lists all its properties as required, with no others allowed."""
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("type") == "object":
+        props = schema.get("properties", {})
+        if schema.get("additionalProperties") is not False or set(schema.get("required", [])) != set(props):
+            return False
+        return all(strict_ok(sub) for sub in props.values())
+    return True
+
+
+def token_logprobs(answer: str | dict, k: int, at: int = 0) -> list[dict]:
+    """``logprobs.content`` of one answer: its token ``at`` (the first; in a structured answer the label
+    value's) with the scripted alternatives, the rest sure."""
     content = answer["content"] if isinstance(answer, dict) else answer
     tokens = tokens_of(content)
     entries = []
     for position, token in enumerate(tokens):
-        if position == 0 and isinstance(answer, dict):
+        if position == at and isinstance(answer, dict):
             top = sorted(answer["top"].items(), key=lambda item: -item[1])
             chosen = answer["top"].get(token, -9999.0)
         else:
@@ -192,6 +295,12 @@ class _Handler(BaseHTTPRequestHandler):
             and "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
             "'max_completion_tokens' instead.",
         ]
+        problem = format_problem(fake, body)
+        if problem and fake.format_refusal_status != 400:
+            with self.server.lock:
+                fake.refused.append(body)
+            return self._reply(fake.format_refusal_status, json.dumps({"error": {"message": problem}}).encode())
+        problems.append(problem and f"response_format: {problem}")
         if any(problems):
             with self.server.lock:
                 fake.refused.append(body)

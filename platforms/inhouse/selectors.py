@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 
-from annotation.crowd.selectors import place_takers
+from annotation.crowd.selectors import place_takers, team_size
+from annotation.crowd.team_text import team_needs
 from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, Worker
 from annotation.quality.selectors import worker_quality
 from core.errors import ServiceError
@@ -113,6 +114,17 @@ class Unfillable:
     hits: int
     #: Free places on the open HITs in all (those members can still take included).
     free: int
+    #: The positions of the HITs with such places, how many of the places escalation added, the team's members
+    #: who may take places, and the annotators to add (the most such places on one HIT).
+    positions: tuple[int, ...] = ()
+    escalated: int = 0
+    team: int = 0
+    needed: int = 0
+
+    @property
+    def who(self) -> str:
+        """Who is needed, in the words routing's wait uses (:func:`annotation.crowd.team_text.team_needs`)."""
+        return team_needs(self.places, self.positions, self.team, self.needed, self.escalated)
 
 
 def unfillable_places(batch: Batch) -> Unfillable | None:
@@ -134,15 +146,23 @@ def unfillable_places(batch: Batch) -> Unfillable | None:
     rows = (
         Hit.objects.filter(batch=batch, status=Hit.Status.OPEN)
         .annotate(held=Count("assignments", filter=~Q(assignments__status__in=FREES_PLACE)))
-        .values_list("pk", "max_assignments", "held")
+        .values_list("pk", "max_assignments", "held", "position")
     )
-    hits = {pk: (most, held) for pk, most, held in rows}
+    hits = {pk: (most, held, position) for pk, most, held, position in rows}
     takers = place_takers(batch, list(hits)) or {}  # the one count of who is left to take a team's places
-    places = stuck_hits = free_in_all = 0
-    for pk, (most, held) in hits.items():
+    places = free_in_all = escalated = needed = 0
+    positions = []
+    for pk, (most, held, position) in hits.items():
         free = max(0, most - held)
         stuck = max(0, free - takers[pk])
         free_in_all += free
         places += stuck
-        stuck_hits += stuck > 0
-    return Unfillable(places=places, hits=stuck_hits, free=free_in_all) if places else None
+        if stuck:
+            positions.append(position)
+            escalated += min(stuck, max(0, most - batch.assignments_per_query))  # escalation's places: the last
+            needed = max(needed, stuck)
+    if not places:
+        return None
+    return Unfillable(
+        places, len(positions), free_in_all, tuple(sorted(positions)), escalated, team_size(batch) or 0, needed
+    )

@@ -67,6 +67,11 @@ class UnfillableSerializer(serializers.Serializer):
     places = CountField(help_text="Free places of open HITs that no active member of the team can take.")
     hits = CountField(help_text="Open HITs with such places.")
     free = CountField(help_text="Free places of the open HITs in all.")
+    positions = serializers.ListField(child=serializers.IntegerField(), help_text="The positions of those HITs.")
+    escalated = CountField(help_text="How many of those places escalation added.")
+    team = CountField(help_text="The team's members who may take places (active, not blocked).")
+    needed = CountField(help_text="Annotators to add to the team: the most such places on one HIT.")
+    who = serializers.CharField(help_text="Who is needed, in the words of routing's wait.")
 
 
 class BatchTeamSerializer(serializers.Serializer):

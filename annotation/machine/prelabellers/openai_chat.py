@@ -25,6 +25,13 @@ A server that ignores ``logprobs`` (``null``, absent, or of another shape) leave
 a plain one; one that refuses them (HTTP 400) is asked again without, and once answered so,
 not asked for them again.
 
+Structured answers (:data:`ANSWER_FORMATS`, the connection's ``PRELABEL_ANSWER_FORMAT``). With ``json_schema``
+(OpenAI's structured outputs) or ``json_object`` with a ``schema`` (llama-cpp-python's server) the request
+carries ``response_format`` holding the model to :data:`LABEL_SCHEMA`, ``{"label": <code>}``; such an answer
+is read by its member (:func:`json_label`), its log-probabilities at the label value's token
+(:func:`_label_position`), and its distribution restricted to the labels (:func:`distribution`). A server
+that refuses the format stops the job at once; the format is part of :attr:`ChatClient.prompt_version`.
+
 Confidence (:func:`vote`). Each answer is read as a label (a code ``n``/``f``/``m``/``o`` or a category slug,
 quotes and a final full stop ignored); anything else is *unparseable*: counted, never
 guessed. When some answers carry a distribution, the label is the most probable one of the
@@ -76,6 +83,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import threading
 import time
 import urllib.parse
@@ -181,14 +189,41 @@ def answer_content(answer: Any) -> Any:
 
 
 def parse_answer(content: Any) -> str | None:
-    """The label an answer names, or ``None`` (unparseable)."""
+    """The label an answer names, or ``None`` (unparseable): a structured answer (a JSON object, see
+    :data:`ANSWER_FORMATS`) by its ``label`` member, a text one by its words."""
     content = answer_content(content)
     if not isinstance(content, str):
         return None
+    if content.lstrip().startswith("{"):
+        return json_label(content)
     text = content.strip().strip(FORMATTING).strip().rstrip(".").strip().strip(FORMATTING).strip()
     return label_code(text) if text else None
 
 
+#: The member of a structured answer that holds the label (:data:`LABEL_SCHEMA`).
+ANSWER_KEY = "label"
+#: The JSON Schema of a structured answer: one member, the label's code, one of the four.
+LABEL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {ANSWER_KEY: {"type": "string", "enum": list(LABELS)}},
+    "required": [ANSWER_KEY],
+    "additionalProperties": False,
+}
+
+
+def json_label(content: str) -> str | None:
+    """The label of a structured answer ``{"label": "f"}``; ``None`` for anything else (JSON cut by
+    the answer's cap, another shape, a value that is no label): counted as unparseable, never guessed."""
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return None
+    label = value.get(ANSWER_KEY) if isinstance(value, dict) else None
+    return label_code(label) if isinstance(label, str) else None
+
+
+#: What may surround the label's token inside a structured answer (``{"label": "n"}``).
+JSON_PUNCTUATION = "{}[]:,"
 #: A token names a label by at least this many first letters of one label's name or slug ("Fem", "Non").
 MIN_PREFIX = 3
 _LABEL_WORDS = tuple((word, label.code) for label in VOCABULARY for word in {label.name.lower(), label.slug})
@@ -198,10 +233,13 @@ def token_label(token: Any) -> str | None:
     """The label one token names: a code, a category's name or slug, or a prefix of at least
     :data:`MIN_PREFIX` letters of exactly one of those (the first token of "Non-gendered");
     case, spaces, quotes and a final full stop ignored. ``None``: no label."""
+    if not isinstance(token, str):
+        return None
+    token = token.strip().strip(FORMATTING + JSON_PUNCTUATION).strip()  # '"n', 'n"}': inside a structured answer
     code = parse_answer(token)
-    if code is not None or not isinstance(token, str):
+    if code is not None:
         return code
-    text = token.strip().strip(FORMATTING).strip().lower()
+    text = token.lower()
     if len(text) < MIN_PREFIX:
         return None
     codes = {code for word, code in _LABEL_WORDS if word.startswith(text)}
@@ -236,10 +274,13 @@ def read_top_logprobs(logprobs: Any) -> list[list] | None:
         content = _completion_shaped(logprobs)
     if not isinstance(content, list):
         return None
-    for position in content[:MAX_LEADING_TOKENS]:
+    start = _label_position(content)
+    if start is None:
+        return None
+    for position in content[start : start + MAX_LEADING_TOKENS]:
         if not isinstance(position, dict) or not isinstance(position.get("token"), str):
             return None
-        if not position["token"].strip().strip(FORMATTING).strip():
+        if not position["token"].strip().strip(FORMATTING + JSON_PUNCTUATION).strip():
             continue
         listed = position.get("top_logprobs")
         listed = listed if isinstance(listed, list) else []
@@ -252,6 +293,31 @@ def read_top_logprobs(logprobs: Any) -> list[list] | None:
             if value is not None and token not in top and len(top) < MAX_TOP:
                 top[token] = value
         return [[token, value] for token, value in top.items()] if len(top) > 1 else None
+    return None
+
+
+#: The label's value in a structured answer begins where this ends.
+_LABEL_VALUE = re.compile(r'\{\s*"' + ANSWER_KEY + r'"\s*:\s*"')
+
+
+def _label_position(content: list) -> int | None:
+    """Where the label's token is looked for: the first token of a text answer; in a structured one
+    (its tokens spell a JSON object) the token that holds the label value's first character
+    (``{"`` ``label`` ``":`` `` "`` **``n``** ``"}``); ``None`` when that object names no label where read."""
+    tokens = [p.get("token") if isinstance(p, dict) else None for p in content]
+    if not all(isinstance(token, str) for token in tokens):
+        return None
+    text = "".join(tokens)
+    if not text.lstrip().startswith("{"):
+        return 0
+    match = _LABEL_VALUE.match(text.lstrip())
+    if match is None:
+        return None
+    at, offset = match.end() + len(text) - len(text.lstrip()), 0
+    for index, token in enumerate(tokens):
+        offset += len(token)
+        if offset > at:
+            return index
     return None
 
 
@@ -284,15 +350,25 @@ def distribution(answer: Any) -> Distribution | None:
     the mass of all tokens listed: what the endpoint did not list is not known to be a label or
     not, so it is spread in proportion. An answer whose text names no label (it talked
     instead of answering) carries none: it counts as unparseable, whatever its first token.
+
+    A structured answer (a JSON object: the server held the model to :data:`LABEL_SCHEMA`) could
+    hold nothing but a label at that position, whatever the listed tokens say: servers list the
+    model's own alternatives before the constraint (llama-cpp-python 0.3.36 does: "how" beside "n"
+    in ``{"label": "n"}``). Its distribution is the model's restricted to the labels, as constrained
+    decoding draws it: the labels' listed masses, renormalised over the labels, with ``unknown`` the
+    most that the labels *not* listed may hold (each at most the least listed token's mass): that
+    bound counts against the label, so a short list gives a cautious confidence, never a bold one.
     """
     if not isinstance(answer, dict) or parse_answer(answer) is None or not isinstance(answer.get("top"), list):
         return None
     masses = {code: 0.0 for code in LABELS}
     total = unknown = 0.0
+    listed: list[float] = []
     for entry in answer["top"]:
         if not (isinstance(entry, list | tuple) and len(entry) == 2) or _logprob(entry[1]) is None:
             continue
         mass = math.exp(_logprob(entry[1]))
+        listed.append(mass)
         total += mass
         code = token_label(entry[0])
         if code is None:
@@ -301,6 +377,9 @@ def distribution(answer: Any) -> Distribution | None:
             masses[code] += mass
     if sum(masses.values()) <= 0:  # no listed token names a label (a tokenisation not foreseen): read the text
         return None
+    if str(answer_content(answer)).lstrip().startswith("{"):  # structured: only a label could come here
+        unknown = sum(masses[code] == 0 for code in LABELS) * min(listed)
+        total = sum(masses.values()) + unknown
     return Distribution({code: mass / total for code, mass in masses.items()}, unknown / total)
 
 
@@ -369,6 +448,23 @@ DEFAULT_MAX_ANSWER_TOKENS = 16
 #: llama.cpp's server, vLLM and most OpenAI-compatible servers read; ``max_completion_tokens``:
 #: OpenAI's newer one, which its reasoning models require (they refuse ``max_tokens`` with HTTP 400).
 TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+#: How an answer is asked to be written (the connection's ``PRELABEL_ANSWER_FORMAT``): ``text`` (free text,
+#: the prompt asks for the letter); ``json_schema``, OpenAI's structured outputs (``response_format:
+#: {type: json_schema, json_schema: {name, strict, schema}}``; OpenAI, vLLM, llama.cpp's own ``llama-server``);
+#: ``json_object`` with a ``schema`` (llama-cpp-python's server, which refuses ``json_schema``, and
+#: ``llama-server``). The schema is :data:`LABEL_SCHEMA`: the server holds the model to ``{"label": <code>}``.
+ANSWER_FORMATS = ("text", "json_schema", "json_object")
+#: The structured answer's name (OpenAI requires one: letters, digits, ``_`` and ``-``, at most 64).
+SCHEMA_NAME = "gender_label"
+
+
+def response_format(answer_format: str) -> dict | None:
+    """The request's ``response_format`` for an answer format of :data:`ANSWER_FORMATS` (``None``: free text)."""
+    if answer_format == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": LABEL_SCHEMA}}
+    if answer_format == "json_object":
+        return {"type": "json_object", "schema": LABEL_SCHEMA}
+    return None
 
 
 def wants_other_limit_field(text: str, sent: str) -> bool:
@@ -455,6 +551,7 @@ class ChatClient:
         top_logprobs: int = DEFAULT_TOP_LOGPROBS,
         max_answer_tokens: int = DEFAULT_MAX_ANSWER_TOKENS,
         token_limit: str = TOKEN_LIMIT_FIELDS[0],
+        answer_format: str = ANSWER_FORMATS[0],
     ) -> None:
         if not model:
             raise PreLabelError("PRELABEL_MODEL is not set: name the model the endpoint serves")
@@ -480,9 +577,17 @@ class ChatClient:
             raise PreLabelError(
                 f"PRELABEL_TOKEN_LIMIT_FIELD: one of {', '.join(TOKEN_LIMIT_FIELDS)}, got {token_limit!r}"
             )
+        if answer_format not in ANSWER_FORMATS:
+            raise PreLabelError(f"PRELABEL_ANSWER_FORMAT: one of {', '.join(ANSWER_FORMATS)}, got {answer_format!r}")
         self.max_answer_tokens = max_answer_tokens
         self.token_limit = token_limit
+        self.answer_format = answer_format
+        self.response_format = response_format(answer_format)
+        #: the answers' version (the cache's and the labels' key): the prompt's, and the format when
+        #: structured, as constrained answers are drawn otherwise than free ones and are never mixed with them
+        self.prompt_version = prompt.version if self.response_format is None else f"{prompt.version}+{answer_format}"
         self.token_limit_switched = False
+        self.format_refused = False  #: the server refused the answer format (``response_format``)
         self.n_ignored = False  #: the server answered fewer choices than ``n`` asked: it ignores ``n``
         self.separate_calls = 0  #: calls made for answers a server that ignores ``n`` did not give
         self._state = threading.Lock()
@@ -508,7 +613,10 @@ class ChatClient:
         except HttpError as exc:
             if exc.kind == "refused":
                 raise PreLabelError(f"chat completions: HTTP {exc.status}: {exc.text[:300]}", exc.status) from None
-            raise PreLabelError(f"chat completions: {exc}", exc.status, upstream=True) from None
+            said = (
+                f" ({' '.join(exc.text.split())[:300]})" if exc.text else ""
+            )  # llama-cpp-python: a 500 naming the field
+            raise PreLabelError(f"chat completions: {exc}{said}", exc.status, upstream=True) from None
         if not isinstance(answer, dict):
             raise PreLabelError("chat completions: an answer that is not a JSON object", 502)
         return answer
@@ -533,6 +641,8 @@ class ChatClient:
                 "temperature": temperature,
                 limit: self.max_answer_tokens,  # a label is a few tokens: every request caps the answer
             }
+            if self.response_format is not None:
+                body["response_format"] = self.response_format
             if wanted > 1 and not self.n_ignored:
                 body["n"] = wanted
             if ask_logprobs:
@@ -548,6 +658,13 @@ class ChatClient:
                     with self._state:
                         self.token_limit, self.token_limit_switched = limit, True
                     continue
+                if self.response_format is not None and exc.status and "response_format" in str(exc):
+                    self.format_refused = True  # every query would be refused alike: the job stops
+                    raise PreLabelError(
+                        f"the server refused PRELABEL_ANSWER_FORMAT={self.answer_format} ({exc}); set the "
+                        f"format it accepts ({', '.join(ANSWER_FORMATS)}) on the Connections page or in the environment",
+                        exc.status,
+                    ) from None
                 if exc.status == 400 and ask_logprobs:  # perhaps an endpoint that refuses them: ask without
                     ask_logprobs = False
                     refused = True
@@ -630,7 +747,7 @@ class ChatPreLabeller(PreLabeller):
             raise ValueError("temperature must be above 0: the samples are meant to differ")
         self.client = client
         self.model = client.model
-        self.prompt_version = client.prompt.version
+        self.prompt_version = client.prompt_version
         self.samples = samples
         self.max_samples = max(samples, max_samples or samples)
         self.budget = float(budget) if budget is not None else float(self.max_samples)
@@ -676,6 +793,8 @@ class ChatPreLabeller(PreLabeller):
                 self.failed_in_a_row += 1
                 if self.stopped is None and exc.status in (401, 403, 404):  # every query would be refused
                     self.stopped = f"the endpoint refused the call (HTTP {exc.status})"
+                if self.stopped is None and getattr(self.client, "format_refused", False):
+                    self.stopped = "the endpoint refused the answer format (PRELABEL_ANSWER_FORMAT)"
                 self.stopped = self.stopped or self._breaker()
             raise
         with self._lock:

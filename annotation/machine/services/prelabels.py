@@ -217,6 +217,7 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
             top_logprobs=settings.PRELABEL_TOP_LOGPROBS,
             max_answer_tokens=settings.PRELABEL_MAX_ANSWER_TOKENS,
             token_limit=connection.token_limit,
+            answer_format=connection.answer_format,
         )
         return get_prelabeller(
             "openai",

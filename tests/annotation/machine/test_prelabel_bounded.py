@@ -3,7 +3,7 @@ answer (``max_tokens``, or ``max_completion_tokens`` where the server wants it: 
 connection, switched when the server refuses the other); free-text answers that name no label are counted,
 never guessed; log-probabilities in llama-cpp-python's older text-completion shape are read as the chat
 shape. Against the project's test server over real HTTP (``benchmarks/fakes/openai_chat.py``), as harsh as
-the servers it imitates; ``test_prelabel_llama_cpp.py`` runs a real llama.cpp server."""
+the servers it imitates; ``test_prelabel_structured.py`` runs a real llama.cpp server too."""
 
 import math
 

@@ -182,3 +182,72 @@ def test_a_team_of_three_completes_a_sample_whose_splits_it_cannot_escalate(db):
     assert not Escalation.objects.filter(batch=sample).exists()
     assert Batch.objects.get(pk=sample.pk).status == Batch.Status.COMPLETED
     assert plan_routing(batch, 0.9, risk=None).ready
+
+
+@pytest.mark.slow
+def test_places_escalation_added_that_no_member_can_take_say_who_is_needed(db, researcher, client):
+    """A team of four: three members answer the sample, splits are escalated (one more place on their HITs,
+    for the fourth member, the only one who has not answered them), and the fourth member leaves. Those places
+    can never be filled by the team: the wait (command, API, page) and the sample's batch page say which HITs,
+    why (escalation asks an answer from someone who has not answered), and that a fourth member is needed.
+    A new member takes them, and the sample is in: counted from the judgments table."""
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+
+    from platforms.inhouse.services.team import set_active
+
+    query_set = create_query_set("t4", _texts()[200:320], origin=QuerySet.Origin.IMPORTED)
+    settings = services.BatchSettings(assignments_per_query=3, queries_per_hit=10)
+    batch = services.create_batch("t4b", settings, query_set=query_set)
+    batch.team.set([create_annotator(name, reuse=True) for name in [*TEAM, "member-4"]])
+    prelabel_batch(batch, SureMachine())
+    sample = create_calibration_sample(batch, 60, seed=0)
+    services.publish_batch(sample)
+    simulate_local_annotations(sample, annotators=3, accuracy=0.6, seed=1)  # the three simulated members
+    sync_batch(sample)  # splits: their HITs get a fourth place, which member-4 could take
+    escalated = set(Hit.objects.filter(batch=sample, max_assignments=4).values_list("position", flat=True))
+    assert escalated and Escalation.objects.filter(batch=sample).exists()
+    plan = plan_routing(batch, 0.9, risk=None)
+    assert not plan.ready and not any(w["needed"] for w in plan.waiting)  # member-4 can take them
+
+    set_active(get_user_model().objects.get(username="member-4"), False)  # member-4 leaves
+    plan = plan_routing(batch, 0.9, risk=None)
+    stuck = [w for w in plan.waiting if w["needed"]]
+    assert not plan.ready and {w["hit"] for w in stuck} == escalated
+    assert all(w["needed"] == 1 and w["escalated"] == 1 and w["team"] == 3 for w in stuck)
+    assert all(
+        f"1 place on HIT {w['hit']} needs a fourth team member (1 added by escalation, which asks an answer from "
+        "someone who has not answered the HIT; each of the team's 3 active members has)" in w["reason"]
+        for w in stuck
+    )
+    shown, refusal = _route_refused(batch, "--yes")
+    positions = ", ".join(str(p) for p in sorted(escalated))
+    who = f"{len(escalated)} place{'s' if len(escalated) > 1 else ''} on HIT{'s' if len(escalated) > 1 else ''} {positions}"
+    assert f"The team cannot finish the sample: {who} need" in shown and "a fourth team member" in shown
+    assert "a fourth team member" in refusal and _nothing_routed(batch)
+    client.force_login(researcher)
+    preview = client.get(f"/api/annotation/batches/{batch.name}/routing/", {"target_accuracy": 0.9}).json()
+    assert {w["hit"] for w in preview["waiting"] if w["needed"]} == escalated
+    page = client.get(f"/annotation/batches/{batch.name}/routing/", {"target_accuracy": 0.9}).content.decode()
+    assert "a fourth team member" in page
+    sample_page = client.get(reverse("annotation:batch-detail", args=[sample.name])).content.decode()
+    assert 'id="unfillable-who"' in sample_page and f"{who} need" in sample_page
+
+    # A new member takes the escalated places; the sample is in (a query still split stays undecided: the
+    # team is at its size), and nothing was escalated past what the team could take.
+    sample.team.add(create_annotator("member-5", reuse=True))
+    _answer("member-5", sample, None)
+    sync_batch(sample)
+    assert plan_routing(batch, 0.9, risk=None).ready
+    kept = Judgment.objects.filter(
+        assignment__hit__batch=sample,
+        assignment__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED],
+    )
+    per_query = Counter(kept.values_list("batch_query__qid", "assignment__hit__position"))
+    members = Counter(kept.values_list("batch_query_id", "assignment__worker_id"))
+    assert {q: n for (q, hit), n in per_query.items() if hit in escalated} and all(
+        n == (4 if hit in escalated else 3) for (q, hit), n in per_query.items()
+    )
+    assert set(members.values()) == {1}  # never two answers from one member
+    assert not kept.filter(assignment__worker__identity__user__username="member-4").exists()
+    assert set(Hit.objects.filter(batch=sample, max_assignments__gt=3).values_list("position", flat=True)) == escalated

@@ -91,7 +91,7 @@ def test_a_batch_that_keeps_failed_work_gives_no_retake(gold_batch, annotators):
     set_batch_team(gold_batch, ["ann-a", "ann-b"])
     _a_and_b_do_every_hit(gold_batch, annotators)
     assert next_assignment(annotators[1], gold_batch) is None  # their failed answers count: a retake would repeat them
-    assert unfillable_places(gold_batch) == Unfillable(places=1, hits=1, free=1)
+    assert unfillable_places(gold_batch) == Unfillable(1, 1, 1, positions=(1,), escalated=0, team=2, needed=1)
 
 
 def test_a_batch_without_a_team_gives_no_retake(gold_batch, annotators):

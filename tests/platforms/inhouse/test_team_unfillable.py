@@ -32,7 +32,9 @@ def test_a_place_freed_by_failed_gold_that_every_member_did_is_reported_page_and
     assert Assignment.objects.filter(hit__batch=gold_batch, status=Assignment.Status.REJECTED).count() == 1
     gold_batch.refresh_from_db()
     assert gold_batch.status == Batch.Status.PUBLISHED
-    assert unfillable_places(gold_batch) == Unfillable(places=1, hits=1, free=1)
+    # HIT 1's place, freed by failed gold (not escalation), needs a third member: the team has two.
+    assert unfillable_places(gold_batch) == Unfillable(1, 1, 1, positions=(1,), escalated=0, team=2, needed=1)
+    assert unfillable_places(gold_batch).who.startswith("1 place on HIT 1 needs a third team member")
 
     client.force_login(researcher)
     page = client.get(reverse("annotation:batch-detail", args=[gold_batch.name])).content.decode()
@@ -42,7 +44,17 @@ def test_a_place_freed_by_failed_gold_that_every_member_did_is_reported_page_and
     section = client.get(reverse("annotation:batch-team", args=[gold_batch.name])).content.decode()
     assert 'id="team-unfillable"' in section and "<details open>" in section
     api = client.get(f"/api/annotation/batches/{gold_batch.name}/team/").json()
-    assert api["unfillable"] == {"places": 1, "hits": 1, "free": 1}
+    assert api["unfillable"] == {
+        "places": 1,
+        "hits": 1,
+        "free": 1,
+        "positions": [1],
+        "escalated": 0,
+        "team": 2,
+        "needed": 1,
+        "who": unfillable_places(gold_batch).who,
+    }
+    assert 'id="unfillable-who"' in page and "needs a third team member" in page
 
     # Adding an annotator who has not done HIT 1 gives the place a taker: no warning any more.
     client.put(
@@ -57,7 +69,7 @@ def test_a_place_freed_by_failed_gold_that_every_member_did_is_reported_page_and
     )
     # ... unless that annotator is deactivated.
     set_active(annotators[2], False)
-    assert unfillable_places(gold_batch) == Unfillable(places=1, hits=1, free=1)
+    assert unfillable_places(gold_batch) == Unfillable(1, 1, 1, positions=(1,), escalated=0, team=2, needed=1)
 
     # Closing the batch (the batch page's cancel) ends it: nothing to warn about.
     closed = client.post(reverse("annotation:batch-cancel", args=[gold_batch.name]))

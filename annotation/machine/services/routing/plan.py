@@ -33,6 +33,7 @@ from typing import Any
 
 from annotation.crowd.providers.base import provider_class
 from annotation.crowd.services.batches import estimate_cost
+from annotation.crowd.team_text import team_needs
 from annotation.machine.routing_text import sample_waits_text
 from annotation.machine.selectors import (
     RANDOM_DESIGN,
@@ -321,7 +322,7 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
     limit spent, or a team batch's HIT every member did) keeps no label: an error for any machine."""
     from django.db.models import Count, Q
 
-    from annotation.crowd.selectors import place_takers
+    from annotation.crowd.selectors import place_takers, team_size
     from annotation.models import FREES_PLACE, Assignment, Hit
     from annotation.quality.services.budget import affordable, budget_left, extra_assignment_price, extra_spent
 
@@ -348,6 +349,7 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
         takers = place_takers(link, [hit.pk for hit in hits]) if hits else None
         fresh = place_takers(link, [hit.pk for hit in hits], retakes=False) if hits else None  # no retakes
         price = extra_assignment_price(link) if link.escalate_until else Decimal("0")
+        members = team_size(link) if takers is not None else None
         for hit in hits:
             qids = {hq.batch_query.qid for hq in hit.hit_queries.all()} & drawn
             on_hits |= qids
@@ -359,7 +361,7 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
             elif hit.answered < hit.max_assignments:
                 pending |= qids
                 retake = 0 if fresh is None else max(0, min(free, can_take) - fresh[hit.pk])
-                waits.append(_open_wait(link, hit, qids, free, hit.held - hit.answered, can_take, retake))
+                waits.append(_open_wait(link, hit, qids, free, hit.held - hit.answered, can_take, retake, members or 0))
             elif (
                 qids & undecided
                 and link.escalate_until
@@ -401,7 +403,11 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
     }
 
 
-def _wait(link: Batch, hit, qids: set[str], reason: str, needed: int = 0) -> dict[str, Any]:
+def _wait(
+    link: Batch, hit, qids: set[str], reason: str, needed: int = 0, escalated: int = 0, team: int = 0
+) -> dict[str, Any]:
+    """One HIT the sample waits on; ``needed``: its places no member of the team can take (``escalated`` of
+    them added by escalation; ``team``: the members who may take places), the annotators it lacks."""
     return {
         "batch": link.name,
         "hit": hit.position,
@@ -409,11 +415,20 @@ def _wait(link: Batch, hit, qids: set[str], reason: str, needed: int = 0) -> dic
         "qids": sorted(qids),
         "reason": reason,
         "needed": needed,
+        "escalated": escalated,
+        "team": team,
     }
 
 
 def _open_wait(
-    link: Batch, hit, qids: set[str], free: int, out: int, can_take: int | None, retake: int = 0
+    link: Batch,
+    hit,
+    qids: set[str],
+    free: int,
+    out: int,
+    can_take: int | None,
+    retake: int = 0,
+    team: int = 0,
 ) -> dict[str, Any]:
     """A HIT of the sample that still gets votes: its places handed out, open, or that nobody can take."""
     parts = []
@@ -429,15 +444,13 @@ def _open_wait(
                 f"{retake} of them only by the member(s) whose work on it failed its gold check, taking it again "
                 "(no other member can)"
             )
+    # The places escalation added (beyond the batch's assignments) are the last to be filled: those stuck first.
+    escalated = min(stuck, max(0, hit.max_assignments - link.assignments_per_query))
     if stuck:
-        parts.append(
-            f"{stuck} place(s) NO member of the team can take (every active member did this HIT: a place freed by a "
-            f"failed gold check or a returned HIT, or added by escalation): add {stuck} annotator(s) to the team of "
-            f"{link.name}"
-        )
+        parts.append(team_needs(stuck, [hit.position], team, stuck, escalated))
     if not parts:  # answers submitted, not yet synced
         parts.append("answers in, awaiting the next sync")
-    return _wait(link, hit, qids, "; ".join(parts), needed=stuck)
+    return _wait(link, hit, qids, "; ".join(parts), needed=stuck, escalated=escalated, team=team)
 
 
 def _pending_reason(state: dict[str, Any]) -> str:
