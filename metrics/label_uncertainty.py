@@ -305,6 +305,12 @@ def label_share(query_width: np.ndarray, combined_width: np.ndarray) -> np.ndarr
     return np.where(np.isnan(query_width) | np.isnan(combined_width), np.nan, share)
 
 
+#: :func:`combined_summary`'s steps, as its ``progress`` names them.
+REFITTING = "refitting the crowd model in every bootstrap draw"
+RESAMPLING = "resampling the queries"
+FITTING = "label-corrected means and intervals (runs and paired differences)"
+
+
 def combined_summary(
     wide: Mapping[str, pd.DataFrame],
     probabilities: pd.DataFrame,
@@ -316,6 +322,7 @@ def combined_summary(
     level: float = LEVEL,
     draws: Callable[[np.ndarray], np.ndarray] | None = None,
     leave_out: Callable[[str], np.ndarray] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> pd.DataFrame:
     """``summary`` (one row per run × metric × variant × cutoff, as
     :func:`metrics.significance.summarise` made it over the point-estimate set S) with
@@ -328,17 +335,28 @@ def combined_summary(
     the label probabilities of every query in each draw ``[B × N × K]`` -- the crowd model refitted
     on the draw (:meth:`annotation.machine.label_probabilities.LabelModel.draws`), so that its
     estimation error enters every interval; without it the probabilities are held fixed.
+    ``progress``: told ``(step, done, total)`` as the work goes (:data:`REFITTING`, then
+    :data:`FITTING` once per run and per paired difference).
     """
+    say = progress or (lambda step, done, total: None)
     qids = list(probabilities.index.astype(str))
+    say(REFITTING if draws is not None else RESAMPLING, 0, 1)
     fitter = CorrectedFit(probabilities, samples, seed, draws, leave_out=leave_out)
     members = sorted(in_set)
     runs = list(wide)
+    fits = len(runs) + (len(runs) - 1 if baseline is not None and baseline in wide else 0)
+    fitted = 0
     columns = sorted({key for table in wide.values() for key in table.columns})
     aligned = {run: wide[run].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64) for run in runs}
     rows: dict[tuple, dict] = {}
 
     def fit(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return fitter.interval(values, level)
+        nonlocal fitted
+        say(FITTING, fitted, fits)
+        interval = fitter.interval(values, level)
+        fitted += 1
+        say(FITTING, fitted, fits)
+        return interval
 
     for run in runs:
         point, low, high, _ = fit(aligned[run])
