@@ -33,7 +33,7 @@ from rest_framework.views import APIView
 
 from annotation.crowd.services.background import start_publish
 from annotation.machine.forms import PrelabelForm
-from annotation.machine.selectors import calibration_report, prelabel_runs
+from annotation.machine.selectors import calibration_report, kept_report, prelabel_runs, report_version
 from annotation.machine.serializers import (
     CachedAnswersSerializer,
     CalibrationSampleRequestSerializer,
@@ -184,9 +184,12 @@ class CalibrationReportView(_BatchView):
         against the crowd majority, ``against_truth`` (the machine's de-noised accuracy against the true label,
         the ceiling and the crowd's self-agreement, from the crowd's measured reliability) and ``alt_test``
         (with ``verdict`` "not informative" and ``needed_sample`` when too few annotators qualify); 409 until
-        the sample has enough crowd labels."""
-        report = calibration_report(self.batch(name), request.query_params.get("labeller") or None)
-        return Response(report)
+        the sample has enough crowd labels. The sample's own labeller's report is read as the page's job kept
+        it for the sample's state now, when it did."""
+        batch, labeller = self.batch(name), request.query_params.get("labeller") or None
+        version = report_version(batch) if labeller is None else None
+        kept = kept_report(batch, version) if version is not None else None
+        return Response(kept["report"] if kept is not None else calibration_report(batch, labeller))
 
 
 class RoutingView(_BatchView):

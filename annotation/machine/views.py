@@ -230,6 +230,9 @@ def _figures_or_job(request: HttpRequest, batch: Batch) -> tuple[dict[str, Any] 
     # Done yet not kept: the bounded cache let it go; computed again.
     if (job is None or job.status == Job.Status.DONE) and may_act(request.user, batch):
         job = start_calibration_report(batch, version)
+        job.refresh_from_db()
+        if job.status == Job.Status.DONE:  # run at its commit, in this thread (JOB_LOCAL_RUNNER=inline)
+            return kept_report(batch, version), job
     return None, job
 
 
